@@ -1,0 +1,27 @@
+"""Exceptions ppaux raises for inputs it cannot use; each message names the input and the fault."""
+
+from __future__ import annotations
+
+__all__ = ["PpauxError", "DumpError", "LimitExceeded"]
+
+
+class PpauxError(Exception):
+    """Base of every error ppaux raises on purpose for bad input."""
+
+
+class DumpError(PpauxError, ValueError):
+    """A file that cannot be read as a dump: ``str()`` is '<path>: <reason>'."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class LimitExceeded(DumpError):
+    """A dump that goes over one of the reader's limits (see :class:`ppaux.limits.Limits`)."""
+
+    def __init__(self, path: str, limit: str, value: int, reason: str) -> None:
+        super().__init__(path, f"{reason} (limit {limit}={value}; raise it with --limit {limit}=N)")
+        self.limit = limit
+        self.value = value

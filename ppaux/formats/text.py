@@ -1,0 +1,70 @@
+"""The human view: the report's tables, then findings with their codes, then a summary line."""
+
+from __future__ import annotations
+
+import io
+
+from ppaux.findings import Severity
+from ppaux.report import Report, Table, count_by_severity
+
+__all__ = ["render"]
+
+_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+
+
+def _rich_table(table: Table):  # rich is imported lazily: json output never pays for it
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    out = RichTable(title=table.title, title_justify="left", show_lines=False)
+    for column in table.columns:
+        out.add_column(column, overflow="fold")
+    for r, row in enumerate(table.rows):
+        cells = [
+            Text(cell, style="bold red" if (r, c) in table.marked else "")
+            for c, cell in enumerate(row)
+        ]
+        out.add_row(*cells)
+    return out
+
+
+def render(report: Report, *, color: bool = False, width: int = 100) -> str:
+    """Render the report for a terminal (``color``) or for a pipe or file (plain text)."""
+    from rich.console import Console
+    from rich.text import Text
+
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=width,
+        force_terminal=color,
+        no_color=not color,
+        color_system="standard" if color else None,
+        highlight=False,
+        emoji=False,
+        soft_wrap=False,
+    )
+    for table in report.tables:
+        console.print(_rich_table(table))
+        console.print()
+    for note in report.notes:
+        console.print(Text(note))
+    for f in report.findings:
+        where = f.path + (f" [{f.key}]" if f.key is not None else "")
+        line = Text()
+        line.append(f"{f.code} {f.severity.value}", style=_STYLE[f.severity])
+        line.append(f" {where}: {f.message}")
+        console.print(line)
+        if f.sglang_error:
+            console.print(Text(f"    predicts: {f.sglang_error}"))
+        if f.hint:
+            console.print(Text(f"    fix: {f.hint}"))
+    counts = count_by_severity(report.findings)
+    summary = (
+        f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info, "
+        f"{len(report.problems)} input(s) not checked"
+    )
+    if report.findings or report.tables:
+        console.print()
+    console.print(Text(summary))
+    return buffer.getvalue()

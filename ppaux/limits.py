@@ -1,0 +1,52 @@
+"""Hard limits for reading untrusted dumps, with defaults that fit any real PP payload."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+__all__ = ["Limits", "parse_limit"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on the work and memory one file may cost; a file past one is refused, not read.
+
+    The defaults are generous for pipeline-parallel tensor dicts (whose ``data.pkl`` is a few
+    kilobytes) and small enough that a hostile file costs well under a second and 100 MB.
+    """
+
+    #: Bytes of pickle (``data.pkl`` uncompressed, or a plain pickle file).
+    max_pickle_bytes: int = 64 * 1024 * 1024
+    #: Nesting depth of containers and objects, in the pickle and in the result.
+    max_depth: int = 100
+    #: Values the pickle may create, and values a description may visit.
+    max_items: int = 1_000_000
+    #: Memo entries the pickle may store.
+    max_memo: int = 1_000_000
+    #: Records in a zip file.
+    max_zip_records: int = 100_000
+    #: Files walked in directories.
+    max_files: int = 1_000_000
+
+    def replace(self, **changes: int) -> "Limits":
+        """A copy with some limits changed."""
+        return dataclasses.replace(self, **changes)
+
+
+def parse_limit(text: str) -> tuple[str, int]:
+    """Parse 'NAME=N' (for example 'max_depth=500'); raise ValueError naming what is wrong."""
+    name, sep, value = text.partition("=")
+    name = name.strip().replace("-", "_")
+    names = [f.name for f in dataclasses.fields(Limits)]
+    if not sep:
+        raise ValueError(f"limit {text!r} is not of the form NAME=N")
+    if name not in names:
+        raise ValueError(f"unknown limit {name!r}; known limits: {', '.join(names)}")
+    try:
+        number = int(value.strip())
+    except ValueError:
+        raise ValueError(f"limit {name} must be a whole number, not {value.strip()!r}") from None
+    if number <= 0:
+        raise ValueError(f"limit {name} must be positive, not {number}")
+    return name, number

@@ -1,0 +1,1 @@
+"""One module per command; :mod:`ppaux_cli.app` registers them."""

@@ -1,0 +1,1 @@
+"""``ppaux inspect PATH...``: describe and check captured PP tensor dicts (torch-free)."""
