@@ -64,7 +64,7 @@ def _root(
     """Inspect, compare and replay sglang pipeline-parallel auxiliary-output payloads."""
 
 
-app.command("inspect")(_inspect.inspect)
+# inspect is registered once its module is written
 app.command("explain")(_explain.explain)
 
 
