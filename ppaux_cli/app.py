@@ -10,7 +10,7 @@ from typer.core import TyperGroup
 
 import ppaux
 from ppaux_cli.commands import explain as _explain
-from ppaux_cli.commands import inspect as _inspect  # noqa: F401 (wired below)
+from ppaux_cli.commands import inspect as _inspect
 
 __all__ = ["app", "main"]
 
@@ -64,7 +64,7 @@ def _root(
     """Inspect, compare and replay sglang pipeline-parallel auxiliary-output payloads."""
 
 
-# inspect is registered once its module is written
+app.command("inspect")(_inspect.inspect)
 app.command("explain")(_explain.explain)
 
 

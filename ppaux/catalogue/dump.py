@@ -233,4 +233,23 @@ RULES = (
         fix="Point ppaux at a dump of the tensor dict itself, or at a ppaux capture file.",
         area="payload",
     ),
+    Rule(
+        code="PP115",
+        name="add-would-refuse",
+        severity=Severity.ERROR,
+        summary="A captured add-side output that the stock add refuses.",
+        explanation=(
+            "In a capture of a failing add_auxiliary_output_to_pp_tensors, the output's "
+            "to_pp_tensors() mapping is recorded. The stock add checks each item in order: the "
+            "name must be a non-empty string, the value a tensor, and the prefixed key new to the "
+            "dict. The first item that fails stops add (earlier items stay inserted)."
+        ),
+        causes=(
+            "The observer's to_pp_tensors() returns a non-tensor (a list, a float, None).",
+            "Two outputs use the same name, or the dict already holds that auxiliary key.",
+        ),
+        fix="Return a mapping of non-empty string names to tensors from to_pp_tensors(), each "
+        "name once.",
+        area="payload",
+    ),
 )

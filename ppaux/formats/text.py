@@ -17,8 +17,9 @@ def _rich_table(table: Table):  # rich is imported lazily: json output never pay
     from rich.text import Text
 
     out = RichTable(title=table.title, title_justify="left", show_lines=False)
-    for column in table.columns:
-        out.add_column(column, overflow="fold")
+    for index, column in enumerate(table.columns):
+        # The first column is the key: never wrap it, so keys stay greppable.
+        out.add_column(column, overflow="fold", no_wrap=index == 0)
     for r, row in enumerate(table.rows):
         cells = [
             Text(cell, style="bold red" if (r, c) in table.marked else "")
@@ -67,4 +68,5 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
     if report.findings or report.tables:
         console.print()
     console.print(Text(summary))
-    return buffer.getvalue()
+    # rich pads lines to the console width; trailing blanks only make diffs noisy.
+    return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"

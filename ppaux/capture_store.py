@@ -1,0 +1,157 @@
+"""A capture directory on disk: its layout, its usage against the bounds, and what it holds.
+
+One directory may receive captures from many threads and processes (every scheduler of a
+server). Its layout::
+
+    capture-<UTC time>-<host>-<pid>-<seq>-<add|pop>.pt   one finished capture each
+    .ppaux-tmp-*                                        a capture being written (renamed when done)
+    .ppaux-capture.lock                                 serialises the bound checks across processes
+    .ppaux-capture.skipped                              how many captures the bounds refused
+
+Only finished captures count against ``max_files`` and ``max_bytes``. This module never imports
+torch: it lists files and reads each capture's metadata with the safe reader
+(:mod:`ppaux.dumpfile`), so ``ppaux capture status`` and ``ppaux capture list`` stay quick.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "CAPTURE_GLOB",
+    "LOCK_NAME",
+    "SKIPPED_NAME",
+    "TEMP_PREFIX",
+    "CaptureEntry",
+    "Usage",
+    "capture_name",
+    "capture_paths",
+    "list_captures",
+    "read_skipped",
+    "usage",
+]
+
+CAPTURE_GLOB = "capture-*.pt"
+LOCK_NAME = ".ppaux-capture.lock"
+SKIPPED_NAME = ".ppaux-capture.skipped"
+TEMP_PREFIX = ".ppaux-tmp-"
+
+_CAPTURE_RE = re.compile(r"^capture-[^/]+\.pt$")
+# Host names become part of a file name: keep letters, digits, '.', '_' and '-' only.
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# The skipped counter is a few digits; anything longer is not ours.
+_MAX_COUNTER_BYTES = 32
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What the finished captures of a directory take: how many files and how many bytes."""
+
+    files: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class CaptureEntry:
+    """One capture file: its size and metadata, or why its metadata could not be read."""
+
+    path: Path
+    size: int
+    meta: dict[str, Any] | None
+    problem: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as a JSON object (``meta`` as recorded, ``problem`` when unreadable)."""
+        return {"path": str(self.path), "size": self.size, "meta": self.meta,
+                "problem": self.problem}
+
+
+def capture_name(time: str, host: str, pid: int, seq: int, function: str) -> str:
+    """The file name of a capture; unique per host, process and call, sortable by time.
+
+    ``time`` is a compact UTC stamp such as ``20261202T100000.123456Z``; ``function`` is the
+    full function name, shortened to ``add`` or ``pop``.
+    """
+    short = "add" if function.startswith("add") else "pop" if function.startswith("pop") else "call"
+    safe_host = _UNSAFE.sub("_", host)[:64] or "host"
+    return f"capture-{time}-{safe_host}-{pid}-{seq:04d}-{short}.pt"
+
+
+def capture_paths(directory: str | os.PathLike) -> list[Path]:
+    """The finished captures in ``directory``, oldest name first; [] when it does not exist.
+
+    Raises :class:`OSError` when the directory exists but cannot be listed.
+    """
+    base = Path(directory)
+    try:
+        names = os.listdir(base)
+    except FileNotFoundError:
+        return []
+    return [base / n for n in sorted(names) if _CAPTURE_RE.match(n)]
+
+
+def usage(directory: str | os.PathLike) -> Usage:
+    """Files and bytes of the finished captures in ``directory`` (what the bounds count).
+
+    A file that disappears while it is counted (deleted by a user) is simply not counted.
+    """
+    files = 0
+    total = 0
+    for path in capture_paths(directory):
+        try:
+            info = path.lstat()
+        except FileNotFoundError:
+            continue
+        if stat.S_ISREG(info.st_mode):
+            files += 1
+            total += info.st_size
+    return Usage(files, total)
+
+
+def read_skipped(directory: str | os.PathLike) -> int:
+    """How many captures the bounds of ``directory`` refused so far (0 when none recorded)."""
+    try:
+        with open(Path(directory) / SKIPPED_NAME, "rb") as handle:
+            text = handle.read(_MAX_COUNTER_BYTES + 1)
+    except FileNotFoundError:
+        return 0
+    if len(text) > _MAX_COUNTER_BYTES:
+        return 0
+    try:
+        value = int(text.decode("ascii").strip() or "0")
+    except (UnicodeDecodeError, ValueError):
+        return 0
+    return max(value, 0)
+
+
+def list_captures(directory: str | os.PathLike) -> list[CaptureEntry]:
+    """Every finished capture in ``directory`` with its metadata, read without torch.
+
+    A file that is not a readable ppaux capture is listed with ``meta`` None and the reason in
+    ``problem``; nothing in a file is ever executed.
+    """
+    from ppaux.dumpfile import read_dump
+    from ppaux.errors import DumpError
+
+    entries = []
+    for path in capture_paths(directory):
+        try:
+            size = path.lstat().st_size
+        except FileNotFoundError:
+            continue
+        try:
+            record = read_dump(path).capture
+        except DumpError as exc:
+            entries.append(CaptureEntry(path, size, None, exc.reason))
+            continue
+        if record is None:
+            entries.append(CaptureEntry(path, size, None, "not a ppaux capture file"))
+            continue
+        meta = {k: v for k, v in record["meta"].items() if isinstance(k, str)}
+        entries.append(CaptureEntry(path, size, meta))
+    return entries

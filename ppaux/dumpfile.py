@@ -1,0 +1,212 @@
+"""Open a dump (a ``torch.save`` zip, a plain pickle, or a ppaux capture) without torch.
+
+:func:`read_dump` reads only the pickled structure: the zip's central directory and its
+``data.pkl`` record, never a tensor's bytes. The pickle runs on :mod:`ppaux.pickle_vm` with the
+allowlist of :mod:`ppaux.allowlist`, so nothing in the file is imported or called. Files are
+opened read-only and never changed.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import zipfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from ppaux import allowlist
+from ppaux.capture_format import CAPTURE_MARKER
+from ppaux.errors import DumpError, LimitExceeded
+from ppaux.legacy import LEGACY_MAGIC, is_legacy_stream
+from ppaux.limits import Limits
+from ppaux.model import StorageRef, StorageType
+from ppaux.pickle_vm import Machine
+
+__all__ = ["Dump", "read_dump", "read_dump_bytes"]
+
+_ZIP_MAGIC = b"PK\x03\x04"
+_EMPTY_ZIP_MAGIC = b"PK\x05\x06"
+
+
+@dataclass
+class Dump:
+    """The structure of one file, as stand-ins (see :mod:`ppaux.model`).
+
+    ``container`` is 'zip' or 'pickle'; ``record_prefix`` is the zip's record folder (the saved
+    file's stem, or 'archive'); ``globals_seen`` maps each global the pickle named to whether it is
+    allowlisted; ``storages`` lists every storage record the pickle refers to.
+    """
+
+    path: str
+    container: str
+    root: Any
+    size: int
+    record_prefix: str | None = None
+    globals_seen: dict[str, bool] = field(default_factory=dict)
+    storages: list[StorageRef] = field(default_factory=list)
+    pickle_bytes: int = 0
+    protocol: int = 0
+
+    @property
+    def capture(self) -> dict | None:
+        """The ppaux capture record ({marker, meta, tensors, output}) when this is a capture file."""
+        root = self.root
+        if isinstance(root, dict) and CAPTURE_MARKER in root and isinstance(root.get("meta"), dict):
+            return root
+        return None
+
+
+def _check_regular(path: str) -> os.stat_result:
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise DumpError(path, "no such file") from None
+    except PermissionError:
+        raise DumpError(path, "permission denied") from None
+    except OSError as exc:
+        raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise DumpError(path, "is a directory, not a dump file")
+    if not stat.S_ISREG(info.st_mode):
+        raise DumpError(path, "is not a regular file (a FIFO, socket or device)")
+    return info
+
+
+def read_dump(path: str | os.PathLike, limits: Limits = Limits()) -> Dump:
+    """Read the structure of the dump at ``path``; raise :class:`DumpError` if it is unusable."""
+    path = os.fspath(path)
+    info = _check_regular(path)
+    try:
+        handle = open(path, "rb")
+    except PermissionError:
+        raise DumpError(path, "permission denied") from None
+    except OSError as exc:
+        raise DumpError(path, f"cannot open: {exc.strerror or exc}") from None
+    with handle:
+        head = handle.read(4)
+        if not head:
+            raise DumpError(path, "empty file")
+        if head in (_ZIP_MAGIC, _EMPTY_ZIP_MAGIC):
+            handle.seek(0)
+            return _read_zip(path, handle, info.st_size, limits)
+        if info.st_size > limits.max_pickle_bytes:
+            raise LimitExceeded(
+                path, "max_pickle_bytes", limits.max_pickle_bytes,
+                f"the pickle is {info.st_size} bytes",
+            )
+        handle.seek(0)
+        data = handle.read(limits.max_pickle_bytes + 1)
+    return _read_pickle(path, data, info.st_size, limits)
+
+
+def read_dump_bytes(path: str, data: bytes, limits: Limits = Limits()) -> Dump:
+    """Read a dump held in memory (``path`` is used in messages only)."""
+    if not data:
+        raise DumpError(path, "empty file")
+    if data[:4] in (_ZIP_MAGIC, _EMPTY_ZIP_MAGIC):
+        import io
+
+        return _read_zip(path, io.BytesIO(data), len(data), limits)
+    if len(data) > limits.max_pickle_bytes:
+        raise LimitExceeded(path, "max_pickle_bytes", limits.max_pickle_bytes,
+                            f"the pickle is {len(data)} bytes")
+    return _read_pickle(path, data, len(data), limits)
+
+
+def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:
+    if is_legacy_stream(data):
+        raise DumpError(
+            path,
+            "legacy torch.save format (PyTorch before 1.6), which ppaux does not read; re-save it "
+            "with a current torch: torch.save(torch.load(f, weights_only=True), 'new.pt')",
+        )
+    machine = Machine(data, path=path, limits=limits, resolve=allowlist.resolve)
+    try:
+        root = machine.load()
+    except DumpError as exc:
+        if machine.items == 0 or machine._op_pos == 0:
+            raise DumpError(
+                path, f"not a torch.save zip or a pickle file ({exc.reason})"
+            ) from None
+        raise
+    if root == LEGACY_MAGIC:
+        raise DumpError(path, "legacy torch.save format (PyTorch before 1.6), which ppaux does not read")
+    return Dump(
+        path=path, container="pickle", root=root, size=size,
+        globals_seen=machine.globals_seen, pickle_bytes=len(data), protocol=machine.protocol,
+    )
+
+
+def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
+    try:
+        archive = zipfile.ZipFile(handle)
+    except zipfile.BadZipFile as exc:
+        raise DumpError(path, f"truncated or corrupt zip file ({exc})") from None
+    except (OSError, ValueError, EOFError) as exc:
+        raise DumpError(path, f"truncated or corrupt zip file ({exc})") from None
+    with archive:
+        records = archive.infolist()
+        if len(records) > limits.max_zip_records:
+            raise LimitExceeded(path, "max_zip_records", limits.max_zip_records,
+                                f"the zip holds {len(records)} records")
+        pickles = [r for r in records if _is_data_pkl(r.filename)]
+        if not pickles:
+            raise DumpError(path, "zip file without a data.pkl record: not a torch.save file")
+        if len(pickles) > 1:
+            names = ", ".join(r.filename for r in pickles[:4])
+            raise DumpError(path, f"zip file with {len(pickles)} data.pkl records ({names}); "
+                            "a torch.save file has exactly one")
+        record = pickles[0]
+        prefix = record.filename[: -len("data.pkl")].rstrip("/")
+        data = _read_record(path, archive, record, limits)
+        by_name = {r.filename: r for r in records}
+        storages: list[StorageRef] = []
+
+        def persistent_load(m: Machine, pid: Any) -> StorageRef:
+            if (
+                not isinstance(pid, tuple) or len(pid) != 5 or pid[0] != "storage"
+                or not isinstance(pid[1], StorageType) or not isinstance(pid[2], str)
+                or not isinstance(pid[3], str) or not isinstance(pid[4], int)
+                or isinstance(pid[4], bool) or pid[4] < 0
+            ):
+                raise m.error("storage record reference is not ('storage', type, key, location, numel)")
+            storage = StorageRef(pid[1].dtype, pid[2], pid[3], pid[4])
+            name = f"{prefix}/data/{pid[2]}" if prefix else f"data/{pid[2]}"
+            found = by_name.get(name)
+            storage.record = name
+            storage.record_size = found.file_size if found is not None else None
+            storages.append(storage)
+            return storage
+
+        machine = Machine(data, path=path, limits=limits, resolve=allowlist.resolve,
+                          persistent_load=persistent_load)
+        root = machine.load()
+    return Dump(
+        path=path, container="zip", root=root, size=size, record_prefix=prefix,
+        globals_seen=machine.globals_seen, storages=storages, pickle_bytes=len(data),
+        protocol=machine.protocol,
+    )
+
+
+def _is_data_pkl(name: str) -> bool:
+    # torch.save writes '<folder>/data.pkl'; the folder is the file's stem or 'archive'.
+    return name == "data.pkl" or (name.endswith("/data.pkl") and name.count("/") == 1)
+
+
+def _read_record(path: str, archive: zipfile.ZipFile, record: zipfile.ZipInfo, limits: Limits) -> bytes:
+    if record.file_size > limits.max_pickle_bytes:
+        raise LimitExceeded(path, "max_pickle_bytes", limits.max_pickle_bytes,
+                            f"{record.filename} declares {record.file_size} bytes")
+    try:
+        with archive.open(record) as stream:
+            # Read one byte past the limit: a record whose header lies about its size
+            # (a deflate bomb) is stopped here instead of filling memory.
+            data = stream.read(limits.max_pickle_bytes + 1)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+        raise DumpError(path, f"cannot read {record.filename} ({exc})") from None
+    except RuntimeError as exc:  # encrypted records
+        raise DumpError(path, f"cannot read {record.filename} ({exc})") from None
+    if len(data) > limits.max_pickle_bytes:
+        raise LimitExceeded(path, "max_pickle_bytes", limits.max_pickle_bytes,
+                            f"{record.filename} inflates past the limit")
+    return data

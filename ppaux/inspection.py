@@ -1,0 +1,173 @@
+"""``inspect``: describe and check every dump under the given paths, as one :class:`Report`."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Iterable
+
+from ppaux.checks import check_dump, predict_pop
+from ppaux.dumpfile import Dump, read_dump
+from ppaux.errors import DumpError
+from ppaux.findings import Finding, Severity
+from ppaux.keys import MSG_TYPE_KEY
+from ppaux.limits import Limits
+from ppaux.payload import Payload, describe_entry, find_payloads, walk
+from ppaux.report import InputProblem, Report, Table
+
+__all__ = ["DUMP_SUFFIXES", "collect_files", "describe_dump", "inspect_file", "inspect_paths"]
+
+#: File name endings that a directory walk treats as dumps.
+DUMP_SUFFIXES = (".pt", ".pth", ".pkl", ".pickle", ".bin", ".ppaux")
+
+
+def collect_files(paths: Iterable[str], limits: Limits = Limits()) -> tuple[list[str], list[InputProblem]]:
+    """Expand directories (recursively, links not followed) into dump files, in sorted order."""
+    files: list[str] = []
+    problems: list[InputProblem] = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = []
+            for folder, dirs, names in os.walk(path):
+                dirs.sort()
+                for name in sorted(names):
+                    if name.lower().endswith(DUMP_SUFFIXES):
+                        found.append(os.path.join(folder, name))
+                        if len(files) + len(found) > limits.max_files:
+                            problems.append(InputProblem(
+                                path, f"holds more than {limits.max_files} dumps "
+                                "(limit max_files; raise it with --limit max_files=N)"))
+                            return files, problems
+            if not found:
+                problems.append(InputProblem(
+                    path, f"directory holds no dumps ({', '.join('*' + s for s in DUMP_SUFFIXES)})"
+                ))
+            files += found
+        else:
+            files.append(path)
+    return files, problems
+
+
+def describe_dump(dump: Dump, payloads: list[Payload], limits: Limits) -> dict[str, Any]:
+    """The JSON description of one dump: container facts, payload entries, globals."""
+    tensor_bytes = 0
+    described = []
+    for payload in payloads:
+        entries = [describe_entry(k, v, limits) for k, v in payload.mapping.items()]
+        tensor_bytes += sum(e.get("bytes", 0) for e in entries if e.get("kind") == "tensor")
+        message_type = payload.mapping.get(MSG_TYPE_KEY)
+        described.append({
+            "locator": payload.locator,
+            "role": payload.role,
+            "message_type": message_type if isinstance(message_type, str) else None,
+            "entries": entries,
+            "predicted_pop": predict_pop(payload.mapping) if payload.role != "output" else None,
+        })
+    capture = dump.capture
+    return {
+        "path": dump.path,
+        "container": dump.container,
+        "record_prefix": dump.record_prefix,
+        "size": dump.size,
+        "pickle_bytes": dump.pickle_bytes,
+        "pickle_protocol": dump.protocol,
+        "capture": _plain(capture["meta"]) if capture is not None else None,
+        "payloads": described,
+        "globals": [{"name": n, "allowed": a} for n, a in dump.globals_seen.items()],
+        "storages": len(dump.storages),
+        "tensor_bytes": tensor_bytes,
+    }
+
+
+def _plain(meta: dict) -> dict:
+    # Capture metadata holds plain values; anything else is shown by its repr, never trusted.
+    out = {}
+    for k, v in meta.items():
+        key = k if isinstance(k, str) else repr(k)
+        out[key] = v if isinstance(v, (str, int, float, bool, type(None))) else repr(v)
+    return out
+
+
+def inspect_file(path: str, limits: Limits = Limits()) -> tuple[dict[str, Any], list[Finding]]:
+    """Read, describe and check one file; raise :class:`DumpError` if it cannot be read."""
+    dump = read_dump(path, limits)
+    payloads = find_payloads(dump)
+    # Walk everything once up front so that a hostile structure fails here, as one clear error.
+    for _ in walk(dump.root, limits, path):
+        pass
+    return describe_dump(dump, payloads, limits), check_dump(dump, payloads, limits)
+
+
+def _table(description: dict[str, Any], findings: list[Finding]) -> Table:
+    flagged = {f.key for f in findings if f.severity is not Severity.INFO}
+    rows = []
+    marked = set()
+    for payload in description["payloads"]:
+        for entry in payload["entries"]:
+            key = entry["key"]
+            located = f"{payload['locator']}[{key!r}]" if payload["locator"] else key
+            if located in flagged:
+                marked.add((len(rows), 0))
+            if entry["kind"] == "tensor":
+                kind = entry["tensor_kind"] if entry["subclass"] is None else entry["subclass"]
+                rows.append((
+                    located, "aux" if entry["aux"] else "", kind, entry["dtype"],
+                    str(tuple(entry["shape"])),
+                    str(tuple(entry["stride"])) if entry["stride"] is not None else "-",
+                    entry["device"], str(entry["bytes"]),
+                ))
+            else:
+                rows.append((located, "aux" if entry["aux"] else "", entry["type"],
+                             entry["summary"], "", "", "", ""))
+    capture = " capture," if description["capture"] else ""
+    title = (f"{description['path']} ({description['container']},{capture} "
+             f"{sum(len(p['entries']) for p in description['payloads'])} keys, "
+             f"{description['tensor_bytes']} tensor bytes)")
+    return Table(title, ("key", "aux", "kind", "dtype / value", "shape", "stride", "device", "bytes"),
+                 tuple(rows), frozenset(marked))
+
+
+def inspect_paths(
+    paths: Iterable[str],
+    limits: Limits = Limits(),
+    *,
+    release: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Report:
+    """Inspect files and directories; unreadable inputs become problems, the rest still run.
+
+    ``release`` (such as '0.5.23') also checks each output message's keys against that release's
+    expected key set. ``progress(done, total)`` is called after each file.
+    """
+    files, problems = collect_files(paths, limits)
+    report = Report(command="inspect", problems=problems)
+    descriptions = []
+    for index, path in enumerate(files, 1):
+        try:
+            description, findings = inspect_file(path, limits)
+        except DumpError as exc:
+            report.problems.append(InputProblem(exc.path, exc.reason))
+        else:
+            if release is not None:
+                findings += _release_findings(path, description, release)
+            descriptions.append(description)
+            report.findings += findings
+            report.tables.append(_table(description, findings))
+        if progress is not None:
+            progress(index, len(files))
+    report.data["files"] = descriptions
+    if release is not None:
+        report.data["release"] = release
+    return report
+
+
+def _release_findings(path: str, description: dict[str, Any], release: str) -> list[Finding]:
+    from ppaux.releases import release_key_findings
+
+    found = []
+    for payload in description["payloads"]:
+        if payload["role"] == "output" or payload["message_type"] not in (None, "output"):
+            continue
+        keys = [e["key"] for e in payload["entries"] if e["key_type"] == "str"]
+        found += release_key_findings(path, keys, release)
+    return found
+

@@ -1,0 +1,63 @@
+"""The pre-1.6 ``torch.save`` stream, read only where torch nests one inside a pickle.
+
+``pickle.dumps(tensor)`` stores each storage as ``torch.storage._load_from_bytes(b'...')``, whose
+bytes are a legacy ``torch.save`` stream: a magic number, a protocol version, system info, the
+object pickle (storages as persistent ids), the list of storage keys, then raw storage bytes.
+This module parses that stream with the same safe machine, so nothing inside runs either.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ppaux.errors import DumpError
+from ppaux.model import Opaque, StorageRef, StorageType
+from ppaux.pickle_vm import Machine
+
+__all__ = ["LEGACY_MAGIC", "is_legacy_stream", "read_inner_storage"]
+
+#: First value of every legacy torch.save stream.
+LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+_LEGACY_PREFIX = b"\x80\x02\x8a\x0a" + LEGACY_MAGIC.to_bytes(10, "little")
+_MAX_NESTING = 2
+
+
+def is_legacy_stream(data: bytes) -> bool:
+    """True when ``data`` starts like a legacy (pre-1.6) torch.save stream."""
+    return data.startswith(_LEGACY_PREFIX)
+
+
+def _legacy_storage(m: Machine, pid: Any) -> Any:
+    if not isinstance(pid, tuple) or len(pid) < 5 or pid[0] != "storage":
+        return Opaque("persistent id", "call", pid if isinstance(pid, tuple) else (pid,))
+    storage_type, key, location, numel = pid[1:5]
+    if not isinstance(storage_type, StorageType) or not isinstance(numel, int):
+        raise m.error("nested storage record is malformed")
+    return StorageRef(storage_type.dtype, str(key), str(location), numel)
+
+
+def read_inner_storage(outer: Machine, payload: bytes) -> Any:
+    """Describe the storage held by a nested legacy stream, merging its globals into ``outer``."""
+    depth = getattr(outer, "nesting", 0) + 1
+    if depth > _MAX_NESTING:
+        raise outer.error("nested torch.save streams go deeper than a real file ever does")
+    if not is_legacy_stream(payload):
+        raise outer.error("torch.storage._load_from_bytes holds no legacy torch.save stream")
+    pos = 0
+    value: Any = None
+    for step in range(4):  # magic, protocol version, system info, the object itself
+        inner = Machine(
+            payload, path=outer.path, limits=outer.limits, resolve=outer.resolve,
+            persistent_load=_legacy_storage if step == 3 else None, start=pos,
+        )
+        inner.nesting = depth  # type: ignore[attr-defined]
+        inner.items = outer.items
+        try:
+            value = inner.load()
+        except DumpError as exc:
+            raise outer.error(f"nested torch.save stream: {exc.reason}") from None
+        outer.items = inner.items
+        for name, allowed in inner.globals_seen.items():
+            outer.globals_seen[name] = outer.globals_seen.get(name, False) or allowed
+        pos = inner.pos
+    return value

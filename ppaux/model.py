@@ -1,0 +1,270 @@
+"""What the safe reader builds instead of real objects: descriptions of tensors, storages, arrays
+and of every object it refused to create.
+
+None of these classes runs anything from a file. They compare by identity, so a hostile pickle
+can use them as dict keys or set members without any ``__eq__``/``__hash__`` of its choosing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "STORAGE_DTYPES",
+    "DTYPE_ITEMSIZE",
+    "StorageType",
+    "DtypeRef",
+    "TypeRef",
+    "StorageRef",
+    "TensorRef",
+    "NdArrayRef",
+    "NumpyDtype",
+    "NumpyScalar",
+    "GlobalRef",
+    "Opaque",
+]
+
+#: Legacy storage class name -> dtype name (torch.serialization writes these as globals).
+STORAGE_DTYPES = {
+    "DoubleStorage": "float64",
+    "FloatStorage": "float32",
+    "HalfStorage": "float16",
+    "LongStorage": "int64",
+    "IntStorage": "int32",
+    "ShortStorage": "int16",
+    "CharStorage": "int8",
+    "ByteStorage": "uint8",
+    "BoolStorage": "bool",
+    "BFloat16Storage": "bfloat16",
+    "ComplexDoubleStorage": "complex128",
+    "ComplexFloatStorage": "complex64",
+    "QInt8Storage": "qint8",
+    "QInt32Storage": "qint32",
+    "QUInt8Storage": "quint8",
+    "QUInt4x2Storage": "quint4x2",
+    "QUInt2x4Storage": "quint2x4",
+    # New dtypes are saved as untyped (byte) storage plus a dtype argument.
+    "UntypedStorage": "uint8",
+}
+
+#: Bytes per element of every torch dtype the reader knows, by canonical name.
+DTYPE_ITEMSIZE = {
+    "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2,
+    "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1,
+    "uint16": 2, "uint32": 4, "uint64": 8,
+    "complex128": 16, "complex64": 8, "complex32": 4,
+    "qint8": 1, "quint8": 1, "qint32": 4, "quint4x2": 1, "quint2x4": 1,
+    "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1,
+    "float8_e8m0fnu": 1, "float4_e2m1fn_x2": 1,
+    "bits8": 1, "bits16": 2, "bits1x8": 1, "bits2x4": 1, "bits4x2": 1,
+}
+
+
+class _Ref:
+    """Base of the reader's models: identity equality and hashing, a short repr."""
+
+    __slots__ = ()
+
+
+class StorageType(_Ref):
+    """A storage class named in the pickle, such as ``torch.BFloat16Storage``."""
+
+    __slots__ = ("name", "dtype")
+
+    def __init__(self, name: str, dtype: str) -> None:
+        self.name = name
+        self.dtype = dtype
+
+    def __repr__(self) -> str:
+        return f"torch.{self.name}"
+
+
+class DtypeRef(_Ref):
+    """A torch dtype named in the pickle, such as ``torch.bfloat16``."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"torch.{self.name}"
+
+
+class TypeRef(_Ref):
+    """An allowlisted class used as a value (``torch.Tensor``, ``numpy.ndarray``)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class StorageRef(_Ref):
+    """A tensor storage: its dtype, the zip record that holds its bytes, and its saved location."""
+
+    __slots__ = ("dtype", "key", "location", "numel", "record", "record_size")
+
+    def __init__(self, dtype: str, key: str, location: str, numel: int) -> None:
+        self.dtype = dtype
+        self.key = key
+        self.location = location
+        self.numel = numel
+        self.record: str | None = None
+        self.record_size: int | None = None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the storage declares (elements times element size)."""
+        return self.numel * DTYPE_ITEMSIZE.get(self.dtype, 1)
+
+    def __repr__(self) -> str:
+        return f"<storage {self.key} {self.dtype}[{self.numel}] on {self.location}>"
+
+
+class TensorRef(_Ref):
+    """A tensor as saved: dtype, shape, stride, device string, storage and kind.
+
+    ``kind`` is 'dense', 'sparse', 'quantized', 'meta' or 'nested'; ``subclass`` names a tensor
+    subclass (such as ``torch.nn.Parameter``) or is None for a plain tensor.
+    """
+
+    __slots__ = (
+        "dtype", "shape", "stride", "offset", "device", "requires_grad", "kind",
+        "layout", "subclass", "storage", "state",
+    )
+
+    def __init__(
+        self,
+        dtype: str,
+        shape: tuple[int, ...],
+        stride: tuple[int, ...] | None,
+        device: str,
+        *,
+        offset: int = 0,
+        requires_grad: bool = False,
+        kind: str = "dense",
+        layout: str = "torch.strided",
+        storage: StorageRef | None = None,
+    ) -> None:
+        self.dtype = dtype
+        self.shape = shape
+        self.stride = stride
+        self.offset = offset
+        self.device = device
+        self.requires_grad = requires_grad
+        self.kind = kind
+        self.layout = layout
+        self.subclass: str | None = None
+        self.storage = storage
+        self.state: Any = None
+
+    @property
+    def numel(self) -> int:
+        """Number of elements (the product of the shape)."""
+        n = 1
+        for size in self.shape:
+            n *= size
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the tensor's own elements (not of the whole storage it views)."""
+        return self.numel * DTYPE_ITEMSIZE.get(self.dtype, 1)
+
+    @property
+    def contiguous(self) -> bool:
+        """True when the strides are those of a row-major tensor (size-1 dims ignored)."""
+        if self.stride is None or self.numel == 0:
+            return True
+        expected = 1
+        for size, stride in zip(reversed(self.shape), reversed(self.stride)):
+            if size != 1 and stride != expected:
+                return False
+            expected *= size
+        return True
+
+    def __repr__(self) -> str:
+        return f"<tensor {self.dtype}{list(self.shape)} on {self.device}>"
+
+
+class NdArrayRef(_Ref):
+    """A numpy array as pickled by numpy: dtype and shape, never its data."""
+
+    __slots__ = ("dtype", "shape", "fortran")
+
+    def __init__(self) -> None:
+        self.dtype = "?"
+        self.shape: tuple[int, ...] = ()
+        self.fortran = False
+
+    def __repr__(self) -> str:
+        return f"<numpy.ndarray {self.dtype}{list(self.shape)}>"
+
+
+class NumpyDtype(_Ref):
+    """A numpy dtype as pickled (``numpy.dtype('f8', ...)`` then its byte-order state)."""
+
+    __slots__ = ("spec", "byteorder")
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self.byteorder = "="
+
+    @property
+    def name(self) -> str:
+        """numpy's short spelling, such as '<f8'."""
+        order = self.byteorder if self.byteorder in "<>" else ""
+        return f"{order}{self.spec}"
+
+    def __repr__(self) -> str:
+        return f"dtype({self.name!r})"
+
+
+class NumpyScalar(_Ref):
+    """A numpy scalar such as ``numpy.float32(1.5)``: its dtype only."""
+
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype: str) -> None:
+        self.dtype = dtype
+
+    def __repr__(self) -> str:
+        return f"<numpy scalar {self.dtype}>"
+
+
+class GlobalRef(_Ref):
+    """A global outside the allowlist, named but never imported."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<global {self.name}>"
+
+
+class Opaque(_Ref):
+    """An object the pickle asked to create through a global outside the allowlist.
+
+    It records how it would have been made (``via``: 'call', 'new', 'object'), the arguments,
+    the state given to BUILD and any items or appends, so that ``inspect`` can show what the
+    file would have done and descend into state that holds tensors.
+    """
+
+    __slots__ = ("name", "via", "args", "state", "items", "appended")
+
+    def __init__(self, name: str, via: str, args: tuple = ()) -> None:
+        self.name = name
+        self.via = via
+        self.args = args
+        self.state: Any = None
+        self.items: list[tuple[Any, Any]] = []
+        self.appended: list[Any] = []
+
+    def __repr__(self) -> str:
+        return f"<{self.name} object>"
