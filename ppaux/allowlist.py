@@ -294,6 +294,7 @@ _CALLS = {
     "builtins.set": _container(set),
     "builtins.frozenset": _container(frozenset),
     "builtins.bytearray": _container(bytearray),
+    "builtins.bytes": _container(bytes),
     "builtins.complex": _container(complex),
     "_codecs.encode": _codecs_encode,
     "copyreg._reconstructor": _reconstructor,
@@ -311,7 +312,7 @@ _TYPES = {
 
 #: Every dotted name the reader interprets; anything else is reported, never imported.
 ALLOWED_NAMES = frozenset(
-    set(_CALLS) | _TYPES
+    set(_CALLS) | _TYPES | {"torch.storage.UntypedStorage"}
     | {f"torch.{n}" for n in STORAGE_DTYPES}
     | {f"torch.{n}" for n in DTYPE_ITEMSIZE} | {f"torch.{n}" for n in _DTYPE_ALIASES}
     | {f"torch.{n}" for n in _LAYOUTS} | {f"torch.{n}" for n in _QSCHEMES}
@@ -329,6 +330,8 @@ def resolve(m: Machine, module: str, name: str) -> Any:
         return Call(dotted, call)
     if dotted in _TYPES:
         return TypeRef(dotted)
+    if dotted == "torch.storage.UntypedStorage":  # how new dtypes' byte storages are named
+        return StorageType("UntypedStorage", "uint8")
     if module == "torch":
         if name in STORAGE_DTYPES:
             return StorageType(name, STORAGE_DTYPES[name])

@@ -1,8 +1,8 @@
 """Digests of Python definitions that ignore layout and stay the same across Python versions.
 
 Two copies of a function compare equal here when their syntax trees are equal: comments,
-blank lines, line numbers and quoting do not count, every token of code does (names, strings,
-annotations, decorators). The digest is built from a canonical dump of our own rather than
+docstrings, blank lines, line numbers and quoting do not count, every token of code does (names,
+strings, annotations, decorators). The digest is built from a canonical dump of our own rather than
 ``ast.dump``, whose output changed in Python 3.13 (empty fields are omitted) and whose node
 fields grow with new releases (``type_params`` in 3.12); empty and missing fields are dropped
 here, so 3.10 to 3.13 give the same digest for the same code.
@@ -16,8 +16,21 @@ from typing import Iterator
 
 __all__ = ["node_digest", "definitions", "definition_digests"]
 
+# Nodes whose body may open with a docstring, which does not change what the code does.
+_DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
 # Attributes that say where a node is, not what it is.
 _POSITION_FIELDS = frozenset({"lineno", "col_offset", "end_lineno", "end_col_offset", "ctx"})
+
+
+def _has_docstring(body: object) -> bool:
+    return (
+        isinstance(body, list)
+        and bool(body)
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    )
 
 
 def _dump(value: object, out: list[str]) -> None:
@@ -28,6 +41,8 @@ def _dump(value: object, out: list[str]) -> None:
             if name in _POSITION_FIELDS:
                 continue
             field = getattr(value, name, None)
+            if name == "body" and isinstance(value, _DOCUMENTED) and _has_docstring(field):
+                field = field[1:]
             if field is None or field == []:
                 continue
             out.append(name)

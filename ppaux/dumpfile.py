@@ -161,6 +161,7 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
         data = _read_record(path, archive, record, limits)
         by_name = {r.filename: r for r in records}
         storages: list[StorageRef] = []
+        by_key: dict[str, StorageRef] = {}
 
         def persistent_load(m: Machine, pid: Any) -> StorageRef:
             if (
@@ -170,7 +171,11 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
                 or isinstance(pid[4], bool) or pid[4] < 0
             ):
                 raise m.error("storage record reference is not ('storage', type, key, location, numel)")
+            known = by_key.get(pid[2])
+            if known is not None:  # views of one storage name the same record, as in torch.load
+                return known
             storage = StorageRef(pid[1].dtype, pid[2], pid[3], pid[4])
+            by_key[pid[2]] = storage
             name = f"{prefix}/data/{pid[2]}" if prefix else f"data/{pid[2]}"
             found = by_name.get(name)
             storage.record = name

@@ -9,6 +9,7 @@ import typer
 from typer.core import TyperGroup
 
 import ppaux
+from ppaux_cli.commands import capture as _capture
 from ppaux_cli.commands import explain as _explain
 from ppaux_cli.commands import inspect as _inspect
 
@@ -66,6 +67,7 @@ def _root(
 
 app.command("inspect")(_inspect.inspect)
 app.command("explain")(_explain.explain)
+app.add_typer(_capture.app, name="capture")
 
 
 def main() -> None:

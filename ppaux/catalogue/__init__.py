@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from ppaux.findings import Finding, Rule, Severity
 
-from . import dump, security
+from . import capture, dump, security
 
 __all__ = ["RULES", "get_rule", "finding", "UnknownRuleError"]
 
-_AREAS = (dump, security)
+_AREAS = (capture, dump, security)
 
 
 def _collect() -> dict[str, Rule]:

@@ -1,0 +1,226 @@
+"""Read the files of an sglang package, installed, unpacked or in a wheel, without importing it.
+
+``import sglang`` runs ``sglang/__init__.py``, which pulls in about eighteen heavy packages, so
+ppaux never imports it. It finds the installed package with ``importlib.util.find_spec``, which
+for a top-level name only searches ``sys.path``, and reads files as bytes: from a directory, or
+straight from a ``.whl`` (a zip) without unpacking it. Nothing read here is ever executed.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import re
+import zipfile
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator
+from pathlib import Path
+
+from ppaux.errors import PpauxError
+
+__all__ = ["SglangTree", "SglangPathError", "UnreadableFile", "locate", "MAX_SOURCE_BYTES"]
+
+#: Largest sglang source file read (the biggest one ppaux reads is about 90 KB).
+MAX_SOURCE_BYTES = 4 * 1024 * 1024
+
+# ``__version__ = version = '0.5.23'`` in ``_version.py`` (0.5.15+), read as text.
+_VERSION_RE = re.compile(
+    r"""^__version__\s*(?::\s*str\s*)?=\s*(?:version\s*=\s*)?(['"])(?P<v>[^'"\s]+)\1""",
+    re.MULTILINE,
+)
+_METADATA_VERSION_RE = re.compile(r"^Version:\s*(?P<v>\S+)\s*$", re.MULTILINE)
+
+
+class SglangPathError(PpauxError, ValueError):
+    """A path given as an sglang tree that is not one: ``str()`` is '<path>: <reason>'."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class UnreadableFile(PpauxError, OSError):
+    """A file of the tree that exists but cannot be read: ``str()`` is '<path>: <reason>'."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class SglangTree:
+    """One sglang package: where it is and how to read its files.
+
+    ``origin`` is ``installed`` (found on ``sys.path``), ``directory`` or ``wheel``; ``location``
+    is the ``sglang`` package directory, or the wheel file.
+    """
+
+    origin: str
+    location: str
+    # The wheel kept open inside :meth:`reading`; a wheel's index is slow to read again.
+    _open_zip: "list[zipfile.ZipFile]" = field(default_factory=list, compare=False, repr=False)
+
+    @contextmanager
+    def reading(self) -> "Iterator[SglangTree]":
+        """Keep a wheel open while several files are read from it (a no-op for directories)."""
+        if self.origin != "wheel" or self._open_zip:
+            yield self
+            return
+        try:
+            wheel = self._open()
+        except UnreadableFile:
+            # Each read then reports the problem for its own file.
+            yield self
+            return
+        self._open_zip.append(wheel)
+        try:
+            yield self
+        finally:
+            self._open_zip.clear()
+            wheel.close()
+
+    def describe(self, relative: str) -> str:
+        """The path of ``relative`` (``srt/...``) as messages show it."""
+        if self.origin == "wheel":
+            return f"{self.location}!sglang/{relative}"
+        return os.path.join(self.location, *relative.split("/"))
+
+    def read(self, relative: str) -> "bytes | None":
+        """Bytes of ``relative`` (``srt/...``), None when absent; :class:`UnreadableFile` if not."""
+        if self.origin == "wheel":
+            return self._read_member(f"sglang/{relative}")
+        path = Path(self.describe(relative))
+        try:
+            if not path.is_file():
+                return None
+            with path.open("rb") as handle:
+                data = handle.read(MAX_SOURCE_BYTES + 1)
+        except OSError as exc:
+            raise UnreadableFile(str(path), exc.strerror or str(exc)) from None
+        if len(data) > MAX_SOURCE_BYTES:
+            raise UnreadableFile(str(path), f"larger than {MAX_SOURCE_BYTES} bytes")
+        return data
+
+    def version(self) -> "str | None":
+        """The release, from ``_version.py`` read as text, else the dist-info beside the package."""
+        try:
+            data = self.read("_version.py")
+        except UnreadableFile:
+            data = None
+        if data is not None:
+            match = _VERSION_RE.search(data.decode("utf-8", "replace"))
+            if match:
+                return match.group("v")
+        if self.origin == "wheel":
+            return self._wheel_metadata_version()
+        if self.origin == "installed":
+            try:
+                return importlib.metadata.version("sglang")
+            except importlib.metadata.PackageNotFoundError:
+                return None
+        for metadata in sorted(Path(self.location).parent.glob("sglang-*.dist-info/METADATA")):
+            try:
+                match = _METADATA_VERSION_RE.search(metadata.read_text("utf-8", "replace"))
+            except OSError:
+                continue
+            if match:
+                return match.group("v")
+        return None
+
+    def _open(self) -> zipfile.ZipFile:
+        try:
+            return zipfile.ZipFile(self.location)
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise UnreadableFile(self.location, f"cannot open the wheel: {exc}") from None
+
+    @contextmanager
+    def _wheel(self) -> "Iterator[zipfile.ZipFile]":
+        if self._open_zip:
+            yield self._open_zip[0]
+            return
+        with self._open() as wheel:
+            yield wheel
+
+    def _read_member(self, name: str) -> "bytes | None":
+        with self._wheel() as wheel:
+            try:
+                info = wheel.getinfo(name)
+            except KeyError:
+                return None
+            if info.file_size > MAX_SOURCE_BYTES:
+                raise UnreadableFile(f"{self.location}!{name}", f"larger than {MAX_SOURCE_BYTES} bytes")
+            try:
+                with wheel.open(info) as handle:
+                    # The header's size may lie; never read past the cap.
+                    data = handle.read(MAX_SOURCE_BYTES + 1)
+            except (zipfile.BadZipFile, OSError, NotImplementedError) as exc:
+                raise UnreadableFile(f"{self.location}!{name}", str(exc)) from None
+        if len(data) > MAX_SOURCE_BYTES:
+            raise UnreadableFile(f"{self.location}!{name}", f"larger than {MAX_SOURCE_BYTES} bytes")
+        return data
+
+    def _wheel_metadata_version(self) -> "str | None":
+        try:
+            with self._wheel() as wheel:
+                names = [n for n in wheel.namelist()
+                         if re.fullmatch(r"sglang-[^/]*\.dist-info/METADATA", n)]
+        except UnreadableFile:
+            return None
+        for name in sorted(names):
+            try:
+                data = self._read_member(name) or b""
+            except UnreadableFile:
+                continue
+            match = _METADATA_VERSION_RE.search(data.decode("utf-8", "replace"))
+            if match:
+                return match.group("v")
+        return None
+
+
+def _package_dir(path: Path) -> "Path | None":
+    """The ``sglang`` package directory that ``path`` is or holds (site-packages, a checkout)."""
+    if path.name == "sglang" and (path / "srt").is_dir():
+        return path
+    for candidate in (path / "sglang", path / "python" / "sglang"):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def locate(path: "str | None" = None) -> "SglangTree | None":
+    """The sglang package at ``path`` (a directory or a ``.whl``), or the installed one.
+
+    With no ``path``, returns None when sglang is not installed. With a ``path`` that is not an
+    sglang tree, raises :class:`SglangPathError` naming what is wrong.
+    """
+    if path is None:
+        try:
+            spec = importlib.util.find_spec("sglang")
+        except (ImportError, ValueError):
+            # ValueError: something put a 'sglang' without __spec__ in sys.modules.
+            return None
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        return SglangTree("installed", str(next(iter(spec.submodule_search_locations))))
+    given = Path(path)
+    if given.is_dir():
+        package = _package_dir(given)
+        if package is None:
+            raise SglangPathError(path, "no sglang package here (expected sglang/srt/ inside)")
+        return SglangTree("directory", str(package))
+    if given.is_file():
+        try:
+            with zipfile.ZipFile(given) as wheel:
+                names = wheel.namelist()
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise SglangPathError(path, f"not a directory or a wheel (zip) file: {exc}") from None
+        if not any(name.startswith("sglang/") for name in names):
+            raise SglangPathError(path, "the wheel holds no sglang/ package")
+        return SglangTree("wheel", str(given))
+    if given.exists():
+        raise SglangPathError(path, "not a directory or a wheel file")
+    raise SglangPathError(path, "no such file or directory")

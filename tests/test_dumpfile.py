@@ -1,0 +1,216 @@
+"""The dump reader on real torch.save files: exact descriptions, no torch needed to read them."""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import zipfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from ppaux.dumpfile import read_dump, read_dump_bytes  # noqa: E402
+from ppaux.errors import DumpError, LimitExceeded  # noqa: E402
+from ppaux.limits import Limits  # noqa: E402
+from ppaux.model import Opaque, TensorRef  # noqa: E402
+
+
+def save(tmp_path, obj, name="dump.pt", **kw):
+    path = tmp_path / name
+    torch.save(obj, path, **kw)
+    return str(path)
+
+
+@contextmanager
+def saved_as(location: str):
+    """Tag every storage with ``location`` at save time (torch asks location_tag for it)."""
+    original = torch.serialization.location_tag
+    torch.serialization.location_tag = lambda storage: location
+    try:
+        yield
+    finally:
+        torch.serialization.location_tag = original
+
+
+def test_record_prefix_is_the_file_stem_or_archive(tmp_path):
+    dump = read_dump(save(tmp_path, {"a": torch.zeros(2)}, "my-dump.pt"))
+    assert dump.container == "zip" and dump.record_prefix == "my-dump"
+    buffer = io.BytesIO()
+    torch.save({"a": torch.zeros(2)}, buffer)
+    assert read_dump_bytes("mem", buffer.getvalue()).record_prefix == "archive"
+
+
+def test_dense_tensors_views_and_dtypes(tmp_path):
+    base = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    obj = {
+        "base": base,
+        "view": base[1:, 1:3],
+        "t": base.t(),
+        "bf16": torch.ones(2, 5, dtype=torch.bfloat16),
+        "ids": torch.tensor([1, 2, 3]),
+        "grad": torch.ones(3, requires_grad=True),
+        "f8": torch.zeros(4, dtype=torch.float8_e4m3fn),
+    }
+    dump = read_dump(save(tmp_path, obj))
+    root = dump.root
+    assert list(root) == list(obj)
+    described = {
+        k: (v.dtype, v.shape, v.stride, v.offset, v.device, v.storage.key, v.nbytes,
+            v.requires_grad, v.contiguous)
+        for k, v in root.items()
+    }
+    assert described == {
+        "base": ("float32", (3, 4), (4, 1), 0, "cpu", "0", 48, False, True),
+        "view": ("float32", (2, 2), (4, 1), 5, "cpu", "0", 16, False, False),
+        "t": ("float32", (4, 3), (1, 4), 0, "cpu", "0", 48, False, False),
+        "bf16": ("bfloat16", (2, 5), (5, 1), 0, "cpu", "1", 20, False, True),
+        "ids": ("int64", (3,), (1,), 0, "cpu", "2", 24, False, True),
+        "grad": ("float32", (3,), (1,), 0, "cpu", "3", 12, True, True),
+        "f8": ("float8_e4m3fn", (4,), (1,), 0, "cpu", "4", 4, False, True),
+    }
+    assert root["base"].storage is root["view"].storage  # views share one storage record
+    assert {s.record for s in dump.storages} == {f"dump/data/{i}" for i in range(5)}
+    assert all(s.record_size == s.nbytes for s in dump.storages)
+    assert all(allowed for allowed in dump.globals_seen.values())
+
+
+def test_special_tensor_kinds(tmp_path):
+    sparse = torch.sparse_coo_tensor(torch.tensor([[0, 1]]), torch.tensor([1.0, 2.0]), (4,))
+    csr = torch.eye(3).to_sparse_csr()
+    quant = torch.quantize_per_tensor(torch.ones(3), 0.5, 0, torch.qint8)
+    obj = {
+        "param": torch.nn.Parameter(torch.ones(2)),
+        "sparse": sparse,
+        "csr": csr,
+        "quant": quant,
+        "meta": torch.empty(2, 3, device="meta"),
+    }
+    root = read_dump(save(tmp_path, obj)).root
+    assert (root["param"].subclass, root["param"].requires_grad) == ("torch.nn.parameter.Parameter", True)
+    assert (root["sparse"].kind, root["sparse"].layout, root["sparse"].shape) == ("sparse", "torch.sparse_coo", (4,))
+    assert (root["csr"].kind, root["csr"].layout, root["csr"].shape) == ("sparse", "torch.sparse_csr", (3, 3))
+    assert (root["quant"].kind, root["quant"].dtype) == ("quantized", "qint8")
+    assert (root["meta"].kind, root["meta"].device, root["meta"].shape) == ("meta", "meta", (2, 3))
+
+
+def test_device_is_kept_as_saved(tmp_path):
+    with saved_as("cuda:1"):
+        path = save(tmp_path, {"x": torch.zeros(2), "y": torch.ones(1)})
+    root = read_dump(path).root
+    assert [t.device for t in root.values()] == ["cuda:1", "cuda:1"]
+
+
+def test_plain_pickle_with_nested_legacy_storage(tmp_path):
+    path = tmp_path / "plain.pkl"
+    path.write_bytes(pickle.dumps({"x": torch.arange(3), "l": [1.0, None]}))
+    dump = read_dump(str(path))
+    x = dump.root["x"]
+    assert dump.container == "pickle"
+    assert isinstance(x, TensorRef) and (x.dtype, x.shape, x.device) == ("int64", (3,), "cpu")
+    assert dump.root["l"] == [1.0, None]
+    assert dump.globals_seen["torch.storage._load_from_bytes"] is True
+
+
+class Custom:
+    def __init__(self):
+        self.tensors = {"hidden_states": torch.zeros(2)}
+
+
+def test_custom_objects_are_described_not_imported(tmp_path):
+    path = save(tmp_path, {"obj": Custom()})
+    dump = read_dump(path)
+    obj = dump.root["obj"]
+    assert isinstance(obj, Opaque)
+    assert obj.name == f"{__name__}.Custom"
+    assert isinstance(obj.state["tensors"]["hidden_states"], TensorRef)
+    assert dump.globals_seen[f"{__name__}.Custom"] is False
+
+
+def test_file_is_not_modified(tmp_path):
+    path = save(tmp_path, {"a": torch.zeros(3)})
+    before = (os.stat(path).st_mtime_ns, Path(path).read_bytes())
+    read_dump(path)
+    assert (os.stat(path).st_mtime_ns, Path(path).read_bytes()) == before
+
+
+def _zip(tmp_path, name, records: dict[str, bytes], compress=zipfile.ZIP_STORED):
+    path = tmp_path / name
+    with zipfile.ZipFile(path, "w", compression=compress) as archive:
+        for record, data in records.items():
+            archive.writestr(record, data)
+    return str(path)
+
+
+def test_bad_inputs_have_one_clear_reason(tmp_path):
+    good = save(tmp_path, {"a": torch.zeros(64)})
+    data = Path(good).read_bytes()
+    cases = {}
+    (tmp_path / "empty.pt").write_bytes(b"")
+    cases["empty.pt"] = "empty file"
+    (tmp_path / "half.pt").write_bytes(data[: len(data) // 2])
+    cases["half.pt"] = "truncated or corrupt zip file (File is not a zip file)"
+    (tmp_path / "text.pt").write_bytes(b"hello world\n")
+    cases["text.pt"] = ("not a torch.save zip or a pickle file (malformed pickle at byte 0: "
+                        "memo entry 101 was never stored)")
+    _zip(tmp_path, "nopkl.pt", {"x/version": b"3"})
+    cases["nopkl.pt"] = "zip file without a data.pkl record: not a torch.save file"
+    _zip(tmp_path, "two.pt", {"a/data.pkl": b"N.", "b/data.pkl": b"N."})
+    cases["two.pt"] = ("zip file with 2 data.pkl records (a/data.pkl, b/data.pkl); a torch.save "
+                       "file has exactly one")
+    legacy = tmp_path / "legacy.pt"
+    torch.save({"a": torch.zeros(2)}, legacy, _use_new_zipfile_serialization=False)
+    cases["legacy.pt"] = (
+        "legacy torch.save format (PyTorch before 1.6), which ppaux does not read; re-save it "
+        "with a current torch: torch.save(torch.load(f, weights_only=True), 'new.pt')"
+    )
+    for name, reason in cases.items():
+        with pytest.raises(DumpError) as info:
+            read_dump(str(tmp_path / name))
+        assert info.value.reason == reason, name
+    with pytest.raises(DumpError, match=r": no such file$"):
+        read_dump(str(tmp_path / "missing.pt"))
+    with pytest.raises(DumpError, match=r": is a directory, not a dump file$"):
+        read_dump(str(tmp_path))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(DumpError, match=r"is not a regular file \(a FIFO, socket or device\)$"):
+        read_dump(str(fifo))
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_permission_denied(tmp_path):
+    path = save(tmp_path, {"a": torch.zeros(1)})
+    os.chmod(path, 0)
+    with pytest.raises(DumpError, match="permission denied"):
+        read_dump(path)
+
+
+def test_deflated_data_pkl_is_read_and_bombs_are_stopped(tmp_path):
+    buffer = io.BytesIO()
+    torch.save({"a": torch.zeros(2)}, buffer)
+    source = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
+    records = {n: source.read(n) for n in source.namelist()}
+    path = _zip(tmp_path, "deflated.pt", records, zipfile.ZIP_DEFLATED)
+    assert read_dump(path).root["a"].shape == (2,)
+    bomb = _zip(tmp_path, "bomb.pt", {"b/data.pkl": b"\x80\x02N" + b"0N" * 200_000 + b"."},
+                zipfile.ZIP_DEFLATED)
+    with pytest.raises(LimitExceeded) as info:
+        read_dump(bomb, Limits(max_pickle_bytes=100_000))
+    assert info.value.reason == (
+        "b/data.pkl declares 400004 bytes (limit max_pickle_bytes=100000; raise it with "
+        "--limit max_pickle_bytes=N)"
+    )
+
+
+def test_missing_storage_record_is_noted(tmp_path):
+    buffer = io.BytesIO()
+    torch.save({"a": torch.zeros(2)}, buffer)
+    source = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
+    records = {n: source.read(n) for n in source.namelist() if not n.endswith("data/0")}
+    dump = read_dump(_zip(tmp_path, "missing.pt", records))
+    (storage,) = dump.storages
+    assert (storage.record, storage.record_size) == ("archive/data/0", None)

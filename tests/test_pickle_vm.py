@@ -1,0 +1,155 @@
+"""The safe pickle machine: same values as pickle for plain data, nothing run, limits enforced."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ppaux import allowlist
+from ppaux.errors import DumpError, LimitExceeded
+from ppaux.limits import Limits
+from ppaux.model import GlobalRef, Opaque
+from ppaux.pickle_vm import Machine
+
+
+def run(data: bytes, limits: Limits = Limits(), **kw):
+    machine = Machine(data, path="x.pkl", limits=limits, resolve=allowlist.resolve, **kw)
+    return machine.load(), machine
+
+
+plain = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+    | st.binary(),
+    lambda children: st.lists(children, max_size=4)
+    | st.tuples(children, children)
+    | st.dictionaries(st.text(max_size=5) | st.integers(), children, max_size=4)
+    | st.frozensets(st.integers(), max_size=3)
+    | st.sets(st.text(max_size=3), max_size=3),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(value=plain, protocol=st.integers(min_value=0, max_value=5))
+def test_plain_data_reads_as_pickle_reads_it(value, protocol):
+    data = pickle.dumps(value, protocol=protocol)
+    got, _ = run(data)
+    assert got == pickle.loads(data)
+
+
+def test_shared_and_recursive_references_are_kept():
+    inner = [1, 2]
+    value = {"a": inner, "b": inner}
+    got, _ = run(pickle.dumps(value, protocol=2))
+    assert got["a"] is got["b"]
+    loop: list = []
+    loop.append(loop)
+    got, _ = run(pickle.dumps(loop, protocol=4))
+    assert got[0] is got
+
+
+def test_unknown_global_is_recorded_not_imported():
+    # GLOBAL os.system, then REDUCE with ('echo hi',): an Opaque call record, never a call.
+    data = b"\x80\x02cos\nsystem\nX\x07\x00\x00\x00echo hi\x85R."
+    got, machine = run(data)
+    assert isinstance(got, Opaque)
+    assert (got.name, got.via, got.args) == ("os.system", "call", ("echo hi",))
+    assert machine.globals_seen == {"os.system": False}
+
+
+def test_stack_global_inst_obj_and_newobj_become_opaque():
+    stack_global = b"\x80\x04\x8c\x08builtins\x8c\x04eval\x93\x8c\x031+1\x85R."
+    got, machine = run(stack_global)
+    assert (got.name, got.args) == ("builtins.eval", ("1+1",))
+    inst = b"(S'ls'\nisubprocess\nPopen\n."
+    got, _ = run(inst)
+    assert (got.name, got.via, got.args) == ("subprocess.Popen", "object", ("ls",))
+    obj = b"\x80\x02(cos\nsystem\nX\x02\x00\x00\x00ido."
+    got, _ = run(obj)
+    assert (got.name, got.via, got.args) == ("os.system", "object", ("id",))
+    newobj = b"\x80\x02cpkg\nKlass\n)\x81}X\x01\x00\x00\x00aK\x01sb."
+    got, _ = run(newobj)
+    assert (got.name, got.via, got.state) == ("pkg.Klass", "new", {"a": 1})
+
+
+def test_allowlisted_container_calls_are_interpreted():
+    data = b"\x80\x02ccollections\nOrderedDict\n)R."
+    got, machine = run(data)
+    assert got == {} and machine.globals_seen == {"collections.OrderedDict": True}
+    data = pickle.dumps({1, 2}, protocol=2)  # builtins.set via REDUCE in protocol 2
+    got, _ = run(data)
+    assert got == {1, 2}
+
+
+@pytest.mark.parametrize(
+    "data, reason",
+    [
+        (b"", "truncated pickle: no STOP opcode before byte 0"),
+        (b"\x80\x02X\xff\x00\x00\x00ab", "truncated pickle: 255 bytes wanted at byte 7, 2 left"),
+        (b"\x80\x02\xff.", "malformed pickle at byte 2: unknown opcode b'\\xff'"),
+        (b"\x80\x06N.", "malformed pickle at byte 0: unsupported pickle protocol 6"),
+        (b"\x80\x02h\x05.", "malformed pickle at byte 2: memo entry 5 was never stored"),
+        (b"\x80\x02\x82\x01.", "malformed pickle at byte 2: extension code 1 names a global "
+         "through copyreg's registry, which no file can be trusted to use"),
+        (b"\x80\x04K\x01K\x02\x93.", "malformed pickle at byte 6: STACK_GLOBAL needs two strings"),
+        (b"\x80\x05\x97.", "malformed pickle at byte 2: the pickle expects out-of-band buffers, "
+         "which a file cannot carry"),
+        (b"\x80\x02K\x01.N.", None),  # trailing data after STOP is not read
+        (b"\x80\x02R.", "malformed pickle at byte 2: stack underflow"),
+        (b"\x80\x02K\x01)R.", "malformed pickle at byte 5: the pickle calls a int value"),
+        (b"\x80\x02}]]s.", "malformed pickle at byte 5: dict key of type list is unhashable"),
+    ],
+)
+def test_malformed_pickles_raise_dump_errors(data, reason):
+    if reason is None:
+        assert run(data)[0] == 1
+        return
+    with pytest.raises(DumpError) as info:
+        run(data)
+    assert info.value.reason == reason
+    assert str(info.value) == f"x.pkl: {reason}"
+
+
+def test_limits_stop_hostile_growth():
+    deep = b"\x80\x02" + b"(" * 50 + b"l" * 50 + b"."
+    with pytest.raises(LimitExceeded) as info:
+        run(deep, Limits(max_depth=10))
+    assert info.value.limit == "max_depth"
+    assert run(deep, Limits(max_depth=60))[0] is not None
+
+    many = b"\x80\x02]" + b"(" + b"K\x01" * 100 + b"e."
+    with pytest.raises(LimitExceeded) as info:
+        run(many, Limits(max_items=50))
+    assert str(info.value) == (
+        "x.pkl: the pickle creates too many values (limit max_items=50; raise it with "
+        "--limit max_items=N)"
+    )
+
+    memo = b"\x80\x02N" + b"".join(b"r" + i.to_bytes(4, "little") for i in range(20)) + b"."
+    with pytest.raises(LimitExceeded) as info:
+        run(memo, Limits(max_memo=10))
+    assert info.value.limit == "max_memo"
+
+
+def test_billion_laughs_stays_shared_and_small():
+    # Each level is a list holding the previous level twice: 2**30 leaves if expanded.
+    ops = [b"\x80\x02X\x03\x00\x00\x00lolq\x00"]
+    for level in range(1, 31):
+        ops.append(b"h" + bytes([level - 1]) + b"h" + bytes([level - 1]) + b"\x86q" + bytes([level]))
+    data = b"".join(ops) + b"."
+    got, machine = run(data)
+    assert machine.items < 200
+    assert got[0] is got[1]
+
+
+def test_persistent_id_without_storages_is_an_error():
+    with pytest.raises(DumpError, match="persistent id in a pickle that has no storage records"):
+        run(b"\x80\x02NQ.")
+
+
+def test_global_ref_used_as_value():
+    got, machine = run(b"\x80\x02cos\nsystem\n.")
+    assert isinstance(got, GlobalRef) and got.name == "os.system"
