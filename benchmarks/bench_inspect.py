@@ -62,17 +62,19 @@ TARGET_DIR_SECONDS = 3.0
 # spawned from a 500 MB process reports at least 500 MB. So each run goes through a fresh,
 # tiny wrapper (``python -I -S``, about 8 MB, no site packages) that starts the measured
 # command with posix_spawn, reads the wall clock around it, and reaps it with os.wait4: the
-# reported peak is max(wrapper's ~8 MB, command's own peak), and every command measured here is
-# a full Python process above 10 MB, which the driver checks on each run (the wrapper reports
-# its own peak alongside). The wall clock covers exactly the command's process lifetime, from
+# reported peak is max(wrapper's own high-water RSS, command's own peak). Every command measured
+# here is a full Python process above 10 MB, and the driver checks on each run that the peak is
+# above the wrapper's VmHWM (the wrapper's own ru_maxrss would not do: it was seeded from this
+# driver in the same way). The wall clock covers exactly the command's process lifetime, from
 # spawn to reap, not the wrapper's own start-up.
 _WRAPPER = r"""
-import os, sys, time, resource
+import os, sys, time
 out, err, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
 o = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
 e = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
 actions = [(os.POSIX_SPAWN_DUP2, o, 1), (os.POSIX_SPAWN_DUP2, e, 2)]
-floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+with open("/proc/self/status") as status:
+    floor = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
 start = time.perf_counter()
 pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=actions)
 _, status, usage = os.wait4(pid, 0)
@@ -239,7 +241,14 @@ def measure(case: Case, python: str, scratch: Path) -> tuple[float, int]:
     if peak <= floor:
         sys.exit(f"{shlex.join(case.argv)}: peak {peak} KiB not above the wrapper's {floor} KiB")
     if case.check_json:
-        document = json.loads(out.read_text())
+        # Exit code 1 is also what an uncaught traceback gives: insist on a well-formed report.
+        stderr = err.read_text(errors="replace")
+        try:
+            document = json.loads(out.read_text())
+        except ValueError:
+            document = None
+        if document is None or "Traceback" in stderr:
+            sys.exit(f"{shlex.join(case.argv)}: no well-formed JSON report\n{stderr[-2000:]}")
         codes = {f["code"] for f in document["findings"]}
         if "PP101" not in codes or document["summary"]["problems"]:
             sys.exit(f"{shlex.join(case.argv)}: unexpected report: findings {sorted(codes)}, "

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import datetime
 import functools
+import importlib
 import importlib.abc
 import importlib.machinery
+import inspect
 import io
 import itertools
 import logging
@@ -255,6 +257,64 @@ def around_pop(original: Callable, *args: Any, **kwargs: Any) -> Any:
         # pop changes the dict only after every check passed, so on error it is as it came.
         _capture_pop(config, exc, args, kwargs)
         raise
+
+
+# The same two hooks for the signatures of sglang 0.5.19 - 0.5.23, (tensors, output) and
+# (tensors, observer): without **kwargs a call costs no dict, which is most of a generic
+# wrapper's price. Used only after _has_signature() confirmed the target's parameters.
+
+
+def _around_add_fixed(original: Callable, tensors: Any, output: Any) -> Any:
+    config = _config
+    if config is None:
+        return original(tensors, output)
+    if _sampling and next(_counters[ADD]) % config.sample_every == 0:
+        return _sampled_call(ADD, config, original, (tensors, output), {})
+    try:
+        before = len(tensors)
+    except Exception:
+        before = -1
+    try:
+        return original(tensors, output)
+    except Exception as exc:
+        _capture_add(config, exc, (tensors, output), {}, before)
+        raise
+
+
+def _around_pop_fixed(original: Callable, tensors: Any, observer: Any) -> Any:
+    config = _config
+    if config is None:
+        return original(tensors, observer)
+    if _sampling and next(_counters[POP]) % config.sample_every == 0:
+        return _sampled_call(POP, config, original, (tensors, observer), {})
+    try:
+        return original(tensors, observer)
+    except Exception as exc:
+        _capture_pop(config, exc, (tensors, observer), {})
+        raise
+
+
+_SECOND_PARAMETER = {ADD: "output", POP: "observer"}
+
+
+def _has_signature(function: str, target: Any) -> bool:
+    """True when ``target`` takes exactly (tensors, output|observer), as sglang's do."""
+    try:
+        parameters = list(inspect.signature(target).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    return [p.name for p in parameters] == ["tensors", _SECOND_PARAMETER[function]] and all(
+        p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and p.default is inspect.Parameter.empty
+        for p in parameters
+    )
+
+
+def _hook_for(function: str, target: Any) -> Callable:
+    """The cheapest hook that accepts every call ``target`` accepts."""
+    fixed = _has_signature(function, target)
+    if function == ADD:
+        return _around_add_fixed if fixed else around_add
+    return _around_pop_fixed if fixed else around_pop
 
 
 def _argument(args: tuple, kwargs: dict, index: int, name: str) -> Any:
@@ -651,21 +711,35 @@ def uninstall() -> None:
 
 def _patch(module: types.ModuleType) -> None:
     """Wrap both functions in ``module`` and rebind every by-name import of them."""
-    for name, hook in ((ADD, around_add), (POP, around_pop)):
+    for name in (ADD, POP):
         original = module.__dict__.get(name)
         if original is None or not callable(original) or getattr(original, _MARK, False):
             continue
-        wrapper = _wrap(original, hook)
+        wrapper = _wrap(original, _hook_for(name, original))
         setattr(module, name, wrapper)
         _rebind(original, wrapper, module)
         _patched[name] = (module, original, wrapper)
 
 
 def _wrap(original: Callable, hook: Callable) -> Callable:
-    @functools.wraps(original)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return hook(original, *args, **kwargs)
+    """A stand-in for ``original`` that runs ``hook(original, ...)``, named and documented
+    like it; it takes exactly ``original``'s two parameters when ``hook`` is a fixed one."""
+    if hook is _around_add_fixed:
 
+        def wrapper(tensors: Any, output: Any) -> Any:
+            return _around_add_fixed(original, tensors, output)
+
+    elif hook is _around_pop_fixed:
+
+        def wrapper(tensors: Any, observer: Any) -> Any:  # type: ignore[misc]
+            return _around_pop_fixed(original, tensors, observer)
+
+    else:
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+            return hook(original, *args, **kwargs)
+
+    functools.update_wrapper(wrapper, original)
     setattr(wrapper, _MARK, True)
     return wrapper
 
@@ -755,7 +829,11 @@ def register_plugin_hooks(config: CaptureConfig) -> bool:
         _activate(config)
         if _patched or _plugin_hooks:
             return False
-        HookRegistry.register(f"{TARGET_MODULE}.{ADD}", around_add, HookType.AROUND)
-        HookRegistry.register(f"{TARGET_MODULE}.{POP}", around_pop, HookType.AROUND)
+        # apply_hooks() imports the module right after this returns; importing it here first
+        # lets the hooks match the functions' signatures (see _hook_for).
+        module = importlib.import_module(TARGET_MODULE)
+        for name in (ADD, POP):
+            hook = _hook_for(name, getattr(module, name, None))
+            HookRegistry.register(f"{TARGET_MODULE}.{name}", hook, HookType.AROUND)
         _plugin_hooks = True
         return True

@@ -68,9 +68,12 @@ def check_dump(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Find
     return found
 
 
-def _located(payload: Payload, key: Any) -> str:
-    text = key_text(key)
-    return f"{payload.locator}[{text!r}]" if payload.locator else text
+def _at(code: str, path: str, message: str, payload: Payload, key: Any, **kw: Any) -> Finding:
+    # Findings name the dict key itself; where the dict sits in the file goes to extra.payload.
+    extra = dict(kw.pop("extra", None) or {})
+    if payload.locator:
+        extra["payload"] = payload.locator
+    return finding(code, path, message, key_text(key), extra=extra, **kw)
 
 
 def check_payload(path: str, payload: Payload, limits: Limits) -> list[Finding]:
@@ -79,32 +82,32 @@ def check_payload(path: str, payload: Payload, limits: Limits) -> list[Finding]:
     found: list[Finding] = []
     for key in mapping:
         if not isinstance(key, str):
-            found.append(finding(
+            found.append(_at(
                 "PP103", path,
                 f"key {safe_repr(key, 60)} is a {_python_type_name(key)}, not a string; pop "
                 "calls key.startswith on every key and fails",
-                _located(payload, key),
+                payload, key,
                 sglang_error=predict_pop(mapping)["error"],
             ))
     aux = [(k, v) for k, v in mapping.items() if isinstance(k, str) and k.startswith(OUTPUT_PREFIX)]
     for key, value in aux:
         name = key[len(OUTPUT_PREFIX):]
-        where = _located(payload, key)
+        where = payload, key
         if name == "":
-            found.append(finding(
+            found.append(_at(
                 "PP102", path, "key is the bare auxiliary prefix: the observer receives a "
-                "tensor named '' (empty)", where,
+                "tensor named '' (empty)", *where,
             ))
         elif name.startswith(OUTPUT_PREFIX) or name != name.strip():
-            found.append(finding(
+            found.append(_at(
                 "PP104", path, f"auxiliary name {name!r} carries a doubled prefix or stray "
-                "whitespace: the observer receives that name as it is", where,
+                "whitespace: the observer receives that name as it is", *where,
             ))
         if not isinstance(value, TensorRef):
-            found.append(finding(
+            found.append(_at(
                 "PP101", path,
                 f"auxiliary entry {name!r} holds {value_phrase(value, limits)}, not a tensor",
-                where, extra={"type": type_name(value)},
+                *where, extra={"type": type_name(value)},
             ))
             continue
         found += _tensor_checks(path, where, name, value)
@@ -113,59 +116,59 @@ def check_payload(path: str, payload: Payload, limits: Limits) -> list[Finding]:
         if isinstance(key, str) and not key.startswith(OUTPUT_PREFIX):
             squashed = _NEAR_MISS.sub("", key.lower())
             if squashed.startswith(_SQUASHED_PREFIX):
-                found.append(finding(
+                found.append(_at(
                     "PP104", path, f"key {key!r} looks like the auxiliary prefix "
                     f"{OUTPUT_PREFIX!r} but does not start with it exactly; pop ignores it and "
-                    "its output is lost", _located(payload, key),
+                    "its output is lost", payload, key,
                 ))
         is_aux = isinstance(key, str) and key.startswith(OUTPUT_PREFIX)
         if not is_aux and not isinstance(value, TensorRef):
             nested = sum(1 for v in walk(value, limits, path) if isinstance(v, TensorRef))
             if nested:
-                found.append(finding(
+                found.append(_at(
                     "PP110", path, f"{nested} tensor{'s' if nested != 1 else ''} nested inside "
                     f"{value_phrase(value, limits)}: they travel pickled in the metadata",
-                    _located(payload, key),
+                    payload, key,
                 ))
     if aux:
         message_type = mapping.get(MSG_TYPE_KEY)
         proxy = [k for k in PROXY_KEYS if k in mapping]
         if isinstance(message_type, str) and message_type != OUTPUT_MSG_TYPE:
-            found.append(finding(
+            found.append(_at(
                 "PP111", path, f"auxiliary keys in a message of type {message_type!r}; rank 0 "
-                f"pops them only from {OUTPUT_MSG_TYPE!r} messages", _located(payload, aux[0][0]),
+                f"pops them only from {OUTPUT_MSG_TYPE!r} messages", payload, aux[0][0],
             ))
         elif proxy:
-            found.append(finding(
+            found.append(_at(
                 "PP111", path, f"auxiliary keys next to {', '.join(proxy)}: this is a proxy "
-                "(hidden-state) message, which rank 0 never pops", _located(payload, aux[0][0]),
+                "(hidden-state) message, which rank 0 never pops", payload, aux[0][0],
             ))
     return found
 
 
-def _tensor_checks(path: str, where: str, name: str, tensor: TensorRef) -> list[Finding]:
+def _tensor_checks(path: str, where: tuple, name: str, tensor: TensorRef) -> list[Finding]:
     found = []
     if tensor.kind in ("sparse", "quantized"):
-        found.append(finding(
+        found.append(_at(
             "PP107", path, f"auxiliary tensor {name!r} is {tensor.kind} ({tensor.layout}); the "
-            "receiver rebuilds a dense tensor from dtype and size", where,
+            "receiver rebuilds a dense tensor from dtype and size", *where,
         ))
     elif tensor.kind == "meta" or tensor.device == "meta":
-        found.append(finding("PP108", path, f"auxiliary tensor {name!r} is a meta tensor", where))
+        found.append(_at("PP108", path, f"auxiliary tensor {name!r} is a meta tensor", *where))
     elif not tensor.contiguous:
-        found.append(finding(
+        found.append(_at(
             "PP106", path, f"auxiliary tensor {name!r} is not contiguous (shape "
-            f"{list(tensor.shape)}, stride {list(tensor.stride or ())})", where,
+            f"{list(tensor.shape)}, stride {list(tensor.stride or ())})", *where,
         ))
     if tensor.subclass is not None:
-        found.append(finding(
+        found.append(_at(
             "PP109", path, f"auxiliary tensor {name!r} is a {tensor.subclass}; the receiver "
-            "gets a plain torch.Tensor", where,
+            "gets a plain torch.Tensor", *where,
         ))
     if tensor.numel == 0 and tensor.kind == "dense":
-        found.append(finding(
+        found.append(_at(
             "PP112", path, f"auxiliary tensor {name!r} has no elements (shape "
-            f"{list(tensor.shape)})", where,
+            f"{list(tensor.shape)})", *where,
         ))
     return found
 
@@ -186,11 +189,11 @@ def _device_checks(path: str, payload: Payload, aux: list[tuple[str, Any]]) -> l
     found = []
     for key, tensor in aux_tensors:
         if tensor.device != reference:
-            found.append(finding(
+            found.append(_at(
                 "PP105", path, f"auxiliary tensor {key[len(OUTPUT_PREFIX):]!r} is on "
                 f"{tensor.device} but {what} on {reference}; the wire sends only the device "
                 "type and the receiver allocates on its own current device, dropping the index",
-                _located(payload, key),
+                payload, key,
             ))
     return found
 
@@ -201,22 +204,22 @@ def _check_add_output(path: str, payload: Payload, payloads: list[Payload],
     existing = next((p.mapping for p in payloads if p.role == "capture"), {})
     found = []
     for name, value in payload.mapping.items():
-        where = _located(payload, name)
+        where = (payload, name)
         if not isinstance(name, str) or not name:
-            found.append(finding(
+            found.append(_at(
                 "PP115", path, f"output name {safe_repr(name, 40)} is not a non-empty string",
-                where, sglang_error="auxiliary PP tensor names must be non-empty strings",
+                *where, sglang_error="auxiliary PP tensor names must be non-empty strings",
             ))
             break
         if not isinstance(value, TensorRef):
-            found.append(finding(
+            found.append(_at(
                 "PP115", path, f"output {name!r} holds {value_phrase(value, limits)}, not a tensor",
-                where, sglang_error=f"auxiliary PP output {name!r} is not a tensor",
+                *where, sglang_error=f"auxiliary PP output {name!r} is not a tensor",
             ))
             break
         if f"{OUTPUT_PREFIX}{name}" in existing:
-            found.append(finding(
-                "PP115", path, f"output {name!r} is already in the tensor dict", where,
+            found.append(_at(
+                "PP115", path, f"output {name!r} is already in the tensor dict", *where,
                 sglang_error=f"duplicate auxiliary PP tensor {name!r}",
             ))
             break
@@ -237,11 +240,11 @@ def _security(dump: Dump, limits: Limits) -> list[Finding]:
     found = []
     for name in unsafe:
         key, node = where.get(name, (None, None))
-        action = "import"
+        action = "import it"
         if isinstance(node, Opaque):
             args = ", ".join(safe_repr(a, 60) for a in node.args)
-            action = f"import and call it as {name}({args})" if node.via != "object" else \
-                f"import it and build a {name} object"
+            action = (f"import it and create a {name} object" if node.via == "new"
+                      else f"import it and call {name}({args})")
         found.append(finding(
             "PP201", dump.path, f"the pickle references {name}, which is not on the tensor "
             f"allowlist; torch.load(weights_only=False) would {action}", key,
@@ -261,7 +264,7 @@ def _storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> lis
         for key, value in payload.mapping.items():
             for node in walk(value, limits, dump.path):
                 if isinstance(node, TensorRef) and node.storage is not None:
-                    keys.setdefault(id(node.storage), _located(payload, key))
+                    keys.setdefault(id(node.storage), key_text(key))
     found = []
     for storage in bad:
         state = "missing" if storage.record_size is None else \

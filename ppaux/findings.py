@@ -39,6 +39,9 @@ class Rule:
     sglang_error: str | None = None
     example: str = ""
     area: str = ""
+    #: True when the finding means "could not check" (no verdict was possible); ``--strict``
+    #: turns such findings into errors so that a CI gate never passes on them.
+    inconclusive: bool = False
 
 
 @dataclass(frozen=True)

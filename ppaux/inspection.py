@@ -97,33 +97,40 @@ def inspect_file(path: str, limits: Limits = Limits()) -> tuple[dict[str, Any], 
     return describe_dump(dump, payloads, limits), check_dump(dump, payloads, limits)
 
 
-def _table(description: dict[str, Any], findings: list[Finding]) -> Table:
-    flagged = {f.key for f in findings if f.severity is not Severity.INFO}
-    rows = []
-    marked = set()
+def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]:
+    """One table per tensor dict: key, kind, dtype or value, shape, stride, device, bytes."""
+    flagged = {
+        (f.extra.get("payload", ""), f.key) for f in findings if f.severity is not Severity.INFO
+    }
+    capture = description["capture"]
+    tables = []
     for payload in description["payloads"]:
+        rows = []
+        marked = set()
         for entry in payload["entries"]:
-            key = entry["key"]
-            located = f"{payload['locator']}[{key!r}]" if payload["locator"] else key
-            if located in flagged:
+            if (payload["locator"], entry["key"]) in flagged:
                 marked.add((len(rows), 0))
             if entry["kind"] == "tensor":
-                kind = entry["tensor_kind"] if entry["subclass"] is None else entry["subclass"]
                 rows.append((
-                    located, "aux" if entry["aux"] else "", kind, entry["dtype"],
+                    entry["key"], entry["subclass"] or entry["tensor_kind"], entry["dtype"],
                     str(tuple(entry["shape"])),
                     str(tuple(entry["stride"])) if entry["stride"] is not None else "-",
                     entry["device"], str(entry["bytes"]),
                 ))
             else:
-                rows.append((located, "aux" if entry["aux"] else "", entry["type"],
-                             entry["summary"], "", "", "", ""))
-    capture = " capture," if description["capture"] else ""
-    title = (f"{description['path']} ({description['container']},{capture} "
-             f"{sum(len(p['entries']) for p in description['payloads'])} keys, "
-             f"{description['tensor_bytes']} tensor bytes)")
-    return Table(title, ("key", "aux", "kind", "dtype / value", "shape", "stride", "device", "bytes"),
-                 tuple(rows), frozenset(marked))
+                shape = str(tuple(entry["shape"])) if "shape" in entry else ""
+                rows.append((entry["key"], entry["type"], entry.get("repr", entry["summary"]),
+                             shape, "", "", ""))
+        where = f" {payload['locator']}" if payload["locator"] else ""
+        what = (f"capture of {capture.get('function')}: {capture.get('exception_type')}: "
+                f"{capture.get('exception_message')}" if capture and payload["role"] == "capture"
+                else f"{payload['role']}" if payload["role"] == "output" else description["container"])
+        title = f"{description['path']}{where} ({what}; {len(rows)} keys)"
+        tables.append(Table(
+            title, ("key", "kind", "dtype / value", "shape", "stride", "device", "bytes"),
+            tuple(rows), frozenset(marked),
+        ))
+    return tables
 
 
 def inspect_paths(
@@ -151,7 +158,7 @@ def inspect_paths(
                 findings += _release_findings(path, description, release)
             descriptions.append(description)
             report.findings += findings
-            report.tables.append(_table(description, findings))
+            report.tables += _tables(description, findings)
         if progress is not None:
             progress(index, len(files))
     report.data["files"] = descriptions

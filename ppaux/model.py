@@ -60,6 +60,15 @@ DTYPE_ITEMSIZE = {
 }
 
 
+#: numpy's type codes -> dtype names, for the codes arrays are pickled with.
+_NUMPY_NAMES = {
+    "f2": "float16", "f4": "float32", "f8": "float64", "f16": "float128",
+    "i1": "int8", "i2": "int16", "i4": "int32", "i8": "int64",
+    "u1": "uint8", "u2": "uint16", "u4": "uint32", "u8": "uint64",
+    "b1": "bool", "c8": "complex64", "c16": "complex128", "O8": "object",
+}
+
+
 class _Ref:
     """Base of the reader's models: identity equality and hashing, a short repr."""
 
@@ -216,9 +225,9 @@ class NumpyDtype(_Ref):
 
     @property
     def name(self) -> str:
-        """numpy's short spelling, such as '<f8'."""
-        order = self.byteorder if self.byteorder in "<>" else ""
-        return f"{order}{self.spec}"
+        """The dtype's name, such as 'float32'; big-endian ones say so ('float32 (big-endian)')."""
+        base = _NUMPY_NAMES.get(self.spec.lstrip("<>=|"), self.spec)
+        return f"{base} (big-endian)" if self.byteorder == ">" else base
 
     def __repr__(self) -> str:
         return f"dtype({self.name!r})"

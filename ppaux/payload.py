@@ -181,7 +181,7 @@ def value_phrase(value: Any, limits: Limits) -> str:
         kind = type(value).__name__
         tensors = _count_tensors(value, limits)
         if tensors:
-            return f"a {kind} holding {tensors} tensor{'s' if tensors != 1 else ''}"
+            return f"a {kind} with {tensors} tensor{'s' if tensors != 1 else ''} inside"
         if not value:
             return f"an empty {kind}"
         if isinstance(value, dict):

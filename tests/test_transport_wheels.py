@@ -61,7 +61,10 @@ NINE_MESSAGES = {
 
 @pytest.fixture(scope="module")
 def real_modules() -> dict[str, types.ModuleType]:
-    return {version: load_transport_module(wheels.sglang_wheel(version)) for version in COMPARED_RELEASES}
+    return {
+        version: load_transport_module(wheels.sglang_wheel(version))
+        for version in COMPARED_RELEASES
+    }
 
 
 # -- the wheels themselves -------------------------------------------------------------------
@@ -433,6 +436,7 @@ def test_download_failure_skips_only_without_network(
     else:
         monkeypatch.setenv(wheels.REQUIRE_ENV, require)
     monkeypatch.setattr(wheels.subprocess, "run", fake_run)
+    monkeypatch.setattr(wheels, "_unreachable", [])
     with pytest.raises(outcome) as caught:
         wheels.sglang_wheel("9.9.9")
     (command,) = calls

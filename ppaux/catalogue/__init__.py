@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from ppaux.findings import Finding, Rule, Severity
 
-from . import capture, dump, security
+from . import capture, dump, security, skew
 
 __all__ = ["RULES", "get_rule", "finding", "UnknownRuleError"]
 
-_AREAS = (capture, dump, security)
+_AREAS = (capture, dump, security, skew)
 
 
 def _collect() -> dict[str, Rule]:

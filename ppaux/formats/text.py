@@ -18,8 +18,11 @@ def _rich_table(table: Table):  # rich is imported lazily: json output never pay
 
     out = RichTable(title=table.title, title_justify="left", show_lines=False)
     for index, column in enumerate(table.columns):
-        # The first column is the key: never wrap it, so keys stay greppable.
-        out.add_column(column, overflow="fold", no_wrap=index == 0)
+        # Keys are never wrapped, so that they stay greppable; long values are cut instead.
+        if index == 0:
+            out.add_column(column, no_wrap=True)
+        else:
+            out.add_column(column, overflow="ellipsis", no_wrap=True)
     for r, row in enumerate(table.rows):
         cells = [
             Text(cell, style="bold red" if (r, c) in table.marked else "")
@@ -48,18 +51,19 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
     for table in report.tables:
         console.print(_rich_table(table))
         console.print()
+    # Finding lines are never wrapped, so that each stays one greppable line.
     for note in report.notes:
-        console.print(Text(note))
+        console.print(Text(note), soft_wrap=True)
     for f in report.findings:
         where = f.path + (f" [{f.key}]" if f.key is not None else "")
         line = Text()
         line.append(f"{f.code} {f.severity.value}", style=_STYLE[f.severity])
         line.append(f" {where}: {f.message}")
-        console.print(line)
+        console.print(line, soft_wrap=True)
         if f.sglang_error:
-            console.print(Text(f"    predicts: {f.sglang_error}"))
+            console.print(Text(f"    predicts: {f.sglang_error}"), soft_wrap=True)
         if f.hint:
-            console.print(Text(f"    fix: {f.hint}"))
+            console.print(Text(f"    fix: {f.hint}"), soft_wrap=True)
     counts = count_by_severity(report.findings)
     summary = (
         f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info, "
