@@ -120,8 +120,10 @@ def _per_call(fn: Callable, make_args: Callable[[], tuple], calls: int) -> float
 
 
 def _compare(variants: dict[str, Callable], make_args: Callable[[], tuple], calls: int,
-             rounds: int) -> dict[str, float]:
-    """Median seconds per call of each variant; rounds interleave the variants against drift."""
+             rounds: int) -> dict[str, dict[str, float]]:
+    """Median seconds per call of each variant, and the median of its per-round ratio to
+    'bare': each round times every variant back to back, so a burst of load on the machine
+    slows a whole round and cancels out of the ratio."""
     samples: dict[str, list[float]] = {name: [] for name in variants}
     for name, fn in variants.items():  # warm-up
         _per_call(fn, make_args, calls)
@@ -130,7 +132,14 @@ def _compare(variants: dict[str, Callable], make_args: Callable[[], tuple], call
         # rotate the order each round so that no variant always runs first or last
         for name in names[r % len(names):] + names[: r % len(names)]:
             samples[name].append(_per_call(variants[name], make_args, calls))
-    return {name: statistics.median(values) for name, values in samples.items()}
+    bare = samples["bare"]
+    return {
+        name: {
+            "median_us": round(statistics.median(values) * 1e6, 3),
+            "ratio": round(statistics.median(v / b for v, b in zip(values, bare)), 4),
+        }
+        for name, values in samples.items()
+    }
 
 
 def _healthy(module: types.ModuleType, registry: Optional[types.ModuleType], calls: int,
@@ -166,15 +175,7 @@ def _healthy(module: types.ModuleType, registry: Optional[types.ModuleType], cal
         pop = _compare(pop_variants, pop_args, calls, rounds)
     finally:
         capture.uninstall()
-    result = {}
-    for function, medians in (("add", add), ("pop", pop)):
-        result[function] = {
-            "bare_us": round(medians["bare"] * 1e6, 3),
-            **{f"{k}_us": round(v * 1e6, 3) for k, v in medians.items() if k != "bare"},
-            **{f"{k}_ratio": round(v / medians["bare"], 4) for k, v in medians.items()
-               if k != "bare"},
-        }
-    return result
+    return {"add": add, "pop": pop}
 
 
 def _failing(module: types.ModuleType, repeats: int) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+from ppaux.catalogue import RULES
 from ppaux.findings import Severity
 from ppaux.report import Report, Table, count_by_severity
 
@@ -64,6 +65,16 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
             console.print(Text(f"    predicts: {f.sglang_error}"), soft_wrap=True)
         if f.hint:
             console.print(Text(f"    fix: {f.hint}"), soft_wrap=True)
+    # The likely causes, once per error code, so the view says why as well as what.
+    explained = []
+    for f in report.findings:
+        rule = RULES.get(f.code)
+        if f.severity is Severity.ERROR and rule is not None and f.code not in explained:
+            explained.append(f.code)
+            console.print()
+            console.print(Text(f"Likely causes of {f.code} ({rule.name}):"), soft_wrap=True)
+            for cause in rule.causes:
+                console.print(Text(f"  - {cause}"), soft_wrap=True)
     counts = count_by_severity(report.findings)
     summary = (
         f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info, "

@@ -1,0 +1,158 @@
+"""``ppaux inspect`` as a user runs it: exit codes, one-line errors, directories, no torch."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import ppaux
+from ppaux_cli.app import app
+
+REPO = Path(__file__).resolve().parent.parent
+ENV = {"NO_COLOR": "1", "COLUMNS": "100"}
+
+
+@pytest.fixture(autouse=True)
+def _in_repo(monkeypatch):
+    monkeypatch.chdir(REPO)
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, list(args), env=ENV)
+
+
+def test_version_and_help():
+    assert run("--version").stdout == f"ppaux {ppaux.__version__}\n"
+    result = run("inspect", "--help")
+    assert result.exit_code == 0 and "--fail-on" in result.stdout
+
+
+def test_exit_codes_follow_fail_on():
+    assert run("inspect", "fixtures/dumps/clean_output.pt").exit_code == 0
+    assert run("inspect", "fixtures/dumps/aux_list.pt").exit_code == 1
+    assert run("inspect", "fixtures/dumps/aux_non_contiguous.pt").exit_code == 0
+    assert run("inspect", "fixtures/dumps/aux_non_contiguous.pt", "--fail-on", "warning").exit_code == 1
+    assert run("inspect", "fixtures/dumps/aux_empty_tensor.pt", "--fail-on", "warning").exit_code == 0
+    assert run("inspect", "fixtures/dumps/aux_empty_tensor.pt", "--fail-on", "info").exit_code == 1
+    assert run("inspect", "fixtures/dumps/aux_list.pt", "--fail-on", "never").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        ("fixtures/corrupt/empty.pt", "empty file"),
+        ("fixtures/corrupt/truncated.pt", "truncated or corrupt zip file (File is not a zip file)"),
+        ("fixtures/corrupt/no_datapkl.pt", "zip file without a data.pkl record: not a torch.save file"),
+        ("fixtures/corrupt/legacy_format.pt", "legacy torch.save format (PyTorch before 1.6), which "
+         "ppaux does not read; re-save it with a current torch: "
+         "torch.save(torch.load(f, weights_only=True), 'new.pt')"),
+        ("fixtures/corrupt/deep_nesting.pt", "the dump nests too deeply (limit max_depth=100; "
+         "raise it with --limit max_depth=N)"),
+        ("fixtures/corrupt/truncated_datapkl.pt", None),
+        ("fixtures/corrupt/two_datapkl.pt", None),
+        ("fixtures/corrupt/random_bytes.pt", None),
+        ("fixtures/corrupt/text_file.pt", None),
+        ("no/such/file.pt", "no such file"),
+    ],
+)
+def test_bad_inputs_are_one_line_and_exit_2(path, message):
+    result = run("inspect", path)
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"ppaux: error: {path}: ")
+    if message is not None:
+        assert lines[0] == f"ppaux: error: {path}: {message}"
+    assert "Traceback" not in result.output
+
+
+def test_other_inputs_are_still_inspected():
+    result = run("inspect", "fixtures/corrupt/empty.pt", "fixtures/dumps/aux_list.pt", "--format", "json")
+    assert result.exit_code == 2
+    doc = json.loads(result.stdout)
+    assert [f["code"] for f in doc["findings"]] == ["PP101"]
+    assert doc["problems"] == [{"path": "fixtures/corrupt/empty.pt", "message": "empty file"}]
+
+
+def test_directories_are_walked(tmp_path):
+    result = run("inspect", "fixtures/malicious", "--format", "json")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    names = sorted(os.path.basename(f["path"]) for f in doc["files"])
+    assert names == sorted(os.listdir("fixtures/malicious"))
+    (tmp_path / "notes.txt").write_text("no dumps here")
+    result = run("inspect", str(tmp_path))
+    assert result.exit_code == 2
+    assert result.stderr == (f"ppaux: error: {tmp_path}: directory holds no dumps (*.pt, *.pth, "
+                             "*.pkl, *.pickle, *.bin, *.ppaux)\n")
+
+
+def test_bad_option_values_are_one_line():
+    result = run("inspect", "fixtures/dumps/aux_list.pt", "--limit", "max_depth=x")
+    assert (result.exit_code, result.stderr) == (
+        2, "ppaux: error: --limit: limit max_depth must be a whole number, not 'x'\n")
+    result = run("inspect", "fixtures/dumps/aux_list.pt", "--limit", "nope=1")
+    assert result.exit_code == 2 and result.stderr.startswith("ppaux: error: --limit: unknown limit 'nope'")
+    result = run("inspect", "fixtures/dumps/aux_list.pt", "--format", "yaml")
+    assert result.exit_code == 2
+    assert len(result.stderr.splitlines()) == 1 and "'yaml' is not one of" in result.stderr
+
+
+def test_limits_can_be_raised():
+    assert run("inspect", "fixtures/corrupt/deep_nesting.pt", "--limit", "max_depth=500").exit_code == 0
+
+
+def test_explain():
+    result = run("explain", "pp101")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("PP101 aux-non-tensor (error)\n")
+    assert "Predicts the sglang error: received a non-tensor auxiliary PP output" in result.stdout
+    result = run("explain", "PP999")
+    assert result.exit_code == 2 and result.stderr.startswith("ppaux: error: unknown rule code 'PP999'")
+
+
+def test_output_file(tmp_path):
+    target = tmp_path / "report.json"
+    result = run("inspect", "fixtures/dumps/aux_list.pt", "-f", "json", "-o", str(target))
+    assert result.exit_code == 1 and result.stdout == ""
+    assert json.loads(target.read_text())["findings"][0]["code"] == "PP101"
+
+
+def _subprocess(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=120)
+
+
+def test_inspect_never_imports_torch():
+    code = (
+        "import sys\n"
+        "from ppaux_cli.app import app\n"
+        "try:\n"
+        "    app(['inspect', 'fixtures/dumps', '--format', 'json'], prog_name='ppaux')\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
+        "print('torch' in sys.modules, code)\n"
+    )
+    result = _subprocess("-c", code)
+    assert result.stdout.strip().splitlines()[-1] == "False 1", result.stderr
+
+
+def test_real_process_plain_text_when_piped():
+    result = _subprocess("-m", "ppaux_cli", "inspect", "fixtures/dumps/aux_list.pt")
+    assert result.returncode == 1
+    assert "\x1b[" not in result.stdout and result.stderr == ""
+    assert "PP101 error fixtures/dumps/aux_list.pt [__sampling_observer_output__.scores]" in result.stdout
+
+
+def test_colour_only_on_a_terminal_without_no_color():
+    from ppaux.formats import Format, render
+    from ppaux.inspection import inspect_paths
+
+    report = inspect_paths(["fixtures/dumps/aux_list.pt"])
+    assert "\x1b[" in render(report, Format.TEXT, color=True)
+    assert "\x1b[" not in render(report, Format.TEXT, color=False)
