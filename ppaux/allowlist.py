@@ -126,10 +126,17 @@ def _rebuild_sparse_tensor(m: Machine, args: tuple) -> TensorRef:
         raise m.error("compressed sparse tensor data is too short")
     values = _tensor_arg(m, data[1] if coo else data[2], "sparse tensor values")
     size = data[2] if coo else data[3]
-    return TensorRef(
+    tensor = TensorRef(
         values.dtype, _as_shape(m, size, "size"), None, values.device,
         kind="sparse", layout=_device(layout),
     )
+    # Kept as saved so that replay can rebuild the tensor; nothing here is checked or used.
+    if coo:
+        tensor.parts = {"indices": data[0], "values": values,
+                        "coalesced": data[3] if len(data) > 3 else None}
+    else:
+        tensor.parts = {"compressed_indices": data[0], "plain_indices": data[1], "values": values}
+    return tensor
 
 
 def _rebuild_qtensor(m: Machine, args: tuple) -> TensorRef:
@@ -137,6 +144,7 @@ def _rebuild_qtensor(m: Machine, args: tuple) -> TensorRef:
         raise TypeError(f"{len(args)} arguments, expected 7")
     tensor = _strided(m, args)
     tensor.kind = "quantized"
+    tensor.parts = {"quantizer": args[4]}  # (qscheme, scale, zero_point[, axis]) as saved
     tensor.requires_grad = bool(args[5]) if isinstance(args[5], bool) else False
     return tensor
 
@@ -174,8 +182,12 @@ def _rebuild_device_tensor(m: Machine, args: tuple) -> TensorRef:
 
 def _rebuild_nested(m: Machine, args: tuple) -> TensorRef:
     buffer = _tensor_arg(m, args[0], "nested tensor buffer")
-    return TensorRef(buffer.dtype, buffer.shape, None, buffer.device, kind="nested",
-                     storage=buffer.storage)
+    tensor = TensorRef(buffer.dtype, buffer.shape, None, buffer.device, kind="nested",
+                       storage=buffer.storage)
+    if len(args) == 4:
+        tensor.parts = {"buffer": buffer, "sizes": args[1], "strides": args[2],
+                        "offsets": args[3]}
+    return tensor
 
 
 def _rebuild_from_type(m: Machine, args: tuple) -> Any:

@@ -115,7 +115,7 @@ class TypeRef(_Ref):
 class StorageRef(_Ref):
     """A tensor storage: its dtype, the zip record that holds its bytes, and its saved location."""
 
-    __slots__ = ("dtype", "key", "location", "numel", "record", "record_size")
+    __slots__ = ("dtype", "key", "location", "numel", "record", "record_size", "data")
 
     def __init__(self, dtype: str, key: str, location: str, numel: int) -> None:
         self.dtype = dtype
@@ -124,6 +124,9 @@ class StorageRef(_Ref):
         self.numel = numel
         self.record: str | None = None
         self.record_size: int | None = None
+        # Bytes of a storage saved inside the pickle itself (plain pickles nest a legacy
+        # torch.save stream per storage); zip storages live in ``record`` instead.
+        self.data: bytes | None = None
 
     @property
     def nbytes(self) -> int:
@@ -138,12 +141,14 @@ class TensorRef(_Ref):
     """A tensor as saved: dtype, shape, stride, device string, storage and kind.
 
     ``kind`` is 'dense', 'sparse', 'quantized', 'meta' or 'nested'; ``subclass`` names a tensor
-    subclass (such as ``torch.nn.Parameter``) or is None for a plain tensor.
+    subclass (such as ``torch.nn.Parameter``) or is None for a plain tensor. ``parts`` keeps what
+    a rebuild needs beyond one storage, as saved: a sparse tensor's component tensors, a quantized
+    tensor's quantizer parameters, a nested tensor's buffer and size tensors (None otherwise).
     """
 
     __slots__ = (
         "dtype", "shape", "stride", "offset", "device", "requires_grad", "kind",
-        "layout", "subclass", "storage", "state",
+        "layout", "subclass", "storage", "state", "parts",
     )
 
     def __init__(
@@ -170,6 +175,7 @@ class TensorRef(_Ref):
         self.subclass: str | None = None
         self.storage = storage
         self.state: Any = None
+        self.parts: dict[str, Any] | None = None
 
     @property
     def numel(self) -> int:

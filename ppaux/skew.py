@@ -14,7 +14,6 @@ receives; otherwise every stage is treated as both.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Callable, Iterable, Mapping, Sequence
 
 from packaging.version import InvalidVersion, Version
@@ -28,17 +27,15 @@ from ppaux.stage import (
     FACTS,
     MUST_AGREE_ENV,
     PACKAGE_FACTS,
-    Fact,
     Stage,
-    cuda_minor,
     env_value,
     make_stages,
     python_minor,
+    reference_value,
     span,
-    torch_minor,
 )
 
-__all__ = ["compare", "IGNORED_ENV", "BASELINE_LABEL"]
+__all__ = ["compare", "env_names_differing", "IGNORED_ENV", "BASELINE_LABEL"]
 
 #: Column label of the baseline fingerprint.
 BASELINE_LABEL = "baseline"
@@ -48,24 +45,6 @@ IGNORED_ENV = frozenset(
     {"RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "CUDA_VISIBLE_DEVICES", "LOCAL_WORLD_SIZE"}
 )
 _IGNORED_ENV_PREFIXES = ("TORCHELASTIC_",)
-
-
-def _reference(
-    stages: Sequence[Stage],
-    value: Callable[[Fingerprint], "str | None"],
-    baseline: "Fingerprint | None",
-) -> "str | None":
-    if baseline is not None:
-        ref = value(baseline)
-        if ref is not None:
-            return ref
-    values = [v for v in (value(s.fingerprint) for s in stages) if v is not None]
-    if not values:
-        return None
-    counts = Counter(values)
-    top = max(counts.values())
-    # Ties: the value of the earliest stage in pipeline order.
-    return next(v for v in values if counts[v] == top)
 
 
 def _against(
@@ -87,7 +66,7 @@ def _differences(
     baseline: "Fingerprint | None",
 ) -> Iterable[tuple[Stage, str, str, str]]:
     """(stage, its value, reference, 'what the others have') for each stage that differs."""
-    ref = _reference(stages, value, baseline)
+    ref = reference_value(stages, value, baseline)
     if ref is None:
         return
     values = [(s, value(s.fingerprint)) for s in stages]
@@ -127,11 +106,6 @@ def _release_severity(value: str, ref: str) -> Severity:
     except InvalidVersion:
         return Severity.ERROR
     return Severity.ERROR if a.release[:2] != b.release[:2] else Severity.WARNING
-
-
-def _minor_severity(minor: Callable[[Fingerprint], "str | None"], fingerprints: dict[str, Fingerprint]):
-    del fingerprints
-    return minor
 
 
 # ----------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ compared. ``None`` means unknown: unknown values are never reported as differenc
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -22,9 +23,8 @@ __all__ = [
     "env_value",
     "keys_label",
     "span",
+    "reference_value",
     "python_minor",
-    "cuda_minor",
-    "torch_minor",
 ]
 
 #: Variables both ends of a PP link must agree on, with sglang's default (sglang/srt/environ.py).
@@ -89,6 +89,27 @@ class Stage:
             "fingerprint": {"schema": fp.schema, "ppaux": fp.tool_version},
             "capability": fp.sglang.to_json(),
         }
+
+
+def reference_value(
+    stages: Sequence[Stage],
+    value: Callable[[Fingerprint], "str | None"],
+    baseline: "Fingerprint | None",
+) -> "str | None":
+    """What a fact is compared with: the baseline's value, else the most common one.
+
+    Ties go to the value of the earliest stage in pipeline order; None when nobody knows it.
+    """
+    if baseline is not None:
+        ref = value(baseline)
+        if ref is not None:
+            return ref
+    values = [v for v in (value(s.fingerprint) for s in stages) if v is not None]
+    if not values:
+        return None
+    counts = Counter(values)
+    top = max(counts.values())
+    return next(v for v in values if counts[v] == top)
 
 
 def span(labels: Sequence[str], limit: int = 3) -> str:
@@ -277,17 +298,7 @@ FACTS: tuple[Fact, ...] = (
 #: Packages compared by PP324 (those not already rows of their own).
 PACKAGE_FACTS = ("sglang-kernel", "sgl-kernel", "flashinfer-python", "triton", "transformers")
 
+
 def python_minor(fp: Fingerprint) -> "str | None":
     """'3.11' from the Python version."""
     return _minor(fp.python.get("version"))
-
-
-def cuda_minor(fp: Fingerprint) -> "str | None":
-    """'12.8' from torch's CUDA build, or the CUDA cell itself when it is not a version."""
-    value = _cuda(fp)
-    return _minor(value) if value and value[0].isdigit() else value
-
-
-def torch_minor(fp: Fingerprint) -> "str | None":
-    """'2.13' from the torch version."""
-    return _minor(_torch(fp))
