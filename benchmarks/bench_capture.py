@@ -165,8 +165,9 @@ def _healthy(module: types.ModuleType, registry: Optional[types.ModuleType], cal
         pop_hook = capture._hook_for(capture.POP, bare_pop)
         installed_add = capture._wrap(bare_add, add_hook)
         installed_pop = capture._wrap(bare_pop, pop_hook)
-        add_variants = {"bare": bare_add, "install": installed_add}
-        pop_variants = {"bare": bare_pop, "install": installed_pop}
+        # 'bare_again' times the bare function a second time: its ratio is the noise floor.
+        add_variants = {"bare": bare_add, "bare_again": bare_add, "install": installed_add}
+        pop_variants = {"bare": bare_pop, "bare_again": bare_pop, "install": installed_pop}
         if registry is not None:
             around = registry.HookType.AROUND
             add_variants["plugin"] = registry._wrap_fn(bare_add, add_hook, around)

@@ -79,7 +79,8 @@ start = time.perf_counter()
 pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=actions)
 _, status, usage = os.wait4(pid, 0)
 wall = time.perf_counter() - start
-print(wall, usage.ru_maxrss, floor, os.waitstatus_to_exitcode(status))
+cpu = usage.ru_utime + usage.ru_stime
+print(wall, cpu, usage.ru_maxrss, floor, os.waitstatus_to_exitcode(status))
 """
 
 
@@ -93,6 +94,7 @@ class Case:
     expect_rc: int
     check_json: bool = False
     walls: list[float] = field(default_factory=list)
+    cpus: list[float] = field(default_factory=list)
     peaks_kib: list[int] = field(default_factory=list)
 
     def median(self) -> float:
@@ -226,15 +228,15 @@ def prepare(workdir: Path, python: str) -> dict[str, Path]:
 # --- measuring --------------------------------------------------------------------------------
 
 
-def measure(case: Case, python: str, scratch: Path) -> tuple[float, int]:
-    """Run ``case`` once through the wrapper; return (wall seconds, peak RSS KiB)."""
+def measure(case: Case, python: str, scratch: Path) -> tuple[float, float, int]:
+    """Run ``case`` once through the wrapper; return (wall s, CPU s, peak RSS KiB)."""
     out, err = scratch / "stdout", scratch / "stderr"
     done = subprocess.run(
         [python, "-I", "-S", "-c", _WRAPPER, str(out), str(err), *case.argv],
         capture_output=True, text=True, check=True,
     )
-    wall_s, peak_s, floor_s, rc_s = done.stdout.split()
-    wall, peak, floor, rc = float(wall_s), int(peak_s), int(floor_s), int(rc_s)
+    wall_s, cpu_s, peak_s, floor_s, rc_s = done.stdout.split()
+    wall, cpu, peak, floor, rc = float(wall_s), float(cpu_s), int(peak_s), int(floor_s), int(rc_s)
     if rc != case.expect_rc:
         tail = err.read_text(errors="replace")[-2000:]
         sys.exit(f"{shlex.join(case.argv)}: exit code {rc}, expected {case.expect_rc}\n{tail}")
@@ -253,7 +255,7 @@ def measure(case: Case, python: str, scratch: Path) -> tuple[float, int]:
         if "PP101" not in codes or document["summary"]["problems"]:
             sys.exit(f"{shlex.join(case.argv)}: unexpected report: findings {sorted(codes)}, "
                      f"problems {document['summary']['problems']}")
-    return wall, peak
+    return wall, cpu, peak
 
 
 def build_cases(paths: dict[str, Path], python: str) -> list[Case]:
@@ -349,15 +351,17 @@ def report(cases: list[Case], paths: dict[str, Path], facts: dict[str, str], run
         + f"; directory: {SMALL_DUMPS} dumps, "
         + f"{sum(p.stat().st_size for p in paths['dir'].rglob('*.pt')) / 1e6:.1f} MB in all.",
         "",
-        "| dump | tool | median s | min s | max s | peak RSS MB |",
-        "|---|---|---:|---:|---:|---:|",
+        "| dump | tool | median s | min s | max s | median CPU s | peak RSS MB |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for c in cases:
         lines.append(f"| {c.size} | {c.tool} | {c.median():.3f} | {min(c.walls):.3f} | "
-                     f"{max(c.walls):.3f} | {c.peak_mb():.1f} |")
+                     f"{max(c.walls):.3f} | {statistics.median(c.cpus):.3f} | {c.peak_mb():.1f} |")
     lines += [
         "",
-        "Peak RSS is the highest of the runs, in MB of 10^6 bytes.",
+        "Times are wall-clock seconds of the whole process; CPU s is its user + system time "
+        "(less disturbed by other load on a shared machine). Peak RSS is the highest of the runs, "
+        "in MB of 10^6 bytes.",
         "",
         "| target | measured | holds |",
         "|---|---:|---|",
@@ -390,8 +394,9 @@ def main(argv: list[str] | None = None) -> int:
             measure(case, python, scratch)
         for run in range(args.runs):
             for case in cases:
-                wall, peak = measure(case, python, scratch)
+                wall, cpu, peak = measure(case, python, scratch)
                 case.walls.append(wall)
+                case.cpus.append(cpu)
                 case.peaks_kib.append(peak)
             print(f"run {run + 1}/{args.runs} done", file=sys.stderr, flush=True)
     finally:

@@ -113,8 +113,6 @@ class CaptureConfig:
     sample_every: int = 1
 
     def __post_init__(self) -> None:
-        if not str(self.directory):
-            raise ValueError("the capture directory must not be empty")
         object.__setattr__(self, "directory", Path(self.directory))
         if self.when not in _WHEN:
             raise ValueError(f"when must be 'error' or 'always', not {self.when!r}")
@@ -160,10 +158,10 @@ def config_from_env(environ: Optional[Mapping[str, str]] = None) -> Optional[Cap
         if when not in _WHEN:
             raise ValueError(f"{ENV_WHEN}={when!r}: must be 'error' or 'always'")
         fields["when"] = when
-    for name, field, parse in (
-        (ENV_MAX_FILES, "max_files", int),
-        (ENV_MAX_BYTES, "max_bytes", parse_size),
-        (ENV_SAMPLE_EVERY, "sample_every", int),
+    for name, field, parse, expected in (
+        (ENV_MAX_FILES, "max_files", int, "a whole number"),
+        (ENV_MAX_BYTES, "max_bytes", parse_size, "a size such as 1073741824, 512M or 1G"),
+        (ENV_SAMPLE_EVERY, "sample_every", int, "a whole number"),
     ):
         text = env.get(name, "").strip()
         if not text:
@@ -171,7 +169,7 @@ def config_from_env(environ: Optional[Mapping[str, str]] = None) -> Optional[Cap
         try:
             value = parse(text)
         except ValueError:
-            raise ValueError(f"{name}={text!r}: not a whole number") from None
+            raise ValueError(f"{name}={text!r}: not {expected}") from None
         if value < 1:
             raise ValueError(f"{name}={text!r}: must be at least 1")
         fields[field] = value
@@ -460,6 +458,11 @@ def _write(function: str, config: CaptureConfig, exc: Optional[BaseException], t
             if _full(capture_store.usage(directory), config, size):
                 _add_skipped(directory)
                 return None
+            # Every ppaux writer renames under this lock, so a name checked free stays free
+            # (a recycled pid could otherwise meet a name from an earlier process).
+            while final.exists():
+                final = directory / capture_store.capture_name(
+                    now, meta["host"], meta["pid"], next(_seq), function)
             # rename within one directory is atomic: readers see the whole file or none of it
             os.rename(temp, final)
             placed = True
@@ -672,6 +675,8 @@ def install(
     routes both functions through ppaux, only the settings change. Raises :class:`ValueError`
     for an invalid setting.
     """
+    if not os.fspath(directory):
+        raise ValueError("the capture directory must not be empty")  # Path('') would be '.'
     config = CaptureConfig(Path(directory), when, max_files, max_bytes, sample_every)
     global _watcher
     with _state_lock:

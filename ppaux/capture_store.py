@@ -96,11 +96,12 @@ def capture_name(time: str, host: str, pid: int, seq: int, function: str) -> str
     """The file name of a capture; unique per host, process and call, sortable by time.
 
     ``time`` is a compact UTC stamp such as ``20261202T100000Z``; ``function`` is the full
-    function name, shortened to ``add`` or ``pop``. ``seq`` counts the captures of one process.
+    function name, shortened to ``add`` or ``pop``. ``seq`` counts the captures of one process
+    (zero-padded, so that names of one process and second sort in order).
     """
     short = "add" if function.startswith("add") else "pop" if function.startswith("pop") else "call"
     safe_host = _UNSAFE.sub("_", host)[:64] or "host"
-    return f"capture-{time}-{safe_host}-{pid}-{seq}-{short}.pt"
+    return f"capture-{time}-{safe_host}-{pid}-{seq:04d}-{short}.pt"
 
 
 def capture_paths(directory: str | os.PathLike) -> list[Path]:

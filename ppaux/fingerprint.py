@@ -155,6 +155,10 @@ class Fingerprint:
             "sglang": self.sglang.to_json(),
         }
 
+    def placed(self, **changes: "int | None") -> "Fingerprint":
+        """A copy whose rank facts (rank, world_size, pp_rank, pp_size...) are changed."""
+        return dataclasses.replace(self, rank=dataclasses.replace(self.rank, **changes))
+
     def dumps(self) -> str:
         """The document as indented JSON ending in a newline."""
         return json.dumps(self.to_json(), indent=2, sort_keys=False) + "\n"

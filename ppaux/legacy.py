@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ppaux.errors import DumpError
-from ppaux.model import Opaque, StorageRef, StorageType
+from ppaux.model import DTYPE_ITEMSIZE, Opaque, StorageRef, StorageType
 from ppaux.pickle_vm import Machine
 
 __all__ = ["LEGACY_MAGIC", "is_legacy_stream", "read_inner_storage"]
@@ -33,7 +33,34 @@ def _legacy_storage(m: Machine, pid: Any) -> Any:
     storage_type, key, location, numel = pid[1:5]
     if not isinstance(storage_type, StorageType) or not isinstance(numel, int):
         raise m.error("nested storage record is malformed")
-    return StorageRef(storage_type.dtype, str(key), str(location), numel)
+    storage = StorageRef(storage_type.dtype, str(key), str(location), numel)
+    m.storages.append(storage)  # type: ignore[attr-defined]
+    return storage
+
+
+def _attach_storage_bytes(outer: Machine, payload: bytes, pos: int, storages: list) -> None:
+    """Keep each storage's bytes (after the object: a pickled key list, then per key an int64
+    element count and the raw bytes) so that replay can rebuild the tensor. Best effort: a tail
+    that does not parse leaves ``data`` None, and describing the file never fails because of it.
+    """
+    try:
+        keys = Machine(payload, path=outer.path, limits=outer.limits, resolve=outer.resolve,
+                       start=pos)
+        names = keys.load()
+        pos = keys.pos
+        by_key = {s.key: s for s in storages}
+        for name in names if isinstance(names, list) else ():
+            count = int.from_bytes(payload[pos:pos + 8], "little")
+            storage = by_key.get(str(name))
+            if storage is None or count != storage.numel:
+                return
+            end = pos + 8 + count * DTYPE_ITEMSIZE.get(storage.dtype, 1)
+            if end > len(payload):
+                return
+            storage.data = payload[pos + 8:end]
+            pos = end
+    except DumpError:
+        return
 
 
 def read_inner_storage(outer: Machine, payload: bytes) -> Any:
@@ -45,12 +72,14 @@ def read_inner_storage(outer: Machine, payload: bytes) -> Any:
         raise outer.error("torch.storage._load_from_bytes holds no legacy torch.save stream")
     pos = 0
     value: Any = None
+    storages: list[StorageRef] = []
     for step in range(4):  # magic, protocol version, system info, the object itself
         inner = Machine(
             payload, path=outer.path, limits=outer.limits, resolve=outer.resolve,
             persistent_load=_legacy_storage if step == 3 else None, start=pos,
         )
         inner.nesting = depth  # type: ignore[attr-defined]
+        inner.storages = storages  # type: ignore[attr-defined]
         inner.items = outer.items
         try:
             value = inner.load()
@@ -60,4 +89,5 @@ def read_inner_storage(outer: Machine, payload: bytes) -> Any:
         for name, allowed in inner.globals_seen.items():
             outer.globals_seen[name] = outer.globals_seen.get(name, False) or allowed
         pos = inner.pos
+    _attach_storage_bytes(outer, payload, pos, storages)
     return value

@@ -128,12 +128,16 @@ def known_release(name: str) -> bool:
     return name.strip() in _releases()
 
 
-def release(name: str) -> Release:
-    """The facts of release ``name``; :class:`UnknownReleaseError` if the table lacks it."""
+def _lookup(name: str) -> Release:
     try:
         return _releases()[name.strip()]
     except KeyError:
         raise UnknownReleaseError(name) from None
+
+
+def release(name: str) -> Release:
+    """The facts of release ``name``; :class:`UnknownReleaseError` if the table lacks it."""
+    return _lookup(name)
 
 
 def family_of(name: str) -> Family:
@@ -180,8 +184,8 @@ def _senders_of(key: str) -> list[str]:
     return [v for v, r in _releases().items() if key in r.logprob_keys]
 
 
-def release_key_findings(path: str, keys: list[str], release_name: str) -> list[Finding]:
-    """Check an output message's top-level ``keys`` against what release ``release_name`` expects.
+def release_key_findings(path: str, keys: list[str], release: str) -> list[Finding]:
+    """Check an output message's top-level ``keys`` against what ``release`` (``0.5.23``) expects.
 
     The first PP stage of that release indexes ``next_token_ids`` on every output message and
     its logprob keys on logprob batches (a message that carries any logprob key); a missing one
@@ -189,7 +193,7 @@ def release_key_findings(path: str, keys: list[str], release_name: str) -> list[
     mask. Logprob keys that this release never sends but another one does mean the last stage
     runs another release. Raises :class:`UnknownReleaseError` for a release the table lacks.
     """
-    expected = release(release_name)
+    expected = _lookup(release)
     present = [k for k in keys if isinstance(k, str)]
     have = set(present)
     if have <= {MSG_TYPE_KEY} or any(k in have for k in ("hidden_states", "residual")):

@@ -14,7 +14,8 @@ receives; otherwise every stage is treated as both.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
 
 from packaging.version import InvalidVersion, Version
 
@@ -35,7 +36,7 @@ from ppaux.stage import (
     span,
 )
 
-__all__ = ["compare", "env_names_differing", "IGNORED_ENV", "BASELINE_LABEL"]
+__all__ = ["compare", "MissingRank", "env_names_differing", "IGNORED_ENV", "BASELINE_LABEL"]
 
 #: Column label of the baseline fingerprint.
 BASELINE_LABEL = "baseline"
@@ -45,6 +46,19 @@ IGNORED_ENV = frozenset(
     {"RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "CUDA_VISIBLE_DEVICES", "LOCAL_WORLD_SIZE"}
 )
 _IGNORED_ENV_PREFIXES = ("TORCHELASTIC_",)
+
+
+@dataclass(frozen=True)
+class MissingRank:
+    """A rank whose fingerprint never arrived (distributed mode), and what is known of it."""
+
+    rank: int
+    host: "str | None"
+    message: str
+
+    def to_json(self) -> dict:
+        """The missing rank as a JSON object."""
+        return {"rank": self.rank, "host": self.host, "message": self.message}
 
 
 def _against(
@@ -120,18 +134,27 @@ def _transport_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") ->
         for stage in stages:
             if stage.fingerprint.sglang.transport != "absent":
                 continue
+            if baseline is not None and baseline.sglang.transport == "present":
+                where = "the baseline has it"
+            else:
+                labels = [s.label for s in holders]
+                where = f"{span(labels)} {'has' if len(labels) == 1 else 'have'} it"
+            version = stage.fingerprint.sglang.version or "?"
+            severity = None
             effect = {
                 "last": "this last stage never sends the observer's output",
                 "first": "this first stage never pops auxiliary keys; they stay in the message",
-            }.get(stage.role or "", "auxiliary output to or from this stage is lost")
-            where = ("the baseline" if baseline is not None and baseline.sglang.transport == "present"
-                     else span([s.label for s in holders]))
+                "middle": "a middle stage neither sends nor pops auxiliary output, so only the "
+                          "release skew matters here",
+            }.get(stage.role or "", "auxiliary output sent or received here is lost")
+            if stage.role == "middle":
+                severity = Severity.WARNING
             out.append(
                 finding(
                     "PP302",
                     stage.path,
-                    f"no auxiliary transport here (sglang {stage.fingerprint.sglang.version or '?'})"
-                    f" but {where} has it: {effect}",
+                    f"no auxiliary transport here (sglang {version}) but {where}: {effect}",
+                    severity=severity,
                 )
             )
     for stage in stages:
@@ -160,7 +183,7 @@ def _transport_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") ->
                     f"{cap.version or '?'}): a patched, forked or newer build",
                 )
             )
-        if stage.receives and cap.receiver_validates is False:
+        if stage.pops and cap.receiver_validates is False:
             out.append(
                 finding(
                     "PP305",
@@ -341,47 +364,34 @@ def _platform_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") -> 
     return out
 
 
-def _rank_rules(stages: Sequence[Stage], missing: Mapping[int, "str | None"], timeout: "float | None") -> list[Finding]:
+def _rank_rules(stages: Sequence[Stage], missing: Sequence[MissingRank]) -> list[Finding]:
     out: list[Finding] = []
     fps = [s.fingerprint for s in stages]
-    by_rank: dict[int, list[Stage]] = {}
+    # Global ranks identify processes; pipeline ranks repeat under tensor parallelism.
     use_global = any(fp.rank.rank is not None for fp in fps)
+    kind = "rank" if use_global else "pp rank"
+    by_rank: dict[int, list[Stage]] = {}
     for stage in stages:
         r = stage.fingerprint.rank
         ident = r.rank if use_global else r.pp_rank
         if ident is not None:
             by_rank.setdefault(ident, []).append(stage)
-    kind = "rank" if use_global else "pp rank"
     for ident, group in sorted(by_rank.items()):
-        if len(group) > 1:
-            for stage in group[1:]:
-                out.append(
-                    finding(
-                        "PP316",
-                        stage.path,
-                        f"{kind} {ident} is also claimed by {span([s.path for s in group if s is not stage])}",
-                    )
-                )
+        for stage in group[1:]:
+            others = span([s.path for s in group if s is not stage])
+            out.append(finding("PP316", stage.path, f"{kind} {ident} is also claimed by {others}"))
+    for gone in missing:
+        out.append(finding("PP317", f"rank {gone.rank}", gone.message))
     sizes = [fp.rank.world_size if use_global else fp.rank.pp_size for fp in fps]
     size = max((s for s in sizes if s is not None), default=None)
-    expected = set(range(size)) if size is not None and by_rank else set()
-    gone = sorted((expected - set(by_rank)) | set(missing))
-    for ident in gone:
-        host = missing.get(ident)
-        if ident in missing:
-            waited = f" within {timeout:g} s" if timeout is not None else ""
-            where = f" (host {host})" if host else ""
-            message = f"rank {ident}{where} sent no fingerprint{waited}"
-            out.append(finding("PP317", f"rank {ident}", message))
-        else:
-            size_kind = "world size" if use_global else "pp size"
-            out.append(
-                finding(
-                    "PP317",
-                    f"{kind} {ident}",
-                    f"{size_kind} is {size} but no fingerprint has {kind} {ident}",
-                )
-            )
+    if size is None or not by_rank:
+        return out
+    reported = {gone.rank for gone in missing} if use_global else set()
+    size_kind = "world size" if use_global else "pp size"
+    for ident in sorted(set(range(size)) - set(by_rank) - reported):
+        out.append(
+            finding("PP317", f"{kind} {ident}", f"{size_kind} is {size} but no fingerprint has {kind} {ident}")
+        )
     return out
 
 
@@ -393,18 +403,15 @@ def compare(
     paths: "Sequence[str] | None" = None,
     *,
     baseline: "Fingerprint | None" = None,
-    missing: "Mapping[int, str | None] | None" = None,
-    timeout: "float | None" = None,
+    missing: "Sequence[MissingRank]" = (),
 ) -> Report:
     """Compare stages; ``paths`` name them in findings (default: each fingerprint's source).
 
-    ``baseline`` is a golden fingerprint every stage must match. ``missing`` maps ranks that
-    never reported (distributed mode) to their host, where known; ``timeout`` is how long they
-    were waited for.
+    ``baseline`` is a golden fingerprint every stage must match; ``missing`` lists ranks that
+    never reported in distributed mode.
     """
     from ppaux.skew_matrix import matrix  # the table builder reuses this module's references
 
-    missing = dict(missing or {})
     if paths is None:
         paths = [fp.source or f"rank {fp.rank.rank} ({fp.host})" for fp in fingerprints]
     stages = make_stages(fingerprints, paths)
@@ -415,7 +422,7 @@ def compare(
     findings += _unknown_rules(stages)
     findings += _env_rules(stages, baseline)
     findings += _package_rules(stages, baseline)
-    findings += _rank_rules(stages, missing, timeout)
+    findings += _rank_rules(stages, missing)
     order = {s.path: i for i, s in enumerate(stages)}
     findings.sort(key=lambda f: (-f.severity.rank, order.get(f.path, len(order)), f.code))
 
@@ -430,7 +437,7 @@ def compare(
         data={
             "stages": [s.summary() for s in stages],
             "baseline": None if baseline is None else Stage(BASELINE_LABEL, baseline.source or BASELINE_LABEL, baseline).summary(),
-            "missing_ranks": [{"rank": r, "host": h} for r, h in sorted(missing.items())],
+            "missing_ranks": [m.to_json() for m in missing],
         },
         notes=notes,
     )

@@ -66,7 +66,16 @@ class Stage:
 
     @property
     def receives(self) -> bool:
-        """True for the first stage, and for any stage whose place is unknown."""
+        """True for every stage but the last: each reads the output message (and its logprobs).
+
+        The last stage sends the output message to the first, which pops the auxiliary keys and
+        forwards the rest along the pipeline, so middle stages index the logprob keys too.
+        """
+        return self.role in (None, "first", "middle")
+
+    @property
+    def pops(self) -> bool:
+        """True for the first stage, the only one that pops auxiliary output, or when unknown."""
         return self.role in (None, "first")
 
     def summary(self) -> dict:

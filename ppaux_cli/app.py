@@ -10,8 +10,11 @@ from typer.core import TyperGroup
 
 import ppaux
 from ppaux_cli.commands import capture as _capture
+from ppaux_cli.commands import check_skew as _check_skew
 from ppaux_cli.commands import explain as _explain
+from ppaux_cli.commands import fingerprint as _fingerprint
 from ppaux_cli.commands import inspect as _inspect
+from ppaux_cli.commands import rules as _rules
 
 __all__ = ["app", "main"]
 
@@ -45,6 +48,8 @@ app = typer.Typer(
     cls=_OneLineErrors,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # Plain help: rendering it with rich costs more than the whole 0.15 s start-up budget.
+    rich_markup_mode=None,
     help="Inspect, compare and replay sglang pipeline-parallel auxiliary-output payloads.",
 )
 
@@ -67,6 +72,9 @@ def _root(
 
 app.command("inspect")(_inspect.inspect)
 app.command("explain")(_explain.explain)
+app.command("rules")(_rules.rules)
+app.command("fingerprint")(_fingerprint.fingerprint)
+app.command("check-skew")(_check_skew.check_skew)
 app.add_typer(_capture.app, name="capture")
 
 

@@ -1,17 +1,22 @@
-"""Writing a report where the user asked and choosing the exit code: the CLI's only I/O helpers."""
+"""Writing a report where the user asked and choosing the exit code: the CLI's only I/O helpers.
+
+Every command ends in :func:`emit`, which reads the configuration, applies the gate (threshold,
+``--select``/``--ignore``, ``--strict``), writes the report and exits; so every command filters,
+formats and judges its findings the same way.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import NoReturn
+from typing import Iterable, NoReturn
 
 import typer
 
 from ppaux.formats import Format, render
-from ppaux.report import FailOn, Report, exit_code
+from ppaux.report import FailOn, Report
 
-__all__ = ["emit", "fail", "use_color"]
+__all__ = ["emit", "fail", "use_color", "resolve_gate"]
 
 
 def use_color(stream) -> bool:
@@ -28,11 +33,56 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def emit(report: Report, fmt: Format, fail_on: FailOn, output: str | None = None) -> NoReturn:
-    """Write the report to stdout (or ``output``), problems to stderr, then exit 0, 1 or 2."""
+def resolve_gate(
+    fail_on: FailOn | None = None,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    strict: bool | None = None,
+    config: str | None = None,
+):
+    """The gate for this run: the configuration file (``config``, or the one found from the
+    working directory upward) overridden by the flags given; exit 2 on a bad file or code."""
+    from ppaux.config import ConfigError, discover_config, load_config
+    from ppaux.selection import UnknownCodeError
+    from ppaux.config import resolve_gate as _resolve
+
+    try:
+        settings = load_config(config) if config is not None else discover_config()
+    except ConfigError as exc:
+        fail(str(exc))
+    try:
+        return _resolve(settings, fail_on=fail_on, select=select, ignore=ignore, strict=strict)
+    except UnknownCodeError as exc:
+        option = "--select" if select is not None and _mentions(select, exc.pattern) else "--ignore"
+        fail(f"{option}: {exc}")
+
+
+def _mentions(values: Iterable[str], pattern: str) -> bool:
+    return any(pattern.upper() == part.strip().upper() for v in values for part in v.split(","))
+
+
+def emit(
+    report: Report,
+    fmt: Format,
+    fail_on: FailOn | None = None,
+    output: str | None = None,
+    *,
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    strict: bool | None = None,
+    config: str | None = None,
+) -> NoReturn:
+    """Apply the gate, write the report to stdout (or ``output``), problems to stderr, exit.
+
+    ``fail_on``, ``select``, ``ignore`` and ``strict`` are the flags as given (None when not
+    given: the configuration's value, else the default, applies). With ``--format github`` the
+    Markdown summary is also appended to ``$GITHUB_STEP_SUMMARY`` when that is set.
+    """
+    gate = resolve_gate(fail_on, select, ignore, strict, config)
+    report = gate.apply(report)
     stream = sys.stdout
-    text = render(report, fmt, color=fmt is Format.TEXT and output is None and use_color(stream),
-                  width=_width())
+    color = fmt is Format.TEXT and output is None and use_color(stream)
+    text = render(report, fmt, color=color, width=_width(), fail_on=gate.fail_on)
     if output is None:
         stream.write(text)
         stream.flush()
@@ -42,9 +92,28 @@ def emit(report: Report, fmt: Format, fail_on: FailOn, output: str | None = None
                 handle.write(text)
         except OSError as exc:
             fail(f"{output}: cannot write the report: {exc.strerror or exc}")
+    if fmt is Format.GITHUB:
+        _append_step_summary(report, gate.fail_on)
     for problem in report.problems:
         sys.stderr.write(f"ppaux: error: {problem}\n")
-    raise typer.Exit(exit_code(report, fail_on))
+    raise typer.Exit(gate.exit_code(report))
+
+
+def _append_step_summary(report: Report, fail_on: FailOn) -> None:
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return
+    from ppaux.formats.github import summary
+
+    try:
+        with open(target, "a", encoding="utf-8") as handle:
+            handle.write(summary(report, fail_on))
+    except OSError as exc:
+        # The report itself is out already; a summary that cannot be written must not change
+        # the verdict, so this is a warning, not an error.
+        sys.stderr.write(
+            f"ppaux: warning: {target}: cannot append the step summary: {exc.strerror or exc}\n"
+        )
 
 
 def _width() -> int:

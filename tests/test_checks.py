@@ -83,7 +83,7 @@ def test_pp101_names_each_offending_key():
 
 
 def test_device_mismatch_against_other_tensors():
-    from tests.test_dumpfile import saved_as  # same location-tag trick as the fixtures
+    from tensor_tags import saved_as
 
     buffer = io.BytesIO()
     with saved_as("cuda:0"):

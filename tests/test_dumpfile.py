@@ -6,7 +6,6 @@ import io
 import os
 import pickle
 import zipfile
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -17,23 +16,13 @@ from ppaux.dumpfile import read_dump, read_dump_bytes  # noqa: E402
 from ppaux.errors import DumpError, LimitExceeded  # noqa: E402
 from ppaux.limits import Limits  # noqa: E402
 from ppaux.model import Opaque, TensorRef  # noqa: E402
+from tensor_tags import saved_as  # noqa: E402
 
 
 def save(tmp_path, obj, name="dump.pt", **kw):
     path = tmp_path / name
     torch.save(obj, path, **kw)
     return str(path)
-
-
-@contextmanager
-def saved_as(location: str):
-    """Tag every storage with ``location`` at save time (torch asks location_tag for it)."""
-    original = torch.serialization.location_tag
-    torch.serialization.location_tag = lambda storage: location
-    try:
-        yield
-    finally:
-        torch.serialization.location_tag = original
 
 
 def test_record_prefix_is_the_file_stem_or_archive(tmp_path):

@@ -110,7 +110,7 @@ def test_limits_can_be_raised():
 def test_explain():
     result = run("explain", "pp101")
     assert result.exit_code == 0
-    assert result.stdout.startswith("PP101 aux-non-tensor (error)\n")
+    assert result.stdout.startswith("PP101 aux-non-tensor (error")
     assert "Predicts the sglang error: received a non-tensor auxiliary PP output" in result.stdout
     result = run("explain", "PP999")
     assert result.exit_code == 2 and result.stderr.startswith("ppaux: error: unknown rule code 'PP999'")
@@ -156,3 +156,32 @@ def test_colour_only_on_a_terminal_without_no_color():
     report = inspect_paths(["fixtures/dumps/aux_list.pt"])
     assert "\x1b[" in render(report, Format.TEXT, color=True)
     assert "\x1b[" not in render(report, Format.TEXT, color=False)
+
+
+class _Terminal:
+    def __init__(self):
+        self.written = []
+
+    def isatty(self):
+        return True
+
+    def write(self, text):
+        self.written.append(text)
+        return len(text)
+
+    def flush(self):
+        pass
+
+
+def test_progress_only_on_a_terminal():
+    import io
+
+    from ppaux_cli.progress import progress_reporter
+
+    with progress_reporter(io.StringIO(), "x") as progress:
+        assert progress is None
+    terminal = _Terminal()
+    with progress_reporter(terminal, "inspecting") as progress:
+        for done in range(1, 41):
+            progress(done, 40)
+    assert terminal.written, "a bar is drawn on a terminal"

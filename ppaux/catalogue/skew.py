@@ -121,16 +121,18 @@ RULES = (
         code="PP307",
         name="logprob-keys-differ",
         severity=Severity.ERROR,
-        summary="The first stage indexes a logprob key that the last stage does not send.",
+        summary="A stage indexes a logprob key that the last stage does not send.",
         explanation=(
             "On batches that request logprobs (0.5.20+: or a sampling mask) the last stage puts "
-            "its release's logprob keys in the output message and the first stage indexes its "
-            "own release's keys. 0.5.20 replaced next_token_sampling_mask_idx and "
+            "its release's logprob keys in the output message; the first stage receives it, "
+            "pops the auxiliary keys and forwards it along the pipeline, and every stage but "
+            "the last indexes its own release's keys in it. 0.5.20 replaced "
+            "next_token_sampling_mask_idx and "
             "next_token_sampling_logprobs with sampling_mask_* keys, 0.5.21 and 0.5.22 added "
             "more, so mixed releases fail with KeyError on exactly those batches."
         ),
         causes=("Mixed sglang releases between the last and the first stage.",),
-        fix="Run the same sglang release on the first and the last stage.",
+        fix="Run the same sglang release on every stage.",
         example="KeyError: 'sampling_mask_token_ids' with a 0.5.19 last stage and 0.5.23 first",
         area="skew",
     ),

@@ -1,11 +1,12 @@
 """The rule catalogue as text, JSON and Markdown: ``ppaux rules``, SARIF rule help, the docs page.
 
 Every view is a pure function of :class:`~ppaux.findings.Rule` objects, so the documentation
-page (docs/rules.md) is generated from the same data that the findings carry.
+page (docs/catalogue.md) is generated from the same data that the findings carry.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 from typing import Iterable
 
@@ -13,6 +14,8 @@ from ppaux.findings import Rule
 
 __all__ = [
     "RULES_SCHEMA",
+    "RulesFormat",
+    "render_rules",
     "rule_json",
     "rules_document",
     "render_rules_text",
@@ -25,6 +28,23 @@ __all__ = [
 
 #: Version of the JSON document ``ppaux rules --format json`` prints.
 RULES_SCHEMA = "ppaux.rules/1"
+
+
+class RulesFormat(str, enum.Enum):
+    """Formats of ``ppaux rules`` and ``ppaux explain``."""
+
+    TEXT = "text"
+    JSON = "json"
+    MARKDOWN = "markdown"
+
+
+def render_rules(rules: Iterable[Rule], fmt: RulesFormat) -> str:
+    """The rules as a text table, a ``ppaux.rules/1`` JSON document or the Markdown page."""
+    if fmt is RulesFormat.JSON:
+        return render_rules_json(rules)
+    if fmt is RulesFormat.MARKDOWN:
+        return catalogue_markdown(rules)
+    return render_rules_text(rules)
 
 
 def rule_json(rule: Rule) -> dict:

@@ -6,17 +6,51 @@ from typing import Annotated
 
 import typer
 
-from ppaux.catalogue import UnknownRuleError, get_rule
-from ppaux.formats.rule_text import render_rule
+from ppaux.formats.rules import RulesFormat
+from ppaux_cli.options import OutputOption
 from ppaux_cli.output import fail
+
+__all__ = ["explain"]
 
 
 def explain(
-    code: Annotated[str, typer.Argument(help="A rule code such as PP101.")],
+    code: Annotated[str, typer.Argument(metavar="CODE", help="A rule code such as PP101 (any case).")],
+    format: Annotated[
+        RulesFormat, typer.Option("--format", "-f", help="text, json (one rule object) or markdown.")
+    ] = RulesFormat.TEXT,
+    output: OutputOption = None,
 ) -> None:
     """Explain one finding code: what it means, likely causes, the fix and an example."""
+    from ppaux.catalogue import UnknownRuleError, get_rule
+
     try:
         rule = get_rule(code)
     except UnknownRuleError as exc:
         fail(str(exc))
-    typer.echo(render_rule(rule), nl=False)
+    if format is RulesFormat.JSON:
+        import json
+
+        from ppaux.formats.rules import rule_json
+
+        text = json.dumps(rule_json(rule), indent=2, ensure_ascii=False) + "\n"
+    elif format is RulesFormat.MARKDOWN:
+        from ppaux.formats.rules import rule_markdown
+
+        text = rule_markdown(rule)
+    else:
+        from ppaux.formats.rule_text import render_rule
+
+        text = render_rule(rule)
+    write(text, output)
+
+
+def write(text: str, output: str | None) -> None:
+    """Print ``text``, or write it to ``output``; a file that cannot be written is exit 2."""
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        fail(f"{output}: cannot write: {exc.strerror or exc}")

@@ -8,34 +8,45 @@ from typing import Annotated, Optional
 import typer
 
 from ppaux.formats import Format
-from ppaux.inspection import inspect_paths
-from ppaux.limits import Limits, parse_limit
-from ppaux.report import FailOn
+from ppaux_cli.options import (
+    ConfigOption,
+    FailOnOption,
+    FormatOption,
+    IgnoreOption,
+    OutputOption,
+    SelectOption,
+    StrictOption,
+)
 from ppaux_cli.output import emit, fail
-from ppaux_cli.progress import progress_reporter
 
 
 def inspect(
     paths: Annotated[
-        list[str], typer.Argument(help="Dump files (torch.save, pickle or ppaux capture) or directories.")
+        list[str],
+        typer.Argument(metavar="PATH", help="Dump files (torch.save, pickle or ppaux capture) or directories."),
     ],
-    format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.TEXT,
-    fail_on: Annotated[
-        FailOn, typer.Option("--fail-on", help="Lowest severity that makes the exit code 1.")
-    ] = FailOn.ERROR,
+    format: FormatOption = Format.TEXT,
+    fail_on: FailOnOption = None,
     release: Annotated[
         Optional[str],
-        typer.Option("--release", help="Also check output-message keys against this sglang release's key set."),
+        typer.Option("--release", metavar="VERSION", help="Also check output-message keys against this sglang release's key set."),
     ] = None,
     limit: Annotated[
         Optional[list[str]],
-        typer.Option("--limit", help="Raise a reader limit, NAME=N (for example max_depth=500)."),
+        typer.Option("--limit", metavar="NAME=N", help="Raise a reader limit, NAME=N (for example max_depth=500)."),
     ] = None,
-    output: Annotated[
-        Optional[str], typer.Option("--output", "-o", help="Write the report to this file.")
-    ] = None,
+    output: OutputOption = None,
+    select: SelectOption = None,
+    ignore: IgnoreOption = None,
+    strict: StrictOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Show every key, dtype, shape, device and auxiliary entry, and predict sglang's error."""
+    # The reader is imported here, not at module level, so that 'ppaux --help' stays fast.
+    from ppaux.inspection import inspect_paths
+    from ppaux.limits import Limits, parse_limit
+    from ppaux_cli.progress import progress_reporter
+
     limits = Limits()
     for text in limit or ():
         try:
@@ -50,4 +61,4 @@ def inspect(
             fail(f"--release: unknown sglang release {release!r}")
     with progress_reporter(sys.stderr, "inspecting") as progress:
         report = inspect_paths(paths, limits, release=release, progress=progress)
-    emit(report, format, fail_on, output)
+    emit(report, format, fail_on, output, select=select, ignore=ignore, strict=strict, config=config)

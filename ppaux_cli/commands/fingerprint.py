@@ -1,0 +1,54 @@
+"""``ppaux fingerprint``: snapshot this host's versions and sglang's transport capability."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from ppaux.fingerprint import collect
+from ppaux.sglang_tree import SglangPathError
+from ppaux_cli.output import fail
+
+
+def check_stage_options(pp_rank: Optional[int], pp_size: Optional[int]) -> None:
+    """Refuse a pipeline size below 1 or a stage outside it, with one error line."""
+    if pp_size is not None and pp_size < 1:
+        fail(f"--pp-size: must be at least 1, not {pp_size}")
+    if pp_rank is not None and pp_rank < 0:
+        fail(f"--pp-rank: must not be negative, not {pp_rank}")
+    if pp_rank is not None and pp_size is not None and pp_rank >= pp_size:
+        fail(f"--pp-rank: {pp_rank} is not a stage of a {pp_size}-stage pipeline")
+
+
+def fingerprint(
+    output: Annotated[
+        Optional[str], typer.Option("--output", "-o", help="Write the fingerprint to this file.")
+    ] = None,
+    pp_rank: Annotated[
+        Optional[int], typer.Option("--pp-rank", help="This process's pipeline stage (0 = first).")
+    ] = None,
+    pp_size: Annotated[
+        Optional[int], typer.Option("--pp-size", help="Number of pipeline stages.")
+    ] = None,
+    sglang_path: Annotated[
+        Optional[str],
+        typer.Option("--sglang-path", help="Analyse this sglang directory or wheel, not the installed one."),
+    ] = None,
+) -> None:
+    """Write a JSON snapshot of versions, rank and sglang's PP transport, for check-skew."""
+    check_stage_options(pp_rank, pp_size)
+    try:
+        snapshot = collect(sglang_path=sglang_path, pp_rank=pp_rank, pp_size=pp_size)
+    except SglangPathError as exc:
+        fail(f"--sglang-path {exc}")
+    text = snapshot.dumps()
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        fail(f"{output}: cannot write the fingerprint: {exc.strerror or exc}")

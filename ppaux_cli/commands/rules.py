@@ -1,0 +1,39 @@
+"""``ppaux rules``: list the rule catalogue."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from ppaux.formats.rules import RulesFormat
+from ppaux_cli.commands.explain import write
+from ppaux_cli.options import OutputOption
+from ppaux_cli.output import fail
+
+__all__ = ["rules"]
+
+
+def rules(
+    format: Annotated[
+        RulesFormat,
+        typer.Option("--format", "-f", help="text (one line per rule), json (ppaux.rules/1) or "
+                     "markdown (the documentation page)."),
+    ] = RulesFormat.TEXT,
+    select: Annotated[
+        Optional[list[str]],
+        typer.Option("--select", metavar="CODE", show_default=False,
+                     help="List only these codes or code prefixes; repeat or separate with commas."),
+    ] = None,
+    output: OutputOption = None,
+) -> None:
+    """List every finding code with its severity, area, name and summary."""
+    from ppaux.catalogue import RULES
+    from ppaux.formats.rules import render_rules
+    from ppaux.selection import Selection, UnknownCodeError, parse_codes
+
+    try:
+        chosen = Selection(parse_codes(select or (), RULES))
+    except UnknownCodeError as exc:
+        fail(f"--select: {exc}")
+    write(render_rules([r for r in RULES.values() if chosen.includes(r.code)], format), output)

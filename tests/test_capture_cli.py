@@ -1,0 +1,247 @@
+"""``ppaux capture status`` and ``ppaux capture list``: plugin state, directory usage, listing.
+
+Capture files are made by the capture itself (install() on the sglang-shaped tree), so the
+listing reads what a running sglang would leave.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from ppaux import capture
+from ppaux_cli.app import app
+import sglang_shaped
+
+P = "__sampling_observer_output__."
+NON_TENSOR = "received a non-tensor auxiliary PP output"
+ENV = {"NO_COLOR": "1", "COLUMNS": "100", "PPAUX_CAPTURE_DIR": None, "SGLANG_PLUGINS": None,
+       "PPAUX_CAPTURE_WHEN": None, "PPAUX_CAPTURE_MAX_FILES": None,
+       "PPAUX_CAPTURE_MAX_BYTES": None, "PPAUX_CAPTURE_SAMPLE_EVERY": None}
+
+
+def run(*args: str, **env: str):
+    return CliRunner().invoke(app, list(args), env={**ENV, **env})
+
+
+class Observer:
+    def from_pp_tensors(self, tensors: dict) -> dict:
+        return dict(tensors)
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    root = sglang_shaped.build(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(root))
+    sglang_shaped.forget()
+    capture._sglang_version.cache_clear()
+    yield root
+    capture.uninstall()
+    sglang_shaped.forget()
+    capture._sglang_version.cache_clear()
+
+
+@pytest.fixture
+def filled(tree: Path, tmp_path: Path) -> Path:
+    """A directory with two captures (a failing pop, a failing add) and one skipped."""
+    directory = tmp_path / "captures"
+    capture.install(directory, max_files=2)
+    from sglang.srt.managers import scheduler_pp_mixin as mixin
+
+    with pytest.raises(RuntimeError):
+        mixin.receive_output_message({"ids": torch.arange(2), P + "s": [1.0]}, Observer())
+    with pytest.raises(RuntimeError):
+        mixin.prepare_output_message({"ids": torch.arange(2)}, object())
+    with pytest.raises(RuntimeError):
+        mixin.receive_output_message({"ids": torch.arange(2), P + "s": [1.0]}, Observer())
+    capture.uninstall()
+    return directory
+
+
+def test_status_of_a_directory(filled: Path):
+    result = run("capture", "status", "--dir", str(filled), "--format", "json")
+    assert result.exit_code == 0, result.output  # PP501/PP502 are warnings
+    document = json.loads(result.stdout)
+    files = sorted(filled.glob("capture-*.pt"))
+    assert document["directory"] == {
+        "path": str(filled), "exists": True, "writable": True, "captures": 2,
+        "bytes": sum(p.stat().st_size for p in files), "skipped": 1,
+    }
+    plugin = document["plugin"]
+    assert plugin["entry_point"] == "ppaux.capture_plugin:register"
+    assert plugin["installed"] is True
+    assert plugin["sglang_version"] == "0.5.23"
+    assert plugin["sglang_has_plugin_framework"] is True
+    assert plugin["sglang_has_transport"] is True
+    assert plugin["would_activate"] is False
+    assert plugin["reasons"] == ["PPAUX_CAPTURE_DIR is not set"]
+    assert [(f["code"], f["severity"], f["path"], f["message"]) for f in document["findings"]] == [
+        ("PP502", "warning", "ppaux_capture", "PPAUX_CAPTURE_DIR is not set"),
+        ("PP501", "warning", str(filled),
+         "1 capture(s) were skipped because the directory reached its bounds"),
+    ]
+
+
+def test_status_would_activate_with_the_environment_set(filled: Path):
+    result = run("capture", "status", "--format", "json", PPAUX_CAPTURE_DIR=str(filled),
+                 PPAUX_CAPTURE_WHEN="always", SGLANG_PLUGINS="ppaux_capture")
+    document = json.loads(result.stdout)
+    assert document["plugin"]["would_activate"] is True
+    assert document["plugin"]["reasons"] == []
+    assert document["plugin"]["settings"] == {
+        "directory": str(filled), "when": "always", "max_files": 100, "max_bytes": 1 << 30,
+        "sample_every": 1}
+    assert document["directory"]["path"] == str(filled)
+    assert [f["code"] for f in document["findings"]] == ["PP501"]
+
+
+def test_status_text(filled: Path):
+    result = run("capture", "status", "--dir", str(filled))
+    assert result.exit_code == 0
+    lines = [line.strip("│ ").split("│") for line in result.stdout.splitlines() if "│" in line]
+    table = {cells[0].strip(): cells[-1].strip() for cells in lines}
+    assert table["plugin entry point"] == "ppaux.capture_plugin:register"
+    assert table["would activate"] == "no"
+    assert table["directory"] == str(filled)
+    assert (table["captures"], table["skipped"]) == ("2", "1")
+    assert "PP501 warning" in result.stdout
+    assert result.stdout.endswith("0 error(s), 2 warning(s), 0 info, 0 input(s) not checked\n")
+
+
+def test_status_names_the_reasons(tmp_path: Path):
+    result = run("capture", "status", "--format", "json", PPAUX_CAPTURE_DIR=str(tmp_path),
+                 SGLANG_PLUGINS="other", PPAUX_CAPTURE_MAX_BYTES="lots")
+    assert result.exit_code == 1  # PP504 is an error
+    document = json.loads(result.stdout)
+    assert document["plugin"]["reasons"] == [
+        "sglang is not installed in this environment",
+        "SGLANG_PLUGINS='other' does not list 'ppaux_capture'",
+        "invalid setting: PPAUX_CAPTURE_MAX_BYTES='lots': not a size such as 1073741824, 512M "
+        "or 1G",
+    ]
+    assert [f["code"] for f in document["findings"]] == ["PP504", "PP502"]
+
+
+def test_status_of_a_directory_not_made_yet(tmp_path: Path):
+    result = run("capture", "status", "--dir", str(tmp_path / "new"), "--format", "json")
+    document = json.loads(result.stdout)
+    assert document["directory"] == {"path": str(tmp_path / "new"), "exists": False,
+                                     "writable": True, "captures": 0, "bytes": 0, "skipped": 0}
+
+
+def test_status_of_a_file_is_unwritable(tmp_path: Path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = run("capture", "status", "--dir", str(blocker), "--format", "json")
+    assert result.exit_code == 1
+    document = json.loads(result.stdout)
+    assert [(f["code"], f["message"]) for f in document["findings"]] == [
+        ("PP502", "sglang is not installed in this environment; PPAUX_CAPTURE_DIR is not set"),
+        ("PP503", "not a directory"),
+    ]
+    under = run("capture", "status", "--dir", str(blocker / "sub"), "--format", "json")
+    findings = json.loads(under.stdout)["findings"]
+    assert findings[-1]["message"] == f"cannot be created: {blocker} is not a directory"
+
+
+def test_status_without_a_directory(tmp_path: Path):
+    result = run("capture", "status", "--format", "json")
+    document = json.loads(result.stdout)
+    assert document["directory"] is None
+    text = run("capture", "status").stdout
+    assert "not set (pass --dir or set PPAUX_CAPTURE_DIR)" in text
+
+
+def test_list_text_and_json(filled: Path):
+    names = [p.name for p in sorted(filled.glob("capture-*.pt"))]
+    result = run("capture", "list", "--dir", str(filled))
+    assert result.exit_code == 0
+    assert [n[:20] for n in names] == [line.split("│")[1].strip()[:20] for line in
+                                       result.stdout.splitlines() if "capture-" in line]
+    assert "RuntimeError: received a" in result.stdout
+    assert "2 capture(s), 1 skipped" in result.stdout
+
+    document = json.loads(run("capture", "list", "--format", "json",
+                              PPAUX_CAPTURE_DIR=str(filled)).stdout)
+    assert document["directory"] == str(filled)
+    assert document["skipped"] == 1
+    entries = document["captures"]
+    assert [Path(e["path"]).name for e in entries] == names
+    assert [(e["meta"]["function"], e["meta"]["exception_message"]) for e in entries] == [
+        ("pop_auxiliary_output_from_pp_tensors", NON_TENSOR),
+        ("add_auxiliary_output_to_pp_tensors",
+         "auxiliary output does not support pipeline-parallel transport"),
+    ]
+    assert all(e["problem"] is None and e["size"] > 0 for e in entries)
+    assert {e["meta"]["pid"] for e in entries} == {os.getpid()}
+
+
+def test_list_reports_a_file_that_is_not_a_capture(tmp_path: Path):
+    directory = tmp_path / "captures"
+    directory.mkdir()
+    (directory / "capture-bogus.pt").write_bytes(b"not a zip, not a pickle")
+    torch.save({"a": torch.zeros(1)}, directory / "capture-plain.pt")
+    result = run("capture", "list", "--dir", str(directory), "--format", "json")
+    assert result.exit_code == 0
+    document = json.loads(result.stdout)
+    assert [(Path(e["path"]).name, e["meta"], e["problem"]) for e in document["captures"]] == [
+        ("capture-bogus.pt", None, document["captures"][0]["problem"]),
+        ("capture-plain.pt", None, "not a ppaux capture file"),
+    ]
+    assert document["captures"][0]["problem"].startswith("not a torch.save zip or a pickle file")
+    assert [(f["code"], Path(f["path"]).name) for f in document["findings"]] == [
+        ("PP505", "capture-bogus.pt"), ("PP505", "capture-plain.pt")]
+    assert run("capture", "list", "--dir", str(directory), "--fail-on", "warning").exit_code == 1
+
+
+def test_list_ignores_temporary_and_other_files(tmp_path: Path):
+    directory = tmp_path / "captures"
+    directory.mkdir()
+    (directory / ".ppaux-tmp-capture-x").write_bytes(b"partial")
+    (directory / "notes.txt").write_text("x")
+    document = json.loads(run("capture", "list", "--dir", str(directory), "-f", "json").stdout)
+    assert document["captures"] == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("capture", "list"), "no capture directory: pass --dir or set PPAUX_CAPTURE_DIR"),
+        (("capture", "list", "--dir", "/nonexistent/ppaux"), "/nonexistent/ppaux: no such directory"),
+    ],
+)
+def test_list_errors_are_one_line(args: tuple, message: str):
+    done = subprocess.run([sys.executable, "-m", "ppaux_cli", *args], capture_output=True,
+                          text=True, env={k: v for k, v in os.environ.items()
+                                          if k != "PPAUX_CAPTURE_DIR"}, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"ppaux: error: {message}\n")
+
+
+def test_list_of_a_file_is_one_line(tmp_path: Path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    done = subprocess.run([sys.executable, "-m", "ppaux_cli", "capture", "list", "--dir",
+                           str(blocker)], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stderr) == (2, f"ppaux: error: {blocker}: not a directory\n")
+
+
+def test_capture_commands_do_not_import_torch(tmp_path: Path):
+    code = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from ppaux_cli.app import app\n"
+        f"for args in (['capture', 'status', '--dir', {str(tmp_path)!r}],\n"
+        f"             ['capture', 'list', '--dir', {str(tmp_path)!r}]):\n"
+        "    assert CliRunner().invoke(app, args).exit_code in (0, 1)\n"
+        "print('torch' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False"
