@@ -152,11 +152,12 @@ def make_stages(fingerprints: Sequence[Fingerprint], paths: Sequence[str]) -> li
             paths[i],
         ),
     )
-    labels = [_base_label(fingerprints[i], _stem(paths[i])) for i in order]
-    for position, i in enumerate(order):
+    bases = [_base_label(fingerprints[i], _stem(paths[i])) for i in order]
+    labels = []
+    for base, i in zip(bases, order):
         rank = fingerprints[i].rank.rank
-        if labels.count(labels[position]) > 1 and labels[position].startswith("pp") and rank is not None:
-            labels[position] = f"{labels[position]}.r{rank}"
+        shared = bases.count(base) > 1 and base.startswith("pp") and rank is not None
+        labels.append(f"{base}.r{rank}" if shared else base)
     seen: dict[str, int] = {}
     unique = []
     for label in labels:
