@@ -9,7 +9,9 @@ Targets (docs/benchmarks.md, "capture"):
 The transport is sglang's own ``sampling_observer_pp.py`` when ``--sglang`` names a wheel or a
 directory (or sglang is installed), otherwise ppaux's reference transport, which runs the same
 checks. Both forms are measured: :func:`ppaux.capture.install` (one wrapper), and, when the
-sglang source has the plugin framework, the AROUND hooks applied by sglang's ``HookRegistry``.
+sglang source has the plugin framework, the AROUND hooks applied by sglang's ``HookRegistry``
+(with, for comparison, sglang's wrapper around an empty hook: the framework's own price).
+``bare_again`` times the bare function a second time; its ratio shows the noise floor.
 
     python benchmarks/bench_capture.py [--sglang WHEEL_OR_DIR] [--calls 2000] [--rounds 41]
 """
@@ -142,6 +144,10 @@ def _compare(variants: dict[str, Callable], make_args: Callable[[], tuple], call
     }
 
 
+def _call_through(original: Callable, *args: Any, **kwargs: Any) -> Any:
+    return original(*args, **kwargs)
+
+
 def _healthy(module: types.ModuleType, registry: Optional[types.ModuleType], calls: int,
              rounds: int, directory: str) -> dict:
     bare_add = module.add_auxiliary_output_to_pp_tensors
@@ -172,11 +178,49 @@ def _healthy(module: types.ModuleType, registry: Optional[types.ModuleType], cal
             around = registry.HookType.AROUND
             add_variants["plugin"] = registry._wrap_fn(bare_add, add_hook, around)
             pop_variants["plugin"] = registry._wrap_fn(bare_pop, pop_hook, around)
+            # sglang's wrapper around a hook that only calls through: the framework's own
+            # price, which every AROUND plugin pays
+            add_variants["sglang_empty_hook"] = registry._wrap_fn(bare_add, _call_through, around)
+            pop_variants["sglang_empty_hook"] = registry._wrap_fn(bare_pop, _call_through, around)
         add = _compare(add_variants, add_args, calls, rounds)
         pop = _compare(pop_variants, pop_args, calls, rounds)
     finally:
         capture.uninstall()
     return {"add": add, "pop": pop}
+
+
+def _overhead(registry: Optional[types.ModuleType], directory: str, calls: int = 200_000) -> dict:
+    """Nanoseconds each wrapper adds to a call, around functions that do nothing.
+
+    The minimum of several timings is the figure least disturbed by other work on the machine;
+    added to the bare medians above, it bounds the ratio from below the noise."""
+    import timeit
+
+    def add_auxiliary_output_to_pp_tensors(tensors: Any, output: Any) -> None:
+        return None
+
+    def pop_auxiliary_output_from_pp_tensors(tensors: Any, observer: Any) -> None:
+        return None
+
+    result = {}
+    capture.install(directory)
+    try:
+        for name, bare, hook_name in (("add", add_auxiliary_output_to_pp_tensors, capture.ADD),
+                                      ("pop", pop_auxiliary_output_from_pp_tensors, capture.POP)):
+            hook = capture._hook_for(hook_name, bare)
+            variants = {"bare": bare, "install": capture._wrap(bare, hook)}
+            if registry is not None:
+                around = registry.HookType.AROUND
+                variants["plugin"] = registry._wrap_fn(bare, hook, around)
+                variants["sglang_empty_hook"] = registry._wrap_fn(bare, _call_through, around)
+            tensors: dict = {}
+            best = {k: min(timeit.repeat(lambda f=f: f(tensors, None), number=calls, repeat=7))
+                    / calls for k, f in variants.items()}
+            result[name] = {f"{k}_added_ns": round((v - best["bare"]) * 1e9, 1)
+                            for k, v in best.items() if k != "bare"}
+    finally:
+        capture.uninstall()
+    return result
 
 
 def _failing(module: types.ModuleType, repeats: int) -> dict:
@@ -220,12 +264,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     registry = _hook_registry(args.sglang)
     with tempfile.TemporaryDirectory(prefix="ppaux-bench-") as directory:
         healthy = _healthy(module, registry, args.calls, args.rounds, directory)
+        overhead = _overhead(registry, directory)
     failing = _failing(module, args.repeats)
     print(json.dumps({
         "transport": getattr(module, "__file__", module.__name__),
         "torch": str(torch.__version__), "python": sys.version.split()[0],
         "calls": args.calls, "rounds": args.rounds, "healthy": healthy,
-        "failing_64MiB": failing,
+        "wrapper_overhead": overhead, "failing_64MiB": failing,
     }, indent=2))
     return 0
 

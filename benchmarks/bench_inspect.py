@@ -15,9 +15,11 @@ processes, interleaved run by run so that a noisy neighbour slows every tool ali
 * ``python -c "import torch; torch.load(FILE, weights_only=True)"``
 * ``python -m ppaux_cli inspect DIR --format json`` over the 1,000 dumps
 
-and prints a Markdown table (median, min, max wall seconds; peak RSS), the ratios that the targets
-are stated in, and whether each target holds. The script itself never imports torch: dumps are
-written by a child process, so the driver stays small.
+plus, in the same rounds, the start-up floors (``python -c pass``, ``import typer``, and Typer
+with the pydantic adapters it coerces parameters through). It prints a Markdown table (median,
+min, max wall seconds, median CPU seconds, peak RSS), the ratios that the targets are stated in,
+and whether each target holds; the exit code is 1 when a target is missed. The script itself
+never imports torch: dumps are written by a child process.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ MIB = 1024 * 1024
 #: The single-file dumps: label -> bytes of bf16 hidden states + residual.
 SIZES = {"16 MiB": 16 * MIB, "256 MiB": 256 * MIB, "2 GiB": 2048 * MIB}
 SMALL_DUMPS = 1000
+#: The "dump" column of the start-up floors measured alongside.
+REFERENCE = "(start-up floor)"
 #: Bump when the generated files change shape, so that an old work directory is rewritten.
 LAYOUT = 1
 HIDDEN = 4096
@@ -107,7 +111,7 @@ class Case:
 # --- dump generation (runs in a child process that imports torch) -----------------------------
 
 _GENERATOR = r"""
-import json, os, sys
+import os, sys
 import torch
 
 HIDDEN, AUX = %(hidden)d, %(aux)r
@@ -216,7 +220,8 @@ def prepare(workdir: Path, python: str) -> dict[str, Path]:
         if folder.is_dir():
             for p in present:
                 p.unlink()
-        subprocess.run([python, "-c", _GENERATOR, "small", str(folder), str(SMALL_DUMPS)], check=True)
+        subprocess.run([python, "-c", _GENERATOR, "small", str(folder), str(SMALL_DUMPS)],
+                       check=True)
         present = sorted(folder.rglob("*.pt"))
         manifest["files"]["small"] = [len(present), sum(p.stat().st_size for p in present)]
         manifest_path.write_text(json.dumps(manifest, indent=1))
@@ -228,12 +233,28 @@ def prepare(workdir: Path, python: str) -> dict[str, Path]:
 # --- measuring --------------------------------------------------------------------------------
 
 
-def measure(case: Case, python: str, scratch: Path) -> tuple[float, float, int]:
+def command_environment(workdir: Path) -> dict[str, str]:
+    """The environment every measured command runs in: the caller's, with bytecode caching on.
+
+    An installed ppaux runs from cached bytecode; with PYTHONDONTWRITEBYTECODE set (as some
+    development shells do) every run would recompile each module and time the compiler instead.
+    The caches go to the work directory (PYTHONPYCACHEPREFIX), so the repository is not written
+    to, and the warm-up run fills them.
+    """
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(workdir / "pycache")
+    return env
+
+
+def measure(
+    case: Case, python: str, scratch: Path, env: dict[str, str]
+) -> tuple[float, float, int]:
     """Run ``case`` once through the wrapper; return (wall s, CPU s, peak RSS KiB)."""
     out, err = scratch / "stdout", scratch / "stderr"
     done = subprocess.run(
         [python, "-I", "-S", "-c", _WRAPPER, str(out), str(err), *case.argv],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=True, env=env,
     )
     wall_s, cpu_s, peak_s, floor_s, rc_s = done.stdout.split()
     wall, cpu, peak, floor, rc = float(wall_s), float(cpu_s), int(peak_s), int(floor_s), int(rc_s)
@@ -265,15 +286,25 @@ def build_cases(paths: dict[str, Path], python: str) -> list[Case]:
     for label in SIZES:
         file = str(paths[label])
         cases += [
-            # Exit code 1: the auxiliary list is an error-severity finding (2 would mean unreadable).
-            Case(label, "ppaux inspect --format json", [*inspect, file, "--format", "json"], 1, True),
+            # Exit code 1: the auxiliary list is an error finding (2 would mean unreadable).
+            Case(label, "ppaux inspect --format json",
+                 [*inspect, file, "--format", "json"], 1, True),
             Case(label, "torch.load(weights_only=True, mmap=True)",
-                 [python, "-c", f"import torch; torch.load({file!r}, weights_only=True, mmap=True)"], 0),
+                 [python, "-c",
+                  f"import torch; torch.load({file!r}, weights_only=True, mmap=True)"], 0),
             Case(label, "torch.load(weights_only=True)",
                  [python, "-c", f"import torch; torch.load({file!r}, weights_only=True)"], 0),
         ]
     cases.append(Case(f"{SMALL_DUMPS} small dumps (dir)", "ppaux inspect DIR --format json",
                       [*inspect, str(paths["dir"]), "--format", "json"], 1, True))
+    # Floors, in the same rounds: what any Python command, and any Typer 0.29 command with a
+    # non-flag parameter (Typer coerces those through pydantic TypeAdapters), pays before work.
+    cases += [
+        Case(REFERENCE, "python -c pass", [python, "-c", "pass"], 0),
+        Case(REFERENCE, "python -c 'import typer'", [python, "-c", "import typer"], 0),
+        Case(REFERENCE, "python -c 'import typer._adapters' (typer + pydantic)",
+             [python, "-c", "import typer._adapters"], 0),
+    ]
     return cases
 
 
@@ -324,7 +355,7 @@ def report(cases: list[Case], paths: dict[str, Path], facts: dict[str, str], run
     big_inspect = by[(big, inspect_tool)]
     small_inspect = by[(small, inspect_tool)]
     big_mmap = by[(big, "torch.load(weights_only=True, mmap=True)")]
-    directory = cases[-1]
+    directory = by[(f"{SMALL_DUMPS} small dumps (dir)", "ppaux inspect DIR --format json")]
     size_ratio = big_inspect.median() / small_inspect.median()
     speedup = big_mmap.median() / big_inspect.median()
     targets = [
@@ -343,7 +374,8 @@ def report(cases: list[Case], paths: dict[str, Path], facts: dict[str, str], run
         f"Command: `{command}`",
         "",
         f"Date: {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}. "
-        f"{runs} timed runs per row after one warm-up run (files in the page cache).",
+        f"{runs} timed runs per row, interleaved, after one warm-up run (files in the page "
+        "cache, bytecode caches written).",
         "",
         "Machine: " + "; ".join(f"{k} {v}" for k, v in facts.items()) + ".",
         "",
@@ -373,7 +405,8 @@ def report(cases: list[Case], paths: dict[str, Path], facts: dict[str, str], run
 def main(argv: list[str] | None = None) -> int:
     """Prepare the dumps, time every case, print the Markdown section; 1 if a target is missed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5, help="timed runs per command (median of these)")
+    parser.add_argument("--runs", type=int, default=5,
+                        help="timed runs per command (median of these)")
     parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "ppaux-bench"),
                         help="where the dumps are written and reused (outside the repository)")
     args = parser.parse_args(argv)
@@ -390,11 +423,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # The warm-up brings every file into the page cache and Python's bytecode caches up to
         # date; then whole rounds, so that load on the shared machine hits every command alike.
+        env = command_environment(workdir)
         for case in cases:
-            measure(case, python, scratch)
+            measure(case, python, scratch, env)
         for run in range(args.runs):
             for case in cases:
-                wall, cpu, peak = measure(case, python, scratch)
+                wall, cpu, peak = measure(case, python, scratch, env)
                 case.walls.append(wall)
                 case.cpus.append(cpu)
                 case.peaks_kib.append(peak)
@@ -404,7 +438,9 @@ def main(argv: list[str] | None = None) -> int:
             leftover.unlink()
         scratch.rmdir()
     facts["load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    command = "python benchmarks/bench_inspect.py" + (f" --runs {args.runs}" if args.runs != 5 else "")
+    command = "python benchmarks/bench_inspect.py"
+    if args.runs != parser.get_default("runs"):
+        command += f" --runs {args.runs}"
     if args.workdir != parser.get_default("workdir"):
         command += f" --workdir {shlex.quote(args.workdir)}"
     text, held = report(cases, paths, facts, args.runs, command)

@@ -25,7 +25,7 @@ from ppaux.model import (
     TensorRef,
     TypeRef,
 )
-from ppaux.pickle_vm import Call, Machine
+from ppaux.pickle_vm import MAX_DIMS, Call, Machine, global_name, is_shape, shown_name
 
 __all__ = ["resolve", "ALLOWED_NAMES"]
 
@@ -42,11 +42,11 @@ _QSCHEMES = {
 
 
 def _as_shape(m: Machine, value: Any, what: str) -> tuple[int, ...]:
-    if isinstance(value, (tuple, list)) and all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value
-    ):
+    if is_shape(value):
         return tuple(value)
-    raise m.error(f"tensor {what} is not a tuple of non-negative integers")
+    if isinstance(value, (tuple, list)) and len(value) > MAX_DIMS:
+        raise m.error(f"tensor {what} has {len(value)} dimensions (more than {MAX_DIMS})")
+    raise m.error(f"tensor {what} is not a tuple of integers in [0, 2**63)")
 
 
 def _dtype_name(m: Machine, value: Any) -> str:
@@ -56,7 +56,15 @@ def _dtype_name(m: Machine, value: Any) -> str:
 
 
 def _device(value: Any) -> str:
-    return value if isinstance(value, str) else repr(value)
+    return shown_name(value) if isinstance(value, str) else _name_of(value)
+
+
+def _name_of(value: Any) -> str:
+    # Never repr() a value from the file: a shared or deep structure makes that explode.
+    name = getattr(value, "name", None)
+    if isinstance(name, str):
+        return name
+    return f"<{type(value).__name__}>"
 
 
 def _storage(m: Machine, value: Any) -> StorageRef:
@@ -68,8 +76,8 @@ def _storage(m: Machine, value: Any) -> StorageRef:
 def _strided(m: Machine, args: tuple, dtype: str | None = None) -> TensorRef:
     storage = _storage(m, args[0])
     offset = args[1]
-    if not isinstance(offset, int):
-        raise m.error("tensor storage offset is not an integer")
+    if type(offset) is not int or not 0 <= offset < 2**63:
+        raise m.error("tensor storage offset is not an integer in [0, 2**63)")
     return TensorRef(
         dtype or storage.dtype,
         _as_shape(m, args[2], "size"),
@@ -161,10 +169,10 @@ def _rebuild_wrapper_subclass(m: Machine, args: tuple) -> TensorRef:
     cls, dtype, size, stride, offset, layout, device, requires_grad = args
     tensor = TensorRef(
         _dtype_name(m, dtype), _as_shape(m, size, "size"), _as_shape(m, stride, "stride"),
-        _device(device), offset=offset if isinstance(offset, int) else 0,
+        _device(device), offset=offset if type(offset) is int and 0 <= offset < 2**63 else 0,
         layout=_device(layout),
     )
-    tensor.subclass = getattr(cls, "name", repr(cls))
+    tensor.subclass = _name_of(cls)
     return tensor
 
 
@@ -192,9 +200,15 @@ def _rebuild_nested(m: Machine, args: tuple) -> TensorRef:
 
 def _rebuild_from_type(m: Machine, args: tuple) -> Any:
     func, new_type, inner_args, state = args
-    result = m.call(func, inner_args if isinstance(inner_args, tuple) else tuple(inner_args))
+    if isinstance(func, Call) and func.fn is _rebuild_from_type:
+        # torch wraps a rebuild function once; a chain of these only recurses.
+        raise m.error(f"{func.name} wraps another _rebuild_from_type")
+    if not isinstance(inner_args, (tuple, list)):
+        raise m.error("_rebuild_from_type arguments are not a tuple")
+    m.charge_items(len(inner_args))
+    result = m.call(func, tuple(inner_args))
     if isinstance(result, TensorRef):
-        name = getattr(new_type, "name", repr(new_type))
+        name = _name_of(new_type)
         if name not in ("torch.Tensor", "torch._tensor.Tensor"):
             result.subclass = name
         if state:
@@ -224,9 +238,13 @@ def _torch_size(m: Machine, args: tuple) -> tuple:
 def _ordered_dict(m: Machine, args: tuple) -> dict:
     out: dict = {}
     if args:
+        if not isinstance(args[0], (list, tuple, dict)):
+            raise m.error("OrderedDict argument is not a list of pairs")
+        m.charge_items(len(args[0]))
         for pair in args[0]:
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise m.error("OrderedDict item is not a pair")
+            m.check_key(out, pair[0])
             out[pair[0]] = pair[1]
     return out
 
@@ -239,9 +257,19 @@ def _container(kind: type) -> Any:
             if not all(isinstance(a, (int, float)) for a in args):
                 raise m.error("complex arguments are not numbers")
             return complex(*args)
-        if not isinstance(args[0], (list, tuple, set, frozenset, str, bytes, dict)):
+        source = args[0]
+        if not isinstance(source, (list, tuple, set, frozenset, str, bytes, dict)):
             raise m.error(f"{kind.__name__} argument is not a container")
-        return kind(args[0])
+        # Each call copies its argument, and a memo reference lets a pickle repeat the call
+        # for a few bytes: every copy is charged.
+        if kind in (set, frozenset):
+            m.charge_items(len(source))
+            token = object()
+            for item in source:
+                m.check_key(token, item)
+        else:
+            m.charge_bytes(len(source))
+        return kind(source)
 
     return build
 
@@ -251,12 +279,13 @@ def _codecs_encode(m: Machine, args: tuple) -> bytes:
     text, encoding = args
     if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
         raise m.error("_codecs.encode is allowed only as a latin-1 bytes literal")
+    m.charge_bytes(len(text))
     return text.encode("latin-1")
 
 
 def _reconstructor(m: Machine, args: tuple) -> Opaque:
     cls = args[0]
-    return Opaque(getattr(cls, "name", repr(cls)), "object")
+    return Opaque(_name_of(cls), "object")
 
 
 def _np_reconstruct(m: Machine, args: tuple) -> NdArrayRef:
@@ -279,6 +308,8 @@ def _load_from_bytes(m: Machine, args: tuple) -> Any:
         raise m.error("torch.storage._load_from_bytes argument is not bytes")
     from ppaux.legacy import read_inner_storage  # a nested legacy torch.save, parsed safely
 
+    # A memo reference can hand the same stream over again and again: each read is charged.
+    m.charge_bytes(len(payload))
     return read_inner_storage(m, bytes(payload))
 
 
@@ -351,4 +382,4 @@ def resolve(m: Machine, module: str, name: str) -> Any:
             return DtypeRef(_DTYPE_ALIASES.get(name, name))
         if name in _LAYOUTS or name in _QSCHEMES:
             return dotted
-    return GlobalRef(dotted)
+    return GlobalRef(global_name(module, name))

@@ -70,6 +70,7 @@ __all__ = [
     "around_add",
     "around_pop",
     "register_plugin_hooks",
+    "capture_original",
 ]
 
 #: The module that holds sglang's PP auxiliary transport (0.5.19+).
@@ -416,8 +417,10 @@ def _record(function: str, config: CaptureConfig, exc: Optional[BaseException], 
         else:
             _written += 1
             _last_path = str(path)
-    if path is None and "full" not in _warned:
-        _warned.add("full")
+        first_skip = path is None and "full" not in _warned
+        if first_skip:
+            _warned.add("full")
+    if first_skip:
         logger.warning(
             "ppaux capture: %s is full (max_files=%d, max_bytes=%d); further captures are "
             "skipped and counted", config.directory, config.max_files, config.max_bytes,
@@ -426,10 +429,12 @@ def _record(function: str, config: CaptureConfig, exc: Optional[BaseException], 
 
 def _note_failure(what: str, error: BaseException) -> None:
     # One warning per process: a broken capture must not flood the host's logs.
-    if "failure" in _warned:
+    with _state_lock:
+        first = "failure" not in _warned
+        _warned.add("failure")
+    if not first:
         logger.debug("ppaux capture: %s: %s", what, error)
         return
-    _warned.add("failure")
     logger.warning("ppaux capture: %s: %s: %s (the host's own error is unchanged; later "
                    "capture failures are not logged)", what, type(error).__name__, error)
 
@@ -581,6 +586,10 @@ def _flock(fd: int, path: Path) -> None:
                 raise TimeoutError(f"{path}: locked by another process for more than "
                                    f"{_LOCK_TIMEOUT_S} s") from None
             time.sleep(0.001)
+        except OSError:
+            # A file system without flock (some network mounts): capture anyway; only the
+            # bounds may then be overrun by processes racing each other.
+            return
 
 
 # ----------------------------------------------------------------------------------------------
@@ -814,6 +823,29 @@ class _PatchingLoader(importlib.abc.Loader):
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._loader, name)
+
+
+def capture_original(function: Any) -> Any:
+    """The function that ``function`` runs, if it is a ppaux capture wrapper; else None.
+
+    Recognises the wrappers of :func:`install` and the AROUND wrappers sglang's ``HookRegistry``
+    builds around this module's hooks (their closure holds the hook). Only looks at attributes
+    and closure cells; calls nothing. For tools that check whether the transport was patched.
+    """
+    inner = getattr(function, "__wrapped__", None)
+    if inner is None:
+        return None
+    if getattr(function, _MARK, False):
+        return inner
+    hooks = (around_add, around_pop, _around_add_fixed, _around_pop_fixed)
+    for cell in getattr(function, "__closure__", None) or ():
+        try:
+            contents = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if any(contents is hook for hook in hooks):
+            return inner
+    return None
 
 
 # ----------------------------------------------------------------------------------------------

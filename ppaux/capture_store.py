@@ -264,7 +264,10 @@ def plugin_state(environ: Mapping[str, str] | None = None) -> PluginState:
     elif entry != _ENTRY_POINT:
         reasons.append(f"the {_PLUGIN_NAME!r} entry point points at {entry!r}, not {_ENTRY_POINT!r}")
     root = sglang_module.find_sglang_root()
-    version = sglang_module.sglang_version(root) if root is not None else None
+    try:
+        version = sglang_module.sglang_version(root) if root is not None else None
+    except (OSError, ValueError, LookupError):  # an unreadable _version.py says nothing
+        version = None
     package = root / "sglang" if root is not None else None
     has_framework = package is not None and (package / _FRAMEWORK).is_file()
     has_transport = package is not None and (package / _TRANSPORT).is_file()
@@ -397,7 +400,9 @@ def list_report(directory: str | os.PathLike) -> Report:
     except OSError as exc:
         raise CaptureDirError(str(path), f"cannot list: {exc.strerror or exc}") from None
     report = Report(command="capture list")
-    rows = []
+    skipped = read_skipped(path)
+    # One line per capture, never wrapped, so that names and messages stay greppable; the file
+    # name already tells the time, host, pid and function, and JSON has every field.
     for entry in entries:
         meta = entry.meta or {}
         if entry.problem is not None:
@@ -406,17 +411,13 @@ def list_report(directory: str | os.PathLike) -> Report:
         elif meta.get("exception_type") is not None:
             error = f"{meta.get('exception_type')}: {meta.get('exception_message')}"
         else:
-            error = f"(no error: when={meta.get('when')})"
-        rows.append((entry.path.name, _show(meta.get("pp_rank")), error))
+            error = f"(no error: recorded with when={meta.get('when')})"
+        report.notes.append(f"{entry.path.name}: {error}")
+    report.notes.append(f"{len(entries)} capture(s) in {path}, {skipped} skipped")
     report.data = {"directory": str(path), "captures": [e.to_json() for e in entries],
-                   "skipped": read_skipped(path)}
-    # The file name already tells the time, host, pid and function; JSON has every field.
-    report.tables.append(Table(f"captures in {path}", ("capture", "pp rank", "error"), tuple(rows)))
-    report.notes.append(f"{len(entries)} capture(s), {read_skipped(path)} skipped")
+                   "skipped": skipped}
     return report
 
 
-def _show(value: Any) -> str:
-    return "-" if value is None else str(value)
 
 

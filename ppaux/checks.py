@@ -17,7 +17,8 @@ from ppaux.findings import Finding
 from ppaux.keys import MSG_TYPE_KEY, OUTPUT_MSG_TYPE, OUTPUT_PREFIX, PROXY_KEYS
 from ppaux.limits import Limits
 from ppaux.model import GlobalRef, Opaque, TensorRef
-from ppaux.payload import Payload, key_text, safe_repr, type_name, value_phrase, walk
+from ppaux.payload import Payload, Tally, key_text, safe_repr, type_name, value_phrase, walk
+from ppaux.pickle_vm import shown_name
 
 __all__ = ["check_dump", "check_payload", "predict_pop", "NON_TENSOR_ERROR"]
 
@@ -54,16 +55,22 @@ def predict_pop(mapping: dict) -> dict:
     return {"outcome": "ok", "error_type": None, "error": None}
 
 
-def check_dump(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Finding]:
-    """Every finding for one dump: security first, then each payload, then storage records."""
+def check_dump(dump: Dump, payloads: list[Payload], limits: Limits,
+               tally: Tally | None = None) -> list[Finding]:
+    """Every finding for one dump: security first, then each payload, then storage records.
+
+    ``tally`` is shared with the description of the same dump (see :class:`Tally`).
+    """
+    if tally is None:
+        tally = Tally(limits, dump.path)
     found = _security(dump, limits)
     if not payloads:
         found.append(finding("PP114", dump.path, "no tensor dict found in the file"))
     for payload in payloads:
         if payload.role == "output":
-            found += _check_add_output(dump.path, payload, payloads, limits)
+            found += _check_add_output(dump.path, payload, payloads, limits, tally)
         else:
-            found += check_payload(dump.path, payload, limits)
+            found += check_payload(dump.path, payload, limits, tally)
     found += _storage_records(dump, payloads, limits)
     return found
 
@@ -76,8 +83,11 @@ def _at(code: str, path: str, message: str, payload: Payload, key: Any, **kw: An
     return finding(code, path, message, key_text(key), extra=extra, **kw)
 
 
-def check_payload(path: str, payload: Payload, limits: Limits) -> list[Finding]:
+def check_payload(path: str, payload: Payload, limits: Limits,
+                  tally: Tally | None = None) -> list[Finding]:
     """Findings for one tensor dict as rank 0 would receive it."""
+    if tally is None:
+        tally = Tally(limits, path)
     mapping = payload.mapping
     found: list[Finding] = []
     for key in mapping:
@@ -106,7 +116,7 @@ def check_payload(path: str, payload: Payload, limits: Limits) -> list[Finding]:
         if not isinstance(value, TensorRef):
             found.append(_at(
                 "PP101", path,
-                f"auxiliary entry {name!r} holds {value_phrase(value, limits)}, not a tensor",
+                f"auxiliary entry {name!r} holds {value_phrase(value, limits, tally)}, not a tensor",
                 *where, extra={"type": type_name(value)},
             ))
             continue
@@ -123,11 +133,11 @@ def check_payload(path: str, payload: Payload, limits: Limits) -> list[Finding]:
                 ))
         is_aux = isinstance(key, str) and key.startswith(OUTPUT_PREFIX)
         if not is_aux and not isinstance(value, TensorRef):
-            nested = sum(1 for v in walk(value, limits, path) if isinstance(v, TensorRef))
+            nested = tally.tensors(value)
             if nested:
                 found.append(_at(
                     "PP110", path, f"{nested} tensor{'s' if nested != 1 else ''} nested inside "
-                    f"{value_phrase(value, limits)}: they travel pickled in the metadata",
+                    f"{value_phrase(value, limits, tally)}: they travel pickled in the metadata",
                     payload, key,
                 ))
     if aux:
@@ -199,7 +209,7 @@ def _device_checks(path: str, payload: Payload, aux: list[tuple[str, Any]]) -> l
 
 
 def _check_add_output(path: str, payload: Payload, payloads: list[Payload],
-                      limits: Limits) -> list[Finding]:
+                      limits: Limits, tally: Tally) -> list[Finding]:
     # A capture of a failing add: what add would refuse, in its order of checks.
     existing = next((p.mapping for p in payloads if p.role == "capture"), {})
     found = []
@@ -213,7 +223,8 @@ def _check_add_output(path: str, payload: Payload, payloads: list[Payload],
             break
         if not isinstance(value, TensorRef):
             found.append(_at(
-                "PP115", path, f"output {name!r} holds {value_phrase(value, limits)}, not a tensor",
+                "PP115", path,
+                f"output {name!r} holds {value_phrase(value, limits, tally)}, not a tensor",
                 *where, sglang_error=f"auxiliary PP output {name!r} is not a tensor",
             ))
             break
@@ -233,9 +244,12 @@ def _security(dump: Dump, limits: Limits) -> list[Finding]:
     where: dict[str, tuple[str | None, Any]] = {}
     root = dump.root
     top = root.items() if isinstance(root, dict) else [(None, root)]
+    wanted = set(unsafe)
+    # One walk over all entries: each node is credited to the first entry that reaches it.
+    seen: set[int] = set()
     for key, value in top:
-        for node in walk(value, limits, dump.path):
-            if isinstance(node, (Opaque, GlobalRef)) and node.name in unsafe:
+        for node in walk(value, limits, dump.path, seen):
+            if isinstance(node, (Opaque, GlobalRef)) and node.name in wanted:
                 where.setdefault(node.name, (key_text(key) if key is not None else None, node))
     found = []
     for name in unsafe:
@@ -260,9 +274,10 @@ def _storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> lis
     if not bad:
         return []
     keys: dict[int, str] = {}
+    seen: set[int] = set()  # each node is credited to the first entry that reaches it
     for payload in payloads:
         for key, value in payload.mapping.items():
-            for node in walk(value, limits, dump.path):
+            for node in walk(value, limits, dump.path, seen):
                 if isinstance(node, TensorRef) and node.storage is not None:
                     keys.setdefault(id(node.storage), key_text(key))
     found = []
@@ -270,7 +285,7 @@ def _storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> lis
         state = "missing" if storage.record_size is None else \
             f"{storage.record_size} bytes, {storage.nbytes} declared"
         found.append(finding(
-            "PP113", dump.path, f"storage record {storage.record} is {state}",
+            "PP113", dump.path, f"storage record {shown_name(storage.record or '')} is {state}",
             keys.get(id(storage)),
         ))
     return found

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import stat
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,13 +76,20 @@ def _check_regular(path: str) -> os.stat_result:
 def read_dump(path: str | os.PathLike, limits: Limits = Limits()) -> Dump:
     """Read the structure of the dump at ``path``; raise :class:`DumpError` if it is unusable."""
     path = os.fspath(path)
-    info = _check_regular(path)
+    _check_regular(path)
     try:
-        handle = open(path, "rb")
+        # Non-blocking, and checked again on the open descriptor: a path swapped for a FIFO
+        # after the check must not hang the reader.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except PermissionError:
         raise DumpError(path, "permission denied") from None
     except OSError as exc:
         raise DumpError(path, f"cannot open: {exc.strerror or exc}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise DumpError(path, "is not a regular file (a FIFO, socket or device)")
+    handle = os.fdopen(fd, "rb")
     with handle:
         head = handle.read(4)
         if not head:
@@ -153,7 +161,7 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
         if not pickles:
             raise DumpError(path, "zip file without a data.pkl record: not a torch.save file")
         if len(pickles) > 1:
-            names = ", ".join(r.filename for r in pickles[:4])
+            names = ", ".join(_shown(r.filename) for r in pickles[:4])
             raise DumpError(path, f"zip file with {len(pickles)} data.pkl records ({names}); "
                             "a torch.save file has exactly one")
         record = pickles[0]
@@ -167,8 +175,8 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
             if (
                 not isinstance(pid, tuple) or len(pid) != 5 or pid[0] != "storage"
                 or not isinstance(pid[1], StorageType) or not isinstance(pid[2], str)
-                or not isinstance(pid[3], str) or not isinstance(pid[4], int)
-                or isinstance(pid[4], bool) or pid[4] < 0
+                or not isinstance(pid[3], str) or type(pid[4]) is not int
+                or not 0 <= pid[4] < 2**63
             ):
                 raise m.error("storage record reference is not ('storage', type, key, location, numel)")
             known = by_key.get(pid[2])
@@ -198,20 +206,35 @@ def _is_data_pkl(name: str) -> bool:
     return name == "data.pkl" or (name.endswith("/data.pkl") and name.count("/") == 1)
 
 
+def _shown(name: str) -> str:
+    # Record names come from the file: control characters would break the one-line error.
+    return name if name.isprintable() else repr(name)
+
+
+#: Compression methods torch.load reads (its zip reader knows only these two).
+_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
+
+
 def _read_record(path: str, archive: zipfile.ZipFile, record: zipfile.ZipInfo, limits: Limits) -> bytes:
+    name = _shown(record.filename)
     if record.file_size > limits.max_pickle_bytes:
         raise LimitExceeded(path, "max_pickle_bytes", limits.max_pickle_bytes,
-                            f"{record.filename} declares {record.file_size} bytes")
+                            f"{name} declares {record.file_size} bytes")
+    if record.compress_type not in _METHODS:
+        # zipfile inflates bzip2 and lzma records whole, whatever size the header declares.
+        raise DumpError(path, f"{name} is compressed with method {record.compress_type}, "
+                        "which torch.load cannot read (only stored or deflate)")
     try:
         with archive.open(record) as stream:
             # Read one byte past the limit: a record whose header lies about its size
             # (a deflate bomb) is stopped here instead of filling memory.
             data = stream.read(limits.max_pickle_bytes + 1)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
-        raise DumpError(path, f"cannot read {record.filename} ({exc})") from None
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError,
+            zlib.error) as exc:
+        raise DumpError(path, f"cannot read {name} ({exc})") from None
     except RuntimeError as exc:  # encrypted records
-        raise DumpError(path, f"cannot read {record.filename} ({exc})") from None
+        raise DumpError(path, f"cannot read {name} ({exc})") from None
     if len(data) > limits.max_pickle_bytes:
         raise LimitExceeded(path, "max_pickle_bytes", limits.max_pickle_bytes,
-                            f"{record.filename} inflates past the limit")
+                            f"{name} inflates past the limit")
     return data

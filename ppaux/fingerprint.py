@@ -71,12 +71,31 @@ MAX_FINGERPRINT_BYTES = 16 * 1024 * 1024
 # Environment variables that change how PP stages talk, by prefix and by exact name.
 _ENV_PREFIXES = ("SGLANG_", "SGL_", "NCCL_", "TORCH_", "PYTORCH_", "GLOO_", "CUDA_", "NVIDIA_")
 _ENV_NAMES = frozenset(
-    {"MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
-     "OMP_NUM_THREADS", "LD_LIBRARY_PATH"}
+    {
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "RANK",
+        "LOCAL_RANK",
+        "WORLD_SIZE",
+        "LOCAL_WORLD_SIZE",
+        "OMP_NUM_THREADS",
+        "LD_LIBRARY_PATH",
+    }
 )
 # A name holding any of these words keeps its value to itself.
-_SECRET_WORDS = ("TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL",
-                 "AUTH", "COOKIE", "PRIVATE", "SIGNATURE")
+_SECRET_WORDS = (
+    "TOKEN",
+    "SECRET",
+    "KEY",
+    "PASSWORD",
+    "PASSWD",
+    "PASSPHRASE",
+    "CREDENTIAL",
+    "AUTH",
+    "COOKIE",
+    "PRIVATE",
+    "SIGNATURE",
+)
 REDACTED = "<redacted>"
 # user:password@ inside a URL-like value.
 _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
@@ -224,8 +243,13 @@ def _torch_build() -> "dict[str, Any] | None":
         with open(path, "rb") as handle:
             module = ast.parse(handle.read(1024 * 1024))
     except (OSError, SyntaxError, ValueError):
-        return {"version": None, "cuda": None, "hip": None, "git_version": None,
-                "reason": f"{path}: unreadable"}
+        return {
+            "version": None,
+            "cuda": None,
+            "hip": None,
+            "git_version": None,
+            "reason": f"{path}: unreadable",
+        }
     values: dict[str, Any] = {}
     for node in module.body:
         target = value = None
@@ -255,8 +279,10 @@ def _nccl(packages: Mapping[str, "str | None"]) -> dict[str, "str | None"]:
         except OSError:
             parts = {}
         if len(parts) == 3:
-            return {"version": f"{parts['MAJOR']}.{parts['MINOR']}.{parts['PATCH']}",
-                    "source": header}
+            return {
+                "version": f"{parts['MAJOR']}.{parts['MINOR']}.{parts['PATCH']}",
+                "source": header,
+            }
     return {"version": "unknown", "source": None}
 
 
@@ -343,8 +369,15 @@ class _Invalid(Exception):
         self.reason = reason
 
 
-_TYPE_NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-               list: "a list", dict: "an object", type(None): "null"}
+_TYPE_NAMES = {
+    bool: "a boolean",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    list: "a list",
+    dict: "an object",
+    type(None): "null",
+}
 
 
 def _kind(value: Any) -> str:
@@ -396,15 +429,27 @@ def _bool_map(doc: Mapping[str, Any], name: str, where: str) -> None:
 def _capability(doc: Mapping[str, Any]) -> Capability:
     where = "sglang"
     _need(doc, "found", (bool,), where)
-    for name in ("origin", "location", "version", "match_family", "prefix", "receiver_prefix",
-                 "wire_digest"):
+    for name in (
+        "origin",
+        "location",
+        "version",
+        "match_family",
+        "prefix",
+        "receiver_prefix",
+        "wire_digest",
+    ):
         _need(doc, name, (str, None), where, optional=True)
     for name in ("transport", "match", "wire", "non_tensor_values"):
         _need(doc, name, (str,), where, optional=True)
     for name in ("sender_checks", "receiver_checks", "scheduler_calls"):
         _bool_map(doc, name, where)
-    for name in ("logprob_keys", "receiver_logprob_keys", "receiver_sampling_mask_keys",
-                 "output_keys", "optional_output_keys"):
+    for name in (
+        "logprob_keys",
+        "receiver_logprob_keys",
+        "receiver_sampling_mask_keys",
+        "output_keys",
+        "optional_output_keys",
+    ):
         _string_list(doc, name, where)
     for name in ("digests", "unknown"):
         value = _need(doc, name, (dict, None), where, optional=True)
@@ -443,10 +488,12 @@ def _validate(doc: Any) -> Fingerprint:
     host = _need(doc, "host", (str,), "")
     pid = _need(doc, "pid", (int,), "")
     rank_doc = _need(doc, "rank", (dict,), "")
-    rank = RankInfo(**{
-        name: _need(rank_doc, name, (int, None), "rank", optional=True)
-        for name in ("rank", "local_rank", "world_size", "pp_rank", "pp_size")
-    })
+    rank = RankInfo(
+        **{
+            name: _need(rank_doc, name, (int, None), "rank", optional=True)
+            for name in ("rank", "local_rank", "world_size", "pp_rank", "pp_size")
+        }
+    )
     python = _need(doc, "python", (dict,), "")
     _need(python, "version", (str,), "python")
     _string_map(python, "python", nullable=True)
@@ -509,5 +556,7 @@ def load(path: str) -> Fingerprint:
     except OSError as exc:
         raise FingerprintError(path, f"cannot read: {exc.strerror or exc}") from None
     if len(data) > MAX_FINGERPRINT_BYTES:
-        raise FingerprintError(path, f"larger than {MAX_FINGERPRINT_BYTES} bytes; not a fingerprint")
+        raise FingerprintError(
+            path, f"larger than {MAX_FINGERPRINT_BYTES} bytes; not a fingerprint"
+        )
     return loads(data, path)

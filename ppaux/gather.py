@@ -36,6 +36,8 @@ _PREFIX = "ppaux/check-skew/"
 _POLL_S = 0.05
 # How long ranks wait for each other's "alive" marks after a failed collective.
 _ALIVE_GRACE_S = 2.0
+# Most rank 0 waits for the others to read the exit code before it exits itself.
+_DONE_WAIT_S = 10.0
 
 
 class SetupError(PpauxError, ValueError):
@@ -93,9 +95,7 @@ def _address(init_method: "str | None") -> tuple[str, int]:
     else:
         parsed = urlparse(init_method)
         if parsed.scheme != "tcp" or not parsed.hostname or parsed.port is None:
-            raise SetupError(
-                f"--init-method {init_method!r}: expected tcp://HOST:PORT or env://"
-            )
+            raise SetupError(f"--init-method {init_method!r}: expected tcp://HOST:PORT or env://")
         host, port, where = parsed.hostname, str(parsed.port), f"--init-method {init_method!r}"
     try:
         number = int(port)
@@ -114,6 +114,8 @@ class Session:
         self.rank = rank
         self.world_size = world_size
         self.timeout = timeout
+        # Ranks that rank 0 waits for, after it published the exit code (see publish_exit).
+        self._peers: set[int] = set()
 
     # -- store helpers -------------------------------------------------------------------------
 
@@ -158,7 +160,9 @@ class Session:
         deadline = time.monotonic() + self.timeout
         arrived: set[int] = set()
         while True:
-            arrived |= {r for r in range(self.world_size) if r not in arrived and self._has(f"fp/{r}")}
+            arrived |= {
+                r for r in range(self.world_size) if r not in arrived and self._has(f"fp/{r}")
+            }
             if len(arrived) == self.world_size or time.monotonic() >= deadline:
                 break
             time.sleep(_POLL_S)
@@ -171,18 +175,26 @@ class Session:
                 return self._after_failed_collective(exc)
             for r, text in enumerate(texts):
                 self._add(result, r, text)
+            self._peers = set(range(1, self.world_size))
             return result
         self._set("decision", "store")
         result.transport = "store"
+        self._peers = arrived - {0}
         for r in range(self.world_size):
             if r in arrived:
                 self._add(result, r, self._get(f"fp/{r}"))
             else:
-                host = self._get(f"host/{r}").decode("utf-8", "replace") if self._has(f"host/{r}") else None
+                host = (
+                    self._get(f"host/{r}").decode("utf-8", "replace")
+                    if self._has(f"host/{r}")
+                    else None
+                )
                 where = f" (host {host})" if host else ""
-                result.missing.append(MissingRank(
-                    r, host, f"rank {r}{where} sent no fingerprint within {self.timeout:g} s"
-                ))
+                result.missing.append(
+                    MissingRank(
+                        r, host, f"rank {r}{where} sent no fingerprint within {self.timeout:g} s"
+                    )
+                )
         return result
 
     def _after_failed_collective(self, exc: BaseException) -> Gathered:
@@ -191,13 +203,18 @@ class Session:
         result = Gathered(transport="store")
         for r in range(self.world_size):
             self._add(result, r, self._get(f"fp/{r}"))
-            if r and not self._has(f"alive/{r}"):
+            if r and self._has(f"alive/{r}"):
+                self._peers.add(r)
+            elif r:
                 host = self._get(f"host/{r}").decode("utf-8", "replace")
-                result.missing.append(MissingRank(
-                    r, host,
-                    f"rank {r} (host {host}) sent its fingerprint, then stopped answering "
-                    f"({type(exc).__name__} in the gloo all-gather)",
-                ))
+                result.missing.append(
+                    MissingRank(
+                        r,
+                        host,
+                        f"rank {r} (host {host}) sent its fingerprint, then stopped answering "
+                        f"({type(exc).__name__} in the gloo all-gather)",
+                    )
+                )
         return result
 
     def _add(self, result: Gathered, rank: int, text: "bytes | str") -> None:
@@ -231,22 +248,39 @@ class Session:
             data[: len(payload)] = torch.frombuffer(bytearray(payload), dtype=torch.uint8)
             received = [torch.zeros(longest, dtype=torch.uint8) for _ in range(self.world_size)]
             dist.all_gather(received, data)
-            return [bytes(t[: int(n.item())].tolist()) for t, n in zip(received, sizes)]
+            return [
+                bytes(t[: int(n.item())].tolist()) for t, n in zip(received, sizes, strict=True)
+            ]
         finally:
             dist.destroy_process_group()
 
     def publish_exit(self, code: int) -> None:
-        """Rank 0: tell every rank the exit code."""
+        """Rank 0: tell every rank the exit code, and wait (briefly) until they have read it.
+
+        torchrun stops every worker of a node as soon as one exits with a failure, so rank 0
+        leaves last: the others read the code and exit first (see :meth:`await_exit`).
+        """
         self._set("exit", str(code))
+        deadline = time.monotonic() + min(self.timeout, _DONE_WAIT_S)
+        waiting = set(self._peers)
+        while waiting and time.monotonic() < deadline:
+            waiting = {r for r in waiting if not self._has(f"done/{r}")}
+            if waiting:
+                time.sleep(_POLL_S)
 
     def await_exit(self) -> int:
-        """Other ranks: rank 0's exit code; :class:`GatherError` if it never comes."""
+        """Other ranks: rank 0's exit code; :class:`GatherError` if it never comes.
+
+        The caller should exit at once with it: rank 0 leaves as soon as every rank has read it.
+        """
         if not self._wait("exit", 2 * self.timeout + 5):
             raise GatherError(f"rank {self.rank}: rank 0 did not publish a result in time")
         try:
-            return int(self._get("exit"))
+            code = int(self._get("exit"))
         except ValueError:
             raise GatherError(f"rank {self.rank}: rank 0 published a malformed result") from None
+        self._set(f"done/{self.rank}", "1")
+        return code
 
 
 def connect(

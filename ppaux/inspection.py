@@ -11,10 +11,15 @@ from ppaux.errors import DumpError
 from ppaux.findings import Finding, Severity
 from ppaux.keys import MSG_TYPE_KEY
 from ppaux.limits import Limits
-from ppaux.payload import Payload, describe_entry, find_payloads, walk
+from ppaux.payload import Payload, Tally, describe_entry, find_payloads, safe_repr, walk
+from ppaux.pickle_vm import shown_name
 from ppaux.report import InputProblem, Report, Table
 
 __all__ = ["DUMP_SUFFIXES", "collect_files", "describe_dump", "inspect_file", "inspect_paths"]
+
+#: Rows shown per table in the human view; the JSON report always lists every entry. Drawing a
+#: table costs about a millisecond per row, and a hostile dict may have a million keys.
+TABLE_ROWS = 1000
 
 #: File name endings that a directory walk treats as dumps.
 DUMP_SUFFIXES = (".pt", ".pth", ".pkl", ".pickle", ".bin", ".ppaux")
@@ -34,12 +39,12 @@ def collect_files(paths: Iterable[str], limits: Limits = Limits()) -> tuple[list
                         found.append(os.path.join(folder, name))
                         if len(files) + len(found) > limits.max_files:
                             problems.append(InputProblem(
-                                path, f"holds more than {limits.max_files} dumps "
+                                shown_name(path), f"holds more than {limits.max_files} dumps "
                                 "(limit max_files; raise it with --limit max_files=N)"))
                             return files, problems
             if not found:
                 problems.append(InputProblem(
-                    path, f"directory holds no dumps ({', '.join('*' + s for s in DUMP_SUFFIXES)})"
+                    shown_name(path), f"directory holds no dumps ({', '.join('*' + s for s in DUMP_SUFFIXES)})"
                 ))
             files += found
         else:
@@ -47,12 +52,15 @@ def collect_files(paths: Iterable[str], limits: Limits = Limits()) -> tuple[list
     return files, problems
 
 
-def describe_dump(dump: Dump, payloads: list[Payload], limits: Limits) -> dict[str, Any]:
+def describe_dump(dump: Dump, payloads: list[Payload], limits: Limits,
+                  tally: Tally | None = None) -> dict[str, Any]:
     """The JSON description of one dump: container facts, payload entries, globals."""
+    if tally is None:
+        tally = Tally(limits, dump.path)
     tensor_bytes = 0
     described = []
     for payload in payloads:
-        entries = [describe_entry(k, v, limits) for k, v in payload.mapping.items()]
+        entries = [describe_entry(k, v, limits, tally) for k, v in payload.mapping.items()]
         tensor_bytes += sum(e.get("bytes", 0) for e in entries if e.get("kind") == "tensor")
         message_type = payload.mapping.get(MSG_TYPE_KEY)
         described.append({
@@ -79,22 +87,30 @@ def describe_dump(dump: Dump, payloads: list[Payload], limits: Limits) -> dict[s
 
 
 def _plain(meta: dict) -> dict:
-    # Capture metadata holds plain values; anything else is shown by its repr, never trusted.
+    # Capture metadata holds plain values; anything else is shown by a bounded repr, never
+    # trusted (a full repr of a shared structure explodes, and huge ints cannot be printed).
     out = {}
     for k, v in meta.items():
-        key = k if isinstance(k, str) else repr(k)
-        out[key] = v if isinstance(v, (str, int, float, bool, type(None))) else repr(v)
+        key = k if isinstance(k, str) else safe_repr(k)
+        plain = isinstance(v, (str, float, bool, type(None))) or (
+            isinstance(v, int) and v.bit_length() <= 128)
+        out[key] = v if plain else safe_repr(v)
     return out
 
 
 def inspect_file(path: str, limits: Limits = Limits()) -> tuple[dict[str, Any], list[Finding]]:
     """Read, describe and check one file; raise :class:`DumpError` if it cannot be read."""
     dump = read_dump(path, limits)
+    # A file name may hold anything a directory allows (newlines, bytes that are not UTF-8):
+    # reports show it escaped. The file was opened by its real name above.
+    path = dump.path = shown_name(path)
     payloads = find_payloads(dump)
     # Walk everything once up front so that a hostile structure fails here, as one clear error.
     for _ in walk(dump.root, limits, path):
         pass
-    return describe_dump(dump, payloads, limits), check_dump(dump, payloads, limits)
+    tally = Tally(limits, path)  # tensor counts shared by the description and the checks
+    return (describe_dump(dump, payloads, limits, tally),
+            check_dump(dump, payloads, limits, tally))
 
 
 def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]:
@@ -107,7 +123,7 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
     for payload in description["payloads"]:
         rows = []
         marked = set()
-        for entry in payload["entries"]:
+        for entry in payload["entries"][:TABLE_ROWS]:
             if (payload["locator"], entry["key"]) in flagged:
                 marked.add((len(rows), 0))
             if entry["kind"] == "tensor":
@@ -121,11 +137,17 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
                 shape = str(tuple(entry["shape"])) if "shape" in entry else ""
                 rows.append((entry["key"], entry["type"], entry.get("repr", entry["summary"]),
                              shape, "", "", ""))
+        hidden = len(payload["entries"]) - len(rows)
+        if hidden > 0:
+            rows.append((f"... {hidden} more keys (all are in --format json)", "", "", "", "", "",
+                         ""))
         where = f" {payload['locator']}" if payload["locator"] else ""
         what = (f"capture of {capture.get('function')}: {capture.get('exception_type')}: "
                 f"{capture.get('exception_message')}" if capture and payload["role"] == "capture"
                 else f"{payload['role']}" if payload["role"] == "output" else description["container"])
-        title = f"{description['path']}{where} ({what}; {len(rows)} keys)"
+        # Capture metadata comes from the file: no newline or escape sequence reaches a terminal.
+        what = shown_name(what)
+        title = f"{description['path']}{where} ({what}; {len(payload['entries'])} keys)"
         tables.append(Table(
             title, ("key", "kind", "dtype / value", "shape", "stride", "device", "bytes"),
             tuple(rows), frozenset(marked),
@@ -152,7 +174,8 @@ def inspect_paths(
         try:
             description, findings = inspect_file(path, limits)
         except DumpError as exc:
-            report.problems.append(InputProblem(exc.path, exc.reason))
+            # Each problem is one line on stderr, whatever the file is called.
+            report.problems.append(InputProblem(shown_name(exc.path), shown_name(exc.reason)))
         else:
             if release is not None:
                 findings += _release_findings(path, description, release)

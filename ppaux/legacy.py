@@ -31,9 +31,11 @@ def _legacy_storage(m: Machine, pid: Any) -> Any:
     if not isinstance(pid, tuple) or len(pid) < 5 or pid[0] != "storage":
         return Opaque("persistent id", "call", pid if isinstance(pid, tuple) else (pid,))
     storage_type, key, location, numel = pid[1:5]
-    if not isinstance(storage_type, StorageType) or not isinstance(numel, int):
+    if (not isinstance(storage_type, StorageType) or type(numel) is not int
+            or not 0 <= numel < 2**63 or not isinstance(key, str)
+            or not isinstance(location, str)):
         raise m.error("nested storage record is malformed")
-    storage = StorageRef(storage_type.dtype, str(key), str(location), numel)
+    storage = StorageRef(storage_type.dtype, key, location, numel)
     m.storages.append(storage)  # type: ignore[attr-defined]
     return storage
 
@@ -51,7 +53,7 @@ def _attach_storage_bytes(outer: Machine, payload: bytes, pos: int, storages: li
         by_key = {s.key: s for s in storages}
         for name in names if isinstance(names, list) else ():
             count = int.from_bytes(payload[pos:pos + 8], "little")
-            storage = by_key.get(str(name))
+            storage = by_key.get(name) if isinstance(name, str) else None
             if storage is None or count != storage.numel:
                 return
             end = pos + 8 + count * DTYPE_ITEMSIZE.get(storage.dtype, 1)
@@ -81,11 +83,13 @@ def read_inner_storage(outer: Machine, payload: bytes) -> Any:
         inner.nesting = depth  # type: ignore[attr-defined]
         inner.storages = storages  # type: ignore[attr-defined]
         inner.items = outer.items
+        inner.copied = outer.copied
         try:
             value = inner.load()
         except DumpError as exc:
             raise outer.error(f"nested torch.save stream: {exc.reason}") from None
         outer.items = inner.items
+        outer.copied = inner.copied
         for name, allowed in inner.globals_seen.items():
             outer.globals_seen[name] = outer.globals_seen.get(name, False) or allowed
         pos = inner.pos

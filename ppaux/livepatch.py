@@ -19,8 +19,14 @@ from ppaux.capability import ADD, POP
 from ppaux.catalogue import finding
 from ppaux.findings import Finding
 
-__all__ = ["TRANSPORT_MODULE", "SCHEDULER_MODULE", "ORIGINAL", "NOT_LOADED", "live_state",
-           "live_findings"]
+__all__ = [
+    "TRANSPORT_MODULE",
+    "SCHEDULER_MODULE",
+    "ORIGINAL",
+    "NOT_LOADED",
+    "live_state",
+    "live_findings",
+]
 
 TRANSPORT_MODULE = "sglang.srt.sampling.sampling_observer_pp"
 SCHEDULER_MODULE = "sglang.srt.managers.scheduler_pp_mixin"
@@ -34,12 +40,15 @@ NOT_LOADED = "not loaded"
 def _code_equal(a: types.CodeType, b: types.CodeType) -> bool:
     """Same bytecode, names and constants (nested code compared the same way); lines ignored."""
     if (a.co_code, a.co_names, a.co_varnames, a.co_freevars) != (
-        b.co_code, b.co_names, b.co_varnames, b.co_freevars
+        b.co_code,
+        b.co_names,
+        b.co_varnames,
+        b.co_freevars,
     ):
         return False
     if len(a.co_consts) != len(b.co_consts):
         return False
-    for x, y in zip(a.co_consts, b.co_consts):
+    for x, y in zip(a.co_consts, b.co_consts, strict=True):
         if isinstance(x, types.CodeType) and isinstance(y, types.CodeType):
             if not _code_equal(x, y):
                 return False

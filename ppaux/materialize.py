@@ -71,13 +71,15 @@ def resolve_device(text: str) -> torch.device:
     if kind != "cuda" or (index and not index.isdigit()):
         raise DeviceError(text, "not a device; use cpu, cuda, cuda:N or auto")
     if not torch.cuda.is_available():
-        why = "torch was built without CUDA" if torch.version.cuda is None else "no CUDA device is visible"
+        why = "torch was built without CUDA" if torch.version.cuda is None \
+            else "no CUDA device is visible"
         raise DeviceError(text, f"CUDA is not available here ({why}; torch {torch.__version__})")
     count = torch.cuda.device_count()
     number = int(index) if index else torch.cuda.current_device()
     if number >= count:
+        plural = "" if count == 1 else "s"
         raise DeviceError(text, f"there {'is' if count == 1 else 'are'} only {count} CUDA "
-                                f"device{'' if count == 1 else 's'} here (cuda:0 to cuda:{count - 1})")
+                                f"device{plural} here (cuda:0 to cuda:{count - 1})")
     return torch.device("cuda", number)
 
 
@@ -160,10 +162,10 @@ class Materializer:
     Storages are read once each and shared by every tensor that views them.
     """
 
-    def __init__(self, dump: Dump, device: torch.device, limits: Limits = Limits()) -> None:
+    def __init__(self, dump: Dump, device: torch.device, limits: Limits | None = None) -> None:
         self.dump = dump
         self.device = device
-        self.limits = limits
+        self.limits = limits if limits is not None else Limits()
         self._records: _Records | None = None
         self._bases: dict[int, torch.Tensor] = {}
         self._memo: dict[int, Any] = {}
@@ -232,12 +234,14 @@ class Materializer:
         return tensor
 
     def _error(self, where: str, ref: TensorRef, reason: str) -> MaterializeError:
-        return MaterializeError(self.dump.path, f"cannot rebuild tensor {where or repr(ref)}: {reason}")
+        return MaterializeError(self.dump.path,
+                                f"cannot rebuild tensor {where or repr(ref)}: {reason}")
 
     def _build(self, ref: TensorRef, where: str) -> torch.Tensor:
         dtype = torch_dtype(ref.dtype)
         if dtype is None:
-            raise self._error(where, ref, f"this torch ({torch.__version__}) has no dtype {ref.dtype}")
+            raise self._error(where, ref,
+                              f"this torch ({torch.__version__}) has no dtype {ref.dtype}")
         if ref.kind == "meta" or ref.device == "meta":
             return torch.empty_strided(ref.shape, ref.stride or _row_major(ref.shape),
                                        dtype=dtype, device="meta")
@@ -260,7 +264,8 @@ class Materializer:
             raise self._error(where, ref, f"shape {list(ref.shape)} and stride {list(stride)} "
                                           "differ in length")
         if ref.numel:
-            last = ref.offset + sum((size - 1) * step for size, step in zip(ref.shape, stride))
+            last = ref.offset + sum((size - 1) * step
+                                    for size, step in zip(ref.shape, stride, strict=True))
             if ref.offset < 0 or last >= elements:
                 raise self._error(where, ref, f"it views element {last} of a storage of "
                                               f"{elements} elements")
@@ -343,13 +348,14 @@ class Materializer:
         repr_name = _QUANTIZED_REPR.get(ref.dtype)
         if repr_name is None:
             raise self._error(where, ref, f"quantized dtype {ref.dtype} is not supported by replay")
-        int_repr = self._strided(ref, where, torch_dtype(repr_name)).contiguous()
+        # Quantized tensors are made on the CPU, where every scheme exists, then moved.
+        int_repr = self._strided(ref, where, torch_dtype(repr_name)).contiguous().cpu()
         quantizer = self._part(ref, where, "quantizer")
         if not isinstance(quantizer, tuple) or not quantizer:
             raise self._error(where, ref, "its quantizer parameters are malformed")
         scheme = str(quantizer[0]).rpartition(".")[2]
         with quantized_creation():
-            return self._quantize(ref, where, int_repr, scheme, quantizer)
+            return self._quantize(ref, where, int_repr, scheme, quantizer).to(self.device)
 
     def _quantize(self, ref: TensorRef, where: str, int_repr: torch.Tensor, scheme: str,
                   quantizer: tuple) -> torch.Tensor:
@@ -358,7 +364,8 @@ class Materializer:
             if not isinstance(scale, (int, float)) or not isinstance(zero_point, int):
                 raise self._error(where, ref, "its scale or zero point is not a number")
             return torch._make_per_tensor_quantized_tensor(int_repr, float(scale), zero_point)
-        if scheme in ("per_channel_affine", "per_channel_affine_float_qparams") and len(quantizer) == 4:
+        per_channel = ("per_channel_affine", "per_channel_affine_float_qparams")
+        if scheme in per_channel and len(quantizer) == 4:
             scales, zero_points, axis = quantizer[1], quantizer[2], quantizer[3]
             scales = self.value(scales, f"{where}.scales")
             zero_points = self.value(zero_points, f"{where}.zero_points")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -21,9 +22,11 @@ from ppaux.model import (
     TensorRef,
     TypeRef,
 )
+from ppaux.pickle_vm import shown_name
 
 __all__ = [
     "Payload",
+    "Tally",
     "find_payloads",
     "walk",
     "type_name",
@@ -70,10 +73,15 @@ def find_payloads(dump: Dump) -> list[Payload]:
         return [Payload("", root)]
     found: list[Payload] = []
     frontier: list[tuple[str, Any]] = [("", root)]
+    # Each object is looked at once: a file may refer to one big dict from many places.
+    seen: set[int] = {id(root)}
     for _ in range(3):
         following: list[tuple[str, Any]] = []
         for locator, value in frontier:
             for child_locator, child in _children(locator, value):
+                if id(child) in seen:
+                    continue
+                seen.add(id(child))
                 if _looks_like_tensor_dict(child):
                     found.append(Payload(child_locator, child))
                 else:
@@ -87,26 +95,38 @@ def _has_nested_dicts(root: dict) -> bool:
 
 
 def _children(locator: str, value: Any) -> Iterator[tuple[str, Any]]:
+    # Only the first 1000 children of anything are looked at, without copying the rest.
     if isinstance(value, dict):
-        for k, v in list(value.items())[:1000]:
+        for k, v in itertools.islice(value.items(), 1000):
             yield f"{locator}[{safe_repr(k, 40)}]", v
     elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value[:1000]):
+        for i, v in enumerate(itertools.islice(value, 1000)):
             yield f"{locator}[{i}]", v
     elif isinstance(value, Opaque):
         state = value.state
+        items: Iterator[tuple[Any, Any]] = iter(())
         if isinstance(state, tuple) and len(state) == 2 and isinstance(state[1], dict):
-            state = {**(state[0] or {}), **state[1]} if isinstance(state[0], dict) else state[1]
-        if isinstance(state, dict):
-            for k, v in list(state.items())[:1000]:
-                yield f"{locator}.{k}" if isinstance(k, str) else f"{locator}[{safe_repr(k, 40)}]", v
+            # (dict state, slot state): both are set on the object, slots last
+            first, slots = state[0] if isinstance(state[0], dict) else {}, state[1]
+            items = itertools.chain(
+                ((k, slots[k] if k in slots else v) for k, v in first.items()),
+                ((k, v) for k, v in slots.items() if k not in first),
+            )
+        elif isinstance(state, dict):
+            items = iter(state.items())
+        for k, v in itertools.islice(items, 1000):
+            yield f"{locator}.{k}" if isinstance(k, str) else f"{locator}[{safe_repr(k, 40)}]", v
         for i, v in enumerate(value.args[:100]):
             yield f"{locator}<arg {i}>", v
 
 
-def walk(value: Any, limits: Limits, path: str = "") -> Iterator[Any]:
-    """Every value reachable from ``value`` (itself included), each object once, depth-bounded."""
-    seen: set[int] = set()
+def walk(value: Any, limits: Limits, path: str = "", seen: set[int] | None = None) -> Iterator[Any]:
+    """Every value reachable from ``value`` (itself included), each object once, depth-bounded.
+
+    A ``seen`` set shared between calls skips what an earlier call already yielded.
+    """
+    if seen is None:
+        seen = set()
     stack: list[tuple[Any, int]] = [(value, 0)]
     visited = 0
     while stack:
@@ -163,12 +183,61 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _count_tensors(value: Any, limits: Limits) -> int:
-    return sum(1 for v in walk(value, limits) if isinstance(v, TensorRef) and v is not value)
+class Tally:
+    """Tensor counts and item kinds of the values in one dump, each worked out once.
+
+    Entries may share one big value (a memo reference costs the file two bytes); describing
+    each entry must not walk it again each time. The values visited in all are bounded by twice
+    max_items: enough for one walk and one look at every container's items.
+    """
+
+    def __init__(self, limits: Limits, path: str = "") -> None:
+        self.limits = limits
+        self.path = path
+        self.budget = 2 * limits.max_items
+        self._tensors: dict[int, tuple[Any, int]] = {}
+        self._kinds: dict[int, tuple[Any, list[str]]] = {}
+
+    def _spend(self, n: int) -> None:
+        self.budget -= n
+        if self.budget < 0:
+            raise LimitExceeded(
+                self.path, "max_items", self.limits.max_items,
+                "describing the dump visits too many values (a value shared by many entries is "
+                "visited once per entry)",
+            )
+
+    def tensors(self, value: Any) -> int:
+        """Tensors reachable from ``value``, not counting ``value`` itself."""
+        hit = self._tensors.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        count = 0
+        for node in walk(value, self.limits, self.path):
+            self._spend(1)
+            if isinstance(node, TensorRef) and node is not value:
+                count += 1
+        self._tensors[id(value)] = (value, count)
+        return count
+
+    def kinds(self, value: Any) -> list[str]:
+        """The sorted type names of a container's items."""
+        hit = self._kinds.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        self._spend(len(value))
+        kinds = sorted({type_name(v) for v in value})
+        self._kinds[id(value)] = (value, kinds)
+        return kinds
 
 
-def value_phrase(value: Any, limits: Limits) -> str:
-    """A short noun phrase for a non-tensor value: 'a list of 3 floats', 'None', ..."""
+def value_phrase(value: Any, limits: Limits, tally: Tally | None = None) -> str:
+    """A short noun phrase for a non-tensor value: 'a list of 3 floats', 'None', ...
+
+    Pass one ``tally`` for all the values of a dump (see :class:`Tally`).
+    """
+    if tally is None:
+        tally = Tally(limits)
     if value is None:
         return "None"
     if isinstance(value, NdArrayRef):
@@ -179,14 +248,14 @@ def value_phrase(value: Any, limits: Limits) -> str:
         return f"the global {value.name}"
     if isinstance(value, (list, tuple, set, frozenset, dict)):
         kind = type(value).__name__
-        tensors = _count_tensors(value, limits)
+        tensors = tally.tensors(value)
         if tensors:
             return f"a {kind} with {tensors} tensor{'s' if tensors != 1 else ''} inside"
         if not value:
             return f"an empty {kind}"
         if isinstance(value, dict):
             return f"a dict of {len(value)} item{'s' if len(value) != 1 else ''}"
-        kinds = sorted({type_name(v) for v in value})
+        kinds = tally.kinds(value)
         of = kinds[0] if len(kinds) == 1 else "mixed values"
         return f"a {kind} of {len(value)} {of}{'s' if len(kinds) == 1 and len(value) != 1 else ''}"
     return f"a {type_name(value)}"
@@ -213,10 +282,11 @@ def _container_repr(value: Any, limit: int) -> str:
     size = 2
     items = value.items() if isinstance(value, dict) else value
     for item in items:
+        # Nested containers show as '...': a dict may hold itself, and depth costs recursion.
         if isinstance(value, dict):
-            piece = f"{safe_repr(item[0], 30)}: {safe_repr(item[1], 30)}"
+            piece = f"{_item_repr(item[0])}: {_item_repr(item[1])}"
         else:
-            piece = safe_repr(item, 30) if not isinstance(item, (list, tuple, dict)) else "..."
+            piece = _item_repr(item)
         parts.append(piece)
         size += len(piece) + 2
         if size > limit:
@@ -225,12 +295,19 @@ def _container_repr(value: Any, limit: int) -> str:
     return brackets[0] + ", ".join(parts) + brackets[1]
 
 
+def _item_repr(item: Any) -> str:
+    if isinstance(item, (list, tuple, dict, set, frozenset)):
+        return "..."
+    return safe_repr(item, 30)
+
+
 def key_text(key: Any) -> str:
-    """A key as findings and tables show it: strings as they are, other keys as a repr."""
-    return key if isinstance(key, str) else safe_repr(key, 60)
+    """A key as findings and tables show it: strings as they are (unprintable characters
+    escaped), other keys as a repr."""
+    return shown_name(key) if isinstance(key, str) else safe_repr(key, 60)
 
 
-def describe_entry(key: Any, value: Any, limits: Limits) -> dict:
+def describe_entry(key: Any, value: Any, limits: Limits, tally: Tally | None = None) -> dict:
     """One dict entry as the report's JSON object (see docs/report-schema.md)."""
     aux = isinstance(key, str) and key.startswith(OUTPUT_PREFIX)
     entry: dict[str, Any] = {
@@ -258,8 +335,8 @@ def describe_entry(key: Any, value: Any, limits: Limits) -> dict:
         )
     elif isinstance(value, NdArrayRef):
         entry.update(kind="ndarray", dtype=value.dtype, shape=list(value.shape),
-                     summary=value_phrase(value, limits))
+                     summary=value_phrase(value, limits, tally))
     else:
         entry.update(kind="object" if isinstance(value, (Opaque, GlobalRef)) else "value",
-                     summary=value_phrase(value, limits), repr=safe_repr(value))
+                     summary=value_phrase(value, limits, tally), repr=safe_repr(value))
     return entry

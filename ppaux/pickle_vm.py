@@ -10,6 +10,7 @@ the caller hands in. Malformed data raises :class:`~ppaux.errors.DumpError` with
 from __future__ import annotations
 
 import codecs
+import re
 import struct
 from typing import Any, Callable
 
@@ -17,7 +18,50 @@ from ppaux.errors import DumpError, LimitExceeded
 from ppaux.limits import Limits
 from ppaux.model import GlobalRef, NdArrayRef, NumpyDtype, Opaque, TensorRef
 
-__all__ = ["Machine", "Call"]
+__all__ = ["Machine", "Call", "MAX_DIMS", "is_shape", "shown_name", "global_name"]
+
+#: Most dimensions a tensor or array may declare. torch has no hard limit, but nothing real
+#: comes near this, and it keeps element counts small enough to print (64 sizes below 2**63).
+MAX_DIMS = 64
+_INT64_END = 2**63
+#: Deepest dict key or set item hashed. CPython hashes nested tuples by C recursion (a deep one
+#: crashes the process) and compares them with a recursion limit of about 1000.
+_MAX_KEY_DEPTH = 500
+#: Distinct keys of one dict or set allowed to share a hash value. More means keys chosen to
+#: collide (ints and tuples of ints have predictable hashes), which makes insertion quadratic.
+_MAX_COLLISIONS = 8
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def shown_name(text: str) -> str:
+    """``text`` with control and other unprintable characters escaped.
+
+    Names from a file end up in one-line messages and on terminals, where a newline or an
+    escape sequence would forge output.
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+#: Characters of a global's dotted name kept for reports; real names are far shorter.
+_MAX_NAME = 200
+
+
+def global_name(module: str, name: str) -> str:
+    """The dotted name of a global as reports show it: escaped, and cut if absurdly long."""
+    dotted = shown_name(f"{module}.{name}")
+    if len(dotted) > _MAX_NAME:
+        dotted = f"{dotted[:_MAX_NAME]}... ({len(dotted)} characters)"
+    return dotted
+
+
+def is_shape(value: Any) -> bool:
+    """True for a tuple or list of at most MAX_DIMS sizes, each an int in [0, 2**63)."""
+    return (
+        isinstance(value, (tuple, list)) and len(value) <= MAX_DIMS
+        and all(type(v) is int and 0 <= v < _INT64_END for v in value)
+    )
 
 
 class Call:
@@ -64,6 +108,11 @@ class Machine:
         self.globals_seen: dict[str, bool] = {}
         self.protocol = 0
         self._op_pos = start
+        #: Bytes copied by allowlisted constructors (bytearray, nested streams, ...).
+        self.copied = 0
+        # (id(container), hash) -> distinct keys with that hash: see check_key.
+        self._buckets: dict[tuple[int, int], list[Any]] = {}
+        self._held: dict[int, Any] = {}
 
     # -- errors and limits -------------------------------------------------------------------
     def error(self, reason: str) -> DumpError:
@@ -77,6 +126,73 @@ class Machine:
                 self.path, "max_items", self.limits.max_items,
                 "the pickle creates too many values",
             )
+
+    def charge_items(self, n: int) -> None:
+        """Account for ``n`` values an allowlisted call creates by copying a container."""
+        self._count(n)
+
+    def charge_bytes(self, n: int) -> None:
+        """Account for ``n`` bytes an allowlisted call copies; a memo reference costs a few bytes
+        of pickle but may be copied again and again, so all copies share max_pickle_bytes."""
+        self.copied += n
+        if self.copied > self.limits.max_pickle_bytes:
+            raise LimitExceeded(
+                self.path, "max_pickle_bytes", self.limits.max_pickle_bytes,
+                "the pickle's values copy more bytes than that",
+            )
+
+    def check_key(self, container: Any, key: Any) -> None:
+        """Make sure that hashing ``key`` into ``container`` (a dict or set) is cheap and safe.
+
+        Python does not cache the hash of tuples or ints, so a memo reference can make it hash a
+        huge key again and again: that work is charged to max_items. Deep tuples crash CPython's
+        hash, and keys built to share one hash value make every insertion compare with all of
+        them: both are refused.
+        """
+        if isinstance(key, (str, bytes)) or key is None:
+            return  # str and bytes hashes are salted per process and cached on the object
+        cost = 0
+        stack = [(key, 0)]
+        while stack:
+            value, depth = stack.pop()
+            if isinstance(value, tuple):
+                if depth >= _MAX_KEY_DEPTH:
+                    raise self.error(
+                        f"a dict key or set item nests more than {_MAX_KEY_DEPTH} tuples deep"
+                    )
+                cost += len(value)
+                stack.extend((v, depth + 1) for v in value)
+            elif isinstance(value, int):
+                cost += value.bit_length() >> 6
+            elif isinstance(value, frozenset):
+                cost += len(value)
+            if self.items + cost > self.limits.max_items:
+                raise LimitExceeded(
+                    self.path, "max_items", self.limits.max_items,
+                    "hashing the pickle's dict keys and set items takes too much work",
+                )
+        self.items += cost
+        # Small ints hash to themselves and floats collide a few times at most; strings and the
+        # reader's own objects hash unpredictably. Only these keys can be made to collide at will.
+        if not (isinstance(key, (tuple, frozenset, complex))
+                or (type(key) is int and key.bit_length() > 60)):
+            return
+        try:
+            digest = hash(key)
+        except TypeError:
+            return  # the caller reports the unhashable key
+        self._held[id(container)] = container  # keeps the id from being reused meanwhile
+        slot = (id(container), digest)
+        held = self._buckets.get(slot)
+        if held is None:
+            self._buckets[slot] = [key]
+        elif not any(k is key or k == key for k in held):
+            held.append(key)
+            if len(held) > _MAX_COLLISIONS:
+                raise self.error(
+                    f"more than {_MAX_COLLISIONS} distinct dict keys or set items share one "
+                    "hash value (keys chosen to collide)"
+                )
 
     # -- reading ------------------------------------------------------------------------------
     def _read(self, n: int) -> bytes:
@@ -150,7 +266,7 @@ class Machine:
     def global_(self, module: str, name: str) -> Any:
         """Resolve a global through the allowlist, recording that it was used."""
         value = self.resolve(self, module, name)
-        dotted = f"{module}.{name}"
+        dotted = global_name(module, name)
         self.globals_seen[dotted] = self.globals_seen.get(dotted, False) or not isinstance(
             value, GlobalRef
         )
@@ -165,8 +281,11 @@ class Machine:
                 return func.fn(self, args)
             except DumpError:
                 raise
-            except (TypeError, ValueError, AttributeError, IndexError, KeyError) as exc:
+            except (TypeError, ValueError, AttributeError, IndexError, KeyError,
+                    OverflowError) as exc:
                 raise self.error(f"unexpected arguments to {func.name} ({exc})") from None
+            except RecursionError:
+                raise self.error(f"arguments to {func.name} nest too deeply") from None
         if isinstance(func, GlobalRef):
             return Opaque(func.name, via, args)
         if isinstance(func, Opaque):
@@ -216,7 +335,7 @@ def _build_ndarray(m: Machine, arr: NdArrayRef, state: Any) -> None:
         raise m.error("numpy array state is not numpy's")
     offset = 1 if len(state) == 5 else 0
     shape, dtype, fortran = state[offset], state[offset + 1], state[offset + 2]
-    if isinstance(shape, tuple) and all(isinstance(s, int) for s in shape):
+    if isinstance(shape, tuple) and is_shape(shape):
         arr.shape = shape
     if isinstance(dtype, NumpyDtype):
         arr.dtype = dtype.name
@@ -227,9 +346,21 @@ def _build_ndarray(m: Machine, arr: NdArrayRef, state: Any) -> None:
 
 def _decode_str(m: Machine, raw: bytes) -> str:
     try:
-        return raw.decode("utf-8", "surrogatepass")
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    try:
+        # pickle writes lone surrogates with 'surrogatepass'; keep them visible as escapes,
+        # since no report format can print them.
+        return _printable(raw.decode("utf-8", "surrogatepass"))
     except UnicodeDecodeError as exc:
         raise m.error(f"string is not UTF-8 ({exc.reason})") from None
+
+
+def _printable(text: str) -> str:
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _op_proto(m: Machine) -> None:
@@ -359,7 +490,7 @@ def _op_short_binstring(m: Machine) -> None:
 
 def _op_unicode(m: Machine) -> None:
     try:
-        m._push(m._readline().decode("raw-unicode-escape"))
+        m._push(_printable(m._readline().decode("raw-unicode-escape")))
     except UnicodeDecodeError as exc:
         raise m.error(f"UNICODE argument does not decode ({exc.reason})") from None
 
@@ -433,6 +564,7 @@ def _tuple_n(n: int) -> Callable[[Machine], None]:
 
 def _setitem(m: Machine, target: Any, key: Any, value: Any) -> None:
     if isinstance(target, dict):
+        m.check_key(target, key)
         try:
             target[key] = value
         except TypeError:
@@ -495,6 +627,8 @@ def _op_additems(m: Machine) -> None:
         return
     if not isinstance(target, set):
         raise m.error(f"ADDITEMS on a {type(target).__name__} value")
+    for value in values:
+        m.check_key(target, value)
     try:
         target.update(values)
     except TypeError:
@@ -502,8 +636,12 @@ def _op_additems(m: Machine) -> None:
 
 
 def _op_frozenset(m: Machine) -> None:
+    items = m._pop_mark()
+    token = object()  # stands for the frozenset being built
+    for item in items:
+        m.check_key(token, item)
     try:
-        m._push(frozenset(m._pop_mark()))
+        m._push(frozenset(items))
     except TypeError:
         raise m.error("frozenset item is unhashable") from None
 

@@ -204,7 +204,9 @@ def release_key_findings(path: str, keys: list[str], release: str) -> list[Findi
     logprob_batch = bool(have & every_logprob_key)
     needed = [(k, Severity.ERROR, "on every output message") for k in expected.output_keys]
     if logprob_batch:
-        needed += [(k, Severity.ERROR, "on logprob batches") for k in expected.receiver_logprob_keys]
+        needed += [
+            (k, Severity.ERROR, "on logprob batches") for k in expected.receiver_logprob_keys
+        ]
         if "sampling_mask_token_ids" in have:
             needed += [
                 (k, Severity.ERROR, "when the message carries a sampling mask")
@@ -224,8 +226,12 @@ def release_key_findings(path: str, keys: list[str], release: str) -> list[Findi
                 sglang_error=f"KeyError: {key!r}",
             )
         )
-    known_here = {*expected.output_keys, *expected.optional_output_keys, *expected.logprob_keys,
-                  MSG_TYPE_KEY}
+    known_here = {
+        *expected.output_keys,
+        *expected.optional_output_keys,
+        *expected.logprob_keys,
+        MSG_TYPE_KEY,
+    }
     for key in present:
         if key in known_here or key.startswith(OUTPUT_PREFIX):
             continue

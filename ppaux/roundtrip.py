@@ -108,7 +108,8 @@ def sender_dict(mapping: dict, output: dict | None, *, validating: bool,
         try:
             add(sent, produced)
         except Exception as exc:  # the transport's own errors, whatever their type
-            raise SenderRefused(type(exc).__name__, _message(exc), produced.tensors.current) from None
+            raise SenderRefused(type(exc).__name__, _message(exc),
+                                produced.tensors.current) from None
     if message_type is not _ABSENT:
         sent[MSG_TYPE_KEY] = message_type
     return sent
@@ -183,8 +184,9 @@ def describe(value: Any) -> dict:
         except RuntimeError:  # nested tensors have no single shape
             shape = None
         kind = type(value)
+        name = "torch.Tensor" if kind is torch.Tensor else f"{kind.__module__}.{kind.__qualname__}"
         return {
-            "type": "torch.Tensor" if kind is torch.Tensor else f"{kind.__module__}.{kind.__qualname__}",
+            "type": name,
             "dtype": str(value.dtype).removeprefix("torch."),
             "shape": shape,
             "device": str(value.device),
@@ -260,9 +262,10 @@ def _compare_tensors(key: str, a: torch.Tensor, b: torch.Tensor, out: list) -> N
         out.append(_item(key, "dtype", "another dtype came back", str(a.dtype), str(b.dtype)))
         return
     if a.is_nested or b.is_nested:
-        if a.is_nested != b.is_nested or not all(
-            _same_bits(x, y) for x, y in zip(a.unbind(), b.unbind())
-        ) or len(a.unbind()) != len(b.unbind()):
+        pieces = (a.unbind(), b.unbind()) if a.is_nested and b.is_nested else ((), (None,))
+        if len(pieces[0]) != len(pieces[1]) or not all(
+            _same_bits(x, y) for x, y in zip(*pieces, strict=True)
+        ):
             out.append(_item(key, "bits", "the nested tensor came back different"))
         return
     if a.shape != b.shape:

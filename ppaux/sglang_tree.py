@@ -152,7 +152,9 @@ class SglangTree:
             except KeyError:
                 return None
             if info.file_size > MAX_SOURCE_BYTES:
-                raise UnreadableFile(f"{self.location}!{name}", f"larger than {MAX_SOURCE_BYTES} bytes")
+                raise UnreadableFile(
+                    f"{self.location}!{name}", f"larger than {MAX_SOURCE_BYTES} bytes"
+                )
             try:
                 with wheel.open(info) as handle:
                     # The header's size may lie; never read past the cap.
@@ -166,8 +168,11 @@ class SglangTree:
     def _wheel_metadata_version(self) -> "str | None":
         try:
             with self._wheel() as wheel:
-                names = [n for n in wheel.namelist()
-                         if re.fullmatch(r"sglang-[^/]*\.dist-info/METADATA", n)]
+                names = [
+                    n
+                    for n in wheel.namelist()
+                    if re.fullmatch(r"sglang-[^/]*\.dist-info/METADATA", n)
+                ]
         except UnreadableFile:
             return None
         for name in sorted(names):

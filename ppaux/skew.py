@@ -145,7 +145,7 @@ def _transport_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") ->
                 "last": "this last stage never sends the observer's output",
                 "first": "this first stage never pops auxiliary keys; they stay in the message",
                 "middle": "a middle stage neither sends nor pops auxiliary output, so only the "
-                          "release skew matters here",
+                "release skew matters here",
             }.get(stage.role or "", "auxiliary output sent or received here is lost")
             if stage.role == "middle":
                 severity = Severity.WARNING
@@ -162,8 +162,11 @@ def _transport_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") ->
         if cap.transport != "present":
             continue
         if stage.sends and cap.sender_validates is False:
-            missing = [k for k in ("names", "tensors", "duplicates")
-                       if not (cap.sender_checks or {}).get(k, False)]
+            missing = [
+                k
+                for k in ("names", "tensors", "duplicates")
+                if not (cap.sender_checks or {}).get(k, False)
+            ]
             role = "the last stage" if stage.role == "last" else "a possible sender"
             out.append(
                 finding(
@@ -202,7 +205,11 @@ def _transport_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") ->
                     f"scheduler_pp_mixin.py never calls {' or '.join(unused)}",
                 )
             )
-        if cap.prefix is not None and cap.receiver_prefix is not None and cap.prefix != cap.receiver_prefix:
+        if (
+            cap.prefix is not None
+            and cap.receiver_prefix is not None
+            and cap.prefix != cap.receiver_prefix
+        ):
             out.append(
                 finding(
                     "PP306",
@@ -212,12 +219,20 @@ def _transport_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") ->
                 )
             )
     out += _simple(
-        "PP306", "prefix", stages,
-        lambda fp: repr(fp.sglang.prefix) if fp.sglang.transport == "present" and fp.sglang.prefix else None,
+        "PP306",
+        "prefix",
+        stages,
+        lambda fp: (
+            repr(fp.sglang.prefix)
+            if fp.sglang.transport == "present" and fp.sglang.prefix
+            else None
+        ),
         baseline,
     )
     out += _simple(
-        "PP308", "wire code", stages,
+        "PP308",
+        "wire code",
+        stages,
         lambda fp: fp.sglang.wire_digest[:12] if fp.sglang.wire_digest else None,
         baseline,
     )
@@ -255,7 +270,9 @@ def _missing_keys(sender: Fingerprint, receiver: Fingerprint) -> "tuple[list[str
     return always, masked
 
 
-def _key_finding(receiver: Stage, sender_text: str, always: list[str], masked: list[str]) -> Finding:
+def _key_finding(
+    receiver: Stage, sender_text: str, always: list[str], masked: list[str]
+) -> Finding:
     keys = always or masked
     when = "on logprob batches" if always else "when a sampling mask is requested"
     listed = ", ".join(repr(k) for k in keys)
@@ -278,7 +295,7 @@ def _logprob_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") -> l
     for s in senders:
         sender_groups.setdefault(_key_profile(s.fingerprint), []).append(s)
     for receiver in receivers:
-        for profile, group in sender_groups.items():
+        for group in sender_groups.values():
             others = [s for s in group if s is not receiver]
             if not others:
                 continue
@@ -340,7 +357,9 @@ def env_names_differing(stages: Sequence[Stage], baseline: "Fingerprint | None")
 def _package_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") -> list[Finding]:
     out: list[Finding] = []
     for name in PACKAGE_FACTS:
-        out += _simple("PP324", name, stages, lambda fp, n=name: fp.packages.get(n), baseline, key=name)
+        out += _simple(
+            "PP324", name, stages, lambda fp, n=name: fp.packages.get(n), baseline, key=name
+        )
     return out
 
 
@@ -353,10 +372,17 @@ def _platform_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") -> 
     def cuda_severity(value: str, ref: str) -> Severity:
         def minor(text: str) -> str:
             return ".".join(text.split(".")[:2])
+
         return Severity.ERROR if minor(value) != minor(ref) else Severity.WARNING
 
-    out += _simple("PP311", "torch's CUDA build", stages, fact["CUDA (torch)"], baseline,
-                   severity=cuda_severity)
+    out += _simple(
+        "PP311",
+        "torch's CUDA build",
+        stages,
+        fact["CUDA (torch)"],
+        baseline,
+        severity=cuda_severity,
+    )
     out += _simple("PP310", "NCCL", stages, fact["NCCL"], baseline)
     out += _simple("PP312", "NVIDIA driver", stages, fact["driver"], baseline)
     out += _simple("PP313", "Python", stages, python_minor, baseline)
@@ -390,7 +416,11 @@ def _rank_rules(stages: Sequence[Stage], missing: Sequence[MissingRank]) -> list
     size_kind = "world size" if use_global else "pp size"
     for ident in sorted(set(range(size)) - set(by_rank) - reported):
         out.append(
-            finding("PP317", f"{kind} {ident}", f"{size_kind} is {size} but no fingerprint has {kind} {ident}")
+            finding(
+                "PP317",
+                f"{kind} {ident}",
+                f"{size_kind} is {size} but no fingerprint has {kind} {ident}",
+            )
         )
     return out
 
@@ -436,7 +466,9 @@ def compare(
         findings=findings,
         data={
             "stages": [s.summary() for s in stages],
-            "baseline": None if baseline is None else Stage(BASELINE_LABEL, baseline.source or BASELINE_LABEL, baseline).summary(),
+            "baseline": None
+            if baseline is None
+            else Stage(BASELINE_LABEL, baseline.source or BASELINE_LABEL, baseline).summary(),
             "missing_ranks": [m.to_json() for m in missing],
         },
         notes=notes,
@@ -448,8 +480,13 @@ def compare(
 def _roles_note(stages: Sequence[Stage]) -> str:
     known = [s for s in stages if s.role is not None]
     if not known:
-        return ("roles unknown (take fingerprints with --pp-rank and --pp-size to say which stage "
-                "is first and last): every stage was checked as a sender and as a receiver")
+        return (
+            "roles unknown (take fingerprints with --pp-rank and --pp-size to say which stage "
+            "is first and last): every stage was checked as a sender and as a receiver"
+        )
     firsts = [s.label for s in known if s.role in ("first", "only")]
     lasts = [s.label for s in known if s.role in ("last", "only")]
-    return f"first stage (receives): {span(firsts) or 'none'}; last stage (sends): {span(lasts) or 'none'}"
+    return (
+        f"first stage (receives): {span(firsts) or 'none'}; "
+        f"last stage (sends): {span(lasts) or 'none'}"
+    )

@@ -22,7 +22,9 @@ _MAX_GROUPS = 12
 _UNKNOWN = "?"
 
 
-def _rows(stages: Sequence[Stage], baseline: "Fingerprint | None", env_names: Sequence[str]) -> list[Fact]:
+def _rows(
+    stages: Sequence[Stage], baseline: "Fingerprint | None", env_names: Sequence[str]
+) -> list[Fact]:
     everyone = [s.fingerprint for s in stages] + ([baseline] if baseline is not None else [])
     rows = list(FACTS)
     for name in PACKAGE_FACTS:
@@ -38,7 +40,9 @@ def _rows(stages: Sequence[Stage], baseline: "Fingerprint | None", env_names: Se
 def _live(fp: Fingerprint) -> "str | None":
     if not fp.sglang.live:
         return None
-    odd = sorted({v.split(":")[0] for v in fp.sglang.live.values() if v not in ("original", "not loaded")})
+    odd = sorted(
+        {v.split(":")[0] for v in fp.sglang.live.values() if v not in ("original", "not loaded")}
+    )
     return ", ".join(odd) if odd else "original"
 
 
@@ -49,12 +53,14 @@ def _group(stages: Sequence[Stage], rows: Sequence[Fact]) -> list[list[Stage]]:
         groups.setdefault(signature, []).append(stage)
     ordered = list(groups.values())
     if len(ordered) > _MAX_GROUPS:
-        rest = [s for group in ordered[_MAX_GROUPS - 1:] for s in group]
+        rest = [s for group in ordered[_MAX_GROUPS - 1 :] for s in group]
         ordered = ordered[: _MAX_GROUPS - 1] + [rest]
     return ordered
 
 
-def _cell(group: Sequence[Stage], value: Callable[[Fingerprint], "str | None"], identity: bool, name: str) -> "str | None":
+def _cell(
+    group: Sequence[Stage], value: Callable[[Fingerprint], "str | None"], identity: bool, name: str
+) -> "str | None":
     values = [value(s.fingerprint) for s in group]
     distinct = list(dict.fromkeys(values))
     if len(distinct) == 1:
@@ -64,13 +70,17 @@ def _cell(group: Sequence[Stage], value: Callable[[Fingerprint], "str | None"], 
     return "various"
 
 
-def matrix(stages: Sequence[Stage], baseline: "Fingerprint | None", env_names: Sequence[str]) -> Table:
+def matrix(
+    stages: Sequence[Stage], baseline: "Fingerprint | None", env_names: Sequence[str]
+) -> Table:
     """The stages-by-facts table, differing cells in ``marked``."""
     rows = _rows(stages, baseline, env_names)
     if len(stages) > MAX_COLUMNS:
         groups = _group(stages, rows)
-        headers = [g[0].label if len(g) == 1 else f"{span([s.label for s in g], 2)} ({len(g)})"
-                   for g in groups]
+        headers = [
+            g[0].label if len(g) == 1 else f"{span([s.label for s in g], 2)} ({len(g)})"
+            for g in groups
+        ]
     else:
         groups = [[s] for s in stages]
         headers = [s.label for s in stages]
@@ -90,4 +100,6 @@ def matrix(stages: Sequence[Stage], baseline: "Fingerprint | None", env_names: S
                 marked.add((r, c + offset))
         table_rows.append(tuple(cells))
     title = f"{len(stages)} stage(s)" + (" against the baseline" if baseline is not None else "")
-    return Table(title=title, columns=tuple(columns), rows=tuple(table_rows), marked=frozenset(marked))
+    return Table(
+        title=title, columns=tuple(columns), rows=tuple(table_rows), marked=frozenset(marked)
+    )

@@ -6,6 +6,7 @@ compared. ``None`` means unknown: unknown values are never reported as differenc
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -96,7 +97,10 @@ class Stage:
             "nccl": fp.nccl.get("version"),
             "driver": fp.driver.get("version"),
             "fingerprint": {"schema": fp.schema, "ppaux": fp.tool_version},
-            "capability": fp.sglang.to_json(),
+            "capability": {
+                **fp.sglang.verdicts(),
+                "logprob_key_set": keys_label(fp.sglang.logprob_keys),
+            },
         }
 
 
@@ -153,10 +157,11 @@ def make_stages(fingerprints: Sequence[Fingerprint], paths: Sequence[str]) -> li
         ),
     )
     bases = [_base_label(fingerprints[i], _stem(paths[i])) for i in order]
+    counts = Counter(bases)
     labels = []
-    for base, i in zip(bases, order):
+    for base, i in zip(bases, order, strict=True):
         rank = fingerprints[i].rank.rank
-        shared = bases.count(base) > 1 and base.startswith("pp") and rank is not None
+        shared = counts[base] > 1 and base.startswith("pp") and rank is not None
         labels.append(f"{base}.r{rank}" if shared else base)
     seen: dict[str, int] = {}
     unique = []
@@ -190,6 +195,7 @@ def env_value(fp: Fingerprint, name: str) -> str:
     return "unset" if raw is None else raw
 
 
+@functools.lru_cache(maxsize=256)
 def keys_label(keys: "tuple[str, ...] | None") -> "str | None":
     """'14 keys (0.5.18-0.5.19)': the count and the releases that send exactly that set."""
     if keys is None:
@@ -291,17 +297,25 @@ FACTS: tuple[Fact, ...] = (
     Fact("transport", _transport),
     Fact("release match", _match),
     Fact("prefix", lambda fp: _present(fp, fp.sglang.prefix)),
-    Fact("sender checks", lambda fp: _present(fp, _checks(fp.sglang.sender_checks,
-                                                         ("names", "tensors", "duplicates")))),
-    Fact("receiver checks", lambda fp: _present(fp, _checks(fp.sglang.receiver_checks,
-                                                           ("tensors",)))),
+    Fact(
+        "sender checks",
+        lambda fp: _present(
+            fp, _checks(fp.sglang.sender_checks, ("names", "tensors", "duplicates"))
+        ),
+    ),
+    Fact(
+        "receiver checks", lambda fp: _present(fp, _checks(fp.sglang.receiver_checks, ("tensors",)))
+    ),
     Fact("logprob keys", lambda fp: keys_label(fp.sglang.logprob_keys)),
     Fact("wire", _wire),
     Fact("torch", _torch),
     Fact("CUDA (torch)", _cuda),
     Fact("NCCL", lambda fp: _known(fp.nccl.get("version"))),
     Fact("driver", lambda fp: _known(fp.driver.get("version"))),
-    Fact("Python", lambda fp: f"{fp.python.get('version')} {fp.python.get('implementation', '')}".strip()),
+    Fact(
+        "Python",
+        lambda fp: f"{fp.python.get('version')} {fp.python.get('implementation', '')}".strip(),
+    ),
     Fact("ppaux", lambda fp: fp.tool_version),
 )
 

@@ -86,7 +86,7 @@ class WireStats:
             "tensors": self.tensors, "empty_tensors": self.empty,
             "tensor_bytes": self.tensor_bytes, "metadata_bytes": self.metadata_bytes,
             "seconds": round(self.seconds, 6),
-            "throughput_mib_s": round(rate, 1) if rate is not None else None,
+            "throughput_mib_s": float(f"{rate:.3g}") if rate is not None else None,
         }
 
 
@@ -201,13 +201,16 @@ def fill(target: torch.Tensor, chunks: list[torch.Tensor]) -> None:
     ``chunks`` holds one tensor per sending rank: one without a gathering group, one slice per
     attention-TP rank with one, in rank order (what the all-gather puts back together).
     """
-    flat = [_raw(chunk).to(target.device) for chunk in chunks]
-    data = flat[0] if len(flat) == 1 else torch.cat(flat)
-    if target.is_quantized:
-        # The receiver's quantized tensor has no quantizer; only the integer bytes travel.
-        target.untyped_storage().copy_(data.clone().untyped_storage())
-    else:
-        target.view(-1).copy_(data)
+    # No autograd: the wire moves bytes, and the receiver's tensor must not inherit the
+    # sender's requires_grad through the copy.
+    with torch.no_grad():
+        flat = [_raw(chunk.detach()).to(target.device) for chunk in chunks]
+        data = flat[0] if len(flat) == 1 else torch.cat(flat)
+        if target.is_quantized:
+            # The receiver's quantized tensor has no quantizer; only the integer bytes travel.
+            target.untyped_storage().copy_(data.clone().untyped_storage())
+        else:
+            target.view(-1).copy_(data)
 
 
 def _raw(chunk: torch.Tensor) -> torch.Tensor:
@@ -226,7 +229,7 @@ def transfer(tensor_dict: dict, *, all_gather_size: int = 1) -> tuple[dict, Wire
     stats.metadata_bytes = len(payload)
     keys = [key for key, value in metadata if isinstance(value, TensorMetadata)]
     sent: list[list[torch.Tensor] | None] = []
-    for key, tensor in zip(keys, tensors):
+    for key, tensor in zip(keys, tensors, strict=True):
         ranks = all_gather_size if _gathers(tensor, all_gather_size) else 1
         chunks = [outgoing(key, tensor, all_gather_size=all_gather_size, all_gather_rank=rank)
                   for rank in range(ranks)]

@@ -131,7 +131,7 @@ class _Channel:
         if stats is not None:
             stats.metadata_bytes = len(payload)
         keys = [key for key, value in metadata if isinstance(value, TensorMetadata)]
-        for key, tensor in zip(keys, tensors):
+        for key, tensor in zip(keys, tensors, strict=True):
             ranks = all_gather_size if _gathers(tensor.numel(), all_gather_size) else 1
             for rank in range(ranks):
                 chunk = outgoing(key, tensor, all_gather_size=all_gather_size,

@@ -14,6 +14,7 @@ from ppaux_cli.commands import check_skew as _check_skew
 from ppaux_cli.commands import explain as _explain
 from ppaux_cli.commands import fingerprint as _fingerprint
 from ppaux_cli.commands import inspect as _inspect
+from ppaux_cli.commands import replay as _replay
 from ppaux_cli.commands import rules as _rules
 
 __all__ = ["app", "main"]
@@ -75,6 +76,7 @@ app.command("explain")(_explain.explain)
 app.command("rules")(_rules.rules)
 app.command("fingerprint")(_fingerprint.fingerprint)
 app.command("check-skew")(_check_skew.check_skew)
+app.command("replay")(_replay.replay)
 app.add_typer(_capture.app, name="capture")
 
 

@@ -123,4 +123,9 @@ def _width() -> int:
         columns = 0
     if columns > 0:
         return columns
-    return 100 if not sys.stdout.isatty() else os.get_terminal_size(sys.stdout.fileno()).columns
+    if not sys.stdout.isatty():
+        return 100
+    # A terminal that reports no size (a fresh pseudo-terminal says 0 columns) gets the default.
+    import shutil
+
+    return shutil.get_terminal_size(fallback=(100, 24)).columns or 100

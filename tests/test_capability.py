@@ -9,25 +9,46 @@ from pathlib import Path
 
 import pytest
 
-from ppaux.capability import SCHEDULER_FILE, TRANSPORT_FILE, Capability, analyse
+from ppaux.capability import SCHEDULER_FILE, Capability, analyse
 from ppaux.code_digest import definition_digests, node_digest
 from ppaux.sglang_tree import SglangPathError
 from skew_fixtures import TRANSPORT, copy_tree, tree
 
-ALL_CHECKS = {"names": True, "tensors": True, "duplicates": True, "protocol": True,
-              "non_empty": True}
+ALL_CHECKS = {
+    "names": True,
+    "tensors": True,
+    "duplicates": True,
+    "protocol": True,
+    "non_empty": True,
+}
 POP_CHECKS = {"observer": True, "protocol": True, "tensors": True, "reconstructed": True}
 PREFIX = "__sampling_observer_output__."
 
-BASE = ["extend_input_len_per_req", "extend_logprob_start_len_per_req", "next_token_logprobs",
-        "next_token_top_logprobs_val", "next_token_top_logprobs_idx",
-        "next_token_token_ids_logprobs_val", "next_token_token_ids_logprobs_idx"]
-INPUT = ["input_token_logprobs", "input_top_logprobs_val", "input_top_logprobs_idx",
-         "input_token_ids_logprobs_val", "input_token_ids_logprobs_idx"]
+BASE = [
+    "extend_input_len_per_req",
+    "extend_logprob_start_len_per_req",
+    "next_token_logprobs",
+    "next_token_top_logprobs_val",
+    "next_token_top_logprobs_idx",
+    "next_token_token_ids_logprobs_val",
+    "next_token_token_ids_logprobs_idx",
+]
+INPUT = [
+    "input_token_logprobs",
+    "input_top_logprobs_val",
+    "input_top_logprobs_idx",
+    "input_token_ids_logprobs_val",
+    "input_token_ids_logprobs_idx",
+]
 OLD = BASE + ["next_token_sampling_mask_idx", "next_token_sampling_logprobs"] + INPUT
-MASK_0522 = ["sampling_mask_token_ids", "sampling_mask_lengths", "sampling_mask_selected_logprobs",
-             "sampling_mask_support_logprobs", "sampling_mask_statuses",
-             "sampling_mask_num_accept_tokens"]
+MASK_0522 = [
+    "sampling_mask_token_ids",
+    "sampling_mask_lengths",
+    "sampling_mask_selected_logprobs",
+    "sampling_mask_support_logprobs",
+    "sampling_mask_statuses",
+    "sampling_mask_num_accept_tokens",
+]
 # The receiver indexes the mask's first key unconditionally (it is the test of the if).
 RECEIVER_0520 = ["sampling_mask_token_ids"] + BASE[2:] + INPUT + BASE[:2]
 
@@ -66,7 +87,10 @@ def test_v0520_and_v0523_trees_differ_only_in_keys():
     assert list(v0520.logprob_keys) == BASE + MASK_0522[:3] + MASK_0522[4:5] + INPUT
     assert list(v0520.receiver_logprob_keys) == RECEIVER_0520
     assert list(v0520.receiver_sampling_mask_keys) == [
-        "sampling_mask_lengths", "sampling_mask_selected_logprobs", "sampling_mask_statuses"]
+        "sampling_mask_lengths",
+        "sampling_mask_selected_logprobs",
+        "sampling_mask_statuses",
+    ]
     assert list(v0523.logprob_keys) == BASE + MASK_0522 + INPUT
     assert list(v0523.receiver_sampling_mask_keys) == MASK_0522[1:]
     assert v0520.digests == v0523.digests
@@ -75,13 +99,19 @@ def test_v0520_and_v0523_trees_differ_only_in_keys():
 
 def test_unvalidated_sender_tree():
     cap = analyse(tree("unvalidated_sender"))
-    assert cap.sender_checks == {**ALL_CHECKS, "names": False, "tensors": False,
-                                 "duplicates": False}
+    assert cap.sender_checks == {
+        **ALL_CHECKS,
+        "names": False,
+        "tensors": False,
+        "duplicates": False,
+    }
     assert cap.sender_validates is False
     assert cap.receiver_validates is True
     assert cap.prefix == PREFIX
-    assert cap.digests["add_auxiliary_output_to_pp_tensors"] != analyse(tree("v0523")).digests[
-        "add_auxiliary_output_to_pp_tensors"]
+    assert (
+        cap.digests["add_auxiliary_output_to_pp_tensors"]
+        != analyse(tree("v0523")).digests["add_auxiliary_output_to_pp_tensors"]
+    )
 
 
 def test_other_prefix_tree():
@@ -102,8 +132,10 @@ def test_wire_modified_tree():
     cap, plain = analyse(tree("wire_modified")), analyse(tree("v0523"))
     assert (cap.wire, cap.non_tensor_values) == ("modified", "other")
     assert cap.wire_digest != plain.wire_digest
-    assert cap.digests["GroupCoordinator.send_tensor_dict"] == plain.digests[
-        "GroupCoordinator.send_tensor_dict"]
+    assert (
+        cap.digests["GroupCoordinator.send_tensor_dict"]
+        == plain.digests["GroupCoordinator.send_tensor_dict"]
+    )
 
 
 def test_syntax_error_makes_the_transport_unknown(tmp_path):
@@ -112,10 +144,13 @@ def test_syntax_error_makes_the_transport_unknown(tmp_path):
     path.write_text(path.read_text() + "\ndef broken(:\n")
     cap = analyse(str(root))
     where = str(root / TRANSPORT)
-    reason = f"{where}: not valid Python: invalid syntax (line {len(path.read_text().splitlines())})"
+    reason = (
+        f"{where}: not valid Python: invalid syntax (line {len(path.read_text().splitlines())})"
+    )
     assert (cap.transport, cap.match) == ("unknown", "unknown")
-    assert cap.unknown == {k: reason for k in
-                           ("transport", "prefix", "sender_checks", "receiver_checks", "match")}
+    assert cap.unknown == {
+        k: reason for k in ("transport", "prefix", "sender_checks", "receiver_checks", "match")
+    }
     transport = next(f for f in cap.files if f.role == "transport")
     assert transport.status == "unparsable" and transport.sha256 is not None
     # The other files were still read.
@@ -129,8 +164,10 @@ def test_missing_file_makes_its_facts_unknown(tmp_path):
     utils.mkdir()  # a directory where the file should be counts as no file
     cap = analyse(str(root))
     assert cap.logprob_keys is None and cap.receiver_logprob_keys is None
-    assert cap.unknown == {"logprob_keys": f"{utils}: no such file",
-                           "receiver_logprob_keys": f"{utils}: no such file"}
+    assert cap.unknown == {
+        "logprob_keys": f"{utils}: no such file",
+        "receiver_logprob_keys": f"{utils}: no such file",
+    }
     assert cap.transport == "present"
 
 
@@ -166,12 +203,17 @@ def test_wheel_and_directory_agree(tmp_path):
     from_wheel, from_dir = analyse(str(wheel)), analyse(tree("v0523"))
     assert (from_wheel.origin, from_wheel.location) == ("wheel", str(wheel))
     assert from_wheel.files[1].path == f"{wheel}!{TRANSPORT}"
-    strip = lambda c: {k: v for k, v in c.to_json().items() if k not in ("origin", "location", "files")}  # noqa: E731
+
+    def strip(cap: Capability) -> dict:
+        return {k: v for k, v in cap.to_json().items() if k not in ("origin", "location", "files")}
+
     assert strip(from_wheel) == strip(from_dir)
 
 
 def test_the_package_directory_itself_is_accepted():
-    assert analyse(os.path.join(tree("v0523"), "sglang")).location == os.path.join(tree("v0523"), "sglang")
+    assert analyse(os.path.join(tree("v0523"), "sglang")).location == os.path.join(
+        tree("v0523"), "sglang"
+    )
 
 
 @pytest.mark.parametrize(
@@ -179,7 +221,10 @@ def test_the_package_directory_itself_is_accepted():
     [
         (lambda p: p / "missing", "no such file or directory"),
         (lambda p: p, "no sglang package here (expected sglang/srt/ inside)"),
-        (lambda p: _write(p / "x.whl", b"not a zip"), "not a directory or a wheel (zip) file: File is not a zip file"),
+        (
+            lambda p: _write(p / "x.whl", b"not a zip"),
+            "not a directory or a wheel (zip) file: File is not a zip file",
+        ),
         (lambda p: _zip(p / "y.whl"), "the wheel holds no sglang/ package"),
     ],
 )
@@ -206,8 +251,11 @@ def test_not_installed(monkeypatch):
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     cap = analyse()
-    assert cap == Capability(found=False, transport="unknown",
-                             unknown={"sglang": "sglang is not installed in this Python environment"})
+    assert cap == Capability(
+        found=False,
+        transport="unknown",
+        unknown={"sglang": "sglang is not installed in this Python environment"},
+    )
 
 
 def test_installed_sglang_is_found_without_running_it(tmp_path, monkeypatch):
@@ -233,8 +281,10 @@ def test_digest_ignores_layout_and_docstrings_but_not_code():
 
 
 def test_definition_digests_take_the_last_definition():
-    tree_ = ast.parse("def f():\n    return 1\n\nclass C:\n    def m(self):\n        pass\n\n"
-                      "def f():\n    return 2\n")
+    tree_ = ast.parse(
+        "def f():\n    return 1\n\nclass C:\n    def m(self):\n        pass\n\n"
+        "def f():\n    return 2\n"
+    )
     digests = definition_digests(tree_, ["f", "C.m", "absent"])
     assert set(digests) == {"f", "C.m"}
     assert digests["f"] == node_digest(tree_.body[2])

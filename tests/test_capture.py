@@ -143,7 +143,7 @@ def test_non_tensor_leak_raises_unchanged_and_leaves_one_capture(tree: Path, tmp
     assert capture.stats() == capture.CaptureStats(1, 0, 0, str(path))
 
 
-def test_capture_is_flagged_by_inspect(tree: Path, tmp_path: Path):
+def test_capture_is_flagged_by_inspect_and_reproduced_by_replay(tree: Path, tmp_path: Path):
     directory = tmp_path / "captures"
     capture.install(directory)
     from sglang.srt.managers import scheduler_pp_mixin as mixin
@@ -157,6 +157,14 @@ def test_capture_is_flagged_by_inspect(tree: Path, tmp_path: Path):
     findings = json.loads(done.stdout)["findings"]
     assert [(f["code"], f["key"]) for f in findings] == [("PP101", P + "scores")]
     assert findings[0]["sglang_error"] == NON_TENSOR
+    # replay: the last stage wrote the key unchecked (a validating sender would refuse it)
+    done = subprocess.run([sys.executable, "-m", "ppaux_cli", "replay", "--sender", "legacy",
+                           "--format", "json", str(path)], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 1, done.stderr
+    findings = json.loads(done.stdout)["findings"]
+    assert [(f["code"], f["message"]) for f in findings] == [
+        ("PP401", f"pop on rank 0 raises RuntimeError: {NON_TENSOR}")]
 
 
 def test_observer_error_is_the_same_object(tree: Path, tmp_path: Path):
@@ -673,3 +681,25 @@ def test_importing_the_plugin_and_capture_modules_does_not_import_torch():
             "print('torch' in sys.modules, 'sglang' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "False"]
+
+
+def test_capture_original_recognises_both_kinds_of_wrapper(tree: Path, tmp_path: Path):
+    import functools
+
+    import sglang.srt.sampling.sampling_observer_pp as transport_module
+
+    original = transport_module.pop_auxiliary_output_from_pp_tensors
+    assert capture.capture_original(original) is None
+    capture.install(tmp_path / "captures")
+    assert capture.capture_original(transport_module.pop_auxiliary_output_from_pp_tensors) is original
+
+    def around(original_fn, hook):  # the shape of what sglang's HookRegistry builds (AROUND)
+        @functools.wraps(original_fn)
+        def wrapper(*args, **kwargs):
+            return hook(original_fn, *args, **kwargs)
+
+        return wrapper
+
+    assert capture.capture_original(around(original, capture.around_pop)) is original
+    assert capture.capture_original(around(original, print)) is None
+    assert capture.capture_original(functools.wraps(original)(lambda *a: None)) is None

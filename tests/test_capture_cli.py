@@ -163,10 +163,13 @@ def test_list_text_and_json(filled: Path):
     names = [p.name for p in sorted(filled.glob("capture-*.pt"))]
     result = run("capture", "list", "--dir", str(filled))
     assert result.exit_code == 0
-    assert [n[:20] for n in names] == [line.split("│")[1].strip()[:20] for line in
-                                       result.stdout.splitlines() if "capture-" in line]
-    assert "RuntimeError: received a" in result.stdout
-    assert "2 capture(s), 1 skipped" in result.stdout
+    assert result.stdout == (
+        f"{names[0]}: RuntimeError: {NON_TENSOR}\n"
+        f"{names[1]}: RuntimeError: auxiliary output does not support pipeline-parallel "
+        "transport\n"
+        f"2 capture(s) in {filled}, 1 skipped\n"
+        "0 error(s), 0 warning(s), 0 info, 0 input(s) not checked\n"
+    )
 
     document = json.loads(run("capture", "list", "--format", "json",
                               PPAUX_CAPTURE_DIR=str(filled)).stdout)
@@ -245,3 +248,26 @@ def test_capture_commands_do_not_import_torch(tmp_path: Path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_status_honours_select_and_ignore(filled: Path):
+    ignored = json.loads(run("capture", "status", "--dir", str(filled), "-f", "json",
+                             "--ignore", "PP502").stdout)
+    assert [f["code"] for f in ignored["findings"]] == ["PP501"]
+    selected = json.loads(run("capture", "status", "--dir", str(filled), "-f", "json",
+                              "--select", "PP502").stdout)
+    assert [f["code"] for f in selected["findings"]] == ["PP502"]
+    assert run("capture", "status", "--dir", str(filled), "--fail-on", "warning").exit_code == 1
+
+
+def test_json_reports_follow_the_report_schema(filled: Path):
+    import jsonschema
+
+    schema = json.loads((Path(__file__).resolve().parent.parent / "docs" / "report.schema.json")
+                        .read_text(encoding="utf-8"))
+    for command in ("status", "list"):
+        document = json.loads(run("capture", command, "--dir", str(filled), "-f", "json").stdout)
+        assert document["command"] == f"capture {command}"
+        errors = [f"{e.json_path}: {e.message}"
+                  for e in jsonschema.Draft202012Validator(schema).iter_errors(document)]
+        assert errors == []

@@ -64,6 +64,7 @@ else:
     hooks = {}
 
 import torch
+from ppaux import capture
 class Observer:
     def from_pp_tensors(self, tensors):
         return dict(tensors)
@@ -86,6 +87,9 @@ print(json.dumps({
     "wrapped": [pp_consumer.add_auxiliary_output_to_pp_tensors.__wrapped__ is originals[0],
                 pp_consumer.pop_auxiliary_output_from_pp_tensors.__wrapped__ is originals[1]],
     "raised": raised,
+    "capture_original": [
+        capture.capture_original(pp_consumer.add_auxiliary_output_to_pp_tensors) is originals[0],
+        capture.capture_original(pp_consumer.pop_auxiliary_output_from_pp_tensors) is originals[1]],
 }))
 """
 
@@ -132,6 +136,7 @@ def test_plugin_through_sglangs_framework(version: str, tmp_path: Path):
             [["around", "ppaux.capture", "ppaux_capture", "ppaux"]],
     }
     assert result["wrapped"] == [True, True]
+    assert result["capture_original"] == [True, True]
     assert result["raised"] == [NON_TENSOR, "auxiliary PP output 'bad' is not a tensor"]
 
     pop_file, add_file = sorted(directory.glob("capture-*.pt"))
@@ -174,5 +179,6 @@ def test_install_on_the_real_transport(version: str, tmp_path: Path):
     directory = tmp_path / "captures"
     result = run_child(root, {}, "install", str(directory))
     assert result["wrapped"] == [True, True]
+    assert result["capture_original"] == [True, True]
     assert result["raised"] == [NON_TENSOR, "auxiliary PP output 'bad' is not a tensor"]
     assert len(list(directory.glob("capture-*.pt"))) == 2

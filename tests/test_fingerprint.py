@@ -27,19 +27,31 @@ GOOD = str(SETS / "consistent" / "pp0.json")
 
 
 def test_collect_records_this_process():
-    env = {"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "8", "SGLANG_ENABLE_PP_SPEC": "1",
-           "HOME": "/root", "PATH": "/bin"}
+    env = {
+        "RANK": "3",
+        "LOCAL_RANK": "1",
+        "WORLD_SIZE": "8",
+        "SGLANG_ENABLE_PP_SPEC": "1",
+        "HOME": "/root",
+        "PATH": "/bin",
+    }
     fp = collect(sglang_path=tree("v0519"), pp_rank=1, pp_size=2, environ=env)
     assert fp.schema == SCHEMA and fp.tool_version == ppaux.__version__
     assert fp.pid == os.getpid()
     assert (fp.rank.rank, fp.rank.local_rank, fp.rank.world_size) == (3, 1, 8)
     assert (fp.rank.pp_rank, fp.rank.pp_size) == (1, 2)
-    assert fp.python == {"version": platform.python_version(),
-                         "implementation": sys.implementation.name}
+    assert fp.python == {
+        "version": platform.python_version(),
+        "implementation": sys.implementation.name,
+    }
     assert set(fp.packages) == set(PACKAGES)
     assert fp.packages["ppaux"] == ppaux.__version__
-    assert fp.environment == {"LOCAL_RANK": "1", "RANK": "3", "SGLANG_ENABLE_PP_SPEC": "1",
-                              "WORLD_SIZE": "8"}
+    assert fp.environment == {
+        "LOCAL_RANK": "1",
+        "RANK": "3",
+        "SGLANG_ENABLE_PP_SPEC": "1",
+        "WORLD_SIZE": "8",
+    }
     assert fp.sglang.version == "0.5.19" and fp.sglang.transport == "present"
     assert fp.driver["version"] in ("unknown",) or fp.driver["version"][0].isdigit()
     assert fp.nccl["version"] == "unknown" or fp.nccl["version"][0].isdigit()
@@ -65,10 +77,13 @@ def test_torch_build_is_read_without_importing_torch():
 
 def test_redaction():
     env = {
-        "HF_TOKEN": "hf_abc", "SGLANG_API_KEY": "k", "NCCL_IB_PASSWORD": "p",
+        "HF_TOKEN": "hf_abc",
+        "SGLANG_API_KEY": "k",
+        "NCCL_IB_PASSWORD": "p",
         "SGLANG_PP_SKIP_PURE_CHUNKED_OUTPUT_COMM": "1",
         "SGLANG_MODEL_URL": "https://user:hunter2@models.example/x",
-        "TORCH_SECRET_THING": "s", "AWS_SECRET_ACCESS_KEY": "not PP related",
+        "TORCH_SECRET_THING": "s",
+        "AWS_SECRET_ACCESS_KEY": "not PP related",
         "MASTER_ADDR": "10.0.0.1",
     }
     assert redact_environment(env) == {
@@ -110,7 +125,7 @@ BAD_REASONS = {
     "missing_field.json": "missing field 'packages'",
     "wrong_type.json": "field 'rank.pp_rank' must be an integer or null, not a string \"first\"",
     "wrong_sglang_type.json": "field 'sglang.logprob_keys' must be a list or null, not a string "
-    "\"next_token_logprobs\"",
+    '"next_token_logprobs"',
 }
 
 

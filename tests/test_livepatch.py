@@ -8,12 +8,19 @@ import sys
 import types
 from pathlib import Path
 
-from ppaux.livepatch import NOT_LOADED, ORIGINAL, SCHEDULER_MODULE, TRANSPORT_MODULE, live_findings, live_state
+from ppaux.livepatch import (
+    NOT_LOADED,
+    ORIGINAL,
+    SCHEDULER_MODULE,
+    TRANSPORT_MODULE,
+    live_findings,
+    live_state,
+)
 
 ADD = "add_auxiliary_output_to_pp_tensors"
 POP = "pop_auxiliary_output_from_pp_tensors"
 
-SOURCE = '''\
+SOURCE = """\
 def add_auxiliary_output_to_pp_tensors(tensors, output):
     if output is None:
         return
@@ -23,7 +30,7 @@ def add_auxiliary_output_to_pp_tensors(tensors, output):
 
 def pop_auxiliary_output_from_pp_tensors(tensors, observer):
     return {k: tensors.pop(k) for k in list(tensors) if k.startswith("p.")}
-'''
+"""
 
 
 def _load(path: Path, name: str) -> types.ModuleType:
@@ -45,8 +52,9 @@ def _modules(tmp_path: Path) -> dict[str, types.ModuleType]:
 
 def test_untouched_functions_are_original(tmp_path):
     state = live_state(_modules(tmp_path))
-    assert state == {f"{m}.{f}": ORIGINAL for m in (TRANSPORT_MODULE, SCHEDULER_MODULE)
-                     for f in (ADD, POP)}
+    assert state == {
+        f"{m}.{f}": ORIGINAL for m in (TRANSPORT_MODULE, SCHEDULER_MODULE) for f in (ADD, POP)
+    }
     assert live_findings(state, "rank 3") == []
 
 
@@ -68,10 +76,15 @@ def test_replaced_in_the_scheduler_only(tmp_path):
     state = live_state(modules)
     assert state[f"{TRANSPORT_MODULE}.{ADD}"] == ORIGINAL
     verdict = state[f"{SCHEDULER_MODULE}.{ADD}"]
-    assert verdict == f"replaced: by {__name__}.test_replaced_in_the_scheduler_only.<locals>.lenient_add from {__file__}"
+    assert (
+        verdict
+        == f"replaced: by {__name__}.{test_replaced_in_the_scheduler_only.__name__}.<locals>."
+        f"lenient_add from {__file__}"
+    )
     findings = live_findings(state, "rank 3")
     assert [(f.code, f.path, f.key) for f in findings] == [
-        ("PP320", "rank 3", f"{SCHEDULER_MODULE}.{ADD}")]
+        ("PP320", "rank 3", f"{SCHEDULER_MODULE}.{ADD}")
+    ]
     assert findings[0].message == f"{SCHEDULER_MODULE}.{ADD} is {verdict}"
     assert findings[0].sglang_error == "received a non-tensor auxiliary PP output"
 
@@ -93,7 +106,8 @@ def test_not_a_python_function(tmp_path):
     modules = _modules(tmp_path)
     modules[TRANSPORT_MODULE].add_auxiliary_output_to_pp_tensors = dict.update
     assert live_state(modules)[f"{TRANSPORT_MODULE}.{ADD}"] == (
-        "replaced: a method_descriptor, not a Python function")
+        "replaced: a method_descriptor, not a Python function"
+    )
 
 
 def test_file_changed_after_import(tmp_path):
@@ -104,7 +118,8 @@ def test_file_changed_after_import(tmp_path):
     assert live_state(modules)[f"{TRANSPORT_MODULE}.{ADD}"] == ORIGINAL
     path.write_text(SOURCE.replace('"p." + name', '"q." + name'))
     assert live_state(modules)[f"{TRANSPORT_MODULE}.{ADD}"] == (
-        f"differs from its file: the code running is not the code in {path}")
+        f"differs from its file: the code running is not the code in {path}"
+    )
     assert live_state(modules)[f"{TRANSPORT_MODULE}.{POP}"] == ORIGINAL
 
 
@@ -115,7 +130,8 @@ def test_missing_attribute_and_unreadable_file(tmp_path):
     state = live_state(modules)
     assert state[f"{TRANSPORT_MODULE}.{POP}"] == "missing: the module has no such attribute"
     assert state[f"{TRANSPORT_MODULE}.{ADD}"].startswith(
-        f"unknown: its file {tmp_path / 'sampling_observer_pp.py'} cannot be compiled: ")
+        f"unknown: its file {tmp_path / 'sampling_observer_pp.py'} cannot be compiled: "
+    )
 
 
 def test_a_scheduler_without_the_transport_is_not_a_patch(tmp_path):

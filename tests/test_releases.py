@@ -12,8 +12,12 @@ from ppaux.findings import Finding, Severity
 from ppaux.releases import UnknownReleaseError, known_release, release_key_findings
 
 OLD_ONLY = ["next_token_sampling_mask_idx", "next_token_sampling_logprobs"]
-MASK_0520 = ["sampling_mask_token_ids", "sampling_mask_lengths",
-             "sampling_mask_selected_logprobs", "sampling_mask_statuses"]
+MASK_0520 = [
+    "sampling_mask_token_ids",
+    "sampling_mask_lengths",
+    "sampling_mask_selected_logprobs",
+    "sampling_mask_statuses",
+]
 
 
 def test_table_is_package_data_and_well_formed():
@@ -29,24 +33,38 @@ def test_table_is_package_data_and_well_formed():
 def test_families_hold_the_reference_facts():
     old, first, current = releases.families()
     assert (old.transport, old.transport_sha256, old.transport_digests) == (False, None, {})
-    assert first.transport_sha256 == "4fe27cef77f9b65dfbc7123145d348eef6b0291456e97031b4ca7ad47e0f70eb"
-    assert current.transport_sha256 == "0b6db77de1177db6275bcc6fbf92abb8403b13c55ae7df263d06987779d45f5d"
+    assert (
+        first.transport_sha256 == "4fe27cef77f9b65dfbc7123145d348eef6b0291456e97031b4ca7ad47e0f70eb"
+    )
+    assert (
+        current.transport_sha256
+        == "0b6db77de1177db6275bcc6fbf92abb8403b13c55ae7df263d06987779d45f5d"
+    )
     assert (first.transport_lines, current.transport_lines) == (86, 84)
     assert first.aux_output_defined_in == "sglang/srt/sampling/sampling_observer.py"
     assert current.aux_output_defined_in == "sglang/srt/managers/auxiliary_output.py"
     # Only imports changed in 0.5.20: the functions and Protocols are the same.
     assert first.transport_digests == current.transport_digests
     assert set(first.transport_digests) == {
-        "add_auxiliary_output_to_pp_tensors", "pop_auxiliary_output_from_pp_tensors",
-        "PipelineParallelAuxiliaryOutput", "PipelineParallelSamplingObserver"}
+        "add_auxiliary_output_to_pp_tensors",
+        "pop_auxiliary_output_from_pp_tensors",
+        "PipelineParallelAuxiliaryOutput",
+        "PipelineParallelSamplingObserver",
+    }
     # The wire code is the same from 0.5.18 to 0.5.23.
     assert old.wire_digests == first.wire_digests == current.wire_digests
 
 
 @pytest.mark.parametrize(
     "version, count, torch",
-    [("0.5.18", 14, "2.13.0"), ("0.5.19", 14, "2.13.0"), ("0.5.20", 16, "2.13.0"),
-     ("0.5.21", 17, "2.13.0"), ("0.5.22", 18, "2.14.1"), ("0.5.23", 18, "2.14.1")],
+    [
+        ("0.5.18", 14, "2.13.0"),
+        ("0.5.19", 14, "2.13.0"),
+        ("0.5.20", 16, "2.13.0"),
+        ("0.5.21", 17, "2.13.0"),
+        ("0.5.22", 18, "2.14.1"),
+        ("0.5.23", 18, "2.14.1"),
+    ],
 )
 def test_logprob_key_counts_and_torch_pins(version, count, torch):
     facts = releases.release(version)
@@ -75,7 +93,8 @@ def test_known_release():
     with pytest.raises(UnknownReleaseError) as caught:
         releases.release("0.6.0")
     assert str(caught.value) == (
-        "unknown sglang release '0.6.0'; known: 0.5.18, 0.5.19, 0.5.20, 0.5.21, 0.5.22, 0.5.23")
+        "unknown sglang release '0.6.0'; known: 0.5.18, 0.5.19, 0.5.20, 0.5.21, 0.5.22, 0.5.23"
+    )
 
 
 def test_match_transport():
@@ -83,7 +102,9 @@ def test_match_transport():
     assert releases.match_transport(current.transport_sha256, {}) == ("release", "0.5.20-0.5.23")
     assert releases.match_transport(first.transport_sha256, {}) == ("release", "0.5.19")
     assert releases.match_transport("0" * 64, dict(current.transport_digests)) == (
-        "functions", "0.5.19-0.5.23")
+        "functions",
+        "0.5.19-0.5.23",
+    )
     changed = {**current.transport_digests, "add_auxiliary_output_to_pp_tensors": "x"}
     assert releases.match_transport("0" * 64, changed) == ("modified", None)
 
@@ -118,31 +139,42 @@ def test_release_key_findings_predicts_the_key_error():
         ("PP322", "next_token_sampling_mask_idx"),
         ("PP322", "next_token_sampling_logprobs"),
     ]
-    assert found[1].message == ("'next_token_sampling_mask_idx' is sent by sglang "
-                                "0.5.18-0.5.19, not by 0.5.23: the last stage runs another release")
+    assert found[1].message == (
+        "'next_token_sampling_mask_idx' is sent by sglang "
+        "0.5.18-0.5.19, not by 0.5.23: the last stage runs another release"
+    )
     assert found[1].severity is Severity.WARNING
 
 
 def test_release_key_findings_the_other_way_round():
     found = release_key_findings("d.pt", _output("0.5.23"), "0.5.19")
     missing = [f for f in found if f.code == "PP321"]
-    assert [f.sglang_error for f in missing] == ["KeyError: 'next_token_sampling_mask_idx'",
-                                                 "KeyError: 'next_token_sampling_logprobs'"]
+    assert [f.sglang_error for f in missing] == [
+        "KeyError: 'next_token_sampling_mask_idx'",
+        "KeyError: 'next_token_sampling_logprobs'",
+    ]
     assert {f.key for f in found if f.code == "PP322"} == set(MASK_0520) | {
-        "sampling_mask_support_logprobs", "sampling_mask_num_accept_tokens"}
+        "sampling_mask_support_logprobs",
+        "sampling_mask_num_accept_tokens",
+    }
 
 
 def test_mask_keys_only_when_the_message_carries_a_mask():
     keys = [k for k in _output("0.5.21") if k != "sampling_mask_support_logprobs"]
     found = release_key_findings("d.pt", keys, "0.5.21")
     assert [(f.code, f.key, f.message) for f in found] == [
-        ("PP321", "sampling_mask_support_logprobs",
-         "sglang 0.5.21's first stage indexes 'sampling_mask_support_logprobs' when the message "
-         "carries a sampling mask; this message lacks it")]
+        (
+            "PP321",
+            "sampling_mask_support_logprobs",
+            "sglang 0.5.21's first stage indexes 'sampling_mask_support_logprobs' when the message "
+            "carries a sampling mask; this message lacks it",
+        )
+    ]
     # 0.5.21 still sends the mask keys (as None) without a mask; a message without any is a
     # 0.5.19 one, caught by the unconditional key.
     assert release_key_findings("d.pt", _output("0.5.22", mask=False), "0.5.22")[0].key == (
-        "sampling_mask_token_ids")
+        "sampling_mask_token_ids"
+    )
 
 
 def test_messages_that_are_not_logprob_batches_or_not_output():

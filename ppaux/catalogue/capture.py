@@ -105,6 +105,7 @@ RULES = (
             "The file was copied incompletely or edited.",
         ),
         fix="Run ppaux inspect on the file to see what it holds; move it out of the directory.",
+        example="capture-20261202T100000Z-node-3-4242-0001-pop.pt: truncated or corrupt zip file",
         area="capture",
     ),
 )

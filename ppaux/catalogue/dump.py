@@ -144,6 +144,9 @@ RULES = (
         causes=("The observer output holds a sparse or quantized tensor.",),
         fix="Send dense tensors: tensor.to_dense() or tensor.dequantize() (or the int repr and "
         "the scale as separate tensors).",
+        example=(
+            "'__sampling_observer_output__.scores': a sparse COO tensor of shape (2, 2) with 2 values"
+        ),
         area="payload",
     ),
     Rule(
@@ -154,6 +157,9 @@ RULES = (
         explanation="A meta tensor has a shape and dtype but no storage; nothing real can be sent.",
         causes=("A tensor made under a meta-device context or by shape inference.",),
         fix="Materialise the tensor on the stage's device before returning it.",
+        example=(
+            "'__sampling_observer_output__.scores': a float32 tensor of shape (2, 4) on device 'meta'"
+        ),
         area="payload",
     ),
     Rule(
@@ -167,6 +173,7 @@ RULES = (
         ),
         causes=("A parameter or a custom tensor subclass was returned by to_pp_tensors().",),
         fix="Return plain tensors (tensor.detach() or torch.Tensor.as_subclass(t, torch.Tensor)).",
+        example="'__sampling_observer_output__.scores': torch.nn.Parameter(torch.zeros(2))",
         area="payload",
     ),
     Rule(
@@ -181,6 +188,7 @@ RULES = (
         ),
         causes=("A list or dict of tensors stored under one key.",),
         fix="Store each tensor under a key of its own, or stack them into one tensor.",
+        example="'next_token_token_ids_logprobs_val': [tensor([0.1, 0.2]), tensor([0.3])]",
         area="payload",
     ),
     Rule(
@@ -198,6 +206,9 @@ RULES = (
             "The capture was taken from the proxy path instead of the output path.",
         ),
         fix="Add auxiliary output only to the last stage's output message.",
+        example=(
+            "'__sampling_observer_output__.scores' in a message whose '__msg_type__' is 'proxy'"
+        ),
         area="payload",
     ),
     Rule(
@@ -209,6 +220,7 @@ RULES = (
         "That is harmless, but an empty auxiliary output is often a sign of a bug upstream.",
         causes=("The observer produced nothing for this batch.",),
         fix="Nothing to do if an empty output is expected.",
+        example="'__sampling_observer_output__.scores': a float32 tensor of shape (0,)",
         area="payload",
     ),
     Rule(
@@ -220,6 +232,7 @@ RULES = (
         "zip does not hold in full.",
         causes=("The file was truncated or assembled by hand.",),
         fix="Capture the dict again; keep the whole file.",
+        example="data.pkl refers to storage record 'data/1', which the zip does not hold",
         area="payload",
     ),
     Rule(
@@ -231,7 +244,9 @@ RULES = (
         "string keys and tensor values), so no payload check ran.",
         causes=("The file is not a PP capture.",),
         fix="Point ppaux at a dump of the tensor dict itself, or at a ppaux capture file.",
+        example='a file that holds [1, 2, 3] instead of a dict of tensors',
         area="payload",
+        inconclusive=True,
     ),
     Rule(
         code="PP115",
@@ -250,6 +265,7 @@ RULES = (
         ),
         fix="Return a mapping of non-empty string names to tensors from to_pp_tensors(), each "
         "name once.",
+        example="to_pp_tensors() returned {'scores': [0.25, 0.75]} (a list, not a tensor)",
         area="payload",
     ),
 )

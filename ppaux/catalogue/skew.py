@@ -285,11 +285,14 @@ RULES = (
         summary="A stage's transport capability could not be read.",
         explanation="sglang was not found, or one of the files ppaux reads is missing, "
         "unreadable or not valid Python, so what that stage's transport does is unknown.",
-        causes=("sglang not installed in the Python environment that took the fingerprint.",
-                "A damaged installation."),
+        causes=(
+            "sglang not installed in the Python environment that took the fingerprint.",
+            "A damaged installation.",
+        ),
         fix="Take the fingerprint in the environment the server runs in, or pass "
         "--sglang-path; reinstall sglang if a file is damaged.",
         area="skew",
+        inconclusive=True,
     ),
     Rule(
         code="PP320",
@@ -301,8 +304,10 @@ RULES = (
             "function was replaced, wrapped, or its file changed after import. A replaced add "
             f"that lets non-tensors through is the likeliest cause of '{_NON_TENSOR}'."
         ),
-        causes=("A plugin or debugging hook that monkeypatches the transport.",
-                "sglang upgraded in place while the server kept running."),
+        causes=(
+            "A plugin or debugging hook that monkeypatches the transport.",
+            "sglang upgraded in place while the server kept running.",
+        ),
         fix="Remove the patch (or restart after an upgrade) and take the fingerprint again.",
         sglang_error=_NON_TENSOR,
         area="skew",

@@ -104,7 +104,7 @@ def render(report: Report, fail_on: FailOn = FailOn.ERROR) -> str:
     root = ET.Element("testsuites")
     suite = ET.SubElement(root, "testsuite")
     failures = errors = 0
-    classname = f"ppaux.{report.command}"
+    classname = "ppaux." + report.command.replace(" ", "-")
     for name in names:
         failed, errored = _case(suite, classname, name, by_path[name], problems[name], fail_on)
         failures += failed

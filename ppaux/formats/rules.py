@@ -7,7 +7,6 @@ page (docs/catalogue.md) is generated from the same data that the findings carry
 from __future__ import annotations
 
 import enum
-import json
 from typing import Iterable
 
 from ppaux.findings import Rule
@@ -77,6 +76,8 @@ def rules_document(rules: Iterable[Rule]) -> dict:
 
 def render_rules_json(rules: Iterable[Rule]) -> str:
     """:func:`rules_document`, indented, ending in a newline."""
+    import json
+
     return json.dumps(rules_document(rules), indent=2, ensure_ascii=False) + "\n"
 
 
@@ -109,13 +110,17 @@ def markdown_code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def rule_markdown(rule: Rule, level: int = 2) -> str:
-    """One rule as a Markdown section whose heading has the anchor ``#<code>`` (lower case)."""
+def rule_markdown(rule: Rule, level: int = 2, *, anchor: bool = True) -> str:
+    """One rule as a Markdown section; with ``anchor`` its heading gets the id ``<code>`` in
+    lower case (attr_list syntax, which the docs site reads and other renderers do not)."""
     heading = "#" * level
     facts = f"**{rule.severity.value}** · area {rule.area or '-'}"
     if rule.inconclusive:
         facts += ' · "could not check" (fails the gate with `--strict`)'
-    lines = [f"{heading} {rule.code} {rule.name} {{ #{rule.code.lower()} }}", "", facts, ""]
+    title = f"{heading} {rule.code} {rule.name}"
+    if anchor:
+        title += f" {{ #{rule.code.lower()} }}"
+    lines = [title, "", facts, ""]
     lines += [markdown_text(rule.summary), ""]
     if rule.sglang_error:
         lines += [f"Predicts the sglang error {markdown_code(rule.sglang_error)}.", ""]

@@ -46,15 +46,14 @@ def _rule_descriptor(rule: Rule) -> dict:
         + (f"\n\nExample: {rule.example}" if rule.example else "")
     )
     properties: dict = {"tags": ["ppaux", rule.area] if rule.area else ["ppaux"]}
-    if rule.area == "security":
-        properties["tags"].append("security")
+    if rule.area == "security":  # the "security" tag and score put it among security alerts
         properties["security-severity"] = _SECURITY_SEVERITY[rule.severity]
     return {
         "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": rule.explanation},
-        "help": {"text": help_text, "markdown": rule_markdown(rule, level=3)},
+        "help": {"text": help_text, "markdown": rule_markdown(rule, level=3, anchor=False)},
         "defaultConfiguration": {"level": _LEVEL[rule.severity]},
         "properties": properties,
     }
@@ -122,7 +121,7 @@ def document(report: Report) -> dict:
                         "rules": [_rule_descriptor(r) for r in rules],
                     }
                 },
-                "automationDetails": {"id": f"ppaux/{report.command}/"},
+                "automationDetails": {"id": f"ppaux/{report.command.replace(' ', '-')}/"},
                 "invocations": [
                     {
                         "executionSuccessful": not report.problems,

@@ -7,9 +7,16 @@ from typing import Annotated, Optional
 
 import typer
 
-from ppaux.capture_store import CaptureDirError, list_report, status_report
 from ppaux.formats import Format
-from ppaux.report import FailOn
+from ppaux_cli.options import (
+    ConfigOption,
+    FailOnOption,
+    FormatOption,
+    IgnoreOption,
+    OutputOption,
+    SelectOption,
+    StrictOption,
+)
 from ppaux_cli.output import emit, fail
 
 __all__ = ["app", "status", "list_captures"]
@@ -19,34 +26,50 @@ app = typer.Typer(
     help="Capture from a running sglang: check the plugin, list what it wrote.",
 )
 
-_DIR_HELP = "Capture directory (default: $PPAUX_CAPTURE_DIR)."
+DirOption = Annotated[
+    Optional[str],
+    typer.Option("--dir", metavar="DIR", help="Capture directory [default: $PPAUX_CAPTURE_DIR]."),
+]
 
 
 @app.command("status")
 def status(
-    directory: Annotated[Optional[str], typer.Option("--dir", help=_DIR_HELP)] = None,
-    format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.TEXT,
-    fail_on: Annotated[
-        FailOn, typer.Option("--fail-on", help="Lowest severity that makes the exit code 1.")
-    ] = FailOn.ERROR,
+    directory: DirOption = None,
+    format: FormatOption = Format.TEXT,
+    fail_on: FailOnOption = None,
+    output: OutputOption = None,
+    select: SelectOption = None,
+    ignore: IgnoreOption = None,
+    strict: StrictOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Whether the sglang plugin is installed and would capture; captures, bytes and skips."""
+    # Imported here, not at module level: the app imports every command module, and this one
+    # (importlib.metadata and more) would otherwise slow every other command's start-up.
+    from ppaux.capture_store import CaptureDirError, status_report
+
     try:
         report = status_report(directory)
     except CaptureDirError as exc:
         fail(str(exc))
-    emit(report, format, fail_on)
+    emit(report, format, fail_on, output, select=select, ignore=ignore, strict=strict,
+         config=config)
 
 
 @app.command("list")
 def list_captures(
-    directory: Annotated[Optional[str], typer.Option("--dir", help=_DIR_HELP)] = None,
-    format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.TEXT,
-    fail_on: Annotated[
-        FailOn, typer.Option("--fail-on", help="Lowest severity that makes the exit code 1.")
-    ] = FailOn.ERROR,
+    directory: DirOption = None,
+    format: FormatOption = Format.TEXT,
+    fail_on: FailOnOption = None,
+    output: OutputOption = None,
+    select: SelectOption = None,
+    ignore: IgnoreOption = None,
+    strict: StrictOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """The captures in the directory, oldest first, with the error each one recorded."""
+    from ppaux.capture_store import CaptureDirError, list_report
+
     where = directory or os.environ.get("PPAUX_CAPTURE_DIR", "").strip()
     if not where:
         fail("no capture directory: pass --dir or set PPAUX_CAPTURE_DIR")
@@ -54,4 +77,5 @@ def list_captures(
         report = list_report(where)
     except CaptureDirError as exc:
         fail(str(exc))
-    emit(report, format, fail_on)
+    emit(report, format, fail_on, output, select=select, ignore=ignore, strict=strict,
+         config=config)

@@ -7,8 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from ppaux.fingerprint import collect
-from ppaux.sglang_tree import SglangPathError
 from ppaux_cli.output import fail
 
 
@@ -24,20 +22,35 @@ def check_stage_options(pp_rank: Optional[int], pp_size: Optional[int]) -> None:
 
 def fingerprint(
     output: Annotated[
-        Optional[str], typer.Option("--output", "-o", help="Write the fingerprint to this file.")
+        Optional[str],
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Write the fingerprint to FILE instead of stdout.",
+        ),
     ] = None,
     pp_rank: Annotated[
-        Optional[int], typer.Option("--pp-rank", help="This process's pipeline stage (0 = first).")
+        Optional[int],
+        typer.Option("--pp-rank", metavar="N", help="This process's pipeline stage (0 = first)."),
     ] = None,
     pp_size: Annotated[
-        Optional[int], typer.Option("--pp-size", help="Number of pipeline stages.")
+        Optional[int], typer.Option("--pp-size", metavar="N", help="Number of pipeline stages.")
     ] = None,
     sglang_path: Annotated[
         Optional[str],
-        typer.Option("--sglang-path", help="Analyse this sglang directory or wheel, not the installed one."),
+        typer.Option(
+            "--sglang-path",
+            metavar="DIR|WHEEL",
+            help="Analyse this sglang tree or wheel instead of the installed one.",
+        ),
     ] = None,
 ) -> None:
     """Write a JSON snapshot of versions, rank and sglang's PP transport, for check-skew."""
+    # Imported here, not at module level, so that other commands do not pay for it at start-up.
+    from ppaux.fingerprint import collect
+    from ppaux.sglang_tree import SglangPathError
+
     check_stage_options(pp_rank, pp_size)
     try:
         snapshot = collect(sglang_path=sglang_path, pp_rank=pp_rank, pp_size=pp_size)

@@ -1,0 +1,239 @@
+"""Benchmark ``ppaux fingerprint`` and ``ppaux check-skew`` (issue 3, item 8).
+
+Run::
+
+    python benchmarks/bench_skew.py [--runs 7] [--distributed-runs 3] [--wheel SGLANG_WHL]
+                                    [--workdir /tmp/ppaux-bench-skew]
+
+It times whole processes, interleaved run by run so that a noisy neighbour slows both alike:
+
+* ``python -m ppaux_cli fingerprint -o FILE`` with sglang 0.5.23 installed (the files ppaux reads,
+  taken from ``--wheel``, default the 0.5.23 wheel in ``$PPAUX_WHEEL_CACHE`` or
+  ``~/.cache/ppaux/wheels``, put on ``PYTHONPATH`` as an installed package; without a wheel the
+  ``fixtures/skew/trees/v0523`` tree stands in and the table says so);
+* ``python -m torch.utils.collect_env``, what people run today;
+* ``python -m ppaux_cli check-skew DIR`` over 1,024 fingerprints (a few of them skewed), in the
+  JSON and the text format;
+* ``torchrun --nproc-per-node 8 -m ppaux_cli check-skew --distributed`` on 127.0.0.1 (gloo), wall
+  time from launch to exit, process-group start included.
+
+It prints a Markdown table (median, min and max wall seconds), the ratio the fingerprint target is
+stated in, and whether each target holds. The driver never imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TEMPLATE = REPO / "fixtures" / "skew" / "fingerprints" / "consistent" / "pp0.json"
+FALLBACK_TREE = REPO / "fixtures" / "skew" / "trees" / "v0523"
+READ_BY_PPAUX = (
+    "sglang/_version.py",
+    "sglang/srt/managers/scheduler_pp_mixin.py",
+    "sglang/srt/managers/utils.py",
+    "sglang/srt/distributed/parallel_state.py",
+    "sglang/srt/sampling/sampling_observer_pp.py",
+)
+STAGES = 1024
+LOCAL_PROCESSES = 8
+
+# Targets (issue 3, item 8).
+TARGET_FINGERPRINT_S = 0.3
+TARGET_FINGERPRINT_SPEEDUP = 5.0
+TARGET_CHECK_SKEW_S = 1.0
+TARGET_DISTRIBUTED_S = 10.0
+
+
+def _default_wheel() -> "Path | None":
+    cache = Path(os.environ.get("PPAUX_WHEEL_CACHE") or Path.home() / ".cache" / "ppaux" / "wheels")
+    found = sorted(cache.glob("sglang-0.5.23-*.whl")) if cache.is_dir() else []
+    return found[0] if found else None
+
+
+def _installed_sglang(workdir: Path, wheel: "Path | None") -> tuple[Path, str]:
+    """A directory to put on PYTHONPATH holding ``sglang/`` with the files ppaux reads."""
+    site = workdir / "site"
+    if site.exists():
+        shutil.rmtree(site)
+    if wheel is None:
+        shutil.copytree(FALLBACK_TREE / "sglang", site / "sglang")
+        return site, f"fixture tree {FALLBACK_TREE.relative_to(REPO)}"
+    with zipfile.ZipFile(wheel) as archive:
+        for name in READ_BY_PPAUX:
+            target = site / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(archive.read(name))
+    return site, f"sglang 0.5.23 files from {wheel.name}"
+
+
+def _fingerprints(workdir: Path) -> Path:
+    """1,024 fingerprints of one deployment; ranks 5, 300 and 1000 run another torch."""
+    folder = workdir / f"fingerprints-{STAGES}"
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    template = json.loads(TEMPLATE.read_text("utf-8"))
+    for rank in range(STAGES):
+        doc = json.loads(json.dumps(template))
+        doc["host"] = f"node-{rank // 8}"
+        doc["pid"] = 10_000 + rank
+        doc["rank"] = {
+            "rank": rank,
+            "local_rank": rank % 8,
+            "world_size": STAGES,
+            "pp_rank": rank // 256,
+            "pp_size": STAGES // 256,
+        }
+        if rank in (5, 300, 1000):
+            doc["packages"]["torch"] = "2.13.0+cu128"
+        (folder / f"rank{rank:04d}.json").write_text(json.dumps(doc, indent=2) + "\n", "utf-8")
+    return folder
+
+
+def _time(command: list[str], env: dict[str, str], *, expect: tuple[int, ...] = (0,)) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False
+    )
+    elapsed = time.perf_counter() - start
+    if done.returncode not in expect:
+        raise SystemExit(f"{' '.join(command)} exited {done.returncode}:\n{done.stderr[-2000:]}")
+    return elapsed
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _row(label: str, times: list[float]) -> str:
+    return (
+        f"| {label} | {len(times)} | {statistics.median(times):.3f} | {min(times):.3f} | "
+        f"{max(times):.3f} |"
+    )
+
+
+def main(argv: "list[str] | None" = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7, help="runs of each quick command (>= 5)")
+    parser.add_argument("--distributed-runs", type=int, default=3, help="runs of the torchrun case")
+    parser.add_argument("--wheel", type=Path, default=None, help="the sglang 0.5.23 wheel")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/ppaux-bench-skew"))
+    args = parser.parse_args(argv)
+    if args.runs < 5:
+        parser.error("--runs must be at least 5 (the targets are medians of five or more)")
+    wheel = args.wheel or _default_wheel()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    site, installed = _installed_sglang(args.workdir, wheel)
+    folder = _fingerprints(args.workdir)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+    }
+    env.update(NO_COLOR="1", PYTHONPATH=os.pathsep.join([str(site), str(REPO)]))
+    py = sys.executable
+    out = args.workdir / "stage.json"
+
+    fingerprint, collect_env, skew_json, skew_text = [], [], [], []
+    for _ in range(args.runs):
+        fingerprint.append(_time([py, "-m", "ppaux_cli", "fingerprint", "-o", str(out)], env))
+        collect_env.append(_time([py, "-m", "torch.utils.collect_env"], env))
+        skew_json.append(
+            _time(
+                [py, "-m", "ppaux_cli", "check-skew", str(folder), "-f", "json"], env, expect=(1,)
+            )
+        )
+        skew_text.append(
+            _time([py, "-m", "ppaux_cli", "check-skew", str(folder)], env, expect=(1,))
+        )
+    analysed = json.loads(out.read_text("utf-8"))["sglang"]
+    if analysed["version"] != "0.5.23" or analysed["transport"] != "present":
+        raise SystemExit(f"the fingerprint did not find the installed sglang: {analysed}")
+
+    distributed = []
+    for _ in range(args.distributed_runs):
+        command = [
+            py,
+            "-m",
+            "torch.distributed.run",
+            "--nproc-per-node",
+            str(LOCAL_PROCESSES),
+            "--master-addr",
+            "127.0.0.1",
+            "--master-port",
+            str(_free_port()),
+            "--monitor-interval",
+            "0.2",
+            "-m",
+            "ppaux_cli",
+            "check-skew",
+            "--distributed",
+            "--timeout",
+            "60",
+            "-f",
+            "json",
+        ]
+        distributed.append(
+            _time(command, {**env, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"})
+        )
+
+    speedup = statistics.median(collect_env) / statistics.median(fingerprint)
+    print(
+        f"{datetime.date.today()}, {platform.python_implementation()} "
+        f"{platform.python_version()}, {os.cpu_count()} CPUs; sglang: {installed}"
+    )
+    print()
+    print("| command | runs | median s | min s | max s |")
+    print("|---|---|---|---|---|")
+    print(_row("`ppaux fingerprint -o FILE`", fingerprint))
+    print(_row("`python -m torch.utils.collect_env`", collect_env))
+    print(_row(f"`ppaux check-skew DIR -f json` ({STAGES} fingerprints)", skew_json))
+    print(_row(f"`ppaux check-skew DIR` ({STAGES} fingerprints, text)", skew_text))
+    print(
+        _row(
+            f"`torchrun --nproc-per-node {LOCAL_PROCESSES} ... check-skew --distributed`",
+            distributed,
+        )
+    )
+    print()
+    checks = [
+        (
+            f"fingerprint median <= {TARGET_FINGERPRINT_S} s",
+            statistics.median(fingerprint) <= TARGET_FINGERPRINT_S,
+        ),
+        (
+            f"fingerprint >= {TARGET_FINGERPRINT_SPEEDUP:g}x faster than collect_env "
+            f"(measured {speedup:.1f}x)",
+            speedup >= TARGET_FINGERPRINT_SPEEDUP,
+        ),
+        (
+            f"check-skew over {STAGES} fingerprints <= {TARGET_CHECK_SKEW_S} s (JSON and text)",
+            max(statistics.median(skew_json), statistics.median(skew_text)) <= TARGET_CHECK_SKEW_S,
+        ),
+        (
+            f"--distributed with {LOCAL_PROCESSES} local processes <= {TARGET_DISTRIBUTED_S} s",
+            statistics.median(distributed) <= TARGET_DISTRIBUTED_S,
+        ),
+    ]
+    for text, ok in checks:
+        print(f"- {'met' if ok else 'MISSED'}: {text}")
+    return 0 if all(ok for _, ok in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""``ppaux replay PATH...``: run the PP transport's add, wire and pop on recorded payloads."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from ppaux.formats import Format
+from ppaux.replay import Impl, Sender, Transport
+from ppaux_cli.options import (
+    ConfigOption,
+    FailOnOption,
+    FormatOption,
+    IgnoreOption,
+    OutputOption,
+    SelectOption,
+    StrictOption,
+)
+from ppaux_cli.output import emit, fail
+
+
+def replay(
+    paths: Annotated[
+        list[str],
+        typer.Argument(metavar="PATH",
+                       help="Dump files (torch.save, pickle or ppaux capture) or directories."),
+    ],
+    device: Annotated[
+        str,
+        typer.Option("--device", metavar="DEVICE",
+                     help="Where tensors are rebuilt: cpu, cuda, cuda:N or auto (CUDA when "
+                     "present)."),
+    ] = "cpu",
+    sender: Annotated[
+        Sender,
+        typer.Option("--sender", help="validating: the last stage adds the auxiliary output with "
+                     "add, as every sglang release does; legacy: it writes the keys unchecked."),
+    ] = Sender.VALIDATING,
+    transport: Annotated[
+        Transport,
+        typer.Option("--transport", help="none: pop the dict as sent; wire: sglang's "
+                     "send/recv_tensor_dict emulated in-process; torch-distributed: a real "
+                     "two-process group on 127.0.0.1 (gloo, NCCL for CUDA)."),
+    ] = Transport.NONE,
+    impl: Annotated[
+        Impl,
+        typer.Option("--impl", help="reference: ppaux's transport; sglang: sglang's own "
+                     "sampling_observer_pp; both: run both and report every difference."),
+    ] = Impl.REFERENCE,
+    sglang_path: Annotated[
+        Optional[str],
+        typer.Option("--sglang-path", metavar="DIR|WHEEL",
+                     help="Read sglang's transport from this unpacked tree or wheel instead of "
+                     "the installed sglang."),
+    ] = None,
+    all_gather: Annotated[
+        int,
+        typer.Option("--all-gather", metavar="N", min=1,
+                     help="Emulate an attention-TP all-gather group of N ranks on the wire."),
+    ] = 1,
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", metavar="SECONDS", min=1.0,
+                     help="How long the torch-distributed transport waits for its peer."),
+    ] = 60.0,
+    limit: Annotated[
+        Optional[list[str]],
+        typer.Option("--limit", metavar="NAME=N",
+                     help="Raise a reader limit, NAME=N (for example max_depth=500)."),
+    ] = None,
+    format: FormatOption = Format.TEXT,
+    fail_on: FailOnOption = None,
+    output: OutputOption = None,
+    select: SelectOption = None,
+    ignore: IgnoreOption = None,
+    strict: StrictOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Rebuild each payload with torch and run sender, wire and pop as sglang does; compare the
+    output that comes back bit for bit."""
+    # Imported here, not at module level: 'ppaux --help' must not pay for the reader or torch.
+    from ppaux.limits import Limits, parse_limit
+    from ppaux.replay import ReplayConfigError, ReplayOptions, replay_paths
+    from ppaux_cli.progress import progress_reporter
+
+    limits = Limits()
+    for text in limit or ():
+        try:
+            name, value = parse_limit(text)
+        except ValueError as exc:
+            fail(f"--limit: {exc}")
+        limits = limits.replace(**{name: value})
+    if sglang_path is not None and impl is Impl.REFERENCE:
+        fail(f"--sglang-path {sglang_path}: only used with --impl sglang or --impl both")
+    options = ReplayOptions(
+        device=device, sender=sender, transport=transport, impl=impl, sglang_path=sglang_path,
+        all_gather=all_gather, timeout_s=timeout, limits=limits,
+    )
+    try:
+        with progress_reporter(sys.stderr, "replaying") as progress:
+            report = replay_paths(paths, options, progress=progress)
+    except ReplayConfigError as exc:
+        fail(f"--{exc.option} {exc.value}: {exc.reason}")
+    emit(report, format, fail_on, output, select=select, ignore=ignore, strict=strict,
+         config=config)

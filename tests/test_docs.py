@@ -1,0 +1,214 @@
+"""The documentation: generated pages current, every page in the nav, schema and recipes true.
+
+The site itself is built by ``mkdocs build --strict`` in CI; these tests keep what it is built
+from honest: the rule catalogue, the CLI reference and the capture-format page must equal what
+``scripts/generate_docs.py`` writes now, the report schema must accept what ``inspect`` prints,
+and the CI recipes must run as written against the bundled fixtures.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+SARIF_SCHEMA = json.loads((REPO / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("generate_docs", REPO / "scripts" / "generate_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("page", ["catalogue.md", "cli.md", "capture-format.md"])
+def test_generated_pages_are_current(page):
+    pages = {path.name: text for path, text in _generator().pages().items()}
+    current = (DOCS / page).read_text(encoding="utf-8")
+    assert current == pages[page], (
+        f"docs/{page} is out of date: run python scripts/generate_docs.py")
+
+
+def test_catalogue_page_has_every_rule_with_an_anchor():
+    from ppaux.catalogue import RULES
+
+    text = (DOCS / "catalogue.md").read_text(encoding="utf-8")
+    for code, rule in RULES.items():
+        assert f"## {code} {rule.name} {{ #{code.lower()} }}" in text
+
+
+def test_cli_reference_lists_every_command():
+    import typer
+
+    from ppaux_cli.app import app
+
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    group = typer.main.get_command(app)
+    for name in group.commands:
+        assert re.search(rf"^### ppaux {re.escape(name)}$", text, re.M), name
+
+
+def _nav_pages() -> list[str]:
+    text = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
+    nav = text[text.index("\nnav:"):]
+    return re.findall(r":\s+(\S+\.md)\s*$", nav, re.M)
+
+
+def test_every_page_is_in_the_nav_and_every_nav_entry_exists():
+    nav = _nav_pages()
+    pages = sorted(p.name for p in DOCS.glob("*.md"))
+    assert sorted(set(nav) & set(pages)) == pages, "pages missing from mkdocs.yml nav"
+    assert len(nav) == len(set(nav))
+
+
+def test_internal_links_point_at_pages_and_anchors_that_exist():
+    from ppaux.catalogue import RULES
+
+    anchors = {f"catalogue.md#{c.lower()}" for c in RULES}
+    for page in DOCS.glob("*.md"):
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text(encoding="utf-8")):
+            if target.startswith(("http://", "https://", "#")):
+                continue
+            name, _, anchor = target.partition("#")
+            if not (DOCS / name).exists() and not _nav_pages().count(name):
+                pytest.fail(f"{page.name} links to {target}, which is not a page")
+            if anchor and name == "catalogue.md":
+                assert target in anchors, f"{page.name} links to unknown rule anchor {target}"
+
+
+def test_report_schema_accepts_every_inspect_report():
+    schema = json.loads((DOCS / "report.schema.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    result = subprocess.run(
+        [sys.executable, "-m", "ppaux_cli", "inspect", "--format", "json",
+         "fixtures/dumps", "fixtures/malicious", "fixtures/corrupt"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert result.returncode == 2  # fixtures/corrupt holds unreadable files on purpose
+    document = json.loads(result.stdout)
+    errors = [f"{e.json_path}: {e.message}"
+              for e in jsonschema.Draft202012Validator(schema).iter_errors(document)]
+    assert errors == []
+    assert len(document["files"]) >= 40 and document["problems"]
+
+
+# -- the CI recipes, run as written --------------------------------------------------------------
+
+def _recipe_scripts(page: str) -> list[str]:
+    """Every shell script of the page's YAML blocks: ``run:`` steps and GitLab ``script:`` items."""
+    text = (DOCS / page).read_text(encoding="utf-8")
+    scripts: list[str] = []
+    for block in re.findall(r"```yaml\n(.*?)```", text, re.S):
+        lines = block.splitlines()
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            match = re.match(r"^(\s*)(?:- )?run: (.*)$", line)
+            if match and match.group(2).strip() == "|":
+                indent = len(match.group(1))
+                body = []
+                i += 1
+                while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
+                    body.append(lines[i].strip())
+                    i += 1
+                scripts.append("\n".join(b for b in body if b))
+                continue
+            if match:
+                scripts.append(match.group(2).strip())
+            elif re.match(r"^\s*script:\s*$", line):
+                i += 1
+                while i < len(lines) and re.match(r"^\s+- ", lines[i]):
+                    scripts.append(lines[i].strip()[2:])
+                    i += 1
+                continue
+            i += 1
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        scripts += [line.split("  #")[0].strip() for line in block.splitlines()
+                    if line.startswith("ppaux ")]
+    return scripts
+
+
+def _workspace(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "fixtures").symlink_to(REPO / "fixtures")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # 'ppaux' as the recipes call it: this interpreter's ppaux, installed or not.
+    (bin_dir / "ppaux").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ppaux_cli "$@"\n')
+    (bin_dir / "ppaux").chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+            "PYTHONPATH": str(REPO), "NO_COLOR": "1",
+            "GITHUB_STEP_SUMMARY": str(tmp_path / "step-summary.md")}
+
+
+def _run_script(script: str, tmp_path: Path, env: dict[str, str]) -> int:
+    lines = [line for line in script.splitlines() if not line.startswith("pip install")]
+    if not lines:
+        return 0
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", "\n".join(lines)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode in (0, 1), f"{script!r} exited {done.returncode}: {done.stderr}"
+    assert "Traceback" not in done.stderr
+    return done.returncode
+
+
+def _check_outputs(tmp_path: Path) -> None:
+    for path in tmp_path.iterdir():
+        if path.suffix == ".sarif":
+            jsonschema.Draft4Validator(SARIF_SCHEMA).validate(json.loads(path.read_text()))
+        elif path.suffix == ".json":
+            json.loads(path.read_text())
+        elif path.suffix == ".xml":
+            ET.parse(path)
+
+
+def test_github_and_gitlab_payload_recipes_run_as_written(tmp_path):
+    scripts = [s for s in _recipe_scripts("ci.md") if "fingerprint" not in s and "check-skew" not in s]
+    assert len(scripts) >= 6
+    env = _workspace(tmp_path)
+    codes = {script: _run_script(script, tmp_path, env) for script in scripts}
+    assert codes["ppaux inspect fixtures/dumps/ --format github"] == 1  # the fixtures hold errors
+    assert codes["ppaux inspect fixtures/dumps/ --format sarif --output ppaux.sarif --fail-on never"] == 0
+    for name in ("ppaux.sarif", "gl-code-quality.json", "ppaux-junit.xml", "report.json"):
+        assert (tmp_path / name).exists(), name
+    _check_outputs(tmp_path)
+    assert (tmp_path / "step-summary.md").read_text().startswith("## ppaux inspect\n")
+    junit = ET.parse(tmp_path / "ppaux-junit.xml").getroot()
+    assert int(junit.get("tests")) == len(list((REPO / "fixtures" / "dumps").iterdir()))
+
+
+@pytest.mark.wheels
+def test_skew_gate_recipe_runs_as_written(tmp_path):
+    from wheels import sglang_wheel
+
+    scripts = [s for s in _recipe_scripts("ci.md") if "fingerprint" in s or "check-skew" in s]
+    assert len(scripts) == 2
+    env = _workspace(tmp_path)
+    wheel = sglang_wheel("0.5.23")
+    (tmp_path / "wheels").mkdir()
+    shutil.copy(wheel, tmp_path / "wheels" / wheel.name)
+    # The recipe downloads the wheel itself; the test hands it the cached copy instead.
+    fingerprints = "\n".join(l for l in scripts[0].splitlines() if not l.startswith("pip download"))
+    assert _run_script(fingerprints, tmp_path, env) == 0
+    assert _run_script(scripts[1], tmp_path, env) == 0
+
+
+@pytest.mark.parametrize("page", ["index.md", "inspect.md"])
+def test_command_examples_run(page, tmp_path):
+    env = _workspace(tmp_path)
+    scripts = _recipe_scripts(page)
+    assert scripts
+    for script in scripts:
+        _run_script(script, tmp_path, env)

@@ -1,0 +1,247 @@
+"""Every output format: golden files, and each document parsed or validated as its reader would.
+
+The golden reports are built in memory with a fixed three-rule catalogue and a fixed version,
+so the goldens change only when a formatter does. ``PPAUX_UPDATE_GOLDEN=1`` rewrites them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+import ppaux
+import ppaux.catalogue
+from ppaux.findings import Finding, Rule, Severity
+from ppaux.formats import Format, github, render
+from ppaux.report import FailOn, InputProblem, Report, Table
+
+HERE = Path(__file__).resolve().parent
+GOLDEN = HERE / "golden" / "formats"
+UPDATE = os.environ.get("PPAUX_UPDATE_GOLDEN") == "1"
+SARIF_SCHEMA = json.loads((HERE / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+
+SUFFIX = {
+    Format.TEXT: "txt", Format.JSON: "json", Format.GITHUB: "github.txt",
+    Format.SARIF: "sarif.json", Format.JUNIT: "junit.xml", Format.GITLAB: "gitlab.json",
+}
+
+RULES = {
+    "PP101": Rule("PP101", "aux-non-tensor", Severity.ERROR, "A value under an auxiliary key is "
+                  "not a tensor.", "Rank 0 refuses non-tensors.", ("Out-of-tree code.",),
+                  "Send tensors.", "received a non-tensor auxiliary PP output", "'a': [1]",
+                  "payload"),
+    "PP114": Rule("PP114", "no-tensor-dict", Severity.INFO, "No tensor dict.", "Nothing to check.",
+                  ("Not a capture.",), "Point ppaux at a dump.", None, "[1, 2]", "payload",
+                  inconclusive=True),
+    "PP201": Rule("PP201", "unsafe-global", Severity.ERROR, "A global outside the allowlist.",
+                  "Loading would run it.", ("A hostile file.",), "Do not load it.", None,
+                  "os.system('x')", "security"),
+}
+
+
+@pytest.fixture(autouse=True)
+def _fixed_catalogue_and_version(monkeypatch):
+    monkeypatch.setattr(ppaux.catalogue, "RULES", RULES)
+    monkeypatch.setattr(ppaux, "__version__", "0.0.0+test")
+
+
+def _finding(code: str, path: str, message: str, key: str | None = None, **kw) -> Finding:
+    rule = RULES.get(code)
+    return Finding(code, kw.pop("severity", rule.severity if rule else Severity.WARNING), message,
+                   path, key, kw.pop("sglang_error", rule.sglang_error if rule else None),
+                   rule.fix if rule else "", **kw)
+
+
+def mixed_report() -> Report:
+    """Findings of every severity, text that needs escaping in every format, a problem."""
+    return Report(
+        command="inspect",
+        findings=[
+            _finding("PP101", "dumps/aux list.pt", "auxiliary entry 'scores' holds a list of 2 "
+                     "floats, not a tensor", "__sampling_observer_output__.scores",
+                     extra={"type": "list"}),
+            _finding("PP201", "dumps/aux list.pt", "the pickle references os.system",
+                     "__sampling_observer_output__.scores"),
+            _finding("PP104", "dumps/odd,name:1.pt", "100% odd: a|b <c> & \"d\"\nsecond line\x07",
+                     "key\twith\ttabs", severity=Severity.WARNING),
+            _finding("PP114", "dumps/list.pt", "no tensor dict found in the file"),
+        ],
+        problems=[InputProblem("dumps/empty.pt", "empty file")],
+        data={"files": [{"path": "dumps/aux list.pt"}, {"path": "dumps/clean.pt"},
+                        {"path": "dumps/odd,name:1.pt"}, {"path": "dumps/list.pt"}]},
+        tables=[Table("dumps/clean.pt (zip; 1 key)", ("key", "dtype"), (("next_token_ids", "int64"),))],
+    )
+
+
+def clean_report() -> Report:
+    """A check-skew-shaped report with nothing wrong: subjects come from its stages."""
+    return Report(command="check-skew",
+                  data={"stages": [{"path": "stage0.json"}, {"path": "stage1.json"}]})
+
+
+REPORTS = {"mixed": mixed_report, "clean": clean_report}
+
+
+def _golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"missing golden {name} (PPAUX_UPDATE_GOLDEN=1 writes it)"
+    assert text == path.read_text(encoding="utf-8"), f"{name} differs (PPAUX_UPDATE_GOLDEN=1 rewrites)"
+
+
+@pytest.mark.parametrize("fmt", list(Format), ids=lambda f: f.value)
+@pytest.mark.parametrize("report_name", list(REPORTS))
+def test_every_format_matches_its_golden_file(fmt, report_name):
+    text = render(REPORTS[report_name](), fmt, width=100)
+    _golden(f"{report_name}.{SUFFIX[fmt]}", text)
+    assert text.endswith("\n") and not text.endswith("\n\n")
+
+
+def test_every_format_is_covered():
+    assert set(SUFFIX) == set(Format)
+
+
+@pytest.mark.parametrize("report_name", list(REPORTS))
+def test_json_parses_and_counts(report_name):
+    doc = json.loads(render(REPORTS[report_name](), Format.JSON))
+    assert doc["schema"] == "ppaux.report/1"
+    expected = {"mixed": {"error": 2, "warning": 1, "info": 1, "problems": 1},
+                "clean": {"error": 0, "warning": 0, "info": 0, "problems": 0}}[report_name]
+    assert doc["summary"] == expected
+
+
+@pytest.mark.parametrize("report_name", list(REPORTS))
+def test_sarif_is_valid_sarif_2_1_0(report_name):
+    doc = json.loads(render(REPORTS[report_name](), Format.SARIF))
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(doc)
+
+
+def test_sarif_points_at_files_and_keys():
+    run = json.loads(render(mixed_report(), Format.SARIF))["runs"][0]
+    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["PP101", "PP114", "PP201"]
+    first = run["results"][0]
+    assert first["ruleId"] == "PP101" and first["ruleIndex"] == 0 and first["level"] == "error"
+    assert first["locations"] == [
+        {"physicalLocation": {"artifactLocation": {"uri": "dumps/aux%20list.pt"}}}]
+    assert first["properties"]["key"] == "__sampling_observer_output__.scores"
+    assert first["message"]["text"] == (
+        "auxiliary entry 'scores' holds a list of 2 floats, not a tensor "
+        "(key '__sampling_observer_output__.scores'). Predicts the sglang error: "
+        "received a non-tensor auxiliary PP output")
+    # A code missing from the catalogue still gives a valid result, without a rule index.
+    assert "ruleIndex" not in run["results"][2]
+    assert [r["level"] for r in run["results"]] == ["error", "error", "warning", "note"]
+    invocation = run["invocations"][0]
+    assert invocation["executionSuccessful"] is False
+    assert invocation["toolExecutionNotifications"][0]["message"]["text"] == (
+        "could not read this input: empty file")
+    assert run["automationDetails"] == {"id": "ppaux/inspect/"}
+
+
+def test_sarif_marks_security_rules_for_code_scanning():
+    rules = json.loads(render(mixed_report(), Format.SARIF))["runs"][0]["tool"]["driver"]["rules"]
+    security = rules[2]["properties"]
+    assert security["tags"] == ["ppaux", "security"] and security["security-severity"] == "8.0"
+    assert "security-severity" not in rules[0]["properties"]
+
+
+def test_sarif_with_the_real_catalogue_is_valid(monkeypatch):
+    monkeypatch.undo()
+    from ppaux.catalogue import RULES as real
+
+    doc = json.loads(render(mixed_report(), Format.SARIF))
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(doc)
+    assert len(doc["runs"][0]["tool"]["driver"]["rules"]) == len(real)
+
+
+def test_github_annotation_lines_exactly():
+    lines = render(mixed_report(), Format.GITHUB).splitlines()
+    assert lines == [
+        "::error file=dumps/aux list.pt,title=PP101 aux-non-tensor::"
+        "[__sampling_observer_output__.scores] auxiliary entry 'scores' holds a list of 2 floats, "
+        "not a tensor%0Apredicts: received a non-tensor auxiliary PP output%0Afix: Send tensors.",
+        "::error file=dumps/aux list.pt,title=PP201 unsafe-global::"
+        "[__sampling_observer_output__.scores] the pickle references os.system%0Afix: Do not load it.",
+        "::warning file=dumps/odd%2Cname%3A1.pt,title=PP104::[key\twith\ttabs] 100%25 odd: "
+        "a|b <c> & \"d\"%0Asecond line\x07",
+        "::notice file=dumps/list.pt,title=PP114 no-tensor-dict::no tensor dict found in the "
+        "file%0Afix: Point ppaux at a dump.",
+        "::error file=dumps/empty.pt,title=ppaux could not read this input::empty file",
+        "ppaux inspect: 2 error(s), 1 warning(s), 1 info, 1 input(s) not checked",
+    ]
+
+
+def test_github_step_summary_golden_and_verdicts():
+    _golden("mixed.github-summary.md", github.summary(mixed_report(), FailOn.ERROR))
+    _golden("clean.github-summary.md", github.summary(clean_report(), FailOn.ERROR))
+    assert "**could not check every input**" in github.summary(mixed_report())
+    passing = Report("inspect", findings=[_finding("PP114", "x.pt", "none")])
+    assert "**passes the gate** (fail-on error)" in github.summary(passing, FailOn.ERROR)
+    assert "**fails the gate** (fail-on info)" in github.summary(passing, FailOn.INFO)
+
+
+def test_junit_one_case_per_subject_failing_at_the_threshold():
+    root = ET.fromstring(render(mixed_report(), Format.JUNIT).encode())
+    suite = root.find("testsuite")
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert list(cases) == ["dumps/aux list.pt", "dumps/clean.pt", "dumps/odd,name:1.pt",
+                           "dumps/list.pt", "dumps/empty.pt"]
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("5", "1", "1")
+    failure = cases["dumps/aux list.pt"].find("failure")
+    assert failure.get("message") == "2 findings: PP101, PP201"
+    assert failure.text.splitlines()[0] == (
+        "PP101 error [__sampling_observer_output__.scores]: auxiliary entry 'scores' holds a "
+        "list of 2 floats, not a tensor")
+    assert cases["dumps/clean.pt"].find("failure") is None
+    assert cases["dumps/odd,name:1.pt"].find("failure") is None  # a warning, below fail-on error
+    assert "\\x07" in cases["dumps/odd,name:1.pt"].find("system-out").text
+    assert cases["dumps/empty.pt"].find("error").get("message") == "empty file"
+    # At --fail-on warning the warning fails its case too.
+    root = ET.fromstring(render(mixed_report(), Format.JUNIT, fail_on=FailOn.WARNING).encode())
+    assert root.get("failures") == "2"
+    root = ET.fromstring(render(mixed_report(), Format.JUNIT, fail_on=FailOn.NEVER).encode())
+    assert root.get("failures") == "0" and root.get("errors") == "1"
+
+
+def test_junit_stays_well_formed_with_any_key():
+    hostile = Report("inspect", findings=[
+        _finding("PP101", "a.pt", "bad", "\x00\x01\x1b]]>&<\ud800\ufffe")])
+    root = ET.fromstring(render(hostile, Format.JUNIT).encode("utf-8", "surrogatepass"))
+    assert "\\x00\\x01\\x1b]]>&<\\xd800\\xfffe" in root.find("testsuite/testcase/failure").text
+
+
+def test_gitlab_code_quality_fields():
+    issues = json.loads(render(mixed_report(), Format.GITLAB))
+    assert [(i["check_name"], i["severity"], i["location"]) for i in issues] == [
+        ("PP101", "critical", {"path": "dumps/aux list.pt", "lines": {"begin": 1}}),
+        ("PP201", "critical", {"path": "dumps/aux list.pt", "lines": {"begin": 1}}),
+        ("PP104", "major", {"path": "dumps/odd,name:1.pt", "lines": {"begin": 1}}),
+        ("PP114", "info", {"path": "dumps/list.pt", "lines": {"begin": 1}}),
+        ("ppaux/input-not-checked", "blocker", {"path": "dumps/empty.pt", "lines": {"begin": 1}}),
+    ]
+    assert issues[1]["categories"] == ["Security"]
+    fingerprints = [i["fingerprint"] for i in issues]
+    assert len(set(fingerprints)) == 5 and all(re.fullmatch("[0-9a-f]{64}", f) for f in fingerprints)
+    for issue in issues:  # what GitLab requires of every entry
+        assert {"description", "check_name", "fingerprint", "severity", "location"} <= set(issue)
+
+
+def test_gitlab_repeated_identical_findings_keep_distinct_fingerprints():
+    same = _finding("PP101", "a.pt", "bad", "k")
+    issues = json.loads(render(Report("inspect", findings=[same, same]), Format.GITLAB))
+    assert issues[0]["fingerprint"] != issues[1]["fingerprint"]
+
+
+def test_formatters_are_pure():
+    report = mixed_report()
+    for fmt in Format:
+        assert render(report, fmt) == render(report, fmt)
+    assert report.findings == mixed_report().findings and report.problems == mixed_report().problems

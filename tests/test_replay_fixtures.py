@@ -1,0 +1,208 @@
+"""Every committed fixture replays with its expected outcome, under three settings.
+
+The list of files comes from the fixture folders as they are; a fixture without an expectation
+here fails, so a new fixture cannot go untested. Settings: the default (validating sender, no
+wire), a legacy sender without a wire, and a legacy sender through the emulated wire. The real
+torch.distributed wire is checked against the emulated one in test_replay_distributed.py.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ppaux.replay import ReplayOptions, Sender, Transport, replay_paths
+
+REPO = Path(__file__).resolve().parent.parent
+FOLDERS = ("dumps", "malicious", "corrupt")
+
+NOT_A_TENSOR = ("error", "add", "RuntimeError", "auxiliary PP output 'scores' is not a tensor")
+NON_TENSOR = ("error", "pop", "RuntimeError", "received a non-tensor auxiliary PP output")
+BAD_NAME = "auxiliary PP tensor names must be non-empty strings"
+INT_KEY = ("error", "pop", "AttributeError", "'int' object has no attribute 'startswith'")
+NOT_CONTIGUOUS = ("error", "wire", "RuntimeError", "input tensor has to be contiguous")
+OK = ("ok", None, None, None)
+
+
+def problem(message: str) -> tuple:
+    return ("problem", message)
+
+
+def same(expected: tuple) -> tuple:
+    """The same outcome under all three settings."""
+    return (expected, expected, expected)
+
+
+def non_tensor() -> tuple:
+    """A non-tensor auxiliary value: refused by a validating sender, else refused by pop."""
+    return (NOT_A_TENSOR, NON_TENSOR, NON_TENSOR)
+
+
+#: file -> (validating/none, legacy/none, legacy/wire); ("diverged", what) for a round trip
+#: that does not give back the same bits; ("problem", message) for an unusable input.
+EXPECTED = {
+    "dumps/clean_output.pt": same(OK),
+    "dumps/cuda1_output.pt": same(OK),
+    "dumps/deflated_datapkl.pt": same(OK),
+    "dumps/plain_pickle.pkl": same(OK),
+    "dumps/pp_proxy.pt": same(OK),
+    "dumps/aux_list.pt": non_tensor(),
+    "dumps/aux_float.pt": non_tensor(),
+    "dumps/aux_none.pt": non_tensor(),
+    "dumps/aux_str.pt": non_tensor(),
+    "dumps/aux_list_of_tensors.pt": non_tensor(),
+    "dumps/aux_numpy_array.pt": non_tensor(),
+    "dumps/aux_custom_class.pt": non_tensor(),
+    "dumps/aux_bare_prefix.pt": (("error", "add", "RuntimeError", BAD_NAME),
+                                 ("error", "readd", "RuntimeError", BAD_NAME),
+                                 ("error", "readd", "RuntimeError", BAD_NAME)),
+    "dumps/non_string_key.pt": same(INT_KEY),
+    "dumps/near_miss_missing_dot.pt": same(OK),
+    "dumps/near_miss_other_case.pt": same(OK),
+    "dumps/near_miss_doubled_prefix.pt": same(OK),
+    "dumps/near_miss_whitespace.pt": same(OK),
+    "dumps/aux_device_mismatch.pt": same(OK),
+    "dumps/aux_non_contiguous.pt": (OK, OK, NOT_CONTIGUOUS),
+    "dumps/aux_sparse.pt": (OK, OK, NOT_CONTIGUOUS),
+    "dumps/aux_quantized.pt": (OK, OK, ("diverged", "quantizer")),
+    "dumps/aux_meta.pt": (OK, OK, ("error", "wire", "RuntimeError",
+                                   "a meta tensor has no data to send (ppaux: sglang would hand "
+                                   "it to the device group and fail there)")),
+    "dumps/aux_parameter.pt": same(OK),
+    "dumps/tensor_in_list.pt": same(OK),
+    "dumps/aux_in_default_message.pt": same(OK),
+    "dumps/aux_in_proxy_message.pt": same(OK),
+    "dumps/aux_empty_tensor.pt": same(OK),
+    "dumps/storage_record_missing.pt": same(problem(
+        "cannot rebuild tensor ['next_token_logprobs']: storage record "
+        "storage_record_missing/data/1 is missing")),
+    "dumps/storage_record_short.pt": same(problem(
+        "cannot rebuild tensor ['next_token_ids']: storage record storage_record_short/data/0 "
+        "is 8 bytes, 16 declared")),
+    "dumps/no_tensor_dict.pt": same(problem("no tensor dict to replay")),
+    "dumps/capture_pop_error.pt": (NOT_A_TENSOR, NON_TENSOR, NON_TENSOR),
+    "dumps/capture_add_error.pt": (NOT_A_TENSOR, NON_TENSOR, NON_TENSOR),
+    # Hostile files replay without running anything: the objects stay placeholders outside
+    # the auxiliary keys, so pop has nothing to refuse.
+    **{f"malicious/{name}.pt": same(OK) for name in (
+        "os_system_reduce", "eval_stack_global", "exec_builtin", "subprocess_popen_inst",
+        "subprocess_check_call_obj", "import_getattr_chain", "build_setstate",
+        "memo_stack_global", "nested_pickle_loads")},
+    "malicious/plain_pickle_os_system.pkl": same(problem("no tensor dict to replay")),
+    "corrupt/truncated.pt": same(problem("truncated or corrupt zip file (File is not a zip file)")),
+    "corrupt/empty.pt": same(problem("empty file")),
+    "corrupt/random_bytes.pt": same(problem(
+        "not a torch.save zip or a pickle file (malformed pickle at byte 0: unknown opcode "
+        "b'\\xe3')")),
+    "corrupt/text_file.pt": same(problem(
+        "not a torch.save zip or a pickle file (malformed pickle at byte 0: unknown opcode b'n')")),
+    "corrupt/no_datapkl.pt": same(problem(
+        "zip file without a data.pkl record: not a torch.save file")),
+    "corrupt/two_datapkl.pt": same(problem(
+        "zip file with 2 data.pkl records (two_datapkl/data.pkl, archive/data.pkl); a "
+        "torch.save file has exactly one")),
+    "corrupt/truncated_datapkl.pt": same(problem(
+        "truncated pickle: no STOP opcode before byte 592")),
+    "corrupt/legacy_format.pt": same(problem(
+        "legacy torch.save format (PyTorch before 1.6), which ppaux does not read; re-save it "
+        "with a current torch: torch.save(torch.load(f, weights_only=True), 'new.pt')")),
+    "corrupt/deep_nesting.pt": same(problem(
+        "the dump nests too deeply (limit max_depth=100; raise it with --limit max_depth=N)")),
+    # Shared and cyclic references are rebuilt once each, never expanded.
+    "corrupt/shared_reference_bomb.pt": same(OK),
+    "corrupt/self_reference.pt": same(OK),
+}
+
+SETTINGS = {
+    "validating-none": ReplayOptions(),
+    "legacy-none": ReplayOptions(sender=Sender.LEGACY),
+    "legacy-wire": ReplayOptions(sender=Sender.LEGACY, transport=Transport.WIRE),
+}
+
+
+def present() -> list[str]:
+    found = []
+    for folder in FOLDERS:
+        for name in sorted(os.listdir(REPO / "fixtures" / folder)):
+            if (REPO / "fixtures" / folder / name).is_file():
+                found.append(f"{folder}/{name}")
+    return found
+
+
+def observed(result) -> tuple:
+    if result is None:
+        return ()
+    if result["outcome"] == "diverged":
+        whats = {m["what"] for p in result["payloads"] for run in p["runs"].values()
+                 for m in run["mismatches"]}
+        return ("diverged", ",".join(sorted(whats)))
+    return (result["outcome"], result["stage"], result["error_type"], result["error"])
+
+
+@pytest.mark.parametrize("setting", list(SETTINGS))
+@pytest.mark.parametrize("fixture", present())
+def test_fixture_replays_as_expected(fixture, setting, monkeypatch):
+    monkeypatch.chdir(REPO)
+    assert fixture in EXPECTED, f"fixtures/{fixture} has no replay expectation: add one here"
+    expected = EXPECTED[fixture][list(SETTINGS).index(setting)]
+    path = f"fixtures/{fixture}"
+    report = replay_paths([path], SETTINGS[setting])
+    if expected[0] == "problem":
+        assert [(p.path, p.message) for p in report.problems] == [(path, expected[1])]
+        assert report.data["results"] == []
+        return
+    assert report.problems == []
+    (result,) = report.data["results"]
+    assert result["path"] == path
+    assert observed(result) == expected
+    # Errors carry a finding of the matching severity; clean replays carry no error finding.
+    errors = [f for f in report.findings if f.severity.value == "error"]
+    assert bool(errors) == (expected[0] != "ok")
+
+
+def test_no_expectation_is_stale():
+    assert sorted(set(EXPECTED) - set(present())) == []
+
+
+def test_capture_records_are_compared(monkeypatch):
+    monkeypatch.chdir(REPO)
+    report = replay_paths(["fixtures/dumps/capture_pop_error.pt",
+                           "fixtures/dumps/capture_add_error.pt"])
+    pop, add = report.data["results"]
+    assert pop["recorded"] == {
+        "function": "pop_auxiliary_output_from_pp_tensors", "exception_type": "RuntimeError",
+        "exception_message": "received a non-tensor auxiliary PP output",
+    }
+    assert pop["reproduced"] is False and add["reproduced"] is True
+    (not_reproduced,) = [f for f in report.findings if f.code == "PP408"]
+    assert not_reproduced.path == "fixtures/dumps/capture_pop_error.pt"
+    assert not_reproduced.message == (
+        "the capture recorded RuntimeError: received a non-tensor auxiliary PP output in "
+        "pop_auxiliary_output_from_pp_tensors; this replay (sender validating, transport none) "
+        "ends with RuntimeError: auxiliary PP output 'scores' is not a tensor at add; the "
+        "recorded error happened on rank 0, so the sender did not validate: replay with "
+        "--sender legacy")
+    legacy = replay_paths(["fixtures/dumps/capture_pop_error.pt"],
+                          ReplayOptions(sender=Sender.LEGACY))
+    assert legacy.data["results"][0]["reproduced"] is True
+    assert [f.code for f in legacy.findings] == ["PP401"]
+
+
+def test_malicious_files_run_nothing(monkeypatch):
+    monkeypatch.chdir(REPO)
+    markers = [Path(f"/tmp/ppaux_pwned_{Path(name).stem}")
+               for name in os.listdir(REPO / "fixtures" / "malicious")]
+    for marker in markers:
+        if marker.exists():
+            marker.unlink()
+    report = replay_paths(["fixtures/malicious"],
+                          ReplayOptions(sender=Sender.LEGACY, transport=Transport.WIRE))
+    assert len(report.data["results"]) == 9
+    assert [m for m in markers if m.exists()] == []
+
+
+def replayable_dumps() -> int:
+    """How many files under fixtures/dumps replay (rather than being refused as unusable)."""
+    return sum(1 for f in present() if f.startswith("dumps/") and EXPECTED[f][0][0] != "problem")

@@ -1,0 +1,90 @@
+"""``ppaux rules`` and ``ppaux explain``: the catalogue in text, JSON and Markdown."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from ppaux.catalogue import RULES
+from ppaux.formats.rules import RULES_SCHEMA, markdown_code, markdown_text, render_rules_text
+from ppaux_cli.app import app
+
+ENV = {"NO_COLOR": "1", "COLUMNS": "100"}
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, list(args), env=ENV)
+
+
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_every_rule_can_be_explained_in_full(code):
+    rule = RULES[code]
+    assert rule.summary and rule.explanation and rule.causes and rule.fix and rule.area
+    assert rule.example, f"{code} has no example for 'ppaux explain'"
+    assert re.fullmatch(r"PP[1-9]\d\d", code) and re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", rule.name)
+    text = run("explain", code.lower()).stdout
+    for heading in ("What it means:", "Likely causes:", "Fix:", "Example:"):
+        assert f"\n{heading}\n" in text
+    assert text.startswith(f"{code} {rule.name} ({rule.severity.value})\n{rule.summary}\n")
+    assert f"Example:\n  {rule.example}\n" in text
+
+
+def test_rule_names_are_unique():
+    names = [r.name for r in RULES.values()]
+    assert len(names) == len(set(names))
+
+
+def test_rules_text_lists_every_rule_once():
+    result = run("rules")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["code", "severity", "area", "name", "summary"]
+    assert [line.split()[0] for line in lines[1:]] == sorted(RULES)
+    assert result.stdout == render_rules_text(RULES.values())
+
+
+def test_rules_json_document():
+    result = run("rules", "--format", "json")
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == RULES_SCHEMA and doc["tool"]["name"] == "ppaux"
+    assert [r["code"] for r in doc["rules"]] == sorted(RULES)
+    first = doc["rules"][0]
+    rule = RULES[first["code"]]
+    assert first == {
+        "code": rule.code, "name": rule.name, "severity": rule.severity.value, "area": rule.area,
+        "summary": rule.summary, "explanation": rule.explanation, "causes": list(rule.causes),
+        "fix": rule.fix, "example": rule.example or None, "sglang_error": rule.sglang_error,
+        "inconclusive": rule.inconclusive,
+    }
+
+
+def test_rules_select_and_its_errors():
+    result = run("rules", "--select", "PP2", "-f", "json")
+    assert [r["code"] for r in json.loads(result.stdout)["rules"]] == sorted(
+        c for c in RULES if c.startswith("PP2"))
+    result = run("rules", "--select", "XX")
+    assert result.exit_code == 2
+    assert result.stderr == "ppaux: error: --select: 'XX' matches no rule code; 'ppaux rules' lists them\n"
+
+
+def test_explain_json_markdown_and_unknown_codes(tmp_path):
+    doc = json.loads(run("explain", "PP201", "-f", "json").stdout)
+    assert doc["code"] == "PP201" and doc["area"] == "security"
+    markdown = run("explain", "PP201", "-f", "markdown").stdout
+    assert markdown.startswith("## PP201 unsafe-global { #pp201 }\n\n**error** · area security\n")
+    target = tmp_path / "pp101.txt"
+    result = run("explain", "PP101", "-o", str(target))
+    assert result.stdout == "" and target.read_text().startswith("PP101 aux-non-tensor (error)\n")
+    result = run("explain", "PP999")
+    assert result.exit_code == 2
+    assert result.stderr == "ppaux: error: unknown rule code 'PP999'; 'ppaux rules' lists them\n"
+
+
+def test_markdown_escaping():
+    assert markdown_text("'__sampling_observer_output__.' *x* [a](b) <b>") == (
+        "'\\_\\_sampling\\_observer\\_output\\_\\_.' \\*x\\* \\[a\\](b) \\<b\\>")
+    assert markdown_code("a`b") == "``a`b``"
+    assert markdown_code("`x") == "`` `x ``"

@@ -1,0 +1,97 @@
+"""The capability analyser and the release table against the real sglang wheels (0.5.18 - 0.5.23).
+
+Wheels come from ``tests/wheels.py`` (downloaded once into ``$PPAUX_WHEEL_CACHE``). Every fact of
+``ppaux/data/releases.json`` is re-read from the wheels here, as are the facts of the reference
+page's sections 1, 3 and 4 that the table is built on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zipfile
+
+import pytest
+
+import wheels
+from ppaux import releases
+from ppaux.capability import TRANSPORT_FILE, analyse
+
+pytestmark = pytest.mark.wheels
+
+VERSIONS = ("0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+SHA256 = {
+    "0.5.19": "4fe27cef77f9b65dfbc7123145d348eef6b0291456e97031b4ca7ad47e0f70eb",
+    **{
+        v: "0b6db77de1177db6275bcc6fbf92abb8403b13c55ae7df263d06987779d45f5d"
+        for v in ("0.5.20", "0.5.21", "0.5.22", "0.5.23")
+    },
+}
+KEY_COUNTS = {"0.5.18": 14, "0.5.19": 14, "0.5.20": 16, "0.5.21": 17, "0.5.22": 18, "0.5.23": 18}
+
+
+@pytest.fixture(scope="module", params=VERSIONS)
+def release(request):
+    wheel = wheels.sglang_wheel(request.param)
+    return request.param, wheel, analyse(str(wheel))
+
+
+def test_analysis_matches_the_table(release):
+    version, _, cap = release
+    facts = releases.release(version)
+    family = releases.family_of(version)
+    assert (cap.origin, cap.version) == ("wheel", version)
+    assert cap.unknown == {}
+    assert list(cap.logprob_keys) == list(facts.logprob_keys)
+    assert len(cap.logprob_keys) == KEY_COUNTS[version]
+    assert list(cap.receiver_logprob_keys) == list(facts.receiver_logprob_keys)
+    assert list(cap.receiver_sampling_mask_keys) == list(facts.receiver_sampling_mask_keys)
+    assert list(cap.output_keys) == list(facts.output_keys)
+    assert list(cap.optional_output_keys) == list(facts.optional_output_keys)
+    assert (cap.wire, cap.non_tensor_values) == ("release", "pickled")
+    assert {k: cap.digests[k] for k in family.wire_digests} == dict(family.wire_digests)
+    if version == "0.5.18":
+        assert (cap.transport, cap.match, cap.scheduler_calls) == (
+            "absent",
+            "absent",
+            {"add": False, "pop": False},
+        )
+        return
+    assert (cap.transport, cap.match, cap.match_family) == ("present", "release", family.name)
+    assert cap.prefix == cap.receiver_prefix == "__sampling_observer_output__."
+    assert cap.sender_validates and cap.receiver_validates
+    assert set(cap.sender_checks.values()) == {True}
+    assert set(cap.receiver_checks.values()) == {True}
+    assert cap.scheduler_calls == {"add": True, "pop": True}
+    assert {k: cap.digests[k] for k in family.transport_digests} == dict(family.transport_digests)
+
+
+def test_reference_section_1(release):
+    version, wheel, _ = release
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        path = f"sglang/{TRANSPORT_FILE}"
+        if version == "0.5.18":
+            assert path not in names
+            return
+        data = archive.read(path)
+        metadata = archive.read(f"sglang-{version}.dist-info/METADATA").decode()
+    assert hashlib.sha256(data).hexdigest() == SHA256[version]
+    assert data.count(b"\n") == releases.family_of(version).transport_lines
+    defined_in = releases.family_of(version).aux_output_defined_in
+    assert defined_in in names
+    assert f"Requires-Dist: torch=={releases.release(version).torch}\n" in metadata
+
+
+def test_torch_pin_of_0_5_18():
+    wheel = wheels.sglang_wheel("0.5.18")
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = archive.read("sglang-0.5.18.dist-info/METADATA").decode()
+    assert "Requires-Dist: torch==2.13.0\n" in metadata
+
+
+def test_parts_and_whole_files_agree_on_every_release(release, monkeypatch):
+    import ppaux.capability as capability
+
+    _, wheel, cap = release
+    monkeypatch.setattr(capability, "_SELECTIVE", False)
+    assert capability.analyse(str(wheel)) == cap

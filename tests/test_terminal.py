@@ -1,0 +1,182 @@
+"""Start-up and terminal manners: no torch where none is needed, plain help, no colour codes
+outside a terminal or with NO_COLOR, progress on stderr only, shell completion."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ppaux.formats import Format, render
+from ppaux.report import Report, Table
+from ppaux_cli.app import app
+from ppaux_cli.output import use_color
+from ppaux_cli.progress import progress_reporter
+
+REPO = Path(__file__).resolve().parent.parent
+ESC = "\x1b["
+
+# Runs the CLI in a fresh interpreter and reports which heavy modules it imported.
+_PROBE = """
+import json, sys
+from ppaux_cli.app import app
+try:
+    app(sys.argv[1:], prog_name="ppaux")
+except SystemExit as exc:
+    code = exc.code
+heavy = sorted(m for m in ("torch", "numpy", "sglang") if m in sys.modules)
+sys.stderr.write("\\nPROBE " + json.dumps({"code": code, "heavy": heavy}) + "\\n")
+"""
+
+
+def _probe(*args: str, env: dict | None = None) -> dict:
+    done = subprocess.run([sys.executable, "-c", _PROBE, *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "NO_COLOR": "1", **(env or {})})
+    line = [l for l in done.stderr.splitlines() if l.startswith("PROBE ")][-1]
+    return json.loads(line[len("PROBE "):])
+
+
+def _on_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """Run ``args`` with stdout on a pseudo-terminal; its exit code and everything it printed."""
+    main, child = pty.openpty()
+    process = subprocess.Popen(args, cwd=REPO, stdout=child, stderr=subprocess.DEVNULL, env=env)
+    os.close(child)
+    chunks = []
+    while True:  # read while it runs: a full terminal buffer would block the child
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # EIO: the child closed its side
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(main)
+    return process.wait(timeout=120), b"".join(chunks).decode()
+
+
+@pytest.fixture(scope="module")
+def fingerprints(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("fingerprints")
+    for rank in (0, 1):
+        result = _probe("fingerprint", "--pp-rank", str(rank), "--pp-size", "2",
+                        "--output", str(folder / f"stage{rank}.json"))
+        assert result == {"code": 0, "heavy": []}
+    return folder
+
+
+@pytest.mark.parametrize("args", [
+    ("--help",),
+    ("inspect", "--help"),
+    ("inspect", "fixtures/dumps/aux_list.pt", "fixtures/dumps/aux_numpy_array.pt", "-f", "sarif"),
+    ("inspect", "fixtures/dumps", "fixtures/malicious", "-f", "junit"),
+    ("rules", "-f", "json"),
+    ("explain", "PP101"),
+], ids=lambda a: " ".join(a)[:40])
+def test_no_torch_for_help_inspect_rules_explain(args):
+    assert _probe(*args)["heavy"] == []
+
+
+def test_no_torch_for_fingerprint_and_check_skew(fingerprints):
+    result = _probe("check-skew", str(fingerprints), "-f", "json")
+    assert result["heavy"] == [] and result["code"] in (0, 1)
+
+
+def test_importing_the_app_loads_no_command_internals():
+    # 'ppaux --help' pays for what app.py imports: the readers, the analysers and rich stay out.
+    code = ("import sys, json; import ppaux_cli.app; "
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('torch', 'numpy', 'rich', 'pydantic', 'zipfile', 'xml') or m in "
+            "('ppaux.inspection', 'ppaux.dumpfile', 'ppaux.pickle_vm', 'ppaux.skew', "
+            "'ppaux.fingerprint', 'ppaux.capture_store', 'ppaux.sglang_module', 'ppaux.config'))))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert json.loads(done.stdout) == []
+
+
+def test_help_is_plain_text_even_on_a_terminal():
+    # Plain help is part of the start-up budget (rich help alone costs over 0.1 s), so it is
+    # plain on a terminal too: no escape codes either way.
+    code, output = _on_terminal([sys.executable, "-m", "ppaux_cli", "--help"],
+                                {**os.environ, "TERM": "xterm"})
+    assert code == 0 and "Usage: ppaux [OPTIONS] COMMAND" in output
+    assert ESC not in output
+
+
+def test_colour_only_on_a_terminal_without_no_color(monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert use_color(Terminal()) is True
+    assert use_color(io.StringIO()) is False
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert use_color(Terminal()) is False
+    report = Report("inspect", tables=[Table("t", ("key",), (("k",),), frozenset({(0, 0)}))])
+    assert ESC in render(report, Format.TEXT, color=True)  # so the checks below can fail
+    assert ESC not in render(report, Format.TEXT, color=False)
+
+
+def test_cli_output_has_no_escape_codes_in_a_pipe_or_with_no_color():
+    args = [sys.executable, "-m", "ppaux_cli", "inspect", "fixtures/dumps/aux_list.pt"]
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    piped = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+    assert piped.returncode == 1 and "PP101 error" in piped.stdout and ESC not in piped.stdout
+    code, output = _on_terminal(args, {**env, "NO_COLOR": "1", "TERM": "xterm"})
+    assert code == 1 and "PP101 error" in output and ESC not in output
+    # The same run on a terminal without NO_COLOR does colour: the check above can fail.
+    code, output = _on_terminal(args, {**env, "TERM": "xterm"})
+    assert code == 1 and ESC in output
+
+
+def test_progress_goes_to_stderr_only_when_it_is_a_terminal():
+    # 30+ dumps: enough for the bar. stderr is a terminal, stdout a pipe that must stay pure JSON.
+    main, child = pty.openpty()
+    done = subprocess.run([sys.executable, "-m", "ppaux_cli", "inspect", "fixtures/dumps",
+                           "-f", "json"], cwd=REPO, stdout=subprocess.PIPE, stderr=child,
+                          timeout=300, env={**os.environ, "TERM": "xterm"})
+    os.close(child)
+    os.close(main)
+    assert json.loads(done.stdout)["command"] == "inspect"
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Terminal()
+    with progress_reporter(stream, "inspecting") as progress:
+        assert progress is not None
+        for done_count in range(1, 31):
+            progress(done_count, 30)
+    assert "inspecting" in stream.getvalue()
+    with progress_reporter(io.StringIO(), "inspecting") as progress:
+        assert progress is None
+
+
+def test_shell_completion_with_the_custom_group(tmp_path):
+    env = {**os.environ, "_PPAUX_COMPLETE": "complete_bash", "COMP_WORDS": "ppaux ins",
+           "COMP_CWORD": "1"}
+    done = subprocess.run([sys.executable, "-m", "ppaux_cli"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert done.returncode == 0 and done.stdout.split() == ["inspect"]
+    env.update(COMP_WORDS="ppaux inspect --format ", COMP_CWORD="3")
+    done = subprocess.run([sys.executable, "-m", "ppaux_cli"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert done.stdout.split() == ["text", "json", "github", "sarif", "junit", "gitlab"]
+    result = CliRunner().invoke(app, ["--show-completion", "bash"], env={"NO_COLOR": "1"})
+    assert result.exit_code == 0 and "_PPAUX_COMPLETE=complete_bash" in result.stdout
+    home = tmp_path / "home"
+    home.mkdir()
+    done = subprocess.run([sys.executable, "-c", "from ppaux_cli.app import main; main()",
+                           "--install-completion", "bash"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "HOME": str(home), "SHELL": "/bin/bash"})
+    assert done.returncode == 0, done.stderr
+    assert "ppaux" in (home / ".bashrc").read_text()
+    assert any(p.name.startswith("ppaux") for p in (home / ".bash_completions").iterdir())

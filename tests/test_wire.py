@@ -1,0 +1,116 @@
+"""The in-process wire does to a dict what sglang's send/recv_tensor_dict do (0.5.19 - 0.5.23)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+from ppaux.roundtrip import compare
+from ppaux.wire import TensorMetadata, WireError, split_tensor_dict, transfer
+
+P = "__sampling_observer_output__."
+
+
+def test_non_tensors_travel_pickled_and_tensors_are_rebuilt():
+    scores = [0.25, {"k": (1, None)}]
+    sent = {"next_token_ids": torch.tensor([3, 4]), f"{P}scores": scores, "none": None,
+            f"{P}empty": torch.empty(0, 2), "__msg_type__": "output"}
+    received, stats = transfer(sent)
+    assert list(received) == list(sent)
+    assert received[f"{P}scores"] == scores and received[f"{P}scores"] is not scores
+    assert received["none"] is None and received["__msg_type__"] == "output"
+    assert torch.equal(received["next_token_ids"], sent["next_token_ids"])
+    assert received["next_token_ids"] is not sent["next_token_ids"]
+    assert received[f"{P}empty"].shape == (0, 2)
+    assert (stats.tensors, stats.empty, stats.tensor_bytes) == (1, 1, 16)
+    assert stats.metadata_bytes > 0
+
+
+def test_split_matches_sglangs_metadata():
+    metadata, tensors = split_tensor_dict({"a": torch.ones(2, 3, dtype=torch.bfloat16), "b": [1]})
+    assert metadata == [("a", TensorMetadata("cpu", torch.bfloat16, torch.Size([2, 3]))),
+                        ("b", [1])]
+    assert len(tensors) == 1
+
+
+def test_subclass_strides_and_grad_are_not_kept():
+    parameter = torch.nn.Parameter(torch.tensor([1.0, 2.0]))
+    received, _ = transfer({f"{P}p": parameter})
+    came = received[f"{P}p"]
+    assert type(came) is torch.Tensor and not came.requires_grad
+    mismatches, changes = compare({f"{P}p": parameter}, received)
+    assert mismatches == []
+    assert [c["what"] for c in changes] == ["type", "requires_grad"]
+
+
+@pytest.mark.parametrize("make, side, error_type, message", [
+    (lambda: torch.arange(6.0).reshape(2, 3).t(), "sender", "RuntimeError",
+     "input tensor has to be contiguous"),
+    (lambda: torch.arange(6.0)[::2], "sender", "RuntimeError", "input tensor has to be contiguous"),
+    (lambda: torch.eye(2).to_sparse(), "sender", "RuntimeError",
+     "input tensor has to be contiguous"),
+    (lambda: torch.empty(2, device="meta"), "sender", "RuntimeError",
+     "a meta tensor has no data to send (ppaux: sglang would hand it to the device group and "
+     "fail there)"),
+])
+def test_what_gloo_refuses(make, side, error_type, message):
+    with pytest.raises(WireError) as caught:
+        transfer({"next_token_ids": torch.ones(2), f"{P}x": make()})
+    assert (caught.value.side, caught.value.error_type, caught.value.message, caught.value.key) \
+        == (side, error_type, message, f"{P}x")
+    assert caught.value.metadata_sent
+
+
+def test_nested_tensor_fails_before_anything_is_sent():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # nested tensors are a prototype API
+        nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+    with pytest.raises(WireError) as caught:
+        transfer({f"{P}n": nested})
+    assert caught.value.side == "sender" and not caught.value.metadata_sent
+    assert caught.value.message == "Internal error: NestedTensorImpl doesn't support sizes. " \
+        "Please file an issue."
+
+
+def test_all_gather_slices_and_gathers_back():
+    values = torch.arange(12.0).reshape(3, 4).t()  # not contiguous, 12 elements
+    received, stats = transfer({f"{P}v": values}, all_gather_size=3)
+    assert torch.equal(received[f"{P}v"], values) and received[f"{P}v"].is_contiguous()
+    assert stats.tensor_bytes == 48
+    # An element count the group size does not divide falls back to a plain send.
+    with pytest.raises(WireError):
+        transfer({f"{P}v": values}, all_gather_size=5)
+
+
+def test_quantized_bytes_travel_but_not_the_quantizer():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # quantized creation is deprecated
+        sent = torch.quantize_per_tensor(torch.tensor([1.0, 2.0]), 0.25, 0, torch.quint8)
+    received, _ = transfer({f"{P}q": sent})
+    came = received[f"{P}q"]
+    assert came.dtype == torch.quint8 and torch.equal(came.int_repr(), sent.int_repr())
+    (mismatch,) = compare({f"{P}q": sent}, received)[0]
+    assert (mismatch["what"], mismatch["sent"], mismatch["received"]) == (
+        "quantizer", ["per_tensor_affine", 0.25, 0], None)
+
+
+def test_compare_is_bit_for_bit():
+    sent = {f"{P}x": torch.tensor([0.0, float("nan"), 1.0])}
+    # -0.0 == 0.0 and NaN payloads: equal to torch.equal's eyes or not, the bits differ.
+    other_nan = torch.tensor([0.0, 0.0, 1.0]).view(torch.int32)
+    other_nan[1] = 0x7FC00001
+    cases = {
+        "zero": torch.tensor([-0.0, float("nan"), 1.0]),
+        "nan": other_nan.view(torch.float32),
+    }
+    for name, came in cases.items():
+        (mismatch,) = compare(sent, {f"{P}x": came})[0]
+        assert mismatch["what"] == "bits", name
+        assert mismatch["detail"] == ("1 of 3 elements differ bit for bit (first at flat index "
+                                      f"{0 if name == 'zero' else 1})")
+    assert compare(sent, {f"{P}x": sent[f"{P}x"].clone()}) == ([], [])
+    missing, _ = compare(sent, {})
+    assert missing == [{"key": f"{P}x", "what": "missing",
+                        "detail": "not given back by pop and add", "sent": None, "received": None}]
