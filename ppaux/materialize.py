@@ -27,7 +27,7 @@ import torch
 from ppaux.dumpfile import Dump
 from ppaux.errors import DumpError, PpauxError
 from ppaux.limits import Limits
-from ppaux.model import DTYPE_ITEMSIZE, StorageRef, TensorRef
+from ppaux.model import DTYPE_ITEMSIZE, Opaque, StorageRef, TensorRef
 
 __all__ = [
     "DeviceError", "MaterializeError", "Materializer", "quantized_creation", "resolve_device",
@@ -208,8 +208,13 @@ class Materializer:
             built = tuple(self.value(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
         elif isinstance(value, (set, frozenset)):
             built = type(value)(self.value(v, where, depth + 1) for v in value)
+        elif isinstance(value, Opaque):
+            # An object of a class ppaux never imports stays a non-tensor, but one whose type
+            # carries the original class name, so Python's own messages (pop's AttributeError
+            # on such a dict key) read as they would with the real class.
+            built = _stand_in(value)
         else:
-            # Opaque objects, globals, numpy stand-ins: placeholders stay placeholders.
+            # Globals and numpy stand-ins: placeholders stay placeholders.
             return value
         self._memo[id(value)] = built
         return built
@@ -388,6 +393,34 @@ def quantized_creation() -> Iterator[None]:
         warnings.filterwarnings("ignore", message=r".*quantized tensor creation functions",
                                 category=UserWarning)
         yield
+
+
+class StandIn:
+    """Base of the stand-ins for objects whose class was never imported (see :func:`_stand_in`)."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, source: Opaque) -> None:
+        self.source = source
+
+    def __repr__(self) -> str:
+        return f"<{self.source.name} object, not imported>"
+
+    def __reduce__(self):  # the wire pickles non-tensors: rebuild through ppaux, not the class
+        return (_stand_in, (self.source,))
+
+
+_STAND_IN_TYPES: dict[str, type] = {}
+
+
+def _stand_in(value: Opaque) -> StandIn:
+    """A StandIn whose class is named like the saved one (no module is imported)."""
+    cls = _STAND_IN_TYPES.get(value.name)
+    if cls is None:
+        module, _, short = value.name.rpartition(".")
+        cls = type(short or value.name, (StandIn,), {"__slots__": (), "__module__": module or "?"})
+        _STAND_IN_TYPES[value.name] = cls
+    return cls(value)
 
 
 def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:

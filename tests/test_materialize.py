@@ -12,7 +12,13 @@ import pytest
 import torch
 
 from ppaux.dumpfile import read_dump
-from ppaux.materialize import DeviceError, MaterializeError, Materializer, resolve_device
+from ppaux.materialize import (
+    DeviceError,
+    MaterializeError,
+    Materializer,
+    StandIn,
+    resolve_device,
+)
 from ppaux.model import Opaque
 from ppaux.payload import find_payloads
 
@@ -112,8 +118,11 @@ def test_plain_pickle_storages_come_from_the_pickle():
 def test_placeholders_stay_non_tensors():
     got = build(DUMPS / "aux_custom_class.pt")
     value = got["__sampling_observer_output__.scores"]
-    assert isinstance(value, Opaque) and value.name == "ppaux_fixture_types.SamplingScores"
+    assert isinstance(value, StandIn) and isinstance(value.source, Opaque)
+    assert type(value).__name__ == "SamplingScores"  # named like the class, never imported
+    assert value.source.name == "ppaux_fixture_types.SamplingScores"
     assert not torch.is_tensor(value)
+    assert pickle.loads(pickle.dumps(value)).source.name == value.source.name
     listed = build(DUMPS / "aux_list_of_tensors.pt")["__sampling_observer_output__.scores"]
     assert [t.tolist() for t in listed] == [[0.25, 0.75], [1.25, 1.75]]
 
