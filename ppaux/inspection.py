@@ -139,8 +139,8 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
                              shape, "", "", ""))
         hidden = len(payload["entries"]) - len(rows)
         if hidden > 0:
-            rows.append((f"... {hidden} more keys (all are in --format json)", "", "", "", "", "",
-                         ""))
+            rows.append((f"... and {hidden} more keys", "", "--format json lists all", "", "",
+                         "", ""))
         where = f" {payload['locator']}" if payload["locator"] else ""
         what = (f"capture of {capture.get('function')}: {capture.get('exception_type')}: "
                 f"{capture.get('exception_message')}" if capture and payload["role"] == "capture"

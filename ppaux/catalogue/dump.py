@@ -244,7 +244,7 @@ RULES = (
         "string keys and tensor values), so no payload check ran.",
         causes=("The file is not a PP capture.",),
         fix="Point ppaux at a dump of the tensor dict itself, or at a ppaux capture file.",
-        example='a file that holds [1, 2, 3] instead of a dict of tensors',
+        example="a file that holds [1, 2, 3] instead of a dict of tensors",
         area="payload",
         inconclusive=True,
     ),

@@ -99,6 +99,7 @@ RULES = (
         ),
         causes=("A modified sglang build on the first stage.",),
         fix="Run a release sglang (0.5.19+) on the first stage.",
+        example="pop lacks the torch.is_tensor check on pp0",
         area="skew",
     ),
     Rule(
@@ -150,6 +151,7 @@ RULES = (
         ),
         causes=("A patched parallel_state.py on some stages.",),
         fix="Use the same sglang build, unpatched, on every stage.",
+        example="_split_tensor_dict on pp1 differs from 0.5.19-0.5.23",
         area="skew",
     ),
     Rule(
@@ -179,6 +181,7 @@ RULES = (
         ),
         causes=("Different nvidia-nccl-* wheels, or a system NCCL on some hosts.",),
         fix="Install the same nvidia-nccl-cu* version everywhere (the one torch pins).",
+        example="NCCL 2.26.2 on pp0, 2.27.3 on pp1",
         area="skew",
     ),
     Rule(
@@ -192,6 +195,7 @@ RULES = (
         ),
         causes=("torch installed from different wheel indexes (cu126, cu128, cu130).",),
         fix="Install torch from the same CUDA index on every host.",
+        example="torch built for CUDA 12.8 on pp0, 12.6 on pp1",
         area="skew",
     ),
     Rule(
@@ -204,6 +208,7 @@ RULES = (
         "fails outright.",
         causes=("Hosts provisioned at different times.",),
         fix="Align the driver version across hosts.",
+        example="driver 570.86.15 on node-a, 575.51.03 on node-b",
         area="skew",
     ),
     Rule(
@@ -215,6 +220,7 @@ RULES = (
         "read each other's pickles, but they imply different wheels of everything else.",
         causes=("Different base images or virtual environments.",),
         fix="Use the same Python minor version on every stage.",
+        example="Python 3.11 on pp0, 3.12 on pp1",
         area="skew",
     ),
     Rule(
@@ -242,6 +248,7 @@ RULES = (
         "difference is worth knowing about when stages misbehave.",
         causes=("Per-host launcher scripts.",),
         fix="Align the variable unless the difference is intended (for example a NIC name).",
+        example="NCCL_DEBUG=INFO on pp0, unset on pp1",
         area="skew",
     ),
     Rule(
@@ -253,6 +260,7 @@ RULES = (
         "are the same stage, or a fingerprint file was copied.",
         causes=("A stale fingerprint file among new ones.", "A launcher that reused RANK."),
         fix="Take one fingerprint per rank, fresh, and compare those.",
+        example="rank 1 in stage1.json and in stage1-copy.json",
         area="skew",
     ),
     Rule(
@@ -265,6 +273,7 @@ RULES = (
         "did not answer within the timeout (not started, hung, or dead).",
         causes=("A rank that crashed or never started.", "A missing fingerprint file."),
         fix="Start or fix the missing rank and run the check again.",
+        example="--pp-size 4, fingerprints of ranks 0, 1 and 3 only",
         area="skew",
     ),
     Rule(
@@ -276,6 +285,7 @@ RULES = (
         "has them, and verdicts may differ between versions.",
         causes=("ppaux upgraded on some hosts only.",),
         fix="Take every fingerprint with the same ppaux version.",
+        example="ppaux 0.1.0 on pp0, 0.2.0 on pp1",
         area="skew",
     ),
     Rule(
@@ -291,6 +301,7 @@ RULES = (
         ),
         fix="Take the fingerprint in the environment the server runs in, or pass "
         "--sglang-path; reinstall sglang if a file is damaged.",
+        example="pp1: sglang is not installed in this Python environment",
         area="skew",
         inconclusive=True,
     ),
@@ -310,6 +321,7 @@ RULES = (
         ),
         fix="Remove the patch (or restart after an upgrade) and take the fingerprint again.",
         sglang_error=_NON_TENSOR,
+        example="add_auxiliary_output_to_pp_tensors replaced by a wrapper in the running process",
         area="skew",
     ),
     Rule(
@@ -346,6 +358,7 @@ RULES = (
         "this stage neither sends nor receives auxiliary output.",
         causes=("A modified scheduler.",),
         fix="Use a release build of sglang.",
+        example="scheduler_pp_mixin.py never calls pop_auxiliary_output_from_pp_tensors",
         area="skew",
     ),
     Rule(
@@ -357,6 +370,7 @@ RULES = (
         "model each stage runs; stages of one deployment should run the same ones.",
         causes=("Hosts installed at different times.",),
         fix="Install the same versions everywhere (a lock file or one image).",
+        example="flashinfer-python 0.2.5 on pp0, 0.2.6 on pp1",
         area="skew",
     ),
 )

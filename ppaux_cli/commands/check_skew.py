@@ -230,10 +230,12 @@ def _distributed(
     try:
         emit(report, format, fail_on, output, **gate)
     except typer.Exit as done:
-        # The report is out; now every rank learns the exit code and leaves with it.
+        # The report is out; now every rank learns the exit code and leaves with it. Rank 0
+        # leaves without interpreter teardown too: torch's teardown is slow, and Python puts
+        # the default SIGTERM action back during it, so torchrun's SIGTERM would win.
         _on_terminate_exit(done.exit_code)
         session.publish_exit(done.exit_code)
-        raise
+        _leave(done.exit_code)
 
 
 def _on_terminate_exit(code: int) -> None:
@@ -249,8 +251,8 @@ def _leave(code: int) -> NoReturn:
     """Exit now with ``code``, skipping interpreter teardown (nothing is left to clean up).
 
     Ranks other than 0 leave as soon as they know the code, before rank 0 does: torchrun stops
-    the remaining workers of a node when one exits with a failure. They print nothing, so only
-    the streams need flushing.
+    the remaining workers of a node when one exits with a failure. The report is written by
+    then, so only the streams need flushing.
     """
     sys.stdout.flush()
     sys.stderr.flush()

@@ -1,0 +1,227 @@
+"""The adversarial corpus (``fixtures/adversarial/``) through ``ppaux inspect``, one process each.
+
+Every case of ``fixtures/make_adversarial.py`` runs as ``ppaux inspect FILE --format json`` in
+its own process and its own empty directory, with stdout encoded strictly as UTF-8 (as on a
+UTF-8 terminal). The processes are forked from one that has imported the CLI already (see
+``hostile_run.run_cli_many``; a test below checks that this gives what ``python -m ppaux_cli``
+gives). Each must give: no traceback; its expected outcome (PP201 naming every hostile global
+with exit 1, or exactly one ``ppaux: error: FILE: ...`` line with exit 2, or a plain read); no
+file created (a payload that ran would leave its marker there); the corpus file byte-for-byte
+unchanged; and the wall-time and peak-memory bounds below. A control proves the payloads live:
+plain ``pickle`` (or ``torch.load(weights_only=False)`` for zips) does create the markers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from hostile_run import Run, inspect_command, run_cli_many, run_measured
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "fixtures"))
+
+import make_adversarial as corpus  # noqa: E402
+
+#: Wall-clock bound per file. The worst case measures about 3 s on a busy 2-core machine; the
+#: bound is loose so that only a hang (or a quadratic blow-up) fails it.
+TIME_BOUND_S = 30.0
+#: Peak RSS bound per file. The worst case (bomb_wide_dict: a JSON report of 100,000 entries)
+#: measures about 250 MB; Python with the CLI loaded is about 35 MB.
+RSS_BOUND_MB = 320.0
+#: CLI processes run side by side.
+WORKERS = 2
+
+CASES = {c.name: c for c in corpus.CASES}
+
+
+def _env() -> dict[str, str]:
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "100", "PYTHONIOENCODING": "utf-8:strict"}
+    env.pop("PYTHONWARNINGS", None)
+    return env
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class _Outcome:
+    def __init__(self, run: Run, created: list[str], before: str, after: str) -> None:
+        self.run, self.created, self.before, self.after = run, created, before, after
+
+
+def _argv(case: corpus.Case, fmt: str = "json") -> list[str]:
+    return ["inspect", str(corpus.OUT / case.filename), "--format", fmt]
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, _Outcome]:
+    root = tmp_path_factory.mktemp("adversarial")
+    before = {c.name: _sha256(corpus.OUT / c.filename) for c in corpus.CASES}
+
+    def batch(cases: list[corpus.Case]) -> list[tuple[str, Run]]:
+        runs = run_cli_many([(_argv(c), root / c.name) for c in cases], TIME_BOUND_S, _env())
+        return [(c.name, run) for c, run in zip(cases, runs)]
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        parts = pool.map(batch, [corpus.CASES[k::WORKERS] for k in range(WORKERS)])
+    return {
+        name: _Outcome(run, sorted(os.listdir(root / name)), before[name],
+                       _sha256(corpus.OUT / CASES[name].filename))
+        for part in parts for name, run in part
+    }
+
+
+def test_corpus_has_at_least_thirty_named_cases():
+    assert len(CASES) == len(corpus.CASES) >= 30
+    names = sorted(p.name for p in corpus.OUT.iterdir())
+    assert names == sorted([c.filename for c in corpus.CASES] + ["CATALOGUE.md"])
+    groups = {c.group for c in corpus.CASES}
+    assert groups == {"code execution", "hidden globals", "zip tricks", "pickle bombs",
+                      "truncation"}
+
+
+def test_catalogue_is_written_from_the_case_list():
+    assert corpus.CATALOGUE.read_text(encoding="utf-8") == corpus.catalogue()
+    text = corpus.CATALOGUE.read_text(encoding="utf-8")
+    for case in corpus.CASES:
+        assert f"| `{case.filename}` |" in text
+
+
+@pytest.mark.parametrize("name", [c.name for c in corpus.CASES if not c.heavy])
+def test_file_is_what_the_script_writes(name):
+    case = CASES[name]
+    if case.version_specific and sys.version_info[:2] != (3, 11):
+        pytest.skip("bytecode of another Python version")
+    assert (corpus.OUT / case.filename).read_bytes() == case.build(case.name)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_inspect_survives(name, outcomes):
+    case, outcome = CASES[name], outcomes[name]
+    run = outcome.run
+    stderr = run.stderr.decode("utf-8", "replace")
+    assert not run.timed_out, f"no result within {TIME_BOUND_S} s"
+    assert "Traceback" not in stderr, stderr
+    assert run.seconds < TIME_BOUND_S
+    assert run.rss_mb < RSS_BOUND_MB, f"peak RSS {run.rss_mb:.0f} MB"
+    assert outcome.created == [], "the payload ran or something was written"
+    assert outcome.after == outcome.before, "the corpus file changed"
+    path = str(corpus.OUT / case.filename)
+    if case.expect == "error":
+        assert run.rc == 2, stderr
+        lines = stderr.splitlines()
+        assert len(lines) == 1, stderr
+        assert lines[0].startswith(f"ppaux: error: {path}: "), lines[0]
+        assert case.error in lines[0], lines[0]
+        return
+    assert run.rc in (0, 1), stderr
+    assert stderr == ""
+    document = json.loads(run.stdout.decode("utf-8"))
+    hostile = [f["extra"]["global"] for f in document["findings"] if f["code"] == "PP201"]
+    if case.expect == "finding":
+        assert run.rc == 1
+        assert set(case.globals) <= set(hostile), hostile
+        # Every global the file names but the allowlist does not know is reported.
+        unknown = {g["name"] for g in document["files"][0]["globals"] if not g["allowed"]}
+        assert set(hostile) == unknown
+    else:
+        assert hostile == []
+        assert document["problems"] == []
+
+
+def test_figures_over_the_corpus(outcomes):
+    # The figures docs/security.md quotes come from benchmarks/bench_adversarial.py; this keeps
+    # the bounds honest in every run.
+    worst_time = max(o.run.seconds for o in outcomes.values())
+    worst_rss = max(o.run.rss_mb for o in outcomes.values())
+    assert worst_time < TIME_BOUND_S
+    assert worst_rss < RSS_BOUND_MB
+
+
+@pytest.mark.parametrize("name", ["exec_os_system_reduce", "zip_two_data_pkl",
+                                  "bomb_surrogate_key", "zip_huge_declared_storage"])
+def test_forked_runs_match_python_m_ppaux_cli(name, outcomes, tmp_path):
+    run = run_measured(inspect_command(corpus.OUT / CASES[name].filename), tmp_path,
+                       TIME_BOUND_S, _env())
+    forked = outcomes[name].run
+    assert (run.rc, run.stdout, run.stderr) == (forked.rc, forked.stdout, forked.stderr)
+
+
+_DISPLAY = ["hidden_newline_in_global_name", "bomb_surrogate_key", "zip_newline_in_record_name",
+            "bomb_giant_global_name", "bomb_wide_dict"]
+
+
+@pytest.mark.parametrize("name", _DISPLAY)
+def test_text_view_of_hostile_names(name, tmp_path):
+    # Names and keys from a file reach the terminal escaped: no newline, no escape sequence.
+    case = CASES[name]
+    run = run_measured(inspect_command(corpus.OUT / case.filename, "text"), tmp_path,
+                       TIME_BOUND_S, _env())
+    stdout, stderr = run.stdout.decode("utf-8"), run.stderr.decode("utf-8")
+    assert "Traceback" not in stderr
+    assert "\x1b" not in stdout + stderr
+    assert run.rc == {"finding": 1, "error": 2, "read": run.rc}[case.expect]
+    if case.expect == "error":
+        assert len(stderr.splitlines()) == 1
+    if name == "hidden_newline_in_global_name":
+        assert "os.sys\\ntem\\x1b[2J" in stdout
+    if name == "bomb_wide_dict":
+        assert "... and 99002 more keys" in stdout
+
+
+_LOADER = r"""
+import io, json, os, pickle, sys, time, warnings
+warnings.simplefilter("ignore")
+cases = json.loads(sys.argv[1])
+for path, workdir, kind in cases:
+    os.chdir(workdir)
+    try:
+        with open(path, "rb") as handle:
+            if handle.read(4) == b"PK\x03\x04":
+                import torch
+                torch.load(path, weights_only=False, map_location="cpu")
+            else:
+                handle.seek(0)
+                pickle.load(handle)
+    except BaseException:
+        pass
+"""
+
+
+def _torch_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
+def test_payloads_are_live(tmp_path):
+    # Control for the marker test: loading each executing case the ordinary way does run it.
+    live = [c for c in corpus.CASES if c.executes is not None]
+    if not _torch_available():
+        live = [c for c in live if c.executes == "pickle" and c.suffix == ".pkl"]
+    if sys.version_info[:2] != (3, 11):
+        live = [c for c in live if not c.version_specific]
+    assert len(live) >= 20
+    jobs = []
+    for case in live:
+        workdir = tmp_path / case.name
+        workdir.mkdir()
+        jobs.append((str(corpus.OUT / case.filename), str(workdir), case.executes))
+    subprocess.run([sys.executable, "-c", _LOADER, json.dumps(jobs)], cwd=tmp_path,
+                   capture_output=True, timeout=300, env=_env())
+    # subprocess.Popen payloads finish on their own; give them a moment.
+    deadline = time.monotonic() + 10
+    missing = live
+    while missing and time.monotonic() < deadline:
+        missing = [c for c in live if not (tmp_path / c.name / corpus.marker(c.name)).exists()]
+        time.sleep(0.05)
+    assert [c.name for c in missing] == []
