@@ -127,7 +127,7 @@ def _compare(variants: dict[str, Callable], make_args: Callable[[], tuple], call
     'bare': each round times every variant back to back, so a burst of load on the machine
     slows a whole round and cancels out of the ratio."""
     samples: dict[str, list[float]] = {name: [] for name in variants}
-    for name, fn in variants.items():  # warm-up
+    for fn in variants.values():  # warm-up
         _per_call(fn, make_args, calls)
     names = list(variants)
     for r in range(rounds):
@@ -138,7 +138,7 @@ def _compare(variants: dict[str, Callable], make_args: Callable[[], tuple], call
     return {
         name: {
             "median_us": round(statistics.median(values) * 1e6, 3),
-            "ratio": round(statistics.median(v / b for v, b in zip(values, bare)), 4),
+            "ratio": round(statistics.median(v / b for v, b in zip(values, bare, strict=True)), 4),
         }
         for name, values in samples.items()
     }
@@ -213,8 +213,7 @@ def _overhead(registry: Optional[types.ModuleType], directory: str, calls: int =
                 around = registry.HookType.AROUND
                 variants["plugin"] = registry._wrap_fn(bare, hook, around)
                 variants["sglang_empty_hook"] = registry._wrap_fn(bare, _call_through, around)
-            tensors: dict = {}
-            best = {k: min(timeit.repeat(lambda f=f: f(tensors, None), number=calls, repeat=7))
+            best = {k: min(timeit.repeat(lambda f=f: f({}, None), number=calls, repeat=7))
                     / calls for k, f in variants.items()}
             result[name] = {f"{k}_added_ns": round((v - best["bare"]) * 1e9, 1)
                             for k, v in best.items() if k != "bare"}

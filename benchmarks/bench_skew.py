@@ -149,6 +149,8 @@ def main(argv: "list[str] | None" = None) -> int:
     py = sys.executable
     out = args.workdir / "stage.json"
 
+    # Other work on the machine slows every command; the load average is printed with the table.
+    load_before = os.getloadavg()[0]
     fingerprint, collect_env, skew_json, skew_text = [], [], [], []
     for _ in range(args.runs):
         fingerprint.append(_time([py, "-m", "ppaux_cli", "fingerprint", "-o", str(out)], env))
@@ -195,7 +197,8 @@ def main(argv: "list[str] | None" = None) -> int:
     speedup = statistics.median(collect_env) / statistics.median(fingerprint)
     print(
         f"{datetime.date.today()}, {platform.python_implementation()} "
-        f"{platform.python_version()}, {os.cpu_count()} CPUs; sglang: {installed}"
+        f"{platform.python_version()}, {os.cpu_count()} CPUs, load average "
+        f"{load_before:.1f} before and {os.getloadavg()[0]:.1f} after; sglang: {installed}"
     )
     print()
     print("| command | runs | median s | min s | max s |")

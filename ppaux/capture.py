@@ -34,7 +34,6 @@ import itertools
 import logging
 import os
 import pickle
-import socket
 import sys
 import threading
 import time
@@ -355,7 +354,9 @@ def _sampled_call(function: str, config: CaptureConfig, original: Callable, args
         result = original(*args, **kwargs)
     except Exception as exc:
         if snapshot is not None:
-            output = _output_tensors(_argument(args, kwargs, 1, "output")) if function == ADD else None
+            output = None
+            if function == ADD:
+                output = _output_tensors(_argument(args, kwargs, 1, "output"))
             _record(function, config, exc, snapshot, output)
         raise
     if snapshot is not None:

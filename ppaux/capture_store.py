@@ -262,7 +262,8 @@ def plugin_state(environ: Mapping[str, str] | None = None) -> PluginState:
     if entry is None:
         reasons.append(f"the {_PLUGIN_NAME!r} entry point is not installed in this environment")
     elif entry != _ENTRY_POINT:
-        reasons.append(f"the {_PLUGIN_NAME!r} entry point points at {entry!r}, not {_ENTRY_POINT!r}")
+        reasons.append(f"the {_PLUGIN_NAME!r} entry point points at {entry!r}, "
+                       f"not {_ENTRY_POINT!r}")
     root = sglang_module.find_sglang_root()
     try:
         version = sglang_module.sglang_version(root) if root is not None else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+import struct
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -24,6 +25,13 @@ from ppaux.model import StorageRef, StorageType
 from ppaux.pickle_vm import Machine
 
 __all__ = ["Dump", "read_dump", "read_dump_bytes"]
+
+#: What Python's zipfile raises on hostile or corrupt archives (besides BadZipFile): I/O
+#: errors, bad UTF-8 names (ValueError), "zip file version" (NotImplementedError), offsets past
+#: 2**63 (OverflowError), short headers (struct.error, EOFError), bad deflate data (zlib.error),
+#: encrypted records (RuntimeError).
+_ZIP_ERRORS = (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError,
+               OverflowError, struct.error, zlib.error, RuntimeError)
 
 _ZIP_MAGIC = b"PK\x03\x04"
 _EMPTY_ZIP_MAGIC = b"PK\x05\x06"
@@ -148,9 +156,7 @@ def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:
 def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
     try:
         archive = zipfile.ZipFile(handle)
-    except zipfile.BadZipFile as exc:
-        raise DumpError(path, f"truncated or corrupt zip file ({exc})") from None
-    except (OSError, ValueError, EOFError) as exc:
+    except _ZIP_ERRORS as exc:
         raise DumpError(path, f"truncated or corrupt zip file ({exc})") from None
     with archive:
         records = archive.infolist()
@@ -229,10 +235,7 @@ def _read_record(path: str, archive: zipfile.ZipFile, record: zipfile.ZipInfo, l
             # Read one byte past the limit: a record whose header lies about its size
             # (a deflate bomb) is stopped here instead of filling memory.
             data = stream.read(limits.max_pickle_bytes + 1)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError,
-            zlib.error) as exc:
-        raise DumpError(path, f"cannot read {name} ({exc})") from None
-    except RuntimeError as exc:  # encrypted records
+    except _ZIP_ERRORS as exc:
         raise DumpError(path, f"cannot read {name} ({exc})") from None
     if len(data) > limits.max_pickle_bytes:
         raise LimitExceeded(path, "max_pickle_bytes", limits.max_pickle_bytes,

@@ -303,17 +303,26 @@ def _run(mapping: dict, output: dict | None, module: Any, name: str, setup: _Set
         "culprit": None, "sent": None, "received": None, "output": None,
         "remaining_keys": None, "wire": None, "mismatches": [], "changes": [],
     }
+    run["sender_refused"] = None
     try:
         validating = options.sender is Sender.VALIDATING
         sent = roundtrip.sender_dict(mapping, output, validating=validating, add=add)
     except roundtrip.SenderRefused as exc:
-        run.update(outcome="error", stage="add", error_type=exc.error_type, error=exc.message,
-                   culprit=f"{OUTPUT_PREFIX}{exc.name}" if exc.name is not None else None)
-        source = output if output is not None else {
-            k[len(OUTPUT_PREFIX):]: v for k, v in roundtrip.aux_entries(mapping).items()}
-        run["sent"] = [dict(roundtrip.describe(v), key=f"{OUTPUT_PREFIX}{n}")
-                       for n, v in source.items()]
-        return run
+        culprit = f"{OUTPUT_PREFIX}{exc.name}" if exc.name is not None else None
+        if options.transport is Transport.NONE and output is None:
+            # No wire: pop runs on the dict as recorded, as rank 0 received it; what a stock
+            # sender would have refused is reported beside that outcome, not instead of it.
+            run["sender_refused"] = {"error_type": exc.error_type, "error": exc.message,
+                                     "culprit": culprit}
+            sent = roundtrip.sender_dict(mapping, output, validating=False, add=add)
+        else:
+            run.update(outcome="error", stage="add", error_type=exc.error_type,
+                       error=exc.message, culprit=culprit)
+            source = output if output is not None else {
+                k[len(OUTPUT_PREFIX):]: v for k, v in roundtrip.aux_entries(mapping).items()}
+            run["sent"] = [dict(roundtrip.describe(v), key=f"{OUTPUT_PREFIX}{n}")
+                           for n, v in source.items()]
+            return run
     sent_aux = roundtrip.aux_entries(sent)
     run["sent"] = [dict(roundtrip.describe(v), key=k) for k, v in sent_aux.items()]
     try:
@@ -367,6 +376,13 @@ def _payload_findings(path: str, result: dict, setup: _Setup) -> list[Finding]:
     where = _where(locator, primary["culprit"])
     stage, error = primary["stage"], f"{primary['error_type']}: {primary['error']}"
     transport = _WIRE_PHRASE[setup.options.transport]
+    refused = primary.get("sender_refused")
+    if refused is not None:
+        found.append(finding(
+            "PP402", path, f"a validating sender would refuse this auxiliary output: add raises "
+            f"{refused['error_type']}: {refused['error']}; rank 0 gets this dict only from a "
+            "sender that does not check", _where(locator, refused["culprit"]),
+            sglang_error=refused["error"]))
     if stage == "add":
         found.append(finding(
             "PP402", path, f"a validating sender refuses this auxiliary output: add raises "

@@ -9,6 +9,8 @@ server process imports the CLI once, then forks one child per command line; the 
 its own directory, points stdout and stderr at files and runs exactly what ``python -m
 ppaux_cli`` runs (``ppaux_cli.app.main``), an uncaught exception printing its traceback as the
 interpreter would. Each child is a separate process that dies with its exit code or signal.
+The server runs the CLI once on a missing file first, so that the modules the CLI imports
+lazily are loaded before it forks.
 """
 
 from __future__ import annotations
@@ -49,6 +51,20 @@ _SERVER = r"""
 import json, os, sys, time, traceback
 import ppaux_cli.app
 limit, jobs = float(sys.argv[1]), json.loads(sys.argv[2])
+# Warm up: the CLI imports its command modules lazily; import them once, here, output discarded.
+saved = os.dup(1), os.dup(2)
+null = os.open(os.devnull, os.O_WRONLY)
+os.dup2(null, 1)
+os.dup2(null, 2)
+sys.argv = ["ppaux", "inspect", os.devnull + "-missing.pt", "--format", "json"]
+try:
+    ppaux_cli.app.main()
+except SystemExit:
+    pass
+sys.stdout.flush()
+sys.stderr.flush()
+os.dup2(saved[0], 1)
+os.dup2(saved[1], 2)
 results = []
 for argv, workdir in jobs:
     out, err = os.path.join(workdir, ".stdout"), os.path.join(workdir, ".stderr")

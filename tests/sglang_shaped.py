@@ -37,11 +37,15 @@ from ppaux import transport as _reference
 _OUTPUT_PREFIX = "__sampling_observer_output__."
 
 
-def add_auxiliary_output_to_pp_tensors(tensors: MutableMapping[str, Any], output: Optional[Any]) -> None:
+def add_auxiliary_output_to_pp_tensors(
+    tensors: MutableMapping[str, Any], output: Optional[Any]
+) -> None:
     return _reference.add_auxiliary_output_to_pp_tensors(tensors, output)
 
 
-def pop_auxiliary_output_from_pp_tensors(tensors: MutableMapping[str, Any], observer: Optional[Any]) -> Any:
+def pop_auxiliary_output_from_pp_tensors(
+    tensors: MutableMapping[str, Any], observer: Optional[Any]
+) -> Any:
     return _reference.pop_auxiliary_output_from_pp_tensors(tensors, observer)
 '''
 

@@ -138,8 +138,8 @@ def test_non_tensor_leak_raises_unchanged_and_leaves_one_capture(tree: Path, tmp
     assert saved["tensors"]["__msg_type__"] == "output"
     assert saved["output"] is None
     host = re.sub(r"[^A-Za-z0-9._-]+", "_", socket.gethostname())
-    assert re.fullmatch(rf"capture-\d{{8}}T\d{{6}}Z-{re.escape(host)}-{os.getpid()}-\d{{4}}-pop\.pt",
-                        path.name)
+    name = rf"capture-\d{{8}}T\d{{6}}Z-{re.escape(host)}-{os.getpid()}-\d{{4}}-pop\.pt"
+    assert re.fullmatch(name, path.name)
     assert capture.stats() == capture.CaptureStats(1, 0, 0, str(path))
 
 
@@ -691,7 +691,8 @@ def test_capture_original_recognises_both_kinds_of_wrapper(tree: Path, tmp_path:
     original = transport_module.pop_auxiliary_output_from_pp_tensors
     assert capture.capture_original(original) is None
     capture.install(tmp_path / "captures")
-    assert capture.capture_original(transport_module.pop_auxiliary_output_from_pp_tensors) is original
+    wrapped = transport_module.pop_auxiliary_output_from_pp_tensors
+    assert capture.capture_original(wrapped) is original
 
     def around(original_fn, hook):  # the shape of what sglang's HookRegistry builds (AROUND)
         @functools.wraps(original_fn)

@@ -7,6 +7,7 @@ listing reads what a running sglang would leave.
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -105,8 +106,9 @@ def test_status_would_activate_with_the_environment_set(filled: Path):
 def test_status_text(filled: Path):
     result = run("capture", "status", "--dir", str(filled))
     assert result.exit_code == 0
-    lines = [line.strip("│ ").split("│") for line in result.stdout.splitlines() if "│" in line]
-    table = {cells[0].strip(): cells[-1].strip() for cells in lines}
+    rows = [re.split(r"\s{2,}", line.strip()) for line in result.stdout.splitlines()
+            if line.startswith(" ") and re.search(r"\S\s{2,}\S", line)]
+    table = {cells[0]: cells[-1] for cells in rows if len(cells) >= 2}
     assert table["plugin entry point"] == "ppaux.capture_plugin:register"
     assert table["would activate"] == "no"
     assert table["directory"] == str(filled)
@@ -217,7 +219,8 @@ def test_list_ignores_temporary_and_other_files(tmp_path: Path):
     ("args", "message"),
     [
         (("capture", "list"), "no capture directory: pass --dir or set PPAUX_CAPTURE_DIR"),
-        (("capture", "list", "--dir", "/nonexistent/ppaux"), "/nonexistent/ppaux: no such directory"),
+        (("capture", "list", "--dir", "/nonexistent/ppaux"),
+         "/nonexistent/ppaux: no such directory"),
     ],
 )
 def test_list_errors_are_one_line(args: tuple, message: str):

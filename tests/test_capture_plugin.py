@@ -47,14 +47,16 @@ class Observer:
 raised = []
 healthy = mixin.receive_output_message({"next_token_ids": torch.arange(2)}, Observer())
 for _ in range(2):
+    leaked = {"next_token_ids": torch.arange(2), "__sampling_observer_output__.s": [1.0]}
     try:
-        mixin.receive_output_message(
-            {"next_token_ids": torch.arange(2), "__sampling_observer_output__.s": [1.0]}, Observer())
+        mixin.receive_output_message(leaked, Observer())
     except RuntimeError as exc:
         raised.append(str(exc))
 print(json.dumps({
-    "wrapped": [getattr(mixin.add_auxiliary_output_to_pp_tensors, "__wrapped__", None) is originals[0],
-                getattr(mixin.pop_auxiliary_output_from_pp_tensors, "__wrapped__", None) is originals[1]],
+    "wrapped": [
+        getattr(mixin.add_auxiliary_output_to_pp_tensors, "__wrapped__", None) is originals[0],
+        getattr(mixin.pop_auxiliary_output_from_pp_tensors, "__wrapped__", None) is originals[1],
+    ],
     "module_wrapped": transport.pop_auxiliary_output_from_pp_tensors is not originals[1],
     "healthy": healthy,
     "raised": raised,
@@ -67,7 +69,7 @@ print(json.dumps({
 def run_child(root: Path, env: dict, *args: str) -> dict:
     clean = {k: v for k, v in os.environ.items()
              if not k.startswith("PPAUX_CAPTURE") and k != "SGLANG_PLUGINS"}
-    clean["PYTHONPATH"] = os.pathsep.join([str(root), clean.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    clean["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), clean.get("PYTHONPATH")) if p)
     clean["PYTHONWARNINGS"] = "ignore"
     done = subprocess.run([sys.executable, "-c", _CHILD, *args], env={**clean, **env},
                           capture_output=True, text=True, timeout=300, check=False)

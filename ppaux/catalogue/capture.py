@@ -1,4 +1,4 @@
-"""Rules about capturing from a running sglang: the plugin, its settings and the directory (PP5xx)."""
+"""Rules about capturing from a running sglang: the plugin, its settings, the directory (PP5xx)."""
 
 from __future__ import annotations
 

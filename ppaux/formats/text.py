@@ -13,24 +13,55 @@ __all__ = ["render"]
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
-def _rich_table(table: Table):  # rich is imported lazily: json output never pays for it
+def _rich_table(table: Table, width: int, color: bool):  # rich is imported lazily
+    from rich import box
     from rich.table import Table as RichTable
     from rich.text import Text
 
-    out = RichTable(title=table.title, title_justify="left", show_lines=False)
+    out = RichTable(title=table.title, title_justify="left", show_lines=False,
+                    box=box.SIMPLE_HEAD, pad_edge=False)
+    count = len(table.columns)
+    longest = [
+        max([len(column)] + [len(row[i]) for row in table.rows if i < len(row)])
+        for i, column in enumerate(table.columns)
+    ]
+    # The first column (a key, a fact, a dump) keeps up to 45 characters and folds beyond; the
+    # others share what is left, each cut with an ellipsis past its share, so that no column
+    # is squeezed to nothing however long the values are.
+    first = min(longest[0], 32)
+    caps = _shares(longest[1:], [len(c) for c in table.columns[1:]], width - first - 3 * count)
     for index, column in enumerate(table.columns):
-        # Keys are never wrapped, so that they stay greppable; long values are cut instead.
         if index == 0:
-            out.add_column(column, no_wrap=True)
+            out.add_column(column, overflow="fold", min_width=first, max_width=first)
         else:
-            out.add_column(column, overflow="ellipsis", no_wrap=True)
+            out.add_column(column, overflow="ellipsis", no_wrap=True, max_width=caps[index - 1])
     for r, row in enumerate(table.rows):
-        cells = [
-            Text(cell, style="bold red" if (r, c) in table.marked else "")
-            for c, cell in enumerate(row)
-        ]
+        cells = []
+        for c, cell in enumerate(row):
+            marked = (r, c) in table.marked
+            # Without colour a differing cell is starred, so it still stands out.
+            text = cell if color or not marked else f"*{cell}"
+            cells.append(Text(text, style="bold red" if marked else ""))
         out.add_row(*cells)
     return out
+
+
+def _shares(needs: list[int], floors: list[int], room: int) -> list[int]:
+    """Split ``room`` among columns: narrow ones get what they need, wide ones share the rest."""
+    caps = [0] * len(needs)
+    left = list(range(len(needs)))
+    while left:
+        fair = max(8, room // len(left))
+        fits = [i for i in left if needs[i] <= fair]
+        if not fits:
+            for i in left:
+                caps[i] = max(floors[i], fair)
+            break
+        for i in fits:
+            caps[i] = max(floors[i], needs[i])
+            room -= caps[i]
+            left.remove(i)
+    return caps
 
 
 def render(report: Report, *, color: bool = False, width: int = 100) -> str:
@@ -50,7 +81,7 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
         soft_wrap=False,
     )
     for table in report.tables:
-        console.print(_rich_table(table))
+        console.print(_rich_table(table, width, color))
         console.print()
     # Finding lines are never wrapped, so that each stays one greppable line.
     for note in report.notes:

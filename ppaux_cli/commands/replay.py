@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+
 import sys
+import warnings
 from typing import Annotated, Optional
 
 import typer
@@ -80,6 +82,8 @@ def replay(
 ) -> None:
     """Rebuild each payload with torch and run sender, wire and pop as sglang does; compare the
     output that comes back bit for bit."""
+    # torch warns on import when numpy is absent; replay never uses numpy, so keep stderr clean.
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     # Imported here, not at module level: 'ppaux --help' must not pay for the reader or torch.
     from ppaux.limits import Limits, parse_limit
     from ppaux.replay import ReplayConfigError, ReplayOptions, replay_paths
