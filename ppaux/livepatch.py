@@ -84,6 +84,11 @@ def _verdict(live: Any, name: str, defined_in: "types.ModuleType | None") -> str
     if live is None:
         return "missing: the module has no such attribute"
     if hasattr(live, "__wrapped__"):
+        from ppaux.capture import capture_original
+
+        original = capture_original(live)
+        if original is not None:  # ppaux's own capture wrapper passes calls through unchanged
+            return _verdict(original, name, defined_in)
         inner = getattr(live, "__qualname__", type(live).__name__)
         return f"wrapped: {getattr(live, '__module__', '?')}.{inner} wraps the original"
     code = getattr(live, "__code__", None)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional, Protocol, Sequence, Union
 
+from ppaux import releases as _releases
 from ppaux.errors import PpauxError
 
 __all__ = [
@@ -42,15 +43,14 @@ __all__ = [
 #: Where the transport lives inside a wheel or site-packages (``python/sglang/...`` in git).
 TRANSPORT_PATH = "sglang/srt/sampling/sampling_observer_pp.py"
 
-#: sha256 of ``TRANSPORT_PATH`` in each release that has it, read from the PyPI wheels.
-#: 0.5.20 changed only the file's imports; 0.5.20 - 0.5.23 ship the same bytes.
+#: sha256 of ``TRANSPORT_PATH`` in each release that has it, from the release table that
+#: ships with ppaux (``ppaux/data/releases.json``, read from the PyPI wheels).
 TRANSPORT_SHA256: Mapping[str, str] = types.MappingProxyType(
     {
-        "0.5.19": "4fe27cef77f9b65dfbc7123145d348eef6b0291456e97031b4ca7ad47e0f70eb",
-        "0.5.20": "0b6db77de1177db6275bcc6fbf92abb8403b13c55ae7df263d06987779d45f5d",
-        "0.5.21": "0b6db77de1177db6275bcc6fbf92abb8403b13c55ae7df263d06987779d45f5d",
-        "0.5.22": "0b6db77de1177db6275bcc6fbf92abb8403b13c55ae7df263d06987779d45f5d",
-        "0.5.23": "0b6db77de1177db6275bcc6fbf92abb8403b13c55ae7df263d06987779d45f5d",
+        version: family.transport_sha256
+        for family in _releases.families()
+        if family.transport and family.transport_sha256
+        for version in family.versions
     }
 )
 

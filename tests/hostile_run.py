@@ -25,8 +25,11 @@ from pathlib import Path
 __all__ = ["Run", "run_measured", "run_cli_many", "inspect_command"]
 
 _LAUNCHER = r"""
-import json, os, sys, time
-limit, out, err, *cmd = sys.argv[1:]
+import json, os, resource, sys, time
+limit, memory, out, err, *cmd = sys.argv[1:]
+if int(memory):
+    # Inherited by the command: a runaway read fails with MemoryError instead of eating the host.
+    resource.setrlimit(resource.RLIMIT_AS, (int(memory) << 20, int(memory) << 20))
 start = time.monotonic()
 with open(out, "wb") as o, open(err, "wb") as e:
     pid = os.posix_spawn(cmd[0], cmd, os.environ, file_actions=[
@@ -125,12 +128,18 @@ class Run:
     stderr: bytes
 
 
-def run_measured(cmd: list[str], cwd: Path, limit_s: float, env: dict[str, str] | None = None) -> Run:
-    """Run ``cmd`` in ``cwd`` (killed after ``limit_s`` seconds); output goes through files."""
+def run_measured(cmd: list[str], cwd: Path, limit_s: float, env: dict[str, str] | None = None,
+                 *, address_space_mb: int = 0) -> Run:
+    """Run ``cmd`` in ``cwd`` (killed after ``limit_s`` seconds); output goes through files.
+
+    ``address_space_mb`` caps the command's virtual memory (RLIMIT_AS), for inputs that could
+    make it allocate without end.
+    """
     out, err = cwd / ".stdout", cwd / ".stderr"
     cwd.mkdir(parents=True, exist_ok=True)
     launcher = subprocess.run(
-        [sys.executable, "-c", _LAUNCHER, str(limit_s), str(out), str(err), *cmd],
+        [sys.executable, "-c", _LAUNCHER, str(limit_s), str(address_space_mb), str(out), str(err),
+         *cmd],
         cwd=cwd, capture_output=True, text=True, env=env, timeout=limit_s + 60,
     )
     if launcher.returncode != 0:

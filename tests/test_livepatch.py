@@ -137,3 +137,15 @@ def test_missing_attribute_and_unreadable_file(tmp_path):
 def test_a_scheduler_without_the_transport_is_not_a_patch(tmp_path):
     modules = {SCHEDULER_MODULE: types.ModuleType("old_scheduler")}
     assert set(live_state(modules).values()) == {NOT_LOADED}
+
+
+def test_ppaux_capture_wrapper_is_not_a_patch(tmp_path):
+    from ppaux import capture
+
+    modules = _modules(tmp_path)
+    transport = modules[TRANSPORT_MODULE]
+    for name, hook in ((ADD, capture.around_add), (POP, capture.around_pop)):
+        setattr(transport, name, capture._wrap(getattr(transport, name), hook))
+    state = live_state(modules)
+    assert state[f"{TRANSPORT_MODULE}.{ADD}"] == ORIGINAL
+    assert state[f"{TRANSPORT_MODULE}.{POP}"] == ORIGINAL
