@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Limits", "parse_limit"]
+__all__ = ["Limits", "parse_limit", "parse_limits"]
 
 
 @dataclass(frozen=True)
@@ -50,3 +51,12 @@ def parse_limit(text: str) -> tuple[str, int]:
     if number <= 0:
         raise ValueError(f"limit {name} must be positive, not {number}")
     return name, number
+
+
+def parse_limits(texts: "Iterable[str]", base: Limits = Limits()) -> Limits:
+    """``base`` with every 'NAME=N' of ``texts`` applied; raise ValueError on the first bad one."""
+    limits = base
+    for text in texts:
+        name, value = parse_limit(text)
+        limits = limits.replace(**{name: value})
+    return limits

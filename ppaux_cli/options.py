@@ -91,3 +91,20 @@ ConfigOption = Annotated[
         "the working directory and its parents.",
     ),
 ]
+
+LimitOption = Annotated[
+    Optional[list[str]],
+    typer.Option("--limit", metavar="NAME=N",
+                 help="Raise a reader limit, NAME=N (for example max_depth=500)."),
+]
+
+
+def limits_from(texts: "list[str] | None"):
+    """The reader's limits with each --limit NAME=N applied; a bad one is a one-line exit 2."""
+    from ppaux.limits import parse_limits
+    from ppaux_cli.output import fail
+
+    try:
+        return parse_limits(texts or ())
+    except ValueError as exc:
+        fail(f"--limit: {exc}")

@@ -204,7 +204,7 @@ def test_fingerprint_fifo_is_refused(tmp_path):
     fifo = tmp_path / "pp1.json"
     os.mkfifo(fifo)
     run = run_measured([sys.executable, "-m", "ppaux_cli", "check-skew", str(GOOD_FINGERPRINT),
-                        str(fifo)], tmp_path / "run", 5, _env())
+                        str(fifo)], tmp_path / "run", 4, _env())
     _one_error_line(run, str(fifo))
 
 
@@ -313,7 +313,7 @@ def test_special_configuration_files_are_refused(special, tmp_path):
         os.mkfifo(path)
     run = run_measured([sys.executable, "-m", "ppaux_cli", "inspect", "--config", path,
                         str(ADVERSARIAL / "zip_huge_declared_storage.pt")],
-                       tmp_path / "run", 5, _env(), address_space_mb=1024)
+                       tmp_path / "run", 4, _env(), address_space_mb=1024)
     _one_error_line(run, path)
 
 

@@ -13,9 +13,11 @@ from ppaux_cli.options import (
     FailOnOption,
     FormatOption,
     IgnoreOption,
+    LimitOption,
     OutputOption,
     SelectOption,
     StrictOption,
+    limits_from,
 )
 from ppaux_cli.output import emit, fail
 
@@ -31,10 +33,7 @@ def inspect(
         Optional[str],
         typer.Option("--release", metavar="VERSION", help="Also check output-message keys against this sglang release's key set."),
     ] = None,
-    limit: Annotated[
-        Optional[list[str]],
-        typer.Option("--limit", metavar="NAME=N", help="Raise a reader limit, NAME=N (for example max_depth=500)."),
-    ] = None,
+    limit: LimitOption = None,
     output: OutputOption = None,
     select: SelectOption = None,
     ignore: IgnoreOption = None,
@@ -44,16 +43,9 @@ def inspect(
     """Show every key, dtype, shape, device and auxiliary entry, and predict sglang's error."""
     # The reader is imported here, not at module level, so that 'ppaux --help' stays fast.
     from ppaux.inspection import inspect_paths
-    from ppaux.limits import Limits, parse_limit
     from ppaux_cli.progress import progress_reporter
 
-    limits = Limits()
-    for text in limit or ():
-        try:
-            name, value = parse_limit(text)
-        except ValueError as exc:
-            fail(f"--limit: {exc}")
-        limits = limits.replace(**{name: value})
+    limits = limits_from(limit)
     if release is not None:
         from ppaux.releases import known_release
 

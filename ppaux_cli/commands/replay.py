@@ -16,9 +16,11 @@ from ppaux_cli.options import (
     FailOnOption,
     FormatOption,
     IgnoreOption,
+    LimitOption,
     OutputOption,
     SelectOption,
     StrictOption,
+    limits_from,
 )
 from ppaux_cli.output import emit, fail
 
@@ -67,11 +69,7 @@ def replay(
         typer.Option("--timeout", metavar="SECONDS", min=1.0,
                      help="How long the torch-distributed transport waits for its peer."),
     ] = 60.0,
-    limit: Annotated[
-        Optional[list[str]],
-        typer.Option("--limit", metavar="NAME=N",
-                     help="Raise a reader limit, NAME=N (for example max_depth=500)."),
-    ] = None,
+    limit: LimitOption = None,
     format: FormatOption = Format.TEXT,
     fail_on: FailOnOption = None,
     output: OutputOption = None,
@@ -85,17 +83,10 @@ def replay(
     # torch warns on import when numpy is absent; replay never uses numpy, so keep stderr clean.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     # Imported here, not at module level: 'ppaux --help' must not pay for the reader or torch.
-    from ppaux.limits import Limits, parse_limit
     from ppaux.replay import ReplayConfigError, ReplayOptions, replay_paths
     from ppaux_cli.progress import progress_reporter
 
-    limits = Limits()
-    for text in limit or ():
-        try:
-            name, value = parse_limit(text)
-        except ValueError as exc:
-            fail(f"--limit: {exc}")
-        limits = limits.replace(**{name: value})
+    limits = limits_from(limit)
     if sglang_path is not None and impl is Impl.REFERENCE:
         fail(f"--sglang-path {sglang_path}: only used with --impl sglang or --impl both")
     options = ReplayOptions(

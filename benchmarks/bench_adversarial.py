@@ -1,0 +1,81 @@
+"""Measure ``ppaux inspect`` over the adversarial corpus: worst wall time and peak memory.
+
+Run::
+
+    python benchmarks/bench_adversarial.py [--literal] [--workdir /tmp/ppaux-adversarial]
+
+Every file of ``fixtures/adversarial/`` goes through ``ppaux inspect FILE --format json`` in its
+own process and its own empty directory, as ``tests/test_adversarial.py`` runs it: forked from a
+process that has imported the CLI (``--literal``: a fresh ``python -m ppaux_cli`` each time,
+slower, same figures plus the interpreter's start-up). The peak resident set size is the
+kernel's, read with ``os.wait4``. It prints a Markdown table of the ten slowest and the ten
+largest files, the totals that ``docs/security.md`` quotes, and checks the payloads did not run
+(no file appeared in any directory) and the corpus did not change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import platform
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "fixtures"))
+
+import make_adversarial as corpus  # noqa: E402
+from hostile_run import inspect_command, run_cli_many, run_measured  # noqa: E402
+
+LIMIT_S = 120.0
+
+
+def main() -> int:
+    """Run the corpus once and print the figures; exit 1 if anything ran or changed."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--literal", action="store_true",
+                        help="start python -m ppaux_cli afresh for every file")
+    parser.add_argument("--workdir", default=None, help="where the per-file directories go")
+    args = parser.parse_args()
+    root = Path(args.workdir or tempfile.mkdtemp(prefix="ppaux-adversarial-"))
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONIOENCODING": "utf-8:strict"}
+    before = {c.name: hashlib.sha256((corpus.OUT / c.filename).read_bytes()).hexdigest()
+              for c in corpus.CASES}
+    if args.literal:
+        runs = [run_measured(inspect_command(corpus.OUT / c.filename), root / c.name, LIMIT_S, env)
+                for c in corpus.CASES]
+    else:
+        runs = run_cli_many([(["inspect", str(corpus.OUT / c.filename), "--format", "json"],
+                              root / c.name) for c in corpus.CASES], LIMIT_S, env)
+    rows = list(zip(corpus.CASES, runs))
+    created = {c.name: os.listdir(root / c.name) for c in corpus.CASES if os.listdir(root / c.name)}
+    changed = [c.name for c in corpus.CASES if before[c.name] != hashlib.sha256(
+        (corpus.OUT / c.filename).read_bytes()).hexdigest()]
+    tracebacks = [c.name for c, r in rows if b"Traceback" in r.stderr]
+    timeouts = [c.name for c, r in rows if r.timed_out]
+    exits = {code: sum(1 for _, r in rows if r.rc == code) for code in sorted({r.rc for _, r in rows})}
+
+    print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, load average "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; "
+          f"{'fresh python -m ppaux_cli' if args.literal else 'forked from a loaded CLI'}\n")
+    print("| slowest | seconds | peak RSS MB | exit |\n|---|---|---|---|")
+    for case, run in sorted(rows, key=lambda x: -x[1].seconds)[:10]:
+        print(f"| `{case.filename}` | {run.seconds:.2f} | {run.rss_mb:.0f} | {run.rc} |")
+    print("\n| largest | peak RSS MB | seconds | exit |\n|---|---|---|---|")
+    for case, run in sorted(rows, key=lambda x: -x[1].rss_mb)[:10]:
+        print(f"| `{case.filename}` | {run.rss_mb:.0f} | {run.seconds:.2f} | {run.rc} |")
+    median = sorted(r.rss_mb for _, r in rows)[len(rows) // 2]
+    print(f"\ncases: {len(rows)}; exit codes: {exits}; total {sum(r.seconds for _, r in rows):.1f} s;"
+          f" worst {max(r.seconds for _, r in rows):.2f} s; peak RSS {max(r.rss_mb for _, r in rows):.0f}"
+          f" MB (median {median:.0f} MB)")
+    print(f"files created (code executions): {len(created)} {created or ''}")
+    print(f"corpus files changed: {len(changed)} {changed or ''}")
+    print(f"tracebacks: {len(tracebacks)} {tracebacks or ''}; hangs: {len(timeouts)} {timeouts or ''}")
+    return 1 if created or changed or tracebacks or timeouts else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
