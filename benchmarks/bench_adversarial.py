@@ -50,13 +50,14 @@ def main() -> int:
     else:
         runs = run_cli_many([(["inspect", str(corpus.OUT / c.filename), "--format", "json"],
                               root / c.name) for c in corpus.CASES], LIMIT_S, env)
-    rows = list(zip(corpus.CASES, runs))
+    rows = list(zip(corpus.CASES, runs, strict=True))
     created = {c.name: os.listdir(root / c.name) for c in corpus.CASES if os.listdir(root / c.name)}
     changed = [c.name for c in corpus.CASES if before[c.name] != hashlib.sha256(
         (corpus.OUT / c.filename).read_bytes()).hexdigest()]
     tracebacks = [c.name for c, r in rows if b"Traceback" in r.stderr]
     timeouts = [c.name for c, r in rows if r.timed_out]
-    exits = {code: sum(1 for _, r in rows if r.rc == code) for code in sorted({r.rc for _, r in rows})}
+    codes = sorted({r.rc for _, r in rows})
+    exits = {code: sum(1 for _, r in rows if r.rc == code) for code in codes}
 
     print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; "
@@ -67,13 +68,14 @@ def main() -> int:
     print("\n| largest | peak RSS MB | seconds | exit |\n|---|---|---|---|")
     for case, run in sorted(rows, key=lambda x: -x[1].rss_mb)[:10]:
         print(f"| `{case.filename}` | {run.rss_mb:.0f} | {run.seconds:.2f} | {run.rc} |")
-    median = sorted(r.rss_mb for _, r in rows)[len(rows) // 2]
-    print(f"\ncases: {len(rows)}; exit codes: {exits}; total {sum(r.seconds for _, r in rows):.1f} s;"
-          f" worst {max(r.seconds for _, r in rows):.2f} s; peak RSS {max(r.rss_mb for _, r in rows):.0f}"
-          f" MB (median {median:.0f} MB)")
+    seconds = [r.seconds for _, r in rows]
+    rss = sorted(r.rss_mb for _, r in rows)
+    print(f"\ncases: {len(rows)}; exit codes: {exits}; total {sum(seconds):.1f} s; worst "
+          f"{max(seconds):.2f} s; peak RSS {rss[-1]:.0f} MB (median {rss[len(rss) // 2]:.0f} MB)")
     print(f"files created (code executions): {len(created)} {created or ''}")
     print(f"corpus files changed: {len(changed)} {changed or ''}")
-    print(f"tracebacks: {len(tracebacks)} {tracebacks or ''}; hangs: {len(timeouts)} {timeouts or ''}")
+    print(f"tracebacks: {len(tracebacks)} {tracebacks or ''}; "
+          f"hangs: {len(timeouts)} {timeouts or ''}")
     return 1 if created or changed or tracebacks or timeouts else 0
 
 

@@ -4,8 +4,8 @@
 (:func:`ppaux.inspection.inspect_paths`, then the JSON and, optionally, the text report) and
 checks the reader's promises:
 
-- the only exception is none at all: an unusable file becomes a problem of the report, whose
-  text is one line;
+- the only exception is none at all, and no warning either (it would be an error under
+  ``-W error``): an unusable file becomes a problem of the report, whose text is one line;
 - nothing runs: an audit hook (:func:`sys.addaudithook`) fails the input on any attempt to run
   a command, execute or compile code, unmarshal code, or import a module not already imported;
 - the report encodes as strict UTF-8 (what a UTF-8 terminal accepts);
@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from ppaux.formats import Format, render
@@ -84,16 +85,16 @@ def warm_up() -> None:
         return
     files = [p for p in sorted(FIXTURES.glob("*/*")) if p.suffix in (".pt", ".pkl")
              and p.stat().st_size <= 16_384]
-    for path in files:
-        report = inspect_paths([os.fspath(path)])
-        render(report, Format.JSON)
-        render(report, Format.TEXT)
+    report = inspect_paths([os.fspath(path) for path in files])
+    render(report, Format.JSON)
+    render(report, Format.TEXT)
     _warm = True
 
 
-def check_input(data: bytes, workdir: Path, *, limits: Limits = Limits(), suffix: str = ".pt",
-                text: bool = False) -> str:
+def check_input(data: bytes, workdir: Path, *, limits: Limits | None = None,
+                suffix: str = ".pt", text: bool = False) -> str:
     """Run inspect on ``data``; return the JSON report, or raise :class:`ReaderBroke`."""
+    limits = limits if limits is not None else Limits()
     warm_up()
     path = workdir / f"input{suffix}"
     path.write_bytes(data)
@@ -103,9 +104,11 @@ def check_input(data: bytes, workdir: Path, *, limits: Limits = Limits(), suffix
     hook.events = []
     hook.active = True
     try:
-        report = inspect_paths([os.fspath(path)], limits)
-        document = render(report, Format.JSON)
-        view = render(report, Format.TEXT) if text else ""
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            report = inspect_paths([os.fspath(path)], limits)
+            document = render(report, Format.JSON)
+            view = render(report, Format.TEXT) if text else ""
     except Exception as exc:  # anything escaping is a bug: report it with the input
         raise ReaderBroke(f"{type(exc).__name__}: {exc}") from exc
     finally:

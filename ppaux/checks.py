@@ -116,7 +116,8 @@ def check_payload(path: str, payload: Payload, limits: Limits,
         if not isinstance(value, TensorRef):
             found.append(_at(
                 "PP101", path,
-                f"auxiliary entry {name!r} holds {value_phrase(value, limits, tally)}, not a tensor",
+                f"auxiliary entry {name!r} holds {value_phrase(value, limits, tally)}, "
+                "not a tensor",
                 *where, extra={"type": type_name(value)},
             ))
             continue

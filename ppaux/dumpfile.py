@@ -22,7 +22,7 @@ from ppaux.errors import DumpError, LimitExceeded
 from ppaux.legacy import LEGACY_MAGIC, is_legacy_stream
 from ppaux.limits import Limits
 from ppaux.model import StorageRef, StorageType
-from ppaux.pickle_vm import Machine
+from ppaux.pickle_vm import Machine, shown_name
 
 __all__ = ["Dump", "read_dump", "read_dump_bytes"]
 
@@ -153,8 +153,67 @@ def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:
     )
 
 
+_END = struct.Struct("<4s4H2LH")  # end of central directory record
+_END64_LOCATOR = struct.Struct("<4sLQL")
+_END64 = struct.Struct("<4sQ2H2L4Q")
+
+
+def _directory_span(handle: Any, size: int) -> tuple[int, int] | None:
+    """Where the central directory is, found as zipfile finds it; None if there is no end record.
+
+    The directory starts ``size`` bytes before the end record (or the zip64 end record right
+    before it), whatever offset the record claims: that is how zipfile allows for data in front.
+    """
+    tail_size = min(size, _END.size + 0xFFFF)  # the end record, then a comment of up to 64 KiB
+    handle.seek(size - tail_size)
+    tail = handle.read(tail_size)
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or at + _END.size > len(tail):
+        return None
+    directory_size = _END.unpack_from(tail, at)[5]
+    location = size - tail_size + at
+    if at >= _END64_LOCATOR.size and tail[at - _END64_LOCATOR.size:][:4] == b"PK\x06\x07":
+        end64 = location - _END64_LOCATOR.size - _END64.size
+        if end64 >= 0:
+            handle.seek(end64)
+            record = handle.read(_END64.size)
+            if len(record) == _END64.size and record[:4] == b"PK\x06\x06":
+                directory_size, location = _END64.unpack(record)[8], end64
+    start = location - directory_size
+    return (start, location) if start >= 0 else None
+
+
+def _count_directory(handle: Any, start: int, end: int, limit: int) -> int:
+    """Directory entries between ``start`` and ``end`` (by signature), counting up to ``limit``+1.
+
+    zipfile builds an object for every entry before anything can be checked, several hundred
+    bytes each: a 100 MB directory of tiny entries would cost gigabytes. Counting signatures
+    costs one pass over the bytes, 4 MiB at a time.
+    """
+    count, position, carry = 0, start, b""
+    handle.seek(start)
+    while position < end and count <= limit:
+        chunk = handle.read(min(1 << 22, end - position))
+        if not chunk:
+            break
+        position += len(chunk)
+        block = carry + chunk
+        count += block.count(b"PK\x01\x02")
+        carry = block[-3:]  # too short to hold a whole signature: nothing is counted twice
+    return count
+
+
 def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
     try:
+        span = _directory_span(handle, size)
+        count = _count_directory(handle, *span, limits.max_zip_records) if span else 0
+    except OSError as exc:
+        raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
+    if count > limits.max_zip_records:
+        raise LimitExceeded(path, "max_zip_records", limits.max_zip_records,
+                            f"the zip's directory holds more than {limits.max_zip_records} records")
+    try:
+        handle.seek(0)
         archive = zipfile.ZipFile(handle)
     except _ZIP_ERRORS as exc:
         raise DumpError(path, f"truncated or corrupt zip file ({exc})") from None
@@ -188,7 +247,8 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
             known = by_key.get(pid[2])
             if known is not None:  # views of one storage name the same record, as in torch.load
                 return known
-            storage = StorageRef(pid[1].dtype, pid[2], pid[3], pid[4])
+            # The location (the device string) is shown in reports: no control characters.
+            storage = StorageRef(pid[1].dtype, pid[2], shown_name(pid[3]), pid[4])
             by_key[pid[2]] = storage
             name = f"{prefix}/data/{pid[2]}" if prefix else f"data/{pid[2]}"
             found = by_name.get(name)

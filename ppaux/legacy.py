@@ -12,7 +12,7 @@ from typing import Any
 
 from ppaux.errors import DumpError
 from ppaux.model import DTYPE_ITEMSIZE, Opaque, StorageRef, StorageType
-from ppaux.pickle_vm import Machine
+from ppaux.pickle_vm import Machine, shown_name
 
 __all__ = ["LEGACY_MAGIC", "is_legacy_stream", "read_inner_storage"]
 
@@ -35,7 +35,7 @@ def _legacy_storage(m: Machine, pid: Any) -> Any:
             or not 0 <= numel < 2**63 or not isinstance(key, str)
             or not isinstance(location, str)):
         raise m.error("nested storage record is malformed")
-    storage = StorageRef(storage_type.dtype, key, location, numel)
+    storage = StorageRef(storage_type.dtype, key, shown_name(location), numel)
     m.storages.append(storage)  # type: ignore[attr-defined]
     return storage
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import re
 import struct
+import warnings
 from typing import Any, Callable
 
 from ppaux.errors import DumpError, LimitExceeded
@@ -471,7 +472,11 @@ def _op_string(m: Machine) -> None:
     if len(line) < 2 or line[0] != line[-1] or line[:1] not in (b"'", b'"'):
         raise m.error("STRING argument is not quoted")
     try:
-        raw = codecs.escape_decode(line[1:-1])[0]
+        with warnings.catch_warnings():
+            # An unknown escape such as '\y' is kept as it is (as pickle keeps it); Python warns
+            # about it, and a warning turned into an error must not stop the reader.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            raw = codecs.escape_decode(line[1:-1])[0]
     except ValueError as exc:
         raise m.error(f"STRING argument does not decode ({exc})") from None
     m._push(raw.decode("latin-1"))

@@ -165,7 +165,7 @@ def run_cli_many(jobs: list[tuple[list[str], Path]], limit_s: float,
     if server.returncode != 0:
         raise RuntimeError(f"server failed: {server.stderr}")
     runs = []
-    for (_, workdir), result in zip(jobs, json.loads(server.stdout)):
+    for (_, workdir), result in zip(jobs, json.loads(server.stdout), strict=True):
         out, err = workdir / ".stdout", workdir / ".stderr"
         runs.append(Run(result["rc"], result["seconds"], result["max_rss_kb"] / 1024,
                         result["timed_out"], out.read_bytes(), err.read_bytes()))

@@ -31,8 +31,8 @@ sys.path.insert(0, str(REPO / "fixtures"))
 
 import make_adversarial as corpus  # noqa: E402
 
-#: Wall-clock bound per file. The worst case measures about 3 s on a busy 2-core machine; the
-#: bound is loose so that only a hang (or a quadratic blow-up) fails it.
+#: Wall-clock bound per file. The worst case measures 1.3 s (about 2 s on a busy 2-core
+#: machine); the bound is loose so that only a hang (or a quadratic blow-up) fails it.
 TIME_BOUND_S = 30.0
 #: Peak RSS bound per file. The worst case (bomb_wide_dict: a JSON report of 100,000 entries)
 #: measures about 250 MB; Python with the CLI loaded is about 35 MB.
@@ -44,9 +44,9 @@ CASES = {c.name: c for c in corpus.CASES}
 
 
 def _env() -> dict[str, str]:
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "100", "PYTHONIOENCODING": "utf-8:strict"}
-    env.pop("PYTHONWARNINGS", None)
-    return env
+    # Warnings are errors, as in the test suite: a reader that warns on some input fails here.
+    return {**os.environ, "NO_COLOR": "1", "COLUMNS": "100", "PYTHONIOENCODING": "utf-8:strict",
+            "PYTHONWARNINGS": "error"}
 
 
 def _sha256(path: Path) -> str:
@@ -69,7 +69,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, _Outcome]:
 
     def batch(cases: list[corpus.Case]) -> list[tuple[str, Run]]:
         runs = run_cli_many([(_argv(c), root / c.name) for c in cases], TIME_BOUND_S, _env())
-        return [(c.name, run) for c, run in zip(cases, runs)]
+        return [(c.name, run) for c, run in zip(cases, runs, strict=True)]
 
     with ThreadPoolExecutor(WORKERS) as pool:
         parts = pool.map(batch, [corpus.CASES[k::WORKERS] for k in range(WORKERS)])
@@ -156,8 +156,8 @@ def test_forked_runs_match_python_m_ppaux_cli(name, outcomes, tmp_path):
     assert (run.rc, run.stdout, run.stderr) == (forked.rc, forked.stdout, forked.stderr)
 
 
-_DISPLAY = ["hidden_newline_in_global_name", "bomb_surrogate_key", "zip_newline_in_record_name",
-            "bomb_giant_global_name", "bomb_wide_dict"]
+_DISPLAY = ["hidden_newline_in_global_name", "hidden_escapes_in_device", "bomb_surrogate_key",
+            "zip_newline_in_record_name", "bomb_giant_global_name", "bomb_wide_dict"]
 
 
 @pytest.mark.parametrize("name", _DISPLAY)
@@ -174,6 +174,8 @@ def test_text_view_of_hostile_names(name, tmp_path):
         assert len(stderr.splitlines()) == 1
     if name == "hidden_newline_in_global_name":
         assert "os.sys\\ntem\\x1b[2J" in stdout
+    if name == "hidden_escapes_in_device":
+        assert "cuda:0\\n\\x1b[2J" in stdout and "\x07" not in stdout
     if name == "bomb_wide_dict":
         assert "... and 99002 more keys" in stdout
 
@@ -225,3 +227,44 @@ def test_payloads_are_live(tmp_path):
         missing = [c for c in live if not (tmp_path / c.name / corpus.marker(c.name)).exists()]
         time.sleep(0.05)
     assert [c.name for c in missing] == []
+
+
+def test_huge_zip_directory_is_counted_before_it_is_parsed(tmp_path):
+    # 300,000 directory entries (a 20 MB file): Python's zipfile would build an object for each
+    # (about 180 MB) before the record limit could be checked. They are counted first.
+    name = b"archive/x"
+    local = b"PK\x03\x04" + bytes(22) + len(name).to_bytes(2, "little") + bytes(2) + name
+    entries = []
+    for k in range(300_000):
+        entry = b"archive/data/%07d" % k
+        entries.append(b"PK\x01\x02" + bytes(24) + len(entry).to_bytes(2, "little")
+                       + bytes(16) + entry)
+    directory = b"".join(entries)
+    end = (b"PK\x05\x06" + bytes(4) + b"\xff\xff\xff\xff" + len(directory).to_bytes(4, "little")
+           + len(local).to_bytes(4, "little") + bytes(2))
+    path = tmp_path / "many.pt"
+    path.write_bytes(local + directory + end)
+    (run,) = run_cli_many([(["inspect", str(path), "--format", "json"], tmp_path / "run")],
+                          TIME_BOUND_S, _env())
+    assert run.stderr.decode() == (
+        f"ppaux: error: {path}: the zip's directory holds more than 100000 records (limit "
+        "max_zip_records=100000; raise it with --limit max_zip_records=N)\n")
+    assert run.rc == 2
+    assert run.rss_mb < 100
+
+
+def test_replay_loads_the_corpus_without_running_it(tmp_path):
+    # replay takes each dump's structure from the same reader, then rebuilds tensors with torch:
+    # the whole corpus in one run, nothing executed, one line per file it cannot use.
+    if not _torch_available():
+        pytest.skip("replay needs torch")
+    run = run_measured([sys.executable, "-m", "ppaux_cli", "replay", str(corpus.OUT),
+                        "--format", "json"], tmp_path, 300, _env())
+    stderr = run.stderr.decode("utf-8")
+    assert not run.timed_out and "Traceback" not in stderr, stderr
+    assert run.rc == 2
+    assert os.listdir(tmp_path) == []
+    document = json.loads(run.stdout.decode("utf-8"))
+    lines = stderr.splitlines()
+    assert len(lines) == len(document["problems"]) > 0
+    assert all(line.startswith(f"ppaux: error: {corpus.OUT}/") for line in lines)

@@ -35,7 +35,7 @@ import make_adversarial as corpus  # noqa: E402
 from make_adversarial import Rec, by, g, get, i, put, s, torch_zip, zip_archive  # noqa: E402
 from reader_harness import check_input  # noqa: E402
 
-EXAMPLES = int(os.environ.get("PPAUX_FUZZ_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("PPAUX_FUZZ_EXAMPLES", "300"))
 FUZZ = settings(
     max_examples=EXAMPLES,
     derandomize=os.environ.get("PPAUX_FUZZ_RANDOM") != "1",
@@ -109,7 +109,7 @@ _U32 = st.one_of(st.integers(0, 2**32 - 1), st.sampled_from([0, 1, 0xFFFFFFFF, 2
 @st.composite
 def zips(draw) -> bytes:
     recs = []
-    for n in range(draw(st.integers(0, 4))):
+    for _ in range(draw(st.integers(0, 4))):
         name = draw(st.sampled_from(["archive/data.pkl", "archive/data/0", "x/data.pkl",
                                      "data.pkl", "../data.pkl", "archive/data.pkl\x00z",
                                      "a\nb/data.pkl", "archive/version"]))

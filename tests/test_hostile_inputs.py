@@ -101,7 +101,7 @@ def test_special_files_are_refused_without_reading(specials, tmp_path):
         [(["inspect", specials[n], "--format", "json"], tmp_path / "run" / n) for n in names],
         LIMIT_S, _env(),
     )
-    for name, run in zip(names, runs):
+    for name, run in zip(names, runs, strict=True):
         assert _one_error_line(run, specials[name]) == REFUSALS[name], name
         assert run.seconds < LIMIT_S
 
@@ -194,7 +194,7 @@ def test_hostile_fingerprints_through_check_skew(tmp_path):
     good = str(GOOD_FINGERPRINT)
     runs = run_cli_many([(["check-skew", good, path, "--format", "json"], tmp_path / "run" / n)
                          for n, (path, _) in cases.items()], LIMIT_S, _env())
-    for (name, (path, reason)), run in zip(cases.items(), runs):
+    for (name, (path, reason)), run in zip(cases.items(), runs, strict=True):
         assert _one_error_line(run, path) == reason, name
 
 
@@ -237,7 +237,7 @@ def test_fingerprint_parser_fuzz(where, values):
     from ppaux.fingerprint import FingerprintError, loads
 
     doc = _fingerprint_doc()
-    for path, value in zip(where, values):
+    for path, value in zip(where, values, strict=False):
         target = doc
         try:
             for step in path[:-1]:
@@ -399,7 +399,7 @@ def test_special_sglang_paths_through_the_cli(tmp_path):
     cases = [str(fifo), "/dev/zero", str(loop), str(tmp_path / "missing")]
     runs = run_cli_many([(["fingerprint", "--sglang-path", path], tmp_path / "run" / str(n))
                          for n, path in enumerate(cases)], LIMIT_S, _env())
-    for path, run in zip(cases, runs):
+    for path, run in zip(cases, runs, strict=True):
         stderr = run.stderr.decode("utf-8")
         assert not run.timed_out and "Traceback" not in stderr, (path, stderr)
         assert run.rc == 2 and len(stderr.splitlines()) == 1, (path, stderr)
