@@ -315,7 +315,7 @@ def _parse(
             text = None
         selected = parse_parts(text, *parts) if text is not None else None
         if selected is not None:
-            return _Parsed(SourceFile(role, where, "ok", digest), selected, data)
+            return _checked_depth(_Parsed(SourceFile(role, where, "ok", digest), selected, data))
     try:
         module = ast.parse(data, filename=where)
     except SyntaxError as exc:
@@ -325,7 +325,26 @@ def _parse(
         # ValueError: NUL bytes or a bad coding cookie; RecursionError: absurd nesting.
         reason = f"not valid Python: {type(exc).__name__}: {exc}"
         return _Parsed(SourceFile(role, where, "unparsable", digest, reason), None, data)
-    return _Parsed(SourceFile(role, where, "ok", digest), module, data)
+    return _checked_depth(_Parsed(SourceFile(role, where, "ok", digest), module, data))
+
+
+#: Deepest syntax tree analysed. Real sglang files stay under 40 levels; the analysis (and
+#: ast.dump, behind the digests) recurses, so a tree that parses but nests past Python's
+#: recursion limit is called unparsable here rather than crashing later.
+MAX_SYNTAX_DEPTH = 300
+
+
+def _checked_depth(parsed: _Parsed) -> _Parsed:
+    stack = [(parsed.module, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_SYNTAX_DEPTH:
+            file = parsed.file
+            reason = f"not analysable: its syntax nests deeper than {MAX_SYNTAX_DEPTH} levels"
+            return _Parsed(SourceFile(file.role, file.path, "unparsable", file.sha256, reason),
+                           None, parsed.data)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return parsed
 
 
 # ----------------------------------------------------------------------------------------------

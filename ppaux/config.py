@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ppaux.errors import PpauxError
+from ppaux.regular_file import InputFileError, read_regular
 from ppaux.gate import Gate
 from ppaux.report import FailOn
 from ppaux.selection import Selection, UnknownCodeError, parse_codes
@@ -50,6 +51,10 @@ CONFIG_FILES = ("ppaux.toml", "pyproject.toml")
 KEYS = ("fail-on", "select", "ignore", "strict")
 
 
+#: A configuration is a few lines; anything past this is not one (a device, a runaway file).
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
 class ConfigError(PpauxError, ValueError):
     """An unusable configuration: ``str()`` is '<file>: <key>: <what is wrong>'."""
 
@@ -75,9 +80,8 @@ def _mentions_ppaux(path: str) -> bool:
     # A pyproject.toml that never names ppaux cannot configure it; skipping it without parsing
     # keeps an unrelated broken pyproject.toml higher up from breaking every run.
     try:
-        with open(path, "rb") as handle:
-            return b"ppaux" in handle.read()
-    except OSError:
+        return b"ppaux" in read_regular(path, MAX_CONFIG_BYTES, "configuration")
+    except InputFileError:
         return False
 
 
@@ -104,14 +108,19 @@ def find_config(start: str | None = None) -> str | None:
 
 def _parse(path: str) -> dict[str, Any]:
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except OSError as exc:
-        raise ConfigError(path, None, f"cannot read the file: {exc.strerror or exc}") from None
+        data = read_regular(path, MAX_CONFIG_BYTES, "configuration")
+    except InputFileError as exc:
+        raise ConfigError(path, None, exc.reason) from None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(path, None, f"not valid TOML: {exc}") from None
     except UnicodeDecodeError:
         raise ConfigError(path, None, "not valid TOML: the file is not UTF-8") from None
+    except RecursionError:
+        raise ConfigError(path, None, "not a usable configuration: it nests too deeply") from None
+    except ValueError as exc:  # an int too long to convert, for one
+        raise ConfigError(path, None, f"not a usable configuration: {exc}") from None
 
 
 def _table(path: str) -> tuple[dict[str, Any], str]:

@@ -9,7 +9,6 @@ opened read-only and never changed.
 from __future__ import annotations
 
 import os
-import stat
 import struct
 import zipfile
 import zlib
@@ -23,6 +22,7 @@ from ppaux.legacy import LEGACY_MAGIC, is_legacy_stream
 from ppaux.limits import Limits
 from ppaux.model import StorageRef, StorageType
 from ppaux.pickle_vm import Machine, shown_name
+from ppaux.regular_file import InputFileError, open_regular
 
 __all__ = ["Dump", "read_dump", "read_dump_bytes"]
 
@@ -65,39 +65,13 @@ class Dump:
         return None
 
 
-def _check_regular(path: str) -> os.stat_result:
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise DumpError(path, "no such file") from None
-    except PermissionError:
-        raise DumpError(path, "permission denied") from None
-    except OSError as exc:
-        raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise DumpError(path, "is a directory, not a dump file")
-    if not stat.S_ISREG(info.st_mode):
-        raise DumpError(path, "is not a regular file (a FIFO, socket or device)")
-    return info
-
-
 def read_dump(path: str | os.PathLike, limits: Limits = Limits()) -> Dump:
     """Read the structure of the dump at ``path``; raise :class:`DumpError` if it is unusable."""
     path = os.fspath(path)
-    _check_regular(path)
     try:
-        # Non-blocking, and checked again on the open descriptor: a path swapped for a FIFO
-        # after the check must not hang the reader.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except PermissionError:
-        raise DumpError(path, "permission denied") from None
-    except OSError as exc:
-        raise DumpError(path, f"cannot open: {exc.strerror or exc}") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        raise DumpError(path, "is not a regular file (a FIFO, socket or device)")
-    handle = os.fdopen(fd, "rb")
+        handle, info = open_regular(path, "dump")
+    except InputFileError as exc:
+        raise DumpError(path, exc.reason) from None
     with handle:
         head = handle.read(4)
         if not head:

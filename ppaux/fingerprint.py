@@ -27,6 +27,7 @@ from typing import Any, Mapping
 import ppaux
 from ppaux.capability import Capability, analyse
 from ppaux.errors import PpauxError
+from ppaux.regular_file import InputFileError, read_regular
 
 __all__ = [
     "SCHEMA",
@@ -547,16 +548,7 @@ def loads(text: "str | bytes", source: str) -> Fingerprint:
 def load(path: str) -> Fingerprint:
     """Read the fingerprint at ``path``; :class:`FingerprintError` for anything unusable."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_FINGERPRINT_BYTES + 1)
-    except IsADirectoryError:
-        raise FingerprintError(path, "is a directory, not a fingerprint file") from None
-    except FileNotFoundError:
-        raise FingerprintError(path, "no such file") from None
-    except OSError as exc:
-        raise FingerprintError(path, f"cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_FINGERPRINT_BYTES:
-        raise FingerprintError(
-            path, f"larger than {MAX_FINGERPRINT_BYTES} bytes; not a fingerprint"
-        )
+        data = read_regular(path, MAX_FINGERPRINT_BYTES, "fingerprint")
+    except InputFileError as exc:
+        raise FingerprintError(path, exc.reason) from None
     return loads(data, path)
