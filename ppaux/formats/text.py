@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from ppaux.catalogue import RULES
+from ppaux import catalogue
 from ppaux.findings import Severity
 from ppaux.report import Report, Table, count_by_severity
 
@@ -99,7 +99,7 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
     # The likely causes, once per error code, so the view says why as well as what.
     explained = []
     for f in report.findings:
-        rule = RULES.get(f.code)
+        rule = catalogue.RULES.get(f.code)  # looked up per call: tests swap the catalogue
         if f.severity is Severity.ERROR and rule is not None and f.code not in explained:
             explained.append(f.code)
             console.print()
