@@ -20,29 +20,29 @@ def _rich_table(table: Table, width: int, color: bool):  # rich is imported lazi
 
     out = RichTable(title=table.title, title_justify="left", show_lines=False,
                     box=box.SIMPLE_HEAD, pad_edge=False)
+    # Without colour a differing cell is starred, so that it still stands out.
+    rows = [
+        [cell if color or (r, c) not in table.marked else f"*{cell}" for c, cell in enumerate(row)]
+        for r, row in enumerate(table.rows)
+    ]
     count = len(table.columns)
     longest = [
-        max([len(column)] + [len(row[i]) for row in table.rows if i < len(row)])
+        max([len(column)] + [len(row[i]) for row in rows if i < len(row)])
         for i, column in enumerate(table.columns)
     ]
-    # The first column (a key, a fact, a dump) keeps up to 45 characters and folds beyond; the
+    # The first column (a key, a fact, a dump) keeps up to 48 characters and folds beyond; the
     # others share what is left, each cut with an ellipsis past its share, so that no column
     # is squeezed to nothing however long the values are.
-    first = min(longest[0], 32)
+    first = min(longest[0], 48)
     caps = _shares(longest[1:], [len(c) for c in table.columns[1:]], width - first - 3 * count)
     for index, column in enumerate(table.columns):
         if index == 0:
             out.add_column(column, overflow="fold", min_width=first, max_width=first)
         else:
             out.add_column(column, overflow="ellipsis", no_wrap=True, max_width=caps[index - 1])
-    for r, row in enumerate(table.rows):
-        cells = []
-        for c, cell in enumerate(row):
-            marked = (r, c) in table.marked
-            # Without colour a differing cell is starred, so it still stands out.
-            text = cell if color or not marked else f"*{cell}"
-            cells.append(Text(text, style="bold red" if marked else ""))
-        out.add_row(*cells)
+    for r, row in enumerate(rows):
+        out.add_row(*(Text(cell, style="bold red" if (r, c) in table.marked else "")
+                      for c, cell in enumerate(row)))
     return out
 
 
@@ -82,6 +82,8 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
     )
     for table in report.tables:
         console.print(_rich_table(table, width, color))
+        if table.marked and not color:
+            console.print(Text("(* marks a cell that a finding is about)"))
         console.print()
     # Finding lines are never wrapped, so that each stays one greppable line.
     for note in report.notes:
