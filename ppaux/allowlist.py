@@ -73,15 +73,23 @@ def _storage(m: Machine, value: Any) -> StorageRef:
     raise m.error("tensor storage is not a storage record")
 
 
+def _size_stride(m: Machine, size: Any, stride: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    shape, strides = _as_shape(m, size, "size"), _as_shape(m, stride, "stride")
+    if len(shape) != len(strides):
+        raise m.error(f"tensor size has {len(shape)} dimensions but its stride {len(strides)}")
+    return shape, strides
+
+
 def _strided(m: Machine, args: tuple, dtype: str | None = None) -> TensorRef:
     storage = _storage(m, args[0])
     offset = args[1]
     if type(offset) is not int or not 0 <= offset < 2**63:
         raise m.error("tensor storage offset is not an integer in [0, 2**63)")
+    shape, strides = _size_stride(m, args[2], args[3])
     return TensorRef(
         dtype or storage.dtype,
-        _as_shape(m, args[2], "size"),
-        _as_shape(m, args[3], "stride"),
+        shape,
+        strides,
         storage.location,
         offset=offset,
         storage=storage,
@@ -160,7 +168,7 @@ def _rebuild_qtensor(m: Machine, args: tuple) -> TensorRef:
 def _rebuild_meta(m: Machine, args: tuple) -> TensorRef:
     dtype, size, stride, requires_grad = args
     return TensorRef(
-        _dtype_name(m, dtype), _as_shape(m, size, "size"), _as_shape(m, stride, "stride"),
+        _dtype_name(m, dtype), *_size_stride(m, size, stride),
         "meta", kind="meta", requires_grad=bool(requires_grad) if isinstance(requires_grad, bool) else False,
     )
 
@@ -168,7 +176,7 @@ def _rebuild_meta(m: Machine, args: tuple) -> TensorRef:
 def _rebuild_wrapper_subclass(m: Machine, args: tuple) -> TensorRef:
     cls, dtype, size, stride, offset, layout, device, requires_grad = args
     tensor = TensorRef(
-        _dtype_name(m, dtype), _as_shape(m, size, "size"), _as_shape(m, stride, "stride"),
+        _dtype_name(m, dtype), *_size_stride(m, size, stride),
         _device(device), offset=offset if type(offset) is int and 0 <= offset < 2**63 else 0,
         layout=_device(layout),
     )

@@ -196,7 +196,8 @@ class TensorRef(_Ref):
         if self.stride is None or self.numel == 0:
             return True
         expected = 1
-        for size, stride in zip(reversed(self.shape), reversed(self.stride)):
+        # The reader refuses a stride whose length differs from the shape's.
+        for size, stride in zip(reversed(self.shape), reversed(self.stride), strict=True):
             if size != 1 and stride != expected:
                 return False
             expected *= size

@@ -203,3 +203,15 @@ def test_missing_storage_record_is_noted(tmp_path):
     dump = read_dump(_zip(tmp_path, "missing.pt", records))
     (storage,) = dump.storages
     assert (storage.record, storage.record_size) == ("archive/data/0", None)
+
+
+def test_size_and_stride_of_different_lengths_are_refused(tmp_path):
+    pickle_bytes = (
+        b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\n(("
+        b"X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x01\x00\x00\x000X\x03\x00\x00\x00cpuK\x04tQ"
+        b"K\x00(K\x02K\x02t(K\x01t\x89ccollections\nOrderedDict\n)RtR."
+    )
+    path = _zip(tmp_path, "bad.pt", {"archive/data.pkl": pickle_bytes, "archive/data/0": b"\0" * 16})
+    with pytest.raises(DumpError) as info:
+        read_dump(path)
+    assert info.value.reason.endswith("tensor size has 2 dimensions but its stride 1")
