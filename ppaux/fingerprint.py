@@ -38,6 +38,7 @@ __all__ = [
     "FingerprintError",
     "collect",
     "load",
+    "load_paths",
     "loads",
     "redact_environment",
 ]
@@ -552,3 +553,27 @@ def load(path: str) -> Fingerprint:
     except InputFileError as exc:
         raise FingerprintError(path, exc.reason) from None
     return loads(data, path)
+
+
+def load_paths(paths: "list[str]") -> "tuple[list[Fingerprint], list[tuple[str, str]]]":
+    """Fingerprints from files and directories (their ``*.json``, sorted), and (path, reason)
+    for every input that could not be used; the others are still loaded."""
+    import glob
+
+    files: list[str] = []
+    problems: list[tuple[str, str]] = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = sorted(glob.glob(os.path.join(glob.escape(path), "*.json")))
+            if not found:
+                problems.append((path, "no *.json fingerprints in this directory"))
+            files += found
+        else:
+            files.append(path)
+    fingerprints: list[Fingerprint] = []
+    for path in files:
+        try:
+            fingerprints.append(load(path))
+        except FingerprintError as exc:
+            problems.append((exc.path, exc.reason))
+    return fingerprints, problems

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import glob
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
+from typing import Annotated, NoReturn, Optional
 
 import typer
 
@@ -23,39 +22,6 @@ from ppaux_cli.options import (
     StrictOption,
 )
 from ppaux_cli.output import emit, fail, resolve_gate
-
-if TYPE_CHECKING:
-    from ppaux.fingerprint import Fingerprint
-
-
-def _expand(paths: list[str]) -> tuple[list[str], list[InputProblem]]:
-    files: list[str] = []
-    problems: list[InputProblem] = []
-    for path in paths:
-        if os.path.isdir(path):
-            found = sorted(glob.glob(os.path.join(glob.escape(path), "*.json")))
-            if not found:
-                problems.append(InputProblem(path, "no *.json fingerprints in this directory"))
-            files += found
-        else:
-            files.append(path)
-    return files, problems
-
-
-def _load_all(files: list[str]) -> tuple[list[Fingerprint], list[InputProblem]]:
-    # Imported here, not at module level: the app imports every command module, and
-    # ppaux.fingerprint (capability analysis, hashlib, ...) would slow every command's start-up.
-    from ppaux.fingerprint import FingerprintError, load
-
-    fingerprints: list[Fingerprint] = []
-    problems: list[InputProblem] = []
-    for path in files:
-        try:
-            fingerprints.append(load(path))
-        except FingerprintError as exc:
-            problems.append(InputProblem(exc.path, exc.reason))
-    return fingerprints, problems
-
 
 def check_skew(
     paths: Annotated[
@@ -161,9 +127,10 @@ def check_skew(
     ):
         if value is not None:
             fail(f"{option} applies only with --distributed")
-    files, problems = _expand(paths)
-    fingerprints, unusable = _load_all(files)
-    problems += unusable
+    from ppaux.fingerprint import load_paths
+
+    fingerprints, unusable = load_paths(paths)
+    problems = [InputProblem(path, reason) for path, reason in unusable]
     from ppaux.skew import compare
 
     report = compare(fingerprints, baseline=golden) if fingerprints else Report("check-skew")
