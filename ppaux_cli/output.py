@@ -16,7 +16,7 @@ import typer
 from ppaux.formats import Format, render
 from ppaux.report import FailOn, Report
 
-__all__ = ["emit", "fail", "use_color", "resolve_gate"]
+__all__ = ["emit", "fail", "use_color", "write_text", "resolve_gate"]
 
 
 def use_color(stream) -> bool:
@@ -61,6 +61,20 @@ def _mentions(values: Iterable[str], pattern: str) -> bool:
     return any(pattern.upper() == part.strip().upper() for v in values for part in v.split(","))
 
 
+def write_text(text: str, output: str | None, what: str = "the output") -> None:
+    """Write ``text`` to stdout, or to the file ``output``; a file that cannot be written is
+    one error line naming it and exit 2."""
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        fail(f"{output}: cannot write {what}: {exc.strerror or exc}")
+
+
 def emit(
     report: Report,
     fmt: Format,
@@ -83,15 +97,7 @@ def emit(
     stream = sys.stdout
     color = fmt is Format.TEXT and output is None and use_color(stream)
     text = render(report, fmt, color=color, width=_width(), fail_on=gate.fail_on)
-    if output is None:
-        stream.write(text)
-        stream.flush()
-    else:
-        try:
-            with open(output, "w", encoding="utf-8") as handle:
-                handle.write(text)
-        except OSError as exc:
-            fail(f"{output}: cannot write the report: {exc.strerror or exc}")
+    write_text(text, output, "the report")
     if fmt is Format.GITHUB:
         _append_step_summary(report, gate.fail_on)
     for problem in report.problems:

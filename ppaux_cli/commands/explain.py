@@ -8,7 +8,7 @@ import typer
 
 from ppaux.formats.rules import RulesFormat
 from ppaux_cli.options import OutputOption
-from ppaux_cli.output import fail
+from ppaux_cli.output import fail, write_text
 
 __all__ = ["explain"]
 
@@ -41,16 +41,4 @@ def explain(
         from ppaux.formats.rule_text import render_rule
 
         text = render_rule(rule)
-    write(text, output)
-
-
-def write(text: str, output: str | None) -> None:
-    """Print ``text``, or write it to ``output``; a file that cannot be written is exit 2."""
-    if output is None:
-        typer.echo(text, nl=False)
-        return
-    try:
-        with open(output, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        fail(f"{output}: cannot write: {exc.strerror or exc}")
+    write_text(text, output, "the rule")

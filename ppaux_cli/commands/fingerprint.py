@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Optional
 
 import typer
 
-from ppaux_cli.output import fail
+from ppaux_cli.output import fail, write_text
 
 
 def check_stage_options(pp_rank: Optional[int], pp_size: Optional[int]) -> None:
@@ -56,12 +55,4 @@ def fingerprint(
         snapshot = collect(sglang_path=sglang_path, pp_rank=pp_rank, pp_size=pp_size)
     except SglangPathError as exc:
         fail(f"--sglang-path {exc}")
-    text = snapshot.dumps()
-    if output is None:
-        sys.stdout.write(text)
-        return
-    try:
-        with open(output, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        fail(f"{output}: cannot write the fingerprint: {exc.strerror or exc}")
+    write_text(snapshot.dumps(), output, "the fingerprint")

@@ -7,9 +7,8 @@ from typing import Annotated, Optional
 import typer
 
 from ppaux.formats.rules import RulesFormat
-from ppaux_cli.commands.explain import write
 from ppaux_cli.options import OutputOption
-from ppaux_cli.output import fail
+from ppaux_cli.output import fail, write_text
 
 __all__ = ["rules"]
 
@@ -36,4 +35,4 @@ def rules(
         chosen = Selection(parse_codes(select or (), RULES))
     except UnknownCodeError as exc:
         fail(f"--select: {exc}")
-    write(render_rules([r for r in RULES.values() if chosen.includes(r.code)], format), output)
+    write_text(render_rules([r for r in RULES.values() if chosen.includes(r.code)], format), output, "the rules")
