@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ppaux.catalogue import finding
-from ppaux.errors import PpauxError
+from ppaux.errors import PathError
 from ppaux.report import Report, Table
 
 __all__ = [
@@ -60,13 +60,8 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_COUNTER_BYTES = 32
 
 
-class CaptureDirError(PpauxError, ValueError):
+class CaptureDirError(PathError, ValueError):
     """A capture directory that cannot be used: ``str()`` is '<path>: <reason>'."""
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
 
 
 @dataclass(frozen=True)

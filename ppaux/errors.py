@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-__all__ = ["PpauxError", "DumpError", "LimitExceeded"]
+__all__ = ["PpauxError", "PathError", "DumpError", "LimitExceeded"]
 
 
 class PpauxError(Exception):
     """Base of every error ppaux raises on purpose for bad input."""
 
 
-class DumpError(PpauxError, ValueError):
-    """A file that cannot be read as a dump: ``str()`` is '<path>: <reason>'."""
+class PathError(PpauxError):
+    """Base of the errors about one input path: ``str()`` is '<path>: <reason>'."""
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class DumpError(PathError, ValueError):
+    """A file that cannot be read as a dump: ``str()`` is '<path>: <reason>'."""
 
 
 class LimitExceeded(DumpError):

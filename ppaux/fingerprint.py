@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 import ppaux
 from ppaux.capability import Capability, analyse
-from ppaux.errors import PpauxError
+from ppaux.errors import PathError
 from ppaux.regular_file import InputFileError, read_regular
 
 __all__ = [
@@ -107,13 +107,8 @@ _DRIVER_RE = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(?P<v>\d+(?:\.\d+)+)"
 _NCCL_DEFINE_RE = re.compile(r"^#define\s+NCCL_(MAJOR|MINOR|PATCH)\s+(\d+)", re.MULTILINE)
 
 
-class FingerprintError(PpauxError, ValueError):
+class FingerprintError(PathError, ValueError):
     """A file that is not a usable fingerprint: ``str()`` is '<path>: <reason>'."""
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
 
 
 @dataclass(frozen=True)

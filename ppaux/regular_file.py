@@ -12,18 +12,13 @@ import os
 import stat
 from typing import BinaryIO
 
-from ppaux.errors import PpauxError
+from ppaux.errors import PathError
 
 __all__ = ["InputFileError", "open_regular", "read_regular"]
 
 
-class InputFileError(PpauxError, OSError):
+class InputFileError(PathError, OSError):
     """A path that is not a readable regular file: ``reason`` says why, in a few words."""
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
 
 
 def _reason(exc: OSError) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 from pathlib import Path
 
-from ppaux.errors import PpauxError
+from ppaux.errors import PathError
 
 __all__ = ["SglangTree", "SglangPathError", "UnreadableFile", "locate", "MAX_SOURCE_BYTES"]
 
@@ -33,22 +33,12 @@ _VERSION_RE = re.compile(
 _METADATA_VERSION_RE = re.compile(r"^Version:\s*(?P<v>\S+)\s*$", re.MULTILINE)
 
 
-class SglangPathError(PpauxError, ValueError):
+class SglangPathError(PathError, ValueError):
     """A path given as an sglang tree that is not one: ``str()`` is '<path>: <reason>'."""
 
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
 
-
-class UnreadableFile(PpauxError, OSError):
+class UnreadableFile(PathError, OSError):
     """A file of the tree that exists but cannot be read: ``str()`` is '<path>: <reason>'."""
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
 
 
 @dataclass(frozen=True)
