@@ -8,7 +8,7 @@ Targets (docs/benchmarks.md, "capture"):
 
 The transport is sglang's own ``sampling_observer_pp.py`` when ``--sglang`` names a wheel or a
 directory (or sglang is installed), otherwise ppaux's reference transport, which runs the same
-checks. Both forms are measured: :func:`ppaux.capture.install` (one wrapper), and, when the
+checks. Both forms are measured: :func:`ppaux.capture.hooks.install` (one wrapper), and, when the
 sglang source has the plugin framework, the AROUND hooks applied by sglang's ``HookRegistry``
 (with, for comparison, sglang's wrapper around an empty hook: the framework's own price).
 ``bare_again`` times the bare function a second time; its ratio shows the noise floor.
@@ -32,8 +32,8 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from ppaux import capture
-from ppaux.keys import MSG_TYPE_KEY, OUTPUT_PREFIX
+from ppaux.capture import hooks as capture
+from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_PREFIX
 
 # The logprob keys of a 0.5.22+ output message (scheduler_pp_mixin / managers/utils.py): most are
 # Python lists, which is what makes the dict realistic for pop's key scan.
@@ -76,16 +76,16 @@ _AUX = {"scores": torch.rand(_BATCH), "token_ids": torch.arange(_BATCH)}
 
 
 def _transport(source: Optional[str]) -> types.ModuleType:
-    from ppaux import sglang_module
+    from ppaux.sglang import loader as sglang_module
 
     try:
         return sglang_module.load_transport_module(source)
     except sglang_module.SglangNotFound:
         if source is not None:
             raise
-        import ppaux.transport
+        import ppaux.replay.transport
 
-        return ppaux.transport
+        return ppaux.replay.transport
 
 
 def _hook_registry(source: Optional[str]) -> Optional[types.ModuleType]:

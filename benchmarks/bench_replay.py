@@ -19,7 +19,7 @@ round (so that a noisy neighbour slows them alike):
 
 2. **torch.distributed on CPU/gloo.** A dict of ``--mib`` MiB (an output message whose two
    auxiliary tensors hold the bytes) crosses a two-process gloo group on 127.0.0.1 through
-   ``ppaux.wire_dist`` (pickled metadata, then each tensor), against raw send/recv of the same
+   ``ppaux.replay.distributed`` (pickled metadata, then each tensor), against raw send/recv of the same
    tensors over the same group in the same run. Throughput is bytes over the time from the
    sender's first send to the receiver holding every tensor. Target: at least 0.9x raw,
    judged on the medians (the best run of each is printed too).
@@ -47,10 +47,10 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402  (after the path: the benchmark runs from a checkout)
 
-from ppaux import transport  # noqa: E402
-from ppaux.replay import ReplayOptions, Transport, replay_paths  # noqa: E402
-from ppaux.roundtrip import ReferenceObserver  # noqa: E402
-from ppaux.wire_dist import DistributedWire  # noqa: E402
+from ppaux.replay import transport  # noqa: E402
+from ppaux.replay.run import ReplayOptions, Transport, replay_paths  # noqa: E402
+from ppaux.replay.roundtrip import ReferenceObserver  # noqa: E402
+from ppaux.replay.distributed import DistributedWire  # noqa: E402
 
 MIB = 1024 * 1024
 AUX = "__sampling_observer_output__."

@@ -1,7 +1,7 @@
 """What every fuzzer of ppaux's dump reader checks, for one input.
 
 :func:`check_input` writes the bytes to a file, runs the whole ``ppaux inspect`` pipeline on it
-(:func:`ppaux.inspection.inspect_paths`, then the JSON and, optionally, the text report) and
+(:func:`ppaux.dump.inspection.inspect_paths`, then the JSON and, optionally, the text report) and
 checks the reader's promises:
 
 - the only exception is none at all, and no warning either (it would be an error under
@@ -22,8 +22,8 @@ import sys
 import warnings
 from pathlib import Path
 
-from ppaux.formats import Format, render
-from ppaux.inspection import inspect_paths
+from ppaux.report.formats import Format, render
+from ppaux.dump.inspection import inspect_paths
 from ppaux.limits import Limits
 
 __all__ = ["ReaderBroke", "check_input", "warm_up", "watch"]

@@ -1,9 +1,27 @@
 """ppaux: tools for sglang's pipeline-parallel auxiliary-output transport.
 
-Importing this package is cheap: it never imports torch. The reference transport
-(:mod:`ppaux.transport`) and the replay and capture modules import torch when they are used.
+Importing this package is cheap: it never imports torch, and the names below are imported on
+first use. The areas are subpackages: :mod:`ppaux.dump` (reading dumps, ``inspect``),
+:mod:`ppaux.skew` (fingerprints, ``check-skew``), :mod:`ppaux.replay` (the torch wing:
+transport, wires, ``replay``), :mod:`ppaux.capture` (recording inside sglang),
+:mod:`ppaux.sglang` (what ppaux knows of sglang) and :mod:`ppaux.report` (findings, formats).
 """
 
-__all__ = ["__version__"]
+from ppaux._lazy import lazy_exports
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "PpauxError": "errors",
+    "Limits": "limits",
+    "Finding": "report",
+    "Report": "report",
+    "read_dump": "dump",
+    "inspect_paths": "dump",
+    "Fingerprint": "skew",
+    "replay_paths": "replay",
+}
+
+__all__ = ["__version__", *sorted(_EXPORTS)]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,57 +1,9 @@
-"""The sglang plugin entry point of ppaux capture (entry-point group ``sglang.srt.plugins``).
+"""The entry point sglang's plugin loader calls (``ppaux.capture_plugin:register``).
 
-sglang (0.5.15 and later) calls every general plugin's entry point with no arguments from
-``sglang.srt.plugins.load_plugins()``, early in each of its processes (the launcher, every
-scheduler, the detokenizer), and then applies the hooks the plugins registered with
-``HookRegistry``. ``SGLANG_PLUGINS=ppaux_capture,...`` restricts which plugins load.
-
-Importing this module costs nothing: it does not import torch or :mod:`ppaux.capture`.
-:func:`register` does nothing unless ``PPAUX_CAPTURE_DIR`` is set, and it never raises into
-sglang: a bad setting or an sglang without the PP auxiliary transport is logged and ignored.
+The plugin lives in :mod:`ppaux.capture.plugin`; this module keeps the entry point that
+installed copies of ppaux registered in the ``sglang.srt.plugins`` group working.
 """
 
-from __future__ import annotations
+from ppaux.capture.plugin import register
 
-import logging
-import os
-
-__all__ = ["PLUGIN_NAME", "ENTRY_POINT", "register"]
-
-#: The entry-point name, which is what ``SGLANG_PLUGINS`` lists.
-PLUGIN_NAME = "ppaux_capture"
-#: The entry-point value declared in ppaux's metadata.
-ENTRY_POINT = "ppaux.capture_plugin:register"
-
-logger = logging.getLogger("ppaux.capture")
-
-
-def register() -> None:
-    """sglang plugin entry point: wrap the PP transport functions when PPAUX_CAPTURE_DIR is set."""
-    if not os.environ.get("PPAUX_CAPTURE_DIR", "").strip():
-        return
-    try:
-        _register()
-    except Exception as error:  # a plugin must never stop sglang from starting
-        logger.warning("ppaux capture: not enabled: %s: %s", type(error).__name__, error)
-
-
-def _register() -> None:
-    import importlib.util
-
-    from ppaux import capture
-
-    try:
-        config = capture.config_from_env()
-    except ValueError as error:
-        logger.warning("ppaux capture: not enabled: %s", error)
-        return
-    if config is None:
-        return
-    # sglang before 0.5.19 has no auxiliary transport; a hook on a missing target would make
-    # sglang log a traceback at start-up, so look first (the parents are already imported).
-    if importlib.util.find_spec(capture.TARGET_MODULE) is None:
-        logger.info("ppaux capture: not enabled: this sglang has no %s", capture.TARGET_MODULE)
-        return
-    if capture.register_plugin_hooks(config):
-        logger.info("ppaux capture: capturing failing PP auxiliary transport calls into %s "
-                    "(when=%s)", config.directory, config.when)
+__all__ = ["register"]

@@ -12,8 +12,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ppaux.formats import Format
-from ppaux.report import FailOn
+from ppaux.report.formats import Format
+from ppaux.report.document import FailOn
 
 __all__ = [
     "FormatOption",

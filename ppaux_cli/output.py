@@ -13,8 +13,8 @@ from typing import Iterable, NoReturn
 
 import typer
 
-from ppaux.formats import Format, render
-from ppaux.report import FailOn, Report
+from ppaux.report.formats import Format, render
+from ppaux.report.document import FailOn, Report
 
 __all__ = ["emit", "fail", "use_color", "write_text", "resolve_gate"]
 
@@ -42,9 +42,9 @@ def resolve_gate(
 ):
     """The gate for this run: the configuration file (``config``, or the one found from the
     working directory upward) overridden by the flags given; exit 2 on a bad file or code."""
-    from ppaux.config import ConfigError, discover_config, load_config
-    from ppaux.selection import UnknownCodeError
-    from ppaux.config import resolve_gate as _resolve
+    from ppaux.report.config import ConfigError, discover_config, load_config
+    from ppaux.report.selection import UnknownCodeError
+    from ppaux.report.config import resolve_gate as _resolve
 
     try:
         settings = load_config(config) if config is not None else discover_config()
@@ -109,7 +109,7 @@ def _append_step_summary(report: Report, fail_on: FailOn) -> None:
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if not target:
         return
-    from ppaux.formats.github import summary
+    from ppaux.report.formats.github import summary
 
     try:
         with open(target, "a", encoding="utf-8") as handle:

@@ -26,13 +26,13 @@ def _commands(command: Any, ctx: Any, path: tuple[str, ...]) -> Iterator[tuple[t
 
 
 def _cell(text: str) -> str:
-    from ppaux.formats.rules import markdown_text
+    from ppaux.report.formats.rules import markdown_text
 
     return markdown_text(" ".join(text.split())).replace("|", "\\|")
 
 
 def _section(path: tuple[str, ...], command: Any, ctx: Any) -> list[str]:
-    from ppaux.formats.rules import markdown_code
+    from ppaux.report.formats.rules import markdown_code
 
     title = " ".join(path)
     level = "#" * min(len(path) + 1, 4)

@@ -49,12 +49,12 @@ def _inline(line: str) -> str:
 
 
 def capture_format_markdown() -> str:
-    """docs/capture-format.md: the docstring of ppaux.capture_format, and its constants."""
-    from ppaux import capture_format
+    """docs/capture-format.md: the docstring of ppaux.dump.capture_format, and its constants."""
+    from ppaux.dump import capture_format
 
     fields = ", ".join(f"`{name}`" for name in capture_format.META_FIELDS)
     return (
-        "<!-- Generated from the docstring of ppaux/capture_format.py by "
+        "<!-- Generated from the docstring of ppaux/dump/capture_format.py by "
         "scripts/generate_docs.py; do not edit. -->\n\n"
         "# Capture file format\n\n"
         + rst_to_markdown(capture_format.__doc__ or "")
@@ -69,8 +69,8 @@ def capture_format_markdown() -> str:
 
 def pages() -> dict[pathlib.Path, str]:
     """Each generated page's path and its current text."""
-    from ppaux.catalogue import RULES
-    from ppaux.formats.rules import catalogue_markdown
+    from ppaux.report.catalogue import RULES
+    from ppaux.report.formats.rules import catalogue_markdown
     from ppaux_cli.reference import cli_reference_markdown
 
     return {

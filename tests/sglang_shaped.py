@@ -5,7 +5,7 @@ It has the layout and names that ppaux capture depends on, and nothing else:
 * ``sglang/__init__.py`` (empty: the real one imports a score of heavy packages) and
   ``sglang/_version.py``;
 * ``sglang/srt/sampling/sampling_observer_pp.py``: the two transport functions, with sglang's
-  names and parameters, running ppaux's reference transport (:mod:`ppaux.transport`), which
+  names and parameters, running ppaux's reference transport (:mod:`ppaux.replay.transport`), which
   behaves as sglang 0.5.19 - 0.5.23 do;
 * ``sglang/srt/managers/scheduler_pp_mixin.py``: imports both functions by name, as sglang's
   scheduler mixin does, and calls them from a sending and a receiving function;
@@ -32,7 +32,7 @@ _TRANSPORT = '''
 
 from typing import Any, MutableMapping, Optional
 
-from ppaux import transport as _reference
+from ppaux.replay import transport as _reference
 
 _OUTPUT_PREFIX = "__sampling_observer_output__."
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ppaux.capability import SCHEDULER_FILE, Capability, analyse
-from ppaux.code_digest import definition_digests, node_digest
-from ppaux.sglang_tree import SglangPathError
+from ppaux.sglang.capability import SCHEDULER_FILE, Capability, analyse
+from ppaux.sglang.digest import definition_digests, node_digest
+from ppaux.sglang.tree import SglangPathError
 from skew_fixtures import TRANSPORT, copy_tree, tree
 
 ALL_CHECKS = {
@@ -172,10 +172,10 @@ def test_missing_file_makes_its_facts_unknown(tmp_path):
 
 
 def test_oversized_file_is_unreadable(tmp_path, monkeypatch):
-    import ppaux.sglang_tree
+    import ppaux.sglang.tree
 
     root = copy_tree("v0523", tmp_path)
-    monkeypatch.setattr(ppaux.sglang_tree, "MAX_SOURCE_BYTES", 100)
+    monkeypatch.setattr(ppaux.sglang.tree, "MAX_SOURCE_BYTES", 100)
     cap = analyse(str(root))
     transport = next(f for f in cap.files if f.role == "transport")
     assert (transport.status, transport.reason) == ("unreadable", "larger than 100 bytes")

@@ -22,8 +22,9 @@ import pytest
 import torch
 
 import sglang_shaped
-from ppaux import capture, capture_store
-from ppaux.capture_format import CAPTURE_MARKER, META_FIELDS
+from ppaux.capture import hooks as capture
+from ppaux.capture import store as capture_store
+from ppaux.dump.capture_format import CAPTURE_MARKER, META_FIELDS
 
 P = "__sampling_observer_output__."
 NON_TENSOR = "received a non-tensor auxiliary PP output"
@@ -515,7 +516,7 @@ def test_threads_share_one_directory_within_the_bounds(tree: Path, tmp_path: Pat
 _PROCESS = """
 import sys
 sys.path.insert(0, {root!r})
-from ppaux import capture
+from ppaux.capture import hooks as capture
 capture.install({directory!r}, max_files={max_files})
 from sglang.srt.managers import scheduler_pp_mixin as mixin
 import torch
@@ -677,7 +678,7 @@ def test_cuda_tensors_keep_their_device(tree: Path, tmp_path: Path):
 
 
 def test_importing_the_plugin_and_capture_modules_does_not_import_torch():
-    code = ("import sys, ppaux.capture_plugin, ppaux.capture, ppaux.capture_store; "
+    code = ("import sys, ppaux.capture.plugin, ppaux.capture.hooks, ppaux.capture.store; "
             "print('torch' in sys.modules, 'sglang' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "False"]

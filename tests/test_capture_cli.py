@@ -17,7 +17,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from ppaux import capture
+from ppaux.capture import hooks as capture
 from ppaux_cli.app import app
 import sglang_shaped
 

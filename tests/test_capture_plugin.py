@@ -36,7 +36,7 @@ originals = (transport.add_auxiliary_output_to_pp_tensors,
 from sglang.srt.plugins import load_plugins
 load_plugins()
 if len(sys.argv) > 1:
-    from ppaux import capture
+    from ppaux.capture import hooks as capture
     capture.install(sys.argv[1])   # a launcher that also calls install()
 
 import torch
@@ -60,7 +60,7 @@ print(json.dumps({
     "module_wrapped": transport.pop_auxiliary_output_from_pp_tensors is not originals[1],
     "healthy": healthy,
     "raised": raised,
-    "capture_imported": "ppaux.capture" in sys.modules,
+    "capture_imported": "ppaux.capture.hooks" in sys.modules,
     "records": [r for r in records if r[0].startswith("ppaux")],
 }))
 """

@@ -6,7 +6,7 @@ Two pipeline stages run sglang 0.5.23's own files (from the release wheel, under
 * the last stage (PP rank 1) runs a copy of sglang whose ``_pp_prepare_tensor_dict`` was changed
   out of tree: instead of ``add_auxiliary_output_to_pp_tensors`` it writes the observer's scores
   as a Python list straight under ``__sampling_observer_output__.scores``; it sends the output
-  message the way sglang's ``send_tensor_dict`` does (:mod:`ppaux.wire`: a pickled metadata list,
+  message the way sglang's ``send_tensor_dict`` does (:mod:`ppaux.replay.wire`: a pickled metadata list,
   then each tensor);
 * the first stage (PP rank 0) runs stock files, with ``PPAUX_CAPTURE_DIR`` set: sglang's own
   ``load_plugins()`` loads ppaux's capture plugin; the received message goes to the real
@@ -65,8 +65,8 @@ _STAGE = r"""
 import datetime, json, os, sys
 import torch
 import torch.distributed as dist
-from ppaux.wire import allocate, outgoing, pack_metadata, split_tensor_dict, unpack_metadata
-from ppaux.wire import TensorMetadata
+from ppaux.replay.wire import allocate, outgoing, pack_metadata, split_tensor_dict, unpack_metadata
+from ppaux.replay.wire import TensorMetadata
 
 role, port = sys.argv[1], sys.argv[2]
 rank = 0 if role == "first" else 1

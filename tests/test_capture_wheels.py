@@ -59,12 +59,12 @@ if sys.argv[1] == "plugin":
     hooks = {target: [(t.value, h.__module__, s.plugin_name, s.dist_name) for t, h, s in entries]
              for target, entries in HookRegistry._hooks.items()}
 else:
-    from ppaux import capture
+    from ppaux.capture import hooks as capture
     capture.install(sys.argv[2])
     hooks = {}
 
 import torch
-from ppaux import capture
+from ppaux.capture import hooks as capture
 class Observer:
     def from_pp_tensors(self, tensors):
         return dict(tensors)
@@ -131,9 +131,9 @@ def test_plugin_through_sglangs_framework(version: str, tmp_path: Path):
     prefix = "sglang.srt.sampling.sampling_observer_pp."
     assert result["hooks"] == {
         prefix + "add_auxiliary_output_to_pp_tensors":
-            [["around", "ppaux.capture", "ppaux_capture", "ppaux"]],
+            [["around", "ppaux.capture.hooks", "ppaux_capture", "ppaux"]],
         prefix + "pop_auxiliary_output_from_pp_tensors":
-            [["around", "ppaux.capture", "ppaux_capture", "ppaux"]],
+            [["around", "ppaux.capture.hooks", "ppaux_capture", "ppaux"]],
     }
     assert result["wrapped"] == [True, True]
     assert result["capture_original"] == [True, True]
@@ -165,7 +165,7 @@ def test_plugin_without_the_directory_registers_nothing(version: str, tmp_path: 
          "from sglang.srt.plugins.hook_registry import HookRegistry\n"
          "load_plugins()\n"
          "import sys\n"
-         "print(dict(HookRegistry._hooks), 'ppaux.capture' in sys.modules)\n"],
+         "print(dict(HookRegistry._hooks), 'ppaux.capture.hooks' in sys.modules)\n"],
         env={**{k: v for k, v in os.environ.items() if not k.startswith("PPAUX_CAPTURE")},
              "PYTHONPATH": str(root), "PYTHONWARNINGS": "ignore"},
         capture_output=True, text=True, timeout=300, check=False)

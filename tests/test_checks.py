@@ -10,12 +10,12 @@ from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
-from ppaux import transport  # noqa: E402
-from ppaux.checks import check_dump, predict_pop  # noqa: E402
-from ppaux.dumpfile import read_dump_bytes  # noqa: E402
-from ppaux.keys import OUTPUT_PREFIX  # noqa: E402
+from ppaux.replay import transport  # noqa: E402
+from ppaux.dump.checks import check_dump, predict_pop  # noqa: E402
+from ppaux.dump.dumpfile import read_dump_bytes  # noqa: E402
+from ppaux.sglang.names import OUTPUT_PREFIX  # noqa: E402
 from ppaux.limits import Limits  # noqa: E402
-from ppaux.payload import find_payloads  # noqa: E402
+from ppaux.dump.payload import find_payloads  # noqa: E402
 
 
 class Observer:

@@ -42,7 +42,7 @@ def test_generated_pages_are_current(page):
 
 
 def test_catalogue_page_has_every_rule_with_an_anchor():
-    from ppaux.catalogue import RULES
+    from ppaux.report.catalogue import RULES
 
     text = (DOCS / "catalogue.md").read_text(encoding="utf-8")
     for code, rule in RULES.items():
@@ -74,7 +74,7 @@ def test_every_page_is_in_the_nav_and_every_nav_entry_exists():
 
 
 def test_internal_links_point_at_pages_and_anchors_that_exist():
-    from ppaux.catalogue import RULES
+    from ppaux.report.catalogue import RULES
 
     anchors = {f"catalogue.md#{c.lower()}" for c in RULES}
     for page in DOCS.glob("*.md"):

@@ -12,10 +12,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ppaux.dumpfile import read_dump, read_dump_bytes  # noqa: E402
+from ppaux.dump.dumpfile import read_dump, read_dump_bytes  # noqa: E402
 from ppaux.errors import DumpError, LimitExceeded  # noqa: E402
 from ppaux.limits import Limits  # noqa: E402
-from ppaux.model import Opaque, TensorRef  # noqa: E402
+from ppaux.dump.model import Opaque, TensorRef  # noqa: E402
 from tensor_tags import saved_as  # noqa: E402
 
 

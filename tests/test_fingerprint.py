@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import ppaux
-from ppaux.fingerprint import (
+from ppaux.skew.fingerprint import (
     PACKAGES,
     SCHEMA,
     Fingerprint,
@@ -61,7 +61,7 @@ def test_torch_build_is_read_without_importing_torch():
     pytest.importorskip("torch")  # only to know what to expect; the child never imports it
     code = (
         "import sys, json\n"
-        "from ppaux.fingerprint import collect\n"
+        "from ppaux.skew.fingerprint import collect\n"
         "fp = collect()\n"
         "print(json.dumps([fp.torch_build, 'torch' in sys.modules, 'sglang' in sys.modules]))\n"
     )

@@ -16,10 +16,10 @@ import jsonschema
 import pytest
 
 import ppaux
-import ppaux.catalogue
-from ppaux.findings import Finding, Rule, Severity
-from ppaux.formats import Format, github, render
-from ppaux.report import FailOn, InputProblem, Report, Table
+import ppaux.report.catalogue
+from ppaux.report.findings import Finding, Rule, Severity
+from ppaux.report.formats import Format, github, render
+from ppaux.report.document import FailOn, InputProblem, Report, Table
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden" / "formats"
@@ -47,7 +47,7 @@ RULES = {
 
 @pytest.fixture(autouse=True)
 def _fixed_catalogue_and_version(monkeypatch):
-    monkeypatch.setattr(ppaux.catalogue, "RULES", RULES)
+    monkeypatch.setattr(ppaux.report.catalogue, "RULES", RULES)
     monkeypatch.setattr(ppaux, "__version__", "0.0.0+test")
 
 
@@ -155,7 +155,7 @@ def test_sarif_marks_security_rules_for_code_scanning():
 
 def test_sarif_with_the_real_catalogue_is_valid(monkeypatch):
     monkeypatch.undo()
-    from ppaux.catalogue import RULES as real
+    from ppaux.report.catalogue import RULES as real
 
     doc = json.loads(render(mixed_report(), Format.SARIF))
     jsonschema.Draft4Validator(SARIF_SCHEMA).validate(doc)

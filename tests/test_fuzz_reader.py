@@ -23,9 +23,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ppaux.allowlist import ALLOWED_NAMES
+from ppaux.dump.allowlist import ALLOWED_NAMES
 from ppaux.limits import Limits
-from ppaux.report import Report
+from ppaux.report.document import Report
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "fixtures"))

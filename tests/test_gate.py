@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ppaux.catalogue import RULES
-from ppaux.config import Config, ConfigError, discover_config, find_config, load_config, resolve_gate
-from ppaux.findings import Finding, Severity
-from ppaux.gate import Gate
-from ppaux.report import FailOn, InputProblem, Report
-from ppaux.selection import Selection, UnknownCodeError, parse_codes
+from ppaux.report.catalogue import RULES
+from ppaux.report.config import Config, ConfigError, discover_config, find_config, load_config, resolve_gate
+from ppaux.report.findings import Finding, Severity
+from ppaux.report.gate import Gate
+from ppaux.report.document import FailOn, InputProblem, Report
+from ppaux.report.selection import Selection, UnknownCodeError, parse_codes
 from ppaux_cli.app import app
 
 REPO = Path(__file__).resolve().parent.parent

@@ -175,7 +175,7 @@ def _hostile_fingerprints(tmp_path: Path) -> dict[str, tuple[str, str]]:
 
 
 def test_hostile_fingerprints(tmp_path):
-    from ppaux.fingerprint import FingerprintError, load
+    from ppaux.skew.fingerprint import FingerprintError, load
 
     for name, (path, reason) in _hostile_fingerprints(tmp_path).items():
         if name == "huge_string":
@@ -229,7 +229,7 @@ _FINGERPRINT_PATHS = [p for p in _paths(json.loads(GOOD_FINGERPRINT.read_text())
        values=st.lists(st.one_of(_JSON, st.just("<delete>")), min_size=3, max_size=3))
 def test_fingerprint_parser_fuzz(where, values):
     # Any field replaced by any JSON value (or removed): a FingerprintError or a fingerprint.
-    from ppaux.fingerprint import FingerprintError, loads
+    from ppaux.skew.fingerprint import FingerprintError, loads
 
     doc = _fingerprint_doc()
     for path, value in zip(where, values, strict=False):
@@ -276,7 +276,7 @@ def _config_cases(tmp_path: Path) -> dict[str, tuple[str, str]]:
 
 
 def test_hostile_configuration_files(tmp_path):
-    from ppaux.config import ConfigError, load_config
+    from ppaux.report.config import ConfigError, load_config
 
     for name, (path, reason) in _config_cases(tmp_path).items():
         with pytest.raises(ConfigError) as caught:
@@ -309,7 +309,7 @@ def test_special_configuration_files_are_refused(special, tmp_path):
 
 def test_special_files_named_like_configuration_are_skipped(tmp_path):
     # Discovery looks for regular files only: a FIFO or directory called ppaux.toml is passed by.
-    from ppaux.config import find_config
+    from ppaux.report.config import find_config
 
     os.mkfifo(tmp_path / "ppaux.toml")
     (tmp_path / "pyproject.toml").mkdir()
@@ -329,7 +329,7 @@ def _copy_tree(target: Path) -> Path:
 
 
 def test_hostile_sglang_trees(tmp_path):
-    from ppaux.capability import analyse
+    from ppaux.sglang.capability import analyse
 
     enormous = _copy_tree(tmp_path / "enormous")
     (enormous / TRANSPORT).write_text("x = 1\n" * 1_000_000)
@@ -367,7 +367,7 @@ def test_hostile_sglang_trees(tmp_path):
 
 
 def test_deep_expression_that_parses(tmp_path):
-    from ppaux.capability import analyse
+    from ppaux.sglang.capability import analyse
 
     tree = _copy_tree(tmp_path / "deep")
     text = (tree / TRANSPORT).read_text()

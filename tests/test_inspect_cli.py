@@ -150,8 +150,8 @@ def test_real_process_plain_text_when_piped():
 
 
 def test_colour_only_on_a_terminal_without_no_color():
-    from ppaux.formats import Format, render
-    from ppaux.inspection import inspect_paths
+    from ppaux.report.formats import Format, render
+    from ppaux.dump.inspection import inspect_paths
 
     report = inspect_paths(["fixtures/dumps/aux_list.pt"])
     assert "\x1b[" in render(report, Format.TEXT, color=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ppaux.inspection import inspect_file
+from ppaux.dump.inspection import inspect_file
 from ppaux_cli.app import app
 
 REPO = Path(__file__).resolve().parent.parent

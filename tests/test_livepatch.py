@@ -8,7 +8,7 @@ import sys
 import types
 from pathlib import Path
 
-from ppaux.livepatch import (
+from ppaux.skew.livepatch import (
     NOT_LOADED,
     ORIGINAL,
     SCHEDULER_MODULE,
@@ -140,7 +140,7 @@ def test_a_scheduler_without_the_transport_is_not_a_patch(tmp_path):
 
 
 def test_ppaux_capture_wrapper_is_not_a_patch(tmp_path):
-    from ppaux import capture
+    from ppaux.capture import hooks as capture
 
     modules = _modules(tmp_path)
     transport = modules[TRANSPORT_MODULE]

@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from ppaux.dumpfile import read_dump
-from ppaux.materialize import (
+from ppaux.dump.dumpfile import read_dump
+from ppaux.replay.materialize import (
     DeviceError,
     MaterializeError,
     Materializer,
     StandIn,
     resolve_device,
 )
-from ppaux.model import Opaque
-from ppaux.payload import find_payloads
+from ppaux.dump.model import Opaque
+from ppaux.dump.payload import find_payloads
 
 REPO = Path(__file__).resolve().parent.parent
 DUMPS = REPO / "fixtures" / "dumps"

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppaux import allowlist
+from ppaux.dump import allowlist
 from ppaux.errors import DumpError, LimitExceeded
 from ppaux.limits import Limits
-from ppaux.model import GlobalRef, Opaque
-from ppaux.pickle_vm import Machine
+from ppaux.dump.model import GlobalRef, Opaque
+from ppaux.dump.pickle_vm import Machine
 
 
 def run(data: bytes, limits: Limits = Limits(), **kw):

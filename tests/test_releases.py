@@ -7,9 +7,9 @@ from importlib import resources
 
 import pytest
 
-from ppaux import releases
-from ppaux.findings import Finding, Severity
-from ppaux.releases import UnknownReleaseError, known_release, release_key_findings
+from ppaux.sglang import releases
+from ppaux.report.findings import Finding, Severity
+from ppaux.sglang.releases import UnknownReleaseError, known_release, release_key_findings
 
 OLD_ONLY = ["next_token_sampling_mask_idx", "next_token_sampling_logprobs"]
 MASK_0520 = [

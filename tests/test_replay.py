@@ -15,7 +15,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from ppaux.replay import Impl, ReplayOptions, Sender, Transport, replay_paths
+from ppaux.replay.run import Impl, ReplayOptions, Sender, Transport, replay_paths
 from test_replay_fixtures import replayable_dumps
 from ppaux_cli.app import app
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from ppaux.replay import ReplayConfigError, ReplayOptions, Sender, Transport, replay_paths
-from ppaux.wire import transfer
+from ppaux.replay.run import ReplayConfigError, ReplayOptions, Sender, Transport, replay_paths
+from ppaux.replay.wire import transfer
 
 pytestmark = [
     pytest.mark.cuda,

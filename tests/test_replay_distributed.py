@@ -14,9 +14,9 @@ import torch
 from typer.testing import CliRunner
 
 import test_replay_fixtures as fixtures
-from ppaux.replay import ReplayOptions, Sender, Transport, replay_paths
-from ppaux.wire import WireError
-from ppaux.wire_dist import DistributedWire
+from ppaux.replay.run import ReplayOptions, Sender, Transport, replay_paths
+from ppaux.replay.wire import WireError
+from ppaux.replay.distributed import DistributedWire
 from ppaux_cli.app import app
 
 pytestmark = pytest.mark.distributed

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ppaux.replay import ReplayOptions, Sender, Transport, replay_paths
+from ppaux.replay.run import ReplayOptions, Sender, Transport, replay_paths
 
 REPO = Path(__file__).resolve().parent.parent
 FOLDERS = ("dumps", "malicious", "corrupt")

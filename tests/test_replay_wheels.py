@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import wheels
-from ppaux.replay import Impl, ReplayOptions, Sender, Transport, replay_paths
+from ppaux.replay.run import Impl, ReplayOptions, Sender, Transport, replay_paths
 from test_replay_fixtures import replayable_dumps
 
 pytestmark = pytest.mark.wheels

@@ -8,8 +8,8 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from ppaux.catalogue import RULES
-from ppaux.formats.rules import RULES_SCHEMA, markdown_code, markdown_text, render_rules_text
+from ppaux.report.catalogue import RULES
+from ppaux.report.formats.rules import RULES_SCHEMA, markdown_code, markdown_text, render_rules_text
 from ppaux_cli.app import app
 
 ENV = {"NO_COLOR": "1", "COLUMNS": "100"}

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ppaux import sglang_module
+from ppaux.sglang import loader as sglang_module
 from ppaux.errors import PpauxError
-from ppaux.sglang_module import (
+from ppaux.sglang.loader import (
     TRANSPORT_PATH,
     SglangNotFound,
     find_sglang_root,

@@ -6,11 +6,11 @@ import dataclasses
 
 import pytest
 
-from ppaux.capability import analyse
-from ppaux.fingerprint import Fingerprint, load
-from ppaux.findings import Severity
-from ppaux.skew import MissingRank, compare
-from ppaux.skew_matrix import MAX_COLUMNS
+from ppaux.sglang.capability import analyse
+from ppaux.skew.fingerprint import Fingerprint, load
+from ppaux.report.findings import Severity
+from ppaux.skew.compare import MissingRank, compare
+from ppaux.skew.matrix import MAX_COLUMNS
 from skew_fixtures import fingerprint_set, tree
 
 NON_TENSOR = "received a non-tensor auxiliary PP output"

@@ -13,8 +13,8 @@ import zipfile
 import pytest
 
 import wheels
-from ppaux import releases
-from ppaux.capability import TRANSPORT_FILE, analyse
+from ppaux.sglang import releases
+from ppaux.sglang.capability import TRANSPORT_FILE, analyse
 
 pytestmark = pytest.mark.wheels
 
@@ -90,7 +90,7 @@ def test_torch_pin_of_0_5_18():
 
 
 def test_parts_and_whole_files_agree_on_every_release(release, monkeypatch):
-    import ppaux.capability as capability
+    import ppaux.sglang.capability as capability
 
     _, wheel, cap = release
     monkeypatch.setattr(capability, "_SELECTIVE", False)

@@ -6,9 +6,9 @@ import ast
 
 import pytest
 
-import ppaux.capability as capability
-from ppaux.code_digest import definition_digests
-from ppaux.source_parts import parse_parts
+import ppaux.sglang.capability as capability
+from ppaux.sglang.digest import definition_digests
+from ppaux.sglang.source_parts import parse_parts
 from skew_fixtures import tree
 
 SOURCE = '''\

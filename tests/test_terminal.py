@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ppaux.formats import Format, render
-from ppaux.report import Report, Table
+from ppaux.report.formats import Format, render
+from ppaux.report.document import Report, Table
 from ppaux_cli.app import app
 from ppaux_cli.output import use_color
 from ppaux_cli.progress import progress_reporter
@@ -93,8 +93,8 @@ def test_importing_the_app_loads_no_command_internals():
     code = ("import sys, json; import ppaux_cli.app; "
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('torch', 'numpy', 'rich', 'pydantic', 'zipfile', 'xml') or m in "
-            "('ppaux.inspection', 'ppaux.dumpfile', 'ppaux.pickle_vm', 'ppaux.skew', "
-            "'ppaux.fingerprint', 'ppaux.capture_store', 'ppaux.sglang_module', 'ppaux.config'))))")
+            "('ppaux.dump.inspection', 'ppaux.dump.dumpfile', 'ppaux.dump.pickle_vm', 'ppaux.skew.compare', "
+            "'ppaux.skew.fingerprint', 'ppaux.capture.store', 'ppaux.sglang.loader', 'ppaux.report.config'))))")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                           timeout=120, check=True)
     assert json.loads(done.stdout) == []

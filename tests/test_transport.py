@@ -15,8 +15,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ppaux import keys, transport
-from ppaux.transport import (
+from ppaux.sglang import names as keys
+
+from ppaux.replay import transport
+from ppaux.replay.transport import (
     PipelineParallelAuxiliaryOutput,
     PipelineParallelSamplingObserver,
     add_auxiliary_output_to_pp_tensors,
@@ -92,7 +94,7 @@ def test_public_names_and_prefix() -> None:
 
 
 def test_importing_ppaux_does_not_import_torch() -> None:
-    code = "import sys, ppaux, ppaux.keys, ppaux.sglang_module; print('torch' in sys.modules)"
+    code = "import sys, ppaux, ppaux.sglang.names, ppaux.sglang.loader; print('torch' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout == "False\n"
 

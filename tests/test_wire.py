@@ -7,8 +7,8 @@ import warnings
 import pytest
 import torch
 
-from ppaux.roundtrip import compare
-from ppaux.wire import TensorMetadata, WireError, split_tensor_dict, transfer
+from ppaux.replay.roundtrip import compare
+from ppaux.replay.wire import TensorMetadata, WireError, split_tensor_dict, transfer
 
 P = "__sampling_observer_output__."
 

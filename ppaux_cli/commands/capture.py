@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ppaux.formats import Format
+from ppaux.report.formats import Format
 from ppaux_cli.options import (
     ConfigOption,
     FailOnOption,
@@ -46,7 +46,7 @@ def status(
     """Whether the sglang plugin is installed and would capture; captures, bytes and skips."""
     # Imported here, not at module level: the app imports every command module, and this one
     # (importlib.metadata and more) would otherwise slow every other command's start-up.
-    from ppaux.capture_store import CaptureDirError, status_report
+    from ppaux.capture.store import CaptureDirError, status_report
 
     try:
         report = status_report(directory)
@@ -68,7 +68,7 @@ def list_captures(
     config: ConfigOption = None,
 ) -> None:
     """The captures in the directory, oldest first, with the error each one recorded."""
-    from ppaux.capture_store import CaptureDirError, list_report
+    from ppaux.capture.store import CaptureDirError, list_report
 
     where = directory or os.environ.get("PPAUX_CAPTURE_DIR", "").strip()
     if not where:

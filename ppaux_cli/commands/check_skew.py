@@ -9,8 +9,8 @@ from typing import Annotated, NoReturn, Optional
 
 import typer
 
-from ppaux.formats import Format
-from ppaux.report import InputProblem, Report
+from ppaux.report.formats import Format
+from ppaux.report.document import InputProblem, Report
 from ppaux_cli.commands.fingerprint import check_stage_options
 from ppaux_cli.options import (
     ConfigOption,
@@ -92,7 +92,7 @@ def check_skew(
     config: ConfigOption = None,
 ) -> None:
     """Compare stages' sglang, transport capabilities, torch, NCCL, CUDA and environment."""
-    from ppaux.fingerprint import FingerprintError, load
+    from ppaux.skew.fingerprint import FingerprintError, load
 
     gate = dict(select=select, ignore=ignore, strict=strict, config=config)
     golden = None
@@ -127,11 +127,11 @@ def check_skew(
     ):
         if value is not None:
             fail(f"{option} applies only with --distributed")
-    from ppaux.fingerprint import load_paths
+    from ppaux.skew.fingerprint import load_paths
 
     fingerprints, unusable = load_paths(paths)
     problems = [InputProblem(path, reason) for path, reason in unusable]
-    from ppaux.skew import compare
+    from ppaux.skew.compare import compare
 
     report = compare(fingerprints, baseline=golden) if fingerprints else Report("check-skew")
     report.problems += problems
@@ -151,10 +151,10 @@ def _distributed(
     output,
     gate,
 ) -> None:
-    from ppaux.fingerprint import collect
-    from ppaux.gather import GatherError, SetupError, connect
-    from ppaux.sglang_tree import SglangPathError
-    from ppaux.skew import compare
+    from ppaux.skew.fingerprint import collect
+    from ppaux.skew.gather import GatherError, SetupError, connect
+    from ppaux.sglang.tree import SglangPathError
+    from ppaux.skew.compare import compare
 
     check_stage_options(None, pp_size)
     # Settle the gate before joining: a bad --config must not leave the other ranks waiting.

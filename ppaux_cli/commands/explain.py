@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ppaux.formats.rules import RulesFormat
+from ppaux.report.formats.rules import RulesFormat
 from ppaux_cli.options import OutputOption
 from ppaux_cli.output import fail, write_text
 
@@ -21,7 +21,7 @@ def explain(
     output: OutputOption = None,
 ) -> None:
     """Explain one finding code: what it means, likely causes, the fix and an example."""
-    from ppaux.catalogue import UnknownRuleError, get_rule
+    from ppaux.report.catalogue import UnknownRuleError, get_rule
 
     try:
         rule = get_rule(code)
@@ -30,15 +30,15 @@ def explain(
     if format is RulesFormat.JSON:
         import json
 
-        from ppaux.formats.rules import rule_json
+        from ppaux.report.formats.rules import rule_json
 
         text = json.dumps(rule_json(rule), indent=2, ensure_ascii=False) + "\n"
     elif format is RulesFormat.MARKDOWN:
-        from ppaux.formats.rules import rule_markdown
+        from ppaux.report.formats.rules import rule_markdown
 
         text = rule_markdown(rule)
     else:
-        from ppaux.formats.rule_text import render_rule
+        from ppaux.report.formats.rule_text import render_rule
 
         text = render_rule(rule)
     write_text(text, output, "the rule")

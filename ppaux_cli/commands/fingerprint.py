@@ -47,8 +47,8 @@ def fingerprint(
 ) -> None:
     """Write a JSON snapshot of versions, rank and sglang's PP transport, for check-skew."""
     # Imported here, not at module level, so that other commands do not pay for it at start-up.
-    from ppaux.fingerprint import collect
-    from ppaux.sglang_tree import SglangPathError
+    from ppaux.skew.fingerprint import collect
+    from ppaux.sglang.tree import SglangPathError
 
     check_stage_options(pp_rank, pp_size)
     try:

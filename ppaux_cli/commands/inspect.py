@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ppaux.formats import Format
+from ppaux.report.formats import Format
 from ppaux_cli.options import (
     ConfigOption,
     FailOnOption,
@@ -42,12 +42,12 @@ def inspect(
 ) -> None:
     """Show every key, dtype, shape, device and auxiliary entry, and predict sglang's error."""
     # The reader is imported here, not at module level, so that 'ppaux --help' stays fast.
-    from ppaux.inspection import inspect_paths
+    from ppaux.dump.inspection import inspect_paths
     from ppaux_cli.progress import progress_reporter
 
     limits = limits_from(limit)
     if release is not None:
-        from ppaux.releases import known_release
+        from ppaux.sglang.releases import known_release
 
         if not known_release(release):
             fail(f"--release: unknown sglang release {release!r}")

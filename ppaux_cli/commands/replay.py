@@ -9,8 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ppaux.formats import Format
-from ppaux.replay import Impl, Sender, Transport
+from ppaux.report.formats import Format
+from ppaux.replay.run import Impl, Sender, Transport
 from ppaux_cli.options import (
     ConfigOption,
     FailOnOption,
@@ -83,7 +83,7 @@ def replay(
     # torch warns on import when numpy is absent; replay never uses numpy, so keep stderr clean.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     # Imported here, not at module level: 'ppaux --help' must not pay for the reader or torch.
-    from ppaux.replay import ReplayConfigError, ReplayOptions, replay_paths
+    from ppaux.replay.run import ReplayConfigError, ReplayOptions, replay_paths
     from ppaux_cli.progress import progress_reporter
 
     limits = limits_from(limit)

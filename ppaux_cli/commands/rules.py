@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ppaux.formats.rules import RulesFormat
+from ppaux.report.formats.rules import RulesFormat
 from ppaux_cli.options import OutputOption
 from ppaux_cli.output import fail, write_text
 
@@ -27,9 +27,9 @@ def rules(
     output: OutputOption = None,
 ) -> None:
     """List every finding code with its severity, area, name and summary."""
-    from ppaux.catalogue import RULES
-    from ppaux.formats.rules import render_rules
-    from ppaux.selection import Selection, UnknownCodeError, parse_codes
+    from ppaux.report.catalogue import RULES
+    from ppaux.report.formats.rules import render_rules
+    from ppaux.report.selection import Selection, UnknownCodeError, parse_codes
 
     try:
         chosen = Selection(parse_codes(select or (), RULES))

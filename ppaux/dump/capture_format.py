@@ -1,0 +1,109 @@
+"""The ppaux capture file: a ``torch.save`` of one dict that records a failing (or sampled) call.
+
+Layout of the saved dict (format version 1)::
+
+    {
+        "__ppaux_capture__": 1,            # CAPTURE_MARKER -> CAPTURE_VERSION
+        "meta": {                          # plain str/int/float/None values only
+            "ppaux_version": "0.1.0",
+            "sglang_version": "0.5.23" | None,
+            "torch_version": "2.13.0" | None,
+            "host": "node-3", "pid": 1234,
+            "rank": 3 | None, "local_rank": 3 | None, "world_size": 4 | None,
+            "pp_rank": 1 | None, "pp_size": 2 | None,
+            "function": "pop_auxiliary_output_from_pp_tensors",
+            "exception_type": "RuntimeError" | None,
+            "exception_message": "received a non-tensor auxiliary PP output" | None,
+            "time": "2026-12-02T10:00:00+00:00",   # UTC, ISO 8601
+            "when": "error" | "always",
+        },
+        "tensors": {...},                  # the tensor dict exactly as it was at the call
+        "output": {...} | None,            # for add: the output's to_pp_tensors() mapping
+    }
+
+The reader (:mod:`ppaux.dump.dumpfile`) recognises the marker and checks ``tensors`` as the payload;
+it reads this structure without torch. Writing one needs torch (``torch.save``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import socket
+from typing import Any
+
+__all__ = [
+    "CAPTURE_MARKER",
+    "CAPTURE_VERSION",
+    "META_FIELDS",
+    "make_meta",
+    "make_capture",
+]
+
+CAPTURE_MARKER = "__ppaux_capture__"
+CAPTURE_VERSION = 1
+
+#: Every key of the metadata record, in order.
+META_FIELDS = (
+    "ppaux_version",
+    "sglang_version",
+    "torch_version",
+    "host",
+    "pid",
+    "rank",
+    "local_rank",
+    "world_size",
+    "pp_rank",
+    "pp_size",
+    "function",
+    "exception_type",
+    "exception_message",
+    "time",
+    "when",
+)
+
+
+def _env_int(name: str) -> int | None:
+    try:
+        return int(os.environ[name])
+    except (KeyError, ValueError):
+        return None
+
+
+def make_meta(
+    function: str,
+    exception: BaseException | None = None,
+    *,
+    when: str = "error",
+    sglang_version: str | None = None,
+    torch_version: str | None = None,
+    pp_rank: int | None = None,
+    pp_size: int | None = None,
+) -> dict[str, Any]:
+    """The metadata record for a capture taken now, in this process."""
+    import ppaux
+
+    return {
+        "ppaux_version": ppaux.__version__,
+        "sglang_version": sglang_version,
+        "torch_version": torch_version,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "rank": _env_int("RANK"),
+        "local_rank": _env_int("LOCAL_RANK"),
+        "world_size": _env_int("WORLD_SIZE"),
+        "pp_rank": pp_rank,
+        "pp_size": pp_size,
+        "function": function,
+        "exception_type": type(exception).__name__ if exception is not None else None,
+        "exception_message": str(exception) if exception is not None else None,
+        "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "when": when,
+    }
+
+
+def make_capture(
+    meta: dict[str, Any], tensors: Any, output: Any = None
+) -> dict[str, Any]:
+    """The dict to ``torch.save``: marker, metadata, the tensor dict and the add-side output."""
+    return {CAPTURE_MARKER: CAPTURE_VERSION, "meta": dict(meta), "tensors": tensors, "output": output}

@@ -1,0 +1,292 @@
+"""The payload and security checks behind ``ppaux inspect``: a dump in, findings out.
+
+Each check mirrors what sglang 0.5.19 - 0.5.23 does with the dict on PP rank 0
+(``pop_auxiliary_output_from_pp_tensors``) or on the wire (``send_tensor_dict``), and names the
+key it is about. :func:`predict_pop` gives the outcome pop would have with a PP-capable observer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from ppaux.report.catalogue import finding
+from ppaux.dump.dumpfile import Dump
+from ppaux.report.findings import Finding
+from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_MSG_TYPE, OUTPUT_PREFIX, PROXY_KEYS
+from ppaux.limits import Limits
+from ppaux.dump.model import GlobalRef, Opaque, TensorRef
+from ppaux.dump.payload import Payload, Tally, key_text, safe_repr, type_name, value_phrase, walk
+from ppaux.dump.pickle_vm import shown_name
+
+__all__ = ["check_dump", "check_payload", "predict_pop", "NON_TENSOR_ERROR"]
+
+#: What pop raises when an auxiliary value is not a tensor (sglang 0.5.19 - 0.5.23).
+NON_TENSOR_ERROR = "received a non-tensor auxiliary PP output"
+
+_NEAR_MISS = re.compile(r"[\s_.\-]")
+_SQUASHED_PREFIX = "samplingobserveroutput"
+
+
+def _python_type_name(key: Any) -> str:
+    # The name Python's own AttributeError would print for this key's type.
+    if isinstance(key, Opaque):
+        return key.name.rsplit(".", 1)[-1]
+    if isinstance(key, TensorRef):
+        return "Tensor"
+    return type(key).__name__
+
+
+def predict_pop(mapping: dict) -> dict:
+    """What pop does with ``mapping`` given a PP-capable observer, in sglang's order of checks."""
+    for key in mapping:
+        if not isinstance(key, str):
+            return {
+                "outcome": "error",
+                "error_type": "AttributeError",
+                "error": f"'{_python_type_name(key)}' object has no attribute 'startswith'",
+            }
+    aux = {k: v for k, v in mapping.items() if k.startswith(OUTPUT_PREFIX)}
+    if not aux:
+        return {"outcome": "no-aux", "error_type": None, "error": None}
+    if any(not isinstance(v, TensorRef) for v in aux.values()):
+        return {"outcome": "error", "error_type": "RuntimeError", "error": NON_TENSOR_ERROR}
+    return {"outcome": "ok", "error_type": None, "error": None}
+
+
+def check_dump(dump: Dump, payloads: list[Payload], limits: Limits,
+               tally: Tally | None = None) -> list[Finding]:
+    """Every finding for one dump: security first, then each payload, then storage records.
+
+    ``tally`` is shared with the description of the same dump (see :class:`Tally`).
+    """
+    if tally is None:
+        tally = Tally(limits, dump.path)
+    found = _security(dump, limits)
+    if not payloads:
+        found.append(finding("PP114", dump.path, "no tensor dict found in the file"))
+    for payload in payloads:
+        if payload.role == "output":
+            found += _check_add_output(dump.path, payload, payloads, limits, tally)
+        else:
+            found += check_payload(dump.path, payload, limits, tally)
+    found += _storage_records(dump, payloads, limits)
+    return found
+
+
+def _at(code: str, path: str, message: str, payload: Payload, key: Any, **kw: Any) -> Finding:
+    # Findings name the dict key itself; where the dict sits in the file goes to extra.payload.
+    extra = dict(kw.pop("extra", None) or {})
+    if payload.locator:
+        extra["payload"] = payload.locator
+    return finding(code, path, message, key_text(key), extra=extra, **kw)
+
+
+def check_payload(path: str, payload: Payload, limits: Limits,
+                  tally: Tally | None = None) -> list[Finding]:
+    """Findings for one tensor dict as rank 0 would receive it."""
+    if tally is None:
+        tally = Tally(limits, path)
+    mapping = payload.mapping
+    found: list[Finding] = []
+    for key in mapping:
+        if not isinstance(key, str):
+            found.append(_at(
+                "PP103", path,
+                f"key {safe_repr(key, 60)} is a {_python_type_name(key)}, not a string; pop "
+                "calls key.startswith on every key and fails",
+                payload, key,
+                sglang_error=predict_pop(mapping)["error"],
+            ))
+    aux = [(k, v) for k, v in mapping.items() if isinstance(k, str) and k.startswith(OUTPUT_PREFIX)]
+    for key, value in aux:
+        name = key[len(OUTPUT_PREFIX):]
+        where = payload, key
+        if name == "":
+            found.append(_at(
+                "PP102", path, "key is the bare auxiliary prefix: the observer receives a "
+                "tensor named '' (empty)", *where,
+            ))
+        elif name.startswith(OUTPUT_PREFIX) or name != name.strip():
+            found.append(_at(
+                "PP104", path, f"auxiliary name {name!r} carries a doubled prefix or stray "
+                "whitespace: the observer receives that name as it is", *where,
+            ))
+        if not isinstance(value, TensorRef):
+            found.append(_at(
+                "PP101", path,
+                f"auxiliary entry {name!r} holds {value_phrase(value, limits, tally)}, "
+                "not a tensor",
+                *where, extra={"type": type_name(value)},
+            ))
+            continue
+        found += _tensor_checks(path, where, name, value)
+    found += _device_checks(path, payload, aux)
+    for key, value in mapping.items():
+        if isinstance(key, str) and not key.startswith(OUTPUT_PREFIX):
+            squashed = _NEAR_MISS.sub("", key.lower())
+            if squashed.startswith(_SQUASHED_PREFIX):
+                found.append(_at(
+                    "PP104", path, f"key {key!r} looks like the auxiliary prefix "
+                    f"{OUTPUT_PREFIX!r} but does not start with it exactly; pop ignores it and "
+                    "its output is lost", payload, key,
+                ))
+        is_aux = isinstance(key, str) and key.startswith(OUTPUT_PREFIX)
+        if not is_aux and not isinstance(value, TensorRef):
+            nested = tally.tensors(value)
+            if nested:
+                found.append(_at(
+                    "PP110", path, f"{nested} tensor{'s' if nested != 1 else ''} nested inside "
+                    f"{value_phrase(value, limits, tally)}: they travel pickled in the metadata",
+                    payload, key,
+                ))
+    if aux:
+        message_type = mapping.get(MSG_TYPE_KEY)
+        proxy = [k for k in PROXY_KEYS if k in mapping]
+        if isinstance(message_type, str) and message_type != OUTPUT_MSG_TYPE:
+            found.append(_at(
+                "PP111", path, f"auxiliary keys in a message of type {message_type!r}; rank 0 "
+                f"pops them only from {OUTPUT_MSG_TYPE!r} messages", payload, aux[0][0],
+            ))
+        elif proxy:
+            found.append(_at(
+                "PP111", path, f"auxiliary keys next to {', '.join(proxy)}: this is a proxy "
+                "(hidden-state) message, which rank 0 never pops", payload, aux[0][0],
+            ))
+    return found
+
+
+def _tensor_checks(path: str, where: tuple, name: str, tensor: TensorRef) -> list[Finding]:
+    found = []
+    if tensor.kind in ("sparse", "quantized"):
+        found.append(_at(
+            "PP107", path, f"auxiliary tensor {name!r} is {tensor.kind} ({tensor.layout}); the "
+            "receiver rebuilds a dense tensor from dtype and size", *where,
+        ))
+    elif tensor.kind == "meta" or tensor.device == "meta":
+        found.append(_at("PP108", path, f"auxiliary tensor {name!r} is a meta tensor", *where))
+    elif not tensor.contiguous:
+        found.append(_at(
+            "PP106", path, f"auxiliary tensor {name!r} is not contiguous (shape "
+            f"{list(tensor.shape)}, stride {list(tensor.stride or ())})", *where,
+        ))
+    if tensor.subclass is not None:
+        found.append(_at(
+            "PP109", path, f"auxiliary tensor {name!r} is a {tensor.subclass}; the receiver "
+            "gets a plain torch.Tensor", *where,
+        ))
+    if tensor.numel == 0 and tensor.kind == "dense":
+        found.append(_at(
+            "PP112", path, f"auxiliary tensor {name!r} has no elements (shape "
+            f"{list(tensor.shape)})", *where,
+        ))
+    return found
+
+
+def _device_checks(path: str, payload: Payload, aux: list[tuple[str, Any]]) -> list[Finding]:
+    aux_tensors = [(k, v) for k, v in aux if isinstance(v, TensorRef) and v.kind != "meta"]
+    if not aux_tensors:
+        return []
+    others = Counter(
+        v.device for k, v in payload.mapping.items()
+        if isinstance(v, TensorRef) and v.kind != "meta"
+        and not (isinstance(k, str) and k.startswith(OUTPUT_PREFIX))
+    )
+    if others:
+        reference, what = others.most_common(1)[0][0], "the message's other tensors are"
+    else:
+        reference, what = aux_tensors[0][1].device, f"{aux_tensors[0][0]!r} is"
+    found = []
+    for key, tensor in aux_tensors:
+        if tensor.device != reference:
+            found.append(_at(
+                "PP105", path, f"auxiliary tensor {key[len(OUTPUT_PREFIX):]!r} is on "
+                f"{tensor.device} but {what} on {reference}; the wire sends only the device "
+                "type and the receiver allocates on its own current device, dropping the index",
+                payload, key,
+            ))
+    return found
+
+
+def _check_add_output(path: str, payload: Payload, payloads: list[Payload],
+                      limits: Limits, tally: Tally) -> list[Finding]:
+    # A capture of a failing add: what add would refuse, in its order of checks.
+    existing = next((p.mapping for p in payloads if p.role == "capture"), {})
+    found = []
+    for name, value in payload.mapping.items():
+        where = (payload, name)
+        if not isinstance(name, str) or not name:
+            found.append(_at(
+                "PP115", path, f"output name {safe_repr(name, 40)} is not a non-empty string",
+                *where, sglang_error="auxiliary PP tensor names must be non-empty strings",
+            ))
+            break
+        if not isinstance(value, TensorRef):
+            found.append(_at(
+                "PP115", path,
+                f"output {name!r} holds {value_phrase(value, limits, tally)}, not a tensor",
+                *where, sglang_error=f"auxiliary PP output {name!r} is not a tensor",
+            ))
+            break
+        if f"{OUTPUT_PREFIX}{name}" in existing:
+            found.append(_at(
+                "PP115", path, f"output {name!r} is already in the tensor dict", *where,
+                sglang_error=f"duplicate auxiliary PP tensor {name!r}",
+            ))
+            break
+    return found
+
+
+def _security(dump: Dump, limits: Limits) -> list[Finding]:
+    unsafe = [name for name, allowed in dump.globals_seen.items() if not allowed]
+    if not unsafe:
+        return []
+    where: dict[str, tuple[str | None, Any]] = {}
+    root = dump.root
+    top = root.items() if isinstance(root, dict) else [(None, root)]
+    wanted = set(unsafe)
+    # One walk over all entries: each node is credited to the first entry that reaches it.
+    seen: set[int] = set()
+    for key, value in top:
+        for node in walk(value, limits, dump.path, seen):
+            if isinstance(node, (Opaque, GlobalRef)) and node.name in wanted:
+                where.setdefault(node.name, (key_text(key) if key is not None else None, node))
+    found = []
+    for name in unsafe:
+        key, node = where.get(name, (None, None))
+        action = "import it"
+        if isinstance(node, Opaque):
+            args = ", ".join(safe_repr(a, 60) for a in node.args)
+            action = (f"import it and create a {name} object" if node.via == "new"
+                      else f"import it and call {name}({args})")
+        found.append(finding(
+            "PP201", dump.path, f"the pickle references {name}, which is not on the tensor "
+            f"allowlist; torch.load(weights_only=False) would {action}", key,
+            extra={"global": name},
+        ))
+    return found
+
+
+def _storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Finding]:
+    if dump.container != "zip":
+        return []
+    bad = [s for s in dump.storages if s.record_size is None or s.record_size < s.nbytes]
+    if not bad:
+        return []
+    keys: dict[int, str] = {}
+    seen: set[int] = set()  # each node is credited to the first entry that reaches it
+    for payload in payloads:
+        for key, value in payload.mapping.items():
+            for node in walk(value, limits, dump.path, seen):
+                if isinstance(node, TensorRef) and node.storage is not None:
+                    keys.setdefault(id(node.storage), key_text(key))
+    found = []
+    for storage in bad:
+        state = "missing" if storage.record_size is None else \
+            f"{storage.record_size} bytes, {storage.nbytes} declared"
+        found.append(finding(
+            "PP113", dump.path, f"storage record {shown_name(storage.record or '')} is {state}",
+            keys.get(id(storage)),
+        ))
+    return found

@@ -1,0 +1,277 @@
+"""Open a dump (a ``torch.save`` zip, a plain pickle, or a ppaux capture) without torch.
+
+:func:`read_dump` reads only the pickled structure: the zip's central directory and its
+``data.pkl`` record, never a tensor's bytes. The pickle runs on :mod:`ppaux.dump.pickle_vm` with the
+allowlist of :mod:`ppaux.dump.allowlist`, so nothing in the file is imported or called. Files are
+opened read-only and never changed.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zipfile
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from ppaux.dump import allowlist
+from ppaux.dump.capture_format import CAPTURE_MARKER
+from ppaux.errors import DumpError, LimitExceeded
+from ppaux.dump.legacy import LEGACY_MAGIC, is_legacy_stream
+from ppaux.limits import Limits
+from ppaux.dump.model import StorageRef, StorageType
+from ppaux.dump.pickle_vm import Machine, shown_name
+from ppaux.files import InputFileError, open_regular
+
+__all__ = ["Dump", "read_dump", "read_dump_bytes"]
+
+#: What Python's zipfile raises on hostile or corrupt archives (besides BadZipFile): I/O
+#: errors, bad UTF-8 names (ValueError), "zip file version" (NotImplementedError), offsets past
+#: 2**63 (OverflowError), short headers (struct.error, EOFError), bad deflate data (zlib.error),
+#: encrypted records (RuntimeError).
+_ZIP_ERRORS = (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError,
+               OverflowError, struct.error, zlib.error, RuntimeError)
+
+_ZIP_MAGIC = b"PK\x03\x04"
+_EMPTY_ZIP_MAGIC = b"PK\x05\x06"
+
+
+@dataclass
+class Dump:
+    """The structure of one file, as stand-ins (see :mod:`ppaux.dump.model`).
+
+    ``container`` is 'zip' or 'pickle'; ``record_prefix`` is the zip's record folder (the saved
+    file's stem, or 'archive'); ``globals_seen`` maps each global the pickle named to whether it is
+    allowlisted; ``storages`` lists every storage record the pickle refers to.
+    """
+
+    path: str
+    container: str
+    root: Any
+    size: int
+    record_prefix: str | None = None
+    globals_seen: dict[str, bool] = field(default_factory=dict)
+    storages: list[StorageRef] = field(default_factory=list)
+    pickle_bytes: int = 0
+    protocol: int = 0
+
+    @property
+    def capture(self) -> dict | None:
+        """The ppaux capture record ({marker, meta, tensors, output}) when this is a capture file."""
+        root = self.root
+        if isinstance(root, dict) and CAPTURE_MARKER in root and isinstance(root.get("meta"), dict):
+            return root
+        return None
+
+
+def read_dump(path: str | os.PathLike, limits: Limits = Limits()) -> Dump:
+    """Read the structure of the dump at ``path``; raise :class:`DumpError` if it is unusable."""
+    path = os.fspath(path)
+    try:
+        handle, info = open_regular(path, "dump")
+    except InputFileError as exc:
+        raise DumpError(path, exc.reason) from None
+    with handle:
+        head = handle.read(4)
+        if not head:
+            raise DumpError(path, "empty file")
+        if head in (_ZIP_MAGIC, _EMPTY_ZIP_MAGIC):
+            handle.seek(0)
+            return _read_zip(path, handle, info.st_size, limits)
+        if info.st_size > limits.max_pickle_bytes:
+            raise LimitExceeded(
+                path, "max_pickle_bytes", limits.max_pickle_bytes,
+                f"the pickle is {info.st_size} bytes",
+            )
+        handle.seek(0)
+        data = handle.read(limits.max_pickle_bytes + 1)
+    return _read_pickle(path, data, info.st_size, limits)
+
+
+def read_dump_bytes(path: str, data: bytes, limits: Limits = Limits()) -> Dump:
+    """Read a dump held in memory (``path`` is used in messages only)."""
+    if not data:
+        raise DumpError(path, "empty file")
+    if data[:4] in (_ZIP_MAGIC, _EMPTY_ZIP_MAGIC):
+        import io
+
+        return _read_zip(path, io.BytesIO(data), len(data), limits)
+    if len(data) > limits.max_pickle_bytes:
+        raise LimitExceeded(path, "max_pickle_bytes", limits.max_pickle_bytes,
+                            f"the pickle is {len(data)} bytes")
+    return _read_pickle(path, data, len(data), limits)
+
+
+def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:
+    if is_legacy_stream(data):
+        raise DumpError(
+            path,
+            "legacy torch.save format (PyTorch before 1.6), which ppaux does not read; re-save it "
+            "with a current torch: torch.save(torch.load(f, weights_only=True), 'new.pt')",
+        )
+    machine = Machine(data, path=path, limits=limits, resolve=allowlist.resolve)
+    try:
+        root = machine.load()
+    except DumpError as exc:
+        if machine.items == 0 or machine._op_pos == 0:
+            raise DumpError(
+                path, f"not a torch.save zip or a pickle file ({exc.reason})"
+            ) from None
+        raise
+    if root == LEGACY_MAGIC:
+        raise DumpError(path, "legacy torch.save format (PyTorch before 1.6), which ppaux does not read")
+    return Dump(
+        path=path, container="pickle", root=root, size=size,
+        globals_seen=machine.globals_seen, pickle_bytes=len(data), protocol=machine.protocol,
+    )
+
+
+_END = struct.Struct("<4s4H2LH")  # end of central directory record
+_END64_LOCATOR = struct.Struct("<4sLQL")
+_END64 = struct.Struct("<4sQ2H2L4Q")
+
+
+def _directory_span(handle: Any, size: int) -> tuple[int, int] | None:
+    """Where the central directory is, found as zipfile finds it; None if there is no end record.
+
+    The directory starts ``size`` bytes before the end record (or the zip64 end record right
+    before it), whatever offset the record claims: that is how zipfile allows for data in front.
+    """
+    tail_size = min(size, _END.size + 0xFFFF)  # the end record, then a comment of up to 64 KiB
+    handle.seek(size - tail_size)
+    tail = handle.read(tail_size)
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or at + _END.size > len(tail):
+        return None
+    directory_size = _END.unpack_from(tail, at)[5]
+    location = size - tail_size + at
+    if at >= _END64_LOCATOR.size and tail[at - _END64_LOCATOR.size:][:4] == b"PK\x06\x07":
+        end64 = location - _END64_LOCATOR.size - _END64.size
+        if end64 >= 0:
+            handle.seek(end64)
+            record = handle.read(_END64.size)
+            if len(record) == _END64.size and record[:4] == b"PK\x06\x06":
+                directory_size, location = _END64.unpack(record)[8], end64
+    start = location - directory_size
+    return (start, location) if start >= 0 else None
+
+
+def _count_directory(handle: Any, start: int, end: int, limit: int) -> int:
+    """Directory entries between ``start`` and ``end`` (by signature), counting up to ``limit``+1.
+
+    zipfile builds an object for every entry before anything can be checked, several hundred
+    bytes each: a 100 MB directory of tiny entries would cost gigabytes. Counting signatures
+    costs one pass over the bytes, 4 MiB at a time.
+    """
+    count, position, carry = 0, start, b""
+    handle.seek(start)
+    while position < end and count <= limit:
+        chunk = handle.read(min(1 << 22, end - position))
+        if not chunk:
+            break
+        position += len(chunk)
+        block = carry + chunk
+        count += block.count(b"PK\x01\x02")
+        carry = block[-3:]  # too short to hold a whole signature: nothing is counted twice
+    return count
+
+
+def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
+    try:
+        span = _directory_span(handle, size)
+        count = _count_directory(handle, *span, limits.max_zip_records) if span else 0
+    except OSError as exc:
+        raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
+    if count > limits.max_zip_records:
+        raise LimitExceeded(path, "max_zip_records", limits.max_zip_records,
+                            f"the zip's directory holds more than {limits.max_zip_records} records")
+    try:
+        handle.seek(0)
+        archive = zipfile.ZipFile(handle)
+    except _ZIP_ERRORS as exc:
+        raise DumpError(path, f"truncated or corrupt zip file ({exc})") from None
+    with archive:
+        records = archive.infolist()
+        if len(records) > limits.max_zip_records:
+            raise LimitExceeded(path, "max_zip_records", limits.max_zip_records,
+                                f"the zip holds {len(records)} records")
+        pickles = [r for r in records if _is_data_pkl(r.filename)]
+        if not pickles:
+            raise DumpError(path, "zip file without a data.pkl record: not a torch.save file")
+        if len(pickles) > 1:
+            names = ", ".join(_shown(r.filename) for r in pickles[:4])
+            raise DumpError(path, f"zip file with {len(pickles)} data.pkl records ({names}); "
+                            "a torch.save file has exactly one")
+        record = pickles[0]
+        prefix = record.filename[: -len("data.pkl")].rstrip("/")
+        data = _read_record(path, archive, record, limits)
+        by_name = {r.filename: r for r in records}
+        storages: list[StorageRef] = []
+        by_key: dict[str, StorageRef] = {}
+
+        def persistent_load(m: Machine, pid: Any) -> StorageRef:
+            if (
+                not isinstance(pid, tuple) or len(pid) != 5 or pid[0] != "storage"
+                or not isinstance(pid[1], StorageType) or not isinstance(pid[2], str)
+                or not isinstance(pid[3], str) or type(pid[4]) is not int
+                or not 0 <= pid[4] < 2**63
+            ):
+                raise m.error("storage record reference is not ('storage', type, key, location, numel)")
+            known = by_key.get(pid[2])
+            if known is not None:  # views of one storage name the same record, as in torch.load
+                return known
+            # The location (the device string) is shown in reports: no control characters.
+            storage = StorageRef(pid[1].dtype, pid[2], shown_name(pid[3]), pid[4])
+            by_key[pid[2]] = storage
+            name = f"{prefix}/data/{pid[2]}" if prefix else f"data/{pid[2]}"
+            found = by_name.get(name)
+            storage.record = name
+            storage.record_size = found.file_size if found is not None else None
+            storages.append(storage)
+            return storage
+
+        machine = Machine(data, path=path, limits=limits, resolve=allowlist.resolve,
+                          persistent_load=persistent_load)
+        root = machine.load()
+    return Dump(
+        path=path, container="zip", root=root, size=size, record_prefix=prefix,
+        globals_seen=machine.globals_seen, storages=storages, pickle_bytes=len(data),
+        protocol=machine.protocol,
+    )
+
+
+def _is_data_pkl(name: str) -> bool:
+    # torch.save writes '<folder>/data.pkl'; the folder is the file's stem or 'archive'.
+    return name == "data.pkl" or (name.endswith("/data.pkl") and name.count("/") == 1)
+
+
+def _shown(name: str) -> str:
+    # Record names come from the file: control characters would break the one-line error.
+    return name if name.isprintable() else repr(name)
+
+
+#: Compression methods torch.load reads (its zip reader knows only these two).
+_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
+
+
+def _read_record(path: str, archive: zipfile.ZipFile, record: zipfile.ZipInfo, limits: Limits) -> bytes:
+    name = _shown(record.filename)
+    if record.file_size > limits.max_pickle_bytes:
+        raise LimitExceeded(path, "max_pickle_bytes", limits.max_pickle_bytes,
+                            f"{name} declares {record.file_size} bytes")
+    if record.compress_type not in _METHODS:
+        # zipfile inflates bzip2 and lzma records whole, whatever size the header declares.
+        raise DumpError(path, f"{name} is compressed with method {record.compress_type}, "
+                        "which torch.load cannot read (only stored or deflate)")
+    try:
+        with archive.open(record) as stream:
+            # Read one byte past the limit: a record whose header lies about its size
+            # (a deflate bomb) is stopped here instead of filling memory.
+            data = stream.read(limits.max_pickle_bytes + 1)
+    except _ZIP_ERRORS as exc:
+        raise DumpError(path, f"cannot read {name} ({exc})") from None
+    if len(data) > limits.max_pickle_bytes:
+        raise LimitExceeded(path, "max_pickle_bytes", limits.max_pickle_bytes,
+                            f"{name} inflates past the limit")
+    return data

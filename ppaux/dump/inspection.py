@@ -1,0 +1,203 @@
+"""``inspect``: describe and check every dump under the given paths, as one :class:`Report`."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Iterable
+
+from ppaux.dump.checks import check_dump, predict_pop
+from ppaux.dump.dumpfile import Dump, read_dump
+from ppaux.errors import DumpError
+from ppaux.report.findings import Finding, Severity
+from ppaux.sglang.names import MSG_TYPE_KEY
+from ppaux.limits import Limits
+from ppaux.dump.payload import Payload, Tally, describe_entry, find_payloads, safe_repr, walk
+from ppaux.dump.pickle_vm import shown_name
+from ppaux.report.document import InputProblem, Report, Table
+
+__all__ = ["DUMP_SUFFIXES", "collect_files", "describe_dump", "inspect_file", "inspect_paths"]
+
+#: Rows shown per table in the human view; the JSON report always lists every entry. Drawing a
+#: table costs about a millisecond per row, and a hostile dict may have a million keys.
+TABLE_ROWS = 1000
+
+#: File name endings that a directory walk treats as dumps.
+DUMP_SUFFIXES = (".pt", ".pth", ".pkl", ".pickle", ".bin", ".ppaux")
+
+
+def collect_files(paths: Iterable[str], limits: Limits = Limits()) -> tuple[list[str], list[InputProblem]]:
+    """Expand directories (recursively, links not followed) into dump files, in sorted order."""
+    files: list[str] = []
+    problems: list[InputProblem] = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = []
+            for folder, dirs, names in os.walk(path):
+                dirs.sort()
+                for name in sorted(names):
+                    if name.lower().endswith(DUMP_SUFFIXES):
+                        found.append(os.path.join(folder, name))
+                        if len(files) + len(found) > limits.max_files:
+                            problems.append(InputProblem(
+                                shown_name(path), f"holds more than {limits.max_files} dumps "
+                                "(limit max_files; raise it with --limit max_files=N)"))
+                            return files, problems
+            if not found:
+                problems.append(InputProblem(
+                    shown_name(path), f"directory holds no dumps ({', '.join('*' + s for s in DUMP_SUFFIXES)})"
+                ))
+            files += found
+        else:
+            files.append(path)
+    return files, problems
+
+
+def describe_dump(dump: Dump, payloads: list[Payload], limits: Limits,
+                  tally: Tally | None = None) -> dict[str, Any]:
+    """The JSON description of one dump: container facts, payload entries, globals."""
+    if tally is None:
+        tally = Tally(limits, dump.path)
+    tensor_bytes = 0
+    described = []
+    for payload in payloads:
+        entries = [describe_entry(k, v, limits, tally) for k, v in payload.mapping.items()]
+        tensor_bytes += sum(e.get("bytes", 0) for e in entries if e.get("kind") == "tensor")
+        message_type = payload.mapping.get(MSG_TYPE_KEY)
+        described.append({
+            "locator": payload.locator,
+            "role": payload.role,
+            "message_type": message_type if isinstance(message_type, str) else None,
+            "entries": entries,
+            "predicted_pop": predict_pop(payload.mapping) if payload.role != "output" else None,
+        })
+    capture = dump.capture
+    return {
+        "path": dump.path,
+        "container": dump.container,
+        "record_prefix": dump.record_prefix,
+        "size": dump.size,
+        "pickle_bytes": dump.pickle_bytes,
+        "pickle_protocol": dump.protocol,
+        "capture": _plain(capture["meta"]) if capture is not None else None,
+        "payloads": described,
+        "globals": [{"name": n, "allowed": a} for n, a in dump.globals_seen.items()],
+        "storages": len(dump.storages),
+        "tensor_bytes": tensor_bytes,
+    }
+
+
+def _plain(meta: dict) -> dict:
+    # Capture metadata holds plain values; anything else is shown by a bounded repr, never
+    # trusted (a full repr of a shared structure explodes, and huge ints cannot be printed).
+    out = {}
+    for k, v in meta.items():
+        key = k if isinstance(k, str) else safe_repr(k)
+        plain = isinstance(v, (str, float, bool, type(None))) or (
+            isinstance(v, int) and v.bit_length() <= 128)
+        out[key] = v if plain else safe_repr(v)
+    return out
+
+
+def inspect_file(path: str, limits: Limits = Limits()) -> tuple[dict[str, Any], list[Finding]]:
+    """Read, describe and check one file; raise :class:`DumpError` if it cannot be read."""
+    dump = read_dump(path, limits)
+    # A file name may hold anything a directory allows (newlines, bytes that are not UTF-8):
+    # reports show it escaped. The file was opened by its real name above.
+    path = dump.path = shown_name(path)
+    payloads = find_payloads(dump)
+    # Walk everything once up front so that a hostile structure fails here, as one clear error.
+    for _ in walk(dump.root, limits, path):
+        pass
+    tally = Tally(limits, path)  # tensor counts shared by the description and the checks
+    return (describe_dump(dump, payloads, limits, tally),
+            check_dump(dump, payloads, limits, tally))
+
+
+def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]:
+    """One table per tensor dict: key, kind, dtype or value, shape, stride, device, bytes."""
+    flagged = {
+        (f.extra.get("payload", ""), f.key) for f in findings if f.severity is not Severity.INFO
+    }
+    capture = description["capture"]
+    tables = []
+    for payload in description["payloads"]:
+        rows = []
+        marked = set()
+        for entry in payload["entries"][:TABLE_ROWS]:
+            if (payload["locator"], entry["key"]) in flagged:
+                marked.add((len(rows), 0))
+            if entry["kind"] == "tensor":
+                rows.append((
+                    entry["key"], entry["subclass"] or entry["tensor_kind"], entry["dtype"],
+                    str(tuple(entry["shape"])),
+                    str(tuple(entry["stride"])) if entry["stride"] is not None else "-",
+                    entry["device"], str(entry["bytes"]),
+                ))
+            else:
+                shape = str(tuple(entry["shape"])) if "shape" in entry else ""
+                rows.append((entry["key"], entry["type"], entry.get("repr", entry["summary"]),
+                             shape, "", "", ""))
+        hidden = len(payload["entries"]) - len(rows)
+        if hidden > 0:
+            rows.append((f"... and {hidden} more keys", "", "--format json lists all", "", "",
+                         "", ""))
+        where = f" {payload['locator']}" if payload["locator"] else ""
+        what = (f"capture of {capture.get('function')}: {capture.get('exception_type')}: "
+                f"{capture.get('exception_message')}" if capture and payload["role"] == "capture"
+                else f"{payload['role']}" if payload["role"] == "output" else description["container"])
+        # Capture metadata comes from the file: no newline or escape sequence reaches a terminal.
+        what = shown_name(what)
+        title = f"{description['path']}{where} ({what}; {len(payload['entries'])} keys)"
+        tables.append(Table(
+            title, ("key", "kind", "dtype / value", "shape", "stride", "device", "bytes"),
+            tuple(rows), frozenset(marked),
+        ))
+    return tables
+
+
+def inspect_paths(
+    paths: Iterable[str],
+    limits: Limits = Limits(),
+    *,
+    release: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Report:
+    """Inspect files and directories; unreadable inputs become problems, the rest still run.
+
+    ``release`` (such as '0.5.23') also checks each output message's keys against that release's
+    expected key set. ``progress(done, total)`` is called after each file.
+    """
+    files, problems = collect_files(paths, limits)
+    report = Report(command="inspect", problems=problems)
+    descriptions = []
+    for index, path in enumerate(files, 1):
+        try:
+            description, findings = inspect_file(path, limits)
+        except DumpError as exc:
+            # Each problem is one line on stderr, whatever the file is called.
+            report.problems.append(InputProblem(shown_name(exc.path), shown_name(exc.reason)))
+        else:
+            if release is not None:
+                findings += _release_findings(path, description, release)
+            descriptions.append(description)
+            report.findings += findings
+            report.tables += _tables(description, findings)
+        if progress is not None:
+            progress(index, len(files))
+    report.data["files"] = descriptions
+    if release is not None:
+        report.data["release"] = release
+    return report
+
+
+def _release_findings(path: str, description: dict[str, Any], release: str) -> list[Finding]:
+    from ppaux.sglang.releases import release_key_findings
+
+    found = []
+    for payload in description["payloads"]:
+        if payload["role"] == "output" or payload["message_type"] not in (None, "output"):
+            continue
+        keys = [e["key"] for e in payload["entries"] if e["key_type"] == "str"]
+        found += release_key_findings(path, keys, release)
+    return found
+

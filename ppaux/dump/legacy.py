@@ -1,0 +1,97 @@
+"""The pre-1.6 ``torch.save`` stream, read only where torch nests one inside a pickle.
+
+``pickle.dumps(tensor)`` stores each storage as ``torch.storage._load_from_bytes(b'...')``, whose
+bytes are a legacy ``torch.save`` stream: a magic number, a protocol version, system info, the
+object pickle (storages as persistent ids), the list of storage keys, then raw storage bytes.
+This module parses that stream with the same safe machine, so nothing inside runs either.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ppaux.errors import DumpError
+from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef, StorageType
+from ppaux.dump.pickle_vm import Machine, shown_name
+
+__all__ = ["LEGACY_MAGIC", "is_legacy_stream", "read_inner_storage"]
+
+#: First value of every legacy torch.save stream.
+LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+_LEGACY_PREFIX = b"\x80\x02\x8a\x0a" + LEGACY_MAGIC.to_bytes(10, "little")
+_MAX_NESTING = 2
+
+
+def is_legacy_stream(data: bytes) -> bool:
+    """True when ``data`` starts like a legacy (pre-1.6) torch.save stream."""
+    return data.startswith(_LEGACY_PREFIX)
+
+
+def _legacy_storage(m: Machine, pid: Any) -> Any:
+    if not isinstance(pid, tuple) or len(pid) < 5 or pid[0] != "storage":
+        return Opaque("persistent id", "call", pid if isinstance(pid, tuple) else (pid,))
+    storage_type, key, location, numel = pid[1:5]
+    if (not isinstance(storage_type, StorageType) or type(numel) is not int
+            or not 0 <= numel < 2**63 or not isinstance(key, str)
+            or not isinstance(location, str)):
+        raise m.error("nested storage record is malformed")
+    storage = StorageRef(storage_type.dtype, key, shown_name(location), numel)
+    m.storages.append(storage)  # type: ignore[attr-defined]
+    return storage
+
+
+def _attach_storage_bytes(outer: Machine, payload: bytes, pos: int, storages: list) -> None:
+    """Keep each storage's bytes (after the object: a pickled key list, then per key an int64
+    element count and the raw bytes) so that replay can rebuild the tensor. Best effort: a tail
+    that does not parse leaves ``data`` None, and describing the file never fails because of it.
+    """
+    try:
+        keys = Machine(payload, path=outer.path, limits=outer.limits, resolve=outer.resolve,
+                       start=pos)
+        names = keys.load()
+        pos = keys.pos
+        by_key = {s.key: s for s in storages}
+        for name in names if isinstance(names, list) else ():
+            count = int.from_bytes(payload[pos:pos + 8], "little")
+            storage = by_key.get(name) if isinstance(name, str) else None
+            if storage is None or count != storage.numel:
+                return
+            end = pos + 8 + count * DTYPE_ITEMSIZE.get(storage.dtype, 1)
+            if end > len(payload):
+                return
+            storage.data = payload[pos + 8:end]
+            pos = end
+    except DumpError:
+        return
+
+
+def read_inner_storage(outer: Machine, payload: bytes) -> Any:
+    """Describe the storage held by a nested legacy stream, merging its globals into ``outer``."""
+    depth = getattr(outer, "nesting", 0) + 1
+    if depth > _MAX_NESTING:
+        raise outer.error("nested torch.save streams go deeper than a real file ever does")
+    if not is_legacy_stream(payload):
+        raise outer.error("torch.storage._load_from_bytes holds no legacy torch.save stream")
+    pos = 0
+    value: Any = None
+    storages: list[StorageRef] = []
+    for step in range(4):  # magic, protocol version, system info, the object itself
+        inner = Machine(
+            payload, path=outer.path, limits=outer.limits, resolve=outer.resolve,
+            persistent_load=_legacy_storage if step == 3 else None, start=pos,
+        )
+        inner.nesting = depth  # type: ignore[attr-defined]
+        inner.storages = storages  # type: ignore[attr-defined]
+        inner.items = outer.items
+        inner.copied = outer.copied
+        try:
+            value = inner.load()
+        except DumpError as exc:
+            raise outer.error(f"nested torch.save stream: {exc.reason}") from None
+        outer.items = inner.items
+        outer.copied = inner.copied
+        for name, allowed in inner.globals_seen.items():
+            outer.globals_seen[name] = outer.globals_seen.get(name, False) or allowed
+        pos = inner.pos
+    _attach_storage_bytes(outer, payload, pos, storages)
+    return value

@@ -1,0 +1,342 @@
+"""Find the tensor dicts in a dump and describe each of their entries as plain data."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from ppaux.dump.dumpfile import Dump
+from ppaux.errors import LimitExceeded
+from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_PREFIX
+from ppaux.limits import Limits
+from ppaux.dump.model import (
+    DtypeRef,
+    GlobalRef,
+    NdArrayRef,
+    NumpyDtype,
+    NumpyScalar,
+    Opaque,
+    StorageRef,
+    StorageType,
+    TensorRef,
+    TypeRef,
+)
+from ppaux.dump.pickle_vm import shown_name
+
+__all__ = [
+    "Payload",
+    "Tally",
+    "find_payloads",
+    "walk",
+    "type_name",
+    "value_phrase",
+    "key_text",
+    "describe_entry",
+    "safe_repr",
+]
+
+
+@dataclass
+class Payload:
+    """One tensor dict inside a dump; ``locator`` says where ('' for the file's top level)."""
+
+    locator: str
+    mapping: dict
+    role: str = "message"  # 'message', 'capture' (the dict at the failing call), 'output'
+
+
+def _looks_like_tensor_dict(value: Any) -> bool:
+    if not isinstance(value, dict) or not value:
+        return False
+    return any(isinstance(v, TensorRef) for v in value.values()) or any(
+        isinstance(k, str) and (k.startswith(OUTPUT_PREFIX) or k == MSG_TYPE_KEY) for k in value
+    )
+
+
+def find_payloads(dump: Dump) -> list[Payload]:
+    """The tensor dicts to check: a capture's dict, the top-level dict, or dicts found inside.
+
+    Containers and objects (such as a ``PPProxyTensors``-shaped object whose state holds
+    ``tensors``) are searched breadth-first, three levels deep.
+    """
+    capture = dump.capture
+    if capture is not None:
+        found = []
+        if isinstance(capture.get("tensors"), dict):
+            found.append(Payload("['tensors']", capture["tensors"], "capture"))
+        if isinstance(capture.get("output"), dict):
+            found.append(Payload("['output']", capture["output"], "output"))
+        return found
+    root = dump.root
+    if isinstance(root, dict) and (_looks_like_tensor_dict(root) or not _has_nested_dicts(root)):
+        return [Payload("", root)]
+    found: list[Payload] = []
+    frontier: list[tuple[str, Any]] = [("", root)]
+    # Each object is looked at once: a file may refer to one big dict from many places.
+    seen: set[int] = {id(root)}
+    for _ in range(3):
+        following: list[tuple[str, Any]] = []
+        for locator, value in frontier:
+            for child_locator, child in _children(locator, value):
+                if id(child) in seen:
+                    continue
+                seen.add(id(child))
+                if _looks_like_tensor_dict(child):
+                    found.append(Payload(child_locator, child))
+                else:
+                    following.append((child_locator, child))
+        frontier = following[:1000]
+    return found
+
+
+def _has_nested_dicts(root: dict) -> bool:
+    return any(isinstance(v, (dict, Opaque)) for v in root.values())
+
+
+def _children(locator: str, value: Any) -> Iterator[tuple[str, Any]]:
+    # Only the first 1000 children of anything are looked at, without copying the rest.
+    if isinstance(value, dict):
+        for k, v in itertools.islice(value.items(), 1000):
+            yield f"{locator}[{safe_repr(k, 40)}]", v
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(itertools.islice(value, 1000)):
+            yield f"{locator}[{i}]", v
+    elif isinstance(value, Opaque):
+        state = value.state
+        items: Iterator[tuple[Any, Any]] = iter(())
+        if isinstance(state, tuple) and len(state) == 2 and isinstance(state[1], dict):
+            # (dict state, slot state): both are set on the object, slots last
+            first, slots = state[0] if isinstance(state[0], dict) else {}, state[1]
+            items = itertools.chain(
+                ((k, slots[k] if k in slots else v) for k, v in first.items()),
+                ((k, v) for k, v in slots.items() if k not in first),
+            )
+        elif isinstance(state, dict):
+            items = iter(state.items())
+        for k, v in itertools.islice(items, 1000):
+            yield f"{locator}.{k}" if isinstance(k, str) else f"{locator}[{safe_repr(k, 40)}]", v
+        for i, v in enumerate(value.args[:100]):
+            yield f"{locator}<arg {i}>", v
+
+
+def walk(value: Any, limits: Limits, path: str = "", seen: set[int] | None = None) -> Iterator[Any]:
+    """Every value reachable from ``value`` (itself included), each object once, depth-bounded.
+
+    A ``seen`` set shared between calls skips what an earlier call already yielded.
+    """
+    if seen is None:
+        seen = set()
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    visited = 0
+    while stack:
+        current, depth = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        visited += 1
+        if visited > limits.max_items:
+            raise LimitExceeded(path, "max_items", limits.max_items, "the dump holds too many values")
+        yield current
+        if depth >= limits.max_depth:
+            if isinstance(current, (dict, list, tuple, set, frozenset, Opaque)) and current:
+                raise LimitExceeded(path, "max_depth", limits.max_depth, "the dump nests too deeply")
+            continue
+        children: Any
+        if isinstance(current, dict):
+            children = [*current.keys(), *current.values()]
+        elif isinstance(current, (list, tuple, set, frozenset)):
+            children = current
+        elif isinstance(current, Opaque):
+            children = [*current.args, current.state, *current.appended,
+                        *(x for pair in current.items for x in pair)]
+        elif isinstance(current, TensorRef):
+            children = [current.state] if current.state is not None else []
+        else:
+            continue
+        for child in children:
+            stack.append((child, depth + 1))
+
+
+def type_name(value: Any) -> str:
+    """The dotted type name a user would recognise (custom classes by their saved name)."""
+    if isinstance(value, TensorRef):
+        return value.subclass or "torch.Tensor"
+    if isinstance(value, NdArrayRef):
+        return "numpy.ndarray"
+    if isinstance(value, NumpyScalar):
+        return f"numpy.{value.dtype.lstrip('<>=|')}" if value.dtype != "?" else "numpy scalar"
+    if isinstance(value, NumpyDtype):
+        return "numpy.dtype"
+    if isinstance(value, Opaque):
+        return value.name
+    if isinstance(value, GlobalRef):
+        return value.name
+    if isinstance(value, StorageRef):
+        return "torch.storage.TypedStorage"
+    if isinstance(value, StorageType):
+        return "type"
+    if isinstance(value, DtypeRef):
+        return "torch.dtype"
+    if isinstance(value, TypeRef):
+        return "type"
+    return type(value).__name__
+
+
+class Tally:
+    """Tensor counts and item kinds of the values in one dump, each worked out once.
+
+    Entries may share one big value (a memo reference costs the file two bytes); describing
+    each entry must not walk it again each time. The values visited in all are bounded by twice
+    max_items: enough for one walk and one look at every container's items.
+    """
+
+    def __init__(self, limits: Limits, path: str = "") -> None:
+        self.limits = limits
+        self.path = path
+        self.budget = 2 * limits.max_items
+        self._tensors: dict[int, tuple[Any, int]] = {}
+        self._kinds: dict[int, tuple[Any, list[str]]] = {}
+
+    def _spend(self, n: int) -> None:
+        self.budget -= n
+        if self.budget < 0:
+            raise LimitExceeded(
+                self.path, "max_items", self.limits.max_items,
+                "describing the dump visits too many values (a value shared by many entries is "
+                "visited once per entry)",
+            )
+
+    def tensors(self, value: Any) -> int:
+        """Tensors reachable from ``value``, not counting ``value`` itself."""
+        hit = self._tensors.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        count = 0
+        for node in walk(value, self.limits, self.path):
+            self._spend(1)
+            if isinstance(node, TensorRef) and node is not value:
+                count += 1
+        self._tensors[id(value)] = (value, count)
+        return count
+
+    def kinds(self, value: Any) -> list[str]:
+        """The sorted type names of a container's items."""
+        hit = self._kinds.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        self._spend(len(value))
+        kinds = sorted({type_name(v) for v in value})
+        self._kinds[id(value)] = (value, kinds)
+        return kinds
+
+
+def value_phrase(value: Any, limits: Limits, tally: Tally | None = None) -> str:
+    """A short noun phrase for a non-tensor value: 'a list of 3 floats', 'None', ...
+
+    Pass one ``tally`` for all the values of a dump (see :class:`Tally`).
+    """
+    if tally is None:
+        tally = Tally(limits)
+    if value is None:
+        return "None"
+    if isinstance(value, NdArrayRef):
+        return f"a numpy.ndarray ({value.dtype}, shape {list(value.shape)})"
+    if isinstance(value, Opaque):
+        return f"a {value.name} object (its class was not imported)"
+    if isinstance(value, GlobalRef):
+        return f"the global {value.name}"
+    if isinstance(value, (list, tuple, set, frozenset, dict)):
+        kind = type(value).__name__
+        tensors = tally.tensors(value)
+        if tensors:
+            return f"a {kind} with {tensors} tensor{'s' if tensors != 1 else ''} inside"
+        if not value:
+            return f"an empty {kind}"
+        if isinstance(value, dict):
+            return f"a dict of {len(value)} item{'s' if len(value) != 1 else ''}"
+        kinds = tally.kinds(value)
+        of = kinds[0] if len(kinds) == 1 else "mixed values"
+        return f"a {kind} of {len(value)} {of}{'s' if len(kinds) == 1 and len(value) != 1 else ''}"
+    return f"a {type_name(value)}"
+
+
+def safe_repr(value: Any, limit: int = 80) -> str:
+    """A bounded repr that never formats huge ints or deep structures in full."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"<int of {value.bit_length()} bits>"
+    if isinstance(value, (str, bytes, bytearray)):
+        text = repr(value[: limit + 1])
+    elif isinstance(value, (list, tuple, dict, set, frozenset)):
+        text = _container_repr(value, limit)
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _container_repr(value: Any, limit: int) -> str:
+    brackets = {list: "[]", tuple: "()", dict: "{}", set: "{}", frozenset: "{}"}.get(
+        type(value), "[]"
+    )
+    parts: list[str] = []
+    size = 2
+    items = value.items() if isinstance(value, dict) else value
+    for item in items:
+        # Nested containers show as '...': a dict may hold itself, and depth costs recursion.
+        if isinstance(value, dict):
+            piece = f"{_item_repr(item[0])}: {_item_repr(item[1])}"
+        else:
+            piece = _item_repr(item)
+        parts.append(piece)
+        size += len(piece) + 2
+        if size > limit:
+            parts.append("...")
+            break
+    return brackets[0] + ", ".join(parts) + brackets[1]
+
+
+def _item_repr(item: Any) -> str:
+    if isinstance(item, (list, tuple, dict, set, frozenset)):
+        return "..."
+    return safe_repr(item, 30)
+
+
+def key_text(key: Any) -> str:
+    """A key as findings and tables show it: strings as they are (unprintable characters
+    escaped), other keys as a repr."""
+    return shown_name(key) if isinstance(key, str) else safe_repr(key, 60)
+
+
+def describe_entry(key: Any, value: Any, limits: Limits, tally: Tally | None = None) -> dict:
+    """One dict entry as the report's JSON object (see docs/report-schema.md)."""
+    aux = isinstance(key, str) and key.startswith(OUTPUT_PREFIX)
+    entry: dict[str, Any] = {
+        "key": key_text(key),
+        "key_type": type_name(key) if not isinstance(key, str) else "str",
+        "aux": aux,
+        "aux_name": key[len(OUTPUT_PREFIX):] if aux else None,
+        "type": type_name(value),
+    }
+    if isinstance(value, TensorRef):
+        entry.update(
+            kind="tensor",
+            tensor_kind=value.kind,
+            subclass=value.subclass,
+            dtype=value.dtype,
+            shape=list(value.shape),
+            stride=list(value.stride) if value.stride is not None else None,
+            contiguous=value.contiguous,
+            device=value.device,
+            layout=value.layout,
+            bytes=value.nbytes,
+            requires_grad=value.requires_grad,
+            storage_key=value.storage.key if value.storage is not None else None,
+            storage_offset=value.offset if value.storage is not None else None,
+        )
+    elif isinstance(value, NdArrayRef):
+        entry.update(kind="ndarray", dtype=value.dtype, shape=list(value.shape),
+                     summary=value_phrase(value, limits, tally))
+    else:
+        entry.update(kind="object" if isinstance(value, (Opaque, GlobalRef)) else "value",
+                     summary=value_phrase(value, limits, tally), repr=safe_repr(value))
+    return entry

@@ -1,0 +1,791 @@
+"""A pickle interpreter that never imports or calls anything named in the data.
+
+It runs the pickle opcodes of protocols 0 to 5 itself. Globals go through a resolver (the
+allowlist in :mod:`ppaux.dump.allowlist`) that returns safe stand-ins; calls, object creation and
+``BUILD`` on anything else produce :class:`~ppaux.dump.model.Opaque` records. Every step is bounded by
+:class:`~ppaux.limits.Limits`: items created, memo entries, nesting of marks, and the input size
+the caller hands in. Malformed data raises :class:`~ppaux.errors.DumpError` with the byte offset.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import struct
+import warnings
+from typing import Any, Callable
+
+from ppaux.errors import DumpError, LimitExceeded
+from ppaux.limits import Limits
+from ppaux.dump.model import GlobalRef, NdArrayRef, NumpyDtype, Opaque, TensorRef
+
+__all__ = ["Machine", "Call", "MAX_DIMS", "is_shape", "shown_name", "global_name"]
+
+#: Most dimensions a tensor or array may declare. torch has no hard limit, but nothing real
+#: comes near this, and it keeps element counts small enough to print (64 sizes below 2**63).
+MAX_DIMS = 64
+_INT64_END = 2**63
+#: Deepest dict key or set item hashed. CPython hashes nested tuples by C recursion (a deep one
+#: crashes the process) and compares them with a recursion limit of about 1000.
+_MAX_KEY_DEPTH = 500
+#: Distinct keys of one dict or set allowed to share a hash value. More means keys chosen to
+#: collide (ints and tuples of ints have predictable hashes), which makes insertion quadratic.
+_MAX_COLLISIONS = 8
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def shown_name(text: str) -> str:
+    """``text`` with control and other unprintable characters escaped.
+
+    Names from a file end up in one-line messages and on terminals, where a newline or an
+    escape sequence would forge output.
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+#: Characters of a global's dotted name kept for reports; real names are far shorter.
+_MAX_NAME = 200
+
+
+def global_name(module: str, name: str) -> str:
+    """The dotted name of a global as reports show it: escaped, and cut if absurdly long."""
+    dotted = shown_name(f"{module}.{name}")
+    if len(dotted) > _MAX_NAME:
+        dotted = f"{dotted[:_MAX_NAME]}... ({len(dotted)} characters)"
+    return dotted
+
+
+def is_shape(value: Any) -> bool:
+    """True for a tuple or list of at most MAX_DIMS sizes, each an int in [0, 2**63)."""
+    return (
+        isinstance(value, (tuple, list)) and len(value) <= MAX_DIMS
+        and all(type(v) is int and 0 <= v < _INT64_END for v in value)
+    )
+
+
+class Call:
+    """An allowlisted callable: ``fn(machine, args)`` builds the safe stand-in for its result."""
+
+    __slots__ = ("name", "fn")
+
+    def __init__(self, name: str, fn: Callable[["Machine", tuple], Any]) -> None:
+        self.name = name
+        self.fn = fn
+
+    def __repr__(self) -> str:
+        return f"<allowed {self.name}>"
+
+
+class Machine:
+    """Runs one pickle from ``data[start:]`` and returns its value with :meth:`load`.
+
+    ``resolve(module, name)`` turns a global into a value (a :class:`Call`, a model, or a
+    :class:`GlobalRef`); ``persistent_load(pid)`` turns a persistent id into a value.
+    ``globals_seen`` maps every global name the pickle used to whether it was allowlisted.
+    """
+
+    def __init__(
+        self,
+        data: bytes,
+        *,
+        path: str,
+        limits: Limits,
+        resolve: Callable[["Machine", str, str], Any],
+        persistent_load: Callable[["Machine", Any], Any] | None = None,
+        start: int = 0,
+    ) -> None:
+        self.data = data
+        self.path = path
+        self.limits = limits
+        self.resolve = resolve
+        self.persistent_load = persistent_load
+        self.pos = start
+        self.stack: list[Any] = []
+        self.metastack: list[list[Any]] = []
+        self.memo: dict[int, Any] = {}
+        self.items = 0
+        self.globals_seen: dict[str, bool] = {}
+        self.protocol = 0
+        self._op_pos = start
+        #: Bytes copied by allowlisted constructors (bytearray, nested streams, ...).
+        self.copied = 0
+        # (id(container), hash) -> distinct keys with that hash: see check_key.
+        self._buckets: dict[tuple[int, int], list[Any]] = {}
+        self._held: dict[int, Any] = {}
+
+    # -- errors and limits -------------------------------------------------------------------
+    def error(self, reason: str) -> DumpError:
+        """A DumpError that names the byte offset of the opcode being run."""
+        return DumpError(self.path, f"malformed pickle at byte {self._op_pos}: {reason}")
+
+    def _count(self, n: int = 1) -> None:
+        self.items += n
+        if self.items > self.limits.max_items:
+            raise LimitExceeded(
+                self.path, "max_items", self.limits.max_items,
+                "the pickle creates too many values",
+            )
+
+    def charge_items(self, n: int) -> None:
+        """Account for ``n`` values an allowlisted call creates by copying a container."""
+        self._count(n)
+
+    def charge_bytes(self, n: int) -> None:
+        """Account for ``n`` bytes an allowlisted call copies; a memo reference costs a few bytes
+        of pickle but may be copied again and again, so all copies share max_pickle_bytes."""
+        self.copied += n
+        if self.copied > self.limits.max_pickle_bytes:
+            raise LimitExceeded(
+                self.path, "max_pickle_bytes", self.limits.max_pickle_bytes,
+                "the pickle's values copy more bytes than that",
+            )
+
+    def check_key(self, container: Any, key: Any) -> None:
+        """Make sure that hashing ``key`` into ``container`` (a dict or set) is cheap and safe.
+
+        Python does not cache the hash of tuples or ints, so a memo reference can make it hash a
+        huge key again and again: that work is charged to max_items. Deep tuples crash CPython's
+        hash, and keys built to share one hash value make every insertion compare with all of
+        them: both are refused.
+        """
+        if isinstance(key, (str, bytes)) or key is None:
+            return  # str and bytes hashes are salted per process and cached on the object
+        cost = 0
+        stack = [(key, 0)]
+        while stack:
+            value, depth = stack.pop()
+            if isinstance(value, tuple):
+                if depth >= _MAX_KEY_DEPTH:
+                    raise self.error(
+                        f"a dict key or set item nests more than {_MAX_KEY_DEPTH} tuples deep"
+                    )
+                cost += len(value)
+                stack.extend((v, depth + 1) for v in value)
+            elif isinstance(value, int):
+                cost += value.bit_length() >> 6
+            elif isinstance(value, frozenset):
+                cost += len(value)
+            if self.items + cost > self.limits.max_items:
+                raise LimitExceeded(
+                    self.path, "max_items", self.limits.max_items,
+                    "hashing the pickle's dict keys and set items takes too much work",
+                )
+        self.items += cost
+        # Small ints hash to themselves and floats collide a few times at most; strings and the
+        # reader's own objects hash unpredictably. Only these keys can be made to collide at will.
+        if not (isinstance(key, (tuple, frozenset, complex))
+                or (type(key) is int and key.bit_length() > 60)):
+            return
+        try:
+            digest = hash(key)
+        except TypeError:
+            return  # the caller reports the unhashable key
+        self._held[id(container)] = container  # keeps the id from being reused meanwhile
+        slot = (id(container), digest)
+        held = self._buckets.get(slot)
+        if held is None:
+            self._buckets[slot] = [key]
+        elif not any(k is key or k == key for k in held):
+            held.append(key)
+            if len(held) > _MAX_COLLISIONS:
+                raise self.error(
+                    f"more than {_MAX_COLLISIONS} distinct dict keys or set items share one "
+                    "hash value (keys chosen to collide)"
+                )
+
+    # -- reading ------------------------------------------------------------------------------
+    def _read(self, n: int) -> bytes:
+        end = self.pos + n
+        if n < 0 or end > len(self.data):
+            raise DumpError(
+                self.path,
+                f"truncated pickle: {n} bytes wanted at byte {self.pos}, "
+                f"{max(len(self.data) - self.pos, 0)} left",
+            )
+        chunk = self.data[self.pos:end]
+        self.pos = end
+        return chunk
+
+    def _readline(self) -> bytes:
+        end = self.data.find(b"\n", self.pos)
+        if end < 0:
+            raise DumpError(self.path, f"truncated pickle: line at byte {self.pos} never ends")
+        line = self.data[self.pos:end]
+        self.pos = end + 1
+        return line
+
+    def _u(self, n: int, fmt: str) -> int:
+        return struct.unpack(fmt, self._read(n))[0]
+
+    # -- stack --------------------------------------------------------------------------------
+    def _push(self, value: Any) -> None:
+        self._count()
+        self.stack.append(value)
+
+    def _pop(self) -> Any:
+        if not self.stack:
+            raise self.error("stack underflow")
+        return self.stack.pop()
+
+    def _top(self) -> Any:
+        if not self.stack:
+            raise self.error("stack underflow")
+        return self.stack[-1]
+
+    def _mark(self) -> None:
+        if len(self.metastack) >= self.limits.max_depth:
+            raise LimitExceeded(
+                self.path, "max_depth", self.limits.max_depth, "the pickle nests too deeply"
+            )
+        self.metastack.append(self.stack)
+        self.stack = []
+
+    def _pop_mark(self) -> list[Any]:
+        if not self.metastack:
+            raise self.error("no mark to pop")
+        items = self.stack
+        self.stack = self.metastack.pop()
+        return items
+
+    def _memo_put(self, index: int) -> None:
+        if index not in self.memo and len(self.memo) >= self.limits.max_memo:
+            raise LimitExceeded(
+                self.path, "max_memo", self.limits.max_memo, "the pickle stores too many memo entries"
+            )
+        self.memo[index] = self._top()
+
+    def _memo_get(self, index: int) -> None:
+        try:
+            value = self.memo[index]
+        except KeyError:
+            raise self.error(f"memo entry {index} was never stored") from None
+        self._push(value)
+
+    # -- calls --------------------------------------------------------------------------------
+    def global_(self, module: str, name: str) -> Any:
+        """Resolve a global through the allowlist, recording that it was used."""
+        value = self.resolve(self, module, name)
+        dotted = global_name(module, name)
+        self.globals_seen[dotted] = self.globals_seen.get(dotted, False) or not isinstance(
+            value, GlobalRef
+        )
+        return value
+
+    def call(self, func: Any, args: Any, via: str = "call") -> Any:
+        """What calling ``func(*args)`` stands for; nothing outside the allowlist is run."""
+        if not isinstance(args, tuple):
+            raise self.error(f"call arguments are a {type(args).__name__}, not a tuple")
+        if isinstance(func, Call):
+            try:
+                return func.fn(self, args)
+            except DumpError:
+                raise
+            except (TypeError, ValueError, AttributeError, IndexError, KeyError,
+                    OverflowError) as exc:
+                raise self.error(f"unexpected arguments to {func.name} ({exc})") from None
+            except RecursionError:
+                raise self.error(f"arguments to {func.name} nest too deeply") from None
+        if isinstance(func, GlobalRef):
+            return Opaque(func.name, via, args)
+        if isinstance(func, Opaque):
+            return Opaque(f"{func.name}(...)", via, args)
+        name = getattr(func, "name", None)
+        if isinstance(name, str):  # an allowlisted type used as a constructor we do not model
+            return Opaque(name, via, args)
+        raise self.error(f"the pickle calls a {type(func).__name__} value")
+
+    def build(self, obj: Any, state: Any) -> None:
+        """Apply BUILD state to a stand-in object."""
+        if isinstance(obj, Opaque):
+            obj.state = state
+        elif isinstance(obj, TensorRef):
+            obj.state = state
+        elif isinstance(obj, NdArrayRef):
+            _build_ndarray(self, obj, state)
+        elif isinstance(obj, NumpyDtype):
+            if isinstance(state, tuple) and len(state) > 1 and isinstance(state[1], str):
+                obj.byteorder = state[1]
+        else:
+            raise self.error(f"BUILD on a {type(obj).__name__} value")
+
+    # -- the loop -----------------------------------------------------------------------------
+    def load(self) -> Any:
+        """Run opcodes up to STOP and return the value; ``self.pos`` is then just past STOP."""
+        dispatch = _DISPATCH
+        data = self.data
+        while True:
+            if self.pos >= len(data):
+                raise DumpError(self.path, f"truncated pickle: no STOP opcode before byte {self.pos}")
+            self._op_pos = self.pos
+            op = data[self.pos]
+            self.pos += 1
+            handler = dispatch.get(op)
+            if handler is None:
+                raise self.error(f"unknown opcode {bytes([op])!r}")
+            if handler(self):
+                if not self.stack or self.metastack:
+                    raise self.error("STOP with an empty stack or an open mark")
+                return self.stack.pop()
+
+
+def _build_ndarray(m: Machine, arr: NdArrayRef, state: Any) -> None:
+    # numpy's __setstate__ tuple: (version, shape, dtype, is_fortran, data)
+    if not isinstance(state, tuple) or len(state) < 4:
+        raise m.error("numpy array state is not numpy's")
+    offset = 1 if len(state) == 5 else 0
+    shape, dtype, fortran = state[offset], state[offset + 1], state[offset + 2]
+    if isinstance(shape, tuple) and is_shape(shape):
+        arr.shape = shape
+    if isinstance(dtype, NumpyDtype):
+        arr.dtype = dtype.name
+    arr.fortran = bool(fortran) if isinstance(fortran, (bool, int)) else False
+
+
+# -- opcode handlers: each returns True only for STOP --------------------------------------------
+
+def _decode_str(m: Machine, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    try:
+        # pickle writes lone surrogates with 'surrogatepass'; keep them visible as escapes,
+        # since no report format can print them.
+        return _printable(raw.decode("utf-8", "surrogatepass"))
+    except UnicodeDecodeError as exc:
+        raise m.error(f"string is not UTF-8 ({exc.reason})") from None
+
+
+def _printable(text: str) -> str:
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _op_proto(m: Machine) -> None:
+    proto = m._read(1)[0]
+    if proto > 5:
+        raise m.error(f"unsupported pickle protocol {proto}")
+    m.protocol = proto
+
+
+def _op_frame(m: Machine) -> None:
+    m._read(8)  # frames only group opcodes for buffering; the data is read as it comes
+
+
+def _op_stop(m: Machine) -> bool:
+    return True
+
+
+def _op_mark(m: Machine) -> None:
+    m._mark()
+
+
+def _op_pop(m: Machine) -> None:
+    if m.stack:
+        m.stack.pop()
+    else:
+        m._pop_mark()
+
+
+def _op_pop_mark(m: Machine) -> None:
+    m._pop_mark()
+
+
+def _op_dup(m: Machine) -> None:
+    m._push(m._top())
+
+
+def _op_none(m: Machine) -> None:
+    m._push(None)
+
+
+def _op_true(m: Machine) -> None:
+    m._push(True)
+
+
+def _op_false(m: Machine) -> None:
+    m._push(False)
+
+
+def _op_int(m: Machine) -> None:
+    line = m._readline()
+    if line == b"00":
+        m._push(False)
+    elif line == b"01":
+        m._push(True)
+    else:
+        try:
+            m._push(int(line))
+        except ValueError:
+            raise m.error(f"INT argument {line[:40]!r} is not a number") from None
+
+
+def _op_long(m: Machine) -> None:
+    line = m._readline().rstrip(b"L")
+    try:
+        m._push(int(line))
+    except ValueError:
+        raise m.error(f"LONG argument {line[:40]!r} is not a number") from None
+
+
+def _op_binint(m: Machine) -> None:
+    m._push(m._u(4, "<i"))
+
+
+def _op_binint1(m: Machine) -> None:
+    m._push(m._read(1)[0])
+
+
+def _op_binint2(m: Machine) -> None:
+    m._push(m._u(2, "<H"))
+
+
+def _op_long1(m: Machine) -> None:
+    n = m._read(1)[0]
+    m._push(int.from_bytes(m._read(n), "little", signed=True))
+
+
+def _op_long4(m: Machine) -> None:
+    n = m._u(4, "<i")
+    if n < 0:
+        raise m.error("LONG4 with a negative length")
+    m._push(int.from_bytes(m._read(n), "little", signed=True))
+
+
+def _op_float(m: Machine) -> None:
+    line = m._readline()
+    try:
+        m._push(float(line))
+    except ValueError:
+        raise m.error(f"FLOAT argument {line[:40]!r} is not a number") from None
+
+
+def _op_binfloat(m: Machine) -> None:
+    m._push(m._u(8, ">d"))
+
+
+def _op_string(m: Machine) -> None:
+    line = m._readline().rstrip(b"\r")
+    if len(line) < 2 or line[0] != line[-1] or line[:1] not in (b"'", b'"'):
+        raise m.error("STRING argument is not quoted")
+    try:
+        with warnings.catch_warnings():
+            # An unknown escape such as '\y' is kept as it is (as pickle keeps it); Python warns
+            # about it, and a warning turned into an error must not stop the reader.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            raw = codecs.escape_decode(line[1:-1])[0]
+    except ValueError as exc:
+        raise m.error(f"STRING argument does not decode ({exc})") from None
+    m._push(raw.decode("latin-1"))
+
+
+def _op_binstring(m: Machine) -> None:
+    n = m._u(4, "<i")
+    if n < 0:
+        raise m.error("BINSTRING with a negative length")
+    m._push(m._read(n).decode("latin-1"))
+
+
+def _op_short_binstring(m: Machine) -> None:
+    m._push(m._read(m._read(1)[0]).decode("latin-1"))
+
+
+def _op_unicode(m: Machine) -> None:
+    try:
+        m._push(_printable(m._readline().decode("raw-unicode-escape")))
+    except UnicodeDecodeError as exc:
+        raise m.error(f"UNICODE argument does not decode ({exc.reason})") from None
+
+
+def _op_binunicode(m: Machine) -> None:
+    m._push(_decode_str(m, m._read(m._u(4, "<I"))))
+
+
+def _op_short_binunicode(m: Machine) -> None:
+    m._push(_decode_str(m, m._read(m._read(1)[0])))
+
+
+def _op_binunicode8(m: Machine) -> None:
+    m._push(_decode_str(m, m._read(m._u(8, "<Q"))))
+
+
+def _op_binbytes(m: Machine) -> None:
+    m._push(bytes(m._read(m._u(4, "<I"))))
+
+
+def _op_short_binbytes(m: Machine) -> None:
+    m._push(bytes(m._read(m._read(1)[0])))
+
+
+def _op_binbytes8(m: Machine) -> None:
+    m._push(bytes(m._read(m._u(8, "<Q"))))
+
+
+def _op_bytearray8(m: Machine) -> None:
+    m._push(bytearray(m._read(m._u(8, "<Q"))))
+
+
+def _op_buffer(m: Machine) -> None:
+    raise m.error("the pickle expects out-of-band buffers, which a file cannot carry")
+
+
+def _op_empty_list(m: Machine) -> None:
+    m._push([])
+
+
+def _op_empty_tuple(m: Machine) -> None:
+    m._push(())
+
+
+def _op_empty_dict(m: Machine) -> None:
+    m._push({})
+
+
+def _op_empty_set(m: Machine) -> None:
+    m._push(set())
+
+
+def _op_list(m: Machine) -> None:
+    m._push(m._pop_mark())
+
+
+def _op_tuple(m: Machine) -> None:
+    m._push(tuple(m._pop_mark()))
+
+
+def _tuple_n(n: int) -> Callable[[Machine], None]:
+    def op(m: Machine) -> None:
+        if len(m.stack) < n:
+            raise m.error("stack underflow")
+        values = tuple(m.stack[-n:])
+        del m.stack[-n:]
+        m._push(values)
+
+    return op
+
+
+def _setitem(m: Machine, target: Any, key: Any, value: Any) -> None:
+    if isinstance(target, dict):
+        m.check_key(target, key)
+        try:
+            target[key] = value
+        except TypeError:
+            raise m.error(f"dict key of type {type(key).__name__} is unhashable") from None
+    elif isinstance(target, Opaque):
+        target.items.append((key, value))
+    else:
+        raise m.error(f"SETITEM on a {type(target).__name__} value")
+
+
+def _op_dict(m: Machine) -> None:
+    items = m._pop_mark()
+    if len(items) % 2:
+        raise m.error("DICT with an odd number of items")
+    out: dict = {}
+    for i in range(0, len(items), 2):
+        _setitem(m, out, items[i], items[i + 1])
+    m._push(out)
+
+
+def _op_setitem(m: Machine) -> None:
+    value = m._pop()
+    key = m._pop()
+    _setitem(m, m._top(), key, value)
+
+
+def _op_setitems(m: Machine) -> None:
+    items = m._pop_mark()
+    if len(items) % 2:
+        raise m.error("SETITEMS with an odd number of items")
+    target = m._top()
+    for i in range(0, len(items), 2):
+        _setitem(m, target, items[i], items[i + 1])
+
+
+def _append(m: Machine, target: Any, values: list[Any]) -> None:
+    if isinstance(target, list):
+        target.extend(values)
+    elif isinstance(target, Opaque):
+        target.appended.extend(values)
+    else:
+        raise m.error(f"APPEND on a {type(target).__name__} value")
+
+
+def _op_append(m: Machine) -> None:
+    value = m._pop()
+    _append(m, m._top(), [value])
+
+
+def _op_appends(m: Machine) -> None:
+    values = m._pop_mark()
+    _append(m, m._top(), values)
+
+
+def _op_additems(m: Machine) -> None:
+    values = m._pop_mark()
+    target = m._top()
+    if isinstance(target, Opaque):
+        target.appended.extend(values)
+        return
+    if not isinstance(target, set):
+        raise m.error(f"ADDITEMS on a {type(target).__name__} value")
+    for value in values:
+        m.check_key(target, value)
+    try:
+        target.update(values)
+    except TypeError:
+        raise m.error("set item is unhashable") from None
+
+
+def _op_frozenset(m: Machine) -> None:
+    items = m._pop_mark()
+    token = object()  # stands for the frozenset being built
+    for item in items:
+        m.check_key(token, item)
+    try:
+        m._push(frozenset(items))
+    except TypeError:
+        raise m.error("frozenset item is unhashable") from None
+
+
+def _op_global(m: Machine) -> None:
+    module = _decode_str(m, m._readline())
+    name = _decode_str(m, m._readline())
+    m._push(m.global_(module, name))
+
+
+def _op_stack_global(m: Machine) -> None:
+    name = m._pop()
+    module = m._pop()
+    if not isinstance(module, str) or not isinstance(name, str):
+        raise m.error("STACK_GLOBAL needs two strings")
+    m._push(m.global_(module, name))
+
+
+def _op_ext(n: int, fmt: str) -> Callable[[Machine], None]:
+    def op(m: Machine) -> None:
+        code = m._u(n, fmt)
+        raise m.error(f"extension code {code} names a global through copyreg's registry, "
+                      "which no file can be trusted to use")
+
+    return op
+
+
+def _op_reduce(m: Machine) -> None:
+    args = m._pop()
+    func = m._pop()
+    m._push(m.call(func, args))
+
+
+def _op_newobj(m: Machine) -> None:
+    args = m._pop()
+    cls = m._pop()
+    m._push(m.call(cls, args, "new"))
+
+
+def _op_newobj_ex(m: Machine) -> None:
+    kwargs = m._pop()
+    args = m._pop()
+    cls = m._pop()
+    result = m.call(cls, args, "new")
+    if isinstance(result, Opaque) and kwargs:
+        result.args = result.args + (kwargs,)
+    m._push(result)
+
+
+def _op_inst(m: Machine) -> None:
+    module = _decode_str(m, m._readline())
+    name = _decode_str(m, m._readline())
+    args = tuple(m._pop_mark())
+    m._push(m.call(m.global_(module, name), args, "object"))
+
+
+def _op_obj(m: Machine) -> None:
+    items = m._pop_mark()
+    if not items:
+        raise m.error("OBJ without a class")
+    m._push(m.call(items[0], tuple(items[1:]), "object"))
+
+
+def _op_build(m: Machine) -> None:
+    state = m._pop()
+    m.build(m._top(), state)
+
+
+def _op_persid(m: Machine) -> None:
+    pid = m._readline().decode("ascii", "replace")
+    _persistent(m, pid)
+
+
+def _op_binpersid(m: Machine) -> None:
+    _persistent(m, m._pop())
+
+
+def _persistent(m: Machine, pid: Any) -> None:
+    if m.persistent_load is None:
+        raise m.error("persistent id in a pickle that has no storage records")
+    m._push(m.persistent_load(m, pid))
+
+
+def _op_get(m: Machine) -> None:
+    line = m._readline()
+    try:
+        m._memo_get(int(line))
+    except ValueError:
+        raise m.error("GET argument is not a number") from None
+
+
+def _op_binget(m: Machine) -> None:
+    m._memo_get(m._read(1)[0])
+
+
+def _op_long_binget(m: Machine) -> None:
+    m._memo_get(m._u(4, "<I"))
+
+
+def _op_put(m: Machine) -> None:
+    line = m._readline()
+    try:
+        m._memo_put(int(line))
+    except ValueError:
+        raise m.error("PUT argument is not a number") from None
+
+
+def _op_binput(m: Machine) -> None:
+    m._memo_put(m._read(1)[0])
+
+
+def _op_long_binput(m: Machine) -> None:
+    m._memo_put(m._u(4, "<I"))
+
+
+def _op_memoize(m: Machine) -> None:
+    m._memo_put(len(m.memo))
+
+
+_DISPATCH: dict[int, Callable[[Machine], Any]] = {
+    ord(k): v
+    for k, v in {
+        "(": _op_mark, ".": _op_stop, "0": _op_pop, "1": _op_pop_mark, "2": _op_dup,
+        "F": _op_float, "I": _op_int, "J": _op_binint, "K": _op_binint1, "L": _op_long,
+        "M": _op_binint2, "N": _op_none, "P": _op_persid, "Q": _op_binpersid, "R": _op_reduce,
+        "S": _op_string, "T": _op_binstring, "U": _op_short_binstring, "V": _op_unicode,
+        "X": _op_binunicode, "a": _op_append, "b": _op_build, "c": _op_global, "d": _op_dict,
+        "}": _op_empty_dict, "e": _op_appends, "g": _op_get, "h": _op_binget, "i": _op_inst,
+        "j": _op_long_binget, "l": _op_list, "]": _op_empty_list, "o": _op_obj, "p": _op_put,
+        "q": _op_binput, "r": _op_long_binput, "s": _op_setitem, "t": _op_tuple,
+        ")": _op_empty_tuple, "u": _op_setitems, "G": _op_binfloat,
+        "\x80": _op_proto, "\x81": _op_newobj, "\x82": _op_ext(1, "<B"),
+        "\x83": _op_ext(2, "<H"), "\x84": _op_ext(4, "<i"), "\x85": _tuple_n(1),
+        "\x86": _tuple_n(2), "\x87": _tuple_n(3), "\x88": _op_true, "\x89": _op_false,
+        "\x8a": _op_long1, "\x8b": _op_long4,
+        "B": _op_binbytes, "C": _op_short_binbytes,
+        "\x8c": _op_short_binunicode, "\x8d": _op_binunicode8, "\x8e": _op_binbytes8,
+        "\x8f": _op_empty_set, "\x90": _op_additems, "\x91": _op_frozenset,
+        "\x92": _op_newobj_ex, "\x93": _op_stack_global, "\x94": _op_memoize, "\x95": _op_frame,
+        "\x96": _op_bytearray8, "\x97": _op_buffer, "\x98": _op_buffer,
+    }.items()
+}

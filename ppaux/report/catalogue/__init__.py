@@ -1,0 +1,72 @@
+"""The catalogue of rules: every finding code ppaux can emit, with its explanation and fix.
+
+Each area keeps its rules in a module of its own (``dump``, ``security``, ...); this package
+joins them and offers :func:`finding` to build a :class:`~ppaux.report.findings.Finding` from a code.
+"""
+
+from __future__ import annotations
+
+from ppaux.report.findings import Finding, Rule, Severity
+
+from . import capture, dump, replay, security, skew
+
+__all__ = ["RULES", "get_rule", "finding", "UnknownRuleError"]
+
+_AREAS = (capture, dump, replay, security, skew)
+
+
+def _collect() -> dict[str, Rule]:
+    rules: dict[str, Rule] = {}
+    for area in _AREAS:
+        for rule in area.RULES:
+            if rule.code in rules:
+                raise RuntimeError(f"duplicate rule code {rule.code}")  # a bug in ppaux itself
+            rules[rule.code] = rule
+    return dict(sorted(rules.items()))
+
+
+#: Every rule, by code, in code order.
+RULES: dict[str, Rule] = _collect()
+
+
+class UnknownRuleError(KeyError):
+    """Raised for a code that is not in the catalogue."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+    def __str__(self) -> str:
+        return f"unknown rule code {self.code!r}; 'ppaux rules' lists them"
+
+
+def get_rule(code: str) -> Rule:
+    """Return the rule for ``code`` (case-insensitive) or raise :class:`UnknownRuleError`."""
+    try:
+        return RULES[code.strip().upper()]
+    except KeyError:
+        raise UnknownRuleError(code) from None
+
+
+def finding(
+    code: str,
+    path: str,
+    message: str,
+    key: str | None = None,
+    *,
+    severity: Severity | None = None,
+    sglang_error: str | None = None,
+    extra: dict | None = None,
+) -> Finding:
+    """Build a finding for ``code``; severity, predicted error and hint come from the rule."""
+    rule = RULES[code]
+    return Finding(
+        code=code,
+        severity=severity or rule.severity,
+        message=message,
+        path=path,
+        key=key,
+        sglang_error=sglang_error if sglang_error is not None else rule.sglang_error,
+        hint=rule.fix,
+        extra=extra or {},
+    )

@@ -1,0 +1,111 @@
+"""Rules about capturing from a running sglang: the plugin, its settings, the directory (PP5xx)."""
+
+from __future__ import annotations
+
+from ppaux.report.findings import Rule, Severity
+
+__all__ = ["RULES"]
+
+RULES = (
+    Rule(
+        code="PP501",
+        name="capture-skipped",
+        severity=Severity.WARNING,
+        summary="Captures were skipped because the capture directory was full.",
+        explanation=(
+            "A capture directory is bounded by max_files and max_bytes, counted over the "
+            "capture files on disk. Once either is reached, new captures are not written: they "
+            "are counted in .ppaux-capture.skipped and the first captures are kept, so the "
+            "earliest failures are the ones on disk."
+        ),
+        causes=(
+            "The same transport error repeated on every batch and filled the directory.",
+            "The bounds are small for the size of the tensor dicts.",
+            "when='always' recorded healthy traffic until the bounds were reached.",
+        ),
+        fix=(
+            "Inspect the captures that are there (ppaux capture list, ppaux inspect); move them "
+            "away, or raise PPAUX_CAPTURE_MAX_FILES / PPAUX_CAPTURE_MAX_BYTES, to capture more."
+        ),
+        example="3 capture(s) were skipped",
+        area="capture",
+    ),
+    Rule(
+        code="PP502",
+        name="capture-inactive",
+        severity=Severity.WARNING,
+        summary="The sglang plugin would not capture anything in this environment.",
+        explanation=(
+            "The plugin registers its hooks only when ppaux's 'ppaux_capture' entry point is "
+            "installed in sglang's Python environment, PPAUX_CAPTURE_DIR is set, SGLANG_PLUGINS "
+            "(when set) names it, and the sglang there has the PP auxiliary transport (0.5.19 "
+            "or later) and the plugin framework."
+        ),
+        causes=(
+            "PPAUX_CAPTURE_DIR is not set in the environment sglang is started with.",
+            "SGLANG_PLUGINS lists plugins and 'ppaux_capture' is not one of them.",
+            "ppaux is installed in another Python environment than sglang.",
+            "sglang is older than 0.5.19, or not installed here.",
+        ),
+        fix=(
+            "pip install ppaux into sglang's environment, set PPAUX_CAPTURE_DIR (and add "
+            "ppaux_capture to SGLANG_PLUGINS if that is set), then restart sglang; or call "
+            "ppaux.capture.install(directory) from your own launcher."
+        ),
+        example="PPAUX_CAPTURE_DIR is not set",
+        area="capture",
+    ),
+    Rule(
+        code="PP503",
+        name="capture-dir-unwritable",
+        severity=Severity.ERROR,
+        summary="The capture directory cannot be written.",
+        explanation=(
+            "A capture is written as a temporary file in the directory and renamed into place, "
+            "under a lock file in the same directory. When the directory cannot be created or "
+            "written, each failing call logs one warning per process and no capture is kept; "
+            "sglang's own error is unaffected."
+        ),
+        causes=(
+            "The directory belongs to another user or is on a read-only file system.",
+            "A path component is a file, not a directory.",
+        ),
+        fix="Point PPAUX_CAPTURE_DIR at a directory the sglang processes can write.",
+        example="/var/tmp/ppaux: permission denied",
+        area="capture",
+    ),
+    Rule(
+        code="PP504",
+        name="capture-bad-setting",
+        severity=Severity.ERROR,
+        summary="A PPAUX_CAPTURE_* setting is invalid, so the plugin stays off.",
+        explanation=(
+            "The plugin reads PPAUX_CAPTURE_WHEN ('error' or 'always'), "
+            "PPAUX_CAPTURE_MAX_FILES, PPAUX_CAPTURE_MAX_BYTES (bytes, or with a K, M, G or T "
+            "suffix) and PPAUX_CAPTURE_SAMPLE_EVERY (whole numbers of at least 1). With an "
+            "invalid value it logs a warning and captures nothing rather than guess."
+        ),
+        causes=("A typo or a unit the setting does not accept.",),
+        fix="Correct the variable named in the message and restart sglang.",
+        example="PPAUX_CAPTURE_MAX_BYTES='lots': not a whole number",
+        area="capture",
+    ),
+    Rule(
+        code="PP505",
+        name="capture-unreadable",
+        severity=Severity.WARNING,
+        summary="A file named like a capture is not a readable ppaux capture.",
+        explanation=(
+            "Captures are renamed into place only when complete, so a capture-*.pt file that "
+            "cannot be read as a capture was not written by ppaux capture, or was changed or "
+            "truncated afterwards."
+        ),
+        causes=(
+            "Another tool wrote a file with a capture-*.pt name into the directory.",
+            "The file was copied incompletely or edited.",
+        ),
+        fix="Run ppaux inspect on the file to see what it holds; move it out of the directory.",
+        example="capture-20261202T100000Z-node-3-4242-0001-pop.pt: truncated or corrupt zip file",
+        area="capture",
+    ),
+)

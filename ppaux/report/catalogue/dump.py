@@ -1,0 +1,271 @@
+"""Rules about the contents of a captured pipeline-parallel tensor dict (codes PP1xx)."""
+
+from __future__ import annotations
+
+from ppaux.report.findings import Rule, Severity
+
+__all__ = ["RULES"]
+
+_NON_TENSOR_CAUSES = (
+    "Out-of-tree code writes '__sampling_observer_output__.*' keys straight into the tensor "
+    "dict (a plugin, or a Scheduler subclass overriding _pp_prepare_tensor_dict), bypassing "
+    "add_auxiliary_output_to_pp_tensors.",
+    "add_auxiliary_output_to_pp_tensors was monkeypatched or wrapped and no longer refuses "
+    "non-tensors.",
+    "The last pipeline stage runs a modified or non-release sglang build whose sender does not "
+    "validate (every release from 0.5.19 on validates).",
+    "Something mutated the tensor dict between add on the last stage and pop on rank 0.",
+)
+
+RULES = (
+    Rule(
+        code="PP101",
+        name="aux-non-tensor",
+        severity=Severity.ERROR,
+        summary="A value under an auxiliary key is not a tensor.",
+        explanation=(
+            "Rank 0 collects every key that starts with '__sampling_observer_output__.' and "
+            "refuses the whole auxiliary output if any of those values is not a torch.Tensor. "
+            "Non-tensor values cross the wire inside the pickled metadata, so they arrive as "
+            "copies of the same Python object and the check on the receiver fires."
+        ),
+        causes=_NON_TENSOR_CAUSES,
+        fix=(
+            "Produce auxiliary values only through to_pp_tensors() and "
+            "add_auxiliary_output_to_pp_tensors, and make each one a torch.Tensor (stack lists "
+            "with torch.tensor / torch.stack; encode scalars as 0-d tensors). Check that every "
+            "stage runs a release sglang with sender-side validation (ppaux check-skew)."
+        ),
+        sglang_error="received a non-tensor auxiliary PP output",
+        example="'__sampling_observer_output__.scores': [0.1, 0.7] (a list)",
+        area="payload",
+    ),
+    Rule(
+        code="PP102",
+        name="aux-empty-name",
+        severity=Severity.WARNING,
+        summary="A key is the bare auxiliary prefix, with an empty name.",
+        explanation=(
+            "Pop accepts a key equal to the prefix and hands the observer a tensor named '' "
+            "(empty). The stock sender never writes one: add refuses empty names, so the key was "
+            "written by other code."
+        ),
+        causes=(
+            "Out-of-tree code built the key by hand from the prefix and an empty or missing name.",
+            "A patched or modified add that no longer checks names.",
+        ),
+        fix="Give every auxiliary tensor a non-empty string name and add it through "
+        "add_auxiliary_output_to_pp_tensors.",
+        example="'__sampling_observer_output__.': tensor(...)",
+        area="payload",
+    ),
+    Rule(
+        code="PP103",
+        name="non-string-key",
+        severity=Severity.ERROR,
+        summary="The tensor dict has a key that is not a string.",
+        explanation=(
+            "Pop calls key.startswith(prefix) on every key of the dict, so a key that is not a "
+            "string makes pop fail with AttributeError before any auxiliary check runs."
+        ),
+        causes=(
+            "Code that fills the tensor dict used an int, tuple or other object as a key.",
+        ),
+        fix="Use string keys only in pipeline-parallel tensor dicts.",
+        example="{0: tensor(...)}",
+        area="payload",
+    ),
+    Rule(
+        code="PP104",
+        name="aux-near-miss-key",
+        severity=Severity.WARNING,
+        summary="A key looks like the auxiliary prefix but is not it; pop ignores it silently.",
+        explanation=(
+            "Only keys that start with exactly '__sampling_observer_output__.' are auxiliary. A "
+            "key with another case, no dot, stray whitespace or a doubled prefix is ignored by "
+            "pop, so that output never reaches the observer and nothing reports it."
+        ),
+        causes=(
+            "The key was built by hand with a typo instead of using the module's prefix "
+            "constant.",
+            "The prefix was applied twice (a name that already carried it).",
+        ),
+        fix="Build auxiliary keys only through add_auxiliary_output_to_pp_tensors, which applies "
+        "the prefix once.",
+        example="'__sampling_observer_output_scores' (missing dot)",
+        area="payload",
+    ),
+    Rule(
+        code="PP105",
+        name="aux-device-mismatch",
+        severity=Severity.WARNING,
+        summary="Auxiliary tensors were saved on different devices.",
+        explanation=(
+            "The auxiliary tensors of one message should share one full device, and that of the "
+            "message's other tensors (cuda:0 is not cuda:1). The wire sends only the device type: "
+            "the receiver allocates every CUDA tensor on its own current device and the sender's "
+            "index is dropped, so code that relies on the index breaks after the transfer."
+        ),
+        causes=(
+            "An observer output built from tensors on several GPUs of the last stage.",
+            "A tensor moved to another device (or to the CPU) after the others were made.",
+        ),
+        fix="Move every auxiliary tensor to the device of the stage's other outputs before "
+        "to_pp_tensors() returns it.",
+        example="'__sampling_observer_output__.a' on cuda:0, '__sampling_observer_output__.b' on cuda:1",
+        area="payload",
+    ),
+    Rule(
+        code="PP106",
+        name="aux-non-contiguous",
+        severity=Severity.WARNING,
+        summary="An auxiliary tensor is not contiguous.",
+        explanation=(
+            "Without an attention-TP all-gather group, gloo refuses to send a non-contiguous "
+            "tensor ('input tensor has to be contiguous') after the metadata has already gone, "
+            "so the receiver only sees its peer close. With the group, slicing copies it first. "
+            "Either way the receiver gets a contiguous tensor: the source strides are not kept."
+        ),
+        causes=("A transposed, sliced or expanded view was returned by to_pp_tensors().",),
+        fix="Return tensor.contiguous() from to_pp_tensors().",
+        example="'__sampling_observer_output__.a': shape (3, 2), stride (1, 3)",
+        area="payload",
+    ),
+    Rule(
+        code="PP107",
+        name="aux-sparse-or-quantized",
+        severity=Severity.WARNING,
+        summary="An auxiliary tensor is sparse or quantized.",
+        explanation=(
+            "The wire describes a tensor by device type, dtype and size only and the receiver "
+            "allocates a dense tensor, so a sparse layout or quantization parameters do not "
+            "survive the transfer."
+        ),
+        causes=("The observer output holds a sparse or quantized tensor.",),
+        fix="Send dense tensors: tensor.to_dense() or tensor.dequantize() (or the int repr and "
+        "the scale as separate tensors).",
+        example=(
+            "'__sampling_observer_output__.scores': a sparse COO tensor of shape (2, 2) with 2 values"
+        ),
+        area="payload",
+    ),
+    Rule(
+        code="PP108",
+        name="aux-meta-tensor",
+        severity=Severity.WARNING,
+        summary="An auxiliary tensor is on the meta device and holds no data.",
+        explanation="A meta tensor has a shape and dtype but no storage; nothing real can be sent.",
+        causes=("A tensor made under a meta-device context or by shape inference.",),
+        fix="Materialise the tensor on the stage's device before returning it.",
+        example=(
+            "'__sampling_observer_output__.scores': a float32 tensor of shape (2, 4) on device 'meta'"
+        ),
+        area="payload",
+    ),
+    Rule(
+        code="PP109",
+        name="aux-tensor-subclass",
+        severity=Severity.WARNING,
+        summary="An auxiliary tensor is a tensor subclass.",
+        explanation=(
+            "Subclasses such as nn.Parameter pass the sender's check, but the receiver "
+            "rebuilds a plain tensor from dtype and size: the class and its attributes are lost."
+        ),
+        causes=("A parameter or a custom tensor subclass was returned by to_pp_tensors().",),
+        fix="Return plain tensors (tensor.detach() or torch.Tensor.as_subclass(t, torch.Tensor)).",
+        example="'__sampling_observer_output__.scores': torch.nn.Parameter(torch.zeros(2))",
+        area="payload",
+    ),
+    Rule(
+        code="PP110",
+        name="tensor-inside-non-tensor",
+        severity=Severity.INFO,
+        summary="Tensors are nested inside a non-tensor value.",
+        explanation=(
+            "Only top-level tensor values take the tensor path of send_tensor_dict. A tensor "
+            "inside a list, tuple, dict or object is pickled into the metadata instead: it is "
+            "copied through the CPU group, slowly, and arrives on the CPU."
+        ),
+        causes=("A list or dict of tensors stored under one key.",),
+        fix="Store each tensor under a key of its own, or stack them into one tensor.",
+        example="'next_token_token_ids_logprobs_val': [tensor([0.1, 0.2]), tensor([0.3])]",
+        area="payload",
+    ),
+    Rule(
+        code="PP111",
+        name="aux-in-non-output-message",
+        severity=Severity.WARNING,
+        summary="Auxiliary keys in a message that rank 0 does not pop.",
+        explanation=(
+            "Rank 0 pops auxiliary output only from the last stage's output message. In another "
+            "message type, or in a proxy message carrying hidden_states/residual, the keys are "
+            "never popped and are forwarded or dropped with the rest."
+        ),
+        causes=(
+            "Out-of-tree code added auxiliary keys to the wrong dict.",
+            "The capture was taken from the proxy path instead of the output path.",
+        ),
+        fix="Add auxiliary output only to the last stage's output message.",
+        example=(
+            "'__sampling_observer_output__.scores' in a message whose '__msg_type__' is 'proxy'"
+        ),
+        area="payload",
+    ),
+    Rule(
+        code="PP112",
+        name="aux-empty-tensor",
+        severity=Severity.INFO,
+        summary="An auxiliary tensor has no elements.",
+        explanation="Empty tensors are not sent; the receiver rebuilds them from their metadata. "
+        "That is harmless, but an empty auxiliary output is often a sign of a bug upstream.",
+        causes=("The observer produced nothing for this batch.",),
+        fix="Nothing to do if an empty output is expected.",
+        example="'__sampling_observer_output__.scores': a float32 tensor of shape (0,)",
+        area="payload",
+    ),
+    Rule(
+        code="PP113",
+        name="storage-record-missing",
+        severity=Severity.ERROR,
+        summary="A tensor's storage record is missing from the file or shorter than declared.",
+        explanation="torch.load of this file fails: the data.pkl refers to a storage that the "
+        "zip does not hold in full.",
+        causes=("The file was truncated or assembled by hand.",),
+        fix="Capture the dict again; keep the whole file.",
+        example="data.pkl refers to storage record 'data/1', which the zip does not hold",
+        area="payload",
+    ),
+    Rule(
+        code="PP114",
+        name="no-tensor-dict",
+        severity=Severity.INFO,
+        summary="The file holds no tensor dict to check.",
+        explanation="Nothing in the file looks like a pipeline-parallel tensor dict (a dict with "
+        "string keys and tensor values), so no payload check ran.",
+        causes=("The file is not a PP capture.",),
+        fix="Point ppaux at a dump of the tensor dict itself, or at a ppaux capture file.",
+        example="a file that holds [1, 2, 3] instead of a dict of tensors",
+        area="payload",
+        inconclusive=True,
+    ),
+    Rule(
+        code="PP115",
+        name="add-would-refuse",
+        severity=Severity.ERROR,
+        summary="A captured add-side output that the stock add refuses.",
+        explanation=(
+            "In a capture of a failing add_auxiliary_output_to_pp_tensors, the output's "
+            "to_pp_tensors() mapping is recorded. The stock add checks each item in order: the "
+            "name must be a non-empty string, the value a tensor, and the prefixed key new to the "
+            "dict. The first item that fails stops add (earlier items stay inserted)."
+        ),
+        causes=(
+            "The observer's to_pp_tensors() returns a non-tensor (a list, a float, None).",
+            "Two outputs use the same name, or the dict already holds that auxiliary key.",
+        ),
+        fix="Return a mapping of non-empty string names to tensors from to_pp_tensors(), each "
+        "name once.",
+        example="to_pp_tensors() returned {'scores': [0.25, 0.75]} (a list, not a tensor)",
+        area="payload",
+    ),
+)

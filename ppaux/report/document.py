@@ -1,0 +1,97 @@
+"""The result of one ppaux command, independent of how it is shown.
+
+Every command (inspect, check-skew, replay, ...) returns a :class:`Report`: findings, inputs
+that could not be checked, command-specific data for the JSON document, and tables for the
+human view. Formatters in :mod:`ppaux.report.formats` turn a report into text; :func:`exit_code`
+turns it into the process exit status.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from ppaux.report.findings import Finding, Severity
+
+__all__ = [
+    "REPORT_SCHEMA",
+    "FailOn",
+    "InputProblem",
+    "Table",
+    "Report",
+    "exit_code",
+    "count_by_severity",
+]
+
+#: Version of the JSON report document; bumped on any incompatible change (docs/report-schema.md).
+REPORT_SCHEMA = "ppaux.report/1"
+
+
+class FailOn(str, enum.Enum):
+    """The lowest severity that makes a command exit 1."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+    NEVER = "never"
+
+    def reached_by(self, severity: Severity) -> bool:
+        """True when a finding of ``severity`` reaches this threshold."""
+        if self is FailOn.NEVER:
+            return False
+        return severity.rank >= Severity(self.value).rank
+
+
+@dataclass(frozen=True)
+class InputProblem:
+    """An input that could not be checked at all (unreadable, malformed, over a limit)."""
+
+    path: str
+    message: str
+
+    def to_json(self) -> dict:
+        """The problem as the report schema's JSON object."""
+        return {"path": self.path, "message": self.message}
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Table:
+    """A titled table for the human view; ``marked`` holds (row, column) cells to highlight."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    marked: frozenset[tuple[int, int]] = frozenset()
+
+
+@dataclass
+class Report:
+    """Everything one command found: findings, unusable inputs, JSON data and human tables."""
+
+    command: str
+    findings: list[Finding] = field(default_factory=list)
+    problems: list[InputProblem] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+    tables: list[Table] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def count_by_severity(findings: list[Finding]) -> dict[str, int]:
+    """Number of findings per severity, every severity present (zero where none)."""
+    counts = {s.value: 0 for s in Severity}
+    for f in findings:
+        counts[f.severity.value] += 1
+    return counts
+
+
+def exit_code(report: Report, fail_on: FailOn = FailOn.ERROR) -> int:
+    """2 when an input could not be checked, else 1 when a finding reaches ``fail_on``, else 0."""
+    if report.problems:
+        return 2
+    if any(fail_on.reached_by(f.severity) for f in report.findings):
+        return 1
+    return 0

@@ -1,0 +1,68 @@
+"""Formatters: pure functions from a :class:`~ppaux.report.document.Report` to text, one module each.
+
+Each module is imported only when its format is asked for, so a JSON run never loads rich and a
+text run never loads the XML writer.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from ppaux.report.document import FailOn, Report
+
+__all__ = ["Format", "render"]
+
+
+class Format(str, enum.Enum):
+    """Output formats every command accepts with ``--format``."""
+
+    #: Tables and one line per finding, for a person at a terminal.
+    TEXT = "text"
+    #: The ``ppaux.report/1`` JSON document (docs/report-schema.md).
+    JSON = "json"
+    #: GitHub Actions workflow commands (``::error file=...::``), one per finding.
+    GITHUB = "github"
+    #: SARIF 2.1.0, for code scanning (``github/codeql-action/upload-sarif``).
+    SARIF = "sarif"
+    #: JUnit XML, one test case per file, stage or dump (GitLab ``reports:junit``).
+    JUNIT = "junit"
+    #: Code Climate JSON as GitLab's code-quality report reads it (``reports:codequality``).
+    GITLAB = "gitlab"
+
+
+def render(
+    report: Report,
+    fmt: Format,
+    *,
+    color: bool = False,
+    width: int = 100,
+    fail_on: FailOn = FailOn.ERROR,
+) -> str:
+    """Render ``report`` in ``fmt``.
+
+    ``color`` and ``width`` matter only to the text format; ``fail_on`` only to JUnit, where a
+    finding at or above it fails its test case and one below it is printed as test output.
+    """
+    if fmt is Format.JSON:
+        from ppaux.report.formats import json as json_format
+
+        return json_format.render(report)
+    if fmt is Format.GITHUB:
+        from ppaux.report.formats import github
+
+        return github.render(report)
+    if fmt is Format.SARIF:
+        from ppaux.report.formats import sarif
+
+        return sarif.render(report)
+    if fmt is Format.JUNIT:
+        from ppaux.report.formats import junit
+
+        return junit.render(report, fail_on=fail_on)
+    if fmt is Format.GITLAB:
+        from ppaux.report.formats import gitlab
+
+        return gitlab.render(report)
+    from ppaux.report.formats import text
+
+    return text.render(report, color=color, width=width)

@@ -1,0 +1,30 @@
+"""The JSON report document (schema ``ppaux.report/1``, described in docs/report-schema.md)."""
+
+from __future__ import annotations
+
+import json
+
+import ppaux
+from ppaux.report.document import REPORT_SCHEMA, Report, count_by_severity
+
+__all__ = ["document", "render"]
+
+
+def document(report: Report) -> dict:
+    """The report as a JSON-able dict: schema, tool, command, findings, problems, summary, data."""
+    doc = {
+        "schema": REPORT_SCHEMA,
+        "tool": {"name": "ppaux", "version": ppaux.__version__},
+        "command": report.command,
+        "findings": [f.to_json() for f in report.findings],
+        "problems": [p.to_json() for p in report.problems],
+        "summary": {**count_by_severity(report.findings), "problems": len(report.problems)},
+    }
+    for name, value in report.data.items():
+        doc.setdefault(name, value)
+    return doc
+
+
+def render(report: Report) -> str:
+    """One JSON document, indented, ending in a newline."""
+    return json.dumps(document(report), indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,160 @@
+"""The rule catalogue as text, JSON and Markdown: ``ppaux rules``, SARIF rule help, the docs page.
+
+Every view is a pure function of :class:`~ppaux.report.findings.Rule` objects, so the documentation
+page (docs/catalogue.md) is generated from the same data that the findings carry.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Iterable
+
+from ppaux.report.findings import Rule
+
+__all__ = [
+    "RULES_SCHEMA",
+    "RulesFormat",
+    "render_rules",
+    "rule_json",
+    "rules_document",
+    "render_rules_text",
+    "render_rules_json",
+    "rule_markdown",
+    "catalogue_markdown",
+    "markdown_text",
+    "markdown_code",
+]
+
+#: Version of the JSON document ``ppaux rules --format json`` prints.
+RULES_SCHEMA = "ppaux.rules/1"
+
+
+class RulesFormat(str, enum.Enum):
+    """Formats of ``ppaux rules`` and ``ppaux explain``."""
+
+    TEXT = "text"
+    JSON = "json"
+    MARKDOWN = "markdown"
+
+
+def render_rules(rules: Iterable[Rule], fmt: RulesFormat) -> str:
+    """The rules as a text table, a ``ppaux.rules/1`` JSON document or the Markdown page."""
+    if fmt is RulesFormat.JSON:
+        return render_rules_json(rules)
+    if fmt is RulesFormat.MARKDOWN:
+        return catalogue_markdown(rules)
+    return render_rules_text(rules)
+
+
+def rule_json(rule: Rule) -> dict:
+    """One rule as a JSON object (every field of the catalogue entry)."""
+    return {
+        "code": rule.code,
+        "name": rule.name,
+        "severity": rule.severity.value,
+        "area": rule.area,
+        "summary": rule.summary,
+        "explanation": rule.explanation,
+        "causes": list(rule.causes),
+        "fix": rule.fix,
+        "example": rule.example or None,
+        "sglang_error": rule.sglang_error,
+        "inconclusive": rule.inconclusive,
+    }
+
+
+def rules_document(rules: Iterable[Rule]) -> dict:
+    """The catalogue as one JSON document: schema, tool, rules in code order."""
+    import ppaux
+
+    return {
+        "schema": RULES_SCHEMA,
+        "tool": {"name": "ppaux", "version": ppaux.__version__},
+        "rules": [rule_json(r) for r in rules],
+    }
+
+
+def render_rules_json(rules: Iterable[Rule]) -> str:
+    """:func:`rules_document`, indented, ending in a newline."""
+    import json
+
+    return json.dumps(rules_document(rules), indent=2, ensure_ascii=False) + "\n"
+
+
+def render_rules_text(rules: Iterable[Rule]) -> str:
+    """One aligned line per rule: code, severity, area, name, summary."""
+    rows = [(r.code, r.severity.value, r.area, r.name, r.summary) for r in rules]
+    header = ("code", "severity", "area", "name", "summary")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
+    lines = []
+    for row in [header, *rows]:
+        cells = [row[i].ljust(widths[i]) for i in range(4)]
+        lines.append("  ".join([*cells, row[4]]))
+    return "\n".join(lines) + "\n"
+
+
+_MARKDOWN_SPECIAL = "\\`*_[]<>"
+
+
+def markdown_text(text: str) -> str:
+    """Prose with Markdown's special characters escaped (keys like ``__x__`` are not bold)."""
+    return "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in text)
+
+
+def markdown_code(text: str) -> str:
+    """An inline code span holding ``text`` exactly, whatever backticks it contains."""
+    fence = "`"
+    while fence in text:
+        fence += "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def rule_markdown(rule: Rule, level: int = 2, *, anchor: bool = True) -> str:
+    """One rule as a Markdown section; with ``anchor`` its heading gets the id ``<code>`` in
+    lower case (attr_list syntax, which the docs site reads and other renderers do not)."""
+    heading = "#" * level
+    facts = f"**{rule.severity.value}** · area {rule.area or '-'}"
+    if rule.inconclusive:
+        facts += ' · "could not check" (fails the gate with `--strict`)'
+    title = f"{heading} {rule.code} {rule.name}"
+    if anchor:
+        title += f" {{ #{rule.code.lower()} }}"
+    lines = [title, "", facts, ""]
+    lines += [markdown_text(rule.summary), ""]
+    if rule.sglang_error:
+        lines += [f"Predicts the sglang error {markdown_code(rule.sglang_error)}.", ""]
+    lines += ["**What it means.** " + markdown_text(rule.explanation), ""]
+    lines += ["**Likely causes:**", ""]
+    lines += [f"- {markdown_text(cause)}" for cause in rule.causes]
+    lines += ["", "**Fix.** " + markdown_text(rule.fix), ""]
+    if rule.example:
+        lines += ["**Example:** " + markdown_code(rule.example), ""]
+    return "\n".join(lines)
+
+
+def catalogue_markdown(rules: Iterable[Rule]) -> str:
+    """The docs page listing every rule: an index table, then one section per rule."""
+    rules = list(rules)
+    lines = [
+        "<!-- Generated from ppaux/catalogue by scripts/generate_docs.py; do not edit. -->",
+        "",
+        "# Rule catalogue",
+        "",
+        "Every finding ppaux reports carries one of these codes. `ppaux explain CODE` prints "
+        "the same text in a terminal, `ppaux rules` lists the codes, and `--select` / "
+        "`--ignore` take a code or a code prefix (`PP1` is every payload rule).",
+        "",
+        "| code | name | severity | area | summary |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rules:
+        summary = markdown_text(r.summary).replace("|", "\\|")
+        lines.append(
+            f"| [{r.code}](#{r.code.lower()}) | {r.name} | {r.severity.value} | {r.area} "
+            f"| {summary} |"
+        )
+    lines.append("")
+    for r in rules:
+        lines.append(rule_markdown(r))
+    return "\n".join(lines).rstrip("\n") + "\n"

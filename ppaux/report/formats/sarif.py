@@ -1,0 +1,139 @@
+"""SARIF 2.1.0, as GitHub code scanning and other SARIF viewers read it.
+
+One run per report. The driver lists every catalogue rule (id, name, descriptions, help in text
+and Markdown, default level, tags); each finding is a result pointing at its file, stage or
+dump, with the key in the message and in the result's properties. Inputs that could not be
+read become error notifications of the invocation, which is then not successful. The
+``automationDetails.id`` (``ppaux/<command>/``) keeps uploads of different commands apart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import urllib.parse
+
+from ppaux.report.findings import Finding, Rule, Severity
+from ppaux.report.document import Report
+
+__all__ = ["SARIF_SCHEMA_URI", "document", "render", "artifact_uri"]
+
+SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+
+_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+# GitHub sorts security alerts by this score (0.0 - 10.0): running code on load is "high".
+_SECURITY_SEVERITY = {Severity.ERROR: "8.0", Severity.WARNING: "5.0", Severity.INFO: "2.0"}
+
+
+def artifact_uri(path: str) -> str:
+    """A URI reference for ``path``: relative paths stay relative (GitHub maps them onto the
+    repository), absolute ones become ``file:`` URIs; unsafe characters are percent-encoded."""
+    posix = path.replace(os.sep, "/") if os.sep != "/" else path
+    if os.path.isabs(path):
+        return "file://" + urllib.parse.quote(posix if posix.startswith("/") else "/" + posix)
+    return urllib.parse.quote(posix)
+
+
+def _rule_descriptor(rule: Rule) -> dict:
+    from ppaux.report.formats.rules import rule_markdown
+
+    help_text = (
+        f"{rule.explanation}\n\nLikely causes:\n"
+        + "\n".join(f"- {c}" for c in rule.causes)
+        + f"\n\nFix: {rule.fix}"
+        + (f"\n\nExample: {rule.example}" if rule.example else "")
+    )
+    properties: dict = {"tags": ["ppaux", rule.area] if rule.area else ["ppaux"]}
+    if rule.area == "security":  # the "security" tag and score put it among security alerts
+        properties["security-severity"] = _SECURITY_SEVERITY[rule.severity]
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": rule.explanation},
+        "help": {"text": help_text, "markdown": rule_markdown(rule, level=3, anchor=False)},
+        "defaultConfiguration": {"level": _LEVEL[rule.severity]},
+        "properties": properties,
+    }
+
+
+def _fingerprint(finding: Finding) -> str:
+    # Stable across runs: the same code, place, key and message give the same value.
+    material = "\0".join((finding.code, finding.path, finding.key or "", finding.message))
+    return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _location(path: str) -> dict:
+    return {"physicalLocation": {"artifactLocation": {"uri": artifact_uri(path)}}}
+
+
+def _result(finding: Finding, index: dict[str, int]) -> dict:
+    text = f"{finding.message} (key {finding.key!r})" if finding.key is not None else finding.message
+    if finding.sglang_error:
+        text += f". Predicts the sglang error: {finding.sglang_error}"
+    properties: dict = {"key": finding.key, "severity": finding.severity.value}
+    if finding.sglang_error:
+        properties["sglang_error"] = finding.sglang_error
+    if finding.hint:
+        properties["fix"] = finding.hint
+    if finding.extra:
+        properties["extra"] = finding.extra
+    result = {
+        "ruleId": finding.code,
+        "level": _LEVEL[finding.severity],
+        "message": {"text": text},
+        "locations": [_location(finding.path)],
+        "partialFingerprints": {"ppauxFinding/v1": _fingerprint(finding)},
+        "properties": properties,
+    }
+    if finding.code in index:
+        result["ruleIndex"] = index[finding.code]
+    return result
+
+
+def document(report: Report) -> dict:
+    """The SARIF log as a JSON-able dict."""
+    import ppaux
+    from ppaux.report.catalogue import RULES
+
+    rules = list(RULES.values())
+    index = {rule.code: i for i, rule in enumerate(rules)}
+    notifications = [
+        {
+            "level": "error",
+            "message": {"text": f"could not read this input: {p.message}"},
+            "locations": [_location(p.path)],
+        }
+        for p in report.problems
+    ]
+    return {
+        "$schema": SARIF_SCHEMA_URI,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "ppaux",
+                        "version": ppaux.__version__,
+                        "semanticVersion": ppaux.__version__,
+                        "rules": [_rule_descriptor(r) for r in rules],
+                    }
+                },
+                "automationDetails": {"id": f"ppaux/{report.command.replace(' ', '-')}/"},
+                "invocations": [
+                    {
+                        "executionSuccessful": not report.problems,
+                        "toolExecutionNotifications": notifications,
+                    }
+                ],
+                "results": [_result(f, index) for f in report.findings],
+            }
+        ],
+    }
+
+
+def render(report: Report) -> str:
+    """The SARIF log, indented, ending in a newline."""
+    return json.dumps(document(report), indent=2, ensure_ascii=False) + "\n"

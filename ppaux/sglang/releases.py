@@ -1,0 +1,253 @@
+"""The table of known sglang releases, shipped as package data (``ppaux/data/releases.json``).
+
+Every fact in the table was read from the release wheels on PyPI (``pip download --no-deps
+sglang==X``); the tests marked ``wheels`` check it against them. Releases fall into three
+families by their auxiliary transport: none up to 0.5.18, the first one in 0.5.19, and the same
+file from 0.5.20 to 0.5.23 (only its imports changed). Inside a family the logprob keys of the
+output message still change from release to release, and a receiver that indexes a key its
+sender does not send fails with ``KeyError``.
+
+Matching is by code, not by version number: a tree is "a release's" when its transport file's
+sha256, or the digests of its functions (:mod:`ppaux.sglang.digest`), are in the table.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Iterable, Mapping
+
+from ppaux.report.catalogue import finding
+from ppaux.report.findings import Finding, Severity
+from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_PREFIX
+
+__all__ = [
+    "Family",
+    "Release",
+    "UnknownReleaseError",
+    "families",
+    "releases",
+    "release",
+    "known_release",
+    "family_of",
+    "match_transport",
+    "wire_is_release",
+    "release_key_findings",
+]
+
+
+class UnknownReleaseError(ValueError):
+    """A release name that the table does not know."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+    def __str__(self) -> str:
+        return f"unknown sglang release {self.name!r}; known: {', '.join(releases())}"
+
+
+@dataclass(frozen=True)
+class Family:
+    """Releases that ship the same auxiliary transport (or none)."""
+
+    name: str
+    versions: tuple[str, ...]
+    transport: bool
+    transport_sha256: "str | None"
+    transport_lines: "int | None"
+    aux_output_defined_in: "str | None"
+    transport_digests: Mapping[str, str]
+    wire_digests: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Release:
+    """The facts of one release that matter to the PP output message."""
+
+    version: str
+    family: str
+    torch: "str | None"
+    logprob_keys: tuple[str, ...]
+    receiver_logprob_keys: tuple[str, ...]
+    receiver_sampling_mask_keys: tuple[str, ...]
+    output_keys: tuple[str, ...]
+    optional_output_keys: tuple[str, ...]
+
+
+@functools.lru_cache(maxsize=1)
+def _table() -> dict[str, Any]:
+    text = resources.files("ppaux").joinpath("data/releases.json").read_text("utf-8")
+    return json.loads(text)
+
+
+@functools.lru_cache(maxsize=1)
+def families() -> tuple[Family, ...]:
+    """The transport families, oldest first."""
+    return tuple(
+        Family(
+            name=f["name"],
+            versions=tuple(f["versions"]),
+            transport=f["transport"],
+            transport_sha256=f["transport_sha256"],
+            transport_lines=f["transport_lines"],
+            aux_output_defined_in=f["aux_output_defined_in"],
+            transport_digests=dict(f["transport_digests"]),
+            wire_digests=dict(f["wire_digests"]),
+        )
+        for f in _table()["families"]
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _releases() -> dict[str, Release]:
+    return {
+        version: Release(
+            version=version,
+            family=r["family"],
+            torch=r["torch"],
+            logprob_keys=tuple(r["logprob_keys"]),
+            receiver_logprob_keys=tuple(r["receiver_logprob_keys"]),
+            receiver_sampling_mask_keys=tuple(r["receiver_sampling_mask_keys"]),
+            output_keys=tuple(r["output_keys"]),
+            optional_output_keys=tuple(r["optional_output_keys"]),
+        )
+        for version, r in _table()["releases"].items()
+    }
+
+
+def releases() -> tuple[str, ...]:
+    """Versions the table knows, oldest first."""
+    return tuple(_releases())
+
+
+def known_release(name: str) -> bool:
+    """True when ``name`` (such as ``0.5.23``) is a release in the table."""
+    return name.strip() in _releases()
+
+
+def _lookup(name: str) -> Release:
+    try:
+        return _releases()[name.strip()]
+    except KeyError:
+        raise UnknownReleaseError(name) from None
+
+
+def release(name: str) -> Release:
+    """The facts of release ``name``; :class:`UnknownReleaseError` if the table lacks it."""
+    return _lookup(name)
+
+
+def family_of(name: str) -> Family:
+    """The transport family of release ``name``."""
+    wanted = release(name).family
+    return next(f for f in families() if f.name == wanted)
+
+
+def _family_span(names: Iterable[str]) -> "str | None":
+    """'0.5.19-0.5.23' for families 0.5.19 and 0.5.20-0.5.23, in table order."""
+    wanted = set(names)
+    versions = [v for f in families() if f.name in wanted for v in f.versions]
+    if not versions:
+        return None
+    return versions[0] if len(versions) == 1 else f"{versions[0]}-{versions[-1]}"
+
+
+def match_transport(sha256: str, digests: Mapping[str, str]) -> "tuple[str, str | None]":
+    """Whether a transport file is a release's: (verdict, releases it matches).
+
+    The verdict is ``release`` when the file's bytes are a release's, ``functions`` when only
+    add, pop and the two Protocols are (the rest of the file, such as its imports, differs), and
+    ``modified`` otherwise.
+    """
+    for family in families():
+        if family.transport and family.transport_sha256 == sha256:
+            return "release", family.name
+    same = [
+        f.name
+        for f in families()
+        if f.transport and f.transport_digests and dict(f.transport_digests) == dict(digests)
+    ]
+    if same:
+        return "functions", _family_span(same)
+    return "modified", None
+
+
+def wire_is_release(digests: Mapping[str, str]) -> bool:
+    """True when the wire functions' digests are those of a known release."""
+    return any(dict(f.wire_digests) == dict(digests) for f in families() if f.wire_digests)
+
+
+def _senders_of(key: str) -> list[str]:
+    return [v for v, r in _releases().items() if key in r.logprob_keys]
+
+
+def release_key_findings(path: str, keys: list[str], release: str) -> list[Finding]:
+    """Check an output message's top-level ``keys`` against what ``release`` (``0.5.23``) expects.
+
+    The first PP stage of that release indexes ``next_token_ids`` on every output message and
+    its logprob keys on logprob batches (a message that carries any logprob key); a missing one
+    predicts ``KeyError``. Keys of a sampling mask are indexed only when the message carries a
+    mask. Logprob keys that this release never sends but another one does mean the last stage
+    runs another release. Raises :class:`UnknownReleaseError` for a release the table lacks.
+    """
+    expected = _lookup(release)
+    present = [k for k in keys if isinstance(k, str)]
+    have = set(present)
+    if have <= {MSG_TYPE_KEY} or any(k in have for k in ("hidden_states", "residual")):
+        # Not an output message (empty, or a proxy message): the receiver does not index it.
+        return []
+    findings: list[Finding] = []
+    every_logprob_key = {k for r in _releases().values() for k in r.logprob_keys}
+    logprob_batch = bool(have & every_logprob_key)
+    needed = [(k, Severity.ERROR, "on every output message") for k in expected.output_keys]
+    if logprob_batch:
+        needed += [
+            (k, Severity.ERROR, "on logprob batches") for k in expected.receiver_logprob_keys
+        ]
+        if "sampling_mask_token_ids" in have:
+            needed += [
+                (k, Severity.ERROR, "when the message carries a sampling mask")
+                for k in expected.receiver_sampling_mask_keys
+            ]
+    for key, severity, when in needed:
+        if key in have:
+            continue
+        findings.append(
+            finding(
+                "PP321",
+                path,
+                f"sglang {expected.version}'s first stage indexes {key!r} {when}; this message "
+                f"lacks it",
+                key,
+                severity=severity,
+                sglang_error=f"KeyError: {key!r}",
+            )
+        )
+    known_here = {
+        *expected.output_keys,
+        *expected.optional_output_keys,
+        *expected.logprob_keys,
+        MSG_TYPE_KEY,
+    }
+    for key in present:
+        if key in known_here or key.startswith(OUTPUT_PREFIX):
+            continue
+        senders = _senders_of(key)
+        if senders:
+            findings.append(
+                finding(
+                    "PP322",
+                    path,
+                    f"{key!r} is sent by sglang {_version_span(senders)}, not by "
+                    f"{expected.version}: the last stage runs another release",
+                    key,
+                )
+            )
+    return findings
+
+
+def _version_span(versions: list[str]) -> str:
+    return versions[0] if len(versions) == 1 else f"{versions[0]}-{versions[-1]}"

@@ -1,0 +1,574 @@
+"""A fingerprint: what one host or rank runs, as a schema-versioned JSON document.
+
+:func:`collect` takes the snapshot in a fraction of a second without importing torch or sglang:
+package versions come from ``importlib.metadata``, torch's build facts from ``torch/version.py``
+read as text, the NCCL version from the ``nvidia-nccl-*`` package or its header, the driver from
+``/proc/driver/nvidia/version``, and sglang's transport capability from its source
+(:mod:`ppaux.sglang.capability`). :func:`load` reads a fingerprint back and refuses anything that is not
+one, naming the file and the field. The schema is documented in docs/check-skew.md.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import datetime
+import importlib.metadata
+import importlib.util
+import json
+import os
+import platform
+import re
+import socket
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import ppaux
+from ppaux.sglang.capability import Capability, analyse
+from ppaux.errors import PathError
+from ppaux.files import InputFileError, read_regular
+
+__all__ = [
+    "SCHEMA",
+    "PACKAGES",
+    "MAX_FINGERPRINT_BYTES",
+    "RankInfo",
+    "Fingerprint",
+    "FingerprintError",
+    "collect",
+    "load",
+    "load_paths",
+    "loads",
+    "redact_environment",
+]
+
+#: Version of the fingerprint document; another value is refused, not guessed at.
+SCHEMA = "ppaux.fingerprint/1"
+_SCHEMA_FAMILY = "ppaux.fingerprint/"
+
+#: Distributions whose versions every fingerprint records (None where not installed).
+PACKAGES = (
+    "sglang",
+    "sglang-kernel",
+    "sgl-kernel",
+    "torch",
+    "triton",
+    "flashinfer-python",
+    "flashinfer-cubin",
+    "flashinfer-jit-cache",
+    "transformers",
+    "nvidia-nccl-cu11",
+    "nvidia-nccl-cu12",
+    "nvidia-nccl-cu13",
+    "nvidia-cuda-runtime-cu12",
+    "nvidia-cuda-runtime-cu13",
+    "vllm",
+    "ppaux",
+)
+
+#: A fingerprint is a few kilobytes; anything far larger is not one.
+MAX_FINGERPRINT_BYTES = 16 * 1024 * 1024
+
+# Environment variables that change how PP stages talk, by prefix and by exact name.
+_ENV_PREFIXES = ("SGLANG_", "SGL_", "NCCL_", "TORCH_", "PYTORCH_", "GLOO_", "CUDA_", "NVIDIA_")
+_ENV_NAMES = frozenset(
+    {
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "RANK",
+        "LOCAL_RANK",
+        "WORLD_SIZE",
+        "LOCAL_WORLD_SIZE",
+        "OMP_NUM_THREADS",
+        "LD_LIBRARY_PATH",
+    }
+)
+# A name holding any of these words keeps its value to itself.
+_SECRET_WORDS = (
+    "TOKEN",
+    "SECRET",
+    "KEY",
+    "PASSWORD",
+    "PASSWD",
+    "PASSPHRASE",
+    "CREDENTIAL",
+    "AUTH",
+    "COOKIE",
+    "PRIVATE",
+    "SIGNATURE",
+)
+REDACTED = "<redacted>"
+# user:password@ inside a URL-like value.
+_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
+
+_DRIVER_FILE = "/proc/driver/nvidia/version"
+_DRIVER_RE = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(?P<v>\d+(?:\.\d+)+)")
+_NCCL_DEFINE_RE = re.compile(r"^#define\s+NCCL_(MAJOR|MINOR|PATCH)\s+(\d+)", re.MULTILINE)
+
+
+class FingerprintError(PathError, ValueError):
+    """A file that is not a usable fingerprint: ``str()`` is '<path>: <reason>'."""
+
+
+@dataclass(frozen=True)
+class RankInfo:
+    """Where a process sits: the launcher's rank facts and, if given, its pipeline stage."""
+
+    rank: "int | None" = None
+    local_rank: "int | None" = None
+    world_size: "int | None" = None
+    pp_rank: "int | None" = None
+    pp_size: "int | None" = None
+
+    def to_json(self) -> dict:
+        """The rank facts as a JSON object."""
+        return {
+            "rank": self.rank,
+            "local_rank": self.local_rank,
+            "world_size": self.world_size,
+            "pp_rank": self.pp_rank,
+            "pp_size": self.pp_size,
+        }
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """One snapshot of a host or rank. ``source`` is the file it was read from, if any."""
+
+    schema: str
+    tool_version: str
+    time: str
+    host: str
+    pid: int
+    rank: RankInfo
+    python: Mapping[str, str]
+    platform: Mapping[str, str]
+    packages: Mapping[str, "str | None"]
+    torch_build: "Mapping[str, Any] | None"
+    nccl: Mapping[str, "str | None"]
+    driver: Mapping[str, "str | None"]
+    environment: Mapping[str, str]
+    sglang: Capability
+    source: "str | None" = field(default=None, compare=False)
+
+    def to_json(self) -> dict:
+        """The fingerprint document (schema :data:`SCHEMA`)."""
+        return {
+            "schema": self.schema,
+            "tool": {"name": "ppaux", "version": self.tool_version},
+            "time": self.time,
+            "host": self.host,
+            "pid": self.pid,
+            "rank": self.rank.to_json(),
+            "python": dict(self.python),
+            "platform": dict(self.platform),
+            "packages": dict(self.packages),
+            "torch_build": None if self.torch_build is None else dict(self.torch_build),
+            "nccl": dict(self.nccl),
+            "driver": dict(self.driver),
+            "environment": dict(self.environment),
+            "sglang": self.sglang.to_json(),
+        }
+
+    def placed(self, **changes: "int | None") -> "Fingerprint":
+        """A copy whose rank facts (rank, world_size, pp_rank, pp_size...) are changed."""
+        return dataclasses.replace(self, rank=dataclasses.replace(self.rank, **changes))
+
+    def dumps(self) -> str:
+        """The document as indented JSON ending in a newline."""
+        return json.dumps(self.to_json(), indent=2, sort_keys=False) + "\n"
+
+
+# ----------------------------------------------------------------------------------------------
+# Collecting
+
+
+def redact_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The PP-relevant variables of ``environ``, sorted, with secret values replaced."""
+    out: dict[str, str] = {}
+    for name in sorted(environ):
+        if not (name in _ENV_NAMES or name.startswith(_ENV_PREFIXES)):
+            continue
+        upper = name.upper()
+        if any(word in upper for word in _SECRET_WORDS):
+            out[name] = REDACTED
+        else:
+            out[name] = _URL_USERINFO.sub(rf"\g<scheme>{REDACTED}@", environ[name])
+    return out
+
+
+def _int_env(environ: Mapping[str, str], name: str) -> "int | None":
+    try:
+        return int(environ[name])
+    except (KeyError, ValueError):
+        return None
+
+
+def _versions() -> dict[str, "str | None"]:
+    out: dict[str, "str | None"] = {}
+    for name in PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    out["ppaux"] = out["ppaux"] or ppaux.__version__
+    return out
+
+
+def _package_file(package: str, *parts: str) -> "str | None":
+    """Path of a file inside an installed top-level package, found without importing it."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    for location in spec.submodule_search_locations or ():
+        candidate = os.path.join(location, *parts)
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def _torch_build() -> "dict[str, Any] | None":
+    """torch's ``version.py`` literals (version, CUDA, HIP, git), read as text, not imported."""
+    path = _package_file("torch", "version.py")
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            module = ast.parse(handle.read(1024 * 1024))
+    except (OSError, SyntaxError, ValueError):
+        return {
+            "version": None,
+            "cuda": None,
+            "hip": None,
+            "git_version": None,
+            "reason": f"{path}: unreadable",
+        }
+    values: dict[str, Any] = {}
+    for node in module.body:
+        target = value = None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign):
+            target, value = node.target, node.value
+        if isinstance(target, ast.Name) and isinstance(value, ast.Constant):
+            values[target.id] = value.value
+    return {
+        "version": values.get("__version__"),
+        "cuda": values.get("cuda"),
+        "hip": values.get("hip"),
+        "git_version": values.get("git_version"),
+    }
+
+
+def _nccl(packages: Mapping[str, "str | None"]) -> dict[str, "str | None"]:
+    for name in ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11"):
+        if packages.get(name):
+            return {"version": packages[name], "source": name}
+    header = _package_file("nvidia", "nccl", "include", "nccl.h")
+    if header is not None:
+        try:
+            with open(header, encoding="utf-8", errors="replace") as handle:
+                parts = dict(_NCCL_DEFINE_RE.findall(handle.read(256 * 1024)))
+        except OSError:
+            parts = {}
+        if len(parts) == 3:
+            return {
+                "version": f"{parts['MAJOR']}.{parts['MINOR']}.{parts['PATCH']}",
+                "source": header,
+            }
+    return {"version": "unknown", "source": None}
+
+
+def _driver() -> dict[str, "str | None"]:
+    try:
+        with open(_DRIVER_FILE, encoding="utf-8", errors="replace") as handle:
+            match = _DRIVER_RE.search(handle.read(4096))
+    except OSError:
+        return {"version": "unknown", "source": None}
+    if match is None:
+        return {"version": "unknown", "source": _DRIVER_FILE}
+    return {"version": match.group("v"), "source": _DRIVER_FILE}
+
+
+def _platform() -> dict[str, str]:
+    try:
+        libc = os.confstr("CS_GNU_LIBC_VERSION") or "unknown"
+    except (AttributeError, ValueError, OSError):
+        libc = "unknown"
+    return {
+        "system": platform.system(),
+        "release": platform.release(),
+        "machine": platform.machine(),
+        "libc": libc,
+    }
+
+
+def collect(
+    *,
+    sglang_path: "str | None" = None,
+    pp_rank: "int | None" = None,
+    pp_size: "int | None" = None,
+    environ: "Mapping[str, str] | None" = None,
+    live: bool = False,
+) -> Fingerprint:
+    """Take this process's fingerprint.
+
+    ``sglang_path`` is an sglang directory or wheel to analyse instead of the installed one
+    (:class:`ppaux.sglang.tree.SglangPathError` if it is not one). ``live=True`` also checks the
+    sglang modules already imported in this process for a monkeypatched add or pop
+    (:func:`ppaux.skew.livepatch.live_state`); use it from inside a running server.
+    """
+    env = os.environ if environ is None else environ
+    capability = analyse(sglang_path)
+    if live:
+        from ppaux.skew.livepatch import live_state
+
+        capability = capability.with_live(live_state())
+    packages = _versions()
+    return Fingerprint(
+        schema=SCHEMA,
+        tool_version=ppaux.__version__,
+        time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        rank=RankInfo(
+            rank=_int_env(env, "RANK"),
+            local_rank=_int_env(env, "LOCAL_RANK"),
+            world_size=_int_env(env, "WORLD_SIZE"),
+            pp_rank=pp_rank,
+            pp_size=pp_size,
+        ),
+        python={
+            "version": platform.python_version(),
+            "implementation": sys.implementation.name,
+        },
+        platform=_platform(),
+        packages=packages,
+        torch_build=_torch_build(),
+        nccl=_nccl(packages),
+        driver=_driver(),
+        environment=redact_environment(env),
+        sglang=capability,
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Loading and validating
+
+
+class _Invalid(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+_TYPE_NAMES = {
+    bool: "a boolean",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    list: "a list",
+    dict: "an object",
+    type(None): "null",
+}
+
+
+def _kind(value: Any) -> str:
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def _is(value: Any, kind: "type | None") -> bool:
+    if kind is None:
+        return value is None
+    if kind is int and isinstance(value, bool):
+        return False  # bool is an int subclass, but true is not a rank
+    return isinstance(value, kind)
+
+
+def _need(doc: Mapping[str, Any], name: str, kinds: tuple, where: str, *, optional=False) -> Any:
+    """``doc[name]`` if it has one of ``kinds`` (None allowed when in kinds)."""
+    label = f"{where}.{name}" if where else name
+    if name not in doc:
+        if optional:
+            return None
+        raise _Invalid(f"missing field {label!r}")
+    value = doc[name]
+    if not any(_is(value, kind) for kind in kinds):
+        wanted = " or ".join("null" if k is None else _TYPE_NAMES[k] for k in kinds)
+        shown = json.dumps(value)[:40]
+        raise _Invalid(f"field {label!r} must be {wanted}, not {_kind(value)} {shown}")
+    return value
+
+
+def _string_map(value: Mapping[str, Any], label: str, *, nullable: bool) -> None:
+    for key, item in value.items():
+        if not (isinstance(item, str) or (nullable and item is None)):
+            wanted = "a string or null" if nullable else "a string"
+            raise _Invalid(f"field {label}[{key!r}] must be {wanted}, not {_kind(item)}")
+
+
+def _string_list(doc: Mapping[str, Any], name: str, where: str) -> None:
+    value = _need(doc, name, (list, None), where, optional=True)
+    if value is not None and not all(isinstance(v, str) for v in value):
+        raise _Invalid(f"field '{where}.{name}' must be a list of strings")
+
+
+def _bool_map(doc: Mapping[str, Any], name: str, where: str) -> None:
+    value = _need(doc, name, (dict, None), where, optional=True)
+    if value is not None and not all(isinstance(v, bool) for v in value.values()):
+        raise _Invalid(f"field '{where}.{name}' must map names to true or false")
+
+
+def _capability(doc: Mapping[str, Any]) -> Capability:
+    where = "sglang"
+    _need(doc, "found", (bool,), where)
+    for name in (
+        "origin",
+        "location",
+        "version",
+        "match_family",
+        "prefix",
+        "receiver_prefix",
+        "wire_digest",
+    ):
+        _need(doc, name, (str, None), where, optional=True)
+    for name in ("transport", "match", "wire", "non_tensor_values"):
+        _need(doc, name, (str,), where, optional=True)
+    for name in ("sender_checks", "receiver_checks", "scheduler_calls"):
+        _bool_map(doc, name, where)
+    for name in (
+        "logprob_keys",
+        "receiver_logprob_keys",
+        "receiver_sampling_mask_keys",
+        "output_keys",
+        "optional_output_keys",
+    ):
+        _string_list(doc, name, where)
+    for name in ("digests", "unknown"):
+        value = _need(doc, name, (dict, None), where, optional=True)
+        if value is not None:
+            _string_map(value, f"{where}.{name}", nullable=False)
+    files = _need(doc, "files", (list, None), where, optional=True) or []
+    for index, item in enumerate(files):
+        if not isinstance(item, dict):
+            raise _Invalid(f"field 'sglang.files[{index}]' must be an object")
+        for name in ("role", "path", "status"):
+            _need(item, name, (str,), f"sglang.files[{index}]")
+    live = _need(doc, "live", (dict, None), where, optional=True)
+    if live is not None:
+        _string_map(live, "sglang.live", nullable=False)
+    return Capability.from_json(dict(doc))
+
+
+def _validate(doc: Any) -> Fingerprint:
+    if not isinstance(doc, dict):
+        raise _Invalid(f"not a ppaux fingerprint: the document is {_kind(doc)}, not an object")
+    schema = doc.get("schema")
+    if not isinstance(schema, str):
+        raise _Invalid(
+            "not a ppaux fingerprint (no 'schema' field); make one with 'ppaux fingerprint -o FILE'"
+        )
+    if schema != SCHEMA:
+        if schema.startswith(_SCHEMA_FAMILY):
+            raise _Invalid(
+                f"fingerprint schema {schema!r} is not supported by ppaux {ppaux.__version__}, "
+                f"which reads {SCHEMA!r}; take the fingerprints with the same ppaux version"
+            )
+        raise _Invalid(f"not a ppaux fingerprint (schema {schema!r}, expected {SCHEMA!r})")
+    tool = _need(doc, "tool", (dict,), "")
+    tool_version = _need(tool, "version", (str,), "tool")
+    time = _need(doc, "time", (str,), "")
+    host = _need(doc, "host", (str,), "")
+    pid = _need(doc, "pid", (int,), "")
+    rank_doc = _need(doc, "rank", (dict,), "")
+    rank = RankInfo(
+        **{
+            name: _need(rank_doc, name, (int, None), "rank", optional=True)
+            for name in ("rank", "local_rank", "world_size", "pp_rank", "pp_size")
+        }
+    )
+    python = _need(doc, "python", (dict,), "")
+    _need(python, "version", (str,), "python")
+    _string_map(python, "python", nullable=True)
+    platform_doc = _need(doc, "platform", (dict,), "")
+    _string_map(platform_doc, "platform", nullable=True)
+    packages = _need(doc, "packages", (dict,), "")
+    _string_map(packages, "packages", nullable=True)
+    torch_build = _need(doc, "torch_build", (dict, None), "")
+    nccl = _need(doc, "nccl", (dict,), "")
+    _need(nccl, "version", (str,), "nccl")
+    driver = _need(doc, "driver", (dict,), "")
+    _need(driver, "version", (str,), "driver")
+    environment = _need(doc, "environment", (dict,), "")
+    _string_map(environment, "environment", nullable=False)
+    capability = _capability(_need(doc, "sglang", (dict,), ""))
+    return Fingerprint(
+        schema=schema,
+        tool_version=tool_version,
+        time=time,
+        host=host,
+        pid=pid,
+        rank=rank,
+        python=python,
+        platform=platform_doc,
+        packages=packages,
+        torch_build=torch_build,
+        nccl=nccl,
+        driver=driver,
+        environment=environment,
+        sglang=capability,
+    )
+
+
+def loads(text: "str | bytes", source: str) -> Fingerprint:
+    """Parse and validate one fingerprint document; :class:`FingerprintError` names the fault."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FingerprintError(
+            source, f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+    except (UnicodeDecodeError, RecursionError, ValueError) as exc:
+        raise FingerprintError(source, f"not valid JSON: {type(exc).__name__}") from None
+    try:
+        fingerprint = _validate(doc)
+    except _Invalid as exc:
+        raise FingerprintError(source, exc.reason) from None
+    return dataclasses.replace(fingerprint, source=source)
+
+
+def load(path: str) -> Fingerprint:
+    """Read the fingerprint at ``path``; :class:`FingerprintError` for anything unusable."""
+    try:
+        data = read_regular(path, MAX_FINGERPRINT_BYTES, "fingerprint")
+    except InputFileError as exc:
+        raise FingerprintError(path, exc.reason) from None
+    return loads(data, path)
+
+
+def load_paths(paths: "list[str]") -> "tuple[list[Fingerprint], list[tuple[str, str]]]":
+    """Fingerprints from files and directories (their ``*.json``, sorted), and (path, reason)
+    for every input that could not be used; the others are still loaded."""
+    import glob
+
+    files: list[str] = []
+    problems: list[tuple[str, str]] = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = sorted(glob.glob(os.path.join(glob.escape(path), "*.json")))
+            if not found:
+                problems.append((path, "no *.json fingerprints in this directory"))
+            files += found
+        else:
+            files.append(path)
+    fingerprints: list[Fingerprint] = []
+    for path in files:
+        try:
+            fingerprints.append(load(path))
+        except FingerprintError as exc:
+            problems.append((exc.path, exc.reason))
+    return fingerprints, problems
