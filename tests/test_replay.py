@@ -165,6 +165,7 @@ def test_clean_replay_reports_the_output_and_exit_0():
         "device": "cpu", "sender": "validating", "transport": "wire", "impl": "reference",
         "all_gather": 1, "implementations": {"reference": {
             "origin": "ppaux.transport", "version": None, "sha256": None, "stock_releases": []}},
+        "sglang_runtime": None,
     }
 
 
@@ -256,7 +257,7 @@ def test_auto_device_falls_back_to_cpu_without_cuda():
 @pytest.mark.parametrize("args, message", [
     (["--device", "tpu"], "--device tpu: not a device; use cpu, cuda, cuda:N or auto"),
     (["--sglang-path", "/nonexistent/sglang"],
-     "--sglang-path /nonexistent/sglang: only used with --impl sglang or --impl both"),
+     "--sglang-path /nonexistent/sglang: only used with --impl sglang, --impl both or --transport sglang"),
     (["--impl", "both", "--sglang-path", "/nonexistent/sglang"],
      "--sglang-path /nonexistent/sglang: no such file or directory"),
 ])

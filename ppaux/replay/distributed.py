@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.distributed as dist
@@ -49,7 +49,7 @@ from ppaux.replay.wire import (
     unpack_metadata,
 )
 
-__all__ = ["DistributedWire", "WireSetupError", "clock"]
+__all__ = ["DistributedWire", "WireSetupError", "clock", "serve"]
 
 _HOST = "127.0.0.1"
 _REPLY_KEY = "__ppaux_reply__"
@@ -157,7 +157,7 @@ class _Channel:
             except (RuntimeError, TypeError, ValueError) as exc:
                 raise WireError("receiver", type(exc).__name__, str(exc).splitlines()[0],
                                 key=key, metadata_sent=True) from None
-            if target.numel():
+            if target.numel() and target.device.type != "meta":
                 self._receive_into(target, all_gather_size)
             received[key] = target
         return received
@@ -189,11 +189,19 @@ def _synchronize(device_type: str) -> None:
 class DistributedWire:
     """The sending end of a two-process group; the receiver is started on first use.
 
+    The message itself crosses by :meth:`_send_message` (ppaux's re-implementation of sglang's
+    ``send_tensor_dict``); :class:`ppaux.replay.sglang_wire.SglangWire` replaces that one step
+    with sglang's own ``GroupCoordinator`` and keeps the rest: the receiver's life, the control
+    messages, the reply.
+
     ``device`` is where the sender's tensors are (CUDA needs a second GPU for the receiver);
     ``sglang_source`` is what :func:`ppaux.sglang.loader.load_transport_module` loads when the
     receiver is asked to run sglang's implementation. Close it (or use ``with``) to stop the
     receiver.
     """
+
+    #: The module the receiver process runs (``python -m``).
+    child_module = "ppaux.replay.distributed"
 
     def __init__(self, device: torch.device, *, timeout_s: float = 60.0,
                  all_gather_size: int = 1, sglang_source: str | None = None) -> None:
@@ -235,6 +243,7 @@ class DistributedWire:
         config = {
             "port": self._store.port, "timeout_s": self.timeout.total_seconds(),
             "device": self.receiver_device, "sglang_source": self.sglang_source,
+            **self._child_config(),
         }
         # ppaux/replay/distributed.py -> the directory that holds the ppaux package
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -242,7 +251,7 @@ class DistributedWire:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         self._log = tempfile.TemporaryFile()
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "ppaux.replay.distributed", json.dumps(config)],
+            [sys.executable, "-m", self.child_module, json.dumps(config)],
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, env=env,
         )
         deadline = clock() + self.timeout.total_seconds()
@@ -263,7 +272,27 @@ class DistributedWire:
         if self.device.type == "cuda":
             device_group = _nccl(dist.PrefixStore("nccl", self._store), 0, self.timeout)
         self._channel = _Channel(1, cpu_group, device_group)
+        self._joined(self._store)
         return self._channel
+
+    def _child_config(self) -> dict[str, Any]:
+        """What the receiver needs beyond the common settings (none here)."""
+        return {}
+
+    def _joined(self, store: Any) -> None:
+        """Called once the channel to a new receiver stands (nothing more to set up here)."""
+
+    def _left(self) -> None:
+        """Called when the receiver is gone, to drop what :meth:`_joined` set up."""
+
+    def _check(self, sent: dict) -> None:
+        """Split and pickle first: a dict that cannot be split fails before anything is sent,
+        as in sglang, and the group stays usable."""
+        split_tensor_dict(sent)
+
+    def _send_message(self, channel: _Channel, sent: dict, stats: WireStats) -> None:
+        """Send the message itself, the way sglang's ``send_tensor_dict`` does."""
+        channel.send_tensor_dict(sent, self.all_gather_size, stats)
 
     def _log_tail(self) -> str:
         if self._log is None:
@@ -280,6 +309,8 @@ class DistributedWire:
             process.kill()
         if process is not None:
             process.wait()
+        if self._channel is not None:
+            self._left()
         self._channel = None
         self._store = None
         if self._log is not None:
@@ -328,9 +359,7 @@ class DistributedWire:
         auxiliary tensors it sent back, and the wire's statistics; raises :class:`WireError`
         where the wire fails.
         """
-        # Split and pickle first: a dict that cannot be split fails before anything is sent,
-        # as in sglang, and the group stays usable.
-        split_tensor_dict(sent)
+        self._check(sent)
         channel = self._start()
         self._sequence += 1
         sequence = self._sequence
@@ -340,7 +369,7 @@ class DistributedWire:
                                  "all_gather": self.all_gather_size})
             _synchronize(self.device.type)
             started = clock()
-            channel.send_tensor_dict(sent, self.all_gather_size, stats)
+            self._send_message(channel, sent, stats)
         except WireError as exc:
             # The sender failed midway (as gloo does on a non-contiguous tensor): the receiver
             # is left waiting for data that never comes. sglang's receiver sees the peer close.
@@ -376,8 +405,22 @@ class DistributedWire:
 # The receiving process
 
 
-def _serve(config: dict) -> int:
-    """Receive until told to stop; report a failure through the store, then exit 3."""
+Receive = Callable[[_Channel, dict], dict]
+
+
+def _receive_message(channel: _Channel, control: dict) -> dict:
+    """The message, received the way sglang's ``recv_tensor_dict`` does."""
+    return channel.recv_tensor_dict(control["all_gather"])
+
+
+def serve(config: dict, *, joined: Callable[[Any, dict], Receive] | None = None,
+          implementation: Callable[[str, dict, dict], Any] | None = None) -> int:
+    """Receive until told to stop; report a failure through the store, then exit 3.
+
+    ``joined(store, config)``, called once the channel stands, returns how the message is
+    received (default: ppaux's re-implementation of ``recv_tensor_dict``); ``implementation``
+    resolves the name of the pop/add implementation asked for.
+    """
     timeout = datetime.timedelta(seconds=config["timeout_s"])
     store = dist.TCPStore(_HOST, config["port"], 2, False, timeout=timeout)
     device = torch.device(config["device"])
@@ -389,6 +432,8 @@ def _serve(config: dict) -> int:
     device_group = _nccl(dist.PrefixStore("nccl", store), 1, timeout) \
         if device.type == "cuda" else None
     channel = _Channel(0, cpu_group, device_group)
+    receive_message = joined(store, config) if joined is not None else _receive_message
+    resolve = implementation if implementation is not None else _implementation
     implementations: dict[str, Any] = {}
     while True:
         control = channel.recv_object()
@@ -398,7 +443,8 @@ def _serve(config: dict) -> int:
             if control["op"] == "raw":
                 _serve_raw(channel, control, device.type)
             else:
-                _serve_dict(channel, control, implementations, config, device.type)
+                _serve_dict(channel, control, receive_message,
+                            resolve(control["impl"], implementations, config), device.type)
         except Exception as exc:  # reported to the sender, whatever it was
             side = exc.side if isinstance(exc, WireError) else "receiver"
             error_type = exc.error_type if isinstance(exc, WireError) else type(exc).__name__
@@ -425,14 +471,13 @@ def _implementation(name: str, cache: dict, config: dict) -> Any:
     return cache[name]
 
 
-def _serve_dict(channel: _Channel, control: dict, implementations: dict, config: dict,
+def _serve_dict(channel: _Channel, control: dict, receive_message: Receive, module: Any,
                 device_type: str) -> None:
     from ppaux.replay.roundtrip import receive
 
-    received = channel.recv_tensor_dict(control["all_gather"])
+    received = receive_message(channel, control)
     _synchronize(device_type)
     received_at = clock()
-    module = _implementation(control["impl"], implementations, config)
     info, readded = receive(received, pop=module.pop_auxiliary_output_from_pp_tensors,
                             add=module.add_auxiliary_output_to_pp_tensors)
     reply: dict = {_REPLY_KEY: {"info": info, "received_at": received_at,
@@ -451,4 +496,4 @@ def _serve_raw(channel: _Channel, control: dict, device_type: str) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(_serve(json.loads(sys.argv[1])))
+    raise SystemExit(serve(json.loads(sys.argv[1])))

@@ -60,6 +60,7 @@ class Transport(str, enum.Enum):
     NONE = "none"
     WIRE = "wire"
     TORCH_DISTRIBUTED = "torch-distributed"
+    SGLANG = "sglang"
 
 
 class Impl(str, enum.Enum):
@@ -90,6 +91,7 @@ class ReplayOptions:
     transport: Transport = Transport.NONE
     impl: Impl = Impl.REFERENCE
     #: Where sglang's transport is read from (a directory or a wheel); None: the installed one.
+    #: With the ``sglang`` transport, a directory put first on the import path.
     sglang_path: str | None = None
     #: Size of the emulated attention-TP all-gather group on the wire (1: none).
     all_gather: int = 1
@@ -115,6 +117,10 @@ def _setup(options: ReplayOptions) -> _Setup:
 
     if options.all_gather < 1:
         raise ReplayConfigError("all-gather", str(options.all_gather), "must be 1 or more")
+    if options.sglang_path is not None and options.impl is Impl.REFERENCE \
+            and options.transport is not Transport.SGLANG:
+        raise ReplayConfigError("sglang-path", options.sglang_path,
+                                "only used with --impl sglang, --impl both or --transport sglang")
     try:
         device = resolve_device(options.device)
     except DeviceError as exc:
@@ -154,7 +160,31 @@ def _setup(options: ReplayOptions) -> _Setup:
                                          sglang_source=source)
         except WireSetupError as exc:
             raise ReplayConfigError("transport", options.transport.value, str(exc)) from None
+    elif options.transport is Transport.SGLANG:
+        from ppaux.replay.distributed import WireSetupError
+        from ppaux.replay.sglang_wire import SglangWire
+
+        try:
+            setup.wire = SglangWire(device, timeout_s=options.timeout_s,
+                                    all_gather_size=options.all_gather,
+                                    sglang_path=options.sglang_path)
+        except WireSetupError as exc:
+            raise ReplayConfigError("transport", options.transport.value, str(exc)) from None
     return setup
+
+
+def _runtime_info(setup: _Setup) -> dict[str, Any] | None:
+    """For the ``sglang`` transport: which sglang ran, from which file, what was emulated."""
+    if setup.options.transport is not Transport.SGLANG:
+        return None
+    import sys
+
+    package = sys.modules.get("sglang")
+    return {
+        "version": getattr(package, "__version__", None),
+        "file": setup.wire.sglang_file,
+        "all_gather_emulated": setup.options.all_gather > 1,
+    }
 
 
 def replay_paths(
@@ -193,6 +223,7 @@ def replay_paths(
         "device": str(setup.device), "sender": options.sender.value,
         "transport": options.transport.value, "impl": options.impl.value,
         "all_gather": options.all_gather, "implementations": setup.impl_info,
+        "sglang_runtime": _runtime_info(setup),
     }
     report.data["results"] = results
     report.tables.append(_summary_table(results, options, str(setup.device)))
@@ -425,6 +456,7 @@ _WIRE_PHRASE = {
     Transport.NONE: "dict as sent (no wire)",
     Transport.WIRE: "emulated wire",
     Transport.TORCH_DISTRIBUTED: "torch.distributed wire",
+    Transport.SGLANG: "sglang's own wire",
 }
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "WireStats",
     "allocate",
     "fill",
+    "dispatch_refusal",
     "outgoing",
     "pack_metadata",
     "split_tensor_dict",
@@ -50,8 +51,6 @@ TensorMetadata = namedtuple("TensorMetadata", ["device", "dtype", "size"])
 
 #: gloo's own message for a tensor it cannot send (``ProcessGroupGloo::send``).
 GLOO_NOT_CONTIGUOUS = "input tensor has to be contiguous"
-#: NCCL's own message for a sparse or non-CUDA tensor (``check_gpu_single_tensor``).
-NCCL_NOT_DENSE = "Tensors must be CUDA and dense"
 
 
 class WireError(RuntimeError):
@@ -153,15 +152,15 @@ def outgoing(key: Any, tensor: torch.Tensor, *, all_gather_size: int = 1,
              all_gather_rank: int = 0) -> torch.Tensor | None:
     """The tensor exactly as one sender rank puts it on the wire, or None for an empty one.
 
-    Raises :class:`WireError` where the backend refuses it: gloo (CPU) for a sparse or
-    non-contiguous tensor, NCCL (CUDA) for a sparse one; a meta tensor has no data to send.
+    Raises :class:`WireError` where torch refuses it: its dispatcher for a sparse or quantized
+    tensor (:func:`dispatch_refusal`), gloo (CPU) for a non-contiguous one. A meta tensor, like
+    an empty one, sends nothing.
     """
-    if tensor.numel() == 0:
+    if tensor.numel() == 0 or tensor.device.type == "meta":
+        # sglang hands a meta tensor to torch.distributed like any other; the meta kernel of
+        # c10d's send moves nothing and the receiver's recv into its own meta tensor returns at
+        # once (seen with sglang 0.5.19 and 0.5.23's GroupCoordinator over gloo).
         return None
-    if tensor.device.type == "meta":
-        raise WireError("sender", "RuntimeError", "a meta tensor has no data to send "
-                        "(ppaux: sglang would hand it to the device group and fail there)",
-                        key=key, metadata_sent=True)
     if _gathers(tensor, all_gather_size):
         try:
             # reshape copies a tensor it cannot view, which is why the group hides
@@ -170,13 +169,14 @@ def outgoing(key: Any, tensor: torch.Tensor, *, all_gather_size: int = 1,
         except RuntimeError as exc:
             raise WireError("sender", type(exc).__name__, _first_line(exc), key=key,
                             metadata_sent=True) from None
+    refusal = dispatch_refusal(tensor)
+    if refusal is not None:
+        raise WireError("sender", "NotImplementedError", refusal, key=key, metadata_sent=True)
     if tensor.is_cpu:
         if tensor.layout != torch.strided or not tensor.is_contiguous():
             raise WireError("sender", "RuntimeError", GLOO_NOT_CONTIGUOUS, key=key,
                             metadata_sent=True)
         return tensor
-    if tensor.layout != torch.strided:
-        raise WireError("sender", "ValueError", NCCL_NOT_DENSE, key=key, metadata_sent=True)
     if not tensor.is_contiguous():
         # NCCL only warns for point-to-point sends and ships numel elements from the data
         # pointer: the receiver reads the storage order as if it were row-major.
@@ -187,6 +187,28 @@ def outgoing(key: Any, tensor: torch.Tensor, *, all_gather_size: int = 1,
                             key=key, metadata_sent=True)
         tensor = tensor.as_strided((tensor.numel(),), (1,), tensor.storage_offset())
     return tensor
+
+
+def dispatch_refusal(tensor: torch.Tensor) -> str | None:
+    """torch's own refusal to send a tensor of this kind (first line), or None.
+
+    c10d's ``send`` has kernels for dense tensors only: a sparse or quantized tensor stops in
+    torch's dispatcher, before any backend is involved, with ``NotImplementedError`` (what
+    sglang's real ``send_tensor_dict`` raises on the sender). A process group without a backend
+    meets the same dispatcher, so it yields torch's exact message without sending anything.
+    """
+    if tensor.layout == torch.strided and not tensor.is_quantized:
+        return None
+    import torch.distributed as dist
+
+    probe = dist.ProcessGroup(dist.HashStore(), 0, 2)
+    try:
+        probe.send([tensor], 1, 0)
+    except NotImplementedError as exc:
+        return _first_line(exc)
+    except RuntimeError:  # a kernel exists (a later torch): the backend decides, as below
+        return None
+    return None
 
 
 def allocate(metadata: TensorMetadata) -> torch.Tensor:
