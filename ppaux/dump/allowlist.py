@@ -25,7 +25,8 @@ from ppaux.dump.model import (
     TensorRef,
     TypeRef,
 )
-from ppaux.dump.pickle_vm import MAX_DIMS, Call, Machine, global_name, is_shape, shown_name
+from ppaux.dump.pickle_vm import MAX_DIMS, Call, Machine, global_name, is_shape
+from ppaux.text import shown_name
 
 __all__ = ["resolve", "ALLOWED_NAMES"]
 

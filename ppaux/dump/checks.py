@@ -18,7 +18,7 @@ from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_MSG_TYPE, OUTPUT_PREFIX, PRO
 from ppaux.limits import Limits
 from ppaux.dump.model import GlobalRef, Opaque, TensorRef
 from ppaux.dump.payload import Payload, Tally, key_text, safe_repr, type_name, value_phrase, walk
-from ppaux.dump.pickle_vm import shown_name
+from ppaux.text import shown_name
 
 __all__ = ["check_dump", "check_payload", "predict_pop", "NON_TENSOR_ERROR"]
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from ppaux.errors import DumpError
 from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef, StorageType
-from ppaux.dump.pickle_vm import Machine, shown_name
+from ppaux.dump.pickle_vm import Machine
+from ppaux.text import shown_name
 
 __all__ = ["LEGACY_MAGIC", "is_legacy_stream", "read_inner_storage"]
 

@@ -22,7 +22,7 @@ from ppaux.dump.model import (
     TensorRef,
     TypeRef,
 )
-from ppaux.dump.pickle_vm import shown_name
+from ppaux.text import shown_name
 
 __all__ = [
     "Payload",

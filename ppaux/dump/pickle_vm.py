@@ -17,9 +17,10 @@ from typing import Any, Callable
 
 from ppaux.errors import DumpError, LimitExceeded
 from ppaux.limits import Limits
+from ppaux.text import shown_name
 from ppaux.dump.model import GlobalRef, NdArrayRef, NumpyDtype, Opaque, TensorRef
 
-__all__ = ["Machine", "Call", "MAX_DIMS", "is_shape", "shown_name", "global_name"]
+__all__ = ["Machine", "Call", "MAX_DIMS", "is_shape", "global_name"]
 
 #: Most dimensions a tensor or array may declare. torch has no hard limit, but nothing real
 #: comes near this, and it keeps element counts small enough to print (64 sizes below 2**63).
@@ -32,17 +33,6 @@ _MAX_KEY_DEPTH = 500
 #: collide (ints and tuples of ints have predictable hashes), which makes insertion quadratic.
 _MAX_COLLISIONS = 8
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def shown_name(text: str) -> str:
-    """``text`` with control and other unprintable characters escaped.
-
-    Names from a file end up in one-line messages and on terminals, where a newline or an
-    escape sequence would forge output.
-    """
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 #: Characters of a global's dotted name kept for reports; real names are far shorter.

@@ -169,9 +169,9 @@ def replay_paths(
     absent, sglang not found, ...) before any dump is read. Unreadable dumps become problems;
     the others still run. ``progress(done, total)`` is called after each dump.
     """
-    from ppaux.dump.inspection import collect_files
+    from ppaux.dump.dumpfile import collect_dumps
 
-    files, problems = collect_files(paths, options.limits)
+    files, problems = collect_dumps(paths, options.limits)
     setup = _setup(options)
     report = Report(command="replay", problems=list(problems))
     results: list[dict] = []

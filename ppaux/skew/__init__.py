@@ -13,7 +13,7 @@ _EXPORTS = {
     "load_paths": "fingerprint",
     "loads": "fingerprint",
     "compare": "compare",
-    "MissingRank": "compare",
+    "MissingRank": "stage",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -14,7 +14,6 @@ receives; otherwise every stage is treated as both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 from packaging.version import InvalidVersion, Version
@@ -25,6 +24,7 @@ from ppaux.report.findings import Finding, Severity
 from ppaux.skew.livepatch import live_findings
 from ppaux.report.document import Report
 from ppaux.skew.stage import (
+    MissingRank,
     FACTS,
     MUST_AGREE_ENV,
     PACKAGE_FACTS,
@@ -46,19 +46,6 @@ IGNORED_ENV = frozenset(
     {"RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "CUDA_VISIBLE_DEVICES", "LOCAL_WORLD_SIZE"}
 )
 _IGNORED_ENV_PREFIXES = ("TORCHELASTIC_",)
-
-
-@dataclass(frozen=True)
-class MissingRank:
-    """A rank whose fingerprint never arrived (distributed mode), and what is known of it."""
-
-    rank: int
-    host: "str | None"
-    message: str
-
-    def to_json(self) -> dict:
-        """The missing rank as a JSON object."""
-        return {"rank": self.rank, "host": self.host, "message": self.message}
 
 
 def _against(

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 import ppaux
 from ppaux.sglang.capability import Capability, analyse
-from ppaux.errors import PathError
+from ppaux.errors import PathError, PpauxError
 from ppaux.files import InputFileError, read_regular
 
 __all__ = [
@@ -360,7 +360,10 @@ def collect(
 # Loading and validating
 
 
-class _Invalid(Exception):
+class _Invalid(PpauxError):
+    """A value of a fingerprint that does not fit the schema; :func:`loads` makes it a
+    :class:`FingerprintError`. Not a ValueError: the JSON decoder's own are caught apart."""
+
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason

@@ -16,6 +16,7 @@ from ppaux.skew.fingerprint import Fingerprint
 
 __all__ = [
     "Stage",
+    "MissingRank",
     "Fact",
     "FACTS",
     "PACKAGE_FACTS",
@@ -36,6 +37,19 @@ MUST_AGREE_ENV = {
 # sglang's EnvBool spellings (srt/environ.py, 0.5.18 - 0.5.23).
 _TRUE = {"true", "1", "yes", "y"}
 _FALSE = {"false", "0", "no", "n"}
+
+
+@dataclass(frozen=True)
+class MissingRank:
+    """A rank whose fingerprint never arrived (distributed mode), and what is known of it."""
+
+    rank: int
+    host: "str | None"
+    message: str
+
+    def to_json(self) -> dict:
+        """The missing rank as a JSON object."""
+        return {"rank": self.rank, "host": self.host, "message": self.message}
 
 
 @dataclass(frozen=True)
