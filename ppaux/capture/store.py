@@ -28,6 +28,8 @@ from typing import Any
 from ppaux.report.catalogue import finding
 from ppaux.errors import PathError
 from ppaux.report.document import Report, Table
+from ppaux.capture.plugin import ENTRY_POINT, PLUGIN_NAME
+from ppaux.sglang.names import HOOK_REGISTRY_FILE, PLUGIN_GROUP, TRANSPORT_FILE
 
 __all__ = [
     "CAPTURE_GLOB",
@@ -184,11 +186,11 @@ def _plain(value: Any) -> Any:
 # ----------------------------------------------------------------------------------------------
 # The sglang plugin in this environment
 
-_PLUGIN_GROUP = "sglang.srt.plugins"
-_PLUGIN_NAME = "ppaux_capture"
-_ENTRY_POINT = "ppaux.capture_plugin:register"
-_FRAMEWORK = "srt/plugins/hook_registry.py"
-_TRANSPORT = "srt/sampling/sampling_observer_pp.py"
+_PLUGIN_GROUP = PLUGIN_GROUP
+_PLUGIN_NAME = PLUGIN_NAME
+_ENTRY_POINT = ENTRY_POINT
+_FRAMEWORK = HOOK_REGISTRY_FILE
+_TRANSPORT = TRANSPORT_FILE
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+from ppaux.errors import PpauxError
 from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_PREFIX
 from ppaux.dump.payload import key_text, safe_repr, type_name
 
@@ -63,7 +64,7 @@ class ReferenceObserver:
         return ReferenceOutput(dict(tensors))
 
 
-class SenderRefused(Exception):
+class SenderRefused(PpauxError):
     """The sender's ``add`` raised: ``error_type``, the verbatim ``message`` and the entry ``name``
     being added, if one was."""
 

@@ -30,6 +30,7 @@ from typing import Any, Iterator
 
 import torch
 
+from ppaux.errors import PpauxError
 from ppaux.replay.materialize import quantized_creation
 
 __all__ = [
@@ -54,7 +55,7 @@ GLOO_NOT_CONTIGUOUS = "input tensor has to be contiguous"
 NCCL_NOT_DENSE = "Tensors must be CUDA and dense"
 
 
-class WireError(RuntimeError):
+class WireError(PpauxError, RuntimeError):
     """The wire failed. ``side`` is 'sender' or 'receiver'; ``error_type`` and ``message`` are
     those of the exception raised there (verbatim where torch raised it); ``key`` is the entry
     being sent, if one was; ``metadata_sent`` says whether the receiver already got the list."""

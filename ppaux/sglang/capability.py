@@ -27,6 +27,7 @@ from typing import Any, Iterator
 
 from ppaux.sglang import releases
 from ppaux.sglang.digest import definition_digests
+from ppaux.sglang.names import ADD, POP, SCHEDULER_FILE, TRANSPORT_FILE
 from ppaux.sglang.tree import SglangTree, UnreadableFile, locate
 from ppaux.sglang.source_parts import parse_parts
 
@@ -45,12 +46,7 @@ __all__ = [
     "WIRE_DEFINITIONS",
 ]
 
-ADD = "add_auxiliary_output_to_pp_tensors"
-POP = "pop_auxiliary_output_from_pp_tensors"
-
-#: Files read, relative to the ``sglang`` package directory.
-TRANSPORT_FILE = "srt/sampling/sampling_observer_pp.py"
-SCHEDULER_FILE = "srt/managers/scheduler_pp_mixin.py"
+#: Files read, relative to the ``sglang`` package directory (and TRANSPORT_FILE, SCHEDULER_FILE).
 LOGPROB_FILE = "srt/managers/utils.py"
 WIRE_FILE = "srt/distributed/parallel_state.py"
 

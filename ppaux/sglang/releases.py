@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Iterable, Mapping
 
+from ppaux.errors import PpauxError
 from ppaux.report.catalogue import finding
 from ppaux.report.findings import Finding, Severity
 from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_PREFIX
@@ -38,7 +39,7 @@ __all__ = [
 ]
 
 
-class UnknownReleaseError(ValueError):
+class UnknownReleaseError(PpauxError, ValueError):
     """A release name that the table does not know."""
 
     def __init__(self, name: str) -> None:

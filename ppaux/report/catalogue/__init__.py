@@ -6,6 +6,7 @@ joins them and offers :func:`finding` to build a :class:`~ppaux.report.findings.
 
 from __future__ import annotations
 
+from ppaux.errors import PpauxError
 from ppaux.report.findings import Finding, Rule, Severity
 
 from . import capture, dump, replay, security, skew
@@ -29,7 +30,7 @@ def _collect() -> dict[str, Rule]:
 RULES: dict[str, Rule] = _collect()
 
 
-class UnknownRuleError(KeyError):
+class UnknownRuleError(PpauxError, KeyError):
     """Raised for a code that is not in the catalogue."""
 
     def __init__(self, code: str) -> None:
