@@ -72,7 +72,7 @@ class Dump:
     protocol: int = 0
 
     @property
-    def capture(self) -> dict | None:
+    def capture(self) -> dict[str, Any] | None:
         """The ppaux capture record ({marker, meta, tensors, output}) when this is a capture file."""
         root = self.root
         if isinstance(root, dict) and CAPTURE_MARKER in root and isinstance(root.get("meta"), dict):
@@ -80,7 +80,7 @@ class Dump:
         return None
 
 
-def read_dump(path: str | os.PathLike, limits: Limits = Limits()) -> Dump:
+def read_dump(path: str | os.PathLike[str], limits: Limits = Limits()) -> Dump:
     """Read the structure of the dump at ``path``; raise :class:`DumpError` if it is unusable."""
     path = os.fspath(path)
     try:

@@ -54,7 +54,7 @@ def describe_dump(dump: Dump, payloads: list[Payload], limits: Limits,
     }
 
 
-def _plain(meta: dict) -> dict:
+def _plain(meta: dict[str, Any]) -> dict[str, Any]:
     # Capture metadata holds plain values; anything else is shown by a bounded repr, never
     # trusted (a full repr of a shared structure explodes, and huge ints cannot be printed).
     out = {}
@@ -89,8 +89,8 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
     capture = description["capture"]
     tables = []
     for payload in description["payloads"]:
-        rows = []
-        marked = set()
+        rows: list[tuple[str, ...]] = []
+        marked: set[tuple[int, int]] = set()
         for entry in payload["entries"][:TABLE_ROWS]:
             if (payload["locator"], entry["key"]) in flagged:
                 marked.add((len(rows), 0))

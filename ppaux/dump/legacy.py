@@ -41,7 +41,7 @@ def _legacy_storage(m: Machine, pid: Any) -> Any:
     return storage
 
 
-def _attach_storage_bytes(outer: Machine, payload: bytes, pos: int, storages: list) -> None:
+def _attach_storage_bytes(outer: Machine, payload: bytes, pos: int, storages: list[Any]) -> None:
     """Keep each storage's bytes (after the object: a pickled key list, then per key an int64
     element count and the raw bytes) so that replay can rebuild the tensor. Best effort: a tail
     that does not parse leaves ``data`` None, and describing the file never fails because of it.

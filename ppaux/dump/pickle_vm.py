@@ -60,7 +60,7 @@ class Call:
 
     __slots__ = ("name", "fn")
 
-    def __init__(self, name: str, fn: Callable[["Machine", tuple], Any]) -> None:
+    def __init__(self, name: str, fn: Callable[["Machine", tuple[Any, ...]], Any]) -> None:
         self.name = name
         self.fn = fn
 
@@ -207,7 +207,8 @@ class Machine:
         return line
 
     def _u(self, n: int, fmt: str) -> int:
-        return struct.unpack(fmt, self._read(n))[0]
+        value: int = struct.unpack(fmt, self._read(n))[0]
+        return value
 
     # -- stack --------------------------------------------------------------------------------
     def _push(self, value: Any) -> None:
@@ -574,7 +575,7 @@ def _op_dict(m: Machine) -> None:
     items = m._pop_mark()
     if len(items) % 2:
         raise m.error("DICT with an odd number of items")
-    out: dict = {}
+    out: dict[str, Any] = {}
     for i in range(0, len(items), 2):
         _setitem(m, out, items[i], items[i + 1])
     m._push(out)

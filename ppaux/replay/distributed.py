@@ -66,7 +66,8 @@ class WireSetupError(PpauxError, RuntimeError):
 
 
 def _gloo(store: Any, rank: int, timeout: datetime.timedelta) -> Any:
-    options = dist.ProcessGroupGloo._Options()
+    # Private and absent from torch's type stubs, but the only way to choose gloo's device.
+    options = dist.ProcessGroupGloo._Options()  # type: ignore[attr-defined]
     # Loopback explicitly: the default device follows the host name, which may not resolve
     # to an address both processes can reach.
     options._devices = [dist.ProcessGroupGloo.create_device(hostname=_HOST)]
@@ -122,7 +123,7 @@ class _Channel:
         # Only ppaux's own control messages travel here, from the process that started us.
         return pickle.loads(self.recv_bytes())
 
-    def send_tensor_dict(self, tensor_dict: dict, all_gather_size: int = 1,
+    def send_tensor_dict(self, tensor_dict: dict[str, Any], all_gather_size: int = 1,
                          stats: WireStats | None = None) -> None:
         """sglang's ``send_tensor_dict``: the pickled metadata, then each tensor on its own."""
         metadata, tensors = split_tensor_dict(tensor_dict)
@@ -145,9 +146,9 @@ class _Channel:
                 stats.tensors += 1 if tensor.numel() else 0
                 stats.empty += 0 if tensor.numel() else 1
 
-    def recv_tensor_dict(self, all_gather_size: int = 1) -> dict:
+    def recv_tensor_dict(self, all_gather_size: int = 1) -> dict[str, Any]:
         """sglang's ``recv_tensor_dict``: allocate from the metadata on this process's device."""
-        received: dict = {}
+        received: dict[str, Any] = {}
         for key, value in unpack_metadata(self.recv_bytes()):
             if not isinstance(value, TensorMetadata):
                 received[key] = value
@@ -203,7 +204,7 @@ class DistributedWire:
         self.sglang_source = sglang_source
         self.receiver_device = self._receiver_device(device)
         self._store: Any = None
-        self._process: subprocess.Popen | None = None
+        self._process: subprocess.Popen[bytes] | None = None
         self._log: Any = None
         self._channel: _Channel | None = None
         self._sequence = 0
@@ -321,7 +322,7 @@ class DistributedWire:
         return WireError("sender", type(exc).__name__, message, metadata_sent=True)
 
     # -- transfers -----------------------------------------------------------------------------
-    def exchange(self, sent: dict, impl: str) -> tuple[dict, dict | None, WireStats]:
+    def exchange(self, sent: dict[str, Any], impl: str) -> tuple[dict[str, Any], dict[str, Any] | None, WireStats]:
         """Send ``sent`` to the receiver, which pops with ``impl`` ('reference' or 'sglang').
 
         Returns the receiver's outcome (see :func:`ppaux.replay.roundtrip.receive`), the re-added
@@ -369,14 +370,15 @@ class DistributedWire:
         for tensor in tensors:
             channel.send_tensor(tensor)
         answer = channel.recv_object()
-        return max(answer["received_at"] - started, 0.0)
+        received_at: float = answer["received_at"]
+        return max(received_at - started, 0.0)
 
 
 # ----------------------------------------------------------------------------------------------
 # The receiving process
 
 
-def _serve(config: dict) -> int:
+def _serve(config: dict[str, Any]) -> int:
     """Receive until told to stop; report a failure through the store, then exit 3."""
     timeout = datetime.timedelta(seconds=config["timeout_s"])
     store = dist.TCPStore(_HOST, config["port"], 2, False, timeout=timeout)
@@ -412,7 +414,7 @@ def _serve(config: dict) -> int:
             return 3
 
 
-def _implementation(name: str, cache: dict, config: dict) -> Any:
+def _implementation(name: str, cache: dict[str, Any], config: dict[str, Any]) -> Any:
     if name not in cache:
         if name == "sglang":
             from ppaux.sglang.loader import load_transport_module
@@ -425,7 +427,7 @@ def _implementation(name: str, cache: dict, config: dict) -> Any:
     return cache[name]
 
 
-def _serve_dict(channel: _Channel, control: dict, implementations: dict, config: dict,
+def _serve_dict(channel: _Channel, control: dict[str, Any], implementations: dict[str, Any], config: dict[str, Any],
                 device_type: str) -> None:
     from ppaux.replay.roundtrip import receive
 
@@ -435,13 +437,13 @@ def _serve_dict(channel: _Channel, control: dict, implementations: dict, config:
     module = _implementation(control["impl"], implementations, config)
     info, readded = receive(received, pop=module.pop_auxiliary_output_from_pp_tensors,
                             add=module.add_auxiliary_output_to_pp_tensors)
-    reply: dict = {_REPLY_KEY: {"info": info, "received_at": received_at,
+    reply: dict[str, Any] = {_REPLY_KEY: {"info": info, "received_at": received_at,
                                 "readded": readded is not None}}
     reply.update(readded or {})
     channel.send_tensor_dict(reply)
 
 
-def _serve_raw(channel: _Channel, control: dict, device_type: str) -> None:
+def _serve_raw(channel: _Channel, control: dict[str, Any], device_type: str) -> None:
     for shape, dtype, kind in control["specs"]:
         target = torch.empty(shape, dtype=getattr(torch, dtype),
                              device=device_type if kind == "cuda" else "cpu")

@@ -320,8 +320,10 @@ def _stub_modules() -> dict[str, types.ModuleType]:
         if parent:
             setattr(stubs[parent], child, module)
     # Where 0.5.20+ defines it, and where 0.5.19 defined it (0.5.20+ re-exports it there).
-    stubs["sglang.srt.managers.auxiliary_output"].DeviceAuxiliaryOutput = _DeviceAuxiliaryOutput
-    observer_module = stubs["sglang.srt.sampling.sampling_observer"]
+    # Any: the stubs are plain modules, given these attributes here.
+    managers_module: Any = stubs["sglang.srt.managers.auxiliary_output"]
+    managers_module.DeviceAuxiliaryOutput = _DeviceAuxiliaryOutput
+    observer_module: Any = stubs["sglang.srt.sampling.sampling_observer"]
     observer_module.DeviceAuxiliaryOutput = _DeviceAuxiliaryOutput
     observer_module.SamplingObserver = _SamplingObserver
     return stubs

@@ -81,7 +81,8 @@ class Release:
 @functools.lru_cache(maxsize=1)
 def _table() -> dict[str, Any]:
     text = resources.files("ppaux").joinpath("data/releases.json").read_text("utf-8")
-    return json.loads(text)
+    table: dict[str, Any] = json.loads(text)
+    return table
 
 
 @functools.lru_cache(maxsize=1)

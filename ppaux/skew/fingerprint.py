@@ -121,7 +121,7 @@ class RankInfo:
     pp_rank: "int | None" = None
     pp_size: "int | None" = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The rank facts as a JSON object."""
         return {
             "rank": self.rank,
@@ -152,7 +152,7 @@ class Fingerprint:
     sglang: Capability
     source: "str | None" = field(default=None, compare=False)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The fingerprint document (schema :data:`SCHEMA`)."""
         return {
             "schema": self.schema,
@@ -392,7 +392,7 @@ def _is(value: Any, kind: "type | None") -> bool:
     return isinstance(value, kind)
 
 
-def _need(doc: Mapping[str, Any], name: str, kinds: tuple, where: str, *, optional=False) -> Any:
+def _need(doc: Mapping[str, Any], name: str, kinds: tuple[Any, ...], where: str, *, optional: bool = False) -> Any:
     """``doc[name]`` if it has one of ``kinds`` (None allowed when in kinds)."""
     label = f"{where}.{name}" if where else name
     if name not in doc:
