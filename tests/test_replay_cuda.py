@@ -6,7 +6,6 @@ NCCL refuses two ranks on one GPU.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import torch
@@ -19,13 +18,10 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
 ]
 
-REPO = Path(__file__).resolve().parent.parent
 P = "__sampling_observer_output__."
 
 
-@pytest.fixture(autouse=True)
-def _in_repo(monkeypatch):
-    monkeypatch.chdir(REPO)
+pytestmark = pytest.mark.usefixtures("in_repo")
 
 
 def run_of(report, index: int = 0) -> dict:

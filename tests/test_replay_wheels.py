@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -12,12 +11,9 @@ from test_replay_fixtures import replayable_dumps
 
 pytestmark = pytest.mark.wheels
 
-REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(autouse=True)
-def _in_repo(monkeypatch):
-    monkeypatch.chdir(REPO)
+pytestmark = pytest.mark.usefixtures("in_repo")
 
 
 @pytest.mark.parametrize("version", ["0.5.19", "0.5.23"])
