@@ -10,9 +10,18 @@ the input and the fault.
 
 from __future__ import annotations
 
-from ppaux.limits import limit_note
+__all__ = ["PpauxError", "PathError", "DumpError", "LimitExceeded", "limit_note"]
 
-__all__ = ["PpauxError", "PathError", "DumpError", "LimitExceeded"]
+
+def limit_note(name: str, value: "int | None" = None) -> str:
+    """The note that ends a message about limit ``name`` (at ``value``): which limit stopped
+    the read, and how to raise it, spelt as :func:`ppaux.limits.parse_limit` reads it after the
+    CLI's ``--limit``.
+
+    The one place that phrases it, so that every refusal reads the same.
+    """
+    limit = name if value is None else f"{name}={value}"
+    return f"(limit {limit}; raise it with --limit {name}=N)"
 
 
 class PpauxError(Exception):

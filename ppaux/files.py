@@ -14,8 +14,7 @@ import stat
 from collections.abc import Iterable
 from typing import BinaryIO
 
-from ppaux.errors import PathError
-from ppaux.limits import limit_note
+from ppaux.errors import PathError, limit_note
 from ppaux.text import shown_name
 
 __all__ = ["InputFileError", "collect_files", "open_regular", "read_regular"]

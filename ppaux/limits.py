@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Limits", "limit_note", "parse_limit", "parse_limits"]
+__all__ = ["Limits", "parse_limit", "parse_limits"]
 
 
 @dataclass(frozen=True)
@@ -33,16 +33,6 @@ class Limits:
     def replace(self, **changes: int) -> "Limits":
         """A copy with some limits changed."""
         return dataclasses.replace(self, **changes)
-
-
-def limit_note(name: str, value: "int | None" = None) -> str:
-    """The note that ends a message about limit ``name`` (at ``value``): which limit stopped the
-    read, and how to raise it, spelt as :func:`parse_limit` reads it after the CLI's ``--limit``.
-
-    The one place that phrases it, so that every refusal reads the same.
-    """
-    limit = name if value is None else f"{name}={value}"
-    return f"(limit {limit}; raise it with --limit {name}=N)"
 
 
 def parse_limit(text: str) -> tuple[str, int]:

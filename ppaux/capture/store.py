@@ -28,8 +28,13 @@ from typing import Any
 from ppaux.report.catalogue import finding
 from ppaux.errors import PathError
 from ppaux.report.document import Report, Table
-from ppaux.capture.plugin import ENTRY_POINT, PLUGIN_NAME
-from ppaux.sglang.names import HOOK_REGISTRY_FILE, PLUGIN_GROUP, TRANSPORT_FILE
+from ppaux.sglang.names import (
+    ENTRY_POINT,
+    HOOK_REGISTRY_FILE,
+    PLUGIN_GROUP,
+    PLUGIN_NAME,
+    TRANSPORT_FILE,
+)
 
 __all__ = [
     "CAPTURE_GLOB",

@@ -410,7 +410,8 @@ class StandIn:
     def __repr__(self) -> str:
         return f"<{self.source.name} object, not imported>"
 
-    def __reduce__(self) -> tuple[Any, ...]:  # the wire pickles non-tensors: rebuild through ppaux, not the class
+    # The wire pickles non-tensors: rebuild through ppaux, not the class.
+    def __reduce__(self) -> tuple[Any, ...]:
         return (_stand_in, (self.source,))
 
 

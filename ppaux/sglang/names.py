@@ -20,6 +20,8 @@ __all__ = [
     "SCHEDULER_MODULE",
     "SCHEDULER_FILE",
     "PLUGIN_GROUP",
+    "PLUGIN_NAME",
+    "ENTRY_POINT",
     "HOOK_REGISTRY_FILE",
 ]
 
@@ -41,6 +43,10 @@ SCHEDULER_FILE = "srt/managers/scheduler_pp_mixin.py"
 
 #: The entry-point group of sglang's general plugins (``load_plugins()``, 0.5.15 and later).
 PLUGIN_GROUP = "sglang.srt.plugins"
+#: ppaux's entry in that group: its name, which is what ``SGLANG_PLUGINS`` lists, and the
+#: entry point declared in ppaux's metadata (pyproject.toml).
+PLUGIN_NAME = "ppaux_capture"
+ENTRY_POINT = "ppaux.capture_plugin:register"
 #: The file of the plugins' ``HookRegistry``, relative to the ``sglang`` package directory.
 HOOK_REGISTRY_FILE = "srt/plugins/hook_registry.py"
 
