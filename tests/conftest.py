@@ -23,8 +23,9 @@ from helpers import REPO
 class _NoTorch(importlib.abc.MetaPathFinder):
     """Makes ``import torch`` fail as it does where torch is not installed."""
 
-    def find_spec(self, name: str, path: Sequence[str] | None,
-                  target: ModuleType | None = None) -> None:
+    def find_spec(
+        self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> None:
         if name == "torch" or name.startswith("torch."):
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         return None

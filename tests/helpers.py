@@ -41,7 +41,10 @@ def check_golden(path: Path, text: str) -> None:
     if UPDATE_GOLDEN:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-        pytest.fail(f"golden {name} rewritten: review the diff (git diff {path.parent}), then run "
-                    "the tests again without PPAUX_UPDATE_GOLDEN", pytrace=False)
+        pytest.fail(
+            f"golden {name} rewritten: review the diff (git diff {path.parent}), then run "
+            "the tests again without PPAUX_UPDATE_GOLDEN",
+            pytrace=False,
+        )
     assert current is not None, f"missing golden {name} (PPAUX_UPDATE_GOLDEN=1 writes it)"
     assert text == current, f"golden {name} differs (PPAUX_UPDATE_GOLDEN=1 rewrites it)"

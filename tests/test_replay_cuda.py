@@ -16,12 +16,12 @@ from ppaux.replay.wire import transfer
 pytestmark = [
     pytest.mark.cuda,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+    pytest.mark.usefixtures("in_repo"),
 ]
 
 P = "__sampling_observer_output__."
 
 
-pytestmark = pytest.mark.usefixtures("in_repo")
 
 
 def run_of(report, index: int = 0) -> dict:

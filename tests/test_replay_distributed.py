@@ -17,13 +17,12 @@ from ppaux.replay.wire import WireError
 from ppaux.replay.distributed import DistributedWire
 from helpers import cli
 
-pytestmark = pytest.mark.distributed
+pytestmark = [pytest.mark.distributed, pytest.mark.usefixtures("in_repo")]
 
 P = "__sampling_observer_output__."
 TIMEOUT = "30"
 
 
-pytestmark = pytest.mark.usefixtures("in_repo")
 
 
 class ReceiverCannotImport:

@@ -9,11 +9,10 @@ import wheels
 from ppaux.replay.run import Impl, ReplayOptions, Sender, Transport, replay_paths
 from test_replay_fixtures import replayable_dumps
 
-pytestmark = pytest.mark.wheels
+pytestmark = [pytest.mark.wheels, pytest.mark.usefixtures("in_repo")]
 
 
 
-pytestmark = pytest.mark.usefixtures("in_repo")
 
 
 @pytest.mark.parametrize("version", ["0.5.19", "0.5.23"])
