@@ -13,24 +13,16 @@ from pathlib import Path
 
 import pytest
 import torch
-from typer.testing import CliRunner
 
 from ppaux.replay.run import Impl, ReplayOptions, Sender, Transport, replay_paths
 from test_replay_fixtures import replayable_dumps
-from ppaux_cli.app import app
+from helpers import REPO, cli
 
-REPO = Path(__file__).resolve().parent.parent
-ENV = {"NO_COLOR": "1", "COLUMNS": "100"}
 P = "__sampling_observer_output__."
 
 
-@pytest.fixture(autouse=True)
-def _in_repo(monkeypatch):
-    monkeypatch.chdir(REPO)
-
-
-def run(*args: str):
-    return CliRunner().invoke(app, list(args), env=ENV)
+pytestmark = pytest.mark.usefixtures("in_repo")
+run = cli
 
 
 def replay_json(*args: str) -> tuple[int, dict]:

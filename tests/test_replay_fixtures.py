@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers import REPO
 from ppaux.replay.run import ReplayOptions, Sender, Transport, replay_paths
 
-REPO = Path(__file__).resolve().parent.parent
 FOLDERS = ("dumps", "malicious", "corrupt")
 
 NOT_A_TENSOR = ("error", "add", "RuntimeError", "auxiliary PP output 'scores' is not a tensor")

@@ -66,7 +66,8 @@ class WireSetupError(PpauxError, RuntimeError):
 
 
 def _gloo(store: Any, rank: int, timeout: datetime.timedelta) -> Any:
-    options = dist.ProcessGroupGloo._Options()
+    # Private and absent from torch's type stubs, but the only way to choose gloo's device.
+    options = dist.ProcessGroupGloo._Options()  # type: ignore[attr-defined]
     # Loopback explicitly: the default device follows the host name, which may not resolve
     # to an address both processes can reach.
     options._devices = [dist.ProcessGroupGloo.create_device(hostname=_HOST)]
@@ -122,7 +123,7 @@ class _Channel:
         # Only ppaux's own control messages travel here, from the process that started us.
         return pickle.loads(self.recv_bytes())
 
-    def send_tensor_dict(self, tensor_dict: dict, all_gather_size: int = 1,
+    def send_tensor_dict(self, tensor_dict: dict[str, Any], all_gather_size: int = 1,
                          stats: WireStats | None = None) -> None:
         """sglang's ``send_tensor_dict``: the pickled metadata, then each tensor on its own."""
         metadata, tensors = split_tensor_dict(tensor_dict)
@@ -145,9 +146,9 @@ class _Channel:
                 stats.tensors += 1 if tensor.numel() else 0
                 stats.empty += 0 if tensor.numel() else 1
 
-    def recv_tensor_dict(self, all_gather_size: int = 1) -> dict:
+    def recv_tensor_dict(self, all_gather_size: int = 1) -> dict[str, Any]:
         """sglang's ``recv_tensor_dict``: allocate from the metadata on this process's device."""
-        received: dict = {}
+        received: dict[str, Any] = {}
         for key, value in unpack_metadata(self.recv_bytes()):
             if not isinstance(value, TensorMetadata):
                 received[key] = value
@@ -211,7 +212,7 @@ class DistributedWire:
         self.sglang_source = sglang_source
         self.receiver_device = self._receiver_device(device)
         self._store: Any = None
-        self._process: subprocess.Popen | None = None
+        self._process: subprocess.Popen[bytes] | None = None
         self._log: Any = None
         self._channel: _Channel | None = None
         self._sequence = 0
@@ -352,7 +353,7 @@ class DistributedWire:
         return WireError("sender", type(exc).__name__, message, metadata_sent=True)
 
     # -- transfers -----------------------------------------------------------------------------
-    def exchange(self, sent: dict, impl: str) -> tuple[dict, dict | None, WireStats]:
+    def exchange(self, sent: dict[str, Any], impl: str) -> tuple[dict[str, Any], dict[str, Any] | None, WireStats]:
         """Send ``sent`` to the receiver, which pops with ``impl`` ('reference' or 'sglang').
 
         Returns the receiver's outcome (see :func:`ppaux.replay.roundtrip.receive`), the re-added
@@ -398,22 +399,23 @@ class DistributedWire:
         for tensor in tensors:
             channel.send_tensor(tensor)
         answer = channel.recv_object()
-        return max(answer["received_at"] - started, 0.0)
+        received_at: float = answer["received_at"]
+        return max(received_at - started, 0.0)
 
 
 # ----------------------------------------------------------------------------------------------
 # The receiving process
 
 
-Receive = Callable[[_Channel, dict], dict]
+Receive = Callable[[_Channel, dict[str, Any]], dict[str, Any]]
 
 
-def _receive_message(channel: _Channel, control: dict) -> dict:
+def _receive_message(channel: _Channel, control: dict[str, Any]) -> dict[str, Any]:
     """The message, received the way sglang's ``recv_tensor_dict`` does."""
     return channel.recv_tensor_dict(control["all_gather"])
 
 
-def serve(config: dict, *, joined: Callable[[Any, dict], Receive] | None = None,
+def serve(config: dict[str, Any], *, joined: Callable[[Any, dict], Receive] | None = None,
           implementation: Callable[[str, dict, dict], Any] | None = None) -> int:
     """Receive until told to stop; report a failure through the store, then exit 3.
 
@@ -458,7 +460,7 @@ def serve(config: dict, *, joined: Callable[[Any, dict], Receive] | None = None,
             return 3
 
 
-def _implementation(name: str, cache: dict, config: dict) -> Any:
+def _implementation(name: str, cache: dict[str, Any], config: dict[str, Any]) -> Any:
     if name not in cache:
         if name == "sglang":
             from ppaux.sglang.loader import load_transport_module
@@ -471,7 +473,7 @@ def _implementation(name: str, cache: dict, config: dict) -> Any:
     return cache[name]
 
 
-def _serve_dict(channel: _Channel, control: dict, receive_message: Receive, module: Any,
+def _serve_dict(channel: _Channel, control: dict[str, Any], receive_message: Receive, module: Any,
                 device_type: str) -> None:
     from ppaux.replay.roundtrip import receive
 
@@ -480,13 +482,13 @@ def _serve_dict(channel: _Channel, control: dict, receive_message: Receive, modu
     received_at = clock()
     info, readded = receive(received, pop=module.pop_auxiliary_output_from_pp_tensors,
                             add=module.add_auxiliary_output_to_pp_tensors)
-    reply: dict = {_REPLY_KEY: {"info": info, "received_at": received_at,
+    reply: dict[str, Any] = {_REPLY_KEY: {"info": info, "received_at": received_at,
                                 "readded": readded is not None}}
     reply.update(readded or {})
     channel.send_tensor_dict(reply)
 
 
-def _serve_raw(channel: _Channel, control: dict, device_type: str) -> None:
+def _serve_raw(channel: _Channel, control: dict[str, Any], device_type: str) -> None:
     for shape, dtype, kind in control["specs"]:
         target = torch.empty(shape, dtype=getattr(torch, dtype),
                              device=device_type if kind == "cuda" else "cpu")

@@ -30,6 +30,7 @@ from typing import Any, Iterator
 
 import torch
 
+from ppaux.errors import PpauxError
 from ppaux.replay.materialize import quantized_creation
 
 __all__ = [
@@ -53,7 +54,7 @@ TensorMetadata = namedtuple("TensorMetadata", ["device", "dtype", "size"])
 GLOO_NOT_CONTIGUOUS = "input tensor has to be contiguous"
 
 
-class WireError(RuntimeError):
+class WireError(PpauxError, RuntimeError):
     """The wire failed. ``side`` is 'sender' or 'receiver'; ``error_type`` and ``message`` are
     those of the exception raised there (verbatim where torch raised it); ``key`` is the entry
     being sent, if one was; ``metadata_sent`` says whether the receiver already got the list."""
@@ -78,7 +79,7 @@ class WireStats:
     metadata_bytes: int = 0
     seconds: float = 0.0
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The stats as plain data (throughput in MiB/s, or None when nothing took time)."""
         rate = self.tensor_bytes / self.seconds / 2**20 if self.seconds > 0 else None
         return {
@@ -94,7 +95,7 @@ def _first_line(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def split_tensor_dict(tensor_dict: dict) -> tuple[list[tuple[Any, Any]], list[torch.Tensor]]:
+def split_tensor_dict(tensor_dict: dict[str, Any]) -> tuple[list[tuple[Any, Any]], list[torch.Tensor]]:
     """The metadata list and the tensor list, as sglang's ``_split_tensor_dict`` builds them.
 
     A tensor whose ``size()`` fails (a nested tensor) raises :class:`WireError` on the sender,
@@ -115,7 +116,7 @@ def split_tensor_dict(tensor_dict: dict) -> tuple[list[tuple[Any, Any]], list[to
     return metadata, tensors
 
 
-def pack_metadata(metadata: list) -> bytes:
+def pack_metadata(metadata: list[Any]) -> bytes:
     """The pickled metadata list (a value that cannot be pickled fails on the sender)."""
     try:
         return pickle.dumps(metadata)
@@ -123,14 +124,15 @@ def pack_metadata(metadata: list) -> bytes:
         raise WireError("sender", type(exc).__name__, _first_line(exc)) from None
 
 
-def unpack_metadata(data: bytes) -> list:
+def unpack_metadata(data: bytes) -> list[Any]:
     """The metadata list back from its bytes, on the receiver.
 
     These bytes were made by :func:`pack_metadata` from values ppaux built itself (real tensors,
     plain values and the safe reader's stand-ins), never bytes read from a dump.
     """
     try:
-        return pickle.loads(data)
+        values: list[Any] = pickle.loads(data)
+        return values
     except Exception as exc:
         raise WireError("receiver", type(exc).__name__, _first_line(exc),
                         metadata_sent=True) from None
@@ -239,7 +241,7 @@ def _raw(chunk: torch.Tensor) -> torch.Tensor:
     return chunk.int_repr().reshape(-1) if chunk.is_quantized else chunk.reshape(-1)
 
 
-def transfer(tensor_dict: dict, *, all_gather_size: int = 1) -> tuple[dict, WireStats]:
+def transfer(tensor_dict: dict[str, Any], *, all_gather_size: int = 1) -> tuple[dict[str, Any], WireStats]:
     """Send ``tensor_dict`` through the emulated wire; return what the receiver rebuilds.
 
     Raises :class:`WireError` where sglang's wire would fail, on the side it would fail on.
@@ -253,10 +255,10 @@ def transfer(tensor_dict: dict, *, all_gather_size: int = 1) -> tuple[dict, Wire
     sent: list[list[torch.Tensor] | None] = []
     for key, tensor in zip(keys, tensors, strict=True):
         ranks = all_gather_size if _gathers(tensor, all_gather_size) else 1
-        chunks = [outgoing(key, tensor, all_gather_size=all_gather_size, all_gather_rank=rank)
+        pieces = [outgoing(key, tensor, all_gather_size=all_gather_size, all_gather_rank=rank)
                   for rank in range(ranks)]
-        sent.append(None if chunks[0] is None else chunks)  # type: ignore[arg-type]
-    received: dict = {}
+        sent.append(None if pieces[0] is None else pieces)  # type: ignore[arg-type]
+    received: dict[str, Any] = {}
     pending: Iterator[list[torch.Tensor] | None] = iter(sent)
     for key, value in unpack_metadata(payload):
         if not isinstance(value, TensorMetadata):
