@@ -286,12 +286,12 @@ class DistributedWire:
     def _left(self) -> None:
         """Called when the receiver is gone, to drop what :meth:`_joined` set up."""
 
-    def _check(self, sent: dict) -> None:
+    def _check(self, sent: dict[str, Any]) -> None:
         """Split and pickle first: a dict that cannot be split fails before anything is sent,
         as in sglang, and the group stays usable."""
         split_tensor_dict(sent)
 
-    def _send_message(self, channel: _Channel, sent: dict, stats: WireStats) -> None:
+    def _send_message(self, channel: _Channel, sent: dict[str, Any], stats: WireStats) -> None:
         """Send the message itself, the way sglang's ``send_tensor_dict`` does."""
         channel.send_tensor_dict(sent, self.all_gather_size, stats)
 
@@ -415,8 +415,12 @@ def _receive_message(channel: _Channel, control: dict[str, Any]) -> dict[str, An
     return channel.recv_tensor_dict(control["all_gather"])
 
 
-def serve(config: dict[str, Any], *, joined: Callable[[Any, dict], Receive] | None = None,
-          implementation: Callable[[str, dict, dict], Any] | None = None) -> int:
+def serve(
+    config: dict[str, Any],
+    *,
+    joined: Callable[[Any, dict[str, Any]], Receive] | None = None,
+    implementation: Callable[[str, dict[str, Any], dict[str, Any]], Any] | None = None,
+) -> int:
     """Receive until told to stop; report a failure through the store, then exit 3.
 
     ``joined(store, config)``, called once the channel stands, returns how the message is

@@ -104,7 +104,7 @@ def _join_world(store: Any, rank: int, timeout: datetime.timedelta) -> None:
                             world_size=2, timeout=timeout)
 
 
-def _gathered(tensor_dict: dict, size: int) -> dict:
+def _gathered(tensor_dict: dict[str, Any], size: int) -> dict[str, Any]:
     """What the all-gather path does to each tensor it slices: a contiguous copy."""
     out = {}
     for key, value in tensor_dict.items():
@@ -147,10 +147,10 @@ class SglangWire(DistributedWire):
             except (RuntimeError, ValueError):
                 pass
 
-    def _check(self, sent: dict) -> None:
+    def _check(self, sent: dict[str, Any]) -> None:
         """Nothing of ppaux's runs before sglang's own send: it finds its own faults."""
 
-    def _send_message(self, channel: Any, sent: dict, stats: WireStats) -> None:
+    def _send_message(self, channel: Any, sent: dict[str, Any], stats: WireStats) -> None:
         message = _gathered(sent, self.all_gather_size) if self.all_gather_size > 1 else sent
         tensors = [value for value in message.values() if isinstance(value, torch.Tensor)]
         try:
@@ -172,14 +172,14 @@ class SglangWire(DistributedWire):
 # The receiving process
 
 
-def _receiver_joined(store: Any, config: dict) -> Receive:
+def _receiver_joined(store: Any, config: dict[str, Any]) -> Receive:
     runtime = import_runtime(config.get("sglang_path"))
     timeout = datetime.timedelta(seconds=config["timeout_s"])
     _join_world(store, _FIRST, timeout)
     backend = "nccl" if config["device"].startswith("cuda") else "gloo"
     group = _coordinator(runtime, _FIRST, backend)
 
-    def receive(channel: Any, control: dict) -> dict:
+    def receive(channel: Any, control: dict[str, Any]) -> dict[str, Any]:
         received = group.recv_tensor_dict(src=_LAST)
         if received is None:
             raise WireError("receiver", "RuntimeError", "recv_tensor_dict returned None")
@@ -188,7 +188,7 @@ def _receiver_joined(store: Any, config: dict) -> Receive:
     return receive
 
 
-def _receiver_implementation(name: str, cache: dict, config: dict) -> Any:
+def _receiver_implementation(name: str, cache: dict[str, Any], config: dict[str, Any]) -> Any:
     """sglang's own module as imported by the runtime, or ppaux's reference transport."""
     if name not in cache:
         import importlib
