@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from ppaux.dump.dumpfile import Dump
 from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, Opaque, StorageRef, TensorRef
-from ppaux.dump.payload import Payload, key_text, type_name, value_phrase
+from ppaux.dump.payload import Payload, Tally, key_text, type_name, value_phrase
 from ppaux.errors import DumpError
 from ppaux.limits import Limits
 from ppaux.report.catalogue import finding
@@ -139,28 +139,31 @@ class _Values:
         return self._digest(value, 0, set())
 
     def tensor(self, ref: TensorRef) -> str:
-        """Digest of the bytes ``ref`` views (and of its parts, for sparse and quantized)."""
+        """SHA-256 of the bytes ``ref`` views, in storage order from its first element to its
+        last (for sparse and quantized tensors, combined with their parts' digests)."""
         known = self._memo.get(id(ref))
         if known is not None:
             return known
-        digest = hashlib.sha256()
         if ref.kind == "meta" or ref.device == "meta":
-            digest.update(b"meta")
+            data = _sha("meta")
         elif ref.storage is not None and ref.kind in ("dense", "quantized"):
             itemsize = DTYPE_ITEMSIZE.get(ref.dtype, 1)
             stride = ref.stride or ()
+            data = hashlib.sha256().hexdigest()
             if ref.numel:
                 last = ref.offset + sum((size - 1) * step
                                         for size, step in zip(ref.shape, stride, strict=False))
-                span = (ref.offset * itemsize, (last + 1) * itemsize)
-                digest.update(self.records.digest(ref.storage, *span).encode())
-        elif ref.storage is None and ref.kind == "dense":
+                data = self.records.digest(ref.storage, ref.offset * itemsize,
+                                           (last + 1) * itemsize)
+        elif ref.kind == "dense":
             raise _NotCompared("the file keeps no data for it")
-        for name, part in sorted((ref.parts or {}).items()):
-            digest.update(name.encode())
-            digest.update(self._digest(part, 1, set()).encode())
-        self._memo[id(ref)] = digest.hexdigest()
-        return self._memo[id(ref)]
+        else:
+            data = _sha(ref.kind)
+        if ref.parts:
+            data = _sha(data + ",".join(f"{name}={self._digest(part, 1, set())}"
+                                        for name, part in sorted(ref.parts.items())))
+        self._memo[id(ref)] = data
+        return data
 
     def _digest(self, value: Any, depth: int, active: set[int]) -> str:
         if isinstance(value, TensorRef):
@@ -228,6 +231,8 @@ class _Side:
     dump: Dump
     payloads: list[Payload]
     values: _Values
+    #: Tensor counts of shared values, worked out once per dump (see Tally).
+    tally: Tally
 
 
 def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
@@ -263,7 +268,8 @@ def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
     for dump in (a, b):
         record = _Records(dump)
         records.append(record)
-        sides.append(_Side(dump.path, dump, find_payloads(dump), _Values(record, limits)))
+        sides.append(_Side(dump.path, dump, find_payloads(dump), _Values(record, limits),
+                           Tally(limits, dump.path)))
     try:
         pairs = _pairs(sides[0].payloads, sides[1].payloads)
         compared = []
@@ -324,7 +330,7 @@ def _is_aux(payload: Payload, key: Any) -> bool:
     return payload.role == "output" or (isinstance(key, str) and key.startswith(OUTPUT_PREFIX))
 
 
-def _summary(value: Any, limits: Limits) -> str:
+def _summary(value: Any, limits: Limits, tally: Tally) -> str:
     if isinstance(value, TensorRef):
         kind = "" if value.kind == "dense" else f"{value.kind} "
         sub = f" ({value.subclass})" if value.subclass else ""
@@ -333,7 +339,12 @@ def _summary(value: Any, limits: Limits) -> str:
         from ppaux.dump.payload import safe_repr
 
         return safe_repr(value, 40)
-    return value_phrase(value, limits)
+    return value_phrase(value, limits, tally)
+
+
+def _bounded(text: str, limit: int = 200) -> str:
+    # A key may be megabytes long (a hostile file): reports show its start.
+    return text if len(text) <= limit else f"{text[:limit - 3]}..."
 
 
 def _key_of(keys: dict[str, Any], key: Any) -> Any:
@@ -362,13 +373,13 @@ def _compare(sides: list[_Side], left: Payload, right: Payload,
         in_b = _identity(key) in right_keys
         aux = _is_aux(left if in_a else right, key)
         severity = Severity.ERROR if aux else Severity.INFO
-        shown = key_text(key)
+        shown = _bounded(key_text(key))
         where = shown
         entry: dict[str, Any] = {"key": shown, "aux": aux, "status": "same", "changes": []}
         if in_a:
-            entry["a"] = _summary(left.mapping[key], limits)
+            entry["a"] = _summary(left.mapping[key], limits, a.tally)
         if in_b:
-            entry["b"] = _summary(right.mapping[_key_of(right_keys, key)], limits)
+            entry["b"] = _summary(right.mapping[_key_of(right_keys, key)], limits, b.tally)
         if not in_b:
             entry["status"] = "removed"
             found.append(finding("PP602", a.name, f"only in A ({entry['a']})", where,
