@@ -144,7 +144,7 @@ def test_other_fixture_is_refused_with_the_reason_and_nothing_is_written(name, t
 
 
 def test_a_capture_keeps_its_format_and_records_the_rewrite(tmp_path):
-    from ppaux.dump.capture_format import META_FIELDS
+    from ppaux.dump.capture_format import META_FIELDS, REWRITE_FIELDS
     from ppaux.dump.dumpfile import read_dump
 
     source = DUMPS / "capture_pop_error.pt"
@@ -153,6 +153,7 @@ def test_a_capture_keeps_its_format_and_records_the_rewrite(tmp_path):
     original, rewritten = read_dump(source).capture, read_dump(fixed).capture
     assert rewritten is not None and rewritten["__ppaux_capture__"] == 1
     meta = rewritten["meta"]
+    assert list(meta) == [*META_FIELDS, *REWRITE_FIELDS]
     for field in META_FIELDS:
         if field not in ("exception_type", "exception_message"):
             assert meta[field] == original["meta"][field], field
