@@ -245,3 +245,13 @@ def test_hostile_corpus_runs_nothing(tmp_path):
         assert os.listdir(tmp_path) == [], path
     assert [p for p in files if (Path("/tmp") / f"ppaux_pwned_{p.stem}").exists()] == []
     assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in files} == before
+
+
+def test_a_file_name_with_a_newline_is_read_by_its_name_and_shown_escaped(tmp_path):
+    odd = tmp_path / "odd\nname.pt"
+    shutil.copy(DUMPS / "clean_output.pt", odd)
+    done = ppaux("diff", str(DUMPS / "clean_output.pt"), str(odd), "--format", "json")
+    assert done.exit_code == 0
+    document = json.loads(done.stdout)
+    assert document["findings"] == []  # every tensor's bytes read and compared: no PP608
+    assert document["diff"]["b"] == str(odd).replace("\n", "\\n")

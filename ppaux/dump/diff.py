@@ -246,8 +246,7 @@ def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
     for path in (a, b):
         try:
             dump = read_dump(path, limits)
-            dump.path = shown_name(path)
-            for _ in walk(dump.root, limits, dump.path):
+            for _ in walk(dump.root, limits, shown_name(path)):
                 pass  # a hostile structure fails here, as one clear error
         except DumpError as exc:
             report.problems.append(InputProblem(shown_name(exc.path), exc.reason))
@@ -261,6 +260,7 @@ def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
 def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
     """Compare two dumps already read (see :func:`diff_paths`)."""
     from ppaux.dump.payload import find_payloads
+    from ppaux.dump.pickle_vm import shown_name
 
     report = Report(command="diff")
     sides = []
@@ -268,8 +268,9 @@ def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
     for dump in (a, b):
         record = _Records(dump)
         records.append(record)
-        sides.append(_Side(dump.path, dump, find_payloads(dump), _Values(record, limits),
-                           Tally(limits, dump.path)))
+        # Reports show a file name escaped (it may hold anything); the file is read by its name.
+        sides.append(_Side(shown_name(dump.path), dump, find_payloads(dump),
+                           _Values(record, limits), Tally(limits, dump.path)))
     try:
         pairs = _pairs(sides[0].payloads, sides[1].payloads)
         compared = []
@@ -279,7 +280,7 @@ def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
                 assert only is not None
                 aux = _has_aux(only)
                 report.findings.append(finding(
-                    "PP607", b.path if side == "B" else a.path,
+                    "PP607", sides[1].name if side == "B" else sides[0].name,
                     f"{only.locator or 'the top-level dict'}: only in {side}",
                     severity=Severity.ERROR if aux else Severity.INFO))
                 continue
@@ -288,11 +289,11 @@ def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
             compared.append({"a": left.locator, "b": right.locator, "role": left.role,
                              "entries": entries, "pop": _pop(sides, left, right, report)})
             report.tables.append(_table(sides, left, right, entries))
-        report.findings += _meta(a, b)
+        report.findings += _meta(a, b, sides[1].name)
     finally:
         for record in records:
             record.close()
-    report.data["diff"] = {"a": a.path, "b": b.path, "dicts": compared}
+    report.data["diff"] = {"a": sides[0].name, "b": sides[1].name, "dicts": compared}
     return report
 
 
@@ -471,7 +472,7 @@ def _pop(sides: list[_Side], left: Payload, right: Payload,
     return {"a": outcomes[0], "b": outcomes[1]}
 
 
-def _meta(a: Dump, b: Dump) -> list[Finding]:
+def _meta(a: Dump, b: Dump, shown_b: str) -> list[Finding]:
     ca, cb = a.capture, b.capture
     if ca is None or cb is None:
         return []
@@ -485,7 +486,7 @@ def _meta(a: Dump, b: Dump) -> list[Finding]:
     rewritten = mb.get("rewritten_by")
     if isinstance(rewritten, str):
         message += f" (B: {key_text(rewritten)} rewrote {key_text(str(mb.get('rewritten_from')))})"
-    return [finding("PP609", b.path, message)]
+    return [finding("PP609", shown_b, message)]
 
 
 def _meta_value(value: Any) -> Any:
