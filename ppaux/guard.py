@@ -120,25 +120,25 @@ def check_pp_tensors(tensors: Mapping[Any, Any]) -> None:
         raise PpTensorsError((PpTensorsProblem(
             "(the dict)", describe_value(tensors), "AttributeError",
             f"'{type(tensors).__name__}' object has no attribute 'items'"),))
-    problems: list[PpTensorsProblem] = []
-    aux: list[tuple[Any, Any]] = []
+    is_tensor = torch.is_tensor
+    keys: list[PpTensorsProblem] = []
+    values: list[PpTensorsProblem] = []
     for key, value in items():
         try:
             # The very expression pop evaluates on each key.
-            is_aux = bool(key.startswith(OUTPUT_PREFIX))
+            if not key.startswith(OUTPUT_PREFIX):
+                continue
         except Exception as exc:
-            problems.append(PpTensorsProblem(
+            keys.append(PpTensorsProblem(
                 _short_repr(key), f"key of type {type(key).__name__}", type(exc).__name__,
                 str(exc)))
             continue
-        if is_aux:
-            aux.append((key, value))
-    for key, value in aux:
-        if not torch.is_tensor(value):
-            problems.append(PpTensorsProblem(
+        if not is_tensor(value):
+            values.append(PpTensorsProblem(
                 _short_repr(key), describe_value(value), "RuntimeError", NON_TENSOR_ERROR))
-    if problems:
-        raise PpTensorsError(tuple(problems))
+    if keys or values:
+        # Pop fails on the keys before it looks at any value.
+        raise PpTensorsError((*keys, *values))
 
 
 # ----------------------------------------------------------------------------------------------
