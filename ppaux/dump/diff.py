@@ -21,7 +21,7 @@ from typing import Any, Callable
 from ppaux.dump.dumpfile import Dump
 from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, Opaque, StorageRef, TensorRef
 from ppaux.dump.payload import Payload, Tally, key_text, type_name, value_phrase
-from ppaux.errors import DumpError
+from ppaux.errors import DumpError, PpauxError
 from ppaux.limits import Limits
 from ppaux.report.catalogue import finding
 from ppaux.report.document import InputProblem, Report, Table
@@ -40,8 +40,8 @@ _MAX_DEFLATE_RATIO = 1032
 _EVERYDAY_META = ("time", "host", "pid", "rewritten_time")
 
 
-class _NotCompared(Exception):
-    """A value whose data ppaux cannot read safely; the message says why."""
+class _NotCompared(PpauxError):
+    """A value whose data ppaux cannot read safely; the message says why (it becomes PP608)."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -239,7 +239,7 @@ def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
     """Compare the dumps at ``a`` and ``b``; unreadable ones become the report's problems."""
     from ppaux.dump.dumpfile import read_dump
     from ppaux.dump.payload import walk
-    from ppaux.dump.pickle_vm import shown_name
+    from ppaux.text import shown_name
 
     report = Report(command="diff")
     dumps = []
@@ -260,7 +260,7 @@ def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
 def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
     """Compare two dumps already read (see :func:`diff_paths`)."""
     from ppaux.dump.payload import find_payloads
-    from ppaux.dump.pickle_vm import shown_name
+    from ppaux.text import shown_name
 
     report = Report(command="diff")
     sides = []
