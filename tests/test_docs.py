@@ -233,7 +233,7 @@ def _output_blocks(text: str) -> list[tuple[str, str, str]]:
     every ```python block, that a ```text block follows."""
     fences = list(re.finditer(r"^```(\w*)\n(.*?)^```$", text, re.S | re.M))
     blocks = []
-    for first, second in zip(fences, fences[1:]):
+    for first, second in zip(fences, fences[1:], strict=False):
         language, source = first.group(1), first.group(2)
         if (language not in ("console", "python") or second.group(1) != "text"
                 or text[first.end():second.start()].strip()):
