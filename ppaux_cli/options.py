@@ -23,6 +23,7 @@ __all__ = [
     "IgnoreOption",
     "StrictOption",
     "ConfigOption",
+    "RootOption",
 ]
 
 FormatOption = Annotated[
@@ -89,6 +90,18 @@ ConfigOption = Annotated[
         metavar="FILE",
         help="Read settings from FILE (a ppaux.toml or pyproject.toml) instead of searching "
         "the working directory and its parents.",
+    ),
+]
+
+RootOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--root",
+        metavar="DIR",
+        help="Repository root that github, gitlab and sarif paths are relative to (a file "
+        "outside it keeps its absolute path) [default: the top of the git working tree that "
+        "holds the working directory, else the working directory].",
+        show_default=False,
     ),
 ]
 
