@@ -31,7 +31,8 @@ FormatOption = Annotated[
     typer.Option(
         "--format", "-f",
         help="Output format: text for people, json (ppaux.report/1), github (annotations), "
-        "sarif (code scanning), junit (test reports), gitlab (code quality).",
+        "sarif (code scanning), junit (test reports), gitlab (code quality), markdown (an "
+        "issue or incident thread), html (one self-contained page).",
     ),
 ]
 
