@@ -17,7 +17,8 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from ppaux.capture import hooks as capture
+from ppaux import capture
+from ppaux.capture import host
 from ppaux_cli.app import app
 import sglang_shaped
 
@@ -42,11 +43,11 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     root = sglang_shaped.build(tmp_path / "site")
     monkeypatch.syspath_prepend(str(root))
     sglang_shaped.forget()
-    capture._sglang_version.cache_clear()
+    host.sglang_version.cache_clear()
     yield root
     capture.uninstall()
     sglang_shaped.forget()
-    capture._sglang_version.cache_clear()
+    host.sglang_version.cache_clear()
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ppaux.capture.settings import ENV_DIR, MAX_COUNTER_BYTES, config_from_env
 from ppaux.report.catalogue import finding
 from ppaux.errors import PathError
 from ppaux.report.document import Report, Table
@@ -56,8 +57,6 @@ TEMP_PREFIX = ".ppaux-tmp-"
 _CAPTURE_RE = re.compile(r"^capture-[^/]+\.pt$")
 # Host names become part of a file name: keep letters, digits, '.', '_' and '-' only.
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-# The skipped counter is a few digits; anything longer is not ours.
-_MAX_COUNTER_BYTES = 32
 
 
 class CaptureDirError(PathError, ValueError):
@@ -134,10 +133,10 @@ def read_skipped(directory: str | os.PathLike) -> int:
     """How many captures the bounds of ``directory`` refused so far (0 when none recorded)."""
     try:
         with open(Path(directory) / SKIPPED_NAME, "rb") as handle:
-            text = handle.read(_MAX_COUNTER_BYTES + 1)
+            text = handle.read(MAX_COUNTER_BYTES + 1)
     except FileNotFoundError:
         return 0
-    if len(text) > _MAX_COUNTER_BYTES:
+    if len(text) > MAX_COUNTER_BYTES:
         return 0
     try:
         value = int(text.decode("ascii").strip() or "0")
@@ -249,7 +248,6 @@ def plugin_state(environ: Mapping[str, str] | None = None) -> PluginState:
 
     Reads entry-point metadata and sglang's files as text; imports neither sglang nor torch.
     """
-    from ppaux.capture import hooks as capture
     from ppaux.sglang import loader as sglang_module
 
     env = os.environ if environ is None else environ
@@ -277,16 +275,16 @@ def plugin_state(environ: Mapping[str, str] | None = None) -> PluginState:
         if not has_transport:
             reasons.append(f"sglang {version or '(unknown version)'} has no PP auxiliary "
                            "transport (added in 0.5.19)")
-    directory = env.get(capture.ENV_DIR, "").strip() or None
+    directory = env.get(ENV_DIR, "").strip() or None
     if directory is None:
-        reasons.append(f"{capture.ENV_DIR} is not set")
+        reasons.append(f"{ENV_DIR} is not set")
     allowed = env.get("SGLANG_PLUGINS", "").strip() or None
     if allowed is not None and _PLUGIN_NAME not in {x.strip() for x in allowed.split(",")}:
         reasons.append(f"SGLANG_PLUGINS={allowed!r} does not list {_PLUGIN_NAME!r}")
     setting_error = None
     settings = None
     try:
-        config = capture.config_from_env(env)
+        config = config_from_env(env)
     except ValueError as exc:
         setting_error = str(exc)
         reasons.append(f"invalid setting: {exc}")

@@ -103,7 +103,19 @@ def make_meta(
 
 
 def make_capture(
-    meta: dict[str, Any], tensors: Any, output: Any = None
+    meta: dict[str, Any],
+    tensors: Any,
+    output: Any = None,
+    *,
+    trail: list[dict[str, Any]] | None = None,
+    culprit: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The dict to ``torch.save``: marker, metadata, the tensor dict and the add-side output."""
-    return {CAPTURE_MARKER: CAPTURE_VERSION, "meta": dict(meta), "tensors": tensors, "output": output}
+    """The dict to ``torch.save``: marker, metadata, the tensor dict and the add-side output;
+    ``trail`` and ``culprit`` only when a checkpoint took the capture (see the module's text)."""
+    record = {CAPTURE_MARKER: CAPTURE_VERSION, "meta": dict(meta), "tensors": tensors,
+              "output": output}
+    if trail is not None:
+        record["trail"] = trail
+    if culprit is not None:
+        record["culprit"] = culprit
+    return record

@@ -1,0 +1,298 @@
+"""Checkpoints along sglang's PP output path: a cheap look at each output message, hop by hop.
+
+The last stage builds an output message (``add_auxiliary_output_to_pp_tensors`` inside
+``_pp_prepare_tensor_dict``), queues it, and sends it (``_pp_send_dict_to_next_stage``, then the
+PP group's ``send_tensor_dict``); rank 0 receives it (``recv_tensor_dict``) and pops the
+auxiliary values. At each of these hops the capture looks at the message: its keys with the
+auxiliary prefix, and ``torch.is_tensor`` of their values. A look never changes the dict, the
+call or its result. Only output messages are looked at.
+
+A message is followed by the identity of its dict (one small integer per message while it is
+healthy). The first hop where it carries a non-tensor auxiliary value starts its *trail*: the
+hops it passed clean, then the dirty one. On the last stage the capture is written at once,
+before the message goes on, with the trail and the *culprit* (:mod:`ppaux.capture.culprit`);
+rank 0's capture at pop carries rank 0's own trail. In strict mode the last stage raises at that
+hop with the message sglang's own sender uses for that value.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from ppaux.capture.settings import MAX_FOLLOWED_MESSAGES
+from ppaux.capture.state import STATE
+from ppaux.sglang.names import (
+    ADD_FUNCTION,
+    GROUP_CLASS,
+    OUTPUT_PREFIX,
+    PARALLEL_STATE_MODULE,
+    POP_FUNCTION,
+    SCHEDULER_PP_CLASS,
+    SCHEDULER_PP_MODULE,
+    TRANSPORT_MODULE,
+)
+
+__all__ = [
+    "HOPS",
+    "HOP_TARGETS",
+    "HOP_TEXT",
+    "SENDER_HOPS",
+    "dirty_values",
+    "hop_availability",
+    "look",
+    "trail_for",
+]
+
+#: The hops in the order a message passes them: five on the last stage, two on rank 0.
+HOPS = ("add", "prepare", "send_dict", "send", "sent", "recv", "pop")
+SENDER_HOPS = HOPS[:5]
+_BIT = {hop: 1 << i for i, hop in enumerate(HOPS)}
+
+_MIXIN = f"{SCHEDULER_PP_MODULE}.{SCHEDULER_PP_CLASS}"
+_GROUP = f"{PARALLEL_STATE_MODULE}.{GROUP_CLASS}"
+#: The function each hop watches, as a dotted path (the target of its hook).
+HOP_TARGETS = {
+    "add": f"{TRANSPORT_MODULE}.{ADD_FUNCTION}",
+    "prepare": f"{_MIXIN}._pp_prepare_tensor_dict",
+    "send_dict": f"{_MIXIN}._pp_send_dict_to_next_stage",
+    "send": f"{_GROUP}.send_tensor_dict",
+    "sent": f"{_GROUP}.send_tensor_dict",
+    "recv": f"{_GROUP}.recv_tensor_dict",
+    "pop": f"{TRANSPORT_MODULE}.{POP_FUNCTION}",
+}
+#: What a hop is, in words.
+HOP_TEXT = {
+    "add": f"{ADD_FUNCTION} returned",
+    "prepare": "_pp_prepare_tensor_dict returned",
+    "send_dict": "_pp_send_dict_to_next_stage called",
+    "send": "send_tensor_dict called",
+    "sent": "send_tensor_dict returned",
+    "recv": "recv_tensor_dict returned",
+    "pop": f"{POP_FUNCTION} called",
+}
+# The hop that starts a message's record on each side (earlier bits are then stale).
+_FIRST = {"add", "recv"}
+# The hop after which the sender forgets a message.
+_LAST = {"sent", "pop"}
+
+_is_tensor: Optional[Callable[[Any], bool]] = None
+
+
+def _tensor_test() -> Callable[[Any], bool]:
+    global _is_tensor
+    if _is_tensor is None:
+        torch = sys.modules.get("torch")
+        if torch is None:  # the path runs torch; without it no value can be a tensor
+            import torch
+        _is_tensor = torch.is_tensor
+    return _is_tensor
+
+
+def dirty_values(tensors: Any) -> list[tuple[str, str]]:
+    """(auxiliary name, type name) of every prefixed value of ``tensors`` that is not a tensor."""
+    is_tensor = _is_tensor or _tensor_test()
+    found: list[tuple[str, str]] = []
+    for key, value in tensors.items():
+        if key.__class__ is str and key.startswith(OUTPUT_PREFIX) and not is_tensor(value):
+            found.append((key[len(OUTPUT_PREFIX):], type(value).__qualname__))
+    return found
+
+
+class Trail:
+    """The hops one dirty message passed: clean ones first, then from the first dirty hop on."""
+
+    def __init__(self, clean: list[str]) -> None:
+        self.hops: list[dict[str, Any]] = [
+            {"hop": h, "at": HOP_TEXT[h], "state": "clean", "keys": []} for h in clean
+        ]
+        self.culprit: Optional[dict[str, Any]] = None
+        self.captured = False
+
+    def add(self, hop: str, dirty: list[tuple[str, str]]) -> None:
+        """Record ``hop`` (clean when ``dirty`` is empty)."""
+        self.hops.append({"hop": hop, "at": HOP_TEXT[hop],
+                          "state": "dirty" if dirty else "clean",
+                          "keys": [f"{name} ({kind})" for name, kind in dirty]})
+
+    def extra(self) -> dict[str, Any]:
+        """The capture fields: ``trail`` and, when one was found, ``culprit``."""
+        out: dict[str, Any] = {"trail": [dict(h) for h in self.hops]}
+        if self.culprit is not None:
+            out["culprit"] = dict(self.culprit)
+        return out
+
+
+def look(hop: str, tensors: Any, original: Callable[..., Any],
+         last_stage: bool) -> Optional[BaseException]:
+    """Look at an output message at ``hop``; return the strict-mode error to raise, if any.
+
+    ``original`` is the function the hook wraps there (what runs inside the look). Never raises.
+    """
+    try:
+        dirty = dirty_values(tensors)
+        messages = STATE.messages
+        key = id(tensors)
+        seen = messages.get(key, 0)
+        if seen.__class__ is int:
+            if not dirty:
+                if hop in _LAST:
+                    messages.pop(key, None)
+                else:
+                    messages[key] = _BIT[hop] if hop in _FIRST else seen | _BIT[hop]
+                    if len(messages) > MAX_FOLLOWED_MESSAGES:
+                        messages.popitem(last=False)
+                _tracer.at_clean_hop(hop, tensors)
+                return None
+            return _first_dirty(hop, tensors, original, dirty, 0 if hop in _FIRST else seen,
+                                last_stage)
+        seen.add(hop, dirty)
+        if hop in _LAST:
+            messages.pop(key, None)
+        return None
+    except Exception as error:  # never into the host
+        from ppaux.capture.writer import note_failure
+
+        note_failure(f"could not look at the message at {HOP_TEXT.get(hop, hop)}", error)
+        return None
+
+
+def _first_dirty(hop: str, tensors: Any, original: Callable[..., Any],
+                 dirty: list[tuple[str, str]], seen: int,
+                 last_stage: bool) -> Optional[BaseException]:
+    from ppaux.capture import culprit as culprits
+    from ppaux.capture.writer import record
+
+    clean = [h for h in HOPS if seen & _BIT[h]]
+    trail = Trail(clean)
+    trail.add(hop, dirty)
+    STATE.messages[id(tensors)] = trail
+    config = STATE.config
+    if hop not in SENDER_HOPS:
+        return None  # rank 0: the capture at pop carries this trail
+    last_clean = clean[-1] if clean and clean[-1] in SENDER_HOPS else None
+    traced = _tracer.finish(tensors)
+    trail.culprit = culprits.resolve(last_clean, hop, original, STATE.scheduler_type,
+                                     STATE.group_type, traced)
+    if traced is None and last_clean is not None:
+        _tracer.arm(last_clean, hop)
+    error: Optional[BaseException] = None
+    if config is not None and config.strict and last_stage:
+        # The message sglang's own sender (add) gives for this value.
+        error = RuntimeError(f"auxiliary PP output {dirty[0][0]!r} is not a tensor")
+    if config is not None and not trail.captured:
+        trail.captured = True
+        function = HOP_TARGETS[hop].rsplit(".", 1)[1]
+        record(function, config, error, dict(tensors.items()), None, trail.extra())
+    return error
+
+
+def trail_for(tensors: Any) -> Optional[dict[str, Any]]:
+    """The capture fields of the message ``tensors`` when it was followed dirty, else None."""
+    try:
+        found = STATE.messages.get(id(tensors))
+    except Exception:
+        return None
+    # A trail of the failing hop alone says nothing the capture does not: leave it out.
+    if isinstance(found, Trail) and len(found.hops) > 1:
+        return found.extra()
+    return None
+
+
+class _LineTracer:
+    """After a first dirty message, trace the next one from its last clean hop to its first
+    dirty hop, to find the line that wrote the value. Healthy traffic is never traced."""
+
+    def __init__(self) -> None:
+        self.armed: Optional[tuple[str, str]] = None
+        self.watched: Any = None
+        self.thread: Optional[int] = None
+        self.found: Optional[tuple[Any, int]] = None
+        self.last: Optional[tuple[Any, int]] = None
+        self.frames: list[Any] = []
+
+    def arm(self, start: str, end: str) -> None:
+        self.armed = (start, end)
+
+    def at_clean_hop(self, hop: str, tensors: Any) -> None:
+        armed = self.armed
+        if armed is None:
+            return
+        if self.watched is not None:
+            if self.watched is tensors and (hop == armed[1] or hop in _LAST):
+                self.finish(tensors)  # clean this time: stop, and trace the next one
+                self.armed = armed
+            return
+        if armed[0] != hop:
+            return
+        self.watched = tensors
+        self.thread = threading.get_ident()
+        self.found = None
+        self.last = None
+        frame = sys._getframe(1)
+        self.frames = []
+        while frame is not None:  # lines of the callers count too: the write may be there
+            frame.f_trace = self._local
+            self.frames.append(frame)
+            frame = frame.f_back
+        sys.settrace(self._global)
+
+    def _global(self, frame: Any, event: str, arg: Any) -> Any:
+        return self._local
+
+    def _local(self, frame: Any, event: str, arg: Any) -> Any:
+        if self.watched is None or self.found is not None:
+            return None
+        try:
+            if self.last is not None and dirty_values(self.watched):
+                self.found = self.last
+                return None
+        except Exception:
+            return None
+        if event == "line":
+            self.last = (frame.f_code, frame.f_lineno)
+        return self._local
+
+    def finish(self, tensors: Any) -> Optional[tuple[Any, int]]:
+        """Stop tracing; the (code, line) that made ``tensors`` dirty, if it was traced."""
+        if self.watched is None or threading.get_ident() != self.thread:
+            return None
+        watched, found = self.watched, self.found
+        sys.settrace(None)
+        for frame in self.frames:
+            frame.f_trace = None
+        self.frames = []
+        self.watched = None
+        self.armed = None
+        return found if watched is tensors else None
+
+
+_tracer = _LineTracer()
+
+
+def hop_availability(package: Optional[Path]) -> dict[str, Optional[str]]:
+    """For each hop, None when its target exists in the sglang at ``package`` (the ``sglang``
+    directory), else why it is skipped. Reads the files as text; imports nothing."""
+    out: dict[str, Optional[str]] = {}
+    for hop in HOPS:
+        target = HOP_TARGETS[hop]
+        parts = target.split(".")
+        module_parts = parts[:-2] if parts[-2][:1].isupper() else parts[:-1]
+        function = parts[-1]
+        relative = "/".join(module_parts[1:]) + ".py"
+        if package is None:
+            out[hop] = "sglang is not installed"
+            continue
+        path = package / relative
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            out[hop] = f"this sglang has no {relative}"
+            continue
+        if f"def {function}(" not in text:
+            out[hop] = f"this sglang has no {target}"
+        else:
+            out[hop] = None
+    return out
