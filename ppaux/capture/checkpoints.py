@@ -209,8 +209,8 @@ class _LineTracer:
         self.armed: Optional[tuple[str, str]] = None
         self.watched: Any = None
         self.thread: Optional[int] = None
-        self.found: Optional[tuple[Any, int]] = None
-        self.last: Optional[tuple[Any, int]] = None
+        self.found: Optional[tuple[Any, int, Any]] = None
+        self.last: Optional[tuple[Any, int, Any]] = None
         self.frames: list[Any] = []
 
     def arm(self, start: str, end: str) -> None:
@@ -252,11 +252,12 @@ class _LineTracer:
         except Exception:
             return None
         if event == "line":
-            self.last = (frame.f_code, frame.f_lineno)
+            self.last = (frame.f_code, frame.f_lineno, frame.f_globals.get("__name__"))
         return self._local
 
-    def finish(self, tensors: Any) -> Optional[tuple[Any, int]]:
-        """Stop tracing; the (code, line) that made ``tensors`` dirty, if it was traced."""
+    def finish(self, tensors: Any) -> Optional[tuple[Any, int, Any]]:
+        """Stop tracing; the (code, line, module name) that made ``tensors`` dirty, if it was
+        traced."""
         if self.watched is None or threading.get_ident() != self.thread:
             return None
         watched, found = self.watched, self.found

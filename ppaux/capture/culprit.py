@@ -198,7 +198,7 @@ def _segments(hop: str, original: Callable[..., Any], scheduler: Optional[type],
 
 def resolve(last_clean: Optional[str], dirty: str, original: Callable[..., Any],
             scheduler: Optional[type], group: Optional[type],
-            traced: Optional[tuple[Any, int]] = None) -> dict[str, Any]:
+            traced: Optional[tuple[Any, int, Any]] = None) -> dict[str, Any]:
     """The culprit of a message clean at ``last_clean`` (None: no earlier hop seen) and dirty
     at ``dirty``; plain data for the capture file. Never raises."""
     out: dict[str, Any] = {"between": [last_clean, dirty], "function": None, "file": None,
@@ -224,14 +224,17 @@ def resolve(last_clean: Optional[str], dirty: str, original: Callable[..., Any],
         if chosen is not None:
             out.update({k: chosen[k] for k in ("function", "file", "line", "code", "how")})
         if traced is not None:
-            code, line = traced
+            code, line, module = traced
+            qualname = getattr(code, "co_qualname", code.co_name)
+            name = f"{module}.{qualname}" if isinstance(module, str) else qualname
             out["write_line"] = line
             out["write_file"] = code.co_filename
-            out["write_function"] = getattr(code, "co_qualname", code.co_name)
+            out["write_function"] = name
             if chosen is None or chosen["file"] != code.co_filename:
-                out.update({"function": out["write_function"], "file": code.co_filename,
-                            "line": code.co_firstlineno, "code": "outside"
-                            if "sglang" not in code.co_filename else "sglang",
+                inside = isinstance(module, str) and module.split(".")[0] in ("sglang", "ppaux")
+                out.update({"function": name, "file": code.co_filename,
+                            "line": code.co_firstlineno,
+                            "code": module.split(".")[0] if inside else "outside",
                             "how": "the traced write"})
     except Exception as error:  # the culprit is a bonus: never into the host
         out["error"] = f"{type(error).__name__}: {error}"

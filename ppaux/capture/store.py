@@ -79,11 +79,16 @@ class CaptureEntry:
     size: int
     meta: dict[str, Any] | None
     problem: str | None = None
+    #: The hops the message passed, when a checkpoint took the capture.
+    trail: list[dict[str, Any]] | None = None
+    #: The code between the last clean and the first dirty hop, when one was resolved.
+    culprit: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The entry as a JSON object (``meta`` as recorded, ``problem`` when unreadable)."""
+        """The entry as a JSON object (``meta`` as recorded, ``problem`` when unreadable,
+        ``trail`` and ``culprit`` when a checkpoint took it)."""
         return {"path": str(self.path), "size": self.size, "meta": self.meta,
-                "problem": self.problem}
+                "problem": self.problem, "trail": self.trail, "culprit": self.culprit}
 
 
 def capture_name(time: str, host: str, pid: int, seq: int, function: str) -> str:
@@ -152,6 +157,7 @@ def list_captures(directory: str | os.PathLike) -> list[CaptureEntry]:
     ``problem``; nothing in a file is ever executed.
     """
     from ppaux.dump.dumpfile import read_dump
+    from ppaux.dump.trail import read_culprit, read_trail
     from ppaux.errors import DumpError
 
     entries = []
@@ -169,7 +175,8 @@ def list_captures(directory: str | os.PathLike) -> list[CaptureEntry]:
             entries.append(CaptureEntry(path, size, None, "not a ppaux capture file"))
             continue
         meta = {k: _plain(v) for k, v in record["meta"].items() if isinstance(k, str)}
-        entries.append(CaptureEntry(path, size, meta))
+        entries.append(CaptureEntry(path, size, meta, trail=read_trail(record),
+                                    culprit=read_culprit(record)))
     return entries
 
 
@@ -394,6 +401,8 @@ def list_report(directory: str | os.PathLike) -> Report:
         entries = list_captures(path)
     except OSError as exc:
         raise CaptureDirError(str(path), f"cannot list: {exc.strerror or exc}") from None
+    from ppaux.dump.trail import culprit_text, trail_text
+
     report = Report(command="capture list")
     skipped = read_skipped(path)
     # One line per capture, never wrapped, so that names and messages stay greppable; the file
@@ -405,9 +414,15 @@ def list_report(directory: str | os.PathLike) -> Report:
             error = f"(unreadable: {entry.problem})"
         elif meta.get("exception_type") is not None:
             error = f"{meta.get('exception_type')}: {meta.get('exception_message')}"
+        elif entry.trail is not None:
+            error = "(no error yet: taken at a checkpoint)"
         else:
             error = f"(no error: recorded with when={meta.get('when')})"
         report.notes.append(f"{entry.path.name}: {error}")
+        if entry.trail is not None:
+            report.notes.append(f"    trail: {trail_text(entry.trail)}")
+        if entry.culprit is not None:
+            report.notes.append(f"    culprit: {culprit_text(entry.culprit)}")
     report.notes.append(f"{len(entries)} capture(s) in {path}, {skipped} skipped")
     report.data = {"directory": str(path), "captures": [e.to_json() for e in entries],
                    "skipped": skipped}

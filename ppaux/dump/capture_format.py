@@ -19,7 +19,38 @@ Layout of the saved dict (format version 1)::
         },
         "tensors": {...},                  # the tensor dict exactly as it was at the call
         "output": {...} | None,            # for add: the output's to_pp_tensors() mapping
+        "trail": [...],                    # only in a capture taken by a checkpoint
+        "culprit": {...},                  # only when the trail has a sender-side dirty hop
     }
+
+``trail`` and ``culprit`` were added within format version 1: readers that do not know them
+ignore them, and captures of failing add and pop calls without a checkpoint trail omit them.
+A *checkpoint* capture is written on the last stage at the first hop where an output message
+carries a non-tensor auxiliary value (``meta.function`` is that hop's function, such as
+``_pp_send_dict_to_next_stage``; ``exception_type`` is None unless strict mode raised);
+rank 0's capture of a failing pop carries the trail of the message on rank 0.
+
+``trail`` is a list of the hops the message passed, in order::
+
+    {"hop": "prepare",                     # add, prepare, send_dict, send, sent, recv, pop
+     "at": "_pp_prepare_tensor_dict returned",
+     "state": "clean" | "dirty",
+     "keys": ["scores (list)"]}            # dirty auxiliary names and their types
+
+``culprit`` names the code that ran between the last clean hop and the first dirty one::
+
+    {"between": ["prepare", "send_dict"],  # the last clean hop (None: none seen) and the dirty one
+     "function": "app.MyScheduler._pp_prepare_tensor_dict" | None,
+     "file": "/srv/app/scheduler.py" | None, "line": 40 | None,      # its first line
+     "code": "outside" | "modified" | "sglang" | "release" | None,
+     "how": "_pp_prepare_tensor_dict of the running scheduler (function)" | None,
+     "suspects": [{...}, ...],             # every function looked at, with the same fields
+     "write_file": ..., "write_function": ..., "write_line": 42}     # only when traced
+
+``code`` is ``release`` when the function's digest is the release table's, ``modified`` when the
+table knows the function and the digest differs, ``sglang`` for other code of sglang's package,
+``outside`` for code from anywhere else. ``write_*`` appear on the capture of a message traced
+after a first dirty one: the line that wrote the value.
 
 The reader (:mod:`ppaux.dump.dumpfile`) recognises the marker and checks ``tensors`` as the payload;
 it reads this structure without torch. Writing one needs torch (``torch.save``).

@@ -13,6 +13,7 @@ from ppaux.sglang.names import MSG_TYPE_KEY
 from ppaux.limits import Limits
 from ppaux.dump.payload import Payload, Tally, describe_entry, find_payloads, safe_repr, walk
 from ppaux.dump.pickle_vm import shown_name
+from ppaux.dump.trail import culprit_text, read_culprit, read_trail, trail_findings, trail_text
 from ppaux.report.document import InputProblem, Report, Table
 
 __all__ = ["DUMP_SUFFIXES", "collect_files", "describe_dump", "inspect_file", "inspect_paths"]
@@ -71,6 +72,8 @@ def describe_dump(dump: Dump, payloads: list[Payload], limits: Limits,
             "predicted_pop": predict_pop(payload.mapping) if payload.role != "output" else None,
         })
     capture = dump.capture
+    trail = read_trail(capture) if capture is not None else None
+    culprit = read_culprit(capture) if capture is not None else None
     return {
         "path": dump.path,
         "container": dump.container,
@@ -83,6 +86,9 @@ def describe_dump(dump: Dump, payloads: list[Payload], limits: Limits,
         "globals": [{"name": n, "allowed": a} for n, a in dump.globals_seen.items()],
         "storages": len(dump.storages),
         "tensor_bytes": tensor_bytes,
+        # Only in captures taken by a checkpoint, so that other descriptions keep their shape.
+        **({"trail": trail} if trail is not None else {}),
+        **({"culprit": culprit} if culprit is not None else {}),
     }
 
 
@@ -109,8 +115,10 @@ def inspect_file(path: str, limits: Limits = Limits()) -> tuple[dict[str, Any], 
     for _ in walk(dump.root, limits, path):
         pass
     tally = Tally(limits, path)  # tensor counts shared by the description and the checks
-    return (describe_dump(dump, payloads, limits, tally),
-            check_dump(dump, payloads, limits, tally))
+    findings = check_dump(dump, payloads, limits, tally)
+    if dump.capture is not None:
+        findings += trail_findings(path, dump.capture)
+    return describe_dump(dump, payloads, limits, tally), findings
 
 
 def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]:
@@ -142,9 +150,16 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
             rows.append((f"... and {hidden} more keys", "", "--format json lists all", "", "",
                          "", ""))
         where = f" {payload['locator']}" if payload["locator"] else ""
-        what = (f"capture of {capture.get('function')}: {capture.get('exception_type')}: "
-                f"{capture.get('exception_message')}" if capture and payload["role"] == "capture"
-                else f"{payload['role']}" if payload["role"] == "output" else description["container"])
+        if capture and payload["role"] == "capture":
+            what = (f"capture of {capture.get('function')}: {capture.get('exception_type')}: "
+                    f"{capture.get('exception_message')}"
+                    if capture.get("exception_type") is not None
+                    else f"capture of {capture.get('function')}: no error"
+                    + (" yet, taken at a checkpoint" if description.get("trail") else ""))
+        elif payload["role"] == "output":
+            what = payload["role"]
+        else:
+            what = description["container"]
         # Capture metadata comes from the file: no newline or escape sequence reaches a terminal.
         what = shown_name(what)
         title = f"{description['path']}{where} ({what}; {len(payload['entries'])} keys)"
@@ -180,6 +195,7 @@ def inspect_paths(
             if release is not None:
                 findings += _release_findings(path, description, release)
             descriptions.append(description)
+            report.notes += _trail_notes(description)
             report.findings += findings
             report.tables += _tables(description, findings)
         if progress is not None:
@@ -188,6 +204,16 @@ def inspect_paths(
     if release is not None:
         report.data["release"] = release
     return report
+
+
+def _trail_notes(description: dict[str, Any]) -> list[str]:
+    """'<path>: trail: ...' and '<path>: culprit: ...' for a capture taken by a checkpoint."""
+    notes = []
+    if description.get("trail") is not None:
+        notes.append(f"{description['path']}: trail: {trail_text(description['trail'])}")
+    if description.get("culprit") is not None:
+        notes.append(f"{description['path']}: culprit: {culprit_text(description['culprit'])}")
+    return notes
 
 
 def _release_findings(path: str, description: dict[str, Any], release: str) -> list[Finding]:

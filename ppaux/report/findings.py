@@ -56,6 +56,9 @@ class Finding:
     sglang_error: str | None = None
     hint: str = ""
     extra: dict = field(default_factory=dict, compare=False, hash=False)
+    #: Where in source code the problem was made, when that is known: ``{"file": str,
+    #: "line": int, "function": str}`` (a capture's culprit). Formats that annotate code use it.
+    location: dict | None = field(default=None, compare=False, hash=False)
 
     def to_json(self) -> dict:
         """The finding as the report schema's JSON object."""
@@ -70,4 +73,6 @@ class Finding:
         }
         if self.extra:
             out["extra"] = self.extra
+        if self.location is not None:
+            out["location"] = self.location
         return out

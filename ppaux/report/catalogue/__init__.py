@@ -57,6 +57,7 @@ def finding(
     severity: Severity | None = None,
     sglang_error: str | None = None,
     extra: dict | None = None,
+    location: dict | None = None,
 ) -> Finding:
     """Build a finding for ``code``; severity, predicted error and hint come from the rule."""
     rule = RULES[code]
@@ -69,4 +70,5 @@ def finding(
         sglang_error=sglang_error if sglang_error is not None else rule.sglang_error,
         hint=rule.fix,
         extra=extra or {},
+        location=location,
     )

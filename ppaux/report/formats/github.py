@@ -41,8 +41,15 @@ def annotation(finding: Finding) -> str:
         lines.append(f"predicts: {finding.sglang_error}")
     if finding.hint:
         lines.append(f"fix: {finding.hint}")
+    if finding.location is not None:
+        # Annotate the line of code that caused it; the file it was found in goes in the text.
+        lines.append(f"found in: {finding.path}")
+        where = (f"file={_property(str(finding.location['file']))},"
+                 f"line={int(finding.location['line'])},")
+    else:
+        where = f"file={_property(finding.path)},"
     return (
-        f"::{_LEVEL[finding.severity]} file={_property(finding.path)},"
+        f"::{_LEVEL[finding.severity]} {where}"
         f"title={_property(_title(finding))}::{_data(chr(10).join(lines))}"
     )
 

@@ -58,6 +58,10 @@ def issues(report: Report) -> list[dict]:
             "fingerprint": _fingerprint((f.code, f.path, f.key or "", f.message), seen),
             "location": {"path": f.path, "lines": {"begin": 1}},
         }
+        if f.location is not None:  # the line of code that caused it
+            issue["location"] = {"path": str(f.location["file"]),
+                                 "lines": {"begin": int(f.location["line"])}}
+            body = f"Found in {f.path}.\n\n{body}" if body else f"Found in {f.path}."
         if body:
             issue["content"] = {"body": body}
         out.append(issue)

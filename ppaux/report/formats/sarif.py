@@ -69,6 +69,17 @@ def _location(path: str) -> dict:
     return {"physicalLocation": {"artifactLocation": {"uri": artifact_uri(path)}}}
 
 
+def _code_location(location: dict) -> dict:
+    # The source line that caused the finding: code scanning annotates it.
+    return {
+        "physicalLocation": {
+            "artifactLocation": {"uri": artifact_uri(location["file"])},
+            "region": {"startLine": location["line"]},
+        },
+        "logicalLocations": [{"fullyQualifiedName": location["function"], "kind": "function"}],
+    }
+
+
 def _result(finding: Finding, index: dict[str, int]) -> dict:
     text = f"{finding.message} (key {finding.key!r})" if finding.key is not None else finding.message
     if finding.sglang_error:
@@ -88,6 +99,11 @@ def _result(finding: Finding, index: dict[str, int]) -> dict:
         "partialFingerprints": {"ppauxFinding/v1": _fingerprint(finding)},
         "properties": properties,
     }
+    if finding.location is not None:
+        # The code is where the problem was made; the file it was found in stays related.
+        result["locations"] = [_code_location(finding.location)]
+        result["relatedLocations"] = [dict(_location(finding.path), id=1,
+                                           message={"text": "found in"})]
     if finding.code in index:
         result["ruleIndex"] = index[finding.code]
     return result
