@@ -206,7 +206,6 @@ class _LineTracer:
     dirty hop, to find the line that wrote the value. Healthy traffic is never traced."""
 
     def __init__(self) -> None:
-        self.armed: Optional[tuple[str, str]] = None
         self.watched: Any = None
         self.thread: Optional[int] = None
         self.found: Optional[tuple[Any, int, Any]] = None
@@ -214,16 +213,16 @@ class _LineTracer:
         self.frames: list[Any] = []
 
     def arm(self, start: str, end: str) -> None:
-        self.armed = (start, end)
+        STATE.trace_armed = (start, end)
 
     def at_clean_hop(self, hop: str, tensors: Any) -> None:
-        armed = self.armed
+        armed = STATE.trace_armed
         if armed is None:
             return
         if self.watched is not None:
             if self.watched is tensors and (hop == armed[1] or hop in _LAST):
                 self.finish(tensors)  # clean this time: stop, and trace the next one
-                self.armed = armed
+                STATE.trace_armed = armed
             return
         if armed[0] != hop:
             return
@@ -266,7 +265,7 @@ class _LineTracer:
             frame.f_trace = None
         self.frames = []
         self.watched = None
-        self.armed = None
+        STATE.trace_armed = None
         return found if watched is tensors else None
 
 

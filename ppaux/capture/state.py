@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-import types
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
@@ -61,8 +60,8 @@ class CaptureState:
         self.scheduler_type: Optional[type] = None
         #: The PP group class last seen on the wire (for the culprit), if any.
         self.group_type: Optional[type] = None
-        #: Modules install() patched the path's methods in (module name -> module).
-        self.patched_modules: dict[str, types.ModuleType] = {}
+        #: (last clean hop, dirty hop) whose next message the line tracer follows, if any.
+        self.trace_armed: Optional[tuple[str, str]] = None
 
     def activate(self, config: Optional[CaptureConfig]) -> None:
         """Put ``config`` in force (None: off) and start the counts afresh."""
@@ -75,6 +74,8 @@ class CaptureState:
             self.last_path = None
             self.warned.clear()
             self.messages.clear()
+            self.trace_armed = None
+            self.scheduler_type = self.group_type = None
 
     def stats(self) -> CaptureStats:
         """Counts of captures written, skipped by the bounds and failed, in this process."""

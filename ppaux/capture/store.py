@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ppaux.capture.checkpoints import hop_availability
 from ppaux.capture.settings import ENV_DIR, MAX_COUNTER_BYTES, config_from_env
 from ppaux.report.catalogue import finding
 from ppaux.errors import PathError
@@ -215,6 +216,8 @@ class PluginState:
     setting_error: str | None
     settings: dict[str, Any] | None
     reasons: tuple[str, ...]
+    #: Each checkpoint hop: None when this sglang has its target, else why it is skipped.
+    hops: dict[str, str | None] | None = None
 
     @property
     def would_activate(self) -> bool:
@@ -236,6 +239,7 @@ class PluginState:
             "SGLANG_PLUGINS": self.sglang_plugins,
             "setting_error": self.setting_error,
             "settings": self.settings,
+            "hops": self.hops,
         }
 
 
@@ -300,12 +304,15 @@ def plugin_state(environ: Mapping[str, str] | None = None) -> PluginState:
             settings = {"directory": str(config.directory), "when": config.when,
                         "max_files": config.max_files, "max_bytes": config.max_bytes,
                         "sample_every": config.sample_every}
+            if config.strict:  # shown only when on, the default stays as it was
+                settings["strict"] = True
     return PluginState(
         entry_point=entry, sglang_version=version,
         sglang_location=str(package) if package is not None else None,
         has_framework=has_framework, has_transport=has_transport, capture_dir=directory,
         sglang_plugins=allowed, setting_error=setting_error, settings=settings,
         reasons=tuple(reasons),
+        hops=hop_availability(package) if package is not None and has_transport else None,
     )
 
 
@@ -347,6 +354,10 @@ def status_report(directory: str | os.PathLike | None = None,
          if state.sglang_location else "not installed"),
         ("would activate", "yes" if state.would_activate else "no"),
     ]
+    if state.hops is not None:
+        skipped = [f"{hop} ({why})" for hop, why in state.hops.items() if why is not None]
+        rows.append(("checkpoints", "every hop" if not skipped
+                     else "skipped: " + "; ".join(skipped)))
     if state.settings is not None:
         rows.append(("settings", ", ".join(f"{k}={v}" for k, v in state.settings.items()
                                            if k != "directory")))
