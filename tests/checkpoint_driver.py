@@ -1,7 +1,7 @@
 """Runs sglang's real PP output path on the last stage, with ppaux capture, once per scenario.
 
-Run by tests/test_capture_checkpoints.py in a process of an sglang runtime (tests/sglang_runtime.py),
-where sglang's real ``scheduler_pp_mixin`` and ``parallel_state`` import. sglang's own
+Run by tests/test_capture_checkpoints.py in a process of an sglang runtime (from
+tests/sglang_runtime.py), where sglang's real ``scheduler_pp_mixin`` and ``parallel_state`` import. sglang's own
 ``SchedulerPPMixin._pp_prepare_tensor_dict`` and ``_pp_send_dict_to_next_stage`` run bound to a
 stand-in scheduler (the attributes those two methods read), and send through sglang's own
 ``GroupCoordinator.send_tensor_dict`` on a one-process group (for which sglang returns at once:

@@ -312,3 +312,67 @@ def test_status_names_the_hops_this_sglang_lacks(tmp_path: Path):
         "sent": "this sglang has no srt/distributed/parallel_state.py",
         "recv": "this sglang has no srt/distributed/parallel_state.py",
     }
+
+
+# ----------------------------------------------------------------------------------------------
+# Two processes on a real gloo wire: sglang's own scheduler methods and GroupCoordinator, run by
+# the runtime tier's driver, with capture switched on by tests/capture_autostart/sitecustomize.py.
+
+WIRE_DRIVER = HERE / "sglang_runtime_driver.py"
+
+
+@pytest.fixture(scope="module")
+def wire(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """case -> capture directory, for the driver's 'list' (dirty) and 'tensor' (healthy) cases."""
+    sglang_runtime = pytest.importorskip(
+        "sglang_runtime", reason="tests/sglang_runtime.py (the runtime tier) is not here")
+    if not WIRE_DRIVER.is_file():
+        pytest.skip("tests/sglang_runtime_driver.py (the runtime tier) is not here")
+    runtime = sglang_runtime.sglang_runtime("0.5.23")
+    root = tmp_path_factory.mktemp("wire")
+    started = {}
+    for case in ("list", "tensor"):
+        env = runtime.env()
+        env["PYTHONPATH"] = os.pathsep.join([*runtime.pythonpath, str(HERE / "capture_autostart")])
+        env["PPAUX_CAPTURE_DIR"] = str(root / case)
+        started[case] = subprocess.Popen(
+            [sys.executable, str(WIRE_DRIVER), "scheduler", case], env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for case, process in started.items():
+        stdout, stderr = process.communicate(timeout=600)
+        assert process.returncode == 0, stderr[-3000:]
+        assert json.loads(stdout)["ranks"]["0"]["rc"] == 0
+    return {case: root / case for case in started}
+
+
+@pytest.mark.wheels
+def test_both_stages_capture_with_their_own_trail_on_a_real_wire(wire):
+    listed = json.loads(cli("capture", "list", "--dir", str(wire["list"]),
+                            "--format", "json").stdout)["captures"]
+    by_function = {c["meta"]["function"]: c for c in listed}
+    assert sorted(by_function) == ["_pp_send_dict_to_next_stage",
+                                   "pop_auxiliary_output_from_pp_tensors"]
+    sender = by_function["_pp_send_dict_to_next_stage"]
+    receiver = by_function["pop_auxiliary_output_from_pp_tensors"]
+    assert [f"{h['hop']}:{h['state']}" for h in sender["trail"]] == [
+        "add:clean", "prepare:clean", "send_dict:dirty"]
+    definition = [n for n, text in enumerate(WIRE_DRIVER.read_text().splitlines(), 1)
+                  if "def _pp_prepare_tensor_dict(self, result, batch):" in text]
+    assert len(definition) == 1
+    culprit = sender["culprit"]
+    assert (culprit["file"], culprit["line"], culprit["code"]) == (
+        str(WIRE_DRIVER), definition[0], "outside")
+    assert culprit["function"].endswith("StandInScheduler._pp_prepare_tensor_dict")
+    # Rank 0: dirty on arrival, and sglang's own pop failed as it always did.
+    assert [f"{h['hop']}:{h['state']}" for h in receiver["trail"]] == [
+        "recv:dirty", "pop:dirty"]
+    assert receiver["meta"]["exception_message"] == NON_TENSOR
+    assert receiver["culprit"] is None
+    report = json.loads(cli("inspect", str(wire["list"]), "--format", "json").stdout)
+    codes = sorted(f["code"] for f in report["findings"] if f["code"].startswith("PP50"))
+    assert codes == ["PP506", "PP508"]
+
+
+@pytest.mark.wheels
+def test_a_healthy_run_on_a_real_wire_writes_nothing(wire):
+    assert not wire["tensor"].exists()

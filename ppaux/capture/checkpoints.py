@@ -84,9 +84,8 @@ _is_tensor: Optional[Callable[[Any], bool]] = None
 def _tensor_test() -> Callable[[Any], bool]:
     global _is_tensor
     if _is_tensor is None:
-        torch = sys.modules.get("torch")
-        if torch is None:  # the path runs torch; without it no value can be a tensor
-            import torch
+        import torch  # already loaded wherever sglang runs
+
         _is_tensor = torch.is_tensor
     return _is_tensor
 
@@ -149,7 +148,7 @@ def look(hop: str, tensors: Any, original: Callable[..., Any],
             return _first_dirty(hop, tensors, original, dirty, 0 if hop in _FIRST else seen,
                                 last_stage)
         seen.add(hop, dirty)
-        if hop in _LAST:
+        if hop == "sent":  # at pop, the capture of the failing pop takes the trail (trail_for)
             messages.pop(key, None)
         return None
     except Exception as error:  # never into the host
@@ -192,7 +191,7 @@ def _first_dirty(hop: str, tensors: Any, original: Callable[..., Any],
 def trail_for(tensors: Any) -> Optional[dict[str, Any]]:
     """The capture fields of the message ``tensors`` when it was followed dirty, else None."""
     try:
-        found = STATE.messages.get(id(tensors))
+        found = STATE.messages.pop(id(tensors), None)
     except Exception:
         return None
     # A trail of the failing hop alone says nothing the capture does not: leave it out.
@@ -230,7 +229,7 @@ class _LineTracer:
         self.thread = threading.get_ident()
         self.found = None
         self.last = None
-        frame = sys._getframe(1)
+        frame: Any = sys._getframe(1)
         self.frames = []
         while frame is not None:  # lines of the callers count too: the write may be there
             frame.f_trace = self._local

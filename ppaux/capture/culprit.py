@@ -128,7 +128,7 @@ def provenance(function: Any) -> dict[str, Any]:
     'ppaux' (ppaux's own)."""
     target: Any = function if hasattr(function, "__code__") else None
     if target is None and callable(function):  # an object with a __call__ method
-        target = getattr(type(function), "__call__", None)
+        target = type(function).__call__
     code = getattr(target, "__code__", None)
     module = getattr(target, "__module__", None) or ""
     qualname = getattr(target, "__qualname__", None) or getattr(code, "co_name", repr(function))
@@ -140,7 +140,7 @@ def provenance(function: Any) -> dict[str, Any]:
     if module == "ppaux" or module.startswith("ppaux."):
         kind = "ppaux"
     elif module == "sglang" or module.startswith("sglang."):
-        known = _release_digests(qualname)
+        known = _release_digests(str(qualname))
         if known:
             kind = "release" if _digest(target) in known else "modified"
         else:
@@ -160,7 +160,7 @@ def _class_attr(owner: Optional[type], name: str) -> Any:
     return None
 
 
-def _segments(hop: str, original: Callable[..., Any], scheduler: Optional[type],
+def _segments(hop: str, original: Optional[Callable[..., Any]], scheduler: Optional[type],
               group: Optional[type], reached: bool) -> Iterator[tuple[str, Any, list[Any]]]:
     """(how, where, layers) for the code that runs after the previous hop and up to ``hop``.
 

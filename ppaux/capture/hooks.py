@@ -59,7 +59,7 @@ ADD = ADD_FUNCTION
 POP = POP_FUNCTION
 
 
-def around_add(original: Callable, *args: Any, **kwargs: Any) -> Any:
+def around_add(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """AROUND hook for ``add_auxiliary_output_to_pp_tensors``: capture when it raises."""
     config = STATE.config
     if config is None:
@@ -85,7 +85,7 @@ def around_add(original: Callable, *args: Any, **kwargs: Any) -> Any:
     return result
 
 
-def around_pop(original: Callable, *args: Any, **kwargs: Any) -> Any:
+def around_pop(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """AROUND hook for ``pop_auxiliary_output_from_pp_tensors``: capture when it raises."""
     config = STATE.config
     if config is None:
@@ -108,7 +108,7 @@ def around_pop(original: Callable, *args: Any, **kwargs: Any) -> Any:
 # wrapper's price. Used only after _has_signature() confirmed the target's parameters.
 
 
-def _around_add_fixed(original: Callable, tensors: Any, output: Any) -> Any:
+def _around_add_fixed(original: Callable[..., Any], tensors: Any, output: Any) -> Any:
     config = STATE.config
     if config is None:
         return original(tensors, output)
@@ -130,7 +130,7 @@ def _around_add_fixed(original: Callable, tensors: Any, output: Any) -> Any:
     return result
 
 
-def _around_pop_fixed(original: Callable, tensors: Any, observer: Any) -> Any:
+def _around_pop_fixed(original: Callable[..., Any], tensors: Any, observer: Any) -> Any:
     config = STATE.config
     if config is None:
         return original(tensors, observer)
@@ -160,7 +160,7 @@ def _has_signature(function: str, target: Any) -> bool:
     )
 
 
-def hook_for(function: str, target: Any) -> Callable:
+def hook_for(function: str, target: Any) -> Callable[..., Any]:
     """The cheapest hook that accepts every call ``target`` accepts."""
     fixed = _has_signature(function, target)
     if function == ADD:
@@ -174,8 +174,8 @@ def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: s
     return kwargs.get(name)
 
 
-def _capture_add(config: CaptureConfig, exc: BaseException, args: tuple, kwargs: dict,
-                 before: int) -> None:
+def _capture_add(config: CaptureConfig, exc: BaseException, args: tuple[Any, ...],
+                 kwargs: dict[str, Any], before: int) -> None:
     try:
         snapshot = _snapshot(_argument(args, kwargs, 0, "tensors"), before)
         output = _output_tensors(_argument(args, kwargs, 1, "output"))
@@ -185,7 +185,8 @@ def _capture_add(config: CaptureConfig, exc: BaseException, args: tuple, kwargs:
     record(ADD, config, exc, snapshot, output)
 
 
-def _capture_pop(config: CaptureConfig, exc: BaseException, args: tuple, kwargs: dict) -> None:
+def _capture_pop(config: CaptureConfig, exc: BaseException, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> None:
     try:
         snapshot = _snapshot(_argument(args, kwargs, 0, "tensors"), -1)
     except Exception as error:
@@ -194,8 +195,8 @@ def _capture_pop(config: CaptureConfig, exc: BaseException, args: tuple, kwargs:
     record(POP, config, exc, snapshot, None, trail_for(_argument(args, kwargs, 0, "tensors")))
 
 
-def _sampled_call(function: str, config: CaptureConfig, original: Callable, args: tuple,
-                  kwargs: dict) -> Any:
+def _sampled_call(function: str, config: CaptureConfig, original: Callable[..., Any],
+                  args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run a call chosen for 'always' recording: copy the dict first, record after."""
     try:
         tensors = _argument(args, kwargs, 0, "tensors")
@@ -366,7 +367,10 @@ def register_plugin_hooks(config: CaptureConfig) -> bool:
     (and changes nothing but the settings) when :func:`ppaux.capture.install` already patched
     the functions.
     """
-    from sglang.srt.plugins.hook_registry import HookRegistry, HookType
+    from sglang.srt.plugins.hook_registry import (  # type: ignore[import-not-found]
+        HookRegistry,
+        HookType,
+    )
 
     with STATE.lock:
         STATE.activate(config)

@@ -44,7 +44,7 @@ def stats() -> Any:
 
 
 def install(
-    directory: str | os.PathLike,
+    directory: str | os.PathLike[str],
     *,
     when: str = "error",
     max_files: int = DEFAULT_MAX_FILES,

@@ -104,7 +104,7 @@ def capture_name(time: str, host: str, pid: int, seq: int, function: str) -> str
     return f"capture-{time}-{safe_host}-{pid}-{seq:04d}-{short}.pt"
 
 
-def capture_paths(directory: str | os.PathLike) -> list[Path]:
+def capture_paths(directory: str | os.PathLike[str]) -> list[Path]:
     """The finished captures in ``directory``, oldest name first; [] when it does not exist.
 
     Raises :class:`OSError` when the directory exists but cannot be listed.
@@ -117,7 +117,7 @@ def capture_paths(directory: str | os.PathLike) -> list[Path]:
     return [base / n for n in sorted(names) if _CAPTURE_RE.match(n)]
 
 
-def usage(directory: str | os.PathLike) -> Usage:
+def usage(directory: str | os.PathLike[str]) -> Usage:
     """Files and bytes of the finished captures in ``directory`` (what the bounds count).
 
     A file that disappears while it is counted (deleted by a user) is simply not counted.
@@ -135,7 +135,7 @@ def usage(directory: str | os.PathLike) -> Usage:
     return Usage(files, total)
 
 
-def read_skipped(directory: str | os.PathLike) -> int:
+def read_skipped(directory: str | os.PathLike[str]) -> int:
     """How many captures the bounds of ``directory`` refused so far (0 when none recorded)."""
     try:
         with open(Path(directory) / SKIPPED_NAME, "rb") as handle:
@@ -151,7 +151,7 @@ def read_skipped(directory: str | os.PathLike) -> int:
     return max(value, 0)
 
 
-def list_captures(directory: str | os.PathLike) -> list[CaptureEntry]:
+def list_captures(directory: str | os.PathLike[str]) -> list[CaptureEntry]:
     """Every finished capture in ``directory`` with its metadata, read without torch.
 
     A file that is not a readable ppaux capture is listed with ``meta`` None and the reason in
@@ -338,7 +338,7 @@ def _writable_problem(directory: Path) -> str | None:
     return None
 
 
-def status_report(directory: str | os.PathLike | None = None,
+def status_report(directory: str | os.PathLike[str] | None = None,
                   environ: Mapping[str, str] | None = None) -> Report:
     """``ppaux capture status``: the plugin's state and what ``directory`` holds.
 
@@ -355,9 +355,9 @@ def status_report(directory: str | os.PathLike | None = None,
         ("would activate", "yes" if state.would_activate else "no"),
     ]
     if state.hops is not None:
-        skipped = [f"{hop} ({why})" for hop, why in state.hops.items() if why is not None]
-        rows.append(("checkpoints", "every hop" if not skipped
-                     else "skipped: " + "; ".join(skipped)))
+        missing = [f"{hop} ({why})" for hop, why in state.hops.items() if why is not None]
+        rows.append(("checkpoints", "every hop" if not missing
+                     else "skipped: " + "; ".join(missing)))
     if state.settings is not None:
         rows.append(("settings", ", ".join(f"{k}={v}" for k, v in state.settings.items()
                                            if k != "directory")))
@@ -398,7 +398,7 @@ def status_report(directory: str | os.PathLike | None = None,
     return report
 
 
-def list_report(directory: str | os.PathLike) -> Report:
+def list_report(directory: str | os.PathLike[str]) -> Report:
     """``ppaux capture list``: every capture in ``directory`` with its error message.
 
     Raises :class:`CaptureDirError` when ``directory`` is missing or cannot be listed.

@@ -36,7 +36,7 @@ def read_trail(record: dict[Any, Any]) -> list[dict[str, Any]] | None:
     for item in raw[:_MAX_HOPS]:
         if not isinstance(item, dict):
             return None
-        hop = {name: _text(item.get(name)) for name in _HOP_FIELDS}
+        hop: dict[str, Any] = {name: _text(item.get(name)) for name in _HOP_FIELDS}
         if None in hop.values():
             return None
         keys = item.get("keys")
@@ -105,7 +105,7 @@ def trail_findings(path: str, record: dict[Any, Any]) -> list[Finding]:
         return []
     what = ", ".join(dirty["keys"]) or "a non-tensor value"
     culprit = read_culprit(record)
-    extra = {"trail": [h["hop"] + ":" + h["state"] for h in trail]}
+    extra: dict[str, Any] = {"trail": [h["hop"] + ":" + h["state"] for h in trail]}
     if dirty["hop"] == "recv":
         return [finding("PP508", path, f"{what} already in the message when "
                         f"{dirty['at']}", extra=extra)]
