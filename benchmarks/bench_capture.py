@@ -33,7 +33,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from ppaux.capture import hooks as capture
-from ppaux.capture.patching import wrap
+from ppaux.capture.patching import install, uninstall, wrap
 from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_PREFIX
 
 # The logprob keys of a 0.5.22+ output message (scheduler_pp_mixin / managers/utils.py): most are
@@ -165,7 +165,7 @@ def _healthy(module: types.ModuleType, registry: Optional[types.ModuleType], cal
     def add_args() -> tuple:
         return (_message(), output)
 
-    capture.install(directory)
+    install(directory)
     try:
         # What install() puts in place, and what sglang's HookRegistry builds for the plugin.
         add_hook = capture.hook_for(capture.ADD, bare_add)
@@ -186,7 +186,7 @@ def _healthy(module: types.ModuleType, registry: Optional[types.ModuleType], cal
         add = _compare(add_variants, add_args, calls, rounds)
         pop = _compare(pop_variants, pop_args, calls, rounds)
     finally:
-        capture.uninstall()
+        uninstall()
     return {"add": add, "pop": pop}
 
 
@@ -204,7 +204,7 @@ def _overhead(registry: Optional[types.ModuleType], directory: str, calls: int =
         return None
 
     result = {}
-    capture.install(directory)
+    install(directory)
     try:
         for name, bare, hook_name in (("add", add_auxiliary_output_to_pp_tensors, capture.ADD),
                                       ("pop", pop_auxiliary_output_from_pp_tensors, capture.POP)):
@@ -219,7 +219,7 @@ def _overhead(registry: Optional[types.ModuleType], directory: str, calls: int =
             result[name] = {f"{k}_added_ns": round((v - best["bare"]) * 1e9, 1)
                             for k, v in best.items() if k != "bare"}
     finally:
-        capture.uninstall()
+        uninstall()
     return result
 
 
@@ -232,7 +232,7 @@ def _failing(module: types.ModuleType, repeats: int) -> dict:
     pop = wrap(bare_pop, capture.hook_for(capture.POP, bare_pop))
     for _ in range(repeats):
         with tempfile.TemporaryDirectory(prefix="ppaux-bench-") as directory:
-            capture.install(directory)
+            install(directory)
             message = _message()
             message["hidden_logits"] = big
             message[OUTPUT_PREFIX + "scores"] = [0.1, 0.7]  # the non-tensor that makes pop fail
@@ -246,7 +246,7 @@ def _failing(module: types.ModuleType, repeats: int) -> dict:
             if len(written) != 1:
                 raise SystemExit(f"expected one capture, found {len(written)}")
             sizes.append(written[0].stat().st_size)
-            capture.uninstall()
+            uninstall()
     return {"median_s": round(statistics.median(seconds), 4),
             "max_s": round(max(seconds), 4), "file_bytes": sizes[0], "repeats": repeats}
 

@@ -17,6 +17,7 @@ hop with the message sglang's own sender uses for that value.
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 from pathlib import Path
@@ -43,6 +44,9 @@ __all__ = [
     "dirty_values",
     "hop_availability",
     "look",
+    "look_at_add",
+    "look_at_pop",
+    "is_release",
     "trail_for",
 ]
 
@@ -75,28 +79,33 @@ HOP_TEXT = {
 }
 # The hop that starts a message's record on each side (earlier bits are then stale).
 _FIRST = {"add", "recv"}
+# prepare starts it as well when add was only noted (see look_at_add).
 # The hop after which the sender forgets a message.
 _LAST = {"sent", "pop"}
 
-_is_tensor: Optional[Callable[[Any], bool]] = None
+_TENSOR: Optional[type] = None
 
 
-def _tensor_test() -> Callable[[Any], bool]:
-    global _is_tensor
-    if _is_tensor is None:
+def _tensor_class() -> type:
+    global _TENSOR
+    if _TENSOR is None:
         import torch  # already loaded wherever sglang runs
 
-        _is_tensor = torch.is_tensor
-    return _is_tensor
+        _TENSOR = torch.Tensor
+    return _TENSOR
 
 
-def dirty_values(tensors: Any) -> list[tuple[str, str]]:
-    """(auxiliary name, type name) of every prefixed value of ``tensors`` that is not a tensor."""
-    is_tensor = _is_tensor or _tensor_test()
+def dirty_values(tensors: Any, start: int = 0) -> list[tuple[str, str]]:
+    """(auxiliary name, type name) of every prefixed value of ``tensors`` that is not a tensor;
+    with ``start`` > 0, of its items from that position on only (what add inserted)."""
+    tensor = _TENSOR or _tensor_class()
     found: list[tuple[str, str]] = []
-    for key, value in tensors.items():
-        if key.__class__ is str and key.startswith(OUTPUT_PREFIX) and not is_tensor(value):
-            found.append((key[len(OUTPUT_PREFIX):], type(value).__qualname__))
+    keys = tensors if start <= 0 else itertools.islice(tensors, start, None)
+    for key in keys:  # the plainest loop is the cheapest for a message's handful of keys
+        if key.__class__ is str and key.startswith(OUTPUT_PREFIX):
+            value = tensors[key]
+            if not isinstance(value, tensor):  # what torch.is_tensor tests
+                found.append((key[len(OUTPUT_PREFIX):], type(value).__qualname__))
     return found
 
 
@@ -124,17 +133,22 @@ class Trail:
         return out
 
 
-def look(hop: str, tensors: Any, original: Callable[..., Any],
-         last_stage: bool) -> Optional[BaseException]:
+def look(hop: str, tensors: Any, original: Callable[..., Any], last_stage: bool,
+         start: int = 0) -> Optional[BaseException]:
     """Look at an output message at ``hop``; return the strict-mode error to raise, if any.
 
-    ``original`` is the function the hook wraps there (what runs inside the look). Never raises.
+    ``original`` is the function the hook wraps there (what runs inside the look); ``start``
+    > 0 looks only at the items from that position on (at add: what add inserted, the rest
+    having been looked at by the hops before or being looked at by the next). Never raises.
     """
     try:
-        dirty = dirty_values(tensors)
+        dirty = dirty_values(tensors, start)
         messages = STATE.messages
         key = id(tensors)
         seen = messages.get(key, 0)
+        if hop == "prepare" and STATE.last_add == key and seen.__class__ is int:
+            seen = _BIT["add"]  # sglang's own add ran on it, through ppaux's hook
+            STATE.last_add = None
         if seen.__class__ is int:
             if not dirty:
                 if hop in _LAST:
@@ -186,6 +200,57 @@ def _first_dirty(hop: str, tensors: Any, original: Callable[..., Any],
         function = HOP_TARGETS[hop].rsplit(".", 1)[1]
         record(function, config, error, dict(tensors.items()), None, trail.extra())
     return error
+
+
+# id(function) -> whether it is sglang's release code (its digest is the release table's); the
+# functions are kept so that their ids stay theirs while cached.
+_RELEASE: dict[int, bool] = {}
+_KEPT: list[Any] = []
+
+
+def is_release(function: Any) -> bool:
+    """True when ``function`` is sglang's release code by the release table's digests (cached)."""
+    known = _RELEASE.get(id(function))
+    if known is None:
+        from ppaux.capture.culprit import provenance
+
+        known = provenance(function)["code"] == "release"
+        _RELEASE[id(function)] = known
+        _KEPT.append(function)
+    return known
+
+
+def look_at_add(tensors: Any, original: Callable[..., Any],
+                before: int) -> Optional[BaseException]:
+    """The add hop, after add returned: what add inserted (the items from ``before`` on).
+
+    When the add that ran is sglang's release code, it refused every non-tensor it was given
+    (and a refusal is captured as a failing add), so there is nothing to look at: the hop is
+    only noted, for the next hop's trail. Never raises.
+    """
+    try:
+        if is_release(original):
+            STATE.last_add = id(tensors)
+            if STATE.trace_armed is not None:
+                _tracer.at_clean_hop("add", tensors)
+            return None
+    except Exception:
+        pass
+    return look("add", tensors, original, True, before)
+
+
+def look_at_pop(tensors: Any) -> None:
+    """The pop hop: pop checks every value itself and the capture of a failing pop takes the
+    message as it is, so only a message already followed dirty (from recv) is looked at."""
+    try:
+        found = STATE.messages.pop(id(tensors), None)
+        if isinstance(found, Trail):
+            found.add("pop", dirty_values(tensors))
+            STATE.messages[id(tensors)] = found
+    except Exception as error:  # never into the host
+        from ppaux.capture.writer import note_failure
+
+        note_failure("could not look at the message at pop", error)
 
 
 def trail_for(tensors: Any) -> Optional[dict[str, Any]]:

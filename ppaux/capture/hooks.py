@@ -23,7 +23,15 @@ import itertools
 from collections.abc import Mapping
 from typing import Any, Callable
 
-from ppaux.capture.checkpoints import HOP_TARGETS, hop_availability, look, trail_for
+from ppaux.capture.checkpoints import (
+    HOP_TARGETS,
+    hop_availability,
+    is_release,
+    look,
+    look_at_add,
+    look_at_pop,
+    trail_for,
+)
 from ppaux.capture.culprit import HOOK_MARK, WRAPPER_MARK
 from ppaux.capture.settings import CaptureConfig
 from ppaux.capture.state import STATE
@@ -78,8 +86,8 @@ def around_add(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         _capture_add(config, exc, args, kwargs, before)
         raise
     tensors = _argument(args, kwargs, 0, "tensors")
-    if isinstance(tensors, dict):
-        error = look("add", tensors, original, True)
+    if isinstance(tensors, dict) and before >= 0:
+        error = look_at_add(tensors, original, before)
         if error is not None:
             raise error
     return result
@@ -92,9 +100,8 @@ def around_pop(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return original(*args, **kwargs)
     if STATE.sampling and next(STATE.counters[POP]) % config.sample_every == 0:
         return _sampled_call(POP, config, original, args, kwargs)
-    tensors = _argument(args, kwargs, 0, "tensors")
-    if isinstance(tensors, dict):
-        look("pop", tensors, original, False)
+    if STATE.messages:
+        look_at_pop(_argument(args, kwargs, 0, "tensors"))
     try:
         return original(*args, **kwargs)
     except Exception as exc:
@@ -123,8 +130,8 @@ def _around_add_fixed(original: Callable[..., Any], tensors: Any, output: Any) -
     except Exception as exc:
         _capture_add(config, exc, (tensors, output), {}, before)
         raise
-    if tensors.__class__ is dict:
-        error = look("add", tensors, original, True)
+    if tensors.__class__ is dict and before >= 0:
+        error = look_at_add(tensors, original, before)
         if error is not None:
             raise error
     return result
@@ -136,8 +143,8 @@ def _around_pop_fixed(original: Callable[..., Any], tensors: Any, observer: Any)
         return original(tensors, observer)
     if STATE.sampling and next(STATE.counters[POP]) % config.sample_every == 0:
         return _sampled_call(POP, config, original, (tensors, observer), {})
-    if tensors.__class__ is dict:
-        look("pop", tensors, original, False)
+    if STATE.messages:
+        look_at_pop(tensors)
     try:
         return original(tensors, observer)
     except Exception as exc:
@@ -296,9 +303,14 @@ def around_send(original: Callable[..., Any], self: Any, *args: Any, **kwargs: A
     if error is not None:
         raise error
     result = original(self, *args, **kwargs)
-    error = look("sent", tensors, original, last)
-    if error is not None:
-        raise error
+    # sglang's own send_tensor_dict never changes the dict: only other code inside ppaux's
+    # hook (a wrapper applied before it) can, so only then is the message looked at again.
+    if not is_release(original):
+        error = look("sent", tensors, original, last)
+        if error is not None:
+            raise error
+    else:
+        STATE.messages.pop(id(tensors), None)
     return result
 
 

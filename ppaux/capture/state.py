@@ -60,6 +60,8 @@ class CaptureState:
         self.scheduler_type: Optional[type] = None
         #: The PP group class last seen on the wire (for the culprit), if any.
         self.group_type: Optional[type] = None
+        #: id of the dict sglang's release add last filled through ppaux's hook.
+        self.last_add: Optional[int] = None
         #: (last clean hop, dirty hop) whose next message the line tracer follows, if any.
         self.trace_armed: Optional[tuple[str, str]] = None
 

@@ -89,7 +89,7 @@ _CODE = {
     "outside": "not sglang's code",
     "modified": "sglang's code, not the release's",
     "release": "release code",
-    "sglang": "sglang's code",
+    "sglang": "sglang's code, no release digest to compare",
 }
 
 

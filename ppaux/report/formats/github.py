@@ -1,7 +1,8 @@
 """GitHub Actions: workflow-command annotations, and a Markdown job summary.
 
 :func:`render` gives one ``::error``, ``::warning`` or ``::notice`` line per finding (``file=``
-the dump, fingerprint or stage; ``title=`` the code and rule name; the message with the key,
+the dump, fingerprint or stage, or, for a finding with a source ``location``, that file with
+``line=``; ``title=`` the code and rule name; the message with the key,
 the predicted sglang error and the fix) and one ``::error`` per input that could not be read,
 then the summary line. GitHub shows only a few annotations per step, so :func:`summary` gives
 the whole report as Markdown for ``$GITHUB_STEP_SUMMARY`` (the CLI appends it there).

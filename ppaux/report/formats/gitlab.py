@@ -2,7 +2,8 @@
 
 Each finding is one issue with the fields GitLab requires (``description``, ``check_name``,
 ``fingerprint``, ``severity``, ``location.path``, ``location.lines.begin``). Dumps and
-fingerprints have no lines, so ``begin`` is 1. Severities map error -> critical, warning ->
+fingerprints have no lines, so ``begin`` is 1; a finding with a source ``location`` (a capture's
+culprit) gives that file and line. Severities map error -> critical, warning ->
 major, info -> info; an input that could not be read is a ``blocker`` issue named
 ``ppaux/input-not-checked``.
 """
