@@ -2,7 +2,8 @@
 
 Modules, by what they hold: :mod:`.settings` (the ``PPAUX_CAPTURE_*`` settings and every limit),
 :mod:`.state` (the one state object of the process), :mod:`.hooks` (the hooks around sglang's
-add, pop and the output path's hops), :mod:`.checkpoints` (the looks at each hop, the trail),
+add, pop and the output path's hops), :mod:`.hops` (the hops of sglang's output path),
+:mod:`.checkpoints` (the looks at each hop, the trail),
 :mod:`.culprit` (the code between the last clean and the first dirty hop), :mod:`.patching`
 (:func:`install` / :func:`uninstall`), :mod:`.plugin` (the sglang plugin), :mod:`.writer`
 (writing one capture), :mod:`.host` (versions, host, ranks), :mod:`.store` (the capture

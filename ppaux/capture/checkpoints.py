@@ -20,29 +20,15 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
-from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ppaux.capture.hops import HOP_TARGETS, HOP_TEXT, HOPS, SENDER_HOPS
 from ppaux.capture.settings import MAX_FOLLOWED_MESSAGES
 from ppaux.capture.state import STATE
-from ppaux.sglang.names import (
-    ADD_FUNCTION,
-    GROUP_CLASS,
-    OUTPUT_PREFIX,
-    PARALLEL_STATE_MODULE,
-    POP_FUNCTION,
-    SCHEDULER_PP_CLASS,
-    SCHEDULER_PP_MODULE,
-    TRANSPORT_MODULE,
-)
+from ppaux.sglang.names import OUTPUT_PREFIX
 
 __all__ = [
-    "HOPS",
-    "HOP_TARGETS",
-    "HOP_TEXT",
-    "SENDER_HOPS",
     "dirty_values",
-    "hop_availability",
     "look",
     "look_at_add",
     "look_at_pop",
@@ -50,33 +36,8 @@ __all__ = [
     "trail_for",
 ]
 
-#: The hops in the order a message passes them: five on the last stage, two on rank 0.
-HOPS = ("add", "prepare", "send_dict", "send", "sent", "recv", "pop")
-SENDER_HOPS = HOPS[:5]
 _BIT = {hop: 1 << i for i, hop in enumerate(HOPS)}
 
-_MIXIN = f"{SCHEDULER_PP_MODULE}.{SCHEDULER_PP_CLASS}"
-_GROUP = f"{PARALLEL_STATE_MODULE}.{GROUP_CLASS}"
-#: The function each hop watches, as a dotted path (the target of its hook).
-HOP_TARGETS = {
-    "add": f"{TRANSPORT_MODULE}.{ADD_FUNCTION}",
-    "prepare": f"{_MIXIN}._pp_prepare_tensor_dict",
-    "send_dict": f"{_MIXIN}._pp_send_dict_to_next_stage",
-    "send": f"{_GROUP}.send_tensor_dict",
-    "sent": f"{_GROUP}.send_tensor_dict",
-    "recv": f"{_GROUP}.recv_tensor_dict",
-    "pop": f"{TRANSPORT_MODULE}.{POP_FUNCTION}",
-}
-#: What a hop is, in words.
-HOP_TEXT = {
-    "add": f"{ADD_FUNCTION} returned",
-    "prepare": "_pp_prepare_tensor_dict returned",
-    "send_dict": "_pp_send_dict_to_next_stage called",
-    "send": "send_tensor_dict called",
-    "sent": "send_tensor_dict returned",
-    "recv": "recv_tensor_dict returned",
-    "pop": f"{POP_FUNCTION} called",
-}
 # The hop that starts a message's record on each side (earlier bits are then stale).
 _FIRST = {"add", "recv"}
 # prepare starts it as well when add was only noted (see look_at_add).
@@ -334,29 +295,3 @@ class _LineTracer:
 
 
 _tracer = _LineTracer()
-
-
-def hop_availability(package: Optional[Path]) -> dict[str, Optional[str]]:
-    """For each hop, None when its target exists in the sglang at ``package`` (the ``sglang``
-    directory), else why it is skipped. Reads the files as text; imports nothing."""
-    out: dict[str, Optional[str]] = {}
-    for hop in HOPS:
-        target = HOP_TARGETS[hop]
-        parts = target.split(".")
-        module_parts = parts[:-2] if parts[-2][:1].isupper() else parts[:-1]
-        function = parts[-1]
-        relative = "/".join(module_parts[1:]) + ".py"
-        if package is None:
-            out[hop] = "sglang is not installed"
-            continue
-        path = package / relative
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError:
-            out[hop] = f"this sglang has no {relative}"
-            continue
-        if f"def {function}(" not in text:
-            out[hop] = f"this sglang has no {target}"
-        else:
-            out[hop] = None
-    return out

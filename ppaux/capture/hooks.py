@@ -24,8 +24,6 @@ from collections.abc import Mapping
 from typing import Any, Callable
 
 from ppaux.capture.checkpoints import (
-    HOP_TARGETS,
-    hop_availability,
     is_release,
     look,
     look_at_add,
@@ -33,6 +31,7 @@ from ppaux.capture.checkpoints import (
     trail_for,
 )
 from ppaux.capture.culprit import HOOK_MARK, WRAPPER_MARK
+from ppaux.capture.hops import HOP_TARGETS, hop_availability
 from ppaux.capture.settings import CaptureConfig
 from ppaux.capture.state import STATE
 from ppaux.capture.writer import note_failure, record

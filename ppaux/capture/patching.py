@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ppaux.capture import hooks as capture_hooks
-from ppaux.capture.checkpoints import HOP_TARGETS
+from ppaux.capture.hops import HOP_TARGETS
 from ppaux.capture.culprit import WRAPPER_MARK
 from ppaux.capture.hooks import ADD, POP, TARGET_MODULE, hook_for
 from ppaux.capture.settings import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, CaptureConfig

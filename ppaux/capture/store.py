@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ppaux.capture.checkpoints import hop_availability
+from ppaux.capture.hops import hop_availability
 from ppaux.capture.settings import ENV_DIR, MAX_COUNTER_BYTES, config_from_env
 from ppaux.report.catalogue import finding
 from ppaux.errors import PathError
