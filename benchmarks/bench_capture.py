@@ -33,6 +33,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from ppaux.capture import hooks as capture
+from ppaux.capture.patching import install, uninstall, wrap
 from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_PREFIX
 
 # The logprob keys of a 0.5.22+ output message (scheduler_pp_mixin / managers/utils.py): most are
@@ -164,13 +165,13 @@ def _healthy(module: types.ModuleType, registry: Optional[types.ModuleType], cal
     def add_args() -> tuple:
         return (_message(), output)
 
-    capture.install(directory)
+    install(directory)
     try:
         # What install() puts in place, and what sglang's HookRegistry builds for the plugin.
-        add_hook = capture._hook_for(capture.ADD, bare_add)
-        pop_hook = capture._hook_for(capture.POP, bare_pop)
-        installed_add = capture._wrap(bare_add, add_hook)
-        installed_pop = capture._wrap(bare_pop, pop_hook)
+        add_hook = capture.hook_for(capture.ADD, bare_add)
+        pop_hook = capture.hook_for(capture.POP, bare_pop)
+        installed_add = wrap(bare_add, add_hook)
+        installed_pop = wrap(bare_pop, pop_hook)
         # 'bare_again' times the bare function a second time: its ratio is the noise floor.
         add_variants = {"bare": bare_add, "bare_again": bare_add, "install": installed_add}
         pop_variants = {"bare": bare_pop, "bare_again": bare_pop, "install": installed_pop}
@@ -185,7 +186,7 @@ def _healthy(module: types.ModuleType, registry: Optional[types.ModuleType], cal
         add = _compare(add_variants, add_args, calls, rounds)
         pop = _compare(pop_variants, pop_args, calls, rounds)
     finally:
-        capture.uninstall()
+        uninstall()
     return {"add": add, "pop": pop}
 
 
@@ -203,12 +204,12 @@ def _overhead(registry: Optional[types.ModuleType], directory: str, calls: int =
         return None
 
     result = {}
-    capture.install(directory)
+    install(directory)
     try:
         for name, bare, hook_name in (("add", add_auxiliary_output_to_pp_tensors, capture.ADD),
                                       ("pop", pop_auxiliary_output_from_pp_tensors, capture.POP)):
-            hook = capture._hook_for(hook_name, bare)
-            variants = {"bare": bare, "install": capture._wrap(bare, hook)}
+            hook = capture.hook_for(hook_name, bare)
+            variants = {"bare": bare, "install": wrap(bare, hook)}
             if registry is not None:
                 around = registry.HookType.AROUND
                 variants["plugin"] = registry._wrap_fn(bare, hook, around)
@@ -218,7 +219,7 @@ def _overhead(registry: Optional[types.ModuleType], directory: str, calls: int =
             result[name] = {f"{k}_added_ns": round((v - best["bare"]) * 1e9, 1)
                             for k, v in best.items() if k != "bare"}
     finally:
-        capture.uninstall()
+        uninstall()
     return result
 
 
@@ -228,10 +229,10 @@ def _failing(module: types.ModuleType, repeats: int) -> dict:
     seconds = []
     sizes = []
     bare_pop = module.pop_auxiliary_output_from_pp_tensors
-    pop = capture._wrap(bare_pop, capture._hook_for(capture.POP, bare_pop))
+    pop = wrap(bare_pop, capture.hook_for(capture.POP, bare_pop))
     for _ in range(repeats):
         with tempfile.TemporaryDirectory(prefix="ppaux-bench-") as directory:
-            capture.install(directory)
+            install(directory)
             message = _message()
             message["hidden_logits"] = big
             message[OUTPUT_PREFIX + "scores"] = [0.1, 0.7]  # the non-tensor that makes pop fail
@@ -245,7 +246,7 @@ def _failing(module: types.ModuleType, repeats: int) -> dict:
             if len(written) != 1:
                 raise SystemExit(f"expected one capture, found {len(written)}")
             sizes.append(written[0].stat().st_size)
-            capture.uninstall()
+            uninstall()
     return {"median_s": round(statistics.median(seconds), 4),
             "max_s": round(max(seconds), 4), "file_bytes": sizes[0], "repeats": repeats}
 

@@ -22,7 +22,8 @@ import pytest
 import torch
 
 import sglang_shaped
-from ppaux.capture import hooks as capture
+from ppaux import capture
+from ppaux.capture import hooks, host
 from ppaux.capture import store as capture_store
 from ppaux.dump.capture_format import CAPTURE_MARKER, META_FIELDS
 
@@ -81,11 +82,11 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     root = sglang_shaped.build(tmp_path / "site")
     monkeypatch.syspath_prepend(str(root))
     sglang_shaped.forget()
-    capture._sglang_version.cache_clear()
+    host.sglang_version.cache_clear()
     yield root
     capture.uninstall()
     sglang_shaped.forget()
-    capture._sglang_version.cache_clear()
+    host.sglang_version.cache_clear()
 
 
 def captures(directory: Path) -> list[Path]:
@@ -320,7 +321,7 @@ def test_a_host_without_the_transport_is_left_alone(tmp_path: Path, monkeypatch)
     try:
         capture.install(tmp_path / "captures")
         with pytest.raises(ModuleNotFoundError):
-            __import__(capture.TARGET_MODULE)
+            __import__(hooks.TARGET_MODULE)
     finally:
         capture.uninstall()
         sglang_shaped.forget()
@@ -516,7 +517,8 @@ def test_threads_share_one_directory_within_the_bounds(tree: Path, tmp_path: Pat
 _PROCESS = """
 import sys
 sys.path.insert(0, {root!r})
-from ppaux.capture import hooks as capture
+from ppaux import capture
+from ppaux.capture import hooks, host
 capture.install({directory!r}, max_files={max_files})
 from sglang.srt.managers import scheduler_pp_mixin as mixin
 import torch
@@ -702,6 +704,6 @@ def test_capture_original_recognises_both_kinds_of_wrapper(tree: Path, tmp_path:
 
         return wrapper
 
-    assert capture.capture_original(around(original, capture.around_pop)) is original
+    assert capture.capture_original(around(original, hooks.around_pop)) is original
     assert capture.capture_original(around(original, print)) is None
     assert capture.capture_original(functools.wraps(original)(lambda *a: None)) is None

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from ppaux.capture import hooks as capture
+from ppaux import capture
+from ppaux.capture import host
 from helpers import cli
 import sglang_shaped
 
@@ -44,11 +45,11 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     root = sglang_shaped.build(tmp_path / "site")
     monkeypatch.syspath_prepend(str(root))
     sglang_shaped.forget()
-    capture._sglang_version.cache_clear()
+    host.sglang_version.cache_clear()
     yield root
     capture.uninstall()
     sglang_shaped.forget()
-    capture._sglang_version.cache_clear()
+    host.sglang_version.cache_clear()
 
 
 @pytest.fixture

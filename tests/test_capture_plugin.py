@@ -36,7 +36,7 @@ originals = (transport.add_auxiliary_output_to_pp_tensors,
 from sglang.srt.plugins import load_plugins
 load_plugins()
 if len(sys.argv) > 1:
-    from ppaux.capture import hooks as capture
+    from ppaux import capture
     capture.install(sys.argv[1])   # a launcher that also calls install()
 
 import torch

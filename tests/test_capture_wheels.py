@@ -59,12 +59,12 @@ if sys.argv[1] == "plugin":
     hooks = {target: [(t.value, h.__module__, s.plugin_name, s.dist_name) for t, h, s in entries]
              for target, entries in HookRegistry._hooks.items()}
 else:
-    from ppaux.capture import hooks as capture
+    from ppaux import capture
     capture.install(sys.argv[2])
     hooks = {}
 
 import torch
-from ppaux.capture import hooks as capture
+from ppaux import capture
 class Observer:
     def from_pp_tensors(self, tensors):
         return dict(tensors)

@@ -141,11 +141,12 @@ def test_a_scheduler_without_the_transport_is_not_a_patch(tmp_path):
 
 def test_ppaux_capture_wrapper_is_not_a_patch(tmp_path):
     from ppaux.capture import hooks as capture
+    from ppaux.capture.patching import wrap
 
     modules = _modules(tmp_path)
     transport = modules[TRANSPORT_MODULE]
     for name, hook in ((ADD, capture.around_add), (POP, capture.around_pop)):
-        setattr(transport, name, capture._wrap(getattr(transport, name), hook))
+        setattr(transport, name, wrap(getattr(transport, name), hook))
     state = live_state(modules)
     assert state[f"{TRANSPORT_MODULE}.{ADD}"] == ORIGINAL
     assert state[f"{TRANSPORT_MODULE}.{POP}"] == ORIGINAL

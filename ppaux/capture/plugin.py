@@ -6,6 +6,8 @@ scheduler, the detokenizer), and then applies the hooks the plugins registered w
 ``HookRegistry``. ``SGLANG_PLUGINS=ppaux_capture,...`` restricts which plugins load.
 
 Importing this module costs nothing: it does not import torch or :mod:`ppaux.capture.hooks`.
+Besides add and pop, the plugin hooks the checkpoints of the output path
+(:mod:`ppaux.capture.checkpoints`); a hop this sglang lacks is skipped.
 :func:`register` does nothing unless ``PPAUX_CAPTURE_DIR`` is set, and it never raises into
 sglang: a bad setting or an sglang without the PP auxiliary transport is logged and ignored.
 """
@@ -36,9 +38,10 @@ def _register() -> None:
     import importlib.util
 
     from ppaux.capture import hooks as capture
+    from ppaux.capture.settings import config_from_env
 
     try:
-        config = capture.config_from_env()
+        config = config_from_env()
     except ValueError as error:
         logger.warning("ppaux capture: not enabled: %s", error)
         return
@@ -51,4 +54,5 @@ def _register() -> None:
         return
     if capture.register_plugin_hooks(config):
         logger.info("ppaux capture: capturing failing PP auxiliary transport calls into %s "
-                    "(when=%s)", config.directory, config.when)
+                    "(when=%s%s)", config.directory, config.when,
+                    ", strict" if config.strict else "")

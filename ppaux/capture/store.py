@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ppaux.capture.hops import hop_availability
+from ppaux.capture.settings import ENV_DIR, MAX_COUNTER_BYTES, config_from_env
 from ppaux.report.catalogue import finding
 from ppaux.errors import PathError
 from ppaux.report.document import Report, Table
@@ -63,8 +65,6 @@ TEMP_PREFIX = ".ppaux-tmp-"
 _CAPTURE_RE = re.compile(r"^capture-[^/]+\.pt$")
 # Host names become part of a file name: keep letters, digits, '.', '_' and '-' only.
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-# The skipped counter is a few digits; anything longer is not ours.
-_MAX_COUNTER_BYTES = 32
 
 
 class CaptureDirError(PathError, ValueError):
@@ -87,11 +87,16 @@ class CaptureEntry:
     size: int
     meta: dict[str, Any] | None
     problem: str | None = None
+    #: The hops the message passed, when a checkpoint took the capture.
+    trail: list[dict[str, Any]] | None = None
+    #: The code between the last clean and the first dirty hop, when one was resolved.
+    culprit: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The entry as a JSON object (``meta`` as recorded, ``problem`` when unreadable)."""
+        """The entry as a JSON object (``meta`` as recorded, ``problem`` when unreadable,
+        ``trail`` and ``culprit`` when a checkpoint took it)."""
         return {"path": str(self.path), "size": self.size, "meta": self.meta,
-                "problem": self.problem}
+                "problem": self.problem, "trail": self.trail, "culprit": self.culprit}
 
 
 def capture_name(time: str, host: str, pid: int, seq: int, function: str) -> str:
@@ -141,10 +146,10 @@ def read_skipped(directory: str | os.PathLike[str]) -> int:
     """How many captures the bounds of ``directory`` refused so far (0 when none recorded)."""
     try:
         with open(Path(directory) / SKIPPED_NAME, "rb") as handle:
-            text = handle.read(_MAX_COUNTER_BYTES + 1)
+            text = handle.read(MAX_COUNTER_BYTES + 1)
     except FileNotFoundError:
         return 0
-    if len(text) > _MAX_COUNTER_BYTES:
+    if len(text) > MAX_COUNTER_BYTES:
         return 0
     try:
         value = int(text.decode("ascii").strip() or "0")
@@ -160,6 +165,7 @@ def list_captures(directory: str | os.PathLike[str]) -> list[CaptureEntry]:
     ``problem``; nothing in a file is ever executed.
     """
     from ppaux.dump.dumpfile import read_dump
+    from ppaux.dump.trail import read_culprit, read_trail
     from ppaux.errors import DumpError
 
     entries = []
@@ -177,7 +183,8 @@ def list_captures(directory: str | os.PathLike[str]) -> list[CaptureEntry]:
             entries.append(CaptureEntry(path, size, None, "not a ppaux capture file"))
             continue
         meta = {k: _plain(v) for k, v in record["meta"].items() if isinstance(k, str)}
-        entries.append(CaptureEntry(path, size, meta))
+        entries.append(CaptureEntry(path, size, meta, trail=read_trail(record),
+                                    culprit=read_culprit(record)))
     return entries
 
 
@@ -216,6 +223,8 @@ class PluginState:
     setting_error: str | None
     settings: dict[str, Any] | None
     reasons: tuple[str, ...]
+    #: Each checkpoint hop: None when this sglang has its target, else why it is skipped.
+    hops: dict[str, str | None] | None = None
 
     @property
     def would_activate(self) -> bool:
@@ -237,6 +246,7 @@ class PluginState:
             "SGLANG_PLUGINS": self.sglang_plugins,
             "setting_error": self.setting_error,
             "settings": self.settings,
+            "hops": self.hops,
         }
 
 
@@ -256,7 +266,6 @@ def plugin_state(environ: Mapping[str, str] | None = None) -> PluginState:
 
     Reads entry-point metadata and sglang's files as text; imports neither sglang nor torch.
     """
-    from ppaux.capture import hooks as capture
     from ppaux.sglang import loader as sglang_module
 
     env = os.environ if environ is None else environ
@@ -284,16 +293,16 @@ def plugin_state(environ: Mapping[str, str] | None = None) -> PluginState:
         if not has_transport:
             reasons.append(f"sglang {version or '(unknown version)'} has no PP auxiliary "
                            "transport (added in 0.5.19)")
-    directory = env.get(capture.ENV_DIR, "").strip() or None
+    directory = env.get(ENV_DIR, "").strip() or None
     if directory is None:
-        reasons.append(f"{capture.ENV_DIR} is not set")
+        reasons.append(f"{ENV_DIR} is not set")
     allowed = env.get("SGLANG_PLUGINS", "").strip() or None
     if allowed is not None and _PLUGIN_NAME not in {x.strip() for x in allowed.split(",")}:
         reasons.append(f"SGLANG_PLUGINS={allowed!r} does not list {_PLUGIN_NAME!r}")
     setting_error = None
     settings = None
     try:
-        config = capture.config_from_env(env)
+        config = config_from_env(env)
     except ValueError as exc:
         setting_error = str(exc)
         reasons.append(f"invalid setting: {exc}")
@@ -302,12 +311,15 @@ def plugin_state(environ: Mapping[str, str] | None = None) -> PluginState:
             settings = {"directory": str(config.directory), "when": config.when,
                         "max_files": config.max_files, "max_bytes": config.max_bytes,
                         "sample_every": config.sample_every}
+            if config.strict:  # shown only when on, the default stays as it was
+                settings["strict"] = True
     return PluginState(
         entry_point=entry, sglang_version=version,
         sglang_location=str(package) if package is not None else None,
         has_framework=has_framework, has_transport=has_transport, capture_dir=directory,
         sglang_plugins=allowed, setting_error=setting_error, settings=settings,
         reasons=tuple(reasons),
+        hops=hop_availability(package) if package is not None and has_transport else None,
     )
 
 
@@ -349,6 +361,10 @@ def status_report(directory: str | os.PathLike[str] | None = None,
          if state.sglang_location else "not installed"),
         ("would activate", "yes" if state.would_activate else "no"),
     ]
+    if state.hops is not None:
+        missing = [f"{hop} ({why})" for hop, why in state.hops.items() if why is not None]
+        rows.append(("checkpoints", "every hop" if not missing
+                     else "skipped: " + "; ".join(missing)))
     if state.settings is not None:
         rows.append(("settings", ", ".join(f"{k}={v}" for k, v in state.settings.items()
                                            if k != "directory")))
@@ -403,6 +419,8 @@ def list_report(directory: str | os.PathLike[str]) -> Report:
         entries = list_captures(path)
     except OSError as exc:
         raise CaptureDirError(str(path), f"cannot list: {exc.strerror or exc}") from None
+    from ppaux.dump.trail import culprit_text, trail_text
+
     report = Report(command="capture list")
     skipped = read_skipped(path)
     # One line per capture, never wrapped, so that names and messages stay greppable; the file
@@ -414,9 +432,15 @@ def list_report(directory: str | os.PathLike[str]) -> Report:
             error = f"(unreadable: {entry.problem})"
         elif meta.get("exception_type") is not None:
             error = f"{meta.get('exception_type')}: {meta.get('exception_message')}"
+        elif entry.trail is not None:
+            error = "(no error yet: taken at a checkpoint)"
         else:
             error = f"(no error: recorded with when={meta.get('when')})"
         report.notes.append(f"{entry.path.name}: {error}")
+        if entry.trail is not None:
+            report.notes.append(f"    trail: {trail_text(entry.trail)}")
+        if entry.culprit is not None:
+            report.notes.append(f"    culprit: {culprit_text(entry.culprit)}")
     report.notes.append(f"{len(entries)} capture(s) in {path}, {skipped} skipped")
     report.data = {"directory": str(path), "captures": [e.to_json() for e in entries],
                    "skipped": skipped}

@@ -19,6 +19,8 @@ Layout of the saved dict (format version 1)::
         },
         "tensors": {...},                  # the tensor dict exactly as it was at the call
         "output": {...} | None,            # for add: the output's to_pp_tensors() mapping
+        "trail": [...],                    # only in a capture taken by a checkpoint
+        "culprit": {...},                  # only when the trail has a sender-side dirty hop
     }
 
 A capture rewritten by ``ppaux tensorize`` (:mod:`ppaux.fix.tensorize`) keeps every field above
@@ -40,6 +42,35 @@ every storage location as they were. Its metadata says so with these fields (REW
 for an add-side output) accepts, so replaying the rewrite with the default, validating sender
 ends without an error, as recorded. A plain dump (not a capture) stays a plain dump: it has no
 place for these fields that torch.load or sglang would not take for part of the message.
+
+``trail`` and ``culprit`` were added within format version 1: readers that do not know them
+ignore them, and captures of failing add and pop calls without a checkpoint trail omit them.
+A *checkpoint* capture is written on the last stage at the first hop where an output message
+carries a non-tensor auxiliary value (``meta.function`` is that hop's function, such as
+``_pp_send_dict_to_next_stage``; ``exception_type`` is None unless strict mode raised);
+rank 0's capture of a failing pop carries the trail of the message on rank 0.
+
+``trail`` is a list of the hops the message passed, in order::
+
+    {"hop": "prepare",                     # add, prepare, send_dict, send, sent, recv, pop
+     "at": "_pp_prepare_tensor_dict returned",
+     "state": "clean" | "dirty",
+     "keys": ["scores (list)"]}            # dirty auxiliary names and their types
+
+``culprit`` names the code that ran between the last clean hop and the first dirty one::
+
+    {"between": ["prepare", "send_dict"],  # the last clean hop (None: none seen) and the dirty one
+     "function": "app.MyScheduler._pp_prepare_tensor_dict" | None,
+     "file": "/srv/app/scheduler.py" | None, "line": 40 | None,      # its first line
+     "code": "outside" | "modified" | "sglang" | "release" | None,
+     "how": "_pp_prepare_tensor_dict of the running scheduler (function)" | None,
+     "suspects": [{...}, ...],             # every function looked at, with the same fields
+     "write_file": ..., "write_function": ..., "write_line": 42}     # only when traced
+
+``code`` is ``release`` when the function's digest is the release table's, ``modified`` when the
+table knows the function and the digest differs, ``sglang`` for other code of sglang's package,
+``outside`` for code from anywhere else. ``write_*`` appear on the capture of a message traced
+after a first dirty one: the line that wrote the value.
 
 The reader (:mod:`ppaux.dump.dumpfile`) recognises the marker and checks ``tensors`` as the payload;
 it reads this structure without torch. Writing one needs torch (``torch.save``).
@@ -135,7 +166,19 @@ def make_meta(
 
 
 def make_capture(
-    meta: dict[str, Any], tensors: Any, output: Any = None
+    meta: dict[str, Any],
+    tensors: Any,
+    output: Any = None,
+    *,
+    trail: list[dict[str, Any]] | None = None,
+    culprit: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The dict to ``torch.save``: marker, metadata, the tensor dict and the add-side output."""
-    return {CAPTURE_MARKER: CAPTURE_VERSION, "meta": dict(meta), "tensors": tensors, "output": output}
+    """The dict to ``torch.save``: marker, metadata, the tensor dict and the add-side output;
+    ``trail`` and ``culprit`` only when a checkpoint took the capture (see the module's text)."""
+    record = {CAPTURE_MARKER: CAPTURE_VERSION, "meta": dict(meta), "tensors": tensors,
+              "output": output}
+    if trail is not None:
+        record["trail"] = trail
+    if culprit is not None:
+        record["culprit"] = culprit
+    return record

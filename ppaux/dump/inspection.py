@@ -12,6 +12,7 @@ from ppaux.sglang.names import MSG_TYPE_KEY
 from ppaux.limits import Limits
 from ppaux.dump.payload import Payload, Tally, describe_entry, find_payloads, safe_repr, walk
 from ppaux.text import shown_name
+from ppaux.dump.trail import culprit_text, read_culprit, read_trail, trail_findings, trail_text
 from ppaux.report.document import InputProblem, Report, Table
 
 __all__ = ["describe_dump", "inspect_file", "inspect_paths"]
@@ -39,6 +40,8 @@ def describe_dump(dump: Dump, payloads: list[Payload], limits: Limits,
             "predicted_pop": predict_pop(payload.mapping) if payload.role != "output" else None,
         })
     capture = dump.capture
+    trail = read_trail(capture) if capture is not None else None
+    culprit = read_culprit(capture) if capture is not None else None
     return {
         "path": dump.path,
         "container": dump.container,
@@ -51,6 +54,9 @@ def describe_dump(dump: Dump, payloads: list[Payload], limits: Limits,
         "globals": [{"name": n, "allowed": a} for n, a in dump.globals_seen.items()],
         "storages": len(dump.storages),
         "tensor_bytes": tensor_bytes,
+        # Only in captures taken by a checkpoint, so that other descriptions keep their shape.
+        **({"trail": trail} if trail is not None else {}),
+        **({"culprit": culprit} if culprit is not None else {}),
     }
 
 
@@ -77,8 +83,10 @@ def inspect_file(path: str, limits: Limits = Limits()) -> tuple[dict[str, Any], 
     for _ in walk(dump.root, limits, path):
         pass
     tally = Tally(limits, path)  # tensor counts shared by the description and the checks
-    return (describe_dump(dump, payloads, limits, tally),
-            check_dump(dump, payloads, limits, tally))
+    findings = check_dump(dump, payloads, limits, tally)
+    if dump.capture is not None:
+        findings += trail_findings(path, dump.capture)
+    return describe_dump(dump, payloads, limits, tally), findings
 
 
 def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]:
@@ -110,7 +118,8 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
             rows.append((f"... and {hidden} more keys", "", "--format json lists all", "", "",
                          "", ""))
         where = f" {payload['locator']}" if payload["locator"] else ""
-        what = (_capture_phrase(capture) if capture and payload["role"] == "capture"
+        what = (_capture_phrase(capture, checkpoint=bool(description.get("trail")))
+                if capture and payload["role"] == "capture"
                 else f"{payload['role']}" if payload["role"] == "output"
                 else description["container"])
         # Capture metadata comes from the file: no newline or escape sequence reaches a terminal.
@@ -123,10 +132,12 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
     return tables
 
 
-def _capture_phrase(meta: dict[str, Any]) -> str:
-    """'capture of <function>: <exception>', and who rewrote it (``ppaux tensorize``), if so."""
+def _capture_phrase(meta: dict[str, Any], *, checkpoint: bool = False) -> str:
+    """'capture of <function>: <exception>', and who rewrote it (``ppaux tensorize``), if so;
+    ``checkpoint``: a capture taken at a hop before anything raised."""
     error = (f"{meta.get('exception_type')}: {meta.get('exception_message')}"
-             if meta.get("exception_type") is not None else "no error")
+             if meta.get("exception_type") is not None
+             else "no error yet, taken at a checkpoint" if checkpoint else "no error")
     phrase = f"capture of {meta.get('function')}: {error}"
     if meta.get("rewritten_by") is not None:
         phrase += f"; {meta.get('rewritten_by')} rewrote it"
@@ -158,6 +169,7 @@ def inspect_paths(
             if release is not None:
                 findings += _release_findings(path, description, release)
             descriptions.append(description)
+            report.notes += _trail_notes(description)
             report.findings += findings
             report.tables += _tables(description, findings)
         if progress is not None:
@@ -166,6 +178,16 @@ def inspect_paths(
     if release is not None:
         report.data["release"] = release
     return report
+
+
+def _trail_notes(description: dict[str, Any]) -> list[str]:
+    """'<path>: trail: ...' and '<path>: culprit: ...' for a capture taken by a checkpoint."""
+    notes = []
+    if description.get("trail") is not None:
+        notes.append(f"{description['path']}: trail: {trail_text(description['trail'])}")
+    if description.get("culprit") is not None:
+        notes.append(f"{description['path']}: culprit: {culprit_text(description['culprit'])}")
+    return notes
 
 
 def _release_findings(path: str, description: dict[str, Any], release: str) -> list[Finding]:

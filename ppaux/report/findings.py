@@ -58,6 +58,9 @@ class Finding:
     sglang_error: str | None = None
     hint: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    #: Where in source code the problem was made, when that is known: ``{"file": str,
+    #: "line": int, "function": str}`` (a capture's culprit). Formats that annotate code use it.
+    location: dict[str, Any] | None = field(default=None, compare=False, hash=False)
 
     def to_json(self) -> dict[str, Any]:
         """The finding as the report schema's JSON object."""
@@ -72,4 +75,6 @@ class Finding:
         }
         if self.extra:
             out["extra"] = self.extra
+        if self.location is not None:
+            out["location"] = self.location
         return out

@@ -23,6 +23,9 @@ __all__ = [
     "PLUGIN_NAME",
     "ENTRY_POINT",
     "HOOK_REGISTRY_FILE",
+    "SCHEDULER_CLASS",
+    "PARALLEL_STATE_MODULE",
+    "GROUP_CLASS",
 ]
 
 #: The transport's sender (last stage) and receiver (first stage) functions.
@@ -68,3 +71,13 @@ def aux_name(key: object) -> "str | None":
     if isinstance(key, str) and key.startswith(OUTPUT_PREFIX):
         return key[len(OUTPUT_PREFIX):]
     return None
+
+
+# The pipeline-parallel output path, hop by hop (sglang 0.5.19 - 0.5.23): the last stage's
+# scheduler prepares the output message and sends it through its PP group; rank 0 receives it.
+
+#: The scheduler mixin's class, which builds, sends and receives PP messages.
+SCHEDULER_CLASS = "SchedulerPPMixin"
+#: The module and class of the PP group's wire (``send_tensor_dict`` / ``recv_tensor_dict``).
+PARALLEL_STATE_MODULE = "sglang.srt.distributed.parallel_state"
+GROUP_CLASS = "GroupCoordinator"

@@ -60,6 +60,7 @@ def finding(
     severity: Severity | None = None,
     sglang_error: str | None = None,
     extra: dict[str, Any] | None = None,
+    location: dict[str, Any] | None = None,
 ) -> Finding:
     """Build a finding for ``code``; severity, predicted error and hint come from the rule."""
     rule = RULES[code]
@@ -72,4 +73,5 @@ def finding(
         sglang_error=sglang_error if sglang_error is not None else rule.sglang_error,
         hint=rule.fix,
         extra=extra or {},
+        location=location,
     )

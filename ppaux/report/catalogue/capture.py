@@ -1,4 +1,5 @@
-"""Rules about capturing from a running sglang: the plugin, its settings, the directory (PP5xx)."""
+"""Rules about capturing from a running sglang: the plugin, its settings, the directory, and
+what the checkpoints along the PP output path found (PP5xx)."""
 
 from __future__ import annotations
 
@@ -106,6 +107,91 @@ RULES = (
         ),
         fix="Run ppaux inspect on the file to see what it holds; move it out of the directory.",
         example="capture-20261202T100000Z-node-3-4242-0001-pop.pt: truncated or corrupt zip file",
+        area="capture",
+    ),
+    Rule(
+        code="PP506",
+        name="capture-culprit",
+        severity=Severity.ERROR,
+        summary="A non-tensor auxiliary value entered the output message in a named function.",
+        explanation=(
+            "With capture on, ppaux looks at each output message at every hop of sglang's PP "
+            "output path: add returned, _pp_prepare_tensor_dict returned, "
+            "_pp_send_dict_to_next_stage called, send_tensor_dict called and returned, "
+            "recv_tensor_dict returned, pop called. The message was clean at one hop and "
+            "carried a non-tensor auxiliary value at the next; the function named here is the "
+            "one that really ran between the two (resolved on the live objects: a subclass "
+            "override, a wrapper, a monkeypatch, another plugin's hook), and it is not sglang's "
+            "release code. When the next dirty message was traced, the line that wrote the "
+            "value is the location. Rank 0 fails later with the error below."
+        ),
+        causes=(
+            "A Scheduler subclass whose _pp_prepare_tensor_dict writes an auxiliary key itself.",
+            "Code that edits the prepared message (last_rank_comm_queue) before it is sent.",
+            "A custom transport wrapping send_tensor_dict that converts tensors.",
+            "A patched add_auxiliary_output_to_pp_tensors that no longer checks its values.",
+            "Another plugin's hook on add or on the scheduler that injects a value.",
+        ),
+        fix=(
+            "Fix the named function so that every __sampling_observer_output__.* value stays a "
+            "torch.Tensor (or remove the override, wrapper or hook); PPAUX_CAPTURE_STRICT=1 "
+            "makes the last stage raise right there while you look."
+        ),
+        sglang_error="received a non-tensor auxiliary PP output",
+        example=("'scores' (list) entered between _pp_prepare_tensor_dict returned and "
+                 "_pp_send_dict_to_next_stage called, in app.MyScheduler._pp_prepare_tensor_dict"),
+        area="capture",
+    ),
+    Rule(
+        code="PP507",
+        name="capture-culprit-unresolved",
+        severity=Severity.WARNING,
+        summary="A non-tensor auxiliary value entered between two hops; no function was named.",
+        explanation=(
+            "The trail bounds where the value entered (the last clean hop and the first dirty "
+            "one), but every function found on the live objects between them is sglang's "
+            "release code: the value was written by code that was not on the call path at the "
+            "dirty hop (a callback, another thread, code called from the event loop). ppaux "
+            "traces the next dirty message between the same two hops; its capture names the "
+            "line that wrote the value."
+        ),
+        causes=(
+            "Code run from the event loop that edits messages waiting in last_rank_comm_queue.",
+            "Another thread that holds a reference to the message dict.",
+        ),
+        fix=(
+            "Look at the next capture of the same process (ppaux capture list): it carries the "
+            "traced line. Otherwise search the code that runs between the two hops for writes "
+            "to __sampling_observer_output__.* keys."
+        ),
+        sglang_error="received a non-tensor auxiliary PP output",
+        example=("'scores' (list) entered between _pp_prepare_tensor_dict returned and "
+                 "_pp_send_dict_to_next_stage called"),
+        area="capture",
+        inconclusive=True,
+    ),
+    Rule(
+        code="PP508",
+        name="capture-dirty-on-arrival",
+        severity=Severity.ERROR,
+        summary="Rank 0 received the output message already carrying a non-tensor value.",
+        explanation=(
+            "Rank 0's trail starts dirty at recv_tensor_dict: the value was put in on the last "
+            "stage or on the way (the wire, or code around send_tensor_dict and "
+            "recv_tensor_dict). The last stage's capture, written there before the message was "
+            "sent, names the code when its checkpoints are on; when the last stage saw the "
+            "message clean up to send_tensor_dict, the wire or something around it is at fault."
+        ),
+        causes=(
+            "Code on the last stage, named by that stage's capture (PP506).",
+            "A custom transport on either side of the wire.",
+        ),
+        fix=(
+            "Enable capture on the last stage too (same PPAUX_CAPTURE_DIR or another) and read "
+            "its capture with ppaux capture list / ppaux inspect."
+        ),
+        sglang_error="received a non-tensor auxiliary PP output",
+        example="'scores' (list) already in the message when recv_tensor_dict returned",
         area="capture",
     ),
 )

@@ -1,7 +1,8 @@
 """GitHub Actions: workflow-command annotations, and a Markdown job summary.
 
 :func:`render` gives one ``::error``, ``::warning`` or ``::notice`` line per finding (``file=``
-the dump, fingerprint or stage; ``title=`` the code and rule name; the message with the key,
+the dump, fingerprint or stage, or, for a finding with a source ``location``, that file with
+``line=``; ``title=`` the code and rule name; the message with the key,
 the predicted sglang error and the fix) and one ``::error`` per input that could not be read,
 then the summary line. GitHub shows only a few annotations per step, so :func:`summary` gives
 the whole report as Markdown for ``$GITHUB_STEP_SUMMARY`` (the CLI appends it there).
@@ -37,8 +38,15 @@ def annotation(finding: Finding) -> str:
         lines.append(f"predicts: {finding.sglang_error}")
     if finding.hint:
         lines.append(f"fix: {finding.hint}")
+    if finding.location is not None:
+        # Annotate the line of code that caused it; the file it was found in goes in the text.
+        lines.append(f"found in: {finding.path}")
+        where = (f"file={_property(str(finding.location['file']))},"
+                 f"line={int(finding.location['line'])},")
+    else:
+        where = f"file={_property(finding.path)},"
     return (
-        f"::{_LEVEL[finding.severity]} file={_property(finding.path)},"
+        f"::{_LEVEL[finding.severity]} {where}"
         f"title={_property(_title(finding))}::{_data(chr(10).join(lines))}"
     )
 

@@ -2,7 +2,8 @@
 
 Each finding is one issue with the fields GitLab requires (``description``, ``check_name``,
 ``fingerprint``, ``severity``, ``location.path``, ``location.lines.begin``). Dumps and
-fingerprints have no lines, so ``begin`` is 1. Severities map error -> critical, warning ->
+fingerprints have no lines, so ``begin`` is 1; a finding with a source ``location`` (a capture's
+culprit) gives that file and line. Severities map error -> critical, warning ->
 major, info -> info; an input that could not be read is a ``blocker`` issue named
 ``ppaux/input-not-checked``.
 """
@@ -60,6 +61,10 @@ def issues(report: Report) -> list[dict[str, Any]]:
             "fingerprint": _fingerprint((f.code, f.path, f.key or "", f.message), seen),
             "location": {"path": f.path, "lines": {"begin": 1}},
         }
+        if f.location is not None:  # the line of code that caused it
+            issue["location"] = {"path": str(f.location["file"]),
+                                 "lines": {"begin": int(f.location["line"])}}
+            body = f"Found in {f.path}.\n\n{body}" if body else f"Found in {f.path}."
         if body:
             issue["content"] = {"body": body}
         out.append(issue)

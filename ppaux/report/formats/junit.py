@@ -49,6 +49,8 @@ def subjects(report: Report) -> list[str]:
 def _line(f: Finding) -> str:
     where = f" [{f.key}]" if f.key is not None else ""
     text = f"{f.code} {f.severity.value}{where}: {f.message}"
+    if f.location is not None:
+        text += f"\n    at: {f.location['file']}:{f.location['line']} in {f.location['function']}"
     if f.sglang_error:
         text += f"\n    predicts: {f.sglang_error}"
     if f.hint:

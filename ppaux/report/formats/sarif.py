@@ -2,7 +2,9 @@
 
 One run per report. The driver lists every catalogue rule (id, name, descriptions, help in text
 and Markdown, default level, tags); each finding is a result pointing at its file, stage or
-dump, with the key in the message and in the result's properties. Inputs that could not be
+dump, with the key in the message and in the result's properties; a finding with a source
+``location`` (a capture's culprit) points at that file and line instead (its ``region``), so
+code scanning annotates the line, and keeps the dump as a related location. Inputs that could not be
 read become error notifications of the invocation, which is then not successful. The
 ``automationDetails.id`` (``ppaux/<command>/``) keeps uploads of different commands apart.
 """
@@ -71,6 +73,17 @@ def _location(path: str) -> dict[str, Any]:
     return {"physicalLocation": {"artifactLocation": {"uri": artifact_uri(path)}}}
 
 
+def _code_location(location: dict[str, Any]) -> dict[str, Any]:
+    # The source line that caused the finding: code scanning annotates it.
+    return {
+        "physicalLocation": {
+            "artifactLocation": {"uri": artifact_uri(location["file"])},
+            "region": {"startLine": location["line"]},
+        },
+        "logicalLocations": [{"fullyQualifiedName": location["function"], "kind": "function"}],
+    }
+
+
 def _result(finding: Finding, index: dict[str, int]) -> dict[str, Any]:
     text = f"{finding.message} (key {finding.key!r})" if finding.key is not None else finding.message
     if finding.sglang_error:
@@ -90,6 +103,11 @@ def _result(finding: Finding, index: dict[str, int]) -> dict[str, Any]:
         "partialFingerprints": {"ppauxFinding/v1": _fingerprint(finding)},
         "properties": properties,
     }
+    if finding.location is not None:
+        # The code is where the problem was made; the file it was found in stays related.
+        result["locations"] = [_code_location(finding.location)]
+        result["relatedLocations"] = [dict(_location(finding.path), id=1,
+                                           message={"text": "found in"})]
     if finding.code in index:
         result["ruleIndex"] = index[finding.code]
     return result

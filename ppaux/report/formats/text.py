@@ -95,6 +95,9 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
         line.append(f"{f.code} {f.severity.value}", style=_STYLE[f.severity])
         line.append(f" {where}: {f.message}")
         console.print(line, soft_wrap=True)
+        if f.location is not None:
+            at = f"    at: {f.location['file']}:{f.location['line']} in {f.location['function']}"
+            console.print(Text(at), soft_wrap=True)
         if f.sglang_error:
             console.print(Text(f"    predicts: {f.sglang_error}"), soft_wrap=True)
         if f.hint:

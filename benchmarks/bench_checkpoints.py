@@ -1,0 +1,229 @@
+"""Benchmark the checkpoints on healthy traffic: the last stage's path of one output message.
+
+Target (docs/benchmarks.md, "checkpoints"): with capture on and every message healthy, a message
+costs at most 1.05x what it costs with capture off, for ``install()`` and for the sglang plugin.
+
+Per message, sglang's own code runs as on the last stage: ``_pp_prepare_tensor_dict`` (which
+calls sglang's ``add_auxiliary_output_to_pp_tensors`` with an auxiliary output of two tensors),
+the message is queued and taken from ``last_rank_comm_queue``, ``_pp_send_dict_to_next_stage``
+(``msg_type="output"``) and ``GroupCoordinator.send_tensor_dict``, on a one-process group for
+which sglang returns at once. By default no wire is timed: a real send costs far more than the
+checkpoints, so this is the worst case for the ratio. With ``--wire``, two processes on loopback
+run it with a real wire instead: the last stage sends each message through a real
+``GroupCoordinator`` (gloo), and rank 0 receives it with sglang's ``recv_tensor_dict`` and pops
+it with sglang's pop (both hooked too); the figures are per message on each side. Variants:
+``off`` (sglang's functions as they are), ``install`` (the wrappers ``ppaux.capture.install()``
+puts on add, pop and the four methods of the path), ``plugin``
+(ppaux's hooks wrapped by sglang's own ``HookRegistry`` AROUND wrapper), and ``off_again`` (the
+noise floor). Each round times every variant back to back; a ratio is the median of per-round
+ratios. Needs sglang's scheduler and parallel state importable (an sglang runtime)::
+
+    python tests/sglang_runtime.py 0.5.23     # prepares ~/.cache/ppaux/runtime/0.5.23
+    R=~/.cache/ppaux/runtime/0.5.23
+    PYTHONPATH=$R/sglang:$R/site:$R/standins python benchmarks/bench_checkpoints.py [--wire]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import datetime
+import inspect
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from types import SimpleNamespace
+from typing import Any, Callable
+
+import torch
+
+from ppaux.capture import hooks
+from ppaux.capture.patching import wrap
+from ppaux.capture.settings import CaptureConfig
+from ppaux.capture.state import STATE
+
+
+def _setup() -> tuple[Any, Any, Any, dict[str, Callable[..., Any]]]:
+    import sglang.srt.distributed.parallel_state as ps
+    import sglang.srt.managers.scheduler_pp_mixin as mixin
+
+    originals = {
+        "add": mixin.add_auxiliary_output_to_pp_tensors,
+        "pop": mixin.pop_auxiliary_output_from_pp_tensors,
+        "prepare": mixin.SchedulerPPMixin._pp_prepare_tensor_dict,
+        "send_dict": mixin.SchedulerPPMixin._pp_send_dict_to_next_stage,
+        "send": ps.GroupCoordinator.send_tensor_dict,
+        "recv": ps.GroupCoordinator.recv_tensor_dict,
+    }
+    return ps, mixin, mixin.SchedulerPPMixin, originals
+
+
+def _variants(originals: dict[str, Callable[..., Any]]) -> dict[str, dict[str, Any]]:
+    from sglang.srt.plugins.hook_registry import HookType, _wrap_fn
+
+    hook = {"add": hooks.hook_for(hooks.ADD, originals["add"]),
+            "pop": hooks.hook_for(hooks.POP, originals["pop"]), "prepare": hooks.around_prepare,
+            "send_dict": hooks.around_send_dict, "send": hooks.around_send,
+            "recv": hooks.around_recv}
+    return {
+        "off": dict(originals),
+        "install": {k: wrap(f, hook[k]) for k, f in originals.items()},
+        "plugin": {k: _wrap_fn(f, hook[k], HookType.AROUND) for k, f in originals.items()},
+        "off_again": dict(originals),
+    }
+
+
+def _group(rank: int) -> Any:
+    """A real GroupCoordinator over gloo for PP ranks [0, 1], every communicator flag off."""
+    from sglang.srt.distributed.parallel_state import GroupCoordinator
+
+    parameters = inspect.signature(GroupCoordinator.__init__).parameters
+    kwargs: dict[str, Any] = {"group_ranks": [[0, 1]], "local_rank": rank,
+                              "torch_distributed_backend": "gloo", "group_name": "pp"}
+    for name in parameters:
+        if name.startswith("use_"):
+            kwargs[name] = False
+    return GroupCoordinator(**kwargs)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=31)
+    parser.add_argument("--wire", action="store_true", help="two processes, a real gloo wire")
+    parser.add_argument("--rank", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.wire and args.rank is None:
+        return _launch(args)
+    if args.rank is not None:
+        import torch.distributed as dist
+
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}",
+                                rank=args.rank, world_size=2,
+                                timeout=datetime.timedelta(seconds=600))
+    ps, mixin, mixin_class, originals = _setup()
+    variants = _variants(originals)
+
+    class Output:
+        def __init__(self) -> None:
+            self.tensors = {"scores": torch.ones(32), "top": torch.zeros(32, 4)}
+
+        def to_pp_tensors(self) -> dict[str, Any]:
+            return self.tensors
+
+    class Group(ps.GroupCoordinator):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            self.world_size = 1
+            self.rank = 0
+            self.ranks = [0]
+
+    class Scheduler(mixin_class):  # type: ignore[misc, valid-type]
+        def __init__(self) -> None:
+            self._pp_spec_relay = False
+            self.pp_group = Group() if args.rank is None else _group(args.rank)
+            self.attn_tp_group = None
+            self.pp_comm_stream_ctx = contextlib.nullcontext()
+            self.last_rank_comm_queue: collections.deque[Any] = collections.deque()
+
+    scheduler = Scheduler()
+    logits = SimpleNamespace(sampling_mask_output=None, auxiliary_device_output=Output())
+    result = SimpleNamespace(next_token_ids=torch.arange(32), accept_lens=None,
+                             next_draft_input=None, logits_output=logits)
+    batch = SimpleNamespace(return_logprob=False)
+    directory = tempfile.mkdtemp(prefix="ppaux-bench-")
+
+    def use(name: str) -> None:
+        chosen = variants[name]
+        mixin.add_auxiliary_output_to_pp_tensors = chosen["add"]
+        mixin_class._pp_prepare_tensor_dict = chosen["prepare"]
+        mixin_class._pp_send_dict_to_next_stage = chosen["send_dict"]
+        ps.GroupCoordinator.send_tensor_dict = chosen["send"]
+        ps.GroupCoordinator.recv_tensor_dict = chosen["recv"]
+        mixin.pop_auxiliary_output_from_pp_tensors = chosen["pop"]
+        STATE.activate(None if name.startswith("off") else CaptureConfig(directory))
+
+    class Observer:
+        def from_pp_tensors(self, tensors: dict[str, Any]) -> dict[str, Any]:
+            return dict(tensors)
+
+    observer = Observer()
+
+    def messages(count: int) -> float:
+        queue = scheduler.last_rank_comm_queue
+        started = time.perf_counter()
+        if args.rank == 0:  # rank 0: sglang's receive and pop
+            for _ in range(count):
+                received = scheduler.pp_group.recv_tensor_dict(all_gather_group=None)
+                mixin.pop_auxiliary_output_from_pp_tensors(received, observer)
+            return time.perf_counter() - started
+        for _ in range(count):
+            prepared = scheduler._pp_prepare_tensor_dict(result, batch)
+            queue.append((None, SimpleNamespace(tensors=prepared)))
+            _, message = queue.popleft()
+            work = scheduler._pp_send_dict_to_next_stage(message.tensors, async_send=True,
+                                                         msg_type="output")
+            for item in work or ():
+                item.work.wait()
+        return time.perf_counter() - started
+
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for name in variants:  # warm up
+        use(name)
+        messages(200)
+    for _ in range(args.rounds):
+        for name in variants:
+            use(name)
+            times[name].append(messages(args.messages) / args.messages)
+    use("off")
+    written = STATE.stats().written
+    out = {
+        "side": {None: "last stage, no wire", 0: "rank 0 (recv + pop)",
+                 1: "last stage (send over gloo)"}[args.rank],
+        "sglang": sys.modules["sglang.srt.managers.scheduler_pp_mixin"].__file__,
+        "messages_per_round": args.messages, "rounds": args.rounds,
+        "captures_written": written,
+        "variants": {
+            name: {"median_us": round(statistics.median(t) * 1e6, 3),
+                   "ratio": round(statistics.median(a / b for a, b in zip(t, times["off"],
+                                                                          strict=True)), 4)}
+            for name, t in times.items()
+        },
+    }
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+def _launch(args: argparse.Namespace) -> int:
+    """Start both ranks of the wire run, print their results as one JSON list."""
+    port = _free_port()
+    children = []
+    for rank in (0, 1):
+        command = [sys.executable, __file__, "--rank", str(rank), "--port", str(port),
+                   "--messages", str(args.messages), "--rounds", str(args.rounds)]
+        children.append(subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
+                                         env={**os.environ, "OMP_NUM_THREADS": "1"}))
+    results = []
+    for child in children:
+        stdout, _ = child.communicate(timeout=3600)
+        if child.returncode != 0:
+            return child.returncode
+        results.append(json.loads(stdout))
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

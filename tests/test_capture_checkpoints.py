@@ -1,0 +1,374 @@
+"""Checkpoints along sglang's PP output path: trail, culprit, strict mode, and what reports say.
+
+The first part runs sglang's real scheduler methods and PP group (tests/checkpoint_driver.py, in
+the runtime of sglang 0.5.23 prepared by tests/sglang_runtime.py) for each way a non-tensor gets
+into an output message, through ``install()`` and through sglang's real ``HookRegistry``; every
+expected function, file and line is read from the driver's text, not from ppaux. The second part
+checks the pieces without sglang: looks leave messages alone, malformed trails are ignored,
+locations reach every format, ``capture status`` names skipped hops.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ppaux.report.findings import Finding, Severity
+from ppaux.report.document import Report
+from ppaux_cli.app import app
+
+import sglang_runtime
+
+HERE = Path(__file__).resolve().parent
+DRIVER = HERE / "checkpoint_driver.py"
+NON_TENSOR = "received a non-tensor auxiliary PP output"
+ENV = {"NO_COLOR": "1", "COLUMNS": "200", "PPAUX_CAPTURE_DIR": None, "SGLANG_PLUGINS": None,
+       "PPAUX_CAPTURE_STRICT": None}
+
+
+def cli(*args: str, **env: str):
+    return CliRunner().invoke(app, list(args), env={**ENV, **env})
+
+
+def line_of(fragment: str) -> int:
+    """The 1-based line of the driver holding ``fragment`` (which must be on one line only)."""
+    found = [n for n, text in enumerate(DRIVER.read_text().splitlines(), 1) if fragment in text]
+    assert len(found) == 1, (fragment, found)
+    return found[0]
+
+
+# scenario -> (trail of its first capture, culprit function, its def line, the line that writes)
+EXPECTED = {
+    "subclass": (
+        ["add:clean", "prepare:clean", "send_dict:dirty"],
+        "__main__.SubclassScheduler._pp_prepare_tensor_dict",
+        "    def _pp_prepare_tensor_dict(self, result, batch):",
+        'tensor_dict[PREFIX + "scores"] = tensor_dict[PREFIX + "scores"].tolist()',
+    ),
+    "queue": (
+        ["add:clean", "prepare:clean", "send_dict:dirty"],
+        "__main__.edit_queue",
+        "def edit_queue(scheduler):",
+        'message.tensors[PREFIX + "scores"] = [0.5, 0.5]',
+    ),
+    "transport": (
+        ["add:clean", "prepare:clean", "send_dict:clean", "send:dirty"],
+        "__main__.custom_send_tensor_dict",
+        "def custom_send_tensor_dict(self, tensor_dict, *args, **kwargs):",
+        "tensor_dict[key] = value.tolist()",
+    ),
+    "add_patch": (
+        ["prepare:dirty"],  # the patched add bypasses ppaux's look at add
+        "__main__.lax_add",
+        "def lax_add(tensors, output):",
+        None,  # no clean hop before it: nothing to trace from
+    ),
+    "other": (
+        ["add:clean", "prepare:dirty"],
+        "__main__.inject",
+        "def inject(original_fn, tensors, output):",
+        'tensors[PREFIX + "extra"] = "injected"',
+    ),
+}
+WAYS = ("subclass", "queue", "transport", "add_patch")
+RUNS = {  # mode -> scenarios, each run in one process
+    "install": ("healthy", *WAYS, "strict-subclass"),
+    "plugin": ("healthy", *WAYS),
+    "plugin+other": ("other",),
+}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict]]:
+    """Run every mode's driver (in parallel) once; mode -> (captures root, errors raised)."""
+    runtime = sglang_runtime.sglang_runtime("0.5.23")
+    root = tmp_path_factory.mktemp("checkpoints")
+    started = {}
+    for mode, scenarios in RUNS.items():
+        directory = root / mode
+        started[mode] = (directory, subprocess.Popen(
+            [sys.executable, str(DRIVER), mode, str(directory), "2", *scenarios],
+            env=runtime.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    out = {}
+    for mode, (directory, process) in started.items():
+        stdout, stderr = process.communicate(timeout=600)
+        assert process.returncode == 0, stderr[-3000:]
+        out[mode] = (directory, json.loads(stdout.strip().splitlines()[-1]))
+    return out
+
+
+def _cases() -> list[tuple[str, str]]:
+    return [(mode, s) for mode, scenarios in RUNS.items() for s in scenarios
+            if s in EXPECTED]
+
+
+@pytest.mark.sglang_runtime
+@pytest.mark.parametrize(("mode", "scenario"), _cases())
+def test_each_way_in_names_the_hop_and_the_function(runs, mode: str, scenario: str):
+    directory, raised = runs[mode]
+    assert raised[scenario] == []  # capture on and not strict: the host runs as before
+    trail, function, definition, write = EXPECTED[scenario]
+    listed = cli("capture", "list", "--dir", str(directory / scenario), "--format", "json")
+    assert listed.exit_code == 0, listed.output
+    captures = json.loads(listed.stdout)["captures"]
+    assert len(captures) == 2  # two dirty messages, each captured on the last stage
+    for entry in captures:
+        assert [f"{h['hop']}:{h['state']}" for h in entry["trail"]] == trail
+        assert entry["meta"]["exception_type"] is None
+    first, second = (c["culprit"] for c in captures)
+    if scenario == "queue":
+        # The editing code was not on the call path: bounded, not named, then traced.
+        assert first["function"] is None
+    else:
+        assert (first["function"], first["file"], first["line"]) == (
+            function, str(DRIVER), line_of(definition))
+        assert first["code"] == "outside"
+    assert (second["function"], second["file"], second["line"]) == (
+        function, str(DRIVER), line_of(definition))
+    if write is None:
+        assert second["write_line"] is None
+    else:
+        assert (second["write_file"], second["write_line"]) == (str(DRIVER), line_of(write))
+
+
+@pytest.mark.sglang_runtime
+@pytest.mark.parametrize(("mode", "scenario"), _cases())
+def test_inspect_reports_the_culprit_with_its_location(runs, mode: str, scenario: str):
+    directory, _ = runs[mode]
+    _, function, definition, write = EXPECTED[scenario]
+    line = line_of(write) if write is not None else line_of(definition)
+    sarif = cli("inspect", str(directory / scenario), "--format", "sarif")
+    results = [r for r in json.loads(sarif.stdout)["runs"][0]["results"]
+               if r["ruleId"] == "PP506"]
+    assert results, sarif.stdout[:2000]
+    last = results[-1]["locations"][0]
+    assert last["physicalLocation"]["artifactLocation"]["uri"] == "file://" + str(DRIVER)
+    assert last["physicalLocation"]["region"]["startLine"] == line
+    assert last["logicalLocations"][0]["fullyQualifiedName"] == function
+    github = cli("inspect", str(directory / scenario), "--format", "github").stdout
+    assert f"::error file={DRIVER},line={line},title=PP506 capture-culprit::" in github
+    gitlab = json.loads(cli("inspect", str(directory / scenario), "--format", "gitlab").stdout)
+    located = [i["location"] for i in gitlab if i["check_name"] == "PP506"]
+    assert located[-1] == {"path": str(DRIVER), "lines": {"begin": line}}
+    text = cli("inspect", str(directory / scenario)).stdout
+    assert f"    at: {DRIVER}:{line} in {function}" in text
+    assert "trail: " in text and "culprit: " in text
+
+
+@pytest.mark.sglang_runtime
+@pytest.mark.parametrize("mode", ["install", "plugin"])
+def test_a_healthy_run_writes_nothing(runs, mode: str):
+    directory, raised = runs[mode]
+    assert raised["healthy"] == []
+    assert not (directory / "healthy").exists()
+
+
+@pytest.mark.sglang_runtime
+def test_strict_mode_raises_sglangs_sender_message_at_the_first_dirty_hop(runs):
+    directory, raised = runs["install"]
+    assert raised["strict-subclass"] == ["auxiliary PP output 'scores' is not a tensor"] * 2
+    listed = json.loads(cli("capture", "list", "--dir", str(directory / "strict-subclass"),
+                            "--format", "json").stdout)["captures"]
+    assert [c["meta"]["exception_message"] for c in listed] == [
+        "auxiliary PP output 'scores' is not a tensor"] * 2
+    assert [c["meta"]["function"] for c in listed] == ["_pp_send_dict_to_next_stage"] * 2
+
+
+# ----------------------------------------------------------------------------------------------
+# Without sglang
+
+
+def test_a_look_leaves_a_healthy_message_alone_and_forgets_it():
+    import torch
+
+    from ppaux.capture.checkpoints import look
+    from ppaux.capture.settings import MAX_FOLLOWED_MESSAGES, CaptureConfig
+    from ppaux.capture.state import STATE
+
+    STATE.activate(CaptureConfig(Path("/nonexistent/never-written")))
+    try:
+        scores = torch.ones(2)
+        messages = [{"next_token_ids": torch.arange(2),
+                     "__sampling_observer_output__.scores": scores}
+                    for _ in range(MAX_FOLLOWED_MESSAGES + 5)]
+        for message in messages:
+            assert look("add", message, print, True) is None
+            assert look("prepare", message, print, True) is None
+        assert len(STATE.messages) == MAX_FOLLOWED_MESSAGES  # bounded
+        for message in messages:
+            assert list(message) == ["next_token_ids", "__sampling_observer_output__.scores"]
+            assert message["__sampling_observer_output__.scores"] is scores
+            look("send", message, print, True)
+            look("sent", message, print, True)
+        assert len(STATE.messages) == 0  # a sent message is forgotten
+        assert STATE.stats().written == 0
+    finally:
+        STATE.activate(None)
+
+
+def test_strict_setting_from_the_environment():
+    from ppaux.capture.settings import config_from_env
+
+    config = config_from_env({"PPAUX_CAPTURE_DIR": "/tmp/x", "PPAUX_CAPTURE_STRICT": "1"})
+    assert config is not None and config.strict is True
+    config = config_from_env({"PPAUX_CAPTURE_DIR": "/tmp/x"})
+    assert config is not None and config.strict is False
+    with pytest.raises(ValueError) as caught:
+        config_from_env({"PPAUX_CAPTURE_DIR": "/tmp/x", "PPAUX_CAPTURE_STRICT": "yes"})
+    assert str(caught.value) == "PPAUX_CAPTURE_STRICT='yes': must be 0 or 1"
+
+
+@pytest.mark.parametrize("trail", [
+    "not a list", [], [{"hop": 1, "at": "x", "state": "dirty"}], ["a string"],
+    [{"hop": "send", "at": "x"}],
+])
+def test_a_malformed_trail_is_ignored(trail):
+    from ppaux.dump.trail import read_trail, trail_findings
+
+    record = {"meta": {}, "trail": trail, "culprit": {"function": 3}}
+    assert read_trail(record) is None
+    assert trail_findings("f.pt", record) == []
+
+
+def test_a_trail_from_a_file_is_escaped_and_its_line_checked():
+    from ppaux.dump.trail import read_culprit, trail_findings
+
+    record = {"trail": [{"hop": "prepare", "at": "p", "state": "clean", "keys": []},
+                        {"hop": "send_dict", "at": "s\n::error ::forged", "state": "dirty",
+                         "keys": ["scores (list)"]}],
+              "culprit": {"function": "m.f", "file": "/a.py", "line": True, "code": "outside",
+                          "between": ["prepare", "send_dict"]}}
+    culprit = read_culprit(record)
+    assert culprit is not None and culprit["line"] is None  # a bool is not a line
+    [found] = trail_findings("f.pt", record)
+    assert found.code == "PP506" and found.location is None
+    assert "\n" not in found.message
+    assert found.message.startswith(
+        "scores (list) entered between p and s\\n::error ::forged, in m.f at /a.py:None")
+
+
+def test_rank_zero_receiving_a_dirty_message_says_so():
+    from ppaux.dump.trail import trail_findings
+
+    record = {"trail": [{"hop": "recv", "at": "recv_tensor_dict returned", "state": "dirty",
+                         "keys": ["scores (list)"]},
+                        {"hop": "pop", "at": "pop called", "state": "dirty",
+                         "keys": ["scores (list)"]}]}
+    [found] = trail_findings("f.pt", record)
+    assert (found.code, found.message) == (
+        "PP508", "scores (list) already in the message when recv_tensor_dict returned")
+
+
+LOCATED = Finding(code="PP506", severity=Severity.ERROR, message="m", path="cap.pt",
+                  sglang_error=NON_TENSOR, hint="h",
+                  location={"file": "src/app.py", "line": 42, "function": "app.f"})
+
+
+def test_a_location_reaches_every_format():
+    from ppaux.report.formats import github, gitlab, junit, sarif, text
+
+    report = Report(command="inspect", findings=[LOCATED])
+    assert LOCATED.to_json()["location"] == {"file": "src/app.py", "line": 42,
+                                             "function": "app.f"}
+    result = sarif.document(report)["runs"][0]["results"][0]
+    assert result["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "src/app.py"}, "region": {"startLine": 42}}
+    assert result["relatedLocations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "cap.pt"}}
+    assert github.annotation(LOCATED).startswith(
+        "::error file=src/app.py,line=42,title=PP506 capture-culprit::m%0A")
+    assert gitlab.issues(report)[0]["location"] == {"path": "src/app.py",
+                                                    "lines": {"begin": 42}}
+    assert "    at: src/app.py:42 in app.f" in text.render(report)
+    assert "at: src/app.py:42 in app.f" in junit.render(report)
+
+
+def test_a_finding_without_location_keeps_its_json_shape():
+    plain = Finding(code="PP101", severity=Severity.ERROR, message="m", path="p")
+    assert "location" not in plain.to_json()
+
+
+def test_status_names_the_hops_this_sglang_lacks(tmp_path: Path):
+    import sglang_shaped
+
+    root = sglang_shaped.build(tmp_path / "site")
+    result = subprocess.run(
+        [sys.executable, "-m", "ppaux_cli", "capture", "status", "--format", "json"],
+        env={**os.environ, "PYTHONPATH": str(root), "NO_COLOR": "1"},
+        capture_output=True, text=True, check=False)
+    hops = json.loads(result.stdout)["plugin"]["hops"]
+    mixin = "sglang.srt.managers.scheduler_pp_mixin.SchedulerPPMixin"
+    assert hops == {
+        "add": None, "pop": None,
+        "prepare": f"this sglang has no {mixin}._pp_prepare_tensor_dict",
+        "send_dict": f"this sglang has no {mixin}._pp_send_dict_to_next_stage",
+        "send": "this sglang has no srt/distributed/parallel_state.py",
+        "sent": "this sglang has no srt/distributed/parallel_state.py",
+        "recv": "this sglang has no srt/distributed/parallel_state.py",
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# Two processes on a real gloo wire: sglang's own scheduler methods and GroupCoordinator, run by
+# the runtime tier's driver, with capture switched on by tests/capture_autostart/sitecustomize.py.
+
+WIRE_DRIVER = HERE / "sglang_runtime_driver.py"
+
+
+@pytest.fixture(scope="module")
+def wire(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """case -> capture directory, for the driver's 'list' (dirty) and 'tensor' (healthy) cases."""
+    runtime = sglang_runtime.sglang_runtime("0.5.23")
+    root = tmp_path_factory.mktemp("wire")
+    started = {}
+    for case in ("list", "tensor"):
+        env = runtime.env()
+        env["PYTHONPATH"] = os.pathsep.join([*runtime.pythonpath, str(HERE / "capture_autostart")])
+        env["PPAUX_CAPTURE_DIR"] = str(root / case)
+        started[case] = subprocess.Popen(
+            [sys.executable, str(WIRE_DRIVER), "scheduler", case], env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for process in started.values():
+        stdout, stderr = process.communicate(timeout=600)
+        assert process.returncode == 0, stderr[-3000:]
+        assert json.loads(stdout)["ranks"]["0"]["rc"] == 0
+    return {case: root / case for case in started}
+
+
+@pytest.mark.sglang_runtime
+def test_both_stages_capture_with_their_own_trail_on_a_real_wire(wire):
+    listed = json.loads(cli("capture", "list", "--dir", str(wire["list"]),
+                            "--format", "json").stdout)["captures"]
+    by_function = {c["meta"]["function"]: c for c in listed}
+    assert sorted(by_function) == ["_pp_send_dict_to_next_stage",
+                                   "pop_auxiliary_output_from_pp_tensors"]
+    sender = by_function["_pp_send_dict_to_next_stage"]
+    receiver = by_function["pop_auxiliary_output_from_pp_tensors"]
+    assert [f"{h['hop']}:{h['state']}" for h in sender["trail"]] == [
+        "add:clean", "prepare:clean", "send_dict:dirty"]
+    definition = [n for n, text in enumerate(WIRE_DRIVER.read_text().splitlines(), 1)
+                  if "def _pp_prepare_tensor_dict(self, result, batch):" in text]
+    assert len(definition) == 1
+    culprit = sender["culprit"]
+    assert (culprit["file"], culprit["line"], culprit["code"]) == (
+        str(WIRE_DRIVER), definition[0], "outside")
+    assert culprit["function"].endswith("StandInScheduler._pp_prepare_tensor_dict")
+    # Rank 0: dirty on arrival, and sglang's own pop failed as it always did.
+    assert [f"{h['hop']}:{h['state']}" for h in receiver["trail"]] == [
+        "recv:dirty", "pop:dirty"]
+    assert receiver["meta"]["exception_message"] == NON_TENSOR
+    assert receiver["culprit"] is None
+    report = json.loads(cli("inspect", str(wire["list"]), "--format", "json").stdout)
+    codes = sorted(f["code"] for f in report["findings"] if f["code"].startswith("PP50"))
+    assert codes == ["PP506", "PP508"]
+
+
+@pytest.mark.sglang_runtime
+def test_a_healthy_run_on_a_real_wire_writes_nothing(wire):
+    assert not wire["tensor"].exists()
