@@ -52,6 +52,8 @@ TORCH_MODULES = [
     "test_replay_cuda.py",
     "test_replay_distributed.py",
     "test_replay_fixtures.py",
+    "pp_messages.py",
+    "test_sglang_transport.py",
     "test_transport.py",
     "test_transport_wheels.py",
     "test_wire.py",
