@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["PpauxError", "PathError", "DumpError", "LimitExceeded"]
+__all__ = ["PpauxError", "PathError", "DumpError", "LimitExceeded", "ReadMismatch"]
 
 
 class PpauxError(Exception):
@@ -29,3 +29,9 @@ class LimitExceeded(DumpError):
         super().__init__(path, f"{reason} (limit {limit}={value}; raise it with --limit {limit}=N)")
         self.limit = limit
         self.value = value
+
+
+class ReadMismatch(DumpError):
+    """A file that torch.load could read differently from ppaux (another record, another
+    directory, another format, code ppaux cannot see): refused as finding PP202, never guessed.
+    """

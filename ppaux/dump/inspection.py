@@ -7,7 +7,8 @@ from typing import Any, Callable, Iterable
 
 from ppaux.dump.checks import check_dump, predict_pop
 from ppaux.dump.dumpfile import Dump, read_dump
-from ppaux.errors import DumpError
+from ppaux.errors import DumpError, ReadMismatch
+from ppaux.report.catalogue import finding
 from ppaux.report.findings import Finding, Severity
 from ppaux.sglang.names import MSG_TYPE_KEY
 from ppaux.limits import Limits
@@ -173,6 +174,9 @@ def inspect_paths(
     for index, path in enumerate(files, 1):
         try:
             description, findings = inspect_file(path, limits)
+        except ReadMismatch as exc:
+            # Not a file ppaux could not read: one it will not vouch for, whatever it holds.
+            report.findings.append(finding("PP202", shown_name(exc.path), shown_name(exc.reason)))
         except DumpError as exc:
             # Each problem is one line on stderr, whatever the file is called.
             report.problems.append(InputProblem(shown_name(exc.path), shown_name(exc.reason)))
