@@ -74,19 +74,25 @@ def read_dump(path: str | os.PathLike, limits: Limits = Limits()) -> Dump:
     except InputFileError as exc:
         raise DumpError(path, exc.reason) from None
     with handle:
-        head = handle.read(4)
-        if not head:
-            raise DumpError(path, "empty file")
-        if head in (_ZIP_MAGIC, _EMPTY_ZIP_MAGIC):
+        try:
+            head = handle.read(4)
+            if not head:
+                raise DumpError(path, "empty file")
+            if head in (_ZIP_MAGIC, _EMPTY_ZIP_MAGIC):
+                handle.seek(0)
+                return _read_zip(path, handle, info.st_size, limits)
+            if info.st_size > limits.max_pickle_bytes:
+                raise LimitExceeded(
+                    path, "max_pickle_bytes", limits.max_pickle_bytes,
+                    f"the pickle is {info.st_size} bytes",
+                )
             handle.seek(0)
-            return _read_zip(path, handle, info.st_size, limits)
-        if info.st_size > limits.max_pickle_bytes:
-            raise LimitExceeded(
-                path, "max_pickle_bytes", limits.max_pickle_bytes,
-                f"the pickle is {info.st_size} bytes",
-            )
-        handle.seek(0)
-        data = handle.read(limits.max_pickle_bytes + 1)
+            data = handle.read(limits.max_pickle_bytes + 1)
+        except OSError as exc:  # EIO from a failing disk, /proc/self/mem, ...
+            raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
+        if len(data) > limits.max_pickle_bytes:  # a file that grew, or lies about its size
+            raise LimitExceeded(path, "max_pickle_bytes", limits.max_pickle_bytes,
+                                f"the pickle is more than {limits.max_pickle_bytes} bytes")
     return _read_pickle(path, data, info.st_size, limits)
 
 

@@ -156,17 +156,18 @@ class Machine:
         stack = [(key, 0)]
         while stack:
             value, depth = stack.pop()
-            if isinstance(value, tuple):
+            if isinstance(value, (tuple, frozenset)):
+                # Comparing two equal keys recurses through both (a frozenset's hash is cached,
+                # its comparison is not): deep ones raise RecursionError.
                 if depth >= _MAX_KEY_DEPTH:
                     raise self.error(
-                        f"a dict key or set item nests more than {_MAX_KEY_DEPTH} tuples deep"
+                        f"a dict key or set item nests more than {_MAX_KEY_DEPTH} tuples or "
+                        "frozensets deep"
                     )
                 cost += len(value)
                 stack.extend((v, depth + 1) for v in value)
             elif isinstance(value, int):
                 cost += value.bit_length() >> 6
-            elif isinstance(value, frozenset):
-                cost += len(value)
             if self.items + cost > self.limits.max_items:
                 raise LimitExceeded(
                     self.path, "max_items", self.limits.max_items,
@@ -324,7 +325,13 @@ class Machine:
             handler = dispatch.get(op)
             if handler is None:
                 raise self.error(f"unknown opcode {bytes([op])!r}")
-            if handler(self):
+            try:
+                stop = handler(self)
+            except RecursionError:
+                # Comparing or hashing values nested past Python's own limit (check_key bounds
+                # the known ways; this is the backstop).
+                raise self.error("values nest too deeply to hash or compare") from None
+            if stop:
                 if not self.stack or self.metastack:
                     raise self.error("STOP with an empty stack or an open mark")
                 return self.stack.pop()
