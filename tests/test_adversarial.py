@@ -49,6 +49,14 @@ def _env() -> dict[str, str]:
             "PYTHONWARNINGS": "error"}
 
 
+def _strict_json(text: str):
+    # NaN and Infinity are not JSON: a strict parser refuses them.
+    def refuse(token: str):
+        raise ValueError(f"non-JSON token {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -125,7 +133,7 @@ def test_inspect_survives(name, outcomes):
         return
     assert run.rc in (0, 1), stderr
     assert stderr == ""
-    document = json.loads(run.stdout.decode("utf-8"))
+    document = _strict_json(run.stdout.decode("utf-8"))
     hostile = [f["extra"]["global"] for f in document["findings"] if f["code"] == "PP201"]
     if case.expect == "refused":
         # torch could read the file differently: refused unchecked, never described as clean.

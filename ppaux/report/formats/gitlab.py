@@ -10,7 +10,8 @@ major, info -> info; an input that could not be read is a ``blocker`` issue name
 from __future__ import annotations
 
 import hashlib
-import json
+
+from ppaux.report.formats import strict_json
 
 from ppaux.report.findings import Severity
 from ppaux.report.document import Report
@@ -76,4 +77,4 @@ def issues(report: Report) -> list[dict]:
 
 def render(report: Report) -> str:
     """The JSON array, indented, ending in a newline."""
-    return json.dumps(issues(report), indent=2, ensure_ascii=False) + "\n"
+    return strict_json.dumps(issues(report))

@@ -10,9 +10,10 @@ read become error notifications of the invocation, which is then not successful.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import urllib.parse
+
+from ppaux.report.formats import strict_json
 
 from ppaux.report.findings import Finding, Rule, Severity
 from ppaux.report.document import Report
@@ -136,4 +137,4 @@ def document(report: Report) -> dict:
 
 def render(report: Report) -> str:
     """The SARIF log, indented, ending in a newline."""
-    return json.dumps(document(report), indent=2, ensure_ascii=False) + "\n"
+    return strict_json.dumps(document(report))
