@@ -21,7 +21,7 @@ from ppaux.errors import DumpError, LimitExceeded, ReadMismatch
 from ppaux.dump.legacy import LEGACY_MAGIC, is_legacy_stream
 from ppaux.limits import Limits
 from ppaux.dump.model import StorageRef, StorageType
-from ppaux.dump.pickle_vm import Machine, shown_name
+from ppaux.dump.pickle_vm import Machine, shown_text
 from ppaux.dump.zipview import check_layout, end_record, lower_name, select_data_pkl
 from ppaux.files import InputFileError, open_regular
 
@@ -218,18 +218,21 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
         def persistent_load(m: Machine, pid: Any) -> StorageRef:
             if (
                 not isinstance(pid, tuple) or len(pid) != 5 or pid[0] != "storage"
-                or not isinstance(pid[1], StorageType) or not isinstance(pid[2], str)
+                or not isinstance(pid[1], StorageType) or not isinstance(pid[2], (str, int))
                 or not isinstance(pid[3], str) or type(pid[4]) is not int
                 or not 0 <= pid[4] < 2**63
             ):
                 raise m.error("storage record reference is not ('storage', type, key, location, numel)")
-            known = by_key.get(pid[2])
+            # torch names the record f"data/{key}": an int key (which torch.save never writes,
+            # but torch.load reads) names the same record as its digits.
+            key = pid[2] if isinstance(pid[2], str) else str(pid[2])
+            known = by_key.get(key)
             if known is not None:  # views of one storage name the same record, as in torch.load
                 return known
             # The location (the device string) is shown in reports: no control characters.
-            storage = StorageRef(pid[1].dtype, pid[2], shown_name(pid[3]), pid[4])
-            by_key[pid[2]] = storage
-            name = f"{prefix}/data/{pid[2]}"
+            storage = StorageRef(pid[1].dtype, key, shown_text(pid[3], 200), pid[4])
+            by_key[key] = storage
+            name = f"{prefix}/data/{key}"
             found = by_name.get(lower_name(name))
             storage.record = name
             storage.record_size = found.file_size if found is not None else None

@@ -12,7 +12,7 @@ from typing import Any
 
 from ppaux.errors import DumpError
 from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef, StorageType
-from ppaux.dump.pickle_vm import Machine, shown_name
+from ppaux.dump.pickle_vm import Machine, shown_text
 
 __all__ = ["LEGACY_MAGIC", "is_legacy_stream", "read_inner_storage"]
 
@@ -35,7 +35,7 @@ def _legacy_storage(m: Machine, pid: Any) -> Any:
             or not 0 <= numel < 2**63 or not isinstance(key, str)
             or not isinstance(location, str)):
         raise m.error("nested storage record is malformed")
-    storage = StorageRef(storage_type.dtype, key, shown_name(location), numel)
+    storage = StorageRef(storage_type.dtype, key, shown_text(location, 200), numel)
     m.storages.append(storage)  # type: ignore[attr-defined]
     return storage
 
@@ -84,12 +84,14 @@ def read_inner_storage(outer: Machine, payload: bytes) -> Any:
         inner.nesting = depth  # type: ignore[attr-defined]
         inner.storages = storages  # type: ignore[attr-defined]
         inner.items = outer.items
+        inner.ops = outer.ops
         inner.copied = outer.copied
         try:
             loaded = inner.load()
         except DumpError as exc:
             raise outer.error(f"nested torch.save stream: {exc.reason}") from None
         outer.items = inner.items
+        outer.ops = inner.ops
         outer.copied = inner.copied
         for name, allowed in inner.globals_seen.items():
             outer.globals_seen[name] = outer.globals_seen.get(name, False) or allowed

@@ -25,16 +25,21 @@ _SEVERITY = {Severity.ERROR: "critical", Severity.WARNING: "major", Severity.INF
 _CATEGORY = {"security": "Security", "skew": "Compatibility"}
 
 
-def _fingerprint(parts: tuple[str, ...], seen: set[str]) -> str:
+def _fingerprint(parts: tuple[str, ...], seen: dict[str, int]) -> str:
     # GitLab treats equal fingerprints as one issue: repeats of an identical finding get a
-    # counter so that none of them disappears, and the first keeps the stable value.
+    # counter so that none of them disappears, and the first keeps the stable value. ``seen``
+    # holds every value given out, and for each material the last counter used, so that n
+    # repeats cost n hashes, not n**2 / 2.
     material = "\0".join(parts)
-    value = hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
-    counter = 1
-    while value in seen:
+    counter = seen.get("\0" + material, 0)
+    while True:
         counter += 1
-        value = hashlib.sha256(f"{material}\0{counter}".encode("utf-8", "surrogatepass")).hexdigest()
-    seen.add(value)
+        text = material if counter == 1 else f"{material}\0{counter}"
+        value = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        if value not in seen:
+            break
+    seen["\0" + material] = counter
+    seen[value] = 0
     return value
 
 
@@ -42,7 +47,7 @@ def issues(report: Report) -> list[dict]:
     """The Code Climate issues, findings first, then unreadable inputs."""
     from ppaux.report.catalogue import RULES
 
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     out = []
     for f in report.findings:
         rule = RULES.get(f.code)
