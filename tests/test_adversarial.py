@@ -154,6 +154,54 @@ def test_inspect_survives(name, outcomes):
         assert document["problems"] == []
 
 
+#: The formats besides json that every case also runs in.
+OTHER_FORMATS = ("text", "github", "sarif", "junit", "gitlab")
+
+
+@pytest.fixture(scope="module")
+def format_outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Run]:
+    root = tmp_path_factory.mktemp("formats")
+    jobs = [(c, fmt) for c in corpus.CASES for fmt in OTHER_FORMATS]
+
+    def batch(part: list[tuple[corpus.Case, str]]) -> list[tuple[tuple[str, str], Run]]:
+        runs = run_cli_many([(_argv(c, fmt), root / f"{c.name}.{fmt}") for c, fmt in part],
+                            TIME_BOUND_S, _env())
+        return [((c.name, fmt), run) for (c, fmt), run in zip(part, runs, strict=True)]
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        parts = pool.map(batch, [jobs[k::WORKERS] for k in range(WORKERS)])
+    found = {key: run for part in parts for key, run in part}
+    for name, fmt in found:
+        assert os.listdir(root / f"{name}.{fmt}") == [], f"{name} --format {fmt} wrote a file"
+    return found
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_every_format_survives(name, outcomes, format_outcomes):
+    # The same bounds in every output format, and the same verdict as --format json.
+    import xml.etree.ElementTree as ET
+
+    path = str(corpus.OUT / CASES[name].filename)
+    for fmt in OTHER_FORMATS:
+        run = format_outcomes[name, fmt]
+        stderr = run.stderr.decode("utf-8", "replace")
+        assert not run.timed_out, f"--format {fmt}: no result within {TIME_BOUND_S} s"
+        assert "Traceback" not in stderr, (fmt, stderr)
+        assert run.rss_mb < RSS_BOUND_MB, f"--format {fmt}: peak RSS {run.rss_mb:.0f} MB"
+        assert run.rc == outcomes[name].run.rc, fmt
+        if run.rc == 2:
+            (line,) = stderr.splitlines()
+            assert line.startswith(f"ppaux: error: {path}: "), (fmt, line)
+        else:
+            assert stderr == "", (fmt, stderr)
+        text = run.stdout.decode("utf-8")
+        if fmt in ("sarif", "gitlab"):
+            _strict_json(text)
+        elif fmt == "junit":
+            ET.fromstring(run.stdout)
+        assert "\x1b" not in text, fmt
+
+
 def test_figures_over_the_corpus(outcomes):
     # The figures docs/security.md quotes come from benchmarks/bench_adversarial.py; this keeps
     # the bounds honest in every run.

@@ -242,6 +242,12 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
         machine = Machine(data, path=path, limits=limits, resolve=allowlist.resolve,
                           persistent_load=persistent_load)
         root = machine.load()
+        if (all(machine.globals_seen.values())
+                and not any(lower_name(f"{prefix}/{v}") in by_name
+                            for v in (".data/version", "version"))):
+            # torch's reader refuses the archive before data.pkl (a hostile global found in the
+            # pickle is still the more useful answer, so this comes after it).
+            raise DumpError(path, "zip file without a version record: torch.load refuses it")
     return Dump(
         path=path, container="zip", root=root, size=size, record_prefix=prefix,
         globals_seen=machine.globals_seen, storages=storages, pickle_bytes=len(data),
