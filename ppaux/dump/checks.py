@@ -170,7 +170,8 @@ def check_payload(path: str, payload: Payload, limits: Limits,
         proxy = [k for k in PROXY_KEYS if k in mapping]
         if isinstance(message_type, str) and message_type != OUTPUT_MSG_TYPE:
             found.append(_at(
-                "PP111", path, f"auxiliary keys in a message of type {quoted(message_type)}; rank 0 "
+                "PP111", path,
+                f"auxiliary keys in a message of type {quoted(message_type)}; rank 0 "
                 f"pops them only from {OUTPUT_MSG_TYPE!r} messages", payload, aux[0][0],
             ))
         elif proxy:
@@ -185,11 +186,13 @@ def _tensor_checks(path: str, where: tuple, name: str, tensor: TensorRef) -> lis
     found = []
     if tensor.kind in ("sparse", "quantized"):
         found.append(_at(
-            "PP107", path, f"auxiliary tensor {quoted(name)} is {tensor.kind} ({tensor.layout}); the "
+            "PP107", path,
+            f"auxiliary tensor {quoted(name)} is {tensor.kind} ({tensor.layout}); the "
             "receiver rebuilds a dense tensor from dtype and size", *where,
         ))
     elif tensor.kind == "meta" or tensor.device == "meta":
-        found.append(_at("PP108", path, f"auxiliary tensor {quoted(name)} is a meta tensor", *where))
+        found.append(_at("PP108", path, f"auxiliary tensor {quoted(name)} is a meta tensor",
+                         *where))
     elif not tensor.contiguous:
         found.append(_at(
             "PP106", path, f"auxiliary tensor {quoted(name)} is not contiguous (shape "
