@@ -27,7 +27,7 @@ class Limits:
     #: POP_MARK, a memo store to a slot already taken...): each costs time, about 0.5 to 1 s
     #: per million. A real payload runs a few thousand; a pickle file under 1 MB at most a
     #: million, so this bites only on a data.pkl inflated from a small record.
-    max_ops: int = 1_000_000
+    max_ops: int = 2_000_000
     #: Memo entries the pickle may store.
     max_memo: int = 1_000_000
     #: Records in a zip file.
