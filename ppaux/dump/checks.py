@@ -62,7 +62,7 @@ def _python_type_name(key: Any) -> str:
     return type(key).__name__
 
 
-def predict_pop(mapping: dict) -> dict:
+def predict_pop(mapping: dict[str, Any]) -> dict[str, Any]:
     """What pop does with ``mapping`` given a PP-capable observer, in sglang's order of checks."""
     for key in mapping:
         if not isinstance(key, str):
@@ -182,7 +182,7 @@ def check_payload(path: str, payload: Payload, limits: Limits,
     return found
 
 
-def _tensor_checks(path: str, where: tuple, name: str, tensor: TensorRef) -> list[Finding]:
+def _tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRef) -> list[Finding]:
     found = []
     if tensor.kind in ("sparse", "quantized"):
         found.append(_at(

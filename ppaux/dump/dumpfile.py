@@ -12,6 +12,7 @@ import os
 import struct
 import zipfile
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,9 +24,22 @@ from ppaux.limits import Limits
 from ppaux.dump.model import StorageRef, StorageType
 from ppaux.dump.pickle_vm import Machine, shown_text
 from ppaux.dump.zipview import check_layout, end_record, lower_name, select_data_pkl
-from ppaux.files import InputFileError, open_regular
+from ppaux.files import InputFileError, collect_files, open_regular
+from ppaux.report.document import InputProblem
 
-__all__ = ["Dump", "read_dump", "read_dump_bytes"]
+__all__ = ["DUMP_SUFFIXES", "Dump", "collect_dumps", "read_dump", "read_dump_bytes"]
+
+#: File name endings that a directory walk treats as dumps.
+DUMP_SUFFIXES = (".pt", ".pth", ".pkl", ".pickle", ".bin", ".ppaux")
+
+
+def collect_dumps(
+    paths: Iterable[str], limits: Limits = Limits()
+) -> tuple[list[str], list[InputProblem]]:
+    """Expand directories (recursively, links not followed) into dump files, in sorted order;
+    an empty directory, or more than ``limits.max_files`` dumps, is an input problem."""
+    files, problems = collect_files(paths, DUMP_SUFFIXES, limits.max_files, "dumps")
+    return files, [InputProblem(problem.path, problem.reason) for problem in problems]
 
 #: What Python's zipfile raises on hostile or corrupt archives (besides BadZipFile): I/O
 #: errors, bad UTF-8 names (ValueError), "zip file version" (NotImplementedError), offsets past
@@ -58,7 +72,7 @@ class Dump:
     protocol: int = 0
 
     @property
-    def capture(self) -> dict | None:
+    def capture(self) -> dict[str, Any] | None:
         """The ppaux capture record ({marker, meta, tensors, output}) when this is a capture file."""
         root = self.root
         if isinstance(root, dict) and CAPTURE_MARKER in root and isinstance(root.get("meta"), dict):
@@ -66,7 +80,7 @@ class Dump:
         return None
 
 
-def read_dump(path: str | os.PathLike, limits: Limits = Limits()) -> Dump:
+def read_dump(path: str | os.PathLike[str], limits: Limits = Limits()) -> Dump:
     """Read the structure of the dump at ``path``; raise :class:`DumpError` if it is unusable."""
     path = os.fspath(path)
     try:

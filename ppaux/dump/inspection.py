@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any, Callable, Iterable
 
 from ppaux.dump.checks import check_dump, predict_pop
-from ppaux.dump.dumpfile import Dump, read_dump
+from ppaux.dump.dumpfile import Dump, collect_dumps, read_dump
 from ppaux.errors import DumpError, ReadMismatch
 from ppaux.report.catalogue import finding
 from ppaux.report.findings import Finding, Severity
 from ppaux.sglang.names import MSG_TYPE_KEY
 from ppaux.limits import Limits
 from ppaux.dump.payload import Payload, Tally, describe_entry, find_payloads, safe_repr, walk
-from ppaux.dump.pickle_vm import MAX_SHOWN, shown_name, shown_text
+from ppaux.dump.pickle_vm import MAX_SHOWN, shown_text
+from ppaux.text import shown_name
 from ppaux.report.document import InputProblem, Report, Table
 
-__all__ = ["DUMP_SUFFIXES", "collect_files", "describe_dump", "inspect_file", "inspect_paths"]
+__all__ = ["describe_dump", "inspect_file", "inspect_paths"]
 
 #: Rows shown per table in the human view; the JSON report always lists every entry. Drawing a
 #: table costs about a millisecond per row, and a hostile dict may have a million keys.
@@ -24,37 +24,6 @@ TABLE_ROWS = 1000
 #: Tables drawn per file in the human view: a hostile file may hold thousands of small tensor
 #: dicts, and each table costs milliseconds to draw. The JSON report lists them all.
 FILE_TABLES = 20
-
-#: File name endings that a directory walk treats as dumps.
-DUMP_SUFFIXES = (".pt", ".pth", ".pkl", ".pickle", ".bin", ".ppaux")
-
-
-def collect_files(paths: Iterable[str], limits: Limits = Limits()) -> tuple[list[str], list[InputProblem]]:
-    """Expand directories (recursively, links not followed) into dump files, in sorted order."""
-    files: list[str] = []
-    problems: list[InputProblem] = []
-    for path in paths:
-        if os.path.isdir(path):
-            found = []
-            for folder, dirs, names in os.walk(path):
-                dirs.sort()
-                for name in sorted(names):
-                    if name.lower().endswith(DUMP_SUFFIXES):
-                        found.append(os.path.join(folder, name))
-                        if len(files) + len(found) > limits.max_files:
-                            problems.append(InputProblem(
-                                shown_name(path), f"holds more than {limits.max_files} dumps "
-                                "(limit max_files; raise it with --limit max_files=N)"))
-                            return files, problems
-            if not found:
-                problems.append(InputProblem(
-                    shown_name(path), f"directory holds no dumps ({', '.join('*' + s for s in DUMP_SUFFIXES)})"
-                ))
-            files += found
-        else:
-            files.append(path)
-    return files, problems
-
 
 def describe_dump(dump: Dump, payloads: list[Payload], limits: Limits,
                   tally: Tally | None = None) -> dict[str, Any]:
@@ -90,7 +59,7 @@ def describe_dump(dump: Dump, payloads: list[Payload], limits: Limits,
     }
 
 
-def _plain(meta: dict) -> dict:
+def _plain(meta: dict[str, Any]) -> dict[str, Any]:
     # Capture metadata holds plain values; anything else is shown by a bounded repr, never
     # trusted (a full repr of a shared structure explodes, and huge ints cannot be printed).
     out = {}
@@ -128,8 +97,8 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
     capture = description["capture"]
     tables = []
     for payload in description["payloads"]:
-        rows = []
-        marked = set()
+        rows: list[tuple[str, ...]] = []
+        marked: set[tuple[int, int]] = set()
         for entry in payload["entries"][:TABLE_ROWS]:
             if (payload["locator"], entry["key"]) in flagged:
                 marked.add((len(rows), 0))
@@ -174,7 +143,7 @@ def inspect_paths(
     ``release`` (such as '0.5.23') also checks each output message's keys against that release's
     expected key set. ``progress(done, total)`` is called after each file.
     """
-    files, problems = collect_files(paths, limits)
+    files, problems = collect_dumps(paths, limits)
     report = Report(command="inspect", problems=problems)
     descriptions = []
     for index, path in enumerate(files, 1):

@@ -17,10 +17,10 @@ from typing import Any, Callable
 
 from ppaux.errors import DumpError, LimitExceeded
 from ppaux.limits import Limits
+from ppaux.text import shown_name
 from ppaux.dump.model import GlobalRef, NdArrayRef, NumpyDtype, Opaque, TensorRef, TypeRef
 
-__all__ = ["Machine", "Call", "MAX_DIMS", "MAX_SHOWN", "is_shape", "shown_name", "shown_text",
-           "global_name"]
+__all__ = ["Machine", "Call", "MAX_DIMS", "MAX_SHOWN", "is_shape", "shown_text", "global_name"]
 
 #: Most dimensions a tensor or array may declare. torch has no hard limit, but nothing real
 #: comes near this, and it keeps element counts small enough to print (64 sizes below 2**63).
@@ -35,26 +35,15 @@ _MAX_COLLISIONS = 8
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def shown_name(text: str) -> str:
-    """``text`` with control and other unprintable characters escaped.
-
-    Names from a file end up in one-line messages and on terminals, where a newline or an
-    escape sequence would forge output.
-    """
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
 #: Characters of a string from a file (a key, a device, a name) that a report keeps. A string
 #: repeated in many entries or findings would otherwise multiply the report's size.
 MAX_SHOWN = 200
 
 
 def shown_text(text: str, limit: int = MAX_SHOWN) -> str:
-    """``text`` escaped as :func:`shown_name` does, and cut when longer than ``limit``
-    characters: the first ``limit``, then '... (N characters)'. Cut before escaping, so a huge
-    string costs no more than a short one."""
+    """``text`` escaped as :func:`ppaux.text.shown_name` does, and cut when longer than
+    ``limit`` characters: the first ``limit``, then '... (N characters)'. Cut before escaping,
+    so a huge string costs no more than a short one."""
     if len(text) <= limit:
         return shown_name(text)
     return f"{shown_name(text[:limit])}... ({len(text)} characters)"
@@ -85,7 +74,7 @@ class Call:
 
     __slots__ = ("name", "fn")
 
-    def __init__(self, name: str, fn: Callable[["Machine", tuple], Any]) -> None:
+    def __init__(self, name: str, fn: Callable[["Machine", tuple[Any, ...]], Any]) -> None:
         self.name = name
         self.fn = fn
 
@@ -235,7 +224,8 @@ class Machine:
         return line
 
     def _u(self, n: int, fmt: str) -> int:
-        return struct.unpack(fmt, self._read(n))[0]
+        value: int = struct.unpack(fmt, self._read(n))[0]
+        return value
 
     # -- stack --------------------------------------------------------------------------------
     def _push(self, value: Any) -> None:
@@ -622,7 +612,7 @@ def _op_dict(m: Machine) -> None:
     items = m._pop_mark()
     if len(items) % 2:
         raise m.error("DICT with an odd number of items")
-    out: dict = {}
+    out: dict[str, Any] = {}
     for i in range(0, len(items), 2):
         _setitem(m, out, items[i], items[i + 1])
     m._push(out)

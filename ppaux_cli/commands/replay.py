@@ -46,7 +46,8 @@ def replay(
         Transport,
         typer.Option("--transport", help="none: pop the dict as sent; wire: sglang's "
                      "send/recv_tensor_dict emulated in-process; torch-distributed: a real "
-                     "two-process group on 127.0.0.1 (gloo, NCCL for CUDA)."),
+                     "two-process group on 127.0.0.1 (gloo, NCCL for CUDA); sglang: sglang's own "
+                     "GroupCoordinator send/recv_tensor_dict in two processes."),
     ] = Transport.NONE,
     impl: Annotated[
         Impl,
@@ -57,7 +58,8 @@ def replay(
         Optional[str],
         typer.Option("--sglang-path", metavar="DIR|WHEEL",
                      help="Read sglang's transport from this unpacked tree or wheel instead of "
-                     "the installed sglang."),
+                     "the installed sglang; with --transport sglang, a tree put first on the "
+                     "import path."),
     ] = None,
     all_gather: Annotated[
         int,
@@ -87,8 +89,6 @@ def replay(
     from ppaux_cli.progress import progress_reporter
 
     limits = limits_from(limit)
-    if sglang_path is not None and impl is Impl.REFERENCE:
-        fail(f"--sglang-path {sglang_path}: only used with --impl sglang or --impl both")
     options = ReplayOptions(
         device=device, sender=sender, transport=transport, impl=impl, sglang_path=sglang_path,
         all_gather=all_gather, timeout_s=timeout, limits=limits,

@@ -9,6 +9,8 @@ major, info -> info; an input that could not be read is a ``blocker`` issue name
 
 from __future__ import annotations
 
+from typing import Any
+
 import hashlib
 
 from ppaux.report.formats import strict_json
@@ -43,7 +45,7 @@ def _fingerprint(parts: tuple[str, ...], seen: dict[str, int]) -> str:
     return value
 
 
-def issues(report: Report) -> list[dict]:
+def issues(report: Report) -> list[dict[str, Any]]:
     """The Code Climate issues, findings first, then unreadable inputs."""
     from ppaux.report.catalogue import RULES
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import ppaux
 from ppaux.report.formats import strict_json
 from ppaux.report.document import REPORT_SCHEMA, Report, count_by_severity
@@ -9,7 +11,7 @@ from ppaux.report.document import REPORT_SCHEMA, Report, count_by_severity
 __all__ = ["document", "render"]
 
 
-def document(report: Report) -> dict:
+def document(report: Report) -> dict[str, Any]:
     """The report as a JSON-able dict: schema, tool, command, findings, problems, summary, data."""
     doc = {
         "schema": REPORT_SCHEMA,
