@@ -54,8 +54,11 @@ def main() -> int:
         runs = [run_measured(inspect_command(corpus.OUT / c.filename, fmt),
                              root / f"{c.name}.{fmt}", LIMIT_S, env) for c, fmt in jobs]
     else:
-        runs = run_cli_many([(["inspect", str(corpus.OUT / c.filename), "--format", fmt],
-                              root / f"{c.name}.{fmt}") for c, fmt in jobs], LIMIT_S, env)
+        runs = []
+        for fmt in formats:  # one server per format: the job list travels on its command line
+            runs += run_cli_many([(["inspect", str(corpus.OUT / c.filename), "--format", fmt],
+                                   root / f"{c.name}.{fmt}") for c in corpus.CASES], LIMIT_S, env)
+        jobs = [(c, fmt) for fmt in formats for c in corpus.CASES]
     rows = list(zip(jobs, runs, strict=True))
     created = {f"{c.name}.{fmt}": os.listdir(root / f"{c.name}.{fmt}") for c, fmt in jobs
                if os.listdir(root / f"{c.name}.{fmt}")}
