@@ -35,6 +35,7 @@ from ppaux.errors import DumpError, ReadMismatch  # noqa: E402
 from ppaux.dump.checks import check_dump  # noqa: E402
 from ppaux.dump.dumpfile import read_dump  # noqa: E402
 from ppaux.dump.payload import find_payloads, key_text  # noqa: E402
+from ppaux.limits import Limits  # noqa: E402
 
 SECONDS = float(os.environ.get("PPAUX_DIFF_FUZZ_SECONDS", "40"))
 SEED = int(os.environ.get("PPAUX_DIFF_FUZZ_SEED", "1"))
@@ -182,7 +183,7 @@ def _ppaux(path: Path) -> tuple[str, list[str] | None]:
     except (ReadMismatch, DumpError):
         return "refused", None
     payloads = find_payloads(dump)
-    findings = check_dump(dump, payloads, __import__("ppaux.limits").limits.Limits())
+    findings = check_dump(dump, payloads, Limits())
     keys = [key_text(k) for k in dump.root] if isinstance(dump.root, dict) else None
     if any(f.code.startswith("PP2") for f in findings):
         return "refused", None
