@@ -11,11 +11,13 @@ from typer.core import TyperGroup
 import ppaux
 from ppaux_cli.commands import capture as _capture
 from ppaux_cli.commands import check_skew as _check_skew
+from ppaux_cli.commands import diff as _diff
 from ppaux_cli.commands import explain as _explain
 from ppaux_cli.commands import fingerprint as _fingerprint
 from ppaux_cli.commands import inspect as _inspect
 from ppaux_cli.commands import replay as _replay
 from ppaux_cli.commands import rules as _rules
+from ppaux_cli.commands import tensorize as _tensorize
 
 __all__ = ["app", "main"]
 
@@ -87,6 +89,8 @@ app.command("rules")(_rules.rules)
 app.command("fingerprint")(_fingerprint.fingerprint)
 app.command("check-skew")(_check_skew.check_skew)
 app.command("replay")(_replay.replay)
+app.command("tensorize")(_tensorize.tensorize)
+app.command("diff")(_diff.diff)
 app.add_typer(_capture.app, name="capture")
 
 

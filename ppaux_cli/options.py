@@ -23,6 +23,7 @@ __all__ = [
     "IgnoreOption",
     "StrictOption",
     "ConfigOption",
+    "RootOption",
 ]
 
 FormatOption = Annotated[
@@ -30,7 +31,8 @@ FormatOption = Annotated[
     typer.Option(
         "--format", "-f",
         help="Output format: text for people, json (ppaux.report/1), github (annotations), "
-        "sarif (code scanning), junit (test reports), gitlab (code quality).",
+        "sarif (code scanning), junit (test reports), gitlab (code quality), markdown (an "
+        "issue or incident thread), html (one self-contained page).",
     ),
 ]
 
@@ -89,6 +91,18 @@ ConfigOption = Annotated[
         metavar="FILE",
         help="Read settings from FILE (a ppaux.toml or pyproject.toml) instead of searching "
         "the working directory and its parents.",
+    ),
+]
+
+RootOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--root",
+        metavar="DIR",
+        help="Repository root that github, gitlab and sarif paths are relative to (a file "
+        "outside it keeps its absolute path) [default: the top of the git working tree that "
+        "holds the working directory, else the working directory].",
+        show_default=False,
     ),
 ]
 

@@ -85,24 +85,47 @@ def emit(
     ignore: list[str] | None = None,
     strict: bool | None = None,
     config: str | None = None,
+    root: str | None = None,
 ) -> NoReturn:
     """Apply the gate, write the report to stdout (or ``output``), problems to stderr, exit.
 
     ``fail_on``, ``select``, ``ignore`` and ``strict`` are the flags as given (None when not
     given: the configuration's value, else the default, applies). With ``--format github`` the
-    Markdown summary is also appended to ``$GITHUB_STEP_SUMMARY`` when that is set.
+    Markdown summary is also appended to ``$GITHUB_STEP_SUMMARY`` when that is set. The formats
+    a code host reads (github, gitlab, sarif) give paths relative to ``root`` (``--root``, else
+    the git working tree's top).
     """
     gate = resolve_gate(fail_on, select, ignore, strict, config)
     report = gate.apply(report)
+    problems = report.problems  # stderr names each input as the user gave it
+    if fmt in _HOST_FORMATS:
+        report = _rebase(report, root)
     stream = sys.stdout
     color = fmt is Format.TEXT and output is None and use_color(stream)
     text = render(report, fmt, color=color, width=_width(), fail_on=gate.fail_on)
     write_text(text, output, "the report")
     if fmt is Format.GITHUB:
         _append_step_summary(report, gate.fail_on)
-    for problem in report.problems:
+    for problem in problems:
         sys.stderr.write(f"ppaux: error: {problem}\n")
     raise typer.Exit(gate.exit_code(report))
+
+
+#: The formats whose paths a code host maps onto the files of a repository.
+_HOST_FORMATS = frozenset({Format.GITHUB, Format.GITLAB, Format.SARIF})
+
+
+def _rebase(report: Report, root: str | None) -> Report:
+    from ppaux.report.paths import find_root, rebase_report
+
+    cwd = os.getcwd()
+    if root is not None:
+        if not os.path.isdir(root):
+            fail(f"--root {root}: not a directory")
+        top = os.path.abspath(root)
+    else:
+        top = find_root(cwd) or cwd
+    return rebase_report(report, top, cwd)
 
 
 def _append_step_summary(report: Report, fail_on: FailOn) -> None:

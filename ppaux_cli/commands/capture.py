@@ -15,6 +15,7 @@ from ppaux_cli.options import (
     IgnoreOption,
     OutputOption,
     SelectOption,
+    RootOption,
     StrictOption,
 )
 from ppaux_cli.output import emit, fail
@@ -42,6 +43,7 @@ def status(
     ignore: IgnoreOption = None,
     strict: StrictOption = None,
     config: ConfigOption = None,
+    root: RootOption = None,
 ) -> None:
     """Whether the sglang plugin is installed and would capture; captures, bytes and skips."""
     # Imported here, not at module level: the app imports every command module, and this one
@@ -53,7 +55,7 @@ def status(
     except CaptureDirError as exc:
         fail(str(exc))
     emit(report, format, fail_on, output, select=select, ignore=ignore, strict=strict,
-         config=config)
+         config=config, root=root)
 
 
 @app.command("list")
@@ -66,6 +68,7 @@ def list_captures(
     ignore: IgnoreOption = None,
     strict: StrictOption = None,
     config: ConfigOption = None,
+    root: RootOption = None,
 ) -> None:
     """The captures in the directory, oldest first, with the error each one recorded."""
     from ppaux.capture import ENV_DIR
@@ -79,4 +82,4 @@ def list_captures(
     except CaptureDirError as exc:
         fail(str(exc))
     emit(report, format, fail_on, output, select=select, ignore=ignore, strict=strict,
-         config=config)
+         config=config, root=root)

@@ -19,6 +19,7 @@ from ppaux_cli.options import (
     IgnoreOption,
     OutputOption,
     SelectOption,
+    RootOption,
     StrictOption,
 )
 from ppaux_cli.output import emit, fail, resolve_gate
@@ -90,11 +91,12 @@ def check_skew(
     ignore: IgnoreOption = None,
     strict: StrictOption = None,
     config: ConfigOption = None,
+    root: RootOption = None,
 ) -> None:
     """Compare stages' sglang, transport capabilities, torch, NCCL, CUDA and environment."""
     from ppaux.skew.fingerprint import FingerprintError, load
 
-    gate = dict(select=select, ignore=ignore, strict=strict, config=config)
+    gate = dict(select=select, ignore=ignore, strict=strict, config=config, root=root)
     golden = None
     if baseline is not None:
         try:
@@ -158,7 +160,7 @@ def _distributed(
 
     check_stage_options(None, pp_size)
     # Settle the gate before joining: a bad --config must not leave the other ranks waiting.
-    resolve_gate(fail_on, **gate)
+    resolve_gate(fail_on, **{k: v for k, v in gate.items() if k != "root"})
     try:
         local = collect(sglang_path=sglang_path)
     except SglangPathError as exc:

@@ -16,6 +16,7 @@ from ppaux_cli.options import (
     LimitOption,
     OutputOption,
     SelectOption,
+    RootOption,
     StrictOption,
     limits_from,
 )
@@ -39,6 +40,7 @@ def inspect(
     ignore: IgnoreOption = None,
     strict: StrictOption = None,
     config: ConfigOption = None,
+    root: RootOption = None,
 ) -> None:
     """Show every key, dtype, shape, device and auxiliary entry, and predict sglang's error."""
     # The reader is imported here, not at module level, so that 'ppaux --help' stays fast.
@@ -53,4 +55,5 @@ def inspect(
             fail(f"--release: unknown sglang release {release!r}")
     with progress_reporter(sys.stderr, "inspecting") as progress:
         report = inspect_paths(paths, limits, release=release, progress=progress)
-    emit(report, format, fail_on, output, select=select, ignore=ignore, strict=strict, config=config)
+    emit(report, format, fail_on, output, select=select, ignore=ignore, strict=strict,
+         config=config, root=root)

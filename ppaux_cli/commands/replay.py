@@ -19,6 +19,7 @@ from ppaux_cli.options import (
     LimitOption,
     OutputOption,
     SelectOption,
+    RootOption,
     StrictOption,
     limits_from,
 )
@@ -79,6 +80,7 @@ def replay(
     ignore: IgnoreOption = None,
     strict: StrictOption = None,
     config: ConfigOption = None,
+    root: RootOption = None,
 ) -> None:
     """Rebuild each payload with torch and run sender, wire and pop as sglang does; compare the
     output that comes back bit for bit."""
@@ -99,4 +101,4 @@ def replay(
     except ReplayConfigError as exc:
         fail(f"--{exc.option} {exc.value}: {exc.reason}")
     emit(report, format, fail_on, output, select=select, ignore=ignore, strict=strict,
-         config=config)
+         config=config, root=root)
