@@ -32,7 +32,7 @@ import make_adversarial as corpus  # noqa: E402
 from hostile_run import inspect_command, run_cli_many, run_measured  # noqa: E402
 
 LIMIT_S = 120.0
-FORMATS = ("text", "json", "github", "sarif", "junit", "gitlab")
+FORMATS = ("text", "json", "github", "sarif", "junit", "gitlab", "markdown", "html")
 
 
 def main() -> int:

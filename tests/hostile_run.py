@@ -59,7 +59,7 @@ saved = os.dup(1), os.dup(2)
 null = os.open(os.devnull, os.O_WRONLY)
 os.dup2(null, 1)
 os.dup2(null, 2)
-for fmt in ("json", "text", "github", "sarif", "junit", "gitlab"):  # each format's imports
+for fmt in ("json", "text", "github", "sarif", "junit", "gitlab", "markdown", "html"):
     sys.argv = ["ppaux", "inspect", os.devnull + "-missing.pt", "--format", fmt]
     try:
         ppaux_cli.app.main()

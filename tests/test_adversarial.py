@@ -155,7 +155,7 @@ def test_inspect_survives(name, outcomes):
 
 
 #: The formats besides json that every case also runs in.
-OTHER_FORMATS = ("text", "github", "sarif", "junit", "gitlab")
+OTHER_FORMATS = ("text", "github", "sarif", "junit", "gitlab", "markdown", "html")
 
 
 @pytest.fixture(scope="module")
