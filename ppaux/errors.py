@@ -10,7 +10,7 @@ the input and the fault.
 
 from __future__ import annotations
 
-__all__ = ["PpauxError", "PathError", "DumpError", "LimitExceeded", "limit_note"]
+__all__ = ["PpauxError", "PathError", "DumpError", "LimitExceeded", "ReadMismatch", "limit_note"]
 
 
 def limit_note(name: str, value: "int | None" = None) -> str:
@@ -49,3 +49,9 @@ class LimitExceeded(DumpError):
         super().__init__(path, f"{reason} {limit_note(limit, value)}")
         self.limit = limit
         self.value = value
+
+
+class ReadMismatch(DumpError):
+    """A file that torch.load could read differently from ppaux (another record, another
+    directory, another format, code ppaux cannot see): refused as finding PP202, never guessed.
+    """

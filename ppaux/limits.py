@@ -23,6 +23,11 @@ class Limits:
     max_depth: int = 100
     #: Values the pickle may create, and values a description may visit.
     max_items: int = 1_000_000
+    #: Opcodes the pickle may run, whether they create a value or not (PROTO, FRAME, MARK and
+    #: POP_MARK, a memo store to a slot already taken...): each costs time, about 0.5 to 1 s
+    #: per million. A real payload runs a few thousand; a pickle file under 1 MB at most a
+    #: million, so this bites only on a data.pkl inflated from a small record.
+    max_ops: int = 2_000_000
     #: Memo entries the pickle may store.
     max_memo: int = 1_000_000
     #: Records in a zip file.

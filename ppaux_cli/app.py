@@ -42,8 +42,18 @@ def _standalone(call: Any, *args: Any, **kwargs: Any) -> None:
             message = " ".join(exc.format_message().split())
             sys.stderr.write(f"ppaux: error: {message}\n")
             sys.exit(exc.exit_code)
-        raise
+        _internal_error(exc)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _internal_error(exc: BaseException) -> None:
+    """Last resort: anything unexpected (a bug, RecursionError, MemoryError) is one line, exit 2."""
+    text = " ".join(str(exc).split())
+    text = text if len(text) <= 300 else f"{text[:300]}..."
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    sys.stderr.write(f"ppaux: error: internal error: {type(exc).__name__}: {shown or '-'} "
+                     "(a bug in ppaux; please report it)\n")
+    sys.exit(2)
 
 
 app = typer.Typer(

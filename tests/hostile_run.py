@@ -59,11 +59,12 @@ saved = os.dup(1), os.dup(2)
 null = os.open(os.devnull, os.O_WRONLY)
 os.dup2(null, 1)
 os.dup2(null, 2)
-sys.argv = ["ppaux", "inspect", os.devnull + "-missing.pt", "--format", "json"]
-try:
-    ppaux_cli.app.main()
-except SystemExit:
-    pass
+for fmt in ("json", "text", "github", "sarif", "junit", "gitlab", "markdown", "html"):
+    sys.argv = ["ppaux", "inspect", os.devnull + "-missing.pt", "--format", fmt]
+    try:
+        ppaux_cli.app.main()
+    except SystemExit:
+        pass
 sys.stdout.flush()
 sys.stderr.flush()
 os.dup2(saved[0], 1)

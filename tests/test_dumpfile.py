@@ -159,8 +159,9 @@ def test_bad_inputs_have_one_clear_reason(tmp_path):
     _zip(tmp_path, "nopkl.pt", {"x/version": b"3"})
     cases["nopkl.pt"] = "zip file without a data.pkl record: not a torch.save file"
     _zip(tmp_path, "two.pt", {"a/data.pkl": b"N.", "b/data.pkl": b"N."})
-    cases["two.pt"] = ("zip file with 2 data.pkl records (a/data.pkl, b/data.pkl); a torch.save "
-                       "file has exactly one")
+    # torch reads every record from the first record's folder and refuses any other.
+    cases["two.pt"] = ("record b/data.pkl is outside the folder a/ of the first record; "
+                       "torch.load refuses the file")
     legacy = tmp_path / "legacy.pt"
     torch.save({"a": torch.zeros(2)}, legacy, _use_new_zipfile_serialization=False)
     cases["legacy.pt"] = (

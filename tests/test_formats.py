@@ -241,3 +241,26 @@ def test_formatters_are_pure():
     for fmt in Format:
         assert render(report, fmt) == render(report, fmt)
     assert report.findings == mixed_report().findings and report.problems == mixed_report().problems
+
+
+def _strict(text: str):
+    def refuse(token: str):
+        raise ValueError(f"non-JSON token {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("fmt", [Format.JSON, Format.SARIF, Format.GITLAB])
+def test_non_finite_numbers_are_strings_in_every_json_format(fmt):
+    # A value from a file (capture metadata) may be NaN or infinite; Python's json module would
+    # write the bare tokens NaN and Infinity, which strict parsers refuse.
+    nan, inf = float("nan"), float("inf")
+    report = mixed_report()
+    report.findings[0] = _finding("PP101", "dumps/aux list.pt", "odd floats", "k",
+                                  extra={"values": [nan, inf, -inf, 1.5]})
+    report.data["files"][0]["capture"] = {"nan": nan, "inf": inf, "ninf": -inf, "x": 0.25}
+    document = _strict(render(report, fmt))
+    if fmt is Format.JSON:
+        assert document["files"][0]["capture"] == {"nan": "NaN", "inf": "Infinity",
+                                                   "ninf": "-Infinity", "x": 0.25}
+        assert document["findings"][0]["extra"]["values"] == ["NaN", "Infinity", "-Infinity", 1.5]

@@ -133,6 +133,22 @@ def test_special_files_inside_a_directory(tmp_path):
         "os.system"]
 
 
+def test_regular_files_whose_read_fails(tmp_path):
+    # /proc/self/mem is a "regular" file of size 0 whose read fails with EIO: given directly,
+    # and met through a link while walking a directory, it is one error line, never a traceback.
+    if not os.path.exists("/proc/self/mem"):
+        pytest.skip("no /proc")
+    tree = tmp_path / "dumps"
+    tree.mkdir()
+    os.symlink("/proc/self/mem", tree / "mem.pt")
+    runs = run_cli_many([(["inspect", "/proc/self/mem", "--format", fmt], tmp_path / f"a{fmt}")
+                         for fmt in ("json", "text")]
+                        + [(["inspect", str(tree)], tmp_path / "b")], LIMIT_S, _env())
+    for run in runs[:2]:
+        assert _one_error_line(run, "/proc/self/mem") == "cannot read: Input/output error"
+    assert _one_error_line(runs[2], f"{tree}/mem.pt") == "cannot read: Input/output error"
+
+
 # ---------------------------------------------------------------------------------------------
 # Fingerprints
 

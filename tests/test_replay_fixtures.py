@@ -121,8 +121,8 @@ EXPECTED = {
     "corrupt/no_datapkl.pt": same(problem(
         "zip file without a data.pkl record: not a torch.save file")),
     "corrupt/two_datapkl.pt": same(problem(
-        "zip file with 2 data.pkl records (two_datapkl/data.pkl, archive/data.pkl); a "
-        "torch.save file has exactly one")),
+        "record archive/data.pkl is outside the folder two_datapkl/ of the first record; "
+        "torch.load refuses the file")),
     "corrupt/truncated_datapkl.pt": same(problem(
         "truncated pickle: no STOP opcode before byte 592")),
     "corrupt/legacy_format.pt": same(problem(

@@ -23,10 +23,10 @@ from ppaux.dump.model import (
     StorageRef,
     StorageType,
     TensorRef,
+    TorchValue,
     TypeRef,
 )
-from ppaux.dump.pickle_vm import MAX_DIMS, Call, Machine, global_name, is_shape
-from ppaux.text import shown_name
+from ppaux.dump.pickle_vm import MAX_DIMS, Call, Machine, global_name, is_shape, shown_text
 
 __all__ = ["resolve", "ALLOWED_NAMES"]
 
@@ -57,7 +57,9 @@ def _dtype_name(m: Machine, value: Any) -> str:
 
 
 def _device(value: Any) -> str:
-    return shown_name(value) if isinstance(value, str) else _name_of(value)
+    if isinstance(value, TorchValue):
+        return shown_text(value.name, 200)
+    return shown_text(value, 200) if isinstance(value, str) else _name_of(value)
 
 
 def _name_of(value: Any) -> str:
@@ -138,7 +140,7 @@ def _rebuild_sparse_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     layout, data = args
     if not isinstance(data, tuple) or len(data) < 3:
         raise m.error("sparse tensor data is not a tuple")
-    coo = layout == "torch.sparse_coo"  # coo: (indices, values, size[, coalesced])
+    coo = _device(layout) == "torch.sparse_coo"  # coo: (indices, values, size[, coalesced])
     if not coo and len(data) < 4:
         raise m.error("compressed sparse tensor data is too short")
     values = _tensor_arg(m, data[1] if coo else data[2], "sparse tensor values")
@@ -225,18 +227,18 @@ def _rebuild_from_type(m: Machine, args: tuple[Any, ...]) -> Any:
     return result
 
 
-def _get_layout(m: Machine, args: tuple[Any, ...]) -> str:
+def _get_layout(m: Machine, args: tuple[Any, ...]) -> TorchValue:
     (name,) = args
     if not isinstance(name, str):
         raise m.error("layout name is not a string")
-    return name
+    return TorchValue("torch.layout", name)
 
 
-def _torch_device(m: Machine, args: tuple[Any, ...]) -> str:
+def _torch_device(m: Machine, args: tuple[Any, ...]) -> TorchValue:
     if len(args) == 1 and isinstance(args[0], str):
-        return args[0]
-    if len(args) == 2 and isinstance(args[0], str) and isinstance(args[1], int):
-        return f"{args[0]}:{args[1]}"
+        return TorchValue("torch.device", args[0])
+    if len(args) == 2 and isinstance(args[0], str) and type(args[1]) is int:
+        return TorchValue("torch.device", f"{args[0]}:{args[1]}")
     raise m.error("torch.device arguments are not a device")
 
 
@@ -389,6 +391,8 @@ def resolve(m: Machine, module: str, name: str) -> Any:
             return StorageType(name, STORAGE_DTYPES[name])
         if name in DTYPE_ITEMSIZE or name in _DTYPE_ALIASES:
             return DtypeRef(_DTYPE_ALIASES.get(name, name))
-        if name in _LAYOUTS or name in _QSCHEMES:
-            return dotted
+        if name in _LAYOUTS:
+            return TorchValue("torch.layout", dotted)
+        if name in _QSCHEMES:
+            return TorchValue("torch.qscheme", dotted)
     return GlobalRef(global_name(module, name))

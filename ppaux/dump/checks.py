@@ -8,6 +8,7 @@ key it is about. :func:`predict_pop` gives the outcome pop would have with a PP-
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from typing import Any
 
@@ -16,9 +17,11 @@ from ppaux.dump.dumpfile import Dump
 from ppaux.report.findings import Finding
 from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_MSG_TYPE, OUTPUT_PREFIX, PROXY_KEYS
 from ppaux.limits import Limits
-from ppaux.dump.model import GlobalRef, Opaque, TensorRef
-from ppaux.dump.payload import Payload, Tally, key_text, safe_repr, type_name, value_phrase, walk
-from ppaux.text import shown_name
+from ppaux.dump.model import GlobalRef, Opaque, TensorRef, TorchValue
+from ppaux.dump.payload import (
+    Payload, Tally, key_text, quoted, safe_repr, type_name, value_phrase, walk,
+)
+from ppaux.dump.pickle_vm import shown_text
 
 __all__ = ["check_dump", "check_payload", "predict_pop", "NON_TENSOR_ERROR"]
 
@@ -27,6 +30,25 @@ NON_TENSOR_ERROR = "received a non-tensor auxiliary PP output"
 
 _NEAR_MISS = re.compile(r"[\s_.\-]")
 _SQUASHED_PREFIX = "samplingobserveroutput"
+#: Letters of other scripts drawn like the Latin ones of the prefix (Cyrillic, Greek, IPA), which
+#: NFKC leaves alone: a key spelled with one looks right and is ignored by pop.
+_LOOK_ALIKES = str.maketrans({
+    "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i", "ј": "j",
+    "ѕ": "s", "ԁ": "d", "ɡ": "g", "ӏ": "l", "ո": "n", "ս": "u", "ν": "v", "ο": "o", "ρ": "p",
+    "τ": "t", "υ": "u", "ι": "i", "κ": "k", "α": "a", "ε": "e", "ɩ": "i", "ʋ": "v", "ᴠ": "v",
+    "ⅰ": "i", "ⅼ": "l", "ɑ": "a", "ɪ": "i", "ʀ": "r", "ꜱ": "s", "ᴏ": "o", "ᴜ": "u", "ᴛ": "t",
+})
+#: Characters of a key looked at for a near miss: the prefix is 29; separators may pad it.
+_NEAR_MISS_SPAN = 256
+
+
+def _squashed(key: str) -> str:
+    # What a reader sees: compatibility forms folded (fullwidth, ligatures), case and look-alike
+    # letters folded, invisible format characters (zero-width space, joiners) and separators
+    # dropped.
+    text = unicodedata.normalize("NFKC", key[:_NEAR_MISS_SPAN]).casefold().translate(_LOOK_ALIKES)
+    text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    return _NEAR_MISS.sub("", text)
 
 
 def _python_type_name(key: Any) -> str:
@@ -35,6 +57,8 @@ def _python_type_name(key: Any) -> str:
         return key.name.rsplit(".", 1)[-1]
     if isinstance(key, TensorRef):
         return "Tensor"
+    if isinstance(key, TorchValue):
+        return key.type_name  # torch's C types print their dotted name
     return type(key).__name__
 
 
@@ -72,6 +96,7 @@ def check_dump(dump: Dump, payloads: list[Payload], limits: Limits,
         else:
             found += check_payload(dump.path, payload, limits, tally)
     found += _storage_records(dump, payloads, limits)
+    found += _tensor_views(dump, payloads, limits)
     return found
 
 
@@ -110,13 +135,13 @@ def check_payload(path: str, payload: Payload, limits: Limits,
             ))
         elif name.startswith(OUTPUT_PREFIX) or name != name.strip():
             found.append(_at(
-                "PP104", path, f"auxiliary name {name!r} carries a doubled prefix or stray "
+                "PP104", path, f"auxiliary name {quoted(name)} carries a doubled prefix or stray "
                 "whitespace: the observer receives that name as it is", *where,
             ))
         if not isinstance(value, TensorRef):
             found.append(_at(
                 "PP101", path,
-                f"auxiliary entry {name!r} holds {value_phrase(value, limits, tally)}, "
+                f"auxiliary entry {quoted(name)} holds {value_phrase(value, limits, tally)}, "
                 "not a tensor",
                 *where, extra={"type": type_name(value)},
             ))
@@ -125,10 +150,9 @@ def check_payload(path: str, payload: Payload, limits: Limits,
     found += _device_checks(path, payload, aux)
     for key, value in mapping.items():
         if isinstance(key, str) and not key.startswith(OUTPUT_PREFIX):
-            squashed = _NEAR_MISS.sub("", key.lower())
-            if squashed.startswith(_SQUASHED_PREFIX):
+            if _squashed(key).startswith(_SQUASHED_PREFIX):
                 found.append(_at(
-                    "PP104", path, f"key {key!r} looks like the auxiliary prefix "
+                    "PP104", path, f"key {quoted(key)} looks like the auxiliary prefix "
                     f"{OUTPUT_PREFIX!r} but does not start with it exactly; pop ignores it and "
                     "its output is lost", payload, key,
                 ))
@@ -146,7 +170,8 @@ def check_payload(path: str, payload: Payload, limits: Limits,
         proxy = [k for k in PROXY_KEYS if k in mapping]
         if isinstance(message_type, str) and message_type != OUTPUT_MSG_TYPE:
             found.append(_at(
-                "PP111", path, f"auxiliary keys in a message of type {message_type!r}; rank 0 "
+                "PP111", path,
+                f"auxiliary keys in a message of type {quoted(message_type)}; rank 0 "
                 f"pops them only from {OUTPUT_MSG_TYPE!r} messages", payload, aux[0][0],
             ))
         elif proxy:
@@ -161,24 +186,26 @@ def _tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorR
     found = []
     if tensor.kind in ("sparse", "quantized"):
         found.append(_at(
-            "PP107", path, f"auxiliary tensor {name!r} is {tensor.kind} ({tensor.layout}); the "
+            "PP107", path,
+            f"auxiliary tensor {quoted(name)} is {tensor.kind} ({tensor.layout}); the "
             "receiver rebuilds a dense tensor from dtype and size", *where,
         ))
     elif tensor.kind == "meta" or tensor.device == "meta":
-        found.append(_at("PP108", path, f"auxiliary tensor {name!r} is a meta tensor", *where))
+        found.append(_at("PP108", path, f"auxiliary tensor {quoted(name)} is a meta tensor",
+                         *where))
     elif not tensor.contiguous:
         found.append(_at(
-            "PP106", path, f"auxiliary tensor {name!r} is not contiguous (shape "
+            "PP106", path, f"auxiliary tensor {quoted(name)} is not contiguous (shape "
             f"{list(tensor.shape)}, stride {list(tensor.stride or ())})", *where,
         ))
     if tensor.subclass is not None:
         found.append(_at(
-            "PP109", path, f"auxiliary tensor {name!r} is a {tensor.subclass}; the receiver "
+            "PP109", path, f"auxiliary tensor {quoted(name)} is a {tensor.subclass}; the receiver "
             "gets a plain torch.Tensor", *where,
         ))
     if tensor.numel == 0 and tensor.kind == "dense":
         found.append(_at(
-            "PP112", path, f"auxiliary tensor {name!r} has no elements (shape "
+            "PP112", path, f"auxiliary tensor {quoted(name)} has no elements (shape "
             f"{list(tensor.shape)})", *where,
         ))
     return found
@@ -196,12 +223,12 @@ def _device_checks(path: str, payload: Payload, aux: list[tuple[str, Any]]) -> l
     if others:
         reference, what = others.most_common(1)[0][0], "the message's other tensors are"
     else:
-        reference, what = aux_tensors[0][1].device, f"{aux_tensors[0][0]!r} is"
+        reference, what = aux_tensors[0][1].device, f"{quoted(aux_tensors[0][0])} is"
     found = []
     for key, tensor in aux_tensors:
         if tensor.device != reference:
             found.append(_at(
-                "PP105", path, f"auxiliary tensor {key[len(OUTPUT_PREFIX):]!r} is on "
+                "PP105", path, f"auxiliary tensor {quoted(key[len(OUTPUT_PREFIX):])} is on "
                 f"{tensor.device} but {what} on {reference}; the wire sends only the device "
                 "type and the receiver allocates on its own current device, dropping the index",
                 payload, key,
@@ -225,14 +252,14 @@ def _check_add_output(path: str, payload: Payload, payloads: list[Payload],
         if not isinstance(value, TensorRef):
             found.append(_at(
                 "PP115", path,
-                f"output {name!r} holds {value_phrase(value, limits, tally)}, not a tensor",
-                *where, sglang_error=f"auxiliary PP output {name!r} is not a tensor",
+                f"output {quoted(name)} holds {value_phrase(value, limits, tally)}, not a tensor",
+                *where, sglang_error=f"auxiliary PP output {quoted(name)} is not a tensor",
             ))
             break
         if f"{OUTPUT_PREFIX}{name}" in existing:
             found.append(_at(
-                "PP115", path, f"output {name!r} is already in the tensor dict", *where,
-                sglang_error=f"duplicate auxiliary PP tensor {name!r}",
+                "PP115", path, f"output {quoted(name)} is already in the tensor dict", *where,
+                sglang_error=f"duplicate auxiliary PP tensor {quoted(name)}",
             ))
             break
     return found
@@ -268,6 +295,43 @@ def _security(dump: Dump, limits: Limits) -> list[Finding]:
     return found
 
 
+_INT64_MAX = 2**63 - 1
+
+
+def _view_problem(tensor: TensorRef) -> str | None:
+    """Why torch could not set this tensor's view on its storage (None when it can)."""
+    storage = tensor.storage
+    if storage is None or tensor.stride is None or tensor.kind != "dense":
+        return None
+    if len(tensor.stride) != len(tensor.shape):
+        return None
+    numel = tensor.numel
+    if numel > _INT64_MAX:
+        return f"shape {tuple(tensor.shape)} holds {numel} elements, more than int64 counts"
+    if numel == 0:
+        return None
+    end = tensor.offset + 1 + sum((size - 1) * step for size, step in
+                                  zip(tensor.shape, tensor.stride, strict=True))
+    if end > storage.numel:
+        return (f"shape {tuple(tensor.shape)} at offset {tensor.offset} reaches element {end} "
+                f"of a storage of {storage.numel}")
+    return None
+
+
+def _tensor_views(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Finding]:
+    found = []
+    seen: set[int] = set()
+    for payload in payloads:
+        for key, value in payload.mapping.items():
+            for node in walk(value, limits, dump.path, seen):
+                if isinstance(node, TensorRef):
+                    problem = _view_problem(node)
+                    if problem is not None:
+                        found.append(_at("PP116", dump.path, f"tensor {problem}; torch.load "
+                                         "fails on it", payload, key))
+    return found
+
+
 def _storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Finding]:
     if dump.container != "zip":
         return []
@@ -286,7 +350,7 @@ def _storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> lis
         state = "missing" if storage.record_size is None else \
             f"{storage.record_size} bytes, {storage.nbytes} declared"
         found.append(finding(
-            "PP113", dump.path, f"storage record {shown_name(storage.record or '')} is {state}",
+            "PP113", dump.path, f"storage record {shown_text(storage.record or '')} is {state}",
             keys.get(id(storage)),
         ))
     return found

@@ -18,12 +18,12 @@ from typing import Any
 
 from ppaux.dump import allowlist
 from ppaux.dump.capture_format import CAPTURE_MARKER
-from ppaux.errors import DumpError, LimitExceeded
+from ppaux.errors import DumpError, LimitExceeded, ReadMismatch
 from ppaux.dump.legacy import LEGACY_MAGIC, is_legacy_stream
 from ppaux.limits import Limits
 from ppaux.dump.model import StorageRef, StorageType
-from ppaux.dump.pickle_vm import Machine
-from ppaux.text import shown_name
+from ppaux.dump.pickle_vm import Machine, shown_text
+from ppaux.dump.zipview import check_layout, end_record, lower_name, select_data_pkl
 from ppaux.files import InputFileError, collect_files, open_regular
 from ppaux.report.document import InputProblem
 
@@ -88,19 +88,25 @@ def read_dump(path: str | os.PathLike[str], limits: Limits = Limits()) -> Dump:
     except InputFileError as exc:
         raise DumpError(path, exc.reason) from None
     with handle:
-        head = handle.read(4)
-        if not head:
-            raise DumpError(path, "empty file")
-        if head in (_ZIP_MAGIC, _EMPTY_ZIP_MAGIC):
+        try:
+            head = handle.read(4)
+            if not head:
+                raise DumpError(path, "empty file")
+            if head in (_ZIP_MAGIC, _EMPTY_ZIP_MAGIC):
+                handle.seek(0)
+                return _read_zip(path, handle, info.st_size, limits)
+            if info.st_size > limits.max_pickle_bytes:
+                raise LimitExceeded(
+                    path, "max_pickle_bytes", limits.max_pickle_bytes,
+                    f"the pickle is {info.st_size} bytes",
+                )
             handle.seek(0)
-            return _read_zip(path, handle, info.st_size, limits)
-        if info.st_size > limits.max_pickle_bytes:
-            raise LimitExceeded(
-                path, "max_pickle_bytes", limits.max_pickle_bytes,
-                f"the pickle is {info.st_size} bytes",
-            )
-        handle.seek(0)
-        data = handle.read(limits.max_pickle_bytes + 1)
+            data = handle.read(limits.max_pickle_bytes + 1)
+        except OSError as exc:  # EIO from a failing disk, /proc/self/mem, ...
+            raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
+        if len(data) > limits.max_pickle_bytes:  # a file that grew, or lies about its size
+            raise LimitExceeded(path, "max_pickle_bytes", limits.max_pickle_bytes,
+                                f"the pickle is more than {limits.max_pickle_bytes} bytes")
     return _read_pickle(path, data, info.st_size, limits)
 
 
@@ -118,7 +124,31 @@ def read_dump_bytes(path: str, data: bytes, limits: Limits = Limits()) -> Dump:
     return _read_pickle(path, data, len(data), limits)
 
 
+def _check_not_tar(path: str, data: bytes) -> None:
+    """Refuse a file that torch.load would read as its old tar format.
+
+    For a file that is not a zip, torch.load first tries ``tarfile.open(mode='r:')`` and, when
+    that works, unpickles the archive's 'storages', 'tensors' and 'pickle' members; only a
+    ``tarfile.TarError`` sends it on to read the file as a pickle. A file can be both a tar and
+    a pickle (the first header's name field can hold a short pickle), so ppaux does not read a
+    file that opens as a tar.
+    """
+    import io
+    import tarfile
+
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:", format=tarfile.PAX_FORMAT):
+            pass
+    except tarfile.TarError:
+        return
+    except Exception:  # noqa: BLE001 - torch.load fails on these too, before any pickle
+        return
+    raise ReadMismatch(path, "the file opens as a tar archive: torch.load reads it in its old "
+                       "tar format and unpickles its members, not the pickle ppaux would read")
+
+
 def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:
+    _check_not_tar(path, data)
     if is_legacy_stream(data):
         raise DumpError(
             path,
@@ -140,36 +170,6 @@ def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:
         path=path, container="pickle", root=root, size=size,
         globals_seen=machine.globals_seen, pickle_bytes=len(data), protocol=machine.protocol,
     )
-
-
-_END = struct.Struct("<4s4H2LH")  # end of central directory record
-_END64_LOCATOR = struct.Struct("<4sLQL")
-_END64 = struct.Struct("<4sQ2H2L4Q")
-
-
-def _directory_span(handle: Any, size: int) -> tuple[int, int] | None:
-    """Where the central directory is, found as zipfile finds it; None if there is no end record.
-
-    The directory starts ``size`` bytes before the end record (or the zip64 end record right
-    before it), whatever offset the record claims: that is how zipfile allows for data in front.
-    """
-    tail_size = min(size, _END.size + 0xFFFF)  # the end record, then a comment of up to 64 KiB
-    handle.seek(size - tail_size)
-    tail = handle.read(tail_size)
-    at = tail.rfind(b"PK\x05\x06")
-    if at < 0 or at + _END.size > len(tail):
-        return None
-    directory_size = _END.unpack_from(tail, at)[5]
-    location = size - tail_size + at
-    if at >= _END64_LOCATOR.size and tail[at - _END64_LOCATOR.size:][:4] == b"PK\x06\x07":
-        end64 = location - _END64_LOCATOR.size - _END64.size
-        if end64 >= 0:
-            handle.seek(end64)
-            record = handle.read(_END64.size)
-            if len(record) == _END64.size and record[:4] == b"PK\x06\x06":
-                directory_size, location = _END64.unpack(record)[8], end64
-    start = location - directory_size
-    return (start, location) if start >= 0 else None
 
 
 def _count_directory(handle: Any, start: int, end: int, limit: int) -> int:
@@ -194,10 +194,13 @@ def _count_directory(handle: Any, start: int, end: int, limit: int) -> int:
 
 def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
     try:
-        span = _directory_span(handle, size)
-        count = _count_directory(handle, *span, limits.max_zip_records) if span else 0
+        end = end_record(path, handle, size)
+        count = (_count_directory(handle, end.offset, end.location, limits.max_zip_records)
+                 if end else 0)
     except OSError as exc:
         raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
+    if end is not None and end.entries > limits.max_zip_records:
+        count = end.entries
     if count > limits.max_zip_records:
         raise LimitExceeded(path, "max_zip_records", limits.max_zip_records,
                             f"the zip's directory holds more than {limits.max_zip_records} records")
@@ -206,41 +209,45 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
         archive = zipfile.ZipFile(handle)
     except _ZIP_ERRORS as exc:
         raise DumpError(path, f"truncated or corrupt zip file ({exc})") from None
+    if end is None:  # zipfile found an end record where torch's reader finds none
+        archive.close()
+        raise DumpError(path, "truncated or corrupt zip file (no end record)")
     with archive:
         records = archive.infolist()
         if len(records) > limits.max_zip_records:
             raise LimitExceeded(path, "max_zip_records", limits.max_zip_records,
                                 f"the zip holds {len(records)} records")
-        pickles = [r for r in records if _is_data_pkl(r.filename)]
-        if not pickles:
-            raise DumpError(path, "zip file without a data.pkl record: not a torch.save file")
-        if len(pickles) > 1:
-            names = ", ".join(_shown(r.filename) for r in pickles[:4])
-            raise DumpError(path, f"zip file with {len(pickles)} data.pkl records ({names}); "
-                            "a torch.save file has exactly one")
-        record = pickles[0]
-        prefix = record.filename[: -len("data.pkl")].rstrip("/")
+        try:
+            prefix = check_layout(path, handle, end, records)
+        except OSError as exc:
+            raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
+        record = select_data_pkl(path, prefix, records)
         data = _read_record(path, archive, record, limits)
-        by_name = {r.filename: r for r in records}
+        # torch looks storage records up as it looks up data.pkl: ASCII case-insensitively
+        # (check_layout refused names equal but for case, so each lowered name is one record).
+        by_name = {lower_name(r.filename): r for r in records}
         storages: list[StorageRef] = []
         by_key: dict[str, StorageRef] = {}
 
         def persistent_load(m: Machine, pid: Any) -> StorageRef:
             if (
                 not isinstance(pid, tuple) or len(pid) != 5 or pid[0] != "storage"
-                or not isinstance(pid[1], StorageType) or not isinstance(pid[2], str)
+                or not isinstance(pid[1], StorageType) or not isinstance(pid[2], (str, int))
                 or not isinstance(pid[3], str) or type(pid[4]) is not int
                 or not 0 <= pid[4] < 2**63
             ):
                 raise m.error("storage record reference is not ('storage', type, key, location, numel)")
-            known = by_key.get(pid[2])
+            # torch names the record f"data/{key}": an int key (which torch.save never writes,
+            # but torch.load reads) names the same record as its digits.
+            key = pid[2] if isinstance(pid[2], str) else str(pid[2])
+            known = by_key.get(key)
             if known is not None:  # views of one storage name the same record, as in torch.load
                 return known
             # The location (the device string) is shown in reports: no control characters.
-            storage = StorageRef(pid[1].dtype, pid[2], shown_name(pid[3]), pid[4])
-            by_key[pid[2]] = storage
-            name = f"{prefix}/data/{pid[2]}" if prefix else f"data/{pid[2]}"
-            found = by_name.get(name)
+            storage = StorageRef(pid[1].dtype, key, shown_text(pid[3], 200), pid[4])
+            by_key[key] = storage
+            name = f"{prefix}/data/{key}"
+            found = by_name.get(lower_name(name))
             storage.record = name
             storage.record_size = found.file_size if found is not None else None
             storages.append(storage)
@@ -249,16 +256,17 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
         machine = Machine(data, path=path, limits=limits, resolve=allowlist.resolve,
                           persistent_load=persistent_load)
         root = machine.load()
+        if (all(machine.globals_seen.values())
+                and not any(lower_name(f"{prefix}/{v}") in by_name
+                            for v in (".data/version", "version"))):
+            # torch's reader refuses the archive before data.pkl (a hostile global found in the
+            # pickle is still the more useful answer, so this comes after it).
+            raise DumpError(path, "zip file without a version record: torch.load refuses it")
     return Dump(
         path=path, container="zip", root=root, size=size, record_prefix=prefix,
         globals_seen=machine.globals_seen, storages=storages, pickle_bytes=len(data),
         protocol=machine.protocol,
     )
-
-
-def _is_data_pkl(name: str) -> bool:
-    # torch.save writes '<folder>/data.pkl'; the folder is the file's stem or 'archive'.
-    return name == "data.pkl" or (name.endswith("/data.pkl") and name.count("/") == 1)
 
 
 def _shown(name: str) -> str:

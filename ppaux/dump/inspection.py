@@ -6,11 +6,13 @@ from typing import Any, Callable, Iterable
 
 from ppaux.dump.checks import check_dump, predict_pop
 from ppaux.dump.dumpfile import Dump, collect_dumps, read_dump
-from ppaux.errors import DumpError
+from ppaux.errors import DumpError, ReadMismatch
+from ppaux.report.catalogue import finding
 from ppaux.report.findings import Finding, Severity
 from ppaux.sglang.names import MSG_TYPE_KEY
 from ppaux.limits import Limits
 from ppaux.dump.payload import Payload, Tally, describe_entry, find_payloads, safe_repr, walk
+from ppaux.dump.pickle_vm import MAX_SHOWN, shown_text
 from ppaux.text import shown_name
 from ppaux.dump.trail import culprit_text, read_culprit, read_trail, trail_findings, trail_text
 from ppaux.report.document import InputProblem, Report, Table
@@ -20,6 +22,9 @@ __all__ = ["describe_dump", "inspect_file", "inspect_paths"]
 #: Rows shown per table in the human view; the JSON report always lists every entry. Drawing a
 #: table costs about a millisecond per row, and a hostile dict may have a million keys.
 TABLE_ROWS = 1000
+#: Tables drawn per file in the human view: a hostile file may hold thousands of small tensor
+#: dicts, and each table costs milliseconds to draw. The JSON report lists them all.
+FILE_TABLES = 20
 
 def describe_dump(dump: Dump, payloads: list[Payload], limits: Limits,
                   tally: Tally | None = None) -> dict[str, Any]:
@@ -35,7 +40,7 @@ def describe_dump(dump: Dump, payloads: list[Payload], limits: Limits,
         described.append({
             "locator": payload.locator,
             "role": payload.role,
-            "message_type": message_type if isinstance(message_type, str) else None,
+            "message_type": shown_text(message_type) if isinstance(message_type, str) else None,
             "entries": entries,
             "predicted_pop": predict_pop(payload.mapping) if payload.role != "output" else None,
         })
@@ -65,8 +70,11 @@ def _plain(meta: dict[str, Any]) -> dict[str, Any]:
     # trusted (a full repr of a shared structure explodes, and huge ints cannot be printed).
     out = {}
     for k, v in meta.items():
-        key = k if isinstance(k, str) else safe_repr(k)
-        plain = isinstance(v, (str, float, bool, type(None))) or (
+        key = shown_text(k) if isinstance(k, str) else safe_repr(k)
+        if isinstance(v, str):
+            out[key] = shown_text(v, 4 * MAX_SHOWN)  # an exception message may be long
+            continue
+        plain = isinstance(v, (float, bool, type(None))) or (
             isinstance(v, int) and v.bit_length() <= 128)
         out[key] = v if plain else safe_repr(v)
     return out
@@ -162,6 +170,9 @@ def inspect_paths(
     for index, path in enumerate(files, 1):
         try:
             description, findings = inspect_file(path, limits)
+        except ReadMismatch as exc:
+            # Not a file ppaux could not read: one it will not vouch for, whatever it holds.
+            report.findings.append(finding("PP202", shown_name(exc.path), shown_name(exc.reason)))
         except DumpError as exc:
             # Each problem is one line on stderr, whatever the file is called.
             report.problems.append(InputProblem(shown_name(exc.path), shown_name(exc.reason)))
@@ -171,7 +182,12 @@ def inspect_paths(
             descriptions.append(description)
             report.notes += _trail_notes(description)
             report.findings += findings
-            report.tables += _tables(description, findings)
+            tables = _tables(description, findings)
+            report.tables += tables[:FILE_TABLES]
+            if len(tables) > FILE_TABLES:
+                report.notes.append(
+                    f"{description['path']}: {len(tables) - FILE_TABLES} more tensor dicts not "
+                    "drawn as tables (--format json lists every entry)")
         if progress is not None:
             progress(index, len(files))
     report.data["files"] = descriptions

@@ -12,8 +12,7 @@ from typing import Any
 
 from ppaux.errors import DumpError
 from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef, StorageType
-from ppaux.dump.pickle_vm import Machine
-from ppaux.text import shown_name
+from ppaux.dump.pickle_vm import Machine, shown_text
 
 __all__ = ["LEGACY_MAGIC", "is_legacy_stream", "read_inner_storage"]
 
@@ -36,38 +35,38 @@ def _legacy_storage(m: Machine, pid: Any) -> Any:
             or not 0 <= numel < 2**63 or not isinstance(key, str)
             or not isinstance(location, str)):
         raise m.error("nested storage record is malformed")
-    storage = StorageRef(storage_type.dtype, key, shown_name(location), numel)
+    storage = StorageRef(storage_type.dtype, key, shown_text(location, 200), numel)
     m.storages.append(storage)  # type: ignore[attr-defined]
     return storage
 
 
-def _attach_storage_bytes(outer: Machine, payload: bytes, pos: int, storages: list[Any]) -> None:
-    """Keep each storage's bytes (after the object: a pickled key list, then per key an int64
-    element count and the raw bytes) so that replay can rebuild the tensor. Best effort: a tail
-    that does not parse leaves ``data`` None, and describing the file never fails because of it.
+def _attach_storage_bytes(payload: bytes, pos: int, storages: list[StorageRef],
+                          names: Any) -> None:
+    """Keep each storage's bytes (after the key list: per key an int64 element count and the
+    raw bytes) so that replay can rebuild the tensor. Best effort: a tail that does not parse
+    leaves ``data`` None, and describing the file never fails because of it.
     """
-    try:
-        keys = Machine(payload, path=outer.path, limits=outer.limits, resolve=outer.resolve,
-                       start=pos)
-        names = keys.load()
-        pos = keys.pos
-        by_key = {s.key: s for s in storages}
-        for name in names if isinstance(names, list) else ():
-            count = int.from_bytes(payload[pos:pos + 8], "little")
-            storage = by_key.get(name) if isinstance(name, str) else None
-            if storage is None or count != storage.numel:
-                return
-            end = pos + 8 + count * DTYPE_ITEMSIZE.get(storage.dtype, 1)
-            if end > len(payload):
-                return
-            storage.data = payload[pos + 8:end]
-            pos = end
-    except DumpError:
-        return
+    by_key = {s.key: s for s in storages}
+    for name in names if isinstance(names, list) else ():
+        count = int.from_bytes(payload[pos:pos + 8], "little")
+        storage = by_key.get(name) if isinstance(name, str) else None
+        if storage is None or count != storage.numel:
+            return
+        end = pos + 8 + count * DTYPE_ITEMSIZE.get(storage.dtype, 1)
+        if end > len(payload):
+            return
+        storage.data = payload[pos + 8:end]
+        pos = end
 
 
 def read_inner_storage(outer: Machine, payload: bytes) -> Any:
-    """Describe the storage held by a nested legacy stream, merging its globals into ``outer``."""
+    """Describe the storage held by a nested legacy stream, merging its globals into ``outer``.
+
+    torch reads five pickles from the stream, all with a plain unpickler (``_load_from_bytes``
+    calls ``torch.load(weights_only=False)``): the magic number, the protocol version, the system
+    info, the object, and the list of storage keys. Each is interpreted here, so that code in
+    any of them is seen.
+    """
     depth = getattr(outer, "nesting", 0) + 1
     if depth > _MAX_NESTING:
         raise outer.error("nested torch.save streams go deeper than a real file ever does")
@@ -75,8 +74,9 @@ def read_inner_storage(outer: Machine, payload: bytes) -> Any:
         raise outer.error("torch.storage._load_from_bytes holds no legacy torch.save stream")
     pos = 0
     value: Any = None
+    names: Any = None
     storages: list[StorageRef] = []
-    for step in range(4):  # magic, protocol version, system info, the object itself
+    for step in range(5):  # magic, protocol version, system info, the object, the storage keys
         inner = Machine(
             payload, path=outer.path, limits=outer.limits, resolve=outer.resolve,
             persistent_load=_legacy_storage if step == 3 else None, start=pos,
@@ -84,15 +84,21 @@ def read_inner_storage(outer: Machine, payload: bytes) -> Any:
         inner.nesting = depth  # type: ignore[attr-defined]
         inner.storages = storages  # type: ignore[attr-defined]
         inner.items = outer.items
+        inner.ops = outer.ops
         inner.copied = outer.copied
         try:
-            value = inner.load()
+            loaded = inner.load()
         except DumpError as exc:
             raise outer.error(f"nested torch.save stream: {exc.reason}") from None
         outer.items = inner.items
+        outer.ops = inner.ops
         outer.copied = inner.copied
         for name, allowed in inner.globals_seen.items():
             outer.globals_seen[name] = outer.globals_seen.get(name, False) or allowed
         pos = inner.pos
-    _attach_storage_bytes(outer, payload, pos, storages)
+        if step == 3:
+            value = loaded
+        elif step == 4:
+            names = loaded
+    _attach_storage_bytes(payload, pos, storages, names)
     return value

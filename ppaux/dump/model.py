@@ -17,6 +17,7 @@ __all__ = [
     "TypeRef",
     "StorageRef",
     "TensorRef",
+    "TorchValue",
     "NdArrayRef",
     "NumpyDtype",
     "NumpyScalar",
@@ -110,6 +111,37 @@ class TypeRef(_Ref):
 
     def __repr__(self) -> str:
         return self.name
+
+
+class TorchValue(_Ref):
+    """A ``torch.device``, ``torch.layout`` or ``torch.qscheme`` value named in the pickle.
+
+    Shown as its text (``cuda:0``, ``torch.strided``), but not a str: as a dict key it makes
+    sglang's ``key.startswith`` fail with AttributeError, as the real object would. Equal values
+    are equal, as torch's are (two equal device keys are one key).
+    """
+
+    __slots__ = ("type_name", "name")
+
+    def __init__(self, type_name: str, name: str) -> None:
+        self.type_name = type_name
+        self.name = name
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, TorchValue) and other.type_name == self.type_name
+                and other.name == self.name)
+
+    def __hash__(self) -> int:
+        return hash((self.type_name, self.name))
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        if self.type_name != "torch.device":
+            return self.name
+        kind, sep, index = self.name.partition(":")
+        return f"device(type={kind!r}, index={index})" if sep else f"device(type={kind!r})"
 
 
 class StorageRef(_Ref):

@@ -20,9 +20,10 @@ from ppaux.dump.model import (
     StorageRef,
     StorageType,
     TensorRef,
+    TorchValue,
     TypeRef,
 )
-from ppaux.text import shown_name
+from ppaux.dump.pickle_vm import MAX_SHOWN, shown_text
 
 __all__ = [
     "Payload",
@@ -32,6 +33,7 @@ __all__ = [
     "type_name",
     "value_phrase",
     "key_text",
+    "quoted",
     "describe_entry",
     "safe_repr",
 ]
@@ -115,7 +117,8 @@ def _children(locator: str, value: Any) -> Iterator[tuple[str, Any]]:
         elif isinstance(state, dict):
             items = iter(state.items())
         for k, v in itertools.islice(items, 1000):
-            yield f"{locator}.{k}" if isinstance(k, str) else f"{locator}[{safe_repr(k, 40)}]", v
+            yield (f"{locator}.{shown_text(k, 40)}" if isinstance(k, str)
+                   else f"{locator}[{safe_repr(k, 40)}]"), v
         for i, v in enumerate(value.args[:100]):
             yield f"{locator}<arg {i}>", v
 
@@ -178,6 +181,8 @@ def type_name(value: Any) -> str:
         return "type"
     if isinstance(value, DtypeRef):
         return "torch.dtype"
+    if isinstance(value, TorchValue):
+        return value.type_name
     if isinstance(value, TypeRef):
         return "type"
     return type(value).__name__
@@ -305,7 +310,14 @@ def _item_repr(item: Any) -> str:
 def key_text(key: Any) -> str:
     """A key as findings and tables show it: strings as they are (unprintable characters
     escaped), other keys as a repr."""
-    return shown_name(key) if isinstance(key, str) else safe_repr(key, 60)
+    return shown_text(key) if isinstance(key, str) else safe_repr(key, 60)
+
+
+def quoted(text: str) -> str:
+    """A string from a file quoted for a message, as repr does, cut past MAX_SHOWN characters."""
+    if len(text) <= MAX_SHOWN:
+        return repr(text)
+    return f"{text[:MAX_SHOWN]!r}... ({len(text)} characters)"
 
 
 def describe_entry(key: Any, value: Any, limits: Limits, tally: Tally | None = None) -> dict[str, Any]:
@@ -315,15 +327,15 @@ def describe_entry(key: Any, value: Any, limits: Limits, tally: Tally | None = N
         "key": key_text(key),
         "key_type": type_name(key) if not isinstance(key, str) else "str",
         "aux": aux,
-        "aux_name": key[len(OUTPUT_PREFIX):] if aux else None,
+        "aux_name": shown_text(key[len(OUTPUT_PREFIX):]) if aux else None,
         "type": type_name(value),
     }
     if isinstance(value, TensorRef):
         entry.update(
             kind="tensor",
             tensor_kind=value.kind,
-            subclass=value.subclass,
-            dtype=value.dtype,
+            subclass=shown_text(value.subclass) if value.subclass is not None else None,
+            dtype=shown_text(str(value.dtype)),
             shape=list(value.shape),
             stride=list(value.stride) if value.stride is not None else None,
             contiguous=value.contiguous,
@@ -331,11 +343,11 @@ def describe_entry(key: Any, value: Any, limits: Limits, tally: Tally | None = N
             layout=value.layout,
             bytes=value.nbytes,
             requires_grad=value.requires_grad,
-            storage_key=value.storage.key if value.storage is not None else None,
+            storage_key=shown_text(value.storage.key) if value.storage is not None else None,
             storage_offset=value.offset if value.storage is not None else None,
         )
     elif isinstance(value, NdArrayRef):
-        entry.update(kind="ndarray", dtype=value.dtype, shape=list(value.shape),
+        entry.update(kind="ndarray", dtype=shown_text(str(value.dtype)), shape=list(value.shape),
                      summary=value_phrase(value, limits, tally))
     else:
         entry.update(kind="object" if isinstance(value, (Opaque, GlobalRef)) else "value",

@@ -18,9 +18,9 @@ from typing import Any, Callable
 from ppaux.errors import DumpError, LimitExceeded
 from ppaux.limits import Limits
 from ppaux.text import shown_name
-from ppaux.dump.model import GlobalRef, NdArrayRef, NumpyDtype, Opaque, TensorRef
+from ppaux.dump.model import GlobalRef, NdArrayRef, NumpyDtype, Opaque, TensorRef, TypeRef
 
-__all__ = ["Machine", "Call", "MAX_DIMS", "is_shape", "global_name"]
+__all__ = ["Machine", "Call", "MAX_DIMS", "MAX_SHOWN", "is_shape", "shown_text", "global_name"]
 
 #: Most dimensions a tensor or array may declare. torch has no hard limit, but nothing real
 #: comes near this, and it keeps element counts small enough to print (64 sizes below 2**63).
@@ -35,16 +35,30 @@ _MAX_COLLISIONS = 8
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+#: Characters of a string from a file (a key, a device, a name) that a report keeps. A string
+#: repeated in many entries or findings would otherwise multiply the report's size.
+MAX_SHOWN = 200
+
+
+def shown_text(text: str, limit: int = MAX_SHOWN) -> str:
+    """``text`` escaped as :func:`ppaux.text.shown_name` does, and cut when longer than
+    ``limit`` characters: the first ``limit``, then '... (N characters)'. Cut before escaping,
+    so a huge string costs no more than a short one."""
+    if len(text) <= limit:
+        return shown_name(text)
+    return f"{shown_name(text[:limit])}... ({len(text)} characters)"
+
+
 #: Characters of a global's dotted name kept for reports; real names are far shorter.
 _MAX_NAME = 200
 
 
 def global_name(module: str, name: str) -> str:
     """The dotted name of a global as reports show it: escaped, and cut if absurdly long."""
-    dotted = shown_name(f"{module}.{name}")
+    dotted = f"{module}.{name}"
     if len(dotted) > _MAX_NAME:
-        dotted = f"{dotted[:_MAX_NAME]}... ({len(dotted)} characters)"
-    return dotted
+        return f"{shown_name(dotted[:_MAX_NAME])}... ({len(dotted)} characters)"
+    return shown_name(dotted)
 
 
 def is_shape(value: Any) -> bool:
@@ -96,6 +110,8 @@ class Machine:
         self.metastack: list[list[Any]] = []
         self.memo: dict[int, Any] = {}
         self.items = 0
+        #: Opcodes run, by this machine and the ones it nests (shared as items are).
+        self.ops = 0
         self.globals_seen: dict[str, bool] = {}
         self.protocol = 0
         self._op_pos = start
@@ -146,17 +162,18 @@ class Machine:
         stack = [(key, 0)]
         while stack:
             value, depth = stack.pop()
-            if isinstance(value, tuple):
+            if isinstance(value, (tuple, frozenset)):
+                # Comparing two equal keys recurses through both (a frozenset's hash is cached,
+                # its comparison is not): deep ones raise RecursionError.
                 if depth >= _MAX_KEY_DEPTH:
                     raise self.error(
-                        f"a dict key or set item nests more than {_MAX_KEY_DEPTH} tuples deep"
+                        f"a dict key or set item nests more than {_MAX_KEY_DEPTH} tuples or "
+                        "frozensets deep"
                     )
                 cost += len(value)
                 stack.extend((v, depth + 1) for v in value)
             elif isinstance(value, int):
                 cost += value.bit_length() >> 6
-            elif isinstance(value, frozenset):
-                cost += len(value)
             if self.items + cost > self.limits.max_items:
                 raise LimitExceeded(
                     self.path, "max_items", self.limits.max_items,
@@ -278,10 +295,15 @@ class Machine:
                 raise self.error(f"unexpected arguments to {func.name} ({exc})") from None
             except RecursionError:
                 raise self.error(f"arguments to {func.name} nest too deeply") from None
+        if via == "new" and isinstance(func, TypeRef) and func.name in _PARAMETER_TYPES:
+            return _new_parameter(self, args)
         if isinstance(func, GlobalRef):
             return Opaque(func.name, via, args)
         if isinstance(func, Opaque):
-            return Opaque(f"{func.name}(...)", via, args)
+            # Calling a result again and again: the name stops growing (it would grow by five
+            # characters per call, quadratic in all).
+            name = func.name if len(func.name) > _MAX_NAME else f"{func.name}(...)"
+            return Opaque(name, via, args)
         name = getattr(func, "name", None)
         if isinstance(name, str):  # an allowlisted type used as a constructor we do not model
             return Opaque(name, via, args)
@@ -298,6 +320,10 @@ class Machine:
         elif isinstance(obj, NumpyDtype):
             if isinstance(state, tuple) and len(state) > 1 and isinstance(state[1], str):
                 obj.byteorder = state[1]
+        elif isinstance(obj, dict) and isinstance(state, dict):
+            # An OrderedDict's attributes, such as the _metadata that Module.state_dict() sets:
+            # torch's weights-only loader applies them; the items are untouched.
+            pass
         else:
             raise self.error(f"BUILD on a {type(obj).__name__} value")
 
@@ -306,7 +332,12 @@ class Machine:
         """Run opcodes up to STOP and return the value; ``self.pos`` is then just past STOP."""
         dispatch = _DISPATCH
         data = self.data
+        max_ops = self.limits.max_ops
         while True:
+            self.ops += 1
+            if self.ops > max_ops:
+                raise LimitExceeded(self.path, "max_ops", max_ops,
+                                    "the pickle runs too many opcodes")
             if self.pos >= len(data):
                 raise DumpError(self.path, f"truncated pickle: no STOP opcode before byte {self.pos}")
             self._op_pos = self.pos
@@ -315,7 +346,13 @@ class Machine:
             handler = dispatch.get(op)
             if handler is None:
                 raise self.error(f"unknown opcode {bytes([op])!r}")
-            if handler(self):
+            try:
+                stop = handler(self)
+            except RecursionError:
+                # Comparing or hashing values nested past Python's own limit (check_key bounds
+                # the known ways; this is the backstop).
+                raise self.error("values nest too deeply to hash or compare") from None
+            if stop:
                 if not self.stack or self.metastack:
                     raise self.error("STOP with an empty stack or an open mark")
                 return self.stack.pop()
@@ -669,6 +706,20 @@ def _op_reduce(m: Machine) -> None:
     args = m._pop()
     func = m._pop()
     m._push(m.call(func, args))
+
+
+#: Names of torch.nn.Parameter, which NEWOBJ may create: Parameter.__new__(cls, data,
+#: requires_grad=True) makes a tensor.
+_PARAMETER_TYPES = {"torch.nn.parameter.Parameter", "torch.nn.Parameter"}
+
+
+def _new_parameter(m: Machine, args: tuple[Any, ...]) -> TensorRef:
+    if not args or not isinstance(args[0], TensorRef) or len(args) > 2:
+        raise m.error("torch.nn.Parameter created from something that is not a tensor")
+    tensor = args[0]
+    tensor.subclass = "torch.nn.parameter.Parameter"
+    tensor.requires_grad = args[1] if len(args) == 2 and isinstance(args[1], bool) else True
+    return tensor
 
 
 def _op_newobj(m: Machine) -> None:

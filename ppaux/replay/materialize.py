@@ -27,7 +27,7 @@ import torch
 from ppaux.dump.dumpfile import Dump
 from ppaux.errors import DumpError, PpauxError
 from ppaux.limits import Limits
-from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef, TensorRef
+from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef, TensorRef, TorchValue
 
 __all__ = [
     "DeviceError", "MaterializeError", "Materializer", "quantized_creation", "resolve_device",
@@ -218,6 +218,8 @@ class Materializer:
             built = tuple(self.value(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
         elif isinstance(value, (set, frozenset)):
             built = type(value)(self.value(v, where, depth + 1) for v in value)
+        elif isinstance(value, TorchValue):
+            built = _torch_value(value)
         elif isinstance(value, Opaque):
             # An object of a class ppaux never imports stays a non-tensor, but one whose type
             # carries the original class name, so Python's own messages (pop's AttributeError
@@ -427,6 +429,17 @@ class StandIn:
 
 
 _STAND_IN_TYPES: dict[str, type[StandIn]] = {}
+
+
+def _torch_value(value: TorchValue) -> Any:
+    """The torch.device, layout or qscheme itself (a key of that type fails pop as in torch)."""
+    try:
+        if value.type_name == "torch.device":
+            return torch.device(value.name)
+        found = getattr(torch, value.name.rpartition(".")[2], None)
+    except (RuntimeError, ValueError, TypeError):
+        return value
+    return found if found is not None else value
 
 
 def _stand_in(value: Opaque) -> StandIn:

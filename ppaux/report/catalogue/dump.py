@@ -240,6 +240,21 @@ RULES = (
         area="payload",
     ),
     Rule(
+        code="PP116",
+        name="tensor-outside-storage",
+        severity=Severity.ERROR,
+        summary="A tensor reaches past the end of its storage, or has more elements than int64 "
+        "counts.",
+        explanation="torch.load of this file fails: rebuilding the tensor sets a view "
+        "(offset, shape, stride) on its storage, and torch refuses a view that reaches past the "
+        "storage's last element or whose element count overflows int64.",
+        causes=("The file was assembled or edited by hand.",
+                "A hostile file probing how readers compute sizes."),
+        fix="Capture the dict again with torch.save; do not edit the pickle.",
+        example="tensor shape (4,) at offset 2 reaches element 6 of a storage of 4",
+        area="payload",
+    ),
+    Rule(
         code="PP114",
         name="no-tensor-dict",
         severity=Severity.INFO,

@@ -27,4 +27,29 @@ RULES = (
         example="os.system('touch /tmp/pwned')",
         area="security",
     ),
+    Rule(
+        code="PP202",
+        name="read-mismatch",
+        severity=Severity.ERROR,
+        summary="torch.load could read this file differently from ppaux: refused unchecked.",
+        explanation=(
+            "ppaux reads a file the way torch.load does (the same zip directory, the same "
+            "data.pkl record, the same pickles). This file is built so that another reader, or "
+            "torch itself, could see something else: two zip directories or an end record whose "
+            "offset disagrees with the directory's position, names that differ only in case, "
+            "overlapping records, data after the archive, a TorchScript archive (torch.load hands "
+            "it to torch.jit.load, which runs its code), an old tar-format checkpoint, or a "
+            "format that ppaux does not interpret. ppaux does not guess which view torch takes: "
+            "the file is not checked, and must not be taken as clean."
+        ),
+        causes=(
+            "A hostile file made to show a checker one thing and torch.load another.",
+            "A file written or repaired by a tool other than torch.save.",
+        ),
+        fix="Do not load the file with weights_only=False. If it is yours, load it where that is "
+        "safe and save its tensors again with torch.save; if you did not expect it, treat it "
+        "as hostile.",
+        example="zip directory at offset 4096 by the end record, at 4160 by its position",
+        area="security",
+    ),
 )

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 import hashlib
-import json
+
+from ppaux.report.formats import strict_json
 
 from ppaux.report.findings import Severity
 from ppaux.report.document import Report
@@ -27,16 +28,21 @@ _SEVERITY = {Severity.ERROR: "critical", Severity.WARNING: "major", Severity.INF
 _CATEGORY = {"security": "Security", "skew": "Compatibility"}
 
 
-def _fingerprint(parts: tuple[str, ...], seen: set[str]) -> str:
+def _fingerprint(parts: tuple[str, ...], seen: dict[str, int]) -> str:
     # GitLab treats equal fingerprints as one issue: repeats of an identical finding get a
-    # counter so that none of them disappears, and the first keeps the stable value.
+    # counter so that none of them disappears, and the first keeps the stable value. ``seen``
+    # holds every value given out, and for each material the last counter used, so that n
+    # repeats cost n hashes, not n**2 / 2.
     material = "\0".join(parts)
-    value = hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
-    counter = 1
-    while value in seen:
+    counter = seen.get("\0" + material, 0)
+    while True:
         counter += 1
-        value = hashlib.sha256(f"{material}\0{counter}".encode("utf-8", "surrogatepass")).hexdigest()
-    seen.add(value)
+        text = material if counter == 1 else f"{material}\0{counter}"
+        value = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        if value not in seen:
+            break
+    seen["\0" + material] = counter
+    seen[value] = 0
     return value
 
 
@@ -44,7 +50,7 @@ def issues(report: Report) -> list[dict[str, Any]]:
     """The Code Climate issues, findings first, then unreadable inputs."""
     from ppaux.report.catalogue import RULES
 
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     out = []
     for f in report.findings:
         rule = RULES.get(f.code)
@@ -83,4 +89,4 @@ def issues(report: Report) -> list[dict[str, Any]]:
 
 def render(report: Report) -> str:
     """The JSON array, indented, ending in a newline."""
-    return json.dumps(issues(report), indent=2, ensure_ascii=False) + "\n"
+    return strict_json.dumps(issues(report))

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import json
-
 import ppaux
+from ppaux.report.formats import strict_json
 from ppaux.report.document import REPORT_SCHEMA, Report, count_by_severity
 
 __all__ = ["document", "render"]
@@ -29,4 +28,4 @@ def document(report: Report) -> dict[str, Any]:
 
 def render(report: Report) -> str:
     """One JSON document, indented, ending in a newline."""
-    return json.dumps(document(report), indent=2, ensure_ascii=False) + "\n"
+    return strict_json.dumps(document(report))

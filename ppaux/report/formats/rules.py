@@ -76,9 +76,9 @@ def rules_document(rules: Iterable[Rule]) -> dict[str, Any]:
 
 def render_rules_json(rules: Iterable[Rule]) -> str:
     """:func:`rules_document`, indented, ending in a newline."""
-    import json
+    from ppaux.report.formats import strict_json
 
-    return json.dumps(rules_document(rules), indent=2, ensure_ascii=False) + "\n"
+    return strict_json.dumps(rules_document(rules))
 
 
 def render_rules_text(rules: Iterable[Rule]) -> str:

@@ -14,9 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 import hashlib
-import json
 import os
 import urllib.parse
+
+from ppaux.report.formats import strict_json
 
 from ppaux.report.findings import Finding, Rule, Severity
 from ppaux.report.document import Report
@@ -156,4 +157,4 @@ def document(report: Report) -> dict[str, Any]:
 
 def render(report: Report) -> str:
     """The SARIF log, indented, ending in a newline."""
-    return json.dumps(document(report), indent=2, ensure_ascii=False) + "\n"
+    return strict_json.dumps(document(report))

@@ -1,0 +1,200 @@
+"""A zip as torch.load sees it, and every place where Python's zipfile could see another one.
+
+torch 2.13 reads a ``torch.save`` zip with PyTorchStreamReader (caffe2/serialize/
+inline_container.cc) over miniz 3.0.2; ppaux reads it with Python's :mod:`zipfile`. The two agree
+on a file torch.save wrote. Where a crafted file could make them disagree, ppaux refuses it with
+:class:`~ppaux.errors.ReadMismatch` (finding PP202) instead of guessing:
+
+- the end record is the last ``PK\\x05\\x06`` with 22 bytes after it, in the file's last
+  64 KiB + 22 bytes (miniz scans back for it; zipfile takes the same one or fails);
+- miniz finds the central directory at the end record's offset field (and the zip64 end record
+  at the zip64 locator's offset field); zipfile finds it ``size`` bytes before the end record
+  (and the zip64 end record right before the locator), allowing for data in front. Any
+  difference is refused: it means data in front, or a second directory;
+- the entry count miniz walks is the end record's; zipfile walks the directory's bytes: they
+  must agree;
+- nothing may follow the end record and its comment;
+- torch looks records up under the first record's folder, case-insensitively (ASCII) and refuses
+  any record outside that folder: names equal but for case are refused, a ``data.pkl`` spelled
+  in another case is refused, a name holding NUL (zipfile cuts the name there) is refused;
+- records' local headers and data may not overlap each other or the directory;
+- a ``constants.pkl`` record makes torch.load hand the file to torch.jit.load, which runs
+  TorchScript code: refused.
+"""
+
+from __future__ import annotations
+
+import struct
+import zipfile
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+from ppaux.errors import DumpError, ReadMismatch
+
+__all__ = ["EndRecord", "check_layout", "end_record", "lower_name", "select_data_pkl"]
+
+_END = struct.Struct("<4s4H2LH")
+_END64_LOCATOR = struct.Struct("<4sLQL")
+_END64 = struct.Struct("<4sQ2H2L4Q")
+_LOCAL = struct.Struct("<4s5H3L2H")
+_END_SIG, _LOCATOR_SIG, _END64_SIG = b"PK\x05\x06", b"PK\x06\x07", b"PK\x06\x06"
+
+
+@dataclass(frozen=True)
+class EndRecord:
+    """The central directory as miniz finds it: where it starts (``offset``), its ``size`` and
+    ``entries``; ``location`` is where the end record (or the zip64 end record) starts,
+    ``end`` where the end record and its comment end."""
+
+    offset: int
+    size: int
+    entries: int
+    location: int
+    end: int
+
+
+def _tail(handle: BinaryIO, size: int) -> tuple[int, bytes]:
+    start = max(0, size - (_END.size + (1 << 16)))  # zipfile's window, a byte wider
+    handle.seek(start)
+    return start, handle.read(size - start)
+
+
+def end_record(path: str, handle: BinaryIO, size: int) -> EndRecord | None:
+    """The end record as miniz reads it; None when the file has none; ReadMismatch where
+    zipfile would take another directory than miniz."""
+    base, tail = _tail(handle, size)
+    # miniz: the last signature with a whole record after it.
+    at = tail.rfind(_END_SIG, 0, max(0, len(tail) - _END.size + 4))
+    if at < 0:
+        return None
+    # zipfile: the last 22 bytes if they are an end record without comment, else the last
+    # signature, which must have a whole record after it.
+    if tail[-_END.size:][:4] == _END_SIG and tail[-2:] == b"\x00\x00":
+        python_at = len(tail) - _END.size
+    else:
+        python_at = tail.rfind(_END_SIG)
+    if python_at != at:
+        raise DumpError(path, "truncated or corrupt zip file (a cut end record after the last "
+                        "whole one)")
+    (_, _disk, _cd_disk, _here, entries, cd_size, cd_offset, comment) = _END.unpack_from(tail, at)
+    location = base + at
+    end = location + _END.size + comment
+    if end != size:
+        raise ReadMismatch(path, f"{size - location - _END.size} bytes follow the zip's end "
+                           f"record where its comment length says {comment}: data after the "
+                           "archive")
+    zipfile_start = location - cd_size
+    locator_at = location - _END64_LOCATOR.size
+    if locator_at >= 0:
+        handle.seek(locator_at)
+        locator = handle.read(_END64_LOCATOR.size)
+        if locator[:4] == _LOCATOR_SIG:
+            _, _disk, end64_at, _disks = _END64_LOCATOR.unpack(locator)
+            python_at = locator_at - _END64.size
+            if end64_at != python_at:
+                raise ReadMismatch(path, f"the zip64 locator puts the zip64 end record at byte "
+                                   f"{end64_at}, but it sits at byte {python_at} (where "
+                                   "zipfile reads it): two readers would take two directories")
+            handle.seek(python_at)
+            record = handle.read(_END64.size)
+            if python_at < 0 or len(record) != _END64.size or record[:4] != _END64_SIG:
+                raise ReadMismatch(path, "the zip64 locator points at no zip64 end record "
+                                   "(zipfile ignores it, torch's reader does not)")
+            fields = _END64.unpack(record)
+            entries, cd_size, cd_offset = fields[7], fields[8], fields[9]
+            location = python_at
+            zipfile_start = python_at - cd_size
+    if zipfile_start != cd_offset:
+        raise ReadMismatch(path, f"the end record puts the zip's central directory at byte "
+                           f"{cd_offset} (where torch reads it), its size at byte "
+                           f"{zipfile_start} (where zipfile reads it): data in front of the "
+                           "archive, or a second directory")
+    return EndRecord(cd_offset, cd_size, entries, location, end)
+
+
+def lower_name(name: str) -> str:
+    """``name`` with ASCII letters lowered, as miniz compares record names (MZ_TOLOWER)."""
+    return name.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+
+
+def _shown(name: str) -> str:
+    return name if name.isprintable() else repr(name)
+
+
+def check_layout(path: str, handle: BinaryIO, end: EndRecord,
+                 records: list[zipfile.ZipInfo]) -> str:
+    """Refuse an archive whose records torch would list, name or place differently from
+    zipfile; return the folder torch reads every record from (the first record's)."""
+    if len(records) != end.entries:
+        raise ReadMismatch(path, f"the zip's end record counts {end.entries} records, its "
+                           f"directory holds {len(records)}: torch's reader walks the count, "
+                           "zipfile the bytes")
+    if not records:
+        raise DumpError(path, "zip file without a data.pkl record: not a torch.save file")
+    first = records[0].filename
+    if "/" not in first:
+        raise DumpError(path, f"zip file whose first record {_shown(first)} is in no folder; "
+                        "torch.load reads only records in one folder")
+    prefix = first[:first.index("/") + 1]
+    seen: dict[str, str] = {}
+    for record in records:
+        name = record.filename
+        if "\x00" in record.orig_filename:  # zipfile cut the name there; torch's reader did not
+            raise ReadMismatch(path, f"record name {_shown(record.orig_filename)} holds a NUL "
+                               "byte: zipfile reads the name up to it, torch's reader whole")
+        if not name.startswith(prefix):
+            raise DumpError(path, f"record {_shown(name)} is outside the folder "
+                            f"{_shown(prefix)} of the first record; torch.load refuses the file")
+        lowered = lower_name(name)
+        if lowered in seen:
+            raise ReadMismatch(path, f"records {_shown(seen[lowered])} and {_shown(name)} have "
+                               "the same name as torch's reader compares names (ignoring case): "
+                               "it takes either one")
+        seen[lowered] = name
+    if prefix + "constants.pkl" in seen.values():
+        raise ReadMismatch(path, "a TorchScript archive (it holds constants.pkl): torch.load "
+                           "hands it to torch.jit.load, which runs its code")
+    _check_overlaps(path, handle, end, records)
+    return prefix[:-1]
+
+
+def select_data_pkl(path: str, prefix: str, records: list[zipfile.ZipInfo]) -> zipfile.ZipInfo:
+    """The record torch reads as ``data.pkl``: ``<prefix>/data.pkl``, matched as miniz matches."""
+    wanted = f"{prefix}/data.pkl"
+    found = [r for r in records if lower_name(r.filename) == lower_name(wanted)]
+    if not found:
+        raise DumpError(path, "zip file without a data.pkl record: not a torch.save file")
+    record = found[0]  # check_layout refused names equal but for case
+    if record.filename != wanted:
+        raise ReadMismatch(path, f"the pickle record is named {_shown(record.filename)}: torch "
+                           "reads it as data.pkl (names match case-insensitively there), "
+                           "other readers do not")
+    return record
+
+
+def _check_overlaps(path: str, handle: BinaryIO, end: EndRecord,
+                    records: list[zipfile.ZipInfo]) -> None:
+    spans: list[tuple[int, int, str]] = []
+    for record in records:
+        try:
+            handle.seek(record.header_offset)
+            header = handle.read(_LOCAL.size)
+        except (OSError, OverflowError, ValueError) as exc:
+            raise DumpError(path, f"cannot read {_shown(record.filename)} ({exc})") from None
+        if len(header) != _LOCAL.size or header[:4] != b"PK\x03\x04":
+            raise DumpError(path, f"cannot read {_shown(record.filename)} (bad local header)")
+        fields: Any = _LOCAL.unpack(header)
+        start = record.header_offset
+        stop = start + _LOCAL.size + fields[9] + fields[10] + record.compress_size
+        spans.append((start, stop, record.filename))
+    spans.sort()
+    for (_, stop, name), (start, _, other) in zip(spans, spans[1:], strict=False):
+        if start < stop:
+            raise ReadMismatch(path, f"records {_shown(name)} and {_shown(other)} overlap in "
+                               "the file: one's bytes are read as part of the other")
+    if spans and spans[-1][1] > end.offset:
+        raise DumpError(path, f"truncated or corrupt zip file (record "
+                        f"{_shown(spans[-1][2])} runs into the central directory)")
