@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["PpauxError", "PathError", "DumpError", "LimitExceeded"]
+__all__ = [
+    "PpauxError",
+    "PathError",
+    "DumpError",
+    "LimitExceeded",
+    "TORCH_INSTALL_HINT",
+    "TorchMissingError",
+]
 
 
 class PpauxError(Exception):
@@ -29,3 +36,18 @@ class LimitExceeded(DumpError):
         super().__init__(path, f"{reason} (limit {limit}={value}; raise it with --limit {limit}=N)")
         self.limit = limit
         self.value = value
+
+
+#: How to get torch where it is missing. ppaux runs with the torch of the deployment it checks,
+#: so the advice is to pin that version rather than to take whatever the index has.
+TORCH_INSTALL_HINT = (
+    "pip install torch==VERSION, with the torch VERSION your sglang deployment runs"
+)
+
+
+class TorchMissingError(PpauxError, ImportError):
+    """A feature that needs torch, asked for where torch is not installed."""
+
+    def __init__(self, feature: str) -> None:
+        super().__init__(f"{feature} needs torch, which is not installed: {TORCH_INSTALL_HINT}")
+        self.feature = feature

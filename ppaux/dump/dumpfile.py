@@ -13,7 +13,7 @@ import struct
 import zipfile
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 from ppaux.dump import allowlist
 from ppaux.dump.capture_format import CAPTURE_MARKER
@@ -24,7 +24,7 @@ from ppaux.dump.model import StorageRef, StorageType
 from ppaux.dump.pickle_vm import Machine, shown_name
 from ppaux.files import InputFileError, open_regular
 
-__all__ = ["Dump", "read_dump", "read_dump_bytes"]
+__all__ = ["Dump", "read_dump", "read_dump_bytes", "read_dump_stream"]
 
 #: What Python's zipfile raises on hostile or corrupt archives (besides BadZipFile): I/O
 #: errors, bad UTF-8 names (ValueError), "zip file version" (NotImplementedError), offsets past
@@ -101,6 +101,23 @@ def read_dump_bytes(path: str, data: bytes, limits: Limits = Limits()) -> Dump:
         raise LimitExceeded(path, "max_pickle_bytes", limits.max_pickle_bytes,
                             f"the pickle is {len(data)} bytes")
     return _read_pickle(path, data, len(data), limits)
+
+
+def read_dump_stream(name: str, stream: BinaryIO, limits: Limits = Limits()) -> Dump:
+    """Read a dump from ``stream`` (stdin), which is held in memory whole; ``name`` ('<stdin>')
+    is used in messages. A plain pickle may have ``max_pickle_bytes``, a zip
+    ``max_stream_bytes``; past that it is refused without reading the rest."""
+    try:
+        head = stream.read(4)
+        bound = limits.max_stream_bytes if head in (_ZIP_MAGIC, _EMPTY_ZIP_MAGIC) else (
+            limits.max_pickle_bytes)
+        data = head + stream.read(bound + 1 - len(head))
+    except OSError as exc:
+        raise DumpError(name, f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > bound:
+        limit = "max_stream_bytes" if bound == limits.max_stream_bytes else "max_pickle_bytes"
+        raise LimitExceeded(name, limit, bound, f"the stream holds more than {bound} bytes")
+    return read_dump_bytes(name, data, limits)
 
 
 def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:

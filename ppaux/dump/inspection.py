@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable
+from typing import Any, BinaryIO, Callable, Iterable, Mapping
 
 from ppaux.dump.checks import check_dump, predict_pop
-from ppaux.dump.dumpfile import Dump, read_dump
+from ppaux.dump.dumpfile import Dump, read_dump, read_dump_stream
 from ppaux.errors import DumpError
 from ppaux.report.findings import Finding, Severity
 from ppaux.sglang.names import MSG_TYPE_KEY
@@ -98,9 +98,12 @@ def _plain(meta: dict) -> dict:
     return out
 
 
-def inspect_file(path: str, limits: Limits = Limits()) -> tuple[dict[str, Any], list[Finding]]:
-    """Read, describe and check one file; raise :class:`DumpError` if it cannot be read."""
-    dump = read_dump(path, limits)
+def inspect_file(
+    path: str, limits: Limits = Limits(), stream: BinaryIO | None = None
+) -> tuple[dict[str, Any], list[Finding]]:
+    """Read, describe and check one file (or ``stream``, named ``path`` in the report); raise
+    :class:`DumpError` if it cannot be read."""
+    dump = read_dump(path, limits) if stream is None else read_dump_stream(path, stream, limits)
     # A file name may hold anything a directory allows (newlines, bytes that are not UTF-8):
     # reports show it escaped. The file was opened by its real name above.
     path = dump.path = shown_name(path)
@@ -161,18 +164,27 @@ def inspect_paths(
     *,
     release: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    streams: Mapping[str, BinaryIO] | None = None,
 ) -> Report:
     """Inspect files and directories; unreadable inputs become problems, the rest still run.
+
+    A path that is a key of ``streams`` (such as ``'<stdin>'``) is read from that stream.
 
     ``release`` (such as '0.5.23') also checks each output message's keys against that release's
     expected key set. ``progress(done, total)`` is called after each file.
     """
-    files, problems = collect_files(paths, limits)
+    streams = streams or {}
+    files, problems = collect_files(paths, limits) if not streams else ([], [])
+    if streams:  # in the order given, each stream where its name stands
+        for path in paths:
+            found, missed = ([path], []) if path in streams else collect_files([path], limits)
+            files += found
+            problems += missed
     report = Report(command="inspect", problems=problems)
     descriptions = []
     for index, path in enumerate(files, 1):
         try:
-            description, findings = inspect_file(path, limits)
+            description, findings = inspect_file(path, limits, streams.get(path))
         except DumpError as exc:
             # Each problem is one line on stderr, whatever the file is called.
             report.problems.append(InputProblem(shown_name(exc.path), shown_name(exc.reason)))
