@@ -182,6 +182,8 @@ def test_dash_reads_one_dump_from_stdin():
      "<stdin>: the stream holds more than 100 bytes (limit max_stream_bytes=100; raise it with "
      "--limit max_stream_bytes=N)"),
     (("inspect", "-", "-"), b"", "-: stdin can be read only once"),
+    (("replay", "-"), b"", "-: replay reads tensors back from the file, so it cannot read stdin; "
+     "give a path"),
 ])
 def test_bad_stdin_is_one_line(args, stdin, message):
     done = ppaux_process(*args, stdin=stdin)

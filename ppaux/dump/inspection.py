@@ -15,7 +15,14 @@ from ppaux.dump.payload import Payload, Tally, describe_entry, find_payloads, sa
 from ppaux.dump.pickle_vm import shown_name
 from ppaux.report.document import InputProblem, Report, Table
 
-__all__ = ["DUMP_SUFFIXES", "collect_files", "describe_dump", "inspect_file", "inspect_paths"]
+__all__ = [
+    "DUMP_SUFFIXES",
+    "collect_files",
+    "collect_inputs",
+    "describe_dump",
+    "inspect_file",
+    "inspect_paths",
+]
 
 #: Rows shown per table in the human view; the JSON report always lists every entry. Drawing a
 #: table costs about a millisecond per row, and a hostile dict may have a million keys.
@@ -49,6 +56,22 @@ def collect_files(paths: Iterable[str], limits: Limits = Limits()) -> tuple[list
             files += found
         else:
             files.append(path)
+    return files, problems
+
+
+def collect_inputs(
+    paths: Iterable[str], limits: Limits, streams: Mapping[str, BinaryIO]
+) -> tuple[list[str], list[InputProblem]]:
+    """:func:`collect_files`, except that a name in ``streams`` (such as ``'<stdin>'``) stays
+    where it stands, to be read from its stream."""
+    if not streams:
+        return collect_files(paths, limits)
+    files: list[str] = []
+    problems: list[InputProblem] = []
+    for path in paths:
+        found, missed = ([path], []) if path in streams else collect_files([path], limits)
+        files += found
+        problems += missed
     return files, problems
 
 
@@ -174,12 +197,7 @@ def inspect_paths(
     expected key set. ``progress(done, total)`` is called after each file.
     """
     streams = streams or {}
-    files, problems = collect_files(paths, limits) if not streams else ([], [])
-    if streams:  # in the order given, each stream where its name stands
-        for path in paths:
-            found, missed = ([path], []) if path in streams else collect_files([path], limits)
-            files += found
-            problems += missed
+    files, problems = collect_inputs(paths, limits, streams)
     report = Report(command="inspect", problems=problems)
     descriptions = []
     for index, path in enumerate(files, 1):

@@ -17,7 +17,7 @@ from ppaux_cli.options import (
     limits_from,
     report_options,
 )
-from ppaux_cli.output import emit, fail
+from ppaux_cli.output import STDIO, emit, fail
 
 __all__ = ["replay"]
 
@@ -89,6 +89,8 @@ def replay(
     except TorchMissingError as exc:
         fail(str(exc))
     limits = limits_from(limit)
+    if STDIO in paths:
+        fail("-: replay reads tensors back from the file, so it cannot read stdin; give a path")
     if sglang_path is not None and impl is Impl.REFERENCE:
         fail(f"--sglang-path {sglang_path}: only used with --impl sglang or --impl both")
     settings = ReplayOptions(
