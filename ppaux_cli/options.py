@@ -42,9 +42,6 @@ __all__ = [
     "check_stage_options",
 ]
 
-E = TypeVar("E", bound=enum.Enum)
-
-
 def _distance(a: str, b: str) -> int:
     """Edits (insert, delete, replace, swap two neighbours) that turn ``a`` into ``b``."""
     previous2: list[int] = []
@@ -330,7 +327,7 @@ def _tuple(value: Any) -> tuple[str, ...] | None:
 
 
 #: ``ppaux -q`` and ``ppaux -v`` (before the command), set by the root callback on every run.
-ROOT_VERBOSITY = {"quiet": False, "verbose": False}
+ROOT_VERBOSITY: dict[str, bool] = {"quiet": False, "verbose": False}
 
 
 def _from_flags(values: dict[str, Any]) -> ReportOptions:
