@@ -13,6 +13,8 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "PpauxError": "errors",
+    "DumpError": "errors",
+    "LimitExceeded": "errors",
     "Limits": "limits",
     "Finding": "report",
     "Report": "report",

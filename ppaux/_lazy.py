@@ -8,6 +8,7 @@ and cheap, and lets a subpackage declare its public API without import cycles.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -29,6 +30,7 @@ def lazy_exports(
         return getattr(importlib.import_module(f"{package}.{module}"), name)
 
     def __dir__() -> list[str]:
-        return sorted(exports)
+        # The lazy names and those the package defines itself (``__version__``, ...).
+        return sorted(set(exports) | set(vars(sys.modules[package])))
 
     return __getattr__, __dir__

@@ -1,4 +1,12 @@
-"""Exceptions ppaux raises for inputs it cannot use; each message names the input and the fault."""
+"""The exceptions ppaux raises on purpose, under one base, :class:`PpauxError`.
+
+Every ppaux exception derives from :class:`PpauxError` and from the builtin its callers expect
+(``ValueError`` for a bad value or file content, ``OSError`` for a file that cannot be opened,
+``LookupError`` for a name that is not known, ``RuntimeError`` for a step that failed). The
+errors shared by several areas are here; the others live beside the code that raises them
+(``ppaux.report.config.ConfigError``, ``ppaux.replay.wire.WireError``, ...). Each message names
+the input and the fault.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +15,25 @@ __all__ = [
     "PathError",
     "DumpError",
     "LimitExceeded",
+    "limit_note",
     "TORCH_INSTALL_HINT",
     "TorchMissingError",
 ]
 
 
+def limit_note(name: str, value: "int | None" = None) -> str:
+    """The note that ends a message about limit ``name`` (at ``value``): which limit stopped
+    the read, and how to raise it, spelt as :func:`ppaux.limits.parse_limit` reads it after the
+    CLI's ``--limit``.
+
+    The one place that phrases it, so that every refusal reads the same.
+    """
+    limit = name if value is None else f"{name}={value}"
+    return f"(limit {limit}; raise it with --limit {name}=N)"
+
+
 class PpauxError(Exception):
-    """Base of every error ppaux raises on purpose for bad input."""
+    """Base of every exception ppaux raises on purpose."""
 
 
 class PathError(PpauxError):
@@ -30,10 +50,11 @@ class DumpError(PathError, ValueError):
 
 
 class LimitExceeded(DumpError):
-    """A dump that goes over one of the reader's limits (see :class:`ppaux.limits.Limits`)."""
+    """A dump that goes over one of the reader's limits (see :class:`ppaux.limits.Limits`):
+    ``limit`` is the limit's name and ``value`` its setting."""
 
     def __init__(self, path: str, limit: str, value: int, reason: str) -> None:
-        super().__init__(path, f"{reason} (limit {limit}={value}; raise it with --limit {limit}=N)")
+        super().__init__(path, f"{reason} {limit_note(limit, value)}")
         self.limit = limit
         self.value = value
 

@@ -3,18 +3,21 @@
 A FIFO would block an ``open`` until a writer comes, and ``/dev/zero`` never ends; a path can
 also be swapped for one between a check and the open. So every input file is opened
 non-blocking and checked on the open descriptor, and whole-file reads stop one byte past their
-limit. Each reader turns :class:`InputFileError` into its own error type.
+limit. Each reader turns :class:`InputFileError` into its own error type. Directories given as
+inputs are walked by :func:`collect_files`.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable
 from typing import BinaryIO
 
-from ppaux.errors import PathError
+from ppaux.errors import PathError, limit_note
+from ppaux.text import shown_name
 
-__all__ = ["InputFileError", "open_regular", "read_regular"]
+__all__ = ["InputFileError", "collect_files", "open_regular", "read_regular"]
 
 
 class InputFileError(PathError, OSError):
@@ -62,3 +65,37 @@ def read_regular(path: str, max_bytes: int, what: str = "input") -> bytes:
     if len(data) > max_bytes:
         raise InputFileError(path, f"larger than {max_bytes} bytes; not a {what}")
     return data
+
+
+def collect_files(
+    paths: Iterable[str], suffixes: tuple[str, ...], max_files: int, what: str = "files"
+) -> tuple[list[str], list[PathError]]:
+    """Expand directories (recursively, links not followed) into the files whose names end
+    with one of ``suffixes`` (case-insensitive), in sorted order; other paths are kept as given.
+
+    A directory with no such file, or one that would take the count past ``max_files`` (the
+    walk stops there), is a :class:`~ppaux.errors.PathError`; ``what`` names the files in it.
+    """
+    files: list[str] = []
+    problems: list[PathError] = []
+    for path in paths:
+        if not os.path.isdir(path):
+            files.append(path)
+            continue
+        found: list[str] = []
+        for folder, dirs, names in os.walk(path):
+            dirs.sort()
+            for name in sorted(names):
+                if name.lower().endswith(suffixes):
+                    found.append(os.path.join(folder, name))
+                    if len(files) + len(found) > max_files:
+                        problems.append(PathError(
+                            shown_name(path),
+                            f"holds more than {max_files} {what} {limit_note('max_files')}",
+                        ))
+                        return files, problems
+        if not found:
+            patterns = ", ".join("*" + suffix for suffix in suffixes)
+            problems.append(PathError(shown_name(path), f"directory holds no {what} ({patterns})"))
+        files += found
+    return files, problems

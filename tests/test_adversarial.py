@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers import REPO
 from hostile_run import Run, inspect_command, run_cli_many, run_measured
 
-REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "fixtures"))
 
 import make_adversarial as corpus  # noqa: E402

@@ -15,21 +15,23 @@ from pathlib import Path
 
 import pytest
 import torch
-from typer.testing import CliRunner
 
 from ppaux.capture import hooks as capture
-from ppaux_cli.app import app
+from helpers import cli
 import sglang_shaped
 
 P = "__sampling_observer_output__."
 NON_TENSOR = "received a non-tensor auxiliary PP output"
-ENV = {"NO_COLOR": "1", "COLUMNS": "100", "PPAUX_CAPTURE_DIR": None, "SGLANG_PLUGINS": None,
-       "PPAUX_CAPTURE_WHEN": None, "PPAUX_CAPTURE_MAX_FILES": None,
-       "PPAUX_CAPTURE_MAX_BYTES": None, "PPAUX_CAPTURE_SAMPLE_EVERY": None}
+# The capture settings of the environment the tests run in must not leak into them.
+UNSET: dict[str, str | None] = {
+    "PPAUX_CAPTURE_DIR": None, "SGLANG_PLUGINS": None, "PPAUX_CAPTURE_WHEN": None,
+    "PPAUX_CAPTURE_MAX_FILES": None, "PPAUX_CAPTURE_MAX_BYTES": None,
+    "PPAUX_CAPTURE_SAMPLE_EVERY": None,
+}
 
 
 def run(*args: str, **env: str):
-    return CliRunner().invoke(app, list(args), env={**ENV, **env})
+    return cli(*args, env={**UNSET, **env})
 
 
 class Observer:

@@ -8,16 +8,11 @@ import subprocess
 import sys
 
 import pytest
-from typer.testing import CliRunner
 
-from ppaux_cli.app import app
+from helpers import ENV, cli
 from skew_fixtures import BAD, SETS, tree
 
-ENV = {"NO_COLOR": "1", "COLUMNS": "100"}
-
-
-def run(*args: str, env: "dict | None" = None):
-    return CliRunner().invoke(app, list(args), env={**ENV, **(env or {})})
+run = cli
 
 
 def test_fingerprint_to_stdout_and_to_a_file(tmp_path):

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import io
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-torch = pytest.importorskip("torch")
+import torch
 
-from ppaux.replay import transport  # noqa: E402
-from ppaux.dump.checks import check_dump, predict_pop  # noqa: E402
-from ppaux.dump.dumpfile import read_dump_bytes  # noqa: E402
-from ppaux.sglang.names import OUTPUT_PREFIX  # noqa: E402
-from ppaux.limits import Limits  # noqa: E402
-from ppaux.dump.payload import find_payloads  # noqa: E402
+from ppaux.replay import transport
+from ppaux.dump.checks import check_dump, predict_pop
+from ppaux.dump.dumpfile import read_dump_bytes
+from ppaux.sglang.names import OUTPUT_PREFIX
+from ppaux.limits import Limits
+from ppaux.dump.payload import find_payloads
 
 
 class Observer:

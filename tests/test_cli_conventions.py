@@ -131,7 +131,8 @@ def test_verbose_names_the_configuration_and_quiet_silences_it(tmp_path):
     (("inspect", CLEAN, "--fail-on", "zzz"),
      "--fail-on: 'zzz' is not one of error, warning, info, never"),
     (("replay", CLEAN, "--transport", "wier"),
-     "--transport: 'wier' is not one of none, wire, torch-distributed; did you mean 'wire'?"),
+     "--transport: 'wier' is not one of none, wire, torch-distributed, sglang; did you mean "
+     "'wire'?"),
     (("rules", "--format", "markdwn"),
      "--format: 'markdwn' is not one of text, json, markdown; did you mean 'markdown'?"),
     (("explain", "PP1O1"),

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from helpers import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
 SARIF_SCHEMA = json.loads((REPO / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
 
@@ -200,7 +200,8 @@ def test_skew_gate_recipe_runs_as_written(tmp_path):
     (tmp_path / "wheels").mkdir()
     shutil.copy(wheel, tmp_path / "wheels" / wheel.name)
     # The recipe downloads the wheel itself; the test hands it the cached copy instead.
-    fingerprints = "\n".join(l for l in scripts[0].splitlines() if not l.startswith("pip download"))
+    fingerprints = "\n".join(
+        line for line in scripts[0].splitlines() if not line.startswith("pip download"))
     assert _run_script(fingerprints, tmp_path, env) == 0
     assert _run_script(scripts[1], tmp_path, env) == 0
 

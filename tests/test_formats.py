@@ -1,13 +1,13 @@
 """Every output format: golden files, and each document parsed or validated as its reader would.
 
 The golden reports are built in memory with a fixed three-rule catalogue and a fixed version,
-so the goldens change only when a formatter does. ``PPAUX_UPDATE_GOLDEN=1`` rewrites them.
+so the goldens change only when a formatter does. ``PPAUX_UPDATE_GOLDEN=1`` rewrites
+them and fails the run, so that the change is reviewed.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -15,6 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from helpers import check_golden
 import ppaux
 import ppaux.report.catalogue
 from ppaux.report.findings import Finding, Rule, Severity
@@ -23,7 +24,6 @@ from ppaux.report.document import FailOn, InputProblem, Report, Table
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden" / "formats"
-UPDATE = os.environ.get("PPAUX_UPDATE_GOLDEN") == "1"
 SARIF_SCHEMA = json.loads((HERE / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
 
 SUFFIX = {
@@ -89,12 +89,7 @@ REPORTS = {"mixed": mixed_report, "clean": clean_report}
 
 
 def _golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if UPDATE:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    assert path.exists(), f"missing golden {name} (PPAUX_UPDATE_GOLDEN=1 writes it)"
-    assert text == path.read_text(encoding="utf-8"), f"{name} differs (PPAUX_UPDATE_GOLDEN=1 rewrites)"
+    check_golden(GOLDEN / name, text)
 
 
 @pytest.mark.parametrize("fmt", list(Format), ids=lambda f: f.value)

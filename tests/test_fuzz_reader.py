@@ -17,17 +17,16 @@ from __future__ import annotations
 import os
 import struct
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import REPO
 from ppaux.dump.allowlist import ALLOWED_NAMES
 from ppaux.limits import Limits
 from ppaux.report.document import Report
 
-REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "fixtures"))
 sys.path.insert(0, str(REPO / "fuzz"))
 

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from ppaux.report.catalogue import RULES
 from ppaux.report.config import Config, ConfigError, discover_config, find_config, load_config, resolve_gate
@@ -14,10 +13,8 @@ from ppaux.report.findings import Finding, Severity
 from ppaux.report.gate import Gate
 from ppaux.report.document import FailOn, InputProblem, Report
 from ppaux.report.selection import Selection, UnknownCodeError, parse_codes
-from ppaux_cli.app import app
+from helpers import REPO, cli
 
-REPO = Path(__file__).resolve().parent.parent
-ENV = {"NO_COLOR": "1", "COLUMNS": "100"}
 MIXED = ["fixtures/dumps/aux_list.pt", "fixtures/dumps/aux_non_contiguous.pt",
          "fixtures/dumps/no_tensor_dict.pt", "fixtures/dumps/clean_output.pt"]
 
@@ -32,8 +29,7 @@ def run(*args: str, cwd: Path = REPO, **env: str):
     old = os.getcwd()
     os.chdir(cwd)
     try:
-        return CliRunner().invoke(app, [a.replace("@", str(REPO) + "/") for a in args],
-                                  env={**ENV, **env})
+        return cli(*(a.replace("@", str(REPO) + "/") for a in args), env=env)
     finally:
         os.chdir(old)
 

@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hostile_run import run_cli_many, run_measured
+from helpers import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 ADVERSARIAL = REPO / "fixtures" / "adversarial"
 SKEW = REPO / "fixtures" / "skew"
 GOOD_FINGERPRINT = SKEW / "fingerprints" / "consistent" / "pp0.json"
@@ -375,7 +375,16 @@ def test_deep_expression_that_parses(tmp_path):
     start = text.index(":\n", text.index(head)) + 2
     (tree / TRANSPORT).write_text(text[:start] + "    _deep = " + "+".join(["x"] * 1500) + "\n"
                                   + text[start:])
-    analyse(str(tree))
+    capability = analyse(str(tree))
+    # The file parses, but too deep to analyse: its facts are unknown, with the reason; the
+    # other files are still read.
+    reason = "not analysable: its syntax nests deeper than 300 levels"
+    assert capability.transport == "unknown"
+    assert capability.unknown["transport"] == f"{tree / TRANSPORT}: {reason}"
+    assert {f.role: (f.status, f.reason) for f in capability.files} == {
+        "scheduler": ("ok", None), "transport": ("unparsable", reason),
+        "logprobs": ("ok", None), "wire": ("ok", None),
+    }
 
 
 def test_special_sglang_paths_through_the_cli(tmp_path):

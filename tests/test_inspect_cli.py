@@ -6,25 +6,14 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 import ppaux
-from ppaux_cli.app import app
+from helpers import REPO, cli
 
-REPO = Path(__file__).resolve().parent.parent
-ENV = {"NO_COLOR": "1", "COLUMNS": "100"}
-
-
-@pytest.fixture(autouse=True)
-def _in_repo(monkeypatch):
-    monkeypatch.chdir(REPO)
-
-
-def run(*args: str):
-    return CliRunner().invoke(app, list(args), env=ENV)
+pytestmark = pytest.mark.usefixtures("in_repo")
+run = cli
 
 
 def test_version_and_help():

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from ppaux.dump.inspection import inspect_file
-from ppaux_cli.app import app
+from helpers import REPO, check_golden, cli
 
-REPO = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden" / "inspect"
-UPDATE = os.environ.get("PPAUX_UPDATE_GOLDEN") == "1"
 AUX = "__sampling_observer_output__."
 NON_TENSOR = "received a non-tensor auxiliary PP output"
 
@@ -60,9 +56,7 @@ def fixture_names(folder: str) -> list[str]:
     return sorted(f"{folder}/{p.name}" for p in (REPO / "fixtures" / folder).iterdir() if p.is_file())
 
 
-@pytest.fixture(autouse=True)
-def _in_repo(monkeypatch):
-    monkeypatch.chdir(REPO)
+pytestmark = pytest.mark.usefixtures("in_repo")
 
 
 def test_every_dump_fixture_has_an_expectation():
@@ -133,19 +127,14 @@ def test_malicious_globals_are_named(name):
 
 
 def _golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if UPDATE:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8"), f"golden {name} differs (PPAUX_UPDATE_GOLDEN=1 rewrites)"
+    check_golden(GOLDEN / name, text)
 
 
-ENV = {"NO_COLOR": "1", "COLUMNS": "100"}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED) + fixture_names("malicious"))
 def test_golden_json(name):
-    result = CliRunner().invoke(app, ["inspect", f"fixtures/{name}", "--format", "json"], env=ENV)
+    result = cli("inspect", f"fixtures/{name}", "--format", "json")
     codes = [c for c, _ in EXPECTED.get(name, ([("PP201", None)], None))[0]]
     assert result.exit_code == (1 if any(c in ("PP101", "PP103", "PP113", "PP115", "PP201")
                                          for c in codes) else 0)
@@ -156,5 +145,5 @@ def test_golden_json(name):
 @pytest.mark.parametrize("name", ["dumps/aux_list.pt", "dumps/clean_output.pt",
                                   "dumps/capture_pop_error.pt", "malicious/os_system_reduce.pt"])
 def test_golden_text(name):
-    result = CliRunner().invoke(app, ["inspect", f"fixtures/{name}"], env=ENV)
+    result = cli("inspect", f"fixtures/{name}")
     _golden(name.replace("/", "__") + ".txt", result.stdout)

@@ -7,8 +7,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from helpers import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 MALICIOUS = sorted(glob.glob(str(REPO / "fixtures" / "malicious" / "*")))
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from helpers import REPO
 from ppaux.dump.dumpfile import read_dump
 from ppaux.replay.materialize import (
     DeviceError,
@@ -22,7 +23,6 @@ from ppaux.replay.materialize import (
 from ppaux.dump.model import Opaque
 from ppaux.dump.payload import find_payloads
 
-REPO = Path(__file__).resolve().parent.parent
 DUMPS = REPO / "fixtures" / "dumps"
 
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from helpers import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 
 
 def setup_commands() -> list[str]:

@@ -13,24 +13,16 @@ from pathlib import Path
 
 import pytest
 import torch
-from typer.testing import CliRunner
 
 from ppaux.replay.run import Impl, ReplayOptions, Sender, Transport, replay_paths
 from test_replay_fixtures import replayable_dumps
-from ppaux_cli.app import app
+from helpers import REPO, cli
 
-REPO = Path(__file__).resolve().parent.parent
-ENV = {"NO_COLOR": "1", "COLUMNS": "100"}
 P = "__sampling_observer_output__."
 
 
-@pytest.fixture(autouse=True)
-def _in_repo(monkeypatch):
-    monkeypatch.chdir(REPO)
-
-
-def run(*args: str):
-    return CliRunner().invoke(app, list(args), env=ENV)
+pytestmark = pytest.mark.usefixtures("in_repo")
+run = cli
 
 
 def replay_json(*args: str) -> tuple[int, dict]:
@@ -165,6 +157,7 @@ def test_clean_replay_reports_the_output_and_exit_0():
         "device": "cpu", "sender": "validating", "transport": "wire", "impl": "reference",
         "all_gather": 1, "implementations": {"reference": {
             "origin": "ppaux.transport", "version": None, "sha256": None, "stock_releases": []}},
+        "sglang_runtime": None,
     }
 
 
@@ -256,7 +249,7 @@ def test_auto_device_falls_back_to_cpu_without_cuda():
 @pytest.mark.parametrize("args, message", [
     (["--device", "tpu"], "--device tpu: not a device; use cpu, cuda, cuda:N or auto"),
     (["--sglang-path", "/nonexistent/sglang"],
-     "--sglang-path /nonexistent/sglang: only used with --impl sglang or --impl both"),
+     "--sglang-path /nonexistent/sglang: only used with --impl sglang, --impl both or --transport sglang"),
     (["--impl", "both", "--sglang-path", "/nonexistent/sglang"],
      "--sglang-path /nonexistent/sglang: no such file or directory"),
 ])

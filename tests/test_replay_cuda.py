@@ -6,7 +6,6 @@ NCCL refuses two ranks on one GPU.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import torch
@@ -17,15 +16,12 @@ from ppaux.replay.wire import transfer
 pytestmark = [
     pytest.mark.cuda,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+    pytest.mark.usefixtures("in_repo"),
 ]
 
-REPO = Path(__file__).resolve().parent.parent
 P = "__sampling_observer_output__."
 
 
-@pytest.fixture(autouse=True)
-def _in_repo(monkeypatch):
-    monkeypatch.chdir(REPO)
 
 
 def run_of(report, index: int = 0) -> dict:

@@ -7,29 +7,22 @@ timeouts; the sender is the test process itself.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import torch
-from typer.testing import CliRunner
 
 import test_replay_fixtures as fixtures
 from ppaux.replay.run import ReplayOptions, Sender, Transport, replay_paths
 from ppaux.replay.wire import WireError
 from ppaux.replay.distributed import DistributedWire
-from ppaux_cli.app import app
+from helpers import cli
 
-pytestmark = pytest.mark.distributed
+pytestmark = [pytest.mark.distributed, pytest.mark.usefixtures("in_repo")]
 
-REPO = Path(__file__).resolve().parent.parent
-ENV = {"NO_COLOR": "1", "COLUMNS": "100"}
 P = "__sampling_observer_output__."
 TIMEOUT = "30"
 
 
-@pytest.fixture(autouse=True)
-def _in_repo(monkeypatch):
-    monkeypatch.chdir(REPO)
 
 
 class ReceiverCannotImport:
@@ -42,7 +35,7 @@ def test_legacy_sender_reproduces_the_error_on_the_receiver(tmp_path):
                 "__msg_type__": "output"}, dump)
     common = [str(dump), "--transport", "torch-distributed", "--timeout", TIMEOUT,
               "--format", "json"]
-    result = CliRunner().invoke(app, ["replay", *common, "--sender", "legacy"], env=ENV)
+    result = cli("replay", *common, "--sender", "legacy")
     assert result.exit_code == 1, result.output
     doc = json.loads(result.stdout)
     (replayed,) = doc["results"]
@@ -55,7 +48,7 @@ def test_legacy_sender_reproduces_the_error_on_the_receiver(tmp_path):
     assert run["wire"]["seconds"] > 0
     assert [f["code"] for f in doc["findings"]] == ["PP401"]
 
-    result = CliRunner().invoke(app, ["replay", *common], env=ENV)
+    result = cli("replay", *common)
     assert result.exit_code == 1
     (replayed,) = json.loads(result.stdout)["results"]
     assert (replayed["stage"], replayed["error"]) == (

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -10,14 +9,10 @@ import wheels
 from ppaux.replay.run import Impl, ReplayOptions, Sender, Transport, replay_paths
 from test_replay_fixtures import replayable_dumps
 
-pytestmark = pytest.mark.wheels
-
-REPO = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.wheels, pytest.mark.usefixtures("in_repo")]
 
 
-@pytest.fixture(autouse=True)
-def _in_repo(monkeypatch):
-    monkeypatch.chdir(REPO)
+
 
 
 @pytest.mark.parametrize("version", ["0.5.19", "0.5.23"])

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from helpers import REPO
 from ppaux.report.formats import Format, render
 from ppaux.report.document import Report, Table
 from ppaux_cli.app import app
 from ppaux_cli.output import use_color
 from ppaux_cli.progress import progress_reporter
 
-REPO = Path(__file__).resolve().parent.parent
 ESC = "\x1b["
 
 # Runs the CLI in a fresh interpreter and reports which heavy modules it imported.
@@ -39,7 +39,7 @@ sys.stderr.write("\\nPROBE " + json.dumps({"code": code, "heavy": heavy}) + "\\n
 def _probe(*args: str, env: dict | None = None) -> dict:
     done = subprocess.run([sys.executable, "-c", _PROBE, *args], cwd=REPO, capture_output=True,
                           text=True, timeout=300, env={**os.environ, "NO_COLOR": "1", **(env or {})})
-    line = [l for l in done.stderr.splitlines() if l.startswith("PROBE ")][-1]
+    line = [out for out in done.stderr.splitlines() if out.startswith("PROBE ")][-1]
     return json.loads(line[len("PROBE "):])
 
 

@@ -215,8 +215,11 @@ def test_add_inserts_prefixed_keys_in_order_and_calls_once() -> None:
 
 
 def test_add_none_beats_everything() -> None:
-    # ``None`` is checked before the Protocol, so it never raises.
-    add_auxiliary_output_to_pp_tensors({}, None)
+    # ``None`` is checked before the Protocol, so it never raises, and it adds nothing.
+    tensors: dict[str, Any] = {"next_token_ids": t(1)}
+    before = snapshot(tensors)
+    assert add_auxiliary_output_to_pp_tensors(tensors, None) is None
+    assert snapshot(tensors) == before
 
 
 def test_add_name_check_comes_before_tensor_check() -> None:

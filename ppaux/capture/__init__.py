@@ -6,6 +6,7 @@ sglang plugin in :mod:`.plugin`), the writer, and the capture directory (:mod:`.
 from ppaux._lazy import lazy_exports
 
 _EXPORTS = {
+    "ENV_DIR": "hooks",
     "install": "hooks",
     "uninstall": "hooks",
     "CaptureConfig": "hooks",

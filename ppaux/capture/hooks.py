@@ -45,7 +45,7 @@ from typing import Any, Callable, Optional
 
 from ppaux.capture import store as capture_store
 from ppaux.dump.capture_format import make_capture, make_meta
-from ppaux.sglang.names import OUTPUT_PREFIX
+from ppaux.sglang.names import ADD, OUTPUT_PREFIX, POP, TRANSPORT_MODULE
 
 __all__ = [
     "ADD",
@@ -73,9 +73,7 @@ __all__ = [
 ]
 
 #: The module that holds sglang's PP auxiliary transport (0.5.19+).
-TARGET_MODULE = "sglang.srt.sampling.sampling_observer_pp"
-ADD = "add_auxiliary_output_to_pp_tensors"
-POP = "pop_auxiliary_output_from_pp_tensors"
+TARGET_MODULE = TRANSPORT_MODULE
 
 ENV_DIR = "PPAUX_CAPTURE_DIR"
 ENV_WHEN = "PPAUX_CAPTURE_WHEN"

@@ -15,12 +15,9 @@ from __future__ import annotations
 import logging
 import os
 
-__all__ = ["PLUGIN_NAME", "ENTRY_POINT", "register"]
+from ppaux.sglang.names import ENTRY_POINT, PLUGIN_NAME
 
-#: The entry-point name, which is what ``SGLANG_PLUGINS`` lists.
-PLUGIN_NAME = "ppaux_capture"
-#: The entry-point value declared in ppaux's metadata.
-ENTRY_POINT = "ppaux.capture_plugin:register"
+__all__ = ["PLUGIN_NAME", "ENTRY_POINT", "register"]
 
 logger = logging.getLogger("ppaux.capture")
 

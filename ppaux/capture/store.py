@@ -28,6 +28,13 @@ from typing import Any
 from ppaux.report.catalogue import finding
 from ppaux.errors import PathError
 from ppaux.report.document import Report, Table
+from ppaux.sglang.names import (
+    ENTRY_POINT,
+    HOOK_REGISTRY_FILE,
+    PLUGIN_GROUP,
+    PLUGIN_NAME,
+    TRANSPORT_FILE,
+)
 
 __all__ = [
     "CAPTURE_GLOB",
@@ -99,7 +106,7 @@ def capture_name(time: str, host: str, pid: int, seq: int, function: str) -> str
     return f"capture-{time}-{safe_host}-{pid}-{seq:04d}-{short}.pt"
 
 
-def capture_paths(directory: str | os.PathLike) -> list[Path]:
+def capture_paths(directory: str | os.PathLike[str]) -> list[Path]:
     """The finished captures in ``directory``, oldest name first; [] when it does not exist.
 
     Raises :class:`OSError` when the directory exists but cannot be listed.
@@ -112,7 +119,7 @@ def capture_paths(directory: str | os.PathLike) -> list[Path]:
     return [base / n for n in sorted(names) if _CAPTURE_RE.match(n)]
 
 
-def usage(directory: str | os.PathLike) -> Usage:
+def usage(directory: str | os.PathLike[str]) -> Usage:
     """Files and bytes of the finished captures in ``directory`` (what the bounds count).
 
     A file that disappears while it is counted (deleted by a user) is simply not counted.
@@ -130,7 +137,7 @@ def usage(directory: str | os.PathLike) -> Usage:
     return Usage(files, total)
 
 
-def read_skipped(directory: str | os.PathLike) -> int:
+def read_skipped(directory: str | os.PathLike[str]) -> int:
     """How many captures the bounds of ``directory`` refused so far (0 when none recorded)."""
     try:
         with open(Path(directory) / SKIPPED_NAME, "rb") as handle:
@@ -146,7 +153,7 @@ def read_skipped(directory: str | os.PathLike) -> int:
     return max(value, 0)
 
 
-def list_captures(directory: str | os.PathLike) -> list[CaptureEntry]:
+def list_captures(directory: str | os.PathLike[str]) -> list[CaptureEntry]:
     """Every finished capture in ``directory`` with its metadata, read without torch.
 
     A file that is not a readable ppaux capture is listed with ``meta`` None and the reason in
@@ -184,11 +191,11 @@ def _plain(value: Any) -> Any:
 # ----------------------------------------------------------------------------------------------
 # The sglang plugin in this environment
 
-_PLUGIN_GROUP = "sglang.srt.plugins"
-_PLUGIN_NAME = "ppaux_capture"
-_ENTRY_POINT = "ppaux.capture_plugin:register"
-_FRAMEWORK = "srt/plugins/hook_registry.py"
-_TRANSPORT = "srt/sampling/sampling_observer_pp.py"
+_PLUGIN_GROUP = PLUGIN_GROUP
+_PLUGIN_NAME = PLUGIN_NAME
+_ENTRY_POINT = ENTRY_POINT
+_FRAMEWORK = HOOK_REGISTRY_FILE
+_TRANSPORT = TRANSPORT_FILE
 
 
 @dataclass(frozen=True)
@@ -326,7 +333,7 @@ def _writable_problem(directory: Path) -> str | None:
     return None
 
 
-def status_report(directory: str | os.PathLike | None = None,
+def status_report(directory: str | os.PathLike[str] | None = None,
                   environ: Mapping[str, str] | None = None) -> Report:
     """``ppaux capture status``: the plugin's state and what ``directory`` holds.
 
@@ -382,7 +389,7 @@ def status_report(directory: str | os.PathLike | None = None,
     return report
 
 
-def list_report(directory: str | os.PathLike) -> Report:
+def list_report(directory: str | os.PathLike[str]) -> Report:
     """``ppaux capture list``: every capture in ``directory`` with its error message.
 
     Raises :class:`CaptureDirError` when ``directory`` is missing or cannot be listed.

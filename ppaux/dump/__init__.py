@@ -13,8 +13,8 @@ _EXPORTS = {
     "inspect_paths": "inspection",
     "inspect_file": "inspection",
     "describe_dump": "inspection",
-    "collect_files": "inspection",
-    "DUMP_SUFFIXES": "inspection",
+    "collect_dumps": "dumpfile",
+    "DUMP_SUFFIXES": "dumpfile",
 }
 
 __all__ = sorted(_EXPORTS)

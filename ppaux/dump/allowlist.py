@@ -25,7 +25,8 @@ from ppaux.dump.model import (
     TensorRef,
     TypeRef,
 )
-from ppaux.dump.pickle_vm import MAX_DIMS, Call, Machine, global_name, is_shape, shown_name
+from ppaux.dump.pickle_vm import MAX_DIMS, Call, Machine, global_name, is_shape
+from ppaux.text import shown_name
 
 __all__ = ["resolve", "ALLOWED_NAMES"]
 
@@ -80,7 +81,7 @@ def _size_stride(m: Machine, size: Any, stride: Any) -> tuple[tuple[int, ...], t
     return shape, strides
 
 
-def _strided(m: Machine, args: tuple, dtype: str | None = None) -> TensorRef:
+def _strided(m: Machine, args: tuple[Any, ...], dtype: str | None = None) -> TensorRef:
     storage = _storage(m, args[0])
     offset = args[1]
     if type(offset) is not int or not 0 <= offset < 2**63:
@@ -96,11 +97,11 @@ def _strided(m: Machine, args: tuple, dtype: str | None = None) -> TensorRef:
     )
 
 
-def _rebuild_tensor(m: Machine, args: tuple) -> TensorRef:
+def _rebuild_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     return _strided(m, args[:4])
 
 
-def _rebuild_tensor_v2(m: Machine, args: tuple) -> TensorRef:
+def _rebuild_tensor_v2(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     if not 6 <= len(args) <= 7:
         raise TypeError(f"{len(args)} arguments, expected 6 or 7")
     tensor = _strided(m, args)
@@ -108,7 +109,7 @@ def _rebuild_tensor_v2(m: Machine, args: tuple) -> TensorRef:
     return tensor
 
 
-def _rebuild_tensor_v3(m: Machine, args: tuple) -> TensorRef:
+def _rebuild_tensor_v3(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     if not 7 <= len(args) <= 8:
         raise TypeError(f"{len(args)} arguments, expected 7 or 8")
     tensor = _strided(m, args, _dtype_name(m, args[6]))
@@ -122,7 +123,7 @@ def _tensor_arg(m: Machine, value: Any, what: str) -> TensorRef:
     raise m.error(f"{what} is not a tensor")
 
 
-def _rebuild_parameter(m: Machine, args: tuple) -> TensorRef:
+def _rebuild_parameter(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     if len(args) not in (3, 4):
         raise TypeError(f"{len(args)} arguments, expected 3 or 4")
     tensor = _tensor_arg(m, args[0], "parameter data")
@@ -133,7 +134,7 @@ def _rebuild_parameter(m: Machine, args: tuple) -> TensorRef:
     return tensor
 
 
-def _rebuild_sparse_tensor(m: Machine, args: tuple) -> TensorRef:
+def _rebuild_sparse_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     layout, data = args
     if not isinstance(data, tuple) or len(data) < 3:
         raise m.error("sparse tensor data is not a tuple")
@@ -155,7 +156,7 @@ def _rebuild_sparse_tensor(m: Machine, args: tuple) -> TensorRef:
     return tensor
 
 
-def _rebuild_qtensor(m: Machine, args: tuple) -> TensorRef:
+def _rebuild_qtensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     if len(args) != 7:
         raise TypeError(f"{len(args)} arguments, expected 7")
     tensor = _strided(m, args)
@@ -165,7 +166,7 @@ def _rebuild_qtensor(m: Machine, args: tuple) -> TensorRef:
     return tensor
 
 
-def _rebuild_meta(m: Machine, args: tuple) -> TensorRef:
+def _rebuild_meta(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     dtype, size, stride, requires_grad = args
     return TensorRef(
         _dtype_name(m, dtype), *_size_stride(m, size, stride),
@@ -173,7 +174,7 @@ def _rebuild_meta(m: Machine, args: tuple) -> TensorRef:
     )
 
 
-def _rebuild_wrapper_subclass(m: Machine, args: tuple) -> TensorRef:
+def _rebuild_wrapper_subclass(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     cls, dtype, size, stride, offset, layout, device, requires_grad = args
     tensor = TensorRef(
         _dtype_name(m, dtype), *_size_stride(m, size, stride),
@@ -184,7 +185,7 @@ def _rebuild_wrapper_subclass(m: Machine, args: tuple) -> TensorRef:
     return tensor
 
 
-def _rebuild_device_tensor(m: Machine, args: tuple) -> TensorRef:
+def _rebuild_device_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     data, dtype, device, requires_grad = args
     if isinstance(data, TensorRef):
         shape, stride = data.shape, None
@@ -196,7 +197,7 @@ def _rebuild_device_tensor(m: Machine, args: tuple) -> TensorRef:
                      requires_grad=bool(requires_grad) if isinstance(requires_grad, bool) else False)
 
 
-def _rebuild_nested(m: Machine, args: tuple) -> TensorRef:
+def _rebuild_nested(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     buffer = _tensor_arg(m, args[0], "nested tensor buffer")
     tensor = TensorRef(buffer.dtype, buffer.shape, None, buffer.device, kind="nested",
                        storage=buffer.storage)
@@ -206,7 +207,7 @@ def _rebuild_nested(m: Machine, args: tuple) -> TensorRef:
     return tensor
 
 
-def _rebuild_from_type(m: Machine, args: tuple) -> Any:
+def _rebuild_from_type(m: Machine, args: tuple[Any, ...]) -> Any:
     func, new_type, inner_args, state = args
     if isinstance(func, Call) and func.fn is _rebuild_from_type:
         # torch wraps a rebuild function once; a chain of these only recurses.
@@ -224,14 +225,14 @@ def _rebuild_from_type(m: Machine, args: tuple) -> Any:
     return result
 
 
-def _get_layout(m: Machine, args: tuple) -> str:
+def _get_layout(m: Machine, args: tuple[Any, ...]) -> str:
     (name,) = args
     if not isinstance(name, str):
         raise m.error("layout name is not a string")
     return name
 
 
-def _torch_device(m: Machine, args: tuple) -> str:
+def _torch_device(m: Machine, args: tuple[Any, ...]) -> str:
     if len(args) == 1 and isinstance(args[0], str):
         return args[0]
     if len(args) == 2 and isinstance(args[0], str) and isinstance(args[1], int):
@@ -239,12 +240,12 @@ def _torch_device(m: Machine, args: tuple) -> str:
     raise m.error("torch.device arguments are not a device")
 
 
-def _torch_size(m: Machine, args: tuple) -> tuple:
+def _torch_size(m: Machine, args: tuple[Any, ...]) -> tuple[Any, ...]:
     return _as_shape(m, args[0] if args else (), "size")
 
 
-def _ordered_dict(m: Machine, args: tuple) -> dict:
-    out: dict = {}
+def _ordered_dict(m: Machine, args: tuple[Any, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     if args:
         if not isinstance(args[0], (list, tuple, dict)):
             raise m.error("OrderedDict argument is not a list of pairs")
@@ -258,7 +259,7 @@ def _ordered_dict(m: Machine, args: tuple) -> dict:
 
 
 def _container(kind: type) -> Any:
-    def build(m: Machine, args: tuple) -> Any:
+    def build(m: Machine, args: tuple[Any, ...]) -> Any:
         if not args:
             return kind()
         if kind is complex:
@@ -282,7 +283,7 @@ def _container(kind: type) -> Any:
     return build
 
 
-def _codecs_encode(m: Machine, args: tuple) -> bytes:
+def _codecs_encode(m: Machine, args: tuple[Any, ...]) -> bytes:
     # Protocol 2 pickles spell bytes as _codecs.encode(text, 'latin1'); only that is allowed.
     text, encoding = args
     if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
@@ -291,26 +292,26 @@ def _codecs_encode(m: Machine, args: tuple) -> bytes:
     return text.encode("latin-1")
 
 
-def _reconstructor(m: Machine, args: tuple) -> Opaque:
+def _reconstructor(m: Machine, args: tuple[Any, ...]) -> Opaque:
     cls = args[0]
     return Opaque(_name_of(cls), "object")
 
 
-def _np_reconstruct(m: Machine, args: tuple) -> NdArrayRef:
+def _np_reconstruct(m: Machine, args: tuple[Any, ...]) -> NdArrayRef:
     return NdArrayRef()
 
 
-def _np_dtype(m: Machine, args: tuple) -> NumpyDtype:
+def _np_dtype(m: Machine, args: tuple[Any, ...]) -> NumpyDtype:
     spec = args[0] if args else "?"
     return NumpyDtype(spec if isinstance(spec, str) else "?")
 
 
-def _np_scalar(m: Machine, args: tuple) -> NumpyScalar:
+def _np_scalar(m: Machine, args: tuple[Any, ...]) -> NumpyScalar:
     dtype = args[0] if args else None
     return NumpyScalar(dtype.name if isinstance(dtype, NumpyDtype) else "?")
 
 
-def _load_from_bytes(m: Machine, args: tuple) -> Any:
+def _load_from_bytes(m: Machine, args: tuple[Any, ...]) -> Any:
     (payload,) = args
     if not isinstance(payload, (bytes, bytearray)):
         raise m.error("torch.storage._load_from_bytes argument is not bytes")

@@ -18,7 +18,7 @@ from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_MSG_TYPE, OUTPUT_PREFIX, PRO
 from ppaux.limits import Limits
 from ppaux.dump.model import GlobalRef, Opaque, TensorRef
 from ppaux.dump.payload import Payload, Tally, key_text, safe_repr, type_name, value_phrase, walk
-from ppaux.dump.pickle_vm import shown_name
+from ppaux.text import shown_name
 
 __all__ = ["check_dump", "check_payload", "predict_pop", "NON_TENSOR_ERROR"]
 
@@ -38,7 +38,7 @@ def _python_type_name(key: Any) -> str:
     return type(key).__name__
 
 
-def predict_pop(mapping: dict) -> dict:
+def predict_pop(mapping: dict[str, Any]) -> dict[str, Any]:
     """What pop does with ``mapping`` given a PP-capable observer, in sglang's order of checks."""
     for key in mapping:
         if not isinstance(key, str):
@@ -157,7 +157,7 @@ def check_payload(path: str, payload: Payload, limits: Limits,
     return found
 
 
-def _tensor_checks(path: str, where: tuple, name: str, tensor: TensorRef) -> list[Finding]:
+def _tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRef) -> list[Finding]:
     found = []
     if tensor.kind in ("sparse", "quantized"):
         found.append(_at(

@@ -12,8 +12,9 @@ import os
 import struct
 import zipfile
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Mapping
 
 from ppaux.dump import allowlist
 from ppaux.dump.capture_format import CAPTURE_MARKER
@@ -21,10 +22,48 @@ from ppaux.errors import DumpError, LimitExceeded
 from ppaux.dump.legacy import LEGACY_MAGIC, is_legacy_stream
 from ppaux.limits import Limits
 from ppaux.dump.model import StorageRef, StorageType
-from ppaux.dump.pickle_vm import Machine, shown_name
-from ppaux.files import InputFileError, open_regular
+from ppaux.dump.pickle_vm import Machine
+from ppaux.text import shown_name
+from ppaux.files import InputFileError, collect_files, open_regular
+from ppaux.report.document import InputProblem
 
-__all__ = ["Dump", "read_dump", "read_dump_bytes", "read_dump_stream"]
+__all__ = [
+    "DUMP_SUFFIXES",
+    "Dump",
+    "collect_dumps",
+    "collect_inputs",
+    "read_dump",
+    "read_dump_bytes",
+    "read_dump_stream",
+]
+
+#: File name endings that a directory walk treats as dumps.
+DUMP_SUFFIXES = (".pt", ".pth", ".pkl", ".pickle", ".bin", ".ppaux")
+
+
+def collect_dumps(
+    paths: Iterable[str], limits: Limits = Limits()
+) -> tuple[list[str], list[InputProblem]]:
+    """Expand directories (recursively, links not followed) into dump files, in sorted order;
+    an empty directory, or more than ``limits.max_files`` dumps, is an input problem."""
+    files, problems = collect_files(paths, DUMP_SUFFIXES, limits.max_files, "dumps")
+    return files, [InputProblem(problem.path, problem.reason) for problem in problems]
+
+
+def collect_inputs(
+    paths: Iterable[str], limits: Limits, streams: Mapping[str, BinaryIO]
+) -> tuple[list[str], list[InputProblem]]:
+    """:func:`collect_dumps`, except that a name in ``streams`` (such as ``'<stdin>'``) stays
+    where it stands, to be read from its stream."""
+    if not streams:
+        return collect_dumps(paths, limits)
+    files: list[str] = []
+    problems: list[InputProblem] = []
+    for path in paths:
+        found, missed = ([path], []) if path in streams else collect_dumps([path], limits)
+        files += found
+        problems += missed
+    return files, problems
 
 #: What Python's zipfile raises on hostile or corrupt archives (besides BadZipFile): I/O
 #: errors, bad UTF-8 names (ValueError), "zip file version" (NotImplementedError), offsets past
@@ -57,7 +96,7 @@ class Dump:
     protocol: int = 0
 
     @property
-    def capture(self) -> dict | None:
+    def capture(self) -> dict[str, Any] | None:
         """The ppaux capture record ({marker, meta, tensors, output}) when this is a capture file."""
         root = self.root
         if isinstance(root, dict) and CAPTURE_MARKER in root and isinstance(root.get("meta"), dict):
@@ -65,7 +104,7 @@ class Dump:
         return None
 
 
-def read_dump(path: str | os.PathLike, limits: Limits = Limits()) -> Dump:
+def read_dump(path: str | os.PathLike[str], limits: Limits = Limits()) -> Dump:
     """Read the structure of the dump at ``path``; raise :class:`DumpError` if it is unusable."""
     path = os.fspath(path)
     try:

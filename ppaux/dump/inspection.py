@@ -2,78 +2,23 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any, BinaryIO, Callable, Iterable, Mapping
 
 from ppaux.dump.checks import check_dump, predict_pop
-from ppaux.dump.dumpfile import Dump, read_dump, read_dump_stream
+from ppaux.dump.dumpfile import Dump, collect_inputs, read_dump, read_dump_stream
 from ppaux.errors import DumpError
 from ppaux.report.findings import Finding, Severity
 from ppaux.sglang.names import MSG_TYPE_KEY
 from ppaux.limits import Limits
 from ppaux.dump.payload import Payload, Tally, describe_entry, find_payloads, safe_repr, walk
-from ppaux.dump.pickle_vm import shown_name
+from ppaux.text import shown_name
 from ppaux.report.document import InputProblem, Report, Table
 
-__all__ = [
-    "DUMP_SUFFIXES",
-    "collect_files",
-    "collect_inputs",
-    "describe_dump",
-    "inspect_file",
-    "inspect_paths",
-]
+__all__ = ["describe_dump", "inspect_file", "inspect_paths"]
 
 #: Rows shown per table in the human view; the JSON report always lists every entry. Drawing a
 #: table costs about a millisecond per row, and a hostile dict may have a million keys.
 TABLE_ROWS = 1000
-
-#: File name endings that a directory walk treats as dumps.
-DUMP_SUFFIXES = (".pt", ".pth", ".pkl", ".pickle", ".bin", ".ppaux")
-
-
-def collect_files(paths: Iterable[str], limits: Limits = Limits()) -> tuple[list[str], list[InputProblem]]:
-    """Expand directories (recursively, links not followed) into dump files, in sorted order."""
-    files: list[str] = []
-    problems: list[InputProblem] = []
-    for path in paths:
-        if os.path.isdir(path):
-            found = []
-            for folder, dirs, names in os.walk(path):
-                dirs.sort()
-                for name in sorted(names):
-                    if name.lower().endswith(DUMP_SUFFIXES):
-                        found.append(os.path.join(folder, name))
-                        if len(files) + len(found) > limits.max_files:
-                            problems.append(InputProblem(
-                                shown_name(path), f"holds more than {limits.max_files} dumps "
-                                "(limit max_files; raise it with --limit max_files=N)"))
-                            return files, problems
-            if not found:
-                problems.append(InputProblem(
-                    shown_name(path), f"directory holds no dumps ({', '.join('*' + s for s in DUMP_SUFFIXES)})"
-                ))
-            files += found
-        else:
-            files.append(path)
-    return files, problems
-
-
-def collect_inputs(
-    paths: Iterable[str], limits: Limits, streams: Mapping[str, BinaryIO]
-) -> tuple[list[str], list[InputProblem]]:
-    """:func:`collect_files`, except that a name in ``streams`` (such as ``'<stdin>'``) stays
-    where it stands, to be read from its stream."""
-    if not streams:
-        return collect_files(paths, limits)
-    files: list[str] = []
-    problems: list[InputProblem] = []
-    for path in paths:
-        found, missed = ([path], []) if path in streams else collect_files([path], limits)
-        files += found
-        problems += missed
-    return files, problems
-
 
 def describe_dump(dump: Dump, payloads: list[Payload], limits: Limits,
                   tally: Tally | None = None) -> dict[str, Any]:
@@ -109,7 +54,7 @@ def describe_dump(dump: Dump, payloads: list[Payload], limits: Limits,
     }
 
 
-def _plain(meta: dict) -> dict:
+def _plain(meta: dict[str, Any]) -> dict[str, Any]:
     # Capture metadata holds plain values; anything else is shown by a bounded repr, never
     # trusted (a full repr of a shared structure explodes, and huge ints cannot be printed).
     out = {}
@@ -147,8 +92,8 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
     capture = description["capture"]
     tables = []
     for payload in description["payloads"]:
-        rows = []
-        marked = set()
+        rows: list[tuple[str, ...]] = []
+        marked: set[tuple[int, int]] = set()
         for entry in payload["entries"][:TABLE_ROWS]:
             if (payload["locator"], entry["key"]) in flagged:
                 marked.add((len(rows), 0))

@@ -12,7 +12,8 @@ from typing import Any
 
 from ppaux.errors import DumpError
 from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef, StorageType
-from ppaux.dump.pickle_vm import Machine, shown_name
+from ppaux.dump.pickle_vm import Machine
+from ppaux.text import shown_name
 
 __all__ = ["LEGACY_MAGIC", "is_legacy_stream", "read_inner_storage"]
 
@@ -40,7 +41,7 @@ def _legacy_storage(m: Machine, pid: Any) -> Any:
     return storage
 
 
-def _attach_storage_bytes(outer: Machine, payload: bytes, pos: int, storages: list) -> None:
+def _attach_storage_bytes(outer: Machine, payload: bytes, pos: int, storages: list[Any]) -> None:
     """Keep each storage's bytes (after the object: a pickled key list, then per key an int64
     element count and the raw bytes) so that replay can rebuild the tensor. Best effort: a tail
     that does not parse leaves ``data`` None, and describing the file never fails because of it.

@@ -274,7 +274,7 @@ class Opaque(_Ref):
 
     __slots__ = ("name", "via", "args", "state", "items", "appended")
 
-    def __init__(self, name: str, via: str, args: tuple = ()) -> None:
+    def __init__(self, name: str, via: str, args: tuple[Any, ...] = ()) -> None:
         self.name = name
         self.via = via
         self.args = args

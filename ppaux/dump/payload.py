@@ -22,7 +22,7 @@ from ppaux.dump.model import (
     TensorRef,
     TypeRef,
 )
-from ppaux.dump.pickle_vm import shown_name
+from ppaux.text import shown_name
 
 __all__ = [
     "Payload",
@@ -42,7 +42,7 @@ class Payload:
     """One tensor dict inside a dump; ``locator`` says where ('' for the file's top level)."""
 
     locator: str
-    mapping: dict
+    mapping: dict[str, Any]
     role: str = "message"  # 'message', 'capture' (the dict at the failing call), 'output'
 
 
@@ -62,12 +62,12 @@ def find_payloads(dump: Dump) -> list[Payload]:
     """
     capture = dump.capture
     if capture is not None:
-        found = []
+        captured: list[Payload] = []
         if isinstance(capture.get("tensors"), dict):
-            found.append(Payload("['tensors']", capture["tensors"], "capture"))
+            captured.append(Payload("['tensors']", capture["tensors"], "capture"))
         if isinstance(capture.get("output"), dict):
-            found.append(Payload("['output']", capture["output"], "output"))
-        return found
+            captured.append(Payload("['output']", capture["output"], "output"))
+        return captured
     root = dump.root
     if isinstance(root, dict) and (_looks_like_tensor_dict(root) or not _has_nested_dicts(root)):
         return [Payload("", root)]
@@ -90,7 +90,7 @@ def find_payloads(dump: Dump) -> list[Payload]:
     return found
 
 
-def _has_nested_dicts(root: dict) -> bool:
+def _has_nested_dicts(root: dict[str, Any]) -> bool:
     return any(isinstance(v, (dict, Opaque)) for v in root.values())
 
 
@@ -275,7 +275,8 @@ def safe_repr(value: Any, limit: int = 80) -> str:
 
 
 def _container_repr(value: Any, limit: int) -> str:
-    brackets = {list: "[]", tuple: "()", dict: "{}", set: "{}", frozenset: "{}"}.get(
+    kinds: dict[type, str] = {list: "[]", tuple: "()", dict: "{}", set: "{}", frozenset: "{}"}
+    brackets = kinds.get(
         type(value), "[]"
     )
     parts: list[str] = []
@@ -307,7 +308,7 @@ def key_text(key: Any) -> str:
     return shown_name(key) if isinstance(key, str) else safe_repr(key, 60)
 
 
-def describe_entry(key: Any, value: Any, limits: Limits, tally: Tally | None = None) -> dict:
+def describe_entry(key: Any, value: Any, limits: Limits, tally: Tally | None = None) -> dict[str, Any]:
     """One dict entry as the report's JSON object (see docs/report-schema.md)."""
     aux = isinstance(key, str) and key.startswith(OUTPUT_PREFIX)
     entry: dict[str, Any] = {

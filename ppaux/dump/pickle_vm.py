@@ -17,9 +17,10 @@ from typing import Any, Callable
 
 from ppaux.errors import DumpError, LimitExceeded
 from ppaux.limits import Limits
+from ppaux.text import shown_name
 from ppaux.dump.model import GlobalRef, NdArrayRef, NumpyDtype, Opaque, TensorRef
 
-__all__ = ["Machine", "Call", "MAX_DIMS", "is_shape", "shown_name", "global_name"]
+__all__ = ["Machine", "Call", "MAX_DIMS", "is_shape", "global_name"]
 
 #: Most dimensions a tensor or array may declare. torch has no hard limit, but nothing real
 #: comes near this, and it keeps element counts small enough to print (64 sizes below 2**63).
@@ -32,17 +33,6 @@ _MAX_KEY_DEPTH = 500
 #: collide (ints and tuples of ints have predictable hashes), which makes insertion quadratic.
 _MAX_COLLISIONS = 8
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def shown_name(text: str) -> str:
-    """``text`` with control and other unprintable characters escaped.
-
-    Names from a file end up in one-line messages and on terminals, where a newline or an
-    escape sequence would forge output.
-    """
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 #: Characters of a global's dotted name kept for reports; real names are far shorter.
@@ -70,7 +60,7 @@ class Call:
 
     __slots__ = ("name", "fn")
 
-    def __init__(self, name: str, fn: Callable[["Machine", tuple], Any]) -> None:
+    def __init__(self, name: str, fn: Callable[["Machine", tuple[Any, ...]], Any]) -> None:
         self.name = name
         self.fn = fn
 
@@ -217,7 +207,8 @@ class Machine:
         return line
 
     def _u(self, n: int, fmt: str) -> int:
-        return struct.unpack(fmt, self._read(n))[0]
+        value: int = struct.unpack(fmt, self._read(n))[0]
+        return value
 
     # -- stack --------------------------------------------------------------------------------
     def _push(self, value: Any) -> None:
@@ -584,7 +575,7 @@ def _op_dict(m: Machine) -> None:
     items = m._pop_mark()
     if len(items) % 2:
         raise m.error("DICT with an odd number of items")
-    out: dict = {}
+    out: dict[str, Any] = {}
     for i in range(0, len(items), 2):
         _setitem(m, out, items[i], items[i + 1])
     m._push(out)

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.distributed as dist
@@ -49,7 +49,7 @@ from ppaux.replay.wire import (
     unpack_metadata,
 )
 
-__all__ = ["DistributedWire", "WireSetupError", "clock"]
+__all__ = ["DistributedWire", "WireSetupError", "clock", "serve"]
 
 _HOST = "127.0.0.1"
 _REPLY_KEY = "__ppaux_reply__"
@@ -66,7 +66,8 @@ class WireSetupError(PpauxError, RuntimeError):
 
 
 def _gloo(store: Any, rank: int, timeout: datetime.timedelta) -> Any:
-    options = dist.ProcessGroupGloo._Options()
+    # Private and absent from torch's type stubs, but the only way to choose gloo's device.
+    options = dist.ProcessGroupGloo._Options()  # type: ignore[attr-defined]
     # Loopback explicitly: the default device follows the host name, which may not resolve
     # to an address both processes can reach.
     options._devices = [dist.ProcessGroupGloo.create_device(hostname=_HOST)]
@@ -122,7 +123,7 @@ class _Channel:
         # Only ppaux's own control messages travel here, from the process that started us.
         return pickle.loads(self.recv_bytes())
 
-    def send_tensor_dict(self, tensor_dict: dict, all_gather_size: int = 1,
+    def send_tensor_dict(self, tensor_dict: dict[str, Any], all_gather_size: int = 1,
                          stats: WireStats | None = None) -> None:
         """sglang's ``send_tensor_dict``: the pickled metadata, then each tensor on its own."""
         metadata, tensors = split_tensor_dict(tensor_dict)
@@ -145,9 +146,9 @@ class _Channel:
                 stats.tensors += 1 if tensor.numel() else 0
                 stats.empty += 0 if tensor.numel() else 1
 
-    def recv_tensor_dict(self, all_gather_size: int = 1) -> dict:
+    def recv_tensor_dict(self, all_gather_size: int = 1) -> dict[str, Any]:
         """sglang's ``recv_tensor_dict``: allocate from the metadata on this process's device."""
-        received: dict = {}
+        received: dict[str, Any] = {}
         for key, value in unpack_metadata(self.recv_bytes()):
             if not isinstance(value, TensorMetadata):
                 received[key] = value
@@ -157,7 +158,7 @@ class _Channel:
             except (RuntimeError, TypeError, ValueError) as exc:
                 raise WireError("receiver", type(exc).__name__, str(exc).splitlines()[0],
                                 key=key, metadata_sent=True) from None
-            if target.numel():
+            if target.numel() and target.device.type != "meta":
                 self._receive_into(target, all_gather_size)
             received[key] = target
         return received
@@ -189,11 +190,19 @@ def _synchronize(device_type: str) -> None:
 class DistributedWire:
     """The sending end of a two-process group; the receiver is started on first use.
 
+    The message itself crosses by :meth:`_send_message` (ppaux's re-implementation of sglang's
+    ``send_tensor_dict``); :class:`ppaux.replay.sglang_wire.SglangWire` replaces that one step
+    with sglang's own ``GroupCoordinator`` and keeps the rest: the receiver's life, the control
+    messages, the reply.
+
     ``device`` is where the sender's tensors are (CUDA needs a second GPU for the receiver);
     ``sglang_source`` is what :func:`ppaux.sglang.loader.load_transport_module` loads when the
     receiver is asked to run sglang's implementation. Close it (or use ``with``) to stop the
     receiver.
     """
+
+    #: The module the receiver process runs (``python -m``).
+    child_module = "ppaux.replay.distributed"
 
     def __init__(self, device: torch.device, *, timeout_s: float = 60.0,
                  all_gather_size: int = 1, sglang_source: str | None = None) -> None:
@@ -203,7 +212,7 @@ class DistributedWire:
         self.sglang_source = sglang_source
         self.receiver_device = self._receiver_device(device)
         self._store: Any = None
-        self._process: subprocess.Popen | None = None
+        self._process: subprocess.Popen[bytes] | None = None
         self._log: Any = None
         self._channel: _Channel | None = None
         self._sequence = 0
@@ -235,6 +244,7 @@ class DistributedWire:
         config = {
             "port": self._store.port, "timeout_s": self.timeout.total_seconds(),
             "device": self.receiver_device, "sglang_source": self.sglang_source,
+            **self._child_config(),
         }
         # ppaux/replay/distributed.py -> the directory that holds the ppaux package
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -242,7 +252,7 @@ class DistributedWire:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         self._log = tempfile.TemporaryFile()
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "ppaux.replay.distributed", json.dumps(config)],
+            [sys.executable, "-m", self.child_module, json.dumps(config)],
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, env=env,
         )
         deadline = clock() + self.timeout.total_seconds()
@@ -263,7 +273,27 @@ class DistributedWire:
         if self.device.type == "cuda":
             device_group = _nccl(dist.PrefixStore("nccl", self._store), 0, self.timeout)
         self._channel = _Channel(1, cpu_group, device_group)
+        self._joined(self._store)
         return self._channel
+
+    def _child_config(self) -> dict[str, Any]:
+        """What the receiver needs beyond the common settings (none here)."""
+        return {}
+
+    def _joined(self, store: Any) -> None:
+        """Called once the channel to a new receiver stands (nothing more to set up here)."""
+
+    def _left(self) -> None:
+        """Called when the receiver is gone, to drop what :meth:`_joined` set up."""
+
+    def _check(self, sent: dict[str, Any]) -> None:
+        """Split and pickle first: a dict that cannot be split fails before anything is sent,
+        as in sglang, and the group stays usable."""
+        split_tensor_dict(sent)
+
+    def _send_message(self, channel: _Channel, sent: dict[str, Any], stats: WireStats) -> None:
+        """Send the message itself, the way sglang's ``send_tensor_dict`` does."""
+        channel.send_tensor_dict(sent, self.all_gather_size, stats)
 
     def _log_tail(self) -> str:
         if self._log is None:
@@ -280,6 +310,8 @@ class DistributedWire:
             process.kill()
         if process is not None:
             process.wait()
+        if self._channel is not None:
+            self._left()
         self._channel = None
         self._store = None
         if self._log is not None:
@@ -321,16 +353,14 @@ class DistributedWire:
         return WireError("sender", type(exc).__name__, message, metadata_sent=True)
 
     # -- transfers -----------------------------------------------------------------------------
-    def exchange(self, sent: dict, impl: str) -> tuple[dict, dict | None, WireStats]:
+    def exchange(self, sent: dict[str, Any], impl: str) -> tuple[dict[str, Any], dict[str, Any] | None, WireStats]:
         """Send ``sent`` to the receiver, which pops with ``impl`` ('reference' or 'sglang').
 
         Returns the receiver's outcome (see :func:`ppaux.replay.roundtrip.receive`), the re-added
         auxiliary tensors it sent back, and the wire's statistics; raises :class:`WireError`
         where the wire fails.
         """
-        # Split and pickle first: a dict that cannot be split fails before anything is sent,
-        # as in sglang, and the group stays usable.
-        split_tensor_dict(sent)
+        self._check(sent)
         channel = self._start()
         self._sequence += 1
         sequence = self._sequence
@@ -340,7 +370,7 @@ class DistributedWire:
                                  "all_gather": self.all_gather_size})
             _synchronize(self.device.type)
             started = clock()
-            channel.send_tensor_dict(sent, self.all_gather_size, stats)
+            self._send_message(channel, sent, stats)
         except WireError as exc:
             # The sender failed midway (as gloo does on a non-contiguous tensor): the receiver
             # is left waiting for data that never comes. sglang's receiver sees the peer close.
@@ -369,15 +399,34 @@ class DistributedWire:
         for tensor in tensors:
             channel.send_tensor(tensor)
         answer = channel.recv_object()
-        return max(answer["received_at"] - started, 0.0)
+        received_at: float = answer["received_at"]
+        return max(received_at - started, 0.0)
 
 
 # ----------------------------------------------------------------------------------------------
 # The receiving process
 
 
-def _serve(config: dict) -> int:
-    """Receive until told to stop; report a failure through the store, then exit 3."""
+Receive = Callable[[_Channel, dict[str, Any]], dict[str, Any]]
+
+
+def _receive_message(channel: _Channel, control: dict[str, Any]) -> dict[str, Any]:
+    """The message, received the way sglang's ``recv_tensor_dict`` does."""
+    return channel.recv_tensor_dict(control["all_gather"])
+
+
+def serve(
+    config: dict[str, Any],
+    *,
+    joined: Callable[[Any, dict[str, Any]], Receive] | None = None,
+    implementation: Callable[[str, dict[str, Any], dict[str, Any]], Any] | None = None,
+) -> int:
+    """Receive until told to stop; report a failure through the store, then exit 3.
+
+    ``joined(store, config)``, called once the channel stands, returns how the message is
+    received (default: ppaux's re-implementation of ``recv_tensor_dict``); ``implementation``
+    resolves the name of the pop/add implementation asked for.
+    """
     timeout = datetime.timedelta(seconds=config["timeout_s"])
     store = dist.TCPStore(_HOST, config["port"], 2, False, timeout=timeout)
     device = torch.device(config["device"])
@@ -389,6 +438,8 @@ def _serve(config: dict) -> int:
     device_group = _nccl(dist.PrefixStore("nccl", store), 1, timeout) \
         if device.type == "cuda" else None
     channel = _Channel(0, cpu_group, device_group)
+    receive_message = joined(store, config) if joined is not None else _receive_message
+    resolve = implementation if implementation is not None else _implementation
     implementations: dict[str, Any] = {}
     while True:
         control = channel.recv_object()
@@ -398,7 +449,8 @@ def _serve(config: dict) -> int:
             if control["op"] == "raw":
                 _serve_raw(channel, control, device.type)
             else:
-                _serve_dict(channel, control, implementations, config, device.type)
+                _serve_dict(channel, control, receive_message,
+                            resolve(control["impl"], implementations, config), device.type)
         except Exception as exc:  # reported to the sender, whatever it was
             side = exc.side if isinstance(exc, WireError) else "receiver"
             error_type = exc.error_type if isinstance(exc, WireError) else type(exc).__name__
@@ -412,7 +464,7 @@ def _serve(config: dict) -> int:
             return 3
 
 
-def _implementation(name: str, cache: dict, config: dict) -> Any:
+def _implementation(name: str, cache: dict[str, Any], config: dict[str, Any]) -> Any:
     if name not in cache:
         if name == "sglang":
             from ppaux.sglang.loader import load_transport_module
@@ -425,23 +477,22 @@ def _implementation(name: str, cache: dict, config: dict) -> Any:
     return cache[name]
 
 
-def _serve_dict(channel: _Channel, control: dict, implementations: dict, config: dict,
+def _serve_dict(channel: _Channel, control: dict[str, Any], receive_message: Receive, module: Any,
                 device_type: str) -> None:
     from ppaux.replay.roundtrip import receive
 
-    received = channel.recv_tensor_dict(control["all_gather"])
+    received = receive_message(channel, control)
     _synchronize(device_type)
     received_at = clock()
-    module = _implementation(control["impl"], implementations, config)
     info, readded = receive(received, pop=module.pop_auxiliary_output_from_pp_tensors,
                             add=module.add_auxiliary_output_to_pp_tensors)
-    reply: dict = {_REPLY_KEY: {"info": info, "received_at": received_at,
+    reply: dict[str, Any] = {_REPLY_KEY: {"info": info, "received_at": received_at,
                                 "readded": readded is not None}}
     reply.update(readded or {})
     channel.send_tensor_dict(reply)
 
 
-def _serve_raw(channel: _Channel, control: dict, device_type: str) -> None:
+def _serve_raw(channel: _Channel, control: dict[str, Any], device_type: str) -> None:
     for shape, dtype, kind in control["specs"]:
         target = torch.empty(shape, dtype=getattr(torch, dtype),
                              device=device_type if kind == "cuda" else "cpu")
@@ -451,4 +502,4 @@ def _serve_raw(channel: _Channel, control: dict, device_type: str) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(_serve(json.loads(sys.argv[1])))
+    raise SystemExit(serve(json.loads(sys.argv[1])))

@@ -140,7 +140,8 @@ class _Records:
                                                   f"from {info.compress_size} compressed")
             try:
                 with self._zip.open(info) as stream:
-                    got = stream.readinto(buffer)
+                    # A ZipExtFile is a BufferedIOBase; typeshed types open() as IO[bytes].
+                    got = stream.readinto(buffer)  # type: ignore[attr-defined]
             except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError,
                     RuntimeError) as exc:
                 raise MaterializeError(self.path, f"cannot read {name} ({exc})") from None
@@ -222,7 +223,7 @@ class Materializer:
     # -- tensors -------------------------------------------------------------------------------
     def tensor(self, ref: TensorRef, where: str = "") -> torch.Tensor:
         """One real tensor for ``ref``; raises :class:`MaterializeError` if it cannot be built."""
-        known = self._memo.get(id(ref))
+        known: torch.Tensor | None = self._memo.get(id(ref))
         if known is not None:
             return known
         try:
@@ -354,7 +355,10 @@ class Materializer:
         if repr_name is None:
             raise self._error(where, ref, f"quantized dtype {ref.dtype} is not supported by replay")
         # Quantized tensors are made on the CPU, where every scheme exists, then moved.
-        int_repr = self._strided(ref, where, torch_dtype(repr_name)).contiguous().cpu()
+        repr_dtype = torch_dtype(repr_name)
+        if repr_dtype is None:
+            raise self._error(where, ref, f"quantized dtype {ref.dtype} is not supported by replay")
+        int_repr = self._strided(ref, where, repr_dtype).contiguous().cpu()
         quantizer = self._part(ref, where, "quantizer")
         if not isinstance(quantizer, tuple) or not quantizer:
             raise self._error(where, ref, "its quantizer parameters are malformed")
@@ -363,7 +367,7 @@ class Materializer:
             return self._quantize(ref, where, int_repr, scheme, quantizer).to(self.device)
 
     def _quantize(self, ref: TensorRef, where: str, int_repr: torch.Tensor, scheme: str,
-                  quantizer: tuple) -> torch.Tensor:
+                  quantizer: tuple[Any, ...]) -> torch.Tensor:
         if scheme == "per_tensor_affine" and len(quantizer) == 3:
             scale, zero_point = quantizer[1], quantizer[2]
             if not isinstance(scale, (int, float)) or not isinstance(zero_point, int):
@@ -406,11 +410,12 @@ class StandIn:
     def __repr__(self) -> str:
         return f"<{self.source.name} object, not imported>"
 
-    def __reduce__(self):  # the wire pickles non-tensors: rebuild through ppaux, not the class
+    # The wire pickles non-tensors: rebuild through ppaux, not the class.
+    def __reduce__(self) -> tuple[Any, ...]:
         return (_stand_in, (self.source,))
 
 
-_STAND_IN_TYPES: dict[str, type] = {}
+_STAND_IN_TYPES: dict[str, type[StandIn]] = {}
 
 
 def _stand_in(value: Opaque) -> StandIn:

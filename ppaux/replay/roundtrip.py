@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+from ppaux.errors import PpauxError
 from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_PREFIX
 from ppaux.dump.payload import key_text, safe_repr, type_name
 
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 
-class _TrackedMapping(dict):
+class _TrackedMapping(dict[str, Any]):
     """A dict that remembers which entry ``items()`` handed out last, to name a failing entry."""
 
     current: Any = None
@@ -47,10 +48,10 @@ class _TrackedMapping(dict):
 class ReferenceOutput:
     """An auxiliary output that holds tensors by name and gives them back from ``to_pp_tensors``."""
 
-    def __init__(self, tensors: dict) -> None:
+    def __init__(self, tensors: dict[str, Any]) -> None:
         self.tensors = _TrackedMapping(tensors)
 
-    def to_pp_tensors(self) -> dict:
+    def to_pp_tensors(self) -> dict[str, Any]:
         """The held tensors, by name, in the order they were received."""
         return self.tensors
 
@@ -58,12 +59,12 @@ class ReferenceOutput:
 class ReferenceObserver:
     """A PP-capable sampling observer: rebuilds a :class:`ReferenceOutput` from what it receives."""
 
-    def from_pp_tensors(self, tensors: dict) -> ReferenceOutput:
+    def from_pp_tensors(self, tensors: dict[str, Any]) -> ReferenceOutput:
         """Keep the received tensors (a copy of the mapping, the tensors themselves)."""
         return ReferenceOutput(dict(tensors))
 
 
-class SenderRefused(Exception):
+class SenderRefused(PpauxError):
     """The sender's ``add`` raised: ``error_type``, the verbatim ``message`` and the entry ``name``
     being added, if one was."""
 
@@ -74,13 +75,13 @@ class SenderRefused(Exception):
         self.name = name
 
 
-def aux_entries(mapping: dict) -> dict:
+def aux_entries(mapping: dict[str, Any]) -> dict[str, Any]:
     """The prefixed entries of ``mapping``, in order, keyed as in the dict."""
     return {k: v for k, v in mapping.items() if isinstance(k, str) and k.startswith(OUTPUT_PREFIX)}
 
 
-def sender_dict(mapping: dict, output: dict | None, *, validating: bool,
-                add: Callable[[Any, Any], None]) -> dict:
+def sender_dict(mapping: dict[str, Any], output: dict[str, Any] | None, *, validating: bool,
+                add: Callable[[Any, Any], None]) -> dict[str, Any]:
     """The dict the last stage sends, built from a recorded ``mapping``.
 
     ``output`` is a failing add's recorded ``to_pp_tensors()`` mapping (a capture of add), or
@@ -123,8 +124,8 @@ def _message(exc: BaseException) -> str:
     return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
 
 
-def receive(received: dict, *, pop: Callable[[Any, Any], Any],
-            add: Callable[[Any, Any], None]) -> tuple[dict, dict | None]:
+def receive(received: dict[str, Any], *, pop: Callable[[Any, Any], Any],
+            add: Callable[[Any, Any], None]) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Pop on rank 0 with a reference observer, then add the output into a fresh dict.
 
     Returns plain data (``outcome`` 'ok' or 'error', ``stage`` 'pop' or 'readd' where it
@@ -149,7 +150,7 @@ def receive(received: dict, *, pop: Callable[[Any, Any], Any],
     tensors = output.to_pp_tensors() if hasattr(output, "to_pp_tensors") else None
     if isinstance(tensors, dict):
         info["output"] = [dict(describe(v), name=key_text(n)) for n, v in tensors.items()]
-    readded: dict = {}
+    readded: dict[str, Any] = {}
     try:
         add(readded, output)
     except Exception as exc:
@@ -162,7 +163,7 @@ def receive(received: dict, *, pop: Callable[[Any, Any], Any],
     return info, readded
 
 
-def _pop_culprit(received: dict, exc: BaseException) -> str | None:
+def _pop_culprit(received: dict[str, Any], exc: BaseException) -> str | None:
     # The entry a pop error is about: the first key pop cannot read, else the first
     # auxiliary value that is not a tensor.
     for key in received:
@@ -174,7 +175,7 @@ def _pop_culprit(received: dict, exc: BaseException) -> str | None:
     return None
 
 
-def describe(value: Any) -> dict:
+def describe(value: Any) -> dict[str, Any]:
     """A value as the report shows it: a tensor's type, dtype, shape, device and layout, or a
     non-tensor's type and a bounded repr."""
     if isinstance(value, torch.Tensor):
@@ -195,7 +196,7 @@ def describe(value: Any) -> dict:
     return {"type": type_name(value), "repr": safe_repr(value)}
 
 
-def summary(description: dict) -> str:
+def summary(description: dict[str, Any]) -> str:
     """One short phrase for a :func:`describe` result: 'float32 (2, 4) cuda:0' or 'list [...]'."""
     if "dtype" in description:
         shape = "?" if description["shape"] is None else str(tuple(description["shape"]))
@@ -205,7 +206,7 @@ def summary(description: dict) -> str:
     return f"{description['type']} {description['repr']}"
 
 
-def compare(sent: dict, readded: dict) -> tuple[list[dict], list[dict]]:
+def compare(sent: dict[str, Any], readded: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Mismatches and changes between the auxiliary entries ``sent`` and those ``readded``.
 
     A mismatch is a difference in what the entries hold: a key missing or extra, another
@@ -213,8 +214,8 @@ def compare(sent: dict, readded: dict) -> tuple[list[dict], list[dict]]:
     element, on the sent tensor's device). A change is a difference the wire is known to make
     without changing the values: the device index, strides, the tensor subclass, requires_grad.
     """
-    mismatches: list[dict] = []
-    changes: list[dict] = []
+    mismatches: list[dict[str, Any]] = []
+    changes: list[dict[str, Any]] = []
     for key in [*sent, *(k for k in readded if k not in sent)]:
         where = key_text(key)
         if key not in readded:
@@ -226,11 +227,11 @@ def compare(sent: dict, readded: dict) -> tuple[list[dict], list[dict]]:
     return mismatches, changes
 
 
-def _item(key: str, what: str, detail: str, sent: Any = None, received: Any = None) -> dict:
+def _item(key: str, what: str, detail: str, sent: Any = None, received: Any = None) -> dict[str, Any]:
     return {"key": key, "what": what, "detail": detail, "sent": sent, "received": received}
 
 
-def _compare_values(key: str, a: Any, b: Any, mismatches: list, changes: list) -> None:
+def _compare_values(key: str, a: Any, b: Any, mismatches: list[Any], changes: list[Any]) -> None:
     if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
         if a is not b and (type_name(a) != type_name(b) or safe_repr(a) != safe_repr(b)):
             mismatches.append(_item(key, "value", "a different value came back",
@@ -255,7 +256,7 @@ def _compare_values(key: str, a: Any, b: Any, mismatches: list, changes: list) -
                              a.requires_grad, b.requires_grad))
 
 
-def _compare_tensors(key: str, a: torch.Tensor, b: torch.Tensor, out: list) -> None:
+def _compare_tensors(key: str, a: torch.Tensor, b: torch.Tensor, out: list[Any]) -> None:
     if a is b:
         return  # the very tensor that was sent came back
     if a.dtype != b.dtype:

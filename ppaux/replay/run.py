@@ -60,6 +60,7 @@ class Transport(str, enum.Enum):
     NONE = "none"
     WIRE = "wire"
     TORCH_DISTRIBUTED = "torch-distributed"
+    SGLANG = "sglang"
 
 
 class Impl(str, enum.Enum):
@@ -90,6 +91,7 @@ class ReplayOptions:
     transport: Transport = Transport.NONE
     impl: Impl = Impl.REFERENCE
     #: Where sglang's transport is read from (a directory or a wheel); None: the installed one.
+    #: With the ``sglang`` transport, a directory put first on the import path.
     sglang_path: str | None = None
     #: Size of the emulated attention-TP all-gather group on the wire (1: none).
     all_gather: int = 1
@@ -105,7 +107,7 @@ class _Setup:
     options: ReplayOptions
     device: Any
     impls: dict[str, Any]
-    impl_info: dict[str, dict]
+    impl_info: dict[str, dict[str, Any]]
     wire: Any = None
 
 
@@ -115,12 +117,16 @@ def _setup(options: ReplayOptions) -> _Setup:
 
     if options.all_gather < 1:
         raise ReplayConfigError("all-gather", str(options.all_gather), "must be 1 or more")
+    if options.sglang_path is not None and options.impl is Impl.REFERENCE \
+            and options.transport is not Transport.SGLANG:
+        raise ReplayConfigError("sglang-path", options.sglang_path,
+                                "only used with --impl sglang, --impl both or --transport sglang")
     try:
         device = resolve_device(options.device)
     except DeviceError as exc:
         raise ReplayConfigError("device", exc.value, exc.reason) from None
     impls: dict[str, Any] = {}
-    info: dict[str, dict] = {}
+    info: dict[str, dict[str, Any]] = {}
     if options.impl in (Impl.REFERENCE, Impl.BOTH):
         impls["reference"] = transport
         info["reference"] = {"origin": "ppaux.transport", "version": None, "sha256": None,
@@ -154,7 +160,31 @@ def _setup(options: ReplayOptions) -> _Setup:
                                          sglang_source=source)
         except WireSetupError as exc:
             raise ReplayConfigError("transport", options.transport.value, str(exc)) from None
+    elif options.transport is Transport.SGLANG:
+        from ppaux.replay.distributed import WireSetupError
+        from ppaux.replay.sglang_wire import SglangWire
+
+        try:
+            setup.wire = SglangWire(device, timeout_s=options.timeout_s,
+                                    all_gather_size=options.all_gather,
+                                    sglang_path=options.sglang_path)
+        except WireSetupError as exc:
+            raise ReplayConfigError("transport", options.transport.value, str(exc)) from None
     return setup
+
+
+def _runtime_info(setup: _Setup) -> dict[str, Any] | None:
+    """For the ``sglang`` transport: which sglang ran, from which file, what was emulated."""
+    if setup.options.transport is not Transport.SGLANG:
+        return None
+    import sys
+
+    package = sys.modules.get("sglang")
+    return {
+        "version": getattr(package, "__version__", None),
+        "file": setup.wire.sglang_file,
+        "all_gather_emulated": setup.options.all_gather > 1,
+    }
 
 
 def replay_paths(
@@ -170,15 +200,15 @@ def replay_paths(
     the others still run. ``progress(done, total)`` is called after each dump. Raises
     :class:`~ppaux.errors.TorchMissingError` where torch is not installed.
     """
-    from ppaux.dump.inspection import collect_files
+    from ppaux.dump.dumpfile import collect_dumps
     from ppaux.torch_probe import require_torch
 
     require_torch("replay")
 
-    files, problems = collect_files(paths, options.limits)
+    files, problems = collect_dumps(paths, options.limits)
     setup = _setup(options)
     report = Report(command="replay", problems=list(problems))
-    results: list[dict] = []
+    results: list[dict[str, Any]] = []
     try:
         for index, path in enumerate(files, 1):
             try:
@@ -197,6 +227,7 @@ def replay_paths(
         "device": str(setup.device), "sender": options.sender.value,
         "transport": options.transport.value, "impl": options.impl.value,
         "all_gather": options.all_gather, "implementations": setup.impl_info,
+        "sglang_runtime": _runtime_info(setup),
     }
     report.data["results"] = results
     report.tables.append(_summary_table(results, options, str(setup.device)))
@@ -210,7 +241,7 @@ def replay_paths(
 # One dump
 
 
-def _replay_file(path: str, setup: _Setup) -> tuple[dict, list[Finding]]:
+def _replay_file(path: str, setup: _Setup) -> tuple[dict[str, Any], list[Finding]]:
     from ppaux.dump.dumpfile import read_dump
     from ppaux.replay.materialize import Materializer
     from ppaux.dump.payload import find_payloads, walk
@@ -273,8 +304,8 @@ def _worst(outcomes: Iterable[str]) -> str:
     return max(outcomes, key=rank.__getitem__, default="ok")
 
 
-def _replay_payload(path: str, locator: str, role: str, mapping: dict, output: dict | None,
-                    setup: _Setup) -> dict:
+def _replay_payload(path: str, locator: str, role: str, mapping: dict[str, Any], output: dict[str, Any] | None,
+                    setup: _Setup) -> dict[str, Any]:
     runs = {name: _run(mapping, output, module, name, setup)
             for name, module in setup.impls.items()}
     names = list(runs)
@@ -294,7 +325,7 @@ def _replay_payload(path: str, locator: str, role: str, mapping: dict, output: d
     }
 
 
-def _run(mapping: dict, output: dict | None, module: Any, name: str, setup: _Setup) -> dict:
+def _run(mapping: dict[str, Any], output: dict[str, Any] | None, module: Any, name: str, setup: _Setup) -> dict[str, Any]:
     """One implementation's replay of one payload: send, wire, pop, add back, compare."""
     from ppaux.replay import roundtrip
     from ppaux.replay.wire import WireError, transfer
@@ -356,7 +387,7 @@ _COMPARED = ("outcome", "stage", "error_type", "error", "received", "output", "r
              "mismatches")
 
 
-def _divergences(reference: dict, sglang: dict) -> list[dict]:
+def _divergences(reference: dict[str, Any], sglang: dict[str, Any]) -> list[dict[str, Any]]:
     """Every field on which the two implementations' runs disagree."""
     return [{"field": name, "reference": reference[name], "sglang": sglang[name]}
             for name in _COMPARED if reference[name] != sglang[name]]
@@ -372,7 +403,7 @@ def _where(locator: str, key: Any) -> str | None:
     return f"{locator}[{key!r}]" if locator else str(key)
 
 
-def _payload_findings(path: str, result: dict, setup: _Setup) -> list[Finding]:
+def _payload_findings(path: str, result: dict[str, Any], setup: _Setup) -> list[Finding]:
     found: list[Finding] = []
     runs = result["runs"]
     primary = next(iter(runs.values()))
@@ -429,6 +460,7 @@ _WIRE_PHRASE = {
     Transport.NONE: "dict as sent (no wire)",
     Transport.WIRE: "emulated wire",
     Transport.TORCH_DISTRIBUTED: "torch.distributed wire",
+    Transport.SGLANG: "sglang's own wire",
 }
 
 
@@ -437,7 +469,7 @@ def _short(value: Any) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def _not_reproduced(path: str, recorded: dict, result: dict, options: ReplayOptions) -> Finding:
+def _not_reproduced(path: str, recorded: dict[str, Any], result: dict[str, Any], options: ReplayOptions) -> Finding:
     was = f"{recorded['exception_type']}: {recorded['exception_message']}" \
         if recorded["exception_type"] else "no error"
     now = f"{result['error_type']}: {result['error']} at {result['stage']}" \
@@ -455,9 +487,9 @@ def _not_reproduced(path: str, recorded: dict, result: dict, options: ReplayOpti
 # Tables
 
 
-def _summary_table(results: list[dict], options: ReplayOptions, device: str) -> Table:
-    rows = []
-    marked = set()
+def _summary_table(results: list[dict[str, Any]], options: ReplayOptions, device: str) -> Table:
+    rows: list[tuple[str, ...]] = []
+    marked: set[tuple[int, int]] = set()
     for result in results:
         for payload in result["payloads"]:
             run = next(iter(payload["runs"].values()))
@@ -473,20 +505,20 @@ def _summary_table(results: list[dict], options: ReplayOptions, device: str) -> 
             else:
                 what = "output " + ", ".join(
                     f"{o['name'] or repr(o['name'])}" for o in run["output"]) + ", bit-identical"
-            row = (name, payload["outcome"], payload["stage"] or "-", what)
+            row: tuple[str, ...] = (name, payload["outcome"], payload["stage"] or "-", what)
             if options.transport is not Transport.NONE:
                 rate = (run["wire"] or {}).get("throughput_mib_s")
                 row += (f"{rate:g} MiB/s" if rate else "-",)
             rows.append(row)
     title = (f"replay: {len(results)} dump(s) on {device}, sender {options.sender.value}, "
              f"transport {options.transport.value}, impl {options.impl.value}")
-    columns = ("dump", "outcome", "stage", "error / output")
+    columns: tuple[str, ...] = ("dump", "outcome", "stage", "error / output")
     if options.transport is not Transport.NONE:
         columns += ("wire",)
     return Table(title, columns, tuple(rows), frozenset(marked))
 
 
-def _diverged_phrase(payload: dict) -> str:
+def _diverged_phrase(payload: dict[str, Any]) -> str:
     if payload["divergences"]:
         fields = ", ".join(d["field"] for d in payload["divergences"])
         return f"implementations disagree on {fields}"
@@ -496,7 +528,7 @@ def _diverged_phrase(payload: dict) -> str:
     return f"round trip differs: {keys}"
 
 
-def _detail_tables(result: dict) -> list[Table]:
+def _detail_tables(result: dict[str, Any]) -> list[Table]:
     from ppaux.replay.roundtrip import summary
 
     tables = []
@@ -507,8 +539,8 @@ def _detail_tables(result: dict) -> list[Table]:
         changed: dict[str, list[str]] = {}
         for change in run["changes"]:
             changed.setdefault(change["key"], []).append(change["what"])
-        rows = []
-        marked = set()
+        rows: list[tuple[str, ...]] = []
+        marked: set[tuple[int, int]] = set()
         for entry in run["sent"] or ():
             key = entry["key"]
             name = key[len(OUTPUT_PREFIX):]

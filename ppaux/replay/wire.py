@@ -30,6 +30,7 @@ from typing import Any, Iterator
 
 import torch
 
+from ppaux.errors import PpauxError
 from ppaux.replay.materialize import quantized_creation
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "WireStats",
     "allocate",
     "fill",
+    "dispatch_refusal",
     "outgoing",
     "pack_metadata",
     "split_tensor_dict",
@@ -50,11 +52,9 @@ TensorMetadata = namedtuple("TensorMetadata", ["device", "dtype", "size"])
 
 #: gloo's own message for a tensor it cannot send (``ProcessGroupGloo::send``).
 GLOO_NOT_CONTIGUOUS = "input tensor has to be contiguous"
-#: NCCL's own message for a sparse or non-CUDA tensor (``check_gpu_single_tensor``).
-NCCL_NOT_DENSE = "Tensors must be CUDA and dense"
 
 
-class WireError(RuntimeError):
+class WireError(PpauxError, RuntimeError):
     """The wire failed. ``side`` is 'sender' or 'receiver'; ``error_type`` and ``message`` are
     those of the exception raised there (verbatim where torch raised it); ``key`` is the entry
     being sent, if one was; ``metadata_sent`` says whether the receiver already got the list."""
@@ -79,7 +79,7 @@ class WireStats:
     metadata_bytes: int = 0
     seconds: float = 0.0
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The stats as plain data (throughput in MiB/s, or None when nothing took time)."""
         rate = self.tensor_bytes / self.seconds / 2**20 if self.seconds > 0 else None
         return {
@@ -95,7 +95,7 @@ def _first_line(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def split_tensor_dict(tensor_dict: dict) -> tuple[list[tuple[Any, Any]], list[torch.Tensor]]:
+def split_tensor_dict(tensor_dict: dict[str, Any]) -> tuple[list[tuple[Any, Any]], list[torch.Tensor]]:
     """The metadata list and the tensor list, as sglang's ``_split_tensor_dict`` builds them.
 
     A tensor whose ``size()`` fails (a nested tensor) raises :class:`WireError` on the sender,
@@ -116,7 +116,7 @@ def split_tensor_dict(tensor_dict: dict) -> tuple[list[tuple[Any, Any]], list[to
     return metadata, tensors
 
 
-def pack_metadata(metadata: list) -> bytes:
+def pack_metadata(metadata: list[Any]) -> bytes:
     """The pickled metadata list (a value that cannot be pickled fails on the sender)."""
     try:
         return pickle.dumps(metadata)
@@ -124,14 +124,15 @@ def pack_metadata(metadata: list) -> bytes:
         raise WireError("sender", type(exc).__name__, _first_line(exc)) from None
 
 
-def unpack_metadata(data: bytes) -> list:
+def unpack_metadata(data: bytes) -> list[Any]:
     """The metadata list back from its bytes, on the receiver.
 
     These bytes were made by :func:`pack_metadata` from values ppaux built itself (real tensors,
     plain values and the safe reader's stand-ins), never bytes read from a dump.
     """
     try:
-        return pickle.loads(data)
+        values: list[Any] = pickle.loads(data)
+        return values
     except Exception as exc:
         raise WireError("receiver", type(exc).__name__, _first_line(exc),
                         metadata_sent=True) from None
@@ -153,15 +154,15 @@ def outgoing(key: Any, tensor: torch.Tensor, *, all_gather_size: int = 1,
              all_gather_rank: int = 0) -> torch.Tensor | None:
     """The tensor exactly as one sender rank puts it on the wire, or None for an empty one.
 
-    Raises :class:`WireError` where the backend refuses it: gloo (CPU) for a sparse or
-    non-contiguous tensor, NCCL (CUDA) for a sparse one; a meta tensor has no data to send.
+    Raises :class:`WireError` where torch refuses it: its dispatcher for a sparse or quantized
+    tensor (:func:`dispatch_refusal`), gloo (CPU) for a non-contiguous one. A meta tensor, like
+    an empty one, sends nothing.
     """
-    if tensor.numel() == 0:
+    if tensor.numel() == 0 or tensor.device.type == "meta":
+        # sglang hands a meta tensor to torch.distributed like any other; the meta kernel of
+        # c10d's send moves nothing and the receiver's recv into its own meta tensor returns at
+        # once (seen with sglang 0.5.19 and 0.5.23's GroupCoordinator over gloo).
         return None
-    if tensor.device.type == "meta":
-        raise WireError("sender", "RuntimeError", "a meta tensor has no data to send "
-                        "(ppaux: sglang would hand it to the device group and fail there)",
-                        key=key, metadata_sent=True)
     if _gathers(tensor, all_gather_size):
         try:
             # reshape copies a tensor it cannot view, which is why the group hides
@@ -170,13 +171,14 @@ def outgoing(key: Any, tensor: torch.Tensor, *, all_gather_size: int = 1,
         except RuntimeError as exc:
             raise WireError("sender", type(exc).__name__, _first_line(exc), key=key,
                             metadata_sent=True) from None
+    refusal = dispatch_refusal(tensor)
+    if refusal is not None:
+        raise WireError("sender", "NotImplementedError", refusal, key=key, metadata_sent=True)
     if tensor.is_cpu:
         if tensor.layout != torch.strided or not tensor.is_contiguous():
             raise WireError("sender", "RuntimeError", GLOO_NOT_CONTIGUOUS, key=key,
                             metadata_sent=True)
         return tensor
-    if tensor.layout != torch.strided:
-        raise WireError("sender", "ValueError", NCCL_NOT_DENSE, key=key, metadata_sent=True)
     if not tensor.is_contiguous():
         # NCCL only warns for point-to-point sends and ships numel elements from the data
         # pointer: the receiver reads the storage order as if it were row-major.
@@ -187,6 +189,28 @@ def outgoing(key: Any, tensor: torch.Tensor, *, all_gather_size: int = 1,
                             key=key, metadata_sent=True)
         tensor = tensor.as_strided((tensor.numel(),), (1,), tensor.storage_offset())
     return tensor
+
+
+def dispatch_refusal(tensor: torch.Tensor) -> str | None:
+    """torch's own refusal to send a tensor of this kind (first line), or None.
+
+    c10d's ``send`` has kernels for dense tensors only: a sparse or quantized tensor stops in
+    torch's dispatcher, before any backend is involved, with ``NotImplementedError`` (what
+    sglang's real ``send_tensor_dict`` raises on the sender). A process group without a backend
+    meets the same dispatcher, so it yields torch's exact message without sending anything.
+    """
+    if tensor.layout == torch.strided and not tensor.is_quantized:
+        return None
+    import torch.distributed as dist
+
+    probe = dist.ProcessGroup(dist.HashStore(), 0, 2)
+    try:
+        probe.send([tensor], 1, 0)
+    except NotImplementedError as exc:
+        return _first_line(exc)
+    except RuntimeError:  # a kernel exists (a later torch): the backend decides, as below
+        return None
+    return None
 
 
 def allocate(metadata: TensorMetadata) -> torch.Tensor:
@@ -217,7 +241,7 @@ def _raw(chunk: torch.Tensor) -> torch.Tensor:
     return chunk.int_repr().reshape(-1) if chunk.is_quantized else chunk.reshape(-1)
 
 
-def transfer(tensor_dict: dict, *, all_gather_size: int = 1) -> tuple[dict, WireStats]:
+def transfer(tensor_dict: dict[str, Any], *, all_gather_size: int = 1) -> tuple[dict[str, Any], WireStats]:
     """Send ``tensor_dict`` through the emulated wire; return what the receiver rebuilds.
 
     Raises :class:`WireError` where sglang's wire would fail, on the side it would fail on.
@@ -231,10 +255,10 @@ def transfer(tensor_dict: dict, *, all_gather_size: int = 1) -> tuple[dict, Wire
     sent: list[list[torch.Tensor] | None] = []
     for key, tensor in zip(keys, tensors, strict=True):
         ranks = all_gather_size if _gathers(tensor, all_gather_size) else 1
-        chunks = [outgoing(key, tensor, all_gather_size=all_gather_size, all_gather_rank=rank)
+        pieces = [outgoing(key, tensor, all_gather_size=all_gather_size, all_gather_rank=rank)
                   for rank in range(ranks)]
-        sent.append(None if chunks[0] is None else chunks)  # type: ignore[arg-type]
-    received: dict = {}
+        sent.append(None if pieces[0] is None else pieces)  # type: ignore[arg-type]
+    received: dict[str, Any] = {}
     pending: Iterator[list[torch.Tensor] | None] = iter(sent)
     for key, value in unpack_metadata(payload):
         if not isinstance(value, TensorMetadata):

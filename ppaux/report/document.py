@@ -50,7 +50,7 @@ class InputProblem:
     path: str
     message: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The problem as the report schema's JSON object."""
         return {"path": self.path, "message": self.message}
 

@@ -6,6 +6,8 @@ A :class:`Rule` is a catalogue entry (stable code, severity, explanation, causes
 
 from __future__ import annotations
 
+from typing import Any
+
 import enum
 from dataclasses import dataclass, field
 
@@ -55,11 +57,11 @@ class Finding:
     key: str | None = None
     sglang_error: str | None = None
     hint: str = ""
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The finding as the report schema's JSON object."""
-        out = {
+        out: dict[str, Any] = {
             "code": self.code,
             "severity": self.severity.value,
             "message": self.message,

@@ -14,12 +14,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Iterable
 
+from ppaux.errors import PpauxError
 from ppaux.report.document import Report
 
 __all__ = ["Selection", "UnknownCodeError", "parse_codes"]
 
 
-class UnknownCodeError(ValueError):
+class UnknownCodeError(PpauxError, ValueError):
     """A pattern that is not a prefix of any rule code; ``str()`` says which and where to look."""
 
     def __init__(self, pattern: str) -> None:

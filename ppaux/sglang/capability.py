@@ -27,6 +27,7 @@ from typing import Any, Iterator
 
 from ppaux.sglang import releases
 from ppaux.sglang.digest import definition_digests
+from ppaux.sglang.names import ADD, POP, SCHEDULER_FILE, TRANSPORT_FILE
 from ppaux.sglang.tree import SglangTree, UnreadableFile, locate
 from ppaux.sglang.source_parts import parse_parts
 
@@ -45,12 +46,7 @@ __all__ = [
     "WIRE_DEFINITIONS",
 ]
 
-ADD = "add_auxiliary_output_to_pp_tensors"
-POP = "pop_auxiliary_output_from_pp_tensors"
-
-#: Files read, relative to the ``sglang`` package directory.
-TRANSPORT_FILE = "srt/sampling/sampling_observer_pp.py"
-SCHEDULER_FILE = "srt/managers/scheduler_pp_mixin.py"
+#: Files read, relative to the ``sglang`` package directory (and TRANSPORT_FILE, SCHEDULER_FILE).
 LOGPROB_FILE = "srt/managers/utils.py"
 WIRE_FILE = "srt/distributed/parallel_state.py"
 
@@ -90,7 +86,7 @@ class SourceFile:
     sha256: "str | None" = None
     reason: "str | None" = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The file as a JSON object."""
         return {
             "role": self.role,
@@ -150,7 +146,7 @@ class Capability:
             return None
         return bool(self.receiver_checks.get("tensors", False))
 
-    def verdicts(self) -> dict:
+    def verdicts(self) -> dict[str, Any]:
         """The verdicts without the evidence (digests, files, key lists), for reports."""
         return {
             "found": self.found,
@@ -174,7 +170,7 @@ class Capability:
             "live": self.live,
         }
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The verdicts as the fingerprint's ``sglang`` object (docs/check-skew.md)."""
 
         def keys(value: "tuple[str, ...] | None") -> "list[str] | None":
@@ -208,7 +204,7 @@ class Capability:
         }
 
     @classmethod
-    def from_json(cls, doc: dict) -> "Capability":
+    def from_json(cls, doc: dict[str, Any]) -> "Capability":
         """Rebuild from :meth:`to_json` output that :mod:`ppaux.skew.fingerprint` has validated."""
 
         def keys(value: Any) -> "tuple[str, ...] | None":
@@ -335,7 +331,9 @@ MAX_SYNTAX_DEPTH = 300
 
 
 def _checked_depth(parsed: _Parsed) -> _Parsed:
-    stack = [(parsed.module, 0)]
+    if parsed.module is None:
+        return parsed
+    stack: list[tuple[ast.AST, int]] = [(parsed.module, 0)]
     while stack:
         node, depth = stack.pop()
         if depth > MAX_SYNTAX_DEPTH:
@@ -478,7 +476,7 @@ def _resolve(expr: ast.AST, consts: dict[str, str]) -> "str | None":
 def _key_prefix(expr: ast.AST, name_var: str, consts: dict[str, str]) -> "str | None":
     """The text before ``name_var`` in a key built as an f-string, ``prefix + name`` or a join."""
     if isinstance(expr, ast.JoinedStr):
-        parts = []
+        parts: list[str] = []
         for value in expr.values:
             if isinstance(value, ast.FormattedValue) and _names(value.value) == {name_var}:
                 return "".join(parts)
@@ -586,7 +584,7 @@ def _sender_prefix(add: ast.AST, consts: dict[str, str]) -> "str | None":
                 assigned[target.id] = node.value
     for node in _walk(loop):
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
-            key = node.slice
+            key: ast.AST = node.slice
             if isinstance(key, ast.Name) and key.id in assigned:
                 key = assigned[key.id]
             prefix = _key_prefix(key, name_var, consts)
@@ -644,9 +642,19 @@ def _dict_keys(func: ast.AST) -> "tuple[list[str], list[str]]":
 
     visit(func, False)
     seen: set[str] = set()
-    always = [k for k in always if not (k in seen or seen.add(k))]
-    optional = [k for k in optional if not (k in seen or seen.add(k))]
+    always = _first_of_each(always, seen)
+    optional = _first_of_each(optional, seen)
     return always, optional
+
+
+def _first_of_each(keys: list[str], seen: set[str]) -> list[str]:
+    """``keys`` without those in ``seen`` or repeated, in order; adds them to ``seen``."""
+    out = []
+    for key in keys:
+        if key not in seen:
+            seen.add(key)
+            out.append(key)
+    return out
 
 
 def _indexed_keys(func: "ast.FunctionDef | ast.AsyncFunctionDef") -> "tuple[list[str], list[str]]":

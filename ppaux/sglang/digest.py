@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from typing import Iterator
+from typing import Any, Iterator
 
 __all__ = ["node_digest", "definitions", "definition_digests"]
 
@@ -40,7 +40,7 @@ def _dump(value: object, out: list[str]) -> None:
         for name in value._fields:
             if name in _POSITION_FIELDS:
                 continue
-            field = getattr(value, name, None)
+            field: Any = getattr(value, name, None)
             if name == "body" and isinstance(value, _DOCUMENTED) and _has_docstring(field):
                 field = field[1:]
             if field is None or field == []:

@@ -28,6 +28,7 @@ from typing import Any, Mapping, Optional, Protocol, Sequence, Union
 
 from ppaux.sglang import releases as _releases
 from ppaux.errors import PpauxError
+from ppaux.sglang.names import TRANSPORT_MODULE, TRANSPORT_PATH
 
 __all__ = [
     "TRANSPORT_PATH",
@@ -40,9 +41,6 @@ __all__ = [
     "sglang_version",
 ]
 
-#: Where the transport lives inside a wheel or site-packages (``python/sglang/...`` in git).
-TRANSPORT_PATH = "sglang/srt/sampling/sampling_observer_pp.py"
-
 #: sha256 of ``TRANSPORT_PATH`` in each release that has it, from the release table that
 #: ships with ppaux (``ppaux/data/releases.json``, read from the PyPI wheels).
 TRANSPORT_SHA256: Mapping[str, str] = types.MappingProxyType(
@@ -53,8 +51,6 @@ TRANSPORT_SHA256: Mapping[str, str] = types.MappingProxyType(
         for version in family.versions
     }
 )
-
-_MODULE_NAME = "sglang.srt.sampling.sampling_observer_pp"
 
 # The real file is under 3 KB; the cap only keeps a hostile wheel member from filling memory.
 _MAX_SOURCE_BYTES = 1024 * 1024
@@ -172,9 +168,9 @@ def load_transport_module(source: Source = None) -> types.ModuleType:
     :class:`TransportSource` it was built from.
     """
     found = read_transport_source(source)
-    module = types.ModuleType(_MODULE_NAME)
+    module = types.ModuleType(TRANSPORT_MODULE)
     module.__file__ = found.origin
-    module.__package__ = _MODULE_NAME.rpartition(".")[0]
+    module.__package__ = TRANSPORT_MODULE.rpartition(".")[0]
     module_globals = module.__dict__
     module_globals["__builtins__"] = _builtins_with_stub_import(_stub_modules())
     module_globals["__ppaux_source__"] = found
@@ -324,8 +320,10 @@ def _stub_modules() -> dict[str, types.ModuleType]:
         if parent:
             setattr(stubs[parent], child, module)
     # Where 0.5.20+ defines it, and where 0.5.19 defined it (0.5.20+ re-exports it there).
-    stubs["sglang.srt.managers.auxiliary_output"].DeviceAuxiliaryOutput = _DeviceAuxiliaryOutput
-    observer_module = stubs["sglang.srt.sampling.sampling_observer"]
+    # Any: the stubs are plain modules, given these attributes here.
+    managers_module: Any = stubs["sglang.srt.managers.auxiliary_output"]
+    managers_module.DeviceAuxiliaryOutput = _DeviceAuxiliaryOutput
+    observer_module: Any = stubs["sglang.srt.sampling.sampling_observer"]
     observer_module.DeviceAuxiliaryOutput = _DeviceAuxiliaryOutput
     observer_module.SamplingObserver = _SamplingObserver
     return stubs

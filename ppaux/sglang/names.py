@@ -1,10 +1,54 @@
-"""Names that sglang's pipeline-parallel messages use, kept free of any torch import.
+"""sglang's own names that ppaux uses: the keys of its pipeline-parallel messages, the module,
+files and functions of its auxiliary-output transport, and its plugin entry-point group.
 
 Facts from sglang 0.5.19 - 0.5.23 (``srt/sampling/sampling_observer_pp.py`` and
-``srt/managers/scheduler_pp_mixin.py``).
+``srt/managers/scheduler_pp_mixin.py``; the plugin group from ``srt/plugins/__init__.py``,
+0.5.15 and later). Torch-free, and it imports nothing.
 """
 
-__all__ = ["OUTPUT_PREFIX", "MSG_TYPE_KEY", "OUTPUT_MSG_TYPE", "PROXY_KEYS", "aux_name"]
+__all__ = [
+    "OUTPUT_PREFIX",
+    "MSG_TYPE_KEY",
+    "OUTPUT_MSG_TYPE",
+    "PROXY_KEYS",
+    "aux_name",
+    "ADD",
+    "POP",
+    "TRANSPORT_MODULE",
+    "TRANSPORT_FILE",
+    "TRANSPORT_PATH",
+    "SCHEDULER_MODULE",
+    "SCHEDULER_FILE",
+    "PLUGIN_GROUP",
+    "PLUGIN_NAME",
+    "ENTRY_POINT",
+    "HOOK_REGISTRY_FILE",
+]
+
+#: The transport's sender (last stage) and receiver (first stage) functions.
+ADD = "add_auxiliary_output_to_pp_tensors"
+POP = "pop_auxiliary_output_from_pp_tensors"
+
+#: The module that holds the PP auxiliary transport (0.5.19 and later).
+TRANSPORT_MODULE = "sglang.srt.sampling.sampling_observer_pp"
+#: Its file, relative to the ``sglang`` package directory.
+TRANSPORT_FILE = "srt/sampling/sampling_observer_pp.py"
+#: Its file inside a wheel or site-packages (``python/sglang/...`` in git).
+TRANSPORT_PATH = f"sglang/{TRANSPORT_FILE}"
+
+#: The scheduler mixin that calls add (last stage) and pop (first stage).
+SCHEDULER_MODULE = "sglang.srt.managers.scheduler_pp_mixin"
+#: Its file, relative to the ``sglang`` package directory.
+SCHEDULER_FILE = "srt/managers/scheduler_pp_mixin.py"
+
+#: The entry-point group of sglang's general plugins (``load_plugins()``, 0.5.15 and later).
+PLUGIN_GROUP = "sglang.srt.plugins"
+#: ppaux's entry in that group: its name, which is what ``SGLANG_PLUGINS`` lists, and the
+#: entry point declared in ppaux's metadata (pyproject.toml).
+PLUGIN_NAME = "ppaux_capture"
+ENTRY_POINT = "ppaux.capture_plugin:register"
+#: The file of the plugins' ``HookRegistry``, relative to the ``sglang`` package directory.
+HOOK_REGISTRY_FILE = "srt/plugins/hook_registry.py"
 
 #: Every auxiliary tensor travels under this prefix plus its name.
 OUTPUT_PREFIX = "__sampling_observer_output__."

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Iterable, Mapping
 
+from ppaux.errors import PpauxError
 from ppaux.report.catalogue import finding
 from ppaux.report.findings import Finding, Severity
 from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_PREFIX
@@ -38,7 +39,7 @@ __all__ = [
 ]
 
 
-class UnknownReleaseError(ValueError):
+class UnknownReleaseError(PpauxError, ValueError):
     """A release name that the table does not know."""
 
     def __init__(self, name: str) -> None:
@@ -80,7 +81,8 @@ class Release:
 @functools.lru_cache(maxsize=1)
 def _table() -> dict[str, Any]:
     text = resources.files("ppaux").joinpath("data/releases.json").read_text("utf-8")
-    return json.loads(text)
+    table: dict[str, Any] = json.loads(text)
+    return table
 
 
 @functools.lru_cache(maxsize=1)

@@ -13,7 +13,13 @@ _EXPORTS = {
     "load_paths": "fingerprint",
     "loads": "fingerprint",
     "compare": "compare",
-    "MissingRank": "compare",
+    "matrix": "matrix",
+    "Stage": "stage",
+    "MissingRank": "stage",
+    "make_stages": "stage",
+    "connect": "gather",
+    "SetupError": "gather",
+    "GatherError": "gather",
 }
 
 __all__ = sorted(_EXPORTS)

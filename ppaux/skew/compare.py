@@ -14,8 +14,7 @@ receives; otherwise every stage is treated as both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from packaging.version import InvalidVersion, Version
 
@@ -25,11 +24,13 @@ from ppaux.report.findings import Finding, Severity
 from ppaux.skew.livepatch import live_findings
 from ppaux.report.document import Report
 from ppaux.skew.stage import (
+    env_reader,
+    package_reader,
+    MissingRank,
     FACTS,
     MUST_AGREE_ENV,
     PACKAGE_FACTS,
     Stage,
-    env_value,
     make_stages,
     python_minor,
     reference_value,
@@ -46,19 +47,6 @@ IGNORED_ENV = frozenset(
     {"RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "CUDA_VISIBLE_DEVICES", "LOCAL_WORLD_SIZE"}
 )
 _IGNORED_ENV_PREFIXES = ("TORCHELASTIC_",)
-
-
-@dataclass(frozen=True)
-class MissingRank:
-    """A rank whose fingerprint never arrived (distributed mode), and what is known of it."""
-
-    rank: int
-    host: "str | None"
-    message: str
-
-    def to_json(self) -> dict:
-        """The missing rank as a JSON object."""
-        return {"rank": self.rank, "host": self.host, "message": self.message}
 
 
 def _against(
@@ -256,7 +244,7 @@ def _unknown_rules(stages: Sequence[Stage]) -> list[Finding]:
     return out
 
 
-def _key_profile(fp: Fingerprint) -> "tuple | None":
+def _key_profile(fp: Fingerprint) -> "tuple[Any, ...] | None":
     cap = fp.sglang
     if cap.logprob_keys is None or cap.receiver_logprob_keys is None:
         return None
@@ -291,9 +279,11 @@ def _logprob_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") -> l
     senders = [s for s in stages if s.sends and _key_profile(s.fingerprint)]
     receivers = [s for s in stages if s.receives and _key_profile(s.fingerprint)]
     # Group by key profile: 1,024 identical stages are one comparison, not a million.
-    sender_groups: dict[tuple, list[Stage]] = {}
+    sender_groups: dict[tuple[Any, ...], list[Stage]] = {}
     for s in senders:
-        sender_groups.setdefault(_key_profile(s.fingerprint), []).append(s)
+        profile = _key_profile(s.fingerprint)
+        assert profile is not None  # senders were chosen for having one
+        sender_groups.setdefault(profile, []).append(s)
     for receiver in receivers:
         for group in sender_groups.values():
             others = [s for s in group if s is not receiver]
@@ -345,7 +335,7 @@ def _env_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") -> list[
         if any(fp.environment.get(name) == "<redacted>" for fp in everyone):
             continue  # secrets are not compared
         code = "PP314" if name in MUST_AGREE_ENV else "PP315"
-        out += _simple(code, name, stages, lambda fp, n=name: env_value(fp, n), baseline, key=name)
+        out += _simple(code, name, stages, env_reader(name), baseline, key=name)
     return out
 
 
@@ -358,7 +348,7 @@ def _package_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") -> l
     out: list[Finding] = []
     for name in PACKAGE_FACTS:
         out += _simple(
-            "PP324", name, stages, lambda fp, n=name: fp.packages.get(n), baseline, key=name
+            "PP324", name, stages, package_reader(name), baseline, key=name
         )
     return out
 

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 import ppaux
 from ppaux.sglang.capability import Capability, analyse
-from ppaux.errors import PathError
+from ppaux.errors import PathError, PpauxError
 from ppaux.files import InputFileError, read_regular
 
 __all__ = [
@@ -121,7 +121,7 @@ class RankInfo:
     pp_rank: "int | None" = None
     pp_size: "int | None" = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The rank facts as a JSON object."""
         return {
             "rank": self.rank,
@@ -152,7 +152,7 @@ class Fingerprint:
     sglang: Capability
     source: "str | None" = field(default=None, compare=False)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The fingerprint document (schema :data:`SCHEMA`)."""
         return {
             "schema": self.schema,
@@ -360,7 +360,10 @@ def collect(
 # Loading and validating
 
 
-class _Invalid(Exception):
+class _Invalid(PpauxError):
+    """A value of a fingerprint that does not fit the schema; :func:`loads` makes it a
+    :class:`FingerprintError`. Not a ValueError: the JSON decoder's own are caught apart."""
+
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
@@ -389,7 +392,7 @@ def _is(value: Any, kind: "type | None") -> bool:
     return isinstance(value, kind)
 
 
-def _need(doc: Mapping[str, Any], name: str, kinds: tuple, where: str, *, optional=False) -> Any:
+def _need(doc: Mapping[str, Any], name: str, kinds: tuple[Any, ...], where: str, *, optional: bool = False) -> Any:
     """``doc[name]`` if it has one of ``kinds`` (None allowed when in kinds)."""
     label = f"{where}.{name}" if where else name
     if name not in doc:

@@ -28,7 +28,7 @@ from urllib.parse import urlparse
 
 from ppaux.errors import PpauxError
 from ppaux.skew.fingerprint import Fingerprint, FingerprintError, loads
-from ppaux.skew.compare import MissingRank
+from ppaux.skew.stage import MissingRank
 
 __all__ = ["GatherError", "SetupError", "Gathered", "Session", "connect"]
 

@@ -15,7 +15,7 @@ import sys
 import types
 from typing import Any, Mapping
 
-from ppaux.sglang.capability import ADD, POP
+from ppaux.sglang.names import ADD, POP, SCHEDULER_MODULE, TRANSPORT_MODULE
 from ppaux.report.catalogue import finding
 from ppaux.report.findings import Finding
 
@@ -27,9 +27,6 @@ __all__ = [
     "live_state",
     "live_findings",
 ]
-
-TRANSPORT_MODULE = "sglang.srt.sampling.sampling_observer_pp"
-SCHEDULER_MODULE = "sglang.srt.managers.scheduler_pp_mixin"
 
 #: Verdict for a function that is exactly the one its file defines.
 ORIGINAL = "original"

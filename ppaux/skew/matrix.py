@@ -7,11 +7,20 @@ so a thousand identical ranks make one column and the odd ones stand out.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from ppaux.skew.fingerprint import Fingerprint
 from ppaux.report.document import Table
-from ppaux.skew.stage import FACTS, PACKAGE_FACTS, Fact, Stage, env_value, reference_value, span
+from ppaux.skew.stage import (
+    FACTS,
+    PACKAGE_FACTS,
+    Fact,
+    Stage,
+    env_reader,
+    package_reader,
+    reference_value,
+    span,
+)
 
 __all__ = ["MAX_COLUMNS", "matrix"]
 
@@ -29,9 +38,9 @@ def _rows(
     rows = list(FACTS)
     for name in PACKAGE_FACTS:
         if any(fp.packages.get(name) for fp in everyone):
-            rows.append(Fact(name, lambda fp, n=name: fp.packages.get(n)))
+            rows.append(Fact(name, package_reader(name)))
     for name in env_names:
-        rows.append(Fact(f"${name}", lambda fp, n=name: env_value(fp, n)))
+        rows.append(Fact(f"${name}", env_reader(name)))
     if any(fp.sglang.live for fp in everyone):
         rows.append(Fact("live add/pop", _live))
     return rows
@@ -47,7 +56,7 @@ def _live(fp: Fingerprint) -> "str | None":
 
 
 def _group(stages: Sequence[Stage], rows: Sequence[Fact]) -> list[list[Stage]]:
-    groups: dict[tuple, list[Stage]] = {}
+    groups: dict[tuple[Any, ...], list[Stage]] = {}
     for stage in stages:
         signature = tuple(row.value(stage.fingerprint) for row in rows if not row.identity)
         groups.setdefault(signature, []).append(stage)

@@ -9,19 +9,22 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from ppaux.sglang import releases
 from ppaux.skew.fingerprint import Fingerprint
 
 __all__ = [
     "Stage",
+    "MissingRank",
     "Fact",
     "FACTS",
     "PACKAGE_FACTS",
     "MUST_AGREE_ENV",
     "make_stages",
     "env_value",
+    "env_reader",
+    "package_reader",
     "keys_label",
     "span",
     "reference_value",
@@ -36,6 +39,19 @@ MUST_AGREE_ENV = {
 # sglang's EnvBool spellings (srt/environ.py, 0.5.18 - 0.5.23).
 _TRUE = {"true", "1", "yes", "y"}
 _FALSE = {"false", "0", "no", "n"}
+
+
+@dataclass(frozen=True)
+class MissingRank:
+    """A rank whose fingerprint never arrived (distributed mode), and what is known of it."""
+
+    rank: int
+    host: "str | None"
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The missing rank as a JSON object."""
+        return {"rank": self.rank, "host": self.host, "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -79,7 +95,7 @@ class Stage:
         """True for the first stage, the only one that pops auxiliary output, or when unknown."""
         return self.role in (None, "first")
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """The stage's fingerprint summary and capability verdicts for the JSON report."""
         fp = self.fingerprint
         return {
@@ -178,6 +194,24 @@ def _none_last(value: "int | None") -> tuple[int, int]:
 def _stem(path: str) -> str:
     name = path.replace("\\", "/").rsplit("/", 1)[-1]
     return name[:-5] if name.endswith(".json") else name
+
+
+def env_reader(name: str) -> Callable[[Fingerprint], "str | None"]:
+    """Reads variable ``name``'s effective value (:func:`env_value`) from a fingerprint."""
+
+    def read(fp: Fingerprint) -> "str | None":
+        return env_value(fp, name)
+
+    return read
+
+
+def package_reader(name: str) -> Callable[[Fingerprint], "str | None"]:
+    """Reads package ``name``'s version from a fingerprint (None where it is not installed)."""
+
+    def read(fp: Fingerprint) -> "str | None":
+        return fp.packages.get(name)
+
+    return read
 
 
 def env_value(fp: Fingerprint, name: str) -> str:

@@ -45,11 +45,12 @@ def status(directory: DirOption = None, *, options: ReportOptions) -> None:
 @report_options
 def list_captures(directory: DirOption = None, *, options: ReportOptions) -> None:
     """The captures in the directory, oldest first, with the error each one recorded."""
+    from ppaux.capture import ENV_DIR
     from ppaux.capture.store import CaptureDirError, list_report
 
-    where = directory or os.environ.get("PPAUX_CAPTURE_DIR", "").strip()
+    where = directory or os.environ.get(ENV_DIR, "").strip()
     if not where:
-        fail("no capture directory: pass --dir or set PPAUX_CAPTURE_DIR")
+        fail(f"no capture directory: pass --dir or set {ENV_DIR}")
     try:
         report = list_report(where)
     except CaptureDirError as exc:

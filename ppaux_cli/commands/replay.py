@@ -46,7 +46,8 @@ def replay(
         choice_option(Transport, "--transport", default="none",
                       help="none: pop the dict as sent; wire: sglang's "
                      "send/recv_tensor_dict emulated in-process; torch-distributed: a real "
-                     "two-process group on 127.0.0.1 (gloo, NCCL for CUDA)."),
+                     "two-process group on 127.0.0.1 (gloo, NCCL for CUDA); sglang: sglang's own "
+                     "GroupCoordinator send/recv_tensor_dict in two processes."),
     ] = Transport.NONE,
     impl: Annotated[
         Impl,
@@ -58,7 +59,8 @@ def replay(
         Optional[str],
         typer.Option("--sglang-path", metavar="DIR|WHEEL",
                      help="Read sglang's transport from this unpacked tree or wheel instead of "
-                     "the installed sglang."),
+                     "the installed sglang; with --transport sglang, a tree put first on the "
+                     "import path."),
     ] = None,
     all_gather: Annotated[
         int,
@@ -91,8 +93,6 @@ def replay(
     limits = limits_from(limit)
     if STDIO in paths:
         fail("-: replay reads tensors back from the file, so it cannot read stdin; give a path")
-    if sglang_path is not None and impl is Impl.REFERENCE:
-        fail(f"--sglang-path {sglang_path}: only used with --impl sglang or --impl both")
     settings = ReplayOptions(
         device=device, sender=sender, transport=transport, impl=impl, sglang_path=sglang_path,
         all_gather=all_gather, timeout_s=timeout, limits=limits,

@@ -6,6 +6,9 @@ joins them and offers :func:`finding` to build a :class:`~ppaux.report.findings.
 
 from __future__ import annotations
 
+from typing import Any
+
+from ppaux.errors import PpauxError
 from ppaux.report.findings import Finding, Rule, Severity
 
 from . import capture, dump, replay, security, skew
@@ -29,7 +32,7 @@ def _collect() -> dict[str, Rule]:
 RULES: dict[str, Rule] = _collect()
 
 
-class UnknownRuleError(KeyError):
+class UnknownRuleError(PpauxError, KeyError):
     """Raised for a code that is not in the catalogue."""
 
     def __init__(self, code: str) -> None:
@@ -56,7 +59,7 @@ def finding(
     *,
     severity: Severity | None = None,
     sglang_error: str | None = None,
-    extra: dict | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> Finding:
     """Build a finding for ``code``; severity, predicted error and hint come from the rule."""
     rule = RULES[code]

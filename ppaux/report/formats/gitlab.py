@@ -9,6 +9,8 @@ major, info -> info; an input that could not be read is a ``blocker`` issue name
 
 from __future__ import annotations
 
+from typing import Any
+
 import hashlib
 import json
 
@@ -37,7 +39,7 @@ def _fingerprint(parts: tuple[str, ...], seen: set[str]) -> str:
     return value
 
 
-def issues(report: Report) -> list[dict]:
+def issues(report: Report) -> list[dict[str, Any]]:
     """The Code Climate issues, findings first, then unreadable inputs."""
     from ppaux.report.catalogue import RULES
 

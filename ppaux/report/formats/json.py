@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import json
 
 import ppaux
@@ -10,7 +12,7 @@ from ppaux.report.document import REPORT_SCHEMA, Report, count_by_severity
 __all__ = ["document", "render"]
 
 
-def document(report: Report) -> dict:
+def document(report: Report) -> dict[str, Any]:
     """The report as a JSON-able dict: schema, tool, command, findings, problems, summary, data."""
     doc = {
         "schema": REPORT_SCHEMA,

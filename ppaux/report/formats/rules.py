@@ -7,7 +7,7 @@ page (docs/catalogue.md) is generated from the same data that the findings carry
 from __future__ import annotations
 
 import enum
-from typing import Iterable
+from typing import Any, Iterable
 
 from ppaux.report.findings import Rule
 
@@ -46,7 +46,7 @@ def render_rules(rules: Iterable[Rule], fmt: RulesFormat) -> str:
     return render_rules_text(rules)
 
 
-def rule_json(rule: Rule) -> dict:
+def rule_json(rule: Rule) -> dict[str, Any]:
     """One rule as a JSON object (every field of the catalogue entry)."""
     return {
         "code": rule.code,
@@ -63,7 +63,7 @@ def rule_json(rule: Rule) -> dict:
     }
 
 
-def rules_document(rules: Iterable[Rule]) -> dict:
+def rules_document(rules: Iterable[Rule]) -> dict[str, Any]:
     """The catalogue as one JSON document: schema, tool, rules in code order."""
     import ppaux
 

@@ -9,6 +9,8 @@ read become error notifications of the invocation, which is then not successful.
 
 from __future__ import annotations
 
+from typing import Any
+
 import hashlib
 import json
 import os
@@ -36,7 +38,7 @@ def artifact_uri(path: str) -> str:
     return urllib.parse.quote(posix)
 
 
-def _rule_descriptor(rule: Rule) -> dict:
+def _rule_descriptor(rule: Rule) -> dict[str, Any]:
     from ppaux.report.formats.rules import rule_markdown
 
     help_text = (
@@ -45,7 +47,7 @@ def _rule_descriptor(rule: Rule) -> dict:
         + f"\n\nFix: {rule.fix}"
         + (f"\n\nExample: {rule.example}" if rule.example else "")
     )
-    properties: dict = {"tags": ["ppaux", rule.area] if rule.area else ["ppaux"]}
+    properties: dict[str, Any] = {"tags": ["ppaux", rule.area] if rule.area else ["ppaux"]}
     if rule.area == "security":  # the "security" tag and score put it among security alerts
         properties["security-severity"] = _SECURITY_SEVERITY[rule.severity]
     return {
@@ -65,22 +67,22 @@ def _fingerprint(finding: Finding) -> str:
     return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _location(path: str) -> dict:
+def _location(path: str) -> dict[str, Any]:
     return {"physicalLocation": {"artifactLocation": {"uri": artifact_uri(path)}}}
 
 
-def _result(finding: Finding, index: dict[str, int]) -> dict:
+def _result(finding: Finding, index: dict[str, int]) -> dict[str, Any]:
     text = f"{finding.message} (key {finding.key!r})" if finding.key is not None else finding.message
     if finding.sglang_error:
         text += f". Predicts the sglang error: {finding.sglang_error}"
-    properties: dict = {"key": finding.key, "severity": finding.severity.value}
+    properties: dict[str, Any] = {"key": finding.key, "severity": finding.severity.value}
     if finding.sglang_error:
         properties["sglang_error"] = finding.sglang_error
     if finding.hint:
         properties["fix"] = finding.hint
     if finding.extra:
         properties["extra"] = finding.extra
-    result = {
+    result: dict[str, Any] = {
         "ruleId": finding.code,
         "level": _LEVEL[finding.severity],
         "message": {"text": text},
@@ -93,7 +95,7 @@ def _result(finding: Finding, index: dict[str, int]) -> dict:
     return result
 
 
-def document(report: Report) -> dict:
+def document(report: Report) -> dict[str, Any]:
     """The SARIF log as a JSON-able dict."""
     import ppaux
     from ppaux.report.catalogue import RULES

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 from ppaux.report import catalogue
 from ppaux.report.findings import Severity
@@ -13,7 +14,7 @@ __all__ = ["render"]
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
-def _rich_table(table: Table, width: int, color: bool):  # rich is imported lazily
+def _rich_table(table: Table, width: int, color: bool) -> Any:  # rich is imported lazily
     from rich import box
     from rich.table import Table as RichTable
     from rich.text import Text

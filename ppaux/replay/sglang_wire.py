@@ -1,0 +1,207 @@
+"""sglang's own PP wire: ``GroupCoordinator.send_tensor_dict`` to ``recv_tensor_dict``.
+
+The ``torch-distributed`` transport (:mod:`ppaux.replay.distributed`) sends the message with
+ppaux's re-implementation of sglang's wire. This one runs sglang's code itself: both processes
+import ``sglang.srt.distributed.parallel_state`` from the installed sglang (or from a tree given
+with ``--sglang-path``, whose imports must resolve), join a default gloo process group on
+loopback and build a real ``GroupCoordinator`` over ranks ``[0, 1]`` (every optional communicator
+off: on CPU only gloo is used; NCCL joins for CUDA tensors). The last stage (this process, PP
+rank 1) calls ``send_tensor_dict(message, dst=0)``; the receiver (a child process, PP rank 0)
+calls ``recv_tensor_dict(src=1)`` and pops with the implementation asked for. The control
+messages and the reply travel on ppaux's own channel, as in the ``torch-distributed`` transport.
+
+Attention-TP all-gather (``--all-gather N``) needs N ranks on each stage; this transport runs one
+rank per stage, so that part is emulated: before sglang's send, every tensor whose element count
+N divides is made contiguous, which is what the slicing on the sender and the all-gather on the
+receiver do to it. The result says so (``all_gather_emulated``).
+
+This module imports torch; sglang is imported when the wire starts.
+"""
+
+from __future__ import annotations
+
+import datetime
+import inspect
+import os
+import sys
+import traceback
+import warnings
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from ppaux.replay.distributed import DistributedWire, Receive, WireSetupError, serve
+from ppaux.replay.wire import WireError, WireStats
+
+__all__ = ["RUNTIME_MODULE", "SglangWire", "import_runtime"]
+
+#: The module of sglang that holds the wire (``GroupCoordinator``).
+RUNTIME_MODULE = "sglang.srt.distributed.parallel_state"
+
+# PP ranks of sglang's group: rank 0 is the first stage (receiver), rank 1 the last (sender).
+_FIRST, _LAST = 0, 1
+
+
+def import_runtime(sglang_path: str | None) -> Any:
+    """Import sglang's ``parallel_state``; ``sglang_path`` is put first on ``sys.path``.
+
+    Raises :class:`WireSetupError` naming the import that failed and where sglang made it.
+    """
+    if sglang_path is not None:
+        if not os.path.isdir(sglang_path):
+            raise WireSetupError(f"{sglang_path}: not a directory (--transport sglang needs an "
+                                 "unpacked sglang tree whose imports resolve)")
+        path = os.path.abspath(sglang_path)
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    try:
+        with warnings.catch_warnings():
+            # sglang's third-party imports warn about missing GPUs and the like; not ours.
+            warnings.simplefilter("ignore")
+            import importlib
+
+            module = importlib.import_module(RUNTIME_MODULE)
+    except Exception as exc:  # any failure of sglang's import chain is reported, not raised
+        raise WireSetupError(_import_failure(exc)) from None
+    if not hasattr(module, "GroupCoordinator"):
+        raise WireSetupError(f"{module.__file__}: has no GroupCoordinator")
+    return module
+
+
+def _import_failure(exc: BaseException) -> str:
+    """'sglang's runtime cannot be imported: No module named 'x' (imported at FILE:LINE)'."""
+    message = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    if not isinstance(exc, ImportError):
+        message = f"{type(exc).__name__}: {message}"
+    frames = traceback.extract_tb(exc.__traceback__)
+    inside = [f for f in frames if "importlib" not in f.filename and "<frozen" not in f.filename]
+    where = f" (at {inside[-1].filename}:{inside[-1].lineno})" if inside else ""
+    return f"sglang's runtime ({RUNTIME_MODULE}) cannot be imported: {message}{where}"
+
+
+def _coordinator(runtime: Any, rank: int, backend: str) -> Any:
+    """A real ``GroupCoordinator`` over ranks [0, 1], optional communicators off."""
+    parameters = inspect.signature(runtime.GroupCoordinator.__init__).parameters
+    kwargs: dict[str, Any] = {
+        "group_ranks": [[_FIRST, _LAST]],
+        "local_rank": rank,
+        "torch_distributed_backend": backend,
+        "group_name": "ppaux_pp",
+    }
+    for name in parameters:
+        if name.startswith("use_"):
+            kwargs[name] = False
+    return runtime.GroupCoordinator(**kwargs)
+
+
+def _join_world(store: Any, rank: int, timeout: datetime.timedelta) -> None:
+    """The default process group sglang's ``GroupCoordinator`` builds its groups from."""
+    if dist.is_initialized():
+        raise WireSetupError("a torch.distributed default group already exists in this "
+                             "process; --transport sglang needs its own")
+    dist.init_process_group("gloo", store=dist.PrefixStore("world", store), rank=rank,
+                            world_size=2, timeout=timeout)
+
+
+def _gathered(tensor_dict: dict[str, Any], size: int) -> dict[str, Any]:
+    """What the all-gather path does to each tensor it slices: a contiguous copy."""
+    out = {}
+    for key, value in tensor_dict.items():
+        if isinstance(value, torch.Tensor) and value.numel() and value.numel() % size == 0:
+            value = value.contiguous()
+        out[key] = value
+    return out
+
+
+class SglangWire(DistributedWire):
+    """The sending end: this process is sglang's last PP stage, the receiver is started."""
+
+    child_module = "ppaux.replay.sglang_wire"
+
+    def __init__(self, device: torch.device, *, timeout_s: float = 60.0,
+                 all_gather_size: int = 1, sglang_path: str | None = None) -> None:
+        super().__init__(device, timeout_s=timeout_s, all_gather_size=all_gather_size)
+        self.sglang_path = sglang_path
+        self.runtime = import_runtime(sglang_path)
+        self._group: Any = None
+
+    @property
+    def sglang_file(self) -> str:
+        """The file of sglang's wire that runs."""
+        return str(self.runtime.__file__)
+
+    def _child_config(self) -> dict[str, Any]:
+        return {"sglang_path": self.sglang_path}
+
+    def _joined(self, store: Any) -> None:
+        _join_world(store, _LAST, self.timeout)
+        backend = "nccl" if self.device.type == "cuda" else "gloo"
+        self._group = _coordinator(self.runtime, _LAST, backend)
+
+    def _left(self) -> None:
+        self._group = None
+        if dist.is_initialized():
+            try:
+                dist.destroy_process_group()
+            except (RuntimeError, ValueError):
+                pass
+
+    def _check(self, sent: dict[str, Any]) -> None:
+        """Nothing of ppaux's runs before sglang's own send: it finds its own faults."""
+
+    def _send_message(self, channel: Any, sent: dict[str, Any], stats: WireStats) -> None:
+        message = _gathered(sent, self.all_gather_size) if self.all_gather_size > 1 else sent
+        tensors = [value for value in message.values() if isinstance(value, torch.Tensor)]
+        try:
+            with warnings.catch_warnings():
+                # sglang's send_object warns about a read-only buffer on every call.
+                warnings.simplefilter("ignore")
+                self._group.send_tensor_dict(message, dst=_FIRST)
+        except Exception as exc:  # sglang's own failure on the sender is the result
+            lines = str(exc).strip().splitlines()
+            raise WireError("sender", type(exc).__name__, lines[0] if lines else "",
+                            metadata_sent=True) from None
+        for tensor in tensors:
+            stats.tensors += 1 if tensor.numel() else 0
+            stats.empty += 0 if tensor.numel() else 1
+            stats.tensor_bytes += tensor.numel() * tensor.element_size()
+
+
+# ----------------------------------------------------------------------------------------------
+# The receiving process
+
+
+def _receiver_joined(store: Any, config: dict[str, Any]) -> Receive:
+    runtime = import_runtime(config.get("sglang_path"))
+    timeout = datetime.timedelta(seconds=config["timeout_s"])
+    _join_world(store, _FIRST, timeout)
+    backend = "nccl" if config["device"].startswith("cuda") else "gloo"
+    group = _coordinator(runtime, _FIRST, backend)
+
+    def receive(channel: Any, control: dict[str, Any]) -> dict[str, Any]:
+        received = group.recv_tensor_dict(src=_LAST)
+        if received is None:
+            raise WireError("receiver", "RuntimeError", "recv_tensor_dict returned None")
+        return dict(received)
+
+    return receive
+
+
+def _receiver_implementation(name: str, cache: dict[str, Any], config: dict[str, Any]) -> Any:
+    """sglang's own module as imported by the runtime, or ppaux's reference transport."""
+    if name not in cache:
+        import importlib
+
+        if name == "sglang":
+            cache[name] = importlib.import_module("sglang.srt.sampling.sampling_observer_pp")
+        else:
+            cache[name] = importlib.import_module("ppaux.replay.transport")
+    return cache[name]
+
+
+if __name__ == "__main__":
+    import json
+
+    raise SystemExit(serve(json.loads(sys.argv[1]), joined=_receiver_joined,
+                           implementation=_receiver_implementation))

@@ -1,0 +1,76 @@
+"""One exception tree: every exception class of ppaux derives from PpauxError and from the
+builtin its callers catch."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+import pytest
+
+import ppaux
+from ppaux.errors import PpauxError
+
+# The builtin (beyond Exception) each exception class must also be; None where callers catch
+# only the ppaux type. Written out, so that a new class or a changed base fails here.
+EXPECTED = {
+    "ppaux.errors.PpauxError": None,
+    "ppaux.errors.PathError": None,
+    "ppaux.errors.DumpError": ValueError,
+    "ppaux.errors.LimitExceeded": ValueError,
+    "ppaux.files.InputFileError": OSError,
+    "ppaux.report.config.ConfigError": ValueError,
+    "ppaux.report.selection.UnknownCodeError": ValueError,
+    "ppaux.report.catalogue.UnknownRuleError": KeyError,
+    "ppaux.sglang.tree.SglangPathError": ValueError,
+    "ppaux.sglang.tree.UnreadableFile": OSError,
+    "ppaux.sglang.loader.SglangNotFound": LookupError,
+    "ppaux.sglang.releases.UnknownReleaseError": ValueError,
+    "ppaux.skew.fingerprint.FingerprintError": ValueError,
+    "ppaux.skew.fingerprint._Invalid": None,
+    "ppaux.skew.gather.SetupError": ValueError,
+    "ppaux.skew.gather.GatherError": RuntimeError,
+    "ppaux.capture.store.CaptureDirError": ValueError,
+    "ppaux.replay.materialize.DeviceError": ValueError,
+    "ppaux.replay.materialize.MaterializeError": ValueError,
+    "ppaux.replay.run.ReplayConfigError": ValueError,
+    "ppaux.replay.roundtrip.SenderRefused": None,
+    "ppaux.replay.wire.WireError": RuntimeError,
+    "ppaux.replay.distributed.WireSetupError": RuntimeError,
+}
+
+_BUILTINS = (ValueError, OSError, LookupError, KeyError, RuntimeError, TypeError)
+
+
+def _exception_classes() -> dict[str, type[BaseException]]:
+    found: dict[str, type[BaseException]] = {}
+    for info in pkgutil.walk_packages(ppaux.__path__, "ppaux."):
+        module = importlib.import_module(info.name)
+        for _, value in inspect.getmembers(module, inspect.isclass):
+            if issubclass(value, BaseException) and value.__module__ == info.name:
+                found[f"{value.__module__}.{value.__qualname__}"] = value
+    return found
+
+
+def test_every_exception_class_is_in_the_tree():
+    pytest.importorskip("torch")  # the replay wing's modules import torch
+    classes = _exception_classes()
+    assert sorted(classes) == sorted(EXPECTED)
+    for name, cls in classes.items():
+        assert issubclass(cls, PpauxError), name
+        builtin = EXPECTED[name]
+        if builtin is None:
+            assert not issubclass(cls, _BUILTINS), name
+        else:
+            assert issubclass(cls, builtin), name
+
+
+def test_the_names_stay_importable_where_they_were():
+    from ppaux.report.catalogue import UnknownRuleError
+    from ppaux.report.selection import UnknownCodeError
+    from ppaux.sglang.releases import UnknownReleaseError
+
+    assert str(UnknownCodeError("PPX")) == "'PPX' matches no rule code; 'ppaux rules' lists them"
+    assert str(UnknownRuleError("PP999")) == "unknown rule code 'PP999'; 'ppaux rules' lists them"
+    assert UnknownReleaseError("0.1").name == "0.1"
