@@ -19,6 +19,7 @@ EXPECTED = {
     "ppaux.errors.PathError": None,
     "ppaux.errors.DumpError": ValueError,
     "ppaux.errors.LimitExceeded": ValueError,
+    "ppaux.errors.TorchMissingError": ImportError,
     "ppaux.files.InputFileError": OSError,
     "ppaux.report.config.ConfigError": ValueError,
     "ppaux.report.selection.UnknownCodeError": ValueError,
