@@ -3,6 +3,7 @@
 Run::
 
     python benchmarks/bench_replay.py [--dumps 200] [--runs 7] [--mib 256] [--workdir DIR]
+                                      [--sglang-path DIR]
 
 Three measurements, each repeated ``--runs`` times with the contenders interleaved round by
 round (so that a noisy neighbour slows them alike):
@@ -23,6 +24,11 @@ round (so that a noisy neighbour slows them alike):
    tensors over the same group in the same run. Throughput is bytes over the time from the
    sender's first send to the receiver holding every tensor. Target: at least 0.9x raw,
    judged on the medians (the best run of each is printed too).
+
+   With ``--sglang-path DIR`` (an unpacked sglang tree whose imports resolve, the rest of its
+   packages on ``PYTHONPATH``), the same dict also crosses sglang's own wire
+   (``--transport sglang``: ``GroupCoordinator.send_tensor_dict`` to ``recv_tensor_dict``),
+   against raw send/recv in the same run.
 
 3. **On a GPU** (when two CUDA devices are present): the same over NCCL, ``cuda:0`` to ``cuda:1``.
    With one GPU, NCCL cannot hold two ranks; the overhead measurement is repeated on ``cuda``.
@@ -155,12 +161,20 @@ def payload(mib: int, device: torch.device) -> dict:
     })
 
 
-def wire_throughput(mib: int, runs: int, device: torch.device) -> dict:
+def wire_throughput(mib: int, runs: int, device: torch.device,
+                    sglang_path: str | None = None) -> dict:
+    """The dict through ppaux's distributed wire (or sglang's own, given ``sglang_path``)."""
     sent = payload(mib, device)
     tensors = [v for v in sent.values() if isinstance(v, torch.Tensor)]
     total = sum(t.numel() * t.element_size() for t in tensors)
     dict_seconds, raw_seconds = [], []
-    with DistributedWire(device, timeout_s=120) as wire:
+    if sglang_path is not None:
+        from ppaux.replay.sglang_wire import SglangWire
+
+        wire: DistributedWire = SglangWire(device, timeout_s=120, sglang_path=sglang_path)
+    else:
+        wire = DistributedWire(device, timeout_s=120)
+    with wire:
         wire.exchange(sent, "reference")  # warm-up: the receiver starts, buffers are made
         wire.raw(tensors)
         for _ in range(runs):
@@ -181,9 +195,10 @@ def wire_throughput(mib: int, runs: int, device: torch.device) -> dict:
     }
 
 
-def wire_table(result: dict, label: str) -> None:
+def wire_table(result: dict, label: str,
+               name: str = "ppaux distributed wire (send_tensor_dict semantics)") -> None:
     print(f"| transfer ({label}) | median s | best s | MiB/s (median) |\n|---|---|---|---|")
-    print(f"| ppaux wire_dist (send_tensor_dict semantics) | {result['dict_s']:.3f} | "
+    print(f"| {name} | {result['dict_s']:.3f} | "
           f"{result['dict_best_s']:.3f} | {result['dict_mib_s']:.0f} |")
     print(f"| raw send/recv of the same tensors | {result['raw_s']:.3f} | "
           f"{result['raw_best_s']:.3f} | {result['raw_mib_s']:.0f} |")
@@ -198,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--mib", type=int, default=256)
     parser.add_argument("--workdir", default=None)
+    parser.add_argument("--sglang-path", default=None,
+                        help="also time --transport sglang with the sglang tree in DIR")
     args = parser.parse_args(argv)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="ppaux-bench-replay-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -217,6 +234,15 @@ def main(argv: list[str] | None = None) -> int:
     result = wire_throughput(args.mib, args.runs, torch.device("cpu"))
     wire_table(result, "gloo")
     ok &= result["ratio"] >= TARGET_THROUGHPUT_RATIO
+
+    if args.sglang_path is not None:
+        print(f"## sglang's own wire on CPU/gloo, {args.mib} MiB (median of {args.runs} runs)\n")
+        result = wire_throughput(args.mib, args.runs, torch.device("cpu"), args.sglang_path)
+        import sglang
+
+        wire_table(result, "gloo", f"--transport sglang: sglang {sglang.__version__}'s "
+                   "GroupCoordinator.send_tensor_dict")
+        ok &= result["ratio"] >= TARGET_THROUGHPUT_RATIO
 
     if torch.cuda.is_available():
         count = torch.cuda.device_count()

@@ -75,7 +75,9 @@ def _import_failure(exc: BaseException) -> str:
     if not isinstance(exc, ImportError):
         message = f"{type(exc).__name__}: {message}"
     frames = traceback.extract_tb(exc.__traceback__)
-    inside = [f for f in frames if "importlib" not in f.filename and "<frozen" not in f.filename]
+    # The frame that made the failing import: sglang's (or a package it imports), not ours.
+    inside = [f for f in frames if "importlib" not in f.filename and "<frozen" not in f.filename
+              and f.filename != __file__]
     where = f" (at {inside[-1].filename}:{inside[-1].lineno})" if inside else ""
     return f"sglang's runtime ({RUNTIME_MODULE}) cannot be imported: {message}{where}"
 

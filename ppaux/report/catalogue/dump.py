@@ -137,9 +137,10 @@ RULES = (
         severity=Severity.WARNING,
         summary="An auxiliary tensor is sparse or quantized.",
         explanation=(
-            "The wire describes a tensor by device type, dtype and size only and the receiver "
-            "allocates a dense tensor, so a sparse layout or quantization parameters do not "
-            "survive the transfer."
+            "torch.distributed's send has no kernel for a sparse or quantized tensor: sglang's "
+            "sender fails with NotImplementedError in torch's dispatcher after the metadata went "
+            "out, and rank 0 waits for data that never comes. The wire could not carry the "
+            "layout or the quantizer anyway: it describes a tensor by device type, dtype and size."
         ),
         causes=("The observer output holds a sparse or quantized tensor.",),
         fix="Send dense tensors: tensor.to_dense() or tensor.dequantize() (or the int repr and "
@@ -154,7 +155,10 @@ RULES = (
         name="aux-meta-tensor",
         severity=Severity.WARNING,
         summary="An auxiliary tensor is on the meta device and holds no data.",
-        explanation="A meta tensor has a shape and dtype but no storage; nothing real can be sent.",
+        explanation=(
+            "A meta tensor has a shape and dtype but no storage: the wire sends nothing for it "
+            "and rank 0 gets a new meta tensor, which no observer can read data from."
+        ),
         causes=("A tensor made under a meta-device context or by shape inference.",),
         fix="Materialise the tensor on the stage's device before returning it.",
         example=(

@@ -58,17 +58,18 @@ RULES = (
         summary="The dict cannot cross sglang's PP wire.",
         explanation=(
             "send_tensor_dict pickles the metadata list, then sends each tensor on its own: CPU "
-            "tensors over gloo, which refuses non-contiguous and sparse ones after the metadata "
-            "has gone out; CUDA tensors over NCCL, which refuses sparse ones. A nested tensor "
-            "has no size() and fails before anything is sent; a meta tensor has no data to send."
+            "tensors over gloo, which refuses non-contiguous ones after the metadata has gone "
+            "out; CUDA tensors over NCCL. torch's dispatcher refuses sparse and quantized "
+            "tensors on either (NotImplementedError from c10d::send). A nested tensor has no "
+            "size() and fails before anything is sent."
         ),
         causes=(
             "A non-contiguous auxiliary tensor (a transpose or a strided slice) sent without "
             "an attention-TP all-gather group (see PP106).",
-            "A sparse, nested or meta tensor in the dict (see PP107, PP108).",
+            "A sparse, quantized or nested tensor in the dict (see PP107).",
         ),
-        fix="Call .contiguous() (and .to_dense() for sparse tensors) on every tensor before it "
-        "goes into the dict; never send meta or nested tensors.",
+        fix="Call .contiguous() (.to_dense() for sparse tensors, .dequantize() for quantized "
+        "ones) on every tensor before it goes into the dict; never send nested tensors.",
         example="the wire fails on the sender: RuntimeError: input tensor has to be contiguous",
         area="replay",
     ),
