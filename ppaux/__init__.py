@@ -4,7 +4,9 @@ Importing this package is cheap: it never imports torch, and the names below are
 first use. The areas are subpackages: :mod:`ppaux.dump` (reading dumps, ``inspect``),
 :mod:`ppaux.skew` (fingerprints, ``check-skew``), :mod:`ppaux.replay` (the torch wing:
 transport, wires, ``replay``), :mod:`ppaux.capture` (recording inside sglang),
-:mod:`ppaux.sglang` (what ppaux knows of sglang) and :mod:`ppaux.report` (findings, formats).
+:mod:`ppaux.sglang` (what ppaux knows of sglang) and :mod:`ppaux.report` (findings, formats);
+:mod:`ppaux.fix` rewrites dumps (``tensorize``, torch wing) and :mod:`ppaux.guard` checks a PP
+tensor dict in the code that writes it.
 """
 
 from ppaux._lazy import lazy_exports

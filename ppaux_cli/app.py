@@ -57,6 +57,16 @@ COMMANDS: dict[str, CommandEntry] = {
         "ppaux_cli.commands.replay", "replay",
         "Rebuild each payload with torch and run sender, wire and pop as sglang does; compare "
         "the output that comes back bit for bit."),
+    "tensorize": CommandEntry(
+        "ppaux_cli.commands.tensorize", "tensorize",
+        "Rewrite DUMP into FIXED with every non-tensor auxiliary value converted to a tensor; "
+        "print each conversion and refusal. Exit 1, writing nothing, when nothing can be "
+        "converted or a value cannot be."),
+    "diff": CommandEntry(
+        "ppaux_cli.commands.diff", "diff",
+        "Compare two dumps: keys added and removed, kind, dtype, shape, stride and device "
+        "changes, values (tensor bytes by digest), and which side pop fails on. Exit 1 when an "
+        "auxiliary entry differs."),
     "capture": CommandEntry(
         "ppaux_cli.commands.capture", "app",
         "Capture from a running sglang: check the plugin, list what it wrote."),

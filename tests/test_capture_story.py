@@ -244,3 +244,25 @@ def test_check_skew_flags_the_sender(story: dict):
     findings = json.loads(done.stdout)["findings"]
     assert [(f["code"], Path(f["path"]).name, f["message"]) for f in findings] == [
         ("PP323", "pp1.json", "scheduler_pp_mixin.py never calls add")]
+
+
+def test_the_tensorized_capture_pops_with_sglangs_own_functions(story: dict, tmp_path: Path):
+    [capture] = sorted(story["captures"].glob("capture-*.pt"))
+    fixed = tmp_path / "fixed.pt"
+    done = ppaux("tensorize", str(capture), "-o", str(fixed))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f"converted ['tensors']['{P}scores']: a list of 4 floats -> float32 tensor of shape (4,) "
+        "on cpu", f"wrote {fixed} (1 value converted)"]
+    # The default, validating sender and sglang's own add and pop from the first stage's files,
+    # through the emulated wire: the observer's output comes back, and no PP408.
+    done = ppaux("replay", "--transport", "wire", "--impl", "sglang", "--sglang-path",
+                 str(story["trees"][0]), "--format", "json", str(fixed))
+    assert done.returncode == 0, done.stdout + done.stderr
+    document = json.loads(done.stdout)
+    assert document["findings"] == []
+    [result] = document["results"]
+    assert (result["outcome"], result["reproduced"]) == ("ok", True)
+    done = ppaux("diff", str(capture), str(fixed), "--format", "json")
+    assert done.returncode == 1
+    assert {f["key"] for f in json.loads(done.stdout)["findings"]} == {P + "scores", None}

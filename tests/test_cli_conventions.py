@@ -95,7 +95,8 @@ def test_readable_metavars():
     assert usage == "Usage: ppaux inspect [OPTIONS] PATH..."
     assert run("check-skew", "--help").stdout.splitlines()[0] == (
         "Usage: ppaux check-skew [OPTIONS] [PATH]...")
-    for command in ("inspect", "replay", "check-skew", "explain", "rules", "fingerprint"):
+    for command in ("inspect", "replay", "check-skew", "explain", "rules", "fingerprint", "diff",
+                    "tensorize"):
         text = run(command, "--help").stdout
         assert "<" not in text.split("Options:")[0] and "{" not in text and "list[" not in text
     text = run("inspect", "--help").stdout
@@ -185,6 +186,8 @@ def test_dash_reads_one_dump_from_stdin():
     (("inspect", "-", "-"), b"", "-: stdin can be read only once"),
     (("replay", "-"), b"", "-: replay reads tensors back from the file, so it cannot read stdin; "
      "give a path"),
+    (("diff", "-", CLEAN), b"", "-: diff reads tensor bytes back from the files, so it cannot "
+     "read stdin; give paths"),
 ])
 def test_bad_stdin_is_one_line(args, stdin, message):
     done = ppaux_process(*args, stdin=stdin)
@@ -388,5 +391,6 @@ def test_report_options_are_the_same_on_every_reporting_command():
 
     reference = options("inspect")
     assert len(reference) == 3
-    for command in (("check-skew",), ("replay",), ("capture", "status"), ("capture", "list")):
+    for command in (("check-skew",), ("replay",), ("diff",), ("capture", "status"),
+                    ("capture", "list")):
         assert options(*command) == reference, command

@@ -213,3 +213,82 @@ def test_command_examples_run(page, tmp_path):
     assert scripts
     for script in scripts:
         _run_script(script, tmp_path, env)
+
+
+# -- output blocks: each command's ```text block is what it prints -------------------------------
+
+P = "__sampling_observer_output__."
+#: The capture of docs/walkthrough.md, as the story (tests/test_capture_story.py) records it.
+WALKTHROUGH_CAPTURE = "capture-20261202T102324Z-vm-25991-0001-pop.pt"
+
+
+def _section(text: str, heading: str) -> str:
+    start = text.index(heading)
+    end = text.find("\n## ", start + len(heading))
+    return text[start:] if end < 0 else text[start:end]
+
+
+def _output_blocks(text: str) -> list[tuple[str, str, str]]:
+    """(language, source, output) for every ```console block of one '$ ppaux ...' command, and
+    every ```python block, that a ```text block follows."""
+    fences = list(re.finditer(r"^```(\w*)\n(.*?)^```$", text, re.S | re.M))
+    blocks = []
+    for first, second in zip(fences, fences[1:], strict=False):
+        language, source = first.group(1), first.group(2)
+        if (language not in ("console", "python") or second.group(1) != "text"
+                or text[first.end():second.start()].strip()):
+            continue
+        if language == "console":
+            lines = source.strip().splitlines()
+            if len(lines) != 1 or not lines[0].startswith("$ ppaux "):
+                continue
+            source = lines[0][2:]
+        blocks.append((language, source, second.group(2)))
+    return blocks
+
+
+def _check_blocks(blocks: list[tuple[str, str, str]], cwd: Path, env: dict[str, str],
+                  shown_dir: str) -> None:
+    for language, source, expected in blocks:
+        argv = ["bash", "-c", source] if language == "console" else [sys.executable, "-c", source]
+        done = subprocess.run(argv, cwd=cwd, env={**env, "COLUMNS": "100"}, capture_output=True,
+                              text=True, timeout=300)
+        assert "Traceback" not in done.stderr, (source, done.stderr)
+        assert done.stdout.replace(str(cwd), shown_dir) == expected, source
+
+
+def _write_walkthrough_capture(folder: Path) -> None:
+    # The dict rank 0 received in the story, captured with the story's metadata.
+    torch = pytest.importorskip("torch")
+    from ppaux.dump.capture_format import make_capture
+
+    meta = {"ppaux_version": "0.1.0", "sglang_version": "0.5.23", "torch_version": "2.13.0",
+            "host": "vm", "pid": 25991, "rank": 0, "local_rank": 0, "world_size": 2,
+            "pp_rank": 0, "pp_size": 2, "function": "pop_auxiliary_output_from_pp_tensors",
+            "exception_type": "RuntimeError",
+            "exception_message": "received a non-tensor auxiliary PP output",
+            "time": "2026-12-02T10:23:24+00:00", "when": "error"}
+    tensors = {"next_token_ids": torch.arange(4), "output_token_logprobs_val": [0.5] * 4,
+               "output_token_logprobs_idx": [0.5] * 4,
+               P + "scores": [0.125, 0.25, 0.5, 0.0625], "__msg_type__": "output"}
+    torch.save(make_capture(meta, tensors), folder / WALKTHROUGH_CAPTURE)
+
+
+def test_walkthrough_fix_step_prints_what_the_page_shows(tmp_path):
+    text = _section((DOCS / "walkthrough.md").read_text(encoding="utf-8"), "## 6. The fix")
+    blocks = _output_blocks(text)
+    assert [source for _, source, _ in blocks] == [
+        f"ppaux tensorize {WALKTHROUGH_CAPTURE} -o fixed.pt", "ppaux replay fixed.pt",
+        f"ppaux diff {WALKTHROUGH_CAPTURE} fixed.pt"]
+    env = _workspace(tmp_path)
+    _write_walkthrough_capture(tmp_path)
+    # The page runs in the capture directory of step 2.
+    _check_blocks(blocks, tmp_path, env, "/var/tmp/ppaux")
+
+
+def test_fix_page_prints_what_it_shows(tmp_path):
+    pytest.importorskip("torch")
+    blocks = _output_blocks((DOCS / "fix.md").read_text(encoding="utf-8"))
+    assert [language for language, _, _ in blocks] == ["python"] + ["console"] * 4
+    env = _workspace(tmp_path)
+    _check_blocks(blocks, tmp_path, env, str(tmp_path))

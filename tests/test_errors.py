@@ -39,6 +39,10 @@ EXPECTED = {
     "ppaux.replay.roundtrip.SenderRefused": None,
     "ppaux.replay.wire.WireError": RuntimeError,
     "ppaux.replay.distributed.WireSetupError": RuntimeError,
+    "ppaux.guard.PpTensorsError": TypeError,
+    "ppaux.guard.NotTensorizable": TypeError,
+    "ppaux.fix.tensorize.OutputPathError": ValueError,
+    "ppaux.dump.diff._NotCompared": None,
 }
 
 _BUILTINS = (ValueError, OSError, LookupError, KeyError, RuntimeError, TypeError)

@@ -65,6 +65,8 @@ def test_the_venv_really_has_no_torch(venv):
     (("replay", "fixtures/dumps/aux_list.pt"), "ppaux replay"),
     (("replay", "fixtures/dumps/aux_list.pt", "--transport", "wire", "-f", "json"),
      "ppaux replay"),
+    (("tensorize", "fixtures/dumps/aux_list.pt", "-o", "/nonexistent/fixed.pt"),
+     "ppaux tensorize"),
     (("check-skew", "--distributed"), "ppaux check-skew --distributed"),
     (("check-skew", "--distributed", "--rank", "0", "--world-size", "2"),
      "ppaux check-skew --distributed"),

@@ -21,6 +21,26 @@ Layout of the saved dict (format version 1)::
         "output": {...} | None,            # for add: the output's to_pp_tensors() mapping
     }
 
+A capture rewritten by ``ppaux tensorize`` (:mod:`ppaux.fix.tensorize`) keeps every field above
+and its layout; ``tensors`` and ``output`` hold the converted values, every other value and
+every storage location as they were. Its metadata says so with these fields (REWRITE_FIELDS)::
+
+        "exception_type": None,            # the rewritten dict pops cleanly: nothing raised
+        "exception_message": None,
+        "original_exception_type": "RuntimeError" | None,      # what the captured call raised
+        "original_exception_message": "received a non-tensor auxiliary PP output" | None,
+        "rewritten_by": "ppaux tensorize 0.1.0",
+        "rewritten_time": "2026-12-02T11:00:00+00:00",         # UTC, ISO 8601
+        "rewritten_from": "/var/tmp/ppaux/capture-...-pop.pt", # absolute path of the input
+        "rewritten_from_sha256": "fc30...",                    # of the input file's bytes
+        "rewritten_keys": "['tensors']['__sampling_observer_output__.scores']",  # one a line
+
+``exception_type`` and ``exception_message`` describe the call as the file now records it:
+``tensorize`` writes only dicts whose every auxiliary value is a tensor, which pop (and add,
+for an add-side output) accepts, so replaying the rewrite with the default, validating sender
+ends without an error, as recorded. A plain dump (not a capture) stays a plain dump: it has no
+place for these fields that torch.load or sglang would not take for part of the message.
+
 The reader (:mod:`ppaux.dump.dumpfile`) recognises the marker and checks ``tensors`` as the payload;
 it reads this structure without torch. Writing one needs torch (``torch.save``).
 """
@@ -36,6 +56,7 @@ __all__ = [
     "CAPTURE_MARKER",
     "CAPTURE_VERSION",
     "META_FIELDS",
+    "REWRITE_FIELDS",
     "make_meta",
     "make_capture",
 ]
@@ -60,6 +81,17 @@ META_FIELDS = (
     "exception_message",
     "time",
     "when",
+)
+
+#: The fields ``ppaux tensorize`` adds to the metadata of a capture it rewrites, in order.
+REWRITE_FIELDS = (
+    "original_exception_type",
+    "original_exception_message",
+    "rewritten_by",
+    "rewritten_time",
+    "rewritten_from",
+    "rewritten_from_sha256",
+    "rewritten_keys",
 )
 
 

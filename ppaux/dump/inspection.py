@@ -113,9 +113,9 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
             rows.append((f"... and {hidden} more keys", "", "--format json lists all", "", "",
                          "", ""))
         where = f" {payload['locator']}" if payload["locator"] else ""
-        what = (f"capture of {capture.get('function')}: {capture.get('exception_type')}: "
-                f"{capture.get('exception_message')}" if capture and payload["role"] == "capture"
-                else f"{payload['role']}" if payload["role"] == "output" else description["container"])
+        what = (_capture_phrase(capture) if capture and payload["role"] == "capture"
+                else f"{payload['role']}" if payload["role"] == "output"
+                else description["container"])
         # Capture metadata comes from the file: no newline or escape sequence reaches a terminal.
         what = shown_name(what)
         title = f"{description['path']}{where} ({what}; {len(payload['entries'])} keys)"
@@ -124,6 +124,16 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
             tuple(rows), frozenset(marked),
         ))
     return tables
+
+
+def _capture_phrase(meta: dict[str, Any]) -> str:
+    """'capture of <function>: <exception>', and who rewrote it (``ppaux tensorize``), if so."""
+    error = (f"{meta.get('exception_type')}: {meta.get('exception_message')}"
+             if meta.get("exception_type") is not None else "no error")
+    phrase = f"capture of {meta.get('function')}: {error}"
+    if meta.get("rewritten_by") is not None:
+        phrase += f"; {meta.get('rewritten_by')} rewrote it"
+    return phrase
 
 
 def inspect_paths(

@@ -170,6 +170,7 @@ class Materializer:
         self._records: _Records | None = None
         self._bases: dict[int, torch.Tensor] = {}
         self._memo: dict[int, Any] = {}
+        self._saved: dict[int, str] = {}
 
     def __enter__(self) -> "Materializer":
         return self
@@ -182,6 +183,14 @@ class Materializer:
         if self._records is not None:
             self._records.close()
             self._records = None
+
+    def saved_locations(self) -> dict[int, str]:
+        """Where each storage built so far was saved ('cpu', 'cuda:1'), by its data pointer.
+
+        Tensors are rebuilt on one device; code that saves them again (``ppaux tensorize``)
+        uses this to record each storage's original location rather than the rebuild device.
+        """
+        return dict(self._saved)
 
     # -- values --------------------------------------------------------------------------------
     def value(self, value: Any, where: str = "", depth: int = 0) -> Any:
@@ -309,6 +318,8 @@ class Materializer:
             flat = flat[: nbytes - nbytes % part].view(-1, part).flip(1).reshape(-1)
         flat = flat.to(self.device)
         self._bases[id(storage)] = flat
+        if nbytes:
+            self._saved[flat.untyped_storage().data_ptr()] = storage.location
         return flat
 
     def _part(self, ref: TensorRef, where: str, name: str) -> Any:

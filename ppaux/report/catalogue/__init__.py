@@ -11,11 +11,11 @@ from typing import Any
 from ppaux.errors import PpauxError
 from ppaux.report.findings import Finding, Rule, Severity
 
-from . import capture, dump, replay, security, skew
+from . import capture, diff, dump, replay, security, skew
 
 __all__ = ["RULES", "get_rule", "finding", "UnknownRuleError"]
 
-_AREAS = (capture, dump, replay, security, skew)
+_AREAS = (capture, diff, dump, replay, security, skew)
 
 
 def _collect() -> dict[str, Rule]:

@@ -1,0 +1,515 @@
+"""``diff``: how two dumps or captures differ, entry by entry, without torch.
+
+Both files are read with the safe reader (nothing in them runs). Their tensor dicts are paired
+(a capture's ``tensors`` and ``output``, or a dict's place in the file) and compared key by key:
+entries added and removed, a value's kind (tensor or not), a tensor's dtype, shape, stride,
+device, layout and class, and values: a tensor by a SHA-256 digest of the bytes it views, read
+from its storage record a block at a time, any other value by value. The outcome of pop on each
+side comes from :func:`ppaux.dump.checks.predict_pop`. Differences in auxiliary entries are
+errors (PP601 - PP607), in other entries info; see :mod:`ppaux.report.catalogue.diff`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import struct
+import zipfile
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ppaux.dump.dumpfile import Dump
+from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, Opaque, StorageRef, TensorRef
+from ppaux.dump.payload import Payload, Tally, key_text, type_name, value_phrase
+from ppaux.errors import DumpError, PpauxError
+from ppaux.limits import Limits
+from ppaux.report.catalogue import finding
+from ppaux.report.document import InputProblem, Report, Table
+from ppaux.report.findings import Finding, Severity
+from ppaux.sglang.names import OUTPUT_PREFIX
+
+__all__ = ["diff_paths", "diff_dumps", "BLOCK_BYTES"]
+
+#: Bytes read from a storage record at a time while digesting it.
+BLOCK_BYTES = 1 << 20
+
+# Deflate never shrinks data by more than about 1032:1 (see ppaux.replay.materialize).
+_MAX_DEFLATE_RATIO = 1032
+
+#: Capture metadata fields that differ between any two captures and are not worth listing.
+_EVERYDAY_META = ("time", "host", "pid", "rewritten_time")
+
+
+class _NotCompared(PpauxError):
+    """A value whose data ppaux cannot read safely; the message says why (it becomes PP608)."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Reading storage bytes, lazily and in blocks
+
+
+class _Records:
+    """Digests of byte ranges of one dump's storages, read a block at a time."""
+
+    def __init__(self, dump: Dump) -> None:
+        self.dump = dump
+        self._zip: zipfile.ZipFile | None = None
+        self._handle: Any = None
+        self._cache: dict[tuple[int, int, int], str] = {}
+
+    def close(self) -> None:
+        """Close the file, if it was opened."""
+        if self._zip is not None:
+            self._zip.close()
+            self._handle.close()
+            self._zip = None
+
+    def digest(self, storage: StorageRef, start: int, end: int) -> str:
+        """SHA-256 of bytes ``start:end`` of ``storage``; :class:`_NotCompared` if unreadable."""
+        key = (id(storage), start, end)
+        known = self._cache.get(key)
+        if known is not None:
+            return known
+        digest = hashlib.sha256()
+        if storage.data is not None:
+            if len(storage.data) < end:
+                raise _NotCompared(f"its storage holds {len(storage.data)} bytes, {end} needed")
+            digest.update(storage.data[start:end])
+        else:
+            self._read(storage, start, end, digest.update)
+        self._cache[key] = digest.hexdigest()
+        return self._cache[key]
+
+    def _read(self, storage: StorageRef, start: int, end: int,
+              sink: Callable[[bytes], Any]) -> None:
+        name = storage.record or ""
+        if self.dump.container != "zip" or storage.record is None:
+            raise _NotCompared("the file keeps no data for it")
+        if self._zip is None:
+            from ppaux.files import open_regular
+
+            try:
+                self._handle, _ = open_regular(self.dump.path, "dump")
+                self._zip = zipfile.ZipFile(self._handle)
+            except (OSError, zipfile.BadZipFile, ValueError, EOFError) as exc:
+                raise _NotCompared(f"the file cannot be reopened ({exc})") from None
+        try:
+            info = self._zip.getinfo(name)
+        except KeyError:
+            raise _NotCompared(f"storage record {name} is missing") from None
+        if info.file_size < end:
+            raise _NotCompared(f"storage record {name} is {info.file_size} bytes, {end} needed")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise _NotCompared(f"storage record {name} uses compression method "
+                               f"{info.compress_type}, which torch.load cannot read")
+        if (info.compress_type == zipfile.ZIP_DEFLATED
+                and info.file_size > max(info.compress_size, 1) * _MAX_DEFLATE_RATIO):
+            raise _NotCompared(f"storage record {name} claims {info.file_size} bytes from "
+                               f"{info.compress_size} compressed")
+        try:
+            with self._zip.open(info) as stream:
+                position = 0
+                while position < end:
+                    block = stream.read(min(BLOCK_BYTES, end - position))
+                    if not block:
+                        raise _NotCompared(f"storage record {name} ends early")
+                    low, high = max(start - position, 0), len(block)
+                    if low < high:
+                        sink(block[low:high])
+                    position += len(block)
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError,
+                RuntimeError, struct.error) as exc:
+            raise _NotCompared(f"cannot read storage record {name} ({exc})") from None
+
+
+# ----------------------------------------------------------------------------------------------
+# Digests of values
+
+
+class _Values:
+    """Canonical digests of the reader's values: equal digests, equal values."""
+
+    def __init__(self, records: _Records, limits: Limits) -> None:
+        self.records = records
+        self.limits = limits
+        self._memo: dict[int, str] = {}
+
+    def digest(self, value: Any) -> str:
+        """The digest of ``value``; :class:`_NotCompared` when part of it cannot be read."""
+        return self._digest(value, 0, set())
+
+    def tensor(self, ref: TensorRef) -> str:
+        """SHA-256 of the bytes ``ref`` views, in storage order from its first element to its
+        last (for sparse and quantized tensors, combined with their parts' digests)."""
+        known = self._memo.get(id(ref))
+        if known is not None:
+            return known
+        if ref.kind == "meta" or ref.device == "meta":
+            data = _sha("meta")
+        elif ref.storage is not None and ref.kind in ("dense", "quantized"):
+            itemsize = DTYPE_ITEMSIZE.get(ref.dtype, 1)
+            stride = ref.stride or ()
+            data = hashlib.sha256().hexdigest()
+            if ref.numel:
+                last = ref.offset + sum((size - 1) * step
+                                        for size, step in zip(ref.shape, stride, strict=False))
+                data = self.records.digest(ref.storage, ref.offset * itemsize,
+                                           (last + 1) * itemsize)
+        elif ref.kind == "dense":
+            raise _NotCompared("the file keeps no data for it")
+        else:
+            data = _sha(ref.kind)
+        if ref.parts:
+            data = _sha(data + ",".join(f"{name}={self._digest(part, 1, set())}"
+                                        for name, part in sorted(ref.parts.items())))
+        self._memo[id(ref)] = data
+        return data
+
+    def _digest(self, value: Any, depth: int, active: set[int]) -> str:
+        if isinstance(value, TensorRef):
+            meta = f"T{value.dtype}{value.shape}{value.stride}{value.kind}{value.layout}"
+            return _sha(meta + self.tensor(value))
+        if isinstance(value, bool):
+            return _sha(f"b{value}")
+        if isinstance(value, int):
+            return _sha(f"i{value:x}")
+        if isinstance(value, float):
+            return _sha(f"f{value.hex()}")
+        if isinstance(value, complex):
+            return _sha(f"c{value.real.hex()},{value.imag.hex()}")
+        if isinstance(value, str):
+            return _sha("s" + value.encode("utf-8", "surrogatepass").hex())
+        if isinstance(value, (bytes, bytearray)):
+            return _sha("y" + bytes(value).hex())
+        if value is None:
+            return _sha("n")
+        known = self._memo.get(id(value))
+        if known is not None:
+            return known
+        if id(value) in active:
+            return _sha("cycle")
+        if depth > self.limits.max_depth:
+            raise _NotCompared(f"it nests deeper than max_depth={self.limits.max_depth}")
+        active.add(id(value))
+        try:
+            parts = self._parts(value, depth, active)
+        finally:
+            active.discard(id(value))
+        result = _sha(f"{type(value).__name__}:" + ",".join(parts))
+        self._memo[id(value)] = result
+        return result
+
+    def _parts(self, value: Any, depth: int, active: set[int]) -> list[str]:
+        def sub(item: Any) -> str:
+            return self._digest(item, depth + 1, active)
+
+        if isinstance(value, (list, tuple)):
+            return [sub(v) for v in value]
+        if isinstance(value, dict):
+            # Python's dict equality ignores order: so do the digests.
+            return sorted(sub(k) + sub(v) for k, v in value.items())
+        if isinstance(value, (set, frozenset)):
+            return sorted(sub(v) for v in value)
+        if isinstance(value, NdArrayRef):
+            raise _NotCompared("ppaux reads a numpy array's dtype and shape, never its data")
+        if isinstance(value, Opaque):
+            raise _NotCompared(f"it holds a {value.name} object, whose class ppaux never imports")
+        return [repr(value)]  # dtypes, storage types, globals: named, never imported
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# ----------------------------------------------------------------------------------------------
+# Comparing
+
+
+@dataclass
+class _Side:
+    name: str
+    dump: Dump
+    payloads: list[Payload]
+    values: _Values
+    #: Tensor counts of shared values, worked out once per dump (see Tally).
+    tally: Tally
+
+
+def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
+    """Compare the dumps at ``a`` and ``b``; unreadable ones become the report's problems."""
+    from ppaux.dump.dumpfile import read_dump
+    from ppaux.dump.payload import walk
+    from ppaux.text import shown_name
+
+    report = Report(command="diff")
+    dumps = []
+    for path in (a, b):
+        try:
+            dump = read_dump(path, limits)
+            for _ in walk(dump.root, limits, shown_name(path)):
+                pass  # a hostile structure fails here, as one clear error
+        except DumpError as exc:
+            report.problems.append(InputProblem(shown_name(exc.path), exc.reason))
+            continue
+        dumps.append(dump)
+    if report.problems:
+        return report
+    return diff_dumps(dumps[0], dumps[1], limits)
+
+
+def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
+    """Compare two dumps already read (see :func:`diff_paths`)."""
+    from ppaux.dump.payload import find_payloads
+    from ppaux.text import shown_name
+
+    report = Report(command="diff")
+    sides = []
+    records = []
+    for dump in (a, b):
+        record = _Records(dump)
+        records.append(record)
+        # Reports show a file name escaped (it may hold anything); the file is read by its name.
+        sides.append(_Side(shown_name(dump.path), dump, find_payloads(dump),
+                           _Values(record, limits), Tally(limits, dump.path)))
+    try:
+        pairs = _pairs(sides[0].payloads, sides[1].payloads)
+        compared = []
+        for left, right in pairs:
+            if left is None or right is None:
+                only, side = (left, "A") if left is not None else (right, "B")
+                assert only is not None
+                aux = _has_aux(only)
+                report.findings.append(finding(
+                    "PP607", sides[1].name if side == "B" else sides[0].name,
+                    f"{only.locator or 'the top-level dict'}: only in {side}",
+                    severity=Severity.ERROR if aux else Severity.INFO))
+                continue
+            entries, found = _compare(sides, left, right, limits)
+            report.findings += [_placed(f, left) for f in found]
+            compared.append({"a": left.locator, "b": right.locator, "role": left.role,
+                             "entries": entries, "pop": _pop(sides, left, right, report)})
+            report.tables.append(_table(sides, left, right, entries))
+        report.findings += _meta(a, b, sides[1].name)
+    finally:
+        for record in records:
+            record.close()
+    report.data["diff"] = {"a": sides[0].name, "b": sides[1].name, "dicts": compared}
+    return report
+
+
+def _placed(item: Finding, payload: Payload) -> Finding:
+    # Findings name the dict key itself; where the dict sits in the file goes to extra.payload.
+    if not payload.locator:
+        return item
+    return dataclasses.replace(item, extra={**item.extra, "payload": payload.locator})
+
+
+def _has_aux(payload: Payload) -> bool:
+    return payload.role == "output" or any(
+        isinstance(k, str) and k.startswith(OUTPUT_PREFIX) for k in payload.mapping)
+
+
+def _pairs(left: list[Payload], right: list[Payload]) -> list[tuple[Any, Any]]:
+    """Pair the dicts of two dumps: by role for captures, else by place; one each: together."""
+    messages = [[p for p in side if p.role != "output"] for side in (left, right)]
+    outputs = [[p for p in side if p.role == "output"] for side in (left, right)]
+    pairs: list[tuple[Any, Any]] = []
+    if len(messages[0]) == 1 and len(messages[1]) == 1:
+        pairs.append((messages[0][0], messages[1][0]))
+    else:
+        by_place = {p.locator: p for p in messages[1]}
+        for p in messages[0]:
+            pairs.append((p, by_place.pop(p.locator, None)))
+        pairs += [(None, p) for p in by_place.values()]
+    if outputs[0] or outputs[1]:
+        pairs.append((outputs[0][0] if outputs[0] else None,
+                      outputs[1][0] if outputs[1] else None))
+    return pairs
+
+
+def _is_aux(payload: Payload, key: Any) -> bool:
+    return payload.role == "output" or (isinstance(key, str) and key.startswith(OUTPUT_PREFIX))
+
+
+def _summary(value: Any, limits: Limits, tally: Tally) -> str:
+    if isinstance(value, TensorRef):
+        kind = "" if value.kind == "dense" else f"{value.kind} "
+        sub = f" ({value.subclass})" if value.subclass else ""
+        return f"{kind}{value.dtype} {tuple(value.shape)} {value.device}{sub}"
+    if isinstance(value, (str, int, float, bool, type(None))):
+        from ppaux.dump.payload import safe_repr
+
+        return safe_repr(value, 40)
+    return value_phrase(value, limits, tally)
+
+
+def _bounded(text: str, limit: int = 200) -> str:
+    # A key may be megabytes long (a hostile file): reports show its start.
+    return text if len(text) <= limit else f"{text[:limit - 3]}..."
+
+
+def _key_of(keys: dict[str, Any], key: Any) -> Any:
+    return keys.get(_identity(key))
+
+
+def _identity(key: Any) -> str:
+    # Keys are matched by kind and value; the reader's stand-ins compare by identity.
+    if isinstance(key, str):
+        return "s" + key
+    if isinstance(key, (bool, int, float, complex, bytes, type(None))):
+        return f"{type(key).__name__}:{key!r}"
+    return f"{type_name(key)}@{id(key)}"
+
+
+def _compare(sides: list[_Side], left: Payload, right: Payload,
+             limits: Limits) -> tuple[list[dict[str, Any]], list[Finding]]:
+    a, b = sides
+    right_keys = {_identity(k): k for k in right.mapping}
+    left_keys = {_identity(k): k for k in left.mapping}
+    order = list(left.mapping) + [k for k in right.mapping if _identity(k) not in left_keys]
+    entries: list[dict[str, Any]] = []
+    found: list[Finding] = []
+    for key in order:
+        in_a = _identity(key) in left_keys
+        in_b = _identity(key) in right_keys
+        aux = _is_aux(left if in_a else right, key)
+        severity = Severity.ERROR if aux else Severity.INFO
+        shown = _bounded(key_text(key))
+        where = shown
+        entry: dict[str, Any] = {"key": shown, "aux": aux, "status": "same", "changes": []}
+        if in_a:
+            entry["a"] = _summary(left.mapping[key], limits, a.tally)
+        if in_b:
+            entry["b"] = _summary(right.mapping[_key_of(right_keys, key)], limits, b.tally)
+        if not in_b:
+            entry["status"] = "removed"
+            found.append(finding("PP602", a.name, f"only in A ({entry['a']})", where,
+                                 severity=severity))
+        elif not in_a:
+            entry["status"] = "added"
+            found.append(finding("PP601", b.name, f"only in B ({entry['b']})", where,
+                                 severity=severity))
+        else:
+            va, vb = left.mapping[key], right.mapping[_key_of(right_keys, key)]
+            found += _compare_values(sides, entry, where, va, vb, severity)
+        entries.append(entry)
+    return entries, found
+
+
+def _compare_values(sides: list[_Side], entry: dict[str, Any], where: str, va: Any, vb: Any,
+                    severity: Severity) -> list[Finding]:
+    a, b = sides
+    path = b.name
+    ta, tb = isinstance(va, TensorRef), isinstance(vb, TensorRef)
+    if ta != tb or (not ta and type_name(va) != type_name(vb)):
+        entry["status"] = "kind"
+        entry["changes"].append("kind")
+        return [finding("PP603", path, f"{entry['a']} in A, {entry['b']} in B", where,
+                        severity=severity)]
+    found = []
+    comparable = True
+    if ta:
+        changes = [(name, getattr(va, name), getattr(vb, name))
+                   for name in ("kind", "dtype", "shape", "stride", "offset", "device", "layout",
+                                "subclass")
+                   if getattr(va, name) != getattr(vb, name)]
+        layout_same = all(n not in ("kind", "dtype", "shape", "layout") for n, _, _ in changes)
+        strides_agree = not any(n == "stride" for n, _, _ in changes) or (
+            va.contiguous and vb.contiguous)
+        comparable = layout_same and strides_agree
+        shown = [(n, x, y) for n, x, y in changes if n != "offset"]
+        if shown:
+            entry["status"] = "changed"
+            entry["changes"] += [n for n, _, _ in shown]
+            text = ", ".join(f"{n} {_plain(x)} -> {_plain(y)}" for n, x, y in shown)
+            found.append(finding("PP604", path, text, where, severity=severity))
+    if not comparable:
+        return found
+    try:
+        da = a.values.digest(va) if not ta else a.values.tensor(va)
+        db = b.values.digest(vb) if not tb else b.values.tensor(vb)
+    except _NotCompared as exc:
+        entry["changes"].append("not compared")
+        return found + [finding("PP608", path, f"values not compared: {exc}", where)]
+    if da != db:
+        entry["status"] = "changed"
+        entry["changes"].append("values")
+        what = (f"the tensors' bytes differ (sha256 {da[:12]}... in A, {db[:12]}... in B)"
+                if ta else f"the values differ ({_short(va)} in A, {_short(vb)} in B)")
+        found.append(finding("PP605", path, what, where, severity=severity))
+    return found
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, tuple):
+        return str(tuple(value))
+    return str(value)
+
+
+def _short(value: Any) -> str:
+    from ppaux.dump.payload import safe_repr
+
+    return safe_repr(value, 40)
+
+
+def _pop(sides: list[_Side], left: Payload, right: Payload,
+         report: Report) -> dict[str, Any] | None:
+    from ppaux.dump.checks import predict_pop
+
+    if left.role == "output":
+        return None
+    outcomes = [predict_pop(left.mapping), predict_pop(right.mapping)]
+    if outcomes[0] != outcomes[1]:
+        def said(o: dict[str, Any]) -> str:
+            if o["outcome"] == "error":
+                return f"pop raises {o['error_type']}: {o['error']}"
+            return "pop succeeds" if o["outcome"] == "ok" else "pop finds no auxiliary entries"
+
+        failing = "A" if outcomes[0]["outcome"] == "error" else "B"
+        report.findings.append(finding(
+            "PP606", sides[1].name, f"A: {said(outcomes[0])}; B: {said(outcomes[1])}",
+            sglang_error=outcomes[0 if failing == "A" else 1]["error"]))
+    return {"a": outcomes[0], "b": outcomes[1]}
+
+
+def _meta(a: Dump, b: Dump, shown_b: str) -> list[Finding]:
+    ca, cb = a.capture, b.capture
+    if ca is None or cb is None:
+        return []
+    ma, mb = ca["meta"], cb["meta"]
+    keys = list(ma) + [k for k in mb if k not in ma]
+    differ = [str(k) for k in keys if isinstance(k, str) and k not in _EVERYDAY_META
+              and _meta_value(ma.get(k)) != _meta_value(mb.get(k))]
+    if not differ:
+        return []
+    message = f"capture metadata differs in {', '.join(differ)}"
+    rewritten = mb.get("rewritten_by")
+    if isinstance(rewritten, str):
+        message += f" (B: {key_text(rewritten)} rewrote {key_text(str(mb.get('rewritten_from')))})"
+    return [finding("PP609", shown_b, message)]
+
+
+def _meta_value(value: Any) -> Any:
+    # Metadata comes from the file: only plain values compare by value.
+    if isinstance(value, (str, int, float, bool, type(None))):
+        return (type(value).__name__, value)
+    return ("other", id(value))
+
+
+def _table(sides: list[_Side], left: Payload, right: Payload,
+           entries: list[dict[str, Any]]) -> Table:
+    rows: list[tuple[str, ...]] = []
+    marked = set()
+    for entry in entries:
+        if entry["status"] != "same":
+            marked.add((len(rows), 3))
+        difference = {"same": "same", "added": "only in B", "removed": "only in A",
+                      "kind": "kind"}.get(entry["status"], ", ".join(entry["changes"]))
+        if entry["status"] == "same" and entry["changes"]:
+            difference = ", ".join(entry["changes"])
+        rows.append((entry["key"], entry.get("a", "-"), entry.get("b", "-"), difference))
+    where = left.locator or "top level"
+    if right.locator != left.locator:
+        where = f"{left.locator or 'top level'} / {right.locator or 'top level'}"
+    title = f"A {sides[0].name} vs B {sides[1].name}: {where}"
+    return Table(title, ("key", "A", "B", "difference"), tuple(rows), frozenset(marked))

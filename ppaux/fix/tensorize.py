@@ -1,0 +1,348 @@
+"""``tensorize``: rewrite a dump or capture with every non-tensor auxiliary value made a tensor.
+
+The input is read only through the safe reader (:func:`ppaux.dump.dumpfile.read_dump`: nothing
+in it is unpickled or imported) and its tensors are rebuilt from the zip records the way replay
+rebuilds them (:mod:`ppaux.replay.materialize`). Each non-tensor auxiliary value (under a
+``__sampling_observer_output__.`` key of a message, or a name of a capture's add-side output) is
+converted as :func:`ppaux.guard.tensorize` converts it; everything else is written back as it
+was, every storage under the location it was saved with.
+
+The output is written only when every auxiliary value is then a tensor, so that it always pops
+cleanly; one value that cannot be converted (None, a string, an object whose class ppaux never
+imports, a numpy array whose data the reader never reads) means nothing is written, with the
+reason. A capture stays a capture: its metadata records the rewrite (see
+:mod:`ppaux.dump.capture_format`). The input is never written to; the output is written to a
+temporary file beside it and renamed into place.
+
+This module does not import torch at import time; :func:`tensorize_dump` does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import hashlib
+import os
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from ppaux.dump.model import TensorRef
+from ppaux.errors import DumpError, PathError
+from ppaux.files import InputFileError, open_regular
+from ppaux.limits import Limits
+from ppaux.sglang.names import OUTPUT_PREFIX
+
+__all__ = ["Conversion", "Refusal", "TensorizeResult", "OutputPathError", "tensorize_dump"]
+
+#: Subclasses that survive a rebuild and a save (the reader's name for them).
+_KEPT_SUBCLASSES = (None, "torch.nn.parameter.Parameter", "torch.nn.Parameter")
+_PLAIN = (dict, list, tuple, set, frozenset, str, bytes, bytearray, int, float, complex, bool,
+          type(None))
+
+
+class OutputPathError(PathError, ValueError):
+    """An output path ``tensorize`` will not write: the input itself, a directory, ..."""
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """One value converted: where (``locator`` of the dict, ``key``), what it was, what it is."""
+
+    locator: str
+    key: str
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A value (``key``) or the whole file (``key`` None) that cannot be rewritten, and why."""
+
+    locator: str
+    key: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class TensorizeResult:
+    """What :func:`tensorize_dump` did: ``written`` is True only when ``output`` was written."""
+
+    source: str
+    output: str
+    conversions: tuple[Conversion, ...]
+    refusals: tuple[Refusal, ...]
+    written: bool
+    source_sha256: str
+
+
+def tensorize_dump(source: str, output: str, limits: Limits = Limits()) -> TensorizeResult:
+    """Rewrite ``source`` into ``output`` with its non-tensor auxiliary values as tensors.
+
+    Raises :class:`~ppaux.errors.DumpError` when ``source`` cannot be read and
+    :class:`OutputPathError` when ``output`` is ``source`` (by any path, link or hard link) or
+    cannot be written. Writes nothing, and says why in ``refusals``, when nothing needs
+    converting or some value cannot be converted.
+    """
+    from ppaux.dump.dumpfile import read_dump
+    from ppaux.dump.payload import find_payloads, walk
+
+    source, output = os.fspath(source), os.fspath(output)
+    _check_output(source, output)
+    digest = _sha256(source)
+    dump = read_dump(source, limits)
+    for _ in walk(dump.root, limits, source):
+        pass  # a hostile structure fails here, as one clear error, before anything is built
+    payloads = find_payloads(dump)
+    refusals: list[Refusal] = []
+    # (payload, key, value) of every auxiliary value that is not a tensor.
+    todo: list[tuple[Any, Any, Any]] = []
+    refused: list[Any] = []  # values refused one by one: the file check below skips them
+    for payload in payloads:
+        for key, value in payload.mapping.items():
+            if payload.role != "output" and not isinstance(key, str):
+                refusals.append(Refusal(payload.locator, _shown(key), "the key is not a string: "
+                                        "pop fails on it whatever its value; tensorize converts "
+                                        "values, not keys"))
+                continue
+            is_aux = payload.role == "output" or key.startswith(OUTPUT_PREFIX)
+            if is_aux and not isinstance(value, TensorRef):
+                reason = _unreadable(value, limits, source)
+                if reason is not None:
+                    refusals.append(Refusal(payload.locator, _shown(key), reason))
+                    refused.append(value)
+                else:
+                    todo.append((payload, key, value))
+    result = {"source": source, "output": output, "source_sha256": digest}
+    if not payloads:
+        refusals.append(Refusal("", None, "no tensor dict found in the file"))
+    elif not todo and not refusals:
+        refusals.append(Refusal("", None, "every auxiliary value is a tensor already (or there "
+                                "is none): nothing to convert"))
+    refusals += _rest_of_file(dump, [v for _, _, v in todo] + refused, limits)
+    if refusals:
+        return TensorizeResult(conversions=(), refusals=tuple(refusals), written=False, **result)
+    return _rewrite(dump, payloads, todo, limits, result)
+
+
+# ----------------------------------------------------------------------------------------------
+# What can be rebuilt
+
+
+def _shown(key: Any) -> str:
+    from ppaux.dump.payload import key_text
+
+    return key_text(key)
+
+
+def _unreadable(value: Any, limits: Limits, path: str) -> str | None:
+    """Why ``value`` cannot be rebuilt from the file safely, or None when it can."""
+    from ppaux.dump.payload import type_name, value_phrase, walk
+
+    for node in walk(value, limits, path):
+        if type(node) in _PLAIN or isinstance(node, TensorRef):
+            continue
+        what = value_phrase(node, limits)
+        inside = "" if node is value else f"it holds {what}; "
+        if type_name(node) == "numpy.ndarray":
+            return (f"{inside}ppaux reads a numpy array's dtype and shape but never its data "
+                    "(unpickling it would run numpy's reconstruction), so it cannot rebuild it; "
+                    "convert it where it is made, with torch.from_numpy(array)")
+        return (f"{inside}{what if node is value else 'that'} is not rebuilt by ppaux, which "
+                "never imports a class from a file; return a tensor from to_pp_tensors() where "
+                "the value is made")
+    return None
+
+
+def _rest_of_file(dump: Any, converted: list[Any], limits: Limits) -> list[Refusal]:
+    """Refusals for anything outside the converted values that cannot be written back as it
+    was: an object whose class was never imported, a numpy array, a tensor subclass."""
+    from ppaux.dump.payload import key_text, type_name, walk
+
+    skip: set[int] = set()
+    for value in converted:
+        skip.update(id(node) for node in walk(value, limits, dump.path) if node is not value)
+        skip.add(id(value))
+    root = dump.root
+    top = root.items() if isinstance(root, dict) else [(None, root)]
+    seen: set[int] = set(skip)
+    for key, value in top:
+        for node in walk(value, limits, dump.path, seen):
+            if isinstance(node, TensorRef):
+                if node.subclass not in _KEPT_SUBCLASSES:
+                    what = f"a {node.subclass} tensor"
+                else:
+                    continue
+            elif type(node) in _PLAIN:
+                continue
+            else:
+                what = f"a {type_name(node)}"
+            where = f" under {key_text(key)}" if key is not None else ""
+            return [Refusal("", None, f"the file also holds {what}{where}, which ppaux cannot "
+                            "write back as it was; nothing is written rather than a changed "
+                            "copy")]
+    return []
+
+
+# ----------------------------------------------------------------------------------------------
+# The rewrite
+
+
+def _rewrite(dump: Any, payloads: list[Any], todo: list[tuple[Any, Any, Any]], limits: Limits,
+             result: dict[str, str]) -> TensorizeResult:
+    import torch
+
+    from ppaux.dump.payload import value_phrase
+    from ppaux.guard import NotTensorizable, tensorize
+    from ppaux.replay.materialize import MaterializeError, Materializer
+
+    conversions: list[Conversion] = []
+    refusals: list[Refusal] = []
+    with Materializer(dump, torch.device("cpu"), limits) as build:
+        try:
+            root = build.value(dump.root)
+        except MaterializeError as exc:
+            return TensorizeResult(conversions=(), refusals=(Refusal("", None, exc.reason),),
+                                   written=False, **result)
+        locations = build.saved_locations()
+        for payload, key, value in todo:
+            mapping = build.value(payload.mapping)
+            try:
+                tensor = tensorize(build.value(value))
+            except NotTensorizable as exc:
+                refusals.append(Refusal(payload.locator, _shown(key), exc.reason))
+                continue
+            device = _reference_device(payloads, payload)
+            tensor = tensor.contiguous()
+            if tensor.numel():
+                locations[tensor.untyped_storage().data_ptr()] = device
+            mapping[key] = tensor
+            conversions.append(Conversion(
+                payload.locator, _shown(key), value_phrase(value, limits),
+                f"{str(tensor.dtype).removeprefix('torch.')} tensor of shape "
+                f"{tuple(tensor.shape)} on {device}"))
+    if refusals:
+        return TensorizeResult(conversions=(), refusals=tuple(refusals), written=False, **result)
+    if dump.capture is not None and isinstance(root, dict) and isinstance(root.get("meta"), dict):
+        root["meta"] = _rewritten_meta(root["meta"], result, conversions)
+    _save_atomically(torch, root, result["output"], locations)
+    return TensorizeResult(conversions=tuple(conversions), refusals=(), written=True, **result)
+
+
+def _reference_device(payloads: list[Any], payload: Any) -> str:
+    """The device a converted value is recorded on: that of the message's other tensors."""
+    mappings = [payload.mapping]
+    if payload.role == "output":  # an add-side output joins the capture's tensor dict
+        mappings = [p.mapping for p in payloads if p.role == "capture"] + mappings
+    devices: Counter[str] = Counter(
+        v.device for mapping in mappings for v in mapping.values()
+        if isinstance(v, TensorRef) and v.kind != "meta" and v.device != "meta")
+    return devices.most_common(1)[0][0] if devices else "cpu"
+
+
+def _rewritten_meta(meta: dict[Any, Any], result: dict[str, str],
+                    conversions: list[Conversion]) -> dict[Any, Any]:
+    import ppaux
+
+    new = dict(meta)
+    new["original_exception_type"] = meta.get("exception_type")
+    new["original_exception_message"] = meta.get("exception_message")
+    # The rewritten dict pops cleanly: every auxiliary value is a tensor. What the captured run
+    # raised is kept above; these two describe the dict as it is now.
+    new["exception_type"] = None
+    new["exception_message"] = None
+    new["rewritten_by"] = f"ppaux tensorize {ppaux.__version__}"
+    new["rewritten_time"] = datetime.datetime.now(datetime.timezone.utc).isoformat(
+        timespec="seconds")
+    new["rewritten_from"] = os.path.abspath(result["source"])
+    new["rewritten_from_sha256"] = result["source_sha256"]
+    new["rewritten_keys"] = "\n".join(f"{c.locator}[{c.key!r}]" for c in conversions)
+    return new
+
+
+@contextlib.contextmanager
+def _recorded_locations(torch: Any, locations: dict[int, str]) -> Iterator[None]:
+    """While saving, tag each storage with the location it was saved with in the input.
+
+    Tensors were rebuilt on the CPU; without this, a dict received on ``cuda:1`` would come
+    back as CPU tensors. torch asks its registered taggers in priority order for each storage's
+    location; this one answers first for the storages it knows and is removed afterwards.
+    """
+
+    def tagger(storage: Any) -> str | None:
+        try:
+            return locations.get(storage.data_ptr())
+        except (RuntimeError, AttributeError):
+            return None
+
+    def deserializer(storage: Any, location: str) -> None:
+        return None
+
+    torch.serialization.register_package(0, tagger, deserializer)
+    try:
+        yield
+    finally:
+        registry = torch.serialization._package_registry
+        registry[:] = [entry for entry in registry if entry[1] is not tagger]
+
+
+def _save_atomically(torch: Any, root: Any, output: str, locations: dict[int, str]) -> None:
+    folder = os.path.dirname(os.path.abspath(output))
+    try:
+        fd, temporary = tempfile.mkstemp(dir=folder, prefix=".ppaux-tensorize-", suffix=".tmp")
+    except OSError as exc:
+        raise OutputPathError(output, f"cannot write: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            with _recorded_locations(torch, locations):
+                torch.save(root, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, output)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise OutputPathError(output, f"cannot write: {exc.strerror or exc}") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+# ----------------------------------------------------------------------------------------------
+# Paths
+
+
+def _check_output(source: str, output: str) -> None:
+    if os.path.isdir(output):
+        raise OutputPathError(output, "is a directory; give a file name for the rewritten dump")
+    same = False
+    try:
+        same = os.path.samefile(source, output)  # links and hard links to the input, too
+    except OSError:
+        same = os.path.realpath(source) == os.path.realpath(output)
+    if same:
+        raise OutputPathError(output, f"is the input {source}; tensorize never overwrites its "
+                              "input: give another output file")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
+        raise OutputPathError(output, "its folder does not exist")
+
+
+def _sha256(path: str) -> str:
+    try:
+        handle, _ = open_regular(path, "dump")
+    except InputFileError as exc:
+        raise DumpError(path, exc.reason) from None
+    digest = hashlib.sha256()
+    with handle:
+        try:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        except OSError as exc:
+            raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
+    return digest.hexdigest()
+
