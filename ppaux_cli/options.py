@@ -2,7 +2,7 @@
 
 Every command that writes a report takes the same report options (``--format``, ``--output``,
 ``--fail-on``, ``--select``, ``--ignore``, ``--extend-select``, ``--extend-ignore``,
-``--strict``, ``--config``, ``--statistics``, ``--progress``, ``-q``, ``-v``). A command asks
+``--strict``, ``--config``, ``--root``, ``--statistics``, ``--progress``, ``-q``, ``-v``). A command asks
 for them with :func:`report_options` and receives them as one frozen :class:`ReportOptions`,
 which it hands on to :func:`ppaux_cli.output.emit`, so the flags read and behave the same
 everywhere.
@@ -170,6 +170,7 @@ class ReportOptions:
     extend_ignore: tuple[str, ...] = ()
     strict: bool | None = None
     config: str | None = None
+    root: str | None = None
     statistics: bool = False
     progress: bool | None = None
     quiet: bool = False
@@ -271,6 +272,18 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
                 "--config", metavar="FILE",
                 help="Read settings from FILE (a ppaux.toml or pyproject.toml) instead of "
                 "searching the working directory and its parents.",
+            ),
+        ],
+        None,
+    ),
+    "root": (
+        Annotated[
+            Optional[str],
+            typer.Option(
+                "--root", metavar="DIR", show_default=False,
+                help="Repository root that github, gitlab and sarif paths are relative to (a "
+                "file outside it keeps its absolute path) [default: the top of the git working "
+                "tree that holds the working directory, else the working directory].",
             ),
         ],
         None,

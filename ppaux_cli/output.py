@@ -122,13 +122,18 @@ def emit(report: Report, options: ReportOptions) -> NoReturn:
 
     The flags not given (None) take the configuration's value, else the default. With
     ``--format github`` the Markdown summary is also appended to ``$GITHUB_STEP_SUMMARY`` when
-    that is set. With ``--statistics`` the per-code counts take the report's place.
+    that is set. With ``--statistics`` the per-code counts take the report's place. The formats
+    a code host reads (github, gitlab, sarif) give paths relative to ``--root`` (else the git
+    working tree's top).
     """
     gate = resolve_gate(options.fail_on, options.select, options.ignore, options.strict,
                         options.config, options.extend_select, options.extend_ignore,
                         verbose=options.verbose)
     report = gate.apply(report)
     fmt = options.format
+    problems = report.problems  # stderr names each input as the user gave it
+    if fmt in _HOST_FORMATS and not options.statistics:
+        report = _rebase(report, options.root)
     to_stdout = options.output is None or options.output == STDIO
     if options.statistics:
         text = _statistics(report, fmt)
@@ -138,9 +143,26 @@ def emit(report: Report, options: ReportOptions) -> NoReturn:
     write_text(text, options.output, "the report")
     if fmt is Format.GITHUB and not options.statistics:
         _append_step_summary(report, gate.fail_on, options.quiet)
-    for problem in report.problems:
+    for problem in problems:
         sys.stderr.write(f"ppaux: error: {problem}\n")
     raise typer.Exit(gate.exit_code(report))
+
+
+#: The formats whose paths a code host maps onto the files of a repository.
+_HOST_FORMATS = frozenset({Format.GITHUB, Format.GITLAB, Format.SARIF})
+
+
+def _rebase(report: Report, root: str | None) -> Report:
+    from ppaux.report.paths import find_root, rebase_report
+
+    cwd = os.getcwd()
+    if root is not None:
+        if not os.path.isdir(root):
+            fail(f"--root {root}: not a directory")
+        top = os.path.abspath(root)
+    else:
+        top = find_root(cwd) or cwd
+    return rebase_report(report, top, cwd)
 
 
 def _statistics(report: Report, fmt: Format) -> str:

@@ -292,3 +292,149 @@ def test_fix_page_prints_what_it_shows(tmp_path):
     assert [language for language, _, _ in blocks] == ["python"] + ["console"] * 4
     env = _workspace(tmp_path)
     _check_blocks(blocks, tmp_path, env, str(tmp_path))
+
+# -- the GitHub Action and the pre-commit hook, as docs/ci.md shows them ------------------------
+
+def _yaml_blocks(page: str, containing: str) -> list[str]:
+    text = (DOCS / page).read_text(encoding="utf-8")
+    return [b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if containing in b]
+
+
+def _tool(name: str) -> str:
+    """A command the test extra installs beside this interpreter."""
+    return str(Path(sys.executable).parent / name)
+
+
+def _lint(workflow: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """actionlint on ``workflow`` in a repository whose root holds ppaux's action.yml, so that
+    ``uses: ./`` is checked against the action's inputs and outputs."""
+    repo = tmp_path / "lint"
+    (repo / ".github" / "workflows").mkdir(parents=True)
+    shutil.copy(REPO / "action.yml", repo / "action.yml")
+    (repo / ".github" / "workflows" / "ppaux.yml").write_text(workflow, encoding="utf-8")
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    return subprocess.run([_tool("actionlint"), "-oneline", "-no-color"], cwd=repo,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_actionlint_accepts_the_action_and_the_recipe(tmp_path):
+    (workflow,) = _yaml_blocks("ci.md", "uses: ./")
+    done = _lint(workflow, tmp_path / "good")
+    assert done.returncode == 0, done.stdout + done.stderr
+    # The check is real: an input or output the action does not declare is refused.
+    wrong = workflow.replace("sarif: ppaux.sarif", "sarif: ppaux.sarif\n          bogus: x")
+    wrong += "      - run: echo ${{ steps.ppaux.outputs.nope }}\n"
+    done = _lint(wrong, tmp_path / "bad")
+    assert done.returncode == 1
+    assert 'input "bogus" is not defined in action "ppaux"' in done.stdout
+    assert 'property "nope" is not defined' in done.stdout
+
+
+def _expand(value: str, context: dict[str, str]) -> str:
+    return re.sub(r"\$\{\{\s*([\w.-]+)\s*\}\}", lambda m: context[m.group(1)], value)
+
+
+def test_action_steps_run_as_the_runner_runs_them(tmp_path):
+    """The composite steps of action.yml, run in order by bash with the runner's files and the
+    inputs of the docs/ci.md recipe; ``actions/setup-python`` is this machine's Python."""
+    import yaml
+    from checkout import clean_env, copy_checkout
+
+    (workflow,) = _yaml_blocks("ci.md", "uses: ./")
+    step = next(s for s in yaml.safe_load(workflow)["jobs"]["payloads"]["steps"]
+                if s.get("uses") == "./")
+    action = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))
+    inputs = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
+    inputs.update({k: str(v) for k, v in step["with"].items()})
+    source = copy_checkout(tmp_path / "action")  # github.action_path
+    workspace = copy_checkout(tmp_path / "workspace")  # the checked-out repository
+    files = {name: tmp_path / name for name in ("path", "output", "summary")}
+    for path in files.values():
+        path.write_text("")
+    python_bin = tmp_path / "python-bin"  # what setup-python puts on PATH
+    python_bin.mkdir()
+    (python_bin / "python").symlink_to(getattr(sys, "_base_executable", sys.executable))
+    (tmp_path / "runner-temp").mkdir()
+    context = {f"inputs.{k}": v for k, v in inputs.items()}
+    context.update({"github.action_path": str(source),
+                    "runner.temp": str(tmp_path / "runner-temp")})
+    env = clean_env(tmp_path / "scratch", python_bin)
+    env.update(GITHUB_PATH=str(files["path"]), GITHUB_OUTPUT=str(files["output"]),
+               GITHUB_STEP_SUMMARY=str(files["summary"]))
+    codes = []
+    for action_step in action["runs"]["steps"]:
+        if "uses" in action_step:
+            assert action_step["uses"].startswith("actions/setup-python@")
+            continue
+        condition = action_step.get("if")
+        if condition is not None:
+            assert condition == "inputs.sarif != ''"
+            if not inputs["sarif"]:
+                continue
+        step_env = {**env, **{k: _expand(v, context) for k, v in action_step["env"].items()}}
+        added = [line for line in files["path"].read_text().splitlines() if line]
+        step_env["PATH"] = os.pathsep.join([*reversed(added), env["PATH"]])
+        assert action_step["shell"] == "bash"
+        done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c",
+                               action_step["run"]], cwd=workspace, env=step_env,
+                              capture_output=True, text=True, timeout=600)
+        assert "Traceback" not in done.stderr
+        codes.append((action_step["name"], done.returncode, done.stdout))
+    names = [name for name, _, _ in codes]
+    assert names == ["Install ppaux from the action's checkout", "SARIF log",
+                     "Annotations and job summary"]
+    assert [code for _, code, _ in codes] == [0, 0, 1]  # the bundled dumps hold errors
+    annotations = codes[-1][2]
+    assert ("::error file=fixtures/dumps/aux_list.pt,title=PP101 aux-non-tensor::"
+            in annotations)
+    assert "exit-code=1" in files["output"].read_text().splitlines()
+    assert files["summary"].read_text().startswith("## ppaux inspect\n")
+    sarif = json.loads((workspace / inputs["sarif"]).read_text())
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(sarif)
+    assert any(r["ruleId"] == "PP101" for r in sarif["runs"][0]["results"])
+    # ppaux came from the action's venv, not from this test run.
+    assert files["path"].read_text().strip() == str(tmp_path / "runner-temp" / "ppaux-venv" / "bin")
+
+
+def test_pre_commit_hook_recipe_runs_as_written(tmp_path):
+    """The .pre-commit-config.yaml of docs/ci.md, pointed at a committed copy of this checkout,
+    and the ``pre-commit try-repo`` line: the hook fails on a bad dump and passes a good one."""
+    from checkout import clean_env, commit_all, copy_checkout
+
+    ppaux_repo = copy_checkout(tmp_path / "ppaux")
+    rev = commit_all(ppaux_repo)
+    (config,) = _yaml_blocks("ci.md", "id: ppaux-inspect")
+    config = re.sub(r"repo: \S+", f"repo: {ppaux_repo}", config)
+    config = re.sub(r"rev: \S+", f"rev: {rev}", config)
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(REPO / "fixtures" / "dumps" / "aux_list.pt", project / "bad.pt")
+    shutil.copy(REPO / "fixtures" / "dumps" / "clean_output.pt", project / "good.pt")
+    (project / ".pre-commit-config.yaml").write_text(config, encoding="utf-8")
+    commit_all(project)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "pre-commit").symlink_to(_tool("pre-commit"))
+    env = clean_env(tmp_path / "scratch", tools)
+    env["PRE_COMMIT_HOME"] = str(tmp_path / "pre-commit-home")
+
+    def pre_commit(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["pre-commit", *args], cwd=project, env=env,
+                              capture_output=True, text=True, timeout=600)
+
+    good = pre_commit("run", "--files", "good.pt")
+    assert good.returncode == 0 and "ppaux inspect" in good.stdout, good.stdout + good.stderr
+    assert "Passed" in good.stdout
+    bad = pre_commit("run", "--all-files")
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "PP101 error bad.pt [__sampling_observer_output__.scores]" in bad.stdout
+    # pre-commit passed both dumps; only the bad one has a finding.
+    assert "good.pt (zip;" in bad.stdout
+    assert not re.search(r"^PP\d+ \w+ good\.pt", bad.stdout, re.M)
+    (line,) = [line for line in re.findall(r"```bash\n(.*?)```", (DOCS / "ci.md").read_text(),
+                                           re.S)[-1].splitlines() if "try-repo" in line]
+    tried = subprocess.run(["bash", "-c", line.replace("PATH-TO-PPAUX", str(ppaux_repo))],
+                           cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    assert tried.returncode == 1 and "PP101 error bad.pt" in tried.stdout, tried.stderr
+    tried_good = pre_commit("try-repo", str(ppaux_repo), "ppaux-inspect", "--files", "good.pt")
+    assert tried_good.returncode == 0, tried_good.stdout + tried_good.stderr

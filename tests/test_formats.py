@@ -29,6 +29,7 @@ SARIF_SCHEMA = json.loads((HERE / "data" / "sarif-schema-2.1.0.json").read_text(
 SUFFIX = {
     Format.TEXT: "txt", Format.JSON: "json", Format.GITHUB: "github.txt",
     Format.SARIF: "sarif.json", Format.JUNIT: "junit.xml", Format.GITLAB: "gitlab.json",
+    Format.MARKDOWN: "md", Format.HTML: "html",
 }
 
 RULES = {

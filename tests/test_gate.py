@@ -214,7 +214,8 @@ def test_cli_github_format_appends_the_step_summary(tmp_path):
         "ppaux inspect: 1 error(s), 0 warning(s), 0 info, 1 input(s) not checked")
     text = summary.read_text()
     assert text.startswith("# earlier step\n## ppaux inspect\n\n**could not check every input**")
-    assert "| error | PP101 aux-non-tensor | <code>fixtures/dumps/aux_list.pt</code>" in text
+    # Markdown punctuation is escaped: an underscore pair would otherwise render as bold.
+    assert "| error | PP101 aux-non-tensor | <code>fixtures/dumps/aux\\_list.pt</code>" in text
     assert "| <code>fixtures/corrupt/empty.pt</code> | empty file |" in text
     # Without the variable nothing is written anywhere else; an unwritable one only warns.
     result = run("inspect", "fixtures/dumps/aux_list.pt", "-f", "github",

@@ -169,7 +169,8 @@ def test_shell_completion_with_the_custom_group(tmp_path):
     env.update(COMP_WORDS="ppaux inspect --format ", COMP_CWORD="3")
     done = subprocess.run([sys.executable, "-m", "ppaux_cli"], cwd=REPO, capture_output=True,
                           text=True, timeout=120, env=env)
-    assert done.stdout.split() == ["text", "json", "github", "sarif", "junit", "gitlab"]
+    assert done.stdout.split() == ["text", "json", "github", "sarif", "junit", "gitlab",
+                                   "markdown", "html"]
     result = CliRunner().invoke(app, ["--show-completion", "bash"], env={"NO_COLOR": "1"})
     assert result.exit_code == 0 and "_PPAUX_COMPLETE=complete_bash" in result.stdout
     home = tmp_path / "home"

@@ -48,9 +48,9 @@ RULES = (
             "sglang is older than 0.5.19, or not installed here.",
         ),
         fix=(
-            "pip install ppaux into sglang's environment, set PPAUX_CAPTURE_DIR (and add "
-            "ppaux_capture to SGLANG_PLUGINS if that is set), then restart sglang; or call "
-            "ppaux.capture.install(directory) from your own launcher."
+            "Install ppaux into sglang's environment (docs/install.md), set PPAUX_CAPTURE_DIR "
+            "(and add ppaux_capture to SGLANG_PLUGINS if that is set), then restart sglang; or "
+            "call ppaux.capture.install(directory) from your own launcher."
         ),
         example="PPAUX_CAPTURE_DIR is not set",
         area="capture",

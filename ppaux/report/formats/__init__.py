@@ -28,6 +28,10 @@ class Format(str, enum.Enum):
     JUNIT = "junit"
     #: Code Climate JSON as GitLab's code-quality report reads it (``reports:codequality``).
     GITLAB = "gitlab"
+    #: GitHub-flavoured Markdown: tables and findings, for an issue or incident thread.
+    MARKDOWN = "markdown"
+    #: One self-contained HTML page (no network, readable on a phone), matrix cells marked.
+    HTML = "html"
 
 
 def render(
@@ -40,8 +44,9 @@ def render(
 ) -> str:
     """Render ``report`` in ``fmt``.
 
-    ``color`` and ``width`` matter only to the text format; ``fail_on`` only to JUnit, where a
-    finding at or above it fails its test case and one below it is printed as test output.
+    ``color`` and ``width`` matter only to the text format; ``fail_on`` to JUnit, where a
+    finding at or above it fails its test case and one below it is printed as test output, and
+    to Markdown and HTML, which state the verdict.
     """
     if fmt is Format.JSON:
         from ppaux.report.formats import json as json_format
@@ -63,6 +68,14 @@ def render(
         from ppaux.report.formats import gitlab
 
         return gitlab.render(report)
+    if fmt is Format.MARKDOWN:
+        from ppaux.report.formats import markdown
+
+        return markdown.render(report, fail_on)
+    if fmt is Format.HTML:
+        from ppaux.report.formats import html
+
+        return html.render(report, fail_on)
     from ppaux.report.formats import text
 
     return text.render(report, color=color, width=width)

@@ -1,0 +1,112 @@
+"""GitHub-flavoured Markdown, for an issue, a pull request or an incident thread.
+
+:func:`render` gives the whole report: the verdict, the command's tables (check-skew's matrix
+with the cells a finding is about in bold), the findings, the inputs that could not be read.
+With ``tables=False`` it is the GitHub job summary
+(:func:`ppaux.report.formats.github.summary`), which leaves the tables out so that a run over
+many dumps stays within the summary's size limit.
+
+Every piece of text from a report is escaped: inside a table cell a ``|`` would end the cell and
+a newline the row, ``<`` would open raw HTML, and ``*``, ``_`` or a backquote would start
+emphasis or code (``__sampling_observer_output__`` would render in bold).
+"""
+
+from __future__ import annotations
+
+from ppaux.report.document import FailOn, Report, Table, count_by_severity, exit_code
+from ppaux.report.findings import Finding
+
+__all__ = ["cell", "code", "counts", "verdict", "title", "render"]
+
+_ENTITIES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "&#124;"))
+# ASCII punctuation that starts emphasis, code, links or strike-through, backslash-escaped.
+_ESCAPED = "\\`*_[]~"
+
+
+def cell(text: str) -> str:
+    """``text`` as one line of literal Markdown, safe in a table cell."""
+    text = " ".join(text.split())
+    for char, entity in _ENTITIES:
+        text = text.replace(char, entity)
+    return "".join("\\" + c if c in _ESCAPED else c for c in text)
+
+
+def code(text: str) -> str:
+    """``text`` as literal inline code, safe in a table cell (``<code>`` keeps a ``|`` in)."""
+    return f"<code>{cell(text)}</code>"
+
+
+def counts(report: Report) -> str:
+    """The one-line tally of findings by severity and unreadable inputs."""
+    tally = count_by_severity(report.findings)
+    return (
+        f"{tally['error']} error(s), {tally['warning']} warning(s), {tally['info']} info, "
+        f"{len(report.problems)} input(s) not checked"
+    )
+
+
+def verdict(report: Report, fail_on: FailOn) -> str:
+    """What the exit code says, in words."""
+    return {
+        0: "passes the gate",
+        1: "fails the gate",
+        2: "could not check every input",
+    }[exit_code(report, fail_on)]
+
+
+def title(finding: Finding) -> str:
+    """The finding's code and its rule's name (the code alone for a rule not in the catalogue)."""
+    from ppaux.report import catalogue
+
+    rule = catalogue.RULES.get(finding.code)  # looked up per call: tests swap the catalogue
+    return f"{finding.code} {rule.name}" if rule is not None else finding.code
+
+
+def _table(table: Table) -> list[str]:
+    lines = [f"### {cell(table.title)}", ""]
+    lines.append("| " + " | ".join(cell(c) for c in table.columns) + " |")
+    lines.append("|" + "---|" * len(table.columns))
+    for r, row in enumerate(table.rows):
+        cells = [f"**{cell(v)}**" if (r, c) in table.marked and v.strip() else cell(v)
+                 for c, v in enumerate(row)]
+        cells += [""] * (len(table.columns) - len(cells))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    if table.marked:
+        lines += ["Bold marks a cell that a finding is about.", ""]
+    return lines
+
+
+def render(report: Report, fail_on: FailOn = FailOn.ERROR, *, tables: bool = True) -> str:
+    """The report as GitHub-flavoured Markdown; ``tables=False`` leaves out tables and notes."""
+    lines = [
+        f"## ppaux {report.command}",
+        "",
+        f"**{verdict(report, fail_on)}** (fail-on {fail_on.value}): {counts(report)}.",
+        "",
+    ]
+    if tables:
+        lines += [f"- {cell(note)}" for note in report.notes]
+        if report.notes:
+            lines.append("")
+        for table in report.tables:
+            lines += _table(table)
+    if report.findings:
+        if tables:
+            lines += ["### Findings", ""]
+        lines += ["| severity | code | where | finding |", "|---|---|---|---|"]
+        for f in report.findings:
+            where = code(f.path) + (f" {code(f.key)}" if f.key is not None else "")
+            what = cell(f.message)
+            if f.sglang_error:
+                what += f"<br>predicts: {code(f.sglang_error)}"
+            if f.hint:
+                what += f"<br>fix: {cell(f.hint)}"
+            lines.append(f"| {f.severity.value} | {cell(title(f))} | {where} | {what} |")
+        lines.append("")
+    if report.problems:
+        lines += ["### Inputs not checked", "", "| input | reason |", "|---|---|"]
+        lines += [f"| {code(p.path)} | {cell(p.message)} |" for p in report.problems]
+        lines.append("")
+    lines.append("Explain a code with `ppaux explain CODE`.")
+    return "\n".join(lines) + "\n"

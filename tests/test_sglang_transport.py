@@ -1,0 +1,160 @@
+"""``ppaux replay --transport sglang`` on real sglang releases, and the emulated wires against it.
+
+Each release runs from its prepared runtime (``tests/sglang_runtime.py``): the unmodified wheel
+plus the packages its imports need. ppaux runs with ``--sglang-path`` at the unpacked wheel and
+the rest of the runtime on ``PYTHONPATH``, as a user with an unpacked tree would.
+
+- Every bundled fixture replays through sglang's own ``send_tensor_dict``/``recv_tensor_dict``
+  with the outcome written down for the emulated wire in ``test_replay_fixtures.py``: the two
+  must agree, and the outcome is sglang's.
+- The differential test: 500 random messages per release (``pp_messages.py``) go through
+  ``--transport wire``, ``--transport torch-distributed`` and ``--transport sglang``; the
+  received auxiliary entries, the outcome, the error and the round trip must be the same on all
+  three. A difference is a fault of the emulation, to be fixed there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import sglang_runtime
+from helpers import REPO
+from pp_messages import AUX, messages
+from test_replay_fixtures import EXPECTED, observed
+
+pytestmark = pytest.mark.sglang_runtime
+
+RELEASES = ["0.5.19", "0.5.23"]
+MESSAGES = 500
+
+
+def replay(runtime: sglang_runtime.SglangRuntime, *args: str,
+           env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
+    """``ppaux replay ARGS --format json`` in a process that can import the release."""
+    environment = runtime.env() if env is None else env
+    # The tree itself comes from --sglang-path; the packages it imports from PYTHONPATH.
+    environment["PYTHONPATH"] = os.pathsep.join(
+        [str(runtime.site_dir), str(runtime.standin_dir)])
+    done = subprocess.run(
+        [sys.executable, "-m", "ppaux_cli", "replay", "--format", "json", *args],
+        cwd=REPO, env=environment, capture_output=True, text=True, timeout=1200, check=False)
+    document = json.loads(done.stdout) if done.stdout.strip() else {}
+    return done.returncode, document, done.stderr
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_every_fixture_meets_sglangs_own_wire_as_emulated(version: str) -> None:
+    runtime = sglang_runtime.sglang_runtime(version)
+    code, document, stderr = replay(
+        runtime, "--transport", "sglang", "--impl", "sglang", "--sender", "legacy",
+        "--sglang-path", str(runtime.sglang_dir),
+        "fixtures/dumps", "fixtures/malicious", "fixtures/corrupt")
+    # 2: some fixtures are unusable on purpose (each named on stderr and in "problems").
+    assert code == 2, stderr[-2000:]
+    info = document["replay"]
+    assert info["transport"] == "sglang"
+    assert info["sglang_runtime"] == {
+        "version": version,
+        "file": str(runtime.sglang_dir / "sglang/srt/distributed/parallel_state.py"),
+        "all_gather_emulated": False,
+    }
+    assert info["implementations"]["sglang"]["version"] == version
+    outcomes = {result["path"].removeprefix("fixtures/"): observed(result)
+                for result in document["results"]}
+    problems = {problem["path"].removeprefix("fixtures/") for problem in document["problems"]}
+    legacy_wire = {name: expected[2] for name, expected in EXPECTED.items()}
+    assert outcomes == {name: expected for name, expected in legacy_wire.items()
+                        if expected[0] != "problem"}
+    assert problems == {name for name, expected in legacy_wire.items()
+                        if expected[0] == "problem"}
+
+
+def test_an_sglang_that_cannot_be_imported_is_one_line_exit_2(tmp_path: Path) -> None:
+    runtime = sglang_runtime.sglang_runtime(RELEASES[-1])
+    # The tree alone: its third-party imports do not resolve.
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-m", "ppaux_cli", "replay", "--transport", "sglang",
+         "--sglang-path", str(runtime.sglang_dir), "fixtures/dumps/clean_output.pt"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert (done.returncode, done.stdout) == (2, "")
+    (line,) = done.stderr.splitlines()
+    assert re.fullmatch(
+        r"ppaux: error: --transport sglang: sglang's runtime "
+        r"\(sglang\.srt\.distributed\.parallel_state\) cannot be imported: No module named "
+        r"'[\w.]+' \(at " + re.escape(str(runtime.sglang_dir)) + r"/sglang/[\w/]+\.py:\d+\)",
+        line), line
+    # Without any sglang at all.
+    done = subprocess.run(
+        [sys.executable, "-m", "ppaux_cli", "replay", "--transport", "sglang",
+         "fixtures/dumps/clean_output.pt"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2, "", "ppaux: error: --transport sglang: sglang's runtime "
+        "(sglang.srt.distributed.parallel_state) cannot be imported: No module named 'sglang'\n")
+
+
+# ----------------------------------------------------------------------------------------------
+# The differential test
+
+#: What must be the same on every wire, per payload run.
+COMPARED = ("outcome", "stage", "error_type", "error", "received", "output", "remaining_keys",
+            "mismatches", "changes")
+
+
+@pytest.fixture(scope="module")
+def message_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("messages")
+    for index, message in enumerate(messages(MESSAGES, seed=20261202)):
+        torch.save(message, folder / f"m{index:04d}.pt")
+    # Two that gloo refuses on the sender, and one that sglang's dispatcher refuses.
+    torch.save({"next_token_ids": torch.ones(2, dtype=torch.int64),
+                f"{AUX}t": torch.arange(6.0).reshape(2, 3).t(), "__msg_type__": "output"},
+               folder / "z_non_contiguous.pt")
+    torch.save({"next_token_ids": torch.ones(2, dtype=torch.int64),
+                f"{AUX}s": torch.eye(3).to_sparse(), "__msg_type__": "output"},
+               folder / "z_sparse.pt")
+    return folder
+
+
+def runs(document: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Per dump, the compared fields of each payload's run."""
+    found = {}
+    for result in document["results"]:
+        name = Path(result["path"]).name
+        found[name] = [{field: run[field] for field in COMPARED}
+                       for payload in result["payloads"] for run in payload["runs"].values()]
+    return found
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_emulated_wires_receive_what_sglangs_wire_receives(version: str,
+                                                           message_dir: Path) -> None:
+    runtime = sglang_runtime.sglang_runtime(version)
+    common = ("--impl", "sglang", "--sender", "legacy", "--sglang-path", str(runtime.sglang_dir),
+              str(message_dir))
+    results = {}
+    for transport in ("sglang", "wire", "torch-distributed"):
+        code, document, stderr = replay(runtime, "--transport", transport, *common)
+        assert code in (0, 1) and document["problems"] == [], stderr[-2000:]
+        results[transport] = runs(document)
+    real = results["sglang"]
+    assert len(real) == MESSAGES + 2
+    # The corpus reaches every outcome, so that agreeing on it means something.
+    stages = {run["stage"] for payloads in real.values() for run in payloads}
+    assert {None, "pop", "wire"} <= stages, stages
+    assert real["z_sparse.pt"][0]["error_type"] == "NotImplementedError"
+    assert real["z_non_contiguous.pt"][0]["error"] == "input tensor has to be contiguous"
+    for transport in ("wire", "torch-distributed"):
+        differing = sorted(name for name in real if results[transport][name] != real[name])
+        assert differing == [], (transport, differing[:5],
+                                 [(real[n], results[transport][n]) for n in differing[:2]])
