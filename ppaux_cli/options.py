@@ -2,10 +2,10 @@
 
 Every command that writes a report takes the same report options (``--format``, ``--output``,
 ``--fail-on``, ``--select``, ``--ignore``, ``--extend-select``, ``--extend-ignore``,
-``--strict``, ``--config``, ``--root``, ``--statistics``, ``--progress``, ``-q``, ``-v``). A command asks
-for them with :func:`report_options` and receives them as one frozen :class:`ReportOptions`,
-which it hands on to :func:`ppaux_cli.output.emit`, so the flags read and behave the same
-everywhere.
+``--strict``, ``--config``, ``--root``, ``--statistics``, ``--progress``, ``-q``, ``-v``). A
+command asks for them with :func:`report_options` and receives them as one frozen
+:class:`ReportOptions`, which it hands on to :func:`ppaux_cli.output.emit`, so the flags read and
+behave the same everywhere.
 
 Choices (formats, thresholds, replay's modes) are parsed here rather than by Typer, so that a bad
 value is answered in ppaux's words with the closest valid value, and the accepted values always
