@@ -10,7 +10,16 @@ the input and the fault.
 
 from __future__ import annotations
 
-__all__ = ["PpauxError", "PathError", "DumpError", "LimitExceeded", "ReadMismatch", "limit_note"]
+__all__ = [
+    "PpauxError",
+    "PathError",
+    "DumpError",
+    "LimitExceeded",
+    "ReadMismatch",
+    "limit_note",
+    "TORCH_INSTALL_HINT",
+    "TorchMissingError",
+]
 
 
 def limit_note(name: str, value: "int | None" = None) -> str:
@@ -55,3 +64,18 @@ class ReadMismatch(DumpError):
     """A file that torch.load could read differently from ppaux (another record, another
     directory, another format, code ppaux cannot see): refused as finding PP202, never guessed.
     """
+
+
+#: How to get torch where it is missing. ppaux runs with the torch of the deployment it checks,
+#: so the advice is to pin that version rather than to take whatever the index has.
+TORCH_INSTALL_HINT = (
+    "pip install torch==VERSION, with the torch VERSION your sglang deployment runs"
+)
+
+
+class TorchMissingError(PpauxError, ImportError):
+    """A feature that needs torch, asked for where torch is not installed."""
+
+    def __init__(self, feature: str) -> None:
+        super().__init__(f"{feature} needs torch, which is not installed: {TORCH_INSTALL_HINT}")
+        self.feature = feature

@@ -34,6 +34,8 @@ class Limits:
     max_zip_records: int = 100_000
     #: Files walked in directories.
     max_files: int = 1_000_000
+    #: Bytes of a zip dump read from a stream (stdin), which is held in memory whole.
+    max_stream_bytes: int = 4 * 1024 * 1024 * 1024
 
     def replace(self, **changes: int) -> "Limits":
         """A copy with some limits changed."""

@@ -1,34 +1,140 @@
-"""The ``ppaux`` Typer application: registers the commands and turns usage errors into one line."""
+"""The ``ppaux`` Typer application: the commands, loaded lazily, and one-line usage errors.
+
+A run builds only the command it runs: the root group knows each command by name, module and
+one-line summary (:data:`COMMANDS`), imports the module when the command is asked for, and
+turns that one function into a Click command then. ``ppaux --help`` imports no command module
+at all. tests/test_cli_conventions.py checks that each summary is the first line of the
+command's own help.
+
+Usage errors print as one ``ppaux: error: ...`` line with exit code 2, in ppaux's words: a bad
+option value reads ``ppaux: error: --format: 'jsn' is not one of ...; did you mean 'json'?``.
+Bare ``ppaux`` and a bare group command (``ppaux capture``) print their help on stderr and exit
+2, as ruff does: a command is missing, so it is a usage error, and stdout stays empty.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
 
 import ppaux
-from ppaux_cli.commands import capture as _capture
-from ppaux_cli.commands import check_skew as _check_skew
-from ppaux_cli.commands import diff as _diff
-from ppaux_cli.commands import explain as _explain
-from ppaux_cli.commands import fingerprint as _fingerprint
-from ppaux_cli.commands import inspect as _inspect
-from ppaux_cli.commands import replay as _replay
-from ppaux_cli.commands import rules as _rules
-from ppaux_cli.commands import tensorize as _tensorize
+from ppaux_cli.groups import CONTEXT_SETTINGS, HelpOnBare, PlainUsage
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "COMMANDS"]
 
 
-class _OneLineErrors(TyperGroup):
-    """A group whose usage errors print as one 'ppaux: error: ...' line with exit code 2."""
+@dataclass(frozen=True)
+class CommandEntry:
+    """Where a command lives: ``module.attribute`` is its function (or its Typer group)."""
+
+    module: str
+    attribute: str
+    summary: str
+
+
+#: Every command, in the order ``--help`` lists them.
+COMMANDS: dict[str, CommandEntry] = {
+    "inspect": CommandEntry(
+        "ppaux_cli.commands.inspect", "inspect",
+        "Show every key, dtype, shape, device and auxiliary entry, and predict sglang's error."),
+    "explain": CommandEntry(
+        "ppaux_cli.commands.explain", "explain",
+        "Explain one finding code: what it means, likely causes, the fix and an example."),
+    "rules": CommandEntry(
+        "ppaux_cli.commands.rules", "rules",
+        "List every finding code with its severity, area, name and summary."),
+    "fingerprint": CommandEntry(
+        "ppaux_cli.commands.fingerprint", "fingerprint",
+        "Write a JSON snapshot of versions, rank and sglang's PP transport, for check-skew."),
+    "check-skew": CommandEntry(
+        "ppaux_cli.commands.check_skew", "check_skew",
+        "Compare stages' sglang, transport capabilities, torch, NCCL, CUDA and environment."),
+    "replay": CommandEntry(
+        "ppaux_cli.commands.replay", "replay",
+        "Rebuild each payload with torch and run sender, wire and pop as sglang does; compare "
+        "the output that comes back bit for bit."),
+    "tensorize": CommandEntry(
+        "ppaux_cli.commands.tensorize", "tensorize",
+        "Rewrite DUMP into FIXED with every non-tensor auxiliary value converted to a tensor; "
+        "print each conversion and refusal. Exit 1, writing nothing, when nothing can be "
+        "converted or a value cannot be."),
+    "diff": CommandEntry(
+        "ppaux_cli.commands.diff", "diff",
+        "Compare two dumps: keys added and removed, kind, dtype, shape, stride and device "
+        "changes, values (tensor bytes by digest), and which side pop fails on. Exit 1 when an "
+        "auxiliary entry differs."),
+    "capture": CommandEntry(
+        "ppaux_cli.commands.capture", "app",
+        "Capture from a running sglang: check the plugin, list what it wrote."),
+}
+
+def load_command(name: str) -> Any:
+    """The Click command ``name``, built from its module now."""
+    entry = COMMANDS[name]
+    target = getattr(importlib.import_module(entry.module), entry.attribute)
+    if isinstance(target, typer.Typer):
+        return typer.main.get_group(target)
+    from typer.models import CommandInfo
+
+    return typer.main.get_command_from_info(
+        CommandInfo(name=name, callback=target, context_settings=CONTEXT_SETTINGS,
+                    cls=PlainUsage),
+        pretty_exceptions_short=True,
+        rich_markup_mode=None,
+    )
+
+
+class _PpauxGroup(HelpOnBare):
+    """The root group: lazy commands, and usage errors as one 'ppaux: error: ...' line."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        return load_command(name) if name in COMMANDS else None
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        name = args[0] if args else ""
+        if name in COMMANDS or name.startswith("-") or ctx.resilient_parsing:
+            return super().resolve_command(ctx, args)
+        from ppaux_cli.options import did_you_mean
+
+        ctx.fail(f"{name!r} is not a ppaux command{did_you_mean(name, COMMANDS)}")
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        # From the table, so that --help imports no command module.
+        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        rows = [(name, _shorten(entry.summary, limit)) for name, entry in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         if not standalone_mode:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            kwargs["standalone_mode"] = False
+            return super().main(*args, **kwargs)
         _standalone(super().main, *args, **kwargs)
+
+
+def _shorten(text: str, limit: int) -> str:
+    first = text.split(". ")[0].rstrip(".")
+    if len(first) <= limit:
+        return first + "."
+    return first[: max(limit - 3, 10)].rsplit(" ", 1)[0].rstrip(",;:") + "..."
+
+
+def _usage_message(exc: Any) -> str:
+    """ppaux's wording of a Click usage error: the option, then what is wrong with its value."""
+    param = getattr(exc, "param", None)
+    message = getattr(exc, "message", "")
+    if param is not None and message and type(exc).__name__ == "BadParameter":
+        longs = [o for o in getattr(param, "opts", []) if o.startswith("--")]
+        name = longs[0] if longs else (param.human_readable_name or param.name)
+        return f"{name}: {message}"
+    return " ".join(exc.format_message().split())
 
 
 def _standalone(call: Any, *args: Any, **kwargs: Any) -> None:
@@ -39,8 +145,7 @@ def _standalone(call: Any, *args: Any, **kwargs: Any) -> None:
         sys.exit(130)
     except Exception as exc:  # click's usage errors, duck-typed: Typer vendors Click privately
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
-            message = " ".join(exc.format_message().split())
-            sys.stderr.write(f"ppaux: error: {message}\n")
+            sys.stderr.write(f"ppaux: error: {_usage_message(exc)}\n")
             sys.exit(exc.exit_code)
         _internal_error(exc)
     sys.exit(code if isinstance(code, int) else 0)
@@ -58,11 +163,12 @@ def _internal_error(exc: BaseException) -> None:
 
 app = typer.Typer(
     name="ppaux",
-    cls=_OneLineErrors,
+    cls=_PpauxGroup,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    # Plain help: rendering it with rich costs more than the whole 0.15 s start-up budget.
+    # Plain help: rendering it with rich costs more than the whole start-up budget.
     rich_markup_mode=None,
+    context_settings=CONTEXT_SETTINGS,
     help="Inspect, compare and replay sglang pipeline-parallel auxiliary-output payloads.",
 )
 
@@ -77,21 +183,23 @@ def _version(value: bool) -> None:
 def _root(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+        typer.Option("--version", "-V", callback=_version, is_eager=True,
+                     help="Print the version and exit."),
+    ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="Print reports and errors only (as -q on a command)."),
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option("--verbose", "-v", help="Say which configuration applied (as -v on a "
+                     "command)."),
     ] = False,
 ) -> None:
     """Inspect, compare and replay sglang pipeline-parallel auxiliary-output payloads."""
+    from ppaux_cli.options import ROOT_VERBOSITY
 
-
-app.command("inspect")(_inspect.inspect)
-app.command("explain")(_explain.explain)
-app.command("rules")(_rules.rules)
-app.command("fingerprint")(_fingerprint.fingerprint)
-app.command("check-skew")(_check_skew.check_skew)
-app.command("replay")(_replay.replay)
-app.command("tensorize")(_tensorize.tensorize)
-app.command("diff")(_diff.diff)
-app.add_typer(_capture.app, name="capture")
+    ROOT_VERBOSITY.update(quiet=quiet, verbose=verbose)
 
 
 def main() -> None:

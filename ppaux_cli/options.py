@@ -1,109 +1,401 @@
-"""The options every report-producing command shares, as ``Annotated`` aliases.
+"""The command-line options ppaux's commands share, each declared once.
 
-A command lists them in its signature (``format: FormatOption = Format.TEXT``, ...) and passes
-them on to :func:`ppaux_cli.output.emit`, so the flags read and behave the same everywhere.
-Settings that the configuration file can also give (``--fail-on``, ``--select``, ``--ignore``,
-``--strict``) default to None, meaning "not given on the command line".
+Every command that writes a report takes the same report options (``--format``, ``--output``,
+``--fail-on``, ``--select``, ``--ignore``, ``--extend-select``, ``--extend-ignore``,
+``--strict``, ``--config``, ``--root``, ``--statistics``, ``--progress``, ``-q``, ``-v``). A
+command asks for them with :func:`report_options` and receives them as one frozen
+:class:`ReportOptions`, which it hands on to :func:`ppaux_cli.output.emit`, so the flags read and
+behave the same everywhere.
+
+Choices (formats, thresholds, replay's modes) are parsed here rather than by Typer, so that a bad
+value is answered in ppaux's words with the closest valid value, and the accepted values always
+come from the enum itself: a member added to :class:`~ppaux.report.formats.Format` is accepted,
+listed in ``--help`` and completed without a change here.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+import enum
+import functools
+import inspect
+from dataclasses import dataclass, fields
+from typing import Annotated, Any, Callable, Iterable, Optional, TypeVar
 
 import typer
 
-from ppaux.report.formats import Format
+from ppaux.limits import Limits
 from ppaux.report.document import FailOn
+from ppaux.report.formats import Format
 
 __all__ = [
-    "FormatOption",
+    "ReportOptions",
+    "report_options",
+    "choice_parser",
+    "choices_metavar",
+    "choice_option",
+    "not_one_of",
+    "did_you_mean",
+    "complete_codes",
     "OutputOption",
-    "FailOnOption",
-    "SelectOption",
-    "IgnoreOption",
-    "StrictOption",
-    "ConfigOption",
-    "RootOption",
+    "LimitOption",
+    "limits_from",
+    "check_stage_options",
 ]
 
-FormatOption = Annotated[
-    Format,
-    typer.Option(
-        "--format", "-f",
-        help="Output format: text for people, json (ppaux.report/1), github (annotations), "
-        "sarif (code scanning), junit (test reports), gitlab (code quality), markdown (an "
-        "issue or incident thread), html (one self-contained page).",
+def _distance(a: str, b: str) -> int:
+    """Edits (insert, delete, replace, swap two neighbours) that turn ``a`` into ``b``."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            cost = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y))
+            if i > 1 and j > 1 and x == b[j - 2] and a[i - 2] == y:
+                cost = min(cost, previous2[j - 2] + 1)
+            current.append(cost)
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def _closest(value: str, choices: Iterable[str]) -> str | None:
+    """The choice ``value`` most likely meant: one it begins, else the fewest edits away (at
+    most a third of its length, and at least one), the first listed on a tie."""
+    wanted = value.strip().lower()
+    if not wanted:
+        return None
+    options = list(choices)
+    for choice in options:
+        if choice.lower().startswith(wanted):
+            return choice
+    scored = [(_distance(wanted, choice.lower()), index) for index, choice in enumerate(options)]
+    if not scored:
+        return None
+    best, index = min(scored)
+    return options[index] if best <= max(1, len(wanted) // 3) else None
+
+
+def did_you_mean(value: str, choices: Iterable[str]) -> str:
+    """"; did you mean 'json'?" for the choice closest to ``value``; "" if none is close."""
+    guess = _closest(value, list(choices))
+    return f"; did you mean {guess!r}?" if guess else ""
+
+
+def not_one_of(value: str, choices: Iterable[str]) -> str:
+    """"'jsn' is not one of text, json, ...; did you mean 'json'?" (a hint only if one is close)."""
+    choices = list(choices)
+    return f"{value!r} is not one of {', '.join(choices)}{did_you_mean(value, choices)}"
+
+
+def choice_parser(kind: type[enum.Enum]) -> Callable[[Any], Any]:
+    """A Typer ``parser`` that checks a value (any case) against the values of ``kind``.
+
+    It returns the member's value; Typer then turns that into the member, as it does for any
+    enum-typed parameter.
+    """
+
+    def parse(value: Any) -> Any:
+        if isinstance(value, kind):
+            return value.value
+        text = str(value)
+        for member in kind:
+            if str(member.value) == text.lower():
+                return member.value
+        raise typer.BadParameter(not_one_of(text, [str(m.value) for m in kind]))
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def choices_metavar(kind: type[enum.Enum]) -> str:
+    """'[a|b|c]': the values of ``kind``, as Click shows a choice."""
+    return "[" + "|".join(str(m.value) for m in kind) + "]"
+
+
+def _completer(kind: type[enum.Enum]) -> Callable[[str], list[str]]:
+    def complete(incomplete: str) -> list[str]:
+        return [str(m.value) for m in kind if str(m.value).startswith(incomplete.lower())]
+
+    return complete
+
+
+def choice_option(kind: type[enum.Enum], *names: str, help: str, default: str | None) -> Any:
+    """A Typer option taking one value of ``kind``: parsed by :func:`choice_parser`, shown as
+    ``[a|b|c]``, completed from the enum; ``default`` is the value ``--help`` shows."""
+    return typer.Option(
+        *names,
+        parser=choice_parser(kind),
+        metavar=choices_metavar(kind),
+        autocompletion=_completer(kind),
+        show_default=False,
+        help=f"{help}  [default: {default}]" if default is not None else help,
+    )
+
+
+def complete_codes(incomplete: str) -> list[tuple[str, str]]:
+    """Shell completion of rule codes (any case), each with its name as the description."""
+    from ppaux.report.catalogue import RULES
+
+    prefix = incomplete.strip().upper()
+    head, _, last = prefix.rpartition(",")
+    lead = f"{head}," if head else ""
+    return [(lead + code, rule.name) for code, rule in RULES.items() if code.startswith(last)]
+
+
+def _format_help() -> str:
+    return (
+        "Output format: text for people, json for scripts (the ppaux.report/1 document), the "
+        "others for CI and for sharing. --output-format is the same option."
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# The report options
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """The report options of one run, as given on the command line.
+
+    ``fail_on``, ``select``, ``ignore`` and ``strict`` are None when not given: the
+    configuration's value, else the default, applies. ``progress`` is None for "only when
+    stderr is a terminal".
+    """
+
+    format: Format = Format.TEXT
+    output: str | None = None
+    fail_on: FailOn | None = None
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    extend_ignore: tuple[str, ...] = ()
+    strict: bool | None = None
+    config: str | None = None
+    root: str | None = None
+    statistics: bool = False
+    progress: bool | None = None
+    quiet: bool = False
+    verbose: bool = False
+
+
+_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "format": (
+        Annotated[
+            Format,
+            choice_option(Format, "--format", "-f", "--output-format", default="text",
+                          help=_format_help()),
+        ],
+        Format.TEXT,
     ),
-]
+    "output": (
+        Annotated[
+            Optional[str],
+            typer.Option(
+                "--output", "-o", metavar="FILE",
+                help="Write the report to FILE instead of stdout ('-' is stdout).",
+            ),
+        ],
+        None,
+    ),
+    "fail_on": (
+        Annotated[
+            Optional[FailOn],
+            choice_option(
+                FailOn, "--fail-on", default=None,
+                help="Lowest severity that makes the exit code 1 [default: fail-on from the "
+                "configuration, else error].",
+            ),
+        ],
+        None,
+    ),
+    "select": (
+        Annotated[
+            Optional[list[str]],
+            typer.Option(
+                "--select", metavar="CODE", autocompletion=complete_codes, show_default=False,
+                help="Report only these rule codes or code prefixes (PP1 is every PP1xx); repeat "
+                "or separate with commas. Replaces select from the configuration.",
+            ),
+        ],
+        None,
+    ),
+    "extend_select": (
+        Annotated[
+            Optional[list[str]],
+            typer.Option(
+                "--extend-select", metavar="CODE", autocompletion=complete_codes,
+                show_default=False,
+                help="Report these codes or prefixes as well, on top of select from the "
+                "configuration or --select (and over a shorter ignore pattern).",
+            ),
+        ],
+        None,
+    ),
+    "ignore": (
+        Annotated[
+            Optional[list[str]],
+            typer.Option(
+                "--ignore", metavar="CODE", autocompletion=complete_codes, show_default=False,
+                help="Never report these rule codes or code prefixes; repeat or separate with "
+                "commas. Replaces ignore from the configuration.",
+            ),
+        ],
+        None,
+    ),
+    "extend_ignore": (
+        Annotated[
+            Optional[list[str]],
+            typer.Option(
+                "--extend-ignore", metavar="CODE", autocompletion=complete_codes,
+                show_default=False,
+                help="Never report these codes or prefixes either, on top of ignore from the "
+                "configuration or --ignore.",
+            ),
+        ],
+        None,
+    ),
+    "strict": (
+        Annotated[
+            Optional[bool],
+            typer.Option(
+                "--strict/--no-strict", show_default=False,
+                help="Treat \"could not check\" findings (no tensor dict in a file, a transport "
+                "capability that could not be read) as errors [default: strict from the "
+                "configuration, else off].",
+            ),
+        ],
+        None,
+    ),
+    "config": (
+        Annotated[
+            Optional[str],
+            typer.Option(
+                "--config", metavar="FILE",
+                help="Read settings from FILE (a ppaux.toml or pyproject.toml) instead of "
+                "searching the working directory and its parents.",
+            ),
+        ],
+        None,
+    ),
+    "root": (
+        Annotated[
+            Optional[str],
+            typer.Option(
+                "--root", metavar="DIR", show_default=False,
+                help="Repository root that github, gitlab and sarif paths are relative to (a "
+                "file outside it keeps its absolute path) [default: the top of the git working "
+                "tree that holds the working directory, else the working directory].",
+            ),
+        ],
+        None,
+    ),
+    "statistics": (
+        Annotated[
+            bool,
+            typer.Option(
+                "--statistics",
+                help="Print how many findings each rule code has instead of the findings "
+                "(text or json); the exit code is unchanged.",
+            ),
+        ],
+        False,
+    ),
+    "progress": (
+        Annotated[
+            Optional[bool],
+            typer.Option(
+                "--progress/--no-progress", show_default=False,
+                help="Draw a progress bar on stderr [default: only when stderr is a terminal "
+                "and the run is long].",
+            ),
+        ],
+        None,
+    ),
+    "quiet": (
+        Annotated[
+            bool,
+            typer.Option(
+                "--quiet", "-q",
+                help="Print the report and errors only: no progress bar, warnings or notes.",
+            ),
+        ],
+        False,
+    ),
+    "verbose": (
+        Annotated[
+            bool,
+            typer.Option(
+                "--verbose", "-v",
+                help="Also say on stderr which configuration file and gate applied.",
+            ),
+        ],
+        False,
+    ),
+}
+
+assert set(_OPTIONS) == {f.name for f in fields(ReportOptions)}
+
+
+def _tuple(value: Any) -> tuple[str, ...] | None:
+    return tuple(value) if value is not None else None
+
+
+#: ``ppaux -q`` and ``ppaux -v`` (before the command), set by the root callback on every run.
+ROOT_VERBOSITY: dict[str, bool] = {"quiet": False, "verbose": False}
+
+
+def _from_flags(values: dict[str, Any]) -> ReportOptions:
+    from ppaux_cli.output import fail
+
+    values["quiet"] = values["quiet"] or ROOT_VERBOSITY["quiet"]
+    values["verbose"] = values["verbose"] or ROOT_VERBOSITY["verbose"]
+    if values["quiet"] and values["verbose"]:
+        fail("--quiet and --verbose: give one or the other")
+    return ReportOptions(
+        **{
+            **values,
+            "select": _tuple(values["select"]),
+            "ignore": _tuple(values["ignore"]),
+            "extend_select": tuple(values["extend_select"] or ()),
+            "extend_ignore": tuple(values["extend_ignore"] or ()),
+        }
+    )
+
+
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def report_options(command: F) -> F:
+    """Give ``command`` the report options; it receives them as ``options: ReportOptions``.
+
+    The command's own parameters come first in ``--help``, the report options after them.
+    """
+    signature = inspect.signature(command, eval_str=True)
+    own = [p for name, p in signature.parameters.items() if name != "options"]
+    shared = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                          annotation=annotation)
+        for name, (annotation, default) in _OPTIONS.items()
+    ]
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> None:
+        values = {name: kwargs.pop(name) for name in _OPTIONS}
+        command(*args, **kwargs, options=_from_flags(values))
+
+    parameters = own + shared
+    run.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in parameters}
+    del run.__wrapped__  # Typer must see the new signature
+    return run  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------------------------------------
+# Other shared options
 
 OutputOption = Annotated[
     Optional[str],
-    typer.Option("--output", "-o", metavar="FILE", help="Write the report to FILE instead of stdout."),
-]
-
-FailOnOption = Annotated[
-    Optional[FailOn],
-    typer.Option(
-        "--fail-on",
-        help="Lowest severity that makes the exit code 1 [default: fail-on from the "
-        "configuration, else error].",
-        show_default=False,
-    ),
-]
-
-SelectOption = Annotated[
-    Optional[list[str]],
-    typer.Option(
-        "--select",
-        metavar="CODE",
-        help="Report only these rule codes or code prefixes (PP1 is every PP1xx); repeat or "
-        "separate with commas. Replaces select from the configuration.",
-        show_default=False,
-    ),
-]
-
-IgnoreOption = Annotated[
-    Optional[list[str]],
-    typer.Option(
-        "--ignore",
-        metavar="CODE",
-        help="Never report these rule codes or code prefixes; repeat or separate with commas. "
-        "Replaces ignore from the configuration.",
-        show_default=False,
-    ),
-]
-
-StrictOption = Annotated[
-    Optional[bool],
-    typer.Option(
-        "--strict/--no-strict",
-        help="Treat \"could not check\" findings (no tensor dict in a file, a transport "
-        "capability that could not be read) as errors [default: strict from the "
-        "configuration, else off].",
-        show_default=False,
-    ),
-]
-
-ConfigOption = Annotated[
-    Optional[str],
-    typer.Option(
-        "--config",
-        metavar="FILE",
-        help="Read settings from FILE (a ppaux.toml or pyproject.toml) instead of searching "
-        "the working directory and its parents.",
-    ),
-]
-
-RootOption = Annotated[
-    Optional[str],
-    typer.Option(
-        "--root",
-        metavar="DIR",
-        help="Repository root that github, gitlab and sarif paths are relative to (a file "
-        "outside it keeps its absolute path) [default: the top of the git working tree that "
-        "holds the working directory, else the working directory].",
-        show_default=False,
-    ),
+    typer.Option("--output", "-o", metavar="FILE",
+                 help="Write to FILE instead of stdout ('-' is stdout)."),
 ]
 
 LimitOption = Annotated[
@@ -113,7 +405,7 @@ LimitOption = Annotated[
 ]
 
 
-def limits_from(texts: "list[str] | None"):
+def limits_from(texts: list[str] | None) -> Limits:
     """The reader's limits with each --limit NAME=N applied; a bad one is a one-line exit 2."""
     from ppaux.limits import parse_limits
     from ppaux_cli.output import fail
@@ -122,3 +414,15 @@ def limits_from(texts: "list[str] | None"):
         return parse_limits(texts or ())
     except ValueError as exc:
         fail(f"--limit: {exc}")
+
+
+def check_stage_options(pp_rank: int | None, pp_size: int | None) -> None:
+    """Refuse a pipeline size below 1 or a stage outside it, with one error line."""
+    from ppaux_cli.output import fail
+
+    if pp_size is not None and pp_size < 1:
+        fail(f"--pp-size: must be at least 1, not {pp_size}")
+    if pp_rank is not None and pp_rank < 0:
+        fail(f"--pp-rank: must not be negative, not {pp_rank}")
+    if pp_rank is not None and pp_size is not None and pp_rank >= pp_size:
+        fail(f"--pp-rank: {pp_rank} is not a stage of a {pp_size}-stage pipeline")

@@ -2,29 +2,53 @@
 
 Every command ends in :func:`emit`, which reads the configuration, applies the gate (threshold,
 ``--select``/``--ignore``, ``--strict``), writes the report and exits; so every command filters,
-formats and judges its findings the same way.
+formats and judges its findings the same way. ``-`` as ``--output`` is stdout.
+
+Colour follows the usual conventions, in this order: ``NO_COLOR`` set and not empty means no
+colour (https://no-color.org); ``FORCE_COLOR`` set and not empty means colour even in a pipe
+(https://force-color.org); ``TERM=dumb`` means no colour; otherwise colour only on a terminal.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import Iterable, NoReturn
+from typing import TYPE_CHECKING, Any, Iterable, NoReturn
 
 import typer
 
-from ppaux.report.formats import Format, render
 from ppaux.report.document import FailOn, Report
+from ppaux.report.formats import Format, render
 
-__all__ = ["emit", "fail", "use_color", "write_text", "resolve_gate"]
+if TYPE_CHECKING:
+    from ppaux.report.gate import Gate
+    from ppaux_cli.options import ReportOptions
+
+__all__ = ["emit", "fail", "warn", "use_color", "is_terminal", "write_text", "resolve_gate"]
+
+#: The name stdin and stdout go by: as an input path, as --output.
+STDIO = "-"
 
 
-def use_color(stream) -> bool:
-    """Colour only on a terminal and only when NO_COLOR is unset (https://no-color.org)."""
+def is_terminal(stream: Any) -> bool:
+    """True when ``stream`` is a terminal that can redraw (not ``TERM=dumb``)."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and os.environ.get("TERM") != "dumb"
+
+
+def use_color(stream: Any) -> bool:
+    """Whether to colour ``stream``: NO_COLOR, then FORCE_COLOR, then TERM=dumb, then a tty."""
     if os.environ.get("NO_COLOR"):
         return False
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return is_terminal(stream)
+
+
+def warn(message: str, quiet: bool = False) -> None:
+    """Print one 'ppaux: warning: ...' line on stderr, unless ``quiet``."""
+    if not quiet:
+        sys.stderr.write(f"ppaux: warning: {message}\n")
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -39,9 +63,13 @@ def resolve_gate(
     ignore: Iterable[str] | None = None,
     strict: bool | None = None,
     config: str | None = None,
-):
+    extend_select: Iterable[str] = (),
+    extend_ignore: Iterable[str] = (),
+    verbose: bool = False,
+) -> Gate:
     """The gate for this run: the configuration file (``config``, or the one found from the
-    working directory upward) overridden by the flags given; exit 2 on a bad file or code."""
+    working directory upward) overridden by the flags given; exit 2 on a bad file or code.
+    With ``verbose``, one note on stderr says which file and gate applied."""
     from ppaux.report.config import ConfigError, discover_config, load_config
     from ppaux.report.selection import UnknownCodeError
     from ppaux.report.config import resolve_gate as _resolve
@@ -51,10 +79,24 @@ def resolve_gate(
     except ConfigError as exc:
         fail(str(exc))
     try:
-        return _resolve(settings, fail_on=fail_on, select=select, ignore=ignore, strict=strict)
+        gate = _resolve(settings, fail_on=fail_on, select=select, ignore=ignore, strict=strict,
+                        extend_select=extend_select, extend_ignore=extend_ignore)
     except UnknownCodeError as exc:
-        option = "--select" if select is not None and _mentions(select, exc.pattern) else "--ignore"
+        given = (("--select", select), ("--ignore", ignore), ("--extend-select", extend_select),
+                 ("--extend-ignore", extend_ignore))
+        option = next((name for name, values in given
+                       if values is not None and _mentions(values, exc.pattern)), "--ignore")
         fail(f"{option}: {exc}")
+    if verbose:
+        where = settings.path or "none found"
+        chosen = gate.selection
+        sys.stderr.write(
+            f"ppaux: note: configuration: {where}; fail-on {gate.fail_on.value}; "
+            f"select {','.join(chosen.select) or 'all'}"
+            f"{' + ' + ','.join(chosen.extend) if chosen.extend else ''}; "
+            f"ignore {','.join(chosen.ignore) or 'none'}; strict {'on' if gate.strict else 'off'}\n"
+        )
+    return gate
 
 
 def _mentions(values: Iterable[str], pattern: str) -> bool:
@@ -62,9 +104,9 @@ def _mentions(values: Iterable[str], pattern: str) -> bool:
 
 
 def write_text(text: str, output: str | None, what: str = "the output") -> None:
-    """Write ``text`` to stdout, or to the file ``output``; a file that cannot be written is
-    one error line naming it and exit 2."""
-    if output is None:
+    """Write ``text`` to stdout, or to the file ``output`` (``-`` is stdout); a file that cannot
+    be written is one error line naming it and exit 2."""
+    if output is None or output == STDIO:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
@@ -75,37 +117,32 @@ def write_text(text: str, output: str | None, what: str = "the output") -> None:
         fail(f"{output}: cannot write {what}: {exc.strerror or exc}")
 
 
-def emit(
-    report: Report,
-    fmt: Format,
-    fail_on: FailOn | None = None,
-    output: str | None = None,
-    *,
-    select: list[str] | None = None,
-    ignore: list[str] | None = None,
-    strict: bool | None = None,
-    config: str | None = None,
-    root: str | None = None,
-) -> NoReturn:
-    """Apply the gate, write the report to stdout (or ``output``), problems to stderr, exit.
+def emit(report: Report, options: ReportOptions) -> NoReturn:
+    """Apply the gate, write the report to stdout (or ``--output``), problems to stderr, exit.
 
-    ``fail_on``, ``select``, ``ignore`` and ``strict`` are the flags as given (None when not
-    given: the configuration's value, else the default, applies). With ``--format github`` the
-    Markdown summary is also appended to ``$GITHUB_STEP_SUMMARY`` when that is set. The formats
-    a code host reads (github, gitlab, sarif) give paths relative to ``root`` (``--root``, else
-    the git working tree's top).
+    The flags not given (None) take the configuration's value, else the default. With
+    ``--format github`` the Markdown summary is also appended to ``$GITHUB_STEP_SUMMARY`` when
+    that is set. With ``--statistics`` the per-code counts take the report's place. The formats
+    a code host reads (github, gitlab, sarif) give paths relative to ``--root`` (else the git
+    working tree's top).
     """
-    gate = resolve_gate(fail_on, select, ignore, strict, config)
+    gate = resolve_gate(options.fail_on, options.select, options.ignore, options.strict,
+                        options.config, options.extend_select, options.extend_ignore,
+                        verbose=options.verbose)
     report = gate.apply(report)
+    fmt = options.format
     problems = report.problems  # stderr names each input as the user gave it
-    if fmt in _HOST_FORMATS:
-        report = _rebase(report, root)
-    stream = sys.stdout
-    color = fmt is Format.TEXT and output is None and use_color(stream)
-    text = render(report, fmt, color=color, width=_width(), fail_on=gate.fail_on)
-    write_text(text, output, "the report")
-    if fmt is Format.GITHUB:
-        _append_step_summary(report, gate.fail_on)
+    if fmt in _HOST_FORMATS and not options.statistics:
+        report = _rebase(report, options.root)
+    to_stdout = options.output is None or options.output == STDIO
+    if options.statistics:
+        text = _statistics(report, fmt)
+    else:
+        color = fmt is Format.TEXT and to_stdout and use_color(sys.stdout)
+        text = render(report, fmt, color=color, width=_width(), fail_on=gate.fail_on)
+    write_text(text, options.output, "the report")
+    if fmt is Format.GITHUB and not options.statistics:
+        _append_step_summary(report, gate.fail_on, options.quiet)
     for problem in problems:
         sys.stderr.write(f"ppaux: error: {problem}\n")
     raise typer.Exit(gate.exit_code(report))
@@ -128,7 +165,17 @@ def _rebase(report: Report, root: str | None) -> Report:
     return rebase_report(report, top, cwd)
 
 
-def _append_step_summary(report: Report, fail_on: FailOn) -> None:
+def _statistics(report: Report, fmt: Format) -> str:
+    from ppaux.report.formats import statistics
+
+    if fmt is Format.TEXT:
+        return statistics.render_text(report)
+    if fmt is Format.JSON:
+        return statistics.render_json(report)
+    fail(f"--statistics: only with --format text or json, not {fmt.value}")
+
+
+def _append_step_summary(report: Report, fail_on: FailOn, quiet: bool = False) -> None:
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if not target:
         return
@@ -140,9 +187,7 @@ def _append_step_summary(report: Report, fail_on: FailOn) -> None:
     except OSError as exc:
         # The report itself is out already; a summary that cannot be written must not change
         # the verdict, so this is a warning, not an error.
-        sys.stderr.write(
-            f"ppaux: warning: {target}: cannot append the step summary: {exc.strerror or exc}\n"
-        )
+        warn(f"{target}: cannot append the step summary: {exc.strerror or exc}", quiet)
 
 
 def _width() -> int:

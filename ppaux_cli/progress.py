@@ -1,31 +1,41 @@
-"""A progress bar on stderr for long walks, shown only when stderr is a terminal."""
+"""A progress bar on stderr for long walks: by default only when stderr is a terminal."""
 
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 __all__ = ["progress_reporter"]
 
-#: Fewer files than this finish too fast for a bar to help.
+#: Fewer files than this finish too fast for a bar to help (unless --progress asks for one).
 _MIN_FILES = 20
 
 
 @contextlib.contextmanager
-def progress_reporter(stream, label: str) -> Iterator[Callable[[int, int], None] | None]:
-    """Yield a ``progress(done, total)`` callback drawing a rich bar on ``stream``, or None."""
-    isatty = getattr(stream, "isatty", None)
-    if not (isatty and isatty()):
+def progress_reporter(
+    stream: Any, label: str, wanted: bool | None = None
+) -> Iterator[Callable[[int, int], None] | None]:
+    """Yield a ``progress(done, total)`` callback drawing a rich bar on ``stream``, or None.
+
+    ``wanted`` is ``--progress`` (True: always draw, even when ``stream`` is not a terminal),
+    ``--no-progress`` (False: never) or neither (None: on a terminal that can redraw, for runs
+    of at least 20 files).
+    """
+    from ppaux_cli.output import is_terminal
+
+    if wanted is False or (wanted is None and not is_terminal(stream)):
         yield None
         return
     from rich.console import Console
     from rich.progress import Progress
 
-    state: dict = {}
-    with Progress(console=Console(file=stream), transient=True) as bar:
+    smallest = 0 if wanted else _MIN_FILES
+    state: dict[str, Any] = {}
+    console = Console(file=stream, force_terminal=True if wanted else None)
+    with Progress(console=console, transient=True) as bar:
 
         def update(done: int, total: int) -> None:
-            if total < _MIN_FILES:
+            if total < smallest:
                 return
             if "task" not in state:
                 state["task"] = bar.add_task(label, total=total)

@@ -12,7 +12,9 @@ from typing import Any, Iterator
 __all__ = ["cli_reference_markdown"]
 
 
-def _commands(command: Any, ctx: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any, Any]]:
+def _commands(
+    command: Any, ctx: Any, path: tuple[str, ...]
+) -> Iterator[tuple[tuple[str, ...], Any, Any]]:
     yield path, command, ctx
     lister = getattr(command, "list_commands", None)
     if lister is None:
@@ -52,7 +54,8 @@ def _section(path: tuple[str, ...], command: Any, ctx: Any) -> list[str]:
         lines += ["| argument or option | description |", "|---|---|", *rows, ""]
     subcommands = getattr(command, "list_commands", None)
     if subcommands is not None:
-        names = [n for n in subcommands(ctx) if not getattr(command.get_command(ctx, n), "hidden", False)]
+        names = [n for n in subcommands(ctx)
+                 if not getattr(command.get_command(ctx, n), "hidden", False)]
         lines += [f"Commands: {', '.join(markdown_code(n) for n in names)}.", ""]
     return lines
 
@@ -70,10 +73,14 @@ def cli_reference_markdown(app: Any = None, prog_name: str = "ppaux") -> str:
         "",
         "# Command-line reference",
         "",
-        "Every command that checks something takes `--format`, `--output`, `--fail-on`, "
-        "`--select`, `--ignore`, `--strict` and `--config` with the same meaning; exit codes "
-        "are 0 (nothing at or above `--fail-on`), 1 (findings at or above it) and 2 (an input "
-        "or the configuration could not be used).",
+        "Every command that checks something takes the same report options (`--format`, "
+        "`--output`, `--fail-on`, `--select`, `--ignore`, `--extend-select`, `--extend-ignore`, "
+        "`--strict`, `--config`, `--statistics`, `--progress`, `-q`, `-v`) with the same "
+        "meaning; exit codes are 0 (nothing at or above `--fail-on`), 1 (findings at or above "
+        "it) and 2 (an input, a value on the command line or the configuration could not be "
+        "used). `-h` is `--help` everywhere; `-` as an input reads stdin, `-o -` writes stdout. "
+        "Bare `ppaux` and bare `ppaux capture` print their help on stderr and exit 2, as ruff "
+        "does. See [Formats, thresholds and configuration](gate.md).",
         "",
     ]
     for path, command, command_ctx in _commands(root, ctx, (prog_name,)):

@@ -20,6 +20,7 @@ EXPECTED = {
     "ppaux.errors.DumpError": ValueError,
     "ppaux.errors.LimitExceeded": ValueError,
     "ppaux.errors.ReadMismatch": ValueError,
+    "ppaux.errors.TorchMissingError": ImportError,
     "ppaux.files.InputFileError": OSError,
     "ppaux.report.config.ConfigError": ValueError,
     "ppaux.report.selection.UnknownCodeError": ValueError,

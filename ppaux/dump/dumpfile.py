@@ -14,7 +14,7 @@ import zipfile
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO, Mapping
 
 from ppaux.dump import allowlist
 from ppaux.dump.capture_format import CAPTURE_MARKER
@@ -27,7 +27,15 @@ from ppaux.dump.zipview import check_layout, end_record, lower_name, select_data
 from ppaux.files import InputFileError, collect_files, open_regular
 from ppaux.report.document import InputProblem
 
-__all__ = ["DUMP_SUFFIXES", "Dump", "collect_dumps", "read_dump", "read_dump_bytes"]
+__all__ = [
+    "DUMP_SUFFIXES",
+    "Dump",
+    "collect_dumps",
+    "collect_inputs",
+    "read_dump",
+    "read_dump_bytes",
+    "read_dump_stream",
+]
 
 #: File name endings that a directory walk treats as dumps.
 DUMP_SUFFIXES = (".pt", ".pth", ".pkl", ".pickle", ".bin", ".ppaux")
@@ -40,6 +48,22 @@ def collect_dumps(
     an empty directory, or more than ``limits.max_files`` dumps, is an input problem."""
     files, problems = collect_files(paths, DUMP_SUFFIXES, limits.max_files, "dumps")
     return files, [InputProblem(problem.path, problem.reason) for problem in problems]
+
+
+def collect_inputs(
+    paths: Iterable[str], limits: Limits, streams: Mapping[str, BinaryIO]
+) -> tuple[list[str], list[InputProblem]]:
+    """:func:`collect_dumps`, except that a name in ``streams`` (such as ``'<stdin>'``) stays
+    where it stands, to be read from its stream."""
+    if not streams:
+        return collect_dumps(paths, limits)
+    files: list[str] = []
+    problems: list[InputProblem] = []
+    for path in paths:
+        found, missed = ([path], []) if path in streams else collect_dumps([path], limits)
+        files += found
+        problems += missed
+    return files, problems
 
 #: What Python's zipfile raises on hostile or corrupt archives (besides BadZipFile): I/O
 #: errors, bad UTF-8 names (ValueError), "zip file version" (NotImplementedError), offsets past
@@ -145,6 +169,23 @@ def _check_not_tar(path: str, data: bytes) -> None:
         return
     raise ReadMismatch(path, "the file opens as a tar archive: torch.load reads it in its old "
                        "tar format and unpickles its members, not the pickle ppaux would read")
+
+
+def read_dump_stream(name: str, stream: BinaryIO, limits: Limits = Limits()) -> Dump:
+    """Read a dump from ``stream`` (stdin), which is held in memory whole; ``name`` ('<stdin>')
+    is used in messages. A plain pickle may have ``max_pickle_bytes``, a zip
+    ``max_stream_bytes``; past that it is refused without reading the rest."""
+    try:
+        head = stream.read(4)
+        bound = limits.max_stream_bytes if head in (_ZIP_MAGIC, _EMPTY_ZIP_MAGIC) else (
+            limits.max_pickle_bytes)
+        data = head + stream.read(bound + 1 - len(head))
+    except OSError as exc:
+        raise DumpError(name, f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > bound:
+        limit = "max_stream_bytes" if bound == limits.max_stream_bytes else "max_pickle_bytes"
+        raise LimitExceeded(name, limit, bound, f"the stream holds more than {bound} bytes")
+    return read_dump_bytes(name, data, limits)
 
 
 def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, BinaryIO, Callable, Iterable, Mapping
 
 from ppaux.dump.checks import check_dump, predict_pop
-from ppaux.dump.dumpfile import Dump, collect_dumps, read_dump
+from ppaux.dump.dumpfile import Dump, collect_inputs, read_dump, read_dump_stream
 from ppaux.errors import DumpError, ReadMismatch
 from ppaux.report.catalogue import finding
 from ppaux.report.findings import Finding, Severity
@@ -80,9 +80,12 @@ def _plain(meta: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def inspect_file(path: str, limits: Limits = Limits()) -> tuple[dict[str, Any], list[Finding]]:
-    """Read, describe and check one file; raise :class:`DumpError` if it cannot be read."""
-    dump = read_dump(path, limits)
+def inspect_file(
+    path: str, limits: Limits = Limits(), stream: BinaryIO | None = None
+) -> tuple[dict[str, Any], list[Finding]]:
+    """Read, describe and check one file (or ``stream``, named ``path`` in the report); raise
+    :class:`DumpError` if it cannot be read."""
+    dump = read_dump(path, limits) if stream is None else read_dump_stream(path, stream, limits)
     # A file name may hold anything a directory allows (newlines, bytes that are not UTF-8):
     # reports show it escaped. The file was opened by its real name above.
     path = dump.path = shown_name(path)
@@ -158,18 +161,22 @@ def inspect_paths(
     *,
     release: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    streams: Mapping[str, BinaryIO] | None = None,
 ) -> Report:
     """Inspect files and directories; unreadable inputs become problems, the rest still run.
+
+    A path that is a key of ``streams`` (such as ``'<stdin>'``) is read from that stream.
 
     ``release`` (such as '0.5.23') also checks each output message's keys against that release's
     expected key set. ``progress(done, total)`` is called after each file.
     """
-    files, problems = collect_dumps(paths, limits)
+    streams = streams or {}
+    files, problems = collect_inputs(paths, limits, streams)
     report = Report(command="inspect", problems=problems)
     descriptions = []
     for index, path in enumerate(files, 1):
         try:
-            description, findings = inspect_file(path, limits)
+            description, findings = inspect_file(path, limits, streams.get(path))
         except ReadMismatch as exc:
             # Not a file ppaux could not read: one it will not vouch for, whatever it holds.
             report.findings.append(finding("PP202", shown_name(exc.path), shown_name(exc.reason)))

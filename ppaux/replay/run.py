@@ -197,9 +197,13 @@ def replay_paths(
 
     Raises :class:`ReplayConfigError` for settings that cannot work here (CUDA asked for and
     absent, sglang not found, ...) before any dump is read. Unreadable dumps become problems;
-    the others still run. ``progress(done, total)`` is called after each dump.
+    the others still run. ``progress(done, total)`` is called after each dump. Raises
+    :class:`~ppaux.errors.TorchMissingError` where torch is not installed.
     """
     from ppaux.dump.dumpfile import collect_dumps
+    from ppaux.torch_probe import require_torch
+
+    require_torch("replay")
 
     files, problems = collect_dumps(paths, options.limits)
     setup = _setup(options)

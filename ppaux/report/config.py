@@ -197,17 +197,23 @@ def resolve_gate(
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
     strict: bool | None = None,
+    extend_select: Iterable[str] = (),
+    extend_ignore: Iterable[str] = (),
 ) -> Gate:
     """The gate for one run: each flag given (not None) replaces that setting of ``config``.
 
-    Flag patterns are checked like the file's; a bad one raises :class:`UnknownCodeError`.
+    ``extend_select`` and ``extend_ignore`` add patterns to the select and ignore lists (the
+    configuration's, or the flags' when those are given) instead of replacing them. Flag
+    patterns are checked like the file's; a bad one raises :class:`UnknownCodeError`.
     """
     from ppaux.report.catalogue import RULES
 
     chosen_select = parse_codes(select, RULES) if select is not None else config.select or ()
     chosen_ignore = parse_codes(ignore, RULES) if ignore is not None else config.ignore or ()
+    more_ignore = parse_codes(extend_ignore, RULES)
+    chosen_ignore += tuple(p for p in more_ignore if p not in chosen_ignore)
     return Gate(
         fail_on=fail_on or config.fail_on or FailOn.ERROR,
-        selection=Selection(chosen_select, chosen_ignore),
+        selection=Selection(chosen_select, chosen_ignore, parse_codes(extend_select, RULES)),
         strict=strict if strict is not None else bool(config.strict),
     )

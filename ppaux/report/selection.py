@@ -3,7 +3,9 @@
 A code matches a pattern when the code starts with it, so ``PP1`` stands for every payload
 rule and ``PP101`` for that rule alone. When a code matches both lists, the longer (more
 specific) pattern decides, as in ruff: ``--ignore PP1 --select PP101`` keeps PP101 and drops
-the other PP1xx codes. An exact tie goes to ``ignore``.
+the other PP1xx codes. An exact tie goes to ``ignore``. ``extend`` patterns (``--extend-select``)
+are selected on top of ``select``, which they leave as it is: with an empty ``select`` every code
+stays selected, and an extended pattern still outweighs a shorter ``ignore`` pattern.
 """
 
 from __future__ import annotations
@@ -51,10 +53,12 @@ def parse_codes(values: Iterable[str], known: Iterable[str]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Selection:
-    """Patterns to keep (``select``; empty keeps every code) and patterns to drop (``ignore``)."""
+    """Patterns to keep (``select``; empty keeps every code), patterns to drop (``ignore``) and
+    patterns kept in addition to ``select`` (``extend``)."""
 
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    extend: tuple[str, ...] = ()
 
     def includes(self, code: str) -> bool:
         """True when a finding with ``code`` is reported."""
@@ -62,12 +66,14 @@ class Selection:
             selected = max((len(p) for p in self.select if code.startswith(p)), default=-1)
         else:
             selected = 0  # no select list: everything is selected, as unspecifically as can be
+        extended = max((len(p) for p in self.extend if code.startswith(p)), default=-1)
+        selected = max(selected, extended)
         ignored = max((len(p) for p in self.ignore if code.startswith(p)), default=-1)
         return selected >= 0 and selected > ignored
 
     def apply(self, report: Report) -> Report:
         """A copy of ``report`` keeping only the findings this selection includes."""
-        if not self.select and not self.ignore:
+        if not self.select and not self.ignore and not self.extend:
             return report
         kept = [f for f in report.findings if self.includes(f.code)]
         return dataclasses.replace(report, findings=kept)

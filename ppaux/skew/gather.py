@@ -60,6 +60,9 @@ class Gathered:
 
 
 def _import_torch() -> Any:
+    from ppaux.torch_probe import require_torch
+
+    require_torch("gathering fingerprints over torch.distributed")
     with warnings.catch_warnings():
         # CPU wheels warn once when numpy is absent; nothing here uses numpy.
         warnings.filterwarnings("ignore", message="Failed to initialize NumPy")

@@ -7,23 +7,17 @@ from typing import Annotated, Optional
 
 import typer
 
-from ppaux.report.formats import Format
-from ppaux_cli.options import (
-    ConfigOption,
-    FailOnOption,
-    FormatOption,
-    IgnoreOption,
-    OutputOption,
-    SelectOption,
-    RootOption,
-    StrictOption,
-)
+from ppaux_cli.groups import CONTEXT_SETTINGS, HelpOnBare, PlainUsage
+from ppaux_cli.options import ReportOptions, report_options
 from ppaux_cli.output import emit, fail
 
 __all__ = ["app", "status", "list_captures"]
 
 app = typer.Typer(
+    cls=HelpOnBare,
+    context_settings=CONTEXT_SETTINGS,
     no_args_is_help=True,
+    rich_markup_mode=None,
     help="Capture from a running sglang: check the plugin, list what it wrote.",
 )
 
@@ -33,43 +27,23 @@ DirOption = Annotated[
 ]
 
 
-@app.command("status")
-def status(
-    directory: DirOption = None,
-    format: FormatOption = Format.TEXT,
-    fail_on: FailOnOption = None,
-    output: OutputOption = None,
-    select: SelectOption = None,
-    ignore: IgnoreOption = None,
-    strict: StrictOption = None,
-    config: ConfigOption = None,
-    root: RootOption = None,
-) -> None:
+@app.command("status", cls=PlainUsage)
+@report_options
+def status(directory: DirOption = None, *, options: ReportOptions) -> None:
     """Whether the sglang plugin is installed and would capture; captures, bytes and skips."""
-    # Imported here, not at module level: the app imports every command module, and this one
-    # (importlib.metadata and more) would otherwise slow every other command's start-up.
+    # Imported here, not at module level: 'ppaux capture --help' must not pay for it.
     from ppaux.capture.store import CaptureDirError, status_report
 
     try:
         report = status_report(directory)
     except CaptureDirError as exc:
         fail(str(exc))
-    emit(report, format, fail_on, output, select=select, ignore=ignore, strict=strict,
-         config=config, root=root)
+    emit(report, options)
 
 
-@app.command("list")
-def list_captures(
-    directory: DirOption = None,
-    format: FormatOption = Format.TEXT,
-    fail_on: FailOnOption = None,
-    output: OutputOption = None,
-    select: SelectOption = None,
-    ignore: IgnoreOption = None,
-    strict: StrictOption = None,
-    config: ConfigOption = None,
-    root: RootOption = None,
-) -> None:
+@app.command("list", cls=PlainUsage)
+@report_options
+def list_captures(directory: DirOption = None, *, options: ReportOptions) -> None:
     """The captures in the directory, oldest first, with the error each one recorded."""
     from ppaux.capture import ENV_DIR
     from ppaux.capture.store import CaptureDirError, list_report
@@ -81,5 +55,4 @@ def list_captures(
         report = list_report(where)
     except CaptureDirError as exc:
         fail(str(exc))
-    emit(report, format, fail_on, output, select=select, ignore=ignore, strict=strict,
-         config=config, root=root)
+    emit(report, options)

@@ -2,28 +2,41 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import sys
-from typing import Annotated, NoReturn, Optional
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from ppaux.report.formats import Format
 from ppaux.report.document import InputProblem, Report
-from ppaux_cli.commands.fingerprint import check_stage_options
-from ppaux_cli.options import (
-    ConfigOption,
-    FailOnOption,
-    FormatOption,
-    IgnoreOption,
-    OutputOption,
-    SelectOption,
-    RootOption,
-    StrictOption,
-)
+from ppaux_cli.options import ReportOptions, check_stage_options, report_options
 from ppaux_cli.output import emit, fail, resolve_gate
 
+if TYPE_CHECKING:
+    from ppaux.skew.fingerprint import Fingerprint
+
+__all__ = ["check_skew", "DistributedCheck"]
+
+
+@dataclass(frozen=True)
+class DistributedCheck:
+    """What ``check-skew --distributed`` was asked to do, as given on the command line."""
+
+    #: A golden fingerprint every stage must match (``--baseline``), if any.
+    baseline: Fingerprint | None
+    #: Seconds rank 0 waits for every rank.
+    timeout: float
+    #: tcp://HOST:PORT of rank 0 when not under torchrun.
+    init_method: str | None
+    #: This process's rank and the number of processes, when not under torchrun.
+    rank: int | None
+    world_size: int | None
+    #: Pipeline stages; when it equals the world size, rank N is stage N.
+    pp_size: int | None
+    #: The sglang tree or wheel to analyse instead of the installed one.
+    sglang_path: str | None
+
+
+@report_options
 def check_skew(
     paths: Annotated[
         Optional[list[str]],
@@ -84,19 +97,12 @@ def check_skew(
             help="Analyse this sglang tree or wheel (--distributed).",
         ),
     ] = None,
-    format: FormatOption = Format.TEXT,
-    fail_on: FailOnOption = None,
-    output: OutputOption = None,
-    select: SelectOption = None,
-    ignore: IgnoreOption = None,
-    strict: StrictOption = None,
-    config: ConfigOption = None,
-    root: RootOption = None,
+    *,
+    options: ReportOptions,
 ) -> None:
     """Compare stages' sglang, transport capabilities, torch, NCCL, CUDA and environment."""
     from ppaux.skew.fingerprint import FingerprintError, load
 
-    gate = dict(select=select, ignore=ignore, strict=strict, config=config, root=root)
     golden = None
     if baseline is not None:
         try:
@@ -107,17 +113,9 @@ def check_skew(
         if paths:
             fail("give fingerprint files or --distributed, not both")
         _distributed(
-            golden,
-            timeout,
-            init_method,
-            rank,
-            world_size,
-            pp_size,
-            sglang_path,
-            format,
-            fail_on,
-            output,
-            gate,
+            DistributedCheck(golden, timeout, init_method, rank, world_size, pp_size,
+                             sglang_path),
+            options,
         )
     if not paths:
         fail("no fingerprints given: pass files or directories, or --distributed")
@@ -137,38 +135,33 @@ def check_skew(
 
     report = compare(fingerprints, baseline=golden) if fingerprints else Report("check-skew")
     report.problems += problems
-    emit(report, format, fail_on, output, **gate)
+    emit(report, options)
 
 
-def _distributed(
-    golden,
-    timeout,
-    init_method,
-    rank,
-    world_size,
-    pp_size,
-    sglang_path,
-    format,
-    fail_on,
-    output,
-    gate,
-) -> None:
-    from ppaux.skew.fingerprint import collect
-    from ppaux.skew.gather import GatherError, SetupError, connect
+def _distributed(check: DistributedCheck, options: ReportOptions) -> None:
+    from ppaux.errors import TorchMissingError
     from ppaux.sglang.tree import SglangPathError
     from ppaux.skew.compare import compare
+    from ppaux.skew.fingerprint import collect
+    from ppaux.skew.gather import GatherError, SetupError, connect
+    from ppaux.torch_probe import require_torch
+    from ppaux_cli.exits import leave, leave_on_sigterm
 
-    check_stage_options(None, pp_size)
-    # Settle the gate before joining: a bad --config must not leave the other ranks waiting.
-    resolve_gate(fail_on, **{k: v for k, v in gate.items() if k != "root"})
     try:
-        local = collect(sglang_path=sglang_path)
+        require_torch("ppaux check-skew --distributed")
+    except TorchMissingError as exc:
+        fail(str(exc))
+    check_stage_options(None, check.pp_size)
+    # Settle the gate before joining: a bad --config must not leave the other ranks waiting.
+    resolve_gate(options.fail_on, options.select, options.ignore, options.strict,
+                 options.config, options.extend_select, options.extend_ignore)
+    try:
+        local = collect(sglang_path=check.sglang_path)
     except SglangPathError as exc:
         fail(f"--sglang-path {exc}")
     try:
-        session = connect(
-            timeout=timeout, init_method=init_method, rank=rank, world_size=world_size
-        )
+        session = connect(timeout=check.timeout, init_method=check.init_method,
+                          rank=check.rank, world_size=check.world_size)
     except SetupError as exc:
         fail(str(exc))
     except GatherError as exc:
@@ -176,53 +169,31 @@ def _distributed(
     local = local.placed(
         rank=session.rank,
         world_size=session.world_size,
-        pp_size=pp_size,
-        pp_rank=session.rank if pp_size == session.world_size else None,
+        pp_size=check.pp_size,
+        pp_rank=session.rank if check.pp_size == session.world_size else None,
     )
     try:
         gathered = session.gather(local)
         if session.rank != 0:
             code = session.await_exit()
-            _on_terminate_exit(code)
-            _leave(code)
+            leave_on_sigterm(code)
+            leave(code)
     except GatherError as exc:
         fail(str(exc), code=1)
     report = compare(
-        gathered.fingerprints, gathered.paths, baseline=golden, missing=gathered.missing
+        gathered.fingerprints, gathered.paths, baseline=check.baseline, missing=gathered.missing
     )
     report.problems += [InputProblem(source, message) for source, message in gathered.problems]
     report.data["distributed"] = {
         "world_size": session.world_size,
-        "timeout": timeout,
+        "timeout": check.timeout,
         "gathered_over": gathered.transport,
     }
     try:
-        emit(report, format, fail_on, output, **gate)
+        emit(report, options)
     except typer.Exit as done:
-        # The report is out; now every rank learns the exit code and leaves with it. Rank 0
-        # leaves without interpreter teardown too: torch's teardown is slow, and Python puts
-        # the default SIGTERM action back during it, so torchrun's SIGTERM would win.
-        _on_terminate_exit(done.exit_code)
+        # The report is out; now every rank learns the exit code and leaves with it, rank 0
+        # too, without interpreter teardown (ppaux_cli.exits says why).
+        leave_on_sigterm(done.exit_code)
         session.publish_exit(done.exit_code)
-        _leave(done.exit_code)
-
-
-def _on_terminate_exit(code: int) -> None:
-    """From now on, SIGTERM ends this process with ``code``.
-
-    When a worker exits with a failure, torchrun stops the others of its node with SIGTERM;
-    a rank that already knows the verdict then still exits with it.
-    """
-    signal.signal(signal.SIGTERM, lambda *_: _leave(code))
-
-
-def _leave(code: int) -> NoReturn:
-    """Exit now with ``code``, skipping interpreter teardown (nothing is left to clean up).
-
-    Ranks other than 0 leave as soon as they know the code, before rank 0 does: torchrun stops
-    the remaining workers of a node when one exits with a failure. The report is written by
-    then, so only the streams need flushing.
-    """
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+        leave(done.exit_code)

@@ -6,32 +6,19 @@ from typing import Annotated
 
 import typer
 
-from ppaux.report.formats import Format
-from ppaux_cli.options import (
-    ConfigOption,
-    FailOnOption,
-    FormatOption,
-    IgnoreOption,
-    LimitOption,
-    OutputOption,
-    SelectOption,
-    StrictOption,
-    limits_from,
-)
-from ppaux_cli.output import emit
+from ppaux_cli.options import LimitOption, ReportOptions, limits_from, report_options
+from ppaux_cli.output import STDIO, emit, fail
+
+__all__ = ["diff"]
 
 
+@report_options
 def diff(
     a: Annotated[str, typer.Argument(metavar="A", help="The first dump or capture.")],
     b: Annotated[str, typer.Argument(metavar="B", help="The second dump or capture.")],
     limit: LimitOption = None,
-    format: FormatOption = Format.TEXT,
-    fail_on: FailOnOption = None,
-    output: OutputOption = None,
-    select: SelectOption = None,
-    ignore: IgnoreOption = None,
-    strict: StrictOption = None,
-    config: ConfigOption = None,
+    *,
+    options: ReportOptions,
 ) -> None:
     """Compare two dumps: keys added and removed, kind, dtype, shape, stride and device
     changes, values (tensor bytes by digest), and which side pop fails on. Exit 1 when an
@@ -39,6 +26,9 @@ def diff(
     # The reader is imported here, not at module level, so that 'ppaux --help' stays fast.
     from ppaux.dump.diff import diff_paths
 
-    report = diff_paths(a, b, limits_from(limit))
-    emit(report, format, fail_on, output, select=select, ignore=ignore, strict=strict,
-         config=config)
+    limits = limits_from(limit)
+    if STDIO in (a, b):
+        fail("-: diff reads tensor bytes back from the files, so it cannot read stdin; "
+             "give paths")
+    report = diff_paths(a, b, limits)
+    emit(report, options)

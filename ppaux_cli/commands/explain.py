@@ -7,26 +7,33 @@ from typing import Annotated
 import typer
 
 from ppaux.report.formats.rules import RulesFormat
-from ppaux_cli.options import OutputOption
+from ppaux_cli.options import OutputOption, choice_option, complete_codes
 from ppaux_cli.output import fail, write_text
 
 __all__ = ["explain"]
 
 
 def explain(
-    code: Annotated[str, typer.Argument(metavar="CODE", help="A rule code such as PP101 (any case).")],
+    code: Annotated[
+        str,
+        typer.Argument(metavar="CODE", autocompletion=complete_codes,
+                       help="A rule code such as PP101 (any case)."),
+    ],
     format: Annotated[
-        RulesFormat, typer.Option("--format", "-f", help="text, json (one rule object) or markdown.")
+        RulesFormat,
+        choice_option(RulesFormat, "--format", "-f", "--output-format", default="text",
+                      help="text, json (one rule object) or markdown."),
     ] = RulesFormat.TEXT,
     output: OutputOption = None,
 ) -> None:
     """Explain one finding code: what it means, likely causes, the fix and an example."""
-    from ppaux.report.catalogue import UnknownRuleError, get_rule
+    from ppaux.report.catalogue import RULES, UnknownRuleError, get_rule
+    from ppaux_cli.options import did_you_mean
 
     try:
         rule = get_rule(code)
     except UnknownRuleError as exc:
-        fail(str(exc))
+        fail(f"{exc}{did_you_mean(code.strip().upper(), RULES)}")
     if format is RulesFormat.JSON:
         import json
 

@@ -6,29 +6,14 @@ from typing import Annotated, Optional
 
 import typer
 
+from ppaux_cli.options import OutputOption, check_stage_options
 from ppaux_cli.output import fail, write_text
 
-
-def check_stage_options(pp_rank: Optional[int], pp_size: Optional[int]) -> None:
-    """Refuse a pipeline size below 1 or a stage outside it, with one error line."""
-    if pp_size is not None and pp_size < 1:
-        fail(f"--pp-size: must be at least 1, not {pp_size}")
-    if pp_rank is not None and pp_rank < 0:
-        fail(f"--pp-rank: must not be negative, not {pp_rank}")
-    if pp_rank is not None and pp_size is not None and pp_rank >= pp_size:
-        fail(f"--pp-rank: {pp_rank} is not a stage of a {pp_size}-stage pipeline")
+__all__ = ["fingerprint"]
 
 
 def fingerprint(
-    output: Annotated[
-        Optional[str],
-        typer.Option(
-            "--output",
-            "-o",
-            metavar="FILE",
-            help="Write the fingerprint to FILE instead of stdout.",
-        ),
-    ] = None,
+    output: OutputOption = None,
     pp_rank: Annotated[
         Optional[int],
         typer.Option("--pp-rank", metavar="N", help="This process's pipeline stage (0 = first)."),

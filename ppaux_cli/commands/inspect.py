@@ -7,40 +7,33 @@ from typing import Annotated, Optional
 
 import typer
 
-from ppaux.report.formats import Format
-from ppaux_cli.options import (
-    ConfigOption,
-    FailOnOption,
-    FormatOption,
-    IgnoreOption,
-    LimitOption,
-    OutputOption,
-    SelectOption,
-    RootOption,
-    StrictOption,
-    limits_from,
-)
-from ppaux_cli.output import emit, fail
+from ppaux_cli.options import LimitOption, ReportOptions, limits_from, report_options
+from ppaux_cli.output import STDIO, emit, fail
+
+__all__ = ["inspect", "STDIN_NAME"]
+
+#: What a dump read from stdin is called in reports and messages.
+STDIN_NAME = "<stdin>"
 
 
+@report_options
 def inspect(
     paths: Annotated[
         list[str],
-        typer.Argument(metavar="PATH", help="Dump files (torch.save, pickle or ppaux capture) or directories."),
+        typer.Argument(
+            metavar="PATH",
+            help="Dump files (torch.save, pickle or ppaux capture) or directories; - reads "
+            "one dump from stdin.",
+        ),
     ],
-    format: FormatOption = Format.TEXT,
-    fail_on: FailOnOption = None,
     release: Annotated[
         Optional[str],
-        typer.Option("--release", metavar="VERSION", help="Also check output-message keys against this sglang release's key set."),
+        typer.Option("--release", metavar="VERSION",
+                     help="Also check output-message keys against this sglang release's key set."),
     ] = None,
     limit: LimitOption = None,
-    output: OutputOption = None,
-    select: SelectOption = None,
-    ignore: IgnoreOption = None,
-    strict: StrictOption = None,
-    config: ConfigOption = None,
-    root: RootOption = None,
+    *,
+    options: ReportOptions,
 ) -> None:
     """Show every key, dtype, shape, device and auxiliary entry, and predict sglang's error."""
     # The reader is imported here, not at module level, so that 'ppaux --help' stays fast.
@@ -49,11 +42,20 @@ def inspect(
 
     limits = limits_from(limit)
     if release is not None:
-        from ppaux.sglang.releases import known_release
+        from ppaux.sglang.releases import known_release, releases
+        from ppaux_cli.options import did_you_mean
 
         if not known_release(release):
-            fail(f"--release: unknown sglang release {release!r}")
-    with progress_reporter(sys.stderr, "inspecting") as progress:
-        report = inspect_paths(paths, limits, release=release, progress=progress)
-    emit(report, format, fail_on, output, select=select, ignore=ignore, strict=strict,
-         config=config, root=root)
+            fail(f"--release: unknown sglang release {release!r}"
+                 f"{did_you_mean(release, releases())}")
+    if paths.count(STDIO) > 1:
+        fail("-: stdin can be read only once")
+    streams = {}
+    if STDIO in paths:
+        paths = [STDIN_NAME if p == STDIO else p for p in paths]
+        streams[STDIN_NAME] = sys.stdin.buffer
+    wanted = False if options.quiet else options.progress
+    with progress_reporter(sys.stderr, "inspecting", wanted) as progress:
+        report = inspect_paths(paths, limits, release=release, progress=progress,
+                               streams=streams)
+    emit(report, options)

@@ -9,23 +9,20 @@ from typing import Annotated, Optional
 
 import typer
 
-from ppaux.report.formats import Format
 from ppaux.replay.run import Impl, Sender, Transport
 from ppaux_cli.options import (
-    ConfigOption,
-    FailOnOption,
-    FormatOption,
-    IgnoreOption,
     LimitOption,
-    OutputOption,
-    SelectOption,
-    RootOption,
-    StrictOption,
+    ReportOptions,
+    choice_option,
     limits_from,
+    report_options,
 )
-from ppaux_cli.output import emit, fail
+from ppaux_cli.output import STDIO, emit, fail
+
+__all__ = ["replay"]
 
 
+@report_options
 def replay(
     paths: Annotated[
         list[str],
@@ -40,19 +37,22 @@ def replay(
     ] = "cpu",
     sender: Annotated[
         Sender,
-        typer.Option("--sender", help="validating: the last stage adds the auxiliary output with "
+        choice_option(Sender, "--sender", default="validating",
+                      help="validating: the last stage adds the auxiliary output with "
                      "add, as every sglang release does; legacy: it writes the keys unchecked."),
     ] = Sender.VALIDATING,
     transport: Annotated[
         Transport,
-        typer.Option("--transport", help="none: pop the dict as sent; wire: sglang's "
+        choice_option(Transport, "--transport", default="none",
+                      help="none: pop the dict as sent; wire: sglang's "
                      "send/recv_tensor_dict emulated in-process; torch-distributed: a real "
                      "two-process group on 127.0.0.1 (gloo, NCCL for CUDA); sglang: sglang's own "
                      "GroupCoordinator send/recv_tensor_dict in two processes."),
     ] = Transport.NONE,
     impl: Annotated[
         Impl,
-        typer.Option("--impl", help="reference: ppaux's transport; sglang: sglang's own "
+        choice_option(Impl, "--impl", default="reference",
+                      help="reference: ppaux's transport; sglang: sglang's own "
                      "sampling_observer_pp; both: run both and report every difference."),
     ] = Impl.REFERENCE,
     sglang_path: Annotated[
@@ -73,32 +73,34 @@ def replay(
                      help="How long the torch-distributed transport waits for its peer."),
     ] = 60.0,
     limit: LimitOption = None,
-    format: FormatOption = Format.TEXT,
-    fail_on: FailOnOption = None,
-    output: OutputOption = None,
-    select: SelectOption = None,
-    ignore: IgnoreOption = None,
-    strict: StrictOption = None,
-    config: ConfigOption = None,
-    root: RootOption = None,
+    *,
+    options: ReportOptions,
 ) -> None:
     """Rebuild each payload with torch and run sender, wire and pop as sglang does; compare the
     output that comes back bit for bit."""
     # torch warns on import when numpy is absent; replay never uses numpy, so keep stderr clean.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     # Imported here, not at module level: 'ppaux --help' must not pay for the reader or torch.
+    from ppaux.errors import TorchMissingError
     from ppaux.replay.run import ReplayConfigError, ReplayOptions, replay_paths
+    from ppaux.torch_probe import require_torch
     from ppaux_cli.progress import progress_reporter
 
+    try:
+        require_torch("ppaux replay")
+    except TorchMissingError as exc:
+        fail(str(exc))
     limits = limits_from(limit)
-    options = ReplayOptions(
+    if STDIO in paths:
+        fail("-: replay reads tensors back from the file, so it cannot read stdin; give a path")
+    settings = ReplayOptions(
         device=device, sender=sender, transport=transport, impl=impl, sglang_path=sglang_path,
         all_gather=all_gather, timeout_s=timeout, limits=limits,
     )
     try:
-        with progress_reporter(sys.stderr, "replaying") as progress:
-            report = replay_paths(paths, options, progress=progress)
+        wanted = False if options.quiet else options.progress
+        with progress_reporter(sys.stderr, "replaying", wanted) as progress:
+            report = replay_paths(paths, settings, progress=progress)
     except ReplayConfigError as exc:
         fail(f"--{exc.option} {exc.value}: {exc.reason}")
-    emit(report, format, fail_on, output, select=select, ignore=ignore, strict=strict,
-         config=config, root=root)
+    emit(report, options)

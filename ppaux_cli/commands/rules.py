@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from ppaux.report.formats.rules import RulesFormat
-from ppaux_cli.options import OutputOption
+from ppaux_cli.options import OutputOption, choice_option, complete_codes
 from ppaux_cli.output import fail, write_text
 
 __all__ = ["rules"]
@@ -16,13 +16,16 @@ __all__ = ["rules"]
 def rules(
     format: Annotated[
         RulesFormat,
-        typer.Option("--format", "-f", help="text (one line per rule), json (ppaux.rules/1) or "
-                     "markdown (the documentation page)."),
+        choice_option(RulesFormat, "--format", "-f", "--output-format", default="text",
+                      help="text (one line per rule), json (ppaux.rules/1) or markdown (the "
+                      "documentation page)."),
     ] = RulesFormat.TEXT,
     select: Annotated[
         Optional[list[str]],
         typer.Option("--select", metavar="CODE", show_default=False,
-                     help="List only these codes or code prefixes; repeat or separate with commas."),
+                     autocompletion=complete_codes,
+                     help="List only these codes or code prefixes; repeat or separate with "
+                     "commas."),
     ] = None,
     output: OutputOption = None,
 ) -> None:
@@ -35,4 +38,5 @@ def rules(
         chosen = Selection(parse_codes(select or (), RULES))
     except UnknownCodeError as exc:
         fail(f"--select: {exc}")
-    write_text(render_rules([r for r in RULES.values() if chosen.includes(r.code)], format), output, "the rules")
+    chosen_rules = [r for r in RULES.values() if chosen.includes(r.code)]
+    write_text(render_rules(chosen_rules, format), output, "the rules")

@@ -12,6 +12,8 @@ import typer
 from ppaux_cli.options import LimitOption, limits_from
 from ppaux_cli.output import fail
 
+__all__ = ["tensorize"]
+
 
 def tensorize(
     path: Annotated[
@@ -33,14 +35,14 @@ def tensorize(
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     from ppaux.errors import PpauxError
     from ppaux.fix.tensorize import tensorize_dump
+    from ppaux.torch_probe import require_torch
 
     limits = limits_from(limit)
     try:
+        require_torch("ppaux tensorize")
         result = tensorize_dump(path, output, limits)
     except PpauxError as exc:
         fail(str(exc))
-    except ImportError as exc:
-        fail(f"{path}: tensorize needs torch ({exc}); pip install 'ppaux[torch]'")
     lines = []
     for item in result.conversions:
         lines.append(f"converted {item.locator}[{item.key!r}]: {item.before} -> {item.after}")

@@ -1,0 +1,32 @@
+"""Leaving a distributed run: exiting at once with a known code, also on torchrun's SIGTERM.
+
+Exiting is the CLI's business (the library never exits), so this stays here. Ranks other than
+0 leave as soon as they know the verdict, before rank 0 does: torchrun stops the remaining
+workers of a node with SIGTERM when one exits with a failure, and a rank that already knows the
+code must still exit with it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from typing import NoReturn
+
+__all__ = ["leave", "leave_on_sigterm"]
+
+
+def leave(code: int) -> NoReturn:
+    """Exit now with ``code``, skipping interpreter teardown (nothing is left to clean up).
+
+    The report is written by then, so only the streams need flushing. torch's teardown is slow,
+    and Python puts the default SIGTERM action back during it, so torchrun's SIGTERM would win.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def leave_on_sigterm(code: int) -> None:
+    """From now on, SIGTERM ends this process with ``code``."""
+    signal.signal(signal.SIGTERM, lambda *_: leave(code))

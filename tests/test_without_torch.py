@@ -1,0 +1,104 @@
+"""ppaux installed without torch, as the README's first command installs it: the commands that
+need torch say so in one line and exit 2, and the torch-free reader works.
+
+The virtual environment is real (``python -m venv`` and ``pip install -e CHECKOUT[test]``,
+without the torch extra) and is kept under ``~/.cache/ppaux`` (or ``$PPAUX_VENV_CACHE``), keyed
+by pyproject.toml and the Python version, so only the first run pays for the install (about
+20 s with pip's cache warm). The checkout is installed editable: the code under test is the
+working tree's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+HINT = "pip install torch==VERSION, with the torch VERSION your sglang deployment runs"
+
+
+def _venv_dir() -> Path:
+    key = hashlib.sha256((REPO / "pyproject.toml").read_bytes() + sys.version.encode())
+    base = Path(os.environ.get("PPAUX_VENV_CACHE") or Path.home() / ".cache" / "ppaux")
+    return base / f"venv-no-torch-{key.hexdigest()[:16]}"
+
+
+@pytest.fixture(scope="module")
+def venv() -> Path:
+    folder = _venv_dir()
+    done = folder / ".ppaux-complete"
+    if done.exists() and (folder / "bin" / "python").exists():
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=300)
+    install = subprocess.run(
+        [str(folder / "bin" / "python"), "-m", "pip", "install", "--quiet",
+         "--disable-pip-version-check", "-e", f"{REPO}[test]"],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert install.returncode == 0, install.stderr[-3000:]
+    done.write_text("ok\n")
+    return folder
+
+
+def _run(venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    return subprocess.run([str(venv / "bin" / "ppaux"), *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=300, env={**env, "NO_COLOR": "1"})
+
+
+def test_the_venv_really_has_no_torch(venv):
+    probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import torch"],
+                           capture_output=True, text=True, timeout=120)
+    assert probe.returncode == 1 and "No module named 'torch'" in probe.stderr
+
+
+@pytest.mark.parametrize("args, feature", [
+    (("replay", "fixtures/dumps/aux_list.pt"), "ppaux replay"),
+    (("replay", "fixtures/dumps/aux_list.pt", "--transport", "wire", "-f", "json"),
+     "ppaux replay"),
+    (("tensorize", "fixtures/dumps/aux_list.pt", "-o", "/nonexistent/fixed.pt"),
+     "ppaux tensorize"),
+    (("check-skew", "--distributed"), "ppaux check-skew --distributed"),
+    (("check-skew", "--distributed", "--rank", "0", "--world-size", "2"),
+     "ppaux check-skew --distributed"),
+])
+def test_commands_that_need_torch_say_so_in_one_line(venv, args, feature):
+    done = _run(venv, *args)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == f"ppaux: error: {feature} needs torch, which is not installed: {HINT}\n"
+
+
+def test_inspect_and_check_skew_work_without_torch(venv, tmp_path):
+    done = _run(venv, "inspect", "fixtures/dumps/aux_list.pt", "-f", "json")
+    assert done.returncode == 1
+    assert [f["code"] for f in json.loads(done.stdout)["findings"]] == ["PP101"]
+    assert _run(venv, "inspect", "fixtures/dumps/clean_output.pt").returncode == 0
+    done = _run(venv, "inspect", "fixtures/corrupt/empty.pt")
+    assert done.returncode == 2
+    assert done.stderr == "ppaux: error: fixtures/corrupt/empty.pt: empty file\n"
+    for rank in (0, 1):
+        made = _run(venv, "fingerprint", "--pp-rank", str(rank), "--pp-size", "2",
+                    "-o", str(tmp_path / f"stage{rank}.json"))
+        assert made.returncode == 0, made.stderr
+    done = _run(venv, "check-skew", str(tmp_path), "-f", "json")
+    assert done.returncode in (0, 1) and json.loads(done.stdout)["command"] == "check-skew"
+
+
+def test_torch_free_tests_pass_without_torch(venv):
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "tests/test_inspect_cli.py", "tests/test_gate.py", "tests/test_rules_cli.py",
+         "tests/test_pickle_vm.py"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert " passed" in done.stdout.splitlines()[-1]
