@@ -6,6 +6,7 @@ Independent of ppaux (it imports only the standard library, torch and the sglang
 
     python tests/sglang_runtime_driver.py transport MESSAGE.json [--all-gather 2]
     python tests/sglang_runtime_driver.py scheduler CASE... (none, tensor, list, oot-tensor)
+        [--load-plugins] [--rank-env RANK:NAME=VALUE]...
 
 The command starts the processes itself (``torch.distributed.init_process_group("gloo")`` on
 127.0.0.1, a free port), waits for them and prints one JSON document on stdout (schema below).
@@ -34,6 +35,12 @@ The command starts the processes itself (``torch.distributed.init_process_group(
     override of ``_pp_prepare_tensor_dict`` calls the real one, then its one out-of-tree line
     writes ``tensor_dict["__sampling_observer_output__.scores"]`` directly: a Python list, or
     a tensor).
+    ``--load-plugins``: each process calls sglang's own ``sglang.srt.plugins.load_plugins()``
+    once the mixin is imported, as sglang's ``run_scheduler_process`` does after its imports
+    (the plugins registered under the entry-point group ``sglang.srt.plugins`` of the
+    interpreter's environment run, and the hooks they register are applied).
+    ``--rank-env RANK:NAME=VALUE`` sets an environment variable in one process only, before
+    that (e.g. a plugin's setting on rank 0).
 
 Output: ``{"mode", "sglang_version", "files": {module: path}, "world_size", "ranks": {"0":
 {...}, ...}}``; each rank's entry has ``rc`` and what it reported: ``messages`` (each with
@@ -465,6 +472,13 @@ def _child(mode, rank, world, port, args, out_path):
         )
         if mode == "scheduler":
             import sglang.srt.managers.scheduler_pp_mixin  # noqa: F401
+
+            os.environ.update(args.get("rank_env", {}).get(str(rank), {}))
+            if args.get("load_plugins"):
+                from sglang.srt.plugins import load_plugins
+
+                load_plugins()
+                report["load_plugins"] = True
         report.update(_sglang_facts())
         run = {"transport": child_transport, "scheduler": child_scheduler}[mode]
         run(rank, world, args, report)
@@ -581,6 +595,8 @@ def main(argv):
     transport.add_argument("--all-gather", type=int, default=1, choices=[1, 2])
     scheduler = sub.add_parser("scheduler")
     scheduler.add_argument("cases", nargs="+", choices=["none", "tensor", "list", "oot-tensor"])
+    scheduler.add_argument("--load-plugins", action="store_true")
+    scheduler.add_argument("--rank-env", action="append", default=[], metavar="RANK:NAME=VALUE")
     options = parser.parse_args(argv)
     if options.mode == "transport":
         text = sys.stdin.read() if options.message == "-" else Path(options.message).read_text()
@@ -591,7 +607,17 @@ def main(argv):
             "transport", world, {"messages": messages, "all_gather": options.all_gather}
         )
     else:
-        report = launch("scheduler", 2, {"cases": options.cases})
+        rank_env = {}
+        for item in options.rank_env:
+            rank, _, assignment = item.partition(":")
+            name, _, value = assignment.partition("=")
+            rank_env.setdefault(str(int(rank)), {})[name] = value
+        args = {"cases": options.cases}
+        if options.load_plugins:
+            args["load_plugins"] = True
+        if rank_env:
+            args["rank_env"] = rank_env
+        report = launch("scheduler", 2, args)
     json.dump(report, sys.stdout, indent=1)
     sys.stdout.write("\n")
     return 0 if all(r["rc"] == 0 for r in report["ranks"].values()) else 1

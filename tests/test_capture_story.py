@@ -1,4 +1,6 @@
-"""From the error to the fix, end to end (docs/walkthrough.md tells the same story).
+"""From the error to the fix, end to end, with ppaux's own wire between the stages (the same
+story on sglang's own scheduler methods, as docs/walkthrough.md tells it, is
+tests/test_story_real_path.py).
 
 Two pipeline stages run sglang 0.5.23's own files (from the release wheel, under a stub
 ``sglang/__init__.py``) in two processes joined by torch.distributed over gloo on 127.0.0.1:

@@ -258,19 +258,19 @@ def _check_blocks(blocks: list[tuple[str, str, str]], cwd: Path, env: dict[str, 
 
 
 def _write_walkthrough_capture(folder: Path) -> None:
-    # The dict rank 0 received in the story, captured with the story's metadata.
+    # The dict rank 0 received in the story, captured with the story's metadata
+    # (tests/test_story_real_path.py runs the same steps on the capture sglang's own path makes).
     torch = pytest.importorskip("torch")
     from ppaux.dump.capture_format import make_capture
 
     meta = {"ppaux_version": "0.1.0", "sglang_version": "0.5.23", "torch_version": "2.13.0",
-            "host": "vm", "pid": 25991, "rank": 0, "local_rank": 0, "world_size": 2,
-            "pp_rank": 0, "pp_size": 2, "function": "pop_auxiliary_output_from_pp_tensors",
+            "host": "vm", "pid": 25991, "rank": 0, "local_rank": None, "world_size": 2,
+            "pp_rank": None, "pp_size": None, "function": "pop_auxiliary_output_from_pp_tensors",
             "exception_type": "RuntimeError",
             "exception_message": "received a non-tensor auxiliary PP output",
             "time": "2026-12-02T10:23:24+00:00", "when": "error"}
-    tensors = {"next_token_ids": torch.arange(4), "output_token_logprobs_val": [0.5] * 4,
-               "output_token_logprobs_idx": [0.5] * 4,
-               P + "scores": [0.125, 0.25, 0.5, 0.0625], "__msg_type__": "output"}
+    tensors = {"next_token_ids": torch.tensor([11, 12, 13], dtype=torch.int32),
+               P + "scores": [0.25, 0.5, 0.75], "__msg_type__": "output"}
     torch.save(make_capture(meta, tensors), folder / WALKTHROUGH_CAPTURE)
 
 
