@@ -39,13 +39,24 @@ from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_PREFIX
 # The logprob keys of a 0.5.22+ output message (scheduler_pp_mixin / managers/utils.py): most are
 # Python lists, which is what makes the dict realistic for pop's key scan.
 _LOGPROB_KEYS = (
-    "input_token_logprobs_val", "input_token_logprobs_idx", "output_token_logprobs_val",
-    "output_token_logprobs_idx", "input_top_logprobs_val", "input_top_logprobs_idx",
-    "output_top_logprobs_val", "output_top_logprobs_idx", "input_token_ids_logprobs_val",
-    "input_token_ids_logprobs_idx", "output_token_ids_logprobs_val",
-    "output_token_ids_logprobs_idx", "sampling_mask_token_ids", "sampling_mask_logprobs",
-    "sampling_mask_num_accept_tokens", "sampling_mask_support_logprobs",
-    "extend_input_len_per_req", "extend_logprob_start_len_per_req",
+    "input_token_logprobs_val",
+    "input_token_logprobs_idx",
+    "output_token_logprobs_val",
+    "output_token_logprobs_idx",
+    "input_top_logprobs_val",
+    "input_top_logprobs_idx",
+    "output_top_logprobs_val",
+    "output_top_logprobs_idx",
+    "input_token_ids_logprobs_val",
+    "input_token_ids_logprobs_idx",
+    "output_token_ids_logprobs_val",
+    "output_token_ids_logprobs_idx",
+    "sampling_mask_token_ids",
+    "sampling_mask_logprobs",
+    "sampling_mask_num_accept_tokens",
+    "sampling_mask_support_logprobs",
+    "extend_input_len_per_req",
+    "extend_logprob_start_len_per_req",
 )
 _BATCH = 32
 
@@ -122,8 +133,9 @@ def _per_call(fn: Callable, make_args: Callable[[], tuple], calls: int) -> float
         gc.enable()
 
 
-def _compare(variants: dict[str, Callable], make_args: Callable[[], tuple], calls: int,
-             rounds: int) -> dict[str, dict[str, float]]:
+def _compare(
+    variants: dict[str, Callable], make_args: Callable[[], tuple], calls: int, rounds: int
+) -> dict[str, dict[str, float]]:
     """Median seconds per call of each variant, and the median of its per-round ratio to
     'bare': each round times every variant back to back, so a burst of load on the machine
     slows a whole round and cancels out of the ratio."""
@@ -133,7 +145,7 @@ def _compare(variants: dict[str, Callable], make_args: Callable[[], tuple], call
     names = list(variants)
     for r in range(rounds):
         # rotate the order each round so that no variant always runs first or last
-        for name in names[r % len(names):] + names[: r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             samples[name].append(_per_call(variants[name], make_args, calls))
     bare = samples["bare"]
     return {
@@ -149,8 +161,13 @@ def _call_through(original: Callable, *args: Any, **kwargs: Any) -> Any:
     return original(*args, **kwargs)
 
 
-def _healthy(module: types.ModuleType, registry: Optional[types.ModuleType], calls: int,
-             rounds: int, directory: str) -> dict:
+def _healthy(
+    module: types.ModuleType,
+    registry: Optional[types.ModuleType],
+    calls: int,
+    rounds: int,
+    directory: str,
+) -> dict:
     bare_add = module.add_auxiliary_output_to_pp_tensors
     bare_pop = module.pop_auxiliary_output_from_pp_tensors
     observer = _Observer()
@@ -206,18 +223,25 @@ def _overhead(registry: Optional[types.ModuleType], directory: str, calls: int =
     result = {}
     install(directory)
     try:
-        for name, bare, hook_name in (("add", add_auxiliary_output_to_pp_tensors, capture.ADD),
-                                      ("pop", pop_auxiliary_output_from_pp_tensors, capture.POP)):
+        for name, bare, hook_name in (
+            ("add", add_auxiliary_output_to_pp_tensors, capture.ADD),
+            ("pop", pop_auxiliary_output_from_pp_tensors, capture.POP),
+        ):
             hook = capture.hook_for(hook_name, bare)
             variants = {"bare": bare, "install": wrap(bare, hook)}
             if registry is not None:
                 around = registry.HookType.AROUND
                 variants["plugin"] = registry._wrap_fn(bare, hook, around)
                 variants["sglang_empty_hook"] = registry._wrap_fn(bare, _call_through, around)
-            best = {k: min(timeit.repeat(lambda f=f: f({}, None), number=calls, repeat=7))
-                    / calls for k, f in variants.items()}
-            result[name] = {f"{k}_added_ns": round((v - best["bare"]) * 1e9, 1)
-                            for k, v in best.items() if k != "bare"}
+            best = {
+                k: min(timeit.repeat(lambda f=f: f({}, None), number=calls, repeat=7)) / calls
+                for k, f in variants.items()
+            }
+            result[name] = {
+                f"{k}_added_ns": round((v - best["bare"]) * 1e9, 1)
+                for k, v in best.items()
+                if k != "bare"
+            }
     finally:
         uninstall()
     return result
@@ -247,15 +271,21 @@ def _failing(module: types.ModuleType, repeats: int) -> dict:
                 raise SystemExit(f"expected one capture, found {len(written)}")
             sizes.append(written[0].stat().st_size)
             uninstall()
-    return {"median_s": round(statistics.median(seconds), 4),
-            "max_s": round(max(seconds), 4), "file_bytes": sizes[0], "repeats": repeats}
+    return {
+        "median_s": round(statistics.median(seconds), 4),
+        "max_s": round(max(seconds), 4),
+        "file_bytes": sizes[0],
+        "repeats": repeats,
+    }
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the benchmark and print one JSON document."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sglang", help="sglang wheel or directory (default: installed, or "
-                        "ppaux's reference transport)")
+    parser.add_argument(
+        "--sglang",
+        help="sglang wheel or directory (default: installed, or ppaux's reference transport)",
+    )
     parser.add_argument("--calls", type=int, default=2000, help="calls per timed round")
     parser.add_argument("--rounds", type=int, default=41, help="timed rounds per variant")
     parser.add_argument("--repeats", type=int, default=5, help="failing 64 MiB captures")
@@ -266,12 +296,21 @@ def main(argv: Optional[list[str]] = None) -> int:
         healthy = _healthy(module, registry, args.calls, args.rounds, directory)
         overhead = _overhead(registry, directory)
     failing = _failing(module, args.repeats)
-    print(json.dumps({
-        "transport": getattr(module, "__file__", module.__name__),
-        "torch": str(torch.__version__), "python": sys.version.split()[0],
-        "calls": args.calls, "rounds": args.rounds, "healthy": healthy,
-        "wrapper_overhead": overhead, "failing_64MiB": failing,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "transport": getattr(module, "__file__", module.__name__),
+                "torch": str(torch.__version__),
+                "python": sys.version.split()[0],
+                "calls": args.calls,
+                "rounds": args.rounds,
+                "healthy": healthy,
+                "wrapper_overhead": overhead,
+                "failing_64MiB": failing,
+            },
+            indent=2,
+        )
+    )
     return 0
 
 

@@ -67,10 +67,14 @@ def _setup() -> tuple[Any, Any, Any, dict[str, Callable[..., Any]]]:
 def _variants(originals: dict[str, Callable[..., Any]]) -> dict[str, dict[str, Any]]:
     from sglang.srt.plugins.hook_registry import HookType, _wrap_fn
 
-    hook = {"add": hooks.hook_for(hooks.ADD, originals["add"]),
-            "pop": hooks.hook_for(hooks.POP, originals["pop"]), "prepare": hooks.around_prepare,
-            "send_dict": hooks.around_send_dict, "send": hooks.around_send,
-            "recv": hooks.around_recv}
+    hook = {
+        "add": hooks.hook_for(hooks.ADD, originals["add"]),
+        "pop": hooks.hook_for(hooks.POP, originals["pop"]),
+        "prepare": hooks.around_prepare,
+        "send_dict": hooks.around_send_dict,
+        "send": hooks.around_send,
+        "recv": hooks.around_recv,
+    }
     return {
         "off": dict(originals),
         "install": {k: wrap(f, hook[k]) for k, f in originals.items()},
@@ -84,8 +88,12 @@ def _group(rank: int) -> Any:
     from sglang.srt.distributed.parallel_state import GroupCoordinator
 
     parameters = inspect.signature(GroupCoordinator.__init__).parameters
-    kwargs: dict[str, Any] = {"group_ranks": [[0, 1]], "local_rank": rank,
-                              "torch_distributed_backend": "gloo", "group_name": "pp"}
+    kwargs: dict[str, Any] = {
+        "group_ranks": [[0, 1]],
+        "local_rank": rank,
+        "torch_distributed_backend": "gloo",
+        "group_name": "pp",
+    }
     for name in parameters:
         if name.startswith("use_"):
             kwargs[name] = False
@@ -111,9 +119,13 @@ def main() -> int:
     if args.rank is not None:
         import torch.distributed as dist
 
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}",
-                                rank=args.rank, world_size=2,
-                                timeout=datetime.timedelta(seconds=600))
+        dist.init_process_group(
+            "gloo",
+            init_method=f"tcp://127.0.0.1:{args.port}",
+            rank=args.rank,
+            world_size=2,
+            timeout=datetime.timedelta(seconds=600),
+        )
     ps, mixin, mixin_class, originals = _setup()
     variants = _variants(originals)
 
@@ -140,8 +152,12 @@ def main() -> int:
 
     scheduler = Scheduler()
     logits = SimpleNamespace(sampling_mask_output=None, auxiliary_device_output=Output())
-    result = SimpleNamespace(next_token_ids=torch.arange(32), accept_lens=None,
-                             next_draft_input=None, logits_output=logits)
+    result = SimpleNamespace(
+        next_token_ids=torch.arange(32),
+        accept_lens=None,
+        next_draft_input=None,
+        logits_output=logits,
+    )
     batch = SimpleNamespace(return_logprob=False)
     directory = tempfile.mkdtemp(prefix="ppaux-bench-")
 
@@ -173,8 +189,9 @@ def main() -> int:
             prepared = scheduler._pp_prepare_tensor_dict(result, batch)
             queue.append((None, SimpleNamespace(tensors=prepared)))
             _, message = queue.popleft()
-            work = scheduler._pp_send_dict_to_next_stage(message.tensors, async_send=True,
-                                                         msg_type="output")
+            work = scheduler._pp_send_dict_to_next_stage(
+                message.tensors, async_send=True, msg_type="output"
+            )
             for item in work or ():
                 item.work.wait()
         return time.perf_counter() - started
@@ -190,15 +207,22 @@ def main() -> int:
     use("off")
     written = STATE.stats().written
     out = {
-        "side": {None: "last stage, no wire", 0: "rank 0 (recv + pop)",
-                 1: "last stage (send over gloo)"}[args.rank],
+        "side": {
+            None: "last stage, no wire",
+            0: "rank 0 (recv + pop)",
+            1: "last stage (send over gloo)",
+        }[args.rank],
         "sglang": sys.modules["sglang.srt.managers.scheduler_pp_mixin"].__file__,
-        "messages_per_round": args.messages, "rounds": args.rounds,
+        "messages_per_round": args.messages,
+        "rounds": args.rounds,
         "captures_written": written,
         "variants": {
-            name: {"median_us": round(statistics.median(t) * 1e6, 3),
-                   "ratio": round(statistics.median(a / b for a, b in zip(t, times["off"],
-                                                                          strict=True)), 4)}
+            name: {
+                "median_us": round(statistics.median(t) * 1e6, 3),
+                "ratio": round(
+                    statistics.median(a / b for a, b in zip(t, times["off"], strict=True)), 4
+                ),
+            }
             for name, t in times.items()
         },
     }
@@ -211,10 +235,26 @@ def _launch(args: argparse.Namespace) -> int:
     port = _free_port()
     children = []
     for rank in (0, 1):
-        command = [sys.executable, __file__, "--rank", str(rank), "--port", str(port),
-                   "--messages", str(args.messages), "--rounds", str(args.rounds)]
-        children.append(subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
-                                         env={**os.environ, "OMP_NUM_THREADS": "1"}))
+        command = [
+            sys.executable,
+            __file__,
+            "--rank",
+            str(rank),
+            "--port",
+            str(port),
+            "--messages",
+            str(args.messages),
+            "--rounds",
+            str(args.rounds),
+        ]
+        children.append(
+            subprocess.Popen(
+                command,
+                stdout=subprocess.PIPE,
+                text=True,
+                env={**os.environ, "OMP_NUM_THREADS": "1"},
+            )
+        )
     results = []
     for child in children:
         stdout, _ = child.communicate(timeout=3600)

@@ -29,13 +29,17 @@ FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "dumps" / "clean
 
 def message(batch: int, aux: int) -> dict[str, Any]:
     """next_token_ids, the logprob keys of clean_output.pt as sglang fills them, aux tensors."""
-    keys = [k for k in read_dump(FIXTURE).root
-            if k not in ("next_token_ids", MSG_TYPE_KEY) and not k.startswith(OUTPUT_PREFIX)]
+    keys = [
+        k
+        for k in read_dump(FIXTURE).root
+        if k not in ("next_token_ids", MSG_TYPE_KEY) and not k.startswith(OUTPUT_PREFIX)
+    ]
     out: dict[str, Any] = {"next_token_ids": torch.arange(batch)}
     for index, key in enumerate(keys):
         # Lists of floats, lists of lists, and None: the mix sglang sends.
-        out[key] = ([0.5] * batch if index % 3 == 0 else
-                    [[0.25, 0.5]] * batch if index % 3 == 1 else None)
+        out[key] = (
+            [0.5] * batch if index % 3 == 0 else [[0.25, 0.5]] * batch if index % 3 == 1 else None
+        )
     for index in range(aux):
         out[f"{OUTPUT_PREFIX}aux{index}"] = torch.rand(batch)
     out[MSG_TYPE_KEY] = "output"
@@ -47,8 +51,9 @@ def bare(tensors: dict[str, Any]) -> None:
     assert all(torch.is_tensor(v) for k, v in tensors.items() if k.startswith(OUTPUT_PREFIX))
 
 
-def _per_call(check: Callable[[dict[str, Any]], None], tensors: dict[str, Any],
-              calls: int) -> float:
+def _per_call(
+    check: Callable[[dict[str, Any]], None], tensors: dict[str, Any], calls: int
+) -> float:
     start = time.perf_counter()
     for _ in range(calls):
         check(tensors)
@@ -69,13 +74,22 @@ def main() -> None:
         for name, check in checks.items():  # interleaved: drift hits all three alike
             times[name].append(_per_call(check, tensors, args.calls))
     median = {name: statistics.median(values) for name, values in times.items()}
-    print(json.dumps({
-        "keys": len(tensors), "aux_tensors": args.aux, "batch": args.batch,
-        "calls": args.calls, "rounds": args.rounds, "torch": torch.__version__,
-        "us_per_call": {name: round(value * 1e6, 3) for name, value in median.items()},
-        "ratio_guard_to_bare": round(median["guard"] / median["bare"], 2),
-        "ratio_bare_again_to_bare": round(median["bare_again"] / median["bare"], 2),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "keys": len(tensors),
+                "aux_tensors": args.aux,
+                "batch": args.batch,
+                "calls": args.calls,
+                "rounds": args.rounds,
+                "torch": torch.__version__,
+                "us_per_call": {name: round(value * 1e6, 3) for name, value in median.items()},
+                "ratio_guard_to_bare": round(median["guard"] / median["bare"], 2),
+                "ratio_bare_again_to_bare": round(median["bare_again"] / median["bare"], 2),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

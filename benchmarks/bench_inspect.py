@@ -220,8 +220,9 @@ def prepare(workdir: Path, python: str) -> dict[str, Path]:
         if folder.is_dir():
             for p in present:
                 p.unlink()
-        subprocess.run([python, "-c", _GENERATOR, "small", str(folder), str(SMALL_DUMPS)],
-                       check=True)
+        subprocess.run(
+            [python, "-c", _GENERATOR, "small", str(folder), str(SMALL_DUMPS)], check=True
+        )
         present = sorted(folder.rglob("*.pt"))
         manifest["files"]["small"] = [len(present), sum(p.stat().st_size for p in present)]
         manifest_path.write_text(json.dumps(manifest, indent=1))
@@ -254,7 +255,10 @@ def measure(
     out, err = scratch / "stdout", scratch / "stderr"
     done = subprocess.run(
         [python, "-I", "-S", "-c", _WRAPPER, str(out), str(err), *case.argv],
-        capture_output=True, text=True, check=True, env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
     )
     wall_s, cpu_s, peak_s, floor_s, rc_s = done.stdout.split()
     wall, cpu, peak, floor, rc = float(wall_s), float(cpu_s), int(peak_s), int(floor_s), int(rc_s)
@@ -274,8 +278,10 @@ def measure(
             sys.exit(f"{shlex.join(case.argv)}: no well-formed JSON report\n{stderr[-2000:]}")
         codes = {f["code"] for f in document["findings"]}
         if "PP101" not in codes or document["summary"]["problems"]:
-            sys.exit(f"{shlex.join(case.argv)}: unexpected report: findings {sorted(codes)}, "
-                     f"problems {document['summary']['problems']}")
+            sys.exit(
+                f"{shlex.join(case.argv)}: unexpected report: findings {sorted(codes)}, "
+                f"problems {document['summary']['problems']}"
+            )
     return wall, cpu, peak
 
 
@@ -287,16 +293,31 @@ def build_cases(paths: dict[str, Path], python: str) -> list[Case]:
         file = str(paths[label])
         cases += [
             # Exit code 1: the auxiliary list is an error finding (2 would mean unreadable).
-            Case(label, "ppaux inspect --format json",
-                 [*inspect, file, "--format", "json"], 1, True),
-            Case(label, "torch.load(weights_only=True, mmap=True)",
-                 [python, "-c",
-                  f"import torch; torch.load({file!r}, weights_only=True, mmap=True)"], 0),
-            Case(label, "torch.load(weights_only=True)",
-                 [python, "-c", f"import torch; torch.load({file!r}, weights_only=True)"], 0),
+            Case(
+                label, "ppaux inspect --format json", [*inspect, file, "--format", "json"], 1, True
+            ),
+            Case(
+                label,
+                "torch.load(weights_only=True, mmap=True)",
+                [python, "-c", f"import torch; torch.load({file!r}, weights_only=True, mmap=True)"],
+                0,
+            ),
+            Case(
+                label,
+                "torch.load(weights_only=True)",
+                [python, "-c", f"import torch; torch.load({file!r}, weights_only=True)"],
+                0,
+            ),
         ]
-    cases.append(Case(f"{SMALL_DUMPS} small dumps (dir)", "ppaux inspect DIR --format json",
-                      [*inspect, str(paths["dir"]), "--format", "json"], 1, True))
+    cases.append(
+        Case(
+            f"{SMALL_DUMPS} small dumps (dir)",
+            "ppaux inspect DIR --format json",
+            [*inspect, str(paths["dir"]), "--format", "json"],
+            1,
+            True,
+        )
+    )
     # Floors, in the same rounds: what any Python command, any Typer command and ppaux's own
     # start-up (--help) pay before any work.
     cases += [
@@ -308,8 +329,11 @@ def build_cases(paths: dict[str, Path], python: str) -> list[Case]:
 
 
 def _version_of(python: str, module: str) -> str:
-    done = subprocess.run([python, "-c", f"import {module}; print({module}.__version__)"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [python, "-c", f"import {module}; print({module}.__version__)"],
+        capture_output=True,
+        text=True,
+    )
     return done.stdout.strip() or "unavailable"
 
 
@@ -345,8 +369,9 @@ def _size_mb(path: Path) -> str:
     return f"{path.stat().st_size / 1e6:,.1f} MB"
 
 
-def report(cases: list[Case], paths: dict[str, Path], facts: dict[str, str], runs: int,
-           command: str) -> tuple[str, bool]:
+def report(
+    cases: list[Case], paths: dict[str, Path], facts: dict[str, str], runs: int, command: str
+) -> tuple[str, bool]:
     """The Markdown section and whether every target holds."""
     by = {(c.size, c.tool): c for c in cases}
     inspect_tool = "ppaux inspect --format json"
@@ -358,16 +383,31 @@ def report(cases: list[Case], paths: dict[str, Path], facts: dict[str, str], run
     size_ratio = big_inspect.median() / small_inspect.median()
     speedup = big_mmap.median() / big_inspect.median()
     targets = [
-        (f"inspect of the {big} dump, median <= {TARGET_BIG_SECONDS} s",
-         f"{big_inspect.median():.3f} s", big_inspect.median() <= TARGET_BIG_SECONDS),
-        (f"inspect of the {big} dump, peak <= {TARGET_BIG_PEAK_MB:.0f} MB",
-         f"{big_inspect.peak_mb():.1f} MB", big_inspect.peak_mb() <= TARGET_BIG_PEAK_MB),
-        (f"inspect {big} / {small} median time <= {TARGET_SIZE_RATIO}x",
-         f"{size_ratio:.2f}x", size_ratio <= TARGET_SIZE_RATIO),
-        (f"mmap torch.load / inspect of the {big} dump >= {TARGET_MMAP_SPEEDUP:.0f}x",
-         f"{speedup:.1f}x", speedup >= TARGET_MMAP_SPEEDUP),
-        (f"inspect of the {SMALL_DUMPS}-dump directory, median <= {TARGET_DIR_SECONDS} s",
-         f"{directory.median():.3f} s", directory.median() <= TARGET_DIR_SECONDS),
+        (
+            f"inspect of the {big} dump, median <= {TARGET_BIG_SECONDS} s",
+            f"{big_inspect.median():.3f} s",
+            big_inspect.median() <= TARGET_BIG_SECONDS,
+        ),
+        (
+            f"inspect of the {big} dump, peak <= {TARGET_BIG_PEAK_MB:.0f} MB",
+            f"{big_inspect.peak_mb():.1f} MB",
+            big_inspect.peak_mb() <= TARGET_BIG_PEAK_MB,
+        ),
+        (
+            f"inspect {big} / {small} median time <= {TARGET_SIZE_RATIO}x",
+            f"{size_ratio:.2f}x",
+            size_ratio <= TARGET_SIZE_RATIO,
+        ),
+        (
+            f"mmap torch.load / inspect of the {big} dump >= {TARGET_MMAP_SPEEDUP:.0f}x",
+            f"{speedup:.1f}x",
+            speedup >= TARGET_MMAP_SPEEDUP,
+        ),
+        (
+            f"inspect of the {SMALL_DUMPS}-dump directory, median <= {TARGET_DIR_SECONDS} s",
+            f"{directory.median():.3f} s",
+            directory.median() <= TARGET_DIR_SECONDS,
+        ),
     ]
     lines = [
         f"Command: `{command}`",
@@ -378,7 +418,8 @@ def report(cases: list[Case], paths: dict[str, Path], facts: dict[str, str], run
         "",
         "Machine: " + "; ".join(f"{k} {v}" for k, v in facts.items()) + ".",
         "",
-        "Files: " + "; ".join(f"{label}: {_size_mb(paths[label])}" for label in SIZES)
+        "Files: "
+        + "; ".join(f"{label}: {_size_mb(paths[label])}" for label in SIZES)
         + f"; directory: {SMALL_DUMPS} dumps, "
         + f"{sum(p.stat().st_size for p in paths['dir'].rglob('*.pt')) / 1e6:.1f} MB in all.",
         "",
@@ -386,8 +427,10 @@ def report(cases: list[Case], paths: dict[str, Path], facts: dict[str, str], run
         "|---|---|---:|---:|---:|---:|---:|",
     ]
     for c in cases:
-        lines.append(f"| {c.size} | {c.tool} | {c.median():.3f} | {min(c.walls):.3f} | "
-                     f"{max(c.walls):.3f} | {statistics.median(c.cpus):.3f} | {c.peak_mb():.1f} |")
+        lines.append(
+            f"| {c.size} | {c.tool} | {c.median():.3f} | {min(c.walls):.3f} | "
+            f"{max(c.walls):.3f} | {statistics.median(c.cpus):.3f} | {c.peak_mb():.1f} |"
+        )
     lines += [
         "",
         "Times are wall-clock seconds of the whole process; CPU s is its user + system time "
@@ -404,10 +447,14 @@ def report(cases: list[Case], paths: dict[str, Path], facts: dict[str, str], run
 def main(argv: list[str] | None = None) -> int:
     """Prepare the dumps, time every case, print the Markdown section; 1 if a target is missed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5,
-                        help="timed runs per command (median of these)")
-    parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "ppaux-bench"),
-                        help="where the dumps are written and reused (outside the repository)")
+    parser.add_argument(
+        "--runs", type=int, default=5, help="timed runs per command (median of these)"
+    )
+    parser.add_argument(
+        "--workdir",
+        default=os.path.join(tempfile.gettempdir(), "ppaux-bench"),
+        help="where the dumps are written and reused (outside the repository)",
+    )
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")

@@ -20,7 +20,8 @@ round (so that a noisy neighbour slows them alike):
 
 2. **torch.distributed on CPU/gloo.** A dict of ``--mib`` MiB (an output message whose two
    auxiliary tensors hold the bytes) crosses a two-process gloo group on 127.0.0.1 through
-   ``ppaux.replay.distributed`` (pickled metadata, then each tensor), against raw send/recv of the same
+   ``ppaux.replay.distributed`` (pickled metadata, then each tensor), against raw send/recv of the
+   same
    tensors over the same group in the same run. Throughput is bytes over the time from the
    sender's first send to the receiver holding every tensor. Target: at least 0.9x raw,
    judged on the medians (the best run of each is printed too).
@@ -69,17 +70,32 @@ def median(values: list[float]) -> float:
 
 def message(extra: dict | None = None) -> dict:
     """An output message like the last stage's: token ids, logprob keys, auxiliary tensors."""
-    out: dict = {"next_token_ids": torch.tensor([318, 262]),
-                 "next_token_logprobs": torch.tensor([-0.5, -1.25])}
-    for name in ("next_token_top_logprobs_val", "next_token_top_logprobs_idx",
-                 "next_token_token_ids_logprobs_val", "next_token_token_ids_logprobs_idx"):
+    out: dict = {
+        "next_token_ids": torch.tensor([318, 262]),
+        "next_token_logprobs": torch.tensor([-0.5, -1.25]),
+    }
+    for name in (
+        "next_token_top_logprobs_val",
+        "next_token_top_logprobs_idx",
+        "next_token_token_ids_logprobs_val",
+        "next_token_token_ids_logprobs_idx",
+    ):
         out[name] = [[-0.125, -2.5], [-1.25, -1.5]]
-    for name in ("extend_input_len_per_req", "extend_logprob_start_len_per_req",
-                 "sampling_mask_token_ids", "sampling_mask_lengths",
-                 "sampling_mask_selected_logprobs", "sampling_mask_support_logprobs",
-                 "sampling_mask_statuses", "sampling_mask_num_accept_tokens",
-                 "input_token_logprobs", "input_top_logprobs_val", "input_top_logprobs_idx",
-                 "input_token_ids_logprobs_val", "input_token_ids_logprobs_idx"):
+    for name in (
+        "extend_input_len_per_req",
+        "extend_logprob_start_len_per_req",
+        "sampling_mask_token_ids",
+        "sampling_mask_lengths",
+        "sampling_mask_selected_logprobs",
+        "sampling_mask_support_logprobs",
+        "sampling_mask_statuses",
+        "sampling_mask_num_accept_tokens",
+        "input_token_logprobs",
+        "input_top_logprobs_val",
+        "input_top_logprobs_idx",
+        "input_token_ids_logprobs_val",
+        "input_token_ids_logprobs_idx",
+    ):
         out[name] = None
     out[f"{AUX}entropy"] = torch.tensor([0.5, 1.75])
     out[f"{AUX}top_ids"] = torch.tensor([[318, 11, 13, 2], [262, 257, 13, 2]])
@@ -124,19 +140,27 @@ def overhead(workdir: Path, dumps: int, runs: int, device: str) -> list[tuple[st
 
     def replay(transport_kind: Transport):
         def work():
-            report = replay_paths([str(folder)], ReplayOptions(device=device,
-                                                               transport=transport_kind))
+            report = replay_paths(
+                [str(folder)], ReplayOptions(device=device, transport=transport_kind)
+            )
             assert len(report.data["results"]) == dumps and not report.findings
+
         return work
 
     def load_loop():
         for path in paths:
-            bare_round_trip({k: v.to(device) if isinstance(v, torch.Tensor) else v
-                             for k, v in torch.load(path, weights_only=True).items()})
+            bare_round_trip(
+                {
+                    k: v.to(device) if isinstance(v, torch.Tensor) else v
+                    for k, v in torch.load(path, weights_only=True).items()
+                }
+            )
 
     loaded = [torch.load(p, weights_only=True) for p in paths]
-    loaded = [{k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in d.items()}
-              for d in loaded]
+    loaded = [
+        {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in d.items()}
+        for d in loaded
+    ]
 
     def memory_loop():
         for tensors in loaded:
@@ -155,14 +179,17 @@ def overhead(workdir: Path, dumps: int, runs: int, device: str) -> list[tuple[st
 def payload(mib: int, device: torch.device) -> dict:
     """An output message whose two auxiliary tensors hold ``mib`` MiB together."""
     half = mib * MIB // 2
-    return message({
-        f"{AUX}logits": torch.randn(half // 2).to(torch.bfloat16).to(device),
-        f"{AUX}hidden": torch.randn(half // 4).to(device),
-    })
+    return message(
+        {
+            f"{AUX}logits": torch.randn(half // 2).to(torch.bfloat16).to(device),
+            f"{AUX}hidden": torch.randn(half // 4).to(device),
+        }
+    )
 
 
-def wire_throughput(mib: int, runs: int, device: torch.device,
-                    sglang_path: str | None = None) -> dict:
+def wire_throughput(
+    mib: int, runs: int, device: torch.device, sglang_path: str | None = None
+) -> dict:
     """The dict through ppaux's distributed wire (or sglang's own, given ``sglang_path``)."""
     sent = payload(mib, device)
     tensors = [v for v in sent.values() if isinstance(v, torch.Tensor)]
@@ -185,8 +212,10 @@ def wire_throughput(mib: int, runs: int, device: torch.device,
             raw_seconds.append(wire.raw(tensors))
     return {
         "bytes": total,
-        "dict_s": median(dict_seconds), "raw_s": median(raw_seconds),
-        "dict_best_s": min(dict_seconds), "raw_best_s": min(raw_seconds),
+        "dict_s": median(dict_seconds),
+        "raw_s": median(raw_seconds),
+        "dict_best_s": min(dict_seconds),
+        "raw_best_s": min(raw_seconds),
         "dict_mib_s": total / median(dict_seconds) / MIB,
         "raw_mib_s": total / median(raw_seconds) / MIB,
         # The target is judged on medians: on a shared machine single runs swing both ways.
@@ -195,16 +224,23 @@ def wire_throughput(mib: int, runs: int, device: torch.device,
     }
 
 
-def wire_table(result: dict, label: str,
-               name: str = "ppaux distributed wire (send_tensor_dict semantics)") -> None:
+def wire_table(
+    result: dict, label: str, name: str = "ppaux distributed wire (send_tensor_dict semantics)"
+) -> None:
     print(f"| transfer ({label}) | median s | best s | MiB/s (median) |\n|---|---|---|---|")
-    print(f"| {name} | {result['dict_s']:.3f} | "
-          f"{result['dict_best_s']:.3f} | {result['dict_mib_s']:.0f} |")
-    print(f"| raw send/recv of the same tensors | {result['raw_s']:.3f} | "
-          f"{result['raw_best_s']:.3f} | {result['raw_mib_s']:.0f} |")
-    print(f"\nthroughput ratio (medians) {result['ratio']:.3f}, best runs "
-          f"{result['ratio_best']:.3f}; target >= {TARGET_THROUGHPUT_RATIO} on medians: "
-          f"{'met' if result['ratio'] >= TARGET_THROUGHPUT_RATIO else 'MISSED'}\n")
+    print(
+        f"| {name} | {result['dict_s']:.3f} | "
+        f"{result['dict_best_s']:.3f} | {result['dict_mib_s']:.0f} |"
+    )
+    print(
+        f"| raw send/recv of the same tensors | {result['raw_s']:.3f} | "
+        f"{result['raw_best_s']:.3f} | {result['raw_mib_s']:.0f} |"
+    )
+    print(
+        f"\nthroughput ratio (medians) {result['ratio']:.3f}, best runs "
+        f"{result['ratio_best']:.3f}; target >= {TARGET_THROUGHPUT_RATIO} on medians: "
+        f"{'met' if result['ratio'] >= TARGET_THROUGHPUT_RATIO else 'MISSED'}\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,13 +249,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--mib", type=int, default=256)
     parser.add_argument("--workdir", default=None)
-    parser.add_argument("--sglang-path", default=None,
-                        help="also time --transport sglang with the sglang tree in DIR")
+    parser.add_argument(
+        "--sglang-path",
+        default=None,
+        help="also time --transport sglang with the sglang tree in DIR",
+    )
     args = parser.parse_args(argv)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="ppaux-bench-replay-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    print(f"# replay benchmark: torch {torch.__version__}, Python {platform.python_version()}, "
-          f"{os.cpu_count()} CPUs, {platform.machine()}\n")
+    print(
+        f"# replay benchmark: torch {torch.__version__}, Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs, {platform.machine()}\n"
+    )
     ok = True
 
     print(f"## Overhead per dump ({args.dumps} dumps, median of {args.runs} runs, CPU)\n")
@@ -240,8 +281,11 @@ def main(argv: list[str] | None = None) -> int:
         result = wire_throughput(args.mib, args.runs, torch.device("cpu"), args.sglang_path)
         import sglang
 
-        wire_table(result, "gloo", f"--transport sglang: sglang {sglang.__version__}'s "
-                   "GroupCoordinator.send_tensor_dict")
+        wire_table(
+            result,
+            "gloo",
+            f"--transport sglang: sglang {sglang.__version__}'s GroupCoordinator.send_tensor_dict",
+        )
         ok &= result["ratio"] >= TARGET_THROUGHPUT_RATIO
 
     if torch.cuda.is_available():

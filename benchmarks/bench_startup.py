@@ -47,8 +47,13 @@ def _commands(python: str, baseline: str | None) -> dict[str, list[str]]:
     ppaux = [str(script)] if script.exists() else [python, "-m", "ppaux_cli"]
     commands = {
         "ppaux --help": [*ppaux, "--help"],
-        f"ppaux inspect {ONE_DUMP} --format json": [*ppaux, "inspect", ONE_DUMP, "--format",
-                                                     "json"],
+        f"ppaux inspect {ONE_DUMP} --format json": [
+            *ppaux,
+            "inspect",
+            ONE_DUMP,
+            "--format",
+            "json",
+        ],
         "python -m ppaux_cli rules": [python, "-m", "ppaux_cli", "rules"],
         "python -c pass (floor)": [python, "-c", "pass"],
         "python -c 'import typer' (floor)": [python, "-c", "import typer"],
@@ -56,15 +61,23 @@ def _commands(python: str, baseline: str | None) -> dict[str, list[str]]:
     if baseline is not None:
         commands["baseline: python -m ppaux_cli --help"] = [baseline, "-m", "ppaux_cli", "--help"]
         commands[f"baseline: python -m ppaux_cli inspect {ONE_DUMP} --format json"] = [
-            baseline, "-m", "ppaux_cli", "inspect", ONE_DUMP, "--format", "json"]
+            baseline,
+            "-m",
+            "ppaux_cli",
+            "inspect",
+            ONE_DUMP,
+            "--format",
+            "json",
+        ]
     return commands
 
 
 def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """Wall seconds and child CPU seconds (user + system) of one run."""
     start = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               env=env, cwd=REPO)
+    process = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=REPO
+    )
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
@@ -76,18 +89,29 @@ def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 def _heavy_imports(python: str, env: dict[str, str]) -> list[str]:
     """torch or pydantic, if a one-dump inspect imports them (it must import neither)."""
     # -X importtime lists every module imported, on stderr, without changing what is imported.
-    result = subprocess.run([python, "-X", "importtime", "-m", "ppaux_cli", "inspect", ONE_DUMP,
-                             "--format", "json"], capture_output=True, text=True, env=env, cwd=REPO)
-    names = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()
-             if line.startswith("import time:")}
+    result = subprocess.run(
+        [python, "-X", "importtime", "-m", "ppaux_cli", "inspect", ONE_DUMP, "--format", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+    )
+    names = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    }
     return sorted(names & {"torch", "pydantic"})
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=31, help="runs per command (default 31)")
-    parser.add_argument("--baseline-python", metavar="PYTHON",
-                        help="also time --help and inspect under this interpreter's ppaux")
+    parser.add_argument(
+        "--baseline-python",
+        metavar="PYTHON",
+        help="also time --help and inspect under this interpreter's ppaux",
+    )
     args = parser.parse_args(argv)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["NO_COLOR"] = "1"
@@ -103,31 +127,39 @@ def main(argv: list[str] | None = None) -> int:
             wall, cpu = _run(argv_, env)
             walls[name].append(wall)
             cpus[name].append(cpu)
-    print(f"{platform.python_implementation()} {platform.python_version()}, "
-          f"{os.cpu_count()} CPUs, {args.runs} runs each, load average before "
-          f"{load_before:.2f}, after {os.getloadavg()[0]:.2f}\n")
+    print(
+        f"{platform.python_implementation()} {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs, {args.runs} runs each, load average before "
+        f"{load_before:.2f}, after {os.getloadavg()[0]:.2f}\n"
+    )
     print("| command | median s | min s | max s | median CPU s |")
     print("|---|---|---|---|---|")
     for name in commands:
         w, c = walls[name], cpus[name]
-        print(f"| `{name}` | {statistics.median(w):.3f} | {min(w):.3f} | {max(w):.3f} "
-              f"| {statistics.median(c):.3f} |")
+        print(
+            f"| `{name}` | {statistics.median(w):.3f} | {min(w):.3f} | {max(w):.3f} "
+            f"| {statistics.median(c):.3f} |"
+        )
     help_median = statistics.median(walls["ppaux --help"])
     inspect_name = f"ppaux inspect {ONE_DUMP} --format json"
     inspect_median = statistics.median(walls[inspect_name])
     heavy = _heavy_imports(sys.executable, env)
     print()
-    for label, median, target in (("ppaux --help", help_median, TARGET_HELP_SECONDS),
-                                  ("ppaux inspect ONE.pt --format json", inspect_median,
-                                   TARGET_INSPECT_SECONDS)):
-        print(f"{label}: {median:.3f} s median; target <= {target} s: "
-              f"{'met' if median <= target else 'NOT met'}")
+    for label, median, target in (
+        ("ppaux --help", help_median, TARGET_HELP_SECONDS),
+        ("ppaux inspect ONE.pt --format json", inspect_median, TARGET_INSPECT_SECONDS),
+    ):
+        print(
+            f"{label}: {median:.3f} s median; target <= {target} s: "
+            f"{'met' if median <= target else 'NOT met'}"
+        )
     if args.baseline_python:
-        for mine, theirs in (("ppaux --help", "baseline: python -m ppaux_cli --help"),
-                             (inspect_name, f"baseline: python -m ppaux_cli {inspect_name[6:]}")):
+        for mine, theirs in (
+            ("ppaux --help", "baseline: python -m ppaux_cli --help"),
+            (inspect_name, f"baseline: python -m ppaux_cli {inspect_name[6:]}"),
+        ):
             pairs = [a / b for a, b in zip(walls[mine], walls[theirs], strict=True)]
-            print(f"{mine} / baseline: {statistics.median(pairs):.2f}x (median of paired "
-                  "ratios)")
+            print(f"{mine} / baseline: {statistics.median(pairs):.2f}x (median of paired ratios)")
     print(f"one-dump inspect imports torch or pydantic: {', '.join(heavy) or 'no'}")
     held = help_median <= TARGET_HELP_SECONDS and inspect_median <= TARGET_INSPECT_SECONDS
     return 0 if held and not heavy else 1

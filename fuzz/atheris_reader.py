@@ -33,8 +33,9 @@ with atheris.instrument_imports(include=["ppaux"]):
 
 REPO = Path(__file__).resolve().parent.parent
 SEEDS = Path("/tmp/ppaux-fuzz")
-LIMITS = Limits(max_pickle_bytes=1_000_000, max_depth=30, max_items=20_000, max_memo=2_000,
-                max_zip_records=50)
+LIMITS = Limits(
+    max_pickle_bytes=1_000_000, max_depth=30, max_items=20_000, max_memo=2_000, max_zip_records=50
+)
 _WORKDIR = Path(tempfile.mkdtemp(prefix="ppaux-atheris-"))
 
 

@@ -32,9 +32,23 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 #: Audit events that mean a file got to run something.
 _FORBIDDEN = (
-    "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.startfile",
-    "subprocess.Popen", "exec", "compile", "marshal.loads", "pickle.find_class",
-    "ctypes.", "builtins.input", "shutil.", "os.remove", "os.rename", "socket.",
+    "os.system",
+    "os.exec",
+    "os.posix_spawn",
+    "os.spawn",
+    "os.fork",
+    "os.startfile",
+    "subprocess.Popen",
+    "exec",
+    "compile",
+    "marshal.loads",
+    "pickle.find_class",
+    "ctypes.",
+    "builtins.input",
+    "shutil.",
+    "os.remove",
+    "os.rename",
+    "socket.",
 )
 
 
@@ -83,16 +97,25 @@ def warm_up() -> None:
     global _warm
     if _warm:
         return
-    files = [p for p in sorted(FIXTURES.glob("*/*")) if p.suffix in (".pt", ".pkl")
-             and p.stat().st_size <= 16_384]
+    files = [
+        p
+        for p in sorted(FIXTURES.glob("*/*"))
+        if p.suffix in (".pt", ".pkl") and p.stat().st_size <= 16_384
+    ]
     report = inspect_paths([os.fspath(path) for path in files])
     render(report, Format.JSON)
     render(report, Format.TEXT)
     _warm = True
 
 
-def check_input(data: bytes, workdir: Path, *, limits: Limits | None = None,
-                suffix: str = ".pt", text: bool = False) -> str:
+def check_input(
+    data: bytes,
+    workdir: Path,
+    *,
+    limits: Limits | None = None,
+    suffix: str = ".pt",
+    text: bool = False,
+) -> str:
     """Run inspect on ``data``; return the JSON report, or raise :class:`ReaderBroke`."""
     limits = limits if limits is not None else Limits()
     warm_up()

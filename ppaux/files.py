@@ -89,10 +89,12 @@ def collect_files(
                 if name.lower().endswith(suffixes):
                     found.append(os.path.join(folder, name))
                     if len(files) + len(found) > max_files:
-                        problems.append(PathError(
-                            shown_name(path),
-                            f"holds more than {max_files} {what} {limit_note('max_files')}",
-                        ))
+                        problems.append(
+                            PathError(
+                                shown_name(path),
+                                f"holds more than {max_files} {what} {limit_note('max_files')}",
+                            )
+                        )
                         return files, problems
         if not found:
             patterns = ", ".join("*" + suffix for suffix in suffixes)

@@ -117,9 +117,16 @@ def check_pp_tensors(tensors: Mapping[Any, Any]) -> None:
 
     items = getattr(tensors, "items", None)
     if items is None:
-        raise PpTensorsError((PpTensorsProblem(
-            "(the dict)", describe_value(tensors), "AttributeError",
-            f"'{type(tensors).__name__}' object has no attribute 'items'"),))
+        raise PpTensorsError(
+            (
+                PpTensorsProblem(
+                    "(the dict)",
+                    describe_value(tensors),
+                    "AttributeError",
+                    f"'{type(tensors).__name__}' object has no attribute 'items'",
+                ),
+            )
+        )
     is_tensor = torch.is_tensor
     keys: list[PpTensorsProblem] = []
     values: list[PpTensorsProblem] = []
@@ -129,13 +136,21 @@ def check_pp_tensors(tensors: Mapping[Any, Any]) -> None:
             if not key.startswith(OUTPUT_PREFIX):
                 continue
         except Exception as exc:
-            keys.append(PpTensorsProblem(
-                _short_repr(key), f"key of type {type(key).__name__}", type(exc).__name__,
-                str(exc)))
+            keys.append(
+                PpTensorsProblem(
+                    _short_repr(key),
+                    f"key of type {type(key).__name__}",
+                    type(exc).__name__,
+                    str(exc),
+                )
+            )
             continue
         if not is_tensor(value):
-            values.append(PpTensorsProblem(
-                _short_repr(key), describe_value(value), "RuntimeError", NON_TENSOR_ERROR))
+            values.append(
+                PpTensorsProblem(
+                    _short_repr(key), describe_value(value), "RuntimeError", NON_TENSOR_ERROR
+                )
+            )
     if keys or values:
         # Pop fails on the keys before it looks at any value.
         raise PpTensorsError((*keys, *values))
@@ -169,16 +184,21 @@ def tensorize(value: Any, *, dtype: Any = None, device: Any = None) -> Any:
     if torch.is_tensor(value):
         return value if dtype is None and device is None else value.to(device=device, dtype=dtype)
     if value is None:
-        raise NotTensorizable("None", "there is no value to send; leave the key out of the "
-                              "dict, or send an empty tensor (torch.empty(0)) if the receiver "
-                              "expects the name")
+        raise NotTensorizable(
+            "None",
+            "there is no value to send; leave the key out of the "
+            "dict, or send an empty tensor (torch.empty(0)) if the receiver "
+            "expects the name",
+        )
     if isinstance(value, _NUMBERS):
         return _from_data(torch, value, describe_value(value), dtype, device)
     if _numpy_array(value):
         kind = getattr(getattr(value, "dtype", None), "kind", "O")
         if kind not in "biufc":
-            raise NotTensorizable(describe_value(value), f"numpy dtype {value.dtype} has no "
-                                  "torch equivalent; convert it to numbers first")
+            raise NotTensorizable(
+                describe_value(value),
+                f"numpy dtype {value.dtype} has no torch equivalent; convert it to numbers first",
+            )
         return _from_data(torch, value, describe_value(value), dtype, device)
     if isinstance(value, (list, tuple)):
         if value and all(torch.is_tensor(v) for v in value):
@@ -186,14 +206,17 @@ def tensorize(value: Any, *, dtype: Any = None, device: Any = None) -> Any:
         _check_rectangular(value, describe_value(value))
         return _from_data(torch, value, describe_value(value), dtype, device)
     if isinstance(value, (str, bytes, bytearray)):
-        reason = "text does not travel as a tensor; encode it (for example as token ids) or " \
+        reason = (
+            "text does not travel as a tensor; encode it (for example as token ids) or "
             "send it outside the auxiliary output"
+        )
     elif isinstance(value, Mapping):
-        reason = "a mapping is several values; give each its own auxiliary name in " \
-            "to_pp_tensors()"
+        reason = "a mapping is several values; give each its own auxiliary name in to_pp_tensors()"
     else:
-        reason = "only numbers, bools, rectangular lists of them, numpy arrays and lists of " \
+        reason = (
+            "only numbers, bools, rectangular lists of them, numpy arrays and lists of "
             "same-shape tensors can become a tensor; return a tensor from to_pp_tensors()"
+        )
     raise NotTensorizable(describe_value(value), reason)
 
 
@@ -211,10 +234,13 @@ def _stack(torch: Any, items: Any, dtype: Any, device: Any) -> Any:
     for index, item in enumerate(items):
         for attribute in ("shape", "dtype", "device", "layout"):
             if getattr(item, attribute) != getattr(first, attribute):
-                raise NotTensorizable(what, f"item [{index}] has {attribute} "
-                                      f"{getattr(item, attribute)}, item [0] "
-                                      f"{getattr(first, attribute)}; only tensors of one "
-                                      f"{attribute} stack into one tensor")
+                raise NotTensorizable(
+                    what,
+                    f"item [{index}] has {attribute} "
+                    f"{getattr(item, attribute)}, item [0] "
+                    f"{getattr(first, attribute)}; only tensors of one "
+                    f"{attribute} stack into one tensor",
+                )
     stacked = torch.stack(list(items))
     return stacked if dtype is None and device is None else stacked.to(device=device, dtype=dtype)
 
@@ -229,20 +255,32 @@ def _check_rectangular(value: Any, what: str) -> None:
         nested = isinstance(first, (list, tuple))
         for where, item in level:
             if isinstance(item, (list, tuple)) != nested:
-                raise NotTensorizable(what, f"it is ragged: {where} is {describe_value(item)} "
-                                      f"but {first_where or 'the value'} is "
-                                      f"{describe_value(first)}; a tensor needs one shape")
+                raise NotTensorizable(
+                    what,
+                    f"it is ragged: {where} is {describe_value(item)} "
+                    f"but {first_where or 'the value'} is "
+                    f"{describe_value(first)}; a tensor needs one shape",
+                )
             if nested and len(item) != len(first):
-                raise NotTensorizable(what, f"it is ragged: {where} is {describe_value(item)}, "
-                                      f"{first_where or 'the value'} of length {len(first)}; "
-                                      "pad the rows to one length (and send the lengths as a "
-                                      "tensor of their own) or send each row under its own name")
+                raise NotTensorizable(
+                    what,
+                    f"it is ragged: {where} is {describe_value(item)}, "
+                    f"{first_where or 'the value'} of length {len(first)}; "
+                    "pad the rows to one length (and send the lengths as a "
+                    "tensor of their own) or send each row under its own name",
+                )
             if not nested and _torch_like(item):
-                raise NotTensorizable(what, f"{where} is a tensor among plain values; make "
-                                      "every item a tensor and stack them")
+                raise NotTensorizable(
+                    what,
+                    f"{where} is a tensor among plain values; make "
+                    "every item a tensor and stack them",
+                )
             if not nested and not isinstance(item, _NUMBERS):
-                raise NotTensorizable(what, f"{where} is {describe_value(item)}, not a number "
-                                      "or bool; a tensor holds numbers only")
+                raise NotTensorizable(
+                    what,
+                    f"{where} is {describe_value(item)}, not a number "
+                    "or bool; a tensor holds numbers only",
+                )
         if not nested:
             return
         level = [(f"{where}[{i}]", v) for where, item in level for i, v in enumerate(item)]

@@ -39,38 +39,57 @@ class CommandEntry:
 #: Every command, in the order ``--help`` lists them.
 COMMANDS: dict[str, CommandEntry] = {
     "inspect": CommandEntry(
-        "ppaux_cli.commands.inspect", "inspect",
-        "Show every key, dtype, shape, device and auxiliary entry, and predict sglang's error."),
+        "ppaux_cli.commands.inspect",
+        "inspect",
+        "Show every key, dtype, shape, device and auxiliary entry, and predict sglang's error.",
+    ),
     "explain": CommandEntry(
-        "ppaux_cli.commands.explain", "explain",
-        "Explain one finding code: what it means, likely causes, the fix and an example."),
+        "ppaux_cli.commands.explain",
+        "explain",
+        "Explain one finding code: what it means, likely causes, the fix and an example.",
+    ),
     "rules": CommandEntry(
-        "ppaux_cli.commands.rules", "rules",
-        "List every finding code with its severity, area, name and summary."),
+        "ppaux_cli.commands.rules",
+        "rules",
+        "List every finding code with its severity, area, name and summary.",
+    ),
     "fingerprint": CommandEntry(
-        "ppaux_cli.commands.fingerprint", "fingerprint",
-        "Write a JSON snapshot of versions, rank and sglang's PP transport, for check-skew."),
+        "ppaux_cli.commands.fingerprint",
+        "fingerprint",
+        "Write a JSON snapshot of versions, rank and sglang's PP transport, for check-skew.",
+    ),
     "check-skew": CommandEntry(
-        "ppaux_cli.commands.check_skew", "check_skew",
-        "Compare stages' sglang, transport capabilities, torch, NCCL, CUDA and environment."),
+        "ppaux_cli.commands.check_skew",
+        "check_skew",
+        "Compare stages' sglang, transport capabilities, torch, NCCL, CUDA and environment.",
+    ),
     "replay": CommandEntry(
-        "ppaux_cli.commands.replay", "replay",
+        "ppaux_cli.commands.replay",
+        "replay",
         "Rebuild each payload with torch and run sender, wire and pop as sglang does; compare "
-        "the output that comes back bit for bit."),
+        "the output that comes back bit for bit.",
+    ),
     "tensorize": CommandEntry(
-        "ppaux_cli.commands.tensorize", "tensorize",
+        "ppaux_cli.commands.tensorize",
+        "tensorize",
         "Rewrite DUMP into FIXED with every non-tensor auxiliary value converted to a tensor; "
         "print each conversion and refusal. Exit 1, writing nothing, when nothing can be "
-        "converted or a value cannot be."),
+        "converted or a value cannot be.",
+    ),
     "diff": CommandEntry(
-        "ppaux_cli.commands.diff", "diff",
+        "ppaux_cli.commands.diff",
+        "diff",
         "Compare two dumps: keys added and removed, kind, dtype, shape, stride and device "
         "changes, values (tensor bytes by digest), and which side pop fails on. Exit 1 when an "
-        "auxiliary entry differs."),
+        "auxiliary entry differs.",
+    ),
     "capture": CommandEntry(
-        "ppaux_cli.commands.capture", "app",
-        "Capture from a running sglang: check the plugin, list what it wrote."),
+        "ppaux_cli.commands.capture",
+        "app",
+        "Capture from a running sglang: check the plugin, list what it wrote.",
+    ),
 }
+
 
 def load_command(name: str) -> Any:
     """The Click command ``name``, built from its module now."""
@@ -81,8 +100,7 @@ def load_command(name: str) -> Any:
     from typer.models import CommandInfo
 
     return typer.main.get_command_from_info(
-        CommandInfo(name=name, callback=target, context_settings=CONTEXT_SETTINGS,
-                    cls=PlainUsage),
+        CommandInfo(name=name, callback=target, context_settings=CONTEXT_SETTINGS, cls=PlainUsage),
         pretty_exceptions_short=True,
         rich_markup_mode=None,
     )
@@ -156,8 +174,10 @@ def _internal_error(exc: BaseException) -> None:
     text = " ".join(str(exc).split())
     text = text if len(text) <= 300 else f"{text[:300]}..."
     shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-    sys.stderr.write(f"ppaux: error: internal error: {type(exc).__name__}: {shown or '-'} "
-                     "(a bug in ppaux; please report it)\n")
+    sys.stderr.write(
+        f"ppaux: error: internal error: {type(exc).__name__}: {shown or '-'} "
+        "(a bug in ppaux; please report it)\n"
+    )
     sys.exit(2)
 
 
@@ -183,8 +203,9 @@ def _version(value: bool) -> None:
 def _root(
     version: Annotated[
         bool,
-        typer.Option("--version", "-V", callback=_version, is_eager=True,
-                     help="Print the version and exit."),
+        typer.Option(
+            "--version", "-V", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
     ] = False,
     quiet: Annotated[
         bool,
@@ -192,8 +213,9 @@ def _root(
     ] = False,
     verbose: Annotated[
         bool,
-        typer.Option("--verbose", "-v", help="Say which configuration applied (as -v on a "
-                     "command)."),
+        typer.Option(
+            "--verbose", "-v", help="Say which configuration applied (as -v on a command)."
+        ),
     ] = False,
 ) -> None:
     """Inspect, compare and replay sglang pipeline-parallel auxiliary-output payloads."""

@@ -42,6 +42,7 @@ __all__ = [
     "check_stage_options",
 ]
 
+
 def _distance(a: str, b: str) -> int:
     """Edits (insert, delete, replace, swap two neighbours) that turn ``a`` into ``b``."""
     previous2: list[int] = []
@@ -75,13 +76,14 @@ def _closest(value: str, choices: Iterable[str]) -> str | None:
 
 
 def did_you_mean(value: str, choices: Iterable[str]) -> str:
-    """"; did you mean 'json'?" for the choice closest to ``value``; "" if none is close."""
+    """ "; did you mean 'json'?" for the choice closest to ``value``; "" if none is close."""
     guess = _closest(value, list(choices))
     return f"; did you mean {guess!r}?" if guess else ""
 
 
 def not_one_of(value: str, choices: Iterable[str]) -> str:
-    """"'jsn' is not one of text, json, ...; did you mean 'json'?" (a hint only if one is close)."""
+    """ "'jsn' is not one of text, json, ...; did you mean 'json'?" (a hint only if one is
+    close)."""
     choices = list(choices)
     return f"{value!r} is not one of {', '.join(choices)}{did_you_mean(value, choices)}"
 
@@ -181,8 +183,9 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     "format": (
         Annotated[
             Format,
-            choice_option(Format, "--format", "-f", "--output-format", default="text",
-                          help=_format_help()),
+            choice_option(
+                Format, "--format", "-f", "--output-format", default="text", help=_format_help()
+            ),
         ],
         Format.TEXT,
     ),
@@ -190,7 +193,9 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
         Annotated[
             Optional[str],
             typer.Option(
-                "--output", "-o", metavar="FILE",
+                "--output",
+                "-o",
+                metavar="FILE",
                 help="Write the report to FILE instead of stdout ('-' is stdout).",
             ),
         ],
@@ -200,7 +205,9 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
         Annotated[
             Optional[FailOn],
             choice_option(
-                FailOn, "--fail-on", default=None,
+                FailOn,
+                "--fail-on",
+                default=None,
                 help="Lowest severity that makes the exit code 1 [default: fail-on from the "
                 "configuration, else error].",
             ),
@@ -211,7 +218,10 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
         Annotated[
             Optional[list[str]],
             typer.Option(
-                "--select", metavar="CODE", autocompletion=complete_codes, show_default=False,
+                "--select",
+                metavar="CODE",
+                autocompletion=complete_codes,
+                show_default=False,
                 help="Report only these rule codes or code prefixes (PP1 is every PP1xx); repeat "
                 "or separate with commas. Replaces select from the configuration.",
             ),
@@ -222,7 +232,9 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
         Annotated[
             Optional[list[str]],
             typer.Option(
-                "--extend-select", metavar="CODE", autocompletion=complete_codes,
+                "--extend-select",
+                metavar="CODE",
+                autocompletion=complete_codes,
                 show_default=False,
                 help="Report these codes or prefixes as well, on top of select from the "
                 "configuration or --select (and over a shorter ignore pattern).",
@@ -234,7 +246,10 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
         Annotated[
             Optional[list[str]],
             typer.Option(
-                "--ignore", metavar="CODE", autocompletion=complete_codes, show_default=False,
+                "--ignore",
+                metavar="CODE",
+                autocompletion=complete_codes,
+                show_default=False,
                 help="Never report these rule codes or code prefixes; repeat or separate with "
                 "commas. Replaces ignore from the configuration.",
             ),
@@ -245,7 +260,9 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
         Annotated[
             Optional[list[str]],
             typer.Option(
-                "--extend-ignore", metavar="CODE", autocompletion=complete_codes,
+                "--extend-ignore",
+                metavar="CODE",
+                autocompletion=complete_codes,
                 show_default=False,
                 help="Never report these codes or prefixes either, on top of ignore from the "
                 "configuration or --ignore.",
@@ -257,8 +274,9 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
         Annotated[
             Optional[bool],
             typer.Option(
-                "--strict/--no-strict", show_default=False,
-                help="Treat \"could not check\" findings (no tensor dict in a file, a transport "
+                "--strict/--no-strict",
+                show_default=False,
+                help='Treat "could not check" findings (no tensor dict in a file, a transport '
                 "capability that could not be read) as errors [default: strict from the "
                 "configuration, else off].",
             ),
@@ -269,7 +287,8 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
         Annotated[
             Optional[str],
             typer.Option(
-                "--config", metavar="FILE",
+                "--config",
+                metavar="FILE",
                 help="Read settings from FILE (a ppaux.toml or pyproject.toml) instead of "
                 "searching the working directory and its parents.",
             ),
@@ -280,7 +299,9 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
         Annotated[
             Optional[str],
             typer.Option(
-                "--root", metavar="DIR", show_default=False,
+                "--root",
+                metavar="DIR",
+                show_default=False,
                 help="Repository root that github, gitlab and sarif paths are relative to (a "
                 "file outside it keeps its absolute path) [default: the top of the git working "
                 "tree that holds the working directory, else the working directory].",
@@ -303,7 +324,8 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
         Annotated[
             Optional[bool],
             typer.Option(
-                "--progress/--no-progress", show_default=False,
+                "--progress/--no-progress",
+                show_default=False,
                 help="Draw a progress bar on stderr [default: only when stderr is a terminal "
                 "and the run is long].",
             ),
@@ -314,7 +336,8 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
         Annotated[
             bool,
             typer.Option(
-                "--quiet", "-q",
+                "--quiet",
+                "-q",
                 help="Print the report and errors only: no progress bar, warnings or notes.",
             ),
         ],
@@ -324,7 +347,8 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
         Annotated[
             bool,
             typer.Option(
-                "--verbose", "-v",
+                "--verbose",
+                "-v",
                 help="Also say on stderr which configuration file and gate applied.",
             ),
         ],
@@ -372,8 +396,9 @@ def report_options(command: F) -> F:
     signature = inspect.signature(command, eval_str=True)
     own = [p for name, p in signature.parameters.items() if name != "options"]
     shared = [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
-                          annotation=annotation)
+        inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+        )
         for name, (annotation, default) in _OPTIONS.items()
     ]
 
@@ -394,14 +419,18 @@ def report_options(command: F) -> F:
 
 OutputOption = Annotated[
     Optional[str],
-    typer.Option("--output", "-o", metavar="FILE",
-                 help="Write to FILE instead of stdout ('-' is stdout)."),
+    typer.Option(
+        "--output", "-o", metavar="FILE", help="Write to FILE instead of stdout ('-' is stdout)."
+    ),
 ]
 
 LimitOption = Annotated[
     Optional[list[str]],
-    typer.Option("--limit", metavar="NAME=N",
-                 help="Raise a reader limit, NAME=N (for example max_depth=500)."),
+    typer.Option(
+        "--limit",
+        metavar="NAME=N",
+        help="Raise a reader limit, NAME=N (for example max_depth=500).",
+    ),
 ]
 
 

@@ -79,13 +79,30 @@ def resolve_gate(
     except ConfigError as exc:
         fail(str(exc))
     try:
-        gate = _resolve(settings, fail_on=fail_on, select=select, ignore=ignore, strict=strict,
-                        extend_select=extend_select, extend_ignore=extend_ignore)
+        gate = _resolve(
+            settings,
+            fail_on=fail_on,
+            select=select,
+            ignore=ignore,
+            strict=strict,
+            extend_select=extend_select,
+            extend_ignore=extend_ignore,
+        )
     except UnknownCodeError as exc:
-        given = (("--select", select), ("--ignore", ignore), ("--extend-select", extend_select),
-                 ("--extend-ignore", extend_ignore))
-        option = next((name for name, values in given
-                       if values is not None and _mentions(values, exc.pattern)), "--ignore")
+        given = (
+            ("--select", select),
+            ("--ignore", ignore),
+            ("--extend-select", extend_select),
+            ("--extend-ignore", extend_ignore),
+        )
+        option = next(
+            (
+                name
+                for name, values in given
+                if values is not None and _mentions(values, exc.pattern)
+            ),
+            "--ignore",
+        )
         fail(f"{option}: {exc}")
     if verbose:
         where = settings.path or "none found"
@@ -126,9 +143,16 @@ def emit(report: Report, options: ReportOptions) -> NoReturn:
     a code host reads (github, gitlab, sarif) give paths relative to ``--root`` (else the git
     working tree's top).
     """
-    gate = resolve_gate(options.fail_on, options.select, options.ignore, options.strict,
-                        options.config, options.extend_select, options.extend_ignore,
-                        verbose=options.verbose)
+    gate = resolve_gate(
+        options.fail_on,
+        options.select,
+        options.ignore,
+        options.strict,
+        options.config,
+        options.extend_select,
+        options.extend_ignore,
+        verbose=options.verbose,
+    )
     report = gate.apply(report)
     fmt = options.format
     problems = report.problems  # stderr names each input as the user gave it

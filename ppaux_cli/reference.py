@@ -54,8 +54,9 @@ def _section(path: tuple[str, ...], command: Any, ctx: Any) -> list[str]:
         lines += ["| argument or option | description |", "|---|---|", *rows, ""]
     subcommands = getattr(command, "list_commands", None)
     if subcommands is not None:
-        names = [n for n in subcommands(ctx)
-                 if not getattr(command.get_command(ctx, n), "hidden", False)]
+        names = [
+            n for n in subcommands(ctx) if not getattr(command.get_command(ctx, n), "hidden", False)
+        ]
         lines += [f"Commands: {', '.join(markdown_code(n) for n in names)}.", ""]
     return lines
 

@@ -1,4 +1,5 @@
-"""Write the generated documentation pages: the rule catalogue, the CLI reference, the capture format.
+"""Write the generated documentation pages: the rule catalogue, the CLI reference, the capture
+format.
 
     python scripts/generate_docs.py          # rewrite both pages
     python scripts/generate_docs.py --check  # exit 1 naming each page that is out of date
@@ -95,8 +96,10 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(text, encoding="utf-8")
             print(f"wrote {path.relative_to(ROOT)}")
     for path in stale:
-        print(f"{path.relative_to(ROOT)} is out of date: run python scripts/generate_docs.py",
-              file=sys.stderr)
+        print(
+            f"{path.relative_to(ROOT)} is out of date: run python scripts/generate_docs.py",
+            file=sys.stderr,
+        )
     return 1 if stale else 0
 
 

@@ -23,8 +23,14 @@ from typing import Any
 __all__ = ["chromium_path", "Browser", "decode_png"]
 
 _FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
     "--remote-debugging-pipe",
 ]
 
@@ -56,7 +62,9 @@ class Browser:
         self._receive, receive_write = os.pipe()  # Chromium writes fd 4, we read
         self._process = subprocess.Popen(
             [executable, *_FLAGS, f"--user-data-dir={self._profile}", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             # The pipe ends become descriptors 3 and 4 in the child; close_fds would close them
             # again after preexec_fn, and the pipes' own descriptors are not inherited.
             close_fds=False,
@@ -120,16 +128,23 @@ class Browser:
     def _attach(self) -> str:
         targets = self.call("Target.getTargets")["targetInfos"]
         page = next(t for t in targets if t["type"] == "page")
-        session = self.call("Target.attachToTarget", targetId=page["targetId"],
-                            flatten=True)["sessionId"]
+        session = self.call("Target.attachToTarget", targetId=page["targetId"], flatten=True)[
+            "sessionId"
+        ]
         for domain in ("Page", "Network", "Runtime"):
             self.call(f"{domain}.enable", session)
         return session
 
     def open(self, url: str, width: int, height: int, mobile: bool) -> None:
         """Load ``url`` at a viewport of ``width`` x ``height`` CSS pixels and wait for it."""
-        self.call("Emulation.setDeviceMetricsOverride", self.session, width=width,
-                  height=height, deviceScaleFactor=1, mobile=mobile)
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            self.session,
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=mobile,
+        )
         self.events.clear()
         self.call("Page.navigate", self.session, url=url)
         while not any(e.get("method") == "Page.loadEventFired" for e in self.events):
@@ -137,30 +152,35 @@ class Browser:
 
     def requests(self) -> list[str]:
         """The URLs the page requested since it was opened."""
-        return [e["params"]["request"]["url"] for e in self.events
-                if e.get("method") == "Network.requestWillBeSent"]
+        return [
+            e["params"]["request"]["url"]
+            for e in self.events
+            if e.get("method") == "Network.requestWillBeSent"
+        ]
 
     def evaluate(self, expression: str) -> Any:
         """The value of a JavaScript expression on the page (returned by value)."""
-        result = self.call("Runtime.evaluate", self.session, expression=expression,
-                           returnByValue=True)
+        result = self.call(
+            "Runtime.evaluate", self.session, expression=expression, returnByValue=True
+        )
         if "exceptionDetails" in result:
             raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
 
-    def screenshot(self, path: Path,
-                   clip: tuple[float, float, float, float] | None = None
-                   ) -> tuple[int, int, bytes]:
+    def screenshot(
+        self, path: Path, clip: tuple[float, float, float, float] | None = None
+    ) -> tuple[int, int, bytes]:
         """Write a PNG of the viewport, or of ``clip`` (x, y, width, height in page CSS
         pixels, inside the viewport as it is scrolled now), to ``path``; return its width,
         height and RGB pixels."""
         params: dict[str, Any] = {"format": "png"}
         if clip is not None:
             x, y, width, height = clip
-            params.update(captureBeyondViewport=False,
-                          clip={"x": x, "y": y, "width": width, "height": height, "scale": 1})
-        data = base64.b64decode(self.call("Page.captureScreenshot", self.session,
-                                          **params)["data"])
+            params.update(
+                captureBeyondViewport=False,
+                clip={"x": x, "y": y, "width": width, "height": height, "scale": 1},
+            )
+        data = base64.b64decode(self.call("Page.captureScreenshot", self.session, **params)["data"])
         path.write_bytes(data)
         return decode_png(data)
 
@@ -170,8 +190,8 @@ def decode_png(data: bytes) -> tuple[int, int, bytes]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     pos, chunks, header = 8, [], None
     while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos:pos + 4])
-        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
         pos += 12 + length
         if kind == b"IHDR":
             header = struct.unpack(">IIBBBBB", body)
@@ -187,7 +207,7 @@ def decode_png(data: bytes) -> tuple[int, int, bytes]:
     previous = bytearray(stride)
     for y in range(height):
         kind = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         for i in range(stride):
             left = line[i - channels] if i >= channels else 0
             up = previous[i]
@@ -208,5 +228,5 @@ def decode_png(data: bytes) -> tuple[int, int, bytes]:
             out += line
         else:
             for i in range(0, stride, 4):
-                out += line[i:i + 3]
+                out += line[i : i + 3]
     return width, height, bytes(out)

@@ -21,7 +21,9 @@ def copy_checkout(dest: Path) -> Path:
     """Copy the checkout's files to ``dest`` (created) and return it."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO, capture_output=True, check=True,
+        cwd=REPO,
+        capture_output=True,
+        check=True,
     ).stdout.decode("utf-8", "surrogateescape")
     dest.mkdir(parents=True)
     for name in filter(None, listed.split("\0")):
@@ -36,12 +38,18 @@ def copy_checkout(dest: Path) -> Path:
 
 def commit_all(repo: Path) -> str:
     """Make ``repo`` a git repository with everything in it committed; return the commit."""
-    env = {**os.environ, "GIT_AUTHOR_NAME": "ppaux tests", "GIT_AUTHOR_EMAIL": "tests@ppaux",
-           "GIT_COMMITTER_NAME": "ppaux tests", "GIT_COMMITTER_EMAIL": "tests@ppaux"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "ppaux tests",
+        "GIT_AUTHOR_EMAIL": "tests@ppaux",
+        "GIT_COMMITTER_NAME": "ppaux tests",
+        "GIT_COMMITTER_EMAIL": "tests@ppaux",
+    }
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "--no-gpg-sign", "-m", "copy"]):
         subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def clean_env(scratch: Path, *extra_path: Path) -> dict[str, str]:
@@ -49,13 +57,22 @@ def clean_env(scratch: Path, *extra_path: Path) -> dict[str, str]:
     (so ``ppaux`` is only what a recipe installs), and torch, where a recipe asks for it,
     pinned to the CPU build that ``.ci/run`` installs (a constraints file in ``scratch``)."""
     ours = Path(sys.executable).parent
-    path = [p for p in os.environ.get("PATH", "").split(os.pathsep)
-            if p and Path(p).resolve() != ours.resolve()]
+    path = [
+        p
+        for p in os.environ.get("PATH", "").split(os.pathsep)
+        if p and Path(p).resolve() != ours.resolve()
+    ]
     scratch.mkdir(parents=True, exist_ok=True)
     constraints = scratch / "constraints.txt"
     constraints.write_text("torch==2.13.0\n")
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PIP_REQUIRE_VIRTUALENV")}
-    env.update(PIP_CONSTRAINT=str(constraints), NO_COLOR="1",
-               PATH=os.pathsep.join([*map(str, extra_path), *path]))
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PIP_REQUIRE_VIRTUALENV")
+    }
+    env.update(
+        PIP_CONSTRAINT=str(constraints),
+        NO_COLOR="1",
+        PATH=os.pathsep.join([*map(str, extra_path), *path]),
+    )
     return env

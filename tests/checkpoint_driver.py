@@ -1,7 +1,8 @@
 """Runs sglang's real PP output path on the last stage, with ppaux capture, once per scenario.
 
 Run by tests/test_capture_checkpoints.py in a process of an sglang runtime (from
-tests/sglang_runtime.py), where sglang's real ``scheduler_pp_mixin`` and ``parallel_state`` import. sglang's own
+tests/sglang_runtime.py), where sglang's real ``scheduler_pp_mixin`` and ``parallel_state`` import.
+sglang's own
 ``SchedulerPPMixin._pp_prepare_tensor_dict`` and ``_pp_send_dict_to_next_stage`` run bound to a
 stand-in scheduler (the attributes those two methods read), and send through sglang's own
 ``GroupCoordinator.send_tensor_dict`` on a one-process group (for which sglang returns at once:
@@ -124,8 +125,12 @@ def run(scenario):
     raised = []
     for _ in range(STEPS):
         logits = SimpleNamespace(sampling_mask_output=None, auxiliary_device_output=Output(scores))
-        result = SimpleNamespace(next_token_ids=torch.arange(3), accept_lens=None,
-                                 next_draft_input=None, logits_output=logits)
+        result = SimpleNamespace(
+            next_token_ids=torch.arange(3),
+            accept_lens=None,
+            next_draft_input=None,
+            logits_output=logits,
+        )
         batch = SimpleNamespace(return_logprob=False)
         try:
             prepared = scheduler._pp_prepare_tensor_dict(result, batch)
@@ -133,8 +138,9 @@ def run(scenario):
             if scenario == "queue":
                 edit_queue(scheduler)
             _, message = scheduler.last_rank_comm_queue.popleft()
-            scheduler._pp_send_dict_to_next_stage(message.tensors, async_send=True,
-                                                  msg_type="output")
+            scheduler._pp_send_dict_to_next_stage(
+                message.tensors, async_send=True, msg_type="output"
+            )
         except RuntimeError as error:
             raised.append(str(error))
             scheduler.last_rank_comm_queue.clear()

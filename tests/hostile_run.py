@@ -129,8 +129,14 @@ class Run:
     stderr: bytes
 
 
-def run_measured(cmd: list[str], cwd: Path, limit_s: float, env: dict[str, str] | None = None,
-                 *, address_space_mb: int = 0) -> Run:
+def run_measured(
+    cmd: list[str],
+    cwd: Path,
+    limit_s: float,
+    env: dict[str, str] | None = None,
+    *,
+    address_space_mb: int = 0,
+) -> Run:
     """Run ``cmd`` in ``cwd`` (killed after ``limit_s`` seconds); output goes through files.
 
     ``address_space_mb`` caps the command's virtual memory (RLIMIT_AS), for inputs that could
@@ -139,37 +145,67 @@ def run_measured(cmd: list[str], cwd: Path, limit_s: float, env: dict[str, str] 
     out, err = cwd / ".stdout", cwd / ".stderr"
     cwd.mkdir(parents=True, exist_ok=True)
     launcher = subprocess.run(
-        [sys.executable, "-c", _LAUNCHER, str(limit_s), str(address_space_mb), str(out), str(err),
-         *cmd],
-        cwd=cwd, capture_output=True, text=True, env=env, timeout=limit_s + 60,
+        [
+            sys.executable,
+            "-c",
+            _LAUNCHER,
+            str(limit_s),
+            str(address_space_mb),
+            str(out),
+            str(err),
+            *cmd,
+        ],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=limit_s + 60,
     )
     if launcher.returncode != 0:
         raise RuntimeError(f"launcher failed: {launcher.stderr}")
     result = json.loads(launcher.stdout)
-    run = Run(result["rc"], result["seconds"], result["max_rss_kb"] / 1024, result["timed_out"],
-              out.read_bytes(), err.read_bytes())
+    run = Run(
+        result["rc"],
+        result["seconds"],
+        result["max_rss_kb"] / 1024,
+        result["timed_out"],
+        out.read_bytes(),
+        err.read_bytes(),
+    )
     out.unlink()
     err.unlink()
     return run
 
 
-def run_cli_many(jobs: list[tuple[list[str], Path]], limit_s: float,
-                 env: dict[str, str] | None = None) -> list[Run]:
+def run_cli_many(
+    jobs: list[tuple[list[str], Path]], limit_s: float, env: dict[str, str] | None = None
+) -> list[Run]:
     """Run ``ppaux ARGS`` for each (ARGS, directory) job, one forked process each, in order."""
     for _, workdir in jobs:
         workdir.mkdir(parents=True, exist_ok=True)
     payload = json.dumps([(argv, str(workdir)) for argv, workdir in jobs])
     server = subprocess.run(
         [sys.executable, "-c", _SERVER, str(limit_s), payload],
-        capture_output=True, text=True, env=env, timeout=limit_s * len(jobs) + 120,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=limit_s * len(jobs) + 120,
     )
     if server.returncode != 0:
         raise RuntimeError(f"server failed: {server.stderr}")
     runs = []
     for (_, workdir), result in zip(jobs, json.loads(server.stdout), strict=True):
         out, err = workdir / ".stdout", workdir / ".stderr"
-        runs.append(Run(result["rc"], result["seconds"], result["max_rss_kb"] / 1024,
-                        result["timed_out"], out.read_bytes(), err.read_bytes()))
+        runs.append(
+            Run(
+                result["rc"],
+                result["seconds"],
+                result["max_rss_kb"] / 1024,
+                result["timed_out"],
+                out.read_bytes(),
+                err.read_bytes(),
+            )
+        )
         out.unlink()
         err.unlink()
     return runs

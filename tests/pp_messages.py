@@ -20,12 +20,27 @@ __all__ = ["AUX", "DTYPES", "messages"]
 AUX = "__sampling_observer_output__."
 
 #: What sglang's PP messages carry: token ids, logprobs and hidden states, masks.
-DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64,
-          torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)
+DTYPES = (
+    torch.float32,
+    torch.float16,
+    torch.bfloat16,
+    torch.float64,
+    torch.int64,
+    torch.int32,
+    torch.int16,
+    torch.int8,
+    torch.uint8,
+    torch.bool,
+)
 
 _SHAPES = ((), (0,), (1,), (3,), (2, 4), (4, 1, 3), (0, 5))
-_LOGPROB_KEYS = ("next_token_logprobs", "next_token_top_logprobs_val",
-                 "next_token_top_logprobs_idx", "input_token_logprobs", "sampling_mask_token_ids")
+_LOGPROB_KEYS = (
+    "next_token_logprobs",
+    "next_token_top_logprobs_val",
+    "next_token_top_logprobs_idx",
+    "input_token_logprobs",
+    "sampling_mask_token_ids",
+)
 
 
 def _tensor(rng: random.Random) -> torch.Tensor:
@@ -64,8 +79,11 @@ def _python_value(rng: random.Random) -> Any:
 
 
 def _output_message(rng: random.Random) -> dict[str, Any]:
-    message: dict[str, Any] = {"next_token_ids": torch.tensor(
-        [rng.randint(0, 50000) for _ in range(rng.randrange(1, 5))], dtype=torch.int64)}
+    message: dict[str, Any] = {
+        "next_token_ids": torch.tensor(
+            [rng.randint(0, 50000) for _ in range(rng.randrange(1, 5))], dtype=torch.int64
+        )
+    }
     for key in rng.sample(_LOGPROB_KEYS, rng.randrange(len(_LOGPROB_KEYS) + 1)):
         message[key] = _tensor(rng) if rng.random() < 0.5 else _python_value(rng)
     for index in range(rng.randrange(4)):
@@ -93,5 +111,6 @@ def _proxy_message(rng: random.Random) -> dict[str, Any]:
 def messages(count: int, seed: int) -> list[dict[str, Any]]:
     """``count`` messages, nine output messages to one proxy message, fixed by ``seed``."""
     rng = random.Random(seed)
-    return [_proxy_message(rng) if rng.random() < 0.1 else _output_message(rng)
-            for _ in range(count)]
+    return [
+        _proxy_message(rng) if rng.random() < 0.1 else _output_message(rng) for _ in range(count)
+    ]

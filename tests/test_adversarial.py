@@ -45,8 +45,13 @@ CASES = {c.name: c for c in corpus.CASES}
 
 def _env() -> dict[str, str]:
     # Warnings are errors, as in the test suite: a reader that warns on some input fails here.
-    return {**os.environ, "NO_COLOR": "1", "COLUMNS": "100", "PYTHONIOENCODING": "utf-8:strict",
-            "PYTHONWARNINGS": "error"}
+    return {
+        **os.environ,
+        "NO_COLOR": "1",
+        "COLUMNS": "100",
+        "PYTHONIOENCODING": "utf-8:strict",
+        "PYTHONWARNINGS": "error",
+    }
 
 
 def _strict_json(text: str):
@@ -82,9 +87,14 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, _Outcome]:
     with ThreadPoolExecutor(WORKERS) as pool:
         parts = pool.map(batch, [corpus.CASES[k::WORKERS] for k in range(WORKERS)])
     return {
-        name: _Outcome(run, sorted(os.listdir(root / name)), before[name],
-                       _sha256(corpus.OUT / CASES[name].filename))
-        for part in parts for name, run in part
+        name: _Outcome(
+            run,
+            sorted(os.listdir(root / name)),
+            before[name],
+            _sha256(corpus.OUT / CASES[name].filename),
+        )
+        for part in parts
+        for name, run in part
     }
 
 
@@ -93,8 +103,13 @@ def test_corpus_has_at_least_thirty_named_cases():
     names = sorted(p.name for p in corpus.OUT.iterdir())
     assert names == sorted([c.filename for c in corpus.CASES] + ["CATALOGUE.md"])
     groups = {c.group for c in corpus.CASES}
-    assert groups == {"code execution", "hidden globals", "zip tricks", "pickle bombs",
-                      "truncation"}
+    assert groups == {
+        "code execution",
+        "hidden globals",
+        "zip tricks",
+        "pickle bombs",
+        "truncation",
+    }
 
 
 def test_catalogue_is_written_from_the_case_list():
@@ -164,8 +179,9 @@ def format_outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str,
     jobs = [(c, fmt) for c in corpus.CASES for fmt in OTHER_FORMATS]
 
     def batch(part: list[tuple[corpus.Case, str]]) -> list[tuple[tuple[str, str], Run]]:
-        runs = run_cli_many([(_argv(c, fmt), root / f"{c.name}.{fmt}") for c, fmt in part],
-                            TIME_BOUND_S, _env())
+        runs = run_cli_many(
+            [(_argv(c, fmt), root / f"{c.name}.{fmt}") for c, fmt in part], TIME_BOUND_S, _env()
+        )
         return [((c.name, fmt), run) for (c, fmt), run in zip(part, runs, strict=True)]
 
     with ThreadPoolExecutor(WORKERS) as pool:
@@ -211,25 +227,40 @@ def test_figures_over_the_corpus(outcomes):
     assert worst_rss < RSS_BOUND_MB
 
 
-@pytest.mark.parametrize("name", ["exec_os_system_reduce", "zip_two_data_pkl",
-                                  "bomb_surrogate_key", "zip_huge_declared_storage"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "exec_os_system_reduce",
+        "zip_two_data_pkl",
+        "bomb_surrogate_key",
+        "zip_huge_declared_storage",
+    ],
+)
 def test_forked_runs_match_python_m_ppaux_cli(name, outcomes, tmp_path):
-    run = run_measured(inspect_command(corpus.OUT / CASES[name].filename), tmp_path,
-                       TIME_BOUND_S, _env())
+    run = run_measured(
+        inspect_command(corpus.OUT / CASES[name].filename), tmp_path, TIME_BOUND_S, _env()
+    )
     forked = outcomes[name].run
     assert (run.rc, run.stdout, run.stderr) == (forked.rc, forked.stdout, forked.stderr)
 
 
-_DISPLAY = ["hidden_newline_in_global_name", "hidden_escapes_in_device", "bomb_surrogate_key",
-            "zip_newline_in_record_name", "bomb_giant_global_name", "bomb_wide_dict"]
+_DISPLAY = [
+    "hidden_newline_in_global_name",
+    "hidden_escapes_in_device",
+    "bomb_surrogate_key",
+    "zip_newline_in_record_name",
+    "bomb_giant_global_name",
+    "bomb_wide_dict",
+]
 
 
 @pytest.mark.parametrize("name", _DISPLAY)
 def test_text_view_of_hostile_names(name, tmp_path):
     # Names and keys from a file reach the terminal escaped: no newline, no escape sequence.
     case = CASES[name]
-    run = run_measured(inspect_command(corpus.OUT / case.filename, "text"), tmp_path,
-                       TIME_BOUND_S, _env())
+    run = run_measured(
+        inspect_command(corpus.OUT / case.filename, "text"), tmp_path, TIME_BOUND_S, _env()
+    )
     stdout, stderr = run.stdout.decode("utf-8"), run.stderr.decode("utf-8")
     assert "Traceback" not in stderr
     assert "\x1b" not in stdout + stderr
@@ -282,8 +313,13 @@ def test_payloads_are_live(tmp_path):
         workdir = tmp_path / case.name
         workdir.mkdir()
         jobs.append((str(corpus.OUT / case.filename), str(workdir), case.executes))
-    subprocess.run([sys.executable, "-c", _LOADER, json.dumps(jobs)], cwd=tmp_path,
-                   capture_output=True, timeout=300, env=_env())
+    subprocess.run(
+        [sys.executable, "-c", _LOADER, json.dumps(jobs)],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=300,
+        env=_env(),
+    )
     # subprocess.Popen payloads finish on their own; give them a moment.
     deadline = time.monotonic() + 10
     missing = live
@@ -301,18 +337,27 @@ def test_huge_zip_directory_is_counted_before_it_is_parsed(tmp_path):
     entries = []
     for k in range(300_000):
         entry = b"archive/data/%07d" % k
-        entries.append(b"PK\x01\x02" + bytes(24) + len(entry).to_bytes(2, "little")
-                       + bytes(16) + entry)
+        entries.append(
+            b"PK\x01\x02" + bytes(24) + len(entry).to_bytes(2, "little") + bytes(16) + entry
+        )
     directory = b"".join(entries)
-    end = (b"PK\x05\x06" + bytes(4) + b"\xff\xff\xff\xff" + len(directory).to_bytes(4, "little")
-           + len(local).to_bytes(4, "little") + bytes(2))
+    end = (
+        b"PK\x05\x06"
+        + bytes(4)
+        + b"\xff\xff\xff\xff"
+        + len(directory).to_bytes(4, "little")
+        + len(local).to_bytes(4, "little")
+        + bytes(2)
+    )
     path = tmp_path / "many.pt"
     path.write_bytes(local + directory + end)
-    (run,) = run_cli_many([(["inspect", str(path), "--format", "json"], tmp_path / "run")],
-                          TIME_BOUND_S, _env())
+    (run,) = run_cli_many(
+        [(["inspect", str(path), "--format", "json"], tmp_path / "run")], TIME_BOUND_S, _env()
+    )
     assert run.stderr.decode() == (
         f"ppaux: error: {path}: the zip's directory holds more than 100000 records (limit "
-        "max_zip_records=100000; raise it with --limit max_zip_records=N)\n")
+        "max_zip_records=100000; raise it with --limit max_zip_records=N)\n"
+    )
     assert run.rc == 2
     assert run.rss_mb < 100
 
@@ -322,8 +367,12 @@ def test_replay_loads_the_corpus_without_running_it(tmp_path):
     # the whole corpus in one run, nothing executed, one line per file it cannot use.
     if not _torch_available():
         pytest.skip("replay needs torch")
-    run = run_measured([sys.executable, "-m", "ppaux_cli", "replay", str(corpus.OUT),
-                        "--format", "json"], tmp_path, 300, _env())
+    run = run_measured(
+        [sys.executable, "-m", "ppaux_cli", "replay", str(corpus.OUT), "--format", "json"],
+        tmp_path,
+        300,
+        _env(),
+    )
     stderr = run.stderr.decode("utf-8")
     assert not run.timed_out and "Traceback" not in stderr, stderr
     assert run.rc == 2

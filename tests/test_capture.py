@@ -153,20 +153,38 @@ def test_capture_is_flagged_by_inspect_and_reproduced_by_replay(tree: Path, tmp_
     with pytest.raises(RuntimeError):
         mixin.receive_output_message(leaked_message(), Observer())
     [path] = captures(directory)
-    done = subprocess.run([sys.executable, "-m", "ppaux_cli", "inspect", "--format", "json",
-                           str(path)], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "ppaux_cli", "inspect", "--format", "json", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 1, done.stderr
     findings = json.loads(done.stdout)["findings"]
     assert [(f["code"], f["key"]) for f in findings] == [("PP101", P + "scores")]
     assert findings[0]["sglang_error"] == NON_TENSOR
     # replay: the last stage wrote the key unchecked (a validating sender would refuse it)
-    done = subprocess.run([sys.executable, "-m", "ppaux_cli", "replay", "--sender", "legacy",
-                           "--format", "json", str(path)], capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ppaux_cli",
+            "replay",
+            "--sender",
+            "legacy",
+            "--format",
+            "json",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 1, done.stderr
     findings = json.loads(done.stdout)["findings"]
     assert [(f["code"], f["message"]) for f in findings] == [
-        ("PP401", f"pop on rank 0 raises RuntimeError: {NON_TENSOR}")]
+        ("PP401", f"pop on rank 0 raises RuntimeError: {NON_TENSOR}")
+    ]
 
 
 def test_observer_error_is_the_same_object(tree: Path, tmp_path: Path):
@@ -403,7 +421,9 @@ def test_a_capture_larger_than_max_bytes_is_skipped(tree: Path, tmp_path: Path):
     assert captures(directory) == []
     assert capture_store.read_skipped(directory) == 1
     assert sorted(p.name for p in directory.iterdir()) == [
-        ".ppaux-capture.lock", ".ppaux-capture.skipped"]
+        ".ppaux-capture.lock",
+        ".ppaux-capture.skipped",
+    ]
 
 
 # -- the capture's own failures ---------------------------------------------------------------
@@ -452,10 +472,18 @@ def test_read_only_directory_leaves_the_error_and_logs_one_warning(
             assert same_items(tensors, before)
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1
-    assert warnings[0].getMessage().startswith(
-        f"ppaux capture: could not write a capture to {read_only_dir}: PermissionError: ")
-    assert warnings[0].getMessage().endswith(
-        "(the host's own error is unchanged; later capture failures are not logged)")
+    assert (
+        warnings[0]
+        .getMessage()
+        .startswith(
+            f"ppaux capture: could not write a capture to {read_only_dir}: PermissionError: "
+        )
+    )
+    assert (
+        warnings[0]
+        .getMessage()
+        .endswith("(the host's own error is unchanged; later capture failures are not logged)")
+    )
     assert list(read_only_dir.iterdir()) == []
     assert capture.stats() == capture.CaptureStats(0, 0, 3, None)
 
@@ -544,9 +572,17 @@ def test_two_processes_share_one_directory_within_the_bounds(tree: Path, tmp_pat
     directory = tmp_path / "captures"
     script = _PROCESS.format(root=str(tree), directory=str(directory), max_files=12, calls=10)
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    children = [subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                 env=env) for _ in range(2)]
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", script],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(2)
+    ]
     results = []
     for child in children:
         child.stdin.write("go\n")
@@ -582,7 +618,10 @@ def test_always_records_every_nth_healthy_call_as_it_came(tree: Path, tmp_path: 
         saved = load(path)
         meta = saved["meta"]
         assert (meta["when"], meta["exception_type"], meta["exception_message"]) == (
-            "always", None, None)
+            "always",
+            None,
+            None,
+        )
         # both ends saw the dict as it was at the call: add before, pop with the aux key
         if meta["function"] == ADD:
             assert list(saved["tensors"]) == list(message())
@@ -603,7 +642,9 @@ def test_always_still_records_failures_between_samples(tree: Path, tmp_path: Pat
         mixin.receive_output_message(leaked_message(), Observer())  # call 1: not sampled
     metas = [load(p)["meta"] for p in captures(directory)]
     assert [(m["exception_message"], m["when"]) for m in metas] == [
-        (None, "always"), (NON_TENSOR, "always")]
+        (None, "always"),
+        (NON_TENSOR, "always"),
+    ]
 
 
 # -- configuration from the environment ------------------------------------------------------
@@ -613,12 +654,17 @@ def test_config_from_env_defaults_and_values(tmp_path: Path):
     assert capture.config_from_env({}) is None
     assert capture.config_from_env({"PPAUX_CAPTURE_DIR": "  "}) is None
     assert capture.config_from_env({"PPAUX_CAPTURE_DIR": str(tmp_path)}) == capture.CaptureConfig(
-        tmp_path, "error", 100, 1 << 30, 1)
-    assert capture.config_from_env({
-        "PPAUX_CAPTURE_DIR": str(tmp_path), "PPAUX_CAPTURE_WHEN": "always",
-        "PPAUX_CAPTURE_MAX_FILES": "7", "PPAUX_CAPTURE_MAX_BYTES": "64M",
-        "PPAUX_CAPTURE_SAMPLE_EVERY": "10",
-    }) == capture.CaptureConfig(tmp_path, "always", 7, 64 << 20, 10)
+        tmp_path, "error", 100, 1 << 30, 1
+    )
+    assert capture.config_from_env(
+        {
+            "PPAUX_CAPTURE_DIR": str(tmp_path),
+            "PPAUX_CAPTURE_WHEN": "always",
+            "PPAUX_CAPTURE_MAX_FILES": "7",
+            "PPAUX_CAPTURE_MAX_BYTES": "64M",
+            "PPAUX_CAPTURE_SAMPLE_EVERY": "10",
+        }
+    ) == capture.CaptureConfig(tmp_path, "always", 7, 64 << 20, 10)
 
 
 @pytest.mark.parametrize(
@@ -627,11 +673,17 @@ def test_config_from_env_defaults_and_values(tmp_path: Path):
         ("PPAUX_CAPTURE_WHEN", "never", "PPAUX_CAPTURE_WHEN='never': must be 'error' or 'always'"),
         ("PPAUX_CAPTURE_MAX_FILES", "ten", "PPAUX_CAPTURE_MAX_FILES='ten': not a whole number"),
         ("PPAUX_CAPTURE_MAX_FILES", "0", "PPAUX_CAPTURE_MAX_FILES='0': must be at least 1"),
-        ("PPAUX_CAPTURE_MAX_BYTES", "lots",
-         "PPAUX_CAPTURE_MAX_BYTES='lots': not a size such as 1073741824, 512M or 1G"),
+        (
+            "PPAUX_CAPTURE_MAX_BYTES",
+            "lots",
+            "PPAUX_CAPTURE_MAX_BYTES='lots': not a size such as 1073741824, 512M or 1G",
+        ),
         ("PPAUX_CAPTURE_SAMPLE_EVERY", "-1", "PPAUX_CAPTURE_SAMPLE_EVERY='-1': must be at least 1"),
-        ("PPAUX_CAPTURE_SAMPLE_EVERY", "1.5",
-         "PPAUX_CAPTURE_SAMPLE_EVERY='1.5': not a whole number"),
+        (
+            "PPAUX_CAPTURE_SAMPLE_EVERY",
+            "1.5",
+            "PPAUX_CAPTURE_SAMPLE_EVERY='1.5': not a whole number",
+        ),
     ],
 )
 def test_config_from_env_errors(tmp_path: Path, name: str, value: str, message: str):
@@ -642,8 +694,16 @@ def test_config_from_env_errors(tmp_path: Path, name: str, value: str, message: 
 
 @pytest.mark.parametrize(
     ("text", "size"),
-    [("1073741824", 1 << 30), ("64M", 64 << 20), ("64MiB", 64 << 20), ("64mb", 64 << 20),
-     ("1G", 1 << 30), ("2k", 2048), ("1T", 1 << 40), (" 5 ", 5)],
+    [
+        ("1073741824", 1 << 30),
+        ("64M", 64 << 20),
+        ("64MiB", 64 << 20),
+        ("64mb", 64 << 20),
+        ("1G", 1 << 30),
+        ("2k", 2048),
+        ("1T", 1 << 40),
+        (" 5 ", 5),
+    ],
 )
 def test_parse_size(text: str, size: int):
     assert capture.parse_size(text) == size
@@ -680,8 +740,10 @@ def test_cuda_tensors_keep_their_device(tree: Path, tmp_path: Path):
 
 
 def test_importing_the_plugin_and_capture_modules_does_not_import_torch():
-    code = ("import sys, ppaux.capture.plugin, ppaux.capture.hooks, ppaux.capture.store; "
-            "print('torch' in sys.modules, 'sglang' in sys.modules)")
+    code = (
+        "import sys, ppaux.capture.plugin, ppaux.capture.hooks, ppaux.capture.store; "
+        "print('torch' in sys.modules, 'sglang' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "False"]
 

@@ -28,8 +28,13 @@ import sglang_runtime
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "checkpoint_driver.py"
 NON_TENSOR = "received a non-tensor auxiliary PP output"
-ENV = {"NO_COLOR": "1", "COLUMNS": "200", "PPAUX_CAPTURE_DIR": None, "SGLANG_PLUGINS": None,
-       "PPAUX_CAPTURE_STRICT": None}
+ENV = {
+    "NO_COLOR": "1",
+    "COLUMNS": "200",
+    "PPAUX_CAPTURE_DIR": None,
+    "SGLANG_PLUGINS": None,
+    "PPAUX_CAPTURE_STRICT": None,
+}
 
 
 def cli(*args: str, **env: str):
@@ -92,9 +97,16 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict
     started = {}
     for mode, scenarios in RUNS.items():
         directory = root / mode
-        started[mode] = (directory, subprocess.Popen(
-            [sys.executable, str(DRIVER), mode, str(directory), "2", *scenarios],
-            env=runtime.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        started[mode] = (
+            directory,
+            subprocess.Popen(
+                [sys.executable, str(DRIVER), mode, str(directory), "2", *scenarios],
+                env=runtime.env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            ),
+        )
     out = {}
     for mode, (directory, process) in started.items():
         stdout, stderr = process.communicate(timeout=600)
@@ -104,8 +116,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict
 
 
 def _cases() -> list[tuple[str, str]]:
-    return [(mode, s) for mode, scenarios in RUNS.items() for s in scenarios
-            if s in EXPECTED]
+    return [(mode, s) for mode, scenarios in RUNS.items() for s in scenarios if s in EXPECTED]
 
 
 @pytest.mark.sglang_runtime
@@ -127,10 +138,16 @@ def test_each_way_in_names_the_hop_and_the_function(runs, mode: str, scenario: s
         assert first["function"] is None
     else:
         assert (first["function"], first["file"], first["line"]) == (
-            function, str(DRIVER), line_of(definition))
+            function,
+            str(DRIVER),
+            line_of(definition),
+        )
         assert first["code"] == "outside"
     assert (second["function"], second["file"], second["line"]) == (
-        function, str(DRIVER), line_of(definition))
+        function,
+        str(DRIVER),
+        line_of(definition),
+    )
     if write is None:
         assert second["write_line"] is None
     else:
@@ -144,8 +161,7 @@ def test_inspect_reports_the_culprit_with_its_location(runs, mode: str, scenario
     _, function, definition, write = EXPECTED[scenario]
     line = line_of(write) if write is not None else line_of(definition)
     sarif = cli("inspect", str(directory / scenario), "--format", "sarif")
-    results = [r for r in json.loads(sarif.stdout)["runs"][0]["results"]
-               if r["ruleId"] == "PP506"]
+    results = [r for r in json.loads(sarif.stdout)["runs"][0]["results"] if r["ruleId"] == "PP506"]
     assert results, sarif.stdout[:2000]
     last = results[-1]["locations"][0]
     assert last["physicalLocation"]["artifactLocation"]["uri"] == "file://" + str(DRIVER)
@@ -173,10 +189,14 @@ def test_a_healthy_run_writes_nothing(runs, mode: str):
 def test_strict_mode_raises_sglangs_sender_message_at_the_first_dirty_hop(runs):
     directory, raised = runs["install"]
     assert raised["strict-subclass"] == ["auxiliary PP output 'scores' is not a tensor"] * 2
-    listed = json.loads(cli("capture", "list", "--dir", str(directory / "strict-subclass"),
-                            "--format", "json").stdout)["captures"]
+    listed = json.loads(
+        cli(
+            "capture", "list", "--dir", str(directory / "strict-subclass"), "--format", "json"
+        ).stdout
+    )["captures"]
     assert [c["meta"]["exception_message"] for c in listed] == [
-        "auxiliary PP output 'scores' is not a tensor"] * 2
+        "auxiliary PP output 'scores' is not a tensor"
+    ] * 2
     assert [c["meta"]["function"] for c in listed] == ["_pp_send_dict_to_next_stage"] * 2
 
 
@@ -194,9 +214,10 @@ def test_a_look_leaves_a_healthy_message_alone_and_forgets_it():
     STATE.activate(CaptureConfig(Path("/nonexistent/never-written")))
     try:
         scores = torch.ones(2)
-        messages = [{"next_token_ids": torch.arange(2),
-                     "__sampling_observer_output__.scores": scores}
-                    for _ in range(MAX_FOLLOWED_MESSAGES + 5)]
+        messages = [
+            {"next_token_ids": torch.arange(2), "__sampling_observer_output__.scores": scores}
+            for _ in range(MAX_FOLLOWED_MESSAGES + 5)
+        ]
         for message in messages:
             assert look("add", message, print, True) is None
             assert look("prepare", message, print, True) is None
@@ -224,10 +245,16 @@ def test_strict_setting_from_the_environment():
     assert str(caught.value) == "PPAUX_CAPTURE_STRICT='yes': must be 0 or 1"
 
 
-@pytest.mark.parametrize("trail", [
-    "not a list", [], [{"hop": 1, "at": "x", "state": "dirty"}], ["a string"],
-    [{"hop": "send", "at": "x"}],
-])
+@pytest.mark.parametrize(
+    "trail",
+    [
+        "not a list",
+        [],
+        [{"hop": 1, "at": "x", "state": "dirty"}],
+        ["a string"],
+        [{"hop": "send", "at": "x"}],
+    ],
+)
 def test_a_malformed_trail_is_ignored(trail):
     from ppaux.dump.trail import read_trail, trail_findings
 
@@ -239,52 +266,83 @@ def test_a_malformed_trail_is_ignored(trail):
 def test_a_trail_from_a_file_is_escaped_and_its_line_checked():
     from ppaux.dump.trail import read_culprit, trail_findings
 
-    record = {"trail": [{"hop": "prepare", "at": "p", "state": "clean", "keys": []},
-                        {"hop": "send_dict", "at": "s\n::error ::forged", "state": "dirty",
-                         "keys": ["scores (list)"]}],
-              "culprit": {"function": "m.f", "file": "/a.py", "line": True, "code": "outside",
-                          "between": ["prepare", "send_dict"]}}
+    record = {
+        "trail": [
+            {"hop": "prepare", "at": "p", "state": "clean", "keys": []},
+            {
+                "hop": "send_dict",
+                "at": "s\n::error ::forged",
+                "state": "dirty",
+                "keys": ["scores (list)"],
+            },
+        ],
+        "culprit": {
+            "function": "m.f",
+            "file": "/a.py",
+            "line": True,
+            "code": "outside",
+            "between": ["prepare", "send_dict"],
+        },
+    }
     culprit = read_culprit(record)
     assert culprit is not None and culprit["line"] is None  # a bool is not a line
     [found] = trail_findings("f.pt", record)
     assert found.code == "PP506" and found.location is None
     assert "\n" not in found.message
     assert found.message.startswith(
-        "scores (list) entered between p and s\\n::error ::forged, in m.f at /a.py:None")
+        "scores (list) entered between p and s\\n::error ::forged, in m.f at /a.py:None"
+    )
 
 
 def test_rank_zero_receiving_a_dirty_message_says_so():
     from ppaux.dump.trail import trail_findings
 
-    record = {"trail": [{"hop": "recv", "at": "recv_tensor_dict returned", "state": "dirty",
-                         "keys": ["scores (list)"]},
-                        {"hop": "pop", "at": "pop called", "state": "dirty",
-                         "keys": ["scores (list)"]}]}
+    record = {
+        "trail": [
+            {
+                "hop": "recv",
+                "at": "recv_tensor_dict returned",
+                "state": "dirty",
+                "keys": ["scores (list)"],
+            },
+            {"hop": "pop", "at": "pop called", "state": "dirty", "keys": ["scores (list)"]},
+        ]
+    }
     [found] = trail_findings("f.pt", record)
     assert (found.code, found.message) == (
-        "PP508", "scores (list) already in the message when recv_tensor_dict returned")
+        "PP508",
+        "scores (list) already in the message when recv_tensor_dict returned",
+    )
 
 
-LOCATED = Finding(code="PP506", severity=Severity.ERROR, message="m", path="cap.pt",
-                  sglang_error=NON_TENSOR, hint="h",
-                  location={"file": "src/app.py", "line": 42, "function": "app.f"})
+LOCATED = Finding(
+    code="PP506",
+    severity=Severity.ERROR,
+    message="m",
+    path="cap.pt",
+    sglang_error=NON_TENSOR,
+    hint="h",
+    location={"file": "src/app.py", "line": 42, "function": "app.f"},
+)
 
 
 def test_a_location_reaches_every_format():
     from ppaux.report.formats import github, gitlab, junit, sarif, text
 
     report = Report(command="inspect", findings=[LOCATED])
-    assert LOCATED.to_json()["location"] == {"file": "src/app.py", "line": 42,
-                                             "function": "app.f"}
+    assert LOCATED.to_json()["location"] == {"file": "src/app.py", "line": 42, "function": "app.f"}
     result = sarif.document(report)["runs"][0]["results"][0]
     assert result["locations"][0]["physicalLocation"] == {
-        "artifactLocation": {"uri": "src/app.py"}, "region": {"startLine": 42}}
+        "artifactLocation": {"uri": "src/app.py"},
+        "region": {"startLine": 42},
+    }
     assert result["relatedLocations"][0]["physicalLocation"] == {
-        "artifactLocation": {"uri": "cap.pt"}}
+        "artifactLocation": {"uri": "cap.pt"}
+    }
     assert github.annotation(LOCATED).startswith(
-        "::error file=src/app.py,line=42,title=PP506 capture-culprit::m%0A")
-    assert gitlab.issues(report)[0]["location"] == {"path": "src/app.py",
-                                                    "lines": {"begin": 42}}
+        "::error file=src/app.py,line=42,title=PP506 capture-culprit::m%0A"
+    )
+    assert gitlab.issues(report)[0]["location"] == {"path": "src/app.py", "lines": {"begin": 42}}
     assert "    at: src/app.py:42 in app.f" in text.render(report)
     assert "at: src/app.py:42 in app.f" in junit.render(report)
 
@@ -301,11 +359,15 @@ def test_status_names_the_hops_this_sglang_lacks(tmp_path: Path):
     result = subprocess.run(
         [sys.executable, "-m", "ppaux_cli", "capture", "status", "--format", "json"],
         env={**os.environ, "PYTHONPATH": str(root), "NO_COLOR": "1"},
-        capture_output=True, text=True, check=False)
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     hops = json.loads(result.stdout)["plugin"]["hops"]
     mixin = "sglang.srt.managers.scheduler_pp_mixin.SchedulerPPMixin"
     assert hops == {
-        "add": None, "pop": None,
+        "add": None,
+        "pop": None,
         "prepare": f"this sglang has no {mixin}._pp_prepare_tensor_dict",
         "send_dict": f"this sglang has no {mixin}._pp_send_dict_to_next_stage",
         "send": "this sglang has no srt/distributed/parallel_state.py",
@@ -332,8 +394,12 @@ def wire(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         env["PYTHONPATH"] = os.pathsep.join([*runtime.pythonpath, str(HERE / "capture_autostart")])
         env["PPAUX_CAPTURE_DIR"] = str(root / case)
         started[case] = subprocess.Popen(
-            [sys.executable, str(WIRE_DRIVER), "scheduler", case], env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [sys.executable, str(WIRE_DRIVER), "scheduler", case],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     for process in started.values():
         stdout, stderr = process.communicate(timeout=600)
         assert process.returncode == 0, stderr[-3000:]
@@ -343,25 +409,36 @@ def wire(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.mark.sglang_runtime
 def test_both_stages_capture_with_their_own_trail_on_a_real_wire(wire):
-    listed = json.loads(cli("capture", "list", "--dir", str(wire["list"]),
-                            "--format", "json").stdout)["captures"]
+    listed = json.loads(
+        cli("capture", "list", "--dir", str(wire["list"]), "--format", "json").stdout
+    )["captures"]
     by_function = {c["meta"]["function"]: c for c in listed}
-    assert sorted(by_function) == ["_pp_send_dict_to_next_stage",
-                                   "pop_auxiliary_output_from_pp_tensors"]
+    assert sorted(by_function) == [
+        "_pp_send_dict_to_next_stage",
+        "pop_auxiliary_output_from_pp_tensors",
+    ]
     sender = by_function["_pp_send_dict_to_next_stage"]
     receiver = by_function["pop_auxiliary_output_from_pp_tensors"]
     assert [f"{h['hop']}:{h['state']}" for h in sender["trail"]] == [
-        "add:clean", "prepare:clean", "send_dict:dirty"]
-    definition = [n for n, text in enumerate(WIRE_DRIVER.read_text().splitlines(), 1)
-                  if "def _pp_prepare_tensor_dict(self, result, batch):" in text]
+        "add:clean",
+        "prepare:clean",
+        "send_dict:dirty",
+    ]
+    definition = [
+        n
+        for n, text in enumerate(WIRE_DRIVER.read_text().splitlines(), 1)
+        if "def _pp_prepare_tensor_dict(self, result, batch):" in text
+    ]
     assert len(definition) == 1
     culprit = sender["culprit"]
     assert (culprit["file"], culprit["line"], culprit["code"]) == (
-        str(WIRE_DRIVER), definition[0], "outside")
+        str(WIRE_DRIVER),
+        definition[0],
+        "outside",
+    )
     assert culprit["function"].endswith("StandInScheduler._pp_prepare_tensor_dict")
     # Rank 0: dirty on arrival, and sglang's own pop failed as it always did.
-    assert [f"{h['hop']}:{h['state']}" for h in receiver["trail"]] == [
-        "recv:dirty", "pop:dirty"]
+    assert [f"{h['hop']}:{h['state']}" for h in receiver["trail"]] == ["recv:dirty", "pop:dirty"]
     assert receiver["meta"]["exception_message"] == NON_TENSOR
     assert receiver["culprit"] is None
     report = json.loads(cli("inspect", str(wire["list"]), "--format", "json").stdout)

@@ -25,8 +25,11 @@ P = "__sampling_observer_output__."
 NON_TENSOR = "received a non-tensor auxiliary PP output"
 # The capture settings of the environment the tests run in must not leak into them.
 UNSET: dict[str, str | None] = {
-    "PPAUX_CAPTURE_DIR": None, "SGLANG_PLUGINS": None, "PPAUX_CAPTURE_WHEN": None,
-    "PPAUX_CAPTURE_MAX_FILES": None, "PPAUX_CAPTURE_MAX_BYTES": None,
+    "PPAUX_CAPTURE_DIR": None,
+    "SGLANG_PLUGINS": None,
+    "PPAUX_CAPTURE_WHEN": None,
+    "PPAUX_CAPTURE_MAX_FILES": None,
+    "PPAUX_CAPTURE_MAX_BYTES": None,
     "PPAUX_CAPTURE_SAMPLE_EVERY": None,
 }
 
@@ -75,8 +78,12 @@ def test_status_of_a_directory(filled: Path):
     document = json.loads(result.stdout)
     files = sorted(filled.glob("capture-*.pt"))
     assert document["directory"] == {
-        "path": str(filled), "exists": True, "writable": True, "captures": 2,
-        "bytes": sum(p.stat().st_size for p in files), "skipped": 1,
+        "path": str(filled),
+        "exists": True,
+        "writable": True,
+        "captures": 2,
+        "bytes": sum(p.stat().st_size for p in files),
+        "skipped": 1,
     }
     plugin = document["plugin"]
     assert plugin["entry_point"] == "ppaux.capture_plugin:register"
@@ -88,20 +95,35 @@ def test_status_of_a_directory(filled: Path):
     assert plugin["reasons"] == ["PPAUX_CAPTURE_DIR is not set"]
     assert [(f["code"], f["severity"], f["path"], f["message"]) for f in document["findings"]] == [
         ("PP502", "warning", "ppaux_capture", "PPAUX_CAPTURE_DIR is not set"),
-        ("PP501", "warning", str(filled),
-         "1 capture(s) were skipped because the directory reached its bounds"),
+        (
+            "PP501",
+            "warning",
+            str(filled),
+            "1 capture(s) were skipped because the directory reached its bounds",
+        ),
     ]
 
 
 def test_status_would_activate_with_the_environment_set(filled: Path):
-    result = run("capture", "status", "--format", "json", PPAUX_CAPTURE_DIR=str(filled),
-                 PPAUX_CAPTURE_WHEN="always", SGLANG_PLUGINS="ppaux_capture")
+    result = run(
+        "capture",
+        "status",
+        "--format",
+        "json",
+        PPAUX_CAPTURE_DIR=str(filled),
+        PPAUX_CAPTURE_WHEN="always",
+        SGLANG_PLUGINS="ppaux_capture",
+    )
     document = json.loads(result.stdout)
     assert document["plugin"]["would_activate"] is True
     assert document["plugin"]["reasons"] == []
     assert document["plugin"]["settings"] == {
-        "directory": str(filled), "when": "always", "max_files": 100, "max_bytes": 1 << 30,
-        "sample_every": 1}
+        "directory": str(filled),
+        "when": "always",
+        "max_files": 100,
+        "max_bytes": 1 << 30,
+        "sample_every": 1,
+    }
     assert document["directory"]["path"] == str(filled)
     assert [f["code"] for f in document["findings"]] == ["PP501"]
 
@@ -109,8 +131,11 @@ def test_status_would_activate_with_the_environment_set(filled: Path):
 def test_status_text(filled: Path):
     result = run("capture", "status", "--dir", str(filled))
     assert result.exit_code == 0
-    rows = [re.split(r"\s{2,}", line.strip()) for line in result.stdout.splitlines()
-            if line.startswith(" ") and re.search(r"\S\s{2,}\S", line)]
+    rows = [
+        re.split(r"\s{2,}", line.strip())
+        for line in result.stdout.splitlines()
+        if line.startswith(" ") and re.search(r"\S\s{2,}\S", line)
+    ]
     table = {cells[0]: cells[-1] for cells in rows if len(cells) >= 2}
     assert table["plugin entry point"] == "ppaux.capture_plugin:register"
     assert table["would activate"] == "no"
@@ -121,8 +146,15 @@ def test_status_text(filled: Path):
 
 
 def test_status_names_the_reasons(tmp_path: Path):
-    result = run("capture", "status", "--format", "json", PPAUX_CAPTURE_DIR=str(tmp_path),
-                 SGLANG_PLUGINS="other", PPAUX_CAPTURE_MAX_BYTES="lots")
+    result = run(
+        "capture",
+        "status",
+        "--format",
+        "json",
+        PPAUX_CAPTURE_DIR=str(tmp_path),
+        SGLANG_PLUGINS="other",
+        PPAUX_CAPTURE_MAX_BYTES="lots",
+    )
     assert result.exit_code == 1  # PP504 is an error
     document = json.loads(result.stdout)
     assert document["plugin"]["reasons"] == [
@@ -137,8 +169,14 @@ def test_status_names_the_reasons(tmp_path: Path):
 def test_status_of_a_directory_not_made_yet(tmp_path: Path):
     result = run("capture", "status", "--dir", str(tmp_path / "new"), "--format", "json")
     document = json.loads(result.stdout)
-    assert document["directory"] == {"path": str(tmp_path / "new"), "exists": False,
-                                     "writable": True, "captures": 0, "bytes": 0, "skipped": 0}
+    assert document["directory"] == {
+        "path": str(tmp_path / "new"),
+        "exists": False,
+        "writable": True,
+        "captures": 0,
+        "bytes": 0,
+        "skipped": 0,
+    }
 
 
 def test_status_of_a_file_is_unwritable(tmp_path: Path):
@@ -176,16 +214,19 @@ def test_list_text_and_json(filled: Path):
         "0 error(s), 0 warning(s), 0 info, 0 input(s) not checked\n"
     )
 
-    document = json.loads(run("capture", "list", "--format", "json",
-                              PPAUX_CAPTURE_DIR=str(filled)).stdout)
+    document = json.loads(
+        run("capture", "list", "--format", "json", PPAUX_CAPTURE_DIR=str(filled)).stdout
+    )
     assert document["directory"] == str(filled)
     assert document["skipped"] == 1
     entries = document["captures"]
     assert [Path(e["path"]).name for e in entries] == names
     assert [(e["meta"]["function"], e["meta"]["exception_message"]) for e in entries] == [
         ("pop_auxiliary_output_from_pp_tensors", NON_TENSOR),
-        ("add_auxiliary_output_to_pp_tensors",
-         "auxiliary output does not support pipeline-parallel transport"),
+        (
+            "add_auxiliary_output_to_pp_tensors",
+            "auxiliary output does not support pipeline-parallel transport",
+        ),
     ]
     assert all(e["problem"] is None and e["size"] > 0 for e in entries)
     assert {e["meta"]["pid"] for e in entries} == {os.getpid()}
@@ -205,7 +246,9 @@ def test_list_reports_a_file_that_is_not_a_capture(tmp_path: Path):
     ]
     assert document["captures"][0]["problem"].startswith("not a torch.save zip or a pickle file")
     assert [(f["code"], Path(f["path"]).name) for f in document["findings"]] == [
-        ("PP505", "capture-bogus.pt"), ("PP505", "capture-plain.pt")]
+        ("PP505", "capture-bogus.pt"),
+        ("PP505", "capture-plain.pt"),
+    ]
     assert run("capture", "list", "--dir", str(directory), "--fail-on", "warning").exit_code == 1
 
 
@@ -222,22 +265,32 @@ def test_list_ignores_temporary_and_other_files(tmp_path: Path):
     ("args", "message"),
     [
         (("capture", "list"), "no capture directory: pass --dir or set PPAUX_CAPTURE_DIR"),
-        (("capture", "list", "--dir", "/nonexistent/ppaux"),
-         "/nonexistent/ppaux: no such directory"),
+        (
+            ("capture", "list", "--dir", "/nonexistent/ppaux"),
+            "/nonexistent/ppaux: no such directory",
+        ),
     ],
 )
 def test_list_errors_are_one_line(args: tuple, message: str):
-    done = subprocess.run([sys.executable, "-m", "ppaux_cli", *args], capture_output=True,
-                          text=True, env={k: v for k, v in os.environ.items()
-                                          if k != "PPAUX_CAPTURE_DIR"}, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "ppaux_cli", *args],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "PPAUX_CAPTURE_DIR"},
+        check=False,
+    )
     assert (done.returncode, done.stdout, done.stderr) == (2, "", f"ppaux: error: {message}\n")
 
 
 def test_list_of_a_file_is_one_line(tmp_path: Path):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    done = subprocess.run([sys.executable, "-m", "ppaux_cli", "capture", "list", "--dir",
-                           str(blocker)], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "ppaux_cli", "capture", "list", "--dir", str(blocker)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert (done.returncode, done.stderr) == (2, f"ppaux: error: {blocker}: not a directory\n")
 
 
@@ -251,17 +304,18 @@ def test_capture_commands_do_not_import_torch(tmp_path: Path):
         "    assert CliRunner().invoke(app, args).exit_code in (0, 1)\n"
         "print('torch' in sys.modules)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
 
 
 def test_status_honours_select_and_ignore(filled: Path):
-    ignored = json.loads(run("capture", "status", "--dir", str(filled), "-f", "json",
-                             "--ignore", "PP502").stdout)
+    ignored = json.loads(
+        run("capture", "status", "--dir", str(filled), "-f", "json", "--ignore", "PP502").stdout
+    )
     assert [f["code"] for f in ignored["findings"]] == ["PP501"]
-    selected = json.loads(run("capture", "status", "--dir", str(filled), "-f", "json",
-                              "--select", "PP502").stdout)
+    selected = json.loads(
+        run("capture", "status", "--dir", str(filled), "-f", "json", "--select", "PP502").stdout
+    )
     assert [f["code"] for f in selected["findings"]] == ["PP502"]
     assert run("capture", "status", "--dir", str(filled), "--fail-on", "warning").exit_code == 1
 
@@ -269,11 +323,16 @@ def test_status_honours_select_and_ignore(filled: Path):
 def test_json_reports_follow_the_report_schema(filled: Path):
     import jsonschema
 
-    schema = json.loads((Path(__file__).resolve().parent.parent / "docs" / "report.schema.json")
-                        .read_text(encoding="utf-8"))
+    schema = json.loads(
+        (Path(__file__).resolve().parent.parent / "docs" / "report.schema.json").read_text(
+            encoding="utf-8"
+        )
+    )
     for command in ("status", "list"):
         document = json.loads(run("capture", command, "--dir", str(filled), "-f", "json").stdout)
         assert document["command"] == f"capture {command}"
-        errors = [f"{e.json_path}: {e.message}"
-                  for e in jsonschema.Draft202012Validator(schema).iter_errors(document)]
+        errors = [
+            f"{e.json_path}: {e.message}"
+            for e in jsonschema.Draft202012Validator(schema).iter_errors(document)
+        ]
         assert errors == []

@@ -67,12 +67,21 @@ print(json.dumps({
 
 
 def run_child(root: Path, env: dict, *args: str) -> dict:
-    clean = {k: v for k, v in os.environ.items()
-             if not k.startswith("PPAUX_CAPTURE") and k != "SGLANG_PLUGINS"}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("PPAUX_CAPTURE") and k != "SGLANG_PLUGINS"
+    }
     clean["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), clean.get("PYTHONPATH")) if p)
     clean["PYTHONWARNINGS"] = "ignore"
-    done = subprocess.run([sys.executable, "-c", _CHILD, *args], env={**clean, **env},
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, *args],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -91,8 +100,12 @@ def test_plugin_wraps_both_functions_and_captures(root: Path, tmp_path: Path):
     assert result["raised"] == [NON_TENSOR, NON_TENSOR]
     assert len(list(directory.glob("capture-*.pt"))) == 2
     assert result["records"] == [
-        ["ppaux.capture", "INFO", f"ppaux capture: capturing failing PP auxiliary transport "
-                                  f"calls into {directory} (when=error)"]
+        [
+            "ppaux.capture",
+            "INFO",
+            f"ppaux capture: capturing failing PP auxiliary transport "
+            f"calls into {directory} (when=error)",
+        ]
     ]
 
 
@@ -115,21 +128,26 @@ def test_sglang_plugins_can_leave_it_out(root: Path, tmp_path: Path):
 
 def test_sglang_plugins_naming_it_loads_it(root: Path, tmp_path: Path):
     directory = tmp_path / "captures"
-    result = run_child(root, {"PPAUX_CAPTURE_DIR": str(directory),
-                              "SGLANG_PLUGINS": "other, ppaux_capture"})
+    result = run_child(
+        root, {"PPAUX_CAPTURE_DIR": str(directory), "SGLANG_PLUGINS": "other, ppaux_capture"}
+    )
     assert result["wrapped"] == [True, True]
     assert len(list(directory.glob("capture-*.pt"))) == 2
 
 
 def test_a_bad_setting_logs_and_leaves_sglang_alone(root: Path, tmp_path: Path):
     directory = tmp_path / "captures"
-    result = run_child(root, {"PPAUX_CAPTURE_DIR": str(directory),
-                              "PPAUX_CAPTURE_MAX_FILES": "many"})
+    result = run_child(
+        root, {"PPAUX_CAPTURE_DIR": str(directory), "PPAUX_CAPTURE_MAX_FILES": "many"}
+    )
     assert result["wrapped"] == [False, False]
     assert result["raised"] == [NON_TENSOR, NON_TENSOR]
     assert result["records"] == [
-        ["ppaux.capture", "WARNING",
-         "ppaux capture: not enabled: PPAUX_CAPTURE_MAX_FILES='many': not a whole number"]
+        [
+            "ppaux.capture",
+            "WARNING",
+            "ppaux capture: not enabled: PPAUX_CAPTURE_MAX_FILES='many': not a whole number",
+        ]
     ]
     assert not directory.exists()
 
@@ -162,12 +180,28 @@ def test_an_sglang_without_the_transport_gets_no_hooks(tmp_path: Path):
     # 0.5.15 - 0.5.18 had the plugin framework but no PP auxiliary transport
     root = sglang_shaped.build(tmp_path / "site", version="0.5.18")
     (root / "sglang" / "srt" / "sampling" / "sampling_observer_pp.py").unlink()
-    env = {**os.environ, "PYTHONPATH": str(root), "PPAUX_CAPTURE_DIR": str(tmp_path / "c"),
-           "PYTHONWARNINGS": "ignore"}
-    done = subprocess.run([sys.executable, "-c", _OLD_SGLANG], env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(root),
+        "PPAUX_CAPTURE_DIR": str(tmp_path / "c"),
+        "PYTHONWARNINGS": "ignore",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _OLD_SGLANG],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == str([
-        ("ppaux.capture", "INFO", "ppaux capture: not enabled: this sglang has no "
-                                  "sglang.srt.sampling.sampling_observer_pp"),
-    ])
+    assert done.stdout.strip() == str(
+        [
+            (
+                "ppaux.capture",
+                "INFO",
+                "ppaux capture: not enabled: this sglang has no "
+                "sglang.srt.sampling.sampling_observer_pp",
+            ),
+        ]
+    )

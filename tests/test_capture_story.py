@@ -8,7 +8,8 @@ Two pipeline stages run sglang 0.5.23's own files (from the release wheel, under
 * the last stage (PP rank 1) runs a copy of sglang whose ``_pp_prepare_tensor_dict`` was changed
   out of tree: instead of ``add_auxiliary_output_to_pp_tensors`` it writes the observer's scores
   as a Python list straight under ``__sampling_observer_output__.scores``; it sends the output
-  message the way sglang's ``send_tensor_dict`` does (:mod:`ppaux.replay.wire`: a pickled metadata list,
+  message the way sglang's ``send_tensor_dict`` does (:mod:`ppaux.replay.wire`: a pickled metadata
+  list,
   then each tensor);
 * the first stage (PP rank 0) runs stock files, with ``PPAUX_CAPTURE_DIR`` set: sglang's own
   ``load_plugins()`` loads ppaux's capture plugin; the received message goes to the real
@@ -156,9 +157,14 @@ def free_port() -> int:
 
 
 def ppaux(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ppaux_cli", *args], capture_output=True,
-                          text=True, timeout=300, check=False, env={**os.environ, "NO_COLOR": "1",
-                                                                    "COLUMNS": "200"})
+    return subprocess.run(
+        [sys.executable, "-m", "ppaux_cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -175,10 +181,17 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> dict:
         "first": subprocess.Popen(
             [sys.executable, "-c", _STAGE, "first", port],
             env={**clean, "PYTHONPATH": str(first), "PPAUX_CAPTURE_DIR": str(captures)},
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ),
         "last": subprocess.Popen(
-            [sys.executable, "-c", _STAGE, "last", port], env={**clean, "PYTHONPATH": str(last)},
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+            [sys.executable, "-c", _STAGE, "last", port],
+            env={**clean, "PYTHONPATH": str(last)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ),
     }
     outputs = {}
     try:
@@ -215,37 +228,71 @@ def test_inspect_names_the_key_the_type_and_the_cause(story: dict):
     [capture] = sorted(story["captures"].glob("capture-*.pt"))
     done = ppaux("inspect", str(capture))
     assert done.returncode == 1, done.stderr
-    assert (f"PP101 error {capture} [{P}scores]: auxiliary entry 'scores' holds a list of 4 "
-            "floats, not a tensor") in done.stdout
+    assert (
+        f"PP101 error {capture} [{P}scores]: auxiliary entry 'scores' holds a list of 4 "
+        "floats, not a tensor"
+    ) in done.stdout
     assert f"predicts: {NON_TENSOR}" in done.stdout
-    assert ("Out-of-tree code writes '__sampling_observer_output__.*' keys straight into the "
-            "tensor dict") in done.stdout
+    assert (
+        "Out-of-tree code writes '__sampling_observer_output__.*' keys straight into the "
+        "tensor dict"
+    ) in done.stdout
 
 
 def test_replay_reproduces_the_exact_message(story: dict):
     [capture] = sorted(story["captures"].glob("capture-*.pt"))
     # sglang's own pop from the first stage's files, behind the emulated wire; the sender
     # writes the keys unchecked, as the out-of-tree last stage did
-    done = ppaux("replay", "--sender", "legacy", "--transport", "wire", "--impl", "sglang",
-                 "--sglang-path", str(story["trees"][0]), "--format", "json", str(capture))
+    done = ppaux(
+        "replay",
+        "--sender",
+        "legacy",
+        "--transport",
+        "wire",
+        "--impl",
+        "sglang",
+        "--sglang-path",
+        str(story["trees"][0]),
+        "--format",
+        "json",
+        str(capture),
+    )
     assert done.returncode == 1, done.stderr
     findings = json.loads(done.stdout)["findings"]
     assert [(f["code"], f["message"], f["sglang_error"]) for f in findings] == [
-        ("PP401", f"pop on rank 0 raises RuntimeError: {NON_TENSOR}", NON_TENSOR)]
+        ("PP401", f"pop on rank 0 raises RuntimeError: {NON_TENSOR}", NON_TENSOR)
+    ]
 
 
 def test_check_skew_flags_the_sender(story: dict):
     base = story["base"]
     for rank, tree in story["trees"].items():
-        done = ppaux("fingerprint", "--sglang-path", str(tree), "--pp-rank", str(rank),
-                     "--pp-size", "2", "--output", str(base / f"pp{rank}.json"))
+        done = ppaux(
+            "fingerprint",
+            "--sglang-path",
+            str(tree),
+            "--pp-rank",
+            str(rank),
+            "--pp-size",
+            "2",
+            "--output",
+            str(base / f"pp{rank}.json"),
+        )
         assert done.returncode == 0, done.stderr
-    done = ppaux("check-skew", str(base / "pp0.json"), str(base / "pp1.json"), "--format", "json",
-                 "--fail-on", "warning")
+    done = ppaux(
+        "check-skew",
+        str(base / "pp0.json"),
+        str(base / "pp1.json"),
+        "--format",
+        "json",
+        "--fail-on",
+        "warning",
+    )
     assert done.returncode == 1, done.stderr
     findings = json.loads(done.stdout)["findings"]
     assert [(f["code"], Path(f["path"]).name, f["message"]) for f in findings] == [
-        ("PP323", "pp1.json", "scheduler_pp_mixin.py never calls add")]
+        ("PP323", "pp1.json", "scheduler_pp_mixin.py never calls add")
+    ]
 
 
 def test_the_tensorized_capture_pops_with_sglangs_own_functions(story: dict, tmp_path: Path):
@@ -255,11 +302,23 @@ def test_the_tensorized_capture_pops_with_sglangs_own_functions(story: dict, tmp
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         f"converted ['tensors']['{P}scores']: a list of 4 floats -> float32 tensor of shape (4,) "
-        "on cpu", f"wrote {fixed} (1 value converted)"]
+        "on cpu",
+        f"wrote {fixed} (1 value converted)",
+    ]
     # The default, validating sender and sglang's own add and pop from the first stage's files,
     # through the emulated wire: the observer's output comes back, and no PP408.
-    done = ppaux("replay", "--transport", "wire", "--impl", "sglang", "--sglang-path",
-                 str(story["trees"][0]), "--format", "json", str(fixed))
+    done = ppaux(
+        "replay",
+        "--transport",
+        "wire",
+        "--impl",
+        "sglang",
+        "--sglang-path",
+        str(story["trees"][0]),
+        "--format",
+        "json",
+        str(fixed),
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     document = json.loads(done.stdout)
     assert document["findings"] == []

@@ -107,18 +107,27 @@ def build_tree(wheel: Path, root: Path) -> Path:
 
 
 def run_child(root: Path, env: dict, *args: str) -> dict:
-    clean = {k: v for k, v in os.environ.items()
-             if not k.startswith(("PPAUX_CAPTURE", "SGLANG_"))}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PPAUX_CAPTURE", "SGLANG_"))}
     clean.update(PYTHONPATH=str(root), PYTHONWARNINGS="ignore", **env)
-    done = subprocess.run([sys.executable, "-c", _CHILD, *args], env=clean, capture_output=True,
-                          text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, *args],
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
 
 
 def inspect_json(path: Path) -> dict:
-    done = subprocess.run([sys.executable, "-m", "ppaux_cli", "inspect", "--format", "json",
-                           str(path)], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "ppaux_cli", "inspect", "--format", "json", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 1, done.stderr
     return json.loads(done.stdout)
 
@@ -130,10 +139,12 @@ def test_plugin_through_sglangs_framework(version: str, tmp_path: Path):
     result = run_child(root, {"PPAUX_CAPTURE_DIR": str(directory)}, "plugin")
     prefix = "sglang.srt.sampling.sampling_observer_pp."
     assert result["hooks"] == {
-        prefix + "add_auxiliary_output_to_pp_tensors":
-            [["around", "ppaux.capture.hooks", "ppaux_capture", "ppaux"]],
-        prefix + "pop_auxiliary_output_from_pp_tensors":
-            [["around", "ppaux.capture.hooks", "ppaux_capture", "ppaux"]],
+        prefix + "add_auxiliary_output_to_pp_tensors": [
+            ["around", "ppaux.capture.hooks", "ppaux_capture", "ppaux"]
+        ],
+        prefix + "pop_auxiliary_output_from_pp_tensors": [
+            ["around", "ppaux.capture.hooks", "ppaux_capture", "ppaux"]
+        ],
     }
     assert result["wrapped"] == [True, True]
     assert result["capture_original"] == [True, True]
@@ -153,22 +164,33 @@ def test_plugin_through_sglangs_framework(version: str, tmp_path: Path):
 
     findings = inspect_json(pop_file)["findings"]
     assert [(f["code"], f["key"]) for f in findings] == [
-        ("PP101", "__sampling_observer_output__.scores")]
+        ("PP101", "__sampling_observer_output__.scores")
+    ]
 
 
 @pytest.mark.parametrize("version", RELEASES)
 def test_plugin_without_the_directory_registers_nothing(version: str, tmp_path: Path):
     root = build_tree(wheels.sglang_wheel(version), tmp_path / "site")
     done = subprocess.run(
-        [sys.executable, "-c",
-         "from sglang.srt.plugins import load_plugins\n"
-         "from sglang.srt.plugins.hook_registry import HookRegistry\n"
-         "load_plugins()\n"
-         "import sys\n"
-         "print(dict(HookRegistry._hooks), 'ppaux.capture.hooks' in sys.modules)\n"],
-        env={**{k: v for k, v in os.environ.items() if not k.startswith("PPAUX_CAPTURE")},
-             "PYTHONPATH": str(root), "PYTHONWARNINGS": "ignore"},
-        capture_output=True, text=True, timeout=300, check=False)
+        [
+            sys.executable,
+            "-c",
+            "from sglang.srt.plugins import load_plugins\n"
+            "from sglang.srt.plugins.hook_registry import HookRegistry\n"
+            "load_plugins()\n"
+            "import sys\n"
+            "print(dict(HookRegistry._hooks), 'ppaux.capture.hooks' in sys.modules)\n",
+        ],
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("PPAUX_CAPTURE")},
+            "PYTHONPATH": str(root),
+            "PYTHONWARNINGS": "ignore",
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "{} False"
 

@@ -52,7 +52,11 @@ def test_predicted_pop_matches_the_transport(mapping):
     try:
         result = transport.pop_auxiliary_output_from_pp_tensors(real, Observer())
     except (RuntimeError, AttributeError) as exc:
-        assert predicted == {"outcome": "error", "error_type": type(exc).__name__, "error": str(exc)}
+        assert predicted == {
+            "outcome": "error",
+            "error_type": type(exc).__name__,
+            "error": str(exc),
+        }
     else:
         assert predicted["outcome"] == ("no-aux" if result is None else "ok")
         assert predicted["error"] is None

@@ -41,12 +41,18 @@ def run(*args: str, input: bytes | str | None = None, env: dict[str, str] | None
     return CliRunner().invoke(app, list(args), env={**ENV, **(env or {})}, input=input)
 
 
-def ppaux_process(*args: str, env: dict[str, str] | None = None, cwd: Path = REPO,
-                  stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+def ppaux_process(
+    *args: str, env: dict[str, str] | None = None, cwd: Path = REPO, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
     base = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
-    return subprocess.run([sys.executable, "-m", "ppaux_cli", *args], cwd=cwd,
-                          capture_output=True, timeout=120, env={**base, **(env or {})},
-                          input=stdin)
+    return subprocess.run(
+        [sys.executable, "-m", "ppaux_cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        timeout=120,
+        env={**base, **(env or {})},
+        input=stdin,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -61,10 +67,13 @@ def test_short_help_and_version():
     assert run("--version").stdout == f"ppaux {ppaux.__version__}\n"
 
 
-@pytest.mark.parametrize("args, usage", [
-    ((), "Usage: ppaux [OPTIONS] COMMAND [ARGS]..."),
-    (("capture",), "Usage: ppaux capture [OPTIONS] COMMAND [ARGS]..."),
-])
+@pytest.mark.parametrize(
+    "args, usage",
+    [
+        ((), "Usage: ppaux [OPTIONS] COMMAND [ARGS]..."),
+        (("capture",), "Usage: ppaux capture [OPTIONS] COMMAND [ARGS]..."),
+    ],
+)
 def test_bare_group_prints_its_help_on_stderr_and_exits_2(args, usage):
     done = ppaux_process(*args)
     assert done.returncode == 2 and done.stdout == b""
@@ -81,12 +90,19 @@ def test_help_lists_every_command_with_its_own_summary():
 
 
 def test_help_imports_no_command_module():
-    code = ("import sys, json\nfrom ppaux_cli.app import main\ntry:\n    main()\n"
-            "except SystemExit:\n    pass\n"
-            "print(json.dumps(sorted(m for m in sys.modules if m.startswith("
-            "('ppaux_cli.commands.', 'pydantic')))), file=sys.stderr)")
-    done = subprocess.run([sys.executable, "-c", code, "--help"], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
+    code = (
+        "import sys, json\nfrom ppaux_cli.app import main\ntry:\n    main()\n"
+        "except SystemExit:\n    pass\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith("
+        "('ppaux_cli.commands.', 'pydantic')))), file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert json.loads(done.stderr.splitlines()[-1]) == []
 
 
@@ -94,9 +110,18 @@ def test_readable_metavars():
     usage = run("inspect", "--help").stdout.splitlines()[0]
     assert usage == "Usage: ppaux inspect [OPTIONS] PATH..."
     assert run("check-skew", "--help").stdout.splitlines()[0] == (
-        "Usage: ppaux check-skew [OPTIONS] [PATH]...")
-    for command in ("inspect", "replay", "check-skew", "explain", "rules", "fingerprint", "diff",
-                    "tensorize"):
+        "Usage: ppaux check-skew [OPTIONS] [PATH]..."
+    )
+    for command in (
+        "inspect",
+        "replay",
+        "check-skew",
+        "explain",
+        "rules",
+        "fingerprint",
+        "diff",
+        "tensorize",
+    ):
         text = run(command, "--help").stdout
         assert "<" not in text.split("Options:")[0] and "{" not in text and "list[" not in text
     text = run("inspect", "--help").stdout
@@ -112,7 +137,8 @@ def test_verbose_names_the_configuration_and_quiet_silences_it(tmp_path):
         assert done.returncode == 0
         assert done.stderr.decode() == (
             f"ppaux: note: configuration: {tmp_path / 'ppaux.toml'}; fail-on warning; "
-            "select all; ignore PP112; strict off\n")
+            "select all; ignore PP112; strict off\n"
+        )
     done = ppaux_process("inspect", dump, "-q", cwd=tmp_path)
     assert done.returncode == 0 and done.stderr == b""
     done = ppaux_process("inspect", dump, "-q", "-v", cwd=tmp_path)
@@ -124,27 +150,46 @@ def test_verbose_names_the_configuration_and_quiet_silences_it(tmp_path):
 # Bad values, in ppaux's words
 
 
-@pytest.mark.parametrize("args, message", [
-    (("inspect", CLEAN, "--format", "jsn"),
-     f"--format: 'jsn' is not one of {FORMATS}; did you mean 'json'?"),
-    (("inspect", CLEAN, "--fail-on", "warn"),
-     "--fail-on: 'warn' is not one of error, warning, info, never; did you mean 'warning'?"),
-    (("inspect", CLEAN, "--fail-on", "zzz"),
-     "--fail-on: 'zzz' is not one of error, warning, info, never"),
-    (("replay", CLEAN, "--transport", "wier"),
-     "--transport: 'wier' is not one of none, wire, torch-distributed, sglang; did you mean "
-     "'wire'?"),
-    (("rules", "--format", "markdwn"),
-     "--format: 'markdwn' is not one of text, json, markdown; did you mean 'markdown'?"),
-    (("explain", "PP1O1"),
-     "unknown rule code 'PP1O1'; 'ppaux rules' lists them; did you mean 'PP101'?"),
-    (("explain", "QQ999"), "unknown rule code 'QQ999'; 'ppaux rules' lists them"),
-    (("inspct", CLEAN), "'inspct' is not a ppaux command; did you mean 'inspect'?"),
-    (("inspect", CLEAN, "--release", "0.5.233"),
-     "--release: unknown sglang release '0.5.233'; did you mean '0.5.23'?"),
-    (("inspect", CLEAN, "--extend-select", "PX9"),
-     "--extend-select: 'PX9' matches no rule code; 'ppaux rules' lists them"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ("inspect", CLEAN, "--format", "jsn"),
+            f"--format: 'jsn' is not one of {FORMATS}; did you mean 'json'?",
+        ),
+        (
+            ("inspect", CLEAN, "--fail-on", "warn"),
+            "--fail-on: 'warn' is not one of error, warning, info, never; did you mean 'warning'?",
+        ),
+        (
+            ("inspect", CLEAN, "--fail-on", "zzz"),
+            "--fail-on: 'zzz' is not one of error, warning, info, never",
+        ),
+        (
+            ("replay", CLEAN, "--transport", "wier"),
+            "--transport: 'wier' is not one of none, wire, torch-distributed, sglang; did you mean "
+            "'wire'?",
+        ),
+        (
+            ("rules", "--format", "markdwn"),
+            "--format: 'markdwn' is not one of text, json, markdown; did you mean 'markdown'?",
+        ),
+        (
+            ("explain", "PP1O1"),
+            "unknown rule code 'PP1O1'; 'ppaux rules' lists them; did you mean 'PP101'?",
+        ),
+        (("explain", "QQ999"), "unknown rule code 'QQ999'; 'ppaux rules' lists them"),
+        (("inspct", CLEAN), "'inspct' is not a ppaux command; did you mean 'inspect'?"),
+        (
+            ("inspect", CLEAN, "--release", "0.5.233"),
+            "--release: unknown sglang release '0.5.233'; did you mean '0.5.23'?",
+        ),
+        (
+            ("inspect", CLEAN, "--extend-select", "PX9"),
+            "--extend-select: 'PX9' matches no rule code; 'ppaux rules' lists them",
+        ),
+    ],
+)
 def test_bad_values_are_one_line_in_ppaux_words_with_the_closest_value(args, message):
     done = ppaux_process(*args)
     assert done.returncode == 2 and done.stdout == b""
@@ -157,7 +202,8 @@ def test_output_format_is_an_alias_of_format():
     assert long.exit_code == short.exit_code == 1
     assert long.stdout == short.stdout and json.loads(long.stdout)["findings"][0]["code"] == "PP101"
     assert run("explain", "PP101", "--output-format", "json").stdout == (
-        run("explain", "PP101", "-f", "json").stdout)
+        run("explain", "PP101", "-f", "json").stdout
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -175,20 +221,36 @@ def test_dash_reads_one_dump_from_stdin():
     assert doc["files"][0]["payloads"] == from_file["files"][0]["payloads"]
 
 
-@pytest.mark.parametrize("args, stdin, message", [
-    (("inspect", "-"), b"", "<stdin>: empty file"),
-    (("inspect", "-", "--limit", "max_pickle_bytes=10"), (REPO / "fixtures/dumps/plain_pickle.pkl")
-     .read_bytes(), "<stdin>: the stream holds more than 10 bytes (limit max_pickle_bytes=10; "
-     "raise it with --limit max_pickle_bytes=N)"),
-    (("inspect", "-", "--limit", "max_stream_bytes=100"), (REPO / CLEAN).read_bytes(),
-     "<stdin>: the stream holds more than 100 bytes (limit max_stream_bytes=100; raise it with "
-     "--limit max_stream_bytes=N)"),
-    (("inspect", "-", "-"), b"", "-: stdin can be read only once"),
-    (("replay", "-"), b"", "-: replay reads tensors back from the file, so it cannot read stdin; "
-     "give a path"),
-    (("diff", "-", CLEAN), b"", "-: diff reads tensor bytes back from the files, so it cannot "
-     "read stdin; give paths"),
-])
+@pytest.mark.parametrize(
+    "args, stdin, message",
+    [
+        (("inspect", "-"), b"", "<stdin>: empty file"),
+        (
+            ("inspect", "-", "--limit", "max_pickle_bytes=10"),
+            (REPO / "fixtures/dumps/plain_pickle.pkl").read_bytes(),
+            "<stdin>: the stream holds more than 10 bytes (limit max_pickle_bytes=10; "
+            "raise it with --limit max_pickle_bytes=N)",
+        ),
+        (
+            ("inspect", "-", "--limit", "max_stream_bytes=100"),
+            (REPO / CLEAN).read_bytes(),
+            "<stdin>: the stream holds more than 100 bytes (limit max_stream_bytes=100; raise it "
+            "with "
+            "--limit max_stream_bytes=N)",
+        ),
+        (("inspect", "-", "-"), b"", "-: stdin can be read only once"),
+        (
+            ("replay", "-"),
+            b"",
+            "-: replay reads tensors back from the file, so it cannot read stdin; give a path",
+        ),
+        (
+            ("diff", "-", CLEAN),
+            b"",
+            "-: diff reads tensor bytes back from the files, so it cannot read stdin; give paths",
+        ),
+    ],
+)
 def test_bad_stdin_is_one_line(args, stdin, message):
     done = ppaux_process(*args, stdin=stdin)
     assert done.returncode == 2
@@ -214,16 +276,19 @@ def test_selection_extend_is_selected_over_shorter_ignores():
     assert chosen.includes("PP101") and chosen.includes("PP201") and not chosen.includes("PP102")
 
 
-@pytest.mark.parametrize("config, flags, codes", [
-    ('ignore = ["PP1"]', (), []),
-    ('ignore = ["PP1"]', ("--extend-select", "PP101"), ["PP101"]),
-    ('ignore = ["PP1"]', ("--ignore", "PP2"), ["PP101"]),  # --ignore replaces
-    ('select = ["PP2"]', (), []),
-    ('select = ["PP2"]', ("--extend-select", "pp101"), ["PP101"]),
-    ('select = ["PP2"]', ("--select", "PP1"), ["PP101"]),  # --select replaces
-    ('ignore = ["PP2"]', ("--extend-ignore", "PP101"), []),
-    ('ignore = ["PP2"]', ("--extend-ignore", "PP3,PP2"), ["PP101"]),
-])
+@pytest.mark.parametrize(
+    "config, flags, codes",
+    [
+        ('ignore = ["PP1"]', (), []),
+        ('ignore = ["PP1"]', ("--extend-select", "PP101"), ["PP101"]),
+        ('ignore = ["PP1"]', ("--ignore", "PP2"), ["PP101"]),  # --ignore replaces
+        ('select = ["PP2"]', (), []),
+        ('select = ["PP2"]', ("--extend-select", "pp101"), ["PP101"]),
+        ('select = ["PP2"]', ("--select", "PP1"), ["PP101"]),  # --select replaces
+        ('ignore = ["PP2"]', ("--extend-ignore", "PP101"), []),
+        ('ignore = ["PP2"]', ("--extend-ignore", "PP3,PP2"), ["PP101"]),
+    ],
+)
 def test_extend_options_add_to_the_configuration(tmp_path, config, flags, codes):
     (tmp_path / "pyproject.toml").write_text(f"[tool.ppaux]\n{config}\n")
     done = ppaux_process("inspect", str(REPO / AUX_LIST), "-f", "json", *flags, cwd=tmp_path)
@@ -238,17 +303,20 @@ def test_extend_options_add_to_the_configuration(tmp_path, config, flags, codes)
 def test_statistics_text_and_json():
     done = run("inspect", AUX_LIST, CLEAN, "fixtures/dumps/aux_non_contiguous.pt", "--statistics")
     assert done.exit_code == 1
-    assert done.stdout == ("1  PP101  error    aux-non-tensor\n"
-                           "1  PP106  warning  aux-non-contiguous\n"
-                           "2 findings in 2 codes\n")
+    assert done.stdout == (
+        "1  PP101  error    aux-non-tensor\n"
+        "1  PP106  warning  aux-non-contiguous\n"
+        "2 findings in 2 codes\n"
+    )
     done = run("inspect", AUX_LIST, "--statistics", "-f", "json", "--fail-on", "never")
     assert done.exit_code == 0
     assert json.loads(done.stdout) == {
         "schema": "ppaux.statistics/1",
         "tool": {"name": "ppaux", "version": ppaux.__version__},
         "command": "inspect",
-        "statistics": [{"code": "PP101", "name": "aux-non-tensor", "severity": "error",
-                        "count": 1}],
+        "statistics": [
+            {"code": "PP101", "name": "aux-non-tensor", "severity": "error", "count": 1}
+        ],
         "problems": 0,
     }
     done = run("inspect", CLEAN, "fixtures/corrupt/empty.pt", "--statistics")
@@ -276,8 +344,14 @@ def test_progress_forced_drawn_in_a_pipe_and_never_when_off_or_quiet():
 
 def _stderr_on_terminal(args: list[str], env: dict[str, str]) -> str:
     main, child = pty.openpty()
-    done = subprocess.run([sys.executable, "-m", "ppaux_cli", *args], cwd=REPO,
-                          stdout=subprocess.PIPE, stderr=child, timeout=300, env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "ppaux_cli", *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=child,
+        timeout=300,
+        env=env,
+    )
     os.close(child)
     chunks = []
     while True:
@@ -297,8 +371,9 @@ def test_no_progress_and_term_dumb_on_a_terminal():
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
     args = ["inspect", "fixtures/dumps", "-f", "json"]
     assert "inspecting" in _stderr_on_terminal(args, {**env, "TERM": "xterm"})  # so it can fail
-    assert "inspecting" not in _stderr_on_terminal([*args, "--no-progress"],
-                                                   {**env, "TERM": "xterm"})
+    assert "inspecting" not in _stderr_on_terminal(
+        [*args, "--no-progress"], {**env, "TERM": "xterm"}
+    )
     assert "inspecting" not in _stderr_on_terminal(args, {**env, "TERM": "dumb"})
 
 
@@ -307,17 +382,20 @@ class _Terminal(io.StringIO):
         return True
 
 
-@pytest.mark.parametrize("env, terminal, colour", [
-    ({}, True, True),
-    ({}, False, False),
-    ({"NO_COLOR": "1"}, True, False),
-    ({"NO_COLOR": ""}, True, True),  # empty counts as unset (no-color.org)
-    ({"FORCE_COLOR": "1"}, False, True),
-    ({"FORCE_COLOR": ""}, False, False),
-    ({"FORCE_COLOR": "1", "NO_COLOR": "1"}, False, False),
-    ({"TERM": "dumb"}, True, False),
-    ({"TERM": "dumb", "FORCE_COLOR": "1"}, True, True),
-])
+@pytest.mark.parametrize(
+    "env, terminal, colour",
+    [
+        ({}, True, True),
+        ({}, False, False),
+        ({"NO_COLOR": "1"}, True, False),
+        ({"NO_COLOR": ""}, True, True),  # empty counts as unset (no-color.org)
+        ({"FORCE_COLOR": "1"}, False, True),
+        ({"FORCE_COLOR": ""}, False, False),
+        ({"FORCE_COLOR": "1", "NO_COLOR": "1"}, False, False),
+        ({"TERM": "dumb"}, True, False),
+        ({"TERM": "dumb", "FORCE_COLOR": "1"}, True, True),
+    ],
+)
 def test_colour_variables(monkeypatch, env, terminal, colour):
     for name in ("NO_COLOR", "FORCE_COLOR", "TERM"):
         monkeypatch.delenv(name, raising=False)
@@ -340,21 +418,45 @@ def test_force_color_colours_a_pipe_and_no_color_wins():
 
 
 def _complete(words: str) -> list[str]:
-    env = {**os.environ, "_PPAUX_COMPLETE": "complete_bash", "COMP_WORDS": words,
-           "COMP_CWORD": str(len(words.split()) - (0 if words.endswith(" ") else 1))}
-    done = subprocess.run([sys.executable, "-m", "ppaux_cli"], cwd=REPO, capture_output=True,
-                          text=True, timeout=120, env=env)
+    env = {
+        **os.environ,
+        "_PPAUX_COMPLETE": "complete_bash",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(words.split()) - (0 if words.endswith(" ") else 1)),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "ppaux_cli"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
 
 
 def test_rule_codes_complete():
     assert _complete("ppaux inspect x --select PP10") == [
-        "PP101", "PP102", "PP103", "PP104", "PP105", "PP106", "PP107", "PP108", "PP109"]
+        "PP101",
+        "PP102",
+        "PP103",
+        "PP104",
+        "PP105",
+        "PP106",
+        "PP107",
+        "PP108",
+        "PP109",
+    ]
     assert _complete("ppaux inspect x --extend-ignore PP11") == [
-        "PP110", "PP111", "PP112", "PP113", "PP114", "PP115"]
-    assert _complete("ppaux explain PP11") == [
-        "PP110", "PP111", "PP112", "PP113", "PP114", "PP115"]
+        "PP110",
+        "PP111",
+        "PP112",
+        "PP113",
+        "PP114",
+        "PP115",
+    ]
+    assert _complete("ppaux explain PP11") == ["PP110", "PP111", "PP112", "PP113", "PP114", "PP115"]
     assert _complete("ppaux inspect x --fail-on w") == ["warning"]
 
 
@@ -386,11 +488,19 @@ def test_distributed_settings_are_one_frozen_typed_object():
 def test_report_options_are_the_same_on_every_reporting_command():
     def options(*command: str) -> list[str]:
         text = run(*command, "--help").stdout
-        return [line for line in text.splitlines()[text.splitlines().index("Options:"):]
-                if "--format" in line or "--extend-select" in line or "--statistics" in line]
+        return [
+            line
+            for line in text.splitlines()[text.splitlines().index("Options:") :]
+            if "--format" in line or "--extend-select" in line or "--statistics" in line
+        ]
 
     reference = options("inspect")
     assert len(reference) == 3
-    for command in (("check-skew",), ("replay",), ("diff",), ("capture", "status"),
-                    ("capture", "list")):
+    for command in (
+        ("check-skew",),
+        ("replay",),
+        ("diff",),
+        ("capture", "status"),
+        ("capture", "list"),
+    ):
         assert options(*command) == reference, command

@@ -33,18 +33,20 @@ def ppaux(*args: str, cwd: Path | None = None):
         result = CliRunner().invoke(app, list(args), env={"NO_COLOR": "1", "COLUMNS": "100"})
     finally:
         os.chdir(here)
-    assert result.exception is None or isinstance(result.exception, SystemExit), \
-        result.exception
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     return result
 
 
 def test_diff_never_imports_torch():
-    code = ("import sys; from ppaux.dump.diff import diff_paths; "
-            f"r = diff_paths({str(DUMPS / 'clean_output.pt')!r}, "
-            f"{str(DUMPS / 'cuda1_output.pt')!r}); "
-            "print(len(r.findings), 'torch' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, cwd=REPO)
+    code = (
+        "import sys; from ppaux.dump.diff import diff_paths; "
+        f"r = diff_paths({str(DUMPS / 'clean_output.pt')!r}, "
+        f"{str(DUMPS / 'cuda1_output.pt')!r}); "
+        "print(len(r.findings), 'torch' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
     assert done.stdout.split() == ["4", "False"]
 
 
@@ -75,7 +77,8 @@ def test_diff_of_a_dump_and_its_tensorized_copy_names_exactly_the_converted_keys
         assert pops == []
     else:
         assert [f["message"] for f in pops] == [
-            f"A: pop raises RuntimeError: {NON_TENSOR}; B: pop succeeds"]
+            f"A: pop raises RuntimeError: {NON_TENSOR}; B: pop succeeds"
+        ]
         assert pops[0]["sglang_error"] == NON_TENSOR
     meta = [f["message"] for f in findings if f["code"] == "PP609"]
     if name.startswith("capture_"):
@@ -83,7 +86,8 @@ def test_diff_of_a_dump_and_its_tensorized_copy_names_exactly_the_converted_keys
             "capture metadata differs in exception_type, exception_message, "
             "original_exception_type, original_exception_message, rewritten_by, rewritten_from, "
             "rewritten_from_sha256, rewritten_keys (B: ppaux tensorize 0.1.0 rewrote "
-            f"{DUMPS / name})"]
+            f"{DUMPS / name})"
+        ]
     else:
         assert meta == []
 
@@ -99,13 +103,16 @@ def test_a_dump_and_its_copy_do_not_differ(tmp_path):
     assert {e["status"] for e in compared["entries"]} == {"same"}
     assert len(compared["entries"]) == 22
     # deflated_datapkl.pt is the same message with data.pkl compressed: no difference either.
-    assert ppaux("diff", str(DUMPS / "clean_output.pt"),
-                 str(DUMPS / "deflated_datapkl.pt")).exit_code == 0
+    assert (
+        ppaux("diff", str(DUMPS / "clean_output.pt"), str(DUMPS / "deflated_datapkl.pt")).exit_code
+        == 0
+    )
 
 
 def test_device_changes_are_errors_on_aux_entries_and_info_elsewhere():
-    done = ppaux("diff", str(DUMPS / "clean_output.pt"), str(DUMPS / "cuda1_output.pt"),
-                 "--format", "json")
+    done = ppaux(
+        "diff", str(DUMPS / "clean_output.pt"), str(DUMPS / "cuda1_output.pt"), "--format", "json"
+    )
     assert done.exit_code == 1
     findings = json.loads(done.stdout)["findings"]
     assert [(f["code"], f["severity"], f["key"], f["message"]) for f in findings] == [
@@ -125,28 +132,51 @@ def _save(path: Path, message: dict) -> Path:
 
 def test_values_keys_and_metadata(tmp_path):
     torch = pytest.importorskip("torch")
-    a = _save(tmp_path / "a.pt", {
-        "next_token_ids": torch.arange(2), "logprobs": [0.5, 0.25],
-        P + "scores": torch.tensor([1.0, 2.0]), P + "gone": torch.ones(1),
-        P + "wide": torch.ones(2, 3), "__msg_type__": "output"})
-    b = _save(tmp_path / "b.pt", {
-        "next_token_ids": torch.arange(2), "logprobs": [0.5, 0.125],
-        P + "scores": torch.tensor([1.0, 3.0]), P + "wide": torch.ones(3, 2, dtype=torch.float16),
-        P + "new": torch.zeros(1), "__msg_type__": "output"})
+    a = _save(
+        tmp_path / "a.pt",
+        {
+            "next_token_ids": torch.arange(2),
+            "logprobs": [0.5, 0.25],
+            P + "scores": torch.tensor([1.0, 2.0]),
+            P + "gone": torch.ones(1),
+            P + "wide": torch.ones(2, 3),
+            "__msg_type__": "output",
+        },
+    )
+    b = _save(
+        tmp_path / "b.pt",
+        {
+            "next_token_ids": torch.arange(2),
+            "logprobs": [0.5, 0.125],
+            P + "scores": torch.tensor([1.0, 3.0]),
+            P + "wide": torch.ones(3, 2, dtype=torch.float16),
+            P + "new": torch.zeros(1),
+            "__msg_type__": "output",
+        },
+    )
     done = ppaux("diff", str(a), str(b), "--format", "json")
     assert done.exit_code == 1
     # Digests of the raw little-endian float32 bytes, worked out here with hashlib.
     da = hashlib.sha256(struct.pack("<2f", 1.0, 2.0)).hexdigest()[:12]
     db = hashlib.sha256(struct.pack("<2f", 1.0, 3.0)).hexdigest()[:12]
-    assert [(f["code"], f["severity"], f["key"], f["message"])
-            for f in json.loads(done.stdout)["findings"]] == [
-        ("PP605", "info", "logprobs",
-         "the values differ ([0.5, 0.25] in A, [0.5, 0.125] in B)"),
-        ("PP605", "error", P + "scores",
-         f"the tensors' bytes differ (sha256 {da}... in A, {db}... in B)"),
+    assert [
+        (f["code"], f["severity"], f["key"], f["message"])
+        for f in json.loads(done.stdout)["findings"]
+    ] == [
+        ("PP605", "info", "logprobs", "the values differ ([0.5, 0.25] in A, [0.5, 0.125] in B)"),
+        (
+            "PP605",
+            "error",
+            P + "scores",
+            f"the tensors' bytes differ (sha256 {da}... in A, {db}... in B)",
+        ),
         ("PP602", "error", P + "gone", "only in A (float32 (1,) cpu)"),
-        ("PP604", "error", P + "wide",
-         "dtype float32 -> float16, shape (2, 3) -> (3, 2), stride (3, 1) -> (2, 1)"),
+        (
+            "PP604",
+            "error",
+            P + "wide",
+            "dtype float32 -> float16, shape (2, 3) -> (3, 2), stride (3, 1) -> (2, 1)",
+        ),
         ("PP601", "error", P + "new", "only in B (float32 (1,) cpu)"),
     ]
 
@@ -165,8 +195,9 @@ def test_tensor_bytes_are_read_in_blocks(tmp_path, monkeypatch):
     real = diff._Records._read
 
     def counting(self, storage, start, end, sink):
-        return real(self, storage, start, end, lambda block: (reads.append(len(block)),
-                                                               sink(block)))
+        return real(
+            self, storage, start, end, lambda block: (reads.append(len(block)), sink(block))
+        )
 
     monkeypatch.setattr(diff._Records, "_read", counting)
     report = diff.diff_paths(str(a), str(b))
@@ -178,7 +209,7 @@ def test_tensor_bytes_are_read_in_blocks(tmp_path, monkeypatch):
 def test_views_compare_by_the_elements_they_see(tmp_path):
     torch = pytest.importorskip("torch")
     base = torch.arange(8, dtype=torch.float32)
-    a = _save(tmp_path / "a.pt", {P + "v": base[2:5]})           # a view into a bigger storage
+    a = _save(tmp_path / "a.pt", {P + "v": base[2:5]})  # a view into a bigger storage
     b = _save(tmp_path / "b.pt", {P + "v": torch.tensor([2.0, 3.0, 4.0])})
     c = _save(tmp_path / "c.pt", {P + "v": torch.tensor([2.0, 3.0, 9.0])})
     from ppaux.dump.diff import diff_paths
@@ -189,14 +220,16 @@ def test_views_compare_by_the_elements_they_see(tmp_path):
 
 # -- formats, bad inputs, hostile files ----------------------------------------------------------
 
+
 @pytest.mark.parametrize("fmt", ["text", "json", "github", "sarif", "junit", "gitlab"])
 def test_every_format(fmt):
     done = ppaux("diff", str(DUMPS / "aux_list.pt"), str(DUMPS / "aux_float.pt"), "--format", fmt)
     assert done.exit_code == 1
     out = done.stdout
     if fmt == "text":
-        assert (f"PP603 error {DUMPS / 'aux_float.pt'} [{P}scores]: a list of 2 floats in A, "
-                "0.5 in B") in out
+        assert (
+            f"PP603 error {DUMPS / 'aux_float.pt'} [{P}scores]: a list of 2 floats in A, 0.5 in B"
+        ) in out
     elif fmt == "json":
         assert json.loads(out)["command"] == "diff"
     elif fmt == "github":
@@ -210,17 +243,34 @@ def test_every_format(fmt):
 
 
 def test_fail_on_never_and_select():
-    assert ppaux("diff", str(DUMPS / "aux_list.pt"), str(DUMPS / "aux_float.pt"),
-                 "--fail-on", "never").exit_code == 0
-    assert ppaux("diff", str(DUMPS / "clean_output.pt"), str(DUMPS / "cuda1_output.pt"),
-                 "--ignore", "PP604").exit_code == 0
+    assert (
+        ppaux(
+            "diff", str(DUMPS / "aux_list.pt"), str(DUMPS / "aux_float.pt"), "--fail-on", "never"
+        ).exit_code
+        == 0
+    )
+    assert (
+        ppaux(
+            "diff",
+            str(DUMPS / "clean_output.pt"),
+            str(DUMPS / "cuda1_output.pt"),
+            "--ignore",
+            "PP604",
+        ).exit_code
+        == 0
+    )
 
 
-@pytest.mark.parametrize("args, line", [
-    (["missing.pt", str(DUMPS / "aux_list.pt")], "ppaux: error: missing.pt: no such file"),
-    ([str(DUMPS / "aux_list.pt"), str(REPO / "fixtures" / "corrupt" / "empty.pt")],
-     f"ppaux: error: {REPO / 'fixtures' / 'corrupt' / 'empty.pt'}: empty file"),
-])
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["missing.pt", str(DUMPS / "aux_list.pt")], "ppaux: error: missing.pt: no such file"),
+        (
+            [str(DUMPS / "aux_list.pt"), str(REPO / "fixtures" / "corrupt" / "empty.pt")],
+            f"ppaux: error: {REPO / 'fixtures' / 'corrupt' / 'empty.pt'}: empty file",
+        ),
+    ],
+)
 def test_bad_inputs_are_one_line_and_exit_2(args, line):
     done = ppaux("diff", *args)
     assert done.exit_code == 2
@@ -228,14 +278,19 @@ def test_bad_inputs_are_one_line_and_exit_2(args, line):
 
 
 def test_hostile_corpus_runs_nothing(tmp_path):
-    files = sorted(p for folder in ("adversarial", "malicious")
-                   for p in (REPO / "fixtures" / folder).iterdir() if p.suffix in (".pt", ".pkl"))
+    files = sorted(
+        p
+        for folder in ("adversarial", "malicious")
+        for p in (REPO / "fixtures" / folder).iterdir()
+        if p.suffix in (".pt", ".pkl")
+    )
     for path in files:
         (Path("/tmp") / f"ppaux_pwned_{path.stem}").unlink(missing_ok=True)
     before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
     for path in files:
-        done = ppaux("diff", str(DUMPS / "clean_output.pt"), str(path), "--format", "json",
-                     cwd=tmp_path)
+        done = ppaux(
+            "diff", str(DUMPS / "clean_output.pt"), str(path), "--format", "json", cwd=tmp_path
+        )
         assert done.exit_code in (0, 1, 2), path
         if done.exit_code == 2:
             [line] = done.stderr.splitlines()

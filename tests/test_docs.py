@@ -27,7 +27,9 @@ SARIF_SCHEMA = json.loads((REPO / "tests" / "data" / "sarif-schema-2.1.0.json").
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("generate_docs", REPO / "scripts" / "generate_docs.py")
+    spec = importlib.util.spec_from_file_location(
+        "generate_docs", REPO / "scripts" / "generate_docs.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -38,7 +40,8 @@ def test_generated_pages_are_current(page):
     pages = {path.name: text for path, text in _generator().pages().items()}
     current = (DOCS / page).read_text(encoding="utf-8")
     assert current == pages[page], (
-        f"docs/{page} is out of date: run python scripts/generate_docs.py")
+        f"docs/{page} is out of date: run python scripts/generate_docs.py"
+    )
 
 
 def test_catalogue_page_has_every_rule_with_an_anchor():
@@ -62,7 +65,7 @@ def test_cli_reference_lists_every_command():
 
 def _nav_pages() -> list[str]:
     text = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
-    nav = text[text.index("\nnav:"):]
+    nav = text[text.index("\nnav:") :]
     return re.findall(r":\s+(\S+\.md)\s*$", nav, re.M)
 
 
@@ -92,20 +95,35 @@ def test_report_schema_accepts_every_inspect_report():
     schema = json.loads((DOCS / "report.schema.json").read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
     result = subprocess.run(
-        [sys.executable, "-m", "ppaux_cli", "inspect", "--format", "json",
-         "fixtures/dumps", "fixtures/malicious", "fixtures/corrupt"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "ppaux_cli",
+            "inspect",
+            "--format",
+            "json",
+            "fixtures/dumps",
+            "fixtures/malicious",
+            "fixtures/corrupt",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "NO_COLOR": "1"},
     )
     assert result.returncode == 2  # fixtures/corrupt holds unreadable files on purpose
     document = json.loads(result.stdout)
-    errors = [f"{e.json_path}: {e.message}"
-              for e in jsonschema.Draft202012Validator(schema).iter_errors(document)]
+    errors = [
+        f"{e.json_path}: {e.message}"
+        for e in jsonschema.Draft202012Validator(schema).iter_errors(document)
+    ]
     assert errors == []
     assert len(document["files"]) >= 40 and document["problems"]
 
 
 # -- the CI recipes, run as written --------------------------------------------------------------
+
 
 def _recipe_scripts(page: str) -> list[str]:
     """Every shell script of the page's YAML blocks: ``run:`` steps and GitLab ``script:`` items."""
@@ -121,7 +139,9 @@ def _recipe_scripts(page: str) -> list[str]:
                 indent = len(match.group(1))
                 body = []
                 i += 1
-                while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
+                while i < len(lines) and (
+                    not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent
+                ):
                     body.append(lines[i].strip())
                     i += 1
                 scripts.append("\n".join(b for b in body if b))
@@ -136,8 +156,9 @@ def _recipe_scripts(page: str) -> list[str]:
                 continue
             i += 1
     for block in re.findall(r"```bash\n(.*?)```", text, re.S):
-        scripts += [line.split("  #")[0].strip() for line in block.splitlines()
-                    if line.startswith("ppaux ")]
+        scripts += [
+            line.split("  #")[0].strip() for line in block.splitlines() if line.startswith("ppaux ")
+        ]
     return scripts
 
 
@@ -148,17 +169,27 @@ def _workspace(tmp_path: Path) -> dict[str, str]:
     # 'ppaux' as the recipes call it: this interpreter's ppaux, installed or not.
     (bin_dir / "ppaux").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ppaux_cli "$@"\n')
     (bin_dir / "ppaux").chmod(0o755)
-    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-            "PYTHONPATH": str(REPO), "NO_COLOR": "1",
-            "GITHUB_STEP_SUMMARY": str(tmp_path / "step-summary.md")}
+    return {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(REPO),
+        "NO_COLOR": "1",
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "step-summary.md"),
+    }
 
 
 def _run_script(script: str, tmp_path: Path, env: dict[str, str]) -> int:
     lines = [line for line in script.splitlines() if not line.startswith("pip install")]
     if not lines:
         return 0
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", "\n".join(lines)], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", "\n".join(lines)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode in (0, 1), f"{script!r} exited {done.returncode}: {done.stderr}"
     assert "Traceback" not in done.stderr
     return done.returncode
@@ -175,12 +206,17 @@ def _check_outputs(tmp_path: Path) -> None:
 
 
 def test_github_and_gitlab_payload_recipes_run_as_written(tmp_path):
-    scripts = [s for s in _recipe_scripts("ci.md") if "fingerprint" not in s and "check-skew" not in s]
+    scripts = [
+        s for s in _recipe_scripts("ci.md") if "fingerprint" not in s and "check-skew" not in s
+    ]
     assert len(scripts) >= 6
     env = _workspace(tmp_path)
     codes = {script: _run_script(script, tmp_path, env) for script in scripts}
     assert codes["ppaux inspect fixtures/dumps/ --format github"] == 1  # the fixtures hold errors
-    assert codes["ppaux inspect fixtures/dumps/ --format sarif --output ppaux.sarif --fail-on never"] == 0
+    assert (
+        codes["ppaux inspect fixtures/dumps/ --format sarif --output ppaux.sarif --fail-on never"]
+        == 0
+    )
     for name in ("ppaux.sarif", "gl-code-quality.json", "ppaux-junit.xml", "report.json"):
         assert (tmp_path / name).exists(), name
     _check_outputs(tmp_path)
@@ -201,7 +237,8 @@ def test_skew_gate_recipe_runs_as_written(tmp_path):
     shutil.copy(wheel, tmp_path / "wheels" / wheel.name)
     # The recipe downloads the wheel itself; the test hands it the cached copy instead.
     fingerprints = "\n".join(
-        line for line in scripts[0].splitlines() if not line.startswith("pip download"))
+        line for line in scripts[0].splitlines() if not line.startswith("pip download")
+    )
     assert _run_script(fingerprints, tmp_path, env) == 0
     assert _run_script(scripts[1], tmp_path, env) == 0
 
@@ -235,8 +272,11 @@ def _output_blocks(text: str) -> list[tuple[str, str, str]]:
     blocks = []
     for first, second in zip(fences, fences[1:], strict=False):
         language, source = first.group(1), first.group(2)
-        if (language not in ("console", "python") or second.group(1) != "text"
-                or text[first.end():second.start()].strip()):
+        if (
+            language not in ("console", "python")
+            or second.group(1) != "text"
+            or text[first.end() : second.start()].strip()
+        ):
             continue
         if language == "console":
             lines = source.strip().splitlines()
@@ -247,12 +287,19 @@ def _output_blocks(text: str) -> list[tuple[str, str, str]]:
     return blocks
 
 
-def _check_blocks(blocks: list[tuple[str, str, str]], cwd: Path, env: dict[str, str],
-                  shown_dir: str) -> None:
+def _check_blocks(
+    blocks: list[tuple[str, str, str]], cwd: Path, env: dict[str, str], shown_dir: str
+) -> None:
     for language, source, expected in blocks:
         argv = ["bash", "-c", source] if language == "console" else [sys.executable, "-c", source]
-        done = subprocess.run(argv, cwd=cwd, env={**env, "COLUMNS": "100"}, capture_output=True,
-                              text=True, timeout=300)
+        done = subprocess.run(
+            argv,
+            cwd=cwd,
+            env={**env, "COLUMNS": "100"},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert "Traceback" not in done.stderr, (source, done.stderr)
         assert done.stdout.replace(str(cwd), shown_dir) == expected, source
 
@@ -263,14 +310,28 @@ def _write_walkthrough_capture(folder: Path) -> None:
     torch = pytest.importorskip("torch")
     from ppaux.dump.capture_format import make_capture
 
-    meta = {"ppaux_version": "0.1.0", "sglang_version": "0.5.23", "torch_version": "2.13.0",
-            "host": "vm", "pid": 25991, "rank": 0, "local_rank": None, "world_size": 2,
-            "pp_rank": None, "pp_size": None, "function": "pop_auxiliary_output_from_pp_tensors",
-            "exception_type": "RuntimeError",
-            "exception_message": "received a non-tensor auxiliary PP output",
-            "time": "2026-12-02T10:23:24+00:00", "when": "error"}
-    tensors = {"next_token_ids": torch.tensor([11, 12, 13], dtype=torch.int32),
-               P + "scores": [0.25, 0.5, 0.75], "__msg_type__": "output"}
+    meta = {
+        "ppaux_version": "0.1.0",
+        "sglang_version": "0.5.23",
+        "torch_version": "2.13.0",
+        "host": "vm",
+        "pid": 25991,
+        "rank": 0,
+        "local_rank": None,
+        "world_size": 2,
+        "pp_rank": None,
+        "pp_size": None,
+        "function": "pop_auxiliary_output_from_pp_tensors",
+        "exception_type": "RuntimeError",
+        "exception_message": "received a non-tensor auxiliary PP output",
+        "time": "2026-12-02T10:23:24+00:00",
+        "when": "error",
+    }
+    tensors = {
+        "next_token_ids": torch.tensor([11, 12, 13], dtype=torch.int32),
+        P + "scores": [0.25, 0.5, 0.75],
+        "__msg_type__": "output",
+    }
     torch.save(make_capture(meta, tensors), folder / WALKTHROUGH_CAPTURE)
 
 
@@ -278,8 +339,10 @@ def test_walkthrough_fix_step_prints_what_the_page_shows(tmp_path):
     text = _section((DOCS / "walkthrough.md").read_text(encoding="utf-8"), "## 6. The fix")
     blocks = _output_blocks(text)
     assert [source for _, source, _ in blocks] == [
-        f"ppaux tensorize {WALKTHROUGH_CAPTURE} -o fixed.pt", "ppaux replay fixed.pt",
-        f"ppaux diff {WALKTHROUGH_CAPTURE} fixed.pt"]
+        f"ppaux tensorize {WALKTHROUGH_CAPTURE} -o fixed.pt",
+        "ppaux replay fixed.pt",
+        f"ppaux diff {WALKTHROUGH_CAPTURE} fixed.pt",
+    ]
     env = _workspace(tmp_path)
     _write_walkthrough_capture(tmp_path)
     # The page runs in the capture directory of step 2.
@@ -293,7 +356,9 @@ def test_fix_page_prints_what_it_shows(tmp_path):
     env = _workspace(tmp_path)
     _check_blocks(blocks, tmp_path, env, str(tmp_path))
 
+
 # -- the GitHub Action and the pre-commit hook, as docs/ci.md shows them ------------------------
+
 
 def _yaml_blocks(page: str, containing: str) -> list[str]:
     text = (DOCS / page).read_text(encoding="utf-8")
@@ -313,8 +378,13 @@ def _lint(workflow: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     shutil.copy(REPO / "action.yml", repo / "action.yml")
     (repo / ".github" / "workflows" / "ppaux.yml").write_text(workflow, encoding="utf-8")
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    return subprocess.run([_tool("actionlint"), "-oneline", "-no-color"], cwd=repo,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [_tool("actionlint"), "-oneline", "-no-color"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_actionlint_accepts_the_action_and_the_recipe(tmp_path):
@@ -341,8 +411,9 @@ def test_action_steps_run_as_the_runner_runs_them(tmp_path):
     from checkout import clean_env, copy_checkout
 
     (workflow,) = _yaml_blocks("ci.md", "uses: ./")
-    step = next(s for s in yaml.safe_load(workflow)["jobs"]["payloads"]["steps"]
-                if s.get("uses") == "./")
+    step = next(
+        s for s in yaml.safe_load(workflow)["jobs"]["payloads"]["steps"] if s.get("uses") == "./"
+    )
     action = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))
     inputs = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
     inputs.update({k: str(v) for k, v in step["with"].items()})
@@ -356,11 +427,15 @@ def test_action_steps_run_as_the_runner_runs_them(tmp_path):
     (python_bin / "python").symlink_to(getattr(sys, "_base_executable", sys.executable))
     (tmp_path / "runner-temp").mkdir()
     context = {f"inputs.{k}": v for k, v in inputs.items()}
-    context.update({"github.action_path": str(source),
-                    "runner.temp": str(tmp_path / "runner-temp")})
+    context.update(
+        {"github.action_path": str(source), "runner.temp": str(tmp_path / "runner-temp")}
+    )
     env = clean_env(tmp_path / "scratch", python_bin)
-    env.update(GITHUB_PATH=str(files["path"]), GITHUB_OUTPUT=str(files["output"]),
-               GITHUB_STEP_SUMMARY=str(files["summary"]))
+    env.update(
+        GITHUB_PATH=str(files["path"]),
+        GITHUB_OUTPUT=str(files["output"]),
+        GITHUB_STEP_SUMMARY=str(files["summary"]),
+    )
     codes = []
     for action_step in action["runs"]["steps"]:
         if "uses" in action_step:
@@ -375,18 +450,25 @@ def test_action_steps_run_as_the_runner_runs_them(tmp_path):
         added = [line for line in files["path"].read_text().splitlines() if line]
         step_env["PATH"] = os.pathsep.join([*reversed(added), env["PATH"]])
         assert action_step["shell"] == "bash"
-        done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c",
-                               action_step["run"]], cwd=workspace, env=step_env,
-                              capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", action_step["run"]],
+            cwd=workspace,
+            env=step_env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert "Traceback" not in done.stderr
         codes.append((action_step["name"], done.returncode, done.stdout))
     names = [name for name, _, _ in codes]
-    assert names == ["Install ppaux from the action's checkout", "SARIF log",
-                     "Annotations and job summary"]
+    assert names == [
+        "Install ppaux from the action's checkout",
+        "SARIF log",
+        "Annotations and job summary",
+    ]
     assert [code for _, code, _ in codes] == [0, 0, 1]  # the bundled dumps hold errors
     annotations = codes[-1][2]
-    assert ("::error file=fixtures/dumps/aux_list.pt,title=PP101 aux-non-tensor::"
-            in annotations)
+    assert "::error file=fixtures/dumps/aux_list.pt,title=PP101 aux-non-tensor::" in annotations
     assert "exit-code=1" in files["output"].read_text().splitlines()
     assert files["summary"].read_text().startswith("## ppaux inspect\n")
     sarif = json.loads((workspace / inputs["sarif"]).read_text())
@@ -419,8 +501,9 @@ def test_pre_commit_hook_recipe_runs_as_written(tmp_path):
     env["PRE_COMMIT_HOME"] = str(tmp_path / "pre-commit-home")
 
     def pre_commit(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["pre-commit", *args], cwd=project, env=env,
-                              capture_output=True, text=True, timeout=600)
+        return subprocess.run(
+            ["pre-commit", *args], cwd=project, env=env, capture_output=True, text=True, timeout=600
+        )
 
     good = pre_commit("run", "--files", "good.pt")
     assert good.returncode == 0 and "ppaux inspect" in good.stdout, good.stdout + good.stderr
@@ -431,10 +514,21 @@ def test_pre_commit_hook_recipe_runs_as_written(tmp_path):
     # pre-commit passed both dumps; only the bad one has a finding.
     assert "good.pt (zip;" in bad.stdout
     assert not re.search(r"^PP\d+ \w+ good\.pt", bad.stdout, re.M)
-    (line,) = [line for line in re.findall(r"```bash\n(.*?)```", (DOCS / "ci.md").read_text(),
-                                           re.S)[-1].splitlines() if "try-repo" in line]
-    tried = subprocess.run(["bash", "-c", line.replace("PATH-TO-PPAUX", str(ppaux_repo))],
-                           cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    (line,) = [
+        line
+        for line in re.findall(r"```bash\n(.*?)```", (DOCS / "ci.md").read_text(), re.S)[
+            -1
+        ].splitlines()
+        if "try-repo" in line
+    ]
+    tried = subprocess.run(
+        ["bash", "-c", line.replace("PATH-TO-PPAUX", str(ppaux_repo))],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert tried.returncode == 1 and "PP101 error bad.pt" in tried.stdout, tried.stderr
     tried_good = pre_commit("try-repo", str(ppaux_repo), "ppaux-inspect", "--files", "good.pt")
     assert tried_good.returncode == 0, tried_good.stdout + tried_good.stderr

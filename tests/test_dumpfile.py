@@ -53,8 +53,17 @@ def test_dense_tensors_views_and_dtypes(tmp_path):
     root = dump.root
     assert list(root) == list(obj)
     described = {
-        k: (v.dtype, v.shape, v.stride, v.offset, v.device, v.storage.key, v.nbytes,
-            v.requires_grad, v.contiguous)
+        k: (
+            v.dtype,
+            v.shape,
+            v.stride,
+            v.offset,
+            v.device,
+            v.storage.key,
+            v.nbytes,
+            v.requires_grad,
+            v.contiguous,
+        )
         for k, v in root.items()
     }
     assert described == {
@@ -85,9 +94,20 @@ def test_special_tensor_kinds(tmp_path):
         "meta": torch.empty(2, 3, device="meta"),
     }
     root = read_dump(save(tmp_path, obj)).root
-    assert (root["param"].subclass, root["param"].requires_grad) == ("torch.nn.parameter.Parameter", True)
-    assert (root["sparse"].kind, root["sparse"].layout, root["sparse"].shape) == ("sparse", "torch.sparse_coo", (4,))
-    assert (root["csr"].kind, root["csr"].layout, root["csr"].shape) == ("sparse", "torch.sparse_csr", (3, 3))
+    assert (root["param"].subclass, root["param"].requires_grad) == (
+        "torch.nn.parameter.Parameter",
+        True,
+    )
+    assert (root["sparse"].kind, root["sparse"].layout, root["sparse"].shape) == (
+        "sparse",
+        "torch.sparse_coo",
+        (4,),
+    )
+    assert (root["csr"].kind, root["csr"].layout, root["csr"].shape) == (
+        "sparse",
+        "torch.sparse_csr",
+        (3, 3),
+    )
     assert (root["quant"].kind, root["quant"].dtype) == ("quantized", "qint8")
     assert (root["meta"].kind, root["meta"].device, root["meta"].shape) == ("meta", "meta", (2, 3))
 
@@ -154,14 +174,18 @@ def test_bad_inputs_have_one_clear_reason(tmp_path):
     (tmp_path / "half.pt").write_bytes(data[: len(data) // 2])
     cases["half.pt"] = "truncated or corrupt zip file (File is not a zip file)"
     (tmp_path / "text.pt").write_bytes(b"hello world\n")
-    cases["text.pt"] = ("not a torch.save zip or a pickle file (malformed pickle at byte 0: "
-                        "memo entry 101 was never stored)")
+    cases["text.pt"] = (
+        "not a torch.save zip or a pickle file (malformed pickle at byte 0: "
+        "memo entry 101 was never stored)"
+    )
     _zip(tmp_path, "nopkl.pt", {"x/version": b"3"})
     cases["nopkl.pt"] = "zip file without a data.pkl record: not a torch.save file"
     _zip(tmp_path, "two.pt", {"a/data.pkl": b"N.", "b/data.pkl": b"N."})
     # torch reads every record from the first record's folder and refuses any other.
-    cases["two.pt"] = ("record b/data.pkl is outside the folder a/ of the first record; "
-                       "torch.load refuses the file")
+    cases["two.pt"] = (
+        "record b/data.pkl is outside the folder a/ of the first record; "
+        "torch.load refuses the file"
+    )
     legacy = tmp_path / "legacy.pt"
     torch.save({"a": torch.zeros(2)}, legacy, _use_new_zipfile_serialization=False)
     cases["legacy.pt"] = (
@@ -199,8 +223,12 @@ def test_deflated_data_pkl_is_read_and_bombs_are_stopped(tmp_path):
     records = {n: source.read(n) for n in source.namelist()}
     path = _zip(tmp_path, "deflated.pt", records, zipfile.ZIP_DEFLATED)
     assert read_dump(path).root["a"].shape == (2,)
-    bomb = _zip(tmp_path, "bomb.pt", {"b/data.pkl": b"\x80\x02N" + b"0N" * 200_000 + b"."},
-                zipfile.ZIP_DEFLATED)
+    bomb = _zip(
+        tmp_path,
+        "bomb.pt",
+        {"b/data.pkl": b"\x80\x02N" + b"0N" * 200_000 + b"."},
+        zipfile.ZIP_DEFLATED,
+    )
     with pytest.raises(LimitExceeded) as info:
         read_dump(bomb, Limits(max_pickle_bytes=100_000))
     assert info.value.reason == (
@@ -226,7 +254,9 @@ def test_size_and_stride_of_different_lengths_are_refused(tmp_path):
         b"X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x01\x00\x00\x000X\x03\x00\x00\x00cpuK\x04tQ"
         b"K\x00(K\x02K\x02t(K\x01t\x89ccollections\nOrderedDict\n)RtR."
     )
-    path = _zip(tmp_path, "bad.pt", {"archive/data.pkl": pickle_bytes, "archive/data/0": b"\0" * 16})
+    path = _zip(
+        tmp_path, "bad.pt", {"archive/data.pkl": pickle_bytes, "archive/data/0": b"\0" * 16}
+    )
     with pytest.raises(DumpError) as info:
         read_dump(path)
     assert info.value.reason.endswith("tensor size has 2 dimensions but its stride 1")

@@ -27,22 +27,54 @@ GOLDEN = HERE / "golden" / "formats"
 SARIF_SCHEMA = json.loads((HERE / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
 
 SUFFIX = {
-    Format.TEXT: "txt", Format.JSON: "json", Format.GITHUB: "github.txt",
-    Format.SARIF: "sarif.json", Format.JUNIT: "junit.xml", Format.GITLAB: "gitlab.json",
-    Format.MARKDOWN: "md", Format.HTML: "html",
+    Format.TEXT: "txt",
+    Format.JSON: "json",
+    Format.GITHUB: "github.txt",
+    Format.SARIF: "sarif.json",
+    Format.JUNIT: "junit.xml",
+    Format.GITLAB: "gitlab.json",
+    Format.MARKDOWN: "md",
+    Format.HTML: "html",
 }
 
 RULES = {
-    "PP101": Rule("PP101", "aux-non-tensor", Severity.ERROR, "A value under an auxiliary key is "
-                  "not a tensor.", "Rank 0 refuses non-tensors.", ("Out-of-tree code.",),
-                  "Send tensors.", "received a non-tensor auxiliary PP output", "'a': [1]",
-                  "payload"),
-    "PP114": Rule("PP114", "no-tensor-dict", Severity.INFO, "No tensor dict.", "Nothing to check.",
-                  ("Not a capture.",), "Point ppaux at a dump.", None, "[1, 2]", "payload",
-                  inconclusive=True),
-    "PP201": Rule("PP201", "unsafe-global", Severity.ERROR, "A global outside the allowlist.",
-                  "Loading would run it.", ("A hostile file.",), "Do not load it.", None,
-                  "os.system('x')", "security"),
+    "PP101": Rule(
+        "PP101",
+        "aux-non-tensor",
+        Severity.ERROR,
+        "A value under an auxiliary key is not a tensor.",
+        "Rank 0 refuses non-tensors.",
+        ("Out-of-tree code.",),
+        "Send tensors.",
+        "received a non-tensor auxiliary PP output",
+        "'a': [1]",
+        "payload",
+    ),
+    "PP114": Rule(
+        "PP114",
+        "no-tensor-dict",
+        Severity.INFO,
+        "No tensor dict.",
+        "Nothing to check.",
+        ("Not a capture.",),
+        "Point ppaux at a dump.",
+        None,
+        "[1, 2]",
+        "payload",
+        inconclusive=True,
+    ),
+    "PP201": Rule(
+        "PP201",
+        "unsafe-global",
+        Severity.ERROR,
+        "A global outside the allowlist.",
+        "Loading would run it.",
+        ("A hostile file.",),
+        "Do not load it.",
+        None,
+        "os.system('x')",
+        "security",
+    ),
 }
 
 
@@ -54,9 +86,16 @@ def _fixed_catalogue_and_version(monkeypatch):
 
 def _finding(code: str, path: str, message: str, key: str | None = None, **kw) -> Finding:
     rule = RULES.get(code)
-    return Finding(code, kw.pop("severity", rule.severity if rule else Severity.WARNING), message,
-                   path, key, kw.pop("sglang_error", rule.sglang_error if rule else None),
-                   rule.fix if rule else "", **kw)
+    return Finding(
+        code,
+        kw.pop("severity", rule.severity if rule else Severity.WARNING),
+        message,
+        path,
+        key,
+        kw.pop("sglang_error", rule.sglang_error if rule else None),
+        rule.fix if rule else "",
+        **kw,
+    )
 
 
 def mixed_report() -> Report:
@@ -64,26 +103,48 @@ def mixed_report() -> Report:
     return Report(
         command="inspect",
         findings=[
-            _finding("PP101", "dumps/aux list.pt", "auxiliary entry 'scores' holds a list of 2 "
-                     "floats, not a tensor", "__sampling_observer_output__.scores",
-                     extra={"type": "list"}),
-            _finding("PP201", "dumps/aux list.pt", "the pickle references os.system",
-                     "__sampling_observer_output__.scores"),
-            _finding("PP104", "dumps/odd,name:1.pt", "100% odd: a|b <c> & \"d\"\nsecond line\x07",
-                     "key\twith\ttabs", severity=Severity.WARNING),
+            _finding(
+                "PP101",
+                "dumps/aux list.pt",
+                "auxiliary entry 'scores' holds a list of 2 floats, not a tensor",
+                "__sampling_observer_output__.scores",
+                extra={"type": "list"},
+            ),
+            _finding(
+                "PP201",
+                "dumps/aux list.pt",
+                "the pickle references os.system",
+                "__sampling_observer_output__.scores",
+            ),
+            _finding(
+                "PP104",
+                "dumps/odd,name:1.pt",
+                '100% odd: a|b <c> & "d"\nsecond line\x07',
+                "key\twith\ttabs",
+                severity=Severity.WARNING,
+            ),
             _finding("PP114", "dumps/list.pt", "no tensor dict found in the file"),
         ],
         problems=[InputProblem("dumps/empty.pt", "empty file")],
-        data={"files": [{"path": "dumps/aux list.pt"}, {"path": "dumps/clean.pt"},
-                        {"path": "dumps/odd,name:1.pt"}, {"path": "dumps/list.pt"}]},
-        tables=[Table("dumps/clean.pt (zip; 1 key)", ("key", "dtype"), (("next_token_ids", "int64"),))],
+        data={
+            "files": [
+                {"path": "dumps/aux list.pt"},
+                {"path": "dumps/clean.pt"},
+                {"path": "dumps/odd,name:1.pt"},
+                {"path": "dumps/list.pt"},
+            ]
+        },
+        tables=[
+            Table("dumps/clean.pt (zip; 1 key)", ("key", "dtype"), (("next_token_ids", "int64"),))
+        ],
     )
 
 
 def clean_report() -> Report:
     """A check-skew-shaped report with nothing wrong: subjects come from its stages."""
-    return Report(command="check-skew",
-                  data={"stages": [{"path": "stage0.json"}, {"path": "stage1.json"}]})
+    return Report(
+        command="check-skew", data={"stages": [{"path": "stage0.json"}, {"path": "stage1.json"}]}
+    )
 
 
 REPORTS = {"mixed": mixed_report, "clean": clean_report}
@@ -109,8 +170,10 @@ def test_every_format_is_covered():
 def test_json_parses_and_counts(report_name):
     doc = json.loads(render(REPORTS[report_name](), Format.JSON))
     assert doc["schema"] == "ppaux.report/1"
-    expected = {"mixed": {"error": 2, "warning": 1, "info": 1, "problems": 1},
-                "clean": {"error": 0, "warning": 0, "info": 0, "problems": 0}}[report_name]
+    expected = {
+        "mixed": {"error": 2, "warning": 1, "info": 1, "problems": 1},
+        "clean": {"error": 0, "warning": 0, "info": 0, "problems": 0},
+    }[report_name]
     assert doc["summary"] == expected
 
 
@@ -126,19 +189,22 @@ def test_sarif_points_at_files_and_keys():
     first = run["results"][0]
     assert first["ruleId"] == "PP101" and first["ruleIndex"] == 0 and first["level"] == "error"
     assert first["locations"] == [
-        {"physicalLocation": {"artifactLocation": {"uri": "dumps/aux%20list.pt"}}}]
+        {"physicalLocation": {"artifactLocation": {"uri": "dumps/aux%20list.pt"}}}
+    ]
     assert first["properties"]["key"] == "__sampling_observer_output__.scores"
     assert first["message"]["text"] == (
         "auxiliary entry 'scores' holds a list of 2 floats, not a tensor "
         "(key '__sampling_observer_output__.scores'). Predicts the sglang error: "
-        "received a non-tensor auxiliary PP output")
+        "received a non-tensor auxiliary PP output"
+    )
     # A code missing from the catalogue still gives a valid result, without a rule index.
     assert "ruleIndex" not in run["results"][2]
     assert [r["level"] for r in run["results"]] == ["error", "error", "warning", "note"]
     invocation = run["invocations"][0]
     assert invocation["executionSuccessful"] is False
     assert invocation["toolExecutionNotifications"][0]["message"]["text"] == (
-        "could not read this input: empty file")
+        "could not read this input: empty file"
+    )
     assert run["automationDetails"] == {"id": "ppaux/inspect/"}
 
 
@@ -165,9 +231,10 @@ def test_github_annotation_lines_exactly():
         "[__sampling_observer_output__.scores] auxiliary entry 'scores' holds a list of 2 floats, "
         "not a tensor%0Apredicts: received a non-tensor auxiliary PP output%0Afix: Send tensors.",
         "::error file=dumps/aux list.pt,title=PP201 unsafe-global::"
-        "[__sampling_observer_output__.scores] the pickle references os.system%0Afix: Do not load it.",
+        "[__sampling_observer_output__.scores] the pickle references os.system%0Afix: Do not load "
+        "it.",
         "::warning file=dumps/odd%2Cname%3A1.pt,title=PP104::[key\twith\ttabs] 100%25 odd: "
-        "a|b <c> & \"d\"%0Asecond line\x07",
+        'a|b <c> & "d"%0Asecond line\x07',
         "::notice file=dumps/list.pt,title=PP114 no-tensor-dict::no tensor dict found in the "
         "file%0Afix: Point ppaux at a dump.",
         "::error file=dumps/empty.pt,title=ppaux could not read this input::empty file",
@@ -188,14 +255,20 @@ def test_junit_one_case_per_subject_failing_at_the_threshold():
     root = ET.fromstring(render(mixed_report(), Format.JUNIT).encode())
     suite = root.find("testsuite")
     cases = {c.get("name"): c for c in suite.findall("testcase")}
-    assert list(cases) == ["dumps/aux list.pt", "dumps/clean.pt", "dumps/odd,name:1.pt",
-                           "dumps/list.pt", "dumps/empty.pt"]
+    assert list(cases) == [
+        "dumps/aux list.pt",
+        "dumps/clean.pt",
+        "dumps/odd,name:1.pt",
+        "dumps/list.pt",
+        "dumps/empty.pt",
+    ]
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("5", "1", "1")
     failure = cases["dumps/aux list.pt"].find("failure")
     assert failure.get("message") == "2 findings: PP101, PP201"
     assert failure.text.splitlines()[0] == (
         "PP101 error [__sampling_observer_output__.scores]: auxiliary entry 'scores' holds a "
-        "list of 2 floats, not a tensor")
+        "list of 2 floats, not a tensor"
+    )
     assert cases["dumps/clean.pt"].find("failure") is None
     assert cases["dumps/odd,name:1.pt"].find("failure") is None  # a warning, below fail-on error
     assert "\\x07" in cases["dumps/odd,name:1.pt"].find("system-out").text
@@ -208,8 +281,9 @@ def test_junit_one_case_per_subject_failing_at_the_threshold():
 
 
 def test_junit_stays_well_formed_with_any_key():
-    hostile = Report("inspect", findings=[
-        _finding("PP101", "a.pt", "bad", "\x00\x01\x1b]]>&<\ud800\ufffe")])
+    hostile = Report(
+        "inspect", findings=[_finding("PP101", "a.pt", "bad", "\x00\x01\x1b]]>&<\ud800\ufffe")]
+    )
     root = ET.fromstring(render(hostile, Format.JUNIT).encode("utf-8", "surrogatepass"))
     assert "\\x00\\x01\\x1b]]>&<\\xd800\\xfffe" in root.find("testsuite/testcase/failure").text
 
@@ -225,7 +299,9 @@ def test_gitlab_code_quality_fields():
     ]
     assert issues[1]["categories"] == ["Security"]
     fingerprints = [i["fingerprint"] for i in issues]
-    assert len(set(fingerprints)) == 5 and all(re.fullmatch("[0-9a-f]{64}", f) for f in fingerprints)
+    assert len(set(fingerprints)) == 5 and all(
+        re.fullmatch("[0-9a-f]{64}", f) for f in fingerprints
+    )
     for issue in issues:  # what GitLab requires of every entry
         assert {"description", "check_name", "fingerprint", "severity", "location"} <= set(issue)
 
@@ -256,11 +332,16 @@ def test_non_finite_numbers_are_strings_in_every_json_format(fmt):
     # write the bare tokens NaN and Infinity, which strict parsers refuse.
     nan, inf = float("nan"), float("inf")
     report = mixed_report()
-    report.findings[0] = _finding("PP101", "dumps/aux list.pt", "odd floats", "k",
-                                  extra={"values": [nan, inf, -inf, 1.5]})
+    report.findings[0] = _finding(
+        "PP101", "dumps/aux list.pt", "odd floats", "k", extra={"values": [nan, inf, -inf, 1.5]}
+    )
     report.data["files"][0]["capture"] = {"nan": nan, "inf": inf, "ninf": -inf, "x": 0.25}
     document = _strict(render(report, fmt))
     if fmt is Format.JSON:
-        assert document["files"][0]["capture"] == {"nan": "NaN", "inf": "Infinity",
-                                                   "ninf": "-Infinity", "x": 0.25}
+        assert document["files"][0]["capture"] == {
+            "nan": "NaN",
+            "inf": "Infinity",
+            "ninf": "-Infinity",
+            "x": 0.25,
+        }
         assert document["findings"][0]["extra"]["values"] == ["NaN", "Infinity", "-Infinity", 1.5]

@@ -44,8 +44,11 @@ PREFIX = "__sampling_observer_output__."
 
 def _seeds() -> list[bytes]:
     values = [
-        {"next_token_ids": torch.arange(3), PREFIX + "scores": torch.ones(3),
-         "__msg_type__": "output"},
+        {
+            "next_token_ids": torch.arange(3),
+            PREFIX + "scores": torch.ones(3),
+            "__msg_type__": "output",
+        },
         {"a": torch.zeros(2, 2), "b": [torch.ones(1)], "c": 3},
         {PREFIX + "x": torch.arange(4.0)[1:3], "d": {"e": torch.zeros(1)}},
     ]
@@ -93,7 +96,7 @@ def _rename(rng: random.Random, data: bytes, other: bytes) -> bytes:
     k = rng.randrange(len(records))
     name = records[k][0]
     at = rng.randrange(len(name))
-    records[k] = (name[:at] + name[at].swapcase() + name[at + 1:], records[k][1])
+    records[k] = (name[:at] + name[at].swapcase() + name[at + 1 :], records[k][1])
     return _write(records)
 
 
@@ -130,7 +133,7 @@ def _header_offset(rng: random.Random, data: bytes, other: bytes) -> bytes:
     infos = [i for i, _ in _records(data)]
     out = bytearray(data)
     start = struct.unpack_from("<I", out, _end(data) + 16)[0]
-    entries = [m for m in range(start, _end(data)) if out[m:m + 4] == b"PK\x01\x02"]
+    entries = [m for m in range(start, _end(data)) if out[m : m + 4] == b"PK\x01\x02"]
     entry = rng.choice(entries)
     struct.pack_into("<I", out, entry + 42, rng.choice(infos).header_offset)
     return bytes(out)
@@ -155,22 +158,32 @@ def _pickle_mutant(rng: random.Random, data: bytes, other: bytes) -> bytes:
             mutated[rng.randrange(len(mutated))] = rng.randrange(256)
         pkl = bytes(mutated)
     elif choice == 1:
-        pkl = pkl[:rng.randrange(len(pkl))]
+        pkl = pkl[: rng.randrange(len(pkl))]
     elif choice == 2 and b"X\x01\x00\x00\x000" in pkl:
         pkl = pkl.replace(b"X\x01\x00\x00\x000", b"K\x00", 1)  # storage key '0' -> 0
     else:
         at = pkl.find(b"X", rng.randrange(len(pkl)))
         if at >= 0 and at + 6 < len(pkl):
             mutated = bytearray(pkl)
-            mutated[at + 5] = ord(chr(mutated[at + 5]).swapcase()) if mutated[at + 5] < 128 \
-                else mutated[at + 5]
+            mutated[at + 5] = (
+                ord(chr(mutated[at + 5]).swapcase()) if mutated[at + 5] < 128 else mutated[at + 5]
+            )
             pkl = bytes(mutated)
     records[k] = (name, pkl)
     return _write(records)
 
 
-MUTATIONS = [_case_variant, _rename, _duplicate, _prepend, _append, _end_field, _header_offset,
-             _flip_tail, _pickle_mutant]
+MUTATIONS = [
+    _case_variant,
+    _rename,
+    _duplicate,
+    _prepend,
+    _append,
+    _end_field,
+    _header_offset,
+    _flip_tail,
+    _pickle_mutant,
+]
 
 
 # -- verdicts -------------------------------------------------------------------------------

@@ -44,17 +44,33 @@ FUZZ = settings(
 )
 
 #: Small limits reach every limit's refusal path with small inputs.
-SMALL = Limits(max_pickle_bytes=200_000, max_depth=12, max_items=2_000, max_memo=50,
-               max_zip_records=20)
+SMALL = Limits(
+    max_pickle_bytes=200_000, max_depth=12, max_items=2_000, max_memo=50, max_zip_records=20
+)
 
-_HOSTILE = ["os.system", "posix.system", "builtins.eval", "builtins.exec", "builtins.getattr",
-            "builtins.__import__", "subprocess.Popen", "pickle.loads", "torch.load",
-            "functools.partial", "types.CodeType", "marshal.loads", "io.BytesIO", "nt.system"]
+_HOSTILE = [
+    "os.system",
+    "posix.system",
+    "builtins.eval",
+    "builtins.exec",
+    "builtins.getattr",
+    "builtins.__import__",
+    "subprocess.Popen",
+    "pickle.loads",
+    "torch.load",
+    "functools.partial",
+    "types.CodeType",
+    "marshal.loads",
+    "io.BytesIO",
+    "nt.system",
+]
 _NAMES = sorted(ALLOWED_NAMES) + _HOSTILE
 
 # Opcodes that take no argument, every protocol.
-_BARE = [bytes([c]) for c in b"(.0]12)}Ndeltosu\x85\x86\x87\x88\x89\x8f\x90\x91\x92\x93\x94"
-         b"RbaQ\x81\x97\x98"]
+_BARE = [
+    bytes([c])
+    for c in b"(.0]12)}Ndeltosu\x85\x86\x87\x88\x89\x8f\x90\x91\x92\x93\x94RbaQ\x81\x97\x98"
+]
 
 
 def _global(name: str) -> bytes:
@@ -67,18 +83,48 @@ _opcode = st.one_of(
     st.integers(-(2**70), 2**70).map(i),
     st.sampled_from([0, 1, 255, 256, 65535, 2**31 - 1, -(2**31), 2**63, -1]).map(i),
     st.text(max_size=12).map(s),
-    st.sampled_from(["storage", "cpu", "cuda:1", "0", "1", "__msg_type__", "output",
-                     corpus.OUTPUT_PREFIX + "x", "latin1"]).map(s),
+    st.sampled_from(
+        [
+            "storage",
+            "cpu",
+            "cuda:1",
+            "0",
+            "1",
+            "__msg_type__",
+            "output",
+            corpus.OUTPUT_PREFIX + "x",
+            "latin1",
+        ]
+    ).map(s),
     st.binary(max_size=12).map(by),
     st.sampled_from(_NAMES).map(_global),
     st.sampled_from(_NAMES).map(lambda n: s(n.rpartition(".")[0]) + s(n.rpartition(".")[2])),
     st.integers(0, 6).map(put),
     st.integers(0, 6).map(get),
     st.floats(allow_nan=True).map(lambda x: b"G" + struct.pack(">d", x)),
-    st.sampled_from([b"\x80\x02", b"\x80\x05", b"\x80\x09", b"\x95" + struct.pack("<Q", 2**63),
-                     b"\x82\x01", b"\x83\x01\x02", b"\x84\x01\x00\x00\x00", b"I01\n", b"I12\n",
-                     b"L5L\n", b"F1.5\n", b"S'a'\n", b"Vx\n", b"P0\n", b"g0\n", b"p0\n",
-                     b"ios\nsystem\n", b"\x8b\xff\xff\xff\x7f", b"\x8d" + b"\xff" * 8]),
+    st.sampled_from(
+        [
+            b"\x80\x02",
+            b"\x80\x05",
+            b"\x80\x09",
+            b"\x95" + struct.pack("<Q", 2**63),
+            b"\x82\x01",
+            b"\x83\x01\x02",
+            b"\x84\x01\x00\x00\x00",
+            b"I01\n",
+            b"I12\n",
+            b"L5L\n",
+            b"F1.5\n",
+            b"S'a'\n",
+            b"Vx\n",
+            b"P0\n",
+            b"g0\n",
+            b"p0\n",
+            b"ios\nsystem\n",
+            b"\x8b\xff\xff\xff\x7f",
+            b"\x8d" + b"\xff" * 8,
+        ]
+    ),
     st.binary(min_size=1, max_size=4),
 )
 
@@ -109,9 +155,20 @@ _U32 = st.one_of(st.integers(0, 2**32 - 1), st.sampled_from([0, 1, 0xFFFFFFFF, 2
 def zips(draw) -> bytes:
     recs = []
     for _ in range(draw(st.integers(0, 4))):
-        name = draw(st.sampled_from(["archive/data.pkl", "archive/data/0", "x/data.pkl",
-                                     "data.pkl", "../data.pkl", "archive/data.pkl\x00z",
-                                     "a\nb/data.pkl", "archive/version"]))
+        name = draw(
+            st.sampled_from(
+                [
+                    "archive/data.pkl",
+                    "archive/data/0",
+                    "x/data.pkl",
+                    "data.pkl",
+                    "../data.pkl",
+                    "archive/data.pkl\x00z",
+                    "a\nb/data.pkl",
+                    "archive/version",
+                ]
+            )
+        )
         data = draw(st.one_of(st.just(corpus.benign_pickle()), st.binary(max_size=64)))
         rec = Rec(name, data, method=draw(st.sampled_from([0, 0, 8, 12, 14, 99])))
         if draw(st.booleans()):
@@ -145,8 +202,11 @@ def test_lying_zips(tmp_path, data):
 
 def _seeds() -> list[bytes]:
     files = sorted((REPO / "fixtures").glob("*/*"))
-    seeds = [p.read_bytes() for p in files if p.is_file() and p.suffix in (".pt", ".pkl")
-             and p.stat().st_size <= 16_384]
+    seeds = [
+        p.read_bytes()
+        for p in files
+        if p.is_file() and p.suffix in (".pt", ".pkl") and p.stat().st_size <= 16_384
+    ]
     assert len(seeds) >= 40
     return seeds
 
@@ -169,11 +229,11 @@ def mutants(draw) -> bytes:
         elif kind == "insert":
             data[at:at] = draw(st.binary(min_size=1, max_size=8))
         elif kind == "delete":
-            del data[at:at + draw(st.integers(1, 16))]
+            del data[at : at + draw(st.integers(1, 16))]
         elif kind == "splice":
             other = draw(st.sampled_from(SEEDS))
             start = draw(st.integers(0, max(len(other) - 1, 0)))
-            data[at:at] = other[start:start + draw(st.integers(1, 64))]
+            data[at:at] = other[start : start + draw(st.integers(1, 64))]
     return bytes(data)
 
 

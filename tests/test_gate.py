@@ -1,4 +1,5 @@
-"""The CI gate: --select/--ignore, --strict, --fail-on, configuration files, and their CLI errors."""
+"""The CI gate: --select/--ignore, --strict, --fail-on, configuration files, and their CLI
+errors."""
 
 from __future__ import annotations
 
@@ -8,15 +9,26 @@ from pathlib import Path
 import pytest
 
 from ppaux.report.catalogue import RULES
-from ppaux.report.config import Config, ConfigError, discover_config, find_config, load_config, resolve_gate
+from ppaux.report.config import (
+    Config,
+    ConfigError,
+    discover_config,
+    find_config,
+    load_config,
+    resolve_gate,
+)
 from ppaux.report.findings import Finding, Severity
 from ppaux.report.gate import Gate
 from ppaux.report.document import FailOn, InputProblem, Report
 from ppaux.report.selection import Selection, UnknownCodeError, parse_codes
 from helpers import REPO, cli
 
-MIXED = ["fixtures/dumps/aux_list.pt", "fixtures/dumps/aux_non_contiguous.pt",
-         "fixtures/dumps/no_tensor_dict.pt", "fixtures/dumps/clean_output.pt"]
+MIXED = [
+    "fixtures/dumps/aux_list.pt",
+    "fixtures/dumps/aux_non_contiguous.pt",
+    "fixtures/dumps/no_tensor_dict.pt",
+    "fixtures/dumps/clean_output.pt",
+]
 
 
 def _f(code: str, severity: Severity = Severity.ERROR) -> Finding:
@@ -40,15 +52,19 @@ def _codes(result) -> list[str]:
 
 # -- selection -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("select, ignore, kept", [
-    ((), (), ["PP101", "PP106", "PP114", "PP201"]),
-    (("PP1",), (), ["PP101", "PP106", "PP114"]),
-    ((), ("PP1",), ["PP201"]),
-    (("PP101",), ("PP1",), ["PP101"]),
-    (("PP1",), ("PP101",), ["PP106", "PP114"]),
-    (("PP1",), ("PP1",), []),  # a tie goes to ignore
-    (("PP2", "PP114"), (), ["PP114", "PP201"]),
-])
+
+@pytest.mark.parametrize(
+    "select, ignore, kept",
+    [
+        ((), (), ["PP101", "PP106", "PP114", "PP201"]),
+        (("PP1",), (), ["PP101", "PP106", "PP114"]),
+        ((), ("PP1",), ["PP201"]),
+        (("PP101",), ("PP1",), ["PP101"]),
+        (("PP1",), ("PP101",), ["PP106", "PP114"]),
+        (("PP1",), ("PP1",), []),  # a tie goes to ignore
+        (("PP2", "PP114"), (), ["PP114", "PP201"]),
+    ],
+)
 def test_selection_by_code_and_prefix(select, ignore, kept):
     report = Report("inspect", findings=[_f("PP101"), _f("PP106"), _f("PP114"), _f("PP201")])
     assert sorted(f.code for f in Selection(select, ignore).apply(report).findings) == kept
@@ -63,6 +79,7 @@ def test_parse_codes_normalises_and_refuses_unknown_patterns():
 
 # -- strict ----------------------------------------------------------------------------------
 
+
 def test_strict_raises_inconclusive_findings_only():
     assert RULES["PP114"].inconclusive and RULES["PP319"].inconclusive
     assert not RULES["PP101"].inconclusive
@@ -71,7 +88,9 @@ def test_strict_raises_inconclusive_findings_only():
     strict = Gate(strict=True)
     raised = strict.apply(report)
     assert [(f.code, f.severity, f.extra) for f in raised.findings] == [
-        ("PP114", Severity.ERROR, {"strict": True}), ("PP112", Severity.INFO, {})]
+        ("PP114", Severity.ERROR, {"strict": True}),
+        ("PP112", Severity.INFO, {}),
+    ]
     assert strict.exit_code(raised) == 1
     assert Gate(FailOn.NEVER, strict=True).exit_code(raised) == 0
     assert report.findings[0].severity is Severity.INFO  # the input report is not changed
@@ -85,15 +104,18 @@ def test_unreadable_input_is_exit_2_in_every_mode():
 
 # -- configuration files ---------------------------------------------------------------------
 
+
 def test_find_config_walks_up_and_prefers_ppaux_toml(tmp_path):
     deep = tmp_path / "a" / "b"
     deep.mkdir(parents=True)
     (tmp_path / "pyproject.toml").write_text('[tool.ppaux]\nfail-on = "info"\n')
     (tmp_path / "a" / "pyproject.toml").write_text('[project]\nname = "not-configured"\n')
     assert find_config(str(deep)) == str(tmp_path / "pyproject.toml")
-    (tmp_path / "a" / "ppaux.toml").write_text('strict = true\n')
+    (tmp_path / "a" / "ppaux.toml").write_text("strict = true\n")
     assert find_config(str(deep)) == str(tmp_path / "a" / "ppaux.toml")
-    assert discover_config(str(deep)) == Config(path=str(tmp_path / "a" / "ppaux.toml"), strict=True)
+    assert discover_config(str(deep)) == Config(
+        path=str(tmp_path / "a" / "ppaux.toml"), strict=True
+    )
 
 
 def test_a_broken_pyproject_that_never_names_ppaux_is_passed_over(tmp_path):
@@ -103,25 +125,49 @@ def test_a_broken_pyproject_that_never_names_ppaux_is_passed_over(tmp_path):
 
 def test_load_config_reads_every_key(tmp_path):
     path = tmp_path / "pyproject.toml"
-    path.write_text('[tool.ppaux]\nfail-on = "warning"\nselect = ["pp1", "PP201"]\n'
-                    'ignore = ["PP112"]\nstrict = true\n')
-    assert load_config(str(path)) == Config(str(path), FailOn.WARNING, ("PP1", "PP201"),
-                                            ("PP112",), True)
+    path.write_text(
+        '[tool.ppaux]\nfail-on = "warning"\nselect = ["pp1", "PP201"]\n'
+        'ignore = ["PP112"]\nstrict = true\n'
+    )
+    assert load_config(str(path)) == Config(
+        str(path), FailOn.WARNING, ("PP1", "PP201"), ("PP112",), True
+    )
 
 
-@pytest.mark.parametrize("name, text, message", [
-    ("pyproject.toml", '[tool.ppaux]\nfail-on = "fatal"\n',
-     "tool.ppaux.fail-on: must be one of error, warning, info, never, not the string 'fatal'"),
-    ("pyproject.toml", '[tool.ppaux]\nfail-on = 1\n',
-     "tool.ppaux.fail-on: must be one of error, warning, info, never, not the number 1"),
-    ("ppaux.toml", 'colour = "always"\n',
-     "colour: unknown key; known keys: fail-on, select, ignore, strict"),
-    ("ppaux.toml", 'select = "PP1"\n', "select: must be a list of rule codes, not the string 'PP1'"),
-    ("ppaux.toml", 'ignore = ["PP9"]\n', "ignore: 'PP9' matches no rule code; 'ppaux rules' lists them"),
-    ("ppaux.toml", 'strict = "yes"\n', "strict: must be true or false, not the string 'yes'"),
-    ("pyproject.toml", '[tool]\nppaux = 3\n', "tool.ppaux: must be a table"),
-    ("ppaux.toml", 'strict = \n', "not valid TOML: "),
-])
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        (
+            "pyproject.toml",
+            '[tool.ppaux]\nfail-on = "fatal"\n',
+            "tool.ppaux.fail-on: must be one of error, warning, info, never, not the string "
+            "'fatal'",
+        ),
+        (
+            "pyproject.toml",
+            "[tool.ppaux]\nfail-on = 1\n",
+            "tool.ppaux.fail-on: must be one of error, warning, info, never, not the number 1",
+        ),
+        (
+            "ppaux.toml",
+            'colour = "always"\n',
+            "colour: unknown key; known keys: fail-on, select, ignore, strict",
+        ),
+        (
+            "ppaux.toml",
+            'select = "PP1"\n',
+            "select: must be a list of rule codes, not the string 'PP1'",
+        ),
+        (
+            "ppaux.toml",
+            'ignore = ["PP9"]\n',
+            "ignore: 'PP9' matches no rule code; 'ppaux rules' lists them",
+        ),
+        ("ppaux.toml", 'strict = "yes"\n', "strict: must be true or false, not the string 'yes'"),
+        ("pyproject.toml", "[tool]\nppaux = 3\n", "tool.ppaux: must be a table"),
+        ("ppaux.toml", "strict = \n", "not valid TOML: "),
+    ],
+)
 def test_invalid_configuration_names_the_file_and_the_key(tmp_path, name, text, message):
     path = tmp_path / name
     path.write_text(text)
@@ -134,12 +180,14 @@ def test_flags_override_the_configuration_setting_by_setting():
     config = Config("x", FailOn.INFO, ("PP1",), ("PP112",), True)
     assert resolve_gate(config) == Gate(FailOn.INFO, Selection(("PP1",), ("PP112",)), True)
     assert resolve_gate(config, fail_on=FailOn.ERROR, select=["PP2"], strict=False) == Gate(
-        FailOn.ERROR, Selection(("PP2",), ("PP112",)), False)
+        FailOn.ERROR, Selection(("PP2",), ("PP112",)), False
+    )
     assert resolve_gate(config, ignore=[]) == Gate(FailOn.INFO, Selection(("PP1",), ()), True)
     assert resolve_gate(Config()) == Gate()
 
 
 # -- the CLI ---------------------------------------------------------------------------------
+
 
 def test_cli_select_ignore_and_fail_on():
     base = ["inspect", *MIXED, "-f", "json"]
@@ -151,9 +199,15 @@ def test_cli_select_ignore_and_fail_on():
     assert run(*base, "--ignore", "PP101", "--fail-on", "warning").exit_code == 1
     result = run(*base, "--select", "PX1")
     assert result.exit_code == 2 and result.stdout == ""
-    assert result.stderr == "ppaux: error: --select: 'PX1' matches no rule code; 'ppaux rules' lists them\n"
+    assert (
+        result.stderr
+        == "ppaux: error: --select: 'PX1' matches no rule code; 'ppaux rules' lists them\n"
+    )
     result = run(*base, "--ignore", "PP1", "--ignore", "nope")
-    assert result.stderr == "ppaux: error: --ignore: 'nope' matches no rule code; 'ppaux rules' lists them\n"
+    assert (
+        result.stderr
+        == "ppaux: error: --ignore: 'nope' matches no rule code; 'ppaux rules' lists them\n"
+    )
 
 
 def test_cli_strict_fails_on_could_not_check():
@@ -162,7 +216,11 @@ def test_cli_strict_fails_on_could_not_check():
     result = run(*args, "--strict", "-f", "json")
     assert result.exit_code == 1
     finding = json.loads(result.stdout)["findings"][0]
-    assert (finding["code"], finding["severity"], finding["extra"]) == ("PP114", "error", {"strict": True})
+    assert (finding["code"], finding["severity"], finding["extra"]) == (
+        "PP114",
+        "error",
+        {"strict": True},
+    )
 
 
 def test_cli_reads_configuration_from_the_working_directory_upward(tmp_path):
@@ -187,8 +245,11 @@ def test_cli_explicit_config_and_invalid_config(tmp_path):
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr == (
         f"ppaux: error: {tmp_path / 'ppaux.toml'}: fail-on: must be one of error, warning, info, "
-        "never, not the string 'fatal'\n")
-    result = run("inspect", "fixtures/dumps/aux_list.pt", "--config", str(tmp_path / "missing.toml"))
+        "never, not the string 'fatal'\n"
+    )
+    result = run(
+        "inspect", "fixtures/dumps/aux_list.pt", "--config", str(tmp_path / "missing.toml")
+    )
     assert result.exit_code == 2
     assert result.stderr == (f"ppaux: error: {tmp_path / 'missing.toml'}: no such file\n")
 
@@ -201,24 +262,40 @@ def test_cli_output_file_for_every_format(tmp_path):
         assert "PP101" in target.read_text(encoding="utf-8"), fmt
     result = run("inspect", "fixtures/dumps/aux_list.pt", "-o", str(tmp_path / "no" / "dir.txt"))
     assert result.exit_code == 2
-    assert result.stderr.startswith(f"ppaux: error: {tmp_path / 'no' / 'dir.txt'}: cannot write the report")
+    assert result.stderr.startswith(
+        f"ppaux: error: {tmp_path / 'no' / 'dir.txt'}: cannot write the report"
+    )
 
 
 def test_cli_github_format_appends_the_step_summary(tmp_path):
     summary = tmp_path / "summary.md"
     summary.write_text("# earlier step\n")
-    result = run("inspect", "fixtures/dumps/aux_list.pt", "fixtures/corrupt/empty.pt",
-                 "-f", "github", GITHUB_STEP_SUMMARY=str(summary))
+    result = run(
+        "inspect",
+        "fixtures/dumps/aux_list.pt",
+        "fixtures/corrupt/empty.pt",
+        "-f",
+        "github",
+        GITHUB_STEP_SUMMARY=str(summary),
+    )
     assert result.exit_code == 2
     assert result.stdout.splitlines()[-1] == (
-        "ppaux inspect: 1 error(s), 0 warning(s), 0 info, 1 input(s) not checked")
+        "ppaux inspect: 1 error(s), 0 warning(s), 0 info, 1 input(s) not checked"
+    )
     text = summary.read_text()
     assert text.startswith("# earlier step\n## ppaux inspect\n\n**could not check every input**")
     # Markdown punctuation is escaped: an underscore pair would otherwise render as bold.
     assert "| error | PP101 aux-non-tensor | <code>fixtures/dumps/aux\\_list.pt</code>" in text
     assert "| <code>fixtures/corrupt/empty.pt</code> | empty file |" in text
     # Without the variable nothing is written anywhere else; an unwritable one only warns.
-    result = run("inspect", "fixtures/dumps/aux_list.pt", "-f", "github",
-                 GITHUB_STEP_SUMMARY=str(tmp_path / "no" / "summary.md"))
+    result = run(
+        "inspect",
+        "fixtures/dumps/aux_list.pt",
+        "-f",
+        "github",
+        GITHUB_STEP_SUMMARY=str(tmp_path / "no" / "summary.md"),
+    )
     assert result.exit_code == 1
-    assert result.stderr.startswith(f"ppaux: warning: {tmp_path / 'no' / 'summary.md'}: cannot append")
+    assert result.stderr.startswith(
+        f"ppaux: warning: {tmp_path / 'no' / 'summary.md'}: cannot append"
+    )

@@ -30,19 +30,23 @@ def test_importing_the_guard_does_not_import_torch():
 
 # -- tensorize: what torch.tensor would make, written down ---------------------------------------
 
-@pytest.mark.parametrize("value, dtype, shape", [
-    (True, torch.bool, ()),
-    (3, torch.int64, ()),
-    (0.5, torch.float32, ()),          # torch.tensor's default for Python floats
-    (1 + 2j, torch.complex64, ()),
-    ([True, False], torch.bool, (2,)),
-    ([1, 2, 3], torch.int64, (3,)),
-    ((1, 2), torch.int64, (2,)),
-    ([[1, 2], [3, 4], [5, 6]], torch.int64, (3, 2)),
-    ([1, 2.5], torch.float32, (2,)),
-    ([0.25, 0.75], torch.float32, (2,)),
-    ([], torch.float32, (0,)),
-])
+
+@pytest.mark.parametrize(
+    "value, dtype, shape",
+    [
+        (True, torch.bool, ()),
+        (3, torch.int64, ()),
+        (0.5, torch.float32, ()),  # torch.tensor's default for Python floats
+        (1 + 2j, torch.complex64, ()),
+        ([True, False], torch.bool, (2,)),
+        ([1, 2, 3], torch.int64, (3,)),
+        ((1, 2), torch.int64, (2,)),
+        ([[1, 2], [3, 4], [5, 6]], torch.int64, (3, 2)),
+        ([1, 2.5], torch.float32, (2,)),
+        ([0.25, 0.75], torch.float32, (2,)),
+        ([], torch.float32, (0,)),
+    ],
+)
 def test_tensorize_keeps_dtypes_faithful(value, dtype, shape):
     tensor = tensorize(value)
     assert tensor.dtype == dtype
@@ -85,31 +89,63 @@ def test_tensorize_numpy_arrays_keep_their_dtype():
         tensorize(numpy.array([1, "a"], dtype=object))
 
 
-@pytest.mark.parametrize("value, message", [
-    (None, "cannot make a tensor of None: there is no value to send; leave the key out of the "
-           "dict, or send an empty tensor (torch.empty(0)) if the receiver expects the name"),
-    ("0.25", "cannot make a tensor of str of length 4: text does not travel as a tensor; encode "
-             "it (for example as token ids) or send it outside the auxiliary output"),
-    ({"a": 1}, "cannot make a tensor of dict of length 1: a mapping is several values; give each "
-               "its own auxiliary name in to_pp_tensors()"),
-    ([[1], [2, 3]], "cannot make a tensor of list of length 2: it is ragged: [1] is list of "
-                    "length 2, [0] of length 1; pad the rows to one length (and send the lengths "
-                    "as a tensor of their own) or send each row under its own name"),
-    ([1, [2]], "cannot make a tensor of list of length 2: it is ragged: [1] is list of length 1 "
-               "but [0] is int 1; a tensor needs one shape"),
-    ([0.5, None], "cannot make a tensor of list of length 2: [1] is None, not a number or bool; "
-                  "a tensor holds numbers only"),
-    ([torch.ones(2), torch.ones(3)], "cannot make a tensor of list of length 2: item [1] has "
-                                     "shape torch.Size([3]), item [0] torch.Size([2]); only "
-                                     "tensors of one shape stack into one tensor"),
-    ([torch.ones(1), torch.ones(1, dtype=torch.int64)],
-     "cannot make a tensor of list of length 2: item [1] has dtype torch.int64, item [0] "
-     "torch.float32; only tensors of one dtype stack into one tensor"),
-    ([torch.ones(1), 2.0], "cannot make a tensor of list of length 2: [0] is a tensor among "
-                           "plain values; make every item a tensor and stack them"),
-    (2**70, "cannot make a tensor of int 1180591620717411303424: torch refuses it (Overflow "
-            "when unpacking long long)"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (
+            None,
+            "cannot make a tensor of None: there is no value to send; leave the key out of the "
+            "dict, or send an empty tensor (torch.empty(0)) if the receiver expects the name",
+        ),
+        (
+            "0.25",
+            "cannot make a tensor of str of length 4: text does not travel as a tensor; encode "
+            "it (for example as token ids) or send it outside the auxiliary output",
+        ),
+        (
+            {"a": 1},
+            "cannot make a tensor of dict of length 1: a mapping is several values; give each "
+            "its own auxiliary name in to_pp_tensors()",
+        ),
+        (
+            [[1], [2, 3]],
+            "cannot make a tensor of list of length 2: it is ragged: [1] is list of "
+            "length 2, [0] of length 1; pad the rows to one length (and send the lengths "
+            "as a tensor of their own) or send each row under its own name",
+        ),
+        (
+            [1, [2]],
+            "cannot make a tensor of list of length 2: it is ragged: [1] is list of length 1 "
+            "but [0] is int 1; a tensor needs one shape",
+        ),
+        (
+            [0.5, None],
+            "cannot make a tensor of list of length 2: [1] is None, not a number or bool; "
+            "a tensor holds numbers only",
+        ),
+        (
+            [torch.ones(2), torch.ones(3)],
+            "cannot make a tensor of list of length 2: item [1] has "
+            "shape torch.Size([3]), item [0] torch.Size([2]); only "
+            "tensors of one shape stack into one tensor",
+        ),
+        (
+            [torch.ones(1), torch.ones(1, dtype=torch.int64)],
+            "cannot make a tensor of list of length 2: item [1] has dtype torch.int64, item [0] "
+            "torch.float32; only tensors of one dtype stack into one tensor",
+        ),
+        (
+            [torch.ones(1), 2.0],
+            "cannot make a tensor of list of length 2: [0] is a tensor among "
+            "plain values; make every item a tensor and stack them",
+        ),
+        (
+            2**70,
+            "cannot make a tensor of int 1180591620717411303424: torch refuses it (Overflow "
+            "when unpacking long long)",
+        ),
+    ],
+)
 def test_tensorize_refuses_with_a_reason(value, message):
     with pytest.raises(NotTensorizable) as caught:
         tensorize(value)
@@ -127,16 +163,23 @@ def test_tensorize_refuses_arbitrary_objects():
 
 # -- check_pp_tensors ----------------------------------------------------------------------------
 
+
 def test_a_good_dict_passes():
-    check_pp_tensors({"next_token_ids": torch.arange(2), "logprobs": [0.5, None],
-                      P + "scores": torch.ones(2), "__msg_type__": "output"})
+    check_pp_tensors(
+        {
+            "next_token_ids": torch.arange(2),
+            "logprobs": [0.5, None],
+            P + "scores": torch.ones(2),
+            "__msg_type__": "output",
+        }
+    )
     check_pp_tensors({"next_token_ids": torch.arange(2)})  # no auxiliary output at all
 
 
 def test_the_message_names_every_offending_key_type_shape_and_sglang_message():
     tensors = {
         "next_token_ids": torch.arange(2),
-        "output_token_logprobs_val": [0.5, 0.5],          # not auxiliary: pop never looks
+        "output_token_logprobs_val": [0.5, 0.5],  # not auxiliary: pop never looks
         P + "scores": [0.125, 0.25, 0.5, 0.0625],
         P + "ok": torch.ones(2),
         P + "mask": None,
@@ -155,7 +198,8 @@ def test_the_message_names_every_offending_key_type_shape_and_sglang_message():
         f"pop on PP rank 0 would raise RuntimeError: {NON_TENSOR} (3 entries at fault: "
         f"'{P}scores': list of length 4 -> RuntimeError: {NON_TENSOR}; "
         f"'{P}mask': None -> RuntimeError: {NON_TENSOR}; "
-        f"'{P}top': list of length 2 -> RuntimeError: {NON_TENSOR})")
+        f"'{P}top': list of length 2 -> RuntimeError: {NON_TENSOR})"
+    )
     assert isinstance(error, PpauxError) and isinstance(error, TypeError)
 
 
@@ -170,6 +214,7 @@ def test_keys_fail_first_as_in_pop():
 
 
 # -- against sglang's own pop, from the release wheels -------------------------------------------
+
 
 class _Observer:
     def from_pp_tensors(self, tensors):

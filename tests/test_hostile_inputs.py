@@ -46,7 +46,7 @@ def _one_error_line(run, path: str) -> str:
     lines = stderr.splitlines()
     assert len(lines) == 1, stderr
     assert lines[0].startswith(f"ppaux: error: {path}: "), lines[0]
-    return lines[0][len(f"ppaux: error: {path}: "):]
+    return lines[0][len(f"ppaux: error: {path}: ") :]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -96,7 +96,8 @@ def test_special_files_are_refused_without_reading(specials, tmp_path):
     names = sorted(REFUSALS)
     runs = run_cli_many(
         [(["inspect", specials[n], "--format", "json"], tmp_path / "run" / n) for n in names],
-        LIMIT_S, _env(),
+        LIMIT_S,
+        _env(),
     )
     for name, run in zip(names, runs, strict=True):
         assert _one_error_line(run, specials[name]) == REFUSALS[name], name
@@ -116,8 +117,9 @@ def test_special_files_inside_a_directory(tmp_path):
     odd = os.fsencode(tree) + b"/f_not_utf8_\xff.pkl"
     with open(odd, "wb") as handle:
         handle.write((ADVERSARIAL / "exec_os_system_reduce.pkl").read_bytes())
-    (run,) = run_cli_many([(["inspect", str(tree), "--format", "json"], tmp_path / "run")],
-                          LIMIT_S, _env())
+    (run,) = run_cli_many(
+        [(["inspect", str(tree), "--format", "json"], tmp_path / "run")], LIMIT_S, _env()
+    )
     stderr = run.stderr.decode("utf-8")
     assert not run.timed_out and "Traceback" not in stderr and run.rc == 2
     assert stderr.splitlines() == [
@@ -130,7 +132,8 @@ def test_special_files_inside_a_directory(tmp_path):
     document = json.loads(run.stdout.decode("utf-8"))
     assert [f["path"] for f in document["files"]] == [f"{tree}/f_not_utf8_\\udcff.pkl"]
     assert [f["extra"]["global"] for f in document["findings"] if f["code"] == "PP201"] == [
-        "os.system"]
+        "os.system"
+    ]
 
 
 def test_regular_files_whose_read_fails(tmp_path):
@@ -141,9 +144,15 @@ def test_regular_files_whose_read_fails(tmp_path):
     tree = tmp_path / "dumps"
     tree.mkdir()
     os.symlink("/proc/self/mem", tree / "mem.pt")
-    runs = run_cli_many([(["inspect", "/proc/self/mem", "--format", fmt], tmp_path / f"a{fmt}")
-                         for fmt in ("json", "text")]
-                        + [(["inspect", str(tree)], tmp_path / "b")], LIMIT_S, _env())
+    runs = run_cli_many(
+        [
+            (["inspect", "/proc/self/mem", "--format", fmt], tmp_path / f"a{fmt}")
+            for fmt in ("json", "text")
+        ]
+        + [(["inspect", str(tree)], tmp_path / "b")],
+        LIMIT_S,
+        _env(),
+    )
     for run in runs[:2]:
         assert _one_error_line(run, "/proc/self/mem") == "cannot read: Input/output error"
     assert _one_error_line(runs[2], f"{tree}/mem.pt") == "cannot read: Input/output error"
@@ -170,21 +179,42 @@ def _hostile_fingerprints(tmp_path: Path) -> dict[str, tuple[str, str]]:
     wrong["packages"] = {"torch": ["2.13.0"]}
     nan = json.dumps(doc).replace('"pid": ', '"pid": NaN, "x": ', 1)
     return {
-        "deep_json": (_write(tmp_path / "deep.json", "[" * 200_000 + "]" * 200_000),
-                      "not valid JSON: RecursionError"),
-        "deep_field": (_write(tmp_path / "deepf.json", json.dumps(doc).replace(
-            '"pid": ', '"pid": ' + "[" * 500 + "]" * 500 + ', "x": ', 1)),
-            "field 'pid' must be an integer, not a list [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["),
-        "huge_int": (_write(tmp_path / "int.json", json.dumps(doc).replace(
-            '"pid": ', '"pid": ' + "9" * 5000 + ', "x": ', 1)), "not valid JSON: ValueError"),
-        "nan": (_write(tmp_path / "nan.json", nan), "field 'pid' must be an integer, not a "
-                "number NaN"),
-        "wrong_type": (_write(tmp_path / "wrong.json", json.dumps(wrong)),
-                       "field packages['torch'] must be a string or null, not a list"),
-        "not_utf8": (_write(tmp_path / "bin.json", b"{\"a\xff\": 1}"), "not valid JSON: "
-                     "UnicodeDecodeError"),
-        "too_big": (_write(tmp_path / "big.json", b" " * (16 * 1024 * 1024 + 1)),
-                    "larger than 16777216 bytes; not a fingerprint"),
+        "deep_json": (
+            _write(tmp_path / "deep.json", "[" * 200_000 + "]" * 200_000),
+            "not valid JSON: RecursionError",
+        ),
+        "deep_field": (
+            _write(
+                tmp_path / "deepf.json",
+                json.dumps(doc).replace(
+                    '"pid": ', '"pid": ' + "[" * 500 + "]" * 500 + ', "x": ', 1
+                ),
+            ),
+            "field 'pid' must be an integer, not a list [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
+        ),
+        "huge_int": (
+            _write(
+                tmp_path / "int.json",
+                json.dumps(doc).replace('"pid": ', '"pid": ' + "9" * 5000 + ', "x": ', 1),
+            ),
+            "not valid JSON: ValueError",
+        ),
+        "nan": (
+            _write(tmp_path / "nan.json", nan),
+            "field 'pid' must be an integer, not a number NaN",
+        ),
+        "wrong_type": (
+            _write(tmp_path / "wrong.json", json.dumps(wrong)),
+            "field packages['torch'] must be a string or null, not a list",
+        ),
+        "not_utf8": (
+            _write(tmp_path / "bin.json", b'{"a\xff": 1}'),
+            "not valid JSON: UnicodeDecodeError",
+        ),
+        "too_big": (
+            _write(tmp_path / "big.json", b" " * (16 * 1024 * 1024 + 1)),
+            "larger than 16777216 bytes; not a fingerprint",
+        ),
         "dev_zero": ("/dev/zero", "is not a regular file (a FIFO, socket or device)"),
         "huge_string": (_write(tmp_path / "huge.json", json.dumps(huge)), ""),
     }
@@ -205,8 +235,14 @@ def test_hostile_fingerprints(tmp_path):
 def test_hostile_fingerprints_through_check_skew(tmp_path):
     cases = {n: v for n, v in _hostile_fingerprints(tmp_path).items() if n != "huge_string"}
     good = str(GOOD_FINGERPRINT)
-    runs = run_cli_many([(["check-skew", good, path, "--format", "json"], tmp_path / "run" / n)
-                         for n, (path, _) in cases.items()], LIMIT_S, _env())
+    runs = run_cli_many(
+        [
+            (["check-skew", good, path, "--format", "json"], tmp_path / "run" / n)
+            for n, (path, _) in cases.items()
+        ],
+        LIMIT_S,
+        _env(),
+    )
     for (name, (path, reason)), run in zip(cases.items(), runs, strict=True):
         assert _one_error_line(run, path) == reason, name
 
@@ -214,16 +250,29 @@ def test_hostile_fingerprints_through_check_skew(tmp_path):
 def test_fingerprint_fifo_is_refused(tmp_path):
     fifo = tmp_path / "pp1.json"
     os.mkfifo(fifo)
-    run = run_measured([sys.executable, "-m", "ppaux_cli", "check-skew", str(GOOD_FINGERPRINT),
-                        str(fifo)], tmp_path / "run", 4, _env())
+    run = run_measured(
+        [sys.executable, "-m", "ppaux_cli", "check-skew", str(GOOD_FINGERPRINT), str(fifo)],
+        tmp_path / "run",
+        4,
+        _env(),
+    )
     _one_error_line(run, str(fifo))
 
 
-_JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70),
-                       st.floats(allow_nan=True), st.text(max_size=8))
-_JSON = st.recursive(_JSON_LEAF, lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)),
-    max_leaves=8)
+_JSON_LEAF = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True),
+    st.text(max_size=8),
+)
+_JSON = st.recursive(
+    _JSON_LEAF,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
 
 
 def _paths(value, prefix=()):
@@ -239,10 +288,17 @@ def _paths(value, prefix=()):
 _FINGERPRINT_PATHS = [p for p in _paths(json.loads(GOOD_FINGERPRINT.read_text())) if p]
 
 
-@settings(max_examples=150, derandomize=True, database=None, deadline=None,
-          suppress_health_check=list(HealthCheck))
-@given(where=st.lists(st.sampled_from(_FINGERPRINT_PATHS), min_size=1, max_size=3),
-       values=st.lists(st.one_of(_JSON, st.just("<delete>")), min_size=3, max_size=3))
+@settings(
+    max_examples=150,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+@given(
+    where=st.lists(st.sampled_from(_FINGERPRINT_PATHS), min_size=1, max_size=3),
+    values=st.lists(st.one_of(_JSON, st.just("<delete>")), min_size=3, max_size=3),
+)
 def test_fingerprint_parser_fuzz(where, values):
     # Any field replaced by any JSON value (or removed): a FingerprintError or a fingerprint.
     from ppaux.skew.fingerprint import FingerprintError, loads
@@ -272,21 +328,27 @@ def test_fingerprint_parser_fuzz(where, values):
 def _hostile_configs(tmp_path: Path) -> dict[str, str]:
     return {
         "deep_array": _write(tmp_path / "deep.toml", "select = " + "[" * 5000 + "]" * 5000 + "\n"),
-        "deep_inline_table": _write(tmp_path / "inline.toml",
-                                    "x = " + "{a = " * 3000 + "1" + "}" * 3000 + "\n"),
+        "deep_inline_table": _write(
+            tmp_path / "inline.toml", "x = " + "{a = " * 3000 + "1" + "}" * 3000 + "\n"
+        ),
         "huge_int": _write(tmp_path / "int.toml", "strict = " + "9" * 10_000 + "\n"),
     }
 
 
 def _config_cases(tmp_path: Path) -> dict[str, tuple[str, str]]:
     return {
-        "not_utf8": (_write(tmp_path / "bin.toml", b"fail-on = \"\xff\"\n"),
-                     "not valid TOML: the file is not UTF-8"),
-        "wrong_type": (_write(tmp_path / "type.toml", "strict = [1, 2]\n"),
-                       "strict: must be true or false, not a list holding something other "
-                       "than strings"),
-        "unknown_key": (_write(tmp_path / "key.toml", "[" + ".".join(["a"] * 10_000) + "]\n"),
-                        "a: unknown key; known keys: fail-on, select, ignore, strict"),
+        "not_utf8": (
+            _write(tmp_path / "bin.toml", b'fail-on = "\xff"\n'),
+            "not valid TOML: the file is not UTF-8",
+        ),
+        "wrong_type": (
+            _write(tmp_path / "type.toml", "strict = [1, 2]\n"),
+            "strict: must be true or false, not a list holding something other than strings",
+        ),
+        "unknown_key": (
+            _write(tmp_path / "key.toml", "[" + ".".join(["a"] * 10_000) + "]\n"),
+            "a: unknown key; known keys: fail-on, select, ignore, strict",
+        ),
         "directory": (str(tmp_path), ""),
     }
 
@@ -305,9 +367,20 @@ def test_hostile_configuration_files(tmp_path):
 @pytest.mark.parametrize("name", ["deep_array", "deep_inline_table", "huge_int"])
 def test_hostile_toml_is_one_error_line(name, tmp_path):
     path = _hostile_configs(tmp_path)[name]
-    run = run_measured([sys.executable, "-m", "ppaux_cli", "inspect", "--config", path,
-                        str(ADVERSARIAL / "zip_huge_declared_storage.pt")],
-                       tmp_path / "run", LIMIT_S, _env())
+    run = run_measured(
+        [
+            sys.executable,
+            "-m",
+            "ppaux_cli",
+            "inspect",
+            "--config",
+            path,
+            str(ADVERSARIAL / "zip_huge_declared_storage.pt"),
+        ],
+        tmp_path / "run",
+        LIMIT_S,
+        _env(),
+    )
     _one_error_line(run, path)
 
 
@@ -317,9 +390,21 @@ def test_special_configuration_files_are_refused(special, tmp_path):
     if special == "fifo":
         path = str(tmp_path / "ppaux.toml")
         os.mkfifo(path)
-    run = run_measured([sys.executable, "-m", "ppaux_cli", "inspect", "--config", path,
-                        str(ADVERSARIAL / "zip_huge_declared_storage.pt")],
-                       tmp_path / "run", 4, _env(), address_space_mb=1024)
+    run = run_measured(
+        [
+            sys.executable,
+            "-m",
+            "ppaux_cli",
+            "inspect",
+            "--config",
+            path,
+            str(ADVERSARIAL / "zip_huge_declared_storage.pt"),
+        ],
+        tmp_path / "run",
+        4,
+        _env(),
+        address_space_mb=1024,
+    )
     _one_error_line(run, path)
 
 
@@ -389,8 +474,9 @@ def test_deep_expression_that_parses(tmp_path):
     text = (tree / TRANSPORT).read_text()
     head = "def add_auxiliary_output_to_pp_tensors("
     start = text.index(":\n", text.index(head)) + 2
-    (tree / TRANSPORT).write_text(text[:start] + "    _deep = " + "+".join(["x"] * 1500) + "\n"
-                                  + text[start:])
+    (tree / TRANSPORT).write_text(
+        text[:start] + "    _deep = " + "+".join(["x"] * 1500) + "\n" + text[start:]
+    )
     capability = analyse(str(tree))
     # The file parses, but too deep to analyse: its facts are unknown, with the reason; the
     # other files are still read.
@@ -398,8 +484,10 @@ def test_deep_expression_that_parses(tmp_path):
     assert capability.transport == "unknown"
     assert capability.unknown["transport"] == f"{tree / TRANSPORT}: {reason}"
     assert {f.role: (f.status, f.reason) for f in capability.files} == {
-        "scheduler": ("ok", None), "transport": ("unparsable", reason),
-        "logprobs": ("ok", None), "wire": ("ok", None),
+        "scheduler": ("ok", None),
+        "transport": ("unparsable", reason),
+        "logprobs": ("ok", None),
+        "wire": ("ok", None),
     }
 
 
@@ -409,8 +497,14 @@ def test_special_sglang_paths_through_the_cli(tmp_path):
     loop = tmp_path / "loop"
     os.symlink(loop, loop)
     cases = [str(fifo), "/dev/zero", str(loop), str(tmp_path / "missing")]
-    runs = run_cli_many([(["fingerprint", "--sglang-path", path], tmp_path / "run" / str(n))
-                         for n, path in enumerate(cases)], LIMIT_S, _env())
+    runs = run_cli_many(
+        [
+            (["fingerprint", "--sglang-path", path], tmp_path / "run" / str(n))
+            for n, path in enumerate(cases)
+        ],
+        LIMIT_S,
+        _env(),
+    )
     for path, run in zip(cases, runs, strict=True):
         stderr = run.stderr.decode("utf-8")
         assert not run.timed_out and "Traceback" not in stderr, (path, stderr)

@@ -26,7 +26,7 @@ from browser import Browser, chromium_path
 from ppaux.report.formats.html import MARKED_BACKGROUND
 
 REPO = Path(__file__).resolve().parent.parent
-MARKED_RGB = tuple(int(MARKED_BACKGROUND[i:i + 2], 16) for i in (1, 3, 5))
+MARKED_RGB = tuple(int(MARKED_BACKGROUND[i : i + 2], 16) for i in (1, 3, 5))
 PHONE = (390, 844, True)
 DESKTOP = (1280, 900, False)
 
@@ -65,9 +65,14 @@ def shots(tmp_path_factory):
 
 
 def _ppaux(args: list[str], fmt: str, out: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "ppaux_cli", *args, "--format", fmt,
-                           "--output", str(out)], cwd=REPO, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+    done = subprocess.run(
+        [sys.executable, "-m", "ppaux_cli", *args, "--format", fmt, "--output", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert done.returncode in (0, 1, 2), done.stderr
     assert "Traceback" not in done.stderr
 
@@ -87,12 +92,17 @@ def _example(name: str, tmp_path: Path) -> tuple[Path, dict]:
 
 
 def _not_blank(browser: Browser, path: Path) -> None:
-    width, height = browser.evaluate("[document.documentElement.scrollWidth,"
-                                     " document.documentElement.scrollHeight]")
+    width, height = browser.evaluate(
+        "[document.documentElement.scrollWidth, document.documentElement.scrollHeight]"
+    )
     scale = min(1.0, (250_000 / (width * height)) ** 0.5)
-    data = browser.call("Page.captureScreenshot", browser.session, format="png",
-                        captureBeyondViewport=True,
-                        clip={"x": 0, "y": 0, "width": width, "height": height, "scale": scale})
+    data = browser.call(
+        "Page.captureScreenshot",
+        browser.session,
+        format="png",
+        captureBeyondViewport=True,
+        clip={"x": 0, "y": 0, "width": width, "height": height, "scale": scale},
+    )
     import base64
 
     from browser import decode_png
@@ -100,7 +110,7 @@ def _not_blank(browser: Browser, path: Path) -> None:
     raw = base64.b64decode(data["data"])
     path.write_bytes(raw)
     w, h, pixels = decode_png(raw)
-    colours = {pixels[i:i + 3] for i in range(0, len(pixels), 3 * 7)}
+    colours = {pixels[i : i + 3] for i in range(0, len(pixels), 3 * 7)}
     inked = sum(1 for i in range(0, len(pixels), 3) if pixels[i] < 200)  # dark text
     assert len(colours) > 20 and inked > w * h * 0.003, f"{path} looks blank"
 
@@ -115,14 +125,18 @@ def _marked_cell_pixels(browser: Browser, path: Path) -> None:
         " const r = c.getBoundingClientRect();"
         " const top = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);"
         " return [r.left + scrollX, r.top + scrollY, r.width, r.height,"
-        " r.left, r.right, innerWidth, c.contains(top)]; })()")
+        " r.left, r.right, innerWidth, c.contains(top)]; })()"
+    )
     x, y, width, height, left, right, viewport, on_top = rect
     assert 0 <= left and right <= viewport + 1, "a marked cell cannot be brought into view"
     assert on_top, "something covers the marked cell"
     w, h, pixels = browser.screenshot(path, clip=(x, y, width, height))
     count = w * h
-    hits = sum(1 for i in range(0, len(pixels), 3)
-               if all(abs(pixels[i + k] - MARKED_RGB[k]) <= 3 for k in range(3)))
+    hits = sum(
+        1
+        for i in range(0, len(pixels), 3)
+        if all(abs(pixels[i + k] - MARKED_RGB[k]) <= 3 for k in range(3))
+    )
     assert hits > count * 0.4, f"{path}: the marked colour covers {hits} of {count} pixels"
 
 
@@ -144,7 +158,8 @@ def test_example_page_in_chromium(name, browser, shots, tmp_path):
             " font: parseFloat(getComputedStyle(document.body).fontSize),"
             " boxes: [...document.querySelectorAll('.scroll')].map("
             "   b => b.getBoundingClientRect().right),"
-            " active: document.querySelectorAll('script, img, iframe, object, embed').length})")
+            " active: document.querySelectorAll('script, img, iframe, object, embed').length})"
+        )
         assert facts["inner"] == width  # the viewport meta: a phone lays out at its own width
         assert facts["scroll"] <= width, f"{name} scrolls sideways at {label} width"
         assert all(right <= width for right in facts["boxes"])

@@ -26,8 +26,13 @@ def test_exit_codes_follow_fail_on():
     assert run("inspect", "fixtures/dumps/clean_output.pt").exit_code == 0
     assert run("inspect", "fixtures/dumps/aux_list.pt").exit_code == 1
     assert run("inspect", "fixtures/dumps/aux_non_contiguous.pt").exit_code == 0
-    assert run("inspect", "fixtures/dumps/aux_non_contiguous.pt", "--fail-on", "warning").exit_code == 1
-    assert run("inspect", "fixtures/dumps/aux_empty_tensor.pt", "--fail-on", "warning").exit_code == 0
+    assert (
+        run("inspect", "fixtures/dumps/aux_non_contiguous.pt", "--fail-on", "warning").exit_code
+        == 1
+    )
+    assert (
+        run("inspect", "fixtures/dumps/aux_empty_tensor.pt", "--fail-on", "warning").exit_code == 0
+    )
     assert run("inspect", "fixtures/dumps/aux_empty_tensor.pt", "--fail-on", "info").exit_code == 1
     assert run("inspect", "fixtures/dumps/aux_list.pt", "--fail-on", "never").exit_code == 0
 
@@ -37,12 +42,20 @@ def test_exit_codes_follow_fail_on():
     [
         ("fixtures/corrupt/empty.pt", "empty file"),
         ("fixtures/corrupt/truncated.pt", "truncated or corrupt zip file (File is not a zip file)"),
-        ("fixtures/corrupt/no_datapkl.pt", "zip file without a data.pkl record: not a torch.save file"),
-        ("fixtures/corrupt/legacy_format.pt", "legacy torch.save format (PyTorch before 1.6), which "
-         "ppaux does not read; re-save it with a current torch: "
-         "torch.save(torch.load(f, weights_only=True), 'new.pt')"),
-        ("fixtures/corrupt/deep_nesting.pt", "the dump nests too deeply (limit max_depth=100; "
-         "raise it with --limit max_depth=N)"),
+        (
+            "fixtures/corrupt/no_datapkl.pt",
+            "zip file without a data.pkl record: not a torch.save file",
+        ),
+        (
+            "fixtures/corrupt/legacy_format.pt",
+            "legacy torch.save format (PyTorch before 1.6), which "
+            "ppaux does not read; re-save it with a current torch: "
+            "torch.save(torch.load(f, weights_only=True), 'new.pt')",
+        ),
+        (
+            "fixtures/corrupt/deep_nesting.pt",
+            "the dump nests too deeply (limit max_depth=100; raise it with --limit max_depth=N)",
+        ),
         ("fixtures/corrupt/truncated_datapkl.pt", None),
         ("fixtures/corrupt/two_datapkl.pt", None),
         ("fixtures/corrupt/random_bytes.pt", None),
@@ -61,7 +74,9 @@ def test_bad_inputs_are_one_line_and_exit_2(path, message):
 
 
 def test_other_inputs_are_still_inspected():
-    result = run("inspect", "fixtures/corrupt/empty.pt", "fixtures/dumps/aux_list.pt", "--format", "json")
+    result = run(
+        "inspect", "fixtures/corrupt/empty.pt", "fixtures/dumps/aux_list.pt", "--format", "json"
+    )
     assert result.exit_code == 2
     doc = json.loads(result.stdout)
     assert [f["code"] for f in doc["findings"]] == ["PP101"]
@@ -77,23 +92,32 @@ def test_directories_are_walked(tmp_path):
     (tmp_path / "notes.txt").write_text("no dumps here")
     result = run("inspect", str(tmp_path))
     assert result.exit_code == 2
-    assert result.stderr == (f"ppaux: error: {tmp_path}: directory holds no dumps (*.pt, *.pth, "
-                             "*.pkl, *.pickle, *.bin, *.ppaux)\n")
+    assert result.stderr == (
+        f"ppaux: error: {tmp_path}: directory holds no dumps (*.pt, *.pth, "
+        "*.pkl, *.pickle, *.bin, *.ppaux)\n"
+    )
 
 
 def test_bad_option_values_are_one_line():
     result = run("inspect", "fixtures/dumps/aux_list.pt", "--limit", "max_depth=x")
     assert (result.exit_code, result.stderr) == (
-        2, "ppaux: error: --limit: limit max_depth must be a whole number, not 'x'\n")
+        2,
+        "ppaux: error: --limit: limit max_depth must be a whole number, not 'x'\n",
+    )
     result = run("inspect", "fixtures/dumps/aux_list.pt", "--limit", "nope=1")
-    assert result.exit_code == 2 and result.stderr.startswith("ppaux: error: --limit: unknown limit 'nope'")
+    assert result.exit_code == 2 and result.stderr.startswith(
+        "ppaux: error: --limit: unknown limit 'nope'"
+    )
     result = run("inspect", "fixtures/dumps/aux_list.pt", "--format", "yaml")
     assert result.exit_code == 2
     assert len(result.stderr.splitlines()) == 1 and "'yaml' is not one of" in result.stderr
 
 
 def test_limits_can_be_raised():
-    assert run("inspect", "fixtures/corrupt/deep_nesting.pt", "--limit", "max_depth=500").exit_code == 0
+    assert (
+        run("inspect", "fixtures/corrupt/deep_nesting.pt", "--limit", "max_depth=500").exit_code
+        == 0
+    )
 
 
 def test_explain():
@@ -102,7 +126,9 @@ def test_explain():
     assert result.stdout.startswith("PP101 aux-non-tensor (error")
     assert "Predicts the sglang error: received a non-tensor auxiliary PP output" in result.stdout
     result = run("explain", "PP999")
-    assert result.exit_code == 2 and result.stderr.startswith("ppaux: error: unknown rule code 'PP999'")
+    assert result.exit_code == 2 and result.stderr.startswith(
+        "ppaux: error: unknown rule code 'PP999'"
+    )
 
 
 def test_output_file(tmp_path):
@@ -113,8 +139,14 @@ def test_output_file(tmp_path):
 
 
 def _subprocess(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=120)
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
 
 
 def test_inspect_never_imports_torch():
@@ -135,7 +167,10 @@ def test_real_process_plain_text_when_piped():
     result = _subprocess("-m", "ppaux_cli", "inspect", "fixtures/dumps/aux_list.pt")
     assert result.returncode == 1
     assert "\x1b[" not in result.stdout and result.stderr == ""
-    assert "PP101 error fixtures/dumps/aux_list.pt [__sampling_observer_output__.scores]" in result.stdout
+    assert (
+        "PP101 error fixtures/dumps/aux_list.pt [__sampling_observer_output__.scores]"
+        in result.stdout
+    )
 
 
 def test_colour_only_on_a_terminal_without_no_color():

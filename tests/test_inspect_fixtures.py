@@ -53,7 +53,9 @@ EXPECTED = {
 
 
 def fixture_names(folder: str) -> list[str]:
-    return sorted(f"{folder}/{p.name}" for p in (REPO / "fixtures" / folder).iterdir() if p.is_file())
+    return sorted(
+        f"{folder}/{p.name}" for p in (REPO / "fixtures" / folder).iterdir() if p.is_file()
+    )
 
 
 pytestmark = pytest.mark.usefixtures("in_repo")
@@ -80,8 +82,15 @@ def test_findings_and_prediction(name):
 
 def test_non_tensor_messages_name_the_type():
     messages = {}
-    for name in ("aux_list", "aux_float", "aux_none", "aux_str", "aux_list_of_tensors",
-                 "aux_numpy_array", "aux_custom_class"):
+    for name in (
+        "aux_list",
+        "aux_float",
+        "aux_none",
+        "aux_str",
+        "aux_list_of_tensors",
+        "aux_numpy_array",
+        "aux_custom_class",
+    ):
         _, findings = inspect_file(f"fixtures/dumps/{name}.pt")
         messages[name] = next(f.message for f in findings if f.code == "PP101")
     assert messages == {
@@ -89,8 +98,10 @@ def test_non_tensor_messages_name_the_type():
         "aux_float": "auxiliary entry 'scores' holds a float, not a tensor",
         "aux_none": "auxiliary entry 'scores' holds None, not a tensor",
         "aux_str": "auxiliary entry 'scores' holds a str, not a tensor",
-        "aux_list_of_tensors": "auxiliary entry 'scores' holds a list with 2 tensors inside, not a tensor",
-        "aux_numpy_array": "auxiliary entry 'scores' holds a numpy.ndarray (float32, shape [2]), not a tensor",
+        "aux_list_of_tensors": "auxiliary entry 'scores' holds a list with 2 tensors inside, "
+        "not a tensor",
+        "aux_numpy_array": "auxiliary entry 'scores' holds a numpy.ndarray (float32, shape [2]), "
+        "not a tensor",
         "aux_custom_class": "auxiliary entry 'scores' holds a ppaux_fixture_types.SamplingScores "
         "object (its class was not imported), not a tensor",
     }
@@ -99,7 +110,8 @@ def test_non_tensor_messages_name_the_type():
 def test_non_string_key_predicts_the_attribute_error():
     description, findings = inspect_file("fixtures/dumps/non_string_key.pt")
     assert description["payloads"][0]["predicted_pop"] == {
-        "outcome": "error", "error_type": "AttributeError",
+        "outcome": "error",
+        "error_type": "AttributeError",
         "error": "'int' object has no attribute 'startswith'",
     }
     assert findings[0].sglang_error == "'int' object has no attribute 'startswith'"
@@ -114,8 +126,16 @@ def test_cuda1_devices_are_reported_as_saved():
 def test_capture_metadata_is_read():
     description, _ = inspect_file("fixtures/dumps/capture_pop_error.pt")
     meta = description["capture"]
-    assert (meta["function"], meta["exception_type"], meta["exception_message"], meta["pp_rank"]) == (
-        "pop_auxiliary_output_from_pp_tensors", "RuntimeError", NON_TENSOR, 0,
+    assert (
+        meta["function"],
+        meta["exception_type"],
+        meta["exception_message"],
+        meta["pp_rank"],
+    ) == (
+        "pop_auxiliary_output_from_pp_tensors",
+        "RuntimeError",
+        NON_TENSOR,
+        0,
     )
 
 
@@ -130,20 +150,26 @@ def _golden(name: str, text: str) -> None:
     check_golden(GOLDEN / name, text)
 
 
-
-
 @pytest.mark.parametrize("name", sorted(EXPECTED) + fixture_names("malicious"))
 def test_golden_json(name):
     result = cli("inspect", f"fixtures/{name}", "--format", "json")
     codes = [c for c, _ in EXPECTED.get(name, ([("PP201", None)], None))[0]]
-    assert result.exit_code == (1 if any(c in ("PP101", "PP103", "PP113", "PP115", "PP201")
-                                         for c in codes) else 0)
+    assert result.exit_code == (
+        1 if any(c in ("PP101", "PP103", "PP113", "PP115", "PP201") for c in codes) else 0
+    )
     json.loads(result.stdout)
     _golden(name.replace("/", "__") + ".json", result.stdout)
 
 
-@pytest.mark.parametrize("name", ["dumps/aux_list.pt", "dumps/clean_output.pt",
-                                  "dumps/capture_pop_error.pt", "malicious/os_system_reduce.pt"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "dumps/aux_list.pt",
+        "dumps/clean_output.pt",
+        "dumps/capture_pop_error.pt",
+        "malicious/os_system_reduce.pt",
+    ],
+)
 def test_golden_text(name):
     result = cli("inspect", f"fixtures/{name}")
     _golden(name.replace("/", "__") + ".txt", result.stdout)

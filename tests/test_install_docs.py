@@ -25,14 +25,22 @@ def _sections(page: str) -> dict[str, list[list[str]]]:
     sections: dict[str, list[list[str]]] = {}
     for part in re.split(r"^## ", text, flags=re.M)[1:]:
         heading = part.splitlines()[0]
-        sections[heading] = [[line for line in block.splitlines() if line.strip()]
-                             for block in re.findall(r"```bash\n(.*?)```", part, re.S)]
+        sections[heading] = [
+            [line for line in block.splitlines() if line.strip()]
+            for block in re.findall(r"```bash\n(.*?)```", part, re.S)
+        ]
     return sections
 
 
 def _run(line: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "-euo", "pipefail", "-c", line], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", line],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def _run_blocks(blocks: list[list[str]], checkout: Path, tmp_path: Path, tag: str) -> list[str]:
@@ -45,8 +53,11 @@ def _run_blocks(blocks: list[list[str]], checkout: Path, tmp_path: Path, tag: st
     for number, block in enumerate(blocks):
         pipx_bin = tmp_path / f"pipx-bin-{tag}-{number}"
         env = clean_env(tmp_path / f"scratch-{tag}", tools, pipx_bin)
-        env.update(PIPX_HOME=str(tmp_path / f"pipx-home-{tag}-{number}"),
-                   PIPX_BIN_DIR=str(pipx_bin), PIPX_MAN_DIR=str(tmp_path / f"pipx-man-{tag}"))
+        env.update(
+            PIPX_HOME=str(tmp_path / f"pipx-home-{tag}-{number}"),
+            PIPX_BIN_DIR=str(pipx_bin),
+            PIPX_MAN_DIR=str(tmp_path / f"pipx-man-{tag}"),
+        )
         for line in block:
             done = _run(line, checkout, env)
             ran.append(line)
@@ -64,8 +75,7 @@ def _run_blocks(blocks: list[list[str]], checkout: Path, tmp_path: Path, tag: st
 
 def test_install_page_recipes_run_as_written(tmp_path):
     sections = _sections("install.md")
-    assert list(sections) == ["From a checkout", "On a host without network access",
-                              "With pipx"]
+    assert list(sections) == ["From a checkout", "On a host without network access", "With pipx"]
     # Two independent runs, each in a copy of its own, side by side to save time: the checkout
     # recipes, and the wheelhouse recipes followed by pipx (whose second recipe installs from
     # that wheelhouse).
@@ -74,16 +84,28 @@ def test_install_page_recipes_run_as_written(tmp_path):
     with ThreadPoolExecutor(2) as pool:
         runs = [
             pool.submit(_run_blocks, sections["From a checkout"], first, tmp_path, "a"),
-            pool.submit(_run_blocks, sections["On a host without network access"]
-                        + sections["With pipx"], second, tmp_path, "b"),
+            pool.submit(
+                _run_blocks,
+                sections["On a host without network access"] + sections["With pipx"],
+                second,
+                tmp_path,
+                "b",
+            ),
         ]
         ran = [line for run in runs for line in run.result()]
     assert len(ran) == sum(len(b) for blocks in sections.values() for b in blocks)
     # What the recipes promise is there: a venv with torch, a wheelhouse, pipx's command.
     assert any("pipx install" in line for line in ran)
-    torch = subprocess.run([str(first / ".venv" / "bin" / "python"), "-c",
-                            "import torch, ppaux; print(torch.__version__)"],
-                           capture_output=True, text=True, timeout=300)
+    torch = subprocess.run(
+        [
+            str(first / ".venv" / "bin" / "python"),
+            "-c",
+            "import torch, ppaux; print(torch.__version__)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert torch.returncode == 0 and torch.stdout.startswith("2."), torch.stderr
     wheels = sorted(p.name for p in (second / "wheelhouse").iterdir())
     assert "ppaux-0.1.0-py3-none-any.whl" in wheels
@@ -94,8 +116,7 @@ def test_install_page_recipes_run_as_written(tmp_path):
 def test_no_page_says_ppaux_is_on_the_package_index():
     pages = [REPO / "README.md", *DOCS.glob("*.md")]
     for page in pages:
-        text = page.read_text(encoding="utf-8").replace(
-            "`pip install ppaux` does not find it", "")
+        text = page.read_text(encoding="utf-8").replace("`pip install ppaux` does not find it", "")
         assert not re.search(r"pip install '?ppaux\b", text), page.name
     install = (DOCS / "install.md").read_text(encoding="utf-8")
     assert "not published on the Python package index" in install

@@ -26,20 +26,35 @@ main()
 """
 
 
-@pytest.mark.parametrize("error, line", [
-    ("RecursionError('maximum recursion depth exceeded in comparison')",
-     "ppaux: error: internal error: RecursionError: maximum recursion depth exceeded in "
-     "comparison (a bug in ppaux; please report it)"),
-    ("MemoryError()", "ppaux: error: internal error: MemoryError: - (a bug in ppaux; please "
-     "report it)"),
-    # A message from a file's bytes cannot break the line or reach the terminal as escapes.
-    ("ValueError('a\\nb\\x1b[2J')", "ppaux: error: internal error: ValueError: a b\\x1b[2J "
-     "(a bug in ppaux; please report it)"),
-])
+@pytest.mark.parametrize(
+    "error, line",
+    [
+        (
+            "RecursionError('maximum recursion depth exceeded in comparison')",
+            "ppaux: error: internal error: RecursionError: maximum recursion depth exceeded in "
+            "comparison (a bug in ppaux; please report it)",
+        ),
+        (
+            "MemoryError()",
+            "ppaux: error: internal error: MemoryError: - (a bug in ppaux; please report it)",
+        ),
+        # A message from a file's bytes cannot break the line or reach the terminal as escapes.
+        (
+            "ValueError('a\\nb\\x1b[2J')",
+            "ppaux: error: internal error: ValueError: a b\\x1b[2J "
+            "(a bug in ppaux; please report it)",
+        ),
+    ],
+)
 def test_unexpected_exception_is_one_line(error, line):
-    result = subprocess.run([sys.executable, "-c", _FAILING.format(error=error)], cwd=REPO,
-                            capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "PYTHONWARNINGS": "error"})
+    result = subprocess.run(
+        [sys.executable, "-c", _FAILING.format(error=error)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONWARNINGS": "error"},
+    )
     assert result.returncode == 2, result.stderr
     assert result.stderr == line + "\n"
     assert result.stdout == ""

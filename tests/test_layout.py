@@ -20,8 +20,16 @@ from helpers import REPO
 #: The subpackages, written out: a new one must be added here and to docs/architecture.md.
 SUBPACKAGES = ["capture", "dump", "fix", "replay", "report", "sglang", "skew"]
 #: Faces whose every public name can be used without importing torch.
-TORCH_FREE = ["ppaux", "ppaux.capture", "ppaux.dump", "ppaux.fix", "ppaux.report", "ppaux.sglang",
-              "ppaux.skew", "ppaux.guard"]
+TORCH_FREE = [
+    "ppaux",
+    "ppaux.capture",
+    "ppaux.dump",
+    "ppaux.fix",
+    "ppaux.report",
+    "ppaux.sglang",
+    "ppaux.skew",
+    "ppaux.guard",
+]
 
 
 def test_the_subpackages_are_these():

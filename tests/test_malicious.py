@@ -35,7 +35,10 @@ def test_inspect_runs_no_payload():
     before = {p: Path(p).read_bytes() for p in MALICIOUS}
     result = subprocess.run(
         [sys.executable, "-m", "ppaux_cli", "inspect", *MALICIOUS, "--format", "json"],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "NO_COLOR": "1"},
     )
     assert result.returncode == 1, result.stderr

@@ -35,7 +35,8 @@ def build(path: Path, device: str = "cpu"):
 def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     return (a.dtype, a.shape) == (b.dtype, b.shape) and torch.equal(
         a.detach().reshape(-1).contiguous().view(torch.uint8),
-        b.detach().reshape(-1).contiguous().view(torch.uint8))
+        b.detach().reshape(-1).contiguous().view(torch.uint8),
+    )
 
 
 def test_dtypes_views_and_strides_match_torch_load(tmp_path):
@@ -69,9 +70,20 @@ def test_dtypes_views_and_strides_match_torch_load(tmp_path):
     assert got["slice"].untyped_storage().data_ptr() == got["base"].untyped_storage().data_ptr()
 
 
-@pytest.mark.parametrize("name", ["clean_output.pt", "cuda1_output.pt", "deflated_datapkl.pt",
-                                  "aux_non_contiguous.pt", "aux_sparse.pt", "aux_quantized.pt",
-                                  "aux_parameter.pt", "aux_empty_tensor.pt", "pp_proxy.pt"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "clean_output.pt",
+        "cuda1_output.pt",
+        "deflated_datapkl.pt",
+        "aux_non_contiguous.pt",
+        "aux_sparse.pt",
+        "aux_quantized.pt",
+        "aux_parameter.pt",
+        "aux_empty_tensor.pt",
+        "pp_proxy.pt",
+    ],
+)
 def test_fixtures_match_torch_load(name):
     sys.path.insert(0, str(REPO / "fixtures"))  # the proxy fixture's class, for torch.load
     try:
@@ -98,8 +110,10 @@ def test_fixtures_match_torch_load(name):
         if tensor.is_sparse:
             assert same_bits(value.to_dense(), tensor.to_dense())
         elif tensor.is_quantized:
-            assert (value.q_scale(), value.q_zero_point()) == \
-                (tensor.q_scale(), tensor.q_zero_point())
+            assert (value.q_scale(), value.q_zero_point()) == (
+                tensor.q_scale(),
+                tensor.q_zero_point(),
+            )
             assert same_bits(value.int_repr(), tensor.int_repr())
         else:
             assert same_bits(value, tensor) and value.stride() == tensor.stride()
@@ -139,8 +153,12 @@ def test_nested_csr_and_per_channel_tensors(tmp_path):
     payload = {
         "csr": torch.tensor([[0.0, 2.0], [3.0, 0.0]]).to_sparse_csr(),
         "qchannel": torch.quantize_per_channel(
-            torch.tensor([[1.0, 2.0], [3.0, 4.0]]), torch.tensor([0.5, 0.25]),
-            torch.tensor([0, 1]), 0, torch.qint8),
+            torch.tensor([[1.0, 2.0], [3.0, 4.0]]),
+            torch.tensor([0.5, 0.25]),
+            torch.tensor([0, 1]),
+            0,
+            torch.qint8,
+        ),
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # nested tensors are a prototype API
@@ -165,7 +183,7 @@ def test_big_endian_files_are_swapped(tmp_path):
                 data = b"big"
             elif "/data/" in info.filename and not info.filename.endswith("serialization_id"):
                 size = 4 if info.filename.endswith("/0") else 8
-                data = b"".join(data[i:i + size][::-1] for i in range(0, len(data), size))
+                data = b"".join(data[i : i + size][::-1] for i in range(0, len(data), size))
             out.writestr(info, data)
     expected = torch.load(big, weights_only=True)
     got = build(big)
@@ -182,8 +200,10 @@ def test_views_past_the_storage_are_refused(tmp_path):
     with Materializer(dump, torch.device("cpu")) as materializer:
         with pytest.raises(MaterializeError) as caught:
             materializer.value(dump.root)
-    assert caught.value.reason == "cannot rebuild tensor ['x']: it views element 7 of a storage " \
+    assert (
+        caught.value.reason == "cannot rebuild tensor ['x']: it views element 7 of a storage "
         "of 4 elements"
+    )
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a host without CUDA")

@@ -23,6 +23,7 @@ DUMP = REPO / "fixtures" / "dumps" / "aux_list.pt"
 
 # -- the library ---------------------------------------------------------------------------------
 
+
 def test_shown_path_inside_outside_and_not_a_path(tmp_path):
     root = tmp_path / "repo"
     (root / "sub" / "deeper").mkdir(parents=True)
@@ -38,7 +39,8 @@ def test_shown_path_inside_outside_and_not_a_path(tmp_path):
     (tmp_path / "repo2").mkdir()
     (tmp_path / "repo2" / "b.pt").write_bytes(b"")
     assert shown_path(str(tmp_path / "repo2" / "b.pt"), str(root), cwd) == str(
-        tmp_path / "repo2" / "b.pt")
+        tmp_path / "repo2" / "b.pt"
+    )
     # Not a path: a distributed stage's label, standard input.
     assert shown_path("rank 1 (node-1)", str(root), cwd) == "rank 1 (node-1)"
     assert shown_path("-", str(root), cwd) == "-"
@@ -67,11 +69,16 @@ def test_find_root_takes_the_nearest_git_directory_or_file(tmp_path):
 
 # -- the command line ----------------------------------------------------------------------------
 
+
 def _ppaux(cwd: Path, *args: str, env: dict[str, str] | None = None):
-    return subprocess.run([sys.executable, "-m", "ppaux_cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1",
-                               **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "ppaux_cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", **(env or {})},
+    )
 
 
 @pytest.fixture
@@ -87,40 +94,70 @@ def layout(tmp_path):
 
 def test_github_paths_are_relative_to_the_repository_root(layout, tmp_path):
     summary = tmp_path / "summary.md"
-    done = _ppaux(layout / "captures", "inspect", "stage0/bad.pt", "../../elsewhere.pt",
-                  "missing.pt", "--format", "github", env={"GITHUB_STEP_SUMMARY": str(summary)})
+    done = _ppaux(
+        layout / "captures",
+        "inspect",
+        "stage0/bad.pt",
+        "../../elsewhere.pt",
+        "missing.pt",
+        "--format",
+        "github",
+        env={"GITHUB_STEP_SUMMARY": str(summary)},
+    )
     assert done.returncode == 2
     lines = done.stdout.splitlines()
-    assert lines[0].startswith(
-        "::error file=captures/stage0/bad.pt,title=PP101 aux-non-tensor::")
+    assert lines[0].startswith("::error file=captures/stage0/bad.pt,title=PP101 aux-non-tensor::")
     outside = str(tmp_path / "elsewhere.pt").replace(":", "%3A").replace(",", "%2C")
     assert lines[1].startswith(f"::error file={outside},title=PP101 aux-non-tensor::")
     # A name of nothing on disk is kept as given, and stderr names inputs as they were given.
-    assert lines[2] == ("::error file=missing.pt,title=ppaux could not read this input::"
-                        "no such file")
+    assert lines[2] == (
+        "::error file=missing.pt,title=ppaux could not read this input::no such file"
+    )
     assert done.stderr == "ppaux: error: missing.pt: no such file\n"
     assert "<code>captures/stage0/bad.pt</code>" in summary.read_text()
 
 
 def test_gitlab_and_sarif_paths_are_relative_to_the_repository_root(layout, tmp_path):
-    done = _ppaux(layout / "captures" / "stage0", "inspect", "bad.pt",
-                  str(tmp_path / "elsewhere.pt"), "--format", "gitlab")
+    done = _ppaux(
+        layout / "captures" / "stage0",
+        "inspect",
+        "bad.pt",
+        str(tmp_path / "elsewhere.pt"),
+        "--format",
+        "gitlab",
+    )
     assert done.returncode == 1, done.stderr
     assert [i["location"]["path"] for i in json.loads(done.stdout)] == [
-        "captures/stage0/bad.pt", str(tmp_path / "elsewhere.pt")]
-    done = _ppaux(layout / "captures" / "stage0", "inspect", "bad.pt",
-                  str(tmp_path / "elsewhere.pt"), "--format", "sarif")
+        "captures/stage0/bad.pt",
+        str(tmp_path / "elsewhere.pt"),
+    ]
+    done = _ppaux(
+        layout / "captures" / "stage0",
+        "inspect",
+        "bad.pt",
+        str(tmp_path / "elsewhere.pt"),
+        "--format",
+        "sarif",
+    )
     results = json.loads(done.stdout)["runs"][0]["results"]
     uris = [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results]
     assert uris == ["captures/stage0/bad.pt", "file://" + str(tmp_path / "elsewhere.pt")]
 
 
 def test_root_option_chooses_the_root(layout, tmp_path):
-    done = _ppaux(layout, "inspect", "captures/stage0/bad.pt", "--format", "gitlab",
-                  "--root", "captures")
+    done = _ppaux(
+        layout, "inspect", "captures/stage0/bad.pt", "--format", "gitlab", "--root", "captures"
+    )
     assert json.loads(done.stdout)[0]["location"]["path"] == "stage0/bad.pt"
-    done = _ppaux(layout, "inspect", "captures/stage0/bad.pt", "--format", "github",
-                  "--root", str(tmp_path / "nowhere"))
+    done = _ppaux(
+        layout,
+        "inspect",
+        "captures/stage0/bad.pt",
+        "--format",
+        "github",
+        "--root",
+        str(tmp_path / "nowhere"),
+    )
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr == f"ppaux: error: --root {tmp_path / 'nowhere'}: not a directory\n"

@@ -21,13 +21,19 @@ def run(data: bytes, limits: Limits = Limits(), **kw):
 
 
 plain = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text()
     | st.binary(),
-    lambda children: st.lists(children, max_size=4)
-    | st.tuples(children, children)
-    | st.dictionaries(st.text(max_size=5) | st.integers(), children, max_size=4)
-    | st.frozensets(st.integers(), max_size=3)
-    | st.sets(st.text(max_size=3), max_size=3),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.tuples(children, children)
+        | st.dictionaries(st.text(max_size=5) | st.integers(), children, max_size=4)
+        | st.frozensets(st.integers(), max_size=3)
+        | st.sets(st.text(max_size=3), max_size=3)
+    ),
     max_leaves=20,
 )
 
@@ -92,11 +98,17 @@ def test_allowlisted_container_calls_are_interpreted():
         (b"\x80\x02\xff.", "malformed pickle at byte 2: unknown opcode b'\\xff'"),
         (b"\x80\x06N.", "malformed pickle at byte 0: unsupported pickle protocol 6"),
         (b"\x80\x02h\x05.", "malformed pickle at byte 2: memo entry 5 was never stored"),
-        (b"\x80\x02\x82\x01.", "malformed pickle at byte 2: extension code 1 names a global "
-         "through copyreg's registry, which no file can be trusted to use"),
+        (
+            b"\x80\x02\x82\x01.",
+            "malformed pickle at byte 2: extension code 1 names a global "
+            "through copyreg's registry, which no file can be trusted to use",
+        ),
         (b"\x80\x04K\x01K\x02\x93.", "malformed pickle at byte 6: STACK_GLOBAL needs two strings"),
-        (b"\x80\x05\x97.", "malformed pickle at byte 2: the pickle expects out-of-band buffers, "
-         "which a file cannot carry"),
+        (
+            b"\x80\x05\x97.",
+            "malformed pickle at byte 2: the pickle expects out-of-band buffers, "
+            "which a file cannot carry",
+        ),
         (b"\x80\x02K\x01.N.", None),  # trailing data after STOP is not read
         (b"\x80\x02R.", "malformed pickle at byte 2: stack underflow"),
         (b"\x80\x02K\x01)R.", "malformed pickle at byte 5: the pickle calls a int value"),
@@ -138,7 +150,9 @@ def test_billion_laughs_stays_shared_and_small():
     # Each level is a list holding the previous level twice: 2**30 leaves if expanded.
     ops = [b"\x80\x02X\x03\x00\x00\x00lolq\x00"]
     for level in range(1, 31):
-        ops.append(b"h" + bytes([level - 1]) + b"h" + bytes([level - 1]) + b"\x86q" + bytes([level]))
+        ops.append(
+            b"h" + bytes([level - 1]) + b"h" + bytes([level - 1]) + b"\x86q" + bytes([level])
+        )
     data = b"".join(ops) + b"."
     got, machine = run(data)
     assert machine.items < 200

@@ -6,7 +6,6 @@ import re
 from helpers import REPO
 
 
-
 def setup_commands() -> list[str]:
     text = (REPO / "README.md").read_text(encoding="utf-8")
     block = re.search(r"```bash\n(.*?)```", text, re.S)

@@ -35,7 +35,7 @@ def replay_json(*args: str) -> tuple[int, dict]:
 # An implementation of the transport written from its documented behaviour (not sglang's code),
 # in a tree laid out like sglang's: a package whose __init__ would be heavy, namespace packages
 # below it, and the annotation imports the real file makes.
-_SHAPED = '''
+_SHAPED = """
 from typing import Any, Optional, Protocol, runtime_checkable
 
 import torch
@@ -93,12 +93,14 @@ def pop_auxiliary_output_from_pp_tensors(tensors, observer):
     for name in found:
         del tensors[_OUTPUT_PREFIX + name]
     return rebuilt
-'''
+"""
 
 # The same, patched the way a field fix might be: pop lets non-tensors through.
 _PATCHED = _SHAPED.replace(
-    '    if not all(torch.is_tensor(v) for v in found.values()):\n'
-    '        raise RuntimeError("received a non-tensor auxiliary PP output")\n', "")
+    "    if not all(torch.is_tensor(v) for v in found.values()):\n"
+    '        raise RuntimeError("received a non-tensor auxiliary PP output")\n',
+    "",
+)
 
 
 def shaped_tree(root: Path, source: str = _SHAPED) -> Path:
@@ -106,7 +108,8 @@ def shaped_tree(root: Path, source: str = _SHAPED) -> Path:
     package = root / "sglang"
     (package / "srt" / "sampling").mkdir(parents=True)
     (package / "__init__.py").write_text(
-        "raise ImportError('the heavy sglang package was imported')\n")
+        "raise ImportError('the heavy sglang package was imported')\n"
+    )
     (package / "_version.py").write_text("__version__ = version = '0.5.23'\n")
     (package / "srt" / "sampling" / "sampling_observer_pp.py").write_text(textwrap.dedent(source))
     return root
@@ -114,15 +117,25 @@ def shaped_tree(root: Path, source: str = _SHAPED) -> Path:
 
 # -- the whole failure, end to end ---------------------------------------------------------------
 
+
 def test_validating_sender_stops_at_add_legacy_sender_fails_on_rank_0(tmp_path):
     dump = tmp_path / "list_aux.pt"
-    torch.save({"next_token_ids": torch.tensor([5, 6]), f"{P}scores": [0.25, 0.75],
-                "__msg_type__": "output"}, dump)
+    torch.save(
+        {
+            "next_token_ids": torch.tensor([5, 6]),
+            f"{P}scores": [0.25, 0.75],
+            "__msg_type__": "output",
+        },
+        dump,
+    )
     code, doc = replay_json(str(dump), "--transport", "wire")
     assert code == 1
     (result,) = doc["results"]
     assert (result["outcome"], result["stage"], result["error"]) == (
-        "error", "add", "auxiliary PP output 'scores' is not a tensor")
+        "error",
+        "add",
+        "auxiliary PP output 'scores' is not a tensor",
+    )
     assert [f["code"] for f in doc["findings"]] == ["PP402"]
     assert doc["findings"][0]["key"] == f"{P}scores"
 
@@ -130,7 +143,11 @@ def test_validating_sender_stops_at_add_legacy_sender_fails_on_rank_0(tmp_path):
     assert code == 1
     (result,) = doc["results"]
     assert (result["outcome"], result["stage"], result["error_type"], result["error"]) == (
-        "error", "pop", "RuntimeError", "received a non-tensor auxiliary PP output")
+        "error",
+        "pop",
+        "RuntimeError",
+        "received a non-tensor auxiliary PP output",
+    )
     run_ = result["payloads"][0]["runs"]["reference"]
     # The list rode inside the pickled metadata and arrived as a list.
     assert run_["received"] == [{"type": "list", "repr": "[0.25, 0.75]", "key": f"{P}scores"}]
@@ -142,36 +159,68 @@ def test_clean_replay_reports_the_output_and_exit_0():
     assert code == 0
     (result,) = doc["results"]
     assert (result["path"], result["outcome"], result["error"]) == (
-        "fixtures/dumps/clean_output.pt", "ok", None)
+        "fixtures/dumps/clean_output.pt",
+        "ok",
+        None,
+    )
     run_ = result["payloads"][0]["runs"]["reference"]
     assert run_["output"] == [
-        {"type": "torch.Tensor", "dtype": "float32", "shape": [2], "device": "cpu",
-         "layout": "strided", "name": "entropy"},
-        {"type": "torch.Tensor", "dtype": "int64", "shape": [2, 4], "device": "cpu",
-         "layout": "strided", "name": "top_ids"},
+        {
+            "type": "torch.Tensor",
+            "dtype": "float32",
+            "shape": [2],
+            "device": "cpu",
+            "layout": "strided",
+            "name": "entropy",
+        },
+        {
+            "type": "torch.Tensor",
+            "dtype": "int64",
+            "shape": [2, 4],
+            "device": "cpu",
+            "layout": "strided",
+            "name": "top_ids",
+        },
     ]
     assert run_["remaining_keys"][-1] == "__msg_type__"
     assert not any(k.startswith(P) for k in run_["remaining_keys"])
     assert run_["mismatches"] == [] and run_["changes"] == []
     assert doc["replay"] == {
-        "device": "cpu", "sender": "validating", "transport": "wire", "impl": "reference",
-        "all_gather": 1, "implementations": {"reference": {
-            "origin": "ppaux.transport", "version": None, "sha256": None, "stock_releases": []}},
+        "device": "cpu",
+        "sender": "validating",
+        "transport": "wire",
+        "impl": "reference",
+        "all_gather": 1,
+        "implementations": {
+            "reference": {
+                "origin": "ppaux.transport",
+                "version": None,
+                "sha256": None,
+                "stock_releases": [],
+            }
+        },
         "sglang_runtime": None,
     }
 
 
 def test_text_view_has_a_summary_and_a_table_per_payload():
-    result = run("replay", "fixtures/dumps/clean_output.pt", "fixtures/dumps/aux_list.pt",
-                 "--sender", "legacy")
+    result = run(
+        "replay",
+        "fixtures/dumps/clean_output.pt",
+        "fixtures/dumps/aux_list.pt",
+        "--sender",
+        "legacy",
+    )
     assert result.exit_code == 1
     out = result.stdout
     assert "replay: 2 dump(s) on cpu, sender legacy, transport none, impl reference" in out
     assert "output entropy, top_ids, bit-identical" in out
     assert "RuntimeError: received a non-tensor auxiliary PP output" in out
     assert re.search(r"\n entropy +float32 \(2,\) cpu +float32 \(2,\) cpu +bit-identical\n", out)
-    assert "PP401 error fixtures/dumps/aux_list.pt [__sampling_observer_output__.scores]: pop on " \
+    assert (
+        "PP401 error fixtures/dumps/aux_list.pt [__sampling_observer_output__.scores]: pop on "
         "rank 0 raises RuntimeError: received a non-tensor auxiliary PP output" in out
+    )
 
 
 def test_directory_and_exit_codes(tmp_path):
@@ -182,7 +231,10 @@ def test_directory_and_exit_codes(tmp_path):
     code, doc = replay_json(str(clean))
     assert code == 0
     assert [r["path"] for r in doc["results"]] == [
-        str(clean / "clean_output.pt"), str(clean / "plain_pickle.pkl"), str(clean / "pp_proxy.pt")]
+        str(clean / "clean_output.pt"),
+        str(clean / "plain_pickle.pkl"),
+        str(clean / "pp_proxy.pt"),
+    ]
     assert [r["outcome"] for r in doc["results"]] == ["ok", "ok", "ok"]
     # An unusable dump beside good ones: the others still replay, the exit code is 2.
     (clean / "broken.pt").write_bytes(b"")
@@ -193,8 +245,10 @@ def test_directory_and_exit_codes(tmp_path):
 
 def test_progress_is_reported_per_dump():
     calls = []
-    replay_paths(["fixtures/dumps/clean_output.pt", "fixtures/dumps/aux_list.pt"],
-                 progress=lambda done, total: calls.append((done, total)))
+    replay_paths(
+        ["fixtures/dumps/clean_output.pt", "fixtures/dumps/aux_list.pt"],
+        progress=lambda done, total: calls.append((done, total)),
+    )
     assert calls == [(1, 2), (2, 2)]
 
 
@@ -214,18 +268,25 @@ def test_all_gather_group_hides_a_non_contiguous_layout():
     assert doc["findings"][0]["code"] == "PP403"
     assert doc["findings"][0]["message"] == (
         "the emulated wire fails on the sender after the metadata was sent, so the receiver waits "
-        "for data that never comes: RuntimeError: input tensor has to be contiguous")
-    code, doc = replay_json("fixtures/dumps/aux_non_contiguous.pt", "--transport", "wire",
-                            "--all-gather", "2")
+        "for data that never comes: RuntimeError: input tensor has to be contiguous"
+    )
+    code, doc = replay_json(
+        "fixtures/dumps/aux_non_contiguous.pt", "--transport", "wire", "--all-gather", "2"
+    )
     assert code == 0
     (change,) = doc["results"][0]["payloads"][0]["runs"]["reference"]["changes"]
-    assert change == {"key": f"{P}scores", "what": "stride",
-                      "detail": "the tensor came back with other strides",
-                      "sent": [1, 3], "received": [2, 1]}
+    assert change == {
+        "key": f"{P}scores",
+        "what": "stride",
+        "detail": "the tensor came back with other strides",
+        "sent": [1, 3],
+        "received": [2, 1],
+    }
     assert [f["code"] for f in doc["findings"]] == ["PP407"]
 
 
 # -- settings that cannot work ---------------------------------------------------------------------
+
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a host without CUDA")
 @pytest.mark.parametrize("device", ["cuda", "cuda:0", "cuda:3"])
@@ -235,9 +296,11 @@ def test_cuda_without_cuda_is_one_line_exit_2(device):
     assert result.stdout == ""
     assert result.stderr == (
         f"ppaux: error: --device {device}: CUDA is not available here (torch was built without "
-        f"CUDA; torch {torch.__version__})\n") or result.stderr == (
+        f"CUDA; torch {torch.__version__})\n"
+    ) or result.stderr == (
         f"ppaux: error: --device {device}: CUDA is not available here (no CUDA device is "
-        f"visible; torch {torch.__version__})\n")
+        f"visible; torch {torch.__version__})\n"
+    )
 
 
 def test_auto_device_falls_back_to_cpu_without_cuda():
@@ -246,13 +309,21 @@ def test_auto_device_falls_back_to_cpu_without_cuda():
     assert doc["replay"]["device"] == ("cuda:0" if torch.cuda.is_available() else "cpu")
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--device", "tpu"], "--device tpu: not a device; use cpu, cuda, cuda:N or auto"),
-    (["--sglang-path", "/nonexistent/sglang"],
-     "--sglang-path /nonexistent/sglang: only used with --impl sglang, --impl both or --transport sglang"),
-    (["--impl", "both", "--sglang-path", "/nonexistent/sglang"],
-     "--sglang-path /nonexistent/sglang: no such file or directory"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--device", "tpu"], "--device tpu: not a device; use cpu, cuda, cuda:N or auto"),
+        (
+            ["--sglang-path", "/nonexistent/sglang"],
+            "--sglang-path /nonexistent/sglang: only used with --impl sglang, --impl both or "
+            "--transport sglang",
+        ),
+        (
+            ["--impl", "both", "--sglang-path", "/nonexistent/sglang"],
+            "--sglang-path /nonexistent/sglang: no such file or directory",
+        ),
+    ],
+)
 def test_bad_settings_are_one_line_exit_2(args, message):
     result = run("replay", "fixtures/dumps/clean_output.pt", *args)
     assert (result.exit_code, result.stdout, result.stderr) == (2, "", f"ppaux: error: {message}\n")
@@ -262,13 +333,15 @@ def test_old_release_without_the_transport_is_refused(tmp_path):
     root = shaped_tree(tmp_path)
     (root / "sglang" / "srt" / "sampling" / "sampling_observer_pp.py").unlink()
     (root / "sglang" / "_version.py").write_text("__version__ = version = '0.5.18'\n")
-    result = run("replay", "fixtures/dumps/clean_output.pt", "--impl", "sglang",
-                 "--sglang-path", str(root))
+    result = run(
+        "replay", "fixtures/dumps/clean_output.pt", "--impl", "sglang", "--sglang-path", str(root)
+    )
     assert result.exit_code == 2
     assert result.stderr == (
         f"ppaux: error: --sglang-path {root}: sglang 0.5.18 has no "
         "sglang/srt/sampling/sampling_observer_pp.py (the PP auxiliary transport first shipped "
-        "in 0.5.19)\n")
+        "in 0.5.19)\n"
+    )
 
 
 def test_help_does_not_import_torch():
@@ -282,19 +355,31 @@ def test_help_does_not_import_torch():
         "assert r.exit_code == 0, r.output\n"
         "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))[:3])\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=REPO, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
+    )
     assert done.stdout == "[]\n"
 
 
 # -- implementations -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("sender, transport", [("validating", "none"), ("legacy", "none"),
-                                               ("legacy", "wire")])
+
+@pytest.mark.parametrize(
+    "sender, transport", [("validating", "none"), ("legacy", "none"), ("legacy", "wire")]
+)
 def test_both_agrees_with_a_module_shaped_like_sglangs(tmp_path, sender, transport):
     root = shaped_tree(tmp_path)
-    code, doc = replay_json("fixtures/dumps", "--impl", "both", "--sglang-path", str(root),
-                            "--sender", sender, "--transport", transport)
+    code, doc = replay_json(
+        "fixtures/dumps",
+        "--impl",
+        "both",
+        "--sglang-path",
+        str(root),
+        "--sender",
+        sender,
+        "--transport",
+        transport,
+    )
     assert code == 2  # the fixtures include unusable dumps
     assert doc["replay"]["implementations"]["sglang"]["version"] == "0.5.23"
     assert doc["replay"]["implementations"]["sglang"]["stock_releases"] == []
@@ -310,18 +395,29 @@ def test_both_agrees_with_a_module_shaped_like_sglangs(tmp_path, sender, transpo
 
 def test_both_reports_where_a_patched_module_disagrees(tmp_path):
     root = shaped_tree(tmp_path, _PATCHED)
-    code, doc = replay_json("fixtures/dumps/aux_list.pt", "fixtures/dumps/clean_output.pt",
-                            "--impl", "both", "--sglang-path", str(root), "--sender", "legacy")
+    code, doc = replay_json(
+        "fixtures/dumps/aux_list.pt",
+        "fixtures/dumps/clean_output.pt",
+        "--impl",
+        "both",
+        "--sglang-path",
+        str(root),
+        "--sender",
+        "legacy",
+    )
     assert code == 1
     patched, clean = doc["results"]
     assert clean["outcome"] == "ok" and clean["payloads"][0]["divergences"] == []
     assert patched["outcome"] == "diverged"
     assert patched["error"] == "received a non-tensor auxiliary PP output"
-    fields = {d["field"]: (d["reference"], d["sglang"])
-              for d in patched["payloads"][0]["divergences"]}
+    fields = {
+        d["field"]: (d["reference"], d["sglang"]) for d in patched["payloads"][0]["divergences"]
+    }
     assert fields["stage"] == ("pop", "readd")
-    assert fields["error"] == ("received a non-tensor auxiliary PP output",
-                               "auxiliary PP output 'scores' is not a tensor")
+    assert fields["error"] == (
+        "received a non-tensor auxiliary PP output",
+        "auxiliary PP output 'scores' is not a tensor",
+    )
     assert fields["remaining_keys"][0] is None
     codes = [f["code"] for f in doc["findings"]]
     assert codes.count("PP406") == len(fields) and "PP401" in codes
@@ -330,23 +426,28 @@ def test_both_reports_where_a_patched_module_disagrees(tmp_path):
 def test_sglang_impl_is_found_on_the_path_without_importing_the_package(tmp_path, monkeypatch):
     root = shaped_tree(tmp_path)
     monkeypatch.syspath_prepend(str(root))
-    report = replay_paths(["fixtures/dumps/aux_list.pt"],
-                          ReplayOptions(impl=Impl.SGLANG, sender=Sender.LEGACY))
+    report = replay_paths(
+        ["fixtures/dumps/aux_list.pt"], ReplayOptions(impl=Impl.SGLANG, sender=Sender.LEGACY)
+    )
     (result,) = report.data["results"]
     assert list(result["payloads"][0]["runs"]) == ["sglang"]
     assert result["error"] == "received a non-tensor auxiliary PP output"
     assert report.data["replay"]["implementations"]["sglang"]["origin"] == str(
-        root / "sglang" / "srt" / "sampling" / "sampling_observer_pp.py")
+        root / "sglang" / "srt" / "sampling" / "sampling_observer_pp.py"
+    )
     assert "sglang" not in sys.modules
 
 
 def test_readd_failure_and_no_output_findings():
-    report = replay_paths(["fixtures/dumps/aux_bare_prefix.pt",
-                           "fixtures/dumps/near_miss_missing_dot.pt"],
-                          ReplayOptions(sender=Sender.LEGACY, transport=Transport.WIRE))
+    report = replay_paths(
+        ["fixtures/dumps/aux_bare_prefix.pt", "fixtures/dumps/near_miss_missing_dot.pt"],
+        ReplayOptions(sender=Sender.LEGACY, transport=Transport.WIRE),
+    )
     bare, near = report.data["results"]
-    assert (bare["stage"], bare["error"]) == ("readd", "auxiliary PP tensor names must be "
-                                                       "non-empty strings")
+    assert (bare["stage"], bare["error"]) == (
+        "readd",
+        "auxiliary PP tensor names must be non-empty strings",
+    )
     assert bare["payloads"][0]["runs"]["reference"]["output"][0]["name"] == ""
     assert near["outcome"] == "ok"
     assert [(f.code, f.path) for f in report.findings] == [

@@ -22,8 +22,6 @@ pytestmark = [
 P = "__sampling_observer_output__."
 
 
-
-
 def run_of(report, index: int = 0) -> dict:
     return report.data["results"][index]["payloads"][0]["runs"]["reference"]
 
@@ -40,16 +38,19 @@ def test_every_fixture_replays_on_cuda_as_on_cpu():
         cpu = replay_paths(["fixtures/dumps"], ReplayOptions(sender=sender))
         gpu = replay_paths(["fixtures/dumps"], ReplayOptions(sender=sender, device="cuda"))
         assert [p.path for p in gpu.problems] == [p.path for p in cpu.problems]
-        assert [(r["path"], r["outcome"], r["error"]) for r in gpu.data["results"]] == \
-            [(r["path"], r["outcome"], r["error"]) for r in cpu.data["results"]]
+        assert [(r["path"], r["outcome"], r["error"]) for r in gpu.data["results"]] == [
+            (r["path"], r["outcome"], r["error"]) for r in cpu.data["results"]
+        ]
 
 
 def test_wire_on_cuda_drops_the_index_and_sends_memory_as_it_lies():
     received, _ = transfer({f"{P}x": torch.arange(6.0, device="cuda").reshape(2, 3)})
     assert received[f"{P}x"].device == torch.device("cuda", torch.cuda.current_device())
     # NCCL only warns for a non-contiguous point-to-point send and ships the storage order.
-    report = replay_paths(["fixtures/dumps/aux_non_contiguous.pt"], ReplayOptions(
-        device="cuda", sender=Sender.LEGACY, transport=Transport.WIRE))
+    report = replay_paths(
+        ["fixtures/dumps/aux_non_contiguous.pt"],
+        ReplayOptions(device="cuda", sender=Sender.LEGACY, transport=Transport.WIRE),
+    )
     result = report.data["results"][0]
     assert result["outcome"] == "diverged"
     (mismatch,) = run_of(report)["mismatches"]
@@ -58,22 +59,29 @@ def test_wire_on_cuda_drops_the_index_and_sends_memory_as_it_lies():
 
 
 def test_sparse_is_refused_by_nccl():
-    report = replay_paths(["fixtures/dumps/aux_sparse.pt"], ReplayOptions(
-        device="cuda", sender=Sender.LEGACY, transport=Transport.WIRE))
+    report = replay_paths(
+        ["fixtures/dumps/aux_sparse.pt"],
+        ReplayOptions(device="cuda", sender=Sender.LEGACY, transport=Transport.WIRE),
+    )
     result = report.data["results"][0]
     assert (result["stage"], result["error_type"], result["error"]) == (
-        "wire", "ValueError", "Tensors must be CUDA and dense")
+        "wire",
+        "ValueError",
+        "Tensors must be CUDA and dense",
+    )
 
 
 @pytest.mark.distributed
 def test_torch_distributed_over_nccl():
-    options = ReplayOptions(device="cuda:0", sender=Sender.LEGACY,
-                            transport=Transport.TORCH_DISTRIBUTED, timeout_s=60)
+    options = ReplayOptions(
+        device="cuda:0", sender=Sender.LEGACY, transport=Transport.TORCH_DISTRIBUTED, timeout_s=60
+    )
     if torch.cuda.device_count() < 2:
         with pytest.raises(ReplayConfigError) as caught:
             replay_paths(["fixtures/dumps/clean_output.pt"], options)
-        assert caught.value.reason.startswith("the torch-distributed transport on CUDA needs two "
-                                              "CUDA devices")
+        assert caught.value.reason.startswith(
+            "the torch-distributed transport on CUDA needs two CUDA devices"
+        )
         return
     report = replay_paths(["fixtures/dumps/clean_output.pt", "fixtures/dumps/aux_list.pt"], options)
     clean, listed = report.data["results"]
@@ -81,5 +89,6 @@ def test_torch_distributed_over_nccl():
     # The receiver is rank 0's GPU, the next one: the index is dropped, values are intact.
     assert {e["device"] for e in run_of(report)["received"]} == {"cuda:1"}
     assert (listed["stage"], listed["error"]) == (
-        "pop", "received a non-tensor auxiliary PP output")
-
+        "pop",
+        "received a non-tensor auxiliary PP output",
+    )

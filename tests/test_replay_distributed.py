@@ -23,24 +23,39 @@ P = "__sampling_observer_output__."
 TIMEOUT = "30"
 
 
-
-
 class ReceiverCannotImport:
     """Pickled by reference to this test module, which the receiver process cannot import."""
 
 
 def test_legacy_sender_reproduces_the_error_on_the_receiver(tmp_path):
     dump = tmp_path / "list_aux.pt"
-    torch.save({"next_token_ids": torch.tensor([5, 6]), f"{P}scores": [0.25, 0.75],
-                "__msg_type__": "output"}, dump)
-    common = [str(dump), "--transport", "torch-distributed", "--timeout", TIMEOUT,
-              "--format", "json"]
+    torch.save(
+        {
+            "next_token_ids": torch.tensor([5, 6]),
+            f"{P}scores": [0.25, 0.75],
+            "__msg_type__": "output",
+        },
+        dump,
+    )
+    common = [
+        str(dump),
+        "--transport",
+        "torch-distributed",
+        "--timeout",
+        TIMEOUT,
+        "--format",
+        "json",
+    ]
     result = cli("replay", *common, "--sender", "legacy")
     assert result.exit_code == 1, result.output
     doc = json.loads(result.stdout)
     (replayed,) = doc["results"]
-    assert (replayed["outcome"], replayed["stage"], replayed["error_type"], replayed["error"]) \
-        == ("error", "pop", "RuntimeError", "received a non-tensor auxiliary PP output")
+    assert (replayed["outcome"], replayed["stage"], replayed["error_type"], replayed["error"]) == (
+        "error",
+        "pop",
+        "RuntimeError",
+        "received a non-tensor auxiliary PP output",
+    )
     run = replayed["payloads"][0]["runs"]["reference"]
     # What the receiver process got: the list, rebuilt from the pickled metadata.
     assert run["received"] == [{"type": "list", "repr": "[0.25, 0.75]", "key": f"{P}scores"}]
@@ -52,12 +67,16 @@ def test_legacy_sender_reproduces_the_error_on_the_receiver(tmp_path):
     assert result.exit_code == 1
     (replayed,) = json.loads(result.stdout)["results"]
     assert (replayed["stage"], replayed["error"]) == (
-        "add", "auxiliary PP output 'scores' is not a tensor")
+        "add",
+        "auxiliary PP output 'scores' is not a tensor",
+    )
 
 
 def test_every_fixture_agrees_with_the_emulated_wire():
-    report = replay_paths(["fixtures/dumps"], ReplayOptions(
-        sender=Sender.LEGACY, transport=Transport.TORCH_DISTRIBUTED, timeout_s=30))
+    report = replay_paths(
+        ["fixtures/dumps"],
+        ReplayOptions(sender=Sender.LEGACY, transport=Transport.TORCH_DISTRIBUTED, timeout_s=30),
+    )
     results = {r["path"]: r for r in report.data["results"]}
     problems = {p.path: p.message for p in report.problems}
     for fixture in fixtures.present():
@@ -81,11 +100,15 @@ def test_sender_failure_then_recovery_and_raw_baseline():
         with pytest.raises(WireError) as caught:
             wire.exchange(bad, "reference")
         assert (caught.value.side, caught.value.message, caught.value.key) == (
-            "sender", "input tensor has to be contiguous", f"{P}t")
+            "sender",
+            "input tensor has to be contiguous",
+            f"{P}t",
+        )
         # A fresh receiver takes over for the next dict.
         big = torch.arange(2**20, dtype=torch.float32)
-        info, readded, stats = wire.exchange({f"{P}big": big, "__msg_type__": "output"},
-                                             "reference")
+        info, readded, stats = wire.exchange(
+            {f"{P}big": big, "__msg_type__": "output"}, "reference"
+        )
         assert info["outcome"] == "ok"
         assert torch.equal(readded[f"{P}big"], big)
         assert (stats.tensors, stats.tensor_bytes) == (1, 4 * 2**20)

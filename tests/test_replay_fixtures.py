@@ -32,19 +32,23 @@ C10D_SEND_BACKENDS = (
     "AutogradMAIA, AutogradPrivateUse1, AutogradMeta, Tracer, AutocastCPU, AutocastMTIA, "
     "AutocastMAIA, AutocastXPU, AutocastMPS, AutocastCUDA, FuncTorchBatched, BatchedNestedTensor, "
     "FuncTorchVmapMode, Batched, VmapMode, FuncTorchGradWrapper, PythonTLSSnapshot, "
-    "FuncTorchDynamicLayerFrontMode, PreDispatch, PythonDispatcher")
+    "FuncTorchDynamicLayerFrontMode, PreDispatch, PythonDispatcher"
+)
 
 
 def not_sendable(backend: str) -> tuple:
     """c10d's send has no kernel for this tensor kind: the sender fails in torch's dispatcher."""
-    return ("error", "wire", "NotImplementedError",
-            f"Could not run 'c10d::send' with arguments from the '{backend}' backend. This could "
-            "be because the operator doesn't exist for this backend, or was omitted during the "
-            "selective/custom build process (if using custom build). If you are a Facebook "
-            "employee using PyTorch on mobile, please visit https://fburl.com/ptmfixes for "
-            "possible resolutions. 'c10d::send' is only available for these backends: "
-            f"[{C10D_SEND_BACKENDS}].")
-
+    return (
+        "error",
+        "wire",
+        "NotImplementedError",
+        f"Could not run 'c10d::send' with arguments from the '{backend}' backend. This could "
+        "be because the operator doesn't exist for this backend, or was omitted during the "
+        "selective/custom build process (if using custom build). If you are a Facebook "
+        "employee using PyTorch on mobile, please visit https://fburl.com/ptmfixes for "
+        "possible resolutions. 'c10d::send' is only available for these backends: "
+        f"[{C10D_SEND_BACKENDS}].",
+    )
 
 
 def problem(message: str) -> tuple:
@@ -77,9 +81,11 @@ EXPECTED = {
     "dumps/aux_list_of_tensors.pt": non_tensor(),
     "dumps/aux_numpy_array.pt": non_tensor(),
     "dumps/aux_custom_class.pt": non_tensor(),
-    "dumps/aux_bare_prefix.pt": (("error", "readd", "RuntimeError", BAD_NAME),
-                                 ("error", "readd", "RuntimeError", BAD_NAME),
-                                 ("error", "readd", "RuntimeError", BAD_NAME)),
+    "dumps/aux_bare_prefix.pt": (
+        ("error", "readd", "RuntimeError", BAD_NAME),
+        ("error", "readd", "RuntimeError", BAD_NAME),
+        ("error", "readd", "RuntimeError", BAD_NAME),
+    ),
     "dumps/non_string_key.pt": same(INT_KEY),
     "dumps/near_miss_missing_dot.pt": same(OK),
     "dumps/near_miss_other_case.pt": same(OK),
@@ -95,41 +101,75 @@ EXPECTED = {
     "dumps/aux_in_default_message.pt": same(OK),
     "dumps/aux_in_proxy_message.pt": same(OK),
     "dumps/aux_empty_tensor.pt": same(OK),
-    "dumps/storage_record_missing.pt": same(problem(
-        "cannot rebuild tensor ['next_token_logprobs']: storage record "
-        "storage_record_missing/data/1 is missing")),
-    "dumps/storage_record_short.pt": same(problem(
-        "cannot rebuild tensor ['next_token_ids']: storage record storage_record_short/data/0 "
-        "is 8 bytes, 16 declared")),
+    "dumps/storage_record_missing.pt": same(
+        problem(
+            "cannot rebuild tensor ['next_token_logprobs']: storage record "
+            "storage_record_missing/data/1 is missing"
+        )
+    ),
+    "dumps/storage_record_short.pt": same(
+        problem(
+            "cannot rebuild tensor ['next_token_ids']: storage record storage_record_short/data/0 "
+            "is 8 bytes, 16 declared"
+        )
+    ),
     "dumps/no_tensor_dict.pt": same(problem("no tensor dict to replay")),
     "dumps/capture_pop_error.pt": same(NON_TENSOR),
     "dumps/capture_add_error.pt": (NOT_A_TENSOR, NON_TENSOR, NON_TENSOR),
     # Hostile files replay without running anything: the objects stay placeholders outside
     # the auxiliary keys, so pop has nothing to refuse.
-    **{f"malicious/{name}.pt": same(OK) for name in (
-        "os_system_reduce", "eval_stack_global", "exec_builtin", "subprocess_popen_inst",
-        "subprocess_check_call_obj", "import_getattr_chain", "build_setstate",
-        "memo_stack_global", "nested_pickle_loads")},
+    **{
+        f"malicious/{name}.pt": same(OK)
+        for name in (
+            "os_system_reduce",
+            "eval_stack_global",
+            "exec_builtin",
+            "subprocess_popen_inst",
+            "subprocess_check_call_obj",
+            "import_getattr_chain",
+            "build_setstate",
+            "memo_stack_global",
+            "nested_pickle_loads",
+        )
+    },
     "malicious/plain_pickle_os_system.pkl": same(problem("no tensor dict to replay")),
     "corrupt/truncated.pt": same(problem("truncated or corrupt zip file (File is not a zip file)")),
     "corrupt/empty.pt": same(problem("empty file")),
-    "corrupt/random_bytes.pt": same(problem(
-        "not a torch.save zip or a pickle file (malformed pickle at byte 0: unknown opcode "
-        "b'\\xe3')")),
-    "corrupt/text_file.pt": same(problem(
-        "not a torch.save zip or a pickle file (malformed pickle at byte 0: unknown opcode b'n')")),
-    "corrupt/no_datapkl.pt": same(problem(
-        "zip file without a data.pkl record: not a torch.save file")),
-    "corrupt/two_datapkl.pt": same(problem(
-        "record archive/data.pkl is outside the folder two_datapkl/ of the first record; "
-        "torch.load refuses the file")),
-    "corrupt/truncated_datapkl.pt": same(problem(
-        "truncated pickle: no STOP opcode before byte 592")),
-    "corrupt/legacy_format.pt": same(problem(
-        "legacy torch.save format (PyTorch before 1.6), which ppaux does not read; re-save it "
-        "with a current torch: torch.save(torch.load(f, weights_only=True), 'new.pt')")),
-    "corrupt/deep_nesting.pt": same(problem(
-        "the dump nests too deeply (limit max_depth=100; raise it with --limit max_depth=N)")),
+    "corrupt/random_bytes.pt": same(
+        problem(
+            "not a torch.save zip or a pickle file (malformed pickle at byte 0: unknown opcode "
+            "b'\\xe3')"
+        )
+    ),
+    "corrupt/text_file.pt": same(
+        problem(
+            "not a torch.save zip or a pickle file (malformed pickle at byte 0: unknown opcode "
+            "b'n')"
+        )
+    ),
+    "corrupt/no_datapkl.pt": same(
+        problem("zip file without a data.pkl record: not a torch.save file")
+    ),
+    "corrupt/two_datapkl.pt": same(
+        problem(
+            "record archive/data.pkl is outside the folder two_datapkl/ of the first record; "
+            "torch.load refuses the file"
+        )
+    ),
+    "corrupt/truncated_datapkl.pt": same(
+        problem("truncated pickle: no STOP opcode before byte 592")
+    ),
+    "corrupt/legacy_format.pt": same(
+        problem(
+            "legacy torch.save format (PyTorch before 1.6), which ppaux does not read; re-save it "
+            "with a current torch: torch.save(torch.load(f, weights_only=True), 'new.pt')"
+        )
+    ),
+    "corrupt/deep_nesting.pt": same(
+        problem(
+            "the dump nests too deeply (limit max_depth=100; raise it with --limit max_depth=N)"
+        )
+    ),
     # Shared and cyclic references are rebuilt once each, never expanded.
     "corrupt/shared_reference_bomb.pt": same(OK),
     "corrupt/self_reference.pt": same(OK),
@@ -155,8 +195,12 @@ def observed(result) -> tuple:
     if result is None:
         return ()
     if result["outcome"] == "diverged":
-        whats = {m["what"] for p in result["payloads"] for run in p["runs"].values()
-                 for m in run["mismatches"]}
+        whats = {
+            m["what"]
+            for p in result["payloads"]
+            for run in p["runs"].values()
+            for m in run["mismatches"]
+        }
         return ("diverged", ",".join(sorted(whats)))
     return (result["outcome"], result["stage"], result["error_type"], result["error"])
 
@@ -188,11 +232,13 @@ def test_no_expectation_is_stale():
 
 def test_capture_records_are_compared(monkeypatch):
     monkeypatch.chdir(REPO)
-    report = replay_paths(["fixtures/dumps/capture_pop_error.pt",
-                           "fixtures/dumps/capture_add_error.pt"])
+    report = replay_paths(
+        ["fixtures/dumps/capture_pop_error.pt", "fixtures/dumps/capture_add_error.pt"]
+    )
     pop, add = report.data["results"]
     assert pop["recorded"] == {
-        "function": "pop_auxiliary_output_from_pp_tensors", "exception_type": "RuntimeError",
+        "function": "pop_auxiliary_output_from_pp_tensors",
+        "exception_type": "RuntimeError",
         "exception_message": "received a non-tensor auxiliary PP output",
     }
     assert pop["reproduced"] is True and add["reproduced"] is True
@@ -201,11 +247,13 @@ def test_capture_records_are_compared(monkeypatch):
     assert refused.message == (
         "a validating sender would refuse this auxiliary output: add raises RuntimeError: "
         "auxiliary PP output 'scores' is not a tensor; rank 0 gets this dict only from a sender "
-        "that does not check")
+        "that does not check"
+    )
     assert popped.sglang_error == "received a non-tensor auxiliary PP output"
     # Through a wire, a validating sender stops the message before it leaves: not reproduced.
-    wired = replay_paths(["fixtures/dumps/capture_pop_error.pt"],
-                         ReplayOptions(transport=Transport.WIRE))
+    wired = replay_paths(
+        ["fixtures/dumps/capture_pop_error.pt"], ReplayOptions(transport=Transport.WIRE)
+    )
     assert wired.data["results"][0]["reproduced"] is False
     (not_reproduced,) = [f for f in wired.findings if f.code == "PP408"]
     assert not_reproduced.message == (
@@ -213,22 +261,27 @@ def test_capture_records_are_compared(monkeypatch):
         "pop_auxiliary_output_from_pp_tensors; this replay (sender validating, transport wire) "
         "ends with RuntimeError: auxiliary PP output 'scores' is not a tensor at add; the "
         "recorded error happened on rank 0, so the sender did not validate: replay with "
-        "--sender legacy")
-    legacy = replay_paths(["fixtures/dumps/capture_pop_error.pt"],
-                          ReplayOptions(sender=Sender.LEGACY))
+        "--sender legacy"
+    )
+    legacy = replay_paths(
+        ["fixtures/dumps/capture_pop_error.pt"], ReplayOptions(sender=Sender.LEGACY)
+    )
     assert legacy.data["results"][0]["reproduced"] is True
     assert [f.code for f in legacy.findings] == ["PP401"]
 
 
 def test_malicious_files_run_nothing(monkeypatch):
     monkeypatch.chdir(REPO)
-    markers = [Path(f"/tmp/ppaux_pwned_{Path(name).stem}")
-               for name in os.listdir(REPO / "fixtures" / "malicious")]
+    markers = [
+        Path(f"/tmp/ppaux_pwned_{Path(name).stem}")
+        for name in os.listdir(REPO / "fixtures" / "malicious")
+    ]
     for marker in markers:
         if marker.exists():
             marker.unlink()
-    report = replay_paths(["fixtures/malicious"],
-                          ReplayOptions(sender=Sender.LEGACY, transport=Transport.WIRE))
+    report = replay_paths(
+        ["fixtures/malicious"], ReplayOptions(sender=Sender.LEGACY, transport=Transport.WIRE)
+    )
     assert len(report.data["results"]) == 9
     assert [m for m in markers if m.exists()] == []
 

@@ -12,16 +12,16 @@ from test_replay_fixtures import replayable_dumps
 pytestmark = [pytest.mark.wheels, pytest.mark.usefixtures("in_repo")]
 
 
-
-
-
 @pytest.mark.parametrize("version", ["0.5.19", "0.5.23"])
-@pytest.mark.parametrize("sender, transport", [(Sender.VALIDATING, Transport.NONE),
-                                               (Sender.LEGACY, Transport.WIRE)])
+@pytest.mark.parametrize(
+    "sender, transport", [(Sender.VALIDATING, Transport.NONE), (Sender.LEGACY, Transport.WIRE)]
+)
 def test_release_agrees_with_the_reference_on_every_fixture(version, sender, transport):
     wheel = str(wheels.sglang_wheel(version))
-    report = replay_paths(["fixtures/dumps"], ReplayOptions(
-        impl=Impl.BOTH, sglang_path=wheel, sender=sender, transport=transport))
+    report = replay_paths(
+        ["fixtures/dumps"],
+        ReplayOptions(impl=Impl.BOTH, sglang_path=wheel, sender=sender, transport=transport),
+    )
     found = report.data["replay"]["implementations"]["sglang"]
     assert found["version"] == version and version in found["stock_releases"]
     assert len(report.data["results"]) == replayable_dumps()
@@ -33,11 +33,20 @@ def test_release_agrees_with_the_reference_on_every_fixture(version, sender, tra
 @pytest.mark.distributed
 def test_release_runs_on_the_receiver_process():
     wheel = str(wheels.sglang_wheel("0.5.23"))
-    report = replay_paths(["fixtures/dumps/aux_list.pt", "fixtures/dumps/clean_output.pt"],
-                          ReplayOptions(impl=Impl.SGLANG, sglang_path=wheel, sender=Sender.LEGACY,
-                                        transport=Transport.TORCH_DISTRIBUTED, timeout_s=30))
+    report = replay_paths(
+        ["fixtures/dumps/aux_list.pt", "fixtures/dumps/clean_output.pt"],
+        ReplayOptions(
+            impl=Impl.SGLANG,
+            sglang_path=wheel,
+            sender=Sender.LEGACY,
+            transport=Transport.TORCH_DISTRIBUTED,
+            timeout_s=30,
+        ),
+    )
     listed, clean = report.data["results"]
     assert (listed["stage"], listed["error"]) == (
-        "pop", "received a non-tensor auxiliary PP output")
+        "pop",
+        "received a non-tensor auxiliary PP output",
+    )
     assert list(listed["payloads"][0]["runs"]) == ["sglang"]
     assert clean["outcome"] == "ok"

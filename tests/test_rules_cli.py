@@ -50,7 +50,11 @@ def test_rules_text_lists_every_rule_once():
         code, severity, area, name, summary = line.split(maxsplit=4)
         rule = RULES[code]
         assert (severity, area, name, summary) == (
-            rule.severity.value, rule.area, rule.name, rule.summary)
+            rule.severity.value,
+            rule.area,
+            rule.name,
+            rule.summary,
+        )
 
 
 def test_rules_json_document():
@@ -61,9 +65,16 @@ def test_rules_json_document():
     first = doc["rules"][0]
     rule = RULES[first["code"]]
     assert first == {
-        "code": rule.code, "name": rule.name, "severity": rule.severity.value, "area": rule.area,
-        "summary": rule.summary, "explanation": rule.explanation, "causes": list(rule.causes),
-        "fix": rule.fix, "example": rule.example or None, "sglang_error": rule.sglang_error,
+        "code": rule.code,
+        "name": rule.name,
+        "severity": rule.severity.value,
+        "area": rule.area,
+        "summary": rule.summary,
+        "explanation": rule.explanation,
+        "causes": list(rule.causes),
+        "fix": rule.fix,
+        "example": rule.example or None,
+        "sglang_error": rule.sglang_error,
         "inconclusive": rule.inconclusive,
     }
 
@@ -71,10 +82,14 @@ def test_rules_json_document():
 def test_rules_select_and_its_errors():
     result = run("rules", "--select", "PP2", "-f", "json")
     assert [r["code"] for r in json.loads(result.stdout)["rules"]] == sorted(
-        c for c in RULES if c.startswith("PP2"))
+        c for c in RULES if c.startswith("PP2")
+    )
     result = run("rules", "--select", "XX")
     assert result.exit_code == 2
-    assert result.stderr == "ppaux: error: --select: 'XX' matches no rule code; 'ppaux rules' lists them\n"
+    assert (
+        result.stderr
+        == "ppaux: error: --select: 'XX' matches no rule code; 'ppaux rules' lists them\n"
+    )
 
 
 def test_explain_json_markdown_and_unknown_codes(tmp_path):
@@ -92,6 +107,7 @@ def test_explain_json_markdown_and_unknown_codes(tmp_path):
 
 def test_markdown_escaping():
     assert markdown_text("'__sampling_observer_output__.' *x* [a](b) <b>") == (
-        "'\\_\\_sampling\\_observer\\_output\\_\\_.' \\*x\\* \\[a\\](b) \\<b\\>")
+        "'\\_\\_sampling\\_observer\\_output\\_\\_.' \\*x\\* \\[a\\](b) \\<b\\>"
+    )
     assert markdown_code("a`b") == "``a`b``"
     assert markdown_code("`x") == "`` `x ``"

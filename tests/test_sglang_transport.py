@@ -37,16 +37,22 @@ RELEASES = ["0.5.19", "0.5.23"]
 MESSAGES = 500
 
 
-def replay(runtime: sglang_runtime.SglangRuntime, *args: str,
-           env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
+def replay(
+    runtime: sglang_runtime.SglangRuntime, *args: str, env: dict[str, str] | None = None
+) -> tuple[int, dict[str, Any], str]:
     """``ppaux replay ARGS --format json`` in a process that can import the release."""
     environment = runtime.env() if env is None else env
     # The tree itself comes from --sglang-path; the packages it imports from PYTHONPATH.
-    environment["PYTHONPATH"] = os.pathsep.join(
-        [str(runtime.site_dir), str(runtime.standin_dir)])
+    environment["PYTHONPATH"] = os.pathsep.join([str(runtime.site_dir), str(runtime.standin_dir)])
     done = subprocess.run(
         [sys.executable, "-m", "ppaux_cli", "replay", "--format", "json", *args],
-        cwd=REPO, env=environment, capture_output=True, text=True, timeout=1200, check=False)
+        cwd=REPO,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
     document = json.loads(done.stdout) if done.stdout.strip() else {}
     return done.returncode, document, done.stderr
 
@@ -55,9 +61,19 @@ def replay(runtime: sglang_runtime.SglangRuntime, *args: str,
 def test_every_fixture_meets_sglangs_own_wire_as_emulated(version: str) -> None:
     runtime = sglang_runtime.sglang_runtime(version)
     code, document, stderr = replay(
-        runtime, "--transport", "sglang", "--impl", "sglang", "--sender", "legacy",
-        "--sglang-path", str(runtime.sglang_dir),
-        "fixtures/dumps", "fixtures/malicious", "fixtures/corrupt")
+        runtime,
+        "--transport",
+        "sglang",
+        "--impl",
+        "sglang",
+        "--sender",
+        "legacy",
+        "--sglang-path",
+        str(runtime.sglang_dir),
+        "fixtures/dumps",
+        "fixtures/malicious",
+        "fixtures/corrupt",
+    )
     # 2: some fixtures are unusable on purpose (each named on stderr and in "problems").
     assert code == 2, stderr[-2000:]
     info = document["replay"]
@@ -68,14 +84,15 @@ def test_every_fixture_meets_sglangs_own_wire_as_emulated(version: str) -> None:
         "all_gather_emulated": False,
     }
     assert info["implementations"]["sglang"]["version"] == version
-    outcomes = {result["path"].removeprefix("fixtures/"): observed(result)
-                for result in document["results"]}
+    outcomes = {
+        result["path"].removeprefix("fixtures/"): observed(result) for result in document["results"]
+    }
     problems = {problem["path"].removeprefix("fixtures/") for problem in document["problems"]}
     legacy_wire = {name: expected[2] for name, expected in EXPECTED.items()}
-    assert outcomes == {name: expected for name, expected in legacy_wire.items()
-                        if expected[0] != "problem"}
-    assert problems == {name for name, expected in legacy_wire.items()
-                        if expected[0] == "problem"}
+    assert outcomes == {
+        name: expected for name, expected in legacy_wire.items() if expected[0] != "problem"
+    }
+    assert problems == {name for name, expected in legacy_wire.items() if expected[0] == "problem"}
 
 
 def test_an_sglang_that_cannot_be_imported_is_one_line_exit_2(tmp_path: Path) -> None:
@@ -83,32 +100,73 @@ def test_an_sglang_that_cannot_be_imported_is_one_line_exit_2(tmp_path: Path) ->
     # The tree alone: its third-party imports do not resolve.
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     done = subprocess.run(
-        [sys.executable, "-m", "ppaux_cli", "replay", "--transport", "sglang",
-         "--sglang-path", str(runtime.sglang_dir), "fixtures/dumps/clean_output.pt"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+        [
+            sys.executable,
+            "-m",
+            "ppaux_cli",
+            "replay",
+            "--transport",
+            "sglang",
+            "--sglang-path",
+            str(runtime.sglang_dir),
+            "fixtures/dumps/clean_output.pt",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert (done.returncode, done.stdout) == (2, "")
     (line,) = done.stderr.splitlines()
     assert re.fullmatch(
         r"ppaux: error: --transport sglang: sglang's runtime "
         r"\(sglang\.srt\.distributed\.parallel_state\) cannot be imported: No module named "
         r"'[\w.]+' \(at " + re.escape(str(runtime.sglang_dir)) + r"/sglang/[\w/]+\.py:\d+\)",
-        line), line
+        line,
+    ), line
     # Without any sglang at all.
     done = subprocess.run(
-        [sys.executable, "-m", "ppaux_cli", "replay", "--transport", "sglang",
-         "fixtures/dumps/clean_output.pt"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+        [
+            sys.executable,
+            "-m",
+            "ppaux_cli",
+            "replay",
+            "--transport",
+            "sglang",
+            "fixtures/dumps/clean_output.pt",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert (done.returncode, done.stdout, done.stderr) == (
-        2, "", "ppaux: error: --transport sglang: sglang's runtime "
-        "(sglang.srt.distributed.parallel_state) cannot be imported: No module named 'sglang'\n")
+        2,
+        "",
+        "ppaux: error: --transport sglang: sglang's runtime "
+        "(sglang.srt.distributed.parallel_state) cannot be imported: No module named 'sglang'\n",
+    )
 
 
 # ----------------------------------------------------------------------------------------------
 # The differential test
 
 #: What must be the same on every wire, per payload run.
-COMPARED = ("outcome", "stage", "error_type", "error", "received", "output", "remaining_keys",
-            "mismatches", "changes")
+COMPARED = (
+    "outcome",
+    "stage",
+    "error_type",
+    "error",
+    "received",
+    "output",
+    "remaining_keys",
+    "mismatches",
+    "changes",
+)
 
 
 @pytest.fixture(scope="module")
@@ -117,12 +175,22 @@ def message_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for index, message in enumerate(messages(MESSAGES, seed=20261202)):
         torch.save(message, folder / f"m{index:04d}.pt")
     # Two that gloo refuses on the sender, and one that sglang's dispatcher refuses.
-    torch.save({"next_token_ids": torch.ones(2, dtype=torch.int64),
-                f"{AUX}t": torch.arange(6.0).reshape(2, 3).t(), "__msg_type__": "output"},
-               folder / "z_non_contiguous.pt")
-    torch.save({"next_token_ids": torch.ones(2, dtype=torch.int64),
-                f"{AUX}s": torch.eye(3).to_sparse(), "__msg_type__": "output"},
-               folder / "z_sparse.pt")
+    torch.save(
+        {
+            "next_token_ids": torch.ones(2, dtype=torch.int64),
+            f"{AUX}t": torch.arange(6.0).reshape(2, 3).t(),
+            "__msg_type__": "output",
+        },
+        folder / "z_non_contiguous.pt",
+    )
+    torch.save(
+        {
+            "next_token_ids": torch.ones(2, dtype=torch.int64),
+            f"{AUX}s": torch.eye(3).to_sparse(),
+            "__msg_type__": "output",
+        },
+        folder / "z_sparse.pt",
+    )
     return folder
 
 
@@ -131,17 +199,26 @@ def runs(document: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     found = {}
     for result in document["results"]:
         name = Path(result["path"]).name
-        found[name] = [{field: run[field] for field in COMPARED}
-                       for payload in result["payloads"] for run in payload["runs"].values()]
+        found[name] = [
+            {field: run[field] for field in COMPARED}
+            for payload in result["payloads"]
+            for run in payload["runs"].values()
+        ]
     return found
 
 
 @pytest.mark.parametrize("version", RELEASES)
-def test_emulated_wires_receive_what_sglangs_wire_receives(version: str,
-                                                           message_dir: Path) -> None:
+def test_emulated_wires_receive_what_sglangs_wire_receives(version: str, message_dir: Path) -> None:
     runtime = sglang_runtime.sglang_runtime(version)
-    common = ("--impl", "sglang", "--sender", "legacy", "--sglang-path", str(runtime.sglang_dir),
-              str(message_dir))
+    common = (
+        "--impl",
+        "sglang",
+        "--sender",
+        "legacy",
+        "--sglang-path",
+        str(runtime.sglang_dir),
+        str(message_dir),
+    )
     results = {}
     for transport in ("sglang", "wire", "torch-distributed"):
         code, document, stderr = replay(runtime, "--transport", transport, *common)
@@ -156,5 +233,8 @@ def test_emulated_wires_receive_what_sglangs_wire_receives(version: str,
     assert real["z_non_contiguous.pt"][0]["error"] == "input tensor has to be contiguous"
     for transport in ("wire", "torch-distributed"):
         differing = sorted(name for name in real if results[transport][name] != real[name])
-        assert differing == [], (transport, differing[:5],
-                                 [(real[n], results[transport][n]) for n in differing[:2]])
+        assert differing == [], (
+            transport,
+            differing[:5],
+            [(real[n], results[transport][n]) for n in differing[:2]],
+        )

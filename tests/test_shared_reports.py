@@ -28,9 +28,14 @@ SKEW = REPO / "fixtures" / "skew" / "fingerprints"
 
 
 def _ppaux(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ppaux_cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"})
+    return subprocess.run(
+        [sys.executable, "-m", "ppaux_cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"},
+    )
 
 
 def _markdown_html(text: str) -> str:
@@ -42,25 +47,32 @@ def test_inspect_markdown_renders_the_key_and_the_finding_literally():
     assert done.returncode == 1
     assert done.stdout.startswith(
         "## ppaux inspect\n\n**fails the gate** (fail-on error): 1 error(s), 0 warning(s), "
-        "0 info, 0 input(s) not checked.\n")
+        "0 info, 0 input(s) not checked.\n"
+    )
     page = _markdown_html(done.stdout)
     # The key table and the findings table are tables once rendered.
     assert page.count("<table>") == 2
-    assert "<td><code>fixtures/dumps/aux_list.pt</code> " \
-           "<code>__sampling_observer_output__.scores</code></td>" in page
+    assert (
+        "<td><code>fixtures/dumps/aux_list.pt</code> "
+        "<code>__sampling_observer_output__.scores</code></td>" in page
+    )
     # The key table marks the entry the finding is about.
     assert "<td><strong>__sampling_observer_output__.scores</strong></td>" in page
     # Bold only where ppaux asked for it: the verdict and the marked cell.
     assert re.findall(r"<strong>(.*?)</strong>", page) == [
-        "fails the gate", "__sampling_observer_output__.scores"]
+        "fails the gate",
+        "__sampling_observer_output__.scores",
+    ]
 
 
 def test_check_skew_markdown_marks_the_cells_that_differ():
     done = _ppaux("check-skew", "fixtures/skew/fingerprints/releases", "--format", "markdown")
     assert done.returncode == 1
     assert "| sglang | 0.5.23 | **0.5.18** | **0.5.19** | 0.5.23 |" in done.stdout
-    assert "| torch | 2.14.1+cu128 | **2.13.0+cu128** | **2.13.0+cu128** | 2.14.1+cu128 |" \
+    assert (
+        "| torch | 2.14.1+cu128 | **2.13.0+cu128** | **2.13.0+cu128** | 2.14.1+cu128 |"
         in done.stdout
+    )
     page = _markdown_html(done.stdout)
     assert "<td><strong>0.5.18</strong></td>" in page
     assert "<td>0.5.23</td>" in page
@@ -70,11 +82,15 @@ def test_capture_list_markdown_and_html(tmp_path):
     shutil.copy(DUMPS / "capture_add_error.pt", tmp_path / "capture-a.pt")
     done = _ppaux("capture", "list", "--dir", str(tmp_path), "--format", "markdown")
     assert done.returncode == 0, done.stderr
-    assert "- capture-a.pt: RuntimeError: auxiliary PP output 'scores' is not a tensor\n" \
+    assert (
+        "- capture-a.pt: RuntimeError: auxiliary PP output 'scores' is not a tensor\n"
         in done.stdout
+    )
     done = _ppaux("capture", "list", "--dir", str(tmp_path), "--format", "html")
-    assert "<li>capture-a.pt: RuntimeError: auxiliary PP output &#x27;scores&#x27; is not a " \
-           "tensor</li>" in done.stdout
+    assert (
+        "<li>capture-a.pt: RuntimeError: auxiliary PP output &#x27;scores&#x27; is not a "
+        "tensor</li>" in done.stdout
+    )
 
 
 @pytest.mark.parametrize("fmt", ["markdown", "html"])
@@ -108,7 +124,7 @@ def test_markdown_escapes_hostile_text():
 
 def test_html_is_self_contained_and_escapes_hostile_text():
     text = render(_hostile(), Format.HTML)
-    assert text.startswith("<!DOCTYPE html>\n<html lang=\"en\">\n")
+    assert text.startswith('<!DOCTYPE html>\n<html lang="en">\n')
     assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in text
     # Nothing is fetched: no script, no external style sheet, font, image or URL at all.
     assert not re.search(r"<(script|link|img|iframe|object|embed)\b", text)
@@ -119,8 +135,10 @@ def test_html_is_self_contained_and_escapes_hostile_text():
 
 
 def test_html_shows_control_characters_as_escapes():
-    report = Report(command="inspect", findings=[
-        Finding("PP101", Severity.ERROR, "bell\x07 nul\x00 \udcff", "a\x1b[31m.pt")])
+    report = Report(
+        command="inspect",
+        findings=[Finding("PP101", Severity.ERROR, "bell\x07 nul\x00 \udcff", "a\x1b[31m.pt")],
+    )
     text = render(report, Format.HTML)
     assert "bell\\x07 nul\\x00 \\udcff" in text
     assert "a\\x1b[31m.pt" in text
@@ -129,8 +147,14 @@ def test_html_shows_control_characters_as_escapes():
 
 def test_html_output_file_and_exit_code(tmp_path):
     out = tmp_path / "report.html"
-    done = _ppaux("check-skew", "fixtures/skew/fingerprints/consistent", "--format", "html",
-                  "--output", str(out))
+    done = _ppaux(
+        "check-skew",
+        "fixtures/skew/fingerprints/consistent",
+        "--format",
+        "html",
+        "--output",
+        str(out),
+    )
     assert done.returncode == 0 and done.stdout == ""
     page = out.read_text(encoding="utf-8")
     assert "<title>ppaux check-skew: passes the gate</title>" in page

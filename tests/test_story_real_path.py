@@ -46,8 +46,14 @@ SHOWN_DIR = "/var/tmp/ppaux"  # the capture directory of the walkthrough
 
 
 def _tensor(dtype: str, values: list) -> dict:
-    return {"kind": "tensor", "dtype": dtype, "shape": [len(values)], "device": "cpu",
-            "contiguous": True, "values": values}
+    return {
+        "kind": "tensor",
+        "dtype": dtype,
+        "shape": [len(values)],
+        "device": "cpu",
+        "contiguous": True,
+        "values": values,
+    }
 
 
 def _object(type_name: str, value: object, representation: str) -> dict:
@@ -60,15 +66,21 @@ MSG_TYPE = ["__msg_type__", _object("builtins.str", "output", "'output'")]
 
 
 def _clean_environ() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith(("PPAUX_CAPTURE", "SGLANG_"))}
+    return {k: v for k, v in os.environ.items() if not k.startswith(("PPAUX_CAPTURE", "SGLANG_"))}
 
 
-def ppaux(*args: str, cwd: Path | None = None,
-          env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ppaux_cli", *args], capture_output=True,
-                          text=True, timeout=600, check=False, cwd=cwd,
-                          env={**(env or _clean_environ()), "NO_COLOR": "1", "COLUMNS": "100"})
+def ppaux(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ppaux_cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        cwd=cwd,
+        env={**(env or _clean_environ()), "NO_COLOR": "1", "COLUMNS": "100"},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +107,21 @@ def story(runtime: sglang_runtime.SglangRuntime, tmp_path_factory: pytest.TempPa
     # environment's installed distribution).
     env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(REPO)])
     done = subprocess.run(
-        [sys.executable, str(DRIVER), "scheduler", "list", "--load-plugins",
-         "--rank-env", f"0:PPAUX_CAPTURE_DIR={captures}"],
-        env=env, capture_output=True, text=True, timeout=600, check=False)
+        [
+            sys.executable,
+            str(DRIVER),
+            "scheduler",
+            "list",
+            "--load-plugins",
+            "--rank-env",
+            f"0:PPAUX_CAPTURE_DIR={captures}",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads(done.stdout)
     [capture] = sorted(captures.glob("capture-*.pt"))
@@ -110,9 +134,11 @@ def test_sglangs_own_methods_carry_the_list_and_rank_0_raises(story: dict, runti
     # The mixin and the wire that ran are the release's files, from the unpacked wheel.
     assert report["files"] == {
         "sglang.srt.distributed.parallel_state": str(
-            runtime.sglang_dir / "sglang/srt/distributed/parallel_state.py"),
+            runtime.sglang_dir / "sglang/srt/distributed/parallel_state.py"
+        ),
         "sglang.srt.managers.scheduler_pp_mixin": str(
-            runtime.sglang_dir / "sglang/srt/managers/scheduler_pp_mixin.py"),
+            runtime.sglang_dir / "sglang/srt/managers/scheduler_pp_mixin.py"
+        ),
     }
     assert report["standins"] == ["torchvision"]
     first, last = report["ranks"]["0"], report["ranks"]["1"]
@@ -130,7 +156,8 @@ def test_sglangs_own_methods_carry_the_list_and_rank_0_raises(story: dict, runti
 def test_one_capture_on_rank_0(story: dict) -> None:
     # Only rank 0 had a capture directory; the plugin wrapped pop there and kept the error.
     assert [p.name for p in story["captures"].iterdir() if p.suffix == ".pt"] == [
-        story["capture"].name]
+        story["capture"].name
+    ]
     listed = ppaux("capture", "list", "--dir", str(story["captures"]), "--format", "json")
     assert listed.returncode == 0, listed.stderr
     [entry] = json.loads(listed.stdout)["captures"]
@@ -147,24 +174,41 @@ def test_inspect_names_the_key_the_type_and_the_cause(story: dict) -> None:
     capture = story["capture"]
     done = ppaux("inspect", str(capture))
     assert done.returncode == 1, done.stderr
-    assert (f"PP101 error {capture} [{KEY}]: auxiliary entry 'scores' holds a list of 3 floats, "
-            "not a tensor") in done.stdout
+    assert (
+        f"PP101 error {capture} [{KEY}]: auxiliary entry 'scores' holds a list of 3 floats, "
+        "not a tensor"
+    ) in done.stdout
     assert f"predicts: {NON_TENSOR}" in done.stdout
-    assert ("Out-of-tree code writes '__sampling_observer_output__.*' keys straight into the "
-            "tensor dict (a plugin, or a Scheduler subclass overriding _pp_prepare_tensor_dict)"
-            ) in done.stdout
+    assert (
+        "Out-of-tree code writes '__sampling_observer_output__.*' keys straight into the "
+        "tensor dict (a plugin, or a Scheduler subclass overriding _pp_prepare_tensor_dict)"
+    ) in done.stdout
 
 
 def test_replay_through_sglangs_own_wire_reproduces_the_exact_message(
-        story: dict, runtime, runtime_env: dict[str, str]) -> None:
+    story: dict, runtime, runtime_env: dict[str, str]
+) -> None:
     capture = story["capture"]
-    done = ppaux("replay", "--sender", "legacy", "--transport", "sglang", "--impl", "sglang",
-                 "--sglang-path", str(runtime.sglang_dir), "--format", "json", str(capture),
-                 env=runtime_env)
+    done = ppaux(
+        "replay",
+        "--sender",
+        "legacy",
+        "--transport",
+        "sglang",
+        "--impl",
+        "sglang",
+        "--sglang-path",
+        str(runtime.sglang_dir),
+        "--format",
+        "json",
+        str(capture),
+        env=runtime_env,
+    )
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     document = json.loads(done.stdout)
     assert [(f["code"], f["message"], f["sglang_error"]) for f in document["findings"]] == [
-        ("PP401", f"pop on rank 0 raises RuntimeError: {NON_TENSOR}", NON_TENSOR)]
+        ("PP401", f"pop on rank 0 raises RuntimeError: {NON_TENSOR}", NON_TENSOR)
+    ]
     [result] = document["results"]
     assert (result["outcome"], result["stage"], result["reproduced"]) == ("error", "pop", True)
     assert document["replay"]["sglang_runtime"] == {
@@ -173,20 +217,35 @@ def test_replay_through_sglangs_own_wire_reproduces_the_exact_message(
         "all_gather_emulated": False,
     }
     assert document["replay"]["implementations"]["sglang"]["origin"] == str(
-        runtime.sglang_dir / "sglang/srt/sampling/sampling_observer_pp.py")
+        runtime.sglang_dir / "sglang/srt/sampling/sampling_observer_pp.py"
+    )
 
 
 def test_the_tensorized_capture_pops_through_sglangs_own_wire(
-        story: dict, runtime, runtime_env: dict[str, str], tmp_path: Path) -> None:
+    story: dict, runtime, runtime_env: dict[str, str], tmp_path: Path
+) -> None:
     capture = story["capture"]
     fixed = tmp_path / "fixed.pt"
     done = ppaux("tensorize", str(capture), "-o", str(fixed))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         f"converted ['tensors']['{KEY}']: a list of 3 floats -> float32 tensor of shape (3,) "
-        "on cpu", f"wrote {fixed} (1 value converted)"]
-    done = ppaux("replay", "--transport", "sglang", "--impl", "sglang", "--sglang-path",
-                 str(runtime.sglang_dir), "--format", "json", str(fixed), env=runtime_env)
+        "on cpu",
+        f"wrote {fixed} (1 value converted)",
+    ]
+    done = ppaux(
+        "replay",
+        "--transport",
+        "sglang",
+        "--impl",
+        "sglang",
+        "--sglang-path",
+        str(runtime.sglang_dir),
+        "--format",
+        "json",
+        str(fixed),
+        env=runtime_env,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     document = json.loads(done.stdout)
     assert document["findings"] == []
@@ -198,19 +257,29 @@ def test_check_skew_finds_both_stages_stock(runtime, tmp_path: Path) -> None:
     # The out-of-tree line lives in a scheduler override, not in sglang's files: the stages'
     # fingerprints agree and match the release.
     for rank in (0, 1):
-        done = ppaux("fingerprint", "--sglang-path", str(runtime.sglang_dir), "--pp-rank",
-                     str(rank), "--pp-size", "2", "--output", str(tmp_path / f"pp{rank}.json"))
+        done = ppaux(
+            "fingerprint",
+            "--sglang-path",
+            str(runtime.sglang_dir),
+            "--pp-rank",
+            str(rank),
+            "--pp-size",
+            "2",
+            "--output",
+            str(tmp_path / f"pp{rank}.json"),
+        )
         assert done.returncode == 0, done.stderr
     done = ppaux("check-skew", "pp0.json", "pp1.json", "--fail-on", "info", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.endswith(
         "first stage (receives): pp0; last stage (sends): pp1\n\n"
-        "0 error(s), 0 warning(s), 0 info, 0 input(s) not checked\n")
+        "0 error(s), 0 warning(s), 0 info, 0 input(s) not checked\n"
+    )
 
 
-def test_the_walkthrough_prints_what_the_real_capture_gives(story: dict, runtime,
-                                                             runtime_env: dict[str, str],
-                                                             tmp_path: Path) -> None:
+def test_the_walkthrough_prints_what_the_real_capture_gives(
+    story: dict, runtime, runtime_env: dict[str, str], tmp_path: Path
+) -> None:
     """Steps 2, 3 and 6 of docs/walkthrough.md, run as written on this run's capture, print
     exactly what the page shows; step 4's replay (given the runtime's sglang) prints its
     findings."""
@@ -221,9 +290,12 @@ def test_the_walkthrough_prints_what_the_real_capture_gives(story: dict, runtime
     for heading in ("## 2. ", "## 3. ", "## 6. "):
         blocks += _output_blocks(_section(text, heading))
     assert [source for _, source, _ in blocks] == [
-        f"ppaux capture list --dir {SHOWN_DIR}", f"ppaux inspect {WALKTHROUGH_CAPTURE}",
-        f"ppaux tensorize {WALKTHROUGH_CAPTURE} -o fixed.pt", "ppaux replay fixed.pt",
-        f"ppaux diff {WALKTHROUGH_CAPTURE} fixed.pt"]
+        f"ppaux capture list --dir {SHOWN_DIR}",
+        f"ppaux inspect {WALKTHROUGH_CAPTURE}",
+        f"ppaux tensorize {WALKTHROUGH_CAPTURE} -o fixed.pt",
+        "ppaux replay fixed.pt",
+        f"ppaux diff {WALKTHROUGH_CAPTURE} fixed.pt",
+    ]
     blocks[0] = (blocks[0][0], f"ppaux capture list --dir {tmp_path}", blocks[0][2])
     _check_blocks(blocks, tmp_path, env, SHOWN_DIR)
 
@@ -232,7 +304,12 @@ def test_the_walkthrough_prints_what_the_real_capture_gives(story: dict, runtime
     assert f"$ {command}\n" in step4
     shown = step4.split("```text\n", 1)[1].split("```", 1)[0]
     assert shown.startswith("...\n")
-    done = ppaux(*command.split()[1:], "--sglang-path", str(runtime.sglang_dir), cwd=tmp_path,
-                 env=runtime_env)
+    done = ppaux(
+        *command.split()[1:],
+        "--sglang-path",
+        str(runtime.sglang_dir),
+        cwd=tmp_path,
+        env=runtime_env,
+    )
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     assert shown.removeprefix("...\n") in done.stdout

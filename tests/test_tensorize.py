@@ -27,51 +27,97 @@ NOTHING = "every auxiliary value is a tensor already (or there is none): nothing
 #: Fixtures whose auxiliary values convert: the conversion lines tensorize prints, and the
 #: values (as torch.load gives them back) of the converted entries.
 CONVERTED = {
-    "aux_list.pt": ([f"converted ['{P}scores']: a list of 2 floats -> float32 tensor of shape "
-                     "(2,) on cpu"], {("", P + "scores"): [0.25, 0.75]}),
-    "aux_float.pt": ([f"converted ['{P}scores']: a float -> float32 tensor of shape () on cpu"],
-                     {("", P + "scores"): 0.5}),
-    "aux_list_of_tensors.pt": ([f"converted ['{P}scores']: a list with 2 tensors inside -> "
-                                "float32 tensor of shape (2, 2) on cpu"],
-                               {("", P + "scores"): [[0.25, 0.75], [1.25, 1.75]]}),
-    "capture_pop_error.pt": ([f"converted ['tensors']['{P}scores']: a list of 2 floats -> "
-                              "float32 tensor of shape (2,) on cpu"],
-                             {("tensors", P + "scores"): [0.25, 0.75]}),
-    "capture_add_error.pt": (["converted ['output']['scores']: a list of 2 floats -> float32 "
-                              "tensor of shape (2,) on cpu"],
-                             {("output", "scores"): [0.25, 0.75]}),
+    "aux_list.pt": (
+        [f"converted ['{P}scores']: a list of 2 floats -> float32 tensor of shape (2,) on cpu"],
+        {("", P + "scores"): [0.25, 0.75]},
+    ),
+    "aux_float.pt": (
+        [f"converted ['{P}scores']: a float -> float32 tensor of shape () on cpu"],
+        {("", P + "scores"): 0.5},
+    ),
+    "aux_list_of_tensors.pt": (
+        [
+            f"converted ['{P}scores']: a list with 2 tensors inside -> "
+            "float32 tensor of shape (2, 2) on cpu"
+        ],
+        {("", P + "scores"): [[0.25, 0.75], [1.25, 1.75]]},
+    ),
+    "capture_pop_error.pt": (
+        [
+            f"converted ['tensors']['{P}scores']: a list of 2 floats -> "
+            "float32 tensor of shape (2,) on cpu"
+        ],
+        {("tensors", P + "scores"): [0.25, 0.75]},
+    ),
+    "capture_add_error.pt": (
+        [
+            "converted ['output']['scores']: a list of 2 floats -> float32 "
+            "tensor of shape (2,) on cpu"
+        ],
+        {("output", "scores"): [0.25, 0.75]},
+    ),
 }
 
 #: Fixtures that are refused: the refusal lines tensorize prints (DUMP stands for the path).
 REFUSED = {
-    "aux_none.pt": [f"refused ['{P}scores']: there is no value to send; leave the key out of the "
-                    "dict, or send an empty tensor (torch.empty(0)) if the receiver expects the "
-                    "name"],
-    "aux_str.pt": [f"refused ['{P}scores']: text does not travel as a tensor; encode it (for "
-                   "example as token ids) or send it outside the auxiliary output"],
-    "aux_numpy_array.pt": [f"refused ['{P}scores']: ppaux reads a numpy array's dtype and shape "
-                           "but never its data (unpickling it would run numpy's "
-                           "reconstruction), so it cannot rebuild it; convert it where it is "
-                           "made, with torch.from_numpy(array)"],
-    "aux_custom_class.pt": [f"refused ['{P}scores']: a ppaux_fixture_types.SamplingScores object "
-                            "(its class was not imported) is not rebuilt by ppaux, which never "
-                            "imports a class from a file; return a tensor from to_pp_tensors() "
-                            "where the value is made"],
-    "non_string_key.pt": ["refused ['7']: the key is not a string: pop fails on it whatever its "
-                          "value; tensorize converts values, not keys"],
+    "aux_none.pt": [
+        f"refused ['{P}scores']: there is no value to send; leave the key out of the "
+        "dict, or send an empty tensor (torch.empty(0)) if the receiver expects the "
+        "name"
+    ],
+    "aux_str.pt": [
+        f"refused ['{P}scores']: text does not travel as a tensor; encode it (for "
+        "example as token ids) or send it outside the auxiliary output"
+    ],
+    "aux_numpy_array.pt": [
+        f"refused ['{P}scores']: ppaux reads a numpy array's dtype and shape "
+        "but never its data (unpickling it would run numpy's "
+        "reconstruction), so it cannot rebuild it; convert it where it is "
+        "made, with torch.from_numpy(array)"
+    ],
+    "aux_custom_class.pt": [
+        f"refused ['{P}scores']: a ppaux_fixture_types.SamplingScores object "
+        "(its class was not imported) is not rebuilt by ppaux, which never "
+        "imports a class from a file; return a tensor from to_pp_tensors() "
+        "where the value is made"
+    ],
+    "non_string_key.pt": [
+        "refused ['7']: the key is not a string: pop fails on it whatever its "
+        "value; tensorize converts values, not keys"
+    ],
     "no_tensor_dict.pt": ["refused DUMP: no tensor dict found in the file"],
-    "pp_proxy.pt": [f"refused DUMP: {NOTHING}",
-                    "refused DUMP: the file also holds a ppaux_fixture_types.PPProxyTensors, "
-                    "which ppaux cannot write back as it was; nothing is written rather than a "
-                    "changed copy"],
-    **{name: [f"refused DUMP: {NOTHING}"] for name in (
-        "aux_bare_prefix.pt", "aux_device_mismatch.pt", "aux_empty_tensor.pt",
-        "aux_in_default_message.pt", "aux_in_proxy_message.pt", "aux_meta.pt",
-        "aux_non_contiguous.pt", "aux_parameter.pt", "aux_quantized.pt", "aux_sparse.pt",
-        "clean_output.pt", "cuda1_output.pt", "deflated_datapkl.pt",
-        "near_miss_doubled_prefix.pt", "near_miss_missing_dot.pt", "near_miss_other_case.pt",
-        "near_miss_whitespace.pt", "plain_pickle.pkl", "storage_record_missing.pt",
-        "storage_record_short.pt", "tensor_in_list.pt")},
+    "pp_proxy.pt": [
+        f"refused DUMP: {NOTHING}",
+        "refused DUMP: the file also holds a ppaux_fixture_types.PPProxyTensors, "
+        "which ppaux cannot write back as it was; nothing is written rather than a "
+        "changed copy",
+    ],
+    **{
+        name: [f"refused DUMP: {NOTHING}"]
+        for name in (
+            "aux_bare_prefix.pt",
+            "aux_device_mismatch.pt",
+            "aux_empty_tensor.pt",
+            "aux_in_default_message.pt",
+            "aux_in_proxy_message.pt",
+            "aux_meta.pt",
+            "aux_non_contiguous.pt",
+            "aux_parameter.pt",
+            "aux_quantized.pt",
+            "aux_sparse.pt",
+            "clean_output.pt",
+            "cuda1_output.pt",
+            "deflated_datapkl.pt",
+            "near_miss_doubled_prefix.pt",
+            "near_miss_missing_dot.pt",
+            "near_miss_other_case.pt",
+            "near_miss_whitespace.pt",
+            "plain_pickle.pkl",
+            "storage_record_missing.pt",
+            "storage_record_short.pt",
+            "tensor_in_list.pt",
+        )
+    },
 }
 
 
@@ -88,10 +134,8 @@ def ppaux(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     finally:
         os.chdir(here)
     # Only the CLI's own exits are expected: anything else would be a traceback for a user.
-    assert result.exception is None or isinstance(result.exception, SystemExit), \
-        result.exception
-    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout,
-                                       result.stderr)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)
 
 
 def _sha(path: Path) -> str:
@@ -99,8 +143,9 @@ def _sha(path: Path) -> str:
 
 
 def test_every_fixture_has_an_expectation():
-    assert sorted(CONVERTED) + sorted(REFUSED) and \
-        set(CONVERTED) | set(REFUSED) == {p.name for p in DUMPS.iterdir()}
+    assert sorted(CONVERTED) + sorted(REFUSED) and set(CONVERTED) | set(REFUSED) == {
+        p.name for p in DUMPS.iterdir()
+    }
     assert not set(CONVERTED) & set(REFUSED)
 
 
@@ -112,8 +157,9 @@ def test_convertible_fixture_is_rewritten_and_pops_cleanly(name, tmp_path):
     lines, values = CONVERTED[name]
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
-    assert done.stdout.splitlines() == lines + [f"wrote {fixed} ({len(lines)} value"
-                                                f"{'s' if len(lines) != 1 else ''} converted)"]
+    assert done.stdout.splitlines() == lines + [
+        f"wrote {fixed} ({len(lines)} value{'s' if len(lines) != 1 else ''} converted)"
+    ]
     assert _sha(source) == before
     # What it wrote is a torch.save file that torch reads with weights_only=True.
     loaded = torch.load(io.BytesIO(fixed.read_bytes()), weights_only=True)
@@ -173,8 +219,12 @@ def test_storages_keep_the_device_they_were_saved_on(tmp_path):
     from ppaux.dump.dumpfile import read_dump
 
     source = tmp_path / "cuda1.pt"
-    message = {"next_token_ids": torch.arange(2), P + "scores": [0.25, 0.75],
-               P + "top": torch.ones(2), "__msg_type__": "output"}
+    message = {
+        "next_token_ids": torch.arange(2),
+        P + "scores": [0.25, 0.75],
+        P + "top": torch.ones(2),
+        "__msg_type__": "output",
+    }
     registry = torch.serialization._package_registry
     saved = list(registry)
     torch.serialization.register_package(0, lambda storage: "cuda:1", lambda s, loc: None)
@@ -186,10 +236,14 @@ def test_storages_keep_the_device_they_were_saved_on(tmp_path):
     done = ppaux("tensorize", str(source), "-o", str(fixed))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == (
-        f"converted ['{P}scores']: a list of 2 floats -> float32 tensor of shape (2,) on cuda:1")
+        f"converted ['{P}scores']: a list of 2 floats -> float32 tensor of shape (2,) on cuda:1"
+    )
     root = read_dump(fixed).root
     assert {k: v.device for k, v in root.items() if k != "__msg_type__"} == {
-        "next_token_ids": "cuda:1", P + "scores": "cuda:1", P + "top": "cuda:1"}
+        "next_token_ids": "cuda:1",
+        P + "scores": "cuda:1",
+        P + "top": "cuda:1",
+    }
     assert ppaux("inspect", str(fixed)).returncode == 0
     # torch's own location taggers are left as they were.
     assert torch.serialization._package_registry == saved
@@ -199,8 +253,12 @@ def test_storages_keep_the_device_they_were_saved_on(tmp_path):
 def test_never_overwrites_its_input(spelling, tmp_path):
     source = tmp_path / "dump.pt"
     source.write_bytes((DUMPS / "aux_list.pt").read_bytes())
-    target = {"same": "dump.pt", "dotted": "./sub/../dump.pt", "symlink": "link.pt",
-              "hardlink": "hard.pt"}[spelling]
+    target = {
+        "same": "dump.pt",
+        "dotted": "./sub/../dump.pt",
+        "symlink": "link.pt",
+        "hardlink": "hard.pt",
+    }[spelling]
     (tmp_path / "sub").mkdir()
     if spelling == "symlink":
         (tmp_path / "link.pt").symlink_to(source)
@@ -210,22 +268,33 @@ def test_never_overwrites_its_input(spelling, tmp_path):
     done = ppaux("tensorize", "dump.pt", "-o", target, cwd=tmp_path)
     assert done.returncode == 2
     assert done.stdout == ""
-    assert done.stderr == (f"ppaux: error: {target}: is the input dump.pt; tensorize never "
-                           "overwrites its input: give another output file\n")
+    assert done.stderr == (
+        f"ppaux: error: {target}: is the input dump.pt; tensorize never "
+        "overwrites its input: give another output file\n"
+    )
     assert _sha(source) == before
     assert sorted(os.listdir(tmp_path)) == sorted(
-        ["dump.pt", "sub"] + (["link.pt"] if spelling == "symlink" else [])
-        + (["hard.pt"] if spelling == "hardlink" else []))
+        ["dump.pt", "sub"]
+        + (["link.pt"] if spelling == "symlink" else [])
+        + (["hard.pt"] if spelling == "hardlink" else [])
+    )
 
 
-@pytest.mark.parametrize("args, message", [
-    (["missing.pt", "-o", "x.pt"], "missing.pt: no such file"),
-    ([str(DUMPS / "aux_list.pt"), "-o", "."], ".: is a directory; give a file name for the "
-                                              "rewritten dump"),
-    ([str(DUMPS / "aux_list.pt"), "-o", "no/such/x.pt"], "no/such/x.pt: its folder does not "
-                                                         "exist"),
-    ([str(REPO / "fixtures" / "corrupt" / "truncated.pt"), "-o", "x.pt"], None),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["missing.pt", "-o", "x.pt"], "missing.pt: no such file"),
+        (
+            [str(DUMPS / "aux_list.pt"), "-o", "."],
+            ".: is a directory; give a file name for the rewritten dump",
+        ),
+        (
+            [str(DUMPS / "aux_list.pt"), "-o", "no/such/x.pt"],
+            "no/such/x.pt: its folder does not exist",
+        ),
+        ([str(REPO / "fixtures" / "corrupt" / "truncated.pt"), "-o", "x.pt"], None),
+    ],
+)
 def test_bad_inputs_are_one_line_and_exit_2(args, message, tmp_path):
     done = ppaux("tensorize", *args, cwd=tmp_path)
     assert done.returncode == 2
@@ -237,8 +306,12 @@ def test_bad_inputs_are_one_line_and_exit_2(args, message, tmp_path):
 
 
 def _hostile() -> list[Path]:
-    return sorted(p for folder in ("adversarial", "malicious")
-                  for p in (REPO / "fixtures" / folder).iterdir() if p.suffix in (".pt", ".pkl"))
+    return sorted(
+        p
+        for folder in ("adversarial", "malicious")
+        for p in (REPO / "fixtures" / folder).iterdir()
+        if p.suffix in (".pt", ".pkl")
+    )
 
 
 def test_hostile_corpus_runs_nothing_and_writes_nothing(tmp_path):

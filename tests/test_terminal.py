@@ -37,10 +37,16 @@ sys.stderr.write("\\nPROBE " + json.dumps({"code": code, "heavy": heavy}) + "\\n
 
 
 def _probe(*args: str, env: dict | None = None) -> dict:
-    done = subprocess.run([sys.executable, "-c", _PROBE, *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "NO_COLOR": "1", **(env or {})})
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_COLOR": "1", **(env or {})},
+    )
     line = [out for out in done.stderr.splitlines() if out.startswith("PROBE ")][-1]
-    return json.loads(line[len("PROBE "):])
+    return json.loads(line[len("PROBE ") :])
 
 
 def _on_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str]:
@@ -65,20 +71,37 @@ def _on_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str]:
 def fingerprints(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("fingerprints")
     for rank in (0, 1):
-        result = _probe("fingerprint", "--pp-rank", str(rank), "--pp-size", "2",
-                        "--output", str(folder / f"stage{rank}.json"))
+        result = _probe(
+            "fingerprint",
+            "--pp-rank",
+            str(rank),
+            "--pp-size",
+            "2",
+            "--output",
+            str(folder / f"stage{rank}.json"),
+        )
         assert result == {"code": 0, "heavy": []}
     return folder
 
 
-@pytest.mark.parametrize("args", [
-    ("--help",),
-    ("inspect", "--help"),
-    ("inspect", "fixtures/dumps/aux_list.pt", "fixtures/dumps/aux_numpy_array.pt", "-f", "sarif"),
-    ("inspect", "fixtures/dumps", "fixtures/malicious", "-f", "junit"),
-    ("rules", "-f", "json"),
-    ("explain", "PP101"),
-], ids=lambda a: " ".join(a)[:40])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--help",),
+        ("inspect", "--help"),
+        (
+            "inspect",
+            "fixtures/dumps/aux_list.pt",
+            "fixtures/dumps/aux_numpy_array.pt",
+            "-f",
+            "sarif",
+        ),
+        ("inspect", "fixtures/dumps", "fixtures/malicious", "-f", "junit"),
+        ("rules", "-f", "json"),
+        ("explain", "PP101"),
+    ],
+    ids=lambda a: " ".join(a)[:40],
+)
 def test_no_torch_for_help_inspect_rules_explain(args):
     assert _probe(*args)["heavy"] == []
 
@@ -90,21 +113,32 @@ def test_no_torch_for_fingerprint_and_check_skew(fingerprints):
 
 def test_importing_the_app_loads_no_command_internals():
     # 'ppaux --help' pays for what app.py imports: the readers, the analysers and rich stay out.
-    code = ("import sys, json; import ppaux_cli.app; "
-            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('torch', 'numpy', 'rich', 'pydantic', 'zipfile', 'xml') or m in "
-            "('ppaux.dump.inspection', 'ppaux.dump.dumpfile', 'ppaux.dump.pickle_vm', 'ppaux.skew.compare', "
-            "'ppaux.skew.fingerprint', 'ppaux.capture.store', 'ppaux.sglang.loader', 'ppaux.report.config'))))")
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                          timeout=120, check=True)
+    code = (
+        "import sys, json; import ppaux_cli.app; "
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('torch', 'numpy', 'rich', 'pydantic', 'zipfile', 'xml') or m in "
+        "('ppaux.dump.inspection', 'ppaux.dump.dumpfile', 'ppaux.dump.pickle_vm', "
+        "'ppaux.skew.compare', "
+        "'ppaux.skew.fingerprint', 'ppaux.capture.store', 'ppaux.sglang.loader', "
+        "'ppaux.report.config'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert json.loads(done.stdout) == []
 
 
 def test_help_is_plain_text_even_on_a_terminal():
     # Plain help is part of the start-up budget (rich help alone costs over 0.1 s), so it is
     # plain on a terminal too: no escape codes either way.
-    code, output = _on_terminal([sys.executable, "-m", "ppaux_cli", "--help"],
-                                {**os.environ, "TERM": "xterm"})
+    code, output = _on_terminal(
+        [sys.executable, "-m", "ppaux_cli", "--help"], {**os.environ, "TERM": "xterm"}
+    )
     assert code == 0 and "Usage: ppaux [OPTIONS] COMMAND" in output
     assert ESC not in output
 
@@ -139,9 +173,14 @@ def test_cli_output_has_no_escape_codes_in_a_pipe_or_with_no_color():
 def test_progress_goes_to_stderr_only_when_it_is_a_terminal():
     # 30+ dumps: enough for the bar. stderr is a terminal, stdout a pipe that must stay pure JSON.
     main, child = pty.openpty()
-    done = subprocess.run([sys.executable, "-m", "ppaux_cli", "inspect", "fixtures/dumps",
-                           "-f", "json"], cwd=REPO, stdout=subprocess.PIPE, stderr=child,
-                          timeout=300, env={**os.environ, "TERM": "xterm"})
+    done = subprocess.run(
+        [sys.executable, "-m", "ppaux_cli", "inspect", "fixtures/dumps", "-f", "json"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=child,
+        timeout=300,
+        env={**os.environ, "TERM": "xterm"},
+    )
     os.close(child)
     os.close(main)
     assert json.loads(done.stdout)["command"] == "inspect"
@@ -161,23 +200,58 @@ def test_progress_goes_to_stderr_only_when_it_is_a_terminal():
 
 
 def test_shell_completion_with_the_custom_group(tmp_path):
-    env = {**os.environ, "_PPAUX_COMPLETE": "complete_bash", "COMP_WORDS": "ppaux ins",
-           "COMP_CWORD": "1"}
-    done = subprocess.run([sys.executable, "-m", "ppaux_cli"], cwd=REPO, capture_output=True,
-                          text=True, timeout=120, env=env)
+    env = {
+        **os.environ,
+        "_PPAUX_COMPLETE": "complete_bash",
+        "COMP_WORDS": "ppaux ins",
+        "COMP_CWORD": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "ppaux_cli"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert done.returncode == 0 and done.stdout.split() == ["inspect"]
     env.update(COMP_WORDS="ppaux inspect --format ", COMP_CWORD="3")
-    done = subprocess.run([sys.executable, "-m", "ppaux_cli"], cwd=REPO, capture_output=True,
-                          text=True, timeout=120, env=env)
-    assert done.stdout.split() == ["text", "json", "github", "sarif", "junit", "gitlab",
-                                   "markdown", "html"]
+    done = subprocess.run(
+        [sys.executable, "-m", "ppaux_cli"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.stdout.split() == [
+        "text",
+        "json",
+        "github",
+        "sarif",
+        "junit",
+        "gitlab",
+        "markdown",
+        "html",
+    ]
     result = CliRunner().invoke(app, ["--show-completion", "bash"], env={"NO_COLOR": "1"})
     assert result.exit_code == 0 and "_PPAUX_COMPLETE=complete_bash" in result.stdout
     home = tmp_path / "home"
     home.mkdir()
-    done = subprocess.run([sys.executable, "-c", "from ppaux_cli.app import main; main()",
-                           "--install-completion", "bash"], cwd=REPO, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "HOME": str(home), "SHELL": "/bin/bash"})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from ppaux_cli.app import main; main()",
+            "--install-completion",
+            "bash",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(home), "SHELL": "/bin/bash"},
+    )
     assert done.returncode == 0, done.stderr
     assert "ppaux" in (home / ".bashrc").read_text()
     assert any(p.name.startswith("ppaux") for p in (home / ".bash_completions").iterdir())

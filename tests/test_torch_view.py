@@ -127,11 +127,14 @@ class _View:
         return torch._utils._rebuild_tensor_v2, self.args
 
 
-@pytest.mark.parametrize("offset, size, stride", [
-    (2, (4,), (1,)),                # runs two elements past the storage
-    (0, (2, 3), (3, 1)),            # six elements of a storage of four
-    (0, (2**32, 2**32), (1, 1)),    # 2**64 elements: more than int64 counts
-])
+@pytest.mark.parametrize(
+    "offset, size, stride",
+    [
+        (2, (4,), (1,)),  # runs two elements past the storage
+        (0, (2, 3), (3, 1)),  # six elements of a storage of four
+        (0, (2**32, 2**32), (1, 1)),  # 2**64 elements: more than int64 counts
+    ],
+)
 def test_views_torch_refuses_get_a_finding(tmp_path, offset, size, stride):
     path = tmp_path / "v.pt"
     with warnings.catch_warnings():
@@ -156,11 +159,14 @@ def test_view_inside_its_storage_gets_none(tmp_path):
     assert [f.code for f in findings if f.code == "PP116"] == []
 
 
-@pytest.mark.parametrize("key", [
-    "__sampling_\u043ebserver_output__.scores",   # Cyrillic o
-    "__\uff53ampling_observer_output__.scores",   # fullwidth s
-    "__sampling\u200b_observer_output__.scores",  # zero-width space
-])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "__sampling_\u043ebserver_output__.scores",  # Cyrillic o
+        "__\uff53ampling_observer_output__.scores",  # fullwidth s
+        "__sampling\u200b_observer_output__.scores",  # zero-width space
+    ],
+)
 def test_look_alike_prefix_is_a_near_miss(tmp_path, key):
     path = tmp_path / "l.pt"
     torch.save({key: torch.zeros(2), "__msg_type__": "output"}, path)

@@ -94,7 +94,9 @@ def test_public_names_and_prefix() -> None:
 
 
 def test_importing_ppaux_does_not_import_torch() -> None:
-    code = "import sys, ppaux, ppaux.sglang.names, ppaux.sglang.loader; print('torch' in sys.modules)"
+    code = (
+        "import sys, ppaux, ppaux.sglang.names, ppaux.sglang.loader; print('torch' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout == "False\n"
 
@@ -180,7 +182,7 @@ def test_add_rejects_bad_names(name: Any) -> None:
     ("name", "value", "message"),
     [
         ("logits", [1.0], "auxiliary PP output 'logits' is not a tensor"),
-        ("a'b", None, "auxiliary PP output \"a'b\" is not a tensor"),
+        ("a'b", None, 'auxiliary PP output "a\'b" is not a tensor'),
         ("n", 3, "auxiliary PP output 'n' is not a tensor"),
         ("s", torch.Size([2]), "auxiliary PP output 's' is not a tensor"),
     ],
@@ -400,8 +402,13 @@ def test_pop_deletes_what_the_received_dict_names_after_the_observer() -> None:
 
 # -- property: add then pop is the identity ----------------------------------------------------
 
-_POOL = [torch.zeros(2), torch.ones(3, dtype=torch.int64), torch.nn.Parameter(torch.zeros(1)),
-         torch.empty(0), torch.tensor(True)]
+_POOL = [
+    torch.zeros(2),
+    torch.ones(3, dtype=torch.int64),
+    torch.nn.Parameter(torch.zeros(1)),
+    torch.empty(0),
+    torch.tensor(True),
+]
 
 names = st.text(min_size=1, max_size=12)
 tensors_st = st.sampled_from(_POOL) | st.builds(torch.zeros, st.integers(0, 4))
@@ -419,7 +426,7 @@ def test_add_then_pop_gives_back_the_same_tensors(
     tensors = dict(base)
     before = snapshot(tensors)
     add_auxiliary_output_to_pp_tensors(tensors, Output(payload))
-    assert list(tensors)[len(before):] == [P + name for name in payload]
+    assert list(tensors)[len(before) :] == [P + name for name in payload]
     observer = Observer(result=payload)
     assert pop_auxiliary_output_from_pp_tensors(tensors, observer) is payload
     (received,) = observer.received

@@ -110,8 +110,20 @@ TENSORS = [
     torch.tensor(1.5),
     torch.zeros(2, 3)[:, 1],  # a non-contiguous view
 ]
-NON_TENSORS: list[Any] = [None, 0, 1, "s", [1, 2], (1,), {"a": 1}, torch.Size([2]), b"x", 1.5,
-                          object(), True]
+NON_TENSORS: list[Any] = [
+    None,
+    0,
+    1,
+    "s",
+    [1, 2],
+    (1,),
+    {"a": 1},
+    torch.Size([2]),
+    b"x",
+    1.5,
+    object(),
+    True,
+]
 RESULTS: list[Any] = [object(), "rebuilt", 0, False, [], TENSORS[0]]
 
 
@@ -139,12 +151,39 @@ class DuckKey:
         return "DuckKey()"
 
 
-GOOD_NAMES: list[Any] = ["a", "b", "mask", "logits.scores", P, " ", "é", "0", Str("sub"),
-                         Formatted("fmt")]
+GOOD_NAMES: list[Any] = [
+    "a",
+    "b",
+    "mask",
+    "logits.scores",
+    P,
+    " ",
+    "é",
+    "0",
+    Str("sub"),
+    Formatted("fmt"),
+]
 BAD_NAMES: list[Any] = ["", 1, None, b"a", ("a",), 0, 2.5, Str("")]
-POP_KEYS: list[Any] = ["next_token_ids", "__msg_type__", P + "a", P + "b", P + "mask", P, P + P,
-                       "x" + P, P[:-1], P + "formatted-fmt", Str(P + "sub"), 1, None, ("a",),
-                       b"k", 2.5, DuckKey(), P + "duck"]
+POP_KEYS: list[Any] = [
+    "next_token_ids",
+    "__msg_type__",
+    P + "a",
+    P + "b",
+    P + "mask",
+    P,
+    P + P,
+    "x" + P,
+    P[:-1],
+    P + "formatted-fmt",
+    Str(P + "sub"),
+    1,
+    None,
+    ("a",),
+    b"k",
+    2.5,
+    DuckKey(),
+    P + "duck",
+]
 
 
 class ItemsMapping(Mapping):
@@ -262,14 +301,17 @@ def _produce(rng: random.Random) -> tuple[str, Callable[[], Any]]:
         pairs = [(rng.choice(names), _value(rng, 0.85)) for _ in range(rng.randint(0, 5))]
         produced: Any = dict(pairs)
     elif kind == "items":
-        pairs = [(rng.choice(GOOD_NAMES[:4] + BAD_NAMES[:2]), _value(rng, 0.9))
-                 for _ in range(rng.randint(1, 4))]
+        pairs = [
+            (rng.choice(GOOD_NAMES[:4] + BAD_NAMES[:2]), _value(rng, 0.9))
+            for _ in range(rng.randint(1, 4))
+        ]
         produced = ItemsMapping(pairs, rng.choice([0, len(pairs)]))
     elif kind == "falsy":
         produced = rng.choice([None, [], (), 0, "", Falsy(), {}])
     elif kind == "non-mapping":
         produced = rng.choice([[("a", TENSORS[0])], "abc", 5, Truthy(), (("a", TENSORS[1]),)])
     else:
+
         def fail() -> Any:
             raise KeyError("to_pp_tensors failed")
 
@@ -288,17 +330,24 @@ def add_case(rng: random.Random) -> Case:
     label, produce = _produce(rng)
     kind = rng.choice(["method"] * 7 + ["instance", "none", "no-method", "disabled", "plain"])
     if kind == "method":
+
         def subject(tensors: dict[Any, Any], log: list[Any]) -> Any:
             return Output(produce, log)
     elif kind == "instance":
+
         def subject(tensors: dict[Any, Any], log: list[Any]) -> Any:
             return InstanceOutput(produce, log)
     else:
-        fixed = {"none": None, "no-method": NoMethods(), "disabled": DisabledOutput(),
-                 "plain": rng.choice([0, "text", {"a": TENSORS[0]}])}[kind]
+        fixed = {
+            "none": None,
+            "no-method": NoMethods(),
+            "disabled": DisabledOutput(),
+            "plain": rng.choice([0, "text", {"a": TENSORS[0]}]),
+        }[kind]
 
         def subject(tensors: dict[Any, Any], log: list[Any]) -> Any:
             return fixed
+
     return Case("add_auxiliary_output_to_pp_tensors", f"{kind}: {label}", items, subject)
 
 
@@ -307,13 +356,17 @@ def pop_case(rng: random.Random) -> Case:
     keys = POP_KEYS if rng.random() < 0.25 else [k for k in POP_KEYS if isinstance(k, str)]
     items = [(rng.choice(keys), _value(rng, 0.85)) for _ in range(count)]
     kind = rng.choice(["observer"] * 6 + ["instance", "none", "no-method", "disabled"])
-    act = rng.choice(["return"] * 6 + ["return-none", "raise", "drop-first", "add-name",
-                                       "delete-in-dict", "return-received"])
+    act = rng.choice(
+        ["return"] * 6
+        + ["return-none", "raise", "drop-first", "add-name", "delete-in-dict", "return-received"]
+    )
     result = None if act == "return-none" else rng.choice(RESULTS)
     if kind == "observer":
+
         def subject(tensors: dict[Any, Any], log: list[Any]) -> Any:
             return Observer(result, act, tensors, log)
     elif kind == "instance":
+
         def subject(tensors: dict[Any, Any], log: list[Any]) -> Any:
             holder = NoMethods()
             holder.from_pp_tensors = Observer(result, act, tensors, log).from_pp_tensors
@@ -323,6 +376,7 @@ def pop_case(rng: random.Random) -> Case:
 
         def subject(tensors: dict[Any, Any], log: list[Any]) -> Any:
             return fixed
+
     return Case("pop_auxiliary_output_from_pp_tensors", f"{kind}/{act}", items, subject)
 
 
@@ -383,9 +437,20 @@ def test_reference_matches_release(version: str, real_modules: dict[str, types.M
     assert len(cases) == 2 * CASES_PER_FUNCTION
 
 
-PROTOCOL_SUBJECTS: list[Any] = [None, 0, "s", NoMethods(), DisabledOutput(), DisabledObserver(),
-                                Output(lambda: {}, []), Observer(None, "return", {}, []),
-                                InstanceOutput(lambda: {}, []), TENSORS[0], Output, Observer]
+PROTOCOL_SUBJECTS: list[Any] = [
+    None,
+    0,
+    "s",
+    NoMethods(),
+    DisabledOutput(),
+    DisabledObserver(),
+    Output(lambda: {}, []),
+    Observer(None, "return", {}, []),
+    InstanceOutput(lambda: {}, []),
+    TENSORS[0],
+    Output,
+    Observer,
+]
 
 
 @pytest.mark.parametrize("version", COMPARED_RELEASES)
@@ -443,7 +508,8 @@ def test_download_failure_skips_only_without_network(
     assert command[:5] == [sys.executable, "-m", "pip", "download", "-vv"]
     assert "--no-deps" in command and command[-1] == "sglang==9.9.9"
     expected_detail = (
-        NETWORK_OUTPUT.splitlines()[0] if output == NETWORK_OUTPUT
+        NETWORK_OUTPUT.splitlines()[0]
+        if output == NETWORK_OUTPUT
         else "ERROR: No matching distribution found for sglang==9.9.9"
     )
     assert str(caught.value.msg) == f"could not download sglang==9.9.9: {expected_detail}"

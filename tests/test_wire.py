@@ -15,8 +15,13 @@ P = "__sampling_observer_output__."
 
 def test_non_tensors_travel_pickled_and_tensors_are_rebuilt():
     scores = [0.25, {"k": (1, None)}]
-    sent = {"next_token_ids": torch.tensor([3, 4]), f"{P}scores": scores, "none": None,
-            f"{P}empty": torch.empty(0, 2), "__msg_type__": "output"}
+    sent = {
+        "next_token_ids": torch.tensor([3, 4]),
+        f"{P}scores": scores,
+        "none": None,
+        f"{P}empty": torch.empty(0, 2),
+        "__msg_type__": "output",
+    }
     received, stats = transfer(sent)
     assert list(received) == list(sent)
     assert received[f"{P}scores"] == scores and received[f"{P}scores"] is not scores
@@ -30,8 +35,10 @@ def test_non_tensors_travel_pickled_and_tensors_are_rebuilt():
 
 def test_split_matches_sglangs_metadata():
     metadata, tensors = split_tensor_dict({"a": torch.ones(2, 3, dtype=torch.bfloat16), "b": [1]})
-    assert metadata == [("a", TensorMetadata("cpu", torch.bfloat16, torch.Size([2, 3]))),
-                        ("b", [1])]
+    assert metadata == [
+        ("a", TensorMetadata("cpu", torch.bfloat16, torch.Size([2, 3]))),
+        ("b", [1]),
+    ]
     assert len(tensors) == 1
 
 
@@ -45,23 +52,42 @@ def test_subclass_strides_and_grad_are_not_kept():
     assert [c["what"] for c in changes] == ["type", "requires_grad"]
 
 
-@pytest.mark.parametrize("make, side, error_type, message", [
-    (lambda: torch.arange(6.0).reshape(2, 3).t(), "sender", "RuntimeError",
-     "input tensor has to be contiguous"),
-    (lambda: torch.arange(6.0)[::2], "sender", "RuntimeError", "input tensor has to be contiguous"),
-])
+@pytest.mark.parametrize(
+    "make, side, error_type, message",
+    [
+        (
+            lambda: torch.arange(6.0).reshape(2, 3).t(),
+            "sender",
+            "RuntimeError",
+            "input tensor has to be contiguous",
+        ),
+        (
+            lambda: torch.arange(6.0)[::2],
+            "sender",
+            "RuntimeError",
+            "input tensor has to be contiguous",
+        ),
+    ],
+)
 def test_what_gloo_refuses(make, side, error_type, message):
     with pytest.raises(WireError) as caught:
         transfer({"next_token_ids": torch.ones(2), f"{P}x": make()})
-    assert (caught.value.side, caught.value.error_type, caught.value.message, caught.value.key) \
-        == (side, error_type, message, f"{P}x")
+    assert (caught.value.side, caught.value.error_type, caught.value.message, caught.value.key) == (
+        side,
+        error_type,
+        message,
+        f"{P}x",
+    )
     assert caught.value.metadata_sent
 
 
-@pytest.mark.parametrize("make, backend", [
-    (lambda: torch.eye(2).to_sparse(), "SparseCPU"),
-    (lambda: torch.quantize_per_tensor(torch.ones(4), 0.5, 0, torch.quint8), "QuantizedCPU"),
-])
+@pytest.mark.parametrize(
+    "make, backend",
+    [
+        (lambda: torch.eye(2).to_sparse(), "SparseCPU"),
+        (lambda: torch.quantize_per_tensor(torch.ones(4), 0.5, 0, torch.quint8), "QuantizedCPU"),
+    ],
+)
 def test_what_torchs_dispatcher_refuses(make, backend):
     # sglang's real send_tensor_dict fails this way on the sender (0.5.19, 0.5.23, torch 2.13):
     # c10d's send has no kernel for sparse or quantized tensors.
@@ -71,7 +97,8 @@ def test_what_torchs_dispatcher_refuses(make, backend):
     assert (error.side, error.error_type, error.key) == ("sender", "NotImplementedError", f"{P}x")
     assert error.message.startswith(
         f"Could not run 'c10d::send' with arguments from the '{backend}' backend. This could be "
-        "because the operator doesn't exist for this backend")
+        "because the operator doesn't exist for this backend"
+    )
     assert error.metadata_sent
 
 
@@ -90,8 +117,10 @@ def test_nested_tensor_fails_before_anything_is_sent():
     with pytest.raises(WireError) as caught:
         transfer({f"{P}n": nested})
     assert caught.value.side == "sender" and not caught.value.metadata_sent
-    assert caught.value.message == "Internal error: NestedTensorImpl doesn't support sizes. " \
+    assert (
+        caught.value.message == "Internal error: NestedTensorImpl doesn't support sizes. "
         "Please file an issue."
+    )
 
 
 def test_all_gather_slices_and_gathers_back():
@@ -116,9 +145,17 @@ def test_compare_is_bit_for_bit():
     for name, came in cases.items():
         (mismatch,) = compare(sent, {f"{P}x": came})[0]
         assert mismatch["what"] == "bits", name
-        assert mismatch["detail"] == ("1 of 3 elements differ bit for bit (first at flat index "
-                                      f"{0 if name == 'zero' else 1})")
+        assert mismatch["detail"] == (
+            f"1 of 3 elements differ bit for bit (first at flat index {0 if name == 'zero' else 1})"
+        )
     assert compare(sent, {f"{P}x": sent[f"{P}x"].clone()}) == ([], [])
     missing, _ = compare(sent, {})
-    assert missing == [{"key": f"{P}x", "what": "missing",
-                        "detail": "not given back by pop and add", "sent": None, "received": None}]
+    assert missing == [
+        {
+            "key": f"{P}x",
+            "what": "missing",
+            "detail": "not given back by pop and add",
+            "sent": None,
+            "received": None,
+        }
+    ]

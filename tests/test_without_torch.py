@@ -40,9 +40,19 @@ def venv() -> Path:
     folder.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=300)
     install = subprocess.run(
-        [str(folder / "bin" / "python"), "-m", "pip", "install", "--quiet",
-         "--disable-pip-version-check", "-e", f"{REPO}[test]"],
-        capture_output=True, text=True, timeout=900,
+        [
+            str(folder / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-e",
+            f"{REPO}[test]",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert install.returncode == 0, install.stderr[-3000:]
     done.write_text("ok\n")
@@ -51,26 +61,45 @@ def venv() -> Path:
 
 def _run(venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    return subprocess.run([str(venv / "bin" / "ppaux"), *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, env={**env, "NO_COLOR": "1"})
+    return subprocess.run(
+        [str(venv / "bin" / "ppaux"), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**env, "NO_COLOR": "1"},
+    )
 
 
 def test_the_venv_really_has_no_torch(venv):
-    probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import torch"],
-                           capture_output=True, text=True, timeout=120)
+    probe = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import torch"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert probe.returncode == 1 and "No module named 'torch'" in probe.stderr
 
 
-@pytest.mark.parametrize("args, feature", [
-    (("replay", "fixtures/dumps/aux_list.pt"), "ppaux replay"),
-    (("replay", "fixtures/dumps/aux_list.pt", "--transport", "wire", "-f", "json"),
-     "ppaux replay"),
-    (("tensorize", "fixtures/dumps/aux_list.pt", "-o", "/nonexistent/fixed.pt"),
-     "ppaux tensorize"),
-    (("check-skew", "--distributed"), "ppaux check-skew --distributed"),
-    (("check-skew", "--distributed", "--rank", "0", "--world-size", "2"),
-     "ppaux check-skew --distributed"),
-])
+@pytest.mark.parametrize(
+    "args, feature",
+    [
+        (("replay", "fixtures/dumps/aux_list.pt"), "ppaux replay"),
+        (
+            ("replay", "fixtures/dumps/aux_list.pt", "--transport", "wire", "-f", "json"),
+            "ppaux replay",
+        ),
+        (
+            ("tensorize", "fixtures/dumps/aux_list.pt", "-o", "/nonexistent/fixed.pt"),
+            "ppaux tensorize",
+        ),
+        (("check-skew", "--distributed"), "ppaux check-skew --distributed"),
+        (
+            ("check-skew", "--distributed", "--rank", "0", "--world-size", "2"),
+            "ppaux check-skew --distributed",
+        ),
+    ],
+)
 def test_commands_that_need_torch_say_so_in_one_line(venv, args, feature):
     done = _run(venv, *args)
     assert done.returncode == 2 and done.stdout == ""
@@ -86,8 +115,16 @@ def test_inspect_and_check_skew_work_without_torch(venv, tmp_path):
     assert done.returncode == 2
     assert done.stderr == "ppaux: error: fixtures/corrupt/empty.pt: empty file\n"
     for rank in (0, 1):
-        made = _run(venv, "fingerprint", "--pp-rank", str(rank), "--pp-size", "2",
-                    "-o", str(tmp_path / f"stage{rank}.json"))
+        made = _run(
+            venv,
+            "fingerprint",
+            "--pp-rank",
+            str(rank),
+            "--pp-size",
+            "2",
+            "-o",
+            str(tmp_path / f"stage{rank}.json"),
+        )
         assert made.returncode == 0, made.stderr
     done = _run(venv, "check-skew", str(tmp_path), "-f", "json")
     assert done.returncode in (0, 1) and json.loads(done.stdout)["command"] == "check-skew"
@@ -95,10 +132,22 @@ def test_inspect_and_check_skew_work_without_torch(venv, tmp_path):
 
 def test_torch_free_tests_pass_without_torch(venv):
     done = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "tests/test_inspect_cli.py", "tests/test_gate.py", "tests/test_rules_cli.py",
-         "tests/test_pickle_vm.py"],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_inspect_cli.py",
+            "tests/test_gate.py",
+            "tests/test_rules_cli.py",
+            "tests/test_pickle_vm.py",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stdout[-3000:]
     assert " passed" in done.stdout.splitlines()[-1]

@@ -28,10 +28,14 @@ REQUIRE_ENV = "PPAUX_REQUIRE_WHEELS"
 # (sglang publishes CPython-specific wheels) rather than whatever the test interpreter is.
 _TARGET = [
     "--only-binary=:all:",
-    "--implementation", "cp",
-    "--python-version", "3.11",
-    "--abi", "cp311",
-    "--platform", "manylinux_2_34_x86_64",
+    "--implementation",
+    "cp",
+    "--python-version",
+    "3.11",
+    "--abi",
+    "cp311",
+    "--platform",
+    "manylinux_2_34_x86_64",
 ]
 
 # What pip (-vv) and urllib3 write when the index cannot be reached at all.
@@ -88,8 +92,16 @@ def sglang_wheel(version: str) -> Path:
     # Download beside the cache and move in when complete, so a killed run leaves no half file.
     with tempfile.TemporaryDirectory(dir=cache, prefix=".download-") as scratch:
         command = [
-            sys.executable, "-m", "pip", "download", "-vv", "--no-deps", *_TARGET,
-            "--dest", scratch, f"sglang=={version}",
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-vv",
+            "--no-deps",
+            *_TARGET,
+            "--dest",
+            scratch,
+            f"sglang=={version}",
         ]
         try:
             done = subprocess.run(

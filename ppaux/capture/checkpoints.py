@@ -66,7 +66,7 @@ def dirty_values(tensors: Any, start: int = 0) -> list[tuple[str, str]]:
         if key.__class__ is str and key.startswith(OUTPUT_PREFIX):
             value = tensors[key]
             if not isinstance(value, tensor):  # what torch.is_tensor tests
-                found.append((key[len(OUTPUT_PREFIX):], type(value).__qualname__))
+                found.append((key[len(OUTPUT_PREFIX) :], type(value).__qualname__))
     return found
 
 
@@ -82,9 +82,14 @@ class Trail:
 
     def add(self, hop: str, dirty: list[tuple[str, str]]) -> None:
         """Record ``hop`` (clean when ``dirty`` is empty)."""
-        self.hops.append({"hop": hop, "at": HOP_TEXT[hop],
-                          "state": "dirty" if dirty else "clean",
-                          "keys": [f"{name} ({kind})" for name, kind in dirty]})
+        self.hops.append(
+            {
+                "hop": hop,
+                "at": HOP_TEXT[hop],
+                "state": "dirty" if dirty else "clean",
+                "keys": [f"{name} ({kind})" for name, kind in dirty],
+            }
+        )
 
     def extra(self) -> dict[str, Any]:
         """The capture fields: ``trail`` and, when one was found, ``culprit``."""
@@ -94,8 +99,9 @@ class Trail:
         return out
 
 
-def look(hop: str, tensors: Any, original: Callable[..., Any], last_stage: bool,
-         start: int = 0) -> Optional[BaseException]:
+def look(
+    hop: str, tensors: Any, original: Callable[..., Any], last_stage: bool, start: int = 0
+) -> Optional[BaseException]:
     """Look at an output message at ``hop``; return the strict-mode error to raise, if any.
 
     ``original`` is the function the hook wraps there (what runs inside the look); ``start``
@@ -120,8 +126,9 @@ def look(hop: str, tensors: Any, original: Callable[..., Any], last_stage: bool,
                         messages.popitem(last=False)
                 _tracer.at_clean_hop(hop, tensors)
                 return None
-            return _first_dirty(hop, tensors, original, dirty, 0 if hop in _FIRST else seen,
-                                last_stage)
+            return _first_dirty(
+                hop, tensors, original, dirty, 0 if hop in _FIRST else seen, last_stage
+            )
         seen.add(hop, dirty)
         if hop == "sent":  # at pop, the capture of the failing pop takes the trail (trail_for)
             messages.pop(key, None)
@@ -133,9 +140,14 @@ def look(hop: str, tensors: Any, original: Callable[..., Any], last_stage: bool,
         return None
 
 
-def _first_dirty(hop: str, tensors: Any, original: Callable[..., Any],
-                 dirty: list[tuple[str, str]], seen: int,
-                 last_stage: bool) -> Optional[BaseException]:
+def _first_dirty(
+    hop: str,
+    tensors: Any,
+    original: Callable[..., Any],
+    dirty: list[tuple[str, str]],
+    seen: int,
+    last_stage: bool,
+) -> Optional[BaseException]:
     from ppaux.capture import culprit as culprits
     from ppaux.capture.writer import record
 
@@ -148,8 +160,9 @@ def _first_dirty(hop: str, tensors: Any, original: Callable[..., Any],
         return None  # rank 0: the capture at pop carries this trail
     last_clean = clean[-1] if clean and clean[-1] in SENDER_HOPS else None
     traced = _tracer.finish(tensors)
-    trail.culprit = culprits.resolve(last_clean, hop, original, STATE.scheduler_type,
-                                     STATE.group_type, traced)
+    trail.culprit = culprits.resolve(
+        last_clean, hop, original, STATE.scheduler_type, STATE.group_type, traced
+    )
     if traced is None and last_clean is not None:
         _tracer.arm(last_clean, hop)
     error: Optional[BaseException] = None
@@ -181,8 +194,7 @@ def is_release(function: Any) -> bool:
     return known
 
 
-def look_at_add(tensors: Any, original: Callable[..., Any],
-                before: int) -> Optional[BaseException]:
+def look_at_add(tensors: Any, original: Callable[..., Any], before: int) -> Optional[BaseException]:
     """The add hop, after add returned: what add inserted (the items from ``before`` on).
 
     When the add that ran is sglang's release code, it refused every non-tensor it was given

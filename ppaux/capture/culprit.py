@@ -78,13 +78,16 @@ def layers(function: Any) -> list[tuple[Any, str]]:
             hook = cells.get("hook")
             if hook is not None:
                 out.append((hook, "ppaux" if getattr(hook, HOOK_MARK, False) else "hook"))
-            current = _plain_function(cells.get("original_fn", getattr(current, "__wrapped__",
-                                                                       None)))
+            current = _plain_function(
+                cells.get("original_fn", getattr(current, "__wrapped__", None))
+            )
             continue
         inner = getattr(current, "__wrapped__", None)
         if inner is None:
-            inner = next((v for v in _cells(current).values()
-                          if callable(v) and hasattr(v, "__code__")), None)
+            inner = next(
+                (v for v in _cells(current).values() if callable(v) and hasattr(v, "__code__")),
+                None,
+            )
         out.append((current, "wrapper" if inner is not None else "function"))
         current = _plain_function(inner)
     return out
@@ -161,8 +164,13 @@ def _class_attr(owner: Optional[type], name: str) -> Any:
     return None
 
 
-def _segments(hop: str, original: Optional[Callable[..., Any]], scheduler: Optional[type],
-              group: Optional[type], reached: bool) -> Iterator[tuple[str, Any, list[Any]]]:
+def _segments(
+    hop: str,
+    original: Optional[Callable[..., Any]],
+    scheduler: Optional[type],
+    group: Optional[type],
+    reached: bool,
+) -> Iterator[tuple[str, Any, list[Any]]]:
     """(how, where, layers) for the code that runs after the previous hop and up to ``hop``.
 
     ``original`` is what ppaux's hook wraps at the dirty hop; ``reached`` is True when the
@@ -186,8 +194,11 @@ def _segments(hop: str, original: Optional[Callable[..., Any]], scheduler: Optio
                 yield f"{name} of the running scheduler", method, layers(method)[:1]
         send_dict = _class_attr(scheduler, "_pp_send_dict_to_next_stage")
         if send_dict is not None:
-            yield "_pp_send_dict_to_next_stage of the running scheduler", send_dict, _outer(
-                send_dict)
+            yield (
+                "_pp_send_dict_to_next_stage of the running scheduler",
+                send_dict,
+                _outer(send_dict),
+            )
     elif hop == "send":
         yield "_pp_send_dict_to_next_stage", original, layers(original)[:1]
         send = _class_attr(group, "send_tensor_dict")
@@ -197,23 +208,36 @@ def _segments(hop: str, original: Optional[Callable[..., Any]], scheduler: Optio
         yield "inside send_tensor_dict", original, layers(original)
 
 
-def resolve(last_clean: Optional[str], dirty: str, original: Callable[..., Any],
-            scheduler: Optional[type], group: Optional[type],
-            traced: Optional[tuple[Any, int, Any]] = None) -> dict[str, Any]:
+def resolve(
+    last_clean: Optional[str],
+    dirty: str,
+    original: Callable[..., Any],
+    scheduler: Optional[type],
+    group: Optional[type],
+    traced: Optional[tuple[Any, int, Any]] = None,
+) -> dict[str, Any]:
     """The culprit of a message clean at ``last_clean`` (None: no earlier hop seen) and dirty
     at ``dirty``; plain data for the capture file. Never raises."""
-    out: dict[str, Any] = {"between": [last_clean, dirty], "function": None, "file": None,
-                           "line": None, "code": None, "how": None, "suspects": []}
+    out: dict[str, Any] = {
+        "between": [last_clean, dirty],
+        "function": None,
+        "file": None,
+        "line": None,
+        "code": None,
+        "how": None,
+        "suspects": [],
+    }
     try:
         start = _ORDER.index(last_clean) + 1 if last_clean in _ORDER else 0
-        hops = _ORDER[start:_ORDER.index(dirty) + 1] if dirty in _ORDER else (dirty,)
+        hops = _ORDER[start : _ORDER.index(dirty) + 1] if dirty in _ORDER else (dirty,)
         suspects: list[dict[str, Any]] = []
         for hop in hops:
             # Only the dirty hop's own target is known as `original`; earlier hops' targets
             # were passed clean, so only what runs after their looks is a suspect.
             inner = original if hop == dirty else None
-            for how, _, found in _segments(hop, inner, scheduler, group,
-                                           reached=last_clean is not None):
+            for how, _, found in _segments(
+                hop, inner, scheduler, group, reached=last_clean is not None
+            ):
                 for layer, kind in found:
                     if kind == "ppaux" or layer is None:
                         continue
@@ -239,10 +263,15 @@ def resolve(last_clean: Optional[str], dirty: str, original: Callable[..., Any],
             out["write_function"] = name
             if chosen is None or chosen["file"] != code.co_filename:
                 inside = isinstance(module, str) and module.split(".")[0] in ("sglang", "ppaux")
-                out.update({"function": name, "file": code.co_filename,
-                            "line": code.co_firstlineno,
-                            "code": module.split(".")[0] if inside else "outside",
-                            "how": "the traced write"})
+                out.update(
+                    {
+                        "function": name,
+                        "file": code.co_filename,
+                        "line": code.co_firstlineno,
+                        "code": module.split(".")[0] if inside else "outside",
+                        "how": "the traced write",
+                    }
+                )
     except Exception as error:  # the culprit is a bonus: never into the host
         out["error"] = f"{type(error).__name__}: {error}"
     return out

@@ -180,8 +180,13 @@ def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: s
     return kwargs.get(name)
 
 
-def _capture_add(config: CaptureConfig, exc: BaseException, args: tuple[Any, ...],
-                 kwargs: dict[str, Any], before: int) -> None:
+def _capture_add(
+    config: CaptureConfig,
+    exc: BaseException,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    before: int,
+) -> None:
     try:
         snapshot = _snapshot(_argument(args, kwargs, 0, "tensors"), before)
         output = _output_tensors(_argument(args, kwargs, 1, "output"))
@@ -191,8 +196,9 @@ def _capture_add(config: CaptureConfig, exc: BaseException, args: tuple[Any, ...
     record(ADD, config, exc, snapshot, output)
 
 
-def _capture_pop(config: CaptureConfig, exc: BaseException, args: tuple[Any, ...],
-                 kwargs: dict[str, Any]) -> None:
+def _capture_pop(
+    config: CaptureConfig, exc: BaseException, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
     try:
         snapshot = _snapshot(_argument(args, kwargs, 0, "tensors"), -1)
     except Exception as error:
@@ -201,8 +207,13 @@ def _capture_pop(config: CaptureConfig, exc: BaseException, args: tuple[Any, ...
     record(POP, config, exc, snapshot, None, trail_for(_argument(args, kwargs, 0, "tensors")))
 
 
-def _sampled_call(function: str, config: CaptureConfig, original: Callable[..., Any],
-                  args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _sampled_call(
+    function: str,
+    config: CaptureConfig,
+    original: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
     """Run a call chosen for 'always' recording: copy the dict first, record after."""
     try:
         tensors = _argument(args, kwargs, 0, "tensors")
@@ -224,7 +235,7 @@ def _sampled_call(function: str, config: CaptureConfig, original: Callable[..., 
         if function == ADD:
             try:  # what add inserted: every item after the ones that were there
                 added = itertools.islice(tensors.items(), before, None)
-                output = {k[len(OUTPUT_PREFIX):]: v for k, v in added} or None
+                output = {k[len(OUTPUT_PREFIX) :]: v for k, v in added} or None
             except Exception:
                 output = None
         record(function, config, None, snapshot, output)
@@ -257,8 +268,6 @@ def _output_tensors(output: Any) -> Any:
     return tensors
 
 
-
-
 # ----------------------------------------------------------------------------------------------
 # The checkpoints of the scheduler's and the PP group's hops
 
@@ -282,8 +291,9 @@ def around_send_dict(original: Callable[..., Any], self: Any, *args: Any, **kwar
         tensors = args[0] if args else kwargs.get("tensor_dict")
         if msg_type == OUTPUT_MSG_TYPE and tensors.__class__ is dict:
             STATE.scheduler_type = self.__class__
-            error = look("send_dict", tensors, original, _last_rank(getattr(self, "pp_group",
-                                                                            None)))
+            error = look(
+                "send_dict", tensors, original, _last_rank(getattr(self, "pp_group", None))
+            )
             if error is not None:
                 raise error
     return original(self, *args, **kwargs)
@@ -293,8 +303,11 @@ def around_send(original: Callable[..., Any], self: Any, *args: Any, **kwargs: A
     """AROUND hook for ``GroupCoordinator.send_tensor_dict``: look at an output message when
     it is sent and after (parameters: tensor_dict, dst, all_gather_group, async_send)."""
     tensors = args[0] if args else kwargs.get("tensor_dict")
-    if (STATE.config is None or tensors.__class__ is not dict
-            or tensors.get(MSG_TYPE_KEY) != OUTPUT_MSG_TYPE):
+    if (
+        STATE.config is None
+        or tensors.__class__ is not dict
+        or tensors.get(MSG_TYPE_KEY) != OUTPUT_MSG_TYPE
+    ):
         return original(self, *args, **kwargs)
     STATE.group_type = self.__class__
     last = _last_rank(self)
@@ -316,8 +329,11 @@ def around_send(original: Callable[..., Any], self: Any, *args: Any, **kwargs: A
 def around_recv(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:
     """AROUND hook for ``GroupCoordinator.recv_tensor_dict``: look at a received output message."""
     result = original(self, *args, **kwargs)
-    if (STATE.config is not None and result.__class__ is dict
-            and result.get(MSG_TYPE_KEY) == OUTPUT_MSG_TYPE):
+    if (
+        STATE.config is not None
+        and result.__class__ is dict
+        and result.get(MSG_TYPE_KEY) == OUTPUT_MSG_TYPE
+    ):
         look("recv", result, original, False)
     return result
 
@@ -337,8 +353,16 @@ METHOD_HOOKS: dict[str, tuple[str, Callable[..., Any]]] = {
     "recv": (HOP_TARGETS["recv"], around_recv),
 }
 
-for _hook in (around_add, around_pop, _around_add_fixed, _around_pop_fixed, around_prepare,
-              around_send_dict, around_send, around_recv):
+for _hook in (
+    around_add,
+    around_pop,
+    _around_add_fixed,
+    _around_pop_fixed,
+    around_prepare,
+    around_send_dict,
+    around_send,
+    around_recv,
+):
     setattr(_hook, HOOK_MARK, True)
 
 
@@ -394,8 +418,9 @@ def register_plugin_hooks(config: CaptureConfig) -> bool:
             hook = hook_for(name, getattr(module, name, None))
             HookRegistry.register(f"{TARGET_MODULE}.{name}", hook, HookType.AROUND)
         available = hop_availability(_sglang_package())
-        STATE.skipped_hops = {hop: why for hop, why in available.items()
-                              if why is not None and hop in METHOD_HOOKS}
+        STATE.skipped_hops = {
+            hop: why for hop, why in available.items() if why is not None and hop in METHOD_HOOKS
+        }
         for hop, (target, method_hook) in METHOD_HOOKS.items():
             if available.get(hop) is None:
                 HookRegistry.register(target, method_hook, HookType.AROUND)

@@ -17,13 +17,20 @@ from ppaux.sglang.names import PARALLEL_STATE_MODULE
 __all__ = ["capture_meta", "sglang_version", "pp_position"]
 
 
-def capture_meta(function: str, exc: Optional[BaseException], config: CaptureConfig,
-                 torch: Any) -> dict[str, Any]:
+def capture_meta(
+    function: str, exc: Optional[BaseException], config: CaptureConfig, torch: Any
+) -> dict[str, Any]:
     """The metadata record of a capture taken now, in this process (plain values only)."""
     pp_rank, pp_size = pp_position()
-    meta = make_meta(function, exc, when=config.when, sglang_version=sglang_version(),
-                     torch_version=getattr(torch, "__version__", None),
-                     pp_rank=pp_rank, pp_size=pp_size)
+    meta = make_meta(
+        function,
+        exc,
+        when=config.when,
+        sglang_version=sglang_version(),
+        torch_version=getattr(torch, "__version__", None),
+        pp_rank=pp_rank,
+        pp_size=pp_size,
+    )
     if meta["rank"] is None or meta["world_size"] is None:
         rank, world_size = _distributed_rank(torch)
         if meta["rank"] is None:

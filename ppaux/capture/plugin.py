@@ -53,6 +53,9 @@ def _register() -> None:
         logger.info("ppaux capture: not enabled: this sglang has no %s", capture.TARGET_MODULE)
         return
     if capture.register_plugin_hooks(config):
-        logger.info("ppaux capture: capturing failing PP auxiliary transport calls into %s "
-                    "(when=%s%s)", config.directory, config.when,
-                    ", strict" if config.strict else "")
+        logger.info(
+            "ppaux capture: capturing failing PP auxiliary transport calls into %s (when=%s%s)",
+            config.directory,
+            config.when,
+            ", strict" if config.strict else "",
+        )

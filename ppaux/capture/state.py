@@ -38,8 +38,7 @@ class CaptureState:
         self.config: Optional[CaptureConfig] = None
         #: True when config.when == "always": lets the hot path skip the counters.
         self.sampling = False
-        self.counters: dict[str, Any] = {ADD: itertools.count(),
-                                         POP: itertools.count()}
+        self.counters: dict[str, Any] = {ADD: itertools.count(), POP: itertools.count()}
         #: target name -> (owner module or class, original, wrapper) for what install() patched.
         self.patched: dict[str, tuple[Any, Callable[..., Any], Callable[..., Any]]] = {}
         #: The import hook install() put on sys.meta_path, if any.

@@ -95,8 +95,14 @@ class CaptureEntry:
     def to_json(self) -> dict[str, Any]:
         """The entry as a JSON object (``meta`` as recorded, ``problem`` when unreadable,
         ``trail`` and ``culprit`` when a checkpoint took it)."""
-        return {"path": str(self.path), "size": self.size, "meta": self.meta,
-                "problem": self.problem, "trail": self.trail, "culprit": self.culprit}
+        return {
+            "path": str(self.path),
+            "size": self.size,
+            "meta": self.meta,
+            "problem": self.problem,
+            "trail": self.trail,
+            "culprit": self.culprit,
+        }
 
 
 def capture_name(time: str, host: str, pid: int, seq: int, function: str) -> str:
@@ -183,8 +189,9 @@ def list_captures(directory: str | os.PathLike[str]) -> list[CaptureEntry]:
             entries.append(CaptureEntry(path, size, None, "not a ppaux capture file"))
             continue
         meta = {k: _plain(v) for k, v in record["meta"].items() if isinstance(k, str)}
-        entries.append(CaptureEntry(path, size, meta, trail=read_trail(record),
-                                    culprit=read_culprit(record)))
+        entries.append(
+            CaptureEntry(path, size, meta, trail=read_trail(record), culprit=read_culprit(record))
+        )
     return entries
 
 
@@ -274,8 +281,9 @@ def plugin_state(environ: Mapping[str, str] | None = None) -> PluginState:
     if entry is None:
         reasons.append(f"the {_PLUGIN_NAME!r} entry point is not installed in this environment")
     elif entry != _ENTRY_POINT:
-        reasons.append(f"the {_PLUGIN_NAME!r} entry point points at {entry!r}, "
-                       f"not {_ENTRY_POINT!r}")
+        reasons.append(
+            f"the {_PLUGIN_NAME!r} entry point points at {entry!r}, not {_ENTRY_POINT!r}"
+        )
     root = sglang_module.find_sglang_root()
     try:
         version = sglang_module.sglang_version(root) if root is not None else None
@@ -288,11 +296,15 @@ def plugin_state(environ: Mapping[str, str] | None = None) -> PluginState:
         reasons.append("sglang is not installed in this environment")
     else:
         if not has_framework:
-            reasons.append(f"sglang {version or '(unknown version)'} has no plugin framework "
-                           "(sglang.srt.plugins); use ppaux.capture.install()")
+            reasons.append(
+                f"sglang {version or '(unknown version)'} has no plugin framework "
+                "(sglang.srt.plugins); use ppaux.capture.install()"
+            )
         if not has_transport:
-            reasons.append(f"sglang {version or '(unknown version)'} has no PP auxiliary "
-                           "transport (added in 0.5.19)")
+            reasons.append(
+                f"sglang {version or '(unknown version)'} has no PP auxiliary "
+                "transport (added in 0.5.19)"
+            )
     directory = env.get(ENV_DIR, "").strip() or None
     if directory is None:
         reasons.append(f"{ENV_DIR} is not set")
@@ -308,16 +320,25 @@ def plugin_state(environ: Mapping[str, str] | None = None) -> PluginState:
         reasons.append(f"invalid setting: {exc}")
     else:
         if config is not None:
-            settings = {"directory": str(config.directory), "when": config.when,
-                        "max_files": config.max_files, "max_bytes": config.max_bytes,
-                        "sample_every": config.sample_every}
+            settings = {
+                "directory": str(config.directory),
+                "when": config.when,
+                "max_files": config.max_files,
+                "max_bytes": config.max_bytes,
+                "sample_every": config.sample_every,
+            }
             if config.strict:  # shown only when on, the default stays as it was
                 settings["strict"] = True
     return PluginState(
-        entry_point=entry, sglang_version=version,
+        entry_point=entry,
+        sglang_version=version,
         sglang_location=str(package) if package is not None else None,
-        has_framework=has_framework, has_transport=has_transport, capture_dir=directory,
-        sglang_plugins=allowed, setting_error=setting_error, settings=settings,
+        has_framework=has_framework,
+        has_transport=has_transport,
+        capture_dir=directory,
+        sglang_plugins=allowed,
+        setting_error=setting_error,
+        settings=settings,
         reasons=tuple(reasons),
         hops=hop_availability(package) if package is not None and has_transport else None,
     )
@@ -345,8 +366,9 @@ def _writable_problem(directory: Path) -> str | None:
     return None
 
 
-def status_report(directory: str | os.PathLike[str] | None = None,
-                  environ: Mapping[str, str] | None = None) -> Report:
+def status_report(
+    directory: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
+) -> Report:
     """``ppaux capture status``: the plugin's state and what ``directory`` holds.
 
     ``directory`` defaults to ``PPAUX_CAPTURE_DIR`` from ``environ``. Raises
@@ -357,17 +379,26 @@ def status_report(directory: str | os.PathLike[str] | None = None,
     where = directory if directory is not None else state.capture_dir
     rows = [
         ("plugin entry point", state.entry_point or "not installed"),
-        ("sglang", f"{state.sglang_version or 'unknown version'} at {state.sglang_location}"
-         if state.sglang_location else "not installed"),
+        (
+            "sglang",
+            f"{state.sglang_version or 'unknown version'} at {state.sglang_location}"
+            if state.sglang_location
+            else "not installed",
+        ),
         ("would activate", "yes" if state.would_activate else "no"),
     ]
     if state.hops is not None:
         missing = [f"{hop} ({why})" for hop, why in state.hops.items() if why is not None]
-        rows.append(("checkpoints", "every hop" if not missing
-                     else "skipped: " + "; ".join(missing)))
+        rows.append(
+            ("checkpoints", "every hop" if not missing else "skipped: " + "; ".join(missing))
+        )
     if state.settings is not None:
-        rows.append(("settings", ", ".join(f"{k}={v}" for k, v in state.settings.items()
-                                           if k != "directory")))
+        rows.append(
+            (
+                "settings",
+                ", ".join(f"{k}={v}" for k, v in state.settings.items() if k != "directory"),
+            )
+        )
     if state.setting_error is not None:
         report.findings.append(finding("PP504", _PLUGIN_NAME, state.setting_error))
     if state.reasons:
@@ -383,9 +414,14 @@ def status_report(directory: str | os.PathLike[str] | None = None,
         except OSError as exc:
             raise CaptureDirError(str(path), f"cannot list: {exc.strerror or exc}") from None
         problem = _writable_problem(path)
-        data["directory"] = {"path": str(path), "exists": path.is_dir(),
-                             "writable": problem is None, "captures": current.files,
-                             "bytes": current.bytes, "skipped": skipped}
+        data["directory"] = {
+            "path": str(path),
+            "exists": path.is_dir(),
+            "writable": problem is None,
+            "captures": current.files,
+            "bytes": current.bytes,
+            "skipped": skipped,
+        }
         rows += [
             ("directory", str(path) + ("" if path.is_dir() else " (not created yet)")),
             ("captures", str(current.files)),
@@ -395,9 +431,13 @@ def status_report(directory: str | os.PathLike[str] | None = None,
         if problem is not None:
             report.findings.append(finding("PP503", str(path), problem))
         if skipped:
-            report.findings.append(finding(
-                "PP501", str(path),
-                f"{skipped} capture(s) were skipped because the directory reached its bounds"))
+            report.findings.append(
+                finding(
+                    "PP501",
+                    str(path),
+                    f"{skipped} capture(s) were skipped because the directory reached its bounds",
+                )
+            )
     else:
         rows.append(("directory", "not set (pass --dir or set PPAUX_CAPTURE_DIR)"))
     report.data = data
@@ -442,10 +482,9 @@ def list_report(directory: str | os.PathLike[str]) -> Report:
         if entry.culprit is not None:
             report.notes.append(f"    culprit: {culprit_text(entry.culprit)}")
     report.notes.append(f"{len(entries)} capture(s) in {path}, {skipped} skipped")
-    report.data = {"directory": str(path), "captures": [e.to_json() for e in entries],
-                   "skipped": skipped}
+    report.data = {
+        "directory": str(path),
+        "captures": [e.to_json() for e in entries],
+        "skipped": skipped,
+    }
     return report
-
-
-
-

@@ -29,8 +29,14 @@ __all__ = ["record", "note_failure", "logger"]
 logger = logging.getLogger("ppaux.capture")
 
 
-def record(function: str, config: CaptureConfig, exc: Optional[BaseException], tensors: Any,
-           output: Any, extra: Optional[dict[str, Any]] = None) -> Optional[Path]:
+def record(
+    function: str,
+    config: CaptureConfig,
+    exc: Optional[BaseException],
+    tensors: Any,
+    output: Any,
+    extra: Optional[dict[str, Any]] = None,
+) -> Optional[Path]:
     """Write one capture; count it; log the first failure and swallow every one.
 
     ``extra`` adds top-level fields to the capture (the trail and culprit of a checkpoint).
@@ -55,7 +61,10 @@ def record(function: str, config: CaptureConfig, exc: Optional[BaseException], t
     if first_skip:
         logger.warning(
             "ppaux capture: %s is full (max_files=%d, max_bytes=%d); further captures are "
-            "skipped and counted", config.directory, config.max_files, config.max_bytes,
+            "skipped and counted",
+            config.directory,
+            config.max_files,
+            config.max_bytes,
         )
     return path
 
@@ -69,12 +78,23 @@ def note_failure(what: str, error: BaseException) -> None:
     if not first:
         logger.debug("ppaux capture: %s: %s", what, error)
         return
-    logger.warning("ppaux capture: %s: %s: %s (the host's own error is unchanged; later "
-                   "capture failures are not logged)", what, type(error).__name__, error)
+    logger.warning(
+        "ppaux capture: %s: %s: %s (the host's own error is unchanged; later "
+        "capture failures are not logged)",
+        what,
+        type(error).__name__,
+        error,
+    )
 
 
-def _write(function: str, config: CaptureConfig, exc: Optional[BaseException], tensors: Any,
-           output: Any, extra: Optional[dict[str, Any]]) -> Optional[Path]:
+def _write(
+    function: str,
+    config: CaptureConfig,
+    exc: Optional[BaseException],
+    tensors: Any,
+    output: Any,
+    extra: Optional[dict[str, Any]],
+) -> Optional[Path]:
     """Write the capture atomically; return its path, or None when the bounds refused it."""
     import torch
 
@@ -101,7 +121,8 @@ def _write(function: str, config: CaptureConfig, exc: Optional[BaseException], t
             # (a recycled pid could otherwise meet a name from an earlier process).
             while final.exists():
                 final = directory / capture_store.capture_name(
-                    now, meta["host"], meta["pid"], next(STATE.seq), function)
+                    now, meta["host"], meta["pid"], next(STATE.seq), function
+                )
             # rename within one directory is atomic: readers see the whole file or none of it
             os.rename(temp, final)
             placed = True
@@ -141,8 +162,9 @@ def _save(torch: Any, payload: dict[str, Any], temp: Path) -> None:
         return
     except (pickle.PicklingError, TypeError, AttributeError):
         os.unlink(temp)
-    payload = dict(payload, tensors=_picklable(payload["tensors"]),
-                   output=_picklable(payload["output"]))
+    payload = dict(
+        payload, tensors=_picklable(payload["tensors"]), output=_picklable(payload["output"])
+    )
     with open(temp, "xb") as handle:
         torch.save(payload, handle)
 
@@ -153,8 +175,9 @@ def _picklable(value: Any) -> Any:
         return value if _can_pickle(value) else _placeholder(value)
     import torch
 
-    return {k: v if torch.is_tensor(v) or _can_pickle(v) else _placeholder(v)
-            for k, v in value.items()}
+    return {
+        k: v if torch.is_tensor(v) or _can_pickle(v) else _placeholder(v) for k, v in value.items()
+    }
 
 
 def _can_pickle(value: Any) -> bool:
@@ -217,8 +240,9 @@ def _flock(fd: int, path: Path) -> None:
             return
         except BlockingIOError:
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{path}: locked by another process for more than "
-                                   f"{LOCK_TIMEOUT_S} s") from None
+                raise TimeoutError(
+                    f"{path}: locked by another process for more than {LOCK_TIMEOUT_S} s"
+                ) from None
             time.sleep(0.001)
         except OSError:
             # A file system without flock (some network mounts): capture anyway; only the

@@ -2,7 +2,8 @@
 
 Only torch's tensor rebuild functions, storage classes, dtypes, layouts and devices, numpy's array
 reconstruction, ``collections.OrderedDict`` and a few builtin containers are interpreted. Each is
-re-implemented here as a function that *describes* the result (a :class:`~ppaux.dump.model.TensorRef`
+re-implemented here as a function that *describes* the result (a
+:class:`~ppaux.dump.model.TensorRef`
 and the like). Any other name resolves to a :class:`~ppaux.dump.model.GlobalRef`: recorded, never
 imported. Argument layouts follow ``torch/_utils.py`` and ``torch/serialization.py`` of torch 2.x.
 """
@@ -32,12 +33,30 @@ __all__ = ["resolve", "ALLOWED_NAMES"]
 
 # Aliases torch.<name> -> canonical dtype name.
 _DTYPE_ALIASES = {
-    "float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32",
-    "short": "int16", "cfloat": "complex64", "cdouble": "complex128", "chalf": "complex32",
+    "float": "float32",
+    "double": "float64",
+    "half": "float16",
+    "long": "int64",
+    "int": "int32",
+    "short": "int16",
+    "cfloat": "complex64",
+    "cdouble": "complex128",
+    "chalf": "complex32",
 }
-_LAYOUTS = {"strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "jagged"}
+_LAYOUTS = {
+    "strided",
+    "sparse_coo",
+    "sparse_csr",
+    "sparse_csc",
+    "sparse_bsr",
+    "sparse_bsc",
+    "jagged",
+}
 _QSCHEMES = {
-    "per_tensor_affine", "per_channel_affine", "per_tensor_symmetric", "per_channel_symmetric",
+    "per_tensor_affine",
+    "per_channel_affine",
+    "per_tensor_symmetric",
+    "per_channel_symmetric",
     "per_channel_affine_float_qparams",
 }
 
@@ -146,13 +165,20 @@ def _rebuild_sparse_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     values = _tensor_arg(m, data[1] if coo else data[2], "sparse tensor values")
     size = data[2] if coo else data[3]
     tensor = TensorRef(
-        values.dtype, _as_shape(m, size, "size"), None, values.device,
-        kind="sparse", layout=_device(layout),
+        values.dtype,
+        _as_shape(m, size, "size"),
+        None,
+        values.device,
+        kind="sparse",
+        layout=_device(layout),
     )
     # Kept as saved so that replay can rebuild the tensor; nothing here is checked or used.
     if coo:
-        tensor.parts = {"indices": data[0], "values": values,
-                        "coalesced": data[3] if len(data) > 3 else None}
+        tensor.parts = {
+            "indices": data[0],
+            "values": values,
+            "coalesced": data[3] if len(data) > 3 else None,
+        }
     else:
         tensor.parts = {"compressed_indices": data[0], "plain_indices": data[1], "values": values}
     return tensor
@@ -171,16 +197,21 @@ def _rebuild_qtensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
 def _rebuild_meta(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     dtype, size, stride, requires_grad = args
     return TensorRef(
-        _dtype_name(m, dtype), *_size_stride(m, size, stride),
-        "meta", kind="meta", requires_grad=bool(requires_grad) if isinstance(requires_grad, bool) else False,
+        _dtype_name(m, dtype),
+        *_size_stride(m, size, stride),
+        "meta",
+        kind="meta",
+        requires_grad=bool(requires_grad) if isinstance(requires_grad, bool) else False,
     )
 
 
 def _rebuild_wrapper_subclass(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     cls, dtype, size, stride, offset, layout, device, requires_grad = args
     tensor = TensorRef(
-        _dtype_name(m, dtype), *_size_stride(m, size, stride),
-        _device(device), offset=offset if type(offset) is int and 0 <= offset < 2**63 else 0,
+        _dtype_name(m, dtype),
+        *_size_stride(m, size, stride),
+        _device(device),
+        offset=offset if type(offset) is int and 0 <= offset < 2**63 else 0,
         layout=_device(layout),
     )
     tensor.subclass = _name_of(cls)
@@ -195,17 +226,22 @@ def _rebuild_device_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
         shape, stride = data.shape, None
     else:
         raise m.error("device tensor data is neither a tensor nor an array")
-    return TensorRef(_dtype_name(m, dtype), shape, stride, _device(device),
-                     requires_grad=bool(requires_grad) if isinstance(requires_grad, bool) else False)
+    return TensorRef(
+        _dtype_name(m, dtype),
+        shape,
+        stride,
+        _device(device),
+        requires_grad=bool(requires_grad) if isinstance(requires_grad, bool) else False,
+    )
 
 
 def _rebuild_nested(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     buffer = _tensor_arg(m, args[0], "nested tensor buffer")
-    tensor = TensorRef(buffer.dtype, buffer.shape, None, buffer.device, kind="nested",
-                       storage=buffer.storage)
+    tensor = TensorRef(
+        buffer.dtype, buffer.shape, None, buffer.device, kind="nested", storage=buffer.storage
+    )
     if len(args) == 4:
-        tensor.parts = {"buffer": buffer, "sizes": args[1], "strides": args[2],
-                        "offsets": args[3]}
+        tensor.parts = {"buffer": buffer, "sizes": args[1], "strides": args[2], "offsets": args[3]}
     return tensor
 
 
@@ -360,16 +396,24 @@ _CALLS = {
 }
 
 _TYPES = {
-    "torch.Tensor", "torch._tensor.Tensor", "torch.nn.parameter.Parameter", "torch.nn.Parameter",
-    "numpy.ndarray", "builtins.object",
+    "torch.Tensor",
+    "torch._tensor.Tensor",
+    "torch.nn.parameter.Parameter",
+    "torch.nn.Parameter",
+    "numpy.ndarray",
+    "builtins.object",
 }
 
 #: Every dotted name the reader interprets; anything else is reported, never imported.
 ALLOWED_NAMES = frozenset(
-    set(_CALLS) | _TYPES | {"torch.storage.UntypedStorage"}
+    set(_CALLS)
+    | _TYPES
+    | {"torch.storage.UntypedStorage"}
     | {f"torch.{n}" for n in STORAGE_DTYPES}
-    | {f"torch.{n}" for n in DTYPE_ITEMSIZE} | {f"torch.{n}" for n in _DTYPE_ALIASES}
-    | {f"torch.{n}" for n in _LAYOUTS} | {f"torch.{n}" for n in _QSCHEMES}
+    | {f"torch.{n}" for n in DTYPE_ITEMSIZE}
+    | {f"torch.{n}" for n in _DTYPE_ALIASES}
+    | {f"torch.{n}" for n in _LAYOUTS}
+    | {f"torch.{n}" for n in _QSCHEMES}
 )
 
 _PY2_MODULES = {"__builtin__": "builtins", "copy_reg": "copyreg"}

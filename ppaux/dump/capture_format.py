@@ -175,8 +175,12 @@ def make_capture(
 ) -> dict[str, Any]:
     """The dict to ``torch.save``: marker, metadata, the tensor dict and the add-side output;
     ``trail`` and ``culprit`` only when a checkpoint took the capture (see the module's text)."""
-    record = {CAPTURE_MARKER: CAPTURE_VERSION, "meta": dict(meta), "tensors": tensors,
-              "output": output}
+    record = {
+        CAPTURE_MARKER: CAPTURE_VERSION,
+        "meta": dict(meta),
+        "tensors": tensors,
+        "output": output,
+    }
     if trail is not None:
         record["trail"] = trail
     if culprit is not None:

@@ -19,7 +19,14 @@ from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_MSG_TYPE, OUTPUT_PREFIX, PRO
 from ppaux.limits import Limits
 from ppaux.dump.model import GlobalRef, Opaque, TensorRef, TorchValue
 from ppaux.dump.payload import (
-    Payload, Tally, key_text, quoted, safe_repr, type_name, value_phrase, walk,
+    Payload,
+    Tally,
+    key_text,
+    quoted,
+    safe_repr,
+    type_name,
+    value_phrase,
+    walk,
 )
 from ppaux.dump.pickle_vm import shown_text
 
@@ -32,12 +39,46 @@ _NEAR_MISS = re.compile(r"[\s_.\-]")
 _SQUASHED_PREFIX = "samplingobserveroutput"
 #: Letters of other scripts drawn like the Latin ones of the prefix (Cyrillic, Greek, IPA), which
 #: NFKC leaves alone: a key spelled with one looks right and is ignored by pop.
-_LOOK_ALIKES = str.maketrans({
-    "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i", "ј": "j",
-    "ѕ": "s", "ԁ": "d", "ɡ": "g", "ӏ": "l", "ո": "n", "ս": "u", "ν": "v", "ο": "o", "ρ": "p",
-    "τ": "t", "υ": "u", "ι": "i", "κ": "k", "α": "a", "ε": "e", "ɩ": "i", "ʋ": "v", "ᴠ": "v",
-    "ⅰ": "i", "ⅼ": "l", "ɑ": "a", "ɪ": "i", "ʀ": "r", "ꜱ": "s", "ᴏ": "o", "ᴜ": "u", "ᴛ": "t",
-})
+_LOOK_ALIKES = str.maketrans(
+    {
+        "а": "a",
+        "е": "e",
+        "о": "o",
+        "р": "p",
+        "с": "c",
+        "у": "y",
+        "х": "x",
+        "і": "i",
+        "ј": "j",
+        "ѕ": "s",
+        "ԁ": "d",
+        "ɡ": "g",
+        "ӏ": "l",
+        "ո": "n",
+        "ս": "u",
+        "ν": "v",
+        "ο": "o",
+        "ρ": "p",
+        "τ": "t",
+        "υ": "u",
+        "ι": "i",
+        "κ": "k",
+        "α": "a",
+        "ε": "e",
+        "ɩ": "i",
+        "ʋ": "v",
+        "ᴠ": "v",
+        "ⅰ": "i",
+        "ⅼ": "l",
+        "ɑ": "a",
+        "ɪ": "i",
+        "ʀ": "r",
+        "ꜱ": "s",
+        "ᴏ": "o",
+        "ᴜ": "u",
+        "ᴛ": "t",
+    }
+)
 #: Characters of a key looked at for a near miss: the prefix is 29; separators may pad it.
 _NEAR_MISS_SPAN = 256
 
@@ -79,8 +120,9 @@ def predict_pop(mapping: dict[str, Any]) -> dict[str, Any]:
     return {"outcome": "ok", "error_type": None, "error": None}
 
 
-def check_dump(dump: Dump, payloads: list[Payload], limits: Limits,
-               tally: Tally | None = None) -> list[Finding]:
+def check_dump(
+    dump: Dump, payloads: list[Payload], limits: Limits, tally: Tally | None = None
+) -> list[Finding]:
     """Every finding for one dump: security first, then each payload, then storage records.
 
     ``tally`` is shared with the description of the same dump (see :class:`Tally`).
@@ -108,8 +150,9 @@ def _at(code: str, path: str, message: str, payload: Payload, key: Any, **kw: An
     return finding(code, path, message, key_text(key), extra=extra, **kw)
 
 
-def check_payload(path: str, payload: Payload, limits: Limits,
-                  tally: Tally | None = None) -> list[Finding]:
+def check_payload(
+    path: str, payload: Payload, limits: Limits, tally: Tally | None = None
+) -> list[Finding]:
     """Findings for one tensor dict as rank 0 would receive it."""
     if tally is None:
         tally = Tally(limits, path)
@@ -117,97 +160,159 @@ def check_payload(path: str, payload: Payload, limits: Limits,
     found: list[Finding] = []
     for key in mapping:
         if not isinstance(key, str):
-            found.append(_at(
-                "PP103", path,
-                f"key {safe_repr(key, 60)} is a {_python_type_name(key)}, not a string; pop "
-                "calls key.startswith on every key and fails",
-                payload, key,
-                sglang_error=predict_pop(mapping)["error"],
-            ))
+            found.append(
+                _at(
+                    "PP103",
+                    path,
+                    f"key {safe_repr(key, 60)} is a {_python_type_name(key)}, not a string; pop "
+                    "calls key.startswith on every key and fails",
+                    payload,
+                    key,
+                    sglang_error=predict_pop(mapping)["error"],
+                )
+            )
     aux = [(k, v) for k, v in mapping.items() if isinstance(k, str) and k.startswith(OUTPUT_PREFIX)]
     for key, value in aux:
-        name = key[len(OUTPUT_PREFIX):]
+        name = key[len(OUTPUT_PREFIX) :]
         where = payload, key
         if name == "":
-            found.append(_at(
-                "PP102", path, "key is the bare auxiliary prefix: the observer receives a "
-                "tensor named '' (empty)", *where,
-            ))
+            found.append(
+                _at(
+                    "PP102",
+                    path,
+                    "key is the bare auxiliary prefix: the observer receives a "
+                    "tensor named '' (empty)",
+                    *where,
+                )
+            )
         elif name.startswith(OUTPUT_PREFIX) or name != name.strip():
-            found.append(_at(
-                "PP104", path, f"auxiliary name {quoted(name)} carries a doubled prefix or stray "
-                "whitespace: the observer receives that name as it is", *where,
-            ))
+            found.append(
+                _at(
+                    "PP104",
+                    path,
+                    f"auxiliary name {quoted(name)} carries a doubled prefix or stray "
+                    "whitespace: the observer receives that name as it is",
+                    *where,
+                )
+            )
         if not isinstance(value, TensorRef):
-            found.append(_at(
-                "PP101", path,
-                f"auxiliary entry {quoted(name)} holds {value_phrase(value, limits, tally)}, "
-                "not a tensor",
-                *where, extra={"type": type_name(value)},
-            ))
+            found.append(
+                _at(
+                    "PP101",
+                    path,
+                    f"auxiliary entry {quoted(name)} holds {value_phrase(value, limits, tally)}, "
+                    "not a tensor",
+                    *where,
+                    extra={"type": type_name(value)},
+                )
+            )
             continue
         found += _tensor_checks(path, where, name, value)
     found += _device_checks(path, payload, aux)
     for key, value in mapping.items():
         if isinstance(key, str) and not key.startswith(OUTPUT_PREFIX):
             if _squashed(key).startswith(_SQUASHED_PREFIX):
-                found.append(_at(
-                    "PP104", path, f"key {quoted(key)} looks like the auxiliary prefix "
-                    f"{OUTPUT_PREFIX!r} but does not start with it exactly; pop ignores it and "
-                    "its output is lost", payload, key,
-                ))
+                found.append(
+                    _at(
+                        "PP104",
+                        path,
+                        f"key {quoted(key)} looks like the auxiliary prefix "
+                        f"{OUTPUT_PREFIX!r} but does not start with it exactly; pop ignores it and "
+                        "its output is lost",
+                        payload,
+                        key,
+                    )
+                )
         is_aux = isinstance(key, str) and key.startswith(OUTPUT_PREFIX)
         if not is_aux and not isinstance(value, TensorRef):
             nested = tally.tensors(value)
             if nested:
-                found.append(_at(
-                    "PP110", path, f"{nested} tensor{'s' if nested != 1 else ''} nested inside "
-                    f"{value_phrase(value, limits, tally)}: they travel pickled in the metadata",
-                    payload, key,
-                ))
+                found.append(
+                    _at(
+                        "PP110",
+                        path,
+                        f"{nested} tensor{'s' if nested != 1 else ''} nested inside "
+                        f"{value_phrase(value, limits, tally)}: they travel pickled in the "
+                        "metadata",
+                        payload,
+                        key,
+                    )
+                )
     if aux:
         message_type = mapping.get(MSG_TYPE_KEY)
         proxy = [k for k in PROXY_KEYS if k in mapping]
         if isinstance(message_type, str) and message_type != OUTPUT_MSG_TYPE:
-            found.append(_at(
-                "PP111", path,
-                f"auxiliary keys in a message of type {quoted(message_type)}; rank 0 "
-                f"pops them only from {OUTPUT_MSG_TYPE!r} messages", payload, aux[0][0],
-            ))
+            found.append(
+                _at(
+                    "PP111",
+                    path,
+                    f"auxiliary keys in a message of type {quoted(message_type)}; rank 0 "
+                    f"pops them only from {OUTPUT_MSG_TYPE!r} messages",
+                    payload,
+                    aux[0][0],
+                )
+            )
         elif proxy:
-            found.append(_at(
-                "PP111", path, f"auxiliary keys next to {', '.join(proxy)}: this is a proxy "
-                "(hidden-state) message, which rank 0 never pops", payload, aux[0][0],
-            ))
+            found.append(
+                _at(
+                    "PP111",
+                    path,
+                    f"auxiliary keys next to {', '.join(proxy)}: this is a proxy "
+                    "(hidden-state) message, which rank 0 never pops",
+                    payload,
+                    aux[0][0],
+                )
+            )
     return found
 
 
-def _tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRef) -> list[Finding]:
+def _tensor_checks(
+    path: str, where: tuple[Any, ...], name: str, tensor: TensorRef
+) -> list[Finding]:
     found = []
     if tensor.kind in ("sparse", "quantized"):
-        found.append(_at(
-            "PP107", path,
-            f"auxiliary tensor {quoted(name)} is {tensor.kind} ({tensor.layout}); the "
-            "receiver rebuilds a dense tensor from dtype and size", *where,
-        ))
+        found.append(
+            _at(
+                "PP107",
+                path,
+                f"auxiliary tensor {quoted(name)} is {tensor.kind} ({tensor.layout}); the "
+                "receiver rebuilds a dense tensor from dtype and size",
+                *where,
+            )
+        )
     elif tensor.kind == "meta" or tensor.device == "meta":
-        found.append(_at("PP108", path, f"auxiliary tensor {quoted(name)} is a meta tensor",
-                         *where))
+        found.append(
+            _at("PP108", path, f"auxiliary tensor {quoted(name)} is a meta tensor", *where)
+        )
     elif not tensor.contiguous:
-        found.append(_at(
-            "PP106", path, f"auxiliary tensor {quoted(name)} is not contiguous (shape "
-            f"{list(tensor.shape)}, stride {list(tensor.stride or ())})", *where,
-        ))
+        found.append(
+            _at(
+                "PP106",
+                path,
+                f"auxiliary tensor {quoted(name)} is not contiguous (shape "
+                f"{list(tensor.shape)}, stride {list(tensor.stride or ())})",
+                *where,
+            )
+        )
     if tensor.subclass is not None:
-        found.append(_at(
-            "PP109", path, f"auxiliary tensor {quoted(name)} is a {tensor.subclass}; the receiver "
-            "gets a plain torch.Tensor", *where,
-        ))
+        found.append(
+            _at(
+                "PP109",
+                path,
+                f"auxiliary tensor {quoted(name)} is a {tensor.subclass}; the receiver "
+                "gets a plain torch.Tensor",
+                *where,
+            )
+        )
     if tensor.numel == 0 and tensor.kind == "dense":
-        found.append(_at(
-            "PP112", path, f"auxiliary tensor {quoted(name)} has no elements (shape "
-            f"{list(tensor.shape)})", *where,
-        ))
+        found.append(
+            _at(
+                "PP112",
+                path,
+                f"auxiliary tensor {quoted(name)} has no elements (shape {list(tensor.shape)})",
+                *where,
+            )
+        )
     return found
 
 
@@ -216,8 +321,10 @@ def _device_checks(path: str, payload: Payload, aux: list[tuple[str, Any]]) -> l
     if not aux_tensors:
         return []
     others = Counter(
-        v.device for k, v in payload.mapping.items()
-        if isinstance(v, TensorRef) and v.kind != "meta"
+        v.device
+        for k, v in payload.mapping.items()
+        if isinstance(v, TensorRef)
+        and v.kind != "meta"
         and not (isinstance(k, str) and k.startswith(OUTPUT_PREFIX))
     )
     if others:
@@ -227,40 +334,61 @@ def _device_checks(path: str, payload: Payload, aux: list[tuple[str, Any]]) -> l
     found = []
     for key, tensor in aux_tensors:
         if tensor.device != reference:
-            found.append(_at(
-                "PP105", path, f"auxiliary tensor {quoted(key[len(OUTPUT_PREFIX):])} is on "
-                f"{tensor.device} but {what} on {reference}; the wire sends only the device "
-                "type and the receiver allocates on its own current device, dropping the index",
-                payload, key,
-            ))
+            found.append(
+                _at(
+                    "PP105",
+                    path,
+                    f"auxiliary tensor {quoted(key[len(OUTPUT_PREFIX) :])} is on "
+                    f"{tensor.device} but {what} on {reference}; the wire sends only the device "
+                    "type and the receiver allocates on its own current device, dropping the index",
+                    payload,
+                    key,
+                )
+            )
     return found
 
 
-def _check_add_output(path: str, payload: Payload, payloads: list[Payload],
-                      limits: Limits, tally: Tally) -> list[Finding]:
+def _check_add_output(
+    path: str, payload: Payload, payloads: list[Payload], limits: Limits, tally: Tally
+) -> list[Finding]:
     # A capture of a failing add: what add would refuse, in its order of checks.
     existing = next((p.mapping for p in payloads if p.role == "capture"), {})
     found = []
     for name, value in payload.mapping.items():
         where = (payload, name)
         if not isinstance(name, str) or not name:
-            found.append(_at(
-                "PP115", path, f"output name {safe_repr(name, 40)} is not a non-empty string",
-                *where, sglang_error="auxiliary PP tensor names must be non-empty strings",
-            ))
+            found.append(
+                _at(
+                    "PP115",
+                    path,
+                    f"output name {safe_repr(name, 40)} is not a non-empty string",
+                    *where,
+                    sglang_error="auxiliary PP tensor names must be non-empty strings",
+                )
+            )
             break
         if not isinstance(value, TensorRef):
-            found.append(_at(
-                "PP115", path,
-                f"output {quoted(name)} holds {value_phrase(value, limits, tally)}, not a tensor",
-                *where, sglang_error=f"auxiliary PP output {quoted(name)} is not a tensor",
-            ))
+            found.append(
+                _at(
+                    "PP115",
+                    path,
+                    f"output {quoted(name)} holds {value_phrase(value, limits, tally)}, not a "
+                    "tensor",
+                    *where,
+                    sglang_error=f"auxiliary PP output {quoted(name)} is not a tensor",
+                )
+            )
             break
         if f"{OUTPUT_PREFIX}{name}" in existing:
-            found.append(_at(
-                "PP115", path, f"output {quoted(name)} is already in the tensor dict", *where,
-                sglang_error=f"duplicate auxiliary PP tensor {quoted(name)}",
-            ))
+            found.append(
+                _at(
+                    "PP115",
+                    path,
+                    f"output {quoted(name)} is already in the tensor dict",
+                    *where,
+                    sglang_error=f"duplicate auxiliary PP tensor {quoted(name)}",
+                )
+            )
             break
     return found
 
@@ -285,13 +413,21 @@ def _security(dump: Dump, limits: Limits) -> list[Finding]:
         action = "import it"
         if isinstance(node, Opaque):
             args = ", ".join(safe_repr(a, 60) for a in node.args)
-            action = (f"import it and create a {name} object" if node.via == "new"
-                      else f"import it and call {name}({args})")
-        found.append(finding(
-            "PP201", dump.path, f"the pickle references {name}, which is not on the tensor "
-            f"allowlist; torch.load(weights_only=False) would {action}", key,
-            extra={"global": name},
-        ))
+            action = (
+                f"import it and create a {name} object"
+                if node.via == "new"
+                else f"import it and call {name}({args})"
+            )
+        found.append(
+            finding(
+                "PP201",
+                dump.path,
+                f"the pickle references {name}, which is not on the tensor "
+                f"allowlist; torch.load(weights_only=False) would {action}",
+                key,
+                extra={"global": name},
+            )
+        )
     return found
 
 
@@ -310,11 +446,16 @@ def _view_problem(tensor: TensorRef) -> str | None:
         return f"shape {tuple(tensor.shape)} holds {numel} elements, more than int64 counts"
     if numel == 0:
         return None
-    end = tensor.offset + 1 + sum((size - 1) * step for size, step in
-                                  zip(tensor.shape, tensor.stride, strict=True))
+    end = (
+        tensor.offset
+        + 1
+        + sum((size - 1) * step for size, step in zip(tensor.shape, tensor.stride, strict=True))
+    )
     if end > storage.numel:
-        return (f"shape {tuple(tensor.shape)} at offset {tensor.offset} reaches element {end} "
-                f"of a storage of {storage.numel}")
+        return (
+            f"shape {tuple(tensor.shape)} at offset {tensor.offset} reaches element {end} "
+            f"of a storage of {storage.numel}"
+        )
     return None
 
 
@@ -327,8 +468,15 @@ def _tensor_views(dump: Dump, payloads: list[Payload], limits: Limits) -> list[F
                 if isinstance(node, TensorRef):
                     problem = _view_problem(node)
                     if problem is not None:
-                        found.append(_at("PP116", dump.path, f"tensor {problem}; torch.load "
-                                         "fails on it", payload, key))
+                        found.append(
+                            _at(
+                                "PP116",
+                                dump.path,
+                                f"tensor {problem}; torch.load fails on it",
+                                payload,
+                                key,
+                            )
+                        )
     return found
 
 
@@ -347,10 +495,17 @@ def _storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> lis
                     keys.setdefault(id(node.storage), key_text(key))
     found = []
     for storage in bad:
-        state = "missing" if storage.record_size is None else \
-            f"{storage.record_size} bytes, {storage.nbytes} declared"
-        found.append(finding(
-            "PP113", dump.path, f"storage record {shown_text(storage.record or '')} is {state}",
-            keys.get(id(storage)),
-        ))
+        state = (
+            "missing"
+            if storage.record_size is None
+            else f"{storage.record_size} bytes, {storage.nbytes} declared"
+        )
+        found.append(
+            finding(
+                "PP113",
+                dump.path,
+                f"storage record {shown_text(storage.record or '')} is {state}",
+                keys.get(id(storage)),
+            )
+        )
     return found

@@ -80,8 +80,9 @@ class _Records:
         self._cache[key] = digest.hexdigest()
         return self._cache[key]
 
-    def _read(self, storage: StorageRef, start: int, end: int,
-              sink: Callable[[bytes], Any]) -> None:
+    def _read(
+        self, storage: StorageRef, start: int, end: int, sink: Callable[[bytes], Any]
+    ) -> None:
         name = storage.record or ""
         if self.dump.container != "zip" or storage.record is None:
             raise _NotCompared("the file keeps no data for it")
@@ -100,12 +101,18 @@ class _Records:
         if info.file_size < end:
             raise _NotCompared(f"storage record {name} is {info.file_size} bytes, {end} needed")
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-            raise _NotCompared(f"storage record {name} uses compression method "
-                               f"{info.compress_type}, which torch.load cannot read")
-        if (info.compress_type == zipfile.ZIP_DEFLATED
-                and info.file_size > max(info.compress_size, 1) * _MAX_DEFLATE_RATIO):
-            raise _NotCompared(f"storage record {name} claims {info.file_size} bytes from "
-                               f"{info.compress_size} compressed")
+            raise _NotCompared(
+                f"storage record {name} uses compression method "
+                f"{info.compress_type}, which torch.load cannot read"
+            )
+        if (
+            info.compress_type == zipfile.ZIP_DEFLATED
+            and info.file_size > max(info.compress_size, 1) * _MAX_DEFLATE_RATIO
+        ):
+            raise _NotCompared(
+                f"storage record {name} claims {info.file_size} bytes from "
+                f"{info.compress_size} compressed"
+            )
         try:
             with self._zip.open(info) as stream:
                 position = 0
@@ -117,8 +124,15 @@ class _Records:
                     if low < high:
                         sink(block[low:high])
                     position += len(block)
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError,
-                RuntimeError, struct.error) as exc:
+        except (
+            zipfile.BadZipFile,
+            OSError,
+            EOFError,
+            ValueError,
+            NotImplementedError,
+            RuntimeError,
+            struct.error,
+        ) as exc:
             raise _NotCompared(f"cannot read storage record {name} ({exc})") from None
 
 
@@ -151,17 +165,24 @@ class _Values:
             stride = ref.stride or ()
             data = hashlib.sha256().hexdigest()
             if ref.numel:
-                last = ref.offset + sum((size - 1) * step
-                                        for size, step in zip(ref.shape, stride, strict=False))
-                data = self.records.digest(ref.storage, ref.offset * itemsize,
-                                           (last + 1) * itemsize)
+                last = ref.offset + sum(
+                    (size - 1) * step for size, step in zip(ref.shape, stride, strict=False)
+                )
+                data = self.records.digest(
+                    ref.storage, ref.offset * itemsize, (last + 1) * itemsize
+                )
         elif ref.kind == "dense":
             raise _NotCompared("the file keeps no data for it")
         else:
             data = _sha(ref.kind)
         if ref.parts:
-            data = _sha(data + ",".join(f"{name}={self._digest(part, 1, set())}"
-                                        for name, part in sorted(ref.parts.items())))
+            data = _sha(
+                data
+                + ",".join(
+                    f"{name}={self._digest(part, 1, set())}"
+                    for name, part in sorted(ref.parts.items())
+                )
+            )
         self._memo[id(ref)] = data
         return data
 
@@ -269,8 +290,15 @@ def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
         record = _Records(dump)
         records.append(record)
         # Reports show a file name escaped (it may hold anything); the file is read by its name.
-        sides.append(_Side(shown_name(dump.path), dump, find_payloads(dump),
-                           _Values(record, limits), Tally(limits, dump.path)))
+        sides.append(
+            _Side(
+                shown_name(dump.path),
+                dump,
+                find_payloads(dump),
+                _Values(record, limits),
+                Tally(limits, dump.path),
+            )
+        )
     try:
         pairs = _pairs(sides[0].payloads, sides[1].payloads)
         compared = []
@@ -279,15 +307,26 @@ def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
                 only, side = (left, "A") if left is not None else (right, "B")
                 assert only is not None
                 aux = _has_aux(only)
-                report.findings.append(finding(
-                    "PP607", sides[1].name if side == "B" else sides[0].name,
-                    f"{only.locator or 'the top-level dict'}: only in {side}",
-                    severity=Severity.ERROR if aux else Severity.INFO))
+                report.findings.append(
+                    finding(
+                        "PP607",
+                        sides[1].name if side == "B" else sides[0].name,
+                        f"{only.locator or 'the top-level dict'}: only in {side}",
+                        severity=Severity.ERROR if aux else Severity.INFO,
+                    )
+                )
                 continue
             entries, found = _compare(sides, left, right, limits)
             report.findings += [_placed(f, left) for f in found]
-            compared.append({"a": left.locator, "b": right.locator, "role": left.role,
-                             "entries": entries, "pop": _pop(sides, left, right, report)})
+            compared.append(
+                {
+                    "a": left.locator,
+                    "b": right.locator,
+                    "role": left.role,
+                    "entries": entries,
+                    "pop": _pop(sides, left, right, report),
+                }
+            )
             report.tables.append(_table(sides, left, right, entries))
         report.findings += _meta(a, b, sides[1].name)
     finally:
@@ -306,7 +345,8 @@ def _placed(item: Finding, payload: Payload) -> Finding:
 
 def _has_aux(payload: Payload) -> bool:
     return payload.role == "output" or any(
-        isinstance(k, str) and k.startswith(OUTPUT_PREFIX) for k in payload.mapping)
+        isinstance(k, str) and k.startswith(OUTPUT_PREFIX) for k in payload.mapping
+    )
 
 
 def _pairs(left: list[Payload], right: list[Payload]) -> list[tuple[Any, Any]]:
@@ -322,8 +362,7 @@ def _pairs(left: list[Payload], right: list[Payload]) -> list[tuple[Any, Any]]:
             pairs.append((p, by_place.pop(p.locator, None)))
         pairs += [(None, p) for p in by_place.values()]
     if outputs[0] or outputs[1]:
-        pairs.append((outputs[0][0] if outputs[0] else None,
-                      outputs[1][0] if outputs[1] else None))
+        pairs.append((outputs[0][0] if outputs[0] else None, outputs[1][0] if outputs[1] else None))
     return pairs
 
 
@@ -345,7 +384,7 @@ def _summary(value: Any, limits: Limits, tally: Tally) -> str:
 
 def _bounded(text: str, limit: int = 200) -> str:
     # A key may be megabytes long (a hostile file): reports show its start.
-    return text if len(text) <= limit else f"{text[:limit - 3]}..."
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def _key_of(keys: dict[str, Any], key: Any) -> Any:
@@ -361,8 +400,9 @@ def _identity(key: Any) -> str:
     return f"{type_name(key)}@{id(key)}"
 
 
-def _compare(sides: list[_Side], left: Payload, right: Payload,
-             limits: Limits) -> tuple[list[dict[str, Any]], list[Finding]]:
+def _compare(
+    sides: list[_Side], left: Payload, right: Payload, limits: Limits
+) -> tuple[list[dict[str, Any]], list[Finding]]:
     a, b = sides
     right_keys = {_identity(k): k for k in right.mapping}
     left_keys = {_identity(k): k for k in left.mapping}
@@ -383,12 +423,14 @@ def _compare(sides: list[_Side], left: Payload, right: Payload,
             entry["b"] = _summary(right.mapping[_key_of(right_keys, key)], limits, b.tally)
         if not in_b:
             entry["status"] = "removed"
-            found.append(finding("PP602", a.name, f"only in A ({entry['a']})", where,
-                                 severity=severity))
+            found.append(
+                finding("PP602", a.name, f"only in A ({entry['a']})", where, severity=severity)
+            )
         elif not in_a:
             entry["status"] = "added"
-            found.append(finding("PP601", b.name, f"only in B ({entry['b']})", where,
-                                 severity=severity))
+            found.append(
+                finding("PP601", b.name, f"only in B ({entry['b']})", where, severity=severity)
+            )
         else:
             va, vb = left.mapping[key], right.mapping[_key_of(right_keys, key)]
             found += _compare_values(sides, entry, where, va, vb, severity)
@@ -396,26 +438,41 @@ def _compare(sides: list[_Side], left: Payload, right: Payload,
     return entries, found
 
 
-def _compare_values(sides: list[_Side], entry: dict[str, Any], where: str, va: Any, vb: Any,
-                    severity: Severity) -> list[Finding]:
+def _compare_values(
+    sides: list[_Side], entry: dict[str, Any], where: str, va: Any, vb: Any, severity: Severity
+) -> list[Finding]:
     a, b = sides
     path = b.name
     ta, tb = isinstance(va, TensorRef), isinstance(vb, TensorRef)
     if ta != tb or (not ta and type_name(va) != type_name(vb)):
         entry["status"] = "kind"
         entry["changes"].append("kind")
-        return [finding("PP603", path, f"{entry['a']} in A, {entry['b']} in B", where,
-                        severity=severity)]
+        return [
+            finding(
+                "PP603", path, f"{entry['a']} in A, {entry['b']} in B", where, severity=severity
+            )
+        ]
     found = []
     comparable = True
     if ta:
-        changes = [(name, getattr(va, name), getattr(vb, name))
-                   for name in ("kind", "dtype", "shape", "stride", "offset", "device", "layout",
-                                "subclass")
-                   if getattr(va, name) != getattr(vb, name)]
+        changes = [
+            (name, getattr(va, name), getattr(vb, name))
+            for name in (
+                "kind",
+                "dtype",
+                "shape",
+                "stride",
+                "offset",
+                "device",
+                "layout",
+                "subclass",
+            )
+            if getattr(va, name) != getattr(vb, name)
+        ]
         layout_same = all(n not in ("kind", "dtype", "shape", "layout") for n, _, _ in changes)
         strides_agree = not any(n == "stride" for n, _, _ in changes) or (
-            va.contiguous and vb.contiguous)
+            va.contiguous and vb.contiguous
+        )
         comparable = layout_same and strides_agree
         shown = [(n, x, y) for n, x, y in changes if n != "offset"]
         if shown:
@@ -434,8 +491,11 @@ def _compare_values(sides: list[_Side], entry: dict[str, Any], where: str, va: A
     if da != db:
         entry["status"] = "changed"
         entry["changes"].append("values")
-        what = (f"the tensors' bytes differ (sha256 {da[:12]}... in A, {db[:12]}... in B)"
-                if ta else f"the values differ ({_short(va)} in A, {_short(vb)} in B)")
+        what = (
+            f"the tensors' bytes differ (sha256 {da[:12]}... in A, {db[:12]}... in B)"
+            if ta
+            else f"the values differ ({_short(va)} in A, {_short(vb)} in B)"
+        )
         found.append(finding("PP605", path, what, where, severity=severity))
     return found
 
@@ -452,23 +512,30 @@ def _short(value: Any) -> str:
     return safe_repr(value, 40)
 
 
-def _pop(sides: list[_Side], left: Payload, right: Payload,
-         report: Report) -> dict[str, Any] | None:
+def _pop(
+    sides: list[_Side], left: Payload, right: Payload, report: Report
+) -> dict[str, Any] | None:
     from ppaux.dump.checks import predict_pop
 
     if left.role == "output":
         return None
     outcomes = [predict_pop(left.mapping), predict_pop(right.mapping)]
     if outcomes[0] != outcomes[1]:
+
         def said(o: dict[str, Any]) -> str:
             if o["outcome"] == "error":
                 return f"pop raises {o['error_type']}: {o['error']}"
             return "pop succeeds" if o["outcome"] == "ok" else "pop finds no auxiliary entries"
 
         failing = "A" if outcomes[0]["outcome"] == "error" else "B"
-        report.findings.append(finding(
-            "PP606", sides[1].name, f"A: {said(outcomes[0])}; B: {said(outcomes[1])}",
-            sglang_error=outcomes[0 if failing == "A" else 1]["error"]))
+        report.findings.append(
+            finding(
+                "PP606",
+                sides[1].name,
+                f"A: {said(outcomes[0])}; B: {said(outcomes[1])}",
+                sglang_error=outcomes[0 if failing == "A" else 1]["error"],
+            )
+        )
     return {"a": outcomes[0], "b": outcomes[1]}
 
 
@@ -478,8 +545,13 @@ def _meta(a: Dump, b: Dump, shown_b: str) -> list[Finding]:
         return []
     ma, mb = ca["meta"], cb["meta"]
     keys = list(ma) + [k for k in mb if k not in ma]
-    differ = [str(k) for k in keys if isinstance(k, str) and k not in _EVERYDAY_META
-              and _meta_value(ma.get(k)) != _meta_value(mb.get(k))]
+    differ = [
+        str(k)
+        for k in keys
+        if isinstance(k, str)
+        and k not in _EVERYDAY_META
+        and _meta_value(ma.get(k)) != _meta_value(mb.get(k))
+    ]
     if not differ:
         return []
     message = f"capture metadata differs in {', '.join(differ)}"
@@ -496,15 +568,20 @@ def _meta_value(value: Any) -> Any:
     return ("other", id(value))
 
 
-def _table(sides: list[_Side], left: Payload, right: Payload,
-           entries: list[dict[str, Any]]) -> Table:
+def _table(
+    sides: list[_Side], left: Payload, right: Payload, entries: list[dict[str, Any]]
+) -> Table:
     rows: list[tuple[str, ...]] = []
     marked = set()
     for entry in entries:
         if entry["status"] != "same":
             marked.add((len(rows), 3))
-        difference = {"same": "same", "added": "only in B", "removed": "only in A",
-                      "kind": "kind"}.get(entry["status"], ", ".join(entry["changes"]))
+        difference = {
+            "same": "same",
+            "added": "only in B",
+            "removed": "only in A",
+            "kind": "kind",
+        }.get(entry["status"], ", ".join(entry["changes"]))
         if entry["status"] == "same" and entry["changes"]:
             difference = ", ".join(entry["changes"])
         rows.append((entry["key"], entry.get("a", "-"), entry.get("b", "-"), difference))

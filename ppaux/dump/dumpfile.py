@@ -65,12 +65,22 @@ def collect_inputs(
         problems += missed
     return files, problems
 
+
 #: What Python's zipfile raises on hostile or corrupt archives (besides BadZipFile): I/O
 #: errors, bad UTF-8 names (ValueError), "zip file version" (NotImplementedError), offsets past
 #: 2**63 (OverflowError), short headers (struct.error, EOFError), bad deflate data (zlib.error),
 #: encrypted records (RuntimeError).
-_ZIP_ERRORS = (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError,
-               OverflowError, struct.error, zlib.error, RuntimeError)
+_ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    OSError,
+    ValueError,
+    EOFError,
+    NotImplementedError,
+    OverflowError,
+    struct.error,
+    zlib.error,
+    RuntimeError,
+)
 
 _ZIP_MAGIC = b"PK\x03\x04"
 _EMPTY_ZIP_MAGIC = b"PK\x05\x06"
@@ -97,7 +107,8 @@ class Dump:
 
     @property
     def capture(self) -> dict[str, Any] | None:
-        """The ppaux capture record ({marker, meta, tensors, output}) when this is a capture file."""
+        """The ppaux capture record ({marker, meta, tensors, output}) when this is a capture
+        file."""
         root = self.root
         if isinstance(root, dict) and CAPTURE_MARKER in root and isinstance(root.get("meta"), dict):
             return root
@@ -121,7 +132,9 @@ def read_dump(path: str | os.PathLike[str], limits: Limits = Limits()) -> Dump:
                 return _read_zip(path, handle, info.st_size, limits)
             if info.st_size > limits.max_pickle_bytes:
                 raise LimitExceeded(
-                    path, "max_pickle_bytes", limits.max_pickle_bytes,
+                    path,
+                    "max_pickle_bytes",
+                    limits.max_pickle_bytes,
                     f"the pickle is {info.st_size} bytes",
                 )
             handle.seek(0)
@@ -129,8 +142,12 @@ def read_dump(path: str | os.PathLike[str], limits: Limits = Limits()) -> Dump:
         except OSError as exc:  # EIO from a failing disk, /proc/self/mem, ...
             raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
         if len(data) > limits.max_pickle_bytes:  # a file that grew, or lies about its size
-            raise LimitExceeded(path, "max_pickle_bytes", limits.max_pickle_bytes,
-                                f"the pickle is more than {limits.max_pickle_bytes} bytes")
+            raise LimitExceeded(
+                path,
+                "max_pickle_bytes",
+                limits.max_pickle_bytes,
+                f"the pickle is more than {limits.max_pickle_bytes} bytes",
+            )
     return _read_pickle(path, data, info.st_size, limits)
 
 
@@ -143,8 +160,9 @@ def read_dump_bytes(path: str, data: bytes, limits: Limits = Limits()) -> Dump:
 
         return _read_zip(path, io.BytesIO(data), len(data), limits)
     if len(data) > limits.max_pickle_bytes:
-        raise LimitExceeded(path, "max_pickle_bytes", limits.max_pickle_bytes,
-                            f"the pickle is {len(data)} bytes")
+        raise LimitExceeded(
+            path, "max_pickle_bytes", limits.max_pickle_bytes, f"the pickle is {len(data)} bytes"
+        )
     return _read_pickle(path, data, len(data), limits)
 
 
@@ -167,8 +185,11 @@ def _check_not_tar(path: str, data: bytes) -> None:
         return
     except Exception:  # noqa: BLE001 - torch.load fails on these too, before any pickle
         return
-    raise ReadMismatch(path, "the file opens as a tar archive: torch.load reads it in its old "
-                       "tar format and unpickles its members, not the pickle ppaux would read")
+    raise ReadMismatch(
+        path,
+        "the file opens as a tar archive: torch.load reads it in its old "
+        "tar format and unpickles its members, not the pickle ppaux would read",
+    )
 
 
 def read_dump_stream(name: str, stream: BinaryIO, limits: Limits = Limits()) -> Dump:
@@ -177,8 +198,11 @@ def read_dump_stream(name: str, stream: BinaryIO, limits: Limits = Limits()) -> 
     ``max_stream_bytes``; past that it is refused without reading the rest."""
     try:
         head = stream.read(4)
-        bound = limits.max_stream_bytes if head in (_ZIP_MAGIC, _EMPTY_ZIP_MAGIC) else (
-            limits.max_pickle_bytes)
+        bound = (
+            limits.max_stream_bytes
+            if head in (_ZIP_MAGIC, _EMPTY_ZIP_MAGIC)
+            else (limits.max_pickle_bytes)
+        )
         data = head + stream.read(bound + 1 - len(head))
     except OSError as exc:
         raise DumpError(name, f"cannot read: {exc.strerror or exc}") from None
@@ -201,15 +225,20 @@ def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:
         root = machine.load()
     except DumpError as exc:
         if machine.items == 0 or machine._op_pos == 0:
-            raise DumpError(
-                path, f"not a torch.save zip or a pickle file ({exc.reason})"
-            ) from None
+            raise DumpError(path, f"not a torch.save zip or a pickle file ({exc.reason})") from None
         raise
     if root == LEGACY_MAGIC:
-        raise DumpError(path, "legacy torch.save format (PyTorch before 1.6), which ppaux does not read")
+        raise DumpError(
+            path, "legacy torch.save format (PyTorch before 1.6), which ppaux does not read"
+        )
     return Dump(
-        path=path, container="pickle", root=root, size=size,
-        globals_seen=machine.globals_seen, pickle_bytes=len(data), protocol=machine.protocol,
+        path=path,
+        container="pickle",
+        root=root,
+        size=size,
+        globals_seen=machine.globals_seen,
+        pickle_bytes=len(data),
+        protocol=machine.protocol,
     )
 
 
@@ -236,15 +265,20 @@ def _count_directory(handle: Any, start: int, end: int, limit: int) -> int:
 def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
     try:
         end = end_record(path, handle, size)
-        count = (_count_directory(handle, end.offset, end.location, limits.max_zip_records)
-                 if end else 0)
+        count = (
+            _count_directory(handle, end.offset, end.location, limits.max_zip_records) if end else 0
+        )
     except OSError as exc:
         raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
     if end is not None and end.entries > limits.max_zip_records:
         count = end.entries
     if count > limits.max_zip_records:
-        raise LimitExceeded(path, "max_zip_records", limits.max_zip_records,
-                            f"the zip's directory holds more than {limits.max_zip_records} records")
+        raise LimitExceeded(
+            path,
+            "max_zip_records",
+            limits.max_zip_records,
+            f"the zip's directory holds more than {limits.max_zip_records} records",
+        )
     try:
         handle.seek(0)
         archive = zipfile.ZipFile(handle)
@@ -256,8 +290,12 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
     with archive:
         records = archive.infolist()
         if len(records) > limits.max_zip_records:
-            raise LimitExceeded(path, "max_zip_records", limits.max_zip_records,
-                                f"the zip holds {len(records)} records")
+            raise LimitExceeded(
+                path,
+                "max_zip_records",
+                limits.max_zip_records,
+                f"the zip holds {len(records)} records",
+            )
         try:
             prefix = check_layout(path, handle, end, records)
         except OSError as exc:
@@ -272,12 +310,18 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
 
         def persistent_load(m: Machine, pid: Any) -> StorageRef:
             if (
-                not isinstance(pid, tuple) or len(pid) != 5 or pid[0] != "storage"
-                or not isinstance(pid[1], StorageType) or not isinstance(pid[2], (str, int))
-                or not isinstance(pid[3], str) or type(pid[4]) is not int
+                not isinstance(pid, tuple)
+                or len(pid) != 5
+                or pid[0] != "storage"
+                or not isinstance(pid[1], StorageType)
+                or not isinstance(pid[2], (str, int))
+                or not isinstance(pid[3], str)
+                or type(pid[4]) is not int
                 or not 0 <= pid[4] < 2**63
             ):
-                raise m.error("storage record reference is not ('storage', type, key, location, numel)")
+                raise m.error(
+                    "storage record reference is not ('storage', type, key, location, numel)"
+                )
             # torch names the record f"data/{key}": an int key (which torch.save never writes,
             # but torch.load reads) names the same record as its digits.
             key = pid[2] if isinstance(pid[2], str) else str(pid[2])
@@ -294,18 +338,29 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
             storages.append(storage)
             return storage
 
-        machine = Machine(data, path=path, limits=limits, resolve=allowlist.resolve,
-                          persistent_load=persistent_load)
+        machine = Machine(
+            data,
+            path=path,
+            limits=limits,
+            resolve=allowlist.resolve,
+            persistent_load=persistent_load,
+        )
         root = machine.load()
-        if (all(machine.globals_seen.values())
-                and not any(lower_name(f"{prefix}/{v}") in by_name
-                            for v in (".data/version", "version"))):
+        if all(machine.globals_seen.values()) and not any(
+            lower_name(f"{prefix}/{v}") in by_name for v in (".data/version", "version")
+        ):
             # torch's reader refuses the archive before data.pkl (a hostile global found in the
             # pickle is still the more useful answer, so this comes after it).
             raise DumpError(path, "zip file without a version record: torch.load refuses it")
     return Dump(
-        path=path, container="zip", root=root, size=size, record_prefix=prefix,
-        globals_seen=machine.globals_seen, storages=storages, pickle_bytes=len(data),
+        path=path,
+        container="zip",
+        root=root,
+        size=size,
+        record_prefix=prefix,
+        globals_seen=machine.globals_seen,
+        storages=storages,
+        pickle_bytes=len(data),
         protocol=machine.protocol,
     )
 
@@ -319,15 +374,24 @@ def _shown(name: str) -> str:
 _METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
 
 
-def _read_record(path: str, archive: zipfile.ZipFile, record: zipfile.ZipInfo, limits: Limits) -> bytes:
+def _read_record(
+    path: str, archive: zipfile.ZipFile, record: zipfile.ZipInfo, limits: Limits
+) -> bytes:
     name = _shown(record.filename)
     if record.file_size > limits.max_pickle_bytes:
-        raise LimitExceeded(path, "max_pickle_bytes", limits.max_pickle_bytes,
-                            f"{name} declares {record.file_size} bytes")
+        raise LimitExceeded(
+            path,
+            "max_pickle_bytes",
+            limits.max_pickle_bytes,
+            f"{name} declares {record.file_size} bytes",
+        )
     if record.compress_type not in _METHODS:
         # zipfile inflates bzip2 and lzma records whole, whatever size the header declares.
-        raise DumpError(path, f"{name} is compressed with method {record.compress_type}, "
-                        "which torch.load cannot read (only stored or deflate)")
+        raise DumpError(
+            path,
+            f"{name} is compressed with method {record.compress_type}, "
+            "which torch.load cannot read (only stored or deflate)",
+        )
     try:
         with archive.open(record) as stream:
             # Read one byte past the limit: a record whose header lies about its size
@@ -336,6 +400,7 @@ def _read_record(path: str, archive: zipfile.ZipFile, record: zipfile.ZipInfo, l
     except _ZIP_ERRORS as exc:
         raise DumpError(path, f"cannot read {name} ({exc})") from None
     if len(data) > limits.max_pickle_bytes:
-        raise LimitExceeded(path, "max_pickle_bytes", limits.max_pickle_bytes,
-                            f"{name} inflates past the limit")
+        raise LimitExceeded(
+            path, "max_pickle_bytes", limits.max_pickle_bytes, f"{name} inflates past the limit"
+        )
     return data

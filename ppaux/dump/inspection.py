@@ -26,8 +26,10 @@ TABLE_ROWS = 1000
 #: dicts, and each table costs milliseconds to draw. The JSON report lists them all.
 FILE_TABLES = 20
 
-def describe_dump(dump: Dump, payloads: list[Payload], limits: Limits,
-                  tally: Tally | None = None) -> dict[str, Any]:
+
+def describe_dump(
+    dump: Dump, payloads: list[Payload], limits: Limits, tally: Tally | None = None
+) -> dict[str, Any]:
     """The JSON description of one dump: container facts, payload entries, globals."""
     if tally is None:
         tally = Tally(limits, dump.path)
@@ -37,13 +39,15 @@ def describe_dump(dump: Dump, payloads: list[Payload], limits: Limits,
         entries = [describe_entry(k, v, limits, tally) for k, v in payload.mapping.items()]
         tensor_bytes += sum(e.get("bytes", 0) for e in entries if e.get("kind") == "tensor")
         message_type = payload.mapping.get(MSG_TYPE_KEY)
-        described.append({
-            "locator": payload.locator,
-            "role": payload.role,
-            "message_type": shown_text(message_type) if isinstance(message_type, str) else None,
-            "entries": entries,
-            "predicted_pop": predict_pop(payload.mapping) if payload.role != "output" else None,
-        })
+        described.append(
+            {
+                "locator": payload.locator,
+                "role": payload.role,
+                "message_type": shown_text(message_type) if isinstance(message_type, str) else None,
+                "entries": entries,
+                "predicted_pop": predict_pop(payload.mapping) if payload.role != "output" else None,
+            }
+        )
     capture = dump.capture
     trail = read_trail(capture) if capture is not None else None
     culprit = read_culprit(capture) if capture is not None else None
@@ -75,7 +79,8 @@ def _plain(meta: dict[str, Any]) -> dict[str, Any]:
             out[key] = shown_text(v, 4 * MAX_SHOWN)  # an exception message may be long
             continue
         plain = isinstance(v, (float, bool, type(None))) or (
-            isinstance(v, int) and v.bit_length() <= 128)
+            isinstance(v, int) and v.bit_length() <= 128
+        )
         out[key] = v if plain else safe_repr(v)
     return out
 
@@ -114,41 +119,67 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
             if (payload["locator"], entry["key"]) in flagged:
                 marked.add((len(rows), 0))
             if entry["kind"] == "tensor":
-                rows.append((
-                    entry["key"], entry["subclass"] or entry["tensor_kind"], entry["dtype"],
-                    str(tuple(entry["shape"])),
-                    str(tuple(entry["stride"])) if entry["stride"] is not None else "-",
-                    entry["device"], str(entry["bytes"]),
-                ))
+                rows.append(
+                    (
+                        entry["key"],
+                        entry["subclass"] or entry["tensor_kind"],
+                        entry["dtype"],
+                        str(tuple(entry["shape"])),
+                        str(tuple(entry["stride"])) if entry["stride"] is not None else "-",
+                        entry["device"],
+                        str(entry["bytes"]),
+                    )
+                )
             else:
                 shape = str(tuple(entry["shape"])) if "shape" in entry else ""
-                rows.append((entry["key"], entry["type"], entry.get("repr", entry["summary"]),
-                             shape, "", "", ""))
+                rows.append(
+                    (
+                        entry["key"],
+                        entry["type"],
+                        entry.get("repr", entry["summary"]),
+                        shape,
+                        "",
+                        "",
+                        "",
+                    )
+                )
         hidden = len(payload["entries"]) - len(rows)
         if hidden > 0:
-            rows.append((f"... and {hidden} more keys", "", "--format json lists all", "", "",
-                         "", ""))
+            rows.append(
+                (f"... and {hidden} more keys", "", "--format json lists all", "", "", "", "")
+            )
         where = f" {payload['locator']}" if payload["locator"] else ""
-        what = (_capture_phrase(capture, checkpoint=bool(description.get("trail")))
-                if capture and payload["role"] == "capture"
-                else f"{payload['role']}" if payload["role"] == "output"
-                else description["container"])
+        what = (
+            _capture_phrase(capture, checkpoint=bool(description.get("trail")))
+            if capture and payload["role"] == "capture"
+            else f"{payload['role']}"
+            if payload["role"] == "output"
+            else description["container"]
+        )
         # Capture metadata comes from the file: no newline or escape sequence reaches a terminal.
         what = shown_name(what)
         title = f"{description['path']}{where} ({what}; {len(payload['entries'])} keys)"
-        tables.append(Table(
-            title, ("key", "kind", "dtype / value", "shape", "stride", "device", "bytes"),
-            tuple(rows), frozenset(marked),
-        ))
+        tables.append(
+            Table(
+                title,
+                ("key", "kind", "dtype / value", "shape", "stride", "device", "bytes"),
+                tuple(rows),
+                frozenset(marked),
+            )
+        )
     return tables
 
 
 def _capture_phrase(meta: dict[str, Any], *, checkpoint: bool = False) -> str:
     """'capture of <function>: <exception>', and who rewrote it (``ppaux tensorize``), if so;
     ``checkpoint``: a capture taken at a hop before anything raised."""
-    error = (f"{meta.get('exception_type')}: {meta.get('exception_message')}"
-             if meta.get("exception_type") is not None
-             else "no error yet, taken at a checkpoint" if checkpoint else "no error")
+    error = (
+        f"{meta.get('exception_type')}: {meta.get('exception_message')}"
+        if meta.get("exception_type") is not None
+        else "no error yet, taken at a checkpoint"
+        if checkpoint
+        else "no error"
+    )
     phrase = f"capture of {meta.get('function')}: {error}"
     if meta.get("rewritten_by") is not None:
         phrase += f"; {meta.get('rewritten_by')} rewrote it"
@@ -194,7 +225,8 @@ def inspect_paths(
             if len(tables) > FILE_TABLES:
                 report.notes.append(
                     f"{description['path']}: {len(tables) - FILE_TABLES} more tensor dicts not "
-                    "drawn as tables (--format json lists every entry)")
+                    "drawn as tables (--format json lists every entry)"
+                )
         if progress is not None:
             progress(index, len(files))
     report.data["files"] = descriptions
@@ -223,4 +255,3 @@ def _release_findings(path: str, description: dict[str, Any], release: str) -> l
         keys = [e["key"] for e in payload["entries"] if e["key_type"] == "str"]
         found += release_key_findings(path, keys, release)
     return found
-

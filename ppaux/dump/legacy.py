@@ -31,31 +31,34 @@ def _legacy_storage(m: Machine, pid: Any) -> Any:
     if not isinstance(pid, tuple) or len(pid) < 5 or pid[0] != "storage":
         return Opaque("persistent id", "call", pid if isinstance(pid, tuple) else (pid,))
     storage_type, key, location, numel = pid[1:5]
-    if (not isinstance(storage_type, StorageType) or type(numel) is not int
-            or not 0 <= numel < 2**63 or not isinstance(key, str)
-            or not isinstance(location, str)):
+    if (
+        not isinstance(storage_type, StorageType)
+        or type(numel) is not int
+        or not 0 <= numel < 2**63
+        or not isinstance(key, str)
+        or not isinstance(location, str)
+    ):
         raise m.error("nested storage record is malformed")
     storage = StorageRef(storage_type.dtype, key, shown_text(location, 200), numel)
     m.storages.append(storage)  # type: ignore[attr-defined]
     return storage
 
 
-def _attach_storage_bytes(payload: bytes, pos: int, storages: list[StorageRef],
-                          names: Any) -> None:
+def _attach_storage_bytes(payload: bytes, pos: int, storages: list[StorageRef], names: Any) -> None:
     """Keep each storage's bytes (after the key list: per key an int64 element count and the
     raw bytes) so that replay can rebuild the tensor. Best effort: a tail that does not parse
     leaves ``data`` None, and describing the file never fails because of it.
     """
     by_key = {s.key: s for s in storages}
     for name in names if isinstance(names, list) else ():
-        count = int.from_bytes(payload[pos:pos + 8], "little")
+        count = int.from_bytes(payload[pos : pos + 8], "little")
         storage = by_key.get(name) if isinstance(name, str) else None
         if storage is None or count != storage.numel:
             return
         end = pos + 8 + count * DTYPE_ITEMSIZE.get(storage.dtype, 1)
         if end > len(payload):
             return
-        storage.data = payload[pos + 8:end]
+        storage.data = payload[pos + 8 : end]
         pos = end
 
 
@@ -78,8 +81,12 @@ def read_inner_storage(outer: Machine, payload: bytes) -> Any:
     storages: list[StorageRef] = []
     for step in range(5):  # magic, protocol version, system info, the object, the storage keys
         inner = Machine(
-            payload, path=outer.path, limits=outer.limits, resolve=outer.resolve,
-            persistent_load=_legacy_storage if step == 3 else None, start=pos,
+            payload,
+            path=outer.path,
+            limits=outer.limits,
+            resolve=outer.resolve,
+            persistent_load=_legacy_storage if step == 3 else None,
+            start=pos,
         )
         inner.nesting = depth  # type: ignore[attr-defined]
         inner.storages = storages  # type: ignore[attr-defined]

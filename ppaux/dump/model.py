@@ -50,23 +50,59 @@ STORAGE_DTYPES = {
 
 #: Bytes per element of every torch dtype the reader knows, by canonical name.
 DTYPE_ITEMSIZE = {
-    "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2,
-    "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1,
-    "uint16": 2, "uint32": 4, "uint64": 8,
-    "complex128": 16, "complex64": 8, "complex32": 4,
-    "qint8": 1, "quint8": 1, "qint32": 4, "quint4x2": 1, "quint2x4": 1,
-    "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1,
-    "float8_e8m0fnu": 1, "float4_e2m1fn_x2": 1,
-    "bits8": 1, "bits16": 2, "bits1x8": 1, "bits2x4": 1, "bits4x2": 1,
+    "float64": 8,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "int64": 8,
+    "int32": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+    "uint16": 2,
+    "uint32": 4,
+    "uint64": 8,
+    "complex128": 16,
+    "complex64": 8,
+    "complex32": 4,
+    "qint8": 1,
+    "quint8": 1,
+    "qint32": 4,
+    "quint4x2": 1,
+    "quint2x4": 1,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "float8_e4m3fnuz": 1,
+    "float8_e5m2fnuz": 1,
+    "float8_e8m0fnu": 1,
+    "float4_e2m1fn_x2": 1,
+    "bits8": 1,
+    "bits16": 2,
+    "bits1x8": 1,
+    "bits2x4": 1,
+    "bits4x2": 1,
 }
 
 
 #: numpy's type codes -> dtype names, for the codes arrays are pickled with.
 _NUMPY_NAMES = {
-    "f2": "float16", "f4": "float32", "f8": "float64", "f16": "float128",
-    "i1": "int8", "i2": "int16", "i4": "int32", "i8": "int64",
-    "u1": "uint8", "u2": "uint16", "u4": "uint32", "u8": "uint64",
-    "b1": "bool", "c8": "complex64", "c16": "complex128", "O8": "object",
+    "f2": "float16",
+    "f4": "float32",
+    "f8": "float64",
+    "f16": "float128",
+    "i1": "int8",
+    "i2": "int16",
+    "i4": "int32",
+    "i8": "int64",
+    "u1": "uint8",
+    "u2": "uint16",
+    "u4": "uint32",
+    "u8": "uint64",
+    "b1": "bool",
+    "c8": "complex64",
+    "c16": "complex128",
+    "O8": "object",
 }
 
 
@@ -128,8 +164,11 @@ class TorchValue(_Ref):
         self.name = name
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, TorchValue) and other.type_name == self.type_name
-                and other.name == self.name)
+        return (
+            isinstance(other, TorchValue)
+            and other.type_name == self.type_name
+            and other.name == self.name
+        )
 
     def __hash__(self) -> int:
         return hash((self.type_name, self.name))
@@ -179,8 +218,18 @@ class TensorRef(_Ref):
     """
 
     __slots__ = (
-        "dtype", "shape", "stride", "offset", "device", "requires_grad", "kind",
-        "layout", "subclass", "storage", "state", "parts",
+        "dtype",
+        "shape",
+        "stride",
+        "offset",
+        "device",
+        "requires_grad",
+        "kind",
+        "layout",
+        "subclass",
+        "storage",
+        "state",
+        "parts",
     )
 
     def __init__(

@@ -117,8 +117,14 @@ def _children(locator: str, value: Any) -> Iterator[tuple[str, Any]]:
         elif isinstance(state, dict):
             items = iter(state.items())
         for k, v in itertools.islice(items, 1000):
-            yield (f"{locator}.{shown_text(k, 40)}" if isinstance(k, str)
-                   else f"{locator}[{safe_repr(k, 40)}]"), v
+            yield (
+                (
+                    f"{locator}.{shown_text(k, 40)}"
+                    if isinstance(k, str)
+                    else f"{locator}[{safe_repr(k, 40)}]"
+                ),
+                v,
+            )
         for i, v in enumerate(value.args[:100]):
             yield f"{locator}<arg {i}>", v
 
@@ -139,11 +145,15 @@ def walk(value: Any, limits: Limits, path: str = "", seen: set[int] | None = Non
         seen.add(id(current))
         visited += 1
         if visited > limits.max_items:
-            raise LimitExceeded(path, "max_items", limits.max_items, "the dump holds too many values")
+            raise LimitExceeded(
+                path, "max_items", limits.max_items, "the dump holds too many values"
+            )
         yield current
         if depth >= limits.max_depth:
             if isinstance(current, (dict, list, tuple, set, frozenset, Opaque)) and current:
-                raise LimitExceeded(path, "max_depth", limits.max_depth, "the dump nests too deeply")
+                raise LimitExceeded(
+                    path, "max_depth", limits.max_depth, "the dump nests too deeply"
+                )
             continue
         children: Any
         if isinstance(current, dict):
@@ -151,8 +161,12 @@ def walk(value: Any, limits: Limits, path: str = "", seen: set[int] | None = Non
         elif isinstance(current, (list, tuple, set, frozenset)):
             children = current
         elif isinstance(current, Opaque):
-            children = [*current.args, current.state, *current.appended,
-                        *(x for pair in current.items for x in pair)]
+            children = [
+                *current.args,
+                current.state,
+                *current.appended,
+                *(x for pair in current.items for x in pair),
+            ]
         elif isinstance(current, TensorRef):
             children = [current.state] if current.state is not None else []
         else:
@@ -207,7 +221,9 @@ class Tally:
         self.budget -= n
         if self.budget < 0:
             raise LimitExceeded(
-                self.path, "max_items", self.limits.max_items,
+                self.path,
+                "max_items",
+                self.limits.max_items,
                 "describing the dump visits too many values (a value shared by many entries is "
                 "visited once per entry)",
             )
@@ -281,9 +297,7 @@ def safe_repr(value: Any, limit: int = 80) -> str:
 
 def _container_repr(value: Any, limit: int) -> str:
     kinds: dict[type, str] = {list: "[]", tuple: "()", dict: "{}", set: "{}", frozenset: "{}"}
-    brackets = kinds.get(
-        type(value), "[]"
-    )
+    brackets = kinds.get(type(value), "[]")
     parts: list[str] = []
     size = 2
     items = value.items() if isinstance(value, dict) else value
@@ -320,14 +334,16 @@ def quoted(text: str) -> str:
     return f"{text[:MAX_SHOWN]!r}... ({len(text)} characters)"
 
 
-def describe_entry(key: Any, value: Any, limits: Limits, tally: Tally | None = None) -> dict[str, Any]:
+def describe_entry(
+    key: Any, value: Any, limits: Limits, tally: Tally | None = None
+) -> dict[str, Any]:
     """One dict entry as the report's JSON object (see docs/report-schema.md)."""
     aux = isinstance(key, str) and key.startswith(OUTPUT_PREFIX)
     entry: dict[str, Any] = {
         "key": key_text(key),
         "key_type": type_name(key) if not isinstance(key, str) else "str",
         "aux": aux,
-        "aux_name": shown_text(key[len(OUTPUT_PREFIX):]) if aux else None,
+        "aux_name": shown_text(key[len(OUTPUT_PREFIX) :]) if aux else None,
         "type": type_name(value),
     }
     if isinstance(value, TensorRef):
@@ -347,9 +363,16 @@ def describe_entry(key: Any, value: Any, limits: Limits, tally: Tally | None = N
             storage_offset=value.offset if value.storage is not None else None,
         )
     elif isinstance(value, NdArrayRef):
-        entry.update(kind="ndarray", dtype=shown_text(str(value.dtype)), shape=list(value.shape),
-                     summary=value_phrase(value, limits, tally))
+        entry.update(
+            kind="ndarray",
+            dtype=shown_text(str(value.dtype)),
+            shape=list(value.shape),
+            summary=value_phrase(value, limits, tally),
+        )
     else:
-        entry.update(kind="object" if isinstance(value, (Opaque, GlobalRef)) else "value",
-                     summary=value_phrase(value, limits, tally), repr=safe_repr(value))
+        entry.update(
+            kind="object" if isinstance(value, (Opaque, GlobalRef)) else "value",
+            summary=value_phrase(value, limits, tally),
+            repr=safe_repr(value),
+        )
     return entry

@@ -2,7 +2,8 @@
 
 It runs the pickle opcodes of protocols 0 to 5 itself. Globals go through a resolver (the
 allowlist in :mod:`ppaux.dump.allowlist`) that returns safe stand-ins; calls, object creation and
-``BUILD`` on anything else produce :class:`~ppaux.dump.model.Opaque` records. Every step is bounded by
+``BUILD`` on anything else produce :class:`~ppaux.dump.model.Opaque` records. Every step is bounded
+by
 :class:`~ppaux.limits.Limits`: items created, memo entries, nesting of marks, and the input size
 the caller hands in. Malformed data raises :class:`~ppaux.errors.DumpError` with the byte offset.
 """
@@ -64,7 +65,8 @@ def global_name(module: str, name: str) -> str:
 def is_shape(value: Any) -> bool:
     """True for a tuple or list of at most MAX_DIMS sizes, each an int in [0, 2**63)."""
     return (
-        isinstance(value, (tuple, list)) and len(value) <= MAX_DIMS
+        isinstance(value, (tuple, list))
+        and len(value) <= MAX_DIMS
         and all(type(v) is int and 0 <= v < _INT64_END for v in value)
     )
 
@@ -130,7 +132,9 @@ class Machine:
         self.items += n
         if self.items > self.limits.max_items:
             raise LimitExceeded(
-                self.path, "max_items", self.limits.max_items,
+                self.path,
+                "max_items",
+                self.limits.max_items,
                 "the pickle creates too many values",
             )
 
@@ -144,7 +148,9 @@ class Machine:
         self.copied += n
         if self.copied > self.limits.max_pickle_bytes:
             raise LimitExceeded(
-                self.path, "max_pickle_bytes", self.limits.max_pickle_bytes,
+                self.path,
+                "max_pickle_bytes",
+                self.limits.max_pickle_bytes,
                 "the pickle's values copy more bytes than that",
             )
 
@@ -176,14 +182,18 @@ class Machine:
                 cost += value.bit_length() >> 6
             if self.items + cost > self.limits.max_items:
                 raise LimitExceeded(
-                    self.path, "max_items", self.limits.max_items,
+                    self.path,
+                    "max_items",
+                    self.limits.max_items,
                     "hashing the pickle's dict keys and set items takes too much work",
                 )
         self.items += cost
         # Small ints hash to themselves and floats collide a few times at most; strings and the
         # reader's own objects hash unpredictably. Only these keys can be made to collide at will.
-        if not (isinstance(key, (tuple, frozenset, complex))
-                or (type(key) is int and key.bit_length() > 60)):
+        if not (
+            isinstance(key, (tuple, frozenset, complex))
+            or (type(key) is int and key.bit_length() > 60)
+        ):
             return
         try:
             digest = hash(key)
@@ -211,7 +221,7 @@ class Machine:
                 f"truncated pickle: {n} bytes wanted at byte {self.pos}, "
                 f"{max(len(self.data) - self.pos, 0)} left",
             )
-        chunk = self.data[self.pos:end]
+        chunk = self.data[self.pos : end]
         self.pos = end
         return chunk
 
@@ -219,7 +229,7 @@ class Machine:
         end = self.data.find(b"\n", self.pos)
         if end < 0:
             raise DumpError(self.path, f"truncated pickle: line at byte {self.pos} never ends")
-        line = self.data[self.pos:end]
+        line = self.data[self.pos : end]
         self.pos = end + 1
         return line
 
@@ -260,7 +270,10 @@ class Machine:
     def _memo_put(self, index: int) -> None:
         if index not in self.memo and len(self.memo) >= self.limits.max_memo:
             raise LimitExceeded(
-                self.path, "max_memo", self.limits.max_memo, "the pickle stores too many memo entries"
+                self.path,
+                "max_memo",
+                self.limits.max_memo,
+                "the pickle stores too many memo entries",
             )
         self.memo[index] = self._top()
 
@@ -290,8 +303,14 @@ class Machine:
                 return func.fn(self, args)
             except DumpError:
                 raise
-            except (TypeError, ValueError, AttributeError, IndexError, KeyError,
-                    OverflowError) as exc:
+            except (
+                TypeError,
+                ValueError,
+                AttributeError,
+                IndexError,
+                KeyError,
+                OverflowError,
+            ) as exc:
                 raise self.error(f"unexpected arguments to {func.name} ({exc})") from None
             except RecursionError:
                 raise self.error(f"arguments to {func.name} nest too deeply") from None
@@ -304,9 +323,9 @@ class Machine:
             # characters per call, quadratic in all).
             name = func.name if len(func.name) > _MAX_NAME else f"{func.name}(...)"
             return Opaque(name, via, args)
-        name = getattr(func, "name", None)
-        if isinstance(name, str):  # an allowlisted type used as a constructor we do not model
-            return Opaque(name, via, args)
+        called = getattr(func, "name", None)
+        if isinstance(called, str):  # an allowlisted type used as a constructor we do not model
+            return Opaque(called, via, args)
         raise self.error(f"the pickle calls a {type(func).__name__} value")
 
     def build(self, obj: Any, state: Any) -> None:
@@ -336,10 +355,13 @@ class Machine:
         while True:
             self.ops += 1
             if self.ops > max_ops:
-                raise LimitExceeded(self.path, "max_ops", max_ops,
-                                    "the pickle runs too many opcodes")
+                raise LimitExceeded(
+                    self.path, "max_ops", max_ops, "the pickle runs too many opcodes"
+                )
             if self.pos >= len(data):
-                raise DumpError(self.path, f"truncated pickle: no STOP opcode before byte {self.pos}")
+                raise DumpError(
+                    self.path, f"truncated pickle: no STOP opcode before byte {self.pos}"
+                )
             self._op_pos = self.pos
             op = data[self.pos]
             self.pos += 1
@@ -372,6 +394,7 @@ def _build_ndarray(m: Machine, arr: NdArrayRef, state: Any) -> None:
 
 
 # -- opcode handlers: each returns True only for STOP --------------------------------------------
+
 
 def _decode_str(m: Machine, raw: bytes) -> str:
     try:
@@ -696,8 +719,10 @@ def _op_stack_global(m: Machine) -> None:
 def _op_ext(n: int, fmt: str) -> Callable[[Machine], None]:
     def op(m: Machine) -> None:
         code = m._u(n, fmt)
-        raise m.error(f"extension code {code} names a global through copyreg's registry, "
-                      "which no file can be trusted to use")
+        raise m.error(
+            f"extension code {code} names a global through copyreg's registry, "
+            "which no file can be trusted to use"
+        )
 
     return op
 
@@ -811,23 +836,73 @@ def _op_memoize(m: Machine) -> None:
 _DISPATCH: dict[int, Callable[[Machine], Any]] = {
     ord(k): v
     for k, v in {
-        "(": _op_mark, ".": _op_stop, "0": _op_pop, "1": _op_pop_mark, "2": _op_dup,
-        "F": _op_float, "I": _op_int, "J": _op_binint, "K": _op_binint1, "L": _op_long,
-        "M": _op_binint2, "N": _op_none, "P": _op_persid, "Q": _op_binpersid, "R": _op_reduce,
-        "S": _op_string, "T": _op_binstring, "U": _op_short_binstring, "V": _op_unicode,
-        "X": _op_binunicode, "a": _op_append, "b": _op_build, "c": _op_global, "d": _op_dict,
-        "}": _op_empty_dict, "e": _op_appends, "g": _op_get, "h": _op_binget, "i": _op_inst,
-        "j": _op_long_binget, "l": _op_list, "]": _op_empty_list, "o": _op_obj, "p": _op_put,
-        "q": _op_binput, "r": _op_long_binput, "s": _op_setitem, "t": _op_tuple,
-        ")": _op_empty_tuple, "u": _op_setitems, "G": _op_binfloat,
-        "\x80": _op_proto, "\x81": _op_newobj, "\x82": _op_ext(1, "<B"),
-        "\x83": _op_ext(2, "<H"), "\x84": _op_ext(4, "<i"), "\x85": _tuple_n(1),
-        "\x86": _tuple_n(2), "\x87": _tuple_n(3), "\x88": _op_true, "\x89": _op_false,
-        "\x8a": _op_long1, "\x8b": _op_long4,
-        "B": _op_binbytes, "C": _op_short_binbytes,
-        "\x8c": _op_short_binunicode, "\x8d": _op_binunicode8, "\x8e": _op_binbytes8,
-        "\x8f": _op_empty_set, "\x90": _op_additems, "\x91": _op_frozenset,
-        "\x92": _op_newobj_ex, "\x93": _op_stack_global, "\x94": _op_memoize, "\x95": _op_frame,
-        "\x96": _op_bytearray8, "\x97": _op_buffer, "\x98": _op_buffer,
+        "(": _op_mark,
+        ".": _op_stop,
+        "0": _op_pop,
+        "1": _op_pop_mark,
+        "2": _op_dup,
+        "F": _op_float,
+        "I": _op_int,
+        "J": _op_binint,
+        "K": _op_binint1,
+        "L": _op_long,
+        "M": _op_binint2,
+        "N": _op_none,
+        "P": _op_persid,
+        "Q": _op_binpersid,
+        "R": _op_reduce,
+        "S": _op_string,
+        "T": _op_binstring,
+        "U": _op_short_binstring,
+        "V": _op_unicode,
+        "X": _op_binunicode,
+        "a": _op_append,
+        "b": _op_build,
+        "c": _op_global,
+        "d": _op_dict,
+        "}": _op_empty_dict,
+        "e": _op_appends,
+        "g": _op_get,
+        "h": _op_binget,
+        "i": _op_inst,
+        "j": _op_long_binget,
+        "l": _op_list,
+        "]": _op_empty_list,
+        "o": _op_obj,
+        "p": _op_put,
+        "q": _op_binput,
+        "r": _op_long_binput,
+        "s": _op_setitem,
+        "t": _op_tuple,
+        ")": _op_empty_tuple,
+        "u": _op_setitems,
+        "G": _op_binfloat,
+        "\x80": _op_proto,
+        "\x81": _op_newobj,
+        "\x82": _op_ext(1, "<B"),
+        "\x83": _op_ext(2, "<H"),
+        "\x84": _op_ext(4, "<i"),
+        "\x85": _tuple_n(1),
+        "\x86": _tuple_n(2),
+        "\x87": _tuple_n(3),
+        "\x88": _op_true,
+        "\x89": _op_false,
+        "\x8a": _op_long1,
+        "\x8b": _op_long4,
+        "B": _op_binbytes,
+        "C": _op_short_binbytes,
+        "\x8c": _op_short_binunicode,
+        "\x8d": _op_binunicode8,
+        "\x8e": _op_binbytes8,
+        "\x8f": _op_empty_set,
+        "\x90": _op_additems,
+        "\x91": _op_frozenset,
+        "\x92": _op_newobj_ex,
+        "\x93": _op_stack_global,
+        "\x94": _op_memoize,
+        "\x95": _op_frame,
+        "\x96": _op_bytearray8,
+        "\x97": _op_buffer,
+        "\x98": _op_buffer,
     }.items()
 }

@@ -40,8 +40,11 @@ def read_trail(record: dict[Any, Any]) -> list[dict[str, Any]] | None:
         if None in hop.values():
             return None
         keys = item.get("keys")
-        hop["keys"] = [_text(k) for k in keys[:_MAX_HOPS] if isinstance(k, str)] if isinstance(
-            keys, list) else []
+        hop["keys"] = (
+            [_text(k) for k in keys[:_MAX_HOPS] if isinstance(k, str)]
+            if isinstance(keys, list)
+            else []
+        )
         hops.append(hop)
     return hops
 
@@ -107,8 +110,9 @@ def trail_findings(path: str, record: dict[Any, Any]) -> list[Finding]:
     culprit = read_culprit(record)
     extra: dict[str, Any] = {"trail": [h["hop"] + ":" + h["state"] for h in trail]}
     if dirty["hop"] == "recv":
-        return [finding("PP508", path, f"{what} already in the message when "
-                        f"{dirty['at']}", extra=extra)]
+        return [
+            finding("PP508", path, f"{what} already in the message when {dirty['at']}", extra=extra)
+        ]
     clean = [h for h in trail[: trail.index(dirty)] if h["state"] == "clean"]
     after = clean[-1]["at"] if clean else "the start of the message"
     span = f"{what} entered between {after} and {dirty['at']}"
@@ -118,8 +122,14 @@ def trail_findings(path: str, record: dict[Any, Any]) -> list[Finding]:
     line = culprit["write_line"] or culprit["line"]
     file = culprit["write_file"] or culprit["file"]
     if line is not None and file is not None:
-        location = {"file": file, "line": line,
-                    "function": culprit["write_function"] or culprit["function"]}
+        location = {
+            "file": file,
+            "line": line,
+            "function": culprit["write_function"] or culprit["function"],
+        }
     extra["culprit"] = culprit_text(culprit)
-    return [finding("PP506", path, f"{span}, in {culprit_text(culprit)}", extra=extra,
-                    location=location)]
+    return [
+        finding(
+            "PP506", path, f"{span}, in {culprit_text(culprit)}", extra=extra, location=location
+        )
+    ]

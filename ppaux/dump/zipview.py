@@ -69,20 +69,24 @@ def end_record(path: str, handle: BinaryIO, size: int) -> EndRecord | None:
         return None
     # zipfile: the last 22 bytes if they are an end record without comment, else the last
     # signature, which must have a whole record after it.
-    if tail[-_END.size:][:4] == _END_SIG and tail[-2:] == b"\x00\x00":
+    if tail[-_END.size :][:4] == _END_SIG and tail[-2:] == b"\x00\x00":
         python_at = len(tail) - _END.size
     else:
         python_at = tail.rfind(_END_SIG)
     if python_at != at:
-        raise DumpError(path, "truncated or corrupt zip file (a cut end record after the last "
-                        "whole one)")
+        raise DumpError(
+            path, "truncated or corrupt zip file (a cut end record after the last whole one)"
+        )
     (_, _disk, _cd_disk, _here, entries, cd_size, cd_offset, comment) = _END.unpack_from(tail, at)
     location = base + at
     end = location + _END.size + comment
     if end != size:
-        raise ReadMismatch(path, f"{size - location - _END.size} bytes follow the zip's end "
-                           f"record where its comment length says {comment}: data after the "
-                           "archive")
+        raise ReadMismatch(
+            path,
+            f"{size - location - _END.size} bytes follow the zip's end "
+            f"record where its comment length says {comment}: data after the "
+            "archive",
+        )
     zipfile_start = location - cd_size
     locator_at = location - _END64_LOCATOR.size
     if locator_at >= 0:
@@ -92,23 +96,32 @@ def end_record(path: str, handle: BinaryIO, size: int) -> EndRecord | None:
             _, _disk, end64_at, _disks = _END64_LOCATOR.unpack(locator)
             python_at = locator_at - _END64.size
             if end64_at != python_at:
-                raise ReadMismatch(path, f"the zip64 locator puts the zip64 end record at byte "
-                                   f"{end64_at}, but it sits at byte {python_at} (where "
-                                   "zipfile reads it): two readers would take two directories")
+                raise ReadMismatch(
+                    path,
+                    f"the zip64 locator puts the zip64 end record at byte "
+                    f"{end64_at}, but it sits at byte {python_at} (where "
+                    "zipfile reads it): two readers would take two directories",
+                )
             handle.seek(python_at)
             record = handle.read(_END64.size)
             if python_at < 0 or len(record) != _END64.size or record[:4] != _END64_SIG:
-                raise ReadMismatch(path, "the zip64 locator points at no zip64 end record "
-                                   "(zipfile ignores it, torch's reader does not)")
+                raise ReadMismatch(
+                    path,
+                    "the zip64 locator points at no zip64 end record "
+                    "(zipfile ignores it, torch's reader does not)",
+                )
             fields = _END64.unpack(record)
             entries, cd_size, cd_offset = fields[7], fields[8], fields[9]
             location = python_at
             zipfile_start = python_at - cd_size
     if zipfile_start != cd_offset:
-        raise ReadMismatch(path, f"the end record puts the zip's central directory at byte "
-                           f"{cd_offset} (where torch reads it), its size at byte "
-                           f"{zipfile_start} (where zipfile reads it): data in front of the "
-                           "archive, or a second directory")
+        raise ReadMismatch(
+            path,
+            f"the end record puts the zip's central directory at byte "
+            f"{cd_offset} (where torch reads it), its size at byte "
+            f"{zipfile_start} (where zipfile reads it): data in front of the "
+            "archive, or a second directory",
+        )
     return EndRecord(cd_offset, cd_size, entries, location, end)
 
 
@@ -124,39 +137,58 @@ def _shown(name: str) -> str:
     return name if name.isprintable() else repr(name)
 
 
-def check_layout(path: str, handle: BinaryIO, end: EndRecord,
-                 records: list[zipfile.ZipInfo]) -> str:
+def check_layout(
+    path: str, handle: BinaryIO, end: EndRecord, records: list[zipfile.ZipInfo]
+) -> str:
     """Refuse an archive whose records torch would list, name or place differently from
     zipfile; return the folder torch reads every record from (the first record's)."""
     if len(records) != end.entries:
-        raise ReadMismatch(path, f"the zip's end record counts {end.entries} records, its "
-                           f"directory holds {len(records)}: torch's reader walks the count, "
-                           "zipfile the bytes")
+        raise ReadMismatch(
+            path,
+            f"the zip's end record counts {end.entries} records, its "
+            f"directory holds {len(records)}: torch's reader walks the count, "
+            "zipfile the bytes",
+        )
     if not records:
         raise DumpError(path, "zip file without a data.pkl record: not a torch.save file")
     first = records[0].filename
     if "/" not in first:
-        raise DumpError(path, f"zip file whose first record {_shown(first)} is in no folder; "
-                        "torch.load reads only records in one folder")
-    prefix = first[:first.index("/") + 1]
+        raise DumpError(
+            path,
+            f"zip file whose first record {_shown(first)} is in no folder; "
+            "torch.load reads only records in one folder",
+        )
+    prefix = first[: first.index("/") + 1]
     seen: dict[str, str] = {}
     for record in records:
         name = record.filename
         if "\x00" in record.orig_filename:  # zipfile cut the name there; torch's reader did not
-            raise ReadMismatch(path, f"record name {_shown(record.orig_filename)} holds a NUL "
-                               "byte: zipfile reads the name up to it, torch's reader whole")
+            raise ReadMismatch(
+                path,
+                f"record name {_shown(record.orig_filename)} holds a NUL "
+                "byte: zipfile reads the name up to it, torch's reader whole",
+            )
         if not name.startswith(prefix):
-            raise DumpError(path, f"record {_shown(name)} is outside the folder "
-                            f"{_shown(prefix)} of the first record; torch.load refuses the file")
+            raise DumpError(
+                path,
+                f"record {_shown(name)} is outside the folder "
+                f"{_shown(prefix)} of the first record; torch.load refuses the file",
+            )
         lowered = lower_name(name)
         if lowered in seen:
-            raise ReadMismatch(path, f"records {_shown(seen[lowered])} and {_shown(name)} have "
-                               "the same name as torch's reader compares names (ignoring case): "
-                               "it takes either one")
+            raise ReadMismatch(
+                path,
+                f"records {_shown(seen[lowered])} and {_shown(name)} have "
+                "the same name as torch's reader compares names (ignoring case): "
+                "it takes either one",
+            )
         seen[lowered] = name
     if prefix + "constants.pkl" in seen.values():
-        raise ReadMismatch(path, "a TorchScript archive (it holds constants.pkl): torch.load "
-                           "hands it to torch.jit.load, which runs its code")
+        raise ReadMismatch(
+            path,
+            "a TorchScript archive (it holds constants.pkl): torch.load "
+            "hands it to torch.jit.load, which runs its code",
+        )
     _check_overlaps(path, handle, end, records)
     return prefix[:-1]
 
@@ -169,14 +201,18 @@ def select_data_pkl(path: str, prefix: str, records: list[zipfile.ZipInfo]) -> z
         raise DumpError(path, "zip file without a data.pkl record: not a torch.save file")
     record = found[0]  # check_layout refused names equal but for case
     if record.filename != wanted:
-        raise ReadMismatch(path, f"the pickle record is named {_shown(record.filename)}: torch "
-                           "reads it as data.pkl (names match case-insensitively there), "
-                           "other readers do not")
+        raise ReadMismatch(
+            path,
+            f"the pickle record is named {_shown(record.filename)}: torch "
+            "reads it as data.pkl (names match case-insensitively there), "
+            "other readers do not",
+        )
     return record
 
 
-def _check_overlaps(path: str, handle: BinaryIO, end: EndRecord,
-                    records: list[zipfile.ZipInfo]) -> None:
+def _check_overlaps(
+    path: str, handle: BinaryIO, end: EndRecord, records: list[zipfile.ZipInfo]
+) -> None:
     spans: list[tuple[int, int, str]] = []
     for record in records:
         try:
@@ -193,8 +229,14 @@ def _check_overlaps(path: str, handle: BinaryIO, end: EndRecord,
     spans.sort()
     for (_, stop, name), (start, _, other) in zip(spans, spans[1:], strict=False):
         if start < stop:
-            raise ReadMismatch(path, f"records {_shown(name)} and {_shown(other)} overlap in "
-                               "the file: one's bytes are read as part of the other")
+            raise ReadMismatch(
+                path,
+                f"records {_shown(name)} and {_shown(other)} overlap in "
+                "the file: one's bytes are read as part of the other",
+            )
     if spans and spans[-1][1] > end.offset:
-        raise DumpError(path, f"truncated or corrupt zip file (record "
-                        f"{_shown(spans[-1][2])} runs into the central directory)")
+        raise DumpError(
+            path,
+            f"truncated or corrupt zip file (record "
+            f"{_shown(spans[-1][2])} runs into the central directory)",
+        )

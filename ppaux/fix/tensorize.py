@@ -38,8 +38,21 @@ __all__ = ["Conversion", "Refusal", "TensorizeResult", "OutputPathError", "tenso
 
 #: Subclasses that survive a rebuild and a save (the reader's name for them).
 _KEPT_SUBCLASSES = (None, "torch.nn.parameter.Parameter", "torch.nn.Parameter")
-_PLAIN = (dict, list, tuple, set, frozenset, str, bytes, bytearray, int, float, complex, bool,
-          type(None))
+_PLAIN = (
+    dict,
+    list,
+    tuple,
+    set,
+    frozenset,
+    str,
+    bytes,
+    bytearray,
+    int,
+    float,
+    complex,
+    bool,
+    type(None),
+)
 
 
 class OutputPathError(PathError, ValueError):
@@ -102,9 +115,15 @@ def tensorize_dump(source: str, output: str, limits: Limits = Limits()) -> Tenso
     for payload in payloads:
         for key, value in payload.mapping.items():
             if payload.role != "output" and not isinstance(key, str):
-                refusals.append(Refusal(payload.locator, _shown(key), "the key is not a string: "
-                                        "pop fails on it whatever its value; tensorize converts "
-                                        "values, not keys"))
+                refusals.append(
+                    Refusal(
+                        payload.locator,
+                        _shown(key),
+                        "the key is not a string: "
+                        "pop fails on it whatever its value; tensorize converts "
+                        "values, not keys",
+                    )
+                )
                 continue
             is_aux = payload.role == "output" or key.startswith(OUTPUT_PREFIX)
             if is_aux and not isinstance(value, TensorRef):
@@ -118,8 +137,13 @@ def tensorize_dump(source: str, output: str, limits: Limits = Limits()) -> Tenso
     if not payloads:
         refusals.append(Refusal("", None, "no tensor dict found in the file"))
     elif not todo and not refusals:
-        refusals.append(Refusal("", None, "every auxiliary value is a tensor already (or there "
-                                "is none): nothing to convert"))
+        refusals.append(
+            Refusal(
+                "",
+                None,
+                "every auxiliary value is a tensor already (or there is none): nothing to convert",
+            )
+        )
     refusals += _rest_of_file(dump, [v for _, _, v in todo] + refused, limits)
     if refusals:
         return TensorizeResult(conversions=(), refusals=tuple(refusals), written=False, **result)
@@ -146,12 +170,16 @@ def _unreadable(value: Any, limits: Limits, path: str) -> str | None:
         what = value_phrase(node, limits)
         inside = "" if node is value else f"it holds {what}; "
         if type_name(node) == "numpy.ndarray":
-            return (f"{inside}ppaux reads a numpy array's dtype and shape but never its data "
-                    "(unpickling it would run numpy's reconstruction), so it cannot rebuild it; "
-                    "convert it where it is made, with torch.from_numpy(array)")
-        return (f"{inside}{what if node is value else 'that'} is not rebuilt by ppaux, which "
-                "never imports a class from a file; return a tensor from to_pp_tensors() where "
-                "the value is made")
+            return (
+                f"{inside}ppaux reads a numpy array's dtype and shape but never its data "
+                "(unpickling it would run numpy's reconstruction), so it cannot rebuild it; "
+                "convert it where it is made, with torch.from_numpy(array)"
+            )
+        return (
+            f"{inside}{what if node is value else 'that'} is not rebuilt by ppaux, which "
+            "never imports a class from a file; return a tensor from to_pp_tensors() where "
+            "the value is made"
+        )
     return None
 
 
@@ -179,9 +207,15 @@ def _rest_of_file(dump: Any, converted: list[Any], limits: Limits) -> list[Refus
             else:
                 what = f"a {type_name(node)}"
             where = f" under {key_text(key)}" if key is not None else ""
-            return [Refusal("", None, f"the file also holds {what}{where}, which ppaux cannot "
-                            "write back as it was; nothing is written rather than a changed "
-                            "copy")]
+            return [
+                Refusal(
+                    "",
+                    None,
+                    f"the file also holds {what}{where}, which ppaux cannot "
+                    "write back as it was; nothing is written rather than a changed "
+                    "copy",
+                )
+            ]
     return []
 
 
@@ -189,8 +223,13 @@ def _rest_of_file(dump: Any, converted: list[Any], limits: Limits) -> list[Refus
 # The rewrite
 
 
-def _rewrite(dump: Any, payloads: list[Any], todo: list[tuple[Any, Any, Any]], limits: Limits,
-             result: dict[str, str]) -> TensorizeResult:
+def _rewrite(
+    dump: Any,
+    payloads: list[Any],
+    todo: list[tuple[Any, Any, Any]],
+    limits: Limits,
+    result: dict[str, str],
+) -> TensorizeResult:
     import torch
 
     from ppaux.dump.payload import value_phrase
@@ -203,8 +242,9 @@ def _rewrite(dump: Any, payloads: list[Any], todo: list[tuple[Any, Any, Any]], l
         try:
             root = build.value(dump.root)
         except MaterializeError as exc:
-            return TensorizeResult(conversions=(), refusals=(Refusal("", None, exc.reason),),
-                                   written=False, **result)
+            return TensorizeResult(
+                conversions=(), refusals=(Refusal("", None, exc.reason),), written=False, **result
+            )
         locations = build.saved_locations()
         for payload, key, value in todo:
             mapping = build.value(payload.mapping)
@@ -218,10 +258,15 @@ def _rewrite(dump: Any, payloads: list[Any], todo: list[tuple[Any, Any, Any]], l
             if tensor.numel():
                 locations[tensor.untyped_storage().data_ptr()] = device
             mapping[key] = tensor
-            conversions.append(Conversion(
-                payload.locator, _shown(key), value_phrase(value, limits),
-                f"{str(tensor.dtype).removeprefix('torch.')} tensor of shape "
-                f"{tuple(tensor.shape)} on {device}"))
+            conversions.append(
+                Conversion(
+                    payload.locator,
+                    _shown(key),
+                    value_phrase(value, limits),
+                    f"{str(tensor.dtype).removeprefix('torch.')} tensor of shape "
+                    f"{tuple(tensor.shape)} on {device}",
+                )
+            )
     if refusals:
         return TensorizeResult(conversions=(), refusals=tuple(refusals), written=False, **result)
     if dump.capture is not None and isinstance(root, dict) and isinstance(root.get("meta"), dict):
@@ -236,13 +281,17 @@ def _reference_device(payloads: list[Any], payload: Any) -> str:
     if payload.role == "output":  # an add-side output joins the capture's tensor dict
         mappings = [p.mapping for p in payloads if p.role == "capture"] + mappings
     devices: Counter[str] = Counter(
-        v.device for mapping in mappings for v in mapping.values()
-        if isinstance(v, TensorRef) and v.kind != "meta" and v.device != "meta")
+        v.device
+        for mapping in mappings
+        for v in mapping.values()
+        if isinstance(v, TensorRef) and v.kind != "meta" and v.device != "meta"
+    )
     return devices.most_common(1)[0][0] if devices else "cpu"
 
 
-def _rewritten_meta(meta: dict[Any, Any], result: dict[str, str],
-                    conversions: list[Conversion]) -> dict[Any, Any]:
+def _rewritten_meta(
+    meta: dict[Any, Any], result: dict[str, str], conversions: list[Conversion]
+) -> dict[Any, Any]:
     import ppaux
 
     new = dict(meta)
@@ -254,7 +303,8 @@ def _rewritten_meta(meta: dict[Any, Any], result: dict[str, str],
     new["exception_message"] = None
     new["rewritten_by"] = f"ppaux tensorize {ppaux.__version__}"
     new["rewritten_time"] = datetime.datetime.now(datetime.timezone.utc).isoformat(
-        timespec="seconds")
+        timespec="seconds"
+    )
     new["rewritten_from"] = os.path.abspath(result["source"])
     new["rewritten_from_sha256"] = result["source_sha256"]
     new["rewritten_keys"] = "\n".join(f"{c.locator}[{c.key!r}]" for c in conversions)
@@ -326,8 +376,11 @@ def _check_output(source: str, output: str) -> None:
     except OSError:
         same = os.path.realpath(source) == os.path.realpath(output)
     if same:
-        raise OutputPathError(output, f"is the input {source}; tensorize never overwrites its "
-                              "input: give another output file")
+        raise OutputPathError(
+            output,
+            f"is the input {source}; tensorize never overwrites its "
+            "input: give another output file",
+        )
     if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
         raise OutputPathError(output, "its folder does not exist")
 
@@ -345,4 +398,3 @@ def _sha256(path: str) -> str:
         except OSError as exc:
             raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
     return digest.hexdigest()
-

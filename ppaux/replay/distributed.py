@@ -1,11 +1,13 @@
 """sglang's PP wire through a real torch.distributed group of two processes on loopback.
 
 This process is the sender (rank 0 of the group, sglang's last pipeline stage); a child process
-started with ``python -m ppaux.replay.distributed`` is the receiver (rank 1, sglang's PP rank 0). They
+started with ``python -m ppaux.replay.distributed`` is the receiver (rank 1, sglang's PP rank 0).
+They
 meet through a ``TCPStore`` on 127.0.0.1 with a free port and talk over a gloo group (NCCL is
 added for CUDA tensors), the way sglang's ``send_tensor_dict``/``recv_tensor_dict`` do:
 
-1. the metadata list (see :mod:`ppaux.replay.wire`) is pickled and sent over gloo as a size tensor and a
+1. the metadata list (see :mod:`ppaux.replay.wire`) is pickled and sent over gloo as a size tensor
+and a
    uint8 tensor;
 2. every non-empty tensor is sent on its own: CPU tensors over gloo, CUDA tensors over NCCL;
 3. the receiver allocates each tensor from its metadata on its own current device, receives into
@@ -93,8 +95,12 @@ class _Channel:
         if tensor.is_cpu:
             return self.cpu_group
         if self.device_group is None:
-            raise WireError("sender", "RuntimeError", f"no device group for a {tensor.device} "
-                            "tensor (ppaux: the CUDA path needs --device cuda)")
+            raise WireError(
+                "sender",
+                "RuntimeError",
+                f"no device group for a {tensor.device} "
+                "tensor (ppaux: the CUDA path needs --device cuda)",
+            )
         return self.device_group
 
     def send_tensor(self, tensor: torch.Tensor) -> None:
@@ -123,8 +129,9 @@ class _Channel:
         # Only ppaux's own control messages travel here, from the process that started us.
         return pickle.loads(self.recv_bytes())
 
-    def send_tensor_dict(self, tensor_dict: dict[str, Any], all_gather_size: int = 1,
-                         stats: WireStats | None = None) -> None:
+    def send_tensor_dict(
+        self, tensor_dict: dict[str, Any], all_gather_size: int = 1, stats: WireStats | None = None
+    ) -> None:
         """sglang's ``send_tensor_dict``: the pickled metadata, then each tensor on its own."""
         metadata, tensors = split_tensor_dict(tensor_dict)
         payload = pack_metadata(metadata)
@@ -135,8 +142,7 @@ class _Channel:
         for key, tensor in zip(keys, tensors, strict=True):
             ranks = all_gather_size if _gathers(tensor.numel(), all_gather_size) else 1
             for rank in range(ranks):
-                chunk = outgoing(key, tensor, all_gather_size=all_gather_size,
-                                 all_gather_rank=rank)
+                chunk = outgoing(key, tensor, all_gather_size=all_gather_size, all_gather_rank=rank)
                 if chunk is None:
                     break
                 self.send_tensor(chunk)
@@ -156,8 +162,13 @@ class _Channel:
             try:
                 target = allocate(value)
             except (RuntimeError, TypeError, ValueError) as exc:
-                raise WireError("receiver", type(exc).__name__, str(exc).splitlines()[0],
-                                key=key, metadata_sent=True) from None
+                raise WireError(
+                    "receiver",
+                    type(exc).__name__,
+                    str(exc).splitlines()[0],
+                    key=key,
+                    metadata_sent=True,
+                ) from None
             if target.numel() and target.device.type != "meta":
                 self._receive_into(target, all_gather_size)
             received[key] = target
@@ -171,8 +182,12 @@ class _Channel:
                 self.recv_tensor(rows[rank])
             return
         # A quantized buffer cannot be sliced into rows; receive its integer bytes instead.
-        scratch = [torch.empty(target.numel() // ranks, dtype=_QUANTIZED_REPR[target.dtype],
-                               device=target.device) for _ in range(ranks)]
+        scratch = [
+            torch.empty(
+                target.numel() // ranks, dtype=_QUANTIZED_REPR[target.dtype], device=target.device
+            )
+            for _ in range(ranks)
+        ]
         for chunk in scratch:
             self.recv_tensor(chunk)
         fill(target, scratch)
@@ -204,8 +219,14 @@ class DistributedWire:
     #: The module the receiver process runs (``python -m``).
     child_module = "ppaux.replay.distributed"
 
-    def __init__(self, device: torch.device, *, timeout_s: float = 60.0,
-                 all_gather_size: int = 1, sglang_source: str | None = None) -> None:
+    def __init__(
+        self,
+        device: torch.device,
+        *,
+        timeout_s: float = 60.0,
+        all_gather_size: int = 1,
+        sglang_source: str | None = None,
+    ) -> None:
         self.device = device
         self.timeout = datetime.timedelta(seconds=timeout_s)
         self.all_gather_size = all_gather_size
@@ -225,7 +246,8 @@ class DistributedWire:
         if count < 2:
             raise WireSetupError(
                 f"the torch-distributed transport on CUDA needs two CUDA devices, one per rank "
-                f"(NCCL refuses two ranks on one GPU); this machine has {count}")
+                f"(NCCL refuses two ranks on one GPU); this machine has {count}"
+            )
         index = device.index if device.index is not None else torch.cuda.current_device()
         return f"cuda:{(index + 1) % count}"
 
@@ -239,11 +261,12 @@ class DistributedWire:
     def _start(self) -> _Channel:
         if self._channel is not None:
             return self._channel
-        self._store = dist.TCPStore(_HOST, 0, 2, True, timeout=self.timeout,
-                                    wait_for_workers=False)
+        self._store = dist.TCPStore(_HOST, 0, 2, True, timeout=self.timeout, wait_for_workers=False)
         config = {
-            "port": self._store.port, "timeout_s": self.timeout.total_seconds(),
-            "device": self.receiver_device, "sglang_source": self.sglang_source,
+            "port": self._store.port,
+            "timeout_s": self.timeout.total_seconds(),
+            "device": self.receiver_device,
+            "sglang_source": self.sglang_source,
             **self._child_config(),
         }
         # ppaux/replay/distributed.py -> the directory that holds the ppaux package
@@ -253,19 +276,26 @@ class DistributedWire:
         self._log = tempfile.TemporaryFile()
         self._process = subprocess.Popen(
             [sys.executable, "-m", self.child_module, json.dumps(config)],
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=self._log,
+            env=env,
         )
         deadline = clock() + self.timeout.total_seconds()
         while not self._store.check(["ready"]):
             if self._process.poll() is not None:
                 tail = self._log_tail()
                 self._reset()
-                raise WireSetupError(f"the receiver process exited before joining the group"
-                                     f"{': ' + tail if tail else ''}")
+                raise WireSetupError(
+                    f"the receiver process exited before joining the group"
+                    f"{': ' + tail if tail else ''}"
+                )
             if clock() > deadline:
                 self._reset()
-                raise WireSetupError("the receiver process did not join the group within "
-                                     f"{self.timeout.total_seconds():g} s")
+                raise WireSetupError(
+                    "the receiver process did not join the group within "
+                    f"{self.timeout.total_seconds():g} s"
+                )
             time.sleep(0.01)
         prefix = dist.PrefixStore("gloo", self._store)
         cpu_group = _gloo(prefix, 0, self.timeout)
@@ -299,8 +329,11 @@ class DistributedWire:
         if self._log is None:
             return ""
         self._log.seek(0)
-        lines = [line for line in self._log.read().decode("utf-8", "replace").splitlines()
-                 if line.strip() and "Failed to initialize NumPy" not in line]
+        lines = [
+            line
+            for line in self._log.read().decode("utf-8", "replace").splitlines()
+            if line.strip() and "Failed to initialize NumPy" not in line
+        ]
         return lines[-1].strip() if lines else ""
 
     def _reset(self) -> None:
@@ -345,15 +378,22 @@ class DistributedWire:
         tail = self._log_tail()
         self._reset()
         if reported is not None:
-            return WireError(reported["side"], reported["error_type"], reported["message"],
-                             key=reported.get("key"), metadata_sent=True)
+            return WireError(
+                reported["side"],
+                reported["error_type"],
+                reported["message"],
+                key=reported.get("key"),
+                metadata_sent=True,
+            )
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if tail and tail not in message:
             message = f"{message} (receiver: {tail})"
         return WireError("sender", type(exc).__name__, message, metadata_sent=True)
 
     # -- transfers -----------------------------------------------------------------------------
-    def exchange(self, sent: dict[str, Any], impl: str) -> tuple[dict[str, Any], dict[str, Any] | None, WireStats]:
+    def exchange(
+        self, sent: dict[str, Any], impl: str
+    ) -> tuple[dict[str, Any], dict[str, Any] | None, WireStats]:
         """Send ``sent`` to the receiver, which pops with ``impl`` ('reference' or 'sglang').
 
         Returns the receiver's outcome (see :func:`ppaux.replay.roundtrip.receive`), the re-added
@@ -366,8 +406,9 @@ class DistributedWire:
         sequence = self._sequence
         stats = WireStats()
         try:
-            channel.send_object({"op": "dict", "seq": sequence, "impl": impl,
-                                 "all_gather": self.all_gather_size})
+            channel.send_object(
+                {"op": "dict", "seq": sequence, "impl": impl, "all_gather": self.all_gather_size}
+            )
             _synchronize(self.device.type)
             started = clock()
             self._send_message(channel, sent, stats)
@@ -391,8 +432,9 @@ class DistributedWire:
         """Seconds to send ``tensors`` with bare send/recv (no metadata), for comparison."""
         channel = self._start()
         self._sequence += 1
-        specs = [(list(t.shape), str(t.dtype).removeprefix("torch."), t.device.type)
-                 for t in tensors]
+        specs = [
+            (list(t.shape), str(t.dtype).removeprefix("torch."), t.device.type) for t in tensors
+        ]
         channel.send_object({"op": "raw", "seq": self._sequence, "specs": specs})
         _synchronize(self.device.type)
         started = clock()
@@ -435,8 +477,9 @@ def serve(
         torch.cuda.set_device(device)
     store.set("ready", "1")
     cpu_group = _gloo(dist.PrefixStore("gloo", store), 1, timeout)
-    device_group = _nccl(dist.PrefixStore("nccl", store), 1, timeout) \
-        if device.type == "cuda" else None
+    device_group = (
+        _nccl(dist.PrefixStore("nccl", store), 1, timeout) if device.type == "cuda" else None
+    )
     channel = _Channel(0, cpu_group, device_group)
     receive_message = joined(store, config) if joined is not None else _receive_message
     resolve = implementation if implementation is not None else _implementation
@@ -449,18 +492,33 @@ def serve(
             if control["op"] == "raw":
                 _serve_raw(channel, control, device.type)
             else:
-                _serve_dict(channel, control, receive_message,
-                            resolve(control["impl"], implementations, config), device.type)
+                _serve_dict(
+                    channel,
+                    control,
+                    receive_message,
+                    resolve(control["impl"], implementations, config),
+                    device.type,
+                )
         except Exception as exc:  # reported to the sender, whatever it was
             side = exc.side if isinstance(exc, WireError) else "receiver"
             error_type = exc.error_type if isinstance(exc, WireError) else type(exc).__name__
-            message = exc.message if isinstance(exc, WireError) else \
-                (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            message = (
+                exc.message
+                if isinstance(exc, WireError)
+                else (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            )
             key = exc.key if isinstance(exc, WireError) else None
-            store.set(f"error/{control['seq']}", json.dumps({
-                "side": side, "error_type": error_type, "message": message,
-                "key": key if isinstance(key, (str, type(None))) else repr(key),
-            }))
+            store.set(
+                f"error/{control['seq']}",
+                json.dumps(
+                    {
+                        "side": side,
+                        "error_type": error_type,
+                        "message": message,
+                        "key": key if isinstance(key, (str, type(None))) else repr(key),
+                    }
+                ),
+            )
             return 3
 
 
@@ -477,25 +535,35 @@ def _implementation(name: str, cache: dict[str, Any], config: dict[str, Any]) ->
     return cache[name]
 
 
-def _serve_dict(channel: _Channel, control: dict[str, Any], receive_message: Receive, module: Any,
-                device_type: str) -> None:
+def _serve_dict(
+    channel: _Channel,
+    control: dict[str, Any],
+    receive_message: Receive,
+    module: Any,
+    device_type: str,
+) -> None:
     from ppaux.replay.roundtrip import receive
 
     received = receive_message(channel, control)
     _synchronize(device_type)
     received_at = clock()
-    info, readded = receive(received, pop=module.pop_auxiliary_output_from_pp_tensors,
-                            add=module.add_auxiliary_output_to_pp_tensors)
-    reply: dict[str, Any] = {_REPLY_KEY: {"info": info, "received_at": received_at,
-                                "readded": readded is not None}}
+    info, readded = receive(
+        received,
+        pop=module.pop_auxiliary_output_from_pp_tensors,
+        add=module.add_auxiliary_output_to_pp_tensors,
+    )
+    reply: dict[str, Any] = {
+        _REPLY_KEY: {"info": info, "received_at": received_at, "readded": readded is not None}
+    }
     reply.update(readded or {})
     channel.send_tensor_dict(reply)
 
 
 def _serve_raw(channel: _Channel, control: dict[str, Any], device_type: str) -> None:
     for shape, dtype, kind in control["specs"]:
-        target = torch.empty(shape, dtype=getattr(torch, dtype),
-                             device=device_type if kind == "cuda" else "cpu")
+        target = torch.empty(
+            shape, dtype=getattr(torch, dtype), device=device_type if kind == "cuda" else "cpu"
+        )
         channel.recv_tensor(target)
     _synchronize(device_type)
     channel.send_object({"received_at": clock()})

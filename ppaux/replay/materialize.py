@@ -30,7 +30,11 @@ from ppaux.limits import Limits
 from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef, TensorRef, TorchValue
 
 __all__ = [
-    "DeviceError", "MaterializeError", "Materializer", "quantized_creation", "resolve_device",
+    "DeviceError",
+    "MaterializeError",
+    "Materializer",
+    "quantized_creation",
+    "resolve_device",
     "torch_dtype",
 ]
 
@@ -71,15 +75,21 @@ def resolve_device(text: str) -> torch.device:
     if kind != "cuda" or (index and not index.isdigit()):
         raise DeviceError(text, "not a device; use cpu, cuda, cuda:N or auto")
     if not torch.cuda.is_available():
-        why = "torch was built without CUDA" if torch.version.cuda is None \
+        why = (
+            "torch was built without CUDA"
+            if torch.version.cuda is None
             else "no CUDA device is visible"
+        )
         raise DeviceError(text, f"CUDA is not available here ({why}; torch {torch.__version__})")
     count = torch.cuda.device_count()
     number = int(index) if index else torch.cuda.current_device()
     if number >= count:
         plural = "" if count == 1 else "s"
-        raise DeviceError(text, f"there {'is' if count == 1 else 'are'} only {count} CUDA "
-                                f"device{plural} here (cuda:0 to cuda:{count - 1})")
+        raise DeviceError(
+            text,
+            f"there {'is' if count == 1 else 'are'} only {count} CUDA "
+            f"device{plural} here (cuda:0 to cuda:{count - 1})",
+        )
     return torch.device("cuda", number)
 
 
@@ -119,8 +129,9 @@ class _Records:
         except KeyError:
             raise MaterializeError(self.path, f"storage record {name} is missing") from None
         if info.file_size < nbytes:
-            raise MaterializeError(self.path, f"storage record {name} is {info.file_size} bytes, "
-                                              f"{nbytes} declared")
+            raise MaterializeError(
+                self.path, f"storage record {name} is {info.file_size} bytes, {nbytes} declared"
+            )
         buffer = bytearray(nbytes)
         if not nbytes:
             return buffer
@@ -130,24 +141,38 @@ class _Records:
             header = self._handle.read(30)
             if len(header) < 30 or header[:4] != b"PK\x03\x04":
                 raise MaterializeError(self.path, f"storage record {name} has a corrupt header")
-            start = info.header_offset + 30 + int.from_bytes(header[26:28], "little") \
+            start = (
+                info.header_offset
+                + 30
+                + int.from_bytes(header[26:28], "little")
                 + int.from_bytes(header[28:30], "little")
+            )
             self._handle.seek(start)
             got = self._handle.readinto(buffer)
         else:
             if nbytes > max(info.compress_size, 1) * _MAX_DEFLATE_RATIO:
-                raise MaterializeError(self.path, f"storage record {name} claims {nbytes} bytes "
-                                                  f"from {info.compress_size} compressed")
+                raise MaterializeError(
+                    self.path,
+                    f"storage record {name} claims {nbytes} bytes "
+                    f"from {info.compress_size} compressed",
+                )
             try:
                 with self._zip.open(info) as stream:
                     # A ZipExtFile is a BufferedIOBase; typeshed types open() as IO[bytes].
                     got = stream.readinto(buffer)  # type: ignore[attr-defined]
-            except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError,
-                    RuntimeError) as exc:
+            except (
+                zipfile.BadZipFile,
+                OSError,
+                EOFError,
+                ValueError,
+                NotImplementedError,
+                RuntimeError,
+            ) as exc:
                 raise MaterializeError(self.path, f"cannot read {name} ({exc})") from None
         if got != nbytes:
-            raise MaterializeError(self.path, f"storage record {name} is {got} bytes, "
-                                              f"{nbytes} declared")
+            raise MaterializeError(
+                self.path, f"storage record {name} is {got} bytes, {nbytes} declared"
+            )
         return buffer
 
     def close(self) -> None:
@@ -201,8 +226,11 @@ class Materializer:
         if known is not None:
             return known
         if depth > self.limits.max_depth:
-            raise MaterializeError(self.dump.path, f"{where or 'the payload'} nests too deeply "
-                                   f"(limit max_depth={self.limits.max_depth})")
+            raise MaterializeError(
+                self.dump.path,
+                f"{where or 'the payload'} nests too deeply "
+                f"(limit max_depth={self.limits.max_depth})",
+            )
         if isinstance(value, TensorRef):
             built: Any = self.tensor(value, where)
         elif isinstance(value, list):
@@ -251,17 +279,20 @@ class Materializer:
         return tensor
 
     def _error(self, where: str, ref: TensorRef, reason: str) -> MaterializeError:
-        return MaterializeError(self.dump.path,
-                                f"cannot rebuild tensor {where or repr(ref)}: {reason}")
+        return MaterializeError(
+            self.dump.path, f"cannot rebuild tensor {where or repr(ref)}: {reason}"
+        )
 
     def _build(self, ref: TensorRef, where: str) -> torch.Tensor:
         dtype = torch_dtype(ref.dtype)
         if dtype is None:
-            raise self._error(where, ref,
-                              f"this torch ({torch.__version__}) has no dtype {ref.dtype}")
+            raise self._error(
+                where, ref, f"this torch ({torch.__version__}) has no dtype {ref.dtype}"
+            )
         if ref.kind == "meta" or ref.device == "meta":
-            return torch.empty_strided(ref.shape, ref.stride or _row_major(ref.shape),
-                                       dtype=dtype, device="meta")
+            return torch.empty_strided(
+                ref.shape, ref.stride or _row_major(ref.shape), dtype=dtype, device="meta"
+            )
         if ref.kind == "sparse":
             return self._sparse(ref, where)
         if ref.kind == "nested":
@@ -278,14 +309,17 @@ class Materializer:
         elements = base.numel() // itemsize
         stride = ref.stride if ref.stride is not None else _row_major(ref.shape)
         if len(stride) != len(ref.shape):
-            raise self._error(where, ref, f"shape {list(ref.shape)} and stride {list(stride)} "
-                                          "differ in length")
+            raise self._error(
+                where, ref, f"shape {list(ref.shape)} and stride {list(stride)} differ in length"
+            )
         if ref.numel:
-            last = ref.offset + sum((size - 1) * step
-                                    for size, step in zip(ref.shape, stride, strict=True))
+            last = ref.offset + sum(
+                (size - 1) * step for size, step in zip(ref.shape, stride, strict=True)
+            )
             if ref.offset < 0 or last >= elements:
-                raise self._error(where, ref, f"it views element {last} of a storage of "
-                                              f"{elements} elements")
+                raise self._error(
+                    where, ref, f"it views element {last} of a storage of {elements} elements"
+                )
         typed = base[: elements * itemsize].view(dtype) if dtype != torch.uint8 else base
         return typed.as_strided(ref.shape, stride, ref.offset)
 
@@ -297,8 +331,9 @@ class Materializer:
         nbytes = storage.nbytes
         if storage.data is not None:
             if len(storage.data) < nbytes:
-                raise self._error(where, ref, f"its storage holds {len(storage.data)} bytes, "
-                                              f"{nbytes} declared")
+                raise self._error(
+                    where, ref, f"its storage holds {len(storage.data)} bytes, {nbytes} declared"
+                )
             buffer = bytearray(storage.data[:nbytes])
             byteorder = "little"
         elif storage.record is not None:
@@ -311,8 +346,11 @@ class Materializer:
             byteorder = self._records.byteorder
         else:
             raise self._error(where, ref, "the file keeps no data for it")
-        flat = torch.frombuffer(buffer, dtype=torch.uint8) if nbytes else \
-            torch.empty(0, dtype=torch.uint8)
+        flat = (
+            torch.frombuffer(buffer, dtype=torch.uint8)
+            if nbytes
+            else torch.empty(0, dtype=torch.uint8)
+        )
         itemsize = DTYPE_ITEMSIZE.get(storage.dtype, 1)
         if byteorder != sys.byteorder and itemsize > 1 and nbytes:
             # Saved on a machine of the other byte order: reverse each element's bytes.
@@ -344,14 +382,20 @@ class Materializer:
             coalesced = self._part(ref, where, "coalesced")
             # check_invariants: indices come from an untrusted file and must stay in bounds.
             return torch.sparse_coo_tensor(
-                indices, values, ref.shape, check_invariants=True,
+                indices,
+                values,
+                ref.shape,
+                check_invariants=True,
                 is_coalesced=coalesced if isinstance(coalesced, bool) else None,
             )
         if layout in (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc):
             return torch.sparse_compressed_tensor(
                 self._part_tensor(ref, where, "compressed_indices"),
                 self._part_tensor(ref, where, "plain_indices"),
-                values, ref.shape, layout=layout, check_invariants=True,
+                values,
+                ref.shape,
+                layout=layout,
+                check_invariants=True,
             )
         raise self._error(where, ref, f"unknown sparse layout {ref.layout}")
 
@@ -379,8 +423,14 @@ class Materializer:
         with quantized_creation():
             return self._quantize(ref, where, int_repr, scheme, quantizer).to(self.device)
 
-    def _quantize(self, ref: TensorRef, where: str, int_repr: torch.Tensor, scheme: str,
-                  quantizer: tuple[Any, ...]) -> torch.Tensor:
+    def _quantize(
+        self,
+        ref: TensorRef,
+        where: str,
+        int_repr: torch.Tensor,
+        scheme: str,
+        quantizer: tuple[Any, ...],
+    ) -> torch.Tensor:
         if scheme == "per_tensor_affine" and len(quantizer) == 3:
             scale, zero_point = quantizer[1], quantizer[2]
             if not isinstance(scale, (int, float)) or not isinstance(zero_point, int):
@@ -407,8 +457,9 @@ def quantized_creation() -> Iterator[None]:
     person replaying it, and under ``-W error`` it would stop the replay.
     """
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*quantized tensor creation functions",
-                                category=UserWarning)
+        warnings.filterwarnings(
+            "ignore", message=r".*quantized tensor creation functions", category=UserWarning
+        )
         yield
 
 

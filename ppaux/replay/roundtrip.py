@@ -80,8 +80,13 @@ def aux_entries(mapping: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in mapping.items() if isinstance(k, str) and k.startswith(OUTPUT_PREFIX)}
 
 
-def sender_dict(mapping: dict[str, Any], output: dict[str, Any] | None, *, validating: bool,
-                add: Callable[[Any, Any], None]) -> dict[str, Any]:
+def sender_dict(
+    mapping: dict[str, Any],
+    output: dict[str, Any] | None,
+    *,
+    validating: bool,
+    add: Callable[[Any, Any], None],
+) -> dict[str, Any]:
     """The dict the last stage sends, built from a recorded ``mapping``.
 
     ``output`` is a failing add's recorded ``to_pp_tensors()`` mapping (a capture of add), or
@@ -91,9 +96,12 @@ def sender_dict(mapping: dict[str, Any], output: dict[str, Any] | None, *, valid
     as they are. Raises :class:`SenderRefused` when ``add`` refuses.
     """
     if output is None:
-        named = {k[len(OUTPUT_PREFIX):]: v for k, v in aux_entries(mapping).items()}
-        base = {k: v for k, v in mapping.items()
-                if not (isinstance(k, str) and k.startswith(OUTPUT_PREFIX))}
+        named = {k[len(OUTPUT_PREFIX) :]: v for k, v in aux_entries(mapping).items()}
+        base = {
+            k: v
+            for k, v in mapping.items()
+            if not (isinstance(k, str) and k.startswith(OUTPUT_PREFIX))
+        }
     else:
         named, base = dict(output), dict(mapping)
     if not validating:
@@ -109,8 +117,9 @@ def sender_dict(mapping: dict[str, Any], output: dict[str, Any] | None, *, valid
         try:
             add(sent, produced)
         except Exception as exc:  # the transport's own errors, whatever their type
-            raise SenderRefused(type(exc).__name__, _message(exc),
-                                produced.tensors.current) from None
+            raise SenderRefused(
+                type(exc).__name__, _message(exc), produced.tensors.current
+            ) from None
     if message_type is not _ABSENT:
         sent[MSG_TYPE_KEY] = message_type
     return sent
@@ -124,8 +133,9 @@ def _message(exc: BaseException) -> str:
     return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
 
 
-def receive(received: dict[str, Any], *, pop: Callable[[Any, Any], Any],
-            add: Callable[[Any, Any], None]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def receive(
+    received: dict[str, Any], *, pop: Callable[[Any, Any], Any], add: Callable[[Any, Any], None]
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Pop on rank 0 with a reference observer, then add the output into a fresh dict.
 
     Returns plain data (``outcome`` 'ok' or 'error', ``stage`` 'pop' or 'readd' where it
@@ -134,15 +144,26 @@ def receive(received: dict[str, Any], *, pop: Callable[[Any, Any], Any],
     """
     info: dict[str, Any] = {
         "received": [dict(describe(v), key=key_text(k)) for k, v in aux_entries(received).items()],
-        "outcome": "ok", "stage": None, "error_type": None, "error": None, "culprit": None,
-        "output": None, "remaining_keys": None, "readded_keys": None,
+        "outcome": "ok",
+        "stage": None,
+        "error_type": None,
+        "error": None,
+        "culprit": None,
+        "output": None,
+        "remaining_keys": None,
+        "readded_keys": None,
     }
     working = dict(received)
     try:
         output = pop(working, ReferenceObserver())
     except Exception as exc:
-        info.update(outcome="error", stage="pop", error_type=type(exc).__name__,
-                    error=_message(exc), culprit=_pop_culprit(received, exc))
+        info.update(
+            outcome="error",
+            stage="pop",
+            error_type=type(exc).__name__,
+            error=_message(exc),
+            culprit=_pop_culprit(received, exc),
+        )
         return info, None
     info["remaining_keys"] = [key_text(k) for k in working]
     if output is None:
@@ -155,9 +176,13 @@ def receive(received: dict[str, Any], *, pop: Callable[[Any, Any], Any],
         add(readded, output)
     except Exception as exc:
         current = getattr(tensors, "current", None)
-        info.update(outcome="error", stage="readd", error_type=type(exc).__name__,
-                    error=_message(exc),
-                    culprit=key_text(f"{OUTPUT_PREFIX}{current}") if current is not None else None)
+        info.update(
+            outcome="error",
+            stage="readd",
+            error_type=type(exc).__name__,
+            error=_message(exc),
+            culprit=key_text(f"{OUTPUT_PREFIX}{current}") if current is not None else None,
+        )
         return info, None
     info["readded_keys"] = [key_text(k) for k in readded]
     return info, readded
@@ -206,7 +231,9 @@ def summary(description: dict[str, Any]) -> str:
     return f"{description['type']} {description['repr']}"
 
 
-def compare(sent: dict[str, Any], readded: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def compare(
+    sent: dict[str, Any], readded: dict[str, Any]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Mismatches and changes between the auxiliary entries ``sent`` and those ``readded``.
 
     A mismatch is a difference in what the entries hold: a key missing or extra, another
@@ -227,15 +254,18 @@ def compare(sent: dict[str, Any], readded: dict[str, Any]) -> tuple[list[dict[st
     return mismatches, changes
 
 
-def _item(key: str, what: str, detail: str, sent: Any = None, received: Any = None) -> dict[str, Any]:
+def _item(
+    key: str, what: str, detail: str, sent: Any = None, received: Any = None
+) -> dict[str, Any]:
     return {"key": key, "what": what, "detail": detail, "sent": sent, "received": received}
 
 
 def _compare_values(key: str, a: Any, b: Any, mismatches: list[Any], changes: list[Any]) -> None:
     if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
         if a is not b and (type_name(a) != type_name(b) or safe_repr(a) != safe_repr(b)):
-            mismatches.append(_item(key, "value", "a different value came back",
-                                    safe_repr(a), safe_repr(b)))
+            mismatches.append(
+                _item(key, "value", "a different value came back", safe_repr(a), safe_repr(b))
+            )
         return
     before = len(mismatches)
     with torch.no_grad():
@@ -243,17 +273,41 @@ def _compare_values(key: str, a: Any, b: Any, mismatches: list[Any], changes: li
     if len(mismatches) > before:
         return
     if a.device != b.device:
-        changes.append(_item(key, "device", "the tensor came back on another device",
-                             str(a.device), str(b.device)))
+        changes.append(
+            _item(
+                key,
+                "device",
+                "the tensor came back on another device",
+                str(a.device),
+                str(b.device),
+            )
+        )
     if type(a) is not type(b):
-        changes.append(_item(key, "type", "the tensor came back as another class",
-                             describe(a)["type"], describe(b)["type"]))
+        changes.append(
+            _item(
+                key,
+                "type",
+                "the tensor came back as another class",
+                describe(a)["type"],
+                describe(b)["type"],
+            )
+        )
     if a.layout == torch.strided and not a.is_nested and a.stride() != b.stride():
-        changes.append(_item(key, "stride", "the tensor came back with other strides",
-                             list(a.stride()), list(b.stride())))
+        changes.append(
+            _item(
+                key,
+                "stride",
+                "the tensor came back with other strides",
+                list(a.stride()),
+                list(b.stride()),
+            )
+        )
     if a.requires_grad != b.requires_grad:
-        changes.append(_item(key, "requires_grad", "requires_grad was not kept",
-                             a.requires_grad, b.requires_grad))
+        changes.append(
+            _item(
+                key, "requires_grad", "requires_grad was not kept", a.requires_grad, b.requires_grad
+            )
+        )
 
 
 def _compare_tensors(key: str, a: torch.Tensor, b: torch.Tensor, out: list[Any]) -> None:
@@ -273,19 +327,20 @@ def _compare_tensors(key: str, a: torch.Tensor, b: torch.Tensor, out: list[Any])
         out.append(_item(key, "shape", "another shape came back", list(a.shape), list(b.shape)))
         return
     if a.layout != b.layout:
-        out.append(_item(key, "layout", "another layout came back",
-                         str(a.layout), str(b.layout)))
+        out.append(_item(key, "layout", "another layout came back", str(a.layout), str(b.layout)))
         return
     if a.is_meta or b.is_meta:
         if a.is_meta != b.is_meta:
-            out.append(_item(key, "device", "a meta tensor and a real one", str(a.device),
-                             str(b.device)))
+            out.append(
+                _item(key, "device", "a meta tensor and a real one", str(a.device), str(b.device))
+            )
         return
     if a.is_quantized:
         sent, came = _quantizer(a), _quantizer(b)
         if sent != came:
-            out.append(_item(key, "quantizer", "the quantizer parameters were not kept",
-                             sent, came))
+            out.append(
+                _item(key, "quantizer", "the quantizer parameters were not kept", sent, came)
+            )
             return
         a, b = a.int_repr(), b.int_repr()
     if a.layout != torch.strided:
@@ -294,8 +349,13 @@ def _compare_tensors(key: str, a: torch.Tensor, b: torch.Tensor, out: list[Any])
     differing = _differing(a, b)
     if differing:
         count, first = differing
-        out.append(_item(key, "bits", f"{count} of {a.numel()} elements differ bit for bit "
-                         f"(first at flat index {first})"))
+        out.append(
+            _item(
+                key,
+                "bits",
+                f"{count} of {a.numel()} elements differ bit for bit (first at flat index {first})",
+            )
+        )
 
 
 def _quantizer(t: torch.Tensor) -> Any:
@@ -303,8 +363,12 @@ def _quantizer(t: torch.Tensor) -> Any:
         scheme = str(t.qscheme()).removeprefix("torch.")
         if scheme == "per_tensor_affine":
             return [scheme, t.q_scale(), t.q_zero_point()]
-        return [scheme, t.q_per_channel_scales().tolist(), t.q_per_channel_zero_points().tolist(),
-                t.q_per_channel_axis()]
+        return [
+            scheme,
+            t.q_per_channel_scales().tolist(),
+            t.q_per_channel_zero_points().tolist(),
+            t.q_per_channel_axis(),
+        ]
     except RuntimeError:  # a received quantized tensor has no quantizer at all
         return None
 

@@ -3,18 +3,23 @@
 For each tensor dict in each dump (or the dict and output of a ppaux capture):
 
 1. the dict is read with the safe reader and its tensors are rebuilt with torch on the chosen
-   device (:mod:`ppaux.replay.materialize`); values the reader left as placeholders stay non-tensors;
-2. the last stage's send is emulated (:func:`ppaux.replay.roundtrip.sender_dict`): a validating sender
+   device (:mod:`ppaux.replay.materialize`); values the reader left as placeholders stay
+   non-tensors;
+2. the last stage's send is emulated (:func:`ppaux.replay.roundtrip.sender_dict`): a validating
+sender
    runs ``add`` on the auxiliary values and may refuse them; a legacy sender writes them as
    they are;
 3. the dict crosses the wire: not at all (``none``), through the in-process emulation of
-   sglang's ``send_tensor_dict``/``recv_tensor_dict`` (``wire``, :mod:`ppaux.replay.wire`), or through
-   a real two-process torch.distributed group (``torch-distributed``, :mod:`ppaux.replay.distributed`);
+   sglang's ``send_tensor_dict``/``recv_tensor_dict`` (``wire``, :mod:`ppaux.replay.wire`), or
+   through
+   a real two-process torch.distributed group (``torch-distributed``,
+   :mod:`ppaux.replay.distributed`);
 4. rank 0 pops with a reference observer, then the popped output is added into a fresh dict and
    compared bit for bit with what was sent (:mod:`ppaux.replay.roundtrip`).
 
 Steps 2 - 4 run with ppaux's reference transport, sglang's own module, or both (every
-disagreement is reported). The result is a :class:`~ppaux.report.document.Report`: one result per dump
+disagreement is reported). The result is a :class:`~ppaux.report.document.Report`: one result per
+dump
 (``outcome`` 'ok', 'error' or 'diverged', ``error`` the verbatim message or None), findings
 PP401 - PP409, a summary table and per-payload tables.
 
@@ -117,10 +122,16 @@ def _setup(options: ReplayOptions) -> _Setup:
 
     if options.all_gather < 1:
         raise ReplayConfigError("all-gather", str(options.all_gather), "must be 1 or more")
-    if options.sglang_path is not None and options.impl is Impl.REFERENCE \
-            and options.transport is not Transport.SGLANG:
-        raise ReplayConfigError("sglang-path", options.sglang_path,
-                                "only used with --impl sglang, --impl both or --transport sglang")
+    if (
+        options.sglang_path is not None
+        and options.impl is Impl.REFERENCE
+        and options.transport is not Transport.SGLANG
+    ):
+        raise ReplayConfigError(
+            "sglang-path",
+            options.sglang_path,
+            "only used with --impl sglang, --impl both or --transport sglang",
+        )
     try:
         device = resolve_device(options.device)
     except DeviceError as exc:
@@ -129,8 +140,12 @@ def _setup(options: ReplayOptions) -> _Setup:
     info: dict[str, dict[str, Any]] = {}
     if options.impl in (Impl.REFERENCE, Impl.BOTH):
         impls["reference"] = transport
-        info["reference"] = {"origin": "ppaux.transport", "version": None, "sha256": None,
-                             "stock_releases": []}
+        info["reference"] = {
+            "origin": "ppaux.transport",
+            "version": None,
+            "sha256": None,
+            "stock_releases": [],
+        }
     if options.impl in (Impl.SGLANG, Impl.BOTH):
         from ppaux.sglang.loader import SglangNotFound, load_transport_module
 
@@ -139,12 +154,19 @@ def _setup(options: ReplayOptions) -> _Setup:
         except SglangNotFound as exc:
             if options.sglang_path is not None:
                 raise ReplayConfigError("sglang-path", options.sglang_path, exc.reason) from None
-            raise ReplayConfigError("impl", options.impl.value, f"sglang is {exc.reason}; give "
-                                    "--sglang-path with an unpacked tree or a wheel") from None
+            raise ReplayConfigError(
+                "impl",
+                options.impl.value,
+                f"sglang is {exc.reason}; give --sglang-path with an unpacked tree or a wheel",
+            ) from None
         source = module.__ppaux_source__
         impls["sglang"] = module
-        info["sglang"] = {"origin": source.origin, "version": source.version,
-                          "sha256": source.sha256, "stock_releases": list(source.stock_releases)}
+        info["sglang"] = {
+            "origin": source.origin,
+            "version": source.version,
+            "sha256": source.sha256,
+            "stock_releases": list(source.stock_releases),
+        }
     setup = _Setup(options, device, impls, info)
     if options.transport is Transport.TORCH_DISTRIBUTED:
         from ppaux.replay.distributed import DistributedWire, WireSetupError
@@ -153,11 +175,17 @@ def _setup(options: ReplayOptions) -> _Setup:
             # The receiver loads sglang's module itself: from the same place, or (when it was
             # found on this process's path) from the very file found here.
             found = impls.get("sglang")
-            source = options.sglang_path if options.sglang_path is not None or found is None \
+            source = (
+                options.sglang_path
+                if options.sglang_path is not None or found is None
                 else found.__ppaux_source__.origin
-            setup.wire = DistributedWire(device, timeout_s=options.timeout_s,
-                                         all_gather_size=options.all_gather,
-                                         sglang_source=source)
+            )
+            setup.wire = DistributedWire(
+                device,
+                timeout_s=options.timeout_s,
+                all_gather_size=options.all_gather,
+                sglang_source=source,
+            )
         except WireSetupError as exc:
             raise ReplayConfigError("transport", options.transport.value, str(exc)) from None
     elif options.transport is Transport.SGLANG:
@@ -165,9 +193,12 @@ def _setup(options: ReplayOptions) -> _Setup:
         from ppaux.replay.sglang_wire import SglangWire
 
         try:
-            setup.wire = SglangWire(device, timeout_s=options.timeout_s,
-                                    all_gather_size=options.all_gather,
-                                    sglang_path=options.sglang_path)
+            setup.wire = SglangWire(
+                device,
+                timeout_s=options.timeout_s,
+                all_gather_size=options.all_gather,
+                sglang_path=options.sglang_path,
+            )
         except WireSetupError as exc:
             raise ReplayConfigError("transport", options.transport.value, str(exc)) from None
     return setup
@@ -224,9 +255,12 @@ def replay_paths(
         if setup.wire is not None:
             setup.wire.close()
     report.data["replay"] = {
-        "device": str(setup.device), "sender": options.sender.value,
-        "transport": options.transport.value, "impl": options.impl.value,
-        "all_gather": options.all_gather, "implementations": setup.impl_info,
+        "device": str(setup.device),
+        "sender": options.sender.value,
+        "transport": options.transport.value,
+        "impl": options.impl.value,
+        "all_gather": options.all_gather,
+        "implementations": setup.impl_info,
         "sglang_runtime": _runtime_info(setup),
     }
     report.data["results"] = results
@@ -263,9 +297,14 @@ def _replay_file(path: str, setup: _Setup) -> tuple[dict[str, Any], list[Finding
     else:
         units = [(payload, None) for payload in payloads]
     with Materializer(dump, setup.device, setup.options.limits) as build:
-        real = [(payload, build.value(payload.mapping, payload.locator),
-                 build.value(output.mapping, output.locator) if output is not None else None)
-                for payload, output in units]
+        real = [
+            (
+                payload,
+                build.value(payload.mapping, payload.locator),
+                build.value(output.mapping, output.locator) if output is not None else None,
+            )
+            for payload, output in units
+        ]
     results = []
     findings: list[Finding] = []
     for payload, mapping, output in real:
@@ -286,9 +325,12 @@ def _replay_file(path: str, setup: _Setup) -> tuple[dict[str, Any], list[Finding
     }
     if capture is not None:
         meta = capture["meta"]
-        recorded = {name: meta.get(name) if isinstance(meta.get(name), (str, type(None))) else
-                    repr(meta.get(name)) for name in ("function", "exception_type",
-                                                      "exception_message")}
+        recorded = {
+            name: meta.get(name)
+            if isinstance(meta.get(name), (str, type(None)))
+            else repr(meta.get(name))
+            for name in ("function", "exception_type", "exception_message")
+        }
         dump_result["recorded"] = recorded
         dump_result["reproduced"] = (
             recorded["exception_type"] == dump_result["error_type"]
@@ -304,10 +346,17 @@ def _worst(outcomes: Iterable[str]) -> str:
     return max(outcomes, key=rank.__getitem__, default="ok")
 
 
-def _replay_payload(path: str, locator: str, role: str, mapping: dict[str, Any], output: dict[str, Any] | None,
-                    setup: _Setup) -> dict[str, Any]:
-    runs = {name: _run(mapping, output, module, name, setup)
-            for name, module in setup.impls.items()}
+def _replay_payload(
+    path: str,
+    locator: str,
+    role: str,
+    mapping: dict[str, Any],
+    output: dict[str, Any] | None,
+    setup: _Setup,
+) -> dict[str, Any]:
+    runs = {
+        name: _run(mapping, output, module, name, setup) for name, module in setup.impls.items()
+    }
     names = list(runs)
     primary = runs[names[0]]
     divergences = _divergences(runs["reference"], runs["sglang"]) if len(runs) == 2 else []
@@ -325,7 +374,9 @@ def _replay_payload(path: str, locator: str, role: str, mapping: dict[str, Any],
     }
 
 
-def _run(mapping: dict[str, Any], output: dict[str, Any] | None, module: Any, name: str, setup: _Setup) -> dict[str, Any]:
+def _run(
+    mapping: dict[str, Any], output: dict[str, Any] | None, module: Any, name: str, setup: _Setup
+) -> dict[str, Any]:
     """One implementation's replay of one payload: send, wire, pop, add back, compare."""
     from ppaux.replay import roundtrip
     from ppaux.replay.wire import WireError, transfer
@@ -334,9 +385,19 @@ def _run(mapping: dict[str, Any], output: dict[str, Any] | None, module: Any, na
     add = module.add_auxiliary_output_to_pp_tensors
     pop = module.pop_auxiliary_output_from_pp_tensors
     run: dict[str, Any] = {
-        "impl": name, "outcome": "ok", "stage": None, "error_type": None, "error": None,
-        "culprit": None, "sent": None, "received": None, "output": None,
-        "remaining_keys": None, "wire": None, "mismatches": [], "changes": [],
+        "impl": name,
+        "outcome": "ok",
+        "stage": None,
+        "error_type": None,
+        "error": None,
+        "culprit": None,
+        "sent": None,
+        "received": None,
+        "output": None,
+        "remaining_keys": None,
+        "wire": None,
+        "mismatches": [],
+        "changes": [],
     }
     run["sender_refused"] = None
     try:
@@ -347,16 +408,28 @@ def _run(mapping: dict[str, Any], output: dict[str, Any] | None, module: Any, na
         if options.transport is Transport.NONE and output is None:
             # No wire: pop runs on the dict as recorded, as rank 0 received it; what a stock
             # sender would have refused is reported beside that outcome, not instead of it.
-            run["sender_refused"] = {"error_type": exc.error_type, "error": exc.message,
-                                     "culprit": culprit}
+            run["sender_refused"] = {
+                "error_type": exc.error_type,
+                "error": exc.message,
+                "culprit": culprit,
+            }
             sent = roundtrip.sender_dict(mapping, output, validating=False, add=add)
         else:
-            run.update(outcome="error", stage="add", error_type=exc.error_type,
-                       error=exc.message, culprit=culprit)
-            source = output if output is not None else {
-                k[len(OUTPUT_PREFIX):]: v for k, v in roundtrip.aux_entries(mapping).items()}
-            run["sent"] = [dict(roundtrip.describe(v), key=f"{OUTPUT_PREFIX}{n}")
-                           for n, v in source.items()]
+            run.update(
+                outcome="error",
+                stage="add",
+                error_type=exc.error_type,
+                error=exc.message,
+                culprit=culprit,
+            )
+            source = (
+                output
+                if output is not None
+                else {k[len(OUTPUT_PREFIX) :]: v for k, v in roundtrip.aux_entries(mapping).items()}
+            )
+            run["sent"] = [
+                dict(roundtrip.describe(v), key=f"{OUTPUT_PREFIX}{n}") for n, v in source.items()
+            ]
             return run
     sent_aux = roundtrip.aux_entries(sent)
     run["sent"] = [dict(roundtrip.describe(v), key=k) for k, v in sent_aux.items()]
@@ -371,26 +444,49 @@ def _run(mapping: dict[str, Any], output: dict[str, Any] | None, module: Any, na
             info, readded, stats = setup.wire.exchange(sent, name)
             run["wire"] = stats.to_json()
     except WireError as exc:
-        run.update(outcome="error", stage="wire", error_type=exc.error_type, error=exc.message,
-                   culprit=exc.key if isinstance(exc.key, str) else None)
+        run.update(
+            outcome="error",
+            stage="wire",
+            error_type=exc.error_type,
+            error=exc.message,
+            culprit=exc.key if isinstance(exc.key, str) else None,
+        )
         run["wire"] = {"side": exc.side, "metadata_sent": exc.metadata_sent}
         return run
-    run.update(outcome=info["outcome"], stage=info["stage"], error_type=info["error_type"],
-               error=info["error"], culprit=info["culprit"], received=info["received"],
-               output=info["output"], remaining_keys=info["remaining_keys"])
+    run.update(
+        outcome=info["outcome"],
+        stage=info["stage"],
+        error_type=info["error_type"],
+        error=info["error"],
+        culprit=info["culprit"],
+        received=info["received"],
+        output=info["output"],
+        remaining_keys=info["remaining_keys"],
+    )
     if readded is not None:
         run["mismatches"], run["changes"] = roundtrip.compare(sent_aux, readded)
     return run
 
 
-_COMPARED = ("outcome", "stage", "error_type", "error", "received", "output", "remaining_keys",
-             "mismatches")
+_COMPARED = (
+    "outcome",
+    "stage",
+    "error_type",
+    "error",
+    "received",
+    "output",
+    "remaining_keys",
+    "mismatches",
+)
 
 
 def _divergences(reference: dict[str, Any], sglang: dict[str, Any]) -> list[dict[str, Any]]:
     """Every field on which the two implementations' runs disagree."""
-    return [{"field": name, "reference": reference[name], "sglang": sglang[name]}
-            for name in _COMPARED if reference[name] != sglang[name]]
+    return [
+        {"field": name, "reference": reference[name], "sglang": sglang[name]}
+        for name in _COMPARED
+        if reference[name] != sglang[name]
+    ]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -413,46 +509,99 @@ def _payload_findings(path: str, result: dict[str, Any], setup: _Setup) -> list[
     transport = _WIRE_PHRASE[setup.options.transport]
     refused = primary.get("sender_refused")
     if refused is not None:
-        found.append(finding(
-            "PP402", path, f"a validating sender would refuse this auxiliary output: add raises "
-            f"{refused['error_type']}: {refused['error']}; rank 0 gets this dict only from a "
-            "sender that does not check", _where(locator, refused["culprit"]),
-            sglang_error=refused["error"]))
+        found.append(
+            finding(
+                "PP402",
+                path,
+                f"a validating sender would refuse this auxiliary output: add raises "
+                f"{refused['error_type']}: {refused['error']}; rank 0 gets this dict only from a "
+                "sender that does not check",
+                _where(locator, refused["culprit"]),
+                sglang_error=refused["error"],
+            )
+        )
     if stage == "add":
-        found.append(finding(
-            "PP402", path, f"a validating sender refuses this auxiliary output: add raises "
-            f"{error}; rank 0 never receives it (--sender legacy replays a sender that does not "
-            "check)", where, sglang_error=primary["error"]))
+        found.append(
+            finding(
+                "PP402",
+                path,
+                f"a validating sender refuses this auxiliary output: add raises "
+                f"{error}; rank 0 never receives it (--sender legacy replays a sender that does "
+                "not "
+                "check)",
+                where,
+                sglang_error=primary["error"],
+            )
+        )
     elif stage == "wire":
         side = (primary["wire"] or {}).get("side", "sender")
-        after = " after the metadata was sent, so the receiver waits for data that never comes" \
-            if (primary["wire"] or {}).get("metadata_sent") and side == "sender" else ""
-        found.append(finding(
-            "PP403", path, f"the {transport} fails on the {side}{after}: {error}", where))
+        after = (
+            " after the metadata was sent, so the receiver waits for data that never comes"
+            if (primary["wire"] or {}).get("metadata_sent") and side == "sender"
+            else ""
+        )
+        found.append(
+            finding("PP403", path, f"the {transport} fails on the {side}{after}: {error}", where)
+        )
     elif stage == "pop":
-        found.append(finding("PP401", path, f"pop on rank 0 raises {error}", where,
-                             sglang_error=primary["error"]))
+        found.append(
+            finding(
+                "PP401", path, f"pop on rank 0 raises {error}", where, sglang_error=primary["error"]
+            )
+        )
     elif stage == "readd":
-        found.append(finding("PP404", path, f"the popped output cannot be added back: add "
-                             f"raises {error}", where, sglang_error=primary["error"]))
+        found.append(
+            finding(
+                "PP404",
+                path,
+                f"the popped output cannot be added back: add raises {error}",
+                where,
+                sglang_error=primary["error"],
+            )
+        )
     elif primary["output"] is None:
-        found.append(finding("PP409", path, "pop finds no auxiliary entries: rank 0 gets no "
-                             "auxiliary output from this dict"))
+        found.append(
+            finding(
+                "PP409",
+                path,
+                "pop finds no auxiliary entries: rank 0 gets no auxiliary output from this dict",
+            )
+        )
     for item in primary["mismatches"]:
-        found.append(finding(
-            "PP405", path, f"{item['key']} does not survive the {transport}, pop and add: "
-            f"{item['detail']}" + (f" (sent {item['sent']}, received {item['received']})"
-                                   if item["sent"] is not None else ""),
-            _where(locator, item["key"])))
+        found.append(
+            finding(
+                "PP405",
+                path,
+                f"{item['key']} does not survive the {transport}, pop and add: "
+                f"{item['detail']}"
+                + (
+                    f" (sent {item['sent']}, received {item['received']})"
+                    if item["sent"] is not None
+                    else ""
+                ),
+                _where(locator, item["key"]),
+            )
+        )
     for item in primary["changes"]:
-        found.append(finding(
-            "PP407", path, f"{item['key']}: {item['detail']} (sent {item['sent']}, received "
-            f"{item['received']})", _where(locator, item["key"])))
+        found.append(
+            finding(
+                "PP407",
+                path,
+                f"{item['key']}: {item['detail']} (sent {item['sent']}, received "
+                f"{item['received']})",
+                _where(locator, item["key"]),
+            )
+        )
     for item in result["divergences"]:
-        found.append(finding(
-            "PP406", path, f"reference and sglang disagree on {item['field']}: reference "
-            f"{_short(item['reference'])}, sglang {_short(item['sglang'])}",
-            _where(locator, primary["culprit"])))
+        found.append(
+            finding(
+                "PP406",
+                path,
+                f"reference and sglang disagree on {item['field']}: reference "
+                f"{_short(item['reference'])}, sglang {_short(item['sglang'])}",
+                _where(locator, primary["culprit"]),
+            )
+        )
     return found
 
 
@@ -469,18 +618,33 @@ def _short(value: Any) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def _not_reproduced(path: str, recorded: dict[str, Any], result: dict[str, Any], options: ReplayOptions) -> Finding:
-    was = f"{recorded['exception_type']}: {recorded['exception_message']}" \
-        if recorded["exception_type"] else "no error"
-    now = f"{result['error_type']}: {result['error']} at {result['stage']}" \
-        if result["error"] is not None else "no error"
+def _not_reproduced(
+    path: str, recorded: dict[str, Any], result: dict[str, Any], options: ReplayOptions
+) -> Finding:
+    was = (
+        f"{recorded['exception_type']}: {recorded['exception_message']}"
+        if recorded["exception_type"]
+        else "no error"
+    )
+    now = (
+        f"{result['error_type']}: {result['error']} at {result['stage']}"
+        if result["error"] is not None
+        else "no error"
+    )
     hint = ""
     if result["stage"] == "add" and recorded["function"] == "pop_auxiliary_output_from_pp_tensors":
-        hint = "; the recorded error happened on rank 0, so the sender did not validate: replay " \
-               "with --sender legacy"
-    return finding("PP408", path, f"the capture recorded {was} in {recorded['function']}; this "
-                   f"replay (sender {options.sender.value}, transport {options.transport.value}) "
-                   f"ends with {now}{hint}", None)
+        hint = (
+            "; the recorded error happened on rank 0, so the sender did not validate: replay "
+            "with --sender legacy"
+        )
+    return finding(
+        "PP408",
+        path,
+        f"the capture recorded {was} in {recorded['function']}; this "
+        f"replay (sender {options.sender.value}, transport {options.transport.value}) "
+        f"ends with {now}{hint}",
+        None,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -503,15 +667,20 @@ def _summary_table(results: list[dict[str, Any]], options: ReplayOptions, device
             elif run["output"] is None:
                 what = "no auxiliary output"
             else:
-                what = "output " + ", ".join(
-                    f"{o['name'] or repr(o['name'])}" for o in run["output"]) + ", bit-identical"
+                what = (
+                    "output "
+                    + ", ".join(f"{o['name'] or repr(o['name'])}" for o in run["output"])
+                    + ", bit-identical"
+                )
             row: tuple[str, ...] = (name, payload["outcome"], payload["stage"] or "-", what)
             if options.transport is not Transport.NONE:
                 rate = (run["wire"] or {}).get("throughput_mib_s")
                 row += (f"{rate:g} MiB/s" if rate else "-",)
             rows.append(row)
-    title = (f"replay: {len(results)} dump(s) on {device}, sender {options.sender.value}, "
-             f"transport {options.transport.value}, impl {options.impl.value}")
+    title = (
+        f"replay: {len(results)} dump(s) on {device}, sender {options.sender.value}, "
+        f"transport {options.transport.value}, impl {options.impl.value}"
+    )
     columns: tuple[str, ...] = ("dump", "outcome", "stage", "error / output")
     if options.transport is not Transport.NONE:
         columns += ("wire",)
@@ -523,8 +692,9 @@ def _diverged_phrase(payload: dict[str, Any]) -> str:
         fields = ", ".join(d["field"] for d in payload["divergences"])
         return f"implementations disagree on {fields}"
     run = next(iter(payload["runs"].values()))
-    keys = ", ".join(f"{m['key'].removeprefix(OUTPUT_PREFIX)} ({m['what']})"
-                     for m in run["mismatches"])
+    keys = ", ".join(
+        f"{m['key'].removeprefix(OUTPUT_PREFIX)} ({m['what']})" for m in run["mismatches"]
+    )
     return f"round trip differs: {keys}"
 
 
@@ -543,7 +713,7 @@ def _detail_tables(result: dict[str, Any]) -> list[Table]:
         marked: set[tuple[int, int]] = set()
         for entry in run["sent"] or ():
             key = entry["key"]
-            name = key[len(OUTPUT_PREFIX):]
+            name = key[len(OUTPUT_PREFIX) :]
             got = received.get(key)
             if key in trouble:
                 verdict = f"differs: {trouble[key]['detail']}"
@@ -556,12 +726,24 @@ def _detail_tables(result: dict[str, Any]) -> list[Table]:
                     verdict += f" ({', '.join(changed[key])} changed)"
             if run["culprit"] == key:
                 marked.add((len(rows), 0))
-            rows.append((repr(name) if name == "" else name, summary(entry),
-                         summary(got) if got is not None else "-", verdict))
+            rows.append(
+                (
+                    repr(name) if name == "" else name,
+                    summary(entry),
+                    summary(got) if got is not None else "-",
+                    verdict,
+                )
+            )
         state = payload["outcome"]
         if payload["error"] is not None:
             state += f" at {payload['stage']}: {payload['error_type']}: {payload['error']}"
         title = f"{result['path']}{payload['locator'] or ''} ({run['impl']}): {state}"
-        tables.append(Table(title, ("aux name", "sent", "received", "round trip"), tuple(rows),
-                            frozenset(marked)))
+        tables.append(
+            Table(
+                title,
+                ("aux name", "sent", "received", "round trip"),
+                tuple(rows),
+                frozenset(marked),
+            )
+        )
     return tables

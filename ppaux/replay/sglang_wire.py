@@ -50,8 +50,10 @@ def import_runtime(sglang_path: str | None) -> Any:
     """
     if sglang_path is not None:
         if not os.path.isdir(sglang_path):
-            raise WireSetupError(f"{sglang_path}: not a directory (--transport sglang needs an "
-                                 "unpacked sglang tree whose imports resolve)")
+            raise WireSetupError(
+                f"{sglang_path}: not a directory (--transport sglang needs an "
+                "unpacked sglang tree whose imports resolve)"
+            )
         path = os.path.abspath(sglang_path)
         if path not in sys.path:
             sys.path.insert(0, path)
@@ -76,8 +78,11 @@ def _import_failure(exc: BaseException) -> str:
         message = f"{type(exc).__name__}: {message}"
     frames = traceback.extract_tb(exc.__traceback__)
     # The frame that made the failing import: sglang's (or a package it imports), not ours.
-    inside = [f for f in frames if "importlib" not in f.filename and "<frozen" not in f.filename
-              and f.filename != __file__]
+    inside = [
+        f
+        for f in frames
+        if "importlib" not in f.filename and "<frozen" not in f.filename and f.filename != __file__
+    ]
     where = f" (at {inside[-1].filename}:{inside[-1].lineno})" if inside else ""
     return f"sglang's runtime ({RUNTIME_MODULE}) cannot be imported: {message}{where}"
 
@@ -100,10 +105,13 @@ def _coordinator(runtime: Any, rank: int, backend: str) -> Any:
 def _join_world(store: Any, rank: int, timeout: datetime.timedelta) -> None:
     """The default process group sglang's ``GroupCoordinator`` builds its groups from."""
     if dist.is_initialized():
-        raise WireSetupError("a torch.distributed default group already exists in this "
-                             "process; --transport sglang needs its own")
-    dist.init_process_group("gloo", store=dist.PrefixStore("world", store), rank=rank,
-                            world_size=2, timeout=timeout)
+        raise WireSetupError(
+            "a torch.distributed default group already exists in this "
+            "process; --transport sglang needs its own"
+        )
+    dist.init_process_group(
+        "gloo", store=dist.PrefixStore("world", store), rank=rank, world_size=2, timeout=timeout
+    )
 
 
 def _gathered(tensor_dict: dict[str, Any], size: int) -> dict[str, Any]:
@@ -121,8 +129,14 @@ class SglangWire(DistributedWire):
 
     child_module = "ppaux.replay.sglang_wire"
 
-    def __init__(self, device: torch.device, *, timeout_s: float = 60.0,
-                 all_gather_size: int = 1, sglang_path: str | None = None) -> None:
+    def __init__(
+        self,
+        device: torch.device,
+        *,
+        timeout_s: float = 60.0,
+        all_gather_size: int = 1,
+        sglang_path: str | None = None,
+    ) -> None:
         super().__init__(device, timeout_s=timeout_s, all_gather_size=all_gather_size)
         self.sglang_path = sglang_path
         self.runtime = import_runtime(sglang_path)
@@ -162,8 +176,9 @@ class SglangWire(DistributedWire):
                 self._group.send_tensor_dict(message, dst=_FIRST)
         except Exception as exc:  # sglang's own failure on the sender is the result
             lines = str(exc).strip().splitlines()
-            raise WireError("sender", type(exc).__name__, lines[0] if lines else "",
-                            metadata_sent=True) from None
+            raise WireError(
+                "sender", type(exc).__name__, lines[0] if lines else "", metadata_sent=True
+            ) from None
         for tensor in tensors:
             stats.tensors += 1 if tensor.numel() else 0
             stats.empty += 0 if tensor.numel() else 1
@@ -205,5 +220,10 @@ def _receiver_implementation(name: str, cache: dict[str, Any], config: dict[str,
 if __name__ == "__main__":
     import json
 
-    raise SystemExit(serve(json.loads(sys.argv[1]), joined=_receiver_joined,
-                           implementation=_receiver_implementation))
+    raise SystemExit(
+        serve(
+            json.loads(sys.argv[1]),
+            joined=_receiver_joined,
+            implementation=_receiver_implementation,
+        )
+    )

@@ -59,8 +59,15 @@ class WireError(PpauxError, RuntimeError):
     those of the exception raised there (verbatim where torch raised it); ``key`` is the entry
     being sent, if one was; ``metadata_sent`` says whether the receiver already got the list."""
 
-    def __init__(self, side: str, error_type: str, message: str, *, key: Any = None,
-                 metadata_sent: bool = False) -> None:
+    def __init__(
+        self,
+        side: str,
+        error_type: str,
+        message: str,
+        *,
+        key: Any = None,
+        metadata_sent: bool = False,
+    ) -> None:
         super().__init__(message)
         self.side = side
         self.error_type = error_type
@@ -83,8 +90,10 @@ class WireStats:
         """The stats as plain data (throughput in MiB/s, or None when nothing took time)."""
         rate = self.tensor_bytes / self.seconds / 2**20 if self.seconds > 0 else None
         return {
-            "tensors": self.tensors, "empty_tensors": self.empty,
-            "tensor_bytes": self.tensor_bytes, "metadata_bytes": self.metadata_bytes,
+            "tensors": self.tensors,
+            "empty_tensors": self.empty,
+            "tensor_bytes": self.tensor_bytes,
+            "metadata_bytes": self.metadata_bytes,
             "seconds": round(self.seconds, 6),
             "throughput_mib_s": float(f"{rate:.3g}") if rate is not None else None,
         }
@@ -95,7 +104,9 @@ def _first_line(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def split_tensor_dict(tensor_dict: dict[str, Any]) -> tuple[list[tuple[Any, Any]], list[torch.Tensor]]:
+def split_tensor_dict(
+    tensor_dict: dict[str, Any],
+) -> tuple[list[tuple[Any, Any]], list[torch.Tensor]]:
     """The metadata list and the tensor list, as sglang's ``_split_tensor_dict`` builds them.
 
     A tensor whose ``size()`` fails (a nested tensor) raises :class:`WireError` on the sender,
@@ -134,8 +145,9 @@ def unpack_metadata(data: bytes) -> list[Any]:
         values: list[Any] = pickle.loads(data)
         return values
     except Exception as exc:
-        raise WireError("receiver", type(exc).__name__, _first_line(exc),
-                        metadata_sent=True) from None
+        raise WireError(
+            "receiver", type(exc).__name__, _first_line(exc), metadata_sent=True
+        ) from None
 
 
 def _gathers(tensor: torch.Tensor | TensorMetadata, all_gather_size: int) -> bool:
@@ -150,8 +162,9 @@ def _numel(size: Any) -> int:
     return count
 
 
-def outgoing(key: Any, tensor: torch.Tensor, *, all_gather_size: int = 1,
-             all_gather_rank: int = 0) -> torch.Tensor | None:
+def outgoing(
+    key: Any, tensor: torch.Tensor, *, all_gather_size: int = 1, all_gather_rank: int = 0
+) -> torch.Tensor | None:
     """The tensor exactly as one sender rank puts it on the wire, or None for an empty one.
 
     Raises :class:`WireError` where torch refuses it: its dispatcher for a sparse or quantized
@@ -169,24 +182,31 @@ def outgoing(key: Any, tensor: torch.Tensor, *, all_gather_size: int = 1,
             # non-contiguous layouts.
             tensor = tensor.reshape(all_gather_size, -1)[all_gather_rank]
         except RuntimeError as exc:
-            raise WireError("sender", type(exc).__name__, _first_line(exc), key=key,
-                            metadata_sent=True) from None
+            raise WireError(
+                "sender", type(exc).__name__, _first_line(exc), key=key, metadata_sent=True
+            ) from None
     refusal = dispatch_refusal(tensor)
     if refusal is not None:
         raise WireError("sender", "NotImplementedError", refusal, key=key, metadata_sent=True)
     if tensor.is_cpu:
         if tensor.layout != torch.strided or not tensor.is_contiguous():
-            raise WireError("sender", "RuntimeError", GLOO_NOT_CONTIGUOUS, key=key,
-                            metadata_sent=True)
+            raise WireError(
+                "sender", "RuntimeError", GLOO_NOT_CONTIGUOUS, key=key, metadata_sent=True
+            )
         return tensor
     if not tensor.is_contiguous():
         # NCCL only warns for point-to-point sends and ships numel elements from the data
         # pointer: the receiver reads the storage order as if it were row-major.
         last = tensor.storage_offset() + tensor.numel()
         if last * tensor.element_size() > tensor.untyped_storage().nbytes():
-            raise WireError("sender", "RuntimeError", "a non-contiguous tensor whose memory "
-                            "ends past its storage (ppaux: NCCL would read beyond it)",
-                            key=key, metadata_sent=True)
+            raise WireError(
+                "sender",
+                "RuntimeError",
+                "a non-contiguous tensor whose memory "
+                "ends past its storage (ppaux: NCCL would read beyond it)",
+                key=key,
+                metadata_sent=True,
+            )
         tensor = tensor.as_strided((tensor.numel(),), (1,), tensor.storage_offset())
     return tensor
 
@@ -241,7 +261,9 @@ def _raw(chunk: torch.Tensor) -> torch.Tensor:
     return chunk.int_repr().reshape(-1) if chunk.is_quantized else chunk.reshape(-1)
 
 
-def transfer(tensor_dict: dict[str, Any], *, all_gather_size: int = 1) -> tuple[dict[str, Any], WireStats]:
+def transfer(
+    tensor_dict: dict[str, Any], *, all_gather_size: int = 1
+) -> tuple[dict[str, Any], WireStats]:
     """Send ``tensor_dict`` through the emulated wire; return what the receiver rebuilds.
 
     Raises :class:`WireError` where sglang's wire would fail, on the side it would fail on.
@@ -255,8 +277,10 @@ def transfer(tensor_dict: dict[str, Any], *, all_gather_size: int = 1) -> tuple[
     sent: list[list[torch.Tensor] | None] = []
     for key, tensor in zip(keys, tensors, strict=True):
         ranks = all_gather_size if _gathers(tensor, all_gather_size) else 1
-        pieces = [outgoing(key, tensor, all_gather_size=all_gather_size, all_gather_rank=rank)
-                  for rank in range(ranks)]
+        pieces = [
+            outgoing(key, tensor, all_gather_size=all_gather_size, all_gather_rank=rank)
+            for rank in range(ranks)
+        ]
         sent.append(None if pieces[0] is None else pieces)  # type: ignore[arg-type]
     received: dict[str, Any] = {}
     pending: Iterator[list[torch.Tensor] | None] = iter(sent)

@@ -59,8 +59,6 @@ def shown_path(path: str, root: str, cwd: str) -> str:
 def rebase_report(report: Report, root: str, cwd: str) -> Report:
     """A copy of ``report`` whose findings and unreadable inputs name their paths by
     :func:`shown_path`; everything else is shared with ``report``."""
-    findings = [dataclasses.replace(f, path=shown_path(f.path, root, cwd))
-                for f in report.findings]
-    problems = [dataclasses.replace(p, path=shown_path(p.path, root, cwd))
-                for p in report.problems]
+    findings = [dataclasses.replace(f, path=shown_path(f.path, root, cwd)) for f in report.findings]
+    problems = [dataclasses.replace(p, path=shown_path(p.path, root, cwd)) for p in report.problems]
     return dataclasses.replace(report, findings=findings, problems=problems)

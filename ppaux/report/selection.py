@@ -1,4 +1,5 @@
-"""Which findings a run reports: rule codes and code prefixes, as ``--select`` and ``--ignore`` take them.
+"""Which findings a run reports: rule codes and code prefixes, as ``--select`` and ``--ignore``
+take them.
 
 A code matches a pattern when the code starts with it, so ``PP1`` stands for every payload
 rule and ``PP101`` for that rule alone. When a code matches both lists, the longer (more

@@ -21,8 +21,12 @@ class CodeCount:
 
     def to_json(self) -> dict[str, object]:
         """The count as a JSON object: code, name, severity, count."""
-        return {"code": self.code, "name": self.name, "severity": self.severity.value,
-                "count": self.count}
+        return {
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity.value,
+            "count": self.count,
+        }
 
 
 def count_codes(report: Report) -> list[CodeCount]:

@@ -292,7 +292,8 @@ def _parse(
 ) -> _Parsed:
     """Read and parse one file; with ``parts`` (names, mentions), only what is needed of it.
 
-    Large files are parsed in parts (:mod:`ppaux.sglang.source_parts`), which is several times faster
+    Large files are parsed in parts (:mod:`ppaux.sglang.source_parts`), which is several times
+    faster
     and gives the same syntax trees for what is read; a syntax error in a part that is not read
     then goes unreported, as it does not change what the transport does.
     """
@@ -339,8 +340,11 @@ def _checked_depth(parsed: _Parsed) -> _Parsed:
         if depth > MAX_SYNTAX_DEPTH:
             file = parsed.file
             reason = f"not analysable: its syntax nests deeper than {MAX_SYNTAX_DEPTH} levels"
-            return _Parsed(SourceFile(file.role, file.path, "unparsable", file.sha256, reason),
-                           None, parsed.data)
+            return _Parsed(
+                SourceFile(file.role, file.path, "unparsable", file.sha256, reason),
+                None,
+                parsed.data,
+            )
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
     return parsed
 

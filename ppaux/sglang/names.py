@@ -69,7 +69,7 @@ PROXY_KEYS = ("hidden_states", "residual")
 def aux_name(key: object) -> "str | None":
     """Return the auxiliary name that pop would see for ``key``, or None if pop ignores it."""
     if isinstance(key, str) and key.startswith(OUTPUT_PREFIX):
-        return key[len(OUTPUT_PREFIX):]
+        return key[len(OUTPUT_PREFIX) :]
     return None
 
 

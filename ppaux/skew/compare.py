@@ -347,9 +347,7 @@ def env_names_differing(stages: Sequence[Stage], baseline: "Fingerprint | None")
 def _package_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") -> list[Finding]:
     out: list[Finding] = []
     for name in PACKAGE_FACTS:
-        out += _simple(
-            "PP324", name, stages, package_reader(name), baseline, key=name
-        )
+        out += _simple("PP324", name, stages, package_reader(name), baseline, key=name)
     return out
 
 

@@ -4,7 +4,8 @@
 package versions come from ``importlib.metadata``, torch's build facts from ``torch/version.py``
 read as text, the NCCL version from the ``nvidia-nccl-*`` package or its header, the driver from
 ``/proc/driver/nvidia/version``, and sglang's transport capability from its source
-(:mod:`ppaux.sglang.capability`). :func:`load` reads a fingerprint back and refuses anything that is not
+(:mod:`ppaux.sglang.capability`). :func:`load` reads a fingerprint back and refuses anything that
+is not
 one, naming the file and the field. The schema is documented in docs/check-skew.md.
 """
 
@@ -392,7 +393,9 @@ def _is(value: Any, kind: "type | None") -> bool:
     return isinstance(value, kind)
 
 
-def _need(doc: Mapping[str, Any], name: str, kinds: tuple[Any, ...], where: str, *, optional: bool = False) -> Any:
+def _need(
+    doc: Mapping[str, Any], name: str, kinds: tuple[Any, ...], where: str, *, optional: bool = False
+) -> Any:
     """``doc[name]`` if it has one of ``kinds`` (None allowed when in kinds)."""
     label = f"{where}.{name}" if where else name
     if name not in doc:

@@ -113,8 +113,7 @@ def check_skew(
         if paths:
             fail("give fingerprint files or --distributed, not both")
         _distributed(
-            DistributedCheck(golden, timeout, init_method, rank, world_size, pp_size,
-                             sglang_path),
+            DistributedCheck(golden, timeout, init_method, rank, world_size, pp_size, sglang_path),
             options,
         )
     if not paths:
@@ -153,15 +152,26 @@ def _distributed(check: DistributedCheck, options: ReportOptions) -> None:
         fail(str(exc))
     check_stage_options(None, check.pp_size)
     # Settle the gate before joining: a bad --config must not leave the other ranks waiting.
-    resolve_gate(options.fail_on, options.select, options.ignore, options.strict,
-                 options.config, options.extend_select, options.extend_ignore)
+    resolve_gate(
+        options.fail_on,
+        options.select,
+        options.ignore,
+        options.strict,
+        options.config,
+        options.extend_select,
+        options.extend_ignore,
+    )
     try:
         local = collect(sglang_path=check.sglang_path)
     except SglangPathError as exc:
         fail(f"--sglang-path {exc}")
     try:
-        session = connect(timeout=check.timeout, init_method=check.init_method,
-                          rank=check.rank, world_size=check.world_size)
+        session = connect(
+            timeout=check.timeout,
+            init_method=check.init_method,
+            rank=check.rank,
+            world_size=check.world_size,
+        )
     except SetupError as exc:
         fail(str(exc))
     except GatherError as exc:

@@ -28,7 +28,6 @@ def diff(
 
     limits = limits_from(limit)
     if STDIO in (a, b):
-        fail("-: diff reads tensor bytes back from the files, so it cannot read stdin; "
-             "give paths")
+        fail("-: diff reads tensor bytes back from the files, so it cannot read stdin; give paths")
     report = diff_paths(a, b, limits)
     emit(report, options)

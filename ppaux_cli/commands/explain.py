@@ -16,13 +16,22 @@ __all__ = ["explain"]
 def explain(
     code: Annotated[
         str,
-        typer.Argument(metavar="CODE", autocompletion=complete_codes,
-                       help="A rule code such as PP101 (any case)."),
+        typer.Argument(
+            metavar="CODE",
+            autocompletion=complete_codes,
+            help="A rule code such as PP101 (any case).",
+        ),
     ],
     format: Annotated[
         RulesFormat,
-        choice_option(RulesFormat, "--format", "-f", "--output-format", default="text",
-                      help="text, json (one rule object) or markdown."),
+        choice_option(
+            RulesFormat,
+            "--format",
+            "-f",
+            "--output-format",
+            default="text",
+            help="text, json (one rule object) or markdown.",
+        ),
     ] = RulesFormat.TEXT,
     output: OutputOption = None,
 ) -> None:

@@ -28,8 +28,11 @@ def inspect(
     ],
     release: Annotated[
         Optional[str],
-        typer.Option("--release", metavar="VERSION",
-                     help="Also check output-message keys against this sglang release's key set."),
+        typer.Option(
+            "--release",
+            metavar="VERSION",
+            help="Also check output-message keys against this sglang release's key set.",
+        ),
     ] = None,
     limit: LimitOption = None,
     *,
@@ -46,8 +49,9 @@ def inspect(
         from ppaux_cli.options import did_you_mean
 
         if not known_release(release):
-            fail(f"--release: unknown sglang release {release!r}"
-                 f"{did_you_mean(release, releases())}")
+            fail(
+                f"--release: unknown sglang release {release!r}{did_you_mean(release, releases())}"
+            )
     if paths.count(STDIO) > 1:
         fail("-: stdin can be read only once")
     streams = {}
@@ -56,6 +60,5 @@ def inspect(
         streams[STDIN_NAME] = sys.stdin.buffer
     wanted = False if options.quiet else options.progress
     with progress_reporter(sys.stderr, "inspecting", wanted) as progress:
-        report = inspect_paths(paths, limits, release=release, progress=progress,
-                               streams=streams)
+        report = inspect_paths(paths, limits, release=release, progress=progress, streams=streams)
     emit(report, options)

@@ -26,51 +26,77 @@ __all__ = ["replay"]
 def replay(
     paths: Annotated[
         list[str],
-        typer.Argument(metavar="PATH",
-                       help="Dump files (torch.save, pickle or ppaux capture) or directories."),
+        typer.Argument(
+            metavar="PATH", help="Dump files (torch.save, pickle or ppaux capture) or directories."
+        ),
     ],
     device: Annotated[
         str,
-        typer.Option("--device", metavar="DEVICE",
-                     help="Where tensors are rebuilt: cpu, cuda, cuda:N or auto (CUDA when "
-                     "present)."),
+        typer.Option(
+            "--device",
+            metavar="DEVICE",
+            help="Where tensors are rebuilt: cpu, cuda, cuda:N or auto (CUDA when present).",
+        ),
     ] = "cpu",
     sender: Annotated[
         Sender,
-        choice_option(Sender, "--sender", default="validating",
-                      help="validating: the last stage adds the auxiliary output with "
-                     "add, as every sglang release does; legacy: it writes the keys unchecked."),
+        choice_option(
+            Sender,
+            "--sender",
+            default="validating",
+            help="validating: the last stage adds the auxiliary output with "
+            "add, as every sglang release does; legacy: it writes the keys unchecked.",
+        ),
     ] = Sender.VALIDATING,
     transport: Annotated[
         Transport,
-        choice_option(Transport, "--transport", default="none",
-                      help="none: pop the dict as sent; wire: sglang's "
-                     "send/recv_tensor_dict emulated in-process; torch-distributed: a real "
-                     "two-process group on 127.0.0.1 (gloo, NCCL for CUDA); sglang: sglang's own "
-                     "GroupCoordinator send/recv_tensor_dict in two processes."),
+        choice_option(
+            Transport,
+            "--transport",
+            default="none",
+            help="none: pop the dict as sent; wire: sglang's "
+            "send/recv_tensor_dict emulated in-process; torch-distributed: a real "
+            "two-process group on 127.0.0.1 (gloo, NCCL for CUDA); sglang: sglang's own "
+            "GroupCoordinator send/recv_tensor_dict in two processes.",
+        ),
     ] = Transport.NONE,
     impl: Annotated[
         Impl,
-        choice_option(Impl, "--impl", default="reference",
-                      help="reference: ppaux's transport; sglang: sglang's own "
-                     "sampling_observer_pp; both: run both and report every difference."),
+        choice_option(
+            Impl,
+            "--impl",
+            default="reference",
+            help="reference: ppaux's transport; sglang: sglang's own "
+            "sampling_observer_pp; both: run both and report every difference.",
+        ),
     ] = Impl.REFERENCE,
     sglang_path: Annotated[
         Optional[str],
-        typer.Option("--sglang-path", metavar="DIR|WHEEL",
-                     help="Read sglang's transport from this unpacked tree or wheel instead of "
-                     "the installed sglang; with --transport sglang, a tree put first on the "
-                     "import path."),
+        typer.Option(
+            "--sglang-path",
+            metavar="DIR|WHEEL",
+            help="Read sglang's transport from this unpacked tree or wheel instead of "
+            "the installed sglang; with --transport sglang, a tree put first on the "
+            "import path.",
+        ),
     ] = None,
     all_gather: Annotated[
         int,
-        typer.Option("--all-gather", metavar="N", min=1,
-                     help="Emulate an attention-TP all-gather group of N ranks on the wire."),
+        typer.Option(
+            "--all-gather",
+            metavar="N",
+            min=1,
+            help="Emulate an attention-TP all-gather group of N ranks on the wire.",
+        ),
     ] = 1,
     timeout: Annotated[
         float,
-        typer.Option("--timeout", metavar="SECONDS", min=1.0,
-                     help="How long the torch-distributed transport waits for its peer."),
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            min=1.0,
+            help="How long the torch-distributed transport waits for its peer.",
+        ),
     ] = 60.0,
     limit: LimitOption = None,
     *,
@@ -94,8 +120,14 @@ def replay(
     if STDIO in paths:
         fail("-: replay reads tensors back from the file, so it cannot read stdin; give a path")
     settings = ReplayOptions(
-        device=device, sender=sender, transport=transport, impl=impl, sglang_path=sglang_path,
-        all_gather=all_gather, timeout_s=timeout, limits=limits,
+        device=device,
+        sender=sender,
+        transport=transport,
+        impl=impl,
+        sglang_path=sglang_path,
+        all_gather=all_gather,
+        timeout_s=timeout,
+        limits=limits,
     )
     try:
         wanted = False if options.quiet else options.progress

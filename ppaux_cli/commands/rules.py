@@ -16,16 +16,25 @@ __all__ = ["rules"]
 def rules(
     format: Annotated[
         RulesFormat,
-        choice_option(RulesFormat, "--format", "-f", "--output-format", default="text",
-                      help="text (one line per rule), json (ppaux.rules/1) or markdown (the "
-                      "documentation page)."),
+        choice_option(
+            RulesFormat,
+            "--format",
+            "-f",
+            "--output-format",
+            default="text",
+            help="text (one line per rule), json (ppaux.rules/1) or markdown (the "
+            "documentation page).",
+        ),
     ] = RulesFormat.TEXT,
     select: Annotated[
         Optional[list[str]],
-        typer.Option("--select", metavar="CODE", show_default=False,
-                     autocompletion=complete_codes,
-                     help="List only these codes or code prefixes; repeat or separate with "
-                     "commas."),
+        typer.Option(
+            "--select",
+            metavar="CODE",
+            show_default=False,
+            autocompletion=complete_codes,
+            help="List only these codes or code prefixes; repeat or separate with commas.",
+        ),
     ] = None,
     output: OutputOption = None,
 ) -> None:

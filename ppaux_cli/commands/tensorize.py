@@ -18,13 +18,18 @@ __all__ = ["tensorize"]
 def tensorize(
     path: Annotated[
         str,
-        typer.Argument(metavar="DUMP",
-                       help="A dump file (torch.save, pickle or ppaux capture); never changed."),
+        typer.Argument(
+            metavar="DUMP", help="A dump file (torch.save, pickle or ppaux capture); never changed."
+        ),
     ],
     output: Annotated[
         str,
-        typer.Option("--output", "-o", metavar="FIXED",
-                     help="Where to write the rewritten dump (never the input itself)."),
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FIXED",
+            help="Where to write the rewritten dump (never the input itself).",
+        ),
     ],
     limit: LimitOption = None,
 ) -> None:

@@ -1,7 +1,8 @@
 """The catalogue of rules: every finding code ppaux can emit, with its explanation and fix.
 
 Each area keeps its rules in a module of its own (``dump``, ``security``, ...); this package
-joins them and offers :func:`finding` to build a :class:`~ppaux.report.findings.Finding` from a code.
+joins them and offers :func:`finding` to build a :class:`~ppaux.report.findings.Finding` from a
+code.
 """
 
 from __future__ import annotations

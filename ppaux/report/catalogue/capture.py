@@ -138,8 +138,10 @@ RULES = (
             "makes the last stage raise right there while you look."
         ),
         sglang_error="received a non-tensor auxiliary PP output",
-        example=("'scores' (list) entered between _pp_prepare_tensor_dict returned and "
-                 "_pp_send_dict_to_next_stage called, in app.MyScheduler._pp_prepare_tensor_dict"),
+        example=(
+            "'scores' (list) entered between _pp_prepare_tensor_dict returned and "
+            "_pp_send_dict_to_next_stage called, in app.MyScheduler._pp_prepare_tensor_dict"
+        ),
         area="capture",
     ),
     Rule(
@@ -165,8 +167,10 @@ RULES = (
             "to __sampling_observer_output__.* keys."
         ),
         sglang_error="received a non-tensor auxiliary PP output",
-        example=("'scores' (list) entered between _pp_prepare_tensor_dict returned and "
-                 "_pp_send_dict_to_next_stage called"),
+        example=(
+            "'scores' (list) entered between _pp_prepare_tensor_dict returned and "
+            "_pp_send_dict_to_next_stage called"
+        ),
         area="capture",
         inconclusive=True,
     ),

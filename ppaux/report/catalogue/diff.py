@@ -11,8 +11,10 @@ from ppaux.report.findings import Rule, Severity
 
 __all__ = ["RULES"]
 
-_AUX = ("The finding is an error for an auxiliary entry (what rank 0 pops) and info for any "
-        "other entry of the message.")
+_AUX = (
+    "The finding is an error for an auxiliary entry (what rank 0 pops) and info for any "
+    "other entry of the message."
+)
 
 RULES = (
     Rule(
@@ -95,9 +97,7 @@ RULES = (
             "by value. Two tensors are compared only when their dtype, shape and layout agree. "
             + _AUX
         ),
-        causes=(
-            "Two different batches, or a sender that computes the value differently.",
-        ),
+        causes=("Two different batches, or a sender that computes the value differently.",),
         fix="Expected between two batches; between two captures of the same batch it points "
         "at the sender's computation.",
         example="'__sampling_observer_output__.scores': the tensors' bytes differ (sha256 "

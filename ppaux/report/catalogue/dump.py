@@ -68,9 +68,7 @@ RULES = (
             "Pop calls key.startswith(prefix) on every key of the dict, so a key that is not a "
             "string makes pop fail with AttributeError before any auxiliary check runs."
         ),
-        causes=(
-            "Code that fills the tensor dict used an int, tuple or other object as a key.",
-        ),
+        causes=("Code that fills the tensor dict used an int, tuple or other object as a key.",),
         fix="Use string keys only in pipeline-parallel tensor dicts.",
         example="{0: tensor(...)}",
         area="payload",
@@ -86,8 +84,7 @@ RULES = (
             "pop, so that output never reaches the observer and nothing reports it."
         ),
         causes=(
-            "The key was built by hand with a typo instead of using the module's prefix "
-            "constant.",
+            "The key was built by hand with a typo instead of using the module's prefix constant.",
             "The prefix was applied twice (a name that already carried it).",
         ),
         fix="Build auxiliary keys only through add_auxiliary_output_to_pp_tensors, which applies "
@@ -112,7 +109,9 @@ RULES = (
         ),
         fix="Move every auxiliary tensor to the device of the stage's other outputs before "
         "to_pp_tensors() returns it.",
-        example="'__sampling_observer_output__.a' on cuda:0, '__sampling_observer_output__.b' on cuda:1",
+        example=(
+            "'__sampling_observer_output__.a' on cuda:0, '__sampling_observer_output__.b' on cuda:1"
+        ),
         area="payload",
     ),
     Rule(
@@ -146,7 +145,8 @@ RULES = (
         fix="Send dense tensors: tensor.to_dense() or tensor.dequantize() (or the int repr and "
         "the scale as separate tensors).",
         example=(
-            "'__sampling_observer_output__.scores': a sparse COO tensor of shape (2, 2) with 2 values"
+            "'__sampling_observer_output__.scores': a sparse COO tensor of shape (2, 2) with 2 "
+            "values"
         ),
         area="payload",
     ),
@@ -162,7 +162,8 @@ RULES = (
         causes=("A tensor made under a meta-device context or by shape inference.",),
         fix="Materialise the tensor on the stage's device before returning it.",
         example=(
-            "'__sampling_observer_output__.scores': a float32 tensor of shape (2, 4) on device 'meta'"
+            "'__sampling_observer_output__.scores': a float32 tensor of shape (2, 4) on device "
+            "'meta'"
         ),
         area="payload",
     ),
@@ -248,8 +249,10 @@ RULES = (
         explanation="torch.load of this file fails: rebuilding the tensor sets a view "
         "(offset, shape, stride) on its storage, and torch refuses a view that reaches past the "
         "storage's last element or whose element count overflows int64.",
-        causes=("The file was assembled or edited by hand.",
-                "A hostile file probing how readers compute sizes."),
+        causes=(
+            "The file was assembled or edited by hand.",
+            "A hostile file probing how readers compute sizes.",
+        ),
         fix="Capture the dict again with torch.save; do not edit the pickle.",
         example="tensor shape (4,) at offset 2 reaches element 6 of a storage of 4",
         area="payload",

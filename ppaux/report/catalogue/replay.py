@@ -84,9 +84,7 @@ RULES = (
             "bare prefix key reaches the observer under the empty name ''), so such an output "
             "cannot make the trip twice."
         ),
-        causes=(
-            "A key equal to the bare prefix '__sampling_observer_output__.' (see PP102).",
-        ),
+        causes=("A key equal to the bare prefix '__sampling_observer_output__.' (see PP102).",),
         fix="Give every auxiliary tensor a non-empty name and add it with "
         "add_auxiliary_output_to_pp_tensors.",
         example="add raises RuntimeError: auxiliary PP tensor names must be non-empty strings",

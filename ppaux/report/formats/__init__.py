@@ -1,4 +1,5 @@
-"""Formatters: pure functions from a :class:`~ppaux.report.document.Report` to text, one module each.
+"""Formatters: pure functions from a :class:`~ppaux.report.document.Report` to text, one module
+each.
 
 Each module is imported only when its format is asked for, so a JSON run never loads rich and a
 text run never loads the XML writer.

@@ -41,8 +41,9 @@ def annotation(finding: Finding) -> str:
     if finding.location is not None:
         # Annotate the line of code that caused it; the file it was found in goes in the text.
         lines.append(f"found in: {finding.path}")
-        where = (f"file={_property(str(finding.location['file']))},"
-                 f"line={int(finding.location['line'])},")
+        where = (
+            f"file={_property(str(finding.location['file']))},line={int(finding.location['line'])},"
+        )
     else:
         where = f"file={_property(finding.path)},"
     return (

@@ -68,22 +68,26 @@ def issues(report: Report) -> list[dict[str, Any]]:
             "location": {"path": f.path, "lines": {"begin": 1}},
         }
         if f.location is not None:  # the line of code that caused it
-            issue["location"] = {"path": str(f.location["file"]),
-                                 "lines": {"begin": int(f.location["line"])}}
+            issue["location"] = {
+                "path": str(f.location["file"]),
+                "lines": {"begin": int(f.location["line"])},
+            }
             body = f"Found in {f.path}.\n\n{body}" if body else f"Found in {f.path}."
         if body:
             issue["content"] = {"body": body}
         out.append(issue)
     for p in report.problems:
-        out.append({
-            "type": "issue",
-            "check_name": CHECK_NOT_READ,
-            "description": f"could not read this input: {p.message}",
-            "categories": ["Bug Risk"],
-            "severity": "blocker",
-            "fingerprint": _fingerprint((CHECK_NOT_READ, p.path, p.message), seen),
-            "location": {"path": p.path, "lines": {"begin": 1}},
-        })
+        out.append(
+            {
+                "type": "issue",
+                "check_name": CHECK_NOT_READ,
+                "description": f"could not read this input: {p.message}",
+                "categories": ["Bug Risk"],
+                "severity": "blocker",
+                "fingerprint": _fingerprint((CHECK_NOT_READ, p.path, p.message), seen),
+                "location": {"path": p.path, "lines": {"begin": 1}},
+            }
+        )
     return out
 
 

@@ -74,8 +74,12 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 def _text(value: str) -> str:
     # Control characters and lone surrogates (undecodable file names) would garble the page or
     # fail to encode: they are shown as escapes instead.
-    shown = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                         else f"\\u{ord(m.group()):04x}", value)
+    shown = _CONTROL.sub(
+        lambda m: (
+            f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"
+        ),
+        value,
+    )
     return html.escape(shown, quote=True)
 
 
@@ -89,10 +93,16 @@ def _table(table: Table) -> list[str]:
     out += ["</tr></thead>", "<tbody>"]
     for r, row in enumerate(table.rows):
         cells = list(row) + [""] * (len(table.columns) - len(row))
-        out.append("<tr>" + "".join(
-            f'<td class="marked">{_text(v)}</td>' if (r, c) in table.marked
-            else f"<td>{_text(v)}</td>"
-            for c, v in enumerate(cells)) + "</tr>")
+        out.append(
+            "<tr>"
+            + "".join(
+                f'<td class="marked">{_text(v)}</td>'
+                if (r, c) in table.marked
+                else f"<td>{_text(v)}</td>"
+                for c, v in enumerate(cells)
+            )
+            + "</tr>"
+        )
     out.append("</tbody></table></div>")
     if table.marked:
         out.append('<p class="legend">Highlighted cells are the ones a finding is about.</p>')
@@ -157,8 +167,10 @@ def render(report: Report, fail_on: FailOn = FailOn.ERROR) -> str:
         body += [f"<h2>Inputs not checked ({len(report.problems)})</h2>", "<ul>"]
         body += [f"<li>{_code(p.path)}: {_text(p.message)}</li>" for p in report.problems]
         body.append("</ul>")
-    body.append(f"<footer>ppaux {_text(ppaux.__version__)}. Explain a code with "
-                "<code>ppaux explain CODE</code>.</footer>")
+    body.append(
+        f"<footer>ppaux {_text(ppaux.__version__)}. Explain a code with "
+        "<code>ppaux explain CODE</code>.</footer>"
+    )
     head = [
         "<!DOCTYPE html>",
         '<html lang="en">',

@@ -72,8 +72,12 @@ def _set(element: ET.Element, **attributes: str) -> None:
 
 
 def _case(
-    parent: ET.Element, classname: str, path: str, findings: Iterable[Finding],
-    problems: list[str], fail_on: FailOn,
+    parent: ET.Element,
+    classname: str,
+    path: str,
+    findings: Iterable[Finding],
+    problems: list[str],
+    fail_on: FailOn,
 ) -> tuple[int, int]:
     case = ET.SubElement(parent, "testcase")
     _set(case, classname=classname, name=path)

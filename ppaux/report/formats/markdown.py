@@ -67,8 +67,10 @@ def _table(table: Table) -> list[str]:
     lines.append("| " + " | ".join(cell(c) for c in table.columns) + " |")
     lines.append("|" + "---|" * len(table.columns))
     for r, row in enumerate(table.rows):
-        cells = [f"**{cell(v)}**" if (r, c) in table.marked and v.strip() else cell(v)
-                 for c, v in enumerate(row)]
+        cells = [
+            f"**{cell(v)}**" if (r, c) in table.marked and v.strip() else cell(v)
+            for c, v in enumerate(row)
+        ]
         cells += [""] * (len(table.columns) - len(cells))
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")

@@ -11,9 +11,12 @@ __all__ = ["render_rule"]
 
 def _wrap(text: str, indent: str = "  ", hanging: str | None = None) -> str:
     return textwrap.fill(
-        text, width=88, initial_indent=indent,
+        text,
+        width=88,
+        initial_indent=indent,
         subsequent_indent=indent if hanging is None else hanging,
-        break_long_words=False, break_on_hyphens=False,
+        break_long_words=False,
+        break_on_hyphens=False,
     )
 
 
@@ -24,8 +27,11 @@ def render_rule(rule: Rule) -> str:
     if rule.sglang_error:
         parts.append(f"Predicts the sglang error: {rule.sglang_error}")
     if rule.inconclusive:
-        parts.append(_wrap('A "could not check" finding: with --strict it is an error and fails '
-                           "the gate.", ""))
+        parts.append(
+            _wrap(
+                'A "could not check" finding: with --strict it is an error and fails the gate.', ""
+            )
+        )
     parts += ["", "What it means:", _wrap(rule.explanation), ""]
     parts += ["Likely causes:"]
     parts += [_wrap(cause, "  - ", "    ") for cause in rule.causes]

@@ -86,7 +86,9 @@ def _code_location(location: dict[str, Any]) -> dict[str, Any]:
 
 
 def _result(finding: Finding, index: dict[str, int]) -> dict[str, Any]:
-    text = f"{finding.message} (key {finding.key!r})" if finding.key is not None else finding.message
+    text = (
+        f"{finding.message} (key {finding.key!r})" if finding.key is not None else finding.message
+    )
     if finding.sglang_error:
         text += f". Predicts the sglang error: {finding.sglang_error}"
     properties: dict[str, Any] = {"key": finding.key, "severity": finding.severity.value}
@@ -107,8 +109,9 @@ def _result(finding: Finding, index: dict[str, int]) -> dict[str, Any]:
     if finding.location is not None:
         # The code is where the problem was made; the file it was found in stays related.
         result["locations"] = [_code_location(finding.location)]
-        result["relatedLocations"] = [dict(_location(finding.path), id=1,
-                                           message={"text": "found in"})]
+        result["relatedLocations"] = [
+            dict(_location(finding.path), id=1, message={"text": "found in"})
+        ]
     if finding.code in index:
         result["ruleIndex"] = index[finding.code]
     return result

@@ -20,8 +20,10 @@ def render_text(report: Report) -> str:
     lines = []
     if rows:
         width = max(len(str(row.count)) for row in rows)
-        lines = [f"{row.count:>{width}}  {row.code}  {row.severity.value:<7}  {row.name}".rstrip()
-                 for row in rows]
+        lines = [
+            f"{row.count:>{width}}  {row.code}  {row.severity.value:<7}  {row.name}".rstrip()
+            for row in rows
+        ]
     total = sum(row.count for row in rows)
     summary = f"{total} finding{'s' if total != 1 else ''} in {len(rows)} code"
     summary += "s" if len(rows) != 1 else ""

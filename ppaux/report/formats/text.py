@@ -19,8 +19,13 @@ def _rich_table(table: Table, width: int, color: bool) -> Any:  # rich is import
     from rich.table import Table as RichTable
     from rich.text import Text
 
-    out = RichTable(title=table.title, title_justify="left", show_lines=False,
-                    box=box.SIMPLE_HEAD, pad_edge=False)
+    out = RichTable(
+        title=table.title,
+        title_justify="left",
+        show_lines=False,
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
     # Without colour a differing cell is starred, so that it still stands out.
     rows = [
         [cell if color or (r, c) not in table.marked else f"*{cell}" for c, cell in enumerate(row)]
@@ -42,8 +47,12 @@ def _rich_table(table: Table, width: int, color: bool) -> Any:  # rich is import
         else:
             out.add_column(column, overflow="ellipsis", no_wrap=True, max_width=caps[index - 1])
     for r, row in enumerate(rows):
-        out.add_row(*(Text(cell, style="bold red" if (r, c) in table.marked else "")
-                      for c, cell in enumerate(row)))
+        out.add_row(
+            *(
+                Text(cell, style="bold red" if (r, c) in table.marked else "")
+                for c, cell in enumerate(row)
+            )
+        )
     return out
 
 
