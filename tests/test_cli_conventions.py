@@ -455,8 +455,17 @@ def test_rule_codes_complete():
         "PP113",
         "PP114",
         "PP115",
+        "PP116",
     ]
-    assert _complete("ppaux explain PP11") == ["PP110", "PP111", "PP112", "PP113", "PP114", "PP115"]
+    assert _complete("ppaux explain PP11") == [
+        "PP110",
+        "PP111",
+        "PP112",
+        "PP113",
+        "PP114",
+        "PP115",
+        "PP116",
+    ]
     assert _complete("ppaux inspect x --fail-on w") == ["warning"]
 
 
