@@ -1,4 +1,5 @@
-"""Leaving a distributed run: exiting at once with a known code, also on torchrun's SIGTERM.
+"""Leaving: one error line and an exit code (:func:`fail`), and leaving a distributed run at
+once with a known code, also on torchrun's SIGTERM.
 
 Exiting is the CLI's business (the library never exits), so this stays here. Ranks other than
 0 leave as soon as they know the verdict, before rank 0 does: torchrun stops the remaining
@@ -13,7 +14,15 @@ import signal
 import sys
 from typing import NoReturn
 
-__all__ = ["leave", "leave_on_sigterm"]
+import typer
+
+__all__ = ["fail", "leave", "leave_on_sigterm"]
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print one 'ppaux: error: ...' line on stderr and exit with ``code``."""
+    sys.stderr.write(f"ppaux: error: {message}\n")
+    raise typer.Exit(code)
 
 
 def leave(code: int) -> NoReturn:

@@ -368,7 +368,7 @@ ROOT_VERBOSITY: dict[str, bool] = {"quiet": False, "verbose": False}
 
 
 def _from_flags(values: dict[str, Any]) -> ReportOptions:
-    from ppaux_cli.output import fail
+    from ppaux_cli.exits import fail
 
     values["quiet"] = values["quiet"] or ROOT_VERBOSITY["quiet"]
     values["verbose"] = values["verbose"] or ROOT_VERBOSITY["verbose"]
@@ -437,7 +437,7 @@ LimitOption = Annotated[
 def limits_from(texts: list[str] | None) -> Limits:
     """The reader's limits with each --limit NAME=N applied; a bad one is a one-line exit 2."""
     from ppaux.limits import parse_limits
-    from ppaux_cli.output import fail
+    from ppaux_cli.exits import fail
 
     try:
         return parse_limits(texts or ())
@@ -447,7 +447,7 @@ def limits_from(texts: list[str] | None) -> Limits:
 
 def check_stage_options(pp_rank: int | None, pp_size: int | None) -> None:
     """Refuse a pipeline size below 1 or a stage outside it, with one error line."""
-    from ppaux_cli.output import fail
+    from ppaux_cli.exits import fail
 
     if pp_size is not None and pp_size < 1:
         fail(f"--pp-size: must be at least 1, not {pp_size}")

@@ -20,11 +20,13 @@ import typer
 from ppaux.report.document import FailOn, Report
 from ppaux.report.formats import Format, render
 
+from ppaux_cli.exits import fail
+
 if TYPE_CHECKING:
     from ppaux.report.gate import Gate
     from ppaux_cli.options import ReportOptions
 
-__all__ = ["emit", "fail", "warn", "use_color", "is_terminal", "write_text", "resolve_gate"]
+__all__ = ["emit", "warn", "use_color", "is_terminal", "write_text", "resolve_gate"]
 
 #: The name stdin and stdout go by: as an input path, as --output.
 STDIO = "-"
@@ -49,12 +51,6 @@ def warn(message: str, quiet: bool = False) -> None:
     """Print one 'ppaux: warning: ...' line on stderr, unless ``quiet``."""
     if not quiet:
         sys.stderr.write(f"ppaux: warning: {message}\n")
-
-
-def fail(message: str, code: int = 2) -> NoReturn:
-    """Print one 'ppaux: error: ...' line on stderr and exit with ``code``."""
-    sys.stderr.write(f"ppaux: error: {message}\n")
-    raise typer.Exit(code)
 
 
 def resolve_gate(

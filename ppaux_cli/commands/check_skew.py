@@ -9,7 +9,8 @@ import typer
 
 from ppaux.report.document import InputProblem, Report
 from ppaux_cli.options import ReportOptions, check_stage_options, report_options
-from ppaux_cli.output import emit, fail, resolve_gate
+from ppaux_cli.exits import fail
+from ppaux_cli.output import emit, resolve_gate
 
 if TYPE_CHECKING:
     from ppaux.skew.fingerprint import Fingerprint

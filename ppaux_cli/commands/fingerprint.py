@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 import typer
 
 from ppaux_cli.options import OutputOption, check_stage_options
-from ppaux_cli.output import fail, write_text
+from ppaux_cli.exits import fail
+from ppaux_cli.output import write_text
 
 __all__ = ["fingerprint"]
 

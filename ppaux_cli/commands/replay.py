@@ -17,7 +17,8 @@ from ppaux_cli.options import (
     limits_from,
     report_options,
 )
-from ppaux_cli.output import STDIO, emit, fail
+from ppaux_cli.exits import fail
+from ppaux_cli.output import STDIO, emit
 
 __all__ = ["replay"]
 

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from ppaux_cli.options import LimitOption, limits_from
-from ppaux_cli.output import fail
+from ppaux_cli.exits import fail
 
 __all__ = ["tensorize"]
 
