@@ -95,28 +95,25 @@ def test_every_fixture_meets_sglangs_own_wire_as_emulated(version: str) -> None:
     assert problems == {name for name, expected in legacy_wire.items() if expected[0] == "problem"}
 
 
-def test_an_sglang_that_cannot_be_imported_is_one_line_exit_2(tmp_path: Path) -> None:
-    runtime = sglang_runtime.sglang_runtime(RELEASES[-1])
-    # The tree alone: its third-party imports do not resolve.
+def replay_without_runtime(*args: str) -> subprocess.CompletedProcess[str]:
+    """``ppaux replay --transport sglang ARGS`` where nothing of the runtime is importable."""
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ppaux_cli",
-            "replay",
-            "--transport",
-            "sglang",
-            "--sglang-path",
-            str(runtime.sglang_dir),
-            "fixtures/dumps/clean_output.pt",
-        ],
+    return subprocess.run(
+        [sys.executable, "-m", "ppaux_cli", "replay", "--transport", "sglang", *args],
         cwd=REPO,
         env=env,
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
+    )
+
+
+def test_an_sglang_that_cannot_be_imported_is_one_line_exit_2() -> None:
+    runtime = sglang_runtime.sglang_runtime(RELEASES[-1])
+    # The tree alone: its third-party imports do not resolve.
+    done = replay_without_runtime(
+        "--sglang-path", str(runtime.sglang_dir), "fixtures/dumps/clean_output.pt"
     )
     assert (done.returncode, done.stdout) == (2, "")
     (line,) = done.stderr.splitlines()
@@ -127,23 +124,7 @@ def test_an_sglang_that_cannot_be_imported_is_one_line_exit_2(tmp_path: Path) ->
         line,
     ), line
     # Without any sglang at all.
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ppaux_cli",
-            "replay",
-            "--transport",
-            "sglang",
-            "fixtures/dumps/clean_output.pt",
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    done = replay_without_runtime("fixtures/dumps/clean_output.pt")
     assert (done.returncode, done.stdout, done.stderr) == (
         2,
         "",
