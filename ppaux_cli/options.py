@@ -143,6 +143,23 @@ def complete_codes(incomplete: str) -> list[tuple[str, str]]:
     return [(lead + code, rule.name) for code, rule in RULES.items() if code.startswith(last)]
 
 
+def _codes_option(flag: str, help: str) -> tuple[Any, None]:
+    """A repeatable option of rule codes or prefixes, completed from the catalogue."""
+    return (
+        Annotated[
+            Optional[list[str]],
+            typer.Option(
+                flag,
+                metavar="CODE",
+                autocompletion=complete_codes,
+                show_default=False,
+                help=help,
+            ),
+        ],
+        None,
+    )
+
+
 def _format_help() -> str:
     return (
         "Output format: text for people, json for scripts (the ppaux.report/1 document), the "
@@ -214,61 +231,25 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
         ],
         None,
     ),
-    "select": (
-        Annotated[
-            Optional[list[str]],
-            typer.Option(
-                "--select",
-                metavar="CODE",
-                autocompletion=complete_codes,
-                show_default=False,
-                help="Report only these rule codes or code prefixes (PP1 is every PP1xx); repeat "
-                "or separate with commas. Replaces select from the configuration.",
-            ),
-        ],
-        None,
+    "select": _codes_option(
+        "--select",
+        "Report only these rule codes or code prefixes (PP1 is every PP1xx); repeat "
+        "or separate with commas. Replaces select from the configuration.",
     ),
-    "extend_select": (
-        Annotated[
-            Optional[list[str]],
-            typer.Option(
-                "--extend-select",
-                metavar="CODE",
-                autocompletion=complete_codes,
-                show_default=False,
-                help="Report these codes or prefixes as well, on top of select from the "
-                "configuration or --select (and over a shorter ignore pattern).",
-            ),
-        ],
-        None,
+    "extend_select": _codes_option(
+        "--extend-select",
+        "Report these codes or prefixes as well, on top of select from the "
+        "configuration or --select (and over a shorter ignore pattern).",
     ),
-    "ignore": (
-        Annotated[
-            Optional[list[str]],
-            typer.Option(
-                "--ignore",
-                metavar="CODE",
-                autocompletion=complete_codes,
-                show_default=False,
-                help="Never report these rule codes or code prefixes; repeat or separate with "
-                "commas. Replaces ignore from the configuration.",
-            ),
-        ],
-        None,
+    "ignore": _codes_option(
+        "--ignore",
+        "Never report these rule codes or code prefixes; repeat or separate with "
+        "commas. Replaces ignore from the configuration.",
     ),
-    "extend_ignore": (
-        Annotated[
-            Optional[list[str]],
-            typer.Option(
-                "--extend-ignore",
-                metavar="CODE",
-                autocompletion=complete_codes,
-                show_default=False,
-                help="Never report these codes or prefixes either, on top of ignore from the "
-                "configuration or --ignore.",
-            ),
-        ],
-        None,
+    "extend_ignore": _codes_option(
+        "--extend-ignore",
+        "Never report these codes or prefixes either, on top of ignore from the "
+        "configuration or --ignore.",
     ),
     "strict": (
         Annotated[
