@@ -192,8 +192,10 @@ def main() -> int:
             work = scheduler._pp_send_dict_to_next_stage(
                 message.tensors, async_send=True, msg_type="output"
             )
-            for item in work or ():
-                item.work.wait()
+            # With one rank, sglang's send returns the dict itself (no work to wait for).
+            if args.rank is not None:
+                for item in work or ():
+                    item.work.wait()
         return time.perf_counter() - started
 
     times: dict[str, list[float]] = {name: [] for name in variants}

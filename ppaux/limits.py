@@ -11,7 +11,8 @@ __all__ = ["Limits", "parse_limit", "parse_limits"]
 
 @dataclass(frozen=True)
 class Limits:
-    """Bounds on the work and memory one file may cost; a file past one is refused, not read.
+    """Bounds on the work and memory one file may cost; a file past one is refused, not read
+    (except the two ``max_report_*``/``max_findings_*`` bounds, which cut the report instead).
 
     The defaults are generous for pipeline-parallel tensor dicts (whose ``data.pkl`` is a few
     kilobytes) and small enough that a hostile file costs well under a second and 100 MB.
@@ -36,6 +37,12 @@ class Limits:
     max_files: int = 1_000_000
     #: Bytes of a zip dump read from a stream (stdin), which is held in memory whole.
     max_stream_bytes: int = 4 * 1024 * 1024 * 1024
+    #: Entries of one tensor dict listed in a report (``entries``); the rest are counted in
+    #: ``entries_omitted``. Every entry is still read and checked: this bounds the report only.
+    max_report_entries: int = 10_000
+    #: Findings of one code listed for one file; past it, one more finding of that code counts
+    #: the rest (``extra.omitted``). Every value is still checked: this bounds the report only.
+    max_findings_per_code: int = 100
 
     def replace(self, **changes: int) -> "Limits":
         """A copy with some limits changed."""

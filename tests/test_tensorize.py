@@ -314,6 +314,11 @@ def _hostile() -> list[Path]:
     )
 
 
+#: Corpus files that attack the cost of a report, not the reader, and hold values to convert:
+#: tensorize writes them (the last line it prints).
+_CONVERTIBLE = {"bomb_long_key_many_dicts.pt": "wrote fixed.pt (1000 values converted)"}
+
+
 def test_hostile_corpus_runs_nothing_and_writes_nothing(tmp_path):
     files = _hostile()
     for path in files:
@@ -321,6 +326,14 @@ def test_hostile_corpus_runs_nothing_and_writes_nothing(tmp_path):
     before = {p: _sha(p) for p in files}
     for path in files:
         done = ppaux("tensorize", str(path), "-o", "fixed.pt", cwd=tmp_path)
+        if path.name in _CONVERTIBLE:
+            # Costly to read, harmless to convert: the fix is written, and the report of it is
+            # bounded (the long key is cut in each line).
+            assert done.returncode == 0, (path, done.stderr)
+            assert done.stdout.splitlines()[-1] == _CONVERTIBLE[path.name]
+            assert len(done.stdout) < 500_000
+            (tmp_path / "fixed.pt").unlink()
+            continue
         assert done.returncode in (1, 2), (path, done.returncode, done.stderr)
         if done.returncode == 2:
             [line] = done.stderr.splitlines()

@@ -19,6 +19,7 @@ from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_MSG_TYPE, OUTPUT_PREFIX, PRO
 from ppaux.limits import Limits
 from ppaux.dump.model import GlobalRef, Opaque, TensorRef, TorchValue
 from ppaux.dump.payload import (
+    LEAF_TYPES,
     Payload,
     Tally,
     key_text,
@@ -87,7 +88,12 @@ def _squashed(key: str) -> str:
     # What a reader sees: compatibility forms folded (fullwidth, ligatures), case and look-alike
     # letters folded, invisible format characters (zero-width space, joiners) and separators
     # dropped.
-    text = unicodedata.normalize("NFKC", key[:_NEAR_MISS_SPAN]).casefold().translate(_LOOK_ALIKES)
+    head = key[:_NEAR_MISS_SPAN]
+    if head.isascii():
+        # ASCII is its own NFKC form, casefolds as lower() does, has no look-alike of the table
+        # and no format character: the same answer, without a look at each character.
+        return _NEAR_MISS.sub("", head.lower())
+    text = unicodedata.normalize("NFKC", head).casefold().translate(_LOOK_ALIKES)
     text = "".join(c for c in text if unicodedata.category(c) != "Cf")
     return _NEAR_MISS.sub("", text)
 
@@ -158,8 +164,11 @@ def check_payload(
         tally = Tally(limits, path)
     mapping = payload.mapping
     found: list[Finding] = []
+    pop_error: str | None = None  # worked out once: it scans the dict to its first bad key
     for key in mapping:
         if not isinstance(key, str):
+            if pop_error is None:
+                pop_error = predict_pop(mapping)["error"]
             found.append(
                 _at(
                     "PP103",
@@ -168,7 +177,7 @@ def check_payload(
                     "calls key.startswith on every key and fails",
                     payload,
                     key,
-                    sglang_error=predict_pop(mapping)["error"],
+                    sglang_error=pop_error,
                 )
             )
     aux = [(k, v) for k, v in mapping.items() if isinstance(k, str) and k.startswith(OUTPUT_PREFIX)]
@@ -224,7 +233,7 @@ def check_payload(
                     )
                 )
         is_aux = isinstance(key, str) and key.startswith(OUTPUT_PREFIX)
-        if not is_aux and not isinstance(value, TensorRef):
+        if not is_aux and value.__class__ not in LEAF_TYPES and not isinstance(value, TensorRef):
             nested = tally.tensors(value)
             if nested:
                 found.append(
@@ -464,6 +473,8 @@ def _tensor_views(dump: Dump, payloads: list[Payload], limits: Limits) -> list[F
     seen: set[int] = set()
     for payload in payloads:
         for key, value in payload.mapping.items():
+            if value.__class__ in LEAF_TYPES:
+                continue  # holds no tensor
             for node in walk(value, limits, dump.path, seen):
                 if isinstance(node, TensorRef):
                     problem = _view_problem(node)
@@ -490,6 +501,8 @@ def _storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> lis
     seen: set[int] = set()  # each node is credited to the first entry that reaches it
     for payload in payloads:
         for key, value in payload.mapping.items():
+            if value.__class__ in LEAF_TYPES:
+                continue  # holds no tensor
             for node in walk(value, limits, dump.path, seen):
                 if isinstance(node, TensorRef) and node.storage is not None:
                     keys.setdefault(id(node.storage), key_text(key))

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, BinaryIO, Callable, Iterable, Mapping
 
 from ppaux.dump.checks import check_dump, predict_pop
 from ppaux.dump.dumpfile import Dump, collect_inputs, read_dump, read_dump_stream
 from ppaux.errors import DumpError, ReadMismatch
 from ppaux.report.catalogue import finding
-from ppaux.report.findings import Finding, Severity
+from ppaux.report.findings import Finding, Severity, cap_per_code
 from ppaux.sglang.names import MSG_TYPE_KEY
 from ppaux.limits import Limits
-from ppaux.dump.payload import Payload, Tally, describe_entry, find_payloads, safe_repr, walk
+from ppaux.dump.model import TensorRef
+from ppaux.dump.payload import (
+    Payload,
+    Tally,
+    describe_entry,
+    find_payloads,
+    key_text,
+    safe_repr,
+    walk,
+)
 from ppaux.dump.pickle_vm import MAX_SHOWN, shown_text
 from ppaux.text import shown_name
 from ppaux.dump.trail import culprit_text, read_culprit, read_trail, trail_findings, trail_text
@@ -36,18 +46,28 @@ def describe_dump(
     tensor_bytes = 0
     described = []
     for payload in payloads:
-        entries = [describe_entry(k, v, limits, tally) for k, v in payload.mapping.items()]
+        listed = itertools.islice(payload.mapping.items(), limits.max_report_entries)
+        entries = [describe_entry(k, v, limits, tally) for k, v in listed]
+        omitted = len(payload.mapping) - len(entries)
+        # Every tensor counts, listed or not (bytes only: no description of the rest).
         tensor_bytes += sum(e.get("bytes", 0) for e in entries if e.get("kind") == "tensor")
+        if omitted:
+            tensor_bytes += sum(
+                v.nbytes
+                for v in itertools.islice(payload.mapping.values(), len(entries), None)
+                if isinstance(v, TensorRef)
+            )
         message_type = payload.mapping.get(MSG_TYPE_KEY)
-        described.append(
-            {
-                "locator": payload.locator,
-                "role": payload.role,
-                "message_type": shown_text(message_type) if isinstance(message_type, str) else None,
-                "entries": entries,
-                "predicted_pop": predict_pop(payload.mapping) if payload.role != "output" else None,
-            }
-        )
+        one: dict[str, Any] = {
+            "locator": payload.locator,
+            "role": payload.role,
+            "message_type": shown_text(message_type) if isinstance(message_type, str) else None,
+            "entries": entries,
+            "predicted_pop": predict_pop(payload.mapping) if payload.role != "output" else None,
+        }
+        if omitted:  # only then, so that other descriptions keep their shape
+            one["entries_omitted"] = omitted
+        described.append(one)
     capture = dump.capture
     trail = read_trail(capture) if capture is not None else None
     culprit = read_culprit(capture) if capture is not None else None
@@ -86,10 +106,19 @@ def _plain(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def inspect_file(
-    path: str, limits: Limits = Limits(), stream: BinaryIO | None = None
+    path: str,
+    limits: Limits = Limits(),
+    stream: BinaryIO | None = None,
+    *,
+    release: str | None = None,
 ) -> tuple[dict[str, Any], list[Finding]]:
     """Read, describe and check one file (or ``stream``, named ``path`` in the report); raise
-    :class:`DumpError` if it cannot be read."""
+    :class:`DumpError` if it cannot be read. ``release``: also check output messages' keys
+    against that release's (see :func:`inspect_paths`).
+
+    The description lists at most ``limits.max_report_entries`` entries per tensor dict and
+    the findings at most ``limits.max_findings_per_code`` per code; every entry is checked.
+    """
     dump = read_dump(path, limits) if stream is None else read_dump_stream(path, stream, limits)
     # A file name may hold anything a directory allows (newlines, bytes that are not UTF-8):
     # reports show it escaped. The file was opened by its real name above.
@@ -102,6 +131,9 @@ def inspect_file(
     findings = check_dump(dump, payloads, limits, tally)
     if dump.capture is not None:
         findings += trail_findings(path, dump.capture)
+    if release is not None:
+        findings += _release_findings(path, payloads, release)
+    findings = cap_per_code(findings, limits.max_findings_per_code, "max_findings_per_code")
     return describe_dump(dump, payloads, limits, tally), findings
 
 
@@ -143,11 +175,15 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
                         "",
                     )
                 )
-        hidden = len(payload["entries"]) - len(rows)
+        omitted = payload.get("entries_omitted", 0)
+        hidden = len(payload["entries"]) + omitted - len(rows)
         if hidden > 0:
-            rows.append(
-                (f"... and {hidden} more keys", "", "--format json lists all", "", "", "", "")
+            where_rest = (
+                "--format json lists all"
+                if not omitted
+                else f"--format json lists {len(payload['entries'])} (max_report_entries)"
             )
+            rows.append((f"... and {hidden} more keys", "", where_rest, "", "", "", ""))
         where = f" {payload['locator']}" if payload["locator"] else ""
         what = (
             _capture_phrase(capture, checkpoint=bool(description.get("trail")))
@@ -158,7 +194,8 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
         )
         # Capture metadata comes from the file: no newline or escape sequence reaches a terminal.
         what = shown_name(what)
-        title = f"{description['path']}{where} ({what}; {len(payload['entries'])} keys)"
+        keys = len(payload["entries"]) + omitted
+        title = f"{description['path']}{where} ({what}; {keys} keys)"
         tables.append(
             Table(
                 title,
@@ -207,7 +244,7 @@ def inspect_paths(
     descriptions = []
     for index, path in enumerate(files, 1):
         try:
-            description, findings = inspect_file(path, limits, streams.get(path))
+            description, findings = inspect_file(path, limits, streams.get(path), release=release)
         except ReadMismatch as exc:
             # Not a file ppaux could not read: one it will not vouch for, whatever it holds.
             report.findings.append(finding("PP202", shown_name(exc.path), shown_name(exc.reason)))
@@ -215,8 +252,6 @@ def inspect_paths(
             # Each problem is one line on stderr, whatever the file is called.
             report.problems.append(InputProblem(shown_name(exc.path), shown_name(exc.reason)))
         else:
-            if release is not None:
-                findings += _release_findings(path, description, release)
             descriptions.append(description)
             report.notes += _trail_notes(description)
             report.findings += findings
@@ -245,13 +280,17 @@ def _trail_notes(description: dict[str, Any]) -> list[str]:
     return notes
 
 
-def _release_findings(path: str, description: dict[str, Any], release: str) -> list[Finding]:
+def _release_findings(path: str, payloads: list[Payload], release: str) -> list[Finding]:
     from ppaux.sglang.releases import release_key_findings
 
     found = []
-    for payload in description["payloads"]:
-        if payload["role"] == "output" or payload["message_type"] not in (None, "output"):
+    for payload in payloads:
+        message_type = payload.mapping.get(MSG_TYPE_KEY)
+        if payload.role == "output" or (
+            isinstance(message_type, str) and shown_text(message_type) != "output"
+        ):
             continue
-        keys = [e["key"] for e in payload["entries"] if e["key_type"] == "str"]
+        # Every key, listed in the report or not, as the report shows it.
+        keys = [key_text(k) for k in payload.mapping if isinstance(k, str)]
         found += release_key_findings(path, keys, release)
     return found

@@ -137,9 +137,12 @@ def walk(value: Any, limits: Limits, path: str = "", seen: set[int] | None = Non
     if seen is None:
         seen = set()
     stack: list[tuple[Any, int]] = [(value, 0)]
+    # Children that hold no other value wait here, not on the stack (a wide dict's keys and
+    # values are mostly these): no depth to carry and no type tests after they are yielded.
+    leaves: list[Any] = []
     visited = 0
-    while stack:
-        current, depth = stack.pop()
+    while stack or leaves:
+        current, depth = (leaves.pop(), 0) if leaves else stack.pop()
         if id(current) in seen:
             continue
         seen.add(id(current))
@@ -149,6 +152,8 @@ def walk(value: Any, limits: Limits, path: str = "", seen: set[int] | None = Non
                 path, "max_items", limits.max_items, "the dump holds too many values"
             )
         yield current
+        if current.__class__ in LEAF_TYPES:
+            continue
         if depth >= limits.max_depth:
             if isinstance(current, (dict, list, tuple, set, frozenset, Opaque)) and current:
                 raise LimitExceeded(
@@ -172,7 +177,14 @@ def walk(value: Any, limits: Limits, path: str = "", seen: set[int] | None = Non
         else:
             continue
         for child in children:
-            stack.append((child, depth + 1))
+            if child.__class__ in LEAF_TYPES:
+                leaves.append(child)
+            else:
+                stack.append((child, depth + 1))
+
+
+#: Exact types of values that hold no other value (a subclass may, so it takes the stack).
+LEAF_TYPES = frozenset({str, int, float, bool, type(None), bytes, complex})
 
 
 def type_name(value: Any) -> str:

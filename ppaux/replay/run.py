@@ -28,13 +28,14 @@ This module does not import torch at import time; :func:`replay_paths` does.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from ppaux.report.catalogue import finding
 from ppaux.errors import DumpError, PpauxError
-from ppaux.report.findings import Finding
+from ppaux.report.findings import Finding, cap_per_code
 from ppaux.sglang.names import OUTPUT_PREFIX
 from ppaux.limits import Limits
 from ppaux.report.document import InputProblem, Report, Table
@@ -338,7 +339,51 @@ def _replay_file(path: str, setup: _Setup) -> tuple[dict[str, Any], list[Finding
         )
         if not dump_result["reproduced"]:
             findings.append(_not_reproduced(path, recorded, dump_result, setup.options))
-    return dump_result, findings
+    limits = setup.options.limits
+    findings = cap_per_code(findings, limits.max_findings_per_code, "max_findings_per_code")
+    once = _OnceText()
+    findings = [once.finding(f) for f in findings]
+    return once.value(dump_result), findings
+
+
+class _OnceText:
+    """Gives each long string of one file's replay report whole the first time it appears and
+    cut every later time: a 16 KiB key quoted by a thousand payloads' results must not make a
+    report of gigabytes. The replay and its comparisons ran on the whole strings."""
+
+    #: Strings up to this length are always given whole.
+    SHORT = 200
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def text(self, text: str) -> str:
+        if len(text) <= self.SHORT:
+            return text
+        if text not in self.seen:
+            self.seen.add(text)
+            return text
+        return f"{text[: self.SHORT]}... ({len(text)} characters, given whole above)"
+
+    def value(self, value: Any) -> Any:
+        """``value`` (plain dicts, lists and scalars) with its repeated long strings cut."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.value(k): self.value(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.value(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self.value(v) for v in value)
+        return value
+
+    def finding(self, item: Finding) -> Finding:
+        return dataclasses.replace(
+            item,
+            message=self.text(item.message),
+            key=self.text(item.key) if item.key is not None else None,
+            sglang_error=self.text(item.sglang_error) if item.sglang_error is not None else None,
+        )
 
 
 def _worst(outcomes: Iterable[str]) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 import enum
 from dataclasses import dataclass, field
 
-__all__ = ["Severity", "Rule", "Finding"]
+__all__ = ["Severity", "Rule", "Finding", "cap_per_code"]
 
 
 class Severity(str, enum.Enum):
@@ -78,3 +78,45 @@ class Finding:
         if self.location is not None:
             out["location"] = self.location
         return out
+
+
+def cap_per_code(findings: list[Finding], per_code: int, limit_name: str) -> list[Finding]:
+    """``findings`` with at most ``per_code`` of each code kept (the first ones, in order); the
+    rest of a code become one more finding of that code, whose ``extra.omitted`` counts them.
+
+    A hostile file can hold a million bad keys; a report listing each would be gigabytes. The
+    summary keeps the code, severity and exit status of what it stands for, so ``--select``,
+    ``--ignore`` and the gate treat it as they would treat the findings it replaces.
+    """
+    counts: dict[str, int] = {}
+    for item in findings:
+        counts[item.code] = counts.get(item.code, 0) + 1
+    if all(n <= per_code for n in counts.values()):
+        return findings
+    kept: list[Finding] = []
+    seen: dict[str, int] = {}
+    first_cut: dict[str, Finding] = {}
+    for item in findings:
+        n = seen.get(item.code, 0) + 1
+        seen[item.code] = n
+        if n <= per_code:
+            kept.append(item)
+        elif item.code not in first_cut:
+            first_cut[item.code] = item
+    for code, item in first_cut.items():
+        omitted = counts[code] - per_code
+        kept.append(
+            Finding(
+                code=code,
+                severity=item.severity,
+                message=(
+                    f"{omitted} more {code} findings in this file are not listed (the report "
+                    f"lists the first {per_code}; raise --limit {limit_name}=N to list more)"
+                ),
+                path=item.path,
+                sglang_error=item.sglang_error,
+                hint=item.hint,
+                extra={"omitted": omitted},
+            )
+        )
+    return kept

@@ -36,7 +36,10 @@ def count_codes(report: Report) -> list[CodeCount]:
     counts: dict[str, int] = {}
     worst: dict[str, Severity] = {}
     for finding in report.findings:
-        counts[finding.code] = counts.get(finding.code, 0) + 1
+        # A finding that stands for findings the report does not list counts as those.
+        omitted = finding.extra.get("omitted")
+        stands_for = omitted if isinstance(omitted, int) and omitted > 0 else 1
+        counts[finding.code] = counts.get(finding.code, 0) + stands_for
         seen = worst.get(finding.code)
         if seen is None or finding.severity.rank > seen.rank:
             worst[finding.code] = finding.severity

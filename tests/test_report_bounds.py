@@ -1,0 +1,146 @@
+"""Reports stay bounded by documented limits: entries listed per tensor dict
+(``max_report_entries``), findings listed per code and file (``max_findings_per_code``), and a
+long string repeated across a replay report given whole once.
+
+The expected counts come from how the files are built here or in
+``fixtures/make_adversarial.py``, never from ppaux.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO, cli
+
+WIDE = REPO / "fixtures/adversarial/bomb_wide_bad_keys.pkl"
+#: How make_adversarial builds it: 120,000 int keys, 5,000 auxiliary lists, and __msg_type__.
+WIDE_INT_KEYS = 120_000
+WIDE_AUX_LISTS = 5_000
+WIDE_KEYS = WIDE_INT_KEYS + WIDE_AUX_LISTS + 1
+
+
+def _json(*args: str) -> tuple[int, dict]:
+    result = cli(*args, "--format", "json")
+    return result.exit_code, json.loads(result.stdout)
+
+
+def _by_code(report: dict, code: str) -> list[dict]:
+    return [f for f in report["findings"] if f["code"] == code]
+
+
+def test_findings_per_code_are_cut_and_counted() -> None:
+    code, report = _json("inspect", str(WIDE))
+    assert code == 1
+    non_string = _by_code(report, "PP103")
+    aux = _by_code(report, "PP101")
+    # 100 listed, then one that counts the rest; the same code and severity.
+    assert len(non_string) == 101 and len(aux) == 101
+    assert non_string[-1]["extra"] == {"omitted": WIDE_INT_KEYS - 100}
+    assert aux[-1]["extra"] == {"omitted": WIDE_AUX_LISTS - 100}
+    assert non_string[-1]["severity"] == "error" and non_string[-1]["key"] is None
+    assert "max_findings_per_code" in non_string[-1]["message"]
+    assert report["summary"]["error"] == 202
+
+
+def test_statistics_count_the_findings_not_listed() -> None:
+    result = cli("inspect", str(WIDE), "--statistics")
+    assert result.exit_code == 1
+    assert f"{WIDE_INT_KEYS}  PP103" in result.stdout
+    assert f"{WIDE_AUX_LISTS}  PP101" in result.stdout
+    assert f"{WIDE_KEYS - 1} findings in 2 codes" in result.stdout
+
+
+def test_limit_changes_the_cut_and_selection_sees_the_summary() -> None:
+    _, report = _json("inspect", str(WIDE), "--limit", "max_findings_per_code=5")
+    assert len(_by_code(report, "PP103")) == 6
+    assert _by_code(report, "PP103")[-1]["extra"]["omitted"] == WIDE_INT_KEYS - 5
+    code, selected = _json("inspect", str(WIDE), "--ignore", "PP103")
+    assert code == 1 and not _by_code(selected, "PP103") and len(_by_code(selected, "PP101")) == 101
+    code, none = _json("inspect", str(WIDE), "--ignore", "PP103,PP101")
+    assert code == 0 and none["findings"] == []
+
+
+def test_entries_are_cut_and_counted() -> None:
+    _, report = _json("inspect", str(WIDE))
+    (payload,) = report["files"][0]["payloads"]
+    assert len(payload["entries"]) == 10_000
+    assert payload["entries_omitted"] == WIDE_KEYS - 10_000
+    text = cli("inspect", str(WIDE)).stdout
+    assert f"; {WIDE_KEYS} keys)" in text
+    assert f"... and {WIDE_KEYS - 1000} more keys" in text  # the table draws 1,000 rows
+
+
+def test_a_dict_under_the_cut_keeps_its_shape() -> None:
+    _, report = _json("inspect", str(REPO / "fixtures/dumps/clean_output.pt"))
+    assert all("entries_omitted" not in p for p in report["files"][0]["payloads"])
+
+
+def test_tensor_bytes_count_entries_not_listed() -> None:
+    dump = str(REPO / "fixtures/dumps/clean_output.pt")
+    _, full = _json("inspect", dump)
+    _, cut = _json("inspect", dump, "--limit", "max_report_entries=1")
+    (payload,) = cut["files"][0]["payloads"]
+    assert len(payload["entries"]) == 1 and payload["entries_omitted"] >= 1
+    assert full["files"][0]["tensor_bytes"] > 0
+    assert cut["files"][0]["tensor_bytes"] == full["files"][0]["tensor_bytes"]
+
+
+def test_release_keys_are_checked_past_the_cut(tmp_path: Path) -> None:
+    # An output message whose next_token_ids comes after 50 other keys: cutting the listing at
+    # 3 entries must not make the release check call it missing.
+    message = {f"extra{k}": None for k in range(50)}
+    message["next_token_ids"] = None
+    message["__msg_type__"] = "output"
+    present = tmp_path / "present.pkl"
+    present.write_bytes(pickle.dumps(message, protocol=4))
+    del message["next_token_ids"]
+    missing = tmp_path / "missing.pkl"
+    missing.write_bytes(pickle.dumps(message, protocol=4))
+    limit = ("--limit", "max_report_entries=3", "--release", "0.5.23")
+    _, report = _json("inspect", str(present), *limit)
+    assert not [f for f in report["findings"] if "next_token_ids" in f["message"]]
+    _, report = _json("inspect", str(missing), *limit)
+    assert [f for f in report["findings"] if "next_token_ids" in f["message"]]
+
+
+@pytest.mark.torch
+def test_replay_gives_a_long_key_whole_once() -> None:
+    dump = REPO / "fixtures/adversarial/bomb_long_key_many_dicts.pt"
+    result = cli("replay", str(dump), "--format", "json")
+    assert result.exit_code == 1, result.stdout
+    key = "k" * 16384
+    # 1,000 payloads quote the key in their results and findings: given whole only where a
+    # string first appears, the report stays small (it was 130 MB).
+    assert len(result.stdout) < 8_000_000
+    assert key in result.stdout
+    assert "(16413 characters, given whole above)" in result.stdout
+    report = json.loads(result.stdout)
+    assert len(report["results"][0]["payloads"]) == 1000
+
+
+def _squash_by_definition(key: str) -> str:
+    # The near-miss folding as docs/catalogue.md describes PP104's: NFKC, casefold, format
+    # characters and separators (whitespace, '_', '.', '-') dropped. Look-alike letters of other
+    # scripts are left out: no ASCII character is one.
+    import re
+    import unicodedata
+
+    text = unicodedata.normalize("NFKC", key[:256]).casefold()
+    text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    return re.sub(r"[\s_.\-]", "", text)
+
+
+def test_ascii_keys_fold_as_the_definition_says() -> None:
+    # The checks fold ASCII keys by a shortcut; it must agree with the definition on every
+    # ASCII character, alone and inside a prefix-like key.
+    from ppaux.dump.checks import _squashed
+
+    keys = [chr(c) for c in range(128)]
+    keys += [f"__Sampling{chr(c)}Observer_OUTPUT__.x" for c in range(128)]
+    keys += ["SAMPLING-observer.output", " \t__sampling_observer_output__", "x" * 300]
+    for key in keys:
+        assert _squashed(key) == _squash_by_definition(key), repr(key)
