@@ -15,8 +15,9 @@ it with sglang's pop (both hooked too); the figures are per message on each side
 ``off`` (sglang's functions as they are), ``install`` (the wrappers ``ppaux.capture.install()``
 puts on add, pop and the four methods of the path), ``plugin``
 (ppaux's hooks wrapped by sglang's own ``HookRegistry`` AROUND wrapper), and ``off_again`` (the
-noise floor). Each round times every variant back to back; a ratio is the median of per-round
-ratios. Needs sglang's scheduler and parallel state importable (an sglang runtime)::
+noise floor). Each round times every variant back to back, in an order shuffled anew each
+round; a ratio is the median of per-round ratios (with the quartiles of those ratios). Needs
+sglang's scheduler and parallel state importable (an sglang runtime)::
 
     python tests/sglang_runtime.py 0.5.23     # prepares ~/.cache/ppaux/runtime/0.5.23
     R=~/.cache/ppaux/runtime/0.5.23
@@ -32,6 +33,7 @@ import datetime
 import inspect
 import json
 import os
+import random
 import socket
 import statistics
 import subprocess
@@ -202,8 +204,13 @@ def main() -> int:
     for name in variants:  # warm up
         use(name)
         messages(200)
-    for _ in range(args.rounds):
-        for name in variants:
+    for round_index in range(args.rounds):
+        # A new order each round (the same on both ranks of a wire run, which must agree on
+        # it): a variant never always follows the same one, so a slow spell of the machine or
+        # of the wire does not always fall on the same variant.
+        order = list(variants)
+        random.Random(round_index).shuffle(order)
+        for name in order:
             use(name)
             times[name].append(messages(args.messages) / args.messages)
     use("off")
@@ -221,15 +228,21 @@ def main() -> int:
         "variants": {
             name: {
                 "median_us": round(statistics.median(t) * 1e6, 3),
-                "ratio": round(
-                    statistics.median(a / b for a, b in zip(t, times["off"], strict=True)), 4
-                ),
+                "ratio": round(statistics.median(_ratios(t, times["off"])), 4),
+                # The middle half of the per-round ratios: how far one round's ratio wanders.
+                "ratio_iqr": [
+                    round(q, 4) for q in statistics.quantiles(_ratios(t, times["off"]), n=4)[::2]
+                ],
             }
             for name, t in times.items()
         },
     }
     print(json.dumps(out, indent=2))
     return 0
+
+
+def _ratios(times: list[float], baseline: list[float]) -> list[float]:
+    return [a / b for a, b in zip(times, baseline, strict=True)]
 
 
 def _launch(args: argparse.Namespace) -> int:

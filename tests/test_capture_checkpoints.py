@@ -83,8 +83,8 @@ EXPECTED = {
 }
 WAYS = ("subclass", "queue", "transport", "add_patch")
 RUNS = {  # mode -> scenarios, each run in one process
-    "install": ("healthy", *WAYS, "strict-subclass"),
-    "plugin": ("healthy", *WAYS),
+    "install": ("healthy", *WAYS, "strict-subclass", "strict-queue", "strict-transport"),
+    "plugin": ("healthy", *WAYS, "strict-subclass", "strict-transport"),
     "plugin+other": ("other",),
 }
 
@@ -185,19 +185,32 @@ def test_a_healthy_run_writes_nothing(runs, mode: str):
     assert not (directory / "healthy").exists()
 
 
+#: Strict runs: (mode, scenario, the function of the first dirty hop, where it raises).
+STRICT = [
+    ("install", "strict-subclass", "_pp_send_dict_to_next_stage"),
+    ("install", "strict-queue", "_pp_send_dict_to_next_stage"),
+    ("install", "strict-transport", "send_tensor_dict"),
+    ("plugin", "strict-subclass", "_pp_send_dict_to_next_stage"),
+    ("plugin", "strict-transport", "send_tensor_dict"),
+]
+
+
 @pytest.mark.sglang_runtime
-def test_strict_mode_raises_sglangs_sender_message_at_the_first_dirty_hop(runs):
-    directory, raised = runs["install"]
-    assert raised["strict-subclass"] == ["auxiliary PP output 'scores' is not a tensor"] * 2
+@pytest.mark.parametrize(("mode", "scenario", "function"), STRICT)
+def test_strict_mode_raises_sglangs_sender_message_at_the_first_dirty_hop(
+    runs, mode: str, scenario: str, function: str
+):
+    # The send hops ask the PP group whether this is the last stage only when a message is
+    # dirty; a one-process group is the last stage.
+    directory, raised = runs[mode]
+    assert raised[scenario] == ["auxiliary PP output 'scores' is not a tensor"] * 2
     listed = json.loads(
-        cli(
-            "capture", "list", "--dir", str(directory / "strict-subclass"), "--format", "json"
-        ).stdout
+        cli("capture", "list", "--dir", str(directory / scenario), "--format", "json").stdout
     )["captures"]
     assert [c["meta"]["exception_message"] for c in listed] == [
         "auxiliary PP output 'scores' is not a tensor"
     ] * 2
-    assert [c["meta"]["function"] for c in listed] == ["_pp_send_dict_to_next_stage"] * 2
+    assert [c["meta"]["function"] for c in listed] == [function] * 2
 
 
 # ----------------------------------------------------------------------------------------------
@@ -449,3 +462,34 @@ def test_both_stages_capture_with_their_own_trail_on_a_real_wire(wire):
 @pytest.mark.sglang_runtime
 def test_a_healthy_run_on_a_real_wire_writes_nothing(wire):
     assert not wire["tensor"].exists()
+
+
+@pytest.mark.parametrize(("is_last_rank", "raises"), [(True, True), (False, False), (None, False)])
+def test_strict_mode_raises_only_on_the_last_stage(tmp_path, is_last_rank, raises):
+    # At the send hops the look is given the PP group, and asks it only for a dirty message;
+    # a group that cannot say (None: no such attribute) is not taken for the last stage.
+    from types import SimpleNamespace
+
+    import torch
+
+    from ppaux.capture.checkpoints import look
+    from ppaux.capture.settings import CaptureConfig
+    from ppaux.capture.state import STATE
+
+    group = (
+        SimpleNamespace() if is_last_rank is None else SimpleNamespace(is_last_rank=is_last_rank)
+    )
+    STATE.activate(CaptureConfig(tmp_path, strict=True))
+    try:
+        clean = {"next_token_ids": torch.arange(2), "__sampling_observer_output__.s": torch.ones(2)}
+        assert look("send", clean, print, group) is None
+        dirty = {"next_token_ids": torch.arange(2), "__sampling_observer_output__.s": [1.0]}
+        error = look("send", dirty, print, group)
+        if raises:
+            assert isinstance(error, RuntimeError)
+            assert str(error) == "auxiliary PP output 's' is not a tensor"
+        else:
+            assert error is None
+        assert STATE.stats().written == 1  # captured either way
+    finally:
+        STATE.activate(None)

@@ -100,13 +100,15 @@ class Trail:
 
 
 def look(
-    hop: str, tensors: Any, original: Callable[..., Any], last_stage: bool, start: int = 0
+    hop: str, tensors: Any, original: Callable[..., Any], last_stage: Any, start: int = 0
 ) -> Optional[BaseException]:
     """Look at an output message at ``hop``; return the strict-mode error to raise, if any.
 
-    ``original`` is the function the hook wraps there (what runs inside the look); ``start``
-    > 0 looks only at the items from that position on (at add: what add inserted, the rest
-    having been looked at by the hops before or being looked at by the next). Never raises.
+    ``last_stage``: True or False, or the PP group, whose ``is_last_rank`` is asked only when
+    the message is dirty. ``original`` is the function the hook wraps there (what runs inside
+    the look); ``start`` > 0 looks only at the items from that position on (at add: what add
+    inserted, the rest having been looked at by the hops before or being looked at by the
+    next). Never raises.
     """
     try:
         dirty = dirty_values(tensors, start)
@@ -124,7 +126,8 @@ def look(
                     messages[key] = _BIT[hop] if hop in _FIRST else seen | _BIT[hop]
                     if len(messages) > MAX_FOLLOWED_MESSAGES:
                         messages.popitem(last=False)
-                _tracer.at_clean_hop(hop, tensors)
+                if STATE.trace_armed is not None:
+                    _tracer.at_clean_hop(hop, tensors)
                 return None
             return _first_dirty(
                 hop, tensors, original, dirty, 0 if hop in _FIRST else seen, last_stage
@@ -146,7 +149,7 @@ def _first_dirty(
     original: Callable[..., Any],
     dirty: list[tuple[str, str]],
     seen: int,
-    last_stage: bool,
+    last_stage: Any,
 ) -> Optional[BaseException]:
     from ppaux.capture import culprit as culprits
     from ppaux.capture.writer import record
@@ -166,7 +169,7 @@ def _first_dirty(
     if traced is None and last_clean is not None:
         _tracer.arm(last_clean, hop)
     error: Optional[BaseException] = None
-    if config is not None and config.strict and last_stage:
+    if config is not None and config.strict and _is_last_stage(last_stage):
         # The message sglang's own sender (add) gives for this value.
         error = RuntimeError(f"auxiliary PP output {dirty[0][0]!r} is not a tensor")
     if config is not None and not trail.captured:
@@ -174,6 +177,17 @@ def _first_dirty(
         function = HOP_TARGETS[hop].rsplit(".", 1)[1]
         record(function, config, error, dict(tensors.items()), None, trail.extra())
     return error
+
+
+def _is_last_stage(last_stage: Any) -> bool:
+    """``last_stage`` as given to :func:`look`: a bool, or the PP group (a GroupCoordinator),
+    asked only here, at a first dirty hop, so that healthy messages never pay for it."""
+    if last_stage is True or last_stage is False:
+        return last_stage
+    try:
+        return bool(last_stage.is_last_rank)
+    except Exception:
+        return False
 
 
 # id(function) -> whether it is sglang's release code (its digest is the release table's); the
