@@ -14,10 +14,13 @@ run it with a real wire instead: the last stage sends each message through a rea
 it with sglang's pop (both hooked too); the figures are per message on each side. Variants:
 ``off`` (sglang's functions as they are), ``install`` (the wrappers ``ppaux.capture.install()``
 puts on add, pop and the four methods of the path), ``plugin``
-(ppaux's hooks wrapped by sglang's own ``HookRegistry`` AROUND wrapper), and ``off_again`` (the
-noise floor). Each round times every variant back to back, in an order shuffled anew each
-round; a ratio is the median of per-round ratios (with the quartiles of those ratios). Needs
-sglang's scheduler and parallel state importable (an sglang runtime)::
+(ppaux's hooks wrapped by sglang's own ``HookRegistry`` AROUND wrapper), ``off_again`` (the
+noise floor) and ``off_busy`` (a control: capture off plus a busy wait as long as the
+checkpoints' own work, 5 µs per message on the last stage and 2 µs on rank 0). Wall and CPU
+time (this process's, its threads included) are both reported. Each round times every variant
+back to back, in an order shuffled anew each round; a ratio is the median of per-round ratios
+(with the quartiles of those ratios). Needs sglang's scheduler and parallel state importable
+(an sglang runtime)::
 
     python tests/sglang_runtime.py 0.5.23     # prepares ~/.cache/ppaux/runtime/0.5.23
     R=~/.cache/ppaux/runtime/0.5.23
@@ -82,6 +85,9 @@ def _variants(originals: dict[str, Callable[..., Any]]) -> dict[str, dict[str, A
         "install": {k: wrap(f, hook[k]) for k, f in originals.items()},
         "plugin": {k: _wrap_fn(f, hook[k], HookType.AROUND) for k, f in originals.items()},
         "off_again": dict(originals),
+        # A control: capture off, plus a busy wait about as long as the checkpoints' own work
+        # (measured without a wire): 5 µs on the last stage, 2 µs on rank 0.
+        "off_busy": dict(originals),
     }
 
 
@@ -163,7 +169,10 @@ def main() -> int:
     batch = SimpleNamespace(return_logprob=False)
     directory = tempfile.mkdtemp(prefix="ppaux-bench-")
 
+    current = ["off"]
+
     def use(name: str) -> None:
+        current[0] = name
         chosen = variants[name]
         mixin.add_auxiliary_output_to_pp_tensors = chosen["add"]
         mixin_class._pp_prepare_tensor_dict = chosen["prepare"]
@@ -185,9 +194,13 @@ def main() -> int:
         if args.rank == 0:  # rank 0: sglang's receive and pop
             for _ in range(count):
                 received = scheduler.pp_group.recv_tensor_dict(all_gather_group=None)
+                if current[0] == "off_busy":
+                    _spin(2e-6)
                 mixin.pop_auxiliary_output_from_pp_tensors(received, observer)
             return time.perf_counter() - started
         for _ in range(count):
+            if current[0] == "off_busy":
+                _spin(5e-6)
             prepared = scheduler._pp_prepare_tensor_dict(result, batch)
             queue.append((None, SimpleNamespace(tensors=prepared)))
             _, message = queue.popleft()
@@ -201,6 +214,9 @@ def main() -> int:
         return time.perf_counter() - started
 
     times: dict[str, list[float]] = {name: [] for name in variants}
+    # CPU time of this process (all its threads, gloo's included) per message: the work a
+    # variant adds, apart from the waiting on the wire that dominates the wall time.
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
     for name in variants:  # warm up
         use(name)
         messages(200)
@@ -212,7 +228,9 @@ def main() -> int:
         random.Random(round_index).shuffle(order)
         for name in order:
             use(name)
+            cpu_started = time.process_time()
             times[name].append(messages(args.messages) / args.messages)
+            cpu[name].append((time.process_time() - cpu_started) / args.messages)
     use("off")
     written = STATE.stats().written
     out = {
@@ -230,6 +248,8 @@ def main() -> int:
                 "median_us": round(statistics.median(t) * 1e6, 3),
                 "ratio": round(statistics.median(_ratios(t, times["off"])), 4),
                 # The middle half of the per-round ratios: how far one round's ratio wanders.
+                "cpu_median_us": round(statistics.median(cpu[name]) * 1e6, 3),
+                "cpu_ratio": round(statistics.median(_ratios(cpu[name], cpu["off"])), 4),
                 "ratio_iqr": [
                     round(q, 4) for q in statistics.quantiles(_ratios(t, times["off"]), n=4)[::2]
                 ],
@@ -239,6 +259,12 @@ def main() -> int:
     }
     print(json.dumps(out, indent=2))
     return 0
+
+
+def _spin(seconds: float) -> None:
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        pass
 
 
 def _ratios(times: list[float], baseline: list[float]) -> list[float]:
