@@ -37,8 +37,15 @@ class Limits:
     max_files: int = 1_000_000
     #: Bytes of a zip dump read from a stream (stdin), which is held in memory whole.
     max_stream_bytes: int = 4 * 1024 * 1024 * 1024
-    #: Entries of one tensor dict listed in a report (``entries``); the rest are counted in
-    #: ``entries_omitted``. Every entry is still read and checked: this bounds the report only.
+    #: Tensor dicts found in one file (each is checked and described); a real dump has one to
+    #: three.
+    max_payloads: int = 10_000
+    #: Entries holding a tensor, over all the tensor dicts of one file (each costs several
+    #: checks); a real message holds a few dozen.
+    max_tensor_entries: int = 100_000
+    #: Entries listed in a report (``entries``) over all the tensor dicts of one file; the rest
+    #: are counted in each dict's ``entries_omitted``. Every entry is still read and checked:
+    #: this bounds the report only.
     max_report_entries: int = 10_000
     #: Findings of one code listed for one file; past it, one more finding of that code counts
     #: the rest (``extra.omitted``). Every value is still checked: this bounds the report only.

@@ -144,3 +144,84 @@ def test_ascii_keys_fold_as_the_definition_says() -> None:
     keys += ["SAMPLING-observer.output", " \t__sampling_observer_output__", "x" * 300]
     for key in keys:
         assert _squashed(key) == _squash_by_definition(key), repr(key)
+
+
+# ----------------------------------------------------------------------------------------------
+# Limits that refuse a file whose shape no real dump comes near
+
+_FIXTURES = str(REPO / "fixtures")
+
+
+def _corpus():
+    import sys
+
+    if _FIXTURES not in sys.path:
+        sys.path.insert(0, _FIXTURES)
+    import make_adversarial
+
+    return make_adversarial
+
+
+def _one_entry_dicts(count: int) -> bytes:
+    # A list of `count` output messages, each {aux key: a list}, as a plain pickle.
+    return pickle.dumps([{"__sampling_observer_output__.x": [1]} for _ in range(count)], 4)
+
+
+def test_max_payloads_counts_tensor_dicts(tmp_path: Path) -> None:
+    dump = tmp_path / "thirty.pkl"
+    dump.write_bytes(_one_entry_dicts(30))
+    code, report = _json("inspect", str(dump), "--limit", "max_payloads=30")
+    assert code == 1 and len(report["files"][0]["payloads"]) == 30
+    refused = cli("inspect", str(dump), "--limit", "max_payloads=29")
+    assert refused.exit_code == 2
+    assert refused.stderr.strip() == (
+        f"ppaux: error: {dump}: the file holds too many tensor dicts (limit max_payloads=29; "
+        "raise it with --limit max_payloads=N)"
+    )
+
+
+def test_the_corpus_file_of_330000_dicts_is_refused() -> None:
+    result = cli("inspect", str(REPO / "fixtures/adversarial/bomb_many_payloads.pt"))
+    assert result.exit_code == 2
+    assert "limit max_payloads=10000" in result.stderr
+
+
+def test_max_tensor_entries_counts_entries_holding_a_tensor(tmp_path: Path) -> None:
+    corpus = _corpus()
+    dump = tmp_path / "message.pt"
+    # The message helper writes next_token_ids and one auxiliary tensor: two tensor entries.
+    dump.write_bytes(corpus.torch_zip(corpus.pickle_of(corpus.message())).data)
+    assert cli("inspect", str(dump), "--limit", "max_tensor_entries=2").exit_code == 0
+    refused = cli("inspect", str(dump), "--limit", "max_tensor_entries=1")
+    assert refused.exit_code == 2
+    assert "its tensor dicts hold too many tensors (limit max_tensor_entries=1;" in refused.stderr
+
+
+def test_findings_past_the_cut_are_counted_not_built() -> None:
+    # 240,000 auxiliary tensors, each not contiguous (PP106) and on another device than the
+    # message's cpu tensor (PP105), as make_adversarial builds bomb_many_aux_tensors.
+    dump = str(REPO / "fixtures/adversarial/bomb_many_aux_tensors.pt")
+    code, report = _json("inspect", dump, "--limit", "max_tensor_entries=300000")
+    assert code == 1
+    for rule in ("PP105", "PP106"):
+        found = _by_code(report, rule)
+        assert len(found) == 101
+        assert found[-1]["extra"] == {"omitted": 240_000 - 100}
+        assert "the report lists the first 100" in found[-1]["message"]
+    stats = cli("inspect", dump, "--limit", "max_tensor_entries=300000", "--statistics")
+    assert "240000  PP105" in stats.stdout and "240000  PP106" in stats.stdout
+
+
+def test_entries_listed_are_bounded_over_the_whole_file(tmp_path: Path) -> None:
+    dump = tmp_path / "three.pkl"
+    dump.write_bytes(
+        pickle.dumps(
+            [{f"__sampling_observer_output__.{k}": [1] for k in range(5)} for _ in range(3)], 4
+        )
+    )
+    _, report = _json("inspect", str(dump), "--limit", "max_report_entries=7")
+    payloads = report["files"][0]["payloads"]
+    assert [len(p["entries"]) for p in payloads] == [5, 2, 0]
+    assert [p.get("entries_omitted") for p in payloads] == [None, 3, 5]
+    # Every entry is still checked: 15 auxiliary lists, 15 PP101.
+    assert len(_by_code(report, "PP101")) == 15

@@ -7,12 +7,17 @@ page's sections 1, 3 and 4 that the table is built on.
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import os
+import subprocess
+import sys
 import zipfile
 
 import pytest
 
 import wheels
+from helpers import REPO
 from ppaux.sglang import releases
 from ppaux.sglang.capability import TRANSPORT_FILE, analyse
 
@@ -95,3 +100,68 @@ def test_parts_and_whole_files_agree_on_every_release(release, monkeypatch):
     _, wheel, cap = release
     monkeypatch.setattr(capability, "_SELECTIVE", False)
     assert capability.analyse(str(wheel)) == cap
+
+
+SCHEDULER_FILE = "sglang/srt/managers/scheduler_pp_mixin.py"
+SCHEDULER_METHODS = ("_pp_prepare_tensor_dict", "_pp_send_dict_to_next_stage")
+
+
+def _scheduler_methods(wheel) -> dict[str, tuple[ast.FunctionDef, str]]:
+    """The two methods of SchedulerPPMixin in a wheel: their nodes and source text."""
+    with zipfile.ZipFile(wheel) as archive:
+        source = archive.read(SCHEDULER_FILE).decode()
+    tree = ast.parse(source)
+    (mixin,) = [
+        n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "SchedulerPPMixin"
+    ]
+    return {
+        f"SchedulerPPMixin.{n.name}": (n, ast.get_source_segment(source, n, padded=True))
+        for n in mixin.body
+        if isinstance(n, ast.FunctionDef) and n.name in SCHEDULER_METHODS
+    }
+
+
+def test_scheduler_digests_are_the_wheels(release):
+    from ppaux.sglang.digest import node_digest
+
+    version, wheel, _ = release
+    methods = _scheduler_methods(wheel)
+    assert len(methods) == 2
+    assert {name: node_digest(node) for name, (node, _) in methods.items()} == dict(
+        releases.release(version).scheduler_digests
+    )
+
+
+def _provenance_of(tmp_path, method_source: str) -> str:
+    # A stand-in sglang package holding only the mixin, imported in a child process (this
+    # process may hold other sglang modules), asked for the method's provenance.
+    package = tmp_path / "sglang" / "srt" / "managers"
+    package.mkdir(parents=True)
+    for folder in (tmp_path / "sglang", tmp_path / "sglang" / "srt", package):
+        (folder / "__init__.py").write_text("")
+    (package / "scheduler_pp_mixin.py").write_text(
+        "from __future__ import annotations\n\n\nclass SchedulerPPMixin:\n" + method_source + "\n"
+    )
+    probe = (
+        "import sglang.srt.managers.scheduler_pp_mixin as m\n"
+        "from ppaux.capture.culprit import provenance\n"
+        "print(provenance(m.SchedulerPPMixin._pp_prepare_tensor_dict)['code'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def test_a_culprit_in_the_scheduler_is_told_release_or_modified(tmp_path):
+    (_, source) = _scheduler_methods(wheels.sglang_wheel("0.5.23"))[
+        "SchedulerPPMixin._pp_prepare_tensor_dict"
+    ]
+    assert _provenance_of(tmp_path / "release", source) == "release"
+    # One more statement at the end of the method: sglang's file, not the release's code.
+    modified = source.rstrip() + "\n        tensor_dict['__sampling_observer_output__.x'] = []\n"
+    assert _provenance_of(tmp_path / "modified", modified) == "modified"

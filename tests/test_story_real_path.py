@@ -102,6 +102,7 @@ def runtime_env(runtime: sglang_runtime.SglangRuntime) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def story(runtime: sglang_runtime.SglangRuntime, tmp_path_factory: pytest.TempPathFactory) -> dict:
     captures = tmp_path_factory.mktemp("captures")
+    last = tmp_path_factory.mktemp("captures-last-stage")
     env = runtime.env(_clean_environ())
     # This checkout's ppaux in the stage processes (its plugin's entry point is this
     # environment's installed distribution).
@@ -115,6 +116,8 @@ def story(runtime: sglang_runtime.SglangRuntime, tmp_path_factory: pytest.TempPa
             "--load-plugins",
             "--rank-env",
             f"0:PPAUX_CAPTURE_DIR={captures}",
+            "--rank-env",
+            f"1:PPAUX_CAPTURE_DIR={last}",
         ],
         env=env,
         capture_output=True,
@@ -125,7 +128,35 @@ def story(runtime: sglang_runtime.SglangRuntime, tmp_path_factory: pytest.TempPa
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads(done.stdout)
     [capture] = sorted(captures.glob("capture-*.pt"))
-    return {"report": report, "captures": captures, "capture": capture}
+    return {"report": report, "captures": captures, "capture": capture, "last": last}
+
+
+@pytest.mark.sglang_runtime
+def test_who_sent_it_the_last_stage_names_the_subclass(story: dict) -> None:
+    # Walkthrough, "who sent it": with capture on in the last stage too, the message is looked
+    # at hop by hop there, and its capture names the function between the last clean hop and
+    # the first dirty one: the scheduler subclass's _pp_prepare_tensor_dict (the driver's
+    # stand-in plays the deployment's subclass), not sglang's code.
+    listed = ppaux("capture", "list", "--dir", str(story["last"]))
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].endswith("-call.pt: (no error yet: taken at a checkpoint)")
+    assert lines[1] == "    trail: add clean > prepare clean > send_dict dirty (scores (list))"
+    source = DRIVER.read_text().splitlines()
+    [definition] = [
+        n
+        for n, text in enumerate(source, 1)
+        if text.strip() == "def _pp_prepare_tensor_dict(self, result, batch):"
+    ]
+    assert lines[2] == (
+        "    culprit: __main__._standin_scheduler_class.<locals>.StandInScheduler."
+        f"_pp_prepare_tensor_dict at {DRIVER}:{definition} (not sglang's code)"
+    )
+    inspected = ppaux("inspect", str(story["last"]), "--format", "json")
+    found = json.loads(inspected.stdout)["findings"]
+    [culprit] = [f for f in found if f["code"] == "PP506"]
+    assert culprit["location"]["file"] == str(DRIVER)
+    assert culprit["location"]["line"] == definition
 
 
 def test_sglangs_own_methods_carry_the_list_and_rank_0_raises(story: dict, runtime) -> None:

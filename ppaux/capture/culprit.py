@@ -103,13 +103,17 @@ def _outer(function: Any) -> list[tuple[Any, str]]:
 
 
 def _release_digests(name: str) -> set[str]:
-    from ppaux.sglang.releases import families
+    from ppaux.sglang.releases import families, release, releases
 
     out = set()
     for family in families():
         for table in (family.transport_digests, family.wire_digests):
             if name in table:
                 out.add(table[name])
+    for version in releases():
+        digest = release(version).scheduler_digests.get(name)
+        if digest is not None:
+            out.add(digest)
     return out
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from contextvars import ContextVar
 from typing import Any
 
 from ppaux.report.catalogue import finding
 from ppaux.dump.dumpfile import Dump
-from ppaux.report.findings import Finding
+from ppaux.report.findings import Finding, cap_per_code
 from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_MSG_TYPE, OUTPUT_PREFIX, PROXY_KEYS
 from ppaux.limits import Limits
 from ppaux.dump.model import GlobalRef, Opaque, TensorRef, TorchValue
@@ -135,21 +136,64 @@ def check_dump(
     """
     if tally is None:
         tally = Tally(limits, dump.path)
-    found = _security(dump, limits)
-    if not payloads:
-        found.append(finding("PP114", dump.path, "no tensor dict found in the file"))
-    for payload in payloads:
-        if payload.role == "output":
-            found += _check_add_output(dump.path, payload, payloads, limits, tally)
-        else:
-            found += check_payload(dump.path, payload, limits, tally)
-    found += _storage_records(dump, payloads, limits)
-    found += _tensor_views(dump, payloads, limits)
-    return found
+    budget = _Budget(limits.max_findings_per_code)
+    token = _BUDGET.set(budget)
+    try:
+        found = _security(dump, limits)
+        if not payloads:
+            found.append(finding("PP114", dump.path, "no tensor dict found in the file"))
+        for payload in payloads:
+            if payload.role == "output":
+                found += _check_add_output(dump.path, payload, payloads, limits, tally)
+            else:
+                found += check_payload(dump.path, payload, limits, tally)
+        found += _storage_records(dump, payloads, limits)
+        found += _tensor_views(dump, payloads, limits)
+    finally:
+        _BUDGET.reset(token)
+    kept = [f for f in found if f is not _OMITTED]
+    # One finding per code stands for those counted and not built; cap_per_code words it.
+    for code, omitted in budget.omitted.items():
+        kept.append(
+            finding(
+                code,
+                dump.path,
+                f"{omitted} more {code} findings in this file are not listed",
+                extra={"omitted": omitted},
+            )
+        )
+    return cap_per_code(kept, limits.max_findings_per_code, "max_findings_per_code")
+
+
+class _Budget:
+    """Findings of each code built for one dump: past ``per_code`` (and one spare, so that the
+    report's cut, :func:`ppaux.report.findings.cap_per_code`, still sees more than it keeps),
+    a finding is only counted, never built."""
+
+    def __init__(self, per_code: int) -> None:
+        self.per_code = per_code + 1
+        self.built: dict[str, int] = {}
+        self.omitted: dict[str, int] = {}
+
+    def take(self, code: str) -> bool:
+        n = self.built.get(code, 0)
+        if n < self.per_code:
+            self.built[code] = n + 1
+            return True
+        self.omitted[code] = self.omitted.get(code, 0) + 1
+        return False
+
+
+_BUDGET: ContextVar[_Budget | None] = ContextVar("ppaux_findings_budget", default=None)
+#: What :func:`_at` gives in place of a finding past the budget; dropped by :func:`check_dump`.
+_OMITTED: Any = object()
 
 
 def _at(code: str, path: str, message: str, payload: Payload, key: Any, **kw: Any) -> Finding:
     # Findings name the dict key itself; where the dict sits in the file goes to extra.payload.
+    budget = _BUDGET.get()
+    if budget is not None and not budget.take(code):
+        return _OMITTED  # type: ignore[no-any-return]
     extra = dict(kw.pop("extra", None) or {})
     if payload.locator:
         extra["payload"] = payload.locator
@@ -468,6 +512,17 @@ def _view_problem(tensor: TensorRef) -> str | None:
     return None
 
 
+def _nodes(value: Any, limits: Limits, path: str, seen: set[int]) -> Any:
+    """What ``walk(value, limits, path, seen)`` yields; a plain tensor (the usual entry) without
+    a walk: it holds nothing else."""
+    if value.__class__ is TensorRef and value.state is None:
+        if id(value) in seen:
+            return ()
+        seen.add(id(value))
+        return (value,)
+    return walk(value, limits, path, seen)
+
+
 def _tensor_views(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Finding]:
     found = []
     seen: set[int] = set()
@@ -475,7 +530,7 @@ def _tensor_views(dump: Dump, payloads: list[Payload], limits: Limits) -> list[F
         for key, value in payload.mapping.items():
             if value.__class__ in LEAF_TYPES:
                 continue  # holds no tensor
-            for node in walk(value, limits, dump.path, seen):
+            for node in _nodes(value, limits, dump.path, seen):
                 if isinstance(node, TensorRef):
                     problem = _view_problem(node)
                     if problem is not None:
@@ -503,7 +558,7 @@ def _storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> lis
         for key, value in payload.mapping.items():
             if value.__class__ in LEAF_TYPES:
                 continue  # holds no tensor
-            for node in walk(value, limits, dump.path, seen):
+            for node in _nodes(value, limits, dump.path, seen):
                 if isinstance(node, TensorRef) and node.storage is not None:
                     keys.setdefault(id(node.storage), key_text(key))
     found = []

@@ -294,7 +294,7 @@ def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
             _Side(
                 shown_name(dump.path),
                 dump,
-                find_payloads(dump),
+                find_payloads(dump, limits),
                 _Values(record, limits),
                 Tally(limits, dump.path),
             )

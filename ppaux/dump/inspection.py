@@ -45,9 +45,11 @@ def describe_dump(
         tally = Tally(limits, dump.path)
     tensor_bytes = 0
     described = []
+    room = limits.max_report_entries  # entries listed over all the file's tensor dicts
     for payload in payloads:
-        listed = itertools.islice(payload.mapping.items(), limits.max_report_entries)
+        listed = itertools.islice(payload.mapping.items(), room)
         entries = [describe_entry(k, v, limits, tally) for k, v in listed]
+        room -= len(entries)
         omitted = len(payload.mapping) - len(entries)
         # Every tensor counts, listed or not (bytes only: no description of the rest).
         tensor_bytes += sum(e.get("bytes", 0) for e in entries if e.get("kind") == "tensor")
@@ -116,14 +118,15 @@ def inspect_file(
     :class:`DumpError` if it cannot be read. ``release``: also check output messages' keys
     against that release's (see :func:`inspect_paths`).
 
-    The description lists at most ``limits.max_report_entries`` entries per tensor dict and
-    the findings at most ``limits.max_findings_per_code`` per code; every entry is checked.
+    The description lists at most ``limits.max_report_entries`` entries over all the file's
+    tensor dicts and the findings at most ``limits.max_findings_per_code`` per code; every
+    entry is checked.
     """
     dump = read_dump(path, limits) if stream is None else read_dump_stream(path, stream, limits)
     # A file name may hold anything a directory allows (newlines, bytes that are not UTF-8):
     # reports show it escaped. The file was opened by its real name above.
     path = dump.path = shown_name(path)
-    payloads = find_payloads(dump)
+    payloads = find_payloads(dump, limits)
     # Walk everything once up front so that a hostile structure fails here, as one clear error.
     for _ in walk(dump.root, limits, path):
         pass

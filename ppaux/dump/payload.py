@@ -56,11 +56,13 @@ def _looks_like_tensor_dict(value: Any) -> bool:
     )
 
 
-def find_payloads(dump: Dump) -> list[Payload]:
+def find_payloads(dump: Dump, limits: Limits = Limits()) -> list[Payload]:
     """The tensor dicts to check: a capture's dict, the top-level dict, or dicts found inside.
 
     Containers and objects (such as a ``PPProxyTensors``-shaped object whose state holds
-    ``tensors``) are searched breadth-first, three levels deep.
+    ``tensors``) are searched breadth-first, three levels deep. A file with more than
+    ``limits.max_payloads`` of them is refused (:class:`LimitExceeded`): each costs a check and
+    a description, and a few kilobytes of pickle can spell hundreds of thousands.
     """
     capture = dump.capture
     if capture is not None:
@@ -69,10 +71,10 @@ def find_payloads(dump: Dump) -> list[Payload]:
             captured.append(Payload("['tensors']", capture["tensors"], "capture"))
         if isinstance(capture.get("output"), dict):
             captured.append(Payload("['output']", capture["output"], "output"))
-        return captured
+        return _bounded(captured, dump, limits)
     root = dump.root
     if isinstance(root, dict) and (_looks_like_tensor_dict(root) or not _has_nested_dicts(root)):
-        return [Payload("", root)]
+        return _bounded([Payload("", root)], dump, limits)
     found: list[Payload] = []
     frontier: list[tuple[str, Any]] = [("", root)]
     # Each object is looked at once: a file may refer to one big dict from many places.
@@ -86,10 +88,34 @@ def find_payloads(dump: Dump) -> list[Payload]:
                 seen.add(id(child))
                 if _looks_like_tensor_dict(child):
                     found.append(Payload(child_locator, child))
+                    if len(found) > limits.max_payloads:
+                        raise LimitExceeded(
+                            dump.path,
+                            "max_payloads",
+                            limits.max_payloads,
+                            "the file holds too many tensor dicts",
+                        )
                 else:
                     following.append((child_locator, child))
         frontier = following[:1000]
-    return found
+    return _bounded(found, dump, limits)
+
+
+def _bounded(payloads: list[Payload], dump: Dump, limits: Limits) -> list[Payload]:
+    """``payloads``, unless their entries hold more tensors than ``limits.max_tensor_entries``:
+    each such entry costs several checks (a few kilobytes of pickle can repeat one tensor a
+    hundred thousand times through the memo)."""
+    count = 0
+    for payload in payloads:
+        count += sum(1 for v in payload.mapping.values() if v.__class__ is TensorRef)
+        if count > limits.max_tensor_entries:
+            raise LimitExceeded(
+                dump.path,
+                "max_tensor_entries",
+                limits.max_tensor_entries,
+                "its tensor dicts hold too many tensors",
+            )
+    return payloads
 
 
 def _has_nested_dicts(root: dict[str, Any]) -> bool:

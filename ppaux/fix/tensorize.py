@@ -107,7 +107,7 @@ def tensorize_dump(source: str, output: str, limits: Limits = Limits()) -> Tenso
     dump = read_dump(source, limits)
     for _ in walk(dump.root, limits, source):
         pass  # a hostile structure fails here, as one clear error, before anything is built
-    payloads = find_payloads(dump)
+    payloads = find_payloads(dump, limits)
     refusals: list[Refusal] = []
     # (payload, key, value) of every auxiliary value that is not a tensor.
     todo: list[tuple[Any, Any, Any]] = []

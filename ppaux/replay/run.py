@@ -284,7 +284,7 @@ def _replay_file(path: str, setup: _Setup) -> tuple[dict[str, Any], list[Finding
     dump = read_dump(path, setup.options.limits)
     for _ in walk(dump.root, setup.options.limits, path):
         pass  # a hostile structure fails here, as one clear error, before anything is built
-    payloads = find_payloads(dump)
+    payloads = find_payloads(dump, setup.options.limits)
     if not payloads:
         raise DumpError(path, "no tensor dict to replay")
     capture = dump.capture

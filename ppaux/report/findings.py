@@ -84,34 +84,45 @@ def cap_per_code(findings: list[Finding], per_code: int, limit_name: str) -> lis
     """``findings`` with at most ``per_code`` of each code kept (the first ones, in order); the
     rest of a code become one more finding of that code, whose ``extra.omitted`` counts them.
 
-    A hostile file can hold a million bad keys; a report listing each would be gigabytes. The
-    summary keeps the code, severity and exit status of what it stands for, so ``--select``,
-    ``--ignore`` and the gate treat it as they would treat the findings it replaces.
+    A finding that already carries ``extra.omitted`` (an earlier cut, or findings counted and
+    never built) stands for that many findings not listed, and joins its code's count. A hostile
+    file can hold a million bad keys; a report listing each would be gigabytes. The summary keeps
+    the code, severity and exit status of what it stands for, so ``--select``, ``--ignore`` and
+    the gate treat it as they would treat the findings it replaces.
     """
-    counts: dict[str, int] = {}
+    listed: dict[str, int] = {}
+    unlisted: dict[str, int] = {}
     for item in findings:
-        counts[item.code] = counts.get(item.code, 0) + 1
-    if all(n <= per_code for n in counts.values()):
+        omitted = _omitted(item)
+        if omitted:
+            unlisted[item.code] = unlisted.get(item.code, 0) + omitted
+        else:
+            listed[item.code] = listed.get(item.code, 0) + 1
+    if not unlisted and all(n <= per_code for n in listed.values()):
         return findings
     kept: list[Finding] = []
     seen: dict[str, int] = {}
-    first_cut: dict[str, Finding] = {}
+    first: dict[str, Finding] = {}
     for item in findings:
+        first.setdefault(item.code, item)
+        if _omitted(item):
+            continue
         n = seen.get(item.code, 0) + 1
         seen[item.code] = n
         if n <= per_code:
             kept.append(item)
-        elif item.code not in first_cut:
-            first_cut[item.code] = item
-    for code, item in first_cut.items():
-        omitted = counts[code] - per_code
+    for code, item in first.items():
+        omitted = unlisted.get(code, 0) + max(0, listed.get(code, 0) - per_code)
+        if omitted <= 0:
+            continue
         kept.append(
             Finding(
                 code=code,
                 severity=item.severity,
                 message=(
                     f"{omitted} more {code} findings in this file are not listed (the report "
-                    f"lists the first {per_code}; raise --limit {limit_name}=N to list more)"
+                    f"lists the first {min(per_code, listed.get(code, 0))}; raise --limit "
+                    f"{limit_name}=N to list more)"
                 ),
                 path=item.path,
                 sglang_error=item.sglang_error,
@@ -120,3 +131,8 @@ def cap_per_code(findings: list[Finding], per_code: int, limit_name: str) -> lis
             )
         )
     return kept
+
+
+def _omitted(item: Finding) -> int:
+    value = item.extra.get("omitted")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

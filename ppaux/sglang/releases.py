@@ -76,6 +76,9 @@ class Release:
     receiver_sampling_mask_keys: tuple[str, ...]
     output_keys: tuple[str, ...]
     optional_output_keys: tuple[str, ...]
+    #: Digests of the scheduler's PP methods on the output path (``SchedulerPPMixin.<name>``),
+    #: which change more often than the transport: one set per release, not per family.
+    scheduler_digests: Mapping[str, str]
 
 
 @functools.lru_cache(maxsize=1)
@@ -115,6 +118,7 @@ def _releases() -> dict[str, Release]:
             receiver_sampling_mask_keys=tuple(r["receiver_sampling_mask_keys"]),
             output_keys=tuple(r["output_keys"]),
             optional_output_keys=tuple(r["optional_output_keys"]),
+            scheduler_digests=dict(r["scheduler_digests"]),
         )
         for version, r in _table()["releases"].items()
     }
