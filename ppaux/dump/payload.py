@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ppaux.dump.dumpfile import Dump
 from ppaux.errors import LimitExceeded
@@ -82,10 +82,11 @@ def find_payloads(dump: Dump, limits: Limits = Limits()) -> list[Payload]:
     for _ in range(3):
         following: list[tuple[str, Any]] = []
         for locator, value in frontier:
-            for child_locator, child in _children(locator, value):
+            for how, key, child in _children(value):
                 if id(child) in seen:
                     continue
                 seen.add(id(child))
+                child_locator = _locate(locator, how, key)
                 if _looks_like_tensor_dict(child):
                     found.append(Payload(child_locator, child))
                     if len(found) > limits.max_payloads:
@@ -122,14 +123,17 @@ def _has_nested_dicts(root: dict[str, Any]) -> bool:
     return any(isinstance(v, (dict, Opaque)) for v in root.values())
 
 
-def _children(locator: str, value: Any) -> Iterator[tuple[str, Any]]:
+def _children(value: Any) -> Iterator[tuple[str, Any, Any]]:
+    """(how, key, child) for the children of ``value``; :func:`_locate` names one. Names are
+    built only for children not seen before: a key's repr can cost microseconds, and a few
+    kilobytes of pickle can make a million children share a few objects."""
     # Only the first 1000 children of anything are looked at, without copying the rest.
     if isinstance(value, dict):
         for k, v in itertools.islice(value.items(), 1000):
-            yield f"{locator}[{safe_repr(k, 40)}]", v
+            yield "item", k, v
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(itertools.islice(value, 1000)):
-            yield f"{locator}[{i}]", v
+            yield "index", i, v
     elif isinstance(value, Opaque):
         state = value.state
         items: Iterator[tuple[Any, Any]] = iter(())
@@ -143,22 +147,35 @@ def _children(locator: str, value: Any) -> Iterator[tuple[str, Any]]:
         elif isinstance(state, dict):
             items = iter(state.items())
         for k, v in itertools.islice(items, 1000):
-            yield (
-                (
-                    f"{locator}.{shown_text(k, 40)}"
-                    if isinstance(k, str)
-                    else f"{locator}[{safe_repr(k, 40)}]"
-                ),
-                v,
-            )
+            yield ("attribute" if isinstance(k, str) else "item"), k, v
         for i, v in enumerate(value.args[:100]):
-            yield f"{locator}<arg {i}>", v
+            yield "arg", i, v
 
 
-def walk(value: Any, limits: Limits, path: str = "", seen: set[int] | None = None) -> Iterator[Any]:
+def _locate(locator: str, how: str, key: Any) -> str:
+    """The locator of a child: ``[0]``, ``['key']``, ``.name`` or ``<arg 0>`` after its parent's."""
+    if how == "attribute":
+        return f"{locator}.{shown_text(key, 40)}"
+    if how == "arg":
+        return f"{locator}<arg {key}>"
+    if how == "index":
+        return f"{locator}[{key}]"
+    return f"{locator}[{safe_repr(key, 40)}]"
+
+
+def walk(
+    value: Any,
+    limits: Limits,
+    path: str = "",
+    seen: set[int] | None = None,
+    charge: Callable[[int], None] | None = None,
+) -> Iterator[Any]:
     """Every value reachable from ``value`` (itself included), each object once, depth-bounded.
 
     A ``seen`` set shared between calls skips what an earlier call already yielded.
+    ``charge(n)`` is told of the ``n`` children of each container taken apart, seen before or
+    not: the work of a walk, which a value repeated a million times in one list makes far
+    larger than what it yields.
     """
     if seen is None:
         seen = set()
@@ -202,6 +219,8 @@ def walk(value: Any, limits: Limits, path: str = "", seen: set[int] | None = Non
             children = [current.state] if current.state is not None else []
         else:
             continue
+        if charge is not None:
+            charge(len(children))
         for child in children:
             if child.__class__ in LEAF_TYPES:
                 leaves.append(child)
@@ -272,8 +291,10 @@ class Tally:
         if hit is not None and hit[0] is value:
             return hit[1]
         count = 0
-        for node in walk(value, self.limits, self.path):
-            self._spend(1)
+        self._spend(1)
+        # Charged per child taken apart, not per value found: a list holding one value a
+        # million times (a byte each in the pickle) yields two values and costs a million.
+        for node in walk(value, self.limits, self.path, charge=self._spend):
             if isinstance(node, TensorRef) and node is not value:
                 count += 1
         self._tensors[id(value)] = (value, count)
@@ -285,9 +306,25 @@ class Tally:
         if hit is not None and hit[0] is value:
             return hit[1]
         self._spend(len(value))
-        kinds = sorted({type_name(v) for v in value})
+        kinds = sorted(_kinds(value))
         self._kinds[id(value)] = (value, kinds)
         return kinds
+
+
+#: Classes whose values each have their own type name (a saved class's name, a subclass).
+_NAMED_BY_VALUE = (TensorRef, NumpyScalar, Opaque, GlobalRef, TorchValue)
+
+
+def _kinds(items: Any) -> set[str]:
+    """``{type_name(v) for v in items}``, each distinct object named once: a list may hold one
+    object a million times, and only the loops here that run in C see every item."""
+    one_of_each = dict(zip(map(type, items), items, strict=True))  # one item per class
+    per_value = {c for c in one_of_each if issubclass(c, _NAMED_BY_VALUE)}
+    names = {type_name(v) for c, v in one_of_each.items() if c not in per_value}
+    if per_value:
+        chosen = list(itertools.compress(items, map(per_value.__contains__, map(type, items))))
+        names.update(type_name(v) for v in dict(zip(map(id, chosen), chosen, strict=True)).values())
+    return names
 
 
 def value_phrase(value: Any, limits: Limits, tally: Tally | None = None) -> str:
