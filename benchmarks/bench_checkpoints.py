@@ -16,7 +16,8 @@ it with sglang's pop (both hooked too); the figures are per message on each side
 puts on add, pop and the four methods of the path), ``plugin``
 (ppaux's hooks wrapped by sglang's own ``HookRegistry`` AROUND wrapper), ``off_again`` (the
 noise floor) and ``off_busy`` (a control: capture off plus a busy wait as long as the
-checkpoints' own work, 5 µs per message on the last stage and 2 µs on rank 0). Wall and CPU
+checkpoints' own work, 5 µs per message on the last stage and 2 µs on rank 0);
+``install_sender`` and ``install_receiver`` put install's wrappers on one side only. Wall and CPU
 time (this process's, its threads included) are both reported. Each round times every variant
 back to back, in an order shuffled anew each round; a ratio is the median of per-round ratios
 (with the quartiles of those ratios). Needs sglang's scheduler and parallel state importable
@@ -88,7 +89,18 @@ def _variants(originals: dict[str, Callable[..., Any]]) -> dict[str, dict[str, A
         # A control: capture off, plus a busy wait about as long as the checkpoints' own work
         # (measured without a wire): 5 µs on the last stage, 2 µs on rank 0.
         "off_busy": dict(originals),
+        # The same wrappers as install, on one side of the wire only.
+        "install_sender": {
+            k: wrap(f, hook[k]) if k in _SENDER else f for k, f in originals.items()
+        },
+        "install_receiver": {
+            k: f if k in _SENDER else wrap(f, hook[k]) for k, f in originals.items()
+        },
     }
+
+
+#: The functions the last stage calls; rank 0 calls the others (recv, pop).
+_SENDER = ("add", "prepare", "send_dict", "send")
 
 
 def _group(rank: int) -> Any:
