@@ -29,8 +29,9 @@ from ppaux.report.document import InputProblem, Report, Table
 
 __all__ = ["describe_dump", "inspect_file", "inspect_paths"]
 
-#: Rows shown per table in the human view; the JSON report always lists every entry. Drawing a
-#: table costs about a millisecond per row, and a hostile dict may have a million keys.
+#: Rows shown per table in the human view; the JSON report lists every entry, up to
+#: ``Limits.max_report_entries`` per file. Drawing a table costs about a millisecond per row,
+#: and a hostile dict may have a million keys.
 TABLE_ROWS = 1000
 #: Tables drawn per file in the human view: a hostile file may hold thousands of small tensor
 #: dicts, and each table costs milliseconds to draw. The JSON report lists them all.
@@ -263,7 +264,7 @@ def inspect_paths(
             if len(tables) > FILE_TABLES:
                 report.notes.append(
                     f"{description['path']}: {len(tables) - FILE_TABLES} more tensor dicts not "
-                    "drawn as tables (--format json lists every entry)"
+                    "drawn as tables (--format json lists their entries)"
                 )
         if progress is not None:
             progress(index, len(files))
