@@ -166,12 +166,12 @@ def check_dump(
 
 
 class _Budget:
-    """Findings of each code built for one dump: past ``per_code`` (and one spare, so that the
-    report's cut, :func:`ppaux.report.findings.cap_per_code`, still sees more than it keeps),
-    a finding is only counted, never built."""
+    """Findings of each code built for one dump: past ``per_code``, a finding is only counted,
+    never built (the report's cut, :func:`ppaux.report.findings.cap_per_code`, words the
+    count)."""
 
     def __init__(self, per_code: int) -> None:
-        self.per_code = per_code + 1
+        self.per_code = per_code
         self.built: dict[str, int] = {}
         self.omitted: dict[str, int] = {}
 

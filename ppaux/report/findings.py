@@ -11,7 +11,7 @@ from typing import Any
 import enum
 from dataclasses import dataclass, field
 
-__all__ = ["Severity", "Rule", "Finding", "cap_per_code"]
+__all__ = ["Severity", "Rule", "Finding", "cap_per_code", "omitted_count"]
 
 
 class Severity(str, enum.Enum):
@@ -93,7 +93,7 @@ def cap_per_code(findings: list[Finding], per_code: int, limit_name: str) -> lis
     listed: dict[str, int] = {}
     unlisted: dict[str, int] = {}
     for item in findings:
-        omitted = _omitted(item)
+        omitted = omitted_count(item)
         if omitted:
             unlisted[item.code] = unlisted.get(item.code, 0) + omitted
         else:
@@ -105,7 +105,7 @@ def cap_per_code(findings: list[Finding], per_code: int, limit_name: str) -> lis
     first: dict[str, Finding] = {}
     for item in findings:
         first.setdefault(item.code, item)
-        if _omitted(item):
+        if omitted_count(item):
             continue
         n = seen.get(item.code, 0) + 1
         seen[item.code] = n
@@ -133,6 +133,8 @@ def cap_per_code(findings: list[Finding], per_code: int, limit_name: str) -> lis
     return kept
 
 
-def _omitted(item: Finding) -> int:
+def omitted_count(item: Finding) -> int:
+    """How many findings not listed ``item`` stands for (its ``extra.omitted``); 0 for a
+    finding that stands only for itself."""
     value = item.extra.get("omitted")
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

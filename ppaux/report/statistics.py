@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ppaux.report.document import Report
-from ppaux.report.findings import Severity
+from ppaux.report.findings import Severity, omitted_count
 
 __all__ = ["CodeCount", "count_codes"]
 
@@ -37,9 +37,7 @@ def count_codes(report: Report) -> list[CodeCount]:
     worst: dict[str, Severity] = {}
     for finding in report.findings:
         # A finding that stands for findings the report does not list counts as those.
-        omitted = finding.extra.get("omitted")
-        stands_for = omitted if isinstance(omitted, int) and omitted > 0 else 1
-        counts[finding.code] = counts.get(finding.code, 0) + stands_for
+        counts[finding.code] = counts.get(finding.code, 0) + (omitted_count(finding) or 1)
         seen = worst.get(finding.code)
         if seen is None or finding.severity.rank > seen.rank:
             worst[finding.code] = finding.severity
