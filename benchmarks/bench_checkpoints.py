@@ -8,24 +8,32 @@ calls sglang's ``add_auxiliary_output_to_pp_tensors`` with an auxiliary output o
 the message is queued and taken from ``last_rank_comm_queue``, ``_pp_send_dict_to_next_stage``
 (``msg_type="output"``) and ``GroupCoordinator.send_tensor_dict``, on a one-process group for
 which sglang returns at once. By default no wire is timed: a real send costs far more than the
-checkpoints, so this is the worst case for the ratio. With ``--wire``, two processes on loopback
-run it with a real wire instead: the last stage sends each message through a real
+checkpoints, so this is the worst case for the ratio; it is also the best case for the caches,
+which stay warm from one message to the next (``--evict BYTES`` cools them, as a real host's
+work between two messages does, by copying a buffer of that size before each message). With
+``--wire``, two processes on loopback run it with a real wire instead (where the other process
+and the wire's threads cool the caches): the last stage sends each message through a real
 ``GroupCoordinator`` (gloo), and rank 0 receives it with sglang's ``recv_tensor_dict`` and pops
 it with sglang's pop (both hooked too); the figures are per message on each side. Variants:
 ``off`` (sglang's functions as they are), ``install`` (the wrappers ``ppaux.capture.install()``
-puts on add, pop and the four methods of the path), ``plugin``
-(ppaux's hooks wrapped by sglang's own ``HookRegistry`` AROUND wrapper), ``off_again`` (the
-noise floor) and ``off_busy`` (a control: capture off plus a busy wait as long as the
-checkpoints' own work, 5 µs per message on the last stage and 2 µs on rank 0);
+puts on add, pop and the four methods of the path: for the methods, with their own parameters),
+``plugin`` (ppaux's hooks wrapped by sglang's own ``HookRegistry`` AROUND wrapper),
+``off_plugin_empty`` (sglang's AROUND wrapper around a hook that only calls through),
+``off_again`` (the noise floor) and ``off_busy`` (a control: capture off plus a busy wait of
+5 µs per message on the last stage and 2 µs on rank 0, more than the checkpoints' own work);
 ``install_sender`` and ``install_receiver`` put install's wrappers on one side only. Wall and CPU
 time (this process's, its threads included) are both reported. Each round times every variant
-back to back, in an order shuffled anew each round; a ratio is the median of per-round ratios
-(with the quartiles of those ratios). Needs sglang's scheduler and parallel state importable
-(an sglang runtime)::
+back to back (a block of ``--messages`` messages each; on the wire both ranks start each block
+together), in an order shuffled anew each round; a ratio is the median of per-round ratios, with
+the quartiles of those ratios, the 95 % bootstrap interval of their median, and the ratio of
+all messages' time. Needs sglang's scheduler and parallel state importable (an sglang
+runtime)::
 
     python tests/sglang_runtime.py 0.5.23     # prepares ~/.cache/ppaux/runtime/0.5.23
     R=~/.cache/ppaux/runtime/0.5.23
-    PYTHONPATH=$R/sglang:$R/site:$R/standins python benchmarks/bench_checkpoints.py [--wire]
+    PYTHONPATH=$R/sglang:$R/site:$R/standins python benchmarks/bench_checkpoints.py
+    PYTHONPATH=$R/sglang:$R/site:$R/standins python benchmarks/bench_checkpoints.py \\
+        --wire --rounds 400 --messages 50
 """
 
 from __future__ import annotations
@@ -48,9 +56,10 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 import torch
+import torch.distributed as dist
 
 from ppaux.capture import hooks
-from ppaux.capture.patching import wrap
+from ppaux.capture.patching import method_wrapper, wrap
 from ppaux.capture.settings import CaptureConfig
 from ppaux.capture.state import STATE
 
@@ -81,24 +90,35 @@ def _variants(originals: dict[str, Callable[..., Any]]) -> dict[str, dict[str, A
         "send": hooks.around_send,
         "recv": hooks.around_recv,
     }
+    # What install() puts in place: for the methods, wrappers with the methods' own parameters.
+    installed = {
+        k: method_wrapper(k, f) if k in METHODS else wrap(f, hook[k]) for k, f in originals.items()
+    }
     return {
         "off": dict(originals),
-        "install": {k: wrap(f, hook[k]) for k, f in originals.items()},
+        "install": installed,
         "plugin": {k: _wrap_fn(f, hook[k], HookType.AROUND) for k, f in originals.items()},
+        # sglang's own AROUND wrapper with a hook that only calls through: what the plugin's
+        # form costs before ppaux's hooks do anything (capture off).
+        "off_plugin_empty": {
+            k: _wrap_fn(f, _empty_hook, HookType.AROUND) for k, f in originals.items()
+        },
         "off_again": dict(originals),
         # A control: capture off, plus a busy wait about as long as the checkpoints' own work
         # (measured without a wire): 5 µs on the last stage, 2 µs on rank 0.
         "off_busy": dict(originals),
         # The same wrappers as install, on one side of the wire only.
-        "install_sender": {
-            k: wrap(f, hook[k]) if k in _SENDER else f for k, f in originals.items()
-        },
-        "install_receiver": {
-            k: f if k in _SENDER else wrap(f, hook[k]) for k, f in originals.items()
-        },
+        "install_sender": {k: installed[k] if k in _SENDER else f for k, f in originals.items()},
+        "install_receiver": {k: f if k in _SENDER else installed[k] for k, f in originals.items()},
     }
 
 
+def _empty_hook(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return original(*args, **kwargs)
+
+
+#: The hops on methods (the others, add and pop, are module functions).
+METHODS = ("prepare", "send_dict", "send", "recv")
 #: The functions the last stage calls; rank 0 calls the others (recv, pop).
 _SENDER = ("add", "prepare", "send_dict", "send")
 
@@ -131,14 +151,25 @@ def main() -> int:
     parser.add_argument("--messages", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=31)
     parser.add_argument("--wire", action="store_true", help="two processes, a real gloo wire")
+    parser.add_argument(
+        "--evict",
+        type=int,
+        default=0,
+        metavar="BYTES",
+        help="on the last stage, copy a buffer of BYTES before each message, so that each one "
+        "runs with cold caches, as between a real host's work (default 0: none)",
+    )
+    parser.add_argument(
+        "--variants",
+        default=None,
+        help="comma-separated variants to time (default: all); off is always among them",
+    )
     parser.add_argument("--rank", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.wire and args.rank is None:
         return _launch(args)
     if args.rank is not None:
-        import torch.distributed as dist
-
         dist.init_process_group(
             "gloo",
             init_method=f"tcp://127.0.0.1:{args.port}",
@@ -148,6 +179,17 @@ def main() -> int:
         )
     ps, mixin, mixin_class, originals = _setup()
     variants = _variants(originals)
+    own_parameters = [
+        hop
+        for hop in METHODS
+        if "*args" not in str(inspect.signature(variants["install"][hop], follow_wrapped=False))
+    ]
+    if args.variants:
+        chosen = ["off", *(v for v in args.variants.split(",") if v != "off")]
+        unknown = [v for v in chosen if v not in variants]
+        if unknown:
+            parser.error(f"unknown variant(s): {', '.join(unknown)}")
+        variants = {name: variants[name] for name in chosen}
 
     class Output:
         def __init__(self) -> None:
@@ -199,6 +241,7 @@ def main() -> int:
             return dict(tensors)
 
     observer = Observer()
+    evict = (bytearray(args.evict), bytearray(args.evict)) if args.evict > 0 else None
 
     def messages(count: int) -> float:
         queue = scheduler.last_rank_comm_queue
@@ -211,6 +254,8 @@ def main() -> int:
                 mixin.pop_auxiliary_output_from_pp_tensors(received, observer)
             return time.perf_counter() - started
         for _ in range(count):
+            if evict is not None:
+                evict[1][:] = evict[0]
             if current[0] == "off_busy":
                 _spin(5e-6)
             prepared = scheduler._pp_prepare_tensor_dict(result, batch)
@@ -240,6 +285,10 @@ def main() -> int:
         random.Random(round_index).shuffle(order)
         for name in order:
             use(name)
+            if args.rank is not None:
+                # Both ranks start the variant's block together (outside the timed part), so
+                # that neither times messages of the other's previous variant.
+                dist.barrier()
             cpu_started = time.process_time()
             times[name].append(messages(args.messages) / args.messages)
             cpu[name].append((time.process_time() - cpu_started) / args.messages)
@@ -253,8 +302,11 @@ def main() -> int:
         }[args.rank],
         "sglang": sys.modules["sglang.srt.managers.scheduler_pp_mixin"].__file__,
         "messages_per_round": args.messages,
+        "evict_bytes": args.evict,
         "rounds": args.rounds,
         "captures_written": written,
+        # The methods install() wraps with their own parameters (the rest: generic wrappers).
+        "install_own_parameters": own_parameters,
         "variants": {
             name: {
                 "median_us": round(statistics.median(t) * 1e6, 3),
@@ -265,6 +317,11 @@ def main() -> int:
                 "ratio_iqr": [
                     round(q, 4) for q in statistics.quantiles(_ratios(t, times["off"]), n=4)[::2]
                 ],
+                # How far the median ratio itself may be off: the 95 % interval of the medians
+                # of rounds drawn again with replacement (2,000 draws).
+                "ratio_ci95": [round(q, 4) for q in _bootstrap(_ratios(t, times["off"]))],
+                # All of a variant's messages against all of off's.
+                "total_ratio": round(sum(t) / sum(times["off"]), 4),
             }
             for name, t in times.items()
         },
@@ -277,6 +334,13 @@ def _spin(seconds: float) -> None:
     until = time.perf_counter() + seconds
     while time.perf_counter() < until:
         pass
+
+
+def _bootstrap(ratios: list[float], draws: int = 2000) -> tuple[float, float]:
+    """The 2.5th and 97.5th percentiles of the median of ``ratios`` resampled ``draws`` times."""
+    chance = random.Random(0)
+    medians = sorted(statistics.median(chance.choices(ratios, k=len(ratios))) for _ in range(draws))
+    return medians[int(0.025 * draws)], medians[int(0.975 * draws) - 1]
 
 
 def _ratios(times: list[float], baseline: list[float]) -> list[float]:
@@ -299,6 +363,9 @@ def _launch(args: argparse.Namespace) -> int:
             str(args.messages),
             "--rounds",
             str(args.rounds),
+            "--evict",
+            str(args.evict),
+            *(["--variants", args.variants] if args.variants else []),
         ]
         children.append(
             subprocess.Popen(

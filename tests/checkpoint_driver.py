@@ -103,6 +103,7 @@ class Scheduler(mixin.SchedulerPPMixin):
         self._pp_spec_relay = False
         self.pp_group = Group()
         self.attn_tp_group = None
+        self.require_attn_tp_allgather = False  # read by the send of 0.5.18 - 0.5.20
         self.pp_comm_stream_ctx = contextlib.nullcontext()
         self.last_rank_comm_queue = collections.deque()
 

@@ -42,6 +42,7 @@ TORCH_MODULES = [
     "tensor_tags.py",
     "test_capture.py",
     "test_capture_cli.py",
+    "test_capture_hop_hooks.py",
     "test_capture_plugin.py",
     "test_capture_story.py",
     "test_capture_wheels.py",

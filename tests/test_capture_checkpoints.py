@@ -1,11 +1,12 @@
 """Checkpoints along sglang's PP output path: trail, culprit, strict mode, and what reports say.
 
 The first part runs sglang's real scheduler methods and PP group (tests/checkpoint_driver.py, in
-the runtime of sglang 0.5.23 prepared by tests/sglang_runtime.py) for each way a non-tensor gets
-into an output message, through ``install()`` and through sglang's real ``HookRegistry``; every
-expected function, file and line is read from the driver's text, not from ppaux. The second part
-checks the pieces without sglang: looks leave messages alone, malformed trails are ignored,
-locations reach every format, ``capture status`` names skipped hops.
+the runtimes of sglang 0.5.23 and 0.5.19 prepared by tests/sglang_runtime.py) for each way a
+non-tensor gets into an output message, through ``install()`` and through sglang's real
+``HookRegistry``; every expected function, file and line is read from the driver's text, not
+from ppaux. The second part checks the pieces without sglang: looks leave messages alone,
+malformed trails are ignored, locations reach every format, ``capture status`` names skipped
+hops.
 """
 
 from __future__ import annotations
@@ -82,25 +83,28 @@ EXPECTED = {
     ),
 }
 WAYS = ("subclass", "queue", "transport", "add_patch")
-RUNS = {  # mode -> scenarios, each run in one process
+RUNS = {  # mode[@release, 0.5.23 when not given] -> scenarios, each run in one process
     "install": ("healthy", *WAYS, "strict-subclass", "strict-queue", "strict-transport"),
     "plugin": ("healthy", *WAYS, "strict-subclass", "strict-transport"),
     "plugin+other": ("other",),
+    # The older parameter list of _pp_send_dict_to_next_stage (no ready_event).
+    "install@0.5.19": ("healthy", *WAYS, "strict-transport"),
 }
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict]]:
     """Run every mode's driver (in parallel) once; mode -> (captures root, errors raised)."""
-    runtime = sglang_runtime.sglang_runtime("0.5.23")
     root = tmp_path_factory.mktemp("checkpoints")
     started = {}
     for mode, scenarios in RUNS.items():
+        driver_mode, _, version = mode.partition("@")
+        runtime = sglang_runtime.sglang_runtime(version or "0.5.23")
         directory = root / mode
         started[mode] = (
             directory,
             subprocess.Popen(
-                [sys.executable, str(DRIVER), mode, str(directory), "2", *scenarios],
+                [sys.executable, str(DRIVER), driver_mode, str(directory), "2", *scenarios],
                 env=runtime.env(),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -178,11 +182,54 @@ def test_inspect_reports_the_culprit_with_its_location(runs, mode: str, scenario
 
 
 @pytest.mark.sglang_runtime
-@pytest.mark.parametrize("mode", ["install", "plugin"])
+@pytest.mark.parametrize("mode", ["install", "plugin", "install@0.5.19"])
 def test_a_healthy_run_writes_nothing(runs, mode: str):
     directory, raised = runs[mode]
     assert raised["healthy"] == []
     assert not (directory / "healthy").exists()
+
+
+_SIGNATURES = """
+import inspect, json, sys
+import sglang.srt.distributed.parallel_state as ps
+import sglang.srt.managers.scheduler_pp_mixin as mixin
+import ppaux.capture
+
+targets = {
+    "prepare": (mixin.SchedulerPPMixin, "_pp_prepare_tensor_dict"),
+    "send_dict": (mixin.SchedulerPPMixin, "_pp_send_dict_to_next_stage"),
+    "send": (ps.GroupCoordinator, "send_tensor_dict"),
+    "recv": (ps.GroupCoordinator, "recv_tensor_dict"),
+}
+def signatures():
+    return {
+        hop: str(inspect.signature(owner.__dict__[name], follow_wrapped=False))
+        for hop, (owner, name) in targets.items()
+    }
+before = signatures()
+ppaux.capture.install(sys.argv[1])
+marked = [hop for hop, (owner, name) in targets.items()
+          if getattr(owner.__dict__[name], "__ppaux_capture__", False)]
+print(json.dumps({"before": before, "after": signatures(), "marked": marked}))
+"""
+
+
+@pytest.mark.sglang_runtime
+@pytest.mark.parametrize("version", ["0.5.19", "0.5.23"])
+def test_install_wraps_each_method_with_its_own_parameters(tmp_path, version: str):
+    runtime = sglang_runtime.sglang_runtime(version)
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGNATURES, str(tmp_path)],
+        env=runtime.env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["marked"] == ["prepare", "send_dict", "send", "recv"]
+    assert found["after"] == found["before"]
+    assert ("ready_event" in found["before"]["send_dict"]) == (version == "0.5.23")
 
 
 #: Strict runs: (mode, scenario, the function of the first dirty hop, where it raises).
@@ -192,6 +239,7 @@ STRICT = [
     ("install", "strict-transport", "send_tensor_dict"),
     ("plugin", "strict-subclass", "_pp_send_dict_to_next_stage"),
     ("plugin", "strict-transport", "send_tensor_dict"),
+    ("install@0.5.19", "strict-transport", "send_tensor_dict"),
 ]
 
 
@@ -241,6 +289,18 @@ def test_a_look_leaves_a_healthy_message_alone_and_forgets_it():
             look("send", message, print, True)
             look("sent", message, print, True)
         assert len(STATE.messages) == 0  # a sent message is forgotten
+        # With sglang's own send inside the hook, the send hop is the last one.
+        for message in messages[:3]:
+            look("prepare", message, print, True)
+        assert len(STATE.messages) == 3
+        for message in messages[:3]:
+            look("send", message, print, True, last=True)
+        assert len(STATE.messages) == 0
+        # Rank 0 keeps no record of a message received clean (pop and a failing pop's
+        # capture use only a trail found dirty).
+        for message in messages:
+            assert look("recv", message, print, False) is None
+        assert len(STATE.messages) == 0
         assert STATE.stats().written == 0
     finally:
         STATE.activate(None)

@@ -3,9 +3,9 @@ need torch say so in one line and exit 2, and the torch-free reader works.
 
 The virtual environment is real (``python -m venv`` and ``pip install -e CHECKOUT[test]``,
 without the torch extra) and is kept under ``~/.cache/ppaux`` (or ``$PPAUX_VENV_CACHE``), keyed
-by pyproject.toml and the Python version, so only the first run pays for the install (about
-20 s with pip's cache warm). The checkout is installed editable: the code under test is the
-working tree's.
+by pyproject.toml, the Python version and the checkout's path, so only the first run pays for
+the install (about 20 s with pip's cache warm). The checkout is installed editable: the code
+under test is the working tree's.
 """
 
 from __future__ import annotations
@@ -25,7 +25,11 @@ HINT = "pip install torch==VERSION, with the torch VERSION your sglang deploymen
 
 
 def _venv_dir() -> Path:
-    key = hashlib.sha256((REPO / "pyproject.toml").read_bytes() + sys.version.encode())
+    # The checkout's path is part of the key: the install is editable, so a virtual environment
+    # built for another checkout (a clone since deleted) would run that checkout's code.
+    key = hashlib.sha256(
+        (REPO / "pyproject.toml").read_bytes() + sys.version.encode() + str(REPO).encode()
+    )
     base = Path(os.environ.get("PPAUX_VENV_CACHE") or Path.home() / ".cache" / "ppaux")
     return base / f"venv-no-torch-{key.hexdigest()[:16]}"
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from ppaux.capture.hops import HOP_TARGETS, HOP_TEXT, HOPS, SENDER_HOPS
 from ppaux.capture.settings import MAX_FOLLOWED_MESSAGES
@@ -37,12 +37,16 @@ __all__ = [
 ]
 
 _BIT = {hop: 1 << i for i, hop in enumerate(HOPS)}
+_ADD_BIT = _BIT["add"]
 
 # The hop that starts a message's record on each side (earlier bits are then stale).
 _FIRST = {"add", "recv"}
 # prepare starts it as well when add was only noted (see look_at_add).
-# The hop after which the sender forgets a message.
+# The hops after which a message is forgotten.
 _LAST = {"sent", "pop"}
+# The hops at which a message found clean is forgotten: the last ones, and recv, where a clean
+# message needs no record (pop and a failing pop's capture use only a trail found dirty).
+_FORGET = _LAST | {"recv"}
 
 _TENSOR: Optional[type] = None
 
@@ -56,18 +60,36 @@ def _tensor_class() -> type:
     return _TENSOR
 
 
-def dirty_values(tensors: Any, start: int = 0) -> list[tuple[str, str]]:
-    """(auxiliary name, type name) of every prefixed value of ``tensors`` that is not a tensor;
-    with ``start`` > 0, of its items from that position on only (what add inserted)."""
+def dirty_values(tensors: Any, start: int = 0) -> Sequence[tuple[str, str]]:
+    """(auxiliary name, type name) of every prefixed value of ``tensors`` that is not a tensor,
+    in the dict's order; with ``start`` > 0, of its items from that position on only (what add
+    inserted). Empty (a shared empty tuple) when there is none."""
     tensor = _TENSOR or _tensor_class()
-    found: list[tuple[str, str]] = []
+    found: Optional[list[tuple[str, str]]] = None
+    if tensors.__class__ is dict:
+        # A plain dict: its items in one pass, the value tested first (a tensor, nearly always,
+        # settles an entry without looking at its key).
+        items = tensors.items() if start <= 0 else itertools.islice(tensors.items(), start, None)
+        for key, value in items:
+            if (
+                not isinstance(value, tensor)  # what torch.is_tensor tests
+                and key.__class__ is str
+                and key.startswith(OUTPUT_PREFIX)
+            ):
+                if found is None:
+                    found = []
+                found.append((key[len(OUTPUT_PREFIX) :], type(value).__qualname__))
+        return found or ()
+    # Another mapping: each value as its own item lookup gives it.
     keys = tensors if start <= 0 else itertools.islice(tensors, start, None)
-    for key in keys:  # the plainest loop is the cheapest for a message's handful of keys
+    for key in keys:
         if key.__class__ is str and key.startswith(OUTPUT_PREFIX):
             value = tensors[key]
-            if not isinstance(value, tensor):  # what torch.is_tensor tests
+            if not isinstance(value, tensor):
+                if found is None:
+                    found = []
                 found.append((key[len(OUTPUT_PREFIX) :], type(value).__qualname__))
-    return found
+    return found or ()
 
 
 class Trail:
@@ -80,7 +102,7 @@ class Trail:
         self.culprit: Optional[dict[str, Any]] = None
         self.captured = False
 
-    def add(self, hop: str, dirty: list[tuple[str, str]]) -> None:
+    def add(self, hop: str, dirty: Sequence[tuple[str, str]]) -> None:
         """Record ``hop`` (clean when ``dirty`` is empty)."""
         self.hops.append(
             {
@@ -100,7 +122,12 @@ class Trail:
 
 
 def look(
-    hop: str, tensors: Any, original: Callable[..., Any], last_stage: Any, start: int = 0
+    hop: str,
+    tensors: Any,
+    original: Callable[..., Any],
+    last_stage: Any,
+    start: int = 0,
+    last: bool = False,
 ) -> Optional[BaseException]:
     """Look at an output message at ``hop``; return the strict-mode error to raise, if any.
 
@@ -108,33 +135,43 @@ def look(
     the message is dirty. ``original`` is the function the hook wraps there (what runs inside
     the look); ``start`` > 0 looks only at the items from that position on (at add: what add
     inserted, the rest having been looked at by the hops before or being looked at by the
-    next). Never raises.
+    next). ``last``: this is the sender's last look at the message (the send hop when sglang's
+    own send runs inside it), after which it is forgotten. Never raises.
     """
     try:
-        dirty = dirty_values(tensors, start)
+        if start <= 0 and tensors.__class__ is dict:
+            # The healthy path, kept short (it runs with cold caches, between the host's own
+            # work): the values in one pass, a tensor settling an entry without its key.
+            tensor = _TENSOR or _tensor_class()
+            dirty = False
+            for name, value in tensors.items():
+                if (
+                    not isinstance(value, tensor)
+                    and name.__class__ is str
+                    and name.startswith(OUTPUT_PREFIX)
+                ):
+                    dirty = True
+                    break
+        else:
+            dirty = bool(dirty_values(tensors, start))
         messages = STATE.messages
         key = id(tensors)
         seen = messages.get(key, 0)
-        if hop == "prepare" and STATE.last_add == key and seen.__class__ is int:
-            seen = _BIT["add"]  # sglang's own add ran on it, through ppaux's hook
-            STATE.last_add = None
-        if seen.__class__ is int:
-            if not dirty:
-                if hop in _LAST:
-                    messages.pop(key, None)
-                else:
-                    messages[key] = _BIT[hop] if hop in _FIRST else seen | _BIT[hop]
-                    if len(messages) > MAX_FOLLOWED_MESSAGES:
-                        messages.popitem(last=False)
-                if STATE.trace_armed is not None:
-                    _tracer.at_clean_hop(hop, tensors)
-                return None
-            return _first_dirty(
-                hop, tensors, original, dirty, 0 if hop in _FIRST else seen, last_stage
-            )
-        seen.add(hop, dirty)
-        if hop == "sent":  # at pop, the capture of the failing pop takes the trail (trail_for)
-            messages.pop(key, None)
+        if dirty or seen.__class__ is not int:
+            return _look_closer(hop, tensors, original, last_stage, start, last)
+        # Clean, and followed clean so far.
+        if last or hop in _FORGET:
+            if seen:
+                del messages[key]
+        else:
+            if hop == "prepare" and STATE.last_add == key:
+                seen = _ADD_BIT  # sglang's own add ran on it, through ppaux's hook
+                STATE.last_add = None
+            messages[key] = _BIT[hop] if hop in _FIRST else seen | _BIT[hop]
+            if len(messages) > MAX_FOLLOWED_MESSAGES:
+                del messages[next(iter(messages))]  # the oldest
+        if STATE.trace_armed is not None:
+            _tracer.at_clean_hop(hop, tensors)
         return None
     except Exception as error:  # never into the host
         from ppaux.capture.writer import note_failure
@@ -143,11 +180,40 @@ def look(
         return None
 
 
+def _look_closer(
+    hop: str,
+    tensors: Any,
+    original: Callable[..., Any],
+    last_stage: Any,
+    start: int,
+    last: bool,
+) -> Optional[BaseException]:
+    """:func:`look` for a message that is dirty at ``hop`` or already followed dirty."""
+    dirty = dirty_values(tensors, start)
+    messages = STATE.messages
+    key = id(tensors)
+    seen = messages.get(key, 0)
+    if seen.__class__ is int:  # dirty, for the first time
+        if hop == "prepare" and STATE.last_add == key:
+            seen = _ADD_BIT
+            STATE.last_add = None
+        error = _first_dirty(
+            hop, tensors, original, dirty, 0 if hop in _FIRST else seen, last_stage
+        )
+        if last:
+            messages.pop(key, None)
+        return error
+    seen.add(hop, dirty)
+    if last or hop == "sent":  # at pop, the capture of the failing pop takes the trail
+        messages.pop(key, None)
+    return None
+
+
 def _first_dirty(
     hop: str,
     tensors: Any,
     original: Callable[..., Any],
-    dirty: list[tuple[str, str]],
+    dirty: Sequence[tuple[str, str]],
     seen: int,
     last_stage: Any,
 ) -> Optional[BaseException]:

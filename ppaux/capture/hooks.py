@@ -5,8 +5,8 @@ hook: ``hook(original_fn, *args, **kwargs)``.
   (and, with ``when='always'``, sampled healthy calls); they are also the checkpoints of the
   hops "add returned" and "pop called".
 * :func:`around_prepare`, :func:`around_send_dict`, :func:`around_send` and
-  :func:`around_recv` are the checkpoints of the scheduler's and the PP group's hops
-  (:mod:`ppaux.capture.checkpoints`).
+  :func:`around_recv` (from :mod:`ppaux.capture.hop_hooks`) are the checkpoints of the
+  scheduler's and the PP group's hops (:mod:`ppaux.capture.checkpoints`).
 
 The sglang plugin registers them with sglang's ``HookRegistry`` (:func:`register_plugin_hooks`);
 :func:`ppaux.capture.install` wraps the targets itself (:mod:`ppaux.capture.patching`). The
@@ -25,20 +25,24 @@ from typing import Any, Callable
 
 from ppaux.capture.checkpoints import (
     is_release,
-    look,
     look_at_add,
     look_at_pop,
     trail_for,
 )
 from ppaux.capture.culprit import HOOK_MARK, WRAPPER_MARK
-from ppaux.capture.hops import HOP_TARGETS, hop_availability
+from ppaux.capture.hop_hooks import (
+    METHOD_HOOKS,
+    around_prepare,
+    around_recv,
+    around_send,
+    around_send_dict,
+)
+from ppaux.capture.hops import hop_availability
 from ppaux.capture.settings import CaptureConfig
 from ppaux.capture.state import STATE
 from ppaux.capture.writer import note_failure, record
 from ppaux.sglang.names import (
     ADD,
-    MSG_TYPE_KEY,
-    OUTPUT_MSG_TYPE,
     OUTPUT_PREFIX,
     POP,
     TRANSPORT_MODULE,
@@ -278,81 +282,6 @@ def _output_tensors(output: Any) -> Any:
         return dict(tensors.items())
     return tensors
 
-
-# ----------------------------------------------------------------------------------------------
-# The checkpoints of the scheduler's and the PP group's hops
-
-
-def around_prepare(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:
-    """AROUND hook for ``SchedulerPPMixin._pp_prepare_tensor_dict``: look at what it returns."""
-    result = original(self, *args, **kwargs)
-    if STATE.config is not None and result.__class__ is dict:
-        STATE.scheduler_type = self.__class__
-        error = look("prepare", result, original, True)
-        if error is not None:
-            raise error
-    return result
-
-
-def around_send_dict(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:
-    """AROUND hook for ``SchedulerPPMixin._pp_send_dict_to_next_stage``: look at an output
-    message as it is handed over (parameters: tensor_dict, async_send, msg_type, ...)."""
-    if STATE.config is not None:
-        msg_type = kwargs.get("msg_type", args[2] if len(args) > 2 else None)
-        tensors = args[0] if args else kwargs.get("tensor_dict")
-        if msg_type == OUTPUT_MSG_TYPE and tensors.__class__ is dict:
-            STATE.scheduler_type = self.__class__
-            error = look("send_dict", tensors, original, getattr(self, "pp_group", None))
-            if error is not None:
-                raise error
-    return original(self, *args, **kwargs)
-
-
-def around_send(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:
-    """AROUND hook for ``GroupCoordinator.send_tensor_dict``: look at an output message when
-    it is sent and after (parameters: tensor_dict, dst, all_gather_group, async_send)."""
-    tensors = args[0] if args else kwargs.get("tensor_dict")
-    if (
-        STATE.config is None
-        or tensors.__class__ is not dict
-        or tensors.get(MSG_TYPE_KEY) != OUTPUT_MSG_TYPE
-    ):
-        return original(self, *args, **kwargs)
-    STATE.group_type = self.__class__
-    error = look("send", tensors, original, self)
-    if error is not None:
-        raise error
-    result = original(self, *args, **kwargs)
-    # sglang's own send_tensor_dict never changes the dict: only other code inside ppaux's
-    # hook (a wrapper applied before it) can, so only then is the message looked at again.
-    if not is_release(original):
-        error = look("sent", tensors, original, self)
-        if error is not None:
-            raise error
-    else:
-        STATE.messages.pop(id(tensors), None)
-    return result
-
-
-def around_recv(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:
-    """AROUND hook for ``GroupCoordinator.recv_tensor_dict``: look at a received output message."""
-    result = original(self, *args, **kwargs)
-    if (
-        STATE.config is not None
-        and result.__class__ is dict
-        and result.get(MSG_TYPE_KEY) == OUTPUT_MSG_TYPE
-    ):
-        look("recv", result, original, False)
-    return result
-
-
-#: The hops hooked on methods: hop name -> (dotted target, hook).
-METHOD_HOOKS: dict[str, tuple[str, Callable[..., Any]]] = {
-    "prepare": (HOP_TARGETS["prepare"], around_prepare),
-    "send_dict": (HOP_TARGETS["send_dict"], around_send_dict),
-    "send": (HOP_TARGETS["send"], around_send),
-    "recv": (HOP_TARGETS["recv"], around_recv),
-}
 
 for _hook in (
     around_add,

@@ -21,12 +21,13 @@ from ppaux.capture import hooks as capture_hooks
 from ppaux.capture.hops import HOP_TARGETS
 from ppaux.capture.culprit import WRAPPER_MARK
 from ppaux.capture.hooks import ADD, POP, TARGET_MODULE, hook_for
+from ppaux.capture.hop_hooks import fixed_wrapper
 from ppaux.capture.settings import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, CaptureConfig
 from ppaux.capture.state import STATE
 from ppaux.capture.writer import note_failure
 from ppaux.sglang.names import PARALLEL_STATE_MODULE, SCHEDULER_MODULE
 
-__all__ = ["install", "uninstall", "active_config", "stats", "wrap"]
+__all__ = ["install", "uninstall", "active_config", "stats", "method_wrapper", "wrap"]
 
 _MARK = WRAPPER_MARK
 #: The modules install() patches, each as soon as it is loaded.
@@ -116,7 +117,7 @@ def _patch(module: types.ModuleType) -> None:
             _rebind(original, wrapper, module)
             STATE.patched[f"{TARGET_MODULE}.{name}"] = (module, original, wrapper)
         return
-    for hop, (target, hook) in capture_hooks.METHOD_HOOKS.items():
+    for hop, (target, _hook) in capture_hooks.METHOD_HOOKS.items():
         owner_path, name = target.rsplit(".", 1)
         module_name, class_name = owner_path.rsplit(".", 1)
         if module_name != module.__name__:
@@ -128,7 +129,7 @@ def _patch(module: types.ModuleType) -> None:
             continue
         if getattr(original, _MARK, False):
             continue
-        wrapper = wrap(original, hook)
+        wrapper = method_wrapper(hop, original)
         setattr(owner, name, wrapper)
         STATE.patched[target] = (owner, original, wrapper)
         STATE.skipped_hops.pop(hop, None)
@@ -155,6 +156,17 @@ def wrap(original: Callable[..., Any], hook: Callable[..., Any]) -> Callable[...
     functools.update_wrapper(wrapper, original)
     setattr(wrapper, _MARK, True)
     return wrapper
+
+
+def method_wrapper(hop: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    """The stand-in install() puts for the method ``original`` at ``hop``: with its own
+    parameters when they are those of sglang's releases, else the generic hook's wrapper."""
+    fixed = fixed_wrapper(hop, original)
+    if fixed is None:
+        return wrap(original, capture_hooks.METHOD_HOOKS[hop][1])
+    functools.update_wrapper(fixed, original)
+    setattr(fixed, _MARK, True)
+    return fixed
 
 
 def _rebind(old: object, new: object, source: types.ModuleType) -> int:

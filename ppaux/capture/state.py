@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -51,8 +50,9 @@ class CaptureState:
         self.failed = 0
         self.last_path: Optional[str] = None
         self.warned: set[str] = set()
-        #: id(message dict) -> the hops it passed, for the output messages being followed.
-        self.messages: OrderedDict[int, Any] = OrderedDict()
+        #: id(message dict) -> the hops it passed, for the output messages being followed (oldest
+        #: first: a dict keeps insertion order).
+        self.messages: dict[int, Any] = {}
         #: Hop name -> why it is not checked in this process (its target is missing).
         self.skipped_hops: dict[str, str] = {}
         #: The scheduler class last seen on the output path (for the culprit), if any.

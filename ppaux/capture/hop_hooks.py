@@ -1,0 +1,299 @@
+"""The checkpoint hooks on the scheduler's and the PP group's methods: the hops "prepare
+returned", "send_dict called", "send called" / "send returned" and "recv returned".
+
+Each hook has the signature of an sglang AROUND hook, ``hook(original_fn, *args, **kwargs)``
+(``self`` first in ``args``), and takes any call its target takes; the sglang plugin registers
+these. For :func:`ppaux.capture.install`, which wraps the function it has in hand,
+:func:`fixed_wrapper` gives a cheaper wrapper when that function's parameters are exactly those
+of sglang's releases (0.5.18 - 0.5.23, :data:`SHAPES`): it takes the same parameters with the
+same defaults and hands them on by position, so that no argument tuple or keyword dict is built
+per call (most of what a generic wrapper costs). A hook never changes the call, its arguments or
+its result.
+
+Each hook does its look itself, without a helper function: every healthy output message passes
+here, between the host's own work, where each Python call costs (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Optional
+
+from ppaux.capture.checkpoints import is_release, look
+from ppaux.capture.hops import HOP_TARGETS
+from ppaux.capture.state import STATE
+from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_MSG_TYPE
+
+__all__ = [
+    "METHOD_HOOKS",
+    "SHAPES",
+    "around_prepare",
+    "around_recv",
+    "around_send",
+    "around_send_dict",
+    "fixed_wrapper",
+    "matches",
+]
+
+
+def _sent(self: Any, tensors: Any, original: Callable[..., Any]) -> None:
+    # Only other code inside ppaux's hook (a wrapper applied before it) can change the dict
+    # while it is sent, so only then is the message looked at again.
+    error = look("sent", tensors, original, self)
+    if error is not None:
+        raise error
+
+
+def _is_output(tensors: Any) -> bool:
+    return tensors.__class__ is dict and tensors.get(MSG_TYPE_KEY) == OUTPUT_MSG_TYPE
+
+
+# ----------------------------------------------------------------------------------------------
+# The generic hooks: any call the target takes (``self`` stays inside ``args``: handing the call
+# on as it came is the cheapest there is)
+
+
+def around_prepare(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """AROUND hook for ``SchedulerPPMixin._pp_prepare_tensor_dict``: look at what it returns."""
+    result = original(*args, **kwargs)
+    if STATE.config is not None and result.__class__ is dict and args:
+        STATE.scheduler_type = args[0].__class__
+        error = look("prepare", result, original, True)
+        if error is not None:
+            raise error
+    return result
+
+
+def around_send_dict(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """AROUND hook for ``SchedulerPPMixin._pp_send_dict_to_next_stage``: look at an output
+    message as it is handed over (parameters: self, tensor_dict, async_send, msg_type, ...)."""
+    if STATE.config is not None and args:
+        msg_type = kwargs.get("msg_type", args[3] if len(args) > 3 else None)
+        tensors = args[1] if len(args) > 1 else kwargs.get("tensor_dict")
+        if msg_type == OUTPUT_MSG_TYPE and tensors.__class__ is dict:
+            STATE.scheduler_type = args[0].__class__
+            error = look("send_dict", tensors, original, getattr(args[0], "pp_group", None))
+            if error is not None:
+                raise error
+    return original(*args, **kwargs)
+
+
+def around_send(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """AROUND hook for ``GroupCoordinator.send_tensor_dict``: look at an output message when
+    it is sent and after (parameters: self, tensor_dict, dst, all_gather_group, async_send)."""
+    tensors = args[1] if len(args) > 1 else kwargs.get("tensor_dict")
+    if STATE.config is None or not args or not _is_output(tensors):
+        return original(*args, **kwargs)
+    STATE.group_type = args[0].__class__
+    # sglang's own send never changes the dict: then this is the sender's last look at the
+    # message, and there is no "sent" hop.
+    release = is_release(original)
+    error = look("send", tensors, original, args[0], last=release)
+    if error is not None:
+        raise error
+    result = original(*args, **kwargs)
+    if not release:
+        _sent(args[0], tensors, original)
+    return result
+
+
+def around_recv(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """AROUND hook for ``GroupCoordinator.recv_tensor_dict``: look at a received output message."""
+    result = original(*args, **kwargs)
+    if STATE.config is not None and _is_output(result):
+        look("recv", result, original, False)
+    return result
+
+
+#: The hops hooked on methods: hop name -> (dotted target, generic hook).
+METHOD_HOOKS: dict[str, tuple[str, Callable[..., Any]]] = {
+    "prepare": (HOP_TARGETS["prepare"], around_prepare),
+    "send_dict": (HOP_TARGETS["send_dict"], around_send_dict),
+    "send": (HOP_TARGETS["send"], around_send),
+    "recv": (HOP_TARGETS["recv"], around_recv),
+}
+
+
+# ----------------------------------------------------------------------------------------------
+# The fixed forms, for the parameters of sglang's releases
+
+
+_REQUIRED = inspect.Parameter.empty
+
+#: hop -> the parameter lists (name, default; ``inspect.Parameter.empty`` when required) that
+#: its target has in sglang's releases, read from the 0.5.18 - 0.5.23 wheels.
+SHAPES: dict[str, tuple[tuple[tuple[str, Any], ...], ...]] = {
+    "prepare": ((("self", _REQUIRED), ("result", _REQUIRED), ("batch", _REQUIRED)),),
+    "send_dict": (
+        (  # 0.5.18 - 0.5.20
+            ("self", _REQUIRED),
+            ("tensor_dict", _REQUIRED),
+            ("async_send", True),
+            ("msg_type", "default"),
+        ),
+        (  # 0.5.21 - 0.5.23
+            ("self", _REQUIRED),
+            ("tensor_dict", _REQUIRED),
+            ("async_send", True),
+            ("msg_type", "default"),
+            ("ready_event", None),
+        ),
+    ),
+    "send": (
+        (
+            ("self", _REQUIRED),
+            ("tensor_dict", _REQUIRED),
+            ("dst", None),
+            ("all_gather_group", None),
+            ("async_send", False),
+        ),
+    ),
+    "recv": ((("self", _REQUIRED), ("src", None), ("all_gather_group", None)),),
+}
+
+
+def matches(target: Any, shape: tuple[tuple[str, Any], ...]) -> bool:
+    """True when ``target`` is a plain function whose parameters are exactly ``shape``: the
+    same names in the same order, each positional-or-keyword, with equal defaults of the same
+    type. Then a call binds to a function with ``shape``'s parameters as it binds to
+    ``target``."""
+    if not inspect.isfunction(target):
+        return False
+    try:
+        parameters = list(inspect.signature(target, follow_wrapped=False).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if len(parameters) != len(shape):
+        return False
+    for parameter, (name, default) in zip(parameters, shape, strict=True):
+        if parameter.name != name or parameter.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD:
+            return False
+        if default is _REQUIRED:
+            if parameter.default is not _REQUIRED:
+                return False
+        elif type(parameter.default) is not type(default) or parameter.default != default:
+            return False
+    return True
+
+
+def fixed_wrapper(hop: str, original: Callable[..., Any]) -> Optional[Callable[..., Any]]:
+    """A wrapper for ``original`` at ``hop`` with ``original``'s own parameters, when they are
+    one of :data:`SHAPES`; None otherwise (the generic hook is then the way)."""
+    for shape in SHAPES.get(hop, ()):
+        if matches(original, shape):
+            wrapper = _FACTORIES[(hop, len(shape))](original)
+            # The same default objects as the function it stands for.
+            wrapper.__defaults__ = original.__defaults__
+            return wrapper
+    return None
+
+
+def _prepare_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(self: Any, result: Any, batch: Any) -> Any:
+        tensors = original(self, result, batch)
+        if STATE.config is not None and tensors.__class__ is dict:
+            STATE.scheduler_type = self.__class__
+            error = look("prepare", tensors, original, True)
+            if error is not None:
+                raise error
+        return tensors
+
+    return wrapper
+
+
+def _send_dict_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(
+        self: Any, tensor_dict: Any, async_send: Any = True, msg_type: Any = "default"
+    ) -> Any:
+        if (
+            msg_type == OUTPUT_MSG_TYPE
+            and STATE.config is not None
+            and tensor_dict.__class__ is dict
+        ):
+            STATE.scheduler_type = self.__class__
+            error = look("send_dict", tensor_dict, original, getattr(self, "pp_group", None))
+            if error is not None:
+                raise error
+        return original(self, tensor_dict, async_send, msg_type)
+
+    return wrapper
+
+
+# The same as _send_dict_wrapper, with ready_event (0.5.21 - 0.5.23): a wrapper must have its
+# method's exact parameters, and a shared helper would cost a call on every message.
+def _send_dict_ready_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(
+        self: Any,
+        tensor_dict: Any,
+        async_send: Any = True,
+        msg_type: Any = "default",
+        ready_event: Any = None,
+    ) -> Any:
+        if (
+            msg_type == OUTPUT_MSG_TYPE
+            and STATE.config is not None
+            and tensor_dict.__class__ is dict
+        ):
+            STATE.scheduler_type = self.__class__
+            error = look("send_dict", tensor_dict, original, getattr(self, "pp_group", None))
+            if error is not None:
+                raise error
+        return original(self, tensor_dict, async_send, msg_type, ready_event)
+
+    return wrapper
+
+
+def _send_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+    # Whether ``original`` is sglang's release code, asked once (this wrapper's function is
+    # fixed; see around_send).
+    release: list[Optional[bool]] = [None]
+
+    def wrapper(
+        self: Any,
+        tensor_dict: Any,
+        dst: Any = None,
+        all_gather_group: Any = None,
+        async_send: Any = False,
+    ) -> Any:
+        if (
+            STATE.config is None
+            or tensor_dict.__class__ is not dict
+            or tensor_dict.get(MSG_TYPE_KEY) != OUTPUT_MSG_TYPE
+        ):
+            return original(self, tensor_dict, dst, all_gather_group, async_send)
+        STATE.group_type = self.__class__
+        known = release[0]
+        if known is None:
+            known = release[0] = is_release(original)
+        error = look("send", tensor_dict, original, self, last=known)
+        if error is not None:
+            raise error
+        result = original(self, tensor_dict, dst, all_gather_group, async_send)
+        if not known:
+            _sent(self, tensor_dict, original)
+        return result
+
+    return wrapper
+
+
+def _recv_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(self: Any, src: Any = None, all_gather_group: Any = None) -> Any:
+        result = original(self, src, all_gather_group)
+        if (
+            STATE.config is not None
+            and result.__class__ is dict
+            and result.get(MSG_TYPE_KEY) == OUTPUT_MSG_TYPE
+        ):
+            look("recv", result, original, False)
+        return result
+
+    return wrapper
+
+
+_FACTORIES: dict[tuple[str, int], Callable[[Callable[..., Any]], Callable[..., Any]]] = {
+    ("prepare", 3): _prepare_wrapper,
+    ("send_dict", 4): _send_dict_wrapper,
+    ("send_dict", 5): _send_dict_ready_wrapper,
+    ("send", 5): _send_wrapper,
+    ("recv", 3): _recv_wrapper,
+}
