@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
@@ -299,7 +300,7 @@ def test_a_look_leaves_a_healthy_message_alone_and_forgets_it():
         # Rank 0 keeps no record of a message received clean (pop and a failing pop's
         # capture use only a trail found dirty).
         for message in messages:
-            assert look("recv", message, print, False) is None
+            assert look("recv", message, print, False, forget=True) is None
         assert len(STATE.messages) == 0
         assert STATE.stats().written == 0
     finally:
@@ -386,6 +387,47 @@ def test_rank_zero_receiving_a_dirty_message_says_so():
         "PP508",
         "scores (list) already in the message when recv_tensor_dict returned",
     )
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_a_middle_stage_keeps_what_it_received_for_the_trail(tmp_path: Path, first: bool):
+    # sglang's middle stages pass on the output messages they receive (recv, then
+    # _pp_send_dict_to_next_stage); a message received clean there and dirty when passed on
+    # was changed on that stage, and its trail says so. Rank 0 keeps nothing.
+    import torch
+
+    from ppaux.capture.patching import method_wrapper
+    from ppaux.capture.settings import CaptureConfig
+    from ppaux.capture.state import STATE
+
+    class Group:  # what the hooks ask a PP group
+        def __init__(self) -> None:
+            self.is_first_rank = first
+            self.is_last_rank = False
+
+    def recv_tensor_dict(self, src=None, all_gather_group=None):
+        return {"__msg_type__": "output", "__sampling_observer_output__.scores": torch.ones(2)}
+
+    def send_dict(self, tensor_dict, async_send=True, msg_type="default"):
+        return []
+
+    recv = method_wrapper("recv", recv_tensor_dict)
+    send = method_wrapper("send_dict", send_dict)
+    STATE.activate(CaptureConfig(tmp_path / "captures"))
+    try:
+        group = Group()
+        message = recv(group)
+        assert len(STATE.messages) == (0 if first else 1)
+        message["__sampling_observer_output__.scores"] = [0.5, 0.5]  # this stage's code
+        send(SimpleNamespace(pp_group=group), message, True, "output")
+    finally:
+        STATE.activate(None)
+    listed = json.loads(
+        cli("capture", "list", "--dir", str(tmp_path / "captures"), "--format", "json").stdout
+    )["captures"]
+    assert [[f"{h['hop']}:{h['state']}" for h in c["trail"]] for c in listed] == [
+        ["send_dict:dirty"] if first else ["recv:clean", "send_dict:dirty"]
+    ]
 
 
 LOCATED = Finding(

@@ -6,6 +6,7 @@ generic hook otherwise; either way a call reaches the method exactly as it was m
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import zipfile
 from typing import Any
@@ -142,13 +143,50 @@ def _flexible(self, *args, **kwargs):
     return ("flexible", args, kwargs)
 
 
-@pytest.mark.parametrize("other", [_other_default, _more, _keyword_only, _renamed, _flexible])
+def _logged(function):
+    """A decorator that keeps the signature it shows (``__signature__``), not its code's."""
+
+    @functools.wraps(function)
+    def logging_wrapper(*args, **kwargs):
+        return ("logged", function(*args, **kwargs))
+
+    logging_wrapper.__signature__ = inspect.signature(function)
+    return logging_wrapper
+
+
+_shows_the_signature = _logged(send)
+_wrapped_plainly = functools.wraps(send)(lambda *args, **kwargs: ("plain", args, kwargs))
+
+
+def _positional_only(self, tensor_dict, /, dst=None, all_gather_group=None, async_send=False):
+    return ("positional", tensor_dict)
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        _other_default,
+        _more,
+        _keyword_only,
+        _renamed,
+        _flexible,
+        _shows_the_signature,
+        _wrapped_plainly,
+        _positional_only,
+    ],
+)
 def test_another_parameter_list_gets_the_generic_hook(other):
     assert not any(hop_hooks.matches(other, shape) for shape in hop_hooks.SHAPES["send"])
+    assert hop_hooks.fixed_wrapper("send", other) is None
     wrapper = method_wrapper("send", other)
-    assert str(inspect.signature(wrapper, follow_wrapped=False)) == "(*args, **kwargs)"
-    args, kwargs = (Self,), {"tensor_dict" if other is not _renamed else "tensors": MESSAGE}
-    assert wrapper(*args, **kwargs) == other(*args, **kwargs)
+    for args, kwargs in [
+        ((Self, MESSAGE), {}),
+        ((Self, MESSAGE), {"async_send": True}),
+        ((Self,), {"tensor_dict" if other is not _renamed else "tensors": MESSAGE}),
+    ]:
+        if other is _positional_only and not args[1:]:
+            continue  # it takes tensor_dict by position only
+        assert wrapper(*args, **kwargs) == other(*args, **kwargs)
 
 
 def test_the_fixed_wrappers_look_at_the_message():

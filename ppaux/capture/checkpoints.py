@@ -29,6 +29,7 @@ from ppaux.sglang.names import OUTPUT_PREFIX
 
 __all__ = [
     "dirty_values",
+    "is_first_rank",
     "look",
     "look_at_add",
     "look_at_pop",
@@ -44,9 +45,6 @@ _FIRST = {"add", "recv"}
 # prepare starts it as well when add was only noted (see look_at_add).
 # The hops after which a message is forgotten.
 _LAST = {"sent", "pop"}
-# The hops at which a message found clean is forgotten: the last ones, and recv, where a clean
-# message needs no record (pop and a failing pop's capture use only a trail found dirty).
-_FORGET = _LAST | {"recv"}
 
 _TENSOR: Optional[type] = None
 
@@ -128,6 +126,7 @@ def look(
     last_stage: Any,
     start: int = 0,
     last: bool = False,
+    forget: bool = False,
 ) -> Optional[BaseException]:
     """Look at an output message at ``hop``; return the strict-mode error to raise, if any.
 
@@ -136,7 +135,10 @@ def look(
     the look); ``start`` > 0 looks only at the items from that position on (at add: what add
     inserted, the rest having been looked at by the hops before or being looked at by the
     next). ``last``: this is the sender's last look at the message (the send hop when sglang's
-    own send runs inside it), after which it is forgotten. Never raises.
+    own send runs inside it), after which it is forgotten. ``forget``: a message found clean
+    here needs no record (recv on rank 0, where pop and a failing pop's capture use only a trail
+    found dirty; a middle stage keeps it, for the trail of the message it passes on). Never
+    raises.
     """
     try:
         if start <= 0 and tensors.__class__ is dict:
@@ -160,9 +162,9 @@ def look(
         if dirty or seen.__class__ is not int:
             return _look_closer(hop, tensors, original, last_stage, start, last)
         # Clean, and followed clean so far.
-        if last or hop in _FORGET:
+        if last or forget or hop in _LAST:
             if seen:
-                del messages[key]
+                messages.pop(key, None)  # another thread may have forgotten it already
         else:
             if hop == "prepare" and STATE.last_add == key:
                 seen = _ADD_BIT  # sglang's own add ran on it, through ppaux's hook
@@ -271,6 +273,25 @@ def is_release(function: Any) -> bool:
         known = provenance(function)["code"] == "release"
         _RELEASE[id(function)] = known
         _KEPT.append(function)
+    return known
+
+
+# id(PP group) -> whether this process is its first rank (rank 0), asked once per group; the
+# groups are kept so that their ids stay theirs.
+_FIRST_RANK: dict[int, bool] = {}
+
+
+def is_first_rank(group: Any) -> bool:
+    """True when ``group`` (a GroupCoordinator) says this process is its first rank; False when
+    it says otherwise or cannot say. Asked once per group."""
+    known = _FIRST_RANK.get(id(group))
+    if known is None:
+        try:
+            known = bool(group.is_first_rank)
+        except Exception:
+            known = False
+        _FIRST_RANK[id(group)] = known
+        _KEPT.append(group)
     return known
 
 

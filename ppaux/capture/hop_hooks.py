@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Optional
 
-from ppaux.capture.checkpoints import is_release, look
+from ppaux.capture.checkpoints import is_first_rank, is_release, look
 from ppaux.capture.hops import HOP_TARGETS
 from ppaux.capture.state import STATE
 from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_MSG_TYPE
@@ -100,8 +100,8 @@ def around_send(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 def around_recv(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """AROUND hook for ``GroupCoordinator.recv_tensor_dict``: look at a received output message."""
     result = original(*args, **kwargs)
-    if STATE.config is not None and _is_output(result):
-        look("recv", result, original, False)
+    if STATE.config is not None and args and _is_output(result):
+        look("recv", result, original, False, forget=is_first_rank(args[0]))
     return result
 
 
@@ -153,27 +153,31 @@ SHAPES: dict[str, tuple[tuple[tuple[str, Any], ...], ...]] = {
 
 
 def matches(target: Any, shape: tuple[tuple[str, Any], ...]) -> bool:
-    """True when ``target`` is a plain function whose parameters are exactly ``shape``: the
-    same names in the same order, each positional-or-keyword, with equal defaults of the same
-    type. Then a call binds to a function with ``shape``'s parameters as it binds to
-    ``target``."""
-    if not inspect.isfunction(target):
+    """True when ``target`` is a plain function whose own code takes exactly ``shape``: the same
+    names in the same order, each positional-or-keyword (no ``*args``, ``**kwargs``,
+    positional-only or keyword-only parameters), with equal defaults of the same type. Then a
+    call binds to a function with ``shape``'s parameters as it binds to ``target``. Read from
+    the code object and ``__defaults__``, never from a ``__signature__`` a decorator may have
+    set."""
+    code = getattr(target, "__code__", None)
+    if not inspect.isfunction(target) or code is None:
         return False
-    try:
-        parameters = list(inspect.signature(target, follow_wrapped=False).parameters.values())
-    except (TypeError, ValueError):
+    if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
         return False
-    if len(parameters) != len(shape):
+    if code.co_posonlyargcount or code.co_kwonlyargcount or code.co_argcount != len(shape):
         return False
-    for parameter, (name, default) in zip(parameters, shape, strict=True):
-        if parameter.name != name or parameter.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD:
-            return False
-        if default is _REQUIRED:
-            if parameter.default is not _REQUIRED:
-                return False
-        elif type(parameter.default) is not type(default) or parameter.default != default:
-            return False
-    return True
+    if tuple(code.co_varnames[: len(shape)]) != tuple(name for name, _ in shape):
+        return False
+    wanted = [default for _, default in shape if default is not _REQUIRED]
+    if any(default is _REQUIRED for _, default in shape[len(shape) - len(wanted) :]):
+        return False  # a shape lists its required parameters first
+    defaults = target.__defaults__ or ()
+    if len(defaults) != len(wanted) or target.__kwdefaults__:
+        return False
+    return all(
+        type(have) is type(want) and have == want
+        for have, want in zip(defaults, wanted, strict=True)
+    )
 
 
 def fixed_wrapper(hop: str, original: Callable[..., Any]) -> Optional[Callable[..., Any]]:
@@ -284,7 +288,7 @@ def _recv_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
             and result.__class__ is dict
             and result.get(MSG_TYPE_KEY) == OUTPUT_MSG_TYPE
         ):
-            look("recv", result, original, False)
+            look("recv", result, original, False, forget=is_first_rank(self))
         return result
 
     return wrapper
