@@ -296,3 +296,20 @@ def test_every_release_gets_the_fixed_wrappers(version: str):
             version,
             hop,
         )
+
+
+def test_add_and_pop_read_their_parameters_from_their_code():
+    from ppaux.capture import hooks
+
+    def add(tensors, output):
+        return None
+
+    def pop(tensors, observer):
+        return None
+
+    assert hooks.hook_for(hooks.ADD, add) is hooks._around_add_fixed
+    assert hooks.hook_for(hooks.POP, pop) is hooks._around_pop_fixed
+    # A decorator that shows (tensors, output) but takes anything gets the generic hooks.
+    assert hooks.hook_for(hooks.ADD, _logged(add)) is hooks.around_add
+    assert hooks.hook_for(hooks.POP, _logged(pop)) is hooks.around_pop
+    assert hooks.hook_for(hooks.ADD, functools.wraps(add)(lambda *a, **k: None)) is hooks.around_add

@@ -160,7 +160,7 @@ def look(
         key = id(tensors)
         seen = messages.get(key, 0)
         if dirty or seen.__class__ is not int:
-            return _look_closer(hop, tensors, original, last_stage, start, last)
+            return _look_closer(hop, tensors, original, last_stage, start, last, key, seen)
         # Clean, and followed clean so far.
         if last or forget or hop in _LAST:
             if seen:
@@ -189,12 +189,13 @@ def _look_closer(
     last_stage: Any,
     start: int,
     last: bool,
+    key: int,
+    seen: Any,
 ) -> Optional[BaseException]:
-    """:func:`look` for a message that is dirty at ``hop`` or already followed dirty."""
+    """:func:`look` for a message that is dirty at ``hop`` or already followed dirty (``seen``:
+    its record under ``key``, hop bits or its trail)."""
     dirty = dirty_values(tensors, start)
     messages = STATE.messages
-    key = id(tensors)
-    seen = messages.get(key, 0)
     if seen.__class__ is int:  # dirty, for the first time
         if hop == "prepare" and STATE.last_add == key:
             seen = _ADD_BIT

@@ -36,6 +36,7 @@ from ppaux.capture.hop_hooks import (
     around_recv,
     around_send,
     around_send_dict,
+    matches,
 )
 from ppaux.capture.hops import hop_availability
 from ppaux.capture.settings import CaptureConfig
@@ -166,19 +167,17 @@ def _around_pop_fixed(original: Callable[..., Any], tensors: Any, observer: Any)
         raise
 
 
-_SECOND_PARAMETER = {ADD: "output", POP: "observer"}
+#: The parameters of sglang's add and pop in 0.5.19 - 0.5.23.
+_SHAPES = {
+    ADD: (("tensors", inspect.Parameter.empty), ("output", inspect.Parameter.empty)),
+    POP: (("tensors", inspect.Parameter.empty), ("observer", inspect.Parameter.empty)),
+}
 
 
 def _has_signature(function: str, target: Any) -> bool:
-    """True when ``target`` takes exactly (tensors, output|observer), as sglang's do."""
-    try:
-        parameters = list(inspect.signature(target).parameters.values())
-    except (TypeError, ValueError):
-        return False
-    return [p.name for p in parameters] == ["tensors", _SECOND_PARAMETER[function]] and all(
-        p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and p.default is inspect.Parameter.empty
-        for p in parameters
-    )
+    """True when ``target``'s own code takes exactly (tensors, output|observer), as sglang's do
+    (read as :func:`ppaux.capture.hop_hooks.matches` reads a method's)."""
+    return matches(target, _SHAPES[function])
 
 
 def hook_for(function: str, target: Any) -> Callable[..., Any]:
