@@ -19,6 +19,7 @@ sglang source has the plugin framework, the AROUND hooks applied by sglang's ``H
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import statistics
@@ -27,8 +28,9 @@ import tempfile
 import time
 import types
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import torch
 
@@ -87,7 +89,7 @@ def _message() -> dict:
 _AUX = {"scores": torch.rand(_BATCH), "token_ids": torch.arange(_BATCH)}
 
 
-def _transport(source: Optional[str]) -> types.ModuleType:
+def _transport(source: str | None) -> types.ModuleType:
     from ppaux.sglang import loader as sglang_module
 
     try:
@@ -100,10 +102,10 @@ def _transport(source: Optional[str]) -> types.ModuleType:
         return ppaux.replay.transport
 
 
-def _hook_registry(source: Optional[str]) -> Optional[types.ModuleType]:
+def _hook_registry(source: str | None) -> types.ModuleType | None:
     """sglang's hook_registry.py (stdlib-only) from the wheel or directory, if it has one."""
     name = "sglang/srt/plugins/hook_registry.py"
-    code: Optional[bytes] = None
+    code: bytes | None = None
     if source is not None and Path(source).is_file():
         with zipfile.ZipFile(source) as wheel:
             if name in wheel.namelist():
@@ -163,7 +165,7 @@ def _call_through(original: Callable, *args: Any, **kwargs: Any) -> Any:
 
 def _healthy(
     module: types.ModuleType,
-    registry: Optional[types.ModuleType],
+    registry: types.ModuleType | None,
     calls: int,
     rounds: int,
     directory: str,
@@ -207,7 +209,7 @@ def _healthy(
     return {"add": add, "pop": pop}
 
 
-def _overhead(registry: Optional[types.ModuleType], directory: str, calls: int = 200_000) -> dict:
+def _overhead(registry: types.ModuleType | None, directory: str, calls: int = 200_000) -> dict:
     """Nanoseconds each wrapper adds to a call, around functions that do nothing.
 
     The minimum of several timings is the figure least disturbed by other work on the machine;
@@ -261,10 +263,8 @@ def _failing(module: types.ModuleType, repeats: int) -> dict:
             message["hidden_logits"] = big
             message[OUTPUT_PREFIX + "scores"] = [0.1, 0.7]  # the non-tensor that makes pop fail
             start = time.perf_counter()
-            try:
+            with contextlib.suppress(RuntimeError):
                 pop(message, _Observer())
-            except RuntimeError:
-                pass
             seconds.append(time.perf_counter() - start)
             written = sorted(Path(directory).glob("capture-*.pt"))
             if len(written) != 1:
@@ -279,7 +279,7 @@ def _failing(module: types.ModuleType, repeats: int) -> dict:
     }
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print one JSON document."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(

@@ -52,8 +52,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist

@@ -375,7 +375,7 @@ def report(
     """The Markdown section and whether every target holds."""
     by = {(c.size, c.tool): c for c in cases}
     inspect_tool = "ppaux inspect --format json"
-    small, big = list(SIZES)[0], list(SIZES)[-1]
+    small, big = next(iter(SIZES)), list(SIZES)[-1]
     big_inspect = by[(big, inspect_tool)]
     small_inspect = by[(small, inspect_tool)]
     big_mmap = by[(big, "torch.load(weights_only=True, mmap=True)")]

@@ -57,13 +57,13 @@ TARGET_CHECK_SKEW_S = 1.0
 TARGET_DISTRIBUTED_S = 10.0
 
 
-def _default_wheel() -> "Path | None":
+def _default_wheel() -> Path | None:
     cache = Path(os.environ.get("PPAUX_WHEEL_CACHE") or Path.home() / ".cache" / "ppaux" / "wheels")
     found = sorted(cache.glob("sglang-0.5.23-*.whl")) if cache.is_dir() else []
     return found[0] if found else None
 
 
-def _installed_sglang(workdir: Path, wheel: "Path | None") -> tuple[Path, str]:
+def _installed_sglang(workdir: Path, wheel: Path | None) -> tuple[Path, str]:
     """A directory to put on PYTHONPATH holding ``sglang/`` with the files ppaux reads."""
     site = workdir / "site"
     if site.exists():
@@ -127,7 +127,7 @@ def _row(label: str, times: list[float]) -> str:
     )
 
 
-def main(argv: "list[str] | None" = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="runs of each quick command (>= 5)")
     parser.add_argument("--distributed-runs", type=int, default=3, help="runs of the torchrun case")

@@ -27,9 +27,9 @@ from pathlib import Path
 import atheris
 
 with atheris.instrument_imports(include=["ppaux"]):
-    from ppaux.limits import Limits
-
     import reader_harness
+
+    from ppaux.limits import Limits
 
 REPO = Path(__file__).resolve().parent.parent
 SEEDS = Path("/tmp/ppaux-fuzz")

@@ -22,9 +22,9 @@ import sys
 import warnings
 from pathlib import Path
 
-from ppaux.report.formats import Format, render
 from ppaux.dump.inspection import inspect_paths
 from ppaux.limits import Limits
+from ppaux.report.formats import Format, render
 
 __all__ = ["ReaderBroke", "check_input", "warm_up", "watch"]
 

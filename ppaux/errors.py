@@ -11,18 +11,18 @@ the input and the fault.
 from __future__ import annotations
 
 __all__ = [
-    "PpauxError",
-    "PathError",
+    "TORCH_INSTALL_HINT",
     "DumpError",
     "LimitExceeded",
+    "PathError",
+    "PpauxError",
     "ReadMismatch",
-    "limit_note",
-    "TORCH_INSTALL_HINT",
     "TorchMissingError",
+    "limit_note",
 ]
 
 
-def limit_note(name: str, value: "int | None" = None) -> str:
+def limit_note(name: str, value: int | None = None) -> str:
     """The note that ends a message about limit ``name`` (at ``value``): which limit stopped
     the read, and how to raise it, spelt as :func:`ppaux.limits.parse_limit` reads it after the
     CLI's ``--limit``.

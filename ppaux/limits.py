@@ -51,7 +51,7 @@ class Limits:
     #: the rest (``extra.omitted``). Every value is still checked: this bounds the report only.
     max_findings_per_code: int = 100
 
-    def replace(self, **changes: int) -> "Limits":
+    def replace(self, **changes: int) -> Limits:
         """A copy with some limits changed."""
         return dataclasses.replace(self, **changes)
 
@@ -74,7 +74,7 @@ def parse_limit(text: str) -> tuple[str, int]:
     return name, number
 
 
-def parse_limits(texts: "Iterable[str]", base: Limits = Limits()) -> Limits:
+def parse_limits(texts: Iterable[str], base: Limits = Limits()) -> Limits:
     """``base`` with every 'NAME=N' of ``texts`` applied; raise ValueError on the first bad one."""
     limits = base
     for text in texts:

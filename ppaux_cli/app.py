@@ -24,7 +24,7 @@ import typer
 import ppaux
 from ppaux_cli.groups import CONTEXT_SETTINGS, HelpOnBare, PlainUsage
 
-__all__ = ["app", "main", "COMMANDS"]
+__all__ = ["COMMANDS", "app", "main"]
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 from typer.core import TyperCommand, TyperGroup
 
-__all__ = ["HelpOnBare", "PlainUsage", "CONTEXT_SETTINGS"]
+__all__ = ["CONTEXT_SETTINGS", "HelpOnBare", "PlainUsage"]
 
 #: -h works wherever --help does.
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}

@@ -18,8 +18,9 @@ from __future__ import annotations
 import enum
 import functools
 import inspect
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
-from typing import Annotated, Any, Callable, Iterable, Optional, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -28,18 +29,18 @@ from ppaux.report.document import FailOn
 from ppaux.report.formats import Format
 
 __all__ = [
+    "LimitOption",
+    "OutputOption",
     "ReportOptions",
-    "report_options",
+    "check_stage_options",
+    "choice_option",
     "choice_parser",
     "choices_metavar",
-    "choice_option",
-    "not_one_of",
-    "did_you_mean",
     "complete_codes",
-    "OutputOption",
-    "LimitOption",
+    "did_you_mean",
     "limits_from",
-    "check_stage_options",
+    "not_one_of",
+    "report_options",
 ]
 
 
@@ -147,7 +148,7 @@ def _codes_option(flag: str, help: str) -> tuple[Any, None]:
     """A repeatable option of rule codes or prefixes, completed from the catalogue."""
     return (
         Annotated[
-            Optional[list[str]],
+            list[str] | None,
             typer.Option(
                 flag,
                 metavar="CODE",
@@ -208,7 +209,7 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     ),
     "output": (
         Annotated[
-            Optional[str],
+            str | None,
             typer.Option(
                 "--output",
                 "-o",
@@ -220,7 +221,7 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     ),
     "fail_on": (
         Annotated[
-            Optional[FailOn],
+            FailOn | None,
             choice_option(
                 FailOn,
                 "--fail-on",
@@ -253,7 +254,7 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     ),
     "strict": (
         Annotated[
-            Optional[bool],
+            bool | None,
             typer.Option(
                 "--strict/--no-strict",
                 show_default=False,
@@ -266,7 +267,7 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     ),
     "config": (
         Annotated[
-            Optional[str],
+            str | None,
             typer.Option(
                 "--config",
                 metavar="FILE",
@@ -278,7 +279,7 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     ),
     "root": (
         Annotated[
-            Optional[str],
+            str | None,
             typer.Option(
                 "--root",
                 metavar="DIR",
@@ -303,7 +304,7 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     ),
     "progress": (
         Annotated[
-            Optional[bool],
+            bool | None,
             typer.Option(
                 "--progress/--no-progress",
                 show_default=False,
@@ -399,14 +400,14 @@ def report_options(command: F) -> F:
 # Other shared options
 
 OutputOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--output", "-o", metavar="FILE", help="Write to FILE instead of stdout ('-' is stdout)."
     ),
 ]
 
 LimitOption = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--limit",
         metavar="NAME=N",

@@ -13,20 +13,20 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Iterable, NoReturn
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
 from ppaux.report.document import FailOn, Report
 from ppaux.report.formats import Format, render
-
 from ppaux_cli.exits import fail
 
 if TYPE_CHECKING:
     from ppaux.report.gate import Gate
     from ppaux_cli.options import ReportOptions
 
-__all__ = ["emit", "warn", "use_color", "is_terminal", "write_text", "resolve_gate"]
+__all__ = ["emit", "is_terminal", "resolve_gate", "use_color", "warn", "write_text"]
 
 #: The name stdin and stdout go by: as an input path, as --output.
 STDIO = "-"
@@ -67,8 +67,8 @@ def resolve_gate(
     working directory upward) overridden by the flags given; exit 2 on a bad file or code.
     With ``verbose``, one note on stderr says which file and gate applied."""
     from ppaux.report.config import ConfigError, discover_config, load_config
-    from ppaux.report.selection import UnknownCodeError
     from ppaux.report.config import resolve_gate as _resolve
+    from ppaux.report.selection import UnknownCodeError
 
     try:
         settings = load_config(config) if config is not None else discover_config()

@@ -7,7 +7,8 @@ docs test noticing.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 __all__ = ["cli_reference_markdown"]
 

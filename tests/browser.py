@@ -9,6 +9,7 @@ every request the page made, and takes screenshots, decoded here into RGB pixels
 from __future__ import annotations
 
 import base64
+import contextlib
 import fcntl
 import json
 import os
@@ -20,7 +21,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-__all__ = ["chromium_path", "Browser", "decode_png"]
+__all__ = ["Browser", "chromium_path", "decode_png"]
 
 _FLAGS = [
     "--headless",
@@ -85,20 +86,16 @@ class Browser:
 
     def close(self) -> None:
         """End Chromium and remove its profile."""
-        try:
+        with contextlib.suppress(Exception):
             self.call("Browser.close")
-        except Exception:  # noqa: BLE001 - the process may be gone already
-            pass
         try:
             self._process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
         for fd in (self._send, self._receive):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         shutil.rmtree(self._profile, ignore_errors=True)
 
     def _message(self) -> dict[str, Any]:

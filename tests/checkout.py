@@ -14,7 +14,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
-__all__ = ["REPO", "copy_checkout", "commit_all", "clean_env"]
+__all__ = ["REPO", "clean_env", "commit_all", "copy_checkout"]
 
 
 def copy_checkout(dest: Path) -> Path:

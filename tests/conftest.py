@@ -16,7 +16,6 @@ from collections.abc import Iterator, Sequence
 from types import ModuleType
 
 import pytest
-
 from helpers import REPO
 
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner, Result
 
 from ppaux_cli.app import app
 
-__all__ = ["REPO", "ENV", "UPDATE_GOLDEN", "cli", "check_golden"]
+__all__ = ["ENV", "REPO", "UPDATE_GOLDEN", "check_golden", "cli"]
 
 #: The repository root (fixtures, docs and the README are read from here).
 REPO = Path(__file__).resolve().parent.parent

@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Run", "run_measured", "run_cli_many", "inspect_command"]
+__all__ = ["Run", "inspect_command", "run_cli_many", "run_measured"]
 
 _LAUNCHER = r"""
 import json, os, resource, sys, time

@@ -34,12 +34,12 @@ import tempfile
 import textwrap
 import time
 import zipfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, NoReturn, Optional, Sequence
+from typing import NoReturn
 
 import pytest
-
 import wheels
 
 __all__ = [
@@ -47,8 +47,8 @@ __all__ = [
     "PACKAGES",
     "RELEASE_PINNED",
     "STANDINS",
-    "SglangRuntime",
     "TORCH_PIN",
+    "SglangRuntime",
     "runtime_cache",
     "sglang_runtime",
 ]
@@ -240,7 +240,7 @@ class SglangRuntime:
     def pythonpath(self) -> list[str]:
         return [str(self.sglang_dir), str(self.site_dir), str(self.standin_dir)]
 
-    def env(self, base: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+    def env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """An environment for a process of the test interpreter that runs this release."""
         env = dict(os.environ if base is None else base)
         env["PYTHONPATH"] = os.pathsep.join(self.pythonpath)

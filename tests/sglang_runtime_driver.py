@@ -346,10 +346,10 @@ def child_scheduler(rank, world, args, report):
 
 
 def _scheduler_case(case, pp, attn_tp):
-    import torch
-    from contextlib import nullcontext
     from collections import defaultdict, deque
+    from contextlib import nullcontext
 
+    import torch
     from sglang.srt.layers.logits_processor import LogitsProcessorOutput
     from sglang.srt.managers import scheduler_pp_mixin
     from sglang.srt.model_executor.forward_batch_info import PPProxyTensors

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-__all__ = ["SKEW", "TREES", "SETS", "BAD", "tree", "fingerprint_set", "copy_tree"]
+__all__ = ["BAD", "SETS", "SKEW", "TREES", "copy_tree", "fingerprint_set", "tree"]
 
 SKEW = Path(__file__).resolve().parent.parent / "fixtures" / "skew"
 TREES = SKEW / "trees"

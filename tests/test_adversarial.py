@@ -23,13 +23,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
 from helpers import REPO
 from hostile_run import Run, inspect_command, run_cli_many, run_measured
 
 sys.path.insert(0, str(REPO / "fixtures"))
 
-import make_adversarial as corpus  # noqa: E402
+import make_adversarial as corpus
 
 #: Wall-clock bound per file. The worst case measures 1.3 s (about 2 s on a busy 2-core
 #: machine); the bound is loose so that only a hang (or a quadratic blow-up) fails it.

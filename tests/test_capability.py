@@ -8,11 +8,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from skew_fixtures import TRANSPORT, copy_tree, tree
 
 from ppaux.sglang.capability import SCHEDULER_FILE, Capability, analyse
 from ppaux.sglang.digest import definition_digests, node_digest
 from ppaux.sglang.tree import SglangPathError
-from skew_fixtures import TRANSPORT, copy_tree, tree
 
 ALL_CHECKS = {
     "names": True,
@@ -40,7 +40,7 @@ INPUT = [
     "input_token_ids_logprobs_val",
     "input_token_ids_logprobs_idx",
 ]
-OLD = BASE + ["next_token_sampling_mask_idx", "next_token_sampling_logprobs"] + INPUT
+OLD = [*BASE, "next_token_sampling_mask_idx", "next_token_sampling_logprobs", *INPUT]
 MASK_0522 = [
     "sampling_mask_token_ids",
     "sampling_mask_lengths",
@@ -50,7 +50,7 @@ MASK_0522 = [
     "sampling_mask_num_accept_tokens",
 ]
 # The receiver indexes the mask's first key unconditionally (it is the test of the if).
-RECEIVER_0520 = ["sampling_mask_token_ids"] + BASE[2:] + INPUT + BASE[:2]
+RECEIVER_0520 = ["sampling_mask_token_ids", *BASE[2:], *INPUT, *BASE[:2]]
 
 
 def test_no_transport_tree():

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sglang_shaped
 import torch
 
-import sglang_shaped
 from ppaux import capture
 from ppaux.capture import hooks, host
 from ppaux.capture import store as capture_store
@@ -280,8 +280,8 @@ def test_unpicklable_values_are_saved_as_their_repr(tree: Path, tmp_path: Path):
 
 
 def test_install_after_by_name_imports_rebinds_and_uninstall_restores(tree: Path, tmp_path: Path):
-    from sglang.srt.managers import scheduler_pp_mixin as mixin
     import sglang.srt.sampling.sampling_observer_pp as transport_module
+    from sglang.srt.managers import scheduler_pp_mixin as mixin
 
     original_add = transport_module.add_auxiliary_output_to_pp_tensors
     original_pop = transport_module.pop_auxiliary_output_from_pp_tensors

@@ -19,13 +19,12 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import sglang_runtime
 from typer.testing import CliRunner
 
-from ppaux.report.findings import Finding, Severity
 from ppaux.report.document import Report
+from ppaux.report.findings import Finding, Severity
 from ppaux_cli.app import app
-
-import sglang_runtime
 
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "checkpoint_driver.py"

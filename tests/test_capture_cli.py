@@ -7,19 +7,19 @@ listing reads what a running sglang would leave.
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import sglang_shaped
 import torch
+from helpers import cli
 
 from ppaux import capture
 from ppaux.capture import host
-from helpers import cli
-import sglang_shaped
 
 P = "__sampling_observer_output__."
 NON_TENSOR = "received a non-tensor auxiliary PP output"

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 import torch
-
 import wheels
+
 from ppaux.capture import hop_hooks
 from ppaux.capture.culprit import WRAPPER_MARK
 from ppaux.capture.patching import method_wrapper

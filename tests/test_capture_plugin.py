@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import sglang_shaped
 
 NON_TENSOR = "received a non-tensor auxiliary PP output"

@@ -32,7 +32,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 import wheels
 
 pytestmark = pytest.mark.wheels

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 import wheels
 
 pytestmark = pytest.mark.wheels

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from helpers import ENV, cli
 from skew_fixtures import BAD, SETS, tree
 

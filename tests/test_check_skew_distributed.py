@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from skew_fixtures import TREES
 
 pytest.importorskip("torch.distributed")

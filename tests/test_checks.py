@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import io
 
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import torch
-
-from ppaux.replay import transport
 from ppaux.dump.checks import check_dump, predict_pop
 from ppaux.dump.dumpfile import read_dump_bytes
-from ppaux.sglang.names import OUTPUT_PREFIX
-from ppaux.limits import Limits
 from ppaux.dump.payload import find_payloads
+from ppaux.limits import Limits
+from ppaux.replay import transport
+from ppaux.sglang.names import OUTPUT_PREFIX
 
 
 class Observer:

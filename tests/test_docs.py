@@ -9,6 +9,7 @@ and the CI recipes must run as written against the bundled fixtures.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import os
 import re
@@ -270,7 +271,7 @@ def _output_blocks(text: str) -> list[tuple[str, str, str]]:
     every ```python block, that a ```text block follows."""
     fences = list(re.finditer(r"^```(\w*)\n(.*?)^```$", text, re.S | re.M))
     blocks = []
-    for first, second in zip(fences, fences[1:], strict=False):
+    for first, second in itertools.pairwise(fences):
         language, source = first.group(1), first.group(2)
         if (
             language not in ("console", "python")

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from skew_fixtures import BAD, SETS, tree
 
 import ppaux
 from ppaux.skew.fingerprint import (
@@ -21,7 +22,6 @@ from ppaux.skew.fingerprint import (
     loads,
     redact_environment,
 )
-from skew_fixtures import BAD, SETS, tree
 
 GOOD = str(SETS / "consistent" / "pp0.json")
 

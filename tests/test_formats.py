@@ -14,13 +14,13 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from helpers import check_golden
+
 import ppaux
 import ppaux.report.catalogue
+from ppaux.report.document import FailOn, InputProblem, Report, Table
 from ppaux.report.findings import Finding, Rule, Severity
 from ppaux.report.formats import Format, github, render
-from ppaux.report.document import FailOn, InputProblem, Report, Table
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden" / "formats"

@@ -31,10 +31,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ppaux.errors import DumpError, ReadMismatch  # noqa: E402
 from ppaux.dump.checks import check_dump  # noqa: E402
 from ppaux.dump.dumpfile import read_dump  # noqa: E402
 from ppaux.dump.payload import find_payloads, key_text  # noqa: E402
+from ppaux.errors import DumpError, ReadMismatch  # noqa: E402
 from ppaux.limits import Limits  # noqa: E402
 
 SECONDS = float(os.environ.get("PPAUX_DIFF_FUZZ_SECONDS", "40"))
@@ -210,7 +210,7 @@ def _torch(path: Path) -> tuple[str, Any]:
         warnings.simplefilter("ignore")
         try:
             return "loaded", torch.load(path, weights_only=True)
-        except Exception as exc:  # noqa: BLE001 - any refusal is an answer here
+        except Exception as exc:
             return "refused", f"{type(exc).__name__}: {exc}"
 
 

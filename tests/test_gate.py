@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import REPO, cli
 
 from ppaux.report.catalogue import RULES
 from ppaux.report.config import (
@@ -17,11 +18,10 @@ from ppaux.report.config import (
     load_config,
     resolve_gate,
 )
+from ppaux.report.document import FailOn, InputProblem, Report
 from ppaux.report.findings import Finding, Severity
 from ppaux.report.gate import Gate
-from ppaux.report.document import FailOn, InputProblem, Report
 from ppaux.report.selection import Selection, UnknownCodeError, parse_codes
-from helpers import REPO, cli
 
 MIXED = [
     "fixtures/dumps/aux_list.pt",

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 import helpers
+import pytest
 
 
 def test_an_update_writes_the_golden_and_fails(tmp_path, monkeypatch):

@@ -18,11 +18,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import REPO
+from hostile_run import run_cli_many, run_measured
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from hostile_run import run_cli_many, run_measured
-from helpers import REPO
 
 ADVERSARIAL = REPO / "fixtures" / "adversarial"
 SKEW = REPO / "fixtures" / "skew"

@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from browser import Browser, chromium_path
+
 from ppaux.report.formats.html import MARKED_BACKGROUND
 
 REPO = Path(__file__).resolve().parent.parent
@@ -128,7 +128,7 @@ def _marked_cell_pixels(browser: Browser, path: Path) -> None:
         " r.left, r.right, innerWidth, c.contains(top)]; })()"
     )
     x, y, width, height, left, right, viewport, on_top = rect
-    assert 0 <= left and right <= viewport + 1, "a marked cell cannot be brought into view"
+    assert left >= 0 and right <= viewport + 1, "a marked cell cannot be brought into view"
     assert on_top, "something covers the marked cell"
     w, h, pixels = browser.screenshot(path, clip=(x, y, width, height))
     count = w * h

@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import pytest
+from helpers import REPO, cli
 
 import ppaux
-from helpers import REPO, cli
 
 pytestmark = pytest.mark.usefixtures("in_repo")
 run = cli
@@ -174,8 +174,8 @@ def test_real_process_plain_text_when_piped():
 
 
 def test_colour_only_on_a_terminal_without_no_color():
-    from ppaux.report.formats import Format, render
     from ppaux.dump.inspection import inspect_paths
+    from ppaux.report.formats import Format, render
 
     report = inspect_paths(["fixtures/dumps/aux_list.pt"])
     assert "\x1b[" in render(report, Format.TEXT, color=True)

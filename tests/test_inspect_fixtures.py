@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import REPO, check_golden, cli
 
 from ppaux.dump.inspection import inspect_file
-from helpers import REPO, check_golden, cli
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "inspect"
 AUX = "__sampling_observer_output__."

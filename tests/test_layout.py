@@ -13,9 +13,9 @@ import subprocess
 import sys
 
 import pytest
+from helpers import REPO
 
 import ppaux
-from helpers import REPO
 
 #: The subpackages, written out: a new one must be added here and to docs/architecture.md.
 SUBPACKAGES = ["capture", "dump", "fix", "replay", "report", "sglang", "skew"]

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
 from helpers import REPO
 
 MALICIOUS = sorted(glob.glob(str(REPO / "fixtures" / "malicious" / "*")))

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from helpers import REPO
+
 from ppaux.dump.dumpfile import read_dump
+from ppaux.dump.model import Opaque
+from ppaux.dump.payload import find_payloads
 from ppaux.replay.materialize import (
     DeviceError,
     MaterializeError,
@@ -20,8 +22,6 @@ from ppaux.replay.materialize import (
     StandIn,
     resolve_device,
 )
-from ppaux.dump.model import Opaque
-from ppaux.dump.payload import find_payloads
 
 DUMPS = REPO / "fixtures" / "dumps"
 
@@ -197,9 +197,11 @@ def test_views_past_the_storage_are_refused(tmp_path):
     dump = read_dump(path)
     dump.root["x"].shape = (8,)
     dump.root["x"].stride = (1,)
-    with Materializer(dump, torch.device("cpu")) as materializer:
-        with pytest.raises(MaterializeError) as caught:
-            materializer.value(dump.root)
+    with (
+        Materializer(dump, torch.device("cpu")) as materializer,
+        pytest.raises(MaterializeError) as caught,
+    ):
+        materializer.value(dump.root)
     assert (
         caught.value.reason == "cannot rebuild tensor ['x']: it views element 7 of a storage "
         "of 4 elements"

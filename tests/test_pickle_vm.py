@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppaux.dump import allowlist
-from ppaux.errors import DumpError, LimitExceeded
-from ppaux.limits import Limits
 from ppaux.dump.model import GlobalRef, Opaque
 from ppaux.dump.pickle_vm import Machine
+from ppaux.errors import DumpError, LimitExceeded
+from ppaux.limits import Limits
 
 
 def run(data: bytes, limits: Limits = Limits(), **kw):
@@ -68,7 +68,7 @@ def test_unknown_global_is_recorded_not_imported():
 
 def test_stack_global_inst_obj_and_newobj_become_opaque():
     stack_global = b"\x80\x04\x8c\x08builtins\x8c\x04eval\x93\x8c\x031+1\x85R."
-    got, machine = run(stack_global)
+    got, _machine = run(stack_global)
     assert (got.name, got.args) == ("builtins.eval", ("1+1",))
     inst = b"(S'ls'\nisubprocess\nPopen\n."
     got, _ = run(inst)
@@ -165,5 +165,5 @@ def test_persistent_id_without_storages_is_an_error():
 
 
 def test_global_ref_used_as_value():
-    got, machine = run(b"\x80\x02cos\nsystem\n.")
+    got, _machine = run(b"\x80\x02cos\nsystem\n.")
     assert isinstance(got, GlobalRef) and got.name == "os.system"

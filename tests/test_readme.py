@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+
 from helpers import REPO
 
 

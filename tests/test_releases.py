@@ -7,8 +7,8 @@ from importlib import resources
 
 import pytest
 
-from ppaux.sglang import releases
 from ppaux.report.findings import Finding, Severity
+from ppaux.sglang import releases
 from ppaux.sglang.releases import UnknownReleaseError, known_release, release_key_findings
 
 OLD_ONLY = ["next_token_sampling_mask_idx", "next_token_sampling_logprobs"]
@@ -114,7 +114,7 @@ def _output(version: str, *, logprobs: bool = True, mask: bool = True) -> list[s
     keys = ["next_token_ids"]
     if logprobs:
         keys += [k for k in facts.logprob_keys if mask or not k.startswith("sampling_mask_")]
-    return keys + ["__sampling_observer_output__.scores", "__msg_type__"]
+    return [*keys, "__sampling_observer_output__.scores", "__msg_type__"]
 
 
 def test_release_key_findings_on_a_matching_message():

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import REPO, cli
+from test_replay_fixtures import replayable_dumps
 
 from ppaux.replay.run import Impl, ReplayOptions, Sender, Transport, replay_paths
-from test_replay_fixtures import replayable_dumps
-from helpers import REPO, cli
 
 P = "__sampling_observer_output__."
 

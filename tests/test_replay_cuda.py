@@ -6,7 +6,6 @@ NCCL refuses two ranks on one GPU.
 
 from __future__ import annotations
 
-
 import pytest
 import torch
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
-
 import test_replay_fixtures as fixtures
+import torch
+from helpers import cli
+
+from ppaux.replay.distributed import DistributedWire
 from ppaux.replay.run import ReplayOptions, Sender, Transport, replay_paths
 from ppaux.replay.wire import WireError
-from ppaux.replay.distributed import DistributedWire
-from helpers import cli
 
 pytestmark = [pytest.mark.distributed, pytest.mark.usefixtures("in_repo")]
 

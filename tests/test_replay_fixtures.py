@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
-
 from helpers import REPO
+
 from ppaux.replay.run import ReplayOptions, Sender, Transport, replay_paths
 
 FOLDERS = ("dumps", "malicious", "corrupt")
@@ -243,7 +243,7 @@ def test_capture_records_are_compared(monkeypatch):
     }
     assert pop["reproduced"] is True and add["reproduced"] is True
     assert [f.code for f in report.findings] == ["PP402", "PP401", "PP402"]
-    refused, popped, add_refused = report.findings
+    refused, popped, _add_refused = report.findings
     assert refused.message == (
         "a validating sender would refuse this auxiliary output: add raises RuntimeError: "
         "auxiliary PP output 'scores' is not a tensor; rank 0 gets this dict only from a sender "

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-
 import pytest
-
 import wheels
-from ppaux.replay.run import Impl, ReplayOptions, Sender, Transport, replay_paths
 from test_replay_fixtures import replayable_dumps
+
+from ppaux.replay.run import Impl, ReplayOptions, Sender, Transport, replay_paths
 
 pytestmark = [pytest.mark.wheels, pytest.mark.usefixtures("in_repo")]
 

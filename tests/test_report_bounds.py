@@ -13,7 +13,6 @@ import pickle
 from pathlib import Path
 
 import pytest
-
 from helpers import REPO, cli
 
 WIDE = REPO / "fixtures/adversarial/bomb_wide_bad_keys.pkl"

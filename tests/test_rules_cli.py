@@ -6,10 +6,10 @@ import json
 import re
 
 import pytest
+from helpers import cli
 
 from ppaux.report.catalogue import RULES
 from ppaux.report.formats.rules import RULES_SCHEMA, markdown_code, markdown_text
-from helpers import cli
 
 run = cli
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ppaux.sglang import loader as sglang_module
 from ppaux.errors import PpauxError
+from ppaux.sglang import loader as sglang_module
 from ppaux.sglang.loader import (
     TRANSPORT_PATH,
     SglangNotFound,
@@ -186,7 +186,7 @@ def test_not_found_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
         with pytest.raises(SglangNotFound) as caught:
             load_transport_module(source)
         assert str(caught.value) == message
-    with pytest.raises(SglangNotFound, match="^.*broken.whl: not a wheel \\(zip\\) file: "):
+    with pytest.raises(SglangNotFound, match=r"^.*broken\.whl: not a wheel \(zip\) file: "):
         load_transport_module(not_zip)
     monkeypatch.setattr(sglang_module, "find_sglang_root", lambda: None)
     with pytest.raises(SglangNotFound) as caught:

@@ -15,7 +15,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 import sglang_runtime
 
 pytestmark = pytest.mark.sglang_runtime
@@ -149,7 +148,7 @@ def transport_report(version):
         version,
         "transport",
         "-",
-        stdin=json.dumps({"messages": MESSAGES + [NON_CONTIGUOUS]}),
+        stdin=json.dumps({"messages": [*MESSAGES, NON_CONTIGUOUS]}),
         expect_rc=1,
     )
 
@@ -298,7 +297,8 @@ def test_scheduler_methods_pop_on_rank_0(version):
     ]
     assert case["keys_after"] == ["next_token_ids", AUX, "__msg_type__"]
     assert case["observer_calls"] == []
-    assert last["list"]["sent"] == case["received"][:1] + [
+    assert last["list"]["sent"] == [
+        *case["received"][:1],
         [AUX, obj("builtins.list", [0.25, 0.5, 0.75], "[0.25, 0.5, 0.75]")],
         ["__msg_type__", OUTPUT_TYPE],
     ]

@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
-
 import sglang_runtime
+import torch
 from helpers import REPO
 from pp_messages import AUX, messages
 from test_replay_fixtures import EXPECTED, observed

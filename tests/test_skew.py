@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-
-from ppaux.sglang.capability import analyse
-from ppaux.skew.fingerprint import Fingerprint, load
-from ppaux.report.findings import Severity
-from ppaux.skew.compare import MissingRank, compare
-from ppaux.skew.matrix import MAX_COLUMNS
 from skew_fixtures import fingerprint_set, tree
+
+from ppaux.report.findings import Severity
+from ppaux.sglang.capability import analyse
+from ppaux.skew.compare import MissingRank, compare
+from ppaux.skew.fingerprint import Fingerprint, load
+from ppaux.skew.matrix import MAX_COLUMNS
 
 NON_TENSOR = "received a non-tensor auxiliary PP output"
 
@@ -24,7 +24,7 @@ def _codes(report) -> list[tuple[str, str, str]]:
     return [(f.code, f.severity.value, f.path.rsplit("/", 1)[-1]) for f in report.findings]
 
 
-def _with(fp: Fingerprint, *, tree_name: "str | None" = None, **changes) -> Fingerprint:
+def _with(fp: Fingerprint, *, tree_name: str | None = None, **changes) -> Fingerprint:
     if tree_name is not None:
         changes["sglang"] = analyse(tree(tree_name))
     return dataclasses.replace(fp, **changes)

@@ -15,9 +15,9 @@ import sys
 import zipfile
 
 import pytest
-
 import wheels
 from helpers import REPO
+
 from ppaux.sglang import releases
 from ppaux.sglang.capability import TRANSPORT_FILE, analyse
 

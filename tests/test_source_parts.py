@@ -5,11 +5,11 @@ from __future__ import annotations
 import ast
 
 import pytest
+from skew_fixtures import tree
 
 import ppaux.sglang.capability as capability
 from ppaux.sglang.digest import definition_digests
 from ppaux.sglang.source_parts import parse_parts
-from skew_fixtures import tree
 
 SOURCE = '''\
 """A module."""

@@ -30,9 +30,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import REPO
-
 import sglang_runtime
+from helpers import REPO
 from test_docs import WALKTHROUGH_CAPTURE, _check_blocks, _output_blocks, _section, _workspace
 
 pytestmark = pytest.mark.sglang_runtime

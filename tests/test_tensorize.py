@@ -157,8 +157,9 @@ def test_convertible_fixture_is_rewritten_and_pops_cleanly(name, tmp_path):
     lines, values = CONVERTED[name]
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
-    assert done.stdout.splitlines() == lines + [
-        f"wrote {fixed} ({len(lines)} value{'s' if len(lines) != 1 else ''} converted)"
+    assert done.stdout.splitlines() == [
+        *lines,
+        f"wrote {fixed} ({len(lines)} value{'s' if len(lines) != 1 else ''} converted)",
     ]
     assert _sha(source) == before
     # What it wrote is a torch.save file that torch reads with weights_only=True.
@@ -184,7 +185,7 @@ def test_other_fixture_is_refused_with_the_reason_and_nothing_is_written(name, t
     assert done.returncode == 1, done.stderr
     assert done.stderr == ""
     expected = [line.replace("DUMP", str(source)) for line in REFUSED[name]]
-    assert done.stdout.splitlines() == expected + ["nothing written to fixed.pt"]
+    assert done.stdout.splitlines() == [*expected, "nothing written to fixed.pt"]
     assert os.listdir(tmp_path) == []
     assert _sha(source) == before
 

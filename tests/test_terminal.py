@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import REPO
 from typer.testing import CliRunner
 
-from helpers import REPO
-from ppaux.report.formats import Format, render
 from ppaux.report.document import Report, Table
+from ppaux.report.formats import Format, render
 from ppaux_cli.app import app
 from ppaux_cli.output import use_color
 from ppaux_cli.progress import progress_reporter

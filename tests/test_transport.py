@@ -15,8 +15,6 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ppaux.sglang import names as keys
-
 from ppaux.replay import transport
 from ppaux.replay.transport import (
     PipelineParallelAuxiliaryOutput,
@@ -24,6 +22,7 @@ from ppaux.replay.transport import (
     add_auxiliary_output_to_pp_tensors,
     pop_auxiliary_output_from_pp_tensors,
 )
+from ppaux.sglang import names as keys
 
 P = "__sampling_observer_output__."
 
@@ -263,7 +262,7 @@ def test_add_duplicate_names_within_one_output() -> None:
 
     first, second = t(1), t(2)
     tensors: dict[str, Any] = {}
-    with pytest.raises(RuntimeError, match="^duplicate auxiliary PP tensor 'x'$"):
+    with pytest.raises(RuntimeError, match=r"^duplicate auxiliary PP tensor 'x'$"):
         add_auxiliary_output_to_pp_tensors(tensors, Output(Pairs(x=first)))
     assert snapshot(tensors) == [(P + "x", id(first))]
 
@@ -273,7 +272,7 @@ def test_add_lets_to_pp_tensors_errors_through() -> None:
         def to_pp_tensors(self) -> Any:
             raise ValueError("boom")
 
-    with pytest.raises(ValueError, match="^boom$"):
+    with pytest.raises(ValueError, match=r"^boom$"):
         add_auxiliary_output_to_pp_tensors({}, Broken())
 
 

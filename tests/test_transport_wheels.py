@@ -12,15 +12,15 @@ from __future__ import annotations
 import random
 import sys
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 import torch
-
 import wheels
+
 from ppaux.replay import transport
 from ppaux.sglang.loader import (
     TRANSPORT_SHA256,

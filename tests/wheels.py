@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import NoReturn, Optional
+from typing import NoReturn
 
 import pytest
 
@@ -61,7 +61,7 @@ def wheel_cache() -> Path:
     return cache
 
 
-def network_failure(pip_output: str) -> Optional[str]:
+def network_failure(pip_output: str) -> str | None:
     """The first line of ``pip_output`` showing that the index could not be reached, or None."""
     for line in pip_output.splitlines():
         if _NETWORK_MARKERS.search(line):
@@ -69,7 +69,7 @@ def network_failure(pip_output: str) -> Optional[str]:
     return None
 
 
-def _cached(cache: Path, version: str) -> Optional[Path]:
+def _cached(cache: Path, version: str) -> Path | None:
     found = sorted(cache.glob(f"sglang-{version}-*.whl"))
     return found[0] if found else None
 

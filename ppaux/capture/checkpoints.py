@@ -20,7 +20,8 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ppaux.capture.hops import HOP_TARGETS, HOP_TEXT, HOPS, SENDER_HOPS
 from ppaux.capture.settings import MAX_FOLLOWED_MESSAGES
@@ -30,10 +31,10 @@ from ppaux.sglang.names import OUTPUT_PREFIX
 __all__ = [
     "dirty_values",
     "is_first_rank",
+    "is_release",
     "look",
     "look_at_add",
     "look_at_pop",
-    "is_release",
     "trail_for",
 ]
 
@@ -46,7 +47,7 @@ _FIRST = {"add", "recv"}
 # The hops after which a message is forgotten.
 _LAST = {"sent", "pop"}
 
-_TENSOR: Optional[type] = None
+_TENSOR: type | None = None
 
 
 def _tensor_class() -> type:
@@ -63,7 +64,7 @@ def dirty_values(tensors: Any, start: int = 0) -> Sequence[tuple[str, str]]:
     in the dict's order; with ``start`` > 0, of its items from that position on only (what add
     inserted). Empty (a shared empty tuple) when there is none."""
     tensor = _TENSOR or _tensor_class()
-    found: Optional[list[tuple[str, str]]] = None
+    found: list[tuple[str, str]] | None = None
     if tensors.__class__ is dict:
         # A plain dict: its items in one pass, the value tested first (a tensor, nearly always,
         # settles an entry without looking at its key).
@@ -97,7 +98,7 @@ class Trail:
         self.hops: list[dict[str, Any]] = [
             {"hop": h, "at": HOP_TEXT[h], "state": "clean", "keys": []} for h in clean
         ]
-        self.culprit: Optional[dict[str, Any]] = None
+        self.culprit: dict[str, Any] | None = None
         self.captured = False
 
     def add(self, hop: str, dirty: Sequence[tuple[str, str]]) -> None:
@@ -127,7 +128,7 @@ def look(
     start: int = 0,
     last: bool = False,
     forget: bool = False,
-) -> Optional[BaseException]:
+) -> BaseException | None:
     """Look at an output message at ``hop``; return the strict-mode error to raise, if any.
 
     ``last_stage``: True or False, or the PP group, whose ``is_last_rank`` is asked only when
@@ -191,7 +192,7 @@ def _look_closer(
     last: bool,
     key: int,
     seen: Any,
-) -> Optional[BaseException]:
+) -> BaseException | None:
     """:func:`look` for a message that is dirty at ``hop`` or already followed dirty (``seen``:
     its record under ``key``, hop bits or its trail)."""
     dirty = dirty_values(tensors, start)
@@ -219,7 +220,7 @@ def _first_dirty(
     dirty: Sequence[tuple[str, str]],
     seen: int,
     last_stage: Any,
-) -> Optional[BaseException]:
+) -> BaseException | None:
     from ppaux.capture import culprit as culprits
     from ppaux.capture.writer import record
 
@@ -237,7 +238,7 @@ def _first_dirty(
     )
     if traced is None and last_clean is not None:
         _tracer.arm(last_clean, hop)
-    error: Optional[BaseException] = None
+    error: BaseException | None = None
     if config is not None and config.strict and _is_last_stage(last_stage):
         # The message sglang's own sender (add) gives for this value.
         error = RuntimeError(f"auxiliary PP output {dirty[0][0]!r} is not a tensor")
@@ -296,7 +297,7 @@ def is_first_rank(group: Any) -> bool:
     return known
 
 
-def look_at_add(tensors: Any, original: Callable[..., Any], before: int) -> Optional[BaseException]:
+def look_at_add(tensors: Any, original: Callable[..., Any], before: int) -> BaseException | None:
     """The add hop, after add returned: what add inserted (the items from ``before`` on).
 
     When the add that ran is sglang's release code, it refused every non-tensor it was given
@@ -328,7 +329,7 @@ def look_at_pop(tensors: Any) -> None:
         note_failure("could not look at the message at pop", error)
 
 
-def trail_for(tensors: Any) -> Optional[dict[str, Any]]:
+def trail_for(tensors: Any) -> dict[str, Any] | None:
     """The capture fields of the message ``tensors`` when it was followed dirty, else None."""
     try:
         found = STATE.messages.pop(id(tensors), None)
@@ -346,9 +347,9 @@ class _LineTracer:
 
     def __init__(self) -> None:
         self.watched: Any = None
-        self.thread: Optional[int] = None
-        self.found: Optional[tuple[Any, int, Any]] = None
-        self.last: Optional[tuple[Any, int, Any]] = None
+        self.thread: int | None = None
+        self.found: tuple[Any, int, Any] | None = None
+        self.last: tuple[Any, int, Any] | None = None
         self.frames: list[Any] = []
 
     def arm(self, start: str, end: str) -> None:
@@ -393,7 +394,7 @@ class _LineTracer:
             self.last = (frame.f_code, frame.f_lineno, frame.f_globals.get("__name__"))
         return self._local
 
-    def finish(self, tensors: Any) -> Optional[tuple[Any, int, Any]]:
+    def finish(self, tensors: Any) -> tuple[Any, int, Any] | None:
         """Stop tracing; the (code, line, module name) that made ``tensors`` dirty, if it was
         traced."""
         if self.watched is None or threading.get_ident() != self.thread:

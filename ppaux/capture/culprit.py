@@ -15,7 +15,8 @@ import ast
 import inspect
 import sys
 import textwrap
-from typing import Any, Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ppaux.sglang.names import ADD, SCHEDULER_MODULE
 
@@ -117,7 +118,7 @@ def _release_digests(name: str) -> set[str]:
     return out
 
 
-def _digest(function: Any) -> Optional[str]:
+def _digest(function: Any) -> str | None:
     from ppaux.sglang.digest import node_digest
 
     try:
@@ -159,7 +160,7 @@ def provenance(function: Any) -> dict[str, Any]:
     return where
 
 
-def _class_attr(owner: Optional[type], name: str) -> Any:
+def _class_attr(owner: type | None, name: str) -> Any:
     if owner is None:
         return None
     for klass in owner.__mro__:
@@ -170,9 +171,9 @@ def _class_attr(owner: Optional[type], name: str) -> Any:
 
 def _segments(
     hop: str,
-    original: Optional[Callable[..., Any]],
-    scheduler: Optional[type],
-    group: Optional[type],
+    original: Callable[..., Any] | None,
+    scheduler: type | None,
+    group: type | None,
     reached: bool,
 ) -> Iterator[tuple[str, Any, list[Any]]]:
     """(how, where, layers) for the code that runs after the previous hop and up to ``hop``.
@@ -213,12 +214,12 @@ def _segments(
 
 
 def resolve(
-    last_clean: Optional[str],
+    last_clean: str | None,
     dirty: str,
     original: Callable[..., Any],
-    scheduler: Optional[type],
-    group: Optional[type],
-    traced: Optional[tuple[Any, int, Any]] = None,
+    scheduler: type | None,
+    group: type | None,
+    traced: tuple[Any, int, Any] | None = None,
 ) -> dict[str, Any]:
     """The culprit of a message clean at ``last_clean`` (None: no earlier hop seen) and dirty
     at ``dirty``; plain data for the capture file. Never raises."""

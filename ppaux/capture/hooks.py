@@ -20,8 +20,8 @@ import importlib
 import importlib.util
 import inspect
 import itertools
-from collections.abc import Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ppaux.capture.checkpoints import (
     is_release,
@@ -51,15 +51,15 @@ from ppaux.sglang.names import (
 
 __all__ = [
     "ADD",
+    "METHOD_HOOKS",
     "POP",
     "TARGET_MODULE",
-    "METHOD_HOOKS",
     "around_add",
     "around_pop",
     "around_prepare",
-    "around_send_dict",
-    "around_send",
     "around_recv",
+    "around_send",
+    "around_send_dict",
     "capture_original",
     "hook_for",
     "register_plugin_hooks",
@@ -363,4 +363,4 @@ def _sglang_package() -> Any:
     spec = importlib.util.find_spec("sglang")
     if spec is None or not spec.submodule_search_locations:
         return None
-    return Path(list(spec.submodule_search_locations)[0])
+    return Path(next(iter(spec.submodule_search_locations)))

@@ -17,7 +17,8 @@ here, between the host's own work, where each Python call costs (docs/benchmarks
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from ppaux.capture.checkpoints import is_first_rank, is_release, look
 from ppaux.capture.hops import HOP_TARGETS
@@ -180,7 +181,7 @@ def matches(target: Any, shape: tuple[tuple[str, Any], ...]) -> bool:
     )
 
 
-def fixed_wrapper(hop: str, original: Callable[..., Any]) -> Optional[Callable[..., Any]]:
+def fixed_wrapper(hop: str, original: Callable[..., Any]) -> Callable[..., Any] | None:
     """A wrapper for ``original`` at ``hop`` with ``original``'s own parameters, when they are
     one of :data:`SHAPES`; None otherwise (the generic hook is then the way)."""
     for shape in SHAPES.get(hop, ()):
@@ -250,7 +251,7 @@ def _send_dict_ready_wrapper(original: Callable[..., Any]) -> Callable[..., Any]
 def _send_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
     # Whether ``original`` is sglang's release code, asked once (this wrapper's function is
     # fixed; see around_send).
-    release: list[Optional[bool]] = [None]
+    release: list[bool | None] = [None]
 
     def wrapper(
         self: Any,

@@ -8,7 +8,6 @@ installed sglang lacks, reading its files as text.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from ppaux.sglang.names import (
     ADD,
@@ -50,10 +49,10 @@ HOP_TEXT = {
 }
 
 
-def hop_availability(package: Optional[Path]) -> dict[str, Optional[str]]:
+def hop_availability(package: Path | None) -> dict[str, str | None]:
     """For each hop, None when its target exists in the sglang at ``package`` (the ``sglang``
     directory), else why it is skipped. Reads the files as text; imports nothing."""
-    out: dict[str, Optional[str]] = {}
+    out: dict[str, str | None] = {}
     for hop in HOPS:
         target = HOP_TARGETS[hop]
         parts = target.split(".")

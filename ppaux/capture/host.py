@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from ppaux.capture.settings import CaptureConfig
 from ppaux.dump.capture_format import make_meta
 from ppaux.sglang.names import PARALLEL_STATE_MODULE
 
-__all__ = ["capture_meta", "sglang_version", "pp_position"]
+__all__ = ["capture_meta", "pp_position", "sglang_version"]
 
 
 def capture_meta(
-    function: str, exc: Optional[BaseException], config: CaptureConfig, torch: Any
+    function: str, exc: BaseException | None, config: CaptureConfig, torch: Any
 ) -> dict[str, Any]:
     """The metadata record of a capture taken now, in this process (plain values only)."""
     pp_rank, pp_size = pp_position()
@@ -52,7 +52,7 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def pp_position() -> tuple[Optional[int], Optional[int]]:
+def pp_position() -> tuple[int | None, int | None]:
     """This process's PP rank and size from sglang's parallel state, if it is loaded and set."""
     # Only look, never import: the module pulls in half of sglang and may not be initialised.
     state = sys.modules.get(PARALLEL_STATE_MODULE)
@@ -62,7 +62,7 @@ def pp_position() -> tuple[Optional[int], Optional[int]]:
     return (rank if isinstance(rank, int) else None, size if isinstance(size, int) else None)
 
 
-def _distributed_rank(torch: Any) -> tuple[Optional[int], Optional[int]]:
+def _distributed_rank(torch: Any) -> tuple[int | None, int | None]:
     try:
         dist = torch.distributed
         if dist.is_available() and dist.is_initialized():
@@ -73,7 +73,7 @@ def _distributed_rank(torch: Any) -> tuple[Optional[int], Optional[int]]:
 
 
 @functools.lru_cache(maxsize=1)
-def sglang_version() -> Optional[str]:
+def sglang_version() -> str | None:
     """The running sglang's version, read as text: importing sglang would run its heavy __init__."""
     try:
         from ppaux.sglang import loader as sglang_module

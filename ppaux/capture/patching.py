@@ -8,26 +8,28 @@ a module that is not loaded yet is patched the moment it is imported (an import 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.abc
 import importlib.machinery
 import os
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ppaux.capture import hooks as capture_hooks
-from ppaux.capture.hops import HOP_TARGETS
 from ppaux.capture.culprit import WRAPPER_MARK
 from ppaux.capture.hooks import ADD, POP, TARGET_MODULE, hook_for
 from ppaux.capture.hop_hooks import fixed_wrapper
+from ppaux.capture.hops import HOP_TARGETS
 from ppaux.capture.settings import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, CaptureConfig
 from ppaux.capture.state import STATE
 from ppaux.capture.writer import note_failure
 from ppaux.sglang.names import PARALLEL_STATE_MODULE, SCHEDULER_MODULE
 
-__all__ = ["install", "uninstall", "active_config", "stats", "method_wrapper", "wrap"]
+__all__ = ["active_config", "install", "method_wrapper", "stats", "uninstall", "wrap"]
 
 _MARK = WRAPPER_MARK
 #: The modules install() patches, each as soon as it is loaded.
@@ -90,10 +92,8 @@ def uninstall() -> None:
     with STATE.lock:
         STATE.activate(None)
         if STATE.watcher is not None:
-            try:
+            with contextlib.suppress(ValueError):
                 sys.meta_path.remove(STATE.watcher)
-            except ValueError:
-                pass
             STATE.watcher = None
         for target, (owner, original, wrapper) in list(STATE.patched.items()):
             name = target.rsplit(".", 1)[1]

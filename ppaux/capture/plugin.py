@@ -19,7 +19,7 @@ import os
 
 from ppaux.sglang.names import ENTRY_POINT, PLUGIN_NAME
 
-__all__ = ["PLUGIN_NAME", "ENTRY_POINT", "register"]
+__all__ = ["ENTRY_POINT", "PLUGIN_NAME", "register"]
 
 logger = logging.getLogger("ppaux.capture")
 

@@ -9,20 +9,20 @@ may be, how many messages the checkpoints follow at once.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_FILES",
     "ENV_DIR",
-    "ENV_WHEN",
-    "ENV_MAX_FILES",
     "ENV_MAX_BYTES",
+    "ENV_MAX_FILES",
     "ENV_SAMPLE_EVERY",
     "ENV_STRICT",
-    "DEFAULT_MAX_FILES",
-    "DEFAULT_MAX_BYTES",
+    "ENV_WHEN",
     "LOCK_TIMEOUT_S",
     "MAX_COUNTER_BYTES",
     "MAX_FOLLOWED_MESSAGES",
@@ -95,7 +95,7 @@ def parse_size(text: str) -> int:
     return int(number) * _SIZE_UNITS[unit]
 
 
-def config_from_env(environ: Optional[Mapping[str, str]] = None) -> Optional[CaptureConfig]:
+def config_from_env(environ: Mapping[str, str] | None = None) -> CaptureConfig | None:
     """The configuration the plugin would use: None when ``PPAUX_CAPTURE_DIR`` is unset or empty.
 
     Raises :class:`ValueError` naming the variable when a ``PPAUX_CAPTURE_*`` value is invalid.

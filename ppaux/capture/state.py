@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 from ppaux.capture.settings import CaptureConfig
 from ppaux.sglang.names import ADD, POP
 
-__all__ = ["CaptureStats", "CaptureState", "STATE"]
+__all__ = ["STATE", "CaptureState", "CaptureStats"]
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class CaptureStats:
     written: int
     skipped: int
     failed: int
-    last_path: Optional[str]
+    last_path: str | None
 
 
 class CaptureState:
@@ -34,21 +35,21 @@ class CaptureState:
         self.lock = threading.RLock()
         #: One writer of this process inside the directory lock at a time.
         self.io_lock = threading.Lock()
-        self.config: Optional[CaptureConfig] = None
+        self.config: CaptureConfig | None = None
         #: True when config.when == "always": lets the hot path skip the counters.
         self.sampling = False
         self.counters: dict[str, Any] = {ADD: itertools.count(), POP: itertools.count()}
         #: target name -> (owner module or class, original, wrapper) for what install() patched.
         self.patched: dict[str, tuple[Any, Callable[..., Any], Callable[..., Any]]] = {}
         #: The import hook install() put on sys.meta_path, if any.
-        self.watcher: Optional[Any] = None
+        self.watcher: Any | None = None
         #: True once the sglang plugin registered the hooks with sglang's HookRegistry.
         self.plugin_hooks = False
         self.seq = itertools.count(1)
         self.written = 0
         self.skipped = 0
         self.failed = 0
-        self.last_path: Optional[str] = None
+        self.last_path: str | None = None
         self.warned: set[str] = set()
         #: id(message dict) -> the hops it passed, for the output messages being followed (oldest
         #: first: a dict keeps insertion order).
@@ -56,15 +57,15 @@ class CaptureState:
         #: Hop name -> why it is not checked in this process (its target is missing).
         self.skipped_hops: dict[str, str] = {}
         #: The scheduler class last seen on the output path (for the culprit), if any.
-        self.scheduler_type: Optional[type] = None
+        self.scheduler_type: type | None = None
         #: The PP group class last seen on the wire (for the culprit), if any.
-        self.group_type: Optional[type] = None
+        self.group_type: type | None = None
         #: id of the dict sglang's release add last filled through ppaux's hook.
-        self.last_add: Optional[int] = None
+        self.last_add: int | None = None
         #: (last clean hop, dirty hop) whose next message the line tracer follows, if any.
-        self.trace_armed: Optional[tuple[str, str]] = None
+        self.trace_armed: tuple[str, str] | None = None
 
-    def activate(self, config: Optional[CaptureConfig]) -> None:
+    def activate(self, config: CaptureConfig | None) -> None:
         """Put ``config`` in force (None: off) and start the counts afresh."""
         with self.lock:
             self.config = config

@@ -27,8 +27,8 @@ from typing import Any
 
 from ppaux.capture.hops import hop_availability
 from ppaux.capture.settings import ENV_DIR, MAX_COUNTER_BYTES, config_from_env
-from ppaux.report.catalogue import finding
 from ppaux.errors import PathError
+from ppaux.report.catalogue import finding
 from ppaux.report.document import Report, Table
 from ppaux.sglang.names import (
     ENTRY_POINT,

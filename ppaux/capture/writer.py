@@ -9,6 +9,7 @@ swallowed.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import io
 import logging
@@ -16,7 +17,7 @@ import os
 import pickle
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from ppaux.capture import store as capture_store
 from ppaux.capture.host import capture_meta
@@ -24,7 +25,7 @@ from ppaux.capture.settings import LOCK_TIMEOUT_S, CaptureConfig
 from ppaux.capture.state import STATE
 from ppaux.dump.capture_format import make_capture
 
-__all__ = ["record", "note_failure", "logger"]
+__all__ = ["logger", "note_failure", "record"]
 
 logger = logging.getLogger("ppaux.capture")
 
@@ -32,11 +33,11 @@ logger = logging.getLogger("ppaux.capture")
 def record(
     function: str,
     config: CaptureConfig,
-    exc: Optional[BaseException],
+    exc: BaseException | None,
     tensors: Any,
     output: Any,
-    extra: Optional[dict[str, Any]] = None,
-) -> Optional[Path]:
+    extra: dict[str, Any] | None = None,
+) -> Path | None:
     """Write one capture; count it; log the first failure and swallow every one.
 
     ``extra`` adds top-level fields to the capture (the trail and culprit of a checkpoint).
@@ -90,11 +91,11 @@ def note_failure(what: str, error: BaseException) -> None:
 def _write(
     function: str,
     config: CaptureConfig,
-    exc: Optional[BaseException],
+    exc: BaseException | None,
     tensors: Any,
     output: Any,
-    extra: Optional[dict[str, Any]],
-) -> Optional[Path]:
+    extra: dict[str, Any] | None,
+) -> Path | None:
     """Write the capture atomically; return its path, or None when the bounds refused it."""
     import torch
 
@@ -106,7 +107,7 @@ def _write(
     meta = capture_meta(function, exc, config, torch)
     payload = make_capture(meta, tensors, output, **(extra or {}))
     seq = next(STATE.seq)
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     final = directory / capture_store.capture_name(now, meta["host"], meta["pid"], seq, function)
     temp = directory / f"{capture_store.TEMP_PREFIX}{final.stem}"
     placed = False
@@ -128,10 +129,8 @@ def _write(
             placed = True
     finally:
         if not placed:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(temp)
-            except OSError:
-                pass
     return final
 
 
@@ -205,9 +204,9 @@ class _DirectoryLock:
 
     def __init__(self, directory: Path) -> None:
         self._path = directory / capture_store.LOCK_NAME
-        self._fd: Optional[int] = None
+        self._fd: int | None = None
 
-    def __enter__(self) -> "_DirectoryLock":
+    def __enter__(self) -> _DirectoryLock:
         if not STATE.io_lock.acquire(timeout=LOCK_TIMEOUT_S):
             raise TimeoutError(f"{self._path}: busy for more than {LOCK_TIMEOUT_S} s")
         try:

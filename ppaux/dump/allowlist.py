@@ -29,7 +29,7 @@ from ppaux.dump.model import (
 )
 from ppaux.dump.pickle_vm import MAX_DIMS, Call, Machine, global_name, is_shape, shown_text
 
-__all__ = ["resolve", "ALLOWED_NAMES"]
+__all__ = ["ALLOWED_NAMES", "resolve"]
 
 # Aliases torch.<name> -> canonical dtype name.
 _DTYPE_ALIASES = {
@@ -206,7 +206,7 @@ def _rebuild_meta(m: Machine, args: tuple[Any, ...]) -> TensorRef:
 
 
 def _rebuild_wrapper_subclass(m: Machine, args: tuple[Any, ...]) -> TensorRef:
-    cls, dtype, size, stride, offset, layout, device, requires_grad = args
+    cls, dtype, size, stride, offset, layout, device, _requires_grad = args
     tensor = TensorRef(
         _dtype_name(m, dtype),
         *_size_stride(m, size, stride),
@@ -220,9 +220,7 @@ def _rebuild_wrapper_subclass(m: Machine, args: tuple[Any, ...]) -> TensorRef:
 
 def _rebuild_device_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     data, dtype, device, requires_grad = args
-    if isinstance(data, TensorRef):
-        shape, stride = data.shape, None
-    elif isinstance(data, NdArrayRef):
+    if isinstance(data, (TensorRef, NdArrayRef)):
         shape, stride = data.shape, None
     else:
         raise m.error("device tensor data is neither a tensor nor an array")

@@ -88,8 +88,8 @@ __all__ = [
     "CAPTURE_VERSION",
     "META_FIELDS",
     "REWRITE_FIELDS",
-    "make_meta",
     "make_capture",
+    "make_meta",
 ]
 
 CAPTURE_MARKER = "__ppaux_capture__"
@@ -160,7 +160,7 @@ def make_meta(
         "function": function,
         "exception_type": type(exception).__name__ if exception is not None else None,
         "exception_message": str(exception) if exception is not None else None,
-        "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "when": when,
     }
 

@@ -13,11 +13,7 @@ from collections import Counter
 from contextvars import ContextVar
 from typing import Any
 
-from ppaux.report.catalogue import finding
 from ppaux.dump.dumpfile import Dump
-from ppaux.report.findings import Finding, cap_per_code
-from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_MSG_TYPE, OUTPUT_PREFIX, PROXY_KEYS
-from ppaux.limits import Limits
 from ppaux.dump.model import GlobalRef, Opaque, TensorRef, TorchValue
 from ppaux.dump.payload import (
     LEAF_TYPES,
@@ -31,8 +27,12 @@ from ppaux.dump.payload import (
     walk,
 )
 from ppaux.dump.pickle_vm import shown_text
+from ppaux.limits import Limits
+from ppaux.report.catalogue import finding
+from ppaux.report.findings import Finding, cap_per_code
+from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_MSG_TYPE, OUTPUT_PREFIX, PROXY_KEYS
 
-__all__ = ["check_dump", "check_payload", "predict_pop", "NON_TENSOR_ERROR"]
+__all__ = ["NON_TENSOR_ERROR", "check_dump", "check_payload", "predict_pop"]
 
 #: What pop raises when an auxiliary value is not a tensor (sglang 0.5.19 - 0.5.23).
 NON_TENSOR_ERROR = "received a non-tensor auxiliary PP output"

@@ -15,8 +15,9 @@ import dataclasses
 import hashlib
 import struct
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ppaux.dump.dumpfile import Dump
 from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, Opaque, StorageRef, TensorRef
@@ -28,7 +29,7 @@ from ppaux.report.document import InputProblem, Report, Table
 from ppaux.report.findings import Finding, Severity
 from ppaux.sglang.names import OUTPUT_PREFIX
 
-__all__ = ["diff_paths", "diff_dumps", "BLOCK_BYTES"]
+__all__ = ["BLOCK_BYTES", "diff_dumps", "diff_paths"]
 
 #: Bytes read from a storage record at a time while digesting it.
 BLOCK_BYTES = 1 << 20
@@ -487,7 +488,7 @@ def _compare_values(
         db = b.values.digest(vb) if not tb else b.values.tensor(vb)
     except _NotCompared as exc:
         entry["changes"].append("not compared")
-        return found + [finding("PP608", path, f"values not compared: {exc}", where)]
+        return [*found, finding("PP608", path, f"values not compared: {exc}", where)]
     if da != db:
         entry["status"] = "changed"
         entry["changes"].append("values")

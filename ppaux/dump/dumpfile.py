@@ -12,19 +12,19 @@ import os
 import struct
 import zipfile
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Mapping
+from typing import Any, BinaryIO
 
 from ppaux.dump import allowlist
 from ppaux.dump.capture_format import CAPTURE_MARKER
-from ppaux.errors import DumpError, LimitExceeded, ReadMismatch
 from ppaux.dump.legacy import LEGACY_MAGIC, is_legacy_stream
-from ppaux.limits import Limits
 from ppaux.dump.model import StorageRef, StorageType
 from ppaux.dump.pickle_vm import Machine, shown_text
 from ppaux.dump.zipview import check_layout, end_record, lower_name, select_data_pkl
+from ppaux.errors import DumpError, LimitExceeded, ReadMismatch
 from ppaux.files import InputFileError, collect_files, open_regular
+from ppaux.limits import Limits
 from ppaux.report.document import InputProblem
 
 __all__ = [
@@ -183,7 +183,7 @@ def _check_not_tar(path: str, data: bytes) -> None:
             pass
     except tarfile.TarError:
         return
-    except Exception:  # noqa: BLE001 - torch.load fails on these too, before any pickle
+    except Exception:
         return
     raise ReadMismatch(
         path,

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any, BinaryIO, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, BinaryIO
 
 from ppaux.dump.checks import check_dump, predict_pop
 from ppaux.dump.dumpfile import Dump, collect_inputs, read_dump, read_dump_stream
-from ppaux.errors import DumpError, ReadMismatch
-from ppaux.report.catalogue import finding
-from ppaux.report.findings import Finding, Severity, cap_per_code
-from ppaux.sglang.names import MSG_TYPE_KEY
-from ppaux.limits import Limits
 from ppaux.dump.model import TensorRef
 from ppaux.dump.payload import (
     Payload,
@@ -23,9 +19,14 @@ from ppaux.dump.payload import (
     walk,
 )
 from ppaux.dump.pickle_vm import MAX_SHOWN, shown_text
-from ppaux.text import shown_name
 from ppaux.dump.trail import culprit_text, read_culprit, read_trail, trail_findings, trail_text
+from ppaux.errors import DumpError, ReadMismatch
+from ppaux.limits import Limits
+from ppaux.report.catalogue import finding
 from ppaux.report.document import InputProblem, Report, Table
+from ppaux.report.findings import Finding, Severity, cap_per_code
+from ppaux.sglang.names import MSG_TYPE_KEY
+from ppaux.text import shown_name
 
 __all__ = ["describe_dump", "inspect_file", "inspect_paths"]
 

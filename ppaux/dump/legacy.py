@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppaux.errors import DumpError
 from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef, StorageType
 from ppaux.dump.pickle_vm import Machine, shown_text
+from ppaux.errors import DumpError
 
 __all__ = ["LEGACY_MAGIC", "is_legacy_stream", "read_inner_storage"]
 

@@ -10,19 +10,19 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "STORAGE_DTYPES",
     "DTYPE_ITEMSIZE",
-    "StorageType",
+    "STORAGE_DTYPES",
     "DtypeRef",
-    "TypeRef",
-    "StorageRef",
-    "TensorRef",
-    "TorchValue",
+    "GlobalRef",
     "NdArrayRef",
     "NumpyDtype",
     "NumpyScalar",
-    "GlobalRef",
     "Opaque",
+    "StorageRef",
+    "StorageType",
+    "TensorRef",
+    "TorchValue",
+    "TypeRef",
 ]
 
 #: Legacy storage class name -> dtype name (torch.serialization writes these as globals).
@@ -115,7 +115,7 @@ class _Ref:
 class StorageType(_Ref):
     """A storage class named in the pickle, such as ``torch.BFloat16Storage``."""
 
-    __slots__ = ("name", "dtype")
+    __slots__ = ("dtype", "name")
 
     def __init__(self, name: str, dtype: str) -> None:
         self.name = name
@@ -157,7 +157,7 @@ class TorchValue(_Ref):
     are equal, as torch's are (two equal device keys are one key).
     """
 
-    __slots__ = ("type_name", "name")
+    __slots__ = ("name", "type_name")
 
     def __init__(self, type_name: str, name: str) -> None:
         self.type_name = type_name
@@ -186,7 +186,7 @@ class TorchValue(_Ref):
 class StorageRef(_Ref):
     """A tensor storage: its dtype, the zip record that holds its bytes, and its saved location."""
 
-    __slots__ = ("dtype", "key", "location", "numel", "record", "record_size", "data")
+    __slots__ = ("data", "dtype", "key", "location", "numel", "record", "record_size")
 
     def __init__(self, dtype: str, key: str, location: str, numel: int) -> None:
         self.dtype = dtype
@@ -218,18 +218,18 @@ class TensorRef(_Ref):
     """
 
     __slots__ = (
-        "dtype",
-        "shape",
-        "stride",
-        "offset",
         "device",
-        "requires_grad",
+        "dtype",
         "kind",
         "layout",
-        "subclass",
-        "storage",
-        "state",
+        "offset",
         "parts",
+        "requires_grad",
+        "shape",
+        "state",
+        "storage",
+        "stride",
+        "subclass",
     )
 
     def __init__(
@@ -291,7 +291,7 @@ class TensorRef(_Ref):
 class NdArrayRef(_Ref):
     """A numpy array as pickled by numpy: dtype and shape, never its data."""
 
-    __slots__ = ("dtype", "shape", "fortran")
+    __slots__ = ("dtype", "fortran", "shape")
 
     def __init__(self) -> None:
         self.dtype = "?"
@@ -305,7 +305,7 @@ class NdArrayRef(_Ref):
 class NumpyDtype(_Ref):
     """A numpy dtype as pickled (``numpy.dtype('f8', ...)`` then its byte-order state)."""
 
-    __slots__ = ("spec", "byteorder")
+    __slots__ = ("byteorder", "spec")
 
     def __init__(self, spec: str) -> None:
         self.spec = spec
@@ -353,7 +353,7 @@ class Opaque(_Ref):
     file would have done and descend into state that holds tensors.
     """
 
-    __slots__ = ("name", "via", "args", "state", "items", "appended")
+    __slots__ = ("appended", "args", "items", "name", "state", "via")
 
     def __init__(self, name: str, via: str, args: tuple[Any, ...] = ()) -> None:
         self.name = name

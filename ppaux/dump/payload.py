@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ppaux.dump.dumpfile import Dump
-from ppaux.errors import LimitExceeded
-from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_PREFIX
-from ppaux.limits import Limits
 from ppaux.dump.model import (
     DtypeRef,
     GlobalRef,
@@ -24,18 +22,21 @@ from ppaux.dump.model import (
     TypeRef,
 )
 from ppaux.dump.pickle_vm import MAX_SHOWN, shown_text
+from ppaux.errors import LimitExceeded
+from ppaux.limits import Limits
+from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_PREFIX
 
 __all__ = [
     "Payload",
     "Tally",
+    "describe_entry",
     "find_payloads",
-    "walk",
-    "type_name",
-    "value_phrase",
     "key_text",
     "quoted",
-    "describe_entry",
     "safe_repr",
+    "type_name",
+    "value_phrase",
+    "walk",
 ]
 
 
@@ -141,7 +142,7 @@ def _children(value: Any) -> Iterator[tuple[str, Any, Any]]:
             # (dict state, slot state): both are set on the object, slots last
             first, slots = state[0] if isinstance(state[0], dict) else {}, state[1]
             items = itertools.chain(
-                ((k, slots[k] if k in slots else v) for k, v in first.items()),
+                ((k, slots.get(k, v)) for k, v in first.items()),
                 ((k, v) for k, v in slots.items() if k not in first),
             )
         elif isinstance(state, dict):

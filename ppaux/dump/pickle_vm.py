@@ -14,14 +14,15 @@ import codecs
 import re
 import struct
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from ppaux.dump.model import GlobalRef, NdArrayRef, NumpyDtype, Opaque, TensorRef, TypeRef
 from ppaux.errors import DumpError, LimitExceeded
 from ppaux.limits import Limits
 from ppaux.text import shown_name
-from ppaux.dump.model import GlobalRef, NdArrayRef, NumpyDtype, Opaque, TensorRef, TypeRef
 
-__all__ = ["Machine", "Call", "MAX_DIMS", "MAX_SHOWN", "is_shape", "shown_text", "global_name"]
+__all__ = ["MAX_DIMS", "MAX_SHOWN", "Call", "Machine", "global_name", "is_shape", "shown_text"]
 
 #: Most dimensions a tensor or array may declare. torch has no hard limit, but nothing real
 #: comes near this, and it keeps element counts small enough to print (64 sizes below 2**63).
@@ -74,9 +75,9 @@ def is_shape(value: Any) -> bool:
 class Call:
     """An allowlisted callable: ``fn(machine, args)`` builds the safe stand-in for its result."""
 
-    __slots__ = ("name", "fn")
+    __slots__ = ("fn", "name")
 
-    def __init__(self, name: str, fn: Callable[["Machine", tuple[Any, ...]], Any]) -> None:
+    def __init__(self, name: str, fn: Callable[[Machine, tuple[Any, ...]], Any]) -> None:
         self.name = name
         self.fn = fn
 
@@ -98,8 +99,8 @@ class Machine:
         *,
         path: str,
         limits: Limits,
-        resolve: Callable[["Machine", str, str], Any],
-        persistent_load: Callable[["Machine", Any], Any] | None = None,
+        resolve: Callable[[Machine, str, str], Any],
+        persistent_load: Callable[[Machine, Any], Any] | None = None,
         start: int = 0,
     ) -> None:
         self.data = data
@@ -330,9 +331,7 @@ class Machine:
 
     def build(self, obj: Any, state: Any) -> None:
         """Apply BUILD state to a stand-in object."""
-        if isinstance(obj, Opaque):
-            obj.state = state
-        elif isinstance(obj, TensorRef):
+        if isinstance(obj, (Opaque, TensorRef)):
             obj.state = state
         elif isinstance(obj, NdArrayRef):
             _build_ndarray(self, obj, state)
@@ -759,7 +758,7 @@ def _op_newobj_ex(m: Machine) -> None:
     cls = m._pop()
     result = m.call(cls, args, "new")
     if isinstance(result, Opaque) and kwargs:
-        result.args = result.args + (kwargs,)
+        result.args = (*result.args, kwargs)
     m._push(result)
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppaux.text import shown_name
 from ppaux.report.findings import Finding
+from ppaux.text import shown_name
 
-__all__ = ["read_trail", "read_culprit", "trail_text", "culprit_text", "trail_findings"]
+__all__ = ["culprit_text", "read_culprit", "read_trail", "trail_findings", "trail_text"]
 
 _MAX_HOPS = 32
 _HOP_FIELDS = ("hop", "at", "state")

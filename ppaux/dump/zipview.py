@@ -24,6 +24,7 @@ on a file torch.save wrote. Where a crafted file could make them disagree, ppaux
 
 from __future__ import annotations
 
+import itertools
 import struct
 import zipfile
 from dataclasses import dataclass
@@ -227,7 +228,7 @@ def _check_overlaps(
         stop = start + _LOCAL.size + fields[9] + fields[10] + record.compress_size
         spans.append((start, stop, record.filename))
     spans.sort()
-    for (_, stop, name), (start, _, other) in zip(spans, spans[1:], strict=False):
+    for (_, stop, name), (start, _, other) in itertools.pairwise(spans):
         if start < stop:
             raise ReadMismatch(
                 path,

@@ -25,8 +25,9 @@ import hashlib
 import os
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from ppaux.dump.model import TensorRef
 from ppaux.errors import DumpError, PathError
@@ -34,7 +35,7 @@ from ppaux.files import InputFileError, open_regular
 from ppaux.limits import Limits
 from ppaux.sglang.names import OUTPUT_PREFIX
 
-__all__ = ["Conversion", "Refusal", "TensorizeResult", "OutputPathError", "tensorize_dump"]
+__all__ = ["Conversion", "OutputPathError", "Refusal", "TensorizeResult", "tensorize_dump"]
 
 #: Subclasses that survive a rebuild and a save (the reader's name for them).
 _KEPT_SUBCLASSES = (None, "torch.nn.parameter.Parameter", "torch.nn.Parameter")
@@ -302,9 +303,7 @@ def _rewritten_meta(
     new["exception_type"] = None
     new["exception_message"] = None
     new["rewritten_by"] = f"ppaux tensorize {ppaux.__version__}"
-    new["rewritten_time"] = datetime.datetime.now(datetime.timezone.utc).isoformat(
-        timespec="seconds"
-    )
+    new["rewritten_time"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     new["rewritten_from"] = os.path.abspath(result["source"])
     new["rewritten_from_sha256"] = result["source_sha256"]
     new["rewritten_keys"] = "\n".join(f"{c.locator}[{c.key!r}]" for c in conversions)

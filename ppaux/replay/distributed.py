@@ -24,6 +24,7 @@ This module imports torch.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import datetime
 import json
@@ -33,7 +34,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -251,7 +253,7 @@ class DistributedWire:
         index = device.index if device.index is not None else torch.cuda.current_device()
         return f"cuda:{(index + 1) % count}"
 
-    def __enter__(self) -> "DistributedWire":
+    def __enter__(self) -> DistributedWire:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -364,10 +366,8 @@ class DistributedWire:
     def _receiver_failure(self, sequence: int, exc: BaseException) -> WireError:
         """What went wrong when traffic failed: the receiver's own error, if it reported one."""
         if self._process is not None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self._process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
         key = f"error/{sequence}"
         reported = None
         try:

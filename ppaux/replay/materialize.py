@@ -20,14 +20,15 @@ import contextlib
 import sys
 import warnings
 import zipfile
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 
 from ppaux.dump.dumpfile import Dump
+from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef, TensorRef, TorchValue
 from ppaux.errors import DumpError, PpauxError
 from ppaux.limits import Limits
-from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef, TensorRef, TorchValue
 
 __all__ = [
     "DeviceError",
@@ -197,7 +198,7 @@ class Materializer:
         self._memo: dict[int, Any] = {}
         self._saved: dict[int, str] = {}
 
-    def __enter__(self) -> "Materializer":
+    def __enter__(self) -> Materializer:
         return self
 
     def __exit__(self, *exc: object) -> None:

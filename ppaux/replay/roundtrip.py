@@ -14,13 +14,14 @@ transport). This module imports torch.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 
+from ppaux.dump.payload import key_text, safe_repr, type_name
 from ppaux.errors import PpauxError
 from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_PREFIX
-from ppaux.dump.payload import key_text, safe_repr, type_name
 
 __all__ = [
     "ReferenceObserver",

@@ -30,15 +30,16 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
-from ppaux.report.catalogue import finding
 from ppaux.errors import DumpError, PpauxError
+from ppaux.limits import Limits
+from ppaux.report.catalogue import finding
+from ppaux.report.document import InputProblem, Report, Table
 from ppaux.report.findings import Finding, cap_per_code
 from ppaux.sglang.names import OUTPUT_PREFIX
-from ppaux.limits import Limits
-from ppaux.report.document import InputProblem, Report, Table
 
 __all__ = [
     "Impl",
@@ -278,8 +279,8 @@ def replay_paths(
 
 def _replay_file(path: str, setup: _Setup) -> tuple[dict[str, Any], list[Finding]]:
     from ppaux.dump.dumpfile import read_dump
-    from ppaux.replay.materialize import Materializer
     from ppaux.dump.payload import find_payloads, walk
+    from ppaux.replay.materialize import Materializer
 
     dump = read_dump(path, setup.options.limits)
     for _ in walk(dump.root, setup.options.limits, path):

@@ -20,6 +20,7 @@ This module imports torch; sglang is imported when the wire starts.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import inspect
 import os
@@ -158,10 +159,8 @@ class SglangWire(DistributedWire):
     def _left(self) -> None:
         self._group = None
         if dist.is_initialized():
-            try:
+            with contextlib.suppress(RuntimeError, ValueError):
                 dist.destroy_process_group()
-            except (RuntimeError, ValueError):
-                pass
 
     def _check(self, sent: dict[str, Any]) -> None:
         """Nothing of ppaux's runs before sglang's own send: it finds its own faults."""

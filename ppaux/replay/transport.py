@@ -20,7 +20,8 @@ This module is the torch side of ppaux and imports torch; :mod:`ppaux` itself do
 
 from __future__ import annotations
 
-from typing import Any, Mapping, MutableMapping, Optional, Protocol, runtime_checkable
+from collections.abc import Mapping, MutableMapping
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
@@ -72,7 +73,7 @@ def _wire_key(name: object) -> str:
 
 def add_auxiliary_output_to_pp_tensors(
     tensors: MutableMapping[str, Any],
-    output: Optional[object],
+    output: object | None,
 ) -> None:
     """Insert the tensors of ``output`` into ``tensors`` under prefixed keys (sglang 0.5.19+).
 
@@ -119,8 +120,8 @@ def _received_aux_tensors(tensors: Mapping[Any, Any]) -> dict[Any, Any]:
 
 def pop_auxiliary_output_from_pp_tensors(
     tensors: MutableMapping[str, Any],
-    observer: Optional[object],
-) -> Optional[Any]:
+    observer: object | None,
+) -> Any | None:
     """Hand the prefixed entries of ``tensors`` to ``observer`` and remove them (sglang 0.5.19+).
 
     Returns None, touching nothing, when no key carries the prefix. Otherwise checks, in order:

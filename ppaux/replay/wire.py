@@ -25,8 +25,9 @@ from __future__ import annotations
 import pickle
 import time
 from collections import namedtuple
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
@@ -38,8 +39,8 @@ __all__ = [
     "WireError",
     "WireStats",
     "allocate",
-    "fill",
     "dispatch_refusal",
+    "fill",
     "outgoing",
     "pack_metadata",
     "split_tensor_dict",

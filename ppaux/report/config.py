@@ -18,29 +18,25 @@ Anything else (an unknown key, a wrong type, an unknown code, a file that is not
 from __future__ import annotations
 
 import os
-import sys
+import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from ppaux.errors import PpauxError
 from ppaux.files import InputFileError, read_regular
-from ppaux.report.gate import Gate
 from ppaux.report.document import FailOn
+from ppaux.report.gate import Gate
 from ppaux.report.selection import Selection, UnknownCodeError, parse_codes
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10 has no tomllib; tomli is the same parser, published separately.
-    import tomli as tomllib
 
 __all__ = [
     "CONFIG_FILES",
     "KEYS",
     "Config",
     "ConfigError",
+    "discover_config",
     "find_config",
     "load_config",
-    "discover_config",
     "resolve_gate",
 ]
 

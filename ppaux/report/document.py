@@ -18,10 +18,10 @@ __all__ = [
     "REPORT_SCHEMA",
     "FailOn",
     "InputProblem",
-    "Table",
     "Report",
-    "exit_code",
+    "Table",
     "count_by_severity",
+    "exit_code",
 ]
 
 #: Version of the JSON report document; bumped on any incompatible change (docs/report-schema.md).

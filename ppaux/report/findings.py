@@ -6,12 +6,11 @@ A :class:`Rule` is a catalogue entry (stable code, severity, explanation, causes
 
 from __future__ import annotations
 
-from typing import Any
-
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["Severity", "Rule", "Finding", "cap_per_code", "omitted_count"]
+__all__ = ["Finding", "Rule", "Severity", "cap_per_code", "omitted_count"]
 
 
 class Severity(str, enum.Enum):

@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ppaux.report.findings import Finding, Severity
 from ppaux.report.document import FailOn, Report, exit_code
+from ppaux.report.findings import Finding, Severity
 from ppaux.report.selection import Selection
 
 __all__ = ["Gate", "is_inconclusive"]
@@ -35,7 +35,7 @@ class Gate:
     """
 
     fail_on: FailOn = FailOn.ERROR
-    selection: Selection = Selection()
+    selection: Selection = dataclasses.field(default_factory=Selection)
     strict: bool = False
 
     def apply(self, report: Report) -> Report:

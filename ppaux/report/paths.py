@@ -18,7 +18,7 @@ import os
 
 from ppaux.report.document import Report
 
-__all__ = ["find_root", "shown_path", "rebase_report"]
+__all__ = ["find_root", "rebase_report", "shown_path"]
 
 
 def find_root(start: str) -> str | None:

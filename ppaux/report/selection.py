@@ -12,8 +12,8 @@ stays selected, and an extended pattern still outweighs a shorter ``ignore`` pat
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from ppaux.errors import PpauxError
 from ppaux.report.document import Report

@@ -22,28 +22,29 @@ from __future__ import annotations
 
 import ast
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator
+from typing import Any
 
 from ppaux.sglang import releases
 from ppaux.sglang.digest import definition_digests
 from ppaux.sglang.names import ADD, POP, SCHEDULER_FILE, TRANSPORT_FILE
-from ppaux.sglang.tree import SglangTree, UnreadableFile, locate
 from ppaux.sglang.source_parts import parse_parts
+from ppaux.sglang.tree import SglangTree, UnreadableFile, locate
 
 __all__ = [
     "ADD",
+    "LOGPROB_FILE",
     "POP",
-    "SourceFile",
+    "SCHEDULER_FILE",
+    "TRANSPORT_DEFINITIONS",
+    "TRANSPORT_FILE",
+    "WIRE_DEFINITIONS",
+    "WIRE_FILE",
     "Capability",
+    "SourceFile",
     "analyse",
     "analyse_tree",
-    "TRANSPORT_FILE",
-    "SCHEDULER_FILE",
-    "LOGPROB_FILE",
-    "WIRE_FILE",
-    "TRANSPORT_DEFINITIONS",
-    "WIRE_DEFINITIONS",
 ]
 
 #: Files read, relative to the ``sglang`` package directory (and TRANSPORT_FILE, SCHEDULER_FILE).
@@ -83,8 +84,8 @@ class SourceFile:
     role: str
     path: str
     status: str
-    sha256: "str | None" = None
-    reason: "str | None" = None
+    sha256: str | None = None
+    reason: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The file as a JSON object."""
@@ -108,39 +109,39 @@ class Capability:
     """
 
     found: bool
-    origin: "str | None" = None
-    location: "str | None" = None
-    version: "str | None" = None
+    origin: str | None = None
+    location: str | None = None
+    version: str | None = None
     transport: str = "unknown"
     match: str = "unknown"
-    match_family: "str | None" = None
-    prefix: "str | None" = None
-    receiver_prefix: "str | None" = None
-    sender_checks: "dict[str, bool] | None" = None
-    receiver_checks: "dict[str, bool] | None" = None
-    scheduler_calls: "dict[str, bool] | None" = None
-    logprob_keys: "tuple[str, ...] | None" = None
-    receiver_logprob_keys: "tuple[str, ...] | None" = None
-    receiver_sampling_mask_keys: "tuple[str, ...] | None" = None
-    output_keys: "tuple[str, ...] | None" = None
-    optional_output_keys: "tuple[str, ...] | None" = None
+    match_family: str | None = None
+    prefix: str | None = None
+    receiver_prefix: str | None = None
+    sender_checks: dict[str, bool] | None = None
+    receiver_checks: dict[str, bool] | None = None
+    scheduler_calls: dict[str, bool] | None = None
+    logprob_keys: tuple[str, ...] | None = None
+    receiver_logprob_keys: tuple[str, ...] | None = None
+    receiver_sampling_mask_keys: tuple[str, ...] | None = None
+    output_keys: tuple[str, ...] | None = None
+    optional_output_keys: tuple[str, ...] | None = None
     wire: str = "unknown"
-    wire_digest: "str | None" = None
+    wire_digest: str | None = None
     non_tensor_values: str = "unknown"
-    digests: "dict[str, str]" = field(default_factory=dict)
-    files: "tuple[SourceFile, ...]" = ()
-    unknown: "dict[str, str]" = field(default_factory=dict)
-    live: "dict[str, str] | None" = None
+    digests: dict[str, str] = field(default_factory=dict)
+    files: tuple[SourceFile, ...] = ()
+    unknown: dict[str, str] = field(default_factory=dict)
+    live: dict[str, str] | None = None
 
     @property
-    def sender_validates(self) -> "bool | None":
+    def sender_validates(self) -> bool | None:
         """True when add refuses bad names, non-tensors and duplicates; None when unknown."""
         if self.sender_checks is None:
             return None
         return all(self.sender_checks.get(k, False) for k in ("names", "tensors", "duplicates"))
 
     @property
-    def receiver_validates(self) -> "bool | None":
+    def receiver_validates(self) -> bool | None:
         """True when pop refuses non-tensor values; None when unknown."""
         if self.receiver_checks is None:
             return None
@@ -173,7 +174,7 @@ class Capability:
     def to_json(self) -> dict[str, Any]:
         """The verdicts as the fingerprint's ``sglang`` object (docs/check-skew.md)."""
 
-        def keys(value: "tuple[str, ...] | None") -> "list[str] | None":
+        def keys(value: tuple[str, ...] | None) -> list[str] | None:
             return None if value is None else list(value)
 
         return {
@@ -204,10 +205,10 @@ class Capability:
         }
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> "Capability":
+    def from_json(cls, doc: dict[str, Any]) -> Capability:
         """Rebuild from :meth:`to_json` output that :mod:`ppaux.skew.fingerprint` has validated."""
 
-        def keys(value: Any) -> "tuple[str, ...] | None":
+        def keys(value: Any) -> tuple[str, ...] | None:
             return None if value is None else tuple(value)
 
         return cls(
@@ -246,12 +247,12 @@ class Capability:
             live=doc.get("live"),
         )
 
-    def with_live(self, live: "dict[str, str] | None") -> "Capability":
+    def with_live(self, live: dict[str, str] | None) -> Capability:
         """A copy carrying the verdict of :func:`ppaux.skew.livepatch.live_state`."""
         return replace(self, live=live)
 
 
-def analyse(path: "str | None" = None) -> Capability:
+def analyse(path: str | None = None) -> Capability:
     """Analyse the sglang at ``path`` (a directory or ``.whl``), or the installed one.
 
     Raises :class:`ppaux.sglang.tree.SglangPathError` only when an explicit ``path`` is not an
@@ -276,8 +277,8 @@ class _Parsed:
     """A file read and parsed, or the reason it could not be."""
 
     file: SourceFile
-    module: "ast.Module | None"
-    data: "bytes | None" = None
+    module: ast.Module | None
+    data: bytes | None = None
 
     @property
     def why(self) -> str:
@@ -288,7 +289,7 @@ def _parse(
     tree: SglangTree,
     role: str,
     relative: str,
-    parts: "tuple[tuple[str, ...], tuple[str, ...]] | None" = None,
+    parts: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
 ) -> _Parsed:
     """Read and parse one file; with ``parts`` (names, mentions), only what is needed of it.
 
@@ -360,7 +361,7 @@ def _walk(node: ast.AST) -> Iterator[ast.AST]:
         yield from _walk(child)
 
 
-def _function(module: ast.Module, name: str) -> "ast.FunctionDef | ast.AsyncFunctionDef | None":
+def _function(module: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The last top-level definition of ``name`` (the one Python binds)."""
     found = None
     for node in module.body:
@@ -369,7 +370,7 @@ def _function(module: ast.Module, name: str) -> "ast.FunctionDef | ast.AsyncFunc
     return found
 
 
-def _any_function(module: ast.Module, name: str) -> "ast.FunctionDef | ast.AsyncFunctionDef | None":
+def _any_function(module: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The last definition of ``name`` at any depth (methods of mixins included)."""
     found = None
     for node in _walk(module):
@@ -395,7 +396,7 @@ def _string_constants(module: ast.Module) -> dict[str, str]:
     return consts
 
 
-def _params(func: "ast.FunctionDef | ast.AsyncFunctionDef") -> list[str]:
+def _params(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     args = func.args
     return [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
 
@@ -426,7 +427,7 @@ def _calls(test: ast.AST, name: str) -> list[ast.Call]:
     return found
 
 
-def _checks_tensor(test: ast.AST, var: "str | None" = None) -> bool:
+def _checks_tensor(test: ast.AST, var: str | None = None) -> bool:
     """True when ``test`` asks whether ``var`` (any value if None) is a tensor."""
     for call in _calls(test, "is_tensor"):
         if var is None or any(var in _names(a) for a in call.args):
@@ -438,7 +439,7 @@ def _checks_tensor(test: ast.AST, var: "str | None" = None) -> bool:
     return False
 
 
-def _checks_isinstance_of(test: ast.AST, var: str, kind: "str | None" = None) -> bool:
+def _checks_isinstance_of(test: ast.AST, var: str, kind: str | None = None) -> bool:
     """True when ``test`` calls isinstance on ``var`` (against ``kind`` if given) or hasattr."""
     for call in _calls(test, "isinstance") + _calls(test, "hasattr"):
         if call.args and var in _names(call.args[0]):
@@ -447,7 +448,7 @@ def _checks_isinstance_of(test: ast.AST, var: str, kind: "str | None" = None) ->
     return False
 
 
-def _is_none_check(test: ast.AST, var: "str | None" = None) -> bool:
+def _is_none_check(test: ast.AST, var: str | None = None) -> bool:
     """True when ``test`` compares ``var`` (any name if None) with None using ``is``."""
     for node in [test, *_walk(test)]:
         if isinstance(node, ast.Compare) and any(isinstance(o, (ast.Is, ast.Eq)) for o in node.ops):
@@ -467,7 +468,7 @@ def _negates(test: ast.AST, var: str) -> bool:
     )
 
 
-def _resolve(expr: ast.AST, consts: dict[str, str]) -> "str | None":
+def _resolve(expr: ast.AST, consts: dict[str, str]) -> str | None:
     if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
         return expr.value
     if isinstance(expr, ast.Name):
@@ -477,7 +478,7 @@ def _resolve(expr: ast.AST, consts: dict[str, str]) -> "str | None":
     return None
 
 
-def _key_prefix(expr: ast.AST, name_var: str, consts: dict[str, str]) -> "str | None":
+def _key_prefix(expr: ast.AST, name_var: str, consts: dict[str, str]) -> str | None:
     """The text before ``name_var`` in a key built as an f-string, ``prefix + name`` or a join."""
     if isinstance(expr, ast.JoinedStr):
         parts: list[str] = []
@@ -499,7 +500,7 @@ def _key_prefix(expr: ast.AST, name_var: str, consts: dict[str, str]) -> "str | 
 # The transport module
 
 
-def _sender_checks(add: "ast.FunctionDef | ast.AsyncFunctionDef") -> dict[str, bool]:
+def _sender_checks(add: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, bool]:
     """What add refuses. The per-item checks live in the loop over ``to_pp_tensors().items()``."""
     params = _params(add)
     output = params[1] if len(params) > 1 else None
@@ -535,7 +536,7 @@ def _sender_checks(add: "ast.FunctionDef | ast.AsyncFunctionDef") -> dict[str, b
     return checks
 
 
-def _items_loop(func: ast.AST) -> "ast.For | None":
+def _items_loop(func: ast.AST) -> ast.For | None:
     for node in _walk(func):
         if isinstance(node, ast.For) and isinstance(node.iter, ast.Call):
             call = node.iter.func
@@ -544,7 +545,7 @@ def _items_loop(func: ast.AST) -> "ast.For | None":
     return None
 
 
-def _loop_vars(loop: ast.For) -> "tuple[str | None, str | None]":
+def _loop_vars(loop: ast.For) -> tuple[str | None, str | None]:
     target = loop.target
     if isinstance(target, ast.Tuple) and len(target.elts) == 2:
         first, second = target.elts
@@ -555,7 +556,7 @@ def _loop_vars(loop: ast.For) -> "tuple[str | None, str | None]":
     return None, None
 
 
-def _receiver_checks(pop: "ast.FunctionDef | ast.AsyncFunctionDef") -> dict[str, bool]:
+def _receiver_checks(pop: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, bool]:
     """What pop refuses before it hands the tensors to the observer."""
     params = _params(pop)
     observer = params[1] if len(params) > 1 else None
@@ -573,7 +574,7 @@ def _receiver_checks(pop: "ast.FunctionDef | ast.AsyncFunctionDef") -> dict[str,
     return checks
 
 
-def _sender_prefix(add: ast.AST, consts: dict[str, str]) -> "str | None":
+def _sender_prefix(add: ast.AST, consts: dict[str, str]) -> str | None:
     loop = _items_loop(add)
     if loop is None:
         return None
@@ -597,7 +598,7 @@ def _sender_prefix(add: ast.AST, consts: dict[str, str]) -> "str | None":
     return None
 
 
-def _receiver_prefix(pop: ast.AST, consts: dict[str, str]) -> "str | None":
+def _receiver_prefix(pop: ast.AST, consts: dict[str, str]) -> str | None:
     for call in _calls(pop, "startswith"):
         if len(call.args) == 1:
             return _resolve(call.args[0], consts)
@@ -608,7 +609,7 @@ def _receiver_prefix(pop: ast.AST, consts: dict[str, str]) -> "str | None":
 # The scheduler and the logprob helpers
 
 
-def _import_source(module: ast.Module, name: str) -> "str | None":
+def _import_source(module: ast.Module, name: str) -> str | None:
     """The sglang-relative file that ``from X import name`` in the scheduler reads."""
     for node in _walk(module):
         if isinstance(node, ast.ImportFrom) and any(a.name == name for a in node.names):
@@ -626,7 +627,7 @@ def _calls_anywhere(module: ast.Module, name: str) -> bool:
     return bool(_calls(module, name))
 
 
-def _dict_keys(func: ast.AST) -> "tuple[list[str], list[str]]":
+def _dict_keys(func: ast.AST) -> tuple[list[str], list[str]]:
     """String keys a function puts in dicts it builds: (unconditional, under an ``if``)."""
     always: list[str] = []
     optional: list[str] = []
@@ -661,7 +662,7 @@ def _first_of_each(keys: list[str], seen: set[str]) -> list[str]:
     return out
 
 
-def _indexed_keys(func: "ast.FunctionDef | ast.AsyncFunctionDef") -> "tuple[list[str], list[str]]":
+def _indexed_keys(func: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[list[str], list[str]]:
     """Keys the function indexes on its first parameter: (always, only under an ``if``)."""
     params = _params(func)
     if not params:
@@ -696,7 +697,7 @@ def _indexed_keys(func: "ast.FunctionDef | ast.AsyncFunctionDef") -> "tuple[list
 # The wire
 
 
-def _non_tensor_values(split: "ast.FunctionDef | ast.AsyncFunctionDef") -> str:
+def _non_tensor_values(split: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     """``pickled`` when the else branch of the tensor test keeps ``(key, value)`` as it is."""
     loop = _items_loop(split)
     if loop is None:

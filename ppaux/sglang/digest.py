@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-__all__ = ["node_digest", "definitions", "definition_digests"]
+__all__ = ["definition_digests", "definitions", "node_digest"]
 
 # Nodes whose body may open with a docstring, which does not change what the code does.
 _DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
@@ -83,7 +84,7 @@ def definitions(tree: ast.Module) -> Iterator[tuple[str, ast.AST]]:
                     yield f"{node.name}.{item.name}", item
 
 
-def definition_digests(tree: ast.Module, names: "tuple[str, ...] | list[str]") -> dict[str, str]:
+def definition_digests(tree: ast.Module, names: tuple[str, ...] | list[str]) -> dict[str, str]:
     """Digest of each named definition (``func``, ``Class`` or ``Class.method``) in ``tree``.
 
     A name defined twice gets the digest of its last definition, the one Python binds.

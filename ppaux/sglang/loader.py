@@ -22,12 +22,13 @@ import importlib.util
 import re
 import types
 import zipfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Optional, Protocol, Sequence, Union
+from typing import Any, Protocol
 
-from ppaux.sglang import releases as _releases
 from ppaux.errors import PpauxError
+from ppaux.sglang import releases as _releases
 from ppaux.sglang.names import TRANSPORT_MODULE, TRANSPORT_PATH
 
 __all__ = [
@@ -62,7 +63,7 @@ _VERSION_RE = re.compile(
 )
 _METADATA_VERSION_RE = re.compile(r"^Version:\s*(?P<version>\S+)\s*$", re.MULTILINE)
 
-Source = Union[str, Path, None]
+Source = str | Path | None
 
 
 class SglangNotFound(PpauxError, LookupError):
@@ -83,7 +84,7 @@ class TransportSource:
     #: The file's bytes, exactly as stored.
     code: bytes
     #: The sglang release the file belongs to, if it could be read; None otherwise.
-    version: Optional[str]
+    version: str | None
 
     @property
     def sha256(self) -> str:
@@ -97,7 +98,7 @@ class TransportSource:
         return tuple(v for v, known in TRANSPORT_SHA256.items() if known == digest)
 
 
-def find_sglang_root() -> Optional[Path]:
+def find_sglang_root() -> Path | None:
     """Return the directory that holds the importable ``sglang`` package, or None.
 
     Uses ``importlib.util.find_spec("sglang")``: for a top-level name it only searches
@@ -117,7 +118,7 @@ def find_sglang_root() -> Optional[Path]:
     return None
 
 
-def sglang_version(root: Union[str, Path]) -> Optional[str]:
+def sglang_version(root: str | Path) -> str | None:
     """Return the sglang release found at ``root`` (a directory or a ``.whl``), or None.
 
     ``root`` is a directory holding ``sglang/`` (or the ``sglang`` package directory itself, or
@@ -193,7 +194,7 @@ def _read_capped(path: Path, where: str) -> bytes:
     return data
 
 
-def _package_dir(path: Path) -> Optional[Path]:
+def _package_dir(path: Path) -> Path | None:
     """The ``sglang`` package directory that ``path`` contains or is, if any.
 
     Tried in order: ``path/sglang`` (site-packages, an unpacked wheel), ``path/python/sglang`` (a
@@ -217,7 +218,7 @@ def _read_from_directory(path: Path, where: str) -> TransportSource:
     return TransportSource(str(transport), _read_capped(transport, str(transport)), version)
 
 
-def _directory_version(package: Path) -> Optional[str]:
+def _directory_version(package: Path) -> str | None:
     """Version of the ``sglang`` package at ``package``, read as text."""
     for name in ("_version.py", "version.py"):
         candidate = package / name
@@ -241,7 +242,7 @@ def _open_wheel(path: Path) -> zipfile.ZipFile:
         raise SglangNotFound(str(path), f"not a wheel (zip) file: {exc}") from None
 
 
-def _read_member(wheel: zipfile.ZipFile, name: str, where: str) -> Optional[bytes]:
+def _read_member(wheel: zipfile.ZipFile, name: str, where: str) -> bytes | None:
     """Bytes of one small member of ``wheel``, or None if it has no such member."""
     try:
         info = wheel.getinfo(name)
@@ -257,7 +258,7 @@ def _read_member(wheel: zipfile.ZipFile, name: str, where: str) -> Optional[byte
     return data
 
 
-def _wheel_version(wheel: zipfile.ZipFile) -> Optional[str]:
+def _wheel_version(wheel: zipfile.ZipFile) -> str | None:
     """Version of the sglang release inside an open wheel."""
     where = str(wheel.filename)
     for name in ("sglang/_version.py", "sglang/version.py"):
@@ -285,7 +286,7 @@ def _read_from_wheel(path: Path) -> TransportSource:
     return TransportSource(f"{path}/{TRANSPORT_PATH}", data, version)
 
 
-def _missing_reason(version: Optional[str]) -> str:
+def _missing_reason(version: str | None) -> str:
     """Why a tree or wheel without the transport file has none."""
     release = f"sglang {version}" if version else "this sglang"
     return f"{release} has no {TRANSPORT_PATH} (the PP auxiliary transport first shipped in 0.5.19)"
@@ -339,8 +340,8 @@ def _builtins_with_stub_import(stubs: Mapping[str, types.ModuleType]) -> dict[st
 
     def _import(
         name: str,
-        globals: Optional[Mapping[str, Any]] = None,
-        locals: Optional[Mapping[str, Any]] = None,
+        globals: Mapping[str, Any] | None = None,
+        locals: Mapping[str, Any] | None = None,
         fromlist: Sequence[str] = (),
         level: int = 0,
     ) -> types.ModuleType:

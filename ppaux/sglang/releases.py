@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ppaux.errors import PpauxError
 from ppaux.report.catalogue import finding
@@ -29,13 +30,13 @@ __all__ = [
     "Release",
     "UnknownReleaseError",
     "families",
-    "releases",
-    "release",
-    "known_release",
     "family_of",
+    "known_release",
     "match_transport",
-    "wire_is_release",
+    "release",
     "release_key_findings",
+    "releases",
+    "wire_is_release",
 ]
 
 
@@ -57,9 +58,9 @@ class Family:
     name: str
     versions: tuple[str, ...]
     transport: bool
-    transport_sha256: "str | None"
-    transport_lines: "int | None"
-    aux_output_defined_in: "str | None"
+    transport_sha256: str | None
+    transport_lines: int | None
+    aux_output_defined_in: str | None
     transport_digests: Mapping[str, str]
     wire_digests: Mapping[str, str]
 
@@ -70,7 +71,7 @@ class Release:
 
     version: str
     family: str
-    torch: "str | None"
+    torch: str | None
     logprob_keys: tuple[str, ...]
     receiver_logprob_keys: tuple[str, ...]
     receiver_sampling_mask_keys: tuple[str, ...]
@@ -152,7 +153,7 @@ def family_of(name: str) -> Family:
     return next(f for f in families() if f.name == wanted)
 
 
-def _family_span(names: Iterable[str]) -> "str | None":
+def _family_span(names: Iterable[str]) -> str | None:
     """'0.5.19-0.5.23' for families 0.5.19 and 0.5.20-0.5.23, in table order."""
     wanted = set(names)
     versions = [v for f in families() if f.name in wanted for v in f.versions]
@@ -161,7 +162,7 @@ def _family_span(names: Iterable[str]) -> "str | None":
     return versions[0] if len(versions) == 1 else f"{versions[0]}-{versions[-1]}"
 
 
-def match_transport(sha256: str, digests: Mapping[str, str]) -> "tuple[str, str | None]":
+def match_transport(sha256: str, digests: Mapping[str, str]) -> tuple[str, str | None]:
     """Whether a transport file is a release's: (verdict, releases it matches).
 
     The verdict is ``release`` when the file's bytes are a release's, ``functions`` when only

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
-from typing import Collection
+from collections.abc import Collection
 
 __all__ = ["parse_parts"]
 
@@ -39,7 +39,7 @@ def _starts_statement(line: str) -> bool:
     return _is_code(line) and not line.lstrip().startswith((")", "]", "}"))
 
 
-def _blocks(lines: list[str], width: int) -> list[tuple["str | None", bool, int, int]]:
+def _blocks(lines: list[str], width: int) -> list[tuple[str | None, bool, int, int]]:
     """(name, is_class, start, end) of each block of ``lines`` whose code starts at ``width``.
 
     A named block is a ``def`` or ``class`` with its decorators, up to the next code line at
@@ -48,8 +48,8 @@ def _blocks(lines: list[str], width: int) -> list[tuple["str | None", bool, int,
     starts = [
         i for i, line in enumerate(lines) if _starts_statement(line) and _indent(line) <= width
     ]
-    raw: list[tuple["str | None", bool, int, int]] = []
-    pending_decorator: "int | None" = None
+    raw: list[tuple[str | None, bool, int, int]] = []
+    pending_decorator: int | None = None
     for k, i in enumerate(starts):
         end = starts[k + 1] if k + 1 < len(starts) else len(lines)
         text = lines[i][width:] if _indent(lines[i]) == width else lines[i].lstrip()
@@ -72,7 +72,7 @@ def _blocks(lines: list[str], width: int) -> list[tuple["str | None", bool, int,
     return raw
 
 
-def _parse_chunk(text: str) -> "list[ast.stmt] | None":
+def _parse_chunk(text: str) -> list[ast.stmt] | None:
     try:
         return ast.parse(textwrap.dedent(text)).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -83,7 +83,7 @@ def parse_parts(
     source: str,
     names: Collection[str],
     mentions: Collection[str] = (),
-) -> "ast.Module | None":
+) -> ast.Module | None:
     """A module holding the file's module-level statements and the definitions wanted.
 
     ``names`` are top-level function or class names, bare method names (any class), or
@@ -97,7 +97,7 @@ def parse_parts(
     included_text: list[str] = []
     found: set[str] = set()
 
-    def take(start: int, end: int) -> "list[ast.stmt] | None":
+    def take(start: int, end: int) -> list[ast.stmt] | None:
         text = "".join(lines[start:end])
         included_text.append(text)
         return _parse_chunk(text)
@@ -146,7 +146,7 @@ def _class_methods(
     cls: str,
     wanted: set[str],
     mentions: Collection[str],
-) -> "tuple[list[ast.stmt], list[str], set[str]] | None":
+) -> tuple[list[ast.stmt], list[str], set[str]] | None:
     """The wanted methods of one class block, parsed; None if the class must be parsed whole."""
     body_lines = lines[start:end]
     header = next((i for i, line in enumerate(body_lines) if _HEADER.match(line.lstrip())), None)

@@ -13,14 +13,14 @@ import importlib.util
 import os
 import re
 import zipfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
 from pathlib import Path
 
 from ppaux.errors import PathError
 
-__all__ = ["SglangTree", "SglangPathError", "UnreadableFile", "locate", "MAX_SOURCE_BYTES"]
+__all__ = ["MAX_SOURCE_BYTES", "SglangPathError", "SglangTree", "UnreadableFile", "locate"]
 
 #: Largest sglang source file read (the biggest one ppaux reads is about 90 KB).
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
@@ -52,10 +52,10 @@ class SglangTree:
     origin: str
     location: str
     # The wheel kept open inside :meth:`reading`; a wheel's index is slow to read again.
-    _open_zip: "list[zipfile.ZipFile]" = field(default_factory=list, compare=False, repr=False)
+    _open_zip: list[zipfile.ZipFile] = field(default_factory=list, compare=False, repr=False)
 
     @contextmanager
-    def reading(self) -> "Iterator[SglangTree]":
+    def reading(self) -> Iterator[SglangTree]:
         """Keep a wheel open while several files are read from it (a no-op for directories)."""
         if self.origin != "wheel" or self._open_zip:
             yield self
@@ -79,7 +79,7 @@ class SglangTree:
             return f"{self.location}!sglang/{relative}"
         return os.path.join(self.location, *relative.split("/"))
 
-    def read(self, relative: str) -> "bytes | None":
+    def read(self, relative: str) -> bytes | None:
         """Bytes of ``relative`` (``srt/...``), None when absent; :class:`UnreadableFile` if not."""
         if self.origin == "wheel":
             return self._read_member(f"sglang/{relative}")
@@ -95,7 +95,7 @@ class SglangTree:
             raise UnreadableFile(str(path), f"larger than {MAX_SOURCE_BYTES} bytes")
         return data
 
-    def version(self) -> "str | None":
+    def version(self) -> str | None:
         """The release, from ``_version.py`` read as text, else the dist-info beside the package."""
         try:
             data = self.read("_version.py")
@@ -128,14 +128,14 @@ class SglangTree:
             raise UnreadableFile(self.location, f"cannot open the wheel: {exc}") from None
 
     @contextmanager
-    def _wheel(self) -> "Iterator[zipfile.ZipFile]":
+    def _wheel(self) -> Iterator[zipfile.ZipFile]:
         if self._open_zip:
             yield self._open_zip[0]
             return
         with self._open() as wheel:
             yield wheel
 
-    def _read_member(self, name: str) -> "bytes | None":
+    def _read_member(self, name: str) -> bytes | None:
         with self._wheel() as wheel:
             try:
                 info = wheel.getinfo(name)
@@ -155,7 +155,7 @@ class SglangTree:
             raise UnreadableFile(f"{self.location}!{name}", f"larger than {MAX_SOURCE_BYTES} bytes")
         return data
 
-    def _wheel_metadata_version(self) -> "str | None":
+    def _wheel_metadata_version(self) -> str | None:
         try:
             with self._wheel() as wheel:
                 names = [
@@ -176,7 +176,7 @@ class SglangTree:
         return None
 
 
-def _package_dir(path: Path) -> "Path | None":
+def _package_dir(path: Path) -> Path | None:
     """The ``sglang`` package directory that ``path`` is or holds (site-packages, a checkout)."""
     if path.name == "sglang" and (path / "srt").is_dir():
         return path
@@ -186,7 +186,7 @@ def _package_dir(path: Path) -> "Path | None":
     return None
 
 
-def locate(path: "str | None" = None) -> "SglangTree | None":
+def locate(path: str | None = None) -> SglangTree | None:
     """The sglang package at ``path`` (a directory or a ``.whl``), or the installed one.
 
     With no ``path``, returns None when sglang is not installed. With a ``path`` that is not an

@@ -14,30 +14,31 @@ receives; otherwise every stage is treated as both.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from ppaux.report.catalogue import finding
-from ppaux.skew.fingerprint import Fingerprint
-from ppaux.report.findings import Finding, Severity
-from ppaux.skew.livepatch import live_findings
 from ppaux.report.document import Report
+from ppaux.report.findings import Finding, Severity
+from ppaux.skew.fingerprint import Fingerprint
+from ppaux.skew.livepatch import live_findings
 from ppaux.skew.stage import (
-    env_reader,
-    package_reader,
-    MissingRank,
     FACTS,
     MUST_AGREE_ENV,
     PACKAGE_FACTS,
+    MissingRank,
     Stage,
+    env_reader,
     make_stages,
+    package_reader,
     python_minor,
     reference_value,
     span,
 )
 
-__all__ = ["compare", "MissingRank", "env_names_differing", "IGNORED_ENV", "BASELINE_LABEL"]
+__all__ = ["BASELINE_LABEL", "IGNORED_ENV", "MissingRank", "compare", "env_names_differing"]
 
 #: Column label of the baseline fingerprint.
 BASELINE_LABEL = "baseline"
@@ -53,7 +54,7 @@ def _against(
     stage: Stage,
     ref: str,
     holders: list[Stage],
-    baseline: "Fingerprint | None",
+    baseline: Fingerprint | None,
 ) -> str:
     if baseline is not None:
         return f"the baseline has {ref}"
@@ -64,8 +65,8 @@ def _against(
 
 def _differences(
     stages: Sequence[Stage],
-    value: Callable[[Fingerprint], "str | None"],
-    baseline: "Fingerprint | None",
+    value: Callable[[Fingerprint], str | None],
+    baseline: Fingerprint | None,
 ) -> Iterable[tuple[Stage, str, str, str]]:
     """(stage, its value, reference, 'what the others have') for each stage that differs."""
     ref = reference_value(stages, value, baseline)
@@ -82,10 +83,10 @@ def _simple(
     code: str,
     what: str,
     stages: Sequence[Stage],
-    value: Callable[[Fingerprint], "str | None"],
-    baseline: "Fingerprint | None",
-    severity: "Callable[[str, str], Severity | None] | None" = None,
-    key: "str | None" = None,
+    value: Callable[[Fingerprint], str | None],
+    baseline: Fingerprint | None,
+    severity: Callable[[str, str], Severity | None] | None = None,
+    key: str | None = None,
 ) -> list[Finding]:
     out = []
     for stage, v, ref, others in _differences(stages, value, baseline):
@@ -114,7 +115,7 @@ def _release_severity(value: str, ref: str) -> Severity:
 # Capability rules
 
 
-def _transport_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") -> list[Finding]:
+def _transport_rules(stages: Sequence[Stage], baseline: Fingerprint | None) -> list[Finding]:
     out: list[Finding] = []
     everyone = [s.fingerprint for s in stages] + ([baseline] if baseline is not None else [])
     holders = [s for s in stages if s.fingerprint.sglang.transport == "present"]
@@ -244,14 +245,14 @@ def _unknown_rules(stages: Sequence[Stage]) -> list[Finding]:
     return out
 
 
-def _key_profile(fp: Fingerprint) -> "tuple[Any, ...] | None":
+def _key_profile(fp: Fingerprint) -> tuple[Any, ...] | None:
     cap = fp.sglang
     if cap.logprob_keys is None or cap.receiver_logprob_keys is None:
         return None
     return (cap.logprob_keys, cap.receiver_logprob_keys, cap.receiver_sampling_mask_keys or ())
 
 
-def _missing_keys(sender: Fingerprint, receiver: Fingerprint) -> "tuple[list[str], list[str]]":
+def _missing_keys(sender: Fingerprint, receiver: Fingerprint) -> tuple[list[str], list[str]]:
     sent = set(sender.sglang.logprob_keys or ())
     always = [k for k in receiver.sglang.receiver_logprob_keys or () if k not in sent]
     masked = [k for k in receiver.sglang.receiver_sampling_mask_keys or () if k not in sent]
@@ -274,7 +275,7 @@ def _key_finding(
     )
 
 
-def _logprob_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") -> list[Finding]:
+def _logprob_rules(stages: Sequence[Stage], baseline: Fingerprint | None) -> list[Finding]:
     out: list[Finding] = []
     senders = [s for s in stages if s.sends and _key_profile(s.fingerprint)]
     receivers = [s for s in stages if s.receives and _key_profile(s.fingerprint)]
@@ -325,7 +326,7 @@ def _logprob_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") -> l
 # Environment, packages, ranks
 
 
-def _env_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") -> list[Finding]:
+def _env_rules(stages: Sequence[Stage], baseline: Fingerprint | None) -> list[Finding]:
     out: list[Finding] = []
     everyone = [s.fingerprint for s in stages] + ([baseline] if baseline is not None else [])
     names = sorted({n for fp in everyone for n in fp.environment} | set(MUST_AGREE_ENV))
@@ -339,19 +340,19 @@ def _env_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") -> list[
     return out
 
 
-def env_names_differing(stages: Sequence[Stage], baseline: "Fingerprint | None") -> list[str]:
+def env_names_differing(stages: Sequence[Stage], baseline: Fingerprint | None) -> list[str]:
     """Names of the variables whose effective value differs somewhere (matrix rows)."""
     return sorted({f.key for f in _env_rules(stages, baseline) if f.key})
 
 
-def _package_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") -> list[Finding]:
+def _package_rules(stages: Sequence[Stage], baseline: Fingerprint | None) -> list[Finding]:
     out: list[Finding] = []
     for name in PACKAGE_FACTS:
         out += _simple("PP324", name, stages, package_reader(name), baseline, key=name)
     return out
 
 
-def _platform_rules(stages: Sequence[Stage], baseline: "Fingerprint | None") -> list[Finding]:
+def _platform_rules(stages: Sequence[Stage], baseline: Fingerprint | None) -> list[Finding]:
     fact = {f.name: f.value for f in FACTS}
     out: list[Finding] = []
     out += _simple("PP301", "sglang", stages, fact["sglang"], baseline)
@@ -418,10 +419,10 @@ def _rank_rules(stages: Sequence[Stage], missing: Sequence[MissingRank]) -> list
 
 def compare(
     fingerprints: Sequence[Fingerprint],
-    paths: "Sequence[str] | None" = None,
+    paths: Sequence[str] | None = None,
     *,
-    baseline: "Fingerprint | None" = None,
-    missing: "Sequence[MissingRank]" = (),
+    baseline: Fingerprint | None = None,
+    missing: Sequence[MissingRank] = (),
 ) -> Report:
     """Compare stages; ``paths`` name them in findings (default: each fingerprint's source).
 

@@ -22,21 +22,22 @@ import platform
 import re
 import socket
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import ppaux
-from ppaux.sglang.capability import Capability, analyse
 from ppaux.errors import PathError, PpauxError
 from ppaux.files import InputFileError, read_regular
+from ppaux.sglang.capability import Capability, analyse
 
 __all__ = [
-    "SCHEMA",
-    "PACKAGES",
     "MAX_FINGERPRINT_BYTES",
-    "RankInfo",
+    "PACKAGES",
+    "SCHEMA",
     "Fingerprint",
     "FingerprintError",
+    "RankInfo",
     "collect",
     "load",
     "load_paths",
@@ -116,11 +117,11 @@ class FingerprintError(PathError, ValueError):
 class RankInfo:
     """Where a process sits: the launcher's rank facts and, if given, its pipeline stage."""
 
-    rank: "int | None" = None
-    local_rank: "int | None" = None
-    world_size: "int | None" = None
-    pp_rank: "int | None" = None
-    pp_size: "int | None" = None
+    rank: int | None = None
+    local_rank: int | None = None
+    world_size: int | None = None
+    pp_rank: int | None = None
+    pp_size: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The rank facts as a JSON object."""
@@ -145,13 +146,13 @@ class Fingerprint:
     rank: RankInfo
     python: Mapping[str, str]
     platform: Mapping[str, str]
-    packages: Mapping[str, "str | None"]
-    torch_build: "Mapping[str, Any] | None"
-    nccl: Mapping[str, "str | None"]
-    driver: Mapping[str, "str | None"]
+    packages: Mapping[str, str | None]
+    torch_build: Mapping[str, Any] | None
+    nccl: Mapping[str, str | None]
+    driver: Mapping[str, str | None]
     environment: Mapping[str, str]
     sglang: Capability
-    source: "str | None" = field(default=None, compare=False)
+    source: str | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """The fingerprint document (schema :data:`SCHEMA`)."""
@@ -172,7 +173,7 @@ class Fingerprint:
             "sglang": self.sglang.to_json(),
         }
 
-    def placed(self, **changes: "int | None") -> "Fingerprint":
+    def placed(self, **changes: int | None) -> Fingerprint:
         """A copy whose rank facts (rank, world_size, pp_rank, pp_size...) are changed."""
         return dataclasses.replace(self, rank=dataclasses.replace(self.rank, **changes))
 
@@ -199,15 +200,15 @@ def redact_environment(environ: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def _int_env(environ: Mapping[str, str], name: str) -> "int | None":
+def _int_env(environ: Mapping[str, str], name: str) -> int | None:
     try:
         return int(environ[name])
     except (KeyError, ValueError):
         return None
 
 
-def _versions() -> dict[str, "str | None"]:
-    out: dict[str, "str | None"] = {}
+def _versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             out[name] = importlib.metadata.version(name)
@@ -217,7 +218,7 @@ def _versions() -> dict[str, "str | None"]:
     return out
 
 
-def _package_file(package: str, *parts: str) -> "str | None":
+def _package_file(package: str, *parts: str) -> str | None:
     """Path of a file inside an installed top-level package, found without importing it."""
     try:
         spec = importlib.util.find_spec(package)
@@ -232,7 +233,7 @@ def _package_file(package: str, *parts: str) -> "str | None":
     return None
 
 
-def _torch_build() -> "dict[str, Any] | None":
+def _torch_build() -> dict[str, Any] | None:
     """torch's ``version.py`` literals (version, CUDA, HIP, git), read as text, not imported."""
     path = _package_file("torch", "version.py")
     if path is None:
@@ -265,7 +266,7 @@ def _torch_build() -> "dict[str, Any] | None":
     }
 
 
-def _nccl(packages: Mapping[str, "str | None"]) -> dict[str, "str | None"]:
+def _nccl(packages: Mapping[str, str | None]) -> dict[str, str | None]:
     for name in ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11"):
         if packages.get(name):
             return {"version": packages[name], "source": name}
@@ -284,7 +285,7 @@ def _nccl(packages: Mapping[str, "str | None"]) -> dict[str, "str | None"]:
     return {"version": "unknown", "source": None}
 
 
-def _driver() -> dict[str, "str | None"]:
+def _driver() -> dict[str, str | None]:
     try:
         with open(_DRIVER_FILE, encoding="utf-8", errors="replace") as handle:
             match = _DRIVER_RE.search(handle.read(4096))
@@ -310,10 +311,10 @@ def _platform() -> dict[str, str]:
 
 def collect(
     *,
-    sglang_path: "str | None" = None,
-    pp_rank: "int | None" = None,
-    pp_size: "int | None" = None,
-    environ: "Mapping[str, str] | None" = None,
+    sglang_path: str | None = None,
+    pp_rank: int | None = None,
+    pp_size: int | None = None,
+    environ: Mapping[str, str] | None = None,
     live: bool = False,
 ) -> Fingerprint:
     """Take this process's fingerprint.
@@ -333,7 +334,7 @@ def collect(
     return Fingerprint(
         schema=SCHEMA,
         tool_version=ppaux.__version__,
-        time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        time=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         host=socket.gethostname(),
         pid=os.getpid(),
         rank=RankInfo(
@@ -385,7 +386,7 @@ def _kind(value: Any) -> str:
     return _TYPE_NAMES.get(type(value), type(value).__name__)
 
 
-def _is(value: Any, kind: "type | None") -> bool:
+def _is(value: Any, kind: type | None) -> bool:
     if kind is None:
         return value is None
     if kind is int and isinstance(value, bool):
@@ -530,7 +531,7 @@ def _validate(doc: Any) -> Fingerprint:
     )
 
 
-def loads(text: "str | bytes", source: str) -> Fingerprint:
+def loads(text: str | bytes, source: str) -> Fingerprint:
     """Parse and validate one fingerprint document; :class:`FingerprintError` names the fault."""
     try:
         doc = json.loads(text)
@@ -556,7 +557,7 @@ def load(path: str) -> Fingerprint:
     return loads(data, path)
 
 
-def load_paths(paths: "list[str]") -> "tuple[list[Fingerprint], list[tuple[str, str]]]":
+def load_paths(paths: list[str]) -> tuple[list[Fingerprint], list[tuple[str, str]]]:
     """Fingerprints from files and directories (their ``*.json``, sorted), and (path, reason)
     for every input that could not be used; the others are still loaded."""
     import glob

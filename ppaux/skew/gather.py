@@ -30,7 +30,7 @@ from ppaux.errors import PpauxError
 from ppaux.skew.fingerprint import Fingerprint, FingerprintError, loads
 from ppaux.skew.stage import MissingRank
 
-__all__ = ["GatherError", "SetupError", "Gathered", "Session", "connect"]
+__all__ = ["GatherError", "Gathered", "Session", "SetupError", "connect"]
 
 _PREFIX = "ppaux/check-skew/"
 _POLL_S = 0.05
@@ -71,7 +71,7 @@ def _import_torch() -> Any:
     return torch, dist
 
 
-def _int_option(value: "int | None", env: str, what: str) -> int:
+def _int_option(value: int | None, env: str, what: str) -> int:
     if value is not None:
         return value
     raw = os.environ.get(env)
@@ -85,7 +85,7 @@ def _int_option(value: "int | None", env: str, what: str) -> int:
         raise SetupError(f"${env}={raw!r} is not a whole number") from None
 
 
-def _address(init_method: "str | None") -> tuple[str, int]:
+def _address(init_method: str | None) -> tuple[str, int]:
     if init_method is None or init_method == "env://":
         host = os.environ.get("MASTER_ADDR")
         port = os.environ.get("MASTER_PORT")
@@ -122,7 +122,7 @@ class Session:
 
     # -- store helpers -------------------------------------------------------------------------
 
-    def _set(self, key: str, value: "str | bytes") -> None:
+    def _set(self, key: str, value: str | bytes) -> None:
         self.store.set(_PREFIX + key, value)
 
     def _has(self, key: str) -> bool:
@@ -155,7 +155,7 @@ class Session:
         if self._get("decision") == b"gloo":
             try:
                 self._all_gather(local)
-            except Exception:  # noqa: BLE001 - any collective failure: tell rank 0 we live
+            except Exception:
                 self._set(f"alive/{self.rank}", "1")
         return Gathered()
 
@@ -174,7 +174,7 @@ class Session:
             self._set("decision", "gloo")
             try:
                 texts = self._all_gather(local)
-            except Exception as exc:  # noqa: BLE001 - a rank died after it sent its fingerprint
+            except Exception as exc:
                 return self._after_failed_collective(exc)
             for r, text in enumerate(texts):
                 self._add(result, r, text)
@@ -220,7 +220,7 @@ class Session:
                 )
         return result
 
-    def _add(self, result: Gathered, rank: int, text: "bytes | str") -> None:
+    def _add(self, result: Gathered, rank: int, text: bytes | str) -> None:
         source = f"rank {rank}"
         try:
             fingerprint = loads(text, source)
@@ -289,9 +289,9 @@ class Session:
 def connect(
     *,
     timeout: float,
-    init_method: "str | None" = None,
-    rank: "int | None" = None,
-    world_size: "int | None" = None,
+    init_method: str | None = None,
+    rank: int | None = None,
+    world_size: int | None = None,
 ) -> Session:
     """Join the check: under torchrun from its environment, else from the given options.
 
@@ -318,7 +318,7 @@ def connect(
             timeout=datetime.timedelta(seconds=timeout),
             wait_for_workers=False,
         )
-    except Exception as exc:  # noqa: BLE001 - c10d raises RuntimeError subclasses of its own
+    except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         action = "serve" if serve else "reach"
         raise GatherError(

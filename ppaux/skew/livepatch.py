@@ -14,19 +14,20 @@ from __future__ import annotations
 import os
 import sys
 import types
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from ppaux.sglang.names import ADD, POP, SCHEDULER_MODULE, TRANSPORT_MODULE
 from ppaux.report.catalogue import finding
 from ppaux.report.findings import Finding
+from ppaux.sglang.names import ADD, POP, SCHEDULER_MODULE, TRANSPORT_MODULE
 
 __all__ = [
-    "TRANSPORT_MODULE",
-    "SCHEDULER_MODULE",
-    "ORIGINAL",
     "NOT_LOADED",
-    "live_state",
+    "ORIGINAL",
+    "SCHEDULER_MODULE",
+    "TRANSPORT_MODULE",
     "live_findings",
+    "live_state",
 ]
 
 #: Verdict for a function that is exactly the one its file defines.
@@ -55,7 +56,7 @@ def _code_equal(a: types.CodeType, b: types.CodeType) -> bool:
     return True
 
 
-def _file_code(path: str, name: str) -> "types.CodeType | None | str":
+def _file_code(path: str, name: str) -> types.CodeType | str | None:
     """The code object ``path`` defines for top-level function ``name``; a string if unusable."""
     try:
         with open(path, "rb") as handle:
@@ -78,7 +79,7 @@ def _same_file(a: str, b: str) -> bool:
         return os.path.abspath(a) == os.path.abspath(b)
 
 
-def _verdict(live: Any, name: str, defined_in: "types.ModuleType | None") -> str:
+def _verdict(live: Any, name: str, defined_in: types.ModuleType | None) -> str:
     if live is None:
         return "missing: the module has no such attribute"
     if hasattr(live, "__wrapped__"):
@@ -110,7 +111,7 @@ def _verdict(live: Any, name: str, defined_in: "types.ModuleType | None") -> str
     return ORIGINAL
 
 
-def live_state(modules: "Mapping[str, types.ModuleType] | None" = None) -> dict[str, str]:
+def live_state(modules: Mapping[str, types.ModuleType] | None = None) -> dict[str, str]:
     """Verdict for add and pop where they are defined and where the scheduler bound them.
 
     Keys are ``module.function``; values are :data:`ORIGINAL`, :data:`NOT_LOADED`, or a

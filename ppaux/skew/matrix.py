@@ -7,10 +7,11 @@ so a thousand identical ranks make one column and the odd ones stand out.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from ppaux.skew.fingerprint import Fingerprint
 from ppaux.report.document import Table
+from ppaux.skew.fingerprint import Fingerprint
 from ppaux.skew.stage import (
     FACTS,
     PACKAGE_FACTS,
@@ -32,7 +33,7 @@ _UNKNOWN = "?"
 
 
 def _rows(
-    stages: Sequence[Stage], baseline: "Fingerprint | None", env_names: Sequence[str]
+    stages: Sequence[Stage], baseline: Fingerprint | None, env_names: Sequence[str]
 ) -> list[Fact]:
     everyone = [s.fingerprint for s in stages] + ([baseline] if baseline is not None else [])
     rows = list(FACTS)
@@ -46,7 +47,7 @@ def _rows(
     return rows
 
 
-def _live(fp: Fingerprint) -> "str | None":
+def _live(fp: Fingerprint) -> str | None:
     if not fp.sglang.live:
         return None
     odd = sorted(
@@ -63,13 +64,13 @@ def _group(stages: Sequence[Stage], rows: Sequence[Fact]) -> list[list[Stage]]:
     ordered = list(groups.values())
     if len(ordered) > _MAX_GROUPS:
         rest = [s for group in ordered[_MAX_GROUPS - 1 :] for s in group]
-        ordered = ordered[: _MAX_GROUPS - 1] + [rest]
+        ordered = [*ordered[: _MAX_GROUPS - 1], rest]
     return ordered
 
 
 def _cell(
-    group: Sequence[Stage], value: Callable[[Fingerprint], "str | None"], identity: bool, name: str
-) -> "str | None":
+    group: Sequence[Stage], value: Callable[[Fingerprint], str | None], identity: bool, name: str
+) -> str | None:
     values = [value(s.fingerprint) for s in group]
     distinct = list(dict.fromkeys(values))
     if len(distinct) == 1:
@@ -80,7 +81,7 @@ def _cell(
 
 
 def matrix(
-    stages: Sequence[Stage], baseline: "Fingerprint | None", env_names: Sequence[str]
+    stages: Sequence[Stage], baseline: Fingerprint | None, env_names: Sequence[str]
 ) -> Table:
     """The stages-by-facts table, differing cells in ``marked``."""
     rows = _rows(stages, baseline, env_names)

@@ -8,27 +8,28 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ppaux.sglang import releases
 from ppaux.skew.fingerprint import Fingerprint
 
 __all__ = [
-    "Stage",
-    "MissingRank",
-    "Fact",
     "FACTS",
-    "PACKAGE_FACTS",
     "MUST_AGREE_ENV",
-    "make_stages",
-    "env_value",
+    "PACKAGE_FACTS",
+    "Fact",
+    "MissingRank",
+    "Stage",
     "env_reader",
-    "package_reader",
+    "env_value",
     "keys_label",
-    "span",
-    "reference_value",
+    "make_stages",
+    "package_reader",
     "python_minor",
+    "reference_value",
+    "span",
 ]
 
 #: Variables both ends of a PP link must agree on, with sglang's default (sglang/srt/environ.py).
@@ -46,7 +47,7 @@ class MissingRank:
     """A rank whose fingerprint never arrived (distributed mode), and what is known of it."""
 
     rank: int
-    host: "str | None"
+    host: str | None
     message: str
 
     def to_json(self) -> dict[str, Any]:
@@ -63,7 +64,7 @@ class Stage:
     fingerprint: Fingerprint
 
     @property
-    def role(self) -> "str | None":
+    def role(self) -> str | None:
         """first, last, middle or only (a one-stage pipeline); None when the stage is unknown."""
         rank = self.fingerprint.rank
         if rank.pp_rank is None or rank.pp_size is None:
@@ -122,9 +123,9 @@ class Stage:
 
 def reference_value(
     stages: Sequence[Stage],
-    value: Callable[[Fingerprint], "str | None"],
-    baseline: "Fingerprint | None",
-) -> "str | None":
+    value: Callable[[Fingerprint], str | None],
+    baseline: Fingerprint | None,
+) -> str | None:
     """What a fact is compared with: the baseline's value, else the most common one.
 
     Ties go to the value of the earliest stage in pipeline order; None when nobody knows it.
@@ -187,7 +188,7 @@ def make_stages(fingerprints: Sequence[Fingerprint], paths: Sequence[str]) -> li
     return [Stage(unique[position], paths[i], fingerprints[i]) for position, i in enumerate(order)]
 
 
-def _none_last(value: "int | None") -> tuple[int, int]:
+def _none_last(value: int | None) -> tuple[int, int]:
     return (1, 0) if value is None else (0, value)
 
 
@@ -196,19 +197,19 @@ def _stem(path: str) -> str:
     return name[:-5] if name.endswith(".json") else name
 
 
-def env_reader(name: str) -> Callable[[Fingerprint], "str | None"]:
+def env_reader(name: str) -> Callable[[Fingerprint], str | None]:
     """Reads variable ``name``'s effective value (:func:`env_value`) from a fingerprint."""
 
-    def read(fp: Fingerprint) -> "str | None":
+    def read(fp: Fingerprint) -> str | None:
         return env_value(fp, name)
 
     return read
 
 
-def package_reader(name: str) -> Callable[[Fingerprint], "str | None"]:
+def package_reader(name: str) -> Callable[[Fingerprint], str | None]:
     """Reads package ``name``'s version from a fingerprint (None where it is not installed)."""
 
-    def read(fp: Fingerprint) -> "str | None":
+    def read(fp: Fingerprint) -> str | None:
         return fp.packages.get(name)
 
     return read
@@ -230,7 +231,7 @@ def env_value(fp: Fingerprint, name: str) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def keys_label(keys: "tuple[str, ...] | None") -> "str | None":
+def keys_label(keys: tuple[str, ...] | None) -> str | None:
     """'14 keys (0.5.18-0.5.19)': the count and the releases that send exactly that set."""
     if keys is None:
         return None
@@ -239,14 +240,14 @@ def keys_label(keys: "tuple[str, ...] | None") -> "str | None":
     return f"{len(keys)} keys{where}"
 
 
-def _checks(checks: "dict[str, bool] | None", names: Sequence[str]) -> "str | None":
+def _checks(checks: dict[str, bool] | None, names: Sequence[str]) -> str | None:
     if checks is None:
         return None
     missing = [n for n in names if not checks.get(n, False)]
     return "all" if not missing else "no " + ", no ".join(missing)
 
 
-def _match(fp: Fingerprint) -> "str | None":
+def _match(fp: Fingerprint) -> str | None:
     cap = fp.sglang
     if cap.match == "unknown":
         return None
@@ -257,7 +258,7 @@ def _match(fp: Fingerprint) -> "str | None":
     return cap.match
 
 
-def _minor(version: "str | None") -> "str | None":
+def _minor(version: str | None) -> str | None:
     if not version:
         return None
     return ".".join(version.split(".")[:2])
@@ -268,18 +269,18 @@ class Fact:
     """A row of the matrix: how to read it from a fingerprint; ``identity`` rows never differ."""
 
     name: str
-    value: Callable[[Fingerprint], "str | None"]
+    value: Callable[[Fingerprint], str | None]
     identity: bool = False
 
 
-def _rank(fp: Fingerprint) -> "str | None":
+def _rank(fp: Fingerprint) -> str | None:
     r = fp.rank
     if r.rank is None:
         return None
     return f"{r.rank}/{r.world_size}" if r.world_size is not None else str(r.rank)
 
 
-def _pp(fp: Fingerprint) -> "str | None":
+def _pp(fp: Fingerprint) -> str | None:
     r = fp.rank
     if r.pp_rank is None:
         return None
@@ -292,33 +293,33 @@ def _sglang(fp: Fingerprint) -> str:
     return fp.sglang.version or fp.packages.get("sglang") or "unknown version"
 
 
-def _transport(fp: Fingerprint) -> "str | None":
+def _transport(fp: Fingerprint) -> str | None:
     return None if fp.sglang.transport == "unknown" else fp.sglang.transport
 
 
-def _present(fp: Fingerprint, value: "str | None") -> "str | None":
+def _present(fp: Fingerprint, value: str | None) -> str | None:
     return value if fp.sglang.transport == "present" else None
 
 
-def _wire(fp: Fingerprint) -> "str | None":
+def _wire(fp: Fingerprint) -> str | None:
     cap = fp.sglang
     if cap.wire_digest is None:
         return None if cap.wire == "unknown" else cap.wire
     return f"{cap.wire} {cap.wire_digest[:8]}"
 
 
-def _torch(fp: Fingerprint) -> "str | None":
+def _torch(fp: Fingerprint) -> str | None:
     return fp.packages.get("torch") or (fp.torch_build or {}).get("version")
 
 
-def _cuda(fp: Fingerprint) -> "str | None":
+def _cuda(fp: Fingerprint) -> str | None:
     build = fp.torch_build
     if build is None:
         return None
     return build.get("cuda") or ("ROCm " + build["hip"] if build.get("hip") else "none (CPU)")
 
 
-def _known(value: "str | None") -> "str | None":
+def _known(value: str | None) -> str | None:
     return None if value in (None, "unknown") else value
 
 
@@ -357,6 +358,6 @@ FACTS: tuple[Fact, ...] = (
 PACKAGE_FACTS = ("sglang-kernel", "sgl-kernel", "flashinfer-python", "triton", "transformers")
 
 
-def python_minor(fp: Fingerprint) -> "str | None":
+def python_minor(fp: Fingerprint) -> str | None:
     """'3.11' from the Python version."""
     return _minor(fp.python.get("version"))

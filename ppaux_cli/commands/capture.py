@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
+from ppaux_cli.exits import fail
 from ppaux_cli.groups import CONTEXT_SETTINGS, HelpOnBare, PlainUsage
 from ppaux_cli.options import ReportOptions, report_options
-from ppaux_cli.exits import fail
 from ppaux_cli.output import emit
 
-__all__ = ["app", "status", "list_captures"]
+__all__ = ["app", "list_captures", "status"]
 
 app = typer.Typer(
     cls=HelpOnBare,
@@ -23,7 +23,7 @@ app = typer.Typer(
 )
 
 DirOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--dir", metavar="DIR", help="Capture directory [default: $PPAUX_CAPTURE_DIR]."),
 ]
 

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ppaux.report.document import InputProblem, Report
-from ppaux_cli.options import ReportOptions, check_stage_options, report_options
 from ppaux_cli.exits import fail
+from ppaux_cli.options import ReportOptions, check_stage_options, report_options
 from ppaux_cli.output import emit, resolve_gate
 
 if TYPE_CHECKING:
     from ppaux.skew.fingerprint import Fingerprint
 
-__all__ = ["check_skew", "DistributedCheck"]
+__all__ = ["DistributedCheck", "check_skew"]
 
 
 @dataclass(frozen=True)
@@ -40,13 +40,13 @@ class DistributedCheck:
 @report_options
 def check_skew(
     paths: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Argument(
             metavar="PATH", help="Fingerprint files, or directories of *.json fingerprints."
         ),
     ] = None,
     baseline: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--baseline", metavar="FILE", help="A golden fingerprint every stage must match."
         ),
@@ -67,7 +67,7 @@ def check_skew(
         ),
     ] = 60.0,
     init_method: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--init-method",
             metavar="URL",
@@ -75,15 +75,15 @@ def check_skew(
         ),
     ] = None,
     rank: Annotated[
-        Optional[int],
+        int | None,
         typer.Option("--rank", metavar="N", help="This process's rank (no torchrun)."),
     ] = None,
     world_size: Annotated[
-        Optional[int],
+        int | None,
         typer.Option("--world-size", metavar="N", help="Number of processes (no torchrun)."),
     ] = None,
     pp_size: Annotated[
-        Optional[int],
+        int | None,
         typer.Option(
             "--pp-size",
             metavar="N",
@@ -91,7 +91,7 @@ def check_skew(
         ),
     ] = None,
     sglang_path: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--sglang-path",
             metavar="DIR|WHEEL",

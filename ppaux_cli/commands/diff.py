@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from ppaux_cli.options import LimitOption, ReportOptions, limits_from, report_options
 from ppaux_cli.exits import fail
+from ppaux_cli.options import LimitOption, ReportOptions, limits_from, report_options
 from ppaux_cli.output import STDIO, emit
 
 __all__ = ["diff"]

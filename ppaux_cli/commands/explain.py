@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from ppaux.report.formats.rules import RulesFormat
-from ppaux_cli.options import OutputOption, choice_option, complete_codes
 from ppaux_cli.exits import fail
+from ppaux_cli.options import OutputOption, choice_option, complete_codes
 from ppaux_cli.output import write_text
 
 __all__ = ["explain"]

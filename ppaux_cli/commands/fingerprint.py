@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from ppaux_cli.options import OutputOption, check_stage_options
 from ppaux_cli.exits import fail
+from ppaux_cli.options import OutputOption, check_stage_options
 from ppaux_cli.output import write_text
 
 __all__ = ["fingerprint"]
@@ -16,14 +16,14 @@ __all__ = ["fingerprint"]
 def fingerprint(
     output: OutputOption = None,
     pp_rank: Annotated[
-        Optional[int],
+        int | None,
         typer.Option("--pp-rank", metavar="N", help="This process's pipeline stage (0 = first)."),
     ] = None,
     pp_size: Annotated[
-        Optional[int], typer.Option("--pp-size", metavar="N", help="Number of pipeline stages.")
+        int | None, typer.Option("--pp-size", metavar="N", help="Number of pipeline stages.")
     ] = None,
     sglang_path: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--sglang-path",
             metavar="DIR|WHEEL",
@@ -33,8 +33,8 @@ def fingerprint(
 ) -> None:
     """Write a JSON snapshot of versions, rank and sglang's PP transport, for check-skew."""
     # Imported here, not at module level, so that other commands do not pay for it at start-up.
-    from ppaux.skew.fingerprint import collect
     from ppaux.sglang.tree import SglangPathError
+    from ppaux.skew.fingerprint import collect
 
     check_stage_options(pp_rank, pp_size)
     try:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from ppaux_cli.options import LimitOption, ReportOptions, limits_from, report_options
 from ppaux_cli.exits import fail
+from ppaux_cli.options import LimitOption, ReportOptions, limits_from, report_options
 from ppaux_cli.output import STDIO, emit
 
-__all__ = ["inspect", "STDIN_NAME"]
+__all__ = ["STDIN_NAME", "inspect"]
 
 #: What a dump read from stdin is called in reports and messages.
 STDIN_NAME = "<stdin>"
@@ -28,7 +28,7 @@ def inspect(
         ),
     ],
     release: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--release",
             metavar="VERSION",

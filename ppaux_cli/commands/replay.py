@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-
 import sys
 import warnings
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from ppaux.replay.run import Impl, Sender, Transport
+from ppaux_cli.exits import fail
 from ppaux_cli.options import (
     LimitOption,
     ReportOptions,
@@ -17,7 +17,6 @@ from ppaux_cli.options import (
     limits_from,
     report_options,
 )
-from ppaux_cli.exits import fail
 from ppaux_cli.output import STDIO, emit
 
 __all__ = ["replay"]
@@ -72,7 +71,7 @@ def replay(
         ),
     ] = Impl.REFERENCE,
     sglang_path: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--sglang-path",
             metavar="DIR|WHEEL",

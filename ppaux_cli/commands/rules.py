@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from ppaux.report.formats.rules import RulesFormat
-from ppaux_cli.options import OutputOption, choice_option, complete_codes
 from ppaux_cli.exits import fail
+from ppaux_cli.options import OutputOption, choice_option, complete_codes
 from ppaux_cli.output import write_text
 
 __all__ = ["rules"]
@@ -28,7 +28,7 @@ def rules(
         ),
     ] = RulesFormat.TEXT,
     select: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option(
             "--select",
             metavar="CODE",

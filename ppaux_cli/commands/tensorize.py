@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 
-from ppaux_cli.options import LimitOption, limits_from
 from ppaux_cli.exits import fail
+from ppaux_cli.options import LimitOption, limits_from
 
 __all__ = ["tensorize"]
 

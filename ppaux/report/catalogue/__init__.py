@@ -14,7 +14,7 @@ from ppaux.report.findings import Finding, Rule, Severity
 
 from . import capture, diff, dump, replay, security, skew
 
-__all__ = ["RULES", "get_rule", "finding", "UnknownRuleError"]
+__all__ = ["RULES", "UnknownRuleError", "finding", "get_rule"]
 
 _AREAS = (capture, diff, dump, replay, security, skew)
 

@@ -10,13 +10,13 @@ the whole report as Markdown for ``$GITHUB_STEP_SUMMARY`` (the CLI appends it th
 
 from __future__ import annotations
 
-from ppaux.report.findings import Finding, Severity
 from ppaux.report.document import FailOn, Report
+from ppaux.report.findings import Finding, Severity
 from ppaux.report.formats import markdown
 from ppaux.report.formats.markdown import counts as _counts
 from ppaux.report.formats.markdown import title as _title
 
-__all__ = ["render", "annotation", "summary"]
+__all__ = ["annotation", "render", "summary"]
 
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 

@@ -10,14 +10,12 @@ major, info -> info; an input that could not be read is a ``blocker`` issue name
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
-import hashlib
-
-from ppaux.report.formats import strict_json
-
-from ppaux.report.findings import Severity
 from ppaux.report.document import Report
+from ppaux.report.findings import Severity
+from ppaux.report.formats import strict_json
 
 __all__ = ["CHECK_NOT_READ", "issues", "render"]
 

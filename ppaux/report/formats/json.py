@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import ppaux
-from ppaux.report.formats import strict_json
 from ppaux.report.document import REPORT_SCHEMA, Report, count_by_severity
+from ppaux.report.formats import strict_json
 
 __all__ = ["document", "render"]
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Iterable
+from collections.abc import Iterable
 
-from ppaux.report.findings import Finding
 from ppaux.report.document import FailOn, Report
+from ppaux.report.findings import Finding
 
-__all__ = ["subjects", "render"]
+__all__ = ["render", "subjects"]
 
 #: Keys of ``Report.data`` whose items each describe one checked subject with a ``path``.
 _SUBJECT_LISTS = ("files", "stages", "results")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from ppaux.report.document import FailOn, Report, Table, count_by_severity, exit_code
 from ppaux.report.findings import Finding
 
-__all__ = ["cell", "code", "counts", "verdict", "title", "render"]
+__all__ = ["cell", "code", "counts", "render", "title", "verdict"]
 
 _ENTITIES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "&#124;"))
 # ASCII punctuation that starts emphasis, code, links or strike-through, backslash-escaped.

@@ -7,22 +7,23 @@ page (docs/catalogue.md) is generated from the same data that the findings carry
 from __future__ import annotations
 
 import enum
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ppaux.report.findings import Rule
 
 __all__ = [
     "RULES_SCHEMA",
     "RulesFormat",
-    "render_rules",
-    "rule_json",
-    "rules_document",
-    "render_rules_text",
-    "render_rules_json",
-    "rule_markdown",
     "catalogue_markdown",
-    "markdown_text",
     "markdown_code",
+    "markdown_text",
+    "render_rules",
+    "render_rules_json",
+    "render_rules_text",
+    "rule_json",
+    "rule_markdown",
+    "rules_document",
 ]
 
 #: Version of the JSON document ``ppaux rules --format json`` prints.

@@ -11,18 +11,16 @@ read become error notifications of the invocation, which is then not successful.
 
 from __future__ import annotations
 
-from typing import Any
-
 import hashlib
 import os
 import urllib.parse
+from typing import Any
 
+from ppaux.report.document import Report
+from ppaux.report.findings import Finding, Rule, Severity
 from ppaux.report.formats import strict_json
 
-from ppaux.report.findings import Finding, Rule, Severity
-from ppaux.report.document import Report
-
-__all__ = ["SARIF_SCHEMA_URI", "document", "render", "artifact_uri"]
+__all__ = ["SARIF_SCHEMA_URI", "artifact_uri", "document", "render"]
 
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 

@@ -8,7 +8,7 @@ import ppaux
 from ppaux.report.document import Report
 from ppaux.report.statistics import count_codes
 
-__all__ = ["STATISTICS_SCHEMA", "render_text", "render_json"]
+__all__ = ["STATISTICS_SCHEMA", "render_json", "render_text"]
 
 #: Version of the JSON statistics document; bumped on any incompatible change.
 STATISTICS_SCHEMA = "ppaux.statistics/1"

@@ -6,8 +6,8 @@ import io
 from typing import Any
 
 from ppaux.report import catalogue
-from ppaux.report.findings import Severity
 from ppaux.report.document import Report, Table, count_by_severity
+from ppaux.report.findings import Severity
 
 __all__ = ["render"]
 
