@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import BinaryIO
 
 from ppaux.errors import PathError, limit_note
-from ppaux.text import shown_name
+from ppaux.text import shown
 
 __all__ = ["InputFileError", "collect_files", "open_regular", "read_regular"]
 
@@ -91,13 +91,13 @@ def collect_files(
                     if len(files) + len(found) > max_files:
                         problems.append(
                             PathError(
-                                shown_name(path),
+                                shown(path, None),
                                 f"holds more than {max_files} {what} {limit_note('max_files')}",
                             )
                         )
                         return files, problems
         if not found:
             patterns = ", ".join("*" + suffix for suffix in suffixes)
-            problems.append(PathError(shown_name(path), f"directory holds no {what} ({patterns})"))
+            problems.append(PathError(shown(path, None), f"directory holds no {what} ({patterns})"))
         files += found
     return files, problems

@@ -1,16 +1,46 @@
-"""Text taken from a file and shown to a person: escaped so that it stays on its line."""
+"""Text taken from a file and shown to a person: escaped so that it stays on its line.
+
+:func:`shown` is the one way ppaux shows a string it did not write itself (a key, a record
+name, a dtype spec, a device, a class name, a fingerprint field, an exception message): every
+command and every report format goes through it, so a hostile dump cannot forge output lines,
+recolour a terminal, reorder text with bidi marks or make an encoder fail.
+
+A character is kept when Python calls it printable (:meth:`str.isprintable`) and escaped as
+Python's ``repr`` writes it otherwise (``\\x1b``, ``\\u202e``, ``\\ud800``, ``\\U000e0001``).
+Unprintable means every control character (C0, DEL, C1), every format character (bidi
+embeddings, overrides, isolates and marks, zero-width joiners, tag characters), line and
+paragraph separators, spaces other than the ASCII space, private-use and unassigned code
+points, and lone surrogates (undecodable file names), so what is shown is printable text that
+any encoder writes. Printable text comes back unchanged, so showing shown text again changes
+nothing.
+"""
 
 from __future__ import annotations
 
-__all__ = ["shown_name"]
+__all__ = ["MAX_SHOWN", "shown"]
+
+#: Characters of a string from a file that a report keeps unless the caller says otherwise. A
+#: string repeated in many entries or findings would otherwise multiply a report's size.
+MAX_SHOWN = 200
 
 
-def shown_name(text: str) -> str:
-    """``text`` with control and other unprintable characters escaped.
+def _escaped(char: str) -> str:
+    return char if char.isprintable() else repr(char)[1:-1]
 
-    Names from a file end up in one-line messages and on terminals, where a newline or an
-    escape sequence would forge output.
+
+def shown(text: str, limit: int | None = MAX_SHOWN) -> str:
+    """``text`` with every unprintable character escaped; cut past ``limit`` characters.
+
+    ``limit=None`` keeps the whole text (a path the user gave, a name that must stay exact).
+    Otherwise a longer ``text`` becomes its first ``limit`` characters (escaped), then
+    ``'... (N characters)'``. The cut comes before the escaping, so a huge string costs no more
+    than a short one. A value that is not a string (a wrong type in a file's field) is shown
+    as its type's name in angle brackets rather than failing.
     """
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    if not isinstance(text, str):
+        return f"<{type(text).__name__}>"
+    cut = limit is not None and len(text) > limit
+    head = text[:limit] if cut else text
+    if not head.isprintable():
+        head = "".join(map(_escaped, head))
+    return f"{head}... ({len(text)} characters)" if cut else head

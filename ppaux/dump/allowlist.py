@@ -27,7 +27,8 @@ from ppaux.dump.model import (
     TorchValue,
     TypeRef,
 )
-from ppaux.dump.pickle_vm import MAX_DIMS, Call, Machine, global_name, is_shape, shown_text
+from ppaux.dump.pickle_vm import MAX_DIMS, Call, Machine, global_name, is_shape
+from ppaux.text import shown
 
 __all__ = ["ALLOWED_NAMES", "resolve"]
 
@@ -77,8 +78,8 @@ def _dtype_name(m: Machine, value: Any) -> str:
 
 def _device(value: Any) -> str:
     if isinstance(value, TorchValue):
-        return shown_text(value.name, 200)
-    return shown_text(value, 200) if isinstance(value, str) else _name_of(value)
+        return shown(value.name, 200)
+    return shown(value, 200) if isinstance(value, str) else _name_of(value)
 
 
 def _name_of(value: Any) -> str:

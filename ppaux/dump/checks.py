@@ -26,11 +26,11 @@ from ppaux.dump.payload import (
     value_phrase,
     walk,
 )
-from ppaux.dump.pickle_vm import shown_text
 from ppaux.limits import Limits
 from ppaux.report.catalogue import finding
 from ppaux.report.findings import Finding, cap_per_code
 from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_MSG_TYPE, OUTPUT_PREFIX, PROXY_KEYS
+from ppaux.text import shown
 
 __all__ = ["NON_TENSOR_ERROR", "check_dump", "check_payload", "predict_pop"]
 
@@ -572,7 +572,7 @@ def _storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> lis
             finding(
                 "PP113",
                 dump.path,
-                f"storage record {shown_text(storage.record or '')} is {state}",
+                f"storage record {shown(storage.record or '')} is {state}",
                 keys.get(id(storage)),
             )
         )

@@ -261,17 +261,17 @@ def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
     """Compare the dumps at ``a`` and ``b``; unreadable ones become the report's problems."""
     from ppaux.dump.dumpfile import read_dump
     from ppaux.dump.payload import walk
-    from ppaux.text import shown_name
+    from ppaux.text import shown
 
     report = Report(command="diff")
     dumps = []
     for path in (a, b):
         try:
             dump = read_dump(path, limits)
-            for _ in walk(dump.root, limits, shown_name(path)):
+            for _ in walk(dump.root, limits, shown(path, None)):
                 pass  # a hostile structure fails here, as one clear error
         except DumpError as exc:
-            report.problems.append(InputProblem(shown_name(exc.path), exc.reason))
+            report.problems.append(InputProblem(shown(exc.path, None), exc.reason))
             continue
         dumps.append(dump)
     if report.problems:
@@ -282,7 +282,7 @@ def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
 def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
     """Compare two dumps already read (see :func:`diff_paths`)."""
     from ppaux.dump.payload import find_payloads
-    from ppaux.text import shown_name
+    from ppaux.text import shown
 
     report = Report(command="diff")
     sides = []
@@ -293,7 +293,7 @@ def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
         # Reports show a file name escaped (it may hold anything); the file is read by its name.
         sides.append(
             _Side(
-                shown_name(dump.path),
+                shown(dump.path, None),
                 dump,
                 find_payloads(dump, limits),
                 _Values(record, limits),

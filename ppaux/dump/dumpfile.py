@@ -20,12 +20,13 @@ from ppaux.dump import allowlist
 from ppaux.dump.capture_format import CAPTURE_MARKER
 from ppaux.dump.legacy import LEGACY_MAGIC, is_legacy_stream
 from ppaux.dump.model import StorageRef, StorageType
-from ppaux.dump.pickle_vm import Machine, shown_text
+from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.zipview import check_layout, end_record, lower_name, select_data_pkl
 from ppaux.errors import DumpError, LimitExceeded, ReadMismatch
 from ppaux.files import InputFileError, collect_files, open_regular
 from ppaux.limits import Limits
 from ppaux.report.document import InputProblem
+from ppaux.text import shown
 
 __all__ = [
     "DUMP_SUFFIXES",
@@ -329,7 +330,7 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
             if known is not None:  # views of one storage name the same record, as in torch.load
                 return known
             # The location (the device string) is shown in reports: no control characters.
-            storage = StorageRef(pid[1].dtype, key, shown_text(pid[3], 200), pid[4])
+            storage = StorageRef(pid[1].dtype, key, shown(pid[3], 200), pid[4])
             by_key[key] = storage
             name = f"{prefix}/data/{key}"
             found = by_name.get(lower_name(name))
@@ -365,11 +366,6 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
     )
 
 
-def _shown(name: str) -> str:
-    # Record names come from the file: control characters would break the one-line error.
-    return name if name.isprintable() else repr(name)
-
-
 #: Compression methods torch.load reads (its zip reader knows only these two).
 _METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
 
@@ -377,7 +373,7 @@ _METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
 def _read_record(
     path: str, archive: zipfile.ZipFile, record: zipfile.ZipInfo, limits: Limits
 ) -> bytes:
-    name = _shown(record.filename)
+    name = shown(record.filename)
     if record.file_size > limits.max_pickle_bytes:
         raise LimitExceeded(
             path,

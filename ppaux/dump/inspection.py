@@ -18,7 +18,6 @@ from ppaux.dump.payload import (
     safe_repr,
     walk,
 )
-from ppaux.dump.pickle_vm import MAX_SHOWN, shown_text
 from ppaux.dump.trail import culprit_text, read_culprit, read_trail, trail_findings, trail_text
 from ppaux.errors import DumpError, ReadMismatch
 from ppaux.limits import Limits
@@ -26,7 +25,7 @@ from ppaux.report.catalogue import finding
 from ppaux.report.document import InputProblem, Report, Table
 from ppaux.report.findings import Finding, Severity, cap_per_code
 from ppaux.sglang.names import MSG_TYPE_KEY
-from ppaux.text import shown_name
+from ppaux.text import MAX_SHOWN, shown
 
 __all__ = ["describe_dump", "inspect_file", "inspect_paths"]
 
@@ -65,7 +64,7 @@ def describe_dump(
         one: dict[str, Any] = {
             "locator": payload.locator,
             "role": payload.role,
-            "message_type": shown_text(message_type) if isinstance(message_type, str) else None,
+            "message_type": shown(message_type) if isinstance(message_type, str) else None,
             "entries": entries,
             "predicted_pop": predict_pop(payload.mapping) if payload.role != "output" else None,
         }
@@ -98,9 +97,9 @@ def _plain(meta: dict[str, Any]) -> dict[str, Any]:
     # trusted (a full repr of a shared structure explodes, and huge ints cannot be printed).
     out = {}
     for k, v in meta.items():
-        key = shown_text(k) if isinstance(k, str) else safe_repr(k)
+        key = shown(k) if isinstance(k, str) else safe_repr(k)
         if isinstance(v, str):
-            out[key] = shown_text(v, 4 * MAX_SHOWN)  # an exception message may be long
+            out[key] = shown(v, 4 * MAX_SHOWN)  # an exception message may be long
             continue
         plain = isinstance(v, (float, bool, type(None))) or (
             isinstance(v, int) and v.bit_length() <= 128
@@ -127,7 +126,7 @@ def inspect_file(
     dump = read_dump(path, limits) if stream is None else read_dump_stream(path, stream, limits)
     # A file name may hold anything a directory allows (newlines, bytes that are not UTF-8):
     # reports show it escaped. The file was opened by its real name above.
-    path = dump.path = shown_name(path)
+    path = dump.path = shown(path, None)
     payloads = find_payloads(dump, limits)
     # Walk everything once up front so that a hostile structure fails here, as one clear error.
     for _ in walk(dump.root, limits, path):
@@ -198,7 +197,7 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
             else description["container"]
         )
         # Capture metadata comes from the file: no newline or escape sequence reaches a terminal.
-        what = shown_name(what)
+        what = shown(what, None)
         keys = len(payload["entries"]) + omitted
         title = f"{description['path']}{where} ({what}; {keys} keys)"
         tables.append(
@@ -252,10 +251,10 @@ def inspect_paths(
             description, findings = inspect_file(path, limits, streams.get(path), release=release)
         except ReadMismatch as exc:
             # Not a file ppaux could not read: one it will not vouch for, whatever it holds.
-            report.findings.append(finding("PP202", shown_name(exc.path), shown_name(exc.reason)))
+            report.findings.append(finding("PP202", shown(exc.path, None), shown(exc.reason, None)))
         except DumpError as exc:
             # Each problem is one line on stderr, whatever the file is called.
-            report.problems.append(InputProblem(shown_name(exc.path), shown_name(exc.reason)))
+            report.problems.append(InputProblem(shown(exc.path, None), shown(exc.reason, None)))
         else:
             descriptions.append(description)
             report.notes += _trail_notes(description)
@@ -292,7 +291,7 @@ def _release_findings(path: str, payloads: list[Payload], release: str) -> list[
     for payload in payloads:
         message_type = payload.mapping.get(MSG_TYPE_KEY)
         if payload.role == "output" or (
-            isinstance(message_type, str) and shown_text(message_type) != "output"
+            isinstance(message_type, str) and shown(message_type) != "output"
         ):
             continue
         # Every key, listed in the report or not, as the report shows it.

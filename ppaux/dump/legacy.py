@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef, StorageType
-from ppaux.dump.pickle_vm import Machine, shown_text
+from ppaux.dump.pickle_vm import Machine
 from ppaux.errors import DumpError
+from ppaux.text import shown
 
 __all__ = ["LEGACY_MAGIC", "is_legacy_stream", "read_inner_storage"]
 
@@ -39,7 +40,7 @@ def _legacy_storage(m: Machine, pid: Any) -> Any:
         or not isinstance(location, str)
     ):
         raise m.error("nested storage record is malformed")
-    storage = StorageRef(storage_type.dtype, key, shown_text(location, 200), numel)
+    storage = StorageRef(storage_type.dtype, key, shown(location, 200), numel)
     m.storages.append(storage)  # type: ignore[attr-defined]
     return storage
 

@@ -21,10 +21,10 @@ from ppaux.dump.model import (
     TorchValue,
     TypeRef,
 )
-from ppaux.dump.pickle_vm import MAX_SHOWN, shown_text
 from ppaux.errors import LimitExceeded
 from ppaux.limits import Limits
 from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_PREFIX
+from ppaux.text import MAX_SHOWN, shown
 
 __all__ = [
     "Payload",
@@ -156,7 +156,7 @@ def _children(value: Any) -> Iterator[tuple[str, Any, Any]]:
 def _locate(locator: str, how: str, key: Any) -> str:
     """The locator of a child: ``[0]``, ``['key']``, ``.name`` or ``<arg 0>`` after its parent's."""
     if how == "attribute":
-        return f"{locator}.{shown_text(key, 40)}"
+        return f"{locator}.{shown(key, 40)}"
     if how == "arg":
         return f"{locator}<arg {key}>"
     if how == "index":
@@ -400,7 +400,7 @@ def _item_repr(item: Any) -> str:
 def key_text(key: Any) -> str:
     """A key as findings and tables show it: strings as they are (unprintable characters
     escaped), other keys as a repr."""
-    return shown_text(key) if isinstance(key, str) else safe_repr(key, 60)
+    return shown(key) if isinstance(key, str) else safe_repr(key, 60)
 
 
 def quoted(text: str) -> str:
@@ -419,15 +419,15 @@ def describe_entry(
         "key": key_text(key),
         "key_type": type_name(key) if not isinstance(key, str) else "str",
         "aux": aux,
-        "aux_name": shown_text(key[len(OUTPUT_PREFIX) :]) if aux else None,
+        "aux_name": shown(key[len(OUTPUT_PREFIX) :]) if aux else None,
         "type": type_name(value),
     }
     if isinstance(value, TensorRef):
         entry.update(
             kind="tensor",
             tensor_kind=value.kind,
-            subclass=shown_text(value.subclass) if value.subclass is not None else None,
-            dtype=shown_text(str(value.dtype)),
+            subclass=shown(value.subclass) if value.subclass is not None else None,
+            dtype=shown(str(value.dtype)),
             shape=list(value.shape),
             stride=list(value.stride) if value.stride is not None else None,
             contiguous=value.contiguous,
@@ -435,13 +435,13 @@ def describe_entry(
             layout=value.layout,
             bytes=value.nbytes,
             requires_grad=value.requires_grad,
-            storage_key=shown_text(value.storage.key) if value.storage is not None else None,
+            storage_key=shown(value.storage.key) if value.storage is not None else None,
             storage_offset=value.offset if value.storage is not None else None,
         )
     elif isinstance(value, NdArrayRef):
         entry.update(
             kind="ndarray",
-            dtype=shown_text(str(value.dtype)),
+            dtype=shown(str(value.dtype)),
             shape=list(value.shape),
             summary=value_phrase(value, limits, tally),
         )

@@ -20,9 +20,9 @@ from typing import Any
 from ppaux.dump.model import GlobalRef, NdArrayRef, NumpyDtype, Opaque, TensorRef, TypeRef
 from ppaux.errors import DumpError, LimitExceeded
 from ppaux.limits import Limits
-from ppaux.text import shown_name
+from ppaux.text import shown
 
-__all__ = ["MAX_DIMS", "MAX_SHOWN", "Call", "Machine", "global_name", "is_shape", "shown_text"]
+__all__ = ["MAX_DIMS", "Call", "Machine", "global_name", "is_shape"]
 
 #: Most dimensions a tensor or array may declare. torch has no hard limit, but nothing real
 #: comes near this, and it keeps element counts small enough to print (64 sizes below 2**63).
@@ -37,30 +37,13 @@ _MAX_COLLISIONS = 8
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-#: Characters of a string from a file (a key, a device, a name) that a report keeps. A string
-#: repeated in many entries or findings would otherwise multiply the report's size.
-MAX_SHOWN = 200
-
-
-def shown_text(text: str, limit: int = MAX_SHOWN) -> str:
-    """``text`` escaped as :func:`ppaux.text.shown_name` does, and cut when longer than
-    ``limit`` characters: the first ``limit``, then '... (N characters)'. Cut before escaping,
-    so a huge string costs no more than a short one."""
-    if len(text) <= limit:
-        return shown_name(text)
-    return f"{shown_name(text[:limit])}... ({len(text)} characters)"
-
-
 #: Characters of a global's dotted name kept for reports; real names are far shorter.
 _MAX_NAME = 200
 
 
 def global_name(module: str, name: str) -> str:
     """The dotted name of a global as reports show it: escaped, and cut if absurdly long."""
-    dotted = f"{module}.{name}"
-    if len(dotted) > _MAX_NAME:
-        return f"{shown_name(dotted[:_MAX_NAME])}... ({len(dotted)} characters)"
-    return shown_name(dotted)
+    return shown(f"{module}.{name}", _MAX_NAME)
 
 
 def is_shape(value: Any) -> bool:

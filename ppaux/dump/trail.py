@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ppaux.report.findings import Finding
-from ppaux.text import shown_name
+from ppaux.text import shown
 
 __all__ = ["culprit_text", "read_culprit", "read_trail", "trail_findings", "trail_text"]
 
@@ -23,7 +23,7 @@ _CULPRIT_INT = ("line", "write_line")
 
 def _text(value: Any, limit: int = 500) -> str | None:
     if isinstance(value, str):
-        return shown_name(value[:limit])
+        return shown(value[:limit], None)
     return None
 
 

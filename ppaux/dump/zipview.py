@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from ppaux.errors import DumpError, ReadMismatch
+from ppaux.text import shown
 
 __all__ = ["EndRecord", "check_layout", "end_record", "lower_name", "select_data_pkl"]
 
@@ -134,10 +135,6 @@ def lower_name(name: str) -> str:
 _ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 
 
-def _shown(name: str) -> str:
-    return name if name.isprintable() else repr(name)
-
-
 def check_layout(
     path: str, handle: BinaryIO, end: EndRecord, records: list[zipfile.ZipInfo]
 ) -> str:
@@ -156,7 +153,7 @@ def check_layout(
     if "/" not in first:
         raise DumpError(
             path,
-            f"zip file whose first record {_shown(first)} is in no folder; "
+            f"zip file whose first record {shown(first)} is in no folder; "
             "torch.load reads only records in one folder",
         )
     prefix = first[: first.index("/") + 1]
@@ -166,20 +163,20 @@ def check_layout(
         if "\x00" in record.orig_filename:  # zipfile cut the name there; torch's reader did not
             raise ReadMismatch(
                 path,
-                f"record name {_shown(record.orig_filename)} holds a NUL "
+                f"record name {shown(record.orig_filename)} holds a NUL "
                 "byte: zipfile reads the name up to it, torch's reader whole",
             )
         if not name.startswith(prefix):
             raise DumpError(
                 path,
-                f"record {_shown(name)} is outside the folder "
-                f"{_shown(prefix)} of the first record; torch.load refuses the file",
+                f"record {shown(name)} is outside the folder "
+                f"{shown(prefix)} of the first record; torch.load refuses the file",
             )
         lowered = lower_name(name)
         if lowered in seen:
             raise ReadMismatch(
                 path,
-                f"records {_shown(seen[lowered])} and {_shown(name)} have "
+                f"records {shown(seen[lowered])} and {shown(name)} have "
                 "the same name as torch's reader compares names (ignoring case): "
                 "it takes either one",
             )
@@ -204,7 +201,7 @@ def select_data_pkl(path: str, prefix: str, records: list[zipfile.ZipInfo]) -> z
     if record.filename != wanted:
         raise ReadMismatch(
             path,
-            f"the pickle record is named {_shown(record.filename)}: torch "
+            f"the pickle record is named {shown(record.filename)}: torch "
             "reads it as data.pkl (names match case-insensitively there), "
             "other readers do not",
         )
@@ -220,9 +217,9 @@ def _check_overlaps(
             handle.seek(record.header_offset)
             header = handle.read(_LOCAL.size)
         except (OSError, OverflowError, ValueError) as exc:
-            raise DumpError(path, f"cannot read {_shown(record.filename)} ({exc})") from None
+            raise DumpError(path, f"cannot read {shown(record.filename)} ({exc})") from None
         if len(header) != _LOCAL.size or header[:4] != b"PK\x03\x04":
-            raise DumpError(path, f"cannot read {_shown(record.filename)} (bad local header)")
+            raise DumpError(path, f"cannot read {shown(record.filename)} (bad local header)")
         fields: Any = _LOCAL.unpack(header)
         start = record.header_offset
         stop = start + _LOCAL.size + fields[9] + fields[10] + record.compress_size
@@ -232,12 +229,12 @@ def _check_overlaps(
         if start < stop:
             raise ReadMismatch(
                 path,
-                f"records {_shown(name)} and {_shown(other)} overlap in "
+                f"records {shown(name)} and {shown(other)} overlap in "
                 "the file: one's bytes are read as part of the other",
             )
     if spans and spans[-1][1] > end.offset:
         raise DumpError(
             path,
             f"truncated or corrupt zip file (record "
-            f"{_shown(spans[-1][2])} runs into the central directory)",
+            f"{shown(spans[-1][2])} runs into the central directory)",
         )
