@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppaux.errors import PpauxError
-from ppaux.sglang.names import OUTPUT_PREFIX
+from ppaux.sglang import OUTPUT_PREFIX, POP_NON_TENSOR
 
 __all__ = [
-    "NON_TENSOR_ERROR",
     "NotTensorizable",
     "PpTensorsError",
     "PpTensorsProblem",
@@ -35,9 +34,6 @@ __all__ = [
     "describe_value",
     "tensorize",
 ]
-
-#: What pop raises when an auxiliary value is not a tensor (sglang 0.5.19 - 0.5.23).
-NON_TENSOR_ERROR = "received a non-tensor auxiliary PP output"
 
 
 @dataclass(frozen=True)
@@ -148,7 +144,7 @@ def check_pp_tensors(tensors: Mapping[Any, Any]) -> None:
         if not is_tensor(value):
             values.append(
                 PpTensorsProblem(
-                    _short_repr(key), describe_value(value), "RuntimeError", NON_TENSOR_ERROR
+                    _short_repr(key), describe_value(value), "RuntimeError", POP_NON_TENSOR.text
                 )
             )
     if keys or values:

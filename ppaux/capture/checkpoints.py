@@ -26,7 +26,7 @@ from typing import Any
 from ppaux.capture.hops import HOP_TARGETS, HOP_TEXT, HOPS, SENDER_HOPS
 from ppaux.capture.settings import MAX_FOLLOWED_MESSAGES
 from ppaux.capture.state import STATE
-from ppaux.sglang.names import OUTPUT_PREFIX
+from ppaux.sglang import ADD_NOT_TENSOR, OUTPUT_PREFIX
 
 __all__ = [
     "dirty_values",
@@ -241,7 +241,7 @@ def _first_dirty(
     error: BaseException | None = None
     if config is not None and config.strict and _is_last_stage(last_stage):
         # The message sglang's own sender (add) gives for this value.
-        error = RuntimeError(f"auxiliary PP output {dirty[0][0]!r} is not a tensor")
+        error = RuntimeError(ADD_NOT_TENSOR.format(dirty[0][0]))
     if config is not None and not trail.captured:
         trail.captured = True
         function = HOP_TARGETS[hop].rsplit(".", 1)[1]

@@ -29,13 +29,19 @@ from ppaux.dump.payload import (
 from ppaux.limits import Limits
 from ppaux.report.catalogue import finding
 from ppaux.report.findings import Finding, cap_per_code
-from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_MSG_TYPE, OUTPUT_PREFIX, PROXY_KEYS
+from ppaux.sglang import (
+    ADD_BAD_NAME,
+    ADD_DUPLICATE,
+    ADD_NOT_TENSOR,
+    MSG_TYPE_KEY,
+    OUTPUT_MSG_TYPE,
+    OUTPUT_PREFIX,
+    POP_NON_TENSOR,
+    PROXY_KEYS,
+)
 from ppaux.text import shown
 
-__all__ = ["NON_TENSOR_ERROR", "check_dump", "check_payload", "predict_pop"]
-
-#: What pop raises when an auxiliary value is not a tensor (sglang 0.5.19 - 0.5.23).
-NON_TENSOR_ERROR = "received a non-tensor auxiliary PP output"
+__all__ = ["check_dump", "check_payload", "predict_pop"]
 
 _NEAR_MISS = re.compile(r"[\s_.\-]")
 _SQUASHED_PREFIX = "samplingobserveroutput"
@@ -123,7 +129,7 @@ def predict_pop(mapping: dict[str, Any]) -> dict[str, Any]:
     if not aux:
         return {"outcome": "no-aux", "error_type": None, "error": None}
     if any(not isinstance(v, TensorRef) for v in aux.values()):
-        return {"outcome": "error", "error_type": "RuntimeError", "error": NON_TENSOR_ERROR}
+        return {"outcome": "error", "error_type": "RuntimeError", "error": POP_NON_TENSOR.text}
     return {"outcome": "ok", "error_type": None, "error": None}
 
 
@@ -416,7 +422,7 @@ def _check_add_output(
                     path,
                     f"output name {safe_repr(name, 40)} is not a non-empty string",
                     *where,
-                    sglang_error="auxiliary PP tensor names must be non-empty strings",
+                    sglang_error=ADD_BAD_NAME.text,
                 )
             )
             break
@@ -428,7 +434,7 @@ def _check_add_output(
                     f"output {quoted(name)} holds {value_phrase(value, limits, tally)}, not a "
                     "tensor",
                     *where,
-                    sglang_error=f"auxiliary PP output {quoted(name)} is not a tensor",
+                    sglang_error=ADD_NOT_TENSOR.format(name, quoted),
                 )
             )
             break
@@ -439,7 +445,7 @@ def _check_add_output(
                     path,
                     f"output {quoted(name)} is already in the tensor dict",
                     *where,
-                    sglang_error=f"duplicate auxiliary PP tensor {quoted(name)}",
+                    sglang_error=ADD_DUPLICATE.format(name, quoted),
                 )
             )
             break

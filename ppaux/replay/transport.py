@@ -25,7 +25,18 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
-from ppaux.sglang.names import OUTPUT_PREFIX
+from ppaux.sglang import (
+    ADD_BAD_NAME,
+    ADD_DUPLICATE,
+    ADD_EMPTY,
+    ADD_NOT_TENSOR,
+    ADD_UNSUPPORTED,
+    OUTPUT_PREFIX,
+    POP_NO_OBSERVER,
+    POP_NON_TENSOR,
+    POP_NOT_RECONSTRUCTED,
+    POP_UNSUPPORTED,
+)
 
 __all__ = [
     "PipelineParallelAuxiliaryOutput",
@@ -87,21 +98,21 @@ def add_auxiliary_output_to_pp_tensors(
     if output is None:
         return
     if not isinstance(output, PipelineParallelAuxiliaryOutput):
-        raise RuntimeError("auxiliary output does not support pipeline-parallel transport")
+        raise RuntimeError(ADD_UNSUPPORTED.text)
 
     produced = output.to_pp_tensors()
     # Truthiness, not a type check: an empty mapping, None, [] or 0 all end here.
     if not produced:
-        raise RuntimeError("auxiliary PP output must contain at least one tensor")
+        raise RuntimeError(ADD_EMPTY.text)
 
     for name, value in produced.items():
         if not isinstance(name, str) or not name:
-            raise RuntimeError("auxiliary PP tensor names must be non-empty strings")
+            raise RuntimeError(ADD_BAD_NAME.text)
         if not torch.is_tensor(value):
-            raise RuntimeError(f"auxiliary PP output {name!r} is not a tensor")
+            raise RuntimeError(ADD_NOT_TENSOR.format(name))
         key = _wire_key(name)
         if key in tensors:
-            raise RuntimeError(f"duplicate auxiliary PP tensor {name!r}")
+            raise RuntimeError(ADD_DUPLICATE.format(name))
         tensors[key] = value
 
 
@@ -135,17 +146,17 @@ def pop_auxiliary_output_from_pp_tensors(
     if not received:
         return None
     if observer is None:
-        raise RuntimeError("received auxiliary PP output without a sampling observer")
+        raise RuntimeError(POP_NO_OBSERVER.text)
     if not isinstance(observer, PipelineParallelSamplingObserver):
-        raise RuntimeError("sampling observer does not support pipeline-parallel transport")
+        raise RuntimeError(POP_UNSUPPORTED.text)
     # Checked only now: without a PP-capable observer the earlier errors win.
     for value in received.values():
         if not torch.is_tensor(value):
-            raise RuntimeError("received a non-tensor auxiliary PP output")
+            raise RuntimeError(POP_NON_TENSOR.text)
 
     output = observer.from_pp_tensors(received)
     if output is None:
-        raise RuntimeError("sampling observer did not reconstruct its PP output")
+        raise RuntimeError(POP_NOT_RECONSTRUCTED.text)
     for name in received:
         del tensors[_wire_key(name)]
     return output

@@ -1,16 +1,33 @@
 """sglang's own names that ppaux uses: the keys of its pipeline-parallel messages, the module,
 files and functions of its auxiliary-output transport, and its plugin entry-point group.
 
+The nine messages of sglang's transport live here too, the one spelling of them in ppaux: each
+is a :class:`SglangMessage` with a stable identifier (``POP_NON_TENSOR.id`` is
+``"pop-non-tensor"``), its text or its ``{name!r}`` template (:meth:`SglangMessage.format`),
+and :func:`match_message` recognises one pasted from a log, name and quotes included.
+
 Facts from sglang 0.5.19 - 0.5.23 (``srt/sampling/sampling_observer_pp.py`` and
 ``srt/managers/scheduler_pp_mixin.py``; the plugin group from ``srt/plugins/__init__.py``,
-0.5.15 and later). Torch-free, and it imports nothing.
+0.5.15 and later). Torch-free, and it imports nothing outside the standard library.
 """
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
 __all__ = [
     "ADD",
+    "ADD_BAD_NAME",
+    "ADD_DUPLICATE",
+    "ADD_EMPTY",
+    "ADD_NOT_TENSOR",
+    "ADD_UNSUPPORTED",
     "ENTRY_POINT",
     "GROUP_CLASS",
     "HOOK_REGISTRY_FILE",
+    "MESSAGES",
     "MSG_TYPE_KEY",
     "OUTPUT_MSG_TYPE",
     "OUTPUT_PREFIX",
@@ -18,6 +35,10 @@ __all__ = [
     "PLUGIN_GROUP",
     "PLUGIN_NAME",
     "POP",
+    "POP_NON_TENSOR",
+    "POP_NOT_RECONSTRUCTED",
+    "POP_NO_OBSERVER",
+    "POP_UNSUPPORTED",
     "PROXY_KEYS",
     "SCHEDULER_CLASS",
     "SCHEDULER_FILE",
@@ -25,7 +46,12 @@ __all__ = [
     "TRANSPORT_FILE",
     "TRANSPORT_MODULE",
     "TRANSPORT_PATH",
+    "MessageMatch",
+    "SglangMessage",
     "aux_name",
+    "match_message",
+    "message_by_id",
+    "search_message",
 ]
 
 #: The transport's sender (last stage) and receiver (first stage) functions.
@@ -66,7 +92,7 @@ OUTPUT_MSG_TYPE = "output"
 PROXY_KEYS = ("hidden_states", "residual")
 
 
-def aux_name(key: object) -> "str | None":
+def aux_name(key: object) -> str | None:
     """Return the auxiliary name that pop would see for ``key``, or None if pop ignores it."""
     if isinstance(key, str) and key.startswith(OUTPUT_PREFIX):
         return key[len(OUTPUT_PREFIX) :]
@@ -81,3 +107,165 @@ SCHEDULER_CLASS = "SchedulerPPMixin"
 #: The module and class of the PP group's wire (``send_tensor_dict`` / ``recv_tensor_dict``).
 PARALLEL_STATE_MODULE = "sglang.srt.distributed.parallel_state"
 GROUP_CLASS = "GroupCoordinator"
+
+
+# The nine messages of sampling_observer_pp.py (0.5.19 - 0.5.23, all RuntimeError), in the order
+# add and then pop check them.
+
+_NAME_FIELD = "{name!r}"
+
+
+@dataclass(frozen=True)
+class SglangMessage:
+    """One message of sglang's PP auxiliary transport.
+
+    ``id`` is ppaux's stable identifier for it (used by error pages and ``explain``);
+    ``template`` is sglang's text, with ``{name!r}`` where sglang puts the tensor's name;
+    ``function`` is :data:`ADD` or :data:`POP`, the function that raises it.
+    """
+
+    id: str
+    template: str
+    function: str
+
+    @property
+    def takes_name(self) -> bool:
+        """Whether the message carries an auxiliary tensor's name."""
+        return _NAME_FIELD in self.template
+
+    @property
+    def text(self) -> str:
+        """The message as sglang raises it; a message that takes a name shows ``{name!r}``."""
+        return self.template
+
+    def format(self, name: str, quote: Callable[[str], str] = repr) -> str:
+        """The message sglang raises for the tensor ``name``.
+
+        ``quote`` spells the name; the default, :func:`repr`, is sglang's own ``{name!r}``. A
+        report that shows a name from an untrusted file passes its bounded quoting instead.
+        """
+        if not self.takes_name:
+            raise ValueError(f"sglang's message {self.id!r} carries no name")
+        return self.template.replace(_NAME_FIELD, quote(name))
+
+
+ADD_UNSUPPORTED = SglangMessage(
+    "add-unsupported", "auxiliary output does not support pipeline-parallel transport", ADD
+)
+ADD_EMPTY = SglangMessage("add-empty", "auxiliary PP output must contain at least one tensor", ADD)
+ADD_BAD_NAME = SglangMessage(
+    "add-bad-name", "auxiliary PP tensor names must be non-empty strings", ADD
+)
+ADD_NOT_TENSOR = SglangMessage(
+    "add-not-tensor", "auxiliary PP output {name!r} is not a tensor", ADD
+)
+ADD_DUPLICATE = SglangMessage("add-duplicate", "duplicate auxiliary PP tensor {name!r}", ADD)
+POP_NO_OBSERVER = SglangMessage(
+    "pop-no-observer", "received auxiliary PP output without a sampling observer", POP
+)
+POP_UNSUPPORTED = SglangMessage(
+    "pop-unsupported", "sampling observer does not support pipeline-parallel transport", POP
+)
+POP_NON_TENSOR = SglangMessage("pop-non-tensor", "received a non-tensor auxiliary PP output", POP)
+POP_NOT_RECONSTRUCTED = SglangMessage(
+    "pop-not-reconstructed", "sampling observer did not reconstruct its PP output", POP
+)
+
+#: The nine, in the order add and then pop check them.
+MESSAGES: tuple[SglangMessage, ...] = (
+    ADD_UNSUPPORTED,
+    ADD_EMPTY,
+    ADD_BAD_NAME,
+    ADD_NOT_TENSOR,
+    ADD_DUPLICATE,
+    POP_NO_OBSERVER,
+    POP_UNSUPPORTED,
+    POP_NON_TENSOR,
+    POP_NOT_RECONSTRUCTED,
+)
+
+
+def message_by_id(message_id: str) -> SglangMessage:
+    """The message whose stable identifier is ``message_id``; KeyError if there is none."""
+    for message in MESSAGES:
+        if message.id == message_id:
+            return message
+    raise KeyError(message_id)
+
+
+@dataclass(frozen=True)
+class MessageMatch:
+    """A message recognised in a text: which one, and the name it carries (None if none)."""
+
+    message: SglangMessage
+    name: str | None
+    start: int
+    end: int
+
+
+#: A Python string literal as repr writes one: single or double quotes, backslash escapes.
+_REPR = r"""(?P<repr>'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")"""
+
+
+def _pattern(message: SglangMessage) -> str:
+    before, _, after = message.template.partition(_NAME_FIELD)
+    if not message.takes_name:
+        return re.escape(message.template)
+    return re.escape(before) + _REPR + re.escape(after)
+
+
+#: One alternative per message; no two can match at the same place (a name's quote follows
+#: ``auxiliary PP output ``, never a word).
+_SEARCH = re.compile(
+    "|".join(
+        f"(?P<m{index}>{_pattern(message)})".replace("(?P<repr>", f"(?P<r{index}>")
+        for index, message in enumerate(MESSAGES)
+    )
+)
+_PREFIX = re.compile(r"\s*(?:RuntimeError\s*:\s*)?")
+
+
+def _unrepr(literal: str) -> str | None:
+    import ast
+
+    try:
+        value = ast.literal_eval(literal)
+    except (SyntaxError, ValueError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def search_message(text: str) -> MessageMatch | None:
+    """The first of the nine messages found anywhere in ``text`` (a log line, a traceback).
+
+    A message with a name needs the name quoted as repr writes it (``'scores'``, or
+    ``"it's"``); the name found is the string that literal spells.
+    """
+    for found in _SEARCH.finditer(text):
+        for index, message in enumerate(MESSAGES):
+            if found.group(f"m{index}") is None:
+                continue
+            name = None
+            if message.takes_name:
+                name = _unrepr(found.group(f"r{index}"))
+                if name is None:
+                    break
+            return MessageMatch(message, name, found.start(), found.end())
+    return None
+
+
+def match_message(text: str) -> MessageMatch | None:
+    """The message ``text`` is, pasted whole: surrounding blanks, an optional ``RuntimeError:``
+    in front and a trailing full stop are allowed, nothing else.
+
+    ``match_message("duplicate auxiliary PP tensor 'scores'")`` gives :data:`ADD_DUPLICATE`
+    with the name ``scores``.
+    """
+    head = _PREFIX.match(text)
+    start = head.end() if head else 0
+    found = search_message(text[start:])
+    if found is None or found.start != 0:
+        return None
+    if text[start + found.end :].strip().rstrip(".").strip():
+        return None
+    return MessageMatch(found.message, found.name, start, start + found.end)

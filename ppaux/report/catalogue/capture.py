@@ -4,6 +4,7 @@ what the checkpoints along the PP output path found (PP5xx)."""
 from __future__ import annotations
 
 from ppaux.report.findings import Rule, Severity
+from ppaux.sglang import POP_NON_TENSOR
 
 __all__ = ["RULES"]
 
@@ -137,7 +138,7 @@ RULES = (
             "torch.Tensor (or remove the override, wrapper or hook); PPAUX_CAPTURE_STRICT=1 "
             "makes the last stage raise right there while you look."
         ),
-        sglang_error="received a non-tensor auxiliary PP output",
+        sglang_error=POP_NON_TENSOR.text,
         example=(
             "'scores' (list) entered between _pp_prepare_tensor_dict returned and "
             "_pp_send_dict_to_next_stage called, in app.MyScheduler._pp_prepare_tensor_dict"
@@ -166,7 +167,7 @@ RULES = (
             "traced line. Otherwise search the code that runs between the two hops for writes "
             "to __sampling_observer_output__.* keys."
         ),
-        sglang_error="received a non-tensor auxiliary PP output",
+        sglang_error=POP_NON_TENSOR.text,
         example=(
             "'scores' (list) entered between _pp_prepare_tensor_dict returned and "
             "_pp_send_dict_to_next_stage called"
@@ -194,7 +195,7 @@ RULES = (
             "Enable capture on the last stage too (same PPAUX_CAPTURE_DIR or another) and read "
             "its capture with ppaux capture list / ppaux inspect."
         ),
-        sglang_error="received a non-tensor auxiliary PP output",
+        sglang_error=POP_NON_TENSOR.text,
         example="'scores' (list) already in the message when recv_tensor_dict returned",
         area="capture",
     ),

@@ -8,6 +8,7 @@ any other entry is reported with severity info.
 from __future__ import annotations
 
 from ppaux.report.findings import Rule, Severity
+from ppaux.sglang import POP_NON_TENSOR
 
 __all__ = ["RULES"]
 
@@ -120,8 +121,7 @@ RULES = (
         ),
         fix="The failing side is the one to fix: 'ppaux inspect' names the entry at fault, "
         "'ppaux tensorize' converts what can be converted.",
-        example="A: pop raises RuntimeError: received a non-tensor auxiliary PP output; B: pop "
-        "succeeds",
+        example=f"A: pop raises RuntimeError: {POP_NON_TENSOR.text}; B: pop succeeds",
         area="diff",
     ),
     Rule(

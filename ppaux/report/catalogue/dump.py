@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ppaux.report.findings import Rule, Severity
+from ppaux.sglang import POP_NON_TENSOR
 
 __all__ = ["RULES"]
 
@@ -36,7 +37,7 @@ RULES = (
             "with torch.tensor / torch.stack; encode scalars as 0-d tensors). Check that every "
             "stage runs a release sglang with sender-side validation (ppaux check-skew)."
         ),
-        sglang_error="received a non-tensor auxiliary PP output",
+        sglang_error=POP_NON_TENSOR.text,
         example="'__sampling_observer_output__.scores': [0.1, 0.7] (a list)",
         area="payload",
     ),

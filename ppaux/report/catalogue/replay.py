@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ppaux.report.findings import Rule, Severity
+from ppaux.sglang import ADD_BAD_NAME, ADD_NOT_TENSOR, POP_NON_TENSOR
 
 __all__ = ["RULES"]
 
@@ -25,7 +26,7 @@ RULES = (
         ),
         fix="Fix what the message names: see 'ppaux inspect' on the same dump for the entry at "
         "fault and the catalogue entry for its cause.",
-        example="pop on rank 0 raises RuntimeError: received a non-tensor auxiliary PP output",
+        example=f"pop on rank 0 raises RuntimeError: {POP_NON_TENSOR.text}",
         area="replay",
     ),
     Rule(
@@ -48,7 +49,7 @@ RULES = (
         ),
         fix="Make to_pp_tensors() return a non-empty mapping of non-empty string names to "
         "tensors; replay with --sender legacy to see what rank 0 makes of the same dict.",
-        example="add raises RuntimeError: auxiliary PP output 'scores' is not a tensor",
+        example=f"add raises RuntimeError: {ADD_NOT_TENSOR.format('scores')}",
         area="replay",
     ),
     Rule(
@@ -87,7 +88,7 @@ RULES = (
         causes=("A key equal to the bare prefix '__sampling_observer_output__.' (see PP102).",),
         fix="Give every auxiliary tensor a non-empty name and add it with "
         "add_auxiliary_output_to_pp_tensors.",
-        example="add raises RuntimeError: auxiliary PP tensor names must be non-empty strings",
+        example=f"add raises RuntimeError: {ADD_BAD_NAME.text}",
         area="replay",
     ),
     Rule(
@@ -172,7 +173,7 @@ RULES = (
             "--impl sglang --sglang-path <that release>.",
         ),
         fix="Replay with the sender and implementation of the run that was captured.",
-        example="the capture recorded RuntimeError: received a non-tensor auxiliary PP output",
+        example=f"the capture recorded RuntimeError: {POP_NON_TENSOR.text}",
         area="replay",
     ),
     Rule(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from ppaux.report.findings import Rule, Severity
+from ppaux.sglang import POP_NON_TENSOR
 
 __all__ = ["RULES"]
 
-_NON_TENSOR = "received a non-tensor auxiliary PP output"
+_NON_TENSOR = POP_NON_TENSOR.text
 
 RULES = (
     Rule(
