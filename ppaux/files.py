@@ -5,6 +5,11 @@ also be swapped for one between a check and the open. So every input file is ope
 non-blocking and checked on the open descriptor, and whole-file reads stop one byte past their
 limit. Each reader turns :class:`InputFileError` into its own error type. Directories given as
 inputs are walked by :func:`collect_files`.
+
+Output files follow one rule, :func:`check_output`, whatever command writes them: an output is a
+regular file or a new path, never a device, FIFO or directory, and never one of the command's
+inputs, however it is spelt (relative, absolute, through ``..``, a symbolic link or a hard
+link), so that ``-o`` can never replace the only copy of a capture with a report.
 """
 
 from __future__ import annotations
@@ -17,11 +22,23 @@ from typing import BinaryIO
 from ppaux.errors import PathError, limit_note
 from ppaux.text import shown
 
-__all__ = ["InputFileError", "collect_files", "open_regular", "read_regular"]
+__all__ = [
+    "InputFileError",
+    "OutputPathError",
+    "check_output",
+    "collect_files",
+    "open_regular",
+    "read_regular",
+]
 
 
 class InputFileError(PathError, OSError):
     """A path that is not a readable regular file: ``reason`` says why, in a few words."""
+
+
+class OutputPathError(PathError, ValueError):
+    """An output path ppaux will not write: one of the inputs, a directory, a device or FIFO,
+    or a path whose folder does not exist; ``reason`` says which, and what to give instead."""
 
 
 def _reason(exc: OSError) -> str:
@@ -101,3 +118,85 @@ def collect_files(
             problems.append(PathError(shown(path, None), f"directory holds no {what} ({patterns})"))
         files += found
     return files, problems
+
+
+#: Entries of an input directory looked at when searching it for the output (a bound on the walk).
+_MAX_WALK = 100_000
+
+
+def check_output(
+    output: str, inputs: Iterable[str] = (), suffixes: tuple[str, ...] | None = None
+) -> None:
+    """Raise :class:`OutputPathError` unless ``output`` may be written: a regular file or a new
+    path in an existing folder, and none of ``inputs``.
+
+    An input that is a file is compared with ``output`` by identity (device and inode), so a
+    relative or absolute spelling, ``..``, a symbolic link and a hard link are all caught; one
+    that names nothing yet is compared by its resolved path. An input that is a directory is
+    searched (links not followed) for a file that is ``output``: only files whose names end with
+    one of ``suffixes`` (case-insensitive) when those are given, as those are the files the
+    command reads from it. ``-`` (stdin) among the inputs is skipped.
+    """
+    try:
+        info: os.stat_result | None = os.stat(output)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise OutputPathError(output, f"cannot write: {exc.strerror or exc}") from None
+    if info is None:
+        folder = os.path.dirname(os.path.realpath(output)) or "."
+        if not os.path.isdir(folder):
+            raise OutputPathError(output, "its folder does not exist")
+    elif stat.S_ISDIR(info.st_mode):
+        raise OutputPathError(output, "is a directory; give a file name")
+    elif not stat.S_ISREG(info.st_mode):
+        raise OutputPathError(
+            output,
+            "is not a regular file (a FIFO, socket or device); give a file name, or - for stdout",
+        )
+    target = os.path.realpath(output)
+    for given in inputs:
+        if given == "-":
+            continue
+        try:
+            seen = os.stat(given)
+        except OSError:
+            if os.path.realpath(given) == target:
+                raise _is_input(output, given) from None
+            continue
+        if info is not None and (seen.st_dev, seen.st_ino) == (info.st_dev, info.st_ino):
+            raise _is_input(output, given)
+        if info is not None and stat.S_ISDIR(seen.st_mode):
+            found = _find_in(given, info, suffixes)
+            if found is not None:
+                raise _is_input(output, found)
+
+
+def _is_input(output: str, given: str) -> OutputPathError:
+    where = "" if output == given else f" {shown(given, None)}"
+    return OutputPathError(
+        output,
+        f"is the input{where}; ppaux never writes over an input: give another output file",
+    )
+
+
+def _find_in(folder: str, info: os.stat_result, suffixes: tuple[str, ...] | None) -> str | None:
+    """The file under ``folder`` that is the same file as ``info``, if any (bounded walk)."""
+    wanted = tuple(s.lower() for s in suffixes) if suffixes is not None else None
+    looked = 0
+    for here, dirs, names in os.walk(folder):
+        dirs.sort()
+        for name in sorted(names):
+            looked += 1
+            if looked > _MAX_WALK:
+                return None
+            if wanted is not None and not name.lower().endswith(wanted):
+                continue
+            path = os.path.join(here, name)
+            try:
+                seen = os.stat(path)  # a link in the folder is read as its target
+            except OSError:
+                continue
+            if (seen.st_dev, seen.st_ino) == (info.st_dev, info.st_ino):
+                return path
+    return None

@@ -41,6 +41,7 @@ __all__ = [
     "limits_from",
     "not_one_of",
     "report_options",
+    "report_options_reading",
 ]
 
 
@@ -370,10 +371,14 @@ def _from_flags(values: dict[str, Any]) -> ReportOptions:
 F = TypeVar("F", bound=Callable[..., None])
 
 
-def report_options(command: F) -> F:
+def report_options(command: F, *, suffixes: tuple[str, ...] | None = None) -> F:
     """Give ``command`` the report options; it receives them as ``options: ReportOptions``.
 
     The command's own parameters come first in ``--help``, the report options after them.
+    Before the command runs, ``--output`` is refused (exit 2, nothing written) when it is not a
+    regular file or a new path, or when it is one of the command's inputs: any path its own
+    parameters or ``--config`` name, and, inside a directory among them, any file whose name
+    ends with one of ``suffixes`` (the files the command reads there; default: the dump files).
     """
     signature = inspect.signature(command, eval_str=True)
     own = [p for name, p in signature.parameters.items() if name != "options"]
@@ -387,13 +392,45 @@ def report_options(command: F) -> F:
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> None:
         values = {name: kwargs.pop(name) for name in _OPTIONS}
-        command(*args, **kwargs, options=_from_flags(values))
+        options = _from_flags(values)
+        _refuse_input_as_output(options, [*args, *kwargs.values()], suffixes)
+        command(*args, **kwargs, options=options)
 
     parameters = own + shared
     run.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
     run.__annotations__ = {p.name: p.annotation for p in parameters}
     del run.__wrapped__  # Typer must see the new signature
     return run  # type: ignore[return-value]
+
+
+def report_options_reading(suffixes: tuple[str, ...]) -> Callable[[F], F]:
+    """:func:`report_options` for a command whose directories hold inputs named ``*suffix``
+    rather than dumps (check-skew's ``*.json`` fingerprints)."""
+
+    def decorate(command: F) -> F:
+        return report_options(command, suffixes=suffixes)
+
+    return decorate
+
+
+def _refuse_input_as_output(
+    options: ReportOptions, values: list[Any], suffixes: tuple[str, ...] | None
+) -> None:
+    if options.output is None or options.output == "-":
+        return
+    from ppaux_cli.output import check_output_path
+
+    if suffixes is None:
+        from ppaux.dump import DUMP_SUFFIXES
+
+        suffixes = DUMP_SUFFIXES
+    inputs = [options.config] if options.config is not None else []
+    for value in values:
+        if isinstance(value, str):
+            inputs.append(value)
+        elif isinstance(value, list | tuple):
+            inputs += [item for item in value if isinstance(item, str)]
+    check_output_path(options.output, inputs, suffixes)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -26,7 +26,15 @@ if TYPE_CHECKING:
     from ppaux.report.gate import Gate
     from ppaux_cli.options import ReportOptions
 
-__all__ = ["emit", "is_terminal", "resolve_gate", "use_color", "warn", "write_text"]
+__all__ = [
+    "check_output_path",
+    "emit",
+    "is_terminal",
+    "resolve_gate",
+    "use_color",
+    "warn",
+    "write_text",
+]
 
 #: The name stdin and stdout go by: as an input path, as --output.
 STDIO = "-"
@@ -116,13 +124,31 @@ def _mentions(values: Iterable[str], pattern: str) -> bool:
     return any(pattern.upper() == part.strip().upper() for v in values for part in v.split(","))
 
 
+def check_output_path(
+    output: str | None, inputs: Iterable[str] = (), suffixes: tuple[str, ...] | None = None
+) -> None:
+    """Exit 2 with one line, before anything is written, unless ``--output`` may be written:
+    a regular file or a new path, and none of ``inputs`` (:func:`ppaux.files.check_output`).
+    None and ``-`` (stdout) always may."""
+    if output is None or output == STDIO:
+        return
+    from ppaux.files import OutputPathError, check_output
+
+    try:
+        check_output(output, inputs, suffixes)
+    except OutputPathError as exc:
+        fail(f"--output {exc}")
+
+
 def write_text(text: str, output: str | None, what: str = "the output") -> None:
-    """Write ``text`` to stdout, or to the file ``output`` (``-`` is stdout); a file that cannot
-    be written is one error line naming it and exit 2."""
+    """Write ``text`` to stdout, or to the file ``output`` (``-`` is stdout); an output that is
+    not a regular file or a new path, or that cannot be written, is one error line naming it and
+    exit 2."""
     if output is None or output == STDIO:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
+    check_output_path(output)
     try:
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -42,7 +42,7 @@ EXPECTED = {
     "ppaux.replay.distributed.WireSetupError": RuntimeError,
     "ppaux.guard.PpTensorsError": TypeError,
     "ppaux.guard.NotTensorizable": TypeError,
-    "ppaux.fix.tensorize.OutputPathError": ValueError,
+    "ppaux.files.OutputPathError": ValueError,
     "ppaux.dump.diff._NotCompared": None,
 }
 

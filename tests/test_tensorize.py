@@ -269,9 +269,10 @@ def test_never_overwrites_its_input(spelling, tmp_path):
     done = ppaux("tensorize", "dump.pt", "-o", target, cwd=tmp_path)
     assert done.returncode == 2
     assert done.stdout == ""
+    named = "" if target == "dump.pt" else " dump.pt"
     assert done.stderr == (
-        f"ppaux: error: {target}: is the input dump.pt; tensorize never "
-        "overwrites its input: give another output file\n"
+        f"ppaux: error: --output {target}: is the input{named}; ppaux never writes over an "
+        "input: give another output file\n"
     )
     assert _sha(source) == before
     assert sorted(os.listdir(tmp_path)) == sorted(
@@ -287,11 +288,11 @@ def test_never_overwrites_its_input(spelling, tmp_path):
         (["missing.pt", "-o", "x.pt"], "missing.pt: no such file"),
         (
             [str(DUMPS / "aux_list.pt"), "-o", "."],
-            ".: is a directory; give a file name for the rewritten dump",
+            "--output .: is a directory; give a file name",
         ),
         (
             [str(DUMPS / "aux_list.pt"), "-o", "no/such/x.pt"],
-            "no/such/x.pt: its folder does not exist",
+            "--output no/such/x.pt: its folder does not exist",
         ),
         ([str(REPO / "fixtures" / "corrupt" / "truncated.pt"), "-o", "x.pt"], None),
     ],

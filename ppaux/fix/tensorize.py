@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppaux.dump.model import TensorRef
-from ppaux.errors import DumpError, PathError
-from ppaux.files import InputFileError, open_regular
+from ppaux.errors import DumpError
+from ppaux.files import InputFileError, OutputPathError, check_output, open_regular
 from ppaux.limits import Limits
 from ppaux.sglang.names import OUTPUT_PREFIX
 
@@ -54,10 +54,6 @@ _PLAIN = (
     bool,
     type(None),
 )
-
-
-class OutputPathError(PathError, ValueError):
-    """An output path ``tensorize`` will not write: the input itself, a directory, ..."""
 
 
 @dataclass(frozen=True)
@@ -367,21 +363,9 @@ def _save_atomically(torch: Any, root: Any, output: str, locations: dict[int, st
 
 
 def _check_output(source: str, output: str) -> None:
-    if os.path.isdir(output):
-        raise OutputPathError(output, "is a directory; give a file name for the rewritten dump")
-    same = False
-    try:
-        same = os.path.samefile(source, output)  # links and hard links to the input, too
-    except OSError:
-        same = os.path.realpath(source) == os.path.realpath(output)
-    if same:
-        raise OutputPathError(
-            output,
-            f"is the input {source}; tensorize never overwrites its "
-            "input: give another output file",
-        )
-    if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
-        raise OutputPathError(output, "its folder does not exist")
+    # The rule every command's --output follows: a regular file or a new path, never an input
+    # (by any spelling, link or hard link); os.replace would otherwise swap a device for a file.
+    check_output(output, [source])
 
 
 def _sha256(path: str) -> str:

@@ -9,7 +9,7 @@ import typer
 
 from ppaux.report.document import InputProblem, Report
 from ppaux_cli.exits import fail
-from ppaux_cli.options import ReportOptions, check_stage_options, report_options
+from ppaux_cli.options import ReportOptions, check_stage_options, report_options_reading
 from ppaux_cli.output import emit, resolve_gate
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ class DistributedCheck:
     sglang_path: str | None
 
 
-@report_options
+@report_options_reading((".json",))
 def check_skew(
     paths: Annotated[
         list[str] | None,

@@ -1,16 +1,27 @@
 """``ppaux tensorize DUMP -o FIXED``: rewrite a dump with its non-tensor auxiliary values made
-tensors, so that rank 0 pops it cleanly."""
+tensors, so that rank 0 pops it cleanly.
+
+``-o -`` writes the rewritten dump to stdout (binary; refused when stdout is a terminal), and the
+lines that say what was converted go to stderr instead. ``-`` as DUMP is refused with the reason:
+the rewrite reads tensor bytes back from the file.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ppaux_cli.exits import fail
 from ppaux_cli.options import LimitOption, limits_from
+from ppaux_cli.output import STDIO, is_terminal
+
+if TYPE_CHECKING:
+    from ppaux.fix import TensorizeResult
+    from ppaux.limits import Limits
 
 __all__ = ["tensorize"]
 
@@ -28,7 +39,8 @@ def tensorize(
             "--output",
             "-o",
             metavar="FIXED",
-            help="Where to write the rewritten dump (never the input itself).",
+            help="Where to write the rewritten dump: a new or regular file, never the input "
+            "itself; - writes it to stdout (not a terminal).",
         ),
     ],
     limit: LimitOption = None,
@@ -39,13 +51,27 @@ def tensorize(
     # torch warns on import when numpy is absent; tensorize never needs numpy.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     from ppaux.errors import PpauxError
-    from ppaux.fix.tensorize import tensorize_dump
+    from ppaux.files import OutputPathError
+    from ppaux.fix import tensorize_dump
     from ppaux.torch_probe import require_torch
 
+    if path == STDIO:
+        fail(
+            "-: tensorize reads tensor bytes back from the file, so it cannot read stdin; "
+            "save the dump to a file and give its path"
+        )
+    to_stdout = output == STDIO
+    if to_stdout and is_terminal(sys.stdout):
+        fail("-o -: stdout is a terminal; the rewritten dump is binary: redirect it to a file")
     limits = limits_from(limit)
     try:
         require_torch("ppaux tensorize")
-        result = tensorize_dump(path, output, limits)
+        if to_stdout:
+            result = _tensorize_to_stdout(path, limits)
+        else:
+            result = tensorize_dump(path, output, limits)
+    except OutputPathError as exc:
+        fail(f"--output {exc}")
     except PpauxError as exc:
         fail(str(exc))
     lines = []
@@ -54,10 +80,30 @@ def tensorize(
     for refusal in result.refusals:
         where = f"{refusal.locator}[{refusal.key!r}]" if refusal.key is not None else path
         lines.append(f"refused {where}: {refusal.reason}")
+    where = "stdout" if to_stdout else output
     if result.written:
         count = len(result.conversions)
-        lines.append(f"wrote {output} ({count} value{'s' if count != 1 else ''} converted)")
+        lines.append(f"wrote {where} ({count} value{'s' if count != 1 else ''} converted)")
     else:
-        lines.append(f"nothing written to {output}")
-    sys.stdout.write("".join(f"{line}\n" for line in lines))
+        lines.append(f"nothing written to {where}")
+    # With -o - the dump is on stdout, so what was done goes to stderr.
+    stream = sys.stderr if to_stdout else sys.stdout
+    stream.write("".join(f"{line}\n" for line in lines))
     raise typer.Exit(0 if result.written else 1)
+
+
+def _tensorize_to_stdout(path: str, limits: Limits) -> TensorizeResult:
+    """Rewrite into a private temporary folder, then copy the dump to stdout's binary stream."""
+    import shutil
+    import tempfile
+
+    from ppaux.fix import tensorize_dump
+
+    with tempfile.TemporaryDirectory(prefix="ppaux-tensorize-") as folder:
+        temporary = os.path.join(folder, "fixed.pt")
+        result = tensorize_dump(path, temporary, limits)
+        if result.written:
+            with open(temporary, "rb") as handle:
+                shutil.copyfileobj(handle, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+    return result
