@@ -205,8 +205,10 @@ def wire_throughput(
         wire.exchange(sent, "reference")  # warm-up: the receiver starts, buffers are made
         wire.raw(tensors)
         for _ in range(runs):
-            info, readded, stats = wire.exchange(sent, "reference")
-            assert info["outcome"] == "ok" and stats.tensor_bytes == total
+            exchange = wire.exchange(sent, "reference")
+            stats, readded = exchange.stats, exchange.readded or {}
+            assert exchange.reception is not None and exchange.reception.outcome == "ok"
+            assert stats is not None and stats.tensor_bytes == total
             assert all(torch.equal(readded[k].to(device), sent[k]) for k in readded)
             dict_seconds.append(stats.seconds)
             raw_seconds.append(wire.raw(tensors))

@@ -13,9 +13,8 @@ import test_replay_fixtures as fixtures
 import torch
 from helpers import cli
 
-from ppaux.replay.distributed import DistributedWire
+from ppaux.replay import DistributedWire, WireFailure, open_wire
 from ppaux.replay.run import ReplayOptions, Sender, Transport, replay_paths
-from ppaux.replay.wire import WireError
 
 pytestmark = [pytest.mark.distributed, pytest.mark.usefixtures("in_repo")]
 
@@ -97,28 +96,64 @@ def test_every_fixture_agrees_with_the_emulated_wire():
 def test_sender_failure_then_recovery_and_raw_baseline():
     with DistributedWire(torch.device("cpu"), timeout_s=30) as wire:
         bad = {f"{P}t": torch.arange(6.0).reshape(2, 3).t(), "next_token_ids": torch.ones(2)}
-        with pytest.raises(WireError) as caught:
-            wire.exchange(bad, "reference")
-        assert (caught.value.side, caught.value.message, caught.value.key) == (
-            "sender",
-            "input tensor has to be contiguous",
-            f"{P}t",
+        failed = wire.exchange(bad, "reference")
+        assert failed.reception is None
+        assert failed.failure == WireFailure(
+            "sender", "RuntimeError", "input tensor has to be contiguous", f"{P}t", True
         )
         # A fresh receiver takes over for the next dict.
         big = torch.arange(2**20, dtype=torch.float32)
-        info, readded, stats = wire.exchange(
-            {f"{P}big": big, "__msg_type__": "output"}, "reference"
-        )
-        assert info["outcome"] == "ok"
-        assert torch.equal(readded[f"{P}big"], big)
-        assert (stats.tensors, stats.tensor_bytes) == (1, 4 * 2**20)
+        exchange = wire.exchange({f"{P}big": big, "__msg_type__": "output"}, "reference")
+        assert exchange.failure is None and exchange.reception.outcome == "ok"
+        assert torch.equal(exchange.readded[f"{P}big"], big)
+        assert (exchange.stats.tensors, exchange.stats.tensor_bytes) == (1, 4 * 2**20)
         assert wire.raw([big]) > 0
 
 
 def test_receiver_failure_is_reported_from_the_receiver():
     with DistributedWire(torch.device("cpu"), timeout_s=30) as wire:
-        with pytest.raises(WireError) as caught:
-            wire.exchange({f"{P}x": ReceiverCannotImport(), "t": torch.ones(1)}, "reference")
-        assert caught.value.side == "receiver"
-        assert caught.value.error_type == "ModuleNotFoundError"
-        assert caught.value.message == "No module named 'test_replay_distributed'"
+        failure = wire.exchange(
+            {f"{P}x": ReceiverCannotImport(), "t": torch.ones(1)}, "reference"
+        ).failure
+        assert failure.side == "receiver"
+        assert failure.error_type == "ModuleNotFoundError"
+        assert failure.message == "No module named 'test_replay_distributed'"
+
+
+def test_rank_0_gets_back_what_the_receiving_process_holds():
+    """deliver() brings the receiver's dict into this process: tensors rebuilt from their
+    device, dtype, shape and bytes (a quantized one too: it has no quantizer and cannot be
+    pickled), everything else as the receiver unpickled it."""
+    scores = [0.25, {"k": (1, None)}]
+    sent = {
+        "next_token_ids": torch.tensor([3, 4]),
+        f"{P}scores": scores,
+        f"{P}t": torch.arange(6.0).reshape(2, 3).t().contiguous(),
+        f"{P}empty": torch.empty(0, 2, dtype=torch.float16),
+        f"{P}meta": torch.empty(2, 3, device="meta"),
+        f"{P}q": torch.quantize_per_tensor(torch.tensor([]), 0.5, 1, torch.quint8),
+        "__msg_type__": "output",
+    }
+    with open_wire(Transport.TORCH_DISTRIBUTED, timeout_s=30) as wire:
+        delivery = wire.deliver(sent)
+        assert delivery.transport == "torch-distributed" and delivery.failure is None
+        received = delivery.received
+        assert list(received) == list(sent)
+        assert received["next_token_ids"].tolist() == [3, 4]
+        assert received[f"{P}t"].tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+        assert received[f"{P}scores"] == scores
+        assert received[f"{P}empty"].shape == (0, 2)
+        assert received[f"{P}empty"].dtype == torch.float16
+        assert received[f"{P}meta"].device.type == "meta"
+        assert received[f"{P}q"].dtype == torch.quint8 and received[f"{P}q"].is_quantized
+        assert received["__msg_type__"] == "output"
+        assert (delivery.stats.tensors, delivery.stats.empty) == (2, 3)
+        assert delivery.stats.tensor_bytes == 2 * 8 + 6 * 4
+
+        failed = wire.deliver({"x": torch.ones(4)[::2]})
+        assert failed.received is None
+        assert failed.failure == WireFailure(
+            "sender", "RuntimeError", "input tensor has to be contiguous", "x", True
+        )
+        # The receiver that was left waiting is replaced by a fresh one.
+        assert wire.deliver({"x": torch.ones(2)}).received["x"].tolist() == [1.0, 1.0]

@@ -159,3 +159,123 @@ def test_compare_is_bit_for_bit():
             "received": None,
         }
     ]
+
+
+class _Named(str):
+    """A str subclass: what a command-line library may hand over in place of an enum member."""
+
+
+def test_every_in_process_wire_follows_the_protocol():
+    from ppaux.replay import EmulatedWire, NoWire, Wire, open_wire
+
+    scores = [0.25, 0.5]
+    sent = {"next_token_ids": torch.tensor([1, 2]), f"{P}scores": scores, f"{P}x": torch.ones(3)}
+    with open_wire("none") as none, open_wire(_Named("wire")) as wire:
+        assert isinstance(none, NoWire) and isinstance(wire, EmulatedWire)
+        assert isinstance(none, Wire) and isinstance(wire, Wire)
+        as_sent = none.deliver(sent)
+        # No wire: rank 0 holds the very dict the last stage sent.
+        assert as_sent.received is sent and as_sent.stats is None and as_sent.failure is None
+        emulated = wire.deliver(sent)
+        assert emulated.transport == "wire" and emulated.failure is None
+        assert emulated.received[f"{P}scores"] == scores
+        assert emulated.received[f"{P}scores"] is not scores
+        assert emulated.received[f"{P}x"].tolist() == [1.0, 1.0, 1.0]
+        assert (emulated.stats.tensors, emulated.stats.tensor_bytes) == (2, 2 * 8 + 3 * 4)
+
+        # Rank 0's pop meets the list on both: reference pop raises sglang's message.
+        for each in (none, wire):
+            exchange = each.exchange(sent, "reference")
+            assert exchange.reception.outcome == "error"
+            assert exchange.reception.stage == "pop"
+            assert exchange.reception.error == "received a non-tensor auxiliary PP output"
+            assert exchange.readded is None
+
+
+def test_a_wire_failure_is_data_not_an_exception():
+    from ppaux.replay import WireFailure, open_wire
+
+    with open_wire("wire") as wire:
+        delivery = wire.deliver({f"{P}t": torch.arange(6.0).reshape(2, 3).t()})
+        exchange = wire.exchange({f"{P}t": torch.arange(6.0).reshape(2, 3).t()}, "reference")
+    expected = WireFailure(
+        "sender", "RuntimeError", "input tensor has to be contiguous", f"{P}t", True
+    )
+    assert delivery.received is None and delivery.failure == expected
+    assert exchange.reception is None and exchange.failure == expected
+    assert expected.to_json() == {
+        "side": "sender",
+        "error_type": "RuntimeError",
+        "message": "input tensor has to be contiguous",
+        "key": f"{P}t",
+        "metadata_sent": True,
+    }
+
+
+def test_open_wire_refuses_an_unknown_transport():
+    from ppaux.replay import open_wire
+
+    with pytest.raises(ValueError, match=r"^carrier-pigeon: not a transport"):
+        open_wire("carrier-pigeon")
+
+
+#: Run in a process of a prepared runtime: sglang's own GroupCoordinator carries the dict.
+_SGLANG_DELIVERY = """
+import json, sys, torch
+from ppaux.replay import open_wire
+P = "__sampling_observer_output__."
+sent = {
+    "next_token_ids": torch.tensor([3, 4]),
+    P + "scores": [0.25, 0.5],
+    P + "x": torch.arange(6.0).reshape(2, 3),
+    P + "empty": torch.empty(0, 2),
+}
+with open_wire("sglang", sglang_path=sys.argv[1], timeout_s=120) as wire:
+    d = wire.deliver(sent)
+    bad = wire.deliver({P + "t": torch.arange(6.0).reshape(2, 3).t()})
+print(json.dumps({
+    "failure": d.failure,
+    "received": {
+        k: [str(v.dtype), list(v.shape), v.tolist()] if torch.is_tensor(v) else v
+        for k, v in d.received.items()
+    },
+    "bad": [bad.received, bad.failure.side, bad.failure.error_type, bad.failure.message],
+}))
+"""
+
+
+@pytest.mark.sglang_runtime
+@pytest.mark.parametrize("version", ["0.5.19", "0.5.23"])
+def test_sglangs_own_wire_delivers_through_the_protocol(version):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import sglang_runtime
+
+    runtime = sglang_runtime.sglang_runtime(version)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PPAUX_CAPTURE", "SGLANG_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(runtime.site_dir), str(runtime.standin_dir)])
+    env["PYTHONNOUSERSITE"] = "1"
+    env["HF_HOME"] = str(runtime.root / "hf-home")
+    env["TRITON_CACHE_DIR"] = str(runtime.root / "triton-cache")
+    done = subprocess.run(
+        [sys.executable, "-c", _SGLANG_DELIVERY, str(runtime.sglang_dir)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["failure"] is None
+    assert report["received"] == {
+        "next_token_ids": ["torch.int64", [2], [3, 4]],
+        f"{P}scores": [0.25, 0.5],
+        f"{P}x": ["torch.float32", [2, 3], [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]],
+        f"{P}empty": ["torch.float32", [0, 2], []],
+    }
+    # gloo refuses the non-contiguous tensor inside sglang's own send, on the sender.
+    assert report["bad"] == [None, "sender", "RuntimeError", "input tensor has to be contiguous"]

@@ -41,6 +41,7 @@ import torch
 import torch.distributed as dist
 
 from ppaux.errors import PpauxError
+from ppaux.replay.protocol import Delivery, Exchange, WireFailure
 from ppaux.replay.wire import (
     TensorMetadata,
     WireError,
@@ -220,6 +221,8 @@ class DistributedWire:
 
     #: The module the receiver process runs (``python -m``).
     child_module = "ppaux.replay.distributed"
+    #: The transport's name (see :class:`ppaux.replay.protocol.Wire`).
+    transport = "torch-distributed"
 
     def __init__(
         self,
@@ -391,24 +394,18 @@ class DistributedWire:
         return WireError("sender", type(exc).__name__, message, metadata_sent=True)
 
     # -- transfers -----------------------------------------------------------------------------
-    def exchange(
-        self, sent: dict[str, Any], impl: str
-    ) -> tuple[dict[str, Any], dict[str, Any] | None, WireStats]:
-        """Send ``sent`` to the receiver, which pops with ``impl`` ('reference' or 'sglang').
+    def _send(self, sent: dict[str, Any], control: dict[str, Any], stats: WireStats) -> float:
+        """Tell the receiver what to do with the next message, then send ``sent`` itself.
 
-        Returns the receiver's outcome (see :func:`ppaux.replay.roundtrip.receive`), the re-added
-        auxiliary tensors it sent back, and the wire's statistics; raises :class:`WireError`
-        where the wire fails.
+        Returns when the message left (on the shared clock); raises :class:`WireError` where
+        the wire fails.
         """
         self._check(sent)
         channel = self._start()
         self._sequence += 1
         sequence = self._sequence
-        stats = WireStats()
         try:
-            channel.send_object(
-                {"op": "dict", "seq": sequence, "impl": impl, "all_gather": self.all_gather_size}
-            )
+            channel.send_object({"seq": sequence, "all_gather": self.all_gather_size, **control})
             _synchronize(self.device.type)
             started = clock()
             self._send_message(channel, sent, stats)
@@ -419,14 +416,47 @@ class DistributedWire:
             raise exc
         except RuntimeError as exc:
             raise self._receiver_failure(sequence, exc) from None
+        return started
+
+    def exchange(self, sent: dict[str, Any], impl: str) -> Exchange:
+        """Send ``sent`` to the receiver, which pops with ``impl`` ('reference' or 'sglang').
+
+        Returns the receiver's :class:`~ppaux.replay.roundtrip.Reception`, the re-added
+        auxiliary tensors it sent back and the wire's statistics, or where the wire failed.
+        """
+        stats = WireStats()
         try:
-            reply = channel.recv_tensor_dict()
-        except (RuntimeError, WireError) as exc:
-            raise self._receiver_failure(sequence, exc) from None
+            started = self._send(sent, {"op": "dict", "impl": impl}, stats)
+            channel = self._start()
+            try:
+                reply = channel.recv_tensor_dict()
+            except (RuntimeError, WireError) as exc:
+                raise self._receiver_failure(self._sequence, exc) from None
+        except WireError as exc:
+            return Exchange(self.transport, None, failure=WireFailure.from_error(exc))
         answer = reply.pop(_REPLY_KEY)
         stats.seconds = max(answer["received_at"] - started, 0.0)
         readded = reply if answer["readded"] else None
-        return answer["info"], readded, stats
+        return Exchange(self.transport, answer["info"], readded, stats)
+
+    def deliver(self, sent: dict[str, Any]) -> Delivery:
+        """Send ``sent``; return a copy, in this process, of the dict the receiver holds.
+
+        The receiver sends back every tensor's device, dtype, shape and bytes and every other
+        value as it unpickled it; the copy is rebuilt on the receiver's device.
+        """
+        stats = WireStats()
+        try:
+            started = self._send(sent, {"op": "deliver"}, stats)
+            channel = self._start()
+            try:
+                answer = channel.recv_object()
+            except (RuntimeError, WireError) as exc:
+                raise self._receiver_failure(self._sequence, exc) from None
+        except WireError as exc:
+            return Delivery(self.transport, None, WireFailure.from_error(exc))
+        stats.seconds = max(answer["received_at"] - started, 0.0)
+        return Delivery(self.transport, _rebuild(answer["entries"]), stats=stats)
 
     def raw(self, tensors: list[torch.Tensor]) -> float:
         """Seconds to send ``tensors`` with bare send/recv (no metadata), for comparison."""
@@ -491,6 +521,8 @@ def serve(
         try:
             if control["op"] == "raw":
                 _serve_raw(channel, control, device.type)
+            elif control["op"] == "deliver":
+                _serve_delivery(channel, control, receive_message, device.type)
             else:
                 _serve_dict(
                     channel,
@@ -557,6 +589,53 @@ def _serve_dict(
     }
     reply.update(readded or {})
     channel.send_tensor_dict(reply)
+
+
+def _serve_delivery(
+    channel: _Channel, control: dict[str, Any], receive_message: Receive, device_type: str
+) -> None:
+    received = receive_message(channel, control)
+    _synchronize(device_type)
+    received_at = clock()
+    channel.send_object({"received_at": received_at, "entries": _portable(received)})
+
+
+def _portable(received: dict[Any, Any]) -> list[tuple[Any, ...]]:
+    """``received`` as picklable entries: (key, value) or (key, device, dtype, size, bytes).
+
+    A received tensor is always dense (the receiver made it with ``torch.empty``), but a
+    quantized one has no quantizer and cannot be pickled; its storage bytes can.
+    """
+    entries: list[tuple[Any, ...]] = []
+    for key, value in received.items():
+        if isinstance(value, torch.Tensor):
+            data = b""
+            if value.device.type != "meta" and value.numel():
+                storage = value.untyped_storage().cpu()  # type: ignore[no-untyped-call]
+                data = ctypes.string_at(storage.data_ptr(), storage.nbytes())
+            entries.append((key, str(value.device), value.dtype, tuple(value.size()), data))
+        else:
+            entries.append((key, value))
+    return entries
+
+
+def _rebuild(entries: list[tuple[Any, ...]]) -> dict[Any, Any]:
+    """The dict :func:`_portable` described, with tensors on the devices they were on."""
+    from ppaux.replay.materialize import quantized_creation
+
+    rebuilt: dict[Any, Any] = {}
+    for entry in entries:
+        if len(entry) == 2:
+            rebuilt[entry[0]] = entry[1]
+            continue
+        key, device, dtype, size, data = entry
+        with quantized_creation():
+            tensor = torch.empty(size, dtype=dtype, device=device)
+        if data:
+            source = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(tensor.device)
+            tensor.untyped_storage().copy_(source.untyped_storage())
+        rebuilt[key] = tensor
+    return rebuilt
 
 
 def _serve_raw(channel: _Channel, control: dict[str, Any], device_type: str) -> None:

@@ -8,13 +8,14 @@
 * :func:`compare` checks what came back against what was sent, bit for bit, on the sender's device.
 
 ``add`` and ``pop`` are passed in, so the same steps run ppaux's reference transport or sglang's
-own module. Results are plain data (they cross process boundaries in the torch.distributed
+own module. Results are frozen data (they cross process boundaries in the torch.distributed
 transport). This module imports torch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -24,6 +25,7 @@ from ppaux.errors import PpauxError
 from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_PREFIX
 
 __all__ = [
+    "Reception",
     "ReferenceObserver",
     "ReferenceOutput",
     "SenderRefused",
@@ -134,59 +136,87 @@ def _message(exc: BaseException) -> str:
     return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
 
 
+@dataclass(frozen=True)
+class Reception:
+    """What rank 0 made of a received dict: pop with a reference observer, then add back.
+
+    ``outcome`` is 'ok' or 'error'; ``stage`` 'pop' or 'readd' where it failed; ``error_type``
+    and ``error`` (verbatim) the exception raised there; ``culprit`` the key it is about.
+    ``received`` and ``output`` describe the auxiliary entries received and the tensors the
+    popped output gave back (see :func:`describe`); ``remaining_keys`` are the keys pop left in
+    the dict, ``readded_keys`` those the way back produced.
+    """
+
+    received: list[dict[str, Any]] = field(default_factory=list)
+    outcome: str = "ok"
+    stage: str | None = None
+    error_type: str | None = None
+    error: str | None = None
+    culprit: str | None = None
+    output: list[dict[str, Any]] | None = None
+    remaining_keys: list[str] | None = None
+    readded_keys: list[str] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The reception as plain data, one key per field."""
+        return {
+            "received": self.received,
+            "outcome": self.outcome,
+            "stage": self.stage,
+            "error_type": self.error_type,
+            "error": self.error,
+            "culprit": self.culprit,
+            "output": self.output,
+            "remaining_keys": self.remaining_keys,
+            "readded_keys": self.readded_keys,
+        }
+
+
 def receive(
     received: dict[str, Any], *, pop: Callable[[Any, Any], Any], add: Callable[[Any, Any], None]
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
+) -> tuple[Reception, dict[str, Any] | None]:
     """Pop on rank 0 with a reference observer, then add the output into a fresh dict.
 
-    Returns plain data (``outcome`` 'ok' or 'error', ``stage`` 'pop' or 'readd' where it
-    failed, ``error_type``, ``error`` verbatim, ``received`` and ``output`` descriptions, the
-    keys left in the dict) and the re-added dict (None when pop failed or returned None).
+    Returns the :class:`Reception` and the re-added dict (None when pop failed or returned
+    None).
     """
-    info: dict[str, Any] = {
-        "received": [dict(describe(v), key=key_text(k)) for k, v in aux_entries(received).items()],
-        "outcome": "ok",
-        "stage": None,
-        "error_type": None,
-        "error": None,
-        "culprit": None,
-        "output": None,
-        "remaining_keys": None,
-        "readded_keys": None,
-    }
+    info = Reception(
+        received=[dict(describe(v), key=key_text(k)) for k, v in aux_entries(received).items()]
+    )
     working = dict(received)
     try:
         output = pop(working, ReferenceObserver())
     except Exception as exc:
-        info.update(
+        return replace(
+            info,
             outcome="error",
             stage="pop",
             error_type=type(exc).__name__,
             error=_message(exc),
             culprit=_pop_culprit(received, exc),
-        )
-        return info, None
-    info["remaining_keys"] = [key_text(k) for k in working]
+        ), None
+    info = replace(info, remaining_keys=[key_text(k) for k in working])
     if output is None:
         return info, None
     tensors = output.to_pp_tensors() if hasattr(output, "to_pp_tensors") else None
     if isinstance(tensors, dict):
-        info["output"] = [dict(describe(v), name=key_text(n)) for n, v in tensors.items()]
+        info = replace(
+            info, output=[dict(describe(v), name=key_text(n)) for n, v in tensors.items()]
+        )
     readded: dict[str, Any] = {}
     try:
         add(readded, output)
     except Exception as exc:
         current = getattr(tensors, "current", None)
-        info.update(
+        return replace(
+            info,
             outcome="error",
             stage="readd",
             error_type=type(exc).__name__,
             error=_message(exc),
             culprit=key_text(f"{OUTPUT_PREFIX}{current}") if current is not None else None,
-        )
-        return info, None
-    info["readded_keys"] = [key_text(k) for k in readded]
-    return info, readded
+        ), None
+    return replace(info, readded_keys=[key_text(k) for k in readded]), readded
 
 
 def _pop_culprit(received: dict[str, Any], exc: BaseException) -> str | None:

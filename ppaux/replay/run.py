@@ -169,41 +169,21 @@ def _setup(options: ReplayOptions) -> _Setup:
             "sha256": source.sha256,
             "stock_releases": list(source.stock_releases),
         }
-    setup = _Setup(options, device, impls, info)
-    if options.transport is Transport.TORCH_DISTRIBUTED:
-        from ppaux.replay.distributed import DistributedWire, WireSetupError
+    from ppaux.replay.distributed import WireSetupError
+    from ppaux.replay.protocol import open_wire
 
-        try:
-            # The receiver loads sglang's module itself: from the same place, or (when it was
-            # found on this process's path) from the very file found here.
-            found = impls.get("sglang")
-            source = (
-                options.sglang_path
-                if options.sglang_path is not None or found is None
-                else found.__ppaux_source__.origin
-            )
-            setup.wire = DistributedWire(
-                device,
-                timeout_s=options.timeout_s,
-                all_gather_size=options.all_gather,
-                sglang_source=source,
-            )
-        except WireSetupError as exc:
-            raise ReplayConfigError("transport", options.transport.value, str(exc)) from None
-    elif options.transport is Transport.SGLANG:
-        from ppaux.replay.distributed import WireSetupError
-        from ppaux.replay.sglang_wire import SglangWire
-
-        try:
-            setup.wire = SglangWire(
-                device,
-                timeout_s=options.timeout_s,
-                all_gather_size=options.all_gather,
-                sglang_path=options.sglang_path,
-            )
-        except WireSetupError as exc:
-            raise ReplayConfigError("transport", options.transport.value, str(exc)) from None
-    return setup
+    try:
+        wire = open_wire(
+            options.transport,
+            device=device,
+            all_gather=options.all_gather,
+            timeout_s=options.timeout_s,
+            sglang_path=options.sglang_path,
+            implementations=impls,
+        )
+    except WireSetupError as exc:
+        raise ReplayConfigError("transport", options.transport.value, str(exc)) from None
+    return _Setup(options, device, impls, info, wire)
 
 
 def _runtime_info(setup: _Setup) -> dict[str, Any] | None:
@@ -425,11 +405,9 @@ def _run(
 ) -> dict[str, Any]:
     """One implementation's replay of one payload: send, wire, pop, add back, compare."""
     from ppaux.replay import roundtrip
-    from ppaux.replay.wire import WireError, transfer
 
     options = setup.options
     add = module.add_auxiliary_output_to_pp_tensors
-    pop = module.pop_auxiliary_output_from_pp_tensors
     run: dict[str, Any] = {
         "impl": name,
         "outcome": "ok",
@@ -479,35 +457,32 @@ def _run(
             return run
     sent_aux = roundtrip.aux_entries(sent)
     run["sent"] = [dict(roundtrip.describe(v), key=k) for k, v in sent_aux.items()]
-    try:
-        if options.transport is Transport.NONE:
-            info, readded = roundtrip.receive(sent, pop=pop, add=add)
-        elif options.transport is Transport.WIRE:
-            received, stats = transfer(sent, all_gather_size=options.all_gather)
-            run["wire"] = stats.to_json()
-            info, readded = roundtrip.receive(received, pop=pop, add=add)
-        else:
-            info, readded, stats = setup.wire.exchange(sent, name)
-            run["wire"] = stats.to_json()
-    except WireError as exc:
+    exchange = setup.wire.exchange(sent, name)
+    failure = exchange.failure
+    if failure is not None or exchange.reception is None:
+        assert failure is not None
         run.update(
             outcome="error",
             stage="wire",
-            error_type=exc.error_type,
-            error=exc.message,
-            culprit=exc.key if isinstance(exc.key, str) else None,
+            error_type=failure.error_type,
+            error=failure.message,
+            culprit=failure.key,
         )
-        run["wire"] = {"side": exc.side, "metadata_sent": exc.metadata_sent}
+        run["wire"] = {"side": failure.side, "metadata_sent": failure.metadata_sent}
         return run
+    if exchange.stats is not None:
+        run["wire"] = exchange.stats.to_json()
+    info = exchange.reception
+    readded = exchange.readded
     run.update(
-        outcome=info["outcome"],
-        stage=info["stage"],
-        error_type=info["error_type"],
-        error=info["error"],
-        culprit=info["culprit"],
-        received=info["received"],
-        output=info["output"],
-        remaining_keys=info["remaining_keys"],
+        outcome=info.outcome,
+        stage=info.stage,
+        error_type=info.error_type,
+        error=info.error,
+        culprit=info.culprit,
+        received=info.received,
+        output=info.output,
+        remaining_keys=info.remaining_keys,
     )
     if readded is not None:
         run["mismatches"], run["changes"] = roundtrip.compare(sent_aux, readded)

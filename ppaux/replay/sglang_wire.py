@@ -129,6 +129,7 @@ class SglangWire(DistributedWire):
     """The sending end: this process is sglang's last PP stage, the receiver is started."""
 
     child_module = "ppaux.replay.sglang_wire"
+    transport = "sglang"
 
     def __init__(
         self,
