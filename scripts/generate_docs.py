@@ -78,7 +78,26 @@ def pages() -> dict[pathlib.Path, str]:
         ROOT / "docs" / "catalogue.md": catalogue_markdown(RULES.values()),
         ROOT / "docs" / "cli.md": cli_reference_markdown(),
         ROOT / "docs" / "capture-format.md": capture_format_markdown(),
+        **error_pages(),
     }
+
+
+def error_pages() -> dict[pathlib.Path, str]:
+    """docs/errors/: one page per sglang PP message, and their index."""
+    from ppaux.report.error_pages import ERROR_PAGES
+    from ppaux.report.formats.error_page import (
+        error_index_markdown,
+        error_page_markdown,
+        page_file,
+    )
+
+    folder = ROOT / "docs" / "errors"
+    note = (
+        "<!-- Generated from ppaux/report/error_pages.py by scripts/generate_docs.py; "
+        "do not edit. -->\n\n"
+    )
+    found = {folder / page_file(page): note + error_page_markdown(page) for page in ERROR_PAGES}
+    return {folder / "index.md": error_index_markdown(), **found}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             stale.append(path)
         else:
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
             print(f"wrote {path.relative_to(ROOT)}")
     for path in stale:

@@ -1,0 +1,236 @@
+"""An error page (:class:`~ppaux.report.error_pages.ErrorPage`) as text, JSON and Markdown:
+``ppaux explain`` with a message pasted from a log, and the docs pages in ``docs/errors/``.
+
+Pure functions of the page and the rule catalogue. The text wraps at 80 columns without cutting
+a word, a message or a file name; commands are printed whole, indented, one line each.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+from ppaux.report.error_pages import ERROR_PAGES, ErrorPage
+
+__all__ = [
+    "error_index_markdown",
+    "error_page_json",
+    "error_page_markdown",
+    "error_page_text",
+    "page_file",
+]
+
+#: The width the text page wraps at: a CI log's, and a terminal's narrowest common width.
+WIDTH = 80
+
+
+def page_file(page: ErrorPage) -> str:
+    """The docs page's file name, relative to ``docs/errors/``."""
+    return f"{page.message_id}.md"
+
+
+def _rule(code: str) -> Any:
+    from ppaux.report.catalogue import get_rule
+
+    return get_rule(code)
+
+
+def error_page_json(page: ErrorPage, name: str | None = None) -> dict[str, Any]:
+    """One page as a JSON object; ``name`` is the tensor name of a pasted message, if any."""
+    return {
+        "message_id": page.message_id,
+        "message": page.text,
+        "name": name,
+        "exception": "RuntimeError",
+        "function": page.function,
+        "stage": page.stage,
+        "meaning": page.meaning,
+        "raised_at": [
+            {
+                "release": release,
+                "file": file,
+                "line": line,
+                "called_from": caller,
+                "call_line": call,
+            }
+            for release, file, line, caller, call in page.locations()
+        ],
+        "when": page.when,
+        "causes": list(page.causes),
+        "fixes": [{"text": fix.text, "command": fix.command or None} for fix in page.fixes],
+        "related": list(page.related),
+        "rules": list(page.rules),
+    }
+
+
+def _wrap(text: str, indent: str = "  ") -> list[str]:
+    return textwrap.wrap(
+        text,
+        WIDTH,
+        initial_indent=indent,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+def _bullet(text: str) -> list[str]:
+    return textwrap.wrap(
+        text,
+        WIDTH,
+        initial_indent="  - ",
+        subsequent_indent="    ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+def _ranges(page: ErrorPage) -> list[tuple[str, str, int, str, int]]:
+    """Consecutive releases with the same lines, merged: ('0.5.20-0.5.23', ...)."""
+    merged: list[tuple[list[str], str, int, str, int]] = []
+    for release, file, line, caller, call in page.locations():
+        if merged and merged[-1][1:] == (file, line, caller, call):
+            merged[-1][0].append(release)
+        else:
+            merged.append(([release], file, line, caller, call))
+    rows = []
+    for releases, file, line, caller, call in merged:
+        span = releases[0] if len(releases) == 1 else f"{releases[0]}-{releases[-1]}"
+        rows.append((span, file, line, caller, call))
+    return rows
+
+
+def error_page_text(page: ErrorPage, name: str | None = None) -> str:
+    """The page for a terminal or a CI log: at most 80 columns where words allow."""
+    from ppaux.sglang import message_by_id
+
+    message = message_by_id(page.message_id)
+    shown = message.format(name) if name is not None and message.takes_name else page.text
+    lines = [f"RuntimeError: {shown}", ""]
+    lines += _wrap(f"Raised by {page.function}() on {page.stage}; sglang 0.5.19-0.5.23.", indent="")
+    lines += ["", "What it means:", *_wrap(page.meaning), "", "Where it is raised:"]
+    locations = page.locations()
+    spans: list[tuple[list[str], str]] = []
+    for release, file, line, _, _ in locations:
+        if spans and spans[-1][1] == f"{file}:{line}":
+            spans[-1][0].append(release)
+        else:
+            spans.append(([release], f"{file}:{line}"))
+    for releases, where in spans:
+        span = releases[0] if len(releases) == 1 else f"{releases[0]}-{releases[-1]}"
+        lines.append(f"  {where} in {span}")
+    file, _, method = locations[0][3].partition(":")
+    calls = ", ".join(f"{call} in {release}" for release, _, _, _, call in locations)
+    lines += _wrap(f"called from {method}() in {file}, line {calls}", indent="  ")
+    lines += ["", "When it happens:", *_wrap(page.when), "", "Likely causes:"]
+    for cause in page.causes:
+        lines += _bullet(cause)
+    lines += ["", "Fixes:"]
+    for fix in page.fixes:
+        lines += _bullet(fix.text)
+        lines += [f"      {command}" for command in fix.command.splitlines()]
+    lines += ["", "Related messages:"]
+    for other in page.related:
+        lines += _bullet(message_by_id(other).template)
+    lines += ["", "ppaux rules that predict it:"]
+    for code in page.rules:
+        rule = _rule(code)
+        lines += _bullet(f"{rule.code} {rule.name}: {rule.summary}")
+    lines += [
+        "",
+        f"More: ppaux explain {page.rules[0]}, and docs/errors/{page_file(page)}.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    from ppaux.report.formats.rules import markdown_text
+
+    return markdown_text(text)
+
+
+def error_page_markdown(page: ErrorPage, *, site: bool = True) -> str:
+    """The page in Markdown. With ``site`` (the docs pages) related messages and rules link to
+    their pages; without it (``explain -f markdown``) nothing refers to another file, so the
+    text renders the same on GitHub, in an issue or a pull request."""
+    from ppaux.report.formats.rules import markdown_code
+    from ppaux.sglang import message_by_id
+
+    lines = [f"# {markdown_code(page.text)}", ""]
+    lines += [
+        f"`RuntimeError`, raised by {markdown_code(page.function + '()')} on {page.stage}, in "
+        "every sglang release from 0.5.19 to 0.5.23.",
+        "",
+        "## What it means",
+        "",
+        _md(page.meaning),
+        "",
+        "## Where it is raised",
+        "",
+        "| release | raised at | called from |",
+        "|---|---|---|",
+    ]
+    for release, file, line, caller, call in page.locations():
+        scheduler, _, method = caller.partition(":")
+        lines.append(
+            f"| {release} | {markdown_code(f'{file}:{line}')} | "
+            f"{markdown_code(method + '()')} at {markdown_code(f'{scheduler}:{call}')} |"
+        )
+    lines += ["", "## When it happens", "", _md(page.when), "", "## Likely causes", ""]
+    lines += [f"- {_md(cause)}" for cause in page.causes]
+    lines += ["", "## Fixes", ""]
+    for number, fix in enumerate(page.fixes, 1):
+        lines.append(f"{number}. {_md(fix.text)}")
+        if fix.command:
+            language = "python" if fix.command.startswith(("def ", "class ", "return")) else "sh"
+            lines += ["", f"    ```{language}"]
+            lines += [f"    {row}" if row else "" for row in fix.command.splitlines()]
+            lines += ["    ```"]
+        lines.append("")
+    lines += ["## Related messages", ""]
+    for other in page.related:
+        text = markdown_code(message_by_id(other).template)
+        lines.append(f"- [{text}]({other}.md)" if site else f"- {text}")
+    lines += ["", "## ppaux rules that predict it", ""]
+    for code in page.rules:
+        rule = _rule(code)
+        label = f"{rule.code} {rule.name}"
+        if site:
+            label = f"[{label}](../catalogue.md#{rule.code.lower()})"
+        lines.append(f"- {label}: {_md(rule.summary)}")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def error_index_markdown() -> str:
+    """docs/errors/index.md: the nine messages, which side raises each, and their pages."""
+    from ppaux.report.formats.rules import markdown_code
+
+    lines = [
+        "<!-- Generated from ppaux/report/error_pages.py by scripts/generate_docs.py; "
+        "do not edit. -->",
+        "",
+        "# sglang's pipeline-parallel messages",
+        "",
+        "sglang 0.5.19-0.5.23 raise nine `RuntimeError`s on the pipeline-parallel path of "
+        "auxiliary (sampling-observer) output: five on the last stage, in "
+        "`add_auxiliary_output_to_pp_tensors`, before the message leaves, and four on rank "
+        "0, in `pop_auxiliary_output_from_pp_tensors`, after it arrives. Each has a page: what "
+        "it means, where it is raised in each release, when it happens, likely causes, fixes "
+        "and the ppaux rules that predict it. `ppaux explain` prints the same page for a "
+        "message pasted from a log:",
+        "",
+        "```",
+        "ppaux explain \"RuntimeError: duplicate auxiliary PP tensor 'scores'\"",
+        "```",
+        "",
+        "| message | raised by | page |",
+        "|---|---|---|",
+    ]
+    for page in ERROR_PAGES:
+        side = "last stage (add)" if page.side == "add" else "rank 0 (pop)"
+        lines.append(
+            f"| {markdown_code(page.text)} | {side} | [{page.message_id}]({page_file(page)}) |"
+        )
+    lines.append("")
+    return "\n".join(lines)
