@@ -9,10 +9,21 @@ transport, wires, ``replay``), :mod:`ppaux.capture` (recording inside sglang),
 tensor dict in the code that writes it.
 """
 
+from typing import TYPE_CHECKING
+
 from ppaux._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:
+    from ppaux.dump import inspect_paths, read_dump
+    from ppaux.errors import DumpError, LimitExceeded, PpauxError
+    from ppaux.limits import Limits
+    from ppaux.replay import replay_paths
+    from ppaux.report import Finding, Report
+    from ppaux.skew import Fingerprint
+
+#: Each public name and the module that holds it, imported on first use.
 _EXPORTS = {
     "PpauxError": "errors",
     "DumpError": "errors",
@@ -26,6 +37,19 @@ _EXPORTS = {
     "replay_paths": "replay",
 }
 
-__all__ = ["__version__", *sorted(_EXPORTS)]
+__all__ = [
+    "DumpError",
+    "Finding",
+    "Fingerprint",
+    "LimitExceeded",
+    "Limits",
+    "PpauxError",
+    "Report",
+    "__version__",
+    "inspect_paths",
+    "read_dump",
+    "replay_paths",
+]
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -25,8 +25,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from ppaux.limits import Limits
-from ppaux.report.document import FailOn
-from ppaux.report.formats import Format
+from ppaux.report import FailOn, Format
 
 __all__ = [
     "LimitOption",
@@ -137,7 +136,7 @@ def choice_option(kind: type[enum.Enum], *names: str, help: str, default: str | 
 
 def complete_codes(incomplete: str) -> list[tuple[str, str]]:
     """Shell completion of rule codes (any case), each with its name as the description."""
-    from ppaux.report.catalogue import RULES
+    from ppaux.report import RULES
 
     prefix = incomplete.strip().upper()
     head, _, last = prefix.rpartition(",")

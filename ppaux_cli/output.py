@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-from ppaux.report.document import FailOn, Report
-from ppaux.report.formats import Format, render
+from ppaux.report import FailOn, Format, Report, render
 from ppaux_cli.exits import fail
 
 if TYPE_CHECKING:
-    from ppaux.report.gate import Gate
+    from ppaux.report import Gate
     from ppaux_cli.options import ReportOptions
 
 __all__ = [
@@ -74,9 +73,8 @@ def resolve_gate(
     """The gate for this run: the configuration file (``config``, or the one found from the
     working directory upward) overridden by the flags given; exit 2 on a bad file or code.
     With ``verbose``, one note on stderr says which file and gate applied."""
-    from ppaux.report.config import ConfigError, discover_config, load_config
-    from ppaux.report.config import resolve_gate as _resolve
-    from ppaux.report.selection import UnknownCodeError
+    from ppaux.report import ConfigError, UnknownCodeError, discover_config, load_config
+    from ppaux.report import resolve_gate as _resolve
 
     try:
         settings = load_config(config) if config is not None else discover_config()
@@ -199,7 +197,7 @@ _HOST_FORMATS = frozenset({Format.GITHUB, Format.GITLAB, Format.SARIF})
 
 
 def _rebase(report: Report, root: str | None) -> Report:
-    from ppaux.report.paths import find_root, rebase_report
+    from ppaux.report import find_root, rebase_report
 
     cwd = os.getcwd()
     if root is not None:
@@ -212,12 +210,12 @@ def _rebase(report: Report, root: str | None) -> Report:
 
 
 def _statistics(report: Report, fmt: Format) -> str:
-    from ppaux.report.formats import statistics
+    from ppaux.report import statistics_json, statistics_text
 
     if fmt is Format.TEXT:
-        return statistics.render_text(report)
+        return statistics_text(report)
     if fmt is Format.JSON:
-        return statistics.render_json(report)
+        return statistics_json(report)
     fail(f"--statistics: only with --format text or json, not {fmt.value}")
 
 
@@ -225,11 +223,11 @@ def _append_step_summary(report: Report, fail_on: FailOn, quiet: bool = False) -
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if not target:
         return
-    from ppaux.report.formats.github import summary
+    from ppaux.report import step_summary
 
     try:
         with open(target, "a", encoding="utf-8") as handle:
-            handle.write(summary(report, fail_on))
+            handle.write(step_summary(report, fail_on))
     except OSError as exc:
         # The report itself is out already; a summary that cannot be written must not change
         # the verdict, so this is a warning, not an error.

@@ -29,13 +29,13 @@ def _commands(
 
 
 def _cell(text: str) -> str:
-    from ppaux.report.formats.rules import markdown_text
+    from ppaux.report import markdown_text
 
     return markdown_text(" ".join(text.split())).replace("|", "\\|")
 
 
 def _section(path: tuple[str, ...], command: Any, ctx: Any) -> list[str]:
-    from ppaux.report.formats.rules import markdown_code
+    from ppaux.report import markdown_code
 
     title = " ".join(path)
     level = "#" * min(len(path) + 1, 4)

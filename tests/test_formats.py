@@ -18,8 +18,7 @@ from helpers import check_golden
 
 import ppaux
 import ppaux.report.catalogue
-from ppaux.report.document import FailOn, InputProblem, Report, Table
-from ppaux.report.findings import Finding, Rule, Severity
+from ppaux.report import FailOn, Finding, InputProblem, Report, Rule, Severity, Table
 from ppaux.report.formats import Format, github, render
 
 HERE = Path(__file__).resolve().parent
@@ -217,7 +216,7 @@ def test_sarif_marks_security_rules_for_code_scanning():
 
 def test_sarif_with_the_real_catalogue_is_valid(monkeypatch):
     monkeypatch.undo()
-    from ppaux.report.catalogue import RULES as real
+    from ppaux.report import RULES as real
 
     doc = json.loads(render(mixed_report(), Format.SARIF))
     jsonschema.Draft4Validator(SARIF_SCHEMA).validate(doc)
@@ -243,12 +242,12 @@ def test_github_annotation_lines_exactly():
 
 
 def test_github_step_summary_golden_and_verdicts():
-    _golden("mixed.github-summary.md", github.summary(mixed_report(), FailOn.ERROR))
-    _golden("clean.github-summary.md", github.summary(clean_report(), FailOn.ERROR))
-    assert "**could not check every input**" in github.summary(mixed_report())
+    _golden("mixed.github-summary.md", github.step_summary(mixed_report(), FailOn.ERROR))
+    _golden("clean.github-summary.md", github.step_summary(clean_report(), FailOn.ERROR))
+    assert "**could not check every input**" in github.step_summary(mixed_report())
     passing = Report("inspect", findings=[_finding("PP114", "x.pt", "none")])
-    assert "**passes the gate** (fail-on error)" in github.summary(passing, FailOn.ERROR)
-    assert "**fails the gate** (fail-on info)" in github.summary(passing, FailOn.INFO)
+    assert "**passes the gate** (fail-on error)" in github.step_summary(passing, FailOn.ERROR)
+    assert "**fails the gate** (fail-on info)" in github.step_summary(passing, FailOn.INFO)
 
 
 def test_junit_one_case_per_subject_failing_at_the_threshold():

@@ -7,9 +7,8 @@ from importlib import resources
 
 import pytest
 
-from ppaux.report.findings import Finding, Severity
-from ppaux.sglang import releases
-from ppaux.sglang.releases import UnknownReleaseError, known_release, release_key_findings
+from ppaux.report import Finding, Severity
+from ppaux.sglang import UnknownReleaseError, known_release, release_key_findings, releases
 
 OLD_ONLY = ["next_token_sampling_mask_idx", "next_token_sampling_logprobs"]
 MASK_0520 = [
@@ -25,9 +24,9 @@ def test_table_is_package_data_and_well_formed():
     assert doc["schema"] == "ppaux.releases/1"
     assert doc["prefix"] == "__sampling_observer_output__."
     assert [f["name"] for f in doc["families"]] == ["<=0.5.18", "0.5.19", "0.5.20-0.5.23"]
-    assert releases.releases() == ("0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+    assert releases.release_versions() == ("0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
     every_version = [v for f in releases.families() for v in f.versions]
-    assert every_version == list(releases.releases())
+    assert every_version == list(releases.release_versions())
 
 
 def test_families_hold_the_reference_facts():
@@ -75,7 +74,7 @@ def test_logprob_key_counts_and_torch_pins(version, count, torch):
 
 
 def test_key_set_changes_between_releases():
-    r = {v: set(releases.release(v).logprob_keys) for v in releases.releases()}
+    r = {v: set(releases.release(v).logprob_keys) for v in releases.release_versions()}
     assert r["0.5.18"] == r["0.5.19"]
     assert r["0.5.19"] - r["0.5.20"] == set(OLD_ONLY)
     assert r["0.5.20"] - r["0.5.19"] == set(MASK_0520)
@@ -118,7 +117,7 @@ def _output(version: str, *, logprobs: bool = True, mask: bool = True) -> list[s
 
 
 def test_release_key_findings_on_a_matching_message():
-    for version in releases.releases():
+    for version in releases.release_versions():
         assert release_key_findings("dump.pt", _output(version), version) == []
 
 

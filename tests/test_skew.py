@@ -7,10 +7,10 @@ import dataclasses
 import pytest
 from skew_fixtures import fingerprint_set, tree
 
-from ppaux.report.findings import Severity
-from ppaux.sglang.capability import analyse
-from ppaux.skew.compare import MissingRank, compare
-from ppaux.skew.fingerprint import Fingerprint, load
+from ppaux.report import Severity
+from ppaux.sglang import analyse
+from ppaux.skew import Fingerprint, MissingRank, load
+from ppaux.skew import compare_stages as compare
 from ppaux.skew.matrix import MAX_COLUMNS
 
 NON_TENSOR = "received a non-tensor auxiliary PP output"

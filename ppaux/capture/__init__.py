@@ -11,25 +11,59 @@ last clean and the first dirty hop), :mod:`.patching` (:func:`install` / :func:`
 capture``).
 """
 
+from typing import TYPE_CHECKING
+
 from ppaux._lazy import lazy_exports
 
+if TYPE_CHECKING:
+    from ppaux.capture.hooks import capture_original
+    from ppaux.capture.patching import active_config, install, stats, uninstall
+    from ppaux.capture.settings import ENV_DIR, CaptureConfig, config_from_env, parse_size
+    from ppaux.capture.state import CaptureStats
+    from ppaux.capture.store import (
+        CaptureDirError,
+        list_captures,
+        list_report,
+        plugin_state,
+        status_report,
+    )
+
+#: Each public name and the module that holds it, imported on first use.
 _EXPORTS = {
     "ENV_DIR": "settings",
+    "CaptureConfig": "settings",
+    "config_from_env": "settings",
+    "parse_size": "settings",
     "install": "patching",
     "uninstall": "patching",
-    "CaptureConfig": "settings",
-    "CaptureStats": "state",
-    "config_from_env": "settings",
     "active_config": "patching",
     "stats": "patching",
+    "CaptureStats": "state",
     "capture_original": "hooks",
-    "parse_size": "settings",
+    "CaptureDirError": "store",
     "list_captures": "store",
     "status_report": "store",
     "list_report": "store",
     "plugin_state": "store",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "ENV_DIR",
+    "CaptureConfig",
+    "CaptureDirError",
+    "CaptureStats",
+    "active_config",
+    "capture_original",
+    "config_from_env",
+    "install",
+    "list_captures",
+    "list_report",
+    "parse_size",
+    "plugin_state",
+    "stats",
+    "status_report",
+    "uninstall",
+]
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -18,7 +18,7 @@ import textwrap
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ppaux.sglang.names import ADD, SCHEDULER_MODULE
+from ppaux.sglang import ADD, SCHEDULER_MODULE
 
 __all__ = ["HOOK_MARK", "WRAPPER_MARK", "layers", "provenance", "resolve"]
 
@@ -104,14 +104,14 @@ def _outer(function: Any) -> list[tuple[Any, str]]:
 
 
 def _release_digests(name: str) -> set[str]:
-    from ppaux.sglang.releases import families, release, releases
+    from ppaux.sglang import families, release, release_versions
 
     out = set()
     for family in families():
         for table in (family.transport_digests, family.wire_digests):
             if name in table:
                 out.add(table[name])
-    for version in releases():
+    for version in release_versions():
         digest = release(version).scheduler_digests.get(name)
         if digest is not None:
             out.add(digest)
@@ -119,7 +119,7 @@ def _release_digests(name: str) -> set[str]:
 
 
 def _digest(function: Any) -> str | None:
-    from ppaux.sglang.digest import node_digest
+    from ppaux.sglang import node_digest
 
     try:
         source = textwrap.dedent(inspect.getsource(function))

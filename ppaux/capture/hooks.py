@@ -42,7 +42,7 @@ from ppaux.capture.hops import hop_availability
 from ppaux.capture.settings import CaptureConfig
 from ppaux.capture.state import STATE
 from ppaux.capture.writer import note_failure, record
-from ppaux.sglang.names import (
+from ppaux.sglang import (
     ADD,
     OUTPUT_PREFIX,
     POP,

@@ -23,7 +23,7 @@ from typing import Any
 from ppaux.capture.checkpoints import is_first_rank, is_release, look
 from ppaux.capture.hops import HOP_TARGETS
 from ppaux.capture.state import STATE
-from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_MSG_TYPE
+from ppaux.sglang import MSG_TYPE_KEY, OUTPUT_MSG_TYPE
 
 __all__ = [
     "METHOD_HOOKS",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ppaux.sglang.names import (
+from ppaux.sglang import (
     ADD,
     GROUP_CLASS,
     PARALLEL_STATE_MODULE,

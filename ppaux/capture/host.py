@@ -11,8 +11,8 @@ import sys
 from typing import Any
 
 from ppaux.capture.settings import CaptureConfig
-from ppaux.dump.capture_format import make_meta
-from ppaux.sglang.names import PARALLEL_STATE_MODULE
+from ppaux.dump import make_meta
+from ppaux.sglang import PARALLEL_STATE_MODULE
 
 __all__ = ["capture_meta", "pp_position", "sglang_version"]
 
@@ -76,7 +76,7 @@ def _distributed_rank(torch: Any) -> tuple[int | None, int | None]:
 def sglang_version() -> str | None:
     """The running sglang's version, read as text: importing sglang would run its heavy __init__."""
     try:
-        from ppaux.sglang import loader as sglang_module
+        from ppaux import sglang as sglang_module
 
         root = sglang_module.find_sglang_root()
         if root is not None:

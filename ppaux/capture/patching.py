@@ -27,7 +27,7 @@ from ppaux.capture.hops import HOP_TARGETS
 from ppaux.capture.settings import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, CaptureConfig
 from ppaux.capture.state import STATE
 from ppaux.capture.writer import note_failure
-from ppaux.sglang.names import PARALLEL_STATE_MODULE, SCHEDULER_MODULE
+from ppaux.sglang import PARALLEL_STATE_MODULE, SCHEDULER_MODULE
 
 __all__ = ["active_config", "install", "method_wrapper", "stats", "uninstall", "wrap"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 
-from ppaux.sglang.names import ENTRY_POINT, PLUGIN_NAME
+from ppaux.sglang import ENTRY_POINT, PLUGIN_NAME
 
 __all__ = ["ENTRY_POINT", "PLUGIN_NAME", "register"]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppaux.capture.settings import CaptureConfig
-from ppaux.sglang.names import ADD, POP
+from ppaux.sglang import ADD, POP
 
 __all__ = ["STATE", "CaptureState", "CaptureStats"]
 

@@ -28,9 +28,8 @@ from typing import Any
 from ppaux.capture.hops import hop_availability
 from ppaux.capture.settings import ENV_DIR, MAX_COUNTER_BYTES, config_from_env
 from ppaux.errors import PathError
-from ppaux.report.catalogue import finding
-from ppaux.report.document import Report, Table
-from ppaux.sglang.names import (
+from ppaux.report import Report, Table, finding
+from ppaux.sglang import (
     ENTRY_POINT,
     HOOK_REGISTRY_FILE,
     PLUGIN_GROUP,
@@ -170,8 +169,7 @@ def list_captures(directory: str | os.PathLike[str]) -> list[CaptureEntry]:
     A file that is not a readable ppaux capture is listed with ``meta`` None and the reason in
     ``problem``; nothing in a file is ever executed.
     """
-    from ppaux.dump.dumpfile import read_dump
-    from ppaux.dump.trail import read_culprit, read_trail
+    from ppaux.dump import read_culprit, read_dump, read_trail
     from ppaux.errors import DumpError
 
     entries = []
@@ -273,7 +271,7 @@ def plugin_state(environ: Mapping[str, str] | None = None) -> PluginState:
 
     Reads entry-point metadata and sglang's files as text; imports neither sglang nor torch.
     """
-    from ppaux.sglang import loader as sglang_module
+    from ppaux import sglang as sglang_module
 
     env = os.environ if environ is None else environ
     reasons = []
@@ -459,7 +457,7 @@ def list_report(directory: str | os.PathLike[str]) -> Report:
         entries = list_captures(path)
     except OSError as exc:
         raise CaptureDirError(str(path), f"cannot list: {exc.strerror or exc}") from None
-    from ppaux.dump.trail import culprit_text, trail_text
+    from ppaux.dump import culprit_text, trail_text
 
     report = Report(command="capture list")
     skipped = read_skipped(path)

@@ -23,7 +23,7 @@ from ppaux.capture import store as capture_store
 from ppaux.capture.host import capture_meta
 from ppaux.capture.settings import LOCK_TIMEOUT_S, CaptureConfig
 from ppaux.capture.state import STATE
-from ppaux.dump.capture_format import make_capture
+from ppaux.dump import make_capture
 
 __all__ = ["logger", "note_failure", "record"]
 

@@ -27,8 +27,7 @@ from ppaux.dump.payload import (
     walk,
 )
 from ppaux.limits import Limits
-from ppaux.report.catalogue import finding
-from ppaux.report.findings import Finding, cap_per_code
+from ppaux.report import Finding, cap_per_code, finding
 from ppaux.sglang import (
     ADD_BAD_NAME,
     ADD_DUPLICATE,

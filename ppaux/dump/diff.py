@@ -24,10 +24,8 @@ from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, Opaque, StorageRef, Ten
 from ppaux.dump.payload import Payload, Tally, key_text, type_name, value_phrase
 from ppaux.errors import DumpError, PpauxError
 from ppaux.limits import Limits
-from ppaux.report.catalogue import finding
-from ppaux.report.document import InputProblem, Report, Table
-from ppaux.report.findings import Finding, Severity
-from ppaux.sglang.names import OUTPUT_PREFIX
+from ppaux.report import Finding, InputProblem, Report, Severity, Table, finding
+from ppaux.sglang import OUTPUT_PREFIX
 
 __all__ = ["BLOCK_BYTES", "diff_dumps", "diff_paths"]
 

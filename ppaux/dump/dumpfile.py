@@ -25,7 +25,7 @@ from ppaux.dump.zipview import check_layout, end_record, lower_name, select_data
 from ppaux.errors import DumpError, LimitExceeded, ReadMismatch
 from ppaux.files import InputFileError, collect_files, open_regular
 from ppaux.limits import Limits
-from ppaux.report.document import InputProblem
+from ppaux.report import InputProblem
 from ppaux.text import shown
 
 __all__ = [

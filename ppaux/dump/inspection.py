@@ -21,10 +21,8 @@ from ppaux.dump.payload import (
 from ppaux.dump.trail import culprit_text, read_culprit, read_trail, trail_findings, trail_text
 from ppaux.errors import DumpError, ReadMismatch
 from ppaux.limits import Limits
-from ppaux.report.catalogue import finding
-from ppaux.report.document import InputProblem, Report, Table
-from ppaux.report.findings import Finding, Severity, cap_per_code
-from ppaux.sglang.names import MSG_TYPE_KEY
+from ppaux.report import Finding, InputProblem, Report, Severity, Table, cap_per_code, finding
+from ppaux.sglang import MSG_TYPE_KEY
 from ppaux.text import MAX_SHOWN, shown
 
 __all__ = ["describe_dump", "inspect_file", "inspect_paths"]
@@ -285,7 +283,7 @@ def _trail_notes(description: dict[str, Any]) -> list[str]:
 
 
 def _release_findings(path: str, payloads: list[Payload], release: str) -> list[Finding]:
-    from ppaux.sglang.releases import release_key_findings
+    from ppaux.sglang import release_key_findings
 
     found = []
     for payload in payloads:

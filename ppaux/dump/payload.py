@@ -23,7 +23,7 @@ from ppaux.dump.model import (
 )
 from ppaux.errors import LimitExceeded
 from ppaux.limits import Limits
-from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_PREFIX
+from ppaux.sglang import MSG_TYPE_KEY, OUTPUT_PREFIX
 from ppaux.text import MAX_SHOWN, shown
 
 __all__ = [

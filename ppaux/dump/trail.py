@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppaux.report.findings import Finding
+from ppaux.report import Finding
 from ppaux.text import shown
 
 __all__ = ["culprit_text", "read_culprit", "read_trail", "trail_findings", "trail_text"]
@@ -98,7 +98,7 @@ _CODE = {
 
 def trail_findings(path: str, record: dict[Any, Any]) -> list[Finding]:
     """PP506 / PP507 / PP508 for a capture that carries a trail; [] otherwise."""
-    from ppaux.report.catalogue import finding
+    from ppaux.report import finding
 
     trail = read_trail(record)
     if trail is None:

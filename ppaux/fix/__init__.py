@@ -2,8 +2,20 @@
 ``ppaux tensorize``. This is part of the torch wing: the rewrite imports torch when it runs.
 """
 
+from typing import TYPE_CHECKING
+
 from ppaux._lazy import lazy_exports
 
+if TYPE_CHECKING:
+    from ppaux.fix.tensorize import (
+        Conversion,
+        OutputPathError,
+        Refusal,
+        TensorizeResult,
+        tensorize_dump,
+    )
+
+#: Each public name and the module that holds it, imported on first use.
 _EXPORTS = {
     "Conversion": "tensorize",
     "Refusal": "tensorize",
@@ -12,6 +24,13 @@ _EXPORTS = {
     "tensorize_dump": "tensorize",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Conversion",
+    "OutputPathError",
+    "Refusal",
+    "TensorizeResult",
+    "tensorize_dump",
+]
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -29,11 +29,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ppaux.dump.model import TensorRef
+from ppaux.dump import TensorRef
 from ppaux.errors import DumpError
 from ppaux.files import InputFileError, OutputPathError, check_output, open_regular
 from ppaux.limits import Limits
-from ppaux.sglang.names import OUTPUT_PREFIX
+from ppaux.sglang import OUTPUT_PREFIX
 
 __all__ = ["Conversion", "OutputPathError", "Refusal", "TensorizeResult", "tensorize_dump"]
 
@@ -95,8 +95,7 @@ def tensorize_dump(source: str, output: str, limits: Limits = Limits()) -> Tenso
     cannot be written. Writes nothing, and says why in ``refusals``, when nothing needs
     converting or some value cannot be converted.
     """
-    from ppaux.dump.dumpfile import read_dump
-    from ppaux.dump.payload import find_payloads, walk
+    from ppaux.dump import find_payloads, read_dump, walk
 
     source, output = os.fspath(source), os.fspath(output)
     _check_output(source, output)
@@ -152,14 +151,14 @@ def tensorize_dump(source: str, output: str, limits: Limits = Limits()) -> Tenso
 
 
 def _shown(key: Any) -> str:
-    from ppaux.dump.payload import key_text
+    from ppaux.dump import key_text
 
     return key_text(key)
 
 
 def _unreadable(value: Any, limits: Limits, path: str) -> str | None:
     """Why ``value`` cannot be rebuilt from the file safely, or None when it can."""
-    from ppaux.dump.payload import type_name, value_phrase, walk
+    from ppaux.dump import type_name, value_phrase, walk
 
     for node in walk(value, limits, path):
         if type(node) in _PLAIN or isinstance(node, TensorRef):
@@ -183,7 +182,7 @@ def _unreadable(value: Any, limits: Limits, path: str) -> str | None:
 def _rest_of_file(dump: Any, converted: list[Any], limits: Limits) -> list[Refusal]:
     """Refusals for anything outside the converted values that cannot be written back as it
     was: an object whose class was never imported, a numpy array, a tensor subclass."""
-    from ppaux.dump.payload import key_text, type_name, walk
+    from ppaux.dump import key_text, type_name, walk
 
     skip: set[int] = set()
     for value in converted:
@@ -229,9 +228,9 @@ def _rewrite(
 ) -> TensorizeResult:
     import torch
 
-    from ppaux.dump.payload import value_phrase
+    from ppaux.dump import value_phrase
     from ppaux.guard import NotTensorizable, tensorize
-    from ppaux.replay.materialize import MaterializeError, Materializer
+    from ppaux.replay import MaterializeError, Materializer
 
     conversions: list[Conversion] = []
     refusals: list[Refusal] = []

@@ -43,6 +43,10 @@ _EXPORTS = {
     "SglangWire": "sglang_wire",
     "WireStats": "wire",
     "Reception": "roundtrip",
+    "Materializer": "materialize",
+    "MaterializeError": "materialize",
+    "DeviceError": "materialize",
+    "resolve_device": "materialize",
 }
 
 __all__ = sorted(_EXPORTS)

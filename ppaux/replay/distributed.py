@@ -557,7 +557,7 @@ def serve(
 def _implementation(name: str, cache: dict[str, Any], config: dict[str, Any]) -> Any:
     if name not in cache:
         if name == "sglang":
-            from ppaux.sglang.loader import load_transport_module
+            from ppaux.sglang import load_transport_module
 
             cache[name] = load_transport_module(config["sglang_source"])
         else:

@@ -25,7 +25,7 @@ def load_implementation(name: str, sglang_source: str | None = None) -> Any:
 
         return transport
     if name == "sglang":
-        from ppaux.sglang.loader import load_transport_module
+        from ppaux.sglang import load_transport_module
 
         return load_transport_module(sglang_source)
     raise ValueError(f"{name}: not an implementation (reference or sglang)")

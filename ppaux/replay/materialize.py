@@ -25,8 +25,7 @@ from typing import Any
 
 import torch
 
-from ppaux.dump.dumpfile import Dump
-from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef, TensorRef, TorchValue
+from ppaux.dump import DTYPE_ITEMSIZE, Dump, Opaque, StorageRef, TensorRef, TorchValue
 from ppaux.errors import DumpError, PpauxError
 from ppaux.limits import Limits
 

@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 
-from ppaux.dump.payload import key_text, safe_repr, type_name
+from ppaux.dump import key_text, safe_repr, type_name
 from ppaux.errors import PpauxError
-from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_PREFIX
+from ppaux.sglang import MSG_TYPE_KEY, OUTPUT_PREFIX
 
 __all__ = [
     "Reception",

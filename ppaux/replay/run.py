@@ -36,10 +36,8 @@ from typing import Any
 
 from ppaux.errors import DumpError, PpauxError
 from ppaux.limits import Limits
-from ppaux.report.catalogue import finding
-from ppaux.report.document import InputProblem, Report, Table
-from ppaux.report.findings import Finding, cap_per_code
-from ppaux.sglang.names import OUTPUT_PREFIX
+from ppaux.report import Finding, InputProblem, Report, Table, cap_per_code, finding
+from ppaux.sglang import OUTPUT_PREFIX
 
 __all__ = [
     "Impl",
@@ -149,7 +147,7 @@ def _setup(options: ReplayOptions) -> _Setup:
             "stock_releases": [],
         }
     if options.impl in (Impl.SGLANG, Impl.BOTH):
-        from ppaux.sglang.loader import SglangNotFound, load_transport_module
+        from ppaux.sglang import SglangNotFound, load_transport_module
 
         try:
             module = load_transport_module(options.sglang_path)
@@ -213,7 +211,7 @@ def replay_paths(
     the others still run. ``progress(done, total)`` is called after each dump. Raises
     :class:`~ppaux.errors.TorchMissingError` where torch is not installed.
     """
-    from ppaux.dump.dumpfile import collect_dumps
+    from ppaux.dump import collect_dumps
     from ppaux.torch_probe import require_torch
 
     require_torch("replay")
@@ -258,8 +256,7 @@ def replay_paths(
 
 
 def _replay_file(path: str, setup: _Setup) -> tuple[dict[str, Any], list[Finding]]:
-    from ppaux.dump.dumpfile import read_dump
-    from ppaux.dump.payload import find_payloads, walk
+    from ppaux.dump import find_payloads, read_dump, walk
     from ppaux.replay.materialize import Materializer
 
     dump = read_dump(path, setup.options.limits)

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
         known_release,
         release,
         release_key_findings,
+        release_versions,
     )
     from ppaux.sglang.tree import SglangPathError, SglangTree, locate
 
@@ -115,6 +116,7 @@ _EXPORTS = {
     "analyse_tree": "capability",
     "families": "releases",
     "release": "releases",
+    "release_versions": "releases",
     "known_release": "releases",
     "release_key_findings": "releases",
     "UnknownReleaseError": "releases",
@@ -172,6 +174,7 @@ __all__ = [
     "read_transport_source",
     "release",
     "release_key_findings",
+    "release_versions",
     "search_message",
     "sglang_version",
 ]

@@ -21,8 +21,7 @@ from importlib import resources
 from typing import Any
 
 from ppaux.errors import PpauxError
-from ppaux.report.catalogue import finding
-from ppaux.report.findings import Finding, Severity
+from ppaux.report import Finding, Severity, finding
 from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_PREFIX
 
 __all__ = [
@@ -35,7 +34,7 @@ __all__ = [
     "match_transport",
     "release",
     "release_key_findings",
-    "releases",
+    "release_versions",
     "wire_is_release",
 ]
 
@@ -48,7 +47,7 @@ class UnknownReleaseError(PpauxError, ValueError):
         self.name = name
 
     def __str__(self) -> str:
-        return f"unknown sglang release {self.name!r}; known: {', '.join(releases())}"
+        return f"unknown sglang release {self.name!r}; known: {', '.join(release_versions())}"
 
 
 @dataclass(frozen=True)
@@ -125,7 +124,7 @@ def _releases() -> dict[str, Release]:
     }
 
 
-def releases() -> tuple[str, ...]:
+def release_versions() -> tuple[str, ...]:
     """Versions the table knows, oldest first."""
     return tuple(_releases())
 

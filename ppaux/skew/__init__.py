@@ -3,8 +3,24 @@ their comparison into findings (:mod:`.compare`) and a matrix (:mod:`.matrix`), 
 over torch.distributed (:mod:`.gather`) and the live-patch check.
 """
 
+from typing import TYPE_CHECKING
+
 from ppaux._lazy import lazy_exports
 
+if TYPE_CHECKING:
+    from ppaux.skew.compare import compare_stages
+    from ppaux.skew.fingerprint import (
+        Fingerprint,
+        FingerprintError,
+        collect,
+        load,
+        load_paths,
+        loads,
+    )
+    from ppaux.skew.gather import GatherError, SetupError, connect
+    from ppaux.skew.stage import MissingRank, Stage, make_stages
+
+#: Each public name and the module that holds it, imported on first use.
 _EXPORTS = {
     "Fingerprint": "fingerprint",
     "FingerprintError": "fingerprint",
@@ -12,8 +28,7 @@ _EXPORTS = {
     "load": "fingerprint",
     "load_paths": "fingerprint",
     "loads": "fingerprint",
-    "compare": "compare",
-    "matrix": "matrix",
+    "compare_stages": "compare",
     "Stage": "stage",
     "MissingRank": "stage",
     "make_stages": "stage",
@@ -22,6 +37,21 @@ _EXPORTS = {
     "GatherError": "gather",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Fingerprint",
+    "FingerprintError",
+    "GatherError",
+    "MissingRank",
+    "SetupError",
+    "Stage",
+    "collect",
+    "compare_stages",
+    "connect",
+    "load",
+    "load_paths",
+    "loads",
+    "make_stages",
+]
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

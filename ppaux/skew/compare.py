@@ -19,9 +19,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from ppaux.report.catalogue import finding
-from ppaux.report.document import Report
-from ppaux.report.findings import Finding, Severity
+from ppaux.report import Finding, Report, Severity, finding
 from ppaux.skew.fingerprint import Fingerprint
 from ppaux.skew.livepatch import live_findings
 from ppaux.skew.stage import (
@@ -38,7 +36,7 @@ from ppaux.skew.stage import (
     span,
 )
 
-__all__ = ["BASELINE_LABEL", "IGNORED_ENV", "MissingRank", "compare", "env_names_differing"]
+__all__ = ["BASELINE_LABEL", "IGNORED_ENV", "compare_stages", "env_names_differing"]
 
 #: Column label of the baseline fingerprint.
 BASELINE_LABEL = "baseline"
@@ -417,7 +415,7 @@ def _rank_rules(stages: Sequence[Stage], missing: Sequence[MissingRank]) -> list
 # ----------------------------------------------------------------------------------------------
 
 
-def compare(
+def compare_stages(
     fingerprints: Sequence[Fingerprint],
     paths: Sequence[str] | None = None,
     *,

@@ -29,7 +29,7 @@ from typing import Any
 import ppaux
 from ppaux.errors import PathError, PpauxError
 from ppaux.files import InputFileError, read_regular
-from ppaux.sglang.capability import Capability, analyse
+from ppaux.sglang import Capability, analyse
 
 __all__ = [
     "MAX_FINGERPRINT_BYTES",

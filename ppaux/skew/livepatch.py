@@ -17,9 +17,8 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-from ppaux.report.catalogue import finding
-from ppaux.report.findings import Finding
-from ppaux.sglang.names import ADD, POP, SCHEDULER_MODULE, TRANSPORT_MODULE
+from ppaux.report import Finding, finding
+from ppaux.sglang import ADD, POP, SCHEDULER_MODULE, TRANSPORT_MODULE
 
 __all__ = [
     "NOT_LOADED",
@@ -83,7 +82,7 @@ def _verdict(live: Any, name: str, defined_in: types.ModuleType | None) -> str:
     if live is None:
         return "missing: the module has no such attribute"
     if hasattr(live, "__wrapped__"):
-        from ppaux.capture.hooks import capture_original
+        from ppaux.capture import capture_original
 
         original = capture_original(live)
         if original is not None:  # ppaux's own capture wrapper passes calls through unchanged

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ppaux.report.document import Table
+from ppaux.report import Table
 from ppaux.skew.fingerprint import Fingerprint
 from ppaux.skew.stage import (
     FACTS,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ppaux.sglang import releases
+from ppaux.sglang import release, release_versions
 from ppaux.skew.fingerprint import Fingerprint
 
 __all__ = [
@@ -235,7 +235,7 @@ def keys_label(keys: tuple[str, ...] | None) -> str | None:
     """'14 keys (0.5.18-0.5.19)': the count and the releases that send exactly that set."""
     if keys is None:
         return None
-    same = [v for v in releases.releases() if set(releases.release(v).logprob_keys) == set(keys)]
+    same = [v for v in release_versions() if set(release(v).logprob_keys) == set(keys)]
     where = f" ({same[0]}{'-' + same[-1] if len(same) > 1 else ''})" if same else " (no release)"
     return f"{len(keys)} keys{where}"
 

@@ -33,7 +33,7 @@ DirOption = Annotated[
 def status(directory: DirOption = None, *, options: ReportOptions) -> None:
     """Whether the sglang plugin is installed and would capture; captures, bytes and skips."""
     # Imported here, not at module level: 'ppaux capture --help' must not pay for it.
-    from ppaux.capture.store import CaptureDirError, status_report
+    from ppaux.capture import CaptureDirError, status_report
 
     try:
         report = status_report(directory)
@@ -46,8 +46,7 @@ def status(directory: DirOption = None, *, options: ReportOptions) -> None:
 @report_options
 def list_captures(directory: DirOption = None, *, options: ReportOptions) -> None:
     """The captures in the directory, oldest first, with the error each one recorded."""
-    from ppaux.capture import ENV_DIR
-    from ppaux.capture.store import CaptureDirError, list_report
+    from ppaux.capture import ENV_DIR, CaptureDirError, list_report
 
     where = directory or os.environ.get(ENV_DIR, "").strip()
     if not where:

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ppaux.report.document import InputProblem, Report
+from ppaux.report import InputProblem, Report
 from ppaux_cli.exits import fail
 from ppaux_cli.options import ReportOptions, check_stage_options, report_options_reading
 from ppaux_cli.output import emit, resolve_gate
 
 if TYPE_CHECKING:
-    from ppaux.skew.fingerprint import Fingerprint
+    from ppaux.skew import Fingerprint
 
 __all__ = ["DistributedCheck", "check_skew"]
 
@@ -102,7 +102,7 @@ def check_skew(
     options: ReportOptions,
 ) -> None:
     """Compare stages' sglang, transport capabilities, torch, NCCL, CUDA and environment."""
-    from ppaux.skew.fingerprint import FingerprintError, load
+    from ppaux.skew import FingerprintError, load
 
     golden = None
     if baseline is not None:
@@ -127,23 +127,21 @@ def check_skew(
     ):
         if value is not None:
             fail(f"{option} applies only with --distributed")
-    from ppaux.skew.fingerprint import load_paths
+    from ppaux.skew import load_paths
 
     fingerprints, unusable = load_paths(paths)
     problems = [InputProblem(path, reason) for path, reason in unusable]
-    from ppaux.skew.compare import compare
+    from ppaux.skew import compare_stages
 
-    report = compare(fingerprints, baseline=golden) if fingerprints else Report("check-skew")
+    report = compare_stages(fingerprints, baseline=golden) if fingerprints else Report("check-skew")
     report.problems += problems
     emit(report, options)
 
 
 def _distributed(check: DistributedCheck, options: ReportOptions) -> None:
     from ppaux.errors import TorchMissingError
-    from ppaux.sglang.tree import SglangPathError
-    from ppaux.skew.compare import compare
-    from ppaux.skew.fingerprint import collect
-    from ppaux.skew.gather import GatherError, SetupError, connect
+    from ppaux.sglang import SglangPathError
+    from ppaux.skew import GatherError, SetupError, collect, compare_stages, connect
     from ppaux.torch_probe import require_torch
     from ppaux_cli.exits import leave, leave_on_sigterm
 
@@ -191,7 +189,7 @@ def _distributed(check: DistributedCheck, options: ReportOptions) -> None:
             leave(code)
     except GatherError as exc:
         fail(str(exc), code=1)
-    report = compare(
+    report = compare_stages(
         gathered.fingerprints, gathered.paths, baseline=check.baseline, missing=gathered.missing
     )
     report.problems += [InputProblem(source, message) for source, message in gathered.problems]

@@ -25,7 +25,7 @@ def diff(
     changes, values (tensor bytes by digest), and which side pop fails on. Exit 1 when an
     auxiliary entry differs."""
     # The reader is imported here, not at module level, so that 'ppaux --help' stays fast.
-    from ppaux.dump.diff import diff_paths
+    from ppaux.dump import diff_paths
 
     limits = limits_from(limit)
     if STDIO in (a, b):

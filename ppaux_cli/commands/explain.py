@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ppaux.report.formats.rules import RulesFormat
+from ppaux.report import RulesFormat
 from ppaux_cli.exits import fail
 from ppaux_cli.options import OutputOption, choice_option, complete_codes
 from ppaux_cli.output import write_text
@@ -41,7 +41,7 @@ def explain(
 ) -> None:
     """Explain one finding code, or one of sglang's PP messages: what it means, where sglang
     raises it, likely causes, the fix and the ppaux rules that predict it."""
-    from ppaux.report.catalogue import RULES, UnknownRuleError, get_rule
+    from ppaux.report import RULES, UnknownRuleError, get_rule
     from ppaux.sglang import search_message
 
     wanted = code.strip()
@@ -59,16 +59,16 @@ def explain(
     if format is RulesFormat.JSON:
         import json
 
-        from ppaux.report.formats.rules import rule_json
+        from ppaux.report import rule_json
 
         text = json.dumps(rule_json(rule), indent=2, ensure_ascii=False) + "\n"
     elif format is RulesFormat.MARKDOWN:
-        from ppaux.report.formats.rules import rule_markdown
+        from ppaux.report import rule_markdown
 
         # No attr_list anchor: GitHub, an issue or a pull request would show it as text.
         text = rule_markdown(rule, anchor=False)
     else:
-        from ppaux.report.formats.rule_text import render_rule
+        from ppaux.report import render_rule
 
         text = render_rule(rule)
     write_text(text, output, "the rule")
@@ -97,7 +97,7 @@ def _unknown(wanted: str) -> str:
     """The error for a value that is no code, name or message, with the closest of them."""
     import re
 
-    from ppaux.report.catalogue import RULES, UnknownRuleError
+    from ppaux.report import RULES, UnknownRuleError
     from ppaux.sglang import MESSAGES
     from ppaux_cli.options import did_you_mean
 

@@ -33,8 +33,8 @@ def fingerprint(
 ) -> None:
     """Write a JSON snapshot of versions, rank and sglang's PP transport, for check-skew."""
     # Imported here, not at module level, so that other commands do not pay for it at start-up.
-    from ppaux.sglang.tree import SglangPathError
-    from ppaux.skew.fingerprint import collect
+    from ppaux.sglang import SglangPathError
+    from ppaux.skew import collect
 
     check_stage_options(pp_rank, pp_size)
     try:

@@ -41,18 +41,17 @@ def inspect(
 ) -> None:
     """Show every key, dtype, shape, device and auxiliary entry, and predict sglang's error."""
     # The reader is imported here, not at module level, so that 'ppaux --help' stays fast.
-    from ppaux.dump.inspection import inspect_paths
+    from ppaux.dump import inspect_paths
     from ppaux_cli.progress import progress_reporter
 
     limits = limits_from(limit)
     if release is not None:
-        from ppaux.sglang.releases import known_release, releases
+        from ppaux.sglang import known_release, release_versions
         from ppaux_cli.options import did_you_mean
 
         if not known_release(release):
-            fail(
-                f"--release: unknown sglang release {release!r}{did_you_mean(release, releases())}"
-            )
+            known = did_you_mean(release, release_versions())
+            fail(f"--release: unknown sglang release {release!r}{known}")
     if paths.count(STDIO) > 1:
         fail("-: stdin can be read only once")
     streams = {}

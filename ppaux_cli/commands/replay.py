@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ppaux.replay.run import Impl, Sender, Transport
+from ppaux.replay import Impl, Sender, Transport
 from ppaux_cli.exits import fail
 from ppaux_cli.options import (
     LimitOption,
@@ -108,7 +108,7 @@ def replay(
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     # Imported here, not at module level: 'ppaux --help' must not pay for the reader or torch.
     from ppaux.errors import TorchMissingError
-    from ppaux.replay.run import ReplayConfigError, ReplayOptions, replay_paths
+    from ppaux.replay import ReplayConfigError, ReplayOptions, replay_paths
     from ppaux.torch_probe import require_torch
     from ppaux_cli.progress import progress_reporter
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ppaux.report.formats.rules import RulesFormat
+from ppaux.report import RulesFormat
 from ppaux_cli.exits import fail
 from ppaux_cli.options import OutputOption, choice_option, complete_codes
 from ppaux_cli.output import write_text
@@ -40,9 +40,7 @@ def rules(
     output: OutputOption = None,
 ) -> None:
     """List every finding code with its severity, area, name and summary."""
-    from ppaux.report.catalogue import RULES
-    from ppaux.report.formats.rules import render_rules
-    from ppaux.report.selection import Selection, UnknownCodeError, parse_codes
+    from ppaux.report import RULES, Selection, UnknownCodeError, parse_codes, render_rules
 
     try:
         chosen = Selection(parse_codes(select or (), RULES))

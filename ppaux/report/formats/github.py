@@ -4,7 +4,7 @@
 the dump, fingerprint or stage, or, for a finding with a source ``location``, that file with
 ``line=``; ``title=`` the code and rule name; the message with the key,
 the predicted sglang error and the fix) and one ``::error`` per input that could not be read,
-then the summary line. GitHub shows only a few annotations per step, so :func:`summary` gives
+then the summary line. GitHub shows only a few annotations per step, so :func:`step_summary` gives
 the whole report as Markdown for ``$GITHUB_STEP_SUMMARY`` (the CLI appends it there).
 """
 
@@ -16,7 +16,7 @@ from ppaux.report.formats import markdown
 from ppaux.report.formats.markdown import counts as _counts
 from ppaux.report.formats.markdown import title as _title
 
-__all__ = ["annotation", "render", "summary"]
+__all__ = ["annotation", "render", "step_summary"]
 
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
@@ -64,7 +64,7 @@ def render(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def summary(report: Report, fail_on: FailOn = FailOn.ERROR) -> str:
+def step_summary(report: Report, fail_on: FailOn = FailOn.ERROR) -> str:
     """The report as GitHub-flavoured Markdown without its tables: the verdict, a findings
     table, unread inputs (:func:`ppaux.report.formats.markdown.render`)."""
     return markdown.render(report, fail_on, tables=False)

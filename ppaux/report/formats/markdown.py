@@ -3,7 +3,7 @@
 :func:`render` gives the whole report: the verdict, the command's tables (check-skew's matrix
 with the cells a finding is about in bold), the findings, the inputs that could not be read.
 With ``tables=False`` it is the GitHub job summary
-(:func:`ppaux.report.formats.github.summary`), which leaves the tables out so that a run over
+(:func:`ppaux.report.formats.github.step_summary`), which leaves the tables out so that a run over
 many dumps stays within the summary's size limit.
 
 Every piece of text from a report is escaped: inside a table cell a ``|`` would end the cell and

@@ -8,13 +8,13 @@ import ppaux
 from ppaux.report.document import Report
 from ppaux.report.statistics import count_codes
 
-__all__ = ["STATISTICS_SCHEMA", "render_json", "render_text"]
+__all__ = ["STATISTICS_SCHEMA", "statistics_json", "statistics_text"]
 
 #: Version of the JSON statistics document; bumped on any incompatible change.
 STATISTICS_SCHEMA = "ppaux.statistics/1"
 
 
-def render_text(report: Report) -> str:
+def statistics_text(report: Report) -> str:
     """One line per code: count, code, severity, name; then the totals."""
     rows = count_codes(report)
     lines = []
@@ -33,7 +33,7 @@ def render_text(report: Report) -> str:
     return "\n".join([*lines, summary]) + "\n"
 
 
-def render_json(report: Report) -> str:
+def statistics_json(report: Report) -> str:
     """The counts as one JSON document: schema, tool, command, statistics, problems."""
     doc = {
         "schema": STATISTICS_SCHEMA,
