@@ -38,6 +38,11 @@ class CommandEntry:
 
 #: Every command, in the order ``--help`` lists them.
 COMMANDS: dict[str, CommandEntry] = {
+    "triage": CommandEntry(
+        "ppaux_cli.commands.triage",
+        "triage",
+        "Name the first failing ranks in sglang logs, their error, what followed, and what to run.",
+    ),
     "inspect": CommandEntry(
         "ppaux_cli.commands.inspect",
         "inspect",

@@ -30,6 +30,7 @@ __all__ = [
     "UnknownReleaseError",
     "families",
     "family_of",
+    "fitting_releases",
     "known_release",
     "match_transport",
     "release",
@@ -257,3 +258,37 @@ def release_key_findings(path: str, keys: list[str], release: str) -> list[Findi
 
 def _version_span(versions: list[str]) -> str:
     return versions[0] if len(versions) == 1 else f"{versions[0]}-{versions[-1]}"
+
+
+@functools.lru_cache(maxsize=1)
+def _spans() -> dict[str, dict[str, dict[str, tuple[int, int]]]]:
+    """Release -> file -> qualified function name -> (first line, last line)."""
+    table = _table().get("function_spans", {}).get("releases", {})
+    return {
+        version: {
+            file: {name: (int(span[0]), int(span[1])) for name, span in functions.items()}
+            for file, functions in files.items()
+        }
+        for version, files in table.items()
+    }
+
+
+def fitting_releases(file: str, line: int, function: str) -> tuple[str, ...] | None:
+    """The releases in whose ``file`` (relative to the ``sglang`` package, such as
+    ``srt/managers/scheduler_pp_mixin.py``) line ``line`` lies inside a function named
+    ``function``, oldest first; None when the table lists no function of that name in that file
+    (a frame it cannot judge). An empty tuple means the line fits no known release.
+    """
+    listed = False
+    fitting = []
+    for version, files in _spans().items():
+        spans = files.get(file)
+        if not spans:
+            continue
+        for name, (first, last) in spans.items():
+            if name == function or name.endswith("." + function):
+                listed = True
+                if first <= line <= last:
+                    fitting.append(version)
+                    break
+    return tuple(fitting) if listed else None

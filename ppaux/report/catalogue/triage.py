@@ -1,0 +1,223 @@
+"""Rules about sglang server logs (codes PP8xx), for ``ppaux triage LOG...``.
+
+An incident's root is an error (PP801 when it is one of sglang's nine auxiliary-output
+messages, PP802 for any other failure); what follows from it (other ranks' communication
+failures, the parent's SIGQUIT) is a warning pointing at the root; what the frames of a
+traceback say (the build, an out-of-tree frame, ranks that disagree) comes beside it.
+"""
+
+from __future__ import annotations
+
+from ppaux.report.findings import Rule, Severity
+
+__all__ = ["RULES"]
+
+_LOCATION = (
+    "The finding is placed on the log file and the line where the record starts, so that a CI "
+    "job that collects a failed run's logs gets the annotation on the traceback."
+)
+
+RULES = (
+    Rule(
+        code="PP801",
+        name="triage-root-aux-output",
+        severity=Severity.ERROR,
+        summary="The first failing ranks raised one of sglang's auxiliary-output PP errors.",
+        explanation=(
+            "The earliest scheduler failure of an incident, named with its ranks exactly as the "
+            "log prefix spells them (PP0 TP1), raised one of the nine RuntimeErrors of sglang's "
+            "pipeline-parallel auxiliary transport (sglang/srt/sampling/sampling_observer_pp.py, "
+            "0.5.19 and later). Ranks that failed with the same error at the same moment are one "
+            "incident. The finding's extra names ppaux's rule for the message (PP101 for the "
+            "non-tensor error on the first stage, PP115 for the last stage's add, PP401 for the "
+            "first stage's observer), whose explanation gives the causes. " + _LOCATION
+        ),
+        causes=(
+            "Out-of-tree code on the last stage (a plugin, a Scheduler subclass) writes a "
+            "non-tensor value under a __sampling_observer_output__. key.",
+            "The sampling observer installed on the first stage lacks from_pp_tensors, or "
+            "returns None from it.",
+            "The stages run different sglang builds.",
+        ),
+        fix=(
+            "Follow the next steps the report lists: capture the failing message "
+            "(PPAUX_CAPTURE_DIR in sglang's environment, PPAUX_CAPTURE_STRICT=1 on the last "
+            "stage), then 'ppaux capture list', 'ppaux inspect' and 'ppaux replay' on what it "
+            "writes, and 'ppaux "
+            "check-skew' across the stages."
+        ),
+        example=(
+            "PP0 TP0 failed first at 2026-12-03 14:22:07: RuntimeError: received a non-tensor "
+            "auxiliary PP output"
+        ),
+        area="triage",
+    ),
+    Rule(
+        code="PP802",
+        name="triage-root",
+        severity=Severity.ERROR,
+        summary="The first failing ranks raised an error that is not an auxiliary-output error.",
+        explanation=(
+            "The earliest scheduler failure of an incident raised an exception other than the "
+            "nine auxiliary-output messages (a KeyError from mismatched logprob keys, a CUDA "
+            "error, an out-of-memory error, an assertion in a model). It is still the root of "
+            "what follows, and ppaux claims no auxiliary-output cause for it. A traceback cut "
+            "off before its exception line is reported here with its exception unknown. "
+            + _LOCATION
+        ),
+        causes=(
+            "Any failure in the scheduler's event loop or its start-up.",
+            "Stages that disagree on the PP output message (a KeyError on a logprob key).",
+        ),
+        fix=(
+            "Read the traceback at the line given; run 'ppaux check-skew' across the stages when "
+            "the error comes from the PP path."
+        ),
+        example="PP0 TP0 failed first at 2026-12-03 14:22:07: KeyError: 'sampling_mask_token_ids'",
+        area="triage",
+    ),
+    Rule(
+        code="PP803",
+        name="triage-collateral",
+        severity=Severity.WARNING,
+        summary="Ranks that failed after the root, of communication errors that follow from it.",
+        explanation=(
+            "Once one rank's scheduler has died, the ranks waiting for it fail too: NCCL "
+            "watchdog timeouts, gloo 'Connection closed by peer', TCPStore errors, "
+            "DistBackendError. These are reported as collateral of the incident's root, with "
+            "how long after it they came; they are not the cause. " + _LOCATION
+        ),
+        causes=("The root failure stopped a rank that the others were waiting for.",),
+        fix="Look at the root finding (PP801 or PP802) that this one names.",
+        example=(
+            "PP1 TP0 failed 0.4 s after the root with RuntimeError: Connection closed by peer "
+            "(collateral of PP0 TP0 at server.log:1042)"
+        ),
+        area="triage",
+    ),
+    Rule(
+        code="PP804",
+        name="triage-parent-sigquit",
+        severity=Severity.WARNING,
+        summary="The parent process logged that a child sent SIGQUIT.",
+        explanation=(
+            "sglang's run_scheduler_process sends SIGQUIT to its parent after logging "
+            "'Scheduler hit an exception'; the parent logs 'Received sigquit from a child "
+            "process' while launching or 'SIGQUIT received ... It usually means one child "
+            "failed.' once running. The line follows from the root; it is not a cause. " + _LOCATION
+        ),
+        causes=("A scheduler process failed (the incident's root).",),
+        fix="Look at the root finding (PP801 or PP802) that this one names.",
+        example="the parent received SIGQUIT from a failing child (collateral of PP0 TP0 ...)",
+        area="triage",
+    ),
+    Rule(
+        code="PP805",
+        name="triage-out-of-tree-frame",
+        severity=Severity.WARNING,
+        summary="A failing traceback passes through code that is neither sglang, torch nor Python.",
+        explanation=(
+            "A frame of the traceback lies outside sglang, torch, ppaux and the standard "
+            "library: an out-of-tree Scheduler subclass, a plugin, a model or observer of the "
+            "deployment's own. The innermost such frame is named, with its file and line, as "
+            "the likely culprit. " + _LOCATION
+        ),
+        causes=(
+            "A Scheduler subclass overrides a PP method (such as _pp_prepare_tensor_dict).",
+            "A plugin or observer of the deployment's own raised, or wrote what sglang refused.",
+        ),
+        fix=(
+            "Read the named function first; capture the failing message to see what it wrote "
+            "(the next steps say how)."
+        ),
+        example="/app/plugins/scores.py:42 in _pp_prepare_tensor_dict",
+        area="triage",
+    ),
+    Rule(
+        code="PP806",
+        name="triage-sglang-build",
+        severity=Severity.INFO,
+        summary="Where the failing ranks' sglang is installed and which releases its lines fit.",
+        explanation=(
+            "From the paths of sglang's frames: a wheel in site-packages (or dist-packages) or a "
+            "source checkout (python/sglang). From their line numbers: the releases in ppaux's "
+            "table whose functions hold those lines. Lines that fit no release mean a modified "
+            "build, or a release the table does not know. " + _LOCATION
+        ),
+        causes=("Reported for every root, so that the build is known before anything else.",),
+        fix=(
+            "Compare with the other stages ('ppaux check-skew'); a build that fits no release "
+            "is worth a 'ppaux fingerprint' on that host."
+        ),
+        example="sglang is a wheel in /usr/lib/python3.11/site-packages; its lines fit 0.5.23",
+        area="triage",
+    ),
+    Rule(
+        code="PP807",
+        name="triage-rank-skew",
+        severity=Severity.WARNING,
+        summary="Ranks' tracebacks show different sglang builds.",
+        explanation=(
+            "The frames of two failing ranks fit no common release, or come from sglang "
+            "installed in different places: the stages do not run the same code, which "
+            "sglang's PP path never checks. " + _LOCATION
+        ),
+        causes=(
+            "Hosts upgraded one at a time.",
+            "A source checkout on one host and a wheel on another.",
+        ),
+        fix="Run 'ppaux check-skew' across the stages and install the same release everywhere.",
+        example="PP0 TP0 fits 0.5.23, PP1 TP0 fits 0.5.19",
+        area="triage",
+    ),
+    Rule(
+        code="PP808",
+        name="triage-capture-strict",
+        severity=Severity.INFO,
+        summary="The failure was raised by ppaux's own capture in strict mode.",
+        explanation=(
+            "With PPAUX_CAPTURE_STRICT=1 the capture makes the last stage raise the message "
+            "sglang's add would give ('auxiliary PP output ... is not a tensor') at the first "
+            "hop where the output message holds a non-tensor auxiliary value, and writes a "
+            "capture that names the culprit. The traceback's raising frame lies in ppaux's "
+            "capture, or the log shows the capture's own lines. " + _LOCATION
+        ),
+        causes=("PPAUX_CAPTURE_STRICT=1 in the last stage's environment, as asked for.",),
+        fix="Read the capture: 'ppaux capture list DIR', then 'ppaux inspect' on the file.",
+        example="PP1 TP0 stopped at ppaux's strict capture (hop_hooks.py)",
+        area="triage",
+    ),
+    Rule(
+        code="PP809",
+        name="triage-no-root",
+        severity=Severity.WARNING,
+        summary="Ranks failed of communication errors, but no failure that caused them is here.",
+        explanation=(
+            "The logs hold collateral failures (watchdog timeouts, closed connections, store "
+            "errors) and no scheduler failure before them: the rank that failed first logged "
+            "somewhere else, or was killed without a traceback (out of memory, a signal)."
+        ),
+        causes=(
+            "The logs of the rank that failed first were not collected.",
+            "A process was killed by the kernel or the orchestrator.",
+        ),
+        fix="Add the logs of every rank and of the parent process; check for OOM kills.",
+        example="3 ranks failed of communication errors; no root in these logs",
+        area="triage",
+    ),
+    Rule(
+        code="PP810",
+        name="triage-log-cut",
+        severity=Severity.INFO,
+        summary="A traceback or a log is cut off; what was there was triaged.",
+        explanation=(
+            "A traceback ends before its exception line (the process was killed while "
+            "writing, or the log was rotated), or a gzip stream ends early. The part that "
+            "is there is still used. " + _LOCATION
+        ),
+        causes=("Log rotation, a killed process, a partial copy.",),
+        fix="Collect the whole log if the exception is needed.",
+        example="the traceback of PP0 TP0 ends before its exception line",
+        area="triage",
+    ),
+)

@@ -1,0 +1,112 @@
+"""What a traceback's frames say: whose code each frame is, where sglang is installed, which
+releases its line numbers fit, and the frames that are nobody's but the deployment's own.
+
+A frame is sglang's when its path has a ``sglang`` directory (the last one: ``.../site-packages/
+sglang/srt/...`` is a wheel, ``.../python/sglang/srt/...`` a source checkout); torch's when it
+has a ``torch`` directory; ppaux's for a ``ppaux`` directory (its capture wraps sglang's
+methods); the standard library's for ``<frozen ...>`` and files under ``lib/pythonX.Y/`` outside
+``site-packages``/``dist-packages``. Anything else is *out of tree*.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ppaux.sglang.releases import fitting_releases
+from ppaux.triage.records import Frame
+
+__all__ = ["Build", "build_of", "frame_owner", "out_of_tree", "raised_by_capture"]
+
+_STDLIB = re.compile(r"[/\\]lib(?:64)?[/\\]python3(?:\.\d+)?[/\\]")
+_PACKAGES = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
+
+
+def _parts(path: str) -> list[str]:
+    return re.split(r"[/\\]", path)
+
+
+def frame_owner(frame: Frame) -> str:
+    """'sglang', 'torch', 'ppaux', 'stdlib' or 'other'."""
+    path = frame.file
+    if path.startswith("<"):
+        return "stdlib"
+    parts = _parts(path)
+    for owner in ("sglang", "ppaux", "torch"):
+        if owner in parts[:-1]:
+            return owner
+    if _STDLIB.search(path) and not _PACKAGES.search(path):
+        return "stdlib"
+    return "other"
+
+
+def _sglang_relative(path: str) -> tuple[str, str]:
+    """(directory that holds the ``sglang`` package, path relative to the package)."""
+    parts = _parts(path)
+    index = len(parts) - 1 - parts[::-1].index("sglang")
+    return "/".join(parts[:index]) or "/", "/".join(parts[index + 1 :])
+
+
+@dataclass(frozen=True)
+class Build:
+    """The sglang a traceback ran: ``kind`` 'wheel', 'source checkout' or 'other layout';
+    ``where`` the directory holding the package; ``fits`` the releases whose lines fit every
+    frame the table can judge (None when it can judge none)."""
+
+    kind: str
+    where: str
+    fits: tuple[str, ...] | None
+    judged: int
+
+    def fits_text(self) -> str:
+        """'0.5.20-0.5.23', 'no release in ppaux's table', or 'not known'."""
+        if self.fits is None:
+            return "not known (no frame the release table can judge)"
+        if not self.fits:
+            return "no release in ppaux's table (a modified build, or a newer release)"
+        return _span(self.fits)
+
+
+def _span(versions: tuple[str, ...]) -> str:
+    return versions[0] if len(versions) == 1 else f"{versions[0]}-{versions[-1]}"
+
+
+def build_of(frames: Iterable[Frame]) -> Build | None:
+    """The sglang build the frames come from, or None when no frame is sglang's."""
+    where = None
+    fits: set[str] | None = None
+    judged = 0
+    order: list[str] = []
+    for frame in frames:
+        if frame_owner(frame) != "sglang":
+            continue
+        directory, relative = _sglang_relative(frame.file)
+        where = where or directory
+        found = fitting_releases(relative, frame.line, frame.function)
+        if found is None:
+            continue
+        judged += 1
+        order = order or list(found)
+        fits = set(found) if fits is None else fits & set(found)
+    if where is None:
+        return None
+    if _PACKAGES.search(where + "/"):
+        kind = "wheel"
+    elif where.endswith("/python") or where == "python":
+        kind = "source checkout"
+    else:
+        kind = "other layout"
+    ordered = None if fits is None else tuple(v for v in order if v in fits)
+    return Build(kind, where, ordered, judged)
+
+
+def out_of_tree(frames: Iterable[Frame]) -> list[Frame]:
+    """The frames that are neither sglang's, torch's, ppaux's nor the standard library's,
+    innermost first."""
+    return [frame for frame in reversed(list(frames)) if frame_owner(frame) == "other"]
+
+
+def raised_by_capture(frames: list[Frame]) -> bool:
+    """True when the innermost frame is ppaux's own capture (strict mode raises there)."""
+    return bool(frames) and frame_owner(frames[-1]) == "ppaux"

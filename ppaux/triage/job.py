@@ -1,0 +1,433 @@
+"""``triage``: read sglang server logs and report each incident's root, what followed from
+it, what the frames say, and what to run next, as a :class:`~ppaux.report.document.Report`.
+
+Every finding carries a ``location`` on the log file and line where its record starts, so
+that SARIF and GitHub annotations land on the traceback. Everything a log says is shown
+escaped and cut (:func:`ppaux.text.shown`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, BinaryIO
+
+from ppaux.report.catalogue import finding
+from ppaux.report.document import InputProblem, Report, Table
+from ppaux.report.findings import Finding
+from ppaux.sglang import MessageMatch, search_message
+from ppaux.text import shown
+from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
+from ppaux.triage.incidents import Incident, incidents
+from ppaux.triage.reading import LogReading, read_log
+from ppaux.triage.records import Event, Failure
+from ppaux.triage.sources import LogOpenError, LogSource, expand_paths
+from ppaux.triage.steps import next_steps
+
+__all__ = ["MAX_COLLATERAL", "RULE_OF_MESSAGE", "aux_match", "triage_paths"]
+
+#: ppaux's rule for each of sglang's nine messages (by the message's id in
+#: :mod:`ppaux.sglang.names`): what ``ppaux explain`` says about its causes.
+RULE_OF_MESSAGE: Mapping[str, str] = {
+    "add-unsupported": "PP115",
+    "add-empty": "PP115",
+    "add-bad-name": "PP115",
+    "add-not-tensor": "PP115",
+    "add-duplicate": "PP115",
+    "pop-no-observer": "PP401",
+    "pop-unsupported": "PP401",
+    "pop-non-tensor": "PP101",
+    "pop-not-reconstructed": "PP401",
+}
+#: Collateral findings listed per incident; the rest are counted in one more finding.
+MAX_COLLATERAL = 40
+
+_STAGE = {"add": "the last stage's add", "pop": "the first stage's pop"}
+
+
+def aux_match(failure: Failure) -> MessageMatch | None:
+    """The auxiliary-output message ``failure`` raised (its last exception, or one of its
+    chain), when it is a RuntimeError that begins with one of sglang's nine messages."""
+    candidates = [(failure.exception, failure.message), *reversed(failure.chain)]
+    for exception, message in candidates:
+        if exception is None or exception.rsplit(".", 1)[-1] != "RuntimeError":
+            continue
+        found = search_message(message.split("\n", 1)[0])
+        if found is not None and found.start == 0:
+            return found
+    return None
+
+
+def _location(failure: Failure | Event) -> dict[str, Any]:
+    if isinstance(failure, Failure):
+        function = failure.frames[-1].function if failure.frames else (failure.process or "")
+    else:
+        function = failure.kind
+    return {"file": failure.source, "line": failure.line, "function": shown(function or "-")}
+
+
+def _at(record: Failure | Event) -> str:
+    return f"{shown(record.source, None)}:{record.line}"
+
+
+def _when(record: Failure | Event) -> str:
+    return shown(record.time_text) if record.time_text else "an unknown time"
+
+
+def _later(record: Failure | Event, root: Failure) -> str:
+    if record.time is None or root.time is None:
+        return "after the root"
+    delay = record.time - root.time
+    if delay < 0:
+        return f"{-delay:.1f} s before the root"
+    return f"{delay:.1f} s after the root"
+
+
+def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], MessageMatch | None]:
+    root = incident.root
+    members = incident.members
+    who = ", ".join(dict.fromkeys(shown(m.who) for m in members))
+    match = aux_match(root)
+    also = ""
+    if incident.ranks:
+        also = f" ({len(members)} processes failed with it at the same moment)"
+    message = f"{who} failed first at {_when(root)}: {shown(root.error)}{also}"
+    extra: dict[str, Any] = {
+        "incident": number,
+        "ranks": [m.who for m in members],
+        "exception": root.exception,
+        "message": shown(root.message, 2000),
+        "time": root.time_text,
+        "log": root.source,
+        "line": root.line,
+        "records": [{"log": m.source, "line": m.line, "ranks": m.who} for m in members],
+    }
+    findings: list[Finding] = []
+    if match is not None:
+        rule = RULE_OF_MESSAGE[match.message.id]
+        extra.update(sglang_message=match.message.id, rule=rule)
+        message += f"; raised by {_STAGE[match.message.function.split('_', 1)[0]]} (see {rule})"
+        findings.append(
+            finding(
+                "PP801",
+                root.source,
+                message,
+                root.who,
+                sglang_error=shown(root.message.split("\n", 1)[0]),
+                extra=extra,
+                location=_location(root),
+            )
+        )
+    else:
+        message += "; not an auxiliary-output error"
+        findings.append(
+            finding("PP802", root.source, message, root.who, extra=extra, location=_location(root))
+        )
+    build = build_of(root.frames)
+    if build is not None:
+        findings.append(
+            finding(
+                "PP806",
+                root.source,
+                f"sglang of {shown(root.who)} is {_build_text(build)}; its lines fit "
+                f"{build.fits_text()}",
+                root.who,
+                extra={
+                    "incident": number,
+                    "install": build.kind,
+                    "where": shown(build.where, None),
+                    "fits": None if build.fits is None else list(build.fits),
+                    "frames_judged": build.judged,
+                },
+                location=_location(root),
+            )
+        )
+    # The culprit is looked for in the root's ranks first, then in what followed (the last
+    # stage's own traceback when it died waiting).
+    for member in [*members, *incident.collateral]:
+        strange = out_of_tree(member.frames)
+        if not strange:
+            continue
+        culprit = strange[0]
+        findings.append(
+            finding(
+                "PP805",
+                member.source,
+                f"the traceback of {shown(member.who)} passes through "
+                f"{shown(culprit.file, 300)}:{culprit.line} in {shown(culprit.function)}, "
+                f"which is neither sglang, torch nor the standard library: the likely culprit",
+                member.who,
+                extra={
+                    "incident": number,
+                    "frames": [
+                        {"file": shown(f.file, 300), "line": f.line, "function": shown(f.function)}
+                        for f in strange[:10]
+                    ],
+                },
+                location=_location(member),
+            )
+        )
+        break
+    if raised_by_capture(root.frames):
+        findings.append(
+            finding(
+                "PP808",
+                root.source,
+                f"{shown(root.who)} stopped at ppaux's strict capture "
+                f"({shown(root.frames[-1].file.rsplit('/', 1)[-1])}): the capture it wrote names "
+                "where the value entered",
+                root.who,
+                extra={"incident": number},
+                location=_location(root),
+            )
+        )
+    for member in members:
+        if member.cut:
+            findings.append(
+                finding(
+                    "PP810",
+                    member.source,
+                    f"the traceback of {shown(member.who)} at {_at(member)} ends before its "
+                    "exception line",
+                    member.who,
+                    extra={"incident": number},
+                    location=_location(member),
+                )
+            )
+    return findings, match
+
+
+def _build_text(build: Build) -> str:
+    if build.kind == "wheel":
+        return f"a wheel in {shown(build.where, None)}"
+    if build.kind == "source checkout":
+        return f"a source checkout at {shown(build.where, None)}"
+    return f"installed in {shown(build.where, None)}"
+
+
+def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
+    root = incident.root
+    pointer = f"collateral of {shown(root.who)} at {_at(root)}"
+    findings: list[Finding] = []
+    for failure in incident.collateral:
+        findings.append(
+            finding(
+                "PP803",
+                failure.source,
+                f"{shown(failure.who)} failed {_later(failure, root)} with "
+                f"{shown(failure.error)} ({pointer})",
+                failure.who,
+                extra={"incident": number, "log": failure.source, "line": failure.line},
+                location=_location(failure),
+            )
+        )
+    grouped: dict[tuple[str, str], list[Event]] = {}
+    for event in incident.events:
+        grouped.setdefault((event.kind, event.who), []).append(event)
+    for (kind, who), events in grouped.items():
+        first = events[0]
+        times = f" ({len(events)} lines)" if len(events) > 1 else ""
+        if kind == "sigquit":
+            findings.append(
+                finding(
+                    "PP804",
+                    first.source,
+                    f"the parent process received SIGQUIT from a failing child "
+                    f"{_later(first, root)}{times} ({pointer})",
+                    None,
+                    extra={"incident": number, "lines": [e.line for e in events[:20]]},
+                    location=_location(first),
+                )
+            )
+            continue
+        what = "an NCCL watchdog timeout" if kind == "watchdog" else "a TCPStore error"
+        findings.append(
+            finding(
+                "PP803",
+                first.source,
+                f"{shown(who)} logged {what} {_later(first, root)}{times} ({pointer})",
+                who,
+                extra={
+                    "incident": number,
+                    "kind": kind,
+                    "lines": [e.line for e in events[:20]],
+                    "text": shown(first.text, 300),
+                },
+                location=_location(first),
+            )
+        )
+    if len(findings) > MAX_COLLATERAL:
+        kept = findings[:MAX_COLLATERAL]
+        kept.append(
+            finding(
+                "PP803",
+                root.source,
+                f"{len(findings) - MAX_COLLATERAL} more collateral records of incident "
+                f"{number} are not listed ({pointer})",
+                extra={"incident": number, "omitted": len(findings) - MAX_COLLATERAL},
+                location=_location(root),
+            )
+        )
+        findings = kept
+    return findings
+
+
+def _skew_findings(failures: list[Failure]) -> list[Finding]:
+    """PP807 when two failing processes' frames show different sglang builds."""
+    seen: list[tuple[Failure, Build]] = []
+    for failure in failures:
+        build = build_of(failure.frames)
+        if build is not None:
+            seen.append((failure, build))
+    for index, (a, build_a) in enumerate(seen):
+        for b, build_b in seen[index + 1 :]:
+            disjoint = bool(
+                build_a.fits and build_b.fits and not set(build_a.fits) & set(build_b.fits)
+            )
+            if not disjoint and build_a.where == build_b.where:
+                continue
+            if a.who == b.who:
+                continue
+            why = (
+                f"{shown(a.who)}'s lines fit {build_a.fits_text()}, {shown(b.who)}'s fit "
+                f"{build_b.fits_text()}"
+                if disjoint
+                else f"{shown(a.who)} runs sglang from {shown(build_a.where, None)}, "
+                f"{shown(b.who)} from {shown(build_b.where, None)}"
+            )
+            return [
+                finding(
+                    "PP807",
+                    b.source,
+                    f"the ranks' tracebacks show different sglang builds: {why}",
+                    b.who,
+                    extra={
+                        "ranks": [a.who, b.who],
+                        "logs": [f"{a.source}:{a.line}", f"{b.source}:{b.line}"],
+                    },
+                    location=_location(b),
+                )
+            ]
+    return []
+
+
+def _log_findings(reading: LogReading) -> list[Finding]:
+    if reading.cut is None:
+        return []
+    return [
+        finding(
+            "PP810",
+            reading.source,
+            f"the gzip stream ends early ({shown(reading.cut)}); the {reading.lines} lines "
+            "before the cut were triaged",
+            location={"file": reading.source, "line": max(1, reading.lines), "function": "-"},
+        )
+    ]
+
+
+def triage_paths(paths: Iterable[str], streams: Mapping[str, BinaryIO] | None = None) -> Report:
+    """Triage the logs at ``paths`` (files, directories of logs, or names in ``streams``,
+    such as ``<stdin>``) into one report."""
+    streams = streams or {}
+    report = Report("triage")
+    given = list(paths)
+    files, unusable = expand_paths([p for p in given if p not in streams])
+    report.problems += [InputProblem(p.path, p.reason) for p in unusable]
+    sources = [LogSource(p, streams[p]) for p in given if p in streams]
+    sources += [LogSource(p) for p in files]
+    readings: list[LogReading] = []
+    order = 0
+    for source in sources:
+        try:
+            reading = read_log(source, order)
+        except LogOpenError as exc:
+            report.problems.append(InputProblem(exc.path, exc.reason))
+            continue
+        order += 1_000_000_000
+        readings.append(reading)
+    failures = [f for r in readings for f in r.failures]
+    events = [e for r in readings for e in r.events]
+    captures = [c for r in readings for c in r.captures]
+    found, orphans, orphan_events = incidents(failures, events)
+    matches: list[MessageMatch | None] = []
+    for number, incident in enumerate(found, 1):
+        roots, match = _root_findings(number, incident)
+        report.findings += roots
+        report.findings += _collateral_findings(number, incident)
+        matches.append(match)
+    report.findings += _skew_findings(failures)
+    loose: list[Failure | Event] = [*orphans, *(e for e in orphan_events if e.kind != "capture")]
+    if loose:
+        first = loose[0]
+        count = len(loose)
+        report.findings.append(
+            finding(
+                "PP809",
+                first.source,
+                f"{count} records of communication failures (the first: "
+                f"{shown(first.who)} at {_at(first)}), and no failure that caused them in "
+                "these logs",
+                extra={"records": [f"{r.source}:{r.line}" for r in loose[:50]]},
+                location=_location(first),
+            )
+        )
+    for reading in readings:
+        report.findings += _log_findings(reading)
+    steps = next_steps(matches, [f.who for f in failures if f.ranks], captures)
+    report.tables.append(_logs_table(readings))
+    if found:
+        report.tables.append(_incidents_table(found))
+    if steps:
+        report.notes += ["next steps:", *(f"  {step}" for step in steps)]
+    report.data["logs"] = [
+        {
+            "log": r.source,
+            "format": r.envelope.value,
+            "launcher": r.launcher.value,
+            "lines": r.lines,
+            "failures": len(r.failures) + r.more_failures,
+            "events": len(r.events) + r.more_events,
+            "long_lines": r.long_lines,
+        }
+        for r in readings
+    ]
+    report.data["incidents"] = [
+        {
+            "root": {"ranks": i.root.who, "log": i.root.source, "line": i.root.line},
+            "ranks": [m.who for m in i.members],
+            "error": shown(i.root.error),
+            "time": i.root.time_text,
+            "collateral": len(i.collateral) + len(i.events),
+        }
+        for i in found
+    ]
+    report.data["next_steps"] = steps
+    return report
+
+
+def _logs_table(readings: list[LogReading]) -> Table:
+    rows = tuple(
+        (
+            shown(r.source, None),
+            r.envelope.value + ("" if r.launcher.value == "none" else f" + {r.launcher.value}"),
+            str(r.lines),
+            str(len(r.failures) + r.more_failures),
+            str(len(r.events) + r.more_events),
+        )
+        for r in readings
+    )
+    return Table("logs", ("log", "format", "lines", "tracebacks", "other records"), rows)
+
+
+def _incidents_table(found: list[Incident]) -> Table:
+    rows = tuple(
+        (
+            str(number),
+            ", ".join(dict.fromkeys(shown(m.who) for m in incident.members)),
+            _when(incident.root),
+            shown(incident.root.error, 120),
+            _at(incident.root),
+            str(len(incident.collateral) + len(incident.events)),
+        )
+        for number, incident in enumerate(found, 1)
+    )
+    return Table("incidents", ("#", "ranks", "time", "error", "where", "collateral"), rows)

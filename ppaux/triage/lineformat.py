@@ -1,0 +1,223 @@
+"""The shapes a log line comes in, peeled layer by layer: the collector's envelope, a launcher's
+prefix, then sglang's own prefix.
+
+Envelopes (:class:`Envelope`), detected per file from its first lines:
+
+- ``cri``: Kubernetes/CRI pod logs, ``<RFC3339Nano> stdout|stderr F|P <line>``;
+- ``docker-json``: Docker's json-file driver, ``{"log": "<line>\\n", "stream": ..., "time": ...}``;
+- ``plain``: anything else (a file written by sglang itself, or by ``tee``).
+
+Launcher prefixes, also detected per file: docker compose's ``<service>  | `` (often in ANSI
+colours), and Ray's ``(pid=123, ip=10.0.0.1)`` / ``(SchedulerActor pid=123)``. Both name the
+process a line comes from (its *stream*), which keeps interleaved tracebacks apart.
+
+sglang's prefix is what its ``configure_logger`` writes (``sglang/srt/utils/common.py``,
+0.5.19 - 0.5.23): ``[%(asctime)s{.%(msecs)03d}{prefix}] %(message)s`` with the date format
+``%Y-%m-%d %H:%M:%S``, milliseconds only with ``SGLANG_LOG_MS``, and the prefix built by the
+scheduler from the ranks in use, in this order: `` DP{n} PP{n} ATTN_CP{n} MOE_DP{n} TP{n}
+EP{n}`` (``scheduler.py``, ``configure_scheduler_process``).
+
+Bytes that are not UTF-8 are kept as ``\\xNN`` escapes; nothing here fails on a line.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+__all__ = [
+    "ANSI",
+    "Envelope",
+    "Launcher",
+    "LogLine",
+    "detect",
+    "parse_line",
+    "sglang_time",
+    "torch_rank",
+]
+
+
+class Envelope(str, enum.Enum):
+    """The collector's wrapping of each line."""
+
+    PLAIN = "plain"
+    CRI = "cri"
+    DOCKER_JSON = "docker-json"
+
+
+class Launcher(str, enum.Enum):
+    """A prefix a launcher puts before each line, naming the process."""
+
+    NONE = "none"
+    COMPOSE = "compose"
+    RAY = "ray"
+
+
+#: ANSI escape sequences (colours, cursor moves): removed before a line is parsed.
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+_CRI = re.compile(
+    r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) "
+    r"(?P<stream>stdout|stderr) (?P<tag>[FP])(?: (?P<text>.*))?$"
+)
+_COMPOSE = re.compile(r"^(?P<service>[A-Za-z0-9][\w.-]*)\s*\| ?(?P<text>.*)$")
+_RAY = re.compile(r"^\((?P<who>[^()]*\bpid=\d+[^()]*)\) ?(?P<text>.*)$")
+_SGLANG = re.compile(
+    r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(?P<ms>\d{3}))?"
+    r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] (?P<text>.*)$"
+)
+#: torch's C++ (glog) lines name the global rank: ``[rank1]:[E1203 14:22:01.123 ...]``.
+_TORCH_RANK = re.compile(r"^\[rank(?P<rank>\d+)\]:")
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One line of a log, its layers peeled off.
+
+    ``text`` is the message as the program wrote it (no envelope, launcher or sglang prefix,
+    no ANSI colours); ``time`` is seconds since the epoch when the line carries a time;
+    ``ranks`` is sglang's rank prefix as written (``PP0 TP1``), ``""`` when the line has an
+    sglang prefix without ranks, None when it has none; ``stream`` names the process or
+    output stream a launcher or collector gives (``sglang-1``, ``pid=123``, ``stderr``).
+    """
+
+    number: int
+    text: str
+    time: float | None
+    time_text: str | None
+    ranks: str | None
+    stream: str | None
+    partial: bool = False
+
+    @property
+    def sglang(self) -> bool:
+        """True when the line begins with sglang's own ``[time ranks]`` prefix."""
+        return self.ranks is not None
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def _rfc3339(text: str) -> float | None:
+    """Seconds since the epoch of an RFC 3339 time (nanoseconds cut to microseconds)."""
+    match = re.match(r"^(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:?\d\d)$", text)
+    if match is None:
+        return None
+    head, fraction, zone = match.groups()
+    zone = "+00:00" if zone == "Z" else zone
+    try:
+        moment = datetime.fromisoformat(f"{head}{zone}")
+    except ValueError:
+        return None
+    return moment.timestamp() + (float(f"0.{fraction}") if fraction else 0.0)
+
+
+def sglang_time(text: str, ms: str | None = None) -> float | None:
+    """Seconds since the epoch of sglang's ``%Y-%m-%d %H:%M:%S`` time.
+
+    sglang writes local time without a zone; it is read as UTC, so that times of the same
+    deployment compare with each other (not with a collector's times in another zone).
+    """
+    try:
+        moment = datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    return moment.timestamp() + (int(ms) / 1000 if ms else 0.0)
+
+
+def detect(head: bytes) -> tuple[Envelope, Launcher]:
+    """The envelope and launcher prefix of a log, from its first bytes (a few dozen lines)."""
+    lines = [line for line in head.split(b"\n")[:60] if line.strip()]
+    if lines and not head.endswith(b"\n") and len(lines) > 1:
+        lines = lines[:-1]  # the last one may be cut
+    if not lines:
+        return Envelope.PLAIN, Launcher.NONE
+    texts = [ANSI.sub("", _decode(line)) for line in lines]
+    envelope = Envelope.PLAIN
+    if _share(texts, lambda t: t.startswith("{") and '"log"' in t):
+        envelope = Envelope.DOCKER_JSON
+        texts = [_json_text(t)[0] for t in texts]
+    elif _share(texts, lambda t: _CRI.match(t) is not None):
+        envelope = Envelope.CRI
+        texts = [m.group("text") or "" if (m := _CRI.match(t)) else t for t in texts]
+    texts = [ANSI.sub("", t) for t in texts]
+    launcher = Launcher.NONE
+    if _share(texts, lambda t: _RAY.match(t) is not None):
+        launcher = Launcher.RAY
+    elif _share(texts, lambda t: _COMPOSE.match(t) is not None and not _SGLANG.match(t)):
+        launcher = Launcher.COMPOSE
+    return envelope, launcher
+
+
+def _share(texts: list[str], test: Callable[[str], bool]) -> bool:
+    """True when at least half of ``texts`` pass ``test``."""
+    passed = sum(1 for t in texts if test(t))
+    return passed * 2 >= len(texts) and passed > 0
+
+
+def _json_text(text: str) -> tuple[str, str | None, str | None]:
+    """(log, stream, time) of a json-file line; the line itself when it is not one."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return text, None, None
+    if not isinstance(record, dict) or not isinstance(record.get("log"), str):
+        return text, None, None
+    stream = record.get("stream")
+    time = record.get("time")
+    return (
+        record["log"].rstrip("\n"),
+        stream if isinstance(stream, str) else None,
+        time if isinstance(time, str) else None,
+    )
+
+
+def parse_line(number: int, raw: bytes, envelope: Envelope, launcher: Launcher) -> LogLine:
+    """Peel ``raw`` (one line, without its newline) into a :class:`LogLine`."""
+    text = _decode(raw).rstrip("\r")
+    time: float | None = None
+    time_text: str | None = None
+    stream: str | None = None
+    partial = False
+    if envelope is Envelope.DOCKER_JSON:
+        text, stream, time_text = _json_text(text)
+        time = _rfc3339(time_text) if time_text else None
+    elif envelope is Envelope.CRI:
+        match = _CRI.match(text)
+        if match is not None:
+            time_text = match.group("time")
+            time = _rfc3339(time_text)
+            stream = match.group("stream")
+            partial = match.group("tag") == "P"
+            text = match.group("text") or ""
+    if "\x1b" in text:
+        text = ANSI.sub("", text)
+    if launcher is Launcher.COMPOSE:
+        match = _COMPOSE.match(text)
+        if match is not None:
+            stream, text = match.group("service"), match.group("text")
+    elif launcher is Launcher.RAY:
+        match = _RAY.match(text)
+        if match is not None:
+            stream, text = match.group("who"), match.group("text")
+    ranks: str | None = None
+    if text.startswith("["):
+        match = _SGLANG.match(text)
+        if match is not None:
+            ranks = match.group("ranks").strip()
+            if time is None:
+                time = sglang_time(match.group("time"), match.group("ms"))
+            ms = match.group("ms")
+            time_text = match.group("time") + (f".{ms}" if ms else "")
+            text = match.group("text")
+    return LogLine(number, text, time, time_text, ranks, stream, partial)
+
+
+def torch_rank(text: str) -> str | None:
+    """'rank 3' for a torch C++ line that begins with ``[rank3]:``, else None."""
+    match = _TORCH_RANK.match(text)
+    return f"rank {match.group('rank')}" if match else None

@@ -1,0 +1,170 @@
+"""Reading one log in one pass: its failures and events, bounded, whatever the log holds.
+
+The scanner jumps from marker to marker (:mod:`ppaux.triage.scanner`); from a traceback's first
+line on, lines are read one by one and fed to the open tracebacks of their stream until every
+one has ended, then the scanner jumps again. Interleaved lines of other processes are expected:
+an sglang line of other ranks does not end a traceback that still waits for its exception line,
+and a launcher's prefix (compose, Ray) keeps each process's lines apart.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ppaux.triage.lineformat import Envelope, Launcher, LogLine, detect, parse_line, torch_rank
+from ppaux.triage.records import Event, Failure, TracebackBuilder, failure_start
+from ppaux.triage.scanner import MARKERS, Scanner
+from ppaux.triage.sources import LogSource, gzip_cut, open_log
+
+__all__ = ["MAX_EVENTS", "MAX_FAILURES", "LogReading", "read_log"]
+
+#: Failures and events kept per log; more are counted (a crash loop repeats the same ones).
+MAX_FAILURES = 200
+MAX_EVENTS = 2000
+#: Lines of other processes after which a traceback still waiting for its exception is ended.
+_MAX_FOREIGN = 400
+#: Bytes looked at to tell a log's envelope and launcher.
+_HEAD = 64 << 10
+
+_CAPTURE_DIR = re.compile(r"ppaux capture: capturing .* into (?P<dir>.+?) \(when=(?P<how>[^)]*)\)")
+
+
+@dataclass
+class LogReading:
+    """What one log holds for triage."""
+
+    source: str
+    envelope: Envelope = Envelope.PLAIN
+    launcher: Launcher = Launcher.NONE
+    lines: int = 0
+    failures: list[Failure] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    more_failures: int = 0
+    more_events: int = 0
+    long_lines: int = 0
+    cut: str | None = None
+    #: Capture directories ppaux's plugin said it writes to, with 'strict' when it does.
+    captures: list[tuple[str, bool]] = field(default_factory=list)
+
+
+def _event_kind(text: str) -> str | None:
+    if "Watchdog caught collective" in text:
+        return "watchdog"
+    if "TCPStore" in text:
+        return "store"
+    if "sigquit from a child" in text or "SIGQUIT received" in text:
+        return "sigquit"
+    if "ppaux capture:" in text:
+        return "capture"
+    return None
+
+
+class _Reader:
+    def __init__(self, reading: LogReading, first_order: int) -> None:
+        self.reading = reading
+        self.order = first_order
+        self.open: list[TracebackBuilder] = []
+
+    def _next_order(self) -> int:
+        self.order += 1
+        return self.order
+
+    def close(self, builder: TracebackBuilder) -> None:
+        self.open.remove(builder)
+        self.reading.failures.append(builder.finish())
+
+    def close_all(self) -> None:
+        for builder in list(self.open):
+            self.close(builder)
+
+    def take(self, line: LogLine, raw: bytes) -> None:
+        marked = any(marker in raw for marker in MARKERS)
+        mine = [b for b in self.open if b.failure.stream == line.stream]
+        if line.sglang:
+            for builder in mine:
+                if not builder.wants_frames or builder.failure.ranks == (line.ranks or None):
+                    self.close(builder)
+                else:
+                    builder.foreign += 1
+        elif mine:
+            waiting = [b for b in mine if b.wants_frames]
+            builder = waiting[-1] if waiting else mine[-1]
+            if builder.feed(line, marked):
+                return
+            if builder.wants_frames:
+                builder.foreign += 1
+            else:
+                self.close(builder)
+        for builder in list(self.open):
+            if builder.foreign > _MAX_FOREIGN:
+                self.close(builder)
+        if marked:
+            self._marked(line)
+
+    def _marked(self, line: LogLine) -> None:
+        reading = self.reading
+        failure = failure_start(line, reading.source, self._next_order())
+        if failure is not None:
+            if len(reading.failures) + len(self.open) >= MAX_FAILURES:
+                reading.more_failures += 1
+                return
+            self.open.append(TracebackBuilder(failure))
+            return
+        kind = _event_kind(line.text)
+        if kind is None:
+            return
+        if kind == "capture":
+            found = _CAPTURE_DIR.search(line.text)
+            if found is not None and len(reading.captures) < 16:
+                reading.captures.append((found.group("dir"), "strict" in found.group("how")))
+        if len(reading.events) >= MAX_EVENTS:
+            reading.more_events += 1
+            return
+        who = line.ranks or torch_rank(line.text) or line.stream or "a process"
+        if kind == "sigquit":
+            who = "the parent process"
+        reading.events.append(
+            Event(
+                kind,
+                reading.source,
+                line.number,
+                line.time,
+                line.time_text,
+                who,
+                line.text[:2000],
+                self._next_order(),
+            )
+        )
+
+
+def read_log(source: LogSource, first_order: int = 0) -> LogReading:
+    """Read ``source`` once: its envelope, launcher, failures and events.
+
+    ``first_order`` numbers this log's records after those of the logs read before it, so that
+    records without a time keep their place. Raises
+    :class:`~ppaux.triage.sources.LogOpenError` when the log cannot be opened.
+    """
+    reading = LogReading(source.name)
+    stream = open_log(source)
+    try:
+        head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
+        reading.envelope, reading.launcher = detect(head)
+        scanner = Scanner(stream)
+        reader = _Reader(reading, first_order)
+        while True:
+            item = scanner.next_line() if reader.open else scanner.next_marked_line()
+            if item is None:
+                break
+            number, raw = item
+            line = parse_line(number, raw, reading.envelope, reading.launcher)
+            reader.take(line, raw)
+        reader.close_all()
+        reading.lines = scanner.line - 1
+        reading.long_lines = scanner.long_lines
+        reading.cut = gzip_cut(stream)
+    finally:
+        if source.stream is None:
+            stream.close()
+    reading.failures.sort(key=lambda f: f.order)
+    return reading

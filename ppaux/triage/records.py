@@ -1,0 +1,241 @@
+"""What triage takes out of a log: failures (a traceback, reassembled) and one-line events
+(a watchdog timeout, a TCPStore error, the parent's SIGQUIT, ppaux capture's own lines).
+
+A traceback is assembled by :class:`TracebackBuilder` from the lines that follow its first one,
+as Python's ``traceback.format_exception`` writes them (sglang logs the whole text in one
+record: ``Scheduler hit an exception: Traceback (most recent call last): ...``): frames, their
+source lines and carets, the exception line and its continuation, chained exceptions. Lines of
+other processes may come in between; a traceback that stops before its exception line is kept,
+marked ``cut``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ppaux.triage.lineformat import LogLine
+
+__all__ = [
+    "MAX_FRAMES",
+    "Event",
+    "Failure",
+    "Frame",
+    "TracebackBuilder",
+    "failure_start",
+]
+
+#: Frames kept per traceback: the outermost few and the innermost rest (a RecursionError
+#: prints a thousand).
+MAX_FRAMES = 120
+_OUTER_FRAMES = 10
+#: Characters of an exception message kept, and its continuation lines.
+MAX_MESSAGE = 4000
+_MAX_MESSAGE_LINES = 40
+#: Exceptions of a chain kept ('During handling of the above exception ...').
+_MAX_CHAIN = 8
+
+_START = re.compile(
+    r"^(?:(?P<process>\w+) hit an exception: )?Traceback \(most recent call last\):"
+)
+_FRAME = re.compile(r'^\s+File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<function>.*))?$')
+_EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::(?: (?P<message>.*))?)?$")
+_CHAIN = (
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame of a traceback: ``file``, ``line``, ``function`` and its source line."""
+
+    file: str
+    line: int
+    function: str
+    code: str = ""
+
+
+@dataclass
+class Failure:
+    """A traceback in a log: where it starts, who wrote it, and what it says.
+
+    ``process`` is the sglang process that logged it ('Scheduler' for 'Scheduler hit an
+    exception'), None for a bare traceback. ``exception`` is the type of the exception that
+    ended the traceback (None when it is cut off), ``chain`` the earlier exceptions of a
+    chain, oldest first.
+    """
+
+    source: str
+    line: int
+    time: float | None
+    time_text: str | None
+    ranks: str | None
+    stream: str | None
+    process: str | None
+    order: int
+    exception: str | None = None
+    message: str = ""
+    chain: list[tuple[str, str]] = field(default_factory=list)
+    frames: list[Frame] = field(default_factory=list)
+    dropped_frames: int = 0
+    cut: bool = False
+
+    @property
+    def who(self) -> str:
+        """The ranks as the prefix spells them, else the stream, else 'a process'."""
+        if self.ranks:
+            return self.ranks
+        if self.stream:
+            return self.stream
+        return "a process"
+
+    @property
+    def scheduler(self) -> bool:
+        """True for a scheduler's failure: logged as 'Scheduler hit an exception', or a
+        traceback under a rank prefix."""
+        return self.process == "Scheduler" or bool(self.ranks)
+
+    @property
+    def error(self) -> str:
+        """'RuntimeError: message', or what is known of a cut-off traceback."""
+        if self.exception is None:
+            return "an exception the log does not show (the traceback is cut off)"
+        first = self.message.split("\n", 1)[0]
+        return f"{self.exception}: {first}" if first else self.exception
+
+
+@dataclass(frozen=True)
+class Event:
+    """A one-line record that follows from a failure: ``kind`` is 'watchdog', 'store',
+    'sigquit' or 'capture'."""
+
+    kind: str
+    source: str
+    line: int
+    time: float | None
+    time_text: str | None
+    who: str
+    text: str
+    order: int
+
+
+def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
+    """The failure that ``line`` begins, if it is the first line of a traceback."""
+    match = _START.match(line.text)
+    if match is None:
+        return None
+    return Failure(
+        source=source,
+        line=line.number,
+        time=line.time,
+        time_text=line.time_text,
+        ranks=line.ranks or None,
+        stream=line.stream,
+        process=match.group("process"),
+        order=order,
+    )
+
+
+class TracebackBuilder:
+    """Feeds the lines after a traceback's first one into its :class:`Failure`."""
+
+    def __init__(self, failure: Failure) -> None:
+        self.failure = failure
+        self.state = "frames"  # then "after" (exception line seen), "chain" (a chain header)
+        self.foreign = 0
+        self._blank = 0
+        self._message_lines = 0
+        self._frames: list[Frame] = []
+
+    @property
+    def wants_frames(self) -> bool:
+        """True until the exception line has been seen."""
+        return self.state != "after"
+
+    def feed(self, line: LogLine, marked: bool) -> bool:
+        """Take ``line`` if it continues this traceback; ``marked``: it holds a marker."""
+        if line.sglang:
+            return False
+        text = line.text
+        if self.state == "frames":
+            return self._frame_line(text)
+        if text.startswith("Traceback (most recent call last)"):
+            if self.state == "chain":
+                self.state = "frames"
+                self._blank = 0
+                return True
+            return False
+        if self.state == "chain":
+            return not text.strip()
+        # after the exception line
+        if not text.strip():
+            self._blank += 1
+            return self._blank < 2
+        if text in _CHAIN:
+            self._push_chain()
+            self.state = "chain"
+            return True
+        if marked or self._blank or text.startswith("[") or text.startswith("INFO:"):
+            return False
+        if self._message_lines >= _MAX_MESSAGE_LINES:
+            return True  # swallowed, not kept
+        self._message_lines += 1
+        failure = self.failure
+        if len(failure.message) < MAX_MESSAGE:
+            failure.message = (failure.message + "\n" + text)[:MAX_MESSAGE]
+        return True
+
+    def _frame_line(self, text: str) -> bool:
+        frame = _FRAME.match(text)
+        if frame is not None:
+            self._add_frame(
+                Frame(frame.group("file"), int(frame.group("line")), frame.group("function") or "")
+            )
+            return True
+        if text.startswith(" ") or not text.strip():
+            last = self._frames[-1] if self._frames else None
+            code = text.strip()
+            if last is not None and not last.code and code and not set(code) <= set("^~ "):
+                self._frames[-1] = Frame(last.file, last.line, last.function, code[:200])
+            return True
+        if text.startswith("Traceback (most recent call last)"):
+            return True
+        exception = _EXCEPTION.match(text)
+        failure = self.failure
+        if exception is not None:
+            failure.exception = exception.group("type")
+            failure.message = (exception.group("message") or "")[:MAX_MESSAGE]
+        else:
+            failure.exception = "Exception"
+            failure.message = text[:MAX_MESSAGE]
+        self.state = "after"
+        self._blank = 0
+        self._message_lines = 0
+        return True
+
+    def _add_frame(self, frame: Frame) -> None:
+        self._frames.append(frame)
+        if len(self._frames) > MAX_FRAMES:
+            del self._frames[_OUTER_FRAMES]
+            self.failure.dropped_frames += 1
+
+    def _push_chain(self) -> None:
+        failure = self.failure
+        if failure.exception is not None and len(failure.chain) < _MAX_CHAIN:
+            failure.chain.append((failure.exception, failure.message))
+        failure.exception = None
+        failure.message = ""
+        self._frames = []
+        failure.dropped_frames = 0
+
+    def finish(self) -> Failure:
+        """The failure, its frames in order; ``cut`` when no exception line came."""
+        failure = self.failure
+        failure.frames = self._frames
+        if failure.exception is None:
+            failure.cut = True
+            if failure.chain and self.state == "chain":
+                # A chain header with nothing after it: the last complete exception stands.
+                failure.exception, failure.message = failure.chain.pop()
+        return failure

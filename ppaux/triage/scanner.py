@@ -1,0 +1,214 @@
+"""One pass over a log, fast where nothing happens: the lines that matter, with their numbers.
+
+A server log is mostly healthy lines ("Decode batch ..."); what triage needs is the few lines
+around a failure. :class:`Scanner` reads the stream in chunks and jumps from one *marker* (a
+byte string that only a failure, a timeout or a SIGQUIT line holds, :data:`MARKERS`) to the
+next, counting newlines on the way so that every line keeps its number. From a marker on, the
+caller reads lines one by one (:meth:`Scanner.next_line`) for as long as it needs (a
+traceback), then jumps again (:meth:`Scanner.next_marked_line`).
+
+Searching a chunk for each marker is the cost. Each marker is looked for through its byte that
+is rarest in the chunk (found with ``memchr``, then checked in place); a marker none of whose
+bytes is rare there is searched for whole. Memory is bounded: one chunk, plus at most
+:data:`MAX_LINE` bytes of a line; a longer line is cut to that and the rest skipped.
+"""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+__all__ = ["CHUNK", "MARKERS", "MAX_LINE", "Scanner"]
+
+#: What makes a line worth reading: a Python traceback (every failure sglang logs: 'Scheduler hit
+#: an exception: Traceback ...'), torch's NCCL watchdog, TCPStore errors, the parent's two
+#: SIGQUIT lines (sglang's engine.py and tokenizer_manager.py), ppaux capture's own lines.
+MARKERS: tuple[bytes, ...] = (
+    b"Traceback (most recent call last)",
+    b"Watchdog caught collective",
+    b"TCPStore",
+    b"sigquit from a child",
+    b"SIGQUIT received",
+    b"ppaux capture:",
+)
+
+#: Bytes read at once.
+CHUNK = 4 << 20
+#: The longest line kept; the rest of a longer one is skipped (a hostile 1 GiB line costs no
+#: more memory than this).
+MAX_LINE = 64 << 10
+#: Bytes of a chunk looked at to choose each marker's rarest byte.
+_SAMPLE = 16 << 10
+#: Above this many expected candidates in a chunk, a marker is searched for whole instead.
+_MAX_CANDIDATES = 64
+
+
+def _plan(buffer: bytes, start: int) -> list[tuple[bytes, list[tuple[bytes, int]]]]:
+    """How to search ``buffer``: (anchor, [(marker, anchor's offset in it)]) pairs, as few
+    anchors as cover every marker with a byte rare in this chunk; an empty anchor means search
+    its markers whole."""
+    sample = buffer[start : start + _SAMPLE]
+    scale = max(1, (len(buffer) - start) // max(1, len(sample)))
+    rare = {
+        byte: count
+        for byte in {b for marker in MARKERS for b in marker}
+        if (count := sample.count(byte)) * scale <= _MAX_CANDIDATES
+    }
+    left = list(MARKERS)
+    plan: list[tuple[bytes, list[tuple[bytes, int]]]] = []
+    while left:
+        best = min(
+            rare,
+            key=lambda byte: (-sum(byte in marker for marker in left), rare[byte], byte),
+            default=None,
+        )
+        if best is None or not any(best in marker for marker in left):
+            break
+        anchor = bytes((best,))
+        covered = [m for m in left if best in m]
+        plan.append((anchor, [(m, m.index(anchor)) for m in covered]))
+        left = [m for m in left if best not in m]
+    if left:
+        plan.append((b"", [(m, 0) for m in left]))
+    return plan
+
+
+_UNKNOWN = -2
+
+
+def _first(buffer: bytes, start: int, anchor: bytes, markers: list[tuple[bytes, int]]) -> int:
+    """The first position at or after ``start`` where one of ``markers`` begins, or -1."""
+    if not anchor:
+        found = -1
+        for marker, _ in markers:
+            at = buffer.find(marker, start, len(buffer) if found < 0 else found + len(marker))
+            if at >= 0 and (found < 0 or at < found):
+                found = at
+        return found
+    at = buffer.find(anchor, start)
+    while at >= 0:
+        for marker, offset in markers:
+            begin = at - offset
+            if begin >= start and buffer.startswith(marker, begin):
+                return begin
+        at = buffer.find(anchor, at + 1)
+    return -1
+
+
+class Scanner:
+    """Lines of a binary stream, read in one pass: every line, or only marked ones.
+
+    ``line`` is the number (from 1) of the next line to be returned.
+    """
+
+    def __init__(self, stream: BinaryIO, chunk: int = CHUNK) -> None:
+        self._stream = stream
+        self._chunk = chunk
+        self._buffer = b""
+        self._pos = 0
+        self._eof = False
+        self.line = 1
+        #: Lines longer than :data:`MAX_LINE` seen (cut to that length).
+        self.long_lines = 0
+        self._plan: list[tuple[bytes, list[tuple[bytes, int]]]] | None = None
+        self._ahead: list[int] = []
+
+    def _fill(self) -> bool:
+        """Read one more chunk onto what is left of the buffer; False at the end."""
+        if self._eof:
+            return False
+        data = self._stream.read(self._chunk)
+        if not data:
+            self._eof = True
+            return False
+        rest = self._buffer[self._pos :]
+        self._buffer = rest + data if rest else data
+        self._pos = 0
+        self._plan = None
+        return True
+
+    def _find_marker(self) -> int:
+        """Position of the first marker at or after ``_pos`` in the buffer, or -1.
+
+        Each anchor's next match is remembered until the position passes it, so a chunk with
+        many failures is still searched once per anchor.
+        """
+        buffer = self._buffer
+        start = self._pos
+        if self._plan is None:
+            self._plan = _plan(buffer, start)
+            self._ahead = [_UNKNOWN] * len(self._plan)
+        found = -1
+        for index, (anchor, markers) in enumerate(self._plan):
+            ahead = self._ahead[index]
+            if ahead == _UNKNOWN or 0 <= ahead < start:
+                ahead = _first(buffer, start, anchor, markers)
+                self._ahead[index] = ahead
+            if ahead >= 0 and (found < 0 or ahead < found):
+                found = ahead
+        return found
+
+    def next_marked_line(self) -> tuple[int, bytes] | None:
+        """The next line holding a marker, with its number; None at the end of the stream."""
+        while True:
+            hit = self._find_marker()
+            if hit >= 0:
+                buffer = self._buffer
+                begin = buffer.rfind(b"\n", self._pos, hit) + 1
+                if begin <= 0:
+                    begin = self._pos
+                self.line += buffer.count(b"\n", self._pos, begin)
+                self._pos = begin
+                return self.next_line()
+            buffer = self._buffer
+            last = buffer.rfind(b"\n", self._pos)
+            if last >= 0:
+                self.line += buffer.count(b"\n", self._pos, last + 1)
+                self._pos = last + 1
+            elif len(buffer) - self._pos > MAX_LINE:
+                # One line longer than a chunk holds no newline yet: keep only what a marker
+                # cut in two needs, so that memory stays bounded.
+                keep = max(len(m) for m in MARKERS)
+                self._pos = len(buffer) - keep
+                self.long_lines += 1
+            if not self._fill():
+                return None
+
+    def next_line(self) -> tuple[int, bytes] | None:
+        """The next line (without its newline, cut to :data:`MAX_LINE` bytes) and its number;
+        None at the end of the stream."""
+        while True:
+            end = self._buffer.find(b"\n", self._pos)
+            if end >= 0:
+                if end - self._pos > MAX_LINE:
+                    self.long_lines += 1
+                line = self._buffer[self._pos : min(end, self._pos + MAX_LINE)]
+                self._pos = end + 1
+                number = self.line
+                self.line += 1
+                return number, line
+            if len(self._buffer) - self._pos > MAX_LINE:
+                return self._long_line()
+            if not self._fill():
+                if self._pos < len(self._buffer):  # a last line without a newline
+                    line = self._buffer[self._pos : self._pos + MAX_LINE]
+                    self._pos = len(self._buffer)
+                    number = self.line
+                    self.line += 1
+                    return number, line
+                return None
+
+    def _long_line(self) -> tuple[int, bytes]:
+        """A line longer than :data:`MAX_LINE`: its head, the rest skipped up to its end."""
+        line = self._buffer[self._pos : self._pos + MAX_LINE]
+        number = self.line
+        self.line += 1
+        self.long_lines += 1
+        self._pos += MAX_LINE
+        while True:
+            end = self._buffer.find(b"\n", self._pos)
+            if end >= 0:
+                self._pos = end + 1
+                return number, line
+            self._pos = len(self._buffer)
+            if not self._fill():
+                return number, line

@@ -1,0 +1,109 @@
+"""The logs ``triage`` reads: files, directories of logs, standard input, gzip, opened as
+streams and never read whole.
+
+A directory is walked for log files (:data:`LOG_SUFFIXES`, sorted, links not followed). A
+stream that begins with gzip's magic bytes is decompressed as it is read, whatever its name.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, BinaryIO, cast
+
+from ppaux.errors import PathError
+from ppaux.files import InputFileError, collect_files, open_regular
+
+__all__ = [
+    "LOG_SUFFIXES",
+    "MAX_LOG_FILES",
+    "LogOpenError",
+    "LogSource",
+    "expand_paths",
+    "gzip_cut",
+    "open_log",
+]
+
+#: What a log file is called inside a directory given to ``triage``: plain logs (Kubernetes'
+#: ``0.log``, Docker's ``<id>-json.log``, ``server.log``), captured output, rotated and gzip logs.
+LOG_SUFFIXES = (".log", ".gz", ".txt", ".out", ".err", ".json", ".jsonl")
+#: Files taken from the directories of one run (a bound on the walk, not on what is useful).
+MAX_LOG_FILES = 10_000
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class LogOpenError(PathError, OSError):
+    """A log that cannot be opened: ``str()`` is '<path>: <reason>'."""
+
+
+@dataclass(frozen=True)
+class LogSource:
+    """One log to read: ``name`` is how reports call it (the path as given, or ``<stdin>``)."""
+
+    name: str
+    stream: BinaryIO | None = None
+
+
+def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[PathError]]:
+    """Directories expanded into their log files (:data:`LOG_SUFFIXES`); other paths kept."""
+    return collect_files(paths, LOG_SUFFIXES, MAX_LOG_FILES, "log files")
+
+
+class _Gunzip(io.RawIOBase):
+    """A gzip stream read as far as it goes: a cut-off or corrupt tail ends the stream and is
+    remembered (``cut``), instead of failing the whole log."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._inner = gzip.GzipFile(fileobj=raw, mode="rb")
+        self._raw = raw
+        self.cut: str | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        if self.cut is not None:
+            return 0
+        try:
+            return self._inner.readinto(buffer)
+        except Exception as exc:  # EOFError, BadGzipFile, zlib.error: corrupt from here on
+            self.cut = str(exc) or type(exc).__name__
+            return 0
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._raw.close()
+            super().close()
+
+
+def open_log(source: LogSource) -> BinaryIO:
+    """A binary stream of ``source``'s bytes, decompressed when they are gzip.
+
+    Raises :class:`LogOpenError` for a path that is not a readable regular file.
+    """
+    if source.stream is not None:
+        raw: BinaryIO = source.stream
+    else:
+        try:
+            raw, _ = open_regular(source.name, "log")
+        except InputFileError as exc:
+            raise LogOpenError(exc.path, exc.reason) from None
+    buffered: Any = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(cast(Any, raw))
+    try:
+        head = buffered.peek(2)[:2]
+    except OSError as exc:
+        raise LogOpenError(source.name, f"cannot read: {exc.strerror or exc}") from None
+    if head == _GZIP_MAGIC:
+        return cast(BinaryIO, io.BufferedReader(_Gunzip(buffered), buffer_size=1 << 20))
+    return cast(BinaryIO, buffered)
+
+
+def gzip_cut(stream: BinaryIO) -> str | None:
+    """Why a gzip log ended early (a cut-off or corrupt stream), or None."""
+    raw = getattr(stream, "raw", None)
+    return raw.cut if isinstance(raw, _Gunzip) else None

@@ -1,0 +1,43 @@
+"""``ppaux triage LOG...``: find the root pipeline-parallel failure in sglang server logs."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from ppaux_cli.exits import fail
+from ppaux_cli.options import ReportOptions, report_options
+from ppaux_cli.output import STDIO, emit
+
+__all__ = ["STDIN_NAME", "triage"]
+
+#: What a log read from stdin is called in reports and messages.
+STDIN_NAME = "<stdin>"
+
+
+@report_options
+def triage(
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="LOG",
+            help="sglang server logs (plain, Kubernetes/CRI, Docker json-file, docker compose, "
+            "Ray; gzip or not) or directories of them; - reads one log from stdin.",
+        ),
+    ],
+    *,
+    options: ReportOptions,
+) -> None:
+    """Name the first failing ranks in sglang logs, their error, what followed, and what to run."""
+    from ppaux.triage import triage_paths
+
+    if paths.count(STDIO) > 1:
+        fail("-: stdin can be read only once")
+    streams = {}
+    if STDIO in paths:
+        paths = [STDIN_NAME if p == STDIO else p for p in paths]
+        streams[STDIN_NAME] = sys.stdin.buffer
+    report = triage_paths(paths, streams)
+    emit(report, options)
