@@ -232,8 +232,9 @@ def test_github_annotation_lines_exactly():
         "::error file=dumps/aux list.pt,title=PP201 unsafe-global::"
         "[__sampling_observer_output__.scores] the pickle references os.system%0Afix: Do not load "
         "it.",
-        "::warning file=dumps/odd%2Cname%3A1.pt,title=PP104::[key\twith\ttabs] 100%25 odd: "
-        'a|b <c> & "d"%0Asecond line\x07',
+        # Tabs, the newline and the bell from the dump are shown as escapes, never written raw.
+        "::warning file=dumps/odd%2Cname%3A1.pt,title=PP104::[key\\twith\\ttabs] 100%25 odd: "
+        'a|b <c> & "d"\\nsecond line\\x07',
         "::notice file=dumps/list.pt,title=PP114 no-tensor-dict::no tensor dict found in the "
         "file%0Afix: Point ppaux at a dump.",
         "::error file=dumps/empty.pt,title=ppaux could not read this input::empty file",
@@ -284,7 +285,7 @@ def test_junit_stays_well_formed_with_any_key():
         "inspect", findings=[_finding("PP101", "a.pt", "bad", "\x00\x01\x1b]]>&<\ud800\ufffe")]
     )
     root = ET.fromstring(render(hostile, Format.JUNIT).encode("utf-8", "surrogatepass"))
-    assert "\\x00\\x01\\x1b]]>&<\\xd800\\xfffe" in root.find("testsuite/testcase/failure").text
+    assert "\\x00\\x01\\x1b]]>&<\\ud800\\ufffe" in root.find("testsuite/testcase/failure").text
 
 
 def test_gitlab_code_quality_fields():

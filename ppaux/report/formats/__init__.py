@@ -2,7 +2,9 @@
 each.
 
 Each module is imported only when its format is asked for, so a JSON run never loads rich and a
-text run never loads the XML writer.
+text run never loads the XML writer. Every format is given the report with its strings shown by
+:func:`ppaux.text.shown` (:mod:`ppaux.report.formats.shown`), so no format writes a raw control
+character, bidi mark or lone surrogate, whatever a command put in its report.
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ def render(
     finding at or above it fails its test case and one below it is printed as test output, and
     to Markdown and HTML, which state the verdict.
     """
+    from ppaux.report.formats.shown import shown_report
+
+    # Every string is shown escaped, whatever the command and wherever it came from.
+    report = shown_report(report)
     if fmt is Format.JSON:
         from ppaux.report.formats import json as json_format
 

@@ -5,18 +5,19 @@ font, no image. It lays out at the device's width (viewport meta); wide tables s
 their own box with the first column kept in view, so check-skew's matrix reads on a phone.
 Cells that a finding is about (``Table.marked``, for check-skew the values that differ between
 stages) have the ``marked`` class: a red background and bold text. Every piece of text from
-the report is HTML-escaped, and control characters are shown as ``\\xNN``, so a hostile dump
-name or key can neither inject markup nor garble the page.
+the report is HTML-escaped, and unprintable characters (controls, bidi marks, lone surrogates)
+are shown as escapes by :func:`ppaux.text.shown`, so a hostile dump name or key can neither
+inject markup nor garble or reorder the page.
 """
 
 from __future__ import annotations
 
 import html
-import re
 
 from ppaux.report.document import FailOn, Report, Table, exit_code
 from ppaux.report.findings import Finding, Severity
 from ppaux.report.formats.markdown import counts, title, verdict
+from ppaux.text import shown
 
 __all__ = ["MARKED_BACKGROUND", "STYLE", "render"]
 
@@ -68,19 +69,12 @@ footer { margin-top: 2rem; font-size: .875rem; }
 """.replace("MARKED", MARKED_BACKGROUND)
 
 _VERDICT_CLASS = {0: "pass", 1: "fail", 2: "unread"}
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def _text(value: str) -> str:
-    # Control characters and lone surrogates (undecodable file names) would garble the page or
-    # fail to encode: they are shown as escapes instead.
-    shown = _CONTROL.sub(
-        lambda m: (
-            f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"
-        ),
-        value,
-    )
-    return html.escape(shown, quote=True)
+    # Control characters, bidi marks and lone surrogates (undecodable file names) would garble
+    # the page or fail to encode: they are shown as escapes instead.
+    return html.escape(shown(value, None), quote=True)
 
 
 def _code(value: str) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ppaux.report.document import FailOn, Report, Table, count_by_severity, exit_code
 from ppaux.report.findings import Finding
+from ppaux.text import shown
 
 __all__ = ["cell", "code", "counts", "render", "title", "verdict"]
 
@@ -24,8 +25,9 @@ _ESCAPED = "\\`*_[]~"
 
 
 def cell(text: str) -> str:
-    """``text`` as one line of literal Markdown, safe in a table cell."""
-    text = " ".join(text.split())
+    """``text`` as one line of literal Markdown, safe in a table cell (unprintable characters
+    shown as escapes by :func:`ppaux.text.shown`, runs of spaces made one)."""
+    text = " ".join(shown(text, None).split())
     for char, entity in _ENTITIES:
         text = text.replace(char, entity)
     return "".join("\\" + c if c in _ESCAPED else c for c in text)

@@ -85,7 +85,8 @@ def _code_location(location: dict[str, Any]) -> dict[str, Any]:
 
 def _result(finding: Finding, index: dict[str, int]) -> dict[str, Any]:
     text = (
-        f"{finding.message} (key {finding.key!r})" if finding.key is not None else finding.message
+        # The key is already shown escaped: a repr would escape its backslashes once more.
+        f"{finding.message} (key '{finding.key}')" if finding.key is not None else finding.message
     )
     if finding.sglang_error:
         text += f". Predicts the sglang error: {finding.sglang_error}"

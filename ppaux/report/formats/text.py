@@ -19,8 +19,10 @@ def _rich_table(table: Table, width: int, color: bool) -> Any:  # rich is import
     from rich.table import Table as RichTable
     from rich.text import Text
 
+    # Titles and headers are given as Text, never as strings that rich would read as markup
+    # (a '[' from a dump name would be taken for a style, or refused).
     out = RichTable(
-        title=table.title,
+        title=Text(table.title),
         title_justify="left",
         show_lines=False,
         box=box.SIMPLE_HEAD,
@@ -43,9 +45,11 @@ def _rich_table(table: Table, width: int, color: bool) -> Any:  # rich is import
     caps = _shares(longest[1:], [len(c) for c in table.columns[1:]], width - first - 3 * count)
     for index, column in enumerate(table.columns):
         if index == 0:
-            out.add_column(column, overflow="fold", min_width=first, max_width=first)
+            out.add_column(Text(column), overflow="fold", min_width=first, max_width=first)
         else:
-            out.add_column(column, overflow="ellipsis", no_wrap=True, max_width=caps[index - 1])
+            out.add_column(
+                Text(column), overflow="ellipsis", no_wrap=True, max_width=caps[index - 1]
+            )
     for r, row in enumerate(rows):
         out.add_row(
             *(

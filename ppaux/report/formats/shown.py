@@ -1,0 +1,126 @@
+"""The report every format writes: each of its strings shown as :func:`ppaux.text.shown` shows it.
+
+Commands escape what they take from a file where they build a message, but a report gathers
+text from many places (findings, their ``extra`` and ``location``, tables, notes, the JSON
+``data``), and one missed path would let a dump put an escape sequence, a newline or a bidi
+override into a terminal, a workflow command, an XML report or a web page. So
+:func:`shown_report` gives every format a copy of the report in which every string (and every
+string key) is printable text, before the format adds its own quoting. Showing shown text again
+changes nothing, so text escaped earlier is not escaped twice.
+
+Values that no encoder could write are also made safe here: an integer too long for JSON numbers
+(Python refuses to print one past 4300 digits) becomes a string, and a key that is not a string,
+number, boolean or None (JSON has no tuple keys) becomes its shown ``repr``; a finding's source
+``location`` without a file name and a line number is dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ppaux.report.document import InputProblem, Report, Table
+from ppaux.report.findings import Finding
+from ppaux.text import shown
+
+__all__ = ["shown_report", "shown_value"]
+
+#: Bits of the longest integer a report keeps as a number: JSON readers lose precision past 53
+#: bits, but sizes and offsets up to 2**64 are still written as the numbers they are.
+_MAX_NUMBER_BITS = 64
+#: Bits of the longest integer written out in decimal; longer ones are described.
+_MAX_DECIMAL_BITS = 256
+
+
+def _number(value: int) -> int | str:
+    bits = value.bit_length()
+    if bits <= _MAX_NUMBER_BITS:
+        return value
+    if bits <= _MAX_DECIMAL_BITS:
+        return str(value)
+    return f"<int of {bits} bits>"
+
+
+def _key(key: Any) -> Any:
+    if isinstance(key, str):
+        return shown(key, None)
+    if key is None or isinstance(key, (bool, float)):
+        return key
+    if isinstance(key, int):
+        return _number(key)
+    return shown(_repr(key), None)
+
+
+def _repr(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a value whose repr fails (or an int past Python's digit limit)
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 200 else f"{text[:200]}..."
+
+
+def shown_value(value: Any) -> Any:
+    """``value`` with every string in it (dict keys too, through dicts, lists and tuples) shown
+    by :func:`ppaux.text.shown`, over-long integers made strings and tuples made lists."""
+    if isinstance(value, str):
+        return shown(value, None)
+    if value is None or isinstance(value, (bool, float)):
+        return value
+    if isinstance(value, int):
+        return _number(value)
+    if isinstance(value, dict):
+        return {_key(k): shown_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [shown_value(v) for v in value]
+    return value
+
+
+def _location(location: Any) -> dict[str, Any] | None:
+    # A location comes from a capture file: every format reads its file, line and function,
+    # so one without a usable file and line number is dropped rather than half-written.
+    if not isinstance(location, dict):
+        return None
+    file, line, function = location.get("file"), location.get("line"), location.get("function")
+    if not isinstance(file, str) or type(line) is not int or not 0 < line < 2**31:
+        return None
+    out: dict[str, Any] = shown_value(location)
+    name = shown(function, None) if isinstance(function, str) else "?"
+    out.update(file=shown(file, None), line=line, function=name)
+    return out
+
+
+def _finding(item: Finding) -> Finding:
+    return dataclasses.replace(
+        item,
+        message=shown(item.message, None),
+        path=shown(item.path, None),
+        key=None if item.key is None else shown(item.key, None),
+        sglang_error=None if item.sglang_error is None else shown(item.sglang_error, None),
+        hint=shown(item.hint, None),
+        extra=shown_value(item.extra),
+        location=_location(item.location),
+    )
+
+
+def _table(table: Table) -> Table:
+    return dataclasses.replace(
+        table,
+        title=shown(table.title, None),
+        columns=tuple(shown(c, None) for c in table.columns),
+        rows=tuple(tuple(shown(c, None) for c in row) for row in table.rows),
+    )
+
+
+def shown_report(report: Report) -> Report:
+    """A copy of ``report`` whose every string is printable (see the module's docstring)."""
+    return dataclasses.replace(
+        report,
+        command=shown(report.command, None),
+        findings=[_finding(f) for f in report.findings],
+        problems=[
+            InputProblem(shown(p.path, None), shown(p.message, None)) for p in report.problems
+        ],
+        data=shown_value(report.data),
+        tables=[_table(t) for t in report.tables],
+        notes=[shown(n, None) for n in report.notes],
+    )
