@@ -88,6 +88,12 @@ COMMANDS: dict[str, CommandEntry] = {
         "changes, values (tensor bytes by digest), and which side pop fails on. Exit 1 when an "
         "auxiliary entry differs.",
     ),
+    "check-observer": CommandEntry(
+        "ppaux_cli.commands.check_observer",
+        "check_observer",
+        "Run a sampling observer's outputs through sglang's PP path and the single-stage path; "
+        "report sglang's errors, every difference and reused buffers. TARGET's code runs.",
+    ),
     "capture": CommandEntry(
         "ppaux_cli.commands.capture",
         "app",

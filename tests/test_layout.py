@@ -18,13 +18,14 @@ from helpers import REPO
 import ppaux
 
 #: The subpackages, written out: a new one must be added here and to docs/architecture.md.
-SUBPACKAGES = ["capture", "dump", "fix", "replay", "report", "sglang", "skew"]
+SUBPACKAGES = ["capture", "dump", "fix", "observer", "replay", "report", "sglang", "skew"]
 #: Faces whose every public name can be used without importing torch.
 TORCH_FREE = [
     "ppaux",
     "ppaux.capture",
     "ppaux.dump",
     "ppaux.fix",
+    "ppaux.observer",
     "ppaux.report",
     "ppaux.sglang",
     "ppaux.skew",

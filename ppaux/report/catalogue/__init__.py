@@ -12,11 +12,11 @@ from typing import Any
 from ppaux.errors import PpauxError
 from ppaux.report.findings import Finding, Rule, Severity
 
-from . import capture, diff, dump, replay, security, skew, triage
+from . import capture, diff, dump, observer, replay, security, skew, triage
 
 __all__ = ["RULES", "UnknownRuleError", "finding", "get_rule"]
 
-_AREAS = (capture, diff, dump, replay, security, skew, triage)
+_AREAS = (capture, diff, dump, observer, replay, security, skew, triage)
 
 
 def _collect() -> dict[str, Rule]:

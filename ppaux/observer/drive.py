@@ -1,0 +1,94 @@
+"""Driving a sampling observer as sglang's model runner does, on synthetic logits.
+
+Per forward, sglang 0.5.19 - 0.5.23 (``ModelRunner.sample``) asks ``is_active(sampling_info)``;
+if active, ``SamplingBatchInfo.apply_logits_bias_with_observer`` calls
+``before_grammar(logits, sampling_info)`` before the grammar mask; the sampler picks the next
+tokens (greedy: ``argmax``, int64); and when ``before_grammar`` returned something other than
+None, ``after_sample(state, token_ids)`` returns the ``DeviceAuxiliaryOutput`` (or None).
+
+Imports torch when used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["HookFailure", "SamplingInfoFactory", "Step", "drive_step", "synthetic_logits"]
+
+SamplingInfoFactory = Callable[[int, int, Any], Any]
+
+
+class HookFailure(Exception):
+    """One of the target's own methods raised: ``method`` ('after_sample', 'to_pp_tensors',
+    ...) and the exception it raised. Carried through sglang's add and pop unchanged."""
+
+    def __init__(self, method: str, error: BaseException) -> None:
+        super().__init__(f"{method} raised {type(error).__name__}: {error}")
+        self.method = method
+        self.error = error
+
+    @property
+    def text(self) -> str:
+        """'<Type>: <first line of the message>'."""
+        lines = str(self.error).strip().splitlines()
+        return f"{type(self.error).__name__}: {lines[0]}" if lines else type(self.error).__name__
+
+
+@dataclass
+class Step:
+    """One forward: its batch size and index, the logits and token ids the observer saw, and
+    the output ``after_sample`` returned (None when inactive or when it returned None);
+    ``active`` and ``state_none`` say why there is no output."""
+
+    batch_size: int
+    index: int
+    logits: Any
+    token_ids: Any
+    output: Any
+    active: bool
+    state_none: bool
+
+
+def synthetic_logits(batch_size: int, vocab_size: int, step: int, device: Any) -> Any:
+    """Logits ``(batch_size, vocab_size)`` float32, the same for the same arguments on any run."""
+    import torch
+
+    generator = torch.Generator().manual_seed(1000 * batch_size + step)
+    logits = torch.randn(batch_size, vocab_size, generator=generator, dtype=torch.float32)
+    return logits.to(device)
+
+
+def call_hook(method: str, function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)``, any exception it raises wrapped as :class:`HookFailure`."""
+    try:
+        return function(*args)
+    except Exception as exc:  # the target's own failure, reported with the method's name
+        raise HookFailure(method, exc) from exc
+
+
+def drive_step(
+    observer: Any,
+    batch_size: int,
+    index: int,
+    *,
+    vocab_size: int,
+    device: Any,
+    sampling_info: SamplingInfoFactory,
+) -> Step:
+    """One forward of ``observer``; raises :class:`HookFailure` where its own code raises."""
+    import torch
+
+    logits = synthetic_logits(batch_size, vocab_size, index, device)
+    info = sampling_info(batch_size, vocab_size, device)
+    active = bool(call_hook("is_active", observer.is_active, info))
+    state = None
+    if active:
+        state = call_hook("before_grammar", observer.before_grammar, logits, info)
+    # What the greedy sampler returns (sglang's Sampler: torch.argmax, int64).
+    token_ids = torch.argmax(logits, -1)
+    output = None
+    if state is not None:
+        output = call_hook("after_sample", observer.after_sample, state, token_ids)
+    return Step(batch_size, index, logits, token_ids, output, active, active and state is None)

@@ -1,0 +1,263 @@
+"""The two paths an auxiliary output takes to the requests, run side by side.
+
+* **single stage** (PP=1): ``output.copy_to_host(copy_tensor)``, then the host output's
+  ``consume(batch, commits)`` after the step's tokens are committed to the requests;
+* **pipeline parallel**: on the last stage, ``add`` puts ``output.to_pp_tensors()`` into the
+  dict it sends (with ``next_token_ids`` and ``__msg_type__``, as sglang's
+  ``_pp_prepare_tensor_dict`` does); the dict crosses a :class:`~ppaux.replay.Wire`; rank 0's
+  ``pop`` hands the received tensors to *its own* observer's ``from_pp_tensors``; the rebuilt
+  output then takes the single-stage path on rank 0's requests.
+
+Every failure is returned as a :class:`Fault` naming the side that raises and the entry at fault.
+Imports torch when used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ppaux.observer.drive import HookFailure, call_hook
+from ppaux.sglang import MSG_TYPE_KEY, OUTPUT_MSG_TYPE, OUTPUT_PREFIX
+
+__all__ = ["Fault", "Machinery", "PathOutcome", "pp_path", "single_stage_path"]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """Where a path stopped.
+
+    ``stage`` is 'hook' (the target's own ``method`` raised), 'add' (the last stage's add
+    raised), 'wire' (the transport failed on ``side``) or 'pop' (rank 0's pop raised);
+    ``error_type`` and ``message`` are verbatim; ``name`` the auxiliary tensor name at fault and
+    ``value`` a description of its value, where one is known.
+    """
+
+    stage: str
+    error_type: str
+    message: str
+    side: str
+    method: str | None = None
+    name: str | None = None
+    value: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The fault as plain data."""
+        return {
+            "stage": self.stage,
+            "side": self.side,
+            "method": self.method,
+            "error_type": self.error_type,
+            "message": self.message,
+            "name": self.name,
+            "value": self.value,
+        }
+
+
+@dataclass
+class Machinery:
+    """What runs the paths: ``add``/``pop`` of the implementation, the ``wire``, the sender
+    (``validating``), sglang's ``copy_tensor`` and the result processing (``consume(batch,
+    host_output, output_starts)``), and how a batch of requests is made."""
+
+    add: Callable[[Any, Any], None]
+    pop: Callable[[Any, Any], Any]
+    wire: Any
+    validating: bool
+    copy_tensor: Callable[[Any], Any]
+    consume: Callable[[Any, Any, list[int]], None]
+    make_batch: Callable[[list[Any]], Any]
+
+
+@dataclass
+class PathOutcome:
+    """A path's end: the ``output`` that reached copy_to_host (the rebuilt one on the PP path),
+    the ``host`` output, the ``sent`` auxiliary tensors (PP path), or the ``fault``."""
+
+    output: Any = None
+    host: Any = None
+    sent: dict[str, Any] | None = None
+    fault: Fault | None = None
+
+
+def _hook_fault(failure: HookFailure, side: str) -> Fault:
+    lines = str(failure.error).strip().splitlines()
+    return Fault(
+        "hook",
+        type(failure.error).__name__,
+        lines[0] if lines else "",
+        side,
+        method=failure.method,
+    )
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def _commit_and_consume(host: Any, reqs: list[Any], token_ids: Any, m: Machinery) -> None:
+    starts = [
+        req.finished_len if req.finished_len is not None else len(req.output_ids) for req in reqs
+    ]
+    ids = token_ids.reshape(-1).tolist()
+    for req, token in zip(reqs, ids, strict=False):
+        req.output_ids.append(int(token))
+    batch = m.make_batch(reqs)
+    call_hook("consume", m.consume, batch, host, starts)
+
+
+def single_stage_path(output: Any, reqs: list[Any], token_ids: Any, m: Machinery) -> PathOutcome:
+    """PP=1: copy to host, commit the step's tokens, consume."""
+    try:
+        copy = call_hook("copy_to_host", _method(output, "copy_to_host"), m.copy_tensor)
+        _commit_and_consume(copy, reqs, token_ids, m)
+    except HookFailure as failure:
+        return PathOutcome(output, fault=_hook_fault(failure, "single stage"))
+    return PathOutcome(output, copy)
+
+
+def _method(obj: Any, name: str) -> Callable[..., Any]:
+    found = getattr(obj, name, None)
+    if found is None:
+
+        def missing(*args: Any) -> Any:
+            raise AttributeError(f"{type(obj).__name__} has no {name}")
+
+        return missing
+    return found  # type: ignore[no-any-return]
+
+
+class _SendingOutput:
+    """The output as the last stage's add sees it: ``to_pp_tensors`` runs the output's own and
+    keeps what it returned, so that a failure names the entry and its value."""
+
+    def __init__(self, output: Any) -> None:
+        self.output = output
+        self.produced: Any = None
+
+    def to_pp_tensors(self) -> Any:
+        self.produced = call_hook("to_pp_tensors", self.output.to_pp_tensors)
+        return self.produced
+
+
+class _ReceivingObserver:
+    """Rank 0's observer as pop sees it: ``from_pp_tensors`` runs the observer's own."""
+
+    def __init__(self, observer: Any) -> None:
+        self.observer = observer
+
+    def from_pp_tensors(self, tensors: Any) -> Any:
+        return call_hook("from_pp_tensors", self.observer.from_pp_tensors, tensors)
+
+
+def _describe(value: Any) -> str:
+    from ppaux.observer.compare import describe
+
+    return describe(value)
+
+
+def _add_fault(exc: BaseException, sending: Any) -> Fault:
+    import torch
+
+    message = _message(exc)
+    produced = getattr(sending, "produced", None)
+    name = value = None
+    if produced is not None and hasattr(produced, "items"):
+        try:
+            items = list(produced.items())
+        except Exception:  # a mapping whose items() fails: nothing more to name
+            items = []
+        if message == "auxiliary PP tensor names must be non-empty strings":
+            bad = next(((k, v) for k, v in items if not isinstance(k, str) or not k), None)
+            if bad is not None:
+                name, value = repr(bad[0]), _describe(bad[1])
+        else:
+            bad = next(((k, v) for k, v in items if not torch.is_tensor(v)), None)
+            if bad is not None and repr(bad[0]) in message:
+                name, value = str(bad[0]), _describe(bad[1])
+    elif produced is not None or message == "auxiliary PP output must contain at least one tensor":
+        value = _describe(produced)
+    return Fault("add", type(exc).__name__, message, "last stage", name=name, value=value)
+
+
+def _legacy_add(tensors: dict[str, Any], output: Any) -> None:
+    """A last stage that does not validate: the keys written as ``to_pp_tensors`` gives them."""
+    if output is None:
+        return
+    if not hasattr(output, "to_pp_tensors"):
+        raise RuntimeError("auxiliary output does not support pipeline-parallel transport")
+    produced = output.to_pp_tensors()
+    if not produced:
+        raise RuntimeError("auxiliary PP output must contain at least one tensor")
+    for name, value in produced.items():
+        tensors[f"{OUTPUT_PREFIX}{name}"] = value
+
+
+def pp_path(
+    output: Any, rank0_observer: Any, reqs: list[Any], token_ids: Any, m: Machinery
+) -> PathOutcome:
+    """PP: add on the last stage, the wire, pop on rank 0 with its observer, then PP=1's way."""
+    import torch
+
+    sending = _SendingOutput(output) if hasattr(output, "to_pp_tensors") else output
+    sent: dict[str, Any] = {"next_token_ids": token_ids}
+    try:
+        (m.add if m.validating else _legacy_add)(sent, sending)
+    except HookFailure as failure:
+        return PathOutcome(fault=_hook_fault(failure, "last stage"))
+    except Exception as exc:  # sglang's (or Python's) own error inside add
+        return PathOutcome(fault=_add_fault(exc, sending))
+    sent[MSG_TYPE_KEY] = OUTPUT_MSG_TYPE
+    aux = {k: v for k, v in sent.items() if k.startswith(OUTPUT_PREFIX)}
+    delivery = m.wire.deliver(sent)
+    if delivery.failure is not None:
+        refused = delivery.failure
+        name = refused.key.removeprefix(OUTPUT_PREFIX) if refused.key else None
+        value = _describe(aux[refused.key]) if refused.key in aux else None
+        return PathOutcome(
+            sent=aux,
+            fault=Fault(
+                "wire", refused.error_type, refused.message, refused.side, name=name, value=value
+            ),
+        )
+    received = dict(delivery.received)
+    receiving = (
+        _ReceivingObserver(rank0_observer)
+        if hasattr(rank0_observer, "from_pp_tensors")
+        else rank0_observer
+    )
+    try:
+        rebuilt = m.pop(received, receiving)
+    except HookFailure as failure:
+        return PathOutcome(sent=aux, fault=_hook_fault(failure, "rank 0"))
+    except Exception as exc:  # sglang's (or Python's) own error inside pop
+        message = _message(exc)
+        name = value = None
+        if message == "received a non-tensor auxiliary PP output":
+            for key, got in received.items():
+                if (
+                    isinstance(key, str)
+                    and key.startswith(OUTPUT_PREFIX)
+                    and not torch.is_tensor(got)
+                ):
+                    name, value = key.removeprefix(OUTPUT_PREFIX), _describe(got)
+                    break
+        return PathOutcome(
+            sent=aux,
+            fault=Fault("pop", type(exc).__name__, message, "rank 0", name=name, value=value),
+        )
+    result = single_stage_path(rebuilt, reqs, token_ids, m)
+    result.sent = aux
+    if result.fault is not None:
+        result.fault = Fault(
+            result.fault.stage,
+            result.fault.error_type,
+            result.fault.message,
+            "rank 0",
+            method=result.fault.method,
+        )
+    return result

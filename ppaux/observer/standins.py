@@ -1,0 +1,139 @@
+"""Stand-ins for sglang's objects where sglang is not importable, and sglang's own where it is.
+
+``ppaux check-observer`` hands an observer what sglang's model runner hands it. With the
+``sglang`` transport (sglang importable) ``sampling_info`` is sglang's own ``SamplingBatchInfo``
+and the host output is consumed through sglang's own ``SchedulerBatchResultProcessor``; otherwise
+these stand-ins carry the same fields with the same dtypes and shapes as sglang 0.5.19 - 0.5.23
+builds them for a batch of greedy requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "CommittedTokens",
+    "StandInBatch",
+    "StandInRequest",
+    "StandInSamplingInfo",
+    "build_commits",
+    "copy_tensor",
+    "sampling_info_fields",
+]
+
+
+@dataclass
+class StandInSamplingInfo:
+    """The fields of sglang's ``SamplingBatchInfo`` an observer may read, for a greedy batch.
+
+    ``temperatures`` float32 ``(B, 1)``, ``top_ps`` float32 ``(B,)``, ``top_ks`` int32 ``(B,)``
+    (1: greedy), ``min_ps`` float32 ``(B,)``, the ``is_all_greedy`` / ``is_any_greedy`` /
+    ``need_*_sampling`` flags, ``vocab_size``, ``device`` (a string, as in sglang), and the
+    optional fields sglang leaves None for such a batch (grammars, custom parameters, logit
+    bias, penalties, sampling seed).
+    """
+
+    temperatures: Any
+    top_ps: Any
+    top_ks: Any
+    min_ps: Any
+    is_all_greedy: bool
+    is_any_greedy: bool
+    need_top_p_sampling: bool
+    need_top_k_sampling: bool
+    need_min_p_sampling: bool
+    vocab_size: int
+    grammars: list[Any] | None = None
+    grammar_mask: Any = None
+    penalizer_orchestrator: Any = None
+    acc_additive_penalties: Any = None
+    acc_scaling_penalties: Any = None
+    has_custom_logit_processor: bool = False
+    custom_params: list[dict[str, Any] | None] | None = None
+    custom_logit_processor: Any = None
+    sampling_seed: Any = None
+    logit_bias: Any = None
+    device: str = "cpu"
+
+
+def sampling_info_fields(batch_size: int, vocab_size: int, device: Any) -> dict[str, Any]:
+    """The required fields of ``SamplingBatchInfo`` for ``batch_size`` greedy requests, built
+    as ``SamplingBatchInfo.from_schedule_batch`` builds them (dtypes, shapes)."""
+    import torch
+
+    return {
+        "temperatures": torch.ones(batch_size, dtype=torch.float, device=device).view(-1, 1),
+        "top_ps": torch.ones(batch_size, dtype=torch.float, device=device),
+        "top_ks": torch.ones(batch_size, dtype=torch.int32, device=device),
+        "min_ps": torch.zeros(batch_size, dtype=torch.float, device=device),
+        "is_all_greedy": True,
+        "is_any_greedy": True,
+        "need_top_p_sampling": False,
+        "need_top_k_sampling": True,
+        "need_min_p_sampling": False,
+        "vocab_size": vocab_size,
+        "device": str(device),
+    }
+
+
+@dataclass(frozen=True)
+class CommittedTokens:
+    """sglang's ``CommittedTokens``: where a request's newly visible tokens start, and them."""
+
+    output_index: int
+    token_ids: tuple[int, ...]
+
+
+@dataclass
+class StandInRequest:
+    """The parts of sglang's ``Req`` that result processing and a ``consume`` touch: ``rid``,
+    ``output_ids``, ``finished_len`` and ``customized_info`` (None until something sets it).
+    ``consume`` may set any other attribute; the check compares them all."""
+
+    rid: str
+    output_ids: list[int] = field(default_factory=list)
+    finished_len: int | None = None
+    customized_info: dict[str, list[Any]] | None = None
+
+
+@dataclass
+class StandInBatch:
+    """The part of sglang's ``ScheduleBatch`` that ``consume`` sees: ``reqs``, and ``device``."""
+
+    reqs: list[Any]
+    device: str = "cpu"
+
+    def batch_size(self) -> int:
+        """Number of requests, as ``ScheduleBatch.batch_size()``."""
+        return len(self.reqs)
+
+
+def _visible_output_len(req: Any) -> int:
+    return req.finished_len if req.finished_len is not None else len(req.output_ids)
+
+
+def build_commits(
+    reqs: Sequence[Any], output_starts: Sequence[int], make: Callable[..., Any] = CommittedTokens
+) -> list[Any]:
+    """``commits`` as sglang's ``_build_auxiliary_commits`` makes them (0.5.19 - 0.5.23):
+    aligned with ``reqs``; None where a request has no new visible token."""
+    commits: list[Any] = []
+    for req, start in zip(reqs, output_starts, strict=True):
+        end = _visible_output_len(req)
+        if end < start:
+            raise RuntimeError("committed output length moved backwards")
+        if end == start:
+            commits.append(None)
+            continue
+        commits.append(make(output_index=start, token_ids=tuple(req.output_ids[start:end])))
+    return commits
+
+
+def copy_tensor(tensor: Any) -> Any:
+    """sglang's ``async_d2h`` (what the scheduler hands ``copy_to_host``): a CPU tensor is
+    returned as it is, not copied; a device tensor is copied to the host."""
+    if tensor.device.type == "cpu":
+        return tensor
+    return tensor.to("cpu")

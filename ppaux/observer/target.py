@@ -1,0 +1,273 @@
+"""Loading what ``ppaux check-observer`` checks: ``module:attr`` or ``path/to/file.py:attr``.
+
+The target names a sampling observer instance, a class or a zero-argument factory. Loading it
+imports the module or runs the file, as pytest does with test modules: the target's own code
+runs, on purpose. Every way it can fail becomes one :class:`TargetError` naming the target and
+the cause.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ppaux.errors import PpauxError
+
+__all__ = [
+    "LoadedObserver",
+    "TargetError",
+    "load_object",
+    "load_observer",
+    "load_outputs",
+    "observer_from",
+]
+
+#: What an observer must have for sglang's model runner to drive it.
+OBSERVER_METHODS = ("is_active", "before_grammar", "after_sample")
+
+
+class TargetError(PpauxError, ValueError):
+    """A target that cannot be used: ``target`` as given, ``reason`` why; ``str()`` is
+    '<target>: <reason>'."""
+
+    def __init__(self, target: str, reason: str) -> None:
+        super().__init__(f"{target}: {reason}")
+        self.target = target
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class LoadedObserver:
+    """The observer to drive, how rank 0's observer is made, and where it came from.
+
+    ``kind`` is 'instance', 'class' or 'factory'; ``make_rank0`` builds the observer that pops on
+    rank 0 (a separate process in sglang: a fresh instance from a class or factory, a deep copy
+    of an instance taken before any step ran); ``origin`` is the file that defines it.
+    """
+
+    target: str
+    observer: Any
+    kind: str
+    make_rank0: Callable[[], Any]
+    origin: str | None
+
+
+def _split(target: str) -> tuple[str, str]:
+    module, sep, attr = target.rpartition(":")
+    if not sep or not module or not attr:
+        raise TargetError(
+            target, "expected module:attr or path/to/file.py:attr (a colon, then a name)"
+        )
+    return module, attr
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _where(exc: BaseException) -> str:
+    """' (at FILE:LINE)' for the innermost frame outside importlib, or ''."""
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if "importlib" not in f.filename
+        and "<frozen" not in f.filename
+        and os.path.abspath(f.filename) != os.path.abspath(__file__)
+    ]
+    return f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+
+
+def _import_file(target: str, path: str) -> Any:
+    if not os.path.exists(path):
+        raise TargetError(target, f"no such file {path!r}")
+    if not os.path.isfile(path):
+        raise TargetError(target, f"{path!r} is not a file")
+    name = "_ppaux_target_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise TargetError(target, f"{path!r} cannot be loaded as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    # The file's directory comes first on the path while it runs, as for 'python file.py', so
+    # that it can import its neighbours; registered so that dataclasses and pickle find it.
+    directory = os.path.dirname(os.path.abspath(path))
+    sys.modules[name] = module
+    added = directory not in sys.path
+    if added:
+        sys.path.insert(0, directory)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        sys.modules.pop(name, None)
+        raise TargetError(
+            target, f"cannot run {path!r}: SyntaxError: {exc.msg} (line {exc.lineno})"
+        ) from None
+    except Exception as exc:  # anything the file raises while it runs
+        sys.modules.pop(name, None)
+        raise TargetError(
+            target, f"running {path!r} raised {_first_line(exc)}{_where(exc)}"
+        ) from None
+    return module
+
+
+def _import_module(target: str, name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or name
+        if missing == name or name.startswith(missing + "."):
+            raise TargetError(target, f"no module named {missing!r}") from None
+        raise TargetError(
+            target, f"importing {name!r} failed: no module named {missing!r}{_where(exc)}"
+        ) from None
+    except Exception as exc:  # anything the module raises while it runs
+        raise TargetError(
+            target, f"importing {name!r} raised {_first_line(exc)}{_where(exc)}"
+        ) from None
+
+
+def load_object(target: str) -> Any:
+    """The object ``target`` names (importing the module or running the file it names).
+
+    ``attr`` may be dotted (``module:Outer.inner``). Raises :class:`TargetError`.
+    """
+    module_part, attr = _split(target)
+    looks_like_file = module_part.endswith(".py") or os.sep in module_part or "/" in module_part
+    module = (
+        _import_file(target, module_part)
+        if looks_like_file
+        else _import_module(target, module_part)
+    )
+    value: Any = module
+    for part in attr.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            where = module_part if value is module else f"{module_part}:{attr}"
+            raise TargetError(target, f"{where} has no attribute {part!r}") from None
+        except Exception as exc:  # a property or module __getattr__ that raises
+            raise TargetError(target, f"reading {part!r} raised {_first_line(exc)}") from None
+    return value
+
+
+def _is_observer(value: Any) -> bool:
+    return all(callable(getattr(value, name, None)) for name in OBSERVER_METHODS)
+
+
+def _missing(value: Any) -> str:
+    return ", ".join(name for name in OBSERVER_METHODS if not callable(getattr(value, name, None)))
+
+
+def _call(target: str, factory: Callable[[], Any], what: str) -> Any:
+    try:
+        return factory()
+    except TypeError as exc:
+        try:
+            inspect.signature(factory).bind()
+        except (TypeError, ValueError):
+            raise TargetError(
+                target, f"{what} cannot be called without arguments ({_first_line(exc)})"
+            ) from None
+        raise TargetError(
+            target, f"calling {what} raised {_first_line(exc)}{_where(exc)}"
+        ) from None
+    except Exception as exc:  # the target's own failure
+        raise TargetError(
+            target, f"calling {what} raised {_first_line(exc)}{_where(exc)}"
+        ) from None
+
+
+def _origin(value: Any) -> str | None:
+    """The file that defines ``value`` (a class or function) or an instance's class."""
+    subject = value if inspect.isclass(value) or inspect.isroutine(value) else type(value)
+    try:
+        return inspect.getsourcefile(subject)
+    except TypeError:
+        return None
+
+
+def load_observer(target: str) -> LoadedObserver:
+    """Load ``target`` and make the observer to drive; raises :class:`TargetError`.
+
+    An instance (anything with ``is_active``, ``before_grammar`` and ``after_sample``) is used as
+    it is; a class or any other callable is called without arguments and must return one.
+    """
+    value = load_object(target)
+    return observer_from(value, target)
+
+
+def observer_from(value: Any, target: str) -> LoadedObserver:
+    """:class:`LoadedObserver` for an object already in hand (``assert_pp_safe``'s way in)."""
+    if _is_observer(value) and not inspect.isclass(value):
+        import copy
+
+        try:
+            spare = copy.deepcopy(value)
+        except Exception:  # an observer that cannot be copied pops with itself
+            spare = value
+        made = [False]
+
+        def rank0() -> Any:
+            if made[0]:
+                return copy.deepcopy(spare) if spare is not value else value
+            made[0] = True
+            return spare
+
+        return LoadedObserver(target, value, "instance", rank0, _origin(value))
+    if not callable(value):
+        raise TargetError(
+            target,
+            f"is a {type(value).__name__}, not a sampling observer, a class or a factory "
+            f"(it lacks {_missing(value)})",
+        )
+    kind = "class" if inspect.isclass(value) else "factory"
+    what = f"the {kind} {getattr(value, '__qualname__', target)}"
+    observer = _call(target, value, what)
+    if not _is_observer(observer):
+        raise TargetError(
+            target,
+            f"{what} returned a {type(observer).__name__}, not a sampling observer "
+            f"(it lacks {_missing(observer)})",
+        )
+
+    def fresh() -> Any:
+        return _call(target, value, what)
+
+    return LoadedObserver(target, observer, kind, fresh, _origin(value))
+
+
+def load_outputs(target: str) -> list[Any]:
+    """The auxiliary outputs named by ``--outputs module:attr``: a zero-argument callable
+    returning one output or an iterable of them. Raises :class:`TargetError`."""
+    value = load_object(target)
+    if not callable(value):
+        raise TargetError(target, f"is a {type(value).__name__}, not a zero-argument callable")
+    produced = _call(target, value, f"{getattr(value, '__qualname__', target)}")
+    if hasattr(produced, "copy_to_host"):
+        return [produced]
+    try:
+        outputs = list(produced)
+    except TypeError:
+        raise TargetError(
+            target,
+            f"returned a {type(produced).__name__}: neither an auxiliary output (no "
+            "copy_to_host) nor an iterable of them",
+        ) from None
+    if not outputs:
+        raise TargetError(target, "returned no outputs")
+    for index, output in enumerate(outputs):
+        if output is not None and not hasattr(output, "copy_to_host"):
+            raise TargetError(
+                target,
+                f"item {index} is a {type(output).__name__}, not an auxiliary output (no "
+                "copy_to_host)",
+            )
+    return outputs

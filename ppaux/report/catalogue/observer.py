@@ -1,0 +1,307 @@
+"""Rules about a sampling observer driven through sglang's PP path (codes PP7xx), for
+``ppaux check-observer`` and ``ppaux.testing.assert_pp_safe``."""
+
+from __future__ import annotations
+
+from ppaux.report.findings import Rule, Severity
+
+__all__ = ["RULES"]
+
+_FIX_PAIR = (
+    "Give the output class to_pp_tensors() returning a non-empty dict of non-empty string names "
+    "to tensors, and the observer from_pp_tensors(tensors) rebuilding the same output from "
+    "them; see docs/observers.md."
+)
+
+RULES = (
+    Rule(
+        code="PP701",
+        name="observer-output-not-pp",
+        severity=Severity.ERROR,
+        summary="The observer's output has no to_pp_tensors: the last stage's add raises.",
+        explanation=(
+            "With pipeline parallelism the last stage puts the auxiliary output into the dict "
+            "it sends to rank 0 with add_auxiliary_output_to_pp_tensors, which first asks "
+            "whether the output has a to_pp_tensors attribute (a runtime-checkable Protocol). "
+            "This output has none, so the last stage raises before anything is sent. A PP=1 "
+            "test never asks."
+        ),
+        causes=(
+            "The output class was written for one GPU only.",
+            "after_sample returns sglang's CompositeDeviceAuxiliaryOutput (append_auxiliary_"
+            "output of several outputs), which has no to_pp_tensors.",
+        ),
+        fix=_FIX_PAIR,
+        sglang_error="auxiliary output does not support pipeline-parallel transport",
+        example="the last stage's add raises RuntimeError: auxiliary output does not support "
+        "pipeline-parallel transport",
+        area="observer",
+    ),
+    Rule(
+        code="PP702",
+        name="observer-not-pp",
+        severity=Severity.ERROR,
+        summary="The observer has no from_pp_tensors: rank 0's pop raises.",
+        explanation=(
+            "Rank 0 hands the tensors it received to its own observer's from_pp_tensors "
+            "(pop_auxiliary_output_from_pp_tensors). Pop first asks whether the observer has "
+            "that attribute; this one has none, so rank 0 raises on the first step that "
+            "carries output."
+        ),
+        causes=("The observer class was written for one GPU only.",),
+        fix=_FIX_PAIR,
+        sglang_error="sampling observer does not support pipeline-parallel transport",
+        example="rank 0's pop raises RuntimeError: sampling observer does not support "
+        "pipeline-parallel transport",
+        area="observer",
+    ),
+    Rule(
+        code="PP703",
+        name="observer-pp-output-empty",
+        severity=Severity.ERROR,
+        summary="to_pp_tensors returns an empty mapping (or None): the last stage's add raises.",
+        explanation=(
+            "add tests the value to_pp_tensors returned for truth: an empty dict, None, [] or 0 "
+            "all fail, on the last stage."
+        ),
+        causes=(
+            "to_pp_tensors returns only the tensors that are set, and none were this step.",
+            "to_pp_tensors forgot its return statement.",
+        ),
+        fix="Always send at least one tensor: an empty tensor (torch.empty(0)) stands for "
+        "'nothing this step' and costs nothing on the wire.",
+        sglang_error="auxiliary PP output must contain at least one tensor",
+        example="the last stage's add raises RuntimeError: auxiliary PP output must contain at "
+        "least one tensor; to_pp_tensors returned dict {}",
+        area="observer",
+    ),
+    Rule(
+        code="PP704",
+        name="observer-pp-name-invalid",
+        severity=Severity.ERROR,
+        summary="A name from to_pp_tensors is empty or not a string: the last stage's add raises.",
+        explanation=(
+            "Each name becomes the key '__sampling_observer_output__.' + name; add refuses a "
+            "name that is not a non-empty str (an int, a tuple, bytes, '')."
+        ),
+        causes=("Names built from indices or enum members instead of strings.",),
+        fix="Use fixed, non-empty string names ('entropy', 'top_ids').",
+        sglang_error="auxiliary PP tensor names must be non-empty strings",
+        example="the last stage's add raises RuntimeError: auxiliary PP tensor names must be "
+        "non-empty strings; the entry at fault is '0', a float32 (4,) cpu",
+        area="observer",
+    ),
+    Rule(
+        code="PP705",
+        name="observer-pp-non-tensor",
+        severity=Severity.ERROR,
+        summary="to_pp_tensors returns a value that is not a tensor: the last stage's add raises.",
+        explanation=(
+            "Every value sent to rank 0 must be a torch.Tensor (subclasses pass). A list, a "
+            "numpy array, a float or None is refused by a validating last stage; a last stage "
+            "that does not validate sends it inside the pickled metadata and rank 0 fails "
+            "instead (PP706)."
+        ),
+        causes=(
+            "Per-request values kept as a Python list (scores.tolist()) or a numpy array.",
+            "An optional field that is None on some steps.",
+        ),
+        fix="Return tensors only: torch.as_tensor(values) for lists and arrays, and rebuild "
+        "the list in from_pp_tensors or consume if the host side needs one.",
+        sglang_error="auxiliary PP output {name!r} is not a tensor",
+        example="the last stage's add raises RuntimeError: auxiliary PP output 'scores' is not "
+        "a tensor; the entry at fault is 'scores', a list [0.5, 0.25]",
+        area="observer",
+    ),
+    Rule(
+        code="PP706",
+        name="observer-rank0-non-tensor",
+        severity=Severity.ERROR,
+        summary="Rank 0 receives a non-tensor auxiliary value and its pop raises.",
+        explanation=(
+            "With a last stage that does not validate (--sender legacy: a patched add, "
+            "out-of-tree code writing the keys), a non-tensor value rides inside the pickled "
+            "metadata, arrives as a copy of the same Python object, and rank 0's pop refuses "
+            "it: the error that started this project."
+        ),
+        causes=("The same as PP705, behind a sender that does not check.",),
+        fix="Return tensors only from to_pp_tensors (see PP705).",
+        sglang_error="received a non-tensor auxiliary PP output",
+        example="rank 0's pop raises RuntimeError: received a non-tensor auxiliary PP output; "
+        "the entry at fault is 'scores', a list [0.5, 0.25]",
+        area="observer",
+    ),
+    Rule(
+        code="PP707",
+        name="observer-not-reconstructed",
+        severity=Severity.ERROR,
+        summary="from_pp_tensors returns None: rank 0's pop raises.",
+        explanation=(
+            "Pop treats None from from_pp_tensors as a failure to rebuild the output and "
+            "raises on rank 0."
+        ),
+        causes=(
+            "from_pp_tensors forgot its return statement.",
+            "from_pp_tensors returns None when a name it expects is missing.",
+        ),
+        fix="Return the rebuilt output from from_pp_tensors, always.",
+        sglang_error="sampling observer did not reconstruct its PP output",
+        example="rank 0's pop raises RuntimeError: sampling observer did not reconstruct its PP "
+        "output",
+        area="observer",
+    ),
+    Rule(
+        code="PP708",
+        name="observer-transport-error",
+        severity=Severity.ERROR,
+        summary="The last stage's add or rank 0's pop raises another error on this output.",
+        explanation=(
+            "add or pop raised an error other than the ones above, for example Python's own "
+            "AttributeError when to_pp_tensors returns something without .items() (a list of "
+            "pairs), or 'duplicate auxiliary PP tensor' when a name is sent twice. The message "
+            "is verbatim."
+        ),
+        causes=(
+            "to_pp_tensors returns a list or tuple instead of a mapping.",
+            "Two outputs in one message use the same name.",
+        ),
+        fix="Return a dict from to_pp_tensors, with names unique within the message.",
+        example="the last stage's add raises AttributeError: 'list' object has no attribute "
+        "'items'",
+        area="observer",
+    ),
+    Rule(
+        code="PP709",
+        name="observer-wire-refused",
+        severity=Severity.ERROR,
+        summary="A tensor of the output cannot cross sglang's PP wire.",
+        explanation=(
+            "sglang's send_tensor_dict sends each tensor with torch.distributed: c10d has no "
+            "send for sparse or quantized tensors (torch's dispatcher raises "
+            "NotImplementedError on the last stage), gloo refuses a non-contiguous CPU tensor "
+            "('input tensor has to be contiguous'), and a value pickle cannot handle fails "
+            "before anything is sent. The metadata may already be on its way, so rank 0 "
+            "waits for data that never comes."
+        ),
+        causes=(
+            "A sparse tensor (to_sparse()) in to_pp_tensors.",
+            "A transposed or sliced view sent as it is.",
+        ),
+        fix="Send dense, contiguous tensors: t.to_dense().contiguous(); rebuild the sparse "
+        "form in from_pp_tensors if rank 0 needs it.",
+        example="the wire transport fails on the sender: NotImplementedError: Could not run "
+        "'c10d::send' with arguments from the 'SparseCPU' backend...",
+        area="observer",
+    ),
+    Rule(
+        code="PP710",
+        name="observer-hook-raised",
+        severity=Severity.ERROR,
+        summary="One of the observer's or output's own methods raises.",
+        explanation=(
+            "ppaux called the target's code as sglang does (is_active, before_grammar, "
+            "after_sample, to_pp_tensors, from_pp_tensors, copy_to_host, consume) and that "
+            "method raised. The message names the method, the exception and the side it ran on "
+            "(the last stage, rank 0, or the single-stage path)."
+        ),
+        causes=(
+            "from_pp_tensors reads a name to_pp_tensors does not send.",
+            "Rank 0's observer relies on state that only the last stage's observer has (it is "
+            "another instance in another process: it never ran before_grammar or "
+            "after_sample).",
+            "consume assumes one commit per request, but commits are None for requests that "
+            "got no new token.",
+        ),
+        fix="Fix the method named; rank 0's from_pp_tensors must rebuild the output from the "
+        "tensors alone.",
+        example="from_pp_tensors raised KeyError: 'entropy' on rank 0 (batch size 1, step 0)",
+        area="observer",
+    ),
+    Rule(
+        code="PP711",
+        name="observer-pp-output-differs",
+        severity=Severity.ERROR,
+        summary="The output rank 0 rebuilds differs from the one the last stage sent.",
+        explanation=(
+            "Silent corruption: sglang raises nothing. The output from_pp_tensors rebuilt on "
+            "rank 0 was compared field by field with the output after_sample returned: a "
+            "tensor's dtype, shape, device or bits differ, or a field is missing, extra or has "
+            "another value. Every response then carries metadata that a single GPU would not "
+            "have produced."
+        ),
+        causes=(
+            "from_pp_tensors maps names to the wrong fields, or casts (float16 on the wire, "
+            "float32 expected).",
+            "A field that is not sent (a Python value kept on the output) is rebuilt with a "
+            "default on rank 0.",
+            "The wire put the tensor on rank 0's current CUDA device, not the sender's index.",
+        ),
+        fix="Send every field the host side needs, and rebuild each from its own name with its "
+        "own dtype and shape.",
+        example="the output rank 0 rebuilt.entropy differs (bits): single stage float32 (4,) "
+        "cpu [0.1, 0.2, ...], PP float32 (4,) cpu [0.2, 0.1, ...]",
+        area="observer",
+    ),
+    Rule(
+        code="PP712",
+        name="observer-consume-differs",
+        severity=Severity.ERROR,
+        summary="What consume recorded on a request differs between the PP and single-stage paths.",
+        explanation=(
+            "Silent corruption: sglang raises nothing. After the same steps, the stand-in "
+            "requests of the single-stage path and of rank 0 were compared attribute by "
+            "attribute (customized_info and anything else consume set). They differ, so the "
+            "response metadata of a PP deployment differs from a single GPU's."
+        ),
+        causes=(
+            "The rebuilt output differs (see PP711).",
+            "consume reads state that only the last stage's observer holds.",
+        ),
+        fix="Make from_pp_tensors rebuild everything copy_to_host and consume read.",
+        example="request 0 after consume.customized_info['entropy'][0] differs (value): single "
+        "stage float 0.5, PP float 0.0",
+        area="observer",
+    ),
+    Rule(
+        code="PP713",
+        name="observer-output-aliased",
+        severity=Severity.ERROR,
+        summary="An output's tensors share memory that the next step overwrites.",
+        explanation=(
+            "The output of an earlier step changed when a later step ran: its tensors are "
+            "views of a buffer the observer reuses. sglang's contract warns that device "
+            "tensors must not alias (CUDA-graph) static buffers a later replay can overwrite "
+            "before the scheduler's copy; on CPU the scheduler's copy returns the very tensor, "
+            "so consume reads the buffer as the next step left it."
+        ),
+        causes=(
+            "after_sample returns a view of a preallocated buffer (self.buf[:n]) that the next "
+            "step writes.",
+            "A CUDA-graph static output tensor handed out as it is.",
+        ),
+        fix="Return a copy from after_sample (buffer[:n].clone()), or double-buffer.",
+        example="the output of step 0 (batch size 4) changed by step 2: .entropy was float32 "
+        "(4,) cpu [...], is now float32 (4,) cpu [...]",
+        area="observer",
+    ),
+    Rule(
+        code="PP714",
+        name="observer-no-output",
+        severity=Severity.WARNING,
+        summary="The observer produced no auxiliary output, so nothing was checked.",
+        explanation=(
+            "In every step is_active returned False, before_grammar returned None or "
+            "after_sample returned None. No output went down either path: the check could not "
+            "say anything."
+        ),
+        causes=(
+            "The observer activates only for requests with custom parameters the synthetic "
+            "batch does not carry.",
+        ),
+        fix="Give the outputs to send with --outputs module:attr (a zero-argument callable), "
+        "or make the observer active for the stand-in sampling_info (docs/observers.md).",
+        example="the observer produced no auxiliary output in any step",
+        area="observer",
+        inconclusive=True,
+    ),
+)

@@ -1,0 +1,152 @@
+"""``ppaux check-observer TARGET``: drive a sampling observer through sglang's PP path and the
+single-stage path, and report every error and every difference."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Annotated
+
+import typer
+
+from ppaux.replay import Impl, Sender, Transport
+from ppaux_cli.exits import fail
+from ppaux_cli.options import ReportOptions, choice_option, report_options
+from ppaux_cli.output import emit
+
+__all__ = ["check_observer"]
+
+
+@report_options
+def check_observer(
+    target: Annotated[
+        str,
+        typer.Argument(
+            metavar="TARGET",
+            help="module:attr or path/to/file.py:attr naming a sampling observer, a class or a "
+            "zero-argument factory. Its module is imported (its code runs), as pytest imports "
+            "test modules.",
+        ),
+    ],
+    outputs: Annotated[
+        str | None,
+        typer.Option(
+            "--outputs",
+            metavar="MODULE:ATTR",
+            help="A zero-argument callable returning the DeviceAuxiliaryOutputs to send, "
+            "instead of driving the observer on synthetic logits (its code runs too).",
+        ),
+    ] = None,
+    transport: Annotated[
+        Transport,
+        choice_option(
+            Transport,
+            "--transport",
+            default="wire",
+            help="none: rank 0 pops the dict as sent; wire: sglang's send/recv_tensor_dict "
+            "emulated in-process; torch-distributed: a real two-process group on 127.0.0.1; "
+            "sglang: sglang's own GroupCoordinator, SamplingBatchInfo and result processing "
+            "(sglang must be importable).",
+        ),
+    ] = Transport.WIRE,
+    impl: Annotated[
+        Impl,
+        choice_option(
+            Impl,
+            "--impl",
+            default="reference",
+            help="reference: ppaux's add and pop; sglang: sglang's own sampling_observer_pp "
+            "(both is not taken here).",
+        ),
+    ] = Impl.REFERENCE,
+    sender: Annotated[
+        Sender,
+        choice_option(
+            Sender,
+            "--sender",
+            default="validating",
+            help="validating: the last stage adds with add, as every sglang release does; "
+            "legacy: it writes the keys unchecked, so rank 0 sees what a patched sender sends.",
+        ),
+    ] = Sender.VALIDATING,
+    batch_size: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--batch-size",
+            metavar="N",
+            min=1,
+            help="A batch size to drive (repeat for several; default 1 and 4). With --outputs, "
+            "the first is the number of requests that consume sees.",
+        ),
+    ] = None,
+    steps: Annotated[
+        int,
+        typer.Option(
+            "--steps",
+            metavar="N",
+            min=1,
+            help="Forwards per batch size (2 or more find outputs that alias a reused buffer).",
+        ),
+    ] = 3,
+    vocab_size: Annotated[
+        int,
+        typer.Option("--vocab-size", metavar="N", min=2, help="Width of the synthetic logits."),
+    ] = 32,
+    device: Annotated[
+        str,
+        typer.Option(
+            "--device",
+            metavar="DEVICE",
+            help="Where the logits are made: cpu, cuda, cuda:N or auto (CUDA when present).",
+        ),
+    ] = "cpu",
+    sglang_path: Annotated[
+        str | None,
+        typer.Option(
+            "--sglang-path",
+            metavar="DIR|WHEEL",
+            help="Read sglang from this unpacked tree (or, for --impl sglang, a wheel) instead "
+            "of the installed sglang.",
+        ),
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            min=1.0,
+            help="How long a two-process transport waits for its peer.",
+        ),
+    ] = 60.0,
+    *,
+    options: ReportOptions,
+) -> None:
+    """Run a sampling observer's outputs through sglang's PP path and the single-stage path;
+    report sglang's errors, every difference and reused buffers. TARGET's code runs."""
+    # torch warns on import when numpy is absent; the check never needs numpy itself.
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
+    from ppaux.errors import TorchMissingError
+    from ppaux.observer import ObserverConfigError, ObserverOptions, TargetError, check_observer
+    from ppaux.torch_probe import require_torch
+
+    try:
+        require_torch("ppaux check-observer")
+    except TorchMissingError as exc:
+        fail(str(exc))
+    settings = ObserverOptions(
+        transport=transport.value,
+        impl=impl.value,
+        sender=sender.value,
+        batch_sizes=tuple(batch_size) if batch_size else (1, 4),
+        steps=steps,
+        vocab_size=vocab_size,
+        device=device,
+        sglang_path=sglang_path,
+        timeout_s=timeout,
+    )
+    try:
+        report = check_observer(target, settings, outputs=outputs)
+    except TargetError as exc:
+        fail(f"{exc.target}: {exc.reason}")
+    except ObserverConfigError as exc:
+        fail(f"--{exc.option} {exc.value}: {exc.reason}")
+    emit(report, options)

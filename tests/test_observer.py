@@ -1,0 +1,289 @@
+"""``ppaux check-observer`` and :mod:`ppaux.observer`: each faulty observer of
+fixtures/observers is flagged with sglang's exact message and the side that raises it, or with
+the differing tensor or field; the good ones pass; unusable targets are one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers import REPO, cli
+
+pytest.importorskip("torch")
+
+from ppaux.observer import ObserverOptions, TargetError, check_observer
+
+OBSERVERS = REPO / "fixtures" / "observers"
+
+
+def target(name: str) -> str:
+    file, _, attr = name.partition(":")
+    return f"{OBSERVERS / file}:{attr}"
+
+
+def codes(report) -> list[str]:
+    return [f.code for f in report.findings]
+
+
+def only(report, code: str):
+    found = [f for f in report.findings if f.code == code]
+    assert found, [(f.code, f.message) for f in report.findings]
+    return found[0]
+
+
+@pytest.mark.parametrize(
+    "name", ["entropy_good.py:EntropyObserver", "entropy_fixed.py:EntropyObserver"]
+)
+def test_a_pp_safe_observer_passes_with_exit_0(name):
+    result = cli("check-observer", target(name))
+    assert result.exit_code == 0, result.output
+    assert "same on both paths" in result.stdout
+    report = check_observer(target(name))
+    assert report.findings == []
+    # Every step of both batch sizes sent the output down both paths.
+    assert [(r["batch_size"], r["step"]) for r in report.data["results"]] == [
+        (1, 0),
+        (1, 1),
+        (1, 2),
+        (4, 0),
+        (4, 1),
+        (4, 2),
+    ]
+    assert all(r["sent"] == ["entropy"] for r in report.data["results"])
+
+
+def test_a_list_is_refused_by_the_last_stage_with_sglangs_message():
+    report = check_observer(target("entropy_list.py:EntropyObserver"))
+    item = only(report, "PP705")
+    assert item.sglang_error == "auxiliary PP output 'entropy' is not a tensor"
+    assert item.key == "entropy"
+    assert item.message.startswith(
+        "the last stage's add raises RuntimeError: auxiliary PP output 'entropy' is not a "
+        "tensor; the entry at fault is 'entropy', a list ["
+    )
+    assert codes(report) == ["PP705"]  # once, not once per step
+
+
+def test_a_list_behind_a_legacy_sender_fails_on_rank_0():
+    report = check_observer(
+        target("entropy_list.py:EntropyObserver"), ObserverOptions(sender="legacy")
+    )
+    item = only(report, "PP706")
+    assert item.sglang_error == "received a non-tensor auxiliary PP output"
+    assert item.message.startswith("rank 0's pop raises RuntimeError: received a non-tensor")
+    assert "the entry at fault is 'entropy', a list" in item.message
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "message", "side"),
+    [
+        (
+            "NoToPPObserver",
+            "PP701",
+            "auxiliary output does not support pipeline-parallel transport",
+            "the last stage's add",
+        ),
+        (
+            "NoFromPPObserver",
+            "PP702",
+            "sampling observer does not support pipeline-parallel transport",
+            "rank 0's pop",
+        ),
+        (
+            "EmptyObserver",
+            "PP703",
+            "auxiliary PP output must contain at least one tensor",
+            "the last stage's add",
+        ),
+        (
+            "BadNameObserver",
+            "PP704",
+            "auxiliary PP tensor names must be non-empty strings",
+            "the last stage's add",
+        ),
+        (
+            "NotRebuiltObserver",
+            "PP707",
+            "sampling observer did not reconstruct its PP output",
+            "rank 0's pop",
+        ),
+    ],
+)
+def test_each_sglang_error_with_its_exact_message_and_side(name, code, message, side):
+    report = check_observer(target(f"faulty.py:{name}"))
+    assert codes(report) == [code]
+    item = report.findings[0]
+    assert item.sglang_error == message
+    assert item.message.startswith(f"{side} raises RuntimeError: {message}")
+
+
+def test_a_bad_name_names_the_entry_and_its_value():
+    item = only(check_observer(target("faulty.py:BadNameObserver")), "PP704")
+    assert "the entry at fault is '0', a float32 (1,) cpu" in item.message
+
+
+def test_a_sparse_tensor_is_refused_by_the_wire_on_the_sender():
+    report = check_observer(target("faulty.py:SparseObserver"))
+    item = only(report, "PP709")
+    assert item.key == "entropy"
+    assert "fails on the sender: NotImplementedError: Could not run 'c10d::send'" in item.message
+    assert "a float32 (1,) cpu sparse_coo" in item.message
+
+
+def test_a_sparse_tensor_passes_without_a_wire():
+    # sglang's add accepts any tensor: only the wire refuses the sparse layout.
+    report = check_observer(target("faulty.py:SparseObserver"), ObserverOptions(transport="none"))
+    assert "PP709" not in codes(report)
+
+
+def test_a_cast_on_the_wire_is_silent_corruption_named_by_tensor_and_field():
+    report = check_observer(target("faulty.py:HalfOnWireObserver"))
+    output = only(report, "PP711")
+    assert output.key == ".entropy"
+    assert "differs (dtype): single stage float32 (1,) cpu, PP float16 (1,) cpu" in output.message
+    request = only(report, "PP712")
+    assert request.key == ".customized_info['entropy'][0]"
+    assert request.sglang_error is None
+    assert all(f.severity.value == "error" for f in report.findings)
+
+
+def test_crossed_fields_are_named():
+    report = check_observer(target("faulty.py:SwappedObserver"), ObserverOptions(steps=1))
+    keys = [f.key for f in report.findings if f.code == "PP711"]
+    assert keys == [".entropy", ".top"]
+    assert "(bits)" in report.findings[0].message
+
+
+def test_a_reused_buffer_is_found_over_several_steps():
+    report = check_observer(target("faulty.py:ReusedBufferObserver"))
+    item = only(report, "PP713")
+    assert item.key == ".entropy"
+    assert "the output of step 0 (batch size 1) changed by step 2" in item.message
+    # One step cannot show it.
+    assert (
+        check_observer(target("faulty.py:ReusedBufferObserver"), ObserverOptions(steps=1)).findings
+        == []
+    )
+
+
+def test_rank_0_uses_another_instance_of_the_observer():
+    report = check_observer(target("faulty.py:StatefulRank0Observer"))
+    item = only(report, "PP710")
+    assert item.message.startswith("from_pp_tensors raised TypeError: ")
+    assert "on rank 0" in item.message
+    assert item.extra["method"] == "from_pp_tensors"
+
+
+def test_numpy_arrays_are_refused():
+    pytest.importorskip("numpy")
+    item = only(check_observer(target("faulty.py:NumpyObserver")), "PP705")
+    assert "a ndarray" in item.message
+
+
+def test_an_observer_that_is_never_active_is_inconclusive():
+    report = check_observer(target("faulty.py:NeverActiveObserver"))
+    item = only(report, "PP714")
+    assert item.severity.value == "warning"
+    assert cli("check-observer", target("faulty.py:NeverActiveObserver")).exit_code == 0
+    strict = cli("check-observer", target("faulty.py:NeverActiveObserver"), "--strict")
+    assert strict.exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("given", "line"),
+    [
+        (
+            "nosuchmodule_xyz:Observer",
+            "nosuchmodule_xyz:Observer: no module named 'nosuchmodule_xyz'",
+        ),
+        (
+            "no_colon",
+            "no_colon: expected module:attr or path/to/file.py:attr (a colon, then a name)",
+        ),
+        ("json:nothing_here", "json:nothing_here: json has no attribute 'nothing_here'"),
+        (
+            "json:__name__",
+            "json:__name__: is a str, not a sampling observer, a class or a factory "
+            "(it lacks is_active, before_grammar, after_sample)",
+        ),
+    ],
+)
+def test_unusable_targets_are_one_line_and_exit_2(given, line):
+    result = cli("check-observer", given)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == f"ppaux: error: {line}\n"
+
+
+def test_a_missing_file_and_a_failing_file_are_named(tmp_path):
+    missing = tmp_path / "gone.py"
+    result = cli("check-observer", f"{missing}:Observer")
+    assert result.exit_code == 2
+    assert result.stderr == f"ppaux: error: {missing}:Observer: no such file {str(missing)!r}\n"
+    broken = tmp_path / "broken.py"
+    broken.write_text("import torch\nraise ValueError('no GPU here')\n", encoding="utf-8")
+    result = cli("check-observer", f"{broken}:Observer")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        f"ppaux: error: {broken}:Observer: running {str(broken)!r} raised ValueError: no GPU here"
+    )
+    assert result.stderr.count("\n") == 1
+    with pytest.raises(TargetError) as caught:
+        check_observer(f"{broken}:Observer")
+    assert caught.value.target == f"{broken}:Observer"
+
+
+def test_a_class_that_returns_no_observer_is_refused():
+    result = cli("check-observer", target("entropy_good.py:EntropyHostOutput"))
+    assert result.exit_code == 2
+    assert "cannot be called without arguments" in result.stderr
+
+
+def test_every_format_and_the_json_document():
+    for fmt in ("text", "json", "github", "sarif", "junit", "gitlab", "markdown", "html"):
+        result = cli("check-observer", target("entropy_list.py:EntropyObserver"), "--format", fmt)
+        assert result.exit_code == 1, (fmt, result.output)
+        assert "PP705" in result.stdout, fmt
+    doc = json.loads(
+        cli("check-observer", target("entropy_list.py:EntropyObserver"), "--format", "json").stdout
+    )
+    assert doc["command"] == "check-observer"
+    assert doc["observer"]["sampling_info"] == "stand-in"
+    assert doc["observer"]["transport"] == "wire"
+    assert doc["results"][0]["pp"]["stage"] == "add"
+    assert doc["results"][0]["pp"]["message"] == "auxiliary PP output 'entropy' is not a tensor"
+
+
+def test_fail_on_and_ignore_apply():
+    result = cli("check-observer", target("entropy_list.py:EntropyObserver"), "--ignore", "PP705")
+    assert result.exit_code == 0
+
+
+def test_outputs_given_instead_of_driving(tmp_path):
+    module = tmp_path / "given_outputs.py"
+    module.write_text(
+        "import torch\n"
+        f"import sys; sys.path.insert(0, {str(OBSERVERS)!r})\n"
+        "from entropy_good import EntropyOutput\n"
+        "def outputs():\n"
+        "    return [EntropyOutput(torch.tensor([0.5, 1.5])), None]\n",
+        encoding="utf-8",
+    )
+    report = check_observer(
+        target("entropy_good.py:EntropyObserver"),
+        ObserverOptions(batch_sizes=(2,)),
+        outputs=f"{module}:outputs",
+    )
+    assert report.findings == []
+    assert report.data["observer"]["outputs_given"] is True
+    assert len(report.data["results"]) == 1
+
+
+@pytest.mark.wheels
+def test_impl_sglang_runs_sglangs_own_module():
+    wheel = pytest.importorskip("wheels").sglang_wheel("0.5.23")
+    report = check_observer(
+        target("entropy_list.py:EntropyObserver"),
+        ObserverOptions(impl="sglang", sglang_path=str(wheel)),
+    )
+    assert only(report, "PP705").sglang_error == "auxiliary PP output 'entropy' is not a tensor"
