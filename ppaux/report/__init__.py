@@ -13,8 +13,14 @@ if TYPE_CHECKING:
     from ppaux.report.catalogue import RULES, UnknownRuleError, finding, get_rule
     from ppaux.report.config import Config, ConfigError, discover_config, load_config, resolve_gate
     from ppaux.report.document import REPORT_SCHEMA, FailOn, InputProblem, Report, Table, exit_code
+    from ppaux.report.error_pages import ERROR_PAGES, ErrorPage, page_for
     from ppaux.report.findings import Finding, Rule, Severity, cap_per_code
     from ppaux.report.formats import Format, render
+    from ppaux.report.formats.error_page import (
+        error_page_json,
+        error_page_markdown,
+        error_page_text,
+    )
     from ppaux.report.formats.github import step_summary
     from ppaux.report.formats.rule_text import render_rule
     from ppaux.report.formats.rules import (
@@ -69,13 +75,21 @@ _EXPORTS = {
     "statistics_text": "formats.statistics",
     "statistics_json": "formats.statistics",
     "step_summary": "formats.github",
+    "ERROR_PAGES": "error_pages",
+    "ErrorPage": "error_pages",
+    "page_for": "error_pages",
+    "error_page_json": "formats.error_page",
+    "error_page_markdown": "formats.error_page",
+    "error_page_text": "formats.error_page",
 }
 
 __all__ = [
+    "ERROR_PAGES",
     "REPORT_SCHEMA",
     "RULES",
     "Config",
     "ConfigError",
+    "ErrorPage",
     "FailOn",
     "Finding",
     "Format",
@@ -91,6 +105,9 @@ __all__ = [
     "UnknownRuleError",
     "cap_per_code",
     "discover_config",
+    "error_page_json",
+    "error_page_markdown",
+    "error_page_text",
     "exit_code",
     "find_root",
     "finding",
@@ -98,6 +115,7 @@ __all__ = [
     "load_config",
     "markdown_code",
     "markdown_text",
+    "page_for",
     "parse_codes",
     "rebase_report",
     "render",

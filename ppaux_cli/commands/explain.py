@@ -75,20 +75,20 @@ def explain(
 
 
 def _page(message_id: str, name: str | None, format: RulesFormat) -> str:
-    from ppaux.report.error_pages import page_for
+    from ppaux.report import page_for
 
     page = page_for(message_id)
     if format is RulesFormat.JSON:
         import json
 
-        from ppaux.report.formats.error_page import error_page_json
+        from ppaux.report import error_page_json
 
         return json.dumps(error_page_json(page, name), indent=2, ensure_ascii=False) + "\n"
     if format is RulesFormat.MARKDOWN:
-        from ppaux.report.formats.error_page import error_page_markdown
+        from ppaux.report import error_page_markdown
 
         return error_page_markdown(page, site=False)
-    from ppaux.report.formats.error_page import error_page_text
+    from ppaux.report import error_page_text
 
     return error_page_text(page, name)
 
