@@ -86,7 +86,7 @@ def test_status_of_a_directory(filled: Path):
         "skipped": 1,
     }
     plugin = document["plugin"]
-    assert plugin["entry_point"] == "ppaux.capture_plugin:register"
+    assert plugin["entry_point"] == "ppaux.capture.plugin:register"
     assert plugin["installed"] is True
     assert plugin["sglang_version"] == "0.5.23"
     assert plugin["sglang_has_plugin_framework"] is True
@@ -137,7 +137,7 @@ def test_status_text(filled: Path):
         if line.startswith(" ") and re.search(r"\S\s{2,}\S", line)
     ]
     table = {cells[0]: cells[-1] for cells in rows if len(cells) >= 2}
-    assert table["plugin entry point"] == "ppaux.capture_plugin:register"
+    assert table["plugin entry point"] == "ppaux.capture.plugin:register"
     assert table["would activate"] == "no"
     assert table["directory"] == str(filled)
     assert (table["captures"], table["skipped"]) == ("2", "1")

@@ -75,7 +75,7 @@ PLUGIN_GROUP = "sglang.srt.plugins"
 #: ppaux's entry in that group: its name, which is what ``SGLANG_PLUGINS`` lists, and the
 #: entry point declared in ppaux's metadata (pyproject.toml).
 PLUGIN_NAME = "ppaux_capture"
-ENTRY_POINT = "ppaux.capture_plugin:register"
+ENTRY_POINT = "ppaux.capture.plugin:register"
 #: The file of the plugins' ``HookRegistry``, relative to the ``sglang`` package directory.
 HOOK_REGISTRY_FILE = "srt/plugins/hook_registry.py"
 
