@@ -1,0 +1,148 @@
+"""Checks for an integration's own test suite: is this sampling observer PP-safe?
+
+A sampling observer's ``to_pp_tensors`` and ``from_pp_tensors`` never run on one GPU, so a
+PP=1 test suite cannot catch what breaks in a pipeline-parallel deployment.
+:func:`assert_pp_safe` drives the observer as sglang does and sends each output down the
+single-stage and the PP paths (``ppaux check-observer`` in a function)::
+
+    from ppaux.testing import assert_pp_safe
+    from my_integration import EntropyObserver
+
+    def test_entropy_observer_is_pp_safe():
+        assert_pp_safe(EntropyObserver)
+
+With ppaux installed, pytest also offers the fixture ``pp_safe`` (the same function, from the
+``ppaux`` plugin registered under the ``pytest11`` entry point; it does nothing unless a test
+asks for it). Imports torch when called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ppaux.report import Report
+
+__all__ = ["assert_pp_safe", "pp_safety_report"]
+
+_RANK = {"info": 1, "warning": 2, "error": 3}
+
+
+def pp_safety_report(
+    observer: Any,
+    *,
+    outputs: Sequence[Any] | Callable[[], Iterable[Any]] | None = None,
+    transport: str = "wire",
+    impl: str = "reference",
+    sender: str = "validating",
+    batch_sizes: Sequence[int] = (1, 4),
+    steps: int = 3,
+    vocab_size: int = 32,
+    device: str = "cpu",
+    sglang_path: str | None = None,
+    timeout_s: float = 60.0,
+) -> Report:
+    """The report ``ppaux check-observer`` would print, for an observer in hand.
+
+    ``observer`` is an observer instance, a class or a zero-argument factory, or a target
+    string (``module:attr``, ``file.py:attr``). ``outputs`` (a sequence of
+    ``DeviceAuxiliaryOutput`` or a zero-argument callable returning them) is sent instead of
+    driving the observer. The other arguments are the CLI's options. Raises
+    :class:`~ppaux.observer.TargetError` or :class:`~ppaux.observer.ObserverConfigError` for
+    what cannot be checked at all.
+    """
+    from ppaux.observer import ObserverOptions, check_loaded, load_observer
+    from ppaux.observer.target import observer_from
+    from ppaux.torch_probe import require_torch
+
+    require_torch("ppaux.testing")
+    options = ObserverOptions(
+        transport=str(transport),
+        impl=str(impl),
+        sender=str(sender),
+        batch_sizes=tuple(batch_sizes),
+        steps=steps,
+        vocab_size=vocab_size,
+        device=device,
+        sglang_path=sglang_path,
+        timeout_s=timeout_s,
+    )
+    if isinstance(observer, str):
+        loaded = load_observer(observer)
+    else:
+        name = getattr(observer, "__qualname__", None) or type(observer).__qualname__
+        loaded = observer_from(observer, name)
+    given = list(outputs()) if callable(outputs) else outputs
+    return check_loaded(loaded, options, given)
+
+
+def _describe(report: Report, failing: list[Any], options: dict[str, Any]) -> str:
+    target = report.data.get("observer", {}).get("target", "?")
+    count = len(failing)
+    head = (
+        f"sampling observer {target} is not PP-safe: {count} finding{'s' if count != 1 else ''} "
+        f"(transport {options['transport']}, impl {options['impl']}, sender {options['sender']})"
+    )
+    lines = [head]
+    for item in failing:
+        where = f" [{item.key}]" if item.key else ""
+        lines.append(f"  {item.code} {item.severity.value}{where}: {item.message}")
+        if item.sglang_error:
+            lines.append(f"      sglang raises: RuntimeError: {item.sglang_error}")
+        if item.hint:
+            lines.append(f"      fix: {item.hint}")
+    lines.append("  ('ppaux explain CODE' tells more; docs/observers.md shows the fixes.)")
+    return "\n".join(lines)
+
+
+def assert_pp_safe(
+    observer: Any,
+    *,
+    outputs: Sequence[Any] | Callable[[], Iterable[Any]] | None = None,
+    transport: str = "wire",
+    impl: str = "reference",
+    sender: str = "validating",
+    batch_sizes: Sequence[int] = (1, 4),
+    steps: int = 3,
+    vocab_size: int = 32,
+    device: str = "cpu",
+    sglang_path: str | None = None,
+    timeout_s: float = 60.0,
+    fail_on: str = "error",
+    ignore: Iterable[str] = (),
+) -> Report:
+    """Raise ``AssertionError`` when ``observer`` is not PP-safe; return the report otherwise.
+
+    Arguments as for :func:`pp_safety_report`; ``fail_on`` is the lowest severity that fails
+    ('error', 'warning' or 'info') and ``ignore`` lists codes to leave out. The message lists
+    each finding with its code, the entry at fault, sglang's own message where sglang raises
+    one, and the fix.
+    """
+    __tracebackhide__ = True  # pytest shows the assertion, not ppaux's frames
+    if fail_on not in _RANK:
+        raise ValueError(f"fail_on {fail_on!r}: not one of error, warning, info")
+    report = pp_safety_report(
+        observer,
+        outputs=outputs,
+        transport=transport,
+        impl=impl,
+        sender=sender,
+        batch_sizes=batch_sizes,
+        steps=steps,
+        vocab_size=vocab_size,
+        device=device,
+        sglang_path=sglang_path,
+        timeout_s=timeout_s,
+    )
+    skipped = {code.strip().upper() for code in ignore}
+    failing = [
+        item
+        for item in report.findings
+        if _RANK[item.severity.value] >= _RANK[fail_on] and item.code not in skipped
+    ]
+    if failing:
+        raise AssertionError(
+            _describe(report, failing, {"transport": transport, "impl": impl, "sender": sender})
+        )
+    return report

@@ -1,0 +1,144 @@
+"""``ppaux.testing.assert_pp_safe`` and the pytest plugin's ``pp_safe`` fixture, as an
+integration's test suite uses them."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from helpers import REPO
+
+pytest.importorskip("torch")
+
+from ppaux.observer.target import load_object
+from ppaux.testing import assert_pp_safe, pp_safety_report
+
+OBSERVERS = REPO / "fixtures" / "observers"
+
+
+def fixture(name: str):
+    return load_object(f"{OBSERVERS / name}")
+
+
+def test_a_pp_safe_observer_passes_as_class_instance_factory_and_target():
+    good = fixture("entropy_good.py:EntropyObserver")
+    assert assert_pp_safe(good).findings == []
+    assert assert_pp_safe(good()).findings == []
+    assert assert_pp_safe(lambda: good()).findings == []
+    assert assert_pp_safe(f"{OBSERVERS / 'entropy_good.py'}:EntropyObserver").findings == []
+
+
+def test_a_leaking_observer_fails_with_every_finding_and_sglangs_message():
+    leaking = fixture("entropy_list.py:EntropyObserver")
+    with pytest.raises(AssertionError) as caught:
+        assert_pp_safe(leaking)
+    text = str(caught.value)
+    lines = text.splitlines()
+    assert lines[0] == (
+        "sampling observer EntropyObserver is not PP-safe: 1 finding (transport wire, impl "
+        "reference, sender validating)"
+    )
+    assert lines[1].startswith(
+        "  PP705 error [entropy]: the last stage's add raises RuntimeError: auxiliary PP output "
+        "'entropy' is not a tensor"
+    )
+    assert (
+        lines[2]
+        == "      sglang raises: RuntimeError: auxiliary PP output 'entropy' is not a tensor"
+    )
+    assert lines[3].startswith("      fix: Return tensors only")
+
+
+def test_ignore_and_fail_on():
+    leaking = fixture("entropy_list.py:EntropyObserver")
+    report = assert_pp_safe(leaking, ignore=["pp705"])
+    assert [f.code for f in report.findings] == ["PP705"]
+    never = fixture("faulty.py:NeverActiveObserver")
+    assert_pp_safe(never)  # a warning does not fail by default
+    with pytest.raises(AssertionError, match="PP714"):
+        assert_pp_safe(never, fail_on="warning")
+    with pytest.raises(ValueError, match="fail_on 'fatal'"):
+        assert_pp_safe(never, fail_on="fatal")
+
+
+def test_outputs_as_a_callable():
+    good = fixture("entropy_good.py:EntropyObserver")
+    output = fixture("entropy_good.py:EntropyOutput")
+    import torch
+
+    report = pp_safety_report(good, outputs=lambda: [output(torch.tensor([1.0, 2.0]))])
+    assert report.findings == []
+    assert report.data["observer"]["outputs_given"] is True
+
+
+TEST_FILE = """
+import sys
+sys.path.insert(0, {observers!r})
+from entropy_good import EntropyObserver as Good
+from entropy_list import EntropyObserver as Leaking
+
+def test_good(pp_safe):
+    pp_safe(Good)
+
+def test_leaking(pp_safe):
+    pp_safe(Leaking)
+"""
+
+
+def _pytest(tmp_path, *args, env=None):
+    (tmp_path / "test_integration.py").write_text(
+        textwrap.dedent(TEST_FILE.format(observers=str(OBSERVERS))), encoding="utf-8"
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
+
+
+def test_the_fixture_comes_from_the_pytest11_entry_point(tmp_path):
+    from importlib.metadata import entry_points
+
+    found = [e for e in entry_points(group="pytest11") if e.name == "ppaux"]
+    if not found:
+        pytest.skip("ppaux installed without its entry points (reinstall: pip install -e .)")
+    assert found[0].value == "ppaux.testing_plugin"
+    result = _pytest(tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 failed, 1 passed" in result.stdout
+    # Failing output reads well in pytest's report: the finding and sglang's own message.
+    assert "sampling observer EntropyObserver is not PP-safe: 1 finding" in result.stdout
+    assert "sglang raises: RuntimeError: auxiliary PP output 'entropy' is not a tensor" in (
+        result.stdout
+    )
+    assert "ppaux/observer" not in result.stdout  # ppaux's frames are hidden
+
+
+def test_without_autoload_the_plugin_is_named_explicitly(tmp_path):
+    result = _pytest(tmp_path, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert "fixture 'pp_safe' not found" in result.stdout
+    result = _pytest(
+        tmp_path, "-p", "ppaux.testing_plugin", env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    )
+    assert "1 failed, 1 passed" in result.stdout
+
+
+def test_the_plugin_is_inert_until_used():
+    code = (
+        "import sys, ppaux.testing_plugin; "
+        "print(sorted(m for m in sys.modules if m.startswith(('torch', 'ppaux.'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    loaded = ast.literal_eval(out.strip())
+    assert "ppaux.testing_plugin" in loaded
+    assert [m for m in loaded if m.startswith("torch") or m.startswith("ppaux.testing.")] == []
+    assert "ppaux.observer" not in loaded and "ppaux.testing" not in loaded
