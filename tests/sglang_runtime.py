@@ -16,6 +16,9 @@ between runs, a directory from which those two modules import on a CPU-only mach
     ``runtime.json`` what was prepared, written last: an environment without it, or whose
                      recorded recipe differs, is prepared again from scratch.
 
+One process prepares a release at a time (a file lock, ``<cache>/.<version>.lock``): the
+pytest-xdist workers of a run, or two runs, wait for the preparation under way and then use it.
+
 ``<cache>`` is ``$PPAUX_RUNTIME_CACHE`` (default ``~/.cache/ppaux/runtime``). Processes are run
 with the test interpreter and ``PYTHONPATH`` = sglang, site, stand-ins (see
 :meth:`SglangRuntime.env`). A test skips when the package index cannot be reached, unless
@@ -41,6 +44,7 @@ from typing import NoReturn
 
 import pytest
 import wheels
+from helpers import file_lock
 
 __all__ = [
     "CACHE_ENV",
@@ -411,7 +415,9 @@ def sglang_runtime(version: str) -> SglangRuntime:
     recipe = _recipe(wheel)
     started = time.monotonic()
     if not _ready(root, recipe):
-        _build(root, wheel, recipe, version)
+        with file_lock(root.with_name(f".{version}.lock")):
+            if not _ready(root, recipe):  # not prepared by another process while this one waited
+                _build(root, wheel, recipe, version)
     runtime = SglangRuntime(
         version=version, root=root, prepare_s=round(time.monotonic() - started, 1)
     )

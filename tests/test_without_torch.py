@@ -4,8 +4,9 @@ need torch say so in one line and exit 2, and the torch-free reader works.
 The virtual environment is real (``python -m venv`` and ``pip install -e CHECKOUT[test]``,
 without the torch extra) and is kept under ``~/.cache/ppaux`` (or ``$PPAUX_VENV_CACHE``), keyed
 by pyproject.toml, the Python version and the checkout's path, so only the first run pays for
-the install (about 20 s with pip's cache warm). The checkout is installed editable: the code
-under test is the working tree's.
+the install (about 20 s with pip's cache warm), and one process builds it at a time (a file
+lock: a second pytest-xdist worker waits for it instead of building the same folder). The
+checkout is installed editable: the code under test is the working tree's.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import REPO, file_lock
 
-REPO = Path(__file__).resolve().parent.parent
 HINT = "pip install torch==VERSION, with the torch VERSION your sglang deployment runs"
 
 
@@ -37,9 +38,15 @@ def _venv_dir() -> Path:
 @pytest.fixture(scope="module")
 def venv() -> Path:
     folder = _venv_dir()
+    with file_lock(folder.with_name(f".{folder.name}.lock")):
+        _build_venv(folder)
+    return folder
+
+
+def _build_venv(folder: Path) -> None:
     done = folder / ".ppaux-complete"
     if done.exists() and (folder / "bin" / "python").exists():
-        return folder
+        return
     shutil.rmtree(folder, ignore_errors=True)
     folder.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=300)
@@ -60,7 +67,6 @@ def venv() -> Path:
     )
     assert install.returncode == 0, install.stderr[-3000:]
     done.write_text("ok\n")
-    return folder
 
 
 def _run(venv: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -2,9 +2,10 @@
 
 Wheels are fetched with ``pip download --no-deps`` (the interpreter running the tests, so the
 index settings of its pip apply) into ``$PPAUX_WHEEL_CACHE`` (default ``~/.cache/ppaux/wheels``),
-outside the repository. A test is skipped only when the download failed because the package index
-could not be reached; any other failure fails the test. With ``PPAUX_REQUIRE_WHEELS=1`` (set by
-CI) a failed download always fails the test.
+outside the repository, one process at a time (a file lock: pytest-xdist workers wait for the
+download under way instead of starting their own). A test is skipped only when the download
+failed because the package index could not be reached; any other failure fails the test. With
+``PPAUX_REQUIRE_WHEELS=1`` (set by CI) a failed download always fails the test.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+from helpers import file_lock
 
 __all__ = ["CACHE_ENV", "REQUIRE_ENV", "network_failure", "sglang_wheel", "wheel_cache"]
 
@@ -89,6 +91,12 @@ def sglang_wheel(version: str) -> Path:
         return cached
     if _unreachable and os.environ.get(REQUIRE_ENV) != "1":
         pytest.skip(f"sglang=={version} not downloaded; earlier: {_unreachable[0]}")
+    with file_lock(cache / f".sglang-{version}.lock"):
+        # Another process may have finished the download while this one waited.
+        return _cached(cache, version) or _download(cache, version)
+
+
+def _download(cache: Path, version: str) -> Path:
     # Download beside the cache and move in when complete, so a killed run leaves no half file.
     with tempfile.TemporaryDirectory(dir=cache, prefix=".download-") as scratch:
         command = [
