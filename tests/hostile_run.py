@@ -54,6 +54,12 @@ _SERVER = r"""
 import json, os, sys, time, traceback
 import ppaux_cli.app
 limit, jobs = float(sys.argv[1]), json.loads(sys.argv[2])
+# Modules the commands import lazily and that are slow to import (torch), imported once here.
+import warnings
+for module in filter(None, os.environ.get("PPAUX_TEST_PRELOAD", "").split(",")):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns on import where numpy is absent
+        __import__(module)
 # Warm up: the CLI imports its command modules lazily; import them once, here, output discarded.
 saved = os.dup(1), os.dup(2)
 null = os.open(os.devnull, os.O_WRONLY)

@@ -380,3 +380,101 @@ def test_replay_loads_the_corpus_without_running_it(tmp_path):
     lines = stderr.splitlines()
     assert len(lines) == len(document["problems"]) > 0
     assert all(line.startswith(f"ppaux: error: {corpus.OUT}/") for line in lines)
+
+
+#: Bounds for the commands that read tensor bytes. They load torch (about 150 MB before any
+#: file), and diff of the wide-dict bombs measures about 25 s and 700 MB on a busy 2-core
+#: machine (a report of every one of 100,000 entries): these bounds catch a hang or a runaway,
+#: the figures for inputs under 1 MB are benchmarks' business.
+BYTE_READER_TIME_S = 90.0
+BYTE_READER_RSS_MB = 1024.0
+
+#: The commands that read tensor bytes, as run over every corpus file: ARGS for one file.
+_BYTE_READERS = {
+    "diff": lambda path: [
+        "diff",
+        str(REPO / "fixtures" / "dumps" / "clean_output.pt"),
+        path,
+        "--format",
+        "json",
+    ],
+    "replay": lambda path: ["replay", path, "--format", "json"],
+    "tensorize": lambda path: ["tensorize", path, "-o", "out.pt"],
+}
+
+
+@pytest.fixture(scope="module")
+def byte_reader_outcomes(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[tuple[str, str], _Outcome]:
+    if not _torch_available():
+        pytest.skip("replay and tensorize need torch")
+    root = tmp_path_factory.mktemp("byte_readers")
+    before = {c.name: _sha256(corpus.OUT / c.filename) for c in corpus.CASES}
+    jobs = [(command, c) for command in _BYTE_READERS for c in corpus.CASES]
+    env = {**_env(), "PPAUX_TEST_PRELOAD": "torch"}
+
+    def batch(part: list[tuple[str, corpus.Case]]) -> list[tuple[tuple[str, str], Run]]:
+        argvs = [
+            (_BYTE_READERS[command](str(corpus.OUT / c.filename)), root / f"{command}.{c.name}")
+            for command, c in part
+        ]
+        runs = run_cli_many(argvs, BYTE_READER_TIME_S, env)
+        return [((command, c.name), run) for (command, c), run in zip(part, runs, strict=True)]
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        parts = pool.map(batch, [jobs[k::WORKERS] for k in range(WORKERS)])
+    return {
+        (command, name): _Outcome(
+            run,
+            sorted(set(os.listdir(root / f"{command}.{name}")) - {"out.pt"}),
+            before[name],
+            _sha256(corpus.OUT / CASES[name].filename),
+        )
+        for part in parts
+        for (command, name), run in part
+    }
+
+
+@pytest.mark.parametrize("command", list(_BYTE_READERS))
+def test_byte_readers_survive_the_corpus(command, byte_reader_outcomes):
+    # diff, replay and tensorize read tensor bytes (a corrupt deflated storage record among
+    # them): every file gives exit 0, 1 or 2, and 2 comes with exactly one error line naming
+    # the file; never a traceback or an internal error, and nothing runs.
+    broken = []
+    for case in corpus.CASES:
+        outcome = byte_reader_outcomes[command, case.name]
+        run = outcome.run
+        stderr = run.stderr.decode("utf-8", "replace")
+        path = str(corpus.OUT / case.filename)
+        why = None
+        if run.timed_out or run.rc not in (0, 1, 2):
+            why = f"rc {run.rc}, timed out {run.timed_out}"
+        elif "Traceback" in stderr or "internal error" in stderr:
+            why = stderr[-300:]
+        elif run.rc == 2 and (
+            len(stderr.splitlines()) != 1 or not stderr.startswith(f"ppaux: error: {path}: ")
+        ):
+            why = f"not one error line: {stderr[:300]!r}"
+        elif run.rss_mb > BYTE_READER_RSS_MB:
+            why = f"peak RSS {run.rss_mb:.0f} MB"
+        elif outcome.created or outcome.after != outcome.before:
+            why = f"wrote {outcome.created}, or changed the corpus file"
+        if why is not None:
+            broken.append((case.name, why))
+    assert broken == [], broken
+    corrupt = byte_reader_outcomes[command, "zip_corrupt_deflate_storage"].run
+    stderr = corrupt.stderr.decode("utf-8")
+    if command == "diff":
+        # diff goes on: those values are not compared (PP608), and the finding says why.
+        document = _strict_json(corrupt.stdout.decode("utf-8"))
+        (finding,) = [f for f in document["findings"] if f["code"] == "PP608"]
+        assert "cannot read archive/data/0" in finding["message"], finding
+    elif command == "replay":
+        assert corrupt.rc == 2
+        assert "cannot read archive/data/0" in stderr and "invalid block type" in stderr, stderr
+    else:
+        # tensorize refuses the file (exit 1), saying why, and writes nothing.
+        stdout = corrupt.stdout.decode("utf-8")
+        assert corrupt.rc == 1 and stderr == "", stderr
+        assert "cannot read archive/data/0" in stdout and "nothing written" in stdout, stdout

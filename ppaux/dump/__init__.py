@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ppaux.dump.inspection import describe_dump, inspect_file, inspect_paths
     from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef, TensorRef, TorchValue
     from ppaux.dump.payload import find_payloads, key_text, safe_repr, type_name, value_phrase, walk
+    from ppaux.dump.records import ZIP_READ_ERRORS, RecordReader, torch_byteorder
     from ppaux.dump.trail import culprit_text, read_culprit, read_trail, trail_text
 
 #: Each public name and the module that holds it, imported on first use.
@@ -45,13 +46,18 @@ _EXPORTS = {
     "read_culprit": "trail",
     "trail_text": "trail",
     "culprit_text": "trail",
+    "RecordReader": "records",
+    "torch_byteorder": "records",
+    "ZIP_READ_ERRORS": "records",
 }
 
 __all__ = [
     "DTYPE_ITEMSIZE",
     "DUMP_SUFFIXES",
+    "ZIP_READ_ERRORS",
     "Dump",
     "Opaque",
+    "RecordReader",
     "StorageRef",
     "TensorRef",
     "TorchValue",
@@ -70,6 +76,7 @@ __all__ = [
     "read_dump_bytes",
     "read_trail",
     "safe_repr",
+    "torch_byteorder",
     "trail_text",
     "type_name",
     "value_phrase",

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import struct
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +20,7 @@ from typing import Any
 from ppaux.dump.dumpfile import Dump
 from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, Opaque, StorageRef, TensorRef
 from ppaux.dump.payload import Payload, Tally, key_text, type_name, value_phrase
+from ppaux.dump.records import RecordReader
 from ppaux.errors import DumpError, PpauxError
 from ppaux.limits import Limits
 from ppaux.report import Finding, InputProblem, Report, Severity, Table, finding
@@ -31,9 +30,6 @@ __all__ = ["BLOCK_BYTES", "diff_dumps", "diff_paths"]
 
 #: Bytes read from a storage record at a time while digesting it.
 BLOCK_BYTES = 1 << 20
-
-# Deflate never shrinks data by more than about 1032:1 (see ppaux.replay.materialize).
-_MAX_DEFLATE_RATIO = 1032
 
 #: Capture metadata fields that differ between any two captures and are not worth listing.
 _EVERYDAY_META = ("time", "host", "pid", "rewritten_time")
@@ -52,16 +48,14 @@ class _Records:
 
     def __init__(self, dump: Dump) -> None:
         self.dump = dump
-        self._zip: zipfile.ZipFile | None = None
-        self._handle: Any = None
+        self._reader: RecordReader | None = None
         self._cache: dict[tuple[int, int, int], str] = {}
 
     def close(self) -> None:
         """Close the file, if it was opened."""
-        if self._zip is not None:
-            self._zip.close()
-            self._handle.close()
-            self._zip = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
 
     def digest(self, storage: StorageRef, start: int, end: int) -> str:
         """SHA-256 of bytes ``start:end`` of ``storage``; :class:`_NotCompared` if unreadable."""
@@ -82,57 +76,20 @@ class _Records:
     def _read(
         self, storage: StorageRef, start: int, end: int, sink: Callable[[bytes], Any]
     ) -> None:
-        name = storage.record or ""
         if self.dump.container != "zip" or storage.record is None:
             raise _NotCompared("the file keeps no data for it")
-        if self._zip is None:
-            from ppaux.files import open_regular
-
-            try:
-                self._handle, _ = open_regular(self.dump.path, "dump")
-                self._zip = zipfile.ZipFile(self._handle)
-            except (OSError, zipfile.BadZipFile, ValueError, EOFError) as exc:
-                raise _NotCompared(f"the file cannot be reopened ({exc})") from None
+        # One reader of records for every command: found as torch finds them, streamed a
+        # block at a time, every zip or zlib error one DumpError line.
         try:
-            info = self._zip.getinfo(name)
-        except KeyError:
-            raise _NotCompared(f"storage record {name} is missing") from None
-        if info.file_size < end:
-            raise _NotCompared(f"storage record {name} is {info.file_size} bytes, {end} needed")
-        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-            raise _NotCompared(
-                f"storage record {name} uses compression method "
-                f"{info.compress_type}, which torch.load cannot read"
-            )
-        if (
-            info.compress_type == zipfile.ZIP_DEFLATED
-            and info.file_size > max(info.compress_size, 1) * _MAX_DEFLATE_RATIO
-        ):
-            raise _NotCompared(
-                f"storage record {name} claims {info.file_size} bytes from "
-                f"{info.compress_size} compressed"
-            )
-        try:
-            with self._zip.open(info) as stream:
-                position = 0
-                while position < end:
-                    block = stream.read(min(BLOCK_BYTES, end - position))
-                    if not block:
-                        raise _NotCompared(f"storage record {name} ends early")
-                    low, high = max(start - position, 0), len(block)
-                    if low < high:
-                        sink(block[low:high])
-                    position += len(block)
-        except (
-            zipfile.BadZipFile,
-            OSError,
-            EOFError,
-            ValueError,
-            NotImplementedError,
-            RuntimeError,
-            struct.error,
-        ) as exc:
-            raise _NotCompared(f"cannot read storage record {name} ({exc})") from None
+            if self._reader is None:
+                self._reader = RecordReader.open(self.dump.path, self.dump.record_prefix)
+            info = self._reader.find_full(storage.record)
+            if info is None:
+                raise _NotCompared(f"storage record {storage.record} is missing")
+            for block in self._reader.blocks(info, start, end, BLOCK_BYTES):
+                sink(block)
+        except DumpError as exc:
+            raise _NotCompared(exc.reason) from None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -274,7 +231,11 @@ def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
         dumps.append(dump)
     if report.problems:
         return report
-    return diff_dumps(dumps[0], dumps[1], limits)
+    try:
+        return diff_dumps(dumps[0], dumps[1], limits)
+    except DumpError as exc:  # a limit met while finding the tensor dicts (max_payloads, ...)
+        report.problems.append(InputProblem(shown(exc.path, None), exc.reason))
+        return report
 
 
 def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
@@ -394,7 +355,9 @@ def _identity(key: Any) -> str:
     # Keys are matched by kind and value; the reader's stand-ins compare by identity.
     if isinstance(key, str):
         return "s" + key
-    if isinstance(key, (bool, int, float, complex, bytes, type(None))):
+    if isinstance(key, int):  # in hex: Python refuses decimal past 4300 digits
+        return f"{type(key).__name__}:{key:x}"
+    if isinstance(key, (float, complex, bytes, type(None))):
         return f"{type(key).__name__}:{key!r}"
     return f"{type_name(key)}@{id(key)}"
 

@@ -9,9 +9,7 @@ opened read-only and never changed.
 from __future__ import annotations
 
 import os
-import struct
 import zipfile
-import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
@@ -21,6 +19,7 @@ from ppaux.dump.capture_format import CAPTURE_MARKER
 from ppaux.dump.legacy import LEGACY_MAGIC, is_legacy_stream
 from ppaux.dump.model import StorageRef, StorageType
 from ppaux.dump.pickle_vm import Machine
+from ppaux.dump.records import ZIP_READ_ERRORS
 from ppaux.dump.zipview import check_layout, end_record, lower_name, select_data_pkl
 from ppaux.errors import DumpError, LimitExceeded, ReadMismatch
 from ppaux.files import InputFileError, collect_files, open_regular
@@ -66,22 +65,6 @@ def collect_inputs(
         problems += missed
     return files, problems
 
-
-#: What Python's zipfile raises on hostile or corrupt archives (besides BadZipFile): I/O
-#: errors, bad UTF-8 names (ValueError), "zip file version" (NotImplementedError), offsets past
-#: 2**63 (OverflowError), short headers (struct.error, EOFError), bad deflate data (zlib.error),
-#: encrypted records (RuntimeError).
-_ZIP_ERRORS = (
-    zipfile.BadZipFile,
-    OSError,
-    ValueError,
-    EOFError,
-    NotImplementedError,
-    OverflowError,
-    struct.error,
-    zlib.error,
-    RuntimeError,
-)
 
 _ZIP_MAGIC = b"PK\x03\x04"
 _EMPTY_ZIP_MAGIC = b"PK\x05\x06"
@@ -283,7 +266,7 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
     try:
         handle.seek(0)
         archive = zipfile.ZipFile(handle)
-    except _ZIP_ERRORS as exc:
+    except ZIP_READ_ERRORS as exc:
         raise DumpError(path, f"truncated or corrupt zip file ({exc})") from None
     if end is None:  # zipfile found an end record where torch's reader finds none
         archive.close()
@@ -393,7 +376,7 @@ def _read_record(
             # Read one byte past the limit: a record whose header lies about its size
             # (a deflate bomb) is stopped here instead of filling memory.
             data = stream.read(limits.max_pickle_bytes + 1)
-    except _ZIP_ERRORS as exc:
+    except ZIP_READ_ERRORS as exc:
         raise DumpError(path, f"cannot read {name} ({exc})") from None
     if len(data) > limits.max_pickle_bytes:
         raise LimitExceeded(

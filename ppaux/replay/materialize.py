@@ -19,15 +19,25 @@ from __future__ import annotations
 import contextlib
 import sys
 import warnings
-import zipfile
 from collections.abc import Iterator
 from typing import Any
 
 import torch
 
-from ppaux.dump import DTYPE_ITEMSIZE, Dump, Opaque, StorageRef, TensorRef, TorchValue
+from ppaux.dump import (
+    DTYPE_ITEMSIZE,
+    Dump,
+    Opaque,
+    RecordReader,
+    StorageRef,
+    TensorRef,
+    TorchValue,
+    safe_repr,
+    torch_byteorder,
+)
 from ppaux.errors import DumpError, PpauxError
 from ppaux.limits import Limits
+from ppaux.text import shown
 
 __all__ = [
     "DeviceError",
@@ -37,10 +47,6 @@ __all__ = [
     "resolve_device",
     "torch_dtype",
 ]
-
-# Deflate never shrinks data by more than about 1032:1, so a compressed record claiming more is
-# lying about its size: refuse it before allocating anything.
-_MAX_DEFLATE_RATIO = 1032
 
 # How a quantized storage's elements are stored (its integer representation).
 _QUANTIZED_REPR = {"quint8": "uint8", "qint8": "int8", "qint32": "int32"}
@@ -100,85 +106,52 @@ def torch_dtype(name: str) -> torch.dtype | None:
 
 
 class _Records:
-    """Read-only access to the storage records of one torch.save zip."""
+    """Read-only access to the storage records of one torch.save zip, through the one record
+    reader every command uses (:class:`ppaux.dump.records.RecordReader`): records found as
+    torch finds them, the byte order read as torch reads it, every read error one line."""
 
     def __init__(self, path: str, prefix: str | None) -> None:
         self.path = path
-        self._handle = open(path, "rb")
         try:
-            self._zip = zipfile.ZipFile(self._handle)
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-            self._handle.close()
-            raise MaterializeError(path, f"truncated or corrupt zip file ({exc})") from None
-        self.byteorder = "little"
-        name = f"{prefix}/byteorder" if prefix else "byteorder"
+            self._reader = RecordReader.open(path, prefix)
+        except DumpError as exc:
+            raise MaterializeError(path, exc.reason) from None
         try:
-            info = self._zip.getinfo(name)
-        except KeyError:
-            info = None
-        if info is not None and info.file_size <= 16:
-            text = self._zip.read(info).decode("ascii", "replace").strip()
-            if text in ("little", "big"):
-                self.byteorder = text
+            record = self._reader.find("byteorder")
+            text = None
+            if record is not None:
+                text = b"".join(self._reader.blocks(record, 0, min(record.file_size, 16)))
+                if record.file_size > 16:
+                    text += b"..."
+            self.byteorder, refused = torch_byteorder(text)
+        except DumpError as exc:
+            self._reader.close()
+            raise MaterializeError(path, exc.reason) from None
+        if refused is not None:
+            self._reader.close()
+            raise MaterializeError(path, f"torch.load refuses the file: {refused}")
 
     def read(self, storage: StorageRef, nbytes: int) -> bytearray:
         """Exactly ``nbytes`` from the start of ``storage``'s record."""
         name = storage.record or ""
-        try:
-            info = self._zip.getinfo(name)
-        except KeyError:
-            raise MaterializeError(self.path, f"storage record {name} is missing") from None
-        if info.file_size < nbytes:
-            raise MaterializeError(
-                self.path, f"storage record {name} is {info.file_size} bytes, {nbytes} declared"
-            )
+        record = self._reader.find_full(name)
+        if record is None:
+            raise MaterializeError(self.path, f"storage record {shown(name)} is missing")
+        # Checked before allocating: the declared size, and what the record's compressed bytes
+        # (which must lie in the file) could inflate to.
+        why = self._reader.allocation_ok(record, nbytes)
+        if why is not None:
+            raise MaterializeError(self.path, why)
         buffer = bytearray(nbytes)
-        if not nbytes:
-            return buffer
-        if info.compress_type == zipfile.ZIP_STORED:
-            # torch.save stores records uncompressed: read them in place, no inflating.
-            self._handle.seek(info.header_offset)
-            header = self._handle.read(30)
-            if len(header) < 30 or header[:4] != b"PK\x03\x04":
-                raise MaterializeError(self.path, f"storage record {name} has a corrupt header")
-            start = (
-                info.header_offset
-                + 30
-                + int.from_bytes(header[26:28], "little")
-                + int.from_bytes(header[28:30], "little")
-            )
-            self._handle.seek(start)
-            got = self._handle.readinto(buffer)
-        else:
-            if nbytes > max(info.compress_size, 1) * _MAX_DEFLATE_RATIO:
-                raise MaterializeError(
-                    self.path,
-                    f"storage record {name} claims {nbytes} bytes "
-                    f"from {info.compress_size} compressed",
-                )
-            try:
-                with self._zip.open(info) as stream:
-                    # A ZipExtFile is a BufferedIOBase; typeshed types open() as IO[bytes].
-                    got = stream.readinto(buffer)  # type: ignore[attr-defined]
-            except (
-                zipfile.BadZipFile,
-                OSError,
-                EOFError,
-                ValueError,
-                NotImplementedError,
-                RuntimeError,
-            ) as exc:
-                raise MaterializeError(self.path, f"cannot read {name} ({exc})") from None
-        if got != nbytes:
-            raise MaterializeError(
-                self.path, f"storage record {name} is {got} bytes, {nbytes} declared"
-            )
+        try:
+            self._reader.read_into(record, buffer)
+        except DumpError as exc:
+            raise MaterializeError(self.path, exc.reason) from None
         return buffer
 
     def close(self) -> None:
         """Close the file."""
-        self._zip.close()
-        self._handle.close()
+        self._reader.close()
 
 
 class Materializer:
@@ -241,7 +214,8 @@ class Materializer:
             built = {}
             self._memo[id(value)] = built
             for k, v in value.items():
-                built[self.value(k, where, depth + 1)] = self.value(v, f"{where}[{k!r}]", depth + 1)
+                inner = f"{where}[{safe_repr(k, 40)}]"  # a repr of a huge int would raise
+                built[self.value(k, where, depth + 1)] = self.value(v, inner, depth + 1)
         elif isinstance(value, tuple):
             built = tuple(self.value(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
         elif isinstance(value, (set, frozenset)):
