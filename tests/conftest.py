@@ -13,6 +13,7 @@ import importlib.util
 import os
 import sys
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -76,3 +77,22 @@ def in_repo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Run the test from the repository root (fixture paths are relative to it)."""
     monkeypatch.chdir(REPO)
     yield
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An sglang-shaped module tree (``tests/sglang_shaped.py``) in the test's directory, first on
+    ``sys.path``; afterwards capture is uninstalled and the tree's modules are forgotten."""
+    import sglang_shaped
+
+    from ppaux import capture
+    from ppaux.capture import host
+
+    root = sglang_shaped.build(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(root))
+    sglang_shaped.forget()
+    host.sglang_version.cache_clear()
+    yield root
+    capture.uninstall()
+    sglang_shaped.forget()
+    host.sglang_version.cache_clear()
