@@ -51,7 +51,8 @@ COMMANDS: dict[str, CommandEntry] = {
     "explain": CommandEntry(
         "ppaux_cli.commands.explain",
         "explain",
-        "Explain one finding code: what it means, likely causes, the fix and an example.",
+        "Explain one finding code, or one of sglang's PP messages: what it means, where sglang "
+        "raises it, likely causes, the fix and the ppaux rules that predict it.",
     ),
     "rules": CommandEntry(
         "ppaux_cli.commands.rules",
@@ -141,11 +142,33 @@ class _PpauxGroup(HelpOnBare):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
+    def parse_args(self, ctx: Any, args: list[str]) -> Any:
+        # Typer's --show-completion and --install-completion guess the shell and take no value,
+        # so 'ppaux --show-completion zsh' printed the script of the shell it runs in; a shell
+        # named after either flag is the one its script is for.
+        if len(args) == 2 and args[0] in _COMPLETION_FLAGS and args[1].lower() in _SHELLS:
+            from typer import completion
+
+            callback: Any = completion.show_callback
+            if args[0] == "--install-completion":
+                callback = completion.install_callback
+            callback(ctx, None, args[1].lower())
+        if len(args) == 2 and args[0] in _COMPLETION_FLAGS and not args[1].startswith("-"):
+            from ppaux_cli.options import not_one_of
+
+            ctx.fail(f"{args[0]}: {not_one_of(args[1], _SHELLS)}")
+        return super().parse_args(ctx, args)
+
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         if not standalone_mode:
             kwargs["standalone_mode"] = False
             return super().main(*args, **kwargs)
         _standalone(super().main, *args, **kwargs)
+
+
+#: The flags Typer adds for shell completion, and the shells it writes scripts for.
+_COMPLETION_FLAGS = ("--show-completion", "--install-completion")
+_SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
 
 
 def _shorten(text: str, limit: int) -> str:

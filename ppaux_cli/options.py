@@ -2,7 +2,8 @@
 
 Every command that writes a report takes the same report options (``--format``, ``--output``,
 ``--fail-on``, ``--select``, ``--ignore``, ``--extend-select``, ``--extend-ignore``,
-``--strict``, ``--config``, ``--root``, ``--statistics``, ``--progress``, ``-q``, ``-v``). A
+``--strict``, ``--config``, ``--root``, ``--statistics``, ``--findings-only``, ``--progress``,
+``-q``, ``-v``). A
 command asks for them with :func:`report_options` and receives them as one frozen
 :class:`ReportOptions`, which it hands on to :func:`ppaux_cli.output.emit`, so the flags read and
 behave the same everywhere.
@@ -192,6 +193,7 @@ class ReportOptions:
     config: str | None = None
     root: str | None = None
     statistics: bool = False
+    findings_only: bool = False
     progress: bool | None = None
     quiet: bool = False
     verbose: bool = False
@@ -298,6 +300,17 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
                 "--statistics",
                 help="Print how many findings each rule code has instead of the findings "
                 "(text or json); the exit code is unchanged.",
+            ),
+        ],
+        False,
+    ),
+    "findings_only": (
+        Annotated[
+            bool,
+            typer.Option(
+                "--findings-only",
+                help="Leave the tables out of text, markdown and html reports: findings and "
+                "the summary only (what a pre-commit hook or a CI log needs).",
             ),
         ],
         False,

@@ -178,6 +178,10 @@ def emit(report: Report, options: ReportOptions) -> NoReturn:
     problems = report.problems  # stderr names each input as the user gave it
     if fmt in _HOST_FORMATS and not options.statistics:
         report = _rebase(report, options.root)
+    if options.findings_only and fmt in _READ_FORMATS:
+        import dataclasses
+
+        report = dataclasses.replace(report, tables=[])
     to_stdout = options.output is None or options.output == STDIO
     if options.statistics:
         text = _statistics(report, fmt)
@@ -191,6 +195,9 @@ def emit(report: Report, options: ReportOptions) -> NoReturn:
         sys.stderr.write(f"ppaux: error: {problem}\n")
     raise typer.Exit(gate.exit_code(report))
 
+
+#: The formats a person reads, whose tables ``--findings-only`` leaves out.
+_READ_FORMATS = frozenset({Format.TEXT, Format.MARKDOWN, Format.HTML})
 
 #: The formats whose paths a code host maps onto the files of a repository.
 _HOST_FORMATS = frozenset({Format.GITHUB, Format.GITLAB, Format.SARIF})

@@ -77,7 +77,8 @@ def cli_reference_markdown(app: Any = None, prog_name: str = "ppaux") -> str:
         "",
         "Every command that checks something takes the same report options (`--format`, "
         "`--output`, `--fail-on`, `--select`, `--ignore`, `--extend-select`, `--extend-ignore`, "
-        "`--strict`, `--config`, `--statistics`, `--progress`, `-q`, `-v`) with the same "
+        "`--strict`, `--config`, `--root`, `--statistics`, `--findings-only`, `--progress`, `-q`, "
+        "`-v`) with the same "
         "meaning; exit codes are 0 (nothing at or above `--fail-on`), 1 (findings at or above "
         "it) and 2 (an input, a value on the command line or the configuration could not be "
         "used). `-h` is `--help` everywhere; `-` as an input reads stdin, `-o -` writes stdout. "

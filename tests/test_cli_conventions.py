@@ -10,6 +10,7 @@ import io
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -513,3 +514,61 @@ def test_report_options_are_the_same_on_every_reporting_command():
         ("capture", "list"),
     ):
         assert options(*command) == reference, command
+
+
+# ----------------------------------------------------------------------------------------------
+# Small promises of the docs: -V where it works, completion for a named shell, the sample error,
+# findings only
+
+
+def test_version_flag_works_before_a_command_as_documented():
+    text = (REPO / "docs" / "gate.md").read_text(encoding="utf-8")
+    assert "`-V` is `--version`, given before any command (`ppaux -V`" in text
+    assert run("-V").stdout == f"ppaux {ppaux.__version__}\n"
+    after = run("inspect", "-V")
+    assert after.exit_code == 2
+    assert after.stderr == "ppaux: error: No such option: -V\n"
+
+
+@pytest.mark.parametrize(
+    "shell, marker",
+    [("zsh", "#compdef ppaux"), ("fish", "complete --command ppaux"), ("bash", "complete -o")],
+)
+def test_show_completion_gives_the_named_shell(shell, marker):
+    done = run("--show-completion", shell)
+    assert done.exit_code == 0
+    assert marker in done.stdout
+    others = {"zsh": "#compdef", "fish": "complete --command", "bash": "COMPREPLY"}
+    for other, text in others.items():
+        if other != shell:
+            assert text not in done.stdout
+
+
+def test_show_completion_refuses_an_unknown_shell():
+    done = run("--show-completion", "zssh")
+    assert done.exit_code == 2
+    assert done.stderr == (
+        "ppaux: error: --show-completion: 'zssh' is not one of bash, zsh, fish, powershell, "
+        "pwsh; did you mean 'zsh'?\n"
+    )
+
+
+def test_gate_page_sample_errors_are_the_real_ones():
+    text = (REPO / "docs" / "gate.md").read_text(encoding="utf-8")
+    [sample] = re.findall(r"^ppaux: error: --format: .*$", text, re.M)
+    assert run("inspect", AUX_LIST, "--format", "jsn").stderr == sample + "\n"
+
+
+def test_findings_only_leaves_the_tables_out():
+    full = run("inspect", AUX_LIST, CLEAN)
+    short = run("inspect", AUX_LIST, CLEAN, "--findings-only")
+    assert full.exit_code == short.exit_code == 1
+    assert "next_token_ids" in full.stdout and "next_token_ids" not in short.stdout
+    assert short.stdout.startswith("PP101 error fixtures/dumps/aux_list.pt")
+    assert short.stdout.splitlines()[-1] == full.stdout.splitlines()[-1]
+    for fmt in ("markdown", "html"):
+        assert "next_token_ids" not in run("inspect", AUX_LIST, "-f", fmt, "--findings-only").stdout
+    # Data formats keep everything.
+    assert run("inspect", AUX_LIST, "-f", "json", "--findings-only").stdout == (
+        run("inspect", AUX_LIST, "-f", "json").stdout
+    )

@@ -493,6 +493,8 @@ def test_pre_commit_hook_recipe_runs_as_written(tmp_path):
     project.mkdir()
     shutil.copy(REPO / "fixtures" / "dumps" / "aux_list.pt", project / "bad.pt")
     shutil.copy(REPO / "fixtures" / "dumps" / "clean_output.pt", project / "good.pt")
+    shutil.copy(REPO / "fixtures" / "dumps" / "aux_list.pt", project / "weights.BIN")
+    shutil.copy(REPO / "fixtures" / "malicious" / "plain_pickle_os_system.pkl", project / "x.pkl")
     (project / ".pre-commit-config.yaml").write_text(config, encoding="utf-8")
     commit_all(project)
     tools = tmp_path / "tools"
@@ -512,9 +514,13 @@ def test_pre_commit_hook_recipe_runs_as_written(tmp_path):
     bad = pre_commit("run", "--all-files")
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "PP101 error bad.pt [__sampling_observer_output__.scores]" in bad.stdout
-    # pre-commit passed both dumps; only the bad one has a finding.
-    assert "good.pt (zip;" in bad.stdout
+    # .bin and .pkl files are dumps too, whatever the case of the suffix.
+    assert "PP101 error weights.BIN [__sampling_observer_output__.scores]" in bad.stdout
+    assert re.search(r"^PP201 error x\.pkl", bad.stdout, re.M)
+    # Findings only: no dump's table of keys, and nothing about the clean one.
+    assert "(zip;" not in bad.stdout and "next_token_ids" not in bad.stdout
     assert not re.search(r"^PP\d+ \w+ good\.pt", bad.stdout, re.M)
+    assert "0 input(s) not checked" in bad.stdout
     (line,) = [
         line
         for line in re.findall(r"```bash\n(.*?)```", (DOCS / "ci.md").read_text(), re.S)[
