@@ -14,12 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
-import sglang_shaped
 import torch
 from helpers import cli
 
 from ppaux import capture
-from ppaux.capture import host
 
 P = "__sampling_observer_output__."
 NON_TENSOR = "received a non-tensor auxiliary PP output"
@@ -41,18 +39,6 @@ def run(*args: str, **env: str):
 class Observer:
     def from_pp_tensors(self, tensors: dict) -> dict:
         return dict(tensors)
-
-
-@pytest.fixture
-def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    root = sglang_shaped.build(tmp_path / "site")
-    monkeypatch.syspath_prepend(str(root))
-    sglang_shaped.forget()
-    host.sglang_version.cache_clear()
-    yield root
-    capture.uninstall()
-    sglang_shaped.forget()
-    host.sglang_version.cache_clear()
 
 
 @pytest.fixture
