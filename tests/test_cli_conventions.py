@@ -16,16 +16,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from helpers import REPO, cli
 
 import ppaux
 from ppaux.report.formats import Format
 from ppaux.report.selection import Selection
-from ppaux_cli.app import COMMANDS, app, load_command
+from ppaux_cli.app import COMMANDS, load_command
 from ppaux_cli.output import use_color
 
-REPO = Path(__file__).resolve().parent.parent
-ENV = {"NO_COLOR": "1", "COLUMNS": "100"}
 ESC = "\x1b["
 AUX_LIST = "fixtures/dumps/aux_list.pt"  # one finding: PP101, an error
 CLEAN = "fixtures/dumps/clean_output.pt"  # no finding
@@ -33,13 +31,7 @@ CLEAN = "fixtures/dumps/clean_output.pt"  # no finding
 FORMATS = ", ".join(member.value for member in Format)
 
 
-@pytest.fixture(autouse=True)
-def _in_repo(monkeypatch):
-    monkeypatch.chdir(REPO)
-
-
-def run(*args: str, input: bytes | str | None = None, env: dict[str, str] | None = None):
-    return CliRunner().invoke(app, list(args), env={**ENV, **(env or {})}, input=input)
+pytestmark = pytest.mark.usefixtures("in_repo")
 
 
 def ppaux_process(
@@ -61,11 +53,11 @@ def ppaux_process(
 
 
 def test_short_help_and_version():
-    assert run("-h").stdout == run("--help").stdout
-    assert run("inspect", "-h").stdout == run("inspect", "--help").stdout
-    assert run("capture", "list", "-h").exit_code == 0
-    assert run("-V").stdout == f"ppaux {ppaux.__version__}\n"
-    assert run("--version").stdout == f"ppaux {ppaux.__version__}\n"
+    assert cli("-h").stdout == cli("--help").stdout
+    assert cli("inspect", "-h").stdout == cli("inspect", "--help").stdout
+    assert cli("capture", "list", "-h").exit_code == 0
+    assert cli("-V").stdout == f"ppaux {ppaux.__version__}\n"
+    assert cli("--version").stdout == f"ppaux {ppaux.__version__}\n"
 
 
 @pytest.mark.parametrize(
@@ -83,7 +75,7 @@ def test_bare_group_prints_its_help_on_stderr_and_exits_2(args, usage):
 
 
 def test_help_lists_every_command_with_its_own_summary():
-    help_text = run("--help").stdout
+    help_text = cli("--help").stdout
     for name, entry in COMMANDS.items():
         command = load_command(name)
         assert " ".join(command.help.split()) == entry.summary, name
@@ -108,9 +100,9 @@ def test_help_imports_no_command_module():
 
 
 def test_readable_metavars():
-    usage = run("inspect", "--help").stdout.splitlines()[0]
+    usage = cli("inspect", "--help").stdout.splitlines()[0]
     assert usage == "Usage: ppaux inspect [OPTIONS] PATH..."
-    assert run("check-skew", "--help").stdout.splitlines()[0] == (
+    assert cli("check-skew", "--help").stdout.splitlines()[0] == (
         "Usage: ppaux check-skew [OPTIONS] [PATH]..."
     )
     for command in (
@@ -123,9 +115,9 @@ def test_readable_metavars():
         "diff",
         "tensorize",
     ):
-        text = run(command, "--help").stdout
+        text = cli(command, "--help").stdout
         assert "<" not in text.split("Options:")[0] and "{" not in text and "list[" not in text
-    text = run("inspect", "--help").stdout
+    text = cli("inspect", "--help").stdout
     assert "--fail-on [error|warning|info|never]" in text
     assert f"-f, --format, --output-format [{FORMATS.replace(', ', '|')}]" in text
 
@@ -183,7 +175,8 @@ def test_verbose_names_the_configuration_and_quiet_silences_it(tmp_path):
         (("inspct", CLEAN), "'inspct' is not a ppaux command; did you mean 'inspect'?"),
         (
             ("inspect", CLEAN, "--release", "0.5.233"),
-            "--release: unknown sglang release '0.5.233'; did you mean '0.5.23'?",
+            "--release: unknown sglang release '0.5.233'; known: 0.5.18, 0.5.19, 0.5.20, "
+            "0.5.21, 0.5.22, 0.5.23; did you mean '0.5.23'?",
         ),
         (
             ("inspect", CLEAN, "--extend-select", "PX9"),
@@ -198,12 +191,12 @@ def test_bad_values_are_one_line_in_ppaux_words_with_the_closest_value(args, mes
 
 
 def test_output_format_is_an_alias_of_format():
-    long = run("inspect", AUX_LIST, "--output-format", "json")
-    short = run("inspect", AUX_LIST, "-f", "json")
+    long = cli("inspect", AUX_LIST, "--output-format", "json")
+    short = cli("inspect", AUX_LIST, "-f", "json")
     assert long.exit_code == short.exit_code == 1
     assert long.stdout == short.stdout and json.loads(long.stdout)["findings"][0]["code"] == "PP101"
-    assert run("explain", "PP101", "--output-format", "json").stdout == (
-        run("explain", "PP101", "-f", "json").stdout
+    assert cli("explain", "PP101", "--output-format", "json").stdout == (
+        cli("explain", "PP101", "-f", "json").stdout
     )
 
 
@@ -302,14 +295,14 @@ def test_extend_options_add_to_the_configuration(tmp_path, config, flags, codes)
 
 
 def test_statistics_text_and_json():
-    done = run("inspect", AUX_LIST, CLEAN, "fixtures/dumps/aux_non_contiguous.pt", "--statistics")
+    done = cli("inspect", AUX_LIST, CLEAN, "fixtures/dumps/aux_non_contiguous.pt", "--statistics")
     assert done.exit_code == 1
     assert done.stdout == (
         "1  PP101  error    aux-non-tensor\n"
         "1  PP106  warning  aux-non-contiguous\n"
         "2 findings in 2 codes\n"
     )
-    done = run("inspect", AUX_LIST, "--statistics", "-f", "json", "--fail-on", "never")
+    done = cli("inspect", AUX_LIST, "--statistics", "-f", "json", "--fail-on", "never")
     assert done.exit_code == 0
     assert json.loads(done.stdout) == {
         "schema": "ppaux.statistics/1",
@@ -320,12 +313,12 @@ def test_statistics_text_and_json():
         ],
         "problems": 0,
     }
-    done = run("inspect", CLEAN, "fixtures/corrupt/empty.pt", "--statistics")
+    done = cli("inspect", CLEAN, "fixtures/corrupt/empty.pt", "--statistics")
     assert done.exit_code == 2 and done.stdout == "0 findings in 0 codes; 1 input not checked\n"
 
 
 def test_statistics_only_in_text_and_json():
-    done = run("inspect", AUX_LIST, "--statistics", "-f", "sarif")
+    done = cli("inspect", AUX_LIST, "--statistics", "-f", "sarif")
     assert done.exit_code == 2
     assert done.stderr == "ppaux: error: --statistics: only with --format text or json, not sarif\n"
 
@@ -497,7 +490,7 @@ def test_distributed_settings_are_one_frozen_typed_object():
 
 def test_report_options_are_the_same_on_every_reporting_command():
     def options(*command: str) -> list[str]:
-        text = run(*command, "--help").stdout
+        text = cli(*command, "--help").stdout
         return [
             line
             for line in text.splitlines()[text.splitlines().index("Options:") :]
@@ -524,8 +517,8 @@ def test_report_options_are_the_same_on_every_reporting_command():
 def test_version_flag_works_before_a_command_as_documented():
     text = (REPO / "docs" / "gate.md").read_text(encoding="utf-8")
     assert "`-V` is `--version`, given before any command (`ppaux -V`" in text
-    assert run("-V").stdout == f"ppaux {ppaux.__version__}\n"
-    after = run("inspect", "-V")
+    assert cli("-V").stdout == f"ppaux {ppaux.__version__}\n"
+    after = cli("inspect", "-V")
     assert after.exit_code == 2
     assert after.stderr == "ppaux: error: No such option: -V\n"
 
@@ -535,7 +528,7 @@ def test_version_flag_works_before_a_command_as_documented():
     [("zsh", "#compdef ppaux"), ("fish", "complete --command ppaux"), ("bash", "complete -o")],
 )
 def test_show_completion_gives_the_named_shell(shell, marker):
-    done = run("--show-completion", shell)
+    done = cli("--show-completion", shell)
     assert done.exit_code == 0
     assert marker in done.stdout
     others = {"zsh": "#compdef", "fish": "complete --command", "bash": "COMPREPLY"}
@@ -545,7 +538,7 @@ def test_show_completion_gives_the_named_shell(shell, marker):
 
 
 def test_show_completion_refuses_an_unknown_shell():
-    done = run("--show-completion", "zssh")
+    done = cli("--show-completion", "zssh")
     assert done.exit_code == 2
     assert done.stderr == (
         "ppaux: error: --show-completion: 'zssh' is not one of bash, zsh, fish, powershell, "
@@ -556,19 +549,19 @@ def test_show_completion_refuses_an_unknown_shell():
 def test_gate_page_sample_errors_are_the_real_ones():
     text = (REPO / "docs" / "gate.md").read_text(encoding="utf-8")
     [sample] = re.findall(r"^ppaux: error: --format: .*$", text, re.M)
-    assert run("inspect", AUX_LIST, "--format", "jsn").stderr == sample + "\n"
+    assert cli("inspect", AUX_LIST, "--format", "jsn").stderr == sample + "\n"
 
 
 def test_findings_only_leaves_the_tables_out():
-    full = run("inspect", AUX_LIST, CLEAN)
-    short = run("inspect", AUX_LIST, CLEAN, "--findings-only")
+    full = cli("inspect", AUX_LIST, CLEAN)
+    short = cli("inspect", AUX_LIST, CLEAN, "--findings-only")
     assert full.exit_code == short.exit_code == 1
     assert "next_token_ids" in full.stdout and "next_token_ids" not in short.stdout
     assert short.stdout.startswith("PP101 error fixtures/dumps/aux_list.pt")
     assert short.stdout.splitlines()[-1] == full.stdout.splitlines()[-1]
     for fmt in ("markdown", "html"):
-        assert "next_token_ids" not in run("inspect", AUX_LIST, "-f", fmt, "--findings-only").stdout
+        assert "next_token_ids" not in cli("inspect", AUX_LIST, "-f", fmt, "--findings-only").stdout
     # Data formats keep everything.
-    assert run("inspect", AUX_LIST, "-f", "json", "--findings-only").stdout == (
-        run("inspect", AUX_LIST, "-f", "json").stdout
+    assert cli("inspect", AUX_LIST, "-f", "json", "--findings-only").stdout == (
+        cli("inspect", AUX_LIST, "-f", "json").stdout
     )
