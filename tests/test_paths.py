@@ -7,17 +7,14 @@ repository root, whatever directory the command ran in and however the path was 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import REPO, ppaux_process
 
 from ppaux.report.paths import find_root, shown_path
 
-REPO = Path(__file__).resolve().parent.parent
 DUMP = REPO / "fixtures" / "dumps" / "aux_list.pt"
 
 
@@ -71,14 +68,7 @@ def test_find_root_takes_the_nearest_git_directory_or_file(tmp_path):
 
 
 def _ppaux(cwd: Path, *args: str, env: dict[str, str] | None = None):
-    return subprocess.run(
-        [sys.executable, "-m", "ppaux_cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", **(env or {})},
-    )
+    return ppaux_process(*args, cwd=cwd, env=env, timeout=120)
 
 
 @pytest.fixture

@@ -8,34 +8,19 @@ a rendered page in tests/test_html_browser.py.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import markdown as python_markdown
 import pytest
+from helpers import REPO, ppaux_process
 
 from ppaux.report.document import Report, Table
 from ppaux.report.findings import Finding, Severity
 from ppaux.report.formats import Format, render
 
-REPO = Path(__file__).resolve().parent.parent
 DUMPS = REPO / "fixtures" / "dumps"
 SKEW = REPO / "fixtures" / "skew" / "fingerprints"
-
-
-def _ppaux(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ppaux_cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"},
-    )
 
 
 def _markdown_html(text: str) -> str:
@@ -43,7 +28,7 @@ def _markdown_html(text: str) -> str:
 
 
 def test_inspect_markdown_renders_the_key_and_the_finding_literally():
-    done = _ppaux("inspect", "fixtures/dumps/aux_list.pt", "--format", "markdown")
+    done = ppaux_process("inspect", "fixtures/dumps/aux_list.pt", "--format", "markdown")
     assert done.returncode == 1
     assert done.stdout.startswith(
         "## ppaux inspect\n\n**fails the gate** (fail-on error): 1 error(s), 0 warning(s), "
@@ -66,7 +51,9 @@ def test_inspect_markdown_renders_the_key_and_the_finding_literally():
 
 
 def test_check_skew_markdown_marks_the_cells_that_differ():
-    done = _ppaux("check-skew", "fixtures/skew/fingerprints/releases", "--format", "markdown")
+    done = ppaux_process(
+        "check-skew", "fixtures/skew/fingerprints/releases", "--format", "markdown"
+    )
     assert done.returncode == 1
     assert "| sglang | 0.5.23 | **0.5.18** | **0.5.19** | 0.5.23 |" in done.stdout
     assert (
@@ -80,13 +67,13 @@ def test_check_skew_markdown_marks_the_cells_that_differ():
 
 def test_capture_list_markdown_and_html(tmp_path):
     shutil.copy(DUMPS / "capture_add_error.pt", tmp_path / "capture-a.pt")
-    done = _ppaux("capture", "list", "--dir", str(tmp_path), "--format", "markdown")
+    done = ppaux_process("capture", "list", "--dir", str(tmp_path), "--format", "markdown")
     assert done.returncode == 0, done.stderr
     assert (
         "- capture-a.pt: RuntimeError: auxiliary PP output 'scores' is not a tensor\n"
         in done.stdout
     )
-    done = _ppaux("capture", "list", "--dir", str(tmp_path), "--format", "html")
+    done = ppaux_process("capture", "list", "--dir", str(tmp_path), "--format", "html")
     assert (
         "<li>capture-a.pt: RuntimeError: auxiliary PP output &#x27;scores&#x27; is not a "
         "tensor</li>" in done.stdout
@@ -96,7 +83,7 @@ def test_capture_list_markdown_and_html(tmp_path):
 @pytest.mark.parametrize("fmt", ["markdown", "html"])
 def test_replay_writes_markdown_and_html(fmt):
     pytest.importorskip("torch")
-    done = _ppaux("replay", "fixtures/dumps/clean_output.pt", "--format", fmt)
+    done = ppaux_process("replay", "fixtures/dumps/clean_output.pt", "--format", fmt)
     assert done.returncode == 0, done.stderr
     page = _markdown_html(done.stdout) if fmt == "markdown" else done.stdout
     assert "ppaux replay" in page
@@ -147,7 +134,7 @@ def test_html_shows_control_characters_as_escapes():
 
 def test_html_output_file_and_exit_code(tmp_path):
     out = tmp_path / "report.html"
-    done = _ppaux(
+    done = ppaux_process(
         "check-skew",
         "fixtures/skew/fingerprints/consistent",
         "--format",
