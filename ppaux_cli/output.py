@@ -31,6 +31,7 @@ __all__ = [
     "is_terminal",
     "resolve_gate",
     "use_color",
+    "waiting_on_stdin",
     "warn",
     "write_text",
 ]
@@ -52,6 +53,18 @@ def use_color(stream: Any) -> bool:
     if os.environ.get("FORCE_COLOR"):
         return True
     return is_terminal(stream)
+
+
+def waiting_on_stdin(what: str, example: str, quiet: bool = False) -> None:
+    """Say on stderr that ppaux waits for ``what`` on stdin, when stdin is a terminal (a ``-``
+    typed by mistake would otherwise look like a hang); ``example`` shows the usual pipe."""
+    if quiet or not is_terminal(sys.stdin):
+        return
+    sys.stderr.write(
+        f"ppaux: waiting for {what} on stdin (a terminal); pipe one in, as in '{example}', "
+        "or press Ctrl-C\n"
+    )
+    sys.stderr.flush()
 
 
 def warn(message: str, quiet: bool = False) -> None:

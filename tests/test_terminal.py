@@ -9,6 +9,7 @@ import os
 import pty
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -255,3 +256,47 @@ def test_shell_completion_with_the_custom_group(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "ppaux" in (home / ".bashrc").read_text()
     assert any(p.name.startswith("ppaux") for p in (home / ".bash_completions").iterdir())
+
+
+def test_stdin_on_a_terminal_says_ppaux_waits_for_a_dump():
+    """'ppaux inspect -' typed at a terminal says what it waits for; Ctrl-D then ends it."""
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ppaux_cli", "inspect", "-"],
+            stdin=follower,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=REPO,
+        )
+        os.close(follower)
+        first = process.stderr.readline().decode()
+        # End of input, as Ctrl-D at a terminal; a terminal reports it to one read at a time,
+        # so it is sent until the reader has had it as often as it reads.
+        for _ in range(50):
+            if process.poll() is not None:
+                break
+            os.write(leader, b"\x04")
+            time.sleep(0.1)
+        _, rest = process.communicate(timeout=60)
+    finally:
+        os.close(leader)
+    assert first == (
+        "ppaux: waiting for a dump on stdin (a terminal); pipe one in, as in "
+        "'cat dump.pt | ppaux inspect -', or press Ctrl-C\n"
+    )
+    assert process.returncode == 2
+    assert b"Traceback" not in rest
+
+
+def test_stdin_from_a_pipe_gets_no_note():
+    dump = (REPO / "fixtures" / "dumps" / "aux_list.pt").read_bytes()
+    done = subprocess.run(
+        [sys.executable, "-m", "ppaux_cli", "inspect", "-"],
+        input=dump,
+        capture_output=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert done.stderr == b""

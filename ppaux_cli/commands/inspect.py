@@ -9,7 +9,7 @@ import typer
 
 from ppaux_cli.exits import fail
 from ppaux_cli.options import LimitOption, ReportOptions, limits_from, report_options
-from ppaux_cli.output import STDIO, emit
+from ppaux_cli.output import STDIO, emit, waiting_on_stdin
 
 __all__ = ["STDIN_NAME", "inspect"]
 
@@ -50,14 +50,18 @@ def inspect(
         from ppaux_cli.options import did_you_mean
 
         if not known_release(release):
-            known = did_you_mean(release, release_versions())
-            fail(f"--release: unknown sglang release {release!r}{known}")
+            known = release_versions()
+            fail(
+                f"--release: unknown sglang release {release!r}; known: "
+                f"{', '.join(known)}{did_you_mean(release, known)}"
+            )
     if paths.count(STDIO) > 1:
         fail("-: stdin can be read only once")
     streams = {}
     if STDIO in paths:
         paths = [STDIN_NAME if p == STDIO else p for p in paths]
         streams[STDIN_NAME] = sys.stdin.buffer
+        waiting_on_stdin("a dump", "cat dump.pt | ppaux inspect -", options.quiet)
     wanted = False if options.quiet else options.progress
     with progress_reporter(sys.stderr, "inspecting", wanted) as progress:
         report = inspect_paths(paths, limits, release=release, progress=progress, streams=streams)
