@@ -155,11 +155,16 @@ def _machinery(options: ObserverOptions) -> Iterator[tuple[Machinery, Any, Any, 
     sglang_parts = transport == "sglang"
     consume: Callable[[Any, Any, list[int]], None]
     if sglang_parts:
-        from sglang.srt.managers.scheduler_components.batch_result_processor import (
-            SchedulerBatchResultProcessor,
-        )
-        from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo
-        from sglang.srt.utils.common import async_d2h
+        import warnings
+
+        with warnings.catch_warnings():
+            # sglang's imports warn about missing GPUs and kernels; they are not findings.
+            warnings.simplefilter("ignore")
+            from sglang.srt.managers.scheduler_components.batch_result_processor import (
+                SchedulerBatchResultProcessor,
+            )
+            from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo
+            from sglang.srt.utils.common import async_d2h
 
         consume = SchedulerBatchResultProcessor.consume_auxiliary_output
         copier: Callable[[Any], Any] = async_d2h

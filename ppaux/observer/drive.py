@@ -68,6 +68,17 @@ def call_hook(method: str, function: Callable[..., Any], *args: Any) -> Any:
         raise HookFailure(method, exc) from exc
 
 
+class _Before:
+    """The observer as sglang's ``apply_logits_bias_with_observer`` calls it: its own
+    ``before_grammar``, any exception wrapped as :class:`HookFailure`."""
+
+    def __init__(self, observer: Any) -> None:
+        self.observer = observer
+
+    def before_grammar(self, logits: Any, sampling_info: Any) -> Any:
+        return call_hook("before_grammar", self.observer.before_grammar, logits, sampling_info)
+
+
 def drive_step(
     observer: Any,
     batch_size: int,
@@ -85,7 +96,13 @@ def drive_step(
     active = bool(call_hook("is_active", observer.is_active, info))
     state = None
     if active:
-        state = call_hook("before_grammar", observer.before_grammar, logits, info)
+        apply = getattr(info, "apply_logits_bias_with_observer", None)
+        if apply is not None:
+            # sglang's own SamplingBatchInfo: its method runs the pre-grammar transforms, calls
+            # before_grammar and applies the grammar mask and logit bias, as in a real forward.
+            state = apply(logits, _Before(observer))
+        else:
+            state = call_hook("before_grammar", observer.before_grammar, logits, info)
     # What the greedy sampler returns (sglang's Sampler: torch.argmax, int64).
     token_ids = torch.argmax(logits, -1)
     output = None

@@ -197,6 +197,24 @@ def _legacy_add(tensors: dict[str, Any], output: Any) -> None:
         tensors[f"{OUTPUT_PREFIX}{name}"] = value
 
 
+def _refused_tensor(aux: dict[str, Any], side: str) -> str | None:
+    """The entry a sender-side failure is about when the wire did not say (sglang's own send
+    raises without naming it): the first tensor torch's dispatcher has no send for (sparse,
+    quantized), else the first CPU tensor gloo refuses (not contiguous)."""
+    import torch
+
+    if side != "sender":
+        return None
+    tensors = [(k, v) for k, v in aux.items() if isinstance(v, torch.Tensor)]
+    for key, value in tensors:
+        if value.layout != torch.strided or value.is_quantized:
+            return key
+    for key, value in tensors:
+        if value.is_cpu and value.numel() and not value.is_contiguous():
+            return key
+    return None
+
+
 def pp_path(
     output: Any, rank0_observer: Any, reqs: list[Any], token_ids: Any, m: Machinery
 ) -> PathOutcome:
@@ -216,8 +234,9 @@ def pp_path(
     delivery = m.wire.deliver(sent)
     if delivery.failure is not None:
         refused = delivery.failure
-        name = refused.key.removeprefix(OUTPUT_PREFIX) if refused.key else None
-        value = _describe(aux[refused.key]) if refused.key in aux else None
+        key = refused.key if refused.key else _refused_tensor(aux, refused.side)
+        name = key.removeprefix(OUTPUT_PREFIX) if key else None
+        value = _describe(aux[key]) if key in aux else None
         return PathOutcome(
             sent=aux,
             fault=Fault(

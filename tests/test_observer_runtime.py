@@ -1,0 +1,134 @@
+"""``check-observer --transport sglang`` on sglang 0.5.19 and 0.5.23's own runtime: the real
+``GroupCoordinator`` wire between two processes over gloo, the real ``SamplingBatchInfo`` (its
+``apply_logits_bias_with_observer`` calls ``before_grammar``), the real
+``SchedulerBatchResultProcessor.consume_auxiliary_output`` and ``async_d2h``. Expectations are
+written out by hand from the releases' code."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+import sglang_runtime
+from helpers import REPO
+
+pytestmark = pytest.mark.sglang_runtime
+
+RELEASES = ["0.5.19", "0.5.23"]
+OBSERVERS = REPO / "fixtures" / "observers"
+
+#: (name, target, options): each is checked once per release, all in one process.
+CHECKS = [
+    ("good", "entropy_good.py:EntropyObserver", {}),
+    ("list", "entropy_list.py:EntropyObserver", {}),
+    ("list-legacy", "entropy_list.py:EntropyObserver", {"sender": "legacy"}),
+    (
+        "list-legacy-sglang-impl",
+        "entropy_list.py:EntropyObserver",
+        {"sender": "legacy", "impl": "sglang"},
+    ),
+    ("numpy", "faulty.py:NumpyObserver", {}),
+    ("sparse", "faulty.py:SparseObserver", {}),
+    ("half", "faulty.py:HalfOnWireObserver", {}),
+    ("no-from", "faulty.py:NoFromPPObserver", {"impl": "sglang"}),
+]
+
+SCRIPT = """
+import json, sys
+from ppaux.observer import ObserverOptions, check_observer
+out = {}
+for name, target, options in json.loads(sys.argv[1]):
+    report = check_observer(
+        target, ObserverOptions(transport="sglang", batch_sizes=(2,), steps=2, **options)
+    )
+    out[name] = {
+        "findings": [[f.code, f.key, f.sglang_error, f.message] for f in report.findings],
+        "observer": report.data["observer"],
+        "results": report.data["results"],
+    }
+print("REPORT " + json.dumps(out))
+"""
+
+_runs: dict[str, dict] = {}
+
+
+def checked(version: str) -> dict:
+    if version not in _runs:
+        runtime = sglang_runtime.sglang_runtime(version)
+        checks = [[name, f"{OBSERVERS / target}", options] for name, target, options in CHECKS]
+        done = runtime.run(["-c", textwrap.dedent(SCRIPT), json.dumps(checks)], timeout=900)
+        line = next((x for x in done.stdout.splitlines() if x.startswith("REPORT ")), None)
+        assert done.returncode == 0 and line, done.stdout[-3000:] + done.stderr[-3000:]
+        _runs[version] = json.loads(line.removeprefix("REPORT "))
+    return _runs[version]
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_a_good_observer_passes_through_sglangs_own_path(version):
+    good = checked(version)["good"]
+    assert good["findings"] == []
+    assert good["observer"]["sampling_info"] == "sglang"
+    assert good["observer"]["result_processing"] == "sglang"
+    assert [(r["batch_size"], r["step"], r["pp"], r["differences"]) for r in good["results"]] == [
+        (2, 0, None, []),
+        (2, 1, None, []),
+    ]
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_a_list_is_refused_by_add_and_by_pop_behind_a_legacy_sender(version):
+    runs = checked(version)
+    [(code, key, error, message)] = runs["list"]["findings"]
+    assert (code, key, error) == (
+        "PP705",
+        "entropy",
+        "auxiliary PP output 'entropy' is not a tensor",
+    )
+    assert message.startswith("the last stage's add raises RuntimeError: auxiliary PP output")
+    for name in ("list-legacy", "list-legacy-sglang-impl"):
+        [(code, key, error, message)] = runs[name]["findings"]
+        assert (code, key, error) == (
+            "PP706",
+            "entropy",
+            "received a non-tensor auxiliary PP output",
+        )
+        # The list crossed sglang's real wire inside the pickled metadata and arrived a list.
+        assert "the entry at fault is 'entropy', a list [" in message
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_numpy_arrays_and_sparse_tensors(version):
+    runs = checked(version)
+    [(code, key, error, message)] = runs["numpy"]["findings"]
+    assert (code, key, error) == (
+        "PP705",
+        "entropy",
+        "auxiliary PP output 'entropy' is not a tensor",
+    )
+    assert "a ndarray" in message
+    [(code, key, error, message)] = runs["sparse"]["findings"]
+    assert (code, key, error) == ("PP709", "entropy", None)
+    assert "fails on the sender: NotImplementedError: Could not run 'c10d::send'" in message
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_silent_corruption_is_named_and_sglang_raises_nothing(version):
+    found = checked(version)["half"]["findings"]
+    assert [(code, key) for code, key, _, _ in found] == [
+        ("PP711", ".entropy"),
+        ("PP712", ".customized_info['entropy'][0]"),
+    ]
+    assert "single stage float32 (2,) cpu, PP float16 (2,) cpu" in found[0][3]
+    assert all(error is None for _, _, error, _ in found)
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_sglangs_own_pop_refuses_an_observer_without_from_pp_tensors(version):
+    [(code, key, error, message)] = checked(version)["no-from"]["findings"]
+    assert key is None
+    assert (code, error) == (
+        "PP702",
+        "sampling observer does not support pipeline-parallel transport",
+    )
+    assert message.startswith("rank 0's pop raises RuntimeError: sampling observer does not")
