@@ -40,9 +40,8 @@ def replay(
     runtime: sglang_runtime.SglangRuntime, *args: str, env: dict[str, str] | None = None
 ) -> tuple[int, dict[str, Any], str]:
     """``ppaux replay ARGS --format json`` in a process that can import the release."""
-    environment = runtime.env() if env is None else env
     # The tree itself comes from --sglang-path; the packages it imports from PYTHONPATH.
-    environment["PYTHONPATH"] = os.pathsep.join([str(runtime.site_dir), str(runtime.standin_dir)])
+    environment = runtime.packages_env(env)
     done = subprocess.run(
         [sys.executable, "-m", "ppaux_cli", "replay", "--format", "json", *args],
         cwd=REPO,
@@ -108,7 +107,7 @@ def replay_without_runtime(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_an_sglang_that_cannot_be_imported_is_one_line_exit_2() -> None:
+def test_an_sglang_that_cannot_be_imported_is_one_line_exit_2(tmp_path: Path) -> None:
     runtime = sglang_runtime.sglang_runtime(RELEASES[-1])
     # The tree alone: its third-party imports do not resolve.
     done = replay_without_runtime(
@@ -119,7 +118,8 @@ def test_an_sglang_that_cannot_be_imported_is_one_line_exit_2() -> None:
     assert re.fullmatch(
         r"ppaux: error: --transport sglang: sglang's runtime "
         r"\(sglang\.srt\.distributed\.parallel_state\) cannot be imported: No module named "
-        r"'[\w.]+' \(at " + re.escape(str(runtime.sglang_dir)) + r"/sglang/[\w/]+\.py:\d+\)",
+        r"'[\w.]+' \(at " + re.escape(str(runtime.sglang_dir)) + r"/sglang/[\w/]+\.py:\d+\); "
+        r"install the packages the tree imports \(docs/sglang-runtime\.md lists them\)",
         line,
     ), line
     # Without any sglang at all.
@@ -128,7 +128,21 @@ def test_an_sglang_that_cannot_be_imported_is_one_line_exit_2() -> None:
         2,
         "",
         "ppaux: error: --transport sglang: sglang's runtime "
-        "(sglang.srt.distributed.parallel_state) cannot be imported: No module named 'sglang'\n",
+        "(sglang.srt.distributed.parallel_state) cannot be imported: No module named 'sglang'; "
+        "give --sglang-path an unpacked sglang release wheel (unzip sglang-X.whl -d DIR) whose "
+        "own imports resolve: docs/sglang-runtime.md\n",
+    )
+    # A tree that imports but is not sglang's runtime: one line, not an internal error.
+    tree = tmp_path / "not-a-runtime"
+    (tree / "sglang").mkdir(parents=True)
+    (tree / "sglang" / "__init__.py").write_text("")
+    done = replay_without_runtime("--sglang-path", str(tree), "fixtures/dumps/clean_output.pt")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "ppaux: error: --transport sglang: sglang's runtime "
+        "(sglang.srt.distributed.parallel_state) cannot be imported: No module named "
+        "'sglang.srt'; give --sglang-path an unpacked sglang release wheel (unzip sglang-X.whl "
+        "-d DIR) whose own imports resolve: docs/sglang-runtime.md\n"
     )
 
 

@@ -85,7 +85,18 @@ def _import_failure(exc: BaseException) -> str:
         if "importlib" not in f.filename and "<frozen" not in f.filename and f.filename != __file__
     ]
     where = f" (at {inside[-1].filename}:{inside[-1].lineno})" if inside else ""
-    return f"sglang's runtime ({RUNTIME_MODULE}) cannot be imported: {message}{where}"
+    return f"sglang's runtime ({RUNTIME_MODULE}) cannot be imported: {message}{where}{_hint(exc)}"
+
+
+def _hint(exc: BaseException) -> str:
+    """Where to get what is missing: an sglang tree, or the packages a tree imports."""
+    missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    if missing is not None and (missing == "sglang" or missing.startswith("sglang.")):
+        return (
+            "; give --sglang-path an unpacked sglang release wheel (unzip sglang-X.whl -d DIR) "
+            "whose own imports resolve: docs/sglang-runtime.md"
+        )
+    return "; install the packages the tree imports (docs/sglang-runtime.md lists them)"
 
 
 def _coordinator(runtime: Any, rank: int, backend: str) -> Any:
