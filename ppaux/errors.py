@@ -13,11 +13,13 @@ from __future__ import annotations
 __all__ = [
     "TORCH_INSTALL_HINT",
     "DumpError",
+    "ExecutableArchive",
     "LimitExceeded",
     "PathError",
     "PpauxError",
     "ReadMismatch",
     "TorchMissingError",
+    "TorchRefuses",
     "limit_note",
 ]
 
@@ -63,7 +65,23 @@ class LimitExceeded(DumpError):
 class ReadMismatch(DumpError):
     """A file that torch.load could read differently from ppaux (another record, another
     directory, another format, code ppaux cannot see): refused as finding PP202, never guessed.
+    ``code`` is the finding's code; the subclasses below refuse for a sharper reason.
     """
+
+    code = "PP202"
+
+
+class ExecutableArchive(ReadMismatch):
+    """A TorchScript archive: torch.load would hand it to torch.jit.load, which runs its code
+    (finding PP203)."""
+
+    code = "PP203"
+
+
+class TorchRefuses(ReadMismatch):
+    """A file torch.load refuses before unpickling it; the reason is torch's (finding PP117)."""
+
+    code = "PP117"
 
 
 #: How to get torch where it is missing. ppaux runs with the torch of the deployment it checks,

@@ -19,9 +19,9 @@ from ppaux.dump.capture_format import CAPTURE_MARKER
 from ppaux.dump.legacy import LEGACY_MAGIC, is_legacy_stream
 from ppaux.dump.model import StorageRef, StorageType
 from ppaux.dump.pickle_vm import Machine
-from ppaux.dump.records import ZIP_READ_ERRORS
+from ppaux.dump.records import ZIP_READ_ERRORS, RecordReader, torch_byteorder, torch_version
 from ppaux.dump.zipview import check_layout, end_record, lower_name, select_data_pkl
-from ppaux.errors import DumpError, LimitExceeded, ReadMismatch
+from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, TorchRefuses
 from ppaux.files import InputFileError, collect_files, open_regular
 from ppaux.limits import Limits
 from ppaux.report import InputProblem
@@ -330,12 +330,14 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
             persistent_load=persistent_load,
         )
         root = machine.load()
-        if all(machine.globals_seen.values()) and not any(
-            lower_name(f"{prefix}/{v}") in by_name for v in (".data/version", "version")
-        ):
-            # torch's reader refuses the archive before data.pkl (a hostile global found in the
-            # pickle is still the more useful answer, so this comes after it).
-            raise DumpError(path, "zip file without a version record: torch.load refuses it")
+        if all(machine.globals_seen.values()):
+            # torch refuses the archive before data.pkl (a hostile global found in the pickle
+            # is still the more useful answer, so this comes after it).
+            reader = RecordReader(path, handle, records, prefix, size)
+            refusal = _torch_refusal(reader)
+            if refusal is not None:
+                raise TorchRefuses(path, f"torch.load refuses the file: {refusal}")
+            _check_deflated_storages(reader, storages)
     return Dump(
         path=path,
         container="zip",
@@ -347,6 +349,75 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
         pickle_bytes=len(data),
         protocol=machine.protocol,
     )
+
+
+def _torch_refusal(reader: RecordReader) -> str | None:
+    """Why torch 2.13 refuses the archive before unpickling it, or None: its reader wants a
+    version record (``.data/version``, else ``version``) that ``stoull`` parses to 1-10;
+    torch.load wants a byteorder record, if any, of exactly ``little`` or ``big``, and a
+    ``.storage_alignment`` record, if any, that ``int()`` reads."""
+
+    def head(name: str, cap: int) -> bytes | None:
+        record = reader.find(name)
+        if record is None:
+            return None
+        return b"".join(reader.blocks(record, 0, min(record.file_size, cap)))
+
+    version = head(".data/version", 4096)
+    if version is None:
+        version = head("version", 4096)
+    if version is None:
+        return "it has no version record"
+    _, why = torch_version(version)
+    if why is not None:
+        return why
+    _, why = torch_byteorder(head("byteorder", 64))
+    if why is not None:
+        return why
+    alignment = head(".storage_alignment", 64)
+    if alignment is not None:
+        try:
+            int(alignment)
+        except ValueError:
+            return (
+                f"its storage alignment record {shown(alignment.decode('latin-1'))} is not a number"
+            )
+    return None
+
+
+#: Bytes of deflated storage records that reading a dump inflates to check them (torch.save
+#: stores storages uncompressed; only a hand-made file deflates them).
+DEFLATED_CHECK_BYTES = 64 << 20
+
+
+def _check_deflated_storages(reader: RecordReader, storages: list[StorageRef]) -> None:
+    """Inflate every deflated storage record once, discarding the bytes: torch.load does not
+    report a record that fails to inflate (it hands back whatever memory it allocated), so a
+    record ppaux cannot inflate to its declared size is one torch reads otherwise."""
+    budget = DEFLATED_CHECK_BYTES
+    for storage in storages:
+        record = reader.find_full(storage.record) if storage.record else None
+        if record is None or record.compress_type != zipfile.ZIP_DEFLATED:
+            continue
+        name = shown(record.filename)
+        if record.file_size > budget:
+            raise ReadMismatch(
+                reader.path,
+                f"deflated storage records inflate past {DEFLATED_CHECK_BYTES} bytes "
+                f"({name} declares {record.file_size}): not checked, and torch.load does not "
+                "check them either",
+            )
+        budget -= record.file_size
+        try:
+            for _ in reader.blocks(record, 0, record.file_size):
+                pass
+        except DumpError as exc:
+            raise ReadMismatch(
+                reader.path,
+                f"storage record {name} does not inflate to its declared "
+                f"{record.file_size} bytes ({exc.reason}): torch.load reads whatever memory it "
+                "allocated for it",
+            ) from None
 
 
 #: Compression methods torch.load reads (its zip reader knows only these two).

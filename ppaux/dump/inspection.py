@@ -249,7 +249,9 @@ def inspect_paths(
             description, findings = inspect_file(path, limits, streams.get(path), release=release)
         except ReadMismatch as exc:
             # Not a file ppaux could not read: one it will not vouch for, whatever it holds.
-            report.findings.append(finding("PP202", shown(exc.path, None), shown(exc.reason, None)))
+            report.findings.append(
+                finding(exc.code, shown(exc.path, None), shown(exc.reason, None))
+            )
         except DumpError as exc:
             # Each problem is one line on stderr, whatever the file is called.
             report.problems.append(InputProblem(shown(exc.path, None), shown(exc.reason, None)))

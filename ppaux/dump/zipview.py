@@ -18,8 +18,10 @@ on a file torch.save wrote. Where a crafted file could make them disagree, ppaux
   any record outside that folder: names equal but for case are refused, a ``data.pkl`` spelled
   in another case is refused, a name holding NUL (zipfile cuts the name there) is refused;
 - records' local headers and data may not overlap each other or the directory;
-- a ``constants.pkl`` record makes torch.load hand the file to torch.jit.load, which runs
-  TorchScript code: refused.
+- a record that torch reads as ``constants.pkl`` makes torch.load hand the file to
+  torch.jit.load, which runs TorchScript code: refused as an executable archive (PP203), with
+  the names read as torch's reader reads them (cut at NUL and after 511 bytes; any case, as
+  torch.jit.load looks them up), before any other check.
 """
 
 from __future__ import annotations
@@ -30,10 +32,18 @@ import zipfile
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from ppaux.errors import DumpError, ReadMismatch
+from ppaux.dump.records import NAME_BUFFER, raw_name
+from ppaux.errors import DumpError, ExecutableArchive, ReadMismatch
 from ppaux.text import shown
 
-__all__ = ["EndRecord", "check_layout", "end_record", "lower_name", "select_data_pkl"]
+__all__ = [
+    "EndRecord",
+    "check_layout",
+    "check_torchscript",
+    "end_record",
+    "lower_name",
+    "select_data_pkl",
+]
 
 _END = struct.Struct("<4s4H2LH")
 _END64_LOCATOR = struct.Struct("<4sLQL")
@@ -157,6 +167,7 @@ def check_layout(
             "torch.load reads only records in one folder",
         )
     prefix = first[: first.index("/") + 1]
+    check_torchscript(path, records)
     seen: dict[str, str] = {}
     for record in records:
         name = record.filename
@@ -181,14 +192,46 @@ def check_layout(
                 "it takes either one",
             )
         seen[lowered] = name
-    if prefix + "constants.pkl" in seen.values():
-        raise ReadMismatch(
-            path,
-            "a TorchScript archive (it holds constants.pkl): torch.load "
-            "hands it to torch.jit.load, which runs its code",
-        )
     _check_overlaps(path, handle, end, records)
     return prefix[:-1]
+
+
+_CONSTANTS = b"constants.pkl"
+
+
+def check_torchscript(path: str, records: list[zipfile.ZipInfo]) -> None:
+    """Refuse (:class:`ExecutableArchive`, PP203) an archive that torch would run as
+    TorchScript: one whose record list, as ``get_all_records()`` gives it to ``torch.load``
+    (names cut at NUL and after 511 bytes, folder stripped), holds ``constants.pkl``, or one
+    holding a record that ``torch.jit.load`` finds as ``constants.pkl`` (ignoring case)."""
+    if not records:
+        return
+    first = raw_name(records[0])
+    if b"/" not in first:
+        return
+    prefix = first[: first.index(b"/") + 1]
+    for record in records:
+        whole = raw_name(record)
+        listed = whole.split(b"\x00", 1)[0][: NAME_BUFFER - 1]
+        if not listed.startswith(prefix):
+            continue
+        rest = listed[len(prefix) :]
+        how = None
+        if rest == _CONSTANTS:
+            how = "torch.load dispatches it to torch.jit.load"
+            if listed != whole:
+                how += " (torch's reader sees the name cut short)"
+        elif rest.translate(_LOWER_BYTES) == _CONSTANTS:
+            how = "torch.jit.load finds it as constants.pkl, ignoring case"
+        if how is not None:
+            raise ExecutableArchive(
+                path,
+                f"a TorchScript archive: record {shown(record.orig_filename)} reads as "
+                f"constants.pkl ({how}), and torch.jit.load runs the archive's code",
+            )
+
+
+_LOWER_BYTES = bytes(c + 32 if 65 <= c <= 90 else c for c in range(256))
 
 
 def select_data_pkl(path: str, prefix: str, records: list[zipfile.ZipInfo]) -> zipfile.ZipInfo:

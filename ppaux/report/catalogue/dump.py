@@ -291,4 +291,24 @@ RULES = (
         example="to_pp_tensors() returned {'scores': [0.25, 0.75]} (a list, not a tensor)",
         area="payload",
     ),
+    Rule(
+        code="PP117",
+        name="torch-refuses",
+        severity=Severity.ERROR,
+        summary="torch.load refuses this file, for the reason given.",
+        explanation=(
+            "ppaux reads the archive's records as torch 2.13's reader does. This one holds "
+            "something torch.load stops at before it unpickles anything: a version record torch "
+            "cannot parse or does not support, a byteorder record other than 'little' or "
+            "'big', a storage alignment record that is not a number. Whatever the pickle holds, "
+            "rank 0 never saw this dict: the file is not what the failing deployment sent."
+        ),
+        causes=(
+            "The file was assembled, repaired or edited by a tool other than torch.save.",
+            "It was written by a newer torch than the one reading it (a version past 10).",
+        ),
+        fix="Capture the dict again with the torch of the deployment; do not edit the archive.",
+        example="its version is 11, past the newest torch 2.13 reads (10)",
+        area="payload",
+    ),
 )

@@ -52,4 +52,28 @@ RULES = (
         example="zip directory at offset 4096 by the end record, at 4160 by its position",
         area="security",
     ),
+    Rule(
+        code="PP203",
+        name="torchscript-archive",
+        severity=Severity.ERROR,
+        summary="A TorchScript archive: loading it runs code.",
+        explanation=(
+            "torch.load(weights_only=False) hands any zip whose record list holds "
+            "'constants.pkl' to torch.jit.load, which compiles and runs the archive's "
+            "TorchScript code; torch.jit.load itself finds the record whatever the case of its "
+            "name. ppaux lists the records as torch's reader does: each name copied into a "
+            "512-byte buffer (so a name ends at its first NUL byte, or is cut after 511 bytes) "
+            "and stripped of the archive's folder. A record that reads as constants.pkl in any "
+            "of these ways makes the file an executable archive, whatever its data.pkl holds; "
+            "ppaux does not read it further."
+        ),
+        causes=(
+            "A model saved with torch.jit.save, or a file crafted to look like a checkpoint.",
+            "A hostile file whose constants.pkl hides behind a long or NUL-cut name.",
+        ),
+        fix="Do not load the file with torch.load(weights_only=False) or torch.jit.load. If it "
+        "is yours, load it where that is safe and save its tensors again with torch.save.",
+        example="record 'archive/constants.pkl' (torch.load dispatches to torch.jit.load)",
+        area="security",
+    ),
 )

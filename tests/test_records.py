@@ -1,0 +1,208 @@
+"""The one record reader: records found as torch finds them, streamed, every read error one line.
+
+The archives are packed by hand (``fixtures/make_adversarial.py``'s helpers) so that headers can
+lie; the expected bytes are the ones packed, never the reader's own output.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+import zlib
+
+import pytest
+from helpers import REPO
+
+from ppaux.dump.dumpfile import read_dump
+from ppaux.dump.records import (
+    MAX_DEFLATE_RATIO,
+    ZIP_READ_ERRORS,
+    RecordReader,
+    torch_byteorder,
+    torch_listed_names,
+    torch_version,
+)
+from ppaux.errors import DumpError, ExecutableArchive, ReadMismatch, TorchRefuses
+
+sys.path.insert(0, str(REPO / "fixtures"))
+
+import make_adversarial as packing
+
+DATA = os.urandom(1000) + bytes(200_000)
+
+
+def _write(tmp_path, recs, name="a.pt"):
+    path = tmp_path / name
+    path.write_bytes(packing.zip_archive(recs).data)
+    return str(path)
+
+
+def test_zlib_error_is_one_of_the_read_errors():
+    assert zlib.error in ZIP_READ_ERRORS
+
+
+@pytest.mark.parametrize("method", [0, 8])
+@pytest.mark.parametrize(("start", "end", "block"), [(0, 201_000, 1 << 20), (17, 150_001, 4096)])
+def test_blocks_give_exactly_the_range(tmp_path, method, start, end, block):
+    path = _write(tmp_path, [packing.Rec("archive/data/0", DATA, method=method)])
+    with RecordReader.open(path, "archive") as reader:
+        record = reader.find("data/0")
+        chunks = list(reader.blocks(record, start, end, block))
+    assert b"".join(chunks) == DATA[start:end]
+    assert max(map(len, chunks)) <= block
+
+
+def test_records_are_found_as_torch_finds_them(tmp_path):
+    # miniz compares names without ASCII case; torch names storages under the first folder.
+    path = _write(tmp_path, [packing.Rec("Arc/DATA/0", b"x" * 8)])
+    with RecordReader.open(path, "Arc") as reader:
+        assert reader.find("data/0") is not None
+        assert reader.find_full("arc/data/0") is not None
+        assert reader.find("data/1") is None
+
+
+def test_corrupt_deflate_is_one_dump_error(tmp_path):
+    bad = packing.Rec("archive/data/0", DATA, method=8, payload=b"\xff" * 64)
+    path = _write(tmp_path, [bad])
+    with RecordReader.open(path, "archive") as reader, pytest.raises(DumpError) as caught:
+        b"".join(reader.blocks(reader.find("data/0"), 0, 100))
+    assert "cannot read archive/data/0" in caught.value.reason
+    assert "invalid" in caught.value.reason
+    assert "\n" not in str(caught.value)
+
+
+def test_short_deflate_stream_is_refused(tmp_path):
+    short = packing.Rec("archive/data/0", DATA, method=8, payload=packing.deflate(DATA[:500]))
+    path = _write(tmp_path, [short])
+    with RecordReader.open(path, "archive") as reader, pytest.raises(DumpError) as caught:
+        b"".join(reader.blocks(reader.find("data/0"), 0, len(DATA)))
+    assert "inflates to 500 bytes" in caught.value.reason
+
+
+def test_a_large_declared_compressed_size_buys_nothing(tmp_path):
+    # The allowance for a deflated record is what its stored bytes can inflate to, and those
+    # bytes must lie in the file: declaring 1 GiB of compressed data does not raise it.
+    liar = packing.Rec("archive/data/0", DATA, method=8, central_sizes=(1 << 30, (1 << 32) - 1))
+    path = _write(tmp_path, [liar])
+    with RecordReader.open(path, "archive") as reader:
+        record = reader.find("data/0")
+        why = reader.allocation_ok(record, 1 << 31)
+    assert why is not None and "past the file" in why
+    honest = _write(tmp_path, [packing.Rec("archive/data/0", DATA, method=8)], "b.pt")
+    with RecordReader.open(honest, "archive") as reader:
+        record = reader.find("data/0")
+        assert reader.allocation_ok(record, len(DATA)) is None
+        too_much = MAX_DEFLATE_RATIO * record.compress_size + (2 << 20)
+        assert reader.allocation_ok(record, too_much) is not None
+
+
+def test_listed_names_are_cut_as_torch_cuts_them():
+    import zipfile
+
+    def info(name: bytes) -> zipfile.ZipInfo:
+        record = zipfile.ZipInfo(name.decode("cp437"))
+        return record
+
+    folder = b"p" * 497 + b"/"
+    records = [info(folder + b"data.pkl"), info(folder + b"constants.pkl" + b"z" * 40)]
+    assert torch_listed_names(records, folder) == [b"data.pkl", b"constants.pkl"]
+
+
+@pytest.mark.parametrize(
+    ("text", "version", "refused"),
+    [
+        (b"3\n", 3, False),
+        (b" +3", 3, False),
+        (b"3abc", 3, False),
+        (b"10", 10, False),
+        (b"11", 11, True),
+        (b"0x3", 0, True),
+        (b"abc", None, True),
+        (b"-1", -1, True),
+        (b"18446744073709551617", None, True),
+    ],
+)
+def test_version_records_read_as_stoull_reads_them(text, version, refused):
+    # Expected values observed from torch 2.13's reader (see test_fuzz_torch_differential).
+    got, why = torch_version(text)
+    assert got == version
+    assert (why is not None) == refused
+
+
+@pytest.mark.parametrize(
+    ("text", "order", "refused"),
+    [(None, "little", False), (b"big", "big", False), (b"little\n", "little", True)],
+)
+def test_byteorder_as_torch_reads_it(text, order, refused):
+    got, why = torch_byteorder(text)
+    assert got == order and (why is not None) == refused
+
+
+def _torch_zip(tmp_path, name, extra=(), replace=None):
+    recs = [packing.Rec("archive/data.pkl", packing.benign_pickle())]
+    recs += packing._storage_recs()
+    if replace:
+        recs = [replace.get(r.name, r) for r in recs]
+    return _write(tmp_path, recs + list(extra), name)
+
+
+def test_torchscript_spellings_are_executable_archives(tmp_path):
+    spellings = [
+        packing.Rec("archive/constants.pkl", b""),
+        packing.Rec("archive/Constants.PKL", b""),
+        packing.Rec("x", b"", raw_name=b"archive/constants.pkl\x00junk"),
+    ]
+    for n, rec in enumerate(spellings):
+        with pytest.raises(ExecutableArchive) as caught:
+            read_dump(_torch_zip(tmp_path, f"s{n}.pt", [rec]))
+        assert caught.value.code == "PP203"
+        assert "constants.pkl" in caught.value.reason
+
+
+def test_records_torch_refuses(tmp_path):
+    bad_version = {"archive/version": packing.Rec("archive/version", b"11")}
+    with pytest.raises(TorchRefuses) as caught:
+        read_dump(_torch_zip(tmp_path, "v.pt", replace=bad_version))
+    assert "version is 11" in caught.value.reason and caught.value.code == "PP117"
+    for n, text in enumerate([b"LITTLE", b"little\n"]):
+        with pytest.raises(TorchRefuses, match="unknown byte order"):
+            read_dump(_torch_zip(tmp_path, f"b{n}.pt", [packing.Rec("archive/byteorder", text)]))
+    with pytest.raises(TorchRefuses, match="storage alignment"):
+        read_dump(_torch_zip(tmp_path, "al.pt", [packing.Rec("archive/.storage_alignment", b"x")]))
+    # .data/version is read before version, as torch's reader reads it.
+    dotted = [packing.Rec("archive/.data/version", b"3\n")]
+    no_version = {"archive/version": packing.Rec("archive/.format_version", b"1")}
+    assert read_dump(_torch_zip(tmp_path, "dv.pt", dotted, replace=no_version)).container == "zip"
+    with pytest.raises(TorchRefuses, match="no version record"):
+        read_dump(_torch_zip(tmp_path, "nv.pt", replace=no_version))
+
+
+def test_deflated_storages_are_checked_when_read(tmp_path):
+    good = packing.Rec("archive/data/0", struct.pack("<2q", 1, 2), method=8)
+    assert read_dump(_torch_zip(tmp_path, "g.pt", replace={"archive/data/0": good})).storages
+    bad = packing.Rec("archive/data/0", struct.pack("<2q", 1, 2), method=8, payload=b"\xff" * 9)
+    with pytest.raises(ReadMismatch, match="does not inflate"):
+        read_dump(_torch_zip(tmp_path, "c.pt", replace={"archive/data/0": bad}))
+
+
+def test_replay_and_diff_read_through_the_same_errors(tmp_path):
+    # A file that changes after it was read (the record now corrupt) still gives one line.
+    torch = pytest.importorskip("torch")
+    from ppaux.dump.diff import _NotCompared, _Records
+    from ppaux.replay.materialize import MaterializeError, Materializer
+
+    good = packing.Rec("archive/data/0", struct.pack("<2q", 1, 2), method=8)
+    path = _torch_zip(tmp_path, "m.pt", replace={"archive/data/0": good})
+    dump = read_dump(path)
+    bad = packing.Rec("archive/data/0", struct.pack("<2q", 1, 2), method=8, payload=b"\xff" * 9)
+    _torch_zip(tmp_path, "m.pt", replace={"archive/data/0": bad})
+    with Materializer(dump, torch.device("cpu")) as build, pytest.raises(MaterializeError) as err:
+        build.value(dump.root)
+    assert "cannot read archive/data/0" in str(err.value) and "\n" not in str(err.value)
+    records = _Records(dump)
+    try:
+        with pytest.raises(_NotCompared, match="cannot read archive/data/0"):
+            records.digest(dump.storages[0], 0, 16)
+    finally:
+        records.close()
