@@ -10,22 +10,37 @@ from typing import TYPE_CHECKING
 from ppaux._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ppaux.triage.frames import Build as Build
-    from ppaux.triage.incidents import Incident as Incident
-    from ppaux.triage.job import RULE_OF_MESSAGE as RULE_OF_MESSAGE
-    from ppaux.triage.job import triage_paths as triage_paths
-    from ppaux.triage.lineformat import Envelope as Envelope
-    from ppaux.triage.lineformat import Launcher as Launcher
-    from ppaux.triage.lineformat import LogLine as LogLine
-    from ppaux.triage.lineformat import parse_line as parse_line
-    from ppaux.triage.reading import LogReading as LogReading
-    from ppaux.triage.reading import read_log as read_log
-    from ppaux.triage.records import Event as Event
-    from ppaux.triage.records import Failure as Failure
-    from ppaux.triage.records import Frame as Frame
-    from ppaux.triage.sources import LogOpenError as LogOpenError
-    from ppaux.triage.sources import LogSource as LogSource
+    from ppaux.triage.frames import (
+        Build,
+    )
+    from ppaux.triage.incidents import (
+        Incident,
+    )
+    from ppaux.triage.job import (
+        RULE_OF_MESSAGE,
+        triage_paths,
+    )
+    from ppaux.triage.lineformat import (
+        Envelope,
+        Launcher,
+        LogLine,
+        parse_line,
+    )
+    from ppaux.triage.reading import (
+        LogReading,
+        read_log,
+    )
+    from ppaux.triage.records import (
+        Event,
+        Failure,
+        Frame,
+    )
+    from ppaux.triage.sources import (
+        LogOpenError,
+        LogSource,
+    )
 
+#: Each public name and the module that holds it, imported on first use.
 _EXPORTS = {
     "Build": "frames",
     "Envelope": "lineformat",
@@ -44,6 +59,23 @@ _EXPORTS = {
     "triage_paths": "job",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "RULE_OF_MESSAGE",
+    "Build",
+    "Envelope",
+    "Event",
+    "Failure",
+    "Frame",
+    "Incident",
+    "Launcher",
+    "LogLine",
+    "LogOpenError",
+    "LogReading",
+    "LogSource",
+    "parse_line",
+    "read_log",
+    "triage_paths",
+]
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

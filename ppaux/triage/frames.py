@@ -60,16 +60,12 @@ class Build:
     judged: int
 
     def fits_text(self) -> str:
-        """'0.5.20-0.5.23', 'no release in ppaux's table', or 'not known'."""
+        """'0.5.22, 0.5.23', 'no release in ppaux's table ...', or 'not known ...'."""
         if self.fits is None:
             return "not known (no frame the release table can judge)"
         if not self.fits:
             return "no release in ppaux's table (a modified build, or a newer release)"
-        return _span(self.fits)
-
-
-def _span(versions: tuple[str, ...]) -> str:
-    return versions[0] if len(versions) == 1 else f"{versions[0]}-{versions[-1]}"
+        return ", ".join(self.fits)
 
 
 def build_of(frames: Iterable[Frame]) -> Build | None:
@@ -102,9 +98,14 @@ def build_of(frames: Iterable[Frame]) -> Build | None:
 
 
 def out_of_tree(frames: Iterable[Frame]) -> list[Frame]:
-    """The frames that are neither sglang's, torch's, ppaux's nor the standard library's,
-    innermost first."""
-    return [frame for frame in reversed(list(frames)) if frame_owner(frame) == "other"]
+    """The frames that are neither sglang's, torch's, ppaux's nor the standard library's and
+    that sglang called (inner to its outermost frame: a Scheduler subclass, a plugin, an
+    observer), innermost first. Frames that called sglang (a launcher) are not culprits."""
+    listed = list(frames)
+    first = next((i for i, f in enumerate(listed) if frame_owner(f) == "sglang"), None)
+    if first is None:
+        return []
+    return [f for f in reversed(listed[first + 1 :]) if frame_owner(f) == "other"]
 
 
 def raised_by_capture(frames: list[Frame]) -> bool:

@@ -80,7 +80,10 @@ def incidents(
     events whose cause is not in these logs.
     """
     ordered = sorted(failures, key=lambda f: _when(f.time, f.order))
-    candidates = [f for f in ordered if not communication(f)]
+    # A traceback cut off before its exception says nothing of its cause: a root only when
+    # no complete one is there.
+    complete = [f for f in ordered if f.exception is not None and not communication(f)]
+    candidates = complete or [f for f in ordered if f.exception is None]
     scheduler = [f for f in candidates if f.scheduler]
     roots = scheduler or candidates
     found: list[Incident] = []

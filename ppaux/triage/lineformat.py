@@ -170,7 +170,7 @@ def _json_text(text: str) -> tuple[str, str | None, str | None]:
     stream = record.get("stream")
     time = record.get("time")
     return (
-        record["log"].rstrip("\n"),
+        record["log"].rstrip("\r\n"),
         stream if isinstance(stream, str) else None,
         time if isinstance(time, str) else None,
     )

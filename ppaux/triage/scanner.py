@@ -73,6 +73,8 @@ def _plan(buffer: bytes, start: int) -> list[tuple[bytes, list[tuple[bytes, int]
 
 
 _UNKNOWN = -2
+#: Chunks read between two choices of anchors.
+_REPLAN_EVERY = 16
 
 
 def _first(buffer: bytes, start: int, anchor: bytes, markers: list[tuple[bytes, int]]) -> int:
@@ -111,9 +113,17 @@ class Scanner:
         self.long_lines = 0
         self._plan: list[tuple[bytes, list[tuple[bytes, int]]]] | None = None
         self._ahead: list[int] = []
+        self._fills = 0
+        #: The line that the last chunk cut in two, joined (without its newline), when it is
+        #: still to be returned or counted.
+        self._joint: bytes | None = None
 
     def _fill(self) -> bool:
-        """Read one more chunk onto what is left of the buffer; False at the end."""
+        """Read one more chunk; False at the end.
+
+        The line the previous chunk ended in is completed from the new chunk into ``_joint``
+        (one line's copy) instead of copying the whole chunk behind it.
+        """
         if self._eof:
             return False
         data = self._stream.read(self._chunk)
@@ -121,10 +131,30 @@ class Scanner:
             self._eof = True
             return False
         rest = self._buffer[self._pos :]
-        self._buffer = rest + data if rest else data
-        self._pos = 0
-        self._plan = None
+        self._fills += 1
+        if self._fills % _REPLAN_EVERY == 1:
+            self._plan = None  # the log may have changed its kind of content
+        self._ahead = [_UNKNOWN] * len(self._plan or ())
+        newline = data.find(b"\n") if rest else -1
+        if newline >= 0:
+            joint = rest + data[:newline]
+            if len(joint) > MAX_LINE:
+                self.long_lines += 1
+                joint = joint[:MAX_LINE]
+            self._joint = joint
+            self._buffer = data
+            self._pos = newline + 1
+        else:
+            self._buffer = rest + data if rest else data
+            self._pos = 0
         return True
+
+    def _take_joint(self) -> tuple[int, bytes]:
+        joint = self._joint or b""
+        self._joint = None
+        number = self.line
+        self.line += 1
+        return number, joint
 
     def _find_marker(self) -> int:
         """Position of the first marker at or after ``_pos`` in the buffer, or -1.
@@ -150,6 +180,11 @@ class Scanner:
     def next_marked_line(self) -> tuple[int, bytes] | None:
         """The next line holding a marker, with its number; None at the end of the stream."""
         while True:
+            if self._joint is not None:
+                if any(marker in self._joint for marker in MARKERS):
+                    return self._take_joint()
+                self._joint = None
+                self.line += 1
             hit = self._find_marker()
             if hit >= 0:
                 buffer = self._buffer
@@ -177,6 +212,8 @@ class Scanner:
         """The next line (without its newline, cut to :data:`MAX_LINE` bytes) and its number;
         None at the end of the stream."""
         while True:
+            if self._joint is not None:
+                return self._take_joint()
             end = self._buffer.find(b"\n", self._pos)
             if end >= 0:
                 if end - self._pos > MAX_LINE:
@@ -205,6 +242,8 @@ class Scanner:
         self.long_lines += 1
         self._pos += MAX_LINE
         while True:
+            if self._joint is not None:
+                return self._take_joint()
             end = self._buffer.find(b"\n", self._pos)
             if end >= 0:
                 self._pos = end + 1
