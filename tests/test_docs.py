@@ -255,7 +255,6 @@ def test_command_examples_run(page, tmp_path):
 
 # -- output blocks: each command's ```text block is what it prints -------------------------------
 
-P = "__sampling_observer_output__."
 #: The capture of docs/walkthrough.md, as the story (tests/test_capture_story.py) records it.
 WALKTHROUGH_CAPTURE = "capture-20261202T102324Z-vm-25991-0001-pop.pt"
 
@@ -305,49 +304,32 @@ def _check_blocks(
         assert done.stdout.replace(str(cwd), shown_dir) == expected, source
 
 
-def _write_walkthrough_capture(folder: Path) -> None:
-    # The dict rank 0 received in the story, captured with the story's metadata
-    # (tests/test_story_real_path.py runs the same steps on the capture sglang's own path makes).
-    torch = pytest.importorskip("torch")
-    from ppaux.dump.capture_format import make_capture
-
-    meta = {
-        "ppaux_version": "0.1.0",
-        "sglang_version": "0.5.23",
-        "torch_version": "2.13.0",
-        "host": "vm",
-        "pid": 25991,
-        "rank": 0,
-        "local_rank": None,
-        "world_size": 2,
-        "pp_rank": None,
-        "pp_size": None,
-        "function": "pop_auxiliary_output_from_pp_tensors",
-        "exception_type": "RuntimeError",
-        "exception_message": "received a non-tensor auxiliary PP output",
-        "time": "2026-12-02T10:23:24+00:00",
-        "when": "error",
-    }
-    tensors = {
-        "next_token_ids": torch.tensor([11, 12, 13], dtype=torch.int32),
-        P + "scores": [0.25, 0.5, 0.75],
-        "__msg_type__": "output",
-    }
-    torch.save(make_capture(meta, tensors), folder / WALKTHROUGH_CAPTURE)
-
-
-def test_walkthrough_fix_step_prints_what_the_page_shows(tmp_path):
-    text = _section((DOCS / "walkthrough.md").read_text(encoding="utf-8"), "## 6. The fix")
-    blocks = _output_blocks(text)
-    assert [source for _, source, _ in blocks] == [
-        f"ppaux tensorize {WALKTHROUGH_CAPTURE} -o fixed.pt",
-        "ppaux replay fixed.pt",
-        f"ppaux diff {WALKTHROUGH_CAPTURE} fixed.pt",
-    ]
+def test_walkthrough_can_be_followed_literally_on_the_shipped_capture(tmp_path):
+    """Steps 2, 3 and 6 of the walkthrough, on the capture that ships in fixtures/walkthrough
+    and copied as the page says, print exactly what the page shows."""
+    text = (DOCS / "walkthrough.md").read_text(encoding="utf-8")
+    shipped = REPO / "fixtures" / "walkthrough" / WALKTHROUGH_CAPTURE
+    assert shipped.is_file()
+    copy = "$ mkdir -p /var/tmp/ppaux && cp fixtures/walkthrough/capture-*.pt /var/tmp/ppaux/"
+    assert copy in _section(text, "## 2. ")
     env = _workspace(tmp_path)
-    _write_walkthrough_capture(tmp_path)
-    # The page runs in the capture directory of step 2.
-    _check_blocks(blocks, tmp_path, env, "/var/tmp/ppaux")
+    folder = tmp_path / "ppaux"
+    folder.mkdir()
+    subprocess.run(
+        ["bash", "-c", copy[2:].replace("/var/tmp/ppaux", str(folder))],
+        cwd=REPO,
+        check=True,
+    )
+    assert sorted(p.name for p in folder.iterdir()) == [WALKTHROUGH_CAPTURE]
+    blocks = []
+    for heading in ("## 2. ", "## 3. ", "## 6. "):
+        blocks += _output_blocks(_section(text, heading))
+    assert [source for _, source, _ in blocks][:2] == [
+        "ppaux capture list --dir /var/tmp/ppaux",
+        f"ppaux inspect {WALKTHROUGH_CAPTURE}",
+    ]
+    blocks[0] = (blocks[0][0], f"ppaux capture list --dir {folder}", blocks[0][2])
+    _check_blocks(blocks, folder, env, "/var/tmp/ppaux")
 
 
 def test_fix_page_prints_what_it_shows(tmp_path):
@@ -539,3 +521,11 @@ def test_pre_commit_hook_recipe_runs_as_written(tmp_path):
     assert tried.returncode == 1 and "PP101 error bad.pt" in tried.stdout, tried.stderr
     tried_good = pre_commit("try-repo", str(ppaux_repo), "ppaux-inspect", "--files", "good.pt")
     assert tried_good.returncode == 0, tried_good.stdout + tried_good.stderr
+
+
+def test_readme_says_which_torch_build_the_second_command_brings():
+    text = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    # PyPI's torch for Linux x86_64 is the CUDA build; the README must not promise the CPU one.
+    assert "installs the CPU build of torch" not in text
+    assert "from PyPI's own index on Linux x86_64 it is the CUDA build" in text
+    assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in text
