@@ -163,8 +163,11 @@ def _machinery(options: ObserverOptions) -> Iterator[tuple[Machinery, Any, Any, 
             from sglang.srt.managers.scheduler_components.batch_result_processor import (
                 SchedulerBatchResultProcessor,
             )
+
+            # The copy the scheduler hands copy_to_host (GenerationBatchResult's): defined in
+            # this module in 0.5.19, imported into it from sglang.srt.utils.common in 0.5.23.
+            from sglang.srt.managers.utils import _async_d2h as async_d2h
             from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo
-            from sglang.srt.utils.common import async_d2h
 
         consume = SchedulerBatchResultProcessor.consume_auxiliary_output
         copier: Callable[[Any], Any] = async_d2h
@@ -351,15 +354,10 @@ def _both_paths(
         _fault_finding(run, single.fault, batch_size, index)
     if pp.fault is not None:
         _fault_finding(run, pp.fault, batch_size, index)
-        verdict = f"{pp.fault.error_type}: {_first_sentence(pp.fault.message)}"
-        if pp.fault.stage == "hook":
-            verdict = f"{pp.fault.method} raised {verdict}"
-        _row(
-            run, batch_size, index, names or "-", f"PP path: {verdict} ({_side(pp.fault)})", "error"
-        )
+        _row(run, batch_size, index, names or "-", _verdict(pp.fault), "error")
         return
     if single.fault is not None:
-        _row(run, batch_size, index, names or "-", "single-stage path failed", "error")
+        _row(run, batch_size, index, "-", f"single stage: {_verdict(single.fault)}", "error")
         return
     found = 0
     for item in differences(leaves(output), leaves(pp.output)):
@@ -387,14 +385,24 @@ def _diff_json(where: str, item: Difference) -> dict[str, Any]:
     }
 
 
+def _verdict(fault: Fault) -> str:
+    """A table cell: who raised what ('the last stage's add: <message>')."""
+    message = _first_sentence(fault.message)
+    if fault.stage == "hook":
+        where = {"last stage": "the last stage", "rank 0": "rank 0"}.get(fault.side, fault.side)
+        return f"{fault.method} raised {fault.error_type} on {where}: {message}"
+    what = message if fault.error_type == "RuntimeError" else f"{fault.error_type}: {message}"
+    return f"{_side(fault)}: {what}"
+
+
 def _side(fault: Fault) -> str:
     if fault.stage == "add":
         return "the last stage's add"
     if fault.stage == "pop":
         return "rank 0's pop"
     if fault.stage == "wire":
-        return f"the wire, on the {fault.side}"
-    return f"on {fault.side}"
+        return f"the wire's {fault.side}"
+    return fault.side
 
 
 def _aliasing(run: _Run, produced: list[tuple[Step, dict[str, Any]]]) -> None:
@@ -574,9 +582,10 @@ def _report(run: _Run, loaded: LoadedObserver, given: bool) -> Report:
         "repeats": {f"{code} {what}": n for (code, what), n in run.counts.items() if n > 1},
     }
     report.data["results"] = run.results
+    name = run.target.rpartition(":")[2] or run.target
     title = (
-        f"check-observer {run.target}: transport {_value(options.transport)}, impl "
-        f"{_value(options.impl)}, sender {_value(options.sender)}, {run.device}"
+        f"{name}: transport {_value(options.transport)}, impl {_value(options.impl)}, sender "
+        f"{_value(options.sender)}, {run.device}"
     )
     report.tables.append(
         Table(title, ("batch", "step", "sent", "verdict"), tuple(run.rows), frozenset(run.marked))
