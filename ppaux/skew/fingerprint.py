@@ -30,6 +30,7 @@ import ppaux
 from ppaux.errors import PathError, PpauxError
 from ppaux.files import InputFileError, read_regular
 from ppaux.sglang import Capability, analyse
+from ppaux.text import shown
 
 __all__ = [
     "MAX_FINGERPRINT_BYTES",
@@ -406,16 +407,27 @@ def _need(
     value = doc[name]
     if not any(_is(value, kind) for kind in kinds):
         wanted = " or ".join("null" if k is None else _TYPE_NAMES[k] for k in kinds)
-        shown = json.dumps(value)[:40]
-        raise _Invalid(f"field {label!r} must be {wanted}, not {_kind(value)} {shown}")
+        raise _Invalid(f"field {label!r} must be {wanted}, not {_kind(value)} {_sample(value)}")
     return value
+
+
+def _quoted(text: str) -> str:
+    # A key from the file, quoted and shown escaped, cut past 60 characters.
+    return f"'{shown(text, 60)}'"
+
+
+def _sample(value: Any) -> str:
+    # The start of a wrong value, as JSON: a list or object is not written out whole first.
+    if isinstance(value, (list, dict)):
+        return "[...]" if isinstance(value, list) else "{...}"
+    return shown(json.dumps(value), 40)
 
 
 def _string_map(value: Mapping[str, Any], label: str, *, nullable: bool) -> None:
     for key, item in value.items():
         if not (isinstance(item, str) or (nullable and item is None)):
             wanted = "a string or null" if nullable else "a string"
-            raise _Invalid(f"field {label}[{key!r}] must be {wanted}, not {_kind(item)}")
+            raise _Invalid(f"field {label}[{_quoted(key)}] must be {wanted}, not {_kind(item)}")
 
 
 def _string_list(doc: Mapping[str, Any], name: str, where: str) -> None:
@@ -506,6 +518,8 @@ def _validate(doc: Any) -> Fingerprint:
     packages = _need(doc, "packages", (dict,), "")
     _string_map(packages, "packages", nullable=True)
     torch_build = _need(doc, "torch_build", (dict, None), "")
+    if torch_build is not None:
+        _string_map(torch_build, "torch_build", nullable=True)
     nccl = _need(doc, "nccl", (dict,), "")
     _need(nccl, "version", (str,), "nccl")
     driver = _need(doc, "driver", (dict,), "")
