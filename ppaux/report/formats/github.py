@@ -41,9 +41,10 @@ def annotation(finding: Finding) -> str:
     if finding.location is not None:
         # Annotate the line of code that caused it; the file it was found in goes in the text.
         lines.append(f"found in: {finding.path}")
-        where = (
-            f"file={_property(str(finding.location['file']))},line={int(finding.location['line'])},"
-        )
+        line = finding.location.get("line")
+        where = f"file={_property(str(finding.location.get('file')))},"
+        # A line number from a capture file is trusted only when it is one.
+        where += f"line={line}," if isinstance(line, int) and not isinstance(line, bool) else ""
     else:
         where = f"file={_property(finding.path)},"
     return (
@@ -66,5 +67,8 @@ def render(report: Report) -> str:
 
 def step_summary(report: Report, fail_on: FailOn = FailOn.ERROR) -> str:
     """The report as GitHub-flavoured Markdown without its tables: the verdict, a findings
-    table, unread inputs (:func:`ppaux.report.formats.markdown.render`)."""
-    return markdown.render(report, fail_on, tables=False)
+    table, unread inputs (:func:`ppaux.report.formats.markdown.render`), every string shown as
+    :func:`ppaux.report.formats.render` shows it."""
+    from ppaux.report.formats.shown import shown_report
+
+    return markdown.render(shown_report(report), fail_on, tables=False)
