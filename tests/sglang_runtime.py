@@ -255,6 +255,13 @@ class SglangRuntime:
         env.setdefault("TRITON_CACHE_DIR", str(self.root / "triton-cache"))
         return env
 
+    def packages_env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """:meth:`env` with only the third-party packages and the stand-ins on ``PYTHONPATH``,
+        for a process that is given the sglang tree another way (``--sglang-path``)."""
+        env = self.env(base)
+        env["PYTHONPATH"] = os.pathsep.join([str(self.site_dir), str(self.standin_dir)])
+        return env
+
     def run(
         self, args: Sequence[str], *, timeout: float = 600, **kwargs
     ) -> subprocess.CompletedProcess:

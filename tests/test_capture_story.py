@@ -24,8 +24,6 @@ both stages' fingerprints flags the sender: its scheduler never calls add.
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
 import zipfile
@@ -33,6 +31,7 @@ from pathlib import Path
 
 import pytest
 import wheels
+from helpers import clean_environ, free_port, ppaux_process
 
 pytestmark = pytest.mark.wheels
 
@@ -149,21 +148,8 @@ def build_stage(wheel: Path, root: Path, *, out_of_tree: bool) -> Path:
     return root
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def ppaux(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "ppaux_cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
-    )
+    return ppaux_process(*args, cwd=Path.cwd(), env={"COLUMNS": "200"})
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +160,7 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> dict:
     last = build_stage(wheel, base / "stage1", out_of_tree=True)
     captures = base / "captures"
     port = str(free_port())
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PPAUX_CAPTURE", "SGLANG_"))}
+    clean = clean_environ()
     clean["PYTHONWARNINGS"] = "ignore"
     stages = {
         "first": subprocess.Popen(

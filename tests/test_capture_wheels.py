@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 import wheels
+from helpers import clean_environ
 
 pytestmark = pytest.mark.wheels
 
@@ -106,7 +107,7 @@ def build_tree(wheel: Path, root: Path) -> Path:
 
 
 def run_child(root: Path, env: dict, *args: str) -> dict:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PPAUX_CAPTURE", "SGLANG_"))}
+    clean = clean_environ()
     clean.update(PYTHONPATH=str(root), PYTHONWARNINGS="ignore", **env)
     done = subprocess.run(
         [sys.executable, "-c", _CHILD, *args],

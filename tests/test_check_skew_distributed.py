@@ -16,18 +16,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import free_port
 from skew_fixtures import TREES
 
 pytest.importorskip("torch.distributed")
 pytestmark = pytest.mark.distributed
 
 TIMEOUT_S = 120
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _env() -> dict[str, str]:
@@ -95,7 +90,7 @@ def test_torchrun_three_ranks_one_on_another_release(tmp_path):
             "--nproc-per-node",
             "3",
             "--master-port",
-            str(_free_port()),
+            str(free_port()),
             "--no-python",
             "sh",
             str(script),
@@ -125,7 +120,7 @@ def test_torchrun_three_ranks_one_on_another_release(tmp_path):
 def test_torchrun_a_rank_that_dies_does_not_hang_the_others(tmp_path):
     """Three torchrun agents (one per 'node'); the worker of node 2 dies before it reports."""
     script = _worker_script(tmp_path, {"0": "v0523", "1": "v0523"}, "--timeout 5", die_on="2")
-    port = str(_free_port())
+    port = str(free_port())
     agents = [
         subprocess.Popen(
             _torchrun(
@@ -166,7 +161,7 @@ def test_torchrun_a_rank_that_dies_does_not_hang_the_others(tmp_path):
 
 def test_explicit_init_method_and_a_rank_that_never_arrives(tmp_path):
     """No torchrun: rank 0 serves the store at tcp://127.0.0.1:PORT; rank 2 is never started."""
-    init = f"tcp://127.0.0.1:{_free_port()}"
+    init = f"tcp://127.0.0.1:{free_port()}"
     workers = [
         subprocess.Popen(
             [

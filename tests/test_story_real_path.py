@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 import sglang_runtime
-from helpers import REPO
+from helpers import REPO, clean_environ, ppaux_process
 from test_docs import WALKTHROUGH_CAPTURE, _check_blocks, _output_blocks, _section, _workspace
 
 pytestmark = pytest.mark.sglang_runtime
@@ -64,22 +64,11 @@ SCORES = [KEY, _object("builtins.list", [0.25, 0.5, 0.75], "[0.25, 0.5, 0.75]")]
 MSG_TYPE = ["__msg_type__", _object("builtins.str", "output", "'output'")]
 
 
-def _clean_environ() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("PPAUX_CAPTURE", "SGLANG_"))}
-
-
 def ppaux(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+    *args: str, cwd: Path = REPO, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ppaux_cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        cwd=cwd,
-        env={**(env or _clean_environ()), "NO_COLOR": "1", "COLUMNS": "100"},
-    )
+    """``ppaux ARGS`` in a child process, without the capture settings of this one."""
+    return ppaux_process(*args, cwd=cwd, base=env or clean_environ(), timeout=600)
 
 
 @pytest.fixture(scope="module")
@@ -90,19 +79,14 @@ def runtime() -> sglang_runtime.SglangRuntime:
 @pytest.fixture(scope="module")
 def runtime_env(runtime: sglang_runtime.SglangRuntime) -> dict[str, str]:
     """What ``--transport sglang`` needs: the runtime's packages and stand-ins on the path."""
-    env = _clean_environ()
-    env["PYTHONPATH"] = os.pathsep.join([str(runtime.site_dir), str(runtime.standin_dir)])
-    env["PYTHONNOUSERSITE"] = "1"
-    env["HF_HOME"] = str(runtime.root / "hf-home")
-    env["TRITON_CACHE_DIR"] = str(runtime.root / "triton-cache")
-    return env
+    return runtime.packages_env(clean_environ())
 
 
 @pytest.fixture(scope="module")
 def story(runtime: sglang_runtime.SglangRuntime, tmp_path_factory: pytest.TempPathFactory) -> dict:
     captures = tmp_path_factory.mktemp("captures")
     last = tmp_path_factory.mktemp("captures-last-stage")
-    env = runtime.env(_clean_environ())
+    env = runtime.env(clean_environ())
     # This checkout's ppaux in the stage processes (its plugin's entry point is this
     # environment's installed distribution).
     env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(REPO)])

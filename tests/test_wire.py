@@ -248,18 +248,14 @@ print(json.dumps({
 @pytest.mark.parametrize("version", ["0.5.19", "0.5.23"])
 def test_sglangs_own_wire_delivers_through_the_protocol(version):
     import json
-    import os
     import subprocess
     import sys
 
     import sglang_runtime
+    from helpers import clean_environ
 
     runtime = sglang_runtime.sglang_runtime(version)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PPAUX_CAPTURE", "SGLANG_"))}
-    env["PYTHONPATH"] = os.pathsep.join([str(runtime.site_dir), str(runtime.standin_dir)])
-    env["PYTHONNOUSERSITE"] = "1"
-    env["HF_HOME"] = str(runtime.root / "hf-home")
-    env["TRITON_CACHE_DIR"] = str(runtime.root / "triton-cache")
+    env = runtime.packages_env(clean_environ())
     done = subprocess.run(
         [sys.executable, "-c", _SGLANG_DELIVERY, str(runtime.sglang_dir)],
         env=env,
