@@ -22,6 +22,7 @@ import datetime
 import os
 import time
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
@@ -41,7 +42,25 @@ _DONE_WAIT_S = 10.0
 
 
 class SetupError(PpauxError, ValueError):
-    """The distributed options or environment are unusable (no rank, bad init method)."""
+    """The distributed options or environment are unusable (no rank, bad init method).
+
+    The message names an option of :func:`connect` by its parameter name (``init_method``);
+    ``options`` lists those it names, and :meth:`spelled` writes them as a front end spells
+    them (the command line's ``--init-method``).
+    """
+
+    def __init__(self, template: str, *options: str) -> None:
+        self.template = template
+        self.options = options
+        super().__init__(self.spelled({}))
+
+    def spelled(self, names: Mapping[str, str]) -> str:
+        """The message with each ``{option}`` of the template written as ``names`` spells it
+        (the parameter's own name where ``names`` lacks it)."""
+        text = self.template
+        for option in self.options:
+            text = text.replace("{" + option + "}", names.get(option, option))
+        return text
 
 
 class GatherError(PpauxError, RuntimeError):
@@ -77,7 +96,11 @@ def _int_option(value: int | None, env: str, what: str) -> int:
     raw = os.environ.get(env)
     if raw is None:
         raise SetupError(
-            f"{what} unknown: run under torchrun, or pass --init-method, --rank and --world-size"
+            f"{what} unknown: run under torchrun, or pass {{init_method}}, {{rank}} and "
+            "{world_size}",
+            "init_method",
+            "rank",
+            "world_size",
         )
     try:
         return int(raw)
@@ -92,20 +115,27 @@ def _address(init_method: str | None) -> tuple[str, int]:
         if not host or not port:
             raise SetupError(
                 "MASTER_ADDR and MASTER_PORT are not set: run under torchrun, or pass "
-                "--init-method tcp://HOST:PORT"
+                "{init_method} tcp://HOST:PORT",
+                "init_method",
             )
         where = f"$MASTER_PORT={port!r}"
     else:
         parsed = urlparse(init_method)
-        if parsed.scheme != "tcp" or not parsed.hostname or parsed.port is None:
-            raise SetupError(f"--init-method {init_method!r}: expected tcp://HOST:PORT or env://")
-        host, port, where = parsed.hostname, str(parsed.port), f"--init-method {init_method!r}"
+        # The port as written: urlparse's .port raises a bare ValueError past 65535.
+        netloc = parsed.netloc
+        port = "" if netloc.endswith("]") or ":" not in netloc else netloc.rpartition(":")[2]
+        if parsed.scheme != "tcp" or not parsed.hostname or not port:
+            raise SetupError(
+                f"{{init_method}} {init_method!r}: expected tcp://HOST:PORT or env://",
+                "init_method",
+            )
+        host, where = parsed.hostname, f"{{init_method}} {init_method!r}"
     try:
         number = int(port)
     except ValueError:
-        raise SetupError(f"{where}: the port is not a number") from None
+        raise SetupError(f"{where}: the port is not a number", "init_method") from None
     if not 0 < number < 65536:
-        raise SetupError(f"{where}: port {number} is out of range")
+        raise SetupError(f"{where}: port {number} is out of range", "init_method")
     return host, number
 
 
@@ -299,7 +329,7 @@ def connect(
     cannot be reached within ``timeout`` seconds.
     """
     if timeout <= 0:
-        raise SetupError(f"--timeout must be positive, not {timeout:g}")
+        raise SetupError(f"{{timeout}} must be positive, not {timeout:g}", "timeout")
     rank = _int_option(rank, "RANK", "this process's rank")
     world_size = _int_option(world_size, "WORLD_SIZE", "the world size")
     if world_size < 1 or not 0 <= rank < world_size:

@@ -17,6 +17,14 @@ if TYPE_CHECKING:
 
 __all__ = ["DistributedCheck", "check_skew"]
 
+#: The flag of each option of ppaux.skew.connect that its errors name.
+_FLAGS = {
+    "init_method": "--init-method",
+    "rank": "--rank",
+    "world_size": "--world-size",
+    "timeout": "--timeout",
+}
+
 
 @dataclass(frozen=True)
 class DistributedCheck:
@@ -172,7 +180,7 @@ def _distributed(check: DistributedCheck, options: ReportOptions) -> None:
             world_size=check.world_size,
         )
     except SetupError as exc:
-        fail(str(exc))
+        fail(exc.spelled(_FLAGS))
     except GatherError as exc:
         fail(str(exc), code=1)
     local = local.placed(
