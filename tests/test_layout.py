@@ -18,7 +18,7 @@ from helpers import REPO
 import ppaux
 
 #: The subpackages, written out: a new one must be added here and to docs/architecture.md.
-SUBPACKAGES = ["capture", "dump", "fix", "observer", "replay", "report", "sglang", "skew"]
+SUBPACKAGES = ["capture", "dump", "fix", "observer", "replay", "report", "sglang", "skew", "triage"]
 #: Faces whose every public name can be used without importing torch.
 TORCH_FREE = [
     "ppaux",
@@ -29,6 +29,7 @@ TORCH_FREE = [
     "ppaux.report",
     "ppaux.sglang",
     "ppaux.skew",
+    "ppaux.triage",
     "ppaux.guard",
 ]
 

@@ -41,6 +41,14 @@ RULE_OF_MESSAGE: Mapping[str, str] = {
 #: Collateral findings listed per incident; the rest are counted in one more finding.
 MAX_COLLATERAL = 40
 
+#: Who a record is from when neither sglang's prefix, torch's rank nor a launcher names it.
+_NOBODY = "a process"
+
+
+def _key(who: str) -> str | None:
+    return None if who == _NOBODY else who
+
+
 _STAGE = {"add": "the last stage's add", "pop": "the first stage's pop"}
 
 
@@ -215,7 +223,7 @@ def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
                 failure.source,
                 f"{shown(failure.who)} failed {_later(failure, root)} with "
                 f"{shown(failure.error)} ({pointer})",
-                failure.who,
+                _key(failure.who),
                 extra={"incident": number, "log": failure.source, "line": failure.line},
                 location=_location(failure),
             )
@@ -245,7 +253,7 @@ def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
                 "PP803",
                 first.source,
                 f"{shown(who)} logged {what} {_later(first, root)}{times} ({pointer})",
-                who,
+                _key(who),
                 extra={
                     "incident": number,
                     "kind": kind,
@@ -424,10 +432,9 @@ def _incidents_table(found: list[Incident]) -> Table:
             str(number),
             ", ".join(dict.fromkeys(shown(m.who) for m in incident.members)),
             _when(incident.root),
-            shown(incident.root.error, 120),
             _at(incident.root),
             str(len(incident.collateral) + len(incident.events)),
         )
         for number, incident in enumerate(found, 1)
     )
-    return Table("incidents", ("#", "ranks", "time", "error", "where", "collateral"), rows)
+    return Table("incidents", ("#", "first failing ranks", "time", "log", "collateral"), rows)

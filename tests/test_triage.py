@@ -1,0 +1,413 @@
+"""``ppaux triage`` on the sample logs of fixtures/logs/ (written by sglang 0.5.23 itself, then
+collected every way operators collect them) and on small logs written here.
+
+Expected lines are found in each file with plain string searches, never with triage's code.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ppaux.report.formats import Format
+from ppaux.triage import triage_paths
+from ppaux.triage.scanner import MARKERS, MAX_LINE, Scanner
+from ppaux_cli.app import app
+
+LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
+NON_TENSOR = "received a non-tensor auxiliary PP output"
+
+#: Every collected form of the same run: the first stage's pop fails, the last stage dies of
+#: the closed connection (or, in watchdog-aux-list.log, of NCCL's watchdog), the parent logs
+#: SIGQUIT.
+COLLECTED = [
+    "sglang-aux-list.log",
+    "cri-aux-list.log",
+    "docker-aux-list-json.log",
+    "compose-aux-list.log",
+    "ray-aux-list.log",
+    "sglang-aux-list.log.gz",
+    "invalid-bytes-aux-list.log",
+    "cut-aux-list.log",
+    "interleaved-aux-list.log",
+    "watchdog-aux-list.log",
+    "per-rank",
+]
+
+
+def _text(path: Path) -> list[str]:
+    data = path.read_bytes()
+    if path.suffix == ".gz":
+        data = gzip.decompress(data)
+    return data.decode("utf-8", "replace").splitlines()
+
+
+def _line_of(path: Path, needle: str) -> int:
+    """1-based number of the first line of ``path`` holding ``needle``."""
+    return next(i for i, line in enumerate(_text(path), 1) if needle in line)
+
+
+def _codes(report):
+    return [f.code for f in report.findings]
+
+
+def _root_file(name: str) -> Path:
+    return LOGS / "per-rank" / "PP0.log" if name == "per-rank" else LOGS / name
+
+
+@pytest.mark.parametrize("name", COLLECTED)
+def test_every_collected_form_names_the_first_failing_rank_and_its_error(name):
+    report = triage_paths([str(LOGS / name)])
+    assert not report.problems
+    roots = [f for f in report.findings if f.code in ("PP801", "PP802")]
+    assert [f.code for f in roots] == ["PP801"]
+    root = roots[0]
+    assert root.key == "PP0"
+    assert root.sglang_error == NON_TENSOR
+    assert root.extra["rule"] == "PP101"
+    assert root.extra["sglang_message"] == "pop-non-tensor"
+    assert root.message.startswith("PP0 failed first at 2026-")
+    source = _root_file(name)
+    assert root.location["file"] == str(source)
+    assert root.location["line"] == _line_of(source, "PP0] Scheduler hit an exception")
+    assert root.location["function"] == "pop_auxiliary_output_from_pp_tensors"
+    # What followed is collateral, pointing at the root.
+    collateral = [f for f in report.findings if f.code == "PP803"]
+    assert collateral, _codes(report)
+    assert all("collateral of PP0 at " in f.message for f in collateral)
+    assert {f.key for f in collateral} <= {"PP1", "rank 1", "sglang-1"} | {None}
+    if name != "per-rank":
+        assert "PP804" in _codes(report)
+
+
+def test_the_last_stage_dies_of_the_closed_connection():
+    report = triage_paths([str(LOGS / "sglang-aux-list.log")])
+    (later,) = [f for f in report.findings if f.code == "PP803"]
+    assert later.key == "PP1"
+    assert "Connection closed by peer" in later.message
+    assert later.location["line"] == _line_of(
+        LOGS / "sglang-aux-list.log", "PP1] Scheduler hit an exception"
+    )
+
+
+def test_watchdog_and_store_lines_are_collateral_of_their_rank():
+    report = triage_paths([str(LOGS / "watchdog-aux-list.log")])
+    kinds = {f.extra.get("kind"): f for f in report.findings if f.code == "PP803"}
+    assert kinds["watchdog"].key == "rank 1"
+    assert "NCCL watchdog timeout" in kinds["watchdog"].message
+    assert "TCPStore" in kinds["store"].extra["text"]
+
+
+def test_the_cut_off_traceback_is_kept_and_said():
+    report = triage_paths([str(LOGS / "cut-aux-list.log")])
+    cut = [f for f in report.findings if f.code == "PP803" and f.key == "PP1"]
+    assert cut and "does not show (the traceback is cut off)" in cut[0].message
+
+
+def test_files_are_merged_by_time_not_by_the_order_given():
+    per_rank = LOGS / "per-rank"
+    report = triage_paths([str(per_rank / "PP1.log"), str(per_rank / "PP0.log")])
+    (root,) = [f for f in report.findings if f.code == "PP801"]
+    assert root.key == "PP0"
+    assert root.location["file"] == str(per_rank / "PP0.log")
+
+
+def test_a_healthy_log_claims_nothing_and_exits_0():
+    report = triage_paths([str(LOGS / "sglang-healthy.log")])
+    assert report.findings == []
+    result = CliRunner().invoke(app, ["triage", str(LOGS / "sglang-healthy.log")])
+    assert result.exit_code == 0, result.output
+
+
+def test_a_pp_failure_of_another_kind_claims_no_auxiliary_cause():
+    log = LOGS / "sglang-observer-raises.log"
+    report = triage_paths([str(log)])
+    codes = _codes(report)
+    assert "PP801" not in codes
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    assert root.key == "PP0"
+    assert root.sglang_error is None
+    assert "ValueError: observer expects 4 scores per batch, got 3" in root.message
+    (culprit,) = [f for f in report.findings if f.code == "PP805"]
+    assert "/srv/app/sglang_log_driver.py:" in culprit.message
+    assert "in from_pp_tensors" in culprit.message
+    assert culprit.extra["frames"][0]["function"] == "from_pp_tensors"
+    assert report.data["next_steps"] and not any(
+        "PPAUX_CAPTURE" in step for step in report.data["next_steps"]
+    )
+
+
+def test_the_build_and_the_release_its_lines_fit():
+    report = triage_paths([str(LOGS / "sglang-aux-list.log")])
+    (build,) = [f for f in report.findings if f.code == "PP806"]
+    assert build.extra["install"] == "wheel"
+    assert build.extra["where"] == "/usr/local/lib/python3.11/site-packages"
+    assert "0.5.23" in build.extra["fits"]
+    assert "0.5.19" not in build.extra["fits"]
+
+
+def test_next_steps_are_commands_for_the_failing_ranks():
+    report = triage_paths([str(LOGS / "sglang-aux-list.log")])
+    steps = report.data["next_steps"]
+    assert "export PPAUX_CAPTURE_STRICT=1" in " ".join(steps)
+    assert any(s.startswith("ppaux check-skew ") for s in steps)
+    assert any(s.startswith("ppaux fingerprint --pp-rank N --pp-size 2 ") for s in steps)
+    assert any(s.startswith("ppaux inspect ") for s in steps)
+    assert any(s.startswith("ppaux replay ") for s in steps)
+
+
+# ----------------------------------------------------------------------------- small logs
+
+
+def _tb(prefix: str, frames: list[tuple[str, int, str]], error: str) -> str:
+    lines = [f"{prefix} Scheduler hit an exception: Traceback (most recent call last):"]
+    for file, line, function in frames:
+        lines += [f'  File "{file}", line {line}, in {function}', "    call()"]
+    return "\n".join([*lines, error, ""]) + "\n"
+
+
+SITE = "/usr/lib/python3.11/site-packages/sglang/srt"
+
+
+def _spans(version: str, file: str, name: str) -> tuple[int, int]:
+    table = json.loads((Path(__file__).parent.parent / "ppaux/data/releases.json").read_text())
+    first, last = table["function_spans"]["releases"][version][file][name]
+    return first, last
+
+
+def test_ranks_on_different_builds_are_a_skew_finding(tmp_path):
+    old = _spans(
+        "0.5.19", "srt/managers/scheduler_pp_mixin.py", "SchedulerPPMixin._pp_prep_batch_result"
+    )
+    new = _spans(
+        "0.5.23", "srt/managers/scheduler_pp_mixin.py", "SchedulerPPMixin._pp_prep_batch_result"
+    )
+    only_old = next(n for n in range(old[0], old[1] + 1) if not new[0] <= n <= new[1])
+    log = tmp_path / "mixed.log"
+    log.write_text(
+        _tb(
+            "[2026-12-03 10:00:00 PP0 TP0]",
+            [(f"{SITE}/managers/scheduler_pp_mixin.py", only_old, "_pp_prep_batch_result")],
+            "KeyError: 'sampling_mask_token_ids'",
+        )
+        + _tb(
+            "[2026-12-03 10:00:01 PP1 TP0]",
+            [(f"{SITE}/managers/scheduler_pp_mixin.py", new[0] + 1, "_pp_prep_batch_result")],
+            "RuntimeError: Connection closed by peer [10.0.0.1]:29500",
+        )
+    )
+    report = triage_paths([str(log)])
+    table = json.loads((Path(__file__).parent.parent / "ppaux/data/releases.json").read_text())
+    fitting = [
+        version
+        for version, files in table["function_spans"]["releases"].items()
+        if (
+            span := files["srt/managers/scheduler_pp_mixin.py"].get(
+                "SchedulerPPMixin._pp_prep_batch_result"
+            )
+        )
+        and span[0] <= only_old <= span[1]
+    ]
+    assert "0.5.19" in fitting and "0.5.23" not in fitting
+    (skew,) = [f for f in report.findings if f.code == "PP807"]
+    assert f"PP0 TP0's lines fit {', '.join(fitting)}, PP1 TP0's fit" in skew.message
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    assert root.message.startswith("PP0 TP0 failed first at 2026-12-03 10:00:00: KeyError:")
+
+
+def test_ranks_that_fail_together_are_one_incident_named_as_the_prefix_spells_them(tmp_path):
+    frames = [
+        (f"{SITE}/sampling/sampling_observer_pp.py", 77, "pop_auxiliary_output_from_pp_tensors")
+    ]
+    log = tmp_path / "tp.log"
+    log.write_text(
+        _tb("[2026-12-03 10:00:00.120 DP0 PP0 TP1]", frames, f"RuntimeError: {NON_TENSOR}")
+        + _tb("[2026-12-03 10:00:00.180 DP0 PP0 TP0]", frames, f"RuntimeError: {NON_TENSOR}")
+    )
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP801"]
+    assert root.key == "DP0 PP0 TP1"
+    assert root.extra["ranks"] == ["DP0 PP0 TP1", "DP0 PP0 TP0"]
+    assert "PP803" not in _codes(report)
+
+
+def test_the_strict_capture_is_recognised(tmp_path):
+    log = tmp_path / "strict.log"
+    log.write_text(
+        "[2026-12-03 10:00:00 PP1] ppaux capture: capturing failing PP auxiliary transport calls "
+        "into /data/caps (when=error, strict)\n"
+        + _tb(
+            "[2026-12-03 10:00:05 PP1]",
+            [
+                (f"{SITE}/managers/scheduler_pp_mixin.py", 900, "_pp_send_dict_to_next_stage"),
+                ("/usr/lib/python3.11/site-packages/ppaux/capture/hop_hooks.py", 45, "wrapper"),
+            ],
+            "RuntimeError: auxiliary PP output 'scores' is not a tensor",
+        )
+    )
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP801"]
+    assert root.extra["rule"] == "PP115"
+    assert root.sglang_error == "auxiliary PP output 'scores' is not a tensor"
+    assert "PP808" in _codes(report)
+    assert "ppaux capture list --dir /data/caps" in report.data["next_steps"]
+
+
+def test_communication_failures_without_a_root_say_so(tmp_path):
+    log = tmp_path / "orphans.log"
+    log.write_text(
+        "[rank1]:[E1203 10:00:00.1 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=3) ran for 600000 milliseconds before timing out.\n"
+    )
+    report = triage_paths([str(log)])
+    assert _codes(report) == ["PP809"]
+
+
+def test_log_text_is_shown_escaped(tmp_path):
+    log = tmp_path / "escapes.log"
+    log.write_bytes(
+        _tb(
+            "[2026-12-03 10:00:00 PP0]",
+            [(f"{SITE}/managers/scheduler_pp_mixin.py", 1, "f")],
+            "ValueError: bad \x1b[31mred\x1b[0m \u202e value \x07\x1b end",
+        ).encode()
+        + b"\xff\xfe\n"
+    )
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    assert "\x1b" not in root.message and "\u202e" not in root.message
+    # Colours are taken off; every other control character is shown escaped.
+    assert "bad red \\u202e value \\x07\\x1b end" in root.message
+
+
+def test_inputs_that_cannot_be_read_are_problems(tmp_path):
+    report = triage_paths([str(tmp_path / "missing.log"), str(tmp_path)])
+    assert sorted(p.path for p in report.problems) == [str(tmp_path), str(tmp_path / "missing.log")]
+
+
+# ----------------------------------------------------------------------------- the scanner
+
+
+def _marked(data: bytes, chunk: int) -> list[tuple[int, bytes]]:
+    scanner = Scanner(io.BytesIO(data), chunk=chunk)
+    out = []
+    while (item := scanner.next_marked_line()) is not None:
+        out.append(item)
+    return out
+
+
+@pytest.mark.parametrize("chunk", [3, 17, 4096, 1 << 20])
+def test_the_scanner_finds_every_marked_line_with_its_number(chunk):
+    lines = []
+    for i in range(300):
+        if i % 37 == 5:
+            lines.append(b"x " + MARKERS[i % len(MARKERS)] + b" y")
+        elif i % 11 == 0:
+            lines.append(b"")
+        else:
+            lines.append(b"[2026-12-03 10:00:00 PP0] Decode batch %d" % i)
+    data = b"\n".join(lines)
+    expected = [(n, line) for n, line in enumerate(lines, 1) if any(m in line for m in MARKERS)]
+    assert _marked(data, chunk) == expected
+
+
+def test_a_huge_line_costs_no_more_than_the_cap():
+    data = b"a" * (3 * MAX_LINE) + b" " + MARKERS[0] + b"\n" + b"next " + MARKERS[1] + b"\n"
+    found = _marked(data, 4096)
+    assert found[-1] == (2, b"next " + MARKERS[1])
+    assert all(len(line) <= MAX_LINE for _, line in found)
+
+
+# ----------------------------------------------------------------------------- the command
+
+
+def _invoke(*args: str, input: bytes | None = None):
+    return CliRunner().invoke(app, ["triage", *args], input=input)
+
+
+@pytest.mark.parametrize("fmt", [f.value for f in Format])
+def test_every_format_and_exit_1(fmt):
+    result = _invoke(str(LOGS / "sglang-aux-list.log"), "--format", fmt)
+    assert result.exit_code == 1, result.output
+    assert "PP801" in result.output
+
+
+def test_sarif_and_github_place_the_root_on_the_log_line():
+    log = LOGS / "sglang-aux-list.log"
+    line = _line_of(log, "PP0] Scheduler hit an exception")
+    sarif = json.loads(_invoke(str(log), "--format", "sarif").output)
+    result = next(r for r in sarif["runs"][0]["results"] if r["ruleId"] == "PP801")
+    physical = result["locations"][0]["physicalLocation"]
+    assert physical["artifactLocation"]["uri"].endswith("fixtures/logs/sglang-aux-list.log")
+    assert physical["region"]["startLine"] == line
+    github = _invoke(str(log), "--format", "github").output
+    assert f"sglang-aux-list.log,line={line}," in github
+
+
+def test_stdin_once():
+    data = (LOGS / "sglang-aux-list.log").read_bytes()
+    result = _invoke("-", "--format", "json", input=data)
+    assert result.exit_code == 1
+    report = json.loads(result.output)
+    assert [f["path"] for f in report["findings"] if f["code"] == "PP801"] == ["<stdin>"]
+    twice = _invoke("-", "-", input=data)
+    assert twice.exit_code == 2
+    assert twice.output.strip() == "ppaux: error: -: stdin can be read only once"
+
+
+def test_a_missing_log_is_one_line_and_exit_2(tmp_path):
+    result = _invoke(str(tmp_path / "nope.log"))
+    assert result.exit_code == 2
+    assert f"ppaux: error: {tmp_path / 'nope.log'}: no such file" in result.output
+
+
+# ----------------------------------------------------------------------------- the docs
+
+
+def _console_blocks(page: str) -> list[tuple[str, str]]:
+    """(command, output) for each ```console block of one '$ ppaux triage ...' line that a
+    ```text block follows."""
+    import re
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / page).read_text(encoding="utf-8")
+    fences = list(re.finditer(r"^```(\w*)\n(.*?)^```$", text, re.S | re.M))
+    blocks = []
+    for first, second in itertools.pairwise(fences):
+        source = first.group(2).strip()
+        if (
+            first.group(1) == "console"
+            and second.group(1) == "text"
+            and not text[first.end() : second.start()].strip()
+            and source.startswith("$ ppaux triage ")
+            and "\n" not in source
+        ):
+            blocks.append((source[2:], second.group(2)))
+    return blocks
+
+
+@pytest.mark.parametrize("page", ["triage.md", "walkthrough.md"])
+def test_the_pages_show_what_triage_prints(page):
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    blocks = _console_blocks(page)
+    assert blocks
+    root = Path(__file__).resolve().parent.parent
+    for command, expected in blocks:
+        done = subprocess.run(
+            [sys.executable, "-m", "ppaux_cli", *shlex.split(command)[1:]],
+            cwd=root,
+            env={**os.environ, "COLUMNS": "100", "NO_COLOR": "1"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.stdout == expected, command

@@ -1,0 +1,52 @@
+"""``ppaux triage`` on logs that sglang itself writes as its PP output path fails (runtime tier).
+
+``fixtures/logs/sglang_log_driver.py`` runs the real ``SchedulerPPMixin`` methods of each release
+in two processes over gloo, logging through sglang's own ``configure_logger`` and handling the
+failure as ``run_scheduler_process`` does; triage then reads what they logged.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sglang_runtime
+
+from ppaux.triage import triage_paths
+
+pytestmark = pytest.mark.sglang_runtime
+
+DRIVER = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "sglang_log_driver.py"
+
+
+@pytest.mark.parametrize(("version", "log_ms"), [("0.5.19", True), ("0.5.23", False)])
+def test_triage_names_the_first_stage_that_sglang_logged_failing(version, log_ms, tmp_path):
+    runtime = sglang_runtime.sglang_runtime(version)
+    log = tmp_path / "server.log"
+    args = [sys.executable, str(DRIVER), "aux-list", str(log), *(["--log-ms"] if log_ms else [])]
+    done = subprocess.run(args, env=runtime.env(), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 1, done.stderr[-3000:]
+    lines = log.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, text in enumerate(lines, 1) if "PP0] Scheduler hit an exception" in text)
+    assert lines[start - 1].startswith("[20")
+    if log_ms:  # SGLANG_LOG_MS: '[YYYY-mm-dd HH:MM:SS.mmm PP0]'
+        assert lines[start - 1][20] == "."
+
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP801"]
+    assert root.key == "PP0"
+    assert root.sglang_error == "received a non-tensor auxiliary PP output"
+    assert root.location == {
+        "file": str(log),
+        "line": start,
+        "function": "pop_auxiliary_output_from_pp_tensors",
+    }
+    (build,) = [f for f in report.findings if f.code == "PP806"]
+    assert version in build.extra["fits"]
+    later = [f for f in report.findings if f.code == "PP803"]
+    assert [f.key for f in later] == ["PP1"]
+    assert "Connection closed by peer" in later[0].message or "closed" in later[0].message
+    assert "PP804" in [f.code for f in report.findings]
+    assert "PP805" not in [f.code for f in report.findings]  # the culprit is not in these frames
