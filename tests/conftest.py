@@ -63,7 +63,43 @@ TORCH_MODULES = [
 collect_ignore = [] if HAVE_TORCH else list(TORCH_MODULES)
 
 
+#: The modules that take longest in a cold run on 2 cores (a minute or more each: sglang's
+#: processes in the runtime tier, the 500-message differential run, the virtual environments the
+#: install tests build), longest first. Under pytest-xdist (``-n``, whole modules per worker) they
+#: start before the rest, then the other modules with runtime or multi-process tests, so that no
+#: worker is left running a long module alone at the end.
+SLOW_FIRST = [
+    "test_sglang_transport.py",
+    "test_sglang_runtime.py",
+    "test_install_docs.py",
+    "test_capture_checkpoints.py",
+    "test_story_real_path.py",
+    "test_without_torch.py",
+]
+_EXPENSIVE_MARKERS = ("sglang_runtime", "distributed")
+
+
+def _slow_first(items: list[pytest.Item]) -> None:
+    listed = {name: rank for rank, name in enumerate(SLOW_FIRST)}
+    expensive = {
+        item.path.name
+        for item in items
+        if any(item.get_closest_marker(name) for name in _EXPENSIVE_MARKERS)
+    }
+
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        if name in listed:
+            return listed[name]
+        return len(listed) + (0 if name in expensive else 1)
+
+    items.sort(key=rank)  # stable: a module's tests keep their order
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Only the workers' order decides what xdist hands out; a plain run keeps the file order.
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        _slow_first(items)
     if HAVE_TORCH:
         return
     skip = pytest.mark.skip(reason="needs torch")

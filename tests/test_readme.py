@@ -18,6 +18,8 @@ def test_exactly_two_setup_commands():
     first, second = setup_commands()
     assert "ppaux inspect fixtures/" in first and "torch" not in first
     assert "torch==2.13.0" in second and "pytest" in second
+    # On every core: pytest-xdist, with the whole-module distribution pyproject.toml sets.
+    assert second.endswith("-m pytest -n auto")
 
 
 def test_ci_runs_the_readme_test_command():
