@@ -48,9 +48,12 @@ def test_fingerprint_unwritable_output(tmp_path):
     target = tmp_path / "missing" / "stage.json"
     result = run("fingerprint", "-o", str(target))
     assert result.exit_code == 2
-    assert result.stderr == (
-        f"ppaux: error: {target}: cannot write the fingerprint: No such file or directory\n"
-    )
+    assert result.stderr == f"ppaux: error: --output {target}: its folder does not exist\n"
+    (tmp_path / "file").write_text("")
+    target = tmp_path / "file" / "stage.json"
+    result = run("fingerprint", "-o", str(target))
+    assert result.exit_code == 2
+    assert result.stderr == f"ppaux: error: --output {target}: cannot write: Not a directory\n"
 
 
 def test_check_skew_consistent_and_skewed():

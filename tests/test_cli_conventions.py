@@ -565,3 +565,44 @@ def test_findings_only_leaves_the_tables_out():
     assert cli("inspect", AUX_LIST, "-f", "json", "--findings-only").stdout == (
         cli("inspect", AUX_LIST, "-f", "json").stdout
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# capture list finds captures by content; capture status on a directory that cannot be created
+
+WALKTHROUGH = REPO / "fixtures" / "walkthrough" / "capture-20261202T102324Z-vm-25991-0001-pop.pt"
+
+
+def test_capture_list_finds_a_capture_by_its_content(tmp_path):
+    import shutil
+
+    shutil.copy(WALKTHROUGH, tmp_path / "rank0-failure.pt")  # renamed by a user
+    shutil.copy(REPO / AUX_LIST, tmp_path / "aux_list.pt")  # a dump, not a capture
+    (tmp_path / "notes.txt").write_text("not a dump\n")
+    done = cli("capture", "list", "--dir", str(tmp_path))
+    assert done.exit_code == 0, done.output
+    assert done.stdout.splitlines()[:3] == [
+        "rank0-failure.pt: RuntimeError: received a non-tensor auxiliary PP output",
+        "    trail: recv dirty (scores (list)) > pop dirty (scores (list))",
+        f"1 capture(s) in {tmp_path}, 0 skipped",
+    ]
+    doc = json.loads(cli("capture", "list", "--dir", str(tmp_path), "-f", "json").stdout)
+    assert [Path(c["path"]).name for c in doc["captures"]] == ["rank0-failure.pt"]
+
+
+def test_capture_status_on_a_directory_that_cannot_be_created_is_an_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    for where, reason in (
+        (blocker / "captures", f"cannot be created: {blocker} is not a directory"),
+        ("/proc/ppaux-no-such/captures", "cannot be created in /proc: "),
+    ):
+        done = cli("capture", "status", "--dir", str(where))
+        assert done.exit_code == 1, done.output
+        assert f"PP503 error {where}: {reason}" in done.stdout
+        assert "(cannot be created)" in done.stdout
+        assert "not created yet" not in done.stdout
+    fresh = cli("capture", "status", "--dir", str(tmp_path / "new" / "captures"))
+    assert "(not created yet)" in fresh.stdout and "PP503" not in fresh.stdout
+    assert not (tmp_path / "new").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["file"]

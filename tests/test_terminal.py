@@ -300,3 +300,46 @@ def test_stdin_from_a_pipe_gets_no_note():
     )
     assert done.returncode == 1
     assert done.stderr == b""
+
+
+# ----------------------------------------------------------------------------------------------
+# Text that survives a CI log: at 80 columns no value is cut or broken mid-word
+
+
+def _wide_report() -> Report:
+    name = "capture-20261202T102324Z-some-very-long-host-name-25991-0001-pop.pt"
+    return Report(
+        command="inspect",
+        tables=[
+            Table(
+                "versions",
+                ("stage", "sglang", "torch", "error"),
+                (
+                    ("pp0", "0.5.23", "2.13.0+cu128", "RuntimeError: received a non-tensor " * 3),
+                    ("pp1", "0.5.23.post1-dirty-from-a-fork", "2.13.0+cpu", "-"),
+                ),
+            ),
+            Table("facts", ("", "value"), (("directory", "/var/tmp/" + "d" * 120), ("dump", name))),
+        ],
+    )
+
+
+@pytest.mark.parametrize("width", [80, 100, 60])
+def test_text_tables_cut_nothing_at_narrow_widths(width):
+    report = _wide_report()
+    text = render(report, Format.TEXT, width=width)
+    for table in report.tables:
+        for row in table.rows:
+            for cell in row:
+                # Every value is there whole, on one line (in the table or below it).
+                assert any(cell.strip() in line for line in text.splitlines()), (width, cell)
+    for line in text.splitlines():
+        if line.startswith("[") or line.startswith("  "):
+            continue  # a value moved below its table, or a row given whole: never wrapped
+        assert len(line) <= width, line
+
+
+def test_text_rows_become_blocks_when_columns_cannot_fit():
+    table = Table("t", ("name", "a", "b", "c", "d"), (("x" * 50, "1" * 20, "2" * 20, "3", "4"),))
+    text = render(Report(command="inspect", tables=[table]), Format.TEXT, width=60)
+    assert "x" * 50 + "\n  a: " + "1" * 20 + "\n  b: " + "2" * 20 + "\n  c: 3\n  d: 4\n" in text

@@ -163,17 +163,38 @@ def read_skipped(directory: str | os.PathLike[str]) -> int:
     return max(value, 0)
 
 
+def _candidates(directory: str | os.PathLike[str]) -> list[tuple[Path, bool]]:
+    """The files of ``directory`` that may be captures, sorted by name, each with whether its
+    name is a capture's: a capture renamed or copied in under another name is found by its
+    content, so every dump file (``*.pt``, ``*.pkl``, ...) is a candidate too."""
+    from ppaux.dump import DUMP_SUFFIXES
+
+    base = Path(directory)
+    try:
+        names = os.listdir(base)
+    except FileNotFoundError:
+        return []
+    found = []
+    for name in sorted(names):
+        named = bool(_CAPTURE_RE.match(name))
+        if named or (not name.startswith(".") and name.lower().endswith(DUMP_SUFFIXES)):
+            found.append((base / name, named))
+    return found
+
+
 def list_captures(directory: str | os.PathLike[str]) -> list[CaptureEntry]:
     """Every finished capture in ``directory`` with its metadata, read without torch.
 
-    A file that is not a readable ppaux capture is listed with ``meta`` None and the reason in
-    ``problem``; nothing in a file is ever executed.
+    Captures are found by their content: a file named like a capture, and any other dump file
+    that holds a ppaux capture record. A file named like a capture that is not a readable ppaux
+    capture is listed with ``meta`` None and the reason in ``problem``; another file that is not
+    a capture is passed over. Nothing in a file is ever executed.
     """
     from ppaux.dump import read_culprit, read_dump, read_trail
     from ppaux.errors import DumpError
 
     entries = []
-    for path in capture_paths(directory):
+    for path, named in _candidates(directory):
         try:
             size = path.lstat().st_size
         except FileNotFoundError:
@@ -181,10 +202,12 @@ def list_captures(directory: str | os.PathLike[str]) -> list[CaptureEntry]:
         try:
             record = read_dump(path).capture
         except DumpError as exc:
-            entries.append(CaptureEntry(path, size, None, exc.reason))
+            if named:
+                entries.append(CaptureEntry(path, size, None, exc.reason))
             continue
         if record is None:
-            entries.append(CaptureEntry(path, size, None, "not a ppaux capture file"))
+            if named:
+                entries.append(CaptureEntry(path, size, None, "not a ppaux capture file"))
             continue
         meta = {k: _plain(v) for k, v in record["meta"].items() if isinstance(k, str)}
         entries.append(
@@ -361,6 +384,15 @@ def _writable_problem(directory: Path) -> str | None:
         return f"cannot be created: {parent} is not a directory"
     if not os.access(parent, os.W_OK | os.X_OK):
         return f"cannot be created: {parent} is not writable"
+    # Permission bits do not tell everything (root passes them; a read-only or virtual file
+    # system refuses anyway): make and remove an empty directory where the plugin would.
+    import tempfile
+
+    try:
+        probe = tempfile.mkdtemp(prefix=".ppaux-probe-", dir=parent)
+    except OSError as exc:
+        return f"cannot be created in {parent}: {exc.strerror or exc}"
+    os.rmdir(probe)
     return None
 
 
@@ -421,7 +453,17 @@ def status_report(
             "skipped": skipped,
         }
         rows += [
-            ("directory", str(path) + ("" if path.is_dir() else " (not created yet)")),
+            (
+                "directory",
+                str(path)
+                + (
+                    ""
+                    if path.is_dir()
+                    else " (not created yet)"
+                    if problem is None
+                    else " (cannot be created)"
+                ),
+            ),
             ("captures", str(current.files)),
             ("bytes", str(current.bytes)),
             ("skipped", str(skipped)),

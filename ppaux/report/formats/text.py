@@ -14,7 +14,14 @@ __all__ = ["render"]
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
-def _rich_table(table: Table, width: int, color: bool) -> Any:  # rich is imported lazily
+def _rich_table(table: Table, width: int, color: bool) -> tuple[Any, list[str]]:
+    """The rich table of ``table`` at ``width``, and the lines that go below it.
+
+    Nothing a reader needs is lost at 80 columns, and nothing is broken in the middle of a word:
+    the narrow columns keep their whole width and the widest share what is left; a cell too
+    wide for its column is shown cut and numbered (``…[1]``), its whole value listed below the
+    table under that number. A table with too many wide columns for ``width`` is given as one
+    block per row instead (the table is then None)."""
     from rich import box
     from rich.table import Table as RichTable
     from rich.text import Text
@@ -38,44 +45,81 @@ def _rich_table(table: Table, width: int, color: bool) -> Any:  # rich is import
         max([len(column)] + [len(row[i]) for row in rows if i < len(row)])
         for i, column in enumerate(table.columns)
     ]
-    # The first column (a key, a fact, a dump) keeps up to 48 characters and folds beyond; the
-    # others share what is left, each cut with an ellipsis past its share, so that no column
-    # is squeezed to nothing however long the values are.
-    first = min(longest[0], 48)
-    caps = _shares(longest[1:], [len(c) for c in table.columns[1:]], width - first - 3 * count)
+    # One space at each edge, and three between columns (padding and the blank rule).
+    caps = _widths(longest, [len(c) for c in table.columns], width - 3 * count + 1)
+    if caps is None:
+        return None, _records(table, rows)
+    notes: list[str] = []
+    shown_rows: list[list[str]] = []
+    for row in rows:
+        shown = []
+        for c, cell in enumerate(row):
+            cap = caps[c] if c < len(caps) else len(cell)
+            if len(cell) <= cap:
+                shown.append(cell)
+                continue
+            marker = f"[{len(notes) + 1}]"
+            keep = max(cap - len(marker) - 1, 0)
+            shown.append(cell[:keep] + "…" + marker if keep else marker)
+            given = table.rows[len(shown_rows)]
+            label = table.columns[c]
+            if c > 0 and given[0]:
+                bare = table.columns[c] in ("", "value")
+                label = given[0] if bare else f"{given[0]}, {table.columns[c]}"
+            notes.append(f"{marker} {label.strip(', ') or 'value'}: {given[c]}")
+        shown_rows.append(shown)
     for index, column in enumerate(table.columns):
-        if index == 0:
-            out.add_column(Text(column), overflow="fold", min_width=first, max_width=first)
-        else:
-            out.add_column(
-                Text(column), overflow="ellipsis", no_wrap=True, max_width=caps[index - 1]
-            )
-    for r, row in enumerate(rows):
+        out.add_column(
+            Text(column),
+            overflow="ellipsis",
+            no_wrap=True,
+            min_width=caps[index],
+            max_width=caps[index],
+        )
+    for r, row in enumerate(shown_rows):
         out.add_row(
             *(
                 Text(cell, style="bold red" if (r, c) in table.marked else "")
                 for c, cell in enumerate(row)
             )
         )
-    return out
+    return out, notes
 
 
-def _shares(needs: list[int], floors: list[int], room: int) -> list[int]:
-    """Split ``room`` among columns: narrow ones get what they need, wide ones share the rest."""
-    caps = [0] * len(needs)
-    left = list(range(len(needs)))
-    while left:
-        fair = max(8, room // len(left))
-        fits = [i for i in left if needs[i] <= fair]
-        if not fits:
-            for i in left:
-                caps[i] = max(floors[i], fair)
-            break
-        for i in fits:
-            caps[i] = max(floors[i], needs[i])
-            room -= caps[i]
-            left.remove(i)
-    return caps
+#: The narrowest a shared column gets before the table is given row by row instead.
+_MIN_SHARED = 12
+
+
+def _widths(needs: list[int], floors: list[int], room: int) -> list[int] | None:
+    """Column widths within ``room``: every column its whole width if all fit; else the widest
+    columns but the first (the row's name, a key or a dump, which is never cut) share what the
+    rest leave, each at least its header and :data:`_MIN_SHARED` wide; None when even that does
+    not fit."""
+    if sum(needs) <= room:
+        return list(needs)
+    order = sorted(range(1, len(needs)), key=lambda i: -needs[i])
+    for count in range(1, len(order) + 1):
+        shared = sorted(order[:count], key=lambda i: needs[i])
+        left = room - needs[0] - sum(needs[i] for i in order[count:])
+        widths = list(needs)
+        for position, i in enumerate(shared):
+            fair = left // (len(shared) - position) if left > 0 else 0
+            widths[i] = min(needs[i], fair)
+            left -= widths[i]
+        if all(widths[i] >= min(needs[i], max(_MIN_SHARED, floors[i])) for i in shared):
+            return widths
+    return None
+
+
+def _records(table: Table, rows: list[list[str]]) -> list[str]:
+    """The table as one block per row: its first cell, then each other cell whole."""
+    lines = [table.title, ""] if table.title else []
+    for row in rows:
+        lines.append(row[0] if row else "")
+        for column, cell in zip(table.columns[1:], row[1:], strict=False):
+            if cell:
+                lines.append(f"  {column or 'value'}: {cell}")
+    return lines
 
 
 def render(report: Report, *, color: bool = False, width: int = 100) -> str:
@@ -95,7 +139,13 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
         soft_wrap=False,
     )
     for table in report.tables:
-        console.print(_rich_table(table, width, color))
+        rich_table, cut = _rich_table(table, width, color)
+        if rich_table is not None:
+            console.print(rich_table)
+        for note in cut:  # whole, never wrapped: a value to grep for or copy
+            console.print(Text(note), soft_wrap=True)
+        if cut:
+            console.print()
         if table.marked and not color:
             console.print(Text("(* marks a cell that a finding is about)"))
         console.print()
