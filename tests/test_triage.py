@@ -411,3 +411,65 @@ def test_the_pages_show_what_triage_prints(page):
             timeout=120,
         )
         assert done.stdout == expected, command
+
+
+# ----------------------------------------------------------------------------- messages, bounds
+
+#: sglang's nine messages as a log shows them, and ppaux's rule for each (docs/triage.md).
+NINE = [
+    ("auxiliary output does not support pipeline-parallel transport", "PP115"),
+    ("auxiliary PP output must contain at least one tensor", "PP115"),
+    ("auxiliary PP tensor names must be non-empty strings", "PP115"),
+    ("auxiliary PP output 'scores' is not a tensor", "PP115"),
+    ("duplicate auxiliary PP tensor 'scores'", "PP115"),
+    ("received auxiliary PP output without a sampling observer", "PP401"),
+    ("sampling observer does not support pipeline-parallel transport", "PP401"),
+    ("received a non-tensor auxiliary PP output", "PP101"),
+    ("sampling observer did not reconstruct its PP output", "PP401"),
+]
+
+
+@pytest.mark.parametrize(("message", "rule"), NINE)
+def test_each_of_the_nine_messages_maps_to_its_rule(message, rule, tmp_path):
+    log = tmp_path / "nine.log"
+    frames = [(f"{SITE}/sampling/sampling_observer_pp.py", 60, "x")]
+    log.write_text(_tb("[2026-12-03 10:00:00 PP0 TP0]", frames, f"RuntimeError: {message}"))
+    (root,) = [f for f in triage_paths([str(log)]).findings if f.code == "PP801"]
+    assert (root.sglang_error, root.extra["rule"]) == (message, rule)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        f"ValueError: {NON_TENSOR}",  # the text, but not sglang's exception type
+        f"RuntimeError: while handling: {NON_TENSOR}",  # quoted inside another message
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+    ],
+)
+def test_other_failures_claim_no_auxiliary_cause(error, tmp_path):
+    log = tmp_path / "other.log"
+    frames = [(f"{SITE}/managers/scheduler_pp_mixin.py", 10, "f")]
+    log.write_text(_tb("[2026-12-03 10:00:00 PP0 TP0]", frames, error))
+    report = triage_paths([str(log)])
+    assert [f.code for f in report.findings if f.code in ("PP801", "PP802")] == ["PP802"]
+    assert all(f.sglang_error is None for f in report.findings)
+
+
+def test_a_huge_line_stays_bounded_in_memory(tmp_path):
+    import tracemalloc
+
+    log = tmp_path / "huge.log"
+    with open(log, "wb") as out:
+        for _ in range(24):
+            out.write(b"A" * (1 << 20))
+        out.write(b" Traceback (most recent call last)\n")
+        out.write(b"\x00\x1b[2J binary \xff\n")
+    tracemalloc.start()
+    try:
+        report = triage_paths([str(log)])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak
+    assert report.data["logs"][0]["long_lines"] >= 1
+    assert report.data["logs"][0]["lines"] == 2
