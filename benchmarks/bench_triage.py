@@ -1,0 +1,136 @@
+"""How fast and how small ``ppaux triage`` reads a big log, against ``grep -E -c`` on the same file.
+
+    python benchmarks/bench_triage.py [--mib 300] [--rounds 5] [--hostile]
+
+Writes a log of ``--mib`` MiB of healthy sglang lines (``[time PP0 TP0] Decode batch, ...``)
+with one incident at the end (the failure part of fixtures/logs/sglang-aux-list.log: the first
+stage's traceback, the parent's SIGQUIT, the last stage's), then times, in alternation, round
+after round, in the same run:
+
+- ``grep -E -c 'Traceback \\(most recent call last\\)|Watchdog caught collective|SIGQUIT
+  received' LOG`` (three patterns, GNU grep, counting matching lines);
+- ``ppaux triage LOG --format json`` (the whole command: start-up, one pass, the report).
+
+Each is a child process; its wall time, CPU time and peak resident memory (``ru_maxrss`` from
+``os.wait4``, which counts from the fork, so this script keeps itself small) are recorded.
+Printed: medians, the ratios of medians, the highest peaks, and a check that the triage found
+the root on the right line. ``--hostile`` also runs triage on a
+1 GiB file that is one line (no newline at all) and on 64 MiB of random bytes, for time and peak
+memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "fixtures" / "logs" / "sglang-aux-list.log"
+PATTERNS = r"Traceback \(most recent call last\)|Watchdog caught collective|SIGQUIT received"
+HEALTHY = (
+    "[2026-12-03 14:22:01 PP0 TP0] Decode batch, #running-req: 12, #token: 5120, token usage: "
+    "0.04, cuda graph: True, gen throughput (token/s): 812.44, #queue-req: 0\n"
+)
+
+
+def write_log(path: Path, mib: int) -> int:
+    """Write the benchmark log; return the line where the root's record starts."""
+    tail = SAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)
+    first = next(i for i, line in enumerate(tail) if "PP0] Scheduler hit an exception" in line)
+    block = HEALTHY * 8192
+    repeats = mib * (1 << 20) // len(block)
+    with open(path, "w", encoding="utf-8") as out:
+        for _ in range(repeats):
+            out.write(block)
+        out.writelines(tail[first:])
+    return repeats * 8192 + 1
+
+
+def run(command: list[str]) -> tuple[float, float, int, bytes]:
+    """(wall seconds, CPU seconds, peak RSS in bytes, stdout) of ``command`` as a child."""
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out = child.stdout.read() if child.stdout else b""
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mib", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--hostile", action="store_true")
+    args = parser.parse_args()
+    grep = shutil.which("grep")
+    if grep is None:
+        print("grep not found", file=sys.stderr)
+        return 2
+    ppaux = [sys.executable, "-m", "ppaux_cli", "triage"]
+    with tempfile.TemporaryDirectory(prefix="ppaux-bench-triage-") as scratch:
+        log = Path(scratch) / "server.log"
+        line = write_log(log, args.mib)
+        size = log.stat().st_size
+        walls: dict[str, list[float]] = {"grep": [], "triage": []}
+        cpus: dict[str, list[float]] = {"grep": [], "triage": []}
+        peaks: dict[str, int] = {"grep": 0, "triage": 0}
+        found_line = None
+        for _ in range(args.rounds):
+            for name in random.sample(["grep", "triage"], 2):
+                if name == "grep":
+                    wall, cpu, peak, _ = run([grep, "-E", "-c", PATTERNS, str(log)])
+                else:
+                    wall, cpu, peak, out = run([*ppaux, str(log), "--format", "json"])
+                    report = json.loads(out)
+                    roots = [f for f in report["findings"] if f["code"] == "PP801"]
+                    found_line = roots[0]["location"]["line"] if roots else None
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+                peaks[name] = max(peaks[name], peak)
+        grep_s = statistics.median(walls["grep"])
+        triage_s = statistics.median(walls["triage"])
+        grep_cpu = statistics.median(cpus["grep"])
+        triage_cpu = statistics.median(cpus["triage"])
+        print(f"log: {size / (1 << 20):.0f} MiB, {line + 20} lines, one incident at line {line}")
+        print(f"rounds: {args.rounds}, alternating in random order")
+        print(
+            f"grep -E -c (3 patterns): median {grep_s:.3f} s wall, {grep_cpu:.3f} s CPU, "
+            f"peak {peaks['grep'] / 1e6:.1f} MB"
+        )
+        print(
+            f"ppaux triage --format json: median {triage_s:.3f} s wall, {triage_cpu:.3f} s CPU, "
+            f"peak {peaks['triage'] / 1e6:.1f} MB"
+        )
+        print(f"ratio triage/grep: {triage_s / grep_s:.2f} wall, {triage_cpu / grep_cpu:.2f} CPU")
+        print(f"root found on line {found_line} (expected {line})")
+        if args.hostile:
+            huge = Path(scratch) / "one-line.log"
+            with open(huge, "wb") as out:
+                chunk = b"A" * (1 << 20)
+                for _ in range(1024):
+                    out.write(chunk)
+            wall, _, peak, _ = run([*ppaux, str(huge), "--format", "json"])
+            print(f"1 GiB single line: {wall:.2f} s, peak {peak / 1e6:.1f} MB")
+            huge.unlink()
+            binary = Path(scratch) / "binary.log"
+            rng = random.Random(0)
+            with open(binary, "wb") as out:  # in pieces: a child's peak counts its parent's
+                for _ in range(64):
+                    out.write(rng.randbytes(1 << 20))
+            wall, _, peak, _ = run([*ppaux, str(binary), "--format", "json"])
+            print(f"64 MiB random bytes: {wall:.2f} s, peak {peak / 1e6:.1f} MB")
+    return 0 if found_line == line else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
