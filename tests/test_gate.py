@@ -262,8 +262,8 @@ def test_cli_output_file_for_every_format(tmp_path):
         assert "PP101" in target.read_text(encoding="utf-8"), fmt
     result = run("inspect", "fixtures/dumps/aux_list.pt", "-o", str(tmp_path / "no" / "dir.txt"))
     assert result.exit_code == 2
-    assert result.stderr.startswith(
-        f"ppaux: error: {tmp_path / 'no' / 'dir.txt'}: cannot write the report"
+    assert result.stderr == (
+        f"ppaux: error: --output {tmp_path / 'no' / 'dir.txt'}: its folder does not exist\n"
     )
 
 

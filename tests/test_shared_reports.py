@@ -146,3 +146,29 @@ def test_html_output_file_and_exit_code(tmp_path):
     page = out.read_text(encoding="utf-8")
     assert "<title>ppaux check-skew: passes the gate</title>" in page
     assert 'class="marked"' not in page  # consistent stages: nothing differs
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "html"])
+def test_shared_reports_lead_with_the_verdicts_and_findings(fmt):
+    dumps = ("aux_list.pt", "clean_output.pt", "near_miss_whitespace.pt")
+    done = ppaux_process("inspect", *(f"fixtures/dumps/{d}" for d in dumps), "--format", fmt)
+    assert done.returncode == 1
+    text = done.stdout
+    under = "\\_" if fmt == "markdown" else "_"
+    verdicts = [
+        f"<code>fixtures/dumps/aux{under}list.pt</code>: fails (1 error)",
+        f"<code>fixtures/dumps/clean{under}output.pt</code>: passes",
+        f"<code>fixtures/dumps/near{under}miss{under}whitespace.pt</code>: passes (1 warning)",
+    ]
+    # One verdict per file, before any finding; every finding before the first key table.
+    places = [text.index(v) for v in verdicts]
+    assert places == sorted(places)
+    first_finding = text.index("PP101 aux-non-tensor")
+    first_keys = text.index("| key |" if fmt == "markdown" else '<th scope="col">key</th>')
+    assert places[-1] < first_finding < first_keys
+    assert text.count("next\\_token\\_ids" if fmt == "markdown" else "next_token_ids") >= 2
+
+
+def test_one_file_gets_no_per_file_list():
+    done = ppaux_process("inspect", "fixtures/dumps/aux_list.pt", "--format", "markdown")
+    assert "</code>: fails" not in done.stdout

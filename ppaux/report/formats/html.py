@@ -1,13 +1,15 @@
 """One self-contained HTML page, to attach to an incident or open on a phone.
 
-The page needs nothing from the network: the style sheet is inline, there is no script, no
-font, no image. It lays out at the device's width (viewport meta); wide tables scroll inside
-their own box with the first column kept in view, so check-skew's matrix reads on a phone.
-Cells that a finding is about (``Table.marked``, for check-skew the values that differ between
-stages) have the ``marked`` class: a red background and bold text. Every piece of text from
-the report is HTML-escaped, and unprintable characters (controls, bidi marks, lone surrogates)
-are shown as escapes by :func:`ppaux.text.shown`, so a hostile dump name or key can neither
-inject markup nor garble or reorder the page.
+The page leads with what matters: the verdict, for several files a one-line verdict per file,
+the findings and the inputs not checked; the notes and tables follow as detail. It needs nothing
+from the network: the style sheet is inline, there is no script, no font, no image. It lays out
+at the device's width (viewport meta); wide tables scroll inside their own box with the first
+column kept in view, so check-skew's matrix reads on a phone. Cells that a finding is about
+(``Table.marked``, for check-skew the values that differ between stages) have the ``marked``
+class: a red background and bold text. Every piece of text from the report is HTML-escaped, and
+unprintable characters (controls, bidi marks, lone surrogates) are shown as escapes by
+:func:`ppaux.text.shown`, so a hostile dump name or key can neither inject markup nor garble or
+reorder the page.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import html
 
 from ppaux.report.document import FailOn, Report, Table, exit_code
 from ppaux.report.findings import Finding, Severity
-from ppaux.report.formats.markdown import counts, title, verdict
+from ppaux.report.formats.markdown import counts, file_verdicts, title, verdict
 from ppaux.text import shown
 
 __all__ = ["MARKED_BACKGROUND", "STYLE", "render"]
@@ -146,12 +148,11 @@ def render(report: Report, fail_on: FailOn = FailOn.ERROR) -> str:
         f'<p class="verdict {_VERDICT_CLASS[exit_code(report, fail_on)]}">'
         f"{_text(said)} (fail-on {_text(fail_on.value)}): {_text(counts(report))}</p>",
     ]
-    if report.notes:
-        body += ["<ul>", *(f"<li>{_text(n)}</li>" for n in report.notes), "</ul>"]
-    if report.tables:
-        body.append("<h2>Tables</h2>")
-        for table in report.tables:
-            body += _table(table)
+    verdicts = file_verdicts(report, fail_on)
+    if len(verdicts) > 1:
+        body.append('<ul class="files">')
+        body += [f"<li>{_code(path)}: {_text(said)}</li>" for path, said in verdicts]
+        body.append("</ul>")
     if report.findings:
         body.append(f"<h2>Findings ({len(report.findings)})</h2>")
         for f in report.findings:
@@ -161,6 +162,13 @@ def render(report: Report, fail_on: FailOn = FailOn.ERROR) -> str:
         body += [f"<h2>Inputs not checked ({len(report.problems)})</h2>", "<ul>"]
         body += [f"<li>{_code(p.path)}: {_text(p.message)}</li>" for p in report.problems]
         body.append("</ul>")
+    # The detail comes after what a reader needs first: the verdicts and the findings.
+    if report.notes or report.tables:
+        body.append("<h2>Details</h2>")
+    if report.notes:
+        body += ["<ul>", *(f"<li>{_text(n)}</li>" for n in report.notes), "</ul>"]
+    for table in report.tables:
+        body += _table(table)
     body.append(
         f"<footer>ppaux {_text(ppaux.__version__)}. Explain a code with "
         "<code>ppaux explain CODE</code>.</footer>"

@@ -1,7 +1,8 @@
 """GitHub-flavoured Markdown, for an issue, a pull request or an incident thread.
 
-:func:`render` gives the whole report: the verdict, the command's tables (check-skew's matrix
-with the cells a finding is about in bold), the findings, the inputs that could not be read.
+:func:`render` gives the whole report, what matters first: the verdict, for several files a
+one-line verdict per file, the findings, the inputs that could not be read, and then the detail:
+the command's notes and tables (check-skew's matrix with the cells a finding is about in bold).
 With ``tables=False`` it is the GitHub job summary
 (:func:`ppaux.report.formats.github.step_summary`), which leaves the tables out so that a run over
 many dumps stays within the summary's size limit.
@@ -17,7 +18,7 @@ from ppaux.report.document import FailOn, Report, Table, count_by_severity, exit
 from ppaux.report.findings import Finding
 from ppaux.text import shown
 
-__all__ = ["cell", "code", "counts", "render", "title", "verdict"]
+__all__ = ["cell", "code", "counts", "file_verdicts", "render", "title", "verdict"]
 
 _ENTITIES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "&#124;"))
 # ASCII punctuation that starts emphasis, code, links or strike-through, backslash-escaped.
@@ -56,6 +57,33 @@ def verdict(report: Report, fail_on: FailOn) -> str:
     }[exit_code(report, fail_on)]
 
 
+def file_verdicts(report: Report, fail_on: FailOn) -> list[tuple[str, str]]:
+    """(file, its verdict in a few words) for every file the report is about, in the order the
+    report names them: files it describes, then those its findings and problems name."""
+    paths: list[str] = []
+    described = report.data.get("files") if isinstance(report.data, dict) else None
+    for entry in described if isinstance(described, list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+            paths.append(entry["path"])
+    paths += [f.path for f in report.findings] + [p.path for p in report.problems]
+    verdicts = []
+    for path in dict.fromkeys(paths):
+        problems = [p.message for p in report.problems if p.path == path]
+        if problems:
+            verdicts.append((path, f"not checked: {problems[0]}"))
+            continue
+        mine = [f for f in report.findings if f.path == path]
+        tally = count_by_severity(mine)
+        parts = [
+            f"{n} {name}{'s' if n != 1 and name != 'info' else ''}"
+            for name, n in tally.items()
+            if n
+        ]
+        said = "fails" if any(fail_on.reached_by(f.severity) for f in mine) else "passes"
+        verdicts.append((path, said + (f" ({', '.join(parts)})" if parts else "")))
+    return verdicts
+
+
 def title(finding: Finding) -> str:
     """The finding's code and its rule's name (the code alone for a rule not in the catalogue)."""
     from ppaux.report import catalogue
@@ -89,12 +117,10 @@ def render(report: Report, fail_on: FailOn = FailOn.ERROR, *, tables: bool = Tru
         f"**{verdict(report, fail_on)}** (fail-on {fail_on.value}): {counts(report)}.",
         "",
     ]
-    if tables:
-        lines += [f"- {cell(note)}" for note in report.notes]
-        if report.notes:
-            lines.append("")
-        for table in report.tables:
-            lines += _table(table)
+    verdicts = file_verdicts(report, fail_on)
+    if len(verdicts) > 1:
+        lines += [f"- {code(path)}: {cell(said)}" for path, said in verdicts]
+        lines.append("")
     if report.findings:
         if tables:
             lines += ["### Findings", ""]
@@ -112,5 +138,12 @@ def render(report: Report, fail_on: FailOn = FailOn.ERROR, *, tables: bool = Tru
         lines += ["### Inputs not checked", "", "| input | reason |", "|---|---|"]
         lines += [f"| {code(p.path)} | {cell(p.message)} |" for p in report.problems]
         lines.append("")
+    if tables and (report.notes or report.tables):
+        lines += ["### Details", ""]
+        lines += [f"- {cell(note)}" for note in report.notes]
+        if report.notes:
+            lines.append("")
+        for table in report.tables:
+            lines += _table(table)
     lines.append("Explain a code with `ppaux explain CODE`.")
     return "\n".join(lines) + "\n"
