@@ -44,6 +44,9 @@ EXPECTED = {
     "ppaux.guard.NotTensorizable": TypeError,
     "ppaux.files.OutputPathError": ValueError,
     "ppaux.dump.diff._NotCompared": None,
+    "ppaux.observer.target.TargetError": ValueError,
+    "ppaux.observer.check.ObserverConfigError": ValueError,
+    "ppaux.observer.drive.HookFailure": None,
 }
 
 _BUILTINS = (ValueError, OSError, LookupError, KeyError, RuntimeError, TypeError)

@@ -15,12 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ppaux.errors import PpauxError
+
 __all__ = ["HookFailure", "SamplingInfoFactory", "Step", "drive_step", "synthetic_logits"]
 
 SamplingInfoFactory = Callable[[int, int, Any], Any]
 
 
-class HookFailure(Exception):
+class HookFailure(PpauxError):
     """One of the target's own methods raised: ``method`` ('after_sample', 'to_pp_tensors',
     ...) and the exception it raised. Carried through sglang's add and pop unchanged."""
 
