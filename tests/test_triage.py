@@ -473,3 +473,30 @@ def test_a_huge_line_stays_bounded_in_memory(tmp_path):
     assert peak < 16 << 20, peak
     assert report.data["logs"][0]["long_lines"] >= 1
     assert report.data["logs"][0]["lines"] == 2
+
+
+def test_a_source_checkout_is_named_as_one(tmp_path):
+    log = tmp_path / "checkout.log"
+    frames = [("/home/dev/sglang/python/sglang/srt/managers/scheduler_pp_mixin.py", 10, "f")]
+    log.write_text(_tb("[2026-12-03 10:00:00 PP0]", frames, "KeyError: 'x'"))
+    (build,) = [f for f in triage_paths([str(log)]).findings if f.code == "PP806"]
+    assert build.extra["install"] == "source checkout"
+    assert build.extra["where"] == "/home/dev/sglang/python"
+    assert "a source checkout at /home/dev/sglang/python" in build.message
+
+
+def test_a_crash_loop_lists_twenty_incidents_and_counts_the_rest(tmp_path):
+    log = tmp_path / "loop.log"
+    frames = [
+        (f"{SITE}/sampling/sampling_observer_pp.py", 77, "pop_auxiliary_output_from_pp_tensors")
+    ]
+    log.write_text(
+        "".join(
+            _tb(f"[2026-12-03 10:{minute:02d}:00 PP0]", frames, f"RuntimeError: {NON_TENSOR}")
+            for minute in range(25)
+        )
+    )
+    roots = [f for f in triage_paths([str(log)]).findings if f.code == "PP801"]
+    assert len(roots) == 21
+    assert roots[-1].extra["omitted"] == 5
+    assert roots[-1].message.startswith("5 more incidents are not listed")

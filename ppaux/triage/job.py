@@ -23,7 +23,7 @@ from ppaux.triage.records import Event, Failure
 from ppaux.triage.sources import LogOpenError, LogSource, expand_paths
 from ppaux.triage.steps import next_steps
 
-__all__ = ["MAX_COLLATERAL", "RULE_OF_MESSAGE", "aux_match", "triage_paths"]
+__all__ = ["MAX_COLLATERAL", "MAX_INCIDENTS", "RULE_OF_MESSAGE", "aux_match", "triage_paths"]
 
 #: ppaux's rule for each of sglang's nine messages (by the message's id in
 #: :mod:`ppaux.sglang.names`): what ``ppaux explain`` says about its causes.
@@ -40,6 +40,8 @@ RULE_OF_MESSAGE: Mapping[str, str] = {
 }
 #: Collateral findings listed per incident; the rest are counted in one more finding.
 MAX_COLLATERAL = 40
+#: Incidents listed (a crash loop repeats one); the rest are counted in one more finding.
+MAX_INCIDENTS = 20
 
 #: Who a record is from when neither sglang's prefix, torch's rank nor a launcher names it.
 _NOBODY = "a process"
@@ -279,6 +281,24 @@ def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
     return findings
 
 
+def _more_incidents(rest: list[Incident]) -> Finding:
+    """One finding for the incidents past :data:`MAX_INCIDENTS`, of the first one's code."""
+    first = rest[0].root
+    code = "PP801" if any(aux_match(i.root) for i in rest) else "PP802"
+    return finding(
+        code,
+        first.source,
+        f"{len(rest)} more incidents are not listed (the report lists the first "
+        f"{MAX_INCIDENTS}); the next one: {shown(first.who)} at {_at(first)}: {shown(first.error)}",
+        _key(first.who),
+        extra={
+            "omitted": len(rest),
+            "incidents": [f"{i.root.source}:{i.root.line}" for i in rest[:50]],
+        },
+        location=_location(first),
+    )
+
+
 def _skew_findings(failures: list[Failure]) -> list[Finding]:
     """PP807 when two failing processes' frames show different sglang builds."""
     seen: list[tuple[Failure, Build]] = []
@@ -357,11 +377,13 @@ def triage_paths(paths: Iterable[str], streams: Mapping[str, BinaryIO] | None = 
     captures = [c for r in readings for c in r.captures]
     found, orphans, orphan_events = incidents(failures, events)
     matches: list[MessageMatch | None] = []
-    for number, incident in enumerate(found, 1):
+    for number, incident in enumerate(found[:MAX_INCIDENTS], 1):
         roots, match = _root_findings(number, incident)
         report.findings += roots
         report.findings += _collateral_findings(number, incident)
         matches.append(match)
+    if len(found) > MAX_INCIDENTS:
+        report.findings.append(_more_incidents(found[MAX_INCIDENTS:]))
     report.findings += _skew_findings(failures)
     loose: list[Failure | Event] = [*orphans, *(e for e in orphan_events if e.kind != "capture")]
     if loose:
