@@ -7,10 +7,12 @@ next, counting newlines on the way so that every line keeps its number. From a m
 caller reads lines one by one (:meth:`Scanner.next_line`) for as long as it needs (a
 traceback), then jumps again (:meth:`Scanner.next_marked_line`).
 
-Searching a chunk for each marker is the cost. Each marker is looked for through its byte that
-is rarest in the chunk (found with ``memchr``, then checked in place); a marker none of whose
-bytes is rare there is searched for whole. Memory is bounded: one chunk, plus at most
-:data:`MAX_LINE` bytes of a line; a longer line is cut to that and the rest skipped.
+Searching each chunk is the cost. The markers are looked for through as few *anchor* bytes as
+cover them all, each rare in the chunk (found with ``memchr``, then the markers checked in
+place; chosen again every 16 chunks); a marker none of whose bytes is rare there is searched for
+whole. The line a chunk ends in is completed from the next chunk by itself, so no chunk is
+copied. Memory is bounded: one chunk, plus at most :data:`MAX_LINE` bytes of a line; a longer
+line is cut to that and the rest skipped.
 """
 
 from __future__ import annotations
