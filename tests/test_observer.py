@@ -287,3 +287,42 @@ def test_impl_sglang_runs_sglangs_own_module():
         ObserverOptions(impl="sglang", sglang_path=str(wheel)),
     )
     assert only(report, "PP705").sglang_error == "auxiliary PP output 'entropy' is not a tensor"
+
+
+def test_help_says_that_the_targets_code_runs():
+    text = cli("check-observer", "--help").stdout
+    assert text.splitlines()[0] == "Usage: ppaux check-observer [OPTIONS] TARGET"
+    flat = " ".join(text.split())
+    assert "TARGET's code runs." in flat
+    assert "Its module is imported (its code runs), as pytest imports test modules." in flat
+    assert "<" not in text.split("Options:")[0] and "list[" not in text
+
+
+def test_settings_that_cannot_work_are_one_line():
+    good = target("entropy_good.py:EntropyObserver")
+    result = cli("check-observer", good, "--impl", "both")
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "ppaux: error: --impl both: not one of reference, sglang\n",
+    )
+    import torch
+
+    if not torch.cuda.is_available():
+        result = cli("check-observer", good, "--device", "cuda")
+        assert result.exit_code == 2
+        assert result.stderr.startswith("ppaux: error: --device cuda: ")
+        assert result.stderr.count("\n") == 1
+
+
+def test_the_real_torch_distributed_wire():
+    # Two processes over gloo: a list rides in the pickled metadata and arrives a list; a
+    # float16 rebuild crosses intact and differs only because rank 0 rebuilds it so.
+    options = ObserverOptions(transport="torch-distributed", batch_sizes=(2,), steps=1)
+    legacy = check_observer(
+        target("entropy_list.py:EntropyObserver"),
+        ObserverOptions(transport="torch-distributed", sender="legacy", batch_sizes=(2,), steps=1),
+    )
+    assert codes(legacy) == ["PP706"]
+    assert "a list [" in legacy.findings[0].message
+    half = check_observer(target("faulty.py:HalfOnWireObserver"), options)
+    assert codes(half) == ["PP711", "PP712"]
