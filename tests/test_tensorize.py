@@ -42,6 +42,14 @@ CONVERTED = {
         ],
         {("", P + "scores"): [[0.25, 0.75], [1.25, 1.75]]},
     ),
+    # Converted from the bytes numpy pickled (the fixture writes 0.25 and 0.75 as float32).
+    "aux_numpy_array.pt": (
+        [
+            f"converted ['{P}scores']: a numpy.ndarray (float32, shape [2]) -> float32 tensor "
+            "of shape (2,) on cpu"
+        ],
+        {("", P + "scores"): [0.25, 0.75]},
+    ),
     "capture_pop_error.pt": (
         [
             f"converted ['tensors']['{P}scores']: a list of 2 floats -> "
@@ -68,12 +76,6 @@ REFUSED = {
     "aux_str.pt": [
         f"refused ['{P}scores']: text does not travel as a tensor; encode it (for "
         "example as token ids) or send it outside the auxiliary output"
-    ],
-    "aux_numpy_array.pt": [
-        f"refused ['{P}scores']: ppaux reads a numpy array's dtype and shape "
-        "but never its data (unpickling it would run numpy's "
-        "reconstruction), so it cannot rebuild it; convert it where it is "
-        "made, with torch.from_numpy(array)"
     ],
     "aux_custom_class.pt": [
         f"refused ['{P}scores']: a ppaux_fixture_types.SamplingScores object "

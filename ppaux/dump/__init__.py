@@ -13,7 +13,14 @@ if TYPE_CHECKING:
     from ppaux.dump.diff import diff_paths
     from ppaux.dump.dumpfile import DUMP_SUFFIXES, Dump, collect_dumps, read_dump, read_dump_bytes
     from ppaux.dump.inspection import describe_dump, inspect_file, inspect_paths
-    from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef, TensorRef, TorchValue
+    from ppaux.dump.model import (
+        DTYPE_ITEMSIZE,
+        NdArrayRef,
+        Opaque,
+        StorageRef,
+        TensorRef,
+        TorchValue,
+    )
     from ppaux.dump.payload import find_payloads, key_text, safe_repr, type_name, value_phrase, walk
     from ppaux.dump.records import ZIP_READ_ERRORS, RecordReader, torch_byteorder
     from ppaux.dump.trail import culprit_text, read_culprit, read_trail, trail_text
@@ -30,6 +37,7 @@ _EXPORTS = {
     "describe_dump": "inspection",
     "diff_paths": "diff",
     "TensorRef": "model",
+    "NdArrayRef": "model",
     "StorageRef": "model",
     "Opaque": "model",
     "TorchValue": "model",
@@ -56,6 +64,7 @@ __all__ = [
     "DUMP_SUFFIXES",
     "ZIP_READ_ERRORS",
     "Dump",
+    "NdArrayRef",
     "Opaque",
     "RecordReader",
     "StorageRef",

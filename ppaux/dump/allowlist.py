@@ -128,6 +128,8 @@ def _rebuild_tensor_v2(m: Machine, args: tuple[Any, ...]) -> TensorRef:
         raise TypeError(f"{len(args)} arguments, expected 6 or 7")
     tensor = _strided(m, args)
     tensor.requires_grad = bool(args[4]) if isinstance(args[4], bool) else False
+    if len(args) == 7:
+        tensor.bits = _view_bits(m, tensor, args[6])
     return tensor
 
 
@@ -136,7 +138,35 @@ def _rebuild_tensor_v3(m: Machine, args: tuple[Any, ...]) -> TensorRef:
         raise TypeError(f"{len(args)} arguments, expected 7 or 8")
     tensor = _strided(m, args, _dtype_name(m, args[6]))
     tensor.requires_grad = bool(args[4]) if isinstance(args[4], bool) else False
+    if len(args) == 8:
+        tensor.bits = _view_bits(m, tensor, args[7])
     return tensor
+
+
+#: Values torch._C._set_tensor_metadata takes for a bit (pybind's bool: None and numbers too).
+_BIT_VALUES = (bool, int, float, type(None))
+
+
+def _view_bits(m: Machine, tensor: TensorRef, metadata: Any) -> tuple[str, ...]:
+    """The view bits torch sets from a tensor's saved ``metadata`` (torch 2.x,
+    ``torch._utils._rebuild_tensor_v2``): nothing when it is empty or false; otherwise it must
+    be a dict of strings to booleans, and a 'conj' key sets the conjugate bit, a 'neg' key the
+    negative bit, whatever their values (``torch._C._set_tensor_metadata``). Anything else makes
+    torch.load fail, and the reader refuses the file as torch would."""
+    if (
+        metadata is None
+        or metadata is False
+        or (isinstance(metadata, (dict, int)) and not metadata)
+    ):
+        return ()
+    if not isinstance(metadata, dict):
+        raise m.error("tensor metadata is not a dict; torch.load fails on it")
+    if not all(type(k) is str and isinstance(v, _BIT_VALUES) for k, v in metadata.items()):
+        raise m.error("tensor metadata is not a dict of names to booleans; torch.load fails on it")
+    bits = tuple(bit for bit in ("conj", "neg") if bit in metadata)
+    if "conj" in bits and not tensor.dtype.startswith("complex"):
+        raise m.error(f"a {tensor.dtype} tensor has the conjugate bit; torch.load fails on it")
+    return bits
 
 
 def _tensor_arg(m: Machine, value: Any, what: str) -> TensorRef:

@@ -215,9 +215,12 @@ class TensorRef(_Ref):
     subclass (such as ``torch.nn.Parameter``) or is None for a plain tensor. ``parts`` keeps what
     a rebuild needs beyond one storage, as saved: a sparse tensor's component tensors, a quantized
     tensor's quantizer parameters, a nested tensor's buffer and size tensors (None otherwise).
+    ``bits`` names the view bits torch sets on the rebuilt tensor from its saved metadata
+    ('conj', 'neg'): a conjugate or negative view reads differently from its bytes.
     """
 
     __slots__ = (
+        "bits",
         "device",
         "dtype",
         "kind",
@@ -257,6 +260,7 @@ class TensorRef(_Ref):
         self.storage = storage
         self.state: Any = None
         self.parts: dict[str, Any] | None = None
+        self.bits: tuple[str, ...] = ()
 
     @property
     def numel(self) -> int:
@@ -289,14 +293,19 @@ class TensorRef(_Ref):
 
 
 class NdArrayRef(_Ref):
-    """A numpy array as pickled by numpy: dtype and shape, never its data."""
+    """A numpy array as pickled by numpy: dtype and shape, and its data as the bytes numpy wrote
+    (``raw``, None for an object array, whose items are pickled objects). Nothing of numpy runs:
+    ``descr`` is the pickled dtype (spec and byte order), ``fortran`` says the bytes are in
+    column-major order."""
 
-    __slots__ = ("dtype", "fortran", "shape")
+    __slots__ = ("descr", "dtype", "fortran", "raw", "shape")
 
     def __init__(self) -> None:
         self.dtype = "?"
         self.shape: tuple[int, ...] = ()
         self.fortran = False
+        self.descr: NumpyDtype | None = None
+        self.raw: bytes | None = None
 
     def __repr__(self) -> str:
         return f"<numpy.ndarray {self.dtype}{list(self.shape)}>"

@@ -372,7 +372,10 @@ def _build_ndarray(m: Machine, arr: NdArrayRef, state: Any) -> None:
         arr.shape = shape
     if isinstance(dtype, NumpyDtype):
         arr.dtype = dtype.name
+        arr.descr = dtype
     arr.fortran = bool(fortran) if isinstance(fortran, (bool, int)) else False
+    if len(state) > offset + 3 and isinstance(state[offset + 3], (bytes, bytearray)):
+        arr.raw = bytes(state[offset + 3])  # the array's bytes; an object array has a list
 
 
 # -- opcode handlers: each returns True only for STOP --------------------------------------------

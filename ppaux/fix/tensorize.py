@@ -9,8 +9,11 @@ was, every storage under the location it was saved with.
 
 The output is written only when every auxiliary value is then a tensor, so that it always pops
 cleanly; one value that cannot be converted (None, a string, an object whose class ppaux never
-imports, a numpy array whose data the reader never reads) means nothing is written, with the
-reason. A capture stays a capture: its metadata records the rewrite (see
+imports, a numpy array of objects) means nothing is written, with the reason. A numpy array is
+converted from the bytes numpy pickled, read with the dtype, byte order, shape and order that
+the pickle names; numpy itself never runs. Every tensor kept is written as torch reads it from
+the input: its dtype, shape, strides, conjugate and negative bits, and values in the byte order
+the file declares. A capture stays a capture: its metadata records the rewrite (see
 :mod:`ppaux.dump.capture_format`). The input is never written to; the output is written to a
 temporary file beside it and renamed into place.
 
@@ -22,18 +25,21 @@ from __future__ import annotations
 import contextlib
 import datetime
 import hashlib
+import math
 import os
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ppaux.dump import TensorRef
+from ppaux.dump import NdArrayRef, TensorRef
 from ppaux.errors import DumpError
 from ppaux.files import InputFileError, OutputPathError, check_output, open_regular
 from ppaux.limits import Limits
 from ppaux.sglang import OUTPUT_PREFIX
+from ppaux.text import shown
 
 __all__ = ["Conversion", "OutputPathError", "Refusal", "TensorizeResult", "tensorize_dump"]
 
@@ -160,6 +166,8 @@ def _unreadable(value: Any, limits: Limits, path: str) -> str | None:
     """Why ``value`` cannot be rebuilt from the file safely, or None when it can."""
     from ppaux.dump import type_name, value_phrase, walk
 
+    if isinstance(value, NdArrayRef):
+        return numpy_problem(value)
     for node in walk(value, limits, path):
         if type(node) in _PLAIN or isinstance(node, TensorRef):
             continue
@@ -167,9 +175,8 @@ def _unreadable(value: Any, limits: Limits, path: str) -> str | None:
         inside = "" if node is value else f"it holds {what}; "
         if type_name(node) == "numpy.ndarray":
             return (
-                f"{inside}ppaux reads a numpy array's dtype and shape but never its data "
-                "(unpickling it would run numpy's reconstruction), so it cannot rebuild it; "
-                "convert it where it is made, with torch.from_numpy(array)"
+                f"{inside}ppaux converts a numpy array only when it is the auxiliary value "
+                "itself; convert it where it is made, with torch.from_numpy(array)"
             )
         return (
             f"{inside}{what if node is value else 'that'} is not rebuilt by ppaux, which "
@@ -216,6 +223,94 @@ def _rest_of_file(dump: Any, converted: list[Any], limits: Limits) -> list[Refus
 
 
 # ----------------------------------------------------------------------------------------------
+# numpy arrays, from their pickled bytes
+
+#: numpy's dtype specs (kind and item size, as numpy pickles a dtype) and torch's dtype names.
+_NUMPY_TO_TORCH = {
+    "b1": "bool",
+    "i1": "int8",
+    "i2": "int16",
+    "i4": "int32",
+    "i8": "int64",
+    "u1": "uint8",
+    "u2": "uint16",
+    "u4": "uint32",
+    "u8": "uint64",
+    "f2": "float16",
+    "f4": "float32",
+    "f8": "float64",
+    "c8": "complex64",
+    "c16": "complex128",
+}
+
+
+def _numpy_layout(ref: NdArrayRef) -> tuple[str, int, bool]:
+    """torch's dtype name, the item size and whether the bytes are big-endian, for ``ref``;
+    :class:`ValueError` with the reason when ppaux does not convert it."""
+    descr = ref.descr
+    if descr is None or ref.raw is None:
+        if ref.dtype.startswith("object") or (descr is not None and descr.spec.startswith("O")):
+            raise ValueError(
+                "a numpy array of objects holds Python objects, not numbers, and ppaux never "
+                "rebuilds objects; convert it where it is made, to numbers first"
+            )
+        raise ValueError("its pickled data is not the dtype and bytes numpy writes for an array")
+    spec = descr.spec.lstrip("<>=|")
+    name = _NUMPY_TO_TORCH.get(spec)
+    if name is None:
+        raise ValueError(
+            f"numpy dtype {shown(descr.name, 40)} has no torch equivalent; convert it to numbers "
+            "first"
+        )
+    order = descr.spec[0] if descr.spec[:1] in ("<", ">") else descr.byteorder
+    big = order == ">" or (order == "=" and sys.byteorder == "big")
+    size = int(spec[1:])
+    numel = math.prod(ref.shape)
+    if len(ref.raw) != numel * size:
+        raise ValueError(
+            f"its data holds {len(ref.raw)} bytes, not the {numel * size} that its dtype and "
+            f"shape {list(ref.shape)} need; numpy refuses it"
+        )
+    return name, size, big
+
+
+def numpy_problem(ref: NdArrayRef) -> str | None:
+    """Why the numpy array ``ref`` cannot be converted from its bytes, or None when it can."""
+    try:
+        _numpy_layout(ref)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def numpy_tensor(ref: NdArrayRef) -> Any:
+    """The tensor ``torch.tensor(array)`` gives for the numpy array ``ref``, built from the bytes
+    numpy pickled (dtype, byte order, shape and order as the pickle names them), without numpy.
+    """
+    import torch
+
+    name, size, big = _numpy_layout(ref)
+    raw = ref.raw or b""
+    dtype = getattr(torch, name)
+    if not raw:
+        return torch.empty(ref.shape, dtype=dtype)
+    data = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
+    if big and size > 1:
+        # Each number's bytes reversed; a complex number is two numbers of half the size.
+        part = size // 2 if name.startswith("complex") else size
+        data = data.view(-1, part).flip(1).reshape(-1)
+    if name == "bool":
+        flat = data != 0  # numpy reads any non-zero byte as True
+    else:
+        flat = data.view(dtype)
+    if ref.fortran and len(ref.shape) > 1:
+        # Column-major bytes: the reversed shape in row-major order, transposed back.
+        dims = list(range(len(ref.shape)))[::-1]
+        return flat.reshape(ref.shape[::-1]).permute(dims).contiguous()
+    return flat.reshape(ref.shape).clone()
+
+
+# ----------------------------------------------------------------------------------------------
 # The rewrite
 
 
@@ -245,7 +340,10 @@ def _rewrite(
         for payload, key, value in todo:
             mapping = build.value(payload.mapping)
             try:
-                tensor = tensorize(build.value(value))
+                if isinstance(value, NdArrayRef):
+                    tensor = numpy_tensor(value)
+                else:
+                    tensor = tensorize(build.value(value))
             except NotTensorizable as exc:
                 refusals.append(Refusal(payload.locator, _shown(key), exc.reason))
                 continue

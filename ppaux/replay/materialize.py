@@ -245,6 +245,9 @@ class Materializer:
             raise
         except (RuntimeError, ValueError, TypeError, IndexError) as exc:
             raise self._error(where, ref, f"torch cannot rebuild it ({_first_line(exc)})") from None
+        if ref.bits:
+            # The conjugate and negative bits, set as torch.load sets them after the rebuild.
+            torch._utils.set_tensor_metadata(tensor, dict.fromkeys(ref.bits, True))  # type: ignore[no-untyped-call]
         if ref.subclass in ("torch.nn.parameter.Parameter", "torch.nn.Parameter"):
             tensor = torch.nn.Parameter(tensor, requires_grad=ref.requires_grad)
         elif ref.requires_grad and (tensor.is_floating_point() or tensor.is_complex()):
