@@ -74,6 +74,7 @@ def test_every_collected_form_names_the_first_failing_rank_and_its_error(name):
     assert root.extra["sglang_message"] == "pop-non-tensor"
     assert root.message.startswith("PP0 failed first at 2026-")
     source = _root_file(name)
+    assert f" ({source}:{root.location['line']}): RuntimeError: " in root.message
     assert root.location["file"] == str(source)
     assert root.location["line"] == _line_of(source, "PP0] Scheduler hit an exception")
     assert root.location["function"] == "pop_auxiliary_output_from_pp_tensors"
@@ -218,7 +219,9 @@ def test_ranks_on_different_builds_are_a_skew_finding(tmp_path):
     (skew,) = [f for f in report.findings if f.code == "PP807"]
     assert f"PP0 TP0's lines fit {', '.join(fitting)}, PP1 TP0's fit" in skew.message
     (root,) = [f for f in report.findings if f.code == "PP802"]
-    assert root.message.startswith("PP0 TP0 failed first at 2026-12-03 10:00:00: KeyError:")
+    assert root.message.startswith(
+        f"PP0 TP0 failed first at 2026-12-03 10:00:00 ({log}:1): KeyError:"
+    )
 
 
 def test_ranks_that_fail_together_are_one_incident_named_as_the_prefix_spells_them(tmp_path):

@@ -100,7 +100,7 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
     also = ""
     if incident.ranks:
         also = f" ({len(members)} processes failed with it at the same moment)"
-    message = f"{who} failed first at {_when(root)}: {shown(root.error)}{also}"
+    message = f"{who} failed first at {_when(root)} ({_at(root)}): {shown(root.error)}{also}"
     extra: dict[str, Any] = {
         "incident": number,
         "ranks": [m.who for m in members],

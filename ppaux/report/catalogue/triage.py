@@ -43,12 +43,11 @@ RULES = (
             "Follow the next steps the report lists: capture the failing message "
             "(PPAUX_CAPTURE_DIR in sglang's environment, PPAUX_CAPTURE_STRICT=1 on the last "
             "stage), then 'ppaux capture list', 'ppaux inspect' and 'ppaux replay' on what it "
-            "writes, and 'ppaux "
-            "check-skew' across the stages."
+            "writes, and 'ppaux check-skew' across the stages."
         ),
         example=(
-            "PP0 TP0 failed first at 2026-12-03 14:22:07: RuntimeError: received a non-tensor "
-            "auxiliary PP output"
+            "PP0 TP0 failed first at 2026-12-03 14:22:07 (server.log:1042): RuntimeError: "
+            "received a non-tensor auxiliary PP output"
         ),
         area="triage",
     ),
@@ -73,7 +72,10 @@ RULES = (
             "Read the traceback at the line given; run 'ppaux check-skew' across the stages when "
             "the error comes from the PP path."
         ),
-        example="PP0 TP0 failed first at 2026-12-03 14:22:07: KeyError: 'sampling_mask_token_ids'",
+        example=(
+            "PP0 TP0 failed first at 2026-12-03 14:22:07 (server.log:1042): KeyError: "
+            "'sampling_mask_token_ids'"
+        ),
         area="triage",
     ),
     Rule(
