@@ -43,6 +43,7 @@ EXPECTED = {
     "ppaux.guard.PpTensorsError": TypeError,
     "ppaux.guard.NotTensorizable": TypeError,
     "ppaux.files.OutputPathError": ValueError,
+    "ppaux.triage.sources.LogOpenError": OSError,
     "ppaux.dump.diff._NotCompared": None,
     "ppaux.observer.target.TargetError": ValueError,
     "ppaux.observer.check.ObserverConfigError": ValueError,
