@@ -48,7 +48,7 @@ _NOBODY = "a process"
 
 
 def _key(who: str) -> str | None:
-    return None if who == _NOBODY else who
+    return None if who == _NOBODY else shown(who)
 
 
 _STAGE = {"add": "the last stage's add", "pop": "the first stage's pop"}
@@ -103,13 +103,13 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
     message = f"{who} failed first at {_when(root)} ({_at(root)}): {shown(root.error)}{also}"
     extra: dict[str, Any] = {
         "incident": number,
-        "ranks": [m.who for m in members],
-        "exception": root.exception,
+        "ranks": [shown(m.who) for m in members],
+        "exception": None if root.exception is None else shown(root.exception),
         "message": shown(root.message, 2000),
-        "time": root.time_text,
+        "time": None if root.time_text is None else shown(root.time_text),
         "log": root.source,
         "line": root.line,
-        "records": [{"log": m.source, "line": m.line, "ranks": m.who} for m in members],
+        "records": [{"log": m.source, "line": m.line, "ranks": shown(m.who)} for m in members],
     }
     findings: list[Finding] = []
     if match is not None:
@@ -121,7 +121,7 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
                 "PP801",
                 root.source,
                 message,
-                root.who,
+                _key(root.who),
                 sglang_error=shown(root.message.split("\n", 1)[0]),
                 extra=extra,
                 location=_location(root),
@@ -130,7 +130,9 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
     else:
         message += "; not an auxiliary-output error"
         findings.append(
-            finding("PP802", root.source, message, root.who, extra=extra, location=_location(root))
+            finding(
+                "PP802", root.source, message, _key(root.who), extra=extra, location=_location(root)
+            )
         )
     build = build_of(root.frames)
     if build is not None:
@@ -140,7 +142,7 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
                 root.source,
                 f"sglang of {shown(root.who)} is {_build_text(build)}; its lines fit "
                 f"{build.fits_text()}",
-                root.who,
+                _key(root.who),
                 extra={
                     "incident": number,
                     "install": build.kind,
@@ -165,7 +167,7 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
                 f"the traceback of {shown(member.who)} passes through "
                 f"{shown(culprit.file, 300)}:{culprit.line} in {shown(culprit.function)}, "
                 f"which is neither sglang, torch nor the standard library: the likely culprit",
-                member.who,
+                _key(member.who),
                 extra={
                     "incident": number,
                     "frames": [
@@ -185,7 +187,7 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
                 f"{shown(root.who)} stopped at ppaux's strict capture "
                 f"({shown(root.frames[-1].file.rsplit('/', 1)[-1])}): the capture it wrote names "
                 "where the value entered",
-                root.who,
+                _key(root.who),
                 extra={"incident": number},
                 location=_location(root),
             )
@@ -198,7 +200,7 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
                     member.source,
                     f"the traceback of {shown(member.who)} at {_at(member)} ends before its "
                     "exception line",
-                    member.who,
+                    _key(member.who),
                     extra={"incident": number},
                     location=_location(member),
                 )
@@ -327,9 +329,9 @@ def _skew_findings(failures: list[Failure]) -> list[Finding]:
                     "PP807",
                     b.source,
                     f"the ranks' tracebacks show different sglang builds: {why}",
-                    b.who,
+                    _key(b.who),
                     extra={
-                        "ranks": [a.who, b.who],
+                        "ranks": [shown(a.who), shown(b.who)],
                         "logs": [f"{a.source}:{a.line}", f"{b.source}:{b.line}"],
                     },
                     location=_location(b),
@@ -422,10 +424,10 @@ def triage_paths(paths: Iterable[str], streams: Mapping[str, BinaryIO] | None = 
     ]
     report.data["incidents"] = [
         {
-            "root": {"ranks": i.root.who, "log": i.root.source, "line": i.root.line},
-            "ranks": [m.who for m in i.members],
+            "root": {"ranks": shown(i.root.who), "log": i.root.source, "line": i.root.line},
+            "ranks": [shown(m.who) for m in i.members],
             "error": shown(i.root.error),
-            "time": i.root.time_text,
+            "time": None if i.root.time_text is None else shown(i.root.time_text),
             "collateral": len(i.collateral) + len(i.events),
         }
         for i in found
