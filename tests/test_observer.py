@@ -326,3 +326,35 @@ def test_the_real_torch_distributed_wire():
     assert "a list [" in legacy.findings[0].message
     half = check_observer(target("faulty.py:HalfOnWireObserver"), options)
     assert codes(half) == ["PP711", "PP712"]
+
+
+def test_findings_point_at_the_method_to_fix():
+    report = check_observer(target("entropy_list.py:EntropyObserver"))
+    location = report.findings[0].location
+    source = (OBSERVERS / "entropy_list.py").read_text(encoding="utf-8").splitlines()
+    assert location["function"] == "EntropyOutput.to_pp_tensors"
+    assert source[location["line"] - 1].strip() == "def to_pp_tensors(self) -> dict:"
+    assert location["file"].endswith("entropy_list.py")
+    rank0 = check_observer(target("faulty.py:NotRebuiltObserver")).findings[0].location
+    assert rank0["function"] == "NotRebuiltObserver.from_pp_tensors"
+    github = cli("check-observer", target("faulty.py:NotRebuiltObserver"), "--format", "github")
+    assert f",line={rank0['line']}," in github.stdout
+
+
+def test_a_rebuilt_output_of_another_class_is_named(tmp_path):
+    module = tmp_path / "dict_back.py"
+    module.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(OBSERVERS)!r})\n"
+        "from entropy_good import EntropyObserver, EntropyOutput\n"
+        "class Rebuilt(EntropyOutput):\n"
+        "    pass\n"
+        "class DictBack(EntropyObserver):\n"
+        "    def from_pp_tensors(self, tensors):\n"
+        "        return Rebuilt(tensors['entropy'])\n",
+        encoding="utf-8",
+    )
+    report = check_observer(f"{module}:DictBack", ObserverOptions(steps=1, batch_sizes=(1,)))
+    [item] = report.findings
+    assert item.code == "PP711"
+    assert "differs (type): single stage EntropyOutput, PP Rebuilt" in item.message

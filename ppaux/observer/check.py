@@ -101,6 +101,8 @@ class _Run:
     results: list[dict[str, Any]] = field(default_factory=list)
     seen: set[tuple[str, str]] = field(default_factory=set)
     counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: The objects whose code a finding points at: 'observer', 'rank0', 'output'.
+    subjects: dict[str, Any] = field(default_factory=dict)
 
 
 def _validate(options: ObserverOptions) -> None:
@@ -260,6 +262,7 @@ def _check_batch_size(run: _Run, loaded: LoadedObserver, batch_size: int) -> Non
     if rank0 is None:
         return
     single_reqs, pp_reqs = _requests(batch_size), _requests(batch_size)
+    run.subjects.update(observer=loaded.observer, rank0=rank0)
     produced: list[tuple[Step, dict[str, Any]]] = []
     for index in range(options.steps):
         try:
@@ -338,6 +341,7 @@ def _both_paths(
     index: int,
 ) -> None:
     m = run.machinery
+    run.subjects.update(output=output, rank0=rank0)
     single = single_stage_path(output, single_reqs, token_ids, m)
     pp = pp_path(output, rank0, pp_reqs, token_ids, m)
     names = ", ".join(str(k).removeprefix("__sampling_observer_output__.") for k in (pp.sent or {}))
@@ -360,7 +364,11 @@ def _both_paths(
         _row(run, batch_size, index, "-", f"single stage: {_verdict(single.fault)}", "error")
         return
     found = 0
-    for item in differences(leaves(output), leaves(pp.output)):
+    rebuilt = differences(leaves(output), leaves(pp.output))
+    kinds = (type(output).__qualname__, type(pp.output).__qualname__)
+    if kinds[0] != kinds[1]:  # by name: a file loaded twice gives two classes of one name
+        rebuilt.insert(0, Difference("", "type", *kinds))
+    for item in rebuilt:
         found += 1
         result["differences"].append(_diff_json("output", item))
         _difference_finding(run, "PP711", "the output rank 0 rebuilt", item, batch_size, index)
@@ -434,6 +442,72 @@ def _aliasing(run: _Run, produced: list[tuple[Step, dict[str, Any]]]) -> None:
 
 # ----------------------------------------------------------------------------------------------
 # Findings and the table
+
+
+#: Whose code each finding is about: the subject and its method (None: the class itself).
+_MADE_IN = {
+    "PP701": ("output", None),
+    "PP702": ("rank0", None),
+    "PP703": ("output", "to_pp_tensors"),
+    "PP704": ("output", "to_pp_tensors"),
+    "PP705": ("output", "to_pp_tensors"),
+    "PP706": ("output", "to_pp_tensors"),
+    "PP707": ("rank0", "from_pp_tensors"),
+    "PP709": ("output", "to_pp_tensors"),
+    "PP711": ("rank0", "from_pp_tensors"),
+    "PP712": ("rank0", "from_pp_tensors"),
+    "PP713": ("observer", "after_sample"),
+}
+_HOOK_SUBJECT = {
+    "is_active": "observer",
+    "before_grammar": "observer",
+    "after_sample": "observer",
+    "from_pp_tensors": "rank0",
+    "to_pp_tensors": "output",
+    "copy_to_host": "output",
+}
+
+
+def _location(run: _Run, subject: str | None, method: str | None) -> dict[str, Any] | None:
+    """``{"file", "line", "function"}`` of the code a finding is about, where Python knows it:
+    the formats that annotate code (github, sarif, gitlab) point at that line."""
+    import inspect
+    import os
+
+    obj = run.subjects.get(subject) if subject is not None else None
+    if obj is None:
+        return None
+    klass = obj if inspect.isclass(obj) else type(obj)
+    code = inspect.getattr_static(klass, method, None) if method is not None else klass
+    code = getattr(code, "__func__", code)
+    try:
+        file = inspect.getsourcefile(code)
+        _, line = inspect.getsourcelines(code)
+    except (TypeError, OSError):
+        return None
+    if file is None:
+        return None
+    relative = os.path.relpath(file)
+    shown = relative if not relative.startswith("..") else file
+    name = f"{klass.__qualname__}.{method}" if method is not None else klass.__qualname__
+    return {"file": shown, "line": max(line, 1), "function": name}
+
+
+def _located(run: _Run, item: Finding) -> Finding:
+    """``item`` with the ``location`` of the code it is about, where that is known."""
+    import dataclasses
+
+    if item.location is not None:
+        return item
+    subject, method = _MADE_IN.get(item.code, (None, None))
+    if item.code == "PP710":
+        method = item.extra.get("method")
+        subject = _HOOK_SUBJECT.get(method or "")
+    elif item.code == "PP708":
+        add = item.extra.get("stage") == "add"
+        subject, method = ("output", "to_pp_tensors") if add else ("rank0", "from_pp_tensors")
+    location = _location(run, subject, method)
+    return item if location is None else dataclasses.replace(item, location=location)
 
 
 def _once(run: _Run, code: str, what: str) -> bool:
@@ -565,7 +639,7 @@ def _report(run: _Run, loaded: LoadedObserver, given: bool) -> Report:
                 "nothing was checked (is_active, before_grammar or after_sample said no)",
             )
         )
-    report.findings += run.findings
+    report.findings += [_located(run, item) for item in run.findings]
     report.data["observer"] = {
         "target": run.target,
         "kind": loaded.kind,
