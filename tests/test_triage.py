@@ -503,3 +503,19 @@ def test_a_crash_loop_lists_twenty_incidents_and_counts_the_rest(tmp_path):
     assert len(roots) == 21
     assert roots[-1].extra["omitted"] == 5
     assert roots[-1].message.startswith("5 more incidents are not listed")
+
+
+def test_a_directory_gives_its_logs_rotated_ones_too(tmp_path):
+    import shutil
+
+    pod = tmp_path / "pods" / "ns_sglang-0_uid" / "sglang"
+    pod.mkdir(parents=True)
+    shutil.copy(LOGS / "sglang-aux-list.log", pod / "0.log.20261203-101500")
+    (pod / "notes.py").write_text("print('not a log')\n")
+    report = triage_paths([str(tmp_path / "pods")])
+    assert [entry["log"] for entry in report.data["logs"]] == [str(pod / "0.log.20261203-101500")]
+    assert "PP801" in _codes(report)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (problem,) = triage_paths([str(empty)]).problems
+    assert problem.message.startswith("directory holds no log files (*.log, *.gz")

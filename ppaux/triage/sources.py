@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, cast
 
 from ppaux.errors import PathError
-from ppaux.files import InputFileError, collect_files, open_regular
+from ppaux.files import InputFileError, open_regular
+from ppaux.text import shown
 
 __all__ = [
     "LOG_SUFFIXES",
@@ -23,6 +26,7 @@ __all__ = [
     "LogSource",
     "expand_paths",
     "gzip_cut",
+    "is_log_name",
     "open_log",
 ]
 
@@ -33,6 +37,7 @@ LOG_SUFFIXES = (".log", ".gz", ".txt", ".out", ".err", ".json", ".jsonl")
 MAX_LOG_FILES = 10_000
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_ROTATED = re.compile(r"\.log\.[0-9][0-9-]*(?:\.gz)?$")
 
 
 class LogOpenError(PathError, OSError):
@@ -47,9 +52,38 @@ class LogSource:
     stream: BinaryIO | None = None
 
 
+def is_log_name(name: str) -> bool:
+    """Whether a file found in a directory is taken as a log: one of :data:`LOG_SUFFIXES`, or a
+    rotated log (``0.log.20261203-101500``, ``server.log.1``, kubelet's and logrotate's names)."""
+    lowered = name.lower()
+    return lowered.endswith(LOG_SUFFIXES) or _ROTATED.search(lowered) is not None
+
+
 def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[PathError]]:
-    """Directories expanded into their log files (:data:`LOG_SUFFIXES`); other paths kept."""
-    return collect_files(paths, LOG_SUFFIXES, MAX_LOG_FILES, "log files")
+    """Directories expanded into their log files (:func:`is_log_name`; sorted, recursively,
+    links not followed, at most :data:`MAX_LOG_FILES`); other paths kept as given."""
+    files: list[str] = []
+    problems: list[PathError] = []
+    for path in paths:
+        if not os.path.isdir(path):
+            files.append(path)
+            continue
+        found: list[str] = []
+        for folder, dirs, names in os.walk(path):
+            dirs.sort()
+            found += [os.path.join(folder, n) for n in sorted(names) if is_log_name(n)]
+            if len(files) + len(found) > MAX_LOG_FILES:
+                problems.append(
+                    PathError(shown(path, None), f"holds more than {MAX_LOG_FILES} log files")
+                )
+                return files, problems
+        if not found:
+            patterns = ", ".join("*" + suffix for suffix in LOG_SUFFIXES)
+            problems.append(
+                PathError(shown(path, None), f"directory holds no log files ({patterns}, *.log.N)")
+            )
+        files += found
+    return files, problems
 
 
 class _Gunzip(io.RawIOBase):
