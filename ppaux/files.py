@@ -29,6 +29,7 @@ __all__ = [
     "collect_files",
     "open_regular",
     "read_regular",
+    "shareable_path",
 ]
 
 
@@ -200,3 +201,18 @@ def _find_in(folder: str, info: os.stat_result, suffixes: tuple[str, ...] | None
             if (seen.st_dev, seen.st_ino) == (info.st_dev, info.st_ino):
                 return path
     return None
+
+
+def shareable_path(path: str, root: str | None = None) -> str:
+    """``path`` as a report a user may share shows it: relative to ``root`` (default: the
+    working directory, which the paths the user gave are relative to) when it lies inside it,
+    else its file name alone, so that no machine's directory layout leaks into the report.
+    A relative path is given back as it is."""
+    if not os.path.isabs(path):
+        return path
+    base = os.path.abspath(root if root is not None else os.getcwd())
+    try:
+        inside = os.path.commonpath([base, path]) == base
+    except ValueError:  # another drive
+        inside = False
+    return os.path.relpath(path, base) if inside else os.path.basename(path)

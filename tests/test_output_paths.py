@@ -239,3 +239,36 @@ def test_tensorize_says_why_it_cannot_read_stdin():
         "ppaux: error: -: tensorize reads tensor bytes back from the file, so it cannot read "
         "stdin; save the dump to a file and give its path\n"
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# No machine path in a report a user may share
+
+
+def test_shareable_path_is_relative_to_the_working_directory_or_the_name_alone(tmp_path):
+    from ppaux.files import shareable_path
+
+    inside = tmp_path / "captures" / "c.pt"
+    assert shareable_path(str(inside), str(tmp_path)) == os.path.join("captures", "c.pt")
+    assert shareable_path(str(inside), str(tmp_path / "elsewhere")) == "c.pt"
+    assert shareable_path("captures/c.pt", "/") == "captures/c.pt"
+
+
+def test_inspect_shows_rewritten_from_without_the_machine_path(tmp_path, monkeypatch):
+    import json
+
+    source = tmp_path / "in" / "c.pt"
+    source.parent.mkdir()
+    shutil.copy(REPO / "fixtures" / "dumps" / "capture_pop_error.pt", source)
+    fixed = tmp_path / "out" / "fixed.pt"
+    fixed.parent.mkdir()
+    assert cli("tensorize", str(source), "-o", str(fixed)).exit_code == 0
+    for where, expected in ((tmp_path, os.path.join("in", "c.pt")), (fixed.parent, "c.pt")):
+        monkeypatch.chdir(where)
+        doc = json.loads(
+            cli("inspect", "fixed.pt" if where != tmp_path else "out/fixed.pt", "-f", "json").stdout
+        )
+        assert doc["files"][0]["capture"]["rewritten_from"] == expected
+        assert str(tmp_path) not in json.dumps(doc)
+        diff = cli("diff", str(source), str(fixed)).stdout
+        assert f"rewrote {expected})" in diff

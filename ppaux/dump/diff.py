@@ -22,6 +22,7 @@ from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, Opaque, StorageRef, Ten
 from ppaux.dump.payload import Payload, Tally, key_text, type_name, value_phrase
 from ppaux.dump.records import RecordReader
 from ppaux.errors import DumpError, PpauxError
+from ppaux.files import shareable_path
 from ppaux.limits import Limits
 from ppaux.report import Finding, InputProblem, Report, Severity, Table, finding
 from ppaux.sglang import OUTPUT_PREFIX
@@ -409,9 +410,12 @@ def _compare_values(
     if ta != tb or (not ta and type_name(va) != type_name(vb)):
         entry["status"] = "kind"
         entry["changes"].append("kind")
+        # The finding is about the side that holds the non-tensor where the other has a tensor
+        # (the value rank 0 refuses); between two non-tensors, about B, the changed one.
+        about = a.name if tb and not ta else path
         return [
             finding(
-                "PP603", path, f"{entry['a']} in A, {entry['b']} in B", where, severity=severity
+                "PP603", about, f"{entry['a']} in A, {entry['b']} in B", where, severity=severity
             )
         ]
     found = []
@@ -493,7 +497,7 @@ def _pop(
         report.findings.append(
             finding(
                 "PP606",
-                sides[1].name,
+                sides[0 if failing == "A" else 1].name,  # the side that fails is the one to fix
                 f"A: {said(outcomes[0])}; B: {said(outcomes[1])}",
                 sglang_error=outcomes[0 if failing == "A" else 1]["error"],
             )
@@ -519,7 +523,8 @@ def _meta(a: Dump, b: Dump, shown_b: str) -> list[Finding]:
     message = f"capture metadata differs in {', '.join(differ)}"
     rewritten = mb.get("rewritten_by")
     if isinstance(rewritten, str):
-        message += f" (B: {key_text(rewritten)} rewrote {key_text(str(mb.get('rewritten_from')))})"
+        source = shareable_path(str(mb.get("rewritten_from")))
+        message += f" (B: {key_text(rewritten)} rewrote {key_text(source)})"
     return [finding("PP609", shown_b, message)]
 
 

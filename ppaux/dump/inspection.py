@@ -79,7 +79,7 @@ def describe_dump(
         "size": dump.size,
         "pickle_bytes": dump.pickle_bytes,
         "pickle_protocol": dump.protocol,
-        "capture": _plain(capture["meta"]) if capture is not None else None,
+        "capture": _shareable(_plain(capture["meta"])) if capture is not None else None,
         "payloads": described,
         "globals": [{"name": n, "allowed": a} for n, a in dump.globals_seen.items()],
         "storages": len(dump.storages),
@@ -88,6 +88,17 @@ def describe_dump(
         **({"trail": trail} if trail is not None else {}),
         **({"culprit": culprit} if culprit is not None else {}),
     }
+
+
+def _shareable(meta: dict[str, Any]) -> dict[str, Any]:
+    # The input tensorize rewrote is recorded by its absolute path; a report shows it relative
+    # to the working directory (or by its name alone), as it shows every other path.
+    from ppaux.files import shareable_path
+
+    source = meta.get("rewritten_from")
+    if isinstance(source, str):
+        meta = {**meta, "rewritten_from": shareable_path(source)}
+    return meta
 
 
 def _plain(meta: dict[str, Any]) -> dict[str, Any]:
