@@ -345,3 +345,16 @@ def test_non_finite_numbers_are_strings_in_every_json_format(fmt):
             "x": 0.25,
         }
         assert document["findings"][0]["extra"]["values"] == ["NaN", "Infinity", "-Infinity", 1.5]
+
+
+def test_text_view_shows_the_first_rows_of_a_huge_table():
+    from ppaux.report.formats.text import MAX_TABLE_ROWS
+
+    rows = tuple((f"key{n}", str(n)) for n in range(MAX_TABLE_ROWS + 250))
+    report = Report("inspect", tables=[Table("big", ("key", "value"), rows, frozenset({(5, 1)}))])
+    out = render(report, Format.TEXT)
+    assert f"key{MAX_TABLE_ROWS - 1} " in out and f"key{MAX_TABLE_ROWS} " not in out
+    assert "(250 more rows; the JSON report lists every row)" in out
+    # The other views list every row.
+    assert f"key{MAX_TABLE_ROWS + 249}" in render(report, Format.HTML)
+    assert f"key{MAX_TABLE_ROWS + 249}" in render(report, Format.MARKDOWN)

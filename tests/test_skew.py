@@ -318,3 +318,17 @@ def test_many_stages_share_columns():
     torch_row = [row[0] for row in table.rows].index("torch")
     assert table.marked == frozenset({(torch_row, 2)})
     assert [(f.code, f.path) for f in report.findings] == [("PP309", "f17.json")]
+
+
+def test_thousands_of_differing_variables_are_counted_not_listed():
+    fps = _set("consistent")
+    fps[1] = _with(
+        fps[1], environment={**fps[1].environment, **{f"VAR_{n}": str(n) for n in range(3000)}}
+    )
+    report = compare(fps)
+    env = [f for f in report.findings if f.code == "PP315"]
+    # The first 100 are listed; one more finding counts the other 2900.
+    assert len(env) == 101
+    assert env[-1].message.startswith("2900 more PP315 findings")
+    # The matrix keeps every row: formats other than text list them all.
+    assert sum(1 for row in report.tables[0].rows if row[0].startswith("$VAR_")) == 3000

@@ -355,10 +355,16 @@ def _checked_depth(parsed: _Parsed) -> _Parsed:
 
 
 def _walk(node: ast.AST) -> Iterator[ast.AST]:
-    """Every node under ``node`` in source order (``ast.walk`` is breadth-first)."""
-    for child in ast.iter_child_nodes(node):
+    """Every node under ``node`` in source order (``ast.walk`` is breadth-first).
+
+    Iterative: a recursive generator costs each node one step per level above it, which a large
+    source file turns into seconds.
+    """
+    stack = list(ast.iter_child_nodes(node))[::-1]
+    while stack:
+        child = stack.pop()
         yield child
-        yield from _walk(child)
+        stack.extend(list(ast.iter_child_nodes(child))[::-1])
 
 
 def _function(module: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
@@ -623,8 +629,17 @@ def _import_source(module: ast.Module, name: str) -> str | None:
     return None
 
 
-def _calls_anywhere(module: ast.Module, name: str) -> bool:
-    return bool(_calls(module, name))
+def _calls_anywhere(module: ast.Module, names: tuple[str, ...]) -> dict[str, bool]:
+    """For each of ``names``, whether ``module`` calls a function or method of that name (one
+    walk over the module for all of them)."""
+    found = dict.fromkeys(names, False)
+    for node in _walk(module):
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if called in found:
+                found[called] = True
+    return found
 
 
 def _dict_keys(func: ast.AST) -> tuple[list[str], list[str]]:
@@ -748,10 +763,8 @@ def _analyse(tree: SglangTree) -> Capability:
             or _import_source(scheduler.module, POP)
             or TRANSPORT_FILE
         )
-        facts["scheduler_calls"] = {
-            "add": _calls_anywhere(scheduler.module, ADD),
-            "pop": _calls_anywhere(scheduler.module, POP),
-        }
+        calls = _calls_anywhere(scheduler.module, (ADD, POP))
+        facts["scheduler_calls"] = {"add": calls[ADD], "pop": calls[POP]}
         sender = _any_function(scheduler.module, _SENDER_FUNCTION)
         if sender is not None:
             always, optional = _dict_keys(sender)

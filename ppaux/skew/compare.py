@@ -20,7 +20,8 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from ppaux.report import Finding, Report, Severity, finding
+from ppaux.limits import Limits
+from ppaux.report import Finding, Report, Severity, cap_per_code, finding
 from ppaux.skew.fingerprint import Fingerprint
 from ppaux.skew.livepatch import live_findings
 from ppaux.skew.stage import (
@@ -105,7 +106,7 @@ def _release_severity(value: str, ref: str) -> Severity:
     """Error when major.minor differ, warning for a patch release or local build."""
     try:
         a, b = Version(value), Version(ref)
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):  # ValueError: a number past Python's 4300 digits
         return Severity.ERROR
     return Severity.ERROR if a.release[:2] != b.release[:2] else Severity.WARNING
 
@@ -463,6 +464,10 @@ def compare_stages(
     findings += _rank_rules(stages, missing)
     order = {s.path: i for i, s in enumerate(stages)}
     findings.sort(key=lambda f: (-f.severity.rank, order.get(f.path, len(order)), f.code))
+    # Thousands of differing variables are one problem told thousands of times: each code keeps
+    # its first findings and counts the rest, as inspect and replay do.
+    per_code = Limits().max_findings_per_code
+    findings = cap_per_code(findings, per_code, "max_findings_per_code")
 
     notes = [_roles_note(stages)]
     if baseline is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from typing import Any
 
@@ -9,9 +10,13 @@ from ppaux.report import catalogue
 from ppaux.report.document import Report, Table, count_by_severity
 from ppaux.report.findings import Severity
 
-__all__ = ["render"]
+__all__ = ["MAX_TABLE_ROWS", "render"]
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+
+#: Rows of one table the text view shows. rich lays a table out cell by cell (about a
+#: millisecond a row); past this the view would take seconds, and no one reads it on a terminal.
+MAX_TABLE_ROWS = 1000
 
 
 def _rich_table(table: Table, width: int, color: bool) -> tuple[Any, list[str]]:
@@ -139,9 +144,18 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
         soft_wrap=False,
     )
     for table in report.tables:
+        hidden = len(table.rows) - MAX_TABLE_ROWS
+        if hidden > 0:  # a terminal view of its first rows; every format but this lists all
+            table = dataclasses.replace(
+                table,
+                rows=table.rows[:MAX_TABLE_ROWS],
+                marked=frozenset(m for m in table.marked if m[0] < MAX_TABLE_ROWS),
+            )
         rich_table, cut = _rich_table(table, width, color)
         if rich_table is not None:
             console.print(rich_table)
+        if hidden > 0:
+            console.print(Text(f"({hidden} more rows; the JSON report lists every row)"))
         for note in cut:  # whole, never wrapped: a value to grep for or copy
             console.print(Text(note), soft_wrap=True)
         if cut:
