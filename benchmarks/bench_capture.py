@@ -8,7 +8,7 @@ Targets (docs/benchmarks.md, "capture"):
 
 The transport is sglang's own ``sampling_observer_pp.py`` when ``--sglang`` names a wheel or a
 directory (or sglang is installed), otherwise ppaux's reference transport, which runs the same
-checks. Both forms are measured: :func:`ppaux.capture.hooks.install` (one wrapper), and, when the
+checks. Both forms are measured: :func:`ppaux.capture.install` (one wrapper), and, when the
 sglang source has the plugin framework, the AROUND hooks applied by sglang's ``HookRegistry``
 (with, for comparison, sglang's wrapper around an empty hook: the framework's own price).
 ``bare_again`` times the bare function a second time; its ratio shows the noise floor.
@@ -34,9 +34,9 @@ from typing import Any
 
 import torch
 
-from ppaux.capture import hooks as capture
-from ppaux.capture.patching import install, uninstall, wrap
-from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_PREFIX
+from ppaux.capture import install, uninstall
+from ppaux.capture.hop_hooks import hook_for, wrap
+from ppaux.sglang import ADD, MSG_TYPE_KEY, OUTPUT_PREFIX, POP
 
 # The logprob keys of a 0.5.22+ output message (scheduler_pp_mixin / managers/utils.py): most are
 # Python lists, which is what makes the dict realistic for pop's key scan.
@@ -187,8 +187,8 @@ def _healthy(
     install(directory)
     try:
         # What install() puts in place, and what sglang's HookRegistry builds for the plugin.
-        add_hook = capture.hook_for(capture.ADD, bare_add)
-        pop_hook = capture.hook_for(capture.POP, bare_pop)
+        add_hook = hook_for(ADD, bare_add)
+        pop_hook = hook_for(POP, bare_pop)
         installed_add = wrap(bare_add, add_hook)
         installed_pop = wrap(bare_pop, pop_hook)
         # 'bare_again' times the bare function a second time: its ratio is the noise floor.
@@ -226,10 +226,10 @@ def _overhead(registry: types.ModuleType | None, directory: str, calls: int = 20
     install(directory)
     try:
         for name, bare, hook_name in (
-            ("add", add_auxiliary_output_to_pp_tensors, capture.ADD),
-            ("pop", pop_auxiliary_output_from_pp_tensors, capture.POP),
+            ("add", add_auxiliary_output_to_pp_tensors, ADD),
+            ("pop", pop_auxiliary_output_from_pp_tensors, POP),
         ):
-            hook = capture.hook_for(hook_name, bare)
+            hook = hook_for(hook_name, bare)
             variants = {"bare": bare, "install": wrap(bare, hook)}
             if registry is not None:
                 around = registry.HookType.AROUND
@@ -255,7 +255,7 @@ def _failing(module: types.ModuleType, repeats: int) -> dict:
     seconds = []
     sizes = []
     bare_pop = module.pop_auxiliary_output_from_pp_tensors
-    pop = wrap(bare_pop, capture.hook_for(capture.POP, bare_pop))
+    pop = wrap(bare_pop, hook_for(POP, bare_pop))
     for _ in range(repeats):
         with tempfile.TemporaryDirectory(prefix="ppaux-bench-") as directory:
             install(directory)

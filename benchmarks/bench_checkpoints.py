@@ -59,10 +59,11 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ppaux.capture import hooks
-from ppaux.capture.patching import method_wrapper, wrap
+from ppaux.capture import hop_hooks
+from ppaux.capture.hop_hooks import hook_for, method_wrapper, wrap
 from ppaux.capture.settings import CaptureConfig
 from ppaux.capture.state import STATE
+from ppaux.sglang import ADD, POP
 
 
 def _setup() -> tuple[Any, Any, Any, dict[str, Callable[..., Any]]]:
@@ -84,12 +85,12 @@ def _variants(originals: dict[str, Callable[..., Any]]) -> dict[str, dict[str, A
     from sglang.srt.plugins.hook_registry import HookType, _wrap_fn
 
     hook = {
-        "add": hooks.hook_for(hooks.ADD, originals["add"]),
-        "pop": hooks.hook_for(hooks.POP, originals["pop"]),
-        "prepare": hooks.around_prepare,
-        "send_dict": hooks.around_send_dict,
-        "send": hooks.around_send,
-        "recv": hooks.around_recv,
+        "add": hook_for(ADD, originals["add"]),
+        "pop": hook_for(POP, originals["pop"]),
+        "prepare": hop_hooks.around_prepare,
+        "send_dict": hop_hooks.around_send_dict,
+        "send": hop_hooks.around_send,
+        "recv": hop_hooks.around_recv,
     }
     # What install() puts in place: for the methods, wrappers with the methods' own parameters.
     installed = {

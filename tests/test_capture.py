@@ -26,6 +26,7 @@ from ppaux import capture
 from ppaux.capture import hooks, host
 from ppaux.capture import store as capture_store
 from ppaux.dump.capture_format import CAPTURE_MARKER, META_FIELDS
+from ppaux.sglang import TRANSPORT_MODULE
 
 P = "__sampling_observer_output__."
 NON_TENSOR = "received a non-tensor auxiliary PP output"
@@ -339,7 +340,7 @@ def test_a_host_without_the_transport_is_left_alone(tmp_path: Path, monkeypatch)
     try:
         capture.install(tmp_path / "captures")
         with pytest.raises(ModuleNotFoundError):
-            __import__(hooks.TARGET_MODULE)
+            __import__(TRANSPORT_MODULE)
     finally:
         capture.uninstall()
         sglang_shaped.forget()

@@ -395,7 +395,7 @@ def test_a_middle_stage_keeps_what_it_received_for_the_trail(tmp_path: Path, fir
     # was changed on that stage, and its trail says so. Rank 0 keeps nothing.
     import torch
 
-    from ppaux.capture.patching import method_wrapper
+    from ppaux.capture.hop_hooks import method_wrapper
     from ppaux.capture.settings import CaptureConfig
     from ppaux.capture.state import STATE
 

@@ -16,10 +16,10 @@ import torch
 import wheels
 
 from ppaux.capture import hop_hooks
-from ppaux.capture.culprit import WRAPPER_MARK
-from ppaux.capture.patching import method_wrapper
+from ppaux.capture.markers import WRAPPER_MARK
 from ppaux.capture.settings import CaptureConfig
 from ppaux.capture.state import STATE
+from ppaux.sglang import ADD, POP
 
 PREFIX = "__sampling_observer_output__."
 
@@ -86,7 +86,7 @@ CALLS = {
 @pytest.mark.parametrize("hop", sorted(CALLS))
 def test_a_call_reaches_the_method_as_it_was_made(hop: str):
     original, calls = CALLS[hop]
-    wrapper = method_wrapper(hop, original)
+    wrapper = hop_hooks.method_wrapper(hop, original)
     # The wrapper has the method's own parameters, not (*args, **kwargs).
     assert inspect.signature(wrapper, follow_wrapped=False) == inspect.signature(original)
     assert getattr(wrapper, WRAPPER_MARK) is True and wrapper.__wrapped__ is original
@@ -95,7 +95,7 @@ def test_a_call_reaches_the_method_as_it_was_made(hop: str):
 
 
 def test_the_ready_event_form_of_send_dict():
-    wrapper = method_wrapper("send_dict", send_dict_ready)
+    wrapper = hop_hooks.method_wrapper("send_dict", send_dict_ready)
     assert inspect.signature(wrapper, follow_wrapped=False) == inspect.signature(send_dict_ready)
     event = object()
     assert wrapper(Self, MESSAGE, True, "output", event) == (
@@ -110,7 +110,7 @@ def test_the_ready_event_form_of_send_dict():
 
 
 def test_a_bad_call_fails_as_the_method_itself_fails():
-    wrapper = method_wrapper("send", send)
+    wrapper = hop_hooks.method_wrapper("send", send)
     for args, kwargs in [
         ((Self,), {}),
         ((Self, MESSAGE), {"dest": 1}),
@@ -178,7 +178,7 @@ def _positional_only(self, tensor_dict, /, dst=None, all_gather_group=None, asyn
 def test_another_parameter_list_gets_the_generic_hook(other):
     assert not any(hop_hooks.matches(other, shape) for shape in hop_hooks.SHAPES["send"])
     assert hop_hooks.fixed_wrapper("send", other) is None
-    wrapper = method_wrapper("send", other)
+    wrapper = hop_hooks.method_wrapper("send", other)
     for args, kwargs in [
         ((Self, MESSAGE), {}),
         ((Self, MESSAGE), {"async_send": True}),
@@ -196,7 +196,7 @@ def test_the_fixed_wrappers_look_at_the_message():
         is_last_rank = True
 
     dirty = {"__msg_type__": "output", PREFIX + "scores": [0.5]}
-    wrapper = method_wrapper("send", send)
+    wrapper = hop_hooks.method_wrapper("send", send)
     assert wrapper(Group(), dirty)[2] is dirty  # the call goes on (strict mode is off)
     assert STATE.stats().written == 1
     healthy = {"__msg_type__": "output", PREFIX + "scores": torch.ones(1)}
@@ -222,7 +222,7 @@ def test_the_generic_hooks_look_at_the_message(hop, method, args, kwargs):
         is_last_rank = True
         pp_group = None
 
-    wrapper = method_wrapper(hop, method)
+    wrapper = hop_hooks.method_wrapper(hop, method)
     assert str(inspect.signature(wrapper, follow_wrapped=False)) == "(*args, **kwargs)"
     dirty = {"__msg_type__": "output", PREFIX + "scores": [0.5]}
     group = Group()
@@ -291,7 +291,7 @@ def test_every_release_gets_the_fixed_wrappers(version: str):
     wheel = wheels.sglang_wheel(version)
     for hop, (path, name) in TARGETS.items():
         stand_in = _stand_in(wheel, path, name)
-        wrapper = method_wrapper(hop, stand_in)
+        wrapper = hop_hooks.method_wrapper(hop, stand_in)
         assert inspect.signature(wrapper, follow_wrapped=False) == inspect.signature(stand_in), (
             version,
             hop,
@@ -301,15 +301,17 @@ def test_every_release_gets_the_fixed_wrappers(version: str):
 def test_add_and_pop_read_their_parameters_from_their_code():
     from ppaux.capture import hooks
 
+    hook_for = hop_hooks.hook_for
+
     def add(tensors, output):
         return None
 
     def pop(tensors, observer):
         return None
 
-    assert hooks.hook_for(hooks.ADD, add) is hooks._around_add_fixed
-    assert hooks.hook_for(hooks.POP, pop) is hooks._around_pop_fixed
+    assert hook_for(ADD, add) is hop_hooks._around_add_fixed
+    assert hook_for(POP, pop) is hop_hooks._around_pop_fixed
     # A decorator that shows (tensors, output) but takes anything gets the generic hooks.
-    assert hooks.hook_for(hooks.ADD, _logged(add)) is hooks.around_add
-    assert hooks.hook_for(hooks.POP, _logged(pop)) is hooks.around_pop
-    assert hooks.hook_for(hooks.ADD, functools.wraps(add)(lambda *a, **k: None)) is hooks.around_add
+    assert hook_for(ADD, _logged(add)) is hooks.around_add
+    assert hook_for(POP, _logged(pop)) is hooks.around_pop
+    assert hook_for(ADD, functools.wraps(add)(lambda *a, **k: None)) is hooks.around_add

@@ -141,7 +141,7 @@ def test_a_scheduler_without_the_transport_is_not_a_patch(tmp_path):
 
 def test_ppaux_capture_wrapper_is_not_a_patch(tmp_path):
     from ppaux.capture import hooks as capture
-    from ppaux.capture.patching import wrap
+    from ppaux.capture.hop_hooks import wrap
 
     modules = _modules(tmp_path)
     transport = modules[TRANSPORT_MODULE]

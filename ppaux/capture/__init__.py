@@ -3,7 +3,8 @@
 Modules, by what they hold: :mod:`.settings` (the ``PPAUX_CAPTURE_*`` settings and every limit),
 :mod:`.state` (the one state object of the process), :mod:`.hooks` (the hooks around sglang's
 add and pop, and the plugin's registration), :mod:`.hop_hooks` (the hooks on the scheduler's
-and the PP group's methods), :mod:`.hops` (the hops of sglang's output path),
+and the PP group's methods, and every fixed-signature wrapper), :mod:`.markers` (the marks on
+ppaux's own hooks and wrappers), :mod:`.hops` (the hops of sglang's output path),
 :mod:`.checkpoints` (the looks at each hop, the trail), :mod:`.culprit` (the code between the
 last clean and the first dirty hop), :mod:`.patching` (:func:`install` / :func:`uninstall`),
 :mod:`.plugin` (the sglang plugin), :mod:`.writer` (writing one capture), :mod:`.host`

@@ -18,14 +18,10 @@ import textwrap
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ppaux.capture.markers import HOOK_MARK, WRAPPER_MARK
 from ppaux.sglang import ADD, SCHEDULER_MODULE
 
-__all__ = ["HOOK_MARK", "WRAPPER_MARK", "layers", "provenance", "resolve"]
-
-#: Attribute set on ppaux's own hook functions.
-HOOK_MARK = "__ppaux_capture_hook__"
-#: Attribute set on the wrappers install() puts in place.
-WRAPPER_MARK = "__ppaux_capture__"
+__all__ = ["layers", "provenance", "resolve"]
 
 _REGISTRY_FILE = "srt/plugins/hook_registry.py"
 # Scheduler methods on the way from a prepared message to its send (sglang 0.5.19 - 0.5.23).

@@ -4,12 +4,14 @@ hook: ``hook(original_fn, *args, **kwargs)``.
 * :func:`around_add` and :func:`around_pop` capture the dict when sglang's add or pop raises
   (and, with ``when='always'``, sampled healthy calls); they are also the checkpoints of the
   hops "add returned" and "pop called".
-* :func:`around_prepare`, :func:`around_send_dict`, :func:`around_send` and
-  :func:`around_recv` (from :mod:`ppaux.capture.hop_hooks`) are the checkpoints of the
-  scheduler's and the PP group's hops (:mod:`ppaux.capture.checkpoints`).
+* :mod:`ppaux.capture.hop_hooks` holds the checkpoints of the scheduler's and the PP group's
+  hops, and every fixed-signature form: the cheaper versions of these two hooks for the
+  parameters of sglang's releases (chosen by its ``hook_for``) and the stand-ins
+  :func:`ppaux.capture.install` puts in place.
 
-The sglang plugin registers them with sglang's ``HookRegistry`` (:func:`register_plugin_hooks`);
-:func:`ppaux.capture.install` wraps the targets itself (:mod:`ppaux.capture.patching`). The
+The sglang plugin registers the hooks with sglang's ``HookRegistry``
+(:func:`register_plugin_hooks`); :func:`ppaux.capture.install` wraps the targets itself
+(:mod:`ppaux.capture.patching`). The
 healthy path adds an attribute load, a test and a try block; everything else is off it. The
 capture never raises into, blocks or changes its host, except in strict mode, on purpose.
 """
@@ -18,27 +20,17 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import inspect
 import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ppaux.capture.checkpoints import (
-    is_release,
     look_at_add,
     look_at_pop,
     trail_for,
 )
-from ppaux.capture.culprit import HOOK_MARK, WRAPPER_MARK
-from ppaux.capture.hop_hooks import (
-    METHOD_HOOKS,
-    around_prepare,
-    around_recv,
-    around_send,
-    around_send_dict,
-    matches,
-)
 from ppaux.capture.hops import hop_availability
+from ppaux.capture.markers import HOOK_MARK, WRAPPER_MARK
 from ppaux.capture.settings import CaptureConfig
 from ppaux.capture.state import STATE
 from ppaux.capture.writer import note_failure, record
@@ -50,25 +42,11 @@ from ppaux.sglang import (
 )
 
 __all__ = [
-    "ADD",
-    "METHOD_HOOKS",
-    "POP",
-    "TARGET_MODULE",
     "around_add",
     "around_pop",
-    "around_prepare",
-    "around_recv",
-    "around_send",
-    "around_send_dict",
     "capture_original",
-    "hook_for",
     "register_plugin_hooks",
 ]
-
-#: The module that holds sglang's PP auxiliary transport (0.5.19+).
-TARGET_MODULE = TRANSPORT_MODULE
-ADD = ADD
-POP = POP
 
 
 def around_add(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -112,80 +90,6 @@ def around_pop(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         # pop changes the dict only after every check passed, so on error it is as it came.
         _capture_pop(config, exc, args, kwargs)
         raise
-
-
-# The same two hooks for the signatures of sglang 0.5.19 - 0.5.23, (tensors, output) and
-# (tensors, observer): without **kwargs a call costs no dict, which is most of a generic
-# wrapper's price. Used only after _has_signature() confirmed the target's parameters.
-
-
-def _around_add_fixed(original: Callable[..., Any], tensors: Any, output: Any) -> Any:
-    config = STATE.config
-    if config is None:
-        return original(tensors, output)
-    if STATE.sampling and next(STATE.counters[ADD]) % config.sample_every == 0:
-        return _sampled_call(ADD, config, original, (tensors, output), {})
-    try:
-        before = len(tensors)
-    except Exception:
-        before = -1
-    try:
-        result = original(tensors, output)
-    except Exception as exc:
-        _capture_add(config, exc, (tensors, output), {}, before)
-        raise
-    if tensors.__class__ is dict and before >= 0:
-        if original is _release_add[0] and STATE.trace_armed is None:
-            # sglang's own add, known from an earlier call: only note the message, as
-            # look_at_add would, without its calls (this path runs on every healthy message).
-            STATE.last_add = id(tensors)
-            return result
-        error = look_at_add(tensors, original, before)
-        if error is not None:
-            raise error
-        if is_release(original):
-            _release_add[0] = original
-    return result
-
-
-#: The add found to be sglang's release code (by the release table's digests), once known.
-_release_add: list[Any] = [None]
-
-
-def _around_pop_fixed(original: Callable[..., Any], tensors: Any, observer: Any) -> Any:
-    config = STATE.config
-    if config is None:
-        return original(tensors, observer)
-    if STATE.sampling and next(STATE.counters[POP]) % config.sample_every == 0:
-        return _sampled_call(POP, config, original, (tensors, observer), {})
-    if STATE.messages:
-        look_at_pop(tensors)
-    try:
-        return original(tensors, observer)
-    except Exception as exc:
-        _capture_pop(config, exc, (tensors, observer), {})
-        raise
-
-
-#: The parameters of sglang's add and pop in 0.5.19 - 0.5.23.
-_SHAPES = {
-    ADD: (("tensors", inspect.Parameter.empty), ("output", inspect.Parameter.empty)),
-    POP: (("tensors", inspect.Parameter.empty), ("observer", inspect.Parameter.empty)),
-}
-
-
-def _has_signature(function: str, target: Any) -> bool:
-    """True when ``target``'s own code takes exactly (tensors, output|observer), as sglang's do
-    (read as :func:`ppaux.capture.hop_hooks.matches` reads a method's)."""
-    return matches(target, _SHAPES[function])
-
-
-def hook_for(function: str, target: Any) -> Callable[..., Any]:
-    """The cheapest hook that accepts every call ``target`` accepts."""
-    fixed = _has_signature(function, target)
-    if function == ADD:
-        return _around_add_fixed if fixed else around_add
-    return _around_pop_fixed if fixed else around_pop
 
 
 def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:
@@ -282,16 +186,8 @@ def _output_tensors(output: Any) -> Any:
     return tensors
 
 
-for _hook in (
-    around_add,
-    around_pop,
-    _around_add_fixed,
-    _around_pop_fixed,
-    around_prepare,
-    around_send_dict,
-    around_send,
-    around_recv,
-):
+# The other hooks are marked where they live (ppaux.capture.hop_hooks).
+for _hook in (around_add, around_pop):
     setattr(_hook, HOOK_MARK, True)
 
 
@@ -336,16 +232,18 @@ def register_plugin_hooks(config: CaptureConfig) -> bool:
         HookType,
     )
 
+    from ppaux.capture.hop_hooks import METHOD_HOOKS, hook_for
+
     with STATE.lock:
         STATE.activate(config)
         if STATE.patched or STATE.plugin_hooks:
             return False
         # apply_hooks() imports the module right after this returns; importing it here first
         # lets the hooks match the functions' signatures (see hook_for).
-        module = importlib.import_module(TARGET_MODULE)
+        module = importlib.import_module(TRANSPORT_MODULE)
         for name in (ADD, POP):
             hook = hook_for(name, getattr(module, name, None))
-            HookRegistry.register(f"{TARGET_MODULE}.{name}", hook, HookType.AROUND)
+            HookRegistry.register(f"{TRANSPORT_MODULE}.{name}", hook, HookType.AROUND)
         available = hop_availability(_sglang_package())
         STATE.skipped_hops = {
             hop: why for hop, why in available.items() if why is not None and hop in METHOD_HOOKS

@@ -1,5 +1,9 @@
-"""The checkpoint hooks on the scheduler's and the PP group's methods: the hops "prepare
-returned", "send_dict called", "send called" / "send returned" and "recv returned".
+"""The checkpoint hooks on the scheduler's and the PP group's methods (the hops "prepare
+returned", "send_dict called", "send called" / "send returned" and "recv returned"), and every
+fixed-signature wrapper of the capture: the forms of :mod:`ppaux.capture.hooks`' add and pop
+hooks for the parameters of sglang's releases (:func:`hook_for` picks one), the methods' fixed
+wrappers (:func:`fixed_wrapper`) and the stand-ins install() puts in place (:func:`wrap`,
+:func:`method_wrapper`).
 
 Each hook has the signature of an sglang AROUND hook, ``hook(original_fn, *args, **kwargs)``
 (``self`` first in ``args``), and takes any call its target takes; the sglang plugin registers
@@ -16,14 +20,17 @@ here, between the host's own work, where each Python call costs (docs/benchmarks
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ppaux.capture.checkpoints import is_first_rank, is_release, look
+from ppaux.capture.checkpoints import is_first_rank, is_release, look, look_at_add, look_at_pop
+from ppaux.capture.hooks import _capture_add, _capture_pop, _sampled_call, around_add, around_pop
 from ppaux.capture.hops import HOP_TARGETS
+from ppaux.capture.markers import HOOK_MARK, WRAPPER_MARK
 from ppaux.capture.state import STATE
-from ppaux.sglang import MSG_TYPE_KEY, OUTPUT_MSG_TYPE
+from ppaux.sglang import ADD, MSG_TYPE_KEY, OUTPUT_MSG_TYPE, POP
 
 __all__ = [
     "METHOD_HOOKS",
@@ -33,7 +40,10 @@ __all__ = [
     "around_send",
     "around_send_dict",
     "fixed_wrapper",
+    "hook_for",
     "matches",
+    "method_wrapper",
+    "wrap",
 ]
 
 
@@ -302,3 +312,127 @@ _FACTORIES: dict[tuple[str, int], Callable[[Callable[..., Any]], Callable[..., A
     ("send", 5): _send_wrapper,
     ("recv", 3): _recv_wrapper,
 }
+
+
+# ----------------------------------------------------------------------------------------------
+# sglang's add and pop: the fixed forms of the hooks of :mod:`ppaux.capture.hooks`, and the
+# stand-ins install() puts in place of a function or a method
+
+
+# The same two hooks for the signatures of sglang 0.5.19 - 0.5.23, (tensors, output) and
+# (tensors, observer): without **kwargs a call costs no dict, which is most of a generic
+# wrapper's price. Used only after _has_signature() confirmed the target's parameters.
+
+
+def _around_add_fixed(original: Callable[..., Any], tensors: Any, output: Any) -> Any:
+    config = STATE.config
+    if config is None:
+        return original(tensors, output)
+    if STATE.sampling and next(STATE.counters[ADD]) % config.sample_every == 0:
+        return _sampled_call(ADD, config, original, (tensors, output), {})
+    try:
+        before = len(tensors)
+    except Exception:
+        before = -1
+    try:
+        result = original(tensors, output)
+    except Exception as exc:
+        _capture_add(config, exc, (tensors, output), {}, before)
+        raise
+    if tensors.__class__ is dict and before >= 0:
+        if original is _release_add[0] and STATE.trace_armed is None:
+            # sglang's own add, known from an earlier call: only note the message, as
+            # look_at_add would, without its calls (this path runs on every healthy message).
+            STATE.last_add = id(tensors)
+            return result
+        error = look_at_add(tensors, original, before)
+        if error is not None:
+            raise error
+        if is_release(original):
+            _release_add[0] = original
+    return result
+
+
+#: The add found to be sglang's release code (by the release table's digests), once known.
+_release_add: list[Any] = [None]
+
+
+def _around_pop_fixed(original: Callable[..., Any], tensors: Any, observer: Any) -> Any:
+    config = STATE.config
+    if config is None:
+        return original(tensors, observer)
+    if STATE.sampling and next(STATE.counters[POP]) % config.sample_every == 0:
+        return _sampled_call(POP, config, original, (tensors, observer), {})
+    if STATE.messages:
+        look_at_pop(tensors)
+    try:
+        return original(tensors, observer)
+    except Exception as exc:
+        _capture_pop(config, exc, (tensors, observer), {})
+        raise
+
+
+#: The parameters of sglang's add and pop in 0.5.19 - 0.5.23.
+_SHAPES = {
+    ADD: (("tensors", inspect.Parameter.empty), ("output", inspect.Parameter.empty)),
+    POP: (("tensors", inspect.Parameter.empty), ("observer", inspect.Parameter.empty)),
+}
+
+
+def _has_signature(function: str, target: Any) -> bool:
+    """True when ``target``'s own code takes exactly (tensors, output|observer), as sglang's do
+    (read as :func:`matches` reads a method's)."""
+    return matches(target, _SHAPES[function])
+
+
+def hook_for(function: str, target: Any) -> Callable[..., Any]:
+    """The cheapest hook that accepts every call ``target`` accepts."""
+    fixed = _has_signature(function, target)
+    if function == ADD:
+        return _around_add_fixed if fixed else around_add
+    return _around_pop_fixed if fixed else around_pop
+
+
+def wrap(original: Callable[..., Any], hook: Callable[..., Any]) -> Callable[..., Any]:
+    """A stand-in for ``original`` that runs ``hook(original, ...)``, named and documented
+    like it; it takes exactly ``original``'s two parameters when ``hook`` is a fixed one."""
+    if hook is _around_add_fixed:
+
+        def wrapper(tensors: Any, output: Any) -> Any:
+            return _around_add_fixed(original, tensors, output)
+
+    elif hook is _around_pop_fixed:
+
+        def wrapper(tensors: Any, observer: Any) -> Any:  # type: ignore[misc]
+            return _around_pop_fixed(original, tensors, observer)
+
+    else:
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+            return hook(original, *args, **kwargs)
+
+    functools.update_wrapper(wrapper, original)
+    setattr(wrapper, WRAPPER_MARK, True)
+    return wrapper
+
+
+def method_wrapper(hop: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    """The stand-in install() puts for the method ``original`` at ``hop``: with its own
+    parameters when they are those of sglang's releases, else the generic hook's wrapper."""
+    fixed = fixed_wrapper(hop, original)
+    if fixed is None:
+        return wrap(original, METHOD_HOOKS[hop][1])
+    functools.update_wrapper(fixed, original)
+    setattr(fixed, WRAPPER_MARK, True)
+    return fixed
+
+
+for _hook in (
+    _around_add_fixed,
+    _around_pop_fixed,
+    around_prepare,
+    around_send_dict,
+    around_send,
+    around_recv,
+):
+    setattr(_hook, HOOK_MARK, True)

@@ -9,31 +9,26 @@ a module that is not loaded yet is patched the moment it is imported (an import 
 from __future__ import annotations
 
 import contextlib
-import functools
 import importlib.abc
 import importlib.machinery
 import os
 import sys
 import types
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ppaux.capture import hooks as capture_hooks
-from ppaux.capture.culprit import WRAPPER_MARK
-from ppaux.capture.hooks import ADD, POP, TARGET_MODULE, hook_for
-from ppaux.capture.hop_hooks import fixed_wrapper
+from ppaux.capture.hop_hooks import METHOD_HOOKS, hook_for, method_wrapper, wrap
 from ppaux.capture.hops import HOP_TARGETS
+from ppaux.capture.markers import WRAPPER_MARK
 from ppaux.capture.settings import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, CaptureConfig
 from ppaux.capture.state import STATE
 from ppaux.capture.writer import note_failure
-from ppaux.sglang import PARALLEL_STATE_MODULE, SCHEDULER_MODULE
+from ppaux.sglang import ADD, PARALLEL_STATE_MODULE, POP, SCHEDULER_MODULE, TRANSPORT_MODULE
 
-__all__ = ["active_config", "install", "method_wrapper", "stats", "uninstall", "wrap"]
+__all__ = ["active_config", "install", "stats", "uninstall"]
 
-_MARK = WRAPPER_MARK
 #: The modules install() patches, each as soon as it is loaded.
-_MODULES = (TARGET_MODULE, SCHEDULER_MODULE, PARALLEL_STATE_MODULE)
+_MODULES = (TRANSPORT_MODULE, SCHEDULER_MODULE, PARALLEL_STATE_MODULE)
 
 
 def active_config() -> CaptureConfig | None:
@@ -107,17 +102,17 @@ def uninstall() -> None:
 
 def _patch(module: types.ModuleType) -> None:
     """Wrap what ppaux hooks in ``module`` and rebind every by-name import of the functions."""
-    if module.__name__ == TARGET_MODULE:
+    if module.__name__ == TRANSPORT_MODULE:
         for name in (ADD, POP):
             original = module.__dict__.get(name)
-            if original is None or not callable(original) or getattr(original, _MARK, False):
+            if original is None or not callable(original) or getattr(original, WRAPPER_MARK, False):
                 continue
             wrapper = wrap(original, hook_for(name, original))
             setattr(module, name, wrapper)
             _rebind(original, wrapper, module)
-            STATE.patched[f"{TARGET_MODULE}.{name}"] = (module, original, wrapper)
+            STATE.patched[f"{TRANSPORT_MODULE}.{name}"] = (module, original, wrapper)
         return
-    for hop, (target, _hook) in capture_hooks.METHOD_HOOKS.items():
+    for hop, (target, _hook) in METHOD_HOOKS.items():
         owner_path, name = target.rsplit(".", 1)
         module_name, class_name = owner_path.rsplit(".", 1)
         if module_name != module.__name__:
@@ -127,46 +122,12 @@ def _patch(module: types.ModuleType) -> None:
         if owner is None or original is None or not callable(original):
             STATE.skipped_hops[hop] = f"this sglang has no {HOP_TARGETS[hop]}"
             continue
-        if getattr(original, _MARK, False):
+        if getattr(original, WRAPPER_MARK, False):
             continue
         wrapper = method_wrapper(hop, original)
         setattr(owner, name, wrapper)
         STATE.patched[target] = (owner, original, wrapper)
         STATE.skipped_hops.pop(hop, None)
-
-
-def wrap(original: Callable[..., Any], hook: Callable[..., Any]) -> Callable[..., Any]:
-    """A stand-in for ``original`` that runs ``hook(original, ...)``, named and documented
-    like it; it takes exactly ``original``'s two parameters when ``hook`` is a fixed one."""
-    if hook is capture_hooks._around_add_fixed:
-
-        def wrapper(tensors: Any, output: Any) -> Any:
-            return capture_hooks._around_add_fixed(original, tensors, output)
-
-    elif hook is capture_hooks._around_pop_fixed:
-
-        def wrapper(tensors: Any, observer: Any) -> Any:  # type: ignore[misc]
-            return capture_hooks._around_pop_fixed(original, tensors, observer)
-
-    else:
-
-        def wrapper(*args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
-            return hook(original, *args, **kwargs)
-
-    functools.update_wrapper(wrapper, original)
-    setattr(wrapper, _MARK, True)
-    return wrapper
-
-
-def method_wrapper(hop: str, original: Callable[..., Any]) -> Callable[..., Any]:
-    """The stand-in install() puts for the method ``original`` at ``hop``: with its own
-    parameters when they are those of sglang's releases, else the generic hook's wrapper."""
-    fixed = fixed_wrapper(hop, original)
-    if fixed is None:
-        return wrap(original, capture_hooks.METHOD_HOOKS[hop][1])
-    functools.update_wrapper(fixed, original)
-    setattr(fixed, _MARK, True)
-    return fixed
 
 
 def _rebind(old: object, new: object, source: types.ModuleType) -> int:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 
-from ppaux.sglang import ENTRY_POINT, PLUGIN_NAME
+from ppaux.sglang import ENTRY_POINT, PLUGIN_NAME, TRANSPORT_MODULE
 
 __all__ = ["ENTRY_POINT", "PLUGIN_NAME", "register"]
 
@@ -49,8 +49,8 @@ def _register() -> None:
         return
     # sglang before 0.5.19 has no auxiliary transport; a hook on a missing target would make
     # sglang log a traceback at start-up, so look first (the parents are already imported).
-    if importlib.util.find_spec(capture.TARGET_MODULE) is None:
-        logger.info("ppaux capture: not enabled: this sglang has no %s", capture.TARGET_MODULE)
+    if importlib.util.find_spec(TRANSPORT_MODULE) is None:
+        logger.info("ppaux capture: not enabled: this sglang has no %s", TRANSPORT_MODULE)
         return
     if capture.register_plugin_hooks(config):
         logger.info(
