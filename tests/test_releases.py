@@ -24,7 +24,14 @@ def test_table_is_package_data_and_well_formed():
     assert doc["schema"] == "ppaux.releases/1"
     assert doc["prefix"] == "__sampling_observer_output__."
     assert [f["name"] for f in doc["families"]] == ["<=0.5.18", "0.5.19", "0.5.20-0.5.23"]
-    assert releases.release_versions() == ("0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+    assert releases.release_versions() == (
+        "0.5.18",
+        "0.5.19",
+        "0.5.20",
+        "0.5.21",
+        "0.5.22",
+        "0.5.23",
+    )
     every_version = [v for f in releases.families() for v in f.versions]
     assert every_version == list(releases.release_versions())
 
