@@ -25,6 +25,7 @@ from typing import Any
 
 from ppaux.errors import PpauxError
 from ppaux.sglang import OUTPUT_PREFIX, POP_NON_TENSOR
+from ppaux.text import shown
 
 __all__ = [
     "NotTensorizable",
@@ -80,13 +81,15 @@ def _short_repr(key: Any) -> str:
         text = repr(key)
     except Exception:  # a key whose repr fails is still named by its type
         text = f"<{type(key).__name__} object>"
-    return text if len(text) <= 80 else text[:77] + "..."
+    text = text if len(text) <= 80 else text[:77] + "..."
+    return shown(text, None)  # a __repr__ of the user's own may hold any character
 
 
 def describe_value(value: Any) -> str:
     """A value in a few words, with its shape or length: 'list of length 4', 'Tensor (2, 3)'."""
     cls = type(value)
     name = cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
+    name = shown(name, 200)  # class names are the user's (or a file's) text
     shape = getattr(value, "shape", None)
     if shape is not None and not isinstance(value, type):
         try:

@@ -318,3 +318,19 @@ def test_a_huge_world_size_costs_nothing(tmp_path):
     # 64 ranks listed one by one, then one finding that counts the rest.
     assert len(absent) == 65
     assert absent[-1]["message"].startswith(f"world size is {10**30} but no fingerprint has ")
+
+
+def test_the_guard_shows_keys_and_classes_escaped():
+    from ppaux.guard import PpTensorsError, check_pp_tensors, describe_value
+
+    class Key:
+        def __repr__(self) -> str:
+            return "key\x1b[2J\u202e"
+
+    odd = type("Odd\x07", (), {})
+    with pytest.raises(PpTensorsError) as raised:
+        check_pp_tensors({Key(): 1, P + "x": odd()})
+    text = str(raised.value)
+    assert "key\\x1b[2J\\u202e" in text and "Odd\\x07" in text
+    assert all(c == "\n" or c.isprintable() for c in text)
+    assert describe_value(odd()).endswith("Odd\\x07")
