@@ -1,13 +1,18 @@
-"""Shared fixtures, and the torch gate: the torch-free tests run where torch is absent.
+"""Shared fixtures, the order of modules under pytest-xdist, and the torch gate: the
+torch-free tests run where torch is absent.
 
-Modules of the torch wing (replay, transport, capture) import torch at the top and are not
-collected without it; a test elsewhere that needs torch carries ``@pytest.mark.torch`` and is
-skipped without it. ``PPAUX_TEST_NO_TORCH=1`` hides an installed torch from this process, to
-check that split where torch is installed (``tests/test_layout.py`` runs it).
+The gate is the ``torch`` marker, applied here: a test that needs torch carries
+``@pytest.mark.torch`` and is skipped without it; a module that needs it throughout says
+``pytestmark = pytest.mark.torch`` (or imports torch at the top, directly or through a helper
+module of ``tests/``) and is not collected without it, which is read from its source, so there
+is no list to keep. ``PPAUX_TEST_NO_TORCH=1`` hides
+an installed torch from this process, to check that split where torch is installed
+(``tests/test_layout.py`` runs it).
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.abc
 import importlib.util
 import os
@@ -31,36 +36,51 @@ class _NoTorch(importlib.abc.MetaPathFinder):
         return None
 
 
+_TESTS = Path(__file__).resolve().parent
+
 if os.environ.get("PPAUX_TEST_NO_TORCH") == "1":
     sys.meta_path.insert(0, _NoTorch())
     HAVE_TORCH = False
 else:
     HAVE_TORCH = importlib.util.find_spec("torch") is not None
 
-#: Test modules that import torch at the top: the torch wing, and tests that make real tensors.
-TORCH_MODULES = [
-    "tensor_tags.py",
-    "test_capture.py",
-    "test_capture_cli.py",
-    "test_capture_hop_hooks.py",
-    "test_capture_plugin.py",
-    "test_capture_story.py",
-    "test_capture_wheels.py",
-    "test_check_skew_distributed.py",
-    "test_checks.py",
-    "test_materialize.py",
-    "test_replay.py",
-    "test_replay_cuda.py",
-    "test_replay_distributed.py",
-    "test_replay_fixtures.py",
-    "pp_messages.py",
-    "test_sglang_transport.py",
-    "test_transport.py",
-    "test_transport_wheels.py",
-    "test_wire.py",
-]
 
-collect_ignore = [] if HAVE_TORCH else list(TORCH_MODULES)
+def needs_torch(path: Path, _seen: set[Path] | None = None) -> bool:
+    """Whether the module at ``path`` needs torch throughout: its module-level ``pytestmark``
+    holds ``pytest.mark.torch``, or it imports torch at the top (``import torch``, ``from
+    torch...``), or it imports a module of ``tests/`` that does. Read from its source, so that the
+    module is never imported where torch is absent."""
+    seen = set() if _seen is None else _seen
+    seen.add(path)
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "pytestmark" for target in node.targets
+        ):
+            if "mark.torch" in ast.unparse(node.value).replace(" ", ""):
+                return True
+            continue
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module]
+        else:
+            continue
+        for name in names:
+            top = name.partition(".")[0]
+            sibling = _TESTS / f"{top}.py"
+            if top == "torch" or (
+                sibling.is_file() and sibling not in seen and needs_torch(sibling, seen)
+            ):
+                return True
+    return False
+
+
+def pytest_ignore_collect(collection_path: Path) -> bool | None:
+    """Without torch, a test module that needs it throughout (:func:`needs_torch`) is not
+    collected; no opinion on anything else (None)."""
+    if HAVE_TORCH or collection_path.suffix != ".py" or not collection_path.is_file():
+        return None
+    return True if needs_torch(collection_path) else None
 
 
 #: The modules that take longest in a cold run on 2 cores (a minute or more each: sglang's

@@ -17,6 +17,9 @@ from pathlib import Path
 import pytest
 import sglang_shaped
 
+# The child processes make tensors.
+pytestmark = pytest.mark.torch
+
 NON_TENSOR = "received a non-tensor auxiliary PP output"
 
 _CHILD = r"""

@@ -33,7 +33,7 @@ import pytest
 import wheels
 from helpers import clean_environ, free_port, ppaux_process
 
-pytestmark = pytest.mark.wheels
+pytestmark = [pytest.mark.wheels, pytest.mark.torch]
 
 P = "__sampling_observer_output__."
 NON_TENSOR = "received a non-tensor auxiliary PP output"

@@ -19,8 +19,7 @@ import pytest
 from helpers import free_port
 from skew_fixtures import TREES
 
-pytest.importorskip("torch.distributed")
-pytestmark = pytest.mark.distributed
+pytestmark = [pytest.mark.distributed, pytest.mark.torch]
 
 TIMEOUT_S = 120
 

@@ -332,8 +332,8 @@ def test_walkthrough_can_be_followed_literally_on_the_shipped_capture(tmp_path):
     _check_blocks(blocks, folder, env, "/var/tmp/ppaux")
 
 
+@pytest.mark.torch
 def test_fix_page_prints_what_it_shows(tmp_path):
-    pytest.importorskip("torch")
     blocks = _output_blocks((DOCS / "fix.md").read_text(encoding="utf-8"))
     assert [language for language, _, _ in blocks] == ["python"] + ["console"] * 4
     env = _workspace(tmp_path)

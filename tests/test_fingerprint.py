@@ -57,8 +57,8 @@ def test_collect_records_this_process():
     assert fp.nccl["version"] == "unknown" or fp.nccl["version"][0].isdigit()
 
 
+@pytest.mark.torch  # only to know what to expect; the child never imports it
 def test_torch_build_is_read_without_importing_torch():
-    pytest.importorskip("torch")  # only to know what to expect; the child never imports it
     code = (
         "import sys, json\n"
         "from ppaux.skew.fingerprint import collect\n"

@@ -6,8 +6,9 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
 
 from ppaux.errors import PpauxError  # noqa: E402
 from ppaux.guard import (  # noqa: E402

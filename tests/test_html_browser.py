@@ -78,8 +78,6 @@ def _ppaux(args: list[str], fmt: str, out: Path) -> None:
 
 
 def _example(name: str, tmp_path: Path) -> tuple[Path, dict]:
-    if name == "replay":
-        pytest.importorskip("torch")
     captures = tmp_path / "captures"
     captures.mkdir()
     for fixture in ("capture_add_error.pt", "capture_pop_error.pt"):
@@ -140,7 +138,11 @@ def _marked_cell_pixels(browser: Browser, path: Path) -> None:
     assert hits > count * 0.4, f"{path}: the marked colour covers {hits} of {count} pixels"
 
 
-@pytest.mark.parametrize("name", list(EXAMPLES))
+@pytest.mark.parametrize(
+    "name",
+    # replay makes real tensors
+    [pytest.param(n, marks=pytest.mark.torch) if n == "replay" else n for n in EXAMPLES],
+)
 def test_example_page_in_chromium(name, browser, shots, tmp_path):
     page, document = _example(name, tmp_path)
     url = page.as_uri()

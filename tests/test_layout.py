@@ -45,10 +45,15 @@ def test_architecture_names_every_subpackage_and_only_those():
     assert named == SUBPACKAGES
 
 
-@pytest.mark.parametrize("face", ["ppaux", *(f"ppaux.{name}" for name in SUBPACKAGES)])
+@pytest.mark.parametrize(
+    "face",
+    [
+        # the replay wing's modules import torch
+        pytest.param(face, marks=pytest.mark.torch) if face == "ppaux.replay" else face
+        for face in ["ppaux", *(f"ppaux.{name}" for name in SUBPACKAGES)]
+    ],
+)
 def test_every_public_name_of_a_face_resolves(face):
-    if face == "ppaux.replay":
-        pytest.importorskip("torch")
     module = importlib.import_module(face)
     assert module.__all__, face
     assert sorted(module.__all__) == sorted(set(module.__all__)), f"{face}: a name twice"
@@ -57,8 +62,8 @@ def test_every_public_name_of_a_face_resolves(face):
     assert set(module.__all__) <= set(dir(module))
 
 
+@pytest.mark.torch  # the replay wing's modules import torch
 def test_every_module_declares_all_and_its_names_exist():
-    pytest.importorskip("torch")  # the replay wing's modules import torch
     for info in pkgutil.walk_packages(ppaux.__path__, "ppaux."):
         module = importlib.import_module(info.name)
         names = getattr(module, "__all__", None)

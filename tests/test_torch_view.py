@@ -15,8 +15,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
 
 from ppaux.dump.inspection import inspect_file  # noqa: E402
 from ppaux.sglang.names import OUTPUT_PREFIX  # noqa: E402
