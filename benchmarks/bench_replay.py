@@ -54,10 +54,14 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402  (after the path: the benchmark runs from a checkout)
 
-from ppaux.replay import transport  # noqa: E402
+from ppaux.replay import (  # noqa: E402
+    ReplayOptions,
+    Transport,
+    replay_paths,
+    transport,
+)
 from ppaux.replay.distributed import DistributedWire  # noqa: E402
 from ppaux.replay.roundtrip import ReferenceObserver  # noqa: E402
-from ppaux.replay.run import ReplayOptions, Transport, replay_paths  # noqa: E402
 
 MIB = 1024 * 1024
 AUX = "__sampling_observer_output__."

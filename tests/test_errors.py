@@ -36,7 +36,7 @@ EXPECTED = {
     "ppaux.capture.store.CaptureDirError": ValueError,
     "ppaux.replay.materialize.DeviceError": ValueError,
     "ppaux.replay.materialize.MaterializeError": ValueError,
-    "ppaux.replay.run.ReplayConfigError": ValueError,
+    "ppaux.replay.options.ReplayConfigError": ValueError,
     "ppaux.replay.roundtrip.SenderRefused": None,
     "ppaux.replay.wire.WireError": RuntimeError,
     "ppaux.replay.distributed.WireSetupError": RuntimeError,

@@ -16,7 +16,7 @@ import torch
 from helpers import REPO, cli
 from test_replay_fixtures import replayable_dumps
 
-from ppaux.replay.run import Impl, ReplayOptions, Sender, Transport, replay_paths
+from ppaux.replay import Impl, ReplayOptions, Sender, Transport, replay_paths
 
 P = "__sampling_observer_output__."
 
@@ -193,7 +193,7 @@ def test_clean_replay_reports_the_output_and_exit_0():
         "all_gather": 1,
         "implementations": {
             "reference": {
-                "origin": "ppaux.transport",
+                "origin": "ppaux.replay.transport",
                 "version": None,
                 "sha256": None,
                 "stock_releases": [],
@@ -466,3 +466,62 @@ def test_report_schema_accepts_a_replay_report(tmp_path):
     for result in doc["results"]:
         assert result["outcome"] in ("ok", "error", "diverged")
         assert (result["error"] is None) == (result["outcome"] != "error")
+
+
+# -- choices given as values ---------------------------------------------------------------------
+
+
+class _Value(str):
+    """A str subclass with an enum's value: what Typer 0.29 hands over where 0.28 gave members."""
+
+
+def test_choices_given_as_values_replay_the_same_as_members():
+    """Every choice is compared by value: plain strings and str subclasses select the same
+    sender, transport and implementation as the members (an identity test would not)."""
+    by_value = replay_paths(
+        ["fixtures/dumps/aux_list.pt"],
+        ReplayOptions(sender=_Value("legacy"), transport="wire", impl=_Value("reference")),
+    )
+    by_member = replay_paths(
+        ["fixtures/dumps/aux_list.pt"],
+        ReplayOptions(sender=Sender.LEGACY, transport=Transport.WIRE, impl=Impl.REFERENCE),
+    )
+    settings = by_value.data["replay"]
+    assert (settings["sender"], settings["transport"], settings["impl"]) == (
+        "legacy",
+        "wire",
+        "reference",
+    )
+    (result,) = by_value.data["results"]
+    run_ = result["payloads"][0]["runs"]["reference"]
+    # The emulated wire ran (its statistics are there) and rank 0's pop met the list.
+    assert run_["wire"]["tensors"] == 1
+    assert (result["stage"], result["error"]) == (
+        "pop",
+        "received a non-tensor auxiliary PP output",
+    )
+    assert [f.code for f in by_value.findings] == [f.code for f in by_member.findings] == ["PP401"]
+    assert by_value.tables[0].columns[-1] == "wire"
+
+
+def test_an_unknown_choice_is_a_setting_error():
+    from ppaux.replay import ReplayConfigError
+
+    with pytest.raises(ReplayConfigError) as caught:
+        ReplayOptions(transport="pigeon")
+    assert (caught.value.option, caught.value.value) == ("transport", "pigeon")
+    assert caught.value.reason == "not one of none, wire, torch-distributed, sglang"
+
+
+def test_formats_and_fail_on_given_as_values():
+    """The report's format and gate take values too (Typer 0.29 passes them as strings)."""
+    from ppaux.report import FailOn
+    from ppaux.report.config import Config, resolve_gate
+    from ppaux.report.formats import render
+
+    report = replay_paths(
+        ["fixtures/dumps/aux_list.pt"], ReplayOptions(sender="legacy", transport="none")
+    )
+    assert json.loads(render(report, _Value("json")))["command"] == "replay"
+    assert render(report, "markdown").startswith("## ppaux replay")
+    assert resolve_gate(Config(), fail_on=_Value("warning")).fail_on is FailOn.WARNING

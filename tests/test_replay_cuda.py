@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ppaux.replay.run import ReplayConfigError, ReplayOptions, Sender, Transport, replay_paths
+from ppaux.replay import ReplayConfigError, ReplayOptions, Sender, Transport, replay_paths
 from ppaux.replay.wire import transfer
 
 pytestmark = [

@@ -13,8 +13,15 @@ import test_replay_fixtures as fixtures
 import torch
 from helpers import cli
 
-from ppaux.replay import DistributedWire, WireFailure, open_wire
-from ppaux.replay.run import ReplayOptions, Sender, Transport, replay_paths
+from ppaux.replay import (
+    DistributedWire,
+    ReplayOptions,
+    Sender,
+    Transport,
+    WireFailure,
+    open_wire,
+    replay_paths,
+)
 
 pytestmark = [pytest.mark.distributed, pytest.mark.usefixtures("in_repo")]
 

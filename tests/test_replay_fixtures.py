@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 from helpers import REPO
 
-from ppaux.replay.run import ReplayOptions, Sender, Transport, replay_paths
+from ppaux.replay import ReplayOptions, Sender, Transport, replay_paths
+
+# Every replay here makes real tensors.
+pytestmark = pytest.mark.torch
 
 FOLDERS = ("dumps", "malicious", "corrupt")
 

@@ -6,7 +6,7 @@ import pytest
 import wheels
 from test_replay_fixtures import replayable_dumps
 
-from ppaux.replay.run import Impl, ReplayOptions, Sender, Transport, replay_paths
+from ppaux.replay import Impl, ReplayOptions, Sender, Transport, replay_paths
 
 pytestmark = [pytest.mark.wheels, pytest.mark.usefixtures("in_repo")]
 

@@ -144,16 +144,19 @@ class _Channel:
         keys = [key for key, value in metadata if isinstance(value, TensorMetadata)]
         for key, tensor in zip(keys, tensors, strict=True):
             ranks = all_gather_size if _gathers(tensor.numel(), all_gather_size) else 1
+            sent_any = False
             for rank in range(ranks):
                 chunk = outgoing(key, tensor, all_gather_size=all_gather_size, all_gather_rank=rank)
                 if chunk is None:
                     break
                 self.send_tensor(chunk)
+                sent_any = True
                 if stats is not None:
                     stats.tensor_bytes += chunk.numel() * chunk.element_size()
             if stats is not None:
-                stats.tensors += 1 if tensor.numel() else 0
-                stats.empty += 0 if tensor.numel() else 1
+                # An empty or meta tensor sends nothing: the receiver makes its own.
+                stats.tensors += 1 if sent_any else 0
+                stats.empty += 0 if sent_any else 1
 
     def recv_tensor_dict(self, all_gather_size: int = 1) -> dict[str, Any]:
         """sglang's ``recv_tensor_dict``: allocate from the metadata on this process's device."""

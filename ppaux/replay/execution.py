@@ -1,0 +1,271 @@
+"""Replaying one dump: read it, rebuild its tensor dicts, and for each implementation send, cross
+the wire, pop and add back (:func:`replay_file`).
+
+Each step's outcome is a frozen result (:mod:`ppaux.replay.results`); the findings are made from
+them by :mod:`ppaux.replay.findings`. The wire is whatever :class:`~ppaux.replay.protocol.Wire`
+the setup opened: nothing here depends on which transport it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ppaux.errors import DumpError
+from ppaux.replay.findings import not_reproduced, payload_findings
+from ppaux.replay.options import Sender, Transport
+from ppaux.replay.results import DumpResult, PayloadResult, Recorded, Refusal, RunResult, worst
+from ppaux.replay.setup import Setup
+from ppaux.report import Finding, cap_per_code
+from ppaux.sglang import OUTPUT_PREFIX
+
+__all__ = ["OnceText", "divergences", "replay_file", "replay_payload", "run_impl"]
+
+
+def replay_file(path: str, setup: Setup) -> tuple[DumpResult, list[Finding]]:
+    """Replay every tensor dict of the dump at ``path`` (for a capture: its dict and output).
+
+    Raises :class:`~ppaux.errors.DumpError` for a dump that cannot be read or holds nothing to
+    replay.
+    """
+    from ppaux.dump import find_payloads, read_dump, walk
+    from ppaux.replay.materialize import Materializer
+
+    dump = read_dump(path, setup.options.limits)
+    for _ in walk(dump.root, setup.options.limits, path):
+        pass  # a hostile structure fails here, as one clear error, before anything is built
+    payloads = find_payloads(dump, setup.options.limits)
+    if not payloads:
+        raise DumpError(path, "no tensor dict to replay")
+    capture = dump.capture
+    units: list[tuple[Any, Any]] = []
+    if capture is not None:
+        tensors = next((p for p in payloads if p.role == "capture"), None)
+        output = next((p for p in payloads if p.role == "output"), None)
+        if tensors is None:
+            raise DumpError(path, "capture without a tensor dict to replay")
+        units.append((tensors, output))
+    else:
+        units = [(payload, None) for payload in payloads]
+    with Materializer(dump, setup.device, setup.options.limits) as build:
+        real = [
+            (
+                payload,
+                build.value(payload.mapping, payload.locator),
+                build.value(output.mapping, output.locator) if output is not None else None,
+            )
+            for payload, output in units
+        ]
+    results: list[PayloadResult] = []
+    findings: list[Finding] = []
+    for payload, mapping, output in real:
+        result = replay_payload(payload.locator, payload.role, mapping, output, setup)
+        results.append(result)
+        findings += payload_findings(path, result, setup.options)
+    first = next((r for r in results if r.error is not None), None)
+    dump_result = DumpResult(
+        path=path,
+        outcome=worst(r.outcome for r in results),
+        error=first.error if first else None,
+        error_type=first.error_type if first else None,
+        stage=first.stage if first else None,
+        payloads=tuple(results),
+    )
+    if capture is not None:
+        meta = capture["meta"]
+        recorded = Recorded(
+            *(
+                meta.get(name)
+                if isinstance(meta.get(name), (str, type(None)))
+                else repr(meta.get(name))
+                for name in ("function", "exception_type", "exception_message")
+            )
+        )
+        dump_result = dataclasses.replace(
+            dump_result,
+            recorded=recorded,
+            reproduced=(
+                recorded.exception_type == dump_result.error_type
+                and recorded.exception_message == dump_result.error
+            ),
+        )
+        if not dump_result.reproduced:
+            findings.append(not_reproduced(path, recorded, dump_result, setup.options))
+    limits = setup.options.limits
+    findings = cap_per_code(findings, limits.max_findings_per_code, "max_findings_per_code")
+    once = OnceText()
+    findings = [once.finding(f) for f in findings]
+    cut: DumpResult = once.value(dump_result)
+    return cut, findings
+
+
+class OnceText:
+    """Gives each long string of one file's replay report whole the first time it appears and
+    cut every later time: a 16 KiB key quoted by a thousand payloads' results must not make a
+    report of gigabytes. The replay and its comparisons ran on the whole strings."""
+
+    #: Strings up to this length are always given whole.
+    SHORT = 200
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def text(self, text: str) -> str:
+        """``text`` whole the first time, cut (saying so) every later time."""
+        if len(text) <= self.SHORT:
+            return text
+        if text not in self.seen:
+            self.seen.add(text)
+            return text
+        return f"{text[: self.SHORT]}... ({len(text)} characters, given whole above)"
+
+    def value(self, value: Any) -> Any:
+        """``value`` (results, plain dicts, lists and scalars) with its repeated long strings
+        cut, field by field in the order the report prints them."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.value(k): self.value(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.value(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self.value(v) for v in value)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            changes = {
+                f.name: self.value(getattr(value, f.name)) for f in dataclasses.fields(value)
+            }
+            return dataclasses.replace(value, **changes)
+        return value
+
+    def finding(self, item: Finding) -> Finding:
+        """``item`` with its message, key and sglang error cut the same way."""
+        return dataclasses.replace(
+            item,
+            message=self.text(item.message),
+            key=self.text(item.key) if item.key is not None else None,
+            sglang_error=self.text(item.sglang_error) if item.sglang_error is not None else None,
+        )
+
+
+def replay_payload(
+    locator: str,
+    role: str,
+    mapping: dict[str, Any],
+    output: dict[str, Any] | None,
+    setup: Setup,
+) -> PayloadResult:
+    """Replay one tensor dict with every implementation of the setup and compare them."""
+    runs = {
+        name: run_impl(mapping, output, module, name, setup) for name, module in setup.impls.items()
+    }
+    primary = next(iter(runs.values()))
+    found = divergences(runs["reference"], runs["sglang"]) if len(runs) == 2 else []
+    outcome = "diverged" if found or primary.mismatches else primary.outcome
+    return PayloadResult(
+        locator=locator,
+        role=role,
+        outcome=outcome,
+        stage=primary.stage,
+        error_type=primary.error_type,
+        error=primary.error,
+        runs=runs,
+        divergences=found,
+    )
+
+
+def run_impl(
+    mapping: dict[str, Any], output: dict[str, Any] | None, module: Any, name: str, setup: Setup
+) -> RunResult:
+    """One implementation's replay of one payload: send, wire, pop, add back, compare."""
+    from ppaux.replay import roundtrip
+
+    options = setup.options
+    add = module.add_auxiliary_output_to_pp_tensors
+    refused: Refusal | None = None
+    try:
+        validating = options.sender == Sender.VALIDATING
+        sent = roundtrip.sender_dict(mapping, output, validating=validating, add=add)
+    except roundtrip.SenderRefused as exc:
+        culprit = f"{OUTPUT_PREFIX}{exc.name}" if exc.name is not None else None
+        if options.transport != Transport.NONE or output is not None:
+            source = (
+                output
+                if output is not None
+                else {k[len(OUTPUT_PREFIX) :]: v for k, v in roundtrip.aux_entries(mapping).items()}
+            )
+            return RunResult(
+                impl=name,
+                outcome="error",
+                stage="add",
+                error_type=exc.error_type,
+                error=exc.message,
+                culprit=culprit,
+                sent=[
+                    dict(roundtrip.describe(v), key=f"{OUTPUT_PREFIX}{n}")
+                    for n, v in source.items()
+                ],
+            )
+        # No wire: pop runs on the dict as recorded, as rank 0 received it; what a stock
+        # sender would have refused is reported beside that outcome, not instead of it.
+        refused = Refusal(exc.error_type, exc.message, culprit)
+        sent = roundtrip.sender_dict(mapping, output, validating=False, add=add)
+    sent_aux = roundtrip.aux_entries(sent)
+    described = [dict(roundtrip.describe(v), key=k) for k, v in sent_aux.items()]
+    exchange = setup.wire.exchange(sent, name)
+    if exchange.failure is not None or exchange.reception is None:
+        failure = exchange.failure
+        assert failure is not None  # a wire that delivered nothing says why
+        return RunResult(
+            impl=name,
+            outcome="error",
+            stage="wire",
+            error_type=failure.error_type,
+            error=failure.message,
+            culprit=failure.key,
+            sent=described,
+            failure=failure,
+            sender_refused=refused,
+        )
+    info = exchange.reception
+    mismatches: list[dict[str, Any]] = []
+    changes: list[dict[str, Any]] = []
+    if exchange.readded is not None:
+        mismatches, changes = roundtrip.compare(sent_aux, exchange.readded)
+    return RunResult(
+        impl=name,
+        outcome=info.outcome,
+        stage=info.stage,
+        error_type=info.error_type,
+        error=info.error,
+        culprit=info.culprit,
+        sent=described,
+        received=info.received,
+        output=info.output,
+        remaining_keys=info.remaining_keys,
+        stats=exchange.stats,
+        mismatches=mismatches,
+        changes=changes,
+        sender_refused=refused,
+    )
+
+
+#: The fields on which the two implementations' runs are compared.
+COMPARED = (
+    "outcome",
+    "stage",
+    "error_type",
+    "error",
+    "received",
+    "output",
+    "remaining_keys",
+    "mismatches",
+)
+
+
+def divergences(reference: RunResult, sglang: RunResult) -> list[dict[str, Any]]:
+    """Every compared field on which the two implementations' runs disagree."""
+    return [
+        {"field": name, "reference": getattr(reference, name), "sglang": getattr(sglang, name)}
+        for name in COMPARED
+        if getattr(reference, name) != getattr(sglang, name)
+    ]

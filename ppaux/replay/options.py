@@ -1,0 +1,90 @@
+"""The settings of a replay: :class:`ReplayOptions` and its three choices, and the error for a
+setting that cannot be used.
+
+The choices are ``str`` enums. :class:`ReplayOptions` turns whatever it is given for them (a
+member, its value, or a ``str`` subclass with that value, as command-line libraries hand over)
+into the member, and code compares them by value, never by identity.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from ppaux.errors import PpauxError
+from ppaux.limits import Limits
+
+__all__ = ["Impl", "ReplayConfigError", "ReplayOptions", "Sender", "Transport"]
+
+
+class Sender(str, enum.Enum):
+    """How the last stage puts the auxiliary output into the dict it sends."""
+
+    VALIDATING = "validating"
+    LEGACY = "legacy"
+
+
+class Transport(str, enum.Enum):
+    """How the dict travels from the last stage to rank 0."""
+
+    NONE = "none"
+    WIRE = "wire"
+    TORCH_DISTRIBUTED = "torch-distributed"
+    SGLANG = "sglang"
+
+
+class Impl(str, enum.Enum):
+    """Whose ``add``/``pop`` run: ppaux's reference transport, sglang's own module, or both."""
+
+    REFERENCE = "reference"
+    SGLANG = "sglang"
+    BOTH = "both"
+
+
+class ReplayConfigError(PpauxError, ValueError):
+    """A replay setting that cannot be used here: ``option`` names the setting, ``value`` what
+    was given, ``reason`` why; ``str()`` is '<value>: <reason>'."""
+
+    def __init__(self, option: str, value: str, reason: str) -> None:
+        super().__init__(f"{value}: {reason}")
+        self.option = option
+        self.value = value
+        self.reason = reason
+
+
+def _member(kind: type[enum.Enum], option: str, value: Any) -> Any:
+    """The member of ``kind`` whose value equals ``value`` (a member, a str, a str subclass)."""
+    text = str(getattr(value, "value", value))
+    for member in kind:
+        if member.value == text:
+            return member
+    choices = ", ".join(str(member.value) for member in kind)
+    raise ReplayConfigError(option, text, f"not one of {choices}")
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    """Settings of one replay run (the CLI's flags).
+
+    ``sender``, ``transport`` and ``impl`` may be given as members or as their values; they are
+    stored as members. An unknown value raises :class:`ReplayConfigError`.
+    """
+
+    device: str = "cpu"
+    sender: Sender = Sender.VALIDATING
+    transport: Transport = Transport.NONE
+    impl: Impl = Impl.REFERENCE
+    #: Where sglang's transport is read from (a directory or a wheel); None: the installed one.
+    #: With the ``sglang`` transport, a directory put first on the import path.
+    sglang_path: str | None = None
+    #: Size of the emulated attention-TP all-gather group on the wire (1: none).
+    all_gather: int = 1
+    #: Seconds the torch-distributed transport waits for its peer.
+    timeout_s: float = 60.0
+    limits: Limits = field(default_factory=Limits)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sender", _member(Sender, "sender", self.sender))
+        object.__setattr__(self, "transport", _member(Transport, "transport", self.transport))
+        object.__setattr__(self, "impl", _member(Impl, "impl", self.impl))

@@ -1,0 +1,112 @@
+"""The human view of a replay: one summary table (a row per payload) and, for a few dumps, a
+table per payload of what was sent, what was received and whether it came back bit-identical.
+"""
+
+from __future__ import annotations
+
+from ppaux.replay.options import ReplayOptions, Transport
+from ppaux.replay.results import DumpResult, PayloadResult
+from ppaux.report import Table
+from ppaux.sglang import OUTPUT_PREFIX
+
+__all__ = ["detail_tables", "summary_table"]
+
+
+def summary_table(results: list[DumpResult], options: ReplayOptions, device: str) -> Table:
+    """One row per payload: its outcome, stage, error or output, and the wire's throughput."""
+    rows: list[tuple[str, ...]] = []
+    marked: set[tuple[int, int]] = set()
+    wired = options.transport != Transport.NONE
+    for result in results:
+        for payload in result.payloads:
+            run = payload.primary
+            name = result.path + (payload.locator or "")
+            if payload.outcome != "ok":
+                marked.add((len(rows), 1))
+            if payload.error is not None:
+                what = f"{payload.error_type}: {payload.error}"
+            elif payload.outcome == "diverged":
+                what = _diverged_phrase(payload)
+            elif run.output is None:
+                what = "no auxiliary output"
+            else:
+                what = (
+                    "output "
+                    + ", ".join(f"{o['name'] or repr(o['name'])}" for o in run.output)
+                    + ", bit-identical"
+                )
+            row: tuple[str, ...] = (name, payload.outcome, payload.stage or "-", what)
+            if wired:
+                rate = (run.wire_json() or {}).get("throughput_mib_s")
+                row += (f"{rate:g} MiB/s" if rate else "-",)
+            rows.append(row)
+    title = (
+        f"replay: {len(results)} dump(s) on {device}, sender {options.sender.value}, "
+        f"transport {options.transport.value}, impl {options.impl.value}"
+    )
+    columns: tuple[str, ...] = ("dump", "outcome", "stage", "error / output")
+    if wired:
+        columns += ("wire",)
+    return Table(title, columns, tuple(rows), frozenset(marked))
+
+
+def _diverged_phrase(payload: PayloadResult) -> str:
+    if payload.divergences:
+        fields = ", ".join(d["field"] for d in payload.divergences)
+        return f"implementations disagree on {fields}"
+    keys = ", ".join(
+        f"{m['key'].removeprefix(OUTPUT_PREFIX)} ({m['what']})" for m in payload.primary.mismatches
+    )
+    return f"round trip differs: {keys}"
+
+
+def detail_tables(result: DumpResult) -> list[Table]:
+    """A table per payload of ``result``: each auxiliary entry sent, received and compared."""
+    from ppaux.replay.roundtrip import summary
+
+    tables = []
+    for payload in result.payloads:
+        run = payload.primary
+        received = {entry["key"]: entry for entry in run.received or ()}
+        trouble = {m["key"]: m for m in run.mismatches}
+        changed: dict[str, list[str]] = {}
+        for change in run.changes:
+            changed.setdefault(change["key"], []).append(change["what"])
+        rows: list[tuple[str, ...]] = []
+        marked: set[tuple[int, int]] = set()
+        for entry in run.sent or ():
+            key = entry["key"]
+            name = key[len(OUTPUT_PREFIX) :]
+            got = received.get(key)
+            if key in trouble:
+                verdict = f"differs: {trouble[key]['detail']}"
+                marked.add((len(rows), 3))
+            elif run.mismatches or run.output is None or payload.outcome == "error":
+                verdict = "-"
+            else:
+                verdict = "bit-identical"
+                if key in changed:
+                    verdict += f" ({', '.join(changed[key])} changed)"
+            if run.culprit == key:
+                marked.add((len(rows), 0))
+            rows.append(
+                (
+                    repr(name) if name == "" else name,
+                    summary(entry),
+                    summary(got) if got is not None else "-",
+                    verdict,
+                )
+            )
+        state = payload.outcome
+        if payload.error is not None:
+            state += f" at {payload.stage}: {payload.error_type}: {payload.error}"
+        title = f"{result.path}{payload.locator or ''} ({run.impl}): {state}"
+        tables.append(
+            Table(
+                title,
+                ("aux name", "sent", "received", "round trip"),
+                tuple(rows),
+                frozenset(marked),
+            )
+        )
+    return tables
