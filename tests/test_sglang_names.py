@@ -87,7 +87,7 @@ def test_identifiers_are_stable_and_found_by_id():
 
 def test_format_spells_the_name_as_sglang_does():
     assert ADD_NOT_TENSOR.format("scores") == "auxiliary PP output 'scores' is not a tensor"
-    assert ADD_DUPLICATE.format("it's") == "duplicate auxiliary PP tensor \"it's\""
+    assert ADD_DUPLICATE.format("it's") == 'duplicate auxiliary PP tensor "it\'s"'
     assert ADD_NOT_TENSOR.format("a\nb") == "auxiliary PP output 'a\\nb' is not a tensor"
     shown = ADD_DUPLICATE.format("x" * 50, lambda name: f"<{len(name)}>")
     assert shown == "duplicate auxiliary PP tensor <50>"
@@ -103,7 +103,7 @@ def test_format_spells_the_name_as_sglang_does():
         ("duplicate auxiliary PP tensor 'scores'", ADD_DUPLICATE, "scores"),
         ("RuntimeError: auxiliary PP output 'scores' is not a tensor", ADD_NOT_TENSOR, "scores"),
         ("  received a non-tensor auxiliary PP output.\n", POP_NON_TENSOR, None),
-        ("auxiliary PP output \"it's\" is not a tensor", ADD_NOT_TENSOR, "it's"),
+        ('auxiliary PP output "it\'s" is not a tensor', ADD_NOT_TENSOR, "it's"),
         ("duplicate auxiliary PP tensor 'a\\nb'", ADD_DUPLICATE, "a\nb"),
         ("auxiliary output does not support pipeline-parallel transport", ADD_UNSUPPORTED, None),
         ("auxiliary PP output must contain at least one tensor", ADD_EMPTY, None),
