@@ -199,10 +199,10 @@ def emit(report: Report, options: ReportOptions) -> NoReturn:
     if options.statistics:
         text = _statistics(report, fmt)
     else:
-        color = fmt is Format.TEXT and to_stdout and use_color(sys.stdout)
+        color = fmt == Format.TEXT and to_stdout and use_color(sys.stdout)
         text = render(report, fmt, color=color, width=_width(), fail_on=gate.fail_on)
     write_text(text, options.output, "the report")
-    if fmt is Format.GITHUB and not options.statistics:
+    if fmt == Format.GITHUB and not options.statistics:
         _append_step_summary(report, gate.fail_on, options.quiet)
     for problem in problems:
         sys.stderr.write(f"ppaux: error: {problem}\n")
@@ -232,9 +232,9 @@ def _rebase(report: Report, root: str | None) -> Report:
 def _statistics(report: Report, fmt: Format) -> str:
     from ppaux.report import statistics_json, statistics_text
 
-    if fmt is Format.TEXT:
+    if fmt == Format.TEXT:
         return statistics_text(report)
-    if fmt is Format.JSON:
+    if fmt == Format.JSON:
         return statistics_json(report)
     fail(f"--statistics: only with --format text or json, not {fmt.value}")
 

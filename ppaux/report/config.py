@@ -209,7 +209,8 @@ def resolve_gate(
     more_ignore = parse_codes(extend_ignore, RULES)
     chosen_ignore += tuple(p for p in more_ignore if p not in chosen_ignore)
     return Gate(
-        fail_on=fail_on or config.fail_on or FailOn.ERROR,
+        # FailOn(...): a caller may hand over the value rather than the member.
+        fail_on=FailOn(fail_on) if fail_on is not None else config.fail_on or FailOn.ERROR,
         selection=Selection(chosen_select, chosen_ignore, parse_codes(extend_select, RULES)),
         strict=strict if strict is not None else bool(config.strict),
     )

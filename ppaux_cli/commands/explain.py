@@ -56,13 +56,13 @@ def explain(
             fail(_unknown(wanted))
         write_text(_page(found.message.id, found.name, format), output, "the page")
         return
-    if format is RulesFormat.JSON:
+    if format == RulesFormat.JSON:
         import json
 
         from ppaux.report import rule_json
 
         text = json.dumps(rule_json(rule), indent=2, ensure_ascii=False) + "\n"
-    elif format is RulesFormat.MARKDOWN:
+    elif format == RulesFormat.MARKDOWN:
         from ppaux.report import rule_markdown
 
         # No attr_list anchor: GitHub, an issue or a pull request would show it as text.
@@ -78,13 +78,13 @@ def _page(message_id: str, name: str | None, format: RulesFormat) -> str:
     from ppaux.report import page_for
 
     page = page_for(message_id)
-    if format is RulesFormat.JSON:
+    if format == RulesFormat.JSON:
         import json
 
         from ppaux.report import error_page_json
 
         return json.dumps(error_page_json(page, name), indent=2, ensure_ascii=False) + "\n"
-    if format is RulesFormat.MARKDOWN:
+    if format == RulesFormat.MARKDOWN:
         from ppaux.report import error_page_markdown
 
         return error_page_markdown(page, site=False)

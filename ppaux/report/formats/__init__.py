@@ -55,31 +55,31 @@ def render(
 
     # Every string is shown escaped, whatever the command and wherever it came from.
     report = shown_report(report)
-    if fmt is Format.JSON:
+    if fmt == Format.JSON:
         from ppaux.report.formats import json as json_format
 
         return json_format.render(report)
-    if fmt is Format.GITHUB:
+    if fmt == Format.GITHUB:
         from ppaux.report.formats import github
 
         return github.render(report)
-    if fmt is Format.SARIF:
+    if fmt == Format.SARIF:
         from ppaux.report.formats import sarif
 
         return sarif.render(report)
-    if fmt is Format.JUNIT:
+    if fmt == Format.JUNIT:
         from ppaux.report.formats import junit
 
         return junit.render(report, fail_on=fail_on)
-    if fmt is Format.GITLAB:
+    if fmt == Format.GITLAB:
         from ppaux.report.formats import gitlab
 
         return gitlab.render(report)
-    if fmt is Format.MARKDOWN:
+    if fmt == Format.MARKDOWN:
         from ppaux.report.formats import markdown
 
         return markdown.render(report, fail_on)
-    if fmt is Format.HTML:
+    if fmt == Format.HTML:
         from ppaux.report.formats import html
 
         return html.render(report, fail_on)

@@ -40,9 +40,9 @@ class RulesFormat(str, enum.Enum):
 
 def render_rules(rules: Iterable[Rule], fmt: RulesFormat) -> str:
     """The rules as a text table, a ``ppaux.rules/1`` JSON document or the Markdown page."""
-    if fmt is RulesFormat.JSON:
+    if fmt == RulesFormat.JSON:
         return render_rules_json(rules)
-    if fmt is RulesFormat.MARKDOWN:
+    if fmt == RulesFormat.MARKDOWN:
         return catalogue_markdown(rules)
     return render_rules_text(rules)
 
