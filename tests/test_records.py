@@ -206,3 +206,46 @@ def test_replay_and_diff_read_through_the_same_errors(tmp_path):
             records.digest(dump.storages[0], 0, 16)
     finally:
         records.close()
+
+
+@pytest.mark.parametrize("method", [0, 8, 12, 14])
+def test_wheel_members_are_read_under_a_cap_whatever_their_method(method):
+    # bzip2 and LZMA members are decompressed with an output bound: 200 MiB declared as 100
+    # bytes never reaches memory; a small member reads back exactly.
+    import io
+    import tracemalloc
+    import zipfile
+
+    from ppaux.sglang.tree import read_member_capped
+
+    small = b"__version__ = '0.5.23'\n"
+    archive = packing.zip_archive([packing.Rec("sglang/_version.py", small, method=method)])
+    with zipfile.ZipFile(io.BytesIO(archive.data)) as wheel:
+        assert read_member_capped(wheel, wheel.getinfo("sglang/_version.py"), 100) == small
+    bomb = packing.Rec("sglang/_version.py", b"N" * (200 << 20), method=method, size=100)
+    if method in (0, 8):  # zipfile's own reads are bounded: an honest 8 MiB member
+        bomb = packing.Rec("sglang/_version.py", b"N" * (8 << 20), method=method)
+    data = packing.zip_archive([bomb]).data
+    tracemalloc.start()
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as wheel:
+            out = read_member_capped(wheel, wheel.getinfo("sglang/_version.py"), 1 << 20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(out) <= (1 << 20) + 1
+    assert peak < len(data) + (48 << 20), peak
+
+
+def test_an_lzma_member_with_a_huge_dictionary_is_refused():
+    import io
+    import zipfile
+
+    from ppaux.sglang.tree import read_member_capped
+
+    archive = packing.zip_archive([packing.Rec("sglang/_version.py", b"x", method=14)]).data
+    # The LZMA properties sit after the 4-byte zip LZMA header: set a 4 GiB dictionary.
+    at = archive.index(b"sglang/_version.py") + len("sglang/_version.py") + 4
+    patched = archive[: at + 1] + struct.pack("<I", 0xFFFFFFFF) + archive[at + 5 :]
+    with zipfile.ZipFile(io.BytesIO(patched)) as wheel, pytest.raises(ValueError, match="64 MiB"):
+        read_member_capped(wheel, wheel.getinfo("sglang/_version.py"), 100)

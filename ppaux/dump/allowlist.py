@@ -109,7 +109,7 @@ def _strided(m: Machine, args: tuple[Any, ...], dtype: str | None = None) -> Ten
     if type(offset) is not int or not 0 <= offset < 2**63:
         raise m.error("tensor storage offset is not an integer in [0, 2**63)")
     shape, strides = _size_stride(m, args[2], args[3])
-    return TensorRef(
+    tensor = TensorRef(
         dtype or storage.dtype,
         shape,
         strides,
@@ -117,6 +117,8 @@ def _strided(m: Machine, args: tuple[Any, ...], dtype: str | None = None) -> Ten
         offset=offset,
         storage=storage,
     )
+    m.tensors_built.append(tensor)
+    return tensor
 
 
 def _rebuild_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:

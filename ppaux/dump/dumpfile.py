@@ -9,6 +9,7 @@ opened read-only and never changed.
 from __future__ import annotations
 
 import os
+import re
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -102,6 +103,13 @@ class Dump:
 def read_dump(path: str | os.PathLike[str], limits: Limits = Limits()) -> Dump:
     """Read the structure of the dump at ``path``; raise :class:`DumpError` if it is unusable."""
     path = os.fspath(path)
+    if path.endswith(".safetensors"):
+        # torch.load reads a path with this ending with safetensors, whatever its bytes hold.
+        raise ReadMismatch(
+            path,
+            "torch.load reads a file named *.safetensors with safetensors, not as the "
+            "torch.save zip or pickle ppaux reads",
+        )
     try:
         handle, info = open_regular(path, "dump")
     except InputFileError as exc:
@@ -286,11 +294,12 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
             raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
         record = select_data_pkl(path, prefix, records)
         data = _read_record(path, archive, record, limits)
+        RecordReader(path, handle, records, prefix, size).check_exact(record)
         # torch looks storage records up as it looks up data.pkl: ASCII case-insensitively
         # (check_layout refused names equal but for case, so each lowered name is one record).
         by_name = {lower_name(r.filename): r for r in records}
         storages: list[StorageRef] = []
-        by_key: dict[str, StorageRef] = {}
+        by_key: dict[str | int, StorageRef] = {}
 
         def persistent_load(m: Machine, pid: Any) -> StorageRef:
             if (
@@ -306,15 +315,19 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
                 raise m.error(
                     "storage record reference is not ('storage', type, key, location, numel)"
                 )
-            # torch names the record f"data/{key}": an int key (which torch.save never writes,
-            # but torch.load reads) names the same record as its digits.
-            key = pid[2] if isinstance(pid[2], str) else str(pid[2])
-            known = by_key.get(key)
+            # torch.load caches storages in a dict by the key as unpickled, so keys equal in
+            # Python (1 and True) are one storage, keys that differ (0 and '0') two, even where
+            # they name the same record; it names the record f"data/{key}", so an int key (which
+            # torch.save never writes) names the record of its digits, True the record 'True'.
+            if isinstance(pid[2], int) and pid[2].bit_length() > 64:
+                raise m.error("storage key is an integer of more than 64 bits")
+            known = by_key.get(pid[2])
             if known is not None:  # views of one storage name the same record, as in torch.load
                 return known
+            key = f"{pid[2]}"
             # The location (the device string) is shown in reports: no control characters.
             storage = StorageRef(pid[1].dtype, key, shown(pid[3], 200), pid[4])
-            by_key[key] = storage
+            by_key[pid[2]] = storage
             name = f"{prefix}/data/{key}"
             found = by_name.get(lower_name(name))
             storage.record = name
@@ -338,6 +351,21 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
             if refusal is not None:
                 raise TorchRefuses(path, f"torch.load refuses the file: {refusal}")
             _check_deflated_storages(reader, storages)
+            dropped = _dropped_bad_view(root, machine.tensors_built, limits)
+            if dropped is not None:
+                raise TorchRefuses(
+                    path,
+                    f"torch.load refuses the file: a tensor the pickle builds and then drops "
+                    f"(a later entry replaces it) {dropped}; torch fails while building it",
+                )
+            for storage in storages:
+                if not _restorable(storage.location):
+                    raise TorchRefuses(
+                        path,
+                        f"torch.load refuses the file: no restore function for storage "
+                        f"location {storage.location} (torch 2.13 restores cpu, meta, mps, "
+                        "and cuda, hpu, xpu, mtia, privateuseone, alone or as NAME:N)",
+                    )
     return Dump(
         path=path,
         container="zip",
@@ -351,11 +379,82 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
     )
 
 
+def _view_reach(tensor: Any) -> str | None:
+    """Why torch cannot set ``tensor``'s view on its storage (past its end), or None."""
+    storage, shape, stride = tensor.storage, tensor.shape, tensor.stride
+    if storage is None or stride is None or len(stride) != len(shape) or 0 in shape:
+        return None
+    end = tensor.offset + 1 + sum((n - 1) * step for n, step in zip(shape, stride, strict=True))
+    if end > storage.numel:
+        return (
+            f"has shape {tuple(shape)} at offset {tensor.offset}, reaching element {end} of a "
+            f"storage of {storage.numel}"
+        )
+    return None
+
+
+def _dropped_bad_view(root: Any, built: list[Any], limits: Limits) -> str | None:
+    """The problem of a tensor that torch fails to build but that the loaded value no longer
+    holds (a reachable one is reported as PP116 with its key)."""
+    bad = {id(t): why for t in built if (why := _view_reach(t)) is not None}
+    if not bad:
+        return None
+    seen: set[int] = set()
+    stack = [root]
+    budget = limits.max_items
+    while stack and budget > 0:
+        value = stack.pop()
+        budget -= 1
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if id(value) in bad:
+            del bad[id(value)]
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            stack.extend(value)
+    if stack:  # too large to walk: whatever is left is not known to be dropped
+        return None
+    return next(iter(bad.values()), None)
+
+
+_DEVICE_LOCATION = re.compile(r"(cuda|hpu|xpu|mtia|privateuseone)(:[0-9]+)?")
+
+
+def _restorable(location: str) -> bool:
+    """Whether torch 2.13's default_restore_location has a deserializer for ``location`` that
+    accepts it (cpu and meta exactly, mps as a prefix, the other backends as NAME or NAME:N;
+    whether this machine has the device is another matter, not the file's)."""
+    return (
+        location in ("cpu", "meta")
+        or location.startswith("mps")
+        or _DEVICE_LOCATION.fullmatch(location) is not None
+    )
+
+
+#: The records torch.load reads besides data.pkl and the storages.
+_METADATA_RECORDS = (
+    ".data/version",
+    "version",
+    "byteorder",
+    ".format_version",
+    ".storage_alignment",
+    ".data/serialization_id",
+)
+
+
 def _torch_refusal(reader: RecordReader) -> str | None:
     """Why torch 2.13 refuses the archive before unpickling it, or None: its reader wants a
     version record (``.data/version``, else ``version``) that ``stoull`` parses to 1-10;
     torch.load wants a byteorder record, if any, of exactly ``little`` or ``big``, and a
     ``.storage_alignment`` record, if any, that ``int()`` reads."""
+
+    for name in _METADATA_RECORDS:  # torch's reader extracts each whole, to its exact size
+        record = reader.find(name)
+        if record is not None:
+            reader.check_exact(record)
 
     def head(name: str, cap: int) -> bytes | None:
         record = reader.find(name)

@@ -10,10 +10,8 @@ the caller hands in. Malformed data raises :class:`~ppaux.errors.DumpError` with
 
 from __future__ import annotations
 
-import codecs
 import re
 import struct
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -99,6 +97,9 @@ class Machine:
         #: Opcodes run, by this machine and the ones it nests (shared as items are).
         self.ops = 0
         self.globals_seen: dict[str, bool] = {}
+        #: Every storage-backed tensor the pickle builds, kept or not: torch.load builds (and
+        #: may fail on) each one, even those a later entry replaces.
+        self.tensors_built: list[Any] = []
         self.protocol = 0
         self._op_pos = start
         #: Bytes copied by allowlisted constructors (bytearray, nested streams, ...).
@@ -314,7 +315,9 @@ class Machine:
 
     def build(self, obj: Any, state: Any) -> None:
         """Apply BUILD state to a stand-in object."""
-        if isinstance(obj, (Opaque, TensorRef)):
+        if isinstance(obj, TensorRef) and obj.storage is not None and obj.kind == "dense":
+            _build_tensor(self, obj, state)
+        elif isinstance(obj, (Opaque, TensorRef)):
             obj.state = state
         elif isinstance(obj, NdArrayRef):
             _build_ndarray(self, obj, state)
@@ -362,6 +365,70 @@ class Machine:
                 return self.stack.pop()
 
 
+#: dtypes that can require gradients (torch: floating point and complex).
+_GRAD_DTYPES = frozenset(
+    {
+        "float16",
+        "bfloat16",
+        "float32",
+        "float64",
+        "complex32",
+        "complex64",
+        "complex128",
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "float8_e4m3fnuz",
+        "float8_e5m2fnuz",
+        "float8_e8m0fnu",
+    }
+)
+
+
+def _build_tensor(m: Machine, tensor: TensorRef, state: Any) -> None:
+    """BUILD on a tensor, as pickle calls ``Tensor.__setstate__`` (torch 2.13): a state of 3
+    items sets requires_grad and the backward hooks (a no-op for hooks None or empty); 4 items
+    call ``set_`` and 5 replace the data, which ppaux does not model (refused, PP202); any
+    other state makes torch fail (refused, PP117)."""
+    from ppaux.errors import ReadMismatch, TorchRefuses
+
+    if not isinstance(state, (tuple, list, dict, str, bytes)):
+        raise TorchRefuses(
+            m.path,
+            f"torch.load refuses the file: BUILD on a tensor with a {type(state).__name__} "
+            "state (Tensor.__setstate__ takes its length)",
+        )
+    if len(state) in (4, 5):
+        raise ReadMismatch(
+            m.path,
+            f"BUILD on a tensor with a {len(state)}-item state (Tensor.__setstate__ "
+            f"{'calls set_' if len(state) == 4 else 'replaces its data'}): not modelled",
+        )
+    if len(state) != 3 or isinstance(state, (dict, str, bytes)):
+        raise TorchRefuses(
+            m.path,
+            f"torch.load refuses the file: BUILD on a tensor with a state of {len(state)} "
+            "items (Tensor.__setstate__ unpacks 3)",
+        )
+    requires_grad, _, hooks = state
+    if not isinstance(requires_grad, bool):
+        raise TorchRefuses(
+            m.path,
+            "torch.load refuses the file: BUILD sets a tensor's requires_grad to a "
+            f"{type(requires_grad).__name__}",
+        )
+    if requires_grad and tensor.dtype not in _GRAD_DTYPES:
+        raise TorchRefuses(
+            m.path,
+            f"torch.load refuses the file: BUILD makes a {tensor.dtype} tensor require "
+            "gradients (only floating point and complex tensors can)",
+        )
+    if hooks is not None and not (isinstance(hooks, dict) and not hooks):
+        raise ReadMismatch(
+            m.path, "BUILD gives a tensor backward hooks: not modelled (torch keeps them)"
+        )
+    tensor.requires_grad = requires_grad
+
+
 def _build_ndarray(m: Machine, arr: NdArrayRef, state: Any) -> None:
     # numpy's __setstate__ tuple: (version, shape, dtype, is_fortran, data)
     if not isinstance(state, tuple) or len(state) < 4:
@@ -382,22 +449,46 @@ def _build_ndarray(m: Machine, arr: NdArrayRef, state: Any) -> None:
 
 
 def _decode_str(m: Machine, raw: bytes) -> str:
+    # The C unpickler decodes BINUNICODE with 'surrogatepass': a lone surrogate stays in the
+    # string (and two keys that differ only there stay two keys); reports escape it.
     try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    try:
-        # pickle writes lone surrogates with 'surrogatepass'; keep them visible as escapes,
-        # since no report format can print them.
-        return _printable(raw.decode("utf-8", "surrogatepass"))
+        return raw.decode("utf-8", "surrogatepass")
     except UnicodeDecodeError as exc:
         raise m.error(f"string is not UTF-8 ({exc.reason})") from None
 
 
-def _printable(text: str) -> str:
-    if _SURROGATE.search(text) is None:
-        return text
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+def _decode_bytes_str(m: Machine, raw: bytes) -> str:
+    # STRING, BINSTRING and SHORT_BINSTRING hold bytes that the unpickler decodes with its
+    # encoding: torch.load passes encoding='utf-8' (errors 'strict').
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise m.error(
+            f"a Python 2 string is not UTF-8 ({exc.reason}); torch.load's unpickler refuses it"
+        ) from None
+
+
+def _c_unpickled(m: Machine, opcode: bytes, line: bytes) -> Any:
+    """What the C unpickler, as torch.load runs it (encoding 'utf-8'), makes of one text
+    opcode and its line: the opcode alone, then STOP, is unpickled. It pushes a number or a
+    string and can import or call nothing, so it is exact without running anything."""
+    import pickle
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            # An unknown escape in a STRING ('\\y') makes Python warn, as it does under
+            # torch.load; a warning turned into an error here must not refuse the file.
+            warnings.simplefilter("ignore")
+            return pickle.loads(opcode + line + b"\n.", encoding="utf-8")
+    except Exception as exc:
+        raise m.error(
+            f"the unpickler refuses {_OPCODE_NAMES[opcode]} {line[:40]!r} "
+            f"({type(exc).__name__}: {str(exc)[:80]})"
+        ) from None
+
+
+_OPCODE_NAMES = {b"I": "INT", b"L": "LONG", b"F": "FLOAT", b"S": "STRING", b"V": "UNICODE"}
 
 
 def _op_proto(m: Machine) -> None:
@@ -447,24 +538,13 @@ def _op_false(m: Machine) -> None:
 
 
 def _op_int(m: Machine) -> None:
-    line = m._readline()
-    if line == b"00":
-        m._push(False)
-    elif line == b"01":
-        m._push(True)
-    else:
-        try:
-            m._push(int(line))
-        except ValueError:
-            raise m.error(f"INT argument {line[:40]!r} is not a number") from None
+    # '00' and '01' are False and True; otherwise C's strtol, base 0, then int() for a number
+    # past a C long: the unpickler itself parses the line.
+    m._push(_c_unpickled(m, b"I", m._readline()))
 
 
 def _op_long(m: Machine) -> None:
-    line = m._readline().rstrip(b"L")
-    try:
-        m._push(int(line))
-    except ValueError:
-        raise m.error(f"LONG argument {line[:40]!r} is not a number") from None
+    m._push(_c_unpickled(m, b"L", m._readline()))
 
 
 def _op_binint(m: Machine) -> None:
@@ -492,11 +572,8 @@ def _op_long4(m: Machine) -> None:
 
 
 def _op_float(m: Machine) -> None:
-    line = m._readline()
-    try:
-        m._push(float(line))
-    except ValueError:
-        raise m.error(f"FLOAT argument {line[:40]!r} is not a number") from None
+    # C's strtod as the unpickler calls it (no underscores, no trailing junk).
+    m._push(_c_unpickled(m, b"F", m._readline()))
 
 
 def _op_binfloat(m: Machine) -> None:
@@ -504,36 +581,22 @@ def _op_binfloat(m: Machine) -> None:
 
 
 def _op_string(m: Machine) -> None:
-    line = m._readline().rstrip(b"\r")
-    if len(line) < 2 or line[0] != line[-1] or line[:1] not in (b"'", b'"'):
-        raise m.error("STRING argument is not quoted")
-    try:
-        with warnings.catch_warnings():
-            # An unknown escape such as '\y' is kept as it is (as pickle keeps it); Python warns
-            # about it, and a warning turned into an error must not stop the reader.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            raw = codecs.escape_decode(line[1:-1])[0]
-    except ValueError as exc:
-        raise m.error(f"STRING argument does not decode ({exc})") from None
-    m._push(raw.decode("latin-1"))
+    m._push(_c_unpickled(m, b"S", m._readline()))
 
 
 def _op_binstring(m: Machine) -> None:
     n = m._u(4, "<i")
     if n < 0:
         raise m.error("BINSTRING with a negative length")
-    m._push(m._read(n).decode("latin-1"))
+    m._push(_decode_bytes_str(m, m._read(n)))
 
 
 def _op_short_binstring(m: Machine) -> None:
-    m._push(m._read(m._read(1)[0]).decode("latin-1"))
+    m._push(_decode_bytes_str(m, m._read(m._read(1)[0])))
 
 
 def _op_unicode(m: Machine) -> None:
-    try:
-        m._push(_printable(m._readline().decode("raw-unicode-escape")))
-    except UnicodeDecodeError as exc:
-        raise m.error(f"UNICODE argument does not decode ({exc.reason})") from None
+    m._push(_c_unpickled(m, b"V", m._readline()))
 
 
 def _op_binunicode(m: Machine) -> None:

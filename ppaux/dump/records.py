@@ -328,6 +328,37 @@ class RecordReader:
             if high > start:
                 yield out[max(start - low, 0) :]
 
+    def check_exact(self, record: zipfile.ZipInfo) -> None:
+        """Refuse a deflated record whose stream does not end exactly at its declared size:
+        torch's reader inflates into a buffer of that size and fails otherwise ("unexpected
+        decompressed size"), where zipfile reads up to the declared size and stops. The caller
+        bounds the declared size."""
+        if record.compress_type != zipfile.ZIP_DEFLATED:
+            return
+        name = shown(record.filename)
+        start = self._data_start(record)
+        inflater = zlib.decompressobj(-15)
+        produced, left, position = 0, record.compress_size, start
+        try:
+            while left and not inflater.eof and produced <= record.file_size:
+                self._handle.seek(position)
+                chunk = self._handle.read(min(_READ, left))
+                if not chunk:
+                    break
+                position += len(chunk)
+                left -= len(chunk)
+                while chunk and not inflater.eof and produced <= record.file_size:
+                    produced += len(inflater.decompress(chunk, _BLOCK))
+                    chunk = inflater.unconsumed_tail
+        except ZIP_READ_ERRORS as exc:
+            raise DumpError(self.path, f"cannot read {name} ({shown(str(exc))})") from None
+        if produced != record.file_size or not inflater.eof:
+            raise DumpError(
+                self.path,
+                f"record {name} does not inflate to exactly its declared {record.file_size} "
+                "bytes (torch's reader fails on it: unexpected decompressed size)",
+            )
+
     def read_into(self, record: zipfile.ZipInfo, buffer: bytearray | memoryview) -> None:
         """Fill ``buffer`` with the first ``len(buffer)`` bytes of ``record``'s content."""
         view = memoryview(buffer)

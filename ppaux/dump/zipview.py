@@ -30,15 +30,16 @@ import itertools
 import struct
 import zipfile
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NoReturn
 
-from ppaux.dump.records import NAME_BUFFER, raw_name
-from ppaux.errors import DumpError, ExecutableArchive, ReadMismatch
+from ppaux.dump.records import NAME_BUFFER, raw_name, torch_listed_names
+from ppaux.errors import DumpError, ExecutableArchive, ReadMismatch, TorchRefuses
 from ppaux.text import shown
 
 __all__ = [
     "EndRecord",
     "check_layout",
+    "check_miniz",
     "check_torchscript",
     "end_record",
     "lower_name",
@@ -63,6 +64,9 @@ class EndRecord:
     entries: int
     location: int
     end: int
+    #: The classic end record's disk fields: this disk's number, the directory's disk, and the
+    #: entries on this disk (miniz refuses a multidisk archive by them).
+    disks: tuple[int, int, int] = (0, 0, 0)
 
 
 def _tail(handle: BinaryIO, size: int) -> tuple[int, bytes]:
@@ -89,7 +93,7 @@ def end_record(path: str, handle: BinaryIO, size: int) -> EndRecord | None:
         raise DumpError(
             path, "truncated or corrupt zip file (a cut end record after the last whole one)"
         )
-    (_, _disk, _cd_disk, _here, entries, cd_size, cd_offset, comment) = _END.unpack_from(tail, at)
+    (_, disk, cd_disk, here, entries, cd_size, cd_offset, comment) = _END.unpack_from(tail, at)
     location = base + at
     end = location + _END.size + comment
     if end != size:
@@ -134,7 +138,7 @@ def end_record(path: str, handle: BinaryIO, size: int) -> EndRecord | None:
             f"{zipfile_start} (where zipfile reads it): data in front of the "
             "archive, or a second directory",
         )
-    return EndRecord(cd_offset, cd_size, entries, location, end)
+    return EndRecord(cd_offset, cd_size, entries, location, end, (disk, cd_disk, here))
 
 
 def lower_name(name: str) -> str:
@@ -168,6 +172,7 @@ def check_layout(
         )
     prefix = first[: first.index("/") + 1]
     check_torchscript(path, records)
+    check_miniz(path, end, records)
     seen: dict[str, str] = {}
     for record in records:
         name = record.filename
@@ -194,6 +199,66 @@ def check_layout(
         seen[lowered] = name
     _check_overlaps(path, handle, end, records)
     return prefix[:-1]
+
+
+_MAX32 = 0xFFFFFFFF
+
+
+def check_miniz(path: str, end: EndRecord, records: list[zipfile.ZipInfo]) -> None:
+    """Refuse (:class:`TorchRefuses`, PP117) an archive that torch's reader (miniz 3.0.2's
+    ``mz_zip_reader_read_central_dir``, then ``getAllRecords``) refuses while zipfile reads
+    it: a multidisk archive (disk fields other than all 0 or all 1, fewer entries on this disk
+    than in all), a directory entry on another disk, a stored record whose sizes disagree or a
+    record with content but no stored bytes, a record that runs past the end of the archive,
+    a masked local directory, or a record name that, cut to 511 bytes, falls outside the first
+    record's folder."""
+    disk, cd_disk, here = end.disks
+    if (disk | cd_disk) and (disk, cd_disk) != (1, 1):
+        _refuse(path, f"a multidisk archive (disk {disk}, directory on disk {cd_disk})")
+    if end.entries <= 0xFFFF and here != end.entries:
+        _refuse(path, f"a multidisk archive ({here} of {end.entries} records on this disk)")
+    for record in records:
+        name = shown(record.filename)
+        if record.volume == 0xFFFF or record.volume not in (disk, 1):
+            _refuse(path, f"record {name} starts on disk {record.volume} (a multidisk archive)")
+        if record.flag_bits & 0x2000:
+            _refuse(path, f"record {name} has a masked local header (encrypted directory)")
+        if record.compress_size < _MAX32 and record.file_size < _MAX32:
+            if record.compress_type == zipfile.ZIP_STORED and (
+                record.compress_size != record.file_size
+            ):
+                _refuse(
+                    path,
+                    f"stored record {name} declares {record.file_size} bytes but holds "
+                    f"{record.compress_size} (corrupt header)",
+                )
+            if record.file_size and not record.compress_size:
+                _refuse(path, f"record {name} declares content but stores no bytes")
+        if record.header_offset + 30 + record.compress_size > end.end:
+            _refuse(path, f"record {name} runs past the end of the archive")
+    folder = raw_name(records[0]).split(b"/", 1)[0] + b"/"
+    listed = torch_listed_names(records, folder)
+    if listed is None:
+        outside = next(r for r in records if torch_listed_names([r], folder) is None).orig_filename
+        _refuse(
+            path,
+            f"record {shown(outside)} outside the folder "
+            f"{shown(folder.decode('utf-8', 'replace'))} of the first record, as it lists "
+            "names (cut to 511 bytes): file in archive is not in a subdirectory",
+        )
+    for name_bytes in listed:
+        try:
+            name_bytes.decode("utf-8")
+        except UnicodeDecodeError:
+            _refuse(
+                path,
+                f"a record name that is not UTF-8 as torch lists it "
+                f"({shown(name_bytes.decode('latin-1'))}; torch.load fails decoding it)",
+            )
+
+
+def _refuse(path: str, why: str) -> NoReturn:
+    raise TorchRefuses(path, f"torch.load refuses the file: its zip reader finds {why}")
 
 
 _CONSTANTS = b"constants.pkl"

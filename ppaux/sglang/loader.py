@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from ppaux.errors import PpauxError
 from ppaux.sglang import releases as _releases
 from ppaux.sglang.names import TRANSPORT_MODULE, TRANSPORT_PATH
+from ppaux.sglang.tree import read_member_capped
 
 __all__ = [
     "TRANSPORT_PATH",
@@ -250,9 +251,11 @@ def _read_member(wheel: zipfile.ZipFile, name: str, where: str) -> bytes | None:
         return None
     if info.file_size > _MAX_SOURCE_BYTES:
         raise SglangNotFound(where, f"{name} is larger than {_MAX_SOURCE_BYTES} bytes")
-    with wheel.open(info) as handle:
-        # Read at most the cap even if the zip header lies about the size.
-        data = handle.read(_MAX_SOURCE_BYTES + 1)
+    try:
+        # Read at most the cap even if the zip header lies about the size, whatever the method.
+        data = read_member_capped(wheel, info, _MAX_SOURCE_BYTES)
+    except ValueError as exc:
+        raise SglangNotFound(where, f"cannot read {name}: {exc}") from None
     if len(data) > _MAX_SOURCE_BYTES:
         raise SglangNotFound(where, f"{name} is larger than {_MAX_SOURCE_BYTES} bytes")
     return data

@@ -17,10 +17,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ppaux.errors import PathError
 
-__all__ = ["MAX_SOURCE_BYTES", "SglangPathError", "SglangTree", "UnreadableFile", "locate"]
+__all__ = [
+    "MAX_SOURCE_BYTES",
+    "SglangPathError",
+    "SglangTree",
+    "UnreadableFile",
+    "locate",
+    "read_member_capped",
+]
 
 #: Largest sglang source file read (the biggest one ppaux reads is about 90 KB).
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
@@ -31,6 +39,77 @@ _VERSION_RE = re.compile(
     re.MULTILINE,
 )
 _METADATA_VERSION_RE = re.compile(r"^Version:\s*(?P<v>\S+)\s*$", re.MULTILINE)
+
+
+#: A wheel member's LZMA dictionary past this is refused: the decompressor allocates it whole.
+_MAX_LZMA_DICTIONARY = 64 << 20
+
+
+def read_member_capped(wheel: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int) -> bytes:
+    """The content of one member, reading at most ``cap + 1`` bytes of output whatever the
+    member's compression method and whatever its header declares; more than ``cap`` bytes
+    means the member is too large. zipfile inflates a bzip2 or LZMA member one whole input
+    chunk at a time (a few KiB can become gigabytes), so those are decompressed here with an
+    output bound. Raises :class:`ValueError` (with the reason) on a member that cannot be read.
+    """
+    import bz2
+    import lzma
+    import struct
+    import zlib
+
+    if info.compress_type in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        try:
+            with wheel.open(info) as member:
+                return member.read(cap + 1)
+        except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, zlib.error) as exc:
+            raise ValueError(str(exc)) from None
+    if info.compress_type not in (zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA):
+        raise ValueError(f"compression method {info.compress_type} is not read")
+    if info.flag_bits & 0x1:
+        raise ValueError("the member is encrypted")
+    if wheel.fp is None:
+        raise ValueError("the wheel is closed")
+    handle = wheel.fp
+    try:
+        handle.seek(info.header_offset)
+        header = handle.read(30)
+        if len(header) != 30 or header[:4] != b"PK\x03\x04":
+            raise ValueError("bad local header")
+        name_length, extra_length = struct.unpack("<2H", header[26:30])
+        handle.seek(info.header_offset + 30 + name_length + extra_length)
+        left = info.compress_size
+        decompressor: Any
+        if info.compress_type == zipfile.ZIP_BZIP2:
+            decompressor = bz2.BZ2Decompressor()
+        else:
+            head = handle.read(4)
+            left -= 4
+            if len(head) != 4:
+                raise ValueError("truncated LZMA header")
+            props = handle.read(struct.unpack("<H", head[2:4])[0])
+            left -= len(props)
+            if len(props) != 5 or struct.unpack("<I", props[1:5])[0] > _MAX_LZMA_DICTIONARY:
+                raise ValueError("an LZMA dictionary past 64 MiB")
+            filters = [lzma._decode_filter_properties(lzma.FILTER_LZMA1, props)]  # type: ignore[attr-defined]
+            decompressor = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=filters)
+        out: list[bytes] = []
+        produced = 0
+        pending = b""
+        while produced <= cap and not decompressor.eof:
+            if not pending and decompressor.needs_input:
+                if left <= 0:
+                    break
+                pending = handle.read(min(1 << 16, left))
+                left -= len(pending)
+                if not pending:
+                    break
+            chunk = decompressor.decompress(pending, cap + 1 - produced)
+            pending = b""
+            out.append(chunk)
+            produced += len(chunk)
+    except (OSError, EOFError, lzma.LZMAError, struct.error) as exc:
+        raise ValueError(str(exc)) from None
+    return b"".join(out)
 
 
 class SglangPathError(PathError, ValueError):
@@ -146,10 +225,9 @@ class SglangTree:
                     f"{self.location}!{name}", f"larger than {MAX_SOURCE_BYTES} bytes"
                 )
             try:
-                with wheel.open(info) as handle:
-                    # The header's size may lie; never read past the cap.
-                    data = handle.read(MAX_SOURCE_BYTES + 1)
-            except (zipfile.BadZipFile, OSError, NotImplementedError) as exc:
+                # The header's size may lie, whatever the method: never read past the cap.
+                data = read_member_capped(wheel, info, MAX_SOURCE_BYTES)
+            except ValueError as exc:
                 raise UnreadableFile(f"{self.location}!{name}", str(exc)) from None
         if len(data) > MAX_SOURCE_BYTES:
             raise UnreadableFile(f"{self.location}!{name}", f"larger than {MAX_SOURCE_BYTES} bytes")

@@ -1,0 +1,94 @@
+"""ppaux's reading against the real torch.load(weights_only=False), in a sandbox.
+
+The harness (``fuzz/torch_differential.py``) varies files torch.save wrote, at the zip level
+and the pickle level, reads each with ppaux here and with ``torch.load(weights_only=False)`` in
+the sandbox of ``fuzz/torch_sandbox.py`` (a separate process whose audit hook blocks every
+global outside torch's rebuilds, every import, process, code object and file write, and
+torch.jit.load). torch.load never runs in this process.
+
+The run is seeded and bounded in time: ``PPAUX_TORCH_FUZZ_SECONDS`` (default 40) and
+``PPAUX_TORCH_FUZZ_SEED`` (default 1); the same seed gives the same variants. Files the harness
+found and that are now read right are kept in ``fixtures/differential/`` and checked first,
+every run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import REPO
+
+torch = pytest.importorskip("torch")
+
+sys.path.insert(0, str(REPO / "fuzz"))
+sys.path.insert(0, str(REPO / "fixtures"))
+
+import make_adversarial as corpus
+import torch_differential as harness
+
+SECONDS = float(os.environ.get("PPAUX_TORCH_FUZZ_SECONDS", "40"))
+SEED = int(os.environ.get("PPAUX_TORCH_FUZZ_SEED", "1"))
+KEPT = REPO / "fixtures" / "differential"
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with harness.Sandbox() as running:
+        yield running
+
+
+def test_the_sandbox_blocks_and_reports_a_payload(sandbox, tmp_path):
+    # A live payload (plain pickle runs it: test_adversarial proves so) is stopped before it
+    # gets its callable, and the attempt is reported; nothing is created.
+    for name in ("exec_os_system_reduce", "exec_subprocess_check_call", "exec_builtins_exec"):
+        case = next(c for c in corpus.CASES if c.name == name)
+        path = tmp_path / case.filename
+        path.write_bytes(case.build(case.name))
+        before = set(os.listdir(tmp_path))
+        answer = sandbox.load(path)
+        assert answer["outcome"] == "blocked", answer
+        assert any(g in " ".join(answer["blocked"]) for g in case.globals), answer
+        assert set(os.listdir(tmp_path)) == before
+        assert not Path(corpus.marker(name)).exists()
+
+
+def test_the_sandbox_blocks_torchscript(sandbox):
+    answer = sandbox.load(corpus.OUT / "zip_torchscript_long_name.pt")
+    assert answer["outcome"] == "blocked"
+    assert "torch.jit.load" in answer["blocked"][0]
+
+
+def test_the_sandbox_reads_what_torch_save_wrote(sandbox, tmp_path):
+    path = tmp_path / "plain.pt"
+    value = {"a": torch.arange(3), "b": [torch.ones(2, dtype=torch.float16)], "c": "text"}
+    torch.save(value, path)
+    answer = sandbox.load(path)
+    assert answer["outcome"] == "loaded" and answer["blocked"] == []
+    assert answer["value"] == harness.describe(value)  # the same description, computed here
+    ours = harness.ppaux_view(str(path))
+    assert ours.verdict == "clean" and ours.value == answer["value"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(p.name for p in KEPT.glob("*.pt")) if KEPT.is_dir() else [],
+)
+def test_kept_findings_stay_fixed(name, sandbox):
+    path = KEPT / name
+    problem = harness.compare(harness.ppaux_view(str(path)), sandbox.load(path))
+    assert problem is None, problem
+
+
+def test_ppaux_never_reads_clean_what_torch_reads_otherwise(sandbox, tmp_path):
+    result = harness.run(SECONDS, SEED, tmp_path, sandbox)
+    for n, found in enumerate(result.disagreements):
+        (tmp_path / f"disagreement_{n}.pt").write_bytes(found.data)
+    assert result.disagreements == [], [(d.mutation, d.problem) for d in result.disagreements]
+    assert all(count > 0 for count in result.tried.values()), result.tried
+    # The harness reaches every verdict: files both read alike, files torch refuses, and
+    # files whose load the sandbox had to block.
+    assert result.agreed > 0, result
+    assert result.outcomes.get("refused", 0) > 0, result.outcomes
