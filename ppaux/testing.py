@@ -52,8 +52,7 @@ def pp_safety_report(
     :class:`~ppaux.observer.TargetError` or :class:`~ppaux.observer.ObserverConfigError` for
     what cannot be checked at all.
     """
-    from ppaux.observer import ObserverOptions, check_loaded, load_observer
-    from ppaux.observer.target import observer_from
+    from ppaux.observer import ObserverOptions, check_loaded, load_observer, observer_from
     from ppaux.torch_probe import require_torch
 
     require_torch("ppaux.testing")

@@ -22,7 +22,13 @@ if TYPE_CHECKING:
         observer_report,
     )
     from ppaux.observer.standins import StandInBatch, StandInRequest, StandInSamplingInfo
-    from ppaux.observer.target import LoadedObserver, TargetError, load_observer, load_outputs
+    from ppaux.observer.target import (
+        LoadedObserver,
+        TargetError,
+        load_observer,
+        load_outputs,
+        observer_from,
+    )
 
 _EXPORTS = {
     "ObserverConfigError": "check",
@@ -37,6 +43,7 @@ _EXPORTS = {
     "TargetError": "target",
     "load_observer": "target",
     "load_outputs": "target",
+    "observer_from": "target",
 }
 
 __all__ = [
@@ -51,6 +58,7 @@ __all__ = [
     "check_observer",
     "load_observer",
     "load_outputs",
+    "observer_from",
     "observer_report",
 ]
 

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from ppaux.sglang.releases import (
         UnknownReleaseError,
         families,
+        fitting_releases,
         known_release,
         release,
         release_key_findings,
@@ -120,6 +121,7 @@ _EXPORTS = {
     "known_release": "releases",
     "release_key_findings": "releases",
     "UnknownReleaseError": "releases",
+    "fitting_releases": "releases",
     "node_digest": "digest",
 }
 
@@ -165,6 +167,7 @@ __all__ = [
     "aux_name",
     "families",
     "find_sglang_root",
+    "fitting_releases",
     "known_release",
     "load_transport_module",
     "locate",

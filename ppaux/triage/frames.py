@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ppaux.sglang.releases import fitting_releases
+from ppaux.sglang import fitting_releases
 from ppaux.triage.records import Frame
 
 __all__ = ["Build", "build_of", "frame_owner", "out_of_tree", "raised_by_capture"]

@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, BinaryIO
 
-from ppaux.report.catalogue import finding
-from ppaux.report.document import InputProblem, Report, Table
-from ppaux.report.findings import Finding
+from ppaux.report import Finding, InputProblem, Report, Table, finding
 from ppaux.sglang import MessageMatch, search_message
 from ppaux.text import shown
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from ppaux.sglang.names import MessageMatch
+from ppaux.sglang import MessageMatch
 
 __all__ = ["DEFAULT_CAPTURE_DIR", "next_steps"]
 
