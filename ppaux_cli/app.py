@@ -207,9 +207,10 @@ def _internal_error(exc: BaseException) -> None:
     """Last resort: anything unexpected (a bug, RecursionError, MemoryError) is one line, exit 2."""
     text = " ".join(str(exc).split())
     text = text if len(text) <= 300 else f"{text[:300]}..."
-    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    from ppaux.text import shown
+
     sys.stderr.write(
-        f"ppaux: error: internal error: {type(exc).__name__}: {shown or '-'} "
+        f"ppaux: error: internal error: {type(exc).__name__}: {shown(text, None) or '-'} "
         "(a bug in ppaux; please report it)\n"
     )
     sys.exit(2)

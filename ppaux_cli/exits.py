@@ -20,8 +20,11 @@ __all__ = ["fail", "leave", "leave_on_sigterm"]
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Print one 'ppaux: error: ...' line on stderr and exit with ``code``."""
-    sys.stderr.write(f"ppaux: error: {message}\n")
+    """Print one 'ppaux: error: ...' line on stderr and exit with ``code``; the message is
+    shown by :func:`ppaux.text.shown`, so a name from a file cannot break the line."""
+    from ppaux.text import shown
+
+    sys.stderr.write(f"ppaux: error: {shown(message, None)}\n")
     raise typer.Exit(code)
 
 

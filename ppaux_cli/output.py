@@ -70,7 +70,9 @@ def waiting_on_stdin(what: str, example: str, quiet: bool = False) -> None:
 def warn(message: str, quiet: bool = False) -> None:
     """Print one 'ppaux: warning: ...' line on stderr, unless ``quiet``."""
     if not quiet:
-        sys.stderr.write(f"ppaux: warning: {message}\n")
+        from ppaux.text import shown
+
+        sys.stderr.write(f"ppaux: warning: {shown(message, None)}\n")
 
 
 def resolve_gate(
@@ -204,8 +206,10 @@ def emit(report: Report, options: ReportOptions) -> NoReturn:
     write_text(text, options.output, "the report")
     if fmt == Format.GITHUB and not options.statistics:
         _append_step_summary(report, gate.fail_on, options.quiet)
-    for problem in problems:
-        sys.stderr.write(f"ppaux: error: {problem}\n")
+    from ppaux.text import shown
+
+    for problem in problems:  # the path as given, shown escaped: it may hold any character
+        sys.stderr.write(f"ppaux: error: {shown(str(problem), None)}\n")
     raise typer.Exit(gate.exit_code(report))
 
 

@@ -334,3 +334,13 @@ def test_the_guard_shows_keys_and_classes_escaped():
     assert "key\\x1b[2J\\u202e" in text and "Odd\\x07" in text
     assert all(c == "\n" or c.isprintable() for c in text)
     assert describe_value(odd()).endswith("Odd\\x07")
+
+
+@pytest.mark.parametrize("command", ["inspect", "replay", "diff", "tensorize", "check-skew"])
+def test_error_lines_show_a_hostile_path_escaped(command, tmp_path):
+    missing = str(tmp_path / "no\x1b[2J\u202efile.pt")
+    args = {"diff": [missing, missing], "tensorize": [missing, "-o", str(tmp_path / "o.pt")]}
+    result = cli(command, *args.get(command, [missing]))
+    assert result.exit_code == 2
+    _clean_output(result, command)
+    assert "no\\x1b[2J\\u202efile.pt" in result.output
