@@ -217,7 +217,7 @@ def test_ranks_on_different_builds_are_a_skew_finding(tmp_path):
     ]
     assert "0.5.19" in fitting and "0.5.23" not in fitting
     (skew,) = [f for f in report.findings if f.code == "PP807"]
-    assert f"PP0 TP0's lines fit {', '.join(fitting)}, PP1 TP0's fit" in skew.message
+    assert f"PP0 TP0: its lines fit {', '.join(fitting)}; PP1 TP0: its lines fit" in skew.message
     (root,) = [f for f in report.findings if f.code == "PP802"]
     assert root.message.startswith(
         f"PP0 TP0 failed first at 2026-12-03 10:00:00 ({log}:1): KeyError:"
@@ -519,3 +519,19 @@ def test_a_directory_gives_its_logs_rotated_ones_too(tmp_path):
     empty.mkdir()
     (problem,) = triage_paths([str(empty)]).problems
     assert problem.message.startswith("directory holds no log files (*.log, *.gz")
+
+
+def test_the_strict_capture_sglang_ran_is_recognised():
+    log = LOGS / "sglang-aux-list-strict.log"
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP801"]
+    assert root.key == "PP1"
+    assert root.sglang_error == "auxiliary PP output 'scores' is not a tensor"
+    assert root.extra["rule"] == "PP115"
+    assert "raised by ppaux's strict capture, as the last stage's add would" in root.message
+    assert root.location["line"] == _line_of(log, "PP1] Scheduler hit an exception")
+    (strict,) = [f for f in report.findings if f.code == "PP808"]
+    assert strict.key == "PP1"
+    assert [f.key for f in report.findings if f.code == "PP803"] == ["PP0"]
+    assert "ppaux capture list --dir /var/tmp/ppaux" in report.data["next_steps"]
+    assert not any("PPAUX_CAPTURE_STRICT" in step for step in report.data["next_steps"])

@@ -50,3 +50,22 @@ def test_triage_names_the_first_stage_that_sglang_logged_failing(version, log_ms
     assert "Connection closed by peer" in later[0].message or "closed" in later[0].message
     assert "PP804" in [f.code for f in report.findings]
     assert "PP805" not in [f.code for f in report.findings]  # the culprit is not in these frames
+
+
+def test_triage_recognises_the_strict_capture_sglang_loaded(tmp_path):
+    """ppaux's capture, loaded by sglang 0.5.23's own load_plugins() with
+    PPAUX_CAPTURE_STRICT=1 on the last stage, stops it where the list enters the message."""
+    runtime = sglang_runtime.sglang_runtime("0.5.23")
+    log = tmp_path / "server.log"
+    captures = tmp_path / "captures"
+    captures.mkdir()
+    args = [sys.executable, str(DRIVER), "aux-list-strict", str(log), "--capture", str(captures)]
+    done = subprocess.run(args, env=runtime.env(), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert list(captures.glob("capture-*.pt"))
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP801"]
+    assert root.key == "PP1"
+    assert root.extra["rule"] == "PP115"
+    assert [f.key for f in report.findings if f.code == "PP808"] == ["PP1"]
+    assert f"ppaux capture list --dir {captures}" in report.data["next_steps"]

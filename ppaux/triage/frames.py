@@ -60,12 +60,14 @@ class Build:
     judged: int
 
     def fits_text(self) -> str:
-        """'0.5.22, 0.5.23', 'no release in ppaux's table ...', or 'not known ...'."""
+        """'its lines fit 0.5.22, 0.5.23', or why no release can be named."""
         if self.fits is None:
-            return "not known (no frame the release table can judge)"
+            return "no frame of it is one the release table can judge"
         if not self.fits:
-            return "no release in ppaux's table (a modified build, or a newer release)"
-        return ", ".join(self.fits)
+            return (
+                "its lines fit no release in ppaux's table (a modified build, or a newer release)"
+            )
+        return "its lines fit " + ", ".join(self.fits)
 
 
 def build_of(frames: Iterable[Frame]) -> Build | None:

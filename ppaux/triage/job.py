@@ -113,7 +113,11 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
     if match is not None:
         rule = RULE_OF_MESSAGE[match.message.id]
         extra.update(sglang_message=match.message.id, rule=rule)
-        message += f"; raised by {_STAGE[match.message.function.split('_', 1)[0]]} (see {rule})"
+        stage = _STAGE[match.message.function.split("_", 1)[0]]
+        if raised_by_capture(root.frames):
+            message += f"; raised by ppaux's strict capture, as {stage} would (see {rule})"
+        else:
+            message += f"; raised by {stage} (see {rule})"
         findings.append(
             finding(
                 "PP801",
@@ -138,8 +142,7 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
             finding(
                 "PP806",
                 root.source,
-                f"sglang of {shown(root.who)} is {_build_text(build)}; its lines fit "
-                f"{build.fits_text()}",
+                f"sglang of {shown(root.who)} is {_build_text(build)}; {build.fits_text()}",
                 _key(root.who),
                 extra={
                     "incident": number,
@@ -316,8 +319,7 @@ def _skew_findings(failures: list[Failure]) -> list[Finding]:
             if a.who == b.who:
                 continue
             why = (
-                f"{shown(a.who)}'s lines fit {build_a.fits_text()}, {shown(b.who)}'s fit "
-                f"{build_b.fits_text()}"
+                f"{shown(a.who)}: {build_a.fits_text()}; {shown(b.who)}: {build_b.fits_text()}"
                 if disjoint
                 else f"{shown(a.who)} runs sglang from {shown(build_a.where, None)}, "
                 f"{shown(b.who)} from {shown(build_b.where, None)}"
