@@ -17,7 +17,7 @@ nothing.
 
 from __future__ import annotations
 
-__all__ = ["MAX_SHOWN", "shown"]
+__all__ = ["MAX_SHOWN", "counted", "shown", "with_article"]
 
 #: Characters of a string from a file that a report keeps unless the caller says otherwise. A
 #: string repeated in many entries or findings would otherwise multiply a report's size.
@@ -44,3 +44,15 @@ def shown(text: str, limit: int | None = MAX_SHOWN) -> str:
     if not head.isprintable():
         head = "".join(map(_escaped, head))
     return f"{head}... ({len(text)} characters)" if cut else head
+
+
+def with_article(noun: str) -> str:
+    """``noun`` after 'a' or 'an', as it is read: 'an int', 'an os.system', 'a uint8', 'a list'."""
+    head = noun[:1].lower()
+    vowel = head in "aeio" or (head == "u" and not noun.lower().startswith(("uint", "uni", "us")))
+    return f"{'an' if vowel else 'a'} {noun}"
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """'1 key', '3 keys' (``plural`` when adding an s will not do)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"

@@ -606,3 +606,26 @@ def test_capture_status_on_a_directory_that_cannot_be_created_is_an_error(tmp_pa
     assert "(not created yet)" in fresh.stdout and "PP503" not in fresh.stdout
     assert not (tmp_path / "new").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["file"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Wording: one key is '1 key', and 'an' before a vowel
+
+
+def test_counts_and_articles_read_as_english(tmp_path):
+    import pickle
+
+    from ppaux.text import counted, with_article
+
+    assert [counted(n, "key") for n in (0, 1, 2)] == ["0 keys", "1 key", "2 keys"]
+    assert with_article("os.system") == "an os.system"
+    assert with_article("int") == "an int"
+    assert with_article("uint8 tensor") == "a uint8 tensor"
+    assert with_article("list") == "a list"
+    one = tmp_path / "one.pkl"
+    one.write_bytes(pickle.dumps({"next_token_ids": [1, 2]}, protocol=2))
+    assert cli("inspect", str(one)).stdout.startswith(f"{one} (pickle; 1 key)\n")
+    pp103 = cli("inspect", "fixtures/dumps/non_string_key.pt", "--findings-only").stdout
+    assert "key 7 is an int, not a string" in pp103
+    refused = cli("tensorize", "fixtures/malicious/os_system_reduce.pt", "-o", str(tmp_path / "x"))
+    assert "the file also holds an os.system under" in refused.stdout

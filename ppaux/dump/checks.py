@@ -38,7 +38,7 @@ from ppaux.sglang import (
     POP_NON_TENSOR,
     PROXY_KEYS,
 )
-from ppaux.text import shown
+from ppaux.text import shown, with_article
 
 __all__ = ["check_dump", "check_payload", "predict_pop"]
 
@@ -222,8 +222,8 @@ def check_payload(
                 _at(
                     "PP103",
                     path,
-                    f"key {safe_repr(key, 60)} is a {_python_type_name(key)}, not a string; pop "
-                    "calls key.startswith on every key and fails",
+                    f"key {safe_repr(key, 60)} is {with_article(_python_type_name(key))}, not a "
+                    "string; pop calls key.startswith on every key and fails",
                     payload,
                     key,
                     sglang_error=pop_error,

@@ -23,7 +23,7 @@ from ppaux.errors import DumpError, ReadMismatch
 from ppaux.limits import Limits
 from ppaux.report import Finding, InputProblem, Report, Severity, Table, cap_per_code, finding
 from ppaux.sglang import MSG_TYPE_KEY
-from ppaux.text import MAX_SHOWN, shown
+from ppaux.text import MAX_SHOWN, counted, shown
 
 __all__ = ["describe_dump", "inspect_file", "inspect_paths"]
 
@@ -196,7 +196,7 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
                 if not omitted
                 else f"--format json lists {len(payload['entries'])} (max_report_entries)"
             )
-            rows.append((f"... and {hidden} more keys", "", where_rest, "", "", "", ""))
+            rows.append((f"... and {counted(hidden, 'more key')}", "", where_rest, "", "", "", ""))
         where = f" {payload['locator']}" if payload["locator"] else ""
         what = (
             _capture_phrase(capture, checkpoint=bool(description.get("trail")))
@@ -208,7 +208,7 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
         # Capture metadata comes from the file: no newline or escape sequence reaches a terminal.
         what = shown(what, None)
         keys = len(payload["entries"]) + omitted
-        title = f"{description['path']}{where} ({what}; {keys} keys)"
+        title = f"{description['path']}{where} ({what}; {counted(keys, 'key')})"
         tables.append(
             Table(
                 title,

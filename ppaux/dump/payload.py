@@ -24,7 +24,7 @@ from ppaux.dump.model import (
 from ppaux.errors import LimitExceeded
 from ppaux.limits import Limits
 from ppaux.sglang import MSG_TYPE_KEY, OUTPUT_PREFIX
-from ppaux.text import MAX_SHOWN, shown
+from ppaux.text import MAX_SHOWN, shown, with_article
 
 __all__ = [
     "Payload",
@@ -340,7 +340,7 @@ def value_phrase(value: Any, limits: Limits, tally: Tally | None = None) -> str:
     if isinstance(value, NdArrayRef):
         return f"a numpy.ndarray ({value.dtype}, shape {list(value.shape)})"
     if isinstance(value, Opaque):
-        return f"a {value.name} object (its class was not imported)"
+        return f"{with_article(value.name)} object (its class was not imported)"
     if isinstance(value, GlobalRef):
         return f"the global {value.name}"
     if isinstance(value, (list, tuple, set, frozenset, dict)):
@@ -355,7 +355,7 @@ def value_phrase(value: Any, limits: Limits, tally: Tally | None = None) -> str:
         kinds = tally.kinds(value)
         of = kinds[0] if len(kinds) == 1 else "mixed values"
         return f"a {kind} of {len(value)} {of}{'s' if len(kinds) == 1 and len(value) != 1 else ''}"
-    return f"a {type_name(value)}"
+    return with_article(type_name(value))
 
 
 def safe_repr(value: Any, limit: int = 80) -> str:

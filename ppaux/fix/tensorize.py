@@ -39,7 +39,7 @@ from ppaux.errors import DumpError
 from ppaux.files import InputFileError, OutputPathError, check_output, open_regular
 from ppaux.limits import Limits
 from ppaux.sglang import OUTPUT_PREFIX
-from ppaux.text import shown
+from ppaux.text import shown, with_article
 
 __all__ = ["Conversion", "OutputPathError", "Refusal", "TensorizeResult", "tensorize_dump"]
 
@@ -202,13 +202,13 @@ def _rest_of_file(dump: Any, converted: list[Any], limits: Limits) -> list[Refus
         for node in walk(value, limits, dump.path, seen):
             if isinstance(node, TensorRef):
                 if node.subclass not in _KEPT_SUBCLASSES:
-                    what = f"a {node.subclass} tensor"
+                    what = with_article(f"{node.subclass} tensor")
                 else:
                     continue
             elif type(node) in _PLAIN:
                 continue
             else:
-                what = f"a {type_name(node)}"
+                what = with_article(type_name(node))
             where = f" under {key_text(key)}" if key is not None else ""
             return [
                 Refusal(

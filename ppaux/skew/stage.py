@@ -14,6 +14,7 @@ from typing import Any
 
 from ppaux.sglang import release, release_versions
 from ppaux.skew.fingerprint import Fingerprint
+from ppaux.text import counted
 
 __all__ = [
     "FACTS",
@@ -237,7 +238,7 @@ def keys_label(keys: tuple[str, ...] | None) -> str | None:
         return None
     same = [v for v in release_versions() if set(release(v).logprob_keys) == set(keys)]
     where = f" ({same[0]}{'-' + same[-1] if len(same) > 1 else ''})" if same else " (no release)"
-    return f"{len(keys)} keys{where}"
+    return f"{counted(len(keys), 'key')}{where}"
 
 
 def _checks(checks: dict[str, bool] | None, names: Sequence[str]) -> str | None:

@@ -33,9 +33,9 @@ def _rich_table(table: Table, width: int, color: bool) -> tuple[Any, list[str]]:
 
     # Titles and headers are given as Text, never as strings that rich would read as markup
     # (a '[' from a dump name would be taken for a style, or refused).
+    # The title is printed by render(), wrapped between words only, so that a long dump name
+    # is never broken inside.
     out = RichTable(
-        title=Text(table.title),
-        title_justify="left",
         show_lines=False,
         box=box.SIMPLE_HEAD,
         pad_edge=False,
@@ -116,6 +116,14 @@ def _widths(needs: list[int], floors: list[int], room: int) -> list[int] | None:
     return None
 
 
+def _title_lines(title: str, width: int) -> list[str]:
+    """``title`` wrapped at ``width`` between words; a word longer than the width (a dump's
+    path) stays whole on a line of its own."""
+    import textwrap
+
+    return textwrap.wrap(title, width, break_long_words=False, break_on_hyphens=False)
+
+
 def _records(table: Table, rows: list[list[str]]) -> list[str]:
     """The table as one block per row: its first cell, then each other cell whole."""
     lines = [table.title, ""] if table.title else []
@@ -153,6 +161,8 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
             )
         rich_table, cut = _rich_table(table, width, color)
         if rich_table is not None:
+            for line in _title_lines(table.title, width):
+                console.print(Text(line), soft_wrap=True)
             console.print(rich_table)
         if hidden > 0:
             console.print(Text(f"({hidden} more rows; the JSON report lists every row)"))
