@@ -17,9 +17,9 @@ from __future__ import annotations
 import logging
 import os
 
-from ppaux.sglang import ENTRY_POINT, PLUGIN_NAME, TRANSPORT_MODULE
+from ppaux.sglang import TRANSPORT_MODULE
 
-__all__ = ["ENTRY_POINT", "PLUGIN_NAME", "register"]
+__all__ = ["register"]
 
 logger = logging.getLogger("ppaux.capture")
 
