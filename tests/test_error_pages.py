@@ -214,3 +214,19 @@ def test_pages_say_where_each_release_raises():
         "`_pp_prep_batch_result()` at `sglang/srt/managers/scheduler_pp_mixin.py:991` |"
     ) in text
     assert "[PP101 aux-non-tensor](../catalogue.md#pp101)" in text
+
+
+def test_explain_page_shows_what_explain_prints():
+    text = (DOCS / "explain.md").read_text(encoding="utf-8")
+    shown = text.split(
+        "$ ppaux explain \"RuntimeError: duplicate auxiliary PP tensor 'scores'\"\n"
+    )[1]
+    shown = shown.split("```", 1)[0]
+    printed = cli("explain", "RuntimeError: duplicate auxiliary PP tensor 'scores'").stdout
+    for part in shown.split("...\n"):
+        assert part in printed, part
+    for line in re.findall(r"^ppaux: error: .*$", text, re.M):
+        value = re.search(r"(?:code|name) '([^']+)'|^ppaux: error: '([^']+)' is none", line)
+        assert value is not None, line
+        result = cli("explain", value.group(1) or value.group(2))
+        assert result.stderr == line + "\n"
