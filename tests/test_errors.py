@@ -33,7 +33,7 @@ EXPECTED = {
     "ppaux.skew.fingerprint._Invalid": None,
     "ppaux.skew.gather.SetupError": ValueError,
     "ppaux.skew.gather.GatherError": RuntimeError,
-    "ppaux.capture.store.CaptureDirError": ValueError,
+    "ppaux.capture.directory.CaptureDirError": ValueError,
     "ppaux.replay.materialize.DeviceError": ValueError,
     "ppaux.replay.materialize.MaterializeError": ValueError,
     "ppaux.replay.options.ReplayConfigError": ValueError,

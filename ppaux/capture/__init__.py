@@ -8,8 +8,9 @@ ppaux's own hooks and wrappers), :mod:`.hops` (the hops of sglang's output path)
 :mod:`.checkpoints` (the looks at each hop, the trail), :mod:`.culprit` (the code between the
 last clean and the first dirty hop), :mod:`.patching` (:func:`install` / :func:`uninstall`),
 :mod:`.plugin` (the sglang plugin), :mod:`.writer` (writing one capture), :mod:`.host`
-(versions, host, ranks), :mod:`.store` (the capture directory and the reports of ``ppaux
-capture``).
+(versions, host, ranks), :mod:`.directory` (the capture directory: layout, bounds, what it
+holds), :mod:`.environment` (would the plugin capture in this environment) and :mod:`.reports`
+(the reports of ``ppaux capture``).
 """
 
 from typing import TYPE_CHECKING
@@ -17,17 +18,13 @@ from typing import TYPE_CHECKING
 from ppaux._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ppaux.capture.directory import CaptureDirError, list_captures
+    from ppaux.capture.environment import plugin_state
     from ppaux.capture.hooks import capture_original
     from ppaux.capture.patching import active_config, install, stats, uninstall
+    from ppaux.capture.reports import list_report, status_report
     from ppaux.capture.settings import ENV_DIR, CaptureConfig, config_from_env, parse_size
     from ppaux.capture.state import CaptureStats
-    from ppaux.capture.store import (
-        CaptureDirError,
-        list_captures,
-        list_report,
-        plugin_state,
-        status_report,
-    )
 
 #: Each public name and the module that holds it, imported on first use.
 _EXPORTS = {
@@ -41,11 +38,11 @@ _EXPORTS = {
     "stats": "patching",
     "CaptureStats": "state",
     "capture_original": "hooks",
-    "CaptureDirError": "store",
-    "list_captures": "store",
-    "status_report": "store",
-    "list_report": "store",
-    "plugin_state": "store",
+    "CaptureDirError": "directory",
+    "list_captures": "directory",
+    "status_report": "reports",
+    "list_report": "reports",
+    "plugin_state": "environment",
 }
 
 __all__ = [

@@ -1,7 +1,7 @@
 """The hops of sglang's PP output path that the checkpoints watch, and which exist in an sglang.
 
 Names only (no torch, no state): the checkpoints (:mod:`ppaux.capture.checkpoints`) look at a
-message at each hop; ``ppaux capture status`` (:mod:`ppaux.capture.store`) says which hops the
+message at each hop; ``ppaux capture status`` (:mod:`ppaux.capture.environment`) says which hops the
 installed sglang lacks, reading its files as text.
 """
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ppaux.capture import store as capture_store
+from ppaux.capture import directory as capture_store
 from ppaux.capture.host import capture_meta
 from ppaux.capture.settings import LOCK_TIMEOUT_S, CaptureConfig
 from ppaux.capture.state import STATE

@@ -1,0 +1,177 @@
+"""The reports of ``ppaux capture status`` (the plugin's state and the directory's usage) and
+``ppaux capture list`` (every capture in a directory with the error it recorded)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ppaux.capture.directory import CaptureDirError, Usage, list_captures, read_skipped, usage
+from ppaux.capture.environment import plugin_state
+from ppaux.report import Report, Table, finding
+from ppaux.sglang import PLUGIN_NAME
+
+__all__ = ["list_report", "status_report"]
+
+
+def _writable_problem(directory: Path) -> str | None:
+    """Why captures could not be written in ``directory``, or None when they could."""
+    if directory.exists():
+        if not directory.is_dir():
+            return "not a directory"
+        if not os.access(directory, os.W_OK | os.X_OK):
+            return "permission denied: the directory is not writable"
+        return None
+    parent = directory.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"cannot be created: {parent} is not a directory"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot be created: {parent} is not writable"
+    # Permission bits do not tell everything (root passes them; a read-only or virtual file
+    # system refuses anyway): make and remove an empty directory where the plugin would.
+    import tempfile
+
+    try:
+        probe = tempfile.mkdtemp(prefix=".ppaux-probe-", dir=parent)
+    except OSError as exc:
+        return f"cannot be created in {parent}: {exc.strerror or exc}"
+    os.rmdir(probe)
+    return None
+
+
+def status_report(
+    directory: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
+) -> Report:
+    """``ppaux capture status``: the plugin's state and what ``directory`` holds.
+
+    ``directory`` defaults to ``PPAUX_CAPTURE_DIR`` from ``environ``. Raises
+    :class:`CaptureDirError` when the directory exists but cannot be listed.
+    """
+    state = plugin_state(environ)
+    report = Report(command="capture status")
+    where = directory if directory is not None else state.capture_dir
+    rows = [
+        ("plugin entry point", state.entry_point or "not installed"),
+        (
+            "sglang",
+            f"{state.sglang_version or 'unknown version'} at {state.sglang_location}"
+            if state.sglang_location
+            else "not installed",
+        ),
+        ("would activate", "yes" if state.would_activate else "no"),
+    ]
+    if state.hops is not None:
+        missing = [f"{hop} ({why})" for hop, why in state.hops.items() if why is not None]
+        rows.append(
+            ("checkpoints", "every hop" if not missing else "skipped: " + "; ".join(missing))
+        )
+    if state.settings is not None:
+        rows.append(
+            (
+                "settings",
+                ", ".join(f"{k}={v}" for k, v in state.settings.items() if k != "directory"),
+            )
+        )
+    if state.setting_error is not None:
+        report.findings.append(finding("PP504", PLUGIN_NAME, state.setting_error))
+    if state.reasons:
+        report.findings.append(finding("PP502", PLUGIN_NAME, "; ".join(state.reasons)))
+    data: dict[str, Any] = {"plugin": state.to_json(), "directory": None}
+    if where is not None:
+        path = Path(where)
+        try:
+            current = usage(path)
+            skipped = read_skipped(path)
+        except NotADirectoryError:
+            current, skipped = Usage(0, 0), 0
+        except OSError as exc:
+            raise CaptureDirError(str(path), f"cannot list: {exc.strerror or exc}") from None
+        problem = _writable_problem(path)
+        data["directory"] = {
+            "path": str(path),
+            "exists": path.is_dir(),
+            "writable": problem is None,
+            "captures": current.files,
+            "bytes": current.bytes,
+            "skipped": skipped,
+        }
+        rows += [
+            (
+                "directory",
+                str(path)
+                + (
+                    ""
+                    if path.is_dir()
+                    else " (not created yet)"
+                    if problem is None
+                    else " (cannot be created)"
+                ),
+            ),
+            ("captures", str(current.files)),
+            ("bytes", str(current.bytes)),
+            ("skipped", str(skipped)),
+        ]
+        if problem is not None:
+            report.findings.append(finding("PP503", str(path), problem))
+        if skipped:
+            report.findings.append(
+                finding(
+                    "PP501",
+                    str(path),
+                    f"{skipped} capture(s) were skipped because the directory reached its bounds",
+                )
+            )
+    else:
+        rows.append(("directory", "not set (pass --dir or set PPAUX_CAPTURE_DIR)"))
+    report.data = data
+    report.tables.append(Table("ppaux capture", ("", "value"), tuple(rows)))
+    return report
+
+
+def list_report(directory: str | os.PathLike[str]) -> Report:
+    """``ppaux capture list``: every capture in ``directory`` with its error message.
+
+    Raises :class:`CaptureDirError` when ``directory`` is missing or cannot be listed.
+    """
+    path = Path(directory)
+    if not path.exists():
+        raise CaptureDirError(str(path), "no such directory")
+    if not path.is_dir():
+        raise CaptureDirError(str(path), "not a directory")
+    try:
+        entries = list_captures(path)
+    except OSError as exc:
+        raise CaptureDirError(str(path), f"cannot list: {exc.strerror or exc}") from None
+    from ppaux.dump import culprit_text, trail_text
+
+    report = Report(command="capture list")
+    skipped = read_skipped(path)
+    # One line per capture, never wrapped, so that names and messages stay greppable; the file
+    # name already tells the time, host, pid and function, and JSON has every field.
+    for entry in entries:
+        meta = entry.meta or {}
+        if entry.problem is not None:
+            report.findings.append(finding("PP505", str(entry.path), entry.problem))
+            error = f"(unreadable: {entry.problem})"
+        elif meta.get("exception_type") is not None:
+            error = f"{meta.get('exception_type')}: {meta.get('exception_message')}"
+        elif entry.trail is not None:
+            error = "(no error yet: taken at a checkpoint)"
+        else:
+            error = f"(no error: recorded with when={meta.get('when')})"
+        report.notes.append(f"{entry.path.name}: {error}")
+        if entry.trail is not None:
+            report.notes.append(f"    trail: {trail_text(entry.trail)}")
+        if entry.culprit is not None:
+            report.notes.append(f"    culprit: {culprit_text(entry.culprit)}")
+    report.notes.append(f"{len(entries)} capture(s) in {path}, {skipped} skipped")
+    report.data = {
+        "directory": str(path),
+        "captures": [e.to_json() for e in entries],
+        "skipped": skipped,
+    }
+    return report
