@@ -535,3 +535,43 @@ def test_the_strict_capture_sglang_ran_is_recognised():
     assert [f.key for f in report.findings if f.code == "PP803"] == ["PP0"]
     assert "ppaux capture list --dir /var/tmp/ppaux" in report.data["next_steps"]
     assert not any("PPAUX_CAPTURE_STRICT" in step for step in report.data["next_steps"])
+
+
+def test_lines_the_collector_split_are_joined(tmp_path):
+    frame = f'  File "{SITE}/sampling/sampling_observer_pp.py", line 77, in pop'
+    pieces = [
+        (
+            "F",
+            "[2026-12-03 10:00:00 PP0] Scheduler hit an exception: Traceback (most recent "
+            "call last):",
+        ),
+        ("F", frame),
+        ("P", "RuntimeError: received a non-tensor aux"),
+        ("P", "iliary PP "),
+        ("F", "output"),
+    ]
+    cri = tmp_path / "cri.log"
+    cri.write_text(
+        "".join(
+            f"2026-12-03T10:00:00.{i:09d}Z stderr {tag} {text}\n"
+            for i, (tag, text) in enumerate(pieces)
+        )
+    )
+    docker = tmp_path / "docker.log"
+    docker.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "log": text + ("\n" if tag == "F" else ""),
+                    "stream": "stderr",
+                    "time": f"2026-12-03T10:00:00.{i:09d}Z",
+                }
+            )
+            + "\n"
+            for i, (tag, text) in enumerate(pieces)
+        )
+    )
+    for log in (cri, docker):
+        (root,) = [f for f in triage_paths([str(log)]).findings if f.code == "PP801"]
+        assert root.sglang_error == NON_TENSOR, log.name
+        assert root.location["line"] == 1

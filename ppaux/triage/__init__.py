@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         Frame,
     )
     from ppaux.triage.sources import (
+        LOG_SUFFIXES,
         LogOpenError,
         LogSource,
     )
@@ -53,6 +54,7 @@ _EXPORTS = {
     "LogOpenError": "sources",
     "LogReading": "reading",
     "LogSource": "sources",
+    "LOG_SUFFIXES": "sources",
     "RULE_OF_MESSAGE": "job",
     "parse_line": "lineformat",
     "read_log": "reading",
@@ -60,6 +62,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "LOG_SUFFIXES",
     "RULE_OF_MESSAGE",
     "Build",
     "Envelope",

@@ -36,8 +36,10 @@ __all__ = [
     "LogLine",
     "detect",
     "parse_line",
+    "peel",
     "sglang_time",
     "torch_rank",
+    "unwrap",
 ]
 
 
@@ -159,32 +161,39 @@ def _share(texts: list[str], test: Callable[[str], bool]) -> bool:
     return passed * 2 >= len(texts) and passed > 0
 
 
-def _json_text(text: str) -> tuple[str, str | None, str | None]:
-    """(log, stream, time) of a json-file line; the line itself when it is not one."""
+def _json_text(text: str) -> tuple[str, str | None, str | None, bool]:
+    """(log, stream, time, complete) of a json-file line; the line itself when it is not one.
+    ``complete`` is False for a piece of a line Docker split (its log has no newline)."""
     try:
         record = json.loads(text)
     except ValueError:
-        return text, None, None
+        return text, None, None, True
     if not isinstance(record, dict) or not isinstance(record.get("log"), str):
-        return text, None, None
+        return text, None, None, True
+    log: str = record["log"]
     stream = record.get("stream")
     time = record.get("time")
     return (
-        record["log"].rstrip("\r\n"),
+        log.rstrip("\r\n"),
         stream if isinstance(stream, str) else None,
         time if isinstance(time, str) else None,
+        log.endswith("\n"),
     )
 
 
-def parse_line(number: int, raw: bytes, envelope: Envelope, launcher: Launcher) -> LogLine:
-    """Peel ``raw`` (one line, without its newline) into a :class:`LogLine`."""
+def unwrap(
+    raw: bytes, envelope: Envelope
+) -> tuple[str, float | None, str | None, str | None, bool]:
+    """(text, time, time text, stream, partial) of ``raw`` with the collector's envelope taken
+    off; ``partial``: the collector split a long line and this is not its last piece."""
     text = _decode(raw).rstrip("\r")
     time: float | None = None
     time_text: str | None = None
     stream: str | None = None
     partial = False
     if envelope is Envelope.DOCKER_JSON:
-        text, stream, time_text = _json_text(text)
+        text, stream, time_text, complete = _json_text(text)
+        partial = not complete
         time = _rfc3339(time_text) if time_text else None
     elif envelope is Envelope.CRI:
         match = _CRI.match(text)
@@ -194,6 +203,19 @@ def parse_line(number: int, raw: bytes, envelope: Envelope, launcher: Launcher) 
             stream = match.group("stream")
             partial = match.group("tag") == "P"
             text = match.group("text") or ""
+    return text, time, time_text, stream, partial
+
+
+def peel(
+    number: int,
+    text: str,
+    time: float | None,
+    time_text: str | None,
+    stream: str | None,
+    launcher: Launcher,
+) -> LogLine:
+    """The :class:`LogLine` of ``text`` (the envelope already off): colours, the launcher's
+    prefix and sglang's prefix taken off."""
     if "\x1b" in text:
         text = ANSI.sub("", text)
     if launcher is Launcher.COMPOSE:
@@ -214,7 +236,16 @@ def parse_line(number: int, raw: bytes, envelope: Envelope, launcher: Launcher) 
             ms = match.group("ms")
             time_text = match.group("time") + (f".{ms}" if ms else "")
             text = match.group("text")
-    return LogLine(number, text, time, time_text, ranks, stream, partial)
+    return LogLine(number, text, time, time_text, ranks, stream)
+
+
+def parse_line(number: int, raw: bytes, envelope: Envelope, launcher: Launcher) -> LogLine:
+    """Peel ``raw`` (one line, without its newline) into a :class:`LogLine`."""
+    text, time, time_text, stream, partial = unwrap(raw, envelope)
+    line = peel(number, text, time, time_text, stream, launcher)
+    return LogLine(
+        line.number, line.text, line.time, line.time_text, line.ranks, line.stream, partial
+    )
 
 
 def torch_rank(text: str) -> str | None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ppaux.triage.lineformat import Envelope, Launcher, LogLine, detect, parse_line, torch_rank
+from ppaux.triage.lineformat import Envelope, Launcher, LogLine, detect, peel, torch_rank, unwrap
 from ppaux.triage.records import Event, Failure, TracebackBuilder, failure_start
-from ppaux.triage.scanner import MARKERS, Scanner
+from ppaux.triage.scanner import MARKERS, MAX_LINE, Scanner
 from ppaux.triage.sources import LogSource, gzip_cut, open_log
 
 __all__ = ["MAX_EVENTS", "MAX_FAILURES", "LogReading", "read_log"]
@@ -78,8 +78,7 @@ class _Reader:
         for builder in list(self.open):
             self.close(builder)
 
-    def take(self, line: LogLine, raw: bytes) -> None:
-        marked = any(marker in raw for marker in MARKERS)
+    def take(self, line: LogLine, marked: bool) -> None:
         mine = [b for b in self.open if b.failure.stream == line.stream]
         if line.sglang:
             for builder in mine:
@@ -152,13 +151,27 @@ def read_log(source: LogSource, first_order: int = 0) -> LogReading:
         reading.envelope, reading.launcher = detect(head)
         scanner = Scanner(stream)
         reader = _Reader(reading, first_order)
+        # Pieces of a line the collector split (CRI 'P', Docker's json-file), per stream.
+        pieces: dict[str | None, tuple[int, str, float | None, str | None]] = {}
         while True:
-            item = scanner.next_line() if reader.open else scanner.next_marked_line()
+            wanted = reader.open or pieces
+            item = scanner.next_line() if wanted else scanner.next_marked_line()
             if item is None:
                 break
             number, raw = item
-            line = parse_line(number, raw, reading.envelope, reading.launcher)
-            reader.take(line, raw)
+            text, time, time_text, source_stream, partial = unwrap(raw, reading.envelope)
+            marked = any(marker in raw for marker in MARKERS)
+            if partial or source_stream in pieces:
+                first = pieces.pop(source_stream, None)
+                if first is not None:
+                    number, before, time, time_text = first
+                    text = (before + text)[:MAX_LINE]
+                    marked = marked or any(m.decode() in text for m in MARKERS)
+                if partial:
+                    pieces[source_stream] = (number, text, time, time_text)
+                    continue
+            line = peel(number, text, time, time_text, source_stream, reading.launcher)
+            reader.take(line, marked)
         reader.close_all()
         reading.lines = scanner.line - 1
         reading.long_lines = scanner.long_lines
