@@ -272,3 +272,17 @@ def test_inspect_shows_rewritten_from_without_the_machine_path(tmp_path, monkeyp
         assert str(tmp_path) not in json.dumps(doc)
         diff = cli("diff", str(source), str(fixed)).stdout
         assert f"rewrote {expected})" in diff
+
+
+def test_triage_refuses_a_log_it_reads_from_a_directory(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "rank0.log").write_text("[2026-12-02 10:23:24 TP0] starting\n")
+    result = cli("triage", str(logs), "-o", str(logs / "rank0.log"))
+    assert result.exit_code == 2
+    assert "is the input" in result.stderr
+    assert (logs / "rank0.log").read_text() == "[2026-12-02 10:23:24 TP0] starting\n"
+    # A report file that is not a log kind triage reads may go there.
+    done = cli("triage", str(logs), "-o", str(logs / "report.md"), "-f", "markdown")
+    assert done.exit_code in (0, 1), done.output
+    assert (logs / "report.md").exists()

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
+from ppaux.triage import LOG_SUFFIXES
 from ppaux_cli.exits import fail
-from ppaux_cli.options import ReportOptions, report_options
+from ppaux_cli.options import ReportOptions, report_options_reading
 from ppaux_cli.output import STDIO, emit
 
 __all__ = ["STDIN_NAME", "triage"]
@@ -17,7 +18,7 @@ __all__ = ["STDIN_NAME", "triage"]
 STDIN_NAME = "<stdin>"
 
 
-@report_options
+@report_options_reading(LOG_SUFFIXES)
 def triage(
     paths: Annotated[
         list[str],
