@@ -29,24 +29,30 @@ CHECKS = [
         {"sender": "legacy", "impl": "sglang"},
     ),
     ("numpy", "faulty.py:NumpyObserver", {}),
-    ("sparse", "faulty.py:SparseObserver", {}),
     ("half", "faulty.py:HalfOnWireObserver", {}),
     ("no-from", "faulty.py:NoFromPPObserver", {"impl": "sglang"}),
+    ("sparse", "faulty.py:SparseObserver", {}),
 ]
 
 SCRIPT = """
 import json, sys
 from ppaux.observer import ObserverOptions, check_observer
+from ppaux.replay import open_wire
 out = {}
-for name, target, options in json.loads(sys.argv[1]):
-    report = check_observer(
-        target, ObserverOptions(transport="sglang", batch_sizes=(2,), steps=2, **options)
-    )
-    out[name] = {
-        "findings": [[f.code, f.key, f.sglang_error, f.message] for f in report.findings],
-        "observer": report.data["observer"],
-        "results": report.data["results"],
-    }
+# One receiving process for every check (a sender-side failure, the sparse tensor, comes last:
+# it ends the receiver).
+with open_wire("sglang", device="cpu", timeout_s=300) as wire:
+    for name, target, options in json.loads(sys.argv[1]):
+        report = check_observer(
+            target,
+            ObserverOptions(transport="sglang", batch_sizes=(2,), steps=2, **options),
+            wire=wire,
+        )
+        out[name] = {
+            "findings": [[f.code, f.key, f.sglang_error, f.message] for f in report.findings],
+            "observer": report.data["observer"],
+            "results": report.data["results"],
+        }
 print("REPORT " + json.dumps(out))
 """
 

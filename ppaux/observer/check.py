@@ -124,7 +124,9 @@ def _validate(options: ObserverOptions) -> None:
 
 
 @contextlib.contextmanager
-def _machinery(options: ObserverOptions) -> Iterator[tuple[Machinery, Any, Any, bool]]:
+def _machinery(
+    options: ObserverOptions, given_wire: Any = None
+) -> Iterator[tuple[Machinery, Any, Any, bool]]:
     from ppaux.replay import (
         DeviceError,
         WireSetupError,
@@ -145,7 +147,7 @@ def _machinery(options: ObserverOptions) -> Iterator[tuple[Machinery, Any, Any, 
         reason = getattr(exc, "reason", str(exc))
         raise ObserverConfigError("impl", impl, f"sglang is {reason}") from None
     try:
-        wire = open_wire(
+        wire = given_wire or open_wire(
             transport,
             device=device,
             timeout_s=options.timeout_s,
@@ -199,7 +201,8 @@ def _machinery(options: ObserverOptions) -> Iterator[tuple[Machinery, Any, Any, 
     try:
         yield machinery, info, device, sglang_parts
     finally:
-        wire.close()
+        if given_wire is None:
+            wire.close()
 
 
 def check_observer(
@@ -207,11 +210,13 @@ def check_observer(
     options: ObserverOptions = ObserverOptions(),
     *,
     outputs: str | None = None,
+    wire: Any = None,
 ) -> Report:
     """Check the observer named by ``target`` (``module:attr`` or ``file.py:attr``).
 
     The target's code runs. ``outputs`` (``module:attr``, a zero-argument callable) gives the
-    outputs to send instead of driving the observer. Raises :class:`TargetError` for a target
+    outputs to send instead of driving the observer; ``wire`` is an open wire to share (see
+    :func:`check_loaded`). Raises :class:`TargetError` for a target
     that cannot be used and :class:`ObserverConfigError` for a setting that cannot work here;
     everything the target does wrong while it runs is a finding.
     """
@@ -222,15 +227,28 @@ def check_observer(
     _validate(options)
     loaded = load_observer(target)
     given = load_outputs(outputs) if outputs is not None else None
-    return check_loaded(loaded, options, given)
+    return check_loaded(loaded, options, given, wire=wire)
 
 
 def check_loaded(
-    loaded: LoadedObserver, options: ObserverOptions, outputs: Sequence[Any] | None = None
+    loaded: LoadedObserver,
+    options: ObserverOptions,
+    outputs: Sequence[Any] | None = None,
+    *,
+    wire: Any = None,
 ) -> Report:
-    """The check of an observer already loaded (:func:`check_observer` and ``assert_pp_safe``)."""
+    """The check of an observer already loaded (:func:`check_observer` and ``assert_pp_safe``).
+
+    ``wire`` is an open :class:`~ppaux.replay.Wire` of ``options.transport`` to send through
+    (left open, so that several checks share one receiving process); None opens one and closes
+    it at the end.
+    """
     _validate(options)
-    with _machinery(options) as (machinery, info, device, sglang_parts):
+    if wire is not None and getattr(wire, "transport", None) != _value(options.transport):
+        raise ObserverConfigError(
+            "transport", _value(options.transport), f"the wire given is {wire.transport!r}"
+        )
+    with _machinery(options, wire) as (machinery, info, device, sglang_parts):
         run = _Run(loaded.target, options, machinery, info, device, sglang_parts)
         if outputs is not None:
             _check_given(run, loaded, list(outputs))
