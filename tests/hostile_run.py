@@ -10,7 +10,8 @@ its own directory, points stdout and stderr at files and runs exactly what ``pyt
 ppaux_cli`` runs (``ppaux_cli.app.main``), an uncaught exception printing its traceback as the
 interpreter would. Each child is a separate process that dies with its exit code or signal.
 The server runs the CLI once on a missing file first, so that the modules the CLI imports
-lazily are loaded before it forks.
+lazily are loaded before it forks; ``PPAUX_TEST_PRELOAD`` (comma-separated module names, such as
+``torch``) imports more before forking, for commands that import them on every run.
 """
 
 from __future__ import annotations
