@@ -18,8 +18,27 @@ returns an :class:`Exchange`. :func:`load_implementation` gives the module whose
 run under an implementation's name ('reference', or sglang's own read from a path or wheel).
 """
 
+from typing import TYPE_CHECKING
+
 from ppaux._lazy import lazy_exports
 
+if TYPE_CHECKING:
+    from ppaux.replay.distributed import DistributedWire, WireSetupError
+    from ppaux.replay.local_wires import EmulatedWire, NoWire, load_implementation
+    from ppaux.replay.materialize import DeviceError, MaterializeError, Materializer, resolve_device
+    from ppaux.replay.options import Impl, ReplayConfigError, ReplayOptions, Sender, Transport
+    from ppaux.replay.protocol import TRANSPORTS, Delivery, Exchange, Wire, WireFailure, open_wire
+    from ppaux.replay.results import DumpResult, PayloadResult, RunResult
+    from ppaux.replay.roundtrip import Reception
+    from ppaux.replay.run import replay_paths
+    from ppaux.replay.sglang_wire import SglangWire
+    from ppaux.replay.transport import (
+        add_auxiliary_output_to_pp_tensors,
+        pop_auxiliary_output_from_pp_tensors,
+    )
+    from ppaux.replay.wire import WireStats
+
+#: Each public name and the module that holds it, imported on first use.
 _EXPORTS = {
     "add_auxiliary_output_to_pp_tensors": "transport",
     "pop_auxiliary_output_from_pp_tensors": "transport",
@@ -52,6 +71,37 @@ _EXPORTS = {
     "resolve_device": "materialize",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "TRANSPORTS",
+    "Delivery",
+    "DeviceError",
+    "DistributedWire",
+    "DumpResult",
+    "EmulatedWire",
+    "Exchange",
+    "Impl",
+    "MaterializeError",
+    "Materializer",
+    "NoWire",
+    "PayloadResult",
+    "Reception",
+    "ReplayConfigError",
+    "ReplayOptions",
+    "RunResult",
+    "Sender",
+    "SglangWire",
+    "Transport",
+    "Wire",
+    "WireFailure",
+    "WireSetupError",
+    "WireStats",
+    "add_auxiliary_output_to_pp_tensors",
+    "load_implementation",
+    "open_wire",
+    "pop_auxiliary_output_from_pp_tensors",
+    "replay_paths",
+    "resolve_device",
+]
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
