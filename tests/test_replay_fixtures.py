@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO
 
+from ppaux.dump import inspect_paths
 from ppaux.replay import ReplayOptions, Sender, Transport, replay_paths
 
 # Every replay here makes real tensors.
@@ -56,6 +57,11 @@ def not_sendable(backend: str) -> tuple:
 
 def problem(message: str) -> tuple:
     return ("problem", message)
+
+
+def judged(code: str) -> tuple:
+    """Nothing to replay, judged as inspect judges it: a finding, not an unusable input."""
+    return ("judged", code)
 
 
 def same(expected: tuple) -> tuple:
@@ -116,7 +122,7 @@ EXPECTED = {
             "is 8 bytes, 16 declared"
         )
     ),
-    "dumps/no_tensor_dict.pt": same(problem("no tensor dict to replay")),
+    "dumps/no_tensor_dict.pt": same(judged("PP114")),
     "dumps/capture_pop_error.pt": same(NON_TENSOR),
     "dumps/capture_add_error.pt": (NOT_A_TENSOR, NON_TENSOR, NON_TENSOR),
     # Hostile files replay without running anything: the objects stay placeholders outside
@@ -135,7 +141,7 @@ EXPECTED = {
             "nested_pickle_loads",
         )
     },
-    "malicious/plain_pickle_os_system.pkl": same(problem("no tensor dict to replay")),
+    "malicious/plain_pickle_os_system.pkl": same(judged("PP201")),
     "corrupt/truncated.pt": same(problem("truncated or corrupt zip file (File is not a zip file)")),
     "corrupt/empty.pt": same(problem("empty file")),
     "corrupt/random_bytes.pt": same(
@@ -220,13 +226,32 @@ def test_fixture_replays_as_expected(fixture, setting, monkeypatch):
         assert [(p.path, p.message) for p in report.problems] == [(path, expected[1])]
         assert report.data["results"] == []
         return
+    if expected[0] == "judged":
+        assert report.problems == [] and report.data["results"] == []
+        assert expected[1] in {f.code for f in report.findings}
+        # The same findings inspect gives the file (it holds no tensor dict to check).
+        inspected = inspect_paths([path])
+        assert [(f.code, f.key) for f in report.findings] == [
+            (f.code, f.key) for f in inspected.findings
+        ]
+        return
     assert report.problems == []
     (result,) = report.data["results"]
     assert result["path"] == path
     assert observed(result) == expected
-    # Errors carry a finding of the matching severity; clean replays carry no error finding.
-    errors = [f for f in report.findings if f.severity.value == "error"]
+    # Errors carry a finding of the matching severity; clean replays carry no error finding
+    # of the replay's own. A hostile file is judged as inspect judges it, replayed or not.
+    errors = [
+        f for f in report.findings if f.severity.value == "error" and not f.code.startswith("PP2")
+    ]
     assert bool(errors) == (expected[0] != "ok")
+    assert _security(report) == _security(inspect_paths([path]))
+    if fixture.startswith("malicious/"):
+        assert "PP201" in {code for code, _ in _security(report)}
+
+
+def _security(report) -> list[tuple[str, str | None]]:
+    return [(f.code, f.key) for f in report.findings if f.code.startswith("PP2")]
 
 
 def test_no_expectation_is_stale():
@@ -291,4 +316,8 @@ def test_malicious_files_run_nothing(monkeypatch):
 
 def replayable_dumps() -> int:
     """How many files under fixtures/dumps replay (rather than being refused as unusable)."""
-    return sum(1 for f in present() if f.startswith("dumps/") and EXPECTED[f][0][0] != "problem")
+    return sum(
+        1
+        for f in present()
+        if f.startswith("dumps/") and EXPECTED[f][0][0] not in ("problem", "judged")
+    )

@@ -10,6 +10,7 @@ from ppaux._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ppaux.dump.capture_format import make_capture, make_meta
+    from ppaux.dump.checks import check_dump
     from ppaux.dump.diff import diff_paths
     from ppaux.dump.dumpfile import DUMP_SUFFIXES, Dump, collect_dumps, read_dump, read_dump_bytes
     from ppaux.dump.inspection import describe_dump, inspect_file, inspect_paths
@@ -35,6 +36,7 @@ _EXPORTS = {
     "inspect_paths": "inspection",
     "inspect_file": "inspection",
     "describe_dump": "inspection",
+    "check_dump": "checks",
     "diff_paths": "diff",
     "TensorRef": "model",
     "NdArrayRef": "model",
@@ -70,6 +72,7 @@ __all__ = [
     "StorageRef",
     "TensorRef",
     "TorchValue",
+    "check_dump",
     "collect_dumps",
     "culprit_text",
     "describe_dump",

@@ -19,7 +19,23 @@ from ppaux.replay.setup import Setup
 from ppaux.report import Finding, cap_per_code
 from ppaux.sglang import OUTPUT_PREFIX
 
-__all__ = ["OnceText", "divergences", "replay_file", "replay_payload", "run_impl"]
+__all__ = [
+    "NothingToReplay",
+    "OnceText",
+    "divergences",
+    "replay_file",
+    "replay_payload",
+    "run_impl",
+]
+
+
+class NothingToReplay(DumpError):
+    """A dump that holds no tensor dict: not an unusable input, but judged as inspect judges it
+    (``findings``: PP114, and any security finding)."""
+
+    def __init__(self, path: str, findings: list[Finding]) -> None:
+        super().__init__(path, "no tensor dict to replay")
+        self.findings = findings
 
 
 def replay_file(path: str, setup: Setup) -> tuple[DumpResult, list[Finding]]:
@@ -28,15 +44,23 @@ def replay_file(path: str, setup: Setup) -> tuple[DumpResult, list[Finding]]:
     Raises :class:`~ppaux.errors.DumpError` for a dump that cannot be read or holds nothing to
     replay.
     """
-    from ppaux.dump import find_payloads, read_dump, walk
+    from ppaux.dump import check_dump, find_payloads, read_dump, walk
     from ppaux.replay.materialize import Materializer
 
     dump = read_dump(path, setup.options.limits)
     for _ in walk(dump.root, setup.options.limits, path):
         pass  # a hostile structure fails here, as one clear error, before anything is built
     payloads = find_payloads(dump, setup.options.limits)
+    # Each file is judged as inspect judges it whatever the replay gives: a global outside
+    # torch's allowlist is PP201 (a hostile file is never clean), a file without a tensor dict
+    # is PP114, not an input that could not be used.
+    judged = [
+        f
+        for f in check_dump(dump, [], setup.options.limits)
+        if f.code.startswith("PP2") or (f.code == "PP114" and not payloads)
+    ]
     if not payloads:
-        raise DumpError(path, "no tensor dict to replay")
+        raise NothingToReplay(path, judged)
     capture = dump.capture
     units: list[tuple[Any, Any]] = []
     if capture is not None:
@@ -57,7 +81,7 @@ def replay_file(path: str, setup: Setup) -> tuple[DumpResult, list[Finding]]:
             for payload, output in units
         ]
     results: list[PayloadResult] = []
-    findings: list[Finding] = []
+    findings: list[Finding] = list(judged)
     for payload, mapping, output in real:
         result = replay_payload(payload.locator, payload.role, mapping, output, setup)
         results.append(result)

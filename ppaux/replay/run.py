@@ -56,7 +56,7 @@ def replay_paths(
     Raises :class:`~ppaux.errors.TorchMissingError` where torch is not installed.
     """
     from ppaux.dump import collect_dumps
-    from ppaux.replay.execution import replay_file
+    from ppaux.replay.execution import NothingToReplay, replay_file
     from ppaux.replay.setup import prepare, runtime_info
     from ppaux.replay.tables import detail_tables, summary_table
     from ppaux.torch_probe import require_torch
@@ -72,6 +72,8 @@ def replay_paths(
         for index, path in enumerate(files, 1):
             try:
                 result, findings = replay_file(path, setup)
+            except NothingToReplay as exc:
+                report.findings += exc.findings  # judged as inspect judges it
             except DumpError as exc:
                 report.problems.append(InputProblem(exc.path, exc.reason))
             else:

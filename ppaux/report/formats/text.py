@@ -161,8 +161,8 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
             )
         rich_table, cut = _rich_table(table, width, color)
         if rich_table is not None:
-            for line in _title_lines(table.title, width):
-                console.print(Text(line), soft_wrap=True)
+            for part in _title_lines(table.title, width):
+                console.print(Text(part), soft_wrap=True)
             console.print(rich_table)
         if hidden > 0:
             console.print(Text(f"({hidden} more rows; the JSON report lists every row)"))
