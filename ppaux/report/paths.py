@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import Any
 
 from ppaux.report.document import Report
 
@@ -56,9 +57,24 @@ def shown_path(path: str, root: str, cwd: str) -> str:
     return relative.replace(os.sep, "/")
 
 
+def _rebased_location(location: dict[str, Any] | None, root: str, cwd: str) -> dict[str, Any] | None:
+    # A location's file (a log line for triage, a method's source for check-observer, the
+    # culprit's frame for capture) is where an annotation lands, so it is rebased like the path.
+    if not location or not isinstance(location.get("file"), str):
+        return location
+    return {**location, "file": shown_path(location["file"], root, cwd)}
+
+
 def rebase_report(report: Report, root: str, cwd: str) -> Report:
-    """A copy of ``report`` whose findings and unreadable inputs name their paths by
-    :func:`shown_path`; everything else is shared with ``report``."""
-    findings = [dataclasses.replace(f, path=shown_path(f.path, root, cwd)) for f in report.findings]
+    """A copy of ``report`` whose findings (their locations' files too) and unreadable inputs
+    name their paths by :func:`shown_path`; everything else is shared with ``report``."""
+    findings = [
+        dataclasses.replace(
+            f,
+            path=shown_path(f.path, root, cwd),
+            location=_rebased_location(f.location, root, cwd),
+        )
+        for f in report.findings
+    ]
     problems = [dataclasses.replace(p, path=shown_path(p.path, root, cwd)) for p in report.problems]
     return dataclasses.replace(report, findings=findings, problems=problems)
