@@ -57,7 +57,9 @@ def shown_path(path: str, root: str, cwd: str) -> str:
     return relative.replace(os.sep, "/")
 
 
-def _rebased_location(location: dict[str, Any] | None, root: str, cwd: str) -> dict[str, Any] | None:
+def _rebased_location(
+    location: dict[str, Any] | None, root: str, cwd: str
+) -> dict[str, Any] | None:
     # A location's file (a log line for triage, a method's source for check-observer, the
     # culprit's frame for capture) is where an annotation lands, so it is rebased like the path.
     if not location or not isinstance(location.get("file"), str):
