@@ -10,6 +10,9 @@ Independent of ppaux (it imports only the standard library, torch and the sglang
 
 The command starts the processes itself (``torch.distributed.init_process_group("gloo")`` on
 127.0.0.1, a free port), waits for them and prints one JSON document on stdout (schema below).
+It imports sglang's modules once and forks the processes from there (importing sglang costs
+seconds of CPU per process; nothing of torch.distributed exists before the fork), so each rank
+runs the same release code as a fresh interpreter would, from the same files.
 
 ``transport``
     Two processes (four with ``--all-gather 2``). Each builds a real
@@ -57,7 +60,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -499,12 +501,63 @@ def _child(mode, rank, world, port, args, out_path):
     return rc
 
 
-def _child_env():
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+def _import_before_fork(mode):
+    """Import what every rank imports, once, in the parent (before any process group)."""
+    os.environ["OMP_NUM_THREADS"] = "1"
     # With LOCAL_SIZE equal to the group size, sglang's CPU all-gather of float tensors goes to
     # sgl-kernel's shared-memory op (on AMX or arm64 hosts); the PP path between hosts is gloo.
-    env.pop("LOCAL_SIZE", None)
-    return env
+    os.environ.pop("LOCAL_SIZE", None)
+    import sglang.srt.distributed.parallel_state
+    import torch  # noqa: F401
+
+    if mode == "scheduler":
+        import sglang.srt.managers.scheduler_pp_mixin  # noqa: F401
+
+
+def _fork_child(mode, rank, world, port, args, out_path, log_path):
+    """Fork a process that runs :func:`_child` with its output in ``log_path``; its pid."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        return pid
+    rc = 1
+    try:
+        log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        rc = _child(mode, rank, world, port, args, out_path)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(rc)
+
+
+class _Forked:
+    """A forked child, with the part of :class:`subprocess.Popen` that :func:`launch` uses."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.returncode = None
+
+    def poll(self):
+        if self.returncode is None:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self):
+        if self.returncode is None:
+            _, status = os.waitpid(self.pid, 0)
+            self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def kill(self):
+        if self.poll() is None:
+            os.kill(self.pid, 9)
 
 
 def _free_port():
@@ -516,30 +569,22 @@ def _free_port():
 def launch(mode, world, args, timeout=TIMEOUT_S):
     """Start ``world`` child processes, wait, and return the combined report."""
     port = _free_port()
+    _import_before_fork(mode)
     with tempfile.TemporaryDirectory(prefix="ppaux-sglang-driver-") as scratch:
         scratch = Path(scratch)
         children = []
         for rank in range(world):
-            command = [
-                sys.executable,
-                __file__,
-                "--child",
-                mode,
-                str(rank),
-                str(world),
-                str(port),
-                json.dumps(args),
-                str(scratch / f"rank{rank}.json"),
-            ]
             log = open(scratch / f"rank{rank}.log", "w")
-            children.append(
-                (
-                    subprocess.Popen(
-                        command, stdout=log, stderr=subprocess.STDOUT, env=_child_env()
-                    ),
-                    log,
-                )
+            pid = _fork_child(
+                mode,
+                rank,
+                world,
+                port,
+                args,
+                scratch / f"rank{rank}.json",
+                scratch / f"rank{rank}.log",
             )
+            children.append((_Forked(pid), log))
         deadline = time.monotonic() + timeout
         failed_at = None
         while any(p.poll() is None for p, _ in children):
