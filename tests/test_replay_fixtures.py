@@ -70,9 +70,9 @@ def same(expected: tuple) -> tuple:
 
 
 def non_tensor() -> tuple:
-    """A non-tensor auxiliary value: pop refuses it on the dict as recorded, whatever the sender
-    (a validating sender's refusal is reported beside it, see test_sender_refusal_is_reported)."""
-    return same(NON_TENSOR)
+    """A non-tensor auxiliary value: a validating sender refuses it at add, whatever the
+    transport, so rank 0 never receives it; an unchecked sender sends it and pop refuses it."""
+    return (NOT_A_TENSOR, NON_TENSOR, NON_TENSOR)
 
 
 #: file -> (validating/none, legacy/none, legacy/wire); ("diverged", what) for a round trip
@@ -91,7 +91,7 @@ EXPECTED = {
     "dumps/aux_numpy_array.pt": non_tensor(),
     "dumps/aux_custom_class.pt": non_tensor(),
     "dumps/aux_bare_prefix.pt": (
-        ("error", "readd", "RuntimeError", BAD_NAME),
+        ("error", "add", "RuntimeError", BAD_NAME),
         ("error", "readd", "RuntimeError", BAD_NAME),
         ("error", "readd", "RuntimeError", BAD_NAME),
     ),
@@ -123,7 +123,7 @@ EXPECTED = {
         )
     ),
     "dumps/no_tensor_dict.pt": same(judged("PP114")),
-    "dumps/capture_pop_error.pt": same(NON_TENSOR),
+    "dumps/capture_pop_error.pt": non_tensor(),
     "dumps/capture_add_error.pt": (NOT_A_TENSOR, NON_TENSOR, NON_TENSOR),
     # Hostile files replay without running anything: the objects stay placeholders outside
     # the auxiliary keys, so pop has nothing to refuse.
@@ -269,28 +269,28 @@ def test_capture_records_are_compared(monkeypatch):
         "exception_type": "RuntimeError",
         "exception_message": "received a non-tensor auxiliary PP output",
     }
-    assert pop["reproduced"] is True and add["reproduced"] is True
-    assert [f.code for f in report.findings] == ["PP402", "PP401", "PP402"]
-    refused, popped, _add_refused = report.findings
-    assert refused.message == (
-        "a validating sender would refuse this auxiliary output: add raises RuntimeError: "
-        "auxiliary PP output 'scores' is not a tensor; rank 0 gets this dict only from a sender "
-        "that does not check"
-    )
-    assert popped.sglang_error == "received a non-tensor auxiliary PP output"
-    # Through a wire, a validating sender stops the message before it leaves: not reproduced.
-    wired = replay_paths(
-        ["fixtures/dumps/capture_pop_error.pt"], ReplayOptions(transport=Transport.WIRE)
-    )
-    assert wired.data["results"][0]["reproduced"] is False
-    (not_reproduced,) = [f for f in wired.findings if f.code == "PP408"]
-    assert not_reproduced.message == (
-        "the capture recorded RuntimeError: received a non-tensor auxiliary PP output in "
-        "pop_auxiliary_output_from_pp_tensors; this replay (sender validating, transport wire) "
-        "ends with RuntimeError: auxiliary PP output 'scores' is not a tensor at add; the "
-        "recorded error happened on rank 0, so the sender did not validate: replay with "
-        "--sender legacy"
-    )
+    # A validating sender stops the message at add, with no wire as through one: the pop
+    # capture is not reproduced (its sender did not validate), the add capture is.
+    assert pop["reproduced"] is False and add["reproduced"] is True
+    assert [f.code for f in report.findings] == ["PP402", "PP408", "PP402"]
+    for transport in (Transport.NONE, Transport.WIRE):
+        again = replay_paths(
+            ["fixtures/dumps/capture_pop_error.pt"], ReplayOptions(transport=transport)
+        )
+        assert again.data["results"][0]["reproduced"] is False
+        refused, not_reproduced = again.findings
+        assert refused.message == (
+            "a validating sender refuses this auxiliary output: add raises RuntimeError: "
+            "auxiliary PP output 'scores' is not a tensor; rank 0 never receives it (--sender "
+            "legacy replays a sender that does not check)"
+        )
+        assert not_reproduced.message == (
+            "the capture recorded RuntimeError: received a non-tensor auxiliary PP output in "
+            f"pop_auxiliary_output_from_pp_tensors; this replay (sender validating, transport "
+            f"{transport.value}) ends with RuntimeError: auxiliary PP output 'scores' is not a "
+            "tensor at add; the recorded error happened on rank 0, so the sender did not "
+            "validate: replay with --sender legacy"
+        )
     legacy = replay_paths(
         ["fixtures/dumps/capture_pop_error.pt"], ReplayOptions(sender=Sender.LEGACY)
     )

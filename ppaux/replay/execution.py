@@ -13,8 +13,8 @@ from typing import Any
 
 from ppaux.errors import DumpError
 from ppaux.replay.findings import not_reproduced, payload_findings
-from ppaux.replay.options import Sender, Transport
-from ppaux.replay.results import DumpResult, PayloadResult, Recorded, Refusal, RunResult, worst
+from ppaux.replay.options import Sender
+from ppaux.replay.results import DumpResult, PayloadResult, Recorded, RunResult, worst
 from ppaux.replay.setup import Setup
 from ppaux.report import Finding, cap_per_code
 from ppaux.sglang import OUTPUT_PREFIX
@@ -205,34 +205,30 @@ def run_impl(
 
     options = setup.options
     add = module.add_auxiliary_output_to_pp_tensors
-    refused: Refusal | None = None
     try:
         validating = options.sender == Sender.VALIDATING
         sent = roundtrip.sender_dict(mapping, output, validating=validating, add=add)
     except roundtrip.SenderRefused as exc:
+        # A validating sender stops the message on the last stage, whatever the transport:
+        # rank 0 never receives it, so nothing is popped (--sender legacy replays a sender
+        # that does not check, as the captured run's may have been).
         culprit = f"{OUTPUT_PREFIX}{exc.name}" if exc.name is not None else None
-        if options.transport != Transport.NONE or output is not None:
-            source = (
-                output
-                if output is not None
-                else {k[len(OUTPUT_PREFIX) :]: v for k, v in roundtrip.aux_entries(mapping).items()}
-            )
-            return RunResult(
-                impl=name,
-                outcome="error",
-                stage="add",
-                error_type=exc.error_type,
-                error=exc.message,
-                culprit=culprit,
-                sent=[
-                    dict(roundtrip.describe(v), key=f"{OUTPUT_PREFIX}{n}")
-                    for n, v in source.items()
-                ],
-            )
-        # No wire: pop runs on the dict as recorded, as rank 0 received it; what a stock
-        # sender would have refused is reported beside that outcome, not instead of it.
-        refused = Refusal(exc.error_type, exc.message, culprit)
-        sent = roundtrip.sender_dict(mapping, output, validating=False, add=add)
+        source = (
+            output
+            if output is not None
+            else {k[len(OUTPUT_PREFIX) :]: v for k, v in roundtrip.aux_entries(mapping).items()}
+        )
+        return RunResult(
+            impl=name,
+            outcome="error",
+            stage="add",
+            error_type=exc.error_type,
+            error=exc.message,
+            culprit=culprit,
+            sent=[
+                dict(roundtrip.describe(v), key=f"{OUTPUT_PREFIX}{n}") for n, v in source.items()
+            ],
+        )
     sent_aux = roundtrip.aux_entries(sent)
     described = [dict(roundtrip.describe(v), key=k) for k, v in sent_aux.items()]
     exchange = setup.wire.exchange(sent, name)
@@ -248,7 +244,6 @@ def run_impl(
             culprit=failure.key,
             sent=described,
             failure=failure,
-            sender_refused=refused,
         )
     info = exchange.reception
     mismatches: list[dict[str, Any]] = []
@@ -269,7 +264,6 @@ def run_impl(
         stats=exchange.stats,
         mismatches=mismatches,
         changes=changes,
-        sender_refused=refused,
     )
 
 

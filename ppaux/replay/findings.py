@@ -42,19 +42,6 @@ def payload_findings(path: str, result: PayloadResult, options: ReplayOptions) -
     where = _where(locator, primary.culprit)
     stage, error = primary.stage, f"{primary.error_type}: {primary.error}"
     transport = WIRE_PHRASE[Transport(options.transport)]
-    refused = primary.sender_refused
-    if refused is not None:
-        found.append(
-            finding(
-                "PP402",
-                path,
-                f"a validating sender would refuse this auxiliary output: add raises "
-                f"{refused.error_type}: {refused.error}; rank 0 gets this dict only from a "
-                "sender that does not check",
-                _where(locator, refused.culprit),
-                sglang_error=refused.error,
-            )
-        )
     if stage == "add":
         found.append(
             finding(

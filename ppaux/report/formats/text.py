@@ -9,6 +9,7 @@ from typing import Any
 from ppaux.report import catalogue
 from ppaux.report.document import Report, Table, count_by_severity
 from ppaux.report.findings import Severity
+from ppaux.text import counted
 
 __all__ = ["MAX_TABLE_ROWS", "render"]
 
@@ -165,7 +166,8 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
                 console.print(Text(part), soft_wrap=True)
             console.print(rich_table)
         if hidden > 0:
-            console.print(Text(f"({hidden} more rows; the JSON report lists every row)"))
+            more = counted(hidden, "more row")
+            console.print(Text(f"({more}; the JSON report lists every row)"))
         for note in cut:  # whole, never wrapped: a value to grep for or copy
             console.print(Text(note), soft_wrap=True)
         if cut:
