@@ -11,7 +11,9 @@ ppaux_cli ...`` (the interpreter's start-up included). Wall time and the kernel'
 set size (``os.wait4``) are taken for each run, and its CPU time (user and system, from
 ``getrusage``), which a loaded machine does not inflate as it does wall time. A Markdown table is
 printed: the worst run of each case, then whether every run stayed within the target (2 s of
-CPU and 250 MB). Exit 1 when one did not, or ended in a traceback.
+CPU and 250 MB). Exit 1 when one did not, or ended in a traceback. The two baseline cases give
+what replay and tensorize cost on a 1 KB input, most of it torch's import, so that the cost of
+an input can be told from the cost of torch.
 """
 
 from __future__ import annotations
@@ -107,12 +109,72 @@ def hostile_source(folder: Path) -> list[str]:
     return ["fingerprint", "--sglang-path", str(tree)]
 
 
+P = "__sampling_observer_output__."
+
+
+def _hostile_dump(path: Path, seed: int) -> None:
+    import torch
+
+    key = ("\x1b[31m\u202e|<a>*\ud800" * 400)[:4000]
+    message = {f"{P}{n}{key}": torch.full((2,), float(n + seed)) for n in range(120)}
+    message[P + "scores"] = [float(n) for n in range(20_000)]
+    torch.save(message, path)
+
+
+def wide_dump(folder: Path) -> list[str]:
+    """A dump of 120 auxiliary keys of 4,000 hostile characters each and a list of 20,000
+    floats: inspect's table is as wide as its keys, every key full of escapes."""
+    _hostile_dump(folder / "a.pt", 0)
+    return ["inspect", str(folder / "a.pt")]
+
+
+def wide_diff(folder: Path) -> list[str]:
+    """Two such dumps whose every tensor differs: diff's table and findings, key by key."""
+    _hostile_dump(folder / "a.pt", 0)
+    _hostile_dump(folder / "b.pt", 1)
+    return ["diff", str(folder / "a.pt"), str(folder / "b.pt")]
+
+
+def wide_replay(folder: Path) -> list[str]:
+    """The same dump through replay: every payload rebuilt with torch and popped."""
+    _hostile_dump(folder / "a.pt", 0)
+    return ["replay", str(folder / "a.pt")]
+
+
+def wide_tensorize(folder: Path) -> list[str]:
+    """The same dump through tensorize: the list converted, the dump written again."""
+    _hostile_dump(folder / "a.pt", 0)
+    return ["tensorize", str(folder / "a.pt"), "-o", str(folder / "fixed.pt")]
+
+
+def small_replay(folder: Path) -> list[str]:
+    """The baseline of the torch commands: replay of a 1 KB fixture (torch's import is most of
+    it)."""
+    return ["replay", str(REPO / "fixtures" / "dumps" / "aux_list.pt")]
+
+
+def small_tensorize(folder: Path) -> list[str]:
+    """The baseline of tensorize: a 1 KB fixture's list converted and the dump written."""
+    return [
+        "tensorize",
+        str(REPO / "fixtures" / "dumps" / "aux_list.pt"),
+        "-o",
+        str(folder / "f.pt"),
+    ]
+
+
 CASES: dict[str, Callable[[Path], list[str]]] = {
     "check-skew, 1 MB of small fingerprints": many_fingerprints,
     "check-skew, two 500 KB fingerprints": large_fingerprints,
     "check-skew, one 200,000-character cell": wide_table,
     "fingerprint, 1 MB scheduler source": large_source,
     "fingerprint, 1 MB hostile source line": hostile_source,
+    "inspect, 480 KB of hostile keys and a 20,000-float list": wide_dump,
+    "diff, two such dumps": wide_diff,
+    "replay, one such dump": wide_replay,
+    "tensorize, one such dump": wide_tensorize,
+    "replay, a 1 KB fixture (baseline)": small_replay,
+    "tensorize, a 1 KB fixture (baseline)": small_tensorize,
 }
 
 
@@ -147,11 +209,11 @@ def main() -> int:
         command = make(folder)
         size = _size(command[1:])
         runs, cpu = {}, {}
-        for fmt in FORMATS if command[0] != "fingerprint" else ("json",):
+        for fmt in FORMATS if command[0] not in ("fingerprint", "tensorize") else ("text",):
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             run = run_measured(
                 [sys.executable, "-m", "ppaux_cli", *command, "--format", fmt]
-                if command[0] != "fingerprint"
+                if command[0] not in ("fingerprint", "tensorize")
                 else [sys.executable, "-m", "ppaux_cli", *command],
                 folder / f"run-{fmt}",
                 LIMIT_S * 30,
