@@ -315,13 +315,12 @@ _FACTORIES: dict[tuple[str, int], Callable[[Callable[..., Any]], Callable[..., A
 
 
 # ----------------------------------------------------------------------------------------------
-# sglang's add and pop: the fixed forms of the hooks of :mod:`ppaux.capture.hooks`, and the
-# stand-ins install() puts in place of a function or a method
+# sglang's add and pop, and the stand-ins install() puts in place of a function or a method
 
-
-# The same two hooks for the signatures of sglang 0.5.19 - 0.5.23, (tensors, output) and
-# (tensors, observer): without **kwargs a call costs no dict, which is most of a generic
-# wrapper's price. Used only after _has_signature() confirmed the target's parameters.
+# around_add and around_pop (ppaux.capture.hooks) for the signatures of sglang 0.5.19 - 0.5.23,
+# (tensors, output) and (tensors, observer): without **kwargs a call costs no dict, which is
+# most of a generic wrapper's price. Used only after _has_signature() confirmed the target's
+# parameters.
 
 
 def _around_add_fixed(original: Callable[..., Any], tensors: Any, output: Any) -> Any:
