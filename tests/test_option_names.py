@@ -4,6 +4,7 @@ line writes it as its flag."""
 from __future__ import annotations
 
 import pytest
+from helpers import cli
 
 from ppaux.skew import SetupError, connect
 
@@ -56,3 +57,18 @@ def test_the_option_names_are_data(monkeypatch):
         "this process's rank unknown: run under torchrun, or pass init_method, rank and world_size"
     )
     assert "--" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("--init-method", "tcp://h:99999"),
+            "--init-method 'tcp://h:99999': port 99999 is out of range",
+        ),
+        (("--timeout", "0"), "--timeout must be positive, not 0"),
+    ],
+)
+def test_the_cli_writes_them_as_its_flags(args, message):
+    result = cli("check-skew", "--distributed", "--rank", "0", "--world-size", "1", *args)
+    assert (result.exit_code, result.stderr) == (2, f"ppaux: error: {message}\n")
