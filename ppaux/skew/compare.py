@@ -37,6 +37,7 @@ from ppaux.skew.stage import (
     reference_value,
     span,
 )
+from ppaux.text import shown
 
 __all__ = ["BASELINE_LABEL", "IGNORED_ENV", "compare_stages", "env_names_differing"]
 
@@ -259,12 +260,23 @@ def _missing_keys(sender: Fingerprint, receiver: Fingerprint) -> tuple[list[str]
     return always, masked
 
 
+#: Keys named in one message; a fingerprint could list thousands.
+_MAX_LISTED_KEYS = 10
+
+
+def _listed(keys: Sequence[str]) -> str:
+    """The first keys quoted (each cut at 60 characters), then how many more."""
+    listed = ", ".join(repr(shown(k, 60)) for k in keys[:_MAX_LISTED_KEYS])
+    more = len(keys) - _MAX_LISTED_KEYS
+    return f"{listed} and {more} more" if more > 0 else listed
+
+
 def _key_finding(
     receiver: Stage, sender_text: str, always: list[str], masked: list[str]
 ) -> Finding:
     keys = always or masked
     when = "on logprob batches" if always else "when a sampling mask is requested"
-    listed = ", ".join(repr(k) for k in keys)
+    listed = _listed(keys)
     return finding(
         "PP307",
         receiver.path,
@@ -310,7 +322,7 @@ def _logprob_rules(stages: Sequence[Stage], baseline: Fingerprint | None) -> lis
                         finding(
                             "PP307",
                             stage.path,
-                            f"this stage does not send {', '.join(repr(k) for k in keys)}, which "
+                            f"this stage does not send {_listed(keys)}, which "
                             "a first stage like the baseline indexes",
                             keys[0],
                             sglang_error=f"KeyError: {keys[0]!r}",
