@@ -575,3 +575,44 @@ def test_lines_the_collector_split_are_joined(tmp_path):
         (root,) = [f for f in triage_paths([str(log)]).findings if f.code == "PP801"]
         assert root.sglang_error == NON_TENSOR, log.name
         assert root.location["line"] == 1
+
+
+def _decode_lines(time: str, stages: int, tp: int) -> str:
+    return "".join(
+        f"[2026-12-03 {time} PP{pp} TP{t}] Decode batch, #running-req: 12, #token: 4096, "
+        "token usage: 0.03, cuda graph: True, gen throughput (token/s): 812.40, #queue-req: 0\n"
+        for pp in range(stages)
+        for t in range(tp)
+    )
+
+
+@pytest.mark.parametrize("envelope", ["plain", "cri", "docker-json"])
+def test_next_steps_know_the_last_stage_from_every_rank_prefix_not_only_the_failing(
+    envelope, tmp_path
+):
+    # PP=4 TP=2: only PP0 TP0 fails; PP3 appears only in the Decode batch lines, the others
+    # die of NCCL's watchdog (lines without sglang's prefix).
+    frames = [
+        (f"{SITE}/sampling/sampling_observer_pp.py", 77, "pop_auxiliary_output_from_pp_tensors")
+    ]
+    text = (
+        _decode_lines("10:14:00", 4, 2)
+        + _tb("[2026-12-03 10:15:03 PP0 TP0]", frames, f"RuntimeError: {NON_TENSOR}")
+        + "[rank6]:[E1203 10:25:04.000 ProcessGroupNCCL.cpp:632] [Rank 6] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=9, OpType=RECV) ran for 600083 "
+        "milliseconds before timing out.\n"
+    )
+    lines = text.splitlines()
+    if envelope == "cri":
+        text = "".join(f"2026-12-03T10:15:03.000000001Z stderr F {line}\n" for line in lines)
+    elif envelope == "docker-json":
+        text = "".join(
+            json.dumps({"log": line + "\n", "stream": "stderr", "time": "2026-12-03T10:15:03Z"})
+            + "\n"
+            for line in lines
+        )
+    log = tmp_path / "pp4.log"
+    log.write_text(text)
+    steps = triage_paths([str(log)]).data["next_steps"]
+    assert "ppaux fingerprint --pp-rank N --pp-size 4 -o stage-N.json" in steps
+    assert any(s.startswith("export PPAUX_CAPTURE_STRICT=1  # on PP3 only") for s in steps)

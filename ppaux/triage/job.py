@@ -404,7 +404,10 @@ def triage_paths(paths: Iterable[str], streams: Mapping[str, BinaryIO] | None = 
         )
     for reading in readings:
         report.findings += _log_findings(reading)
-    steps = next_steps(matches, [f.who for f in failures if f.ranks], captures)
+    stages = sorted({n for r in readings for n in r.pp_ranks})
+    steps = next_steps(
+        matches, [f.who for f in failures if f.ranks] + [f"PP{n}" for n in stages], captures
+    )
     report.tables.append(_logs_table(readings))
     if found:
         report.tables.append(_incidents_table(found))

@@ -28,6 +28,11 @@ _MAX_FOREIGN = 400
 _HEAD = 64 << 10
 
 _CAPTURE_DIR = re.compile(r"ppaux capture: capturing .* into (?P<dir>.+?) \(when=(?P<how>[^)]*)\)")
+#: sglang's prefix with a pipeline rank, as it appears inside any envelope (``[time ... PPn ...]``).
+_PP_PREFIX = re.compile(
+    rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|ATTN_CP|MOE_DP|TP|EP)\d+)* PP(\d+)"
+)
+_PP_RANK = re.compile(r"\bPP(\d+)\b")
 
 
 @dataclass
@@ -46,6 +51,9 @@ class LogReading:
     cut: str | None = None
     #: Capture directories ppaux's plugin said it writes to, with 'strict' when it does.
     captures: list[tuple[str, bool]] = field(default_factory=list)
+    #: Pipeline ranks (``PPn``) seen in sglang's prefixes of the log's first 64 KiB (where every
+    #: rank logs its start-up) and of the lines read around failures.
+    pp_ranks: set[int] = field(default_factory=set)
 
 
 def _event_kind(text: str) -> str | None:
@@ -79,6 +87,8 @@ class _Reader:
             self.close(builder)
 
     def take(self, line: LogLine, marked: bool) -> None:
+        if line.ranks:
+            self.reading.pp_ranks.update(int(n) for n in _PP_RANK.findall(line.ranks))
         mine = [b for b in self.open if b.failure.stream == line.stream]
         if line.sglang:
             for builder in mine:
@@ -149,6 +159,7 @@ def read_log(source: LogSource, first_order: int = 0) -> LogReading:
     try:
         head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
         reading.envelope, reading.launcher = detect(head)
+        reading.pp_ranks.update(int(n) for n in _PP_PREFIX.findall(head))
         scanner = Scanner(stream)
         reader = _Reader(reading, first_order)
         # Pieces of a line the collector split (CRI 'P', Docker's json-file), per stream.

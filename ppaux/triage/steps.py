@@ -33,7 +33,8 @@ def next_steps(
     captures: list[tuple[str, bool]],
 ) -> list[str]:
     """Commands for incidents whose roots matched ``matches`` (None: not an auxiliary-output
-    error); ``ranks_seen``: every rank prefix in the logs' failures; ``captures``: capture
+    error); ``ranks_seen``: the rank prefixes in the logs (the failures' and every ``PPn`` sglang's
+    prefixes show); ``captures``: capture
     directories the logs show in use."""
     if not matches:
         return []
