@@ -266,7 +266,7 @@ _MAX_LISTED_KEYS = 10
 
 def _listed(keys: Sequence[str]) -> str:
     """The first keys quoted (each cut at 60 characters), then how many more."""
-    listed = ", ".join(repr(shown(k, 60)) for k in keys[:_MAX_LISTED_KEYS])
+    listed = ", ".join(f"'{shown(k, 60)}'" for k in keys[:_MAX_LISTED_KEYS])
     more = len(keys) - _MAX_LISTED_KEYS
     return f"{listed} and {more} more" if more > 0 else listed
 
