@@ -442,24 +442,14 @@ def test_rule_codes_complete():
         "PP108",
         "PP109",
     ]
-    assert _complete("ppaux inspect x --extend-ignore PP11") == [
-        "PP110",
-        "PP111",
-        "PP112",
-        "PP113",
-        "PP114",
-        "PP115",
-        "PP116",
-    ]
-    assert _complete("ppaux explain PP11") == [
-        "PP110",
-        "PP111",
-        "PP112",
-        "PP113",
-        "PP114",
-        "PP115",
-        "PP116",
-    ]
+    # The PP11x codes: the ones written here, and any the catalogue has gained since.
+    from ppaux.report import RULES
+
+    known = ["PP110", "PP111", "PP112", "PP113", "PP114", "PP115", "PP116"]
+    pp11 = sorted(code for code in RULES if code.startswith("PP11"))
+    assert pp11[: len(known)] == known
+    assert _complete("ppaux inspect x --extend-ignore PP11") == pp11
+    assert _complete("ppaux explain PP11") == pp11
     assert _complete("ppaux inspect x --fail-on w") == ["warning"]
 
 
