@@ -616,3 +616,51 @@ def test_next_steps_know_the_last_stage_from_every_rank_prefix_not_only_the_fail
     steps = triage_paths([str(log)]).data["next_steps"]
     assert "ppaux fingerprint --pp-rank N --pp-size 4 -o stage-N.json" in steps
     assert any(s.startswith("export PPAUX_CAPTURE_STRICT=1  # on PP3 only") for s in steps)
+
+
+def test_lines_without_a_time_are_collateral_of_the_incident_before_them_in_their_log(tmp_path):
+    # One plain log, two incidents an hour apart (a restart in between); the NCCL watchdog
+    # lines (torch's C++ format: no year, so no time) came after the first one.
+    frames = [
+        (f"{SITE}/sampling/sampling_observer_pp.py", 77, "pop_auxiliary_output_from_pp_tensors")
+    ]
+    watchdog = (
+        "[rank{n}]:[E1203 10:25:04.000 ProcessGroupNCCL.cpp:632] [Rank {n}] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=9, OpType=RECV) ran for 600083 "
+        "milliseconds before timing out.\n"
+    )
+    log = tmp_path / "restarted.log"
+    log.write_text(
+        _decode_lines("10:14:00", 2, 1)
+        + _tb("[2026-12-03 10:15:03 PP0]", frames, f"RuntimeError: {NON_TENSOR}")
+        + watchdog.format(n=1)
+        + _decode_lines("11:39:00", 2, 1)
+        + _tb("[2026-12-03 11:40:03 PP1]", [], "KeyError: 'req_pool_idx'")
+    )
+    first = _line_of(log, "10:15:03 PP0] Scheduler hit an exception")
+    second = _line_of(log, "11:40:03 PP1] Scheduler hit an exception")
+    report = triage_paths([str(log)])
+    (collateral,) = [f for f in report.findings if f.code == "PP803"]
+    assert collateral.key == "rank 1"
+    assert f"(collateral of PP0 at {log}:{first})" in collateral.message
+    assert [i["collateral"] for i in report.data["incidents"]] == [1, 0]
+    assert [i["root"]["line"] for i in report.data["incidents"]] == [first, second]
+
+
+@pytest.mark.parametrize("fmt", ["text", "github", "markdown", "html", "sarif"])
+def test_escape_sequences_other_than_colours_are_shown_not_hidden(fmt, tmp_path):
+    # A window title, a clear screen and a cursor move in a logged message: the report shows
+    # that the log held them (escaped), it neither runs them nor drops them silently.
+    log = tmp_path / "title.log"
+    log.write_text(
+        _tb(
+            "[2026-12-03 10:00:00 PP0]",
+            [(f"{SITE}/managers/scheduler_pp_mixin.py", 1, "f")],
+            "ValueError: \x1b[32mgreen\x1b[0m \x1b]0;owned\x07 \x1b[2J \x1b[1A end",
+        )
+    )
+    result = _invoke(str(log), "--format", fmt)
+    assert result.exit_code == 1
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    assert "green" in result.output and "[32m" not in result.output
+    assert "]0;owned" in result.output and "[2J" in result.output and "[1A" in result.output

@@ -8,7 +8,7 @@ kind is an incident's root; later ones with the same error within :data:`SAME_MO
 seconds are more ranks of the same incident; a different error starts an incident of its own.
 Everything else (communication failures, watchdog and store lines, the parent's SIGQUIT) is
 collateral of the latest incident that began before it (or of the first, when it came
-earlier).
+earlier); a record without a time, of the latest incident before it in its own log.
 """
 
 from __future__ import annotations
@@ -107,16 +107,28 @@ def incidents(
     if not found:
         return [], rest, sorted(events, key=lambda e: _when(e.time, e.order))
     for failure in rest:
-        _owner(found, failure.time, failure.order).collateral.append(failure)
+        _owner(found, failure).collateral.append(failure)
     for event in events:
         if event.kind == "capture":
             continue
-        _owner(found, event.time, event.order).events.append(event)
+        _owner(found, event).events.append(event)
     return found, [], []
 
 
-def _owner(found: list[Incident], time: float | None, order: int) -> Incident:
-    """The latest incident whose root came before (time, order); the first if none did."""
+def _owner(found: list[Incident], record: Failure | Event) -> Incident:
+    """The latest incident whose root came before ``record``; the first if none did.
+
+    A record without a time (torch's C++ lines carry no year) belongs to the latest root
+    before it in its own log, where there is one: its place in that log is all that says when
+    it came, so a later incident of the same log is never its cause.
+    """
+    time, order = record.time, record.order
+    if time is None:
+        earlier = [
+            i for i in found if i.root.source == record.source and i.root.order < record.order
+        ]
+        if earlier:
+            return max(earlier, key=lambda i: i.root.order)
     owner = found[0]
     for incident in found:
         if _when(incident.root.time, incident.root.order) <= _when(time, order):

@@ -59,8 +59,10 @@ class Launcher(str, enum.Enum):
     RAY = "ray"
 
 
-#: ANSI escape sequences (colours, cursor moves): removed before a line is parsed.
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+#: ANSI colours (SGR, ``ESC [ ... m``, as docker compose writes its prefixes): removed before a
+#: line is parsed. Every other escape sequence (a cursor move, a clear screen, a window title)
+#: stays in the text, so a finding shows it escaped rather than hiding that the log held it.
+ANSI = re.compile(r"\x1b\[[0-9;:]*m")
 _CRI = re.compile(
     r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) "
     r"(?P<stream>stdout|stderr) (?P<tag>[FP])(?: (?P<text>.*))?$"
