@@ -664,3 +664,32 @@ def test_escape_sequences_other_than_colours_are_shown_not_hidden(fmt, tmp_path)
     assert "\x1b" not in result.output and "\x07" not in result.output
     assert "green" in result.output and "[32m" not in result.output
     assert "]0;owned" in result.output and "[2J" in result.output and "[1A" in result.output
+
+
+def test_a_message_in_the_chain_is_named_and_predicts_sglang_s_words_only(tmp_path):
+    # The non-tensor error is the cause of what the deployment's wrapper raised; the logged
+    # line also carries text after sglang's message.
+    log = tmp_path / "chained.log"
+    log.write_text(
+        "[2026-12-03 10:15:03 PP0 TP0] Scheduler hit an exception: Traceback (most recent call"
+        " last):\n"
+        f'  File "{SITE}/sampling/sampling_observer_pp.py", line 77, in '
+        "pop_auxiliary_output_from_pp_tensors\n"
+        '    raise RuntimeError("received a non-tensor auxiliary PP output")\n'
+        f"RuntimeError: {NON_TENSOR} [while handling batch 17]\n"
+        "\n"
+        "The above exception was the direct cause of the following exception:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        '  File "/opt/acme/wrap.py", line 10, in run\n'
+        '    raise SystemError("scheduler died")\n'
+        "SystemError: scheduler died\n"
+    )
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP801"]
+    assert root.sglang_error == NON_TENSOR
+    assert root.extra["rule"] == "PP101"
+    assert (
+        f"SystemError: scheduler died (in its chain: RuntimeError: {NON_TENSOR} "
+        "[while handling batch 17]); raised by the first stage's pop (see PP101)"
+    ) in root.message

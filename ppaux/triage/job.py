@@ -55,13 +55,21 @@ _STAGE = {"add": "the last stage's add", "pop": "the first stage's pop"}
 def aux_match(failure: Failure) -> MessageMatch | None:
     """The auxiliary-output message ``failure`` raised (its last exception, or one of its
     chain), when it is a RuntimeError that begins with one of sglang's nine messages."""
+    cause = _aux_cause(failure)
+    return None if cause is None else cause[0]
+
+
+def _aux_cause(failure: Failure) -> tuple[MessageMatch, str, str] | None:
+    """(match, exception, message line) of the exception of ``failure`` that is one of
+    sglang's nine messages: its last exception, else the latest of its chain."""
     candidates = [(failure.exception, failure.message), *reversed(failure.chain)]
     for exception, message in candidates:
         if exception is None or exception.rsplit(".", 1)[-1] != "RuntimeError":
             continue
-        found = search_message(message.split("\n", 1)[0])
+        line = message.split("\n", 1)[0]
+        found = search_message(line)
         if found is not None and found.start == 0:
-            return found
+            return found, exception, line
     return None
 
 
@@ -94,7 +102,7 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
     root = incident.root
     members = incident.members
     who = ", ".join(dict.fromkeys(shown(m.who) for m in members))
-    match = aux_match(root)
+    cause = _aux_cause(root)
     also = ""
     if incident.ranks:
         also = f" ({len(members)} processes failed with it at the same moment)"
@@ -110,7 +118,12 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
         "records": [{"log": m.source, "line": m.line, "ranks": shown(m.who)} for m in members],
     }
     findings: list[Finding] = []
-    if match is not None:
+    match: MessageMatch | None = None
+    if cause is not None:
+        match, exception, line = cause
+        if (exception, line) != (root.exception, root.message.split("\n", 1)[0]):
+            # The message is in the chain: the last exception is what was raised about it.
+            message += f" (in its chain: {shown(exception)}: {shown(line)})"
         rule = RULE_OF_MESSAGE[match.message.id]
         extra.update(sglang_message=match.message.id, rule=rule)
         stage = _STAGE[match.message.function.split("_", 1)[0]]
@@ -124,7 +137,9 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
                 root.source,
                 message,
                 _key(root.who),
-                sglang_error=shown(root.message.split("\n", 1)[0]),
+                # sglang's message as raised (a message with a key keeps its key), without
+                # whatever else the log line held after it.
+                sglang_error=shown(line[match.start : match.end]),
                 extra=extra,
                 location=_location(root),
             )
