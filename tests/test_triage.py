@@ -693,3 +693,45 @@ def test_a_message_in_the_chain_is_named_and_predicts_sglang_s_words_only(tmp_pa
         f"SystemError: scheduler died (in its chain: RuntimeError: {NON_TENSOR} "
         "[while handling batch 17]); raised by the first stage's pop (see PP101)"
     ) in root.message
+
+
+ASGI_ERROR = (
+    "[2026-12-03 10:14:09] ERROR:    Exception in ASGI application\n"
+    "Traceback (most recent call last):\n"
+    '  File "/usr/lib/python3.11/site-packages/uvicorn/protocols/http/httptools_impl.py", '
+    "line 409, in run_asgi\n"
+    "    result = await app(self.scope, self.receive, self.send)\n"
+    f'  File "{SITE}/entrypoints/http_server.py", line 512, in generate_request\n'
+    '    raise ValueError("Input length (40000 tokens) exceeds the maximum allowed length '
+    '(32768 tokens).")\n'
+    "ValueError: Input length (40000 tokens) exceeds the maximum allowed length "
+    "(32768 tokens).\n"
+)
+
+
+def test_a_refused_request_s_traceback_in_a_serving_log_is_no_incident(tmp_path):
+    log = tmp_path / "serving.log"
+    log.write_text(_decode_lines("10:14:00", 2, 4) + ASGI_ERROR + _decode_lines("10:14:10", 2, 4))
+    result = _invoke(str(log), "--format", "json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert document["findings"] == [] and document["incidents"] == []
+    assert document["logs"][0]["failures"] == 1  # read and counted, not an incident
+
+
+def test_a_bare_traceback_through_the_scheduler_is_still_a_root(tmp_path):
+    # A launcher that captured a scheduler's stderr without sglang's logger: no prefix, no
+    # 'Scheduler hit an exception', but the frames are the scheduler's.
+    log = tmp_path / "bare.log"
+    log.write_text(
+        ASGI_ERROR
+        + "Traceback (most recent call last):\n"
+        + f'  File "{SITE}/managers/scheduler.py", line 6368, in run_scheduler_process\n'
+        + "    scheduler.run_event_loop()\n"
+        + "KeyError: 'req_pool_idx'\n"
+    )
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    assert root.location["line"] == _line_of(log, "KeyError") - 3
+    assert "KeyError: 'req_pool_idx'" in root.message
+    assert "ValueError" not in " ".join(f.message for f in report.findings)

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from ppaux.sglang import fitting_releases
 from ppaux.triage.records import Frame
 
-__all__ = ["Build", "build_of", "frame_owner", "out_of_tree", "raised_by_capture"]
+__all__ = [
+    "Build",
+    "build_of",
+    "frame_owner",
+    "in_scheduler_process",
+    "out_of_tree",
+    "raised_by_capture",
+]
 
 _STDLIB = re.compile(r"[/\\]lib(?:64)?[/\\]python3(?:\.\d+)?[/\\]")
 _PACKAGES = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
@@ -108,6 +115,26 @@ def out_of_tree(frames: Iterable[Frame]) -> list[Frame]:
     if first is None:
         return []
     return [f for f in reversed(listed[first + 1 :]) if frame_owner(f) == "other"]
+
+
+#: sglang's files of what a scheduler process runs: its event loops and their mixins, the TP
+#: worker, the model runner, the PP transport, sampling and its observers.
+_SCHEDULER_FILES = re.compile(
+    r"^srt/(?:managers/(?:scheduler|tp_worker)[^/]*\.py|"
+    r"model_executor/|distributed/|sampling/)"
+)
+
+
+def in_scheduler_process(frames: Iterable[Frame]) -> bool:
+    """True when a frame is sglang's scheduler-process code (or ppaux's capture in it): a
+    traceback a scheduler raised even where no prefix says so, unlike an HTTP request's."""
+    for frame in frames:
+        owner = frame_owner(frame)
+        if owner == "ppaux":
+            return True
+        if owner == "sglang" and _SCHEDULER_FILES.match(_sglang_relative(frame.file)[1]):
+            return True
+    return False
 
 
 def raised_by_capture(frames: list[Frame]) -> bool:

@@ -17,6 +17,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from ppaux.sglang import search_message
+from ppaux.triage.frames import in_scheduler_process
 from ppaux.triage.records import Event, Failure
 
 __all__ = ["SAME_MOMENT_S", "Incident", "communication", "incidents"]
@@ -79,7 +81,13 @@ def incidents(
     The last two are not empty only when no incident was found: communication failures and
     events whose cause is not in these logs.
     """
-    ordered = sorted(failures, key=lambda f: _when(f.time, f.order))
+    # A bare traceback (no 'X hit an exception', no rank prefix) that went nowhere near a
+    # scheduler (an HTTP request refused, a launcher's own error) is no PP failure: neither a
+    # root nor what one caused.
+    ordered = sorted(
+        (f for f in failures if f.process or f.scheduler or _pp_related(f)),
+        key=lambda f: _when(f.time, f.order),
+    )
     # A traceback cut off before its exception says nothing of its cause: a root only when
     # no complete one is there.
     complete = [f for f in ordered if f.exception is not None and not communication(f)]
@@ -113,6 +121,15 @@ def incidents(
             continue
         _owner(found, event).events.append(event)
     return found, [], []
+
+
+def _pp_related(failure: Failure) -> bool:
+    """True for a bare traceback that a scheduler raised or may have: cut off before its
+    exception, one of sglang's messages, or through its scheduler-process code."""
+    if failure.exception is None or in_scheduler_process(failure.frames):
+        return True
+    chain = [(failure.exception, failure.message), *failure.chain]
+    return any(search_message(message.split("\n", 1)[0]) for _, message in chain)
 
 
 def _owner(found: list[Incident], record: Failure | Event) -> Incident:
