@@ -41,7 +41,7 @@ def test_a_pp_safe_observer_passes_with_exit_0(name):
     report = check_observer(target(name))
     assert report.findings == []
     # Every step of both batch sizes sent the output down both paths.
-    assert [(r["batch_size"], r["step"]) for r in report.data["results"]] == [
+    assert [(r["batch_size"], r["step"]) for r in report.data["steps"]] == [
         (1, 0),
         (1, 1),
         (1, 2),
@@ -49,7 +49,7 @@ def test_a_pp_safe_observer_passes_with_exit_0(name):
         (4, 1),
         (4, 2),
     ]
-    assert all(r["sent"] == ["entropy"] for r in report.data["results"])
+    assert all(r["sent"] == ["entropy"] for r in report.data["steps"])
 
 
 def test_a_list_is_refused_by_the_last_stage_with_sglangs_message():
@@ -248,10 +248,13 @@ def test_every_format_and_the_json_document():
         cli("check-observer", target("entropy_list.py:EntropyObserver"), "--format", "json").stdout
     )
     assert doc["command"] == "check-observer"
+    schema = json.loads((REPO / "docs" / "report.schema.json").read_text(encoding="utf-8"))
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(doc, schema)
     assert doc["observer"]["sampling_info"] == "stand-in"
     assert doc["observer"]["transport"] == "wire"
-    assert doc["results"][0]["pp"]["stage"] == "add"
-    assert doc["results"][0]["pp"]["message"] == "auxiliary PP output 'entropy' is not a tensor"
+    assert doc["steps"][0]["pp"]["stage"] == "add"
+    assert doc["steps"][0]["pp"]["message"] == "auxiliary PP output 'entropy' is not a tensor"
 
 
 def test_fail_on_and_ignore_apply():
@@ -276,7 +279,7 @@ def test_outputs_given_instead_of_driving(tmp_path):
     )
     assert report.findings == []
     assert report.data["observer"]["outputs_given"] is True
-    assert len(report.data["results"]) == 1
+    assert len(report.data["steps"]) == 1
 
 
 @pytest.mark.wheels

@@ -51,7 +51,7 @@ with open_wire("sglang", device="cpu", timeout_s=300) as wire:
         out[name] = {
             "findings": [[f.code, f.key, f.sglang_error, f.message] for f in report.findings],
             "observer": report.data["observer"],
-            "results": report.data["results"],
+            "steps": report.data["steps"],
         }
 print("REPORT " + json.dumps(out))
 """
@@ -76,7 +76,7 @@ def test_a_good_observer_passes_through_sglangs_own_path(version):
     assert good["findings"] == []
     assert good["observer"]["sampling_info"] == "sglang"
     assert good["observer"]["result_processing"] == "sglang"
-    assert [(r["batch_size"], r["step"], r["pp"], r["differences"]) for r in good["results"]] == [
+    assert [(r["batch_size"], r["step"], r["pp"], r["differences"]) for r in good["steps"]] == [
         (2, 0, None, []),
         (2, 1, None, []),
     ]

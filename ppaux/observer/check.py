@@ -673,7 +673,7 @@ def _report(run: _Run, loaded: LoadedObserver, given: bool) -> Report:
         "result_processing": "sglang" if run.sglang_parts else "ppaux",
         "repeats": {f"{code} {what}": n for (code, what), n in run.counts.items() if n > 1},
     }
-    report.data["results"] = run.results
+    report.data["steps"] = run.results
     name = run.target.rpartition(":")[2] or run.target
     title = (
         f"{name}: transport {_value(options.transport)}, impl {_value(options.impl)}, sender "
