@@ -448,7 +448,17 @@ def _pickled(rng: random.Random) -> bytes:
                 value += state + b"b"
         else:
             plain = (_int_op(rng, rng.randrange(300)), _text_op(rng, "output"), b"N")
-            value = rng.choice((*plain, b"G?\xe0\x00\x00\x00\x00\x00\x00"))
+            objects = (
+                b"G?\xe0\x00\x00\x00\x00\x00\x00",
+                g("torch", "device") + tup(_text_op(rng, rng.choice(("cpu", "cuda:1", "meta"))))
+                + b"R",
+                g("torch", "Size") + tup(tup(_int_op(rng, 2), _int_op(rng, 3))) + b"R",
+                g("collections", "OrderedDict") + b")R",
+                g("builtins", "set") + tup(b"]" + _int_op(rng, 1) + b"a") + b"R",
+                g("os", "getcwd") + b")R",  # harmless, but outside every allowlist
+                g("builtins", "getattr") + tup(g("os", "path"), _text_op(rng, "sep")) + b"R",
+            )  # fmt: skip
+            value = rng.choice((*plain, *objects))
         entries.append(_text_op(rng, key) + value)
     body = b"}(" + b"".join(entries) + b"u"
     data_pkl = b"\x80\x02" + body + b"."

@@ -90,13 +90,16 @@ def describe(value: Any, depth: int = 0) -> Any:
             value.storage_offset(),
             digest[:16],
         ]
+    # An OrderedDict is described as a dict and a torch.Size as a tuple: ppaux's model keeps
+    # them so (same items, same order), and reports name them so.
     if isinstance(value, dict):
         return [
-            type(value).__name__,
+            "dict",
             [[describe(k, depth + 1), describe(v, depth + 1)] for k, v in value.items()],
         ]
     if isinstance(value, (list, tuple)):
-        return [type(value).__name__, [describe(v, depth + 1) for v in value]]
+        kind = "list" if isinstance(value, list) else "tuple"
+        return [kind, [describe(v, depth + 1) for v in value]]
     if isinstance(value, str):
         return ["str", value.encode("utf-8", "surrogatepass").hex()]
     if isinstance(value, bool) or value is None:
