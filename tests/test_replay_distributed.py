@@ -92,6 +92,9 @@ def test_every_fixture_agrees_with_the_emulated_wire():
         path = f"fixtures/{fixture}"
         if expected[0] == "problem":
             assert problems[path] == expected[1]
+        elif expected[0] == "judged":
+            assert path not in results and path not in problems
+            assert (path, expected[1]) in {(f.path, f.code) for f in report.findings}
         else:
             assert fixtures.observed(results[path]) == expected, path
     # A Parameter arrives as a plain tensor without requires_grad, values intact.

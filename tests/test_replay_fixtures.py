@@ -118,8 +118,8 @@ EXPECTED = {
     ),
     "dumps/storage_record_short.pt": same(
         problem(
-            "cannot rebuild tensor ['next_token_ids']: storage record storage_record_short/data/0 "
-            "is 8 bytes, 16 declared"
+            "cannot rebuild tensor ['next_token_ids']: record storage_record_short/data/0 "
+            "is 8 bytes, 16 needed"
         )
     ),
     "dumps/no_tensor_dict.pt": same(judged("PP114")),
@@ -161,8 +161,9 @@ EXPECTED = {
     ),
     "corrupt/two_datapkl.pt": same(
         problem(
-            "record archive/data.pkl is outside the folder two_datapkl/ of the first record; "
-            "torch.load refuses the file"
+            "torch.load refuses the file: its zip reader finds record archive/data.pkl outside "
+            "the folder two_datapkl/ of the first record, as it lists names (cut to 511 bytes): "
+            "file in archive is not in a subdirectory"
         )
     ),
     "corrupt/truncated_datapkl.pt": same(
