@@ -23,8 +23,8 @@ import sglang_shaped
 import torch
 
 from ppaux import capture
+from ppaux.capture import directory as capture_store
 from ppaux.capture import hooks, host
-from ppaux.capture import store as capture_store
 from ppaux.dump.capture_format import CAPTURE_MARKER, META_FIELDS
 from ppaux.sglang import TRANSPORT_MODULE
 
@@ -742,7 +742,7 @@ def test_cuda_tensors_keep_their_device(tree: Path, tmp_path: Path):
 
 def test_importing_the_plugin_and_capture_modules_does_not_import_torch():
     code = (
-        "import sys, ppaux.capture.plugin, ppaux.capture.hooks, ppaux.capture.store; "
+        "import sys, ppaux.capture.plugin, ppaux.capture.hooks, ppaux.capture.reports; "
         "print('torch' in sys.modules, 'sglang' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
