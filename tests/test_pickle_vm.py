@@ -167,3 +167,42 @@ def test_persistent_id_without_storages_is_an_error():
 def test_global_ref_used_as_value():
     got, _machine = run(b"\x80\x02cos\nsystem\n.")
     assert isinstance(got, GlobalRef) and got.name == "os.system"
+
+
+# Values below were observed from torch 2.13's torch.load (weights_only=False) on the same
+# opcodes (the differential harness, tests/test_fuzz_torch_differential.py, keeps checking).
+@pytest.mark.parametrize(
+    ("opcodes", "expected"),
+    [
+        (b"I01\n.", True),
+        (b"I00\n.", False),
+        (b"I 1\n.", True),  # C's strtol skips the space; three characters make a bool
+        (b"I010\n.", 8),  # base 0: a leading zero is octal
+        (b"I0x10\n.", 16),
+        (b"I1_0\n.", 10),  # past strtol, Python's int() with base 0
+        (b"L10L\n.", 10),
+        (b"S'a\\xc3\\xa9'\n.", "a\u00e9"),  # Python 2 bytes, decoded as UTF-8
+        (b"U\x03a\xc3\xa9.", "a\u00e9"),
+        (b"Va\\u00e9\n.", "a\u00e9"),
+        (b"X\x03\x00\x00\x00\xed\xa0\x80.", "\ud800"),  # a lone surrogate stays one
+        (b"S'\\y'\n.", "\\y"),  # an unknown escape is kept, with only a warning
+    ],
+)
+def test_text_opcodes_read_as_torchs_unpickler_reads_them(opcodes, expected):
+    value, _ = run(opcodes)
+    assert value == expected and type(value) is type(expected)
+
+
+@pytest.mark.parametrize(
+    "opcodes",
+    [b"L04L\n.", b"F1_0\n.", b"U\x01\xff.", b"I9" + b"9" * 5000 + b"\n."],
+)
+def test_text_opcodes_torchs_unpickler_refuses(opcodes):
+    with pytest.raises(DumpError):
+        run(opcodes)
+
+
+def test_keys_that_differ_only_in_a_surrogate_stay_two_keys():
+    data = b"\x80\x02}(X\x03\x00\x00\x00\xed\xa0\x80K\x01X\x06\x00\x00\x00\\ud800K\x02u."
+    value, _ = run(data)
+    assert value == {"\ud800": 1, "\\ud800": 2}
