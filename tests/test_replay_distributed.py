@@ -18,6 +18,7 @@ from ppaux.replay import (
     ReplayOptions,
     Sender,
     Transport,
+    Wire,
     WireFailure,
     open_wire,
     replay_paths,
@@ -145,6 +146,7 @@ def test_rank_0_gets_back_what_the_receiving_process_holds():
         "__msg_type__": "output",
     }
     with open_wire(Transport.TORCH_DISTRIBUTED, timeout_s=30) as wire:
+        assert isinstance(wire, DistributedWire) and isinstance(wire, Wire)
         delivery = wire.deliver(sent)
         assert delivery.transport == "torch-distributed" and delivery.failure is None
         received = delivery.received
