@@ -172,3 +172,13 @@ def test_shared_reports_lead_with_the_verdicts_and_findings(fmt):
 def test_one_file_gets_no_per_file_list():
     done = ppaux_process("inspect", "fixtures/dumps/aux_list.pt", "--format", "markdown")
     assert "</code>: fails" not in done.stdout
+
+
+def test_html_matrix_cells_are_narrower_on_a_phone():
+    """On a phone the cells get narrower, so that two stages of check-skew's matrix show side
+    by side (tests/test_html_browser.py looks at the page in Chromium at 390 px)."""
+    from ppaux.report.formats.html import STYLE
+
+    phone = STYLE[STYLE.index("@media (max-width: 40rem)") :]
+    assert "td { max-width: 16ch; }" in phone
+    assert "th:first-child, td:first-child { max-width: 12ch; }" in phone

@@ -4,7 +4,8 @@ The page leads with what matters: the verdict, for several files a one-line verd
 the findings and the inputs not checked; the notes and tables follow as detail. It needs nothing
 from the network: the style sheet is inline, there is no script, no font, no image. It lays out
 at the device's width (viewport meta); wide tables scroll inside their own box with the first
-column kept in view, so check-skew's matrix reads on a phone. Cells that a finding is about
+column kept in view, and on a phone the cells are narrower so that two stages of check-skew's
+matrix show side by side. Cells that a finding is about
 (``Table.marked``, for check-skew the values that differ between stages) have the ``marked``
 class: a red background and bold text. Every piece of text from the report is HTML-escaped, and
 unprintable characters (controls, bidi marks, lone surrogates) are shown as escapes by
@@ -67,7 +68,8 @@ td.marked { background: MARKED; font-weight: 700; }
 .where, footer { color: var(--muted); }
 footer { margin-top: 2rem; font-size: .875rem; }
 @media (max-width: 40rem) { main { padding: .6rem; } h1 { font-size: 1.25rem; }
-  th:first-child, td:first-child { max-width: 14ch; } }
+  table { font-size: .8rem; } th, td { padding: .25rem .4rem; } td { max-width: 16ch; }
+  th:first-child, td:first-child { max-width: 12ch; } }
 """.replace("MARKED", MARKED_BACKGROUND)
 
 _VERDICT_CLASS = {0: "pass", 1: "fail", 2: "unread"}
