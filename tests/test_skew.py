@@ -329,6 +329,10 @@ def test_thousands_of_differing_variables_are_counted_not_listed():
     env = [f for f in report.findings if f.code == "PP315"]
     # The first 100 are listed; one more finding counts the other 2900.
     assert len(env) == 101
-    assert env[-1].message.startswith("2900 more PP315 findings")
+    assert env[-1].message == (
+        "2900 more PP315 findings for this stage are not listed (the report lists the first "
+        "100 of each code)"
+    )
+    assert env[-1].extra["omitted"] == 2900
     # The matrix keeps every row: formats other than text list them all.
     assert sum(1 for row in report.tables[0].rows if row[0].startswith("$VAR_")) == 3000

@@ -14,6 +14,7 @@ receives; otherwise every stage is treated as both.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -479,7 +480,7 @@ def compare_stages(
     # Thousands of differing variables are one problem told thousands of times: each code keeps
     # its first findings and counts the rest, as inspect and replay do.
     per_code = Limits().max_findings_per_code
-    findings = cap_per_code(findings, per_code, "max_findings_per_code")
+    findings = [_counted(f) for f in cap_per_code(findings, per_code, "max_findings_per_code")]
 
     notes = [_roles_note(stages)]
     if baseline is not None:
@@ -500,6 +501,18 @@ def compare_stages(
     )
     report.tables.append(matrix(stages, baseline, env_names_differing(stages, baseline)))
     return report
+
+
+def _counted(item: Finding) -> Finding:
+    # The summary of a cut, in check-skew's words: check-skew takes no --limit.
+    omitted = item.extra.get("omitted")
+    if item.key is not None or not isinstance(omitted, int) or isinstance(omitted, bool):
+        return item
+    message = (
+        f"{omitted} more {item.code} findings for this stage are not listed (the report lists "
+        f"the first {Limits().max_findings_per_code} of each code)"
+    )
+    return dataclasses.replace(item, message=message)
 
 
 def _roles_note(stages: Sequence[Stage]) -> str:
