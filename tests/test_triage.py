@@ -735,3 +735,39 @@ def test_a_bare_traceback_through_the_scheduler_is_still_a_root(tmp_path):
     assert root.location["line"] == _line_of(log, "KeyError") - 3
     assert "KeyError: 'req_pool_idx'" in root.message
     assert "ValueError" not in " ".join(f.message for f in report.findings)
+
+
+def _filler(lines: int, seed: int) -> str:
+    # Lines that deflate cannot shrink much (a hex number each), so the gzip is several MiB.
+    import random
+
+    rng = random.Random(seed)
+    return "".join(
+        f"[2026-12-03 10:13:{i % 60:02d} PP1 TP2] Decode batch, #running-req: {i}, "
+        f"req {rng.getrandbits(128):032x}\n"
+        for i in range(lines)
+    )
+
+
+@pytest.mark.parametrize("damage", ["cut", "trailing bytes"])
+def test_a_damaged_gzip_keeps_everything_inflated_before_the_damage(damage, tmp_path):
+    # 6 MiB of log, the failure 1,000 lines before the end, then the gzip stream damaged
+    # at its very end: the failure is still there to find.
+    frames = [
+        (f"{SITE}/sampling/sampling_observer_pp.py", 77, "pop_auxiliary_output_from_pp_tensors")
+    ]
+    text = (
+        _filler(60_000, 1)
+        + _tb("[2026-12-03 10:15:03 PP0 TP0]", frames, f"RuntimeError: {NON_TENSOR}")
+        + _filler(1_000, 2)
+    )
+    assert len(text) > 5 << 20  # more than one of the scanner's 4 MiB chunks
+    packed = gzip.compress(text.encode(), compresslevel=1)
+    data = packed[:-200] if damage == "cut" else packed + b"garbage after the stream\n"
+    log = tmp_path / "damaged.log.gz"
+    log.write_bytes(data)
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP801"]
+    assert root.location["line"] == 60_001
+    (cut,) = [f for f in report.findings if f.code == "PP810"]
+    assert "gzip stream ends early" in cut.message

@@ -102,7 +102,9 @@ class _Gunzip(io.RawIOBase):
         if self.cut is not None:
             return 0
         try:
-            return self._inner.readinto(buffer)
+            # One inflation step a call: what a step before a corrupt tail inflated has been
+            # handed on already (a readinto that fills the whole buffer would lose it).
+            return self._inner.readinto1(buffer)
         except Exception as exc:  # EOFError, BadGzipFile, zlib.error: corrupt from here on
             self.cut = str(exc) or type(exc).__name__
             return 0
