@@ -170,11 +170,13 @@ def check_output(
         if info is not None and stat.S_ISDIR(seen.st_mode):
             found = _find_in(given, info, suffixes)
             if found is not None:
-                raise _is_input(output, found)
+                raise _is_input(output, found, given)
 
 
-def _is_input(output: str, given: str) -> OutputPathError:
+def _is_input(output: str, given: str, folder: str | None = None) -> OutputPathError:
     where = "" if output == given else f" {shown(given, None)}"
+    if folder is not None:
+        where += f" (read from the directory {shown(folder, None)})"
     return OutputPathError(
         output,
         f"is the input{where}; ppaux never writes over an input: give another output file",

@@ -286,3 +286,17 @@ def test_triage_refuses_a_log_it_reads_from_a_directory(tmp_path):
     done = cli("triage", str(logs), "-o", str(logs / "report.md"), "-f", "markdown")
     assert done.exit_code in (0, 1), done.output
     assert (logs / "report.md").exists()
+
+
+def test_fingerprint_never_writes_into_the_tree_it_reads(tmp_path):
+    tree = tmp_path / "tree"
+    (tree / "sglang").mkdir(parents=True)
+    module = tree / "sglang" / "version.py"
+    module.write_text("__version__ = '0.5.23'\n")
+    result = cli("fingerprint", "--sglang-path", str(tree), "-o", str(module))
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"ppaux: error: --output {module}: is the input (read from the directory {tree}); "
+        "ppaux never writes over an input: give another output file\n"
+    )
+    assert module.read_text() == "__version__ = '0.5.23'\n"

@@ -8,7 +8,7 @@ import typer
 
 from ppaux_cli.exits import fail
 from ppaux_cli.options import OutputOption, check_stage_options
-from ppaux_cli.output import write_text
+from ppaux_cli.output import check_output_path, write_text
 
 __all__ = ["fingerprint"]
 
@@ -37,6 +37,8 @@ def fingerprint(
     from ppaux.skew import collect
 
     check_stage_options(pp_rank, pp_size)
+    # Never a file of the tree or wheel it reads (any file in it: the tree is code, not dumps).
+    check_output_path(output, [sglang_path] if sglang_path is not None else [])
     try:
         snapshot = collect(sglang_path=sglang_path, pp_rank=pp_rank, pp_size=pp_size)
     except SglangPathError as exc:
