@@ -26,8 +26,8 @@ torch = pytest.importorskip("torch")
 sys.path.insert(0, str(REPO / "fuzz"))
 sys.path.insert(0, str(REPO / "fixtures"))
 
-import make_adversarial as corpus
-import torch_differential as harness
+import make_adversarial as corpus  # noqa: E402
+import torch_differential as harness  # noqa: E402
 
 SECONDS = float(os.environ.get("PPAUX_TORCH_FUZZ_SECONDS", "40"))
 SEED = int(os.environ.get("PPAUX_TORCH_FUZZ_SEED", "1"))
