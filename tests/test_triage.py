@@ -771,3 +771,38 @@ def test_a_damaged_gzip_keeps_everything_inflated_before_the_damage(damage, tmp_
     assert root.location["line"] == 60_001
     (cut,) = [f for f in report.findings if f.code == "PP810"]
     assert "gzip stream ends early" in cut.message
+
+
+def test_a_marker_split_between_pieces_and_a_line_past_the_cap(tmp_path):
+    # While PP0's traceback is being read, PP1's first line comes in CRI 'P' pieces that cut
+    # the marker itself; a later line is split into more pieces than MAX_LINE holds (its end
+    # is dropped, the line kept once, numbered by its first piece).
+    frame = f'  File "{SITE}/sampling/sampling_observer_pp.py", line 77, in pop'
+    records = [
+        (
+            "F",
+            "[2026-12-03 10:00:00 PP0] Scheduler hit an exception: Traceback (most recent "
+            "call last):",
+        ),
+        ("F", frame),
+        ("F", "KeyError: 'scores'"),
+        ("P", "[2026-12-03 10:00:00 PP1] Scheduler hit an exception: Trace"),
+        ("P", "back (most recent "),
+        ("F", "call last):"),
+        ("F", frame),
+        ("F", f"RuntimeError: {NON_TENSOR}"),
+        *[("P", "x" * 1000)] * (MAX_LINE // 1000 + 50),
+        ("F", " end of a long line"),
+        ("F", "[2026-12-03 10:00:01] Received sigquit from a child process. It usually means "),
+    ]
+    log = tmp_path / "pieces.log"
+    log.write_text(
+        "".join(
+            f"2026-12-03T10:00:00.{i:09d}Z stderr {tag} {t}\n" for i, (tag, t) in enumerate(records)
+        )
+    )
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP801"]
+    assert (root.key, root.location["line"]) == ("PP1", 4)
+    (sigquit,) = [f for f in report.findings if f.code == "PP804"]
+    assert sigquit.location["line"] == len(records)

@@ -24,6 +24,9 @@ MAX_FAILURES = 200
 MAX_EVENTS = 2000
 #: Lines of other processes after which a traceback still waiting for its exception is ended.
 _MAX_FOREIGN = 400
+_MARKER_TEXTS = tuple(marker.decode() for marker in MARKERS)
+#: Characters of a piece's end that a marker split between two pieces can start in.
+_SEAM = max(len(marker) for marker in MARKERS) - 1
 #: Bytes looked at to tell a log's envelope and launcher.
 _HEAD = 64 << 10
 
@@ -163,7 +166,9 @@ def read_log(source: LogSource, first_order: int = 0) -> LogReading:
         scanner = Scanner(stream)
         reader = _Reader(reading, first_order)
         # Pieces of a line the collector split (CRI 'P', Docker's json-file), per stream.
-        pieces: dict[str | None, tuple[int, str, float | None, str | None]] = {}
+        # Each with whether a marker is in it already, so a piece costs its own length only
+        # (joined to MAX_LINE, further pieces are skipped, not copied again).
+        pieces: dict[str | None, tuple[int, str, float | None, str | None, bool]] = {}
         while True:
             wanted = reader.open or pieces
             item = scanner.next_line() if wanted else scanner.next_marked_line()
@@ -175,11 +180,15 @@ def read_log(source: LogSource, first_order: int = 0) -> LogReading:
             if partial or source_stream in pieces:
                 first = pieces.pop(source_stream, None)
                 if first is not None:
-                    number, before, time, time_text = first
-                    text = (before + text)[:MAX_LINE]
-                    marked = marked or any(m.decode() in text for m in MARKERS)
+                    number, before, time, time_text, was_marked = first
+                    if len(before) >= MAX_LINE:
+                        text, marked = before, was_marked
+                    else:
+                        seam = before[-_SEAM:] + text  # a marker split between two pieces
+                        text = (before + text)[:MAX_LINE]
+                        marked = was_marked or any(m in seam for m in _MARKER_TEXTS)
                 if partial:
-                    pieces[source_stream] = (number, text, time, time_text)
+                    pieces[source_stream] = (number, text, time, time_text, marked)
                     continue
             line = peel(number, text, time, time_text, source_stream, reading.launcher)
             reader.take(line, marked)
