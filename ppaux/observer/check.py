@@ -157,38 +157,51 @@ def _machinery(
     except WireSetupError as exc:
         raise ObserverConfigError("transport", transport, str(exc)) from None
     sglang_parts = transport == "sglang"
-    consume: Callable[[Any, Any, list[int]], None]
-    if sglang_parts:
-        import warnings
+    starting = _start_receiver(wire) if given_wire is None else None
+    try:
+        consume: Callable[[Any, Any, list[int]], None]
+        if sglang_parts:
+            import warnings
 
-        with warnings.catch_warnings():
-            # sglang's imports warn about missing GPUs and kernels; they are not findings.
-            warnings.simplefilter("ignore")
-            from sglang.srt.managers.scheduler_components.batch_result_processor import (
-                SchedulerBatchResultProcessor,
-            )
+            with warnings.catch_warnings():
+                # sglang's imports warn about missing GPUs and kernels; they are not findings.
+                warnings.simplefilter("ignore")
+                from sglang.srt.managers.scheduler_components.batch_result_processor import (
+                    SchedulerBatchResultProcessor,
+                )
 
-            # The copy the scheduler hands copy_to_host (GenerationBatchResult's): defined in
-            # this module in 0.5.19, imported into it from sglang.srt.utils.common in 0.5.23.
-            from sglang.srt.managers.utils import _async_d2h as async_d2h
-            from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo
+                # The copy the scheduler hands copy_to_host (GenerationBatchResult's): defined in
+                # this module in 0.5.19, imported into it from sglang.srt.utils.common in 0.5.23.
+                from sglang.srt.managers.utils import _async_d2h as async_d2h
+                from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo
 
-        consume = SchedulerBatchResultProcessor.consume_auxiliary_output
-        copier: Callable[[Any], Any] = async_d2h
+            consume = SchedulerBatchResultProcessor.consume_auxiliary_output
+            copier: Callable[[Any], Any] = async_d2h
 
-        def info(batch_size: int, vocab_size: int, where: Any) -> Any:
-            return SamplingBatchInfo(**sampling_info_fields(batch_size, vocab_size, where))
+            def info(batch_size: int, vocab_size: int, where: Any) -> Any:
+                return SamplingBatchInfo(**sampling_info_fields(batch_size, vocab_size, where))
 
-    else:
+        else:
 
-        def consume(batch: Any, host: Any, starts: list[int]) -> None:
-            host.consume(batch, build_commits(batch.reqs, starts, CommittedTokens))
+            def consume(batch: Any, host: Any, starts: list[int]) -> None:
+                host.consume(batch, build_commits(batch.reqs, starts, CommittedTokens))
 
-        copier = copy_tensor
+            copier = copy_tensor
 
-        def info(batch_size: int, vocab_size: int, where: Any) -> Any:
-            return StandInSamplingInfo(**sampling_info_fields(batch_size, vocab_size, where))
+            def info(batch_size: int, vocab_size: int, where: Any) -> Any:
+                return StandInSamplingInfo(**sampling_info_fields(batch_size, vocab_size, where))
 
+    except BaseException:
+        # sglang's classes could not be imported: stop the receiver before saying so.
+        if starting is not None:
+            starting()
+        wire.close()
+        raise
+    if starting is not None:
+        failure = starting()
+        if failure is not None:
+            wire.close()
+            raise ObserverConfigError("transport", transport, failure)
     machinery = Machinery(
         add=module.add_auxiliary_output_to_pp_tensors,
         pop=module.pop_auxiliary_output_from_pp_tensors,
@@ -203,6 +216,34 @@ def _machinery(
     finally:
         if given_wire is None:
             wire.close()
+
+
+def _start_receiver(wire: Any) -> Callable[[], str | None] | None:
+    """Start a two-process wire's receiver now, in a thread, so that its start-up (torch and,
+    for ``sglang``, sglang's runtime, imported in the other process) overlaps with this
+    process's own imports; returns the call that waits for it (the failure's text, or None).
+    In-process wires have nothing to start (None)."""
+    if getattr(wire, "transport", None) not in ("torch-distributed", "sglang"):
+        return None
+    import threading
+
+    failed: list[str] = []
+
+    def start() -> None:
+        try:
+            wire.raw([])  # an empty exchange: the receiver is up and joined once it returns
+        except Exception as exc:  # reported when the check waits for it
+            lines = str(exc).strip().splitlines()
+            failed.append(lines[0] if lines else type(exc).__name__)
+
+    thread = threading.Thread(target=start, name="ppaux-receiver-start", daemon=True)
+    thread.start()
+
+    def wait() -> str | None:
+        thread.join()
+        return failed[0] if failed else None
+
+    return wait
 
 
 def check_observer(
