@@ -249,3 +249,37 @@ def test_an_lzma_member_with_a_huge_dictionary_is_refused():
     patched = archive[: at + 1] + struct.pack("<I", 0xFFFFFFFF) + archive[at + 5 :]
     with zipfile.ZipFile(io.BytesIO(patched)) as wheel, pytest.raises(ValueError, match="64 MiB"):
         read_member_capped(wheel, wheel.getinfo("sglang/_version.py"), 100)
+
+
+def test_diff_compares_values_as_torch_holds_them_whatever_the_byte_order(tmp_path):
+    # A big-endian file holds the same values as a little-endian one with its storages
+    # swapped: torch swaps them back as it loads (byteorder record 'big'), so diff sees no
+    # difference; the same bytes marked little-endian are other values.
+    import io
+    import zipfile
+
+    torch = pytest.importorskip("torch")
+    from ppaux.dump.diff import diff_paths
+
+    value = {"a": torch.arange(5, dtype=torch.int32), "b": torch.tensor([1.5, -2.0 + 1j])}
+    buffer = io.BytesIO()
+    torch.save(value, buffer)
+    with zipfile.ZipFile(buffer) as archive:
+        records = [(info.filename, archive.read(info)) for info in archive.infolist()]
+
+    def rewrite(name: str, swap: bool, order: bytes) -> str:
+        recs = []
+        for record, data in records:
+            if record.endswith("/byteorder"):
+                data = order
+            elif "/data/" in record and swap:
+                unit = 4  # int32 elements; complex64 halves
+                data = b"".join(data[i : i + unit][::-1] for i in range(0, len(data), unit))
+            recs.append(packing.Rec(record, data))
+        return _write(tmp_path, recs, name)
+
+    little = rewrite("little.pt", False, b"little")
+    big = rewrite("big.pt", True, b"big")
+    wrong = rewrite("wrong.pt", True, b"little")
+    assert [f.code for f in diff_paths(little, big).findings] == []
+    assert [f.code for f in diff_paths(little, wrong).findings] != []

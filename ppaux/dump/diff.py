@@ -20,7 +20,7 @@ from typing import Any
 from ppaux.dump.dumpfile import Dump
 from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, Opaque, StorageRef, TensorRef
 from ppaux.dump.payload import Payload, Tally, key_text, type_name, value_phrase
-from ppaux.dump.records import RecordReader
+from ppaux.dump.records import RecordReader, torch_byteorder
 from ppaux.errors import DumpError, PpauxError
 from ppaux.files import shareable_path
 from ppaux.limits import Limits
@@ -50,6 +50,7 @@ class _Records:
     def __init__(self, dump: Dump) -> None:
         self.dump = dump
         self._reader: RecordReader | None = None
+        self._big = False
         self._cache: dict[tuple[int, int, int], str] = {}
 
     def close(self) -> None:
@@ -84,13 +85,49 @@ class _Records:
         try:
             if self._reader is None:
                 self._reader = RecordReader.open(self.dump.path, self.dump.record_prefix)
+                order = self._reader.find("byteorder")
+                text = None
+                if order is not None:
+                    text = b"".join(self._reader.blocks(order, 0, min(order.file_size, 16)))
+                self._big = torch_byteorder(text)[0] == "big"
             info = self._reader.find_full(storage.record)
             if info is None:
                 raise _NotCompared(f"storage record {storage.record} is missing")
-            for block in self._reader.blocks(info, start, end, BLOCK_BYTES):
-                sink(block)
+            blocks = self._reader.blocks(info, start, end, BLOCK_BYTES)
+            unit = _swap_unit(storage.dtype) if self._big else 1
+            if unit == 1:
+                for block in blocks:
+                    sink(block)
+                return
+            # torch swaps a big-endian file's storages to this machine's order as it loads
+            # them: the digest is of the values torch holds, whatever order the file keeps.
+            carry = b""
+            for block in blocks:
+                data = carry + block
+                cut = len(data) - len(data) % unit
+                sink(_swapped(data[:cut], unit))
+                carry = data[cut:]
         except DumpError as exc:
             raise _NotCompared(exc.reason) from None
+
+
+def _swap_unit(dtype: str) -> int:
+    """Bytes torch swaps as one unit in a storage of ``dtype`` (each half of a complex)."""
+    size = DTYPE_ITEMSIZE.get(dtype, 1)
+    return size // 2 if dtype.startswith("complex") else size
+
+
+def _swapped(data: bytes, unit: int) -> bytes:
+    """``data`` with every ``unit``-byte element's bytes reversed."""
+    import array
+
+    codes = {2: "H", 4: "I", 8: "Q"}
+    if unit in codes and array.array(codes[unit]).itemsize == unit:
+        values = array.array(codes[unit])
+        values.frombytes(data)
+        values.byteswap()
+        return values.tobytes()
+    return b"".join(data[i : i + unit][::-1] for i in range(0, len(data), unit))
 
 
 # ----------------------------------------------------------------------------------------------
