@@ -806,3 +806,24 @@ def test_a_marker_split_between_pieces_and_a_line_past_the_cap(tmp_path):
     assert (root.key, root.location["line"]) == ("PP1", 4)
     (sigquit,) = [f for f in report.findings if f.code == "PP804"]
     assert sigquit.location["line"] == len(records)
+
+
+def test_many_cut_off_tracebacks_of_one_incident_are_listed_five_then_counted(tmp_path):
+    # The whole process group killed while eight ranks were writing their tracebacks.
+    frame = f'  File "{SITE}/managers/scheduler.py", line 6368, in run_scheduler_process\n'
+    log = tmp_path / "killed.log"
+    log.write_text(
+        "".join(
+            f"[2026-12-03 10:00:00 PP{n // 4} TP{n % 4}] Scheduler hit an exception: Traceback "
+            f"(most recent call last):\n{frame}"
+            for n in range(8)
+        )
+    )
+    report = triage_paths([str(log)])
+    cut = [f for f in report.findings if f.code == "PP810"]
+    assert [f.key for f in cut[:5]] == ["PP0 TP0", "PP0 TP1", "PP0 TP2", "PP0 TP3", "PP1 TP0"]
+    assert len(cut) == 6
+    assert cut[5].message.startswith(
+        f"3 more tracebacks of incident 1 end before their exception line (the first: "
+        f"PP1 TP1 at {log}:{_line_of(log, 'PP1 TP1]')})"
+    )

@@ -98,6 +98,10 @@ def _later(record: Failure | Event, root: Failure) -> str:
     return f"{delay:.1f} s after the root"
 
 
+#: Cut-off tracebacks of one incident listed one by one; the rest are one finding.
+_MAX_CUT = 5
+
+
 def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], MessageMatch | None]:
     root = incident.root
     members = incident.members
@@ -208,19 +212,31 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
                 location=_location(root),
             )
         )
-    for member in members:
-        if member.cut:
-            findings.append(
-                finding(
-                    "PP810",
-                    member.source,
-                    f"the traceback of {shown(member.who)} at {_at(member)} ends before its "
-                    "exception line",
-                    _key(member.who),
-                    extra={"incident": number},
-                    location=_location(member),
-                )
+    cut = [member for member in members if member.cut]
+    for member in cut[:_MAX_CUT]:
+        findings.append(
+            finding(
+                "PP810",
+                member.source,
+                f"the traceback of {shown(member.who)} at {_at(member)} ends before its "
+                "exception line",
+                _key(member.who),
+                extra={"incident": number},
+                location=_location(member),
             )
+        )
+    if len(cut) > _MAX_CUT:
+        rest = cut[_MAX_CUT:]
+        findings.append(
+            finding(
+                "PP810",
+                rest[0].source,
+                f"{len(rest)} more tracebacks of incident {number} end before their exception "
+                f"line (the first: {shown(rest[0].who)} at {_at(rest[0])})",
+                extra={"incident": number, "records": [_at(m) for m in rest[:50]]},
+                location=_location(rest[0]),
+            )
+        )
     return findings, match
 
 
