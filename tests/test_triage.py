@@ -827,3 +827,31 @@ def test_many_cut_off_tracebacks_of_one_incident_are_listed_five_then_counted(tm
         f"3 more tracebacks of incident 1 end before their exception line (the first: "
         f"PP1 TP1 at {log}:{_line_of(log, 'PP1 TP1]')})"
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-12-03 10:15:03",
+        "2024-02-29 23:59:59",
+        "2026-02-29 10:00:00",
+        "2026-13-01 00:00:00",
+        "2026-12-03 24:00:00",
+        "2026-12-03 10:15:+3",
+        "2026-12-03 10:15:0\u0663",
+        "2026-12-0310:15:03 ",
+        "",
+    ],
+)
+def test_sglang_s_time_is_read_as_strptime_reads_it(text):
+    from datetime import UTC, datetime
+
+    from ppaux.triage.lineformat import sglang_time
+
+    try:
+        expected = datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        expected = None
+    assert sglang_time(text) == expected
+    if expected is not None:
+        assert sglang_time(text, "250") == expected + 0.25
