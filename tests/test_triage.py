@@ -855,3 +855,19 @@ def test_sglang_s_time_is_read_as_strptime_reads_it(text):
     assert sglang_time(text) == expected
     if expected is not None:
         assert sglang_time(text, "250") == expected + 0.25
+
+
+def test_a_docker_record_nested_deeper_than_python_recurses_is_text_not_a_crash(tmp_path):
+    record = {"log": "", "stream": "stderr", "time": "2026-12-03T10:00:00.000000001Z"}
+    frames = [
+        (f"{SITE}/sampling/sampling_observer_pp.py", 77, "pop_auxiliary_output_from_pp_tensors")
+    ]
+    lines = _tb("[2026-12-03 10:00:00 PP0]", frames, f"RuntimeError: {NON_TENSOR}").splitlines()
+    records = [json.dumps({**record, "log": line + "\n"}) for line in lines]
+    deep = '{"log": "x\\n", "nested": ' + "[" * 30_000 + "]" * 30_000 + "}"
+    log = tmp_path / "deep-json.log"
+    log.write_text("\n".join([records[0], deep, *records[1:], deep]) + "\n")
+    result = _invoke(str(log), "--format", "json")
+    assert result.exit_code == 1, result.output
+    (root,) = [f for f in json.loads(result.output)["findings"] if f["code"] == "PP801"]
+    assert root["location"]["line"] == 1

@@ -190,7 +190,7 @@ def _json_text(text: str) -> tuple[str, str | None, str | None, bool]:
     ``complete`` is False for a piece of a line Docker split (its log has no newline)."""
     try:
         record = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON; or nested deeper than Python recurses
         return text, None, None, True
     if not isinstance(record, dict) or not isinstance(record.get("log"), str):
         return text, None, None, True
