@@ -871,3 +871,24 @@ def test_a_docker_record_nested_deeper_than_python_recurses_is_text_not_a_crash(
     assert result.exit_code == 1, result.output
     (root,) = [f for f in json.loads(result.output)["findings"] if f["code"] == "PP801"]
     assert root["location"]["line"] == 1
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be-bom", "utf-16-gzip"])
+def test_a_utf16_log_as_windows_powershell_writes_it_is_read(encoding, tmp_path):
+    # PowerShell 5's 'kubectl logs pod > sglang.log' writes UTF-16 with a byte-order mark.
+    source = LOGS / "sglang-aux-list.log"
+    text = source.read_text(encoding="utf-8")
+    if encoding == "utf-16-be-bom":
+        data = b"\xfe\xff" + text.encode("utf-16-be")
+    else:
+        data = text.encode("utf-16")  # little-endian with its mark, as PowerShell writes
+    if encoding.endswith("gzip"):
+        data = gzip.compress(data)
+    log = tmp_path / "powershell.log"
+    log.write_bytes(data)
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP801"]
+    assert root.key == "PP0"
+    assert root.location["line"] == _line_of(source, "Scheduler hit an exception")
+    assert root.sglang_error == NON_TENSOR
+    assert "PP803" in _codes(report) and "PP804" in _codes(report)

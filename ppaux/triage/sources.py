@@ -2,7 +2,8 @@
 streams and never read whole.
 
 A directory is walked for log files (:data:`LOG_SUFFIXES`, sorted, links not followed). A
-stream that begins with gzip's magic bytes is decompressed as it is read, whatever its name.
+stream that begins with gzip's magic bytes is decompressed as it is read, whatever its name;
+one that begins with UTF-16's byte-order mark is decoded as it is read.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ LOG_SUFFIXES = (".log", ".gz", ".txt", ".out", ".err", ".json", ".jsonl")
 MAX_LOG_FILES = 10_000
 
 _GZIP_MAGIC = b"\x1f\x8b"
+#: UTF-16's byte-order marks, little- and big-endian.
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _ROTATED = re.compile(r"\.log\.[0-9][0-9-]*(?:\.gz)?$")
 
 
@@ -117,6 +120,39 @@ class _Gunzip(io.RawIOBase):
             super().close()
 
 
+class _Utf16(io.RawIOBase):
+    """A UTF-16 log read as UTF-8, as it is decoded: Windows PowerShell's ``>`` writes UTF-16
+    with a byte-order mark (``kubectl logs pod > sglang.log``), in which no marker would be
+    found. Bytes that are not UTF-16 are kept as ``\\xNN``."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self._text = io.TextIOWrapper(
+            inner, encoding="utf-16", errors="backslashreplace", newline=""
+        )
+        self._pending = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self._pending:
+            text = self._text.read(1 << 20)
+            if not text:
+                return 0
+            self._pending = memoryview(text.encode("utf-8", "backslashreplace"))
+        count = min(len(buffer), len(self._pending))
+        buffer[:count] = self._pending[:count]
+        self._pending = self._pending[count:]
+        return count
+
+    def close(self) -> None:
+        try:
+            self._text.close()
+        finally:
+            super().close()
+
+
 def open_log(source: LogSource) -> BinaryIO:
     """A binary stream of ``source``'s bytes, decompressed when they are gzip.
 
@@ -134,12 +170,17 @@ def open_log(source: LogSource) -> BinaryIO:
         head = buffered.peek(2)[:2]
     except OSError as exc:
         raise LogOpenError(source.name, f"cannot read: {exc.strerror or exc}") from None
+    stream = buffered
     if head == _GZIP_MAGIC:
-        return cast(BinaryIO, io.BufferedReader(_Gunzip(buffered), buffer_size=1 << 20))
-    return cast(BinaryIO, buffered)
+        stream = io.BufferedReader(_Gunzip(buffered), buffer_size=1 << 20)
+    if stream.peek(2)[:2] in _UTF16_BOMS:
+        stream = io.BufferedReader(_Utf16(stream), buffer_size=1 << 20)
+    return cast(BinaryIO, stream)
 
 
 def gzip_cut(stream: BinaryIO) -> str | None:
     """Why a gzip log ended early (a cut-off or corrupt stream), or None."""
     raw = getattr(stream, "raw", None)
+    if isinstance(raw, _Utf16):
+        raw = getattr(raw.inner, "raw", None)
     return raw.cut if isinstance(raw, _Gunzip) else None
