@@ -892,3 +892,17 @@ def test_a_utf16_log_as_windows_powershell_writes_it_is_read(encoding, tmp_path)
     assert root.location["line"] == _line_of(source, "Scheduler hit an exception")
     assert root.sglang_error == NON_TENSOR
     assert "PP803" in _codes(report) and "PP804" in _codes(report)
+
+
+def test_a_log_given_twice_or_through_its_directory_or_a_link_is_read_once(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "server.log"
+    log.write_bytes((LOGS / "sglang-aux-list.log").read_bytes())
+    (tmp_path / "link.log").symlink_to(log)
+    report = triage_paths([str(log), str(logs), str(log), str(tmp_path / "link.log")])
+    assert [r["log"] for r in report.data["logs"]] == [str(log)]
+    (root,) = [f for f in report.findings if f.code == "PP801"]
+    assert root.extra["ranks"] == ["PP0"]
+    (sigquit,) = [f for f in report.findings if f.code == "PP804"]
+    assert "(2 lines)" in sigquit.message  # the log's own two lines, not four

@@ -8,6 +8,7 @@ escaped and cut (:func:`ppaux.text.shown`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any, BinaryIO
 
@@ -385,6 +386,24 @@ def _log_findings(reading: LogReading) -> list[Finding]:
     ]
 
 
+def _once(files: list[str]) -> list[str]:
+    """``files`` with each file once: a log given twice, or given and found again in a
+    directory also given (or through a link), would count its failures twice."""
+    seen: set[tuple[int, int]] = set()
+    kept: list[str] = []
+    for path in files:
+        try:
+            status = os.stat(path)
+        except OSError:
+            kept.append(path)  # reported as a problem when it is opened
+            continue
+        identity = (status.st_dev, status.st_ino)
+        if identity not in seen:
+            seen.add(identity)
+            kept.append(path)
+    return kept
+
+
 def triage_paths(paths: Iterable[str], streams: Mapping[str, BinaryIO] | None = None) -> Report:
     """Triage the logs at ``paths`` (files, directories of logs, or names in ``streams``,
     such as ``<stdin>``) into one report."""
@@ -394,7 +413,7 @@ def triage_paths(paths: Iterable[str], streams: Mapping[str, BinaryIO] | None = 
     files, unusable = expand_paths([p for p in given if p not in streams])
     report.problems += [InputProblem(p.path, p.reason) for p in unusable]
     sources = [LogSource(p, streams[p]) for p in given if p in streams]
-    sources += [LogSource(p) for p in files]
+    sources += [LogSource(p) for p in _once(files)]
     readings: list[LogReading] = []
     order = 0
     for source in sources:
