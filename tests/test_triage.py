@@ -906,3 +906,31 @@ def test_a_log_given_twice_or_through_its_directory_or_a_link_is_read_once(tmp_p
     assert root.extra["ranks"] == ["PP0"]
     (sigquit,) = [f for f in report.findings if f.code == "PP804"]
     assert "(2 lines)" in sigquit.message  # the log's own two lines, not four
+
+
+def test_a_deployment_file_in_a_directory_called_sglang_is_the_culprit_not_sglang(tmp_path):
+    # sglang's Docker images hold the checkout at /sgl-workspace/sglang; a deployment puts its
+    # own scheduler subclass beside it.
+    checkout = "/sgl-workspace/sglang/python/sglang/srt"
+    log = tmp_path / "image.log"
+    log.write_text(
+        _tb(
+            "[2026-12-03 10:00:00 PP0 TP0]",
+            [
+                (f"{checkout}/managers/scheduler.py", 6368, "run_scheduler_process"),
+                ("/sgl-workspace/sglang/acme_scheduler.py", 41, "event_loop_pp"),
+                (
+                    f"{checkout}/sampling/sampling_observer_pp.py",
+                    77,
+                    "pop_auxiliary_output_from_pp_tensors",
+                ),
+            ],
+            f"RuntimeError: {NON_TENSOR}",
+        )
+    )
+    report = triage_paths([str(log)])
+    (culprit,) = [f for f in report.findings if f.code == "PP805"]
+    assert "/sgl-workspace/sglang/acme_scheduler.py:41 in event_loop_pp" in culprit.message
+    (build,) = [f for f in report.findings if f.code == "PP806"]
+    assert build.extra["install"] == "source checkout"
+    assert build.extra["where"] == "/sgl-workspace/sglang/python"

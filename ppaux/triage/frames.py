@@ -34,13 +34,38 @@ def _parts(path: str) -> list[str]:
     return re.split(r"[/\\]", path)
 
 
+#: What sglang's package holds (0.5.19 - 0.5.23 wheels): a directory named ``sglang`` followed
+#: by one of these is the package, wherever it is.
+_SGLANG_CONTENTS = frozenset(
+    {"srt", "multimodal_gen", "kernels", "test", "benchmark", "lang", "cli", "api", "jit_kernel"}
+)
+
+
+def _sglang_index(parts: list[str]) -> int | None:
+    """Where sglang's package directory is in a frame's path: a ``sglang`` directory in
+    site-packages/dist-packages, in a checkout's ``python/``, or holding one of sglang's
+    subpackages. A deployment's own directory that is merely called ``sglang`` (a Docker
+    image's ``/sgl-workspace/sglang/my_scheduler.py``) is not."""
+    for index in range(len(parts) - 2, -1, -1):
+        if parts[index] != "sglang":
+            continue
+        before = parts[index - 1] if index else ""
+        if before in ("site-packages", "dist-packages", "python"):
+            return index
+        if parts[index + 1] in _SGLANG_CONTENTS and index + 2 < len(parts):
+            return index
+    return None
+
+
 def frame_owner(frame: Frame) -> str:
     """'sglang', 'torch', 'ppaux', 'stdlib' or 'other'."""
     path = frame.file
     if path.startswith("<"):
         return "stdlib"
     parts = _parts(path)
-    for owner in ("sglang", "ppaux", "torch"):
+    if _sglang_index(parts) is not None:
+        return "sglang"
+    for owner in ("ppaux", "torch"):
         if owner in parts[:-1]:
             return owner
     if _STDLIB.search(path) and not _PACKAGES.search(path):
@@ -51,7 +76,9 @@ def frame_owner(frame: Frame) -> str:
 def _sglang_relative(path: str) -> tuple[str, str]:
     """(directory that holds the ``sglang`` package, path relative to the package)."""
     parts = _parts(path)
-    index = len(parts) - 1 - parts[::-1].index("sglang")
+    index = _sglang_index(parts)
+    if index is None:
+        raise ValueError(f"not a frame of sglang: {path}")
     return "/".join(parts[:index]) or "/", "/".join(parts[index + 1 :])
 
 
