@@ -934,3 +934,28 @@ def test_a_deployment_file_in_a_directory_called_sglang_is_the_culprit_not_sglan
     (build,) = [f for f in report.findings if f.code == "PP806"]
     assert build.extra["install"] == "source checkout"
     assert build.extra["where"] == "/sgl-workspace/sglang/python"
+
+
+def test_sglang_s_own_dependencies_are_not_culprits_an_installed_plugin_is(tmp_path):
+    packages = "/usr/local/lib/python3.11/dist-packages"
+    frames = [
+        (f"{packages}/sglang/srt/managers/scheduler.py", 6368, "run_scheduler_process"),
+        (f"{packages}/acme_sglang_plugin/observer.py", 12, "forward"),
+        (f"{packages}/sglang/srt/model_executor/model_runner.py", 2100, "forward"),
+        (f"{packages}/flashinfer/decode.py", 1200, "run"),
+        (f"{packages}/sgl_kernel/elementwise.py", 88, "silu_and_mul"),
+        (f"{packages}/triton/runtime/jit.py", 390, "run"),
+        (f"{packages}/torch/_ops.py", 1123, "__call__"),
+    ]
+    log = tmp_path / "oom.log"
+    log.write_text(
+        _tb(
+            "[2026-12-03 10:00:00 PP1 TP2]",
+            frames,
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+        )
+    )
+    report = triage_paths([str(log)])
+    (culprit,) = [f for f in report.findings if f.code == "PP805"]
+    assert f"{packages}/acme_sglang_plugin/observer.py:12 in forward" in culprit.message
+    assert "PP801" not in _codes(report)

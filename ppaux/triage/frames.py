@@ -57,8 +57,24 @@ def _sglang_index(parts: list[str]) -> int | None:
     return None
 
 
+#: Packages sglang's wheels require (``Requires-Dist`` of 0.5.23, by import name) and torch's
+#: triton: what sglang calls on its own, never a deployment's plugin.
+_DEPENDENCIES = frozenset(
+    {
+        "compressed_tensors", "cuda", "cutlass", "deep_ep", "deep_gemm", "einops", "fastapi",
+        "flash_attn", "flash_mla", "flashinfer", "gguf", "huggingface_hub", "llguidance",
+        "mistral_common", "msgspec", "numba", "numpy", "nvidia", "openai_harmony", "orjson",
+        "outlines", "PIL", "psutil", "pydantic", "quack", "safetensors", "scipy", "sentencepiece",
+        "setproctitle", "sgl_kernel", "sglang_kernel", "starlette", "tilelang", "tiktoken", "timm",
+        "tokenizers", "torch_memory_saver", "torchaudio", "torchvision", "transformers", "triton",
+        "tvm_ffi", "uvicorn", "uvloop", "xgrammar", "zmq",
+    }
+)  # fmt: skip
+
+
 def frame_owner(frame: Frame) -> str:
-    """'sglang', 'torch', 'ppaux', 'stdlib' or 'other'."""
+    """'sglang', 'torch', 'ppaux', 'dependency' (a package sglang requires, installed beside
+    it), 'stdlib' or 'other'."""
     path = frame.file
     if path.startswith("<"):
         return "stdlib"
@@ -68,6 +84,9 @@ def frame_owner(frame: Frame) -> str:
     for owner in ("ppaux", "torch"):
         if owner in parts[:-1]:
             return owner
+    for index, part in enumerate(parts[:-2]):
+        if part in ("site-packages", "dist-packages") and parts[index + 1] in _DEPENDENCIES:
+            return "dependency"
     if _STDLIB.search(path) and not _PACKAGES.search(path):
         return "stdlib"
     return "other"

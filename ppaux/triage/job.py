@@ -187,7 +187,8 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
                 member.source,
                 f"the traceback of {shown(member.who)} passes through "
                 f"{shown(culprit.file, 300)}:{culprit.line} in {shown(culprit.function)}, "
-                f"which is neither sglang, torch nor the standard library: the likely culprit",
+                "which is neither sglang, a package it requires, torch nor the standard library: "
+                "the likely culprit",
                 _key(member.who),
                 extra={
                     "incident": number,

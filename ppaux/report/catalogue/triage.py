@@ -119,7 +119,8 @@ RULES = (
         severity=Severity.WARNING,
         summary="A failing traceback passes through code that is neither sglang, torch nor Python.",
         explanation=(
-            "A frame of the traceback lies outside sglang, torch, ppaux and the standard "
+            "A frame of the traceback lies outside sglang, the packages sglang's wheel requires "
+            "(flashinfer, sgl_kernel, transformers, triton, ...), torch, ppaux and the standard "
             "library: an out-of-tree Scheduler subclass, a plugin, a model or observer of the "
             "deployment's own. The innermost such frame is named, with its file and line, as "
             "the likely culprit. " + _LOCATION
