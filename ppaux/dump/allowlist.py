@@ -10,6 +10,7 @@ imported. Argument layouts follow ``torch/_utils.py`` and ``torch/serialization.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ppaux.dump.model import (
@@ -301,10 +302,36 @@ def _get_layout(m: Machine, args: tuple[Any, ...]) -> TorchValue:
     return TorchValue("torch.layout", name)
 
 
+#: The device types torch 2.13's ``torch.device`` parses (observed: anything else is refused).
+_DEVICE_TYPES = (
+    "cpu|cuda|mps|meta|xpu|hpu|mtia|privateuseone|ipu|xla|lazy|vulkan|mkldnn|opengl|opencl|"
+    "ideep|hip|ve|fpga|maia"
+)
+_DEVICE_STRING = re.compile(rf"(?:{_DEVICE_TYPES})(?::(?:0|[1-9][0-9]*))?")
+_DEVICE_TYPE = re.compile(_DEVICE_TYPES)
+
+
 def _torch_device(m: Machine, args: tuple[Any, ...]) -> TorchValue:
+    # torch.device parses its string in C++: a type it knows, then ':N' without a leading zero;
+    # with an explicit index, a bare type and an index from 0 to 2**63 - 1. Anything else makes
+    # torch.load fail, so the file is refused with torch's reason.
+    from ppaux.errors import TorchRefuses
+
     if len(args) == 1 and isinstance(args[0], str):
+        if _DEVICE_STRING.fullmatch(args[0]) is None:
+            raise TorchRefuses(
+                m.path,
+                f"torch.load refuses the file: invalid device string {shown(args[0], 60)} "
+                "in torch.device",
+            )
         return TorchValue("torch.device", args[0])
     if len(args) == 2 and isinstance(args[0], str) and type(args[1]) is int:
+        if _DEVICE_TYPE.fullmatch(args[0]) is None or not 0 <= args[1] < 2**63:
+            raise TorchRefuses(
+                m.path,
+                f"torch.load refuses the file: invalid device {shown(args[0], 60)}, "
+                f"index {args[1] if abs(args[1]) < 10**20 else 'out of range'} in torch.device",
+            )
         return TorchValue("torch.device", f"{args[0]}:{args[1]}")
     raise m.error("torch.device arguments are not a device")
 
