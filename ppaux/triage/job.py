@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 
 from ppaux.report import Finding, InputProblem, Report, Table, finding
 from ppaux.sglang import MessageMatch, search_message
-from ppaux.text import shown
+from ppaux.text import counted, shown
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
 from ppaux.triage.incidents import Incident, incidents
 from ppaux.triage.reading import LogReading, read_log
@@ -446,9 +446,9 @@ def triage_paths(paths: Iterable[str], streams: Mapping[str, BinaryIO] | None = 
             finding(
                 "PP809",
                 first.source,
-                f"{count} records of communication failures (the first: "
-                f"{shown(first.who)} at {_at(first)}), and no failure that caused them in "
-                "these logs",
+                f"{counted(count, 'record')} of communication failures or SIGQUIT "
+                f"({'' if count == 1 else 'the first: '}{shown(first.who)} at {_at(first)}), "
+                f"and no failure that caused {'it' if count == 1 else 'them'} in these logs",
                 extra={"records": [f"{r.source}:{r.line}" for r in loose[:50]]},
                 location=_location(first),
             )
