@@ -359,6 +359,15 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
                     f"(a later entry replaces it) {dropped}; torch fails while building it",
                 )
             for storage in storages:
+                if storage.record_size is not None and storage.record_size > storage.nbytes:
+                    # get_storage_from_record wants the record's size to be exactly the
+                    # storage's (a short or missing record is PP113, with its key).
+                    raise TorchRefuses(
+                        path,
+                        f"torch.load refuses the file: record {shown(storage.record or '')} "
+                        f"holds {storage.record_size} bytes, its storage {storage.nbytes} "
+                        "(torch: record size does not match expected size)",
+                    )
                 if not _restorable(storage.location):
                     raise TorchRefuses(
                         path,
