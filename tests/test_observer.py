@@ -119,7 +119,26 @@ def test_each_sglang_error_with_its_exact_message_and_side(name, code, message, 
 
 def test_a_bad_name_names_the_entry_and_its_value():
     item = only(check_observer(target("faulty.py:BadNameObserver")), "PP704")
-    assert "the entry at fault is '0', a float32 (1,) cpu" in item.message
+    # The name is the int 0: it must not read as the string '0', which sglang would accept.
+    assert "the entry at fault is named 0, a float32 (1,) cpu" in item.message
+    assert "'0'" not in item.message
+
+
+def test_an_empty_name_reads_as_the_empty_string(tmp_path):
+    (tmp_path / "empty_name.py").write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(OBSERVERS)!r})\n"
+        "from entropy_good import EntropyObserver, EntropyOutput\n"
+        "class Output(EntropyOutput):\n"
+        "    def to_pp_tensors(self):\n"
+        "        return {'': self.entropy}\n"
+        "class Observer(EntropyObserver):\n"
+        "    def after_sample(self, state, token_ids):\n"
+        "        return Output(state)\n"
+    )
+    item = only(check_observer(f"{tmp_path / 'empty_name.py'}:Observer"), "PP704")
+    assert item.sglang_error == "auxiliary PP tensor names must be non-empty strings"
+    assert "the entry at fault is named '', a float32 (1,) cpu" in item.message
 
 
 def test_a_sparse_tensor_is_refused_by_the_wire_on_the_sender():

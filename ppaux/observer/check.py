@@ -32,6 +32,7 @@ from ppaux.observer.standins import (
 )
 from ppaux.observer.target import LoadedObserver, TargetError, load_observer, observer_from
 from ppaux.report import Finding, Report, Table, finding
+from ppaux.sglang import ADD_BAD_NAME
 
 __all__ = [
     "ObserverConfigError",
@@ -611,7 +612,12 @@ def _fault_finding(run: _Run, fault: Fault, batch_size: int, index: int) -> None
             )
         return
     entry = ""
-    if fault.name is not None:
+    if fault.name is not None and fault.message == ADD_BAD_NAME.template:
+        # The name is the bad key's repr: 0 and '' must read as what they are, not as '0'.
+        entry = f"; the entry at fault is named {fault.name}"
+        if fault.value is not None:
+            entry += f", a {fault.value}"
+    elif fault.name is not None:
         entry = f"; the entry at fault is {fault.name!r}"
         if fault.value is not None:
             entry += f", a {fault.value}"
