@@ -163,6 +163,11 @@ def test_a_cast_on_the_wire_is_silent_corruption_named_by_tensor_and_field():
     request = only(report, "PP712")
     assert request.key == ".customized_info['entropy'][0]"
     assert request.sglang_error is None
+    # The field leads, then where it is: the path is not glued onto the prose.
+    assert output.message.startswith(".entropy of the output rank 0 rebuilt differs (dtype)")
+    assert request.message.startswith(
+        ".customized_info['entropy'][0] of request 0 after consume differs (value)"
+    )
     assert all(f.severity.value == "error" for f in report.findings)
 
 

@@ -671,7 +671,8 @@ def _difference_finding(
     pattern = re.sub(r"\[\d+\]", "[*]", item.path)
     if not _once(run, code, f"{pattern}/{item.what}"):
         return
-    label = f"{where}{item.path}" if item.path else where
+    # ".entropy of the output rank 0 rebuilt", not "the output rank 0 rebuilt.entropy".
+    label = f"{item.path} of {where}" if item.path else where
     run.findings.append(
         finding(
             code,

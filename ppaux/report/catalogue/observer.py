@@ -238,7 +238,7 @@ RULES = (
         ),
         fix="Send every field the host side needs, and rebuild each from its own name with its "
         "own dtype and shape.",
-        example="the output rank 0 rebuilt.entropy differs (bits): single stage float32 (4,) "
+        example=".entropy of the output rank 0 rebuilt differs (bits): single stage float32 (4,) "
         "cpu [0.1, 0.2, ...], PP float32 (4,) cpu [0.2, 0.1, ...]",
         area="observer",
     ),
@@ -258,8 +258,8 @@ RULES = (
             "consume reads state that only the last stage's observer holds.",
         ),
         fix="Make from_pp_tensors rebuild everything copy_to_host and consume read.",
-        example="request 0 after consume.customized_info['entropy'][0] differs (value): single "
-        "stage float 0.5, PP float 0.0",
+        example=".customized_info['entropy'][0] of request 0 after consume differs (value): "
+        "single stage float 0.5, PP float 0.0",
         area="observer",
     ),
     Rule(
