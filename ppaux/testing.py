@@ -121,19 +121,26 @@ def assert_pp_safe(
     __tracebackhide__ = True  # pytest shows the assertion, not ppaux's frames
     if fail_on not in _RANK:
         raise ValueError(f"fail_on {fail_on!r}: not one of error, warning, info")
-    report = pp_safety_report(
-        observer,
-        outputs=outputs,
-        transport=transport,
-        impl=impl,
-        sender=sender,
-        batch_sizes=batch_sizes,
-        steps=steps,
-        vocab_size=vocab_size,
-        device=device,
-        sglang_path=sglang_path,
-        timeout_s=timeout_s,
-    )
+    from ppaux.errors import PpauxError
+
+    try:
+        report = pp_safety_report(
+            observer,
+            outputs=outputs,
+            transport=transport,
+            impl=impl,
+            sender=sender,
+            batch_sizes=batch_sizes,
+            steps=steps,
+            vocab_size=vocab_size,
+            device=device,
+            sglang_path=sglang_path,
+            timeout_s=timeout_s,
+        )
+    except PpauxError as exc:
+        # An unusable target or option is one line in pytest's report, like a finding: its
+        # message names the target and the cause; ppaux's frames below would only hide it.
+        raise exc.with_traceback(None) from None
     skipped = {code.strip().upper() for code in ignore}
     failing = [
         item

@@ -121,6 +121,56 @@ def test_the_fixture_comes_from_the_pytest11_entry_point(tmp_path):
     assert "ppaux/observer" not in result.stdout  # ppaux's frames are hidden
 
 
+UNUSABLE_FILE = """
+def test_not_an_observer(pp_safe):
+    class NotAnObserver:
+        pass
+    pp_safe(NotAnObserver)
+
+def test_missing_attribute(pp_safe):
+    pp_safe({observers!r} + "/entropy_good.py:NoSuchObserver")
+"""
+
+
+def test_an_unusable_target_is_one_line_in_pytests_report(tmp_path):
+    (tmp_path / "test_unusable.py").write_text(
+        textwrap.dedent(UNUSABLE_FILE.format(observers=str(OBSERVERS))), encoding="utf-8"
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "ppaux.testing_plugin",
+            str(tmp_path / "test_unusable.py"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+        timeout=300,
+    )
+    assert "2 failed" in result.stdout, result.stdout + result.stderr
+    wanted = (
+        "ppaux.observer.target.TargetError: test_not_an_observer.<locals>.NotAnObserver: "
+        "the class test_not_an_observer.<locals>.NotAnObserver returned a NotAnObserver, not a "
+        "sampling observer (it lacks is_active, before_grammar, after_sample)"
+    )
+    lines = result.stdout.splitlines()
+    assert [line.split(maxsplit=1)[1] for line in lines if line.startswith("E ")] == [
+        wanted,
+        "ppaux.observer.target.TargetError: "
+        f"{OBSERVERS}/entropy_good.py:NoSuchObserver: {OBSERVERS}/entropy_good.py has no "
+        "attribute 'NoSuchObserver'",
+    ], result.stdout
+    assert "ppaux/observer" not in result.stdout  # no frames of ppaux's own code
+    assert "ppaux/testing.py" not in result.stdout
+
+
 def test_without_autoload_the_plugin_is_named_explicitly(tmp_path):
     result = _pytest(tmp_path, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     assert "fixture 'pp_safe' not found" in result.stdout
