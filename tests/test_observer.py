@@ -5,6 +5,7 @@ the differing tensor or field; the good ones pass; unusable targets are one line
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from helpers import REPO, cli
@@ -237,6 +238,21 @@ def test_unusable_targets_are_one_line_and_exit_2(given, line):
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr == f"ppaux: error: {line}\n"
+
+
+def test_a_module_in_the_current_directory_but_not_importable_says_why(tmp_path, monkeypatch):
+    # The console script does not put the current directory on the import path (python -m
+    # does): the module is there, yet not found, and the line says so and what to do.
+    (tmp_path / "cwd_only_observers.py").write_text("Observer = None\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    result = cli("check-observer", "cwd_only_observers:Observer")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "ppaux: error: cwd_only_observers:Observer: no module named 'cwd_only_observers' "
+        "('cwd_only_observers' is in the current directory, which is not on the import path: "
+        "install the package (pip install -e .) or name the file, path/to/file.py:attr)\n"
+    )
 
 
 def test_a_missing_file_and_a_failing_file_are_named(tmp_path):

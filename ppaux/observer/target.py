@@ -118,13 +118,30 @@ def _import_file(target: str, path: str) -> Any:
     return module
 
 
+def _cwd_hint(missing: str) -> str:
+    """Why a module that sits in the current directory is not found: ``ppaux`` runs as a
+    console script, so (unlike ``python -m``) the current directory is not on the import path."""
+    top = missing.partition(".")[0]
+    here = os.getcwd()
+    if here in sys.path or "" in sys.path:
+        return ""
+    if not (
+        os.path.isdir(os.path.join(here, top)) or os.path.isfile(os.path.join(here, f"{top}.py"))
+    ):
+        return ""
+    return (
+        f" ({top!r} is in the current directory, which is not on the import path: "
+        "install the package (pip install -e .) or name the file, path/to/file.py:attr)"
+    )
+
+
 def _import_module(target: str, name: str) -> Any:
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         missing = exc.name or name
         if missing == name or name.startswith(missing + "."):
-            raise TargetError(target, f"no module named {missing!r}") from None
+            raise TargetError(target, f"no module named {missing!r}{_cwd_hint(missing)}") from None
         raise TargetError(
             target, f"importing {name!r} failed: no module named {missing!r}{_where(exc)}"
         ) from None
