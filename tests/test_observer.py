@@ -255,6 +255,20 @@ def test_a_module_in_the_current_directory_but_not_importable_says_why(tmp_path,
     )
 
 
+def test_a_missing_sglang_path_is_named(tmp_path):
+    missing = tmp_path / "no-sglang-here"
+    result = cli(
+        "check-observer",
+        target("entropy_good.py:EntropyObserver"),
+        "--impl",
+        "sglang",
+        "--sglang-path",
+        str(missing),
+    )
+    assert result.exit_code == 2
+    assert result.stderr == f"ppaux: error: --sglang-path {missing}: no such file or directory\n"
+
+
 def test_a_missing_file_and_a_failing_file_are_named(tmp_path):
     missing = tmp_path / "gone.py"
     result = cli("check-observer", f"{missing}:Observer")

@@ -146,6 +146,10 @@ def _machinery(
         module = load_implementation(impl, options.sglang_path if transport != "sglang" else None)
     except PpauxError as exc:
         reason = getattr(exc, "reason", str(exc))
+        where = getattr(exc, "where", None)
+        if options.sglang_path is not None and where not in (None, "sglang"):
+            # The path given is at fault: name it, as replay does.
+            raise ObserverConfigError("sglang-path", str(where), reason) from None
         raise ObserverConfigError("impl", impl, f"sglang is {reason}") from None
     try:
         wire = given_wire or open_wire(
