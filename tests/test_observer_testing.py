@@ -178,6 +178,13 @@ def test_without_autoload_the_plugin_is_named_explicitly(tmp_path):
         tmp_path, "-p", "ppaux.testing_plugin", env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     )
     assert "1 failed, 1 passed" in result.stdout
+    # docs/observers.md: the plugin's own name turns it on, as for any entry-point plugin.
+    from importlib.metadata import entry_points
+
+    if not [e for e in entry_points(group="pytest11") if e.name == "ppaux"]:
+        return  # installed without its entry points: only the module's name can work
+    result = _pytest(tmp_path, "-p", "ppaux", env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert "1 failed, 1 passed" in result.stdout, result.stdout + result.stderr
 
 
 def test_the_plugin_is_inert_until_used():
