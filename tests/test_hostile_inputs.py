@@ -189,7 +189,8 @@ def _hostile_fingerprints(tmp_path: Path) -> dict[str, tuple[str, str]]:
                     '"pid": ', '"pid": ' + "[" * 500 + "]" * 500 + ', "x": ', 1
                 ),
             ),
-            "field 'pid' must be an integer, not a list [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
+            # A list or object is named, not written out (500 levels would not serialise).
+            "field 'pid' must be an integer, not a list [...]",
         ),
         "huge_int": (
             _write(

@@ -57,7 +57,6 @@ def test_exit_codes_follow_fail_on():
             "the dump nests too deeply (limit max_depth=100; raise it with --limit max_depth=N)",
         ),
         ("fixtures/corrupt/truncated_datapkl.pt", None),
-        ("fixtures/corrupt/two_datapkl.pt", None),
         ("fixtures/corrupt/random_bytes.pt", None),
         ("fixtures/corrupt/text_file.pt", None),
         ("no/such/file.pt", "no such file"),
@@ -71,6 +70,18 @@ def test_bad_inputs_are_one_line_and_exit_2(path, message):
     if message is not None:
         assert lines[0] == f"ppaux: error: {path}: {message}"
     assert "Traceback" not in result.output
+
+
+def test_a_zip_torch_load_refuses_is_a_finding_naming_torchs_reason():
+    # Records under two folders: torch's zip reader stops at the second folder ("file in archive
+    # is not in a subdirectory", seen from torch.load 2.13), so rank 0 never sees this dict.
+    result = run("inspect", "fixtures/corrupt/two_datapkl.pt")
+    assert result.exit_code == 1
+    assert result.output.startswith(
+        "PP117 error fixtures/corrupt/two_datapkl.pt: torch.load refuses the file: its zip reader "
+        "finds record archive/data.pkl outside the folder two_datapkl/ of the first record"
+    )
+    assert "file in archive is not in a subdirectory" in result.output
 
 
 def test_other_inputs_are_still_inspected():

@@ -27,10 +27,11 @@ from ppaux.text import MAX_SHOWN, counted, shown
 
 __all__ = ["describe_dump", "inspect_file", "inspect_paths"]
 
-#: Rows shown per table in the human view; the JSON report lists every entry, up to
+#: Entries shown per table in the human view; the JSON report lists every entry, up to
 #: ``Limits.max_report_entries`` per file. Drawing a table costs about a millisecond per row,
-#: and a hostile dict may have a million keys.
-TABLE_ROWS = 1000
+#: and a hostile dict may have a million keys. With the row that counts the rest, a cut table
+#: is 1,000 rows: what the text view draws of any table, so that row is never cut itself.
+TABLE_ROWS = 999
 #: Tables drawn per file in the human view: a hostile file may hold thousands of small tensor
 #: dicts, and each table costs milliseconds to draw. The JSON report lists them all.
 FILE_TABLES = 20
