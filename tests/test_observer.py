@@ -255,6 +255,34 @@ def test_a_module_in_the_current_directory_but_not_importable_says_why(tmp_path,
     )
 
 
+COLUMN_OBSERVER = """
+import sys
+sys.path.insert(0, {observers!r})
+import torch
+from entropy_good import EntropyObserver, EntropyOutput
+
+class Column(EntropyObserver):
+    # The entropy as a column of a (B, 2) matrix: for B = 1 a tensor of shape (1,) and
+    # stride 2, which torch calls contiguous.
+    def after_sample(self, state, token_ids):
+        return EntropyOutput(torch.stack([state, state], 1)[:, 0])
+
+class ColumnOffByOne(Column):
+    def from_pp_tensors(self, tensors):
+        return EntropyOutput(tensors["entropy"] + 1)
+"""
+
+
+def test_a_column_of_a_matrix_is_compared_not_an_internal_error(tmp_path):
+    file = tmp_path / "column.py"
+    file.write_text(COLUMN_OBSERVER.format(observers=str(OBSERVERS)), encoding="utf-8")
+    options = ObserverOptions(transport="none", batch_sizes=(1,), steps=1)
+    assert check_observer(f"{file}:Column", options).findings == []
+    item = only(check_observer(f"{file}:ColumnOffByOne", options), "PP711")
+    assert item.key == ".entropy"
+    assert "differs (bits)" in item.message
+
+
 def test_a_missing_sglang_path_is_named(tmp_path):
     missing = tmp_path / "no-sglang-here"
     result = cli(

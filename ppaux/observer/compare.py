@@ -135,6 +135,20 @@ def _values(tensor: Any) -> str:
     return "[" + ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in flat) + more + "]"
 
 
+def _bits(tensor: Any) -> Any:
+    """The tensor's bytes, flat, on the CPU (its values for bool and empty tensors).
+
+    A fresh copy: ``contiguous()`` keeps a size-1 dimension's stride (a column of a (1, 2)
+    matrix has stride 2 and is contiguous), which ``view(torch.uint8)`` refuses."""
+    import torch
+
+    flat = tensor.reshape(-1)
+    if not flat.numel() or flat.dtype == torch.bool:
+        return flat.cpu()
+    fresh = torch.empty(flat.shape, dtype=flat.dtype, device=flat.device).copy_(flat)
+    return fresh.view(torch.uint8).cpu()
+
+
 def _tensor_difference(path: str, a: Any, b: Any) -> Difference | None:
     import torch
 
@@ -148,14 +162,7 @@ def _tensor_difference(path: str, a: Any, b: Any) -> Difference | None:
         return Difference(path, "layout", describe(a), describe(b))
     left = a.detach().to_dense() if a.layout != torch.strided else a.detach()
     right = b.detach().to_dense() if b.layout != torch.strided else b.detach()
-    same = torch.equal(
-        left.reshape(-1).contiguous().view(torch.uint8).cpu()
-        if left.numel() and left.dtype != torch.bool
-        else left.reshape(-1).cpu(),
-        right.reshape(-1).contiguous().view(torch.uint8).cpu()
-        if right.numel() and right.dtype != torch.bool
-        else right.reshape(-1).cpu(),
-    )
+    same = torch.equal(_bits(left), _bits(right))
     if not same:
         return Difference(
             path, "bits", f"{describe(a)} {_values(a)}", f"{describe(b)} {_values(b)}"
