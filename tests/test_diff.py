@@ -318,3 +318,24 @@ def test_a_file_name_with_a_newline_is_read_by_its_name_and_shown_escaped(tmp_pa
     document = json.loads(done.stdout)
     assert document["findings"] == []  # every tensor's bytes read and compared: no PP608
     assert document["diff"]["b"] == str(odd).replace("\n", "\\n")
+
+
+def test_a_hostile_wide_dict_is_listed_in_part_and_counted():
+    # 100,000 keys only in A: every key is compared, the report lists the first findings of the
+    # code and the first max_report_entries entries, and counts the rest.
+    result = ppaux(
+        "diff",
+        "fixtures/adversarial/bomb_wide_dict.pt",
+        "fixtures/dumps/clean_output.pt",
+        "--format",
+        "json",
+    )
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    pp602 = [f for f in report["findings"] if f["code"] == "PP602"]
+    assert len(pp602) == 101
+    assert pp602[-1]["message"].startswith("99901 more PP602 findings in this file are not listed")
+    (compared,) = report["diff"]["dicts"]
+    assert len(compared["entries"]) == 10_000
+    # A holds 100,002 keys (k0..k99999, scores, __msg_type__), B 22, __msg_type__ in both.
+    assert compared["entries_omitted"] == 100_002 + 22 - 1 - 10_000

@@ -24,7 +24,15 @@ from ppaux.dump.records import RecordReader, torch_byteorder
 from ppaux.errors import DumpError, PpauxError
 from ppaux.files import shareable_path
 from ppaux.limits import Limits
-from ppaux.report import Finding, InputProblem, Report, Severity, Table, finding
+from ppaux.report import (
+    Finding,
+    InputProblem,
+    Report,
+    Severity,
+    Table,
+    cap_per_code,
+    finding,
+)
 from ppaux.sglang import OUTPUT_PREFIX
 
 __all__ = ["BLOCK_BYTES", "diff_dumps", "diff_paths"]
@@ -316,20 +324,29 @@ def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
                 continue
             entries, found = _compare(sides, left, right, limits)
             report.findings += [_placed(f, left) for f in found]
-            compared.append(
-                {
-                    "a": left.locator,
-                    "b": right.locator,
-                    "role": left.role,
-                    "entries": entries,
-                    "pop": _pop(sides, left, right, report),
-                }
-            )
-            report.tables.append(_table(sides, left, right, entries))
+            # Every entry is compared; the report lists up to max_report_entries of them, as
+            # inspect does, and counts the rest.
+            listed = entries[: limits.max_report_entries]
+            one: dict[str, Any] = {
+                "a": left.locator,
+                "b": right.locator,
+                "role": left.role,
+                "entries": listed,
+                "pop": _pop(sides, left, right, report),
+            }
+            if len(entries) > len(listed):
+                one["entries_omitted"] = len(entries) - len(listed)
+            compared.append(one)
+            report.tables.append(_table(sides, left, right, listed))
         report.findings += _meta(a, b, sides[1].name)
     finally:
         for record in records:
             record.close()
+    # A hostile dict of a hundred thousand keys would otherwise give as many findings: list the
+    # first of each code, as inspect does, and one finding that counts the rest.
+    report.findings = cap_per_code(
+        report.findings, limits.max_findings_per_code, "max_findings_per_code"
+    )
     report.data["diff"] = {"a": sides[0].name, "b": sides[1].name, "dicts": compared}
     return report
 
