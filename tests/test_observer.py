@@ -283,6 +283,47 @@ def test_a_column_of_a_matrix_is_compared_not_an_internal_error(tmp_path):
     assert "differs (bits)" in item.message
 
 
+QUANTIZED_OBSERVER = """
+import sys
+sys.path.insert(0, {observers!r})
+import torch
+from entropy_good import EntropyHostOutput, EntropyObserver, EntropyOutput
+
+class Host(EntropyHostOutput):
+    def consume(self, batch, commits):
+        self.entropy = self.entropy.dequantize()
+        super().consume(batch, commits)
+
+class Output(EntropyOutput):
+    def copy_to_host(self, copy_tensor):
+        return Host(copy_tensor(self.entropy))
+
+class Quantized(EntropyObserver):
+    def after_sample(self, state, token_ids):
+        return Output(torch.quantize_per_tensor(state, 0.5, 0, torch.quint8))
+
+    def from_pp_tensors(self, tensors):
+        return Output(tensors["entropy"])
+
+class Requantized(Quantized):
+    def from_pp_tensors(self, tensors):
+        value = tensors["entropy"].dequantize()
+        return Output(torch.quantize_per_tensor(value, 0.25, 0, torch.quint8))
+"""
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_quantized_output_is_compared_with_its_parameters(tmp_path):
+    # Without a wire (which refuses quantized tensors) the output arrives as it was sent.
+    file = tmp_path / "quantized.py"
+    file.write_text(QUANTIZED_OBSERVER.format(observers=str(OBSERVERS)), encoding="utf-8")
+    options = ObserverOptions(transport="none", batch_sizes=(1,), steps=1)
+    assert check_observer(f"{file}:Quantized", options).findings == []
+    item = only(check_observer(f"{file}:Requantized", options), "PP711")
+    assert item.key == ".entropy"
+    assert "differs (quantization)" in item.message
+
+
 def test_a_missing_sglang_path_is_named(tmp_path):
     missing = tmp_path / "no-sglang-here"
     result = cli(

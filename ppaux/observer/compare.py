@@ -142,11 +142,29 @@ def _bits(tensor: Any) -> Any:
     matrix has stride 2 and is contiguous), which ``view(torch.uint8)`` refuses."""
     import torch
 
+    if tensor.is_quantized:  # its integers; the parameters are compared apart
+        tensor = tensor.int_repr()
     flat = tensor.reshape(-1)
     if not flat.numel() or flat.dtype == torch.bool:
         return flat.cpu()
     fresh = torch.empty(flat.shape, dtype=flat.dtype, device=flat.device).copy_(flat)
     return fresh.view(torch.uint8).cpu()
+
+
+def _quantization(tensor: Any) -> tuple[Any, ...]:
+    """A quantized tensor's scheme and parameters (scale and zero point, per tensor or per
+    channel)."""
+    import torch
+
+    scheme = tensor.qscheme()
+    if scheme in (torch.per_tensor_affine, torch.per_tensor_symmetric):
+        return (scheme, tensor.q_scale(), tensor.q_zero_point())
+    return (
+        scheme,
+        tensor.q_per_channel_axis(),
+        tensor.q_per_channel_scales().tolist(),
+        tensor.q_per_channel_zero_points().tolist(),
+    )
 
 
 def _tensor_difference(path: str, a: Any, b: Any) -> Difference | None:
@@ -162,6 +180,13 @@ def _tensor_difference(path: str, a: Any, b: Any) -> Difference | None:
         return Difference(path, "layout", describe(a), describe(b))
     left = a.detach().to_dense() if a.layout != torch.strided else a.detach()
     right = b.detach().to_dense() if b.layout != torch.strided else b.detach()
+    if left.is_quantized and _quantization(left) != _quantization(right):
+        return Difference(
+            path,
+            "quantization",
+            f"{describe(a)} {_quantization(left)}",
+            f"{describe(b)} {_quantization(right)}",
+        )
     same = torch.equal(_bits(left), _bits(right))
     if not same:
         return Difference(
