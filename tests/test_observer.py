@@ -324,6 +324,42 @@ def test_a_quantized_output_is_compared_with_its_parameters(tmp_path):
     assert "differs (quantization)" in item.message
 
 
+LOUD_OBSERVER = """
+import sys
+sys.path.insert(0, {observers!r})
+from entropy_good import EntropyObserver, EntropyOutput
+
+LOUD = "first sentence of a long message. " + "detail " * 60 + "\\nsecond line"
+
+class Output(EntropyOutput):
+    def to_pp_tensors(self):
+        raise RuntimeError(LOUD)
+
+class SendsLoudly(EntropyObserver):
+    def after_sample(self, state, token_ids):
+        return Output(state)
+
+class SamplesLoudly(EntropyObserver):
+    def after_sample(self, state, token_ids):
+        raise RuntimeError(LOUD)
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "method"), [("SendsLoudly", "to_pp_tensors"), ("SamplesLoudly", "after_sample")]
+)
+def test_a_long_exception_from_the_observer_is_cut_to_its_first_sentence(tmp_path, name, method):
+    file = tmp_path / "loud.py"
+    file.write_text(LOUD_OBSERVER.format(observers=str(OBSERVERS)), encoding="utf-8")
+    report = check_observer(f"{file}:{name}", ObserverOptions(batch_sizes=(1,), steps=1))
+    item = only(report, "PP710")
+    assert item.message.startswith(
+        f"{method} raised RuntimeError: first sentence of a long message. ... on "
+    ), item.message
+    assert "detail" not in item.message
+    assert "second line" not in item.message
+
+
 def test_a_missing_sglang_path_is_named(tmp_path):
     missing = tmp_path / "no-sglang-here"
     result = cli(

@@ -594,7 +594,8 @@ def _hook_finding(run: _Run, failure: HookFailure, batch_size: int, index: int, 
         finding(
             "PP710",
             run.target,
-            f"{failure.method} raised {failure.text} on {side} ({_where(batch_size, index)})",
+            f"{failure.method} raised {_first_sentence(failure.text)} on {side} "
+            f"({_where(batch_size, index)})",
             extra={"method": failure.method, "side": side},
         )
     )
@@ -605,11 +606,12 @@ def _fault_finding(run: _Run, fault: Fault, batch_size: int, index: int) -> None
     if fault.stage == "hook":
         side = {"last stage": "the last stage", "rank 0": "rank 0"}.get(fault.side, fault.side)
         if _once(run, "PP710", f"{fault.method}/{fault.side}"):
+            short = _first_sentence(_line(fault.message))
             run.findings.append(
                 finding(
                     "PP710",
                     run.target,
-                    f"{fault.method} raised {fault.error_type}: {fault.message} on {side} ({at})",
+                    f"{fault.method} raised {fault.error_type}: {short} on {side} ({at})",
                     fault.name,
                     extra={"method": fault.method, "side": fault.side},
                 )
@@ -657,6 +659,12 @@ def _fault_finding(run: _Run, fault: Fault, batch_size: int, index: int) -> None
             extra={"side": fault.side, "stage": fault.stage, "value": fault.value},
         )
     )
+
+
+def _line(text: str) -> str:
+    """The first line of an exception's message (the JSON report's steps keep all of it)."""
+    lines = text.strip().splitlines()
+    return lines[0] if lines else ""
 
 
 def _first_sentence(text: str) -> str:
