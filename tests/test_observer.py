@@ -360,6 +360,30 @@ def test_a_long_exception_from_the_observer_is_cut_to_its_first_sentence(tmp_pat
     assert "second line" not in item.message
 
 
+@pytest.mark.parametrize("error", ["ValueError('no more')", "TypeError('no more')"])
+def test_outputs_from_a_generator_that_fails_are_one_line(tmp_path, error):
+    file = tmp_path / "outputs.py"
+    file.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(OBSERVERS)!r})\n"
+        "import torch\n"
+        "from entropy_good import EntropyOutput\n"
+        "def outputs():\n"
+        "    yield EntropyOutput(torch.tensor([1.0]))\n"
+        f"    raise {error}\n",
+        encoding="utf-8",
+    )
+    result = cli(
+        "check-observer", target("entropy_good.py:EntropyObserver"), "--outputs", f"{file}:outputs"
+    )
+    assert result.exit_code == 2
+    kind = error.partition("(")[0]
+    assert result.stderr == (
+        f"ppaux: error: {file}:outputs: iterating what it returned raised {kind}: no more "
+        f"(at {file}:7)\n"
+    )
+
+
 def test_a_missing_sglang_path_is_named(tmp_path):
     missing = tmp_path / "no-sglang-here"
     result = cli(

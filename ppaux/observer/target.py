@@ -271,12 +271,18 @@ def load_outputs(target: str) -> list[Any]:
     if hasattr(produced, "copy_to_host"):
         return [produced]
     try:
-        outputs = list(produced)
+        iterator = iter(produced)
     except TypeError:
         raise TargetError(
             target,
             f"returned a {type(produced).__name__}: neither an auxiliary output (no "
             "copy_to_host) nor an iterable of them",
+        ) from None
+    try:
+        outputs = list(iterator)
+    except Exception as exc:  # a generator of the target's that fails part way
+        raise TargetError(
+            target, f"iterating what it returned raised {_first_line(exc)}{_where(exc)}"
         ) from None
     if not outputs:
         raise TargetError(target, "returned no outputs")
