@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ppaux.report import Report
 
-__all__ = ["assert_pp_safe", "pp_safety_report"]
+__all__ = ["NothingCheckedWarning", "assert_pp_safe", "pp_safety_report"]
+
+
+class NothingCheckedWarning(UserWarning):
+    """:func:`assert_pp_safe` passed, but the observer produced no output to check (PP714):
+    give ``outputs=``, or make it active for the stand-in ``sampling_info``."""
+
 
 _RANK = {"info": 1, "warning": 2, "error": 3}
 
@@ -150,5 +156,13 @@ def assert_pp_safe(
     if failing:
         raise AssertionError(
             _describe(report, failing, {"transport": transport, "impl": impl, "sender": sender})
+        )
+    nothing = [item for item in report.findings if item.code == "PP714" and "PP714" not in skipped]
+    if nothing:
+        import warnings
+
+        # A test that checked nothing must not pass unnoticed: pytest lists this warning.
+        warnings.warn(
+            NothingCheckedWarning(f"{nothing[0].path}: {nothing[0].message} (PP714)"), stacklevel=2
         )
     return report

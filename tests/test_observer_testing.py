@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 from helpers import REPO
@@ -15,7 +16,7 @@ from helpers import REPO
 pytest.importorskip("torch")
 
 from ppaux.observer.target import load_object
-from ppaux.testing import assert_pp_safe, pp_safety_report
+from ppaux.testing import NothingCheckedWarning, assert_pp_safe, pp_safety_report
 
 OBSERVERS = REPO / "fixtures" / "observers"
 
@@ -58,7 +59,14 @@ def test_ignore_and_fail_on():
     report = assert_pp_safe(leaking, ignore=["pp705"])
     assert [f.code for f in report.findings] == ["PP705"]
     never = fixture("faulty.py:NeverActiveObserver")
-    assert_pp_safe(never)  # a warning does not fail by default
+    # A warning does not fail by default, but a test that checked nothing says so.
+    with pytest.warns(NothingCheckedWarning, match=r"produced no auxiliary output.*\(PP714\)"):
+        assert_pp_safe(never)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert_pp_safe(never, ignore=["PP714"])  # ignored: no warning either
+        assert_pp_safe(fixture("entropy_good.py:EntropyObserver"))  # checked: no warning
+    assert [w for w in seen if issubclass(w.category, NothingCheckedWarning)] == []
     with pytest.raises(AssertionError, match="PP714"):
         assert_pp_safe(never, fail_on="warning")
     with pytest.raises(ValueError, match="fail_on 'fatal'"):
