@@ -91,7 +91,8 @@ def sglang_wheel(version: str) -> Path:
         return cached
     if _unreachable and os.environ.get(REQUIRE_ENV) != "1":
         pytest.skip(f"sglang=={version} not downloaded; earlier: {_unreachable[0]}")
-    with file_lock(cache / f".sglang-{version}.lock"):
+    # Beside the cache, not in it: a failed download leaves the cache as it found it.
+    with file_lock(cache.with_name(f"{cache.name}.lock")):
         # Another process may have finished the download while this one waited.
         return _cached(cache, version) or _download(cache, version)
 
