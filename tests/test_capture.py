@@ -24,7 +24,7 @@ import torch
 
 from ppaux import capture
 from ppaux.capture import directory as capture_store
-from ppaux.capture import hooks, host
+from ppaux.capture import hooks
 from ppaux.dump.capture_format import CAPTURE_MARKER, META_FIELDS
 from ppaux.sglang import TRANSPORT_MODULE
 
@@ -76,18 +76,6 @@ def leaked_message() -> dict:
     tensors = message()
     tensors[P + "scores"] = [0.1, 0.7]
     return tensors
-
-
-@pytest.fixture
-def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    root = sglang_shaped.build(tmp_path / "site")
-    monkeypatch.syspath_prepend(str(root))
-    sglang_shaped.forget()
-    host.sglang_version.cache_clear()
-    yield root
-    capture.uninstall()
-    sglang_shaped.forget()
-    host.sglang_version.cache_clear()
 
 
 def captures(directory: Path) -> list[Path]:
@@ -547,7 +535,7 @@ _PROCESS = """
 import sys
 sys.path.insert(0, {root!r})
 from ppaux import capture
-from ppaux.capture import hooks, host
+from ppaux.capture import hooks
 capture.install({directory!r}, max_files={max_files})
 from sglang.srt.managers import scheduler_pp_mixin as mixin
 import torch
