@@ -153,11 +153,24 @@ def check_output_path(
         fail(f"--output {exc}")
 
 
+def _blocking_stdout() -> None:
+    # A pipe's file description is shared with whatever else holds it (a parent, a library that
+    # went non-blocking on it): non-blocking, a report past the pipe's 64 KiB would be cut short
+    # when the reader lags. Writing the report waits instead.
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a test runner's buffer has no descriptor
+        return
+    if not os.get_blocking(fd):
+        os.set_blocking(fd, True)
+
+
 def write_text(text: str, output: str | None, what: str = "the output") -> None:
     """Write ``text`` to stdout, or to the file ``output`` (``-`` is stdout); an output that is
     not a regular file or a new path, or that cannot be written, is one error line naming it and
     exit 2."""
     if output is None or output == STDIO:
+        _blocking_stdout()
         sys.stdout.write(text)
         sys.stdout.flush()
         return

@@ -140,10 +140,10 @@ def test_plugin_through_sglangs_framework(version: str, tmp_path: Path):
     prefix = "sglang.srt.sampling.sampling_observer_pp."
     assert result["hooks"] == {
         prefix + "add_auxiliary_output_to_pp_tensors": [
-            ["around", "ppaux.capture.hooks", "ppaux_capture", "ppaux"]
+            ["around", "ppaux.capture.hop_hooks", "ppaux_capture", "ppaux"]
         ],
         prefix + "pop_auxiliary_output_from_pp_tensors": [
-            ["around", "ppaux.capture.hooks", "ppaux_capture", "ppaux"]
+            ["around", "ppaux.capture.hop_hooks", "ppaux_capture", "ppaux"]
         ],
     }
     assert result["wrapped"] == [True, True]

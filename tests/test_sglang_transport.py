@@ -88,9 +88,19 @@ def test_every_fixture_meets_sglangs_own_wire_as_emulated(version: str) -> None:
     problems = {problem["path"].removeprefix("fixtures/") for problem in document["problems"]}
     legacy_wire = {name: expected[2] for name, expected in EXPECTED.items()}
     assert outcomes == {
-        name: expected for name, expected in legacy_wire.items() if expected[0] != "problem"
+        name: expected
+        for name, expected in legacy_wire.items()
+        if expected[0] not in ("problem", "judged")
     }
     assert problems == {name for name, expected in legacy_wire.items() if expected[0] == "problem"}
+    # A file with nothing to replay is judged as inspect judges it: its finding, no result.
+    judged = {
+        name: expected[1] for name, expected in legacy_wire.items() if expected[0] == "judged"
+    }
+    assert judged
+    for name, code in judged.items():
+        codes = {f["code"] for f in document["findings"] if f["path"] == f"fixtures/{name}"}
+        assert code in codes, name
 
 
 def replay_without_runtime(*args: str) -> subprocess.CompletedProcess[str]:
