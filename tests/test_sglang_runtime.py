@@ -172,11 +172,14 @@ def test_non_contiguous_tensor_fails_on_the_sender(version):
     assert entry["error"]["type"] == "RuntimeError"
     assert "input tensor has to be contiguous" in entry["error"]["message"]
     # The receiver had the metadata and was waiting for a tensor that never came when the
-    # sender's process ended: it sees the peer close the connection.
+    # sender's process ended: it sees the peer close the connection. gloo words that as a
+    # close or as a reset, depending on whether the sender's socket had unread bytes when its
+    # process ended (both seen on this test's runs).
     assert receiver["rc"] == 1
     assert len(receiver["messages"]) == len(MESSAGES)
     assert receiver["crash"]["type"] == "RuntimeError"
-    assert "Connection closed by peer" in receiver["crash"]["message"]
+    message = receiver["crash"]["message"]
+    assert "Connection closed by peer" in message or "Connection reset by peer" in message
 
 
 @pytest.mark.parametrize("version", RELEASES)
