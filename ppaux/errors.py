@@ -10,7 +10,11 @@ the input and the fault.
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
+    "LIMIT_NOTE",
+    "SETTING",
     "TORCH_INSTALL_HINT",
     "DumpError",
     "ExecutableArchive",
@@ -21,18 +25,40 @@ __all__ = [
     "TorchMissingError",
     "TorchRefuses",
     "limit_note",
+    "setting",
 ]
 
 
 def limit_note(name: str, value: int | None = None) -> str:
-    """The note that ends a message about limit ``name`` (at ``value``): which limit stopped
-    the read, and how to raise it, spelt as :func:`ppaux.limits.parse_limit` reads it after the
-    CLI's ``--limit``.
+    """The note that ends a message about limit ``name`` (at ``value``): which limit of
+    :class:`ppaux.limits.Limits` stopped the read, by its own name, '(limit max_depth=100
+    reached)'.
 
-    The one place that phrases it, so that every refusal reads the same.
+    The one place that phrases it, so that every refusal reads the same; :data:`LIMIT_NOTE`
+    finds it again, so that a front end can add how its users raise the limit.
     """
     limit = name if value is None else f"{name}={value}"
-    return f"(limit {limit}; raise it with --limit {name}=N)"
+    return f"(limit {limit} reached)"
+
+
+#: Finds each note :func:`limit_note` wrote in a message: the groups are the limit's ``name``
+#: and its ``value`` (None when the note gives none).
+LIMIT_NOTE = re.compile(r"\(limit (?P<name>[a-z_]+)(?:=(?P<value>[0-9]+))? reached\)")
+
+
+def setting(name: str, value: str | None = None) -> str:
+    """A setting named in a message, as a library user writes it: the keyword argument
+    ``name`` of the function that takes it, with ``value`` when one is meant
+    ('transport="sglang"'); :data:`SETTING` finds it again, so that a front end can spell it
+    its own way (the command line's flag).
+    """
+    return name if value is None else f'{name}="{value}"'
+
+
+#: Finds each setting :func:`setting` wrote with a value: the groups are ``name`` and ``value``.
+#: A setting named without a value is found by its name, which has an underscore
+#: (``sglang_path``), or is known to the front end that looks for it.
+SETTING = re.compile(r'\b(?P<name>[a-z][a-z_]*)="(?P<value>[^"]*)"')
 
 
 class PpauxError(Exception):

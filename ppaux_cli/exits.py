@@ -21,10 +21,13 @@ __all__ = ["fail", "leave", "leave_on_sigterm"]
 
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print one 'ppaux: error: ...' line on stderr and exit with ``code``; the message is
-    shown by :func:`ppaux.text.shown`, so a name from a file cannot break the line."""
+    put in the command line's words (:func:`ppaux_cli.flags.spelled`: a setting the library
+    names becomes its flag) and shown by :func:`ppaux.text.shown`, so a name from a file cannot
+    break the line."""
     from ppaux.text import shown
+    from ppaux_cli.flags import spelled
 
-    sys.stderr.write(f"ppaux: error: {shown(message, None)}\n")
+    sys.stderr.write(f"ppaux: error: {shown(spelled(message), None)}\n")
     raise typer.Exit(code)
 
 

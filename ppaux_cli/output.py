@@ -20,6 +20,7 @@ import typer
 
 from ppaux.report import FailOn, Format, Report, render
 from ppaux_cli.exits import fail
+from ppaux_cli.flags import spelled, spelled_report
 
 if TYPE_CHECKING:
     from ppaux.report import Gate
@@ -72,7 +73,7 @@ def warn(message: str, quiet: bool = False) -> None:
     if not quiet:
         from ppaux.text import shown
 
-        sys.stderr.write(f"ppaux: warning: {shown(message, None)}\n")
+        sys.stderr.write(f"ppaux: warning: {shown(spelled(message), None)}\n")
 
 
 def resolve_gate(
@@ -201,7 +202,7 @@ def emit(report: Report, options: ReportOptions) -> NoReturn:
         options.extend_ignore,
         verbose=options.verbose,
     )
-    report = gate.apply(report)
+    report = spelled_report(gate.apply(report))  # the library's settings as this CLI's flags
     fmt = options.format
     problems = report.problems  # stderr names each input as the user gave it
     if fmt in _HOST_FORMATS and not options.statistics:

@@ -185,7 +185,7 @@ def test_status_without_a_directory(tmp_path: Path):
     document = json.loads(result.stdout)
     assert document["directory"] is None
     text = run("capture", "status").stdout
-    assert "not set (pass --dir or set PPAUX_CAPTURE_DIR)" in text
+    assert "not set (give a directory or set PPAUX_CAPTURE_DIR)" in text
 
 
 def test_list_text_and_json(filled: Path):

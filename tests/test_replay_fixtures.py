@@ -176,9 +176,7 @@ EXPECTED = {
         )
     ),
     "corrupt/deep_nesting.pt": same(
-        problem(
-            "the dump nests too deeply (limit max_depth=100; raise it with --limit max_depth=N)"
-        )
+        problem("the dump nests too deeply (limit max_depth=100 reached)")
     ),
     # Shared and cyclic references are rebuilt once each, never expanded.
     "corrupt/shared_reference_bomb.pt": same(OK),
@@ -282,15 +280,15 @@ def test_capture_records_are_compared(monkeypatch):
         refused, not_reproduced = again.findings
         assert refused.message == (
             "a validating sender refuses this auxiliary output: add raises RuntimeError: "
-            "auxiliary PP output 'scores' is not a tensor; rank 0 never receives it (--sender "
-            "legacy replays a sender that does not check)"
+            "auxiliary PP output 'scores' is not a tensor; rank 0 never receives it (sender="
+            '"legacy" replays a sender that does not check)'
         )
         assert not_reproduced.message == (
             "the capture recorded RuntimeError: received a non-tensor auxiliary PP output in "
             f"pop_auxiliary_output_from_pp_tensors; this replay (sender validating, transport "
             f"{transport.value}) ends with RuntimeError: auxiliary PP output 'scores' is not a "
             "tensor at add; the recorded error happened on rank 0, so the sender did not "
-            "validate: replay with --sender legacy"
+            'validate: replay with sender="legacy"'
         )
     legacy = replay_paths(
         ["fixtures/dumps/capture_pop_error.pt"], ReplayOptions(sender=Sender.LEGACY)

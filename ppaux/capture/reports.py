@@ -126,7 +126,7 @@ def status_report(
                 )
             )
     else:
-        rows.append(("directory", "not set (pass --dir or set PPAUX_CAPTURE_DIR)"))
+        rows.append(("directory", "not set (give a directory or set PPAUX_CAPTURE_DIR)"))
     report.data = data
     report.tables.append(Table("ppaux capture", ("", "value"), tuple(rows)))
     return report

@@ -193,9 +193,9 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
         hidden = len(payload["entries"]) + omitted - len(rows)
         if hidden > 0:
             where_rest = (
-                "--format json lists all"
+                "the json format lists all"
                 if not omitted
-                else f"--format json lists {len(payload['entries'])} (max_report_entries)"
+                else f"the json format lists {len(payload['entries'])} (max_report_entries)"
             )
             rows.append((f"... and {counted(hidden, 'more key')}", "", where_rest, "", "", "", ""))
         where = f" {payload['locator']}" if payload["locator"] else ""
@@ -276,7 +276,7 @@ def inspect_paths(
             if len(tables) > FILE_TABLES:
                 report.notes.append(
                     f"{description['path']}: {len(tables) - FILE_TABLES} more tensor dicts not "
-                    "drawn as tables (--format json lists their entries)"
+                    "drawn as tables (the json format lists their entries)"
                 )
         if progress is not None:
             progress(index, len(files))

@@ -58,7 +58,8 @@ _SGLANG_RULES = {
 
 
 class ObserverConfigError(PpauxError, ValueError):
-    """A setting that cannot be used here: ``option``, the ``value`` given and ``reason``."""
+    """A setting that cannot be used here: ``option`` (the field of :class:`ObserverOptions`
+    that holds it), the ``value`` given and ``reason``."""
 
     def __init__(self, option: str, value: str, reason: str) -> None:
         super().__init__(f"{value}: {reason}")
@@ -116,12 +117,12 @@ def _validate(options: ObserverOptions) -> None:
             raise ObserverConfigError(option, value, f"not one of {', '.join(allowed)}")
     if not options.batch_sizes or any(size < 1 for size in options.batch_sizes):
         raise ObserverConfigError(
-            "batch-size", ",".join(map(str, options.batch_sizes)), "must be 1 or more"
+            "batch_sizes", ",".join(map(str, options.batch_sizes)), "must be 1 or more"
         )
     if options.steps < 1:
         raise ObserverConfigError("steps", str(options.steps), "must be 1 or more")
     if options.vocab_size < 2:
-        raise ObserverConfigError("vocab-size", str(options.vocab_size), "must be 2 or more")
+        raise ObserverConfigError("vocab_size", str(options.vocab_size), "must be 2 or more")
 
 
 @contextlib.contextmanager
@@ -149,7 +150,7 @@ def _machinery(
         where = getattr(exc, "where", None)
         if options.sglang_path is not None and where not in (None, "sglang"):
             # The path given is at fault: name it, as replay does.
-            raise ObserverConfigError("sglang-path", str(where), reason) from None
+            raise ObserverConfigError("sglang_path", str(where), reason) from None
         raise ObserverConfigError("impl", impl, f"sglang is {reason}") from None
     try:
         wire = given_wire or open_wire(

@@ -40,7 +40,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ppaux.errors import PpauxError
+from ppaux.errors import PpauxError, setting
 from ppaux.replay.protocol import Delivery, Exchange, WireFailure
 from ppaux.replay.wire import (
     TensorMetadata,
@@ -102,7 +102,7 @@ class _Channel:
                 "sender",
                 "RuntimeError",
                 f"no device group for a {tensor.device} "
-                "tensor (ppaux: the CUDA path needs --device cuda)",
+                f"tensor (ppaux: the CUDA path needs {setting('device', 'cuda')})",
             )
         return self.device_group
 

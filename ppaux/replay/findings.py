@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppaux.replay.options import ReplayOptions, Transport
+from ppaux.errors import setting
+from ppaux.replay.options import ReplayOptions, Sender, Transport
 from ppaux.replay.results import DumpResult, PayloadResult, Recorded
 from ppaux.report import Finding, finding
 
@@ -48,8 +49,8 @@ def payload_findings(path: str, result: PayloadResult, options: ReplayOptions) -
                 "PP402",
                 path,
                 f"a validating sender refuses this auxiliary output: add raises "
-                f"{error}; rank 0 never receives it (--sender legacy replays a sender that does "
-                "not check)",
+                f"{error}; rank 0 never receives it ({setting('sender', Sender.LEGACY.value)} "
+                "replays a sender that does not check)",
                 where,
                 sglang_error=primary.error,
             )
@@ -145,7 +146,7 @@ def not_reproduced(
     if result.stage == "add" and recorded.function == "pop_auxiliary_output_from_pp_tensors":
         hint = (
             "; the recorded error happened on rank 0, so the sender did not validate: replay "
-            "with --sender legacy"
+            f"with {setting('sender', Sender.LEGACY.value)}"
         )
     return finding(
         "PP408",

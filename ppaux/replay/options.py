@@ -43,8 +43,10 @@ class Impl(str, enum.Enum):
 
 
 class ReplayConfigError(PpauxError, ValueError):
-    """A replay setting that cannot be used here: ``option`` names the setting, ``value`` what
-    was given, ``reason`` why; ``str()`` is '<value>: <reason>'."""
+    """A replay setting that cannot be used here: ``option`` names the setting as
+    :class:`ReplayOptions` does (``sglang_path``), ``value`` what was given, ``reason`` why;
+    ``str()`` is '<value>: <reason>'. A front end spells ``option`` its own way (the command
+    line's ``--sglang-path``)."""
 
     def __init__(self, option: str, value: str, reason: str) -> None:
         super().__init__(f"{value}: {reason}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ppaux.errors import setting
 from ppaux.replay.options import Impl, ReplayConfigError, ReplayOptions, Transport
 
 if TYPE_CHECKING:
@@ -38,16 +39,17 @@ def prepare(options: ReplayOptions) -> Setup:
     from ppaux.replay.protocol import open_wire
 
     if options.all_gather < 1:
-        raise ReplayConfigError("all-gather", str(options.all_gather), "must be 1 or more")
+        raise ReplayConfigError("all_gather", str(options.all_gather), "must be 1 or more")
     if (
         options.sglang_path is not None
         and options.impl == Impl.REFERENCE
         and options.transport != Transport.SGLANG
     ):
         raise ReplayConfigError(
-            "sglang-path",
+            "sglang_path",
             options.sglang_path,
-            "only used with --impl sglang, --impl both or --transport sglang",
+            f"only used with {setting('impl', Impl.SGLANG.value)}, "
+            f"{setting('impl', Impl.BOTH.value)} or {setting('transport', Transport.SGLANG.value)}",
         )
     try:
         device = resolve_device(options.device)
@@ -70,11 +72,12 @@ def prepare(options: ReplayOptions) -> Setup:
             module = load_transport_module(options.sglang_path)
         except SglangNotFound as exc:
             if options.sglang_path is not None:
-                raise ReplayConfigError("sglang-path", options.sglang_path, exc.reason) from None
+                raise ReplayConfigError("sglang_path", options.sglang_path, exc.reason) from None
             raise ReplayConfigError(
                 "impl",
                 options.impl.value,
-                f"sglang is {exc.reason}; give --sglang-path with an unpacked tree or a wheel",
+                f"sglang is {exc.reason}; give {setting('sglang_path')} an unpacked tree or a "
+                "wheel",
             ) from None
         source = module.__ppaux_source__
         impls["sglang"] = module

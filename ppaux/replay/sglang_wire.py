@@ -32,6 +32,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from ppaux.errors import setting
 from ppaux.replay.distributed import DistributedWire, Receive, WireSetupError, serve
 from ppaux.replay.wire import WireError, WireStats
 
@@ -52,7 +53,7 @@ def import_runtime(sglang_path: str | None) -> Any:
     if sglang_path is not None:
         if not os.path.isdir(sglang_path):
             raise WireSetupError(
-                f"{sglang_path}: not a directory (--transport sglang needs an "
+                f"{sglang_path}: not a directory ({setting('transport', 'sglang')} needs an "
                 "unpacked sglang tree whose imports resolve)"
             )
         path = os.path.abspath(sglang_path)
@@ -93,8 +94,8 @@ def _hint(exc: BaseException) -> str:
     missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
     if missing is not None and (missing == "sglang" or missing.startswith("sglang.")):
         return (
-            "; give --sglang-path an unpacked sglang release wheel (unzip sglang-X.whl -d DIR) "
-            "whose own imports resolve: docs/sglang-runtime.md"
+            f"; give {setting('sglang_path')} an unpacked sglang release wheel (unzip "
+            "sglang-X.whl -d DIR) whose own imports resolve: docs/sglang-runtime.md"
         )
     return "; install the packages the tree imports (docs/sglang-runtime.md lists them)"
 
@@ -119,7 +120,7 @@ def _join_world(store: Any, rank: int, timeout: datetime.timedelta) -> None:
     if dist.is_initialized():
         raise WireSetupError(
             "a torch.distributed default group already exists in this "
-            "process; --transport sglang needs its own"
+            f"process; {setting('transport', 'sglang')} needs its own"
         )
     dist.init_process_group(
         "gloo", store=dist.PrefixStore("world", store), rank=rank, world_size=2, timeout=timeout

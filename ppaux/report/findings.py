@@ -10,6 +10,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from ppaux.errors import limit_note
+
 __all__ = ["Finding", "Rule", "Severity", "cap_per_code", "omitted_count"]
 
 
@@ -119,9 +121,9 @@ def cap_per_code(findings: list[Finding], per_code: int, limit_name: str) -> lis
                 code=code,
                 severity=item.severity,
                 message=(
-                    f"{omitted} more {code} findings in this file are not listed (the report "
-                    f"lists the first {min(per_code, listed.get(code, 0))}; raise --limit "
-                    f"{limit_name}=N to list more)"
+                    f"{omitted} more {code} findings in this file are not listed; the report "
+                    f"lists the first {min(per_code, listed.get(code, 0))} "
+                    f"{limit_note(limit_name, per_code)}"
                 ),
                 path=item.path,
                 sglang_error=item.sglang_error,

@@ -21,6 +21,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from ppaux.errors import setting
 from ppaux.limits import Limits
 from ppaux.report import Finding, Report, Severity, cap_per_code, finding
 from ppaux.skew.fingerprint import Fingerprint
@@ -519,8 +520,9 @@ def _roles_note(stages: Sequence[Stage]) -> str:
     known = [s for s in stages if s.role is not None]
     if not known:
         return (
-            "roles unknown (take fingerprints with --pp-rank and --pp-size to say which stage "
-            "is first and last): every stage was checked as a sender and as a receiver"
+            f"roles unknown (take fingerprints with {setting('pp_rank')} and "
+            f"{setting('pp_size')} to say which stage is first and last): every stage was "
+            "checked as a sender and as a receiver"
         )
     firsts = [s.label for s in known if s.role in ("first", "only")]
     lasts = [s.label for s in known if s.role in ("last", "only")]

@@ -180,7 +180,7 @@ class Session:
         if not self._wait("decision", 2 * self.timeout + 5):
             raise GatherError(
                 f"rank {self.rank}: rank 0 did not answer within {2 * self.timeout + 5:g} s; "
-                "it is not running ppaux check-skew --distributed, or it died"
+                "it is not gathering fingerprints, or it died"
             )
         if self._get("decision") == b"gloo":
             try:

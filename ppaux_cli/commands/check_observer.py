@@ -10,6 +10,7 @@ import typer
 
 from ppaux.replay import Impl, Sender, Transport
 from ppaux_cli.exits import fail
+from ppaux_cli.flags import flag
 from ppaux_cli.options import ReportOptions, choice_option, report_options
 from ppaux_cli.output import emit
 
@@ -148,5 +149,5 @@ def check_observer(
     except TargetError as exc:
         fail(f"{exc.target}: {exc.reason}")
     except ObserverConfigError as exc:
-        fail(f"--{exc.option} {exc.value}: {exc.reason}")
+        fail(f"{flag(exc.option)} {exc.value}: {exc.reason}")
     emit(report, options)
