@@ -398,6 +398,27 @@ def test_a_missing_sglang_path_is_named(tmp_path):
     assert result.stderr == f"ppaux: error: --sglang-path {missing}: no such file or directory\n"
 
 
+def test_a_python_file_given_as_sglang_is_refused_unrun(tmp_path):
+    mark = tmp_path / "ran"
+    given = tmp_path / "my_observer.py"
+    given.write_text(f"import pathlib\npathlib.Path({str(mark)!r}).write_text('ran')\n")
+    result = cli(
+        "check-observer",
+        target("entropy_good.py:EntropyObserver"),
+        "--impl",
+        "sglang",
+        "--sglang-path",
+        str(given),
+    )
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"ppaux: error: --sglang-path {given}: not sglang's sampling_observer_pp.py; expected an "
+        "sglang tree (a directory holding sglang/srt/sampling/sampling_observer_pp.py), a release "
+        "wheel (.whl) or that file itself\n",
+    )
+    assert not mark.exists()
+
+
 def test_a_missing_file_and_a_failing_file_are_named(tmp_path):
     missing = tmp_path / "gone.py"
     result = cli("check-observer", f"{missing}:Observer")

@@ -349,6 +349,34 @@ def test_old_release_without_the_transport_is_refused(tmp_path):
     )
 
 
+@pytest.mark.parametrize("name", ["observer.py", "sampling_observer_pp.py"])
+def test_a_python_file_that_is_not_sglang_s_transport_is_refused_unrun(tmp_path, name):
+    mark = tmp_path / "ran"
+    given = tmp_path / name
+    given.write_text(f"import pathlib\npathlib.Path({str(mark)!r}).write_text('ran')\n")
+    result = run(
+        "replay", "fixtures/dumps/clean_output.pt", "--impl", "sglang", "--sglang-path", str(given)
+    )
+    if name == "observer.py":
+        reason = (
+            "not sglang's sampling_observer_pp.py; expected an sglang tree (a directory holding "
+            "sglang/srt/sampling/sampling_observer_pp.py), a release wheel (.whl) or that file "
+            "itself"
+        )
+    else:
+        reason = (
+            "sampling_observer_pp.py defines no add_auxiliary_output_to_pp_tensors and no "
+            "pop_auxiliary_output_from_pp_tensors, so it is not sglang's transport (nothing of "
+            "it was run)"
+        )
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        2,
+        "",
+        f"ppaux: error: --sglang-path {given}: {reason}\n",
+    )
+    assert not mark.exists()
+
+
 def test_help_does_not_import_torch():
     code = (
         "import sys\n"

@@ -40,6 +40,12 @@ FAKE_TRANSPORT = textwrap.dedent(
 
     def late_import():
         import sglang.srt.managers.scheduler
+
+    def add_auxiliary_output_to_pp_tensors(tensors, output):
+        return tensors
+
+    def pop_auxiliary_output_from_pp_tensors(tensors, observer):
+        return None
     """
 )
 
@@ -199,3 +205,70 @@ def test_oversized_transport_is_refused(tmp_path: Path) -> None:
     tree = make_tree(tmp_path, transport="#" * (1024 * 1024 + 1))
     with pytest.raises(SglangNotFound, match="larger than 1048576 bytes"):
         read_transport_source(tree)
+
+
+# A file that would leave a mark if it were ever run.
+_MARKING = "import pathlib\npathlib.Path({mark!r}).write_text('ran')\n"
+
+NOT_THE_TRANSPORT = (
+    "not sglang's sampling_observer_pp.py; expected an sglang tree (a directory holding "
+    "sglang/srt/sampling/sampling_observer_pp.py), a release wheel (.whl) or that file itself"
+)
+
+
+def test_a_python_file_other_than_the_transport_is_refused_unread(tmp_path: Path) -> None:
+    mark = tmp_path / "ran"
+    other = tmp_path / "observer.py"
+    other.write_text(_MARKING.format(mark=str(mark)))
+    for call in (read_transport_source, load_transport_module):
+        with pytest.raises(SglangNotFound) as caught:
+            call(other)
+        assert str(caught.value) == f"{other}: {NOT_THE_TRANSPORT}"
+    assert not mark.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (
+            _MARKING,
+            "sampling_observer_pp.py defines no add_auxiliary_output_to_pp_tensors and no "
+            "pop_auxiliary_output_from_pp_tensors, so it is not sglang's transport (nothing of "
+            "it was run)",
+        ),
+        (
+            _MARKING + "def pop_auxiliary_output_from_pp_tensors(t, o):\n    pass\n",
+            "sampling_observer_pp.py defines no add_auxiliary_output_to_pp_tensors, so it is "
+            "not sglang's transport (nothing of it was run)",
+        ),
+        (_MARKING + "def broken(:\n", f"not Python source (line 3); {NOT_THE_TRANSPORT}"),
+    ],
+)
+def test_a_file_named_as_the_transport_that_is_not_it_is_never_run(
+    tmp_path: Path, text: str, reason: str
+) -> None:
+    mark = tmp_path / "ran"
+    source = text.format(mark=str(mark))
+    tree = make_tree(tmp_path / "tree", transport=source)
+    wheel = make_wheel(tmp_path / "sglang-0.5.99-py3-none-any.whl", {TRANSPORT_PATH: source})
+    lone = tmp_path / "lone" / "sampling_observer_pp.py"
+    lone.parent.mkdir()
+    lone.write_text(source)
+    origins = {
+        tree: tree / TRANSPORT_PATH,
+        wheel: f"{wheel}/{TRANSPORT_PATH}",
+        lone: lone,
+    }
+    for given, origin in origins.items():
+        with pytest.raises(SglangNotFound) as caught:
+            load_transport_module(given)
+        assert str(caught.value) == f"{origin}: {reason}"
+    assert not mark.exists()
+
+
+def test_the_transport_file_itself_is_loaded(tmp_path: Path) -> None:
+    lone = tmp_path / "sampling_observer_pp.py"
+    lone.write_text(FAKE_TRANSPORT)
+    module = load_transport_module(lone)
+    assert module.__file__ == str(lone)
+    assert module.pop_auxiliary_output_from_pp_tensors({}, None) is None

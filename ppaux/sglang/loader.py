@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from ppaux.errors import PpauxError
 from ppaux.sglang import releases as _releases
-from ppaux.sglang.names import TRANSPORT_MODULE, TRANSPORT_PATH
+from ppaux.sglang.names import ADD, POP, TRANSPORT_MODULE, TRANSPORT_PATH
 from ppaux.sglang.tree import read_member_capped
 
 __all__ = [
@@ -52,6 +52,13 @@ TRANSPORT_SHA256: Mapping[str, str] = types.MappingProxyType(
         if family.transport and family.transport_sha256
         for version in family.versions
     }
+)
+
+#: The transport's file name: a ``.py`` given as the source must be this file.
+_TRANSPORT_NAME = TRANSPORT_PATH.rpartition("/")[2]
+_NOT_THE_TRANSPORT = (
+    f"not sglang's {_TRANSPORT_NAME}; expected an sglang tree (a directory holding "
+    f"{TRANSPORT_PATH}), a release wheel (.whl) or that file itself"
 )
 
 # The real file is under 3 KB; the cap only keeps a hostile wheel member from filling memory.
@@ -151,6 +158,8 @@ def read_transport_source(source: Source = None) -> TransportSource:
         return _read_from_directory(root, where=str(root))
     path = Path(source)
     if path.is_file() and path.suffix == ".py":
+        if path.name != _TRANSPORT_NAME:
+            raise SglangNotFound(str(path), _NOT_THE_TRANSPORT)
         return TransportSource(str(path), _read_capped(path, str(path)), None)
     if path.is_file():
         return _read_from_wheel(path)
@@ -170,6 +179,7 @@ def load_transport_module(source: Source = None) -> types.ModuleType:
     :class:`TransportSource` it was built from.
     """
     found = read_transport_source(source)
+    _check_defines_transport(found)
     module = types.ModuleType(TRANSPORT_MODULE)
     module.__file__ = found.origin
     module.__package__ = TRANSPORT_MODULE.rpartition(".")[0]
@@ -297,6 +307,34 @@ def _missing_reason(version: str | None) -> str:
 
 # ----------------------------------------------------------------------------------------------
 # Running the file
+
+
+def _check_defines_transport(found: TransportSource) -> None:
+    """Refuse, before anything runs, a file that does not define sglang's add and pop.
+
+    The file is parsed (``ast.parse`` runs none of it): a file that is not Python, or whose top
+    level defines no ``add_auxiliary_output_to_pp_tensors`` and
+    ``pop_auxiliary_output_from_pp_tensors``, is not sglang's transport whatever its name.
+    """
+    import ast
+
+    try:
+        tree = ast.parse(found.code, found.origin)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        # ValueError: NUL bytes; RecursionError, MemoryError: nesting past the parser's stack.
+        line = getattr(exc, "lineno", None)
+        at = f" (line {line})" if line else ""
+        raise SglangNotFound(found.origin, f"not Python source{at}; {_NOT_THE_TRANSPORT}") from None
+    defined = {
+        node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    missing = [name for name in (ADD, POP) if name not in defined]
+    if missing:
+        raise SglangNotFound(
+            found.origin,
+            f"{_TRANSPORT_NAME} defines no {' and no '.join(missing)}, so it is not sglang's "
+            "transport (nothing of it was run)",
+        )
 
 
 class _DeviceAuxiliaryOutput(Protocol):
