@@ -339,6 +339,24 @@ def test_text_tables_cut_nothing_at_narrow_widths(width):
         assert len(line) <= width, line
 
 
+def test_a_cut_cell_s_note_names_its_row_and_column():
+    # The rows of a step table are not named by their first cell (batch 1 twice): the note
+    # counts the row as shown and gives the first cell for the eye; a key names its row.
+    verdict = "the last stage's add: auxiliary PP output 'entropy' is not a tensor"
+    steps = Table(
+        "steps",
+        ("batch", "step", "verdict"),
+        (("1", "0", "ok"), ("1", "1", verdict), ("4", "0", verdict + "\x1b[2J")),
+    )
+    keys = Table("keys", ("key", "kind", "value"), (("logits", "dense", "x" * 90),))
+    text = render(Report(command="inspect", tables=[steps, keys]), Format.TEXT, width=60)
+    lines = text.splitlines()
+    assert f"[1] row 2 (batch 1), verdict: {verdict}" in lines
+    assert f"[2] row 3 (batch 4), verdict: {verdict}\\x1b[2J" in lines
+    assert "[1] logits: " + "x" * 90 in lines
+    assert "\x1b" not in text
+
+
 def test_text_rows_become_blocks_when_columns_cannot_fit():
     table = Table("t", ("name", "a", "b", "c", "d"), (("x" * 50, "1" * 20, "2" * 20, "3", "4"),))
     text = render(Report(command="inspect", tables=[table]), Format.TEXT, width=60)

@@ -10,6 +10,7 @@ from ppaux.report import catalogue
 from ppaux.report.document import Report, Table, count_by_severity
 from ppaux.report.findings import Severity
 from ppaux.text import counted
+from ppaux.text import shown as text_shown
 
 __all__ = ["MAX_TABLE_ROWS", "render"]
 
@@ -57,6 +58,9 @@ def _rich_table(table: Table, width: int, color: bool) -> tuple[Any, list[str]]:
         return None, _records(table, rows)
     notes: list[str] = []
     shown_rows: list[list[str]] = []
+    firsts = [row[0] if row else "" for row in table.rows]
+    # A row is named by its first cell (a key, a dump) only where that cell tells it apart.
+    named = all(firsts) and len(set(firsts)) == len(firsts) and not any(map(str.isdigit, firsts))
     for row in rows:
         shown = []
         for c, cell in enumerate(row):
@@ -67,12 +71,10 @@ def _rich_table(table: Table, width: int, color: bool) -> tuple[Any, list[str]]:
             marker = f"[{len(notes) + 1}]"
             keep = max(cap - len(marker) - 1, 0)
             shown.append(cell[:keep] + "…" + marker if keep else marker)
-            given = table.rows[len(shown_rows)]
-            label = table.columns[c]
-            if c > 0 and given[0]:
-                bare = table.columns[c] in ("", "value")
-                label = given[0] if bare else f"{given[0]}, {table.columns[c]}"
-            notes.append(f"{marker} {label.strip(', ') or 'value'}: {given[c]}")
+            r = len(shown_rows)
+            notes.append(
+                f"{marker} {_cell_name(table, r, c, named)}: {text_shown(table.rows[r][c], None)}"
+            )
         shown_rows.append(shown)
     for index, column in enumerate(table.columns):
         out.add_column(
@@ -90,6 +92,26 @@ def _rich_table(table: Table, width: int, color: bool) -> tuple[Any, list[str]]:
             )
         )
     return out, notes
+
+
+def _cell_name(table: Table, r: int, c: int, named: bool) -> str:
+    """Which cell a footnote gives: 'KEY, column' where the first cells name the rows (keys,
+    dumps), else 'row N (first-column VALUE), column', N counted from 1 as the table shows the
+    rows; the column is left out when its header is empty or 'value'."""
+    first = table.rows[r][0] if table.rows[r] else ""
+    if c == 0:
+        return f"row {r + 1}, {table.columns[0] or 'value'}"
+    if named:
+        row = text_shown(first, None)
+    else:
+        row = f"row {r + 1}"
+        if first:
+            head = table.columns[0]
+            row += (
+                f" ({head} {text_shown(first, None)})" if head else f" ({text_shown(first, None)})"
+            )
+    column = table.columns[c]
+    return row if column in ("", "value") else f"{row}, {column}"
 
 
 #: The narrowest a shared column gets before the table is given row by row instead.
