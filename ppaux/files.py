@@ -30,6 +30,7 @@ __all__ = [
     "open_regular",
     "read_regular",
     "shareable_path",
+    "stdin_hint",
 ]
 
 
@@ -70,6 +71,37 @@ def open_regular(path: str, what: str = "input") -> tuple[BinaryIO, os.stat_resu
         os.close(fd)
         raise InputFileError(path, "is not a regular file (a FIFO, socket or device)")
     return os.fdopen(fd, "rb"), info
+
+
+def stdin_hint(path: str, example: str) -> str:
+    """What to give instead of ``path`` when it names a stream (a pipe or FIFO, a socket, a
+    terminal or another character device) for a command that reads ``-`` from stdin, as a
+    clause to append to the error: '; it is standard input: give - to read it (EXAMPLE)' for this
+    process's own standard input however it is spelt (``/dev/stdin``, ``/dev/fd/0``), and
+    '; give - and send it on standard input (EXAMPLE)' for another stream (``<(zcat ...)``, a
+    FIFO). '' for anything else: a regular file, a directory, a missing path, and a device
+    other than a terminal on standard input (``/dev/null``, ``/dev/zero``)."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return ""
+    pipe = stat.S_ISFIFO(info.st_mode) or stat.S_ISSOCK(info.st_mode)
+    if not pipe and not stat.S_ISCHR(info.st_mode):
+        return ""
+    try:
+        own = os.fstat(0)
+    except OSError:  # no standard input at all
+        own = None
+    if own is not None and (own.st_dev, own.st_ino, own.st_rdev) == (
+        info.st_dev,
+        info.st_ino,
+        info.st_rdev,
+    ):
+        # A device other than a terminal (/dev/null, /dev/zero) is no input to suggest.
+        if pipe or os.isatty(0):
+            return f"; it is standard input: give - to read it ({example})"
+        return ""
+    return f"; give - and send it on standard input ({example})" if pipe else ""
 
 
 def read_regular(path: str, max_bytes: int, what: str = "input") -> bytes:

@@ -78,15 +78,18 @@ def specials(tmp_path: Path):
         yield made
 
 
+# inspect reads a stream given as -: a pipe or a socket named as a path gets that suggestion.
+_STREAM = "; give - and send it on standard input (cat dump.pt | ppaux inspect -)"
+
 REFUSALS = {
-    "fifo": "is not a regular file (a FIFO, socket or device)",
+    "fifo": "is not a regular file (a FIFO, socket or device)" + _STREAM,
     "dev_zero": "is not a regular file (a FIFO, socket or device)",
     "dev_null": "is not a regular file (a FIFO, socket or device)",
     "directory_without_dumps": "directory holds no dumps (*.pt, *.pth, *.pkl, *.pickle, *.bin, "
     "*.ppaux)",
     "symlink_loop": "cannot read: Too many levels of symbolic links",
     "symlink_to_dev_zero": "is not a regular file (a FIFO, socket or device)",
-    "socket": "is not a regular file (a FIFO, socket or device)",
+    "socket": "is not a regular file (a FIFO, socket or device)" + _STREAM,
     "broken_symlink": "no such file",
 }
 

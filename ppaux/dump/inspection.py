@@ -20,6 +20,7 @@ from ppaux.dump.payload import (
 )
 from ppaux.dump.trail import culprit_text, read_culprit, read_trail, trail_findings, trail_text
 from ppaux.errors import DumpError, ReadMismatch
+from ppaux.files import stdin_hint
 from ppaux.limits import Limits
 from ppaux.report import Finding, InputProblem, Report, Severity, Table, cap_per_code, finding
 from ppaux.sglang import MSG_TYPE_KEY
@@ -253,6 +254,7 @@ def inspect_paths(
     expected key set. ``progress(done, total)`` is called after each file.
     """
     streams = streams or {}
+    paths = list(paths)
     files, problems = collect_inputs(paths, limits, streams)
     report = Report(command="inspect", problems=problems)
     descriptions = []
@@ -266,7 +268,10 @@ def inspect_paths(
             )
         except DumpError as exc:
             # Each problem is one line on stderr, whatever the file is called.
-            report.problems.append(InputProblem(shown(exc.path, None), shown(exc.reason, None)))
+            reason = exc.reason
+            if exc.path in paths:  # named by the user, not found in a directory
+                reason += stdin_hint(exc.path, "cat dump.pt | ppaux inspect -")
+            report.problems.append(InputProblem(shown(exc.path, None), shown(reason, None)))
         else:
             descriptions.append(description)
             report.notes += _trail_notes(description)

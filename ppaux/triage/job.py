@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, BinaryIO
 
+from ppaux.files import stdin_hint
 from ppaux.report import Finding, InputProblem, Report, Table, finding
 from ppaux.sglang import MessageMatch, search_message
 from ppaux.text import counted, shown
@@ -421,7 +422,9 @@ def triage_paths(paths: Iterable[str], streams: Mapping[str, BinaryIO] | None = 
         try:
             reading = read_log(source, order)
         except LogOpenError as exc:
-            report.problems.append(InputProblem(exc.path, exc.reason))
+            named = exc.path in given  # by the user, not found in a directory
+            hint = stdin_hint(exc.path, "ppaux triage - < server.log") if named else ""
+            report.problems.append(InputProblem(exc.path, exc.reason + hint))
             continue
         order += 1_000_000_000
         readings.append(reading)
