@@ -1,4 +1,5 @@
-"""Run ppaux in fresh processes and measure each: exit status, wall time and peak memory.
+"""Run ppaux in fresh processes and measure each: exit status, wall time, CPU time and peak
+memory.
 
 :func:`run_measured` starts a command from a small launcher process (``os.posix_spawn``) that
 waits for it with ``os.wait4``, so the kernel's peak resident set size is the command's own
@@ -47,7 +48,8 @@ while True:
         break
     time.sleep(0.005)
 print(json.dumps({"rc": os.waitstatus_to_exitcode(status), "seconds": time.monotonic() - start,
-                  "max_rss_kb": usage.ru_maxrss, "timed_out": timed_out}))
+                  "max_rss_kb": usage.ru_maxrss, "timed_out": timed_out,
+                  "cpu_s": usage.ru_utime + usage.ru_stime}))
 """
 
 
@@ -119,7 +121,8 @@ for argv, workdir in jobs:
             break
         time.sleep(0.002)
     results.append({"rc": os.waitstatus_to_exitcode(status), "seconds": time.monotonic() - start,
-                    "max_rss_kb": usage.ru_maxrss, "timed_out": timed_out})
+                    "max_rss_kb": usage.ru_maxrss, "timed_out": timed_out,
+                    "cpu_s": usage.ru_utime + usage.ru_stime})
 print(json.dumps(results))
 """
 
@@ -134,6 +137,8 @@ class Run:
     timed_out: bool
     stdout: bytes
     stderr: bytes
+    #: CPU time (user and system) of the command alone, from ``os.wait4``.
+    cpu_s: float = 0.0
 
 
 def run_measured(
@@ -178,6 +183,7 @@ def run_measured(
         result["timed_out"],
         out.read_bytes(),
         err.read_bytes(),
+        result.get("cpu_s", 0.0),
     )
     out.unlink()
     err.unlink()
@@ -211,6 +217,7 @@ def run_cli_many(
                 result["timed_out"],
                 out.read_bytes(),
                 err.read_bytes(),
+                result.get("cpu_s", 0.0),
             )
         )
         out.unlink()

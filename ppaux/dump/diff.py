@@ -261,7 +261,7 @@ class _Side:
 def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
     """Compare the dumps at ``a`` and ``b``; unreadable ones become the report's problems."""
     from ppaux.dump.dumpfile import read_dump
-    from ppaux.dump.payload import walk
+    from ppaux.dump.payload import find_payloads, walk
     from ppaux.text import shown
 
     report = Report(command="diff")
@@ -269,6 +269,9 @@ def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
     for path in (a, b):
         try:
             dump = read_dump(path, limits)
+            # In inspect's order: a file with too many tensor dicts or tensors is refused by
+            # the search for them, before a walk of everything it holds.
+            find_payloads(dump, limits)
             for _ in walk(dump.root, limits, shown(path, None)):
                 pass  # a hostile structure fails here, as one clear error
         except DumpError as exc:
@@ -305,6 +308,8 @@ def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
                 Tally(limits, dump.path),
             )
         )
+    # Findings past max_findings_per_code of a code are counted, not built, report-wide.
+    budget = _Budget(limits.max_findings_per_code)
     try:
         pairs = _pairs(sides[0].payloads, sides[1].payloads)
         compared = []
@@ -322,11 +327,10 @@ def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
                     )
                 )
                 continue
-            entries, found = _compare(sides, left, right, limits)
+            listed, total, found = _compare(sides, left, right, limits, budget)
             report.findings += [_placed(f, left) for f in found]
             # Every entry is compared; the report lists up to max_report_entries of them, as
             # inspect does, and counts the rest.
-            listed = entries[: limits.max_report_entries]
             one: dict[str, Any] = {
                 "a": left.locator,
                 "b": right.locator,
@@ -334,11 +338,12 @@ def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
                 "entries": listed,
                 "pop": _pop(sides, left, right, report),
             }
-            if len(entries) > len(listed):
-                one["entries_omitted"] = len(entries) - len(listed)
+            if total > len(listed):
+                one["entries_omitted"] = total - len(listed)
             compared.append(one)
             report.tables.append(_table(sides, left, right, listed))
         report.findings += _meta(a, b, sides[1].name)
+        report.findings += budget.counted(sides[1].name)
     finally:
         for record in records:
             record.close()
@@ -402,10 +407,6 @@ def _bounded(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
-def _key_of(keys: dict[str, Any], key: Any) -> Any:
-    return keys.get(_identity(key))
-
-
 def _identity(key: Any) -> str:
     # Keys are matched by kind and value; the reader's stand-ins compare by identity.
     if isinstance(key, str):
@@ -417,9 +418,48 @@ def _identity(key: Any) -> str:
     return f"{type_name(key)}@{id(key)}"
 
 
+class _Budget:
+    """Findings of each code built in one diff: past ``per_code`` of a code, a finding is only
+    counted, never built, and one finding per code stands for the count (the report's cut,
+    :func:`ppaux.report.findings.cap_per_code`, words it). A dict of a hundred thousand keys
+    that each differ costs a count, not a hundred thousand findings and their texts."""
+
+    def __init__(self, per_code: int) -> None:
+        self.per_code = per_code
+        self.built: dict[str, int] = {}
+        self.omitted: dict[str, int] = {}
+
+    def full(self, code: str) -> bool:
+        """Whether the next finding of ``code`` would only be counted."""
+        return self.built.get(code, 0) >= self.per_code
+
+    def take(self, code: str) -> bool:
+        """Count one finding of ``code``: True when it is to be built."""
+        if self.full(code):
+            self.omitted[code] = self.omitted.get(code, 0) + 1
+            return False
+        self.built[code] = self.built.get(code, 0) + 1
+        return True
+
+    def counted(self, path: str) -> list[Finding]:
+        """One finding per code counted and not built (``extra.omitted``)."""
+        return [
+            finding(
+                code,
+                path,
+                f"{omitted} more {code} findings in this file are not listed",
+                extra={"omitted": omitted},
+            )
+            for code, omitted in self.omitted.items()
+        ]
+
+
 def _compare(
-    sides: list[_Side], left: Payload, right: Payload, limits: Limits
-) -> tuple[list[dict[str, Any]], list[Finding]]:
+    sides: list[_Side], left: Payload, right: Payload, limits: Limits, budget: _Budget
+) -> tuple[list[dict[str, Any]], int, list[Finding]]:
+    """The listed entries (up to ``max_report_entries``), how many entries were compared, and
+    the findings built. Every entry is compared; one past the listed ones whose findings would
+    only be counted is not described at all."""
     a, b = sides
     right_keys = {_identity(k): k for k in right.mapping}
     left_keys = {_identity(k): k for k in left.mapping}
@@ -427,37 +467,65 @@ def _compare(
     entries: list[dict[str, Any]] = []
     found: list[Finding] = []
     for key in order:
-        in_a = _identity(key) in left_keys
-        in_b = _identity(key) in right_keys
+        identity = _identity(key)
+        in_a = identity in left_keys
+        in_b = identity in right_keys
+        listed = len(entries) < limits.max_report_entries
+        if not listed and not (in_a and in_b):
+            code = "PP602" if in_a else "PP601"
+            if budget.full(code):
+                budget.take(code)  # counted, and nothing to describe
+                continue
         aux = _is_aux(left if in_a else right, key)
         severity = Severity.ERROR if aux else Severity.INFO
-        shown = _bounded(key_text(key))
-        where = shown
-        entry: dict[str, Any] = {"key": shown, "aux": aux, "status": "same", "changes": []}
-        if in_a:
-            entry["a"] = _summary(left.mapping[key], limits, a.tally)
-        if in_b:
-            entry["b"] = _summary(right.mapping[_key_of(right_keys, key)], limits, b.tally)
+        entry: dict[str, Any] = {"key": "", "aux": aux, "status": "same", "changes": []}
+
+        def describe(
+            entry: dict[str, Any] = entry, key: Any = key, identity: str = identity
+        ) -> str:
+            # The key's text and both values' summaries, for a listed entry or a finding built.
+            if not entry["key"]:
+                entry["key"] = _bounded(key_text(key))
+                if identity in left_keys:
+                    entry["a"] = _summary(left.mapping[key], limits, a.tally)
+                if identity in right_keys:
+                    entry["b"] = _summary(right.mapping[right_keys[identity]], limits, b.tally)
+            return str(entry["key"])
+
+        if listed or not (in_a and in_b):
+            describe()
+        where = entry["key"]
         if not in_b:
             entry["status"] = "removed"
-            found.append(
-                finding("PP602", a.name, f"only in A ({entry['a']})", where, severity=severity)
-            )
+            if budget.take("PP602"):
+                found.append(
+                    finding("PP602", a.name, f"only in A ({entry['a']})", where, severity=severity)
+                )
         elif not in_a:
             entry["status"] = "added"
-            found.append(
-                finding("PP601", b.name, f"only in B ({entry['b']})", where, severity=severity)
-            )
+            if budget.take("PP601"):
+                found.append(
+                    finding("PP601", b.name, f"only in B ({entry['b']})", where, severity=severity)
+                )
         else:
-            va, vb = left.mapping[key], right.mapping[_key_of(right_keys, key)]
-            found += _compare_values(sides, entry, where, va, vb, severity)
-        entries.append(entry)
-    return entries, found
+            va, vb = left.mapping[key], right.mapping[right_keys[identity]]
+            found += _compare_values(sides, entry, describe, va, vb, severity, budget)
+        if listed:
+            entries.append(entry)
+    return entries, len(order), found
 
 
 def _compare_values(
-    sides: list[_Side], entry: dict[str, Any], where: str, va: Any, vb: Any, severity: Severity
+    sides: list[_Side],
+    entry: dict[str, Any],
+    describe: Callable[[], str],
+    va: Any,
+    vb: Any,
+    severity: Severity,
+    budget: _Budget,
 ) -> list[Finding]:
+    # describe() fills the entry's key and summaries and gives the key's text: called only for
+    # a finding that is built (an entry past the listed ones is otherwise never described).
     a, b = sides
     path = b.name
     ta, tb = isinstance(va, TensorRef), isinstance(vb, TensorRef)
@@ -467,6 +535,9 @@ def _compare_values(
         # The finding is about the side that holds the non-tensor where the other has a tensor
         # (the value rank 0 refuses); between two non-tensors, about B, the changed one.
         about = a.name if tb and not ta else path
+        if not budget.take("PP603"):
+            return []
+        where = describe()
         return [
             finding(
                 "PP603", about, f"{entry['a']} in A, {entry['b']} in B", where, severity=severity
@@ -498,8 +569,9 @@ def _compare_values(
         if shown:
             entry["status"] = "changed"
             entry["changes"] += [n for n, _, _ in shown]
-            text = ", ".join(f"{n} {_plain(x)} -> {_plain(y)}" for n, x, y in shown)
-            found.append(finding("PP604", path, text, where, severity=severity))
+            if budget.take("PP604"):
+                text = ", ".join(f"{n} {_plain(x)} -> {_plain(y)}" for n, x, y in shown)
+                found.append(finding("PP604", path, text, describe(), severity=severity))
     if not comparable:
         return found
     try:
@@ -507,16 +579,19 @@ def _compare_values(
         db = b.values.digest(vb) if not tb else b.values.tensor(vb)
     except _NotCompared as exc:
         entry["changes"].append("not compared")
-        return [*found, finding("PP608", path, f"values not compared: {exc}", where)]
+        if not budget.take("PP608"):
+            return found
+        return [*found, finding("PP608", path, f"values not compared: {exc}", describe())]
     if da != db:
         entry["status"] = "changed"
         entry["changes"].append("values")
-        what = (
-            f"the tensors' bytes differ (sha256 {da[:12]}... in A, {db[:12]}... in B)"
-            if ta
-            else f"the values differ ({_short(va)} in A, {_short(vb)} in B)"
-        )
-        found.append(finding("PP605", path, what, where, severity=severity))
+        if budget.take("PP605"):
+            what = (
+                f"the tensors' bytes differ (sha256 {da[:12]}... in A, {db[:12]}... in B)"
+                if ta
+                else f"the values differ ({_short(va)} in A, {_short(vb)} in B)"
+            )
+            found.append(finding("PP605", path, what, describe(), severity=severity))
     return found
 
 
