@@ -220,7 +220,8 @@ def test_ranks_on_different_builds_are_a_skew_finding(tmp_path):
     assert f"PP0 TP0: its lines fit {', '.join(fitting)}; PP1 TP0: its lines fit" in skew.message
     (root,) = [f for f in report.findings if f.code == "PP802"]
     assert root.message.startswith(
-        f"PP0 TP0 failed first at 2026-12-03 10:00:00 ({log}:1): KeyError:"
+        f"PP0 TP0 failed first at 2026-12-03 10:00:00 (local time of the host, zone unknown) "
+        f"({log}:1): KeyError:"
     )
 
 
@@ -848,12 +849,14 @@ def test_many_cut_off_tracebacks_of_one_incident_are_listed_five_then_counted(tm
     ],
 )
 def test_sglang_s_time_is_read_as_strptime_reads_it(text):
-    from datetime import UTC, datetime
+    # Wall-clock seconds of a naive time: no zone is given to it, not even UTC.
+    from datetime import datetime
 
     from ppaux.triage.lineformat import sglang_time
 
     try:
-        expected = datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).timestamp()
+        naive = datetime.strptime(text, "%Y-%m-%d %H:%M:%S")
+        expected = (naive - datetime(1970, 1, 1)).total_seconds()
     except ValueError:
         expected = None
     assert sglang_time(text) == expected
@@ -963,3 +966,88 @@ def test_sglang_s_own_dependencies_are_not_culprits_an_installed_plugin_is(tmp_p
     (culprit,) = [f for f in report.findings if f.code == "PP805"]
     assert f"{packages}/acme_sglang_plugin/observer.py:12 in forward" in culprit.message
     assert "PP801" not in _codes(report)
+
+
+# -- times: sglang's own are local times without a zone ------------------------------------------
+
+LOCAL = "local time of the host, zone unknown"
+# A time of the sample logs followed by a zone: something made sglang's local time UTC.
+_ZONED = r"2026-12-03[ T]14:56:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)"
+
+
+@pytest.mark.parametrize("fmt", [f.value for f in Format])
+def test_sglang_s_local_times_are_shown_without_a_zone(fmt):
+    import re
+
+    log = LOGS / "sglang-aux-list.log"
+    result = _invoke(str(log), "--format", fmt)
+    assert result.exit_code == 1, result.output
+    assert "2026-12-03 14:56:07" in result.output
+    assert re.search(_ZONED, result.output) is None
+    if fmt in ("text", "json", "markdown", "github"):
+        assert LOCAL in result.output
+
+
+def test_the_json_report_says_the_zone_is_unknown():
+    log = LOGS / "sglang-aux-list.log"
+    line = _line_of(log, "PP0] Scheduler hit an exception")
+    report = json.loads(_invoke(str(log), "--format", "json").output)
+    (root,) = [f for f in report["findings"] if f["code"] == "PP801"]
+    assert (root["extra"]["time"], root["extra"]["time_zone"]) == ("2026-12-03 14:56:07", None)
+    assert root["message"].startswith(f"PP0 failed first at 2026-12-03 14:56:07 ({LOCAL}) (")
+    (incident,) = report["incidents"]
+    assert (incident["time"], incident["time_zone"]) == ("2026-12-03 14:56:07", None)
+    assert incident["root"]["line"] == line
+
+
+def test_a_collector_s_time_keeps_its_zone():
+    log = LOGS / "cri-aux-list.log"
+    stamp = next(t for t in _text(log) if "PP0] Scheduler hit an exception" in t).split(" ")[0]
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP801"]
+    assert (root.extra["time"], root.extra["time_zone"]) == (stamp, "Z")
+    assert root.message.startswith(f"PP0 failed first at {stamp} (")
+    # Both ranks' times are instants: the delay is given.
+    (later,) = [f for f in report.findings if f.code == "PP803"]
+    assert later.message.startswith("PP1 failed 5.0 s after the root with ")
+
+
+def test_local_times_of_different_logs_are_not_compared():
+    per_rank = LOGS / "per-rank"
+    report = triage_paths([str(per_rank / "PP0.log"), str(per_rank / "PP1.log")])
+    (later,) = [f for f in report.findings if f.code == "PP803"]
+    stamp = next(t for t in _text(per_rank / "PP1.log") if "Scheduler hit an exception" in t)
+    assert later.message.startswith(f"PP1 failed at {stamp[1:20]} ({LOCAL}) with ")
+    # In one log the same two records are 5 s apart, as their times say.
+    (same,) = [
+        f for f in triage_paths([str(LOGS / "sglang-aux-list.log")]).findings if f.code == "PP803"
+    ]
+    assert same.message.startswith("PP1 failed 5.0 s after the root with ")
+
+
+def test_a_local_time_is_never_set_against_a_collector_s(tmp_path):
+    # PP0's log came through Kubernetes (UTC instants); PP1's is a plain file written on a host
+    # five hours behind UTC. Read as UTC, PP1's connection error would be 5 hours before the
+    # root; its time does not compare with the root's, so only its own time is given.
+    frames = [
+        (f"{SITE}/sampling/sampling_observer_pp.py", 77, "pop_auxiliary_output_from_pp_tensors")
+    ]
+    cri = tmp_path / "pp0.log"
+    lines = _tb("[2026-12-03 10:00:03 PP0]", frames, f"RuntimeError: {NON_TENSOR}").splitlines()
+    cri.write_text(
+        "".join(f"2026-12-03T10:00:03.{i:09d}Z stderr F {t}\n" for i, t in enumerate(lines))
+    )
+    plain = tmp_path / "pp1.log"
+    plain.write_text(
+        _tb(
+            "[2026-12-03 05:00:05 PP1]",
+            [(f"{SITE}/distributed/parallel_state.py", 1, "recv_object")],
+            "RuntimeError: Connection closed by peer [10.0.0.1]:29500",
+        )
+    )
+    for order in ([plain, cri], [cri, plain]):
+        report = triage_paths([str(p) for p in order])
+        (root,) = [f for f in report.findings if f.code == "PP801"]
+        assert root.extra["time"] == "2026-12-03T10:00:03.000000000Z"
+        (later,) = [f for f in report.findings if f.code == "PP803"]
+        assert later.message.startswith(f"PP1 failed at 2026-12-03 05:00:05 ({LOCAL}) with ")

@@ -1,7 +1,11 @@
 """From failures and events to incidents: a root, the ranks that share it, and what followed.
 
-Records of every log are merged by time (records without a time keep their place in their
-log). A failure of a communication kind (:func:`communication`: NCCL watchdog, gloo's closed
+Records are ordered by time only where their times compare (:func:`seconds_between`): times
+with a zone (a collector's) across every log, and sglang's own times, which have none (the
+local time of a host, zone unknown), only within their log. Records of one log keep its order;
+records whose time has no zone (or that have no time) come after those with a zoned time,
+log after log in the order the logs were given, and are never placed among another log's by
+their times. A failure of a communication kind (:func:`communication`: NCCL watchdog, gloo's closed
 connection, TCPStore, DistBackendError, ...) is what a rank dies of when *another* rank died;
 the others are root candidates. The earliest scheduler failure that is not of a communication
 kind is an incident's root; later ones with the same error within :data:`SAME_MOMENT_S`
@@ -21,7 +25,7 @@ from ppaux.sglang import search_message
 from ppaux.triage.frames import in_scheduler_process
 from ppaux.triage.records import Event, Failure
 
-__all__ = ["SAME_MOMENT_S", "Incident", "communication", "incidents"]
+__all__ = ["SAME_MOMENT_S", "Incident", "communication", "incidents", "seconds_between"]
 
 #: Ranks that fail with the same error within this many seconds of the first are one incident.
 SAME_MOMENT_S = 5.0
@@ -65,8 +69,20 @@ class Incident:
         return [self.root, *self.ranks]
 
 
-def _when(time: float | None, order: int) -> tuple[float, int]:
-    return (time if time is not None else math.inf, order)
+def seconds_between(earlier: Failure | Event, later: Failure | Event) -> float | None:
+    """``later``'s time less ``earlier``'s, where the two compare: both with a zone (instants),
+    or both without one and from the same log (one host's clock); None otherwise."""
+    if earlier.time is None or later.time is None or earlier.zoned != later.zoned:
+        return None
+    if not earlier.zoned and earlier.source != later.source:
+        return None
+    return later.time - earlier.time
+
+
+def _key(record: Failure | Event) -> tuple[float, int]:
+    """Where ``record`` sorts: by its time when that is an instant, else by its place (records
+    are numbered log after log, in each log's order)."""
+    return (record.time if record.zoned and record.time is not None else math.inf, record.order)
 
 
 def _same(a: Failure, b: Failure) -> bool:
@@ -86,7 +102,7 @@ def incidents(
     # root nor what one caused.
     ordered = sorted(
         (f for f in failures if f.process or f.scheduler or _pp_related(f)),
-        key=lambda f: _when(f.time, f.order),
+        key=_key,
     )
     # A traceback cut off before its exception says nothing of its cause: a root only when
     # no complete one is there.
@@ -99,11 +115,8 @@ def incidents(
         joined = False
         for incident in found:
             root = incident.root
-            close = (
-                failure.time is None
-                or root.time is None
-                or abs(failure.time - root.time) <= SAME_MOMENT_S
-            )
+            apart = seconds_between(root, failure)
+            close = apart is None or abs(apart) <= SAME_MOMENT_S
             if _same(failure, root) and close:
                 incident.ranks.append(failure)
                 joined = True
@@ -113,7 +126,7 @@ def incidents(
     chosen = {id(f) for i in found for f in i.members}
     rest = [f for f in ordered if id(f) not in chosen]
     if not found:
-        return [], rest, sorted(events, key=lambda e: _when(e.time, e.order))
+        return [], rest, sorted(events, key=_key)
     for failure in rest:
         _owner(found, failure).collateral.append(failure)
     for event in events:
@@ -133,21 +146,23 @@ def _pp_related(failure: Failure) -> bool:
 
 
 def _owner(found: list[Incident], record: Failure | Event) -> Incident:
-    """The latest incident whose root came before ``record``; the first if none did.
+    """The latest incident whose root is known to have come before ``record``; the first if
+    none is.
 
-    A record without a time (torch's C++ lines carry no year) belongs to the latest root
-    before it in its own log, where there is one: its place in that log is all that says when
-    it came, so a later incident of the same log is never its cause.
+    In the same log, its place says it (a record without a time, such as torch's C++ lines,
+    which carry no year, has nothing else); across logs, only times that compare
+    (:func:`seconds_between`), so a root is never judged earlier by a host's local time against
+    another host's, or against a collector's instant.
     """
-    time, order = record.time, record.order
-    if time is None:
-        earlier = [
-            i for i in found if i.root.source == record.source and i.root.order < record.order
-        ]
-        if earlier:
-            return max(earlier, key=lambda i: i.root.order)
-    owner = found[0]
+    known = []
     for incident in found:
-        if _when(incident.root.time, incident.root.order) <= _when(time, order):
-            owner = incident
-    return owner
+        root = incident.root
+        if root.source == record.source and root.order < record.order:
+            known.append(incident)
+            continue
+        apart = seconds_between(root, record)
+        if apart is not None and apart >= 0:
+            known.append(incident)
+    if known:
+        return max(known, key=lambda i: _key(i.root))
+    return found[0]

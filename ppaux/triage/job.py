@@ -9,6 +9,7 @@ escaped and cut (:func:`ppaux.text.shown`).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, BinaryIO
 
@@ -17,7 +18,7 @@ from ppaux.report import Finding, InputProblem, Report, Table, finding
 from ppaux.sglang import MessageMatch, search_message
 from ppaux.text import counted, shown
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
-from ppaux.triage.incidents import Incident, incidents
+from ppaux.triage.incidents import Incident, incidents, seconds_between
 from ppaux.triage.reading import LogReading, read_log
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.sources import LogOpenError, LogSource, expand_paths
@@ -87,14 +88,35 @@ def _at(record: Failure | Event) -> str:
     return f"{shown(record.source, None)}:{record.line}"
 
 
-def _when(record: Failure | Event) -> str:
-    return shown(record.time_text) if record.time_text else "an unknown time"
+#: What a time without a zone (sglang's own) is, said wherever one is shown.
+LOCAL_TIME = "local time of the host, zone unknown"
+
+_ZONE = re.compile(r"(?:Z|[+-]\d\d:?\d\d)$", re.IGNORECASE)
+
+
+def _when(record: Failure | Event, short: bool = False) -> str:
+    """The record's time as written; one without a zone says so (in a table, in short)."""
+    if not record.time_text:
+        return "an unknown time"
+    if record.zoned:
+        return shown(record.time_text)
+    return f"{shown(record.time_text)} ({'local' if short else LOCAL_TIME})"
+
+
+def _time_fields(record: Failure | Event) -> dict[str, Any]:
+    """``time`` as written and ``time_zone``: the zone as written ('Z', '+02:00'), or None for
+    sglang's own times, the local time of a host in a zone the log does not say."""
+    if record.time_text is None:
+        return {"time": None, "time_zone": None}
+    zone = _ZONE.search(record.time_text) if record.zoned else None
+    return {"time": shown(record.time_text), "time_zone": zone.group(0) if zone else None}
 
 
 def _later(record: Failure | Event, root: Failure) -> str:
-    if record.time is None or root.time is None:
-        return "after the root"
-    delay = record.time - root.time
+    delay = seconds_between(root, record)
+    if delay is None:
+        # Times of two hosts' clocks, or of a host's clock and a collector's, do not compare.
+        return "after the root" if record.time_text is None else f"at {_when(record)}"
     if delay < 0:
         return f"{-delay:.1f} s before the root"
     return f"{delay:.1f} s after the root"
@@ -118,7 +140,7 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
         "ranks": [shown(m.who) for m in members],
         "exception": None if root.exception is None else shown(root.exception),
         "message": shown(root.message, 2000),
-        "time": None if root.time_text is None else shown(root.time_text),
+        **_time_fields(root),
         "log": root.source,
         "line": root.line,
         "records": [{"log": m.source, "line": m.line, "ranks": shown(m.who)} for m in members],
@@ -465,6 +487,11 @@ def triage_paths(paths: Iterable[str], streams: Mapping[str, BinaryIO] | None = 
     report.tables.append(_logs_table(readings))
     if found:
         report.tables.append(_incidents_table(found))
+        if any(i.root.time_text and not i.root.zoned for i in found):
+            report.notes.append(
+                f"local time: sglang's own, the {LOCAL_TIME}; ppaux compares such times only "
+                "within their log"
+            )
     if steps:
         report.notes += ["next steps:", *(f"  {step}" for step in steps)]
     report.data["logs"] = [
@@ -484,7 +511,7 @@ def triage_paths(paths: Iterable[str], streams: Mapping[str, BinaryIO] | None = 
             "root": {"ranks": shown(i.root.who), "log": i.root.source, "line": i.root.line},
             "ranks": [shown(m.who) for m in i.members],
             "error": shown(i.root.error),
-            "time": None if i.root.time_text is None else shown(i.root.time_text),
+            **_time_fields(i.root),
             "collateral": len(i.collateral) + len(i.events),
         }
         for i in found
@@ -508,14 +535,26 @@ def _logs_table(readings: list[LogReading]) -> Table:
 
 
 def _incidents_table(found: list[Incident]) -> Table:
+    """One row per incident. The time column is 'local time' when every root's time is
+    sglang's own (no zone); where zoned and local times mix, each local one says so."""
+    local = [i.root.time_text is not None and not i.root.zoned for i in found]
+    timed = [i.root.time_text is not None for i in found]
+    all_local = any(local) and local == timed
+
+    def when(root: Failure) -> str:
+        if all_local and root.time_text is not None:
+            return shown(root.time_text)
+        return _when(root, short=True)
+
     rows = tuple(
         (
             str(number),
             ", ".join(dict.fromkeys(shown(m.who) for m in incident.members)),
-            _when(incident.root),
+            when(incident.root),
             _at(incident.root),
             str(len(incident.collateral) + len(incident.events)),
         )
         for number, incident in enumerate(found, 1)
     )
-    return Table("incidents", ("#", "first failing ranks", "time", "log", "collateral"), rows)
+    columns = ("#", "first failing ranks", "local time" if all_local else "time", "log")
+    return Table("incidents", (*columns, "collateral"), rows)

@@ -17,6 +17,12 @@ sglang's prefix is what its ``configure_logger`` writes (``sglang/srt/utils/comm
 scheduler from the ranks in use, in this order: `` DP{n} PP{n} ATTN_CP{n} MOE_DP{n} TP{n}
 EP{n}`` (``scheduler.py``, ``configure_scheduler_process``).
 
+Times come in two kinds. A collector's (CRI, Docker's json-file) carries its zone: it is an
+instant, read as one, and kept as written (``2026-12-03T14:56:07.000017123Z``). sglang's carries
+none: it is the wall clock of the host that wrote it, zone unknown, so it is kept as a naive
+time, never given a zone, and compared only with the times of the same log
+(:attr:`LogLine.zoned` tells them apart). Where a line has both, the collector's is used.
+
 Bytes that are not UTF-8 are kept as ``\\xNN`` escapes; nothing here fails on a line.
 """
 
@@ -28,7 +34,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 __all__ = [
     "ANSI",
@@ -84,7 +90,10 @@ class LogLine:
     """One line of a log, its layers peeled off.
 
     ``text`` is the message as the program wrote it (no envelope, launcher or sglang prefix,
-    no ANSI colours); ``time`` is seconds since the epoch when the line carries a time;
+    no ANSI colours); ``time`` is seconds when the line carries a time: since the epoch for a
+    time with a zone (``zoned``), else of the writing host's wall clock (sglang's own time,
+    zone unknown: comparable only with the times of the same log); ``time_text`` is the time
+    as written;
     ``ranks`` is sglang's rank prefix as written (``PP0 TP1``), ``""`` when the line has an
     sglang prefix without ranks, None when it has none; ``stream`` names the process or
     output stream a launcher or collector gives (``sglang-1``, ``pid=123``, ``stderr``).
@@ -97,6 +106,7 @@ class LogLine:
     ranks: str | None
     stream: str | None
     partial: bool = False
+    zoned: bool = False
 
     @property
     def sglang(self) -> bool:
@@ -123,10 +133,12 @@ def _rfc3339(text: str) -> float | None:
 
 
 def sglang_time(text: str, ms: str | None = None) -> float | None:
-    """Seconds since the epoch of sglang's ``%Y-%m-%d %H:%M:%S`` time.
+    """Seconds of the wall clock of sglang's ``%Y-%m-%d %H:%M:%S`` time, counted from
+    1970-01-01 00:00:00 of the same clock.
 
-    sglang writes local time without a zone; it is read as UTC, so that times of the same
-    deployment compare with each other (not with a collector's times in another zone).
+    sglang writes the host's local time without a zone, so this is no instant: it orders the
+    times of one log (one host's clock), and is never compared with a time that has a zone
+    nor, by triage, with another log's.
     """
     seconds = _seconds(text)
     if seconds is None:
@@ -134,10 +146,14 @@ def sglang_time(text: str, ms: str | None = None) -> float | None:
     return seconds + (int(ms) / 1000 if ms else 0.0)
 
 
+#: Where :func:`sglang_time` counts from: a naive time, as sglang's are.
+_WALL_EPOCH = datetime(1970, 1, 1)
+
+
 @functools.lru_cache(maxsize=256)
 def _seconds(text: str) -> float | None:
-    """``%Y-%m-%d %H:%M:%S`` read as UTC, without strptime (the slowest step of a line: a
-    log's lines share their seconds, and the format is fixed)."""
+    """``%Y-%m-%d %H:%M:%S`` as naive wall-clock seconds, without strptime (the slowest step of
+    a line: a log's lines share their seconds, and the format is fixed)."""
     if _TIME.fullmatch(text) is None:
         return None
     try:
@@ -148,11 +164,11 @@ def _seconds(text: str) -> float | None:
             int(text[11:13]),
             int(text[14:16]),
             int(text[17:19]),
-            tzinfo=UTC,
         )
     except ValueError:
         return None
-    return moment.timestamp()
+    # Naive arithmetic: no zone (least of all the machine's running ppaux) is assumed.
+    return (moment - _WALL_EPOCH).total_seconds()
 
 
 def detect(head: bytes) -> tuple[Envelope, Launcher]:
@@ -239,7 +255,9 @@ def peel(
     launcher: Launcher,
 ) -> LogLine:
     """The :class:`LogLine` of ``text`` (the envelope already off): colours, the launcher's
-    prefix and sglang's prefix taken off."""
+    prefix and sglang's prefix taken off. ``time`` (with ``time_text``) is the collector's,
+    which has a zone; sglang's own time is used only where there is none."""
+    zoned = time is not None
     if "\x1b" in text:
         text = ANSI.sub("", text)
     if launcher is Launcher.COMPOSE:
@@ -255,12 +273,12 @@ def peel(
         match = _SGLANG.match(text)
         if match is not None:
             ranks = match.group("ranks").strip()
-            if time is None:
+            if not zoned:
                 time = sglang_time(match.group("time"), match.group("ms"))
-            ms = match.group("ms")
-            time_text = match.group("time") + (f".{ms}" if ms else "")
+                ms = match.group("ms")
+                time_text = match.group("time") + (f".{ms}" if ms else "")
             text = match.group("text")
-    return LogLine(number, text, time, time_text, ranks, stream)
+    return LogLine(number, text, time, time_text, ranks, stream, zoned=zoned and time is not None)
 
 
 def parse_line(number: int, raw: bytes, envelope: Envelope, launcher: Launcher) -> LogLine:
@@ -268,7 +286,14 @@ def parse_line(number: int, raw: bytes, envelope: Envelope, launcher: Launcher) 
     text, time, time_text, stream, partial = unwrap(raw, envelope)
     line = peel(number, text, time, time_text, stream, launcher)
     return LogLine(
-        line.number, line.text, line.time, line.time_text, line.ranks, line.stream, partial
+        line.number,
+        line.text,
+        line.time,
+        line.time_text,
+        line.ranks,
+        line.stream,
+        partial,
+        line.zoned,
     )
 
 

@@ -146,6 +146,7 @@ class _Reader:
                 who,
                 line.text[:2000],
                 self._next_order(),
+                line.zoned,
             )
         )
 

@@ -80,6 +80,8 @@ class Failure:
     frames: list[Frame] = field(default_factory=list)
     dropped_frames: int = 0
     cut: bool = False
+    #: ``time`` is an instant (the collector's, with its zone), not a host's wall clock.
+    zoned: bool = False
 
     @property
     def who(self) -> str:
@@ -118,6 +120,8 @@ class Event:
     who: str
     text: str
     order: int
+    #: ``time`` is an instant (the collector's, with its zone), not a host's wall clock.
+    zoned: bool = False
 
 
 def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
@@ -134,6 +138,7 @@ def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
         stream=line.stream,
         process=match.group("process"),
         order=order,
+        zoned=line.zoned,
     )
 
 

@@ -46,7 +46,8 @@ RULES = (
             "writes, and 'ppaux check-skew' across the stages."
         ),
         example=(
-            "PP0 TP0 failed first at 2026-12-03 14:22:07 (server.log:1042): RuntimeError: "
+            "PP0 TP0 failed first at 2026-12-03 14:22:07 (local time of the host, zone unknown) "
+            "(server.log:1042): RuntimeError: "
             "received a non-tensor auxiliary PP output"
         ),
         area="triage",
@@ -73,7 +74,8 @@ RULES = (
             "the error comes from the PP path."
         ),
         example=(
-            "PP0 TP0 failed first at 2026-12-03 14:22:07 (server.log:1042): KeyError: "
+            "PP0 TP0 failed first at 2026-12-03 14:22:07 (local time of the host, zone unknown) "
+            "(server.log:1042): KeyError: "
             "'sampling_mask_token_ids'"
         ),
         area="triage",

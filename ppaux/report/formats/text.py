@@ -106,10 +106,10 @@ def _cell_name(table: Table, r: int, c: int, named: bool) -> str:
     else:
         row = f"row {r + 1}"
         if first:
+            # 'batch 1'; a bare or '#' header reads without the space ('#2', '2').
             head = table.columns[0]
-            row += (
-                f" ({head} {text_shown(first, None)})" if head else f" ({text_shown(first, None)})"
-            )
+            gap = " " if head and head != "#" else ""
+            row += f" ({head}{gap}{text_shown(first, None)})"
     column = table.columns[c]
     return row if column in ("", "value") else f"{row}, {column}"
 
