@@ -107,9 +107,11 @@ def tensorize_dump(source: str, output: str, limits: Limits = Limits()) -> Tenso
     _check_output(source, output)
     digest = _sha256(source)
     dump = read_dump(source, limits)
+    # In inspect's order: too many tensor dicts or tensors are refused by the search for them,
+    # before a walk of everything the file holds.
+    payloads = find_payloads(dump, limits)
     for _ in walk(dump.root, limits, source):
         pass  # a hostile structure fails here, as one clear error, before anything is built
-    payloads = find_payloads(dump, limits)
     refusals: list[Refusal] = []
     # (payload, key, value) of every auxiliary value that is not a tensor.
     todo: list[tuple[Any, Any, Any]] = []

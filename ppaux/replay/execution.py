@@ -45,12 +45,13 @@ def replay_file(path: str, setup: Setup) -> tuple[DumpResult, list[Finding]]:
     replay.
     """
     from ppaux.dump import check_dump, find_payloads, read_dump, walk
-    from ppaux.replay.materialize import Materializer
 
     dump = read_dump(path, setup.options.limits)
+    # In inspect's order: too many tensor dicts or tensors are refused by the search for them,
+    # before a walk of everything the file holds.
+    payloads = find_payloads(dump, setup.options.limits)
     for _ in walk(dump.root, setup.options.limits, path):
         pass  # a hostile structure fails here, as one clear error, before anything is built
-    payloads = find_payloads(dump, setup.options.limits)
     # Each file is judged as inspect judges it whatever the replay gives: a global outside
     # torch's allowlist is PP201 (a hostile file is never clean), a file without a tensor dict
     # is PP114, not an input that could not be used.
@@ -71,6 +72,9 @@ def replay_file(path: str, setup: Setup) -> tuple[DumpResult, list[Finding]]:
         units.append((tensors, output))
     else:
         units = [(payload, None) for payload in payloads]
+    # torch is imported here, once a dump has something to rebuild (the reader needs none).
+    from ppaux.replay.materialize import Materializer
+
     with Materializer(dump, setup.device, setup.options.limits) as build:
         real = [
             (

@@ -23,17 +23,24 @@ result is a :class:`~ppaux.report.document.Report`: one result per dump (``outco
 'error' or 'diverged', ``error`` the verbatim message or None), findings, a summary table and
 per-payload tables.
 
-This module does not import torch at import time; :func:`replay_paths` does.
+This module does not import torch at import time; :func:`replay_paths` does, when it needs it:
+with settings that cannot fail (device cpu, ppaux's own transport, no wire or the in-process
+one), torch is imported when the first dump that holds something to replay is rebuilt, so a run
+whose every input is unreadable, refused or holds no tensor dict never pays for it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, cast
 
 from ppaux.errors import DumpError
-from ppaux.replay.options import ReplayOptions
+from ppaux.replay.options import Impl, ReplayOptions, Transport
 from ppaux.replay.results import DumpResult
 from ppaux.report import InputProblem, Report
+
+if TYPE_CHECKING:
+    from ppaux.replay.setup import Setup
 
 __all__ = ["DETAIL_TABLES_UP_TO", "replay_paths"]
 
@@ -57,7 +64,7 @@ def replay_paths(
     """
     from ppaux.dump import collect_dumps
     from ppaux.replay.execution import NothingToReplay, replay_file
-    from ppaux.replay.setup import prepare, runtime_info
+    from ppaux.replay.setup import REFERENCE_INFO, prepare, runtime_info
     from ppaux.replay.tables import detail_tables, summary_table
     from ppaux.torch_probe import require_torch
 
@@ -65,7 +72,8 @@ def replay_paths(
     options = options if options is not None else ReplayOptions()
 
     files, problems = collect_dumps(paths, options.limits)
-    setup = prepare(options)
+    deferred = _Deferred(options) if _cannot_fail(options) else None
+    setup = cast("Setup", deferred) if deferred is not None else prepare(options)
     report = Report(command="replay", problems=list(problems))
     results: list[DumpResult] = []
     try:
@@ -82,19 +90,58 @@ def replay_paths(
             if progress is not None:
                 progress(index, len(files))
     finally:
-        setup.wire.close()
+        if deferred is None or deferred.prepared:
+            setup.wire.close()
+    if deferred is not None and not deferred.prepared:
+        # Nothing was rebuilt: the settings as they would have been resolved, without torch.
+        device, impl_info = "cpu", {"reference": {**REFERENCE_INFO, "stock_releases": []}}
+    else:
+        device, impl_info = str(setup.device), setup.impl_info
     report.data["replay"] = {
-        "device": str(setup.device),
+        "device": device,
         "sender": options.sender.value,
         "transport": options.transport.value,
         "impl": options.impl.value,
         "all_gather": options.all_gather,
-        "implementations": setup.impl_info,
+        "implementations": impl_info,
         "sglang_runtime": runtime_info(setup),
     }
     report.data["results"] = [result.to_json() for result in results]
-    report.tables.append(summary_table(results, options, str(setup.device)))
+    report.tables.append(summary_table(results, options, device))
     if len(results) <= DETAIL_TABLES_UP_TO:
         for result in results:
             report.tables += detail_tables(result)
     return report
+
+
+def _cannot_fail(options: ReplayOptions) -> bool:
+    """Whether preparing ``options`` cannot raise a setting error (so it may wait for the first
+    dump that needs it): the CPU, ppaux's own add and pop, no wire or the in-process one."""
+    return (
+        options.device.strip().lower() == "cpu"
+        and options.impl == Impl.REFERENCE
+        and options.transport in (Transport.NONE, Transport.WIRE)
+        and options.sglang_path is None
+        and options.all_gather >= 1
+    )
+
+
+class _Deferred:
+    """A :class:`~ppaux.replay.setup.Setup` prepared (torch imported, the wire opened) on the
+    first use of anything but its options: by the first dump that has something to rebuild."""
+
+    def __init__(self, options: ReplayOptions) -> None:
+        self.options = options
+        self._setup: Setup | None = None
+
+    @property
+    def prepared(self) -> bool:
+        """Whether a dump needed the setup."""
+        return self._setup is not None
+
+    def __getattr__(self, name: str) -> Any:
+        from ppaux.replay.setup import prepare
+
+        if self._setup is None:
+            self._setup = prepare(self.options)
+        return getattr(self._setup, name)

@@ -16,7 +16,15 @@ from ppaux.replay.options import Impl, ReplayConfigError, ReplayOptions, Transpo
 if TYPE_CHECKING:
     from ppaux.replay.protocol import Wire
 
-__all__ = ["Setup", "prepare", "runtime_info"]
+__all__ = ["REFERENCE_INFO", "Setup", "prepare", "runtime_info"]
+
+#: Where ppaux's reference transport comes from, as :attr:`Setup.impl_info` gives it.
+REFERENCE_INFO: dict[str, Any] = {
+    "origin": "ppaux.replay.transport",
+    "version": None,
+    "sha256": None,
+    "stock_releases": [],
+}
 
 
 @dataclass(frozen=True)
@@ -59,12 +67,7 @@ def prepare(options: ReplayOptions) -> Setup:
     info: dict[str, dict[str, Any]] = {}
     if options.impl in (Impl.REFERENCE, Impl.BOTH):
         impls["reference"] = transport
-        info["reference"] = {
-            "origin": "ppaux.replay.transport",
-            "version": None,
-            "sha256": None,
-            "stock_releases": [],
-        }
+        info["reference"] = {**REFERENCE_INFO, "stock_releases": []}
     if options.impl in (Impl.SGLANG, Impl.BOTH):
         from ppaux.sglang import SglangNotFound, load_transport_module
 
