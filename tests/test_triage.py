@@ -1051,3 +1051,86 @@ def test_a_local_time_is_never_set_against_a_collector_s(tmp_path):
         assert root.extra["time"] == "2026-12-03T10:00:03.000000000Z"
         (later,) = [f for f in report.findings if f.code == "PP803"]
         assert later.message.startswith(f"PP1 failed at 2026-12-03 05:00:05 ({LOCAL}) with ")
+
+
+# -- --local-zone: the user says the zone of sglang's own times -----------------------------------
+
+
+def test_local_zone_makes_local_times_of_different_logs_compare():
+    per_rank = LOGS / "per-rank"
+    result = _invoke(
+        str(per_rank / "PP1.log"),
+        str(per_rank / "PP0.log"),
+        "--local-zone",
+        "+01:00",
+        "--format",
+        "json",
+    )
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.output)
+    (root,) = [f for f in report["findings"] if f["code"] == "PP801"]
+    assert root["location"]["file"] == str(per_rank / "PP0.log")
+    assert (root["extra"]["time"], root["extra"]["time_zone"]) == ("2026-12-03 14:56:07", "+01:00")
+    assert root["message"].startswith(
+        "PP0 failed first at 2026-12-03 14:56:07 (local time, in +01:00 as given) ("
+    )
+    (later,) = [f for f in report["findings"] if f["code"] == "PP803"]
+    assert later["message"].startswith("PP1 failed 5.0 s after the root with ")
+
+
+def test_local_zone_sets_local_times_against_a_collector_s(tmp_path):
+    # As in test_a_local_time_is_never_set_against_a_collector_s, with the zone of PP1's host
+    # given: 05:00:05 at -05:00 is 10:00:05Z, two seconds after the root.
+    frames = [
+        (f"{SITE}/sampling/sampling_observer_pp.py", 77, "pop_auxiliary_output_from_pp_tensors")
+    ]
+    cri = tmp_path / "pp0.log"
+    lines = _tb("[2026-12-03 10:00:03 PP0]", frames, f"RuntimeError: {NON_TENSOR}").splitlines()
+    cri.write_text(
+        "".join(f"2026-12-03T10:00:03.{i:09d}Z stderr F {t}\n" for i, t in enumerate(lines))
+    )
+    plain = tmp_path / "pp1.log"
+    plain.write_text(
+        _tb(
+            "[2026-12-03 05:00:05 PP1]",
+            [(f"{SITE}/distributed/parallel_state.py", 1, "recv_object")],
+            "RuntimeError: Connection closed by peer [10.0.0.1]:29500",
+        )
+    )
+    report = triage_paths([str(plain), str(cri)], local_zone="-05:00")
+    (root,) = [f for f in report.findings if f.code == "PP801"]
+    assert (root.extra["time"], root.extra["time_zone"]) == ("2026-12-03T10:00:03.000000000Z", "Z")
+    (later,) = [f for f in report.findings if f.code == "PP803"]
+    assert later.message.startswith("PP1 failed 2.0 s after the root with ")
+
+
+@pytest.mark.parametrize(
+    ("given", "label", "offset_s"),
+    [
+        ("UTC", "UTC", 0),
+        ("z", "UTC", 0),
+        ("+09:00", "+09:00", 9 * 3600),
+        ("+0930", "+09:30", 9 * 3600 + 1800),
+        ("-05", "-05:00", -5 * 3600),
+        ("Europe/Paris", "Europe/Paris", 3600),  # CET in December
+    ],
+)
+def test_local_zone_values(given, label, offset_s):
+    from datetime import UTC, datetime
+
+    from ppaux.triage import local_zone
+
+    zone = local_zone(given)
+    assert zone.label == label
+    wall = datetime(2026, 12, 3, 14, 56, 7)
+    assert zone.instant(wall) == wall.replace(tzinfo=UTC).timestamp() - offset_s
+
+
+@pytest.mark.parametrize(
+    "given", ["Mars/Olympus", "+24:00", "+09:60", "/etc/localtime", "../x", ""]
+)
+def test_a_bad_local_zone_is_one_line_exit_2(given):
+    result = _invoke(str(LOGS / "sglang-aux-list.log"), "--local-zone", given)
+    assert result.exit_code == 2
+    assert result.output.startswith(f"ppaux: error: --local-zone {given}: ")
+    assert len(result.output.splitlines()) == 1

@@ -40,6 +40,11 @@ if TYPE_CHECKING:
         LogOpenError,
         LogSource,
     )
+    from ppaux.triage.zones import (
+        LocalZone,
+        TriageConfigError,
+        local_zone,
+    )
 
 #: Each public name and the module that holds it, imported on first use.
 _EXPORTS = {
@@ -50,12 +55,15 @@ _EXPORTS = {
     "Frame": "records",
     "Incident": "incidents",
     "Launcher": "lineformat",
+    "LocalZone": "zones",
     "LogLine": "lineformat",
     "LogOpenError": "sources",
     "LogReading": "reading",
     "LogSource": "sources",
     "LOG_SUFFIXES": "sources",
     "RULE_OF_MESSAGE": "job",
+    "TriageConfigError": "zones",
+    "local_zone": "zones",
     "parse_line": "lineformat",
     "read_log": "reading",
     "triage_paths": "job",
@@ -71,10 +79,13 @@ __all__ = [
     "Frame",
     "Incident",
     "Launcher",
+    "LocalZone",
     "LogLine",
     "LogOpenError",
     "LogReading",
     "LogSource",
+    "TriageConfigError",
+    "local_zone",
     "parse_line",
     "read_log",
     "triage_paths",

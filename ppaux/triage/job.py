@@ -9,7 +9,6 @@ escaped and cut (:func:`ppaux.text.shown`).
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any, BinaryIO
 
@@ -23,6 +22,7 @@ from ppaux.triage.reading import LogReading, read_log
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.sources import LogOpenError, LogSource, expand_paths
 from ppaux.triage.steps import next_steps
+from ppaux.triage.zones import local_zone as parse_local_zone
 
 __all__ = ["MAX_COLLATERAL", "MAX_INCIDENTS", "RULE_OF_MESSAGE", "aux_match", "triage_paths"]
 
@@ -91,25 +91,29 @@ def _at(record: Failure | Event) -> str:
 #: What a time without a zone (sglang's own) is, said wherever one is shown.
 LOCAL_TIME = "local time of the host, zone unknown"
 
-_ZONE = re.compile(r"(?:Z|[+-]\d\d:?\d\d)$", re.IGNORECASE)
-
 
 def _when(record: Failure | Event, short: bool = False) -> str:
-    """The record's time as written; one without a zone says so (in a table, in short)."""
+    """The record's time as written; one without a zone says so, and one the user gave a zone
+    says which (in a table, in short)."""
     if not record.time_text:
         return "an unknown time"
-    if record.zoned:
-        return shown(record.time_text)
-    return f"{shown(record.time_text)} ({'local' if short else LOCAL_TIME})"
+    text = shown(record.time_text)
+    if record.zone is None:
+        return f"{text} ({'local' if short else LOCAL_TIME})"
+    if record.time_text.endswith(record.zone):  # written with its zone
+        return text
+    zone = shown(record.zone, None)
+    return f"{text} ({zone})" if short else f"{text} (local time, in {zone} as given)"
 
 
 def _time_fields(record: Failure | Event) -> dict[str, Any]:
-    """``time`` as written and ``time_zone``: the zone as written ('Z', '+02:00'), or None for
-    sglang's own times, the local time of a host in a zone the log does not say."""
+    """``time`` as written and ``time_zone``: the zone as written ('Z', '+02:00') or as the
+    user gave it, or None for sglang's own times, the local time of a host in a zone the log
+    does not say."""
     if record.time_text is None:
         return {"time": None, "time_zone": None}
-    zone = _ZONE.search(record.time_text) if record.zoned else None
-    return {"time": shown(record.time_text), "time_zone": zone.group(0) if zone else None}
+    zone = None if record.zone is None else shown(record.zone, None)
+    return {"time": shown(record.time_text), "time_zone": zone}
 
 
 def _later(record: Failure | Event, root: Failure) -> str:
@@ -428,9 +432,21 @@ def _once(files: list[str]) -> list[str]:
     return kept
 
 
-def triage_paths(paths: Iterable[str], streams: Mapping[str, BinaryIO] | None = None) -> Report:
+def triage_paths(
+    paths: Iterable[str],
+    streams: Mapping[str, BinaryIO] | None = None,
+    *,
+    local_zone: str | None = None,
+) -> Report:
     """Triage the logs at ``paths`` (files, directories of logs, or names in ``streams``,
-    such as ``<stdin>``) into one report."""
+    such as ``<stdin>``) into one report.
+
+    ``local_zone`` ('UTC', '+09:00', 'Europe/Paris') is the zone of sglang's own times in
+    every one of these logs, which they do not say: given, those times are instants, compared
+    across logs and with a collector's; otherwise only within their log. An unusable value
+    raises :class:`~ppaux.triage.zones.TriageConfigError`.
+    """
+    zone = None if local_zone is None else parse_local_zone(local_zone)
     streams = streams or {}
     report = Report("triage")
     given = list(paths)
@@ -442,7 +458,7 @@ def triage_paths(paths: Iterable[str], streams: Mapping[str, BinaryIO] | None = 
     order = 0
     for source in sources:
         try:
-            reading = read_log(source, order)
+            reading = read_log(source, order, zone)
         except LogOpenError as exc:
             named = exc.path in given  # by the user, not found in a directory
             hint = stdin_hint(exc.path, "ppaux triage - < server.log") if named else ""

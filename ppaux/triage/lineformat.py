@@ -21,20 +21,24 @@ Times come in two kinds. A collector's (CRI, Docker's json-file) carries its zon
 instant, read as one, and kept as written (``2026-12-03T14:56:07.000017123Z``). sglang's carries
 none: it is the wall clock of the host that wrote it, zone unknown, so it is kept as a naive
 time, never given a zone, and compared only with the times of the same log
-(:attr:`LogLine.zoned` tells them apart). Where a line has both, the collector's is used.
+(:attr:`LogLine.zone` tells them apart), unless the user gives the zone (:func:`in_zone`).
+Where a line has both, the collector's is used.
 
 Bytes that are not UTF-8 are kept as ``\\xNN`` escapes; nothing here fails on a line.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+
+from ppaux.triage.zones import LocalZone
 
 __all__ = [
     "ANSI",
@@ -42,6 +46,7 @@ __all__ = [
     "Launcher",
     "LogLine",
     "detect",
+    "in_zone",
     "parse_line",
     "peel",
     "sglang_time",
@@ -81,6 +86,7 @@ _SGLANG = re.compile(
     r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] (?P<text>.*)$"
 )
 _TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+_ZONE = re.compile(r"(?:Z|[+-]\d\d:?\d\d)$", re.IGNORECASE)
 #: torch's C++ (glog) lines name the global rank: ``[rank1]:[E1203 14:22:01.123 ...]``.
 _TORCH_RANK = re.compile(r"^\[rank(?P<rank>\d+)\]:")
 
@@ -91,9 +97,9 @@ class LogLine:
 
     ``text`` is the message as the program wrote it (no envelope, launcher or sglang prefix,
     no ANSI colours); ``time`` is seconds when the line carries a time: since the epoch for a
-    time with a zone (``zoned``), else of the writing host's wall clock (sglang's own time,
-    zone unknown: comparable only with the times of the same log); ``time_text`` is the time
-    as written;
+    time with a zone (``zone``: as written, 'Z' or '+02:00', or as the user gave it), else of
+    the writing host's wall clock (sglang's own time, zone unknown: comparable only with the
+    times of the same log); ``time_text`` is the time as written;
     ``ranks`` is sglang's rank prefix as written (``PP0 TP1``), ``""`` when the line has an
     sglang prefix without ranks, None when it has none; ``stream`` names the process or
     output stream a launcher or collector gives (``sglang-1``, ``pid=123``, ``stderr``).
@@ -106,7 +112,12 @@ class LogLine:
     ranks: str | None
     stream: str | None
     partial: bool = False
-    zoned: bool = False
+    zone: str | None = None
+
+    @property
+    def zoned(self) -> bool:
+        """True when :attr:`time` is an instant (its zone is known)."""
+        return self.zone is not None
 
     @property
     def sglang(self) -> bool:
@@ -257,7 +268,7 @@ def peel(
     """The :class:`LogLine` of ``text`` (the envelope already off): colours, the launcher's
     prefix and sglang's prefix taken off. ``time`` (with ``time_text``) is the collector's,
     which has a zone; sglang's own time is used only where there is none."""
-    zoned = time is not None
+    zone = _zone_of(time_text) if time is not None else None
     if "\x1b" in text:
         text = ANSI.sub("", text)
     if launcher is Launcher.COMPOSE:
@@ -273,12 +284,12 @@ def peel(
         match = _SGLANG.match(text)
         if match is not None:
             ranks = match.group("ranks").strip()
-            if not zoned:
+            if zone is None:
                 time = sglang_time(match.group("time"), match.group("ms"))
                 ms = match.group("ms")
                 time_text = match.group("time") + (f".{ms}" if ms else "")
             text = match.group("text")
-    return LogLine(number, text, time, time_text, ranks, stream, zoned=zoned and time is not None)
+    return LogLine(number, text, time, time_text, ranks, stream, zone=zone)
 
 
 def parse_line(number: int, raw: bytes, envelope: Envelope, launcher: Launcher) -> LogLine:
@@ -293,8 +304,23 @@ def parse_line(number: int, raw: bytes, envelope: Envelope, launcher: Launcher) 
         line.ranks,
         line.stream,
         partial,
-        line.zoned,
+        line.zone,
     )
+
+
+def in_zone(line: LogLine, zone: LocalZone) -> LogLine:
+    """``line`` with its zone-less time (sglang's own) taken to be in ``zone``, as the user
+    says: an instant from then on. A line whose time has a zone, or that has none, is kept."""
+    if line.time is None or line.zone is not None:
+        return line
+    wall = _WALL_EPOCH + timedelta(seconds=line.time)
+    return dataclasses.replace(line, time=zone.instant(wall), zone=zone.label)
+
+
+def _zone_of(time_text: str | None) -> str | None:
+    """The zone at the end of a collector's time as written ('Z', '+02:00')."""
+    match = _ZONE.search(time_text or "")
+    return match.group(0) if match else "Z"
 
 
 def torch_rank(text: str) -> str | None:

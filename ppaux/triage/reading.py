@@ -12,10 +12,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ppaux.triage.lineformat import Envelope, Launcher, LogLine, detect, peel, torch_rank, unwrap
+from ppaux.triage.lineformat import (
+    Envelope,
+    Launcher,
+    LogLine,
+    detect,
+    in_zone,
+    peel,
+    torch_rank,
+    unwrap,
+)
 from ppaux.triage.records import Event, Failure, TracebackBuilder, failure_start
 from ppaux.triage.scanner import MARKERS, MAX_LINE, Scanner
 from ppaux.triage.sources import LogSource, gzip_cut, open_log
+from ppaux.triage.zones import LocalZone
 
 __all__ = ["MAX_EVENTS", "MAX_FAILURES", "LogReading", "read_log"]
 
@@ -146,16 +156,19 @@ class _Reader:
                 who,
                 line.text[:2000],
                 self._next_order(),
-                line.zoned,
+                line.zone,
             )
         )
 
 
-def read_log(source: LogSource, first_order: int = 0) -> LogReading:
+def read_log(
+    source: LogSource, first_order: int = 0, local_zone: LocalZone | None = None
+) -> LogReading:
     """Read ``source`` once: its envelope, launcher, failures and events.
 
     ``first_order`` numbers this log's records after those of the logs read before it, so that
-    records without a time keep their place. Raises
+    records without a time keep their place. ``local_zone``, when the user gives it, is the
+    zone of sglang's own times, which the log does not say. Raises
     :class:`~ppaux.triage.sources.LogOpenError` when the log cannot be opened.
     """
     reading = LogReading(source.name)
@@ -192,6 +205,8 @@ def read_log(source: LogSource, first_order: int = 0) -> LogReading:
                     pieces[source_stream] = (number, text, time, time_text, marked)
                     continue
             line = peel(number, text, time, time_text, source_stream, reading.launcher)
+            if local_zone is not None:
+                line = in_zone(line, local_zone)
             reader.take(line, marked)
         reader.close_all()
         reading.lines = scanner.line - 1

@@ -80,8 +80,14 @@ class Failure:
     frames: list[Frame] = field(default_factory=list)
     dropped_frames: int = 0
     cut: bool = False
-    #: ``time`` is an instant (the collector's, with its zone), not a host's wall clock.
-    zoned: bool = False
+    #: The zone of ``time`` (as written, or as the user gave it): ``time`` is then an instant;
+    #: None for a host's wall clock, zone unknown.
+    zone: str | None = None
+
+    @property
+    def zoned(self) -> bool:
+        """True when :attr:`time` is an instant (its zone is known)."""
+        return self.zone is not None
 
     @property
     def who(self) -> str:
@@ -120,8 +126,14 @@ class Event:
     who: str
     text: str
     order: int
-    #: ``time`` is an instant (the collector's, with its zone), not a host's wall clock.
-    zoned: bool = False
+    #: The zone of ``time`` (as written, or as the user gave it): ``time`` is then an instant;
+    #: None for a host's wall clock, zone unknown.
+    zone: str | None = None
+
+    @property
+    def zoned(self) -> bool:
+        """True when :attr:`time` is an instant (its zone is known)."""
+        return self.zone is not None
 
 
 def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
@@ -138,7 +150,7 @@ def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
         stream=line.stream,
         process=match.group("process"),
         order=order,
-        zoned=line.zoned,
+        zone=line.zone,
     )
 
 

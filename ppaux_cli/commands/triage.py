@@ -9,6 +9,7 @@ import typer
 
 from ppaux.triage import LOG_SUFFIXES
 from ppaux_cli.exits import fail
+from ppaux_cli.flags import flag
 from ppaux_cli.options import ReportOptions, report_options_reading
 from ppaux_cli.output import STDIO, emit
 
@@ -28,11 +29,21 @@ def triage(
             "Ray; gzip or not) or directories of them; - reads one log from stdin.",
         ),
     ],
+    local_zone: Annotated[
+        str | None,
+        typer.Option(
+            "--local-zone",
+            metavar="ZONE",
+            help="The zone of sglang's own times in every log given (UTC, +09:00, "
+            "Europe/Paris), which the logs do not say; given, those times are compared across "
+            "logs and with a collector's. Without it, only within their log.",
+        ),
+    ] = None,
     *,
     options: ReportOptions,
 ) -> None:
     """Name the first failing ranks in sglang logs, their error, what followed, and what to run."""
-    from ppaux.triage import triage_paths
+    from ppaux.triage import TriageConfigError, triage_paths
 
     if paths.count(STDIO) > 1:
         fail("-: stdin can be read only once")
@@ -40,5 +51,8 @@ def triage(
     if STDIO in paths:
         paths = [STDIN_NAME if p == STDIO else p for p in paths]
         streams[STDIN_NAME] = sys.stdin.buffer
-    report = triage_paths(paths, streams)
+    try:
+        report = triage_paths(paths, streams, local_zone=local_zone)
+    except TriageConfigError as exc:
+        fail(f"{flag(exc.option)} {exc.value}: {exc.reason}")
     emit(report, options)
