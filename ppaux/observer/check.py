@@ -225,10 +225,11 @@ def _machinery(
 
 
 def _start_receiver(wire: Any) -> Callable[[], str | None] | None:
-    """Start a two-process wire's receiver now, in a thread, so that its start-up (torch and,
-    for ``sglang``, sglang's runtime, imported in the other process) overlaps with this
-    process's own imports; returns the call that waits for it (the failure's text, or None).
-    In-process wires have nothing to start (None)."""
+    """Join a two-process wire's receiver now, in a thread, so that its start-up (torch and,
+    for ``sglang``, sglang's runtime, imported in the other process; the ``sglang`` wire starts
+    that process as soon as it is opened, before this process imports sglang) overlaps with
+    this process's own imports; returns the call that waits for it (the failure's text, or
+    None). In-process wires have nothing to start (None)."""
     if getattr(wire, "transport", None) not in ("torch-distributed", "sglang"):
         return None
     import threading

@@ -269,29 +269,10 @@ class DistributedWire:
     def _start(self) -> _Channel:
         if self._channel is not None:
             return self._channel
-        self._store = dist.TCPStore(_HOST, 0, 2, True, timeout=self.timeout, wait_for_workers=False)
-        config = {
-            "port": self._store.port,
-            "timeout_s": self.timeout.total_seconds(),
-            "device": self.receiver_device,
-            "sglang_source": self.sglang_source,
-            **self._child_config(),
-        }
-        # ppaux/replay/distributed.py -> the directory that holds the ppaux package
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        self._log = tempfile.TemporaryFile()
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", self.child_module, json.dumps(config)],
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=self._log,
-            env=env,
-        )
+        process = self._spawn()
         deadline = clock() + self.timeout.total_seconds()
         while not self._store.check(["ready"]):
-            if self._process.poll() is not None:
+            if process.poll() is not None:
                 tail = self._log_tail()
                 self._reset()
                 raise WireSetupError(
@@ -313,6 +294,33 @@ class DistributedWire:
         self._channel = _Channel(1, cpu_group, device_group)
         self._joined(self._store)
         return self._channel
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        """Start the receiver process without waiting for it (the running one, if started):
+        a subclass starts it early so that its start-up overlaps with this process's work."""
+        if self._process is not None:
+            return self._process
+        self._store = dist.TCPStore(_HOST, 0, 2, True, timeout=self.timeout, wait_for_workers=False)
+        config = {
+            "port": self._store.port,
+            "timeout_s": self.timeout.total_seconds(),
+            "device": self.receiver_device,
+            "sglang_source": self.sglang_source,
+            **self._child_config(),
+        }
+        # ppaux/replay/distributed.py -> the directory that holds the ppaux package
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self._log = tempfile.TemporaryFile()
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", self.child_module, json.dumps(config)],
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=self._log,
+            env=env,
+        )
+        return self._process
 
     def _child_config(self) -> dict[str, Any]:
         """What the receiver needs beyond the common settings (none here)."""

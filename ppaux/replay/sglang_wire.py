@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import importlib.util
 import inspect
 import os
 import sys
@@ -45,20 +46,26 @@ RUNTIME_MODULE = "sglang.srt.distributed.parallel_state"
 _FIRST, _LAST = 0, 1
 
 
+def _put_on_path(sglang_path: str | None) -> None:
+    """Put ``sglang_path`` first on ``sys.path`` (a :class:`WireSetupError` if not a directory)."""
+    if sglang_path is None:
+        return
+    if not os.path.isdir(sglang_path):
+        raise WireSetupError(
+            f"{sglang_path}: not a directory ({setting('transport', 'sglang')} needs an "
+            "unpacked sglang tree whose imports resolve)"
+        )
+    path = os.path.abspath(sglang_path)
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+
 def import_runtime(sglang_path: str | None) -> Any:
     """Import sglang's ``parallel_state``; ``sglang_path`` is put first on ``sys.path``.
 
     Raises :class:`WireSetupError` naming the import that failed and where sglang made it.
     """
-    if sglang_path is not None:
-        if not os.path.isdir(sglang_path):
-            raise WireSetupError(
-                f"{sglang_path}: not a directory ({setting('transport', 'sglang')} needs an "
-                "unpacked sglang tree whose imports resolve)"
-            )
-        path = os.path.abspath(sglang_path)
-        if path not in sys.path:
-            sys.path.insert(0, path)
+    _put_on_path(sglang_path)
     try:
         with warnings.catch_warnings():
             # sglang's third-party imports warn about missing GPUs and the like; not ours.
@@ -153,8 +160,18 @@ class SglangWire(DistributedWire):
     ) -> None:
         super().__init__(device, timeout_s=timeout_s, all_gather_size=all_gather_size)
         self.sglang_path = sglang_path
-        self.runtime = import_runtime(sglang_path)
         self._group: Any = None
+        _put_on_path(sglang_path)
+        # The receiver starts now, before this process imports sglang: the two processes
+        # import sglang's runtime (seconds each) at the same time instead of one after the
+        # other. Where sglang cannot be found the import below fails and nothing is started.
+        if importlib.util.find_spec("sglang") is not None:
+            self._spawn()
+        try:
+            self.runtime = import_runtime(sglang_path)
+        except BaseException:
+            self._reset()
+            raise
 
     @property
     def sglang_file(self) -> str:
@@ -229,13 +246,27 @@ def _receiver_implementation(name: str, cache: dict[str, Any], config: dict[str,
     return cache[name]
 
 
-if __name__ == "__main__":
+def _receiver_main(argv: list[str]) -> int:
+    """The receiving process: sglang's runtime is imported first, before joining, so that its
+    import overlaps with the sender's (the sender waits for the join, not for this import);
+    a runtime that cannot be imported is one line on stderr and exit status 4, which the
+    sender reports as the receiver's exit before joining."""
     import json
 
-    raise SystemExit(
-        serve(
-            json.loads(sys.argv[1]),
-            joined=_receiver_joined,
-            implementation=_receiver_implementation,
-        )
-    )
+    config = json.loads(argv[1])
+    try:
+        import_runtime(config.get("sglang_path"))
+    except WireSetupError as exc:
+        print(exc, file=sys.stderr)
+        return 4
+    return serve(config, joined=_receiver_joined, implementation=_receiver_implementation)
+
+
+if __name__ == "__main__":
+    status = _receiver_main(sys.argv)
+    # The receiver's work is done (what failed is in the store or on stderr): leave without the
+    # interpreter's teardown, whose collections of sglang's ~5,000 modules take 1-2 s that the
+    # sender would spend waiting in close().
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
