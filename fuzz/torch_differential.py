@@ -4,7 +4,8 @@ Files written by ``torch.save`` are varied at the zip level (long, non-UTF-8, NU
 case-varied and duplicated record names, multidisk fields, sizes that disagree, version and
 byteorder records, deflated storages) and at the pickle level (keys in every string opcode,
 integers in every text form, storage keys that torch's cache treats as equal or not, BUILD on
-tensors, bytes flipped or cut). Each variant is read twice:
+tensors, requires_grad set by a rebuild's argument, a Parameter or a BUILD state, bytes flipped
+or cut). Each variant is read twice:
 
 - by ppaux, in this process, with the safe reader (:func:`ppaux.dump.read_dump` and the checks
   behind ``ppaux inspect``), its tensors rebuilt from ppaux's reading by the replay
@@ -15,8 +16,9 @@ tensors, bytes flipped or cut). Each variant is read twice:
 
 The property is what a clean report promises: when ppaux calls a file clean (no error
 finding), torch loads it without being blocked, and reads the same keys, types, dtypes,
-shapes, strides and values (:func:`torch_sandbox.describe` of both). Whatever ppaux says, a
-file whose load the sandbox had to block must get a PP2xx finding or be refused.
+shapes, strides, values, tensor classes, devices and requires_grad
+(:func:`torch_sandbox.describe` of both). Whatever ppaux says, a file whose load the sandbox
+had to block must get a PP2xx finding or be refused.
 
 :func:`run` is bounded in time and seeded; each disagreement is returned with its bytes, to be
 kept as a corpus file (``fixtures/differential/``) once understood.
@@ -429,21 +431,34 @@ def _pickled(rng: random.Random) -> bytes:
             pid += b"Q"
             shape = rng.choice(((count,), (1, count), (count // 2,)))
             stride = (1,) if len(shape) == 1 else (count, 1)
+            # requires_grad as torch.save writes it (False, True), or as it never does: a
+            # number or None, which torch refuses, as it refuses True on an integer tensor.
+            grad = rng.choice((b"\x89", b"\x89", b"\x88", _int_op(rng, 1), b"N"))
             value = g("torch._utils", "_rebuild_tensor_v2") + tup(
                 pid,
                 _int_op(rng, rng.choice((0, 0, 1))),
                 tup(*(_int_op(rng, x) for x in shape)),
                 tup(*(_int_op(rng, x) for x in stride)),
-                b"\x89",
+                grad,
                 g("collections", "OrderedDict") + b")R",
             )
             value += b"R"
+            if rng.random() < 0.2:  # a Parameter, whose requires_grad replaces the tensor's
+                value = g("torch._utils", "_rebuild_parameter") + tup(
+                    value,
+                    rng.choice((b"\x88", b"\x89", _int_op(rng, 0))),
+                    g("collections", "OrderedDict") + b")R",
+                )
+                value += b"R"
             if rng.random() < 0.25:  # BUILD on the tensor, as Tensor.__setstate__ reads it
                 state = rng.choice((
                     b"}",
                     b"(" + _text_op(rng, "x") + _int_op(rng, 1) + b"d",
                     tup(b"N", b"\x89", b"N"),
                     tup(b"N", b"\x88", b"N", b"}"),
+                    tup(b"\x88", b"N", b"N"),  # requires_grad set by the state
+                    tup(b"\x89", b"N", b"}"),
+                    tup(_int_op(rng, 1), b"N", b"N"),
                 ))  # fmt: skip
                 value += state + b"b"
         else:

@@ -19,8 +19,9 @@ What the hook blocks (the event raises, so the operation never happens) and reco
 
 Each answer is ``{"outcome": "loaded" | "refused" | "blocked", "error": ..., "blocked": [...],
 "value": ...}``; ``value`` describes what torch read (see :func:`describe`): dict keys in order,
-types, tensor dtypes, shapes, strides, storage offsets and a digest of each tensor's values in
-native byte order. Only ever run hostile files here, never in a test process.
+types, tensor dtypes, shapes, strides, storage offsets, a digest of each tensor's values in
+native byte order, and each tensor's class, device and ``requires_grad``. Only ever run
+hostile files here, never in a test process.
 """
 
 from __future__ import annotations
@@ -71,8 +72,21 @@ def describe(value: Any, depth: int = 0) -> Any:
     if depth > 50:
         return ["deep"]
     if isinstance(value, torch.Tensor):
+        # What inspect reports of every tensor beyond its values: its class (a Parameter or a
+        # plain tensor), device and requires_grad.
+        carried = [
+            f"{type(value).__module__}.{type(value).__qualname__}",
+            str(value.device),
+            bool(value.requires_grad),
+        ]
         if value.is_sparse or value.is_quantized or value.device.type == "meta":
-            return ["tensor", str(value.dtype), list(value.shape), value.layout.__repr__()]
+            return [
+                "tensor",
+                str(value.dtype),
+                list(value.shape),
+                value.layout.__repr__(),
+                *carried,
+            ]
         data = value.detach()
         if data.is_conj():
             data = data.resolve_conj()
@@ -89,6 +103,7 @@ def describe(value: Any, depth: int = 0) -> Any:
             list(value.stride()),
             value.storage_offset(),
             digest[:16],
+            *carried,
         ]
     # An OrderedDict is described as a dict and a torch.Size as a tuple: ppaux's model keeps
     # them so (same items, same order), and reports name them so.

@@ -21,12 +21,13 @@ from pathlib import Path
 import pytest
 from helpers import REPO
 
-torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
 
 sys.path.insert(0, str(REPO / "fuzz"))
 sys.path.insert(0, str(REPO / "fixtures"))
 
 import make_adversarial as corpus  # noqa: E402
+import make_differential  # noqa: E402
 import torch_differential as harness  # noqa: E402
 
 SECONDS = float(os.environ.get("PPAUX_TORCH_FUZZ_SECONDS", "40"))
@@ -62,6 +63,8 @@ def test_the_sandbox_blocks_torchscript(sandbox):
 
 
 def test_the_sandbox_reads_what_torch_save_wrote(sandbox, tmp_path):
+    import torch
+
     path = tmp_path / "plain.pt"
     value = {"a": torch.arange(3), "b": [torch.ones(2, dtype=torch.float16)], "c": "text"}
     torch.save(value, path)
@@ -92,3 +95,62 @@ def test_ppaux_never_reads_clean_what_torch_reads_otherwise(sandbox, tmp_path):
     # files whose load the sandbox had to block.
     assert result.agreed > 0, result
     assert result.outcomes.get("refused", 0) > 0, result.outcomes
+
+
+def test_the_description_carries_what_inspect_reports_of_a_tensor():
+    # Besides dtype, shape, stride, offset and values: the class, the device and requires_grad,
+    # so that a reading that gets one of them wrong is a disagreement.
+    import torch
+
+    plain = harness.describe(torch.ones(2))
+    assert plain != harness.describe(torch.ones(2).requires_grad_())
+    assert plain != harness.describe(torch.nn.Parameter(torch.ones(2), requires_grad=False))
+    assert plain != harness.describe(torch.ones(2, device="meta"))
+    assert plain[-3:] == ["torch.Tensor", "cpu", False]
+
+
+@pytest.mark.parametrize("name", sorted(make_differential.CASES))
+def test_requires_grad_files_are_what_the_script_writes(name):
+    value, kind = make_differential.CASES[name]
+    assert (KEPT / name).read_bytes() == make_differential._file(value, kind)
+
+
+@pytest.mark.parametrize(
+    ("name", "cls", "requires_grad"),
+    [
+        ("requires_grad_rebuild_arg.pt", "torch.Tensor", True),
+        ("requires_grad_build_state.pt", "torch.Tensor", True),
+        ("requires_grad_parameter_false.pt", "torch.nn.parameter.Parameter", False),
+    ],
+)
+def test_ppaux_reads_requires_grad_as_torch_sets_it(name, cls, requires_grad, sandbox):
+    # torch.load reads the tensor so (the expected values are torch's semantics: the rebuild's
+    # argument, Tensor.__setstate__'s first item, a Parameter's own argument); ppaux's reading,
+    # rebuilt, says the same, and inspect reports the same requires_grad.
+    theirs = sandbox.load(KEPT / name)
+    ours = harness.ppaux_view(str(KEPT / name))
+    assert theirs["outcome"] == "loaded", theirs
+    tensor = theirs["value"][1][0][1]
+    assert tensor[-3:] == [cls, "cpu", requires_grad]
+    assert ours.verdict == "clean" and ours.value == theirs["value"]
+    from ppaux.dump import inspect_paths
+
+    report = inspect_paths([str(KEPT / name)])
+    (entry,) = report.data["files"][0]["payloads"][0]["entries"]
+    assert entry["requires_grad"] is requires_grad
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("requires_grad_not_a_bool.pt", "requires_grad must be a bool"),
+        ("requires_grad_integer_tensor.pt", "floating point and complex dtype"),
+        ("requires_grad_parameter_not_a_bool.pt", "must be bool, not int"),
+    ],
+)
+def test_a_requires_grad_torch_refuses_is_pp117(name, reason, sandbox):
+    theirs = sandbox.load(KEPT / name)
+    assert theirs["outcome"] == "refused" and reason in theirs["error"], theirs
+    ours = harness.ppaux_view(str(KEPT / name))
+    assert ours.verdict == "refused" and ours.codes == {"PP117"}, ours
+    assert "requires_grad" in ours.reason or "require gradients" in ours.reason
