@@ -20,7 +20,7 @@ from ppaux.errors import LIMIT_NOTE, SETTING
 if TYPE_CHECKING:
     from ppaux.report import Report
 
-__all__ = ["FLAGS", "flag", "spelled", "spelled_report"]
+__all__ = ["FLAGS", "SETTING_COMMANDS", "flag", "spelled", "spelled_report"]
 
 #: The flag of each setting a library message may name, by the keyword argument that holds it
 #: (a field of ``ReplayOptions`` or ``ObserverOptions``, a parameter of ``ppaux.skew.collect``).
@@ -54,11 +54,19 @@ def flag(setting: str) -> str:
     return FLAGS.get(setting, "--" + setting.replace("_", "-"))
 
 
-def spelled(message: str) -> str:
+#: The commands whose findings and notes name settings (replay's 'replay with
+#: sender="legacy"'); the others' quote files and logs, where 'device="cuda"' is not ppaux's.
+SETTING_COMMANDS = frozenset({"replay", "check-observer", "check-skew"})
+
+
+def spelled(message: str, *, settings: bool = True) -> str:
     """``message`` in the command line's words: '(limit max_depth=100 reached)' becomes
-    '(limit max_depth=100; raise it with --limit max_depth=N)', 'transport="sglang"' becomes
-    '--transport sglang' and 'sglang_path' '--sglang-path'; the rest is left as it is."""
+    '(limit max_depth=100; raise it with --limit max_depth=N)' and, unless ``settings`` is
+    False, 'transport="sglang"' becomes '--transport sglang' and 'sglang_path' '--sglang-path';
+    the rest is left as it is."""
     message = LIMIT_NOTE.sub(_limit, message)
+    if not settings:
+        return message
     message = SETTING.sub(_setting, message)
     return _BARE.sub(lambda match: flag(match["name"]), message)
 
@@ -77,14 +85,18 @@ def _setting(match: re.Match[str]) -> str:
 
 
 def spelled_report(report: Report) -> Report:
-    """A copy of ``report`` whose findings, problems and notes are :func:`spelled`."""
+    """A copy of ``report`` whose findings, problems and notes are :func:`spelled`: limits in
+    every report, settings in the reports of :data:`SETTING_COMMANDS` only."""
+    settings = report.command in SETTING_COMMANDS
     return dataclasses.replace(
         report,
         findings=[
-            dataclasses.replace(item, message=spelled(item.message)) for item in report.findings
+            dataclasses.replace(item, message=spelled(item.message, settings=settings))
+            for item in report.findings
         ],
         problems=[
-            dataclasses.replace(item, message=spelled(item.message)) for item in report.problems
+            dataclasses.replace(item, message=spelled(item.message, settings=settings))
+            for item in report.problems
         ],
-        notes=[spelled(note) for note in report.notes],
+        notes=[spelled(note, settings=settings) for note in report.notes],
     )

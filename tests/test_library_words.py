@@ -15,7 +15,7 @@ import pytest
 from helpers import REPO, cli
 
 from ppaux.errors import LIMIT_NOTE, SETTING, LimitExceeded, limit_note, setting
-from ppaux_cli.flags import FLAGS, flag, spelled
+from ppaux_cli.flags import FLAGS, flag, spelled, spelled_report
 
 #: A command-line flag written in text: '--limit', '--sglang-path'.
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z-]+")
@@ -159,3 +159,29 @@ def test_a_replay_setting_error_names_the_setting_and_the_cli_its_flag() -> None
         "ppaux: error: --sglang-path x: only used with --impl sglang, --impl both or "
         "--transport sglang\n"
     )
+
+
+def test_reports_that_quote_files_and_logs_keep_their_text() -> None:
+    from ppaux.report import Finding, InputProblem, Report, Severity
+
+    quoted = 'torch.zeros(3, device="cuda") failed (limit max_findings_per_code=5 reached)'
+    command_line = (
+        'torch.zeros(3, device="cuda") failed (limit max_findings_per_code=5; raise it with '
+        "--limit max_findings_per_code=N)"
+    )
+    for command, expected in (
+        ("triage", command_line),
+        ("inspect", command_line),
+        ("replay", command_line.replace('device="cuda"', "--device cuda")),
+    ):
+        report = Report(
+            command,
+            findings=[Finding("PP101", Severity.ERROR, quoted, "x.pt")],
+            problems=[InputProblem("y.pt", quoted)],
+            notes=[quoted],
+        )
+        shown = spelled_report(report)
+        assert [item.message for item in shown.findings] == [expected], command
+        assert [item.message for item in shown.problems] == [expected], command
+        assert shown.notes == [expected], command
+        assert report.findings[0].message == quoted  # the library's report is left as it was
