@@ -360,6 +360,65 @@ def test_a_long_exception_from_the_observer_is_cut_to_its_first_sentence(tmp_pat
     assert "second line" not in item.message
 
 
+SECOND_STEP_FAILS = """
+import sys
+sys.path.insert(0, {observers!r})
+from entropy_good import EntropyObserver
+
+class FailsLater(EntropyObserver):
+    calls = 0
+
+    def after_sample(self, state, token_ids):
+        FailsLater.calls += 1
+        if FailsLater.calls == 2:
+            raise ValueError("no state for this batch\\nsecond line")
+        return super().after_sample(state, token_ids)
+"""
+
+
+def test_an_after_sample_that_raises_is_in_the_json_steps(tmp_path):
+    file = tmp_path / "fails_later.py"
+    file.write_text(SECOND_STEP_FAILS.format(observers=str(OBSERVERS)), encoding="utf-8")
+    result = cli(
+        "check-observer",
+        f"{file}:FailsLater",
+        "--batch-size",
+        "1",
+        "--steps",
+        "3",
+        "--format",
+        "json",
+    )
+    assert result.exit_code == 1, result.output
+    doc = json.loads(result.stdout)
+    assert [f["code"] for f in doc["findings"]] == ["PP710"]
+    first, second = doc["steps"]
+    # Step 0 went down both paths; step 1's after_sample raised and the batch size stopped.
+    assert (first["step"], first["sent"], first["driving"], first["pp"]) == (
+        0,
+        ["entropy"],
+        None,
+        None,
+    )
+    assert second == {
+        "batch_size": 1,
+        "step": 1,
+        "sent": [],
+        "driving": {
+            "stage": "hook",
+            "side": "last stage",
+            "method": "after_sample",
+            "error_type": "ValueError",
+            "message": "no state for this batch",
+            "name": None,
+            "value": None,
+        },
+        "single_stage": None,
+        "pp": None,
+        "differences": [],
+    }
+
+
 @pytest.mark.parametrize("error", ["ValueError('no more')", "TypeError('no more')"])
 def test_outputs_from_a_generator_that_fails_are_one_line(tmp_path, error):
     file = tmp_path / "outputs.py"

@@ -20,7 +20,7 @@ from typing import Any
 from ppaux.errors import PpauxError
 from ppaux.observer.compare import Difference, differences, leaves, snapshot
 from ppaux.observer.drive import HookFailure, Step, drive_step
-from ppaux.observer.paths import Fault, Machinery, pp_path, single_stage_path
+from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_path, single_stage_path
 from ppaux.observer.standins import (
     CommittedTokens,
     StandInBatch,
@@ -336,6 +336,10 @@ def _check_batch_size(run: _Run, loaded: LoadedObserver, batch_size: int) -> Non
         except HookFailure as failure:
             _hook_finding(run, failure, batch_size, index, "the last stage (or the single GPU)")
             _row(run, batch_size, index, "-", f"{failure.method} raised {failure.text}", "error")
+            # The step's entry in the JSON report: no output, and where driving it stopped.
+            result = _result(batch_size, index, [])
+            result["driving"] = hook_fault(failure, "last stage").to_json()
+            run.results.append(result)
             return
         if step.output is None:
             why = "is_active returned False" if not step.active else "before_grammar returned None"
@@ -411,14 +415,9 @@ def _both_paths(
     single = single_stage_path(output, single_reqs, token_ids, m)
     pp = pp_path(output, rank0, pp_reqs, token_ids, m)
     names = ", ".join(str(k).removeprefix("__sampling_observer_output__.") for k in (pp.sent or {}))
-    result: dict[str, Any] = {
-        "batch_size": batch_size,
-        "step": index,
-        "sent": names.split(", ") if names else [],
-        "single_stage": single.fault.to_json() if single.fault else None,
-        "pp": pp.fault.to_json() if pp.fault else None,
-        "differences": [],
-    }
+    result = _result(batch_size, index, names.split(", ") if names else [])
+    result["single_stage"] = single.fault.to_json() if single.fault else None
+    result["pp"] = pp.fault.to_json() if pp.fault else None
     run.results.append(result)
     if single.fault is not None:
         _fault_finding(run, single.fault, batch_size, index)
@@ -447,6 +446,21 @@ def _both_paths(
             )
     verdict = "same on both paths" if not found else f"{found} difference(s)"
     _row(run, batch_size, index, names or "-", verdict, "ok" if not found else "differs")
+
+
+def _result(batch_size: int, index: int, sent: list[str]) -> dict[str, Any]:
+    """A step's entry in the JSON report: what was ``sent``, where driving the observer
+    (``driving``), the single-stage path and the PP path stopped (None: they did not), and the
+    differences between the two paths."""
+    return {
+        "batch_size": batch_size,
+        "step": index,
+        "sent": sent,
+        "driving": None,
+        "single_stage": None,
+        "pp": None,
+        "differences": [],
+    }
 
 
 def _diff_json(where: str, item: Difference) -> dict[str, Any]:
@@ -709,7 +723,7 @@ def _row(run: _Run, batch_size: int, index: int, sent: str, verdict: str, state:
 def _report(run: _Run, loaded: LoadedObserver, given: bool) -> Report:
     options = run.options
     report = Report(command="check-observer")
-    outputs = sum(1 for r in run.results)
+    outputs = sum(1 for r in run.results if r["driving"] is None)
     if outputs == 0 and not any(f.code == "PP710" for f in run.findings):
         report.findings.append(
             finding(

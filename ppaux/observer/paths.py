@@ -21,7 +21,7 @@ from typing import Any
 from ppaux.observer.drive import HookFailure, call_hook
 from ppaux.sglang import MSG_TYPE_KEY, OUTPUT_MSG_TYPE, OUTPUT_PREFIX
 
-__all__ = ["Fault", "Machinery", "PathOutcome", "pp_path", "single_stage_path"]
+__all__ = ["Fault", "Machinery", "PathOutcome", "hook_fault", "pp_path", "single_stage_path"]
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,9 @@ class PathOutcome:
     fault: Fault | None = None
 
 
-def _hook_fault(failure: HookFailure, side: str) -> Fault:
+def hook_fault(failure: HookFailure, side: str) -> Fault:
+    """The fault of one of the target's own methods raising on ``side``: stage 'hook', the
+    method, the exception's type and the first line of its message, verbatim."""
     lines = str(failure.error).strip().splitlines()
     return Fault(
         "hook",
@@ -116,7 +118,7 @@ def single_stage_path(output: Any, reqs: list[Any], token_ids: Any, m: Machinery
         copy = call_hook("copy_to_host", _method(output, "copy_to_host"), m.copy_tensor)
         _commit_and_consume(copy, reqs, token_ids, m)
     except HookFailure as failure:
-        return PathOutcome(output, fault=_hook_fault(failure, "single stage"))
+        return PathOutcome(output, fault=hook_fault(failure, "single stage"))
     return PathOutcome(output, copy)
 
 
@@ -226,7 +228,7 @@ def pp_path(
     try:
         (m.add if m.validating else _legacy_add)(sent, sending)
     except HookFailure as failure:
-        return PathOutcome(fault=_hook_fault(failure, "last stage"))
+        return PathOutcome(fault=hook_fault(failure, "last stage"))
     except Exception as exc:  # sglang's (or Python's) own error inside add
         return PathOutcome(fault=_add_fault(exc, sending))
     sent[MSG_TYPE_KEY] = OUTPUT_MSG_TYPE
@@ -252,7 +254,7 @@ def pp_path(
     try:
         rebuilt = m.pop(received, receiving)
     except HookFailure as failure:
-        return PathOutcome(sent=aux, fault=_hook_fault(failure, "rank 0"))
+        return PathOutcome(sent=aux, fault=hook_fault(failure, "rank 0"))
     except Exception as exc:  # sglang's (or Python's) own error inside pop
         message = _message(exc)
         name = value = None
