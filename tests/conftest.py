@@ -1,11 +1,13 @@
 """Shared fixtures, the order of modules under pytest-xdist, and the torch gate: the
 torch-free tests run where torch is absent.
 
-The gate is the ``torch`` marker, applied here: a test that needs torch carries
-``@pytest.mark.torch`` and is skipped without it; a module that needs it throughout says
-``pytestmark = pytest.mark.torch`` (or imports torch at the top, directly or through a helper
-module of ``tests/``) and is not collected without it, which is read from its source, so there
-is no list to keep. ``PPAUX_TEST_NO_TORCH=1`` hides
+The gate is the ``torch`` marker, applied here, and it is the only one (no
+``importorskip("torch")``, no ``find_spec("torch")``: ``tests/test_torch_gate.py``): a test that
+needs torch carries ``@pytest.mark.torch`` and is skipped without it; a module that needs it
+throughout says ``pytestmark = pytest.mark.torch`` (as it must when it imports torch at the top,
+directly or through a helper module of ``tests/``) and is not collected without it, which is
+read from its source, so there is no list to keep. A test that checks less without torch asks
+the ``have_torch`` fixture. ``PPAUX_TEST_NO_TORCH=1`` hides
 an installed torch from this process, to check that split where torch is installed
 (``tests/test_layout.py`` runs it).
 """
@@ -126,6 +128,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("torch"):
             item.add_marker(skip)
+
+
+@pytest.fixture
+def have_torch() -> bool:
+    """Whether torch is here as the torch gate sees it (False under ``PPAUX_TEST_NO_TORCH=1``),
+    for a test that checks less without torch, not nothing; a test that needs it is marked."""
+    return HAVE_TORCH
 
 
 @pytest.fixture

@@ -293,16 +293,10 @@ for path, workdir, kind in cases:
 """
 
 
-def _torch_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("torch") is not None
-
-
-def test_payloads_are_live(tmp_path):
+def test_payloads_are_live(tmp_path, have_torch):
     # Control for the marker test: loading each executing case the ordinary way does run it.
     live = [c for c in corpus.CASES if c.executes is not None]
-    if not _torch_available():
+    if not have_torch:
         live = [c for c in live if c.executes == "pickle" and c.suffix == ".pkl"]
     if sys.version_info[:2] != (3, 11):
         live = [c for c in live if not c.version_specific]
@@ -361,11 +355,10 @@ def test_huge_zip_directory_is_counted_before_it_is_parsed(tmp_path):
     assert run.rss_mb < 100
 
 
+@pytest.mark.torch
 def test_replay_loads_the_corpus_without_running_it(tmp_path):
     # replay takes each dump's structure from the same reader, then rebuilds tensors with torch:
     # the whole corpus in one run, nothing executed, one line per file it cannot use.
-    if not _torch_available():
-        pytest.skip("replay needs torch")
     run = run_measured(
         [sys.executable, "-m", "ppaux_cli", "replay", str(corpus.OUT), "--format", "json"],
         tmp_path,
@@ -407,8 +400,6 @@ _BYTE_READERS = {
 def byte_reader_outcomes(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[tuple[str, str], _Outcome]:
-    if not _torch_available():
-        pytest.skip("replay and tensorize need torch")
     root = tmp_path_factory.mktemp("byte_readers")
     before = {c.name: _sha256(corpus.OUT / c.filename) for c in corpus.CASES}
     jobs = [(command, c) for command in _BYTE_READERS for c in corpus.CASES]
@@ -436,6 +427,7 @@ def byte_reader_outcomes(
     }
 
 
+@pytest.mark.torch  # replay and tensorize need torch
 @pytest.mark.parametrize("command", list(_BYTE_READERS))
 def test_byte_readers_survive_the_corpus(command, byte_reader_outcomes):
     # diff, replay and tensorize read tensor bytes (a corrupt deflated storage record among

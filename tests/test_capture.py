@@ -28,6 +28,8 @@ from ppaux.capture import hooks
 from ppaux.dump.capture_format import CAPTURE_MARKER, META_FIELDS
 from ppaux.sglang import TRANSPORT_MODULE
 
+pytestmark = pytest.mark.torch
+
 P = "__sampling_observer_output__."
 NON_TENSOR = "received a non-tensor auxiliary PP output"
 POP = "pop_auxiliary_output_from_pp_tensors"

@@ -19,6 +19,8 @@ from helpers import cli
 
 from ppaux import capture
 
+pytestmark = pytest.mark.torch
+
 P = "__sampling_observer_output__."
 NON_TENSOR = "received a non-tensor auxiliary PP output"
 # The capture settings of the environment the tests run in must not leak into them.

@@ -21,6 +21,8 @@ from ppaux.capture.settings import CaptureConfig
 from ppaux.capture.state import STATE
 from ppaux.sglang import ADD, POP
 
+pytestmark = pytest.mark.torch
+
 PREFIX = "__sampling_observer_output__."
 
 

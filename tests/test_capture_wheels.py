@@ -22,7 +22,7 @@ import torch
 import wheels
 from helpers import clean_environ
 
-pytestmark = pytest.mark.wheels
+pytestmark = [pytest.mark.wheels, pytest.mark.torch]
 
 NON_TENSOR = "received a non-tensor auxiliary PP output"
 RELEASES = ["0.5.19", "0.5.23"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,6 +15,8 @@ from ppaux.dump.payload import find_payloads
 from ppaux.limits import Limits
 from ppaux.replay import transport
 from ppaux.sglang.names import OUTPUT_PREFIX
+
+pytestmark = pytest.mark.torch
 
 
 class Observer:

@@ -15,21 +15,25 @@ from ppaux.dump.model import Opaque, TensorRef
 from ppaux.errors import DumpError, LimitExceeded
 from ppaux.limits import Limits
 
-try:
+
+@pytest.fixture
+def torch():
+    """torch, for the tests marked as needing it to make their dumps (the reader never does)."""
     import torch
-    from tensor_tags import saved_as
-except ImportError:  # the reader never needs torch; the tests that make dumps with it are marked
-    torch = None
+
+    return torch
 
 
 def save(tmp_path, obj, name="dump.pt", **kw):
+    import torch
+
     path = tmp_path / name
     torch.save(obj, path, **kw)
     return str(path)
 
 
 @pytest.mark.torch
-def test_record_prefix_is_the_file_stem_or_archive(tmp_path):
+def test_record_prefix_is_the_file_stem_or_archive(tmp_path, torch):
     dump = read_dump(save(tmp_path, {"a": torch.zeros(2)}, "my-dump.pt"))
     assert dump.container == "zip" and dump.record_prefix == "my-dump"
     buffer = io.BytesIO()
@@ -38,7 +42,7 @@ def test_record_prefix_is_the_file_stem_or_archive(tmp_path):
 
 
 @pytest.mark.torch
-def test_dense_tensors_views_and_dtypes(tmp_path):
+def test_dense_tensors_views_and_dtypes(tmp_path, torch):
     base = torch.arange(12, dtype=torch.float32).reshape(3, 4)
     obj = {
         "base": base,
@@ -82,7 +86,7 @@ def test_dense_tensors_views_and_dtypes(tmp_path):
 
 
 @pytest.mark.torch
-def test_special_tensor_kinds(tmp_path):
+def test_special_tensor_kinds(tmp_path, torch):
     sparse = torch.sparse_coo_tensor(torch.tensor([[0, 1]]), torch.tensor([1.0, 2.0]), (4,))
     csr = torch.eye(3).to_sparse_csr()
     quant = torch.quantize_per_tensor(torch.ones(3), 0.5, 0, torch.qint8)
@@ -113,7 +117,9 @@ def test_special_tensor_kinds(tmp_path):
 
 
 @pytest.mark.torch
-def test_device_is_kept_as_saved(tmp_path):
+def test_device_is_kept_as_saved(tmp_path, torch):
+    from tensor_tags import saved_as
+
     with saved_as("cuda:1"):
         path = save(tmp_path, {"x": torch.zeros(2), "y": torch.ones(1)})
     root = read_dump(path).root
@@ -121,7 +127,7 @@ def test_device_is_kept_as_saved(tmp_path):
 
 
 @pytest.mark.torch
-def test_plain_pickle_with_nested_legacy_storage(tmp_path):
+def test_plain_pickle_with_nested_legacy_storage(tmp_path, torch):
     path = tmp_path / "plain.pkl"
     path.write_bytes(pickle.dumps({"x": torch.arange(3), "l": [1.0, None]}))
     dump = read_dump(str(path))
@@ -134,6 +140,8 @@ def test_plain_pickle_with_nested_legacy_storage(tmp_path):
 
 class Custom:
     def __init__(self):
+        import torch
+
         self.tensors = {"hidden_states": torch.zeros(2)}
 
 
@@ -149,7 +157,7 @@ def test_custom_objects_are_described_not_imported(tmp_path):
 
 
 @pytest.mark.torch
-def test_file_is_not_modified(tmp_path):
+def test_file_is_not_modified(tmp_path, torch):
     path = save(tmp_path, {"a": torch.zeros(3)})
     before = (os.stat(path).st_mtime_ns, Path(path).read_bytes())
     read_dump(path)
@@ -165,7 +173,7 @@ def _zip(tmp_path, name, records: dict[str, bytes], compress=zipfile.ZIP_STORED)
 
 
 @pytest.mark.torch
-def test_bad_inputs_have_one_clear_reason(tmp_path):
+def test_bad_inputs_have_one_clear_reason(tmp_path, torch):
     good = save(tmp_path, {"a": torch.zeros(64)})
     data = Path(good).read_bytes()
     cases = {}
@@ -209,7 +217,7 @@ def test_bad_inputs_have_one_clear_reason(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
 @pytest.mark.torch
-def test_permission_denied(tmp_path):
+def test_permission_denied(tmp_path, torch):
     path = save(tmp_path, {"a": torch.zeros(1)})
     os.chmod(path, 0)
     with pytest.raises(DumpError, match="permission denied"):
@@ -217,7 +225,7 @@ def test_permission_denied(tmp_path):
 
 
 @pytest.mark.torch
-def test_deflated_data_pkl_is_read_and_bombs_are_stopped(tmp_path):
+def test_deflated_data_pkl_is_read_and_bombs_are_stopped(tmp_path, torch):
     buffer = io.BytesIO()
     torch.save({"a": torch.zeros(2)}, buffer)
     source = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
@@ -238,7 +246,7 @@ def test_deflated_data_pkl_is_read_and_bombs_are_stopped(tmp_path):
 
 
 @pytest.mark.torch
-def test_missing_storage_record_is_noted(tmp_path):
+def test_missing_storage_record_is_noted(tmp_path, torch):
     buffer = io.BytesIO()
     torch.save({"a": torch.zeros(2)}, buffer)
     source = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))

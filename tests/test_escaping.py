@@ -221,7 +221,6 @@ def _clean_output(result, fmt: str) -> None:
 
 @pytest.fixture(scope="module")
 def odd_dumps(tmp_path_factory):
-    pytest.importorskip("torch")
     folder = tmp_path_factory.mktemp("odd")
     return _odd_dump(folder / "a.pt"), _odd_dump(folder / "b.pt", 3.0)
 
@@ -320,6 +319,7 @@ def test_a_huge_world_size_costs_nothing(tmp_path):
     assert absent[-1]["message"].startswith(f"world size is {10**30} but no fingerprint has ")
 
 
+@pytest.mark.torch  # the guard checks tensors
 def test_the_guard_shows_keys_and_classes_escaped():
     from ppaux.guard import PpTensorsError, check_pp_tensors, describe_value
 
@@ -336,7 +336,16 @@ def test_the_guard_shows_keys_and_classes_escaped():
     assert describe_value(odd()).endswith("Odd\\x07")
 
 
-@pytest.mark.parametrize("command", ["inspect", "replay", "diff", "tensorize", "check-skew"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "inspect",
+        pytest.param("replay", marks=pytest.mark.torch),
+        "diff",
+        pytest.param("tensorize", marks=pytest.mark.torch),
+        "check-skew",
+    ],
+)
 def test_error_lines_show_a_hostile_path_escaped(command, tmp_path):
     missing = str(tmp_path / "no\x1b[2J\u202efile.pt")
     args = {"diff": [missing, missing], "tensorize": [missing, "-o", str(tmp_path / "o.pt")]}

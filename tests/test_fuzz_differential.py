@@ -29,13 +29,13 @@ from typing import Any
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from ppaux.dump.checks import check_dump
+from ppaux.dump.dumpfile import read_dump
+from ppaux.dump.payload import find_payloads, key_text
+from ppaux.errors import DumpError, ReadMismatch
+from ppaux.limits import Limits
 
-from ppaux.dump.checks import check_dump  # noqa: E402
-from ppaux.dump.dumpfile import read_dump  # noqa: E402
-from ppaux.dump.payload import find_payloads, key_text  # noqa: E402
-from ppaux.errors import DumpError, ReadMismatch  # noqa: E402
-from ppaux.limits import Limits  # noqa: E402
+pytestmark = pytest.mark.torch
 
 SECONDS = float(os.environ.get("PPAUX_DIFF_FUZZ_SECONDS", "40"))
 SEED = int(os.environ.get("PPAUX_DIFF_FUZZ_SEED", "1"))
@@ -43,6 +43,8 @@ PREFIX = "__sampling_observer_output__."
 
 
 def _seeds() -> list[bytes]:
+    import torch
+
     values = [
         {
             "next_token_ids": torch.arange(3),
@@ -206,6 +208,8 @@ def _ppaux(path: Path) -> tuple[str, list[str] | None]:
 
 
 def _torch(path: Path) -> tuple[str, Any]:
+    import torch
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

@@ -23,6 +23,8 @@ from ppaux.replay.materialize import (
     resolve_device,
 )
 
+pytestmark = pytest.mark.torch
+
 DUMPS = REPO / "fixtures" / "dumps"
 
 

@@ -10,9 +10,9 @@ import sys
 import pytest
 from helpers import REPO, cli
 
-pytest.importorskip("torch")
-
 from ppaux.observer import ObserverOptions, TargetError, check_observer
+
+pytestmark = pytest.mark.torch
 
 OBSERVERS = REPO / "fixtures" / "observers"
 

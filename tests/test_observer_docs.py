@@ -9,7 +9,7 @@ import re
 import pytest
 from helpers import REPO, cli
 
-pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
 
 PAGE = REPO / "docs" / "observers.md"
 

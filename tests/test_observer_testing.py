@@ -13,10 +13,10 @@ import warnings
 import pytest
 from helpers import REPO
 
-pytest.importorskip("torch")
-
 from ppaux.observer.target import load_object
 from ppaux.testing import NothingCheckedWarning, assert_pp_safe, pp_safety_report
+
+pytestmark = pytest.mark.torch
 
 OBSERVERS = REPO / "fixtures" / "observers"
 

@@ -186,9 +186,11 @@ def test_deflated_storages_are_checked_when_read(tmp_path):
         read_dump(_torch_zip(tmp_path, "c.pt", replace={"archive/data/0": bad}))
 
 
+@pytest.mark.torch
 def test_replay_and_diff_read_through_the_same_errors(tmp_path):
     # A file that changes after it was read (the record now corrupt) still gives one line.
-    torch = pytest.importorskip("torch")
+    import torch
+
     from ppaux.dump.diff import _NotCompared, _Records
     from ppaux.replay.materialize import MaterializeError, Materializer
 
@@ -251,6 +253,7 @@ def test_an_lzma_member_with_a_huge_dictionary_is_refused():
         read_member_capped(wheel, wheel.getinfo("sglang/_version.py"), 100)
 
 
+@pytest.mark.torch
 def test_diff_compares_values_as_torch_holds_them_whatever_the_byte_order(tmp_path):
     # A big-endian file holds the same values as a little-endian one with its storages
     # swapped: torch swaps them back as it loads (byteorder record 'big'), so diff sees no
@@ -258,7 +261,8 @@ def test_diff_compares_values_as_torch_holds_them_whatever_the_byte_order(tmp_pa
     import io
     import zipfile
 
-    torch = pytest.importorskip("torch")
+    import torch
+
     from ppaux.dump.diff import diff_paths
 
     value = {"a": torch.arange(5, dtype=torch.int32), "b": torch.tensor([1.5, -2.0 + 1j])}

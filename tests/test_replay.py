@@ -21,7 +21,7 @@ from ppaux.replay import Impl, ReplayOptions, Sender, Transport, replay_paths
 P = "__sampling_observer_output__."
 
 
-pytestmark = pytest.mark.usefixtures("in_repo")
+pytestmark = [pytest.mark.usefixtures("in_repo"), pytest.mark.torch]
 run = cli
 
 

@@ -16,6 +16,7 @@ pytestmark = [
     pytest.mark.cuda,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
     pytest.mark.usefixtures("in_repo"),
+    pytest.mark.torch,
 ]
 
 P = "__sampling_observer_output__."

@@ -24,7 +24,7 @@ from ppaux.replay import (
     replay_paths,
 )
 
-pytestmark = [pytest.mark.distributed, pytest.mark.usefixtures("in_repo")]
+pytestmark = [pytest.mark.distributed, pytest.mark.usefixtures("in_repo"), pytest.mark.torch]
 
 P = "__sampling_observer_output__."
 TIMEOUT = "30"

@@ -8,7 +8,7 @@ from test_replay_fixtures import replayable_dumps
 
 from ppaux.replay import Impl, ReplayOptions, Sender, Transport, replay_paths
 
-pytestmark = [pytest.mark.wheels, pytest.mark.usefixtures("in_repo")]
+pytestmark = [pytest.mark.wheels, pytest.mark.usefixtures("in_repo"), pytest.mark.torch]
 
 
 @pytest.mark.parametrize("version", ["0.5.19", "0.5.23"])

@@ -30,7 +30,7 @@ from helpers import REPO
 from pp_messages import AUX, messages
 from test_replay_fixtures import EXPECTED, observed
 
-pytestmark = pytest.mark.sglang_runtime
+pytestmark = [pytest.mark.sglang_runtime, pytest.mark.torch]
 
 RELEASES = ["0.5.19", "0.5.23"]
 MESSAGES = 500

@@ -80,9 +80,9 @@ def test_capture_list_markdown_and_html(tmp_path):
     )
 
 
+@pytest.mark.torch
 @pytest.mark.parametrize("fmt", ["markdown", "html"])
 def test_replay_writes_markdown_and_html(fmt):
-    pytest.importorskip("torch")
     done = ppaux_process("replay", "fixtures/dumps/clean_output.pt", "--format", fmt)
     assert done.returncode == 0, done.stderr
     page = _markdown_html(done.stdout) if fmt == "markdown" else done.stdout

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch")
-
+pytestmark = pytest.mark.torch
 
 REPO = Path(__file__).resolve().parent.parent
 DUMPS = REPO / "fixtures" / "dumps"
@@ -165,6 +164,8 @@ def test_convertible_fixture_is_rewritten_and_pops_cleanly(name, tmp_path):
     ]
     assert _sha(source) == before
     # What it wrote is a torch.save file that torch reads with weights_only=True.
+    import torch
+
     loaded = torch.load(io.BytesIO(fixed.read_bytes()), weights_only=True)
     for (part, key), expected in values.items():
         tensor = (loaded[part] if part else loaded)[key]
@@ -219,6 +220,8 @@ def test_a_capture_keeps_its_format_and_records_the_rewrite(tmp_path):
 def test_storages_keep_the_device_they_were_saved_on(tmp_path):
     # A message received on cuda:1, saved as rank 0 would save it (the location is what
     # torch.save records; this machine needs no GPU to write or read it).
+    import torch
+
     from ppaux.dump.dumpfile import read_dump
 
     source = tmp_path / "cuda1.pt"

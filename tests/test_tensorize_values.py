@@ -98,7 +98,8 @@ def _check_kept(torch, source: Path, output: Path) -> None:
 
 
 def test_kept_tensors_read_as_torch_reads_the_input(tmp_path):
-    torch = pytest.importorskip("torch")
+    import torch
+
     source = tmp_path / "in.pt"
     torch.save({**_kept(torch), P + "scores": [0.5, 0.25], P + "flag": True}, source)
     result = tensorize_dump(str(source), str(tmp_path / "out.pt"))
@@ -144,7 +145,8 @@ def _big_endian(torch, source: Path, target: Path) -> None:
 
 
 def test_big_endian_files_are_read_in_their_byte_order(tmp_path):
-    torch = pytest.importorskip("torch")
+    import torch
+
     little, big = tmp_path / "little.pt", tmp_path / "big.pt"
     kept = {k: v for k, v in _kept(torch).items() if k not in ("transposed", "sliced")}
     torch.save({**kept, P + "scores": [0.5, 0.25]}, little)
@@ -204,7 +206,8 @@ EXPECTED = {
 
 @pytest.mark.parametrize("name", sorted(ARRAYS))
 def test_numpy_arrays_convert_from_their_bytes(name, tmp_path):
-    torch = pytest.importorskip("torch")
+    import torch
+
     spec, order, shape, fmt, numbers, dtype, fortran = ARRAYS[name]
     source = _numpy_dump(
         tmp_path / "in.pt", _ndarray(spec, order, shape, struct.pack(fmt, *numbers), fortran)
@@ -250,7 +253,6 @@ def test_numpy_arrays_convert_from_their_bytes(name, tmp_path):
     ],
 )
 def test_numpy_arrays_that_are_not_numbers_are_refused(array, reason, tmp_path):
-    pytest.importorskip("torch")
     source = _numpy_dump(tmp_path / "in.pt", array)
     result = tensorize_dump(str(source), str(tmp_path / "out.pt"))
     assert not result.written and not (tmp_path / "out.pt").exists()
@@ -259,7 +261,6 @@ def test_numpy_arrays_that_are_not_numbers_are_refused(array, reason, tmp_path):
 
 
 def test_numpy_array_through_the_cli_pops_cleanly(tmp_path):
-    pytest.importorskip("torch")
     from helpers import cli
 
     raw = struct.pack("<2f", 0.25, 0.75)
@@ -302,7 +303,7 @@ def _with_metadata(metadata: bytes, storage: str = "FloatStorage") -> bytes:
     ],
 )
 def test_tensor_metadata_is_read_as_torch_reads_it(metadata, storage, bits, refused, tmp_path):
-    torch = pytest.importorskip("torch")
+    import torch
     from helpers import cli
 
     source = tmp_path / "in.pt"

@@ -24,6 +24,8 @@ from ppaux.replay.transport import (
 )
 from ppaux.sglang import names as keys
 
+pytestmark = pytest.mark.torch
+
 P = "__sampling_observer_output__."
 
 NO_OUTPUT_TRANSPORT = "auxiliary output does not support pipeline-parallel transport"

@@ -29,7 +29,7 @@ from ppaux.sglang.loader import (
     read_transport_source,
 )
 
-pytestmark = pytest.mark.wheels
+pytestmark = [pytest.mark.wheels, pytest.mark.torch]
 
 P = "__sampling_observer_output__."
 

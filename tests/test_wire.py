@@ -10,6 +10,8 @@ import torch
 from ppaux.replay.roundtrip import compare
 from ppaux.replay.wire import TensorMetadata, WireError, split_tensor_dict, transfer
 
+pytestmark = pytest.mark.torch
+
 P = "__sampling_observer_output__."
 
 
