@@ -66,8 +66,8 @@ def _exception_classes() -> dict[str, type[BaseException]]:
     return found
 
 
+@pytest.mark.torch  # the replay wing's modules import torch
 def test_every_exception_class_is_in_the_tree():
-    pytest.importorskip("torch")  # the replay wing's modules import torch
     classes = _exception_classes()
     # Warnings are not errors: the one ppaux emits (pytest lists it) is named here on its own.
     warnings = sorted(name for name, cls in classes.items() if issubclass(cls, Warning))
