@@ -47,6 +47,7 @@ EXPECTED = {
     "ppaux.guard.NotTensorizable": TypeError,
     "ppaux.files.OutputPathError": ValueError,
     "ppaux.triage.sources.LogOpenError": OSError,
+    "ppaux.triage.zones.TriageConfigError": ValueError,
     "ppaux.dump.diff._NotCompared": None,
     "ppaux.observer.target.TargetError": ValueError,
     "ppaux.observer.check.ObserverConfigError": ValueError,
