@@ -340,3 +340,36 @@ def test_scheduler_methods_pop_on_rank_0(version):
         assert accesses["scheduler"]["written"] == []
     assert first["tensor"]["accesses"]["model_runner"]["read"] == ["sampling_observer"]
     assert first["tensor"]["accesses"]["batch"]["written"] == ["input_ids"]
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_the_runtime_imports_from_bytecode_as_a_pip_install_does(version):
+    """The preparation compiles the runtime, as pip compiles what it installs: a process
+    imports sglang's runtime from ``.pyc`` files and compiles no module from source, even with
+    ``PYTHONDONTWRITEBYTECODE=1`` (which stops writing them, not reading them)."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    runtime = sglang_runtime.sglang_runtime(version)
+    env = runtime.env()
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    done = subprocess.run(
+        [sys.executable, "-v", "-c", "import sglang.srt.distributed.parallel_state"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    # -v says where each module's code came from: its .pyc, or its source when compiled.
+    loaded = [
+        line.removeprefix("# code object from ").strip("'")
+        for line in done.stderr.splitlines()
+        if line.startswith("# code object from ")
+    ]
+    inside = [path for path in loaded if path.startswith(str(runtime.root))]
+    source = runtime.sglang_dir / "sglang" / "srt" / "distributed" / "parallel_state.py"
+    assert importlib.util.cache_from_source(str(source)) in inside
+    assert [path for path in inside if not path.endswith(".pyc")] == []
