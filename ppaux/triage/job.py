@@ -18,6 +18,7 @@ from ppaux.sglang import MessageMatch, search_message
 from ppaux.text import counted, shown
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
 from ppaux.triage.incidents import Incident, incidents, seconds_between
+from ppaux.triage.lineformat import Launcher
 from ppaux.triage.reading import LogReading, read_log
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.sources import LogOpenError, LogSource, expand_paths
@@ -43,6 +44,27 @@ RULE_OF_MESSAGE: Mapping[str, str] = {
 MAX_COLLATERAL = 40
 #: Incidents listed (a crash loop repeats one); the rest are counted in one more finding.
 MAX_INCIDENTS = 20
+
+#: Why a directory whose logs all hold nothing is refused.
+_EMPTY_DIRECTORY = "every log file it holds is empty"
+
+
+def _empty_reason(source: LogSource) -> str:
+    """Why a log named by the user that holds nothing is refused: an empty file, or a
+    compressed one that inflates to nothing."""
+    if source.stream is None:
+        try:
+            if os.path.getsize(source.name) > 0:
+                return "empty log (the file inflates to nothing)"
+        except OSError:
+            pass
+    return "empty file"
+
+
+def _under(path: str, directory: str) -> bool:
+    """True when ``path`` was found in ``directory`` (the walk joins names onto it)."""
+    return path.startswith(os.path.join(directory, ""))
+
 
 #: Who a record is from when neither sglang's prefix, torch's rank nor a launcher names it.
 _NOBODY = "a process"
@@ -414,6 +436,25 @@ def _log_findings(reading: LogReading) -> list[Finding]:
     ]
 
 
+#: Launchers whose prefix names a process that keeps its name (a pod and its container, a
+#: compose service's container), so that the same ranks under two of them are two processes.
+_NAMING = (Launcher.KUBECTL, Launcher.COMPOSE)
+
+
+def _tell_apart(readings: list[LogReading], failures: list[Failure]) -> None:
+    """Ranks that two pods (or compose containers) both name, as two replicas of a deployment
+    read together do, are told apart by the pod: 'pod/sglang-0/sglang PP0'. Ranks that one pod
+    alone names keep their own name."""
+    naming = {r.source for r in readings if r.launcher in _NAMING}
+    streams: dict[str, set[str]] = {}
+    for failure in failures:
+        if failure.ranks and failure.stream and failure.source in naming:
+            streams.setdefault(failure.ranks, set()).add(failure.stream)
+    for failure in failures:
+        if failure.ranks and len(streams.get(failure.ranks, ())) > 1:
+            failure.ranks = f"{failure.stream} {failure.ranks}"
+
+
 def _once(files: list[str]) -> list[str]:
     """``files`` with each file once: a log given twice, or given and found again in a
     directory also given (or through a link), would count its failures twice."""
@@ -465,9 +506,22 @@ def triage_paths(
             report.problems.append(InputProblem(exc.path, exc.reason + hint))
             continue
         order += 1_000_000_000
+        if reading.empty and source.name in given:
+            # A log named by the user (or stdin) that holds nothing: the wrong file, or one
+            # rotated away; a gate must not pass on it.
+            report.problems.append(InputProblem(source.name, _empty_reason(source)))
+            continue
         readings.append(reading)
+    for path in given:
+        # A directory whose every log is empty is refused as an empty file is; one that holds
+        # some empty logs beside others lists them (0 lines) and triages the rest.
+        if path not in streams and os.path.isdir(path):
+            inside = [r for r in readings if _under(r.source, path)]
+            if inside and all(r.empty for r in inside):
+                report.problems.append(InputProblem(shown(path, None), _EMPTY_DIRECTORY))
     failures = [f for r in readings for f in r.failures]
     events = [e for r in readings for e in r.events]
+    _tell_apart(readings, failures)
     captures = [c for r in readings for c in r.captures]
     found, orphans, orphan_events = incidents(failures, events)
     matches: list[MessageMatch | None] = []

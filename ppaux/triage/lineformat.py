@@ -5,11 +5,18 @@ Envelopes (:class:`Envelope`), detected per file from its first lines:
 
 - ``cri``: Kubernetes/CRI pod logs, ``<RFC3339Nano> stdout|stderr F|P <line>``;
 - ``docker-json``: Docker's json-file driver, ``{"log": "<line>\\n", "stream": ..., "time": ...}``;
+- ``timestamps``: ``<RFC3339Nano> <line>``, what ``kubectl logs --timestamps`` (the kubelet's
+  ``RFC3339NanoFixed`` and a space, ``pkg/kubelet/kuberuntime/logs/logs.go``), ``docker logs
+  -t`` (moby's ``api/server/httputils/write_log_stream.go``, the same form) and ``docker
+  compose logs -t`` (behind its service prefix, ``cmd/formatter/logs.go``) write; the time is
+  found at the start of the line or right behind the launcher's prefix;
 - ``plain``: anything else (a file written by sglang itself, or by ``tee``).
 
 Launcher prefixes, also detected per file: docker compose's ``<service>  | `` (often in ANSI
-colours), and Ray's ``(pid=123, ip=10.0.0.1)`` / ``(SchedulerActor pid=123)``. Both name the
-process a line comes from (its *stream*), which keeps interleaved tracebacks apart.
+colours), Ray's ``(pid=123, ip=10.0.0.1)`` / ``(SchedulerActor pid=123)``, and ``kubectl logs
+--prefix``'s ``[pod/<pod>/<container>] `` (``staging/src/k8s.io/kubectl/pkg/cmd/logs/logs.go``).
+Each names the process a line comes from (its *stream*), which keeps interleaved tracebacks
+apart.
 
 sglang's prefix is what its ``configure_logger`` writes (``sglang/srt/utils/common.py``,
 0.5.19 - 0.5.23): ``[%(asctime)s{.%(msecs)03d}{prefix}] %(message)s`` with the date format
@@ -17,11 +24,12 @@ sglang's prefix is what its ``configure_logger`` writes (``sglang/srt/utils/comm
 scheduler from the ranks in use, in this order: `` DP{n} PP{n} ATTN_CP{n} MOE_DP{n} TP{n}
 EP{n}`` (``scheduler.py``, ``configure_scheduler_process``).
 
-Times come in two kinds. A collector's (CRI, Docker's json-file) carries its zone: it is an
-instant, read as one, and kept as written (``2026-12-03T14:56:07.000017123Z``). sglang's carries
-none: it is the wall clock of the host that wrote it, zone unknown, so it is kept as a naive
-time, never given a zone, and compared only with the times of the same log
-(:attr:`LogLine.zone` tells them apart), unless the user gives the zone (:func:`in_zone`).
+Times come in two kinds. A collector's (CRI, Docker's json-file, the ``timestamps`` form)
+carries its zone: it is an instant, read as one, and kept as written
+(``2026-12-03T14:56:07.000017123Z``). sglang's carries none: it is the wall clock of the host
+that wrote it, zone unknown, so it is kept as a naive time, never given a zone, and compared
+only with the times of the same log (:attr:`LogLine.zone` tells them apart), unless the user
+gives the zone (:func:`in_zone`).
 Where a line has both, the collector's is used.
 
 Bytes that are not UTF-8 are kept as ``\\xNN`` escapes; nothing here fails on a line.
@@ -61,6 +69,9 @@ class Envelope(str, enum.Enum):
     PLAIN = "plain"
     CRI = "cri"
     DOCKER_JSON = "docker-json"
+    #: ``<RFC3339Nano> <line>`` (kubectl --timestamps, docker logs -t, docker compose logs -t),
+    #: at the start of the line or behind the launcher's prefix.
+    TIMESTAMPS = "timestamps"
 
 
 class Launcher(str, enum.Enum):
@@ -69,6 +80,7 @@ class Launcher(str, enum.Enum):
     NONE = "none"
     COMPOSE = "compose"
     RAY = "ray"
+    KUBECTL = "kubectl"
 
 
 #: ANSI colours (SGR, ``ESC [ ... m``, as docker compose writes its prefixes): removed before a
@@ -79,6 +91,14 @@ _CRI = re.compile(
     r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) "
     r"(?P<stream>stdout|stderr) (?P<tag>[FP])(?: (?P<text>.*))?$"
 )
+#: The time ``kubectl logs --timestamps``, ``docker logs -t`` and ``docker compose logs -t`` put
+#: before each line: RFC 3339 with nanoseconds (Go's ``RFC3339NanoFixed``) and one space.
+_STAMP = re.compile(
+    r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d))(?: (?P<text>.*))?$"
+)
+#: ``kubectl logs --prefix``: ``[pod/<pod>/<container>] `` (the container is empty when kubectl
+#: cannot name it).
+_KUBECTL = re.compile(r"^\[(?P<who>pod/[^/\]\s]+/[^/\]\s]*)\] (?P<text>.*)$")
 _COMPOSE = re.compile(r"^(?P<service>[A-Za-z0-9][\w.-]*)\s*\| ?(?P<text>.*)$")
 _RAY = re.compile(r"^\((?P<who>[^()]*\bpid=\d+[^()]*)\) ?(?P<text>.*)$")
 _SGLANG = re.compile(
@@ -201,9 +221,27 @@ def detect(head: bytes) -> tuple[Envelope, Launcher]:
     launcher = Launcher.NONE
     if _share(texts, lambda t: _RAY.match(t) is not None):
         launcher = Launcher.RAY
+    elif _share(texts, lambda t: _KUBECTL.match(t) is not None):
+        launcher = Launcher.KUBECTL
     elif _share(texts, lambda t: _COMPOSE.match(t) is not None and not _SGLANG.match(t)):
         launcher = Launcher.COMPOSE
+    if envelope is Envelope.PLAIN:
+        inner = [_launched(t, launcher)[1] for t in texts]
+        if _share(inner, lambda t: _STAMP.match(t) is not None):
+            envelope = Envelope.TIMESTAMPS
     return envelope, launcher
+
+
+def _launched(text: str, launcher: Launcher) -> tuple[str | None, str]:
+    """(stream, rest) of ``text`` with the launcher's prefix taken off; (None, text) when the
+    line has none."""
+    pattern = {Launcher.COMPOSE: _COMPOSE, Launcher.RAY: _RAY, Launcher.KUBECTL: _KUBECTL}.get(
+        launcher
+    )
+    match = pattern.match(text) if pattern is not None else None
+    if match is None:
+        return None, text
+    return match.group(1), match.group("text")
 
 
 def _share(texts: list[str], test: Callable[[str], bool]) -> bool:
@@ -264,21 +302,25 @@ def peel(
     time_text: str | None,
     stream: str | None,
     launcher: Launcher,
+    stamped: bool = False,
 ) -> LogLine:
     """The :class:`LogLine` of ``text`` (the envelope already off): colours, the launcher's
-    prefix and sglang's prefix taken off. ``time`` (with ``time_text``) is the collector's,
-    which has a zone; sglang's own time is used only where there is none."""
-    zone = _zone_of(time_text) if time is not None else None
+    prefix, the collector's time (``stamped``: the ``timestamps`` form, whose time comes after
+    the launcher's prefix) and sglang's prefix taken off. ``time`` (with ``time_text``) is the
+    collector's, which has a zone; sglang's own time is used only where there is none."""
     if "\x1b" in text:
         text = ANSI.sub("", text)
-    if launcher is Launcher.COMPOSE:
-        match = _COMPOSE.match(text)
+    if launcher is not Launcher.NONE:
+        who, text = _launched(text, launcher)
+        stream = who if who is not None else stream
+    if stamped:
+        match = _STAMP.match(text)
         if match is not None:
-            stream, text = match.group("service"), match.group("text")
-    elif launcher is Launcher.RAY:
-        match = _RAY.match(text)
-        if match is not None:
-            stream, text = match.group("who"), match.group("text")
+            stamp = match.group("time")
+            moment = _rfc3339(stamp)
+            if moment is not None:
+                time, time_text, text = moment, stamp, match.group("text") or ""
+    zone = _zone_of(time_text) if time is not None else None
     ranks: str | None = None
     if text.startswith("["):
         match = _SGLANG.match(text)
@@ -295,7 +337,7 @@ def peel(
 def parse_line(number: int, raw: bytes, envelope: Envelope, launcher: Launcher) -> LogLine:
     """Peel ``raw`` (one line, without its newline) into a :class:`LogLine`."""
     text, time, time_text, stream, partial = unwrap(raw, envelope)
-    line = peel(number, text, time, time_text, stream, launcher)
+    line = peel(number, text, time, time_text, stream, launcher, envelope is Envelope.TIMESTAMPS)
     return LogLine(
         line.number,
         line.text,

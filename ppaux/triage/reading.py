@@ -64,6 +64,8 @@ class LogReading:
     cut: str | None = None
     #: Capture directories ppaux's plugin said it writes to, with 'strict' when it does.
     captures: list[tuple[str, bool]] = field(default_factory=list)
+    #: True when the log holds no byte at all (once decompressed and decoded).
+    empty: bool = False
     #: Pipeline ranks (``PPn``) seen in sglang's prefixes of the log's first 64 KiB (where every
     #: rank logs its start-up) and of the lines read around failures.
     pp_ranks: set[int] = field(default_factory=set)
@@ -175,8 +177,10 @@ def read_log(
     stream = open_log(source)
     try:
         head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
+        reading.empty = not head
         reading.envelope, reading.launcher = detect(head)
         reading.pp_ranks.update(int(n) for n in _PP_PREFIX.findall(head))
+        stamped = reading.envelope is Envelope.TIMESTAMPS
         scanner = Scanner(stream)
         reader = _Reader(reading, first_order)
         # Pieces of a line the collector split (CRI 'P', Docker's json-file), per stream.
@@ -204,7 +208,7 @@ def read_log(
                 if partial:
                     pieces[source_stream] = (number, text, time, time_text, marked)
                     continue
-            line = peel(number, text, time, time_text, source_stream, reading.launcher)
+            line = peel(number, text, time, time_text, source_stream, reading.launcher, stamped)
             if local_zone is not None:
                 line = in_zone(line, local_zone)
             reader.take(line, marked)
