@@ -188,6 +188,14 @@ def _generator():
     return module
 
 
+def _anchors(page):
+    """The ids the docs site gives the headings of ``page`` (Python-Markdown's toc slugs)."""
+    from markdown.extensions.toc import slugify
+
+    text = (DOCS / page).read_text(encoding="utf-8")
+    return {slugify(heading, "-") for heading in re.findall(r"^#+ (.+)$", text, re.M)}
+
+
 def test_error_pages_are_current_in_the_nav_and_linked():
     pages = _generator().error_pages()
     assert len(pages) == len(ERROR_PAGES) + 1
@@ -202,7 +210,10 @@ def test_error_pages_are_current_in_the_nav_and_linked():
             if target.startswith("../catalogue.md#"):
                 assert target in anchors
             else:
-                assert (path.parent / target).exists(), (path.name, target)
+                page, _, section = target.partition("#")
+                assert (path.parent / page).exists(), (path.name, target)
+                if section:
+                    assert section in _anchors(path.parent / page), (path.name, target)
     assert sorted(p.name for p in (DOCS / "errors").glob("*.md")) == sorted(p.name for p in pages)
 
 
@@ -230,3 +241,182 @@ def test_explain_page_shows_what_explain_prints():
         assert value is not None, line
         result = cli("explain", value.group(1) or value.group(2))
         assert result.stderr == line + "\n"
+
+
+# -- the rules on each page, and the order of its fixes -----------------------------------------
+
+
+def _pages_of(error: str) -> list[str]:
+    """The ids of the messages ``error`` is (read here, not through ppaux): the template itself,
+    ``RuntimeError:`` in front or not, or the message with a quoted name."""
+    bare = error.strip().removeprefix("RuntimeError:").strip()
+    found = []
+    for message in MESSAGES:
+        before, field, after = message.template.partition("{name!r}")
+        if field:
+            pattern = re.escape(before) + r"""(\{name!r\}|'[^']*'|"[^"]*")""" + re.escape(after)
+        else:
+            pattern = re.escape(message.template)
+        if re.fullmatch(pattern, bare):
+            found.append(message.id)
+    return found
+
+
+def _example(page):
+    """The page's message as a log shows it: with a name where it takes one."""
+    message = next(m for m in MESSAGES if m.id == page.message_id)
+    return message.format("scores") if message.takes_name else message.template
+
+
+def test_every_rule_predicting_a_message_is_on_its_page():
+    linked = {}
+    for code, rule in RULES.items():
+        if rule.sglang_error is None:
+            continue
+        for message_id in _pages_of(rule.sglang_error):
+            linked[code] = message_id
+            page = page_for(message_id)
+            assert code in page.rules and code in page.predicted_by, (code, message_id)
+            shown = f"{code} {rule.name}"
+            assert f"  - {shown}: " in cli("explain", _example(page)).stdout, (code, message_id)
+            docs = (DOCS / "errors" / f"{message_id}.md").read_text(encoding="utf-8")
+            assert f"[{shown}](../catalogue.md#{code.lower()})" in docs, (code, message_id)
+    # The observer check's rules, as docs/observers.md lists them, are among them.
+    assert {
+        "PP701": "add-unsupported",
+        "PP702": "pop-unsupported",
+        "PP703": "add-empty",
+        "PP704": "add-bad-name",
+        "PP705": "add-not-tensor",
+        "PP706": "pop-non-tensor",
+        "PP707": "pop-not-reconstructed",
+    }.items() <= linked.items()
+
+
+def test_a_rule_added_to_the_catalogue_reaches_its_page(monkeypatch):
+    from ppaux.report import Rule, Severity, error_page_markdown, error_page_text
+
+    rule = Rule(
+        code="PP799",
+        name="made-up",
+        severity=Severity.ERROR,
+        summary="A rule that no page names by hand.",
+        explanation="",
+        causes=(),
+        fix="",
+        sglang_error="RuntimeError: duplicate auxiliary PP tensor 'scores'",
+    )
+    page = page_for("add-duplicate")
+    assert "PP799" not in page.rules
+    monkeypatch.setitem(RULES, "PP799", rule)
+    assert "PP799" in page.rules
+    assert [p.message_id for p in ERROR_PAGES if "PP799" in p.rules] == ["add-duplicate"]
+    assert "  - PP799 made-up: A rule that no page names by hand.\n" in error_page_text(page)
+    assert "- [PP799 made-up](../catalogue.md#pp799): " in error_page_markdown(page)
+
+
+def test_fixes_start_from_the_log_and_make_a_capture_before_reading_one():
+    for page in ERROR_PAGES:
+        first = page.fixes[0]
+        assert first.command.startswith("ppaux triage "), page.message_id
+        assert [doc for doc, _ in first.see] == ["triage.md", "walkthrough.md"]
+        made = False
+        for number, fix in enumerate(page.fixes, 1):
+            if "capture-..." in fix.command:
+                assert made, f"{page.message_id}: fix {number} reads a capture not made yet"
+            made = made or "PPAUX_CAPTURE_DIR=" in fix.command
+        text = cli("explain", _example(page)).stdout
+        assert "  1. If all you have is the log, start there" in text
+        words = " ".join(text.split())
+        assert "See docs/triage.md (" in words and "docs/walkthrough.md (" in words
+
+
+#: The pages of messages an observer's own methods cause, and an observer that causes each.
+OBSERVER_PAGES = {
+    "add-unsupported": "faulty.py:NoToPPObserver",
+    "add-empty": "faulty.py:EmptyObserver",
+    "add-bad-name": "faulty.py:BadNameObserver",
+    "add-not-tensor": "entropy_list.py:EntropyObserver",
+    "pop-unsupported": "faulty.py:NoFromPPObserver",
+    "pop-non-tensor": "entropy_list.py:EntropyObserver",
+    "pop-not-reconstructed": "faulty.py:NotRebuiltObserver",
+}
+
+
+@pytest.mark.parametrize("message_id", sorted(OBSERVER_PAGES))
+def test_observer_pages_lead_to_check_observer_and_it_reproduces_the_message(message_id):
+    import shlex
+
+    page = page_for(message_id)
+    [step] = [fix for fix in page.fixes if "ppaux check-observer " in fix.command]
+    [tests] = [fix for fix in page.fixes if "assert_pp_safe(" in fix.command]
+    assert page.fixes.index(step) < page.fixes.index(tests)
+    assert all(doc.startswith("observers.md#") for doc, _ in step.see + tests.see)
+    docs = (DOCS / "errors" / f"{message_id}.md").read_text(encoding="utf-8")
+    assert "](../observers.md#check-it-ppaux-check-observer)" in docs
+    assert "](../observers.md#keep-it-fixed-in-your-own-test-suite)" in docs
+    code = re.search(r"reports this message as (PP7\d\d)", step.text).group(1)
+    assert code in page.predicted_by
+    # The page's own command, on an observer that has the fault, finds it and predicts the
+    # page's message.
+    command = step.command.splitlines()[1]
+    target = str(REPO / "fixtures" / "observers" / OBSERVER_PAGES[message_id])
+    args = shlex.split(command.replace("path/to/observers.py:MyObserver", target))
+    assert args[:2] == ["ppaux", "check-observer"]
+    result = cli(*args[1:], "--format", "json")
+    assert result.exit_code == 1, result.stderr
+    found = [f for f in json.loads(result.stdout)["findings"] if f["code"] == code]
+    assert found, (message_id, code)
+    assert _pages_of(found[0]["sglang_error"]) == [message_id]
+
+
+def test_pages_of_messages_the_observer_cannot_cause_do_not_send_there():
+    for page in ERROR_PAGES:
+        sends = any("check-observer" in fix.command for fix in page.fixes)
+        assert sends == (page.message_id in OBSERVER_PAGES), page.message_id
+
+
+# -- ppaux explain - -----------------------------------------------------------------------------
+
+
+def test_explain_reads_a_traceback_from_stdin():
+    log = (REPO / "fixtures" / "logs" / "sglang-aux-list.log").read_text(encoding="utf-8")
+    start = log.index("Scheduler hit an exception: Traceback")
+    traceback = log[log.rindex("\n", 0, start) + 1 :]
+    traceback = traceback[: traceback.index("\n\n") + 1]
+    assert traceback.count("\n") > 5
+    result = cli("explain", "-", input=traceback)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == cli("explain", "received a non-tensor auxiliary PP output").stdout
+    named = (
+        "Traceback (most recent call last):\r\n  ...\r\n"
+        "RuntimeError: duplicate auxiliary PP tensor 'scores'\r\n"
+    )
+    doc = json.loads(cli("explain", "-", "-f", "json", input=named).stdout)
+    assert (doc["message_id"], doc["name"]) == ("add-duplicate", "scores")
+    # One line from stdin is what the argument would be: a code, a name or a message.
+    assert cli("explain", "-", input="pp705\n").stdout == cli("explain", "PP705").stdout
+    assert cli("explain", "-", input="aux-non-tensor").stdout == cli("explain", "PP101").stdout
+
+
+def test_explain_stdin_refusals():
+    from ppaux_cli.commands.explain import STDIN_LIMIT
+
+    cases = {
+        "": "-: stdin is empty; pipe a message or a traceback in, as in "
+        "'ppaux explain - < traceback.txt'",
+        " \n\n": "-: stdin is empty; pipe a message or a traceback in, as in "
+        "'ppaux explain - < traceback.txt'",
+        "Traceback (most recent call last):\nValueError: nope\n": "-: none of sglang's nine "
+        "PP messages is in the 2 lines read from stdin; docs/errors/index.md lists them, and "
+        "'ppaux triage -' reads a whole log",
+        "received a non-tensor auxiliary PP output\n" + "x" * STDIN_LIMIT: "-: stdin holds "
+        "more than 4 MiB; explain reads one message or traceback: pipe the traceback alone, "
+        "or give the whole log to 'ppaux triage -'",
+        "hello\n": "unknown rule code 'hello'; 'ppaux rules' lists them",
+    }
+    for given, message in cases.items():
+        result = cli("explain", "-", input=given)
+        assert result.exit_code == 2, given[:40]
+        assert result.stderr == f"ppaux: error: {message}\n"
+        assert result.stdout == ""

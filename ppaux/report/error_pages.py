@@ -22,6 +22,7 @@ __all__ = [
     "Fix",
     "page_for",
     "page_for_rule",
+    "rules_predicting",
 ]
 
 #: The releases whose transport raises the nine messages, oldest first.
@@ -71,10 +72,33 @@ SCHEDULER_CALLS: dict[str, dict[str, tuple[str, int]]] = {
 
 @dataclass(frozen=True)
 class Fix:
-    """One way out: what to do, and the command or code that does it (may be empty)."""
+    """One step of the way out: what to do, the command or code that does it (may be empty),
+    and the docs pages that tell more, as ``(page, what it holds)`` with the page relative to
+    ``docs/`` (``#section`` after it for the docs site)."""
 
     text: str
     command: str = ""
+    see: tuple[tuple[str, str], ...] = ()
+
+
+def rules_predicting(message_id: str) -> tuple[str, ...]:
+    """The codes of every catalogue rule whose ``sglang_error`` is the message ``message_id``
+    (its template, ``RuntimeError:`` in front or not, or the message with a name), in code
+    order: read from the catalogue each time, so a new rule is never left off a page."""
+    from ppaux.report.catalogue import RULES
+    from ppaux.sglang import message_by_id, search_message
+
+    template = message_by_id(message_id).template
+    codes = []
+    for code, rule in RULES.items():
+        error = rule.sglang_error
+        if error is None:
+            continue
+        bare = error.strip().removeprefix("RuntimeError:").strip()
+        found = search_message(error)
+        if bare == template or (found is not None and found.message.id == message_id):
+            codes.append(code)
+    return tuple(codes)
 
 
 @dataclass(frozen=True)
@@ -82,7 +106,11 @@ class ErrorPage:
     """The page for one of sglang's messages, ``message_id`` as in :mod:`ppaux.sglang.names`.
 
     ``side`` is ``"add"`` (the last stage, sending) or ``"pop"`` (the first stage, rank 0,
-    receiving); ``related`` are other message ids; ``rules`` the ppaux codes that predict it.
+    receiving); ``related`` are other message ids. The fixes are in the order a user holding
+    only the traceback can follow them: the log first, a step that makes a capture before any
+    step that reads one. ``extra_rules`` are the codes that flag the same fault without the
+    catalogue naming this message as theirs (rules whose message is set per finding, such as
+    PP115 or PP402); :attr:`rules` adds every rule the catalogue links to the message.
     """
 
     message_id: str
@@ -93,7 +121,18 @@ class ErrorPage:
     causes: tuple[str, ...]
     fixes: tuple[Fix, ...]
     related: tuple[str, ...]
-    rules: tuple[str, ...]
+    extra_rules: tuple[str, ...] = ()
+
+    @property
+    def predicted_by(self) -> tuple[str, ...]:
+        """The catalogue's rules whose predicted sglang error is this message, in code order."""
+        return rules_predicting(self.message_id)
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        """Every ppaux rule that predicts the message: :attr:`predicted_by` and
+        :attr:`extra_rules`, in code order."""
+        return tuple(sorted({*self.predicted_by, *self.extra_rules}))
 
     @property
     def text(self) -> str:
@@ -136,16 +175,34 @@ class ErrorPage:
         return rows
 
 
-_INSPECT = Fix(
-    "See what the failing message carries, key by key, without torch or sglang:",
-    "ppaux inspect capture-...-pop.pt",
+_LOG = (
+    ("triage.md", "what triage reads and reports"),
+    ("walkthrough.md", "one failure followed from the log to the fix"),
+)
+_OBSERVERS = (
+    (
+        "observers.md#check-it-ppaux-check-observer",
+        "how to make a sampling observer PP-safe and keep it so",
+    ),
+)
+
+_TRIAGE = Fix(
+    "If all you have is the log, start there: triage names the rank that failed first, its "
+    "sglang build, whose code raised and what followed, and lists the commands to run next. "
+    "It needs neither torch nor sglang:",
+    "ppaux triage sglang.log   # or a directory of logs\nkubectl logs POD | ppaux triage -",
+    see=_LOG,
 )
 _CAPTURE = Fix(
     "Capture the failing call (the sglang plugin writes the message that failed, then lets "
-    "the error happen), then list and read what it wrote:",
+    "the error happen), then list what it wrote:",
     "export PPAUX_CAPTURE_DIR=/var/tmp/ppaux   # every stage, before sglang\n"
     "ppaux capture status\n"
     "ppaux capture list --dir /var/tmp/ppaux",
+)
+_INSPECT = Fix(
+    "See what the captured message carries, key by key, without torch or sglang:",
+    "ppaux inspect capture-...-pop.pt",
 )
 _SKEW = Fix(
     "Check that every stage runs the same sglang, torch and transport: take a fingerprint "
@@ -163,6 +220,37 @@ _OBSERVER_CODE = Fix(
     "def to_pp_tensors(self):\n"
     "    return {name: torch.as_tensor(v) for name, v in self.values.items()}",
 )
+_KEEP_FIXED = Fix(
+    "Keep it fixed: run the same check in the observer's own tests. assert_pp_safe raises "
+    "AssertionError listing each finding with sglang's message and the fix (with ppaux "
+    "installed, pytest also offers it as the fixture pp_safe):",
+    "from ppaux.testing import assert_pp_safe\n"
+    "\n"
+    "def test_my_observer_is_pp_safe():\n"
+    "    assert_pp_safe(MyObserver)",
+    see=(
+        (
+            "observers.md#keep-it-fixed-in-your-own-test-suite",
+            "assert_pp_safe's options and the pytest plugin",
+        ),
+    ),
+)
+
+
+def _check_observer(code: str, what: str, options: str = "", note: str = "") -> Fix:
+    """The step that reproduces the message from the observer's own methods: check-observer
+    reports it as ``code`` (``what`` the rule finds), run with ``options``; ``note`` says more."""
+    return Fix(
+        "If the sampling observer is yours, reproduce the error on one CPU in seconds, without "
+        "sglang, a GPU or a deployment: check-observer drives the observer as sglang's model "
+        "runner does, through the last stage's add, the wire and rank 0's pop, and reports "
+        f"this message as {code} ({what}), naming the method and the entry at fault.{note} It "
+        "runs the observer's code, module or file:",
+        f"ppaux check-observer my_package.observers:MyObserver{options}\n"
+        f"ppaux check-observer path/to/observers.py:MyObserver{options}",
+        see=_OBSERVERS,
+    )
+
 
 #: The nine pages, in the order add and then pop check their messages.
 ERROR_PAGES: tuple[ErrorPage, ...] = (
@@ -185,6 +273,8 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
             "runtime-checkable protocol does not match.",
         ),
         fixes=(
+            _TRIAGE,
+            _check_observer("PP701", "the output has no to_pp_tensors"),
             Fix(
                 "Give the auxiliary output class a to_pp_tensors() that returns a mapping of "
                 "names to tensors, and the observer a from_pp_tensors() that rebuilds it:",
@@ -192,10 +282,11 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
                 "    def to_pp_tensors(self):\n"
                 '        return {"scores": self.scores}',
             ),
+            _KEEP_FIXED,
             Fix("Or run that observer without pipeline parallelism (--pp-size 1)."),
         ),
         related=("pop-unsupported", "add-empty"),
-        rules=("PP115", "PP402"),
+        extra_rules=("PP115", "PP402"),
     ),
     ErrorPage(
         message_id="add-empty",
@@ -212,15 +303,22 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
             "The output object is created before sampling fills it.",
         ),
         fixes=(
+            _TRIAGE,
+            _check_observer("PP703", "to_pp_tensors returns an empty mapping"),
             Fix(
                 "Return None as the auxiliary output when there is nothing to send, or always "
                 "send at least one tensor (an empty tensor is fine):",
                 'return {"scores": torch.empty(0)} if not self.scores else {...}',
             ),
-            _CAPTURE,
+            _KEEP_FIXED,
+            Fix(
+                "If the check passes (the empty batch needs real requests), capture the failing "
+                "call in the deployment:",
+                _CAPTURE.command,
+            ),
         ),
         related=("add-unsupported", "pop-no-observer"),
-        rules=("PP115", "PP402"),
+        extra_rules=("PP115", "PP402"),
     ),
     ErrorPage(
         message_id="add-bad-name",
@@ -236,18 +334,22 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
             "A name built from a value that can be empty (an unset label, a missing field).",
         ),
         fixes=(
+            _TRIAGE,
+            _check_observer("PP704", "a name is empty or not a string"),
             Fix(
                 "Use non-empty string names in to_pp_tensors():",
                 'return {f"scores_{i}": t for i, t in enumerate(self.scores)}',
             ),
+            _KEEP_FIXED,
+            _CAPTURE,
             Fix(
                 "A dump with a key equal to the bare prefix shows the same fault from rank 0's "
-                "side (PP102); look for it:",
+                "side (PP102); look for it in what the capture wrote:",
                 "ppaux inspect capture-...-pop.pt --select PP102,PP103",
             ),
         ),
         related=("add-not-tensor", "add-duplicate"),
-        rules=("PP115", "PP402", "PP404", "PP102", "PP103"),
+        extra_rules=("PP115", "PP402", "PP404", "PP102", "PP103"),
     ),
     ErrorPage(
         message_id="add-not-tensor",
@@ -266,15 +368,19 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
             "A numpy array or a tensor subclass wrapper that is not a torch.Tensor.",
         ),
         fixes=(
+            _TRIAGE,
+            _check_observer("PP705", "a value is not a tensor"),
             _OBSERVER_CODE,
+            _KEEP_FIXED,
+            _CAPTURE,
             Fix(
-                "If you have a capture of the failing call, rewrite it with tensors to check "
-                "that the rest of the path works:",
+                "With a capture of the failing call, rewrite it with tensors to check that the "
+                "rest of the path works:",
                 "ppaux tensorize capture-...-add.pt -o fixed.pt\nppaux replay fixed.pt",
             ),
         ),
         related=("pop-non-tensor", "add-bad-name", "add-duplicate"),
-        rules=("PP115", "PP402", "PP101"),
+        extra_rules=("PP115", "PP402", "PP101"),
     ),
     ErrorPage(
         message_id="add-duplicate",
@@ -292,15 +398,17 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
             "A tensor dict reused from a previous batch without clearing it.",
         ),
         fixes=(
+            _TRIAGE,
             Fix(
                 "Find who inserts the key first: the capture plugin's checkpoints name the "
                 "function where each auxiliary key enters the message:",
-                "export PPAUX_CAPTURE_DIR=/var/tmp/ppaux\nppaux capture list --dir /var/tmp/ppaux",
+                "export PPAUX_CAPTURE_DIR=/var/tmp/ppaux   # every stage, before sglang\n"
+                "ppaux capture list --dir /var/tmp/ppaux",
             ),
             Fix("Build a fresh tensor dict per batch, and call add once per message."),
         ),
         related=("add-bad-name", "add-not-tensor"),
-        rules=("PP115", "PP402", "PP404"),
+        extra_rules=("PP115", "PP402", "PP404"),
     ),
     ErrorPage(
         message_id="pop-no-observer",
@@ -317,11 +425,12 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
             "observer, the other does not).",
         ),
         fixes=(
-            Fix("Start every stage with the same observer settings and plugins."),
+            _TRIAGE,
             _SKEW,
+            Fix("Start every stage with the same observer settings and plugins."),
         ),
         related=("pop-unsupported", "add-unsupported"),
-        rules=("PP301", "PP315", "PP324"),
+        extra_rules=("PP301", "PP315", "PP324"),
     ),
     ErrorPage(
         message_id="pop-unsupported",
@@ -338,16 +447,23 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
             "rank 0's observer does not).",
         ),
         fixes=(
+            _TRIAGE,
+            _check_observer("PP702", "the observer has no from_pp_tensors"),
             Fix(
                 "Implement from_pp_tensors() on the observer, the inverse of the output's "
                 "to_pp_tensors():",
                 "def from_pp_tensors(self, tensors):\n"
                 '    return MyOutput(scores=tensors["scores"])',
             ),
-            _SKEW,
+            _KEEP_FIXED,
+            Fix(
+                "If the check passes, rank 0 runs other observer code than the one checked: "
+                "compare the stages.",
+                _SKEW.command,
+            ),
         ),
         related=("add-unsupported", "pop-no-observer", "pop-not-reconstructed"),
-        rules=("PP301", "PP324"),
+        extra_rules=("PP301", "PP324"),
     ),
     ErrorPage(
         message_id="pop-non-tensor",
@@ -366,28 +482,27 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
             "A custom inter-process transfer that converts tensors into lists or numbers.",
         ),
         fixes=(
-            _INSPECT,
-            _CAPTURE,
+            _TRIAGE,
             _SKEW,
+            _check_observer(
+                "PP706",
+                "a non-tensor from to_pp_tensors reaches rank 0",
+                " --sender legacy",
+                " --sender legacy stands for a last stage that does not validate; without it, "
+                "the last stage's add refuses the value first (PP705).",
+            ),
+            _CAPTURE,
+            _INSPECT,
             _REPLAY,
             Fix(
                 "Turn the values into tensors where they are produced; to check a fix on the "
                 "captured message first:",
                 "ppaux tensorize capture-...-pop.pt -o fixed.pt\nppaux replay fixed.pt",
             ),
+            _KEEP_FIXED,
         ),
         related=("add-not-tensor", "add-empty", "add-bad-name", "add-duplicate"),
-        rules=(
-            "PP101",
-            "PP110",
-            "PP303",
-            "PP304",
-            "PP320",
-            "PP401",
-            "PP506",
-            "PP507",
-            "PP508",
-        ),
+        extra_rules=("PP110", "PP401"),
     ),
     ErrorPage(
         message_id="pop-not-reconstructed",
@@ -395,7 +510,8 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
         meaning="Rank 0's observer.from_pp_tensors() returned None. pop treats that as a "
         "failure and leaves the auxiliary keys in the message. It depends on rank 0's "
         "observer code, not on the message alone, so no check of a dump predicts it; the "
-        "skew checks catch observers that differ between stages.",
+        "skew checks catch observers that differ between stages, and check-observer runs "
+        "the observer's own from_pp_tensors.",
         side="pop",
         when="On rank 0, after every received auxiliary value was checked to be a tensor.",
         causes=(
@@ -404,19 +520,23 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
             "from_pp_tensors() has no return statement on some path.",
         ),
         fixes=(
+            _TRIAGE,
+            _check_observer("PP707", "from_pp_tensors returns None"),
             Fix(
                 "Make from_pp_tensors() return an output object on every path, or raise a "
                 "clear error naming the missing tensor."
             ),
+            _KEEP_FIXED,
+            _SKEW,
+            _CAPTURE,
             Fix(
-                "List the auxiliary names the message carries, to compare with what the "
-                "observer expects:",
+                "List the auxiliary names the captured message carries, to compare with what "
+                "the observer expects:",
                 "ppaux inspect capture-...-pop.pt",
             ),
-            _SKEW,
         ),
         related=("pop-unsupported", "pop-non-tensor"),
-        rules=("PP301", "PP324"),
+        extra_rules=("PP301", "PP324"),
     ),
 )
 

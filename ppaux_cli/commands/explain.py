@@ -1,5 +1,6 @@
 """``ppaux explain CODE|NAME|MESSAGE``: print one catalogue rule, or the error page of one of
-sglang's nine messages pasted from a log."""
+sglang's nine messages pasted from a log; ``ppaux explain -`` reads the message (a log line, a
+whole traceback) from stdin."""
 
 from __future__ import annotations
 
@@ -10,9 +11,13 @@ import typer
 from ppaux.report import RulesFormat
 from ppaux_cli.exits import fail
 from ppaux_cli.options import OutputOption, choice_option, complete_codes
-from ppaux_cli.output import write_text
+from ppaux_cli.output import STDIO, waiting_on_stdin, write_text
 
-__all__ = ["explain"]
+__all__ = ["STDIN_LIMIT", "explain"]
+
+#: The most that ``explain -`` reads from stdin: a traceback, or many, fits; a whole server log
+#: is for ``ppaux triage -``.
+STDIN_LIMIT = 4 * 1024 * 1024
 
 
 def explain(
@@ -23,7 +28,8 @@ def explain(
             autocompletion=complete_codes,
             help="A rule code such as PP101 (any case), a rule name such as aux-non-tensor, or "
             "one of sglang's messages as pasted from a log, quotes and name included: "
-            "\"duplicate auxiliary PP tensor 'scores'\".",
+            "\"duplicate auxiliary PP tensor 'scores'\"; - reads the message, a log line or a "
+            "whole traceback from stdin (at most 4 MiB).",
         ),
     ],
     format: Annotated[
@@ -44,7 +50,16 @@ def explain(
     from ppaux.report import RULES, UnknownRuleError, get_rule
     from ppaux.sglang import search_message
 
-    wanted = code.strip()
+    if code == STDIO:
+        wanted = _read_stdin()
+        if "\n" in wanted:
+            found = search_message(wanted)
+            if found is None:
+                fail(_nothing_in_stdin(wanted))
+            write_text(_page(found.message.id, found.name, format), output, "the page")
+            return
+    else:
+        wanted = code.strip()
     rule = None
     try:
         rule = get_rule(wanted)
@@ -91,6 +106,40 @@ def _page(message_id: str, name: str | None, format: RulesFormat) -> str:
     from ppaux.report import error_page_text
 
     return error_page_text(page, name)
+
+
+def _read_stdin() -> str:
+    """What stdin holds, at most :data:`STDIN_LIMIT` bytes, decoded as UTF-8 (a byte that is
+    not is replaced), stripped; fails on nothing or on more than the limit."""
+    import sys
+
+    waiting_on_stdin("a message or a traceback", "ppaux explain - < traceback.txt")
+    try:
+        data = sys.stdin.buffer.read(STDIN_LIMIT + 1)
+    except OSError as exc:
+        fail(f"-: cannot read stdin: {exc.strerror or exc}")
+    if len(data) > STDIN_LIMIT:
+        fail(
+            f"-: stdin holds more than {STDIN_LIMIT // (1024 * 1024)} MiB; explain reads one "
+            "message or traceback: pipe the traceback alone, or give the whole log to "
+            "'ppaux triage -'"
+        )
+    text = data.decode("utf-8", errors="replace").strip()
+    if not text:
+        fail(
+            "-: stdin is empty; pipe a message or a traceback in, as in "
+            "'ppaux explain - < traceback.txt'"
+        )
+    return text
+
+
+def _nothing_in_stdin(text: str) -> str:
+    """The error for several lines from stdin that hold none of the nine messages."""
+    lines = text.count("\n") + 1
+    return (
+        f"-: none of sglang's nine PP messages is in the {lines} lines read from stdin; "
+        "docs/errors/index.md lists them, and 'ppaux triage -' reads a whole log"
+    )
 
 
 def _unknown(wanted: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from ppaux.report.error_pages import ERROR_PAGES, ErrorPage
+from ppaux.report.error_pages import ERROR_PAGES, ErrorPage, Fix
 
 __all__ = [
     "error_index_markdown",
@@ -57,7 +57,21 @@ def error_page_json(page: ErrorPage, name: str | None = None) -> dict[str, Any]:
         ],
         "when": page.when,
         "causes": list(page.causes),
-        "fixes": [{"text": fix.text, "command": fix.command or None} for fix in page.fixes],
+        "fixes": [
+            {
+                "text": fix.text,
+                "command": fix.command or None,
+                "see": [
+                    {
+                        "page": f"docs/{doc.partition('#')[0]}",
+                        "section": doc.partition("#")[2] or None,
+                        "about": about,
+                    }
+                    for doc, about in fix.see
+                ],
+            }
+            for fix in page.fixes
+        ],
         "related": list(page.related),
         "rules": list(page.rules),
     }
@@ -80,6 +94,28 @@ def _bullet(text: str) -> list[str]:
         WIDTH,
         initial_indent="  - ",
         subsequent_indent="    ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+def _see_text(fix: Fix) -> str:
+    """'See docs/a.md (what it holds) and docs/b.md (...).', or '' when the fix names none."""
+    parts = [f"docs/{doc.partition('#')[0]} ({about})" for doc, about in fix.see]
+    return f"See {' and '.join(parts)}." if parts else ""
+
+
+def _more(page: ErrorPage) -> str:
+    """The code ``explain`` points at last: a rule the catalogue links to the message first."""
+    return (page.predicted_by or page.rules)[0]
+
+
+def _numbered(number: int, text: str) -> list[str]:
+    return textwrap.wrap(
+        text,
+        WIDTH,
+        initial_indent=f"  {number}. ",
+        subsequent_indent="     ",
         break_long_words=False,
         break_on_hyphens=False,
     )
@@ -126,9 +162,11 @@ def error_page_text(page: ErrorPage, name: str | None = None) -> str:
     for cause in page.causes:
         lines += _bullet(cause)
     lines += ["", "Fixes:"]
-    for fix in page.fixes:
-        lines += _bullet(fix.text)
-        lines += [f"      {command}" for command in fix.command.splitlines()]
+    for number, fix in enumerate(page.fixes, 1):
+        lines += _numbered(number, fix.text)
+        lines += [f"       {command}" if command else "" for command in fix.command.splitlines()]
+        if fix.see:
+            lines += _wrap(_see_text(fix), indent="     ")
     lines += ["", "Related messages:"]
     for other in page.related:
         lines += _bullet(message_by_id(other).template)
@@ -138,7 +176,7 @@ def error_page_text(page: ErrorPage, name: str | None = None) -> str:
         lines += _bullet(f"{rule.code} {rule.name}: {rule.summary}")
     lines += [
         "",
-        f"More: ppaux explain {page.rules[0]}, and docs/errors/{page_file(page)}.",
+        f"More: ppaux explain {_more(page)}, and docs/errors/{page_file(page)}.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -182,10 +220,19 @@ def error_page_markdown(page: ErrorPage, *, site: bool = True) -> str:
     for number, fix in enumerate(page.fixes, 1):
         lines.append(f"{number}. {_md(fix.text)}")
         if fix.command:
-            language = "python" if fix.command.startswith(("def ", "class ", "return")) else "sh"
+            python = ("def ", "class ", "return", "from ", "import ")
+            language = "python" if fix.command.startswith(python) else "sh"
             lines += ["", f"    ```{language}"]
             lines += [f"    {row}" if row else "" for row in fix.command.splitlines()]
             lines += ["    ```"]
+        if fix.see:
+            links = [
+                f"[{_md(about)}](../{doc})"
+                if site
+                else f"{_md(about)} ({markdown_code('docs/' + doc.partition('#')[0])})"
+                for doc, about in fix.see
+            ]
+            lines += ["", f"    See {' and '.join(links)}."]
         lines.append("")
     lines += ["## Related messages", ""]
     for other in page.related:
