@@ -271,6 +271,16 @@ def error_index_markdown() -> str:
         "ppaux explain \"RuntimeError: duplicate auxiliary PP tensor 'scores'\"",
         "```",
         "",
+        "A traceback, or the lines of a log around it, can be piped in: `ppaux explain - < "
+        "traceback.txt`. Each page's fixes are in the order that a user holding only the "
+        "traceback can follow them: the log first (`ppaux triage`, see [triage](../triage.md) "
+        "and [from the error to the fix](../walkthrough.md)), a capture made before any step "
+        "reads one. The pages of the messages that a sampling observer's own methods cause "
+        "lead to `ppaux check-observer` and `assert_pp_safe` ([Make your sampling observer "
+        "PP-safe](../observers.md)). Each page lists the rules that predict its message: every "
+        "rule the catalogue links to it, read from the catalogue itself, and the rules whose "
+        "predicted message depends on the finding (PP115, PP402 and others).",
+        "",
         "| message | raised by | page |",
         "|---|---|---|",
     ]
