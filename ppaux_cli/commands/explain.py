@@ -24,7 +24,7 @@ def explain(
     code: Annotated[
         str,
         typer.Argument(
-            metavar="CODE|NAME|MESSAGE",
+            metavar="CODE|NAME|MESSAGE|-",
             autocompletion=complete_codes,
             help="A rule code such as PP101 (any case), a rule name such as aux-non-tensor, or "
             "one of sglang's messages as pasted from a log, quotes and name included: "
