@@ -458,7 +458,7 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
             _KEEP_FIXED,
             Fix(
                 "If the check passes, rank 0 runs other observer code than the one checked: "
-                "compare the stages.",
+                "compare the stages:",
                 _SKEW.command,
             ),
         ),
