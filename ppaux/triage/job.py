@@ -291,6 +291,27 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
     return findings, match
 
 
+#: A sampling observer's methods that sglang's PP transport calls (``to_pp_tensors`` on the last
+#: stage, ``from_pp_tensors`` on the first).
+_OBSERVER_METHODS = ("to_pp_tensors", "from_pp_tensors")
+
+
+def _observer_target(incident: Incident, match: MessageMatch | None) -> str | None:
+    """What ``ppaux check-observer`` should be given for ``incident``, when its root is the
+    observer's to check: an observer method raised (a frame of the deployment's own called
+    ``from_pp_tensors``/``to_pp_tensors``; its file named), or the last stage's add refused
+    what the observer returned (sglang's add messages; the module is not in the traceback,
+    the observer's method having returned before add ran). None otherwise."""
+    for member in [*incident.members, *incident.collateral]:
+        for frame in out_of_tree(member.frames):
+            if frame.function in _OBSERVER_METHODS:
+                return f"{frame.file}:Observer"
+    if match is not None and match.message.id.startswith("add-"):
+        if not raised_by_capture(incident.root.frames):
+            return "MODULE:Observer"
+    return None
+
+
 def _build_text(build: Build) -> str:
     if build.kind == "wheel":
         return f"a wheel in {shown(build.where, None)}"
@@ -525,11 +546,15 @@ def triage_paths(
     captures = [c for r in readings for c in r.captures]
     found, orphans, orphan_events = incidents(failures, events)
     matches: list[MessageMatch | None] = []
+    observers: list[str] = []
     for number, incident in enumerate(found[:MAX_INCIDENTS], 1):
         roots, match = _root_findings(number, incident)
         report.findings += roots
         report.findings += _collateral_findings(number, incident)
         matches.append(match)
+        target = _observer_target(incident, match)
+        if target is not None and target not in observers:
+            observers.append(target)
     if len(found) > MAX_INCIDENTS:
         report.findings.append(_more_incidents(found[MAX_INCIDENTS:]))
     report.findings += _skew_findings(failures)
@@ -552,7 +577,10 @@ def triage_paths(
         report.findings += _log_findings(reading)
     stages = sorted({n for r in readings for n in r.pp_ranks})
     steps = next_steps(
-        matches, [f.who for f in failures if f.ranks] + [f"PP{n}" for n in stages], captures
+        matches,
+        [f.who for f in failures if f.ranks] + [f"PP{n}" for n in stages],
+        captures,
+        observers,
     )
     report.tables.append(_logs_table(readings))
     if found:

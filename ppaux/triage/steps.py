@@ -1,6 +1,8 @@
 """What to run next, as commands, for the incidents triage found.
 
-For an auxiliary-output root: the capture settings to turn on (ppaux installed in sglang's
+First, where the root is the sampling observer's to check (one of its methods raised, or the
+last stage's add refused what it returned): ``ppaux check-observer`` on it. For an
+auxiliary-output root: the capture settings to turn on (ppaux installed in sglang's
 environment, ``PPAUX_CAPTURE_DIR`` on every stage, ``PPAUX_CAPTURE_STRICT=1`` on the last stage,
 where a non-tensor value enters the output message), ``ppaux fingerprint``/``check-skew``
 across the stages, then ``ppaux capture list``, ``inspect`` and ``replay`` on what the capture
@@ -31,16 +33,24 @@ def next_steps(
     matches: list[MessageMatch | None],
     ranks_seen: list[str],
     captures: list[tuple[str, bool]],
+    observers: list[str] | None = None,
 ) -> list[str]:
     """Commands for incidents whose roots matched ``matches`` (None: not an auxiliary-output
     error); ``ranks_seen``: the rank prefixes in the logs (the failures' and every ``PPn`` sglang's
-    prefixes show); ``captures``: capture
-    directories the logs show in use."""
+    prefixes show); ``captures``: capture directories the logs show in use; ``observers``:
+    targets for ``ppaux check-observer`` (``FILE:Observer`` where a frame names the observer's
+    file, else ``MODULE:Observer``), for roots that are the sampling observer's to check."""
     if not matches:
         return []
     last = _last_stage(ranks_seen)
     stages = (last + 1) if last is not None and last > 0 else None
     steps: list[str] = []
+    for target in observers or []:
+        steps += [
+            "# check the sampling observer as sglang's PP transport runs it, without a restart "
+            "(its module or file, and its class)",
+            f"ppaux check-observer {target}",
+        ]
     aux = [m for m in matches if m is not None]
     directory = captures[0][0] if captures else DEFAULT_CAPTURE_DIR
     if aux:

@@ -33,17 +33,21 @@ RULES = (
             "first stage's observer), whose explanation gives the causes. " + _LOCATION
         ),
         causes=(
-            "Out-of-tree code on the last stage (a plugin, a Scheduler subclass) writes a "
-            "non-tensor value under a __sampling_observer_output__. key.",
-            "The sampling observer installed on the first stage lacks from_pp_tensors, or "
-            "returns None from it.",
+            "The first stage's pop: out-of-tree code on the last stage (a plugin, a Scheduler "
+            "subclass) writes a non-tensor value under a __sampling_observer_output__. key.",
+            "The first stage's pop: the sampling observer installed on the first stage lacks "
+            "from_pp_tensors, or returns None from it.",
+            "The last stage's add: its sampling observer's to_pp_tensors returns a value that is "
+            "not a tensor, an empty mapping or a name sglang refuses ('ppaux check-observer' "
+            "runs it as sglang's add does).",
             "The stages run different sglang builds.",
         ),
         fix=(
-            "Follow the next steps the report lists: capture the failing message "
-            "(PPAUX_CAPTURE_DIR in sglang's environment, PPAUX_CAPTURE_STRICT=1 on the last "
-            "stage), then 'ppaux capture list', 'ppaux inspect' and 'ppaux replay' on what it "
-            "writes, and 'ppaux check-skew' across the stages."
+            "Follow the next steps the report lists: for the last stage's add, 'ppaux "
+            "check-observer' on the observer; capture the failing message (PPAUX_CAPTURE_DIR in "
+            "sglang's environment, PPAUX_CAPTURE_STRICT=1 on the last stage), then 'ppaux "
+            "capture list', 'ppaux inspect' and 'ppaux replay' on what it writes, and 'ppaux "
+            "check-skew' across the stages."
         ),
         example=(
             "PP0 TP0 failed first at 2026-12-03 14:22:07 (local time of the host, zone unknown) "
@@ -132,8 +136,10 @@ RULES = (
             "A plugin or observer of the deployment's own raised, or wrote what sglang refused.",
         ),
         fix=(
-            "Read the named function first; capture the failing message to see what it wrote "
-            "(the next steps say how)."
+            "Read the named function first. When it is a sampling observer's from_pp_tensors or "
+            "to_pp_tensors, 'ppaux check-observer FILE:Class' runs the observer as sglang does "
+            "(the next steps name the file); when the root is an auxiliary-output error, the "
+            "capture the next steps turn on shows what the function wrote."
         ),
         example="/app/plugins/scores.py:42 in _pp_prepare_tensor_dict",
         area="triage",

@@ -19,7 +19,7 @@ import html
 
 from ppaux.report.document import FailOn, Report, Table, exit_code
 from ppaux.report.findings import Finding, Severity
-from ppaux.report.formats.markdown import counts, file_verdicts, title, verdict
+from ppaux.report.formats.markdown import counts, file_verdicts, note_blocks, title, verdict
 from ppaux.text import shown
 
 __all__ = ["MARKED_BACKGROUND", "STYLE", "render"]
@@ -167,8 +167,23 @@ def render(report: Report, fail_on: FailOn = FailOn.ERROR) -> str:
     # The detail comes after what a reader needs first: the verdicts and the findings.
     if report.notes or report.tables:
         body.append("<h2>Details</h2>")
-    if report.notes:
-        body += ["<ul>", *(f"<li>{_text(n)}</li>" for n in report.notes), "</ul>"]
+    listed: list[str] = []
+    for note, block in note_blocks(report.notes):
+        if not block:
+            listed.append(f"<li>{_text(note)}</li>")
+            continue
+        # Commands: a paragraph and a <pre> block, copyable as they are.
+        body += ["<ul>", *listed, "</ul>"] if listed else []
+        listed = []
+        body += [
+            f"<p>{_text(note)}</p>",
+            # Scrolls in its own box, as a wide table does (the style is inline: the sheet of
+            # every other page stays as it was).
+            '<pre class="scroll" style="padding: .5rem .75rem; margin: 0 0 1rem"><code>'
+            + "\n".join(_text(line) for line in block)
+            + "</code></pre>",
+        ]
+    body += ["<ul>", *listed, "</ul>"] if listed else []
     for table in report.tables:
         body += _table(table)
     body.append(

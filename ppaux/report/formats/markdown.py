@@ -18,7 +18,7 @@ from ppaux.report.document import FailOn, Report, Table, count_by_severity, exit
 from ppaux.report.findings import Finding
 from ppaux.text import shown
 
-__all__ = ["cell", "code", "counts", "file_verdicts", "render", "title", "verdict"]
+__all__ = ["cell", "code", "counts", "file_verdicts", "note_blocks", "render", "title", "verdict"]
 
 _ENTITIES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "&#124;"))
 # ASCII punctuation that starts emphasis, code, links or strike-through, backslash-escaped.
@@ -32,6 +32,33 @@ def cell(text: str) -> str:
     for char, entity in _ENTITIES:
         text = text.replace(char, entity)
     return "".join("\\" + c if c in _ESCAPED else c for c in text)
+
+
+def note_blocks(notes: list[str]) -> list[tuple[str, list[str]]]:
+    """The notes as (note, block) pairs: a note that ends with ``:`` and is followed by notes
+    indented by two spaces (triage's ``next steps:`` and its commands) takes those lines, their
+    two spaces off, as its block, to be shown verbatim (commands a reader copies); every other
+    note has an empty block."""
+    pairs: list[tuple[str, list[str]]] = []
+    for note in notes:
+        if note.startswith("  ") and pairs and pairs[-1][0].endswith(":"):
+            pairs[-1][1].append(note[2:])
+            continue
+        pairs.append((note, []))
+    return pairs
+
+
+def _fenced(block: list[str]) -> list[str]:
+    """``block`` as a fenced code block, verbatim (unprintable characters shown as escapes),
+    its fence longer than any run of backquotes in it."""
+    lines = [shown(line, None) for line in block]
+    longest = run = 0
+    for line in lines:
+        for char in line:
+            run = run + 1 if char == "`" else 0
+            longest = max(longest, run)
+    fence = "`" * max(3, longest + 1)
+    return [fence, *lines, fence]
 
 
 def code(text: str) -> str:
@@ -140,8 +167,14 @@ def render(report: Report, fail_on: FailOn = FailOn.ERROR, *, tables: bool = Tru
         lines.append("")
     if tables and (report.notes or report.tables):
         lines += ["### Details", ""]
-        lines += [f"- {cell(note)}" for note in report.notes]
-        if report.notes:
+        for note, block in note_blocks(report.notes):
+            if block:  # commands: a paragraph and a code block, copyable as they are
+                if lines[-1]:
+                    lines.append("")
+                lines += [cell(note), "", *_fenced(block), ""]
+            else:
+                lines.append(f"- {cell(note)}")
+        if report.notes and lines[-1]:
             lines.append("")
         for table in report.tables:
             lines += _table(table)
