@@ -26,7 +26,8 @@ def triage(
         typer.Argument(
             metavar="LOG",
             help="sglang server logs (plain, Kubernetes/CRI, Docker json-file, docker compose, "
-            "Ray; gzip or not) or directories of them; - reads one log from stdin.",
+            "Ray, kubectl logs --prefix; with or without --timestamps/-t; gzip or not) or "
+            "directories of them; - reads one log from stdin.",
         ),
     ],
     local_zone: Annotated[
