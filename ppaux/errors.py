@@ -15,6 +15,7 @@ import re
 __all__ = [
     "LIMIT_NOTE",
     "SETTING",
+    "SETTING_NAME",
     "TORCH_INSTALL_HINT",
     "DumpError",
     "ExecutableArchive",
@@ -49,16 +50,18 @@ LIMIT_NOTE = re.compile(r"\(limit (?P<name>[a-z_]+)(?:=(?P<value>[0-9]+))? reach
 def setting(name: str, value: str | None = None) -> str:
     """A setting named in a message, as a library user writes it: the keyword argument
     ``name`` of the function that takes it, with ``value`` when one is meant
-    ('transport="sglang"'); :data:`SETTING` finds it again, so that a front end can spell it
-    its own way (the command line's flag).
+    ('transport="sglang"'), else with '...' ('sglang_path=...'); :data:`SETTING` and
+    :data:`SETTING_NAME` find it again, so that a front end can say how its users give it (the
+    command line's flag).
     """
-    return name if value is None else f'{name}="{value}"'
+    return f"{name}=..." if value is None else f'{name}="{value}"'
 
 
 #: Finds each setting :func:`setting` wrote with a value: the groups are ``name`` and ``value``.
-#: A setting named without a value is found by its name, which has an underscore
-#: (``sglang_path``), or is known to the front end that looks for it.
 SETTING = re.compile(r'\b(?P<name>[a-z][a-z_]*)="(?P<value>[^"]*)"')
+
+#: Finds each setting :func:`setting` wrote without a value ('sglang_path=...'): group ``name``.
+SETTING_NAME = re.compile(r"\b(?P<name>[a-z][a-z_]*)=\.\.\.")
 
 
 class PpauxError(Exception):

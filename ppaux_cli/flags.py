@@ -6,21 +6,22 @@ here (``--limit NAME=N``).
 The library never spells a flag (a library user has none to pass); it writes settings with
 :func:`ppaux.errors.setting` and limits with :func:`ppaux.errors.limit_note`, and this module
 finds them again (:data:`ppaux.errors.SETTING`, :data:`ppaux.errors.LIMIT_NOTE`) in every line the
-command line prints and in the report it writes.
+command line prints and in the report it writes, and adds the flags they stand for. It only adds:
+a message may quote a key, a path or a log line, where a rewrite could change the user's text
+(an auxiliary key named ``batch_sizes`` is not the setting).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import TYPE_CHECKING
 
-from ppaux.errors import LIMIT_NOTE, SETTING
+from ppaux.errors import LIMIT_NOTE, SETTING, SETTING_NAME
 
 if TYPE_CHECKING:
     from ppaux.report import Report
 
-__all__ = ["FLAGS", "SETTING_COMMANDS", "flag", "spelled", "spelled_report"]
+__all__ = ["FLAGS", "SETTING_COMMANDS", "flag", "hint", "spelled", "spelled_report"]
 
 #: The flag of each setting a library message may name, by the keyword argument that holds it
 #: (a field of ``ReplayOptions`` or ``ObserverOptions``, a parameter of ``ppaux.skew.collect``).
@@ -39,14 +40,6 @@ FLAGS = {
     "vocab_size": "--vocab-size",
 }
 
-# A setting named without a value: only the names no word of prose can be (they hold an
-# underscore), and not as part of a path or a longer name.
-_BARE = re.compile(
-    r"(?<![\w./-])(?P<name>"
-    + "|".join(sorted((re.escape(name) for name in FLAGS if "_" in name), key=len, reverse=True))
-    + r")(?![\w/-]|\.\w)"
-)
-
 
 def flag(setting: str) -> str:
     """The flag of ``setting`` (a keyword argument's name): ``--sglang-path`` for
@@ -59,44 +52,67 @@ def flag(setting: str) -> str:
 SETTING_COMMANDS = frozenset({"replay", "check-observer", "check-skew"})
 
 
-def spelled(message: str, *, settings: bool = True) -> str:
-    """``message`` in the command line's words: '(limit max_depth=100 reached)' becomes
-    '(limit max_depth=100; raise it with --limit max_depth=N)' and, unless ``settings`` is
-    False, 'transport="sglang"' becomes '--transport sglang' and 'sglang_path' '--sglang-path';
-    the rest is left as it is."""
-    message = LIMIT_NOTE.sub(_limit, message)
+def _found(message: str, *, settings: bool) -> tuple[list[str], list[str]]:
+    """The limits and the settings (as flags with their values) that ``message`` names."""
+    limits = list(dict.fromkeys(match["name"] for match in LIMIT_NOTE.finditer(message)))
     if not settings:
-        return message
-    message = SETTING.sub(_setting, message)
-    return _BARE.sub(lambda match: flag(match["name"]), message)
+        return limits, []
+    spelled_settings = [
+        f"{FLAGS[match['name']]} {match['value']}"
+        for match in SETTING.finditer(message)
+        if match["name"] in FLAGS
+    ]
+    spelled_settings += [
+        flag(match["name"]) for match in SETTING_NAME.finditer(message) if match["name"] in FLAGS
+    ]
+    return limits, list(dict.fromkeys(spelled_settings))
 
 
-def _limit(match: re.Match[str]) -> str:
-    name, value = match["name"], match["value"]
-    limit = name if value is None else f"{name}={value}"
-    return f"(limit {limit}; raise it with --limit {name}=N)"
+def hint(message: str, *, settings: bool = True) -> str:
+    """What the command line adds to ``message`` so that its user knows the flags the library's
+    words stand for: 'raise it with --limit max_depth=N' for '(limit max_depth=100 reached)'
+    and, unless ``settings`` is False, 'on the command line: --transport sglang' for
+    'transport="sglang"'; '' when the message names neither."""
+    limits, flags = _found(message, settings=settings)
+    parts = [f"raise it with --limit {name}=N" for name in limits]
+    if flags:
+        parts.append("on the command line: " + ", ".join(flags))
+    return "; ".join(parts)
 
 
-def _setting(match: re.Match[str]) -> str:
-    name = match["name"]
-    if name not in FLAGS:
-        return match[0]
-    return f"{FLAGS[name]} {match['value']}"
+def spelled(message: str, *, settings: bool = True) -> str:
+    """``message`` followed by its :func:`hint` ('...; raise it with --limit max_depth=N').
+
+    The message itself is never changed: it may quote a key, a path or a log line, and a
+    rewrite could not tell the library's words from the user's.
+    """
+    added = hint(message, settings=settings)
+    return f"{message}; {added}" if added else message
 
 
 def spelled_report(report: Report) -> Report:
-    """A copy of ``report`` whose findings, problems and notes are :func:`spelled`: limits in
-    every report, settings in the reports of :data:`SETTING_COMMANDS` only."""
+    """``report`` with one note per flag its findings, problems and notes stand for (limits in
+    every report, settings in the reports of :data:`SETTING_COMMANDS` only); the findings and
+    problems themselves are left as the library wrote them."""
     settings = report.command in SETTING_COMMANDS
-    return dataclasses.replace(
-        report,
-        findings=[
-            dataclasses.replace(item, message=spelled(item.message, settings=settings))
-            for item in report.findings
-        ],
-        problems=[
-            dataclasses.replace(item, message=spelled(item.message, settings=settings))
-            for item in report.problems
-        ],
-        notes=[spelled(note, settings=settings) for note in report.notes],
-    )
+    texts = [item.message for item in report.findings]
+    texts += [item.message for item in report.problems]
+    texts += list(report.notes)
+    limits: list[str] = []
+    flags: list[str] = []
+    for text in texts:
+        found_limits, found_flags = _found(text, settings=settings)
+        limits += found_limits
+        flags += found_flags
+    added = [
+        f"a limit stopped the work (limit {name}): raise it with --limit {name}=N"
+        for name in dict.fromkeys(limits)
+    ]
+    if flags:
+        added.append(
+            "the settings named above are the library's keyword arguments; on the command "
+            "line: " + ", ".join(dict.fromkeys(flags))
+        )
+    if not added:
+        return report
+    return dataclasses.replace(report, notes=[*report.notes, *added])

@@ -20,7 +20,7 @@ import typer
 
 from ppaux.report import FailOn, Format, Report, render
 from ppaux_cli.exits import fail
-from ppaux_cli.flags import spelled, spelled_report
+from ppaux_cli.flags import SETTING_COMMANDS, spelled, spelled_report
 
 if TYPE_CHECKING:
     from ppaux.report import Gate
@@ -222,8 +222,10 @@ def emit(report: Report, options: ReportOptions) -> NoReturn:
         _append_step_summary(report, gate.fail_on, options.quiet)
     from ppaux.text import shown
 
+    settings = report.command in SETTING_COMMANDS
     for problem in problems:  # the path as given, shown escaped: it may hold any character
-        sys.stderr.write(f"ppaux: error: {shown(str(problem), None)}\n")
+        line = spelled(str(problem), settings=settings)
+        sys.stderr.write(f"ppaux: error: {shown(line, None)}\n")
     raise typer.Exit(gate.exit_code(report))
 
 

@@ -349,7 +349,7 @@ def test_huge_zip_directory_is_counted_before_it_is_parsed(tmp_path):
     )
     assert run.stderr.decode() == (
         f"ppaux: error: {path}: the zip's directory holds more than 100000 records (limit "
-        "max_zip_records=100000; raise it with --limit max_zip_records=N)\n"
+        "max_zip_records=100000 reached); raise it with --limit max_zip_records=N\n"
     )
     assert run.rc == 2
     assert run.rss_mb < 100

@@ -222,15 +222,14 @@ def test_dash_reads_one_dump_from_stdin():
         (
             ("inspect", "-", "--limit", "max_pickle_bytes=10"),
             (REPO / "fixtures/dumps/plain_pickle.pkl").read_bytes(),
-            "<stdin>: the stream holds more than 10 bytes (limit max_pickle_bytes=10; "
-            "raise it with --limit max_pickle_bytes=N)",
+            "<stdin>: the stream holds more than 10 bytes (limit max_pickle_bytes=10 "
+            "reached); raise it with --limit max_pickle_bytes=N",
         ),
         (
             ("inspect", "-", "--limit", "max_stream_bytes=100"),
             (REPO / CLEAN).read_bytes(),
-            "<stdin>: the stream holds more than 100 bytes (limit max_stream_bytes=100; raise it "
-            "with "
-            "--limit max_stream_bytes=N)",
+            "<stdin>: the stream holds more than 100 bytes (limit max_stream_bytes=100 reached); "
+            "raise it with --limit max_stream_bytes=N",
         ),
         (("inspect", "-", "-"), b"", "-: stdin can be read only once"),
         (

@@ -54,7 +54,8 @@ def test_exit_codes_follow_fail_on():
         ),
         (
             "fixtures/corrupt/deep_nesting.pt",
-            "the dump nests too deeply (limit max_depth=100; raise it with --limit max_depth=N)",
+            "the dump nests too deeply (limit max_depth=100 reached); raise it with "
+            "--limit max_depth=N",
         ),
         ("fixtures/corrupt/truncated_datapkl.pt", None),
         ("fixtures/corrupt/random_bytes.pt", None),

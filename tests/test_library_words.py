@@ -3,7 +3,8 @@
 A message built inside ``ppaux/`` (an exception, a finding, a note) never names a command-line
 flag: a library user has none to pass. It names a setting by the keyword argument that takes it
 (:func:`ppaux.errors.setting`) and a limit by its name in :class:`ppaux.limits.Limits`
-(:func:`ppaux.errors.limit_note`); ``ppaux_cli.flags`` turns both into the command line's words.
+(:func:`ppaux.errors.limit_note`); ``ppaux_cli.flags`` adds the flags they stand for, and never
+rewrites the message, which may quote a key or a path that only looks like a setting.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 import pytest
 from helpers import REPO, cli
 
-from ppaux.errors import LIMIT_NOTE, SETTING, LimitExceeded, limit_note, setting
+from ppaux.errors import LIMIT_NOTE, SETTING, SETTING_NAME, LimitExceeded, limit_note, setting
 from ppaux_cli.flags import FLAGS, flag, spelled, spelled_report
 
 #: A command-line flag written in text: '--limit', '--sglang-path'.
@@ -96,7 +97,9 @@ def test_a_limit_is_named_by_its_name_in_limits() -> None:
 
 def test_a_setting_is_named_by_its_keyword_argument() -> None:
     assert setting("transport", "sglang") == 'transport="sglang"'
-    assert setting("sglang_path") == "sglang_path"
+    assert setting("sglang_path") == "sglang_path=..."
+    found_name = SETTING_NAME.search("give sglang_path=... a tree")
+    assert found_name is not None and found_name["name"] == "sglang_path"
     found = SETTING.search('only used with impl="both"')
     assert found is not None and (found["name"], found["value"]) == ("impl", "both")
 
@@ -106,30 +109,36 @@ def test_a_setting_is_named_by_its_keyword_argument() -> None:
     [
         (
             "x.pt: the dump nests too deeply (limit max_depth=100 reached)",
-            "x.pt: the dump nests too deeply (limit max_depth=100; raise it with --limit "
-            "max_depth=N)",
+            "x.pt: the dump nests too deeply (limit max_depth=100 reached); raise it with "
+            "--limit max_depth=N",
         ),
         (
             "d: holds more than 5 files (limit max_files reached)",
-            "d: holds more than 5 files (limit max_files; raise it with --limit max_files=N)",
+            "d: holds more than 5 files (limit max_files reached); raise it with "
+            "--limit max_files=N",
         ),
         (
             'only used with impl="sglang", impl="both" or transport="sglang"',
-            "only used with --impl sglang, --impl both or --transport sglang",
+            'only used with impl="sglang", impl="both" or transport="sglang"; on the command '
+            "line: --impl sglang, --impl both, --transport sglang",
         ),
         (
-            "sglang is not installed; give sglang_path an unpacked tree or a wheel",
-            "sglang is not installed; give --sglang-path an unpacked tree or a wheel",
+            "sglang is not installed; give sglang_path=... an unpacked tree or a wheel",
+            "sglang is not installed; give sglang_path=... an unpacked tree or a wheel; on the "
+            "command line: --sglang-path",
         ),
-        ('the CUDA path needs device="cuda")', "the CUDA path needs --device cuda)"),
-        # Not the library's words: a path, a longer name, a key from a file.
         (
-            '/opt/sglang_path/x.py, sglang_path.py, my_sglang_path, key="v", impl',
-            '/opt/sglang_path/x.py, sglang_path.py, my_sglang_path, key="v", impl',
+            'the CUDA path needs device="cuda")',
+            'the CUDA path needs device="cuda"); on the command line: --device cuda',
+        ),
+        # Not the library's words: a path, a longer name, a key from a file, a bare name.
+        (
+            "/opt/sglang_path/x.py, sglang_path.py, my_sglang_path, key=\"v\", 'batch_sizes', impl",
+            "/opt/sglang_path/x.py, sglang_path.py, my_sglang_path, key=\"v\", 'batch_sizes', impl",
         ),
     ],
 )
-def test_the_command_line_spells_settings_and_limits_as_flags(
+def test_the_command_line_adds_the_flags_of_settings_and_limits(
     library: str, command_line: str
 ) -> None:
     assert spelled(library) == command_line
@@ -156,23 +165,28 @@ def test_a_replay_setting_error_names_the_setting_and_the_cli_its_flag() -> None
     )
     line = cli("replay", str(REPO / "fixtures/dumps/clean_output.pt"), "--sglang-path", "x").stderr
     assert line == (
-        "ppaux: error: --sglang-path x: only used with --impl sglang, --impl both or "
-        "--transport sglang\n"
+        'ppaux: error: --sglang-path x: only used with impl="sglang", impl="both" or '
+        'transport="sglang"; on the command line: --impl sglang, --impl both, --transport '
+        "sglang\n"
     )
 
 
-def test_reports_that_quote_files_and_logs_keep_their_text() -> None:
+def test_reports_keep_the_library_text_and_gain_notes_with_the_flags() -> None:
     from ppaux.report import Finding, InputProblem, Report, Severity
 
     quoted = 'torch.zeros(3, device="cuda") failed (limit max_findings_per_code=5 reached)'
-    command_line = (
-        'torch.zeros(3, device="cuda") failed (limit max_findings_per_code=5; raise it with '
-        "--limit max_findings_per_code=N)"
+    limit = (
+        "a limit stopped the work (limit max_findings_per_code): raise it with "
+        "--limit max_findings_per_code=N"
     )
-    for command, expected in (
-        ("triage", command_line),
-        ("inspect", command_line),
-        ("replay", command_line.replace('device="cuda"', "--device cuda")),
+    settings = (
+        "the settings named above are the library's keyword arguments; on the command line: "
+        "--device cuda"
+    )
+    for command, added in (
+        ("triage", [limit]),  # quotes logs: device="cuda" there is not ppaux's setting
+        ("inspect", [limit]),
+        ("replay", [limit, settings]),
     ):
         report = Report(
             command,
@@ -181,7 +195,29 @@ def test_reports_that_quote_files_and_logs_keep_their_text() -> None:
             notes=[quoted],
         )
         shown = spelled_report(report)
-        assert [item.message for item in shown.findings] == [expected], command
-        assert [item.message for item in shown.problems] == [expected], command
-        assert shown.notes == [expected], command
-        assert report.findings[0].message == quoted  # the library's report is left as it was
+        assert [item.message for item in shown.findings] == [quoted], command
+        assert [item.message for item in shown.problems] == [quoted], command
+        assert shown.notes == [quoted, *added], command
+        assert report.notes == [quoted]  # the library's report is left as it was
+
+
+@pytest.mark.torch
+def test_a_key_that_looks_like_a_setting_is_reported_as_it_is(tmp_path) -> None:
+    import torch
+
+    dump = tmp_path / "keys.pt"
+    torch.save(
+        {
+            "next_token_ids": torch.zeros(2, dtype=torch.int64),
+            "__sampling_observer_output__.batch_sizes": [1, 2],
+            '__sampling_observer_output__.transport="sglang"': [3],
+            "__msg_type__": "output",
+        },
+        dump,
+    )
+    out = cli("replay", str(dump), "--format", "json").stdout
+    import json
+
+    messages = [finding["message"] for finding in json.loads(out)["findings"]]
+    assert any("auxiliary PP output 'batch_sizes' is not a tensor" in m for m in messages)
+    assert not any("--batch-size" in m or "--transport" in m for m in messages)

@@ -175,8 +175,8 @@ def test_max_payloads_counts_tensor_dicts(tmp_path: Path) -> None:
     refused = cli("inspect", str(dump), "--limit", "max_payloads=29")
     assert refused.exit_code == 2
     assert refused.stderr.strip() == (
-        f"ppaux: error: {dump}: the file holds too many tensor dicts (limit max_payloads=29; "
-        "raise it with --limit max_payloads=N)"
+        f"ppaux: error: {dump}: the file holds too many tensor dicts (limit max_payloads=29 "
+        "reached); raise it with --limit max_payloads=N"
     )
 
 
@@ -194,7 +194,9 @@ def test_max_tensor_entries_counts_entries_holding_a_tensor(tmp_path: Path) -> N
     assert cli("inspect", str(dump), "--limit", "max_tensor_entries=2").exit_code == 0
     refused = cli("inspect", str(dump), "--limit", "max_tensor_entries=1")
     assert refused.exit_code == 2
-    assert "its tensor dicts hold too many tensors (limit max_tensor_entries=1;" in refused.stderr
+    assert "its tensor dicts hold too many tensors (limit max_tensor_entries=1 reached);" in (
+        refused.stderr
+    )
 
 
 def test_findings_past_the_cut_are_counted_not_built() -> None:

@@ -139,8 +139,8 @@ def test_an_sglang_that_cannot_be_imported_is_one_line_exit_2(tmp_path: Path) ->
         "",
         "ppaux: error: --transport sglang: sglang's runtime "
         "(sglang.srt.distributed.parallel_state) cannot be imported: No module named 'sglang'; "
-        "give --sglang-path an unpacked sglang release wheel (unzip sglang-X.whl -d DIR) whose "
-        "own imports resolve: docs/sglang-runtime.md\n",
+        "give sglang_path=... an unpacked sglang release wheel (unzip sglang-X.whl -d DIR) "
+        "whose own imports resolve: docs/sglang-runtime.md; on the command line: --sglang-path\n",
     )
     # A tree that imports but is not sglang's runtime: one line, not an internal error.
     tree = tmp_path / "not-a-runtime"
@@ -151,8 +151,9 @@ def test_an_sglang_that_cannot_be_imported_is_one_line_exit_2(tmp_path: Path) ->
     assert done.stderr == (
         "ppaux: error: --transport sglang: sglang's runtime "
         "(sglang.srt.distributed.parallel_state) cannot be imported: No module named "
-        "'sglang.srt'; give --sglang-path an unpacked sglang release wheel (unzip sglang-X.whl "
-        "-d DIR) whose own imports resolve: docs/sglang-runtime.md\n"
+        "'sglang.srt'; give sglang_path=... an unpacked sglang release wheel (unzip "
+        "sglang-X.whl -d DIR) whose own imports resolve: docs/sglang-runtime.md; on the command "
+        "line: --sglang-path\n"
     )
 
 
