@@ -162,7 +162,8 @@ def test_next_steps_are_commands_for_the_failing_ranks():
     steps = report.data["next_steps"]
     assert "export PPAUX_CAPTURE_STRICT=1" in " ".join(steps)
     assert any(s.startswith("ppaux check-skew ") for s in steps)
-    assert any(s.startswith("ppaux fingerprint --pp-rank N --pp-size 2 ") for s in steps)
+    assert any(s.startswith("ppaux fingerprint --pp-rank 0 --pp-size 2 ") for s in steps)
+    assert any(s.startswith("ppaux fingerprint --pp-rank 1 --pp-size 2 ") for s in steps)
     assert any(s.startswith("ppaux inspect ") for s in steps)
     assert any(s.startswith("ppaux replay ") for s in steps)
 
@@ -595,7 +596,7 @@ def _decode_lines(time: str, stages: int, tp: int) -> str:
     )
 
 
-@pytest.mark.parametrize("envelope", ["plain", "cri", "docker-json"])
+@pytest.mark.parametrize("envelope", ["plain", "cri", "docker-json", "timestamps"])
 def test_next_steps_know_the_last_stage_from_every_rank_prefix_not_only_the_failing(
     envelope, tmp_path
 ):
@@ -620,10 +621,16 @@ def test_next_steps_know_the_last_stage_from_every_rank_prefix_not_only_the_fail
             + "\n"
             for line in lines
         )
+    elif envelope == "timestamps":
+        text = "".join(f"2026-12-03T10:15:03.000000001Z {line}\n" for line in lines)
     log = tmp_path / "pp4.log"
     log.write_text(text)
     steps = triage_paths([str(log)]).data["next_steps"]
-    assert "ppaux fingerprint --pp-rank N --pp-size 4 -o stage-N.json" in steps
+    fingerprints = [s for s in steps if s.startswith("ppaux fingerprint ")]
+    assert fingerprints == [
+        f"ppaux fingerprint --pp-rank {n} --pp-size 4 -o stage-{n}.json  # on PP{n}'s host"
+        for n in (0, 1, 2, 3)
+    ]
     assert any(s.startswith("export PPAUX_CAPTURE_STRICT=1  # on PP3 only") for s in steps)
 
 

@@ -268,8 +268,9 @@ _STEP_LINES = (
     "export PPAUX_CAPTURE_DIR=/tmp/ppaux-captures",
     "export PPAUX_CAPTURE_STRICT=1  # on PP1 only: stop where a non-tensor value enters the "
     "output message",
-    "ppaux fingerprint --pp-rank N --pp-size 2 -o stage-N.json",
-    "ppaux check-skew stage-*.json",
+    "ppaux fingerprint --pp-rank 0 --pp-size 2 -o stage-0.json  # on PP0's host",
+    "ppaux fingerprint --pp-rank 1 --pp-size 2 -o stage-1.json  # on PP1's host",
+    "ppaux check-skew stage-*.json  # with every stage's file in one place",
     "ppaux capture list --dir /tmp/ppaux-captures",
 )
 

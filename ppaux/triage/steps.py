@@ -16,7 +16,11 @@ import re
 
 from ppaux.sglang import MessageMatch
 
-__all__ = ["DEFAULT_CAPTURE_DIR", "next_steps"]
+__all__ = ["DEFAULT_CAPTURE_DIR", "MAX_LISTED_STAGES", "next_steps"]
+
+#: Pipeline stages up to which the fingerprint step is one command per stage (``--pp-rank 0``,
+#: ``1``, ...); past it, or when the logs do not say how many, one command for rank ``N``.
+MAX_LISTED_STAGES = 16
 
 #: Where the suggested capture writes, unless the logs show the capture already on.
 DEFAULT_CAPTURE_DIR = "/tmp/ppaux-captures"
@@ -67,12 +71,18 @@ def next_steps(
                 f"export PPAUX_CAPTURE_STRICT=1  # on {last_name} only: stop where a non-tensor "
                 "value enters the output message",
             ]
-    pp_size = f" --pp-size {stages}" if stages else ""
-    steps += [
-        "# compare the stages: on each stage's host",
-        f"ppaux fingerprint --pp-rank N{pp_size} -o stage-N.json",
-        "ppaux check-skew stage-*.json",
-    ]
+    steps.append("# compare the stages: on each stage's host")
+    if stages is not None and stages <= MAX_LISTED_STAGES:
+        # One command per stage, each runnable as it stands on that stage's host.
+        steps += [
+            f"ppaux fingerprint --pp-rank {rank} --pp-size {stages} -o stage-{rank}.json"
+            f"  # on PP{rank}'s host"
+            for rank in range(stages)
+        ]
+    else:
+        pp_size = f" --pp-size {stages}" if stages else ""
+        steps.append(f"ppaux fingerprint --pp-rank N{pp_size} -o stage-N.json")
+    steps.append("ppaux check-skew stage-*.json  # with every stage's file in one place")
     if aux:
         steps += [
             "# then read what the capture wrote",
