@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ppaux.errors import PpauxError
+from ppaux.errors import PpauxError, setting
 from ppaux.observer.compare import Difference, differences, leaves, snapshot
 from ppaux.observer.drive import HookFailure, Step, drive_step
 from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_path, single_stage_path
@@ -151,7 +151,12 @@ def _machinery(
         if options.sglang_path is not None and where not in (None, "sglang"):
             # The path given is at fault: name it, as replay does.
             raise ObserverConfigError("sglang_path", str(where), reason) from None
-        raise ObserverConfigError("impl", impl, f"sglang is {reason}") from None
+        way_out = (
+            f"; give {setting('sglang_path')} an unpacked tree or a wheel"
+            if options.sglang_path is None
+            else ""
+        )
+        raise ObserverConfigError("impl", impl, f"sglang is {reason}{way_out}") from None
     try:
         wire = given_wire or open_wire(
             transport,
