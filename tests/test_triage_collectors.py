@@ -328,3 +328,25 @@ def test_html_writes_the_next_steps_as_a_pre_block_copyable_as_is():
     assert "sglang&#x27;s environment" in page
     assert html.unescape(page).count("export PPAUX_CAPTURE_DIR=/tmp/ppaux-captures") == 1
     assert "<li>  export" not in page
+
+
+def test_only_a_heading_note_and_its_indented_lines_are_a_block():
+    from ppaux.report import Report
+    from ppaux.report.formats.markdown import render
+
+    report = Report("capture")
+    # capture list's form: an entry whose error ends with a colon, and its indented trail.
+    report.notes += ["x.pt: RuntimeError: bad:", "    trail: recv dirty", "1 capture(s)"]
+    report.notes += ["next steps:", "  ppaux inspect x.pt", "  # a comment"]
+    lines = render(report).splitlines()
+    assert "- x.pt: RuntimeError: bad:" in lines
+    assert "- trail: recv dirty" in lines
+    start = lines.index("```")
+    assert lines[start - 2 : start + 4] == [
+        "next steps:",
+        "",
+        "```",
+        "ppaux inspect x.pt",
+        "# a comment",
+        "```",
+    ]

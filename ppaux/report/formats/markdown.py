@@ -35,17 +35,22 @@ def cell(text: str) -> str:
 
 
 def note_blocks(notes: list[str]) -> list[tuple[str, list[str]]]:
-    """The notes as (note, block) pairs: a note that ends with ``:`` and is followed by notes
-    indented by two spaces (triage's ``next steps:`` and its commands) takes those lines, their
-    two spaces off, as its block, to be shown verbatim (commands a reader copies); every other
-    note has an empty block."""
+    """The notes as (note, block) pairs: a heading note (one that ends with ``:`` and holds no
+    other ``: ``, as triage's ``next steps:``) followed by notes indented by two spaces (its
+    commands) takes those lines, their two spaces off, as its block, to be shown verbatim
+    (commands a reader copies); every other note has an empty block. A note such as capture
+    list's ``x.pt: RuntimeError: ...`` and its indented ``trail:`` stays a list."""
     pairs: list[tuple[str, list[str]]] = []
     for note in notes:
-        if note.startswith("  ") and pairs and pairs[-1][0].endswith(":"):
+        if note.startswith("  ") and pairs and _heading(pairs[-1][0]):
             pairs[-1][1].append(note[2:])
             continue
         pairs.append((note, []))
     return pairs
+
+
+def _heading(note: str) -> bool:
+    return note.endswith(":") and ": " not in note
 
 
 def _fenced(block: list[str]) -> list[str]:
