@@ -82,6 +82,18 @@ def pp_safety_report(
     return check_loaded(loaded, options, given)
 
 
+def _exited(observer: Any, exc: SystemExit) -> AssertionError:
+    """sys.exit() in the observer's code, where no driven method reports it, as a failure of
+    the test rather than the end of the test run."""
+    name = observer if isinstance(observer, str) else getattr(observer, "__qualname__", None)
+    code = "" if exc.code is None else f": {exc.code}"
+    return AssertionError(
+        f"sampling observer {name or type(observer).__qualname__} is not PP-safe: its code "
+        f"raised SystemExit{code} while ppaux checked it (sys.exit() ends the process it runs "
+        "in: in sglang, the scheduler)"
+    )
+
+
 def _describe(report: Report, failing: list[Any], options: dict[str, Any]) -> str:
     target = report.data.get("observer", {}).get("target", "?")
     count = len(failing)
@@ -147,6 +159,10 @@ def assert_pp_safe(
         # An unusable target or option is one line in pytest's report, like a finding: its
         # message names the target and the cause; ppaux's frames below would only hide it.
         raise exc.with_traceback(None) from None
+    except SystemExit as exc:
+        # ppaux never exits: the observer's own sys.exit() (or its outputs factory's), outside
+        # the methods that the check reports one by one, must not end the test run.
+        raise _exited(observer, exc) from None
     skipped = {code.strip().upper() for code in ignore}
     failing = [
         item

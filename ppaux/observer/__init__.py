@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         load_observer,
         load_outputs,
         observer_from,
+        target_files,
     )
 
 _EXPORTS = {
@@ -44,6 +45,7 @@ _EXPORTS = {
     "load_observer": "target",
     "load_outputs": "target",
     "observer_from": "target",
+    "target_files": "target",
 }
 
 __all__ = [
@@ -60,6 +62,7 @@ __all__ = [
     "load_outputs",
     "observer_from",
     "observer_report",
+    "target_files",
 ]
 
 if not TYPE_CHECKING:

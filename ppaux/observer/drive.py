@@ -63,10 +63,15 @@ def synthetic_logits(batch_size: int, vocab_size: int, step: int, device: Any) -
 
 
 def call_hook(method: str, function: Callable[..., Any], *args: Any) -> Any:
-    """``function(*args)``, any exception it raises wrapped as :class:`HookFailure`."""
+    """``function(*args)``, any exception it raises wrapped as :class:`HookFailure`.
+
+    ``SystemExit`` (``sys.exit()`` in the target's code) is the target's failure like any other
+    exception: it must not end the check with the target's status and no report.
+    ``KeyboardInterrupt`` is a person stopping ppaux, and passes through.
+    """
     try:
         return function(*args)
-    except Exception as exc:  # the target's own failure, reported with the method's name
+    except (Exception, SystemExit) as exc:  # the target's own failure, named by its method
         raise HookFailure(method, exc) from exc
 
 

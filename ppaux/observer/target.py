@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppaux.errors import PpauxError
+from ppaux.text import with_article
 
 __all__ = [
     "LoadedObserver",
@@ -27,6 +28,7 @@ __all__ = [
     "load_observer",
     "load_outputs",
     "observer_from",
+    "target_files",
 ]
 
 #: What an observer must have for sglang's model runner to drive it.
@@ -110,7 +112,7 @@ def _import_file(target: str, path: str) -> Any:
         raise TargetError(
             target, f"cannot run {path!r}: SyntaxError: {exc.msg} (line {exc.lineno})"
         ) from None
-    except Exception as exc:  # anything the file raises while it runs
+    except (Exception, SystemExit) as exc:  # anything the file raises while it runs
         sys.modules.pop(name, None)
         raise TargetError(
             target, f"running {path!r} raised {_first_line(exc)}{_where(exc)}"
@@ -145,10 +147,28 @@ def _import_module(target: str, name: str) -> Any:
         raise TargetError(
             target, f"importing {name!r} failed: no module named {missing!r}{_where(exc)}"
         ) from None
-    except Exception as exc:  # anything the module raises while it runs
+    except (Exception, SystemExit) as exc:  # anything the module raises while it runs
         raise TargetError(
             target, f"importing {name!r} raised {_first_line(exc)}{_where(exc)}"
         ) from None
+
+
+def _looks_like_file(module_part: str) -> bool:
+    return module_part.endswith(".py") or os.sep in module_part or "/" in module_part
+
+
+def target_files(target: str) -> list[str]:
+    """The files that ``target`` (``module:attr`` or ``file.py:attr``) reads, without running
+    anything: the file it names, or the imported module's ``__file__`` once a check loaded it
+    (none before). A command refuses to write its report over any of them."""
+    module_part, sep, attr = target.rpartition(":")
+    if not sep or not module_part or not attr:
+        return []
+    if _looks_like_file(module_part):
+        return [module_part]
+    module = sys.modules.get(module_part)
+    where = getattr(module, "__file__", None)
+    return [where] if isinstance(where, str) else []
 
 
 def load_object(target: str) -> Any:
@@ -157,10 +177,9 @@ def load_object(target: str) -> Any:
     ``attr`` may be dotted (``module:Outer.inner``). Raises :class:`TargetError`.
     """
     module_part, attr = _split(target)
-    looks_like_file = module_part.endswith(".py") or os.sep in module_part or "/" in module_part
     module = (
         _import_file(target, module_part)
-        if looks_like_file
+        if _looks_like_file(module_part)
         else _import_module(target, module_part)
     )
     value: Any = module
@@ -170,9 +189,14 @@ def load_object(target: str) -> Any:
         except AttributeError:
             where = module_part if value is module else f"{module_part}:{attr}"
             raise TargetError(target, f"{where} has no attribute {part!r}") from None
-        except Exception as exc:  # a property or module __getattr__ that raises
+        except (Exception, SystemExit) as exc:  # a property or module __getattr__ that raises
             raise TargetError(target, f"reading {part!r} raised {_first_line(exc)}") from None
     return value
+
+
+def _a_type(value: Any) -> str:
+    """``value``'s type after 'a' or 'an': 'an int', 'a list', 'an object'."""
+    return with_article(type(value).__name__)
 
 
 def _is_observer(value: Any) -> bool:
@@ -196,7 +220,7 @@ def _call(target: str, factory: Callable[[], Any], what: str) -> Any:
         raise TargetError(
             target, f"calling {what} raised {_first_line(exc)}{_where(exc)}"
         ) from None
-    except Exception as exc:  # the target's own failure
+    except (Exception, SystemExit) as exc:  # the target's own failure
         raise TargetError(
             target, f"calling {what} raised {_first_line(exc)}{_where(exc)}"
         ) from None
@@ -228,7 +252,7 @@ def observer_from(value: Any, target: str) -> LoadedObserver:
 
         try:
             spare = copy.deepcopy(value)
-        except Exception:  # an observer that cannot be copied pops with itself
+        except (Exception, SystemExit):  # an observer that cannot be copied pops with itself
             spare = value
         made = [False]
 
@@ -242,7 +266,7 @@ def observer_from(value: Any, target: str) -> LoadedObserver:
     if not callable(value):
         raise TargetError(
             target,
-            f"is a {type(value).__name__}, not a sampling observer, a class or a factory "
+            f"is {_a_type(value)}, not a sampling observer, a class or a factory "
             f"(it lacks {_missing(value)})",
         )
     kind = "class" if inspect.isclass(value) else "factory"
@@ -251,7 +275,7 @@ def observer_from(value: Any, target: str) -> LoadedObserver:
     if not _is_observer(observer):
         raise TargetError(
             target,
-            f"{what} returned a {type(observer).__name__}, not a sampling observer "
+            f"{what} returned {_a_type(observer)}, not a sampling observer "
             f"(it lacks {_missing(observer)})",
         )
 
@@ -266,7 +290,7 @@ def load_outputs(target: str) -> list[Any]:
     returning one output or an iterable of them. Raises :class:`TargetError`."""
     value = load_object(target)
     if not callable(value):
-        raise TargetError(target, f"is a {type(value).__name__}, not a zero-argument callable")
+        raise TargetError(target, f"is {_a_type(value)}, not a zero-argument callable")
     produced = _call(target, value, f"{getattr(value, '__qualname__', target)}")
     if hasattr(produced, "copy_to_host"):
         return [produced]
@@ -275,12 +299,12 @@ def load_outputs(target: str) -> list[Any]:
     except TypeError:
         raise TargetError(
             target,
-            f"returned a {type(produced).__name__}: neither an auxiliary output (no "
+            f"returned {_a_type(produced)}: neither an auxiliary output (no "
             "copy_to_host) nor an iterable of them",
         ) from None
     try:
         outputs = list(iterator)
-    except Exception as exc:  # a generator of the target's that fails part way
+    except (Exception, SystemExit) as exc:  # a generator of the target's that fails part way
         raise TargetError(
             target, f"iterating what it returned raised {_first_line(exc)}{_where(exc)}"
         ) from None
@@ -290,7 +314,6 @@ def load_outputs(target: str) -> list[Any]:
         if output is not None and not hasattr(output, "copy_to_host"):
             raise TargetError(
                 target,
-                f"item {index} is a {type(output).__name__}, not an auxiliary output (no "
-                "copy_to_host)",
+                f"item {index} is {_a_type(output)}, not an auxiliary output (no copy_to_host)",
             )
     return outputs

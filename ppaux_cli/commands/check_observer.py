@@ -3,7 +3,11 @@ single-stage path, and report every error and every difference."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import warnings
+from collections.abc import Iterator
 from typing import Annotated
 
 import typer
@@ -12,9 +16,43 @@ from ppaux.replay import Impl, Sender, Transport
 from ppaux_cli.exits import fail
 from ppaux_cli.flags import flag
 from ppaux_cli.options import ReportOptions, choice_option, report_options
-from ppaux_cli.output import emit
+from ppaux_cli.output import check_output_path, emit
 
 __all__ = ["check_observer"]
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """While the target's code runs, whatever it writes to stdout goes to stderr, so that
+    stdout carries the report alone: ``sys.stdout`` (``print``) and file descriptor 1 (C
+    extensions, subprocesses) both. Both come back as they were before the report is written;
+    where descriptor 1 or 2 is closed, only ``sys.stdout`` is redirected."""
+    stream = sys.stdout
+    for each in (stream, sys.__stdout__):
+        with contextlib.suppress(Exception):
+            if each is not None:
+                each.flush()
+    saved: int | None = None
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:
+        if saved is not None:
+            os.close(saved)
+            saved = None
+    sys.stdout = sys.stderr
+    try:
+        yield
+    finally:
+        # What the target buffered, through either stream, leaves before descriptor 1 returns.
+        for each in (sys.stdout, sys.__stdout__):
+            with contextlib.suppress(Exception):
+                if each is not None:
+                    each.flush()
+        sys.stdout = stream
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 @report_options
@@ -126,7 +164,13 @@ def check_observer(
     # torch warns on import when numpy is absent; the check never needs numpy itself.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     from ppaux.errors import TorchMissingError
-    from ppaux.observer import ObserverConfigError, ObserverOptions, TargetError, check_observer
+    from ppaux.observer import (
+        ObserverConfigError,
+        ObserverOptions,
+        TargetError,
+        check_observer,
+        target_files,
+    )
     from ppaux.torch_probe import require_torch
 
     try:
@@ -144,10 +188,24 @@ def check_observer(
         sglang_path=sglang_path,
         timeout_s=timeout,
     )
+    # The files the target and --outputs name are inputs: the report never goes over them.
+    given = [target, *([outputs] if outputs is not None else [])]
+    check_output_path(options.output, [path for name in given for path in target_files(name)])
     try:
-        report = check_observer(target, settings, outputs=outputs)
+        with _stdout_to_stderr():
+            report = check_observer(target, settings, outputs=outputs)
     except TargetError as exc:
         fail(f"{exc.target}: {exc.reason}")
     except ObserverConfigError as exc:
         fail(f"{flag(exc.option)} {exc.value}: {exc.reason}")
+    except SystemExit as exc:
+        # ppaux's library never exits: this is sys.exit() in the target's code at a point
+        # that is not one of the methods the check drives (each of those is a finding).
+        code = "" if exc.code is None else f": {exc.code}"
+        fail(f"{target}: its code raised SystemExit{code} while it was checked")
+    # Imported by the check, a module:attr target's file is known now (and so is the file
+    # that defines the observer).
+    origin = report.data.get("observer", {}).get("origin")
+    loaded = [path for name in given for path in target_files(name)]
+    check_output_path(options.output, [*loaded, *([origin] if origin else [])])
     emit(report, options)

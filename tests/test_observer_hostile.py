@@ -1,0 +1,370 @@
+"""``ppaux check-observer`` and ``assert_pp_safe`` against targets that misbehave as programs:
+``sys.exit()`` anywhere in their code is the target's failure (never ppaux's exit status), their
+prints never reach the report on stdout, and the report is never written over their files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import REPO, cli, ppaux_process
+
+from ppaux.observer import TargetError, check_observer, load_observer
+
+pytestmark = pytest.mark.torch
+
+GOOD = (REPO / "fixtures" / "observers" / "entropy_good.py").read_text(encoding="utf-8")
+
+
+def observer_file(
+    tmp_path: Path, name: str, *, exit_in: str | None = None, code: str = "0"
+) -> Path:
+    """The worked example's good observer, with ``sys.exit(code)`` at the top of ``exit_in``."""
+    text = GOOD
+    if exit_in is not None:
+        marker = f"def {exit_in}(self"
+        assert text.count(marker) == 1, exit_in
+        head, _, tail = text.partition(marker)
+        signature, _, body = tail.partition("\n")
+        text = f"{head}{marker}{signature}\n        import sys\n\n        sys.exit({code})\n{body}"
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ----------------------------------------------------------------------------------------------
+# sys.exit() in the target
+
+
+@pytest.mark.parametrize(
+    ("call", "shown"),
+    [
+        ("sys.exit(0)", "SystemExit: 0"),
+        ("sys.exit(3)", "SystemExit: 3"),
+        ("sys.exit()", "SystemExit"),
+    ],
+)
+def test_an_exit_at_import_is_one_error_line_and_exit_2(tmp_path, call, shown):
+    file = tmp_path / "exits.py"
+    file.write_text(f"import sys\n\n{call}\n", encoding="utf-8")
+    result = cli("check-observer", f"{file}:X")
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"ppaux: error: {file}:X: running {str(file)!r} raised {shown} (at {file}:3)\n"
+    )
+
+
+def test_an_exit_while_a_module_is_imported_is_named(tmp_path, monkeypatch):
+    (tmp_path / "exits_on_import_hj.py").write_text("import sys\nsys.exit(0)\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = cli("check-observer", "exits_on_import_hj:Observer")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(
+        "ppaux: error: exits_on_import_hj:Observer: importing 'exits_on_import_hj' raised "
+        "SystemExit: 0"
+    )
+    assert result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("method", "side"),
+    [
+        ("is_active", "the last stage (or the single GPU)"),
+        ("before_grammar", "the last stage (or the single GPU)"),
+        ("after_sample", "the last stage (or the single GPU)"),
+        ("to_pp_tensors", "the last stage"),
+        ("from_pp_tensors", "rank 0"),
+        ("copy_to_host", None),
+        ("consume", None),
+    ],
+)
+def test_an_exit_in_a_driven_method_is_pp710_with_exit_1(tmp_path, method, side):
+    file = observer_file(tmp_path, f"exit_in_{method}.py", exit_in=method, code="0")
+    result = cli("check-observer", f"{file}:EntropyObserver", "--format", "json")
+    assert result.exit_code == 1, result.output
+    findings = json.loads(result.stdout)["findings"]
+    found = [f for f in findings if f["code"] == "PP710"]
+    assert found, findings
+    assert f"{method} raised SystemExit: 0" in found[0]["message"]
+    if side is not None:
+        assert side in found[0]["message"]
+
+
+def test_an_exit_in_the_constructor_is_the_targets_failure(tmp_path):
+    file = tmp_path / "exit_init.py"
+    file.write_text(
+        GOOD + "\n\nclass Quits(EntropyObserver):\n    def __init__(self):\n"
+        "        raise SystemExit(4)\n",
+        encoding="utf-8",
+    )
+    result = cli("check-observer", f"{file}:Quits")
+    assert result.exit_code == 2, result.output
+    assert "calling the class Quits raised SystemExit: 4" in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_an_exit_in_the_outputs_factory_is_one_line(tmp_path):
+    observer = observer_file(tmp_path, "obs.py")
+    outputs = tmp_path / "outs.py"
+    outputs.write_text("import sys\n\n\ndef make():\n    sys.exit(0)\n", encoding="utf-8")
+    result = cli("check-observer", f"{observer}:EntropyObserver", "--outputs", f"{outputs}:make")
+    assert result.exit_code == 2, result.output
+    assert (
+        result.stderr
+        == f"ppaux: error: {outputs}:make: calling make raised SystemExit: 0 (at {outputs}:5)\n"
+    )
+
+
+def test_keyboard_interrupt_is_never_swallowed(tmp_path):
+    file = tmp_path / "ctrl_c.py"
+    file.write_text("raise KeyboardInterrupt\n", encoding="utf-8")
+    with pytest.raises(KeyboardInterrupt):
+        load_observer(f"{file}:X")
+    stops = observer_file(tmp_path, "stops.py")
+    stops.write_text(
+        stops.read_text(encoding="utf-8").replace(
+            "        return EntropyOutput(state)", "        raise KeyboardInterrupt", 1
+        ),
+        encoding="utf-8",
+    )
+    with pytest.raises(KeyboardInterrupt):
+        check_observer(f"{stops}:EntropyObserver")
+
+
+def test_assert_pp_safe_turns_an_exit_into_an_assertion(tmp_path, monkeypatch):
+    from ppaux.testing import assert_pp_safe
+
+    file = observer_file(tmp_path, "exit_in_hook_hj.py", exit_in="after_sample", code="0")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import exit_in_hook_hj
+
+    with pytest.raises(AssertionError) as caught:
+        assert_pp_safe(exit_in_hook_hj.EntropyObserver)
+    assert "PP710 error" in str(caught.value)
+    assert "after_sample raised SystemExit: 0" in str(caught.value)
+    # The same at import, named as any other import failure.
+    with pytest.raises(TargetError, match=r"raised SystemExit: 2"):
+        exits = tmp_path / "exits_now.py"
+        exits.write_text("raise SystemExit(2)\n", encoding="utf-8")
+        assert_pp_safe(f"{exits}:X")
+    # And from an outputs callable of the test's own.
+    with pytest.raises(AssertionError, match=r"raised SystemExit: 5 while ppaux checked it"):
+        assert_pp_safe(exit_in_hook_hj.EntropyObserver, outputs=lambda: sys.exit(5))
+    assert file.exists()
+
+
+# ----------------------------------------------------------------------------------------------
+# The target's prints
+
+
+NOISY = """
+import os
+import subprocess
+import sys
+
+print("noisy at import")
+os.write(1, b"noisy fd 1 at import\\n")
+"""
+
+
+def noisy_file(tmp_path: Path) -> Path:
+    text = GOOD.replace("import torch\n", "import torch\n" + NOISY, 1)
+    text = text.replace(
+        "        return EntropyOutput(state)",
+        "        print('noisy after_sample')\n"
+        "        sys.stdout.write('noisy write\\n')\n"
+        "        os.write(1, b'noisy fd 1\\n')\n"
+        "        subprocess.run([sys.executable, '-c', 'print(\"noisy child\")'], check=True)\n"
+        "        return EntropyOutput(state)",
+        1,
+    )
+    assert text.count("noisy") == 6
+    path = tmp_path / "chatty.py"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("form", ["json", "sarif", "gitlab"])
+def test_prints_go_to_stderr_and_the_report_parses(tmp_path, form):
+    file = noisy_file(tmp_path)
+    result = cli("check-observer", f"{file}:EntropyObserver", "--steps", "1", "--format", form)
+    assert result.exit_code == 0, result.output
+    assert "noisy" not in result.stdout
+    json.loads(result.stdout)
+    assert "noisy at import" in result.stderr
+    assert "noisy after_sample" in result.stderr
+
+
+def test_prints_at_the_descriptor_level_never_reach_stdout(tmp_path):
+    # A child process: print, sys.stdout, os.write(1) and a subprocess of the target all write
+    # to the real descriptor 1 only there.
+    file = noisy_file(tmp_path)
+    result = ppaux_process(
+        "check-observer",
+        f"{file}:EntropyObserver",
+        "--steps",
+        "1",
+        "--format",
+        "json",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["findings"] == []
+    for line in ("noisy at import", "noisy fd 1 at import", "noisy after_sample", "noisy write"):
+        assert line in result.stderr
+    assert result.stderr.count("noisy fd 1\n") == 2  # batch sizes 1 and 4, one step each
+    assert result.stderr.count("noisy child\n") == 2
+    # Into a file with -o, the same: the report alone.
+    out = tmp_path / "r.json"
+    written = ppaux_process(
+        "check-observer",
+        f"{file}:EntropyObserver",
+        "--steps",
+        "1",
+        "--format",
+        "json",
+        "-o",
+        str(out),
+        cwd=tmp_path,
+    )
+    assert written.returncode == 0, written.stderr
+    assert written.stdout == ""
+    assert json.loads(out.read_text(encoding="utf-8"))["findings"] == []
+
+
+def test_the_redirection_is_undone(capfd):
+    from ppaux_cli.commands.check_observer import _stdout_to_stderr
+
+    before = sys.stdout
+    with _stdout_to_stderr():
+        print("inside print")
+        os.write(1, b"inside fd\n")
+        subprocess.run([sys.executable, "-c", "print('inside child')"], check=True)
+    assert sys.stdout is before
+    print("after print")
+    os.write(1, b"after fd\n")
+    captured = capfd.readouterr()
+    assert captured.out == "after print\nafter fd\n"
+    assert captured.err == "inside print\ninside fd\ninside child\n"
+
+
+def test_a_closed_descriptor_1_still_redirects_sys_stdout(capfd):
+    from ppaux_cli.commands.check_observer import _stdout_to_stderr
+
+    saved = os.dup(1)
+    os.close(1)
+    try:
+        with _stdout_to_stderr():
+            print("inside print")
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    assert "inside print\n" in capfd.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------------
+# --output never goes over the target
+
+
+def refused(result, output: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"ppaux: error: --output {output}: is the input")
+    assert result.stderr.endswith("ppaux never writes over an input: give another output file\n")
+
+
+def test_output_onto_the_target_file_is_refused(tmp_path):
+    file = observer_file(tmp_path, "victim_obs.py")
+    before = file.read_bytes()
+    refused(cli("check-observer", f"{file}:EntropyObserver", "-o", str(file)), str(file))
+    assert file.read_bytes() == before
+
+
+def test_output_onto_the_outputs_file_is_refused(tmp_path):
+    file = observer_file(tmp_path, "obs.py")
+    outputs = tmp_path / "outs_v.py"
+    outputs.write_text(
+        "import torch\nfrom obs import EntropyOutput\n\n\ndef make():\n"
+        "    return [EntropyOutput(torch.zeros(1))]\n",
+        encoding="utf-8",
+    )
+    before = outputs.read_bytes()
+    result = cli(
+        "check-observer",
+        f"{file}:EntropyObserver",
+        "--outputs",
+        f"{outputs}:make",
+        "-o",
+        str(outputs),
+    )
+    refused(result, str(outputs))
+    assert outputs.read_bytes() == before
+
+
+def test_output_onto_a_module_targets_files_is_refused(tmp_path, monkeypatch):
+    package = tmp_path / "hj_victim_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    observer_file(package, "mod.py")
+    (package / "alias.py").write_text("from .mod import EntropyObserver\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("mod.py", "alias.py"):
+        before = (package / name).read_bytes()
+        output = str(package / name)
+        # The module's own file, and the file that defines the observer it names.
+        refused(cli("check-observer", "hj_victim_pkg.alias:EntropyObserver", "-o", output), output)
+        assert (package / name).read_bytes() == before
+    fine = tmp_path / "report.txt"
+    result = cli("check-observer", "hj_victim_pkg.alias:EntropyObserver", "-o", str(fine))
+    assert result.exit_code == 0, result.output
+    assert fine.read_text(encoding="utf-8").startswith("EntropyObserver: transport wire")
+
+
+# ----------------------------------------------------------------------------------------------
+# Messages
+
+
+def test_type_names_take_the_right_article(tmp_path):
+    file = tmp_path / "things.py"
+    file.write_text(
+        "number = 5\n\n\ndef thing():\n    return object()\n\n\ndef many():\n    return 7\n\n\n"
+        "def mixed():\n    return [None, 8]\n",
+        encoding="utf-8",
+    )
+    lines = {
+        "number": "is an int, not a sampling observer, a class or a factory (it lacks is_active, "
+        "before_grammar, after_sample)",
+        "thing": "the factory thing returned an object, not a sampling observer (it lacks "
+        "is_active, before_grammar, after_sample)",
+    }
+    for attr, reason in lines.items():
+        result = cli("check-observer", f"{file}:{attr}")
+        assert result.stderr == f"ppaux: error: {file}:{attr}: {reason}\n"
+    observer = observer_file(tmp_path, "obs.py")
+    for attr, reason in {
+        "number": "is an int, not a zero-argument callable",
+        "many": "returned an int: neither an auxiliary output (no copy_to_host) nor an iterable "
+        "of them",
+        "mixed": "item 1 is an int, not an auxiliary output (no copy_to_host)",
+    }.items():
+        result = cli("check-observer", f"{observer}:EntropyObserver", "--outputs", f"{file}:{attr}")
+        assert result.stderr == f"ppaux: error: {file}:{attr}: {reason}\n"
+
+
+def test_impl_sglang_without_sglang_names_the_way_out():
+    import importlib.util
+
+    if importlib.util.find_spec("sglang") is not None:
+        pytest.skip("sglang is installed here")
+    target = f"{REPO / 'fixtures' / 'observers' / 'entropy_good.py'}:EntropyObserver"
+    result = cli("check-observer", target, "--impl", "sglang")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "ppaux: error: --impl sglang: sglang is not installed in this Python environment; give "
+        "sglang_path=... an unpacked tree or a wheel; on the command line: --sglang-path\n"
+    )
