@@ -122,7 +122,8 @@ class LogLine:
     times of the same log); ``time_text`` is the time as written;
     ``ranks`` is sglang's rank prefix as written (``PP0 TP1``), ``""`` when the line has an
     sglang prefix without ranks, None when it has none; ``stream`` names the process or
-    output stream a launcher or collector gives (``sglang-1``, ``pid=123``, ``stderr``).
+    output stream a launcher or collector gives (``sglang-1``, ``pid=123``,
+    ``pod/sglang-0/sglang``, ``stderr``).
     """
 
     number: int
