@@ -120,6 +120,35 @@ def test_an_exit_in_the_outputs_factory_is_one_line(tmp_path):
     )
 
 
+def test_an_exit_outside_the_driven_methods_is_still_the_targets(tmp_path, monkeypatch):
+    # sys.exit() in a mapping's items(), which sglang's add calls after to_pp_tensors returned.
+    text = GOOD.replace(
+        '        return {"entropy": self.entropy}',
+        "        class Quitting(dict):\n"
+        "            def items(self):\n"
+        "                raise SystemExit(7)\n\n"
+        "        return Quitting(entropy=self.entropy)",
+        1,
+    )
+    assert "Quitting" in text
+    file = tmp_path / "items_exit_hj.py"
+    file.write_text(text, encoding="utf-8")
+    result = cli("check-observer", f"{file}:EntropyObserver", "--format", "json")
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"ppaux: error: {file}:EntropyObserver: its code raised SystemExit: 7 while it was "
+        "checked\n"
+    )
+    from ppaux.testing import assert_pp_safe
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import items_exit_hj
+
+    with pytest.raises(AssertionError, match=r"EntropyObserver is not PP-safe: .*SystemExit: 7"):
+        assert_pp_safe(items_exit_hj.EntropyObserver)
+
+
 def test_keyboard_interrupt_is_never_swallowed(tmp_path):
     file = tmp_path / "ctrl_c.py"
     file.write_text("raise KeyboardInterrupt\n", encoding="utf-8")
