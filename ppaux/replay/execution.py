@@ -16,7 +16,7 @@ from ppaux.replay.findings import not_reproduced, payload_findings
 from ppaux.replay.options import Sender
 from ppaux.replay.results import DumpResult, PayloadResult, Recorded, RunResult, worst
 from ppaux.replay.setup import Setup
-from ppaux.report import Finding, cap_per_code
+from ppaux.report import Finding, cap_per_code, finding
 from ppaux.sglang import OUTPUT_PREFIX
 
 __all__ = [
@@ -86,10 +86,33 @@ def replay_file(path: str, setup: Setup) -> tuple[DumpResult, list[Finding]]:
         ]
     results: list[PayloadResult] = []
     findings: list[Finding] = list(judged)
+    # A thousand payloads may each format the same 16 KiB key or message anew: equal long
+    # strings are held once, and past max_findings_per_code findings of a code are counted, not
+    # kept (the cut below words the count, as it did when they were kept).
+    shared = _Shared()
+    per_code = setup.options.limits.max_findings_per_code
+    kept: dict[str, int] = {}
+    for item in judged:
+        kept[item.code] = kept.get(item.code, 0) + 1
+    omitted: dict[str, int] = {}
     for payload, mapping, output in real:
-        result = replay_payload(payload.locator, payload.role, mapping, output, setup)
+        result = shared.value(replay_payload(payload.locator, payload.role, mapping, output, setup))
         results.append(result)
-        findings += payload_findings(path, result, setup.options)
+        for item in payload_findings(path, result, setup.options):
+            if kept.get(item.code, 0) < per_code:
+                kept[item.code] = kept.get(item.code, 0) + 1
+                findings.append(shared.finding(item))
+            else:
+                omitted[item.code] = omitted.get(item.code, 0) + 1
+    findings += [
+        finding(
+            code,
+            path,
+            f"{n} more {code} findings in this file are not listed",
+            extra={"omitted": n},
+        )
+        for code, n in omitted.items()
+    ]
     first = next((r for r in results if r.error is not None), None)
     dump_result = DumpResult(
         path=path,
@@ -173,6 +196,20 @@ class OnceText:
             key=self.text(item.key) if item.key is not None else None,
             sglang_error=self.text(item.sglang_error) if item.sglang_error is not None else None,
         )
+
+
+class _Shared(OnceText):
+    """Equal long strings of one file's replay held as one object (the values unchanged)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: dict[str, str] = {}
+
+    def text(self, text: str) -> str:
+        """The string equal to ``text`` held first (``text`` itself the first time)."""
+        if len(text) <= self.SHORT:
+            return text
+        return self.held.setdefault(text, text)
 
 
 def replay_payload(
