@@ -397,3 +397,36 @@ def test_impl_sglang_without_sglang_names_the_way_out():
         "ppaux: error: --impl sglang: sglang is not installed in this Python environment; give "
         "sglang_path=... an unpacked tree or a wheel; on the command line: --sglang-path\n"
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# The same through sglang's own runtime
+
+
+@pytest.mark.sglang_runtime
+@pytest.mark.parametrize("version", ["0.5.19", "0.5.23"])
+def test_prints_and_an_exit_through_sglangs_own_path(tmp_path, version):
+    # sglang's SamplingBatchInfo calls before_grammar, and sglang's pop calls from_pp_tensors,
+    # which exits: PP710 on rank 0, exit 1, the report alone on stdout.
+    import sglang_runtime
+
+    file = noisy_file(tmp_path)
+    text = file.read_text(encoding="utf-8").replace(
+        '        return EntropyOutput(tensors["entropy"])',
+        '        print("noisy from_pp_tensors")\n        sys.exit(0)',
+        1,
+    )
+    assert "noisy from_pp_tensors" in text
+    file.write_text(text, encoding="utf-8")
+    runtime = sglang_runtime.sglang_runtime(version)
+    args = ["-m", "ppaux_cli", "check-observer", f"{file}:EntropyObserver", "--transport"]
+    args += ["sglang", "--batch-size", "2", "--steps", "1", "--format", "json"]
+    done = runtime.run(args, timeout=600, cwd=tmp_path)
+    assert done.returncode == 1, done.stderr[-3000:]
+    document = json.loads(done.stdout)
+    assert document["observer"]["sampling_info"] == "sglang"
+    [finding] = document["findings"]
+    assert finding["code"] == "PP710"
+    assert "from_pp_tensors raised SystemExit: 0 on rank 0" in finding["message"]
+    for line in ("noisy at import", "noisy after_sample", "noisy fd 1", "noisy child"):
+        assert line in done.stderr
