@@ -96,7 +96,9 @@ def replay_file(path: str, setup: Setup) -> tuple[DumpResult, list[Finding]]:
         kept[item.code] = kept.get(item.code, 0) + 1
     omitted: dict[str, int] = {}
     for payload, mapping, output in real:
-        result = shared.value(replay_payload(payload.locator, payload.role, mapping, output, setup))
+        result = shared.result(
+            replay_payload(payload.locator, payload.role, mapping, output, setup)
+        )
         results.append(result)
         for item in payload_findings(path, result, setup.options):
             if kept.get(item.code, 0) < per_code:
@@ -199,7 +201,10 @@ class OnceText:
 
 
 class _Shared(OnceText):
-    """Equal long strings of one file's replay held as one object (the values unchanged)."""
+    """Equal long strings of one file's replay held as one object (the values unchanged): the
+    error, culprit and keys of each run, and findings. Only the fields that quote a key or a
+    message are looked at, so a payload of a hundred thousand entries costs one pass over its
+    key lists, not a copy of its results."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -210,6 +215,40 @@ class _Shared(OnceText):
         if len(text) <= self.SHORT:
             return text
         return self.held.setdefault(text, text)
+
+    def _maybe(self, text: str | None) -> str | None:
+        return None if text is None else self.text(text)
+
+    def _entries(self, entries: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        if entries is None:
+            return None
+        short = self.SHORT
+        return [
+            e
+            if not isinstance(e.get("key"), str) or len(e["key"]) <= short
+            else {**e, "key": self.text(e["key"])}
+            for e in entries
+        ]
+
+    def result(self, result: PayloadResult) -> PayloadResult:
+        """``result`` with the long strings of its runs held once."""
+        runs = {
+            name: dataclasses.replace(
+                run,
+                error=self._maybe(run.error),
+                culprit=self._maybe(run.culprit),
+                sent=self._entries(run.sent),
+                received=self._entries(run.received),
+                output=self._entries(run.output),
+                remaining_keys=(
+                    None
+                    if run.remaining_keys is None
+                    else [self.text(k) if isinstance(k, str) else k for k in run.remaining_keys]
+                ),
+            )
+            for name, run in result.runs.items()
+        }
+        return dataclasses.replace(result, error=self._maybe(result.error), runs=runs)
 
 
 def replay_payload(
