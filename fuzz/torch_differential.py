@@ -16,7 +16,7 @@ or cut). Each variant is read twice:
 
 The property is what a clean report promises: when ppaux calls a file clean (no error
 finding), torch loads it without being blocked, and reads the same keys, types, dtypes,
-shapes, strides, values, tensor classes, devices and requires_grad
+shapes, strides, values, tensor classes, devices, requires_grad and shared storages
 (:func:`torch_sandbox.describe` of both). Whatever ppaux says, a file whose load the sandbox
 had to block must get a PP2xx finding or be refused.
 

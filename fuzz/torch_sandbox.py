@@ -20,8 +20,8 @@ What the hook blocks (the event raises, so the operation never happens) and reco
 Each answer is ``{"outcome": "loaded" | "refused" | "blocked", "error": ..., "blocked": [...],
 "value": ...}``; ``value`` describes what torch read (see :func:`describe`): dict keys in order,
 types, tensor dtypes, shapes, strides, storage offsets, a digest of each tensor's values in
-native byte order, and each tensor's class, device and ``requires_grad``. Only ever run
-hostile files here, never in a test process.
+native byte order, and each tensor's class, device, ``requires_grad`` and which storage it
+shares. Only ever run hostile files here, never in a test process.
 """
 
 from __future__ import annotations
@@ -64,11 +64,17 @@ FORBIDDEN = (
 )
 
 
-def describe(value: Any, depth: int = 0) -> Any:
+def describe(value: Any, depth: int = 0, storages: dict[int, int] | None = None) -> Any:
     """A JSON-able description of a loaded value: the same function describes what torch read
-    (here) and what ppaux rebuilt (in the test), so the two can be compared as data."""
+    (here) and what ppaux rebuilt (in the test), so the two can be compared as data.
+
+    Tensors that share a storage (views of one record, as inspect's ``storage_key`` says) are
+    told apart from tensors that do not: each tensor names its storage by the order in which
+    the description first met it (``storages`` carries the numbering down the value)."""
     import torch
 
+    if storages is None:
+        storages = {}
     if depth > 50:
         return ["deep"]
     if isinstance(value, torch.Tensor):
@@ -87,6 +93,11 @@ def describe(value: Any, depth: int = 0) -> Any:
                 value.layout.__repr__(),
                 *carried,
             ]
+        storage = value.untyped_storage()
+        if storage.nbytes():
+            carried.append(storages.setdefault(storage.data_ptr(), len(storages)))
+        else:
+            carried.append("empty")
         data = value.detach()
         if data.is_conj():
             data = data.resolve_conj()
@@ -110,11 +121,14 @@ def describe(value: Any, depth: int = 0) -> Any:
     if isinstance(value, dict):
         return [
             "dict",
-            [[describe(k, depth + 1), describe(v, depth + 1)] for k, v in value.items()],
+            [
+                [describe(k, depth + 1, storages), describe(v, depth + 1, storages)]
+                for k, v in value.items()
+            ],
         ]
     if isinstance(value, (list, tuple)):
         kind = "list" if isinstance(value, list) else "tuple"
-        return [kind, [describe(v, depth + 1) for v in value]]
+        return [kind, [describe(v, depth + 1, storages) for v in value]]
     if isinstance(value, str):
         return ["str", value.encode("utf-8", "surrogatepass").hex()]
     if isinstance(value, bool) or value is None:

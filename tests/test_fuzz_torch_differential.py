@@ -98,15 +98,23 @@ def test_ppaux_never_reads_clean_what_torch_reads_otherwise(sandbox, tmp_path):
 
 
 def test_the_description_carries_what_inspect_reports_of_a_tensor():
-    # Besides dtype, shape, stride, offset and values: the class, the device and requires_grad,
-    # so that a reading that gets one of them wrong is a disagreement.
+    # Besides dtype, shape, stride, offset and values: the class, the device, requires_grad and
+    # which storage a tensor shares, so that a reading that gets one of them wrong is a
+    # disagreement.
     import torch
 
     plain = harness.describe(torch.ones(2))
     assert plain != harness.describe(torch.ones(2).requires_grad_())
     assert plain != harness.describe(torch.nn.Parameter(torch.ones(2), requires_grad=False))
     assert plain != harness.describe(torch.ones(2, device="meta"))
-    assert plain[-3:] == ["torch.Tensor", "cpu", False]
+    assert plain[-4:] == ["torch.Tensor", "cpu", False, 0]
+    # Two views of one storage read otherwise than two storages of the same values.
+    base = torch.arange(4.0)
+    shared = harness.describe({"a": base[:2], "b": base[2:]})
+    apart = harness.describe({"a": base[:2].clone(), "b": base[2:].clone()})
+    assert shared != apart
+    assert [entry[1][-1] for entry in shared[1]] == [0, 0]
+    assert [entry[1][-1] for entry in apart[1]] == [0, 1]
 
 
 @pytest.mark.parametrize("name", sorted(make_differential.CASES))
@@ -131,7 +139,7 @@ def test_ppaux_reads_requires_grad_as_torch_sets_it(name, cls, requires_grad, sa
     ours = harness.ppaux_view(str(KEPT / name))
     assert theirs["outcome"] == "loaded", theirs
     tensor = theirs["value"][1][0][1]
-    assert tensor[-3:] == [cls, "cpu", requires_grad]
+    assert tensor[-4:-1] == [cls, "cpu", requires_grad]
     assert ours.verdict == "clean" and ours.value == theirs["value"]
     from ppaux.dump import inspect_paths
 
