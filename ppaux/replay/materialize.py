@@ -48,6 +48,9 @@ __all__ = [
     "torch_dtype",
 ]
 
+#: Values the rebuild keeps as they are.
+_PLAIN = (str, bytes, int, float, complex, bool, type(None))
+
 # How a quantized storage's elements are stored (its integer representation).
 _QUANTIZED_REPR = {"quint8": "uint8", "qint8": "int8", "qint32": "int32"}
 
@@ -193,7 +196,7 @@ class Materializer:
     # -- values --------------------------------------------------------------------------------
     def value(self, value: Any, where: str = "", depth: int = 0) -> Any:
         """``value`` with every tensor stand-in replaced by a real tensor on the device."""
-        if isinstance(value, (str, bytes, int, float, complex, bool, type(None))):
+        if isinstance(value, _PLAIN):
             return value
         known = self._memo.get(id(value))
         if known is not None:
@@ -209,13 +212,22 @@ class Materializer:
         elif isinstance(value, list):
             built = []
             self._memo[id(value)] = built  # before the items: a list may contain itself
-            built.extend(self.value(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
+            # Plain items are kept as they are, without working out their place (a list of a
+            # million numbers would otherwise format a million places that no message uses).
+            built.extend(
+                v if isinstance(v, _PLAIN) else self.value(v, f"{where}[{i}]", depth + 1)
+                for i, v in enumerate(value)
+            )
         elif isinstance(value, dict):
             built = {}
             self._memo[id(value)] = built
             for k, v in value.items():
+                key = k if isinstance(k, _PLAIN) else self.value(k, where, depth + 1)
+                if isinstance(v, _PLAIN):
+                    built[key] = v
+                    continue
                 inner = f"{where}[{safe_repr(k, 40)}]"  # a repr of a huge int would raise
-                built[self.value(k, where, depth + 1)] = self.value(v, inner, depth + 1)
+                built[key] = self.value(v, inner, depth + 1)
         elif isinstance(value, tuple):
             built = tuple(self.value(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
         elif isinstance(value, (set, frozenset)):
