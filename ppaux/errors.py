@@ -23,6 +23,7 @@ __all__ = [
     "PathError",
     "PpauxError",
     "ReadMismatch",
+    "SettingError",
     "TorchMissingError",
     "TorchRefuses",
     "limit_note",
@@ -66,6 +67,23 @@ SETTING_NAME = re.compile(r"\b(?P<name>[a-z][a-z_]*)=\.\.\.")
 
 class PpauxError(Exception):
     """Base of every exception ppaux raises on purpose."""
+
+
+class SettingError(PpauxError, ValueError):
+    """A setting that cannot be used: ``option`` names it as the library function that takes
+    it does (the keyword argument, ``sglang_path``), ``value`` is what was given and ``reason``
+    why; ``str()`` is '<value>: <reason>' unless the raiser words it otherwise (``text``). A front
+    end spells ``option`` its own way (the command line's ``--sglang-path``).
+
+    Each area's setting errors derive from it (``ReplayConfigError``, ``ObserverConfigError``,
+    ``TriageConfigError``), so a front end reports them all in one way.
+    """
+
+    def __init__(self, option: str, value: str, reason: str, text: str | None = None) -> None:
+        super().__init__(f"{value}: {reason}" if text is None else text)
+        self.option = option
+        self.value = value
+        self.reason = reason
 
 
 class PathError(PpauxError):

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 from ppaux.errors import LIMIT_NOTE, SETTING, SETTING_NAME
 
 if TYPE_CHECKING:
+    from ppaux.errors import SettingError
     from ppaux.report import Report
 
-__all__ = ["FLAGS", "SETTING_COMMANDS", "flag", "hint", "spelled", "spelled_report"]
+__all__ = ["FLAGS", "SETTING_COMMANDS", "flag", "hint", "setting_line", "spelled", "spelled_report"]
 
 #: The flag of each setting a library message may name, by the keyword argument that holds it
 #: (a field of ``ReplayOptions`` or ``ObserverOptions``, a parameter of ``ppaux.skew.collect``).
@@ -50,6 +51,12 @@ def flag(setting: str) -> str:
 #: The commands whose findings and notes name settings (replay's 'replay with
 #: sender="legacy"'); the others' quote files and logs, where 'device="cuda"' is not ppaux's.
 SETTING_COMMANDS = frozenset({"replay", "check-observer", "check-skew"})
+
+
+def setting_line(error: SettingError) -> str:
+    """The error line of a setting that cannot be used, as the command line says it:
+    '--sglang-path x: only used with ...' (the flag, the value given, the reason)."""
+    return f"{flag(error.option)} {error.value}: {error.reason}"
 
 
 def _found(message: str, *, settings: bool) -> tuple[list[str], list[str]]:

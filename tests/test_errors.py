@@ -23,6 +23,7 @@ EXPECTED = {
     "ppaux.errors.ExecutableArchive": ValueError,
     "ppaux.errors.TorchRefuses": ValueError,
     "ppaux.errors.TorchMissingError": ImportError,
+    "ppaux.errors.SettingError": ValueError,
     "ppaux.files.InputFileError": OSError,
     "ppaux.report.config.ConfigError": ValueError,
     "ppaux.report.selection.UnknownCodeError": ValueError,

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ppaux.errors import PpauxError, setting
+from ppaux.errors import PpauxError, SettingError, setting
 from ppaux.observer.compare import Difference, differences, leaves, snapshot
 from ppaux.observer.drive import HookFailure, Step, drive_step
 from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_path, single_stage_path
@@ -57,15 +57,9 @@ _SGLANG_RULES = {
 }
 
 
-class ObserverConfigError(PpauxError, ValueError):
+class ObserverConfigError(SettingError):
     """A setting that cannot be used here: ``option`` (the field of :class:`ObserverOptions`
     that holds it), the ``value`` given and ``reason``."""
-
-    def __init__(self, option: str, value: str, reason: str) -> None:
-        super().__init__(f"{value}: {reason}")
-        self.option = option
-        self.value = value
-        self.reason = reason
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from ppaux.errors import PpauxError
+from ppaux.errors import SettingError
 from ppaux.limits import Limits
 
 __all__ = ["Impl", "ReplayConfigError", "ReplayOptions", "Sender", "Transport"]
@@ -42,17 +42,11 @@ class Impl(str, enum.Enum):
     BOTH = "both"
 
 
-class ReplayConfigError(PpauxError, ValueError):
+class ReplayConfigError(SettingError):
     """A replay setting that cannot be used here: ``option`` names the setting as
     :class:`ReplayOptions` does (``sglang_path``), ``value`` what was given, ``reason`` why;
     ``str()`` is '<value>: <reason>'. A front end spells ``option`` its own way (the command
     line's ``--sglang-path``)."""
-
-    def __init__(self, option: str, value: str, reason: str) -> None:
-        super().__init__(f"{value}: {reason}")
-        self.option = option
-        self.value = value
-        self.reason = reason
 
 
 def _member(kind: type[enum.Enum], option: str, value: Any) -> Any:

@@ -11,23 +11,20 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
-from ppaux.errors import PpauxError, setting
+from ppaux.errors import SettingError, setting
 
 __all__ = ["LocalZone", "TriageConfigError", "local_zone"]
 
 _OFFSET = re.compile(r"^(?P<sign>[+-])(?P<hours>\d\d)(?::?(?P<minutes>\d\d))?$")
 
 
-class TriageConfigError(PpauxError, ValueError):
+class TriageConfigError(SettingError):
     """A triage setting that cannot be used: ``option`` names it as :func:`triage_paths` does
     (``local_zone``), ``value`` is what was given, ``reason`` why; ``str()`` is
     '<option>="<value>": <reason>'. A front end spells ``option`` its own way."""
 
     def __init__(self, option: str, value: str, reason: str) -> None:
-        super().__init__(f"{setting(option, value)}: {reason}")
-        self.option = option
-        self.value = value
-        self.reason = reason
+        super().__init__(option, value, reason, f"{setting(option, value)}: {reason}")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import typer
 
 from ppaux.replay import Impl, Sender, Transport
 from ppaux_cli.exits import fail
-from ppaux_cli.flags import flag
+from ppaux_cli.flags import setting_line
 from ppaux_cli.options import ReportOptions, choice_option, report_options
 from ppaux_cli.output import check_output_path, emit
 
@@ -197,7 +197,7 @@ def check_observer(
     except TargetError as exc:
         fail(f"{exc.target}: {exc.reason}")
     except ObserverConfigError as exc:
-        fail(f"{flag(exc.option)} {exc.value}: {exc.reason}")
+        fail(setting_line(exc))
     except SystemExit as exc:
         # ppaux's library never exits: this is sys.exit() in the target's code at a point
         # that is not one of the methods the check drives (each of those is a finding).

@@ -10,7 +10,7 @@ import typer
 
 from ppaux.replay import Impl, Sender, Transport
 from ppaux_cli.exits import fail
-from ppaux_cli.flags import flag
+from ppaux_cli.flags import setting_line
 from ppaux_cli.options import (
     LimitOption,
     ReportOptions,
@@ -135,5 +135,5 @@ def replay(
         with progress_reporter(sys.stderr, "replaying", wanted) as progress:
             report = replay_paths(paths, settings, progress=progress)
     except ReplayConfigError as exc:
-        fail(f"{flag(exc.option)} {exc.value}: {exc.reason}")
+        fail(setting_line(exc))
     emit(report, options)

@@ -9,7 +9,7 @@ import typer
 
 from ppaux.triage import LOG_SUFFIXES
 from ppaux_cli.exits import fail
-from ppaux_cli.flags import flag
+from ppaux_cli.flags import setting_line
 from ppaux_cli.options import ReportOptions, report_options_reading
 from ppaux_cli.output import STDIO, emit
 
@@ -55,5 +55,5 @@ def triage(
     try:
         report = triage_paths(paths, streams, local_zone=local_zone)
     except TriageConfigError as exc:
-        fail(f"{flag(exc.option)} {exc.value}: {exc.reason}")
+        fail(setting_line(exc))
     emit(report, options)
