@@ -28,7 +28,14 @@ from ppaux.dump.model import (
     TorchValue,
     TypeRef,
 )
-from ppaux.dump.pickle_vm import _GRAD_DTYPES, MAX_DIMS, Call, Machine, global_name, is_shape
+from ppaux.dump.pickle_vm import (
+    MAX_DIMS,
+    Call,
+    Machine,
+    global_name,
+    is_shape,
+    set_requires_grad,
+)
 from ppaux.text import shown
 
 __all__ = ["ALLOWED_NAMES", "resolve"]
@@ -130,7 +137,7 @@ def _rebuild_tensor_v2(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     if not 6 <= len(args) <= 7:
         raise TypeError(f"{len(args)} arguments, expected 6 or 7")
     tensor = _strided(m, args)
-    _requires_grad(m, tensor, args[4], "_rebuild_tensor_v2")
+    set_requires_grad(m, tensor, args[4], "_rebuild_tensor_v2")
     if len(args) == 7:
         tensor.bits = _view_bits(m, tensor, args[6])
     return tensor
@@ -140,35 +147,10 @@ def _rebuild_tensor_v3(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     if not 7 <= len(args) <= 8:
         raise TypeError(f"{len(args)} arguments, expected 7 or 8")
     tensor = _strided(m, args, _dtype_name(m, args[6]))
-    _requires_grad(m, tensor, args[4], "_rebuild_tensor_v3")
+    set_requires_grad(m, tensor, args[4], "_rebuild_tensor_v3")
     if len(args) == 8:
         tensor.bits = _view_bits(m, tensor, args[7])
     return tensor
-
-
-def _requires_grad(m: Machine, tensor: TensorRef, value: Any, by: str) -> None:
-    """Set ``tensor.requires_grad`` to ``value`` as torch's rebuild ``by`` does (torch 2.x).
-
-    torch takes only a bool there (``tensor.requires_grad = value`` raises "requires_grad must
-    be a bool"; ``Parameter``'s ``_make_subclass`` and ``empty_strided`` refuse any other type)
-    and lets only floating point and complex tensors require gradients. Either way torch.load
-    fails, and the file is refused with torch's reason rather than read with a guess.
-    """
-    from ppaux.errors import TorchRefuses
-
-    if not isinstance(value, bool):
-        raise TorchRefuses(
-            m.path,
-            f"torch.load refuses the file: {by} sets a tensor's requires_grad to a "
-            f"value of type {type(value).__name__} (torch takes a bool)",
-        )
-    if value and tensor.dtype not in _GRAD_DTYPES:
-        raise TorchRefuses(
-            m.path,
-            f"torch.load refuses the file: {by} makes a {tensor.dtype} tensor require "
-            "gradients (only floating point and complex tensors can)",
-        )
-    tensor.requires_grad = value
 
 
 #: Values torch._C._set_tensor_metadata takes for a bit (pybind's bool: None and numbers too).
@@ -208,7 +190,7 @@ def _rebuild_parameter(m: Machine, args: tuple[Any, ...]) -> TensorRef:
         raise TypeError(f"{len(args)} arguments, expected 3 or 4")
     tensor = _tensor_arg(m, args[0], "parameter data")
     tensor.subclass = "torch.nn.parameter.Parameter"
-    _requires_grad(m, tensor, args[1], "Parameter")
+    set_requires_grad(m, tensor, args[1], "Parameter")
     if len(args) == 4:
         tensor.state = args[3]
     return tensor
@@ -249,14 +231,14 @@ def _rebuild_qtensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     tensor = _strided(m, args)
     tensor.kind = "quantized"
     tensor.parts = {"quantizer": args[4]}  # (qscheme, scale, zero_point[, axis]) as saved
-    _requires_grad(m, tensor, args[5], "_rebuild_qtensor")
+    set_requires_grad(m, tensor, args[5], "_rebuild_qtensor")
     return tensor
 
 
 def _rebuild_meta(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     dtype, size, stride, requires_grad = args
     tensor = TensorRef(_dtype_name(m, dtype), *_size_stride(m, size, stride), "meta", kind="meta")
-    _requires_grad(m, tensor, requires_grad, "_rebuild_meta_tensor_no_storage")
+    set_requires_grad(m, tensor, requires_grad, "_rebuild_meta_tensor_no_storage")
     return tensor
 
 

@@ -20,7 +20,7 @@ from ppaux.errors import DumpError, LimitExceeded
 from ppaux.limits import Limits
 from ppaux.text import shown
 
-__all__ = ["MAX_DIMS", "Call", "Machine", "global_name", "is_shape"]
+__all__ = ["MAX_DIMS", "Call", "Machine", "global_name", "is_shape", "set_requires_grad"]
 
 #: Most dimensions a tensor or array may declare. torch has no hard limit, but nothing real
 #: comes near this, and it keeps element counts small enough to print (64 sizes below 2**63).
@@ -384,6 +384,31 @@ _GRAD_DTYPES = frozenset(
 )
 
 
+def set_requires_grad(m: Machine, tensor: TensorRef, value: Any, by: str) -> None:
+    """Set ``tensor.requires_grad`` to ``value`` as torch's rebuild ``by`` does (torch 2.x).
+
+    torch takes only a bool there (``tensor.requires_grad = value`` raises "requires_grad must
+    be a bool"; ``Parameter``'s ``_make_subclass`` and ``empty_strided`` refuse any other type)
+    and lets only floating point and complex tensors require gradients. Either way torch.load
+    fails, and the file is refused with torch's reason rather than read with a guess.
+    """
+    from ppaux.errors import TorchRefuses
+
+    if not isinstance(value, bool):
+        raise TorchRefuses(
+            m.path,
+            f"torch.load refuses the file: {by} sets a tensor's requires_grad to a "
+            f"value of type {type(value).__name__} (torch takes a bool)",
+        )
+    if value and tensor.dtype not in _GRAD_DTYPES:
+        raise TorchRefuses(
+            m.path,
+            f"torch.load refuses the file: {by} makes a {tensor.dtype} tensor require "
+            "gradients (only floating point and complex tensors can)",
+        )
+    tensor.requires_grad = value
+
+
 def _build_tensor(m: Machine, tensor: TensorRef, state: Any) -> None:
     """BUILD on a tensor, as pickle calls ``Tensor.__setstate__`` (torch 2.13): a state of 3
     items sets requires_grad and the backward hooks (a no-op for hooks None or empty); 4 items
@@ -410,23 +435,11 @@ def _build_tensor(m: Machine, tensor: TensorRef, state: Any) -> None:
             "items (Tensor.__setstate__ unpacks 3)",
         )
     requires_grad, _, hooks = state
-    if not isinstance(requires_grad, bool):
-        raise TorchRefuses(
-            m.path,
-            "torch.load refuses the file: BUILD sets a tensor's requires_grad to a "
-            f"{type(requires_grad).__name__}",
-        )
-    if requires_grad and tensor.dtype not in _GRAD_DTYPES:
-        raise TorchRefuses(
-            m.path,
-            f"torch.load refuses the file: BUILD makes a {tensor.dtype} tensor require "
-            "gradients (only floating point and complex tensors can)",
-        )
+    set_requires_grad(m, tensor, requires_grad, "BUILD")
     if hooks is not None and not (isinstance(hooks, dict) and not hooks):
         raise ReadMismatch(
             m.path, "BUILD gives a tensor backward hooks: not modelled (torch keeps them)"
         )
-    tensor.requires_grad = requires_grad
 
 
 def _build_ndarray(m: Machine, arr: NdArrayRef, state: Any) -> None:
