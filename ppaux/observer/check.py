@@ -31,10 +31,15 @@ from ppaux.observer.standins import (
     sampling_info_fields,
 )
 from ppaux.observer.target import LoadedObserver, TargetError, load_observer, observer_from
+from ppaux.replay import timeout_fault
 from ppaux.report import Finding, Report, Table, finding
 from ppaux.sglang import ADD_BAD_NAME
 
 __all__ = [
+    "MAX_BATCH_SIZE",
+    "MAX_LOGITS",
+    "MAX_STEPS",
+    "MAX_VOCAB_SIZE",
     "ObserverConfigError",
     "ObserverOptions",
     "check_loaded",
@@ -55,6 +60,15 @@ _SGLANG_RULES = {
     "received a non-tensor auxiliary PP output": "PP706",
     "sampling observer did not reconstruct its PP output": "PP707",
 }
+
+
+#: The largest batch, the most steps and the largest vocabulary a check drives: enough for any
+#: real deployment's shapes, small enough that a typing slip cannot ask for gigabytes of logits.
+MAX_BATCH_SIZE = 4096
+MAX_STEPS = 1000
+MAX_VOCAB_SIZE = 1 << 22
+#: The most logits elements (batch times vocabulary) of one step: 64 MiB of float32.
+MAX_LOGITS = 1 << 24
 
 
 class ObserverConfigError(SettingError):
@@ -113,10 +127,28 @@ def _validate(options: ObserverOptions) -> None:
         raise ObserverConfigError(
             "batch_sizes", ",".join(map(str, options.batch_sizes)), "must be 1 or more"
         )
-    if options.steps < 1:
-        raise ObserverConfigError("steps", str(options.steps), "must be 1 or more")
-    if options.vocab_size < 2:
-        raise ObserverConfigError("vocab_size", str(options.vocab_size), "must be 2 or more")
+    if any(size > MAX_BATCH_SIZE for size in options.batch_sizes):
+        raise ObserverConfigError(
+            "batch_sizes",
+            ",".join(map(str, options.batch_sizes)),
+            f"must be at most {MAX_BATCH_SIZE}",
+        )
+    if not 1 <= options.steps <= MAX_STEPS:
+        raise ObserverConfigError("steps", str(options.steps), f"must be 1 to {MAX_STEPS}")
+    if not 2 <= options.vocab_size <= MAX_VOCAB_SIZE:
+        raise ObserverConfigError(
+            "vocab_size", str(options.vocab_size), f"must be 2 to {MAX_VOCAB_SIZE}"
+        )
+    if max(options.batch_sizes) * options.vocab_size > MAX_LOGITS:
+        raise ObserverConfigError(
+            "vocab_size",
+            str(options.vocab_size),
+            f"with a batch of {max(options.batch_sizes)} makes logits of more than "
+            f"{MAX_LOGITS} elements; give a smaller vocabulary or batch",
+        )
+    fault = timeout_fault(options.timeout_s)
+    if fault is not None:
+        raise ObserverConfigError("timeout_s", str(options.timeout_s), fault)
 
 
 @contextlib.contextmanager

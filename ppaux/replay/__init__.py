@@ -26,7 +26,15 @@ if TYPE_CHECKING:
     from ppaux.replay.distributed import DistributedWire, WireSetupError
     from ppaux.replay.local_wires import EmulatedWire, NoWire, load_implementation
     from ppaux.replay.materialize import DeviceError, MaterializeError, Materializer, resolve_device
-    from ppaux.replay.options import Impl, ReplayConfigError, ReplayOptions, Sender, Transport
+    from ppaux.replay.options import (
+        MAX_TIMEOUT_S,
+        Impl,
+        ReplayConfigError,
+        ReplayOptions,
+        Sender,
+        Transport,
+        timeout_fault,
+    )
     from ppaux.replay.protocol import TRANSPORTS, Delivery, Exchange, Wire, WireFailure, open_wire
     from ppaux.replay.results import DumpResult, PayloadResult, RunResult
     from ppaux.replay.roundtrip import Reception
@@ -45,6 +53,8 @@ _EXPORTS = {
     "replay_paths": "run",
     "ReplayOptions": "options",
     "ReplayConfigError": "options",
+    "MAX_TIMEOUT_S": "options",
+    "timeout_fault": "options",
     "Impl": "options",
     "Sender": "options",
     "Transport": "options",
@@ -72,6 +82,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "MAX_TIMEOUT_S",
     "TRANSPORTS",
     "Delivery",
     "DeviceError",
@@ -101,6 +112,7 @@ __all__ = [
     "pop_auxiliary_output_from_pp_tensors",
     "replay_paths",
     "resolve_device",
+    "timeout_fault",
 ]
 
 if not TYPE_CHECKING:

@@ -9,13 +9,22 @@ into the member, and code compares them by value, never by identity.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from ppaux.errors import SettingError
 from ppaux.limits import Limits
 
-__all__ = ["Impl", "ReplayConfigError", "ReplayOptions", "Sender", "Transport"]
+__all__ = [
+    "MAX_TIMEOUT_S",
+    "Impl",
+    "ReplayConfigError",
+    "ReplayOptions",
+    "Sender",
+    "Transport",
+    "timeout_fault",
+]
 
 
 class Sender(str, enum.Enum):
@@ -47,6 +56,18 @@ class ReplayConfigError(SettingError):
     :class:`ReplayOptions` does (``sglang_path``), ``value`` what was given, ``reason`` why;
     ``str()`` is '<value>: <reason>'. A front end spells ``option`` its own way (the command
     line's ``--sglang-path``)."""
+
+
+#: The longest a wire waits for the other process, in seconds (a day).
+MAX_TIMEOUT_S = 86_400.0
+
+
+def timeout_fault(timeout_s: float) -> str | None:
+    """Why ``timeout_s`` cannot be a wire's timeout (not a number of seconds above 0 and at
+    most :data:`MAX_TIMEOUT_S`: NaN, infinity, 0 or a negative), or None when it can."""
+    if math.isfinite(timeout_s) and 0 < timeout_s <= MAX_TIMEOUT_S:
+        return None
+    return f"must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:.0f}"
 
 
 def _member(kind: type[enum.Enum], option: str, value: Any) -> Any:

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 from ppaux.errors import DumpError
-from ppaux.replay.options import Impl, ReplayOptions, Transport
+from ppaux.replay.options import Impl, ReplayConfigError, ReplayOptions, Transport, timeout_fault
 from ppaux.replay.results import DumpResult
 from ppaux.report import InputProblem, Report
 
@@ -70,6 +70,9 @@ def replay_paths(
 
     require_torch("replay")
     options = options if options is not None else ReplayOptions()
+    fault = timeout_fault(options.timeout_s)
+    if fault is not None:
+        raise ReplayConfigError("timeout_s", str(options.timeout_s), fault)
 
     files, problems = collect_dumps(paths, options.limits)
     deferred = _Deferred(options) if _cannot_fail(options) else None
