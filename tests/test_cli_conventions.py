@@ -242,6 +242,12 @@ def test_dash_reads_one_dump_from_stdin():
             b"",
             "-: diff reads tensor bytes back from the files, so it cannot read stdin; give paths",
         ),
+        (
+            ("check-skew", "-"),
+            b"{}",
+            "-: check-skew compares fingerprint files, one per stage, so it cannot read stdin; "
+            "give their paths",
+        ),
     ],
 )
 def test_bad_stdin_is_one_line(args, stdin, message):

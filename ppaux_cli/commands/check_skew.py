@@ -127,6 +127,11 @@ def check_skew(
         )
     if not paths:
         fail("no fingerprints given: pass files or directories, or --distributed")
+    if "-" in paths:
+        fail(
+            "-: check-skew compares fingerprint files, one per stage, so it cannot read stdin; "
+            "give their paths"
+        )
     for option, value in (
         ("--init-method", init_method),
         ("--rank", rank),
