@@ -324,3 +324,26 @@ def test_json_reports_follow_the_report_schema(filled: Path):
             for e in jsonschema.Draft202012Validator(schema).iter_errors(document)
         ]
         assert errors == []
+
+
+def test_list_names_a_tensorize_rewrite_as_one(tmp_path: Path):
+    # The walkthrough writes tensorize's output into the capture directory: the listing must not
+    # call the rewrite a checkpoint capture, nor its trail (the original's) its own.
+    from helpers import REPO
+
+    (original,) = sorted((REPO / "fixtures/walkthrough").glob("capture-*-pop.pt"))
+    (tmp_path / original.name).write_bytes(original.read_bytes())
+    rewrite = tmp_path / "fixed.pt"
+    assert cli("tensorize", str(tmp_path / original.name), "-o", str(rewrite)).exit_code == 0
+    result = cli("capture", "list", "--dir", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    at = lines.index(
+        "fixed.pt: (rewritten by ppaux tensorize 0.1.0 from "
+        f"{original.name}, which failed with RuntimeError: received a non-tensor auxiliary PP "
+        "output)"
+    )
+    assert lines[at + 1] == (
+        "    the original's trail: recv dirty (scores (list)) > pop dirty (scores (list))"
+    )
+    assert "(no error yet: taken at a checkpoint)" not in result.stdout

@@ -157,6 +157,16 @@ def list_report(directory: str | os.PathLike[str]) -> Report:
         if entry.problem is not None:
             report.findings.append(finding("PP505", str(entry.path), entry.problem))
             error = f"(unreadable: {entry.problem})"
+        elif meta.get("rewritten_by") is not None:
+            # A capture rewritten by ppaux tensorize: no longer what sglang had; the trail and
+            # the error were the original's.
+            source = Path(str(meta.get("rewritten_from"))).name
+            was = meta.get("original_exception_type")
+            error = f"(rewritten by {meta.get('rewritten_by')} from {source}" + (
+                f", which failed with {was}: {meta.get('original_exception_message')})"
+                if was is not None
+                else ")"
+            )
         elif meta.get("exception_type") is not None:
             error = f"{meta.get('exception_type')}: {meta.get('exception_message')}"
         elif entry.trail is not None:
@@ -165,7 +175,8 @@ def list_report(directory: str | os.PathLike[str]) -> Report:
             error = f"(no error: recorded with when={meta.get('when')})"
         report.notes.append(f"{entry.path.name}: {error}")
         if entry.trail is not None:
-            report.notes.append(f"    trail: {trail_text(entry.trail)}")
+            before = "the original's trail" if meta.get("rewritten_by") is not None else "trail"
+            report.notes.append(f"    {before}: {trail_text(entry.trail)}")
         if entry.culprit is not None:
             report.notes.append(f"    culprit: {culprit_text(entry.culprit)}")
     report.notes.append(f"{len(entries)} capture(s) in {path}, {skipped} skipped")
