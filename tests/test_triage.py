@@ -1036,10 +1036,9 @@ def test_local_times_of_different_logs_are_not_compared():
     assert same.message.startswith("PP1 failed 5.0 s after the root with ")
 
 
-def test_a_local_time_is_never_set_against_a_collector_s(tmp_path):
-    # PP0's log came through Kubernetes (UTC instants); PP1's is a plain file written on a host
-    # five hours behind UTC. Read as UTC, PP1's connection error would be 5 hours before the
-    # root; its time does not compare with the root's, so only its own time is given.
+def _collector_and_local_logs(tmp_path):
+    """PP0's log as Kubernetes keeps it (CRI, UTC instants) with the root at 10:00:03Z, and
+    PP1's as a plain file of a host five hours behind UTC, failing at 05:00:05 local time."""
     frames = [
         (f"{SITE}/sampling/sampling_observer_pp.py", 77, "pop_auxiliary_output_from_pp_tensors")
     ]
@@ -1056,6 +1055,14 @@ def test_a_local_time_is_never_set_against_a_collector_s(tmp_path):
             "RuntimeError: Connection closed by peer [10.0.0.1]:29500",
         )
     )
+    return cri, plain
+
+
+def test_a_local_time_is_never_set_against_a_collector_s(tmp_path):
+    # PP0's log came through Kubernetes (UTC instants); PP1's is a plain file written on a host
+    # five hours behind UTC. Read as UTC, PP1's connection error would be 5 hours before the
+    # root; its time does not compare with the root's, so only its own time is given.
+    cri, plain = _collector_and_local_logs(tmp_path)
     for order in ([plain, cri], [cri, plain]):
         report = triage_paths([str(p) for p in order])
         (root,) = [f for f in report.findings if f.code == "PP801"]
@@ -1092,22 +1099,7 @@ def test_local_zone_makes_local_times_of_different_logs_compare():
 def test_local_zone_sets_local_times_against_a_collector_s(tmp_path):
     # As in test_a_local_time_is_never_set_against_a_collector_s, with the zone of PP1's host
     # given: 05:00:05 at -05:00 is 10:00:05Z, two seconds after the root.
-    frames = [
-        (f"{SITE}/sampling/sampling_observer_pp.py", 77, "pop_auxiliary_output_from_pp_tensors")
-    ]
-    cri = tmp_path / "pp0.log"
-    lines = _tb("[2026-12-03 10:00:03 PP0]", frames, f"RuntimeError: {NON_TENSOR}").splitlines()
-    cri.write_text(
-        "".join(f"2026-12-03T10:00:03.{i:09d}Z stderr F {t}\n" for i, t in enumerate(lines))
-    )
-    plain = tmp_path / "pp1.log"
-    plain.write_text(
-        _tb(
-            "[2026-12-03 05:00:05 PP1]",
-            [(f"{SITE}/distributed/parallel_state.py", 1, "recv_object")],
-            "RuntimeError: Connection closed by peer [10.0.0.1]:29500",
-        )
-    )
+    cri, plain = _collector_and_local_logs(tmp_path)
     report = triage_paths([str(plain), str(cri)], local_zone="-05:00")
     (root,) = [f for f in report.findings if f.code == "PP801"]
     assert (root.extra["time"], root.extra["time_zone"]) == ("2026-12-03T10:00:03.000000000Z", "Z")
