@@ -465,13 +465,14 @@ LimitOption = Annotated[
 ]
 
 
-def limits_from(texts: list[str] | None) -> Limits:
-    """The reader's limits with each --limit NAME=N applied; a bad one is a one-line exit 2."""
+def limits_from(texts: list[str] | None, base: Limits | None = None) -> Limits:
+    """``base`` (the reader's limits when None) with each --limit NAME=N applied; a bad one is a
+    one-line exit 2."""
     from ppaux.limits import parse_limits
     from ppaux_cli.exits import fail
 
     try:
-        return parse_limits(texts or ())
+        return parse_limits(texts or (), Limits() if base is None else base)
     except ValueError as exc:
         fail(f"--limit: {exc}")
 

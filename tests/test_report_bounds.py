@@ -110,7 +110,8 @@ def test_release_keys_are_checked_past_the_cut(tmp_path: Path) -> None:
 @pytest.mark.torch
 def test_replay_gives_a_long_key_whole_once() -> None:
     dump = REPO / "fixtures/adversarial/bomb_long_key_many_dicts.pt"
-    result = cli("replay", str(dump), "--format", "json")
+    # Past replay's own max_payloads (256): a user who raises it gets the 1,000 replays.
+    result = cli("replay", str(dump), "--format", "json", "--limit", "max_payloads=1000")
     assert result.exit_code == 1, result.stdout
     key = "k" * 16384
     # 1,000 payloads quote the key in their results and findings: given whole only where a

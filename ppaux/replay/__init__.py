@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ppaux.replay.materialize import DeviceError, MaterializeError, Materializer, resolve_device
     from ppaux.replay.options import (
         MAX_TIMEOUT_S,
+        REPLAY_LIMITS,
         Impl,
         ReplayConfigError,
         ReplayOptions,
@@ -54,6 +55,7 @@ _EXPORTS = {
     "ReplayOptions": "options",
     "ReplayConfigError": "options",
     "MAX_TIMEOUT_S": "options",
+    "REPLAY_LIMITS": "options",
     "timeout_fault": "options",
     "Impl": "options",
     "Sender": "options",
@@ -83,6 +85,7 @@ _EXPORTS = {
 
 __all__ = [
     "MAX_TIMEOUT_S",
+    "REPLAY_LIMITS",
     "TRANSPORTS",
     "Delivery",
     "DeviceError",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ppaux.errors import SettingError
@@ -18,6 +18,7 @@ from ppaux.limits import Limits
 
 __all__ = [
     "MAX_TIMEOUT_S",
+    "REPLAY_LIMITS",
     "Impl",
     "ReplayConfigError",
     "ReplayOptions",
@@ -25,6 +26,16 @@ __all__ = [
     "Transport",
     "timeout_fault",
 ]
+
+
+#: The limits a replay reads its files under by default: the reader's (:class:`Limits`), three
+#: of them tighter. Reading a dump holds its values as plain Python objects; a replay holds them
+#: again as torch rebuilds them, pickles the auxiliary output to send it and keeps what came
+#: back, all beside torch's own ~210 MB. So that a file under 1 MB cannot take a replay past
+#: about 250 MB, a replay reads at most 16 MiB of pickle (a real PP message's is a few KB),
+#: 200,000 values (a few hundred) and 256 tensor dicts per file (one to three). A file past one
+#: is refused, naming the limit; a larger one can be given, as for any limit.
+REPLAY_LIMITS = Limits(max_pickle_bytes=16 * 1024 * 1024, max_items=200_000, max_payloads=256)
 
 
 class Sender(str, enum.Enum):
@@ -99,7 +110,8 @@ class ReplayOptions:
     all_gather: int = 1
     #: Seconds the torch-distributed transport waits for its peer.
     timeout_s: float = 60.0
-    limits: Limits = field(default_factory=Limits)
+    #: The reader's limits for the replayed files (default :data:`REPLAY_LIMITS`).
+    limits: Limits = REPLAY_LIMITS
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sender", _member(Sender, "sender", self.sender))

@@ -109,7 +109,7 @@ def replay(
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     # Imported here, not at module level: 'ppaux --help' must not pay for the reader or torch.
     from ppaux.errors import TorchMissingError
-    from ppaux.replay import ReplayConfigError, ReplayOptions, replay_paths
+    from ppaux.replay import REPLAY_LIMITS, ReplayConfigError, ReplayOptions, replay_paths
     from ppaux.torch_probe import require_torch
     from ppaux_cli.progress import progress_reporter
 
@@ -117,7 +117,7 @@ def replay(
         require_torch("ppaux replay")
     except TorchMissingError as exc:
         fail(str(exc))
-    limits = limits_from(limit)
+    limits = limits_from(limit, REPLAY_LIMITS)
     if STDIO in paths:
         fail("-: replay reads tensors back from the file, so it cannot read stdin; give a path")
     settings = ReplayOptions(
