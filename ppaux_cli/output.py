@@ -12,6 +12,7 @@ colour (https://no-color.org); ``FORCE_COLOR`` set and not empty means colour ev
 from __future__ import annotations
 
 import os
+import select
 import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -154,16 +155,29 @@ def check_output_path(
         fail(f"--output {exc}")
 
 
-def _blocking_stdout() -> None:
+def _write_stdout(text: str) -> None:
     # A pipe's file description is shared with whatever else holds it (a parent, a library that
-    # went non-blocking on it): non-blocking, a report past the pipe's 64 KiB would be cut short
-    # when the reader lags. Writing the report waits instead.
+    # went non-blocking on it, perhaps from another thread while the report is being written):
+    # non-blocking, a report past the pipe's 64 KiB would be cut short when the reader lags. The
+    # report goes to the descriptor itself, and a full pipe is waited for, whatever the flag.
+    stream = sys.stdout
     try:
-        fd = sys.stdout.fileno()
+        fd = stream.fileno()
     except (AttributeError, OSError, ValueError):  # a test runner's buffer has no descriptor
+        stream.write(text)
+        stream.flush()
         return
+    stream.flush()
     if not os.get_blocking(fd):
         os.set_blocking(fd, True)
+    data = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
+    while data:
+        try:
+            written = os.write(fd, data)
+        except BlockingIOError:
+            select.select([], [fd], [])
+            continue
+        data = data[written:]
 
 
 def write_text(text: str, output: str | None, what: str = "the output") -> None:
@@ -171,9 +185,7 @@ def write_text(text: str, output: str | None, what: str = "the output") -> None:
     not a regular file or a new path, or that cannot be written, is one error line naming it and
     exit 2."""
     if output is None or output == STDIO:
-        _blocking_stdout()
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        _write_stdout(text)
         return
     check_output_path(output)
     try:

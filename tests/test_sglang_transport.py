@@ -20,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -39,19 +40,43 @@ MESSAGES = 500
 def replay(
     runtime: sglang_runtime.SglangRuntime, *args: str, env: dict[str, str] | None = None
 ) -> tuple[int, dict[str, Any], str]:
-    """``ppaux replay ARGS --format json`` in a process that can import the release."""
+    """``ppaux replay ARGS --format json`` in a process that can import the release.
+
+    The report goes to a file (``--output``), not a pipe: what these tests compare is the wire,
+    and a report that does not parse fails with the exit code and stderr that explain it.
+    (Reports written whole to a slow pipe are ``test_output_blocking.py``'s subject.)
+    """
     # The tree itself comes from --sglang-path; the packages it imports from PYTHONPATH.
     environment = runtime.packages_env(env)
-    done = subprocess.run(
-        [sys.executable, "-m", "ppaux_cli", "replay", "--format", "json", *args],
-        cwd=REPO,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        check=False,
-    )
-    document = json.loads(done.stdout) if done.stdout.strip() else {}
+    with tempfile.TemporaryDirectory(prefix="ppaux-replay-report-") as scratch:
+        report = Path(scratch) / "report.json"
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ppaux_cli",
+                "replay",
+                "--format",
+                "json",
+                "--output",
+                str(report),
+                *args,
+            ],
+            cwd=REPO,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=1200,
+            check=False,
+        )
+        text = report.read_text(encoding="utf-8") if report.exists() else ""
+    try:
+        document = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise AssertionError(
+            f"the report does not parse ({exc}; {len(text)} characters); "
+            f"exit {done.returncode}; stderr ends:\n{done.stderr[-3000:]}"
+        ) from None
     return done.returncode, document, done.stderr
 
 
