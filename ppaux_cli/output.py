@@ -35,6 +35,7 @@ __all__ = [
     "use_color",
     "waiting_on_stdin",
     "warn",
+    "write_stdout",
     "write_text",
 ]
 
@@ -155,29 +156,49 @@ def check_output_path(
         fail(f"--output {exc}")
 
 
-def _write_stdout(text: str) -> None:
+def _write_all(data: bytes | str) -> None:
     # A pipe's file description is shared with whatever else holds it (a parent, a library that
     # went non-blocking on it, perhaps from another thread while the report is being written):
     # non-blocking, a report past the pipe's 64 KiB would be cut short when the reader lags. The
-    # report goes to the descriptor itself, and a full pipe is waited for, whatever the flag.
+    # bytes go to the descriptor itself, and a full pipe is waited for, whatever the flag.
     stream = sys.stdout
     try:
         fd = stream.fileno()
     except (AttributeError, OSError, ValueError):  # a test runner's buffer has no descriptor
-        stream.write(text)
+        if isinstance(data, bytes):
+            stream.buffer.write(data)
+        else:
+            stream.write(data)
         stream.flush()
         return
     stream.flush()
     if not os.get_blocking(fd):
         os.set_blocking(fd, True)
-    data = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
-    while data:
+    if isinstance(data, str):
+        data = data.encode(stream.encoding or "utf-8", stream.errors or "strict")
+    view = memoryview(data)
+    while view:
         try:
-            written = os.write(fd, data)
+            written = os.write(fd, view)
         except BlockingIOError:
             select.select([], [fd], [])
             continue
-        data = data[written:]
+        view = view[written:]
+
+
+def write_stdout(data: bytes | str, what: str = "the output") -> None:
+    """Write ``data`` (text in stdout's encoding, or bytes as they are) to stdout whole, also to
+    a pipe something made non-blocking. A stdout that is closed or cannot take it (a full disk)
+    is one error line naming ``what``, exit 2; a reader that left (``| head``) is left to Click,
+    which ends the run quietly with exit 1."""
+    if sys.stdout is None:  # started with its stdout closed ('>&-')
+        fail(f"cannot write {what}: stdout is closed; give a file with --output")
+    try:
+        _write_all(data)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        fail(f"stdout: cannot write {what}: {exc.strerror or exc}")
 
 
 def write_text(text: str, output: str | None, what: str = "the output") -> None:
@@ -185,7 +206,7 @@ def write_text(text: str, output: str | None, what: str = "the output") -> None:
     not a regular file or a new path, or that cannot be written, is one error line naming it and
     exit 2."""
     if output is None or output == STDIO:
-        _write_stdout(text)
+        write_stdout(text, what)
         return
     check_output_path(output)
     try:

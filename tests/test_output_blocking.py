@@ -1,4 +1,5 @@
-"""A report written to a pipe that something made non-blocking is still written whole.
+"""A report written to a pipe that something made non-blocking is still written whole; a stdout
+that cannot take it (full, closed) is one error line and exit 2, a reader that leaves is quiet.
 
 A pipe's file description is shared by every process that holds it; when one of them (a parent
 tool, a library) sets it non-blocking, a plain write past the pipe's 64 KiB fails with EAGAIN as
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from helpers import REPO
 
 
@@ -37,3 +39,56 @@ def test_a_report_past_64_kib_reaches_a_slow_reader_of_a_non_blocking_pipe():
     assert b"BlockingIOError" not in stderr
     assert len(data) > 65536
     assert json.loads(data)["rules"][0]["code"] == "PP101"
+
+
+def _stdout_to(args: str, target: str) -> subprocess.CompletedProcess[str]:
+    # A shell sets up stdout as a user's would: '> /dev/full', '>&-'.
+    command = f"exec {sys.executable} -m ppaux_cli {args} {target}"
+    return subprocess.run(
+        ["bash", "-c", command], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+#: Commands that write to stdout, and what their error line calls what they write.
+WRITERS = [
+    pytest.param("rules --format json", "the rules", id="rules"),
+    pytest.param(
+        "tensorize fixtures/dumps/aux_list.pt -o -",
+        "the rewritten dump",
+        id="tensorize",
+        marks=pytest.mark.torch,
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "what"), WRITERS)
+def test_a_full_stdout_is_one_error_line_and_exit_2(args, what):
+    done = _stdout_to(args, "> /dev/full")
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"ppaux: error: stdout: cannot write {what}: No space left on device\n",
+    )
+
+
+@pytest.mark.parametrize(("args", "what"), WRITERS)
+def test_a_closed_stdout_is_one_error_line_and_exit_2(args, what):
+    done = _stdout_to(args, ">&-")
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"ppaux: error: cannot write {what}: stdout is closed; give a file with --output\n",
+    )
+
+
+def test_a_reader_that_leaves_early_ends_the_run_without_a_message():
+    read_end, write_end = os.pipe()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "ppaux_cli", "rules", "--format", "json"],
+        cwd=REPO,
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+    )
+    os.close(write_end)
+    os.read(read_end, 10)  # as '| head -c 10' does, then leaves
+    os.close(read_end)
+    _, stderr = child.communicate(timeout=120)
+    assert (child.returncode, stderr) == (1, b"")

@@ -17,7 +17,7 @@ import typer
 
 from ppaux_cli.exits import fail
 from ppaux_cli.options import LimitOption, limits_from
-from ppaux_cli.output import STDIO, is_terminal
+from ppaux_cli.output import STDIO, is_terminal, write_stdout
 
 if TYPE_CHECKING:
     from ppaux.fix import TensorizeResult
@@ -94,7 +94,6 @@ def tensorize(
 
 def _tensorize_to_stdout(path: str, limits: Limits) -> TensorizeResult:
     """Rewrite into a private temporary folder, then copy the dump to stdout's binary stream."""
-    import shutil
     import tempfile
 
     from ppaux.fix import tensorize_dump
@@ -104,6 +103,6 @@ def _tensorize_to_stdout(path: str, limits: Limits) -> TensorizeResult:
         result = tensorize_dump(path, temporary, limits)
         if result.written:
             with open(temporary, "rb") as handle:
-                shutil.copyfileobj(handle, sys.stdout.buffer)
-            sys.stdout.buffer.flush()
+                while chunk := handle.read(1 << 20):
+                    write_stdout(chunk, "the rewritten dump")
     return result
