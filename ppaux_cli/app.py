@@ -15,6 +15,7 @@ Bare ``ppaux`` and a bare group command (``ppaux capture``) print their help on 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -209,10 +210,14 @@ def _internal_error(exc: BaseException) -> None:
     text = text if len(text) <= 300 else f"{text[:300]}..."
     from ppaux.text import shown
 
-    sys.stderr.write(
-        f"ppaux: error: internal error: {type(exc).__name__}: {shown(text, None) or '-'} "
-        "(a bug in ppaux; please report it)\n"
-    )
+    try:
+        sys.stderr.write(
+            f"ppaux: error: internal error: {type(exc).__name__}: {shown(text, None) or '-'} "
+            "(a bug in ppaux; please report it)\n"
+        )
+        sys.stderr.flush()
+    except OSError:  # a stderr that cannot take the line (a full disk) still gets exit 2
+        pass
     sys.exit(2)
 
 
@@ -261,6 +266,10 @@ def _root(
 
 def main() -> None:
     """Console-script entry point."""
+    if sys.stderr is None:
+        # Started with stderr closed ('2>&-'): the lines go nowhere, the exit codes still mean
+        # what they say.
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")
     try:
         app(prog_name="ppaux")
     finally:

@@ -92,3 +92,11 @@ def test_a_reader_that_leaves_early_ends_the_run_without_a_message():
     os.close(read_end)
     _, stderr = child.communicate(timeout=120)
     assert (child.returncode, stderr) == (1, b"")
+
+
+@pytest.mark.parametrize("target", ["2>&-", "2> /dev/full"])
+def test_a_stderr_that_takes_no_line_leaves_the_exit_codes_as_they_are(target):
+    missing = _stdout_to("inspect fixtures/no-such-dump.pt", f"> /dev/null {target}")
+    assert missing.returncode == 2  # an input that cannot be read
+    found = _stdout_to("inspect fixtures/dumps/aux_list.pt", f"> /dev/null {target}")
+    assert found.returncode == 1  # findings at error
