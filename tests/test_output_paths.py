@@ -164,6 +164,35 @@ def test_tensorize_refuses_a_device(work):
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
 
 
+@pytest.mark.torch
+@pytest.mark.parametrize("target", ["elsewhere.pt", "missing.pt"])
+def test_tensorize_refuses_a_symbolic_link_and_leaves_it(work, target):
+    # tensorize renames a new file into place, which would replace the link itself (so
+    # '-o /dev/stdout' once turned the system's /dev/stdout into a file).
+    (work / "elsewhere.pt").write_bytes(b"kept")
+    (work / "out.pt").symlink_to(target)
+    result = cli("tensorize", "../dump.pt", "-o", "../out.pt")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "ppaux: error: --output ../out.pt: is a symbolic link, which tensorize would replace "
+        "with the dump; give the file it names, or - for stdout\n"
+    )
+    assert os.readlink(work / "out.pt") == target
+    assert (work / "elsewhere.pt").read_bytes() == b"kept"
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes files whatever their mode")
+def test_tensorize_refuses_a_file_it_may_not_write(work):
+    locked = work / "locked.pt"
+    locked.write_bytes(b"kept")
+    locked.chmod(0o444)
+    result = cli("tensorize", "../dump.pt", "-o", "../locked.pt")
+    assert result.exit_code == 2
+    assert "../locked.pt: cannot write: Permission denied" in result.stderr
+    assert locked.read_bytes() == b"kept"
+
+
 def test_check_output_rule():
     with pytest.raises(OutputPathError, match="is the input"):
         check_output(str(AUX_LIST), [os.path.relpath(AUX_LIST)])

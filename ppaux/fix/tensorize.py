@@ -464,7 +464,18 @@ def _save_atomically(torch: Any, root: Any, output: str, locations: dict[int, st
 def _check_output(source: str, output: str) -> None:
     # The rule every command's --output follows: a regular file or a new path, never an input
     # (by any spelling, link or hard link); os.replace would otherwise swap a device for a file.
+    # tensorize also writes a new file and renames it into place, which replaces a symbolic
+    # link itself (not the file it names: /dev/stdout became a file) and a file this process
+    # may not write (the folder's permission is enough to rename): both are refused.
     check_output(output, [source])
+    if os.path.islink(output):
+        raise OutputPathError(
+            output,
+            "is a symbolic link, which tensorize would replace with the dump; "
+            "give the file it names, or - for stdout",
+        )
+    if os.path.exists(output) and not os.access(output, os.W_OK):
+        raise OutputPathError(output, "cannot write: Permission denied")
 
 
 def _sha256(path: str) -> str:
