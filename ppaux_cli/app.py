@@ -15,7 +15,6 @@ Bare ``ppaux`` and a bare group command (``ppaux capture``) print their help on 
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -266,10 +265,10 @@ def _root(
 
 def main() -> None:
     """Console-script entry point."""
-    if sys.stderr is None:
-        # Started with stderr closed ('2>&-'): the lines go nowhere, the exit codes still mean
-        # what they say.
-        sys.stderr = open(os.devnull, "w", encoding="utf-8")
+    if sys.stdin is None or sys.stdout is None or sys.stderr is None:
+        from ppaux_cli.output import stand_in_for_closed_stdio
+
+        stand_in_for_closed_stdio()
     try:
         app(prog_name="ppaux")
     finally:

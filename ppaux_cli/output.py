@@ -32,6 +32,7 @@ __all__ = [
     "emit",
     "is_terminal",
     "resolve_gate",
+    "stand_in_for_closed_stdio",
     "use_color",
     "waiting_on_stdin",
     "warn",
@@ -186,12 +187,31 @@ def _write_all(data: bytes | str) -> None:
         view = view[written:]
 
 
+#: Whether this process started with its stdout closed ('>&-'); :func:`stand_in_for_closed_stdio`
+#: then put os.devnull in its place, so that a report given to --output is still written.
+_STARTED = {"stdout_closed": False}
+
+
+def stand_in_for_closed_stdio() -> None:
+    """Give a process started with stdin, stdout or stderr closed (``<&-``, ``>&-``,
+    ``2>&-``) os.devnull in their place: stdin reads as empty, stderr's lines go nowhere and the
+    exit codes keep their meaning, and stdout is refused only where something is written to it
+    (:func:`write_stdout`), not where a command merely asks whether it is a terminal."""
+    if sys.stdin is None:
+        sys.stdin = open(os.devnull, encoding="utf-8")
+    if sys.stdout is None:
+        _STARTED["stdout_closed"] = True
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")
+
+
 def write_stdout(data: bytes | str, what: str = "the output") -> None:
     """Write ``data`` (text in stdout's encoding, or bytes as they are) to stdout whole, also to
     a pipe something made non-blocking. A stdout that is closed or cannot take it (a full disk)
     is one error line naming ``what``, exit 2; a reader that left (``| head``) is left to Click,
     which ends the run quietly with exit 1."""
-    if sys.stdout is None:  # started with its stdout closed ('>&-')
+    if sys.stdout is None or _STARTED["stdout_closed"]:  # started with it closed ('>&-')
         fail(f"cannot write {what}: stdout is closed; give a file with --output")
     try:
         _write_all(data)

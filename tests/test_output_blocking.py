@@ -100,3 +100,15 @@ def test_a_stderr_that_takes_no_line_leaves_the_exit_codes_as_they_are(target):
     assert missing.returncode == 2  # an input that cannot be read
     found = _stdout_to("inspect fixtures/dumps/aux_list.pt", f"> /dev/null {target}")
     assert found.returncode == 1  # findings at error
+
+
+def test_a_closed_stdout_does_not_stop_a_report_given_to_output(tmp_path):
+    report = tmp_path / "report.json"
+    done = _stdout_to(f"inspect fixtures/dumps/aux_list.pt --format json -o {report}", ">&-")
+    assert (done.returncode, done.stderr) == (1, "")
+    assert json.loads(report.read_text())["command"] == "inspect"
+
+
+def test_a_closed_stdin_reads_as_empty():
+    done = _stdout_to("inspect -", "> /dev/null <&-")
+    assert (done.returncode, done.stderr) == (2, "ppaux: error: <stdin>: empty file\n")
