@@ -27,6 +27,7 @@ __all__ = [
     "TorchMissingError",
     "TorchRefuses",
     "limit_note",
+    "nested_past_recursion",
     "setting",
 ]
 
@@ -97,6 +98,18 @@ class PathError(PpauxError):
 
 class DumpError(PathError, ValueError):
     """A file that cannot be read as a dump: ``str()`` is '<path>: <reason>'."""
+
+
+def nested_past_recursion(path: str, max_depth: int, work: str) -> DumpError:
+    """The error for a dump nested, within ``max_depth``, deeper than the code that must
+    ``work`` on it (rebuild, compare, rewrite: code that follows a value's nesting as Python
+    calls) can follow before Python's recursion limit. Reading is bounded by ``max_depth``, this
+    by the interpreter, so a larger ``max_depth`` does not help, and the message says so."""
+    return DumpError(
+        path,
+        f"nests too deeply to {work} (Python's recursion limit was reached before "
+        f"max_depth={max_depth}; a larger max_depth does not help)",
+    )
 
 
 class LimitExceeded(DumpError):

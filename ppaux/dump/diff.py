@@ -21,7 +21,7 @@ from ppaux.dump.dumpfile import Dump
 from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, Opaque, StorageRef, TensorRef
 from ppaux.dump.payload import Payload, Tally, key_text, type_name, value_phrase
 from ppaux.dump.records import RecordReader, torch_byteorder
-from ppaux.errors import DumpError, PpauxError
+from ppaux.errors import DumpError, PpauxError, nested_past_recursion
 from ppaux.files import shareable_path
 from ppaux.limits import Limits
 from ppaux.report import (
@@ -285,6 +285,31 @@ def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
     except DumpError as exc:  # a limit met while finding the tensor dicts (max_payloads, ...)
         report.problems.append(InputProblem(shown(exc.path, None), exc.reason))
         return report
+    except RecursionError:  # nested within max_depth, deeper than the comparison can go
+        deeper = a if _nesting(dumps[0].root) >= _nesting(dumps[1].root) else b
+        error = nested_past_recursion(shown(deeper, None), limits.max_depth, "compare")
+        report.problems.append(InputProblem(error.path, error.reason))
+        return report
+
+
+def _nesting(root: Any) -> int:
+    """How deep containers nest in ``root``, counted without recursing (it is asked of a dump
+    too deep to compare by recursion); each container once, so shared and cyclic values end."""
+    deepest, stack, seen = 0, [(root, 1)], set()
+    while stack:
+        value, depth = stack.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            children = value
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppaux.dump import NdArrayRef, TensorRef
-from ppaux.errors import DumpError
+from ppaux.errors import DumpError, nested_past_recursion
 from ppaux.files import InputFileError, OutputPathError, check_output, open_regular
 from ppaux.limits import Limits
 from ppaux.sglang import OUTPUT_PREFIX
@@ -101,10 +101,17 @@ def tensorize_dump(source: str, output: str, limits: Limits = Limits()) -> Tenso
     cannot be written. Writes nothing, and says why in ``refusals``, when nothing needs
     converting or some value cannot be converted.
     """
-    from ppaux.dump import find_payloads, read_dump, walk
-
     source, output = os.fspath(source), os.fspath(output)
     _check_output(source, output)
+    try:
+        return _tensorize(source, output, limits)
+    except RecursionError:  # nested within max_depth, deeper than rewriting can go
+        raise nested_past_recursion(source, limits.max_depth, "rewrite") from None
+
+
+def _tensorize(source: str, output: str, limits: Limits) -> TensorizeResult:
+    from ppaux.dump import find_payloads, read_dump, walk
+
     digest = _sha256(source)
     dump = read_dump(source, limits)
     # In inspect's order: too many tensor dicts or tensors are refused by the search for them,

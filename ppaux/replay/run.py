@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
-from ppaux.errors import DumpError
+from ppaux.errors import DumpError, nested_past_recursion
 from ppaux.replay.options import Impl, ReplayConfigError, ReplayOptions, Transport, timeout_fault
 from ppaux.replay.results import DumpResult
 from ppaux.report import InputProblem, Report
@@ -87,6 +87,9 @@ def replay_paths(
                 report.findings += exc.findings  # judged as inspect judges it
             except DumpError as exc:
                 report.problems.append(InputProblem(exc.path, exc.reason))
+            except RecursionError:  # nested within max_depth, deeper than rebuilding can go
+                error = nested_past_recursion(path, options.limits.max_depth, "rebuild and replay")
+                report.problems.append(InputProblem(error.path, error.reason))
             else:
                 results.append(result)
                 report.findings += findings
