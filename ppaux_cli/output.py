@@ -149,6 +149,8 @@ def check_output_path(
     None and ``-`` (stdout) always may."""
     if output is None or output == STDIO:
         return
+    if not output:
+        fail("--output: an empty path; give a file name, or - for stdout")
     from ppaux.files import OutputPathError, check_output
 
     try:
@@ -270,16 +272,21 @@ def emit(report: Report, options: ReportOptions) -> NoReturn:
     else:
         color = fmt == Format.TEXT and to_stdout and use_color(sys.stdout)
         text = render(report, fmt, color=color, width=_width(), fail_on=gate.fail_on)
-    write_text(text, options.output, "the report")
-    if fmt == Format.GITHUB and not options.statistics:
-        _append_step_summary(report, gate.fail_on, options.quiet)
+    try:
+        write_text(text, options.output, "the report")
+        if fmt == Format.GITHUB and not options.statistics:
+            _append_step_summary(report, gate.fail_on, options.quiet)
+    finally:  # the inputs that could not be used are named even where the report could not be
+        _name_problems(problems, report.command in SETTING_COMMANDS)
+    raise typer.Exit(gate.exit_code(report))
+
+
+def _name_problems(problems: Iterable[object], settings: bool) -> None:
     from ppaux.text import shown
 
-    settings = report.command in SETTING_COMMANDS
     for problem in problems:  # the path as given, shown escaped: it may hold any character
         line = spelled(str(problem), settings=settings)
         sys.stderr.write(f"ppaux: error: {shown(line, None)}\n")
-    raise typer.Exit(gate.exit_code(report))
 
 
 #: The formats a person reads, whose tables ``--findings-only`` leaves out.

@@ -112,3 +112,30 @@ def test_a_closed_stdout_does_not_stop_a_report_given_to_output(tmp_path):
 def test_a_closed_stdin_reads_as_empty():
     done = _stdout_to("inspect -", "> /dev/null <&-")
     assert (done.returncode, done.stderr) == (2, "ppaux: error: <stdin>: empty file\n")
+
+
+def test_a_full_stdout_still_names_the_inputs_that_could_not_be_used():
+    done = _stdout_to("inspect fixtures/corrupt/empty.pt fixtures/dumps/aux_list.pt", "> /dev/full")
+    assert (done.returncode, done.stderr.splitlines()) == (
+        2,
+        [
+            "ppaux: error: stdout: cannot write the report: No space left on device",
+            "ppaux: error: fixtures/corrupt/empty.pt: empty file",
+        ],
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        "inspect fixtures/dumps/aux_list.pt",
+        "rules",
+        pytest.param("tensorize fixtures/dumps/aux_list.pt", marks=pytest.mark.torch),
+    ],
+)
+def test_an_empty_output_path_is_named_as_such(args):
+    done = _stdout_to(args, "-o ''")
+    assert (done.returncode, done.stderr) == (
+        2,
+        "ppaux: error: --output: an empty path; give a file name, or - for stdout\n",
+    )

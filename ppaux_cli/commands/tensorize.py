@@ -17,7 +17,7 @@ import typer
 
 from ppaux_cli.exits import fail
 from ppaux_cli.options import LimitOption, limits_from
-from ppaux_cli.output import STDIO, is_terminal, write_stdout
+from ppaux_cli.output import STDIO, check_output_path, is_terminal, write_stdout
 
 if TYPE_CHECKING:
     from ppaux.fix import TensorizeResult
@@ -60,6 +60,7 @@ def tensorize(
             "-: tensorize reads tensor bytes back from the file, so it cannot read stdin; "
             "save the dump to a file and give its path"
         )
+    check_output_path(output, [path])  # the rule every --output follows, before any work
     to_stdout = output == STDIO
     if to_stdout and is_terminal(sys.stdout):
         fail("-o -: stdout is a terminal; the rewritten dump is binary: redirect it to a file")
