@@ -60,13 +60,13 @@ def tensorize(
             "-: tensorize reads tensor bytes back from the file, so it cannot read stdin; "
             "save the dump to a file and give its path"
         )
-    check_output_path(output, [path])  # the rule every --output follows, before any work
     to_stdout = output == STDIO
     if to_stdout and is_terminal(sys.stdout):
         fail("-o -: stdout is a terminal; the rewritten dump is binary: redirect it to a file")
     limits = limits_from(limit)
     try:
         require_torch("ppaux tensorize")
+        check_output_path(output, [path])  # the rule every --output follows, before any work
         if to_stdout:
             result = _tensorize_to_stdout(path, limits)
         else:
