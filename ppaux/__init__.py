@@ -12,8 +12,7 @@ tensor dict in the code that writes it.
 from typing import TYPE_CHECKING
 
 from ppaux._lazy import lazy_exports
-
-__version__ = "0.1.0"
+from ppaux._version import __version__
 
 if TYPE_CHECKING:
     from ppaux.dump import inspect_paths, read_dump

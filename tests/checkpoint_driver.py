@@ -52,7 +52,7 @@ def inject(original_fn, tensors, output):
 if MODE.startswith("plugin"):
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
-    from ppaux.capture.hooks import register_plugin_hooks
+    from ppaux.capture.plugin import register_plugin_hooks
     from ppaux.capture.settings import CaptureConfig
 
     register_plugin_hooks(CaptureConfig(f"{DIRECTORY}/{SCENARIOS[0]}"))

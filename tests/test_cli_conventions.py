@@ -4,7 +4,6 @@ options, statistics, progress, colour variables and completion."""
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import io
 import json
@@ -460,18 +459,6 @@ def test_rule_codes_complete():
 
 # ----------------------------------------------------------------------------------------------
 # The CLI's shape
-
-
-def test_no_command_module_imports_another():
-    for path in sorted((REPO / "ppaux_cli" / "commands").glob("*.py")):
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
-            names = []
-            if isinstance(node, ast.ImportFrom):
-                names = [node.module or ""]
-            elif isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            assert not any(n.startswith("ppaux_cli.commands") for n in names), path.name
 
 
 def test_distributed_settings_are_one_frozen_typed_object():

@@ -1,16 +1,14 @@
-"""The package faces are the typed interface, and the code goes through them.
+"""The package faces are the typed interface.
 
 Each package's ``__init__`` serves its names lazily from ``_EXPORTS`` at run time and imports the
-same names under ``TYPE_CHECKING`` for type checkers, with a literal ``__all__``; code in another
-package and the CLI import from a face, never from another package's modules; and a wrong use of
-a face's name is a type error (mypy run on a small snippet).
+same names under ``TYPE_CHECKING`` for type checkers, with a literal ``__all__``. That code in
+another package and the CLI goes through a face is a contract of ``pyproject.toml``
+(``lint-imports``; tests/test_architecture.py).
 """
 
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -114,115 +112,3 @@ def test_no_face_name_is_also_a_module(package):
         n for n in exports if (directory / f"{n}.py").exists() or (directory / n).is_dir()
     )
     assert not clash, f"{package}: {clash} name both a face entry and a module"
-
-
-def _deep_imports(path: Path) -> list[str]:
-    """Imports in ``path`` that go around another package's face."""
-    parts = path.relative_to(REPO).with_suffix("").parts
-    own = parts[1] if parts[0] == "ppaux" and len(parts) > 2 else None
-    packages = {p.parent.name for p in PPAUX.glob("*/__init__.py")}
-    found = []
-    where = f"{path.relative_to(REPO)}"
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            module = node.module.split(".")
-            if module[0] != "ppaux" or len(module) < 2 or module[1] not in packages:
-                continue
-            if module[1] == own:
-                continue
-            names = ", ".join(a.name for a in node.names)
-            face = f"ppaux.{module[1]}"
-            if len(module) > 2:
-                found.append(
-                    f"{where}:{node.lineno}: 'from {node.module} import {names}' goes around a "
-                    f"face: write 'from {face} import {names}' (a name the face lacks goes into "
-                    f"ppaux/{module[1]}/__init__.py's _EXPORTS and its TYPE_CHECKING block)"
-                )
-                continue
-            directory = PPAUX / module[1]
-            for alias in node.names:
-                if (directory / f"{alias.name}.py").exists() or (directory / alias.name).is_dir():
-                    found.append(
-                        f"{where}:{node.lineno}: 'from {face} import {alias.name}' takes a module "
-                        f"of {face}: import the names it offers from {face} instead"
-                    )
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                module = alias.name.split(".")
-                if module[0] == "ppaux" and len(module) > 2 and module[1] in packages:
-                    if module[1] != own:
-                        found.append(
-                            f"{where}:{node.lineno}: 'import {alias.name}' goes around a face: "
-                            f"import its names from ppaux.{module[1]}"
-                        )
-    return found
-
-
-def test_other_packages_and_the_cli_import_from_faces():
-    files = sorted([*PPAUX.rglob("*.py"), *(REPO / "ppaux_cli").rglob("*.py")])
-    found = [line for path in files for line in _deep_imports(path)]
-    assert not found, "\n".join(found)
-
-
-def test_the_face_check_sees_a_deep_import(tmp_path, monkeypatch):
-    """The check above is not blind: a CLI module importing a deep module is reported."""
-    fake_cli = tmp_path / "ppaux_cli"
-    fake_cli.mkdir()
-    module = fake_cli / "x.py"
-    module.write_text(
-        "from ppaux.dump.dumpfile import read_dump\nfrom ppaux.sglang import releases\n"
-        "from ppaux.dump import read_dump as fine\n",
-        encoding="utf-8",
-    )
-    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
-    monkeypatch.setattr(sys.modules[__name__], "PPAUX", PPAUX)
-    found = _deep_imports(module)
-    assert [line.split(": ", 1)[0] for line in found] == ["ppaux_cli/x.py:1", "ppaux_cli/x.py:2"]
-    assert "write 'from ppaux.dump import read_dump'" in found[0]
-
-
-_MISUSE = """\
-from ppaux.dump import read_dumpp
-from ppaux.report import Severity
-from ppaux.sglang import ADD_NOT_TENSOR, aux_name
-
-count: int = aux_name("key")
-ADD_NOT_TENSOR.format(3)
-Severity.FATAL
-name: str | None = aux_name("key")
-"""
-
-
-def test_a_wrong_use_of_a_face_name_is_a_type_error(tmp_path):
-    pytest.importorskip("mypy")
-    snippet = tmp_path / "snippet.py"
-    snippet.write_text(_MISUSE, encoding="utf-8")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-incremental",
-            "--follow-imports=silent",
-            f"--cache-dir={tmp_path / 'cache'}",
-            "--config-file=",
-            str(snippet),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    errors = [
-        line.split(": error: ", 1)
-        for line in done.stdout.splitlines()
-        if ": error: " in line and line.startswith(str(snippet))
-    ]
-    lines = {int(where.rsplit(":", 1)[1]): text for where, text in errors}
-    # Line 8, a right use of the same name, gives no error.
-    assert sorted(lines) == [1, 5, 6, 7], done.stdout
-    assert lines[1].startswith('Module "ppaux.dump" has no attribute "read_dumpp"')
-    assert '"str | None", variable has type "int"' in lines[5]
-    assert 'incompatible type "int"; expected "str"' in lines[6]
-    assert '"type[Severity]" has no attribute "FATAL"' in lines[7]

@@ -7,8 +7,9 @@ from importlib import resources
 
 import pytest
 
+from ppaux.dump.release_keys import release_key_findings
 from ppaux.report import Finding, Severity
-from ppaux.sglang import UnknownReleaseError, known_release, release_key_findings, releases
+from ppaux.sglang import UnknownReleaseError, known_release, releases
 
 OLD_ONLY = ["next_token_sampling_mask_idx", "next_token_sampling_logprobs"]
 MASK_0520 = [

@@ -10,16 +10,14 @@ hook: ``hook(original_fn, *args, **kwargs)``.
   :func:`ppaux.capture.install` puts in place.
 
 The sglang plugin registers the hooks with sglang's ``HookRegistry``
-(:func:`register_plugin_hooks`); :func:`ppaux.capture.install` wraps the targets itself
-(:mod:`ppaux.capture.patching`). The
+(:func:`ppaux.capture.plugin.register_plugin_hooks`); :func:`ppaux.capture.install` wraps the
+targets itself (:mod:`ppaux.capture.patching`). The
 healthy path adds an attribute load, a test and a try block; everything else is off it. The
 capture never raises into, blocks or changes its host, except in strict mode, on purpose.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -29,7 +27,6 @@ from ppaux.capture.checkpoints import (
     look_at_pop,
     trail_for,
 )
-from ppaux.capture.hops import hop_availability
 from ppaux.capture.markers import HOOK_MARK, WRAPPER_MARK
 from ppaux.capture.settings import CaptureConfig
 from ppaux.capture.state import STATE
@@ -38,14 +35,15 @@ from ppaux.sglang import (
     ADD,
     OUTPUT_PREFIX,
     POP,
-    TRANSPORT_MODULE,
 )
 
 __all__ = [
     "around_add",
     "around_pop",
+    "capture_add",
     "capture_original",
-    "register_plugin_hooks",
+    "capture_pop",
+    "sampled_call",
 ]
 
 
@@ -55,7 +53,7 @@ def around_add(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     if config is None:
         return original(*args, **kwargs)
     if STATE.sampling and next(STATE.counters[ADD]) % config.sample_every == 0:
-        return _sampled_call(ADD, config, original, args, kwargs)
+        return sampled_call(ADD, config, original, args, kwargs)
     try:
         # add inserts new keys one by one and stops at the first bad entry; a dict keeps
         # insertion order, so its first `before` items are the dict as it was at the call.
@@ -65,7 +63,7 @@ def around_add(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     try:
         result = original(*args, **kwargs)
     except Exception as exc:
-        _capture_add(config, exc, args, kwargs, before)
+        capture_add(config, exc, args, kwargs, before)
         raise
     tensors = _argument(args, kwargs, 0, "tensors")
     if isinstance(tensors, dict) and before >= 0:
@@ -81,14 +79,14 @@ def around_pop(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     if config is None:
         return original(*args, **kwargs)
     if STATE.sampling and next(STATE.counters[POP]) % config.sample_every == 0:
-        return _sampled_call(POP, config, original, args, kwargs)
+        return sampled_call(POP, config, original, args, kwargs)
     if STATE.messages:
         look_at_pop(_argument(args, kwargs, 0, "tensors"))
     try:
         return original(*args, **kwargs)
     except Exception as exc:
         # pop changes the dict only after every check passed, so on error it is as it came.
-        _capture_pop(config, exc, args, kwargs)
+        capture_pop(config, exc, args, kwargs)
         raise
 
 
@@ -98,13 +96,14 @@ def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: s
     return kwargs.get(name)
 
 
-def _capture_add(
+def capture_add(
     config: CaptureConfig,
     exc: BaseException,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     before: int,
 ) -> None:
+    """Record a failing add: the dict as it was before the call, ``before`` its entries then."""
     try:
         snapshot = _snapshot(_argument(args, kwargs, 0, "tensors"), before)
         output = _output_tensors(_argument(args, kwargs, 1, "output"))
@@ -114,9 +113,10 @@ def _capture_add(
     record(ADD, config, exc, snapshot, output)
 
 
-def _capture_pop(
+def capture_pop(
     config: CaptureConfig, exc: BaseException, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> None:
+    """Record a failing pop: the dict it was given and the trail of its hops."""
     try:
         snapshot = _snapshot(_argument(args, kwargs, 0, "tensors"), -1)
     except Exception as error:
@@ -125,7 +125,7 @@ def _capture_pop(
     record(POP, config, exc, snapshot, None, trail_for(_argument(args, kwargs, 0, "tensors")))
 
 
-def _sampled_call(
+def sampled_call(
     function: str,
     config: CaptureConfig,
     original: Callable[..., Any],
@@ -212,53 +212,3 @@ def capture_original(function: Any) -> Any:
         if getattr(contents, HOOK_MARK, False) and callable(contents):
             return inner
     return None
-
-
-# ----------------------------------------------------------------------------------------------
-# The sglang plugin form
-
-
-def register_plugin_hooks(config: CaptureConfig) -> bool:
-    """Register the hooks with sglang's ``HookRegistry``.
-
-    Called by :func:`ppaux.capture.plugin.register` inside sglang's ``load_plugins()``, which
-    applies the hooks right after and carries them to by-name imports. A hop whose target this
-    sglang does not have is skipped (and said so by ``ppaux capture status``). Returns False
-    (and changes nothing but the settings) when :func:`ppaux.capture.install` already patched
-    the functions.
-    """
-    from sglang.srt.plugins.hook_registry import (
-        HookRegistry,
-        HookType,
-    )
-
-    from ppaux.capture.hop_hooks import METHOD_HOOKS, hook_for
-
-    with STATE.lock:
-        STATE.activate(config)
-        if STATE.patched or STATE.plugin_hooks:
-            return False
-        # apply_hooks() imports the module right after this returns; importing it here first
-        # lets the hooks match the functions' signatures (see hook_for).
-        module = importlib.import_module(TRANSPORT_MODULE)
-        for name in (ADD, POP):
-            hook = hook_for(name, getattr(module, name, None))
-            HookRegistry.register(f"{TRANSPORT_MODULE}.{name}", hook, HookType.AROUND)
-        available = hop_availability(_sglang_package())
-        STATE.skipped_hops = {
-            hop: why for hop, why in available.items() if why is not None and hop in METHOD_HOOKS
-        }
-        for hop, (target, method_hook) in METHOD_HOOKS.items():
-            if available.get(hop) is None:
-                HookRegistry.register(target, method_hook, HookType.AROUND)
-        STATE.plugin_hooks = True
-        return True
-
-
-def _sglang_package() -> Any:
-    from pathlib import Path
-
-    spec = importlib.util.find_spec("sglang")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))

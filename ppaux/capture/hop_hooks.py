@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ppaux.capture.checkpoints import is_first_rank, is_release, look, look_at_add, look_at_pop
-from ppaux.capture.hooks import _capture_add, _capture_pop, _sampled_call, around_add, around_pop
+from ppaux.capture.hooks import around_add, around_pop, capture_add, capture_pop, sampled_call
 from ppaux.capture.hops import HOP_TARGETS
 from ppaux.capture.markers import HOOK_MARK, WRAPPER_MARK
 from ppaux.capture.state import STATE
@@ -328,7 +328,7 @@ def _around_add_fixed(original: Callable[..., Any], tensors: Any, output: Any) -
     if config is None:
         return original(tensors, output)
     if STATE.sampling and next(STATE.counters[ADD]) % config.sample_every == 0:
-        return _sampled_call(ADD, config, original, (tensors, output), {})
+        return sampled_call(ADD, config, original, (tensors, output), {})
     try:
         before = len(tensors)
     except Exception:
@@ -336,7 +336,7 @@ def _around_add_fixed(original: Callable[..., Any], tensors: Any, output: Any) -
     try:
         result = original(tensors, output)
     except Exception as exc:
-        _capture_add(config, exc, (tensors, output), {}, before)
+        capture_add(config, exc, (tensors, output), {}, before)
         raise
     if tensors.__class__ is dict and before >= 0:
         if original is _release_add[0] and STATE.trace_armed is None:
@@ -361,13 +361,13 @@ def _around_pop_fixed(original: Callable[..., Any], tensors: Any, observer: Any)
     if config is None:
         return original(tensors, observer)
     if STATE.sampling and next(STATE.counters[POP]) % config.sample_every == 0:
-        return _sampled_call(POP, config, original, (tensors, observer), {})
+        return sampled_call(POP, config, original, (tensors, observer), {})
     if STATE.messages:
         look_at_pop(tensors)
     try:
         return original(tensors, observer)
     except Exception as exc:
-        _capture_pop(config, exc, (tensors, observer), {})
+        capture_pop(config, exc, (tensors, observer), {})
         raise
 
 

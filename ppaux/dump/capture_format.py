@@ -144,10 +144,10 @@ def make_meta(
     pp_size: int | None = None,
 ) -> dict[str, Any]:
     """The metadata record for a capture taken now, in this process."""
-    import ppaux
+    from ppaux._version import __version__
 
     return {
-        "ppaux_version": ppaux.__version__,
+        "ppaux_version": __version__,
         "sglang_version": sglang_version,
         "torch_version": torch_version,
         "host": socket.gethostname(),

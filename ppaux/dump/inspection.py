@@ -302,7 +302,7 @@ def _trail_notes(description: dict[str, Any]) -> list[str]:
 
 
 def _release_findings(path: str, payloads: list[Payload], release: str) -> list[Finding]:
-    from ppaux.sglang import release_key_findings
+    from ppaux.dump.release_keys import release_key_findings
 
     found = []
     for payload in payloads:

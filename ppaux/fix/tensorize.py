@@ -395,7 +395,7 @@ def _reference_device(payloads: list[Any], payload: Any) -> str:
 def _rewritten_meta(
     meta: dict[Any, Any], result: dict[str, str], conversions: list[Conversion]
 ) -> dict[Any, Any]:
-    import ppaux
+    from ppaux._version import __version__
 
     new = dict(meta)
     new["original_exception_type"] = meta.get("exception_type")
@@ -404,7 +404,7 @@ def _rewritten_meta(
     # raised is kept above; these two describe the dict as it is now.
     new["exception_type"] = None
     new["exception_message"] = None
-    new["rewritten_by"] = f"ppaux tensorize {ppaux.__version__}"
+    new["rewritten_by"] = f"ppaux tensorize {__version__}"
     new["rewritten_time"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     new["rewritten_from"] = os.path.abspath(result["source"])
     new["rewritten_from_sha256"] = result["source_sha256"]

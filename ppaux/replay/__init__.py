@@ -36,7 +36,7 @@ if TYPE_CHECKING:
         Transport,
         timeout_fault,
     )
-    from ppaux.replay.protocol import TRANSPORTS, Delivery, Exchange, Wire, WireFailure, open_wire
+    from ppaux.replay.protocol import TRANSPORTS, Delivery, Exchange, Wire, WireFailure
     from ppaux.replay.results import DumpResult, PayloadResult, RunResult
     from ppaux.replay.roundtrip import Reception
     from ppaux.replay.run import replay_paths
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         pop_auxiliary_output_from_pp_tensors,
     )
     from ppaux.replay.wire import WireStats
+    from ppaux.replay.wiring import open_wire
 
 #: Each public name and the module that holds it, imported on first use.
 _EXPORTS = {
@@ -68,7 +69,7 @@ _EXPORTS = {
     "Exchange": "protocol",
     "Wire": "protocol",
     "WireFailure": "protocol",
-    "open_wire": "protocol",
+    "open_wire": "wiring",
     "EmulatedWire": "local_wires",
     "NoWire": "local_wires",
     "load_implementation": "local_wires",

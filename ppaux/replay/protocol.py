@@ -1,4 +1,4 @@
-"""One shape for the four transports: the :class:`Wire` protocol and :func:`open_wire`.
+"""One shape for the four transports: the :class:`Wire` protocol and what a wire answers.
 
 A wire carries the dict the last pipeline stage sends (after its ``add``) to rank 0:
 
@@ -22,7 +22,7 @@ Every wire answers two questions, and reports a failure of the wire as data, nev
 
 Use::
 
-    from ppaux.replay import open_wire
+    from ppaux.replay import open_wire  # ppaux.replay.wiring: the wire for a transport
 
     with open_wire("wire", device="cpu") as wire:
         delivery = wire.deliver(sent)
@@ -35,13 +35,12 @@ Opening a two-process wire starts nothing; the receiving process starts on first
 on :meth:`Wire.close` (or at the end of the ``with`` block). A receiver that cannot start at all
 (sglang's runtime not importable there, no second GPU) is not a result of the dict but of the
 setup: :meth:`Wire.deliver` and :meth:`Wire.exchange` raise
-:class:`~ppaux.replay.distributed.WireSetupError` for it. This module imports torch only in
-the functions that need it.
+:class:`~ppaux.replay.distributed.WireSetupError` for it. This module imports no wire and
+not torch: :mod:`ppaux.replay.wiring` opens the wire for a transport.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -55,10 +54,9 @@ __all__ = [
     "Exchange",
     "Wire",
     "WireFailure",
-    "open_wire",
 ]
 
-#: The transports :func:`open_wire` knows, by the names the CLI uses.
+#: The transports, by the names the CLI uses (:func:`~ppaux.replay.wiring.open_wire` opens one).
 TRANSPORTS = ("none", "wire", "torch-distributed", "sglang")
 
 
@@ -148,60 +146,3 @@ class Wire(Protocol):
     def __enter__(self) -> Wire: ...
 
     def __exit__(self, *exc: object) -> None: ...
-
-
-def open_wire(
-    transport: str,
-    *,
-    device: Any = "cpu",
-    all_gather: int = 1,
-    timeout_s: float = 60.0,
-    sglang_path: str | None = None,
-    implementations: Mapping[str, Any] | None = None,
-) -> Wire:
-    """The :class:`Wire` for ``transport`` (a name of :data:`TRANSPORTS`, or a ``Transport``).
-
-    ``device`` is where the sender's tensors are (a ``torch.device`` or its text); ``all_gather``
-    the size of the attention-TP all-gather group the wire emulates (1: none); ``timeout_s`` how
-    long a two-process wire waits for its peer. ``sglang_path`` is where sglang is read from (a
-    directory or a wheel for ``--impl sglang``; for the ``sglang`` transport, an unpacked tree
-    whose imports resolve); None means the installed sglang. ``implementations`` maps 'reference'
-    and 'sglang' to modules with ``add_auxiliary_output_to_pp_tensors`` and
-    ``pop_auxiliary_output_from_pp_tensors`` already loaded (the in-process wires load them
-    otherwise; the two-process wires always load them in the receiver).
-
-    Raises ``ValueError`` for an unknown transport and
-    :class:`~ppaux.replay.distributed.WireSetupError` where a two-process wire cannot work here
-    (CUDA with one GPU, sglang's runtime not importable).
-    """
-    import torch
-
-    name = str(getattr(transport, "value", transport))
-    if name not in TRANSPORTS:
-        raise ValueError(f"{name}: not a transport (one of {', '.join(TRANSPORTS)})")
-    where = device if isinstance(device, torch.device) else torch.device(device)
-    if name in ("none", "wire"):
-        from ppaux.replay.local_wires import EmulatedWire, NoWire
-
-        if name == "none":
-            return NoWire(implementations, sglang_path=sglang_path)
-        return EmulatedWire(implementations, sglang_path=sglang_path, all_gather_size=all_gather)
-    if name == "torch-distributed":
-        from ppaux.replay.distributed import DistributedWire
-
-        found = (implementations or {}).get("sglang")
-        # The receiver loads sglang's module itself: from the same place, or (when it was found
-        # on this process's path) from the very file found here.
-        source = (
-            sglang_path
-            if sglang_path is not None or found is None
-            else found.__ppaux_source__.origin
-        )
-        return DistributedWire(
-            where, timeout_s=timeout_s, all_gather_size=all_gather, sglang_source=source
-        )
-    from ppaux.replay.sglang_wire import SglangWire
-
-    return SglangWire(
-        where, timeout_s=timeout_s, all_gather_size=all_gather, sglang_path=sglang_path
-    )

@@ -44,7 +44,7 @@ def prepare(options: ReplayOptions) -> Setup:
     from ppaux.replay import transport
     from ppaux.replay.distributed import WireSetupError
     from ppaux.replay.materialize import DeviceError, resolve_device
-    from ppaux.replay.protocol import open_wire
+    from ppaux.replay.wiring import open_wire
 
     if options.all_gather < 1:
         raise ReplayConfigError("all_gather", str(options.all_gather), "must be 1 or more")

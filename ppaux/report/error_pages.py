@@ -86,7 +86,7 @@ def rules_predicting(message_id: str) -> tuple[str, ...]:
     (its template, ``RuntimeError:`` in front or not, or the message with a name), in code
     order: read from the catalogue each time, so a new rule is never left off a page."""
     from ppaux.report.catalogue import RULES
-    from ppaux.sglang import message_by_id, search_message
+    from ppaux.sglang.names import message_by_id, search_message
 
     template = message_by_id(message_id).template
     codes = []
@@ -137,14 +137,14 @@ class ErrorPage:
     @property
     def text(self) -> str:
         """sglang's message, as it spells it (``{name!r}`` where it puts the tensor's name)."""
-        from ppaux.sglang import message_by_id
+        from ppaux.sglang.names import message_by_id
 
         return message_by_id(self.message_id).template
 
     @property
     def function(self) -> str:
         """The transport function that raises the message."""
-        from ppaux.sglang import ADD, POP
+        from ppaux.sglang.names import ADD, POP
 
         return ADD if self.side == "add" else POP
 
@@ -158,7 +158,7 @@ class ErrorPage:
     def locations(self) -> list[tuple[str, str, int, str, int]]:
         """(release, transport file, line of the raise, scheduler method, line of its call),
         oldest release first."""
-        from ppaux.sglang import SCHEDULER_FILE, TRANSPORT_FILE
+        from ppaux.sglang.names import SCHEDULER_FILE, TRANSPORT_FILE
 
         rows = []
         for release in RELEASES:

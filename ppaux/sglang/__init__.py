@@ -62,7 +62,6 @@ if TYPE_CHECKING:
         fitting_releases,
         known_release,
         release,
-        release_key_findings,
         release_versions,
     )
     from ppaux.sglang.tree import SglangPathError, SglangTree, locate
@@ -119,7 +118,6 @@ _EXPORTS = {
     "release": "releases",
     "release_versions": "releases",
     "known_release": "releases",
-    "release_key_findings": "releases",
     "UnknownReleaseError": "releases",
     "fitting_releases": "releases",
     "node_digest": "digest",
@@ -176,7 +174,6 @@ __all__ = [
     "node_digest",
     "read_transport_source",
     "release",
-    "release_key_findings",
     "release_versions",
     "search_message",
     "sglang_version",

@@ -21,8 +21,6 @@ from importlib import resources
 from typing import Any
 
 from ppaux.errors import PpauxError
-from ppaux.report import Finding, Severity, finding
-from ppaux.sglang.names import MSG_TYPE_KEY, OUTPUT_PREFIX
 
 __all__ = [
     "Family",
@@ -34,7 +32,6 @@ __all__ = [
     "known_release",
     "match_transport",
     "release",
-    "release_key_findings",
     "release_versions",
     "wire_is_release",
 ]
@@ -185,79 +182,6 @@ def match_transport(sha256: str, digests: Mapping[str, str]) -> tuple[str, str |
 def wire_is_release(digests: Mapping[str, str]) -> bool:
     """True when the wire functions' digests are those of a known release."""
     return any(dict(f.wire_digests) == dict(digests) for f in families() if f.wire_digests)
-
-
-def _senders_of(key: str) -> list[str]:
-    return [v for v, r in _releases().items() if key in r.logprob_keys]
-
-
-def release_key_findings(path: str, keys: list[str], release: str) -> list[Finding]:
-    """Check an output message's top-level ``keys`` against what ``release`` (``0.5.23``) expects.
-
-    The first PP stage of that release indexes ``next_token_ids`` on every output message and
-    its logprob keys on logprob batches (a message that carries any logprob key); a missing one
-    predicts ``KeyError``. Keys of a sampling mask are indexed only when the message carries a
-    mask. Logprob keys that this release never sends but another one does mean the last stage
-    runs another release. Raises :class:`UnknownReleaseError` for a release the table lacks.
-    """
-    expected = _lookup(release)
-    present = [k for k in keys if isinstance(k, str)]
-    have = set(present)
-    if have <= {MSG_TYPE_KEY} or any(k in have for k in ("hidden_states", "residual")):
-        # Not an output message (empty, or a proxy message): the receiver does not index it.
-        return []
-    findings: list[Finding] = []
-    every_logprob_key = {k for r in _releases().values() for k in r.logprob_keys}
-    logprob_batch = bool(have & every_logprob_key)
-    needed = [(k, Severity.ERROR, "on every output message") for k in expected.output_keys]
-    if logprob_batch:
-        needed += [
-            (k, Severity.ERROR, "on logprob batches") for k in expected.receiver_logprob_keys
-        ]
-        if "sampling_mask_token_ids" in have:
-            needed += [
-                (k, Severity.ERROR, "when the message carries a sampling mask")
-                for k in expected.receiver_sampling_mask_keys
-            ]
-    for key, severity, when in needed:
-        if key in have:
-            continue
-        findings.append(
-            finding(
-                "PP321",
-                path,
-                f"sglang {expected.version}'s first stage indexes {key!r} {when}; this message "
-                f"lacks it",
-                key,
-                severity=severity,
-                sglang_error=f"KeyError: {key!r}",
-            )
-        )
-    known_here = {
-        *expected.output_keys,
-        *expected.optional_output_keys,
-        *expected.logprob_keys,
-        MSG_TYPE_KEY,
-    }
-    for key in present:
-        if key in known_here or key.startswith(OUTPUT_PREFIX):
-            continue
-        senders = _senders_of(key)
-        if senders:
-            findings.append(
-                finding(
-                    "PP322",
-                    path,
-                    f"{key!r} is sent by sglang {_version_span(senders)}, not by "
-                    f"{expected.version}: the last stage runs another release",
-                    key,
-                )
-            )
-    return findings
-
-
-def _version_span(versions: list[str]) -> str:
-    return versions[0] if len(versions) == 1 else f"{versions[0]}-{versions[-1]}"
 
 
 @functools.lru_cache(maxsize=1)

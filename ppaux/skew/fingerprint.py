@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import ppaux
+from ppaux._version import __version__
 from ppaux.errors import PathError, PpauxError
 from ppaux.files import InputFileError, read_regular
 from ppaux.sglang import Capability, analyse
@@ -215,7 +215,7 @@ def _versions() -> dict[str, str | None]:
             out[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             out[name] = None
-    out["ppaux"] = out["ppaux"] or ppaux.__version__
+    out["ppaux"] = out["ppaux"] or __version__
     return out
 
 
@@ -334,7 +334,7 @@ def collect(
     packages = _versions()
     return Fingerprint(
         schema=SCHEMA,
-        tool_version=ppaux.__version__,
+        tool_version=__version__,
         time=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         host=socket.gethostname(),
         pid=os.getpid(),
@@ -494,7 +494,7 @@ def _validate(doc: Any) -> Fingerprint:
     if schema != SCHEMA:
         if schema.startswith(_SCHEMA_FAMILY):
             raise _Invalid(
-                f"fingerprint schema {schema!r} is not supported by ppaux {ppaux.__version__}, "
+                f"fingerprint schema {schema!r} is not supported by ppaux {__version__}, "
                 f"which reads {SCHEMA!r}; take the fingerprints with the same ppaux version"
             )
         raise _Invalid(f"not a ppaux fingerprint (schema {schema!r}, expected {SCHEMA!r})")

@@ -138,7 +138,7 @@ def _ranges(page: ErrorPage) -> list[tuple[str, str, int, str, int]]:
 
 def error_page_text(page: ErrorPage, name: str | None = None) -> str:
     """The page for a terminal or a CI log: at most 80 columns where words allow."""
-    from ppaux.sglang import message_by_id
+    from ppaux.sglang.names import message_by_id
 
     message = message_by_id(page.message_id)
     shown = message.format(name) if name is not None and message.takes_name else page.text
@@ -192,7 +192,7 @@ def error_page_markdown(page: ErrorPage, *, site: bool = True) -> str:
     their pages; without it (``explain -f markdown``) nothing refers to another file, so the
     text renders the same on GitHub, in an issue or a pull request."""
     from ppaux.report.formats.rules import markdown_code
-    from ppaux.sglang import message_by_id
+    from ppaux.sglang.names import message_by_id
 
     lines = [f"# {markdown_code(page.text)}", ""]
     lines += [

@@ -141,7 +141,7 @@ def _causes(findings: list[Finding]) -> list[str]:
 
 def render(report: Report, fail_on: FailOn = FailOn.ERROR) -> str:
     """The report as one HTML document (UTF-8, no external resources)."""
-    import ppaux
+    from ppaux._version import __version__
 
     said = verdict(report, fail_on)
     heading = f"ppaux {report.command}"
@@ -187,7 +187,7 @@ def render(report: Report, fail_on: FailOn = FailOn.ERROR) -> str:
     for table in report.tables:
         body += _table(table)
     body.append(
-        f"<footer>ppaux {_text(ppaux.__version__)}. Explain a code with "
+        f"<footer>ppaux {_text(__version__)}. Explain a code with "
         "<code>ppaux explain CODE</code>.</footer>"
     )
     head = [

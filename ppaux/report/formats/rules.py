@@ -66,11 +66,11 @@ def rule_json(rule: Rule) -> dict[str, Any]:
 
 def rules_document(rules: Iterable[Rule]) -> dict[str, Any]:
     """The catalogue as one JSON document: schema, tool, rules in code order."""
-    import ppaux
+    from ppaux._version import __version__
 
     return {
         "schema": RULES_SCHEMA,
-        "tool": {"name": "ppaux", "version": ppaux.__version__},
+        "tool": {"name": "ppaux", "version": __version__},
         "rules": [rule_json(r) for r in rules],
     }
 

@@ -118,7 +118,7 @@ def _result(finding: Finding, index: dict[str, int]) -> dict[str, Any]:
 
 def document(report: Report) -> dict[str, Any]:
     """The SARIF log as a JSON-able dict."""
-    import ppaux
+    from ppaux._version import __version__
     from ppaux.report.catalogue import RULES
 
     rules = list(RULES.values())
@@ -139,8 +139,8 @@ def document(report: Report) -> dict[str, Any]:
                 "tool": {
                     "driver": {
                         "name": "ppaux",
-                        "version": ppaux.__version__,
-                        "semanticVersion": ppaux.__version__,
+                        "version": __version__,
+                        "semanticVersion": __version__,
                         "rules": [_rule_descriptor(r) for r in rules],
                     }
                 },
