@@ -27,6 +27,7 @@ import typer
 
 from ppaux.limits import Limits
 from ppaux.report import FailOn, Format
+from ppaux_cli.output_paths import refuse_input_as_output
 
 __all__ = [
     "LimitOption",
@@ -405,7 +406,8 @@ def report_options(command: F, *, suffixes: tuple[str, ...] | None = None) -> F:
     def run(*args: Any, **kwargs: Any) -> None:
         values = {name: kwargs.pop(name) for name in _OPTIONS}
         options = _from_flags(values)
-        _refuse_input_as_output(options, [*args, *kwargs.values()], suffixes)
+        inputs = [*args, *kwargs.values(), *([options.config] if options.config else [])]
+        refuse_input_as_output(options.output, inputs, suffixes)
         command(*args, **kwargs, options=options)
 
     parameters = own + shared
@@ -423,26 +425,6 @@ def report_options_reading(suffixes: tuple[str, ...]) -> Callable[[F], F]:
         return report_options(command, suffixes=suffixes)
 
     return decorate
-
-
-def _refuse_input_as_output(
-    options: ReportOptions, values: list[Any], suffixes: tuple[str, ...] | None
-) -> None:
-    if options.output is None or options.output == "-":
-        return
-    from ppaux_cli.output import check_output_path
-
-    if suffixes is None:
-        from ppaux.dump import DUMP_SUFFIXES
-
-        suffixes = DUMP_SUFFIXES
-    inputs = [options.config] if options.config is not None else []
-    for value in values:
-        if isinstance(value, str):
-            inputs.append(value)
-        elif isinstance(value, list | tuple):
-            inputs += [item for item in value if isinstance(item, str)]
-    check_output_path(options.output, inputs, suffixes)
 
 
 # ----------------------------------------------------------------------------------------------

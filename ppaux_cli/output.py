@@ -22,13 +22,13 @@ import typer
 from ppaux.report import FailOn, Format, Report, render
 from ppaux_cli.exits import fail
 from ppaux_cli.flags import SETTING_COMMANDS, spelled, spelled_report
+from ppaux_cli.output_paths import check_output_path
 
 if TYPE_CHECKING:
     from ppaux.report import Gate
     from ppaux_cli.options import ReportOptions
 
 __all__ = [
-    "check_output_path",
     "emit",
     "is_terminal",
     "resolve_gate",
@@ -139,24 +139,6 @@ def resolve_gate(
 
 def _mentions(values: Iterable[str], pattern: str) -> bool:
     return any(pattern.upper() == part.strip().upper() for v in values for part in v.split(","))
-
-
-def check_output_path(
-    output: str | None, inputs: Iterable[str] = (), suffixes: tuple[str, ...] | None = None
-) -> None:
-    """Exit 2 with one line, before anything is written, unless ``--output`` may be written:
-    a regular file or a new path, and none of ``inputs`` (:func:`ppaux.files.check_output`).
-    None and ``-`` (stdout) always may."""
-    if output is None or output == STDIO:
-        return
-    if not output:
-        fail("--output: an empty path; give a file name, or - for stdout")
-    from ppaux.files import OutputPathError, check_output
-
-    try:
-        check_output(output, inputs, suffixes)
-    except OutputPathError as exc:
-        fail(f"--output {exc}")
 
 
 def _write_all(data: bytes | str) -> None:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import typer
 
 from ppaux.files import OutputPathError, check_output
 from tests.helpers import REPO, cli
@@ -329,3 +330,91 @@ def test_fingerprint_never_writes_into_the_tree_it_reads(tmp_path):
         "ppaux never writes over an input: give another output file\n"
     )
     assert module.read_text() == "__version__ = '0.5.23'\n"
+
+
+# ----------------------------------------------------------------------------------------------
+# stdin is an input: the file behind it, or the file a pipe was filled from
+
+LOG = REPO / "fixtures" / "logs" / "cri-aux-list.log"
+
+
+@pytest.mark.parametrize(
+    "shell",
+    [
+        "cat s.log | ppaux inspect - -o s.log",
+        "ppaux inspect - -o s.log < s.log",
+        "cat s.log | ppaux triage - -o s.log",
+        "ppaux triage - -o s.log < s.log",
+        "ppaux triage - -o ./sub/../s.log < s.log",
+        "cat dump.pt | ppaux inspect - -o dump.pt",
+        "ppaux inspect - --format json -o dump.pt < dump.pt",
+    ],
+)
+def test_stdin_and_the_file_behind_it_are_an_input(tmp_path, shell):
+    shutil.copy(LOG, tmp_path / "s.log")
+    shutil.copy(AUX_LIST, tmp_path / "dump.pt")
+    (tmp_path / "sub").mkdir()
+    before = {name: _digest(tmp_path / name) for name in ("s.log", "dump.pt")}
+    bin_dir = Path(sys.executable).parent
+    done = subprocess.run(
+        shell,
+        shell=True,
+        cwd=tmp_path,
+        env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("ppaux: error: --output ")
+    assert "ppaux never writes over an input: give another output file" in done.stderr
+    assert done.stdout == ""
+    assert {name: _digest(tmp_path / name) for name in before} == before
+
+
+def test_stdin_piped_to_another_output_is_written(tmp_path):
+    shutil.copy(LOG, tmp_path / "s.log")
+    (tmp_path / "old.txt").write_text("an older report\n")
+    bin_dir = Path(sys.executable).parent
+    for output in ("new.txt", "old.txt"):
+        done = subprocess.run(
+            f"cat s.log | ppaux triage - -o {output}",
+            shell=True,
+            cwd=tmp_path,
+            env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode in (0, 1), done.stderr
+        assert "<stdin>" in (tmp_path / output).read_text()
+
+
+def test_a_partly_read_stdin_is_the_output_only_past_a_long_common_beginning(tmp_path):
+    """A command that stops reading early (a limit) leaves a prefix: an output that begins with
+    it is the input when the prefix is long (64 KiB), and may be chance when it is short."""
+    import io
+
+    from ppaux_cli.output_paths import StdinReader, refuse_stdin_copy
+
+    data = bytes(range(256)) * 1024  # 256 KiB
+    output = tmp_path / "out.bin"
+    output.write_bytes(data)
+    for read, refused in ((1 << 16, True), (100, False), (len(data), True)):
+        reader = StdinReader(io.BytesIO(data))
+        stream = io.BufferedReader(reader)
+        stream.read(read)
+        # What the buffered stream took from stdin, read ahead included.
+        assert reader.size >= read
+        if refused:
+            with pytest.raises(typer.Exit):
+                refuse_stdin_copy(reader, str(output))
+        else:
+            refuse_stdin_copy(reader, str(output))
+    # A file holding other bytes of the same length is not the input.
+    reader = StdinReader(io.BytesIO(data))
+    io.BufferedReader(reader).read()
+    output.write_bytes(bytes(len(data)))
+    refuse_stdin_copy(reader, str(output))
+    assert output.read_bytes() == bytes(len(data))

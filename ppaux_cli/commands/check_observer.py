@@ -16,7 +16,8 @@ from ppaux.replay import Impl, Sender, Transport
 from ppaux_cli.exits import fail
 from ppaux_cli.flags import setting_line
 from ppaux_cli.options import ReportOptions, choice_option, report_options
-from ppaux_cli.output import check_output_path, emit
+from ppaux_cli.output import emit
+from ppaux_cli.output_paths import check_output_path
 
 __all__ = ["check_observer"]
 

@@ -8,7 +8,8 @@ import typer
 
 from ppaux_cli.exits import fail
 from ppaux_cli.options import OutputOption, check_stage_options
-from ppaux_cli.output import check_output_path, write_text
+from ppaux_cli.output import write_text
+from ppaux_cli.output_paths import check_output_path
 
 __all__ = ["fingerprint"]
 

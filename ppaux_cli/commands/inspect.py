@@ -10,6 +10,7 @@ import typer
 from ppaux_cli.exits import fail
 from ppaux_cli.options import LimitOption, ReportOptions, limits_from, report_options
 from ppaux_cli.output import STDIO, emit, waiting_on_stdin
+from ppaux_cli.output_paths import refuse_stdin_copy, stdin_reader
 
 __all__ = ["STDIN_NAME", "inspect"]
 
@@ -58,11 +59,13 @@ def inspect(
     if paths.count(STDIO) > 1:
         fail("-: stdin can be read only once")
     streams = {}
+    reader = None
     if STDIO in paths:
         paths = [STDIN_NAME if p == STDIO else p for p in paths]
-        streams[STDIN_NAME] = sys.stdin.buffer
+        streams[STDIN_NAME], reader = stdin_reader(options.output)
         waiting_on_stdin("a dump", "cat dump.pt | ppaux inspect -", options.quiet)
     wanted = False if options.quiet else options.progress
     with progress_reporter(sys.stderr, "inspecting", wanted) as progress:
         report = inspect_paths(paths, limits, release=release, progress=progress, streams=streams)
+    refuse_stdin_copy(reader, options.output)
     emit(report, options)

@@ -17,7 +17,8 @@ import typer
 
 from ppaux_cli.exits import fail
 from ppaux_cli.options import LimitOption, limits_from
-from ppaux_cli.output import STDIO, check_output_path, is_terminal, write_stdout
+from ppaux_cli.output import STDIO, is_terminal, write_stdout
+from ppaux_cli.output_paths import check_output_path
 
 if TYPE_CHECKING:
     from ppaux.fix import TensorizeResult

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -12,6 +11,7 @@ from ppaux_cli.exits import fail
 from ppaux_cli.flags import setting_line
 from ppaux_cli.options import ReportOptions, report_options_reading
 from ppaux_cli.output import STDIO, emit
+from ppaux_cli.output_paths import refuse_stdin_copy, stdin_reader
 
 __all__ = ["STDIN_NAME", "triage"]
 
@@ -49,11 +49,13 @@ def triage(
     if paths.count(STDIO) > 1:
         fail("-: stdin can be read only once")
     streams = {}
+    reader = None
     if STDIO in paths:
         paths = [STDIN_NAME if p == STDIO else p for p in paths]
-        streams[STDIN_NAME] = sys.stdin.buffer
+        streams[STDIN_NAME], reader = stdin_reader(options.output)
     try:
         report = triage_paths(paths, streams, local_zone=local_zone)
     except TriageConfigError as exc:
         fail(setting_line(exc))
+    refuse_stdin_copy(reader, options.output)
     emit(report, options)

@@ -1,0 +1,169 @@
+"""Where ``-o``/``--output`` may write: never over an input, stdin's included.
+
+Every command's ``--output`` follows one rule, checked here and nowhere else in the command
+line, before any work: a regular file or a new path in an existing folder, and none of the
+inputs (:func:`ppaux.files.check_output` compares them by device and inode, so no spelling, link
+or hard link gets past it). ``-`` among the inputs is stdin, and a regular file behind it is an
+input like any other:
+
+* ``ppaux triage - -o s.log < s.log``: stdin *is* the file; the output is refused before
+  anything is read (:func:`check_output_path`);
+* ``cat s.log | ppaux inspect - -o s.log``: stdin is a pipe, and what fills it cannot be asked.
+  The command reads stdin through :func:`stdin_reader`, which keeps a digest of every byte it
+  hands on; before the report is written, :func:`refuse_stdin_copy` refuses an output that
+  holds exactly what stdin gave (the file the pipe was filled from, or a copy of it).
+
+Each refusal is one line naming ``--output``, exit 2, and the file is left as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import stat
+import sys
+from collections.abc import Iterable
+from typing import Any, BinaryIO, cast
+
+from ppaux_cli.exits import fail
+
+__all__ = [
+    "StdinReader",
+    "check_output_path",
+    "refuse_input_as_output",
+    "refuse_stdin_copy",
+    "stdin_reader",
+]
+
+#: The name stdin goes by among the inputs.
+_STDIN = "-"
+
+#: Bytes of an output file compared at a time with what stdin gave.
+_CHUNK = 1 << 20
+
+#: Where a command read only part of stdin, the least of it that an output file must begin with
+#: to be taken for the input (a shorter common beginning may be chance: two dumps share a header).
+_PREFIX = 1 << 16
+
+
+def check_output_path(
+    output: str | None, inputs: Iterable[str] = (), suffixes: tuple[str, ...] | None = None
+) -> None:
+    """Exit 2 with one line, before anything is written, unless ``--output`` may be written:
+    a regular file or a new path, and none of ``inputs`` (:func:`ppaux.files.check_output`),
+    where ``-`` is stdin and the file behind it, if it is one. None and ``-`` (stdout) always
+    may."""
+    if output is None or output == _STDIN:
+        return
+    if not output:
+        fail("--output: an empty path; give a file name, or - for stdout")
+    from ppaux.files import OutputPathError, check_output
+
+    given = list(inputs)
+    try:
+        check_output(output, given, suffixes)
+    except OutputPathError as exc:
+        fail(f"--output {exc}")
+    if _STDIN in given:
+        _refuse_stdin_file(output)
+
+
+def _refuse_stdin_file(output: str) -> None:
+    """Refuse ``output`` when stdin is that very file (``< s.log``), by device and inode."""
+    try:
+        behind = os.fstat(sys.stdin.fileno())
+        target = os.stat(output)
+    except (AttributeError, OSError, ValueError):  # no descriptor, or no such output yet
+        return
+    if stat.S_ISREG(behind.st_mode) and (behind.st_dev, behind.st_ino) == (
+        target.st_dev,
+        target.st_ino,
+    ):
+        fail(
+            f"--output {output}: is the input (read from stdin); ppaux never writes over an "
+            "input: give another output file"
+        )
+
+
+def refuse_input_as_output(
+    output: str | None, values: Iterable[Any], suffixes: tuple[str, ...] | None
+) -> None:
+    """:func:`check_output_path` for a command's arguments ``values`` (paths, lists of paths,
+    and anything else, which is skipped); a directory among them is searched for files named
+    ``*suffix`` (dumps when ``suffixes`` is None)."""
+    if output is None or output == _STDIN:
+        return
+    if suffixes is None:
+        from ppaux.dump import DUMP_SUFFIXES
+
+        suffixes = DUMP_SUFFIXES
+    inputs: list[str] = []
+    for value in values:
+        if isinstance(value, str):
+            inputs.append(value)
+        elif isinstance(value, list | tuple):
+            inputs += [item for item in value if isinstance(item, str)]
+    check_output_path(output, inputs, suffixes)
+
+
+class StdinReader(io.RawIOBase):
+    """Stdin's bytes, handed on as they are read, with their digest and count kept."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        super().__init__()
+        self._raw = raw
+        self.digest = hashlib.sha256()
+        self.size = 0
+
+    def readable(self) -> bool:
+        """Always: this is an input."""
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        """Read at most ``len(buffer)`` bytes into ``buffer``, noting them."""
+        view = memoryview(buffer).cast("B")
+        read1 = getattr(self._raw, "read1", None)
+        data = read1(len(view)) if read1 is not None else self._raw.read(len(view))
+        view[: len(data)] = data
+        self.digest.update(data)
+        self.size += len(data)
+        return len(data)
+
+
+def stdin_reader(output: str | None) -> tuple[BinaryIO, StdinReader | None]:
+    """Stdin for a command that reads ``-``: the stream to read, and the reader to hand to
+    :func:`refuse_stdin_copy` (None when ``output`` is stdout or not given, as nothing can be
+    overwritten then)."""
+    raw = sys.stdin.buffer
+    if output is None or output == _STDIN:
+        return raw, None
+    reader = StdinReader(raw)
+    return cast(BinaryIO, io.BufferedReader(reader)), reader
+
+
+def refuse_stdin_copy(reader: StdinReader | None, output: str | None) -> None:
+    """Exit 2 with one line when the file ``output`` holds the bytes read from stdin (the file
+    a pipe was filled from, ``cat s.log | ppaux inspect - -o s.log``): writing the report there
+    would lose the input. The file holds them when it is exactly those bytes, or, where the
+    command stopped reading early (a limit), when it begins with at least :data:`_PREFIX` of
+    them."""
+    if reader is None or output is None or reader.size == 0:
+        return
+    try:
+        size = os.path.getsize(output)
+        if size < reader.size or (size > reader.size and reader.size < _PREFIX):
+            return
+        digest = hashlib.sha256()
+        left = reader.size
+        with open(output, "rb") as handle:
+            while left and (chunk := handle.read(min(_CHUNK, left))):
+                digest.update(chunk)
+                left -= len(chunk)
+    except OSError:  # a new path, or one that cannot be read (the writer will say so)
+        return
+    if digest.digest() == reader.digest.digest():
+        fail(
+            f"--output {output}: holds what was read from stdin, so it is the input (or a copy "
+            "of it); ppaux never writes over an input: give another output file"
+        )
