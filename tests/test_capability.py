@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from skew_fixtures import TRANSPORT, copy_tree, tree
 
-from ppaux.sglang.capability import SCHEDULER_FILE, Capability, analyse
+from ppaux.sglang import SCHEDULER_FILE, Capability, analyse
 from ppaux.sglang.digest import definition_digests, node_digest
 from ppaux.sglang.tree import SglangPathError
 

@@ -433,7 +433,7 @@ def _copy_tree(target: Path) -> Path:
 
 
 def test_hostile_sglang_trees(tmp_path):
-    from ppaux.sglang.capability import analyse
+    from ppaux.sglang import analyse
 
     enormous = _copy_tree(tmp_path / "enormous")
     (enormous / TRANSPORT).write_text("x = 1\n" * 1_000_000)
@@ -471,7 +471,7 @@ def test_hostile_sglang_trees(tmp_path):
 
 
 def test_deep_expression_that_parses(tmp_path):
-    from ppaux.sglang.capability import analyse
+    from ppaux.sglang import analyse
 
     tree = _copy_tree(tmp_path / "deep")
     text = (tree / TRANSPORT).read_text()

@@ -18,8 +18,7 @@ import pytest
 import wheels
 from helpers import REPO
 
-from ppaux.sglang import releases
-from ppaux.sglang.capability import TRANSPORT_FILE, analyse
+from ppaux.sglang import TRANSPORT_FILE, analyse, releases
 
 pytestmark = pytest.mark.wheels
 
@@ -95,11 +94,11 @@ def test_torch_pin_of_0_5_18():
 
 
 def test_parts_and_whole_files_agree_on_every_release(release, monkeypatch):
-    import ppaux.sglang.capability as capability
+    import ppaux.sglang.analysis as analysis
 
     _, wheel, cap = release
-    monkeypatch.setattr(capability, "_SELECTIVE", False)
-    assert capability.analyse(str(wheel)) == cap
+    monkeypatch.setattr(analysis, "_SELECTIVE", False)
+    assert analysis.analyse(str(wheel)) == cap
 
 
 SCHEDULER_FILE = "sglang/srt/managers/scheduler_pp_mixin.py"

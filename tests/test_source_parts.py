@@ -7,7 +7,7 @@ import ast
 import pytest
 from skew_fixtures import tree
 
-import ppaux.sglang.capability as capability
+import ppaux.sglang.analysis as analysis
 from ppaux.sglang.digest import definition_digests
 from ppaux.sglang.source_parts import parse_parts
 
@@ -90,6 +90,6 @@ def test_untrustworthy_cuts_give_up(source, names, mentions):
     ["no_transport", "v0519", "v0523", "unvalidated_sender", "old_logprob_keys", "wire_modified"],
 )
 def test_analysis_is_the_same_either_way(name, monkeypatch):
-    parts = capability.analyse(tree(name))
-    monkeypatch.setattr(capability, "_SELECTIVE", False)
-    assert capability.analyse(tree(name)) == parts
+    parts = analysis.analyse(tree(name))
+    monkeypatch.setattr(analysis, "_SELECTIVE", False)
+    assert analysis.analyse(tree(name)) == parts

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from ppaux._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ppaux.sglang.capability import Capability, analyse, analyse_tree
+    from ppaux.sglang.analysis import analyse, analyse_tree
+    from ppaux.sglang.capability import Capability
     from ppaux.sglang.digest import node_digest
     from ppaux.sglang.loader import (
         TRANSPORT_SHA256,
@@ -112,8 +113,8 @@ _EXPORTS = {
     "TRANSPORT_SHA256": "loader",
     "read_transport_source": "loader",
     "Capability": "capability",
-    "analyse": "capability",
-    "analyse_tree": "capability",
+    "analyse": "analysis",
+    "analyse_tree": "analysis",
     "families": "releases",
     "release": "releases",
     "release_versions": "releases",

@@ -4,7 +4,7 @@
 package versions come from ``importlib.metadata``, torch's build facts from ``torch/version.py``
 read as text, the NCCL version from the ``nvidia-nccl-*`` package or its header, the driver from
 ``/proc/driver/nvidia/version``, and sglang's transport capability from its source
-(:mod:`ppaux.sglang.capability`). :func:`load` reads a fingerprint back and refuses anything that
+(:mod:`ppaux.sglang.analysis`). :func:`load` reads a fingerprint back and refuses anything that
 is not
 one, naming the file and the field. The schema is documented in docs/check-skew.md.
 """

@@ -1,0 +1,326 @@
+"""What an sglang tree can do on the pipeline-parallel auxiliary path, read from its source.
+
+:func:`analyse` reads four files of an sglang package (installed, unpacked or in a wheel; see
+:mod:`ppaux.sglang.tree`) and inspects their syntax trees with :mod:`ast`, never running them:
+
+* ``srt/managers/scheduler_pp_mixin.py``: does the scheduler call the transport's add and pop,
+  where does it import them from, which keys the last stage's output message carries;
+* the transport module (``srt/sampling/sampling_observer_pp.py`` in 0.5.19 - 0.5.23): its
+  prefix, what the sender's add and the receiver's pop refuse, and whether both match a known
+  release (:mod:`ppaux.sglang.releases`) or were modified;
+* ``srt/managers/utils.py``: the logprob keys the sender puts in the message and those the
+  receiver indexes;
+* ``srt/distributed/parallel_state.py``: whether the wire code (``_split_tensor_dict`` and the
+  send and receive of tensor dicts) is a release's, and what it does with non-tensor values.
+
+A release is recognised by its code, never by its version number, so a future or patched build
+is judged from what its files say. A file that is missing, unreadable or not valid Python makes
+the facts that depend on it "unknown", with the reason; nothing here raises for a bad tree.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from ppaux.sglang import releases
+from ppaux.sglang.capability import Capability, SourceFile
+from ppaux.sglang.digest import definition_digests
+from ppaux.sglang.names import ADD, POP, SCHEDULER_FILE, TRANSPORT_FILE
+from ppaux.sglang.source_facts import (
+    calls_anywhere,
+    dict_keys,
+    import_source,
+    indexed_keys,
+    non_tensor_values,
+    receiver_checks,
+    receiver_prefix,
+    sender_checks,
+    sender_prefix,
+)
+from ppaux.sglang.source_parts import parse_parts
+from ppaux.sglang.syntax import any_function_named, function_named, string_constants
+from ppaux.sglang.tree import SglangTree, UnreadableFile, locate
+
+__all__ = [
+    "LOGPROB_FILE",
+    "MAX_SYNTAX_DEPTH",
+    "TRANSPORT_DEFINITIONS",
+    "WIRE_DEFINITIONS",
+    "WIRE_FILE",
+    "analyse",
+    "analyse_tree",
+]
+
+#: Files read, relative to the ``sglang`` package directory (and TRANSPORT_FILE, SCHEDULER_FILE).
+LOGPROB_FILE = "srt/managers/utils.py"
+WIRE_FILE = "srt/distributed/parallel_state.py"
+
+#: Definitions whose digests identify a release's transport.
+TRANSPORT_DEFINITIONS = (
+    ADD,
+    POP,
+    "PipelineParallelAuxiliaryOutput",
+    "PipelineParallelSamplingObserver",
+)
+#: Definitions whose digests identify a release's wire code.
+WIRE_DEFINITIONS = (
+    "_split_tensor_dict",
+    "GroupCoordinator.send_tensor_dict",
+    "GroupCoordinator.recv_tensor_dict",
+)
+
+_SENDER_FUNCTION = "_pp_prepare_tensor_dict"
+_LOGPROB_SENDER = "get_logprob_dict_from_result"
+_LOGPROB_RECEIVER = "get_logprob_from_pp_outputs"
+
+# Parse big files in parts (tests switch it off to compare with whole-file parses).
+_SELECTIVE = True
+# What each big file is read for: (definitions, strings whose mentions matter).
+_SCHEDULER_PARTS = ((_SENDER_FUNCTION,), (ADD, POP))
+_LOGPROB_PARTS = ((_LOGPROB_SENDER, _LOGPROB_RECEIVER), ())
+_WIRE_PARTS = (WIRE_DEFINITIONS, ())
+
+
+def analyse(path: str | None = None) -> Capability:
+    """Analyse the sglang at ``path`` (a directory or ``.whl``), or the installed one.
+
+    Raises :class:`ppaux.sglang.tree.SglangPathError` only when an explicit ``path`` is not an
+    sglang tree at all; every problem inside a tree becomes an "unknown" fact with its reason.
+    """
+    tree = locate(path)
+    if tree is None:
+        return Capability(
+            found=False,
+            transport="unknown",
+            unknown={"sglang": "sglang is not installed in this Python environment"},
+        )
+    return analyse_tree(tree)
+
+
+# ----------------------------------------------------------------------------------------------
+# Reading and parsing
+
+
+@dataclass
+class _Parsed:
+    """A file read and parsed, or the reason it could not be."""
+
+    file: SourceFile
+    module: ast.Module | None
+    data: bytes | None = None
+
+    @property
+    def why(self) -> str:
+        return f"{self.file.path}: {self.file.reason}"
+
+
+def _parse(
+    tree: SglangTree,
+    role: str,
+    relative: str,
+    parts: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
+) -> _Parsed:
+    """Read and parse one file; with ``parts`` (names, mentions), only what is needed of it.
+
+    Large files are parsed in parts (:mod:`ppaux.sglang.source_parts`), which is several times
+    faster
+    and gives the same syntax trees for what is read; a syntax error in a part that is not read
+    then goes unreported, as it does not change what the transport does.
+    """
+    where = tree.describe(relative)
+    try:
+        data = tree.read(relative)
+    except UnreadableFile as exc:
+        return _Parsed(SourceFile(role, where, "unreadable", reason=exc.reason), None)
+    if data is None:
+        return _Parsed(SourceFile(role, where, "absent", reason="no such file"), None)
+    digest = hashlib.sha256(data).hexdigest()
+    if parts is not None and _SELECTIVE:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        selected = parse_parts(text, *parts) if text is not None else None
+        if selected is not None:
+            return _checked_depth(_Parsed(SourceFile(role, where, "ok", digest), selected, data))
+    try:
+        module = ast.parse(data, filename=where)
+    except SyntaxError as exc:
+        reason = f"not valid Python: {exc.msg} (line {exc.lineno})"
+        return _Parsed(SourceFile(role, where, "unparsable", digest, reason), None, data)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        # ValueError: NUL bytes or a bad coding cookie; RecursionError: absurd nesting.
+        reason = f"not valid Python: {type(exc).__name__}: {exc}"
+        return _Parsed(SourceFile(role, where, "unparsable", digest, reason), None, data)
+    return _checked_depth(_Parsed(SourceFile(role, where, "ok", digest), module, data))
+
+
+#: Deepest syntax tree analysed. Real sglang files stay under 40 levels; the analysis (and
+#: ast.dump, behind the digests) recurses, so a tree that parses but nests past Python's
+#: recursion limit is called unparsable here rather than crashing later.
+MAX_SYNTAX_DEPTH = 300
+
+
+def _checked_depth(parsed: _Parsed) -> _Parsed:
+    if parsed.module is None:
+        return parsed
+    stack: list[tuple[ast.AST, int]] = [(parsed.module, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_SYNTAX_DEPTH:
+            file = parsed.file
+            reason = f"not analysable: its syntax nests deeper than {MAX_SYNTAX_DEPTH} levels"
+            return _Parsed(
+                SourceFile(file.role, file.path, "unparsable", file.sha256, reason),
+                None,
+                parsed.data,
+            )
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return parsed
+
+
+# ----------------------------------------------------------------------------------------------
+# Putting it together
+
+
+def analyse_tree(tree: SglangTree) -> Capability:
+    """Analyse one located sglang tree (see :func:`analyse`)."""
+    with tree.reading():
+        return _analyse(tree)
+
+
+def _analyse(tree: SglangTree) -> Capability:
+    unknown: dict[str, str] = {}
+    files: list[SourceFile] = []
+    facts: dict[str, Any] = {}
+
+    scheduler = _parse(tree, "scheduler", SCHEDULER_FILE, _SCHEDULER_PARTS)
+    files.append(scheduler.file)
+    transport_file = TRANSPORT_FILE
+    if scheduler.module is not None:
+        transport_file = (
+            import_source(scheduler.module, ADD)
+            or import_source(scheduler.module, POP)
+            or TRANSPORT_FILE
+        )
+        calls = calls_anywhere(scheduler.module, (ADD, POP))
+        facts["scheduler_calls"] = {"add": calls[ADD], "pop": calls[POP]}
+        sender = any_function_named(scheduler.module, _SENDER_FUNCTION)
+        if sender is not None:
+            always, optional = dict_keys(sender)
+            facts["output_keys"] = tuple(always)
+            facts["optional_output_keys"] = tuple(optional)
+        else:
+            unknown["output_keys"] = f"{scheduler.file.path}: defines no {_SENDER_FUNCTION}"
+    else:
+        unknown["scheduler_calls"] = unknown["output_keys"] = scheduler.why
+
+    transport = _parse(tree, "transport", transport_file)
+    files.append(transport.file)
+    facts.update(_transport_facts(transport, unknown))
+
+    logprobs = _parse(tree, "logprobs", LOGPROB_FILE, _LOGPROB_PARTS)
+    files.append(logprobs.file)
+    facts.update(_logprob_facts(logprobs, unknown))
+
+    wire = _parse(tree, "wire", WIRE_FILE, _WIRE_PARTS)
+    files.append(wire.file)
+    facts.update(_wire_facts(wire, unknown))
+
+    digests = {**facts.pop("transport_digests", {}), **facts.pop("wire_digests", {})}
+    return Capability(
+        found=True,
+        origin=tree.origin,
+        location=tree.location,
+        version=tree.version(),
+        digests=digests,
+        files=tuple(files),
+        unknown=unknown,
+        **facts,
+    )
+
+
+def _transport_facts(parsed: _Parsed, unknown: dict[str, str]) -> dict[str, Any]:
+    file = parsed.file
+    if file.status == "absent":
+        # No transport file: a release before 0.5.19, or a build that removed it.
+        return {"transport": "absent", "match": "absent"}
+    if parsed.module is None:
+        for fact in ("transport", "prefix", "sender_checks", "receiver_checks", "match"):
+            unknown[fact] = parsed.why
+        return {"transport": "unknown", "match": "unknown"}
+    module = parsed.module
+    add = function_named(module, ADD)
+    pop = function_named(module, POP)
+    if add is None and pop is None:
+        return {"transport": "absent", "match": "absent"}
+    consts = string_constants(module)
+    facts: dict[str, Any] = {"transport": "present"}
+    facts["transport_digests"] = definition_digests(module, TRANSPORT_DEFINITIONS)
+    if add is not None:
+        facts["sender_checks"] = sender_checks(add)
+        facts["prefix"] = sender_prefix(add, consts)
+        if facts["prefix"] is None:
+            unknown["prefix"] = f"{file.path}: {ADD} builds its keys in a way ppaux cannot follow"
+    else:
+        unknown["sender_checks"] = unknown["prefix"] = f"{file.path}: defines no {ADD}"
+    if pop is not None:
+        facts["receiver_checks"] = receiver_checks(pop)
+        facts["receiver_prefix"] = receiver_prefix(pop, consts)
+    else:
+        unknown["receiver_checks"] = f"{file.path}: defines no {POP}"
+    facts["match"], facts["match_family"] = releases.match_transport(
+        file.sha256 or "", facts["transport_digests"]
+    )
+    return facts
+
+
+def _logprob_facts(parsed: _Parsed, unknown: dict[str, str]) -> dict[str, Any]:
+    if parsed.module is None:
+        unknown["logprob_keys"] = unknown["receiver_logprob_keys"] = parsed.why
+        return {}
+    facts: dict[str, Any] = {}
+    sender = function_named(parsed.module, _LOGPROB_SENDER)
+    if sender is not None:
+        always, optional = dict_keys(sender)
+        facts["logprob_keys"] = tuple(always + optional)
+    else:
+        unknown["logprob_keys"] = f"{parsed.file.path}: defines no {_LOGPROB_SENDER}"
+    receiver = function_named(parsed.module, _LOGPROB_RECEIVER)
+    if receiver is not None:
+        always, guarded = indexed_keys(receiver)
+        facts["receiver_logprob_keys"] = tuple(always)
+        facts["receiver_sampling_mask_keys"] = tuple(guarded)
+    else:
+        unknown["receiver_logprob_keys"] = f"{parsed.file.path}: defines no {_LOGPROB_RECEIVER}"
+    return facts
+
+
+def _wire_facts(parsed: _Parsed, unknown: dict[str, str]) -> dict[str, Any]:
+    if parsed.module is None:
+        if parsed.file.status == "absent":
+            unknown["wire"] = parsed.why
+            return {"wire": "absent"}
+        unknown["wire"] = parsed.why
+        return {}
+    digests = definition_digests(parsed.module, WIRE_DEFINITIONS)
+    split = function_named(parsed.module, "_split_tensor_dict")
+    if split is None:
+        unknown["non_tensor_values"] = f"{parsed.file.path}: defines no _split_tensor_dict"
+        non_tensor = "unknown"
+    else:
+        non_tensor = non_tensor_values(split)
+    return {
+        "wire": "release" if releases.wire_is_release(digests) else "modified",
+        "wire_digest": _wire_digest(digests),
+        "non_tensor_values": non_tensor,
+        "wire_digests": digests,
+    }
+
+
+def _wire_digest(digests: dict[str, str]) -> str:
+    joined = "\n".join(f"{name}={digests.get(name, '-')}" for name in WIRE_DEFINITIONS)
+    return hashlib.sha256(joined.encode("utf-8")).hexdigest()

@@ -1,0 +1,179 @@
+"""Queries over a Python syntax tree (:mod:`ast`), as the capability analysis asks them of
+sglang's source: find a function, follow a string constant, tell whether a test checks that a
+value is a tensor, is None or is of a type. Nothing here runs or imports the code it reads.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+__all__ = [
+    "any_function_named",
+    "calls_to",
+    "checks_isinstance_of",
+    "checks_tensor",
+    "function_named",
+    "is_none_check",
+    "key_prefix",
+    "names_in",
+    "negates",
+    "parameters",
+    "raising_ifs",
+    "resolve",
+    "string_constants",
+    "walk",
+]
+
+
+def walk(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node under ``node`` in source order (``ast.walk`` is breadth-first).
+
+    Iterative: a recursive generator costs each node one step per level above it, which a large
+    source file turns into seconds.
+    """
+    stack = list(ast.iter_child_nodes(node))[::-1]
+    while stack:
+        child = stack.pop()
+        yield child
+        stack.extend(list(ast.iter_child_nodes(child))[::-1])
+
+
+def function_named(module: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The last top-level definition of ``name`` (the one Python binds)."""
+    found = None
+    for node in module.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            found = node
+    return found
+
+
+def any_function_named(
+    module: ast.Module, name: str
+) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The last definition of ``name`` at any depth (methods of mixins included)."""
+    found = None
+    for node in walk(module):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            found = node
+    return found
+
+
+def string_constants(module: ast.Module) -> dict[str, str]:
+    """Module-level ``NAME = "text"`` assignments."""
+    consts: dict[str, str] = {}
+    for node in module.body:
+        targets: list[ast.expr] = []
+        value = None
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    consts[target.id] = value.value
+    return consts
+
+
+def parameters(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    """The names of ``func``'s parameters, positional-only and keyword-only ones included."""
+    args = func.args
+    return [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+
+
+def names_in(node: ast.AST) -> set[str]:
+    """Every bare name that ``node`` is or holds."""
+    return {n.id for n in walk(node) if isinstance(n, ast.Name)} | (
+        {node.id} if isinstance(node, ast.Name) else set()
+    )
+
+
+def raising_ifs(scope: ast.AST) -> Iterator[ast.If]:
+    """``if`` statements under ``scope`` whose own body raises."""
+    for node in walk(scope):
+        if isinstance(node, ast.If) and any(isinstance(s, ast.Raise) for s in node.body):
+            yield node
+
+
+def calls_to(test: ast.AST, name: str) -> list[ast.Call]:
+    """Calls in ``test`` to a function or method called ``name``."""
+    found = []
+    for node in [test, *walk(test)]:
+        if isinstance(node, ast.Call):
+            func = node.func
+            if (isinstance(func, ast.Name) and func.id == name) or (
+                isinstance(func, ast.Attribute) and func.attr == name
+            ):
+                found.append(node)
+    return found
+
+
+def checks_tensor(test: ast.AST, var: str | None = None) -> bool:
+    """True when ``test`` asks whether ``var`` (any value if None) is a tensor."""
+    for call in calls_to(test, "is_tensor"):
+        if var is None or any(var in names_in(a) for a in call.args):
+            return True
+    for call in calls_to(test, "isinstance"):
+        if len(call.args) == 2 and "Tensor" in ast.dump(call.args[1]):
+            if var is None or var in names_in(call.args[0]):
+                return True
+    return False
+
+
+def checks_isinstance_of(test: ast.AST, var: str, kind: str | None = None) -> bool:
+    """True when ``test`` calls isinstance on ``var`` (against ``kind`` if given) or hasattr."""
+    for call in calls_to(test, "isinstance") + calls_to(test, "hasattr"):
+        if call.args and var in names_in(call.args[0]):
+            if kind is None or (len(call.args) == 2 and kind in names_in(call.args[1])):
+                return True
+    return False
+
+
+def is_none_check(test: ast.AST, var: str | None = None) -> bool:
+    """True when ``test`` compares ``var`` (any name if None) with None using ``is``."""
+    for node in [test, *walk(test)]:
+        if isinstance(node, ast.Compare) and any(isinstance(o, (ast.Is, ast.Eq)) for o in node.ops):
+            operands = [node.left, *node.comparators]
+            if any(isinstance(o, ast.Constant) and o.value is None for o in operands):
+                names = set().union(*(names_in(o) for o in operands))
+                if var is None or var in names:
+                    return True
+    return False
+
+
+def negates(test: ast.AST, var: str) -> bool:
+    """True when ``test`` contains ``not var`` (an emptiness or falsiness check)."""
+    return any(
+        isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not) and names_in(n.operand) == {var}
+        for n in [test, *walk(test)]
+    )
+
+
+def resolve(expr: ast.AST, consts: dict[str, str]) -> str | None:
+    """The string ``expr`` stands for: a literal, or a name of ``consts``; else None."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value
+    if isinstance(expr, ast.Name):
+        return consts.get(expr.id)
+    if isinstance(expr, ast.FormattedValue) and expr.conversion == -1 and expr.format_spec is None:
+        return resolve(expr.value, consts)
+    return None
+
+
+def key_prefix(expr: ast.AST, name_var: str, consts: dict[str, str]) -> str | None:
+    """The text before ``name_var`` in a key built as an f-string, ``prefix + name`` or a join."""
+    if isinstance(expr, ast.JoinedStr):
+        parts: list[str] = []
+        for value in expr.values:
+            if isinstance(value, ast.FormattedValue) and names_in(value.value) == {name_var}:
+                return "".join(parts)
+            text = resolve(value, consts)
+            if text is None:
+                return None
+            parts.append(text)
+        return None
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        if names_in(expr.right) == {name_var}:
+            return resolve(expr.left, consts)
+    return None
