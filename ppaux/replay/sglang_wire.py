@@ -34,7 +34,8 @@ import torch
 import torch.distributed as dist
 
 from ppaux.errors import setting
-from ppaux.replay.distributed import DistributedWire, Receive, WireSetupError, serve
+from ppaux.replay.distributed import DistributedWire, WireSetupError
+from ppaux.replay.receiver import Receive, serve
 from ppaux.replay.wire import WireError, WireStats
 
 __all__ = ["RUNTIME_MODULE", "SglangWire", "import_runtime"]
