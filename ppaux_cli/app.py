@@ -131,7 +131,7 @@ class _PpauxGroup(HelpOnBare):
         name = args[0] if args else ""
         if name in COMMANDS or name.startswith("-") or ctx.resilient_parsing:
             return super().resolve_command(ctx, args)
-        from ppaux_cli.options import did_you_mean
+        from ppaux_cli.closest import did_you_mean
 
         ctx.fail(f"{name!r} is not a ppaux command{did_you_mean(name, COMMANDS)}")
 
@@ -154,7 +154,7 @@ class _PpauxGroup(HelpOnBare):
                 callback = completion.install_callback
             callback(ctx, None, args[1].lower())
         if len(args) == 2 and args[0] in _COMPLETION_FLAGS and not args[1].startswith("-"):
-            from ppaux_cli.options import not_one_of
+            from ppaux_cli.closest import not_one_of
 
             ctx.fail(f"{args[0]}: {not_one_of(args[1], _SHELLS)}")
         return super().parse_args(ctx, args)
@@ -258,7 +258,7 @@ def _root(
     ] = False,
 ) -> None:
     """Inspect, compare and replay sglang pipeline-parallel auxiliary-output payloads."""
-    from ppaux_cli.options import ROOT_VERBOSITY
+    from ppaux_cli.report_options import ROOT_VERBOSITY
 
     ROOT_VERBOSITY.update(quiet=quiet, verbose=verbose)
 

@@ -26,7 +26,7 @@ from ppaux_cli.output_paths import check_output_path
 
 if TYPE_CHECKING:
     from ppaux.report import Gate
-    from ppaux_cli.options import ReportOptions
+    from ppaux_cli.report_options import ReportOptions
 
 __all__ = [
     "emit",

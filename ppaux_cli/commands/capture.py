@@ -9,8 +9,8 @@ import typer
 
 from ppaux_cli.exits import fail
 from ppaux_cli.groups import CONTEXT_SETTINGS, HelpOnBare, PlainUsage
-from ppaux_cli.options import ReportOptions, report_options
 from ppaux_cli.output import emit
+from ppaux_cli.report_options import ReportOptions, report_options
 
 __all__ = ["app", "list_captures", "status"]
 

@@ -13,11 +13,12 @@ from typing import Annotated
 import typer
 
 from ppaux.replay import Impl, Sender, Transport
+from ppaux_cli.choices import choice_option
 from ppaux_cli.exits import fail
 from ppaux_cli.flags import setting_line
-from ppaux_cli.options import ReportOptions, choice_option, report_options
 from ppaux_cli.output import emit
 from ppaux_cli.output_paths import check_output_path
+from ppaux_cli.report_options import ReportOptions, report_options
 
 __all__ = ["check_observer"]
 

@@ -9,8 +9,9 @@ import typer
 
 from ppaux.report import InputProblem, Report
 from ppaux_cli.exits import fail
-from ppaux_cli.options import ReportOptions, check_stage_options, report_options_reading
+from ppaux_cli.options import check_stage_options
 from ppaux_cli.output import emit, resolve_gate
+from ppaux_cli.report_options import ReportOptions, report_options_reading
 
 if TYPE_CHECKING:
     from ppaux.skew import Fingerprint

@@ -7,8 +7,9 @@ from typing import Annotated
 import typer
 
 from ppaux_cli.exits import fail
-from ppaux_cli.options import LimitOption, ReportOptions, limits_from, report_options
+from ppaux_cli.options import LimitOption, limits_from
 from ppaux_cli.output import STDIO, emit
+from ppaux_cli.report_options import ReportOptions, report_options
 
 __all__ = ["diff"]
 

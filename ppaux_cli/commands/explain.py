@@ -9,9 +9,11 @@ from typing import Annotated
 import typer
 
 from ppaux.report import RulesFormat
+from ppaux_cli.choices import choice_option
 from ppaux_cli.exits import fail
-from ppaux_cli.options import OutputOption, choice_option, complete_codes
+from ppaux_cli.options import OutputOption
 from ppaux_cli.output import STDIO, waiting_on_stdin, write_text
+from ppaux_cli.report_options import complete_codes
 
 __all__ = ["STDIN_LIMIT", "explain"]
 
@@ -148,7 +150,7 @@ def _unknown(wanted: str) -> str:
 
     from ppaux.report import RULES, UnknownRuleError
     from ppaux.sglang import MESSAGES
-    from ppaux_cli.options import did_you_mean
+    from ppaux_cli.closest import did_you_mean
 
     shown = wanted if len(wanted) <= 80 else wanted[:77] + "..."
     if " " in wanted:

@@ -8,9 +8,10 @@ from typing import Annotated
 import typer
 
 from ppaux_cli.exits import fail
-from ppaux_cli.options import LimitOption, ReportOptions, limits_from, report_options
+from ppaux_cli.options import LimitOption, limits_from
 from ppaux_cli.output import STDIO, emit, waiting_on_stdin
 from ppaux_cli.output_paths import refuse_stdin_copy, stdin_reader
+from ppaux_cli.report_options import ReportOptions, report_options
 
 __all__ = ["STDIN_NAME", "inspect"]
 
@@ -48,7 +49,7 @@ def inspect(
     limits = limits_from(limit)
     if release is not None:
         from ppaux.sglang import known_release, release_versions
-        from ppaux_cli.options import did_you_mean
+        from ppaux_cli.closest import did_you_mean
 
         if not known_release(release):
             known = release_versions()

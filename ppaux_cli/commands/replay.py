@@ -9,16 +9,12 @@ from typing import Annotated
 import typer
 
 from ppaux.replay import Impl, Sender, Transport
+from ppaux_cli.choices import choice_option
 from ppaux_cli.exits import fail
 from ppaux_cli.flags import setting_line
-from ppaux_cli.options import (
-    LimitOption,
-    ReportOptions,
-    choice_option,
-    limits_from,
-    report_options,
-)
+from ppaux_cli.options import LimitOption, limits_from
 from ppaux_cli.output import STDIO, emit
+from ppaux_cli.report_options import ReportOptions, report_options
 
 __all__ = ["replay"]
 

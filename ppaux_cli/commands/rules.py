@@ -7,9 +7,11 @@ from typing import Annotated
 import typer
 
 from ppaux.report import RulesFormat
+from ppaux_cli.choices import choice_option
 from ppaux_cli.exits import fail
-from ppaux_cli.options import OutputOption, choice_option, complete_codes
+from ppaux_cli.options import OutputOption
 from ppaux_cli.output import write_text
+from ppaux_cli.report_options import complete_codes
 
 __all__ = ["rules"]
 

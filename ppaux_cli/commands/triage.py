@@ -9,9 +9,9 @@ import typer
 from ppaux.triage import LOG_SUFFIXES
 from ppaux_cli.exits import fail
 from ppaux_cli.flags import setting_line
-from ppaux_cli.options import ReportOptions, report_options_reading
 from ppaux_cli.output import STDIO, emit
 from ppaux_cli.output_paths import refuse_stdin_copy, stdin_reader
+from ppaux_cli.report_options import ReportOptions, report_options_reading
 
 __all__ = ["STDIN_NAME", "triage"]
 
