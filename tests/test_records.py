@@ -253,6 +253,29 @@ def test_an_lzma_member_with_a_huge_dictionary_is_refused():
         read_member_capped(wheel, wheel.getinfo("sglang/_version.py"), 100)
 
 
+@pytest.mark.parametrize("first", [0, 1, 93, 94, 135, 224, 225, 255])
+def test_an_lzma_members_properties_are_read_as_the_lzma_module_reads_them(first):
+    """The filter built from a zip member's 5 property bytes is lzma's own, and a first byte
+    past the 225 that LZMA1 defines is refused."""
+    import lzma
+
+    from ppaux.sglang.tree import _lzma1
+
+    props = bytes([first]) + struct.pack("<I", 1 << 20)
+    try:
+        expected = lzma._decode_filter_properties(lzma.FILTER_LZMA1, props)  # type: ignore[attr-defined]
+    except lzma.LZMAError:
+        expected = None
+    if first >= 225:
+        with pytest.raises(ValueError, match="bad LZMA properties"):
+            _lzma1(props)
+    elif expected is not None:
+        assert _lzma1(props) == expected
+    else:  # within 225, yet options lzma refuses (lc + lp past 4): the decompressor says so
+        with pytest.raises(lzma.LZMAError):
+            lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[_lzma1(props)])
+
+
 @pytest.mark.torch
 def test_diff_compares_values_as_torch_holds_them_whatever_the_byte_order(tmp_path):
     # A big-endian file holds the same values as a little-endian one with its storages

@@ -25,7 +25,6 @@ from ppaux.capture.settings import MAX_COUNTER_BYTES
 from ppaux.errors import PathError
 
 __all__ = [
-    "CAPTURE_GLOB",
     "LOCK_NAME",
     "SKIPPED_NAME",
     "TEMP_PREFIX",
@@ -39,7 +38,6 @@ __all__ = [
     "usage",
 ]
 
-CAPTURE_GLOB = "capture-*.pt"
 LOCK_NAME = ".ppaux-capture.lock"
 SKIPPED_NAME = ".ppaux-capture.skipped"
 TEMP_PREFIX = ".ppaux-tmp-"

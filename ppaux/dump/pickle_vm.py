@@ -10,7 +10,6 @@ the caller hands in. Malformed data raises :class:`~ppaux.errors.DumpError` with
 
 from __future__ import annotations
 
-import re
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -32,7 +31,6 @@ _MAX_KEY_DEPTH = 500
 #: Distinct keys of one dict or set allowed to share a hash value. More means keys chosen to
 #: collide (ints and tuples of ints have predictable hashes), which makes insertion quadratic.
 _MAX_COLLISIONS = 8
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 #: Characters of a global's dotted name kept for reports; real names are far shorter.

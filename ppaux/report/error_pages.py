@@ -21,7 +21,6 @@ __all__ = [
     "ErrorPage",
     "Fix",
     "page_for",
-    "page_for_rule",
     "rules_predicting",
 ]
 
@@ -547,8 +546,3 @@ def page_for(message_id: str) -> ErrorPage:
         if page.message_id == message_id:
             return page
     raise KeyError(message_id)
-
-
-def page_for_rule(code: str) -> tuple[ErrorPage, ...]:
-    """The pages whose message rule ``code`` predicts."""
-    return tuple(page for page in ERROR_PAGES if code in page.rules)

@@ -90,8 +90,7 @@ def read_member_capped(wheel: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int) 
             left -= len(props)
             if len(props) != 5 or struct.unpack("<I", props[1:5])[0] > _MAX_LZMA_DICTIONARY:
                 raise ValueError("an LZMA dictionary past 64 MiB")
-            filters = [lzma._decode_filter_properties(lzma.FILTER_LZMA1, props)]  # type: ignore[attr-defined]
-            decompressor = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=filters)
+            decompressor = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[_lzma1(props)])
         out: list[bytes] = []
         produced = 0
         pending = b""
@@ -110,6 +109,20 @@ def read_member_capped(wheel: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int) 
     except (OSError, EOFError, lzma.LZMAError, struct.error) as exc:
         raise ValueError(str(exc)) from None
     return b"".join(out)
+
+
+def _lzma1(props: bytes) -> dict[str, int]:
+    """The LZMA1 filter that a zip member's 5 property bytes describe (APPNOTE 5.8.8): one byte
+    ``(pb * 5 + lp) * 9 + lc``, then the dictionary size, little-endian."""
+    import lzma
+    import struct
+
+    if props[0] >= 9 * 5 * 5:
+        raise ValueError("bad LZMA properties")
+    rest, lc = divmod(props[0], 9)
+    pb, lp = divmod(rest, 5)
+    (dict_size,) = struct.unpack("<I", props[1:5])
+    return {"id": lzma.FILTER_LZMA1, "dict_size": dict_size, "lc": lc, "lp": lp, "pb": pb}
 
 
 class SglangPathError(PathError, ValueError):

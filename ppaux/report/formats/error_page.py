@@ -121,21 +121,6 @@ def _numbered(number: int, text: str) -> list[str]:
     )
 
 
-def _ranges(page: ErrorPage) -> list[tuple[str, str, int, str, int]]:
-    """Consecutive releases with the same lines, merged: ('0.5.20-0.5.23', ...)."""
-    merged: list[tuple[list[str], str, int, str, int]] = []
-    for release, file, line, caller, call in page.locations():
-        if merged and merged[-1][1:] == (file, line, caller, call):
-            merged[-1][0].append(release)
-        else:
-            merged.append(([release], file, line, caller, call))
-    rows = []
-    for releases, file, line, caller, call in merged:
-        span = releases[0] if len(releases) == 1 else f"{releases[0]}-{releases[-1]}"
-        rows.append((span, file, line, caller, call))
-    return rows
-
-
 def error_page_text(page: ErrorPage, name: str | None = None) -> str:
     """The page for a terminal or a CI log: at most 80 columns where words allow."""
     from ppaux.sglang.names import message_by_id
