@@ -3,3 +3,5 @@ that writes it into a report or a file imports it from here (never from :mod:`pp
 face sits above every area)."""
 
 __version__ = "0.1.0"
+
+__all__ = ["__version__"]
