@@ -118,7 +118,23 @@ def _slow_first(items: list[pytest.Item]) -> None:
     items.sort(key=rank)  # stable: a module's tests keep their order
 
 
+#: The test tiers that no marker in the modules themselves names: the fuzzing runs (hundreds of
+#: generated inputs through ppaux and torch) and the packaging checks (distributions built,
+#: virtual environments made). With ``wheels`` (the network), ``sglang_runtime``,
+#: ``distributed`` and ``cuda`` they are what the fast tier leaves out (pyproject.toml's markers).
+TIERS = {
+    "fuzz": ("test_fuzz_reader.py", "test_fuzz_differential.py", "test_fuzz_torch_differential.py"),
+    "packaging": ("test_install_docs.py", "test_without_torch.py"),
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tiers = {name: tier for tier, names in TIERS.items() for name in names}
+    for item in items:
+        tier = tiers.get(item.path.name)
+        if tier is not None:
+            item.add_marker(tier)
     # Only the workers' order decides what xdist hands out; a plain run keeps the file order.
     if os.environ.get("PYTEST_XDIST_WORKER"):
         _slow_first(items)

@@ -31,3 +31,20 @@ def test_first_command_fixture_exists():
     first = setup_commands()[0]
     fixture = first.rsplit(" ", 1)[-1]
     assert (REPO / fixture).is_file()
+
+
+def test_the_fast_tier_leaves_out_every_tier_but_torch():
+    """The README's fast tier names every marker pyproject.toml declares except ``torch`` (a
+    need, not a tier), and each module tests/conftest.py puts on a tier exists."""
+    import tomllib
+
+    from conftest import TIERS
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    (expression,) = re.findall(r'-m "not \(([^)]*)\)"', text)
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    markers = {m.split(":", 1)[0] for m in config["tool"]["pytest"]["ini_options"]["markers"]}
+    assert set(expression.split(" or ")) == markers - {"torch"}
+    for names in TIERS.values():
+        for name in names:
+            assert (REPO / "tests" / name).is_file(), name
