@@ -13,55 +13,7 @@ holds), :mod:`.environment` (would the plugin capture in this environment) and :
 (the reports of ``ppaux capture``).
 """
 
-from typing import TYPE_CHECKING
+from ppaux._lazy import attach_stub
 
-from ppaux._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from ppaux.capture.directory import CaptureDirError, list_captures
-    from ppaux.capture.environment import plugin_state
-    from ppaux.capture.hooks import capture_original
-    from ppaux.capture.patching import active_config, install, stats, uninstall
-    from ppaux.capture.reports import list_report, status_report
-    from ppaux.capture.settings import ENV_DIR, CaptureConfig, config_from_env, parse_size
-    from ppaux.capture.state import CaptureStats
-
-#: Each public name and the module that holds it, imported on first use.
-_EXPORTS = {
-    "ENV_DIR": "settings",
-    "CaptureConfig": "settings",
-    "config_from_env": "settings",
-    "parse_size": "settings",
-    "install": "patching",
-    "uninstall": "patching",
-    "active_config": "patching",
-    "stats": "patching",
-    "CaptureStats": "state",
-    "capture_original": "hooks",
-    "CaptureDirError": "directory",
-    "list_captures": "directory",
-    "status_report": "reports",
-    "list_report": "reports",
-    "plugin_state": "environment",
-}
-
-__all__ = [
-    "ENV_DIR",
-    "CaptureConfig",
-    "CaptureDirError",
-    "CaptureStats",
-    "active_config",
-    "capture_original",
-    "config_from_env",
-    "install",
-    "list_captures",
-    "list_report",
-    "parse_size",
-    "plugin_state",
-    "stats",
-    "status_report",
-    "uninstall",
-]
-
-if not TYPE_CHECKING:
-    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+# The face is listed once, in __init__.pyi; its modules are imported on first use of a name.
+__getattr__, __dir__, __all__ = attach_stub(__name__, __file__)

@@ -3,55 +3,7 @@ their comparison into findings (:mod:`.compare`) and a matrix (:mod:`.matrix`), 
 over torch.distributed (:mod:`.gather`) and the live-patch check.
 """
 
-from typing import TYPE_CHECKING
+from ppaux._lazy import attach_stub
 
-from ppaux._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from ppaux.skew.compare import compare_stages
-    from ppaux.skew.fingerprint import (
-        Fingerprint,
-        FingerprintError,
-        collect,
-        load,
-        load_paths,
-        loads,
-    )
-    from ppaux.skew.gather import GatherError, SetupError, connect
-    from ppaux.skew.stage import MissingRank, Stage, make_stages
-
-#: Each public name and the module that holds it, imported on first use.
-_EXPORTS = {
-    "Fingerprint": "fingerprint",
-    "FingerprintError": "fingerprint",
-    "collect": "fingerprint",
-    "load": "fingerprint",
-    "load_paths": "fingerprint",
-    "loads": "fingerprint",
-    "compare_stages": "compare",
-    "Stage": "stage",
-    "MissingRank": "stage",
-    "make_stages": "stage",
-    "connect": "gather",
-    "SetupError": "gather",
-    "GatherError": "gather",
-}
-
-__all__ = [
-    "Fingerprint",
-    "FingerprintError",
-    "GatherError",
-    "MissingRank",
-    "SetupError",
-    "Stage",
-    "collect",
-    "compare_stages",
-    "connect",
-    "load",
-    "load_paths",
-    "loads",
-    "make_stages",
-]
-
-if not TYPE_CHECKING:
-    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+# The face is listed once, in __init__.pyi; its modules are imported on first use of a name.
+__getattr__, __dir__, __all__ = attach_stub(__name__, __file__)

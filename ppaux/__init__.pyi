@@ -1,0 +1,11 @@
+from ._version import __version__ as __version__
+from .dump import inspect_paths as inspect_paths
+from .dump import read_dump as read_dump
+from .errors import DumpError as DumpError
+from .errors import LimitExceeded as LimitExceeded
+from .errors import PpauxError as PpauxError
+from .limits import Limits as Limits
+from .replay import replay_paths as replay_paths
+from .report import Finding as Finding
+from .report import Report as Report
+from .skew import Fingerprint as Fingerprint

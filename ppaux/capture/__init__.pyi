@@ -1,0 +1,15 @@
+from .directory import CaptureDirError as CaptureDirError
+from .directory import list_captures as list_captures
+from .environment import plugin_state as plugin_state
+from .hooks import capture_original as capture_original
+from .patching import active_config as active_config
+from .patching import install as install
+from .patching import stats as stats
+from .patching import uninstall as uninstall
+from .reports import list_report as list_report
+from .reports import status_report as status_report
+from .settings import ENV_DIR as ENV_DIR
+from .settings import CaptureConfig as CaptureConfig
+from .settings import config_from_env as config_from_env
+from .settings import parse_size as parse_size
+from .state import CaptureStats as CaptureStats
