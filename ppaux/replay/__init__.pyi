@@ -9,13 +9,9 @@ from .materialize import Materializer as Materializer
 from .materialize import resolve_device as resolve_device
 from .options import MAX_TIMEOUT_S as MAX_TIMEOUT_S
 from .options import REPLAY_LIMITS as REPLAY_LIMITS
-from .options import Impl as Impl
 from .options import ReplayConfigError as ReplayConfigError
 from .options import ReplayOptions as ReplayOptions
-from .options import Sender as Sender
-from .options import Transport as Transport
 from .options import timeout_fault as timeout_fault
-from .protocol import TRANSPORTS as TRANSPORTS
 from .protocol import Delivery as Delivery
 from .protocol import Exchange as Exchange
 from .protocol import Wire as Wire
@@ -28,5 +24,8 @@ from .run import replay_paths as replay_paths
 from .sglang_wire import SglangWire as SglangWire
 from .transport import add_auxiliary_output_to_pp_tensors as add_auxiliary_output_to_pp_tensors
 from .transport import pop_auxiliary_output_from_pp_tensors as pop_auxiliary_output_from_pp_tensors
+from .vocabulary import Impl as Impl
+from .vocabulary import Sender as Sender
+from .vocabulary import Transport as Transport
 from .wire import WireStats as WireStats
 from .wiring import open_wire as open_wire

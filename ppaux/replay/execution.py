@@ -13,9 +13,9 @@ from typing import Any
 
 from ppaux.errors import DumpError
 from ppaux.replay.findings import not_reproduced, payload_findings
-from ppaux.replay.options import Sender
 from ppaux.replay.results import DumpResult, PayloadResult, Recorded, RunResult, worst
 from ppaux.replay.setup import Setup
+from ppaux.replay.vocabulary import Sender
 from ppaux.report import Finding, cap_per_code, finding
 from ppaux.sglang import OUTPUT_PREFIX
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from ppaux.errors import setting
-from ppaux.replay.options import ReplayOptions, Sender, Transport
+from ppaux.replay.options import ReplayOptions
 from ppaux.replay.results import DumpResult, PayloadResult, Recorded
+from ppaux.replay.vocabulary import Sender, Transport
 from ppaux.report import Finding, finding
 
 __all__ = ["WIRE_PHRASE", "not_reproduced", "payload_findings"]

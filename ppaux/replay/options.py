@@ -1,9 +1,9 @@
-"""The settings of a replay: :class:`ReplayOptions` and its three choices, and the error for a
-setting that cannot be used.
+"""The settings of a replay: :class:`ReplayOptions` and the error for a setting that cannot be
+used.
 
-The choices are ``str`` enums. :class:`ReplayOptions` turns whatever it is given for them (a
-member, its value, or a ``str`` subclass with that value, as command-line libraries hand over)
-into the member, and code compares them by value, never by identity.
+Its three choices are the ``str`` enums of :mod:`ppaux.replay.vocabulary`. :class:`ReplayOptions`
+turns whatever it is given for them (a member, its value, or a ``str`` subclass with that value,
+as command-line libraries hand over) into the member.
 """
 
 from __future__ import annotations
@@ -15,15 +15,13 @@ from typing import Any
 
 from ppaux.errors import SettingError
 from ppaux.limits import Limits
+from ppaux.replay.vocabulary import Impl, Sender, Transport
 
 __all__ = [
     "MAX_TIMEOUT_S",
     "REPLAY_LIMITS",
-    "Impl",
     "ReplayConfigError",
     "ReplayOptions",
-    "Sender",
-    "Transport",
     "timeout_fault",
 ]
 
@@ -36,30 +34,6 @@ __all__ = [
 #: 200,000 values (a few hundred) and 256 tensor dicts per file (one to three). A file past one
 #: is refused, naming the limit; a larger one can be given, as for any limit.
 REPLAY_LIMITS = Limits(max_pickle_bytes=16 * 1024 * 1024, max_items=200_000, max_payloads=256)
-
-
-class Sender(str, enum.Enum):
-    """How the last stage puts the auxiliary output into the dict it sends."""
-
-    VALIDATING = "validating"
-    LEGACY = "legacy"
-
-
-class Transport(str, enum.Enum):
-    """How the dict travels from the last stage to rank 0."""
-
-    NONE = "none"
-    WIRE = "wire"
-    TORCH_DISTRIBUTED = "torch-distributed"
-    SGLANG = "sglang"
-
-
-class Impl(str, enum.Enum):
-    """Whose ``add``/``pop`` run: ppaux's reference transport, sglang's own module, or both."""
-
-    REFERENCE = "reference"
-    SGLANG = "sglang"
-    BOTH = "both"
 
 
 class ReplayConfigError(SettingError):
@@ -82,13 +56,12 @@ def timeout_fault(timeout_s: float) -> str | None:
 
 
 def _member(kind: type[enum.Enum], option: str, value: Any) -> Any:
-    """The member of ``kind`` whose value equals ``value`` (a member, a str, a str subclass)."""
-    text = str(getattr(value, "value", value))
-    for member in kind:
-        if member.value == text:
-            return member
-    choices = ", ".join(str(member.value) for member in kind)
-    raise ReplayConfigError(option, text, f"not one of {choices}")
+    """The member of ``kind`` that ``value`` is or names (a member, a str, a str subclass)."""
+    try:
+        return kind(value)
+    except ValueError:
+        choices = ", ".join(str(member.value) for member in kind)
+        raise ReplayConfigError(option, str(value), f"not one of {choices}") from None
 
 
 @dataclass(frozen=True)

@@ -49,15 +49,11 @@ if TYPE_CHECKING:
     from ppaux.replay.wire import WireError, WireStats
 
 __all__ = [
-    "TRANSPORTS",
     "Delivery",
     "Exchange",
     "Wire",
     "WireFailure",
 ]
-
-#: The transports, by the names the CLI uses (:func:`~ppaux.replay.wiring.open_wire` opens one).
-TRANSPORTS = ("none", "wire", "torch-distributed", "sglang")
 
 
 @dataclass(frozen=True)
@@ -128,7 +124,7 @@ class Exchange:
 class Wire(Protocol):
     """A transport from the last pipeline stage to rank 0 (see the module's docstring)."""
 
-    #: The transport's name, one of :data:`TRANSPORTS`.
+    #: The transport's name, a :class:`~ppaux.replay.vocabulary.Transport` value.
     transport: str
 
     def deliver(self, sent: dict[Any, Any]) -> Delivery:

@@ -35,8 +35,9 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 from ppaux.errors import DumpError, nested_past_recursion
-from ppaux.replay.options import Impl, ReplayConfigError, ReplayOptions, Transport, timeout_fault
+from ppaux.replay.options import ReplayConfigError, ReplayOptions, timeout_fault
 from ppaux.replay.results import DumpResult
+from ppaux.replay.vocabulary import Impl, Transport
 from ppaux.report import InputProblem, Report
 
 if TYPE_CHECKING:

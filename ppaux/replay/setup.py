@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ppaux.errors import setting
-from ppaux.replay.options import Impl, ReplayConfigError, ReplayOptions, Transport
+from ppaux.replay.options import ReplayConfigError, ReplayOptions
+from ppaux.replay.vocabulary import Impl, Transport
 
 if TYPE_CHECKING:
     from ppaux.replay.protocol import Wire

@@ -4,8 +4,9 @@ table per payload of what was sent, what was received and whether it came back b
 
 from __future__ import annotations
 
-from ppaux.replay.options import ReplayOptions, Transport
+from ppaux.replay.options import ReplayOptions
 from ppaux.replay.results import DumpResult, PayloadResult
+from ppaux.replay.vocabulary import Transport
 from ppaux.report import Table
 from ppaux.sglang import OUTPUT_PREFIX
 

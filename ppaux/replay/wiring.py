@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ppaux.replay.protocol import TRANSPORTS, Wire
+from ppaux.replay.protocol import Wire
+from ppaux.replay.vocabulary import Transport
 
 __all__ = ["open_wire"]
 
 
 def open_wire(
-    transport: str,
+    transport: Transport | str,
     *,
     device: Any = "cpu",
     all_gather: int = 1,
@@ -23,7 +24,8 @@ def open_wire(
     sglang_path: str | None = None,
     implementations: Mapping[str, Any] | None = None,
 ) -> Wire:
-    """The :class:`Wire` for ``transport`` (a name of :data:`TRANSPORTS`, or a ``Transport``).
+    """The :class:`Wire` for ``transport``, a :class:`~ppaux.replay.vocabulary.Transport` or
+    its value.
 
     ``device`` is where the sender's tensors are (a ``torch.device`` or its text); ``all_gather``
     the size of the attention-TP all-gather group the wire emulates (1: none); ``timeout_s`` how
@@ -40,17 +42,19 @@ def open_wire(
     """
     import torch
 
-    name = str(getattr(transport, "value", transport))
-    if name not in TRANSPORTS:
-        raise ValueError(f"{name}: not a transport (one of {', '.join(TRANSPORTS)})")
+    try:
+        name = Transport(transport)
+    except ValueError:
+        known = ", ".join(t.value for t in Transport)
+        raise ValueError(f"{transport}: not a transport (one of {known})") from None
     where = device if isinstance(device, torch.device) else torch.device(device)
-    if name in ("none", "wire"):
+    if name in (Transport.NONE, Transport.WIRE):
         from ppaux.replay.local_wires import EmulatedWire, NoWire
 
-        if name == "none":
+        if name is Transport.NONE:
             return NoWire(implementations, sglang_path=sglang_path)
         return EmulatedWire(implementations, sglang_path=sglang_path, all_gather_size=all_gather)
-    if name == "torch-distributed":
+    if name is Transport.TORCH_DISTRIBUTED:
         from ppaux.replay.distributed import DistributedWire
 
         found = (implementations or {}).get("sglang")
