@@ -347,6 +347,8 @@ LOG = REPO / "fixtures" / "logs" / "cri-aux-list.log"
         "ppaux triage - -o s.log < s.log",
         "ppaux triage - -o ./sub/../s.log < s.log",
         "cat dump.pt | ppaux inspect - -o dump.pt",
+        "cat s.log | ppaux explain - -o s.log",
+        "ppaux explain - -o s.log < s.log",
         "ppaux inspect - --format json -o dump.pt < dump.pt",
     ],
 )

@@ -53,7 +53,7 @@ def explain(
     from ppaux.sglang import search_message
 
     if code == STDIO:
-        wanted = _read_stdin()
+        wanted = _read_stdin(output)
         if "\n" in wanted:
             found = search_message(wanted)
             if found is None:
@@ -110,16 +110,20 @@ def _page(message_id: str, name: str | None, format: RulesFormat) -> str:
     return error_page_text(page, name)
 
 
-def _read_stdin() -> str:
+def _read_stdin(output: str | None) -> str:
     """What stdin holds, at most :data:`STDIN_LIMIT` bytes, decoded as UTF-8 (a byte that is
-    not is replaced), stripped; fails on nothing or on more than the limit."""
-    import sys
+    not is replaced), stripped; fails on nothing or on more than the limit, and when
+    ``output`` is the input (the file behind stdin, or the one a pipe was filled from)."""
+    from ppaux_cli.output_paths import check_output_path, refuse_stdin_copy, stdin_reader
 
+    check_output_path(output, [STDIO])
     waiting_on_stdin("a message or a traceback", "ppaux explain - < traceback.txt")
+    stream, reader = stdin_reader(output)
     try:
-        data = sys.stdin.buffer.read(STDIN_LIMIT + 1)
+        data = stream.read(STDIN_LIMIT + 1)
     except OSError as exc:
         fail(f"-: cannot read stdin: {exc.strerror or exc}")
+    refuse_stdin_copy(reader, output)
     if len(data) > STDIN_LIMIT:
         fail(
             f"-: stdin holds more than {STDIN_LIMIT // (1024 * 1024)} MiB; explain reads one "
