@@ -10,7 +10,7 @@ from typing import Any
 
 from ppaux.errors import setting
 from ppaux.replay.options import ReplayOptions
-from ppaux.replay.results import DumpResult, PayloadResult, Recorded
+from ppaux.replay.results import DumpResult, PayloadResult, Recorded, RunResult
 from ppaux.replay.vocabulary import Sender, Transport
 from ppaux.report import Finding, finding
 
@@ -36,27 +36,23 @@ def _short(value: Any) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def payload_findings(path: str, result: PayloadResult, options: ReplayOptions) -> list[Finding]:
-    """The findings of one replayed payload of the dump at ``path``."""
-    found: list[Finding] = []
-    primary = result.primary
-    locator = result.locator
-    where = _where(locator, primary.culprit)
+def _stage_finding(
+    path: str, primary: RunResult, where: str | None, transport: str
+) -> Finding | None:
+    """The finding of the stage where the replay stopped (add, the wire, pop, the add back), or
+    of a pop that found nothing; None when every stage passed and pop found entries."""
     stage, error = primary.stage, f"{primary.error_type}: {primary.error}"
-    transport = WIRE_PHRASE[Transport(options.transport)]
     if stage == "add":
-        found.append(
-            finding(
-                "PP402",
-                path,
-                f"a validating sender refuses this auxiliary output: add raises "
-                f"{error}; rank 0 never receives it ({setting('sender', Sender.LEGACY.value)} "
-                "replays a sender that does not check)",
-                where,
-                sglang_error=primary.error,
-            )
+        return finding(
+            "PP402",
+            path,
+            f"a validating sender refuses this auxiliary output: add raises "
+            f"{error}; rank 0 never receives it ({setting('sender', Sender.LEGACY.value)} "
+            "replays a sender that does not check)",
+            where,
+            sglang_error=primary.error,
         )
-    elif stage == "wire":
+    if stage == "wire":
         failure = primary.failure
         side = failure.side if failure is not None else "sender"
         after = (
@@ -64,33 +60,37 @@ def payload_findings(path: str, result: PayloadResult, options: ReplayOptions) -
             if failure is not None and failure.metadata_sent and side == "sender"
             else ""
         )
-        found.append(
-            finding("PP403", path, f"the {transport} fails on the {side}{after}: {error}", where)
+        return finding("PP403", path, f"the {transport} fails on the {side}{after}: {error}", where)
+    if stage == "pop":
+        return finding(
+            "PP401", path, f"pop on rank 0 raises {error}", where, sglang_error=primary.error
         )
-    elif stage == "pop":
-        found.append(
-            finding(
-                "PP401", path, f"pop on rank 0 raises {error}", where, sglang_error=primary.error
-            )
+    if stage == "readd":
+        return finding(
+            "PP404",
+            path,
+            f"the popped output cannot be added back: add raises {error}",
+            where,
+            sglang_error=primary.error,
         )
-    elif stage == "readd":
-        found.append(
-            finding(
-                "PP404",
-                path,
-                f"the popped output cannot be added back: add raises {error}",
-                where,
-                sglang_error=primary.error,
-            )
+    if primary.output is None:
+        return finding(
+            "PP409",
+            path,
+            "pop finds no auxiliary entries: rank 0 gets no auxiliary output from this dict",
         )
-    elif primary.output is None:
-        found.append(
-            finding(
-                "PP409",
-                path,
-                "pop finds no auxiliary entries: rank 0 gets no auxiliary output from this dict",
-            )
-        )
+    return None
+
+
+def payload_findings(path: str, result: PayloadResult, options: ReplayOptions) -> list[Finding]:
+    """The findings of one replayed payload of the dump at ``path``."""
+    found: list[Finding] = []
+    primary = result.primary
+    locator = result.locator
+    transport = WIRE_PHRASE[Transport(options.transport)]
+    first = _stage_finding(path, primary, _where(locator, primary.culprit), transport)
+    if first is not None:
+        found.append(first)
     for item in primary.mismatches:
         found.append(
             finding(
