@@ -277,9 +277,10 @@ def test_communication_failures_without_a_root_say_so(tmp_path):
     report = triage_paths([str(log)])
     assert _codes(report) == ["PP809"]
     assert report.findings[0].message == (
-        f"1 record of communication failures or SIGQUIT (rank 1 at {log}:1), and no failure "
-        "that caused it in these logs"
+        "no root in this log: the cause is on the network or another node; 1 communication "
+        f"failure (rank 1 at {log}:1) and nothing else"
     )
+    assert report.findings[0].extra["no_root"] == "network-or-other-node"
 
 
 def test_log_text_is_shown_escaped(tmp_path):

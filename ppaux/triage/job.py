@@ -17,7 +17,8 @@ from ppaux.report import Finding, InputProblem, Report, Table, finding
 from ppaux.sglang import MessageMatch, search_message
 from ppaux.text import counted, shown
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
-from ppaux.triage.incidents import Incident, incidents, seconds_between
+from ppaux.triage.incidents import Incident, communication, incidents, seconds_between
+from ppaux.triage.kinds import kind_of
 from ppaux.triage.lineformat import Launcher
 from ppaux.triage.reading import LogReading, read_log
 from ppaux.triage.records import Event, Failure
@@ -75,6 +76,16 @@ def _key(who: str) -> str | None:
 
 
 _STAGE = {"add": "the last stage's add", "pop": "the first stage's pop"}
+#: How a root finding names its kind (:mod:`ppaux.triage.kinds`).
+_KIND_TEXT = {
+    "memory": "memory failure",
+    "communication-init": "communication failure at set-up (the communicator or process group "
+    "could not be created)",
+    "communication": "communication failure in flight",
+    "shape-kernel": "shape or kernel failure",
+    "other": "failure",
+    "auxiliary-output": "auxiliary-output failure",
+}
 
 
 def aux_match(failure: Failure) -> MessageMatch | None:
@@ -163,6 +174,8 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
     message = f"{who} failed first at {_when(root)} ({_at(root)}): {shown(root.error)}{also}"
     extra: dict[str, Any] = {
         "incident": number,
+        "root": True,
+        "kind": kind_of(root),
         "ranks": [shown(m.who) for m in members],
         "exception": None if root.exception is None else shown(root.exception),
         "message": shown(root.message, 2000),
@@ -199,7 +212,12 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
             )
         )
     else:
-        message += "; not an auxiliary-output error"
+        kind = kind_of(root)
+        message += (
+            "; the log cuts its traceback before the exception line: the cause is not in it"
+            if kind == "unknown"
+            else f"; a {_KIND_TEXT[kind]}, not an auxiliary-output error"
+        )
         findings.append(
             finding(
                 "PP802", root.source, message, _key(root.who), extra=extra, location=_location(root)
@@ -387,6 +405,52 @@ def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
     return findings
 
 
+def _no_root(loose: list[Failure | Event]) -> Finding:
+    """PP809: the logs hold no root. Said plainly, with why: communication failures only (the
+    cause is on the network or another node), signals only, or tracebacks cut off."""
+    first = loose[0]
+    count = len(loose)
+    failures = [r for r in loose if isinstance(r, Failure)]
+    events = [r for r in loose if isinstance(r, Event)]
+    signals = [e for e in events if e.kind == "sigquit"]
+    ranks = sorted({shown(f.who) for f in failures if f.ranks})
+    where = f"{'' if count == 1 else 'the first: '}{shown(first.who)} at {_at(first)}"
+    if all(communication(f) for f in failures) and all(
+        e.kind in ("watchdog", "store") for e in events
+    ):
+        on = f" on {', '.join(ranks[:12])}{' ...' if len(ranks) > 12 else ''}" if ranks else ""
+        cause = "network-or-other-node"
+        message = (
+            "no root in this log: the cause is on the network or another node; "
+            f"{counted(count, 'communication failure')}{on} ({where}) and nothing else"
+        )
+    elif not failures and len(signals) == count:
+        cause = "signals-only"
+        message = (
+            "no root in this log: it holds only signals (SIGQUIT from a failing child, "
+            f"{where}); the failing process's own output is not in it"
+        )
+    else:
+        cause = "not-in-these-logs"
+        message = (
+            f"no root in these logs: {counted(count, 'record')} of communication failures or "
+            f"SIGQUIT ({where}), and no failure that caused "
+            f"{'it' if count == 1 else 'them'} in these logs"
+        )
+    return finding(
+        "PP809",
+        first.source,
+        message,
+        extra={
+            "root": False,
+            "no_root": cause,
+            "ranks": ranks[:50],
+            "records": [f"{r.source}:{r.line}" for r in loose[:50]],
+        },
+        location=_location(first),
+    )
+
+
 def _more_incidents(rest: list[Incident]) -> Finding:
     """One finding for the incidents past :data:`MAX_INCIDENTS`, of the first one's code."""
     first = rest[0].root
@@ -560,19 +624,7 @@ def triage_paths(
     report.findings += _skew_findings(failures)
     loose: list[Failure | Event] = [*orphans, *(e for e in orphan_events if e.kind != "capture")]
     if loose:
-        first = loose[0]
-        count = len(loose)
-        report.findings.append(
-            finding(
-                "PP809",
-                first.source,
-                f"{counted(count, 'record')} of communication failures or SIGQUIT "
-                f"({'' if count == 1 else 'the first: '}{shown(first.who)} at {_at(first)}), "
-                f"and no failure that caused {'it' if count == 1 else 'them'} in these logs",
-                extra={"records": [f"{r.source}:{r.line}" for r in loose[:50]]},
-                location=_location(first),
-            )
-        )
+        report.findings.append(_no_root(loose))
     for reading in readings:
         report.findings += _log_findings(reading)
     stages = sorted({n for r in readings for n in r.pp_ranks})

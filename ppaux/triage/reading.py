@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ppaux.triage.envelopes import peel_envelope
 from ppaux.triage.lineformat import (
     Envelope,
     Launcher,
@@ -22,8 +23,15 @@ from ppaux.triage.lineformat import (
     torch_rank,
     unwrap,
 )
-from ppaux.triage.records import Event, Failure, TracebackBuilder, failure_start
-from ppaux.triage.scanner import MARKERS, MAX_LINE, Scanner
+from ppaux.triage.records import (
+    Event,
+    Failure,
+    TracebackBuilder,
+    failure_start,
+    is_frame,
+    raised,
+)
+from ppaux.triage.scanner import ALL_MARKERS, MARKERS, MAX_LINE, WEAK_MARKERS, Scanner
 from ppaux.triage.sources import LogSource, gzip_cut, open_log
 from ppaux.triage.zones import LocalZone
 
@@ -35,17 +43,19 @@ MAX_EVENTS = 2000
 #: Lines of other processes after which a traceback still waiting for its exception is ended.
 _MAX_FOREIGN = 400
 _MARKER_TEXTS = tuple(marker.decode() for marker in MARKERS)
+_WEAK_TEXTS = tuple(marker.decode().rstrip("\n") for marker in WEAK_MARKERS)
 #: Characters of a piece's end that a marker split between two pieces can start in.
-_SEAM = max(len(marker) for marker in MARKERS) - 1
+_SEAM = max(len(marker) for marker in ALL_MARKERS) - 1
 #: Bytes looked at to tell a log's envelope and launcher.
 _HEAD = 64 << 10
 
 _CAPTURE_DIR = re.compile(r"ppaux capture: capturing .* into (?P<dir>.+?) \(when=(?P<how>[^)]*)\)")
 #: sglang's prefix with a pipeline rank, as it appears inside any envelope (``[time ... PPn ...]``).
 _PP_PREFIX = re.compile(
-    rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|ATTN_CP|MOE_DP|TP|EP)\d+)* PP(\d+)"
+    rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?"
+    rb"(?: (?:DP|ATTN_CP|MOE_DP|TP|EP)\d{1,6})* PP(\d{1,6})\b"
 )
-_PP_RANK = re.compile(r"\bPP(\d+)\b")
+_PP_RANK = re.compile(r"\bPP(\d{1,6})\b")
 
 
 @dataclass
@@ -95,13 +105,15 @@ class _Reader:
 
     def close(self, builder: TracebackBuilder) -> None:
         self.open.remove(builder)
-        self.reading.failures.append(builder.finish())
+        failure = builder.finish()
+        if failure is not None:
+            self.reading.failures.append(failure)
 
     def close_all(self) -> None:
         for builder in list(self.open):
             self.close(builder)
 
-    def take(self, line: LogLine, marked: bool) -> None:
+    def take(self, line: LogLine, marked: bool, weak: bool = False) -> None:
         if line.ranks:
             self.reading.pp_ranks.update(int(n) for n in _PP_RANK.findall(line.ranks))
         mine = [b for b in self.open if b.failure.stream == line.stream]
@@ -125,6 +137,44 @@ class _Reader:
                 self.close(builder)
         if marked:
             self._marked(line)
+        elif weak:
+            self._weak(line)
+
+    def _weak(self, line: LogLine) -> None:
+        """A frame line no open traceback took (a fragment whose header is lost), or an
+        exception line outside any traceback: a one-line ``[prefix] SomeError: ...`` record
+        (that rank's failure), or the last line of a fragment whose frames the log lost."""
+        if any(b.failure.stream == line.stream for b in self.open):
+            return
+        reading = self.reading
+        text = line.text
+        fragment = is_frame(text)
+        shaped = None if fragment else raised(text)
+        if not fragment and shaped is None:
+            return
+        if len(reading.failures) + len(self.open) >= MAX_FAILURES:
+            reading.more_failures += 1
+            return
+        failure = Failure(
+            source=reading.source,
+            line=line.number,
+            time=line.time,
+            time_text=line.time_text,
+            ranks=line.ranks or None,
+            stream=line.stream,
+            process=None,
+            order=self._next_order(),
+            zone=line.zone,
+            fragment=True,
+        )
+        if fragment:
+            builder = TracebackBuilder(failure)
+            builder.feed(line, False)
+            self.open.append(builder)
+            return
+        assert shaped is not None
+        failure.exception, failure.message = shaped
+        reading.failures.append(failure)
 
     def _marked(self, line: LogLine) -> None:
         reading = self.reading
@@ -163,6 +213,40 @@ class _Reader:
         )
 
 
+def _weak(text: str) -> bool:
+    return any(marker in text for marker in _WEAK_TEXTS)
+
+
+def _take_peeled(
+    reader: _Reader,
+    reading: LogReading,
+    number: int,
+    text: str,
+    marked: bool,
+    local_zone: LocalZone | None,
+) -> None:
+    """Feed the line(s) inside ``text``'s own envelope (told from this line alone: a store's
+    row, a JSON record, a launcher's prefix) to ``reader``."""
+    peeled = peel_envelope(text)
+    several = len(peeled.lines) > 1
+    for inner in peeled.lines:
+        line = peel(
+            number,
+            inner,
+            peeled.time,
+            peeled.time_text,
+            peeled.stream,
+            reading.launcher,
+            reading.envelope is Envelope.TIMESTAMPS,
+        )
+        if local_zone is not None:
+            line = in_zone(line, local_zone)
+        if line.ranks:
+            reading.pp_ranks.update(int(n) for n in _PP_RANK.findall(line.ranks))
+        inner_marked = any(m in inner for m in _MARKER_TEXTS) if several else marked
+        reader.take(line, inner_marked, _weak(line.text))
+
+
 def read_log(
     source: LogSource, first_order: int = 0, local_zone: LocalZone | None = None
 ) -> LogReading:
@@ -195,6 +279,9 @@ def read_log(
             number, raw = item
             text, time, time_text, source_stream, partial = unwrap(raw, reading.envelope)
             marked = any(marker in raw for marker in MARKERS)
+            if reading.envelope in (Envelope.PLAIN, Envelope.TIMESTAMPS) and not partial:
+                _take_peeled(reader, reading, number, text, marked, local_zone)
+                continue
             if partial or source_stream in pieces:
                 first = pieces.pop(source_stream, None)
                 if first is not None:
@@ -211,7 +298,7 @@ def read_log(
             line = peel(number, text, time, time_text, source_stream, reading.launcher, stamped)
             if local_zone is not None:
                 line = in_zone(line, local_zone)
-            reader.take(line, marked)
+            reader.take(line, marked, _weak(line.text))
         reader.close_all()
         reading.lines = scanner.line - 1
         reading.long_lines = scanner.long_lines
