@@ -632,7 +632,13 @@ def test_next_steps_know_the_last_stage_from_every_rank_prefix_not_only_the_fail
         f"ppaux fingerprint --pp-rank {n} --pp-size 4 -o stage-{n}.json  # on PP{n}'s host"
         for n in (0, 1, 2, 3)
     ]
-    assert any(s.startswith("export PPAUX_CAPTURE_STRICT=1  # on PP3 only") for s in steps)
+    if envelope == "cri":  # a pod's log: the capture is set in the pod spec, with a volume
+        assert any("PPAUX_CAPTURE_STRICT=1 on PP3 only" in s for s in steps)
+        assert any(s.startswith("kubectl set env ") for s in steps)
+    elif envelope == "docker-json":  # a container's log: docker run -e, -v
+        assert any(s.startswith("docker run -e PPAUX_CAPTURE_DIR=") and " -v " in s for s in steps)
+    else:
+        assert any(s.startswith("export PPAUX_CAPTURE_STRICT=1  # on PP3 only") for s in steps)
 
 
 def test_lines_without_a_time_are_collateral_of_the_incident_before_them_in_their_log(tmp_path):

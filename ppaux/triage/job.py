@@ -19,11 +19,11 @@ from ppaux.text import counted, shown
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
 from ppaux.triage.incidents import Incident, communication, incidents, seconds_between
 from ppaux.triage.kinds import kind_of
-from ppaux.triage.lineformat import Launcher
+from ppaux.triage.lineformat import Envelope, Launcher
 from ppaux.triage.reading import LogReading, read_log
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.sources import LogOpenError, LogSource, expand_paths
-from ppaux.triage.steps import next_steps
+from ppaux.triage.steps import Deployment, next_steps, render
 from ppaux.triage.zones import local_zone as parse_local_zone
 
 __all__ = ["MAX_COLLATERAL", "MAX_INCIDENTS", "RULE_OF_MESSAGE", "aux_match", "triage_paths"]
@@ -623,17 +623,28 @@ def triage_paths(
         report.findings.append(_more_incidents(found[MAX_INCIDENTS:]))
     report.findings += _skew_findings(failures)
     loose: list[Failure | Event] = [*orphans, *(e for e in orphan_events if e.kind != "capture")]
+    no_root = None
     if loose:
-        report.findings.append(_no_root(loose))
+        orphaned = _no_root(loose)
+        no_root = orphaned.extra["no_root"]
+        report.findings.append(orphaned)
     for reading in readings:
         report.findings += _log_findings(reading)
-    stages = sorted({n for r in readings for n in r.pp_ranks})
-    steps = next_steps(
-        matches,
-        [f.who for f in failures if f.ranks] + [f"PP{n}" for n in stages],
+    deployment = _deployment(readings, failures)
+    release = None
+    if found:
+        build = build_of(found[0].root.frames)
+        if build is not None and build.fits:
+            release = ", ".join(build.fits)
+    plan = next_steps(
+        [(kind_of(i.root), m) for i, m in zip(found[:MAX_INCIDENTS], matches, strict=False)],
+        deployment,
         captures,
         observers,
+        release,
+        no_root,
     )
+    steps = [render(step) for step in plan]
     report.tables.append(_logs_table(readings))
     if found:
         report.tables.append(_incidents_table(found))
@@ -667,7 +678,48 @@ def triage_paths(
         for i in found
     ]
     report.data["next_steps"] = steps
+    report.data["steps"] = [step.as_data() for step in plan]
+    report.data["pp_size"] = {
+        "value": deployment.pp_size
+        if deployment.pp_size is not None
+        else (None if deployment.highest_stage is None else deployment.highest_stage + 1),
+        "from": "server arguments" if deployment.pp_size is not None else "lower bound",
+    }
     return report
+
+
+#: Digits of a setting read from a log (a longer number is no setting).
+_MAX_SETTING_DIGITS = 4
+
+
+def _deployment(readings: list[LogReading], failures: list[Failure]) -> Deployment:
+    """What the logs say of the deployment: the stages (from the server arguments, else the
+    highest seen), one launch or several, and how it runs (Kubernetes, Docker, a shell)."""
+    settings = [r.server_args for r in readings if r.server_args]
+    pp_size = None
+    nnodes = None
+    model = None
+    for found in settings:
+        value = found.get("pp_size", "")
+        if value.isdigit() and len(value) <= _MAX_SETTING_DIGITS:
+            pp_size = int(value)
+        nodes = found.get("nnodes", "")
+        if nodes.isdigit() and len(nodes) <= _MAX_SETTING_DIGITS:
+            nnodes = int(nodes)
+        model = model or found.get("model_path")
+    ranks = {n for r in readings for n in r.pp_ranks}
+    for failure in failures:
+        for token in (failure.ranks or "").split():
+            if token.startswith("PP") and token[2:].isdigit() and len(token) <= 8:
+                ranks.add(int(token[2:]))
+    highest = max(ranks) if ranks else None
+    kubernetes = any(r.envelope is Envelope.CRI or r.launcher is Launcher.KUBECTL for r in readings)
+    docker = any(
+        r.envelope is Envelope.DOCKER_JSON or r.launcher is Launcher.COMPOSE for r in readings
+    )
+    runtime = "kubernetes" if kubernetes else "docker" if docker else "shell"
+    single = nnodes == 1 and (pp_size or 0) > 1
+    return Deployment(pp_size, highest, single, runtime, model)
 
 
 def _logs_table(readings: list[LogReading]) -> Table:

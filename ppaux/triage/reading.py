@@ -56,6 +56,15 @@ _PP_PREFIX = re.compile(
     rb"(?: (?:DP|ATTN_CP|MOE_DP|TP|EP)\d{1,6})* PP(\d{1,6})\b"
 )
 _PP_RANK = re.compile(r"\bPP(\d{1,6})\b")
+#: sglang's ``server_args=ServerArgs(...)`` line, and the settings of it triage uses; and the
+#: launch command's own flags, where a launcher logs it.
+_SERVER_ARGS = re.compile(rb"ServerArgs\([^\n]{0,60000}")
+_SETTING = {
+    "pp_size": re.compile(rb"\bpp_size=(\d{1,4})\b"),
+    "nnodes": re.compile(rb"\bnnodes=(\d{1,4})\b"),
+    "model_path": re.compile(rb"\bmodel_path='([^'\n]{1,512})'"),
+}
+_FLAG_PP = re.compile(rb"--(?:pp-size|pipeline-parallel-size)[= ](\d{1,4})\b")
 
 
 @dataclass
@@ -79,6 +88,9 @@ class LogReading:
     #: Pipeline ranks (``PPn``) seen in sglang's prefixes of the log's first 64 KiB (where every
     #: rank logs its start-up) and of the lines read around failures.
     pp_ranks: set[int] = field(default_factory=set)
+    #: sglang's server arguments, where the log's first 64 KiB show them: ``pp_size``,
+    #: ``nnodes``, ``model_path`` (as written).
+    server_args: dict[str, str] = field(default_factory=dict)
 
 
 def _event_kind(text: str) -> str | None:
@@ -213,6 +225,22 @@ class _Reader:
         )
 
 
+def _server_args(head: bytes) -> dict[str, str]:
+    """The settings triage uses from sglang's server arguments line in ``head``."""
+    found: dict[str, str] = {}
+    line = _SERVER_ARGS.search(head)
+    if line is not None:
+        for name, pattern in _SETTING.items():
+            match = pattern.search(line.group(0))
+            if match is not None:
+                found[name] = match.group(1).decode("utf-8", "backslashreplace")
+    if "pp_size" not in found:
+        flag = _FLAG_PP.search(head)
+        if flag is not None:
+            found["pp_size"] = flag.group(1).decode()
+    return found
+
+
 def _weak(text: str) -> bool:
     return any(marker in text for marker in _WEAK_TEXTS)
 
@@ -264,6 +292,7 @@ def read_log(
         reading.empty = not head
         reading.envelope, reading.launcher = detect(head)
         reading.pp_ranks.update(int(n) for n in _PP_PREFIX.findall(head))
+        reading.server_args = _server_args(head)
         stamped = reading.envelope is Envelope.TIMESTAMPS
         scanner = Scanner(stream)
         reader = _Reader(reading, first_order)
