@@ -163,8 +163,8 @@ def _compare(deployment: Deployment) -> list[Step]:
             host = where if deployment.single_launch else f"PP{rank}'s host"
             steps.append(Step(argv, host, "" if deployment.single_launch else f"on {host}"))
     else:
-        size = () if stages is None else ("--pp-size", str(stages))
-        command = ("ppaux", "fingerprint", "--pp-rank", "N", *size, "-o", "stage-N.json")
+        given: tuple[str, ...] = () if stages is None else ("--pp-size", str(stages))
+        command = ("ppaux", "fingerprint", "--pp-rank", "N", *given, "-o", "stage-N.json")
         steps.append(Step(command, where, f"N: each stage; {known}"))
     steps.append(
         Step(
