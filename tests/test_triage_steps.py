@@ -121,3 +121,36 @@ def test_pp_size_comes_from_the_server_arguments(tmp_path):
     assert "report it upstream with the model (org/model)" in text
     assert "python3 -m sglang.check_env" in text
     assert "PPAUX_CAPTURE" not in text
+
+
+def test_a_root_on_a_stage_that_cannot_raise_its_message_is_said_so(tmp_path):
+    log = tmp_path / "wrong-stage.log"
+    log.write_text(
+        "[2026-12-03 10:00:00] server_args=ServerArgs(model_path='m', pp_size=2, nnodes=1)\n"
+        "[2026-12-03 10:00:01 PP1] Scheduler hit an exception: Traceback (most recent call "
+        "last):\n"
+        '  File "/usr/lib/python3.11/site-packages/sglang/srt/sampling/sampling_observer_pp.py",'
+        " line 77, in pop_auxiliary_output_from_pp_tensors\n    call()\n"
+        "RuntimeError: received a non-tensor auxiliary PP output\n"
+    )
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP801"]
+    assert "PP1 is not the first stage" in root.message
+    assert root.extra["stage_fits"] is False
+    # one launch of two stages shares one environment: no 'on PP1 only'
+    steps = report.data["next_steps"]
+    assert not any("PP1 only" in s for s in steps)
+    assert any("one launch shares one environment" in s for s in steps)
+
+
+def test_explain_names_the_kind_of_a_line_that_is_not_one_of_the_nine():
+    from typer.testing import CliRunner
+
+    from ppaux_cli.app import app
+
+    result = CliRunner().invoke(
+        app, ["explain", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB"]
+    )
+    assert result.exit_code == 2
+    assert "is none of sglang's nine PP messages; it is a memory failure" in result.output
+    assert "'ppaux triage'" in result.output

@@ -163,7 +163,31 @@ def _later(record: Failure | Event, root: Failure) -> str:
 _MAX_CUT = 5
 
 
-def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], MessageMatch | None]:
+def _stage_of(ranks: str | None) -> int | None:
+    """The pipeline stage a rank prefix names (``PP1 TP0`` -> 1), or None."""
+    for token in (ranks or "").split():
+        if token.startswith("PP") and token[2:].isdigit() and len(token) <= 8:
+            return int(token[2:])
+    return None
+
+
+def _cannot_raise(root: Failure, match: MessageMatch, pp_size: int | None) -> str | None:
+    """Why the stage that logged ``root`` cannot raise ``match``'s message (pop runs on the
+    first stage, add on the last), or None when it can or the log does not say."""
+    stage = _stage_of(root.ranks)
+    if stage is None:
+        return None
+    if match.message.function.startswith("pop") and stage != 0:
+        return f"PP{stage} is not the first stage, the only one whose pop raises this message"
+    last = None if pp_size is None else pp_size - 1
+    if match.message.function.startswith("add") and last is not None and stage != last:
+        return f"PP{stage} is not the last stage (PP{last}), the only one whose add raises it"
+    return None
+
+
+def _root_findings(
+    number: int, incident: Incident, pp_size: int | None = None
+) -> tuple[list[Finding], MessageMatch | None]:
     root = incident.root
     members = incident.members
     who = ", ".join(dict.fromkeys(shown(m.who) for m in members))
@@ -193,6 +217,12 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
             message += f" (in its chain: {shown(exception)}: {shown(line)})"
         rule = RULE_OF_MESSAGE[match.message.id]
         extra.update(sglang_message=match.message.id, rule=rule)
+        impossible = _cannot_raise(root, match, pp_size)
+        if impossible is not None:
+            message += (
+                f"; {impossible}: the log's rank prefixes or its stages are not what they seem"
+            )
+            extra["stage_fits"] = False
         stage = _STAGE[match.message.function.split("_", 1)[0]]
         if raised_by_capture(root.frames):
             message += f"; raised by ppaux's strict capture, as {stage} would (see {rule})"
@@ -607,12 +637,13 @@ def triage_paths(
     failures = [f for r in readings for f in r.failures]
     events = [e for r in readings for e in r.events]
     _tell_apart(readings, failures)
+    deployment = _deployment(readings, failures)
     captures = [c for r in readings for c in r.captures]
     found, orphans, orphan_events = incidents(failures, events)
     matches: list[MessageMatch | None] = []
     observers: list[str] = []
     for number, incident in enumerate(found[:MAX_INCIDENTS], 1):
-        roots, match = _root_findings(number, incident)
+        roots, match = _root_findings(number, incident, deployment.pp_size)
         report.findings += roots
         report.findings += _collateral_findings(number, incident)
         matches.append(match)
@@ -630,7 +661,6 @@ def triage_paths(
         report.findings.append(orphaned)
     for reading in readings:
         report.findings += _log_findings(reading)
-    deployment = _deployment(readings, failures)
     release = None
     if found:
         build = build_of(found[0].root.frames)

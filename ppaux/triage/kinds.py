@@ -25,12 +25,14 @@ __all__ = [
     "AUX",
     "COMMUNICATION",
     "COMMUNICATION_INIT",
+    "DESCRIPTIONS",
     "KINDS",
     "MEMORY",
     "OTHER",
     "SHAPE_KERNEL",
     "UNKNOWN",
     "kind_of",
+    "kind_of_text",
 ]
 
 AUX = "auxiliary-output"
@@ -146,3 +148,41 @@ def kind_of(failure: Failure) -> str:
     ):
         return SHAPE_KERNEL
     return OTHER
+
+
+#: Each kind in words, as a report or ``ppaux explain`` says it.
+DESCRIPTIONS = {
+    AUX: "one of sglang's nine auxiliary-output messages",
+    MEMORY: "a memory failure (the device or host ran out of memory)",
+    COMMUNICATION_INIT: "a communication failure at set-up (a communicator or process group "
+    "that could not be created: NCCL, gloo, a rendezvous)",
+    COMMUNICATION: "a communication failure in flight (NCCL, gloo or a socket): what a rank "
+    "dies of when a peer died first, or when the network failed",
+    SHAPE_KERNEL: "a shape or kernel failure (a tensor size that does not fit, a kernel error)",
+    OTHER: "a failure of no kind ppaux tells apart",
+    UNKNOWN: "a traceback cut before its exception",
+}
+
+_PREFIXED = re.compile(r"^.{0,200}?\] ")
+
+
+def kind_of_text(text: str) -> str | None:
+    """The kind of the failure a pasted line or traceback shows (its last exception line, and
+    its frames), or None when no line of it is shaped as an exception line."""
+    from ppaux.triage.records import Frame, is_frame, raised
+
+    frames: list[Frame] = []
+    found: tuple[str, str] | None = None
+    for line in text.splitlines()[-2000:]:
+        body = _PREFIXED.sub("", line, count=1) if "] " in line[:202] else line
+        if is_frame(body):
+            function = body.rsplit(", in ", 1)[-1].strip() if ", in " in body else ""
+            frames.append(Frame("", 0, function))
+            continue
+        shaped = raised(body) or raised(line)
+        if shaped is not None:
+            found = shaped
+    if found is None:
+        return None
+    failure = Failure("", 0, None, None, None, None, None, 0, found[0], found[1], frames=frames)
+    return kind_of(failure)
