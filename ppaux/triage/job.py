@@ -537,6 +537,56 @@ def _skew_findings(failures: list[Failure]) -> list[Finding]:
     return []
 
 
+#: Why a file is no log of sglang's.
+_NOT_A_LOG = (
+    "not an sglang log: no line has the shape of sglang's, of a launcher's or of a traceback"
+)
+
+
+def _refuse_unshaped(report: Report, readings: list[LogReading]) -> None:
+    """Files that hold no line of sglang's or a launcher's shape (a README, a torch dump, a
+    one-line text file) are taken out of ``readings``: each is an input problem (an error line,
+    exit 2) when no other log of the run is one, else a PP811 warning beside them."""
+    unshaped = [r for r in readings if not r.shaped and not r.empty]
+    if not unshaped:
+        return
+    fine = [r for r in readings if r.shaped and not r.empty]
+    for reading in unshaped:
+        readings.remove(reading)
+        if not fine:
+            report.problems.append(InputProblem(reading.source, _NOT_A_LOG))
+            continue
+        report.findings.append(
+            finding(
+                "PP811",
+                reading.source,
+                f"{shown(reading.source, None)} is {_NOT_A_LOG}; it was left out, the other "
+                "logs were triaged",
+                extra={"log": reading.source, "lines": reading.lines},
+                location={"file": reading.source, "line": 1, "function": "-"},
+            )
+        )
+
+
+def _oversized_findings(reading: LogReading) -> list[Finding]:
+    """PP811 for the lines whose rank or line number is too long to read."""
+    if not reading.oversized:
+        return []
+    count = len(reading.oversized) + reading.more_oversized
+    first = reading.oversized[0]
+    return [
+        finding(
+            "PP811",
+            reading.source,
+            f"{counted(count, 'line')} of {shown(reading.source, None)} hold a rank or line "
+            f"number of more digits than any real one (the first: line {first}); "
+            "read without it",
+            extra={"log": reading.source, "lines": reading.oversized, "count": count},
+            location={"file": reading.source, "line": first, "function": "-"},
+        )
+    ]
+
+
 def _log_findings(reading: LogReading) -> list[Finding]:
     if reading.cut is None:
         return []
@@ -627,6 +677,7 @@ def triage_paths(
             report.problems.append(InputProblem(source.name, _empty_reason(source)))
             continue
         readings.append(reading)
+    _refuse_unshaped(report, readings)
     for path in given:
         # A directory whose every log is empty is refused as an empty file is; one that holds
         # some empty logs beside others lists them (0 lines) and triages the rest.
@@ -661,6 +712,7 @@ def triage_paths(
         report.findings.append(orphaned)
     for reading in readings:
         report.findings += _log_findings(reading)
+        report.findings += _oversized_findings(reading)
     release = None
     if found:
         build = build_of(found[0].root.frames)

@@ -64,6 +64,16 @@ _SETTING = {
     "nnodes": re.compile(rb"\bnnodes=(\d{1,4})\b"),
     "model_path": re.compile(rb"\bmodel_path='([^'\n]{1,512})'"),
 }
+#: What only a log of sglang's or of a launcher around it holds, looked for in a log's head:
+#: sglang's prefix (or a cut one), a traceback, torch's ``[rankN]:``, sglang's server arguments.
+_LOG_SHAPE = re.compile(
+    rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|(?:DP|PP|TP|EP)\d{1,6}\] |Traceback \(m|"
+    rb"\[rank\d{1,6}\]:|hit an exception|ServerArgs\(|Watchdog caught"
+)
+#: A rank or a frame's line number longer than ppaux reads (a finding, not a number).
+_OVERSIZED = re.compile(r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank)\d{7,}")
+#: Lines with an oversized number listed per log.
+_MAX_OVERSIZED = 16
 _FLAG_PP = re.compile(rb"--(?:pp-size|pipeline-parallel-size)[= ](\d{1,4})\b")
 
 
@@ -91,6 +101,12 @@ class LogReading:
     #: sglang's server arguments, where the log's first 64 KiB show them: ``pp_size``,
     #: ``nnodes``, ``model_path`` (as written).
     server_args: dict[str, str] = field(default_factory=dict)
+    #: False when nothing in the log has the shape of sglang's lines or a launcher's (a
+    #: README, a torch dump, a one-line text file): no log of sglang's.
+    shaped: bool = True
+    #: Lines holding a rank or line number too long to read, and how many more.
+    oversized: list[int] = field(default_factory=list)
+    more_oversized: int = 0
 
 
 def _event_kind(text: str) -> str | None:
@@ -126,6 +142,12 @@ class _Reader:
             self.close(builder)
 
     def take(self, line: LogLine, marked: bool, weak: bool = False) -> None:
+        if _OVERSIZED.search(line.text) is not None:
+            reading = self.reading
+            if len(reading.oversized) < _MAX_OVERSIZED:
+                reading.oversized.append(line.number)
+            else:
+                reading.more_oversized += 1
         if line.ranks:
             self.reading.pp_ranks.update(int(n) for n in _PP_RANK.findall(line.ranks))
         mine = [b for b in self.open if b.failure.stream == line.stream]
@@ -293,6 +315,8 @@ def read_log(
         reading.envelope, reading.launcher = detect(head)
         reading.pp_ranks.update(int(n) for n in _PP_PREFIX.findall(head))
         reading.server_args = _server_args(head)
+        detected = reading.envelope is not Envelope.PLAIN or reading.launcher is not Launcher.NONE
+        reading.shaped = detected or _LOG_SHAPE.search(head) is not None
         stamped = reading.envelope is Envelope.TIMESTAMPS
         scanner = Scanner(stream)
         reader = _Reader(reading, first_order)
@@ -336,4 +360,6 @@ def read_log(
         if source.stream is None:
             stream.close()
     reading.failures.sort(key=lambda f: f.order)
+    if reading.failures or reading.events or reading.captures:
+        reading.shaped = True
     return reading

@@ -167,7 +167,7 @@ def is_frame(text: str) -> bool:
 
 def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
     """The failure that ``line`` begins, if it is the first line of a traceback."""
-    match = _START.search(line.text, 0, 400)
+    match = _START.search(line.text)
     if match is None:
         return None
     return Failure(

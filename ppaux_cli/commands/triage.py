@@ -56,4 +56,11 @@ def triage(
         report = triage_paths(paths, streams, local_zone=local_zone)
     except TriageConfigError as exc:
         fail(setting_line(exc))
+    if report.problems and not report.data.get("logs"):
+        # No log could be read: one error line each, nothing on stdout.
+        from ppaux.text import shown
+
+        for problem in report.problems[:-1]:
+            sys.stderr.write(f"ppaux: error: {shown(str(problem), None)}\n")
+        fail(str(report.problems[-1]))
     emit(report, options)

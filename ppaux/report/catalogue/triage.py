@@ -244,4 +244,24 @@ RULES = (
         example="the traceback of PP0 TP0 ends before its exception line",
         area="triage",
     ),
+    Rule(
+        code="PP811",
+        name="triage-input-unread",
+        severity=Severity.WARNING,
+        summary="Part of the input could not be read as an sglang log.",
+        explanation=(
+            "A file given beside other logs holds no line of sglang's shape, of a launcher's "
+            "or of a traceback (a README, a torch dump, a one-line text file): it is left out "
+            "and the other logs are triaged (alone, it is refused: an error line, exit 2). Or "
+            "a line holds a rank or a frame's line number of more digits than any real one: "
+            "the line is read without it. " + _LOCATION
+        ),
+        causes=(
+            "The wrong file was given, or a directory holds more than logs.",
+            "A damaged or crafted log.",
+        ),
+        fix="Give the server's logs only; look at the line named.",
+        example="notes.txt is not an sglang log: no line has the shape of sglang's",
+        area="triage",
+    ),
 )
