@@ -121,25 +121,82 @@ def _event_kind(text: str) -> str | None:
     return None
 
 
+class _Open:
+    """The tracebacks still open in one stream, in the order they began, and how many sglang
+    lines the stream has had (what a traceback waiting for its exception counts as foreign)."""
+
+    __slots__ = ("builders", "sglang_lines")
+
+    def __init__(self) -> None:
+        self.builders: dict[int, TracebackBuilder] = {}
+        self.sglang_lines = 0
+
+
 class _Reader:
+    """Feeds lines to the open tracebacks of their stream. Each line costs the same whatever
+    how many tracebacks are open: they are indexed by stream and by ranks, and the sglang lines
+    of other ranks that a waiting traceback lets pass are counted once per stream."""
+
     def __init__(self, reading: LogReading, first_order: int) -> None:
         self.reading = reading
         self.order = first_order
-        self.open: list[TracebackBuilder] = []
+        #: How many tracebacks are open, in every stream.
+        self.count = 0
+        self._streams: dict[str | None, _Open] = {}
+        self._by_ranks: dict[tuple[str | None, str | None], dict[int, TracebackBuilder]] = {}
+        self._after: dict[str | None, dict[int, TracebackBuilder]] = {}
 
     def _next_order(self) -> int:
         self.order += 1
         return self.order
 
+    def _add(self, builder: TracebackBuilder) -> None:
+        failure = builder.failure
+        stream = self._streams.setdefault(failure.stream, _Open())
+        builder.base = stream.sglang_lines
+        stream.builders[id(builder)] = builder
+        self._by_ranks.setdefault((failure.stream, failure.ranks), {})[id(builder)] = builder
+        self.count += 1
+
+    def _settle(self, builder: TracebackBuilder) -> None:
+        """Index a traceback past its exception line among those any sglang line ends."""
+        if builder.wants_frames or builder.ended:
+            return
+        builder.ended = True
+        failure = builder.failure
+        self._by_ranks.get((failure.stream, failure.ranks), {}).pop(id(builder), None)
+        self._after.setdefault(failure.stream, {})[id(builder)] = builder
+
     def close(self, builder: TracebackBuilder) -> None:
-        self.open.remove(builder)
-        failure = builder.finish()
-        if failure is not None:
-            self.reading.failures.append(failure)
+        failure = builder.failure
+        stream = self._streams[failure.stream]
+        del stream.builders[id(builder)]
+        self._by_ranks.get((failure.stream, failure.ranks), {}).pop(id(builder), None)
+        self._after.get(failure.stream, {}).pop(id(builder), None)
+        self.count -= 1
+        finished = builder.finish()
+        if finished is not None:
+            self.reading.failures.append(finished)
 
     def close_all(self) -> None:
-        for builder in list(self.open):
-            self.close(builder)
+        for stream in list(self._streams.values()):
+            for builder in list(stream.builders.values()):
+                self.close(builder)
+
+    @staticmethod
+    def _foreign(stream: _Open, builder: TracebackBuilder) -> int:
+        return builder.foreign + stream.sglang_lines - builder.base
+
+    def _target(self, stream: _Open) -> TracebackBuilder:
+        """The latest traceback of the stream still waiting for its exception, else the
+        latest."""
+        last = None
+        for builder in reversed(stream.builders.values()):
+            last = last or builder
+            if builder.wants_frames:
+                return builder
+        assert last is not None
+        return last
 
     def take(self, line: LogLine, marked: bool, weak: bool = False) -> None:
         if _OVERSIZED.search(line.text) is not None:
@@ -150,25 +207,31 @@ class _Reader:
                 reading.more_oversized += 1
         if line.ranks:
             self.reading.pp_ranks.update(int(n) for n in _PP_RANK.findall(line.ranks))
-        mine = [b for b in self.open if b.failure.stream == line.stream]
-        if line.sglang:
-            for builder in mine:
-                if not builder.wants_frames or builder.failure.ranks == (line.ranks or None):
+        stream = self._streams.get(line.stream)
+        if stream is not None and stream.builders:
+            if line.sglang:
+                stream.sglang_lines += 1
+                for builder in list(self._after.get(line.stream, {}).values()):
                     self.close(builder)
-                else:
-                    builder.foreign += 1
-        elif mine:
-            waiting = [b for b in mine if b.wants_frames]
-            builder = waiting[-1] if waiting else mine[-1]
-            if builder.feed(line, marked):
-                return
-            if builder.wants_frames:
-                builder.foreign += 1
+                same = self._by_ranks.get((line.stream, line.ranks or None), {})
+                for builder in list(same.values()):
+                    self.close(builder)
             else:
-                self.close(builder)
-        for builder in list(self.open):
-            if builder.foreign > _MAX_FOREIGN:
-                self.close(builder)
+                builder = self._target(stream)
+                if builder.feed(line, marked):
+                    self._settle(builder)
+                    return
+                if builder.wants_frames:
+                    builder.foreign += 1
+                    if self._foreign(stream, builder) > _MAX_FOREIGN:
+                        self.close(builder)
+                else:
+                    self.close(builder)
+            while stream.builders:
+                first = next(iter(stream.builders.values()))
+                if self._foreign(stream, first) <= _MAX_FOREIGN:
+                    break
+                self.close(first)
         if marked:
             self._marked(line)
         elif weak:
@@ -178,7 +241,8 @@ class _Reader:
         """A frame line no open traceback took (a fragment whose header is lost), or an
         exception line outside any traceback: a one-line ``[prefix] SomeError: ...`` record
         (that rank's failure), or the last line of a fragment whose frames the log lost."""
-        if any(b.failure.stream == line.stream for b in self.open):
+        stream = self._streams.get(line.stream)
+        if stream is not None and stream.builders:
             return
         reading = self.reading
         text = line.text
@@ -186,7 +250,7 @@ class _Reader:
         shaped = None if fragment else raised(text)
         if not fragment and shaped is None:
             return
-        if len(reading.failures) + len(self.open) >= MAX_FAILURES:
+        if len(reading.failures) + self.count >= MAX_FAILURES:
             reading.more_failures += 1
             return
         failure = Failure(
@@ -204,7 +268,7 @@ class _Reader:
         if fragment:
             builder = TracebackBuilder(failure)
             builder.feed(line, False)
-            self.open.append(builder)
+            self._add(builder)
             return
         assert shaped is not None
         failure.exception, failure.message = shaped
@@ -214,10 +278,10 @@ class _Reader:
         reading = self.reading
         failure = failure_start(line, reading.source, self._next_order())
         if failure is not None:
-            if len(reading.failures) + len(self.open) >= MAX_FAILURES:
+            if len(reading.failures) + self.count >= MAX_FAILURES:
                 reading.more_failures += 1
                 return
-            self.open.append(TracebackBuilder(failure))
+            self._add(TracebackBuilder(failure))
             return
         kind = _event_kind(line.text)
         if kind is None:
@@ -325,7 +389,7 @@ def read_log(
         # (joined to MAX_LINE, further pieces are skipped, not copied again).
         pieces: dict[str | None, tuple[int, str, float | None, str | None, bool]] = {}
         while True:
-            wanted = reader.open or pieces
+            wanted = reader.count or pieces
             item = scanner.next_line() if wanted else scanner.next_marked_line()
             if item is None:
                 break

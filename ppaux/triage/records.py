@@ -34,6 +34,12 @@ _OUTER_FRAMES = 10
 #: Characters of an exception message kept, and its continuation lines.
 MAX_MESSAGE = 4000
 _MAX_MESSAGE_LINES = 40
+#: Lines a traceback may take after its last frame line before its exception line (a frame's
+#: source, its carets, a multi-line statement); past this it is ended, cut off.
+_MAX_AFTER_FRAME = 64
+#: Continuation lines of an exception message swallowed (not kept) past those kept; past this
+#: the traceback is ended.
+_MAX_SWALLOWED = 400
 #: Exceptions of a chain kept ('During handling of the above exception ...').
 _MAX_CHAIN = 8
 
@@ -190,6 +196,12 @@ class TracebackBuilder:
         self.failure = failure
         self.state = "frames"  # then "after" (exception line seen), "chain" (a chain header)
         self.foreign = 0
+        #: The stream's count of sglang lines when this traceback began (its reader counts the
+        #: sglang lines of other ranks it let pass from it), and whether the reader has it among
+        #: the tracebacks past their exception line.
+        self.base = 0
+        self.ended = False
+        self._since_frame = 0
         self._blank = 0
         self._message_lines = 0
         self._frames: list[Frame] = []
@@ -227,7 +239,8 @@ class TracebackBuilder:
         if marked or self._blank or text.startswith("[") or text.startswith("INFO:"):
             return False
         if self._message_lines >= _MAX_MESSAGE_LINES:
-            return True  # swallowed, not kept
+            self._message_lines += 1
+            return self._message_lines < _MAX_MESSAGE_LINES + _MAX_SWALLOWED  # swallowed
         self._message_lines += 1
         failure = self.failure
         if len(failure.message) < MAX_MESSAGE:
@@ -243,7 +256,12 @@ class TracebackBuilder:
             digits = frame.group("line")
             number = int(digits) if len(digits) <= _MAX_LINE_DIGITS else 0
             self._add_frame(Frame(frame.group("file"), number, frame.group("function") or ""))
+            self._since_frame = 0
             return True
+        self._since_frame += 1
+        if self._since_frame > _MAX_AFTER_FRAME:
+            self.state = "after"  # no exception line came where one should: cut off
+            return False
         code = text.strip()
         if not code or set(code) <= set("^~ ") or code.startswith("Traceback (m"):
             return True
