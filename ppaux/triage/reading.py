@@ -49,6 +49,8 @@ _SEAM = max(len(marker) for marker in ALL_MARKERS) - 1
 #: Bytes looked at to tell a log's envelope and launcher.
 _HEAD = 64 << 10
 
+#: Characters of a capture line read (its directory is a path: far shorter).
+_CAPTURE_LINE = 8192
 _CAPTURE_DIR = re.compile(r"ppaux capture: capturing .* into (?P<dir>.+?) \(when=(?P<how>[^)]*)\)")
 #: sglang's prefix with a pipeline rank, as it appears inside any envelope (``[time ... PPn ...]``).
 _PP_PREFIX = re.compile(
@@ -287,7 +289,7 @@ class _Reader:
         if kind is None:
             return
         if kind == "capture":
-            found = _CAPTURE_DIR.search(line.text)
+            found = _CAPTURE_DIR.search(line.text[:_CAPTURE_LINE])
             if found is not None and len(reading.captures) < 16:
                 reading.captures.append((found.group("dir"), "strict" in found.group("how")))
         if len(reading.events) >= MAX_EVENTS:

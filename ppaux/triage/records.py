@@ -45,7 +45,9 @@ _MAX_CHAIN = 8
 
 #: A traceback's first line, wherever it stands in the line (behind a pasted character), and
 #: even when the paste cut it after ``Traceback (m``.
-_START = re.compile(r"(?:(?P<process>\w+) hit an exception: )?Traceback \(m")
+_HEADER = "Traceback (m"
+#: The process that logged it, just before the header (``Scheduler hit an exception: ``).
+_PROCESS = re.compile(r"(?:^|\W)(?P<process>\w{1,64}) hit an exception: $")
 #: A frame line, indented or not (web UIs strip indentation); its line number is bounded.
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<function>.*))?$')
 _EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::(?: (?P<message>.*))?)?$")
@@ -173,9 +175,10 @@ def is_frame(text: str) -> bool:
 
 def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
     """The failure that ``line`` begins, if it is the first line of a traceback."""
-    match = _START.search(line.text)
-    if match is None:
+    at = line.text.find(_HEADER)
+    if at < 0:
         return None
+    match = _PROCESS.search(line.text, max(0, at - 100), at)
     return Failure(
         source=source,
         line=line.number,
@@ -183,7 +186,7 @@ def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
         time_text=line.time_text,
         ranks=line.ranks or None,
         stream=line.stream,
-        process=match.group("process"),
+        process=None if match is None else match.group("process"),
         order=order,
         zone=line.zone,
     )
