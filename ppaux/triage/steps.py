@@ -298,11 +298,11 @@ def _network_steps(at_init: bool) -> list[Step]:
         Step(("export", "NCCL_DEBUG=INFO"), "every node"),
         Step(("export", "NCCL_DEBUG_SUBSYS=INIT,NET"), "every node"),
         Step(
-            ("export", "NCCL_SOCKET_IFNAME=IFACE"),
+            None,
             "every node",
-            "IFACE: the interface that reaches the other nodes (ip -brief address)",
+            "and NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to the interface that reaches the "
+            "other nodes (ip -brief address lists them)",
         ),
-        Step(("export", "GLOO_SOCKET_IFNAME=IFACE"), "every node", "the same interface"),
         Step(("export", "TORCH_NCCL_DUMP_ON_TIMEOUT=1"), "every node"),
         Step(
             None,
