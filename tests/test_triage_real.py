@@ -130,3 +130,15 @@ def test_a_healthy_log_with_error_words_holds_no_failure(tmp_path):
     )
     report = triage_paths([str(log)])
     assert report.findings == []
+
+
+def test_warnings_and_the_server_process_s_request_errors_are_no_failures(tmp_path):
+    log = tmp_path / "requests.log"
+    log.write_text(
+        "[2026-06-17 06:48:30 TP0] Load weight end. type=LlamaForCausalLM\n"
+        "FutureWarning: `torch.cuda.amp.autocast(args...)` is deprecated.\n"
+        "[2026-06-17 06:48:31] ValueError: The input (9000 tokens) is longer than the model's "
+        "context length (8192 tokens).\n"
+    )
+    report = triage_paths([str(log)])
+    assert report.findings == []

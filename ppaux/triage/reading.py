@@ -252,6 +252,10 @@ class _Reader:
         shaped = None if fragment else raised(text)
         if not fragment and shaped is None:
             return
+        if shaped is not None and (shaped[0].endswith("Warning") or line.ranks == ""):
+            # A warning is no failure; an exception line under sglang's prefix without ranks is
+            # the server process's (a request refused), not a rank's.
+            return
         if len(reading.failures) + self.count >= MAX_FAILURES:
             reading.more_failures += 1
             return
