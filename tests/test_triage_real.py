@@ -69,7 +69,7 @@ def test_each_real_log_in_every_envelope(name):
 def test_every_real_log_has_every_envelope():
     stems = {n.split(".", 1)[0] for n in FORMS}
     assert stems == set(EXPECTED)
-    assert len(FORMS) == len(EXPECTED) * 17
+    assert len(FORMS) == len(EXPECTED) * 19
 
 
 def test_one_line_records_are_their_ranks_failures(tmp_path):
@@ -130,6 +130,24 @@ def test_a_healthy_log_with_error_words_holds_no_failure(tmp_path):
     )
     report = triage_paths([str(log)])
     assert report.findings == []
+
+
+def test_stripped_statements_on_several_lines_and_wrapped_types(tmp_path):
+    log = tmp_path / "ray.log"
+    log.write_text(
+        "[2026-06-17 06:48:30 PP0 TP0] Scheduler hit an exception: Traceback (most recent call "
+        "last):\n"
+        'File "/srv/sglang/python/sglang/srt/managers/scheduler.py", line 10, in run\n'
+        "result = self.call(\n"
+        "batch, extra)\n"
+        'File "/srv/sglang/python/sglang/srt/managers/scheduler.py", line 20, in call\n'
+        "raise\n"
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task() (pid=1, ip=x)\n"
+    )
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    assert root.extra["exception"] == "ray.exceptions.RayTaskError(OutOfMemoryError)"
+    assert root.extra["kind"] == "memory"
 
 
 def test_warnings_and_the_server_process_s_request_errors_are_no_failures(tmp_path):

@@ -188,7 +188,10 @@ def peel_envelope(text: str) -> Peeled:
         lead = _LEAD.match(rest)
         if lead is not None and lead.group("time") and not _sglang_like(rest):
             _stamp(peeled, lead.group("time"))
+            comma = rest[lead.end() - 1 : lead.end()] == ","
             rest = rest[lead.end() :]
+            if comma and len(rest) >= 2 and rest[0] == rest[-1] == '"':
+                rest = rest[1:-1].replace('""', '"')  # a CSV download's quoted message
             level = _LEVEL_COLUMN.match(rest)
             if level is not None:
                 rest = rest[level.end() :]

@@ -48,7 +48,7 @@ KINDS = (AUX, MEMORY, COMMUNICATION_INIT, COMMUNICATION, SHAPE_KERNEL, OTHER, UN
 #: Characters of a message looked at.
 _READ = 2000
 
-_MEMORY_TYPES = re.compile(r"(?:^|\.)(?:OutOfMemoryError|MemoryError)$")
+_MEMORY_TYPES = re.compile(r"OutOfMemoryError|(?:^|[.(])MemoryError\b")
 _MEMORY_TEXT = re.compile(
     r"out of memory|CUDA_ERROR_OUT_OF_MEMORY|CUBLAS_STATUS_ALLOC_FAILED|Not enough memory|"
     r"insufficient memory|cudaErrorMemoryAllocation|Tried to allocate",

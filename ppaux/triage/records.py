@@ -58,6 +58,9 @@ _RAISED = re.compile(
     r"(?:Error|Exception|Interrupt|Exit|Failure|Fault|Timeout|Warning|Abort|StopIteration))"
     r"(?::(?: ?(?P<message>.*))?)?$"
 )
+#: An exception line whose type carries its cause: ``ray.exceptions.RayTaskError(OutOfMemoryError):
+#: ...``.
+_WRAPPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]{0,200}\([\w.]{1,200}\)):(?: (?P<message>.*))?$")
 #: Digits of a frame's line number read (a longer one is no line number).
 _MAX_LINE_DIGITS = 9
 _CHAIN = (
@@ -282,13 +285,11 @@ class TracebackBuilder:
             return True
         if text.startswith(" ") or (text.startswith("\t")):
             return True
-        exception = _EXCEPTION.match(text)
-        if exception is not None:
-            failure.exception = exception.group("type")
-            failure.message = (exception.group("message") or "")[:MAX_MESSAGE]
-        else:
-            failure.exception = "Exception"
-            failure.message = text[:MAX_MESSAGE]
+        exception = _EXCEPTION.match(text) or _WRAPPED.match(text)
+        if exception is None:
+            return True  # more of a frame's source (a statement on several lines)
+        failure.exception = exception.group("type")
+        failure.message = (exception.group("message") or "")[:MAX_MESSAGE]
         self.state = "after"
         self._blank = 0
         self._message_lines = 0
