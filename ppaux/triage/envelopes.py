@@ -15,6 +15,8 @@ of the file looks like:
   level column after it (Grafana's table), Loki's ``{label="..."}`` set, Cloud Logging's
   ``[key: value]`` groups, a journald ``short-iso`` ``host ident[pid]:``, an ``aws logs tail``
   stream name, tab- or comma-separated columns (a table or CSV download);
+- syslog's and journald's default ``short`` form (``Jun 17 06:48:30 host ident[pid]:``), and a
+  serving framework's own logger before each line (vLLM's ``ERROR 03-12 15:02:44 file.py:N]``);
 - launchers: ``kubectl logs --prefix``'s ``[pod/<pod>/<container>]``, docker compose's padded
   ``<service>  |``, Ray's ``(... pid=N ...)``, Slurm ``srun --label``'s ``<task>:``.
 
@@ -54,6 +56,15 @@ _JOURNALD = re.compile(r"^[\w.-]+ [\w.@/-]+(?:\[\d{1,10}\])?: ")
 #: ``aws logs tail``: ``<time> <stream> <message>``; a stream name holds a '/'.
 _AWS_STREAM = re.compile(r"^[\w.-]+(?:/[\w.\[\]$-]+)+ ")
 _KUBECTL = re.compile(r"^\[(?P<who>pod/[^/\]\s]+/[^/\]\s]*)\] ")
+#: syslog's and journald's default (``short``) form: ``Jun 17 06:48:30 host ident[pid]: ``.
+_SYSLOG = re.compile(
+    r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? [\w.-]+ [\w.@/-]+(?:\[\d{1,10}\])?: "
+)
+#: A Python serving framework's own logger (vLLM's): ``ERROR 03-12 15:02:44 file.py:581] ``.
+_FRAMEWORK = re.compile(
+    r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? "
+    r"[\w.-]{1,200}:\d{1,9}\] "
+)
 _COMPOSE = re.compile(r"^(?P<who>[A-Za-z0-9][\w.-]*) +\| ?")
 _RAY = re.compile(r"^\((?P<who>[^()]{0,200}\bpid=\w+[^()]{0,200})\) ?")
 _SLURM = re.compile(r"^ {0,8}(?P<task>\d{1,7}): ")
@@ -164,6 +175,7 @@ def peel_envelope(text: str) -> Peeled:
     if text[:1] == "{" and text.rstrip()[-1:] == "}":
         record = _json_record(text)
         if record is not None:
+            record.lines = [_layers(line, record) for line in record.lines]
             return record
     if text[:1] in (" ", '"') and '"' in text[:24]:
         member = _JSON_MEMBER.match(text)
@@ -173,7 +185,9 @@ def peel_envelope(text: str) -> Peeled:
             except ValueError:
                 value = None
             if isinstance(value, str):
-                return Peeled(value.rstrip("\r\n").split("\n")[:MAX_RECORD_LINES])
+                member_lines = Peeled(value.rstrip("\r\n").split("\n")[:MAX_RECORD_LINES])
+                member_lines.lines = [_layers(line, member_lines) for line in member_lines.lines]
+                return member_lines
     if _JSON_FRAME.match(text) is not None:
         return Peeled([])  # a pretty-printed export's brackets and other members
     peeled = Peeled([text])
@@ -203,13 +217,21 @@ def peel_envelope(text: str) -> Peeled:
                 if aws is not None:
                     peeled.stream = aws.group(0).strip()
                     rest = rest[aws.end() :]
+    syslog = _SYSLOG.match(rest)
+    if syslog is not None:
+        rest = rest[syslog.end() :]
+    peeled.lines = [_layers(rest, peeled)]
+    return peeled
+
+
+def _layers(rest: str, peeled: Peeled) -> str:
+    """``rest`` without the launchers' and stores' layers before it (at most four)."""
     for _ in range(4):
         step = _launcher(rest, peeled)
         if step is None:
             break
         rest = step
-    peeled.lines = [rest]
-    return peeled
+    return rest
 
 
 def _sglang_like(text: str) -> bool:
@@ -249,6 +271,10 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
         return None
     if head == "\t":
         return rest[1:]
+    bare = rest.lstrip(" ")
+    framework = _FRAMEWORK.match(bare) if len(rest) - len(bare) <= 8 else None
+    if framework is not None:
+        return bare[framework.end() :]
     slurm = _SLURM.match(rest)
     if slurm is not None:
         peeled.stream = f"task {int(slurm.group('task'))}"

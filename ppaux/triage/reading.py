@@ -70,7 +70,8 @@ _SETTING = {
 #: sglang's prefix (or a cut one), a traceback, torch's ``[rankN]:``, sglang's server arguments.
 _LOG_SHAPE = re.compile(
     rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|(?:DP|PP|TP|EP)\d{1,6}\] |Traceback \(m|"
-    rb"\[rank\d{1,6}\]:|hit an exception|ServerArgs\(|Watchdog caught"
+    rb"\[rank\d{1,6}\]:|hit an exception|ServerArgs\(|Watchdog caught|"
+    rb'File \\?"[^"\n]{1,4096}", line \d'
 )
 #: A rank or a frame's line number longer than ppaux reads (a finding, not a number).
 _OVERSIZED = re.compile(r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank)\d{7,}")

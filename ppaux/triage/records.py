@@ -312,11 +312,12 @@ class TracebackBuilder:
 
     def finish(self) -> Failure | None:
         """The failure, its frames in order; ``cut`` when no exception line came. A fragment
-        (no header) that never reached its exception line is no failure: None."""
+        (no header) with neither a frame nor an exception line is no failure: None."""
         failure = self.failure
         failure.frames = self._frames
         if failure.fragment and failure.exception is None and not failure.chain:
-            return None
+            if not self._frames:
+                return None
         if failure.exception is None:
             failure.cut = True
             if failure.chain and self.state == "chain":
