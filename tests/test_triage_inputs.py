@@ -12,8 +12,11 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from ppaux.report.formats import Format, render
 from ppaux.triage import triage_paths
 from ppaux_cli.app import app
 
@@ -128,3 +131,58 @@ def test_a_number_of_five_thousand_digits_is_a_finding(tmp_path):
     (found,) = [f for f in report.findings if f.code == "PP811"]
     assert found.extra["lines"] == [1, 2]
     assert [f.code for f in report.findings if f.code == "PP802"] == ["PP802"]
+
+
+_PIECES = st.sampled_from(
+    [
+        "[2026-12-03 10:00:00 PP0 TP0] ",
+        "[2026-12-03 10:00:01 PP1 TP1] ",
+        "026-12-03 10:00:01 PP1] ",
+        "`",
+        "  ",
+        "0: ",
+        "sglang-1  | ",
+        "(pid=1, ip=10.0.0.1) ",
+        "[pod/sglang-0/sglang] ",
+        "2026-12-03T10:00:00.1Z ",
+        "ERROR 2026-12-03T10:00:00Z [severity: ERROR] ",
+        '{app="sglang"} ',
+        "Scheduler hit an exception: Traceback (most recent call last):",
+        "Traceback (m",
+        'File "/x/sglang/srt/managers/scheduler.py", line 12, in f',
+        "self.f()",
+        "^^^^",
+        "RuntimeError: NCCL error: unhandled system error",
+        "torch.OutOfMemoryError: CUDA out of memory",
+        "received a non-tensor auxiliary PP output",
+        "Received sigquit from a child process.",
+        '{"log": "Traceback (most recent call last):\\n", "time": "2026-12-03T10:00:00Z"}',
+        '{"textPayload": "  File \\"/x.py\\", line 1, in f\\nValueError: x"}',
+        "PP" + "9" * 60,
+        "\x1b]0;title\x07",
+        "\u202e",
+        "\x00",
+    ]
+)
+_LINES = st.lists(
+    st.lists(st.one_of(_PIECES, st.text(max_size=20)), min_size=1, max_size=4).map("".join),
+    min_size=1,
+    max_size=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lines=_LINES)
+def test_any_mix_of_envelopes_is_triaged_without_an_internal_error_or_a_control_character(
+    lines, tmp_path_factory
+):
+    path = tmp_path_factory.mktemp("mix") / "mix.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogateescape")
+    report = triage_paths([str(path)])
+    for fmt in (Format.TEXT, Format.JSON, Format.MARKDOWN):
+        text = render(report, fmt)
+        assert not [c for c in text if (ord(c) < 0x20 and c not in "\n\t") or c == "\x7f"]
+        assert "\u202e" not in text
+    for step in report.data.get("steps", []):
+        if step["argv"] is not None:
+            assert all(not (ord(c) < 0x20) for word in step["argv"] for c in word)
