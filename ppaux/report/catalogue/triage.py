@@ -65,17 +65,26 @@ RULES = (
             "The earliest scheduler failure of an incident raised an exception other than the "
             "nine auxiliary-output messages (a KeyError from mismatched logprob keys, a CUDA "
             "error, an out-of-memory error, an assertion in a model). It is still the root of "
-            "what follows, and ppaux claims no auxiliary-output cause for it. A traceback cut "
-            "off before its exception line is reported here with its exception unknown. "
-            + _LOCATION
+            "what follows, and ppaux claims no auxiliary-output cause for it. Its kind "
+            "(extra.kind: communication-init, communication, memory, shape-kernel, other, "
+            "unknown) is told from the exception's type, message and frames, and chooses the "
+            "next steps. A communicator that could not be set up, with no failure before it, "
+            "is a root. A traceback cut off before its exception line is reported here with "
+            "its exception unknown. " + _LOCATION
         ),
         causes=(
             "Any failure in the scheduler's event loop or its start-up.",
+            "A communicator or process group that could not be set up (NCCL, gloo, the "
+            "network between the nodes).",
+            "Memory (the KV cache, CUDA graphs, the weights of a stage).",
+            "A shape or kernel failure in sglang, a model or a kernel it calls.",
             "Stages that disagree on the PP output message (a KeyError on a logprob key).",
         ),
         fix=(
-            "Read the traceback at the line given; run 'ppaux check-skew' across the stages when "
-            "the error comes from the PP path."
+            "Read the traceback at the line given and follow the next steps the report lists "
+            "for its kind (NCCL variables and what to collect, the memory server arguments, "
+            "what to report upstream); run 'ppaux check-skew' across the stages when the error "
+            "comes from the PP path."
         ),
         example=(
             "PP0 TP0 failed first at 2026-12-03 14:22:07 (local time of the host, zone unknown) "
