@@ -72,8 +72,7 @@ _COMMUNICATION_TEXT = re.compile(
 #: What only a communicator's or a process group's set-up says, in its message or its frames.
 _INIT_TEXT = re.compile(
     r"ncclCommInitRank|ncclCommInitAll|ncclGetUniqueId|connectFullMesh|rendezvous|"
-    r"init_process_group|Address already in use|EADDRINUSE|TCPStore\(|"
-    r"Connection refused|No route to host|Network is unreachable"
+    r"init_process_group|Address already in use|EADDRINUSE|TCPStore\("
 )
 _INIT_FUNCTIONS = frozenset(
     {
