@@ -26,7 +26,9 @@ def triage(
         typer.Argument(
             metavar="LOG",
             help="sglang server logs (plain, Kubernetes/CRI, Docker json-file, docker compose, "
-            "Ray, kubectl logs --prefix; with or without --timestamps/-t; gzip or not) or "
+            "Ray, kubectl logs --prefix, Slurm srun --label, journald, Grafana/Loki, Google "
+            "Cloud Logging and CloudWatch exports, pasted tracebacks; with or without "
+            "--timestamps/-t; gzip, bzip2, xz, zstd with ppaux[zstd], UTF-16/32 or not) or "
             "directories of them; - reads one log from stdin.",
         ),
     ],
