@@ -16,13 +16,19 @@ Each is a child process; its wall time, CPU time and peak resident memory (``ru_
 Printed: medians, the ratios of medians, the highest peaks, and a check that the triage found
 the root on the right line. ``--hostile`` also runs triage on a
 1 GiB file that is one line (no newline at all) and on 64 MiB of random bytes, for time and peak
-memory.
+memory. ``--small`` runs triage on hostile inputs under 1 MB each (200 tracebacks that never
+end then 330,000 short lines; a 917 KB-class gzip bomb of 900 MiB; the sample log as bzip2, xz
+and UTF-16 without a byte-order mark; 5,000-digit ranks and line numbers) and prints each one's
+CPU time and peak memory (targets: 2 s CPU, 250 MB).
 """
 
 from __future__ import annotations
 
 import argparse
+import bz2
+import gzip
 import json
+import lzma
 import os
 import random
 import shutil
@@ -71,7 +77,10 @@ def main() -> int:
     parser.add_argument("--mib", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--hostile", action="store_true")
+    parser.add_argument("--small", action="store_true")
     args = parser.parse_args()
+    if args.small:
+        return small()
     grep = shutil.which("grep")
     if grep is None:
         print("grep not found", file=sys.stderr)
@@ -130,6 +139,53 @@ def main() -> int:
             wall, _, peak, _ = run([*ppaux, str(binary), "--format", "json"])
             print(f"64 MiB random bytes: {wall:.2f} s, peak {peak / 1e6:.1f} MB")
     return 0 if found_line == line else 1
+
+
+def _small_inputs(scratch: Path) -> dict[str, Path]:
+    """The hostile inputs under 1 MB, written into ``scratch``."""
+    sample = SAMPLE.read_bytes()
+    made: dict[str, bytes] = {
+        "200 open tracebacks, 330,000 lines": b"".join(
+            f"[2026-12-03 10:00:00 PP0 TP{i}] Scheduler hit an exception: Traceback (most "
+            "recent call last):\n".encode()
+            for i in range(200)
+        )
+        + b"  x\n" * 330_000,
+        "bzip2 of the sample": bz2.compress(sample),
+        "xz of the sample": lzma.compress(sample),
+        "UTF-16-LE of the sample, no BOM": sample.decode().encode("utf-16-le"),
+        "5,000-digit rank and line": (
+            f"[2026-12-03 10:00:00 PP{'7' * 5000} TP0] Scheduler hit an exception: Traceback "
+            f'(most recent call last):\n  File "/x/sglang/srt/a.py", line {"9" * 5000}, in f\n'
+            "    f()\nRuntimeError: boom\n"
+        ).encode()
+        * 60,
+    }
+    paths = {}
+    for index, (name, data) in enumerate(made.items()):
+        path = scratch / f"small-{index}.log"
+        path.write_bytes(data)
+        paths[name] = path
+    bomb = scratch / "bomb.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as out:
+        block = b"\n" * (1 << 20)
+        for _ in range(900):
+            out.write(block)
+    paths["gzip bomb, 900 MiB of newlines"] = bomb
+    return paths
+
+
+def small() -> int:
+    """CPU time and peak memory of triage on each hostile input under 1 MB."""
+    ppaux = [sys.executable, "-m", "ppaux_cli", "triage"]
+    worst = 0.0
+    with tempfile.TemporaryDirectory(prefix="ppaux-bench-triage-small-") as scratch:
+        for name, path in _small_inputs(Path(scratch)).items():
+            _, cpu, peak, _ = run([*ppaux, str(path), "--format", "json"])
+            size = path.stat().st_size
+            print(f"{name} ({size / 1e3:.0f} KB): {cpu:.2f} s CPU, peak {peak / 1e6:.1f} MB")
+            worst = max(worst, cpu)
+    return 0 if worst <= 2.0 else 1
 
 
 if __name__ == "__main__":

@@ -277,9 +277,10 @@ def test_communication_failures_without_a_root_say_so(tmp_path):
     report = triage_paths([str(log)])
     assert _codes(report) == ["PP809"]
     assert report.findings[0].message == (
-        f"1 record of communication failures or SIGQUIT (rank 1 at {log}:1), and no failure "
-        "that caused it in these logs"
+        "no root in this log: the cause is on the network or another node; 1 communication "
+        f"failure (rank 1 at {log}:1) and nothing else"
     )
+    assert report.findings[0].extra["no_root"] == "network-or-other-node"
 
 
 def test_log_text_is_shown_escaped(tmp_path):
@@ -631,7 +632,13 @@ def test_next_steps_know_the_last_stage_from_every_rank_prefix_not_only_the_fail
         f"ppaux fingerprint --pp-rank {n} --pp-size 4 -o stage-{n}.json  # on PP{n}'s host"
         for n in (0, 1, 2, 3)
     ]
-    assert any(s.startswith("export PPAUX_CAPTURE_STRICT=1  # on PP3 only") for s in steps)
+    if envelope == "cri":  # a pod's log: the capture is set in the pod spec, with a volume
+        assert any("PPAUX_CAPTURE_STRICT=1 on PP3 only" in s for s in steps)
+        assert any(s.startswith("kubectl set env ") for s in steps)
+    elif envelope == "docker-json":  # a container's log: docker run -e, -v
+        assert any(s.startswith("docker run -e PPAUX_CAPTURE_DIR=") and " -v " in s for s in steps)
+    else:
+        assert any(s.startswith("export PPAUX_CAPTURE_STRICT=1  # on PP3 only") for s in steps)
 
 
 def test_lines_without_a_time_are_collateral_of_the_incident_before_them_in_their_log(tmp_path):

@@ -227,7 +227,7 @@ def test_an_observer_that_raised_is_checked_with_check_observer_on_its_file():
     report = triage_paths([str(log)])
     assert [f.code for f in report.findings if f.code in ("PP801", "PP802")] == ["PP802"]
     steps = _steps(report)
-    assert f"ppaux check-observer {file}:Observer" in steps
+    assert f"ppaux check-observer -- {file}:Observer" in steps
     # PP805's fix points at check-observer for an observer's method, which the steps hold;
     # it promises a capture only for an auxiliary-output root.
     (culprit,) = [f for f in report.findings if f.code == "PP805"]
@@ -251,7 +251,7 @@ def test_the_last_stage_s_add_refusing_the_observer_s_output_suggests_check_obse
     )
     result = _invoke(str(log), "--format", "text")
     assert result.exit_code == 1
-    assert "\n  ppaux check-observer MODULE:Observer\n" in result.output
+    assert "\n  ppaux check-observer -- MODULE:Observer\n" in result.output
     # The causes name the add side and the tool that reproduces it.
     assert "The last stage's add: its sampling observer's to_pp_tensors returns" in result.output
 
@@ -270,7 +270,7 @@ _STEP_LINES = (
     "output message",
     "ppaux fingerprint --pp-rank 0 --pp-size 2 -o stage-0.json  # on PP0's host",
     "ppaux fingerprint --pp-rank 1 --pp-size 2 -o stage-1.json  # on PP1's host",
-    "ppaux check-skew stage-*.json  # with every stage's file in one place",
+    "ppaux check-skew -- stage-0.json stage-1.json  # with every stage's file in one place",
     "ppaux capture list --dir /tmp/ppaux-captures",
 )
 

@@ -18,11 +18,11 @@ earlier); a record without a time, of the latest incident before it in its own l
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
 from ppaux.sglang import search_message
 from ppaux.triage.frames import in_scheduler_process
+from ppaux.triage.kinds import COMMUNICATION, COMMUNICATION_INIT, kind_of
 from ppaux.triage.records import Event, Failure
 
 __all__ = ["SAME_MOMENT_S", "Incident", "communication", "incidents", "seconds_between"]
@@ -30,27 +30,26 @@ __all__ = ["SAME_MOMENT_S", "Incident", "communication", "incidents", "seconds_b
 #: Ranks that fail with the same error within this many seconds of the first are one incident.
 SAME_MOMENT_S = 5.0
 
-_COMMUNICATION_TYPES = re.compile(
-    r"(?:^|\.)(?:DistBackendError|DistNetworkError|DistStoreError|DistError|"
-    r"ConnectionResetError|ConnectionRefusedError|ConnectionAbortedError|BrokenPipeError|"
-    r"ConnectionError)$"
-)
-_COMMUNICATION_TEXT = re.compile(
-    r"Connection closed by peer|Connection reset by peer|Broken pipe|Watchdog caught|"
-    r"NCCL (?:error|communicator was aborted)|ncclRemoteError|ncclSystemError|TCPStore|"
-    r"recvValue failed|sendBytes failed|recvBytes failed|Socket Timeout|"
-    r"Timed out waiting|timed out in|Connection refused|Connection was likely closed|"
-    r"process group has been aborted|ProcessGroupGloo|ProcessGroupNCCL",
-)
-
 
 def communication(failure: Failure) -> bool:
-    """True when ``failure`` is what a rank dies of when a peer died first."""
-    if failure.exception is None:
-        return False
-    if _COMMUNICATION_TYPES.search(failure.exception):
-        return True
-    return bool(_COMMUNICATION_TEXT.search(failure.message[:2000]))
+    """True when ``failure`` is a communication failure (:mod:`ppaux.triage.kinds`): what a
+    rank dies of when a peer died first, or when the network or another node failed."""
+    return kind_of(failure) in (COMMUNICATION, COMMUNICATION_INIT)
+
+
+def _init_roots(ordered: list[Failure]) -> list[Failure]:
+    """The communicator set-up failures that no other failure comes before: a rank that could
+    not join its process group is where the log's story starts."""
+    found: list[Failure] = []
+    for failure in ordered:
+        if failure.exception is None:
+            continue
+        kind = kind_of(failure)
+        if kind == COMMUNICATION_INIT:
+            found.append(failure)
+        elif kind == COMMUNICATION:
+            break
+    return found
 
 
 @dataclass
@@ -101,13 +100,13 @@ def incidents(
     # scheduler (an HTTP request refused, a launcher's own error) is no PP failure: neither a
     # root nor what one caused.
     ordered = sorted(
-        (f for f in failures if f.process or f.scheduler or _pp_related(f)),
+        (f for f in failures if f.process or f.scheduler or f.fragment or _pp_related(f)),
         key=_key,
     )
     # A traceback cut off before its exception says nothing of its cause: a root only when
     # no complete one is there.
     complete = [f for f in ordered if f.exception is not None and not communication(f)]
-    candidates = complete or [f for f in ordered if f.exception is None]
+    candidates = complete or _init_roots(ordered) or [f for f in ordered if f.exception is None]
     scheduler = [f for f in candidates if f.scheduler]
     roots = scheduler or candidates
     found: list[Incident] = []

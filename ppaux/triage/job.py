@@ -17,12 +17,13 @@ from ppaux.report import Finding, InputProblem, Report, Table, finding
 from ppaux.sglang import MessageMatch, search_message
 from ppaux.text import counted, shown
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
-from ppaux.triage.incidents import Incident, incidents, seconds_between
-from ppaux.triage.lineformat import Launcher
+from ppaux.triage.incidents import Incident, communication, incidents, seconds_between
+from ppaux.triage.kinds import kind_of
+from ppaux.triage.lineformat import Envelope, Launcher
 from ppaux.triage.reading import LogReading, read_log
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.sources import LogOpenError, LogSource, expand_paths
-from ppaux.triage.steps import next_steps
+from ppaux.triage.steps import Deployment, next_steps, render
 from ppaux.triage.zones import local_zone as parse_local_zone
 
 __all__ = ["MAX_COLLATERAL", "MAX_INCIDENTS", "RULE_OF_MESSAGE", "aux_match", "triage_paths"]
@@ -75,6 +76,16 @@ def _key(who: str) -> str | None:
 
 
 _STAGE = {"add": "the last stage's add", "pop": "the first stage's pop"}
+#: How a root finding names its kind (:mod:`ppaux.triage.kinds`).
+_KIND_TEXT = {
+    "memory": "memory failure",
+    "communication-init": "communication failure at set-up (the communicator or process group "
+    "could not be created)",
+    "communication": "communication failure in flight",
+    "shape-kernel": "shape or kernel failure",
+    "other": "failure",
+    "auxiliary-output": "auxiliary-output failure",
+}
 
 
 def aux_match(failure: Failure) -> MessageMatch | None:
@@ -152,7 +163,31 @@ def _later(record: Failure | Event, root: Failure) -> str:
 _MAX_CUT = 5
 
 
-def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], MessageMatch | None]:
+def _stage_of(ranks: str | None) -> int | None:
+    """The pipeline stage a rank prefix names (``PP1 TP0`` -> 1), or None."""
+    for token in (ranks or "").split():
+        if token.startswith("PP") and token[2:].isdigit() and len(token) <= 8:
+            return int(token[2:])
+    return None
+
+
+def _cannot_raise(root: Failure, match: MessageMatch, pp_size: int | None) -> str | None:
+    """Why the stage that logged ``root`` cannot raise ``match``'s message (pop runs on the
+    first stage, add on the last), or None when it can or the log does not say."""
+    stage = _stage_of(root.ranks)
+    if stage is None:
+        return None
+    if match.message.function.startswith("pop") and stage != 0:
+        return f"PP{stage} is not the first stage, the only one whose pop raises this message"
+    last = None if pp_size is None else pp_size - 1
+    if match.message.function.startswith("add") and last is not None and stage != last:
+        return f"PP{stage} is not the last stage (PP{last}), the only one whose add raises it"
+    return None
+
+
+def _root_findings(
+    number: int, incident: Incident, pp_size: int | None = None
+) -> tuple[list[Finding], MessageMatch | None]:
     root = incident.root
     members = incident.members
     who = ", ".join(dict.fromkeys(shown(m.who) for m in members))
@@ -163,6 +198,8 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
     message = f"{who} failed first at {_when(root)} ({_at(root)}): {shown(root.error)}{also}"
     extra: dict[str, Any] = {
         "incident": number,
+        "root": True,
+        "kind": kind_of(root),
         "ranks": [shown(m.who) for m in members],
         "exception": None if root.exception is None else shown(root.exception),
         "message": shown(root.message, 2000),
@@ -180,6 +217,12 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
             message += f" (in its chain: {shown(exception)}: {shown(line)})"
         rule = RULE_OF_MESSAGE[match.message.id]
         extra.update(sglang_message=match.message.id, rule=rule)
+        impossible = _cannot_raise(root, match, pp_size)
+        if impossible is not None:
+            message += (
+                f"; {impossible}: the log's rank prefixes or its stages are not what they seem"
+            )
+            extra["stage_fits"] = False
         stage = _STAGE[match.message.function.split("_", 1)[0]]
         if raised_by_capture(root.frames):
             message += f"; raised by ppaux's strict capture, as {stage} would (see {rule})"
@@ -199,7 +242,12 @@ def _root_findings(number: int, incident: Incident) -> tuple[list[Finding], Mess
             )
         )
     else:
-        message += "; not an auxiliary-output error"
+        kind = kind_of(root)
+        message += (
+            "; the log cuts its traceback before the exception line: the cause is not in it"
+            if kind == "unknown"
+            else f"; a {_KIND_TEXT[kind]}, not an auxiliary-output error"
+        )
         findings.append(
             finding(
                 "PP802", root.source, message, _key(root.who), extra=extra, location=_location(root)
@@ -387,6 +435,52 @@ def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
     return findings
 
 
+def _no_root(loose: list[Failure | Event]) -> Finding:
+    """PP809: the logs hold no root. Said plainly, with why: communication failures only (the
+    cause is on the network or another node), signals only, or tracebacks cut off."""
+    first = loose[0]
+    count = len(loose)
+    failures = [r for r in loose if isinstance(r, Failure)]
+    events = [r for r in loose if isinstance(r, Event)]
+    signals = [e for e in events if e.kind == "sigquit"]
+    ranks = sorted({shown(f.who) for f in failures if f.ranks})
+    where = f"{'' if count == 1 else 'the first: '}{shown(first.who)} at {_at(first)}"
+    if all(communication(f) for f in failures) and all(
+        e.kind in ("watchdog", "store") for e in events
+    ):
+        on = f" on {', '.join(ranks[:12])}{' ...' if len(ranks) > 12 else ''}" if ranks else ""
+        cause = "network-or-other-node"
+        message = (
+            "no root in this log: the cause is on the network or another node; "
+            f"{counted(count, 'communication failure')}{on} ({where}) and nothing else"
+        )
+    elif not failures and len(signals) == count:
+        cause = "signals-only"
+        message = (
+            "no root in this log: it holds only signals (SIGQUIT from a failing child, "
+            f"{where}); the failing process's own output is not in it"
+        )
+    else:
+        cause = "not-in-these-logs"
+        message = (
+            f"no root in these logs: {counted(count, 'record')} of communication failures or "
+            f"SIGQUIT ({where}), and no failure that caused "
+            f"{'it' if count == 1 else 'them'} in these logs"
+        )
+    return finding(
+        "PP809",
+        first.source,
+        message,
+        extra={
+            "root": False,
+            "no_root": cause,
+            "ranks": ranks[:50],
+            "records": [f"{r.source}:{r.line}" for r in loose[:50]],
+        },
+        location=_location(first),
+    )
+
+
 def _more_incidents(rest: list[Incident]) -> Finding:
     """One finding for the incidents past :data:`MAX_INCIDENTS`, of the first one's code."""
     first = rest[0].root
@@ -441,6 +535,56 @@ def _skew_findings(failures: list[Failure]) -> list[Finding]:
                 )
             ]
     return []
+
+
+#: Why a file is no log of sglang's.
+_NOT_A_LOG = (
+    "not an sglang log: no line has the shape of sglang's, of a launcher's or of a traceback"
+)
+
+
+def _refuse_unshaped(report: Report, readings: list[LogReading]) -> None:
+    """Files that hold no line of sglang's or a launcher's shape (a README, a torch dump, a
+    one-line text file) are taken out of ``readings``: each is an input problem (an error line,
+    exit 2) when no other log of the run is one, else a PP811 warning beside them."""
+    unshaped = [r for r in readings if not r.shaped and not r.empty]
+    if not unshaped:
+        return
+    fine = [r for r in readings if r.shaped and not r.empty]
+    for reading in unshaped:
+        readings.remove(reading)
+        if not fine:
+            report.problems.append(InputProblem(reading.source, _NOT_A_LOG))
+            continue
+        report.findings.append(
+            finding(
+                "PP811",
+                reading.source,
+                f"{shown(reading.source, None)} is {_NOT_A_LOG}; it was left out, the other "
+                "logs were triaged",
+                extra={"log": reading.source, "lines": reading.lines},
+                location={"file": reading.source, "line": 1, "function": "-"},
+            )
+        )
+
+
+def _oversized_findings(reading: LogReading) -> list[Finding]:
+    """PP811 for the lines whose rank or line number is too long to read."""
+    if not reading.oversized:
+        return []
+    count = len(reading.oversized) + reading.more_oversized
+    first = reading.oversized[0]
+    return [
+        finding(
+            "PP811",
+            reading.source,
+            f"{counted(count, 'line')} of {shown(reading.source, None)} hold a rank or line "
+            f"number of more digits than any real one (the first: line {first}); "
+            "read without it",
+            extra={"log": reading.source, "lines": reading.oversized, "count": count},
+            location={"file": reading.source, "line": first, "function": "-"},
+        )
+    ]
 
 
 def _log_findings(reading: LogReading) -> list[Finding]:
@@ -533,6 +677,7 @@ def triage_paths(
             report.problems.append(InputProblem(source.name, _empty_reason(source)))
             continue
         readings.append(reading)
+    _refuse_unshaped(report, readings)
     for path in given:
         # A directory whose every log is empty is refused as an empty file is; one that holds
         # some empty logs beside others lists them (0 lines) and triages the rest.
@@ -543,12 +688,13 @@ def triage_paths(
     failures = [f for r in readings for f in r.failures]
     events = [e for r in readings for e in r.events]
     _tell_apart(readings, failures)
+    deployment = _deployment(readings, failures)
     captures = [c for r in readings for c in r.captures]
     found, orphans, orphan_events = incidents(failures, events)
     matches: list[MessageMatch | None] = []
     observers: list[str] = []
     for number, incident in enumerate(found[:MAX_INCIDENTS], 1):
-        roots, match = _root_findings(number, incident)
+        roots, match = _root_findings(number, incident, deployment.pp_size)
         report.findings += roots
         report.findings += _collateral_findings(number, incident)
         matches.append(match)
@@ -559,29 +705,28 @@ def triage_paths(
         report.findings.append(_more_incidents(found[MAX_INCIDENTS:]))
     report.findings += _skew_findings(failures)
     loose: list[Failure | Event] = [*orphans, *(e for e in orphan_events if e.kind != "capture")]
+    no_root = None
     if loose:
-        first = loose[0]
-        count = len(loose)
-        report.findings.append(
-            finding(
-                "PP809",
-                first.source,
-                f"{counted(count, 'record')} of communication failures or SIGQUIT "
-                f"({'' if count == 1 else 'the first: '}{shown(first.who)} at {_at(first)}), "
-                f"and no failure that caused {'it' if count == 1 else 'them'} in these logs",
-                extra={"records": [f"{r.source}:{r.line}" for r in loose[:50]]},
-                location=_location(first),
-            )
-        )
+        orphaned = _no_root(loose)
+        no_root = orphaned.extra["no_root"]
+        report.findings.append(orphaned)
     for reading in readings:
         report.findings += _log_findings(reading)
-    stages = sorted({n for r in readings for n in r.pp_ranks})
-    steps = next_steps(
-        matches,
-        [f.who for f in failures if f.ranks] + [f"PP{n}" for n in stages],
+        report.findings += _oversized_findings(reading)
+    release = None
+    if found:
+        build = build_of(found[0].root.frames)
+        if build is not None and build.fits:
+            release = ", ".join(build.fits)
+    plan = next_steps(
+        [(kind_of(i.root), m) for i, m in zip(found[:MAX_INCIDENTS], matches, strict=False)],
+        deployment,
         captures,
         observers,
+        release,
+        no_root,
     )
+    steps = [render(step) for step in plan]
     report.tables.append(_logs_table(readings))
     if found:
         report.tables.append(_incidents_table(found))
@@ -615,7 +760,48 @@ def triage_paths(
         for i in found
     ]
     report.data["next_steps"] = steps
+    report.data["steps"] = [step.as_data() for step in plan]
+    report.data["pp_size"] = {
+        "value": deployment.pp_size
+        if deployment.pp_size is not None
+        else (None if deployment.highest_stage is None else deployment.highest_stage + 1),
+        "from": "server arguments" if deployment.pp_size is not None else "lower bound",
+    }
     return report
+
+
+#: Digits of a setting read from a log (a longer number is no setting).
+_MAX_SETTING_DIGITS = 4
+
+
+def _deployment(readings: list[LogReading], failures: list[Failure]) -> Deployment:
+    """What the logs say of the deployment: the stages (from the server arguments, else the
+    highest seen), one launch or several, and how it runs (Kubernetes, Docker, a shell)."""
+    settings = [r.server_args for r in readings if r.server_args]
+    pp_size = None
+    nnodes = None
+    model = None
+    for found in settings:
+        value = found.get("pp_size", "")
+        if value.isdigit() and len(value) <= _MAX_SETTING_DIGITS:
+            pp_size = int(value)
+        nodes = found.get("nnodes", "")
+        if nodes.isdigit() and len(nodes) <= _MAX_SETTING_DIGITS:
+            nnodes = int(nodes)
+        model = model or found.get("model_path")
+    ranks = {n for r in readings for n in r.pp_ranks}
+    for failure in failures:
+        for token in (failure.ranks or "").split():
+            if token.startswith("PP") and token[2:].isdigit() and len(token) <= 8:
+                ranks.add(int(token[2:]))
+    highest = max(ranks) if ranks else None
+    kubernetes = any(r.envelope is Envelope.CRI or r.launcher is Launcher.KUBECTL for r in readings)
+    docker = any(
+        r.envelope is Envelope.DOCKER_JSON or r.launcher is Launcher.COMPOSE for r in readings
+    )
+    runtime = "kubernetes" if kubernetes else "docker" if docker else "shell"
+    single = nnodes == 1 and (pp_size or 0) > 1
+    return Deployment(pp_size, highest, single, runtime, model)
 
 
 def _logs_table(readings: list[LogReading]) -> Table:

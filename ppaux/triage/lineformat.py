@@ -103,8 +103,19 @@ _COMPOSE = re.compile(r"^(?P<service>[A-Za-z0-9][\w.-]*)\s*\| ?(?P<text>.*)$")
 _RAY = re.compile(r"^\((?P<who>[^()]*\bpid=\d+[^()]*)\) ?(?P<text>.*)$")
 _SGLANG = re.compile(
     r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(?P<ms>\d{3}))?"
-    r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] (?P<text>.*)$"
+    r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d{1,6})*)\] (?P<text>.*)$"
 )
+#: sglang's prefix wherever it stands in a line (behind a pasted backtick, a store's columns,
+#: or with its first characters lost): the whole ``[time ranks] `` form, or the ranks and the
+#: closing bracket behind what is left of the time. Rank numbers are bounded (six digits).
+_RANK_TOKENS = r"(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d{1,6}"
+_SGLANG_ANY = re.compile(
+    r"\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(?P<ms>\d{3}))?"
+    rf"(?P<ranks>(?: {_RANK_TOKENS})*)\] "
+    rf"|(?:^|(?<=[\s\d:.`'\"|>-]))(?P<cut>(?:{_RANK_TOKENS} )*{_RANK_TOKENS})\] "
+)
+#: How far into a line sglang's prefix is looked for.
+_PREFIX_REACH = 400
 _TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 _ZONE = re.compile(r"(?:Z|[+-]\d\d:?\d\d)$", re.IGNORECASE)
 #: torch's C++ (glog) lines name the global rank: ``[rank1]:[E1203 14:22:01.123 ...]``.
@@ -323,15 +334,26 @@ def peel(
                 time, time_text, text = moment, stamp, match.group("text") or ""
     zone = _zone_of(time_text) if time is not None else None
     ranks: str | None = None
-    if text.startswith("["):
-        match = _SGLANG.match(text)
-        if match is not None:
-            ranks = match.group("ranks").strip()
-            if zone is None:
-                time = sglang_time(match.group("time"), match.group("ms"))
-                ms = match.group("ms")
-                time_text = match.group("time") + (f".{ms}" if ms else "")
-            text = match.group("text")
+    match = _SGLANG.match(text) if text.startswith("[") else None
+    if match is not None:
+        ranks = match.group("ranks").strip()
+        if zone is None:
+            time = sglang_time(match.group("time"), match.group("ms"))
+            ms = match.group("ms")
+            time_text = match.group("time") + (f".{ms}" if ms else "")
+        text = match.group("text")
+    elif "] " in text[: _PREFIX_REACH + 2]:
+        found = _SGLANG_ANY.search(text, 0, _PREFIX_REACH)
+        if found is not None:
+            if found.group("cut") is not None:
+                ranks = found.group("cut")
+            else:
+                ranks = found.group("ranks").strip()
+                if zone is None:
+                    time = sglang_time(found.group("time"), found.group("ms"))
+                    ms = found.group("ms")
+                    time_text = found.group("time") + (f".{ms}" if ms else "")
+            text = text[found.end() :]
     return LogLine(number, text, time, time_text, ranks, stream, zone=zone)
 
 

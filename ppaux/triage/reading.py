@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ppaux.triage.envelopes import peel_envelope
 from ppaux.triage.lineformat import (
     Envelope,
     Launcher,
@@ -22,8 +23,15 @@ from ppaux.triage.lineformat import (
     torch_rank,
     unwrap,
 )
-from ppaux.triage.records import Event, Failure, TracebackBuilder, failure_start
-from ppaux.triage.scanner import MARKERS, MAX_LINE, Scanner
+from ppaux.triage.records import (
+    Event,
+    Failure,
+    TracebackBuilder,
+    failure_start,
+    is_frame,
+    raised,
+)
+from ppaux.triage.scanner import ALL_MARKERS, MARKERS, MAX_LINE, WEAK_MARKERS, Scanner
 from ppaux.triage.sources import LogSource, gzip_cut, open_log
 from ppaux.triage.zones import LocalZone
 
@@ -35,17 +43,41 @@ MAX_EVENTS = 2000
 #: Lines of other processes after which a traceback still waiting for its exception is ended.
 _MAX_FOREIGN = 400
 _MARKER_TEXTS = tuple(marker.decode() for marker in MARKERS)
+_WEAK_TEXTS = tuple(marker.decode().rstrip("\n") for marker in WEAK_MARKERS)
 #: Characters of a piece's end that a marker split between two pieces can start in.
-_SEAM = max(len(marker) for marker in MARKERS) - 1
+_SEAM = max(len(marker) for marker in ALL_MARKERS) - 1
 #: Bytes looked at to tell a log's envelope and launcher.
 _HEAD = 64 << 10
 
+#: Characters of a capture line read (its directory is a path: far shorter).
+_CAPTURE_LINE = 8192
 _CAPTURE_DIR = re.compile(r"ppaux capture: capturing .* into (?P<dir>.+?) \(when=(?P<how>[^)]*)\)")
 #: sglang's prefix with a pipeline rank, as it appears inside any envelope (``[time ... PPn ...]``).
 _PP_PREFIX = re.compile(
-    rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|ATTN_CP|MOE_DP|TP|EP)\d+)* PP(\d+)"
+    rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?"
+    rb"(?: (?:DP|ATTN_CP|MOE_DP|TP|EP)\d{1,6})* PP(\d{1,6})\b"
 )
-_PP_RANK = re.compile(r"\bPP(\d+)\b")
+_PP_RANK = re.compile(r"\bPP(\d{1,6})\b")
+#: sglang's ``server_args=ServerArgs(...)`` line, and the settings of it triage uses; and the
+#: launch command's own flags, where a launcher logs it.
+_SERVER_ARGS = re.compile(rb"ServerArgs\([^\n]{0,60000}")
+_SETTING = {
+    "pp_size": re.compile(rb"\bpp_size=(\d{1,4})\b"),
+    "nnodes": re.compile(rb"\bnnodes=(\d{1,4})\b"),
+    "model_path": re.compile(rb"\bmodel_path='([^'\n]{1,512})'"),
+}
+#: What only a log of sglang's or of a launcher around it holds, looked for in a log's head:
+#: sglang's prefix (or a cut one), a traceback, torch's ``[rankN]:``, sglang's server arguments.
+_LOG_SHAPE = re.compile(
+    rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|(?:DP|PP|TP|EP)\d{1,6}\] |Traceback \(m|"
+    rb"\[rank\d{1,6}\]:|hit an exception|ServerArgs\(|Watchdog caught|"
+    rb'File \\?"[^"\n]{1,4096}", line \d'
+)
+#: A rank or a frame's line number longer than ppaux reads (a finding, not a number).
+_OVERSIZED = re.compile(r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank)\d{7,}")
+#: Lines with an oversized number listed per log.
+_MAX_OVERSIZED = 16
+_FLAG_PP = re.compile(rb"--(?:pp-size|pipeline-parallel-size)[= ](\d{1,4})\b")
 
 
 @dataclass
@@ -69,6 +101,15 @@ class LogReading:
     #: Pipeline ranks (``PPn``) seen in sglang's prefixes of the log's first 64 KiB (where every
     #: rank logs its start-up) and of the lines read around failures.
     pp_ranks: set[int] = field(default_factory=set)
+    #: sglang's server arguments, where the log's first 64 KiB show them: ``pp_size``,
+    #: ``nnodes``, ``model_path`` (as written).
+    server_args: dict[str, str] = field(default_factory=dict)
+    #: False when nothing in the log has the shape of sglang's lines or a launcher's (a
+    #: README, a torch dump, a one-line text file): no log of sglang's.
+    shaped: bool = True
+    #: Lines holding a rank or line number too long to read, and how many more.
+    oversized: list[int] = field(default_factory=list)
+    more_oversized: int = 0
 
 
 def _event_kind(text: str) -> str | None:
@@ -83,63 +124,177 @@ def _event_kind(text: str) -> str | None:
     return None
 
 
+class _Open:
+    """The tracebacks still open in one stream, in the order they began, and how many sglang
+    lines the stream has had (what a traceback waiting for its exception counts as foreign)."""
+
+    __slots__ = ("builders", "sglang_lines")
+
+    def __init__(self) -> None:
+        self.builders: dict[int, TracebackBuilder] = {}
+        self.sglang_lines = 0
+
+
 class _Reader:
+    """Feeds lines to the open tracebacks of their stream. Each line costs the same whatever
+    how many tracebacks are open: they are indexed by stream and by ranks, and the sglang lines
+    of other ranks that a waiting traceback lets pass are counted once per stream."""
+
     def __init__(self, reading: LogReading, first_order: int) -> None:
         self.reading = reading
         self.order = first_order
-        self.open: list[TracebackBuilder] = []
+        #: How many tracebacks are open, in every stream.
+        self.count = 0
+        self._streams: dict[str | None, _Open] = {}
+        self._by_ranks: dict[tuple[str | None, str | None], dict[int, TracebackBuilder]] = {}
+        self._after: dict[str | None, dict[int, TracebackBuilder]] = {}
 
     def _next_order(self) -> int:
         self.order += 1
         return self.order
 
+    def _add(self, builder: TracebackBuilder) -> None:
+        failure = builder.failure
+        stream = self._streams.setdefault(failure.stream, _Open())
+        builder.base = stream.sglang_lines
+        stream.builders[id(builder)] = builder
+        self._by_ranks.setdefault((failure.stream, failure.ranks), {})[id(builder)] = builder
+        self.count += 1
+
+    def _settle(self, builder: TracebackBuilder) -> None:
+        """Index a traceback past its exception line among those any sglang line ends."""
+        if builder.wants_frames or builder.ended:
+            return
+        builder.ended = True
+        failure = builder.failure
+        self._by_ranks.get((failure.stream, failure.ranks), {}).pop(id(builder), None)
+        self._after.setdefault(failure.stream, {})[id(builder)] = builder
+
     def close(self, builder: TracebackBuilder) -> None:
-        self.open.remove(builder)
-        self.reading.failures.append(builder.finish())
+        failure = builder.failure
+        stream = self._streams[failure.stream]
+        del stream.builders[id(builder)]
+        self._by_ranks.get((failure.stream, failure.ranks), {}).pop(id(builder), None)
+        self._after.get(failure.stream, {}).pop(id(builder), None)
+        self.count -= 1
+        finished = builder.finish()
+        if finished is not None:
+            self.reading.failures.append(finished)
 
     def close_all(self) -> None:
-        for builder in list(self.open):
-            self.close(builder)
+        for stream in list(self._streams.values()):
+            for builder in list(stream.builders.values()):
+                self.close(builder)
 
-    def take(self, line: LogLine, marked: bool) -> None:
+    @staticmethod
+    def _foreign(stream: _Open, builder: TracebackBuilder) -> int:
+        return builder.foreign + stream.sglang_lines - builder.base
+
+    def _target(self, stream: _Open) -> TracebackBuilder:
+        """The latest traceback of the stream still waiting for its exception, else the
+        latest."""
+        last = None
+        for builder in reversed(stream.builders.values()):
+            last = last or builder
+            if builder.wants_frames:
+                return builder
+        assert last is not None
+        return last
+
+    def take(self, line: LogLine, marked: bool, weak: bool = False) -> None:
+        if _OVERSIZED.search(line.text) is not None:
+            reading = self.reading
+            if len(reading.oversized) < _MAX_OVERSIZED:
+                reading.oversized.append(line.number)
+            else:
+                reading.more_oversized += 1
         if line.ranks:
             self.reading.pp_ranks.update(int(n) for n in _PP_RANK.findall(line.ranks))
-        mine = [b for b in self.open if b.failure.stream == line.stream]
-        if line.sglang:
-            for builder in mine:
-                if not builder.wants_frames or builder.failure.ranks == (line.ranks or None):
+        stream = self._streams.get(line.stream)
+        if stream is not None and stream.builders:
+            if line.sglang:
+                stream.sglang_lines += 1
+                for builder in list(self._after.get(line.stream, {}).values()):
                     self.close(builder)
-                else:
-                    builder.foreign += 1
-        elif mine:
-            waiting = [b for b in mine if b.wants_frames]
-            builder = waiting[-1] if waiting else mine[-1]
-            if builder.feed(line, marked):
-                return
-            if builder.wants_frames:
-                builder.foreign += 1
+                same = self._by_ranks.get((line.stream, line.ranks or None), {})
+                for builder in list(same.values()):
+                    self.close(builder)
             else:
-                self.close(builder)
-        for builder in list(self.open):
-            if builder.foreign > _MAX_FOREIGN:
-                self.close(builder)
+                builder = self._target(stream)
+                if builder.feed(line, marked):
+                    self._settle(builder)
+                    return
+                if builder.wants_frames:
+                    builder.foreign += 1
+                    if self._foreign(stream, builder) > _MAX_FOREIGN:
+                        self.close(builder)
+                else:
+                    self.close(builder)
+            while stream.builders:
+                first = next(iter(stream.builders.values()))
+                if self._foreign(stream, first) <= _MAX_FOREIGN:
+                    break
+                self.close(first)
         if marked:
             self._marked(line)
+        elif weak:
+            self._weak(line)
+
+    def _weak(self, line: LogLine) -> None:
+        """A frame line no open traceback took (a fragment whose header is lost), or an
+        exception line outside any traceback: a one-line ``[prefix] SomeError: ...`` record
+        (that rank's failure), or the last line of a fragment whose frames the log lost."""
+        stream = self._streams.get(line.stream)
+        if stream is not None and stream.builders:
+            return
+        reading = self.reading
+        text = line.text
+        fragment = is_frame(text)
+        shaped = None if fragment else raised(text)
+        if not fragment and shaped is None:
+            return
+        if shaped is not None and (shaped[0].endswith("Warning") or line.ranks == ""):
+            # A warning is no failure; an exception line under sglang's prefix without ranks is
+            # the server process's (a request refused), not a rank's.
+            return
+        if len(reading.failures) + self.count >= MAX_FAILURES:
+            reading.more_failures += 1
+            return
+        failure = Failure(
+            source=reading.source,
+            line=line.number,
+            time=line.time,
+            time_text=line.time_text,
+            ranks=line.ranks or None,
+            stream=line.stream,
+            process=None,
+            order=self._next_order(),
+            zone=line.zone,
+            fragment=True,
+        )
+        if fragment:
+            builder = TracebackBuilder(failure)
+            builder.feed(line, False)
+            self._add(builder)
+            return
+        assert shaped is not None
+        failure.exception, failure.message = shaped
+        reading.failures.append(failure)
 
     def _marked(self, line: LogLine) -> None:
         reading = self.reading
         failure = failure_start(line, reading.source, self._next_order())
         if failure is not None:
-            if len(reading.failures) + len(self.open) >= MAX_FAILURES:
+            if len(reading.failures) + self.count >= MAX_FAILURES:
                 reading.more_failures += 1
                 return
-            self.open.append(TracebackBuilder(failure))
+            self._add(TracebackBuilder(failure))
             return
         kind = _event_kind(line.text)
         if kind is None:
             return
         if kind == "capture":
-            found = _CAPTURE_DIR.search(line.text)
+            found = _CAPTURE_DIR.search(line.text[:_CAPTURE_LINE])
             if found is not None and len(reading.captures) < 16:
                 reading.captures.append((found.group("dir"), "strict" in found.group("how")))
         if len(reading.events) >= MAX_EVENTS:
@@ -163,6 +318,56 @@ class _Reader:
         )
 
 
+def _server_args(head: bytes) -> dict[str, str]:
+    """The settings triage uses from sglang's server arguments line in ``head``."""
+    found: dict[str, str] = {}
+    line = _SERVER_ARGS.search(head)
+    if line is not None:
+        for name, pattern in _SETTING.items():
+            match = pattern.search(line.group(0))
+            if match is not None:
+                found[name] = match.group(1).decode("utf-8", "backslashreplace")
+    if "pp_size" not in found:
+        flag = _FLAG_PP.search(head)
+        if flag is not None:
+            found["pp_size"] = flag.group(1).decode()
+    return found
+
+
+def _weak(text: str) -> bool:
+    return any(marker in text for marker in _WEAK_TEXTS)
+
+
+def _take_peeled(
+    reader: _Reader,
+    reading: LogReading,
+    number: int,
+    text: str,
+    marked: bool,
+    local_zone: LocalZone | None,
+) -> None:
+    """Feed the line(s) inside ``text``'s own envelope (told from this line alone: a store's
+    row, a JSON record, a launcher's prefix) to ``reader``."""
+    peeled = peel_envelope(text)
+    several = len(peeled.lines) > 1
+    for inner in peeled.lines:
+        line = peel(
+            number,
+            inner,
+            peeled.time,
+            peeled.time_text,
+            peeled.stream,
+            reading.launcher,
+            reading.envelope is Envelope.TIMESTAMPS,
+        )
+        if local_zone is not None:
+            line = in_zone(line, local_zone)
+        if line.ranks:
+            reading.pp_ranks.update(int(n) for n in _PP_RANK.findall(line.ranks))
+        inner_marked = any(m in inner for m in _MARKER_TEXTS) if several else marked
+        reader.take(line, inner_marked, _weak(line.text))
+
+
 def read_log(
     source: LogSource, first_order: int = 0, local_zone: LocalZone | None = None
 ) -> LogReading:
@@ -180,6 +385,9 @@ def read_log(
         reading.empty = not head
         reading.envelope, reading.launcher = detect(head)
         reading.pp_ranks.update(int(n) for n in _PP_PREFIX.findall(head))
+        reading.server_args = _server_args(head)
+        detected = reading.envelope is not Envelope.PLAIN or reading.launcher is not Launcher.NONE
+        reading.shaped = detected or _LOG_SHAPE.search(head) is not None
         stamped = reading.envelope is Envelope.TIMESTAMPS
         scanner = Scanner(stream)
         reader = _Reader(reading, first_order)
@@ -188,13 +396,16 @@ def read_log(
         # (joined to MAX_LINE, further pieces are skipped, not copied again).
         pieces: dict[str | None, tuple[int, str, float | None, str | None, bool]] = {}
         while True:
-            wanted = reader.open or pieces
+            wanted = reader.count or pieces
             item = scanner.next_line() if wanted else scanner.next_marked_line()
             if item is None:
                 break
             number, raw = item
             text, time, time_text, source_stream, partial = unwrap(raw, reading.envelope)
             marked = any(marker in raw for marker in MARKERS)
+            if reading.envelope in (Envelope.PLAIN, Envelope.TIMESTAMPS) and not partial:
+                _take_peeled(reader, reading, number, text, marked, local_zone)
+                continue
             if partial or source_stream in pieces:
                 first = pieces.pop(source_stream, None)
                 if first is not None:
@@ -211,7 +422,7 @@ def read_log(
             line = peel(number, text, time, time_text, source_stream, reading.launcher, stamped)
             if local_zone is not None:
                 line = in_zone(line, local_zone)
-            reader.take(line, marked)
+            reader.take(line, marked, _weak(line.text))
         reader.close_all()
         reading.lines = scanner.line - 1
         reading.long_lines = scanner.long_lines
@@ -220,4 +431,6 @@ def read_log(
         if source.stream is None:
             stream.close()
     reading.failures.sort(key=lambda f: f.order)
+    if reading.failures or reading.events or reading.captures:
+        reading.shaped = True
     return reading

@@ -23,6 +23,8 @@ __all__ = [
     "Frame",
     "TracebackBuilder",
     "failure_start",
+    "is_frame",
+    "raised",
 ]
 
 #: Frames kept per traceback: the outermost few and the innermost rest (a RecursionError
@@ -32,14 +34,35 @@ _OUTER_FRAMES = 10
 #: Characters of an exception message kept, and its continuation lines.
 MAX_MESSAGE = 4000
 _MAX_MESSAGE_LINES = 40
+#: Lines a traceback may take after its last frame line before its exception line (a frame's
+#: source, its carets, a multi-line statement); past this it is ended, cut off.
+_MAX_AFTER_FRAME = 64
+#: Continuation lines of an exception message swallowed (not kept) past those kept; past this
+#: the traceback is ended.
+_MAX_SWALLOWED = 400
 #: Exceptions of a chain kept ('During handling of the above exception ...').
 _MAX_CHAIN = 8
 
-_START = re.compile(
-    r"^(?:(?P<process>\w+) hit an exception: )?Traceback \(most recent call last\):"
-)
-_FRAME = re.compile(r'^\s+File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<function>.*))?$')
+#: A traceback's first line, wherever it stands in the line (behind a pasted character), and
+#: even when the paste cut it after ``Traceback (m``.
+_HEADER = "Traceback (m"
+#: The process that logged it, just before the header (``Scheduler hit an exception: ``).
+_PROCESS = re.compile(r"(?:^|\W)(?P<process>\w{1,64}) hit an exception: $")
+#: A frame line, indented or not (web UIs strip indentation); its line number is bounded.
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<function>.*))?$')
 _EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::(?: (?P<message>.*))?)?$")
+#: An exception line by its shape alone: a dotted name ending as exception classes do, then a
+#: colon and the message (or nothing). Told apart from a frame's source line without indentation.
+_RAISED = re.compile(
+    r"^(?P<type>(?:[A-Za-z_]\w{0,100}\.){0,10}[A-Za-z_]\w{0,100}"
+    r"(?:Error|Exception|Interrupt|Exit|Failure|Fault|Timeout|Warning|Abort|StopIteration))"
+    r"(?::(?: ?(?P<message>.*))?)?$"
+)
+#: An exception line whose type carries its cause: ``ray.exceptions.RayTaskError(OutOfMemoryError):
+#: ...``.
+_WRAPPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]{0,200}\([\w.]{1,200}\)):(?: (?P<message>.*))?$")
+#: Digits of a frame's line number read (a longer one is no line number).
+_MAX_LINE_DIGITS = 9
 _CHAIN = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
@@ -80,6 +103,9 @@ class Failure:
     frames: list[Frame] = field(default_factory=list)
     dropped_frames: int = 0
     cut: bool = False
+    #: A traceback whose header the log does not hold (frames, then its exception line), or a
+    #: one-line ``[prefix] SomeError: ...`` record.
+    fragment: bool = False
     #: The zone of ``time`` (as written, or as the user gave it): ``time`` is then an instant;
     #: None for a host's wall clock, zone unknown.
     zone: str | None = None
@@ -136,11 +162,26 @@ class Event:
         return self.zone is not None
 
 
-def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
-    """The failure that ``line`` begins, if it is the first line of a traceback."""
-    match = _START.match(line.text)
+def raised(text: str) -> tuple[str, str] | None:
+    """(type, message) of a line shaped as an exception line (``tvm.error.InternalError: ...``),
+    whatever its indentation; None otherwise."""
+    match = _RAISED.match(text.strip())
     if match is None:
         return None
+    return match.group("type"), (match.group("message") or "")[:MAX_MESSAGE]
+
+
+def is_frame(text: str) -> bool:
+    """True for a traceback's frame line, indented or not."""
+    return _FRAME.match(text) is not None
+
+
+def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
+    """The failure that ``line`` begins, if it is the first line of a traceback."""
+    at = line.text.find(_HEADER)
+    if at < 0:
+        return None
+    match = _PROCESS.search(line.text, max(0, at - 100), at)
     return Failure(
         source=source,
         line=line.number,
@@ -148,7 +189,7 @@ def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
         time_text=line.time_text,
         ranks=line.ranks or None,
         stream=line.stream,
-        process=match.group("process"),
+        process=None if match is None else match.group("process"),
         order=order,
         zone=line.zone,
     )
@@ -161,6 +202,12 @@ class TracebackBuilder:
         self.failure = failure
         self.state = "frames"  # then "after" (exception line seen), "chain" (a chain header)
         self.foreign = 0
+        #: The stream's count of sglang lines when this traceback began (its reader counts the
+        #: sglang lines of other ranks it let pass from it), and whether the reader has it among
+        #: the tracebacks past their exception line.
+        self.base = 0
+        self.ended = False
+        self._since_frame = 0
         self._blank = 0
         self._message_lines = 0
         self._frames: list[Frame] = []
@@ -177,7 +224,9 @@ class TracebackBuilder:
         text = line.text
         if self.state == "frames":
             return self._frame_line(text)
-        if text.startswith("Traceback (most recent call last)"):
+        if _FRAME.match(text) is not None:
+            return False  # the frames of another traceback, whose header the log lost
+        if text.lstrip().startswith("Traceback (m"):
             if self.state == "chain":
                 self.state = "frames"
                 self._blank = 0
@@ -189,14 +238,15 @@ class TracebackBuilder:
         if not text.strip():
             self._blank += 1
             return self._blank < 2
-        if text in _CHAIN:
+        if text.strip() in _CHAIN:
             self._push_chain()
             self.state = "chain"
             return True
         if marked or self._blank or text.startswith("[") or text.startswith("INFO:"):
             return False
         if self._message_lines >= _MAX_MESSAGE_LINES:
-            return True  # swallowed, not kept
+            self._message_lines += 1
+            return self._message_lines < _MAX_MESSAGE_LINES + _MAX_SWALLOWED  # swallowed
         self._message_lines += 1
         failure = self.failure
         if len(failure.message) < MAX_MESSAGE:
@@ -204,28 +254,42 @@ class TracebackBuilder:
         return True
 
     def _frame_line(self, text: str) -> bool:
+        """A frame, its source line, a caret line or the exception line, told by their shape
+        (indentation may be lost, or added to the whole paste): never a frame as the
+        exception."""
         frame = _FRAME.match(text)
         if frame is not None:
-            self._add_frame(
-                Frame(frame.group("file"), int(frame.group("line")), frame.group("function") or "")
-            )
+            digits = frame.group("line")
+            number = int(digits) if len(digits) <= _MAX_LINE_DIGITS else 0
+            self._add_frame(Frame(frame.group("file"), number, frame.group("function") or ""))
+            self._since_frame = 0
             return True
-        if text.startswith(" ") or not text.strip():
-            last = self._frames[-1] if self._frames else None
-            code = text.strip()
-            if last is not None and not last.code and code and not set(code) <= set("^~ "):
-                self._frames[-1] = Frame(last.file, last.line, last.function, code[:200])
+        self._since_frame += 1
+        if self._since_frame > _MAX_AFTER_FRAME:
+            self.state = "after"  # no exception line came where one should: cut off
+            return False
+        code = text.strip()
+        if not code or set(code) <= set("^~ ") or code.startswith("Traceback (m"):
             return True
-        if text.startswith("Traceback (most recent call last)"):
-            return True
-        exception = _EXCEPTION.match(text)
         failure = self.failure
-        if exception is not None:
-            failure.exception = exception.group("type")
-            failure.message = (exception.group("message") or "")[:MAX_MESSAGE]
-        else:
-            failure.exception = "Exception"
-            failure.message = text[:MAX_MESSAGE]
+        shaped = raised(code)
+        if shaped is not None:
+            failure.exception, failure.message = shaped
+            self.state = "after"
+            self._blank = 0
+            self._message_lines = 0
+            return True
+        last = self._frames[-1] if self._frames else None
+        if last is not None and not last.code:
+            self._frames[-1] = Frame(last.file, last.line, last.function, code[:200])
+            return True
+        if text.startswith(" ") or (text.startswith("\t")):
+            return True
+        exception = _EXCEPTION.match(text) or _WRAPPED.match(text)
+        if exception is None:
+            return True  # more of a frame's source (a statement on several lines)
+        failure.exception = exception.group("type")
+        failure.message = (exception.group("message") or "")[:MAX_MESSAGE]
         self.state = "after"
         self._blank = 0
         self._message_lines = 0
@@ -246,10 +310,14 @@ class TracebackBuilder:
         self._frames = []
         failure.dropped_frames = 0
 
-    def finish(self) -> Failure:
-        """The failure, its frames in order; ``cut`` when no exception line came."""
+    def finish(self) -> Failure | None:
+        """The failure, its frames in order; ``cut`` when no exception line came. A fragment
+        (no header) with neither a frame nor an exception line is no failure: None."""
         failure = self.failure
         failure.frames = self._frames
+        if failure.fragment and failure.exception is None and not failure.chain:
+            if not self._frames:
+                return None
         if failure.exception is None:
             failure.cut = True
             if failure.chain and self.state == "chain":

@@ -19,19 +19,32 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
-__all__ = ["CHUNK", "MARKERS", "MAX_LINE", "Scanner"]
+__all__ = ["ALL_MARKERS", "CHUNK", "MARKERS", "MAX_LINE", "WEAK_MARKERS", "Scanner"]
 
 #: What makes a line worth reading: a Python traceback (every failure sglang logs: 'Scheduler hit
 #: an exception: Traceback ...'), torch's NCCL watchdog, TCPStore errors, the parent's two
 #: SIGQUIT lines (sglang's engine.py and tokenizer_manager.py), ppaux capture's own lines.
 MARKERS: tuple[bytes, ...] = (
-    b"Traceback (most recent call last)",
+    b"Traceback (m",
     b"Watchdog caught collective",
     b"TCPStore",
     b"sigquit from a child",
     b"SIGQUIT received",
     b"ppaux capture:",
 )
+#: What may start a failure without a traceback's header: a frame line (a fragment whose
+#: header the paste lost) and an exception line (a one-line ``[prefix] SomeError: ...`` record,
+#: or a fragment's last line). Looked for as markers are; a line holding one is read and judged
+#: by its shape.
+WEAK_MARKERS: tuple[bytes, ...] = (
+    b'File "',
+    b'File \\"',  # inside a JSON record
+    b"Error: ",
+    b"Exception: ",
+    b"Error:\n",
+)
+#: Every byte string the scanner stops at.
+ALL_MARKERS: tuple[bytes, ...] = MARKERS + WEAK_MARKERS
 
 #: Bytes read at once.
 CHUNK = 4 << 20
@@ -52,10 +65,10 @@ def _plan(buffer: bytes, start: int) -> list[tuple[bytes, list[tuple[bytes, int]
     scale = max(1, (len(buffer) - start) // max(1, len(sample)))
     rare = {
         byte: count
-        for byte in {b for marker in MARKERS for b in marker}
+        for byte in {b for marker in ALL_MARKERS for b in marker}
         if (count := sample.count(byte)) * scale <= _MAX_CANDIDATES
     }
-    left = list(MARKERS)
+    left = list(ALL_MARKERS)
     plan: list[tuple[bytes, list[tuple[bytes, int]]]] = []
     while left:
         best = min(
@@ -183,7 +196,7 @@ class Scanner:
         """The next line holding a marker, with its number; None at the end of the stream."""
         while True:
             if self._joint is not None:
-                if any(marker in self._joint for marker in MARKERS):
+                if any(marker in self._joint for marker in ALL_MARKERS):
                     return self._take_joint()
                 self._joint = None
                 self.line += 1
@@ -204,7 +217,7 @@ class Scanner:
             elif len(buffer) - self._pos > MAX_LINE:
                 # One line longer than a chunk holds no newline yet: keep only what a marker
                 # cut in two needs, so that memory stays bounded.
-                keep = max(len(m) for m in MARKERS)
+                keep = max(len(m) for m in ALL_MARKERS)
                 self._pos = len(buffer) - keep
                 self.long_lines += 1
             if not self._fill():

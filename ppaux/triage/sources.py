@@ -8,8 +8,10 @@ one that begins with UTF-16's byte-order mark is decoded as it is read.
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import io
+import lzma
 import os
 import re
 from collections.abc import Iterable
@@ -38,8 +40,20 @@ LOG_SUFFIXES = (".log", ".gz", ".txt", ".out", ".err", ".json", ".jsonl")
 MAX_LOG_FILES = 10_000
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_BZIP2_MAGIC = b"BZh"
+_XZ_MAGIC = b"\xfd7zXZ\x00"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 #: UTF-16's byte-order marks, little- and big-endian.
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+#: Bytes a decompressed log may grow to before its ratio is judged, and the ratio of
+#: decompressed to compressed bytes past that (logs compress 5 to 50 times; a bomb far more).
+MAX_INFLATED_FREE = 64 << 20
+MAX_RATIO = 200
+#: Bytes looked at to tell text from binary, and an encoding without a byte-order mark.
+_SNIFF = 4096
+#: Above this share of a head's characters that no text log holds (NUL and other control bytes
+#: than tab, newline, carriage return, escape; bytes that are not UTF-8), a file is binary.
+_BINARY_SHARE = 0.3
 _ROTATED = re.compile(r"\.log\.[0-9][0-9-]*(?:\.gz)?$")
 
 
@@ -89,13 +103,50 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[PathError]]:
     return files, problems
 
 
-class _Gunzip(io.RawIOBase):
-    """A gzip stream read as far as it goes: a cut-off or corrupt tail ends the stream and is
-    remembered (``cut``), instead of failing the whole log."""
+class _Counted(io.RawIOBase):
+    """The compressed bytes a decompressor reads, counted (to bound the ratio)."""
 
     def __init__(self, raw: BinaryIO) -> None:
-        self._inner = gzip.GzipFile(fileobj=raw, mode="rb")
         self._raw = raw
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        data = self._raw.read(len(buffer))
+        count = len(data)
+        buffer[:count] = data
+        self.count += count
+        return count
+
+
+class _Gunzip(io.RawIOBase):
+    """A compressed stream (gzip, every member; bzip2; xz) read as far as it goes: a cut-off or
+    corrupt tail ends the stream and is remembered (``cut``), instead of failing the whole log.
+    What it inflates to is bounded: past :data:`MAX_INFLATED_FREE` bytes, at most
+    :data:`MAX_RATIO` times the compressed bytes read (:class:`LogOpenError` names the limit)."""
+
+    def __init__(self, raw: BinaryIO, name: str = "", kind: str = "gzip") -> None:
+        self._counted = _Counted(raw)
+        reader = cast(Any, self._counted)
+        self._inner: Any
+        if kind == "bzip2":
+            self._inner = bz2.BZ2File(reader, mode="rb")
+        elif kind == "xz":
+            self._inner = lzma.LZMAFile(reader, mode="rb")
+        elif kind == "zstd":
+            import zstandard  # type: ignore[import-not-found]
+
+            self._inner = zstandard.ZstdDecompressor().stream_reader(
+                reader, read_across_frames=True
+            )
+        else:
+            self._inner = gzip.GzipFile(fileobj=reader, mode="rb")
+        self._raw = raw
+        self._name = name
+        self._kind = kind
+        self._inflated = 0
         self.cut: str | None = None
 
     def readable(self) -> bool:
@@ -107,10 +158,21 @@ class _Gunzip(io.RawIOBase):
         try:
             # One inflation step a call: what a step before a corrupt tail inflated has been
             # handed on already (a readinto that fills the whole buffer would lose it).
-            return self._inner.readinto1(buffer)
-        except Exception as exc:  # EOFError, BadGzipFile, zlib.error: corrupt from here on
+            step = getattr(self._inner, "readinto1", None) or self._inner.readinto
+            count = int(step(buffer))
+        except Exception as exc:  # EOFError, BadGzipFile, zlib/lzma/bz2 errors: corrupt
             self.cut = str(exc) or type(exc).__name__
             return 0
+        self._inflated += count
+        if self._inflated > MAX_INFLATED_FREE and self._inflated > MAX_RATIO * max(
+            1, self._counted.count
+        ):
+            raise LogOpenError(
+                self._name,
+                f"{self._kind} stream inflates more than {MAX_RATIO} times its size past "
+                f"{MAX_INFLATED_FREE >> 20} MiB (a decompression bomb?); not read",
+            )
+        return count
 
     def close(self) -> None:
         try:
@@ -121,14 +183,15 @@ class _Gunzip(io.RawIOBase):
 
 
 class _Utf16(io.RawIOBase):
-    """A UTF-16 log read as UTF-8, as it is decoded: Windows PowerShell's ``>`` writes UTF-16
-    with a byte-order mark (``kubectl logs pod > sglang.log``), in which no marker would be
-    found. Bytes that are not UTF-16 are kept as ``\\xNN``."""
+    """A UTF-16 or UTF-32 log read as UTF-8, as it is decoded: Windows PowerShell's ``>``
+    writes UTF-16 with a byte-order mark (``kubectl logs pod > sglang.log``), in which no marker
+    would be found; some tools write it without one. Bytes that are not of the encoding are kept
+    as ``\\xNN``."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, encoding: str = "utf-16") -> None:
         self.inner = inner
         self._text = io.TextIOWrapper(
-            inner, encoding="utf-16", errors="backslashreplace", newline=""
+            inner, encoding=encoding, errors="backslashreplace", newline=""
         )
         self._pending = memoryview(b"")
 
@@ -154,9 +217,11 @@ class _Utf16(io.RawIOBase):
 
 
 def open_log(source: LogSource) -> BinaryIO:
-    """A binary stream of ``source``'s bytes, decompressed when they are gzip.
+    """A binary stream of ``source``'s bytes, decompressed (gzip, bzip2, xz, zstd) and decoded
+    (UTF-16, UTF-32) as its content says.
 
-    Raises :class:`LogOpenError` for a path that is not a readable regular file.
+    Raises :class:`LogOpenError` for a path that is not a readable regular file, and for
+    content that is no text log (binary data, zstd without its package).
     """
     if source.stream is not None:
         raw: BinaryIO = source.stream
@@ -165,17 +230,99 @@ def open_log(source: LogSource) -> BinaryIO:
             raw, _ = open_regular(source.name, "log")
         except InputFileError as exc:
             raise LogOpenError(exc.path, exc.reason) from None
+    try:
+        return _opened(source, raw)
+    except LogOpenError:
+        if source.stream is None:
+            raw.close()
+        raise
+
+
+def _opened(source: LogSource, raw: BinaryIO) -> BinaryIO:
     buffered: Any = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(cast(Any, raw))
     try:
-        head = buffered.peek(2)[:2]
+        kind = _compression(buffered.peek(8)[:8])
     except OSError as exc:
         raise LogOpenError(source.name, f"cannot read: {exc.strerror or exc}") from None
     stream = buffered
-    if head == _GZIP_MAGIC:
-        stream = io.BufferedReader(_Gunzip(buffered), buffer_size=1 << 20)
-    if stream.peek(2)[:2] in _UTF16_BOMS:
-        stream = io.BufferedReader(_Utf16(stream), buffer_size=1 << 20)
+    if kind == "zstd" and not _has_zstd():
+        raise LogOpenError(
+            source.name,
+            "zstd-compressed log, and the zstandard package is not installed (pip install "
+            "'ppaux[zstd]'); decompress it first (zstd -d) or install it",
+        )
+    if kind is not None:
+        stream = io.BufferedReader(_Gunzip(buffered, source.name, kind), buffer_size=1 << 20)
+    sniff = stream.peek(_SNIFF)[:_SNIFF]
+    encoding = _encoding(sniff)
+    if encoding is not None:
+        stream = io.BufferedReader(_Utf16(stream, encoding), buffer_size=1 << 20)
+        sniff = stream.peek(_SNIFF)[:_SNIFF]
+    if _binary(sniff):
+        what = f"{kind}-compressed " if kind else ""
+        raise LogOpenError(source.name, f"{what}binary data, not a text log")
     return cast(BinaryIO, stream)
+
+
+def _compression(head: bytes) -> str | None:
+    """The compression a stream's first bytes name: gzip, bzip2, xz, zstd, or None."""
+    if head.startswith(_GZIP_MAGIC):
+        return "gzip"
+    if head.startswith(_BZIP2_MAGIC) and head[3:4] in b"123456789" and len(head) >= 4:
+        return "bzip2"
+    if head.startswith(_XZ_MAGIC):
+        return "xz"
+    if head.startswith(_ZSTD_MAGIC):
+        return "zstd"
+    return None
+
+
+def _has_zstd() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("zstandard") is not None
+
+
+def _encoding(head: bytes) -> str | None:
+    """The UTF-16 or UTF-32 encoding of a stream's first bytes (by its byte-order mark, or
+    without one by where its NUL bytes fall among ASCII text), or None for UTF-8 and the
+    rest."""
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "utf-32"
+    if head[:2] in _UTF16_BOMS:
+        return "utf-16"
+    sample = head[: len(head) - len(head) % 4]
+    if len(sample) < 8:
+        return None
+    zeros = [sample[i::4].count(0) / (len(sample) // 4) for i in range(4)]
+    if zeros[0] < 0.05 and min(zeros[1:]) > 0.95:
+        return "utf-32-le"
+    if zeros[3] < 0.05 and min(zeros[:3]) > 0.95:
+        return "utf-32-be"
+    even = sample[0::2].count(0) / (len(sample) // 2)
+    odd = sample[1::2].count(0) / (len(sample) // 2)
+    if odd > 0.9 and even < 0.05:
+        return "utf-16-le"
+    if even > 0.9 and odd < 0.05:
+        return "utf-16-be"
+    return None
+
+
+_TEXT_CONTROLS = frozenset(b"\t\n\r\x1b")
+
+
+def _binary(head: bytes) -> bool:
+    """True when ``head`` is no text: many characters that no log line holds (control bytes,
+    bytes that are not UTF-8)."""
+    if not head:
+        return False
+    text = head.decode("utf-8", "replace")
+    odd = sum(
+        1
+        for c in text
+        if c == "\ufffd" or (ord(c) < 0x20 and ord(c) not in _TEXT_CONTROLS) or c == "\x7f"
+    )
+    return odd > _BINARY_SHARE * len(text)
 
 
 def gzip_cut(stream: BinaryIO) -> str | None:

@@ -1,22 +1,42 @@
-"""What to run next, as commands, for the incidents triage found.
+"""What to run next, as data: each step an argument vector, where to run it, and a comment,
+chosen by the kind of each incident's root (:mod:`ppaux.triage.kinds`).
 
-First, where the root is the sampling observer's to check (one of its methods raised, or the
-last stage's add refused what it returned): ``ppaux check-observer`` on it. For an
-auxiliary-output root: the capture settings to turn on (ppaux installed in sglang's
-environment, ``PPAUX_CAPTURE_DIR`` on every stage, ``PPAUX_CAPTURE_STRICT=1`` on the last stage,
-where a non-tensor value enters the output message), ``ppaux fingerprint``/``check-skew``
-across the stages, then ``ppaux capture list``, ``inspect`` and ``replay`` on what the capture
-writes. For any other PP failure only the stage comparison: nothing claims a capture would
-explain it.
+- auxiliary output: ``ppaux check-observer`` where the root is the sampling observer's to
+  check; the capture settings (ppaux installed in sglang's environment, ``PPAUX_CAPTURE_DIR`` on
+  every stage, ``PPAUX_CAPTURE_STRICT=1`` where the last stage runs), set as the log's deployment
+  sets an environment (a Kubernetes pod spec and a volume, ``docker run -e``/``-v``, or the
+  shell); ``ppaux fingerprint``/``check-skew`` across the stages; ``ppaux capture list``,
+  ``inspect`` and ``replay`` on what the capture writes;
+- communication (at set-up, in flight, or no root in the log): the NCCL and gloo variables
+  that make the next failure say why, and what to collect from every node;
+- memory: the server arguments that bound sglang's memory;
+- shape or kernel: what to report upstream (the model, the release, the server arguments);
+- anything else: the stage comparison.
+
+A step is shown with :func:`shlex.join` (:func:`render`), so that the shell gives back its
+argument vector as it is; text taken from the log goes after ``--`` where it is an operand,
+and a relative path that begins with '-' is written ``./-...``, so that it never becomes an
+option. Text that cannot be shown safely (control characters) is never put in a command: the
+step is a comment naming the problem.
 """
 
 from __future__ import annotations
 
-import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ppaux.sglang import MessageMatch
 
-__all__ = ["DEFAULT_CAPTURE_DIR", "MAX_LISTED_STAGES", "next_steps"]
+__all__ = [
+    "DEFAULT_CAPTURE_DIR",
+    "MAX_LISTED_STAGES",
+    "Deployment",
+    "Step",
+    "next_steps",
+    "operand",
+    "render",
+]
 
 #: Pipeline stages up to which the fingerprint step is one command per stage (``--pp-rank 0``,
 #: ``1``, ...); past it, or when the logs do not say how many, one command for rank ``N``.
@@ -25,69 +45,350 @@ MAX_LISTED_STAGES = 16
 #: Where the suggested capture writes, unless the logs show the capture already on.
 DEFAULT_CAPTURE_DIR = "/tmp/ppaux-captures"
 
-_PP = re.compile(r"\bPP(\d+)\b")
+_CODE = "any host with the observer's code"
+_CAPTURE_HOST = "the capture's host"
+#: Longest operand from a log put in a command.
+_MAX_OPERAND = 1024
 
 
-def _last_stage(ranks: list[str]) -> int | None:
-    found = [int(m.group(1)) for text in ranks for m in _PP.finditer(text)]
-    return max(found) if found else None
+@dataclass(frozen=True)
+class Step:
+    """One thing to do: ``argv`` (None for a comment alone), ``where`` to run it ('any host',
+    "each stage's host", "sglang's environment", ...), and ``comment``."""
+
+    argv: tuple[str, ...] | None
+    where: str
+    comment: str = ""
+
+    def as_data(self) -> dict[str, object]:
+        """The step as the JSON report holds it."""
+        return {
+            "argv": None if self.argv is None else list(self.argv),
+            "where": self.where,
+            "comment": self.comment,
+        }
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """What the logs say of where sglang ran: ``pp_size`` from its server arguments (None when
+    no log shows them), the highest stage seen otherwise, whether one launch ran every stage
+    (``single_launch``: one environment for them all), and how it was deployed
+    (``kubernetes``, ``docker`` or ``shell``)."""
+
+    pp_size: int | None = None
+    highest_stage: int | None = None
+    single_launch: bool = False
+    runtime: str = "shell"
+    model: str | None = None
+
+
+def _unsafe(text: str) -> str | None:
+    """Why ``text`` cannot be put in a command, or None."""
+    if not text:
+        return "it is empty"
+    if len(text) > _MAX_OPERAND:
+        return f"it is longer than {_MAX_OPERAND} characters"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F or 0x80 <= ord(c) < 0xA0 for c in text):
+        return "it holds control characters"
+    if any(c in text for c in "\u200b\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2069"):
+        return "it holds invisible or bidi characters"
+    if "\\x" in text or "\\u" in text:
+        return "it holds bytes the log did not encode as text"
+    return None
+
+
+def operand(text: str) -> str:
+    """``text`` as an operand that is never an option: a relative path beginning with '-' is
+    written ``./-...``."""
+    return f"./{text}" if text.startswith("-") else text
+
+
+def render(step: Step) -> str:
+    """The step as a line to paste into a shell: :func:`shlex.join` of its argv and the comment
+    after '#'; a comment alone is a '#' line."""
+    comment = step.comment.replace("\n", " ").replace("\r", " ")
+    if step.argv is None:
+        return f"# {comment}" if comment else "#"
+    line = shlex.join(step.argv)
+    return f"{line}  # {comment}" if comment else line
+
+
+def _from_log(argv: Sequence[str], logged: str, what: str, where: str, comment: str) -> Step:
+    """``argv`` + ``logged`` (text from the log), or a comment when it cannot be shown."""
+    problem = _unsafe(logged)
+    if problem is not None:
+        return Step(None, where, f"{what} the log names is not shown: {problem}")
+    return Step((*argv, operand(logged)), where, comment)
+
+
+def _stages(deployment: Deployment) -> tuple[int | None, str]:
+    """(the number of stages, how it is known)."""
+    if deployment.pp_size is not None:
+        return deployment.pp_size, f"--pp-size {deployment.pp_size} from the server arguments"
+    if deployment.highest_stage is not None and deployment.highest_stage > 0:
+        stages = deployment.highest_stage + 1
+        return (
+            stages,
+            f"--pp-size {stages} is a lower bound: the highest stage seen; the logs hold no "
+            "server arguments",
+        )
+    return None, "the logs do not say how many stages there are"
+
+
+def _compare(deployment: Deployment) -> list[Step]:
+    stages, known = _stages(deployment)
+    steps: list[Step] = []
+    size = f" ({known})"
+    if deployment.single_launch:
+        where = "the host that runs the launch"
+        steps.append(
+            Step(None, where, f"compare the stages: one launch runs them all, on this host{size}")
+        )
+    else:
+        where = "each stage's host"
+        steps.append(Step(None, where, f"compare the stages: on each stage's host{size}"))
+    if stages is not None and stages <= MAX_LISTED_STAGES:
+        for rank in range(stages):
+            argv = (
+                "ppaux",
+                "fingerprint",
+                "--pp-rank",
+                str(rank),
+                "--pp-size",
+                str(stages),
+                "-o",
+                f"stage-{rank}.json",
+            )
+            host = where if deployment.single_launch else f"PP{rank}'s host"
+            steps.append(Step(argv, host, "" if deployment.single_launch else f"on {host}"))
+    else:
+        given: tuple[str, ...] = () if stages is None else ("--pp-size", str(stages))
+        command = ("ppaux", "fingerprint", "--pp-rank", "N", *given, "-o", "stage-N.json")
+        steps.append(Step(command, where, f"N: each stage; {known}"))
+    steps.append(
+        Step(
+            ("ppaux", "check-skew", "--", *(f"stage-{r}.json" for r in range(stages or 2))),
+            "any host",
+            "with every stage's file in one place",
+        )
+    )
+    return steps
+
+
+def _capture(deployment: Deployment, directory: str, last: str) -> list[Step]:
+    """How to turn the capture on, as the deployment sets an environment."""
+    problem = _unsafe(directory)
+    if problem is not None:
+        return [
+            Step(None, "sglang's environment", f"the capture directory is not shown: {problem}")
+        ]
+    strict_where = (
+        "every stage (one launch shares one environment)" if deployment.single_launch else last
+    )
+    if deployment.runtime == "kubernetes":
+        return [
+            Step(
+                None,
+                "the pod spec",
+                "capture the failing message: install ppaux in sglang's image; in the pod spec "
+                f"of every stage set env PPAUX_CAPTURE_DIR={directory} and mount a volume there "
+                "(a PersistentVolumeClaim or hostPath: an emptyDir is lost with the pod), and "
+                f"PPAUX_CAPTURE_STRICT=1 on {strict_where}; or, on a Deployment:",
+            ),
+            Step(
+                (
+                    "kubectl",
+                    "set",
+                    "env",
+                    "deployment/SGLANG",
+                    f"PPAUX_CAPTURE_DIR={directory}",
+                    "PPAUX_CAPTURE_STRICT=1",
+                ),
+                "a host with kubectl",
+                "SGLANG: the Deployment or StatefulSet; add the volume in its spec",
+            ),
+        ]
+    if deployment.runtime == "docker":
+        return [
+            Step(
+                None,
+                "the host that runs the container",
+                "capture the failing message: install ppaux in sglang's image, then restart "
+                "the container with the capture on and a host directory kept past a restart:",
+            ),
+            Step(
+                (
+                    "docker",
+                    "run",
+                    "-e",
+                    f"PPAUX_CAPTURE_DIR={directory}",
+                    "-e",
+                    "PPAUX_CAPTURE_STRICT=1",
+                    "-v",
+                    f"{operand(directory)}:{directory}",
+                    "IMAGE",
+                ),
+                "the host that runs the container",
+                "IMAGE and the rest: as the container runs now; in compose, environment: "
+                "and volumes: of the service",
+            ),
+        ]
+    return [
+        Step(
+            None,
+            "sglang's environment",
+            "capture the failing message: install ppaux in sglang's environment on every "
+            "stage, then restart sglang with",
+        ),
+        Step(("export", f"PPAUX_CAPTURE_DIR={directory}"), "every stage"),
+        Step(
+            ("export", "PPAUX_CAPTURE_STRICT=1"),
+            strict_where,
+            f"on {strict_where}: stop where a non-tensor value enters the output message",
+        ),
+    ]
+
+
+def _aux_steps(
+    deployment: Deployment, captures: list[tuple[str, bool]], observers: list[str]
+) -> list[Step]:
+    steps: list[Step] = []
+    for target in observers:
+        steps.append(
+            Step(
+                None,
+                "any host with the observer's code",
+                "check the sampling observer as sglang's PP transport runs it, without a "
+                "restart (its module or file, and its class)",
+            )
+        )
+        steps.append(
+            _from_log(("ppaux", "check-observer", "--"), target, "the observer", _CODE, "")
+        )
+    directory = captures[0][0] if captures else DEFAULT_CAPTURE_DIR
+    stages, _ = _stages(deployment)
+    last = f"PP{stages - 1} only" if stages else "the last stage only"
+    if captures:
+        steps.append(
+            Step(None, "the capture's host", "the logs show ppaux's capture on: read what it wrote")
+        )
+    else:
+        steps += _capture(deployment, directory, last)
+    steps += _compare(deployment)
+    steps.append(Step(None, "the capture's host", "then read what the capture wrote"))
+    for argv in (
+        ("ppaux", "capture", "list", "--dir"),
+        ("ppaux", "inspect", "--"),
+        ("ppaux", "replay", "--"),
+    ):
+        steps.append(_from_log(argv, directory, "the capture directory", _CAPTURE_HOST, ""))
+    return steps
+
+
+def _network_steps(at_init: bool) -> list[Step]:
+    what = "set-up" if at_init else "collective"
+    return [
+        Step(
+            None,
+            "every node",
+            f"a communication failure ({what}): make the next one say why, on every node, "
+            "then restart sglang",
+        ),
+        Step(("export", "NCCL_DEBUG=INFO"), "every node"),
+        Step(("export", "NCCL_DEBUG_SUBSYS=INIT,NET"), "every node"),
+        Step(
+            None,
+            "every node",
+            "and NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to the interface that reaches the "
+            "other nodes (ip -brief address lists them)",
+        ),
+        Step(("export", "TORCH_NCCL_DUMP_ON_TIMEOUT=1"), "every node"),
+        Step(
+            None,
+            "every node",
+            "collect every node's sglang log, with what it says of the interfaces and GPUs:",
+        ),
+        Step(("ip", "-brief", "address"), "every node"),
+        Step(("nvidia-smi", "topo", "-m"), "every node"),
+        Step(
+            None,
+            "every node",
+            "--dist-init-addr must be reachable from every node, its port open; the nodes' "
+            "firewalls must let NCCL's and gloo's ports through",
+        ),
+    ]
+
+
+def _memory_steps(deployment: Deployment) -> list[Step]:
+    return [
+        Step(
+            None,
+            "the launch command",
+            "out of memory: the server arguments that bound sglang's memory, each lowered a "
+            "step: --mem-fraction-static (the KV cache's share), --chunked-prefill-size, "
+            "--max-running-requests, --cuda-graph-max-bs, --max-total-tokens; a higher "
+            "--pp-size or --tp-size spreads the weights",
+        ),
+        Step(
+            ("nvidia-smi", "--query-gpu=index,memory.used,memory.total", "--format=csv"),
+            "each stage's host",
+            "what else holds the GPUs' memory",
+        ),
+    ]
+
+
+def _upstream_steps(deployment: Deployment, release: str | None) -> list[Step]:
+    model = deployment.model
+    about = f"the model ({model})" if model and _unsafe(model) is None else "the model"
+    fits = f"the release (the frames fit {release})" if release else "the release"
+    return [
+        Step(
+            None,
+            "any host",
+            f"a shape or kernel failure in sglang or a kernel it calls: report it upstream with "
+            f"{about}, {fits}, the server arguments and the traceback",
+        ),
+        Step(("python3", "-m", "sglang.check_env"), "the failing stage's host", "the release"),
+    ]
 
 
 def next_steps(
-    matches: list[MessageMatch | None],
-    ranks_seen: list[str],
+    roots: list[tuple[str, MessageMatch | None]],
+    deployment: Deployment,
     captures: list[tuple[str, bool]],
     observers: list[str] | None = None,
-) -> list[str]:
-    """Commands for incidents whose roots matched ``matches`` (None: not an auxiliary-output
-    error); ``ranks_seen``: the rank prefixes in the logs (the failures' and every ``PPn`` sglang's
-    prefixes show); ``captures``: capture directories the logs show in use; ``observers``:
-    targets for ``ppaux check-observer`` (``FILE:Observer`` where a frame names the observer's
-    file, else ``MODULE:Observer``), for roots that are the sampling observer's to check."""
-    if not matches:
-        return []
-    last = _last_stage(ranks_seen)
-    stages = (last + 1) if last is not None and last > 0 else None
-    steps: list[str] = []
-    for target in observers or []:
-        steps += [
-            "# check the sampling observer as sglang's PP transport runs it, without a restart "
-            "(its module or file, and its class)",
-            f"ppaux check-observer {target}",
-        ]
-    aux = [m for m in matches if m is not None]
-    directory = captures[0][0] if captures else DEFAULT_CAPTURE_DIR
-    if aux:
-        if captures:
-            steps.append(
-                f"# the logs show ppaux's capture writing to {directory}: read what it wrote"
-            )
-        else:
-            last_name = f"PP{last}" if last is not None and last > 0 else "the last stage"
-            steps += [
-                "# capture the failing message: install ppaux in sglang's environment on every "
-                "stage, then restart sglang with",
-                f"export PPAUX_CAPTURE_DIR={directory}",
-                f"export PPAUX_CAPTURE_STRICT=1  # on {last_name} only: stop where a non-tensor "
-                "value enters the output message",
-            ]
-    steps.append("# compare the stages: on each stage's host")
-    if stages is not None and stages <= MAX_LISTED_STAGES:
-        # One command per stage, each runnable as it stands on that stage's host.
-        steps += [
-            f"ppaux fingerprint --pp-rank {rank} --pp-size {stages} -o stage-{rank}.json"
-            f"  # on PP{rank}'s host"
-            for rank in range(stages)
-        ]
-    else:
-        pp_size = f" --pp-size {stages}" if stages else ""
-        steps.append(f"ppaux fingerprint --pp-rank N{pp_size} -o stage-N.json")
-    steps.append("ppaux check-skew stage-*.json  # with every stage's file in one place")
-    if aux:
-        steps += [
-            "# then read what the capture wrote",
-            f"ppaux capture list --dir {directory}",
-            f"ppaux inspect {directory}",
-            f"ppaux replay {directory}",
-        ]
+    release: str | None = None,
+    no_root: str | None = None,
+) -> list[Step]:
+    """Steps for incidents whose roots are of ``roots`` (kind, and the auxiliary-output message
+    matched, if any), in the order the kinds first appear; ``no_root``: why the logs hold no
+    root ('network-or-other-node', ...), when they hold none; ``captures``: capture directories
+    the logs show in use; ``observers``: targets for ``ppaux check-observer``; ``release``: the
+    releases the root's frames fit."""
+    steps: list[Step] = []
+    done: set[str] = set()
+    kinds = [kind for kind, _ in roots]
+    if no_root == "network-or-other-node":
+        kinds.append("communication")
+    for kind in kinds:
+        group = "communication" if kind.startswith("communication") else kind
+        if group in done:
+            continue
+        done.add(group)
+        if kind == "auxiliary-output":
+            steps += _aux_steps(deployment, captures, observers or [])
+        elif group == "communication":
+            steps += _network_steps(kind == "communication-init")
+        elif kind == "memory":
+            steps += _memory_steps(deployment)
+        elif kind == "shape-kernel":
+            steps += _upstream_steps(deployment, release)
+        elif "compare" not in done:
+            done.add("compare")
+            for target in observers or []:
+                steps.append(
+                    _from_log(("ppaux", "check-observer", "--"), target, "the observer", _CODE, "")
+                )
+            steps += _compare(deployment)
     return steps

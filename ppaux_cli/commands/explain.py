@@ -139,9 +139,25 @@ def _read_stdin(output: str | None) -> str:
     return text
 
 
+def _kind_hint(text: str) -> str:
+    """What kind of failure ``text`` shows, when it shows one, and where to go with it."""
+    from ppaux.triage import DESCRIPTIONS, kind_of_text
+
+    kind = kind_of_text(text)
+    if kind is None or kind in ("other", "unknown"):
+        return ""  # the plain refusal, which points at triage already
+    return (
+        f"; it is {DESCRIPTIONS[kind]}: 'ppaux triage' on the whole log (or 'ppaux triage -' "
+        "from stdin) names the root and what to do next"
+    )
+
+
 def _nothing_in_stdin(text: str) -> str:
     """The error for several lines from stdin that hold none of the nine messages."""
     lines = text.count("\n") + 1
+    kind = _kind_hint(text)
+    if kind:
+        return f"-: none of sglang's nine PP messages is in the {lines} lines read from stdin{kind}"
     return (
         f"-: none of sglang's nine PP messages is in the {lines} lines read from stdin; "
         "docs/errors/index.md lists them, and 'ppaux triage -' reads a whole log"
@@ -162,6 +178,9 @@ def _unknown(wanted: str) -> str:
         bare = re.sub(r"""(['"]).*?\1""", "{name!r}", wanted)
         bare = re.sub(r"^\s*RuntimeError\s*:\s*", "", bare).rstrip(". ")
         hint = did_you_mean(bare, [m.template for m in MESSAGES])
+        kind = _kind_hint(wanted)
+        if kind and not hint:
+            return f"{shown!r} is none of sglang's nine PP messages{kind}"
         return (
             f"{shown!r} is none of sglang's nine PP messages; docs/errors/index.md lists them{hint}"
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -26,7 +27,9 @@ def triage(
         typer.Argument(
             metavar="LOG",
             help="sglang server logs (plain, Kubernetes/CRI, Docker json-file, docker compose, "
-            "Ray, kubectl logs --prefix; with or without --timestamps/-t; gzip or not) or "
+            "Ray, kubectl logs --prefix, Slurm srun --label, journald, Grafana/Loki, Google "
+            "Cloud Logging and CloudWatch exports, pasted tracebacks; with or without "
+            "--timestamps/-t; gzip, bzip2, xz, zstd with ppaux[zstd], UTF-16/32 or not) or "
             "directories of them; - reads one log from stdin.",
         ),
     ],
@@ -58,4 +61,11 @@ def triage(
     except TriageConfigError as exc:
         fail(setting_line(exc))
     refuse_stdin_copy(reader, options.output)
+    if report.problems and not report.data.get("logs"):
+        # No log could be read: one error line each, nothing on stdout.
+        from ppaux.text import shown
+
+        for problem in report.problems[:-1]:
+            sys.stderr.write(f"ppaux: error: {shown(str(problem), None)}\n")
+        fail(str(report.problems[-1]))
     emit(report, options)

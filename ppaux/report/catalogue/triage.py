@@ -9,6 +9,7 @@ traceback say (the build, an out-of-tree frame, ranks that disagree) comes besid
 from __future__ import annotations
 
 from ppaux.report.findings import Rule, Severity
+from ppaux.sglang.names import ADD_NOT_TENSOR, POP_NON_TENSOR
 
 __all__ = ["RULES"]
 
@@ -51,8 +52,7 @@ RULES = (
         ),
         example=(
             "PP0 TP0 failed first at 2026-12-03 14:22:07 (local time of the host, zone unknown) "
-            "(server.log:1042): RuntimeError: "
-            "received a non-tensor auxiliary PP output"
+            f"(server.log:1042): RuntimeError: {POP_NON_TENSOR.text}"
         ),
         area="triage",
     ),
@@ -65,17 +65,26 @@ RULES = (
             "The earliest scheduler failure of an incident raised an exception other than the "
             "nine auxiliary-output messages (a KeyError from mismatched logprob keys, a CUDA "
             "error, an out-of-memory error, an assertion in a model). It is still the root of "
-            "what follows, and ppaux claims no auxiliary-output cause for it. A traceback cut "
-            "off before its exception line is reported here with its exception unknown. "
-            + _LOCATION
+            "what follows, and ppaux claims no auxiliary-output cause for it. Its kind "
+            "(extra.kind: communication-init, communication, memory, shape-kernel, other, "
+            "unknown) is told from the exception's type, message and frames, and chooses the "
+            "next steps. A communicator that could not be set up, with no failure before it, "
+            "is a root. A traceback cut off before its exception line is reported here with "
+            "its exception unknown. " + _LOCATION
         ),
         causes=(
             "Any failure in the scheduler's event loop or its start-up.",
+            "A communicator or process group that could not be set up (NCCL, gloo, the "
+            "network between the nodes).",
+            "Memory (the KV cache, CUDA graphs, the weights of a stage).",
+            "A shape or kernel failure in sglang, a model or a kernel it calls.",
             "Stages that disagree on the PP output message (a KeyError on a logprob key).",
         ),
         fix=(
-            "Read the traceback at the line given; run 'ppaux check-skew' across the stages when "
-            "the error comes from the PP path."
+            "Read the traceback at the line given and follow the next steps the report lists "
+            "for its kind (NCCL variables and what to collect, the memory server arguments, "
+            "what to report upstream); run 'ppaux check-skew' across the stages when the error "
+            "comes from the PP path."
         ),
         example=(
             "PP0 TP0 failed first at 2026-12-03 14:22:07 (local time of the host, zone unknown) "
@@ -188,7 +197,7 @@ RULES = (
         summary="The failure was raised by ppaux's own capture in strict mode.",
         explanation=(
             "With PPAUX_CAPTURE_STRICT=1 the capture makes the last stage raise the message "
-            "sglang's add would give ('auxiliary PP output ... is not a tensor') at the first "
+            f"sglang's add would give ({ADD_NOT_TENSOR.format('...', str)!r}) at the first "
             "hop where the output message holds a non-tensor auxiliary value, and writes a "
             "capture that names the culprit. The traceback's raising frame lies in ppaux's "
             "capture, or the log shows the capture's own lines. " + _LOCATION
@@ -202,18 +211,31 @@ RULES = (
         code="PP809",
         name="triage-no-root",
         severity=Severity.WARNING,
-        summary="Ranks failed of communication errors, but no failure that caused them is here.",
+        summary="No root in these logs: communication failures only, signals only, or neither.",
         explanation=(
-            "The logs hold collateral failures (watchdog timeouts, closed connections, store "
-            "errors) and no scheduler failure before them: the rank that failed first logged "
-            "somewhere else, or was killed without a traceback (out of memory, a signal)."
+            "The logs hold failures that follow from another (watchdog timeouts, closed or "
+            "timed-out connections, store errors) or only the parent's SIGQUIT, and no failure "
+            "before them that caused them. Where every failing rank failed of communication "
+            "and nothing else, the finding says so plainly: the cause is on the network or on "
+            "another node, not in this log (extra.no_root: network-or-other-node). Where the "
+            "log holds only signals, the failing process's own output is elsewhere "
+            "(signals-only). A communicator that could not be set up (ncclCommInitRank, "
+            "connectFullMesh) with no failure before it is a root (PP802), not this."
         ),
         causes=(
+            "The network between the nodes failed (a link, a firewall, an interface NCCL or "
+            "gloo chose), or another node's process died and its log is not here.",
             "The logs of the rank that failed first were not collected.",
             "A process was killed by the kernel or the orchestrator.",
         ),
-        fix="Add the logs of every rank and of the parent process; check for OOM kills.",
-        example="3 ranks failed of communication errors; no root in these logs",
+        fix=(
+            "Collect the logs of every node and the parent process; check the network between "
+            "the nodes (NCCL_DEBUG=INFO, NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME) and OOM kills."
+        ),
+        example=(
+            "no root in this log: the cause is on the network or another node; 6 communication "
+            "failures on TP10, TP11, TP12 and nothing else"
+        ),
         area="triage",
     ),
     Rule(
@@ -229,6 +251,26 @@ RULES = (
         causes=("Log rotation, a killed process, a partial copy.",),
         fix="Collect the whole log if the exception is needed.",
         example="the traceback of PP0 TP0 ends before its exception line",
+        area="triage",
+    ),
+    Rule(
+        code="PP811",
+        name="triage-input-unread",
+        severity=Severity.WARNING,
+        summary="Part of the input could not be read as an sglang log.",
+        explanation=(
+            "A file given beside other logs holds no line of sglang's shape, of a launcher's "
+            "or of a traceback (a README, a torch dump, a one-line text file): it is left out "
+            "and the other logs are triaged (alone, it is refused: an error line, exit 2). Or "
+            "a line holds a rank or a frame's line number of more digits than any real one: "
+            "the line is read without it. " + _LOCATION
+        ),
+        causes=(
+            "The wrong file was given, or a directory holds more than logs.",
+            "A damaged or crafted log.",
+        ),
+        fix="Give the server's logs only; look at the line named.",
+        example="notes.txt is not an sglang log: no line has the shape of sglang's",
         area="triage",
     ),
 )

@@ -1,0 +1,290 @@
+"""The envelopes people export and paste, told line by line from the line's own shape.
+
+A log copied out of a web UI or a log store arrives with each line wrapped in what that store
+adds, and a paste may mix them. Each line is peeled here, layer after layer, whatever the rest
+of the file looks like:
+
+- JSON records: Docker's json-file (``log``), Google Cloud Logging (``textPayload``,
+  ``jsonPayload.message``), journald ``-o json`` (``MESSAGE``, ``__REALTIME_TIMESTAMP``), AWS
+  CloudWatch ``get-log-events``/exports (``message``, ``timestamp`` in milliseconds), Grafana/
+  Loki (``line``); a pretty-printed export's ``"line": "..."`` member on a line of its own. A
+  record's message may hold several lines (a whole traceback): :func:`peel_envelope` returns
+  them all.
+- text rows: a leading time (RFC 3339, or ``YYYY-MM-DD HH:MM:SS[.fff]``, or epoch
+  milliseconds), with a severity word before it (Google Cloud Logging's ``ERROR <time>``) or a
+  level column after it (Grafana's table), Loki's ``{label="..."}`` set, Cloud Logging's
+  ``[key: value]`` groups, a journald ``short-iso`` ``host ident[pid]:``, an ``aws logs tail``
+  stream name, tab- or comma-separated columns (a table or CSV download);
+- syslog's and journald's default ``short`` form (``Jun 17 06:48:30 host ident[pid]:``), and a
+  serving framework's own logger before each line (vLLM's ``ERROR 03-12 15:02:44 file.py:N]``);
+- launchers: ``kubectl logs --prefix``'s ``[pod/<pod>/<container>]``, docker compose's padded
+  ``<service>  |``, Ray's ``(... pid=N ...)``, Slurm ``srun --label``'s ``<task>:``.
+
+Times are read with :meth:`datetime.fromisoformat` (RFC 3339, nanoseconds cut to
+microseconds). Nothing here fails on a line: a line that has none of these shapes is returned
+as it came.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+
+__all__ = ["MAX_RECORD_LINES", "Peeled", "peel_envelope", "rfc3339"]
+
+#: Lines of one JSON record's message kept (a whole traceback fits; a hostile record does not
+#: make a line cost more than this).
+MAX_RECORD_LINES = 400
+#: Digits of an epoch time accepted (milliseconds to nanoseconds); more is no time.
+_MAX_EPOCH_DIGITS = 19
+
+_ISO = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|z|[+-]\d\d:?\d\d|\s?UTC)?"
+_SEVERITY = r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|ALERT|EMERGENCY|[DIWEF])"
+#: A row's leading time, with a severity word before it (Google Cloud Logging's text form).
+_LEAD = re.compile(
+    rf"^(?:{_SEVERITY}\s+)?(?P<time>{_ISO}|\d{{13,{_MAX_EPOCH_DIGITS}}})(?:\t| |,|$)"
+)
+_CSV_TIME = re.compile(rf'^"(?P<time>{_ISO}|\d{{13,{_MAX_EPOCH_DIGITS}}})",(?P<rest>.*)$')
+_LEVEL_COLUMN = re.compile(
+    r"^(?:info|error|warning|warn|debug|critical|unknown|INFO|ERROR|WARNING|WARN|DEBUG)\t"
+)
+_LABELS = re.compile(r'^\{(?:[\w.]+\s*=~?\s*"(?:[^"\\]|\\.)*"\s*,?\s*)*\}\s?')
+_KEY_GROUP = re.compile(r"^\[[\w.]+: [^\]]*\]\s?")
+#: journald ``short-iso``: ``<time> <host> <identifier>[<pid>]: `` (after the time).
+_JOURNALD = re.compile(r"^[\w.-]+ [\w.@/-]+(?:\[\d{1,10}\])?: ")
+#: ``aws logs tail``: ``<time> <stream> <message>``; a stream name holds a '/'.
+_AWS_STREAM = re.compile(r"^[\w.-]+(?:/[\w.\[\]$-]+)+ ")
+_KUBECTL = re.compile(r"^\[(?P<who>pod/[^/\]\s]+/[^/\]\s]*)\] ")
+#: syslog's and journald's default (``short``) form: ``Jun 17 06:48:30 host ident[pid]: ``.
+_SYSLOG = re.compile(
+    r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? [\w.-]+ [\w.@/-]+(?:\[\d{1,10}\])?: "
+)
+#: A Python serving framework's own logger (vLLM's): ``ERROR 03-12 15:02:44 file.py:581] ``.
+_FRAMEWORK = re.compile(
+    r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? "
+    r"[\w.-]{1,200}:\d{1,9}\] "
+)
+_COMPOSE = re.compile(r"^(?P<who>[A-Za-z0-9][\w.-]*) +\| ?")
+_RAY = re.compile(r"^\((?P<who>[^()]{0,200}\bpid=\w+[^()]{0,200})\) ?")
+_SLURM = re.compile(r"^ {0,8}(?P<task>\d{1,7}): ")
+_JSON_MEMBER = re.compile(
+    r'^\s*"(?:line|message|textPayload|MESSAGE|log|msg)"\s*:\s*(?P<value>"(?:[^"\\]|\\.)*")\s*,?\s*$'
+)
+#: A line of a pretty-printed JSON export that holds no log line: brackets, and members
+#: other than the line (``"tsNs": "..."``, ``"labels": {``).
+_JSON_FRAME = re.compile(
+    r'^\s*(?:[\[\]{}],?|"[\w@.]{1,64}"\s*:\s*(?:"(?:[^"\\]|\\.){0,200}"|-?\d{1,30}|true|false|null|[\[{]))\s*,?\s*$'
+)
+_MESSAGE_KEYS = ("log", "line", "textPayload", "MESSAGE", "message", "msg", "Line", "@message")
+_TIME_KEYS = ("time", "timestamp", "@timestamp", "ts", "Time", "receiveTimestamp")
+
+
+class Peeled:
+    """What a line's envelope said: ``lines`` (one, or a record's several), the collector's
+    ``time`` (seconds since the epoch) and ``time_text`` as written, and ``stream`` (a pod, a
+    service, a Slurm task, a Ray actor) where one is named."""
+
+    __slots__ = ("lines", "stream", "time", "time_text")
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.time: float | None = None
+        self.time_text: str | None = None
+        self.stream: str | None = None
+
+
+def rfc3339(text: str) -> float | None:
+    """Seconds since the epoch of an RFC 3339 or ISO 8601 time with a zone (a time without
+    one is taken as UTC only when it says so); None when it is not one."""
+    head = text.strip().replace(",", ".").replace(" UTC", "Z").replace("UTC", "Z")
+    fraction = 0.0
+    match = re.match(r"^(.{10}[T ]\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(.*)$", head)
+    if match is None:
+        return None
+    base, digits, zone = match.groups()
+    if digits:
+        fraction = int(digits) / 10 ** len(digits)
+    if not zone:
+        return None
+    try:
+        moment = datetime.fromisoformat(base + ("+00:00" if zone in ("Z", "z") else zone))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return None
+    return moment.timestamp() + fraction
+
+
+def _epoch(digits: str) -> float | None:
+    if len(digits) > _MAX_EPOCH_DIGITS:
+        return None
+    value = int(digits)
+    scale = {13: 1e3, 16: 1e6, 19: 1e9}.get(len(digits))
+    return None if scale is None else value / scale
+
+
+def _time_of(text: str) -> float | None:
+    return _epoch(text) if text.isdigit() else rfc3339(text)
+
+
+def _json_record(text: str) -> Peeled | None:
+    try:
+        record = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    message = None
+    for key in _MESSAGE_KEYS:
+        value = record.get(key)
+        if isinstance(value, str):
+            message = value
+            break
+        if key == "MESSAGE" and isinstance(value, list):  # journald: bytes that are not UTF-8
+            raw = bytes(v for v in value[: 1 << 16] if isinstance(v, int) and 0 <= v < 256)
+            message = raw.decode("utf-8", "backslashreplace")
+            break
+    payload = record.get("jsonPayload")
+    if message is None and isinstance(payload, dict):
+        for key in ("message", "msg", "log"):
+            if isinstance(payload.get(key), str):
+                message = payload[key]
+                break
+    if message is None:
+        return None
+    peeled = Peeled(message.rstrip("\r\n").split("\n")[:MAX_RECORD_LINES])
+    stamp = None
+    for key in _TIME_KEYS:
+        value = record.get(key)
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            stamp = str(value)
+            break
+    realtime = record.get("__REALTIME_TIMESTAMP")
+    if stamp is None and isinstance(realtime, str) and realtime.isdigit():
+        stamp = realtime
+    if stamp is not None and len(stamp) <= 64:
+        moment = _time_of(stamp)
+        if moment is not None:
+            peeled.time, peeled.time_text = moment, stamp
+    return peeled
+
+
+def peel_envelope(text: str) -> Peeled:
+    """The line(s) inside ``text``'s envelope, with the envelope's time and stream."""
+    if text[:1] == "{" and text.rstrip()[-1:] == "}":
+        record = _json_record(text)
+        if record is not None:
+            record.lines = [_layers(line, record) for line in record.lines]
+            return record
+    if text[:1] in (" ", '"') and '"' in text[:24]:
+        member = _JSON_MEMBER.match(text)
+        if member is not None:
+            try:
+                value = json.loads(member.group("value"))
+            except ValueError:
+                value = None
+            if isinstance(value, str):
+                member_lines = Peeled(value.rstrip("\r\n").split("\n")[:MAX_RECORD_LINES])
+                member_lines.lines = [_layers(line, member_lines) for line in member_lines.lines]
+                return member_lines
+    if _JSON_FRAME.match(text) is not None:
+        return Peeled([])  # a pretty-printed export's brackets and other members
+    peeled = Peeled([text])
+    rest = text
+    csv = _CSV_TIME.match(rest)
+    if csv is not None:
+        rest = csv.group("rest")
+        if rest.startswith('"') and rest.endswith('"') and len(rest) >= 2:
+            rest = rest[1:-1].replace('""', '"')
+        _stamp(peeled, csv.group("time"))
+    else:
+        lead = _LEAD.match(rest)
+        if lead is not None and lead.group("time") and not _sglang_like(rest):
+            _stamp(peeled, lead.group("time"))
+            comma = rest[lead.end() - 1 : lead.end()] == ","
+            rest = rest[lead.end() :]
+            if comma and len(rest) >= 2 and rest[0] == rest[-1] == '"':
+                rest = rest[1:-1].replace('""', '"')  # a CSV download's quoted message
+            level = _LEVEL_COLUMN.match(rest)
+            if level is not None:
+                rest = rest[level.end() :]
+            journald = _JOURNALD.match(rest)
+            if journald is not None and not rest.startswith(("File ", "Traceback")):
+                rest = rest[journald.end() :]
+            else:
+                aws = _AWS_STREAM.match(rest)
+                if aws is not None:
+                    peeled.stream = aws.group(0).strip()
+                    rest = rest[aws.end() :]
+    syslog = _SYSLOG.match(rest)
+    if syslog is not None:
+        rest = rest[syslog.end() :]
+    peeled.lines = [_layers(rest, peeled)]
+    return peeled
+
+
+def _layers(rest: str, peeled: Peeled) -> str:
+    """``rest`` without the launchers' and stores' layers before it (at most four)."""
+    for _ in range(4):
+        step = _launcher(rest, peeled)
+        if step is None:
+            break
+        rest = step
+    return rest
+
+
+def _sglang_like(text: str) -> bool:
+    """A line that is sglang's own prefix at its start is never peeled as a row's time."""
+    return text.startswith("[")
+
+
+def _stamp(peeled: Peeled, text: str) -> None:
+    moment = _time_of(text)
+    if moment is not None and peeled.time is None:
+        peeled.time, peeled.time_text = moment, text
+
+
+def _launcher(rest: str, peeled: Peeled) -> str | None:
+    """``rest`` without one more layer (labels, key groups, a launcher's prefix); None when
+    it has none."""
+    head = rest[:1]
+    if head == "{":
+        labels = _LABELS.match(rest)
+        if labels is not None and labels.end() > 2:
+            return rest[labels.end() :]
+        return None
+    if head == "[":
+        group = _KEY_GROUP.match(rest)
+        if group is not None:
+            return rest[group.end() :]
+        pod = _KUBECTL.match(rest)
+        if pod is not None:
+            peeled.stream = pod.group("who")
+            return rest[pod.end() :]
+        return None
+    if head == "(":
+        ray = _RAY.match(rest)
+        if ray is not None:
+            peeled.stream = ray.group("who")
+            return rest[ray.end() :]
+        return None
+    if head == "\t":
+        return rest[1:]
+    bare = rest.lstrip(" ")
+    framework = _FRAMEWORK.match(bare) if len(rest) - len(bare) <= 8 else None
+    if framework is not None:
+        return bare[framework.end() :]
+    slurm = _SLURM.match(rest)
+    if slurm is not None:
+        peeled.stream = f"task {int(slurm.group('task'))}"
+        return rest[slurm.end() :]
+    compose = _COMPOSE.match(rest)
+    if compose is not None and compose.group("who") not in ("File", "Traceback"):
+        peeled.stream = compose.group("who")
+        return rest[compose.end() :]
+    lead = _LEAD.match(rest)
+    if lead is not None and lead.group("time") and peeled.time is None:
+        _stamp(peeled, lead.group("time"))
+        return rest[lead.end() :]
+    return None

@@ -1,0 +1,187 @@
+"""What kind of failure a traceback is, from its exception's type, its message and its frames.
+
+- ``auxiliary-output``: one of sglang's nine auxiliary-output messages (:mod:`ppaux.sglang.names`);
+- ``memory``: the device or host ran out of memory (``torch.OutOfMemoryError``, ``CUDA out of
+  memory``, sglang's own ``Not enough memory``, a cuBLAS allocation failure);
+- ``communication-init``: a communicator or process group that could not be set up (NCCL's
+  ``ncclCommInitRank``, gloo's ``connectFullMesh``, a rendezvous or TCPStore that timed out),
+  told by the message or by a frame of the set-up code;
+- ``communication``: a collective or a socket that failed in flight (NCCL errors, gloo's read
+  and write errors, a closed or reset connection, the NCCL watchdog, ``DistBackendError``):
+  what a rank dies of when a peer died first, or when the network failed;
+- ``shape-kernel``: a tensor shape or size that does not fit, a kernel that failed (an illegal
+  memory access, a device-side assert, a Triton or TVM error, no kernel for the device);
+- ``other``: anything else; ``unknown``: a traceback cut before its exception line.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ppaux.sglang import search_message
+from ppaux.triage.records import Failure
+
+__all__ = [
+    "AUX",
+    "COMMUNICATION",
+    "COMMUNICATION_INIT",
+    "DESCRIPTIONS",
+    "KINDS",
+    "MEMORY",
+    "OTHER",
+    "SHAPE_KERNEL",
+    "UNKNOWN",
+    "kind_of",
+    "kind_of_text",
+]
+
+AUX = "auxiliary-output"
+MEMORY = "memory"
+COMMUNICATION_INIT = "communication-init"
+COMMUNICATION = "communication"
+SHAPE_KERNEL = "shape-kernel"
+OTHER = "other"
+UNKNOWN = "unknown"
+#: Every kind, in the order they are told apart.
+KINDS = (AUX, MEMORY, COMMUNICATION_INIT, COMMUNICATION, SHAPE_KERNEL, OTHER, UNKNOWN)
+
+#: Characters of a message looked at.
+_READ = 2000
+
+_MEMORY_TYPES = re.compile(r"OutOfMemoryError|(?:^|[.(])MemoryError\b")
+_MEMORY_TEXT = re.compile(
+    r"out of memory|CUDA_ERROR_OUT_OF_MEMORY|CUBLAS_STATUS_ALLOC_FAILED|Not enough memory|"
+    r"insufficient memory|cudaErrorMemoryAllocation|Tried to allocate",
+    re.IGNORECASE,
+)
+_COMMUNICATION_TYPES = re.compile(
+    r"(?:^|\.)(?:DistBackendError|DistNetworkError|DistStoreError|DistError|"
+    r"ConnectionResetError|ConnectionRefusedError|ConnectionAbortedError|BrokenPipeError|"
+    r"ConnectionError|socket\.timeout|NCCLError|ncclError)$"
+)
+_COMMUNICATION_TEXT = re.compile(
+    r"Connection closed by peer|Connection reset by peer|Broken pipe|Watchdog caught|"
+    r"NCCL (?:error|communicator was aborted|WARN)|\bnccl\w*Error\b|ncclRemoteError|"
+    r"ncclSystemError|ncclInternalError|ncclUnhandledCudaError|TCPStore|"
+    r"recvValue failed|sendBytes failed|recvBytes failed|Socket Timeout|"
+    r"Timed out waiting|timed out in|Connection refused|Connection was likely closed|"
+    r"Connection timed out|process group has been aborted|ProcessGroupGloo|ProcessGroupNCCL|"
+    r"gloo/transport|\bgloo\b|Read error|Write error|connectFullMesh|No route to host|"
+    r"Network is unreachable|rendezvous|Address already in use|EADDRINUSE",
+)
+#: What only a communicator's or a process group's set-up says, in its message or its frames.
+_INIT_TEXT = re.compile(
+    r"ncclCommInitRank|ncclCommInitAll|ncclGetUniqueId|connectFullMesh|rendezvous|"
+    r"init_process_group|Address already in use|EADDRINUSE|TCPStore\("
+)
+_INIT_FUNCTIONS = frozenset(
+    {
+        "init_process_group",
+        "init_distributed_environment",
+        "initialize_model_parallel",
+        "init_model_parallel_group",
+        "init_world_group",
+        "ncclCommInitRank",
+        "new_group",
+        "_new_process_group_helper",
+        "_store_based_barrier",
+        "rendezvous",
+        "_create_c10d_store",
+        "init_torch_distributed",
+    }
+)
+_SHAPE_TEXT = re.compile(
+    r"size mismatch|shape mismatch|must match the size|shapes cannot be multiplied|"
+    r"mat1 and mat2|invalid shape|shape '\[|Expected .{0,80}shape|doesn't match the broadcast|"
+    r"illegal memory access|device-side assert|misaligned address|illegal instruction|"
+    r"no kernel image|invalid configuration argument|Triton Error|CUDA error|CUBLAS_STATUS|"
+    r"CUDNN_STATUS|cutlass|Invalid configuration",
+    re.IGNORECASE,
+)
+_SHAPE_TYPES = re.compile(r"(?:^|\.)(?:InternalError|TVMError|CompilationError|AcceleratorError)$")
+_KERNEL_MODULES = re.compile(r"(?:^|\.)(?:tvm|triton|flashinfer|sgl_kernel|deep_gemm)\b")
+
+
+def _texts(failure: Failure) -> list[tuple[str, str]]:
+    """(type, first characters of the message) of the last exception and of its chain."""
+    found: list[tuple[str, str]] = []
+    if failure.exception is not None:
+        found.append((failure.exception, failure.message[:_READ]))
+    found += [(t, m[:_READ]) for t, m in reversed(failure.chain)]
+    return found
+
+
+def _aux(failure: Failure) -> bool:
+    for exception, message in _texts(failure):
+        if exception.rsplit(".", 1)[-1] != "RuntimeError":
+            continue
+        found = search_message(message.split("\n", 1)[0])
+        if found is not None and found.start == 0:
+            return True
+    return False
+
+
+def _at_init(failure: Failure, message: str) -> bool:
+    if _INIT_TEXT.search(message):
+        return True
+    return any(frame.function in _INIT_FUNCTIONS for frame in failure.frames)
+
+
+def kind_of(failure: Failure) -> str:
+    """The kind of ``failure`` (one of :data:`KINDS`)."""
+    texts = _texts(failure)
+    if not texts:
+        return UNKNOWN
+    if _aux(failure):
+        return AUX
+    exception = texts[0][0]
+    every = " ".join(m for _, m in texts)
+    if any(_MEMORY_TYPES.search(t) for t, _ in texts) or _MEMORY_TEXT.search(every):
+        return MEMORY
+    if any(_COMMUNICATION_TYPES.search(t) for t, _ in texts) or _COMMUNICATION_TEXT.search(every):
+        return COMMUNICATION_INIT if _at_init(failure, every) else COMMUNICATION
+    if (
+        _SHAPE_TEXT.search(every)
+        or _SHAPE_TYPES.search(exception)
+        or _KERNEL_MODULES.search(exception)
+    ):
+        return SHAPE_KERNEL
+    return OTHER
+
+
+#: Each kind in words, as a report or ``ppaux explain`` says it.
+DESCRIPTIONS = {
+    AUX: "one of sglang's nine auxiliary-output messages",
+    MEMORY: "a memory failure (the device or host ran out of memory)",
+    COMMUNICATION_INIT: "a communication failure at set-up (a communicator or process group "
+    "that could not be created: NCCL, gloo, a rendezvous)",
+    COMMUNICATION: "a communication failure in flight (NCCL, gloo or a socket): what a rank "
+    "dies of when a peer died first, or when the network failed",
+    SHAPE_KERNEL: "a shape or kernel failure (a tensor size that does not fit, a kernel error)",
+    OTHER: "a failure of no kind ppaux tells apart",
+    UNKNOWN: "a traceback cut before its exception",
+}
+
+_PREFIXED = re.compile(r"^.{0,200}?\] ")
+
+
+def kind_of_text(text: str) -> str | None:
+    """The kind of the failure a pasted line or traceback shows (its last exception line, and
+    its frames), or None when no line of it is shaped as an exception line."""
+    from ppaux.triage.records import Frame, is_frame, raised
+
+    frames: list[Frame] = []
+    found: tuple[str, str] | None = None
+    for line in text.splitlines()[-2000:]:
+        body = _PREFIXED.sub("", line, count=1) if "] " in line[:202] else line
+        if is_frame(body):
+            function = body.rsplit(", in ", 1)[-1].strip() if ", in " in body else ""
+            frames.append(Frame("", 0, function))
+            continue
+        shaped = raised(body) or raised(line)
+        if shaped is not None:
+            found = shaped
+    if found is None:
+        return None
+    failure = Failure("", 0, None, None, None, None, None, 0, found[0], found[1], frames=frames)
+    return kind_of(failure)

@@ -1,0 +1,188 @@
+"""Every input ``ppaux triage`` is given is read or refused by its content: compressed (gzip,
+several members; bzip2; xz; zstd where installed), UTF-16/32 with or without a byte-order mark;
+binary data, a file that is no sglang log and a decompression bomb are one error line, exit 2."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import importlib.util
+import lzma
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from ppaux.report.formats import Format, render
+from ppaux.triage import triage_paths
+from ppaux_cli.app import app
+
+LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
+ROOT_LOG = LOGS / "sglang-aux-list.log"
+NON_TENSOR = "received a non-tensor auxiliary PP output"
+
+
+def _root(report):
+    (root,) = [f for f in report.findings if f.code == "PP801"]
+    return root
+
+
+ENCODED = {
+    "bzip2": lambda b: bz2.compress(b),
+    "xz": lambda b: lzma.compress(b),
+    "gzip-two-members": lambda b: gzip.compress(b[: len(b) // 2]) + gzip.compress(b[len(b) // 2 :]),
+    "utf-16-le-no-bom": lambda b: b.decode().encode("utf-16-le"),
+    "utf-16-be-no-bom": lambda b: b.decode().encode("utf-16-be"),
+    "utf-16-bom": lambda b: b.decode().encode("utf-16"),
+    "utf-32-bom": lambda b: b.decode().encode("utf-32"),
+    "utf-32-le-no-bom": lambda b: b.decode().encode("utf-32-le"),
+    "gzip-of-utf-16": lambda b: gzip.compress(b.decode().encode("utf-16-le")),
+}
+
+
+@pytest.mark.parametrize("form", sorted(ENCODED))
+def test_compressed_and_wide_logs_are_read_by_content(form, tmp_path):
+    log = tmp_path / "server"  # no suffix: the content alone says what it is
+    log.write_bytes(ENCODED[form](ROOT_LOG.read_bytes()))
+    report = triage_paths([str(log)])
+    assert not report.problems
+    root = _root(report)
+    assert root.key == "PP0"
+    assert root.sglang_error == NON_TENSOR
+
+
+def _cli(*args: str):
+    return CliRunner().invoke(app, ["triage", *args])
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (os.urandom(1) * 0 + bytes(range(256)) * 40, "binary data, not a text log"),
+        (b"\x00" * 5000, "binary data, not a text log"),
+        (b"# My project\n\nA README about sglang and pipelines.\n", "not an sglang log"),
+        (b"one line of text\n", "not an sglang log"),
+    ],
+)
+def test_what_is_no_log_is_one_error_line(content, reason, tmp_path):
+    path = tmp_path / "given.log"
+    path.write_bytes(content)
+    result = _cli(str(path))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"ppaux: error: {path}: ")
+    assert reason in lines[0]
+
+
+def test_a_file_that_is_no_log_beside_a_log_is_a_warning(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("remember to restart the server\n")
+    report = triage_paths([str(notes), str(ROOT_LOG)])
+    assert not report.problems
+    assert [f.code for f in report.findings if f.code == "PP811"] == ["PP811"]
+    assert _root(report).key == "PP0"
+
+
+def test_a_missing_log_is_one_error_line_and_nothing_on_stdout(tmp_path):
+    result = _cli(str(tmp_path / "missing.log"))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == f"ppaux: error: {tmp_path / 'missing.log'}: no such file\n"
+
+
+def test_a_decompression_bomb_is_refused_naming_the_limit(tmp_path):
+    bomb = tmp_path / "bomb.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as out:
+        chunk = b"\n" * (1 << 20)
+        for _ in range(100):
+            out.write(chunk)
+    result = _cli(str(bomb))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert "inflates more than 200 times its size past 64 MiB" in result.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("zstandard") is not None, reason="zstandard present")
+def test_zstd_without_the_package_is_said_plainly(tmp_path):
+    log = tmp_path / "server.log.zst"
+    log.write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 20)
+    result = _cli(str(log))
+    assert result.exit_code == 2
+    assert "zstd-compressed log, and the zstandard package is not installed" in result.stderr
+
+
+def test_a_number_of_five_thousand_digits_is_a_finding(tmp_path):
+    digits = "7" * 5000
+    log = tmp_path / "digits.log"
+    log.write_text(
+        f"[2026-12-03 10:00:00 PP{digits} TP0] Scheduler hit an exception: Traceback (most "
+        "recent call last):\n"
+        f'  File "/srv/sglang/python/sglang/srt/managers/scheduler.py", line {digits}, in f\n'
+        "    f()\n"
+        "RuntimeError: boom\n"
+    )
+    report = triage_paths([str(log)])
+    assert not report.problems
+    (found,) = [f for f in report.findings if f.code == "PP811"]
+    assert found.extra["lines"] == [1, 2]
+    assert [f.code for f in report.findings if f.code == "PP802"] == ["PP802"]
+
+
+_PIECES = st.sampled_from(
+    [
+        "[2026-12-03 10:00:00 PP0 TP0] ",
+        "[2026-12-03 10:00:01 PP1 TP1] ",
+        "026-12-03 10:00:01 PP1] ",
+        "`",
+        "  ",
+        "0: ",
+        "sglang-1  | ",
+        "(pid=1, ip=10.0.0.1) ",
+        "[pod/sglang-0/sglang] ",
+        "2026-12-03T10:00:00.1Z ",
+        "ERROR 2026-12-03T10:00:00Z [severity: ERROR] ",
+        '{app="sglang"} ',
+        "Scheduler hit an exception: Traceback (most recent call last):",
+        "Traceback (m",
+        'File "/x/sglang/srt/managers/scheduler.py", line 12, in f',
+        "self.f()",
+        "^^^^",
+        "RuntimeError: NCCL error: unhandled system error",
+        "torch.OutOfMemoryError: CUDA out of memory",
+        "received a non-tensor auxiliary PP output",
+        "Received sigquit from a child process.",
+        '{"log": "Traceback (most recent call last):\\n", "time": "2026-12-03T10:00:00Z"}',
+        '{"textPayload": "  File \\"/x.py\\", line 1, in f\\nValueError: x"}',
+        "PP" + "9" * 60,
+        "\x1b]0;title\x07",
+        "\u202e",
+        "\x00",
+    ]
+)
+_LINES = st.lists(
+    st.lists(st.one_of(_PIECES, st.text(max_size=20)), min_size=1, max_size=4).map("".join),
+    min_size=1,
+    max_size=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lines=_LINES)
+def test_any_mix_of_envelopes_is_triaged_without_an_internal_error_or_a_control_character(
+    lines, tmp_path_factory
+):
+    path = tmp_path_factory.mktemp("mix") / "mix.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogateescape")
+    report = triage_paths([str(path)])
+    for fmt in (Format.TEXT, Format.JSON, Format.MARKDOWN):
+        text = render(report, fmt)
+        assert not [c for c in text if (ord(c) < 0x20 and c not in "\n\t") or c == "\x7f"]
+        assert "\u202e" not in text
+    for step in report.data.get("steps", []):
+        if step["argv"] is not None:
+            assert all(not (ord(c) < 0x20) for word in step["argv"] for c in word)

@@ -1,0 +1,156 @@
+"""Next steps are argument vectors: rendered with shlex.join, they give back their argv through
+shlex.split, and no text taken from a log becomes an option."""
+
+from __future__ import annotations
+
+import shlex
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ppaux.triage import triage_paths
+from ppaux.triage.steps import Deployment, next_steps, render
+
+_DEPLOYMENTS = st.builds(
+    Deployment,
+    pp_size=st.one_of(st.none(), st.integers(1, 40)),
+    highest_stage=st.one_of(st.none(), st.integers(0, 40)),
+    single_launch=st.booleans(),
+    runtime=st.sampled_from(["shell", "kubernetes", "docker"]),
+    model=st.one_of(st.none(), st.text(max_size=40)),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    directory=st.text(min_size=1, max_size=60),
+    observer=st.text(min_size=1, max_size=60),
+    deployment=_DEPLOYMENTS,
+    kinds=st.lists(
+        st.sampled_from(
+            [
+                "auxiliary-output",
+                "communication",
+                "communication-init",
+                "memory",
+                "shape-kernel",
+                "other",
+                "unknown",
+            ]
+        ),
+        max_size=4,
+    ),
+)
+def test_every_step_round_trips_and_no_log_text_becomes_an_option(
+    directory, observer, deployment, kinds
+):
+    steps = next_steps(
+        [(k, None) for k in kinds], deployment, [(directory, False)], [observer], None, None
+    )
+    for step in steps:
+        line = render(step)
+        assert "\n" not in line and "\r" not in line
+        if step.argv is None:
+            assert line.startswith("#")
+            continue
+        command = line.split("  # ", 1)[0] if step.comment else line
+        assert shlex.split(command) == list(step.argv)
+        for logged in (directory, observer):
+            for index, word in enumerate(step.argv):
+                if logged in word and word.lstrip("./") == logged.lstrip("./"):
+                    # an operand from the log: after '--', or after an option that takes it,
+                    # and never itself beginning with '-'
+                    assert not word.startswith("-")
+                    assert index > 0
+
+
+def test_a_capture_directory_from_the_log_is_quoted_or_refused(tmp_path):
+    frames = (
+        '  File "/usr/lib/python3.11/site-packages/sglang/srt/sampling/sampling_observer_pp.py",'
+        " line 77, in pop_auxiliary_output_from_pp_tensors\n    call()\n"
+    )
+    for directory in ("/var/tmp/cap; touch M; $(touch M)", "--output=FILE", "/data/my captures"):
+        log = tmp_path / "cap.log"
+        log.write_text(
+            f"[2026-12-03 10:00:00 PP1] ppaux capture: capturing aux into {directory} "
+            "(when=error)\n"
+            "[2026-12-03 10:00:01 PP0] Scheduler hit an exception: Traceback (most recent call "
+            "last):\n" + frames + "RuntimeError: received a non-tensor auxiliary PP output\n"
+        )
+        report = triage_paths([str(log)])
+        steps = report.data["steps"]
+        listing = [s for s in steps if s["argv"] and s["argv"][:3] == ["ppaux", "capture", "list"]]
+        assert listing, steps
+        argv = listing[0]["argv"]
+        assert argv[-1] in (directory, f"./{directory}")
+        assert not argv[-1].startswith("-")
+        rendered = [
+            line for line in report.data["next_steps"] if line.startswith("ppaux capture list")
+        ]
+        assert shlex.split(rendered[0]) == argv
+        inspect = [s["argv"] for s in steps if s["argv"] and s["argv"][:2] == ["ppaux", "inspect"]]
+        assert inspect[0][2] == "--"
+
+
+def test_text_that_cannot_be_shown_is_a_comment_naming_the_problem():
+    steps = next_steps([("auxiliary-output", None)], Deployment(), [("/tmp/a\x1b[2Jb", False)], [])
+    refused = [s for s in steps if s.argv is None and "capture directory" in s.comment]
+    assert len(refused) == 3  # capture list, inspect, replay
+    for step in refused:
+        assert "control characters" in step.comment
+        assert "\x1b" not in render(step)
+    assert not any(s.argv and any("\x1b" in word for word in s.argv) for s in steps)
+
+
+def test_pp_size_comes_from_the_server_arguments(tmp_path):
+    log = tmp_path / "args.log"
+    log.write_text(
+        "[2026-12-03 10:00:00] server_args=ServerArgs(model_path='org/model', tp_size=1, "
+        "pp_size=4, nnodes=1, node_rank=0)\n"
+        "[2026-12-03 10:00:05 PP1] Scheduler hit an exception: Traceback (most recent call "
+        "last):\n"
+        '  File "/usr/lib/python3.11/site-packages/sglang/srt/layers/linear.py", line 10, in f\n'
+        "    x()\n"
+        "RuntimeError: The size of tensor a (360) must match the size of tensor b (368)\n"
+    )
+    report = triage_paths([str(log)])
+    assert report.data["pp_size"] == {"value": 4, "from": "server arguments"}
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    assert root.extra["kind"] == "shape-kernel"
+    text = "\n".join(report.data["next_steps"])
+    assert "report it upstream with the model (org/model)" in text
+    assert "python3 -m sglang.check_env" in text
+    assert "PPAUX_CAPTURE" not in text
+
+
+def test_a_root_on_a_stage_that_cannot_raise_its_message_is_said_so(tmp_path):
+    log = tmp_path / "wrong-stage.log"
+    log.write_text(
+        "[2026-12-03 10:00:00] server_args=ServerArgs(model_path='m', pp_size=2, nnodes=1)\n"
+        "[2026-12-03 10:00:01 PP1] Scheduler hit an exception: Traceback (most recent call "
+        "last):\n"
+        '  File "/usr/lib/python3.11/site-packages/sglang/srt/sampling/sampling_observer_pp.py",'
+        " line 77, in pop_auxiliary_output_from_pp_tensors\n    call()\n"
+        "RuntimeError: received a non-tensor auxiliary PP output\n"
+    )
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP801"]
+    assert "PP1 is not the first stage" in root.message
+    assert root.extra["stage_fits"] is False
+    # one launch of two stages shares one environment: no 'on PP1 only'
+    steps = report.data["next_steps"]
+    assert not any("PP1 only" in s for s in steps)
+    assert any("one launch shares one environment" in s for s in steps)
+
+
+def test_explain_names_the_kind_of_a_line_that_is_not_one_of_the_nine():
+    from typer.testing import CliRunner
+
+    from ppaux_cli.app import app
+
+    result = CliRunner().invoke(
+        app, ["explain", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB"]
+    )
+    assert result.exit_code == 2
+    assert "is none of sglang's nine PP messages; it is a memory failure" in result.output
+    assert "'ppaux triage'" in result.output
