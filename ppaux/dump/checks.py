@@ -28,6 +28,7 @@ from ppaux.dump.payload import (
 )
 from ppaux.limits import Limits
 from ppaux.report import Finding, cap_per_code, finding
+from ppaux.report.findings import Severity
 from ppaux.sglang import (
     ADD_BAD_NAME,
     ADD_DUPLICATE,
@@ -145,6 +146,16 @@ def check_dump(
     token = _BUDGET.set(budget)
     try:
         found = _security(dump, limits)
+        if dump.deviation is not None:
+            found.append(
+                finding(
+                    "PP118",
+                    dump.path,
+                    f"not as torch.save writes it: {dump.deviation.text()}",
+                    severity=Severity.ERROR if dump.deviation.severe else None,
+                    extra={"where": dump.deviation.where},
+                )
+            )
         if not payloads:
             found.append(finding("PP114", dump.path, "no tensor dict found in the file"))
         for payload in payloads:

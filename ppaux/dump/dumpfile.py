@@ -17,6 +17,7 @@ from typing import Any, BinaryIO
 
 from ppaux.dump import allowlist
 from ppaux.dump.capture_format import CAPTURE_MARKER
+from ppaux.dump.grammar import Deviation, pickle_deviation, storage_key_deviation, zip_deviation
 from ppaux.dump.legacy import LEGACY_MAGIC, is_legacy_stream
 from ppaux.dump.model import StorageRef, StorageType
 from ppaux.dump.pickle_vm import Machine
@@ -89,6 +90,8 @@ class Dump:
     storages: list[StorageRef] = field(default_factory=list)
     pickle_bytes: int = 0
     protocol: int = 0
+    #: The first place the file differs from what torch.save (or pickle.dump) writes.
+    deviation: Deviation | None = None
 
     @property
     def capture(self) -> dict[str, Any] | None:
@@ -231,6 +234,7 @@ def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:
         globals_seen=machine.globals_seen,
         pickle_bytes=len(data),
         protocol=machine.protocol,
+        deviation=pickle_deviation(data, (2, 3, 4, 5), "the pickle"),
     )
 
 
@@ -300,6 +304,7 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
         by_name = {lower_name(r.filename): r for r in records}
         storages: list[StorageRef] = []
         by_key: dict[str | int, StorageRef] = {}
+        key_problems: list[str] = []
 
         def persistent_load(m: Machine, pid: Any) -> StorageRef:
             if (
@@ -321,6 +326,10 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
             # torch.save never writes) names the record of its digits, True the record 'True'.
             if isinstance(pid[2], int) and pid[2].bit_length() > 64:
                 raise m.error("storage key is an integer of more than 64 bits")
+            if not key_problems:
+                problem = storage_key_deviation(pid, len(storages))
+                if problem is not None:
+                    key_problems.append(f"data.pkl byte {m._op_pos} (BINPERSID): {problem}")
             known = by_key.get(pid[2])
             if known is not None:  # views of one storage name the same record, as in torch.load
                 return known
@@ -343,6 +352,7 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
             persistent_load=persistent_load,
         )
         root = machine.load()
+        deviation = _deviation(path, handle, size, records, prefix, storages, data, key_problems)
         if all(machine.globals_seen.values()):
             # torch refuses the archive before data.pkl (a hostile global found in the pickle
             # is still the more useful answer, so this comes after it).
@@ -385,7 +395,35 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
         storages=storages,
         pickle_bytes=len(data),
         protocol=machine.protocol,
+        deviation=deviation,
     )
+
+
+def _deviation(
+    path: str,
+    handle: Any,
+    size: int,
+    records: list[zipfile.ZipInfo],
+    prefix: str,
+    storages: list[StorageRef],
+    data: bytes,
+    key_problems: list[str],
+) -> Deviation | None:
+    """The first place the archive differs from what torch.save writes: its records and
+    headers, then data.pkl's opcodes, then its storage keys."""
+    import zlib
+
+    keys = [storage.key for storage in storages]
+    try:
+        found = zip_deviation(handle, size, records, f"{prefix}/", keys, zlib.crc32(data))
+    except OSError as exc:
+        raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
+    if found is None:
+        found = pickle_deviation(data, (2,), "data.pkl")
+    if found is None and key_problems:
+        where, _, what = key_problems[0].partition(": ")
+        found = Deviation(where, what, True)
+    return found
 
 
 def _view_reach(tensor: Any) -> str | None:
