@@ -218,6 +218,9 @@ def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:
     machine = Machine(data, path=path, limits=limits, resolve=allowlist.resolve)
     try:
         root = machine.load()
+    except ReadMismatch as exc:
+        exc.calls = _unsafe(machine)
+        raise
     except DumpError as exc:
         if machine.items == 0 or machine._op_pos == 0:
             raise DumpError(path, f"not a torch.save zip or a pickle file ({exc.reason})") from None
@@ -234,7 +237,8 @@ def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:
         globals_seen=machine.globals_seen,
         pickle_bytes=len(data),
         protocol=machine.protocol,
-        deviation=pickle_deviation(data, (2, 3, 4, 5), "the pickle"),
+        deviation=pickle_deviation(data, (2, 3, 4, 5), "the pickle")
+        or _machine_deviation(machine, "the pickle"),
     )
 
 
@@ -351,8 +355,14 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
             resolve=allowlist.resolve,
             persistent_load=persistent_load,
         )
-        root = machine.load()
-        deviation = _deviation(path, handle, size, records, prefix, storages, data, key_problems)
+        try:
+            root = machine.load()
+        except ReadMismatch as exc:
+            exc.calls = _unsafe(machine)
+            raise
+        deviation = _deviation(
+            path, handle, size, records, prefix, storages, data, key_problems
+        ) or _machine_deviation(machine, "data.pkl")
         if all(machine.globals_seen.values()):
             # torch refuses the archive before data.pkl (a hostile global found in the pickle
             # is still the more useful answer, so this comes after it).
@@ -397,6 +407,19 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
         protocol=machine.protocol,
         deviation=deviation,
     )
+
+
+def _unsafe(machine: Machine) -> tuple[str, ...]:
+    """The globals outside the allowlist that the pickle named so far."""
+    return tuple(name for name, allowed in machine.globals_seen.items() if not allowed)
+
+
+def _machine_deviation(machine: Machine, label: str) -> Deviation | None:
+    """The first value the pickle builds that the writer never writes (see Machine.deviate)."""
+    if machine.deviation is None:
+        return None
+    where, what, severe = machine.deviation
+    return Deviation(f"{label} {where}", what, severe)
 
 
 def _deviation(

@@ -183,9 +183,7 @@ def pickle_deviation(
     pos = 2
     puts = 0
     frame_end: int | None = None
-    if protocol >= 4:
-        if end < 11 or data[2] != 0x95:
-            return at(2, data[2] if end > 2 else 0, "protocol 4 or later without a FRAME")
+    unframed = 0
     depth = 0  # values on the stack above the innermost mark
     marks: list[int] = []
     pending_memo: tuple[int, int] | None = None  # (offset, op) of a value not yet memoized
@@ -195,6 +193,18 @@ def pickle_deviation(
         pos += 1
         if frame_end is not None and start == frame_end:
             frame_end = None
+        if protocol >= 4 and frame_end is None and op != 0x95:
+            # The pickler frames everything but a payload of 64 KiB or more, and a run of
+            # under 4 bytes at the start or after such a payload (a frame that small is
+            # not written).
+            if op in _LARGE and _payload_size(data, pos, op) >= _FRAME_TARGET:
+                unframed = 0
+            elif unframed < 0:
+                return at(start, op, "outside any FRAME, where the pickler frames it", False)
+            else:
+                unframed += _op_size(data, start)
+                if unframed >= 4:
+                    return at(start, op, "outside any FRAME, where the pickler frames it", False)
         if op not in allowed:
             return at(start, op, f"an opcode CPython's pickler never writes at protocol {protocol}")
         if pending_memo is not None and op not in _PUTS and op != 0x95:
@@ -234,6 +244,7 @@ def pickle_deviation(
         if frame_end is not None and pos > frame_end:
             return at(start, op, "the opcode runs past the end of its FRAME")
         if op == 0x95:
+            unframed = -1  # from here, only a large payload resets the count
             if frame_end is not None:
                 return at(start, op, "a FRAME starts inside another")
             length = int.from_bytes(payload, "little")
@@ -281,6 +292,27 @@ def pickle_deviation(
             return at(start, op, "the stack holds too few values for the opcode")
         depth += pushes - pops
     return Deviation(f"{label} byte {end}", "the pickle ends without STOP", True)
+
+
+_FRAME_TARGET = 64 * 1024
+_LARGE = {0x58: 4, 0x8D: 8, 0x42: 4, 0x8E: 8, 0x96: 8}
+
+
+def _op_size(data: bytes, start: int) -> int:
+    """Bytes of the opcode at ``start`` (at least 1; the scan checks the rest)."""
+    op = data[start]
+    arg = _ARG_LEN.get(op, 0)
+    if op == 0x63:
+        second = data.find(b"\n", data.find(b"\n", start) + 1)
+        return max(second + 1 - start, 1)
+    if arg >= 0:
+        return 1 + arg
+    return 1 - arg + int.from_bytes(data[start + 1 : start + 1 - arg], "little")
+
+
+def _payload_size(data: bytes, pos: int, op: int) -> int:
+    size_len = _LARGE[op]
+    return int.from_bytes(data[pos : pos + size_len], "little")
 
 
 # Argument sizes: positive = fixed, negative = a little-endian length of that many bytes.

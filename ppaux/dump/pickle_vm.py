@@ -20,7 +20,15 @@ from ppaux.errors import DumpError, LimitExceeded
 from ppaux.limits import Limits
 from ppaux.text import shown
 
-__all__ = ["MAX_DIMS", "Call", "Machine", "global_name", "is_shape", "set_requires_grad"]
+__all__ = [
+    "MAX_DIMS",
+    "Call",
+    "Machine",
+    "check_state",
+    "global_name",
+    "is_shape",
+    "set_requires_grad",
+]
 
 #: Most dimensions a tensor or array may declare. torch has no hard limit, but nothing real
 #: comes near this, and it keeps element counts small enough to print (64 sizes below 2**63).
@@ -33,6 +41,63 @@ _MAX_KEY_DEPTH = 500
 #: collide (ints and tuples of ints have predictable hashes), which makes insertion quadratic.
 _MAX_COLLISIONS = 8
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+#: The allowlisted callables that are classes (NEWOBJ may create them); the others are
+#: functions, which NEWOBJ refuses.
+_TYPES = frozenset(
+    {
+        "torch.device",
+        "torch.Size",
+        "collections.OrderedDict",
+        "builtins.set",
+        "builtins.frozenset",
+        "builtins.bytearray",
+        "builtins.bytes",
+        "builtins.complex",
+        "numpy.dtype",
+        "torch.storage.UntypedStorage",
+    }
+)
+#: Tensor attributes that a rebuilt object's state may not set: torch.save writes the state of
+#: a Parameter or tensor subclass from its ``__dict__``, which never holds the tensor's own
+#: data descriptors; a state naming one replaces what the rebuild made.
+TENSOR_FIELDS = frozenset(
+    [
+        "data",
+        "grad",
+        "_grad",
+        "requires_grad",
+        "names",
+        "shape",
+        "dtype",
+        "device",
+        "layout",
+        "is_leaf",
+        "grad_fn",
+        "_backward_hooks",
+        "retains_grad",
+        "real",
+        "imag",
+        "T",
+        "mT",
+        "H",
+        "mH",
+        "__class__",
+        "__dict__",
+    ]
+)
+
+
+def check_state(m: Machine, state: Any, where: str) -> None:
+    """Record a deviation for a Parameter or subclass state that sets a tensor field."""
+    parts = state if isinstance(state, tuple) else (state,)
+    for part in parts:
+        if isinstance(part, dict):
+            named = sorted(k for k in part if isinstance(k, str) and k in TENSOR_FIELDS)
+            if named:
+                m.deviate(f"{where} state sets the tensor's {named[0]!r}")
+                return
 
 
 #: Characters of a global's dotted name kept for reports; real names are far shorter.
@@ -107,6 +172,17 @@ class Machine:
         # (id(container), hash) -> distinct keys with that hash: see check_key.
         self._buckets: dict[tuple[int, int], list[Any]] = {}
         self._held: dict[int, Any] = {}
+        #: The first value the pickle builds that torch.save never writes (where, what, severe):
+        #: see :mod:`ppaux.dump.grammar`.
+        self.deviation: tuple[str, str, bool] | None = None
+        #: ids of the dicts made by collections.OrderedDict (BUILD may set their attributes).
+        self.ordered_dicts: set[int] = set()
+
+    # -- the writer's model ------------------------------------------------------------------
+    def deviate(self, what: str, severe: bool = True) -> None:
+        """Record (once, the first) a value that torch.save's pickler never writes."""
+        if self.deviation is None:
+            self.deviation = (f"byte {self._op_pos}", what, severe)
 
     # -- errors and limits -------------------------------------------------------------------
     def error(self, reason: str) -> DumpError:
@@ -284,6 +360,11 @@ class Machine:
         if not isinstance(args, tuple):
             raise self.error(f"call arguments are a {type(args).__name__}, not a tuple")
         if isinstance(func, Call):
+            if via == "new" and func.name not in _TYPES:
+                self.deviate(
+                    f"NEWOBJ on {func.name}, not a class (torch's unpickler refuses it: "
+                    "NEWOBJ class argument isn't a type object)"
+                )
             try:
                 return func.fn(self, args)
             except DumpError:
@@ -325,6 +406,11 @@ class Machine:
             if isinstance(state, tuple) and len(state) > 1 and isinstance(state[1], str):
                 obj.byteorder = state[1]
         elif isinstance(obj, dict) and isinstance(state, dict):
+            if id(obj) not in self.ordered_dicts:
+                self.deviate(
+                    "BUILD on a plain dict (torch's unpickler refuses it: a dict has no "
+                    "__dict__ to update)"
+                )
             # An OrderedDict's attributes, such as the _metadata that Module.state_dict() sets:
             # torch's weights-only loader applies them; the items are untouched.
             pass
