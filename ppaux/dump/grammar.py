@@ -422,7 +422,9 @@ def storage_key_deviation(pid: tuple[object, ...], known: int) -> str | None:
     """Why a persistent id is not one torch.save writes, ``known`` storages having been
     met: its key is ``str(known)`` for a new storage, a decimal string for a seen one."""
     key = pid[2]
-    if not isinstance(key, str) or not key.isascii() or not key.isdigit():
+    if not isinstance(key, str) or not 0 < len(key) <= 20 or not key.isascii():
+        return "storage key is not a decimal string of at most 20 digits"
+    if not key.isdigit():
         return "storage key is not a decimal string"
     if str(int(key)) != key:
         return f"storage key {key!r} is not written as torch.save numbers storages"
