@@ -405,6 +405,7 @@ class Machine:
         elif isinstance(obj, NumpyDtype):
             if isinstance(state, tuple) and len(state) > 1 and isinstance(state[1], str):
                 obj.byteorder = state[1]
+                obj.built = True
         elif isinstance(obj, dict) and isinstance(state, dict):
             if id(obj) not in self.ordered_dicts:
                 self.deviate(
@@ -529,19 +530,44 @@ def _build_tensor(m: Machine, tensor: TensorRef, state: Any) -> None:
 
 
 def _build_ndarray(m: Machine, arr: NdArrayRef, state: Any) -> None:
-    # numpy's __setstate__ tuple: (version, shape, dtype, is_fortran, data)
-    if not isinstance(state, tuple) or len(state) < 4:
+    # numpy's __setstate__ tuple: (version, shape, dtype, is_fortran, data), version 0 or 1, or
+    # the same without the version (numpy/_core/src/multiarray/methods.c, array_setstate).
+    if not isinstance(state, tuple) or len(state) not in (4, 5):
         raise m.error("numpy array state is not numpy's")
     offset = 1 if len(state) == 5 else 0
     shape, dtype, fortran = state[offset], state[offset + 1], state[offset + 2]
+    data = state[offset + 3]
+    arr.problem = _ndarray_refusal(state, offset)
     if isinstance(shape, tuple) and is_shape(shape):
         arr.shape = shape
     if isinstance(dtype, NumpyDtype):
         arr.dtype = dtype.name
         arr.descr = dtype
     arr.fortran = bool(fortran) if isinstance(fortran, (bool, int)) else False
-    if len(state) > offset + 3 and isinstance(state[offset + 3], (bytes, bytearray)):
-        arr.raw = bytes(state[offset + 3])  # the array's bytes; an object array has a list
+    if isinstance(data, (bytes, bytearray)):
+        arr.raw = bytes(data)  # the array's bytes; an object array has a list
+    elif isinstance(data, str) and max(data, default="\0") <= "\xff":
+        arr.raw = data.encode("latin-1")  # numpy reads a str as its Latin-1 bytes
+
+
+def _ndarray_refusal(state: tuple[Any, ...], offset: int) -> str | None:
+    """Why numpy's ndarray.__setstate__ refuses ``state`` (as numpy 2.x parses it), or None."""
+    if offset:
+        version = state[0]
+        if not isinstance(version, int) or version not in (0, 1):
+            return f"its state version is {shown(repr(version), 40)}; numpy reads only 0 and 1"
+    shape, dtype, fortran, data = state[offset : offset + 4]
+    if not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
+        return f"its shape {shown(repr(shape), 60)} is not a tuple of sizes; numpy refuses it"
+    if not isinstance(dtype, NumpyDtype):
+        return "its dtype is not a numpy dtype; numpy refuses it"
+    if not isinstance(fortran, int):
+        return "its is_fortran flag is not an int; numpy refuses it"
+    if isinstance(data, bytearray):
+        return "its data is a bytearray, not the bytes numpy reads; numpy refuses it"
+    if isinstance(data, str) and max(data, default="\0") > "\xff":
+        return "its data is a str past Latin-1; numpy refuses it"
+    return None
 
 
 # -- opcode handlers: each returns True only for STOP --------------------------------------------
