@@ -328,3 +328,58 @@ def test_a_call_before_torch_stops_is_a_security_finding(tmp_path):
     codes = [f.code for f in report.findings]
     assert "PP201" in codes, [(f.code, f.message) for f in report.findings]
     assert any("posix.system" in f.message for f in report.findings if f.code == "PP201")
+
+
+def test_a_zip64_end_record_with_0xffff_counts_torch_loads(tmp_path, sandbox):
+    # The classic end record says 0xFFFF records (as when there are too many to count there);
+    # miniz takes the counts from the zip64 end record, which torch.save always writes.
+    path = _saved(tmp_path, "plain.pt", {"a": torch.ones(2)})
+    data = bytearray(path.read_bytes())
+    end = len(data) - 22
+    assert data[end : end + 4] == b"PK\x05\x06"
+    data[end + 8 : end + 12] = b"\xff\xff\xff\xff"  # entries on this disk, entries in all
+    path.write_bytes(bytes(data))
+    assert sandbox.load(path)["outcome"] == "loaded"
+    found = _codes(path)
+    assert "PP117" not in found, found
+    assert found["PP118"].startswith("warning:") and "end records" in found["PP118"], found
+
+
+_SAVE_SCRIPT = """
+import sys, torch
+folder = sys.argv[1]
+base = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+values = {
+    "dtypes": {str(d): torch.zeros(2, dtype=d) for d in (
+        torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8,
+        torch.int16, torch.int32, torch.int64, torch.bool, torch.complex64)},
+    "views": {"a": base, "b": base[1:, 2:], "t": base.t()},
+    "parameter": torch.nn.Parameter(torch.ones(3)),
+    "empty": torch.empty(0),
+    "message": {"next_token_ids": torch.tensor([1, 2]), "__msg_type__": "output"},
+}
+for name, value in values.items():
+    torch.save(value, f"{folder}/{name}.pt")
+print(torch.__version__)
+"""
+
+
+@pytest.mark.skipif(
+    not __import__("os").environ.get("PPAUX_TORCH_PYTHON"),
+    reason="opt-in: PPAUX_TORCH_PYTHON names a Python with another torch (such as 2.14.1)",
+)
+def test_another_torchs_files_are_in_the_model(tmp_path):
+    import os
+    import subprocess
+
+    done = subprocess.run(
+        [os.environ["PPAUX_TORCH_PYTHON"], "-c", _SAVE_SCRIPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    files = sorted(tmp_path.glob("*.pt"))
+    assert len(files) == 5, done.stdout
+    for path in files:
+        assert read_dump(path).deviation is None, (done.stdout, path.name)
