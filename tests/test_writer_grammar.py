@@ -383,3 +383,17 @@ def test_another_torchs_files_are_in_the_model(tmp_path):
     assert len(files) == 5, done.stdout
     for path in files:
         assert read_dump(path).deviation is None, (done.stdout, path.name)
+
+
+def test_a_v3_rebuild_over_too_few_storage_bytes(tmp_path, sandbox):
+    # torch.save writes a uint16 tensor with _rebuild_tensor_v3 over an untyped storage whose
+    # numel counts bytes: 4 elements need 8; a storage of 4 bytes is one torch refuses.
+    saved = _saved(tmp_path, "u16.pt", {"t": torch.zeros(4, dtype=torch.uint16)})
+    pkl = _data_pkl(saved)
+    assert b"_rebuild_tensor_v3" in pkl and b"cpuq\x06K\x08t" in pkl
+    path = _torch_archive(
+        tmp_path / "short.pt", pkl.replace(b"cpuq\x06K\x08t", b"cpuq\x06K\x04t"), {"0": bytes(4)}
+    )
+    assert sandbox.load(path)["outcome"] != "loaded"
+    _, findings = inspect_file(str(path))
+    assert any(f.code == "PP116" and "byte 8" in f.message for f in findings), findings

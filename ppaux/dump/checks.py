@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from ppaux.dump.dumpfile import Dump
-from ppaux.dump.model import GlobalRef, Opaque, TensorRef, TorchValue
+from ppaux.dump.model import DTYPE_ITEMSIZE, GlobalRef, Opaque, TensorRef, TorchValue
 from ppaux.dump.payload import (
     LEAF_TYPES,
     Payload,
@@ -520,10 +520,17 @@ def _view_problem(tensor: TensorRef) -> str | None:
         + 1
         + sum((size - 1) * step for size, step in zip(tensor.shape, tensor.stride, strict=True))
     )
-    if end > storage.numel:
+    if end > storage.numel and tensor.dtype == storage.dtype:
         return (
             f"shape {tuple(tensor.shape)} at offset {tensor.offset} reaches element {end} "
             f"of a storage of {storage.numel}"
+        )
+    reach = end * DTYPE_ITEMSIZE.get(tensor.dtype, 1)
+    if tensor.dtype != storage.dtype and reach > storage.nbytes:
+        # _rebuild_tensor_v3: a typed view over an untyped (byte) storage.
+        return (
+            f"{tensor.dtype} shape {tuple(tensor.shape)} at offset {tensor.offset} reaches "
+            f"byte {reach} of a storage of {storage.nbytes} bytes"
         )
     return None
 

@@ -19,7 +19,7 @@ from ppaux.dump import allowlist
 from ppaux.dump.capture_format import CAPTURE_MARKER
 from ppaux.dump.grammar import Deviation, pickle_deviation, storage_key_deviation, zip_deviation
 from ppaux.dump.legacy import LEGACY_MAGIC, is_legacy_stream
-from ppaux.dump.model import StorageRef, StorageType
+from ppaux.dump.model import DTYPE_ITEMSIZE, StorageRef, StorageType
 from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.records import ZIP_READ_ERRORS, RecordReader, torch_byteorder, torch_version
 from ppaux.dump.zipview import check_layout, end_record, lower_name, select_data_pkl
@@ -455,6 +455,14 @@ def _view_reach(tensor: Any) -> str | None:
     if storage is None or stride is None or len(stride) != len(shape) or 0 in shape:
         return None
     end = tensor.offset + 1 + sum((n - 1) * step for n, step in zip(shape, stride, strict=True))
+    if tensor.dtype != storage.dtype:  # a typed view over an untyped storage: count bytes
+        reach = end * DTYPE_ITEMSIZE.get(tensor.dtype, 1)
+        if reach > storage.nbytes:
+            return (
+                f"has shape {tuple(shape)} at offset {tensor.offset}, reaching byte {reach} of "
+                f"a storage of {storage.nbytes}"
+            )
+        return None
     if end > storage.numel:
         return (
             f"has shape {tuple(shape)} at offset {tensor.offset}, reaching element {end} of a "
