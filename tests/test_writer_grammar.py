@@ -262,7 +262,7 @@ def test_parameter_state_that_sets_data(tmp_path, sandbox):
     assert read_dump(path).deviation is None
     pkl = _data_pkl(path)
     assert b"_rebuild_parameter_with_state" in pkl and b"extra" in pkl
-    # Rename the state's key 'extra' to 'data!' -> no: same length keeps the pickle whole.
+    # The state's key 'extra' renamed 'data' (torch then sets Parameter.data from the state).
     edited = pkl.replace(b"X\x05\x00\x00\x00extra", b"X\x04\x00\x00\x00data", 1)
     with zipfile.ZipFile(path) as archive:
         storage = archive.read("param/data/0")
