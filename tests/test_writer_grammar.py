@@ -166,6 +166,17 @@ def test_pickle_dump_output_is_in_the_model(value, protocol):
     assert pickle_deviation(pickle.dumps(value, protocol), (2, 3, 4, 5)) is None
 
 
+@pytest.mark.parametrize("size", [999, 1000, 1001, 2000, 2001])
+def test_batches_at_and_past_1000_items_are_in_the_model(size):
+    # The pickler writes a dict or set of exactly 1000 items with an empty batch after the
+    # full one, and a list's last batch of one item with APPENDS.
+    values = [list(range(size)), {str(i): i for i in range(size)}, set(range(size))]
+    for protocol in (2, 4):
+        for value in values:
+            data = pickle.dumps(value, protocol)
+            assert pickle_deviation(data, (2, 3, 4, 5)) is None, (type(value), size, protocol)
+
+
 # -- each way out of the model is a finding -------------------------------------------------
 
 # data.pkl of {'a': 8} where the 8 is written as protocol 0 'I010\n' (C unpickler: 8).

@@ -350,9 +350,11 @@ _TO_MARK = frozenset(b"teu\x90\x911")
 # (least, most, wording) items between MARK and the opcode that closes it.
 _MARK_ITEMS = {
     0x74: (4, 2**62, "4 or more (fewer have their own opcodes)"),
-    0x65: (2, _BATCH, "2 to 1000 (one is APPEND)"),
-    0x75: (4, 2 * _BATCH, "2 to 1000 pairs (one is SETITEM)"),
-    0x90: (1, _BATCH, "1 to 1000"),
+    # A list's last batch may hold one item, a dict's and a set's none (after a batch of
+    # exactly 1000: Modules/_pickle.c, batch_list_exact, batch_dict_exact, batch_set).
+    0x65: (1, _BATCH, "1 to 1000"),
+    0x75: (0, 2 * _BATCH, "up to 1000 pairs"),
+    0x90: (0, _BATCH, "up to 1000"),
     0x91: (0, 2**62, "any number"),
     0x31: (0, 2**62, "any number"),
 }
