@@ -125,7 +125,7 @@ def ppaux_view(path: str) -> Verdict:
         return Verdict("refused", {exc.code}, reason=exc.reason)
     except DumpError as exc:
         return Verdict("refused", reason=exc.reason)
-    codes = {f.code for f in findings if f.severity.value == "error"}
+    codes = {f.code for f in findings if f.severity.value == "error" or f.code == "PP118"}
     if any(not allowed for allowed in dump.globals_seen.values()):
         codes.add("PP201")
     verdict = "findings" if codes else "clean"

@@ -140,7 +140,9 @@ def test_ppaux_reads_requires_grad_as_torch_sets_it(name, cls, requires_grad, sa
     assert theirs["outcome"] == "loaded", theirs
     tensor = theirs["value"][1][0][1]
     assert tensor[-4:-1] == [cls, "cpu", requires_grad]
-    assert ours.verdict == "clean" and ours.value == theirs["value"]
+    # Hand-packed (no memo, not torch.save's records): outside the writer's model, so PP118
+    # is the one finding, and the value is still read as torch reads it.
+    assert ours.codes == {"PP118"} and ours.value == theirs["value"]
     from ppaux.dump import inspect_paths
 
     report = inspect_paths([str(KEPT / name)])

@@ -18,7 +18,7 @@ NON_TENSOR = "received a non-tensor auxiliary PP output"
 EXPECTED = {
     "dumps/clean_output.pt": ([], "ok"),
     "dumps/cuda1_output.pt": ([], "ok"),
-    "dumps/deflated_datapkl.pt": ([], "ok"),
+    "dumps/deflated_datapkl.pt": ([("PP118", None)], "ok"),
     "dumps/plain_pickle.pkl": ([], "ok"),
     "dumps/pp_proxy.pt": ([("PP201", None)], "no-aux"),
     "dumps/aux_list.pt": ([("PP101", AUX + "scores")], "error"),
@@ -44,8 +44,11 @@ EXPECTED = {
     "dumps/aux_in_default_message.pt": ([("PP111", AUX + "scores")], "ok"),
     "dumps/aux_in_proxy_message.pt": ([("PP111", AUX + "scores")], "ok"),
     "dumps/aux_empty_tensor.pt": ([("PP112", AUX + "scores")], "ok"),
-    "dumps/storage_record_missing.pt": ([("PP113", "next_token_logprobs")], "ok"),
-    "dumps/storage_record_short.pt": ([("PP113", "next_token_ids")], "ok"),
+    "dumps/storage_record_missing.pt": (
+        [("PP118", None), ("PP113", "next_token_logprobs")],
+        "ok",
+    ),
+    "dumps/storage_record_short.pt": ([("PP118", None), ("PP113", "next_token_ids")], "ok"),
     "dumps/no_tensor_dict.pt": ([("PP114", None)], None),
     "dumps/capture_pop_error.pt": ([("PP101", AUX + "scores")], "error"),
     "dumps/capture_add_error.pt": ([("PP115", "scores")], "no-aux"),

@@ -50,7 +50,8 @@ def test_statistics_count_the_findings_not_listed() -> None:
     assert result.exit_code == 1
     assert f"{WIDE_INT_KEYS}  PP103" in result.stdout
     assert f"{WIDE_AUX_LISTS}  PP101" in result.stdout
-    assert f"{WIDE_KEYS - 1} findings in 2 codes" in result.stdout
+    # and PP118: the pickle is written by hand, not as pickle.dump writes it.
+    assert f"{WIDE_KEYS} findings in 3 codes" in result.stdout
 
 
 def test_limit_changes_the_cut_and_selection_sees_the_summary() -> None:
@@ -60,7 +61,7 @@ def test_limit_changes_the_cut_and_selection_sees_the_summary() -> None:
     code, selected = _json("inspect", str(WIDE), "--ignore", "PP103")
     assert code == 1 and not _by_code(selected, "PP103") and len(_by_code(selected, "PP101")) == 101
     code, none = _json("inspect", str(WIDE), "--ignore", "PP103,PP101")
-    assert code == 0 and none["findings"] == []
+    assert code == 0 and [f["code"] for f in none["findings"]] == ["PP118"]
 
 
 def test_entries_are_cut_and_counted() -> None:

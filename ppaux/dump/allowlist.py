@@ -32,6 +32,7 @@ from ppaux.dump.pickle_vm import (
     MAX_DIMS,
     Call,
     Machine,
+    check_state,
     global_name,
     is_shape,
     set_requires_grad,
@@ -192,6 +193,7 @@ def _rebuild_parameter(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     tensor.subclass = "torch.nn.parameter.Parameter"
     set_requires_grad(m, tensor, args[1], "Parameter")
     if len(args) == 4:
+        check_state(m, args[3], "_rebuild_parameter_with_state")
         tensor.state = args[3]
     return tensor
 
@@ -294,6 +296,7 @@ def _rebuild_from_type(m: Machine, args: tuple[Any, ...]) -> Any:
         if name not in ("torch.Tensor", "torch._tensor.Tensor"):
             result.subclass = name
         if state:
+            check_state(m, state, "_rebuild_from_type_v2")
             result.state = state
     return result
 
@@ -345,6 +348,7 @@ def _torch_size(m: Machine, args: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def _ordered_dict(m: Machine, args: tuple[Any, ...]) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    m.ordered_dicts.add(id(out))
     if args:
         if not isinstance(args[0], (list, tuple, dict)):
             raise m.error("OrderedDict argument is not a list of pairs")

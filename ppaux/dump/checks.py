@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from ppaux.dump.dumpfile import Dump
-from ppaux.dump.model import GlobalRef, Opaque, TensorRef, TorchValue
+from ppaux.dump.model import DTYPE_ITEMSIZE, GlobalRef, Opaque, TensorRef, TorchValue
 from ppaux.dump.payload import (
     LEAF_TYPES,
     Payload,
@@ -27,7 +27,7 @@ from ppaux.dump.payload import (
     walk,
 )
 from ppaux.limits import Limits
-from ppaux.report import Finding, cap_per_code, finding
+from ppaux.report import Finding, Severity, cap_per_code, finding
 from ppaux.sglang import (
     ADD_BAD_NAME,
     ADD_DUPLICATE,
@@ -145,6 +145,16 @@ def check_dump(
     token = _BUDGET.set(budget)
     try:
         found = _security(dump, limits)
+        if dump.deviation is not None:
+            found.append(
+                finding(
+                    "PP118",
+                    dump.path,
+                    f"not as torch.save writes it: {dump.deviation.text()}",
+                    severity=Severity.ERROR if dump.deviation.severe else None,
+                    extra={"where": dump.deviation.where},
+                )
+            )
         if not payloads:
             found.append(finding("PP114", dump.path, "no tensor dict found in the file"))
         for payload in payloads:
@@ -509,10 +519,17 @@ def _view_problem(tensor: TensorRef) -> str | None:
         + 1
         + sum((size - 1) * step for size, step in zip(tensor.shape, tensor.stride, strict=True))
     )
-    if end > storage.numel:
+    if end > storage.numel and tensor.dtype == storage.dtype:
         return (
             f"shape {tuple(tensor.shape)} at offset {tensor.offset} reaches element {end} "
             f"of a storage of {storage.numel}"
+        )
+    reach = end * DTYPE_ITEMSIZE.get(tensor.dtype, 1)
+    if tensor.dtype != storage.dtype and reach > storage.nbytes:
+        # _rebuild_tensor_v3: a typed view over an untyped (byte) storage.
+        return (
+            f"{tensor.dtype} shape {tuple(tensor.shape)} at offset {tensor.offset} reaches "
+            f"byte {reach} of a storage of {storage.nbytes} bytes"
         )
     return None
 

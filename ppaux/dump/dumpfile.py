@@ -17,8 +17,9 @@ from typing import Any, BinaryIO
 
 from ppaux.dump import allowlist
 from ppaux.dump.capture_format import CAPTURE_MARKER
+from ppaux.dump.grammar import Deviation, pickle_deviation, storage_key_deviation, zip_deviation
 from ppaux.dump.legacy import LEGACY_MAGIC, is_legacy_stream
-from ppaux.dump.model import StorageRef, StorageType
+from ppaux.dump.model import DTYPE_ITEMSIZE, StorageRef, StorageType
 from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.records import ZIP_READ_ERRORS, RecordReader, torch_byteorder, torch_version
 from ppaux.dump.zipview import check_layout, end_record, lower_name, select_data_pkl
@@ -89,6 +90,8 @@ class Dump:
     storages: list[StorageRef] = field(default_factory=list)
     pickle_bytes: int = 0
     protocol: int = 0
+    #: The first place the file differs from what torch.save (or pickle.dump) writes.
+    deviation: Deviation | None = None
 
     @property
     def capture(self) -> dict[str, Any] | None:
@@ -215,6 +218,9 @@ def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:
     machine = Machine(data, path=path, limits=limits, resolve=allowlist.resolve)
     try:
         root = machine.load()
+    except ReadMismatch as exc:
+        exc.calls = _unsafe(machine)
+        raise
     except DumpError as exc:
         if machine.items == 0 or machine._op_pos == 0:
             raise DumpError(path, f"not a torch.save zip or a pickle file ({exc.reason})") from None
@@ -231,6 +237,8 @@ def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:
         globals_seen=machine.globals_seen,
         pickle_bytes=len(data),
         protocol=machine.protocol,
+        deviation=pickle_deviation(data, (2, 3, 4, 5), "the pickle")
+        or _machine_deviation(machine, "the pickle"),
     )
 
 
@@ -300,6 +308,7 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
         by_name = {lower_name(r.filename): r for r in records}
         storages: list[StorageRef] = []
         by_key: dict[str | int, StorageRef] = {}
+        key_problems: list[str] = []
 
         def persistent_load(m: Machine, pid: Any) -> StorageRef:
             if (
@@ -321,6 +330,10 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
             # torch.save never writes) names the record of its digits, True the record 'True'.
             if isinstance(pid[2], int) and pid[2].bit_length() > 64:
                 raise m.error("storage key is an integer of more than 64 bits")
+            if not key_problems:
+                problem = storage_key_deviation(pid, len(storages))
+                if problem is not None:
+                    key_problems.append(f"data.pkl byte {m._op_pos} (BINPERSID): {problem}")
             known = by_key.get(pid[2])
             if known is not None:  # views of one storage name the same record, as in torch.load
                 return known
@@ -342,7 +355,14 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
             resolve=allowlist.resolve,
             persistent_load=persistent_load,
         )
-        root = machine.load()
+        try:
+            root = machine.load()
+        except ReadMismatch as exc:
+            exc.calls = _unsafe(machine)
+            raise
+        deviation = _deviation(
+            path, handle, size, records, prefix, storages, data, key_problems
+        ) or _machine_deviation(machine, "data.pkl")
         if all(machine.globals_seen.values()):
             # torch refuses the archive before data.pkl (a hostile global found in the pickle
             # is still the more useful answer, so this comes after it).
@@ -385,7 +405,48 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
         storages=storages,
         pickle_bytes=len(data),
         protocol=machine.protocol,
+        deviation=deviation,
     )
+
+
+def _unsafe(machine: Machine) -> tuple[str, ...]:
+    """The globals outside the allowlist that the pickle named so far."""
+    return tuple(name for name, allowed in machine.globals_seen.items() if not allowed)
+
+
+def _machine_deviation(machine: Machine, label: str) -> Deviation | None:
+    """The first value the pickle builds that the writer never writes (see Machine.deviate)."""
+    if machine.deviation is None:
+        return None
+    where, what, severe = machine.deviation
+    return Deviation(f"{label} {where}", what, severe)
+
+
+def _deviation(
+    path: str,
+    handle: Any,
+    size: int,
+    records: list[zipfile.ZipInfo],
+    prefix: str,
+    storages: list[StorageRef],
+    data: bytes,
+    key_problems: list[str],
+) -> Deviation | None:
+    """The first place the archive differs from what torch.save writes: its records and
+    headers, then data.pkl's opcodes, then its storage keys."""
+    import zlib
+
+    keys = [storage.key for storage in storages]
+    try:
+        found = zip_deviation(handle, size, records, f"{prefix}/", keys, zlib.crc32(data))
+    except OSError as exc:
+        raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
+    if found is None:
+        found = pickle_deviation(data, (2,), "data.pkl")
+    if found is None and key_problems:
+        where, _, what = key_problems[0].partition(": ")
+        found = Deviation(where, what, True)
+    return found
 
 
 def _view_reach(tensor: Any) -> str | None:
@@ -394,6 +455,14 @@ def _view_reach(tensor: Any) -> str | None:
     if storage is None or stride is None or len(stride) != len(shape) or 0 in shape:
         return None
     end = tensor.offset + 1 + sum((n - 1) * step for n, step in zip(shape, stride, strict=True))
+    if tensor.dtype != storage.dtype:  # a typed view over an untyped storage: count bytes
+        reach = end * DTYPE_ITEMSIZE.get(tensor.dtype, 1)
+        if reach > storage.nbytes:
+            return (
+                f"has shape {tuple(shape)} at offset {tensor.offset}, reaching byte {reach} of "
+                f"a storage of {storage.nbytes}"
+            )
+        return None
     if end > storage.numel:
         return (
             f"has shape {tuple(shape)} at offset {tensor.offset}, reaching element {end} of a "

@@ -263,6 +263,18 @@ def inspect_paths(
             description, findings = inspect_file(path, limits, streams.get(path), release=release)
         except ReadMismatch as exc:
             # Not a file ppaux could not read: one it will not vouch for, whatever it holds.
+            # What the pickle imports before torch stops is said first, whatever follows.
+            report.findings += [
+                finding(
+                    "PP201",
+                    shown(exc.path, None),
+                    f"the pickle references {name}, which is not on the tensor allowlist; "
+                    "torch.load(weights_only=False) would import it (and call it where the "
+                    "pickle does) before it stops at what follows",
+                    extra={"global": name},
+                )
+                for name in exc.calls
+            ]
             report.findings.append(
                 finding(exc.code, shown(exc.path, None), shown(exc.reason, None))
             )

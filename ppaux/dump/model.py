@@ -298,7 +298,7 @@ class NdArrayRef(_Ref):
     ``descr`` is the pickled dtype (spec and byte order), ``fortran`` says the bytes are in
     column-major order."""
 
-    __slots__ = ("descr", "dtype", "fortran", "raw", "shape")
+    __slots__ = ("descr", "dtype", "fortran", "problem", "raw", "shape")
 
     def __init__(self) -> None:
         self.dtype = "?"
@@ -306,6 +306,8 @@ class NdArrayRef(_Ref):
         self.fortran = False
         self.descr: NumpyDtype | None = None
         self.raw: bytes | None = None
+        #: Why numpy's ``ndarray.__setstate__`` refuses the pickled state, or None.
+        self.problem: str | None = None
 
     def __repr__(self) -> str:
         return f"<numpy.ndarray {self.dtype}{list(self.shape)}>"
@@ -314,11 +316,13 @@ class NdArrayRef(_Ref):
 class NumpyDtype(_Ref):
     """A numpy dtype as pickled (``numpy.dtype('f8', ...)`` then its byte-order state)."""
 
-    __slots__ = ("byteorder", "spec")
+    __slots__ = ("built", "byteorder", "spec")
 
     def __init__(self, spec: str) -> None:
         self.spec = spec
         self.byteorder = "="
+        #: Whether BUILD gave the dtype a state: numpy's byte order is then the state's.
+        self.built = False
 
     @property
     def name(self) -> str:

@@ -240,7 +240,11 @@ def type_name(value: Any) -> str:
     if isinstance(value, NdArrayRef):
         return "numpy.ndarray"
     if isinstance(value, NumpyScalar):
-        return f"numpy.{value.dtype.lstrip('<>=|')}" if value.dtype != "?" else "numpy scalar"
+        return (
+            f"numpy.{shown(str(value.dtype), 60).lstrip('<>=|')}"
+            if value.dtype != "?"
+            else "numpy scalar"
+        )
     if isinstance(value, NumpyDtype):
         return "numpy.dtype"
     if isinstance(value, Opaque):
@@ -338,7 +342,7 @@ def value_phrase(value: Any, limits: Limits, tally: Tally | None = None) -> str:
     if value is None:
         return "None"
     if isinstance(value, NdArrayRef):
-        return f"a numpy.ndarray ({value.dtype}, shape {list(value.shape)})"
+        return f"a numpy.ndarray ({shown(str(value.dtype), 60)}, shape {list(value.shape)})"
     if isinstance(value, Opaque):
         return f"{with_article(value.name)} object (its class was not imported)"
     if isinstance(value, GlobalRef):

@@ -19,7 +19,15 @@ from ppaux.errors import DumpError, LimitExceeded
 from ppaux.limits import Limits
 from ppaux.text import shown
 
-__all__ = ["MAX_DIMS", "Call", "Machine", "global_name", "is_shape", "set_requires_grad"]
+__all__ = [
+    "MAX_DIMS",
+    "Call",
+    "Machine",
+    "check_state",
+    "global_name",
+    "is_shape",
+    "set_requires_grad",
+]
 
 #: Most dimensions a tensor or array may declare. torch has no hard limit, but nothing real
 #: comes near this, and it keeps element counts small enough to print (64 sizes below 2**63).
@@ -31,6 +39,63 @@ _MAX_KEY_DEPTH = 500
 #: Distinct keys of one dict or set allowed to share a hash value. More means keys chosen to
 #: collide (ints and tuples of ints have predictable hashes), which makes insertion quadratic.
 _MAX_COLLISIONS = 8
+
+
+#: The allowlisted callables that are classes (NEWOBJ may create them); the others are
+#: functions, which NEWOBJ refuses.
+_TYPES = frozenset(
+    {
+        "torch.device",
+        "torch.Size",
+        "collections.OrderedDict",
+        "builtins.set",
+        "builtins.frozenset",
+        "builtins.bytearray",
+        "builtins.bytes",
+        "builtins.complex",
+        "numpy.dtype",
+        "torch.storage.UntypedStorage",
+    }
+)
+#: Tensor attributes that a rebuilt object's state may not set: torch.save writes the state of
+#: a Parameter or tensor subclass from its ``__dict__``, which never holds the tensor's own
+#: data descriptors; a state naming one replaces what the rebuild made.
+TENSOR_FIELDS = frozenset(
+    [
+        "data",
+        "grad",
+        "_grad",
+        "requires_grad",
+        "names",
+        "shape",
+        "dtype",
+        "device",
+        "layout",
+        "is_leaf",
+        "grad_fn",
+        "_backward_hooks",
+        "retains_grad",
+        "real",
+        "imag",
+        "T",
+        "mT",
+        "H",
+        "mH",
+        "__class__",
+        "__dict__",
+    ]
+)
+
+
+def check_state(m: Machine, state: Any, where: str) -> None:
+    """Record a deviation for a Parameter or subclass state that sets a tensor field."""
+    parts = state if isinstance(state, tuple) else (state,)
+    for part in parts:
+        if isinstance(part, dict):
+            named = sorted(k for k in part if isinstance(k, str) and k in TENSOR_FIELDS)
+            if named:
+                m.deviate(f"{where} state sets the tensor's {named[0]!r}")
+                return
 
 
 #: Characters of a global's dotted name kept for reports; real names are far shorter.
@@ -105,6 +170,17 @@ class Machine:
         # (id(container), hash) -> distinct keys with that hash: see check_key.
         self._buckets: dict[tuple[int, int], list[Any]] = {}
         self._held: dict[int, Any] = {}
+        #: The first value the pickle builds that torch.save never writes (where, what, severe):
+        #: see :mod:`ppaux.dump.grammar`.
+        self.deviation: tuple[str, str, bool] | None = None
+        #: ids of the dicts made by collections.OrderedDict (BUILD may set their attributes).
+        self.ordered_dicts: set[int] = set()
+
+    # -- the writer's model ------------------------------------------------------------------
+    def deviate(self, what: str, severe: bool = True) -> None:
+        """Record (once, the first) a value that torch.save's pickler never writes."""
+        if self.deviation is None:
+            self.deviation = (f"byte {self._op_pos}", what, severe)
 
     # -- errors and limits -------------------------------------------------------------------
     def error(self, reason: str) -> DumpError:
@@ -282,6 +358,11 @@ class Machine:
         if not isinstance(args, tuple):
             raise self.error(f"call arguments are a {type(args).__name__}, not a tuple")
         if isinstance(func, Call):
+            if via == "new" and func.name not in _TYPES:
+                self.deviate(
+                    f"NEWOBJ on {func.name}, not a class (torch's unpickler refuses it: "
+                    "NEWOBJ class argument isn't a type object)"
+                )
             try:
                 return func.fn(self, args)
             except DumpError:
@@ -322,7 +403,13 @@ class Machine:
         elif isinstance(obj, NumpyDtype):
             if isinstance(state, tuple) and len(state) > 1 and isinstance(state[1], str):
                 obj.byteorder = state[1]
+                obj.built = True
         elif isinstance(obj, dict) and isinstance(state, dict):
+            if id(obj) not in self.ordered_dicts:
+                self.deviate(
+                    "BUILD on a plain dict (torch's unpickler refuses it: a dict has no "
+                    "__dict__ to update)"
+                )
             # An OrderedDict's attributes, such as the _metadata that Module.state_dict() sets:
             # torch's weights-only loader applies them; the items are untouched.
             pass
@@ -441,19 +528,44 @@ def _build_tensor(m: Machine, tensor: TensorRef, state: Any) -> None:
 
 
 def _build_ndarray(m: Machine, arr: NdArrayRef, state: Any) -> None:
-    # numpy's __setstate__ tuple: (version, shape, dtype, is_fortran, data)
-    if not isinstance(state, tuple) or len(state) < 4:
+    # numpy's __setstate__ tuple: (version, shape, dtype, is_fortran, data), version 0 or 1, or
+    # the same without the version (numpy/_core/src/multiarray/methods.c, array_setstate).
+    if not isinstance(state, tuple) or len(state) not in (4, 5):
         raise m.error("numpy array state is not numpy's")
     offset = 1 if len(state) == 5 else 0
     shape, dtype, fortran = state[offset], state[offset + 1], state[offset + 2]
+    data = state[offset + 3]
+    arr.problem = _ndarray_refusal(state, offset)
     if isinstance(shape, tuple) and is_shape(shape):
         arr.shape = shape
     if isinstance(dtype, NumpyDtype):
         arr.dtype = dtype.name
         arr.descr = dtype
     arr.fortran = bool(fortran) if isinstance(fortran, (bool, int)) else False
-    if len(state) > offset + 3 and isinstance(state[offset + 3], (bytes, bytearray)):
-        arr.raw = bytes(state[offset + 3])  # the array's bytes; an object array has a list
+    if isinstance(data, (bytes, bytearray)):
+        arr.raw = bytes(data)  # the array's bytes; an object array has a list
+    elif isinstance(data, str) and max(data, default="\0") <= "\xff":
+        arr.raw = data.encode("latin-1")  # numpy reads a str as its Latin-1 bytes
+
+
+def _ndarray_refusal(state: tuple[Any, ...], offset: int) -> str | None:
+    """Why numpy's ndarray.__setstate__ refuses ``state`` (as numpy 2.x parses it), or None."""
+    if offset:
+        version = state[0]
+        if not isinstance(version, int) or version not in (0, 1):
+            return f"its state version is {shown(repr(version), 40)}; numpy reads only 0 and 1"
+    shape, dtype, fortran, data = state[offset : offset + 4]
+    if not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
+        return f"its shape {shown(repr(shape), 60)} is not a tuple of sizes; numpy refuses it"
+    if not isinstance(dtype, NumpyDtype):
+        return "its dtype is not a numpy dtype; numpy refuses it"
+    if not isinstance(fortran, int):
+        return "its is_fortran flag is not an int; numpy refuses it"
+    if isinstance(data, bytearray):
+        return "its data is a bytearray, not the bytes numpy reads; numpy refuses it"
+    if isinstance(data, str) and max(data, default="\0") > "\xff":
+        return "its data is a str past Latin-1; numpy refuses it"
+    return None
 
 
 # -- opcode handlers: each returns True only for STOP --------------------------------------------

@@ -128,6 +128,9 @@ def end_record(path: str, handle: BinaryIO, size: int) -> EndRecord | None:
                 )
             fields = _END64.unpack(record)
             entries, cd_size, cd_offset = fields[7], fields[8], fields[9]
+            # miniz then takes the disk numbers and this disk's count from the zip64 record
+            # too: the classic record may say 0xFFFF for every count.
+            disk, cd_disk, here = fields[4], fields[5], fields[6]
             location = python_at
             zipfile_start = python_at - cd_size
     if zipfile_start != cd_offset:

@@ -257,6 +257,8 @@ def _numpy_layout(ref: NdArrayRef) -> tuple[str, int, bool]:
     """torch's dtype name, the item size and whether the bytes are big-endian, for ``ref``;
     :class:`ValueError` with the reason when ppaux does not convert it."""
     descr = ref.descr
+    if ref.problem is not None:
+        raise ValueError(ref.problem)
     if descr is None or ref.raw is None:
         if ref.dtype.startswith("object") or (descr is not None and descr.spec.startswith("O")):
             raise ValueError(
@@ -271,7 +273,12 @@ def _numpy_layout(ref: NdArrayRef) -> tuple[str, int, bool]:
             f"numpy dtype {shown(descr.name, 40)} has no torch equivalent; convert it to numbers "
             "first"
         )
-    order = descr.spec[0] if descr.spec[:1] in ("<", ">") else descr.byteorder
+    # numpy takes the byte order from the dtype's pickled state (its __setstate__ overrides
+    # what the spec said); only a dtype never given a state keeps its spec's.
+    if descr.built:
+        order = descr.byteorder
+    else:
+        order = descr.spec[0] if descr.spec[:1] in ("<", ">") else "="
     big = order == ">" or (order == "=" and sys.byteorder == "big")
     size = int(spec[1:])
     numel = math.prod(ref.shape)

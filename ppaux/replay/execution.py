@@ -54,11 +54,12 @@ def replay_file(path: str, setup: Setup) -> tuple[DumpResult, list[Finding]]:
         pass  # a hostile structure fails here, as one clear error, before anything is built
     # Each file is judged as inspect judges it whatever the replay gives: a global outside
     # torch's allowlist is PP201 (a hostile file is never clean), a file without a tensor dict
-    # is PP114, not an input that could not be used.
+    # is PP114, not an input that could not be used; a file not as torch.save writes it is
+    # PP118.
     judged = [
         f
         for f in check_dump(dump, [], setup.options.limits)
-        if f.code.startswith("PP2") or (f.code == "PP114" and not payloads)
+        if f.code.startswith("PP2") or f.code == "PP118" or (f.code == "PP114" and not payloads)
     ]
     if not payloads:
         raise NothingToReplay(path, judged)

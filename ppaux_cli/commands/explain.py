@@ -4,6 +4,7 @@ whole traceback) from stdin."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated
 
 import typer
@@ -177,7 +178,8 @@ def _unknown(wanted: str) -> str:
         # A sentence: a message misspelled or cut. The name inside quotes is not compared.
         bare = re.sub(r"""(['"]).*?\1""", "{name!r}", wanted)
         bare = re.sub(r"^\s*RuntimeError\s*:\s*", "", bare).rstrip(". ")
-        hint = did_you_mean(bare, [m.template for m in MESSAGES])
+        templates = [m.template for m in MESSAGES]
+        hint = did_you_mean(_prefix(bare, templates), templates)
         kind = _kind_hint(wanted)
         if kind and not hint:
             return f"{shown!r} is none of sglang's nine PP messages{kind}"
@@ -186,5 +188,14 @@ def _unknown(wanted: str) -> str:
         )
     if "-" in wanted:
         names = [r.name for r in RULES.values()]
-        return f"unknown rule name {shown!r}; 'ppaux rules' lists them{did_you_mean(wanted, names)}"
-    return f"{UnknownRuleError(shown)}{did_you_mean(wanted.upper(), RULES)}"
+        hint = did_you_mean(_prefix(wanted, names), names)
+        return f"unknown rule name {shown!r}; 'ppaux rules' lists them{hint}"
+    return f"{UnknownRuleError(shown)}{did_you_mean(_prefix(wanted.upper(), RULES), RULES)}"
+
+
+def _prefix(value: str, choices: Iterable[str]) -> str:
+    """The part of ``value`` compared with the choices: no longer than the longest choice and
+    a few characters more, so that the comparison's cost does not grow with the argument (a
+    value far longer than every choice is close to none of them in any case)."""
+    longest = max((len(choice) for choice in choices), default=0)
+    return value[: longest + 8]

@@ -311,4 +311,30 @@ RULES = (
         example="its version is 11, past the newest torch 2.13 reads (10)",
         area="payload",
     ),
+    Rule(
+        code="PP118",
+        name="not-as-torch-save-writes",
+        severity=Severity.WARNING,
+        summary="The file is not as torch.save (or pickle.dump) writes it.",
+        explanation=(
+            "ppaux describes a file as clean only when every byte is one its writer could have "
+            "written: torch.save's zip (its records in its order, each stored, aligned to 64 "
+            "bytes, with its headers and end records) around a protocol-2 pickle as CPython's "
+            "pickler writes it (its opcodes, memo indexes in order, ints in their shortest "
+            "form, storage keys '0', '1', ... in order of first use), or a pickle as "
+            "pickle.dump writes it at protocol 2 to 5. The finding names the first place the "
+            "file leaves that model. It is an error where torch's reading could differ from "
+            "ppaux's or torch may refuse the file (an opcode the pickler never writes, a memo "
+            "index out of order, a FRAME whose length lies, a record torch.save does not "
+            "write), a warning where torch reads the same values (an int in a longer form, "
+            "a header's padding)."
+        ),
+        causes=(
+            "The file was assembled, repaired or edited by a tool other than torch.save.",
+            "A file crafted so that readers disagree about what it holds.",
+        ),
+        fix="Capture the dict again with torch.save; do not trust a description of an edited file.",
+        example="data.pkl byte 105 (BININT2): int not in its shortest form",
+        area="payload",
+    ),
 )

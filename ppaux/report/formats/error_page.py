@@ -11,6 +11,7 @@ import textwrap
 from typing import Any
 
 from ppaux.report.error_pages import ERROR_PAGES, ErrorPage, Fix
+from ppaux.text import shown
 
 __all__ = [
     "error_index_markdown",
@@ -40,7 +41,8 @@ def error_page_json(page: ErrorPage, name: str | None = None) -> dict[str, Any]:
     return {
         "message_id": page.message_id,
         "message": page.text,
-        "name": name,
+        # Escaped as text shows it: a bidi override pasted with the message stays visible.
+        "name": None if name is None else shown(name, None),
         "exception": "RuntimeError",
         "function": page.function,
         "stage": page.stage,

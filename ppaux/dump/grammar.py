@@ -1,0 +1,606 @@
+"""What ``torch.save`` and ``pickle.dump`` write, as data, and the first place a file leaves it.
+
+A file is described as clean only when every byte is one its writer could have produced. The
+model is derived from the writers, not from torch's reader:
+
+- ``torch.save`` (torch/serialization.py ``_save``, torch 2.13.0 and 2.14.1) pickles the object
+  with ``pickle.Pickler`` at protocol 2, with a ``persistent_id`` that returns
+  ``('storage', <torch.XStorage>, key, location, numel)``, the key being ``str(len(id_map))``
+  when a storage is first met (so '0', '1', ... in order of first use). It writes the records
+  ``data.pkl``, ``.format_version`` ('1'), ``.storage_alignment`` ('64'), ``byteorder``
+  ('little' or 'big'), ``data/<key>`` in that order, and PyTorchStreamWriter
+  (caffe2/serialize/inline_container.cc, over miniz) ends with ``version`` ('3\\n') and
+  ``.data/serialization_id`` (decimal digits). Every record is stored (method 0), flags 0x0808
+  (data descriptor, UTF-8 name), DOS time and date 0, its data aligned to 64 bytes by an
+  ``FB`` extra field of ``Z`` padding, followed by a 16-byte data descriptor; the central
+  directory's entries carry no extra field or comment; a zip64 end record (made by 0x031E,
+  needed 45), its locator and the end record (no comment) close the file.
+- CPython's C pickler (Modules/_pickle.c, Python 3.10 - 3.13; Lib/pickle.py's ``Pickler`` is
+  its model) writes ``PROTO``, at protocol 4 and later a ``FRAME``, then only the opcodes of
+  :data:`OPCODES` for that protocol; memoizes every container, string, global and reduced
+  object right after writing it, at the next memo index (``BINPUT`` under 256, else
+  ``LONG_BINPUT``; ``MEMOIZE`` from protocol 4); writes ints in their shortest form; tuples of
+  0 to 3 items with their own opcodes; list, dict and set items in batches of at most 1000;
+  and nothing after ``STOP``.
+
+:func:`pickle_deviation` and :func:`zip_deviation` return the first :class:`Deviation` (where,
+what, and whether torch's reading could differ), or None when the bytes are as written.
+Files past 4 GiB (zip64 fields in each header) are outside what the zip model describes.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import zipfile
+from dataclasses import dataclass
+from typing import BinaryIO
+
+__all__ = [
+    "OPCODES",
+    "STORAGE_TYPES",
+    "TORCH_PROTOCOL",
+    "Deviation",
+    "pickle_deviation",
+    "storage_key_deviation",
+    "zip_deviation",
+]
+
+#: The protocol torch.save pickles data.pkl with (its default ``pickle_protocol``).
+TORCH_PROTOCOL = 2
+
+_P2 = frozenset(b"\x80.(}])\x85\x86\x87tqrhjXcRb\x81QKMJ\x8a\x8bGN\x88\x89aeus01")
+_P3 = _P2 | frozenset(b"BC")
+_P4 = (_P3 - frozenset(b"qrc")) | frozenset(b"\x95\x94\x8c\x8d\x8e\x93\x8f\x90\x91\x92")
+#: The opcodes CPython's pickler writes at each protocol (pickletools names them).
+OPCODES: dict[int, frozenset[int]] = {2: _P2, 3: _P3, 4: _P4, 5: _P4 | {0x96}}
+
+#: The storage classes torch.save names in a persistent id (torch/storage.py, 2.13).
+STORAGE_TYPES = frozenset(
+    f"{kind}Storage"
+    for kind in [
+        "Double",
+        "Float",
+        "Half",
+        "Long",
+        "Int",
+        "Short",
+        "Char",
+        "Byte",
+        "Bool",
+        "BFloat16",
+        "ComplexDouble",
+        "ComplexFloat",
+        "QUInt8",
+        "QInt8",
+        "QInt32",
+        "QUInt4x2",
+        "QUInt2x4",
+        "Bits1x8",
+        "Bits2x4",
+        "Bits4x2",
+        "Bits8",
+        "Bits16",
+        "Float8_e5m2",
+        "Float8_e4m3fn",
+        "Float8_e5m2fnuz",
+        "Float8_e4m3fnuz",
+        "Untyped",
+        "ComplexHalf",
+        "UInt16",
+        "UInt32",
+        "UInt64",
+        "Float8_e8m0fnu",
+        "Float4_e2m1fn_x2",
+    ]
+)
+
+# The binary opcodes of any protocol (all but the text ones of protocols 0 and 1).
+_BINARY = OPCODES[5] | frozenset(b"}]qrhjXKMJGNBC")
+# Opcodes that create a value the pickler memoizes at once.
+_MEMOIZED = frozenset(b"}]X\x8c\x8dBC\x8e\x96c\x93\x85\x86\x87tR\x81\x92\x8f\x91")
+_PUTS = frozenset(b"qr\x94")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+#: Modules Python 3's pickler renames below protocol 3 (fix_imports, _compat_pickle).
+_RENAMED = frozenset({"builtins", "copyreg", "queue", "socketserver", "reprlib", "_pickle"})
+_BATCH = 1000
+_NAMES = {
+    0x28: "MARK",
+    0x2E: "STOP",
+    0x80: "PROTO",
+    0x95: "FRAME",
+    0x61: "APPEND",
+    0x65: "APPENDS",
+    0x73: "SETITEM",
+    0x75: "SETITEMS",
+    0x90: "ADDITEMS",
+    0x74: "TUPLE",
+    0x91: "FROZENSET",
+}
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """The first place a file differs from what its writer writes.
+
+    ``where`` names the place (``data.pkl byte 12 (INT)``, ``record 'archive/byteorder'``);
+    ``severe`` is True when torch's reading could differ from ppaux's (or torch may refuse).
+    """
+
+    where: str
+    what: str
+    severe: bool
+
+    def text(self) -> str:
+        return f"{self.where}: {self.what}"
+
+
+def _opname(op: int) -> str:
+    import pickletools
+
+    for code in pickletools.opcodes:
+        if ord(code.code.encode("latin-1")) == op:
+            return code.name
+    return _NAMES.get(op, f"0x{op:02x}")
+
+
+def _min_int_op(value: int) -> int:
+    if 0 <= value <= 0xFF:
+        return 0x4B
+    if 0 <= value <= 0xFFFF:
+        return 0x4D
+    if -(2**31) <= value < 2**31:
+        return 0x4A
+    return 0x8A
+
+
+def _encode_long(value: int) -> bytes:
+    if value == 0:
+        return b""
+    nbytes = (value.bit_length() >> 3) + 1
+    data = value.to_bytes(nbytes, "little", signed=True)
+    if value < 0 and nbytes > 1 and data[-1] == 0xFF and (data[-2] & 0x80) != 0:
+        data = data[:-1]
+    return data
+
+
+def pickle_deviation(
+    data: bytes, protocols: tuple[int, ...] = (TORCH_PROTOCOL,), label: str = "data.pkl"
+) -> Deviation | None:
+    """The first place ``data`` differs from what CPython's pickler writes at one of
+    ``protocols``, or None. Runs in one pass, without building any value."""
+    pos, end = 0, len(data)
+
+    def at(offset: int, op: int, what: str, severe: bool = True) -> Deviation:
+        return Deviation(f"{label} byte {offset} ({_opname(op)})", what, severe)
+
+    if end < 2 or data[0] != 0x80:
+        return Deviation(f"{label} byte 0", "the pickle does not start with PROTO", True)
+    protocol = data[1]
+    if protocol not in protocols:
+        wanted = " or ".join(str(p) for p in protocols)
+        return at(0, 0x80, f"protocol {protocol}, where the writer uses {wanted}", protocol > 5)
+    allowed = OPCODES[protocol]
+    pos = 2
+    puts = 0
+    frame_end: int | None = None
+    unframed = 0
+    depth = 0  # values on the stack above the innermost mark
+    marks: list[int] = []
+    pending_memo: tuple[int, int] | None = None  # (offset, op) of a value not yet memoized
+    globals_seen: set[bytes] = set()
+    while pos < end:
+        start, op = pos, data[pos]
+        pos += 1
+        if frame_end is not None and start == frame_end:
+            frame_end = None
+        if protocol >= 4 and frame_end is None and op != 0x95:
+            # The pickler frames everything but a payload of 64 KiB or more, and a run of
+            # under 4 bytes at the start or after such a payload (a frame that small is
+            # not written).
+            if op in _LARGE and _payload_size(data, pos, op) >= _FRAME_TARGET:
+                unframed = 0
+            elif unframed < 0:
+                return at(start, op, "outside any FRAME, where the pickler frames it", False)
+            else:
+                unframed += _op_size(data, start)
+                if unframed >= 4:
+                    return at(start, op, "outside any FRAME, where the pickler frames it", False)
+        if op not in allowed:
+            # A text opcode (protocols 0 and 1) is read otherwise by other readers (INT '010'
+            # is 8 to the C unpickler); a binary one of another protocol reads the same.
+            return at(
+                start,
+                op,
+                f"an opcode CPython's pickler never writes at protocol {protocol}",
+                op not in _BINARY,
+            )
+        if pending_memo is not None and op not in _PUTS and op != 0x95:
+            return at(
+                pending_memo[0],
+                pending_memo[1],
+                "a value the pickler memoizes at once is not memoized",
+                False,
+            )
+        if op in _PUTS:
+            if pending_memo is None:
+                return at(start, op, "a memo entry the pickler would not write here", False)
+            pending_memo = None
+        arg_len = _ARG_LEN.get(op, 0)
+        if arg_len < 0:  # a length-prefixed argument
+            size_len = -arg_len
+            if pos + size_len > end:
+                return at(start, op, "the pickle ends inside the opcode")
+            size = int.from_bytes(data[pos : pos + size_len], "little")
+            pos += size_len
+            if pos + size > end:
+                return at(start, op, "the pickle ends inside the opcode")
+            payload = data[pos : pos + size]
+            pos += size
+        elif op == 0x63:  # GLOBAL: two lines
+            first = data.find(b"\n", pos)
+            second = data.find(b"\n", first + 1) if first >= 0 else -1
+            if second < 0:
+                return at(start, op, "the pickle ends inside the opcode")
+            payload = data[pos:second]
+            pos = second + 1
+        else:
+            if pos + arg_len > end:
+                return at(start, op, "the pickle ends inside the opcode")
+            payload = data[pos : pos + arg_len]
+            pos += arg_len
+        if frame_end is not None and pos > frame_end:
+            return at(start, op, "the opcode runs past the end of its FRAME")
+        if op == 0x95:
+            unframed = -1  # from here, only a large payload resets the count
+            if frame_end is not None:
+                return at(start, op, "a FRAME starts inside another")
+            length = int.from_bytes(payload, "little")
+            if length == 0 or pos + length > end:
+                return at(start, op, f"the FRAME's length {length} does not fit the pickle")
+            frame_end = pos + length
+            continue
+        if op == 0x2E:  # STOP
+            if depth != 1 or marks:
+                return at(start, op, "STOP leaves more than one value on the stack")
+            if pos != end:
+                return at(start, op, f"{end - pos} bytes follow STOP")
+            if frame_end is not None and frame_end != pos:
+                return at(start, op, "the FRAME's length runs past STOP")
+            return None
+        problem = _check_arg(op, payload, protocol, puts)
+        if problem is not None:
+            return at(start, op, problem[0], problem[1])
+        if op == 0x63:
+            if payload in globals_seen:
+                return at(start, op, "a global the pickler memoized is written again", False)
+            globals_seen.add(payload)
+        if op in _PUTS:
+            puts += 1
+        if op in _MEMOIZED:
+            pending_memo = (start, op)
+        # Stack effects, counted above the innermost mark.
+        if op == 0x28:
+            marks.append(depth)
+            depth = 0
+            continue
+        if op in _TO_MARK:
+            if not marks:
+                return at(start, op, "no MARK to close")
+            n = depth
+            limits = _MARK_ITEMS[op]
+            if not limits[0] <= n <= limits[1] or (op == 0x75 and n % 2):
+                return at(start, op, f"{n} items where the pickler writes {limits[2]}", False)
+            depth = marks.pop() + _MARK_PUSH[op]
+            if op in (0x65, 0x75, 0x90) and depth < 1:
+                return at(start, op, "no container under the MARK")
+            continue
+        pops, pushes = _EFFECT.get(op, (0, 1))
+        if depth < pops:
+            return at(start, op, "the stack holds too few values for the opcode")
+        depth += pushes - pops
+    return Deviation(f"{label} byte {end}", "the pickle ends without STOP", True)
+
+
+_FRAME_TARGET = 64 * 1024
+_LARGE = {0x58: 4, 0x8D: 8, 0x42: 4, 0x8E: 8, 0x96: 8}
+
+
+def _op_size(data: bytes, start: int) -> int:
+    """Bytes of the opcode at ``start`` (at least 1; the scan checks the rest)."""
+    op = data[start]
+    arg = _ARG_LEN.get(op, 0)
+    if op == 0x63:
+        second = data.find(b"\n", data.find(b"\n", start) + 1)
+        return max(second + 1 - start, 1)
+    if arg >= 0:
+        return 1 + arg
+    return 1 - arg + int.from_bytes(data[start + 1 : start + 1 - arg], "little")
+
+
+def _payload_size(data: bytes, pos: int, op: int) -> int:
+    size_len = _LARGE[op]
+    return int.from_bytes(data[pos : pos + size_len], "little")
+
+
+# Argument sizes: positive = fixed, negative = a little-endian length of that many bytes.
+_ARG_LEN = {
+    0x80: 1,
+    0x95: 8,
+    0x71: 1,
+    0x72: 4,
+    0x68: 1,
+    0x6A: 4,
+    0x4A: 4,
+    0x4B: 1,
+    0x4D: 2,
+    0x47: 8,
+    0x8A: -1,
+    0x8B: -4,
+    0x58: -4,
+    0x8C: -1,
+    0x8D: -8,
+    0x42: -4,
+    0x43: -1,
+    0x8E: -8,
+    0x96: -8,
+}
+_TO_MARK = frozenset(b"teu\x90\x911")
+# (least, most, wording) items between MARK and the opcode that closes it.
+_MARK_ITEMS = {
+    0x74: (4, 2**62, "4 or more (fewer have their own opcodes)"),
+    # A list's last batch may hold one item, a dict's and a set's none (after a batch of
+    # exactly 1000: Modules/_pickle.c, batch_list_exact, batch_dict_exact, batch_set).
+    0x65: (1, _BATCH, "1 to 1000"),
+    0x75: (0, 2 * _BATCH, "up to 1000 pairs"),
+    0x90: (0, _BATCH, "up to 1000"),
+    0x91: (0, 2**62, "any number"),
+    0x31: (0, 2**62, "any number"),
+}
+_MARK_PUSH = {0x74: 1, 0x65: 0, 0x75: 0, 0x90: 0, 0x91: 1, 0x31: 0}
+# (pops, pushes) of the other opcodes; those not listed push one value.
+_EFFECT = {
+    0x80: (0, 0),
+    0x71: (0, 0),
+    0x72: (0, 0),
+    0x94: (0, 0),
+    0x85: (1, 1),
+    0x86: (2, 1),
+    0x87: (3, 1),
+    0x52: (2, 1),
+    0x81: (2, 1),
+    0x92: (3, 1),
+    0x62: (1, 0),
+    0x51: (1, 1),
+    0x61: (1, 0),
+    0x73: (2, 0),
+    0x30: (1, 0),
+    0x93: (2, 1),
+}
+
+
+def _check_arg(op: int, payload: bytes, protocol: int, puts: int) -> tuple[str, bool] | None:
+    """Whether an opcode's argument is one the pickler writes: (problem, severe) or None."""
+    if op in (0x71, 0x72):  # BINPUT, LONG_BINPUT
+        index = int.from_bytes(payload, "little")
+        if index != puts:
+            return f"memo index {index} where the pickler writes {puts} (the next)", True
+        if (op == 0x72) != (index >= 256):
+            return "memo index in the other PUT form", False
+    elif op in (0x68, 0x6A):  # BINGET, LONG_BINGET
+        index = int.from_bytes(payload, "little")
+        if index >= puts:
+            return f"memo index {index} not yet written", True
+        if (op == 0x6A) != (index >= 256):
+            return "memo index in the other GET form", False
+    elif op == 0x4A:
+        value = int.from_bytes(payload, "little", signed=True)
+        if _min_int_op(value) != op:
+            return f"int {value} not in its shortest form", False
+    elif op == 0x4D and int.from_bytes(payload, "little") <= 0xFF:
+        return "int not in its shortest form", False
+    elif op in (0x8A, 0x8B):
+        value = int.from_bytes(payload, "little", signed=True)
+        if _min_int_op(value) != 0x8A or _encode_long(value) != payload:
+            return f"int {value} not in its shortest form", False
+        if (op == 0x8B) != (len(payload) > 255):
+            return "int in the other LONG form", False
+    elif op in (0x58, 0x8C, 0x8D):
+        try:
+            payload.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError as exc:
+            return f"string is not UTF-8 as the pickler writes it ({exc.reason})", True
+        if protocol >= 4 and ((op == 0x8C) != (len(payload) < 256) or op == 0x8D):
+            return "string in another opcode than the pickler uses for its length", False
+    elif op in (0x42, 0x43, 0x8E):
+        if (op == 0x43) != (len(payload) < 256) or op == 0x8E:
+            return "bytes in another opcode than the pickler uses for their length", False
+    elif op == 0x63:
+        try:
+            text = payload.decode("ascii" if protocol < 3 else "utf-8")
+        except UnicodeDecodeError:
+            return "global name the pickler cannot write at this protocol", True
+        module, _, name = text.partition("\n")
+        if _MODULE.fullmatch(module) is None or _NAME.fullmatch(name) is None:
+            return "global name that is not a module and an attribute", True
+        if protocol < 3 and module.split(".")[0] in _RENAMED:
+            return f"module {module}, which the pickler renames at protocol {protocol}", False
+    return None
+
+
+def storage_key_deviation(pid: tuple[object, ...], known: int) -> str | None:
+    """Why a persistent id is not one torch.save writes, ``known`` storages having been
+    met: its key is ``str(known)`` for a new storage, a decimal string for a seen one."""
+    key = pid[2]
+    if not isinstance(key, str) or not 0 < len(key) <= 20 or not key.isascii():
+        return "storage key is not a decimal string of at most 20 digits"
+    if not key.isdigit():
+        return "storage key is not a decimal string"
+    if str(int(key)) != key:
+        return f"storage key {key!r} is not written as torch.save numbers storages"
+    if int(key) > known:
+        return f"storage key {key!r} where torch.save writes {str(known)!r} (the next)"
+    return None
+
+
+_LOCAL = struct.Struct("<4s5H3L2H")
+_CENTRAL = struct.Struct("<4s6H3L5H2L")
+_DESCRIPTOR = struct.Struct("<4s3L")
+_END64 = struct.Struct("<4sQ2H2L4Q")
+_LOCATOR = struct.Struct("<4sLQL")
+_END = struct.Struct("<4s4H2LH")
+#: PyTorchStreamWriter's alignment of record data (kFieldAlignment, the .storage_alignment).
+ALIGNMENT = 64
+_FLAGS = 0x0808
+_MADE_BY, _NEEDED = 0x031E, 45
+_SMALL = 0xFFFFFFFF
+
+
+def _flags(size: int) -> int:
+    """miniz writes an empty record whole, without a data descriptor."""
+    return _FLAGS if size else 0x0800
+
+
+def _local_header(offset: int, name: bytes, size: int) -> bytes:
+    start = offset + _LOCAL.size + len(name) + 4
+    pad = -start % ALIGNMENT
+    extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
+    return _LOCAL.pack(b"PK\x03\x04", 0, _flags(size), 0, 0, 0, 0, 0, 0, len(name), len(extra)) + (
+        name + extra
+    )
+
+
+def expected_names(prefix: str, keys: list[str], sorted_keys: bool) -> list[str]:
+    """The record names torch.save writes, in its order, for storages ``keys``."""
+    order = sorted(keys) if sorted_keys else keys
+    return (
+        [f"{prefix}data.pkl", f"{prefix}.format_version", f"{prefix}.storage_alignment"]
+        + [f"{prefix}byteorder"]
+        + [f"{prefix}data/{key}" for key in order]
+        + [f"{prefix}version", f"{prefix}.data/serialization_id"]
+    )
+
+
+_CONTENT = {
+    ".format_version": re.compile(rb"1"),
+    ".storage_alignment": re.compile(rb"64"),
+    "byteorder": re.compile(rb"little|big"),
+    "version": re.compile(rb"3\n"),
+    ".data/serialization_id": re.compile(rb"[0-9]{1,64}"),
+}
+
+
+def zip_deviation(
+    handle: BinaryIO,
+    size: int,
+    records: list[zipfile.ZipInfo],
+    prefix: str,
+    keys: list[str],
+    pickle_crc: int | None = None,
+) -> Deviation | None:
+    """The first byte, record or field of the archive that differs from what torch.save
+    writes for a data.pkl and storages ``keys`` (in order of first use), or None. Reads the
+    headers and the small records, never a storage's bytes."""
+    names = [r.filename for r in records]
+    wanted = expected_names(prefix, keys, False)
+    if names != wanted:
+        for index, (have, want) in enumerate(
+            zip(names + [""] * len(wanted), wanted + [""] * len(names), strict=False)
+        ):
+            if have != want:
+                where = f"record {index} ({have!r})" if have else f"record {index}"
+                what = f"torch.save writes {want!r} here" if want else "torch.save writes no more"
+                return Deviation(where, what, False)
+    if size > _SMALL:
+        return None  # zip64 fields in each header: not modeled
+    cursor = 0
+    for record in records:
+        name = record.filename.encode("utf-8")
+        where = f"record {record.filename!r}"
+        if record.header_offset != cursor:
+            return Deviation(
+                where,
+                f"starts at byte {record.header_offset}, torch.save writes it at {cursor}",
+                False,
+            )
+        if record.compress_type != zipfile.ZIP_STORED:
+            return Deviation(where, "compressed; torch.save stores every record", False)
+        header = _local_header(cursor, name, record.file_size)
+        handle.seek(cursor)
+        found = handle.read(len(header))
+        if found != header:
+            byte = next(
+                (i for i, (a, b) in enumerate(zip(found, header, strict=False)) if a != b),
+                len(found),
+            )
+            return Deviation(
+                f"{where}, local header byte {byte} (file byte {cursor + byte})",
+                "not as torch.save writes the header",
+                False,
+            )
+        cursor += len(header)
+        short = record.file_size <= 64
+        handle.seek(cursor)
+        body = handle.read(record.file_size) if short else b""
+        base = record.filename[len(prefix) :]
+        pattern = _CONTENT.get(base)
+        if pattern is not None and pattern.fullmatch(body) is None:
+            return Deviation(where, f"holds {body[:64]!r}, not what torch.save writes", True)
+        if pickle_crc is not None and base == "data.pkl" and pickle_crc != record.CRC:
+            return Deviation(where, "its CRC is not its data's", True)
+        cursor += record.file_size
+        descriptor = (
+            _DESCRIPTOR.pack(b"PK\x07\x08", record.CRC, record.file_size, record.file_size)
+            if record.file_size
+            else b""
+        )
+        handle.seek(cursor)
+        if handle.read(len(descriptor)) != descriptor:
+            return Deviation(
+                f"{where}, data descriptor at byte {cursor}", "not as torch.save writes it", False
+            )
+        cursor += len(descriptor)
+    directory = cursor
+    central = b"".join(
+        _CENTRAL.pack(
+            b"PK\x01\x02",
+            0,
+            0,
+            _flags(r.file_size),
+            0,
+            0,
+            0,
+            r.CRC,
+            r.file_size,
+            r.file_size,
+            len(r.filename.encode("utf-8")),
+            0,
+            0,
+            0,
+            0,
+            0,
+            r.header_offset,
+        )
+        + r.filename.encode("utf-8")
+        for r in records
+    )
+    n = len(records)
+    tail = (
+        central
+        + _END64.pack(b"PK\x06\x06", 44, _MADE_BY, _NEEDED, 0, 0, n, n, len(central), directory)
+        + _LOCATOR.pack(b"PK\x06\x07", 0, directory + len(central), 1)
+        + _END.pack(b"PK\x05\x06", 0, 0, min(n, 0xFFFF), min(n, 0xFFFF), len(central), directory, 0)
+    )
+    handle.seek(directory)
+    found = handle.read(len(tail) + 1)
+    if found != tail:
+        byte = next(
+            (i for i, (a, b) in enumerate(zip(found, tail, strict=False)) if a != b),
+            min(len(found), len(tail)),
+        )
+        part = "central directory" if byte < len(central) else "end records"
+        return Deviation(
+            f"{part}, file byte {directory + byte}", "not as torch.save writes it", False
+        )
+    return None

@@ -1,0 +1,410 @@
+"""Clean means "as torch.save wrote it": the model of the writers in ppaux.dump.grammar.
+
+Files torch.save and pickle.dump write are in the model; each file below is built by a few lines
+of script from one torch wrote (or with torch's own zip writer), leaves the model at one place,
+and must be reported there (PP118) whatever torch.load makes of it, which the sandbox says.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import struct
+import sys
+import zipfile
+import zlib
+from pathlib import Path
+
+import pytest
+from helpers import REPO
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ppaux.dump import inspect_file, read_dump
+from ppaux.dump.grammar import pickle_deviation
+
+sys.path.insert(0, str(REPO / "fuzz"))
+
+import torch_differential as harness
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with harness.Sandbox() as running:
+        yield running
+
+
+def _codes(path: Path) -> dict[str, str]:
+    _, findings = inspect_file(str(path))
+    return {f.code: f"{f.severity.value}: {f.message}" for f in findings}
+
+
+def _saved(tmp_path: Path, name: str, value: object) -> Path:
+    path = tmp_path / name
+    torch.save(value, path)
+    return path
+
+
+def _torch_archive(path: Path, data_pkl: bytes, storages: dict[str, bytes]) -> Path:
+    """An archive written by torch's own zip writer, in torch.save's record order, around
+    ``data_pkl``: only the pickle is made by hand."""
+    with torch.serialization._open_zipfile_writer(str(path)) as archive:
+        archive.write_record("data.pkl", data_pkl, len(data_pkl))
+        archive.write_record(".format_version", "1", 1)
+        archive.write_record(".storage_alignment", "64", 2)
+        archive.write_record("byteorder", "little", 6)
+        for key, data in storages.items():
+            archive.write_record(f"data/{key}", data, len(data))
+    return path
+
+
+def _data_pkl(path: Path) -> bytes:
+    with zipfile.ZipFile(path) as archive:
+        name = next(n for n in archive.namelist() if n.endswith("/data.pkl"))
+        return archive.read(name)
+
+
+# -- torch.save's own files are in the model -------------------------------------------------
+
+
+def _values() -> dict[str, object]:
+    import numpy
+
+    base = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    values: dict[str, object] = {
+        f"dtype_{dtype}".replace("torch.", ""): torch.zeros(3, dtype=dtype)
+        for dtype in (
+            torch.float32,
+            torch.float64,
+            torch.float16,
+            torch.bfloat16,
+            torch.int8,
+            torch.uint8,
+            torch.int16,
+            torch.int32,
+            torch.int64,
+            torch.bool,
+            torch.complex64,
+            torch.uint16,
+            torch.uint32,
+            torch.float8_e4m3fn,
+        )
+    }
+    values.update(
+        {
+            "view": base[1:, 2:],
+            "transposed": base.t(),
+            "shared": [base, base[0]],
+            "parameter": torch.nn.Parameter(torch.ones(2)),
+            "frozen": torch.nn.Parameter(torch.ones(2), requires_grad=False),
+            "empty": torch.empty(0),
+            "scalar": torch.tensor(3.5),
+            "numpy": numpy.arange(6, dtype=numpy.float32).reshape(2, 3),
+            "numpy_be": numpy.arange(3, dtype=">f4"),
+            "mixed": {"a": 1, "b": 2**40, "c": -7, "d": 1.5, "e": None, "f": True, "g": b"xy"},
+            "many": list(range(2500)),
+            "big_dict": {str(i): i for i in range(1500)},
+            "text": "é\u202e",
+            "tuples": [(), (1,), (1, 2), (1, 2, 3), (1, 2, 3, 4)],
+            "sets": [{1, 2}, frozenset({3})],
+        }
+    )
+    return values
+
+
+def test_torch_save_files_are_in_the_model(tmp_path):
+    for name, value in _values().items():
+        path = _saved(tmp_path, f"{name}.pt", {"value": value})
+        dump = read_dump(path)
+        assert dump.deviation is None, (name, dump.deviation)
+        assert "PP118" not in _codes(path), name
+
+
+def test_a_capture_ppaux_writes_is_in_the_model(tmp_path):
+    from ppaux.capture import writer
+    from ppaux.dump import make_capture, make_meta
+
+    capture = make_capture(
+        make_meta("add_auxiliary_output_to_pp_tensors", ValueError("bad")),
+        {"next_token_ids": torch.tensor([1, 2]), "__msg_type__": "output"},
+        {"scores": [0.25, 0.75]},
+    )
+    path = tmp_path / "capture.pt"
+    writer._save(torch, capture, path)
+    assert read_dump(path).deviation is None
+
+
+def test_the_bundled_torch_save_fixtures_are_in_the_model():
+    edited = {"deflated_datapkl.pt", "storage_record_missing.pt", "storage_record_short.pt"}
+    for path in sorted((REPO / "fixtures" / "dumps").glob("*.pt")):
+        deviation = read_dump(path).deviation
+        assert (deviation is not None) == (path.name in edited), (path.name, deviation)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    value=st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False)
+        | st.text()
+        | st.binary(),
+        lambda inner: (
+            st.lists(inner)
+            | st.dictionaries(st.text(), inner)
+            | st.tuples(inner, inner)
+            | st.frozensets(st.integers())
+        ),
+        max_leaves=30,
+    ),
+    protocol=st.integers(2, 5),
+)
+def test_pickle_dump_output_is_in_the_model(value, protocol):
+    assert pickle_deviation(pickle.dumps(value, protocol), (2, 3, 4, 5)) is None
+
+
+@pytest.mark.parametrize("size", [999, 1000, 1001, 2000, 2001])
+def test_batches_at_and_past_1000_items_are_in_the_model(size):
+    # The pickler writes a dict or set of exactly 1000 items with an empty batch after the
+    # full one, and a list's last batch of one item with APPENDS.
+    values = [list(range(size)), {str(i): i for i in range(size)}, set(range(size))]
+    for protocol in (2, 4):
+        for value in values:
+            data = pickle.dumps(value, protocol)
+            assert pickle_deviation(data, (2, 3, 4, 5)) is None, (type(value), size, protocol)
+
+
+# -- each way out of the model is a finding -------------------------------------------------
+
+# data.pkl of {'a': 8} where the 8 is written as protocol 0 'I010\n' (C unpickler: 8).
+_INT_010 = b"\x80\x02}q\x00X\x01\x00\x00\x00aq\x01I010\ns."
+
+
+def test_protocol_0_int_with_a_leading_zero(tmp_path, sandbox):
+    path = _torch_archive(tmp_path / "int010.pt", _INT_010, {})
+    found = _codes(path)
+    assert found["PP118"].startswith("error:") and "byte 13 (INT)" in found["PP118"]
+    answer = sandbox.load(path)
+    assert answer["outcome"] == "loaded"  # torch reads it; ppaux will not call it clean
+
+
+def _tensor_pkl(key: bytes) -> bytes:
+    """data.pkl of {'t': float32 tensor of 1 element} whose storage key opcodes are ``key``;
+    each '~' is a BINPUT of the next memo index, as the pickler numbers them."""
+    template = (
+        b"\x80\x02}~X\x01\x00\x00\x00t~ctorch._utils\n_rebuild_tensor_v2\n~"
+        b"((X\x07\x00\x00\x00storage~ctorch\nFloatStorage\n~"
+        + key
+        + b"X\x03\x00\x00\x00cpu~K\x01t~QK\x00K\x01\x85~K\x01\x85~\x89"
+        b"ccollections\nOrderedDict\n~)R~t~R~s."
+    )
+    parts = template.split(b"~")
+    out = parts[0]
+    for index, part in enumerate(parts[1:]):
+        out += b"q" + bytes([index]) + part
+    return out
+
+
+def test_the_hand_tensor_pickle_is_as_torch_writes_it(tmp_path):
+    # The control for the two cases below: with the key '0' the archive is in the model.
+    path = _torch_archive(tmp_path / "ok.pt", _tensor_pkl(b"X\x01\x00\x00\x000~"), {"0": b"\0" * 4})
+    assert read_dump(path).deviation is None
+
+
+@pytest.mark.parametrize("key", [b"K\x00", b"\x88"], ids=["int_0", "true"])
+def test_a_storage_key_that_is_not_a_decimal_string(tmp_path, sandbox, key):
+    # torch caches storages by the key as unpickled: 0 and '0', 1 and True; torch.save
+    # writes only '0', '1', ...
+    pkl = _tensor_pkl(key)
+    name = "0" if key == b"K\x00" else "True"
+    path = _torch_archive(tmp_path / "key.pt", pkl, {name: b"\0" * 4})
+    found = _codes(path)
+    assert "PP118" in found and "storage key" in found["PP118"], found
+
+
+def _patch_record(data: bytes, name: str, new: bytes) -> bytes:
+    """``data`` with record ``name``'s bytes replaced by ``new`` (same length), its CRC fixed in
+    the data descriptor and the central directory, as a careful hand would."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        info = archive.getinfo(name)
+    assert len(new) == info.file_size
+    local = info.header_offset
+    name_len, extra_len = struct.unpack("<HH", data[local + 26 : local + 30])
+    start = local + 30 + name_len + extra_len
+    old_crc = struct.pack("<L", info.CRC)
+    new_crc = struct.pack("<L", zlib.crc32(new))
+    out = bytearray(data)
+    out[start : start + len(new)] = new
+    out[start + len(new) + 4 : start + len(new) + 8] = new_crc
+    central = bytes(out).find(b"PK\x01\x02")
+    at = bytes(out).find(old_crc, central)
+    out[at : at + 4] = new_crc
+    return bytes(out)
+
+
+def test_a_serialization_id_that_is_not_decimal(tmp_path, sandbox):
+    path = _saved(tmp_path, "plain.pt", {"a": torch.ones(2)})
+    data = path.read_bytes()
+    name = "plain/.data/serialization_id"
+    with zipfile.ZipFile(path) as archive:
+        size = archive.getinfo(name).file_size
+    path.write_bytes(_patch_record(data, name, b"\xff" * size))
+    found = _codes(path)
+    assert found["PP118"].startswith("error:") and "serialization_id" in found["PP118"]
+
+
+def test_a_record_name_without_the_utf8_flag(tmp_path, sandbox):
+    path = _saved(tmp_path, "plain.pt", {"a": torch.ones(2)})
+    data = bytearray(path.read_bytes())
+    data[6:8] = struct.pack("<H", 0x0008)  # the first local header's flags
+    path.write_bytes(bytes(data))
+    found = _codes(path)
+    assert "PP118" in found and "local header byte 7" in found["PP118"], found
+    assert sandbox.load(path)["outcome"] == "loaded"
+
+
+def test_parameter_state_that_sets_data(tmp_path, sandbox):
+    param = torch.nn.Parameter(torch.ones(4))
+    param.extra = 1  # a Parameter with state: torch.save writes _rebuild_parameter_with_state
+    path = _saved(tmp_path, "param.pt", {"p": param})
+    assert read_dump(path).deviation is None
+    pkl = _data_pkl(path)
+    assert b"_rebuild_parameter_with_state" in pkl and b"extra" in pkl
+    # The state's key 'extra' renamed 'data' (torch then sets Parameter.data from the state).
+    edited = pkl.replace(b"X\x05\x00\x00\x00extra", b"X\x04\x00\x00\x00data", 1)
+    with zipfile.ZipFile(path) as archive:
+        storage = archive.read("param/data/0")
+    out = _torch_archive(tmp_path / "param_data.pt", edited, {"0": storage})
+    found = _codes(out)
+    assert found["PP118"].startswith("error:") and "'data'" in found["PP118"], found
+
+
+def test_newobj_on_a_function(tmp_path, sandbox):
+    pkl = (
+        b"\x80\x02}q\x00X\x01\x00\x00\x00aq\x01c_codecs\nencode\nq\x02"
+        b"X\x01\x00\x00\x00xq\x03X\x06\x00\x00\x00latin1q\x04\x86q\x05\x81q\x06s."
+    )
+    path = _torch_archive(tmp_path / "newobj.pt", pkl, {})
+    found = _codes(path)
+    assert found["PP118"].startswith("error:") and "NEWOBJ" in found["PP118"], found
+    assert sandbox.load(path)["outcome"] != "loaded"
+
+
+def test_build_on_a_plain_dict(tmp_path, sandbox):
+    pkl = b"\x80\x02}q\x00X\x01\x00\x00\x00aq\x01}q\x02}q\x03bs."
+    path = _torch_archive(tmp_path / "build.pt", pkl, {})
+    found = _codes(path)
+    assert found["PP118"].startswith("error:") and "BUILD on a plain dict" in found["PP118"]
+    assert sandbox.load(path)["outcome"] != "loaded"
+
+
+def test_a_text_memo_index(tmp_path):
+    pkl = b"\x80\x02}p-1\nX\x01\x00\x00\x00aq\x00K\x01s."
+    path = _torch_archive(tmp_path / "memo.pt", pkl, {})
+    found = _codes(path)
+    assert found["PP118"].startswith("error:") and "(PUT)" in found["PP118"], found
+
+
+def test_a_frame_whose_length_lies(tmp_path):
+    data = bytearray(pickle.dumps({"a": [1, 2, 3]}, 4))
+    assert data[2] == 0x95
+    length = struct.unpack("<Q", data[3:11])[0]
+    shorter = bytes(data[:3]) + struct.pack("<Q", length - 3) + bytes(data[11:])
+    assert pickle_deviation(shorter, (2, 3, 4, 5)) is not None
+    data[3:11] = struct.pack("<Q", length + 3)  # torch: pickle data was truncated
+    deviation = pickle_deviation(bytes(data), (2, 3, 4, 5))
+    assert deviation is not None and deviation.severe, deviation
+    path = tmp_path / "frame.pkl"
+    path.write_bytes(bytes(data))
+    assert "PP118" in _codes(path) or pytest.fail("a lying FRAME is not clean")
+
+
+def test_a_call_before_torch_stops_is_a_security_finding(tmp_path):
+    # A tensor BUILD whose state calls posix.system: torch runs the call while it unpickles
+    # the state, then Tensor.__setstate__ fails. The call is PP201; PP117 may come with it.
+    torch_pkl = _data_pkl(_saved(tmp_path, "t.pt", {"t": torch.ones(1)}))
+    at = torch_pkl.rindex(b"s.")
+    call = b"cposix\nsystem\nq\x0eX\x04\x00\x00\x00trueq\x0f\x85q\x10Rq\x11b"
+    pkl = torch_pkl[:at] + call + torch_pkl[at:]
+    path = tmp_path / "build_call.pt"
+    with zipfile.ZipFile(tmp_path / "t.pt") as archive:
+        storage = archive.read("t/data/0")
+    _torch_archive(path, pkl, {"0": storage})
+    from ppaux.dump import inspect_paths
+
+    report = inspect_paths([str(path)])
+    codes = [f.code for f in report.findings]
+    assert "PP201" in codes, [(f.code, f.message) for f in report.findings]
+    assert any("posix.system" in f.message for f in report.findings if f.code == "PP201")
+
+
+def test_a_zip64_end_record_with_0xffff_counts_torch_loads(tmp_path, sandbox):
+    # The classic end record says 0xFFFF records (as when there are too many to count there);
+    # miniz takes the counts from the zip64 end record, which torch.save always writes.
+    path = _saved(tmp_path, "plain.pt", {"a": torch.ones(2)})
+    data = bytearray(path.read_bytes())
+    end = len(data) - 22
+    assert data[end : end + 4] == b"PK\x05\x06"
+    data[end + 8 : end + 12] = b"\xff\xff\xff\xff"  # entries on this disk, entries in all
+    path.write_bytes(bytes(data))
+    assert sandbox.load(path)["outcome"] == "loaded"
+    found = _codes(path)
+    assert "PP117" not in found, found
+    assert found["PP118"].startswith("warning:") and "end records" in found["PP118"], found
+
+
+_SAVE_SCRIPT = """
+import sys, torch
+folder = sys.argv[1]
+base = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+values = {
+    "dtypes": {str(d): torch.zeros(2, dtype=d) for d in (
+        torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8,
+        torch.int16, torch.int32, torch.int64, torch.bool, torch.complex64)},
+    "views": {"a": base, "b": base[1:, 2:], "t": base.t()},
+    "parameter": torch.nn.Parameter(torch.ones(3)),
+    "empty": torch.empty(0),
+    "message": {"next_token_ids": torch.tensor([1, 2]), "__msg_type__": "output"},
+}
+for name, value in values.items():
+    torch.save(value, f"{folder}/{name}.pt")
+print(torch.__version__)
+"""
+
+
+@pytest.mark.skipif(
+    not __import__("os").environ.get("PPAUX_TORCH_PYTHON"),
+    reason="opt-in: PPAUX_TORCH_PYTHON names a Python with another torch (such as 2.14.1)",
+)
+def test_another_torchs_files_are_in_the_model(tmp_path):
+    import os
+    import subprocess
+
+    done = subprocess.run(
+        [os.environ["PPAUX_TORCH_PYTHON"], "-c", _SAVE_SCRIPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    files = sorted(tmp_path.glob("*.pt"))
+    assert len(files) == 5, done.stdout
+    for path in files:
+        assert read_dump(path).deviation is None, (done.stdout, path.name)
+
+
+def test_a_v3_rebuild_over_too_few_storage_bytes(tmp_path, sandbox):
+    # torch.save writes a uint16 tensor with _rebuild_tensor_v3 over an untyped storage whose
+    # numel counts bytes: 4 elements need 8; a storage of 4 bytes is one torch refuses.
+    saved = _saved(tmp_path, "u16.pt", {"t": torch.zeros(4, dtype=torch.uint16)})
+    pkl = _data_pkl(saved)
+    assert b"_rebuild_tensor_v3" in pkl and b"cpuq\x06K\x08t" in pkl
+    path = _torch_archive(
+        tmp_path / "short.pt", pkl.replace(b"cpuq\x06K\x08t", b"cpuq\x06K\x04t"), {"0": bytes(4)}
+    )
+    assert sandbox.load(path)["outcome"] != "loaded"
+    _, findings = inspect_file(str(path))
+    assert any(f.code == "PP116" and "byte 8" in f.message for f in findings), findings
