@@ -17,6 +17,7 @@ import pytest
 from helpers import check_golden
 
 import ppaux
+import ppaux._version
 import ppaux.report.catalogue
 from ppaux.report import FailOn, Finding, InputProblem, Report, Rule, Severity, Table
 from ppaux.report.formats import Format, github, render
@@ -80,7 +81,7 @@ RULES = {
 @pytest.fixture(autouse=True)
 def _fixed_catalogue_and_version(monkeypatch):
     monkeypatch.setattr(ppaux.report.catalogue, "RULES", RULES)
-    monkeypatch.setattr(ppaux, "__version__", "0.0.0+test")
+    monkeypatch.setattr(ppaux._version, "__version__", "0.0.0+test")
 
 
 def _finding(code: str, path: str, message: str, key: str | None = None, **kw) -> Finding:

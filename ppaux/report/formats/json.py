@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppaux._version import __version__
+from ppaux import _version
 from ppaux.report.document import REPORT_SCHEMA, Report, count_by_severity
 from ppaux.report.formats import strict_json
 
@@ -15,7 +15,7 @@ def document(report: Report) -> dict[str, Any]:
     """The report as a JSON-able dict: schema, tool, command, findings, problems, summary, data."""
     doc = {
         "schema": REPORT_SCHEMA,
-        "tool": {"name": "ppaux", "version": __version__},
+        "tool": {"name": "ppaux", "version": _version.__version__},
         "command": report.command,
         "findings": [f.to_json() for f in report.findings],
         "problems": [p.to_json() for p in report.problems],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ppaux._version import __version__
+from ppaux import _version
 from ppaux.report.document import Report
 from ppaux.report.statistics import count_codes
 
@@ -37,7 +37,7 @@ def statistics_json(report: Report) -> str:
     """The counts as one JSON document: schema, tool, command, statistics, problems."""
     doc = {
         "schema": STATISTICS_SCHEMA,
-        "tool": {"name": "ppaux", "version": __version__},
+        "tool": {"name": "ppaux", "version": _version.__version__},
         "command": report.command,
         "statistics": [row.to_json() for row in count_codes(report)],
         "problems": len(report.problems),
