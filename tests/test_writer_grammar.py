@@ -16,6 +16,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+import torch
 from helpers import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,7 +28,7 @@ sys.path.insert(0, str(REPO / "fuzz"))
 
 import torch_differential as harness
 
-torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
 
 
 @pytest.fixture(scope="module")
