@@ -157,9 +157,12 @@ class _ReceivingObserver:
 
 
 def _describe(value: Any) -> str:
-    from ppaux.observer.compare import describe
+    from ppaux.observer.compare import describe, record
 
-    return describe(value)
+    try:
+        return describe(record(value))
+    except Exception:  # a value whose own __repr__ raises: named by its type alone
+        return type(value).__name__
 
 
 def _add_fault(exc: BaseException, sending: Any) -> Fault:

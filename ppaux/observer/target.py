@@ -98,13 +98,13 @@ def _import_file(target: str, path: str) -> Any:
     if spec is None or spec.loader is None:
         raise TargetError(target, f"{path!r} cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
-    # The file's directory comes first on the path while it runs, as for 'python file.py', so
-    # that it can import its neighbours; registered so that dataclasses and pickle find it.
+    # The file's directory goes at the end of the path, so that it can import its neighbours
+    # but never shadows the standard library or ppaux (a neighbour json.py or html.py is not
+    # what 'import json' finds); registered so that dataclasses and pickle find it.
     directory = os.path.dirname(os.path.abspath(path))
     sys.modules[name] = module
-    added = directory not in sys.path
-    if added:
-        sys.path.insert(0, directory)
+    if directory not in sys.path:
+        sys.path.append(directory)
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
@@ -158,17 +158,25 @@ def _looks_like_file(module_part: str) -> bool:
 
 
 def target_files(target: str) -> list[str]:
-    """The files that ``target`` (``module:attr`` or ``file.py:attr``) reads, without running
-    anything: the file it names, or the imported module's ``__file__`` once a check loaded it
-    (none before). A command refuses to write its report over any of them."""
+    """The files that ``target`` (``module:attr`` or ``file.py:attr``) reads, found without
+    running anything: the file it names, or the module's source file as the import path
+    locates it. A command refuses to write its report over any of them."""
     module_part, sep, attr = target.rpartition(":")
     if not sep or not module_part or not attr:
         return []
     if _looks_like_file(module_part):
         return [module_part]
-    module = sys.modules.get(module_part)
-    where = getattr(module, "__file__", None)
-    return [where] if isinstance(where, str) else []
+    parts = module_part.split(".")
+    if not all(part.isidentifier() for part in parts):
+        return []
+    for entry in sys.path:
+        if not isinstance(entry, str):
+            continue
+        base = os.path.join(entry or ".", *parts)
+        for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+            if os.path.isfile(candidate):
+                return [candidate]
+    return []
 
 
 def load_object(target: str) -> Any:
