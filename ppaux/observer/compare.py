@@ -15,9 +15,9 @@ place; -0.0 and 0.0 differ) and by value for the rest, a NaN float equal to a Na
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import math
 from dataclasses import dataclass
+from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
 from typing import Any
 
 __all__ = ["Difference", "describe", "differences", "leaves", "record", "records"]
@@ -193,7 +193,7 @@ def _tensor_record(tensor: Any) -> dict[str, Any]:
         "device": str(tensor.device),
         "layout": "nested" if nested else layout,
         "quantization": _quantization(tensor),
-        "sha256": hashlib.sha256(_canonical_bytes(tensor)).hexdigest(),
+        "sha256": _sha256(_canonical_bytes(tensor)).hexdigest(),
         "values": _first_values(tensor),
     }
 
@@ -205,7 +205,7 @@ def _value_key(value: Any, text: str) -> str:
         return repr(complex(*("nan" if math.isnan(p) else p for p in (value.real, value.imag))))
     if isinstance(value, (bool, int, type(None))):
         return repr(value)
-    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return "sha256:" + _sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def record(value: Any) -> dict[str, Any]:

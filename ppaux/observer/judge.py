@@ -219,6 +219,18 @@ class Judge:
                 )
             )
 
+    def _on_end(self, m: dict[str, Any]) -> None:
+        threads = [str(name) for name in m.get("threads") or []]
+        if threads:
+            self.ended(
+                Ending(
+                    "threads",
+                    f"the target left {len(threads)} thread(s) running after the last step "
+                    f"({', '.join(threads[:5])}); they were stopped with its process, but in "
+                    "sglang they would run on inside the scheduler",
+                )
+            )
+
     def ended(self, ending: Ending) -> None:
         """The child ended in a way that is the target's doing: a finding (PP715)."""
         self.endings.append(ending)

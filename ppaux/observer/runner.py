@@ -37,10 +37,11 @@ _PPAUX = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 class Undescribable(Exception):
     """One of the target's objects raised while it was described."""
 
-    def __init__(self, what: str, error: BaseException) -> None:
+    def __init__(self, what: str, error: BaseException, subject: Any) -> None:
         super().__init__(what)
         self.what = what
         self.error = error
+        self.subject = subject
 
 
 def _first_line(error: BaseException) -> str:
@@ -75,7 +76,7 @@ def _described(what: str, obj: Any) -> dict[str, dict[str, Any]]:
     try:
         return records(obj)
     except (Exception, SystemExit, RecursionError) as exc:  # the target's object raised
-        raise Undescribable(what, exc) from exc
+        raise Undescribable(what, exc, obj) from exc
 
 
 def _location(obj: Any, method: str | None) -> dict[str, Any] | None:
@@ -148,7 +149,9 @@ class _Checks:
                 "what": failure.what,
                 "error_type": type(error).__name__,
                 "message": _first_line(error),
-                "location": where_raised(error),
+                # Where the target's code raised; else (a value too deep to print, raising in
+                # C) the class of the object that holds it.
+                "location": where_raised(error) or _location(failure.subject, None),
             }
         )
 
