@@ -277,6 +277,7 @@ def check_observer(
     outputs: str | None = None,
     on_output: Callable[[bytes], None] | None = None,
     cwd: str | None = None,
+    wire: Any = None,
 ) -> Report:
     """Check the observer named by ``target`` (``module:attr`` or ``file.py:attr``) in a child
     process (see the module's docstring).
@@ -284,9 +285,12 @@ def check_observer(
     ``outputs`` (``module:attr``, a zero-argument callable) gives the outputs to send instead
     of driving the observer. What the target prints goes to ``on_output`` as it comes; without
     one, its first :data:`MAX_OUTPUT_KEPT` bytes are the report's note. ``cwd`` is where the
-    target runs (this process's current directory by default). Raises :class:`TargetError` for
-    a target that cannot be used and :class:`ObserverConfigError` for a setting that cannot
-    work here; everything the target does wrong while it runs is a finding.
+    target runs (this process's current directory by default). ``wire``, an open wire shared
+    by several checks, can only be used here: with one, the target runs in this process (as
+    :func:`check_loaded` runs an object in hand) and its records are judged the same way.
+    Raises :class:`TargetError` for a target that cannot be used and
+    :class:`ObserverConfigError` for a setting that cannot work here; everything the target
+    does wrong while it runs is a finding.
     """
     import os
     import sys
@@ -296,6 +300,11 @@ def check_observer(
 
     require_torch("check-observer")
     _validate(options)
+    if wire is not None:
+        from ppaux.observer.target import load_observer, load_outputs
+
+        given = load_outputs(outputs) if outputs is not None else None
+        return check_loaded(load_observer(target), options, given, wire=wire)
     if not isinstance(target, str) or ":" not in target.strip(":"):
         from ppaux.observer.target import load_object
 
@@ -385,7 +394,7 @@ def endings(end: Any, timeout_s: float) -> list[Ending]:
             Ending(
                 "signal" if code is not None and code < 0 else "exit",
                 f"the target's process {how} before it sent every record (os._exit, abort, a "
-                "crash in native code, or closed descriptors); what it printed is in the notes",
+                "crash in native code, or closed descriptors); its output says more",
             )
         )
     if end.forks:
