@@ -79,10 +79,10 @@ def pp_safety_report(
     if isinstance(observer, str):
         from ppaux.observer import load_observer
 
-        loaded = load_observer(observer)
+        loaded = load_observer(observer, rank0_only=True)
     else:
         name = getattr(observer, "__qualname__", None) or type(observer).__qualname__
-        loaded = observer_from(observer, name)
+        loaded = observer_from(observer, name, rank0_only=outputs is not None)
     # An object in hand runs here; its records are judged as the child's are.
     given = list(outputs()) if callable(outputs) else outputs
     return check_loaded(loaded, options, given)

@@ -569,7 +569,7 @@ def test_settings_that_cannot_work_are_one_line():
     result = cli("check-observer", good, "--impl", "both")
     assert (result.exit_code, result.stderr) == (
         2,
-        "ppaux: error: --impl both: not one of reference, sglang\n",
+        "ppaux: error: --impl: 'both' is not one of reference, sglang\n",
     )
     import torch
 

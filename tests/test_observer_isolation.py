@@ -242,3 +242,56 @@ def test_negative_zero_against_zero_is_reported_bitwise(tmp_path):
     [item] = [f for f in report.findings if f.code == "PP711"]
     assert item.extra["what"] == "bits"
     assert "bitwise" in item.extra["rule"]
+
+
+def test_with_outputs_given_rank_0_needs_only_from_pp_tensors(tmp_path):
+    (tmp_path / "rank0.py").write_text(
+        "import sys\n"
+        f"sys.path.append({str(REPO / 'fixtures' / 'observers')!r})\n"
+        "import torch\n"
+        "from entropy_good import EntropyOutput\n"
+        "class Rank0Only:\n"
+        "    def from_pp_tensors(self, tensors):\n"
+        "        return EntropyOutput(tensors['entropy'])\n"
+        "def outputs():\n"
+        "    return [EntropyOutput(torch.tensor([0.5, 1.5]))]\n",
+        encoding="utf-8",
+    )
+    report = check_observer(
+        f"{tmp_path / 'rank0.py'}:Rank0Only",
+        ObserverOptions(batch_sizes=(2,)),
+        outputs=f"{tmp_path / 'rank0.py'}:outputs",
+    )
+    assert codes(report) == []
+    assert [row[3] for row in report.tables[0].rows] == ["same on both paths"]
+
+
+def test_a_consume_that_reads_what_real_ones_read_is_clean(tmp_path):
+    text = GOOD.replace(
+        "            if commit is None:\n",
+        "            if commit is None or req.finished() or req.is_retracted:\n"
+        "                continue\n"
+        "            if req.finished_reason is not None or not req.origin_input_ids:\n",
+        1,
+    )
+    assert text != GOOD
+    (tmp_path / "obs.py").write_text(text, encoding="utf-8")
+    assert codes(check_observer(f"{tmp_path / 'obs.py'}:EntropyObserver", ONE)) == []
+
+
+def test_impl_both_is_neither_offered_nor_taken():
+    from helpers import cli
+
+    shown = cli("check-observer", "--help")
+    assert "[reference|sglang]" in shown.stdout
+    refused = cli("check-observer", "x.py:X", "--impl", "both")
+    assert refused.exit_code == 2
+    assert "'both' is not one of reference, sglang" in refused.stderr
+
+
+def test_a_huge_exception_message_is_cut_where_it_is_shown(tmp_path):
+    target = observer(tmp_path, after_sample="        raise ValueError('x' * 5_000_000)\n")
+    report = check_observer(target, ONE)
+    [failed] = [f for f in report.findings if f.code == "PP710"]
+    assert len(failed.message) < 1000
+    assert all(len(json.dumps(step)) < 10_000 for step in report.data["steps"])

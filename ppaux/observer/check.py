@@ -304,7 +304,8 @@ def check_observer(
         from ppaux.observer.target import load_observer, load_outputs
 
         given = load_outputs(outputs) if outputs is not None else None
-        return check_loaded(load_observer(target), options, given, wire=wire)
+        loaded = load_observer(target, rank0_only=given is not None)
+        return check_loaded(loaded, options, given, wire=wire)
     if not isinstance(target, str) or ":" not in target.strip(":"):
         from ppaux.observer.target import load_object
 

@@ -180,7 +180,7 @@ class _Checks:
                         "step": index,
                         "method": failure.method,
                         "text": failure.text[:500],
-                        "fault": hook_fault(failure, "last stage").to_json(),
+                        "fault": _fault(hook_fault(failure, "last stage")),
                         "location": where_raised(failure.error),
                     }
                 )

@@ -207,14 +207,6 @@ def _a_type(value: Any) -> str:
     return with_article(type(value).__name__)
 
 
-def _is_observer(value: Any) -> bool:
-    return all(callable(getattr(value, name, None)) for name in OBSERVER_METHODS)
-
-
-def _missing(value: Any) -> str:
-    return ", ".join(name for name in OBSERVER_METHODS if not callable(getattr(value, name, None)))
-
-
 def _call(target: str, factory: Callable[[], Any], what: str) -> Any:
     try:
         return factory()
@@ -243,18 +235,28 @@ def _origin(value: Any) -> str | None:
         return None
 
 
-def load_observer(target: str) -> LoadedObserver:
+def load_observer(target: str, *, rank0_only: bool = False) -> LoadedObserver:
     """Load ``target`` and make the observer to drive; raises :class:`TargetError`.
 
     An instance (anything with ``is_active``, ``before_grammar`` and ``after_sample``) is used as
-    it is; a class or any other callable is called without arguments and must return one.
+    it is; a class or any other callable is called without arguments and must return one. With
+    ``rank0_only`` (the outputs are given, so only rank 0's pop calls it), ``from_pp_tensors``
+    is all it needs, as sglang's pop calls nothing else.
     """
     value = load_object(target)
-    return observer_from(value, target)
+    return observer_from(value, target, rank0_only=rank0_only)
 
 
-def observer_from(value: Any, target: str) -> LoadedObserver:
+def observer_from(value: Any, target: str, *, rank0_only: bool = False) -> LoadedObserver:
     """:class:`LoadedObserver` for an object already in hand (``assert_pp_safe``'s way in)."""
+    methods = ("from_pp_tensors",) if rank0_only else OBSERVER_METHODS
+
+    def _is_observer(value: Any) -> bool:
+        return all(callable(getattr(value, name, None)) for name in methods)
+
+    def _missing(value: Any) -> str:
+        return ", ".join(name for name in methods if not callable(getattr(value, name, None)))
+
     if _is_observer(value) and not inspect.isclass(value):
         import copy
 

@@ -65,7 +65,9 @@ def main(argv: list[str]) -> int:
             sys.path.append(entry)
     emit({"event": "ready"})
     try:
-        loaded = target_module.load_observer(request["target"])
+        loaded = target_module.load_observer(
+            request["target"], rank0_only=request.get("outputs") is not None
+        )
         given = (
             target_module.load_outputs(request["outputs"])
             if request.get("outputs") is not None

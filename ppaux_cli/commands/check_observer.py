@@ -4,6 +4,7 @@ single-stage path, and report every error and every difference."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 import os
 import sys
 import warnings
@@ -20,6 +21,14 @@ from ppaux_cli.output_paths import check_output_path
 from ppaux_cli.report_options import ReportOptions, report_options
 
 __all__ = ["check_observer"]
+
+
+class ObserverImpl(str, enum.Enum):
+    """The implementations a check runs (replay's ``both`` compares two runs, which a check of
+    one observer has no use for): :class:`ppaux.replay.Impl`'s other members."""
+
+    REFERENCE = Impl.REFERENCE.value
+    SGLANG = Impl.SGLANG.value
 
 
 @report_options
@@ -55,15 +64,14 @@ def check_observer(
         ),
     ] = Transport.WIRE,
     impl: Annotated[
-        Impl,
+        ObserverImpl,
         choice_option(
-            Impl,
+            ObserverImpl,
             "--impl",
             default="reference",
-            help="reference: ppaux's add and pop; sglang: sglang's own sampling_observer_pp "
-            "(both is not taken here).",
+            help="reference: ppaux's add and pop; sglang: sglang's own sampling_observer_pp.",
         ),
-    ] = Impl.REFERENCE,
+    ] = ObserverImpl.REFERENCE,
     sender: Annotated[
         Sender,
         choice_option(
