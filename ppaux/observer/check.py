@@ -377,7 +377,7 @@ def endings(end: Any, timeout_s: float) -> list[Ending]:
         found.append(
             Ending(
                 "timeout",
-                f"the target's process sent nothing for more than {timeout_s:g} s (--timeout) "
+                f"the target's process sent nothing for more than its timeout ({timeout_s:g} s) "
                 "and was killed with its whole process group: a method of the observer hangs",
             )
         )

@@ -16,8 +16,9 @@ MAX_FRAME = 64 << 20
 _HEADER = struct.Struct(">I")
 
 
-class FrameError(ValueError):
-    """Bytes on the results pipe that are not a frame of a JSON object."""
+#: Bytes on the results pipe that are not a frame of a JSON object (a plain ``ValueError``:
+#: the parent reports it as the target's doing, never to a caller).
+FrameError = ValueError
 
 
 def encode(message: dict[str, Any]) -> bytes:

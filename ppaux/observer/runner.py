@@ -27,21 +27,11 @@ from ppaux.observer.standins import StandInRequest
 from ppaux.observer.target import LoadedObserver, TargetError
 from ppaux.sglang import OUTPUT_PREFIX
 
-__all__ = ["Emit", "Undescribable", "run_checks", "where_raised"]
+__all__ = ["Emit", "run_checks", "where_raised"]
 
 Emit = Callable[[dict[str, Any]], None]
 
 _PPAUX = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-class Undescribable(Exception):
-    """One of the target's objects raised while it was described."""
-
-    def __init__(self, what: str, error: BaseException, subject: Any) -> None:
-        super().__init__(what)
-        self.what = what
-        self.error = error
-        self.subject = subject
 
 
 def _first_line(error: BaseException) -> str:
@@ -73,10 +63,12 @@ def _shown(file: str) -> str:
 
 
 def _described(what: str, obj: Any) -> dict[str, dict[str, Any]]:
+    """``obj``'s records; anything its own methods raise is the target's failure, raised as
+    :class:`~ppaux.observer.drive.HookFailure` with ``what`` was being read."""
     try:
         return records(obj)
     except (Exception, SystemExit, RecursionError) as exc:  # the target's object raised
-        raise Undescribable(what, exc, obj) from exc
+        raise HookFailure(what, exc) from exc
 
 
 def _location(obj: Any, method: str | None) -> dict[str, Any] | None:
@@ -139,19 +131,21 @@ class _Checks:
             self.emit({"event": "rank0_failed", "batch_size": batch_size, "reason": exc.reason})
             return None
 
-    def undescribable(self, batch_size: int, index: int, failure: Undescribable) -> None:
+    def undescribable(
+        self, batch_size: int, index: int, failure: HookFailure, subject: Any
+    ) -> None:
         error = failure.error
         self.emit(
             {
                 "event": "undescribable",
                 "batch_size": batch_size,
                 "step": index,
-                "what": failure.what,
+                "what": failure.method,
                 "error_type": type(error).__name__,
                 "message": _first_line(error),
                 # Where the target's code raised; else (a value too deep to print, raising in
                 # C) the class of the object that holds it.
-                "location": where_raised(error) or _location(failure.subject, None),
+                "location": where_raised(error) or _location(subject, None),
             }
         )
 
@@ -207,8 +201,8 @@ class _Checks:
             for index, output in produced[:-1]:
                 try:
                     now = _described("the output", output)
-                except Undescribable as failure:
-                    self.undescribable(batch_size, index, failure)
+                except HookFailure as failure:
+                    self.undescribable(batch_size, index, failure, output)
                     return
                 self.emit(
                     {
@@ -261,8 +255,8 @@ class _Checks:
         self.subjects.update(output=output, rank0=rank0)
         try:
             produced = _described("the output", output)
-        except Undescribable as failure:
-            self.undescribable(batch_size, index, failure)
+        except HookFailure as failure:
+            self.undescribable(batch_size, index, failure, output)
             return False
         single = single_stage_path(output, single_reqs, token_ids, self.m)
         pp = pp_path(output, rank0, pp_reqs, token_ids, self.m)
@@ -283,8 +277,8 @@ class _Checks:
                 message["rebuilt"] = _described("the output rank 0 rebuilt", pp.output)
                 message["single_reqs"] = [_described("a request", r) for r in single_reqs]
                 message["pp_reqs"] = [_described("a request", r) for r in pp_reqs]
-        except Undescribable as failure:
-            self.undescribable(batch_size, index, failure)
+        except HookFailure as failure:
+            self.undescribable(batch_size, index, failure, pp.output)
             return False
         self.emit(message)
         return True

@@ -15,6 +15,8 @@ import os
 import sys
 from typing import Any
 
+__all__ = ["main"]
+
 
 def _writer(fd: int) -> Any:
     from ppaux.observer.framing import encode
