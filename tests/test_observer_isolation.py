@@ -295,3 +295,16 @@ def test_a_huge_exception_message_is_cut_where_it_is_shown(tmp_path):
     [failed] = [f for f in report.findings if f.code == "PP710"]
     assert len(failed.message) < 1000
     assert all(len(json.dumps(step)) < 10_000 for step in report.data["steps"])
+
+
+def test_a_method_that_raises_is_located_at_the_line_that_raised(tmp_path):
+    target = observer(
+        tmp_path,
+        output="        if True:\n            raise KeyError('entropy missing')\n",
+    )
+    text = (tmp_path / "obs.py").read_text(encoding="utf-8").splitlines()
+    line = next(n for n, t in enumerate(text, 1) if "raise KeyError('entropy missing')" in t)
+    report = check_observer(target, ONE)
+    [failed] = [f for f in report.findings if f.code == "PP710"]
+    assert failed.location is not None
+    assert (failed.location["line"], failed.location["function"]) == (line, "to_pp_tensors")

@@ -260,6 +260,7 @@ class Judge:
                         f"{fault.method} raised {fault.error_type}: {short} on {side} ({at})",
                         fault.name,
                         extra={"method": fault.method, "side": fault.side},
+                        location=fault.where,
                     )
                 )
             return
@@ -432,6 +433,7 @@ def _fault(data: Any) -> Fault | None:
         method=data.get("method"),
         name=data.get("name"),
         value=data.get("value"),
+        where=data.get("where") if isinstance(data.get("where"), dict) else None,
     )
 
 

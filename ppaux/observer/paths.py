@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ppaux.observer.drive import HookFailure, call_hook
+from ppaux.observer.drive import HookFailure, call_hook, where_raised
 from ppaux.sglang import MSG_TYPE_KEY, OUTPUT_MSG_TYPE, OUTPUT_PREFIX
 
 __all__ = ["Fault", "Machinery", "PathOutcome", "hook_fault", "pp_path", "single_stage_path"]
@@ -41,6 +41,8 @@ class Fault:
     method: str | None = None
     name: str | None = None
     value: str | None = None
+    #: Where the target's code raised (``{"file", "line", "function"}``), for a 'hook' fault.
+    where: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The fault as plain data."""
@@ -52,6 +54,7 @@ class Fault:
             "message": self.message,
             "name": self.name,
             "value": self.value,
+            "where": self.where,
         }
 
 
@@ -91,6 +94,7 @@ def hook_fault(failure: HookFailure, side: str) -> Fault:
         lines[0] if lines else "",
         side,
         method=failure.method,
+        where=where_raised(failure.error),
     )
 
 
@@ -283,5 +287,6 @@ def pp_path(
             result.fault.message,
             "rank 0",
             method=result.fault.method,
+            where=result.fault.where,
         )
     return result

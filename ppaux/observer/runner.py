@@ -15,23 +15,19 @@ Imports torch when used.
 from __future__ import annotations
 
 import inspect
-import os
-import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ppaux.observer.compare import records
-from ppaux.observer.drive import HookFailure, drive_step
+from ppaux.observer.drive import HookFailure, drive_step, shown_path, where_raised
 from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_path, single_stage_path
 from ppaux.observer.standins import StandInRequest
 from ppaux.observer.target import LoadedObserver, TargetError
 from ppaux.sglang import OUTPUT_PREFIX
 
-__all__ = ["Emit", "run_checks", "where_raised"]
+__all__ = ["Emit", "run_checks"]
 
 Emit = Callable[[dict[str, Any]], None]
-
-_PPAUX = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _first_line(error: BaseException) -> str:
@@ -40,26 +36,6 @@ def _first_line(error: BaseException) -> str:
     except Exception:  # an exception whose own __str__ raises
         return ""
     return lines[0][:500] if lines else ""
-
-
-def where_raised(error: BaseException) -> dict[str, Any] | None:
-    """``{"file", "line", "function"}`` of the innermost frame outside ppaux and torch."""
-    frames = [
-        frame
-        for frame in traceback.extract_tb(error.__traceback__)
-        if not os.path.abspath(frame.filename).startswith(_PPAUX)
-        and "/torch/" not in frame.filename
-        and not frame.filename.startswith("<frozen")
-    ]
-    if not frames:
-        return None
-    frame = frames[-1]
-    return {"file": _shown(frame.filename), "line": frame.lineno or 1, "function": frame.name}
-
-
-def _shown(file: str) -> str:
-    relative = os.path.relpath(file)
-    return relative if not relative.startswith("..") else file
 
 
 def _described(what: str, obj: Any) -> dict[str, dict[str, Any]]:
@@ -84,7 +60,7 @@ def _location(obj: Any, method: str | None) -> dict[str, Any] | None:
         return None
     if file is None:
         return None
-    return {"file": _shown(file), "line": max(line, 1), "function": name}
+    return {"file": shown_path(file), "line": max(line, 1), "function": name}
 
 
 _METHODS = {
