@@ -58,7 +58,7 @@ def pp_safety_report(
     :class:`~ppaux.observer.TargetError` or :class:`~ppaux.observer.ObserverConfigError` for
     what cannot be checked at all.
     """
-    from ppaux.observer import ObserverOptions, check_loaded, load_observer, observer_from
+    from ppaux.observer import ObserverOptions, check_loaded, check_observer, observer_from
     from ppaux.torch_probe import require_torch
 
     require_torch("ppaux.testing")
@@ -73,11 +73,17 @@ def pp_safety_report(
         sglang_path=sglang_path,
         timeout_s=timeout_s,
     )
+    if isinstance(observer, str) and outputs is None:
+        # A target by name runs in a child process of its own, as with check-observer.
+        return check_observer(observer, options)
     if isinstance(observer, str):
-        loaded = load_observer(observer)
+        from ppaux.observer import load_observer
+
+        loaded = load_observer(observer, rank0_only=True)
     else:
         name = getattr(observer, "__qualname__", None) or type(observer).__qualname__
-        loaded = observer_from(observer, name)
+        loaded = observer_from(observer, name, rank0_only=outputs is not None)
+    # An object in hand runs here; its records are judged as the child's are.
     given = list(outputs()) if callable(outputs) else outputs
     return check_loaded(loaded, options, given)
 

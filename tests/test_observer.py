@@ -400,6 +400,10 @@ def test_an_after_sample_that_raises_is_in_the_json_steps(tmp_path):
         None,
         None,
     )
+    # Where the target's code raised: its after_sample, in the target's file.
+    where = second["driving"].pop("where")
+    assert where["function"] == "after_sample"
+    assert where["file"].endswith(".py") and where["line"] >= 1
     assert second == {
         "batch_size": 1,
         "step": 1,
@@ -569,7 +573,7 @@ def test_settings_that_cannot_work_are_one_line():
     result = cli("check-observer", good, "--impl", "both")
     assert (result.exit_code, result.stderr) == (
         2,
-        "ppaux: error: --impl both: not one of reference, sglang\n",
+        "ppaux: error: --impl: 'both' is not one of reference, sglang\n",
     )
     import torch
 

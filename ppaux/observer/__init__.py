@@ -2,11 +2,14 @@
 ``ppaux.testing.assert_pp_safe``.
 
 The target (``module:attr`` or ``file.py:attr``: an observer, a class or a zero-argument
-factory) is loaded, which runs its code; it is driven as sglang's model runner drives it
-(:mod:`.drive`, on the stand-ins of :mod:`.standins` or sglang's own classes); each output goes
-down the single-stage path and the PP path through one of replay's wires (:mod:`.paths`), and
-the two are compared (:mod:`.compare`) into findings PP701 - PP714 (:mod:`.check`). Loading the
-face imports nothing; the check imports torch.
+factory) runs in a child process of its own (:mod:`.child`, :mod:`.worker`): there it is loaded,
+which runs its code, and driven as sglang's model runner drives it (:mod:`.drive`, on the
+stand-ins of :mod:`.standins` or sglang's own classes); each output goes down the single-stage
+path and the PP path through one of replay's wires (:mod:`.paths`), and what happened is sent
+back as records (:mod:`.runner`, :mod:`.framing`). This process compares them (:mod:`.compare`)
+and judges them into findings PP701 - PP715 (:mod:`.judge`, :mod:`.check`), importing neither
+torch nor the target. An object already in hand is run in-process and judged the same way.
+Loading the face imports nothing.
 """
 
 from typing import TYPE_CHECKING

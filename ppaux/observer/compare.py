@@ -1,25 +1,37 @@
-"""What the two paths produced, taken apart into named leaves and compared.
+"""What the two paths produced, as records, and their comparison.
 
-An auxiliary output, a host output or a request is walked into ``{path: leaf}``: ``.field``
-for attributes (``__dict__``, dataclass fields, ``__slots__``), ``[key]`` for mappings, ``[i]``
-for lists and tuples; a tensor, a number, a string or any other object is a leaf. Two walks are
-compared leaf by leaf, tensors by dtype, shape, device, layout and bits. Imports torch when used.
+In the child, an auxiliary output, a host output or a request is walked into ``{path: leaf}``
+(:func:`leaves`): ``.field`` for attributes (``__dict__``, dataclass fields, ``__slots__``),
+``[key]`` for mappings, ``[i]`` for lists and tuples; a tensor, a number, a string or any other
+object is a leaf. Each leaf becomes a record of plain data (:func:`record`): a tensor's dtype,
+shape, strides, device, layout and the sha256 of its canonical bytes (with its first values);
+any other value's qualified type name, a bounded text and the key it is compared by.
+
+In the parent, :func:`differences` compares two walks record by record; it imports nothing
+beyond the standard library. Equality is bitwise for tensors (a NaN equals a NaN in the same
+place; -0.0 and 0.0 differ) and by value for the rest, a NaN float equal to a NaN.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
+import math
 from dataclasses import dataclass
+from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
 from typing import Any
 
-__all__ = ["Difference", "describe", "differences", "leaves", "snapshot"]
+__all__ = ["Difference", "describe", "differences", "leaves", "record", "records"]
 
 _SCALARS = (int, float, complex, str, bytes, bool, type(None))
 #: Walks stop this deep; anything deeper is one leaf.
 MAX_DEPTH = 5
 #: Containers longer than this are one leaf.
 MAX_ITEMS = 256
+#: The most characters of a value's text a record keeps (its key is a digest beyond that).
+MAX_TEXT = 200
+#: The rule each kind of leaf is compared by, named in the findings.
+TENSOR_RULE = "bitwise: dtype, shape, device, layout and bytes; NaN equals NaN in the same place"
+VALUE_RULE = "by value; NaN equals NaN"
 
 
 @dataclass(frozen=True)
@@ -32,6 +44,10 @@ class Difference:
     what: str
     left: str
     right: str
+
+
+# ----------------------------------------------------------------------------------------------
+# The child: walking and describing (torch, the target's objects)
 
 
 def _fields(obj: Any) -> dict[str, Any] | None:
@@ -53,7 +69,8 @@ def _fields(obj: Any) -> dict[str, Any] | None:
 
 
 def leaves(obj: Any, prefix: str = "", depth: int = 0) -> dict[str, Any]:
-    """``{path: leaf}`` for ``obj`` (see the module's docstring)."""
+    """``{path: leaf}`` for ``obj`` (see the module's docstring). The target's own methods
+    (``__getattribute__``, properties, ``__eq__``) may raise here: the caller says whose."""
     import torch
 
     if isinstance(obj, (torch.Tensor, _SCALARS)) or depth >= MAX_DEPTH:
@@ -62,14 +79,14 @@ def leaves(obj: Any, prefix: str = "", depth: int = 0) -> dict[str, Any]:
         if len(obj) > MAX_ITEMS:
             return {prefix: obj}
         out: dict[str, Any] = {}
-        for key, value in obj.items():
-            out.update(leaves(value, f"{prefix}[{key!r}]", depth + 1))
+        for key, value in list(obj.items()):
+            out.update(leaves(value, f"{prefix}[{_key_text(key)}]", depth + 1))
         return out or {prefix: obj}
     if isinstance(obj, (list, tuple)):
         if len(obj) > MAX_ITEMS:
             return {prefix: obj}
         out = {}
-        for index, value in enumerate(obj):
+        for index, value in enumerate(list(obj)):
             out.update(leaves(value, f"{prefix}[{index}]", depth + 1))
         return out or {prefix: obj}
     if type(obj).__module__ == "numpy":
@@ -85,143 +102,186 @@ def leaves(obj: Any, prefix: str = "", depth: int = 0) -> dict[str, Any]:
     return out or {prefix: obj}
 
 
-def snapshot(obj: Any) -> dict[str, Any]:
-    """:func:`leaves` with every tensor cloned and every other leaf copied: what ``obj`` holds
-    now, kept apart from later writes into its memory."""
+def _key_text(key: Any) -> str:
+    if isinstance(key, (str, int, float, bool, type(None))):
+        return repr(key)
+    return repr(key)[:MAX_TEXT]
+
+
+def _qualname(value: Any) -> str:
+    klass = type(value)
+    module = getattr(klass, "__module__", "") or ""
+    name = getattr(klass, "__qualname__", klass.__name__)
+    return name if module == "builtins" else f"{module}.{name}"
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
+
+
+def _canonical_bytes(tensor: Any) -> bytes:
+    """The tensor's bytes, flat, in row-major order, from a fresh CPU copy."""
+    import ctypes
+
     import torch
 
-    out: dict[str, Any] = {}
-    for path, value in leaves(obj).items():
-        if isinstance(value, torch.Tensor):
-            out[path] = value.detach().clone()
-        else:
-            try:
-                out[path] = copy.deepcopy(value)
-            except Exception:  # an object that cannot be copied is compared by its repr
-                out[path] = _Repr(repr(value))
-    return out
+    if tensor.is_nested:
+        return b"".join(_canonical_bytes(part) for part in tensor.unbind())
+    if tensor.layout != torch.strided:
+        tensor = tensor.to_dense()
+    if tensor.is_quantized:  # its integers; the parameters are compared apart
+        tensor = tensor.int_repr()
+    flat = tensor.detach().reshape(-1)
+    if not flat.numel():
+        return b""
+    if flat.dtype == torch.bool:
+        flat = flat.to(torch.uint8)
+    fresh = torch.empty(flat.shape, dtype=flat.dtype, device="cpu")
+    fresh.copy_(flat)
+    return ctypes.string_at(fresh.data_ptr(), fresh.numel() * fresh.element_size())
 
 
-@dataclass(frozen=True)
-class _Repr:
-    text: str
-
-
-def describe(value: Any) -> str:
-    """A short description: 'float32 (4,) cpu' for a tensor, the type and repr otherwise."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        layout = (
-            "" if value.layout == torch.strided else f" {str(value.layout).removeprefix('torch.')}"
-        )
-        shape = tuple(value.shape)
-        dtype = str(value.dtype).removeprefix("torch.")
-        return f"{dtype} {shape} {value.device}{layout}"
-    text = repr(value)
-    if len(text) > 80:
-        text = text[:77] + "..."
-    return f"{type(value).__name__} {text}"
-
-
-def _values(tensor: Any) -> str:
+def _first_values(tensor: Any) -> str:
     import torch
 
     flat = tensor.detach()
+    if flat.is_nested:
+        return "[nested]"
     if flat.layout != torch.strided:
         flat = flat.to_dense()
-    flat = flat.reshape(-1)[:6].cpu().tolist()
+    if flat.is_quantized:
+        flat = flat.dequantize()
+    values = flat.reshape(-1)[:6].cpu().tolist()
     more = ", ..." if tensor.numel() > 6 else ""
-    return "[" + ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in flat) + more + "]"
+    shown = (f"{v:g}" if isinstance(v, float) else str(v) for v in values)
+    return "[" + ", ".join(shown) + more + "]"
 
 
-def _bits(tensor: Any) -> Any:
-    """The tensor's bytes, flat, on the CPU (its values for bool and empty tensors).
-
-    A fresh copy: ``contiguous()`` keeps a size-1 dimension's stride (a column of a (1, 2)
-    matrix has stride 2 and is contiguous), which ``view(torch.uint8)`` refuses."""
+def _quantization(tensor: Any) -> str | None:
     import torch
 
-    if tensor.is_quantized:  # its integers; the parameters are compared apart
-        tensor = tensor.int_repr()
-    flat = tensor.reshape(-1)
-    if not flat.numel() or flat.dtype == torch.bool:
-        return flat.cpu()
-    fresh = torch.empty(flat.shape, dtype=flat.dtype, device=flat.device).copy_(flat)
-    return fresh.view(torch.uint8).cpu()
-
-
-def _quantization(tensor: Any) -> tuple[Any, ...]:
-    """A quantized tensor's scheme and parameters (scale and zero point, per tensor or per
-    channel)."""
-    import torch
-
+    if not tensor.is_quantized:
+        return None
     scheme = tensor.qscheme()
     if scheme in (torch.per_tensor_affine, torch.per_tensor_symmetric):
-        return (scheme, tensor.q_scale(), tensor.q_zero_point())
-    return (
-        scheme,
-        tensor.q_per_channel_axis(),
-        tensor.q_per_channel_scales().tolist(),
-        tensor.q_per_channel_zero_points().tolist(),
+        return repr((str(scheme), tensor.q_scale(), tensor.q_zero_point()))
+    return repr(
+        (
+            str(scheme),
+            tensor.q_per_channel_axis(),
+            tensor.q_per_channel_scales().tolist(),
+            tensor.q_per_channel_zero_points().tolist(),
+        )
     )
 
 
-def _tensor_difference(path: str, a: Any, b: Any) -> Difference | None:
+def _tensor_record(tensor: Any) -> dict[str, Any]:
     import torch
 
-    if a.dtype != b.dtype:
-        return Difference(path, "dtype", describe(a), describe(b))
-    if tuple(a.shape) != tuple(b.shape):
-        return Difference(path, "shape", describe(a), describe(b))
-    if a.device != b.device:
-        return Difference(path, "device", describe(a), describe(b))
-    if a.layout != b.layout:
-        return Difference(path, "layout", describe(a), describe(b))
-    left = a.detach().to_dense() if a.layout != torch.strided else a.detach()
-    right = b.detach().to_dense() if b.layout != torch.strided else b.detach()
-    if left.is_quantized and _quantization(left) != _quantization(right):
+    layout = str(tensor.layout).removeprefix("torch.")
+    nested = bool(tensor.is_nested)
+    try:
+        strides = list(tensor.stride()) if tensor.layout == torch.strided and not nested else None
+    except RuntimeError:
+        strides = None
+    shape = None if nested else list(tensor.shape)
+    return {
+        "kind": "tensor",
+        "dtype": str(tensor.dtype).removeprefix("torch."),
+        "shape": shape,
+        "strides": strides,
+        "device": str(tensor.device),
+        "layout": "nested" if nested else layout,
+        "quantization": _quantization(tensor),
+        "sha256": _sha256(_canonical_bytes(tensor)).hexdigest(),
+        "values": _first_values(tensor),
+    }
+
+
+def _value_key(value: Any, text: str) -> str:
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else repr(0.0 if value == 0 else value)
+    if isinstance(value, complex):
+        return repr(complex(*("nan" if math.isnan(p) else p for p in (value.real, value.imag))))
+    if isinstance(value, (bool, int, type(None))):
+        return repr(value)
+    return "sha256:" + _sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def record(value: Any) -> dict[str, Any]:
+    """A leaf as plain data: see the module's docstring. ``repr`` of a non-tensor leaf runs its
+    own ``__repr__``, which may raise (the caller says whose failure that is)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return _tensor_record(value)
+    text = value if isinstance(value, str) else repr(value)
+    if not isinstance(text, str):
+        raise TypeError(f"__repr__ returned {type(text).__name__}, not str")
+    return {
+        "kind": "value",
+        "type": _qualname(value),
+        "text": _cut(repr(value) if isinstance(value, str) else text),
+        "key": _value_key(value, text),
+    }
+
+
+def records(obj: Any) -> dict[str, dict[str, Any]]:
+    """``{path: record}`` of ``obj``'s leaves."""
+    return {path: record(value) for path, value in leaves(obj).items()}
+
+
+# ----------------------------------------------------------------------------------------------
+# The parent: comparing records (pure)
+
+
+def describe(item: dict[str, Any]) -> str:
+    """A short description of a record: 'float32 (4,) cpu', 'float 0.5'."""
+    if item.get("kind") == "tensor":
+        shape = "nested" if item.get("shape") is None else str(tuple(item["shape"]))
+        layout = "" if item.get("layout") == "strided" else f" {item.get('layout')}"
+        return f"{item.get('dtype')} {shape} {item.get('device')}{layout}"
+    kind = str(item.get("type", "?")).rpartition(".")[2]
+    return f"{kind} {_cut(str(item.get('text', '')))[:80]}"
+
+
+def _tensor_difference(path: str, a: dict[str, Any], b: dict[str, Any]) -> Difference | None:
+    for what in ("dtype", "shape", "device", "layout"):
+        if a.get(what) != b.get(what):
+            return Difference(path, what, describe(a), describe(b))
+    if a.get("quantization") != b.get("quantization"):
         return Difference(
             path,
             "quantization",
-            f"{describe(a)} {_quantization(left)}",
-            f"{describe(b)} {_quantization(right)}",
+            f"{describe(a)} {a.get('quantization')}",
+            f"{describe(b)} {b.get('quantization')}",
         )
-    same = torch.equal(_bits(left), _bits(right))
-    if not same:
+    if a.get("sha256") != b.get("sha256"):
         return Difference(
-            path, "bits", f"{describe(a)} {_values(a)}", f"{describe(b)} {_values(b)}"
+            path, "bits", f"{describe(a)} {a.get('values')}", f"{describe(b)} {b.get('values')}"
         )
     return None
 
 
-def _equal(a: Any, b: Any) -> bool:
-    try:
-        result = a == b
-        if isinstance(result, bool):
-            return result
-        return bool(getattr(result, "all", lambda: result)())
-    except Exception:  # objects that cannot be compared are compared by their repr
-        return repr(a) == repr(b)
-
-
-def differences(left: dict[str, Any], right: dict[str, Any]) -> list[Difference]:
-    """Every leaf that differs between two walks, in ``left``'s order, then ``right``'s extras."""
-    import torch
-
+def differences(
+    left: dict[str, dict[str, Any]], right: dict[str, dict[str, Any]]
+) -> list[Difference]:
+    """Every leaf that differs between two walks' records, in ``left``'s order, then
+    ``right``'s extras."""
     found: list[Difference] = []
     for path, a in left.items():
         if path not in right:
             found.append(Difference(path, "missing", describe(a), "absent"))
             continue
         b = right[path]
-        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        tensors = (a.get("kind") == "tensor", b.get("kind") == "tensor")
+        if all(tensors):
             item = _tensor_difference(path, a, b)
             if item is not None:
                 found.append(item)
-        elif isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor) or type(a) is not type(b):
+        elif any(tensors) or a.get("type") != b.get("type"):
             found.append(Difference(path, "type", describe(a), describe(b)))
-        elif not _equal(a, b):
+        elif a.get("key") != b.get("key"):
             found.append(Difference(path, "value", describe(a), describe(b)))
     for path, b in right.items():
         if path not in left:

@@ -11,13 +11,25 @@ Imports torch when used.
 
 from __future__ import annotations
 
+import os
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ppaux.errors import PpauxError
 
-__all__ = ["HookFailure", "SamplingInfoFactory", "Step", "drive_step", "synthetic_logits"]
+__all__ = [
+    "HookFailure",
+    "SamplingInfoFactory",
+    "Step",
+    "drive_step",
+    "shown_path",
+    "synthetic_logits",
+    "where_raised",
+]
+
+_PPAUX = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SamplingInfoFactory = Callable[[int, int, Any], Any]
 
@@ -116,3 +128,24 @@ def drive_step(
     if state is not None:
         output = call_hook("after_sample", observer.after_sample, state, token_ids)
     return Step(batch_size, index, logits, token_ids, output, active, active and state is None)
+
+
+def where_raised(error: BaseException) -> dict[str, Any] | None:
+    """``{"file", "line", "function"}`` of the innermost frame outside ppaux and torch."""
+    frames = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if not os.path.abspath(frame.filename).startswith(_PPAUX)
+        and "/torch/" not in frame.filename
+        and not frame.filename.startswith("<frozen")
+    ]
+    if not frames:
+        return None
+    frame = frames[-1]
+    return {"file": shown_path(frame.filename), "line": frame.lineno or 1, "function": frame.name}
+
+
+def shown_path(file: str) -> str:
+    """``file`` relative to the current directory where it is below it, else as it is."""
+    relative = os.path.relpath(file)
+    return relative if not relative.startswith("..") else file

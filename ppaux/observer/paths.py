@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ppaux.observer.drive import HookFailure, call_hook
+from ppaux.observer.drive import HookFailure, call_hook, where_raised
 from ppaux.sglang import MSG_TYPE_KEY, OUTPUT_MSG_TYPE, OUTPUT_PREFIX
 
 __all__ = ["Fault", "Machinery", "PathOutcome", "hook_fault", "pp_path", "single_stage_path"]
@@ -41,6 +41,8 @@ class Fault:
     method: str | None = None
     name: str | None = None
     value: str | None = None
+    #: Where the target's code raised (``{"file", "line", "function"}``), for a 'hook' fault.
+    where: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The fault as plain data."""
@@ -52,6 +54,7 @@ class Fault:
             "message": self.message,
             "name": self.name,
             "value": self.value,
+            "where": self.where,
         }
 
 
@@ -91,6 +94,7 @@ def hook_fault(failure: HookFailure, side: str) -> Fault:
         lines[0] if lines else "",
         side,
         method=failure.method,
+        where=where_raised(failure.error),
     )
 
 
@@ -157,9 +161,12 @@ class _ReceivingObserver:
 
 
 def _describe(value: Any) -> str:
-    from ppaux.observer.compare import describe
+    from ppaux.observer.compare import describe, record
 
-    return describe(value)
+    try:
+        return describe(record(value))
+    except Exception:  # a value whose own __repr__ raises: named by its type alone
+        return type(value).__name__
 
 
 def _add_fault(exc: BaseException, sending: Any) -> Fault:
@@ -280,5 +287,6 @@ def pp_path(
             result.fault.message,
             "rank 0",
             method=result.fault.method,
+            where=result.fault.where,
         )
     return result

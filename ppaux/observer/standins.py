@@ -89,13 +89,23 @@ class CommittedTokens:
 @dataclass
 class StandInRequest:
     """The parts of sglang's ``Req`` that result processing and a ``consume`` touch: ``rid``,
-    ``output_ids``, ``finished_len`` and ``customized_info`` (None until something sets it).
-    ``consume`` may set any other attribute; the check compares them all."""
+    ``output_ids``, ``finished_len`` and ``customized_info`` (None until something sets it),
+    and what a ``consume`` commonly reads: ``origin_input_ids`` (the prompt's token ids),
+    ``finished_reason`` (None while the request runs), ``is_retracted`` and ``finished()``, as
+    sglang 0.5.19 - 0.5.23's ``Req`` has them. ``consume`` may set any other attribute; the
+    check compares them all."""
 
     rid: str
     output_ids: list[int] = field(default_factory=list)
     finished_len: int | None = None
     customized_info: dict[str, list[Any]] | None = None
+    origin_input_ids: list[int] = field(default_factory=lambda: [1, 2, 3])
+    finished_reason: Any = None
+    is_retracted: bool = False
+
+    def finished(self) -> bool:
+        """Whether the request has finished (``Req.finished()``: a finish reason is set)."""
+        return self.finished_reason is not None
 
 
 @dataclass

@@ -98,13 +98,13 @@ def _import_file(target: str, path: str) -> Any:
     if spec is None or spec.loader is None:
         raise TargetError(target, f"{path!r} cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
-    # The file's directory comes first on the path while it runs, as for 'python file.py', so
-    # that it can import its neighbours; registered so that dataclasses and pickle find it.
+    # The file's directory goes at the end of the path, so that it can import its neighbours
+    # but never shadows the standard library or ppaux (a neighbour json.py or html.py is not
+    # what 'import json' finds); registered so that dataclasses and pickle find it.
     directory = os.path.dirname(os.path.abspath(path))
     sys.modules[name] = module
-    added = directory not in sys.path
-    if added:
-        sys.path.insert(0, directory)
+    if directory not in sys.path:
+        sys.path.append(directory)
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
@@ -158,17 +158,25 @@ def _looks_like_file(module_part: str) -> bool:
 
 
 def target_files(target: str) -> list[str]:
-    """The files that ``target`` (``module:attr`` or ``file.py:attr``) reads, without running
-    anything: the file it names, or the imported module's ``__file__`` once a check loaded it
-    (none before). A command refuses to write its report over any of them."""
+    """The files that ``target`` (``module:attr`` or ``file.py:attr``) reads, found without
+    running anything: the file it names, or the module's source file as the import path
+    locates it. A command refuses to write its report over any of them."""
     module_part, sep, attr = target.rpartition(":")
     if not sep or not module_part or not attr:
         return []
     if _looks_like_file(module_part):
         return [module_part]
-    module = sys.modules.get(module_part)
-    where = getattr(module, "__file__", None)
-    return [where] if isinstance(where, str) else []
+    parts = module_part.split(".")
+    if not all(part.isidentifier() for part in parts):
+        return []
+    for entry in sys.path:
+        if not isinstance(entry, str):
+            continue
+        base = os.path.join(entry or ".", *parts)
+        for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+            if os.path.isfile(candidate):
+                return [candidate]
+    return []
 
 
 def load_object(target: str) -> Any:
@@ -199,14 +207,6 @@ def _a_type(value: Any) -> str:
     return with_article(type(value).__name__)
 
 
-def _is_observer(value: Any) -> bool:
-    return all(callable(getattr(value, name, None)) for name in OBSERVER_METHODS)
-
-
-def _missing(value: Any) -> str:
-    return ", ".join(name for name in OBSERVER_METHODS if not callable(getattr(value, name, None)))
-
-
 def _call(target: str, factory: Callable[[], Any], what: str) -> Any:
     try:
         return factory()
@@ -235,18 +235,28 @@ def _origin(value: Any) -> str | None:
         return None
 
 
-def load_observer(target: str) -> LoadedObserver:
+def load_observer(target: str, *, rank0_only: bool = False) -> LoadedObserver:
     """Load ``target`` and make the observer to drive; raises :class:`TargetError`.
 
     An instance (anything with ``is_active``, ``before_grammar`` and ``after_sample``) is used as
-    it is; a class or any other callable is called without arguments and must return one.
+    it is; a class or any other callable is called without arguments and must return one. With
+    ``rank0_only`` (the outputs are given, so only rank 0's pop calls it), ``from_pp_tensors``
+    is all it needs, as sglang's pop calls nothing else.
     """
     value = load_object(target)
-    return observer_from(value, target)
+    return observer_from(value, target, rank0_only=rank0_only)
 
 
-def observer_from(value: Any, target: str) -> LoadedObserver:
+def observer_from(value: Any, target: str, *, rank0_only: bool = False) -> LoadedObserver:
     """:class:`LoadedObserver` for an object already in hand (``assert_pp_safe``'s way in)."""
+    methods = ("from_pp_tensors",) if rank0_only else OBSERVER_METHODS
+
+    def _is_observer(value: Any) -> bool:
+        return all(callable(getattr(value, name, None)) for name in methods)
+
+    def _missing(value: Any) -> str:
+        return ", ".join(name for name in methods if not callable(getattr(value, name, None)))
+
     if _is_observer(value) and not inspect.isclass(value):
         import copy
 

@@ -3,11 +3,11 @@ single-stage path, and report every error and every difference."""
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
+import enum
 import os
 import sys
 import warnings
-from collections.abc import Iterator
 from typing import Annotated
 
 import typer
@@ -23,38 +23,12 @@ from ppaux_cli.report_options import ReportOptions, report_options
 __all__ = ["check_observer"]
 
 
-@contextlib.contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
-    """While the target's code runs, whatever it writes to stdout goes to stderr, so that
-    stdout carries the report alone: ``sys.stdout`` (``print``) and file descriptor 1 (C
-    extensions, subprocesses) both. Both come back as they were before the report is written;
-    where descriptor 1 or 2 is closed, only ``sys.stdout`` is redirected."""
-    stream = sys.stdout
-    for each in (stream, sys.__stdout__):
-        with contextlib.suppress(Exception):
-            if each is not None:
-                each.flush()
-    saved: int | None = None
-    try:
-        saved = os.dup(1)
-        os.dup2(2, 1)
-    except OSError:
-        if saved is not None:
-            os.close(saved)
-            saved = None
-    sys.stdout = sys.stderr
-    try:
-        yield
-    finally:
-        # What the target buffered, through either stream, leaves before descriptor 1 returns.
-        for each in (sys.stdout, sys.__stdout__):
-            with contextlib.suppress(Exception):
-                if each is not None:
-                    each.flush()
-        sys.stdout = stream
-        if saved is not None:
-            os.dup2(saved, 1)
-            os.close(saved)
+class ObserverImpl(str, enum.Enum):
+    """The implementations a check runs (replay's ``both`` compares two runs, which a check of
+    one observer has no use for): :class:`ppaux.replay.Impl`'s other members."""
+
+    REFERENCE = Impl.REFERENCE.value
+    SGLANG = Impl.SGLANG.value
 
 
 @report_options
@@ -90,15 +64,14 @@ def check_observer(
         ),
     ] = Transport.WIRE,
     impl: Annotated[
-        Impl,
+        ObserverImpl,
         choice_option(
-            Impl,
+            ObserverImpl,
             "--impl",
             default="reference",
-            help="reference: ppaux's add and pop; sglang: sglang's own sampling_observer_pp "
-            "(both is not taken here).",
+            help="reference: ppaux's add and pop; sglang: sglang's own sampling_observer_pp.",
         ),
-    ] = Impl.REFERENCE,
+    ] = ObserverImpl.REFERENCE,
     sender: Annotated[
         Sender,
         choice_option(
@@ -191,23 +164,31 @@ def check_observer(
         timeout_s=timeout,
     )
     # The files the target and --outputs name are inputs: the report never goes over them.
+    # The target runs in a child process of its own, in this directory; -o is resolved here,
+    # before it starts, and nothing it does moves it.
     given = [target, *([outputs] if outputs is not None else [])]
     check_output_path(options.output, [path for name in given for path in target_files(name)])
+    if options.output not in (None, "-"):
+        options = dataclasses.replace(options, output=os.path.abspath(options.output))
     try:
-        with _stdout_to_stderr():
-            report = check_observer(target, settings, outputs=outputs)
+        report = check_observer(target, settings, outputs=outputs, on_output=_show_output)
     except TargetError as exc:
         fail(f"{exc.target}: {exc.reason}")
     except ObserverConfigError as exc:
         fail(setting_line(exc))
-    except SystemExit as exc:
-        # ppaux's library never exits: this is sys.exit() in the target's code at a point
-        # that is not one of the methods the check drives (each of those is a finding).
-        code = "" if exc.code is None else f": {exc.code}"
-        fail(f"{target}: its code raised SystemExit{code} while it was checked")
-    # Imported by the check, a module:attr target's file is known now (and so is the file
-    # that defines the observer).
-    origin = report.data.get("observer", {}).get("origin")
-    loaded = [path for name in given for path in target_files(name)]
-    check_output_path(options.output, [*loaded, *([origin] if origin else [])])
     emit(report, options)
+
+
+def _show_output(data: bytes) -> None:
+    """What the target printed, on stderr as it comes (stdout carries the report alone)."""
+    stream = sys.stderr
+    try:
+        stream.flush()
+        buffer = getattr(stream, "buffer", None)
+        if buffer is not None:
+            buffer.write(data)
+            buffer.flush()
+        else:
+            stream.write(data.decode("utf-8", "replace"))
+    except (OSError, ValueError):  # stderr closed: the output is not shown
+        pass

@@ -1,0 +1,499 @@
+"""The verdict: the records a check's child sent, judged into a report (findings PP701 - PP715).
+
+Pure functions of plain data: :class:`Judge` takes the records one at a time (:meth:`take`),
+the way the child ended (:meth:`ended`), and makes the report (:meth:`report`). It imports no
+torch and none of the target's code, so nothing the target does can change how its records
+are judged. What each record holds is written in :mod:`.runner`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ppaux.observer.compare import TENSOR_RULE, VALUE_RULE, Difference, differences
+from ppaux.observer.paths import Fault
+from ppaux.report import Finding, Report, Table, finding
+from ppaux.sglang import ADD_BAD_NAME
+
+__all__ = ["Ending", "Judge"]
+
+#: sglang's messages, by the rule that reports each (the side is the function that raises it).
+_SGLANG_RULES = {
+    "auxiliary output does not support pipeline-parallel transport": "PP701",
+    "sampling observer does not support pipeline-parallel transport": "PP702",
+    "auxiliary PP output must contain at least one tensor": "PP703",
+    "auxiliary PP tensor names must be non-empty strings": "PP704",
+    "received a non-tensor auxiliary PP output": "PP706",
+    "sampling observer did not reconstruct its PP output": "PP707",
+}
+
+#: Whose code each finding is about: the subject and its method (None: the class itself).
+_MADE_IN = {
+    "PP701": ("output", None),
+    "PP702": ("rank0", None),
+    "PP703": ("output", "to_pp_tensors"),
+    "PP704": ("output", "to_pp_tensors"),
+    "PP705": ("output", "to_pp_tensors"),
+    "PP706": ("output", "to_pp_tensors"),
+    "PP707": ("rank0", "from_pp_tensors"),
+    "PP709": ("output", "to_pp_tensors"),
+    "PP711": ("rank0", "from_pp_tensors"),
+    "PP712": ("rank0", "from_pp_tensors"),
+    "PP713": ("observer", "after_sample"),
+}
+_HOOK_SUBJECT = {
+    "is_active": "observer",
+    "before_grammar": "observer",
+    "after_sample": "observer",
+    "from_pp_tensors": "rank0",
+    "to_pp_tensors": "output",
+    "copy_to_host": "output",
+}
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How the child ended, where that is the target's doing: ``kind`` ('exit', 'signal',
+    'timeout', 'fork', 'threads', 'silent', 'garbled') and what to say."""
+
+    kind: str
+    text: str
+
+
+@dataclass
+class Judge:
+    """The verdict on one check, built from its records (see the module's docstring)."""
+
+    target: str
+    transport: str
+    impl: str
+    sender: str
+    batch_sizes: tuple[int, ...]
+    steps: int
+    findings: list[Finding] = field(default_factory=list)
+    rows: list[tuple[str, ...]] = field(default_factory=list)
+    marked: set[tuple[int, int]] = field(default_factory=set)
+    results: list[dict[str, Any]] = field(default_factory=list)
+    seen: set[tuple[str, str]] = field(default_factory=set)
+    counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    start: dict[str, Any] = field(default_factory=dict)
+    locations: dict[str, Any] = field(default_factory=dict)
+    produced: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    endings: list[Ending] = field(default_factory=list)
+    outputs: int = 0
+
+    # ------------------------------------------------------------------------------------------
+    # Records
+
+    def take(self, message: dict[str, Any]) -> None:
+        """Judge one record."""
+        event = message.get("event")
+        handler = getattr(self, f"_on_{event}", None)
+        if handler is not None:
+            handler(message)
+
+    def _on_start(self, m: dict[str, Any]) -> None:
+        self.start = m
+
+    def _on_locations(self, m: dict[str, Any]) -> None:
+        subjects = m.get("subjects")
+        self.locations = subjects if isinstance(subjects, dict) else {}
+
+    def _on_rank0_failed(self, m: dict[str, Any]) -> None:
+        self.findings.append(
+            finding(
+                "PP710",
+                self.target,
+                f"making rank 0's observer failed: {m.get('reason')}",
+                extra={"method": "__init__", "side": "rank 0"},
+            )
+        )
+
+    def _on_driving(self, m: dict[str, Any]) -> None:
+        batch_size, index, method = m["batch_size"], m["step"], str(m.get("method"))
+        text = str(m.get("text", ""))
+        side = "the last stage (or the single GPU)"
+        if self._once("PP710", method):
+            self.findings.append(
+                finding(
+                    "PP710",
+                    self.target,
+                    f"{method} raised {_first_sentence(text)} on {side} "
+                    f"({_where(batch_size, index)})",
+                    extra={"method": method, "side": side},
+                    location=m.get("location"),
+                )
+            )
+        self._row(batch_size, index, "-", f"{method} raised {text}", "error")
+        result = _result(batch_size, index, [])
+        result["driving"] = m.get("fault")
+        self.results.append(result)
+
+    def _on_no_output(self, m: dict[str, Any]) -> None:
+        self._row(m["batch_size"], m["step"], "-", f"no output ({m.get('why')})", "-")
+
+    def _on_undescribable(self, m: dict[str, Any]) -> None:
+        batch_size, index = m["batch_size"], m["step"]
+        location = m.get("location")
+        method = (location or {}).get("function", "?")
+        text = (
+            f"{m.get('what')} could not be read: {method} raised {m.get('error_type')}"
+            f"{': ' + str(m.get('message')) if m.get('message') else ''} "
+            f"({_where(batch_size, index)}); sglang reads its outputs and requests the same way"
+        )
+        if self._once("PP710", f"describe/{m.get('what')}"):
+            self.findings.append(
+                finding(
+                    "PP710",
+                    self.target,
+                    text,
+                    extra={"method": method, "side": "described"},
+                    location=location,
+                )
+            )
+        self._row(
+            batch_size, index, "-", f"unreadable: {method} raised {m.get('error_type')}", "error"
+        )
+
+    def _on_step(self, m: dict[str, Any]) -> None:
+        batch_size, index = m["batch_size"], m["step"]
+        self.outputs += 1
+        sent = [str(s) for s in m.get("sent", [])]
+        names = ", ".join(sent)
+        result = _result(batch_size, index, sent)
+        result["single_stage"] = m.get("single")
+        result["pp"] = m.get("pp")
+        self.results.append(result)
+        self.produced[(batch_size, index)] = m.get("output") or {}
+        single = _fault(m.get("single"))
+        pp = _fault(m.get("pp"))
+        if single is not None:
+            self._fault_finding(single, batch_size, index)
+        if pp is not None:
+            self._fault_finding(pp, batch_size, index)
+            self._row(batch_size, index, names or "-", _verdict(pp), "error")
+            return
+        if single is not None:
+            self._row(batch_size, index, "-", f"single stage: {_verdict(single)}", "error")
+            return
+        found = 0
+        rebuilt = differences(m.get("output") or {}, m.get("rebuilt") or {})
+        kinds = (str(m.get("output_type")), str(m.get("rebuilt_type")))
+        if kinds[0] != kinds[1]:  # by name: a file loaded twice gives two classes of one name
+            rebuilt.insert(0, Difference("", "type", *kinds))
+        for item in rebuilt:
+            found += 1
+            result["differences"].append(_diff_json("output", item))
+            self._difference_finding("PP711", "the output rank 0 rebuilt", item, batch_size, index)
+        pairs = zip(m.get("single_reqs") or [], m.get("pp_reqs") or [], strict=False)
+        for number, (a, b) in enumerate(pairs):
+            for item in differences(a, b):
+                found += 1
+                result["differences"].append(_diff_json(f"request {number}", item))
+                self._difference_finding(
+                    "PP712", f"request {number} after consume", item, batch_size, index
+                )
+        verdict = "same on both paths" if not found else f"{found} difference(s)"
+        self._row(batch_size, index, names or "-", verdict, "ok" if not found else "differs")
+
+    def _on_again(self, m: dict[str, Any]) -> None:
+        batch_size, index = m["batch_size"], m["step"]
+        then = self.produced.pop((batch_size, index), None)
+        if then is None:
+            return
+        for item in differences(then, m.get("output") or {}):
+            if not self._once("PP713", item.path):
+                continue
+            self.findings.append(
+                finding(
+                    "PP713",
+                    self.target,
+                    f"the output of step {index} (batch size {batch_size}) changed by "
+                    f"step {m.get('by_step')}: {item.path or 'the output'} was {item.left}, is "
+                    f"now {item.right}; it shares memory that a later step overwrites, so a "
+                    "copy made after the next forward reads the next step's values",
+                    item.path or None,
+                    extra={"batch_size": batch_size, "step": index, "rule": TENSOR_RULE},
+                )
+            )
+
+    def _on_end(self, m: dict[str, Any]) -> None:
+        threads = [str(name) for name in m.get("threads") or []]
+        if threads:
+            self.ended(
+                Ending(
+                    "threads",
+                    f"the target left {len(threads)} thread(s) running after the last step "
+                    f"({', '.join(threads[:5])}); they were stopped with its process, but in "
+                    "sglang they would run on inside the scheduler",
+                )
+            )
+
+    def ended(self, ending: Ending) -> None:
+        """The child ended in a way that is the target's doing: a finding (PP715)."""
+        self.endings.append(ending)
+        self.findings.append(finding("PP715", self.target, ending.text, extra={"end": ending.kind}))
+
+    # ------------------------------------------------------------------------------------------
+    # Findings
+
+    def _once(self, code: str, what: str) -> bool:
+        key = (code, what)
+        self.counts[key] = self.counts.get(key, 0) + 1
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
+
+    def _fault_finding(self, fault: Fault, batch_size: int, index: int) -> None:
+        at = _where(batch_size, index)
+        if fault.stage == "hook":
+            side = {"last stage": "the last stage", "rank 0": "rank 0"}.get(fault.side, fault.side)
+            if self._once("PP710", f"{fault.method}/{fault.side}"):
+                short = _first_sentence(_line(fault.message))
+                self.findings.append(
+                    finding(
+                        "PP710",
+                        self.target,
+                        f"{fault.method} raised {fault.error_type}: {short} on {side} ({at})",
+                        fault.name,
+                        extra={"method": fault.method, "side": fault.side},
+                        location=fault.where,
+                    )
+                )
+            return
+        entry = ""
+        if fault.name is not None and fault.message == ADD_BAD_NAME.template:
+            # The name is the bad key's repr: 0 and '' must read as what they are, not as '0'.
+            entry = f"; the entry at fault is named {fault.name}"
+            if fault.value is not None:
+                entry += f", a {fault.value}"
+        elif fault.name is not None:
+            entry = f"; the entry at fault is {fault.name!r}"
+            if fault.value is not None:
+                entry += f", a {fault.value}"
+        elif fault.value is not None:
+            entry = f"; to_pp_tensors returned {fault.value}"
+        sglang_error: str | None
+        if fault.stage == "wire":
+            code = "PP709"
+            message = _first_sentence(fault.message)
+            text = (
+                f"the {self.transport} transport fails on the {fault.side}: "
+                f"{fault.error_type}: {message}{entry} ({at})"
+            )
+            sglang_error = None
+        else:
+            code = _SGLANG_RULES.get(
+                fault.message,
+                "PP705"
+                if fault.message.endswith("is not a tensor") and fault.stage == "add"
+                else "PP708",
+            )
+            side = "the last stage's add" if fault.stage == "add" else "rank 0's pop"
+            text = f"{side} raises {fault.error_type}: {fault.message}{entry} ({at})"
+            sglang_error = fault.message if fault.error_type == "RuntimeError" else None
+        if not self._once(code, f"{fault.stage}/{fault.message}"):
+            return
+        self.findings.append(
+            finding(
+                code,
+                self.target,
+                text,
+                fault.name,
+                sglang_error=sglang_error,
+                extra={"side": fault.side, "stage": fault.stage, "value": fault.value},
+            )
+        )
+
+    def _difference_finding(
+        self, code: str, where: str, item: Difference, batch_size: int, index: int
+    ) -> None:
+        # One finding per field and kind of difference, whichever request, step or list index:
+        # the first one is shown, the others are counted in the report's data.
+        pattern = re.sub(r"\[\d+\]", "[*]", item.path)
+        if not self._once(code, f"{pattern}/{item.what}"):
+            return
+        rule = (
+            TENSOR_RULE
+            if item.what in ("bits", "dtype", "shape", "device", "layout")
+            else VALUE_RULE
+        )
+        # ".entropy of the output rank 0 rebuilt", not "the output rank 0 rebuilt.entropy".
+        label = f"{item.path} of {where}" if item.path else where
+        self.findings.append(
+            finding(
+                code,
+                self.target,
+                f"{label} differs ({item.what}): single stage {item.left}, PP {item.right} "
+                f"({_where(batch_size, index)}); sglang raises nothing, every response carries "
+                "the PP value",
+                item.path or None,
+                extra={
+                    "what": item.what,
+                    "single_stage": item.left,
+                    "pp": item.right,
+                    "rule": rule,
+                },
+            )
+        )
+
+    def _row(self, batch_size: int, index: int, sent: str, verdict: str, state: str) -> None:
+        if state in ("error", "differs"):
+            self.marked.add((len(self.rows), 3))
+        self.rows.append((str(batch_size), str(index), sent, verdict))
+
+    def _located(self, item: Finding) -> Finding:
+        import dataclasses
+
+        if item.location is not None:
+            return item
+        subject, method = _MADE_IN.get(item.code, (None, None))
+        if item.code == "PP710":
+            method = item.extra.get("method")
+            subject = _HOOK_SUBJECT.get(method or "")
+        elif item.code == "PP708":
+            add = item.extra.get("stage") == "add"
+            subject, method = ("output", "to_pp_tensors") if add else ("rank0", "from_pp_tensors")
+        if subject is None:
+            return item
+        location = (self.locations.get(subject) or {}).get(method or "")
+        if not isinstance(location, dict):
+            return item
+        return dataclasses.replace(item, location=location)
+
+    # ------------------------------------------------------------------------------------------
+    # The report
+
+    def report(self, output: str = "") -> Report:
+        """The report of everything taken; ``output`` is what the target printed (notes)."""
+        report = Report(command="check-observer")
+        given = bool(self.start.get("given"))
+        if (
+            self.start
+            and not self.endings
+            and self.outputs == 0
+            and not any(f.code == "PP710" for f in self.findings)
+        ):
+            report.findings.append(
+                finding(
+                    "PP714",
+                    self.target,
+                    "the observer produced no auxiliary output in any step: nothing was sent, "
+                    "so nothing was checked (is_active, before_grammar or after_sample said no)",
+                )
+            )
+        report.findings += [self._located(item) for item in self.findings]
+        device = str(self.start.get("device", "?"))
+        sglang_parts = bool(self.start.get("sglang_parts"))
+        report.data["observer"] = {
+            "target": self.target,
+            "kind": self.start.get("kind"),
+            "origin": self.start.get("origin"),
+            "transport": self.transport,
+            "impl": self.impl,
+            "sender": self.sender,
+            "device": device,
+            "batch_sizes": list(self.batch_sizes) if not given else [self.batch_sizes[0]],
+            "steps": self.steps if not given else None,
+            "outputs_given": given,
+            "sampling_info": "sglang" if sglang_parts else "stand-in",
+            "result_processing": "sglang" if sglang_parts else "ppaux",
+            "repeats": {f"{code} {what}": n for (code, what), n in self.counts.items() if n > 1},
+            "ended": [{"kind": e.kind, "text": e.text} for e in self.endings],
+        }
+        report.data["steps"] = self.results
+        if output:
+            report.notes.append(f"the target printed:\n{output}")
+        name = self.target.rpartition(":")[2] or self.target
+        title = (
+            f"{name}: transport {self.transport}, impl {self.impl}, sender {self.sender}, {device}"
+        )
+        report.tables.append(
+            Table(
+                title,
+                ("batch", "step", "sent", "verdict"),
+                tuple(self.rows),
+                frozenset(self.marked),
+            )
+        )
+        return report
+
+
+def _fault(data: Any) -> Fault | None:
+    if not isinstance(data, dict):
+        return None
+    return Fault(
+        stage=str(data.get("stage")),
+        error_type=str(data.get("error_type")),
+        message=str(data.get("message", "")),
+        side=str(data.get("side")),
+        method=data.get("method"),
+        name=data.get("name"),
+        value=data.get("value"),
+        where=data.get("where") if isinstance(data.get("where"), dict) else None,
+    )
+
+
+def _result(batch_size: int, index: int, sent: list[str]) -> dict[str, Any]:
+    """A step's entry in the JSON report: what was ``sent``, where driving the observer
+    (``driving``), the single-stage path and the PP path stopped (None: they did not), and the
+    differences between the two paths."""
+    return {
+        "batch_size": batch_size,
+        "step": index,
+        "sent": sent,
+        "driving": None,
+        "single_stage": None,
+        "pp": None,
+        "differences": [],
+    }
+
+
+def _diff_json(where: str, item: Difference) -> dict[str, Any]:
+    return {
+        "where": where,
+        "path": item.path,
+        "what": item.what,
+        "single_stage": item.left,
+        "pp": item.right,
+    }
+
+
+def _verdict(fault: Fault) -> str:
+    """A table cell: who raised what ('the last stage's add: <message>')."""
+    message = _first_sentence(fault.message)
+    if fault.stage == "hook":
+        where = {"last stage": "the last stage", "rank 0": "rank 0"}.get(fault.side, fault.side)
+        return f"{fault.method} raised {fault.error_type} on {where}: {message}"
+    what = message if fault.error_type == "RuntimeError" else f"{fault.error_type}: {message}"
+    return f"{_side(fault)}: {what}"
+
+
+def _side(fault: Fault) -> str:
+    if fault.stage == "add":
+        return "the last stage's add"
+    if fault.stage == "pop":
+        return "rank 0's pop"
+    if fault.stage == "wire":
+        return f"the wire's {fault.side}"
+    return fault.side
+
+
+def _where(batch_size: int, index: int) -> str:
+    return f"batch size {batch_size}, step {index}"
+
+
+def _line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def _first_sentence(text: str) -> str:
+    """torch's long dispatcher messages, cut after their first sentence."""
+    if len(text) <= 160:
+        return text
+    end = text.find(". ")
+    return text[: end + 1] + " ..." if 0 < end < 160 else text[:157] + "..."

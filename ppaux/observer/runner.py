@@ -1,0 +1,300 @@
+"""Running the target and recording what happened: the child's half of a check.
+
+:func:`run_checks` drives the observer (or sends the outputs given) down both paths and hands
+:func:`emit` one record per event: plain data (see :mod:`.judge` for what each means), never a
+judgement. Each output's leaves are described when it is produced, its rebuilt copy and the
+requests after ``consume`` once the paths ran; the outputs already produced are described again
+at the end of their batch size (the aliasing check). Nothing is kept once described but the
+outputs themselves, which that last description needs. Anything the target's objects raise
+while described is recorded as the target's failure, with its method and line.
+
+Runs in the check's child process (:mod:`.worker`) or, for an object in hand, in-process.
+Imports torch when used.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ppaux.observer.compare import records
+from ppaux.observer.drive import HookFailure, drive_step, shown_path, where_raised
+from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_path, single_stage_path
+from ppaux.observer.standins import StandInRequest
+from ppaux.observer.target import LoadedObserver, TargetError
+from ppaux.sglang import OUTPUT_PREFIX
+
+__all__ = ["Emit", "run_checks"]
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+def _first_line(error: BaseException) -> str:
+    try:
+        lines = str(error).strip().splitlines()
+    except Exception:  # an exception whose own __str__ raises
+        return ""
+    return lines[0][:500] if lines else ""
+
+
+def _described(what: str, obj: Any) -> dict[str, dict[str, Any]]:
+    """``obj``'s records; anything its own methods raise is the target's failure, raised as
+    :class:`~ppaux.observer.drive.HookFailure` with ``what`` was being read."""
+    try:
+        return records(obj)
+    except (Exception, SystemExit, RecursionError) as exc:  # the target's object raised
+        raise HookFailure(what, exc) from exc
+
+
+def _location(obj: Any, method: str | None) -> dict[str, Any] | None:
+    """Where ``method`` of ``obj``'s class (the class itself when None) is defined."""
+    try:
+        klass = obj if inspect.isclass(obj) else type(obj)
+        code = inspect.getattr_static(klass, method, None) if method is not None else klass
+        code = getattr(code, "__func__", code)
+        file = inspect.getsourcefile(code)
+        _, line = inspect.getsourcelines(code)
+        name = f"{klass.__qualname__}.{method}" if method is not None else klass.__qualname__
+    except Exception:  # not Python source, or an object that refuses to be looked at
+        return None
+    if file is None:
+        return None
+    return {"file": shown_path(file), "line": max(line, 1), "function": name}
+
+
+_METHODS = {
+    "observer": ("is_active", "before_grammar", "after_sample"),
+    "rank0": (None, "from_pp_tensors"),
+    "output": (None, "to_pp_tensors", "copy_to_host"),
+}
+
+
+def _locations(subjects: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for subject, obj in subjects.items():
+        found = {m or "": _location(obj, m) for m in _METHODS.get(subject, ())}
+        out[subject] = {k: v for k, v in found.items() if v is not None}
+    return out
+
+
+def _requests(batch_size: int) -> list[Any]:
+    return [StandInRequest(f"req-{i}") for i in range(batch_size)]
+
+
+class _Checks:
+    def __init__(
+        self,
+        loaded: LoadedObserver,
+        machinery: Machinery,
+        info: Any,
+        device: Any,
+        options: Any,
+        emit: Emit,
+    ) -> None:
+        self.loaded = loaded
+        self.m = machinery
+        self.info = info
+        self.device = device
+        self.options = options
+        self.emit = emit
+        self.subjects: dict[str, Any] = {}
+
+    def rank0(self, batch_size: int) -> Any:
+        try:
+            return self.loaded.make_rank0()
+        except TargetError as exc:
+            self.emit({"event": "rank0_failed", "batch_size": batch_size, "reason": exc.reason})
+            return None
+
+    def undescribable(
+        self, batch_size: int, index: int, failure: HookFailure, subject: Any
+    ) -> None:
+        error = failure.error
+        self.emit(
+            {
+                "event": "undescribable",
+                "batch_size": batch_size,
+                "step": index,
+                "what": failure.method,
+                "error_type": type(error).__name__,
+                "message": _first_line(error),
+                # Where the target's code raised; else (a value too deep to print, raising in
+                # C) the class of the object that holds it.
+                "location": where_raised(error) or _location(subject, None),
+            }
+        )
+
+    def batch(self, batch_size: int) -> None:
+        rank0 = self.rank0(batch_size)
+        if rank0 is None:
+            return
+        single_reqs, pp_reqs = _requests(batch_size), _requests(batch_size)
+        self.subjects.update(observer=self.loaded.observer, rank0=rank0)
+        produced: list[tuple[int, Any]] = []
+        for index in range(self.options.steps):
+            try:
+                step = drive_step(
+                    self.loaded.observer,
+                    batch_size,
+                    index,
+                    vocab_size=self.options.vocab_size,
+                    device=self.device,
+                    sampling_info=self.info,
+                )
+            except HookFailure as failure:
+                self.emit(
+                    {
+                        "event": "driving",
+                        "batch_size": batch_size,
+                        "step": index,
+                        "method": failure.method,
+                        "text": failure.text[:500],
+                        "fault": _fault(hook_fault(failure, "last stage")),
+                        "location": where_raised(failure.error),
+                    }
+                )
+                return
+            if step.output is None:
+                why = (
+                    "is_active returned False"
+                    if not step.active
+                    else "before_grammar returned None"
+                )
+                if step.active and not step.state_none:
+                    why = "after_sample returned None"
+                self.emit(
+                    {"event": "no_output", "batch_size": batch_size, "step": index, "why": why}
+                )
+                continue
+            if not self.both_paths(
+                step.output, rank0, single_reqs, pp_reqs, step.token_ids, batch_size, index
+            ):
+                return
+            produced.append((index, step.output))
+        if len(produced) >= 2:
+            last = produced[-1][0]
+            for index, output in produced[:-1]:
+                try:
+                    now = _described("the output", output)
+                except HookFailure as failure:
+                    self.undescribable(batch_size, index, failure, output)
+                    return
+                self.emit(
+                    {
+                        "event": "again",
+                        "batch_size": batch_size,
+                        "step": index,
+                        "by_step": last,
+                        "output": now,
+                    }
+                )
+
+    def given(self, outputs: Sequence[Any]) -> None:
+        import torch
+
+        rank0 = self.rank0(self.options.batch_sizes[0])
+        if rank0 is None:
+            return
+        self.subjects.update(rank0=rank0)
+        batch_size = self.options.batch_sizes[0]
+        single_reqs, pp_reqs = _requests(batch_size), _requests(batch_size)
+        for index, output in enumerate(outputs):
+            if output is None:
+                self.emit(
+                    {
+                        "event": "no_output",
+                        "batch_size": batch_size,
+                        "step": index,
+                        "why": "None given",
+                    }
+                )
+                continue
+            token_ids = torch.zeros(batch_size, dtype=torch.int64, device=self.device) + index
+            if not self.both_paths(
+                output, rank0, single_reqs, pp_reqs, token_ids, batch_size, index
+            ):
+                return
+
+    def both_paths(
+        self,
+        output: Any,
+        rank0: Any,
+        single_reqs: list[Any],
+        pp_reqs: list[Any],
+        token_ids: Any,
+        batch_size: int,
+        index: int,
+    ) -> bool:
+        """Both paths of one output, recorded; False where the target's objects could not be
+        described (the check of this batch size stops there)."""
+        self.subjects.update(output=output, rank0=rank0)
+        try:
+            produced = _described("the output", output)
+        except HookFailure as failure:
+            self.undescribable(batch_size, index, failure, output)
+            return False
+        single = single_stage_path(output, single_reqs, token_ids, self.m)
+        pp = pp_path(output, rank0, pp_reqs, token_ids, self.m)
+        sent = [str(k).removeprefix(OUTPUT_PREFIX) for k in (pp.sent or {})]
+        message: dict[str, Any] = {
+            "event": "step",
+            "batch_size": batch_size,
+            "step": index,
+            "sent": sent,
+            "single": _fault(single.fault),
+            "pp": _fault(pp.fault),
+            "output_type": type(output).__qualname__,
+            "output": produced,
+        }
+        try:
+            if single.fault is None and pp.fault is None:
+                message["rebuilt_type"] = type(pp.output).__qualname__
+                message["rebuilt"] = _described("the output rank 0 rebuilt", pp.output)
+                message["single_reqs"] = [_described("a request", r) for r in single_reqs]
+                message["pp_reqs"] = [_described("a request", r) for r in pp_reqs]
+        except HookFailure as failure:
+            self.undescribable(batch_size, index, failure, pp.output)
+            return False
+        self.emit(message)
+        return True
+
+
+def _fault(fault: Fault | None) -> dict[str, Any] | None:
+    if fault is None:
+        return None
+    data = fault.to_json()
+    data["message"] = str(data["message"])[:2000]
+    return data
+
+
+def run_checks(
+    loaded: LoadedObserver,
+    options: Any,
+    machinery: Machinery,
+    info: Any,
+    device: Any,
+    sglang_parts: bool,
+    outputs: Sequence[Any] | None,
+    emit: Emit,
+) -> None:
+    """Drive ``loaded`` (or send ``outputs``) and ``emit`` every record, from 'start' to
+    'locations'."""
+    emit(
+        {
+            "event": "start",
+            "target": loaded.target,
+            "kind": loaded.kind,
+            "origin": loaded.origin,
+            "device": str(device),
+            "sglang_parts": sglang_parts,
+            "given": outputs is not None,
+        }
+    )
+    checks = _Checks(loaded, machinery, info, device, options, emit)
+    if outputs is not None:
+        checks.given(outputs)
+    else:
+        for batch_size in options.batch_sizes:
+            checks.batch(batch_size)
+    emit({"event": "locations", "subjects": _locations(checks.subjects)})

@@ -1,0 +1,111 @@
+"""The check's child process: ``python -I -m ppaux.observer.worker FD REQUEST``.
+
+It imports ppaux's own modules and torch first, then the target (the file form's folder is put
+at the end of the import path, never ahead of the standard library; the parent's other entries
+follow it), drives it (:mod:`.runner`) and writes each record to descriptor ``FD`` as a frame
+(:mod:`.framing`) marked with its pid. A fork of this process that reaches a record says so and
+ends at once, so that only this process answers. ``REQUEST`` is JSON: the target, the outputs
+target, the options and the parent's import path. It exits without waiting for the target's
+threads; their names are in the last record.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+__all__ = ["main"]
+
+
+def _writer(fd: int) -> Any:
+    from ppaux.observer.framing import encode
+
+    pid = os.getpid()
+
+    def emit(message: dict[str, Any]) -> None:
+        if os.getpid() != pid:  # a fork of the child: it may not answer for it
+            try:
+                os.write(fd, encode({"event": "forked", "pid": os.getpid()}))
+            finally:
+                os._exit(0)
+        message["pid"] = pid
+        data = memoryview(encode(message))
+        while data:
+            written = os.write(fd, data)
+            data = data[written:]
+
+    return emit
+
+
+def main(argv: list[str]) -> int:
+    """Run one check (see the module's docstring)."""
+    import json
+
+    fd = int(argv[1])
+    request = json.loads(argv[2])
+    emit = _writer(fd)
+    # ppaux's own modules (and torch) before any of the target's code.
+    import threading
+    import warnings
+
+    # torch warns on import when numpy is absent; the check never needs numpy itself.
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
+
+    import torch  # noqa: F401  (before the target, which may patch it)
+
+    import ppaux.observer.check as check
+    import ppaux.observer.runner as runner
+    import ppaux.observer.target as target_module
+    from ppaux.errors import PpauxError
+
+    settings = dict(request["options"])
+    settings["batch_sizes"] = tuple(settings["batch_sizes"])
+    options = check.ObserverOptions(**settings)
+    for entry in request.get("path", []):
+        if isinstance(entry, str) and entry not in sys.path:
+            sys.path.append(entry)
+    emit({"event": "ready"})
+    try:
+        loaded = target_module.load_observer(
+            request["target"], rank0_only=request.get("outputs") is not None
+        )
+        given = (
+            target_module.load_outputs(request["outputs"])
+            if request.get("outputs") is not None
+            else None
+        )
+        with check.machinery(options) as (machinery, info, device, sglang_parts):
+            runner.run_checks(loaded, options, machinery, info, device, sglang_parts, given, emit)
+    except target_module.TargetError as exc:
+        emit({"event": "target_error", "target": exc.target, "reason": exc.reason})
+    except check.ObserverConfigError as exc:
+        emit(
+            {
+                "event": "config_error",
+                "option": exc.option,
+                "value": exc.value,
+                "reason": exc.reason,
+            }
+        )
+    except PpauxError as exc:
+        emit({"event": "failed", "text": str(exc)[:2000]})
+    except SystemExit as exc:  # sys.exit() in the target outside the methods driven
+        emit({"event": "target_exit", "code": None if exc.code is None else str(exc.code)[:200]})
+    threads = [
+        thread.name
+        for thread in threading.enumerate()
+        if thread is not threading.main_thread() and thread.is_alive() and not thread.daemon
+    ]
+    emit({"event": "end", "threads": threads[:20]})
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:  # the target replaced or closed the stream
+            pass
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
