@@ -184,6 +184,11 @@ def test_a_reused_buffer_is_found_over_several_steps():
     item = only(report, "PP713")
     assert item.key == ".entropy"
     assert "the output of step 0 (batch size 1) changed by step 2" in item.message
+    # The table's row of that step says so and is marked; it never reads 'same on both paths'.
+    table = report.tables[0]
+    first = next(i for i, row in enumerate(table.rows) if row[:2] == ("1", "0"))
+    assert table.rows[first][3] == "changed by step 2 (PP713)"
+    assert (first, 3) in table.marked
     # One step cannot show it.
     assert (
         check_observer(target("faulty.py:ReusedBufferObserver"), ObserverOptions(steps=1)).findings

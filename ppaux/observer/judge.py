@@ -81,6 +81,7 @@ class Judge:
     start: dict[str, Any] = field(default_factory=dict)
     locations: dict[str, Any] = field(default_factory=dict)
     produced: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    row_of: dict[tuple[int, int], int] = field(default_factory=dict)
     endings: list[Ending] = field(default_factory=list)
     outputs: int = 0
 
@@ -203,7 +204,10 @@ class Judge:
         then = self.produced.pop((batch_size, index), None)
         if then is None:
             return
-        for item in differences(then, m.get("output") or {}):
+        changed = differences(then, m.get("output") or {})
+        if changed:
+            self._changed_row(batch_size, index, m.get("by_step"))
+        for item in changed:
             if not self._once("PP713", item.path):
                 continue
             self.findings.append(
@@ -343,7 +347,17 @@ class Judge:
     def _row(self, batch_size: int, index: int, sent: str, verdict: str, state: str) -> None:
         if state in ("error", "differs"):
             self.marked.add((len(self.rows), 3))
+        self.row_of[(batch_size, index)] = len(self.rows)
         self.rows.append((str(batch_size), str(index), sent, verdict))
+
+    def _changed_row(self, batch_size: int, index: int, by_step: Any) -> None:
+        """The row of a step whose output a later step changed says so (PP713), marked."""
+        row = self.row_of.get((batch_size, index))
+        if row is None:
+            return
+        batch, step, sent, _ = self.rows[row]
+        self.rows[row] = (batch, step, sent, f"changed by step {by_step} (PP713)")
+        self.marked.add((row, 3))
 
     def _located(self, item: Finding) -> Finding:
         import dataclasses
