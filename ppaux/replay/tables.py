@@ -42,7 +42,7 @@ def summary_table(results: list[DumpResult], options: ReplayOptions, device: str
                 row += (f"{rate:g} MiB/s" if rate else "-",)
             rows.append(row)
     title = (
-        f"replay: {len(results)} dump(s) on {device}, sender {options.sender.value}, "
+        f"replay: {len(results)} dump(s) on {device}, sender {_sender_text(options, results)}, "
         f"transport {options.transport.value}, impl {options.impl.value}"
     )
     columns: tuple[str, ...] = ("dump", "outcome", "stage", "error / output")
@@ -111,3 +111,15 @@ def detail_tables(result: DumpResult) -> list[Table]:
             )
         )
     return tables
+
+
+def _sender_text(options: ReplayOptions, results: list[DumpResult]) -> str:
+    """'validating', and which dumps were sent otherwise, as they recorded it."""
+    other = [r for r in results if r.sender is not None and r.sender != options.sender.value]
+    if not other:
+        return options.sender.value
+    senders = sorted({str(r.sender) for r in other})
+    return (
+        f"{options.sender.value} ({', '.join(senders)} for {len(other)} capture(s) of rank 0's "
+        "failing pop, as recorded)"
+    )
