@@ -278,9 +278,12 @@ def emit(report: Report, options: ReportOptions) -> NoReturn:
 def _name_problems(problems: Iterable[object], settings: bool) -> None:
     from ppaux.text import shown
 
+    said = set()
     for problem in problems:  # the path as given, shown escaped: it may hold any character
         line = spelled(str(problem), settings=settings)
-        sys.stderr.write(f"ppaux: error: {shown(line, None)}\n")
+        if line not in said:  # a file given twice (diff a.pt a.pt) is named once
+            said.add(line)
+            sys.stderr.write(f"ppaux: error: {shown(line, None)}\n")
 
 
 #: The formats a person reads, whose tables ``--findings-only`` leaves out.
