@@ -79,8 +79,9 @@ COMMANDS: dict[str, CommandEntry] = {
         "ppaux_cli.commands.tensorize",
         "tensorize",
         "Rewrite DUMP into FIXED with every non-tensor auxiliary value converted to a tensor; "
-        "print each conversion and refusal. Exit 1, writing nothing, when nothing can be "
-        "converted or a value cannot be.",
+        "print each conversion and refusal. Exit 1, writing nothing, when a value cannot be "
+        "converted; exit 0 with a note, writing nothing, when every auxiliary value is a "
+        "tensor already.",
     ),
     "diff": CommandEntry(
         "ppaux_cli.commands.diff",

@@ -220,6 +220,17 @@ def write_text(text: str, output: str | None, what: str = "the output") -> None:
         fail(f"{output}: cannot write {what}: {exc.strerror or exc}")
 
 
+def _only_problems(report: Report) -> bool:
+    """Whether no input could be used: the error lines on stderr are the whole answer, and an
+    empty table and a summary on stdout would only bury them."""
+    return (
+        bool(report.problems)
+        and not report.findings
+        and not report.notes
+        and all(not table.rows for table in report.tables)
+    )
+
+
 def emit(report: Report, options: ReportOptions) -> NoReturn:
     """Apply the gate, write the report to stdout (or ``--output``), problems to stderr, exit.
 
@@ -255,7 +266,8 @@ def emit(report: Report, options: ReportOptions) -> NoReturn:
         color = fmt == Format.TEXT and to_stdout and use_color(sys.stdout)
         text = render(report, fmt, color=color, width=_width(), fail_on=gate.fail_on)
     try:
-        write_text(text, options.output, "the report")
+        if not (fmt == Format.TEXT and to_stdout and _only_problems(report)):
+            write_text(text, options.output, "the report")
         if fmt == Format.GITHUB and not options.statistics:
             _append_step_summary(report, gate.fail_on, options.quiet)
     finally:  # the inputs that could not be used are named even where the report could not be
@@ -266,9 +278,12 @@ def emit(report: Report, options: ReportOptions) -> NoReturn:
 def _name_problems(problems: Iterable[object], settings: bool) -> None:
     from ppaux.text import shown
 
+    said = set()
     for problem in problems:  # the path as given, shown escaped: it may hold any character
         line = spelled(str(problem), settings=settings)
-        sys.stderr.write(f"ppaux: error: {shown(line, None)}\n")
+        if line not in said:  # a file given twice (diff a.pt a.pt) is named once
+            said.add(line)
+            sys.stderr.write(f"ppaux: error: {shown(line, None)}\n")
 
 
 #: The formats a person reads, whose tables ``--findings-only`` leaves out.

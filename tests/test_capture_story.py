@@ -309,6 +309,10 @@ def test_the_tensorized_capture_pops_with_sglangs_own_functions(story: dict, tmp
     assert document["findings"] == []
     [result] = document["results"]
     assert (result["outcome"], result["reproduced"]) == ("ok", True)
+    # Judged on its own tensors: the original's trail is history, not a finding of the rewrite.
+    done = ppaux("inspect", str(fixed), "--format", "json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["findings"] == []
     done = ppaux("diff", str(capture), str(fixed), "--format", "json")
     assert done.returncode == 1
     assert {f["key"] for f in json.loads(done.stdout)["findings"]} == {P + "scores", None}

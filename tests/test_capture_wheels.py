@@ -132,6 +132,17 @@ def inspect_json(path: Path) -> dict:
     return json.loads(done.stdout)
 
 
+def replay_json(path: Path) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-m", "ppaux_cli", "replay", "--format", "json", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    return json.loads(done.stdout)
+
+
 @pytest.mark.parametrize("version", RELEASES)
 def test_plugin_through_sglangs_framework(version: str, tmp_path: Path):
     root = build_tree(wheels.sglang_wheel(version), tmp_path / "site")
@@ -166,6 +177,22 @@ def test_plugin_through_sglangs_framework(version: str, tmp_path: Path):
     assert [(f["code"], f["key"]) for f in findings] == [
         ("PP101", "__sampling_observer_output__.scores")
     ]
+
+    # Replayed with no --sender: the pop capture as rank 0 received it (its own error back, and
+    # PP410 on what a validating sender would have done); the add capture with the validating
+    # sender it had.
+    pop_replay = replay_json(pop_file)
+    [result] = pop_replay["results"]
+    assert (result["stage"], result["error"], result["reproduced"]) == ("pop", NON_TENSOR, True)
+    assert result["sender"] == "legacy"
+    assert [f["code"] for f in pop_replay["findings"]] == ["PP401", "PP410"]
+    assert "would have refused it at add" in pop_replay["findings"][1]["message"]
+    assert "ppaux check-skew" in pop_replay["findings"][1]["message"]
+    add_replay = replay_json(add_file)
+    [result] = add_replay["results"]
+    assert (result["stage"], result["reproduced"]) == ("add", True)
+    assert "sender" not in result
+    assert "PP410" not in [f["code"] for f in add_replay["findings"]]
 
 
 @pytest.mark.parametrize("version", RELEASES)

@@ -314,7 +314,7 @@ def test_the_walkthrough_prints_what_the_real_capture_gives(
     _check_blocks(blocks, tmp_path, env, SHOWN_DIR)
 
     step4 = _section(text, "## 4. ")
-    command = f"ppaux replay --sender legacy --transport sglang --impl sglang {WALKTHROUGH_CAPTURE}"
+    command = f"ppaux replay --transport sglang --impl sglang {WALKTHROUGH_CAPTURE}"
     assert f"$ {command}\n" in step4
     shown = step4.split("```text\n", 1)[1].split("```", 1)[0]
     assert shown.startswith("...\n")

@@ -225,6 +225,19 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
 def _capture_phrase(meta: dict[str, Any], *, checkpoint: bool = False) -> str:
     """'capture of <function>: <exception>', and who rewrote it (``ppaux tensorize``), if so;
     ``checkpoint``: a capture taken at a hop before anything raised."""
+    if meta.get("rewritten_by") is not None:
+        # Judged on its own tensors; what the original call raised is history.
+        was = meta.get("original_exception_type")
+        raised = (
+            f"that raised {was}: {meta.get('original_exception_message')}"
+            if was is not None
+            else "that raised nothing"
+        )
+        converted = [k for k in str(meta.get("rewritten_keys") or "").splitlines() if k]
+        return (
+            f"rewrite of a capture taken at {meta.get('function')} {raised}; "
+            f"{meta.get('rewritten_by')} converted {counted(len(converted), 'value')}"
+        )
     error = (
         f"{meta.get('exception_type')}: {meta.get('exception_message')}"
         if meta.get("exception_type") is not None
@@ -232,10 +245,7 @@ def _capture_phrase(meta: dict[str, Any], *, checkpoint: bool = False) -> str:
         if checkpoint
         else "no error"
     )
-    phrase = f"capture of {meta.get('function')}: {error}"
-    if meta.get("rewritten_by") is not None:
-        phrase += f"; {meta.get('rewritten_by')} rewrote it"
-    return phrase
+    return f"capture of {meta.get('function')}: {error}"
 
 
 def inspect_paths(
@@ -306,10 +316,25 @@ def inspect_paths(
 def _trail_notes(description: dict[str, Any]) -> list[str]:
     """'<path>: trail: ...' and '<path>: culprit: ...' for a capture taken by a checkpoint."""
     notes = []
+    meta = description.get("capture") or {}
+    path = description["path"]
+    if meta.get("rewritten_by") is not None:
+        # History, labelled as such: what the original recorded, then what was converted.
+        if description.get("trail") is not None:
+            notes.append(
+                f"{path}: the original's trail (history, not this file's): "
+                f"{trail_text(description['trail'])}"
+            )
+        if description.get("culprit") is not None:
+            notes.append(f"{path}: the original's culprit: {culprit_text(description['culprit'])}")
+        for key in str(meta.get("rewritten_keys") or "").splitlines():
+            if key:
+                notes.append(f"{path}: converted to a tensor: {key}")
+        return notes
     if description.get("trail") is not None:
-        notes.append(f"{description['path']}: trail: {trail_text(description['trail'])}")
+        notes.append(f"{path}: trail: {trail_text(description['trail'])}")
     if description.get("culprit") is not None:
-        notes.append(f"{description['path']}: culprit: {culprit_text(description['culprit'])}")
+        notes.append(f"{path}: culprit: {culprit_text(description['culprit'])}")
     return notes
 
 

@@ -13,7 +13,14 @@ from typing import Any
 from ppaux.report import Finding
 from ppaux.text import shown
 
-__all__ = ["culprit_text", "read_culprit", "read_trail", "trail_findings", "trail_text"]
+__all__ = [
+    "culprit_text",
+    "is_rewrite",
+    "read_culprit",
+    "read_trail",
+    "trail_findings",
+    "trail_text",
+]
 
 _MAX_HOPS = 32
 _HOP_FIELDS = ("hop", "at", "state")
@@ -67,6 +74,12 @@ def read_culprit(record: dict[Any, Any]) -> dict[str, Any] | None:
     return out
 
 
+def is_rewrite(record: dict[Any, Any]) -> bool:
+    """Whether ``ppaux tensorize`` rewrote this capture (its metadata names the rewriter)."""
+    meta = record.get("meta")
+    return isinstance(meta, dict) and isinstance(meta.get("rewritten_by"), str)
+
+
 def trail_text(trail: list[dict[str, Any]]) -> str:
     """One line: 'add clean > prepare clean > send_dict dirty (scores: list)'."""
     parts = []
@@ -97,11 +110,12 @@ _CODE = {
 
 
 def trail_findings(path: str, record: dict[Any, Any]) -> list[Finding]:
-    """PP506 / PP507 / PP508 for a capture that carries a trail; [] otherwise."""
+    """PP506 / PP507 / PP508 for a capture that carries a trail; [] otherwise, and [] for a
+    capture ``ppaux tensorize`` rewrote: its trail is the original's history, not its own."""
     from ppaux.report import finding
 
     trail = read_trail(record)
-    if trail is None:
+    if trail is None or is_rewrite(record):
         return []
     dirty = next((h for h in trail if h["state"] == "dirty"), None)
     if dirty is None:

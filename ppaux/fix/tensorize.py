@@ -81,6 +81,12 @@ class Refusal:
     reason: str
 
 
+#: The reason a file with nothing to convert is given back unwritten.
+NOTHING_TO_CONVERT = (
+    "every auxiliary value is a tensor already (or there is none): nothing to convert"
+)
+
+
 @dataclass(frozen=True)
 class TensorizeResult:
     """What :func:`tensorize_dump` did: ``written`` is True only when ``output`` was written."""
@@ -91,6 +97,12 @@ class TensorizeResult:
     refusals: tuple[Refusal, ...]
     written: bool
     source_sha256: str
+
+    @property
+    def nothing_to_convert(self) -> bool:
+        """Whether the file was refused only because every auxiliary value is a tensor
+        already (or there is none): nothing is wrong with it that tensorize could fix."""
+        return not self.written and [r.reason for r in self.refusals] == [NOTHING_TO_CONVERT]
 
 
 def tensorize_dump(source: str, output: str, limits: Limits = Limits()) -> TensorizeResult:
@@ -152,7 +164,7 @@ def _tensorize(source: str, output: str, limits: Limits) -> TensorizeResult:
             Refusal(
                 "",
                 None,
-                "every auxiliary value is a tensor already (or there is none): nothing to convert",
+                NOTHING_TO_CONVERT,
             )
         )
     refusals += _rest_of_file(dump, [v for _, _, v in todo] + refused, limits)

@@ -9,7 +9,7 @@ the setup opened: nothing here depends on which transport it is.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 from ppaux.errors import DumpError
 from ppaux.replay.findings import not_reproduced, payload_findings
@@ -64,6 +64,12 @@ def replay_file(path: str, setup: Setup) -> tuple[DumpResult, list[Finding]]:
     if not payloads:
         raise NothingToReplay(path, judged)
     capture = dump.capture
+    as_recorded = setup.options.sender_as_recorded and _received_dirty_at_pop(capture)
+    if as_recorded:
+        # rank 0 popped what the last stage sent unchecked: send it that way again.
+        setup = cast(
+            "Setup", _OtherOptions(setup, dataclasses.replace(setup.options, sender=Sender.LEGACY))
+        )
     units: list[tuple[Any, Any]] = []
     if capture is not None:
         tensors = next((p for p in payloads if p.role == "capture"), None)
@@ -142,15 +148,66 @@ def replay_file(path: str, setup: Setup) -> tuple[DumpResult, list[Finding]]:
                 recorded.exception_type == dump_result.error_type
                 and recorded.exception_message == dump_result.error
             ),
+            sender=setup.options.sender.value if as_recorded else None,
         )
         if not dump_result.reproduced:
             findings.append(not_reproduced(path, recorded, dump_result, setup.options))
+        elif as_recorded:
+            findings += validating_sender_findings(path, real, setup)
     limits = setup.options.limits
     findings = cap_per_code(findings, limits.max_findings_per_code, "max_findings_per_code")
     once = OnceText()
     findings = [once.finding(f) for f in findings]
     cut: DumpResult = once.value(dump_result)
     return cut, findings
+
+
+class _OtherOptions:
+    """``setup`` with other options (a setup may be prepared lazily: it is not copied)."""
+
+    def __init__(self, setup: Setup, options: Any) -> None:
+        self.options = options
+        self._setup = setup
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._setup, name)
+
+
+def _received_dirty_at_pop(capture: dict[Any, Any] | None) -> bool:
+    """Whether ``capture`` records rank 0's pop raising (not a rewrite, not a checkpoint)."""
+    if capture is None or not isinstance(capture.get("meta"), dict):
+        return False
+    meta = capture["meta"]
+    return (
+        meta.get("function") == "pop_auxiliary_output_from_pp_tensors"
+        and meta.get("exception_type") is not None
+        and meta.get("rewritten_by") is None
+    )
+
+
+def validating_sender_findings(
+    path: str, real: list[tuple[Any, Any, Any]], setup: Setup
+) -> list[Finding]:
+    """PP410 for each replayed dict a validating sender's add would have refused."""
+    from ppaux.replay import roundtrip
+
+    add = next(iter(setup.impls.values())).add_auxiliary_output_to_pp_tensors
+    found = []
+    for payload, mapping, output in real:
+        try:
+            roundtrip.sender_dict(mapping, output, validating=True, add=add)
+        except roundtrip.SenderRefused as exc:
+            found.append(
+                finding(
+                    "PP410",
+                    path,
+                    f"{payload.locator}: replayed as rank 0 received it, from a sender that "
+                    "does not validate; a validating sender would have refused it at add "
+                    f"({exc.error_type}: {exc.message}): the last stage did not run the "
+                    "release's sender; compare the stages with 'ppaux check-skew'",
+                )
+            )
+    return found
 
 
 class OnceText:

@@ -74,6 +74,9 @@ class ReplayOptions:
 
     device: str = "cpu"
     sender: Sender = Sender.VALIDATING
+    #: Replay a ppaux capture of rank 0's failing pop as rank 0 received it (the legacy sender,
+    #: which reproduces the recorded error); other captures and plain dumps use ``sender``.
+    sender_as_recorded: bool = False
     transport: Transport = Transport.NONE
     impl: Impl = Impl.REFERENCE
     #: Where sglang's transport is read from (a directory or a wheel); None: the installed one.

@@ -165,10 +165,14 @@ class DumpResult:
     payloads: tuple[PayloadResult, ...]
     recorded: Recorded | None = None
     reproduced: bool | None = None
+    #: The sender this dump was replayed with, where not the run's: a capture of rank 0's
+    #: failing pop is sent as rank 0 received it (see ``ReplayOptions.sender_as_recorded``).
+    sender: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The dump's result as plain data."""
         return {
+            **({"sender": self.sender} if self.sender is not None else {}),
             "path": self.path,
             "outcome": self.outcome,
             "error": self.error,

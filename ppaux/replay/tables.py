@@ -39,10 +39,10 @@ def summary_table(results: list[DumpResult], options: ReplayOptions, device: str
             row: tuple[str, ...] = (name, payload.outcome, payload.stage or "-", what)
             if wired:
                 rate = (run.wire_json() or {}).get("throughput_mib_s")
-                row += (f"{rate:g} MiB/s" if rate else "-",)
+                row += (_rate_text(rate) if rate else "-",)
             rows.append(row)
     title = (
-        f"replay: {len(results)} dump(s) on {device}, sender {options.sender.value}, "
+        f"replay: {len(results)} dump(s) on {device}, sender {_sender_text(options, results)}, "
         f"transport {options.transport.value}, impl {options.impl.value}"
     )
     columns: tuple[str, ...] = ("dump", "outcome", "stage", "error / output")
@@ -111,3 +111,29 @@ def detail_tables(result: DumpResult) -> list[Table]:
             )
         )
     return tables
+
+
+def _sender_text(options: ReplayOptions, results: list[DumpResult]) -> str:
+    """'validating', and which dumps were sent otherwise, as they recorded it."""
+    other = [r for r in results if r.sender is not None and r.sender != options.sender.value]
+    if not other:
+        return options.sender.value
+    senders = sorted({str(r.sender) for r in other})
+    return (
+        f"{options.sender.value} ({', '.join(senders)} for {len(other)} capture(s) of rank 0's "
+        "failing pop, as recorded)"
+    )
+
+
+def _rate_text(mib_s: float) -> str:
+    """A throughput in the unit that suits it: '0.0149 MiB/s' reads '15.3 KiB/s'."""
+    for unit, scale in (("GiB/s", 1024.0), ("MiB/s", 1.0), ("KiB/s", 1 / 1024)):
+        if mib_s >= scale:
+            return f"{_number(mib_s / scale)} {unit}"
+    return f"{_number(mib_s * 1024 * 1024)} B/s"
+
+
+def _number(value: float) -> str:
+    # Three significant digits, never in exponent form (1023.9 reads 1024, not 1.02e+03).
+    text = f"{value:.3g}"
+    return f"{value:.0f}" if "e" in text else text

@@ -36,15 +36,16 @@ def replay(
         ),
     ] = "cpu",
     sender: Annotated[
-        Sender,
+        Sender | None,
         choice_option(
             Sender,
             "--sender",
-            default="validating",
+            default="validating; legacy for a capture of rank 0's failing pop",
             help="validating: the last stage adds the auxiliary output with "
-            "add, as every sglang release does; legacy: it writes the keys unchecked.",
+            "add, as every sglang release does; legacy: it writes the keys unchecked. "
+            "Unset, a capture of rank 0's failing pop is replayed as rank 0 received it.",
         ),
-    ] = Sender.VALIDATING,
+    ] = None,
     transport: Annotated[
         Transport,
         choice_option(
@@ -118,7 +119,8 @@ def replay(
         fail("-: replay reads tensors back from the file, so it cannot read stdin; give a path")
     settings = ReplayOptions(
         device=device,
-        sender=sender,
+        sender=Sender.VALIDATING if sender is None else sender,
+        sender_as_recorded=sender is None,
         transport=transport,
         impl=impl,
         sglang_path=sglang_path,

@@ -47,8 +47,8 @@ def tensorize(
     limit: LimitOption = None,
 ) -> None:
     """Rewrite DUMP into FIXED with every non-tensor auxiliary value converted to a tensor;
-    print each conversion and refusal. Exit 1, writing nothing, when nothing can be converted
-    or a value cannot be."""
+    print each conversion and refusal. Exit 1, writing nothing, when a value cannot be converted;
+    exit 0 with a note, writing nothing, when every auxiliary value is a tensor already."""
     # torch warns on import when numpy is absent; tensorize never needs numpy.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     from ppaux.errors import PpauxError
@@ -76,6 +76,12 @@ def tensorize(
         fail(f"--output {exc}")
     except PpauxError as exc:
         fail(str(exc))
+    if result.nothing_to_convert:
+        # Not a failure: the file is already what tensorize would write.
+        where = "stdout" if to_stdout else output
+        stream = sys.stderr if to_stdout else sys.stdout
+        stream.write(f"note: {path}: {result.refusals[0].reason}; nothing written to {where}\n")
+        raise typer.Exit(0)
     lines = []
     for item in result.conversions:
         lines.append(f"converted {item.locator}[{item.key!r}]: {item.before} -> {item.after}")

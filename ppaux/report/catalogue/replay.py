@@ -196,4 +196,26 @@ RULES = (
         example="pop finds no auxiliary entries",
         area="replay",
     ),
+    Rule(
+        code="PP410",
+        name="replay-sender-as-recorded",
+        severity=Severity.INFO,
+        summary="A capture of rank 0's failing pop is replayed as rank 0 received it.",
+        explanation=(
+            "rank 0 pops what the last stage sent. A message that reached rank 0's pop with a "
+            "non-tensor auxiliary value was sent without add's checks, so replay sends it the "
+            "same way (the legacy sender) and reproduces the recorded error. A validating "
+            "sender, as every sglang release has, would have stopped the message on the last "
+            "stage: the last stage did not run the release's sender."
+        ),
+        causes=(
+            "The last stage runs another sglang release, a patched scheduler or an "
+            "out-of-tree sender that writes the keys without add.",
+        ),
+        fix="Compare the stages' sglang with 'ppaux check-skew'; replay with --sender "
+        "validating to see where a validating sender stops the message.",
+        example="a validating sender would have refused it at add: RuntimeError: auxiliary PP "
+        "output 'scores' is not a tensor",
+        area="replay",
+    ),
 )

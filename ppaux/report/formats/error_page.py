@@ -7,6 +7,7 @@ a word, a message or a file name; commands are printed whole, indented, one line
 
 from __future__ import annotations
 
+import re
 import textwrap
 from typing import Any
 
@@ -156,7 +157,7 @@ def error_page_text(page: ErrorPage, name: str | None = None) -> str:
             lines += _wrap(_see_text(fix), indent="     ")
     lines += ["", "Related messages:"]
     for other in page.related:
-        lines += _bullet(message_by_id(other).template)
+        lines += _bullet(readable_template(message_by_id(other).template))
     lines += ["", "ppaux rules that predict it:"]
     for code in page.rules:
         rule = _rule(code)
@@ -278,3 +279,14 @@ def error_index_markdown() -> str:
         )
     lines.append("")
     return "\n".join(lines)
+
+
+_PLACEHOLDER = re.compile(r"\{(\w+)(?:!([rs]))?\}")
+
+
+def readable_template(template: str) -> str:
+    """A message template as a reader sees it: ``{name!r}`` reads ``'<name>'``, ``{name}``
+    reads ``<name>``."""
+    return _PLACEHOLDER.sub(
+        lambda m: f"'<{m.group(1)}>'" if m.group(2) == "r" else f"<{m.group(1)}>", template
+    )
