@@ -229,7 +229,10 @@ app = typer.Typer(
     # Plain help: rendering it with rich costs more than the whole start-up budget.
     rich_markup_mode=None,
     context_settings=CONTEXT_SETTINGS,
-    help="Inspect, compare and replay sglang pipeline-parallel auxiliary-output payloads.",
+    help=(
+        "Find the root of an sglang pipeline-parallel failure (start with 'ppaux triage LOG'), "
+        "then inspect, compare, replay and fix the payloads, and check observers and stages."
+    ),
 )
 
 
@@ -258,7 +261,8 @@ def _root(
         ),
     ] = False,
 ) -> None:
-    """Inspect, compare and replay sglang pipeline-parallel auxiliary-output payloads."""
+    """Find the root of an sglang pipeline-parallel failure (start with 'ppaux triage LOG'),
+    then inspect, compare, replay and fix the payloads, and check observers and stages."""
     from ppaux_cli.report_options import ROOT_VERBOSITY
 
     ROOT_VERBOSITY.update(quiet=quiet, verbose=verbose)
