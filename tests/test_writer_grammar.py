@@ -409,3 +409,30 @@ def test_a_v3_rebuild_over_too_few_storage_bytes(tmp_path, sandbox):
     assert sandbox.load(path)["outcome"] != "loaded"
     _, findings = inspect_file(str(path))
     assert any(f.code == "PP116" and "byte 8" in f.message for f in findings), findings
+
+
+def _recursive_tuple(size: int) -> tuple[object, ...]:
+    inner: list[object] = []
+    value = (inner,) + (0,) * (size - 1)
+    inner.append(value)
+    return value
+
+
+@pytest.mark.parametrize("size", [1, 3, 4])
+def test_pop_for_a_recursive_tuple_is_in_the_model(size):
+    # The one place the pickler writes POP (tuples of 1-3 items) or POP_MARK (more).
+    data = pickle.dumps(_recursive_tuple(size), protocol=2)
+    assert (b"0h" if size <= 3 else b"1h") in data
+    assert pickle_deviation(data) is None
+
+
+@pytest.mark.parametrize("insert", [b"N0", b"(N1"], ids=["none_pop", "mark_none_pop_mark"])
+def test_pop_outside_a_recursive_tuple(tmp_path, sandbox, insert):
+    path = _saved(tmp_path, "plain.pt", {"a": torch.ones(2)})
+    pkl = _data_pkl(path)
+    with zipfile.ZipFile(path) as archive:
+        storage = archive.read("plain/data/0")
+    out = _torch_archive(tmp_path / "pop.pt", pkl[:2] + insert + pkl[2:], {"0": storage})
+    found = _codes(out)
+    assert found["PP118"].startswith("error:") and "POP" in found["PP118"], found
+    assert sandbox.load(out)["outcome"] == "loaded"  # the sandbox's torch reads it past the POP

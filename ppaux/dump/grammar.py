@@ -190,6 +190,7 @@ def pickle_deviation(
     marks: list[int] = []
     pending_memo: tuple[int, int] | None = None  # (offset, op) of a value not yet memoized
     globals_seen: set[bytes] = set()
+    popped = 0  # POPs just written; -1 after POP_MARK
     while pos < end:
         start, op = pos, data[pos]
         pos += 1
@@ -216,6 +217,19 @@ def pickle_deviation(
                 f"an opcode CPython's pickler never writes at protocol {protocol}",
                 op not in _BINARY,
             )
+        if popped and op != 0x95:
+            # POP and POP_MARK only discard the items of a tuple found in the memo after
+            # saving them (a recursive tuple); the pickler then writes that tuple's GET.
+            if op == 0x30 and 0 < popped < 3:
+                popped += 1
+            elif op in (0x68, 0x6A):
+                popped = 0
+            else:
+                return at(
+                    start, op, "POP or POP_MARK not followed by the GET the pickler writes", True
+                )
+        elif op in (0x30, 0x31) and op != 0x95:
+            popped = 1 if op == 0x30 else -1
         if pending_memo is not None and op not in _PUTS and op != 0x95:
             return at(
                 pending_memo[0],
