@@ -436,3 +436,32 @@ def test_pop_outside_a_recursive_tuple(tmp_path, sandbox, insert):
     found = _codes(out)
     assert found["PP118"].startswith("error:") and "POP" in found["PP118"], found
     assert sandbox.load(out)["outcome"] == "loaded"  # the sandbox's torch reads it past the POP
+
+
+def _edited_tensor_file(tmp_path: Path, edit) -> Path:
+    path = _saved(tmp_path, "plain.pt", {"a": torch.ones(2)})
+    pkl = _data_pkl(path)
+    with zipfile.ZipFile(path) as archive:
+        storage = archive.read("plain/data/0")
+    return _torch_archive(tmp_path / "edited.pt", edit(pkl), {"0": storage})
+
+
+def _hooks_with_items(pkl: bytes) -> bytes:
+    at = pkl.index(b")Rq") + 4  # after the OrderedDict's REDUCE and BINPUT
+    return pkl[:at] + b"(K\x01K\x02u" + pkl[at:]
+
+
+def _hooks_a_set(pkl: bytes) -> bytes:
+    return pkl.replace(b"collections\nOrderedDict", b"__builtin__\nset", 1)
+
+
+@pytest.mark.parametrize(
+    ("edit", "outcome"),
+    [(_hooks_with_items, "loaded"), (_hooks_a_set, "blocked")],
+    ids=["items", "set"],
+)
+def test_backward_hooks_other_than_an_empty_ordered_dict(tmp_path, sandbox, edit, outcome):
+    out = _edited_tensor_file(tmp_path, edit)
+    found = _codes(out)
+    assert found["PP118"].startswith("error:") and "backward hooks" in found["PP118"], found
+    assert sandbox.load(out)["outcome"] == outcome
