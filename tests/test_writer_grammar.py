@@ -465,3 +465,60 @@ def test_backward_hooks_other_than_an_empty_ordered_dict(tmp_path, sandbox, edit
     found = _codes(out)
     assert found["PP118"].startswith("error:") and "backward hooks" in found["PP118"], found
     assert sandbox.load(out)["outcome"] == outcome
+
+
+class _Storage:
+    def __init__(self, cls: type, key: str, location: str = "cpu") -> None:
+        self.pid = ("storage", cls, key, location, 2)
+
+
+class _Tensor:
+    """Reduces as torch.save reduces a tensor of 2 elements on ``storage``."""
+
+    def __init__(self, storage: _Storage) -> None:
+        self.args = (storage, 0, (2,), (1,), False, __import__("collections").OrderedDict())
+
+    def __reduce_ex__(self, protocol):
+        return (torch._utils._rebuild_tensor_v2, self.args)
+
+
+class _Pickler(pickle.Pickler):
+    def persistent_id(self, obj):
+        return obj.pid if isinstance(obj, _Storage) else None
+
+
+def _hand_saved(tmp_path: Path, value: object, storages: dict[str, bytes]) -> Path:
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=2).dump(value)
+    return _torch_archive(tmp_path / "hand.pt", buffer.getvalue(), storages)
+
+
+@pytest.mark.parametrize(
+    ("second", "wording"),
+    [
+        (_Storage(torch.IntStorage, "0"), "torch.IntStorage"),
+        (_Storage(torch.FloatStorage, "0", "meta"), "location 'meta'"),
+    ],
+    ids=["dtype", "location"],
+)
+def test_one_storage_key_with_two_dtypes_or_locations(tmp_path, sandbox, second, wording):
+    first = _Storage(torch.FloatStorage, "0")
+    control = _hand_saved(tmp_path, {"a": _Tensor(first), "b": _Tensor(first)}, {"0": b"\0" * 8})
+    assert read_dump(control).deviation is None
+    path = _hand_saved(tmp_path, {"a": _Tensor(first), "b": _Tensor(second)}, {"0": b"\0" * 8})
+    found = _codes(path)
+    assert found["PP118"].startswith("error:") and wording in found["PP118"], found
+    assert sandbox.load(path)["outcome"] in ("loaded", "refused", "blocked")
+
+
+def test_untyped_storage_named_as_torch_does_not(tmp_path, sandbox):
+    path = _saved(tmp_path, "untyped.pt", {"s": torch.UntypedStorage(4)})
+    pkl = _data_pkl(path)
+    assert b"torch.storage\nUntypedStorage" in pkl and read_dump(path).deviation is None
+    with zipfile.ZipFile(path) as archive:
+        storage = archive.read("untyped/data/0")
+    edited = pkl.replace(b"torch.storage\nUntypedStorage", b"torch\nUntypedStorage", 1)
+    out = _torch_archive(tmp_path / "edited.pt", edited, {"0": storage})
+    found = _codes(out)
+    assert found["PP118"].startswith("error:") and "torch.UntypedStorage" in found["PP118"]
+    assert sandbox.load(out)["outcome"] == "blocked"  # weights_only refuses that name

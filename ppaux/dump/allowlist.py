@@ -506,6 +506,11 @@ def resolve(m: Machine, module: str, name: str) -> Any:
     if dotted == "torch.storage.UntypedStorage":  # how new dtypes' byte storages are named
         return StorageType("UntypedStorage", "uint8")
     if module == "torch":
+        if name == "UntypedStorage":
+            m.deviate(
+                "storage class torch.UntypedStorage, which torch.save names "
+                "torch.storage.UntypedStorage"
+            )
         if name in STORAGE_DTYPES:
             return StorageType(name, STORAGE_DTYPES[name])
         if name in DTYPE_ITEMSIZE or name in _DTYPE_ALIASES:

@@ -443,10 +443,19 @@ def _check_arg(op: int, payload: bytes, protocol: int, puts: int) -> tuple[str, 
     return None
 
 
-def storage_key_deviation(pid: tuple[object, ...], known: int) -> str | None:
+def storage_key_deviation(
+    pid: tuple[object, ...], known: int, first: tuple[object, ...] | None = None
+) -> str | None:
     """Why a persistent id is not one torch.save writes, ``known`` storages having been
-    met: its key is ``str(known)`` for a new storage, a decimal string for a seen one."""
+    met: its key is ``str(known)`` for a new storage, a decimal string for a seen one, and a
+    seen key (``first``, the persistent id it was first written in) comes with the storage
+    class and location it came with then (one storage has one dtype and one device)."""
     key = pid[2]
+    if first is not None:
+        if repr(first[1]) != repr(pid[1]):
+            return f"storage key {key!r} written with {pid[1]!r}, first with {first[1]!r}"
+        if first[3] != pid[3]:
+            return f"storage key {key!r} written at location {pid[3]!r}, first at {first[3]!r}"
     if not isinstance(key, str) or not 0 < len(key) <= 20 or not key.isascii():
         return "storage key is not a decimal string of at most 20 digits"
     if not key.isdigit():
