@@ -522,3 +522,29 @@ def test_untyped_storage_named_as_torch_does_not(tmp_path, sandbox):
     found = _codes(out)
     assert found["PP118"].startswith("error:") and "torch.UntypedStorage" in found["PP118"]
     assert sandbox.load(out)["outcome"] == "blocked"  # weights_only refuses that name
+
+
+def test_a_dict_key_written_twice(tmp_path, sandbox):
+    path = _saved(tmp_path, "two.pt", {"a": torch.ones(2), "b": 1})
+    pkl = _data_pkl(path)
+    with zipfile.ZipFile(path) as archive:
+        storage = archive.read("two/data/0")
+    edited = pkl.replace(b"X\x01\x00\x00\x00bq", b"X\x01\x00\x00\x00aq", 1)
+    out = _torch_archive(tmp_path / "dup.pt", edited, {"0": storage})
+    found = _codes(out)
+    assert found["PP118"].startswith("error:") and "key set twice" in found["PP118"], found
+    assert sandbox.load(out)["outcome"] == "loaded"  # the last value wins
+
+
+class _ListShapedTensor(_Tensor):
+    def __init__(self, storage: _Storage) -> None:
+        super().__init__(storage)
+        self.args = (storage, 0, [2], [1], *self.args[4:])
+
+
+def test_size_and_stride_as_lists(tmp_path, sandbox):
+    storage = _Storage(torch.FloatStorage, "0")
+    path = _hand_saved(tmp_path, {"a": _ListShapedTensor(storage)}, {"0": b"\0" * 8})
+    found = _codes(path)
+    assert found["PP118"].startswith("error:") and "size or stride" in found["PP118"], found
+    assert sandbox.load(path)["outcome"] in ("loaded", "refused", "blocked")

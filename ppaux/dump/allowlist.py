@@ -141,10 +141,17 @@ def _check_hooks(m: Machine, hooks: Any) -> None:
         m.deviate("backward hooks that are not the empty OrderedDict() torch.save writes")
 
 
+def _check_shape_tuples(m: Machine, args: tuple[Any, ...]) -> None:
+    """torch.save writes a tensor's size and stride as tuples."""
+    if not isinstance(args[2], tuple) or not isinstance(args[3], tuple):
+        m.deviate("a tensor's size or stride that is not the tuple torch.save writes")
+
+
 def _rebuild_tensor_v2(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     if not 6 <= len(args) <= 7:
         raise TypeError(f"{len(args)} arguments, expected 6 or 7")
     _check_hooks(m, args[5])
+    _check_shape_tuples(m, args)
     tensor = _strided(m, args)
     set_requires_grad(m, tensor, args[4], "_rebuild_tensor_v2")
     if len(args) == 7:
@@ -156,6 +163,7 @@ def _rebuild_tensor_v3(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     if not 7 <= len(args) <= 8:
         raise TypeError(f"{len(args)} arguments, expected 7 or 8")
     _check_hooks(m, args[5])
+    _check_shape_tuples(m, args)
     tensor = _strided(m, args, _dtype_name(m, args[6]))
     set_requires_grad(m, tensor, args[4], "_rebuild_tensor_v3")
     if len(args) == 8:

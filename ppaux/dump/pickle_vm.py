@@ -796,6 +796,8 @@ def _setitem(m: Machine, target: Any, key: Any, value: Any) -> None:
     if isinstance(target, dict):
         m.check_key(target, key)
         try:
+            if key in target:
+                m.deviate("a dict key set twice (the pickler writes each key of a dict once)")
             target[key] = value
         except TypeError:
             raise m.error(f"dict key of type {type(key).__name__} is unhashable") from None
