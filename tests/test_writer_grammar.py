@@ -455,16 +455,27 @@ def _hooks_a_set(pkl: bytes) -> bytes:
     return pkl.replace(b"collections\nOrderedDict", b"__builtin__\nset", 1)
 
 
+def _hooks_by_newobj(pkl: bytes) -> bytes:
+    edited = pkl.replace(b"OrderedDict\nq\n)R", b"OrderedDict\nq\n)\x81", 1)
+    assert edited != pkl
+    return edited
+
+
 @pytest.mark.parametrize(
     ("edit", "outcome"),
-    [(_hooks_with_items, "loaded"), (_hooks_a_set, "blocked")],
-    ids=["items", "set"],
+    [
+        (_hooks_with_items, "loaded"),
+        (_hooks_a_set, "blocked"),
+        (_hooks_by_newobj, None),
+    ],
+    ids=["items", "set", "newobj"],
 )
 def test_backward_hooks_other_than_an_empty_ordered_dict(tmp_path, sandbox, edit, outcome):
     out = _edited_tensor_file(tmp_path, edit)
     found = _codes(out)
     assert found["PP118"].startswith("error:") and "backward hooks" in found["PP118"], found
-    assert sandbox.load(out)["outcome"] == outcome
+    answer = sandbox.load(out)
+    assert outcome is None or answer["outcome"] == outcome
 
 
 class _Storage:
@@ -547,4 +558,20 @@ def test_size_and_stride_as_lists(tmp_path, sandbox):
     path = _hand_saved(tmp_path, {"a": _ListShapedTensor(storage)}, {"0": b"\0" * 8})
     found = _codes(path)
     assert found["PP118"].startswith("error:") and "size or stride" in found["PP118"], found
+    assert sandbox.load(path)["outcome"] in ("loaded", "refused", "blocked")
+
+
+class _PlainDictHooksTensor(_Tensor):
+    def __init__(self, storage: _Storage) -> None:
+        super().__init__(storage)
+        self.args = (*self.args[:5], {})
+
+
+def test_backward_hooks_as_a_plain_dict(tmp_path, sandbox):
+    storage = _Storage(torch.FloatStorage, "0")
+    control = _hand_saved(tmp_path, {"a": _Tensor(storage)}, {"0": b"\0" * 8})
+    assert read_dump(control).deviation is None
+    path = _hand_saved(tmp_path, {"a": _PlainDictHooksTensor(storage)}, {"0": b"\0" * 8})
+    found = _codes(path)
+    assert found["PP118"].startswith("error:") and "backward hooks" in found["PP118"], found
     assert sandbox.load(path)["outcome"] in ("loaded", "refused", "blocked")
