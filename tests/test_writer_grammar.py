@@ -409,3 +409,169 @@ def test_a_v3_rebuild_over_too_few_storage_bytes(tmp_path, sandbox):
     assert sandbox.load(path)["outcome"] != "loaded"
     _, findings = inspect_file(str(path))
     assert any(f.code == "PP116" and "byte 8" in f.message for f in findings), findings
+
+
+def _recursive_tuple(size: int) -> tuple[object, ...]:
+    inner: list[object] = []
+    value = (inner,) + (0,) * (size - 1)
+    inner.append(value)
+    return value
+
+
+@pytest.mark.parametrize("size", [1, 3, 4])
+def test_pop_for_a_recursive_tuple_is_in_the_model(size):
+    # The one place the pickler writes POP (tuples of 1-3 items) or POP_MARK (more).
+    data = pickle.dumps(_recursive_tuple(size), protocol=2)
+    assert (b"0h" if size <= 3 else b"1h") in data
+    assert pickle_deviation(data) is None
+
+
+@pytest.mark.parametrize("insert", [b"N0", b"(N1"], ids=["none_pop", "mark_none_pop_mark"])
+def test_pop_outside_a_recursive_tuple(tmp_path, sandbox, insert):
+    path = _saved(tmp_path, "plain.pt", {"a": torch.ones(2)})
+    pkl = _data_pkl(path)
+    with zipfile.ZipFile(path) as archive:
+        storage = archive.read("plain/data/0")
+    out = _torch_archive(tmp_path / "pop.pt", pkl[:2] + insert + pkl[2:], {"0": storage})
+    found = _codes(out)
+    assert found["PP118"].startswith("error:") and "POP" in found["PP118"], found
+    assert sandbox.load(out)["outcome"] == "loaded"  # the sandbox's torch reads it past the POP
+
+
+def _edited_tensor_file(tmp_path: Path, edit) -> Path:
+    path = _saved(tmp_path, "plain.pt", {"a": torch.ones(2)})
+    pkl = _data_pkl(path)
+    with zipfile.ZipFile(path) as archive:
+        storage = archive.read("plain/data/0")
+    return _torch_archive(tmp_path / "edited.pt", edit(pkl), {"0": storage})
+
+
+def _hooks_with_items(pkl: bytes) -> bytes:
+    at = pkl.index(b")Rq") + 4  # after the OrderedDict's REDUCE and BINPUT
+    return pkl[:at] + b"(K\x01K\x02u" + pkl[at:]
+
+
+def _hooks_a_set(pkl: bytes) -> bytes:
+    return pkl.replace(b"collections\nOrderedDict", b"__builtin__\nset", 1)
+
+
+def _hooks_by_newobj(pkl: bytes) -> bytes:
+    edited = pkl.replace(b"OrderedDict\nq\n)R", b"OrderedDict\nq\n)\x81", 1)
+    assert edited != pkl
+    return edited
+
+
+@pytest.mark.parametrize(
+    ("edit", "outcome"),
+    [
+        (_hooks_with_items, "loaded"),
+        (_hooks_a_set, "blocked"),
+        (_hooks_by_newobj, None),
+    ],
+    ids=["items", "set", "newobj"],
+)
+def test_backward_hooks_other_than_an_empty_ordered_dict(tmp_path, sandbox, edit, outcome):
+    out = _edited_tensor_file(tmp_path, edit)
+    found = _codes(out)
+    assert found["PP118"].startswith("error:") and "backward hooks" in found["PP118"], found
+    answer = sandbox.load(out)
+    assert outcome is None or answer["outcome"] == outcome
+
+
+class _Storage:
+    def __init__(self, cls: type, key: str, location: str = "cpu") -> None:
+        self.pid = ("storage", cls, key, location, 2)
+
+
+class _Tensor:
+    """Reduces as torch.save reduces a tensor of 2 elements on ``storage``."""
+
+    def __init__(self, storage: _Storage) -> None:
+        self.args = (storage, 0, (2,), (1,), False, __import__("collections").OrderedDict())
+
+    def __reduce_ex__(self, protocol):
+        return (torch._utils._rebuild_tensor_v2, self.args)
+
+
+class _Pickler(pickle.Pickler):
+    def persistent_id(self, obj):
+        return obj.pid if isinstance(obj, _Storage) else None
+
+
+def _hand_saved(tmp_path: Path, value: object, storages: dict[str, bytes]) -> Path:
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=2).dump(value)
+    return _torch_archive(tmp_path / "hand.pt", buffer.getvalue(), storages)
+
+
+@pytest.mark.parametrize(
+    ("second", "wording"),
+    [
+        (_Storage(torch.IntStorage, "0"), "torch.IntStorage"),
+        (_Storage(torch.FloatStorage, "0", "meta"), "location 'meta'"),
+    ],
+    ids=["dtype", "location"],
+)
+def test_one_storage_key_with_two_dtypes_or_locations(tmp_path, sandbox, second, wording):
+    first = _Storage(torch.FloatStorage, "0")
+    control = _hand_saved(tmp_path, {"a": _Tensor(first), "b": _Tensor(first)}, {"0": b"\0" * 8})
+    assert read_dump(control).deviation is None
+    path = _hand_saved(tmp_path, {"a": _Tensor(first), "b": _Tensor(second)}, {"0": b"\0" * 8})
+    found = _codes(path)
+    assert found["PP118"].startswith("error:") and wording in found["PP118"], found
+    assert sandbox.load(path)["outcome"] in ("loaded", "refused", "blocked")
+
+
+def test_untyped_storage_named_as_torch_does_not(tmp_path, sandbox):
+    path = _saved(tmp_path, "untyped.pt", {"s": torch.UntypedStorage(4)})
+    pkl = _data_pkl(path)
+    assert b"torch.storage\nUntypedStorage" in pkl and read_dump(path).deviation is None
+    with zipfile.ZipFile(path) as archive:
+        storage = archive.read("untyped/data/0")
+    edited = pkl.replace(b"torch.storage\nUntypedStorage", b"torch\nUntypedStorage", 1)
+    out = _torch_archive(tmp_path / "edited.pt", edited, {"0": storage})
+    found = _codes(out)
+    assert found["PP118"].startswith("error:") and "torch.UntypedStorage" in found["PP118"]
+    assert sandbox.load(out)["outcome"] == "blocked"  # weights_only refuses that name
+
+
+def test_a_dict_key_written_twice(tmp_path, sandbox):
+    path = _saved(tmp_path, "two.pt", {"a": torch.ones(2), "b": 1})
+    pkl = _data_pkl(path)
+    with zipfile.ZipFile(path) as archive:
+        storage = archive.read("two/data/0")
+    edited = pkl.replace(b"X\x01\x00\x00\x00bq", b"X\x01\x00\x00\x00aq", 1)
+    out = _torch_archive(tmp_path / "dup.pt", edited, {"0": storage})
+    found = _codes(out)
+    assert found["PP118"].startswith("error:") and "key set twice" in found["PP118"], found
+    assert sandbox.load(out)["outcome"] == "loaded"  # the last value wins
+
+
+class _ListShapedTensor(_Tensor):
+    def __init__(self, storage: _Storage) -> None:
+        super().__init__(storage)
+        self.args = (storage, 0, [2], [1], *self.args[4:])
+
+
+def test_size_and_stride_as_lists(tmp_path, sandbox):
+    storage = _Storage(torch.FloatStorage, "0")
+    path = _hand_saved(tmp_path, {"a": _ListShapedTensor(storage)}, {"0": b"\0" * 8})
+    found = _codes(path)
+    assert found["PP118"].startswith("error:") and "size or stride" in found["PP118"], found
+    assert sandbox.load(path)["outcome"] in ("loaded", "refused", "blocked")
+
+
+class _PlainDictHooksTensor(_Tensor):
+    def __init__(self, storage: _Storage) -> None:
+        super().__init__(storage)
+        self.args = (*self.args[:5], {})
+
+
+def test_backward_hooks_as_a_plain_dict(tmp_path, sandbox):
+    storage = _Storage(torch.FloatStorage, "0")
+    control = _hand_saved(tmp_path, {"a": _Tensor(storage)}, {"0": b"\0" * 8})
+    assert read_dump(control).deviation is None
+    path = _hand_saved(tmp_path, {"a": _PlainDictHooksTensor(storage)}, {"0": b"\0" * 8})
+    found = _codes(path)
+    assert found["PP118"].startswith("error:") and "backward hooks" in found["PP118"], found
+    assert sandbox.load(path)["outcome"] in ("loaded", "refused", "blocked")

@@ -134,9 +134,24 @@ def _rebuild_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     return _strided(m, args[:4])
 
 
+def _check_hooks(m: Machine, hooks: Any) -> None:
+    """torch.save writes a tensor's backward hooks as ``OrderedDict()`` (GLOBAL
+    'collections OrderedDict', EMPTY_TUPLE, REDUCE), whatever hooks the tensor has."""
+    if id(hooks) not in m.torch_hooks or hooks:
+        m.deviate("backward hooks that are not the empty OrderedDict() torch.save writes")
+
+
+def _check_shape_tuples(m: Machine, args: tuple[Any, ...]) -> None:
+    """torch.save writes a tensor's size and stride as tuples."""
+    if not isinstance(args[2], tuple) or not isinstance(args[3], tuple):
+        m.deviate("a tensor's size or stride that is not the tuple torch.save writes")
+
+
 def _rebuild_tensor_v2(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     if not 6 <= len(args) <= 7:
         raise TypeError(f"{len(args)} arguments, expected 6 or 7")
+    _check_hooks(m, args[5])
+    _check_shape_tuples(m, args)
     tensor = _strided(m, args)
     set_requires_grad(m, tensor, args[4], "_rebuild_tensor_v2")
     if len(args) == 7:
@@ -147,6 +162,8 @@ def _rebuild_tensor_v2(m: Machine, args: tuple[Any, ...]) -> TensorRef:
 def _rebuild_tensor_v3(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     if not 7 <= len(args) <= 8:
         raise TypeError(f"{len(args)} arguments, expected 7 or 8")
+    _check_hooks(m, args[5])
+    _check_shape_tuples(m, args)
     tensor = _strided(m, args, _dtype_name(m, args[6]))
     set_requires_grad(m, tensor, args[4], "_rebuild_tensor_v3")
     if len(args) == 8:
@@ -189,6 +206,7 @@ def _tensor_arg(m: Machine, value: Any, what: str) -> TensorRef:
 def _rebuild_parameter(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     if len(args) not in (3, 4):
         raise TypeError(f"{len(args)} arguments, expected 3 or 4")
+    _check_hooks(m, args[2])
     tensor = _tensor_arg(m, args[0], "parameter data")
     tensor.subclass = "torch.nn.parameter.Parameter"
     set_requires_grad(m, tensor, args[1], "Parameter")
@@ -496,6 +514,11 @@ def resolve(m: Machine, module: str, name: str) -> Any:
     if dotted == "torch.storage.UntypedStorage":  # how new dtypes' byte storages are named
         return StorageType("UntypedStorage", "uint8")
     if module == "torch":
+        if name == "UntypedStorage":
+            m.deviate(
+                "storage class torch.UntypedStorage, which torch.save names "
+                "torch.storage.UntypedStorage"
+            )
         if name in STORAGE_DTYPES:
             return StorageType(name, STORAGE_DTYPES[name])
         if name in DTYPE_ITEMSIZE or name in _DTYPE_ALIASES:

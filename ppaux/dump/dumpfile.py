@@ -309,6 +309,7 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
         storages: list[StorageRef] = []
         by_key: dict[str | int, StorageRef] = {}
         key_problems: list[str] = []
+        first_pids: dict[str | int, tuple[Any, ...]] = {}
 
         def persistent_load(m: Machine, pid: Any) -> StorageRef:
             if (
@@ -331,9 +332,10 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
             if isinstance(pid[2], int) and pid[2].bit_length() > 64:
                 raise m.error("storage key is an integer of more than 64 bits")
             if not key_problems:
-                problem = storage_key_deviation(pid, len(storages))
+                problem = storage_key_deviation(pid, len(storages), first_pids.get(pid[2]))
                 if problem is not None:
                     key_problems.append(f"data.pkl byte {m._op_pos} (BINPERSID): {problem}")
+            first_pids.setdefault(pid[2], pid)
             known = by_key.get(pid[2])
             if known is not None:  # views of one storage name the same record, as in torch.load
                 return known

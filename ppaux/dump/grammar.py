@@ -190,6 +190,7 @@ def pickle_deviation(
     marks: list[int] = []
     pending_memo: tuple[int, int] | None = None  # (offset, op) of a value not yet memoized
     globals_seen: set[bytes] = set()
+    popped = 0  # POPs just written; -1 after POP_MARK
     while pos < end:
         start, op = pos, data[pos]
         pos += 1
@@ -216,6 +217,19 @@ def pickle_deviation(
                 f"an opcode CPython's pickler never writes at protocol {protocol}",
                 op not in _BINARY,
             )
+        if popped and op != 0x95:
+            # POP and POP_MARK only discard the items of a tuple found in the memo after
+            # saving them (a recursive tuple); the pickler then writes that tuple's GET.
+            if op == 0x30 and 0 < popped < 3:
+                popped += 1
+            elif op in (0x68, 0x6A):
+                popped = 0
+            else:
+                return at(
+                    start, op, "POP or POP_MARK not followed by the GET the pickler writes", True
+                )
+        elif op in (0x30, 0x31) and op != 0x95:
+            popped = 1 if op == 0x30 else -1
         if pending_memo is not None and op not in _PUTS and op != 0x95:
             return at(
                 pending_memo[0],
@@ -429,10 +443,19 @@ def _check_arg(op: int, payload: bytes, protocol: int, puts: int) -> tuple[str, 
     return None
 
 
-def storage_key_deviation(pid: tuple[object, ...], known: int) -> str | None:
+def storage_key_deviation(
+    pid: tuple[object, ...], known: int, first: tuple[object, ...] | None = None
+) -> str | None:
     """Why a persistent id is not one torch.save writes, ``known`` storages having been
-    met: its key is ``str(known)`` for a new storage, a decimal string for a seen one."""
+    met: its key is ``str(known)`` for a new storage, a decimal string for a seen one, and a
+    seen key (``first``, the persistent id it was first written in) comes with the storage
+    class and location it came with then (one storage has one dtype and one device)."""
     key = pid[2]
+    if first is not None:
+        if repr(first[1]) != repr(pid[1]):
+            return f"storage key {key!r} written with {pid[1]!r}, first with {first[1]!r}"
+        if first[3] != pid[3]:
+            return f"storage key {key!r} written at location {pid[3]!r}, first at {first[3]!r}"
     if not isinstance(key, str) or not 0 < len(key) <= 20 or not key.isascii():
         return "storage key is not a decimal string of at most 20 digits"
     if not key.isdigit():

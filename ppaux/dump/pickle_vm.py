@@ -175,6 +175,9 @@ class Machine:
         self.deviation: tuple[str, str, bool] | None = None
         #: ids of the dicts made by collections.OrderedDict (BUILD may set their attributes).
         self.ordered_dicts: set[int] = set()
+        #: The OrderedDicts built as torch.save writes backward hooks (GLOBAL, EMPTY_TUPLE,
+        #: REDUCE), by id; held so that no id is reused.
+        self.torch_hooks: dict[int, Any] = {}
 
     # -- the writer's model ------------------------------------------------------------------
     def deviate(self, what: str, severe: bool = True) -> None:
@@ -793,6 +796,8 @@ def _setitem(m: Machine, target: Any, key: Any, value: Any) -> None:
     if isinstance(target, dict):
         m.check_key(target, key)
         try:
+            if key in target:
+                m.deviate("a dict key set twice (the pickler writes each key of a dict once)")
             target[key] = value
         except TypeError:
             raise m.error(f"dict key of type {type(key).__name__} is unhashable") from None
@@ -901,7 +906,10 @@ def _op_ext(n: int, fmt: str) -> Callable[[Machine], None]:
 def _op_reduce(m: Machine) -> None:
     args = m._pop()
     func = m._pop()
-    m._push(m.call(func, args))
+    result = m.call(func, args)
+    if args == () and isinstance(func, Call) and func.name == "collections.OrderedDict":
+        m.torch_hooks[id(result)] = result  # as torch.save writes a tensor's backward hooks
+    m._push(result)
 
 
 #: Names of torch.nn.Parameter, which NEWOBJ may create: Parameter.__new__(cls, data,
