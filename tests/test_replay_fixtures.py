@@ -240,8 +240,12 @@ def test_fixture_replays_as_expected(fixture, setting, monkeypatch):
     assert observed(result) == expected
     # Errors carry a finding of the matching severity; clean replays carry no error finding
     # of the replay's own. A hostile file is judged as inspect judges it, replayed or not.
+    # PP118 (not as torch.save writes it) is the reader's judgement of the file's form, as inspect
+    # gives it, not the replay's own.
     errors = [
-        f for f in report.findings if f.severity.value == "error" and not f.code.startswith("PP2")
+        f
+        for f in report.findings
+        if f.severity.value == "error" and not f.code.startswith("PP2") and f.code != "PP118"
     ]
     assert bool(errors) == (expected[0] != "ok")
     assert _security(report) == _security(inspect_paths([path]))
