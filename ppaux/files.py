@@ -19,7 +19,7 @@ import stat
 from collections.abc import Iterable
 from typing import BinaryIO
 
-from ppaux.errors import PathError, limit_note
+from ppaux.errors import PathError, RaiseLimit, limit_note
 from ppaux.text import shown
 
 __all__ = [
@@ -139,12 +139,11 @@ def collect_files(
                 if name.lower().endswith(suffixes):
                     found.append(os.path.join(folder, name))
                     if len(files) + len(found) > max_files:
-                        problems.append(
-                            PathError(
-                                shown(path, None),
-                                f"holds more than {max_files} {what} {limit_note('max_files')}",
-                            )
+                        too_many = PathError(
+                            shown(path, None),
+                            f"holds more than {max_files} {what} {limit_note('max_files')}",
                         )
+                        problems.append(too_many.suggest(RaiseLimit("max_files", max_files)))
                         return files, problems
         if not found:
             patterns = ", ".join("*" + suffix for suffix in suffixes)

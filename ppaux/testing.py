@@ -113,8 +113,9 @@ def _describe(report: Report, failing: list[Any], options: dict[str, Any]) -> st
         lines.append(f"  {item.code} {item.severity.value}{where}: {item.message}")
         if item.sglang_error:
             lines.append(f"      sglang raises: RuntimeError: {item.sglang_error}")
-        if item.hint:
-            lines.append(f"      fix: {item.hint}")
+        fix = item.worded()  # the fix, with any setting to give as a keyword argument
+        if fix:
+            lines.append(f"      fix: {fix}")
     lines.append("  ('ppaux explain CODE' tells more; docs/observers.md shows the fixes.)")
     return "\n".join(lines)
 

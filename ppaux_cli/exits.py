@@ -12,22 +12,27 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
+
+if TYPE_CHECKING:
+    from ppaux.errors import PpauxError
+    from ppaux.report import InputProblem
 
 __all__ = ["fail", "leave", "leave_on_sigterm"]
 
 
-def fail(message: str, code: int = 2) -> NoReturn:
-    """Print one 'ppaux: error: ...' line on stderr and exit with ``code``; the message is
-    put in the command line's words (:func:`ppaux_cli.flags.spelled`: a setting the library
-    names becomes its flag) and shown by :func:`ppaux.text.shown`, so a name from a file cannot
-    break the line."""
+def fail(message: str | PpauxError | InputProblem, code: int = 2) -> NoReturn:
+    """Print one 'ppaux: error: ...' line on stderr and exit with ``code``. An error or a
+    problem of the library is said with its suggestions in the command line's words
+    (:func:`ppaux_cli.wording.cli_words`: a setting becomes its flag); every line is shown by
+    :func:`ppaux.text.shown`, so a name from a file cannot break it."""
     from ppaux.text import shown
-    from ppaux_cli.flags import spelled
+    from ppaux_cli.wording import cli_words
 
-    sys.stderr.write(f"ppaux: error: {shown(spelled(message), None)}\n")
+    line = message if isinstance(message, str) else message.worded(cli_words)
+    sys.stderr.write(f"ppaux: error: {shown(line, None)}\n")
     raise typer.Exit(code)
 
 

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-from ppaux.report import FailOn, Format, Report, render
+from ppaux.report import FailOn, Format, InputProblem, Report, render
 from ppaux_cli.exits import fail
-from ppaux_cli.flags import SETTING_COMMANDS, spelled, spelled_report
 from ppaux_cli.output_paths import check_output_path
+from ppaux_cli.wording import cli_words
 
 if TYPE_CHECKING:
     from ppaux.report import Gate
@@ -76,7 +76,7 @@ def warn(message: str, quiet: bool = False) -> None:
     if not quiet:
         from ppaux.text import shown
 
-        sys.stderr.write(f"ppaux: warning: {shown(spelled(message), None)}\n")
+        sys.stderr.write(f"ppaux: warning: {shown(message, None)}\n")
 
 
 def resolve_gate(
@@ -250,7 +250,7 @@ def emit(report: Report, options: ReportOptions) -> NoReturn:
         options.extend_ignore,
         verbose=options.verbose,
     )
-    report = spelled_report(gate.apply(report))  # the library's settings as this CLI's flags
+    report = gate.apply(report)
     fmt = options.format
     problems = report.problems  # stderr names each input as the user gave it
     if fmt in _HOST_FORMATS and not options.statistics:
@@ -264,23 +264,25 @@ def emit(report: Report, options: ReportOptions) -> NoReturn:
         text = _statistics(report, fmt)
     else:
         color = fmt == Format.TEXT and to_stdout and use_color(sys.stdout)
-        text = render(report, fmt, color=color, width=_width(), fail_on=gate.fail_on)
+        text = render(
+            report, fmt, color=color, width=_width(), fail_on=gate.fail_on, words=cli_words
+        )
     try:
         if not (fmt == Format.TEXT and to_stdout and _only_problems(report)):
             write_text(text, options.output, "the report")
         if fmt == Format.GITHUB and not options.statistics:
             _append_step_summary(report, gate.fail_on, options.quiet)
     finally:  # the inputs that could not be used are named even where the report could not be
-        _name_problems(problems, report.command in SETTING_COMMANDS)
+        _name_problems(problems)
     raise typer.Exit(gate.exit_code(report))
 
 
-def _name_problems(problems: Iterable[object], settings: bool) -> None:
+def _name_problems(problems: Iterable[InputProblem]) -> None:
     from ppaux.text import shown
 
     said = set()
     for problem in problems:  # the path as given, shown escaped: it may hold any character
-        line = spelled(str(problem), settings=settings)
+        line = problem.worded(cli_words)  # its suggestions as this command line's flags
         if line not in said:  # a file given twice (diff a.pt a.pt) is named once
             said.add(line)
             sys.stderr.write(f"ppaux: error: {shown(line, None)}\n")

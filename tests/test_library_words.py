@@ -1,22 +1,35 @@
-"""The library names its settings in its own words, and the command line spells them as flags.
+"""Suggestions are data; each front end words them.
 
-A message built inside ``ppaux/`` (an exception, a finding, a note) never names a command-line
-flag: a library user has none to pass. It names a setting by the keyword argument that takes it
-(:func:`ppaux.errors.setting`) and a limit by its name in :class:`ppaux.limits.Limits`
-(:func:`ppaux.errors.limit_note`); ``ppaux_cli.flags`` adds the flags they stand for, and never
-rewrites the message, which may quote a key or a path that only looks like a setting.
+A finding, a problem or an error of the library never names a command-line flag (a library user
+has none to pass) and never spells a setting inside its message: what would get past it is a
+:class:`ppaux.errors.Setting` or :class:`ppaux.errors.RaiseLimit`. The library's ``str()`` says
+them as keyword arguments, the command line (:mod:`ppaux_cli.wording`) as flags, and JSON keeps
+them as data. Nothing reads a message back.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import re
 
 import pytest
 from helpers import REPO, cli
+from hypothesis import given
+from hypothesis import strategies as st
 
-from ppaux.errors import LIMIT_NOTE, SETTING, SETTING_NAME, LimitExceeded, limit_note, setting
-from ppaux_cli.flags import FLAGS, flag, spelled, spelled_report
+from ppaux.errors import (
+    LimitExceeded,
+    PathError,
+    RaiseLimit,
+    Setting,
+    keyword,
+    library_words,
+    limit_note,
+    worded,
+)
+from ppaux.report import Finding, Format, InputProblem, Report, Severity, render
+from ppaux_cli.wording import FLAGS, cli_words, flag, setting_line
 
 #: A command-line flag written in text: '--limit', '--sglang-path'.
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z-]+")
@@ -87,66 +100,107 @@ def test_the_flag_pattern_finds_flags_and_nothing_else() -> None:
     assert FLAG.findall("torch-distributed, a--b, 3 -- 4, max_depth=N, sglang_path") == []
 
 
-def test_a_limit_is_named_by_its_name_in_limits() -> None:
+def test_a_limit_is_named_by_its_name_in_limits_and_raised_in_each_front_ends_words() -> None:
     error = LimitExceeded("x.pt", "max_depth", 100, "the dump nests too deeply")
-    assert str(error) == "x.pt: the dump nests too deeply (limit max_depth=100 reached)"
+    assert error.bare() == "x.pt: the dump nests too deeply (limit max_depth=100 reached)"
+    assert error.suggestions == (RaiseLimit("max_depth", 100),)
+    assert str(error) == (
+        "x.pt: the dump nests too deeply (limit max_depth=100 reached); raise it with "
+        "limits=Limits(max_depth=N)"
+    )
+    assert error.worded(cli_words) == (
+        "x.pt: the dump nests too deeply (limit max_depth=100 reached); raise it with "
+        "--limit max_depth=N"
+    )
     assert limit_note("max_files") == "(limit max_files reached)"
-    note = LIMIT_NOTE.search(str(error))
-    assert note is not None and (note["name"], note["value"]) == ("max_depth", "100")
 
 
-def test_a_setting_is_named_by_its_keyword_argument() -> None:
-    assert setting("transport", "sglang") == 'transport="sglang"'
-    assert setting("sglang_path") == "sglang_path=..."
-    found_name = SETTING_NAME.search("give sglang_path=... a tree")
-    assert found_name is not None and found_name["name"] == "sglang_path"
-    found = SETTING.search('only used with impl="both"')
-    assert found is not None and (found["name"], found["value"]) == ("impl", "both")
+def test_a_setting_is_a_keyword_argument_to_the_library_and_a_flag_to_the_cli() -> None:
+    assert keyword("transport", "sglang") == 'transport="sglang"'
+    assert keyword("sglang_path") == "sglang_path=..."
+    tried = (Setting("impl", "sglang"), Setting("impl", "both"), Setting("transport", "sglang"))
+    assert library_words(tried) == 'try impl="sglang" or impl="both" or transport="sglang"'
+    assert cli_words(tried) == "try --impl sglang or --impl both or --transport sglang"
+    given_one = (Setting("sglang_path", what="an unpacked tree"), RaiseLimit("max_files", 5))
+    assert library_words(given_one) == (
+        "give sglang_path an unpacked tree; raise it with limits=Limits(max_files=N)"
+    )
+    assert cli_words(given_one) == (
+        "give --sglang-path an unpacked tree; raise it with --limit max_files=N"
+    )
+    assert worded("text", ()) == "text"
 
 
-@pytest.mark.parametrize(
-    "library, command_line",
-    [
-        (
-            "x.pt: the dump nests too deeply (limit max_depth=100 reached)",
-            "x.pt: the dump nests too deeply (limit max_depth=100 reached); raise it with "
-            "--limit max_depth=N",
-        ),
-        (
-            "d: holds more than 5 files (limit max_files reached)",
-            "d: holds more than 5 files (limit max_files reached); raise it with "
-            "--limit max_files=N",
-        ),
-        (
-            'only used with impl="sglang", impl="both" or transport="sglang"',
-            'only used with impl="sglang", impl="both" or transport="sglang"; on the command '
-            "line: --impl sglang, --impl both, --transport sglang",
-        ),
-        (
-            "sglang is not installed; give sglang_path=... an unpacked tree or a wheel",
-            "sglang is not installed; give sglang_path=... an unpacked tree or a wheel; on the "
-            "command line: --sglang-path",
-        ),
-        (
-            'the CUDA path needs device="cuda")',
-            'the CUDA path needs device="cuda"); on the command line: --device cuda',
-        ),
-        # Not the library's words: a path, a longer name, a key from a file, a bare name.
-        (
-            "/opt/sglang_path/x.py, sglang_path.py, my_sglang_path, key=\"v\", 'batch_sizes', impl",
-            "/opt/sglang_path/x.py, sglang_path.py, my_sglang_path, key=\"v\", 'batch_sizes', impl",
-        ),
-    ],
-)
-def test_the_command_line_adds_the_flags_of_settings_and_limits(
-    library: str, command_line: str
+names = st.from_regex(r"[a-z][a-z_]{0,20}", fullmatch=True)
+values = st.text(max_size=30)
+
+
+@given(names, values)
+def test_any_setting_is_said_as_its_flag_on_the_command_line_and_as_a_keyword_in_the_library(
+    name: str, value: str
 ) -> None:
-    assert spelled(library) == command_line
+    cli_text = cli_words([Setting(name, value)])
+    assert cli_text == f"try {flag(name)} {value}"
+    assert flag(name).startswith("--") and "_" not in flag(name)
+    assert library_words([Setting(name, value)]) == f'try {name}="{value}"'
+
+
+@given(names, st.integers(min_value=0, max_value=10**12))
+def test_any_limit_is_raised_with_its_own_name_in_both_front_ends(name: str, value: int) -> None:
+    error = PathError("d", f"too many {limit_note(name, value)}").suggest(RaiseLimit(name, value))
+    assert error.worded(cli_words).endswith(f"; raise it with --limit {name}=N")
+    assert str(error).endswith(f"; raise it with limits=Limits({name}=N)")
+    assert error.bare() == f"d: too many (limit {name}={value} reached)"
+
+
+def test_a_finding_says_its_suggestion_per_front_end_and_keeps_it_as_data_in_json() -> None:
+    item = Finding(
+        "PP402",
+        Severity.ERROR,
+        "add raises; rank 0 never receives it",
+        "x.pt",
+        hint="Make the value a tensor.",
+        suggestions=(Setting("sender", "legacy"),),
+    )
+    assert str(item) == (
+        "PP402 error x.pt: add raises; rank 0 never receives it (fix: Make the value a tensor.; "
+        'try sender="legacy")'
+    )
+    problem = InputProblem(
+        "y.pt", "too big (limit max_depth=3 reached)", (RaiseLimit("max_depth", 3),)
+    )
+    report = Report("replay", findings=[item], problems=[problem])
+    text = render(report, Format.TEXT, words=cli_words)
+    assert "try --sender legacy" in text and 'sender="legacy"' not in text
+    assert "keyword argument" not in text
+    library_text = render(report, Format.TEXT)
+    assert 'try sender="legacy"' in library_text and "--sender" not in library_text
+    for fmt in Format:
+        if fmt is Format.JSON:
+            continue
+        out = render(report, fmt, words=cli_words)
+        assert "--sender legacy" in out, fmt
+        assert 'sender="legacy"' not in out and "sender=&quot;legacy" not in out, fmt
+    document = json.loads(render(report, Format.JSON, words=cli_words))
+    assert document["findings"][0]["suggestions"] == [{"setting": "sender", "value": "legacy"}]
+    assert document["findings"][0]["hint"] == "Make the value a tensor."
+    assert document["problems"][0]["suggestions"] == [{"limit": "max_depth", "value": 3}]
+    assert report.findings[0].suggestions == (Setting("sender", "legacy"),)  # left as it was
+
+
+def test_a_setting_error_line_names_the_flag_and_what_would_work() -> None:
+    from ppaux.errors import SettingError
+
+    error = SettingError("sglang_path", "x", "only used with sglang's code").suggest(
+        Setting("impl", "sglang")
+    )
+    assert setting_line(error) == "--sglang-path x: only used with sglang's code; try --impl sglang"
 
 
 def test_every_flag_the_table_names_is_an_option_of_a_command() -> None:
     helps = "".join(
-        cli(command, "--help").stdout for command in ("replay", "check-observer", "fingerprint")
+        cli(command, "--help").stdout
+        for command in ("replay", "check-observer", "fingerprint", "check-skew", "triage")
     )
     for name in FLAGS:
         assert flag(name) in helps, name
@@ -160,45 +214,33 @@ def test_a_replay_setting_error_names_the_setting_and_the_cli_its_flag() -> None
     with pytest.raises(ReplayConfigError) as caught:
         replay_paths([str(REPO / "fixtures/dumps/clean_output.pt")], ReplayOptions(sglang_path="x"))
     assert (caught.value.option, caught.value.value) == ("sglang_path", "x")
-    assert caught.value.reason == (
-        'only used with impl="sglang", impl="both" or transport="sglang"'
+    assert caught.value.suggestions == (
+        Setting("impl", "sglang"),
+        Setting("impl", "both"),
+        Setting("transport", "sglang"),
     )
+    assert str(caught.value).endswith('; try impl="sglang" or impl="both" or transport="sglang"')
     line = cli("replay", str(REPO / "fixtures/dumps/clean_output.pt"), "--sglang-path", "x").stderr
     assert line == (
-        'ppaux: error: --sglang-path x: only used with impl="sglang", impl="both" or '
-        'transport="sglang"; on the command line: --impl sglang, --impl both, --transport '
-        "sglang\n"
+        "ppaux: error: --sglang-path x: only used with sglang's implementation (alone or beside "
+        "the reference) or with the sglang transport; try --impl sglang or --impl both or "
+        "--transport sglang\n"
     )
 
 
-def test_reports_keep_the_library_text_and_gain_notes_with_the_flags() -> None:
-    from ppaux.report import Finding, InputProblem, Report, Severity
+@pytest.mark.torch
+def test_a_limit_reached_on_the_command_line_is_raised_with_its_flag(tmp_path) -> None:
+    import torch
 
-    quoted = 'torch.zeros(3, device="cuda") failed (limit max_findings_per_code=5 reached)'
-    limit = (
-        "a limit stopped the work (limit max_findings_per_code): raise it with "
-        "--limit max_findings_per_code=N"
-    )
-    settings = (
-        "the settings named above are the library's keyword arguments; on the command line: "
-        "--device cuda"
-    )
-    for command, added in (
-        ("triage", [limit]),  # quotes logs: device="cuda" there is not ppaux's setting
-        ("inspect", [limit]),
-        ("replay", [limit, settings]),
-    ):
-        report = Report(
-            command,
-            findings=[Finding("PP101", Severity.ERROR, quoted, "x.pt")],
-            problems=[InputProblem("y.pt", quoted)],
-            notes=[quoted],
-        )
-        shown = spelled_report(report)
-        assert [item.message for item in shown.findings] == [quoted], command
-        assert [item.message for item in shown.problems] == [quoted], command
-        assert shown.notes == [quoted, *added], command
-        assert report.notes == [quoted]  # the library's report is left as it was
+    dump = tmp_path / "deep.pt"
+    value: object = 1
+    for _ in range(30):
+        value = [value]
+    torch.save({"next_token_ids": torch.zeros(1), "x": value}, dump)
+    result = cli("inspect", str(dump), "--limit", "max_depth=10")
+    assert result.exit_code == 2
+    assert "(limit max_depth=10 reached); raise it with --limit max_depth=N" in result.stderr
+    assert "Limits(" not in result.stderr
 
 
 @pytest.mark.torch

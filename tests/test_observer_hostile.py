@@ -365,7 +365,7 @@ def test_impl_sglang_without_sglang_names_the_way_out():
     assert result.exit_code == 2
     assert result.stderr == (
         "ppaux: error: --impl sglang: sglang is not installed in this Python environment; give "
-        "sglang_path=... an unpacked tree or a wheel; on the command line: --sglang-path\n"
+        "--sglang-path an unpacked tree or a wheel\n"
     )
 
 

@@ -320,9 +320,9 @@ def test_auto_device_falls_back_to_cpu_without_cuda():
         (["--device", "tpu"], "--device tpu: not a device; use cpu, cuda, cuda:N or auto"),
         (
             ["--sglang-path", "/nonexistent/sglang"],
-            '--sglang-path /nonexistent/sglang: only used with impl="sglang", impl="both" '
-            'or transport="sglang"; on the command line: --impl sglang, --impl both, '
-            "--transport sglang",
+            "--sglang-path /nonexistent/sglang: only used with sglang's implementation (alone "
+            "or beside the reference) or with the sglang transport; try --impl sglang or "
+            "--impl both or --transport sglang",
         ),
         (
             ["--impl", "both", "--sglang-path", "/nonexistent/sglang"],

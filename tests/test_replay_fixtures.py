@@ -15,6 +15,7 @@ import pytest
 from helpers import REPO
 
 from ppaux.dump import inspect_paths
+from ppaux.errors import Setting
 from ppaux.replay import ReplayOptions, Sender, Transport, replay_paths
 
 # Every replay here makes real tensors.
@@ -284,16 +285,18 @@ def test_capture_records_are_compared(monkeypatch):
         refused, not_reproduced = again.findings
         assert refused.message == (
             "a validating sender refuses this auxiliary output: add raises RuntimeError: "
-            "auxiliary PP output 'scores' is not a tensor; rank 0 never receives it (sender="
-            '"legacy" replays a sender that does not check)'
+            "auxiliary PP output 'scores' is not a tensor; rank 0 never receives it (the legacy "
+            "sender, which does not check, shows what rank 0 would receive)"
         )
+        assert refused.suggestions == (Setting("sender", "legacy"),)
         assert not_reproduced.message == (
             "the capture recorded RuntimeError: received a non-tensor auxiliary PP output in "
             f"pop_auxiliary_output_from_pp_tensors; this replay (sender validating, transport "
             f"{transport.value}) ends with RuntimeError: auxiliary PP output 'scores' is not a "
             "tensor at add; the recorded error happened on rank 0, so the sender did not "
-            'validate: replay with sender="legacy"'
+            "validate: replay with the legacy sender"
         )
+        assert not_reproduced.suggestions == (Setting("sender", "legacy"),)
     legacy = replay_paths(
         ["fixtures/dumps/capture_pop_error.pt"], ReplayOptions(sender=Sender.LEGACY)
     )

@@ -275,7 +275,7 @@ def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
             for _ in walk(dump.root, limits, shown(path, None)):
                 pass  # a hostile structure fails here, as one clear error
         except DumpError as exc:
-            report.problems.append(InputProblem(shown(exc.path, None), exc.reason))
+            report.problems.append(InputProblem.of(exc, shown(exc.path, None)))
             continue
         dumps.append(dump)
     if report.problems:
@@ -283,7 +283,7 @@ def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
     try:
         return diff_dumps(dumps[0], dumps[1], limits)
     except DumpError as exc:  # a limit met while finding the tensor dicts (max_payloads, ...)
-        report.problems.append(InputProblem(shown(exc.path, None), exc.reason))
+        report.problems.append(InputProblem.of(exc, shown(exc.path, None)))
         return report
     except RecursionError:  # nested within max_depth, deeper than the comparison can go
         deeper = a if _nesting(dumps[0].root) >= _nesting(dumps[1].root) else b

@@ -49,7 +49,7 @@ def collect_dumps(
     """Expand directories (recursively, links not followed) into dump files, in sorted order;
     an empty directory, or more than ``limits.max_files`` dumps, is an input problem."""
     files, problems = collect_files(paths, DUMP_SUFFIXES, limits.max_files, "dumps")
-    return files, [InputProblem(problem.path, problem.reason) for problem in problems]
+    return files, [InputProblem.of(problem) for problem in problems]
 
 
 def collect_inputs(

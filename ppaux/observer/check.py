@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ppaux.errors import PpauxError, SettingError, setting
+from ppaux.errors import PpauxError, Setting, SettingError
 from ppaux.observer.judge import Ending, Judge
 from ppaux.observer.paths import Machinery
 from ppaux.observer.standins import (
@@ -149,11 +149,11 @@ def machinery(
             # The path given is at fault: name it, as replay does.
             raise ObserverConfigError("sglang_path", str(where), reason) from None
         way_out = (
-            f"; give {setting('sglang_path')} an unpacked tree or a wheel"
+            (Setting("sglang_path", what="an unpacked tree or a wheel"),)
             if options.sglang_path is None
-            else ""
+            else ()
         )
-        raise ObserverConfigError("impl", impl, f"sglang is {reason}{way_out}") from None
+        raise ObserverConfigError("impl", impl, f"sglang is {reason}").suggest(*way_out) from None
     try:
         wire = given_wire or open_wire(
             transport,
@@ -163,7 +163,9 @@ def machinery(
             implementations={impl: module},
         )
     except WireSetupError as exc:
-        raise ObserverConfigError("transport", transport, str(exc)) from None
+        raise ObserverConfigError("transport", transport, exc.bare()).suggest(
+            *exc.suggestions
+        ) from None
     sglang_parts = transport == "sglang"
     starting = _start_receiver(wire) if given_wire is None else None
     try:
@@ -348,7 +350,7 @@ def check_observer(
         if event == "config_error":
             raise ObserverConfigError(
                 str(stop.get("option")), str(stop.get("value")), str(stop.get("reason"))
-            )
+            ).suggest(*_settings(stop.get("settings")))
         if event == "failed":
             raise ObserverConfigError("target", target, str(stop.get("text")))
         if event == "target_exit":
@@ -446,3 +448,13 @@ def observer_report(
     """The check of an observer object (instance, class or factory) in hand."""
     name = getattr(observer, "__qualname__", None) or type(observer).__qualname__
     return check_loaded(observer_from(observer, name), options, outputs)
+
+
+def _settings(sent: object) -> list[Setting]:
+    """The settings a child's setting error suggested, from its record (strings only, a few)."""
+    if not isinstance(sent, list):
+        return []
+    return [
+        Setting(str(name)[:100], None if value is None else str(value)[:200], str(what)[:200])
+        for name, value, what in (s for s in sent[:8] if isinstance(s, list) and len(s) == 3)
+    ]

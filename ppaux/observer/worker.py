@@ -57,7 +57,7 @@ def main(argv: list[str]) -> int:
     import ppaux.observer.check as check
     import ppaux.observer.runner as runner
     import ppaux.observer.target as target_module
-    from ppaux.errors import PpauxError
+    from ppaux.errors import PpauxError, Setting
 
     settings = dict(request["options"])
     settings["batch_sizes"] = tuple(settings["batch_sizes"])
@@ -86,6 +86,10 @@ def main(argv: list[str]) -> int:
                 "option": exc.option,
                 "value": exc.value,
                 "reason": exc.reason,
+                # What would work, as data: (name, value, what) of each setting to give.
+                "settings": [
+                    [s.name, s.value, s.what] for s in exc.suggestions if isinstance(s, Setting)
+                ],
             }
         )
     except PpauxError as exc:

@@ -21,7 +21,6 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ppaux.errors import setting
 from ppaux.replay.wire import (
     TensorMetadata,
     WireError,
@@ -89,7 +88,7 @@ class Channel:
                 "sender",
                 "RuntimeError",
                 f"no device group for a {tensor.device} "
-                f"tensor (ppaux: the CUDA path needs {setting('device', 'cuda')})",
+                "tensor (ppaux moves CUDA tensors only when it replays on the CUDA device)",
             )
         return self.device_group
 

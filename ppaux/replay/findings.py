@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppaux.errors import setting
+from ppaux.errors import Setting
 from ppaux.replay.options import ReplayOptions
 from ppaux.replay.results import DumpResult, PayloadResult, Recorded, RunResult
 from ppaux.replay.vocabulary import Sender, Transport
@@ -47,10 +47,11 @@ def _stage_finding(
             "PP402",
             path,
             f"a validating sender refuses this auxiliary output: add raises "
-            f"{error}; rank 0 never receives it ({setting('sender', Sender.LEGACY.value)} "
-            "replays a sender that does not check)",
+            f"{error}; rank 0 never receives it (the legacy sender, which does not check, "
+            "shows what rank 0 would receive)",
             where,
             sglang_error=primary.error,
+            suggestions=(Setting("sender", Sender.LEGACY.value),),
         )
     if stage == "wire":
         failure = primary.failure
@@ -144,11 +145,13 @@ def not_reproduced(
         else "no error"
     )
     hint = ""
+    suggestions: tuple[Setting, ...] = ()
     if result.stage == "add" and recorded.function == "pop_auxiliary_output_from_pp_tensors":
         hint = (
             "; the recorded error happened on rank 0, so the sender did not validate: replay "
-            f"with {setting('sender', Sender.LEGACY.value)}"
+            "with the legacy sender"
         )
+        suggestions = (Setting("sender", Sender.LEGACY.value),)
     return finding(
         "PP408",
         path,
@@ -156,4 +159,5 @@ def not_reproduced(
         f"replay (sender {options.sender.value}, transport {options.transport.value}) "
         f"ends with {now}{hint}",
         None,
+        suggestions=suggestions,
     )

@@ -87,7 +87,7 @@ def replay_paths(
             except NothingToReplay as exc:
                 report.findings += exc.findings  # judged as inspect judges it
             except DumpError as exc:
-                report.problems.append(InputProblem(exc.path, exc.reason))
+                report.problems.append(InputProblem.of(exc))
             except RecursionError:  # nested within max_depth, deeper than rebuilding can go
                 error = nested_past_recursion(path, options.limits.max_depth, "rebuild and replay")
                 report.problems.append(InputProblem(error.path, error.reason))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ppaux.errors import setting
+from ppaux.errors import Setting
 from ppaux.replay.options import ReplayConfigError, ReplayOptions
 from ppaux.replay.vocabulary import Impl, Transport
 
@@ -57,8 +57,12 @@ def prepare(options: ReplayOptions) -> Setup:
         raise ReplayConfigError(
             "sglang_path",
             options.sglang_path,
-            f"only used with {setting('impl', Impl.SGLANG.value)}, "
-            f"{setting('impl', Impl.BOTH.value)} or {setting('transport', Transport.SGLANG.value)}",
+            "only used with sglang's implementation (alone or beside the reference) or with "
+            "the sglang transport",
+        ).suggest(
+            Setting("impl", Impl.SGLANG.value),
+            Setting("impl", Impl.BOTH.value),
+            Setting("transport", Transport.SGLANG.value),
         )
     try:
         device = resolve_device(options.device)
@@ -77,11 +81,8 @@ def prepare(options: ReplayOptions) -> Setup:
         except SglangNotFound as exc:
             if options.sglang_path is not None:
                 raise ReplayConfigError("sglang_path", options.sglang_path, exc.reason) from None
-            raise ReplayConfigError(
-                "impl",
-                options.impl.value,
-                f"sglang is {exc.reason}; give {setting('sglang_path')} an unpacked tree or a "
-                "wheel",
+            raise ReplayConfigError("impl", options.impl.value, f"sglang is {exc.reason}").suggest(
+                Setting("sglang_path", what="an unpacked tree or a wheel")
             ) from None
         source = module.__ppaux_source__
         impls["sglang"] = module
@@ -101,7 +102,9 @@ def prepare(options: ReplayOptions) -> Setup:
             implementations=impls,
         )
     except WireSetupError as exc:
-        raise ReplayConfigError("transport", options.transport.value, str(exc)) from None
+        raise ReplayConfigError("transport", options.transport.value, exc.bare()).suggest(
+            *exc.suggestions
+        ) from None
     return Setup(options, device, impls, info, wire)
 
 

@@ -33,7 +33,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ppaux.errors import setting
+from ppaux.errors import Setting, Suggestion
 from ppaux.replay.distributed import DistributedWire, WireSetupError
 from ppaux.replay.receiver import Receive, serve
 from ppaux.replay.wire import WireError, WireStats
@@ -53,8 +53,8 @@ def _put_on_path(sglang_path: str | None) -> None:
         return
     if not os.path.isdir(sglang_path):
         raise WireSetupError(
-            f"{sglang_path}: not a directory ({setting('transport', 'sglang')} needs an "
-            "unpacked sglang tree whose imports resolve)"
+            f"{sglang_path}: not a directory (the sglang transport needs an unpacked sglang "
+            "tree whose imports resolve)"
         )
     path = os.path.abspath(sglang_path)
     if path not in sys.path:
@@ -75,7 +75,7 @@ def import_runtime(sglang_path: str | None) -> Any:
 
             module = importlib.import_module(RUNTIME_MODULE)
     except Exception as exc:  # any failure of sglang's import chain is reported, not raised
-        raise WireSetupError(_import_failure(exc)) from None
+        raise WireSetupError(_import_failure(exc)).suggest(*_way_out(exc)) from None
     if not hasattr(module, "GroupCoordinator"):
         raise WireSetupError(f"{module.__file__}: has no GroupCoordinator")
     return module
@@ -94,18 +94,22 @@ def _import_failure(exc: BaseException) -> str:
         if "importlib" not in f.filename and "<frozen" not in f.filename and f.filename != __file__
     ]
     where = f" (at {inside[-1].filename}:{inside[-1].lineno})" if inside else ""
-    return f"sglang's runtime ({RUNTIME_MODULE}) cannot be imported: {message}{where}{_hint(exc)}"
+    missing = "" if _way_out(exc) else "; install the packages the tree imports"
+    return f"sglang's runtime ({RUNTIME_MODULE}) cannot be imported: {message}{where}{missing}"
 
 
-def _hint(exc: BaseException) -> str:
-    """Where to get what is missing: an sglang tree, or the packages a tree imports."""
+def _way_out(exc: BaseException) -> tuple[Suggestion, ...]:
+    """Where to get what is missing, when it is sglang itself: an unpacked tree to give."""
     missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
     if missing is not None and (missing == "sglang" or missing.startswith("sglang.")):
         return (
-            f"; give {setting('sglang_path')} an unpacked sglang release wheel (unzip "
-            "sglang-X.whl -d DIR) whose own imports resolve: docs/sglang-runtime.md"
+            Setting(
+                "sglang_path",
+                what="an unpacked sglang release wheel (unzip sglang-X.whl -d DIR) whose own "
+                "imports resolve",
+            ),
         )
-    return "; install the packages the tree imports (docs/sglang-runtime.md lists them)"
+    return ()
 
 
 def _coordinator(runtime: Any, rank: int, backend: str) -> Any:
@@ -128,7 +132,7 @@ def _join_world(store: Any, rank: int, timeout: datetime.timedelta) -> None:
     if dist.is_initialized():
         raise WireSetupError(
             "a torch.distributed default group already exists in this "
-            f"process; {setting('transport', 'sglang')} needs its own"
+            "process; the sglang transport needs its own"
         )
     dist.init_process_group(
         "gloo", store=dist.PrefixStore("world", store), rank=rank, world_size=2, timeout=timeout

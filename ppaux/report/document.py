@@ -12,7 +12,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from ppaux.report.findings import Finding, Severity
+from ppaux.errors import PathError, Suggestion, Wording, library_words, worded
+from ppaux.report.findings import Finding, Severity, suggestion_json
 
 __all__ = [
     "REPORT_SCHEMA",
@@ -49,13 +50,27 @@ class InputProblem:
 
     path: str
     message: str
+    #: What would get past it, as data (see :attr:`Finding.suggestions`).
+    suggestions: tuple[Suggestion, ...] = ()
+
+    @classmethod
+    def of(cls, error: PathError, path: str | None = None) -> InputProblem:
+        """The problem ``error`` reports (its path, or ``path`` where given), suggestions kept."""
+        return cls(error.path if path is None else path, error.reason, error.suggestions)
+
+    def worded(self, words: Wording = library_words) -> str:
+        """'<path>: <message>', then the suggestions as ``words`` says them."""
+        return worded(f"{self.path}: {self.message}", self.suggestions, words)
 
     def to_json(self) -> dict[str, Any]:
         """The problem as the report schema's JSON object."""
-        return {"path": self.path, "message": self.message}
+        out: dict[str, Any] = {"path": self.path, "message": self.message}
+        if self.suggestions:
+            out["suggestions"] = [suggestion_json(s) for s in self.suggestions]
+        return out
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
+        return self.worded()
 
 
 @dataclass(frozen=True)

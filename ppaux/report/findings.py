@@ -10,9 +10,16 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from ppaux.errors import limit_note
+from ppaux.errors import RaiseLimit, Setting, Suggestion, Wording, library_words, limit_note, worded
 
-__all__ = ["Finding", "Rule", "Severity", "cap_per_code", "omitted_count"]
+__all__ = [
+    "Finding",
+    "Rule",
+    "Severity",
+    "cap_per_code",
+    "omitted_count",
+    "suggestion_json",
+]
 
 
 class Severity(str, enum.Enum):
@@ -62,6 +69,21 @@ class Finding:
     #: Where in source code the problem was made, when that is known: ``{"file": str,
     #: "line": int, "function": str}`` (a capture's culprit). Formats that annotate code use it.
     location: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    #: What would get past the problem, as data (a setting to give, a limit to raise); each
+    #: front end words them (:meth:`worded`): the library as keyword arguments, the command
+    #: line as flags. The message itself never names them.
+    suggestions: tuple[Suggestion, ...] = field(default=(), compare=False, hash=False)
+
+    def worded(self, words: Wording = library_words) -> str:
+        """The fix text followed by the suggestions as ``words`` says them."""
+        return worded(self.hint, self.suggestions, words)
+
+    def __str__(self) -> str:
+        where = self.path if self.key is None else f"{self.path} [{self.key}]"
+        fix = self.worded()
+        return f"{self.code} {self.severity.value} {where}: {self.message}" + (
+            f" (fix: {fix})" if fix else ""
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The finding as the report schema's JSON object."""
@@ -78,7 +100,20 @@ class Finding:
             out["extra"] = self.extra
         if self.location is not None:
             out["location"] = self.location
+        if self.suggestions:
+            out["suggestions"] = [suggestion_json(s) for s in self.suggestions]
         return out
+
+
+def suggestion_json(suggestion: Suggestion) -> dict[str, Any]:
+    """A suggestion as the report schema's JSON object: ``{"setting": NAME, "value": V}`` (V
+    null where the user chooses, with ``what`` describing it) or ``{"limit": NAME, "value": N}``."""
+    if isinstance(suggestion, Setting):
+        out: dict[str, Any] = {"setting": suggestion.name, "value": suggestion.value}
+        if suggestion.what:
+            out["what"] = suggestion.what
+        return out
+    return {"limit": suggestion.name, "value": suggestion.value}
 
 
 def cap_per_code(findings: list[Finding], per_code: int, limit_name: str) -> list[Finding]:
@@ -129,6 +164,7 @@ def cap_per_code(findings: list[Finding], per_code: int, limit_name: str) -> lis
                 sglang_error=item.sglang_error,
                 hint=item.hint,
                 extra={"omitted": omitted},
+                suggestions=(RaiseLimit(limit_name, per_code),),
             )
         )
     return kept

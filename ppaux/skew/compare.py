@@ -21,7 +21,6 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from ppaux.errors import setting
 from ppaux.limits import Limits
 from ppaux.report import Finding, Report, Severity, cap_per_code, finding
 from ppaux.skew.fingerprint import Fingerprint
@@ -520,9 +519,9 @@ def _roles_note(stages: Sequence[Stage]) -> str:
     known = [s for s in stages if s.role is not None]
     if not known:
         return (
-            f"roles unknown (take fingerprints with {setting('pp_rank')} and "
-            f"{setting('pp_size')} to say which stage is first and last): every stage was "
-            "checked as a sender and as a receiver"
+            "roles unknown (a fingerprint taken with its stage's rank and the pipeline's size "
+            "says which stage is first and last): every stage was checked as a sender and as a "
+            "receiver"
         )
     firsts = [s.label for s in known if s.role in ("first", "only")]
     lasts = [s.label for s in known if s.role in ("last", "only")]

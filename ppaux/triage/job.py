@@ -657,7 +657,7 @@ def triage_paths(
     report = Report("triage")
     given = list(paths)
     files, unusable = expand_paths([p for p in given if p not in streams])
-    report.problems += [InputProblem(p.path, p.reason) for p in unusable]
+    report.problems += [InputProblem.of(p) for p in unusable]
     sources = [LogSource(p, streams[p]) for p in given if p in streams]
     sources += [LogSource(p) for p in _once(files)]
     readings: list[LogReading] = []
@@ -668,7 +668,7 @@ def triage_paths(
         except LogOpenError as exc:
             named = exc.path in given  # by the user, not found in a directory
             hint = stdin_hint(exc.path, "ppaux triage - < server.log") if named else ""
-            report.problems.append(InputProblem(exc.path, exc.reason + hint))
+            report.problems.append(InputProblem(exc.path, exc.reason + hint, exc.suggestions))
             continue
         order += 1_000_000_000
         if reading.empty and source.name in given:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
-from ppaux.errors import SettingError, setting
+from ppaux.errors import SettingError, keyword
 
 __all__ = ["LocalZone", "TriageConfigError", "local_zone"]
 
@@ -24,7 +24,7 @@ class TriageConfigError(SettingError):
     '<option>="<value>": <reason>'. A front end spells ``option`` its own way."""
 
     def __init__(self, option: str, value: str, reason: str) -> None:
-        super().__init__(option, value, reason, f"{setting(option, value)}: {reason}")
+        super().__init__(option, value, reason, f"{keyword(option, value)}: {reason}")
 
 
 @dataclass(frozen=True)

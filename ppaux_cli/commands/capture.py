@@ -38,7 +38,7 @@ def status(directory: DirOption = None, *, options: ReportOptions) -> None:
     try:
         report = status_report(directory)
     except CaptureDirError as exc:
-        fail(str(exc))
+        fail(exc)
     emit(report, options)
 
 
@@ -54,5 +54,5 @@ def list_captures(directory: DirOption = None, *, options: ReportOptions) -> Non
     try:
         report = list_report(where)
     except CaptureDirError as exc:
-        fail(str(exc))
+        fail(exc)
     emit(report, options)

@@ -15,10 +15,10 @@ import typer
 from ppaux.replay import Impl, Sender, Transport
 from ppaux_cli.choices import choice_option
 from ppaux_cli.exits import fail
-from ppaux_cli.flags import setting_line
 from ppaux_cli.output import emit
 from ppaux_cli.output_paths import check_output_path
 from ppaux_cli.report_options import ReportOptions, report_options
+from ppaux_cli.wording import setting_line
 
 __all__ = ["check_observer"]
 
@@ -151,7 +151,7 @@ def check_observer(
     try:
         require_torch("ppaux check-observer")
     except TorchMissingError as exc:
-        fail(str(exc))
+        fail(exc)
     settings = ObserverOptions(
         transport=transport.value,
         impl=impl.value,

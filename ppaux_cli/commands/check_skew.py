@@ -12,6 +12,7 @@ from ppaux_cli.exits import fail
 from ppaux_cli.options import check_stage_options
 from ppaux_cli.output import emit, resolve_gate
 from ppaux_cli.report_options import ReportOptions, report_options_reading
+from ppaux_cli.wording import flag
 
 if TYPE_CHECKING:
     from ppaux.skew import Fingerprint
@@ -19,12 +20,6 @@ if TYPE_CHECKING:
 __all__ = ["DistributedCheck", "check_skew"]
 
 #: The flag of each option of ppaux.skew.connect that its errors name.
-_FLAGS = {
-    "init_method": "--init-method",
-    "rank": "--rank",
-    "world_size": "--world-size",
-    "timeout": "--timeout",
-}
 
 
 @dataclass(frozen=True)
@@ -118,7 +113,7 @@ def check_skew(
         try:
             golden = load(baseline)
         except FingerprintError as exc:
-            fail(str(exc))
+            fail(exc)
     if distributed:
         if paths:
             fail("give fingerprint files or --distributed, not both")
@@ -162,7 +157,7 @@ def _distributed(check: DistributedCheck, options: ReportOptions) -> None:
     try:
         require_torch("ppaux check-skew --distributed")
     except TorchMissingError as exc:
-        fail(str(exc))
+        fail(exc)
     check_stage_options(None, check.pp_size)
     # Settle the gate before joining: a bad --config must not leave the other ranks waiting.
     resolve_gate(
@@ -186,9 +181,9 @@ def _distributed(check: DistributedCheck, options: ReportOptions) -> None:
             world_size=check.world_size,
         )
     except SetupError as exc:
-        fail(exc.spelled(_FLAGS))
+        fail(exc.spelled({option: flag(option) for option in exc.options}))
     except GatherError as exc:
-        fail(str(exc), code=1)
+        fail(exc, code=1)
     local = local.placed(
         rank=session.rank,
         world_size=session.world_size,
@@ -202,7 +197,7 @@ def _distributed(check: DistributedCheck, options: ReportOptions) -> None:
             leave_on_sigterm(code)
             leave(code)
     except GatherError as exc:
-        fail(str(exc), code=1)
+        fail(exc, code=1)
     report = compare_stages(
         gathered.fingerprints, gathered.paths, baseline=check.baseline, missing=gathered.missing
     )

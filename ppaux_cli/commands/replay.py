@@ -11,10 +11,10 @@ import typer
 from ppaux.replay import Impl, Sender, Transport
 from ppaux_cli.choices import choice_option
 from ppaux_cli.exits import fail
-from ppaux_cli.flags import setting_line
 from ppaux_cli.options import LimitOption, limits_from
 from ppaux_cli.output import STDIO, emit
 from ppaux_cli.report_options import ReportOptions, report_options
+from ppaux_cli.wording import setting_line
 
 __all__ = ["replay"]
 
@@ -113,7 +113,7 @@ def replay(
     try:
         require_torch("ppaux replay")
     except TorchMissingError as exc:
-        fail(str(exc))
+        fail(exc)
     limits = limits_from(limit, REPLAY_LIMITS)
     if STDIO in paths:
         fail("-: replay reads tensors back from the file, so it cannot read stdin; give a path")

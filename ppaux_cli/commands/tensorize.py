@@ -75,7 +75,7 @@ def tensorize(
     except OutputPathError as exc:
         fail(f"--output {exc}")
     except PpauxError as exc:
-        fail(str(exc))
+        fail(exc)
     if result.nothing_to_convert:
         # Not a failure: the file is already what tensorize would write.
         where = "stdout" if to_stdout else output

@@ -9,10 +9,10 @@ import typer
 
 from ppaux.triage import LOG_SUFFIXES
 from ppaux_cli.exits import fail
-from ppaux_cli.flags import setting_line
 from ppaux_cli.output import STDIO, emit
 from ppaux_cli.output_paths import refuse_stdin_copy, stdin_reader
 from ppaux_cli.report_options import ReportOptions, report_options_reading
+from ppaux_cli.wording import setting_line
 
 __all__ = ["STDIN_NAME", "triage"]
 
@@ -67,5 +67,5 @@ def triage(
 
         for problem in report.problems[:-1]:
             sys.stderr.write(f"ppaux: error: {shown(str(problem), None)}\n")
-        fail(str(report.problems[-1]))
+        fail(report.problems[-1])
     emit(report, options)

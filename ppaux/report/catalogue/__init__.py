@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppaux.errors import PpauxError
+from ppaux.errors import PpauxError, Suggestion
 from ppaux.report.findings import Finding, Rule, Severity
 
 from . import capture, diff, dump, observer, replay, security, skew, triage
@@ -62,6 +62,7 @@ def finding(
     sglang_error: str | None = None,
     extra: dict[str, Any] | None = None,
     location: dict[str, Any] | None = None,
+    suggestions: tuple[Suggestion, ...] = (),
 ) -> Finding:
     """Build a finding for ``code``; severity, predicted error and hint come from the rule."""
     rule = RULES[code]
@@ -75,4 +76,5 @@ def finding(
         hint=rule.fix,
         extra=extra or {},
         location=location,
+        suggestions=suggestions,
     )

@@ -9,9 +9,11 @@ character, bidi mark or lone surrogate, whatever a command put in its report.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 
-from ppaux.report.document import FailOn, Report
+from ppaux.errors import Wording, library_words, worded
+from ppaux.report.document import FailOn, InputProblem, Report
 
 __all__ = ["Format", "render"]
 
@@ -44,15 +46,20 @@ def render(
     color: bool = False,
     width: int = 100,
     fail_on: FailOn = FailOn.ERROR,
+    words: Wording = library_words,
 ) -> str:
     """Render ``report`` in ``fmt``.
 
     ``color`` and ``width`` matter only to the text format; ``fail_on`` to JUnit, where a
     finding at or above it fails its test case and one below it is printed as test output, and
-    to Markdown and HTML, which state the verdict.
+    to Markdown and HTML, which state the verdict. ``words`` says the suggestions of findings and
+    problems (a setting to give, a limit to raise) in the words of the front end that shows the
+    report (the library's keyword arguments by default); JSON keeps them as data.
     """
     from ppaux.report.formats.shown import shown_report
 
+    if fmt != Format.JSON:
+        report = _worded(report, words)
     # Every string is shown escaped, whatever the command and wherever it came from.
     report = shown_report(report)
     if fmt == Format.JSON:
@@ -86,3 +93,17 @@ def render(
     from ppaux.report.formats import text
 
     return text.render(report, color=color, width=width)
+
+
+def _worded(report: Report, words: Wording) -> Report:
+    """``report`` with each suggestion said by ``words``: after a finding's fix text, after a
+    problem's message."""
+    return dataclasses.replace(
+        report,
+        findings=[
+            dataclasses.replace(f, hint=f.worded(words), suggestions=()) for f in report.findings
+        ],
+        problems=[
+            InputProblem(p.path, worded(p.message, p.suggestions, words)) for p in report.problems
+        ],
+    )

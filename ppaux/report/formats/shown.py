@@ -118,7 +118,8 @@ def shown_report(report: Report) -> Report:
         command=shown(report.command, None),
         findings=[_finding(f) for f in report.findings],
         problems=[
-            InputProblem(shown(p.path, None), shown(p.message, None)) for p in report.problems
+            InputProblem(shown(p.path, None), shown(p.message, None), p.suggestions)
+            for p in report.problems
         ],
         data=shown_value(report.data),
         tables=[_table(t) for t in report.tables],
