@@ -111,6 +111,25 @@ def test_a_dump_and_its_copy_do_not_differ(tmp_path):
     )
 
 
+def test_a_dump_rank_0_refuses_compared_with_itself_is_equally_broken_not_fine(tmp_path):
+    copy = tmp_path / "copy.pt"
+    shutil.copy(DUMPS / "aux_list.pt", copy)
+    done = ppaux("diff", str(DUMPS / "aux_list.pt"), str(copy), "--format", "json")
+    assert done.exit_code == 1
+    document = json.loads(done.stdout)
+    [compared] = document["diff"]["dicts"]
+    assert {e["status"] for e in compared["entries"]} == {"same"}
+    assert [(f["code"], f["severity"], f["sglang_error"]) for f in document["findings"]] == [
+        ("PP610", "error", NON_TENSOR)
+    ]
+    assert document["findings"][0]["message"] == f"A and B: pop raises RuntimeError: {NON_TENSOR}"
+    # Where only one side fails, that is PP606, not PP610.
+    one = ppaux(
+        "diff", str(DUMPS / "aux_list.pt"), str(DUMPS / "clean_output.pt"), "--format", "json"
+    )
+    assert "PP610" not in one.stdout and "PP606" in one.stdout
+
+
 def test_device_changes_are_errors_on_aux_entries_and_info_elsewhere():
     done = ppaux(
         "diff", str(DUMPS / "clean_output.pt"), str(DUMPS / "cuda1_output.pt"), "--format", "json"

@@ -154,7 +154,7 @@ EXPECTED = {
     "corrupt/text_file.pt": same(
         problem(
             "not a torch.save zip or a pickle file (malformed pickle at byte 0: unknown opcode "
-            "b'n')"
+            "b'n'); it is text: if it is a server log, triage reads it (ppaux triage FILE)"
         )
     ),
     "corrupt/no_datapkl.pt": same(

@@ -640,7 +640,16 @@ def _pop(
     if left.role == "output":
         return None
     outcomes = [predict_pop(left.mapping), predict_pop(right.mapping)]
-    if outcomes[0] != outcomes[1]:
+    if outcomes[0] == outcomes[1] and outcomes[0]["outcome"] == "error":
+        report.findings.append(
+            finding(
+                "PP610",
+                sides[1].name,
+                f"A and B: pop raises {outcomes[0]['error_type']}: {outcomes[0]['error']}",
+                sglang_error=outcomes[0]["error"],
+            )
+        )
+    elif outcomes[0] != outcomes[1]:
 
         def said(o: dict[str, Any]) -> str:
             if o["outcome"] == "error":

@@ -223,7 +223,9 @@ def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:
         raise
     except DumpError as exc:
         if machine.items == 0 or machine._op_pos == 0:
-            raise DumpError(path, f"not a torch.save zip or a pickle file ({exc.reason})") from None
+            raise DumpError(
+                path, f"not a torch.save zip or a pickle file ({exc.reason}){_text_hint(data)}"
+            ) from None
         raise
     if root == LEGACY_MAGIC:
         raise DumpError(
@@ -633,3 +635,18 @@ def _read_record(
             path, "max_pickle_bytes", limits.max_pickle_bytes, f"{name} inflates past the limit"
         )
     return data
+
+
+def _text_hint(data: bytes) -> str:
+    """'; it is text: a log is read by triage' when ``data`` begins as lines of text (UTF-8,
+    printable): the usual mistake is a server log given to the dump reader."""
+    head = data[:4096]
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as exc:  # a multi-byte character cut at the end is still text
+        if exc.start < len(head) - 4:
+            return ""
+        text = head[: exc.start].decode("utf-8")
+    if not text.strip() or not all(c.isprintable() or c in "\t\r\n" for c in text):
+        return ""
+    return "; it is text: if it is a server log, triage reads it (ppaux triage FILE)"

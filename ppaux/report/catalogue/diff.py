@@ -180,4 +180,24 @@ RULES = (
         example="capture metadata differs in exception_type, exception_message",
         area="diff",
     ),
+    Rule(
+        code="PP610",
+        name="diff-pop-both-fail",
+        severity=Severity.ERROR,
+        summary="Pop on rank 0 fails on both dumps, with the same error.",
+        explanation=(
+            "Each dict is run through the prediction of pop_auxiliary_output_from_pp_tensors "
+            "that 'ppaux inspect' makes (sglang 0.5.19 - 0.5.23, PP-capable observer), and both "
+            "sides raise the same error. The entries may all be the same, but 'same' here means "
+            "equally broken: rank 0 would refuse either dump."
+        ),
+        causes=(
+            "Two captures of the same failure, or a dump compared with itself.",
+            "A rewrite that did not convert the entry at fault.",
+        ),
+        fix="Fix either side as 'ppaux inspect' says (it names the entry at fault); 'ppaux "
+        "tensorize' converts what can be converted.",
+        example=f"A and B: pop raises RuntimeError: {POP_NON_TENSOR.text}",
+        area="diff",
+    ),
 )

@@ -44,8 +44,8 @@ RULES = (
             "The stages run different sglang builds.",
         ),
         fix=(
-            "Follow the next steps the report lists: for the last stage's add, 'ppaux "
-            "check-observer' on the observer; capture the failing message (PPAUX_CAPTURE_DIR in "
+            "When the last stage's add raised it, run 'ppaux check-observer' on its sampling "
+            "observer. In every case, capture the failing message (PPAUX_CAPTURE_DIR in "
             "sglang's environment, PPAUX_CAPTURE_STRICT=1 on the last stage), then 'ppaux "
             "capture list', 'ppaux inspect' and 'ppaux replay' on what it writes, and 'ppaux "
             "check-skew' across the stages."
@@ -81,10 +81,12 @@ RULES = (
             "Stages that disagree on the PP output message (a KeyError on a logprob key).",
         ),
         fix=(
-            "Read the traceback at the line given and follow the next steps the report lists "
-            "for its kind (NCCL variables and what to collect, the memory server arguments, "
-            "what to report upstream); run 'ppaux check-skew' across the stages when the error "
-            "comes from the PP path."
+            "Read the traceback at the line given, then act on its kind (extra.kind): for "
+            "communication, set NCCL_DEBUG=INFO and collect every rank's log; for memory, lower "
+            "--mem-fraction-static or --max-running-requests; for shape-kernel, report the model, "
+            "the sglang release and the server arguments upstream; run 'ppaux check-skew' across "
+            "the stages when the error comes from the PP path. ppaux triage's text and Markdown "
+            "reports list these steps as commands."
         ),
         example=(
             "PP0 TP0 failed first at 2026-12-03 14:22:07 (local time of the host, zone unknown) "
@@ -146,9 +148,9 @@ RULES = (
         ),
         fix=(
             "Read the named function first. When it is a sampling observer's from_pp_tensors or "
-            "to_pp_tensors, 'ppaux check-observer FILE:Class' runs the observer as sglang does "
-            "(the next steps name the file); when the root is an auxiliary-output error, the "
-            "capture the next steps turn on shows what the function wrote."
+            "to_pp_tensors, 'ppaux check-observer FILE:Class' (the file this finding names) runs "
+            "the observer as sglang does; when the root is an auxiliary-output error, a capture "
+            "(PPAUX_CAPTURE_DIR in sglang's environment) shows what the function wrote."
         ),
         example="/app/plugins/scores.py:42 in _pp_prepare_tensor_dict",
         area="triage",

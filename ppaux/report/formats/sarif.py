@@ -1,7 +1,7 @@
 """SARIF 2.1.0, as GitHub code scanning and other SARIF viewers read it.
 
-One run per report. The driver lists every catalogue rule (id, name, descriptions, help in text
-and Markdown, default level, tags); each finding is a result pointing at its file, stage or
+One run per report. The driver lists the catalogue rules its results use (id, name, descriptions,
+help in text and Markdown, default level, tags); each finding is a result pointing at its file, stage or
 dump, with the key in the message and in the result's properties; a finding with a source
 ``location`` (a capture's culprit) points at that file and line instead (its ``region``), so
 code scanning annotates the line, and keeps the dump as a related location. Inputs that could not be
@@ -121,7 +121,10 @@ def document(report: Report) -> dict[str, Any]:
     from ppaux._version import __version__
     from ppaux.report.catalogue import RULES
 
-    rules = list(RULES.values())
+    # The rules the results use, in the catalogue's order: the whole catalogue would be about
+    # 250 KB of help text in every upload, for one finding.
+    used = {f.code for f in report.findings}
+    rules = [rule for rule in RULES.values() if rule.code in used]
     index = {rule.code: i for i, rule in enumerate(rules)}
     notifications = [
         {
