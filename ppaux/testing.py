@@ -116,7 +116,7 @@ def _describe(report: Report, failing: list[Any], options: dict[str, Any]) -> st
         fix = item.worded()  # the fix, with any setting to give as a keyword argument
         if fix:
             lines.append(f"      fix: {fix}")
-    lines.append("  ('ppaux explain CODE' tells more; docs/observers.md shows the fixes.)")
+    lines.append("  ('ppaux explain CODE' tells more about each code and how to fix it.)")
     return "\n".join(lines)
 
 

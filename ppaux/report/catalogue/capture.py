@@ -50,7 +50,7 @@ RULES = (
             "sglang is older than 0.5.19, or not installed here.",
         ),
         fix=(
-            "Install ppaux into sglang's environment (docs/install.md), set PPAUX_CAPTURE_DIR "
+            "Install ppaux into the Python environment that runs sglang, set PPAUX_CAPTURE_DIR "
             "(and add ppaux_capture to SGLANG_PLUGINS if that is set), then restart sglang; or "
             "call ppaux.capture.install(directory) from your own launcher."
         ),

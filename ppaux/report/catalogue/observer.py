@@ -10,7 +10,7 @@ __all__ = ["RULES"]
 _FIX_PAIR = (
     "Give the output class to_pp_tensors() returning a non-empty dict of non-empty string names "
     "to tensors, and the observer from_pp_tensors(tensors) rebuilding the same output from "
-    "them; see docs/observers.md."
+    "them ('ppaux explain' on this code shows the rule with an example)."
 )
 
 RULES = (
@@ -299,7 +299,7 @@ RULES = (
             "batch does not carry.",
         ),
         fix="Give the outputs to send with --outputs module:attr (a zero-argument callable), "
-        "or make the observer active for the stand-in sampling_info (docs/observers.md).",
+        "or make the observer active for the stand-in sampling_info.",
         example="the observer produced no auxiliary output in any step",
         area="observer",
         inconclusive=True,
