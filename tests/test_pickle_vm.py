@@ -136,7 +136,8 @@ def test_limits_stop_hostile_growth():
     with pytest.raises(LimitExceeded) as info:
         run(many, Limits(max_items=50))
     assert str(info.value) == (
-        "x.pkl: the pickle creates too many values (limit max_items=50 reached)"
+        "x.pkl: the pickle creates too many values (limit max_items=50 reached); raise it with "
+        "limits=Limits(max_items=N)"
     )
 
     memo = b"\x80\x02N" + b"".join(b"r" + i.to_bytes(4, "little") for i in range(20)) + b"."
