@@ -8,36 +8,33 @@ from collections.abc import Iterable
 __all__ = ["did_you_mean", "not_one_of"]
 
 
-def _distance(a: str, b: str) -> int:
-    """Edits (insert, delete, replace, swap two neighbours) that turn ``a`` into ``b``."""
-    previous2: list[int] = []
-    previous = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        current = [i]
-        for j, y in enumerate(b, 1):
-            cost = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y))
-            if i > 1 and j > 1 and x == b[j - 2] and a[i - 2] == y:
-                cost = min(cost, previous2[j - 2] + 1)
-            current.append(cost)
-        previous2, previous = previous, current
-    return previous[-1]
-
-
 def _closest(value: str, choices: Iterable[str]) -> str | None:
-    """The choice ``value`` most likely meant: one it begins, else the fewest edits away (at
-    most a third of its length, and at least one), the first listed on a tie."""
+    """The choice ``value`` most likely meant: one it begins, else the closest by
+    difflib's similarity ratio (above 0.6, as
+    :func:`difflib.get_close_matches` takes it), the first listed on a tie.
+
+    A value much longer than every choice is no typo of one: it is not compared, so a pasted
+    100 KB argument costs nothing."""
+    import difflib
+
     wanted = value.strip().lower()
-    if not wanted:
-        return None
     options = list(choices)
+    if not wanted or not options:
+        return None
     for choice in options:
         if choice.lower().startswith(wanted):
             return choice
-    scored = [(_distance(wanted, choice.lower()), index) for index, choice in enumerate(options)]
-    if not scored:
+    if len(wanted) > 2 * max(len(choice) for choice in options) + 2:
         return None
-    best, index = min(scored)
-    return options[index] if best <= max(1, len(wanted) // 3) else None
+    best, found = 0.6, None  # difflib.get_close_matches' cutoff; the first listed on a tie
+    matcher = difflib.SequenceMatcher(b=wanted)
+    for choice in options:
+        matcher.set_seq1(choice.lower())
+        if matcher.real_quick_ratio() > best and matcher.quick_ratio() > best:
+            score = matcher.ratio()
+            if score > best:
+                best, found = score, choice
+    return found
 
 
 def did_you_mean(value: str, choices: Iterable[str]) -> str:

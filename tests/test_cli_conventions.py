@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 from helpers import REPO, cli
+from hypothesis import given
+from hypothesis import strategies as st
 
 import ppaux
 from ppaux.report.formats import Format
@@ -611,3 +613,29 @@ def test_counts_and_articles_read_as_english(tmp_path):
     assert "key 7 is an int, not a string" in pp103
     refused = cli("tensorize", "fixtures/malicious/os_system_reduce.pt", "-o", str(tmp_path / "x"))
     assert "the file also holds an os.system under" in refused.stdout
+
+
+# ------------------------------------------------------------------------- did you mean
+
+
+@given(st.text(max_size=300), st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=20))
+def test_did_you_mean_names_a_choice_or_nothing(value, choices):
+    from ppaux_cli.closest import did_you_mean
+
+    hint = did_you_mean(value, choices)
+    assert hint == "" or any(hint == f"; did you mean {c!r}?" for c in choices)
+
+
+@given(st.sampled_from([f.value for f in Format]), st.integers(min_value=1, max_value=3))
+def test_a_value_cut_short_or_with_one_letter_dropped_is_recognised(name, cut):
+    from ppaux_cli.closest import did_you_mean
+
+    names = [f.value for f in Format]
+    assert did_you_mean(name[: max(1, len(name) - cut)], names) != ""
+    assert did_you_mean(name.upper()[:-1], names).endswith(f"{name!r}?")
+
+
+def test_a_long_argument_is_no_typo_of_a_short_choice():
+    from ppaux_cli.closest import did_you_mean
+
+    assert did_you_mean("json" + "x" * 100_000, [f.value for f in Format]) == ""
