@@ -148,14 +148,16 @@ def test_explain_takes_a_rule_name_and_suggests_near_misses():
         "aux-non-tensr": "unknown rule name 'aux-non-tensr'; 'ppaux rules' lists them; "
         "did you mean 'aux-non-tensor'?",
         "received a non tensor auxiliary PP output": "'received a non tensor auxiliary PP "
-        "output' is none of sglang's nine PP messages; docs/errors/index.md lists them; "
+        "output' is none of sglang's nine PP messages; 'ppaux rules' lists the rules that "
+        "predict them; "
         "did you mean 'received a non-tensor auxiliary PP output'?",
         "RuntimeError: duplicate auxiliary PP tensors 'scores'": '"RuntimeError: duplicate '
         "auxiliary PP tensors 'scores'\" is none of sglang's nine PP messages; "
-        "docs/errors/index.md lists them; did you mean 'duplicate auxiliary PP tensor "
+        "'ppaux rules' lists the rules that predict them; did you mean 'duplicate auxiliary PP "
+        "tensor "
         "{name!r}'?",
         "hello world": "'hello world' is none of sglang's nine PP messages; "
-        "docs/errors/index.md lists them",
+        "'ppaux rules' lists the rules that predict them",
     }
     for value, message in cases.items():
         result = cli("explain", value)
@@ -408,8 +410,9 @@ def test_explain_stdin_refusals():
         " \n\n": "-: stdin is empty; pipe a message or a traceback in, as in "
         "'ppaux explain - < traceback.txt'",
         "Traceback (most recent call last):\nValueError: nope\n": "-: none of sglang's nine "
-        "PP messages is in the 2 lines read from stdin; docs/errors/index.md lists them, and "
-        "'ppaux triage -' reads a whole log",
+        "PP messages is in the 2 lines read from stdin; it is a failure of another kind (not "
+        "communication, memory or a shape or kernel error): 'ppaux triage' on the whole log (or "
+        "'ppaux triage -' from stdin) names the root, its rank and what to do next",
         "received a non-tensor auxiliary PP output\n" + "x" * STDIN_LIMIT: "-: stdin holds "
         "more than 4 MiB; explain reads one message or traceback: pipe the traceback alone, "
         "or give the whole log to 'ppaux triage -'",

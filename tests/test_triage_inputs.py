@@ -62,7 +62,8 @@ def _cli(*args: str):
     ("content", "reason"),
     [
         (os.urandom(1) * 0 + bytes(range(256)) * 40, "binary data, not a text log"),
-        (b"\x00" * 5000, "binary data, not a text log"),
+        # NULs alone are a hole (copytruncate), not content: refused for holding no log line.
+        (b"\x00" * 5000, "not an sglang log"),
         (b"# My project\n\nA README about sglang and pipelines.\n", "not an sglang log"),
         (b"one line of text\n", "not an sglang log"),
     ],
@@ -186,3 +187,51 @@ def test_any_mix_of_envelopes_is_triaged_without_an_internal_error_or_a_control_
     for step in report.data.get("steps", []):
         if step["argv"] is not None:
             assert all(not (ord(c) < 0x20) for word in step["argv"] for c in word)
+
+
+def _roots_of(report):
+    roots = [f for f in report.findings if f.code in ("PP801", "PP802")]
+    return [(f.code, f.key, f.extra.get("kind")) for f in roots]
+
+
+def test_a_log_with_a_hole_of_nul_bytes_is_read_around_the_hole(tmp_path):
+    text = (LOGS / "sglang-aux-list.log").read_bytes()
+    expected = _roots_of(triage_paths([str(LOGS / "sglang-aux-list.log")]))
+    assert expected and expected[0][0] == "PP801"
+    for name, data in (
+        ("prefix.log", b"\x00" * 5000 + text),  # logrotate's copytruncate
+        ("hole.log", text[:200] + b"\x00" * 3000 + text[200:]),  # a block lost in a crash
+    ):
+        log = tmp_path / name
+        log.write_bytes(data)
+        assert _roots_of(triage_paths([str(log)])) == expected, name
+    zeros = tmp_path / "zeros.log"
+    zeros.write_bytes(b"\x00" * 10000)
+    report = triage_paths([str(zeros)])
+    assert report.problems and not report.findings  # nothing readable is never clean
+
+
+def test_a_progress_bar_before_a_header_on_the_same_line_keeps_the_rank(tmp_path):
+    header = b"[2026-12-03 14:56:07 PP2 TP1] Scheduler hit an exception: Traceback"
+    bar = b"".join(
+        b"\rCapturing batches (bs=%d avail_mem=30.1 GB): %d%%|" % (n, n) + "\u2588".encode() * n
+        for n in range(10, 60, 10)
+    )
+    body = (
+        b" (most recent call last):\n"
+        b'  File "/usr/lib/python3.11/site-packages/sglang/srt/model_executor/cuda_graph_runner.py"'
+        b", line 10, in capture\n    x()\n"
+        b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+    )
+    log = tmp_path / "bar.log"
+    log.write_bytes(bar + b"\r" + header + body)
+    assert _roots_of(triage_paths([str(log)])) == [("PP802", "PP2 TP1", "memory")]
+
+
+def test_a_directory_of_empty_logs_prints_nothing_on_stdout(tmp_path):
+    (tmp_path / "a.log").write_text("")
+    for fmt in ("text", "json"):
+        result = CliRunner().invoke(app, ["triage", str(tmp_path), "-f", fmt])
+        assert result.exit_code == 2
+        assert result.stdout == ""
+        assert result.stderr == f"ppaux: error: {tmp_path}: every log file it holds is empty\n"

@@ -154,3 +154,74 @@ def test_explain_names_the_kind_of_a_line_that_is_not_one_of_the_nine():
     assert result.exit_code == 2
     assert "is none of sglang's nine PP messages; it is a memory failure" in result.output
     assert "'ppaux triage'" in result.output
+
+
+@given(
+    st.text(
+        alphabet=st.characters(categories=("Cf", "Zl", "Zp", "Zs", "Co", "Mn")),
+        min_size=1,
+        max_size=3,
+    ).filter(lambda s: not s.isprintable())
+)
+def test_a_directory_with_any_unprintable_character_is_a_comment_not_a_command(odd):
+    # Anything a report would escape (ppaux.text.shown) would make the command name another
+    # path; bidi isolates, U+FEFF, line separators and odd spaces included.
+    directory = f"/tmp/a{odd}b"
+    steps = next_steps([("auxiliary-output", None)], Deployment(), [(directory, False)], [])
+    assert not any(s.argv and any(directory in word for word in s.argv) for s in steps)
+    refused = [s for s in steps if s.argv is None and "capture directory" in s.comment]
+    assert len(refused) == 3
+
+
+def test_a_stage_number_from_the_log_never_makes_a_step_per_stage_past_the_bound(tmp_path):
+    log = tmp_path / "big.log"
+    log.write_text(
+        "[2026-12-03 10:00:05 PP999999] Scheduler hit an exception: Traceback (most recent call "
+        "last):\n"
+        '  File "/usr/lib/python3.11/site-packages/sglang/srt/managers/scheduler.py", line 10, '
+        "in f\n"
+        "    x()\n"
+        "ValueError: something else\n"
+    )
+    report = triage_paths([str(log)])
+    argvs = [s["argv"] for s in report.data["steps"] if s["argv"]]
+    assert max(len(argv) for argv in argvs) < 12
+    assert ["ppaux", "check-skew", "--", "stages/"] in argvs
+    assert any(argv[-1] == "stages/stage-N.json" for argv in argvs)
+
+
+def _every_rank_timed_out(sigquit: bool) -> str:
+    lines = []
+    for pp in range(2):
+        lines += [
+            f"[2026-12-03 10:10:0{pp} PP{pp} TP0] Scheduler hit an exception: Traceback (most "
+            "recent call last):",
+            '  File "/usr/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", '
+            "line 4000, in barrier",
+            "    work.wait()",
+            "torch.distributed.DistBackendError: [Rank 0] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600005 "
+            "milliseconds before timing out.",
+        ]
+    if sigquit:
+        lines.append(
+            "[2026-12-03 10:10:03] SIGQUIT received. signum=None, frame=None. It usually means "
+            "one child failed."
+        )
+    return "\n".join(lines) + "\n"
+
+
+def test_the_parents_sigquit_does_not_turn_a_network_failure_into_another_kind(tmp_path):
+    found = {}
+    for sigquit in (False, True):
+        log = tmp_path / f"timeout-{sigquit}.log"
+        log.write_text(_every_rank_timed_out(sigquit))
+        report = triage_paths([str(log)])
+        (no_root,) = [f for f in report.findings if f.code == "PP809"]
+        found[sigquit] = (no_root.extra["no_root"], no_root.severity.value)
+        assert any("NCCL_DEBUG=INFO" in line for line in report.data["next_steps"]), sigquit
+    # Processes failed: an error (a gate fails), with or without the parent's line.
+    assert found == {
+        False: ("network-or-other-node", "error"),
+        True: ("network-or-other-node", "error"),
+    }

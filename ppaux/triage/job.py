@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, BinaryIO
 
 from ppaux.files import stdin_hint
-from ppaux.report import Finding, InputProblem, Report, Table, finding
+from ppaux.report import Finding, InputProblem, Report, Severity, Table, finding
 from ppaux.sglang import MessageMatch, search_message
 from ppaux.text import counted, shown
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
@@ -445,14 +445,20 @@ def _no_root(loose: list[Failure | Event]) -> Finding:
     signals = [e for e in events if e.kind == "sigquit"]
     ranks = sorted({shown(f.who) for f in failures if f.ranks})
     where = f"{'' if count == 1 else 'the first: '}{shown(first.who)} at {_at(first)}"
-    if all(communication(f) for f in failures) and all(
-        e.kind in ("watchdog", "store") for e in events
+    # The parent's SIGQUIT follows any scheduler's failure, communication ones included: it
+    # does not make communication failures anything else.
+    if (
+        all(communication(f) for f in failures)
+        and all(e.kind in ("watchdog", "store", "sigquit") for e in events)
+        and (failures or len(signals) < len(events))
     ):
         on = f" on {', '.join(ranks[:12])}{' ...' if len(ranks) > 12 else ''}" if ranks else ""
         cause = "network-or-other-node"
         message = (
             "no root in this log: the cause is on the network or another node; "
-            f"{counted(count, 'communication failure')}{on} ({where}) and nothing else"
+            f"{counted(count - len(signals), 'communication failure')}{on} ({where}) and "
+            "nothing else"
+            + (f" but the parent's SIGQUIT ({len(signals)} lines)" if signals else "")
         )
     elif not failures and len(signals) == count:
         cause = "signals-only"
@@ -471,6 +477,9 @@ def _no_root(loose: list[Failure | Event]) -> Finding:
         "PP809",
         first.source,
         message,
+        # Processes failed: the deployment is down even though its root is elsewhere, and a
+        # gate must not read that as a pass.
+        severity=Severity.ERROR if failures else None,
         extra={
             "root": False,
             "no_root": cause,
@@ -783,7 +792,7 @@ def _deployment(readings: list[LogReading], failures: list[Failure]) -> Deployme
     model = None
     for found in settings:
         value = found.get("pp_size", "")
-        if value.isdigit() and len(value) <= _MAX_SETTING_DIGITS:
+        if value.isdigit() and len(value) <= _MAX_SETTING_DIGITS and int(value) > 0:
             pp_size = int(value)
         nodes = found.get("nnodes", "")
         if nodes.isdigit() and len(nodes) <= _MAX_SETTING_DIGITS:

@@ -233,7 +233,7 @@ class Scanner:
             if end >= 0:
                 if end - self._pos > MAX_LINE:
                     self.long_lines += 1
-                line = self._buffer[self._pos : min(end, self._pos + MAX_LINE)]
+                line = _overwritten(self._buffer[self._pos : min(end, self._pos + MAX_LINE)])
                 self._pos = end + 1
                 number = self.line
                 self.line += 1
@@ -242,7 +242,7 @@ class Scanner:
                 return self._long_line()
             if not self._fill():
                 if self._pos < len(self._buffer):  # a last line without a newline
-                    line = self._buffer[self._pos : self._pos + MAX_LINE]
+                    line = _overwritten(self._buffer[self._pos : self._pos + MAX_LINE])
                     self._pos = len(self._buffer)
                     number = self.line
                     self.line += 1
@@ -266,3 +266,11 @@ class Scanner:
             self._pos = len(self._buffer)
             if not self._fill():
                 return number, line
+
+
+def _overwritten(line: bytes) -> bytes:
+    """What a terminal shows of ``line``: the text after its last carriage return (a progress
+    bar's updates, then the line that ended it, are one line in a file). A carriage return
+    that ends the line (CRLF) is kept as it was."""
+    inner = line.rstrip(b"\r").rfind(b"\r")
+    return line if inner < 0 else line[inner + 1 :]

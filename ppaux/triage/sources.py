@@ -314,6 +314,10 @@ _TEXT_CONTROLS = frozenset(b"\t\n\r\x1b")
 def _binary(head: bytes) -> bool:
     """True when ``head`` is no text: many characters that no log line holds (control bytes,
     bytes that are not UTF-8)."""
+    # NUL bytes are holes, not content: what logrotate's copytruncate leaves before the lines
+    # a writer appends at its old offset, or a block lost in a crash. A hole alone is no
+    # verdict; the text around it decides.
+    head = head.replace(b"\x00", b"")
     if not head:
         return False
     text = head.decode("utf-8", "replace")

@@ -91,8 +91,10 @@ def _unsafe(text: str) -> str | None:
         return f"it is longer than {_MAX_OPERAND} characters"
     if any(ord(c) < 0x20 or ord(c) == 0x7F or 0x80 <= ord(c) < 0xA0 for c in text):
         return "it holds control characters"
-    if any(c in text for c in "\u200b\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2069"):
-        return "it holds invisible or bidi characters"
+    if not text.isprintable():
+        # What a report escapes (ppaux.text.shown): bidi and format characters, odd spaces,
+        # separators, private use. Escaped, the command would name another path.
+        return "it holds invisible, bidi or other unprintable characters"
     if "\\x" in text or "\\u" in text:
         return "it holds bytes the log did not encode as text"
     return None
@@ -164,16 +166,26 @@ def _compare(deployment: Deployment) -> list[Step]:
             steps.append(Step(argv, host, "" if deployment.single_launch else f"on {host}"))
     else:
         given: tuple[str, ...] = () if stages is None else ("--pp-size", str(stages))
-        command = ("ppaux", "fingerprint", "--pp-rank", "N", *given, "-o", "stage-N.json")
+        out = "stages/stage-N.json" if stages is not None else "stage-N.json"
+        command = ("ppaux", "fingerprint", "--pp-rank", "N", *given, "-o", out)
         steps.append(Step(command, where, f"N: each stage; {known}"))
     steps.append(
         Step(
-            ("ppaux", "check-skew", "--", *(f"stage-{r}.json" for r in range(stages or 2))),
+            _compare_argv(stages),
             "any host",
             "with every stage's file in one place",
         )
     )
     return steps
+
+
+def _compare_argv(stages: int | None) -> tuple[str, ...]:
+    """check-skew over each stage's fingerprint: one file per stage up to
+    :data:`MAX_LISTED_STAGES` (a count from a log is bounded only by its digits), the folder
+    of them past that."""
+    if stages is not None and stages > MAX_LISTED_STAGES:
+        return ("ppaux", "check-skew", "--", "stages/")
+    return ("ppaux", "check-skew", "--", *(f"stage-{r}.json" for r in range(stages or 2)))
 
 
 def _capture(deployment: Deployment, directory: str, last: str) -> list[Step]:

@@ -145,8 +145,14 @@ def _kind_hint(text: str) -> str:
     from ppaux.triage import DESCRIPTIONS, kind_of_text
 
     kind = kind_of_text(text)
-    if kind is None or kind in ("other", "unknown"):
+    if kind is None or kind == "unknown":
         return ""  # the plain refusal, which points at triage already
+    if kind == "other":
+        return (
+            "; it is a failure of another kind (not communication, memory or a shape or kernel "
+            "error): 'ppaux triage' on the whole log (or 'ppaux triage -' from stdin) names the "
+            "root, its rank and what to do next"
+        )
     return (
         f"; it is {DESCRIPTIONS[kind]}: 'ppaux triage' on the whole log (or 'ppaux triage -' "
         "from stdin) names the root and what to do next"
@@ -161,7 +167,7 @@ def _nothing_in_stdin(text: str) -> str:
         return f"-: none of sglang's nine PP messages is in the {lines} lines read from stdin{kind}"
     return (
         f"-: none of sglang's nine PP messages is in the {lines} lines read from stdin; "
-        "docs/errors/index.md lists them, and 'ppaux triage -' reads a whole log"
+        "'ppaux triage -' reads a whole log"
     )
 
 
@@ -184,7 +190,8 @@ def _unknown(wanted: str) -> str:
         if kind and not hint:
             return f"{shown!r} is none of sglang's nine PP messages{kind}"
         return (
-            f"{shown!r} is none of sglang's nine PP messages; docs/errors/index.md lists them{hint}"
+            f"{shown!r} is none of sglang's nine PP messages; 'ppaux rules' lists the rules "
+            f"that predict them{hint}"
         )
     if "-" in wanted:
         names = [r.name for r in RULES.values()]

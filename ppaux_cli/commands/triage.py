@@ -61,11 +61,12 @@ def triage(
     except TriageConfigError as exc:
         fail(setting_line(exc))
     refuse_stdin_copy(reader, options.output)
-    if report.problems and not report.data.get("logs"):
-        # No log could be read: one error line each, nothing on stdout.
+    if report.problems and not any(log.get("lines") for log in report.data.get("logs", [])):
+        # No line of any log could be read: one error line each, nothing on stdout.
         from ppaux.text import shown
+        from ppaux_cli.wording import cli_words
 
         for problem in report.problems[:-1]:
-            sys.stderr.write(f"ppaux: error: {shown(str(problem), None)}\n")
+            sys.stderr.write(f"ppaux: error: {shown(problem.worded(cli_words), None)}\n")
         fail(report.problems[-1])
     emit(report, options)

@@ -222,7 +222,10 @@ RULES = (
             "another node, not in this log (extra.no_root: network-or-other-node). Where the "
             "log holds only signals, the failing process's own output is elsewhere "
             "(signals-only). A communicator that could not be set up (ncclCommInitRank, "
-            "connectFullMesh) with no failure before it is a root (PP802), not this."
+            "connectFullMesh) with no failure before it is a root (PP802), not this. The parent's "
+            "SIGQUIT follows any failure and changes none of this. The finding is an error where "
+            "processes failed (the deployment is down, whatever caused it) and a warning where "
+            "the log holds only signals."
         ),
         causes=(
             "The network between the nodes failed (a link, a firewall, an interface NCCL or "

@@ -1,12 +1,13 @@
 """SARIF 2.1.0, as GitHub code scanning and other SARIF viewers read it.
 
-One run per report. The driver lists the catalogue rules its results use (id, name, descriptions,
-help in text and Markdown, default level, tags); each finding is a result pointing at its file, stage or
-dump, with the key in the message and in the result's properties; a finding with a source
-``location`` (a capture's culprit) points at that file and line instead (its ``region``), so
-code scanning annotates the line, and keeps the dump as a related location. Inputs that could not be
-read become error notifications of the invocation, which is then not successful. The
-``automationDetails.id`` (``ppaux/<command>/``) keeps uploads of different commands apart.
+One run per report. The driver lists the catalogue rules its results use (id, name,
+descriptions, help in text and Markdown, default level, tags); each finding is a result pointing
+at its file, stage or dump, with the key in the message and in the result's properties; a
+finding with a source ``location`` (a capture's culprit) points at that file and line instead
+(its ``region``), so code scanning annotates the line, and keeps the dump as a related location.
+Inputs that could not be read become error notifications of the invocation, which is then not
+successful. The ``automationDetails.id`` (``ppaux/<command>/``) keeps uploads of different
+commands apart.
 """
 
 from __future__ import annotations
