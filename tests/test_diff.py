@@ -217,17 +217,19 @@ def test_tensor_bytes_are_read_in_blocks(tmp_path, monkeypatch):
     b = _save(tmp_path / "b.pt", {P + "big": changed})
     c = _save(tmp_path / "c.pt", {P + "big": big.clone()})
     reads: list[int] = []
-    real = diff._Records._read
+    from ppaux.dump import digests
+
+    real = digests.StorageRecords._read
 
     def counting(self, storage, start, end, sink):
         return real(
             self, storage, start, end, lambda block: (reads.append(len(block)), sink(block))
         )
 
-    monkeypatch.setattr(diff._Records, "_read", counting)
+    monkeypatch.setattr(digests.StorageRecords, "_read", counting)
     report = diff.diff_paths(str(a), str(b))
     assert [f.code for f in report.findings] == ["PP605"]
-    assert max(reads) <= diff.BLOCK_BYTES and sum(reads) == 2 * big.numel() * 4
+    assert max(reads) <= digests.BLOCK_BYTES and sum(reads) == 2 * big.numel() * 4
     assert diff.diff_paths(str(a), str(c)).findings == []
 
 

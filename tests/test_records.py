@@ -191,7 +191,8 @@ def test_replay_and_diff_read_through_the_same_errors(tmp_path):
     # A file that changes after it was read (the record now corrupt) still gives one line.
     import torch
 
-    from ppaux.dump.diff import _NotCompared, _Records
+    from ppaux.dump.digests import NotCompared as _NotCompared
+    from ppaux.dump.digests import StorageRecords as _Records
     from ppaux.replay.materialize import MaterializeError, Materializer
 
     good = packing.Rec("archive/data/0", struct.pack("<2q", 1, 2), method=8)

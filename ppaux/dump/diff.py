@@ -12,16 +12,15 @@ errors (PP601 - PP607), in other entries info; see :mod:`ppaux.report.catalogue.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ppaux.dump.digests import NotCompared, StorageRecords, ValueDigests
 from ppaux.dump.dumpfile import Dump
-from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, Opaque, StorageRef, TensorRef
+from ppaux.dump.model import TensorRef
 from ppaux.dump.payload import Payload, Tally, key_text, type_name, value_phrase
-from ppaux.dump.records import RecordReader, torch_byteorder
-from ppaux.errors import DumpError, PpauxError, nested_past_recursion
+from ppaux.errors import DumpError, nested_past_recursion
 from ppaux.files import shareable_path
 from ppaux.limits import Limits
 from ppaux.report import (
@@ -35,217 +34,9 @@ from ppaux.report import (
 )
 from ppaux.sglang import OUTPUT_PREFIX
 
-__all__ = ["BLOCK_BYTES", "diff_dumps", "diff_paths"]
+__all__ = ["diff_dumps", "diff_paths"]
 
-#: Bytes read from a storage record at a time while digesting it.
-BLOCK_BYTES = 1 << 20
-
-#: Capture metadata fields that differ between any two captures and are not worth listing.
 _EVERYDAY_META = ("time", "host", "pid", "rewritten_time")
-
-
-class _NotCompared(PpauxError):
-    """A value whose data ppaux cannot read safely; the message says why (it becomes PP608)."""
-
-
-# ----------------------------------------------------------------------------------------------
-# Reading storage bytes, lazily and in blocks
-
-
-class _Records:
-    """Digests of byte ranges of one dump's storages, read a block at a time."""
-
-    def __init__(self, dump: Dump) -> None:
-        self.dump = dump
-        self._reader: RecordReader | None = None
-        self._big = False
-        self._cache: dict[tuple[int, int, int], str] = {}
-
-    def close(self) -> None:
-        """Close the file, if it was opened."""
-        if self._reader is not None:
-            self._reader.close()
-            self._reader = None
-
-    def digest(self, storage: StorageRef, start: int, end: int) -> str:
-        """SHA-256 of bytes ``start:end`` of ``storage``; :class:`_NotCompared` if unreadable."""
-        key = (id(storage), start, end)
-        known = self._cache.get(key)
-        if known is not None:
-            return known
-        digest = hashlib.sha256()
-        if storage.data is not None:
-            if len(storage.data) < end:
-                raise _NotCompared(f"its storage holds {len(storage.data)} bytes, {end} needed")
-            digest.update(storage.data[start:end])
-        else:
-            self._read(storage, start, end, digest.update)
-        self._cache[key] = digest.hexdigest()
-        return self._cache[key]
-
-    def _read(
-        self, storage: StorageRef, start: int, end: int, sink: Callable[[bytes], Any]
-    ) -> None:
-        if self.dump.container != "zip" or storage.record is None:
-            raise _NotCompared("the file keeps no data for it")
-        # One reader of records for every command: found as torch finds them, streamed a
-        # block at a time, every zip or zlib error one DumpError line.
-        try:
-            if self._reader is None:
-                self._reader = RecordReader.open(self.dump.path, self.dump.record_prefix)
-                order = self._reader.find("byteorder")
-                text = None
-                if order is not None:
-                    text = b"".join(self._reader.blocks(order, 0, min(order.file_size, 16)))
-                self._big = torch_byteorder(text)[0] == "big"
-            info = self._reader.find_full(storage.record)
-            if info is None:
-                raise _NotCompared(f"storage record {storage.record} is missing")
-            blocks = self._reader.blocks(info, start, end, BLOCK_BYTES)
-            unit = _swap_unit(storage.dtype) if self._big else 1
-            if unit == 1:
-                for block in blocks:
-                    sink(block)
-                return
-            # torch swaps a big-endian file's storages to this machine's order as it loads
-            # them: the digest is of the values torch holds, whatever order the file keeps.
-            carry = b""
-            for block in blocks:
-                data = carry + block
-                cut = len(data) - len(data) % unit
-                sink(_swapped(data[:cut], unit))
-                carry = data[cut:]
-        except DumpError as exc:
-            raise _NotCompared(exc.reason) from None
-
-
-def _swap_unit(dtype: str) -> int:
-    """Bytes torch swaps as one unit in a storage of ``dtype`` (each half of a complex)."""
-    size = DTYPE_ITEMSIZE.get(dtype, 1)
-    return size // 2 if dtype.startswith("complex") else size
-
-
-def _swapped(data: bytes, unit: int) -> bytes:
-    """``data`` with every ``unit``-byte element's bytes reversed."""
-    import array
-
-    codes = {2: "H", 4: "I", 8: "Q"}
-    if unit in codes and array.array(codes[unit]).itemsize == unit:
-        values = array.array(codes[unit])
-        values.frombytes(data)
-        values.byteswap()
-        return values.tobytes()
-    return b"".join(data[i : i + unit][::-1] for i in range(0, len(data), unit))
-
-
-# ----------------------------------------------------------------------------------------------
-# Digests of values
-
-
-class _Values:
-    """Canonical digests of the reader's values: equal digests, equal values."""
-
-    def __init__(self, records: _Records, limits: Limits) -> None:
-        self.records = records
-        self.limits = limits
-        self._memo: dict[int, str] = {}
-
-    def digest(self, value: Any) -> str:
-        """The digest of ``value``; :class:`_NotCompared` when part of it cannot be read."""
-        return self._digest(value, 0, set())
-
-    def tensor(self, ref: TensorRef) -> str:
-        """SHA-256 of the bytes ``ref`` views, in storage order from its first element to its
-        last (for sparse and quantized tensors, combined with their parts' digests)."""
-        known = self._memo.get(id(ref))
-        if known is not None:
-            return known
-        if ref.kind == "meta" or ref.device == "meta":
-            data = _sha("meta")
-        elif ref.storage is not None and ref.kind in ("dense", "quantized"):
-            itemsize = DTYPE_ITEMSIZE.get(ref.dtype, 1)
-            stride = ref.stride or ()
-            data = hashlib.sha256().hexdigest()
-            if ref.numel:
-                last = ref.offset + sum(
-                    (size - 1) * step for size, step in zip(ref.shape, stride, strict=False)
-                )
-                data = self.records.digest(
-                    ref.storage, ref.offset * itemsize, (last + 1) * itemsize
-                )
-        elif ref.kind == "dense":
-            raise _NotCompared("the file keeps no data for it")
-        else:
-            data = _sha(ref.kind)
-        if ref.parts:
-            data = _sha(
-                data
-                + ",".join(
-                    f"{name}={self._digest(part, 1, set())}"
-                    for name, part in sorted(ref.parts.items())
-                )
-            )
-        self._memo[id(ref)] = data
-        return data
-
-    def _digest(self, value: Any, depth: int, active: set[int]) -> str:
-        if isinstance(value, TensorRef):
-            meta = f"T{value.dtype}{value.shape}{value.stride}{value.kind}{value.layout}"
-            return _sha(meta + self.tensor(value))
-        if isinstance(value, bool):
-            return _sha(f"b{value}")
-        if isinstance(value, int):
-            return _sha(f"i{value:x}")
-        if isinstance(value, float):
-            return _sha(f"f{value.hex()}")
-        if isinstance(value, complex):
-            return _sha(f"c{value.real.hex()},{value.imag.hex()}")
-        if isinstance(value, str):
-            return _sha("s" + value.encode("utf-8", "surrogatepass").hex())
-        if isinstance(value, (bytes, bytearray)):
-            return _sha("y" + bytes(value).hex())
-        if value is None:
-            return _sha("n")
-        known = self._memo.get(id(value))
-        if known is not None:
-            return known
-        if id(value) in active:
-            return _sha("cycle")
-        if depth > self.limits.max_depth:
-            raise _NotCompared(f"it nests deeper than max_depth={self.limits.max_depth}")
-        active.add(id(value))
-        try:
-            parts = self._parts(value, depth, active)
-        finally:
-            active.discard(id(value))
-        result = _sha(f"{type(value).__name__}:" + ",".join(parts))
-        self._memo[id(value)] = result
-        return result
-
-    def _parts(self, value: Any, depth: int, active: set[int]) -> list[str]:
-        def sub(item: Any) -> str:
-            return self._digest(item, depth + 1, active)
-
-        if isinstance(value, (list, tuple)):
-            return [sub(v) for v in value]
-        if isinstance(value, dict):
-            # Python's dict equality ignores order: so do the digests.
-            return sorted(sub(k) + sub(v) for k, v in value.items())
-        if isinstance(value, (set, frozenset)):
-            return sorted(sub(v) for v in value)
-        if isinstance(value, NdArrayRef):
-            raise _NotCompared("ppaux reads a numpy array's dtype and shape, never its data")
-        if isinstance(value, Opaque):
-            raise _NotCompared(f"it holds a {value.name} object, whose class ppaux never imports")
-        return [repr(value)]  # dtypes, storage types, globals: named, never imported
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-# ----------------------------------------------------------------------------------------------
-# Comparing
 
 
 @dataclass
@@ -253,7 +44,7 @@ class _Side:
     name: str
     dump: Dump
     payloads: list[Payload]
-    values: _Values
+    values: ValueDigests
     #: Tensor counts of shared values, worked out once per dump (see Tally).
     tally: Tally
 
@@ -321,7 +112,7 @@ def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
     sides = []
     records = []
     for dump in (a, b):
-        record = _Records(dump)
+        record = StorageRecords(dump)
         records.append(record)
         # Reports show a file name escaped (it may hold anything); the file is read by its name.
         sides.append(
@@ -329,7 +120,7 @@ def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
                 shown(dump.path, None),
                 dump,
                 find_payloads(dump, limits),
-                _Values(record, limits),
+                ValueDigests(record, limits),
                 Tally(limits, dump.path),
             )
         )
@@ -602,7 +393,7 @@ def _compare_values(
     try:
         da = a.values.digest(va) if not ta else a.values.tensor(va)
         db = b.values.digest(vb) if not tb else b.values.tensor(vb)
-    except _NotCompared as exc:
+    except NotCompared as exc:
         entry["changes"].append("not compared")
         if not budget.take("PP608"):
             return found
