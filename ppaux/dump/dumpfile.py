@@ -265,6 +265,12 @@ def _count_directory(handle: Any, start: int, end: int, limit: int) -> int:
 
 
 def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
+    """Read a torch.save zip: its end record and directory, the records it names, data.pkl
+    through the interpreter, and the writer model's verdict on every byte.
+
+    Long on purpose: the order of these steps is torch's order of refusals (an end record before
+    the directory, the directory before data.pkl), and each step's error names the record at
+    fault; kept in one place, the order can be read top to bottom."""
     try:
         end = end_record(path, handle, size)
         count = (

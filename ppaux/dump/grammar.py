@@ -169,7 +169,11 @@ def pickle_deviation(
     data: bytes, protocols: tuple[int, ...] = (TORCH_PROTOCOL,), label: str = "data.pkl"
 ) -> Deviation | None:
     """The first place ``data`` differs from what CPython's pickler writes at one of
-    ``protocols``, or None. Runs in one pass, without building any value."""
+    ``protocols``, or None. Runs in one pass, without building any value.
+
+    One function on purpose, past the usual length: it is a single state machine over the
+    bytes (frame, memo, marks, stack depth), and every rule reads and updates that state at the
+    same opcode; split into helpers, each would take and return all of it."""
     pos, end = 0, len(data)
 
     def at(offset: int, op: int, what: str, severe: bool = True) -> Deviation:
@@ -524,7 +528,11 @@ def zip_deviation(
 ) -> Deviation | None:
     """The first byte, record or field of the archive that differs from what torch.save
     writes for a data.pkl and storages ``keys`` (in order of first use), or None. Reads the
-    headers and the small records, never a storage's bytes."""
+    headers and the small records, never a storage's bytes.
+
+    Long on purpose: it walks the archive once, front to back (local headers, data, data
+    descriptors, the central directory, the end records), comparing each field with what the
+    writer puts there; the first difference ends the walk, in file order."""
     names = [r.filename for r in records]
     wanted = expected_names(prefix, keys, False)
     if names != wanted:
