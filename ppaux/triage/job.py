@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, BinaryIO
 
 from ppaux.files import stdin_hint
-from ppaux.report import Finding, InputProblem, Report, Severity, Table, finding
+from ppaux.report import Finding, InputProblem, Report, Severity, Table, finding, page_for
 from ppaux.sglang import MessageMatch, search_message
 from ppaux.text import counted, shown
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
@@ -216,7 +216,10 @@ def _root_findings(
             # The message is in the chain: the last exception is what was raised about it.
             message += f" (in its chain: {shown(exception)}: {shown(line)})"
         rule = RULE_OF_MESSAGE[match.message.id]
-        extra.update(sglang_message=match.message.id, rule=rule)
+        # The causes of this message, raised on this side (explain's page for it), not the
+        # causes of every auxiliary-output message: one story per message, in every format.
+        causes = list(page_for(match.message.id).causes)
+        extra.update(sglang_message=match.message.id, rule=rule, causes=causes)
         impossible = _cannot_raise(root, match, pp_size)
         if impossible is not None:
             message += (
