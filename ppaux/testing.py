@@ -111,6 +111,9 @@ def _describe(report: Report, failing: list[Any], options: dict[str, Any]) -> st
     for item in failing:
         where = f" [{item.key}]" if item.key else ""
         lines.append(f"  {item.code} {item.severity.value}{where}: {item.message}")
+        if item.location is not None:  # the line that made the value, as the CLI shows it
+            place = item.location
+            lines.append(f"      at: {place['file']}:{place['line']} in {place['function']}")
         if item.sglang_error:
             lines.append(f"      sglang raises: RuntimeError: {item.sglang_error}")
         fix = item.worded()  # the fix, with any setting to give as a keyword argument

@@ -400,3 +400,65 @@ def test_prints_and_an_exit_through_sglangs_own_path(tmp_path, version):
     assert "from_pp_tensors raised SystemExit: 0 on rank 0" in finding["message"]
     for line in ("noisy at import", "noisy after_sample", "noisy fd 1", "noisy child"):
         assert line in done.stderr
+
+
+# ----------------------------------------------------------------------------------------------
+# Attributes outside a dataclass's declared fields are compared too
+
+LATE_ATTRIBUTES = '''
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class Host:
+    scores: torch.Tensor
+    scale: float
+
+    def consume(self, batch, commits):
+        for i, (req, commit) in enumerate(zip(batch.reqs, commits)):
+            if commit is not None:
+                # an attribute of consume's own on the request, not one of its fields
+                req.scaled = float(self.scores[i]) * self.scale
+
+
+@dataclass
+class Out:
+    scores: torch.Tensor
+
+    def __post_init__(self):
+        self.scale = 1.0  # set after construction: not a declared field
+
+    def copy_to_host(self, copy_tensor):
+        return Host(copy_tensor(self.scores), self.scale)
+
+    def to_pp_tensors(self):
+        return {"scores": self.scores}  # the scale never crosses to rank 0
+
+
+class Obs:
+    def is_active(self, sampling_info):
+        return True
+
+    def before_grammar(self, logits, sampling_info):
+        return torch.log_softmax(logits, dim=-1)
+
+    def after_sample(self, state, token_ids):
+        out = Out(state.gather(-1, token_ids.view(-1, 1)).squeeze(-1).clone())
+        out.scale = 0.5
+        return out
+
+    def from_pp_tensors(self, tensors):
+        return Out(tensors["scores"])
+'''
+
+
+def test_attributes_set_after_construction_are_compared_on_both_paths(tmp_path):
+    path = tmp_path / "late.py"
+    path.write_text(LATE_ATTRIBUTES, encoding="utf-8")
+    result = cli("check-observer", f"{path}:Obs", "--format", "json")
+    assert result.exit_code == 1, result.output
+    found = {(f["code"], f["key"]) for f in json.loads(result.stdout)["findings"]}
+    assert ("PP711", ".scale") in found  # the output rank 0 rebuilt lost it
+    assert ("PP712", ".scaled") in found  # so did what consume wrote on the request

@@ -225,3 +225,23 @@ def test_the_parents_sigquit_does_not_turn_a_network_failure_into_another_kind(t
         False: ("network-or-other-node", "error"),
         True: ("network-or-other-node", "error"),
     }
+
+
+def test_a_launch_command_with_pp_size_runs_every_stage_on_one_host(tmp_path):
+    for nodes in ("", " --nnodes 1"):
+        log = tmp_path / "launch.log"
+        log.write_text(
+            "$ python3 -m sglang.launch_server --model-path org/model --pp-size 2"
+            f"{nodes} --port 30000\n"
+            "[2026-12-03 10:00:01 PP0] Scheduler hit an exception: Traceback (most recent call "
+            "last):\n"
+            '  File "/usr/lib/python3.11/site-packages/sglang/srt/sampling/'
+            'sampling_observer_pp.py", line 77, in pop_auxiliary_output_from_pp_tensors\n'
+            "    call()\n"
+            "RuntimeError: received a non-tensor auxiliary PP output\n"
+        )
+        report = triage_paths([str(log)])
+        assert report.data["pp_size"] == {"value": 2, "from": "launch command"}
+        text = "\n".join(report.data["next_steps"])
+        assert "on PP1 only" not in text and "PP1's host" not in text
+        assert "one launch shares one environment" in text

@@ -51,9 +51,12 @@ class Difference:
 
 
 def _fields(obj: Any) -> dict[str, Any] | None:
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: getattr(obj, f.name, None) for f in dataclasses.fields(obj)}
     found: dict[str, Any] = {}
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        # Its declared fields, then whatever else the instance holds: an attribute set after
+        # construction (in __post_init__, by after_sample, by consume on a request) is part of
+        # what a path produced, and is compared too.
+        found = {f.name: getattr(obj, f.name, None) for f in dataclasses.fields(obj)}
     slots = [
         name
         for klass in type(obj).__mro__

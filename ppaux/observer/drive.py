@@ -81,8 +81,10 @@ def call_hook(method: str, function: Callable[..., Any], *args: Any) -> Any:
     exception: it must not end the check with the target's status and no report.
     ``KeyboardInterrupt`` is a person stopping ppaux, and passes through.
     """
+    from ppaux.observer.lines import run_traced
+
     try:
-        return function(*args)
+        return run_traced(method, function, *args)
     except (Exception, SystemExit) as exc:  # the target's own failure, named by its method
         raise HookFailure(method, exc) from exc
 

@@ -84,6 +84,11 @@ class Judge:
     row_of: dict[tuple[int, int], int] = field(default_factory=dict)
     endings: list[Ending] = field(default_factory=list)
     outputs: int = 0
+    #: Per hook, the lines of its own file that made each named value ('made' records).
+    made: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: What add sent in the first step that sent anything, and that step's output.
+    wire: dict[str, Any] = field(default_factory=dict)
+    wire_output: dict[str, Any] = field(default_factory=dict)
 
     # ------------------------------------------------------------------------------------------
     # Records
@@ -97,6 +102,17 @@ class Judge:
 
     def _on_start(self, m: dict[str, Any]) -> None:
         self.start = m
+
+    def _on_made(self, m: dict[str, Any]) -> None:
+        method, names = m.get("method"), m.get("names")
+        if isinstance(method, str) and isinstance(names, dict):
+            self.made[method] = m
+
+    def _on_wire(self, m: dict[str, Any]) -> None:
+        records = m.get("records")
+        if isinstance(records, dict) and self.produced:
+            self.wire = records
+            self.wire_output = self.produced[list(self.produced)[-1]]
 
     def _on_locations(self, m: dict[str, Any]) -> None:
         subjects = m.get("subjects")
@@ -374,9 +390,47 @@ class Judge:
         if subject is None:
             return item
         location = (self.locations.get(subject) or {}).get(method or "")
+        made = self._made_location(item, method)
+        if made is not None:
+            return dataclasses.replace(item, location=made)
         if not isinstance(location, dict):
             return item
         return dataclasses.replace(item, location=location)
+
+    def _made_location(self, item: Finding, method: str | None) -> dict[str, Any] | None:
+        """The line that made the value ``item`` is about: in the hook that made it (for a
+        difference of what rank 0 rebuilt, the sender's ``to_pp_tensors`` where the wire
+        already differs from the output, else ``from_pp_tensors``; for a request after
+        ``consume``, ``consume``), the latest line that names it; None where no record says."""
+        names = re.findall(r"[A-Za-z_]\w*", item.key or "")
+        if item.code == "PP711":
+            method = "to_pp_tensors" if self._sent_changed(names) else "from_pp_tensors"
+        elif item.code == "PP712":
+            method = "consume"
+        made = self.made.get(method or "")
+        if made is None:
+            return None
+        found = made["names"]
+        place = next((found[n] for n in reversed(names) if _is_place(found.get(n))), None)
+        if place is None:
+            place = made.get("return")
+        if not _is_place(place):
+            return None
+        assert isinstance(place, list)
+        return {"file": place[0], "line": place[1], "function": place[2]}
+
+    def _sent_changed(self, names: list[str]) -> bool:
+        """Whether what add sent under one of ``names`` already differs from the output's
+        field of that name (the sender changed it, not rank 0's rebuild)."""
+        output = self.wire_output
+        if not output or not self.wire:
+            return False
+        for name in names:
+            sent = self.wire.get(f"[{name!r}]")
+            own = output.get(f".{name}")
+            if isinstance(sent, dict) and isinstance(own, dict):
+                return bool(differences({"": own}, {"": sent}))
+        return False
 
     # ------------------------------------------------------------------------------------------
     # The report
@@ -503,6 +557,19 @@ def _where(batch_size: int, index: int) -> str:
 def _line(text: str) -> str:
     lines = text.strip().splitlines()
     return lines[0] if lines else ""
+
+
+def _is_place(value: Any) -> bool:
+    """Whether ``value`` is a [file, line, function] a 'made' record gave."""
+    return (
+        isinstance(value, list)
+        and len(value) == 3
+        and isinstance(value[0], str)
+        and isinstance(value[2], str)
+        and isinstance(value[1], int)
+        and not isinstance(value[1], bool)
+        and value[1] >= 1
+    )
 
 
 def _first_sentence(text: str) -> str:

@@ -99,6 +99,7 @@ class _Checks:
         self.options = options
         self.emit = emit
         self.subjects: dict[str, Any] = {}
+        self.made_sent: set[str] = set()
 
     def rank0(self, batch_size: int) -> Any:
         try:
@@ -257,7 +258,50 @@ class _Checks:
             self.undescribable(batch_size, index, failure, pp.output)
             return False
         self.emit(message)
+        self.made(message, pp.sent)
         return True
+
+    def made(self, message: dict[str, Any], sent: Any) -> None:
+        """Once per hook: the line of its own file that made each value the step's records
+        name (see :mod:`ppaux.observer.lines`), and the wire's own records of what add sent,
+        so that the judge can tell the sender's change from the receiver's."""
+        import re
+
+        from ppaux.observer.lines import last_run, made_at
+
+        paths = {
+            "to_pp_tensors": [str(k).removeprefix(OUTPUT_PREFIX) for k in (sent or {})],
+            "from_pp_tensors": list(message.get("rebuilt") or {}),
+            "after_sample": list(message.get("output") or {}),
+            "consume": [p for r in message.get("pp_reqs") or [] for p in r],
+        }
+        for method, found in paths.items():
+            ran = last_run(method)
+            if method in self.made_sent or ran is None:
+                continue
+            self.made_sent.add(method)
+            names = [n for path in found for n in re.findall(r"[A-Za-z_]\w*", path)]
+            places = made_at(ran, [*ran.keys, *names])
+            self.emit(
+                {
+                    "event": "made",
+                    "method": method,
+                    "return": None if ran.returned is None else _place(ran.returned),
+                    "names": {name: _place(place) for name, place in places.items()},
+                }
+            )
+        if sent and "wire" not in self.made_sent:
+            self.made_sent.add("wire")
+            try:
+                wire = {str(k).removeprefix(OUTPUT_PREFIX): v for k, v in dict(sent).items()}
+                self.emit({"event": "wire", "records": records(wire)})
+            except Exception:  # a value the wire holds that cannot be described: no wire facts
+                pass
+
+
+def _place(place: tuple[str, int, str]) -> list[Any]:
+    """[file, line, function] of a line the target ran, its file as reports show it."""
+    return [shown_path(place[0]), place[1], place[2]]
 
 
 def _fault(fault: Fault | None) -> dict[str, Any] | None:

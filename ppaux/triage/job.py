@@ -777,7 +777,9 @@ def triage_paths(
         "value": deployment.pp_size
         if deployment.pp_size is not None
         else (None if deployment.highest_stage is None else deployment.highest_stage + 1),
-        "from": "server arguments" if deployment.pp_size is not None else "lower bound",
+        "from": deployment.pp_size_from.removeprefix("the ")
+        if deployment.pp_size is not None
+        else "lower bound",
     }
     return report
 
@@ -793,10 +795,12 @@ def _deployment(readings: list[LogReading], failures: list[Failure]) -> Deployme
     pp_size = None
     nnodes = None
     model = None
+    pp_size_from = "the server arguments"
     for found in settings:
         value = found.get("pp_size", "")
         if value.isdigit() and len(value) <= _MAX_SETTING_DIGITS and int(value) > 0:
             pp_size = int(value)
+            pp_size_from = found.get("pp_size_from", "the server arguments")
         nodes = found.get("nnodes", "")
         if nodes.isdigit() and len(nodes) <= _MAX_SETTING_DIGITS:
             nnodes = int(nodes)
@@ -813,7 +817,7 @@ def _deployment(readings: list[LogReading], failures: list[Failure]) -> Deployme
     )
     runtime = "kubernetes" if kubernetes else "docker" if docker else "shell"
     single = nnodes == 1 and (pp_size or 0) > 1
-    return Deployment(pp_size, highest, single, runtime, model)
+    return Deployment(pp_size, highest, single, runtime, model, pp_size_from)
 
 
 def _logs_table(readings: list[LogReading]) -> Table:

@@ -78,6 +78,7 @@ _OVERSIZED = re.compile(r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank)\d{
 #: Lines with an oversized number listed per log.
 _MAX_OVERSIZED = 16
 _FLAG_PP = re.compile(rb"--(?:pp-size|pipeline-parallel-size)[= ](\d{1,4})\b")
+_FLAG_NNODES = re.compile(rb"--nnodes[= ](\d{1,4})\b")
 
 
 @dataclass
@@ -330,7 +331,12 @@ def _server_args(head: bytes) -> dict[str, str]:
     if "pp_size" not in found:
         flag = _FLAG_PP.search(head)
         if flag is not None:
+            # The launch command: its stages run on --nnodes hosts, one (sglang's default)
+            # when it does not say.
             found["pp_size"] = flag.group(1).decode()
+            found["pp_size_from"] = "the launch command"
+            nodes = _FLAG_NNODES.search(head)
+            found.setdefault("nnodes", nodes.group(1).decode() if nodes is not None else "1")
     return found
 
 

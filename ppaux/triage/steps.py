@@ -81,6 +81,8 @@ class Deployment:
     single_launch: bool = False
     runtime: str = "shell"
     model: str | None = None
+    #: Where ``pp_size`` was read: "the server arguments" or "the launch command".
+    pp_size_from: str = "the server arguments"
 
 
 def _unsafe(text: str) -> str | None:
@@ -127,7 +129,7 @@ def _from_log(argv: Sequence[str], logged: str, what: str, where: str, comment: 
 def _stages(deployment: Deployment) -> tuple[int | None, str]:
     """(the number of stages, how it is known)."""
     if deployment.pp_size is not None:
-        return deployment.pp_size, f"--pp-size {deployment.pp_size} from the server arguments"
+        return deployment.pp_size, f"--pp-size {deployment.pp_size} from {deployment.pp_size_from}"
     if deployment.highest_stage is not None and deployment.highest_stage > 0:
         stages = deployment.highest_stage + 1
         return (
