@@ -237,7 +237,9 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
         f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info, "
         f"{len(report.problems)} input(s) not checked"
     )
-    if report.findings or report.tables or report.notes:
+    # The verdict leads wherever there is more than notes (a listing such as capture list's).
+    lead = bool(report.findings or report.tables)
+    if lead:
         say(wrap(summary, width))
         console.print()
     findings = _ordered(report.findings)
@@ -285,9 +287,9 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
             say(wrap("(* marks a cell that a finding is about)", width))
         console.print()
     say(_note_lines(report.notes, width))
-    if report.findings or report.tables or report.notes:
-        if report.notes:
-            console.print()
-    say(wrap(summary, width))
     # rich pads lines to the console width; trailing blanks only make diffs noisy.
-    return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
+    lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    # The verdict again, last, one blank line above it where it also led.
+    return "\n".join([*lines, *([""] if lead else []), *wrap(summary, width)]) + "\n"

@@ -29,11 +29,12 @@ CONTINUATION = " \\"
 
 def wrap(text: str, width: int, indent: str = "", hanging: str | None = None) -> list[str]:
     """``text`` as lines of at most ``width`` columns (where its words allow): the first after
-    ``indent``, the others after ``hanging`` (``indent`` and four spaces unless given). Each
+    ``indent``, the others after ``hanging`` (as many spaces as ``indent`` and four more,
+    unless given). Each
     line of a text holding newlines is wrapped on its own; an empty text is one line,
     ``indent`` alone (trailing blanks removed)."""
     width = max(width, MIN_WIDTH)
-    hanging = indent + "    " if hanging is None else hanging
+    hanging = " " * (len(indent) + 4) if hanging is None else hanging
     lines: list[str] = []
     for part in text.split("\n"):
         wrapper = textwrap.TextWrapper(
@@ -115,13 +116,30 @@ def shell_lines(line: str, width: int, indent: str = "") -> list[str]:
     if len(indent) + len(command) <= width:
         return [*lines, indent + command]
     words = shell_words(command)
-    current = indent + words[0]
+    rows: list[list[str]] = [[words[0]]]
     for position, word in enumerate(words[1:], 2):
         room = width - (len(CONTINUATION) if position < len(words) else 0)
-        if len(current) + 1 + len(word) <= room:
-            current += " " + word
+        lead = len(indent) + (4 if len(rows) > 1 else 0)
+        if lead + len(" ".join([*rows[-1], word])) <= room:
+            rows[-1].append(word)
             continue
-        lines.append(current + CONTINUATION)
-        current = indent + "    " + word
-    lines.append(current)
-    return lines
+        # An option goes down with the value that follows it ('-e NAME=VALUE' on one line).
+        row = rows[-1]
+        option = row[-1]
+        if (
+            len(row) > 1
+            and option.startswith("-")
+            and len(indent) + 4 + len(f"{option} {word}") <= room
+        ):
+            rows.append([row.pop(), word])
+        else:
+            rows.append([word])
+    return [
+        *lines,
+        *(
+            (indent if number == 0 else indent + "    ")
+            + " ".join(row)
+            + (CONTINUATION if number < len(rows) - 1 else "")
+            for number, row in enumerate(rows)
+        ),
+    ]
