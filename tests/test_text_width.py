@@ -14,7 +14,7 @@ import shutil
 import subprocess
 
 import pytest
-from helpers import REPO, cli
+from helpers import REPO, cli, ppaux_process
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -57,6 +57,15 @@ def test_every_command_fits_the_width(what, argv, columns):
     result = cli(*argv, env={"COLUMNS": str(columns)})
     assert result.stdout.strip(), (what, result.stderr)
     assert _over(result.stdout, columns) == [], what
+
+
+def test_a_pipe_without_columns_gets_80():
+    """Without ``COLUMNS``, stdout a pipe: 80 columns, for the report and for rules."""
+    for argv in (["triage", "fixtures/logs/sglang-aux-list.log"], ["rules"]):
+        done = ppaux_process(*argv, env={"COLUMNS": None})
+        lines = done.stdout.splitlines()
+        assert lines and all(len(line) <= 80 for line in lines), argv
+        assert any(len(line) > 72 for line in lines), argv  # and it uses them
 
 
 @pytest.mark.parametrize("columns", WIDTHS)

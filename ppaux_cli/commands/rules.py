@@ -25,7 +25,8 @@ def rules(
             "-f",
             "--output-format",
             default="text",
-            help="text (one line per rule), json (ppaux.rules/1) or markdown (the "
+            help="text (a line per rule, wrapped at the terminal's width), json "
+            "(ppaux.rules/1) or markdown (the "
             "documentation page).",
         ),
     ] = RulesFormat.TEXT,
