@@ -33,6 +33,7 @@ __all__ = [
     "is_terminal",
     "resolve_gate",
     "stand_in_for_closed_stdio",
+    "text_width",
     "use_color",
     "waiting_on_stdin",
     "warn",
@@ -265,7 +266,7 @@ def emit(report: Report, options: ReportOptions) -> NoReturn:
     else:
         color = fmt == Format.TEXT and to_stdout and use_color(sys.stdout)
         text = render(
-            report, fmt, color=color, width=_width(), fail_on=gate.fail_on, words=cli_words
+            report, fmt, color=color, width=text_width(), fail_on=gate.fail_on, words=cli_words
         )
     try:
         if not (fmt == Format.TEXT and to_stdout and _only_problems(report)):
@@ -333,7 +334,13 @@ def _append_step_summary(report: Report, fail_on: FailOn, quiet: bool = False) -
         warn(f"{target}: cannot append the step summary: {exc.strerror or exc}", quiet)
 
 
-def _width() -> int:
+#: The width of text written to a pipe or a file, or to a terminal that says none.
+DEFAULT_WIDTH = 80
+
+
+def text_width() -> int:
+    """The width text output wraps at: ``COLUMNS`` when set to a number, else the terminal's,
+    else :data:`DEFAULT_WIDTH` (a pipe, a file, a CI log)."""
     try:
         columns = int(os.environ.get("COLUMNS", ""))
     except ValueError:
@@ -341,8 +348,9 @@ def _width() -> int:
     if columns > 0:
         return columns
     if not sys.stdout.isatty():
-        return 100
+        return DEFAULT_WIDTH
     # A terminal that reports no size (a fresh pseudo-terminal says 0 columns) gets the default.
     import shutil
 
-    return shutil.get_terminal_size(fallback=(100, 24)).columns or 100
+    size = shutil.get_terminal_size(fallback=(DEFAULT_WIDTH, 24)).columns
+    return size or DEFAULT_WIDTH

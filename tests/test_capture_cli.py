@@ -192,7 +192,7 @@ def test_status_without_a_directory(tmp_path: Path):
 
 def test_list_text_and_json(filled: Path):
     names = [p.name for p in sorted(filled.glob("capture-*.pt"))]
-    result = run("capture", "list", "--dir", str(filled))
+    result = run("capture", "list", "--dir", str(filled), COLUMNS="1000")
     assert result.exit_code == 0
     assert result.stdout == (
         f"{names[0]}: RuntimeError: {NON_TENSOR}\n"
@@ -335,7 +335,7 @@ def test_list_names_a_tensorize_rewrite_as_one(tmp_path: Path):
     (tmp_path / original.name).write_bytes(original.read_bytes())
     rewrite = tmp_path / "fixed.pt"
     assert cli("tensorize", str(tmp_path / original.name), "-o", str(rewrite)).exit_code == 0
-    result = cli("capture", "list", "--dir", str(tmp_path))
+    result = cli("capture", "list", "--dir", str(tmp_path), env={"COLUMNS": "1000"})
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     at = lines.index(

@@ -59,11 +59,20 @@ def test_fingerprint_unwritable_output(tmp_path):
 def test_check_skew_consistent_and_skewed():
     clean = run("check-skew", str(SETS / "consistent"))
     assert clean.exit_code == 0, clean.stderr
-    assert clean.stdout.splitlines()[0] == "4 stage(s)"
+    # the verdict, then the matrix
+    assert clean.stdout.splitlines()[:3] == [
+        "0 error(s), 0 warning(s), 0 info, 0 input(s) not checked",
+        "",
+        "4 stage(s)",
+    ]
     assert clean.stdout.rstrip().splitlines()[-1] == (
         "0 error(s), 0 warning(s), 0 info, 0 input(s) not checked"
     )
-    skewed = run("check-skew", *sorted(str(p) for p in (SETS / "skewed").glob("*.json")))
+    skewed = run(
+        "check-skew",
+        *sorted(str(p) for p in (SETS / "skewed").glob("*.json")),
+        env={"COLUMNS": "1000"},
+    )
     assert skewed.exit_code == 1
     assert (
         f"PP301 error {SETS / 'skewed' / 'pp3.json'}: sglang 0.5.19 here; 0.5.23 on 3 other "
@@ -104,7 +113,7 @@ def test_check_skew_json_carries_stages_and_verdicts():
 
 def test_baseline_option():
     golden = str(SETS / "consistent" / "pp0.json")
-    result = run("check-skew", "--baseline", golden, str(SETS / "skewed"))
+    result = run("check-skew", "--baseline", golden, str(SETS / "skewed"), env={"COLUMNS": "1000"})
     assert result.exit_code == 1
     assert "torch 2.13.0+cu128 here; the baseline has 2.14.1+cu128" in result.stdout
     bad = run("check-skew", "--baseline", str(BAD / "schema_v2.json"), str(SETS / "consistent"))

@@ -541,7 +541,11 @@ def test_findings_only_leaves_the_tables_out():
     short = cli("inspect", AUX_LIST, CLEAN, "--findings-only")
     assert full.exit_code == short.exit_code == 1
     assert "next_token_ids" in full.stdout and "next_token_ids" not in short.stdout
-    assert short.stdout.startswith("PP101 error fixtures/dumps/aux_list.pt")
+    # the verdict, then the findings
+    assert short.stdout.startswith(
+        "1 error(s), 0 warning(s), 0 info, 0 input(s) not checked\n\n"
+        "PP101 error fixtures/dumps/aux_list.pt"
+    )
     assert short.stdout.splitlines()[-1] == full.stdout.splitlines()[-1]
     for fmt in ("markdown", "html"):
         assert "next_token_ids" not in cli("inspect", AUX_LIST, "-f", fmt, "--findings-only").stdout
@@ -563,7 +567,7 @@ def test_capture_list_finds_a_capture_by_its_content(tmp_path):
     shutil.copy(WALKTHROUGH, tmp_path / "rank0-failure.pt")  # renamed by a user
     shutil.copy(REPO / AUX_LIST, tmp_path / "aux_list.pt")  # a dump, not a capture
     (tmp_path / "notes.txt").write_text("not a dump\n")
-    done = cli("capture", "list", "--dir", str(tmp_path))
+    done = cli("capture", "list", "--dir", str(tmp_path), env={"COLUMNS": "1000"})
     assert done.exit_code == 0, done.output
     assert done.stdout.splitlines()[:3] == [
         "rank0-failure.pt: RuntimeError: received a non-tensor auxiliary PP output",
@@ -581,12 +585,14 @@ def test_capture_status_on_a_directory_that_cannot_be_created_is_an_error(tmp_pa
         (blocker / "captures", f"cannot be created: {blocker} is not a directory"),
         ("/proc/ppaux-no-such/captures", "cannot be created in /proc: "),
     ):
-        done = cli("capture", "status", "--dir", str(where))
+        done = cli("capture", "status", "--dir", str(where), env={"COLUMNS": "1000"})
         assert done.exit_code == 1, done.output
         assert f"PP503 error {where}: {reason}" in done.stdout
         assert "(cannot be created)" in done.stdout
         assert "not created yet" not in done.stdout
-    fresh = cli("capture", "status", "--dir", str(tmp_path / "new" / "captures"))
+    fresh = cli(
+        "capture", "status", "--dir", str(tmp_path / "new" / "captures"), env={"COLUMNS": "1000"}
+    )
     assert "(not created yet)" in fresh.stdout and "PP503" not in fresh.stdout
     assert not (tmp_path / "new").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["file"]
@@ -608,10 +614,18 @@ def test_counts_and_articles_read_as_english(tmp_path):
     assert with_article("list") == "a list"
     one = tmp_path / "one.pkl"
     one.write_bytes(pickle.dumps({"next_token_ids": [1, 2]}, protocol=2))
-    assert cli("inspect", str(one)).stdout.startswith(f"{one} (pickle; 1 key)\n")
+    shown = cli("inspect", str(one), env={"COLUMNS": "1000"}).stdout
+    assert shown.startswith(f"0 error(s), 0 warning(s), 0 info, 0 input(s) not checked\n\n{one} (")
+    assert f"\n{one} (pickle; 1 key)\n" in shown
     pp103 = cli("inspect", "fixtures/dumps/non_string_key.pt", "--findings-only").stdout
     assert "key 7 is an int, not a string" in pp103
-    refused = cli("tensorize", "fixtures/malicious/os_system_reduce.pt", "-o", str(tmp_path / "x"))
+    refused = cli(
+        "tensorize",
+        "fixtures/malicious/os_system_reduce.pt",
+        "-o",
+        str(tmp_path / "x"),
+        env={"COLUMNS": "1000"},
+    )
     assert "the file also holds an os.system under" in refused.stdout
 
 

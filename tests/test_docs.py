@@ -8,6 +8,7 @@ and the CI recipes must run as written against the bundled fixtures.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
 import json
@@ -17,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
@@ -295,13 +297,34 @@ def _check_blocks(
         done = subprocess.run(
             argv,
             cwd=cwd,
-            env={**env, "COLUMNS": "100"},
+            env={**env, "COLUMNS": "80"},
             capture_output=True,
             text=True,
             timeout=300,
         )
         assert "Traceback" not in done.stderr, (source, done.stderr)
         assert done.stdout.replace(str(cwd), shown_dir) == expected, source
+
+
+@contextlib.contextmanager
+def _stand_in(tmp_path: Path, shown_dir: str) -> Iterator[Path]:
+    """A new directory for the page's ``shown_dir``, its path exactly as long where /tmp allows
+    (``/tmp/`` and a prefix and mkdtemp's eight characters), so that the text a command prints
+    there, the path in it, wraps where it wraps on the page; removed afterwards."""
+    import tempfile
+
+    pad = len(shown_dir) - len("/tmp/") - 8
+    if pad < 1 or not os.path.isdir("/tmp"):
+        folder = tmp_path / "ppaux"
+        folder.mkdir()
+        yield folder
+        return
+    folder = Path(tempfile.mkdtemp(prefix="p" * pad, dir="/tmp"))
+    assert len(str(folder)) == len(shown_dir)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_walkthrough_can_be_followed_literally_on_the_shipped_capture(tmp_path):
@@ -313,23 +336,22 @@ def test_walkthrough_can_be_followed_literally_on_the_shipped_capture(tmp_path):
     copy = "$ mkdir -p /var/tmp/ppaux && cp fixtures/walkthrough/capture-*.pt /var/tmp/ppaux/"
     assert copy in _section(text, "## 2. ")
     env = _workspace(tmp_path)
-    folder = tmp_path / "ppaux"
-    folder.mkdir()
-    subprocess.run(
-        ["bash", "-c", copy[2:].replace("/var/tmp/ppaux", str(folder))],
-        cwd=REPO,
-        check=True,
-    )
-    assert sorted(p.name for p in folder.iterdir()) == [WALKTHROUGH_CAPTURE]
-    blocks = []
-    for heading in ("## 2. ", "## 3. ", "## 6. "):
-        blocks += _output_blocks(_section(text, heading))
-    assert [source for _, source, _ in blocks][:2] == [
-        "ppaux capture list --dir /var/tmp/ppaux",
-        f"ppaux inspect {WALKTHROUGH_CAPTURE}",
-    ]
-    blocks[0] = (blocks[0][0], f"ppaux capture list --dir {folder}", blocks[0][2])
-    _check_blocks(blocks, folder, env, "/var/tmp/ppaux")
+    with _stand_in(tmp_path, "/var/tmp/ppaux") as folder:
+        subprocess.run(
+            ["bash", "-c", copy[2:].replace("/var/tmp/ppaux", str(folder))],
+            cwd=REPO,
+            check=True,
+        )
+        assert sorted(p.name for p in folder.iterdir()) == [WALKTHROUGH_CAPTURE]
+        blocks = []
+        for heading in ("## 2. ", "## 3. ", "## 6. "):
+            blocks += _output_blocks(_section(text, heading))
+        assert [source for _, source, _ in blocks][:2] == [
+            "ppaux capture list --dir /var/tmp/ppaux",
+            f"ppaux inspect {WALKTHROUGH_CAPTURE}",
+        ]
+        blocks[0] = (blocks[0][0], f"ppaux capture list --dir {folder}", blocks[0][2])
+        _check_blocks(blocks, folder, env, "/var/tmp/ppaux")
 
 
 @pytest.mark.torch

@@ -76,9 +76,10 @@ def test_bad_inputs_are_one_line_and_exit_2(path, message):
 def test_a_zip_torch_load_refuses_is_a_finding_naming_torchs_reason():
     # Records under two folders: torch's zip reader stops at the second folder ("file in archive
     # is not in a subdirectory", seen from torch.load 2.13), so rank 0 never sees this dict.
-    result = run("inspect", "fixtures/corrupt/two_datapkl.pt")
+    result = run("inspect", "fixtures/corrupt/two_datapkl.pt", env={"COLUMNS": "1000"})
     assert result.exit_code == 1
     assert result.output.startswith(
+        "1 error(s), 0 warning(s), 0 info, 0 input(s) not checked\n\n"
         "PP117 error fixtures/corrupt/two_datapkl.pt: torch.load refuses the file: its zip reader "
         "finds record archive/data.pkl outside the folder two_datapkl/ of the first record"
     )

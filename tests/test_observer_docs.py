@@ -36,7 +36,7 @@ def test_the_worked_example_has_the_good_the_leaking_and_the_fixed_observer():
 @pytest.mark.parametrize(("command", "expected"), _examples())
 def test_each_command_prints_what_the_page_shows(command, expected, monkeypatch):
     monkeypatch.chdir(REPO)  # the page's commands run from the repository root
-    done = cli(*command.split()[1:])
+    done = cli(*command.split()[1:], env={"COLUMNS": "80"})  # as in a pipe or a file
     assert done.stderr == ""
     assert done.stdout == expected
     assert done.exit_code == (1 if "entropy_list" in command else 0)

@@ -20,11 +20,15 @@ def test_every_rule_can_be_explained_in_full(code):
     assert rule.summary and rule.explanation and rule.causes and rule.fix and rule.area
     assert rule.example, f"{code} has no example for 'ppaux explain'"
     assert re.fullmatch(r"PP[1-9]\d\d", code) and re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", rule.name)
-    text = run("explain", code.lower()).stdout
+    text = run("explain", code.lower(), env={"COLUMNS": "200"}).stdout
     for heading in ("What it means:", "Likely causes:", "Fix:", "Example:"):
         assert f"\n{heading}\n" in text
     assert text.startswith(f"{code} {rule.name} ({rule.severity.value})\n{rule.summary}\n")
-    assert f"Example:\n  {rule.example}\n" in text
+    # At 80 columns the example is broken between its words only: its lines, joined, give it.
+    narrow = run("explain", code.lower(), env={"COLUMNS": "80"}).stdout
+    example = narrow.split("\nExample:\n", 1)[1].splitlines()
+    assert example[0].startswith("  ") and all(line.startswith("    ") for line in example[1:])
+    assert " ".join(line.strip() for line in example) == " ".join(rule.example.split())
 
 
 def test_rule_names_are_unique():
@@ -33,7 +37,7 @@ def test_rule_names_are_unique():
 
 
 def test_rules_text_lists_every_rule_once():
-    result = run("rules")
+    result = run("rules", env={"COLUMNS": "200"})
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["code", "severity", "area", "name", "summary"]
@@ -55,6 +59,30 @@ def test_rules_text_lists_every_rule_once():
             rule.name,
             rule.summary,
         )
+
+
+def test_rules_text_wraps_each_summary_under_its_column_or_its_rule():
+    """At 100 columns each summary is wrapped beside its rule, under the summary column; at 80
+    there is no room for that column, and each goes on the lines under its rule."""
+    for columns, indent in ((100, 56), (80, 7)):
+        lines = run("rules", env={"COLUMNS": str(columns)}).stdout.splitlines()
+        assert all(len(line) <= columns for line in lines)
+        summaries: dict[str, list[str]] = {}
+        first = next(i for i, line in enumerate(lines) if line.startswith("PP"))
+        assert lines[:first] == (
+            [lines[0][:indent] + "summary"] if columns == 100 else [lines[0], " " * 7 + "summary"]
+        )
+        code = ""
+        for line in lines[first:]:
+            if line.startswith("PP"):
+                code = line.split()[0]
+                summaries[code] = line[indent:].split() if columns == 100 else []
+                continue
+            assert line.startswith(" " * indent) and line[indent] != " ", line
+            summaries[code] += line.split()
+        assert sorted(summaries) == sorted(RULES)
+        for code, words in summaries.items():
+            assert words == RULES[code].summary.split(), code
 
 
 def test_rules_json_document():

@@ -65,10 +65,18 @@ MSG_TYPE = ["__msg_type__", _object("builtins.str", "output", "'output'")]
 
 
 def ppaux(
-    *args: str, cwd: Path = REPO, env: dict[str, str] | None = None
+    *args: str, cwd: Path = REPO, env: dict[str, str] | None = None, columns: int = 1000
 ) -> subprocess.CompletedProcess[str]:
-    """``ppaux ARGS`` in a child process, without the capture settings of this one."""
-    return ppaux_process(*args, cwd=cwd, base=env or clean_environ(), timeout=600)
+    """``ppaux ARGS`` in a child process, without the capture settings of this one, its text
+    wrapped at ``columns`` (wide: one line per note or finding, unless a page's width is
+    wanted)."""
+    return ppaux_process(
+        *args,
+        cwd=cwd,
+        base=env or clean_environ(),
+        env={"COLUMNS": str(columns)},
+        timeout=600,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -324,6 +332,7 @@ def test_the_walkthrough_prints_what_the_real_capture_gives(
         str(runtime.sglang_dir),
         cwd=tmp_path,
         env=runtime_env,
+        columns=80,  # as the page shows it
     )
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     assert shown.removeprefix("...\n") in done.stdout

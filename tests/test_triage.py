@@ -419,7 +419,7 @@ def test_the_pages_show_what_triage_prints(page):
         done = subprocess.run(
             [sys.executable, "-m", "ppaux_cli", *shlex.split(command)[1:]],
             cwd=root,
-            env={**os.environ, "COLUMNS": "100", "NO_COLOR": "1"},
+            env={**os.environ, "COLUMNS": "80", "NO_COLOR": "1"},
             capture_output=True,
             text=True,
             timeout=120,

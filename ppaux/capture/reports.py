@@ -150,8 +150,8 @@ def list_report(directory: str | os.PathLike[str]) -> Report:
 
     report = Report(command="capture list")
     skipped = read_skipped(path)
-    # One line per capture, never wrapped, so that names and messages stay greppable; the file
-    # name already tells the time, host, pid and function, and JSON has every field.
+    # One note per capture (the text view wraps it at the terminal's width, between words); the
+    # file name already tells the time, host, pid and function, and JSON has every field.
     for entry in entries:
         meta = entry.meta or {}
         if entry.problem is not None:

@@ -35,6 +35,8 @@ from .formats.rules import rule_json as rule_json
 from .formats.rules import rule_markdown as rule_markdown
 from .formats.statistics import statistics_json as statistics_json
 from .formats.statistics import statistics_text as statistics_text
+from .formats.wrapping import shell_lines as shell_lines
+from .formats.wrapping import wrap as wrap
 from .gate import Gate as Gate
 from .paths import find_root as find_root
 from .paths import rebase_report as rebase_report

@@ -13,7 +13,7 @@ from ppaux.report import RulesFormat
 from ppaux_cli.choices import choice_option
 from ppaux_cli.exits import fail
 from ppaux_cli.options import OutputOption
-from ppaux_cli.output import STDIO, waiting_on_stdin, write_text
+from ppaux_cli.output import STDIO, text_width, waiting_on_stdin, write_text
 from ppaux_cli.report_options import complete_codes
 
 __all__ = ["STDIN_LIMIT", "explain"]
@@ -88,7 +88,7 @@ def explain(
     else:
         from ppaux.report import render_rule
 
-        text = render_rule(rule)
+        text = render_rule(rule, text_width())
     write_text(text, output, "the rule")
 
 
@@ -108,7 +108,7 @@ def _page(message_id: str, name: str | None, format: RulesFormat) -> str:
         return error_page_markdown(page, site=False)
     from ppaux.report import error_page_text
 
-    return error_page_text(page, name)
+    return error_page_text(page, name, text_width())
 
 
 def _read_stdin(output: str | None) -> str:

@@ -10,7 +10,7 @@ from ppaux.report import RulesFormat
 from ppaux_cli.choices import choice_option
 from ppaux_cli.exits import fail
 from ppaux_cli.options import OutputOption
-from ppaux_cli.output import write_text
+from ppaux_cli.output import text_width, write_text
 from ppaux_cli.report_options import complete_codes
 
 __all__ = ["rules"]
@@ -25,7 +25,8 @@ def rules(
             "-f",
             "--output-format",
             default="text",
-            help="text (one line per rule), json (ppaux.rules/1) or markdown (the "
+            help="text (a line per rule, wrapped at the terminal's width), json "
+            "(ppaux.rules/1) or markdown (the "
             "documentation page).",
         ),
     ] = RulesFormat.TEXT,
@@ -49,4 +50,4 @@ def rules(
     except UnknownCodeError as exc:
         fail(f"--select: {exc}")
     chosen_rules = [r for r in RULES.values() if chosen.includes(r.code)]
-    write_text(render_rules(chosen_rules, format), output, "the rules")
+    write_text(render_rules(chosen_rules, format, text_width()), output, "the rules")

@@ -17,7 +17,7 @@ import typer
 
 from ppaux_cli.exits import fail
 from ppaux_cli.options import LimitOption, limits_from
-from ppaux_cli.output import STDIO, is_terminal, write_stdout
+from ppaux_cli.output import STDIO, is_terminal, text_width, write_stdout
 from ppaux_cli.output_paths import check_output_path
 
 if TYPE_CHECKING:
@@ -54,6 +54,7 @@ def tensorize(
     from ppaux.errors import PpauxError
     from ppaux.files import OutputPathError
     from ppaux.fix import tensorize_dump
+    from ppaux.report import wrap
     from ppaux.torch_probe import require_torch
 
     if path == STDIO:
@@ -96,7 +97,8 @@ def tensorize(
         lines.append(f"nothing written to {where}")
     # With -o - the dump is on stdout, so what was done goes to stderr.
     stream = sys.stderr if to_stdout else sys.stdout
-    stream.write("".join(f"{line}\n" for line in lines))
+    width = text_width()
+    stream.write("".join(f"{part}\n" for line in lines for part in wrap(line, width)))
     raise typer.Exit(0 if result.written else 1)
 
 

@@ -21,7 +21,8 @@ __all__ = ["Format", "render"]
 class Format(str, enum.Enum):
     """Output formats every command accepts with ``--format``."""
 
-    #: Tables and one line per finding, for a person at a terminal.
+    #: The verdict and the findings first, then the tables and notes, wrapped at the terminal's
+    #: width, for a person at a terminal.
     TEXT = "text"
     #: The ``ppaux.report/1`` JSON document (docs/report-schema.md).
     JSON = "json"

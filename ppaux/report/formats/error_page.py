@@ -1,17 +1,19 @@
 """An error page (:class:`~ppaux.report.error_pages.ErrorPage`) as text, JSON and Markdown:
 ``ppaux explain`` with a message pasted from a log, and the docs pages in ``docs/errors/``.
 
-Pure functions of the page and the rule catalogue. The text wraps at 80 columns without cutting
-a word, a message or a file name; commands are printed whole, indented, one line each.
+Pure functions of the page and the rule catalogue. The text wraps at the width it is given (80
+columns unless told) without cutting a word, a message or a file name; a shell command too long
+for a line is broken between its words with a backslash continuation (:mod:`wrapping`), Python
+code is printed as it is.
 """
 
 from __future__ import annotations
 
 import re
-import textwrap
 from typing import Any
 
 from ppaux.report.error_pages import ERROR_PAGES, ErrorPage, Fix
+from ppaux.report.formats.wrapping import shell_lines, wrap
 from ppaux.text import shown
 
 __all__ = [
@@ -80,26 +82,12 @@ def error_page_json(page: ErrorPage, name: str | None = None) -> dict[str, Any]:
     }
 
 
-def _wrap(text: str, indent: str = "  ") -> list[str]:
-    return textwrap.wrap(
-        text,
-        WIDTH,
-        initial_indent=indent,
-        subsequent_indent=indent,
-        break_long_words=False,
-        break_on_hyphens=False,
-    )
+def _wrap(text: str, indent: str = "  ", width: int = WIDTH) -> list[str]:
+    return wrap(text, width, indent, indent)
 
 
-def _bullet(text: str) -> list[str]:
-    return textwrap.wrap(
-        text,
-        WIDTH,
-        initial_indent="  - ",
-        subsequent_indent="    ",
-        break_long_words=False,
-        break_on_hyphens=False,
-    )
+def _bullet(text: str, width: int = WIDTH) -> list[str]:
+    return wrap(text, width, "  - ", "    ")
 
 
 def _see_text(fix: Fix) -> str:
@@ -113,26 +101,35 @@ def _more(page: ErrorPage) -> str:
     return (page.predicted_by or page.rules)[0]
 
 
-def _numbered(number: int, text: str) -> list[str]:
-    return textwrap.wrap(
-        text,
-        WIDTH,
-        initial_indent=f"  {number}. ",
-        subsequent_indent="     ",
-        break_long_words=False,
-        break_on_hyphens=False,
-    )
+def _numbered(number: int, text: str, width: int = WIDTH) -> list[str]:
+    return wrap(text, width, f"  {number}. ", "     ")
 
 
-def error_page_text(page: ErrorPage, name: str | None = None) -> str:
-    """The page for a terminal or a CI log: at most 80 columns where words allow."""
+#: How Python code among a fix's commands begins; it is printed as it is, never broken.
+_PYTHON = ("def ", "class ", "return", "from ", "import ")
+
+
+def _command_lines(command: str, width: int) -> list[str]:
+    """A fix's command block at ``width``: shell lines broken between words with backslash
+    continuations, Python code (and the lines of a block that holds any) as it is."""
+    rows = command.splitlines()
+    if any(row.lstrip().startswith(_PYTHON) for row in rows):
+        return [f"       {row}" if row else "" for row in rows]
+    lines: list[str] = []
+    for row in rows:
+        lines += shell_lines(row, width, "       ") if row else [""]
+    return lines
+
+
+def error_page_text(page: ErrorPage, name: str | None = None, width: int = WIDTH) -> str:
+    """The page for a terminal or a CI log: at most ``width`` columns where words allow."""
     from ppaux.sglang.names import message_by_id
 
     message = message_by_id(page.message_id)
     shown = message.format(name) if name is not None and message.takes_name else page.text
-    lines = [f"RuntimeError: {shown}", ""]
-    lines += _wrap(f"Raised by {page.function}() on {page.stage}; sglang 0.5.19-0.5.23.", indent="")
-    lines += ["", "What it means:", *_wrap(page.meaning), "", "Where it is raised:"]
+    lines = [*_wrap(f"RuntimeError: {shown}", "", width), ""]
+    lines += _wrap(f"Raised by {page.function}() on {page.stage}; sglang 0.5.19-0.5.23.", "", width)
+    lines += ["", "What it means:", *_wrap(page.meaning, width=width), "", "Where it is raised:"]
     locations = page.locations()
     spans: list[tuple[list[str], str]] = []
     for release, file, line, _, _ in locations:
@@ -142,30 +139,30 @@ def error_page_text(page: ErrorPage, name: str | None = None) -> str:
             spans.append(([release], f"{file}:{line}"))
     for releases, where in spans:
         span = releases[0] if len(releases) == 1 else f"{releases[0]}-{releases[-1]}"
-        lines.append(f"  {where} in {span}")
+        lines += _wrap(f"{where} in {span}", "  ", width)
     file, _, method = locations[0][3].partition(":")
     calls = ", ".join(f"{call} in {release}" for release, _, _, _, call in locations)
-    lines += _wrap(f"called from {method}() in {file}, line {calls}", indent="  ")
-    lines += ["", "When it happens:", *_wrap(page.when), "", "Likely causes:"]
+    lines += _wrap(f"called from {method}() in {file}, line {calls}", "  ", width)
+    lines += ["", "When it happens:", *_wrap(page.when, width=width), "", "Likely causes:"]
     for cause in page.causes:
-        lines += _bullet(cause)
+        lines += _bullet(cause, width)
     lines += ["", "Fixes:"]
     for number, fix in enumerate(page.fixes, 1):
-        lines += _numbered(number, fix.text)
-        lines += [f"       {command}" if command else "" for command in fix.command.splitlines()]
+        lines += _numbered(number, fix.text, width)
+        lines += _command_lines(fix.command, width)
         if fix.see:
-            lines += _wrap(_see_text(fix), indent="     ")
+            lines += _wrap(_see_text(fix), "     ", width)
     lines += ["", "Related messages:"]
     for other in page.related:
-        lines += _bullet(readable_template(message_by_id(other).template))
+        lines += _bullet(readable_template(message_by_id(other).template), width)
     lines += ["", "ppaux rules that predict it:"]
     for code in page.rules:
         rule = _rule(code)
-        lines += _bullet(f"{rule.code} {rule.name}: {rule.summary}")
-    lines += [
-        "",
-        f"More: ppaux explain {_more(page)}, and docs/errors/{page_file(page)}.",
-    ]
+        lines += _bullet(f"{rule.code} {rule.name}: {rule.summary}", width)
+    lines += [""]
+    lines += _wrap(
+        f"More: ppaux explain {_more(page)}, and docs/errors/{page_file(page)}.", "", width
+    )
     return "\n".join(lines) + "\n"
 
 

@@ -38,13 +38,14 @@ class RulesFormat(str, enum.Enum):
     MARKDOWN = "markdown"
 
 
-def render_rules(rules: Iterable[Rule], fmt: RulesFormat) -> str:
-    """The rules as a text table, a ``ppaux.rules/1`` JSON document or the Markdown page."""
+def render_rules(rules: Iterable[Rule], fmt: RulesFormat, width: int = 80) -> str:
+    """The rules as a text table (at ``width``), a ``ppaux.rules/1`` JSON document or the
+    Markdown page."""
     if fmt == RulesFormat.JSON:
         return render_rules_json(rules)
     if fmt == RulesFormat.MARKDOWN:
         return catalogue_markdown(rules)
-    return render_rules_text(rules)
+    return render_rules_text(rules, width)
 
 
 def rule_json(rule: Rule) -> dict[str, Any]:
@@ -82,16 +83,32 @@ def render_rules_json(rules: Iterable[Rule]) -> str:
     return strict_json.dumps(rules_document(rules))
 
 
-def render_rules_text(rules: Iterable[Rule]) -> str:
-    """One aligned line per rule: code, severity, area, name, summary."""
+#: The narrowest the summary column gets beside the others; at less, each summary goes on the
+#: lines under its rule.
+_MIN_SUMMARY = 36
+
+
+def render_rules_text(rules: Iterable[Rule], width: int = 80) -> str:
+    """One aligned line per rule: code, severity, area, name, and the summary wrapped at
+    ``width`` under its own column; where that column would be narrower than
+    :data:`_MIN_SUMMARY`, the summary goes on the lines under the rule, under its name."""
+    from ppaux.report.formats.wrapping import wrap
+
     rows = [(r.code, r.severity.value, r.area, r.name, r.summary) for r in rules]
     header = ("code", "severity", "area", "name", "summary")
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
+    start = sum(widths) + 2 * 4
+    beside = width - start >= _MIN_SUMMARY
     lines = []
     for row in [header, *rows]:
-        cells = [row[i].ljust(widths[i]) for i in range(4)]
-        lines.append("  ".join([*cells, row[4]]))
-    return "\n".join(lines) + "\n"
+        cells = "  ".join(row[i].ljust(widths[i]) for i in range(4))
+        if beside:
+            lines += wrap(row[4], width, cells + "  ", " " * start)
+        else:
+            lines.append(cells.rstrip())
+            under = " " * (widths[0] + 2)
+            lines += wrap(row[4], width, under, under)
+    return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
 _MARKDOWN_SPECIAL = "\\`*_[]<>"

@@ -1,4 +1,5 @@
-"""The human view: the report's tables, then findings with their codes, then a summary line."""
+"""The human view: the verdict and the findings with their codes first, then the tables, then
+the notes, and the verdict again; every line wrapped at the terminal's width."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 
 from ppaux.report import catalogue
 from ppaux.report.document import Report, Table, count_by_severity
-from ppaux.report.findings import Severity
+from ppaux.report.findings import Finding, Severity
+from ppaux.report.formats.wrapping import MIN_WIDTH, shell_lines, wrap
 from ppaux.text import counted
 from ppaux.text import shown as text_shown
 
@@ -158,11 +160,62 @@ def _records(table: Table, rows: list[list[str]]) -> list[str]:
     return lines
 
 
+def _finding_lines(f: Finding, width: int) -> list[str]:
+    """One finding: its headline (code, severity, where, message), then its location, the
+    sglang error it predicts and its fix, each wrapped under a hanging indent."""
+    where = f.path + (f" [{f.key}]" if f.key is not None else "")
+    lines = wrap(f"{f.code} {f.severity.value} {where}: {f.message}", width)
+    if f.location is not None:
+        at = f"at: {f.location['file']}:{f.location['line']} in {f.location['function']}"
+        lines += wrap(at, width, "    ", _DETAIL)
+    if f.sglang_error:
+        lines += wrap(f"predicts: {f.sglang_error}", width, "    ", _DETAIL)
+    if f.hint:
+        lines += wrap(f"fix: {f.hint}", width, "    ", _DETAIL)
+    return lines
+
+
+#: Where the continuation of a finding's location, prediction or fix begins.
+_DETAIL = " " * 8
+
+
+def _note_lines(notes: list[str], width: int) -> list[str]:
+    """The notes wrapped at ``width``: a heading note's block (triage's ``next steps:`` and its
+    commands) as shell lines that stay pasteable, every other note as prose under a hanging
+    indent four spaces past its own."""
+    from ppaux.report.formats.markdown import note_blocks
+
+    lines: list[str] = []
+    for note, block in note_blocks(notes):
+        lines += _prose(note, width)
+        for command in block:
+            lines += shell_lines(command, width, "  ")
+    return lines
+
+
+def _prose(text: str, width: int) -> list[str]:
+    """``text`` wrapped after its own leading spaces, continued four spaces further in."""
+    body = text.lstrip(" ")
+    return wrap(body, width, text[: len(text) - len(body)])
+
+
+def _ordered(findings: list[Finding]) -> list[Finding]:
+    """The findings, most severe first; in the order the command gave them within a severity
+    (a root before its collateral)."""
+    return sorted(findings, key=lambda f: -f.severity.rank)
+
+
 def render(report: Report, *, color: bool = False, width: int = 100) -> str:
-    """Render the report for a terminal (``color``) or for a pipe or file (plain text)."""
+    """Render the report for a terminal (``color``) or for a pipe or file (plain text).
+
+    What matters first: the verdict (the tally of findings by severity), the findings, most
+    severe first, and the likely causes of each error code; then the tables; then the notes
+    (triage's next steps among them); and the tally again, last, where a terminal that
+    scrolled leaves the eye. Every line is wrapped at ``width`` (:mod:`wrapping`)."""
     from rich.console import Console
     from rich.text import Text
 
+    width = max(width, MIN_WIDTH)
     buffer = io.StringIO()
     console = Console(
         file=buffer,
@@ -174,6 +227,43 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
         emoji=False,
         soft_wrap=False,
     )
+
+    def say(lines: list[str]) -> None:
+        for line in lines:
+            console.print(Text(line), soft_wrap=True)
+
+    counts = count_by_severity(report.findings)
+    summary = (
+        f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info, "
+        f"{len(report.problems)} input(s) not checked"
+    )
+    # The verdict leads wherever there is more than notes (a listing such as capture list's).
+    lead = bool(report.findings or report.tables)
+    if lead:
+        say(wrap(summary, width))
+        console.print()
+    findings = _ordered(report.findings)
+    for f in findings:
+        first, *rest = _finding_lines(f, width)
+        # The code and severity coloured, the rest of the headline plain.
+        label = f"{f.code} {f.severity.value}"
+        line = Text()
+        line.append(label, style=_STYLE[f.severity])
+        line.append(first[len(label) :])
+        console.print(line, soft_wrap=True)
+        say(rest)
+    # The likely causes, once per error code, so the view says why as well as what.
+    explained = []
+    for f in findings:
+        rule = catalogue.RULES.get(f.code)  # looked up per call: tests swap the catalogue
+        if f.severity is Severity.ERROR and rule is not None and f.code not in explained:
+            explained.append(f.code)
+            console.print()
+            say(wrap(f"Likely causes of {f.code} ({rule.name}):", width))
+            for cause in rule.causes:
+                say(wrap(cause, width, "  - ", "    "))
+    if report.findings:
+        console.print()
     for table in report.tables:
         hidden = len(table.rows) - MAX_TABLE_ROWS
         if hidden > 0:  # a terminal view of its first rows; every format but this lists all
@@ -184,52 +274,22 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
             )
         rich_table, cut = _rich_table(table, width, color)
         if rich_table is not None:
-            for part in _title_lines(table.title, width):
-                console.print(Text(part), soft_wrap=True)
+            say(_title_lines(table.title, width))
             console.print(rich_table)
         if hidden > 0:
             more = counted(hidden, "more row")
-            console.print(Text(f"({more}; the JSON report lists every row)"))
-        for note in cut:  # whole, never wrapped: a value to grep for or copy
-            console.print(Text(note), soft_wrap=True)
+            say(wrap(f"({more}; the JSON report lists every row)", width))
+        for note in cut:  # a value to grep for or copy: wrapped between words only
+            say(_prose(note, width))
         if cut:
             console.print()
         if table.marked and not color:
-            console.print(Text("(* marks a cell that a finding is about)"))
+            say(wrap("(* marks a cell that a finding is about)", width))
         console.print()
-    # Finding lines are never wrapped, so that each stays one greppable line.
-    for note in report.notes:
-        console.print(Text(note), soft_wrap=True)
-    for f in report.findings:
-        where = f.path + (f" [{f.key}]" if f.key is not None else "")
-        line = Text()
-        line.append(f"{f.code} {f.severity.value}", style=_STYLE[f.severity])
-        line.append(f" {where}: {f.message}")
-        console.print(line, soft_wrap=True)
-        if f.location is not None:
-            at = f"    at: {f.location['file']}:{f.location['line']} in {f.location['function']}"
-            console.print(Text(at), soft_wrap=True)
-        if f.sglang_error:
-            console.print(Text(f"    predicts: {f.sglang_error}"), soft_wrap=True)
-        if f.hint:
-            console.print(Text(f"    fix: {f.hint}"), soft_wrap=True)
-    # The likely causes, once per error code, so the view says why as well as what.
-    explained = []
-    for f in report.findings:
-        rule = catalogue.RULES.get(f.code)  # looked up per call: tests swap the catalogue
-        if f.severity is Severity.ERROR and rule is not None and f.code not in explained:
-            explained.append(f.code)
-            console.print()
-            console.print(Text(f"Likely causes of {f.code} ({rule.name}):"), soft_wrap=True)
-            for cause in rule.causes:
-                console.print(Text(f"  - {cause}"), soft_wrap=True)
-    counts = count_by_severity(report.findings)
-    summary = (
-        f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info, "
-        f"{len(report.problems)} input(s) not checked"
-    )
-    if report.findings or report.tables:
-        console.print()
-    console.print(Text(summary))
+    say(_note_lines(report.notes, width))
     # rich pads lines to the console width; trailing blanks only make diffs noisy.
-    return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
+    lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    # The verdict again, last, one blank line above it where it also led.
+    return "\n".join([*lines, *([""] if lead else []), *wrap(summary, width)]) + "\n"
