@@ -603,12 +603,15 @@ def test_the_real_torch_distributed_wire():
     assert codes(half) == ["PP711", "PP712"]
 
 
-def test_findings_point_at_the_method_to_fix():
+def test_findings_point_at_the_line_to_fix():
     report = check_observer(target("entropy_list.py:EntropyObserver"))
     location = report.findings[0].location
     source = (OBSERVERS / "entropy_list.py").read_text(encoding="utf-8").splitlines()
     assert location["function"] == "EntropyOutput.to_pp_tensors"
-    assert source[location["line"] - 1].strip() == "def to_pp_tensors(self) -> dict:"
+    # The line that makes the list, not the method's def.
+    assert source[location["line"] - 1].strip() == (
+        'return {"entropy": self.entropy.tolist()}  # a list, not a tensor'
+    )
     assert location["file"].endswith("entropy_list.py")
     rank0 = check_observer(target("faulty.py:NotRebuiltObserver")).findings[0].location
     assert rank0["function"] == "NotRebuiltObserver.from_pp_tensors"

@@ -47,11 +47,14 @@ def test_a_leaking_observer_fails_with_every_finding_and_sglangs_message():
         "  PP705 error [entropy]: the last stage's add raises RuntimeError: auxiliary PP output "
         "'entropy' is not a tensor"
     )
+    # The line that made the list, as the CLI's 'at:' names it.
+    assert lines[2].endswith("entropy_list.py:24 in EntropyOutput.to_pp_tensors")
+    assert lines[2].startswith("      at: ")
     assert (
-        lines[2]
+        lines[3]
         == "      sglang raises: RuntimeError: auxiliary PP output 'entropy' is not a tensor"
     )
-    assert lines[3].startswith("      fix: Return tensors only")
+    assert lines[4].startswith("      fix: Return tensors only")
 
 
 def test_ignore_and_fail_on():
