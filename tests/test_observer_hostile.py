@@ -405,7 +405,7 @@ def test_prints_and_an_exit_through_sglangs_own_path(tmp_path, version):
 # ----------------------------------------------------------------------------------------------
 # Attributes outside a dataclass's declared fields are compared too
 
-LATE_ATTRIBUTES = '''
+LATE_ATTRIBUTES = """
 from dataclasses import dataclass
 
 import torch
@@ -451,7 +451,7 @@ class Obs:
 
     def from_pp_tensors(self, tensors):
         return Out(tensors["scores"])
-'''
+"""
 
 
 def test_attributes_set_after_construction_are_compared_on_both_paths(tmp_path):

@@ -245,3 +245,25 @@ def test_a_launch_command_with_pp_size_runs_every_stage_on_one_host(tmp_path):
         text = "\n".join(report.data["next_steps"])
         assert "on PP1 only" not in text and "PP1's host" not in text
         assert "one launch shares one environment" in text
+
+
+def test_the_causes_shown_are_those_of_the_message_and_side_that_failed(tmp_path):
+    from ppaux.report import Format, page_for, render
+
+    log = tmp_path / "add.log"
+    log.write_text(
+        "[2026-12-03 10:00:01 PP1] Scheduler hit an exception: Traceback (most recent call "
+        "last):\n"
+        '  File "/usr/lib/python3.11/site-packages/sglang/srt/sampling/'
+        'sampling_observer_pp.py", line 52, in add_auxiliary_output_to_pp_tensors\n'
+        "    raise RuntimeError(...)\n"
+        "RuntimeError: auxiliary PP output 'scores' is not a tensor\n"
+    )
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP801"]
+    expected = list(page_for(root.extra["sglang_message"]).causes)
+    assert root.extra["causes"] == expected
+    text = render(report, Format.TEXT, width=200)
+    for cause in expected:
+        assert cause in text
+    assert "The first stage's pop" not in text  # the rule's causes for rank 0's message

@@ -74,6 +74,14 @@ class Finding:
     #: line as flags. The message itself never names them.
     suggestions: tuple[Suggestion, ...] = field(default=(), compare=False, hash=False)
 
+    def causes(self, rule: Rule) -> tuple[str, ...]:
+        """The likely causes to show with this finding: its own (``extra.causes``, where the
+        check knows which message and side it is about), else its rule's."""
+        own = self.extra.get("causes")
+        if isinstance(own, list) and own and all(isinstance(c, str) for c in own):
+            return tuple(own)
+        return rule.causes
+
     def worded(self, words: Wording = library_words) -> str:
         """The fix text followed by the suggestions as ``words`` says them."""
         return worded(self.hint, self.suggestions, words)

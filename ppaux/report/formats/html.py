@@ -135,7 +135,7 @@ def _causes(findings: list[Finding]) -> list[str]:
             continue
         seen.add(f.code)
         out.append(f"<h3>Likely causes of {_text(f.code)} ({_text(rule.name)})</h3>")
-        out += ["<ul>", *(f"<li>{_text(c)}</li>" for c in rule.causes), "</ul>"]
+        out += ["<ul>", *(f"<li>{_text(c)}</li>" for c in f.causes(rule)), "</ul>"]
     return out
 
 

@@ -260,7 +260,7 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
             explained.append(f.code)
             console.print()
             say(wrap(f"Likely causes of {f.code} ({rule.name}):", width))
-            for cause in rule.causes:
+            for cause in f.causes(rule):
                 say(wrap(cause, width, "  - ", "    "))
     if report.findings:
         console.print()
