@@ -16,7 +16,8 @@ of the file looks like:
   ``[key: value]`` groups, a journald ``short-iso`` ``host ident[pid]:``, an ``aws logs tail``
   stream name, tab- or comma-separated columns (a table or CSV download);
 - syslog's and journald's default ``short`` form (``Jun 17 06:48:30 host ident[pid]:``), and a
-  serving framework's own logger before each line (vLLM's ``ERROR 03-12 15:02:44 file.py:N]``);
+  serving framework's own logger before each line (vLLM's ``ERROR 03-12 15:02:44 file.py:N]``,
+  ``[file.py:N]`` since vLLM 0.8);
 - launchers: ``kubectl logs --prefix``'s ``[pod/<pod>/<container>]``, docker compose's padded
   ``<service>  |``, Ray's ``(... pid=N ...)``, Slurm ``srun --label``'s ``<task>:``.
 
@@ -60,10 +61,11 @@ _KUBECTL = re.compile(r"^\[(?P<who>pod/[^/\]\s]+/[^/\]\s]*)\] ")
 _SYSLOG = re.compile(
     r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? [\w.-]+ [\w.@/-]+(?:\[\d{1,10}\])?: "
 )
-#: A Python serving framework's own logger (vLLM's): ``ERROR 03-12 15:02:44 file.py:581] ``.
+#: A Python serving framework's own logger (vLLM's): ``ERROR 03-12 15:02:44 file.py:581] ``, and
+#: since vLLM 0.8 with the place in brackets, ``ERROR 08-06 22:23:09 [file.py:487] ``.
 _FRAMEWORK = re.compile(
     r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? "
-    r"[\w.-]{1,200}:\d{1,9}\] "
+    r"\[?[\w.-]{1,200}:\d{1,9}\] "
 )
 _COMPOSE = re.compile(r"^(?P<who>[A-Za-z0-9][\w.-]*) +\| ?")
 _RAY = re.compile(r"^\((?P<who>[^()]{0,200}\bpid=\w+[^()]{0,200})\) ?")

@@ -195,6 +195,17 @@ def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
     )
 
 
+#: An error that Ray relays from a task or an actor: its message is the remote process's own
+#: traceback (``ray::task() (pid=N, ip=...)``, then frames and the remote exception line).
+_RELAYED = re.compile(r"(?:^|\.)Ray(?:Task|Actor)Error\b")
+
+
+def _relayed(failure: Failure) -> bool:
+    """True when ``failure``'s exception is Ray's relay of a remote failure."""
+    exception = failure.exception or ""
+    return _RELAYED.search(exception) is not None or failure.message.startswith("ray::")
+
+
 class TracebackBuilder:
     """Feeds the lines after a traceback's first one into its :class:`Failure`."""
 
@@ -225,6 +236,8 @@ class TracebackBuilder:
         if self.state == "frames":
             return self._frame_line(text)
         if _FRAME.match(text) is not None:
+            if self.state == "after" and _relayed(self.failure):
+                return self._message_line(text)  # the remote traceback Ray's error carries
             return False  # the frames of another traceback, whose header the log lost
         if text.lstrip().startswith("Traceback (m"):
             if self.state == "chain":
@@ -244,6 +257,10 @@ class TracebackBuilder:
             return True
         if marked or self._blank or text.startswith("[") or text.startswith("INFO:"):
             return False
+        return self._message_line(text)
+
+    def _message_line(self, text: str) -> bool:
+        """One more line of the exception's message (bounded: past the cap, swallowed)."""
         if self._message_lines >= _MAX_MESSAGE_LINES:
             self._message_lines += 1
             return self._message_lines < _MAX_MESSAGE_LINES + _MAX_SWALLOWED  # swallowed
