@@ -27,8 +27,8 @@ __all__ = [
     "MAX_LOG_FILES",
     "LogOpenError",
     "LogSource",
-    "expand_paths",
     "compression_cut",
+    "expand_paths",
     "is_log_name",
     "open_log",
 ]
