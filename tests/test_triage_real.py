@@ -106,7 +106,7 @@ def test_each_real_log_in_every_envelope(name):
 
 
 def test_every_wrapped_log_has_every_envelope():
-    assert set(WRAPPED) <= set(EXPECTED)
+    assert set(WRAPPED) == set(EXPECTED)
     assert len(FORMS) == len(WRAPPED) * 20
 
 
@@ -272,3 +272,53 @@ def test_a_bare_device_out_of_memory_is_a_root_and_a_refused_request_is_not(tmp_
     assert [(f["code"], f["extra"]["exception"]) for f in roots] == [
         ("PP802", "torch.OutOfMemoryError")
     ]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    indent=st.integers(0, 8),
+    exception=st.one_of(
+        st.from_regex(r"[A-Z][a-z]{1,10}Error", fullmatch=True),
+        st.sampled_from(
+            ["ray.exceptions.RayTaskError(OutOfMemoryError)", "RayActorError(KeyError)"]
+        ),
+    ),
+    bare=st.booleans(),
+)
+def test_a_paste_indented_as_a_whole_keeps_its_exception_line(
+    tmp_path_factory, indent, exception, bare
+):
+    # Frames sit two columns deeper than the header, the exception line at the header's own
+    # indentation, whatever that is: never read as more of a frame's source.
+    pad = " " * indent
+    header = "Traceback (most recent call last):"
+    if not bare:
+        header = f"[2026-06-17 06:48:30 PP1 TP0] Scheduler hit an exception: {header}"
+    lines = [
+        header,
+        '  File "/srv/sglang/srt/managers/scheduler.py", line 10, in run_scheduler_process',
+        "    scheduler.event_loop_pp()",
+        f"{exception}: layer 40 holds no weight",
+    ]
+    log = tmp_path_factory.mktemp("indented") / "pasted.log"
+    log.write_text("".join(f"{pad}{t}\n" for t in lines))
+    (root,) = [f for f in _library(log) if f["code"] == "PP802"]
+    assert root["extra"]["exception"] == exception
+    assert root["extra"]["message"] == "layer 40 holds no weight"
+
+
+@settings(max_examples=40, deadline=None)
+@given(stray=st.from_regex(r"[ `]{1,8}", fullmatch=True), ray=st.booleans())
+def test_ray_s_and_compose_s_prefixes_behind_stray_characters(tmp_path_factory, stray, ray):
+    prefix = "(WorkerDict pid=29239) " if ray else "sglang-1  | "
+    lines = [
+        "[2026-06-17 06:48:30 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/srv/sglang/srt/managers/scheduler.py", line 10, in run_scheduler_process',
+        "    scheduler.event_loop_pp()",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    ]
+    log = tmp_path_factory.mktemp("stray") / "pasted.log"
+    log.write_text("".join(f"{stray}{prefix}{t}\n" for t in lines))
+    (root,) = [f for f in _library(log) if f["code"] == "PP802"]
+    assert root["extra"]["ranks"][0].endswith("TP0")
+    assert root["extra"]["exception"] == "torch.OutOfMemoryError"

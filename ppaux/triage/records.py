@@ -61,6 +61,8 @@ _RAISED = re.compile(
 #: An exception line whose type carries its cause: ``ray.exceptions.RayTaskError(OutOfMemoryError):
 #: ...``.
 _WRAPPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]{0,200}\([\w.]{1,200}\)):(?: (?P<message>.*))?$")
+#: The deepest indentation of a whole paste taken as such (the first frame's, less two).
+_MAX_INDENT = 16
 #: Digits of a frame's line number read (a longer one is no line number).
 _MAX_LINE_DIGITS = 9
 _CHAIN = (
@@ -211,6 +213,9 @@ class TracebackBuilder:
 
     def __init__(self, failure: Failure) -> None:
         self.failure = failure
+        #: The indentation of the whole paste, told by the first frame (Python indents frames
+        #: by two): the exception line stands there, the frames and their source deeper.
+        self.indent = 0
         self.state = "frames"  # then "after" (exception line seen), "chain" (a chain header)
         self.foreign = 0
         #: The stream's count of sglang lines when this traceback began (its reader counts the
@@ -278,6 +283,8 @@ class TracebackBuilder:
         if frame is not None:
             digits = frame.group("line")
             number = int(digits) if len(digits) <= _MAX_LINE_DIGITS else 0
+            if not self._frames:
+                self.indent = min(max(0, len(text) - len(text.lstrip(" ")) - 2), _MAX_INDENT)
             self._add_frame(Frame(frame.group("file"), number, frame.group("function") or ""))
             self._since_frame = 0
             return True
@@ -300,6 +307,12 @@ class TracebackBuilder:
         if last is not None and not last.code:
             self._frames[-1] = Frame(last.file, last.line, last.function, code[:200])
             return True
+        if (
+            self.indent
+            and text[: self.indent].isspace()
+            and not text[self.indent : self.indent + 1].isspace()
+        ):
+            text = text[self.indent :]  # at the paste's indentation: the exception line's place
         if text.startswith(" ") or (text.startswith("\t")):
             return True
         exception = _EXCEPTION.match(text) or _WRAPPED.match(text)
