@@ -115,8 +115,16 @@ class LogReading:
     more_oversized: int = 0
 
 
+#: torch's error records (``[E...``) of a collective that timed out, besides the watchdog's own
+#: line: 'Timeout at NCCL work', 'Some NCCL operations have failed or timed out', a dump signal
+#: 'due to a collective timeout'.
+_NCCL_TIMEOUT = re.compile(
+    r"\[E[^\]]{0,40}ProcessGroupNCCL\.cpp:\d+\].{0,400}(?:timed out|[Tt]imeout)"
+)
+
+
 def _event_kind(text: str) -> str | None:
-    if "Watchdog caught collective" in text:
+    if "Watchdog caught collective" in text or _NCCL_TIMEOUT.search(text) is not None:
         return "watchdog"
     if "TCPStore" in text:
         return "store"
