@@ -19,7 +19,8 @@ of the file looks like:
   serving framework's own logger before each line (vLLM's ``ERROR 03-12 15:02:44 file.py:N]``,
   ``[file.py:N]`` since vLLM 0.8);
 - launchers: ``kubectl logs --prefix``'s ``[pod/<pod>/<container>]``, docker compose's padded
-  ``<service>  |``, Ray's ``(... pid=N ...)``, Slurm ``srun --label``'s ``<task>:``.
+  ``<service>  |``, Ray's ``(... pid=N ...)``, Slurm ``srun --label``'s ``<task>:``; Ray's and
+  compose's also behind a backtick or an indentation that a paste put before them.
 
 Times are read with :meth:`datetime.fromisoformat` (RFC 3339, nanoseconds cut to
 microseconds). Nothing here fails on a line: a line that has none of these shapes is returned
