@@ -796,6 +796,29 @@ def test_a_damaged_gzip_keeps_everything_inflated_before_the_damage(damage, tmp_
     assert "gzip stream ends early" in cut.message
 
 
+@pytest.mark.parametrize("compression", ["bzip2", "xz"])
+def test_a_cut_bzip2_or_xz_log_names_its_own_compression(compression, tmp_path):
+    # logrotate's compresscmd may be bzip2 or xz; a copy cut short is told as such, never as gzip.
+    import bz2
+    import lzma
+
+    text = _filler(2_000, 3) + _tb(
+        "[2026-12-03 10:15:03 PP0 TP0]",
+        [(f"{SITE}/managers/scheduler.py", 10, "run_batch")],
+        "ValueError: bad weight shape",
+    )
+    text += _filler(20_000, 4)
+    compress = bz2.compress if compression == "bzip2" else lzma.compress
+    packed = compress(text.encode())
+    log = tmp_path / "rotated.log.1"
+    log.write_bytes(packed[: len(packed) * 3 // 4])
+    report = triage_paths([str(log)])
+    assert [f.extra["exception"] for f in report.findings if f.code == "PP802"] == ["ValueError"]
+    (cut,) = [f for f in report.findings if f.code == "PP810"]
+    assert cut.message.startswith(f"the {compression} stream ends early")
+    assert "gzip" not in cut.message
+
+
 def test_a_marker_split_between_pieces_and_a_line_past_the_cap(tmp_path):
     # While PP0's traceback is being read, PP1's first line comes in CRI 'P' pieces that cut
     # the marker itself; a later line is split into more pieces than MAX_LINE holds (its end

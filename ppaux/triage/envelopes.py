@@ -16,9 +16,11 @@ of the file looks like:
   ``[key: value]`` groups, a journald ``short-iso`` ``host ident[pid]:``, an ``aws logs tail``
   stream name, tab- or comma-separated columns (a table or CSV download);
 - syslog's and journald's default ``short`` form (``Jun 17 06:48:30 host ident[pid]:``), and a
-  serving framework's own logger before each line (vLLM's ``ERROR 03-12 15:02:44 file.py:N]``);
+  serving framework's own logger before each line (vLLM's ``ERROR 03-12 15:02:44 file.py:N]``,
+  ``[file.py:N]`` since vLLM 0.8);
 - launchers: ``kubectl logs --prefix``'s ``[pod/<pod>/<container>]``, docker compose's padded
-  ``<service>  |``, Ray's ``(... pid=N ...)``, Slurm ``srun --label``'s ``<task>:``.
+  ``<service>  |``, Ray's ``(... pid=N ...)``, Slurm ``srun --label``'s ``<task>:``; Ray's and
+  compose's also behind a backtick or an indentation that a paste put before them.
 
 Times are read with :meth:`datetime.fromisoformat` (RFC 3339, nanoseconds cut to
 microseconds). Nothing here fails on a line: a line that has none of these shapes is returned
@@ -60,12 +62,17 @@ _KUBECTL = re.compile(r"^\[(?P<who>pod/[^/\]\s]+/[^/\]\s]*)\] ")
 _SYSLOG = re.compile(
     r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? [\w.-]+ [\w.@/-]+(?:\[\d{1,10}\])?: "
 )
-#: A Python serving framework's own logger (vLLM's): ``ERROR 03-12 15:02:44 file.py:581] ``.
+#: A Python serving framework's own logger (vLLM's): ``ERROR 03-12 15:02:44 file.py:581] ``, and
+#: since vLLM 0.8 with the place in brackets, ``ERROR 08-06 22:23:09 [file.py:487] ``.
 _FRAMEWORK = re.compile(
     r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? "
-    r"[\w.-]{1,200}:\d{1,9}\] "
+    r"\[?[\w.-]{1,200}:\d{1,9}\] "
 )
 _COMPOSE = re.compile(r"^(?P<who>[A-Za-z0-9][\w.-]*) +\| ?")
+#: docker compose's prefix as it pads a service's name: at least two spaces before the bar.
+_PADDED_COMPOSE = re.compile(r"^(?P<who>[A-Za-z0-9][\w.-]*[-_]\d+) {2,}\| ?")
+#: Characters a paste may put before a launcher's prefix (a backtick, an indentation).
+_MAX_STRAY = 8
 _RAY = re.compile(r"^\((?P<who>[^()]{0,200}\bpid=\w+[^()]{0,200})\) ?")
 _SLURM = re.compile(r"^ {0,8}(?P<task>\d{1,7}): ")
 _JSON_MEMBER = re.compile(
@@ -245,6 +252,25 @@ def _stamp(peeled: Peeled, text: str) -> None:
         peeled.time, peeled.time_text = moment, text
 
 
+def _stray_launcher(rest: str, peeled: Peeled) -> str | None:
+    """``rest`` without Ray's or docker compose's prefix behind a few characters a paste put
+    before it (a backtick, the whole paste's indentation); None when there is none. Only the
+    prefixes that cannot be a traceback's own text: Ray's holds ``pid=``, compose pads its
+    service's name before the bar."""
+    inner = rest.lstrip(" `")
+    if len(rest) - len(inner) > _MAX_STRAY:
+        return None
+    ray = _RAY.match(inner) if inner[:1] == "(" else None
+    if ray is not None:
+        peeled.stream = ray.group("who")
+        return inner[ray.end() :]
+    compose = _PADDED_COMPOSE.match(inner)
+    if compose is not None and compose.group("who") not in ("File", "Traceback"):
+        peeled.stream = compose.group("who")
+        return inner[compose.end() :]
+    return None
+
+
 def _launcher(rest: str, peeled: Peeled) -> str | None:
     """``rest`` without one more layer (labels, key groups, a launcher's prefix); None when
     it has none."""
@@ -269,6 +295,10 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
             peeled.stream = ray.group("who")
             return rest[ray.end() :]
         return None
+    if head in (" ", "`"):
+        stray = _stray_launcher(rest, peeled)
+        if stray is not None:
+            return stray
     if head == "\t":
         return rest[1:]
     bare = rest.lstrip(" ")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from ppaux.sglang import search_message
 from ppaux.triage.frames import in_scheduler_process
-from ppaux.triage.kinds import COMMUNICATION, COMMUNICATION_INIT, kind_of
+from ppaux.triage.kinds import COMMUNICATION, COMMUNICATION_INIT, MEMORY, kind_of
 from ppaux.triage.records import Event, Failure
 
 __all__ = ["SAME_MOMENT_S", "Incident", "communication", "incidents", "seconds_between"]
@@ -137,8 +137,12 @@ def incidents(
 
 def _pp_related(failure: Failure) -> bool:
     """True for a bare traceback that a scheduler raised or may have: cut off before its
-    exception, one of sglang's messages, or through its scheduler-process code."""
+    exception, one of sglang's messages, through its scheduler-process code, or a device that
+    ran out of memory (which takes a server down wherever it is raised; a refused request
+    never does)."""
     if failure.exception is None or in_scheduler_process(failure.frames):
+        return True
+    if kind_of(failure) == MEMORY:
         return True
     chain = [(failure.exception, failure.message), *failure.chain]
     return any(search_message(message.split("\n", 1)[0]) for _, message in chain)

@@ -606,8 +606,8 @@ def _log_findings(reading: LogReading) -> list[Finding]:
         finding(
             "PP810",
             reading.source,
-            f"the gzip stream ends early ({shown(reading.cut)}); the {reading.lines} lines "
-            "before the cut were triaged",
+            f"the {reading.cut_compression} stream ends early ({shown(reading.cut)}); the "
+            f"{reading.lines} lines before the cut were triaged",
             location={"file": reading.source, "line": max(1, reading.lines), "function": "-"},
         )
     ]

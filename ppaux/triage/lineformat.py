@@ -282,6 +282,11 @@ def _json_text(text: str) -> tuple[str, str | None, str | None, bool]:
     )
 
 
+#: Characters a paste may put before a line (a backtick, an indentation), and how many.
+_STRAY = " `"
+_MAX_STRAY = 8
+
+
 def unwrap(
     raw: bytes, envelope: Envelope
 ) -> tuple[str, float | None, str | None, str | None, bool]:
@@ -298,6 +303,10 @@ def unwrap(
         time = _rfc3339(time_text) if time_text else None
     elif envelope is Envelope.CRI:
         match = _CRI.match(text)
+        if match is None and text[:1] in _STRAY:
+            # a backtick or spaces a paste put before the line
+            bare = text.lstrip(_STRAY)
+            match = _CRI.match(bare) if len(text) - len(bare) <= _MAX_STRAY else None
         if match is not None:
             time_text = match.group("time")
             time = _rfc3339(time_text)

@@ -32,7 +32,7 @@ from ppaux.triage.records import (
     raised,
 )
 from ppaux.triage.scanner import ALL_MARKERS, MARKERS, MAX_LINE, WEAK_MARKERS, Scanner
-from ppaux.triage.sources import LogSource, gzip_cut, open_log
+from ppaux.triage.sources import LogSource, compression_cut, open_log
 from ppaux.triage.zones import LocalZone
 
 __all__ = ["MAX_EVENTS", "MAX_FAILURES", "LogReading", "read_log"]
@@ -94,7 +94,10 @@ class LogReading:
     more_failures: int = 0
     more_events: int = 0
     long_lines: int = 0
+    #: Why a compressed log ended early, or None.
     cut: str | None = None
+    #: The compression of a log that ended early (gzip, bzip2, xz, zstd).
+    cut_compression: str = "gzip"
     #: Capture directories ppaux's plugin said it writes to, with 'strict' when it does.
     captures: list[tuple[str, bool]] = field(default_factory=list)
     #: True when the log holds no byte at all (once decompressed and decoded).
@@ -113,8 +116,16 @@ class LogReading:
     more_oversized: int = 0
 
 
+#: torch's error records (``[E...``) of a collective that timed out, besides the watchdog's own
+#: line: 'Timeout at NCCL work', 'Some NCCL operations have failed or timed out', a dump signal
+#: 'due to a collective timeout'.
+_NCCL_TIMEOUT = re.compile(
+    r"\[E[^\]]{0,40}ProcessGroupNCCL\.cpp:\d+\].{0,400}(?:timed out|[Tt]imeout)"
+)
+
+
 def _event_kind(text: str) -> str | None:
-    if "Watchdog caught collective" in text:
+    if "Watchdog caught collective" in text or _NCCL_TIMEOUT.search(text) is not None:
         return "watchdog"
     if "TCPStore" in text:
         return "store"
@@ -432,7 +443,9 @@ def read_log(
         reader.close_all()
         reading.lines = scanner.line - 1
         reading.long_lines = scanner.long_lines
-        reading.cut = gzip_cut(stream)
+        ended = compression_cut(stream)
+        if ended is not None:
+            reading.cut_compression, reading.cut = ended
     finally:
         if source.stream is None:
             stream.close()

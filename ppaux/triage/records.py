@@ -61,6 +61,8 @@ _RAISED = re.compile(
 #: An exception line whose type carries its cause: ``ray.exceptions.RayTaskError(OutOfMemoryError):
 #: ...``.
 _WRAPPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]{0,200}\([\w.]{1,200}\)):(?: (?P<message>.*))?$")
+#: The deepest indentation of a whole paste taken as such (the first frame's, less two).
+_MAX_INDENT = 16
 #: Digits of a frame's line number read (a longer one is no line number).
 _MAX_LINE_DIGITS = 9
 _CHAIN = (
@@ -195,11 +197,25 @@ def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
     )
 
 
+#: An error that Ray relays from a task or an actor: its message is the remote process's own
+#: traceback (``ray::task() (pid=N, ip=...)``, then frames and the remote exception line).
+_RELAYED = re.compile(r"(?:^|\.)Ray(?:Task|Actor)Error\b")
+
+
+def _relayed(failure: Failure) -> bool:
+    """True when ``failure``'s exception is Ray's relay of a remote failure."""
+    exception = failure.exception or ""
+    return _RELAYED.search(exception) is not None or failure.message.startswith("ray::")
+
+
 class TracebackBuilder:
     """Feeds the lines after a traceback's first one into its :class:`Failure`."""
 
     def __init__(self, failure: Failure) -> None:
         self.failure = failure
+        #: The indentation of the whole paste, told by the first frame (Python indents frames
+        #: by two): the exception line stands there, the frames and their source deeper.
+        self.indent = 0
         self.state = "frames"  # then "after" (exception line seen), "chain" (a chain header)
         self.foreign = 0
         #: The stream's count of sglang lines when this traceback began (its reader counts the
@@ -225,6 +241,8 @@ class TracebackBuilder:
         if self.state == "frames":
             return self._frame_line(text)
         if _FRAME.match(text) is not None:
+            if self.state == "after" and _relayed(self.failure):
+                return self._message_line(text)  # the remote traceback Ray's error carries
             return False  # the frames of another traceback, whose header the log lost
         if text.lstrip().startswith("Traceback (m"):
             if self.state == "chain":
@@ -244,6 +262,10 @@ class TracebackBuilder:
             return True
         if marked or self._blank or text.startswith("[") or text.startswith("INFO:"):
             return False
+        return self._message_line(text)
+
+    def _message_line(self, text: str) -> bool:
+        """One more line of the exception's message (bounded: past the cap, swallowed)."""
         if self._message_lines >= _MAX_MESSAGE_LINES:
             self._message_lines += 1
             return self._message_lines < _MAX_MESSAGE_LINES + _MAX_SWALLOWED  # swallowed
@@ -261,6 +283,8 @@ class TracebackBuilder:
         if frame is not None:
             digits = frame.group("line")
             number = int(digits) if len(digits) <= _MAX_LINE_DIGITS else 0
+            if not self._frames:
+                self.indent = min(max(0, len(text) - len(text.lstrip(" ")) - 2), _MAX_INDENT)
             self._add_frame(Frame(frame.group("file"), number, frame.group("function") or ""))
             self._since_frame = 0
             return True
@@ -283,6 +307,12 @@ class TracebackBuilder:
         if last is not None and not last.code:
             self._frames[-1] = Frame(last.file, last.line, last.function, code[:200])
             return True
+        if (
+            self.indent
+            and text[: self.indent].isspace()
+            and not text[self.indent : self.indent + 1].isspace()
+        ):
+            text = text[self.indent :]  # at the paste's indentation: the exception line's place
         if text.startswith(" ") or (text.startswith("\t")):
             return True
         exception = _EXCEPTION.match(text) or _WRAPPED.match(text)

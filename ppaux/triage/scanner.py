@@ -22,11 +22,14 @@ from typing import BinaryIO
 __all__ = ["ALL_MARKERS", "CHUNK", "MARKERS", "MAX_LINE", "WEAK_MARKERS", "Scanner"]
 
 #: What makes a line worth reading: a Python traceback (every failure sglang logs: 'Scheduler hit
-#: an exception: Traceback ...'), torch's NCCL watchdog, TCPStore errors, the parent's two
-#: SIGQUIT lines (sglang's engine.py and tokenizer_manager.py), ppaux capture's own lines.
+#: an exception: Traceback ...'), torch's NCCL watchdog and its other records of a timed-out
+#: collective ('[E... ProcessGroupNCCL.cpp:N] ... Timeout at NCCL work', '... timed out'),
+#: TCPStore errors, the parent's two SIGQUIT lines (sglang's engine.py and
+#: tokenizer_manager.py), ppaux capture's own lines.
 MARKERS: tuple[bytes, ...] = (
     b"Traceback (m",
     b"Watchdog caught collective",
+    b"ProcessGroupNCCL.cpp:",
     b"TCPStore",
     b"sigquit from a child",
     b"SIGQUIT received",

@@ -27,8 +27,8 @@ __all__ = [
     "MAX_LOG_FILES",
     "LogOpenError",
     "LogSource",
+    "compression_cut",
     "expand_paths",
-    "gzip_cut",
     "is_log_name",
     "open_log",
 ]
@@ -145,7 +145,7 @@ class _Gunzip(io.RawIOBase):
             self._inner = gzip.GzipFile(fileobj=reader, mode="rb")
         self._raw = raw
         self._name = name
-        self._kind = kind
+        self.kind = kind
         self._inflated = 0
         self.cut: str | None = None
 
@@ -169,7 +169,7 @@ class _Gunzip(io.RawIOBase):
         ):
             raise LogOpenError(
                 self._name,
-                f"{self._kind} stream inflates more than {MAX_RATIO} times its size past "
+                f"{self.kind} stream inflates more than {MAX_RATIO} times its size past "
                 f"{MAX_INFLATED_FREE >> 20} MiB (a decompression bomb?); not read",
             )
         return count
@@ -329,9 +329,12 @@ def _binary(head: bytes) -> bool:
     return odd > _BINARY_SHARE * len(text)
 
 
-def gzip_cut(stream: BinaryIO) -> str | None:
-    """Why a gzip log ended early (a cut-off or corrupt stream), or None."""
+def compression_cut(stream: BinaryIO) -> tuple[str, str] | None:
+    """The compression of a log that ended early (a cut-off or corrupt stream) and why, as
+    ``(kind, reason)`` (kind: gzip, bzip2, xz or zstd), or None."""
     raw = getattr(stream, "raw", None)
     if isinstance(raw, _Utf16):
         raw = getattr(raw.inner, "raw", None)
-    return raw.cut if isinstance(raw, _Gunzip) else None
+    if isinstance(raw, _Gunzip) and raw.cut is not None:
+        return raw.kind, raw.cut
+    return None

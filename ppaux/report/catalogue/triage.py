@@ -250,8 +250,8 @@ RULES = (
         summary="A traceback or a log is cut off; what was there was triaged.",
         explanation=(
             "A traceback ends before its exception line (the process was killed while "
-            "writing, or the log was rotated), or a gzip stream ends early. The part that "
-            "is there is still used. " + _LOCATION
+            "writing, or the log was rotated), or a compressed log (gzip, bzip2, xz, zstd) "
+            "ends early. The part that is there is still used. " + _LOCATION
         ),
         causes=("Log rotation, a killed process, a partial copy.",),
         fix="Collect the whole log if the exception is needed.",
