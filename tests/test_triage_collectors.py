@@ -252,8 +252,9 @@ def test_the_last_stage_s_add_refusing_the_observer_s_output_suggests_check_obse
     result = _invoke(str(log), "--format", "text")
     assert result.exit_code == 1
     assert "\n  ppaux check-observer -- MODULE:Observer\n" in result.output
-    # The causes name the add side and the tool that reproduces it.
-    assert "The last stage's add: its sampling observer's to_pp_tensors returns" in result.output
+    # The causes are those of add's message (explain's page for it), not rank 0's pop's.
+    assert "to_pp_tensors() returns Python values" in " ".join(result.output.split())
+    assert "The first stage's pop" not in result.output
 
 
 @pytest.mark.parametrize("name", ["sglang-aux-list.log", "sglang-aux-list-strict.log"])

@@ -21,6 +21,17 @@ _DEPLOYMENTS = st.builds(
 )
 
 
+#: The words of the steps that take nothing from the log.
+_FIXED_WORDS = frozenset(
+    word
+    for step in next_steps(
+        [(k, None) for k in ("communication-init", "memory", "shape-kernel")], Deployment(), [], []
+    )
+    if step.argv is not None and step.argv[0] != "ppaux"
+    for word in step.argv
+)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     directory=st.text(min_size=1, max_size=60),
@@ -56,6 +67,11 @@ def test_every_step_round_trips_and_no_log_text_becomes_an_option(
         command = line.split("  # ", 1)[0] if step.comment else line
         assert shlex.split(command) == list(step.argv)
         for logged in (directory, observer):
+            if step.argv[0] != "ppaux":
+                # Steps that are no ppaux command hold nothing from the log ('nvidia-smi topo
+                # -m'); a text that happens to equal one of their words is no operand.
+                assert logged not in step.argv[1:] or logged in _FIXED_WORDS
+                continue
             for index, word in enumerate(step.argv):
                 if logged in word and word.lstrip("./") == logged.lstrip("./"):
                     # an operand from the log: after '--', or after an option that takes it,
