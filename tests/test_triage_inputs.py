@@ -235,3 +235,40 @@ def test_a_directory_of_empty_logs_prints_nothing_on_stdout(tmp_path):
         assert result.exit_code == 2
         assert result.stdout == ""
         assert result.stderr == f"ppaux: error: {tmp_path}: every log file it holds is empty\n"
+
+
+def test_python_source_that_quotes_tracebacks_is_no_log(tmp_path):
+    # torch's own source and tests hold tracebacks in docstrings and strings; a module of
+    # definitions is refused, not triaged into invented roots.
+    body = "".join(
+        f'def helper_{n}(x):\n    """Example::\n\n        Traceback (most recent call last):\n'
+        f'          File "x.py", line {n}, in helper_{n}\n        RuntimeError: NCCL error in: '
+        f'ProcessGroupNCCL.cpp:{n}\n    """\n    return x\n\n\n'
+        for n in range(30)
+    )
+    source = tmp_path / "module.py"
+    source.write_text("import os\nimport sys\n\n\n" + body, encoding="utf-8")
+    report = triage_paths([str(source)])
+    assert not report.findings
+    assert [p.message for p in report.problems] == [
+        "not an sglang log: it reads as Python source code (definitions and imports, and no "
+        "line of sglang's), whatever tracebacks it quotes"
+    ]
+
+
+def test_a_traceback_of_imports_is_still_a_log(tmp_path):
+    # A failure while importing: every frame's code line is an import, and it is a log.
+    frames = "".join(
+        f'  File "/usr/lib/python3.11/site-packages/sglang/srt/m{n}.py", line 3, in <module>\n'
+        f"    from sglang.srt import m{n + 1}\n"
+        for n in range(40)
+    )
+    log = tmp_path / "import.log"
+    log.write_text(
+        "Traceback (most recent call last):\n" + frames + "ImportError: libcudart.so.12: cannot "
+        "open shared object file\n",
+        encoding="utf-8",
+    )
+    report = triage_paths([str(log)])
+    assert not report.problems  # read as a log, not refused as source code
+    assert report.data["logs"][0]["lines"] == 82

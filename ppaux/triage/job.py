@@ -549,6 +549,12 @@ def _skew_findings(failures: list[Failure]) -> list[Finding]:
     return []
 
 
+#: Why a file of Python source (torch's, a test's) is no log, though it quotes tracebacks.
+_SOURCE_CODE = (
+    "not an sglang log: it reads as Python source code (definitions and imports, and no line "
+    "of sglang's), whatever tracebacks it quotes"
+)
+
 #: Why a file is no log of sglang's.
 _NOT_A_LOG = (
     "not an sglang log: no line has the shape of sglang's, of a launcher's or of a traceback"
@@ -565,14 +571,15 @@ def _refuse_unshaped(report: Report, readings: list[LogReading]) -> None:
     fine = [r for r in readings if r.shaped and not r.empty]
     for reading in unshaped:
         readings.remove(reading)
+        why = _SOURCE_CODE if reading.source_code else _NOT_A_LOG
         if not fine:
-            report.problems.append(InputProblem(reading.source, _NOT_A_LOG))
+            report.problems.append(InputProblem(reading.source, why))
             continue
         report.findings.append(
             finding(
                 "PP811",
                 reading.source,
-                f"{shown(reading.source, None)} is {_NOT_A_LOG}; it was left out, the other "
+                f"{shown(reading.source, None)} is {why}; it was left out, the other "
                 "logs were triaged",
                 extra={"log": reading.source, "lines": reading.lines},
                 location={"file": reading.source, "line": 1, "function": "-"},

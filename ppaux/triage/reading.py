@@ -111,6 +111,8 @@ class LogReading:
     #: False when nothing in the log has the shape of sglang's lines or a launcher's (a
     #: README, a torch dump, a one-line text file): no log of sglang's.
     shaped: bool = True
+    #: The file reads as source code (see :func:`_source_code`), not as a log.
+    source_code: bool = False
     #: Lines holding a rank or line number too long to read, and how many more.
     oversized: list[int] = field(default_factory=list)
     more_oversized: int = 0
@@ -351,6 +353,33 @@ def _server_args(head: bytes) -> dict[str, str]:
     return found
 
 
+#: Lines that begin a definition or an import: what Python source is made of. A traceback
+#: shows such a line only as a frame's code, right after its 'File "...", line N' line.
+_DEFINITION = re.compile(rb"^[ \t]*(?:def |class |import |from [\w.]+ import |@[\w.]+)")
+_FRAME_LINE = re.compile(rb'^[ \t]*File "')
+#: sglang's own line prefix at the start of a line: '[2026-12-03 14:56:07'.
+_SGLANG_LINE = re.compile(rb"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", re.M)
+
+
+def _source_code(head: bytes) -> bool:
+    """Whether ``head`` is source code rather than a log: at least 10 of its lines, and a
+    twentieth of them, define or import outside any traceback frame, and no line begins with
+    sglang's prefix. torch's own source holds tracebacks, and 'Traceback (most recent call
+    last)' in its docstrings and tests; a log holds such lines only as a frame's code."""
+    if _SGLANG_LINE.search(head):
+        return False
+    definitions = lines = 0
+    after_frame = False
+    for line in head.splitlines():
+        if not line.strip():
+            continue
+        lines += 1
+        if _DEFINITION.match(line) and not after_frame:
+            definitions += 1
+        after_frame = _FRAME_LINE.match(line) is not None
+    return definitions >= 10 and definitions * 20 >= lines
+
+
 def _weak(text: str) -> bool:
     return any(marker in text for marker in _WEAK_TEXTS)
 
@@ -404,7 +433,8 @@ def read_log(
         reading.pp_ranks.update(int(n) for n in _PP_PREFIX.findall(head))
         reading.server_args = _server_args(head)
         detected = reading.envelope is not Envelope.PLAIN or reading.launcher is not Launcher.NONE
-        reading.shaped = detected or _LOG_SHAPE.search(head) is not None
+        source_code = reading.source_code = _source_code(head)
+        reading.shaped = (detected or _LOG_SHAPE.search(head) is not None) and not source_code
         stamped = reading.envelope is Envelope.TIMESTAMPS
         scanner = Scanner(stream)
         reader = _Reader(reading, first_order)
@@ -450,6 +480,6 @@ def read_log(
         if source.stream is None:
             stream.close()
     reading.failures.sort(key=lambda f: f.order)
-    if reading.failures or reading.events or reading.captures:
+    if (reading.failures or reading.events or reading.captures) and not source_code:
         reading.shaped = True
     return reading
