@@ -462,3 +462,20 @@ def test_attributes_set_after_construction_are_compared_on_both_paths(tmp_path):
     found = {(f["code"], f["key"]) for f in json.loads(result.stdout)["findings"]}
     assert ("PP711", ".scale") in found  # the output rank 0 rebuilt lost it
     assert ("PP712", ".scaled") in found  # so did what consume wrote on the request
+
+
+def test_a_memory_address_in_a_repr_is_no_difference():
+    import threading
+
+    import torch
+
+    from ppaux.observer.compare import differences, records
+
+    def made() -> dict[str, object]:
+        return {"lock": threading.Lock(), "generator": torch.Generator(), "plain": object()}
+
+    assert differences(records(made()), records(made())) == []
+    # A string is a value: the same text with another number in it still differs.
+    assert differences(records({"v": "at 0x7f00aa11bb22"}), records({"v": "at 0x7f00aa11bb23"}))
+    # An object whose state differs still differs, addresses aside.
+    assert differences(records({"e": ValueError("a")}), records({"e": ValueError("b")}))
