@@ -479,3 +479,68 @@ def test_a_memory_address_in_a_repr_is_no_difference():
     assert differences(records({"v": "at 0x7f00aa11bb22"}), records({"v": "at 0x7f00aa11bb23"}))
     # An object whose state differs still differs, addresses aside.
     assert differences(records({"e": ValueError("a")}), records({"e": ValueError("b")}))
+
+
+def test_an_endless_outputs_generator_is_one_line_not_all_memory(tmp_path):
+    observer = observer_file(tmp_path, "obs.py")
+    outputs = tmp_path / "endless.py"
+    outputs.write_text(
+        "import itertools\n\nfrom obs import EntropyOutput\n\nimport torch\n\n\n"
+        "def make():\n"
+        "    return (EntropyOutput(torch.zeros(1)) for _ in itertools.count())\n",
+        encoding="utf-8",
+    )
+    result = cli("check-observer", f"{observer}:EntropyObserver", "--outputs", f"{outputs}:make")
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"ppaux: error: {outputs}:make: yields more than 1000 outputs (an endless generator?); "
+        "give fewer\n"
+    )
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_the_child_dies_with_ppaux_when_ppaux_is_killed(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    hang = tmp_path / "hang_marker_obs.py"
+    hang.write_text(
+        f"import sys\n\nsys.path.insert(0, {str(REPO / 'fixtures' / 'observers')!r})\n"
+        "from entropy_good import EntropyObserver\n\n\n"
+        "class Hang(EntropyObserver):\n"
+        "    def after_sample(self, state, token_ids):\n"
+        "        import pathlib\n        import time\n\n"
+        f"        pathlib.Path({str(tmp_path / 'hanging')!r}).touch()\n"
+        "        time.sleep(600)\n",
+        encoding="utf-8",
+    )
+
+    def workers() -> list[int]:
+        found = []
+        for pid in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                    line = handle.read()
+            except OSError:
+                continue
+            if b"ppaux.observer.worker" in line and b"hang_marker_obs" in line:
+                found.append(int(pid))
+        return found
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ppaux_cli", "check-observer", f"{hang}:Hang"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "hanging").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert workers(), "the check's child never reached the hanging method"
+    process.send_signal(signal.SIGTERM)  # what a CI job's timeout sends
+    process.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while workers() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert workers() == []

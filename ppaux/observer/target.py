@@ -295,6 +295,10 @@ def observer_from(value: Any, target: str, *, rank0_only: bool = False) -> Loade
     return LoadedObserver(target, observer, kind, fresh, _origin(value))
 
 
+#: Outputs ``--outputs`` may give: each is a step, and steps are bounded in the same way.
+MAX_OUTPUTS = 1000
+
+
 def load_outputs(target: str) -> list[Any]:
     """The auxiliary outputs named by ``--outputs module:attr``: a zero-argument callable
     returning one output or an iterable of them. Raises :class:`TargetError`."""
@@ -312,14 +316,21 @@ def load_outputs(target: str) -> list[Any]:
             f"returned {_a_type(produced)}: neither an auxiliary output (no "
             "copy_to_host) nor an iterable of them",
         ) from None
+    import itertools
+
     try:
-        outputs = list(iterator)
+        # Bounded: an endless generator would otherwise fill memory before any step runs.
+        outputs = list(itertools.islice(iterator, MAX_OUTPUTS + 1))
     except (Exception, SystemExit) as exc:  # a generator of the target's that fails part way
         raise TargetError(
             target, f"iterating what it returned raised {_first_line(exc)}{_where(exc)}"
         ) from None
     if not outputs:
         raise TargetError(target, "returned no outputs")
+    if len(outputs) > MAX_OUTPUTS:
+        raise TargetError(
+            target, f"yields more than {MAX_OUTPUTS} outputs (an endless generator?); give fewer"
+        )
     for index, output in enumerate(outputs):
         if output is not None and not hasattr(output, "copy_to_host"):
             raise TargetError(
