@@ -31,7 +31,7 @@ DRIVER = HERE / "checkpoint_driver.py"
 NON_TENSOR = "received a non-tensor auxiliary PP output"
 ENV = {
     "NO_COLOR": "1",
-    "COLUMNS": "200",
+    "COLUMNS": "1000",  # wide: a finding's location on one line, as the tests read it
     "PPAUX_CAPTURE_DIR": None,
     "SGLANG_PLUGINS": None,
     "PPAUX_CAPTURE_STRICT": None,

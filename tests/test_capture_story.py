@@ -149,7 +149,8 @@ def build_stage(wheel: Path, root: Path, *, out_of_tree: bool) -> Path:
 
 
 def ppaux(*args: str) -> subprocess.CompletedProcess:
-    return ppaux_process(*args, cwd=Path.cwd(), env={"COLUMNS": "200"})
+    # wide: each finding and line of tensorize on one line, as the tests read them
+    return ppaux_process(*args, cwd=Path.cwd(), env={"COLUMNS": "1000"})
 
 
 @pytest.fixture(scope="module")

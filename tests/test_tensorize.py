@@ -123,7 +123,8 @@ REFUSED = {
 
 
 def ppaux(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """``ppaux ARGS`` in this process (torch is imported once), run in ``cwd``."""
+    """``ppaux ARGS`` in this process (torch is imported once), run in ``cwd``, its text wide
+    enough that each conversion or refusal is one line."""
     from typer.testing import CliRunner
 
     from ppaux_cli.app import app
@@ -131,7 +132,7 @@ def ppaux(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     here = os.getcwd()
     os.chdir(cwd or REPO)
     try:
-        result = CliRunner().invoke(app, list(args), env={"NO_COLOR": "1", "COLUMNS": "100"})
+        result = CliRunner().invoke(app, list(args), env={"NO_COLOR": "1", "COLUMNS": "1000"})
     finally:
         os.chdir(here)
     # Only the CLI's own exits are expected: anything else would be a traceback for a user.

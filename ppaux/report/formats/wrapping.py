@@ -113,6 +113,8 @@ def shell_lines(line: str, width: int, indent: str = "") -> list[str]:
         return wrap(line[1:].strip(), width, indent + "# ", indent + "#   ")
     command, comment = _split_comment(line)
     lines = wrap(comment, width, indent + "# ", indent + "#   ") if comment else []
+    if not command.strip():
+        return lines
     if len(indent) + len(command) <= width:
         return [*lines, indent + command]
     words = shell_words(command)
