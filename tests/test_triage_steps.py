@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -283,3 +284,42 @@ def test_the_causes_shown_are_those_of_the_message_and_side_that_failed(tmp_path
     for cause in expected:
         assert cause in text
     assert "The first stage's pop" not in text  # the rule's causes for rank 0's message
+
+
+@pytest.mark.parametrize(
+    ("functions", "exception", "kind"),
+    [
+        # A communicator's set-up, told by its frames when the message does not say NCCL.
+        (
+            ["init_torch_distributed", "initialize_model_parallel", "__init__"],
+            "OSError: libnccl.so.2: cannot open shared object file: No such file or directory",
+            "communication-init",
+        ),
+        (["init_distributed_environment", "__init__"], "AssertionError", "communication-init"),
+        # The memory planning, told by its frames.
+        (
+            ["init_memory_pool", "profile_max_num_token"],
+            "ValueError: max_total_num_tokens=-512 must be positive",
+            "memory",
+        ),
+        # A weight that does not fit its parameter is a shape failure, wherever it is raised.
+        (
+            ["load_weights", "weight_loader"],
+            "AssertionError: Attempted to load weight (torch.Size([8192, 4096])) into parameter "
+            "(torch.Size([4096, 4096]))",
+            "shape-kernel",
+        ),
+        # Frames of nothing special leave an unknown error 'other'.
+        (["event_loop_pp", "run_batch"], "ValueError: something else", "other"),
+    ],
+)
+def test_the_kind_comes_from_the_frames_where_the_message_does_not_say(functions, exception, kind):
+    from ppaux.triage import kind_of_text
+
+    frames = "".join(
+        f'  File "/usr/lib/python3.11/site-packages/sglang/srt/m{n}.py", line 10, in {name}\n'
+        "    call()\n"
+        for n, name in enumerate(functions)
+    )
+    text = f"Traceback (most recent call last):\n{frames}{exception}\n"
+    assert kind_of_text(text) == kind

@@ -95,9 +95,13 @@ _SHAPE_TEXT = re.compile(
     r"mat1 and mat2|invalid shape|shape '\[|Expected .{0,80}shape|doesn't match the broadcast|"
     r"illegal memory access|device-side assert|misaligned address|illegal instruction|"
     r"no kernel image|invalid configuration argument|Triton Error|CUDA error|CUBLAS_STATUS|"
-    r"CUDNN_STATUS|cutlass|Invalid configuration",
+    r"CUDNN_STATUS|cutlass|Invalid configuration|Attempted to load weight|into parameter \(|"
+    r"size of tensor",
     re.IGNORECASE,
 )
+#: Functions of sglang's memory planning: what fails there is the memory left for the KV cache
+#: (a negative token count, an assertion on the pool), whatever the exception says.
+_MEMORY_FUNCTIONS = frozenset({"init_memory_pool", "profile_max_num_token"})
 _SHAPE_TYPES = re.compile(r"(?:^|\.)(?:InternalError|TVMError|CompilationError|AcceleratorError)$")
 _KERNEL_MODULES = re.compile(r"(?:^|\.)(?:tvm|triton|flashinfer|sgl_kernel|deep_gemm)\b")
 
@@ -146,6 +150,14 @@ def kind_of(failure: Failure) -> str:
         or _KERNEL_MODULES.search(exception)
     ):
         return SHAPE_KERNEL
+    # No word of the message tells: the frames do. A failure inside a communicator's set-up
+    # (a library that will not load, an assertion in pynccl) or in the memory planning is of
+    # that kind, whatever its exception.
+    functions = {frame.function for frame in failure.frames}
+    if functions & _INIT_FUNCTIONS:
+        return COMMUNICATION_INIT
+    if functions & _MEMORY_FUNCTIONS:
+        return MEMORY
     return OTHER
 
 
