@@ -272,3 +272,21 @@ def test_a_traceback_of_imports_is_still_a_log(tmp_path):
     report = triage_paths([str(log)])
     assert not report.problems  # read as a log, not refused as source code
     assert report.data["logs"][0]["lines"] == 82
+
+
+def test_a_traceback_behind_torchruns_rank_prefix_keeps_its_rank_and_exception(tmp_path):
+    log = tmp_path / "torchrun.log"
+    log.write_text(
+        "[rank2]: Traceback (most recent call last):\n"
+        '[rank2]:   File "/usr/lib/python3.11/site-packages/sglang/srt/model_executor/'
+        'model_runner.py", line 1420, in forward\n'
+        "[rank2]:     return self.forward_extend(\n"
+        "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+        "[rank0]:[E1203 15:06:07.000000000 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=88, OpType=RECV) ran for 600032 "
+        "milliseconds before timing out.\n",
+        encoding="utf-8",
+    )
+    report = triage_paths([str(log)])
+    assert _roots_of(report) == [("PP802", "rank 2", "memory")]
+    assert [f.key for f in report.findings if f.code == "PP803"] == ["rank 0"]

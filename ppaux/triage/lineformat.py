@@ -120,6 +120,9 @@ _TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 _ZONE = re.compile(r"(?:Z|[+-]\d\d:?\d\d)$", re.IGNORECASE)
 #: torch's C++ (glog) lines name the global rank: ``[rank1]:[E1203 14:22:01.123 ...]``.
 _TORCH_RANK = re.compile(r"^\[rank(?P<rank>\d+)\]:")
+#: torch's elastic launcher (torchrun ``--tee``/``--log-dir``, and the Python side of a rank)
+#: writes ``[rank2]: `` before each line a rank's Python prints: its traceback among them.
+_TORCH_PYTHON_RANK = re.compile(r"^\[rank(?P<rank>\d{1,6})\]: ")
 
 
 @dataclass(frozen=True)
@@ -341,6 +344,11 @@ def peel(
             moment = _rfc3339(stamp)
             if moment is not None:
                 time, time_text, text = moment, stamp, match.group("text") or ""
+    if text.startswith("[rank"):
+        python = _TORCH_PYTHON_RANK.match(text)
+        if python is not None:  # the rank is the line's stream; its text is what Python wrote
+            stream = stream or f"rank {python.group('rank')}"
+            text = text[python.end() :]
     zone = _zone_of(time_text) if time is not None else None
     ranks: str | None = None
     match = _SGLANG.match(text) if text.startswith("[") else None
