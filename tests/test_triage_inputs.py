@@ -290,3 +290,17 @@ def test_a_traceback_behind_torchruns_rank_prefix_keeps_its_rank_and_exception(t
     report = triage_paths([str(log)])
     assert _roots_of(report) == [("PP802", "rank 2", "memory")]
     assert [f.key for f in report.findings if f.code == "PP803"] == ["rank 0"]
+
+
+@pytest.mark.parametrize(
+    "number", [lambda n: f"{n:6d}\t", lambda n: f"{n} | ", lambda n: f"[{n}] ", lambda n: f"{n}: "]
+)
+def test_a_paste_with_line_numbers_reads_as_the_log_itself(tmp_path, number):
+    source = LOGS / "sglang-aux-list.log"
+    expected = _roots_of(triage_paths([str(source)]))
+    lines = source.read_text(encoding="utf-8").splitlines()
+    log = tmp_path / "numbered.log"
+    log.write_text("".join(f"{number(n)}{line}\n" for n, line in enumerate(lines, 1)))
+    report = triage_paths([str(log)])
+    assert report.data["logs"][0]["format"] == "numbered"
+    assert _roots_of(report) == expected

@@ -72,6 +72,9 @@ class Envelope(str, enum.Enum):
     #: ``<RFC3339Nano> <line>`` (kubectl --timestamps, docker logs -t, docker compose logs -t),
     #: at the start of the line or behind the launcher's prefix.
     TIMESTAMPS = "timestamps"
+    #: A line-number column a paste or a viewer put before each line (``cat -n``'s
+    #: ``   23<TAB>``, ``23 | ``, ``[23] ``).
+    NUMBERED = "numbered"
 
 
 class Launcher(str, enum.Enum):
@@ -233,6 +236,11 @@ def detect(head: bytes) -> tuple[Envelope, Launcher]:
         envelope = Envelope.CRI
         texts = [m.group("text") or "" if (m := _CRI.match(t)) else t for t in texts]
     texts = [ANSI.sub("", t) for t in texts]
+    if envelope is Envelope.PLAIN and _numbered(texts):
+        # Rising numbers before each line are a paste's line numbers, not compose's service
+        # names ('23 | ' reads as both): the launcher is looked for behind them.
+        envelope = Envelope.NUMBERED
+        texts = [t[m.end() :] if (m := _NUMBER_COLUMN.match(t)) else t for t in texts]
     launcher = Launcher.NONE
     if _share(texts, lambda t: _RAY.match(t) is not None):
         launcher = Launcher.RAY
@@ -245,6 +253,21 @@ def detect(head: bytes) -> tuple[Envelope, Launcher]:
         if _share(inner, lambda t: _STAMP.match(t) is not None):
             envelope = Envelope.TIMESTAMPS
     return envelope, launcher
+
+
+#: A line-number column: up to 7 digits (bare or in brackets), then a tab, a bar or a colon.
+_NUMBER_COLUMN = re.compile(r"^\s{0,8}(?:\d{1,7}(?:\t| ?\| ?|: )|\[\d{1,7}\] )")
+
+
+def _numbered(texts: list[str]) -> bool:
+    """Whether nearly every line begins with a line number, and the numbers rise."""
+    numbers = []
+    for text in texts:
+        match = _NUMBER_COLUMN.match(text)
+        if match is None:
+            continue
+        numbers.append(int("".join(c for c in match.group(0) if c.isdigit())))
+    return len(numbers) * 10 >= len(texts) * 9 and len(numbers) >= 3 and numbers == sorted(numbers)
 
 
 def _launched(text: str, launcher: Launcher) -> tuple[str | None, str]:
@@ -304,6 +327,10 @@ def unwrap(
         text, stream, time_text, complete = _json_text(text)
         partial = not complete
         time = _rfc3339(time_text) if time_text else None
+    elif envelope is Envelope.NUMBERED:
+        column = _NUMBER_COLUMN.match(text)
+        if column is not None:
+            text = text[column.end() :]
     elif envelope is Envelope.CRI:
         match = _CRI.match(text)
         if match is None and text[:1] in _STRAY:

@@ -450,7 +450,10 @@ def read_log(
             number, raw = item
             text, time, time_text, source_stream, partial = unwrap(raw, reading.envelope)
             marked = any(marker in raw for marker in MARKERS)
-            if reading.envelope in (Envelope.PLAIN, Envelope.TIMESTAMPS) and not partial:
+            if (
+                reading.envelope in (Envelope.PLAIN, Envelope.TIMESTAMPS, Envelope.NUMBERED)
+                and not partial
+            ):
                 _take_peeled(reader, reading, number, text, marked, local_zone)
                 continue
             if partial or source_stream in pieces:
