@@ -304,3 +304,14 @@ def test_a_paste_with_line_numbers_reads_as_the_log_itself(tmp_path, number):
     report = triage_paths([str(log)])
     assert report.data["logs"][0]["format"] == "numbered"
     assert _roots_of(report) == expected
+
+
+def test_a_wrappers_time_and_name_before_each_line_are_peeled(tmp_path):
+    source = LOGS / "sglang-aux-list.log"
+    expected = _roots_of(triage_paths([str(source)]))
+    lines = source.read_text(encoding="utf-8").splitlines()
+    log = tmp_path / "wrapped.log"
+    log.write_text("".join(f"[2026-12-03 15:56:07] [/bin/sh]: {line}\n" for line in lines))
+    report = triage_paths([str(log)])
+    assert report.data["logs"][0]["launcher"] == "wrapper"
+    assert _roots_of(report) == expected

@@ -84,6 +84,9 @@ class Launcher(str, enum.Enum):
     COMPOSE = "compose"
     RAY = "ray"
     KUBECTL = "kubectl"
+    #: A wrapper that logs each line of the process it runs with its own time and name:
+    #: ``[<time>] [/bin/sh]: <line>``.
+    WRAPPER = "wrapper"
 
 
 #: ANSI colours (SGR, ``ESC [ ... m``, as docker compose writes its prefixes): removed before a
@@ -104,6 +107,10 @@ _STAMP = re.compile(
 _KUBECTL = re.compile(r"^\[(?P<who>pod/[^/\]\s]+/[^/\]\s]*)\] (?P<text>.*)$")
 _COMPOSE = re.compile(r"^(?P<service>[A-Za-z0-9][\w.-]*)\s*\| ?(?P<text>.*)$")
 _RAY = re.compile(r"^\((?P<who>[^()]*\bpid=\d+[^()]*)\) ?(?P<text>.*)$")
+_WRAPPER = re.compile(
+    r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]{0,16}\] \[(?P<who>[^\]\s]{1,64})\]: "
+    r"(?P<text>.*)$"
+)
 _SGLANG = re.compile(
     r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(?P<ms>\d{3}))?"
     r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d{1,6})*)\] (?P<text>.*)$"
@@ -244,6 +251,8 @@ def detect(head: bytes) -> tuple[Envelope, Launcher]:
     launcher = Launcher.NONE
     if _share(texts, lambda t: _RAY.match(t) is not None):
         launcher = Launcher.RAY
+    elif _share(texts, lambda t: _WRAPPER.match(t) is not None):
+        launcher = Launcher.WRAPPER
     elif _share(texts, lambda t: _KUBECTL.match(t) is not None):
         launcher = Launcher.KUBECTL
     elif _share(texts, lambda t: _COMPOSE.match(t) is not None and not _SGLANG.match(t)):
@@ -273,9 +282,12 @@ def _numbered(texts: list[str]) -> bool:
 def _launched(text: str, launcher: Launcher) -> tuple[str | None, str]:
     """(stream, rest) of ``text`` with the launcher's prefix taken off; (None, text) when the
     line has none."""
-    pattern = {Launcher.COMPOSE: _COMPOSE, Launcher.RAY: _RAY, Launcher.KUBECTL: _KUBECTL}.get(
-        launcher
-    )
+    pattern = {
+        Launcher.COMPOSE: _COMPOSE,
+        Launcher.RAY: _RAY,
+        Launcher.KUBECTL: _KUBECTL,
+        Launcher.WRAPPER: _WRAPPER,
+    }.get(launcher)
     match = pattern.match(text) if pattern is not None else None
     if match is None:
         return None, text
