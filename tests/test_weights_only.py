@@ -99,7 +99,7 @@ def _values() -> dict[str, object]:
     recursive.append(recursive)
     holder: list[object] = []
     cycle = (holder,)
-    holder.append(cycle)
+    holder.append(cycle)  # a tuple reached again while its items are written: POP, POP_MARK
     state = collections.OrderedDict(w=torch.ones(2))
     state._metadata = {"": {"version": 1}}  # type: ignore[attr-defined]
     values: dict[str, object] = {
@@ -151,7 +151,7 @@ def _values() -> dict[str, object]:
             "empty_bytearray": bytearray(),
             "nested": {"a": [(1, {"b": (2.5, None)}), {"c": {True, False}}], (1, 2): "t"},
             "recursive_list": recursive,
-            "recursive_tuple": holder,
+            "recursive_tuple": cycle,
             "text": "é\u202e\U0001f600",
             "surrogate": "\ud800",
             "floats": [float("nan"), float("inf"), -0.0],
