@@ -17,6 +17,12 @@ container), so its cost is linear in the pickle's length, and it stops at the fi
 structural fault (stack underflow, a memo entry never stored, a truncated opcode, a name that is
 not UTF-8) stops the walk with no answer: torch raises another error there, and ppaux's own
 reader reports the malformed pickle.
+
+A later pytorch source of the same file (read from pytorch's repository after 2.13; not checked
+against the v2.14.1 tag itself) runs the same opcodes and the same rules, with three changes:
+``_rebuild_nested_tensor`` is no longer allowed, a ``NEWOBJ`` of a pybind11 class that no
+``BUILD`` follows is refused at ``STOP``, and the structural faults above are re-raised as
+``UnpicklingError``; ppaux reports those as a malformed pickle whatever the torch.
 """
 
 from __future__ import annotations
