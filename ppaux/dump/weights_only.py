@@ -260,7 +260,7 @@ class _Global:
 
 class _Value:
     """Any other value: its kind (``dict``, ``list``, a class's dotted name, ``other``) and,
-    for a tuple or a short string, the little a persistent id is checked by."""
+    for a tuple, a str or bytes, the little a persistent id or a rebuild is checked by."""
 
     __slots__ = ("head", "kind")
 
@@ -280,10 +280,27 @@ _SCALARS = {
     0x4B: _INT,
     0x4D: _INT,
     0x8A: _INT,
-    0x29: _Value("tuple", []),
+    0x29: _Value("tuple", (False, False, False)),
 }
 _TENSOR = _Value("torch.Tensor")
 _STORAGE = _Value("torch.storage.TypedStorage")
+_LIST = _Value("list")
+_DICT = _Value("dict")
+_SET = _Value("builtins.set")
+#: A str or bytes is kept only as whether it is 'storage' (a persistent id's tag).
+_STR = _Value("str")
+_STR_STORAGE = _Value("str", "storage")
+_BYTES = _Value("bytes")
+_BYTES_STORAGE = _Value("bytes", "storage")
+_RESULTS = {name: _Value(kind) for name, kind in _CALL_RESULT.items()}
+#: A tuple is kept only as (not empty, first item is 'storage', second is Parameter): one
+#: shared value each, so the walk holds no more per value than a pointer.
+_TUPLES = {
+    (full, tag, param): _Value("tuple", (full, tag, param))
+    for full in (False, True)
+    for tag in (False, True)
+    for param in (False, True)
+}
 
 
 class _Stop(Exception):
@@ -310,19 +327,16 @@ _KIND_WORDS = {
 
 def _call_result(func: _Global, args: _Global | _Value) -> _Value:
     name = func.name
-    if name in _CALL_RESULT:
-        return _Value(_CALL_RESULT[name])
+    if name in _RESULTS:
+        return _RESULTS[name]
+    flags = args.head if isinstance(args, _Value) and args.kind == "tuple" else None
     if name == "_codecs.encode":
         # bytes; a persistent id's tag may be b'storage' (torch decodes it as ASCII).
-        items = args.head if isinstance(args, _Value) and args.kind == "tuple" else None
-        first = items[0] if isinstance(items, list) and items else None
-        return _Value("bytes", first.head if isinstance(first, _Value) else None)
+        return _BYTES_STORAGE if flags is not None and flags[1] else _BYTES
     if name == "torch._tensor._rebuild_from_type_v2":
         # (func, new_type, args, state): the result is an instance of new_type.
-        items = args.head if isinstance(args, _Value) and args.kind == "tuple" else None
-        if isinstance(items, list) and len(items) > 1 and isinstance(items[1], _Global):
-            if items[1].name == "torch.nn.parameter.Parameter":
-                return _Value("torch.nn.parameter.Parameter")
+        if flags is not None and flags[2]:
+            return _RESULTS["torch.nn.parameter.Parameter"]
         return _TENSOR
     if name in _TENSOR_MAKERS:
         return _TENSOR
@@ -330,8 +344,12 @@ def _call_result(func: _Global, args: _Global | _Value) -> _Value:
 
 
 def _tuple(items: list[_Global | _Value]) -> _Value:
-    # Only the first two items are kept: a persistent id's tag, a rebuild's new_type.
-    return _Value("tuple", items[:2])
+    # Only what the first two items say: a persistent id's tag, a rebuild's new_type.
+    tag = bool(items) and isinstance(items[0], _Value) and items[0].head == "storage"
+    param = len(items) > 1 and (
+        isinstance(items[1], _Global) and items[1].name == "torch.nn.parameter.Parameter"
+    )
+    return _TUPLES[(bool(items), tag, param)]
 
 
 def refusal(data: bytes) -> tuple[int, str] | None:
@@ -389,6 +407,43 @@ def _walk(data: bytes) -> tuple[int, str] | None:
         start = pos
         op = data[pos]
         pos += 1
+        # The most frequent opcodes first, without a call.
+        if op == 0x71:
+            if pos >= end or not stack:
+                raise _Stop
+            memo[data[pos]] = stack[-1]
+            pos += 1
+            continue
+        if op == 0x72:  # LONG_BINPUT
+            if pos + 4 > end or not stack:
+                raise _Stop
+            memo[int.from_bytes(data[pos : pos + 4], "little")] = stack[-1]
+            pos += 4
+            continue
+        if op == 0x4B:
+            if pos >= end:
+                raise _Stop
+            pos += 1
+            stack.append(_INT)
+            continue
+        if op == 0x68:
+            if pos >= end or data[pos] not in memo:
+                raise _Stop
+            stack.append(memo[data[pos]])
+            pos += 1
+            continue
+        if op == 0x58:  # BINUNICODE, decoded as torch does (a failure is not a refusal)
+            size = int.from_bytes(data[pos : pos + 4], "little")
+            pos += 4
+            if pos > end or pos + size > end:
+                raise _Stop
+            try:
+                text = data[pos : pos + size].decode("utf-8", "surrogatepass")
+            except UnicodeDecodeError:
+                raise _Stop from None
+            pos += size
+            stack.append(_STR_STORAGE if text == "storage" else _STR)
+            continue
         name = OPCODES.get(op)
         if name is None:
             return start, f"opcode 0x{op:02x}{_pickle_name(op)} is not one it runs"
@@ -459,30 +514,25 @@ def _walk(data: bytes) -> tuple[int, str] | None:
                 take(take(1)[0])
             stack.append(_SCALARS[op])
         elif op == 0x5D:
-            stack.append(_Value("list"))
+            stack.append(_LIST)
         elif op == 0x7D:
-            stack.append(_Value("dict"))
+            stack.append(_DICT)
         elif op == 0x8F:
-            stack.append(_Value("builtins.set"))
-        elif op in (0x58, 0x55):  # BINUNICODE, SHORT_BINSTRING (decoded as UTF-8 by torch.load)
-            size = struct.unpack("<I", take(4))[0] if op == 0x58 else take(1)[0]
+            stack.append(_SET)
+        elif op == 0x55:  # SHORT_BINSTRING (decoded as UTF-8 by torch.load)
             try:
-                text = take(size).decode("utf-8", "surrogatepass" if op == 0x58 else "strict")
+                text = take(take(1)[0]).decode("utf-8")
             except UnicodeDecodeError:
                 raise _Stop from None  # torch raises UnicodeDecodeError
-            stack.append(_Value("str", text if size <= 16 else None))
+            stack.append(_STR_STORAGE if text == "storage" else _STR)
         elif op == 0x51:  # BINPERSID
             pid = pop()
             if _kind(pid) == "tuple":
-                head = pid.head if isinstance(pid, _Value) else None
-                if head:
-                    tag = head[0]
-                    if not (
-                        isinstance(tag, _Value)
-                        and tag.kind in ("str", "bytes")
-                        and tag.head == "storage"
-                    ):
-                        return start, "a persistent id whose tag is not 'storage'"
+                nonempty, storage_tag, _ = (
+                    pid.head if isinstance(pid, _Value) else (False, False, False)
+                )
+                if nonempty and not storage_tag:
+                    return start, "a persistent id whose tag is not 'storage'"
             elif _kind(pid) != "int":
                 return start, f"a persistent id that is {_describe(pid)}, not a tuple or an int"
             stack.append(_STORAGE)
