@@ -16,6 +16,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -279,3 +280,57 @@ def test_the_walk_is_linear_on_a_hostile_pickle():
         started = time.process_time()
         wo.refusal(b"\x80\x02" + body + b".")
         assert time.process_time() - started < 2.0
+
+
+# -- hand-made pickles against torch's own weights-only unpickler -----------------------------
+
+_HAND_MADE = {
+    "long4": b"\x80\x02\x8b\x01\x00\x00\x00\x01.",
+    "pop": b"\x80\x02K\x01K\x020.",
+    "pop_mark": b"\x80\x02K\x01(K\x021.",
+    "dup": b"\x80\x02K\x012\x86.",
+    "frame": b"\x80\x04\x95\x03\x00\x00\x00\x00\x00\x00\x00K\x01.",
+    "short_binunicode": b"\x80\x04\x8c\x01a.",
+    "binbytes": b"\x80\x03C\x01a.",
+    "build_on_dict": b"\x80\x02}}b.",
+    "build_on_ordered_dict": b"\x80\x02ccollections\nOrderedDict\n)R}b.",
+    "build_on_set": b"\x80\x02\x8f}b.",
+    "append_to_dict": b"\x80\x02}K\x01a.",
+    "append_to_list": b"\x80\x02]K\x01a.",
+    "setitem_into_list": b"\x80\x02]K\x01K\x02s.",
+    "setitems_into_counter": b"\x80\x02ccollections\nCounter\n)R(X\x01\x00\x00\x00aK\x01u.",
+    "global_blocked": b"\x80\x02cos\nsystem\n.",
+    "global_posix": b"\x80\x02cposix\nsystem\n.",
+    "global_py2_set": b"\x80\x02c__builtin__\nset\n]\x85R.",
+    "global_py2_frozenset": b"\x80\x02c__builtin__\nfrozenset\n]\x85R.",
+    "global_numpy": b"\x80\x02cnumpy\nndarray\n.",
+    "reduce_on_dict": b"\x80\x02})R.",
+    "reduce_on_memo_global": b"\x80\x02ccollections\nOrderedDict\nq\x00h\x00)R.",
+    "newobj_on_int": b"\x80\x02K\x01)\x81.",
+    "newobj_on_function_then_long4": (
+        b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\n)\x81\x8b\x01\x00\x00\x00\x01."
+    ),
+    "newobj_on_counter": b"\x80\x02ccollections\nCounter\n)\x81.",
+    "bad_utf8_in_global": b"\x80\x02c\xff\nx\n.",
+    "memo_miss": b"\x80\x02h\x05.",
+    "underflow": b"\x80\x02R.",
+    "no_stop": b"\x80\x02K\x01",
+    "tensor_rebuild_names": b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\nctorch\nfloat32\n\x86.",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_HAND_MADE))
+def test_hand_made_pickles_agree_with_the_unpickler(name):
+    from torch import _weights_only_unpickler as restricted
+
+    data = _HAND_MADE[name]
+    try:
+        with warnings.catch_warnings():  # its warning about a protocol other than 2
+            warnings.simplefilter("ignore")
+            restricted.Unpickler(io.BytesIO(data), encoding="utf-8").load()
+        refused = False
+    except pickle.UnpicklingError:
+        refused = True
+    except Exception:  # a structural fault or a failing call: not a refusal
+        refused = False
+    assert (wo.refusal(data) is not None) == refused, (name, wo.refusal(data))

@@ -246,6 +246,8 @@ _CALL_RESULT = {
     "torch.storage.TypedStorage": "torch.storage.TypedStorage",
     "torch.storage.UntypedStorage": "torch.storage.UntypedStorage",
 }
+#: The allowed globals that are classes (NEWOBJ calls ``cls.__new__(cls, *args)``).
+_CLASSES = BUILDABLE | {name for name in ALLOWED_GLOBALS if name.endswith("Tensor")}
 _SETITEM_TARGETS = frozenset({"dict", "collections.OrderedDict", "collections.Counter"})
 
 
@@ -468,6 +470,8 @@ def _walk(data: bytes) -> tuple[int, str] | None:
             args, cls = pop(), pop()
             if not isinstance(cls, _Global):
                 return start, f"NEWOBJ on {_describe(cls)}, not an allowed class"
+            if cls.name not in _CLASSES:
+                raise _Stop  # an allowed function or dtype: torch raises TypeError
             stack.append(_call_result(cls, args))
         elif op == 0x52:  # REDUCE
             args, func = pop(), top()
