@@ -214,7 +214,7 @@ def test_the_allowlist_is_torch_2_13s():
 
 # -- a property over generated values ----------------------------------------------------------
 
-_hashable = st.recursive(
+_scalar = (
     st.none()
     | st.booleans()
     | st.integers()
@@ -222,9 +222,13 @@ _hashable = st.recursive(
     | st.floats(allow_nan=False)
     | st.text(max_size=8)
     | st.binary(max_size=8)
-    | st.complex_numbers(allow_nan=False),
-    lambda inner: st.tuples(inner, inner) | st.frozensets(inner, max_size=3),
-    max_leaves=6,
+    | st.complex_numbers(allow_nan=False)
+)
+_hashable = (
+    _scalar
+    | st.tuples(_scalar, _scalar)
+    | st.frozensets(_scalar, max_size=3)
+    | st.tuples(st.tuples(_scalar), st.frozensets(_scalar, max_size=2))
 )
 _values_strategy = st.recursive(
     _hashable
