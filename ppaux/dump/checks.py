@@ -155,6 +155,17 @@ def check_dump(
                     extra={"where": dump.deviation.where},
                 )
             )
+        if dump.weights_only_refusal is not None:
+            found.append(
+                finding(
+                    "PP119",
+                    dump.path,
+                    "torch.load's default (weights_only=True) refuses this file: "
+                    f"{dump.weights_only_refusal}; torch.load(weights_only=False) would read "
+                    "it, but that loader runs code from any file",
+                    extra={"where": dump.weights_only_refusal},
+                )
+            )
         if not payloads:
             found.append(finding("PP114", dump.path, "no tensor dict found in the file"))
         for payload in payloads:

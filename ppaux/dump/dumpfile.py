@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from ppaux.dump import allowlist
+from ppaux.dump import allowlist, weights_only
 from ppaux.dump.capture_format import CAPTURE_MARKER
 from ppaux.dump.grammar import Deviation, pickle_deviation, storage_key_deviation, zip_deviation
 from ppaux.dump.legacy import LEGACY_MAGIC, is_legacy_stream
@@ -92,6 +92,10 @@ class Dump:
     protocol: int = 0
     #: The first place the file differs from what torch.save (or pickle.dump) writes.
     deviation: Deviation | None = None
+    #: Why torch.load's default (weights_only=True) refuses the zip's data.pkl, with its byte
+    #: offset; None where it refuses nothing (and for a plain pickle, which torch.load never
+    #: reads as a torch.save file).
+    weights_only_refusal: str | None = None
 
     @property
     def capture(self) -> dict[str, Any] | None:
@@ -416,7 +420,16 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
         pickle_bytes=len(data),
         protocol=machine.protocol,
         deviation=deviation,
+        weights_only_refusal=_weights_only_refusal(data),
     )
+
+
+def _weights_only_refusal(data: bytes) -> str | None:
+    found = weights_only.refusal(data)
+    if found is None:
+        return None
+    offset, reason = found
+    return f"data.pkl byte {offset}: {reason}"
 
 
 def _unsafe(machine: Machine) -> tuple[str, ...]:

@@ -337,4 +337,43 @@ RULES = (
         example="data.pkl byte 105 (BININT2): int not in its shortest form",
         area="payload",
     ),
+    Rule(
+        code="PP119",
+        name="weights-only-refuses",
+        severity=Severity.WARNING,
+        summary="torch.load's default (weights_only=True) refuses the file.",
+        explanation=(
+            "Since torch 2.6, torch.load reads with its weights-only unpickler unless told "
+            "weights_only=False. That reader runs only the opcodes torch.save's protocol-2 "
+            "pickles of tensors need (no LONG4, no POP, no protocol-4 opcode), resolves only "
+            "its allowlist of globals (tensor rebuild functions, dtypes, storages, "
+            "OrderedDict, Counter, set, complex, bytearray, _codecs.encode; no numpy, no "
+            "frozenset, no empty bytes), and builds, appends or sets items only into the types "
+            "it knows. torch.save writes such files without complaint (an int of 256 bytes or "
+            "more, a numpy array, a frozenset in the dict), and the receiving side fails with "
+            "'Weights only load failed'. ppaux checks the pickle against torch 2.13.0's "
+            "allowlist, without torch, and names the first byte the reader stops at. Clean "
+            "speaks for torch.load's default: a file it refuses is never clean. "
+            "torch.load(weights_only=False) would read it, but that loader runs any code the "
+            "file names."
+        ),
+        causes=(
+            "The dict holds a value the weights-only reader has no allowlist entry for: a numpy "
+            "array or scalar, a frozenset, empty bytes, an int of more than 255 bytes, a "
+            "custom class.",
+            "The file was written by a tool other than torch.save (another pickle protocol, "
+            "opcodes torch.save never writes).",
+        ),
+        fix=(
+            "Keep tensors and plain containers in the dict (torch.from_numpy(a) for an array, a "
+            "tuple for a frozenset), or allowlist the global with "
+            "torch.serialization.add_safe_globals on the loading side when the file is trusted."
+        ),
+        example=(
+            "torch.load's default (weights_only=True) refuses this file: data.pkl byte 13: "
+            "opcode 0x8b (LONG4) is not one it runs; torch.load(weights_only=False) would read "
+            "it, but that loader runs code from any file"
+        ),
+        area="payload",
+    ),
 )

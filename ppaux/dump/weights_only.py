@@ -1,0 +1,568 @@
+"""Whether ``torch.load``'s default reader (``weights_only=True``) refuses a pickle, without torch.
+
+Since torch 2.6, ``torch.load(f)`` reads with the weights-only unpickler
+(``torch/_weights_only_unpickler.py``). It runs only the opcodes of :data:`OPCODES`, resolves only
+the globals of :data:`ALLOWED_GLOBALS` (after torch's own Python 2 renames, :data:`NAME_MAPPING`
+and :data:`IMPORT_MAPPING` in ``torch/_utils.py``, a subset of ``_compat_pickle``'s), calls
+(``REDUCE``) and creates (``NEWOBJ``) only those, builds state (``BUILD``) only into a tensor, a
+Parameter, an ``OrderedDict`` or an instance of an allowed class, appends only to a list, sets
+items only into a dict, ``OrderedDict`` or ``Counter``, and takes only ``('storage', ...)`` or an
+int as a persistent id. Anything else raises ``pickle.UnpicklingError``, which ``torch.load``
+re-raises with its "Weights only load failed" message.
+
+The data below is that of **torch 2.13.0** (``torch/_weights_only_unpickler.py``,
+``_get_allowed_globals()`` as it evaluates; ``torch/_utils.py``). :func:`refusal` walks the
+pickle once, keeping for each stack entry only the little it needs (which global, which kind of
+container), so its cost is linear in the pickle's length, and it stops at the first refusal. A
+structural fault (stack underflow, a memo entry never stored, a truncated opcode, a name that is
+not UTF-8) stops the walk with no answer: torch raises another error there, and ppaux's own
+reader reports the malformed pickle.
+
+A later pytorch source of the same file (read from pytorch's repository after 2.13; not checked
+against the v2.14.1 tag itself) runs the same opcodes and the same rules, with three changes:
+``_rebuild_nested_tensor`` is no longer allowed, a ``NEWOBJ`` of a pybind11 class that no
+``BUILD`` follows is refused at ``STOP``, and the structural faults above are re-raised as
+``UnpicklingError``; ppaux reports those as a malformed pickle whatever the torch.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+__all__ = [
+    "ALLOWED_GLOBALS",
+    "BLOCKED_MODULES",
+    "IMPORT_MAPPING",
+    "NAME_MAPPING",
+    "OPCODES",
+    "refusal",
+]
+
+#: The opcodes the weights-only unpickler runs (any other: "Unsupported operand N"). It has no
+#: protocol 4 opcode (FRAME, MEMOIZE, STACK_GLOBAL, SHORT_BINUNICODE), no BINBYTES, no LONG4,
+#: no POP, POP_MARK or DUP, no text opcode of protocols 0 and 1.
+OPCODES: dict[int, str] = {
+    0x63: "GLOBAL",
+    0x81: "NEWOBJ",
+    0x52: "REDUCE",
+    0x62: "BUILD",
+    0x61: "APPEND",
+    0x65: "APPENDS",
+    0x73: "SETITEM",
+    0x75: "SETITEMS",
+    0x28: "MARK",
+    0x74: "TUPLE",
+    0x85: "TUPLE1",
+    0x86: "TUPLE2",
+    0x87: "TUPLE3",
+    0x4E: "NONE",
+    0x89: "NEWFALSE",
+    0x88: "NEWTRUE",
+    0x29: "EMPTY_TUPLE",
+    0x5D: "EMPTY_LIST",
+    0x7D: "EMPTY_DICT",
+    0x8F: "EMPTY_SET",
+    0x4A: "BININT",
+    0x4B: "BININT1",
+    0x4D: "BININT2",
+    0x47: "BINFLOAT",
+    0x58: "BINUNICODE",
+    0x55: "SHORT_BINSTRING",
+    0x51: "BINPERSID",
+    0x68: "BINGET",
+    0x6A: "LONG_BINGET",
+    0x71: "BINPUT",
+    0x72: "LONG_BINPUT",
+    0x8A: "LONG1",
+    0x80: "PROTO",
+    0x2E: "STOP",
+}
+
+#: Modules never resolved, whatever a user allowlists.
+BLOCKED_MODULES = frozenset({"sys", "os", "posix", "nt"})
+
+#: torch/_utils.py's module renames, applied when the (module, name) pair has no NAME_MAPPING.
+IMPORT_MAPPING: dict[str, str] = {
+    "__builtin__": "builtins",
+    "copy_reg": "copyreg",
+    "Queue": "queue",
+    "repr": "reprlib",
+    "_abcoll": "collections.abc",
+    "UserDict": "collections",
+    "UserList": "collections",
+    "UserString": "collections",
+    "whichdb": "dbm",
+    "StringIO": "io",
+    "cStringIO": "io",
+}
+
+#: torch/_utils.py's (module, name) renames, applied first.
+NAME_MAPPING: dict[tuple[str, str], tuple[str, str]] = {
+    ("__builtin__", "xrange"): ("builtins", "range"),
+    ("__builtin__", "reduce"): ("functools", "reduce"),
+    ("__builtin__", "intern"): ("sys", "intern"),
+    ("__builtin__", "unichr"): ("builtins", "chr"),
+    ("__builtin__", "unicode"): ("builtins", "str"),
+    ("__builtin__", "long"): ("builtins", "int"),
+    ("itertools", "izip"): ("builtins", "zip"),
+    ("itertools", "imap"): ("builtins", "map"),
+    ("itertools", "ifilter"): ("builtins", "filter"),
+    ("itertools", "ifilterfalse"): ("itertools", "filterfalse"),
+    ("itertools", "izip_longest"): ("itertools", "zip_longest"),
+    ("UserDict", "IterableUserDict"): ("collections", "UserDict"),
+    ("UserList", "UserList"): ("collections", "UserList"),
+    ("UserString", "UserString"): ("collections", "UserString"),
+    ("__builtin__", "basestring"): ("builtins", "str"),
+    ("exceptions", "StandardError"): ("builtins", "Exception"),
+    ("UserDict", "UserDict"): ("collections", "UserDict"),
+}
+
+_TENSOR_KINDS = [
+    "BFloat16",
+    "Bool",
+    "Byte",
+    "Char",
+    "Double",
+    "Float",
+    "Half",
+    "Int",
+    "Long",
+    "Short",
+]
+_SPARSE_KINDS = [k for k in _TENSOR_KINDS if k != "Bool"]
+_STORAGE_KINDS = [*_TENSOR_KINDS, "ComplexDouble", "ComplexFloat"]
+_QSTORAGE_KINDS = ["QInt32", "QInt8", "QUInt2x4", "QUInt4x2", "QUInt8"]
+_REBUILDS = [
+    "_rebuild_device_tensor_from_cpu_tensor",
+    "_rebuild_device_tensor_from_numpy",
+    "_rebuild_meta_tensor_no_storage",
+    "_rebuild_nested_tensor",
+    "_rebuild_parameter",
+    "_rebuild_parameter_with_state",
+    "_rebuild_qtensor",
+    "_rebuild_sparse_tensor",
+    "_rebuild_tensor",
+    "_rebuild_tensor_v2",
+    "_rebuild_tensor_v3",
+    "_rebuild_wrapper_subclass",
+]
+_DTYPES = [
+    "bfloat16",
+    "bits16",
+    "bits1x8",
+    "bits2x4",
+    "bits4x2",
+    "bits8",
+    "bool",
+    "complex128",
+    "complex32",
+    "complex64",
+    "float16",
+    "float32",
+    "float4_e2m1fn_x2",
+    "float64",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "qint32",
+    "qint8",
+    "quint2x4",
+    "quint4x2",
+    "quint8",
+    *(f"int{n}" for n in (1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64)),
+    *(f"uint{n}" for n in (1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64)),
+]
+_QSCHEMES = [
+    "per_channel_affine",
+    "per_channel_affine_float_qparams",
+    "per_channel_symmetric",
+    "per_tensor_affine",
+    "per_tensor_symmetric",
+]
+
+#: The classes whose instances BUILD may set state into (the explicit Tensor, Parameter and
+#: OrderedDict, and ``type(inst) in _get_allowed_globals().values()``).
+BUILDABLE = frozenset(
+    {
+        "torch.Tensor",
+        "torch.nn.parameter.Parameter",
+        "collections.OrderedDict",
+        "collections.Counter",
+        "torch.Size",
+        "torch.device",
+        "builtins.bytearray",
+        "builtins.set",
+        "builtins.complex",
+        "torch.storage.TypedStorage",
+        "torch.storage.UntypedStorage",
+    }
+)
+
+#: ``_get_allowed_globals()`` of torch 2.13.0, by the dotted name GLOBAL resolves (144 names).
+ALLOWED_GLOBALS = frozenset(
+    {
+        "_codecs.encode",
+        "builtins.bytearray",
+        "builtins.complex",
+        "builtins.set",
+        "collections.Counter",
+        "collections.OrderedDict",
+        "torch.Size",
+        "torch.Tensor",
+        "torch.device",
+        "torch.nn.parameter.Parameter",
+        "torch.serialization._get_layout",
+        "torch.storage.TypedStorage",
+        "torch.storage.UntypedStorage",
+        "torch._tensor._rebuild_from_type_v2",
+        *(f"torch._utils.{name}" for name in _REBUILDS),
+        *(f"torch.{name}" for name in _DTYPES + _QSCHEMES),
+        *(f"{m}.{k}Tensor" for m in ("torch", "torch.cuda") for k in _TENSOR_KINDS),
+        *(f"{m}.{k}Tensor" for m in ("torch.sparse", "torch.cuda.sparse") for k in _SPARSE_KINDS),
+        *(f"torch.{k}Storage" for k in _STORAGE_KINDS + _QSTORAGE_KINDS),
+        *(f"torch.cuda.{k}Storage" for k in _STORAGE_KINDS),
+    }
+)
+
+# What a REDUCE of an allowed global leaves on the stack, as the kind BUILD and SETITEM look at.
+_TENSOR_MAKERS = frozenset(
+    {f"torch._utils.{name}" for name in _REBUILDS if name != "_rebuild_parameter"}
+    | {name for name in ALLOWED_GLOBALS if name.endswith("Tensor")}
+)
+_CALL_RESULT = {
+    "collections.OrderedDict": "collections.OrderedDict",
+    "collections.Counter": "collections.Counter",
+    "torch.nn.parameter.Parameter": "torch.nn.parameter.Parameter",
+    "torch._utils._rebuild_parameter": "torch.nn.parameter.Parameter",
+    "torch._utils._rebuild_parameter_with_state": "torch.nn.parameter.Parameter",
+    "torch.Size": "torch.Size",
+    "torch.device": "torch.device",
+    "builtins.bytearray": "builtins.bytearray",
+    "builtins.set": "builtins.set",
+    "builtins.complex": "builtins.complex",
+    "torch.storage.TypedStorage": "torch.storage.TypedStorage",
+    "torch.storage.UntypedStorage": "torch.storage.UntypedStorage",
+}
+#: The allowed globals that are classes (NEWOBJ calls ``cls.__new__(cls, *args)``).
+_CLASSES = BUILDABLE | {name for name in ALLOWED_GLOBALS if name.endswith("Tensor")}
+_SETITEM_TARGETS = frozenset({"dict", "collections.OrderedDict", "collections.Counter"})
+
+
+class _Global:
+    """A global GLOBAL resolved (an allowed name)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class _Value:
+    """Any other value: its kind (``dict``, ``list``, a class's dotted name, ``other``) and,
+    for a tuple, a str or bytes, the little a persistent id or a rebuild is checked by."""
+
+    __slots__ = ("head", "kind")
+
+    def __init__(self, kind: str, head: Any = None) -> None:
+        self.kind = kind
+        self.head = head
+
+
+_OTHER = _Value("other")
+_INT = _Value("int")
+_SCALARS = {
+    0x4E: _Value("None"),
+    0x88: _Value("bool"),
+    0x89: _Value("bool"),
+    0x47: _Value("float"),
+    0x4A: _INT,
+    0x4B: _INT,
+    0x4D: _INT,
+    0x8A: _INT,
+    0x29: _Value("tuple", (False, False, False)),
+}
+_TENSOR = _Value("torch.Tensor")
+_STORAGE = _Value("torch.storage.TypedStorage")
+_LIST = _Value("list")
+_DICT = _Value("dict")
+_SET = _Value("builtins.set")
+#: A str or bytes is kept only as whether it is 'storage' (a persistent id's tag).
+_STR = _Value("str")
+_STR_STORAGE = _Value("str", "storage")
+_BYTES = _Value("bytes")
+_BYTES_STORAGE = _Value("bytes", "storage")
+_RESULTS = {name: _Value(kind) for name, kind in _CALL_RESULT.items()}
+#: A tuple is kept only as (not empty, first item is 'storage', second is Parameter): one
+#: shared value each, so the walk holds no more per value than a pointer.
+_TUPLES = {
+    (full, tag, param): _Value("tuple", (full, tag, param))
+    for full in (False, True)
+    for tag in (False, True)
+    for param in (False, True)
+}
+
+
+class _Stop(Exception):
+    """A structural fault: torch raises something other than UnpicklingError here."""
+
+
+def _kind(value: _Global | _Value) -> str:
+    return "global" if isinstance(value, _Global) else value.kind
+
+
+def _describe(value: _Global | _Value) -> str:
+    if isinstance(value, _Global):
+        return value.name
+    return _KIND_WORDS.get(value.kind, f"a {value.kind}")
+
+
+_KIND_WORDS = {
+    "other": "a value of another type",
+    "int": "an int",
+    "None": "None",
+    "bytes": "bytes",
+}
+
+
+def _call_result(func: _Global, args: _Global | _Value) -> _Value:
+    name = func.name
+    if name in _RESULTS:
+        return _RESULTS[name]
+    flags = args.head if isinstance(args, _Value) and args.kind == "tuple" else None
+    if name == "_codecs.encode":
+        # bytes; a persistent id's tag may be b'storage' (torch decodes it as ASCII).
+        return _BYTES_STORAGE if flags is not None and flags[1] else _BYTES
+    if name == "torch._tensor._rebuild_from_type_v2":
+        # (func, new_type, args, state): the result is an instance of new_type.
+        if flags is not None and flags[2]:
+            return _RESULTS["torch.nn.parameter.Parameter"]
+        return _TENSOR
+    if name in _TENSOR_MAKERS:
+        return _TENSOR
+    return _OTHER
+
+
+def _tuple(items: list[_Global | _Value]) -> _Value:
+    # Only what the first two items say: a persistent id's tag, a rebuild's new_type.
+    tag = bool(items) and isinstance(items[0], _Value) and items[0].head == "storage"
+    param = len(items) > 1 and (
+        isinstance(items[1], _Global) and items[1].name == "torch.nn.parameter.Parameter"
+    )
+    return _TUPLES[(bool(items), tag, param)]
+
+
+def refusal(data: bytes) -> tuple[int, str] | None:
+    """``(byte offset, reason)`` of the first thing in the pickle ``data`` that torch.load's
+    weights-only unpickler refuses with ``UnpicklingError``, or None when it refuses nothing
+    (or stops first on a structural fault)."""
+    try:
+        return _walk(data)
+    except _Stop:
+        return None
+
+
+def _walk(data: bytes) -> tuple[int, str] | None:
+    stack: list[_Global | _Value] = []
+    metastack: list[list[_Global | _Value]] = []
+    memo: dict[int, _Global | _Value] = {}
+    pos, end = 0, len(data)
+
+    def take(n: int) -> bytes:
+        nonlocal pos
+        if pos + n > end:
+            raise _Stop
+        chunk = data[pos : pos + n]
+        pos += n
+        return chunk
+
+    def line() -> bytes:
+        nonlocal pos
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            raise _Stop  # torch reads a name cut by the end of the pickle: it then stops there
+        chunk = data[pos:nl]
+        pos = nl + 1
+        return chunk
+
+    def pop() -> _Global | _Value:
+        if not stack:
+            raise _Stop
+        return stack.pop()
+
+    def top() -> _Global | _Value:
+        if not stack:
+            raise _Stop
+        return stack[-1]
+
+    def pop_mark() -> list[_Global | _Value]:
+        nonlocal stack
+        if not metastack:
+            raise _Stop
+        items = stack
+        stack = metastack.pop()
+        return items
+
+    while pos < end:
+        start = pos
+        op = data[pos]
+        pos += 1
+        # The most frequent opcodes first, without a call.
+        if op == 0x71:
+            if pos >= end or not stack:
+                raise _Stop
+            memo[data[pos]] = stack[-1]
+            pos += 1
+            continue
+        if op == 0x72:  # LONG_BINPUT
+            if pos + 4 > end or not stack:
+                raise _Stop
+            memo[int.from_bytes(data[pos : pos + 4], "little")] = stack[-1]
+            pos += 4
+            continue
+        if op == 0x4B:
+            if pos >= end:
+                raise _Stop
+            pos += 1
+            stack.append(_INT)
+            continue
+        if op == 0x68:
+            if pos >= end or data[pos] not in memo:
+                raise _Stop
+            stack.append(memo[data[pos]])
+            pos += 1
+            continue
+        if op == 0x58:  # BINUNICODE, decoded as torch does (a failure is not a refusal)
+            size = int.from_bytes(data[pos : pos + 4], "little")
+            pos += 4
+            if pos > end or pos + size > end:
+                raise _Stop
+            try:
+                text = data[pos : pos + size].decode("utf-8", "surrogatepass")
+            except UnicodeDecodeError:
+                raise _Stop from None
+            pos += size
+            stack.append(_STR_STORAGE if text == "storage" else _STR)
+            continue
+        name = OPCODES.get(op)
+        if name is None:
+            return start, f"opcode 0x{op:02x}{_pickle_name(op)} is not one it runs"
+        if op == 0x2E:  # STOP
+            return None
+        if op == 0x63:  # GLOBAL
+            try:
+                module, attr = line().decode("utf-8"), line().decode("utf-8")
+            except UnicodeDecodeError:
+                raise _Stop from None
+            if (module, attr) in NAME_MAPPING:
+                module, attr = NAME_MAPPING[(module, attr)]
+            elif module in IMPORT_MAPPING:
+                module = IMPORT_MAPPING[module]
+            full = f"{module}.{attr}"
+            if module in BLOCKED_MODULES:
+                return start, f"GLOBAL {_shown(full)}: module {_shown(module)} is blocked"
+            if full not in ALLOWED_GLOBALS:
+                return start, f"GLOBAL {_shown(full)} is not an allowed global"
+            stack.append(_Global(full))
+        elif op == 0x81:  # NEWOBJ
+            args, cls = pop(), pop()
+            if not isinstance(cls, _Global):
+                return start, f"NEWOBJ on {_describe(cls)}, not an allowed class"
+            if cls.name not in _CLASSES:
+                raise _Stop  # an allowed function or dtype: torch raises TypeError
+            stack.append(_call_result(cls, args))
+        elif op == 0x52:  # REDUCE
+            args, func = pop(), top()
+            if not isinstance(func, _Global):
+                return start, f"REDUCE calls {_describe(func)}, not an allowed function"
+            stack[-1] = _call_result(func, args)
+        elif op == 0x62:  # BUILD
+            pop()
+            inst = top()
+            if _kind(inst) not in BUILDABLE:
+                return start, f"BUILD sets state into {_describe(inst)}"
+        elif op == 0x61:  # APPEND
+            pop()
+            if _kind(top()) != "list":
+                return start, f"APPEND to {_describe(top())}, not a list"
+        elif op == 0x65:  # APPENDS
+            pop_mark()
+            if _kind(top()) != "list":
+                return start, f"APPENDS to {_describe(top())}, not a list"
+        elif op in (0x73, 0x75):  # SETITEM, SETITEMS
+            if op == 0x73:
+                pop()
+                pop()
+            else:
+                pop_mark()
+            if _kind(top()) not in _SETITEM_TARGETS:
+                return start, f"{name} into {_describe(top())}, not a dict"
+        elif op == 0x28:  # MARK
+            metastack.append(stack)
+            stack = []
+        elif op == 0x74:  # TUPLE
+            items = pop_mark()  # before stack.append is looked up: MARK's stack is gone
+            stack.append(_tuple(items))
+        elif op in (0x85, 0x86, 0x87):  # TUPLE1..3
+            n = op - 0x84
+            if len(stack) < n:
+                raise _Stop
+            items = stack[-n:]
+            del stack[-n:]
+            stack.append(_tuple(items))
+        elif op in _SCALARS:
+            take({0x47: 8, 0x4A: 4, 0x4B: 1, 0x4D: 2}.get(op, 0))
+            if op == 0x8A:  # LONG1
+                take(take(1)[0])
+            stack.append(_SCALARS[op])
+        elif op == 0x5D:
+            stack.append(_LIST)
+        elif op == 0x7D:
+            stack.append(_DICT)
+        elif op == 0x8F:
+            stack.append(_SET)
+        elif op == 0x55:  # SHORT_BINSTRING (decoded as UTF-8 by torch.load)
+            try:
+                text = take(take(1)[0]).decode("utf-8")
+            except UnicodeDecodeError:
+                raise _Stop from None  # torch raises UnicodeDecodeError
+            stack.append(_STR_STORAGE if text == "storage" else _STR)
+        elif op == 0x51:  # BINPERSID
+            pid = pop()
+            if _kind(pid) == "tuple":
+                nonempty, storage_tag, _ = (
+                    pid.head if isinstance(pid, _Value) else (False, False, False)
+                )
+                if nonempty and not storage_tag:
+                    return start, "a persistent id whose tag is not 'storage'"
+            elif _kind(pid) != "int":
+                return start, f"a persistent id that is {_describe(pid)}, not a tuple or an int"
+            stack.append(_STORAGE)
+        elif op in (0x68, 0x6A):  # BINGET, LONG_BINGET
+            idx = take(1)[0] if op == 0x68 else struct.unpack("<I", take(4))[0]
+            if idx not in memo:
+                raise _Stop
+            stack.append(memo[idx])
+        elif op in (0x71, 0x72):  # BINPUT, LONG_BINPUT
+            idx = take(1)[0] if op == 0x71 else struct.unpack("<I", take(4))[0]
+            memo[idx] = top()
+        elif op == 0x80:  # PROTO
+            take(1)
+    raise _Stop  # no STOP: torch raises EOFError
+
+
+def _pickle_name(op: int) -> str:
+    import pickletools
+
+    for code in pickletools.opcodes:
+        if code.code.encode("latin-1")[0] == op:
+            return f" ({code.name})"
+    return ""
+
+
+def _shown(text: str) -> str:
+    from ppaux.text import shown
+
+    return shown(text, 200)
