@@ -24,7 +24,6 @@ from ppaux.observer.judge import Ending, Judge
 from ppaux.observer.paths import Machinery
 from ppaux.observer.standins import (
     CommittedTokens,
-    StandInBatch,
     StandInSamplingInfo,
     build_commits,
     copy_tensor,
@@ -210,6 +209,9 @@ def machinery(
         if failure is not None:
             wire.close()
             raise ObserverConfigError("transport", transport, failure)
+    from ppaux.observer.requests import request_kit
+
+    kit = request_kit()
     machine = Machinery(
         add=module.add_auxiliary_output_to_pp_tensors,
         pop=module.pop_auxiliary_output_from_pp_tensors,
@@ -217,7 +219,10 @@ def machinery(
         validating=_value(options.sender) == "validating",
         copy_tensor=copier,
         consume=consume,
-        make_batch=lambda reqs: StandInBatch(reqs, device=str(device)),
+        make_batch=lambda reqs: kit.make_batch(reqs, str(device)),
+        make_requests=kit.make,
+        view_request=kit.view,
+        requests=kit.label,
     )
     try:
         yield machine, info, device, sglang_parts

@@ -415,10 +415,15 @@ class Judge:
             "outputs_given": given,
             "sampling_info": "sglang" if sglang_parts else "stand-in",
             "result_processing": "sglang" if sglang_parts else "ppaux",
+            "requests": str(self.start.get("requests") or "ppaux stand-ins"),
             "repeats": {f"{code} {what}": n for (code, what), n in self.counts.items() if n > 1},
             "ended": [{"kind": e.kind, "text": e.text} for e in self.endings],
         }
         report.data["steps"] = self.results
+        if self.start:
+            report.notes.append(
+                f"consume saw {report.data['observer']['requests']} as its requests and batch"
+            )
         if output:
             report.notes.append(f"the target printed:\n{output}")
         name = self.target.rpartition(":")[2] or self.target

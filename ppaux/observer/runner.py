@@ -21,7 +21,6 @@ from typing import Any
 from ppaux.observer.compare import records
 from ppaux.observer.drive import HookFailure, drive_step, shown_path, where_raised
 from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_path, single_stage_path
-from ppaux.observer.standins import StandInRequest
 from ppaux.observer.target import LoadedObserver, TargetError
 from ppaux.sglang import OUTPUT_PREFIX
 
@@ -78,10 +77,6 @@ def _locations(subjects: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _requests(batch_size: int) -> list[Any]:
-    return [StandInRequest(f"req-{i}") for i in range(batch_size)]
-
-
 class _Checks:
     def __init__(
         self,
@@ -129,7 +124,7 @@ class _Checks:
         rank0 = self.rank0(batch_size)
         if rank0 is None:
             return
-        single_reqs, pp_reqs = _requests(batch_size), _requests(batch_size)
+        single_reqs, pp_reqs = self.m.make_requests(batch_size), self.m.make_requests(batch_size)
         self.subjects.update(observer=self.loaded.observer, rank0=rank0)
         produced: list[tuple[int, Any]] = []
         for index in range(self.options.steps):
@@ -198,7 +193,7 @@ class _Checks:
             return
         self.subjects.update(rank0=rank0)
         batch_size = self.options.batch_sizes[0]
-        single_reqs, pp_reqs = _requests(batch_size), _requests(batch_size)
+        single_reqs, pp_reqs = self.m.make_requests(batch_size), self.m.make_requests(batch_size)
         for index, output in enumerate(outputs):
             if output is None:
                 self.emit(
@@ -251,8 +246,12 @@ class _Checks:
             if single.fault is None and pp.fault is None:
                 message["rebuilt_type"] = type(pp.output).__qualname__
                 message["rebuilt"] = _described("the output rank 0 rebuilt", pp.output)
-                message["single_reqs"] = [_described("a request", r) for r in single_reqs]
-                message["pp_reqs"] = [_described("a request", r) for r in pp_reqs]
+                message["single_reqs"] = [
+                    _described("a request", self.m.view_request(r)) for r in single_reqs
+                ]
+                message["pp_reqs"] = [
+                    _described("a request", self.m.view_request(r)) for r in pp_reqs
+                ]
         except HookFailure as failure:
             self.undescribable(batch_size, index, failure, pp.output)
             return False
@@ -288,6 +287,7 @@ def run_checks(
             "origin": loaded.origin,
             "device": str(device),
             "sglang_parts": sglang_parts,
+            "requests": machinery.requests,
             "given": outputs is not None,
         }
     )
