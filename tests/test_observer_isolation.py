@@ -308,3 +308,9 @@ def test_a_method_that_raises_is_located_at_the_line_that_raised(tmp_path):
     [failed] = [f for f in report.findings if f.code == "PP710"]
     assert failed.location is not None
     assert (failed.location["line"], failed.location["function"]) == (line, "to_pp_tensors")
+
+
+def test_without_sglang_consume_sees_the_stand_ins_and_the_report_says_so(tmp_path):
+    report = check_observer(observer(tmp_path), ONE)
+    assert report.data["observer"]["requests"] == "ppaux stand-ins"
+    assert "consume saw ppaux stand-ins as its requests and batch" in report.notes

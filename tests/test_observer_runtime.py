@@ -76,6 +76,7 @@ def test_a_good_observer_passes_through_sglangs_own_path(version):
     assert good["findings"] == []
     assert good["observer"]["sampling_info"] == "sglang"
     assert good["observer"]["result_processing"] == "sglang"
+    assert good["observer"]["requests"] == f"sglang {version} Req/ScheduleBatch"
     assert [(r["batch_size"], r["step"], r["pp"], r["differences"]) for r in good["steps"]] == [
         (2, 0, None, []),
         (2, 1, None, []),
@@ -138,3 +139,46 @@ def test_sglangs_own_pop_refuses_an_observer_without_from_pp_tensors(version):
         "sampling observer does not support pipeline-parallel transport",
     )
     assert message.startswith("rank 0's pop raises RuntimeError: sampling observer does not")
+
+
+CONSUME_READS = """
+import json, sys
+from ppaux.observer import ObserverOptions, check_observer
+report = check_observer(sys.argv[1], ObserverOptions(batch_sizes=(2,), steps=2, timeout_s=300))
+print("REPORT " + json.dumps({
+    "findings": [[f.code, f.message] for f in report.findings],
+    "observer": report.data["observer"],
+    "notes": report.notes,
+}))
+"""
+
+
+def test_consume_sees_sglangs_own_requests_where_sglang_is_importable(tmp_path):
+    # A consume as real ones are written: it asks req.finished() and reads is_retracted,
+    # origin_input_ids, finished_reason and the request's sampling parameters, which only
+    # sglang's own Req carries (the stand-in has no sampling_params).
+    good = (OBSERVERS / "entropy_good.py").read_text(encoding="utf-8")
+    text = good.replace(
+        "            if commit is None:\n",
+        "            if commit is None or req.finished() or req.is_retracted:\n"
+        "                continue\n"
+        "            if req.finished_reason is not None or not req.origin_input_ids:\n"
+        "                continue\n"
+        "            if req.sampling_params.max_new_tokens < len(req.output_ids):\n",
+        1,
+    )
+    assert text != good
+    (tmp_path / "reads.py").write_text(text, encoding="utf-8")
+    runtime = sglang_runtime.sglang_runtime("0.5.23")
+    done = runtime.run(
+        ["-c", textwrap.dedent(CONSUME_READS), f"{tmp_path / 'reads.py'}:EntropyObserver"],
+        timeout=900,
+    )
+    line = next((x for x in done.stdout.splitlines() if x.startswith("REPORT ")), None)
+    assert done.returncode == 0 and line, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads(line.removeprefix("REPORT "))
+    assert report["findings"] == []
+    assert report["observer"]["requests"] == "sglang 0.5.23 Req/ScheduleBatch"
+    assert (
+        "consume saw sglang 0.5.23 Req/ScheduleBatch as its requests and batch" in (report["notes"])
+    )

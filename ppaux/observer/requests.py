@@ -75,7 +75,7 @@ def _version() -> str | None:
         return version("sglang")
     except Exception:  # a tree without its metadata
         try:
-            from sglang.version import __version__  # type: ignore[import-not-found]
+            from sglang.version import __version__
 
             return str(__version__)
         except Exception:
@@ -95,11 +95,11 @@ def sglang_kit() -> RequestKit | None:
         with warnings.catch_warnings():
             # sglang's imports warn about missing GPUs and kernels; they are not findings.
             warnings.simplefilter("ignore")
-            from sglang.srt.managers.schedule_batch import (  # type: ignore[import-not-found]
+            from sglang.srt.managers.schedule_batch import (
                 Req,
                 ScheduleBatch,
             )
-            from sglang.srt.sampling.sampling_params import (  # type: ignore[import-not-found]
+            from sglang.srt.sampling.sampling_params import (
                 SamplingParams,
             )
     except Exception:  # an sglang without its dependencies: the stand-ins are used
