@@ -111,6 +111,12 @@ def _describe(report: Report, failing: list[Any], options: dict[str, Any]) -> st
     for item in failing:
         where = f" [{item.key}]" if item.key else ""
         lines.append(f"  {item.code} {item.severity.value}{where}: {item.message}")
+        location = item.location
+        if isinstance(location, dict) and location.get("file"):
+            lines.append(
+                f"      at: {location['file']}:{location.get('line', 1)} "
+                f"in {location.get('function', '?')}"
+            )
         if item.sglang_error:
             lines.append(f"      sglang raises: RuntimeError: {item.sglang_error}")
         if item.hint:

@@ -46,8 +46,12 @@ def _described(what: str, obj: Any) -> dict[str, dict[str, Any]]:
         raise HookFailure(what, exc) from exc
 
 
-def _location(obj: Any, method: str | None) -> dict[str, Any] | None:
-    """Where ``method`` of ``obj``'s class (the class itself when None) is defined."""
+def _location(
+    obj: Any, method: str | None, returned: dict[Any, int] | None = None
+) -> dict[str, Any] | None:
+    """Where ``method`` of ``obj``'s class (the class itself when None) is: the line of its last
+    ``return`` seen while it ran (``returned``, by code object: the line that produced the
+    value a finding is about), else its ``def``."""
     try:
         klass = obj if inspect.isclass(obj) else type(obj)
         code = inspect.getattr_static(klass, method, None) if method is not None else klass
@@ -55,6 +59,7 @@ def _location(obj: Any, method: str | None) -> dict[str, Any] | None:
         file = inspect.getsourcefile(code)
         _, line = inspect.getsourcelines(code)
         name = f"{klass.__qualname__}.{method}" if method is not None else klass.__qualname__
+        line = (returned or {}).get(getattr(code, "__code__", None), line)
     except Exception:  # not Python source, or an object that refuses to be looked at
         return None
     if file is None:
@@ -69,12 +74,44 @@ _METHODS = {
 }
 
 
-def _locations(subjects: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _locations(
+    subjects: dict[str, Any], returned: dict[Any, int] | None = None
+) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for subject, obj in subjects.items():
-        found = {m or "": _location(obj, m) for m in _METHODS.get(subject, ())}
+        found = {m or "": _location(obj, m, returned) for m in _METHODS.get(subject, ())}
         out[subject] = {k: v for k, v in found.items() if v is not None}
     return out
+
+
+#: The target's methods whose ``return`` lines are watched.
+_WATCHED = frozenset(m for methods in _METHODS.values() for m in methods if m is not None)
+
+
+class _Returns:
+    """While active, the line of the last ``return`` of every function named like one of the
+    target's methods (:data:`_WATCHED`), by code object: a profile function (``sys.setprofile``)
+    that looks at 'return' events only, and only at their function's name."""
+
+    def __init__(self) -> None:
+        self.lines: dict[Any, int] = {}
+        self.before: Any = None
+
+    def __call__(self, frame: Any, event: str, arg: Any) -> None:
+        if event == "return" and frame.f_code.co_name in _WATCHED:
+            self.lines[frame.f_code] = frame.f_lineno
+
+    def __enter__(self) -> _Returns:
+        import sys
+
+        self.before = sys.getprofile()
+        sys.setprofile(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import sys
+
+        sys.setprofile(self.before)
 
 
 class _Checks:
@@ -292,9 +329,10 @@ def run_checks(
         }
     )
     checks = _Checks(loaded, machinery, info, device, options, emit)
-    if outputs is not None:
-        checks.given(outputs)
-    else:
-        for batch_size in options.batch_sizes:
-            checks.batch(batch_size)
-    emit({"event": "locations", "subjects": _locations(checks.subjects)})
+    with _Returns() as returns:
+        if outputs is not None:
+            checks.given(outputs)
+        else:
+            for batch_size in options.batch_sizes:
+                checks.batch(batch_size)
+    emit({"event": "locations", "subjects": _locations(checks.subjects, returns.lines)})
