@@ -314,3 +314,26 @@ def test_without_sglang_consume_sees_the_stand_ins_and_the_report_says_so(tmp_pa
     report = check_observer(observer(tmp_path), ONE)
     assert report.data["observer"]["requests"] == "ppaux stand-ins"
     assert "consume saw ppaux stand-ins as its requests and batch" in report.notes
+
+
+def test_an_output_that_is_the_observers_own_buffer_is_seen_changed(tmp_path):
+    # Not a view: the very tensor the observer keeps and writes into at every step. The check
+    # holds no output itself; the observer holding it is what lets a later step change it.
+    text = GOOD.replace(
+        "        return EntropyOutput(state)",
+        "        if not hasattr(self, 'buffer'):\n"
+        "            self.buffer = torch.zeros_like(state)\n"
+        "        self.buffer.copy_(state)\n"
+        "        return EntropyOutput(self.buffer)",
+    )
+    assert text != GOOD
+    (tmp_path / "obs.py").write_text(text, encoding="utf-8")
+    report = check_observer(f"{tmp_path / 'obs.py'}:EntropyObserver", ONE)
+    assert "PP713" in codes(report)
+
+
+def test_outputs_nobody_keeps_are_not_reported_changed(tmp_path):
+    # Every step's output is a view of that step's own fresh tensor, dropped after the step.
+    target = observer(tmp_path, after_sample="        state = torch.stack([state, state])[0]\n")
+    report = check_observer(target, ONE)
+    assert codes(report) == []
