@@ -59,13 +59,15 @@ def pp_safety_report(
     what cannot be checked at all.
     """
     from ppaux.observer import ObserverOptions, check_loaded, check_observer, observer_from
+    from ppaux.observer.check import member
+    from ppaux.replay import Impl, Sender, Transport
     from ppaux.torch_probe import require_torch
 
     require_torch("ppaux.testing")
     options = ObserverOptions(
-        transport=str(transport),
-        impl=str(impl),
-        sender=str(sender),
+        transport=member(Transport, "transport", transport),
+        impl=member(Impl, "impl", impl),
+        sender=member(Sender, "sender", sender),
         batch_sizes=tuple(batch_sizes),
         steps=steps,
         vocab_size=vocab_size,
