@@ -313,7 +313,19 @@ def test_a_method_that_raises_is_located_at_the_line_that_raised(tmp_path):
 def test_without_sglang_consume_sees_the_stand_ins_and_the_report_says_so(tmp_path):
     report = check_observer(observer(tmp_path), ONE)
     assert report.data["observer"]["requests"] == "ppaux stand-ins"
-    assert "consume saw ppaux stand-ins as its requests and batch" in report.notes
+    assert report.notes == []  # a clean check stays quiet
+    # A consume that reads what only sglang's own Req has fails on the stand-ins, and the
+    # report says which requests it saw.
+    text = GOOD.replace(
+        "            if commit is None:\n",
+        "            if req.sampling_params is None:\n                continue\n"
+        "            if commit is None:\n",
+        1,
+    )
+    (tmp_path / "reads.py").write_text(text, encoding="utf-8")
+    failing = check_observer(f"{tmp_path / 'reads.py'}:EntropyObserver", ONE)
+    assert "PP710" in codes(failing)
+    assert "consume saw ppaux stand-ins as its requests and batch" in failing.notes
 
 
 def test_an_output_that_is_the_observers_own_buffer_is_seen_changed(tmp_path):

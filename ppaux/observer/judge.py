@@ -420,12 +420,13 @@ class Judge:
             "ended": [{"kind": e.kind, "text": e.text} for e in self.endings],
         }
         report.data["steps"] = self.results
-        if self.start:
+        if output:
+            report.notes.append(f"the target printed:\n{output}")
+        if self.start and any(_about_requests(item) for item in report.findings):
+            # Which requests consume saw bears on these findings; other reports stay quiet.
             report.notes.append(
                 f"consume saw {report.data['observer']['requests']} as its requests and batch"
             )
-        if output:
-            report.notes.append(f"the target printed:\n{output}")
         name = self.target.rpartition(":")[2] or self.target
         title = (
             f"{name}: transport {self.transport}, impl {self.impl}, sender {self.sender}, {device}"
@@ -439,6 +440,13 @@ class Judge:
             )
         )
         return report
+
+
+def _about_requests(item: Finding) -> bool:
+    """A finding about what ``consume`` did with the requests (PP712, or consume raising)."""
+    return item.code == "PP712" or (
+        item.code == "PP710" and (item.extra or {}).get("method") == "consume"
+    )
 
 
 def _fault(data: Any) -> Fault | None:
