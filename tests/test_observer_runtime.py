@@ -179,6 +179,46 @@ def test_consume_sees_sglangs_own_requests_where_sglang_is_importable(tmp_path):
     report = json.loads(line.removeprefix("REPORT "))
     assert report["findings"] == []
     assert report["observer"]["requests"] == "sglang 0.5.23 Req/ScheduleBatch"
-    assert (
-        "consume saw sglang 0.5.23 Req/ScheduleBatch as its requests and batch" in (report["notes"])
-    )
+    assert report["notes"] == []  # a clean check stays quiet
+
+
+STANDINS_MATCH = """
+import dataclasses, json
+from ppaux.observer.requests import sglang_kit, standin_kit
+from ppaux.observer.standins import StandInRequest
+real = sglang_kit()
+assert real is not None, "sglang is importable here"
+[req] = real.make(1)
+[stand_in] = standin_kit().make(1)
+fields = {}
+for field in dataclasses.fields(StandInRequest):
+    mine = getattr(stand_in, field.name)
+    theirs = getattr(req, field.name, "<missing>")
+    fields[field.name] = [repr(mine), repr(list(theirs) if field.name == "output_ids" else theirs)]
+methods = {
+    name: [callable(getattr(StandInRequest, name)), callable(getattr(type(req), name, None))]
+    for name in ("finished",)
+}
+batch = real.make_batch([req], "cpu")
+print("REPORT " + json.dumps({
+    "fields": fields,
+    "methods": methods,
+    "finished": [stand_in.finished(), req.finished()],
+    "batch": [type(batch).__name__, batch.reqs == [req], batch.device, batch.batch_size()],
+}))
+"""
+
+
+def test_the_stand_in_request_is_the_releases_req_as_a_check_makes_it():
+    runtime = sglang_runtime.sglang_runtime("0.5.23")
+    done = runtime.run(["-c", textwrap.dedent(STANDINS_MATCH)], timeout=900)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("REPORT ")), None)
+    assert done.returncode == 0 and line, done.stdout[-3000:] + done.stderr[-3000:]
+    found = json.loads(line.removeprefix("REPORT "))
+    # Every attribute the stand-in carries, the release's Req carries with the same value.
+    assert {name: a for name, (a, b) in found["fields"].items()} == {
+        name: b for name, (a, b) in found["fields"].items()
+    }
+    assert found["methods"] == {"finished": [True, True]}
+    assert found["finished"] == [False, False]
+    assert found["batch"] == ["ScheduleBatch", True, "cpu", 1]
