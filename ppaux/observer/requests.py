@@ -15,6 +15,7 @@ Imports sglang (and so torch) only when :func:`request_kit` finds it.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import types
 from collections.abc import Callable
@@ -138,6 +139,8 @@ def sglang_kit() -> RequestKit | None:
     )
 
 
+@functools.cache
 def request_kit() -> RequestKit:
-    """sglang's own classes where sglang is importable, else the stand-ins."""
+    """sglang's own classes where sglang is importable, else the stand-ins; found once per
+    process (the check's child looks before it loads the target)."""
     return sglang_kit() or standin_kit()
