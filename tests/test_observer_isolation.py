@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from helpers import REPO, ppaux_process
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ppaux.observer import ObserverOptions, check_observer
 
@@ -349,3 +351,39 @@ def test_outputs_nobody_keeps_are_not_reported_changed(tmp_path):
     target = observer(tmp_path, after_sample="        state = torch.stack([state, state])[0]\n")
     report = check_observer(target, ONE)
     assert codes(report) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    dtype=st.sampled_from(["float32", "float64", "int64", "int8", "bool", "float16"]),
+    shape=st.lists(st.integers(0, 7), min_size=0, max_size=3),
+    transpose=st.booleans(),
+    step=st.integers(1, 3),
+    chunk=st.sampled_from([1, 5, 1 << 20]),
+)
+def test_a_tensors_digest_is_that_of_its_row_major_bytes(dtype, shape, transpose, step, chunk):
+    import hashlib
+    from unittest import mock
+
+    import torch
+
+    from ppaux.observer.compare import record
+
+    generator = torch.Generator().manual_seed(len(shape) * 7 + step)
+    base = (torch.randn(tuple(shape), generator=generator) * 50).to(getattr(torch, dtype))
+    tensor = base
+    if transpose and base.dim() >= 2:
+        tensor = base.transpose(0, 1)
+    if tensor.dim() >= 1:
+        tensor = tensor[::step]
+    # The expected bytes, built apart: each element's bytes in row-major order, one at a time.
+    flat = tensor.reshape(-1)
+    if flat.dtype == torch.bool:
+        flat = flat.to(torch.uint8)
+    expected = b"".join(
+        bytes(torch.tensor([flat[i].item()], dtype=flat.dtype).view(torch.uint8).tolist())
+        for i in range(flat.numel())
+    )
+    # Digested a chunk at a time (chunk elements), wherever the chunks fall.
+    with mock.patch("ppaux.observer.compare._CHUNK", chunk):
+        assert record(tensor)["sha256"] == hashlib.sha256(expected).hexdigest()
