@@ -20,6 +20,17 @@ It prints a Markdown table (median, min and max wall seconds, median CPU seconds
 and its children) and whether the targets hold: the default check at most 2 s and ``--transport
 sglang`` at most 10 s median wall time. The load average before and after is printed: on a
 shared machine wall time is not the work. The script imports nothing from ppaux.
+
+``--cost`` measures instead what the check costs over the target's own work, for a trivial
+observer (the worked example) and for one whose every output holds 64 MiB: the target's own
+work is a plain script (no ppaux) that imports torch, loads the observer and makes every call
+the check makes of it (``is_active``, ``before_grammar``, ``after_sample``, ``to_pp_tensors``,
+``from_pp_tensors``, ``copy_to_host`` and ``consume`` on both paths, for batch sizes 1 and 4, 3
+steps each); the check is ``ppaux check-observer TARGET --format json``. For each it prints the
+wall seconds and the peak memory of the whole process tree (the sum of every process's
+resident set, sampled every 10 ms from ``/proc``: ppaux's process and the target's child
+together), median of ``--runs``, and the differences against the target: torch's import plus
+1 s and 60 MB at most.
 """
 
 from __future__ import annotations
@@ -115,14 +126,201 @@ def _in_process(python: str, runs: int, transport: str, env: dict[str, str]) -> 
     return values
 
 
+#: An observer whose every output holds 64 MiB (16 Mi float32), the same on both paths.
+BIG_OBSERVER = """
+import torch
+
+SIZE = 1 << 24
+
+
+class BigHost:
+    def __init__(self, values):
+        self.values = values
+
+    def consume(self, batch, commits):
+        total = float(self.values[:8].sum())
+        for req, commit in zip(batch.reqs, commits, strict=False):
+            if commit is not None:
+                req.customized_info = {"big": [total]}
+
+
+class BigOutput:
+    def __init__(self, values):
+        self.values = values
+
+    def copy_to_host(self, copy_tensor):
+        return BigHost(copy_tensor(self.values))
+
+    def to_pp_tensors(self):
+        return {"big": self.values}
+
+
+class BigObserver:
+    def is_active(self, sampling_info):
+        return True
+
+    def before_grammar(self, logits, sampling_info):
+        return logits.sum()
+
+    def after_sample(self, state, token_ids):
+        return BigOutput(torch.full((SIZE,), float(state)))
+
+    def from_pp_tensors(self, tensors):
+        return BigOutput(tensors["big"])
+"""
+
+#: The target's own work: every call the check makes of the observer, without ppaux.
+OWN_WORK = """
+import importlib.util, sys, types
+import torch
+spec = importlib.util.spec_from_file_location("target", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+observer = getattr(module, sys.argv[2])()
+rank0 = getattr(module, sys.argv[2])()
+info = types.SimpleNamespace()
+for batch_size in (1, 4):
+    reqs = [types.SimpleNamespace(customized_info=None) for _ in range(batch_size)]
+    batch = types.SimpleNamespace(reqs=reqs)
+    for step in range(3):
+        logits = torch.randn(batch_size, 32)
+        assert observer.is_active(info)
+        state = observer.before_grammar(logits, info)
+        token_ids = torch.argmax(logits, -1)
+        output = observer.after_sample(state, token_ids)
+        commits = [object()] * batch_size
+        output.copy_to_host(lambda t: t).consume(batch, commits)
+        sent = {k: v.clone() for k, v in output.to_pp_tensors().items()}
+        rank0.from_pp_tensors(sent).copy_to_host(lambda t: t).consume(batch, commits)
+        del output, sent
+"""
+
+
+def _tree_rss(root: int) -> int:
+    """Bytes resident in ``root`` and every process below it, now."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            parents[int(entry)] = int(fields[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    tree = {root}
+    grew = True
+    while grew:
+        grew = False
+        for pid, parent in parents.items():
+            if parent in tree and pid not in tree:
+                tree.add(pid)
+                grew = True
+    total = 0
+    for pid in tree:
+        try:
+            with open(f"/proc/{pid}/statm", encoding="ascii") as statm:
+                total += int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def _peak(argv: list[str], env: dict[str, str]) -> tuple[float, int, float]:
+    """Wall seconds, the peak resident bytes of the process tree of ``argv``, and the CPU
+    seconds of the process and the descendants it waited for."""
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        argv, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    peak = 0
+    while True:
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            break
+        peak = max(peak, _tree_rss(process.pid))
+        time.sleep(0.01)
+    wall = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {process.returncode}")
+    return wall, peak, usage.ru_utime + usage.ru_stime
+
+
+def cost(python: str, runs: int) -> int:
+    """The check's cost over the target's own work (see the module's docstring)."""
+    import tempfile
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["NO_COLOR"] = "1"
+    with tempfile.TemporaryDirectory() as folder:
+        big = Path(folder) / "big_observer.py"
+        big.write_text(BIG_OBSERVER, encoding="utf-8")
+        targets = {
+            "trivial (entropy_good.py)": (str(REPO / TARGET.split(":")[0]), "EntropyObserver"),
+            "64 MiB outputs per step": (str(big), "BigObserver"),
+        }
+        floor = [python, "-c", "import torch"]
+        print(
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, CPython "
+            f"{platform.python_version()}, {os.cpu_count()} CPUs, {runs} runs, load average "
+            f"{os.getloadavg()[0]:.2f} before\n"
+        )
+        print("| observer | run | median wall s | median CPU s | median peak MB (tree) |")
+        print("|---|---|---|---|---|")
+        floors = [_peak(floor, env) for _ in range(runs)]
+        floor_wall = statistics.median(x[0] for x in floors)
+        print(
+            f"| - | `python -c 'import torch'` | {floor_wall:.3f} | "
+            f"{statistics.median(x[2] for x in floors):.3f} | "
+            f"{statistics.median(x[1] for x in floors) / 1e6:.0f} |"
+        )
+        met = True
+        for name, (file, attr) in targets.items():
+            own_argv = [python, "-c", OWN_WORK, file, attr]
+            check_argv = [python, "-m", "ppaux_cli", "check-observer", f"{file}:{attr}"]
+            check_argv += ["--format", "json"]
+            own, check = [], []
+            for _ in range(runs):
+                own.append(_peak(own_argv, env))
+                check.append(_peak(check_argv, env))
+            medians = {}
+            for run, values in (("the target's own work", own), ("`check-observer`", check)):
+                wall = statistics.median(x[0] for x in values)
+                peak = statistics.median(x[1] for x in values)
+                cpu = statistics.median(x[2] for x in values)
+                medians[run] = (wall, peak, cpu)
+                print(f"| {name} | {run} | {wall:.3f} | {cpu:.3f} | {peak / 1e6:.0f} |")
+            (own_wall, own_peak, own_cpu) = medians["the target's own work"]
+            (check_wall, check_peak, check_cpu) = medians["`check-observer`"]
+            extra_mb = (check_peak - own_peak) / 1e6
+            ok = check_wall - own_wall <= floor_wall + 1.0 and extra_mb <= 60
+            met = met and ok
+            print(
+                f"| {name} | check over the target | {check_wall - own_wall:+.3f} "
+                f"(target +{floor_wall + 1:.3f}) | {check_cpu - own_cpu:+.3f} | "
+                f"{extra_mb:+.0f} (target +60) |"
+            )
+        print(
+            f"\nload average after {os.getloadavg()[0]:.2f}; targets "
+            + ("met" if met else "NOT met")
+        )
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=11)
+    parser.add_argument(
+        "--cost", action="store_true", help="the check's cost over the target's own work"
+    )
     parser.add_argument(
         "--runtime", help="a prepared sglang runtime directory (for --transport sglang)"
     )
     parser.add_argument("--python", default=sys.executable)
     args = parser.parse_args()
+    if args.cost:
+        return cost(args.python, args.runs)
     commands = _commands(args.python, args.runtime)
     load_before = os.getloadavg()[0]
     for argv, env in commands.values():  # warm the caches once, untimed

@@ -63,9 +63,10 @@ def pp_safety_report(
 
     require_torch("ppaux.testing")
     options = ObserverOptions(
-        transport=str(transport),
-        impl=str(impl),
-        sender=str(sender),
+        # Members or their values: ObserverOptions takes either and stores the members.
+        transport=transport,  # type: ignore[arg-type]
+        impl=impl,  # type: ignore[arg-type]
+        sender=sender,  # type: ignore[arg-type]
         batch_sizes=tuple(batch_sizes),
         steps=steps,
         vocab_size=vocab_size,
@@ -111,9 +112,12 @@ def _describe(report: Report, failing: list[Any], options: dict[str, Any]) -> st
     for item in failing:
         where = f" [{item.key}]" if item.key else ""
         lines.append(f"  {item.code} {item.severity.value}{where}: {item.message}")
-        if item.location is not None:  # the line that made the value, as the CLI shows it
-            place = item.location
-            lines.append(f"      at: {place['file']}:{place['line']} in {place['function']}")
+        location = item.location
+        if isinstance(location, dict) and location.get("file"):
+            lines.append(
+                f"      at: {location['file']}:{location.get('line', 1)} "
+                f"in {location.get('function', '?')}"
+            )
         if item.sglang_error:
             lines.append(f"      sglang raises: RuntimeError: {item.sglang_error}")
         fix = item.worded()  # the fix, with any setting to give as a keyword argument

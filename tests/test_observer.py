@@ -615,6 +615,9 @@ def test_findings_point_at_the_line_to_fix():
     assert location["file"].endswith("entropy_list.py")
     rank0 = check_observer(target("faulty.py:NotRebuiltObserver")).findings[0].location
     assert rank0["function"] == "NotRebuiltObserver.from_pp_tensors"
+    faulty = (OBSERVERS / "faulty.py").read_text(encoding="utf-8").splitlines()
+    # It falls off its end: the last line it ran.
+    assert faulty[rank0["line"] - 1].strip() == 'EntropyOutput(tensors["entropy"])'
     github = cli("check-observer", target("faulty.py:NotRebuiltObserver"), "--format", "github")
     assert f",line={rank0['line']}," in github.stdout
 

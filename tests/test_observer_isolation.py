@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from helpers import REPO, ppaux_process
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ppaux.observer import ObserverOptions, check_observer
 
@@ -308,3 +310,80 @@ def test_a_method_that_raises_is_located_at_the_line_that_raised(tmp_path):
     [failed] = [f for f in report.findings if f.code == "PP710"]
     assert failed.location is not None
     assert (failed.location["line"], failed.location["function"]) == (line, "to_pp_tensors")
+
+
+def test_without_sglang_consume_sees_the_stand_ins_and_the_report_says_so(tmp_path):
+    report = check_observer(observer(tmp_path), ONE)
+    assert report.data["observer"]["requests"] == "ppaux stand-ins"
+    assert report.notes == []  # a clean check stays quiet
+    # A consume that reads what only sglang's own Req has fails on the stand-ins, and the
+    # report says which requests it saw.
+    text = GOOD.replace(
+        "            if commit is None:\n",
+        "            if req.sampling_params is None:\n                continue\n"
+        "            if commit is None:\n",
+        1,
+    )
+    (tmp_path / "reads.py").write_text(text, encoding="utf-8")
+    failing = check_observer(f"{tmp_path / 'reads.py'}:EntropyObserver", ONE)
+    assert "PP710" in codes(failing)
+    assert "consume saw ppaux stand-ins as its requests and batch" in failing.notes
+
+
+def test_an_output_that_is_the_observers_own_buffer_is_seen_changed(tmp_path):
+    # Not a view: the very tensor the observer keeps and writes into at every step. The check
+    # holds no output itself; the observer holding it is what lets a later step change it.
+    text = GOOD.replace(
+        "        return EntropyOutput(state)",
+        "        if not hasattr(self, 'buffer'):\n"
+        "            self.buffer = torch.zeros_like(state)\n"
+        "        self.buffer.copy_(state)\n"
+        "        return EntropyOutput(self.buffer)",
+    )
+    assert text != GOOD
+    (tmp_path / "obs.py").write_text(text, encoding="utf-8")
+    report = check_observer(f"{tmp_path / 'obs.py'}:EntropyObserver", ONE)
+    assert "PP713" in codes(report)
+
+
+def test_outputs_nobody_keeps_are_not_reported_changed(tmp_path):
+    # Every step's output is a view of that step's own fresh tensor, dropped after the step.
+    target = observer(tmp_path, after_sample="        state = torch.stack([state, state])[0]\n")
+    report = check_observer(target, ONE)
+    assert codes(report) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    dtype=st.sampled_from(["float32", "float64", "int64", "int8", "bool", "float16"]),
+    shape=st.lists(st.integers(0, 7), min_size=0, max_size=3),
+    transpose=st.booleans(),
+    step=st.integers(1, 3),
+    chunk=st.sampled_from([1, 5, 1 << 20]),
+)
+def test_a_tensors_digest_is_that_of_its_row_major_bytes(dtype, shape, transpose, step, chunk):
+    import hashlib
+    from unittest import mock
+
+    import torch
+
+    from ppaux.observer.compare import record
+
+    generator = torch.Generator().manual_seed(len(shape) * 7 + step)
+    base = (torch.randn(tuple(shape), generator=generator) * 50).to(getattr(torch, dtype))
+    tensor = base
+    if transpose and base.dim() >= 2:
+        tensor = base.transpose(0, 1)
+    if tensor.dim() >= 1:
+        tensor = tensor[::step]
+    # The expected bytes, built apart: each element's bytes in row-major order, one at a time.
+    flat = tensor.reshape(-1)
+    if flat.dtype == torch.bool:
+        flat = flat.to(torch.uint8)
+    expected = b"".join(
+        bytes(torch.tensor([flat[i].item()], dtype=flat.dtype).view(torch.uint8).tolist())
+        for i in range(flat.numel())
+    )
+    # Digested a chunk at a time (chunk elements), wherever the chunks fall.
+    with mock.patch("ppaux.observer.compare._CHUNK", chunk):
+        assert record(tensor)["sha256"] == hashlib.sha256(expected).hexdigest()

@@ -76,6 +76,7 @@ def test_a_good_observer_passes_through_sglangs_own_path(version):
     assert good["findings"] == []
     assert good["observer"]["sampling_info"] == "sglang"
     assert good["observer"]["result_processing"] == "sglang"
+    assert good["observer"]["requests"] == f"sglang {version} Req/ScheduleBatch"
     assert [(r["batch_size"], r["step"], r["pp"], r["differences"]) for r in good["steps"]] == [
         (2, 0, None, []),
         (2, 1, None, []),
@@ -138,3 +139,99 @@ def test_sglangs_own_pop_refuses_an_observer_without_from_pp_tensors(version):
         "sampling observer does not support pipeline-parallel transport",
     )
     assert message.startswith("rank 0's pop raises RuntimeError: sampling observer does not")
+
+
+CONSUME_READS = """
+import json, sys
+from ppaux.observer import ObserverOptions, check_observer
+out = {}
+for transport in ("sglang", "wire"):
+    report = check_observer(
+        sys.argv[1],
+        ObserverOptions(transport=transport, batch_sizes=(2,), steps=2, timeout_s=300),
+    )
+    out[transport] = {
+        "findings": [[f.code, f.message] for f in report.findings],
+        "observer": report.data["observer"],
+        "notes": report.notes,
+    }
+print("REPORT " + json.dumps(out))
+"""
+
+
+def test_consume_sees_sglangs_own_requests_on_sglangs_own_path(tmp_path):
+    # A consume as real ones are written: it asks req.finished() and reads is_retracted,
+    # origin_input_ids, finished_reason and the request's sampling parameters, which only
+    # sglang's own Req carries (the stand-in has no sampling_params).
+    good = (OBSERVERS / "entropy_good.py").read_text(encoding="utf-8")
+    text = good.replace(
+        "            if commit is None:\n",
+        "            if commit is None or req.finished() or req.is_retracted:\n"
+        "                continue\n"
+        "            if req.finished_reason is not None or not req.origin_input_ids:\n"
+        "                continue\n"
+        "            if req.sampling_params.max_new_tokens < len(req.output_ids):\n",
+        1,
+    )
+    assert text != good
+    (tmp_path / "reads.py").write_text(text, encoding="utf-8")
+    runtime = sglang_runtime.sglang_runtime("0.5.23")
+    done = runtime.run(
+        ["-c", textwrap.dedent(CONSUME_READS), f"{tmp_path / 'reads.py'}:EntropyObserver"],
+        timeout=900,
+    )
+    line = next((x for x in done.stdout.splitlines() if x.startswith("REPORT ")), None)
+    assert done.returncode == 0 and line, done.stdout[-3000:] + done.stderr[-3000:]
+    reports = json.loads(line.removeprefix("REPORT "))
+    report = reports["sglang"]
+    assert report["findings"] == []
+    assert report["observer"]["requests"] == "sglang 0.5.23 Req/ScheduleBatch"
+    assert report["notes"] == []  # a clean check stays quiet
+    # Other transports keep to the stand-ins (sglang's import is over their budget), which have
+    # no sampling_params: consume's read of it is named.
+    stand_ins = reports["wire"]
+    assert stand_ins["observer"]["requests"] == "ppaux stand-ins"
+    assert [code for code, _ in stand_ins["findings"]] == ["PP710"]
+    assert "sampling_params" in stand_ins["findings"][0][1]
+
+
+STANDINS_MATCH = """
+import dataclasses, json
+from ppaux.observer.requests import sglang_kit, standin_kit
+from ppaux.observer.standins import StandInRequest
+real = sglang_kit()
+assert real is not None, "sglang is importable here"
+[req] = real.make(1)
+[stand_in] = standin_kit().make(1)
+fields = {}
+for field in dataclasses.fields(StandInRequest):
+    mine = getattr(stand_in, field.name)
+    theirs = getattr(req, field.name, "<missing>")
+    fields[field.name] = [repr(mine), repr(list(theirs) if field.name == "output_ids" else theirs)]
+methods = {
+    name: [callable(getattr(StandInRequest, name)), callable(getattr(type(req), name, None))]
+    for name in ("finished",)
+}
+batch = real.make_batch([req], "cpu")
+print("REPORT " + json.dumps({
+    "fields": fields,
+    "methods": methods,
+    "finished": [stand_in.finished(), req.finished()],
+    "batch": [type(batch).__name__, batch.reqs == [req], batch.device, batch.batch_size()],
+}))
+"""
+
+
+def test_the_stand_in_request_is_the_releases_req_as_a_check_makes_it():
+    runtime = sglang_runtime.sglang_runtime("0.5.23")
+    done = runtime.run(["-c", textwrap.dedent(STANDINS_MATCH)], timeout=900)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("REPORT ")), None)
+    assert done.returncode == 0 and line, done.stdout[-3000:] + done.stderr[-3000:]
+    found = json.loads(line.removeprefix("REPORT "))
+    # Every attribute the stand-in carries, the release's Req carries with the same value.
+    assert {name: a for name, (a, b) in found["fields"].items()} == {
+        name: b for name, (a, b) in found["fields"].items()
+    }
+    assert found["methods"] == {"finished": [True, True]}
+    assert found["finished"] == [False, False]
+    assert found["batch"] == ["ScheduleBatch", True, "cpu", 1]

@@ -47,14 +47,30 @@ def test_a_leaking_observer_fails_with_every_finding_and_sglangs_message():
         "  PP705 error [entropy]: the last stage's add raises RuntimeError: auxiliary PP output "
         "'entropy' is not a tensor"
     )
-    # The line that made the list, as the CLI's 'at:' names it.
-    assert lines[2].endswith("entropy_list.py:24 in EntropyOutput.to_pp_tensors")
-    assert lines[2].startswith("      at: ")
+    # The line that produced the list (the return), as check-observer's text report shows it.
+    source = (OBSERVERS / "entropy_list.py").read_text(encoding="utf-8").splitlines()
+    line = 1 + next(
+        i for i, x in enumerate(source) if 'return {"entropy": self.entropy.tolist' in x
+    )
+    shown = os.path.relpath(OBSERVERS / "entropy_list.py")
+    assert lines[2] == f"      at: {shown}:{line} in EntropyOutput.to_pp_tensors"
     assert (
         lines[3]
         == "      sglang raises: RuntimeError: auxiliary PP output 'entropy' is not a tensor"
     )
     assert lines[4].startswith("      fix: Return tensors only")
+
+
+def test_the_assertion_names_the_line_the_cli_names():
+    from helpers import cli
+
+    target = f"{OBSERVERS / 'entropy_list.py'}:EntropyObserver"
+    with pytest.raises(AssertionError) as caught:
+        assert_pp_safe(target)
+    shown = cli("check-observer", target)
+    [at] = [x.strip() for x in shown.stdout.splitlines() if x.strip().startswith("at: ")]
+    assert at.endswith(" in EntropyOutput.to_pp_tensors")
+    assert f"      {at}" in str(caught.value).splitlines()
 
 
 def test_ignore_and_fail_on():

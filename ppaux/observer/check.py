@@ -17,14 +17,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ppaux.errors import PpauxError, Setting, SettingError
 from ppaux.observer.judge import Ending, Judge
 from ppaux.observer.paths import Machinery
 from ppaux.observer.standins import (
     CommittedTokens,
-    StandInBatch,
     StandInSamplingInfo,
     build_commits,
     copy_tensor,
@@ -68,11 +67,13 @@ class ObserverConfigError(SettingError):
 
 @dataclass(frozen=True)
 class ObserverOptions:
-    """Settings of one check (the CLI's flags)."""
+    """Settings of one check (the CLI's flags). ``transport``, ``impl`` and ``sender`` may be
+    given as members of :mod:`ppaux.replay`'s enums or as their values; they are stored as
+    members. An unknown value raises :class:`ObserverConfigError`."""
 
-    transport: str = "wire"
-    impl: str = "reference"
-    sender: str = "validating"
+    transport: Transport = Transport.WIRE
+    impl: Impl = Impl.REFERENCE
+    sender: Sender = Sender.VALIDATING
     batch_sizes: tuple[int, ...] = (1, 4)
     steps: int = 3
     vocab_size: int = 32
@@ -80,17 +81,30 @@ class ObserverOptions:
     sglang_path: str | None = None
     timeout_s: float = 60.0
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "transport", member(Transport, "transport", self.transport))
+        object.__setattr__(self, "impl", member(Impl, "impl", self.impl))
+        object.__setattr__(self, "sender", member(Sender, "sender", self.sender))
 
-def _value(option: Any) -> str:
-    """A setting's word, whether given as an enum member of :mod:`ppaux.replay` or a string."""
-    return str(getattr(option, "value", option))
+
+_Member = TypeVar("_Member", Transport, Impl, Sender)
+
+
+def member(kind: type[_Member], option: str, value: Any) -> _Member:
+    """``value`` (a member of ``kind`` or its value) as the member; an unknown value raises
+    :class:`ObserverConfigError` for ``option``."""
+    try:
+        return kind(value)
+    except ValueError:
+        choices = ", ".join(str(item.value) for item in kind)
+        raise ObserverConfigError(option, str(value), f"not one of {choices}") from None
 
 
 def _validate(options: ObserverOptions) -> None:
     for option, value, allowed in (
-        ("transport", _value(options.transport), TRANSPORTS),
-        ("impl", _value(options.impl), IMPLS),
-        ("sender", _value(options.sender), SENDERS),
+        ("transport", options.transport.value, TRANSPORTS),
+        ("impl", options.impl.value, IMPLS),
+        ("sender", options.sender.value, SENDERS),
     ):
         if value not in allowed:
             raise ObserverConfigError(option, value, f"not one of {', '.join(allowed)}")
@@ -138,8 +152,8 @@ def machinery(
         device = resolve_device(options.device)
     except DeviceError as exc:
         raise ObserverConfigError("device", exc.value, exc.reason) from None
-    impl = _value(options.impl)
-    transport = _value(options.transport)
+    impl = options.impl.value
+    transport = options.transport.value
     try:
         module = load_implementation(impl, options.sglang_path if transport != "sglang" else None)
     except PpauxError as exc:
@@ -212,14 +226,20 @@ def machinery(
         if failure is not None:
             wire.close()
             raise ObserverConfigError("transport", transport, failure)
+    from ppaux.observer.requests import request_kit
+
+    kit = request_kit(options.transport.value == "sglang")
     machine = Machinery(
         add=module.add_auxiliary_output_to_pp_tensors,
         pop=module.pop_auxiliary_output_from_pp_tensors,
         wire=wire,
-        validating=_value(options.sender) == "validating",
+        validating=options.sender.value == "validating",
         copy_tensor=copier,
         consume=consume,
-        make_batch=lambda reqs: StandInBatch(reqs, device=str(device)),
+        make_batch=lambda reqs: kit.make_batch(reqs, str(device)),
+        make_requests=kit.make,
+        view_request=kit.view,
+        requests=kit.label,
     )
     try:
         yield machine, info, device, sglang_parts
@@ -260,9 +280,9 @@ def _start_receiver(wire: Any) -> Callable[[], str | None] | None:
 def _judge(target: str, options: ObserverOptions) -> Judge:
     return Judge(
         target,
-        _value(options.transport),
-        _value(options.impl),
-        _value(options.sender),
+        options.transport.value,
+        options.impl.value,
+        options.sender.value,
         tuple(options.batch_sizes),
         options.steps,
     )
@@ -314,9 +334,9 @@ def check_observer(
         load_object(str(target))  # raises the TargetError that says what a target looks like
     settings = asdict(options)
     settings.update(
-        transport=_value(options.transport),
-        impl=_value(options.impl),
-        sender=_value(options.sender),
+        transport=options.transport.value,
+        impl=options.impl.value,
+        sender=options.sender.value,
         batch_sizes=list(options.batch_sizes),
     )
     request = {
@@ -432,9 +452,9 @@ def check_loaded(
     from ppaux.observer.runner import run_checks
 
     _validate(options)
-    if wire is not None and getattr(wire, "transport", None) != _value(options.transport):
+    if wire is not None and getattr(wire, "transport", None) != options.transport.value:
         raise ObserverConfigError(
-            "transport", _value(options.transport), f"the wire given is {wire.transport!r}"
+            "transport", options.transport.value, f"the wire given is {wire.transport!r}"
         )
     judge = _judge(loaded.target, options)
     with machinery(options, wire) as (machine, info, device, sglang_parts):

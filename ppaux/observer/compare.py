@@ -125,26 +125,45 @@ def _cut(text: str) -> str:
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
 
 
-def _canonical_bytes(tensor: Any) -> bytes:
-    """The tensor's bytes, flat, in row-major order, from a fresh CPU copy."""
+#: Elements hashed at a time where a tensor must be copied first (not contiguous, not on the
+#: host): the copy a digest makes is at most this many elements, whatever the tensor's size.
+_CHUNK = 1 << 20
+
+
+def _digest_into(digest: Any, tensor: Any) -> None:
+    """Feed ``digest`` the tensor's bytes, flat, in row-major order: read in place where the
+    tensor is a contiguous host tensor, else copied to the host a chunk at a time."""
     import ctypes
 
     import torch
 
     if tensor.is_nested:
-        return b"".join(_canonical_bytes(part) for part in tensor.unbind())
+        for part in tensor.unbind():
+            _digest_into(digest, part)
+        return
     if tensor.layout != torch.strided:
         tensor = tensor.to_dense()
     if tensor.is_quantized:  # its integers; the parameters are compared apart
         tensor = tensor.int_repr()
     flat = tensor.detach().reshape(-1)
-    if not flat.numel():
-        return b""
     if flat.dtype == torch.bool:
         flat = flat.to(torch.uint8)
-    fresh = torch.empty(flat.shape, dtype=flat.dtype, device="cpu")
-    fresh.copy_(flat)
-    return ctypes.string_at(fresh.data_ptr(), fresh.numel() * fresh.element_size())
+    size = flat.element_size()
+    for start in range(0, flat.numel(), _CHUNK):
+        chunk = flat[start : start + _CHUNK]
+        if chunk.device.type != "cpu" or not chunk.is_contiguous():
+            fresh = torch.empty(chunk.shape, dtype=chunk.dtype, device="cpu")
+            fresh.copy_(chunk)
+            chunk = fresh
+        # The chunk's memory as a buffer (no copy); it is alive while ``chunk`` is.
+        digest.update((ctypes.c_char * (chunk.numel() * size)).from_address(chunk.data_ptr()))
+
+
+def _tensor_digest(tensor: Any) -> str:
+    """sha256 of the tensor's canonical bytes (see :func:`_digest_into`)."""
+    digest = _sha256()
+    _digest_into(digest, tensor)
+    return digest.hexdigest()
 
 
 def _first_values(tensor: Any) -> str:
@@ -199,7 +218,7 @@ def _tensor_record(tensor: Any) -> dict[str, Any]:
         "device": str(tensor.device),
         "layout": "nested" if nested else layout,
         "quantization": _quantization(tensor),
-        "sha256": _sha256(_canonical_bytes(tensor)).hexdigest(),
+        "sha256": _tensor_digest(tensor),
         "values": _first_values(tensor),
     }
 

@@ -469,12 +469,18 @@ class Judge:
             "outputs_given": given,
             "sampling_info": "sglang" if sglang_parts else "stand-in",
             "result_processing": "sglang" if sglang_parts else "ppaux",
+            "requests": str(self.start.get("requests") or "ppaux stand-ins"),
             "repeats": {f"{code} {what}": n for (code, what), n in self.counts.items() if n > 1},
             "ended": [{"kind": e.kind, "text": e.text} for e in self.endings],
         }
         report.data["steps"] = self.results
         if output:
             report.notes.append(f"the target printed:\n{output}")
+        if self.start and any(_about_requests(item) for item in report.findings):
+            # Which requests consume saw bears on these findings; other reports stay quiet.
+            report.notes.append(
+                f"consume saw {report.data['observer']['requests']} as its requests and batch"
+            )
         name = self.target.rpartition(":")[2] or self.target
         title = (
             f"{name}: transport {self.transport}, impl {self.impl}, sender {self.sender}, {device}"
@@ -488,6 +494,13 @@ class Judge:
             )
         )
         return report
+
+
+def _about_requests(item: Finding) -> bool:
+    """A finding about what ``consume`` did with the requests (PP712, or consume raising)."""
+    return item.code == "PP712" or (
+        item.code == "PP710" and (item.extra or {}).get("method") == "consume"
+    )
 
 
 def _fault(data: Any) -> Fault | None:

@@ -62,7 +62,9 @@ class Fault:
 class Machinery:
     """What runs the paths: ``add``/``pop`` of the implementation, the ``wire``, the sender
     (``validating``), sglang's ``copy_tensor`` and the result processing (``consume(batch,
-    host_output, output_starts)``), and how a batch of requests is made."""
+    host_output, output_starts)``), and the requests: ``make_requests(batch_size)``,
+    ``make_batch(reqs)``, ``view_request(req)`` (what of a request is described) and
+    ``requests`` (which classes they are: 'sglang 0.5.23 Req/ScheduleBatch', 'ppaux stand-ins')."""
 
     add: Callable[[Any, Any], None]
     pop: Callable[[Any, Any], Any]
@@ -71,6 +73,9 @@ class Machinery:
     copy_tensor: Callable[[Any], Any]
     consume: Callable[[Any, Any, list[int]], None]
     make_batch: Callable[[list[Any]], Any]
+    make_requests: Callable[[int], list[Any]]
+    view_request: Callable[[Any], Any]
+    requests: str
 
 
 @dataclass

@@ -15,13 +15,13 @@ Imports torch when used.
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ppaux.observer.compare import records
+from ppaux.observer.compare import leaves, record, records
 from ppaux.observer.drive import HookFailure, drive_step, shown_path, where_raised
 from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_path, single_stage_path
-from ppaux.observer.standins import StandInRequest
 from ppaux.observer.target import LoadedObserver, TargetError
 from ppaux.sglang import OUTPUT_PREFIX
 
@@ -48,7 +48,9 @@ def _described(what: str, obj: Any) -> dict[str, dict[str, Any]]:
 
 
 def _location(obj: Any, method: str | None) -> dict[str, Any] | None:
-    """Where ``method`` of ``obj``'s class (the class itself when None) is defined."""
+    """Where ``method`` of ``obj``'s class (the class itself when None) is defined: where a
+    finding points when no line of the method is known to have made its value (see
+    :mod:`ppaux.observer.lines`)."""
     try:
         klass = obj if inspect.isclass(obj) else type(obj)
         code = inspect.getattr_static(klass, method, None) if method is not None else klass
@@ -76,10 +78,6 @@ def _locations(subjects: dict[str, Any]) -> dict[str, dict[str, Any]]:
         found = {m or "": _location(obj, m) for m in _METHODS.get(subject, ())}
         out[subject] = {k: v for k, v in found.items() if v is not None}
     return out
-
-
-def _requests(batch_size: int) -> list[Any]:
-    return [StandInRequest(f"req-{i}") for i in range(batch_size)]
 
 
 class _Checks:
@@ -130,7 +128,7 @@ class _Checks:
         rank0 = self.rank0(batch_size)
         if rank0 is None:
             return
-        single_reqs, pp_reqs = _requests(batch_size), _requests(batch_size)
+        single_reqs, pp_reqs = self.m.make_requests(batch_size), self.m.make_requests(batch_size)
         self.subjects.update(observer=self.loaded.observer, rank0=rank0)
         produced: list[tuple[int, Any]] = []
         for index in range(self.options.steps):
@@ -168,18 +166,19 @@ class _Checks:
                     {"event": "no_output", "batch_size": batch_size, "step": index, "why": why}
                 )
                 continue
-            if not self.both_paths(
+            described = self.both_paths(
                 step.output, rank0, single_reqs, pp_reqs, step.token_ids, batch_size, index
-            ):
+            )
+            if described is None:
                 return
-            produced.append((index, step.output))
+            produced.append((index, _Watched(step.output, described)))
         if len(produced) >= 2:
             last = produced[-1][0]
-            for index, output in produced[:-1]:
+            for index, watched in produced[:-1]:
                 try:
-                    now = _described("the output", output)
+                    now = watched.now()
                 except HookFailure as failure:
-                    self.undescribable(batch_size, index, failure, output)
+                    self.undescribable(batch_size, index, failure, watched.strong)
                     return
                 self.emit(
                     {
@@ -199,7 +198,7 @@ class _Checks:
             return
         self.subjects.update(rank0=rank0)
         batch_size = self.options.batch_sizes[0]
-        single_reqs, pp_reqs = _requests(batch_size), _requests(batch_size)
+        single_reqs, pp_reqs = self.m.make_requests(batch_size), self.m.make_requests(batch_size)
         for index, output in enumerate(outputs):
             if output is None:
                 self.emit(
@@ -212,8 +211,9 @@ class _Checks:
                 )
                 continue
             token_ids = torch.zeros(batch_size, dtype=torch.int64, device=self.device) + index
-            if not self.both_paths(
-                output, rank0, single_reqs, pp_reqs, token_ids, batch_size, index
+            if (
+                self.both_paths(output, rank0, single_reqs, pp_reqs, token_ids, batch_size, index)
+                is None
             ):
                 return
 
@@ -226,15 +226,15 @@ class _Checks:
         token_ids: Any,
         batch_size: int,
         index: int,
-    ) -> bool:
-        """Both paths of one output, recorded; False where the target's objects could not be
-        described (the check of this batch size stops there)."""
+    ) -> dict[str, dict[str, Any]] | None:
+        """Both paths of one output, recorded; the output's records, or None where the target's
+        objects could not be described (the check of this batch size stops there)."""
         self.subjects.update(output=output, rank0=rank0)
         try:
             produced = _described("the output", output)
         except HookFailure as failure:
             self.undescribable(batch_size, index, failure, output)
-            return False
+            return None
         single = single_stage_path(output, single_reqs, token_ids, self.m)
         pp = pp_path(output, rank0, pp_reqs, token_ids, self.m)
         sent = [str(k).removeprefix(OUTPUT_PREFIX) for k in (pp.sent or {})]
@@ -252,14 +252,18 @@ class _Checks:
             if single.fault is None and pp.fault is None:
                 message["rebuilt_type"] = type(pp.output).__qualname__
                 message["rebuilt"] = _described("the output rank 0 rebuilt", pp.output)
-                message["single_reqs"] = [_described("a request", r) for r in single_reqs]
-                message["pp_reqs"] = [_described("a request", r) for r in pp_reqs]
+                message["single_reqs"] = [
+                    _described("a request", self.m.view_request(r)) for r in single_reqs
+                ]
+                message["pp_reqs"] = [
+                    _described("a request", self.m.view_request(r)) for r in pp_reqs
+                ]
         except HookFailure as failure:
             self.undescribable(batch_size, index, failure, pp.output)
-            return False
+            return None
         self.emit(message)
         self.made(message, pp.sent)
-        return True
+        return produced
 
     def made(self, message: dict[str, Any], sent: Any) -> None:
         """Once per hook: the line of its own file that made each value the step's records
@@ -299,6 +303,60 @@ class _Checks:
                 pass
 
 
+class _Watched:
+    """What the aliasing check keeps of an output once it is described: its records, and weak
+    references to its tensors and to the tensors they view (with the view's shape, strides and
+    offset). At the end of the batch size, a tensor (or the memory it views) that the target
+    still holds is described again; one that nobody holds any more cannot have been written
+    over, and keeps its first description. So the check holds no output that the target does
+    not: its memory is the target's own. An output whose leaves cannot be walked again is held
+    as it is (``strong``)."""
+
+    def __init__(self, output: Any, described: dict[str, dict[str, Any]]) -> None:
+        import torch
+
+        self.described = described
+        self.strong: Any = None
+        self.tensors: list[tuple[str, Any, Any, Any]] = []
+        try:
+            found = leaves(output)
+            for path, leaf in found.items():
+                if not isinstance(leaf, torch.Tensor):
+                    continue
+                base = leaf._base
+                view = None
+                if base is not None and leaf.layout == torch.strided:
+                    view = (tuple(leaf.shape), leaf.stride(), leaf.storage_offset())
+                self.tensors.append(
+                    (path, weakref.ref(leaf), None if base is None else weakref.ref(base), view)
+                )
+        except Exception:  # the target's object (described once already): keep it
+            self.strong = output
+            self.tensors = []
+
+    def now(self) -> dict[str, dict[str, Any]]:
+        """The records as they are now; raises :class:`HookFailure` where the target's objects
+        raise while described."""
+        if self.strong is not None:
+            return _described("the output", self.strong)
+        out = dict(self.described)
+        for path, ref, base_ref, view in self.tensors:
+            tensor = ref()
+            if tensor is None and base_ref is not None and view is not None:
+                base = base_ref()
+                if base is not None:
+                    try:
+                        tensor = base.as_strided(*view)
+                    except RuntimeError:  # the memory it viewed is no longer there to read
+                        tensor = None
+            if tensor is not None:
+                try:
+                    out[path] = record(tensor)
+                except (Exception, RecursionError) as exc:  # a tensor subclass of the target's
+                    raise HookFailure("the output", exc) from exc
+        return out
+
+
 def _place(place: tuple[str, int, str]) -> list[Any]:
     """[file, line, function] of a line the target ran, its file as reports show it."""
     return [shown_path(place[0]), place[1], place[2]]
@@ -332,6 +390,7 @@ def run_checks(
             "origin": loaded.origin,
             "device": str(device),
             "sglang_parts": sglang_parts,
+            "requests": machinery.requests,
             "given": outputs is not None,
         }
     )

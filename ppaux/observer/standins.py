@@ -91,9 +91,11 @@ class StandInRequest:
     """The parts of sglang's ``Req`` that result processing and a ``consume`` touch: ``rid``,
     ``output_ids``, ``finished_len`` and ``customized_info`` (None until something sets it),
     and what a ``consume`` commonly reads: ``origin_input_ids`` (the prompt's token ids),
-    ``finished_reason`` (None while the request runs), ``is_retracted`` and ``finished()``, as
-    sglang 0.5.19 - 0.5.23's ``Req`` has them. ``consume`` may set any other attribute; the
-    check compares them all."""
+    ``finished_reason`` (None while the request runs), ``to_finish`` (None), ``is_retracted``,
+    ``stream`` and ``return_logprob`` (False) and ``finished()``, as sglang 0.5.19 - 0.5.23's
+    ``Req.__init__`` sets them for a plain request (the runtime tier's tests compare each with
+    the release's own ``Req``). ``consume`` may set any other attribute; the check compares
+    them all."""
 
     rid: str
     output_ids: list[int] = field(default_factory=list)
@@ -101,7 +103,10 @@ class StandInRequest:
     customized_info: dict[str, list[Any]] | None = None
     origin_input_ids: list[int] = field(default_factory=lambda: [1, 2, 3])
     finished_reason: Any = None
+    to_finish: Any = None
     is_retracted: bool = False
+    stream: bool = False
+    return_logprob: bool = False
 
     def finished(self) -> bool:
         """Whether the request has finished (``Req.finished()``: a finish reason is set)."""

@@ -1,12 +1,13 @@
 """The check's child process: ``python -I -m ppaux.observer.worker FD REQUEST``.
 
-It imports ppaux's own modules and torch first, then the target (the file form's folder is put
-at the end of the import path, never ahead of the standard library; the parent's other entries
-follow it), drives it (:mod:`.runner`) and writes each record to descriptor ``FD`` as a frame
-(:mod:`.framing`) marked with its pid. A fork of this process that reaches a record says so and
-ends at once, so that only this process answers. ``REQUEST`` is JSON: the target, the outputs
-target, the options and the parent's import path. It exits without waiting for the target's
-threads; their names are in the last record.
+It imports ppaux's own modules and torch (and sglang's request classes where sglang is
+importable) first, then the target (the file form's folder is put at the end of the import
+path, never ahead of the standard library; the parent's other entries follow it), drives it
+(:mod:`.runner`) and writes each record to descriptor ``FD`` as a frame (:mod:`.framing`)
+marked with its pid. A fork of this process that reaches a record says so and ends at once, so
+that only this process answers. ``REQUEST`` is JSON: the target, the outputs target, the
+options and the parent's import path. It exits without waiting for the target's threads; their
+names are in the last record.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ def main(argv: list[str]) -> int:
     import torch  # noqa: F401  (before the target, which may patch it)
 
     import ppaux.observer.check as check
+    import ppaux.observer.requests as requests
     import ppaux.observer.runner as runner
     import ppaux.observer.target as target_module
     from ppaux.errors import PpauxError, Setting
@@ -85,6 +87,10 @@ def main(argv: list[str]) -> int:
     for entry in request.get("path", []):
         if isinstance(entry, str) and entry not in sys.path:
             sys.path.append(entry)
+    # sglang's Req and ScheduleBatch with the sglang transport, where sglang is importable:
+    # imported before the target too, and before the start allowance ends (sglang's import is
+    # the slow part).
+    requests.request_kit(options.transport.value == "sglang")
     emit({"event": "ready"})
     try:
         loaded = target_module.load_observer(

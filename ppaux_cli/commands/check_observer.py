@@ -153,9 +153,9 @@ def check_observer(
     except TorchMissingError as exc:
         fail(exc)
     settings = ObserverOptions(
-        transport=transport.value,
-        impl=impl.value,
-        sender=sender.value,
+        transport=transport,
+        impl=Impl(impl.value),
+        sender=sender,
         batch_sizes=tuple(batch_size) if batch_size else (1, 4),
         steps=steps,
         vocab_size=vocab_size,

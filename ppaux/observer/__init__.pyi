@@ -1,0 +1,14 @@
+from .check import ObserverConfigError as ObserverConfigError
+from .check import ObserverOptions as ObserverOptions
+from .check import check_loaded as check_loaded
+from .check import check_observer as check_observer
+from .check import observer_report as observer_report
+from .standins import StandInBatch as StandInBatch
+from .standins import StandInRequest as StandInRequest
+from .standins import StandInSamplingInfo as StandInSamplingInfo
+from .target import LoadedObserver as LoadedObserver
+from .target import TargetError as TargetError
+from .target import load_observer as load_observer
+from .target import load_outputs as load_outputs
+from .target import observer_from as observer_from
+from .target import target_files as target_files
