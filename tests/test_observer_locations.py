@@ -90,7 +90,7 @@ def test_the_location_is_the_line_that_made_the_value(tmp_path, case):
         line,
         function,
     )
-    text = cli("check-observer", f"{path}:Obs").stdout
+    text = cli("check-observer", f"{path}:Obs", env={"COLUMNS": "1000"}).stdout
     assert f"{path.name}:{line} in {function}" in text
 
 

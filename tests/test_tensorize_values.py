@@ -265,7 +265,7 @@ def test_numpy_array_through_the_cli_pops_cleanly(tmp_path):
 
     raw = struct.pack("<2f", 0.25, 0.75)
     source = _numpy_dump(tmp_path / "in.pt", _ndarray("f4", "<", (2,), raw))
-    done = cli("tensorize", str(source), "-o", str(tmp_path / "out.pt"))
+    done = cli("tensorize", str(source), "-o", str(tmp_path / "out.pt"), env={"COLUMNS": "1000"})
     assert done.exit_code == 0, done.output
     fixed = cli("replay", str(tmp_path / "out.pt"), "--format", "json")
     assert fixed.exit_code == 0, fixed.output

@@ -30,6 +30,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from ppaux.errors import PpauxError
+
 __all__ = [
     "ALLOWED_GLOBALS",
     "BLOCKED_MODULES",
@@ -305,7 +307,7 @@ _TUPLES = {
 }
 
 
-class _Stop(Exception):
+class _Stop(PpauxError):
     """A structural fault: torch raises something other than UnpicklingError here."""
 
 
