@@ -32,7 +32,14 @@ from pathlib import Path
 import pytest
 import sglang_runtime
 from helpers import REPO, clean_environ, ppaux_process
-from test_docs import WALKTHROUGH_CAPTURE, _check_blocks, _output_blocks, _section, _workspace
+from test_docs import (
+    WALKTHROUGH_CAPTURE,
+    _check_blocks,
+    _output_blocks,
+    _section,
+    _stand_in,
+    _workspace,
+)
 
 pytestmark = pytest.mark.sglang_runtime
 
@@ -318,8 +325,11 @@ def test_the_walkthrough_prints_what_the_real_capture_gives(
         "ppaux replay fixed.pt",
         f"ppaux diff {WALKTHROUGH_CAPTURE} fixed.pt",
     ]
-    blocks[0] = (blocks[0][0], f"ppaux capture list --dir {tmp_path}", blocks[0][2])
-    _check_blocks(blocks, tmp_path, env, SHOWN_DIR)
+    # In a directory whose path is as long as the page's, so that the text wraps as shown.
+    with _stand_in(tmp_path, SHOWN_DIR) as folder:
+        shutil.copy(story["capture"], folder / WALKTHROUGH_CAPTURE)
+        blocks[0] = (blocks[0][0], f"ppaux capture list --dir {folder}", blocks[0][2])
+        _check_blocks(blocks, folder, env, SHOWN_DIR)
 
     step4 = _section(text, "## 4. ")
     command = f"ppaux replay --transport sglang --impl sglang {WALKTHROUGH_CAPTURE}"
