@@ -153,15 +153,16 @@ class PpauxError(Exception):
 class SettingError(PpauxError, ValueError):
     """A setting that cannot be used: ``option`` names it as the library function that takes
     it does (the keyword argument, ``sglang_path``), ``value`` is what was given and ``reason``
-    why; ``str()`` is '<value>: <reason>' unless the raiser words it otherwise (``text``). A front
-    end spells ``option`` its own way (the command line's ``--sglang-path``).
+    why; ``str()`` is 'sglang_path="<value>": <reason>' (the library's words) unless the raiser
+    words it otherwise (``text``). A front end spells ``option`` its own way (the command line's
+    ``--sglang-path``).
 
     Each area's setting errors derive from it (``ReplayConfigError``, ``ObserverConfigError``,
     ``TriageConfigError``), so a front end reports them all in one way.
     """
 
     def __init__(self, option: str, value: str, reason: str, text: str | None = None) -> None:
-        super().__init__(f"{value}: {reason}" if text is None else text)
+        super().__init__(f"{keyword(option, value)}: {reason}" if text is None else text)
         self.option = option
         self.value = value
         self.reason = reason

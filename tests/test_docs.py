@@ -335,6 +335,7 @@ def test_walkthrough_can_be_followed_literally_on_the_shipped_capture(tmp_path):
     assert shipped.is_file()
     copy = "$ mkdir -p /var/tmp/ppaux && cp fixtures/walkthrough/capture-*.pt /var/tmp/ppaux/"
     assert copy in _section(text, "## 2. ")
+    assert "\n$ cd /var/tmp/ppaux\n" in _section(text, "## 2. ")  # where step 3 runs
     env = _workspace(tmp_path)
     with _stand_in(tmp_path, "/var/tmp/ppaux") as folder:
         subprocess.run(
