@@ -29,9 +29,11 @@ RULES = (
             "log prefix spells them (PP0 TP1), raised one of the nine RuntimeErrors of sglang's "
             "pipeline-parallel auxiliary transport (sglang/srt/sampling/sampling_observer_pp.py, "
             "0.5.19 and later). Ranks that failed with the same error at the same moment are one "
-            "incident. The finding's extra names ppaux's rule for the message (PP101 for the "
-            "non-tensor error on the first stage, PP115 for the last stage's add, PP401 for the "
-            "first stage's observer), whose explanation gives the causes. " + _LOCATION
+            "incident. The finding's extra names ppaux's rule for the message (extra.rule: PP101 "
+            "for the non-tensor error on the first stage, PP115 for the last stage's add, PP401 "
+            "for the first stage's other refusals) and the causes of that message, raised on that "
+            "side (extra.causes, as 'ppaux explain' on the message gives them); the report shows "
+            "those causes. " + _LOCATION
         ),
         causes=(
             "The first stage's pop: out-of-tree code on the last stage (a plugin, a Scheduler "
