@@ -50,13 +50,26 @@ def _completer(kind: type[enum.Enum]) -> Callable[[str], list[str]]:
     return complete
 
 
+#: The longest ``[a|b|c]`` shown beside an option's names. Click never wraps that column, so a
+#: longer list (the eight report formats) would run past an 80-column terminal: it is named by
+#: the option instead (``FORMAT``), and its values are listed in the help, which wraps.
+CHOICES_SHOWN = 30
+
+
 def choice_option(kind: type[enum.Enum], *names: str, help: str, default: str | None) -> Any:
     """A Typer option taking one value of ``kind``: parsed by :func:`choice_parser`, shown as
-    ``[a|b|c]``, completed from the enum; ``default`` is the value ``--help`` shows."""
+    ``[a|b|c]`` (or, past :data:`CHOICES_SHOWN` characters, as the option's name with the values
+    in the help), completed from the enum; ``default`` is the value ``--help`` shows."""
+    metavar = choices_metavar(kind)
+    if len(metavar) > CHOICES_SHOWN:
+        long_names = [name for name in names if name.startswith("--")]
+        metavar = long_names[0].lstrip("-").upper().replace("-", "_")
+        values = ", ".join(str(m.value) for m in kind)
+        help = f"{help} One of: {values}."
     return typer.Option(
         *names,
         parser=choice_parser(kind),
-        metavar=choices_metavar(kind),
+        metavar=metavar,
         autocompletion=_completer(kind),
         show_default=False,
         help=f"{help}  [default: {default}]" if default is not None else help,

@@ -195,3 +195,41 @@ def test_a_wrapped_command_gives_back_its_argv(argv, comment, width):
 def test_docs_say_what_the_text_leads_with():
     text = (REPO / "docs" / "gate.md").read_text(encoding="utf-8")
     assert "### Text: the verdict first, within the terminal's width" in text
+
+
+def _command_paths() -> list[tuple[str, ...]]:
+    """Every command and subcommand of the application, as the words that name it."""
+    import typer
+
+    from ppaux_cli.app import app
+
+    paths: list[tuple[str, ...]] = []
+
+    def walk(command, ctx, path):
+        paths.append(path)
+        for name in getattr(command, "list_commands", lambda _ctx: [])(ctx):
+            sub = command.get_command(ctx, name)
+            if sub is not None and not getattr(sub, "hidden", False):
+                walk(
+                    sub,
+                    sub.make_context(name, [], parent=ctx, resilient_parsing=True),
+                    (*path, name),
+                )
+
+    root = typer.main.get_command(app)
+    walk(root, root.make_context("ppaux", [], resilient_parsing=True), ())
+    return paths
+
+
+@pytest.mark.parametrize("columns", WIDTHS)
+def test_every_help_page_fits_the_width(columns):
+    paths = _command_paths()
+    assert ("inspect",) in paths and ("capture", "list") in paths
+    over = {}
+    for path in paths:
+        result = cli(*path, "--help", env={"COLUMNS": str(columns)})
+        assert result.exit_code == 0, (path, result.stdout)
+        lines = [line for line in result.stdout.splitlines() if len(line) > columns]
+        if lines:
+            over[" ".join(path)] = lines
+    assert over == {}
