@@ -120,7 +120,9 @@ def test_readable_metavars():
         assert "<" not in text.split("Options:")[0] and "{" not in text and "list[" not in text
     text = cli("inspect", "--help").stdout
     assert "--fail-on [error|warning|info|never]" in text
-    assert f"-f, --format, --output-format [{FORMATS.replace(', ', '|')}]" in text
+    # Eight formats are too long a list for the option's column: named, then listed in the help.
+    assert "-f, --format, --output-format FORMAT" in text
+    assert f"One of: {FORMATS}." in " ".join(text.split())
 
 
 def test_verbose_names_the_configuration_and_quiet_silences_it(tmp_path):
