@@ -128,13 +128,33 @@ TIERS = {
 }
 
 
+#: The test functions that take half a second or more (``scripts/slow_tests.py`` writes the
+#: file from a measured run): marker ``slow``.
+SLOW_TESTS = _TESTS / "slow_tests.txt"
+#: What the fast tier (marker ``fast``: ``pytest -m fast``) leaves out: the network, sglang's
+#: runtime, several processes, a GPU, the fuzzing and packaging tiers, and the slow functions.
+NOT_FAST = ("wheels", "sglang_runtime", "distributed", "cuda", "fuzz", "packaging", "slow")
+
+
+def slow_tests() -> set[str]:
+    """The ``tests/x.py::function`` lines of :data:`SLOW_TESTS`."""
+    lines = SLOW_TESTS.read_text().splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tiers = {name: tier for tier, names in TIERS.items() for name in names}
+    slow = slow_tests()
     for item in items:
         tier = tiers.get(item.path.name)
         if tier is not None:
             item.add_marker(tier)
+        function = item.nodeid.split("[", 1)[0]
+        if function in slow or f"tests/{function}" in slow:
+            item.add_marker("slow")
+        if not any(item.get_closest_marker(name) for name in NOT_FAST):
+            item.add_marker("fast")
     # Only the workers' order decides what xdist hands out; a plain run keeps the file order.
     if os.environ.get("PYTEST_XDIST_WORKER"):
         _slow_first(items)
