@@ -29,7 +29,6 @@ from ppaux.dump.model import (
     TypeRef,
 )
 from ppaux.dump.pickle_vm import (
-    MAX_DIMS,
     Call,
     Machine,
     check_state,
@@ -37,6 +36,7 @@ from ppaux.dump.pickle_vm import (
     is_shape,
     set_requires_grad,
 )
+from ppaux.errors import LimitExceeded
 from ppaux.text import shown
 
 __all__ = ["ALLOWED_NAMES", "resolve"]
@@ -72,10 +72,16 @@ _QSCHEMES = {
 
 
 def _as_shape(m: Machine, value: Any, what: str) -> tuple[int, ...]:
-    if is_shape(value):
+    max_dims = m.limits.max_dims
+    if is_shape(value, max_dims):
         return tuple(value)
-    if isinstance(value, (tuple, list)) and len(value) > MAX_DIMS:
-        raise m.error(f"tensor {what} has {len(value)} dimensions (more than {MAX_DIMS})")
+    if isinstance(value, (tuple, list)) and len(value) > max_dims:
+        raise LimitExceeded(
+            m.path,
+            "max_dims",
+            max_dims,
+            f"tensor {what} has {len(value)} dimensions (more than {max_dims})",
+        )
     raise m.error(f"tensor {what} is not a tuple of integers in [0, 2**63)")
 
 
