@@ -17,11 +17,12 @@ from typing import Any, BinaryIO
 
 from ppaux.dump import allowlist, weights_only
 from ppaux.dump.capture_format import CAPTURE_MARKER
-from ppaux.dump.grammar import Deviation, pickle_deviation, storage_key_deviation, zip_deviation
+from ppaux.dump.grammar import Deviation, pickle_deviation, storage_key_deviation
 from ppaux.dump.legacy import LEGACY_MAGIC, is_legacy_stream
 from ppaux.dump.model import DTYPE_ITEMSIZE, StorageRef, StorageType
 from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.records import ZIP_READ_ERRORS, RecordReader, torch_byteorder, torch_version
+from ppaux.dump.zip_grammar import zip_deviation
 from ppaux.dump.zipview import check_layout, end_record, lower_name, select_data_pkl
 from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, TorchRefuses
 from ppaux.files import InputFileError, collect_files, open_regular

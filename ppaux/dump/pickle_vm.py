@@ -6,6 +6,12 @@ allowlist in :mod:`ppaux.dump.allowlist`) that returns safe stand-ins; calls, ob
 by
 :class:`~ppaux.limits.Limits`: items created, memo entries, nesting of marks, and the input size
 the caller hands in. Malformed data raises :class:`~ppaux.errors.DumpError` with the byte offset.
+
+One job, so one module though a long one: the machine's state (stack, marks, memo, the bounds
+spent) and the opcode table that changes it are read together, opcode by opcode, against
+CPython's ``Modules/_pickle.c``; split apart, every handler would reach back into the other
+half's private state. What the machine builds for a global lives elsewhere (the allowlist, the
+value model).
 """
 
 from __future__ import annotations
