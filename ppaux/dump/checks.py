@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppaux.dump.check_budget import BUDGET, OMITTED, Budget, at
 from ppaux.dump.dumpfile import Dump
+from ppaux.dump.findings_budget import BUDGET, OMITTED, Budget, at
 from ppaux.dump.model import GlobalRef, Opaque, TensorRef, TorchValue
 from ppaux.dump.near_miss import looks_like_prefix
 from ppaux.dump.payload import (
@@ -117,15 +117,7 @@ def check_dump(
         BUDGET.reset(token)
     kept = [f for f in found if f is not OMITTED]
     # One finding per code stands for those counted and not built; cap_per_code words it.
-    for code, omitted in budget.omitted.items():
-        kept.append(
-            finding(
-                code,
-                dump.path,
-                f"{omitted} more {code} findings in this file are not listed",
-                extra={"omitted": omitted},
-            )
-        )
+    kept += budget.counted(dump.path)
     return cap_per_code(kept, limits.max_findings_per_code, "max_findings_per_code")
 
 
