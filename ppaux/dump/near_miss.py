@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from ppaux.sglang import OUTPUT_PREFIX
+
 __all__ = ["looks_like_prefix", "squashed"]
 
 _NEAR_MISS = re.compile(r"[\s_.\-]")
-_SQUASHED_PREFIX = "samplingobserveroutput"
 #: Letters of other scripts drawn like the Latin ones of the prefix (Cyrillic, Greek, IPA), which
 #: NFKC leaves alone: a key spelled with one looks right and is ignored by pop.
 _LOOK_ALIKES = str.maketrans(
@@ -61,9 +62,9 @@ _NEAR_MISS_SPAN = 256
 
 
 def squashed(key: str) -> str:
-    # What a reader sees: compatibility forms folded (fullwidth, ligatures), case and look-alike
-    # letters folded, invisible format characters (zero-width space, joiners) and separators
-    # dropped.
+    """``key``'s first characters as a reader sees them: compatibility forms folded (fullwidth,
+    ligatures), case and look-alike letters folded, invisible format characters (zero-width
+    space, joiners) and separators dropped."""
     head = key[:_NEAR_MISS_SPAN]
     if head.isascii():
         # ASCII is its own NFKC form, casefolds as lower() does, has no look-alike of the table
@@ -72,6 +73,10 @@ def squashed(key: str) -> str:
     text = unicodedata.normalize("NFKC", head).casefold().translate(_LOOK_ALIKES)
     text = "".join(c for c in text if unicodedata.category(c) != "Cf")
     return _NEAR_MISS.sub("", text)
+
+
+#: The auxiliary prefix as a reader sees it ('samplingobserveroutput').
+_SQUASHED_PREFIX = squashed(OUTPUT_PREFIX)
 
 
 def looks_like_prefix(key: str) -> bool:
