@@ -19,7 +19,8 @@ import stat
 from collections.abc import Iterable
 from typing import BinaryIO
 
-from ppaux.errors import PathError, RaiseLimit, limit_note
+from ppaux.errors import PathError
+from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import shown
 
 __all__ = [

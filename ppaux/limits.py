@@ -1,4 +1,10 @@
-"""Hard limits for reading untrusted dumps, with defaults that fit any real PP payload."""
+"""Hard limits for reading untrusted dumps, with defaults that fit any real PP payload.
+
+Every bound on the work or memory an untrusted input may cost belongs here, as a field of
+:class:`Limits`; the numbers elsewhere that look like bounds (rows shown, option ranges, facts of
+a format) are listed, each with why it is not a limit, in ``docs/architecture.md`` ("Bounds, and
+the numbers that are not").
+"""
 
 from __future__ import annotations
 
@@ -18,8 +24,10 @@ class Limits:
     kilobytes) and small enough that a hostile file costs well under a second and 100 MB.
     """
 
+    # -- reading a file: bytes, records, files ---------------------------------------------------
     #: Bytes of pickle (``data.pkl`` uncompressed, or a plain pickle file).
     max_pickle_bytes: int = 64 * 1024 * 1024
+    # -- running the pickle ------------------------------------------------------------------------
     #: Nesting depth of containers and objects, in the pickle and in the result.
     max_depth: int = 100
     #: Values the pickle may create, and values a description may visit.
@@ -31,12 +39,19 @@ class Limits:
     max_ops: int = 2_000_000
     #: Memo entries the pickle may store.
     max_memo: int = 1_000_000
+    #: Dimensions a tensor or an array may declare. torch sets no hard bound, but nothing real
+    #: comes near this, and it keeps element counts small enough to print (64 sizes below 2**63).
+    max_dims: int = 64
+    #: Distinct keys of one dict or set that may share a hash value. More means keys chosen to
+    #: collide (ints and tuples of ints hash predictably), which makes insertion quadratic.
+    max_hash_collisions: int = 8
     #: Records in a zip file.
     max_zip_records: int = 100_000
     #: Files walked in directories.
     max_files: int = 1_000_000
     #: Bytes of a zip dump read from a stream (stdin), which is held in memory whole.
     max_stream_bytes: int = 4 * 1024 * 1024 * 1024
+    # -- the tensor dicts found, and the report ----------------------------------------------------
     #: Tensor dicts found in one file (each is checked and described); a real dump has one to
     #: three.
     max_payloads: int = 10_000

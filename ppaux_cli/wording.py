@@ -4,21 +4,22 @@ the keyword argument that takes it (``Setting("sender", "legacy")``), is said as
 max_depth=N``.
 
 The library's findings, problems and errors carry their suggestions as data
-(:class:`ppaux.errors.Setting`, :class:`ppaux.errors.RaiseLimit`) and never spell a flag; every
-report and error line this command line prints is worded with :func:`cli_words`. Nothing here
-reads a message back.
+(:class:`ppaux.suggestions.Setting`, :class:`ppaux.suggestions.RaiseLimit`) and never spell a
+flag; every report and error line this command line prints is worded with :func:`cli_words`.
+Nothing here reads a message back.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ppaux.errors import say
+from ppaux.suggestions import say
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ppaux.errors import SettingError, Suggestion
+    from ppaux.errors import SettingError
+    from ppaux.suggestions import Suggestion
 
 __all__ = ["FLAGS", "cli_words", "flag", "setting_line"]
 

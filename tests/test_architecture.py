@@ -115,3 +115,31 @@ def test_a_planted_import_breaks_its_contract(tmp_path, plant, broken):
     assert done.returncode == 1, done.stdout + done.stderr
     failed = done.stdout.split("Broken contracts", 1)[1]
     assert broken in failed, done.stdout
+
+
+def _bounds_section() -> str:
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    return text.split("\n## Bounds, and the numbers that are not\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_every_bound_outside_limits_is_listed_with_why():
+    """A number named as a bound (``MAX_...``) outside ``ppaux/limits.py`` is either a field of
+    ``Limits`` or a row of the table in docs/architecture.md that says why it is not one."""
+    import ast
+
+    named = re.compile(r"^_?(?:DEFAULT_)?MAX_[A-Z0-9_]*$")
+    found = set()
+    for path in (REPO / "ppaux").rglob("*.py"):
+        if path == REPO / "ppaux" / "limits.py":
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            if isinstance(node, ast.AnnAssign):
+                targets = [node.target]
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name) and named.match(name.id):
+                        found.add(name.id)
+    listed = set(re.findall(r"`([A-Z_][A-Z0-9_]*)`", _bounds_section()))
+    assert found, "no bound found: the search is broken"
+    assert sorted(found - listed) == []

@@ -269,3 +269,30 @@ def test_size_and_stride_of_different_lengths_are_refused(tmp_path):
     with pytest.raises(DumpError) as info:
         read_dump(path)
     assert info.value.reason.endswith("tensor size has 2 dimensions but its stride 1")
+
+
+def _three_dim_tensor() -> bytes:
+    # A float tensor of size (1, 1, 1) and stride (1, 1, 1) over a storage of four floats.
+    return (
+        b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\n(("
+        b"X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x01\x00\x00\x000X\x03\x00\x00\x00cpuK\x04tQ"
+        b"K\x00(K\x01K\x01K\x01t(K\x01K\x01K\x01t\x89ccollections\nOrderedDict\n)RtR."
+    )
+
+
+@pytest.mark.parametrize("max_dims", [1, 2, 3, 4])
+def test_dimensions_past_max_dims_are_refused_and_the_limit_raises(tmp_path, max_dims):
+    records = {
+        "archive/data.pkl": _three_dim_tensor(),
+        "archive/data/0": b"\0" * 16,
+        "archive/version": b"3\n",
+    }
+    path = _zip(tmp_path, "dims.pt", records)
+    if max_dims >= 3:
+        dump = read_dump(path, limits=Limits(max_dims=max_dims))
+        assert isinstance(dump.root, TensorRef) and dump.root.shape == (1, 1, 1)
+    else:
+        with pytest.raises(LimitExceeded) as info:
+            read_dump(path, limits=Limits(max_dims=max_dims))
+        assert (info.value.limit, info.value.value) == ("max_dims", max_dims)
+        assert "tensor size has 3 dimensions" in info.value.reason

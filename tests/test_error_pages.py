@@ -13,8 +13,8 @@ import pytest
 from helpers import REPO, cli
 
 from ppaux.report.catalogue import RULES
-from ppaux.report.error_pages import ERROR_PAGES, RELEASE_LINES, SCHEDULER_CALLS, page_for
-from ppaux.sglang import MESSAGES
+from ppaux.report.error_pages import ERROR_PAGES, page_for
+from ppaux.sglang import MESSAGES, RELEASE_LINES, SCHEDULER_CALLS
 
 DOCS = REPO / "docs"
 RELEASES = sorted(RELEASE_LINES)

@@ -2,9 +2,9 @@
 
 A finding, a problem or an error of the library never names a command-line flag (a library user
 has none to pass) and never spells a setting inside its message: what would get past it is a
-:class:`ppaux.errors.Setting` or :class:`ppaux.errors.RaiseLimit`. The library's ``str()`` says
-them as keyword arguments, the command line (:mod:`ppaux_cli.wording`) as flags, and JSON keeps
-them as data. Nothing reads a message back.
+:class:`ppaux.suggestions.Setting` or :class:`ppaux.suggestions.RaiseLimit`. The library's
+``str()`` says them as keyword arguments, the command line (:mod:`ppaux_cli.wording`) as flags,
+and JSON keeps them as data. Nothing reads a message back.
 """
 
 from __future__ import annotations
@@ -18,17 +18,9 @@ from helpers import REPO, cli
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ppaux.errors import (
-    LimitExceeded,
-    PathError,
-    RaiseLimit,
-    Setting,
-    keyword,
-    library_words,
-    limit_note,
-    worded,
-)
+from ppaux.errors import LimitExceeded, PathError
 from ppaux.report import Finding, Format, InputProblem, Report, Severity, render
+from ppaux.suggestions import RaiseLimit, Setting, keyword, library_words, limit_note, worded
 from ppaux_cli.wording import FLAGS, cli_words, flag, setting_line
 
 #: A command-line flag written in text: '--limit', '--sglang-path'.

@@ -19,9 +19,9 @@ from ppaux.replay.materialize import (
     DeviceError,
     MaterializeError,
     Materializer,
-    StandIn,
     resolve_device,
 )
+from ppaux.replay.stand_ins import StandIn
 
 pytestmark = pytest.mark.torch
 

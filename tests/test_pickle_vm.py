@@ -206,3 +206,32 @@ def test_keys_that_differ_only_in_a_surrogate_stay_two_keys():
     data = b"\x80\x02}(X\x03\x00\x00\x00\xed\xa0\x80K\x01X\x06\x00\x00\x00\\ud800K\x02u."
     value, _ = run(data)
     assert value == {"\ud800": 1, "\\ud800": 2}
+
+
+#: Ints above 2**60 hash to themselves modulo this prime: adding it keeps the hash.
+_HASH_MODULUS = 2**61 - 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(keys=st.integers(min_value=1, max_value=12), bound=st.integers(min_value=1, max_value=12))
+def test_keys_chosen_to_collide_are_refused_past_max_hash_collisions(keys, bound):
+    colliding = {2**62 + i * _HASH_MODULUS: i for i in range(keys)}
+    assert len({hash(k) for k in colliding}) == 1  # the premise: one hash value for all
+    data = pickle.dumps(colliding, protocol=2)
+    if keys <= bound:
+        got, _ = run(data, Limits(max_hash_collisions=bound))
+        assert got == colliding
+    else:
+        with pytest.raises(LimitExceeded) as info:
+            run(data, Limits(max_hash_collisions=bound))
+        assert (info.value.limit, info.value.value) == ("max_hash_collisions", bound)
+        assert "share one hash value" in info.value.reason
+
+
+def test_the_default_hash_collision_bound_is_eight():
+    nine = {2**62 + i * _HASH_MODULUS: i for i in range(9)}
+    with pytest.raises(LimitExceeded) as info:
+        run(pickle.dumps(nine, protocol=2))
+    assert str(info.value).endswith(
+        "(limit max_hash_collisions=8 reached); raise it with limits=Limits(max_hash_collisions=N)"
+    )

@@ -16,7 +16,7 @@ from helpers import REPO
 
 from ppaux.dump.dumpfile import read_dump
 from ppaux.dump.records import (
-    MAX_DEFLATE_RATIO,
+    DEFLATE_EXPANSION,
     ZIP_READ_ERRORS,
     RecordReader,
     torch_byteorder,
@@ -93,7 +93,7 @@ def test_a_large_declared_compressed_size_buys_nothing(tmp_path):
     with RecordReader.open(honest, "archive") as reader:
         record = reader.find("data/0")
         assert reader.allocation_ok(record, len(DATA)) is None
-        too_much = MAX_DEFLATE_RATIO * record.compress_size + (2 << 20)
+        too_much = DEFLATE_EXPANSION * record.compress_size + (2 << 20)
         assert reader.allocation_ok(record, too_much) is not None
 
 

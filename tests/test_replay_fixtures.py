@@ -15,8 +15,8 @@ import pytest
 from helpers import REPO
 
 from ppaux.dump import inspect_paths
-from ppaux.errors import Setting
 from ppaux.replay import ReplayOptions, Sender, Transport, replay_paths
+from ppaux.suggestions import Setting
 
 # Every replay here makes real tensors.
 pytestmark = pytest.mark.torch

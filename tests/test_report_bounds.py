@@ -139,13 +139,13 @@ def _squash_by_definition(key: str) -> str:
 def test_ascii_keys_fold_as_the_definition_says() -> None:
     # The checks fold ASCII keys by a shortcut; it must agree with the definition on every
     # ASCII character, alone and inside a prefix-like key.
-    from ppaux.dump.checks import _squashed
+    from ppaux.dump.near_miss import squashed
 
     keys = [chr(c) for c in range(128)]
     keys += [f"__Sampling{chr(c)}Observer_OUTPUT__.x" for c in range(128)]
     keys += ["SAMPLING-observer.output", " \t__sampling_observer_output__", "x" * 300]
     for key in keys:
-        assert _squashed(key) == _squash_by_definition(key), repr(key)
+        assert squashed(key) == _squash_by_definition(key), repr(key)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ppaux.capture.directory import CaptureDirError, Usage, list_captures, read_skipped, usage
-from ppaux.capture.environment import plugin_state
-from ppaux.report import Report, Table, finding
+from ppaux.capture.environment import PluginState, plugin_state
+from ppaux.report import Finding, Report, Table, finding
 from ppaux.sglang import PLUGIN_NAME
 
 __all__ = ["list_report", "status_report"]
@@ -54,6 +54,26 @@ def status_report(
     state = plugin_state(environ)
     report = Report(command="capture status")
     where = directory if directory is not None else state.capture_dir
+    rows = _plugin_rows(state)
+    if state.setting_error is not None:
+        report.findings.append(finding("PP504", PLUGIN_NAME, state.setting_error))
+    if state.reasons:
+        report.findings.append(finding("PP502", PLUGIN_NAME, "; ".join(state.reasons)))
+    data: dict[str, Any] = {"plugin": state.to_json(), "directory": None}
+    if where is not None:
+        data["directory"], more_rows, found = _directory_status(Path(where))
+        rows += more_rows
+        report.findings += found
+    else:
+        rows.append(("directory", "not set (give a directory or set PPAUX_CAPTURE_DIR)"))
+    report.data = data
+    report.tables.append(Table("ppaux capture", ("", "value"), tuple(rows)))
+    return report
+
+
+def _plugin_rows(state: PluginState) -> list[tuple[str, str]]:
+    """The status table's rows about the plugin: its entry point, sglang, whether it would
+    activate, its checkpoints and its settings."""
     rows = [
         ("plugin entry point", state.entry_point or "not installed"),
         (
@@ -76,60 +96,50 @@ def status_report(
                 ", ".join(f"{k}={v}" for k, v in state.settings.items() if k != "directory"),
             )
         )
-    if state.setting_error is not None:
-        report.findings.append(finding("PP504", PLUGIN_NAME, state.setting_error))
-    if state.reasons:
-        report.findings.append(finding("PP502", PLUGIN_NAME, "; ".join(state.reasons)))
-    data: dict[str, Any] = {"plugin": state.to_json(), "directory": None}
-    if where is not None:
-        path = Path(where)
-        try:
-            current = usage(path)
-            skipped = read_skipped(path)
-        except NotADirectoryError:
-            current, skipped = Usage(0, 0), 0
-        except OSError as exc:
-            raise CaptureDirError(str(path), f"cannot list: {exc.strerror or exc}") from None
-        problem = _writable_problem(path)
-        data["directory"] = {
-            "path": str(path),
-            "exists": path.is_dir(),
-            "writable": problem is None,
-            "captures": current.files,
-            "bytes": current.bytes,
-            "skipped": skipped,
-        }
-        rows += [
-            (
-                "directory",
-                str(path)
-                + (
-                    ""
-                    if path.is_dir()
-                    else " (not created yet)"
-                    if problem is None
-                    else " (cannot be created)"
-                ),
-            ),
-            ("captures", str(current.files)),
-            ("bytes", str(current.bytes)),
-            ("skipped", str(skipped)),
-        ]
-        if problem is not None:
-            report.findings.append(finding("PP503", str(path), problem))
-        if skipped:
-            report.findings.append(
-                finding(
-                    "PP501",
-                    str(path),
-                    f"{skipped} capture(s) were skipped because the directory reached its bounds",
-                )
+    return rows
+
+
+def _directory_status(
+    path: Path,
+) -> tuple[dict[str, Any], list[tuple[str, str]], list[Finding]]:
+    """What the capture directory ``path`` holds: its data, its table rows and its findings."""
+    try:
+        current = usage(path)
+        skipped = read_skipped(path)
+    except NotADirectoryError:
+        current, skipped = Usage(0, 0), 0
+    except OSError as exc:
+        raise CaptureDirError(str(path), f"cannot list: {exc.strerror or exc}") from None
+    problem = _writable_problem(path)
+    data = {
+        "path": str(path),
+        "exists": path.is_dir(),
+        "writable": problem is None,
+        "captures": current.files,
+        "bytes": current.bytes,
+        "skipped": skipped,
+    }
+    state = (
+        "" if path.is_dir() else " (not created yet)" if problem is None else " (cannot be created)"
+    )
+    rows = [
+        ("directory", str(path) + state),
+        ("captures", str(current.files)),
+        ("bytes", str(current.bytes)),
+        ("skipped", str(skipped)),
+    ]
+    found = []
+    if problem is not None:
+        found.append(finding("PP503", str(path), problem))
+    if skipped:
+        found.append(
+            finding(
+                "PP501",
+                str(path),
+                f"{skipped} capture(s) were skipped because the directory reached its bounds",
             )
-    else:
-        rows.append(("directory", "not set (give a directory or set PPAUX_CAPTURE_DIR)"))
-    report.data = data
-    report.tables.append(Table("ppaux capture", ("", "value"), tuple(rows)))
-    return report
+        )
+    return data, rows, found
 
 
 def list_report(directory: str | os.PathLike[str]) -> Report:

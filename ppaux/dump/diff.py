@@ -18,6 +18,7 @@ from typing import Any
 
 from ppaux.dump.digests import NotCompared, StorageRecords, ValueDigests
 from ppaux.dump.dumpfile import Dump
+from ppaux.dump.findings_budget import Budget
 from ppaux.dump.model import TensorRef
 from ppaux.dump.payload import Payload, Tally, key_text, type_name, value_phrase
 from ppaux.errors import DumpError, nested_past_recursion
@@ -125,7 +126,7 @@ def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
             )
         )
     # Findings past max_findings_per_code of a code are counted, not built, report-wide.
-    budget = _Budget(limits.max_findings_per_code)
+    budget = Budget(limits.max_findings_per_code)
     try:
         pairs = _pairs(sides[0].payloads, sides[1].payloads)
         compared = []
@@ -234,44 +235,8 @@ def _identity(key: Any) -> str:
     return f"{type_name(key)}@{id(key)}"
 
 
-class _Budget:
-    """Findings of each code built in one diff: past ``per_code`` of a code, a finding is only
-    counted, never built, and one finding per code stands for the count (the report's cut,
-    :func:`ppaux.report.findings.cap_per_code`, words it). A dict of a hundred thousand keys
-    that each differ costs a count, not a hundred thousand findings and their texts."""
-
-    def __init__(self, per_code: int) -> None:
-        self.per_code = per_code
-        self.built: dict[str, int] = {}
-        self.omitted: dict[str, int] = {}
-
-    def full(self, code: str) -> bool:
-        """Whether the next finding of ``code`` would only be counted."""
-        return self.built.get(code, 0) >= self.per_code
-
-    def take(self, code: str) -> bool:
-        """Count one finding of ``code``: True when it is to be built."""
-        if self.full(code):
-            self.omitted[code] = self.omitted.get(code, 0) + 1
-            return False
-        self.built[code] = self.built.get(code, 0) + 1
-        return True
-
-    def counted(self, path: str) -> list[Finding]:
-        """One finding per code counted and not built (``extra.omitted``)."""
-        return [
-            finding(
-                code,
-                path,
-                f"{omitted} more {code} findings in this file are not listed",
-                extra={"omitted": omitted},
-            )
-            for code, omitted in self.omitted.items()
-        ]
-
-
 def _compare(
-    sides: list[_Side], left: Payload, right: Payload, limits: Limits, budget: _Budget
+    sides: list[_Side], left: Payload, right: Payload, limits: Limits, budget: Budget
 ) -> tuple[list[dict[str, Any]], int, list[Finding]]:
     """The listed entries (up to ``max_report_entries``), how many entries were compared, and
     the findings built. Every entry is compared; one past the listed ones whose findings would
@@ -338,7 +303,7 @@ def _compare_values(
     va: Any,
     vb: Any,
     severity: Severity,
-    budget: _Budget,
+    budget: Budget,
 ) -> list[Finding]:
     # describe() fills the entry's key and summaries and gives the key's text: called only for
     # a finding that is built (an entry past the listed ones is otherwise never described).

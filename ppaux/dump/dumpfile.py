@@ -9,19 +9,26 @@ opened read-only and never changed.
 from __future__ import annotations
 
 import os
-import re
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from ppaux.dump import allowlist, weights_only
+from ppaux.dump import allowlist
 from ppaux.dump.capture_format import CAPTURE_MARKER
-from ppaux.dump.grammar import Deviation, pickle_deviation, storage_key_deviation, zip_deviation
+from ppaux.dump.grammar import Deviation, pickle_deviation, storage_key_deviation
 from ppaux.dump.legacy import LEGACY_MAGIC, is_legacy_stream
-from ppaux.dump.model import DTYPE_ITEMSIZE, StorageRef, StorageType
+from ppaux.dump.model import StorageRef, StorageType
 from ppaux.dump.pickle_vm import Machine
-from ppaux.dump.records import ZIP_READ_ERRORS, RecordReader, torch_byteorder, torch_version
+from ppaux.dump.records import ZIP_READ_ERRORS, RecordReader
+from ppaux.dump.torch_reading import (
+    check_deflated_storages,
+    dropped_bad_view,
+    restorable,
+    torch_refusal,
+    weights_only_refusal,
+)
+from ppaux.dump.zip_grammar import zip_deviation
 from ppaux.dump.zipview import check_layout, end_record, lower_name, select_data_pkl
 from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, TorchRefuses
 from ppaux.files import InputFileError, collect_files, open_regular
@@ -381,11 +388,11 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
             # torch refuses the archive before data.pkl (a hostile global found in the pickle
             # is still the more useful answer, so this comes after it).
             reader = RecordReader(path, handle, records, prefix, size)
-            refusal = _torch_refusal(reader)
+            refusal = torch_refusal(reader)
             if refusal is not None:
                 raise TorchRefuses(path, f"torch.load refuses the file: {refusal}")
-            _check_deflated_storages(reader, storages)
-            dropped = _dropped_bad_view(root, machine.tensors_built, limits)
+            check_deflated_storages(reader, storages)
+            dropped = dropped_bad_view(root, machine.tensors_built, limits)
             if dropped is not None:
                 raise TorchRefuses(
                     path,
@@ -402,7 +409,7 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
                         f"holds {storage.record_size} bytes, its storage {storage.nbytes} "
                         "(torch: record size does not match expected size)",
                     )
-                if not _restorable(storage.location):
+                if not restorable(storage.location):
                     raise TorchRefuses(
                         path,
                         f"torch.load refuses the file: no restore function for storage "
@@ -420,16 +427,8 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
         pickle_bytes=len(data),
         protocol=machine.protocol,
         deviation=deviation,
-        weights_only_refusal=_weights_only_refusal(data),
+        weights_only_refusal=weights_only_refusal(data),
     )
-
-
-def _weights_only_refusal(data: bytes) -> str | None:
-    found = weights_only.refusal(data)
-    if found is None:
-        return None
-    offset, reason = found
-    return f"data.pkl byte {offset}: {reason}"
 
 
 def _unsafe(machine: Machine) -> tuple[str, ...]:
@@ -470,154 +469,6 @@ def _deviation(
         where, _, what = key_problems[0].partition(": ")
         found = Deviation(where, what, True)
     return found
-
-
-def _view_reach(tensor: Any) -> str | None:
-    """Why torch cannot set ``tensor``'s view on its storage (past its end), or None."""
-    storage, shape, stride = tensor.storage, tensor.shape, tensor.stride
-    if storage is None or stride is None or len(stride) != len(shape) or 0 in shape:
-        return None
-    end = tensor.offset + 1 + sum((n - 1) * step for n, step in zip(shape, stride, strict=True))
-    if tensor.dtype != storage.dtype:  # a typed view over an untyped storage: count bytes
-        reach = end * DTYPE_ITEMSIZE.get(tensor.dtype, 1)
-        if reach > storage.nbytes:
-            return (
-                f"has shape {tuple(shape)} at offset {tensor.offset}, reaching byte {reach} of "
-                f"a storage of {storage.nbytes}"
-            )
-        return None
-    if end > storage.numel:
-        return (
-            f"has shape {tuple(shape)} at offset {tensor.offset}, reaching element {end} of a "
-            f"storage of {storage.numel}"
-        )
-    return None
-
-
-def _dropped_bad_view(root: Any, built: list[Any], limits: Limits) -> str | None:
-    """The problem of a tensor that torch fails to build but that the loaded value no longer
-    holds (a reachable one is reported as PP116 with its key)."""
-    bad = {id(t): why for t in built if (why := _view_reach(t)) is not None}
-    if not bad:
-        return None
-    seen: set[int] = set()
-    stack = [root]
-    budget = limits.max_items
-    while stack and budget > 0:
-        value = stack.pop()
-        budget -= 1
-        if id(value) in seen:
-            continue
-        seen.add(id(value))
-        if id(value) in bad:
-            del bad[id(value)]
-        elif isinstance(value, dict):
-            stack.extend(value.keys())
-            stack.extend(value.values())
-        elif isinstance(value, (list, tuple, set, frozenset)):
-            stack.extend(value)
-    if stack:  # too large to walk: whatever is left is not known to be dropped
-        return None
-    return next(iter(bad.values()), None)
-
-
-_DEVICE_LOCATION = re.compile(r"(cuda|hpu|xpu|mtia|privateuseone)(:[0-9]+)?")
-
-
-def _restorable(location: str) -> bool:
-    """Whether torch 2.13's default_restore_location has a deserializer for ``location`` that
-    accepts it (cpu and meta exactly, mps as a prefix, the other backends as NAME or NAME:N;
-    whether this machine has the device is another matter, not the file's)."""
-    return (
-        location in ("cpu", "meta")
-        or location.startswith("mps")
-        or _DEVICE_LOCATION.fullmatch(location) is not None
-    )
-
-
-#: The records torch.load reads besides data.pkl and the storages.
-_METADATA_RECORDS = (
-    ".data/version",
-    "version",
-    "byteorder",
-    ".format_version",
-    ".storage_alignment",
-    ".data/serialization_id",
-)
-
-
-def _torch_refusal(reader: RecordReader) -> str | None:
-    """Why torch 2.13 refuses the archive before unpickling it, or None: its reader wants a
-    version record (``.data/version``, else ``version``) that ``stoull`` parses to 1-10;
-    torch.load wants a byteorder record, if any, of exactly ``little`` or ``big``, and a
-    ``.storage_alignment`` record, if any, that ``int()`` reads."""
-
-    for name in _METADATA_RECORDS:  # torch's reader extracts each whole, to its exact size
-        record = reader.find(name)
-        if record is not None:
-            reader.check_exact(record)
-
-    def head(name: str, cap: int) -> bytes | None:
-        record = reader.find(name)
-        if record is None:
-            return None
-        return b"".join(reader.blocks(record, 0, min(record.file_size, cap)))
-
-    version = head(".data/version", 4096)
-    if version is None:
-        version = head("version", 4096)
-    if version is None:
-        return "it has no version record"
-    _, why = torch_version(version)
-    if why is not None:
-        return why
-    _, why = torch_byteorder(head("byteorder", 64))
-    if why is not None:
-        return why
-    alignment = head(".storage_alignment", 64)
-    if alignment is not None:
-        try:
-            int(alignment)
-        except ValueError:
-            return (
-                f"its storage alignment record {shown(alignment.decode('latin-1'))} is not a number"
-            )
-    return None
-
-
-#: Bytes of deflated storage records that reading a dump inflates to check them (torch.save
-#: stores storages uncompressed; only a hand-made file deflates them).
-DEFLATED_CHECK_BYTES = 64 << 20
-
-
-def _check_deflated_storages(reader: RecordReader, storages: list[StorageRef]) -> None:
-    """Inflate every deflated storage record once, discarding the bytes: torch.load does not
-    report a record that fails to inflate (it hands back whatever memory it allocated), so a
-    record ppaux cannot inflate to its declared size is one torch reads otherwise."""
-    budget = DEFLATED_CHECK_BYTES
-    for storage in storages:
-        record = reader.find_full(storage.record) if storage.record else None
-        if record is None or record.compress_type != zipfile.ZIP_DEFLATED:
-            continue
-        name = shown(record.filename)
-        if record.file_size > budget:
-            raise ReadMismatch(
-                reader.path,
-                f"deflated storage records inflate past {DEFLATED_CHECK_BYTES} bytes "
-                f"({name} declares {record.file_size}): not checked, and torch.load does not "
-                "check them either",
-            )
-        budget -= record.file_size
-        try:
-            for _ in reader.blocks(record, 0, record.file_size):
-                pass
-        except DumpError as exc:
-            raise ReadMismatch(
-                reader.path,
-                f"storage record {name} does not inflate to its declared "
-                f"{record.file_size} bytes ({exc.reason}): torch.load reads whatever memory it "
-                "allocated for it",
-            ) from None
 
 
 #: Compression methods torch.load reads (its zip reader knows only these two).

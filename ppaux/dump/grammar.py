@@ -1,40 +1,28 @@
-"""What ``torch.save`` and ``pickle.dump`` write, as data, and the first place a file leaves it.
+"""What ``pickle.dump`` writes in ``torch.save``'s ``data.pkl``, as data, and the first place a
+pickle leaves it (the zip archive around it is :mod:`ppaux.dump.zip_grammar`).
 
 A file is described as clean only when every byte is one its writer could have produced. The
 model is derived from the writers, not from torch's reader:
 
-- ``torch.save`` (torch/serialization.py ``_save``, torch 2.13.0 and 2.14.1) pickles the object
-  with ``pickle.Pickler`` at protocol 2, with a ``persistent_id`` that returns
-  ``('storage', <torch.XStorage>, key, location, numel)``, the key being ``str(len(id_map))``
-  when a storage is first met (so '0', '1', ... in order of first use). It writes the records
-  ``data.pkl``, ``.format_version`` ('1'), ``.storage_alignment`` ('64'), ``byteorder``
-  ('little' or 'big'), ``data/<key>`` in that order, and PyTorchStreamWriter
-  (caffe2/serialize/inline_container.cc, over miniz) ends with ``version`` ('3\\n') and
-  ``.data/serialization_id`` (decimal digits). Every record is stored (method 0), flags 0x0808
-  (data descriptor, UTF-8 name), DOS time and date 0, its data aligned to 64 bytes by an
-  ``FB`` extra field of ``Z`` padding, followed by a 16-byte data descriptor; the central
-  directory's entries carry no extra field or comment; a zip64 end record (made by 0x031E,
-  needed 45), its locator and the end record (no comment) close the file.
-- CPython's C pickler (Modules/_pickle.c, Python 3.10 - 3.13; Lib/pickle.py's ``Pickler`` is
-  its model) writes ``PROTO``, at protocol 4 and later a ``FRAME``, then only the opcodes of
-  :data:`OPCODES` for that protocol; memoizes every container, string, global and reduced
-  object right after writing it, at the next memo index (``BINPUT`` under 256, else
-  ``LONG_BINPUT``; ``MEMOIZE`` from protocol 4); writes ints in their shortest form; tuples of
-  0 to 3 items with their own opcodes; list, dict and set items in batches of at most 1000;
-  and nothing after ``STOP``.
+``torch.save`` (torch/serialization.py ``_save``, torch 2.13.0 and 2.14.1) pickles the object
+with ``pickle.Pickler`` at protocol 2, with a ``persistent_id`` that returns
+``('storage', <torch.XStorage>, key, location, numel)``, the key being ``str(len(id_map))``
+when a storage is first met (so '0', '1', ... in order of first use). CPython's C pickler
+(Modules/_pickle.c, Python 3.10 - 3.13; Lib/pickle.py's ``Pickler`` is its model) writes
+``PROTO``, at protocol 4 and later a ``FRAME``, then only the opcodes of :data:`OPCODES` for
+that protocol; memoizes every container, string, global and reduced object right after writing
+it, at the next memo index (``BINPUT`` under 256, else ``LONG_BINPUT``; ``MEMOIZE`` from
+protocol 4); writes ints in their shortest form; tuples of 0 to 3 items with their own opcodes;
+list, dict and set items in batches of at most 1000; and nothing after ``STOP``.
 
-:func:`pickle_deviation` and :func:`zip_deviation` return the first :class:`Deviation` (where,
-what, and whether torch's reading could differ), or None when the bytes are as written.
-Files past 4 GiB (zip64 fields in each header) are outside what the zip model describes.
+:func:`pickle_deviation` returns the first :class:`Deviation` (where, what, and whether
+torch's reading could differ), or None when the bytes are as written.
 """
 
 from __future__ import annotations
 
 import re
-import struct
-import zipfile
 from dataclasses import dataclass
-from typing import BinaryIO
 
 __all__ = [
     "OPCODES",
@@ -43,7 +31,6 @@ __all__ = [
     "Deviation",
     "pickle_deviation",
     "storage_key_deviation",
-    "zip_deviation",
 ]
 
 #: The protocol torch.save pickles data.pkl with (its default ``pickle_protocol``).
@@ -468,170 +455,4 @@ def storage_key_deviation(
         return f"storage key {key!r} is not written as torch.save numbers storages"
     if int(key) > known:
         return f"storage key {key!r} where torch.save writes {str(known)!r} (the next)"
-    return None
-
-
-_LOCAL = struct.Struct("<4s5H3L2H")
-_CENTRAL = struct.Struct("<4s6H3L5H2L")
-_DESCRIPTOR = struct.Struct("<4s3L")
-_END64 = struct.Struct("<4sQ2H2L4Q")
-_LOCATOR = struct.Struct("<4sLQL")
-_END = struct.Struct("<4s4H2LH")
-#: PyTorchStreamWriter's alignment of record data (kFieldAlignment, the .storage_alignment).
-ALIGNMENT = 64
-_FLAGS = 0x0808
-_MADE_BY, _NEEDED = 0x031E, 45
-_SMALL = 0xFFFFFFFF
-
-
-def _flags(size: int) -> int:
-    """miniz writes an empty record whole, without a data descriptor."""
-    return _FLAGS if size else 0x0800
-
-
-def _local_header(offset: int, name: bytes, size: int) -> bytes:
-    start = offset + _LOCAL.size + len(name) + 4
-    pad = -start % ALIGNMENT
-    extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
-    return _LOCAL.pack(b"PK\x03\x04", 0, _flags(size), 0, 0, 0, 0, 0, 0, len(name), len(extra)) + (
-        name + extra
-    )
-
-
-def expected_names(prefix: str, keys: list[str], sorted_keys: bool) -> list[str]:
-    """The record names torch.save writes, in its order, for storages ``keys``."""
-    order = sorted(keys) if sorted_keys else keys
-    return (
-        [f"{prefix}data.pkl", f"{prefix}.format_version", f"{prefix}.storage_alignment"]
-        + [f"{prefix}byteorder"]
-        + [f"{prefix}data/{key}" for key in order]
-        + [f"{prefix}version", f"{prefix}.data/serialization_id"]
-    )
-
-
-_CONTENT = {
-    ".format_version": re.compile(rb"1"),
-    ".storage_alignment": re.compile(rb"64"),
-    "byteorder": re.compile(rb"little|big"),
-    "version": re.compile(rb"3\n"),
-    ".data/serialization_id": re.compile(rb"[0-9]{1,64}"),
-}
-
-
-def zip_deviation(
-    handle: BinaryIO,
-    size: int,
-    records: list[zipfile.ZipInfo],
-    prefix: str,
-    keys: list[str],
-    pickle_crc: int | None = None,
-) -> Deviation | None:
-    """The first byte, record or field of the archive that differs from what torch.save
-    writes for a data.pkl and storages ``keys`` (in order of first use), or None. Reads the
-    headers and the small records, never a storage's bytes.
-
-    Long on purpose: it walks the archive once, front to back (local headers, data, data
-    descriptors, the central directory, the end records), comparing each field with what the
-    writer puts there; the first difference ends the walk, in file order."""
-    names = [r.filename for r in records]
-    wanted = expected_names(prefix, keys, False)
-    if names != wanted:
-        for index, (have, want) in enumerate(
-            zip(names + [""] * len(wanted), wanted + [""] * len(names), strict=False)
-        ):
-            if have != want:
-                where = f"record {index} ({have!r})" if have else f"record {index}"
-                what = f"torch.save writes {want!r} here" if want else "torch.save writes no more"
-                return Deviation(where, what, False)
-    if size > _SMALL:
-        return None  # zip64 fields in each header: not modeled
-    cursor = 0
-    for record in records:
-        name = record.filename.encode("utf-8")
-        where = f"record {record.filename!r}"
-        if record.header_offset != cursor:
-            return Deviation(
-                where,
-                f"starts at byte {record.header_offset}, torch.save writes it at {cursor}",
-                False,
-            )
-        if record.compress_type != zipfile.ZIP_STORED:
-            return Deviation(where, "compressed; torch.save stores every record", False)
-        header = _local_header(cursor, name, record.file_size)
-        handle.seek(cursor)
-        found = handle.read(len(header))
-        if found != header:
-            byte = next(
-                (i for i, (a, b) in enumerate(zip(found, header, strict=False)) if a != b),
-                len(found),
-            )
-            return Deviation(
-                f"{where}, local header byte {byte} (file byte {cursor + byte})",
-                "not as torch.save writes the header",
-                False,
-            )
-        cursor += len(header)
-        short = record.file_size <= 64
-        handle.seek(cursor)
-        body = handle.read(record.file_size) if short else b""
-        base = record.filename[len(prefix) :]
-        pattern = _CONTENT.get(base)
-        if pattern is not None and pattern.fullmatch(body) is None:
-            return Deviation(where, f"holds {body[:64]!r}, not what torch.save writes", True)
-        if pickle_crc is not None and base == "data.pkl" and pickle_crc != record.CRC:
-            return Deviation(where, "its CRC is not its data's", True)
-        cursor += record.file_size
-        descriptor = (
-            _DESCRIPTOR.pack(b"PK\x07\x08", record.CRC, record.file_size, record.file_size)
-            if record.file_size
-            else b""
-        )
-        handle.seek(cursor)
-        if handle.read(len(descriptor)) != descriptor:
-            return Deviation(
-                f"{where}, data descriptor at byte {cursor}", "not as torch.save writes it", False
-            )
-        cursor += len(descriptor)
-    directory = cursor
-    central = b"".join(
-        _CENTRAL.pack(
-            b"PK\x01\x02",
-            0,
-            0,
-            _flags(r.file_size),
-            0,
-            0,
-            0,
-            r.CRC,
-            r.file_size,
-            r.file_size,
-            len(r.filename.encode("utf-8")),
-            0,
-            0,
-            0,
-            0,
-            0,
-            r.header_offset,
-        )
-        + r.filename.encode("utf-8")
-        for r in records
-    )
-    n = len(records)
-    tail = (
-        central
-        + _END64.pack(b"PK\x06\x06", 44, _MADE_BY, _NEEDED, 0, 0, n, n, len(central), directory)
-        + _LOCATOR.pack(b"PK\x06\x07", 0, directory + len(central), 1)
-        + _END.pack(b"PK\x05\x06", 0, 0, min(n, 0xFFFF), min(n, 0xFFFF), len(central), directory, 0)
-    )
-    handle.seek(directory)
-    found = handle.read(len(tail) + 1)
-    if found != tail:
-        byte = next(
-            (i for i, (a, b) in enumerate(zip(found, tail, strict=False)) if a != b),
-            min(len(found), len(tail)),
-        )
-        part = "central directory" if byte < len(central) else "end records"
-        return Deviation(
-            f"{part}, file byte {directory + byte}", "not as torch.save writes it", False
-        )
     return None

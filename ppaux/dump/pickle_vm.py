@@ -6,6 +6,12 @@ allowlist in :mod:`ppaux.dump.allowlist`) that returns safe stand-ins; calls, ob
 by
 :class:`~ppaux.limits.Limits`: items created, memo entries, nesting of marks, and the input size
 the caller hands in. Malformed data raises :class:`~ppaux.errors.DumpError` with the byte offset.
+
+One job, so one module though a long one: the machine's state (stack, marks, memo, the bounds
+spent) and the opcode table that changes it are read together, opcode by opcode, against
+CPython's ``Modules/_pickle.c``; split apart, every handler would reach back into the other
+half's private state. What the machine builds for a global lives elsewhere (the allowlist, the
+value model).
 """
 
 from __future__ import annotations
@@ -20,7 +26,6 @@ from ppaux.limits import Limits
 from ppaux.text import shown
 
 __all__ = [
-    "MAX_DIMS",
     "Call",
     "Machine",
     "check_state",
@@ -29,16 +34,10 @@ __all__ = [
     "set_requires_grad",
 ]
 
-#: Most dimensions a tensor or array may declare. torch has no hard limit, but nothing real
-#: comes near this, and it keeps element counts small enough to print (64 sizes below 2**63).
-MAX_DIMS = 64
 _INT64_END = 2**63
 #: Deepest dict key or set item hashed. CPython hashes nested tuples by C recursion (a deep one
 #: crashes the process) and compares them with a recursion limit of about 1000.
 _MAX_KEY_DEPTH = 500
-#: Distinct keys of one dict or set allowed to share a hash value. More means keys chosen to
-#: collide (ints and tuples of ints have predictable hashes), which makes insertion quadratic.
-_MAX_COLLISIONS = 8
 
 
 #: The allowlisted callables that are classes (NEWOBJ may create them); the others are
@@ -107,11 +106,11 @@ def global_name(module: str, name: str) -> str:
     return shown(f"{module}.{name}", _MAX_NAME)
 
 
-def is_shape(value: Any) -> bool:
-    """True for a tuple or list of at most MAX_DIMS sizes, each an int in [0, 2**63)."""
+def is_shape(value: Any, max_dims: int) -> bool:
+    """True for a tuple or list of at most ``max_dims`` sizes, each an int in [0, 2**63)."""
     return (
         isinstance(value, (tuple, list))
-        and len(value) <= MAX_DIMS
+        and len(value) <= max_dims
         and all(type(v) is int and 0 <= v < _INT64_END for v in value)
     )
 
@@ -268,10 +267,14 @@ class Machine:
             self._buckets[slot] = [key]
         elif not any(k is key or k == key for k in held):
             held.append(key)
-            if len(held) > _MAX_COLLISIONS:
-                raise self.error(
-                    f"more than {_MAX_COLLISIONS} distinct dict keys or set items share one "
-                    "hash value (keys chosen to collide)"
+            if len(held) > self.limits.max_hash_collisions:
+                raise LimitExceeded(
+                    self.path,
+                    "max_hash_collisions",
+                    self.limits.max_hash_collisions,
+                    f"malformed pickle at byte {self._op_pos}: more than "
+                    f"{self.limits.max_hash_collisions} distinct dict keys or set items share one "
+                    "hash value (keys chosen to collide)",
                 )
 
     # -- reading ------------------------------------------------------------------------------
@@ -539,7 +542,7 @@ def _build_ndarray(m: Machine, arr: NdArrayRef, state: Any) -> None:
     shape, dtype, fortran = state[offset], state[offset + 1], state[offset + 2]
     data = state[offset + 3]
     arr.problem = _ndarray_refusal(state, offset)
-    if isinstance(shape, tuple) and is_shape(shape):
+    if isinstance(shape, tuple) and is_shape(shape, m.limits.max_dims):
         arr.shape = shape
     if isinstance(dtype, NumpyDtype):
         arr.dtype = dtype.name

@@ -33,10 +33,10 @@ from ppaux.errors import DumpError
 from ppaux.text import shown
 
 __all__ = [
-    "MAX_DEFLATE_RATIO",
+    "DEFLATE_EXPANSION",
     "NAME_BUFFER",
-    "TORCH_MAX_VERSION",
-    "TORCH_MIN_VERSION",
+    "TORCH_NEWEST_FORMAT",
+    "TORCH_OLDEST_FORMAT",
     "ZIP_READ_ERRORS",
     "RecordReader",
     "raw_name",
@@ -66,11 +66,11 @@ ZIP_READ_ERRORS: tuple[type[BaseException], ...] = (
 NAME_BUFFER = 512
 
 #: Deflate never expands data more than about 1032 to 1 (258 bytes from each 2-bit code).
-MAX_DEFLATE_RATIO = 1032
+DEFLATE_EXPANSION = 1032
 
 #: The archive versions torch 2.13's reader accepts (kMinSupportedFileFormatVersion,
 #: kMaxSupportedFileFormatVersion in caffe2/serialize/versions.h).
-TORCH_MIN_VERSION, TORCH_MAX_VERSION = 1, 10
+TORCH_OLDEST_FORMAT, TORCH_NEWEST_FORMAT = 1, 10
 
 _LOCAL = struct.Struct("<4s5H3L2H")
 _BLOCK = 1 << 20
@@ -133,13 +133,13 @@ def torch_version(text: bytes) -> tuple[int | None, str | None]:
     if value >= 1 << 64:
         return None, "its version record is out of range (torch's stoull fails)"
     signed = value - (1 << 64) if value >= 1 << 63 else value
-    if signed < TORCH_MIN_VERSION:
+    if signed < TORCH_OLDEST_FORMAT:
         return signed, (
-            f"its version is {signed}, below the oldest torch reads ({TORCH_MIN_VERSION})"
+            f"its version is {signed}, below the oldest torch reads ({TORCH_OLDEST_FORMAT})"
         )
-    if value > TORCH_MAX_VERSION:
+    if value > TORCH_NEWEST_FORMAT:
         return value, (
-            f"its version is {value}, past the newest torch 2.13 reads ({TORCH_MAX_VERSION})"
+            f"its version is {value}, past the newest torch 2.13 reads ({TORCH_NEWEST_FORMAT})"
         )
     return value, None
 
@@ -319,7 +319,7 @@ class RecordReader:
             pending = b"" if inflater.eof else tail
             low, high = produced, produced + len(out)
             produced = high
-            if produced > MAX_DEFLATE_RATIO * consumed + _BLOCK:
+            if produced > DEFLATE_EXPANSION * consumed + _BLOCK:
                 raise DumpError(
                     self.path,
                     f"record {name} inflates to more than deflate can make of "
@@ -379,7 +379,7 @@ class RecordReader:
             return f"record {name} declares {record.compress_size} stored bytes, past the file"
         if record.compress_type == zipfile.ZIP_STORED and nbytes > record.compress_size:
             return f"record {name} holds {record.compress_size} bytes, {nbytes} needed"
-        if nbytes > MAX_DEFLATE_RATIO * record.compress_size + _BLOCK:
+        if nbytes > DEFLATE_EXPANSION * record.compress_size + _BLOCK:
             return (
                 f"record {name} claims {nbytes} bytes from {record.compress_size} compressed, "
                 "more than deflate can make"

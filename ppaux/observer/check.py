@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
-from ppaux.errors import PpauxError, Setting, SettingError
+from ppaux.errors import PpauxError, SettingError
 from ppaux.observer.judge import Ending, Judge
 from ppaux.observer.paths import Machinery
 from ppaux.observer.standins import (
@@ -32,6 +32,7 @@ from ppaux.observer.standins import (
 from ppaux.observer.target import LoadedObserver, TargetError, observer_from
 from ppaux.replay import Impl, Sender, Transport, timeout_fault
 from ppaux.report import Report
+from ppaux.suggestions import Setting
 
 __all__ = [
     "MAX_BATCH_SIZE",

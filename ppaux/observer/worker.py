@@ -79,7 +79,8 @@ def main(argv: list[str]) -> int:
     import ppaux.observer.requests as requests
     import ppaux.observer.runner as runner
     import ppaux.observer.target as target_module
-    from ppaux.errors import PpauxError, Setting
+    from ppaux.errors import PpauxError
+    from ppaux.suggestions import Setting
 
     settings = dict(request["options"])
     settings["batch_sizes"] = tuple(settings["batch_sizes"])

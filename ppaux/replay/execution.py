@@ -12,6 +12,7 @@ import dataclasses
 from typing import Any, cast
 
 from ppaux.errors import DumpError
+from ppaux.limits import Limits
 from ppaux.replay.findings import not_reproduced, payload_findings
 from ppaux.replay.results import DumpResult, PayloadResult, Recorded, RunResult, worst
 from ppaux.replay.setup import Setup
@@ -44,7 +45,7 @@ def replay_file(path: str, setup: Setup) -> tuple[DumpResult, list[Finding]]:
     Raises :class:`~ppaux.errors.DumpError` for a dump that cannot be read or holds nothing to
     replay.
     """
-    from ppaux.dump import check_dump, find_payloads, read_dump, walk
+    from ppaux.dump import find_payloads, read_dump, walk
 
     dump = read_dump(path, setup.options.limits)
     # In inspect's order: too many tensor dicts or tensors are refused by the search for them,
@@ -52,15 +53,7 @@ def replay_file(path: str, setup: Setup) -> tuple[DumpResult, list[Finding]]:
     payloads = find_payloads(dump, setup.options.limits)
     for _ in walk(dump.root, setup.options.limits, path):
         pass  # a hostile structure fails here, as one clear error, before anything is built
-    # Each file is judged as inspect judges it whatever the replay gives: a global outside
-    # torch's allowlist is PP201 (a hostile file is never clean), a file without a tensor dict
-    # is PP114, not an input that could not be used; a file not as torch.save writes it is
-    # PP118.
-    judged = [
-        f
-        for f in check_dump(dump, [], setup.options.limits)
-        if f.code.startswith("PP2") or f.code == "PP118" or (f.code == "PP114" and not payloads)
-    ]
+    judged = _judged(dump, payloads, setup.options.limits)
     if not payloads:
         raise NothingToReplay(path, judged)
     capture = dump.capture
@@ -70,15 +63,6 @@ def replay_file(path: str, setup: Setup) -> tuple[DumpResult, list[Finding]]:
         setup = cast(
             "Setup", _OtherOptions(setup, dataclasses.replace(setup.options, sender=Sender.LEGACY))
         )
-    units: list[tuple[Any, Any]] = []
-    if capture is not None:
-        tensors = next((p for p in payloads if p.role == "capture"), None)
-        output = next((p for p in payloads if p.role == "output"), None)
-        if tensors is None:
-            raise DumpError(path, "capture without a tensor dict to replay")
-        units.append((tensors, output))
-    else:
-        units = [(payload, None) for payload in payloads]
     # torch is imported here, once a dump has something to rebuild (the reader needs none).
     from ppaux.replay.materialize import Materializer
 
@@ -89,13 +73,63 @@ def replay_file(path: str, setup: Setup) -> tuple[DumpResult, list[Finding]]:
                 build.value(payload.mapping, payload.locator),
                 build.value(output.mapping, output.locator) if output is not None else None,
             )
-            for payload, output in units
+            for payload, output in _units(path, capture, payloads)
         ]
+    results, findings = _replay_all(path, real, setup, judged)
+    first = next((r for r in results if r.error is not None), None)
+    dump_result = DumpResult(
+        path=path,
+        outcome=worst(r.outcome for r in results),
+        error=first.error if first else None,
+        error_type=first.error_type if first else None,
+        stage=first.stage if first else None,
+        payloads=tuple(results),
+    )
+    if capture is not None:
+        dump_result, more = _against_capture(path, capture, dump_result, real, setup, as_recorded)
+        findings += more
+    limits = setup.options.limits
+    findings = cap_per_code(findings, limits.max_findings_per_code, "max_findings_per_code")
+    once = OnceText()
+    findings = [once.finding(f) for f in findings]
+    cut: DumpResult = once.value(dump_result)
+    return cut, findings
+
+
+def _judged(dump: Any, payloads: list[Any], limits: Limits) -> list[Finding]:
+    """The findings inspect gives the file whatever the replay gives: a global outside torch's
+    allowlist is PP201 (a hostile file is never clean), a file without a tensor dict is PP114,
+    not an input that could not be used; a file not as torch.save writes it is PP118."""
+    from ppaux.dump import check_dump
+
+    return [
+        f
+        for f in check_dump(dump, [], limits)
+        if f.code.startswith("PP2") or f.code == "PP118" or (f.code == "PP114" and not payloads)
+    ]
+
+
+def _units(path: str, capture: Any, payloads: list[Any]) -> list[tuple[Any, Any]]:
+    """What is replayed: each tensor dict alone, or a capture's dict with its output."""
+    if capture is None:
+        return [(payload, None) for payload in payloads]
+    tensors = next((p for p in payloads if p.role == "capture"), None)
+    output = next((p for p in payloads if p.role == "output"), None)
+    if tensors is None:
+        raise DumpError(path, "capture without a tensor dict to replay")
+    return [(tensors, output)]
+
+
+def _replay_all(
+    path: str, real: list[tuple[Any, Any, Any]], setup: Setup, judged: list[Finding]
+) -> tuple[list[PayloadResult], list[Finding]]:
+    """Each rebuilt tensor dict replayed, with its findings after ``judged``.
+
+    A thousand payloads may each format the same 16 KiB key or message anew: equal long strings
+    are held once, and past max_findings_per_code findings of a code are counted, not kept (one
+    finding per code words the count, as the cut did when they were kept)."""
     results: list[PayloadResult] = []
     findings: list[Finding] = list(judged)
-    # A thousand payloads may each format the same 16 KiB key or message anew: equal long
-    # strings are held once, and past max_findings_per_code findings of a code are counted, not
-    # kept (the cut below words the count, as it did when they were kept).
     shared = _Shared()
     per_code = setup.options.limits.max_findings_per_code
     kept: dict[str, int] = {}
@@ -122,44 +156,42 @@ def replay_file(path: str, setup: Setup) -> tuple[DumpResult, list[Finding]]:
         )
         for code, n in omitted.items()
     ]
-    first = next((r for r in results if r.error is not None), None)
-    dump_result = DumpResult(
-        path=path,
-        outcome=worst(r.outcome for r in results),
-        error=first.error if first else None,
-        error_type=first.error_type if first else None,
-        stage=first.stage if first else None,
-        payloads=tuple(results),
+    return results, findings
+
+
+def _against_capture(
+    path: str,
+    capture: Any,
+    dump_result: DumpResult,
+    real: list[tuple[Any, Any, Any]],
+    setup: Setup,
+    as_recorded: bool,
+) -> tuple[DumpResult, list[Finding]]:
+    """The replay of a capture held against what the capture recorded: whether it reproduced
+    the recorded error, and the findings that follow."""
+    meta = capture["meta"]
+    recorded = Recorded(
+        *(
+            meta.get(name)
+            if isinstance(meta.get(name), (str, type(None)))
+            else repr(meta.get(name))
+            for name in ("function", "exception_type", "exception_message")
+        )
     )
-    if capture is not None:
-        meta = capture["meta"]
-        recorded = Recorded(
-            *(
-                meta.get(name)
-                if isinstance(meta.get(name), (str, type(None)))
-                else repr(meta.get(name))
-                for name in ("function", "exception_type", "exception_message")
-            )
-        )
-        dump_result = dataclasses.replace(
-            dump_result,
-            recorded=recorded,
-            reproduced=(
-                recorded.exception_type == dump_result.error_type
-                and recorded.exception_message == dump_result.error
-            ),
-            sender=setup.options.sender.value if as_recorded else None,
-        )
-        if not dump_result.reproduced:
-            findings.append(not_reproduced(path, recorded, dump_result, setup.options))
-        elif as_recorded:
-            findings += validating_sender_findings(path, real, setup)
-    limits = setup.options.limits
-    findings = cap_per_code(findings, limits.max_findings_per_code, "max_findings_per_code")
-    once = OnceText()
-    findings = [once.finding(f) for f in findings]
-    cut: DumpResult = once.value(dump_result)
-    return cut, findings
+    dump_result = dataclasses.replace(
+        dump_result,
+        recorded=recorded,
+        reproduced=(
+            recorded.exception_type == dump_result.error_type
+            and recorded.exception_message == dump_result.error
+        ),
+        sender=setup.options.sender.value if as_recorded else None,
+    )
+    if not dump_result.reproduced:
+        return dump_result, [not_reproduced(path, recorded, dump_result, setup.options)]
+    if as_recorded:
+        return dump_result, validating_sender_findings(path, real, setup)
+    return dump_result, []
 
 
 class _OtherOptions:

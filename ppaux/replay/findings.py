@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppaux.errors import Setting
 from ppaux.replay.options import ReplayOptions
 from ppaux.replay.results import DumpResult, PayloadResult, Recorded, RunResult
 from ppaux.replay.vocabulary import Sender, Transport
 from ppaux.report import Finding, finding
+from ppaux.suggestions import Setting
 
 __all__ = ["WIRE_PHRASE", "not_reproduced", "payload_findings"]
 

@@ -37,6 +37,7 @@ from ppaux.dump import (
 )
 from ppaux.errors import DumpError, PpauxError
 from ppaux.limits import Limits
+from ppaux.replay.stand_ins import stand_in
 from ppaux.text import shown
 
 __all__ = [
@@ -238,7 +239,7 @@ class Materializer:
             # An object of a class ppaux never imports stays a non-tensor, but one whose type
             # carries the original class name, so Python's own messages (pop's AttributeError
             # on such a dict key) read as they would with the real class.
-            built = _stand_in(value)
+            built = stand_in(value)
         else:
             # Globals and numpy stand-ins: placeholders stay placeholders.
             return value
@@ -452,25 +453,6 @@ def quantized_creation() -> Iterator[None]:
         yield
 
 
-class StandIn:
-    """Base of the stand-ins for objects whose class was never imported (see :func:`_stand_in`)."""
-
-    __slots__ = ("source",)
-
-    def __init__(self, source: Opaque) -> None:
-        self.source = source
-
-    def __repr__(self) -> str:
-        return f"<{self.source.name} object, not imported>"
-
-    # The wire pickles non-tensors: rebuild through ppaux, not the class.
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_stand_in, (self.source,))
-
-
-_STAND_IN_TYPES: dict[str, type[StandIn]] = {}
-
-
 def _torch_value(value: TorchValue) -> Any:
     """The torch.device, layout or qscheme itself (a key of that type fails pop as in torch)."""
     try:
@@ -480,16 +462,6 @@ def _torch_value(value: TorchValue) -> Any:
     except (RuntimeError, ValueError, TypeError):
         return value
     return found if found is not None else value
-
-
-def _stand_in(value: Opaque) -> StandIn:
-    """A StandIn whose class is named like the saved one (no module is imported)."""
-    cls = _STAND_IN_TYPES.get(value.name)
-    if cls is None:
-        module, _, short = value.name.rpartition(".")
-        cls = type(short or value.name, (StandIn,), {"__slots__": (), "__module__": module or "?"})
-        _STAND_IN_TYPES[value.name] = cls
-    return cls(value)
 
 
 def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:

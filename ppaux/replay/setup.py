@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ppaux.errors import Setting
 from ppaux.replay.options import ReplayConfigError, ReplayOptions
 from ppaux.replay.vocabulary import Impl, Transport
+from ppaux.suggestions import Setting
 
 if TYPE_CHECKING:
     from ppaux.replay.protocol import Wire

@@ -33,10 +33,10 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ppaux.errors import Setting, Suggestion
 from ppaux.replay.distributed import DistributedWire, WireSetupError
 from ppaux.replay.receiver import Receive, serve
 from ppaux.replay.wire import WireError, WireStats
+from ppaux.suggestions import Setting, Suggestion
 
 __all__ = ["RUNTIME_MODULE", "SglangWire", "import_runtime"]
 

@@ -12,8 +12,9 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from ppaux.errors import PathError, Suggestion, Wording, library_words, worded
+from ppaux.errors import PathError
 from ppaux.report.findings import Finding, Severity, suggestion_json
+from ppaux.suggestions import Suggestion, Wording, library_words, worded
 
 __all__ = [
     "REPORT_SCHEMA",

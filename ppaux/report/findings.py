@@ -10,7 +10,15 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from ppaux.errors import RaiseLimit, Setting, Suggestion, Wording, library_words, limit_note, worded
+from ppaux.suggestions import (
+    RaiseLimit,
+    Setting,
+    Suggestion,
+    Wording,
+    library_words,
+    limit_note,
+    worded,
+)
 
 __all__ = [
     "Finding",

@@ -42,6 +42,9 @@ from .names import aux_name as aux_name
 from .names import match_message as match_message
 from .names import message_by_id as message_by_id
 from .names import search_message as search_message
+from .raise_sites import RAISE_RELEASES as RAISE_RELEASES
+from .raise_sites import RELEASE_LINES as RELEASE_LINES
+from .raise_sites import SCHEDULER_CALLS as SCHEDULER_CALLS
 from .releases import UnknownReleaseError as UnknownReleaseError
 from .releases import families as families
 from .releases import fitting_releases as fitting_releases

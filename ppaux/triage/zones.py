@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
-from ppaux.errors import SettingError, keyword
+from ppaux.errors import SettingError
+from ppaux.suggestions import keyword
 
 __all__ = ["LocalZone", "TriageConfigError", "local_zone"]
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppaux.errors import PpauxError, Suggestion
+from ppaux.errors import PpauxError
 from ppaux.report.findings import Finding, Rule, Severity
+from ppaux.suggestions import Suggestion
 
 from . import capture, diff, dump, observer, replay, security, skew, triage
 

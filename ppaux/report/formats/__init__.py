@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 
-from ppaux.errors import Wording, library_words, worded
 from ppaux.report.document import FailOn, InputProblem, Report
+from ppaux.suggestions import Wording, library_words, worded
 
 __all__ = ["Format", "render"]
 

@@ -1,0 +1,198 @@
+"""The checks on a dump's tensors: each auxiliary tensor as the receiver rebuilds it, their
+devices, every tensor's view on its storage, and the storage records a zip dump holds."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ppaux.dump.dumpfile import Dump
+from ppaux.dump.findings_budget import at
+from ppaux.dump.model import DTYPE_ITEMSIZE, TensorRef
+from ppaux.dump.payload import LEAF_TYPES, Payload, key_text, quoted, walk
+from ppaux.limits import Limits
+from ppaux.report import Finding, finding
+from ppaux.sglang import OUTPUT_PREFIX
+from ppaux.text import shown
+
+__all__ = ["device_checks", "storage_records", "tensor_checks", "tensor_views", "view_problem"]
+
+
+def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRef) -> list[Finding]:
+    found = []
+    if tensor.kind in ("sparse", "quantized"):
+        found.append(
+            at(
+                "PP107",
+                path,
+                f"auxiliary tensor {quoted(name)} is {tensor.kind} ({tensor.layout}); the "
+                "receiver rebuilds a dense tensor from dtype and size",
+                *where,
+            )
+        )
+    elif tensor.kind == "meta" or tensor.device == "meta":
+        found.append(at("PP108", path, f"auxiliary tensor {quoted(name)} is a meta tensor", *where))
+    elif not tensor.contiguous:
+        found.append(
+            at(
+                "PP106",
+                path,
+                f"auxiliary tensor {quoted(name)} is not contiguous (shape "
+                f"{list(tensor.shape)}, stride {list(tensor.stride or ())})",
+                *where,
+            )
+        )
+    if tensor.subclass is not None:
+        found.append(
+            at(
+                "PP109",
+                path,
+                f"auxiliary tensor {quoted(name)} is a {tensor.subclass}; the receiver "
+                "gets a plain torch.Tensor",
+                *where,
+            )
+        )
+    if tensor.numel == 0 and tensor.kind == "dense":
+        found.append(
+            at(
+                "PP112",
+                path,
+                f"auxiliary tensor {quoted(name)} has no elements (shape {list(tensor.shape)})",
+                *where,
+            )
+        )
+    return found
+
+
+def device_checks(path: str, payload: Payload, aux: list[tuple[str, Any]]) -> list[Finding]:
+    aux_tensors = [(k, v) for k, v in aux if isinstance(v, TensorRef) and v.kind != "meta"]
+    if not aux_tensors:
+        return []
+    others = Counter(
+        v.device
+        for k, v in payload.mapping.items()
+        if isinstance(v, TensorRef)
+        and v.kind != "meta"
+        and not (isinstance(k, str) and k.startswith(OUTPUT_PREFIX))
+    )
+    if others:
+        reference, what = others.most_common(1)[0][0], "the message's other tensors are"
+    else:
+        reference, what = aux_tensors[0][1].device, f"{quoted(aux_tensors[0][0])} is"
+    found = []
+    for key, tensor in aux_tensors:
+        if tensor.device != reference:
+            found.append(
+                at(
+                    "PP105",
+                    path,
+                    f"auxiliary tensor {quoted(key[len(OUTPUT_PREFIX) :])} is on "
+                    f"{tensor.device} but {what} on {reference}; the wire sends only the device "
+                    "type and the receiver allocates on its own current device, dropping the index",
+                    payload,
+                    key,
+                )
+            )
+    return found
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def view_problem(tensor: TensorRef) -> str | None:
+    """Why torch could not set this tensor's view on its storage (None when it can)."""
+    storage = tensor.storage
+    if storage is None or tensor.stride is None or tensor.kind != "dense":
+        return None
+    if len(tensor.stride) != len(tensor.shape):
+        return None
+    numel = tensor.numel
+    if numel > _INT64_MAX:
+        return f"shape {tuple(tensor.shape)} holds {numel} elements, more than int64 counts"
+    if numel == 0:
+        return None
+    end = (
+        tensor.offset
+        + 1
+        + sum((size - 1) * step for size, step in zip(tensor.shape, tensor.stride, strict=True))
+    )
+    if end > storage.numel and tensor.dtype == storage.dtype:
+        return (
+            f"shape {tuple(tensor.shape)} at offset {tensor.offset} reaches element {end} "
+            f"of a storage of {storage.numel}"
+        )
+    reach = end * DTYPE_ITEMSIZE.get(tensor.dtype, 1)
+    if tensor.dtype != storage.dtype and reach > storage.nbytes:
+        # _rebuild_tensor_v3: a typed view over an untyped (byte) storage.
+        return (
+            f"{tensor.dtype} shape {tuple(tensor.shape)} at offset {tensor.offset} reaches "
+            f"byte {reach} of a storage of {storage.nbytes} bytes"
+        )
+    return None
+
+
+def _nodes(value: Any, limits: Limits, path: str, seen: set[int]) -> Any:
+    """What ``walk(value, limits, path, seen)`` yields; a plain tensor (the usual entry) without
+    a walk: it holds nothing else."""
+    if value.__class__ is TensorRef and value.state is None:
+        if id(value) in seen:
+            return ()
+        seen.add(id(value))
+        return (value,)
+    return walk(value, limits, path, seen)
+
+
+def tensor_views(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Finding]:
+    found = []
+    seen: set[int] = set()
+    for payload in payloads:
+        for key, value in payload.mapping.items():
+            if value.__class__ in LEAF_TYPES:
+                continue  # holds no tensor
+            for node in _nodes(value, limits, dump.path, seen):
+                if isinstance(node, TensorRef):
+                    problem = view_problem(node)
+                    if problem is not None:
+                        found.append(
+                            at(
+                                "PP116",
+                                dump.path,
+                                f"tensor {problem}; torch.load fails on it",
+                                payload,
+                                key,
+                            )
+                        )
+    return found
+
+
+def storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Finding]:
+    if dump.container != "zip":
+        return []
+    bad = [s for s in dump.storages if s.record_size is None or s.record_size < s.nbytes]
+    if not bad:
+        return []
+    keys: dict[int, str] = {}
+    seen: set[int] = set()  # each node is credited to the first entry that reaches it
+    for payload in payloads:
+        for key, value in payload.mapping.items():
+            if value.__class__ in LEAF_TYPES:
+                continue  # holds no tensor
+            for node in _nodes(value, limits, dump.path, seen):
+                if isinstance(node, TensorRef) and node.storage is not None:
+                    keys.setdefault(id(node.storage), key_text(key))
+    found = []
+    for storage in bad:
+        state = (
+            "missing"
+            if storage.record_size is None
+            else f"{storage.record_size} bytes, {storage.nbytes} declared"
+        )
+        found.append(
+            finding(
+                "PP113",
+                dump.path,
+                f"storage record {shown(storage.record or '')} is {state}",
+                keys.get(id(storage)),
+            )
+        )
+    return found

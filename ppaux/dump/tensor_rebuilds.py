@@ -1,0 +1,342 @@
+"""torch's tensor rebuild functions as the safe reader interprets them: each describes the
+tensor torch would rebuild (a :class:`~ppaux.dump.model.TensorRef`) from the arguments the
+pickle gives it, checked as torch checks them. Argument layouts follow ``torch/_utils.py`` and
+``torch/_tensor.py`` of torch 2.x; :mod:`ppaux.dump.allowlist` holds the rest of the allowlist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ppaux.dump.model import (
+    DtypeRef,
+    NdArrayRef,
+    StorageRef,
+    TensorRef,
+    TorchValue,
+)
+from ppaux.dump.pickle_vm import (
+    Call,
+    Machine,
+    check_state,
+    is_shape,
+    set_requires_grad,
+)
+from ppaux.errors import LimitExceeded
+from ppaux.text import shown
+
+__all__ = ["DTYPE_ALIASES", "LAYOUTS", "QSCHEMES", "TENSOR_CALLS", "as_shape", "name_of"]
+
+# Aliases torch.<name> -> canonical dtype name.
+DTYPE_ALIASES = {
+    "float": "float32",
+    "double": "float64",
+    "half": "float16",
+    "long": "int64",
+    "int": "int32",
+    "short": "int16",
+    "cfloat": "complex64",
+    "cdouble": "complex128",
+    "chalf": "complex32",
+}
+LAYOUTS = {
+    "strided",
+    "sparse_coo",
+    "sparse_csr",
+    "sparse_csc",
+    "sparse_bsr",
+    "sparse_bsc",
+    "jagged",
+}
+QSCHEMES = {
+    "per_tensor_affine",
+    "per_channel_affine",
+    "per_tensor_symmetric",
+    "per_channel_symmetric",
+    "per_channel_affine_float_qparams",
+}
+
+
+def as_shape(m: Machine, value: Any, what: str) -> tuple[int, ...]:
+    max_dims = m.limits.max_dims
+    if is_shape(value, max_dims):
+        return tuple(value)
+    if isinstance(value, (tuple, list)) and len(value) > max_dims:
+        raise LimitExceeded(
+            m.path,
+            "max_dims",
+            max_dims,
+            f"tensor {what} has {len(value)} dimensions (more than {max_dims})",
+        )
+    raise m.error(f"tensor {what} is not a tuple of integers in [0, 2**63)")
+
+
+def _dtype_name(m: Machine, value: Any) -> str:
+    if isinstance(value, DtypeRef):
+        return value.name
+    raise m.error("tensor dtype is not a torch dtype")
+
+
+def _device(value: Any) -> str:
+    if isinstance(value, TorchValue):
+        return shown(value.name, 200)
+    return shown(value, 200) if isinstance(value, str) else name_of(value)
+
+
+def name_of(value: Any) -> str:
+    # Never repr() a value from the file: a shared or deep structure makes that explode.
+    name = getattr(value, "name", None)
+    if isinstance(name, str):
+        return name
+    return f"<{type(value).__name__}>"
+
+
+def _storage(m: Machine, value: Any) -> StorageRef:
+    if isinstance(value, StorageRef):
+        return value
+    raise m.error("tensor storage is not a storage record")
+
+
+def _size_stride(m: Machine, size: Any, stride: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    shape, strides = as_shape(m, size, "size"), as_shape(m, stride, "stride")
+    if len(shape) != len(strides):
+        raise m.error(f"tensor size has {len(shape)} dimensions but its stride {len(strides)}")
+    return shape, strides
+
+
+def _strided(m: Machine, args: tuple[Any, ...], dtype: str | None = None) -> TensorRef:
+    storage = _storage(m, args[0])
+    offset = args[1]
+    if type(offset) is not int or not 0 <= offset < 2**63:
+        raise m.error("tensor storage offset is not an integer in [0, 2**63)")
+    shape, strides = _size_stride(m, args[2], args[3])
+    tensor = TensorRef(
+        dtype or storage.dtype,
+        shape,
+        strides,
+        storage.location,
+        offset=offset,
+        storage=storage,
+    )
+    m.tensors_built.append(tensor)
+    return tensor
+
+
+def _rebuild_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
+    return _strided(m, args[:4])
+
+
+def _check_hooks(m: Machine, hooks: Any) -> None:
+    """torch.save writes a tensor's backward hooks as ``OrderedDict()`` (GLOBAL
+    'collections OrderedDict', EMPTY_TUPLE, REDUCE), whatever hooks the tensor has."""
+    if id(hooks) not in m.torch_hooks or hooks:
+        m.deviate("backward hooks that are not the empty OrderedDict() torch.save writes")
+
+
+def _check_shape_tuples(m: Machine, args: tuple[Any, ...]) -> None:
+    """torch.save writes a tensor's size and stride as tuples."""
+    if not isinstance(args[2], tuple) or not isinstance(args[3], tuple):
+        m.deviate("a tensor's size or stride that is not the tuple torch.save writes")
+
+
+def _rebuild_tensor_v2(m: Machine, args: tuple[Any, ...]) -> TensorRef:
+    if not 6 <= len(args) <= 7:
+        raise TypeError(f"{len(args)} arguments, expected 6 or 7")
+    _check_hooks(m, args[5])
+    _check_shape_tuples(m, args)
+    tensor = _strided(m, args)
+    set_requires_grad(m, tensor, args[4], "_rebuild_tensor_v2")
+    if len(args) == 7:
+        tensor.bits = _view_bits(m, tensor, args[6])
+    return tensor
+
+
+def _rebuild_tensor_v3(m: Machine, args: tuple[Any, ...]) -> TensorRef:
+    if not 7 <= len(args) <= 8:
+        raise TypeError(f"{len(args)} arguments, expected 7 or 8")
+    _check_hooks(m, args[5])
+    _check_shape_tuples(m, args)
+    tensor = _strided(m, args, _dtype_name(m, args[6]))
+    set_requires_grad(m, tensor, args[4], "_rebuild_tensor_v3")
+    if len(args) == 8:
+        tensor.bits = _view_bits(m, tensor, args[7])
+    return tensor
+
+
+#: Values torch._C._set_tensor_metadata takes for a bit (pybind's bool: None and numbers too).
+_BIT_VALUES = (bool, int, float, type(None))
+
+
+def _view_bits(m: Machine, tensor: TensorRef, metadata: Any) -> tuple[str, ...]:
+    """The view bits torch sets from a tensor's saved ``metadata`` (torch 2.x,
+    ``torch._utils._rebuild_tensor_v2``): nothing when it is empty or false; otherwise it must
+    be a dict of strings to booleans, and a 'conj' key sets the conjugate bit, a 'neg' key the
+    negative bit, whatever their values (``torch._C._set_tensor_metadata``). Anything else makes
+    torch.load fail, and the reader refuses the file as torch would."""
+    if (
+        metadata is None
+        or metadata is False
+        or (isinstance(metadata, (dict, int)) and not metadata)
+    ):
+        return ()
+    if not isinstance(metadata, dict):
+        raise m.error("tensor metadata is not a dict; torch.load fails on it")
+    if not all(type(k) is str and isinstance(v, _BIT_VALUES) for k, v in metadata.items()):
+        raise m.error("tensor metadata is not a dict of names to booleans; torch.load fails on it")
+    bits = tuple(bit for bit in ("conj", "neg") if bit in metadata)
+    if "conj" in bits and not tensor.dtype.startswith("complex"):
+        raise m.error(f"a {tensor.dtype} tensor has the conjugate bit; torch.load fails on it")
+    return bits
+
+
+def _tensor_arg(m: Machine, value: Any, what: str) -> TensorRef:
+    if isinstance(value, TensorRef):
+        return value
+    raise m.error(f"{what} is not a tensor")
+
+
+def _rebuild_parameter(m: Machine, args: tuple[Any, ...]) -> TensorRef:
+    if len(args) not in (3, 4):
+        raise TypeError(f"{len(args)} arguments, expected 3 or 4")
+    _check_hooks(m, args[2])
+    tensor = _tensor_arg(m, args[0], "parameter data")
+    tensor.subclass = "torch.nn.parameter.Parameter"
+    set_requires_grad(m, tensor, args[1], "Parameter")
+    if len(args) == 4:
+        check_state(m, args[3], "_rebuild_parameter_with_state")
+        tensor.state = args[3]
+    return tensor
+
+
+def _rebuild_sparse_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
+    layout, data = args
+    if not isinstance(data, tuple) or len(data) < 3:
+        raise m.error("sparse tensor data is not a tuple")
+    coo = _device(layout) == "torch.sparse_coo"  # coo: (indices, values, size[, coalesced])
+    if not coo and len(data) < 4:
+        raise m.error("compressed sparse tensor data is too short")
+    values = _tensor_arg(m, data[1] if coo else data[2], "sparse tensor values")
+    size = data[2] if coo else data[3]
+    tensor = TensorRef(
+        values.dtype,
+        as_shape(m, size, "size"),
+        None,
+        values.device,
+        kind="sparse",
+        layout=_device(layout),
+    )
+    # Kept as saved so that replay can rebuild the tensor; nothing here is checked or used.
+    if coo:
+        tensor.parts = {
+            "indices": data[0],
+            "values": values,
+            "coalesced": data[3] if len(data) > 3 else None,
+        }
+    else:
+        tensor.parts = {"compressed_indices": data[0], "plain_indices": data[1], "values": values}
+    return tensor
+
+
+def _rebuild_qtensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
+    if len(args) != 7:
+        raise TypeError(f"{len(args)} arguments, expected 7")
+    tensor = _strided(m, args)
+    tensor.kind = "quantized"
+    tensor.parts = {"quantizer": args[4]}  # (qscheme, scale, zero_point[, axis]) as saved
+    set_requires_grad(m, tensor, args[5], "_rebuild_qtensor")
+    return tensor
+
+
+def _rebuild_meta(m: Machine, args: tuple[Any, ...]) -> TensorRef:
+    dtype, size, stride, requires_grad = args
+    tensor = TensorRef(_dtype_name(m, dtype), *_size_stride(m, size, stride), "meta", kind="meta")
+    set_requires_grad(m, tensor, requires_grad, "_rebuild_meta_tensor_no_storage")
+    return tensor
+
+
+def _rebuild_wrapper_subclass(m: Machine, args: tuple[Any, ...]) -> TensorRef:
+    cls, dtype, size, stride, offset, layout, device, _requires_grad = args
+    tensor = TensorRef(
+        _dtype_name(m, dtype),
+        *_size_stride(m, size, stride),
+        _device(device),
+        offset=offset if type(offset) is int and 0 <= offset < 2**63 else 0,
+        layout=_device(layout),
+    )
+    tensor.subclass = name_of(cls)
+    return tensor
+
+
+def _rebuild_device_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
+    data, dtype, device, requires_grad = args
+    if isinstance(data, (TensorRef, NdArrayRef)):
+        shape, stride = data.shape, None
+    else:
+        raise m.error("device tensor data is neither a tensor nor an array")
+    return TensorRef(
+        _dtype_name(m, dtype),
+        shape,
+        stride,
+        _device(device),
+        requires_grad=bool(requires_grad) if isinstance(requires_grad, bool) else False,
+    )
+
+
+def _rebuild_nested(m: Machine, args: tuple[Any, ...]) -> TensorRef:
+    buffer = _tensor_arg(m, args[0], "nested tensor buffer")
+    tensor = TensorRef(
+        buffer.dtype, buffer.shape, None, buffer.device, kind="nested", storage=buffer.storage
+    )
+    if len(args) == 4:
+        tensor.parts = {"buffer": buffer, "sizes": args[1], "strides": args[2], "offsets": args[3]}
+    return tensor
+
+
+def _rebuild_from_type(m: Machine, args: tuple[Any, ...]) -> Any:
+    func, new_type, inner_args, state = args
+    if isinstance(func, Call) and func.fn is _rebuild_from_type:
+        # torch wraps a rebuild function once; a chain of these only recurses.
+        raise m.error(f"{func.name} wraps another _rebuild_from_type")
+    if not isinstance(inner_args, (tuple, list)):
+        raise m.error("_rebuild_from_type arguments are not a tuple")
+    m.charge_items(len(inner_args))
+    result = m.call(func, tuple(inner_args))
+    if isinstance(result, TensorRef):
+        name = name_of(new_type)
+        if name not in ("torch.Tensor", "torch._tensor.Tensor"):
+            result.subclass = name
+        if state:
+            check_state(m, state, "_rebuild_from_type_v2")
+            result.state = state
+    return result
+
+
+def _get_layout(m: Machine, args: tuple[Any, ...]) -> TorchValue:
+    (name,) = args
+    if not isinstance(name, str):
+        raise m.error("layout name is not a string")
+    return TorchValue("torch.layout", name)
+
+
+#: The device types torch 2.13's ``torch.device`` parses (observed: anything else is refused).
+
+#: torch's rebuild functions, by the dotted name a pickle gives them.
+TENSOR_CALLS: dict[str, Callable[[Machine, tuple[Any, ...]], Any]] = {
+    "torch._utils._rebuild_tensor": _rebuild_tensor,
+    "torch._utils._rebuild_tensor_v2": _rebuild_tensor_v2,
+    "torch._utils._rebuild_tensor_v3": _rebuild_tensor_v3,
+    "torch._utils._rebuild_parameter": _rebuild_parameter,
+    "torch._utils._rebuild_parameter_with_state": _rebuild_parameter,
+    "torch._utils._rebuild_sparse_tensor": _rebuild_sparse_tensor,
+    "torch._utils._rebuild_qtensor": _rebuild_qtensor,
+    "torch._utils._rebuild_meta_tensor_no_storage": _rebuild_meta,
+    "torch._utils._rebuild_wrapper_subclass": _rebuild_wrapper_subclass,
+    "torch._utils._rebuild_device_tensor_from_cpu_tensor": _rebuild_device_tensor,
+    "torch._utils._rebuild_device_tensor_from_numpy": _rebuild_device_tensor,
+    "torch._utils._rebuild_xla_tensor": _rebuild_device_tensor,
+    "torch._utils._rebuild_nested_tensor": _rebuild_nested,
+    "torch._tensor._rebuild_from_type_v2": _rebuild_from_type,
+    "torch._tensor._rebuild_from_type": _rebuild_from_type,
+    "torch.serialization._get_layout": _get_layout,
+}

@@ -1,0 +1,104 @@
+"""numpy arrays made torch tensors from the bytes numpy pickled: the dtype, byte order, shape and
+order the pickle names, read without numpy (which never runs)."""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+from ppaux.dump import NdArrayRef
+from ppaux.text import shown
+
+__all__ = ["numpy_problem", "numpy_tensor"]
+
+#: numpy's dtype specs (kind and item size, as numpy pickles a dtype) and torch's dtype names.
+_NUMPY_TO_TORCH = {
+    "b1": "bool",
+    "i1": "int8",
+    "i2": "int16",
+    "i4": "int32",
+    "i8": "int64",
+    "u1": "uint8",
+    "u2": "uint16",
+    "u4": "uint32",
+    "u8": "uint64",
+    "f2": "float16",
+    "f4": "float32",
+    "f8": "float64",
+    "c8": "complex64",
+    "c16": "complex128",
+}
+
+
+def _numpy_layout(ref: NdArrayRef) -> tuple[str, int, bool]:
+    """torch's dtype name, the item size and whether the bytes are big-endian, for ``ref``;
+    :class:`ValueError` with the reason when ppaux does not convert it."""
+    descr = ref.descr
+    if ref.problem is not None:
+        raise ValueError(ref.problem)
+    if descr is None or ref.raw is None:
+        if ref.dtype.startswith("object") or (descr is not None and descr.spec.startswith("O")):
+            raise ValueError(
+                "a numpy array of objects holds Python objects, not numbers, and ppaux never "
+                "rebuilds objects; convert it where it is made, to numbers first"
+            )
+        raise ValueError("its pickled data is not the dtype and bytes numpy writes for an array")
+    spec = descr.spec.lstrip("<>=|")
+    name = _NUMPY_TO_TORCH.get(spec)
+    if name is None:
+        raise ValueError(
+            f"numpy dtype {shown(descr.name, 40)} has no torch equivalent; convert it to numbers "
+            "first"
+        )
+    # numpy takes the byte order from the dtype's pickled state (its __setstate__ overrides
+    # what the spec said); only a dtype never given a state keeps its spec's.
+    if descr.built:
+        order = descr.byteorder
+    else:
+        order = descr.spec[0] if descr.spec[:1] in ("<", ">") else "="
+    big = order == ">" or (order == "=" and sys.byteorder == "big")
+    size = int(spec[1:])
+    numel = math.prod(ref.shape)
+    if len(ref.raw) != numel * size:
+        raise ValueError(
+            f"its data holds {len(ref.raw)} bytes, not the {numel * size} that its dtype and "
+            f"shape {list(ref.shape)} need; numpy refuses it"
+        )
+    return name, size, big
+
+
+def numpy_problem(ref: NdArrayRef) -> str | None:
+    """Why the numpy array ``ref`` cannot be converted from its bytes, or None when it can."""
+    try:
+        _numpy_layout(ref)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def numpy_tensor(ref: NdArrayRef) -> Any:
+    """The tensor ``torch.tensor(array)`` gives for the numpy array ``ref``, built from the bytes
+    numpy pickled (dtype, byte order, shape and order as the pickle names them), without numpy.
+    """
+    import torch
+
+    name, size, big = _numpy_layout(ref)
+    raw = ref.raw or b""
+    dtype = getattr(torch, name)
+    if not raw:
+        return torch.empty(ref.shape, dtype=dtype)
+    data = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
+    if big and size > 1:
+        # Each number's bytes reversed; a complex number is two numbers of half the size.
+        part = size // 2 if name.startswith("complex") else size
+        data = data.view(-1, part).flip(1).reshape(-1)
+    if name == "bool":
+        flat = data != 0  # numpy reads any non-zero byte as True
+    else:
+        flat = data.view(dtype)
+    if ref.fortran and len(ref.shape) > 1:
+        # Column-major bytes: the reversed shape in row-major order, transposed back.
+        dims = list(range(len(ref.shape)))[::-1]
+        return flat.reshape(ref.shape[::-1]).permute(dims).contiguous()
+    return flat.reshape(ref.shape).clone()
