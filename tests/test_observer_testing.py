@@ -136,7 +136,7 @@ def test_the_fixture_comes_from_the_pytest11_entry_point(tmp_path):
     found = [e for e in entry_points(group="pytest11") if e.name == "ppaux"]
     if not found:
         pytest.skip("ppaux installed without its entry points (reinstall: pip install -e .)")
-    assert found[0].value == "ppaux.testing_plugin"
+    assert found[0].value == "ppaux.testing.plugin"
     result = _pytest(tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "1 failed, 1 passed" in result.stdout
@@ -172,7 +172,7 @@ def test_an_unusable_target_is_one_line_in_pytests_report(tmp_path):
             "-p",
             "no:cacheprovider",
             "-p",
-            "ppaux.testing_plugin",
+            "ppaux.testing.plugin",
             str(tmp_path / "test_unusable.py"),
         ],
         capture_output=True,
@@ -195,14 +195,14 @@ def test_an_unusable_target_is_one_line_in_pytests_report(tmp_path):
         "attribute 'NoSuchObserver'",
     ], result.stdout
     assert "ppaux/observer" not in result.stdout  # no frames of ppaux's own code
-    assert "ppaux/testing.py" not in result.stdout
+    assert "ppaux/testing/" not in result.stdout
 
 
 def test_without_autoload_the_plugin_is_named_explicitly(tmp_path):
     result = _pytest(tmp_path, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     assert "fixture 'pp_safe' not found" in result.stdout
     result = _pytest(
-        tmp_path, "-p", "ppaux.testing_plugin", env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+        tmp_path, "-p", "ppaux.testing.plugin", env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     )
     assert "1 failed, 1 passed" in result.stdout
     # docs/observers.md: the plugin's own name turns it on, as for any entry-point plugin.
@@ -216,13 +216,14 @@ def test_without_autoload_the_plugin_is_named_explicitly(tmp_path):
 
 def test_the_plugin_is_inert_until_used():
     code = (
-        "import sys, ppaux.testing_plugin; "
+        "import sys, ppaux.testing.plugin; "
         "print(sorted(m for m in sys.modules if m.startswith(('torch', 'ppaux.'))))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     ).stdout
     loaded = ast.literal_eval(out.strip())
-    assert "ppaux.testing_plugin" in loaded
-    assert [m for m in loaded if m.startswith("torch") or m.startswith("ppaux.testing.")] == []
-    assert "ppaux.observer" not in loaded and "ppaux.testing" not in loaded
+    assert "ppaux.testing.plugin" in loaded
+    assert [m for m in loaded if m.startswith("torch")] == []
+    assert [m for m in loaded if m.startswith("ppaux.testing.")] == ["ppaux.testing.plugin"]
+    assert "ppaux.observer" not in loaded and "ppaux.testing.assertions" not in loaded
