@@ -818,7 +818,10 @@ def _deployment(readings: list[LogReading], failures: list[Failure]) -> Deployme
             if token.startswith("PP") and token[2:].isdigit() and len(token) <= 8:
                 ranks.add(int(token[2:]))
     highest = max(ranks) if ranks else None
-    kubernetes = any(r.envelope is Envelope.CRI or r.launcher is Launcher.KUBECTL for r in readings)
+    kubernetes = any(
+        r.envelope is Envelope.CRI or r.launcher is Launcher.KUBECTL or r.kubernetes
+        for r in readings
+    )
     docker = any(
         r.envelope is Envelope.DOCKER_JSON or r.launcher is Launcher.COMPOSE for r in readings
     )
