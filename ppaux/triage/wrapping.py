@@ -30,7 +30,7 @@ __all__ = ["Unwrapped", "wrap_width"]
 _MIN_WIDTH = 60
 _MAX_WIDTH = 400
 #: Lines exactly the width followed by a continuation, at the least, to call a paste wrapped.
-_MIN_WRAPPED = 3
+_MIN_WRAPPED = 2
 #: The longest run of pieces joined into one line (a longer run is a column of data).
 _MAX_PIECES = 64
 
@@ -39,12 +39,16 @@ _STARTS = re.compile(
     r"(?:\s*File \"|\s*Traceback \(|\s*During handling|\s*The above exception|[\[{]"
     r"|\d{4}-\d\d-\d\d[ T]|\d\d:\d\d:\d\d|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|[IWEF]\d{4} )"
 )
+#: A line that holds only a prefix (``(Worker pid=N) ERROR <time> [file.py:N]``), no message.
+_PREFIX_ONLY = re.compile(r"\S\]$")
 #: A whole frame line: the indented code line after it is its own line.
 _FRAME = re.compile(r'\s*File ".*", line \d+, in \S+$')
 
 
 def _continues(line: str, following: str) -> bool:
     """Whether ``following`` carries on ``line`` (cut at the width) rather than starting anew."""
+    if _PREFIX_ONLY.search(line) is not None and following[:1].isspace():
+        return True  # a launcher's or logger's prefix that filled the width, its message next
     if not following or _STARTS.match(following) or following[:3] == line[:3]:
         return False  # a record of its own: of a known start, or opening as the line did
     return not (_FRAME.match(line) and following[:1].isspace())
@@ -65,6 +69,13 @@ def wrap_width(head: bytes) -> int | None:
         if len(line) == width and _continues(line, following)
     )
     return width if wrapped >= _MIN_WRAPPED else None
+
+
+def _body(line: bytes) -> bytes:
+    """``line`` without its line end (``\\n`` or ``\\r\\n``)."""
+    if line.endswith(b"\r\n"):
+        return line[:-2]
+    return line[:-1] if line.endswith(b"\n") else line
 
 
 class Unwrapped(io.RawIOBase):
@@ -100,16 +111,18 @@ class Unwrapped(io.RawIOBase):
         if not line:
             return b""
         pieces = 1
+        last = line  # the last piece: cut at the width when another follows
         while pieces < _MAX_PIECES and len(line) <= self._max_line:
-            body = line.rstrip(b"\r\n")
-            if not line.endswith(b"\n") or len(body.decode("utf-8", "replace")) != self._width:
+            body = _body(line)
+            piece = _body(last).decode("utf-8", "replace")
+            if not last.endswith(b"\n") or len(piece) != self._width:
                 break
             following = self._next()
-            text = following.rstrip(b"\r\n").decode("utf-8", "replace")
+            text = _body(following).decode("utf-8", "replace")
             if not _continues(body.decode("utf-8", "replace"), text):
                 self._pending = following or None
                 break
-            line = body + following
+            line, last = body + following, following
             pieces += 1
         self._line += 1
         if pieces > 1:
