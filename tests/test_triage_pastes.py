@@ -298,3 +298,15 @@ def test_a_one_megabyte_wrapped_paste_and_loki_document_are_read_within_two_seco
         report = triage_paths([str(path)])
         assert time.process_time() - start < 2.0
         assert [r[0] for r in _roots(report)] == ["PP801"]
+
+
+def test_a_quoted_paste_with_long_lines_alike_in_length_is_not_taken_for_wrapped():
+    lines = []
+    for rank in range(4):
+        lines.append(
+            f"> [rank{rank}]:[E1203 15:06:07.00000{rank} 7{rank}1 ProcessGroupNCCL.cpp:2168] "
+            "[PG ID 2 PG GUID 3(pp) Rank 0] Process group watchdog thread terminated with "
+            "exception: [Rank 0] Watchdog caught collective operation timeout"
+        )
+        lines.append("> Exception raised from checkTimeout at ProcessGroupNCCL.cpp:635")
+    assert wrap_width(("\n".join(lines) + "\n").encode()) is None

@@ -9,8 +9,9 @@ The shape says when a paste was wrapped: its head holds no line longer than some
 and several lines exactly ``W`` characters long are followed by a line that does not start a
 record of its own. :func:`wrap_width` finds ``W`` from the head; :class:`Unwrapped` then joins
 each line of exactly ``W`` characters with the line after it, unless that line starts a record
-(a sglang prefix, a frame, a traceback header, a timestamp, a level, or the same three
-characters as the line before it: rows of a table alike in length). Line numbers stay the
+(a sglang prefix, a frame, a traceback header, a timestamp, a level, the same three
+characters as the line before it: rows of a table alike in length, or the same two marks: a
+quote's ``> `` or an indentation the paste put before every line). Line numbers stay the
 file's: :meth:`Unwrapped.physical` maps a joined line's number back to its first piece's.
 """
 
@@ -51,6 +52,8 @@ def _continues(line: str, following: str) -> bool:
         return True  # a launcher's or logger's prefix that filled the width, its message next
     if not following or _STARTS.match(following) or following[:3] == line[:3]:
         return False  # a record of its own: of a known start, or opening as the line did
+    if following[:2] == line[:2] and not any(c.isalnum() for c in line[:2]):
+        return False  # the paste's own mark on every line ('> ', an indentation): a line of its own
     return not (_FRAME.match(line) and following[:1].isspace())
 
 
