@@ -246,7 +246,8 @@ def test_a_flattened_traceback_s_exception_is_the_root_s(tmp_path):
 def test_unflattening_any_text_never_fails_and_keeps_every_frame(text):
     lines = unflatten(text)
     if lines is not None:
-        frames = [line for line in lines if line.startswith('  File "')]
+        assert lines[0].endswith("Traceback (most recent call last):")
+        frames = [line for line in lines[1:] if line.startswith('  File "')]
         header = text.find("Traceback (most recent call last):")
         assert len(frames) == text[header:].count('File "a.py", line 3, in f')
 
