@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppaux.triage import documents, triage_paths
-from ppaux.triage.documents import is_document, records
+from ppaux.triage.documents import DocumentError, is_document, records
 from ppaux.triage.flattened import unflatten
 from ppaux.triage.wrapping import Unwrapped, wrap_width
 
@@ -170,6 +170,17 @@ def test_a_document_too_large_to_read_whole_is_one_problem(tmp_path, monkeypatch
     ]
 
 
+def test_a_document_without_a_log_line_is_one_problem_that_says_so(tmp_path):
+    path = tmp_path / "metrics.json"
+    path.write_text(json.dumps([{"a": 1}, {"b": [2]}]), encoding="utf-8")
+    report = triage_paths([str(path)])
+    assert not report.findings
+    assert [p.message for p in report.problems] == [
+        "a JSON document none of whose records holds a log line (a 'line', 'log', 'message', "
+        "'textPayload' or 'MESSAGE' member, or Loki's values)"
+    ]
+
+
 def test_what_is_a_json_document():
     assert is_document(b'[{"textPayload": "x"}]')
     assert is_document(b'[\n  {\n    "line": "x"\n  }\n]\n')
@@ -179,19 +190,38 @@ def test_what_is_a_json_document():
     assert not is_document(b"")
 
 
+_JSONISH = st.recursive(
+    st.one_of(st.none(), st.integers(), st.text(max_size=8)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.sampled_from(["line", "log", "a", "MESSAGE", "ts"]), inner, max_size=3),
+    ),
+    max_leaves=12,
+)
+
+
 @settings(max_examples=200, deadline=None)
-@given(st.text(max_size=300))
-def test_any_document_text_is_read_or_given_back_as_it_came(text):
+@given(st.one_of(st.text(max_size=300), _JSONISH.map(lambda v: json.dumps(v)[1:])))
+def test_any_document_text_is_read_refused_or_given_back_as_it_came(text):
     raw = ("[" + text).encode("utf-8", "surrogatepass")
-    out = records(io.BufferedReader(io.BytesIO(raw))).read()  # type: ignore[arg-type]
     try:
         document = json.loads(raw)
     except ValueError:
-        assert out == raw
-    else:
-        for line in out.splitlines():
-            assert isinstance(json.loads(line), dict)
-        assert isinstance(document, list)
+        assert records(io.BufferedReader(io.BytesIO(raw))).read() == raw  # type: ignore[arg-type]
+        return
+    try:
+        out = records(io.BufferedReader(io.BytesIO(raw))).read()  # type: ignore[arg-type]
+    except DocumentError as exc:
+        assert "holds a log line" in str(exc)
+        assert not any(
+            isinstance(r, dict) and {"line", "log", "MESSAGE"} & set(r) for r in document
+        )
+        return
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert lines and all(isinstance(r, dict) and {"line", "log", "MESSAGE"} & set(r) for r in lines)
+    assert lines == [
+        r for r in document if isinstance(r, dict) and {"line", "log", "MESSAGE"} & set(r)
+    ]
 
 
 FLAT = (

@@ -10,7 +10,8 @@ such a file is one line, or brackets and quoted strings.
 :func:`records` reads the document whole, bounded by :data:`MAX_DOCUMENT` bytes, and gives it
 back as one JSON record per line (a Loki value as ``{"ts": ..., "line": ..., "labels": ...}``),
 which :mod:`ppaux.triage.envelopes` peels as any other record. In such a log a record's number
-stands for its line number: the document's records are numbered in order from 1.
+stands for its line number: the document's records that hold a log line are numbered in order
+from 1.
 """
 
 from __future__ import annotations
@@ -23,8 +24,13 @@ from typing import Any, BinaryIO
 
 __all__ = ["MAX_DOCUMENT", "DocumentError", "is_document", "records"]
 
-#: The largest JSON document read whole (parsing holds it in memory, a few times its size).
-MAX_DOCUMENT = 32 << 20
+#: The largest JSON document read whole (parsing holds it in memory: up to some twenty times
+#: its size for a hostile one of tiny records).
+MAX_DOCUMENT = 4 << 20
+#: The members of a record that hold its log line (:mod:`ppaux.triage.envelopes` reads them).
+_MESSAGES = frozenset(
+    ("log", "line", "textPayload", "MESSAGE", "message", "msg", "Line", "@message", "jsonPayload")
+)
 
 
 #: The start of Loki's query API response.
@@ -32,7 +38,7 @@ _LOKI = re.compile(rb'^\{\s*"(?:status|data)"\s*:\s*(?:"success"|\{\s*"resultTyp
 
 
 class DocumentError(ValueError):
-    """A JSON document too large to read whole (the reason says so)."""
+    """A JSON document that is too large to read whole or holds no log line (the reason)."""
 
 
 def is_document(head: bytes) -> bool:
@@ -83,7 +89,8 @@ def records(stream: BinaryIO) -> BinaryIO:
     """The JSON document in ``stream`` as one JSON record per line; its bytes as they are when
     they do not parse (a document cut short is read as text).
 
-    Raises :class:`DocumentError` when it is larger than :data:`MAX_DOCUMENT` bytes."""
+    Raises :class:`DocumentError` when it is larger than :data:`MAX_DOCUMENT` bytes, or when
+    none of its records holds a log line."""
     data = stream.read(MAX_DOCUMENT + 1)
     if len(data) > MAX_DOCUMENT:
         raise DocumentError(
@@ -97,7 +104,14 @@ def records(stream: BinaryIO) -> BinaryIO:
     del data
     out = io.BytesIO()
     for record in _lines_of(document):
+        if _MESSAGES.isdisjoint(record):
+            continue  # no log line in it
         out.write(json.dumps(record, ensure_ascii=False).encode("utf-8", "replace"))
         out.write(b"\n")
+    if not out.tell():
+        raise DocumentError(
+            "a JSON document none of whose records holds a log line (a 'line', 'log', "
+            "'message', 'textPayload' or 'MESSAGE' member, or Loki's values)"
+        )
     out.seek(0)
     return io.BufferedReader(out)
