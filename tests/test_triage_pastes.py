@@ -4,6 +4,7 @@ journald's messages written as byte arrays. Each is read as the plain log it hol
 
 from __future__ import annotations
 
+import bz2
 import io
 import json
 import time
@@ -341,3 +342,14 @@ def test_a_quoted_paste_with_long_lines_alike_in_length_is_not_taken_for_wrapped
         )
         lines.append("> Exception raised from checkTimeout at ProcessGroupNCCL.cpp:635")
     assert wrap_width(("\n".join(lines) + "\n").encode()) is None
+
+
+def test_a_compressed_log_cut_before_its_first_line_is_said_cut_not_empty(tmp_path):
+    packed = bz2.compress(AUX.read_bytes())
+    path = tmp_path / "cut.log"
+    path.write_bytes(packed[: len(packed) // 2])
+    report = triage_paths([str(path)])
+    assert [p.message for p in report.problems] == [
+        "bzip2 stream cut before its first line (Compressed file ended before the end-of-stream "
+        "marker was reached); nothing could be read"
+    ]

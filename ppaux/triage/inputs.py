@@ -152,7 +152,13 @@ def read_all(
         if reading.empty and source.name in given:
             # A log named by the user (or stdin) that holds nothing: the wrong file, or one
             # rotated away; a gate must not pass on it.
-            report.problems.append(InputProblem(source.name, _empty_reason(source)))
+            why = _empty_reason(source)
+            if reading.cut is not None:  # not empty: cut before its first line
+                why = (
+                    f"{reading.cut_compression} stream cut before its first line "
+                    f"({shown(reading.cut)}); nothing could be read"
+                )
+            report.problems.append(InputProblem(source.name, why))
             continue
         readings.append(reading)
     refuse_unshaped(report, readings)
