@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppaux.triage import documents, triage_paths
-from ppaux.triage.documents import DocumentError, is_document, records
+from ppaux.triage.documents import is_document, records
 from ppaux.triage.flattened import unflatten
+from ppaux.triage.sources import LogOpenError
 from ppaux.triage.wrapping import Unwrapped, wrap_width
 
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
@@ -208,11 +209,11 @@ def test_any_document_text_is_read_refused_or_given_back_as_it_came(text):
     try:
         document = json.loads(raw)
     except ValueError:
-        assert records(io.BufferedReader(io.BytesIO(raw))).read() == raw  # type: ignore[arg-type]
+        assert records(io.BufferedReader(io.BytesIO(raw)), "doc.json").read() == raw  # type: ignore[arg-type]
         return
     try:
-        out = records(io.BufferedReader(io.BytesIO(raw))).read()  # type: ignore[arg-type]
-    except DocumentError as exc:
+        out = records(io.BufferedReader(io.BytesIO(raw)), "doc.json").read()  # type: ignore[arg-type]
+    except LogOpenError as exc:
         assert "holds a log line" in str(exc)
         assert not any(
             isinstance(r, dict) and {"line", "log", "MESSAGE"} & set(r) for r in document

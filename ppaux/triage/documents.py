@@ -22,7 +22,9 @@ import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-__all__ = ["MAX_DOCUMENT", "DocumentError", "is_document", "records"]
+from ppaux.triage.sources import LogOpenError
+
+__all__ = ["MAX_DOCUMENT", "is_document", "records"]
 
 #: The largest JSON document read whole (parsing holds it in memory: up to some twenty times
 #: its size for a hostile one of tiny records).
@@ -35,10 +37,6 @@ _MESSAGES = frozenset(
 
 #: The start of Loki's query API response.
 _LOKI = re.compile(rb'^\{\s*"(?:status|data)"\s*:\s*(?:"success"|\{\s*"resultType")')
-
-
-class DocumentError(ValueError):
-    """A JSON document that is too large to read whole or holds no log line (the reason)."""
 
 
 def is_document(head: bytes) -> bool:
@@ -85,17 +83,18 @@ def _lines_of(document: Any) -> Iterator[dict[str, Any]]:
     yield document
 
 
-def records(stream: BinaryIO) -> BinaryIO:
+def records(stream: BinaryIO, name: str) -> BinaryIO:
     """The JSON document in ``stream`` as one JSON record per line; its bytes as they are when
     they do not parse (a document cut short is read as text).
 
-    Raises :class:`DocumentError` when it is larger than :data:`MAX_DOCUMENT` bytes, or when
-    none of its records holds a log line."""
+    Raises :class:`~ppaux.triage.sources.LogOpenError` (naming ``name``) when it is larger
+    than :data:`MAX_DOCUMENT` bytes, or when none of its records holds a log line."""
     data = stream.read(MAX_DOCUMENT + 1)
     if len(data) > MAX_DOCUMENT:
-        raise DocumentError(
+        raise LogOpenError(
+            name,
             f"one JSON document larger than {MAX_DOCUMENT >> 20} MiB; give it one record per "
-            "line (jq -c '.[]')"
+            "line (jq -c '.[]')",
         )
     try:
         document = json.loads(data.decode("utf-8", "replace"))
@@ -109,9 +108,10 @@ def records(stream: BinaryIO) -> BinaryIO:
         out.write(json.dumps(record, ensure_ascii=False).encode("utf-8", "replace"))
         out.write(b"\n")
     if not out.tell():
-        raise DocumentError(
+        raise LogOpenError(
+            name,
             "a JSON document none of whose records holds a log line (a 'line', 'log', "
-            "'message', 'textPayload' or 'MESSAGE' member, or Loki's values)"
+            "'message', 'textPayload' or 'MESSAGE' member, or Loki's values)",
         )
     out.seek(0)
     return io.BufferedReader(out)

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import BinaryIO, cast
 
-from ppaux.triage.documents import DocumentError, is_document, records
+from ppaux.triage.documents import is_document, records
 from ppaux.triage.envelopes import peel_envelope
 from ppaux.triage.flattened import unflatten
 from ppaux.triage.lineformat import (
@@ -36,7 +36,7 @@ from ppaux.triage.records import (
     raised,
 )
 from ppaux.triage.scanner import ALL_MARKERS, MARKERS, MAX_LINE, WEAK_MARKERS, Scanner
-from ppaux.triage.sources import LogOpenError, LogSource, compression_cut, open_log
+from ppaux.triage.sources import LogSource, compression_cut, open_log
 from ppaux.triage.wrapping import Unwrapped, wrap_width
 from ppaux.triage.zones import LocalZone
 
@@ -448,10 +448,7 @@ def read_log(
     try:
         head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
         if is_document(head):
-            try:
-                stream = records(opened)
-            except DocumentError as exc:
-                raise LogOpenError(source.name, str(exc)) from None
+            stream = records(opened, source.name)
             head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
         width = None if _source_code(head) else wrap_width(head)
         if width is not None:
