@@ -18,8 +18,10 @@ the root on the right line. ``--hostile`` also runs triage on a
 1 GiB file that is one line (no newline at all) and on 64 MiB of random bytes, for time and peak
 memory. ``--small`` runs triage on hostile inputs under 1 MB each (200 tracebacks that never
 end then 330,000 short lines; a 917 KB-class gzip bomb of 900 MiB; the sample log as bzip2, xz
-and UTF-16 without a byte-order mark; 5,000-digit ranks and line numbers) and prints each one's
-CPU time and peak memory (targets: 2 s CPU, 250 MB).
+and UTF-16 without a byte-order mark; 5,000-digit ranks and line numbers; pastes that are not
+one line per line: wrapped at 80 columns, Loki's query API response, a gzip of a 4 MiB JSON
+array of tiny records, one-line tracebacks of 1,500 frames, a JSON array nested 500,000 deep)
+and prints each one's CPU time and peak memory (targets: 2 s CPU, 250 MB).
 """
 
 from __future__ import annotations
@@ -161,6 +163,7 @@ def _small_inputs(scratch: Path) -> dict[str, Path]:
         ).encode()
         * 60,
     }
+    made.update(_paste_inputs(sample.decode()))
     paths = {}
     for index, (name, data) in enumerate(made.items()):
         path = scratch / f"small-{index}.log"
@@ -173,6 +176,36 @@ def _small_inputs(scratch: Path) -> dict[str, Path]:
             out.write(block)
     paths["gzip bomb, 900 MiB of newlines"] = bomb
     return paths
+
+
+def _paste_inputs(sample: str) -> dict[str, bytes]:
+    """Pastes that are not one line per line, each about 1 MB (or under it compressed)."""
+    decode = [
+        f"[2026-12-03 14:55:{n % 60:02d} PP0 TP0] Decode batch, #running-req: 12, #token: {n}, "
+        "token usage: 0.11, cuda graph: True, gen throughput (token/s): 301.22, #queue-req: 0"
+        for n in range(6600)
+    ]
+    lines = decode + sample.splitlines()
+    wrapped = [line[i : i + 80] for line in lines for i in range(0, max(len(line), 1), 80)]
+    values = [[str(1764773767000000000 + n), line] for n, line in enumerate(lines)]
+    loki = {"status": "success", "data": {"resultType": "streams", "result": []}}
+    loki["data"]["result"] = [{"stream": {"pod": "sglang-0"}, "values": values}]  # type: ignore[index]
+    flat = (
+        "[2026-05-20 08:02:45 PP1 TP0] Scheduler hit an exception: Traceback (most recent call "
+        "last): "
+        + " ".join(f'File "/x/{i}.py", line {i}, in f{i} x = y' for i in range(1500))
+        + " RuntimeError: boom\n"
+    )
+    return {
+        "the sample after 6,600 lines, wrapped at 80 columns": "\n".join(wrapped).encode() + b"\n",
+        "the same as Loki's query API response": json.dumps(loki).encode(),
+        "gzip of a 4 MiB JSON array of tiny records": gzip.compress(
+            ("[" + ",".join(['{"a":1}'] * ((4 << 20) // 8 - 2)) + "]").encode()
+        ),
+        "1 MB of lines of exactly 80 columns": (b"a" * 40 + b"b" * 40 + b"\n") * 12945,
+        "1 MB of one-line tracebacks of 1,500 frames": flat.encode() * 19,
+        "a JSON array nested 500,000 deep": b"[" * 500_000 + b"]" * 500_000,
+    }
 
 
 def small() -> int:

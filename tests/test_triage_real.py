@@ -117,7 +117,7 @@ def test_each_real_log_in_every_envelope(name):
 
 def test_every_wrapped_log_has_every_envelope():
     assert set(WRAPPED) == set(EXPECTED)
-    assert len(FORMS) == len(WRAPPED) * 20
+    assert len(FORMS) == len(WRAPPED) * 27
 
 
 def test_one_line_records_are_their_ranks_failures(tmp_path):

@@ -1,6 +1,5 @@
 from .frames import Build as Build
 from .incidents import Incident as Incident
-from .job import RULE_OF_MESSAGE as RULE_OF_MESSAGE
 from .job import triage_paths as triage_paths
 from .kinds import DESCRIPTIONS as DESCRIPTIONS
 from .kinds import kind_of_text as kind_of_text
@@ -13,6 +12,7 @@ from .reading import read_log as read_log
 from .records import Event as Event
 from .records import Failure as Failure
 from .records import Frame as Frame
+from .roots import RULE_OF_MESSAGE as RULE_OF_MESSAGE
 from .sources import LOG_SUFFIXES as LOG_SUFFIXES
 from .sources import LogOpenError as LogOpenError
 from .sources import LogSource as LogSource

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 
 __all__ = ["MAX_RECORD_LINES", "Peeled", "peel_envelope", "rfc3339"]
 
@@ -48,6 +48,7 @@ _LEAD = re.compile(
     rf"^(?:{_SEVERITY}\s+)?(?P<time>{_ISO}|\d{{13,{_MAX_EPOCH_DIGITS}}})(?:\t| |,|$)"
 )
 _CSV_TIME = re.compile(rf'^"(?P<time>{_ISO}|\d{{13,{_MAX_EPOCH_DIGITS}}})",(?P<rest>.*)$')
+_CSV_SEVERITY = re.compile(rf'^"{_SEVERITY}",')
 _LEVEL_COLUMN = re.compile(
     r"^(?:info|error|warning|warn|debug|critical|unknown|INFO|ERROR|WARNING|WARN|DEBUG)\t"
 )
@@ -83,6 +84,8 @@ _JSON_MEMBER = re.compile(
 _JSON_FRAME = re.compile(
     r'^\s*(?:[\[\]{}],?|"[\w@.]{1,64}"\s*:\s*(?:"(?:[^"\\]|\\.){0,200}"|-?\d{1,30}|true|false|null|[\[{]))\s*,?\s*$'
 )
+#: A Kubernetes object's name (a DNS label or subdomain).
+_NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,252}")
 _MESSAGE_KEYS = ("log", "line", "textPayload", "MESSAGE", "message", "msg", "Line", "@message")
 _TIME_KEYS = ("time", "timestamp", "@timestamp", "ts", "Time", "receiveTimestamp")
 
@@ -92,13 +95,15 @@ class Peeled:
     ``time`` (seconds since the epoch) and ``time_text`` as written, and ``stream`` (a pod, a
     service, a Slurm task, a Ray actor) where one is named."""
 
-    __slots__ = ("lines", "stream", "time", "time_text")
+    __slots__ = ("decoded", "lines", "stream", "time", "time_text")
 
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
         self.time: float | None = None
         self.time_text: str | None = None
         self.stream: str | None = None
+        #: The message was journald's array of bytes, decoded here (the raw line hid its text).
+        self.decoded = False
 
 
 def rfc3339(text: str) -> float | None:
@@ -135,6 +140,14 @@ def _time_of(text: str) -> float | None:
     return _epoch(text) if text.isdigit() else rfc3339(text)
 
 
+def _written(text: str, moment: float) -> str:
+    """How a collector's time is shown: as written, an epoch number as RFC 3339 in UTC."""
+    if not text.isdigit():
+        return text
+    shown = datetime.fromtimestamp(moment, tz=UTC).isoformat(timespec="milliseconds")
+    return shown.replace("+00:00", "Z")
+
+
 def _json_record(text: str) -> Peeled | None:
     try:
         record = json.loads(text)
@@ -143,6 +156,7 @@ def _json_record(text: str) -> Peeled | None:
     if not isinstance(record, dict):
         return None
     message = None
+    decoded = False
     for key in _MESSAGE_KEYS:
         value = record.get(key)
         if isinstance(value, str):
@@ -151,6 +165,7 @@ def _json_record(text: str) -> Peeled | None:
         if key == "MESSAGE" and isinstance(value, list):  # journald: bytes that are not UTF-8
             raw = bytes(v for v in value[: 1 << 16] if isinstance(v, int) and 0 <= v < 256)
             message = raw.decode("utf-8", "backslashreplace")
+            decoded = True
             break
     payload = record.get("jsonPayload")
     if message is None and isinstance(payload, dict):
@@ -161,6 +176,8 @@ def _json_record(text: str) -> Peeled | None:
     if message is None:
         return None
     peeled = Peeled(message.rstrip("\r\n").split("\n")[:MAX_RECORD_LINES])
+    peeled.stream = _pod_of(record)
+    peeled.decoded = decoded
     stamp = None
     for key in _TIME_KEYS:
         value = record.get(key)
@@ -173,8 +190,26 @@ def _json_record(text: str) -> Peeled | None:
     if stamp is not None and len(stamp) <= 64:
         moment = _time_of(stamp)
         if moment is not None:
-            peeled.time, peeled.time_text = moment, stamp
+            peeled.time, peeled.time_text = moment, _written(stamp, moment)
     return peeled
+
+
+def _pod_of(record: dict[str, object]) -> str | None:
+    """``pod/<pod>/<container>`` where a record's labels (Loki's stream labels, Cloud
+    Logging's ``resource.labels``) name a pod."""
+    labels = record.get("labels")
+    resource = record.get("resource")
+    if not isinstance(labels, dict) and isinstance(resource, dict):
+        labels = resource.get("labels")
+    if not isinstance(labels, dict):
+        return None
+    pod = labels.get("pod", labels.get("pod_name"))
+    container = labels.get("container", labels.get("container_name", ""))
+    if not isinstance(pod, str) or not isinstance(container, str):
+        return None
+    if _NAME.fullmatch(pod) is None or (container and _NAME.fullmatch(container) is None):
+        return None
+    return f"pod/{pod}/{container}"
 
 
 def peel_envelope(text: str) -> Peeled:
@@ -202,6 +237,9 @@ def peel_envelope(text: str) -> Peeled:
     csv = _CSV_TIME.match(rest)
     if csv is not None:
         rest = csv.group("rest")
+        severity = _CSV_SEVERITY.match(rest)
+        if severity is not None:  # a severity column between the time and the message
+            rest = rest[severity.end() :]
         if rest.startswith('"') and rest.endswith('"') and len(rest) >= 2:
             rest = rest[1:-1].replace('""', '"')
         _stamp(peeled, csv.group("time"))
@@ -211,6 +249,18 @@ def peel_envelope(text: str) -> Peeled:
             _stamp(peeled, lead.group("time"))
             comma = rest[lead.end() - 1 : lead.end()] == ","
             rest = rest[lead.end() :]
+            again = _LEAD.match(rest)
+            if (
+                again is not None
+                and again.group("time")
+                and rest[again.end() - 1 : again.end()] in ("\t", ",")
+                and not _sglang_like(rest)
+            ):  # a second time column (epoch milliseconds, then RFC 3339): the latter is shown
+                moment = _time_of(again.group("time"))
+                if moment is not None:
+                    peeled.time, peeled.time_text = moment, again.group("time")
+                comma = rest[again.end() - 1 : again.end()] == ","
+                rest = rest[again.end() :]
             if comma and len(rest) >= 2 and rest[0] == rest[-1] == '"':
                 rest = rest[1:-1].replace('""', '"')  # a CSV download's quoted message
             level = _LEVEL_COLUMN.match(rest)
@@ -249,7 +299,7 @@ def _sglang_like(text: str) -> bool:
 def _stamp(peeled: Peeled, text: str) -> None:
     moment = _time_of(text)
     if moment is not None and peeled.time is None:
-        peeled.time, peeled.time_text = moment, text
+        peeled.time, peeled.time_text = moment, _written(text, moment)
 
 
 def _stray_launcher(rest: str, peeled: Peeled) -> str | None:

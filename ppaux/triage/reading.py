@@ -9,10 +9,14 @@ and a launcher's prefix (compose, Ray) keeps each process's lines apart.
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass, field
+from typing import BinaryIO, cast
 
+from ppaux.triage.documents import is_document, records
 from ppaux.triage.envelopes import peel_envelope
+from ppaux.triage.flattened import unflatten
 from ppaux.triage.lineformat import (
     Envelope,
     Launcher,
@@ -33,6 +37,7 @@ from ppaux.triage.records import (
 )
 from ppaux.triage.scanner import ALL_MARKERS, MARKERS, MAX_LINE, WEAK_MARKERS, Scanner
 from ppaux.triage.sources import LogSource, compression_cut, open_log
+from ppaux.triage.wrapping import Unwrapped, wrap_width
 from ppaux.triage.zones import LocalZone
 
 __all__ = ["MAX_EVENTS", "MAX_FAILURES", "LogReading", "read_log"]
@@ -78,6 +83,13 @@ _OVERSIZED = re.compile(r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank)\d{
 #: Lines with an oversized number listed per log.
 _MAX_OVERSIZED = 16
 _FLAG_PP = re.compile(rb"--(?:pp-size|pipeline-parallel-size)[= ](\d{1,4})\b")
+#: What a traceback flattened onto one line holds (its header, then its first frame).
+_FLATTENED = 'call last): File "'
+#: A log store's labels or resource naming a Kubernetes pod or container.
+_KUBERNETES = re.compile(
+    rb'"k8s_container"|\bpod="|"pod"\s*:\s*"|"pod_name"\s*:\s*"|"container_name"\s*:\s*"'
+    rb'|\bnamespace="[^"]*",\s*pod'
+)
 _FLAG_NNODES = re.compile(rb"--nnodes[= ](\d{1,4})\b")
 
 
@@ -116,6 +128,9 @@ class LogReading:
     #: Lines holding a rank or line number too long to read, and how many more.
     oversized: list[int] = field(default_factory=list)
     more_oversized: int = 0
+    #: The envelope names a pod or container (a log store's labels, a ``k8s_container``
+    #: resource): the log came from Kubernetes.
+    kubernetes: bool = False
 
 
 #: torch's error records (``[E...``) of a collective that timed out, besides the watchdog's own
@@ -395,8 +410,11 @@ def _take_peeled(
     """Feed the line(s) inside ``text``'s own envelope (told from this line alone: a store's
     row, a JSON record, a launcher's prefix) to ``reader``."""
     peeled = peel_envelope(text)
-    several = len(peeled.lines) > 1
-    for inner in peeled.lines:
+    inners = peeled.lines
+    if any(_FLATTENED in inner for inner in inners):
+        inners = [part for inner in inners for part in (unflatten(inner) or [inner])]
+    several = len(inners) > 1 or peeled.decoded
+    for inner in inners:
         line = peel(
             number,
             inner,
@@ -425,13 +443,23 @@ def read_log(
     :class:`~ppaux.triage.sources.LogOpenError` when the log cannot be opened.
     """
     reading = LogReading(source.name)
-    stream = open_log(source)
+    opened = stream = open_log(source)
+    unwrapped: Unwrapped | None = None
     try:
         head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
+        if is_document(head):
+            stream = records(opened, source.name)
+            head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
+        width = None if _source_code(head) else wrap_width(head)
+        if width is not None:
+            unwrapped = Unwrapped(stream, width, MAX_LINE)
+            stream = cast(BinaryIO, io.BufferedReader(unwrapped, buffer_size=1 << 20))
+            head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
         reading.empty = not head
         reading.envelope, reading.launcher = detect(head)
         reading.pp_ranks.update(int(n) for n in _PP_PREFIX.findall(head))
         reading.server_args = _server_args(head)
+        reading.kubernetes = _KUBERNETES.search(head) is not None
         detected = reading.envelope is not Envelope.PLAIN or reading.launcher is not Launcher.NONE
         source_code = reading.source_code = _source_code(head)
         reading.shaped = (detected or _LOG_SHAPE.search(head) is not None) and not source_code
@@ -448,6 +476,8 @@ def read_log(
             if item is None:
                 break
             number, raw = item
+            if unwrapped is not None:
+                number = unwrapped.physical(number)
             text, time, time_text, source_stream, partial = unwrap(raw, reading.envelope)
             marked = any(marker in raw for marker in MARKERS)
             if (
@@ -475,13 +505,16 @@ def read_log(
             reader.take(line, marked, _weak(line.text))
         reader.close_all()
         reading.lines = scanner.line - 1
+        if unwrapped is not None:
+            reading.lines = unwrapped.physical(scanner.line) - 1
         reading.long_lines = scanner.long_lines
-        ended = compression_cut(stream)
+        ended = compression_cut(opened)
         if ended is not None:
             reading.cut_compression, reading.cut = ended
     finally:
         if source.stream is None:
             stream.close()
+            opened.close()
     reading.failures.sort(key=lambda f: f.order)
     if (reading.failures or reading.events or reading.captures) and not source_code:
         reading.shaped = True

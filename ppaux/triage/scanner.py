@@ -19,7 +19,15 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
-__all__ = ["ALL_MARKERS", "CHUNK", "MARKERS", "MAX_LINE", "WEAK_MARKERS", "Scanner"]
+__all__ = [
+    "ALL_MARKERS",
+    "CHUNK",
+    "ENCODED_MARKERS",
+    "MARKERS",
+    "MAX_LINE",
+    "WEAK_MARKERS",
+    "Scanner",
+]
 
 #: What makes a line worth reading: a Python traceback (every failure sglang logs: 'Scheduler hit
 #: an exception: Traceback ...'), torch's NCCL watchdog and its other records of a timed-out
@@ -46,8 +54,11 @@ WEAK_MARKERS: tuple[bytes, ...] = (
     b"Exception: ",
     b"Error:\n",
 )
+#: journald ``-o json``'s message written as its bytes' numbers: its text is not in the raw
+#: line, so such a line is read and judged once decoded.
+ENCODED_MARKERS: tuple[bytes, ...] = (b'"MESSAGE": [', b'"MESSAGE":[')
 #: Every byte string the scanner stops at.
-ALL_MARKERS: tuple[bytes, ...] = MARKERS + WEAK_MARKERS
+ALL_MARKERS: tuple[bytes, ...] = MARKERS + WEAK_MARKERS + ENCODED_MARKERS
 
 #: Bytes read at once.
 CHUNK = 4 << 20

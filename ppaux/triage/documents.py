@@ -1,0 +1,117 @@
+"""JSON exports that are one document, not one record per line, read as records.
+
+A log store's API or a ``--format=json`` export gives one JSON document: an array of records
+(``[{...},{...}]``, on one line or pretty-printed: Google Cloud Logging, CloudWatch, Docker),
+or Loki's query API response (``{"status": "success", "data": {"resultType": "streams",
+"result": [{"stream": {labels}, "values": [["<ns>", "<line>"], ...]}]}}``). Read line by line,
+such a file is one line, or brackets and quoted strings.
+
+:func:`is_document` tells such a file from its head (JSON lines start a record on each line);
+:func:`records` reads the document whole, bounded by :data:`MAX_DOCUMENT` bytes, and gives it
+back as one JSON record per line (a Loki value as ``{"ts": ..., "line": ..., "labels": ...}``),
+which :mod:`ppaux.triage.envelopes` peels as any other record. In such a log a record's number
+stands for its line number: the document's records that hold a log line are numbered in order
+from 1.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+from ppaux.triage.sources import LogOpenError
+
+__all__ = ["MAX_DOCUMENT", "is_document", "records"]
+
+#: The largest JSON document read whole (parsing holds it in memory: up to some twenty times
+#: its size for a hostile one of tiny records).
+MAX_DOCUMENT = 4 << 20
+#: The members of a record that hold its log line (:mod:`ppaux.triage.envelopes` reads them).
+_MESSAGES = frozenset(
+    ("log", "line", "textPayload", "MESSAGE", "message", "msg", "Line", "@message", "jsonPayload")
+)
+
+
+#: The start of Loki's query API response.
+_LOKI = re.compile(rb'^\{\s*"(?:status|data)"\s*:\s*(?:"success"|\{\s*"resultType")')
+
+
+def is_document(head: bytes) -> bool:
+    """Whether ``head`` opens one JSON document (an array, or an object over several lines or
+    never closed on its first line) rather than JSON lines or text."""
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text[:1] == b"[":
+        following = text[1:].lstrip(b" \t\r\n")[:1]
+        return following in (b"{", b"[", b"]")
+    if text[:1] != b"{":
+        return False
+    if _LOKI.search(text[:256]) is not None:  # Loki's response, on one line or several
+        return True
+    first, newline, _ = text.partition(b"\n")
+    return bool(newline) and first.strip() == b"{"  # a pretty-printed object
+
+
+def _lines_of(document: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(document, list):
+        for item in document:
+            if isinstance(item, dict):
+                yield item
+        return
+    if not isinstance(document, dict):
+        return
+    data = document.get("data")
+    result = data.get("result") if isinstance(data, dict) else None
+    if isinstance(result, list):  # Loki's query API response
+        for stream in result:
+            if not isinstance(stream, dict):
+                continue
+            labels = stream.get("stream")
+            labels = labels if isinstance(labels, dict) else {}
+            values = stream.get("values")
+            for value in values if isinstance(values, list) else []:
+                if isinstance(value, list) and len(value) >= 2 and isinstance(value[1], str):
+                    yield {"ts": value[0], "line": value[1], "labels": labels}
+        return
+    for key in ("entries", "events", "records", "logs"):  # an export's records under one key
+        items = document.get(key)
+        if isinstance(items, list):
+            yield from _lines_of(items)
+            return
+    yield document
+
+
+def records(stream: BinaryIO, name: str) -> BinaryIO:
+    """The JSON document in ``stream`` as one JSON record per line; its bytes as they are when
+    they do not parse (a document cut short is read as text).
+
+    Raises :class:`~ppaux.triage.sources.LogOpenError` (naming ``name``) when it is larger
+    than :data:`MAX_DOCUMENT` bytes, or when none of its records holds a log line."""
+    data = stream.read(MAX_DOCUMENT + 1)
+    if len(data) > MAX_DOCUMENT:
+        raise LogOpenError(
+            name,
+            f"one JSON document larger than {MAX_DOCUMENT >> 20} MiB; give it one record per "
+            "line (jq -c '.[]')",
+        )
+    try:
+        document = json.loads(data.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return io.BufferedReader(io.BytesIO(data))
+    del data
+    out = io.BytesIO()
+    for record in _lines_of(document):
+        if _MESSAGES.isdisjoint(record):
+            continue  # no log line in it
+        out.write(json.dumps(record, ensure_ascii=False).encode("utf-8", "replace"))
+        out.write(b"\n")
+    if not out.tell():
+        raise LogOpenError(
+            name,
+            "a JSON document none of whose records holds a log line (a 'line', 'log', "
+            "'message', 'textPayload' or 'MESSAGE' member, or Loki's values)",
+        )
+    out.seek(0)
+    return io.BufferedReader(out)

@@ -1,0 +1,57 @@
+"""A traceback flattened onto one line, given back as the lines it was.
+
+A traceback pasted into a quote or a chat loses its newlines: ``... Traceback (most recent call
+last): File "a.py", line 3, in f x = g() File "b.py", line 9, in g RuntimeError: boom``. Its
+shape still tells the pieces apart: each frame starts at ``File "<path>", line <n>, in
+<function>``, the code follows its frame, and the exception is the last ``Name: message`` (or a
+bare ``Name``) whose name is an exception's (``...Error``, ``...Exception``, ...) after the last
+frame's code. :func:`unflatten` splits such a line; a line of any other shape is left alone.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["unflatten"]
+
+_HEADER = "Traceback (most recent call last):"
+#: At most this many frames taken from one line (a hostile line does not cost more).
+_MAX_FRAMES = 200
+_FRAME = re.compile(
+    r'File "(?P<file>[^"\n]{1,4096})", line (?P<line>\d{1,9}), in (?P<func>\S{1,512})'
+)
+#: The exception that ends the last frame's code: a dotted name ending as exceptions' do.
+_EXCEPTION = re.compile(
+    r"(?:^|\s)(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure))"
+    r"(?::\s.*|:?$)"
+)
+
+
+def unflatten(text: str) -> list[str] | None:
+    """The lines of the traceback flattened into ``text`` (what precedes its header first), or
+    None when ``text`` is not one."""
+    start = text.find(_HEADER)
+    if start < 0:
+        return None
+    after = text[start + len(_HEADER) :]
+    frames = list(_FRAME.finditer(after, 0, len(after)))[:_MAX_FRAMES]
+    if not frames or after[: frames[0].start()].strip():
+        return None
+    lines = [text[: start + len(_HEADER)]]
+    for index, frame in enumerate(frames):
+        end = frames[index + 1].start() if index + 1 < len(frames) else len(after)
+        lines.append(f'  File "{frame["file"]}", line {frame["line"]}, in {frame["func"]}')
+        rest = after[frame.end() : end].strip().rstrip("`").rstrip()
+        if index + 1 == len(frames):
+            exception = _EXCEPTION.search(rest)
+            if exception is None:
+                if rest:
+                    lines.append(f"    {rest}")
+                return lines
+            code = rest[: exception.start()].strip()
+            if code:
+                lines.append(f"    {code}")
+            lines.append(rest[exception.start("exc") :])
+        elif rest:
+            lines.append(f"    {rest}")
+    return lines

@@ -1,0 +1,172 @@
+"""The logs given to ``triage``: each read (:func:`read_all`), or refused in one problem (a
+file that cannot be opened, an empty one, a directory of empty logs, a file that is no log of
+sglang's), and what is said of a log itself (cut compression, lines too long to read).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import BinaryIO
+
+from ppaux.files import stdin_hint
+from ppaux.report import Finding, InputProblem, Report, finding
+from ppaux.text import counted, shown
+from ppaux.triage.reading import LogReading, read_log
+from ppaux.triage.sources import LogOpenError, LogSource, expand_paths
+from ppaux.triage.zones import LocalZone
+
+__all__ = ["log_findings", "oversized_findings", "read_all", "refuse_unshaped"]
+
+
+#: Why a directory whose logs all hold nothing is refused.
+_EMPTY_DIRECTORY = "every log file it holds is empty"
+
+
+def _empty_reason(source: LogSource) -> str:
+    """Why a log named by the user that holds nothing is refused: an empty file, or a
+    compressed one that inflates to nothing."""
+    if source.stream is None:
+        try:
+            if os.path.getsize(source.name) > 0:
+                return "empty log (the file inflates to nothing)"
+        except OSError:
+            pass
+    return "empty file"
+
+
+def _under(path: str, directory: str) -> bool:
+    """True when ``path`` was found in ``directory`` (the walk joins names onto it)."""
+    return path.startswith(os.path.join(directory, ""))
+
+
+#: Why a file of Python source (torch's, a test's) is no log, though it quotes tracebacks.
+_SOURCE_CODE = (
+    "not an sglang log: it reads as Python source code (definitions and imports, and no line "
+    "of sglang's), whatever tracebacks it quotes"
+)
+
+#: Why a file is no log of sglang's.
+_NOT_A_LOG = (
+    "not an sglang log: no line has the shape of sglang's, of a launcher's or of a traceback"
+)
+
+
+def refuse_unshaped(report: Report, readings: list[LogReading]) -> None:
+    """Files that hold no line of sglang's or a launcher's shape (a README, a torch dump, a
+    one-line text file) are taken out of ``readings``: each is an input problem (an error line,
+    exit 2) when no other log of the run is one, else a PP811 warning beside them."""
+    unshaped = [r for r in readings if not r.shaped and not r.empty]
+    if not unshaped:
+        return
+    fine = [r for r in readings if r.shaped and not r.empty]
+    for reading in unshaped:
+        readings.remove(reading)
+        why = _SOURCE_CODE if reading.source_code else _NOT_A_LOG
+        if not fine:
+            report.problems.append(InputProblem(reading.source, why))
+            continue
+        report.findings.append(
+            finding(
+                "PP811",
+                reading.source,
+                f"{shown(reading.source, None)} is {why}; it was left out, the other "
+                "logs were triaged",
+                extra={"log": reading.source, "lines": reading.lines},
+                location={"file": reading.source, "line": 1, "function": "-"},
+            )
+        )
+
+
+def oversized_findings(reading: LogReading) -> list[Finding]:
+    """PP811 for the lines whose rank or line number is too long to read."""
+    if not reading.oversized:
+        return []
+    count = len(reading.oversized) + reading.more_oversized
+    first = reading.oversized[0]
+    return [
+        finding(
+            "PP811",
+            reading.source,
+            f"{counted(count, 'line')} of {shown(reading.source, None)} hold a rank or line "
+            f"number of more digits than any real one (the first: line {first}); "
+            "read without it",
+            extra={"log": reading.source, "lines": reading.oversized, "count": count},
+            location={"file": reading.source, "line": first, "function": "-"},
+        )
+    ]
+
+
+def log_findings(reading: LogReading) -> list[Finding]:
+    if reading.cut is None:
+        return []
+    return [
+        finding(
+            "PP810",
+            reading.source,
+            f"the {reading.cut_compression} stream ends early ({shown(reading.cut)}); the "
+            f"{reading.lines} lines before the cut were triaged",
+            location={"file": reading.source, "line": max(1, reading.lines), "function": "-"},
+        )
+    ]
+
+
+def _once(files: list[str]) -> list[str]:
+    """``files`` with each file once: a log given twice, or given and found again in a
+    directory also given (or through a link), would count its failures twice."""
+    seen: set[tuple[int, int]] = set()
+    kept: list[str] = []
+    for path in files:
+        try:
+            status = os.stat(path)
+        except OSError:
+            kept.append(path)  # reported as a problem when it is opened
+            continue
+        identity = (status.st_dev, status.st_ino)
+        if identity not in seen:
+            seen.add(identity)
+            kept.append(path)
+    return kept
+
+
+def read_all(
+    report: Report, given: list[str], streams: Mapping[str, BinaryIO], zone: LocalZone | None
+) -> list[LogReading]:
+    """Read every log ``given`` (files, directories of logs, names in ``streams``); each that
+    cannot be read, holds nothing or is no log of sglang's is one problem on ``report``."""
+    files, unusable = expand_paths([p for p in given if p not in streams])
+    report.problems += [InputProblem.of(p) for p in unusable]
+    sources = [LogSource(p, streams[p]) for p in given if p in streams]
+    sources += [LogSource(p) for p in _once(files)]
+    readings: list[LogReading] = []
+    order = 0
+    for source in sources:
+        try:
+            reading = read_log(source, order, zone)
+        except LogOpenError as exc:
+            named = exc.path in given  # by the user, not found in a directory
+            hint = stdin_hint(exc.path, "ppaux triage - < server.log") if named else ""
+            report.problems.append(InputProblem(exc.path, exc.reason + hint, exc.suggestions))
+            continue
+        order += 1_000_000_000
+        if reading.empty and source.name in given:
+            # A log named by the user (or stdin) that holds nothing: the wrong file, or one
+            # rotated away; a gate must not pass on it.
+            why = _empty_reason(source)
+            if reading.cut is not None:  # not empty: cut before its first line
+                why = (
+                    f"{reading.cut_compression} stream cut before its first line "
+                    f"({shown(reading.cut)}); nothing could be read"
+                )
+            report.problems.append(InputProblem(source.name, why))
+            continue
+        readings.append(reading)
+    refuse_unshaped(report, readings)
+    for path in given:
+        # A directory whose every log is empty is refused as an empty file is; one that holds
+        # some empty logs beside others lists them (0 lines) and triages the rest.
+        if path not in streams and os.path.isdir(path):
+            inside = [r for r in readings if _under(r.source, path)]
+            if inside and all(r.empty for r in inside):
+                report.problems.append(InputProblem(shown(path, None), _EMPTY_DIRECTORY))
+    return readings

@@ -1,0 +1,386 @@
+"""An incident's root, said as a finding: which of sglang's nine messages it is (PP801, with
+the stage that raises it and ppaux's rule) or what kind of failure (PP802), what its frames
+say (PP806 the build, PP805 a culprit outside sglang, PP808 ppaux's strict capture), and the
+plain statement that the logs hold no root (PP809). Also how a record's place and time are
+written in every finding (:func:`place_of`, :func:`when_of`, :func:`time_fields`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ppaux.report import Finding, Severity, finding, page_for
+from ppaux.sglang import MessageMatch, search_message
+from ppaux.text import counted, shown
+from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
+from ppaux.triage.incidents import Incident, communication, seconds_between
+from ppaux.triage.kinds import kind_of
+from ppaux.triage.records import Event, Failure
+
+__all__ = [
+    "KIND_TEXT",
+    "LOCAL_TIME",
+    "RULE_OF_MESSAGE",
+    "aux_match",
+    "frame_findings",
+    "key_of",
+    "later_than",
+    "location_of",
+    "no_root_finding",
+    "observer_target",
+    "place_of",
+    "root_finding",
+    "time_fields",
+    "when_of",
+]
+
+#: ppaux's rule for each of sglang's nine messages (by the message's id in
+#: :mod:`ppaux.sglang.names`): what ``ppaux explain`` says about its causes.
+RULE_OF_MESSAGE: Mapping[str, str] = {
+    "add-unsupported": "PP115",
+    "add-empty": "PP115",
+    "add-bad-name": "PP115",
+    "add-not-tensor": "PP115",
+    "add-duplicate": "PP115",
+    "pop-no-observer": "PP401",
+    "pop-unsupported": "PP401",
+    "pop-non-tensor": "PP101",
+    "pop-not-reconstructed": "PP401",
+}
+
+
+#: Who a record is from when neither sglang's prefix, torch's rank nor a launcher names it.
+_NOBODY = "a process"
+
+
+def key_of(who: str) -> str | None:
+    return None if who == _NOBODY else shown(who)
+
+
+STAGE = {"add": "the last stage's add", "pop": "the first stage's pop"}
+#: How a root finding names its kind (:mod:`ppaux.triage.kinds`).
+KIND_TEXT = {
+    "memory": "memory failure",
+    "communication-init": "communication failure at set-up (the communicator or process group "
+    "could not be created)",
+    "communication": "communication failure in flight",
+    "shape-kernel": "shape or kernel failure",
+    "other": "failure",
+    "auxiliary-output": "auxiliary-output failure",
+}
+
+
+def aux_match(failure: Failure) -> MessageMatch | None:
+    """The auxiliary-output message ``failure`` raised (its last exception, or one of its
+    chain), when it is a RuntimeError that begins with one of sglang's nine messages."""
+    cause = aux_cause(failure)
+    return None if cause is None else cause[0]
+
+
+def aux_cause(failure: Failure) -> tuple[MessageMatch, str, str] | None:
+    """(match, exception, message line) of the exception of ``failure`` that is one of
+    sglang's nine messages: its last exception, else the latest of its chain."""
+    candidates = [(failure.exception, failure.message), *reversed(failure.chain)]
+    for exception, message in candidates:
+        if exception is None or exception.rsplit(".", 1)[-1] != "RuntimeError":
+            continue
+        line = message.split("\n", 1)[0]
+        found = search_message(line)
+        if found is not None and found.start == 0:
+            return found, exception, line
+    return None
+
+
+def location_of(failure: Failure | Event) -> dict[str, Any]:
+    if isinstance(failure, Failure):
+        function = failure.frames[-1].function if failure.frames else (failure.process or "")
+    else:
+        function = failure.kind
+    return {"file": failure.source, "line": failure.line, "function": shown(function or "-")}
+
+
+def place_of(record: Failure | Event) -> str:
+    return f"{shown(record.source, None)}:{record.line}"
+
+
+#: What a time without a zone (sglang's own) is, said wherever one is shown.
+LOCAL_TIME = "local time of the host, zone unknown"
+
+
+def when_of(record: Failure | Event, short: bool = False) -> str:
+    """The record's time as written; one without a zone says so, and one the user gave a zone
+    says which (in a table, in short)."""
+    if not record.time_text:
+        return "an unknown time"
+    text = shown(record.time_text)
+    if record.zone is None:
+        return f"{text} ({'local' if short else LOCAL_TIME})"
+    if record.time_text.endswith(record.zone):  # written with its zone
+        return text
+    zone = shown(record.zone, None)
+    return f"{text} ({zone})" if short else f"{text} (local time, in {zone} as given)"
+
+
+def time_fields(record: Failure | Event) -> dict[str, Any]:
+    """``time`` as written and ``time_zone``: the zone as written ('Z', '+02:00') or as the
+    user gave it, or None for sglang's own times, the local time of a host in a zone the log
+    does not say."""
+    if record.time_text is None:
+        return {"time": None, "time_zone": None}
+    zone = None if record.zone is None else shown(record.zone, None)
+    return {"time": shown(record.time_text), "time_zone": zone}
+
+
+def later_than(record: Failure | Event, root: Failure) -> str:
+    delay = seconds_between(root, record)
+    if delay is None:
+        # Times of two hosts' clocks, or of a host's clock and a collector's, do not compare.
+        return "after the root" if record.time_text is None else f"at {when_of(record)}"
+    if delay < 0:
+        return f"{-delay:.1f} s before the root"
+    return f"{delay:.1f} s after the root"
+
+
+def _stage_of(ranks: str | None) -> int | None:
+    """The pipeline stage a rank prefix names (``PP1 TP0`` -> 1), or None."""
+    for token in (ranks or "").split():
+        if token.startswith("PP") and token[2:].isdigit() and len(token) <= 8:
+            return int(token[2:])
+    return None
+
+
+def cannot_raise(root: Failure, match: MessageMatch, pp_size: int | None) -> str | None:
+    """Why the stage that logged ``root`` cannot raise ``match``'s message (pop runs on the
+    first stage, add on the last), or None when it can or the log does not say."""
+    stage = _stage_of(root.ranks)
+    if stage is None:
+        return None
+    if match.message.function.startswith("pop") and stage != 0:
+        return f"PP{stage} is not the first stage, the only one whose pop raises this message"
+    last = None if pp_size is None else pp_size - 1
+    if match.message.function.startswith("add") and last is not None and stage != last:
+        return f"PP{stage} is not the last stage (PP{last}), the only one whose add raises it"
+    return None
+
+
+#: A sampling observer's methods that sglang's PP transport calls (``to_pp_tensors`` on the last
+#: stage, ``from_pp_tensors`` on the first).
+_OBSERVER_METHODS = ("to_pp_tensors", "from_pp_tensors")
+
+
+def observer_target(incident: Incident, match: MessageMatch | None) -> str | None:
+    """What ``ppaux check-observer`` should be given for ``incident``, when its root is the
+    observer's to check: an observer method raised (a frame of the deployment's own called
+    ``from_pp_tensors``/``to_pp_tensors``; its file named), or the last stage's add refused
+    what the observer returned (sglang's add messages; the module is not in the traceback,
+    the observer's method having returned before add ran). None otherwise."""
+    for member in [*incident.members, *incident.collateral]:
+        for frame in out_of_tree(member.frames):
+            if frame.function in _OBSERVER_METHODS:
+                return f"{frame.file}:Observer"
+    if match is not None and match.message.id.startswith("add-"):
+        if not raised_by_capture(incident.root.frames):
+            return "MODULE:Observer"
+    return None
+
+
+def build_text(build: Build) -> str:
+    if build.kind == "wheel":
+        return f"a wheel in {shown(build.where, None)}"
+    if build.kind == "source checkout":
+        return f"a source checkout at {shown(build.where, None)}"
+    return f"installed in {shown(build.where, None)}"
+
+
+def no_root_finding(loose: list[Failure | Event]) -> Finding:
+    """PP809: the logs hold no root. Said plainly, with why: communication failures only (the
+    cause is on the network or another node), signals only, or tracebacks cut off."""
+    first = loose[0]
+    count = len(loose)
+    failures = [r for r in loose if isinstance(r, Failure)]
+    events = [r for r in loose if isinstance(r, Event)]
+    signals = [e for e in events if e.kind == "sigquit"]
+    ranks = sorted({shown(f.who) for f in failures if f.ranks})
+    where = f"{'' if count == 1 else 'the first: '}{shown(first.who)} at {place_of(first)}"
+    # The parent's SIGQUIT follows any scheduler's failure, communication ones included: it
+    # does not make communication failures anything else.
+    if (
+        all(communication(f) for f in failures)
+        and all(e.kind in ("watchdog", "store", "sigquit") for e in events)
+        and (failures or len(signals) < len(events))
+    ):
+        on = f" on {', '.join(ranks[:12])}{' ...' if len(ranks) > 12 else ''}" if ranks else ""
+        cause = "network-or-other-node"
+        message = (
+            "no root in this log: the cause is on the network or another node; "
+            f"{counted(count - len(signals), 'communication failure')}{on} ({where}) and "
+            "nothing else"
+            + (f" but the parent's SIGQUIT ({len(signals)} lines)" if signals else "")
+        )
+    elif not failures and len(signals) == count:
+        cause = "signals-only"
+        message = (
+            "no root in this log: it holds only signals (SIGQUIT from a failing child, "
+            f"{where}); the failing process's own output is not in it"
+        )
+    else:
+        cause = "not-in-these-logs"
+        message = (
+            f"no root in these logs: {counted(count, 'record')} of communication failures or "
+            f"SIGQUIT ({where}), and no failure that caused "
+            f"{'it' if count == 1 else 'them'} in these logs"
+        )
+    return finding(
+        "PP809",
+        first.source,
+        message,
+        # Processes failed: the deployment is down even though its root is elsewhere, and a
+        # gate must not read that as a pass.
+        severity=Severity.ERROR if failures else None,
+        extra={
+            "root": False,
+            "no_root": cause,
+            "ranks": ranks[:50],
+            "records": [f"{r.source}:{r.line}" for r in loose[:50]],
+        },
+        location=location_of(first),
+    )
+
+
+def root_finding(
+    number: int, incident: Incident, pp_size: int | None = None
+) -> tuple[Finding, MessageMatch | None]:
+    """PP801 (one of the nine messages, with its stage and rule) or PP802 (another failure,
+    with its kind) for ``incident``'s root, and the message matched."""
+    root = incident.root
+    members = incident.members
+    who = ", ".join(dict.fromkeys(shown(m.who) for m in members))
+    cause = aux_cause(root)
+    also = ""
+    if incident.ranks:
+        also = f" ({len(members)} processes failed with it at the same moment)"
+    message = f"{who} failed first at {when_of(root)} ({place_of(root)}): {shown(root.error)}{also}"
+    extra: dict[str, Any] = {
+        "incident": number,
+        "root": True,
+        "kind": kind_of(root),
+        "ranks": [shown(m.who) for m in members],
+        "exception": None if root.exception is None else shown(root.exception),
+        "message": shown(root.message, 2000),
+        **time_fields(root),
+        "log": root.source,
+        "line": root.line,
+        "records": [{"log": m.source, "line": m.line, "ranks": shown(m.who)} for m in members],
+    }
+    match: MessageMatch | None = None
+    if cause is not None:
+        match, exception, line = cause
+        if (exception, line) != (root.exception, root.message.split("\n", 1)[0]):
+            # The message is in the chain: the last exception is what was raised about it.
+            message += f" (in its chain: {shown(exception)}: {shown(line)})"
+        rule = RULE_OF_MESSAGE[match.message.id]
+        # The causes of this message, raised on this side (explain's page for it), not the
+        # causes of every auxiliary-output message: one story per message, in every format.
+        causes = list(page_for(match.message.id).causes)
+        extra.update(sglang_message=match.message.id, rule=rule, causes=causes)
+        impossible = cannot_raise(root, match, pp_size)
+        if impossible is not None:
+            message += (
+                f"; {impossible}: the log's rank prefixes or its stages are not what they seem"
+            )
+            extra["stage_fits"] = False
+        stage = STAGE[match.message.function.split("_", 1)[0]]
+        if raised_by_capture(root.frames):
+            message += f"; raised by ppaux's strict capture, as {stage} would (see {rule})"
+        else:
+            message += f"; raised by {stage} (see {rule})"
+        found = finding(
+            "PP801",
+            root.source,
+            message,
+            key_of(root.who),
+            # sglang's message as raised (a message with a key keeps its key), without
+            # whatever else the log line held after it.
+            sglang_error=shown(line[match.start : match.end]),
+            extra=extra,
+            location=location_of(root),
+        )
+    else:
+        kind = kind_of(root)
+        message += (
+            "; the log cuts its traceback before the exception line: the cause is not in it"
+            if kind == "unknown"
+            else f"; a {KIND_TEXT[kind]}, not an auxiliary-output error"
+        )
+        found = finding(
+            "PP802", root.source, message, key_of(root.who), extra=extra, location=location_of(root)
+        )
+    return found, match
+
+
+def frame_findings(number: int, incident: Incident) -> list[Finding]:
+    """What the frames say of ``incident``: sglang's build (PP806), a frame outside sglang
+    and its requirements (PP805, the likely culprit), ppaux's strict capture (PP808)."""
+    root = incident.root
+    members = incident.members
+    findings: list[Finding] = []
+    build = build_of(root.frames)
+    if build is not None:
+        findings.append(
+            finding(
+                "PP806",
+                root.source,
+                f"sglang of {shown(root.who)} is {build_text(build)}; {build.fits_text()}",
+                key_of(root.who),
+                extra={
+                    "incident": number,
+                    "install": build.kind,
+                    "where": shown(build.where, None),
+                    "fits": None if build.fits is None else list(build.fits),
+                    "frames_judged": build.judged,
+                },
+                location=location_of(root),
+            )
+        )
+    # The culprit is looked for in the root's ranks first, then in what followed (the last
+    # stage's own traceback when it died waiting).
+    for member in [*members, *incident.collateral]:
+        strange = out_of_tree(member.frames)
+        if not strange:
+            continue
+        culprit = strange[0]
+        findings.append(
+            finding(
+                "PP805",
+                member.source,
+                f"the traceback of {shown(member.who)} passes through "
+                f"{shown(culprit.file, 300)}:{culprit.line} in {shown(culprit.function)}, "
+                "which is neither sglang, a package it requires, torch nor the standard library: "
+                "the likely culprit",
+                key_of(member.who),
+                extra={
+                    "incident": number,
+                    "frames": [
+                        {"file": shown(f.file, 300), "line": f.line, "function": shown(f.function)}
+                        for f in strange[:10]
+                    ],
+                },
+                location=location_of(member),
+            )
+        )
+        break
+    if raised_by_capture(root.frames):
+        findings.append(
+            finding(
+                "PP808",
+                root.source,
+                f"{shown(root.who)} stopped at ppaux's strict capture "
+                f"({shown(root.frames[-1].file.rsplit('/', 1)[-1])}): the capture it wrote names "
+                "where the value entered",
+                key_of(root.who),
+                extra={"incident": number},
+                location=location_of(root),
+            )
+        )
+    return findings

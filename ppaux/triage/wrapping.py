@@ -1,0 +1,149 @@
+"""Pastes hard-wrapped at a terminal's width, joined back by content.
+
+A log copied from a terminal multiplexer or a web console arrives with every long line cut at
+the window's width and continued at column 0 of the next line: a frame line split inside its
+function name, a traceback header broken after ``(most recent``, an exception message broken
+mid-word. Read as it is, the pieces are no longer frames or messages.
+
+The shape says when a paste was wrapped: its head holds no line longer than some width ``W``,
+and several lines exactly ``W`` characters long are followed by a line that does not start a
+record of its own. :func:`wrap_width` finds ``W`` from the head; :class:`Unwrapped` then joins
+each line of exactly ``W`` characters with the line after it, unless that line starts a record
+(a sglang prefix, a frame, a traceback header, a timestamp, a level, the same three
+characters as the line before it: rows of a table alike in length, or the same two marks: a
+quote's ``> `` or an indentation the paste put before every line). Line numbers stay the
+file's: :meth:`Unwrapped.physical` maps a joined line's number back to its first piece's.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from array import array
+from bisect import bisect_left
+from itertools import pairwise
+from typing import BinaryIO
+
+__all__ = ["Unwrapped", "wrap_width"]
+
+#: Narrowest and widest widths taken for a terminal's (a narrower "width" is a column of data,
+#: or lines of source code alike in length).
+_MIN_WIDTH = 60
+_MAX_WIDTH = 400
+#: Lines exactly the width followed by a continuation, at the least, to call a paste wrapped.
+_MIN_WRAPPED = 2
+#: The longest run of pieces joined into one line (a longer run is a column of data).
+_MAX_PIECES = 64
+
+#: What starts a record of its own: never joined to the line before it.
+_STARTS = re.compile(
+    r"(?:\s*File \"|\s*Traceback \(|\s*During handling|\s*The above exception|[\[{]"
+    r"|\d{4}-\d\d-\d\d[ T]|\d\d:\d\d:\d\d|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|[IWEF]\d{4} )"
+)
+#: A line that holds only a prefix (``(Worker pid=N) ERROR <time> [file.py:N]``), no message.
+_PREFIX_ONLY = re.compile(r"\S\]$")
+#: A whole frame line: the indented code line after it is its own line.
+_FRAME = re.compile(r'\s*File ".*", line \d+, in \S+$')
+
+
+def _continues(line: str, following: str) -> bool:
+    """Whether ``following`` carries on ``line`` (cut at the width) rather than starting anew."""
+    if _PREFIX_ONLY.search(line) is not None and following[:1].isspace():
+        return True  # a launcher's or logger's prefix that filled the width, its message next
+    if not following or _STARTS.match(following) or following[:3] == line[:3]:
+        return False  # a record of its own: of a known start, or opening as the line did
+    if following[:2] == line[:2] and not any(c.isalnum() for c in line[:2]):
+        return False  # the paste's own mark on every line ('> ', an indentation): a line of its own
+    return not (_FRAME.match(line) and following[:1].isspace())
+
+
+def wrap_width(head: bytes) -> int | None:
+    """The width at which the paste in ``head`` was hard-wrapped, or None if it was not."""
+    lines = head.decode("utf-8", "replace").split("\n")[:-1]  # the last may be cut
+    lines = [line.rstrip("\r") for line in lines]
+    if len(lines) < 2 * _MIN_WRAPPED:
+        return None
+    width = max(len(line) for line in lines)
+    if not _MIN_WIDTH <= width <= _MAX_WIDTH:
+        return None
+    wrapped = sum(
+        1
+        for line, following in pairwise(lines)
+        if len(line) == width and _continues(line, following)
+    )
+    return width if wrapped >= _MIN_WRAPPED else None
+
+
+def _body(line: bytes) -> bytes:
+    """``line`` without its line end (``\\n`` or ``\\r\\n``)."""
+    if line.endswith(b"\r\n"):
+        return line[:-2]
+    return line[:-1] if line.endswith(b"\n") else line
+
+
+class Unwrapped(io.RawIOBase):
+    """``inner``'s lines with each one cut at ``width`` joined to its continuation."""
+
+    def __init__(self, inner: BinaryIO, width: int, max_line: int) -> None:
+        super().__init__()
+        self._inner = inner
+        self._width = width
+        self._max_line = max_line
+        self._pending: bytes | None = None  # the line read ahead
+        self._out = b""
+        self._line = 0  # lines given out
+        self._joined = array("q")  # numbers of the lines given out that hold joined pieces
+        self._extra = array("q")  # pieces joined up to and including each of those lines
+
+    def readable(self) -> bool:
+        return True
+
+    def physical(self, number: int) -> int:
+        """The file's number of the first piece of the line given out as ``number``."""
+        before = bisect_left(self._joined, number)
+        return number + (self._extra[before - 1] if before else 0)
+
+    def _next(self) -> bytes:
+        if self._pending is not None:
+            line, self._pending = self._pending, None
+            return line
+        return self._inner.readline(self._max_line + 1)
+
+    def _line_out(self) -> bytes:
+        line = self._next()
+        if not line:
+            return b""
+        pieces = 1
+        last = line  # the last piece: cut at the width when another follows
+        while pieces < _MAX_PIECES and len(line) <= self._max_line:
+            body = _body(line)
+            piece = _body(last).decode("utf-8", "replace")
+            if not last.endswith(b"\n") or len(piece) != self._width:
+                break
+            following = self._next()
+            text = _body(following).decode("utf-8", "replace")
+            if not _continues(body.decode("utf-8", "replace"), text):
+                self._pending = following or None
+                break
+            line, last = body + following, following
+            pieces += 1
+        self._line += 1
+        if pieces > 1:
+            self._joined.append(self._line)
+            self._extra.append((self._extra[-1] if self._extra else 0) + pieces - 1)
+        return line
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self._out:
+            self._out = self._line_out()
+            if not self._out:
+                return 0
+        size = min(len(buffer), len(self._out))
+        buffer[:size] = self._out[:size]
+        self._out = self._out[size:]
+        return size
+
+    def close(self) -> None:
+        if not self.closed:
+            self._inner.close()
+        super().close()

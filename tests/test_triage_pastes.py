@@ -1,0 +1,356 @@
+"""Pastes that are not one log line per line: hard-wrapped at a terminal's width, JSON documents
+(an array of records, Loki's query API response), a traceback flattened onto one line, and
+journald's messages written as byte arrays. Each is read as the plain log it holds."""
+
+from __future__ import annotations
+
+import bz2
+import io
+import json
+import time
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ppaux.triage import documents, triage_paths
+from ppaux.triage.documents import is_document, records
+from ppaux.triage.flattened import unflatten
+from ppaux.triage.sources import LogOpenError
+from ppaux.triage.wrapping import Unwrapped, wrap_width
+
+LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
+AUX = LOGS / "sglang-aux-list.log"
+
+
+def _roots(report):
+    return [
+        (f.code, f.key, f.extra.get("kind"), f.extra.get("exception"))
+        for f in report.findings
+        if f.code in ("PP801", "PP802", "PP809")
+    ]
+
+
+def _cut(text: str, width: int) -> str:
+    lines = text.split("\n")[:-1]
+    return "".join(
+        "".join(line[i : i + width] + "\n" for i in range(0, len(line), width)) or "\n"
+        for line in lines
+    )
+
+
+def test_a_paste_wrapped_at_80_or_120_columns_has_the_plain_log_s_root(tmp_path):
+    plain = AUX.read_text(encoding="utf-8")
+    expected = _roots(triage_paths([str(AUX)]))
+    assert expected and expected[0][0] == "PP801"
+    for width in (80, 120):
+        path = tmp_path / f"wrapped{width}.log"
+        path.write_text(_cut(plain, width), encoding="utf-8")
+        assert _roots(triage_paths([str(path)])) == expected
+
+
+def test_a_wrapped_paste_keeps_the_file_s_line_numbers(tmp_path):
+    header = (
+        "[2026-12-03 14:50:12 PP1 TP0] Scheduler hit an exception: Traceback (most recent call "
+        "last):"
+    )
+    lines = [
+        "[2026-12-03 14:50:01 PP0 TP0] Load weight begin. avail mem=" + "7" * 60,
+        "[2026-12-03 14:50:02 PP1 TP0] Load weight begin. avail mem=" + "7" * 60,
+        header,
+        '  File "/usr/lib/python3/site-packages/sglang/srt/model_executor/model_runner.py", '
+        "line 588, in init_torch_distributed",
+        "    initialize_model_parallel(",
+        "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+    ]
+    path = tmp_path / "wrapped.log"
+    path.write_text(_cut("\n".join(lines) + "\n", 80), encoding="utf-8")
+    physical = path.read_text(encoding="utf-8").split("\n")
+    # The header starts on the file's 5th line: the two lines before it take two lines each.
+    assert physical[4].startswith("[2026-12-03 14:50:12 PP1 TP0]")
+    report = triage_paths([str(path)])
+    root = next(f for f in report.findings if f.code == "PP802")
+    assert root.key == "PP1 TP0"
+    assert root.extra["exception"] == "RuntimeError"
+    assert "RuntimeError: NCCL error: unhandled system error" in root.message
+    assert root.extra["kind"] == "communication-init"
+    assert root.extra["line"] == 5
+    assert report.data["logs"][0]["lines"] == len(physical) - 1
+
+
+def test_the_joined_line_s_number_maps_to_its_first_piece():
+    text = b"a" * 60 + b"\n" + b"bc\n" + b"d\n" + b"e" * 60 + b"\n" + b"f\n" + b"g\n"
+    unwrapped = Unwrapped(io.BufferedReader(io.BytesIO(text)), 60, 1 << 16)  # type: ignore[arg-type]
+    out = io.BufferedReader(unwrapped).read()
+    assert out == b"a" * 60 + b"bc\n" + b"d\n" + b"e" * 60 + b"f\n" + b"g\n"
+    # given-out line n -> the file's line: 1 -> 1, 2 -> 3, 3 -> 4, 4 -> 6
+    assert [unwrapped.physical(n) for n in (1, 2, 3, 4, 5)] == [1, 3, 4, 6, 7]
+
+
+def test_logs_with_lines_alike_in_length_are_not_taken_for_wrapped():
+    assert wrap_width(AUX.read_bytes()) is None
+    assert wrap_width((LOGS / "sglang-healthy.log").read_bytes()) is None
+    rows = "".join(
+        f'"2026-06-17 06:48:30.123","[2026-06-24 15:38:0{n} PP{n}] Decode"\n' for n in range(9)
+    )
+    assert wrap_width(rows.encode() * 4) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.text(
+        alphabet=st.sampled_from(["a", " ", "[", "F", "\n", "é", "\r", '"']), max_size=600
+    ),
+    width=st.integers(min_value=1, max_value=12),
+)
+def test_unwrapping_loses_and_invents_no_character(text, width):
+    raw = text.encode("utf-8")
+    unwrapped = Unwrapped(io.BufferedReader(io.BytesIO(raw)), width, 64)  # type: ignore[arg-type]
+    out = io.BufferedReader(unwrapped).read()
+
+    def ends(data: bytes) -> bytes:
+        return data.replace(b"\r\n", b"").replace(b"\n", b"")
+
+    assert ends(out) == ends(raw)
+    given_out = out.count(b"\n") + (0 if out.endswith(b"\n") or not out else 1)
+    # the last given-out line maps to a line of the file, never past it
+    assert given_out == 0 or unwrapped.physical(given_out) <= raw.count(b"\n") + 1
+
+
+def _loki(lines: list[str], labels: dict[str, str]) -> str:
+    values = [[str(1764773767000000000 + n), line] for n, line in enumerate(lines)]
+    return json.dumps(
+        {
+            "status": "success",
+            "data": {"resultType": "streams", "result": [{"stream": labels, "values": values}]},
+        }
+    )
+
+
+def test_loki_s_query_api_response_is_read_as_its_lines_and_names_the_pod(tmp_path):
+    lines = AUX.read_text(encoding="utf-8").splitlines()
+    expected = _roots(triage_paths([str(AUX)]))
+    labels = {"namespace": "llm", "pod": "sglang-pp-0", "container": "sglang"}
+    for name, text in (
+        ("compact.json", _loki(lines, labels)),
+        ("pretty.json", json.dumps(json.loads(_loki(lines, labels)), indent=2)),
+    ):
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        report = triage_paths([str(path)])
+        assert _roots(report) == expected
+        steps = report.data["steps"]
+        assert any(s["where"] == "the pod spec" for s in steps)
+        assert any((s["argv"] or [""])[0] == "kubectl" for s in steps)
+        assert not any("export" in (s["argv"] or []) for s in steps)
+
+
+def test_a_json_array_of_records_on_one_line_is_read_record_by_record(tmp_path):
+    lines = [
+        "[2026-12-03 14:56:06 PP0 TP0] Decode batch, #running-req: 12",
+        "[2026-12-03 14:56:07 PP1 TP0] RuntimeError: CUDA error: an illegal memory access was "
+        "encountered",
+        "[2026-12-03 14:56:08] Received sigquit from a child process. It usually means the child "
+        "failed.",
+    ]
+    entries = [{"textPayload": t, "timestamp": "2026-12-03T14:56:07.123Z"} for t in lines]
+    path = tmp_path / "entries.json"
+    path.write_text(json.dumps(entries, separators=(",", ":")), encoding="utf-8")
+    report = triage_paths([str(path)])
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    assert (root.key, root.extra["exception"]) == ("PP1 TP0", "RuntimeError")
+    assert "RuntimeError: CUDA error: an illegal memory access was encountered" in root.message
+
+
+def test_a_document_too_large_to_read_whole_is_one_problem(tmp_path, monkeypatch):
+    monkeypatch.setattr(documents, "MAX_DOCUMENT", 64)
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps([{"textPayload": "x" * 100}]), encoding="utf-8")
+    report = triage_paths([str(path)])
+    assert [p.message for p in report.problems] == [
+        "one JSON document larger than 0 MiB; give it one record per line (jq -c '.[]')"
+    ]
+
+
+def test_a_document_without_a_log_line_is_one_problem_that_says_so(tmp_path):
+    path = tmp_path / "metrics.json"
+    path.write_text(json.dumps([{"a": 1}, {"b": [2]}]), encoding="utf-8")
+    report = triage_paths([str(path)])
+    assert not report.findings
+    assert [p.message for p in report.problems] == [
+        "a JSON document none of whose records holds a log line (a 'line', 'log', 'message', "
+        "'textPayload' or 'MESSAGE' member, or Loki's values)"
+    ]
+
+
+def test_what_is_a_json_document():
+    assert is_document(b'[{"textPayload": "x"}]')
+    assert is_document(b'[\n  {\n    "line": "x"\n  }\n]\n')
+    assert is_document(b'{"status": "success", "data": {"resultType": "streams"')
+    assert not is_document(b'{"log": "x\\n", "stream": "stderr"}\n{"log": "y\\n"}\n')
+    assert not is_document(b"[2026-12-03 14:56:06 PP0 TP0] Decode batch\n")
+    assert not is_document(b"")
+
+
+_JSONISH = st.recursive(
+    st.one_of(st.none(), st.integers(), st.text(max_size=8)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.sampled_from(["line", "log", "a", "MESSAGE", "ts"]), inner, max_size=3),
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.text(max_size=300), _JSONISH.map(lambda v: json.dumps(v)[1:])))
+def test_any_document_text_is_read_refused_or_given_back_as_it_came(text):
+    raw = ("[" + text).encode("utf-8", "surrogatepass")
+    try:
+        document = json.loads(raw)
+    except ValueError:
+        assert records(io.BufferedReader(io.BytesIO(raw)), "doc.json").read() == raw  # type: ignore[arg-type]
+        return
+    try:
+        out = records(io.BufferedReader(io.BytesIO(raw)), "doc.json").read()  # type: ignore[arg-type]
+    except LogOpenError as exc:
+        assert "holds a log line" in str(exc)
+        assert not any(
+            isinstance(r, dict) and {"line", "log", "MESSAGE"} & set(r) for r in document
+        )
+        return
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert lines and all(isinstance(r, dict) and {"line", "log", "MESSAGE"} & set(r) for r in lines)
+    assert lines == [
+        r for r in document if isinstance(r, dict) and {"line", "log", "MESSAGE"} & set(r)
+    ]
+
+
+FLAT = (
+    "> `2026-05-20 08:02:45 PP1 ATTN_CP0 TP0] Scheduler hit an exception: Traceback (most recent "
+    'call last): File "/srv/sglang/srt/managers/scheduler.py", line 4227, in run_scheduler_process '
+    'scheduler.run_event_loop() File "/srv/sglang/srt/layers/attention/backend.py", line 812, in '
+    "forward_decode o = o + self.sink RuntimeError: The size of tensor a (4) must match the size "
+    "of tensor b (8) at non-singleton dimension 0`"
+)
+
+
+def test_a_flattened_traceback_is_split_back_into_its_lines():
+    assert unflatten(FLAT) == [
+        "> `2026-05-20 08:02:45 PP1 ATTN_CP0 TP0] Scheduler hit an exception: Traceback (most "
+        "recent call last):",
+        '  File "/srv/sglang/srt/managers/scheduler.py", line 4227, in run_scheduler_process',
+        "    scheduler.run_event_loop()",
+        '  File "/srv/sglang/srt/layers/attention/backend.py", line 812, in forward_decode',
+        "    o = o + self.sink",
+        "RuntimeError: The size of tensor a (4) must match the size of tensor b (8) at "
+        "non-singleton dimension 0",
+    ]
+    assert unflatten("Traceback (most recent call last):") is None
+    assert unflatten("[2026-05-20 08:02:45 PP0 TP0] Decode batch") is None
+
+
+def test_a_flattened_traceback_s_exception_is_the_root_s(tmp_path):
+    path = tmp_path / "flat.log"
+    path.write_text(FLAT + "\n", encoding="utf-8")
+    report = triage_paths([str(path)])
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    assert (root.key, root.extra["kind"]) == ("PP1 ATTN_CP0 TP0", "shape-kernel")
+    assert "RuntimeError: The size of tensor a (4) must match" in root.message
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                'File "a.py", line 3, in f',
+                "Traceback (most recent call last):",
+                "x = 1",
+                "ValueError: v",
+                " ",
+                "Error",
+            ]
+        ),
+        max_size=12,
+    ).map(" ".join)
+)
+def test_unflattening_any_text_never_fails_and_keeps_every_frame(text):
+    lines = unflatten(text)
+    if lines is not None:
+        assert lines[0].endswith("Traceback (most recent call last):")
+        frames = [line for line in lines[1:] if line.startswith('  File "')]
+        header = text.find("Traceback (most recent call last):")
+        assert len(frames) == text[header:].count('File "a.py", line 3, in f')
+
+
+def test_journald_byte_array_messages_keep_the_header_s_rank(tmp_path):
+    lines = AUX.read_text(encoding="utf-8").splitlines()
+    expected = _roots(triage_paths([str(AUX)]))
+    records_ = [
+        json.dumps(
+            {
+                "__REALTIME_TIMESTAMP": "1764773767000000",
+                "MESSAGE": list(line.encode()) if "Traceback" in line or "Error" in line else line,
+            }
+        )
+        for line in lines
+    ]
+    path = tmp_path / "journald.json"
+    path.write_text("\n".join(records_) + "\n", encoding="utf-8")
+    assert _roots(triage_paths([str(path)])) == expected
+
+
+def test_epoch_then_rfc3339_rows_are_peeled_and_the_time_shown_is_rfc3339(tmp_path):
+    lines = AUX.read_text(encoding="utf-8").splitlines()
+    expected = _roots(triage_paths([str(AUX)]))
+    path = tmp_path / "rows.log"
+    path.write_text(
+        "".join(f"1779264164499\t2026-05-20T08:02:44.499Z\t{line}\n\n" for line in lines),
+        encoding="utf-8",
+    )
+    report = triage_paths([str(path)])
+    assert _roots(report) == expected
+
+
+def test_a_one_megabyte_wrapped_paste_and_loki_document_are_read_within_two_seconds(tmp_path):
+    lines = AUX.read_text(encoding="utf-8").splitlines()
+    healthy = [
+        f"[2026-12-03 14:55:{n % 60:02d} PP0 TP0] Decode batch, #running-req: 12, #token: {n}, "
+        "token usage: 0.11, cuda graph: True, gen throughput (token/s): 301.22, #queue-req: 0"
+        for n in range(6600)
+    ]
+    body = healthy + lines
+    wrapped = tmp_path / "wrapped.log"
+    wrapped.write_text(_cut("\n".join(body) + "\n", 80), encoding="utf-8")
+    loki = tmp_path / "loki.json"
+    loki.write_text(_loki(body, {"pod": "sglang-0"}), encoding="utf-8")
+    for path in (wrapped, loki):
+        assert path.stat().st_size >= 1 << 20
+        start = time.process_time()
+        report = triage_paths([str(path)])
+        assert time.process_time() - start < 2.0
+        assert [r[0] for r in _roots(report)] == ["PP801"]
+
+
+def test_a_quoted_paste_with_long_lines_alike_in_length_is_not_taken_for_wrapped():
+    lines = []
+    for rank in range(4):
+        lines.append(
+            f"> [rank{rank}]:[E1203 15:06:07.00000{rank} 7{rank}1 ProcessGroupNCCL.cpp:2168] "
+            "[PG ID 2 PG GUID 3(pp) Rank 0] Process group watchdog thread terminated with "
+            "exception: [Rank 0] Watchdog caught collective operation timeout"
+        )
+        lines.append("> Exception raised from checkTimeout at ProcessGroupNCCL.cpp:635")
+    assert wrap_width(("\n".join(lines) + "\n").encode()) is None
+
+
+def test_a_compressed_log_cut_before_its_first_line_is_said_cut_not_empty(tmp_path):
+    packed = bz2.compress(AUX.read_bytes())
+    path = tmp_path / "cut.log"
+    path.write_bytes(packed[: len(packed) // 2])
+    report = triage_paths([str(path)])
+    assert [p.message for p in report.problems] == [
+        "bzip2 stream cut before its first line (Compressed file ended before the end-of-stream "
+        "marker was reached); nothing could be read"
+    ]
