@@ -74,7 +74,7 @@ def test_every_exception_class_is_in_the_tree():
     classes = _exception_classes()
     # Warnings are not errors: the one ppaux emits (pytest lists it) is named here on its own.
     warnings = sorted(name for name, cls in classes.items() if issubclass(cls, Warning))
-    assert warnings == ["ppaux.testing.NothingCheckedWarning"]
+    assert warnings == ["ppaux.testing.assertions.NothingCheckedWarning"]
     assert issubclass(classes[warnings[0]], UserWarning)
     classes = {name: cls for name, cls in classes.items() if name not in warnings}
     assert sorted(classes) == sorted(EXPECTED)
