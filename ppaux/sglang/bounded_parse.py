@@ -12,9 +12,9 @@ indentation) into logical lines, and those into statements: a statement is its h
 Consecutive statements are parsed together in chunks of at most :data:`CHUNK_BYTES`; a statement
 larger than that (a class or function of a megabyte) is checked as its skeleton, each body
 replaced by ``pass``, and its bodies are cut the same way, down to single statements. When every
-part parses, the file's tree is the top-level parts' trees joined (their lines moved to the
-file's) or, where a top-level statement had to be split, the whole file parsed, which then costs
-what a valid file costs.
+part parses, the file's tree is the parts' trees put back together, their lines moved to the
+file's (where a statement of several clauses had to be split, ``if``/``else`` or ``try``, the
+whole file is parsed instead, which then costs what a valid file costs).
 
 A part that fails raises the parser's own ``SyntaxError`` with the line moved to the file's
 line, so the message is the one a whole-file parse gives for that part. Two kinds of text are
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import ast
 import io
-import re
 import tokenize
 import warnings
 from dataclasses import dataclass
@@ -42,7 +41,6 @@ _CLAUSES = frozenset({"else", "elif", "except", "finally"})
 _SKIPPED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT})
 _OPENING = {"(": ")", "[": "]", "{": "}"}
 _CLOSING = {")": "(", "]": "[", "}": "{"}
-_LINE_IN_MESSAGE = re.compile(r"(\bline )(\d+)")
 
 
 @dataclass(frozen=True)
@@ -89,10 +87,8 @@ def _check(text: str, lines: list[str], filename: str) -> ast.Module | None:
     logical, failure = _logical_lines(text, lines, filename)
     checker = _Checker(lines, logical, filename)
     if failure is None:
-        checker.block(0, len(logical), 1, len(lines), 0)
-        if checker.parts is None:
-            return None
-        return ast.Module(body=[s for part in checker.parts for s in part.body], type_ignores=[])
+        body = checker.block(0, len(logical), 1, len(lines), 0)
+        return None if body is None else ast.Module(body=body, type_ignores=[])
     # The tokenizer stopped: the parser would have reported an error before that point first,
     # so the whole top-level statements before it are checked, then its error is raised.
     error, nested, row = failure
@@ -187,15 +183,13 @@ def _unfinished(
         taken.append(line)
         size += len(line)
     whole = row - 1 + len(taken) == len(lines)
+    indented = taken[0][:1] in " \t"
+    head = "\n" * (row - 2) + "if 1:\n" if indented else "\n" * (row - 1)
     try:
-        ast.parse("if 1:\n" + "".join(taken) if taken[0][:1] in " \t" else "".join(taken))
+        ast.parse(head + "".join(taken))
     except SyntaxError as exc:
-        shift = row - 2 if taken[0][:1] in " \t" else row - 1
-        if exc.lineno is not None and (whole or exc.lineno + shift < row - 1 + len(taken)):
-            message = _LINE_IN_MESSAGE.sub(
-                lambda m: f"{m.group(1)}{int(m.group(2)) + shift}", exc.msg
-            )
-            return SyntaxError(message, (filename, exc.lineno + shift, exc.offset, exc.text))
+        if exc.lineno is not None and (whole or exc.lineno < row - 1 + len(taken)):
+            return SyntaxError(exc.msg, (filename, exc.lineno, exc.offset, exc.text))
     except (ValueError, RecursionError, MemoryError):
         pass
     if "string" in reason:
@@ -214,8 +208,6 @@ class _Checker:
         self.lines = lines
         self.logical = logical
         self.filename = filename
-        #: The trees of the top-level parts, in order, while none was split.
-        self.parts: list[ast.Module] | None = []
         self.offsets = [0]
         for line in lines:
             self.offsets.append(self.offsets[-1] + len(line))
@@ -223,10 +215,14 @@ class _Checker:
     def size(self, first_row: int, last_row: int) -> int:
         return self.offsets[last_row] - self.offsets[first_row - 1]
 
-    def block(self, first: int, stop: int, first_row: int, last_row: int, depth: int) -> None:
+    def block(
+        self, first: int, stop: int, first_row: int, last_row: int, depth: int
+    ) -> list[ast.stmt] | None:
         """Check the sibling statements of logical lines ``[first, stop)``, which with their
-        comments span rows ``first_row`` - ``last_row``."""
+        comments span rows ``first_row`` - ``last_row``: their trees, lines the file's, or None
+        where a split statement's tree cannot be put back together here."""
         statements = self.statements(first, stop)
+        out: list[ast.stmt] | None = []
         chunk_start = first_row
         for k, statement in enumerate(statements):
             end_row = (
@@ -237,16 +233,15 @@ class _Checker:
             begin = first_row if k == 0 else self.logical[statement.first].start
             if self.size(begin, end_row) > CHUNK_BYTES and self.splittable(statement):
                 if chunk_start < begin:
-                    self.parse_rows(chunk_start, begin - 1, depth)
-                if depth == 0:
-                    self.parts = None  # the file's tree is then parsed whole
-                self.split(statement, begin, end_row, depth)
+                    out = _joined(out, self.parse_rows(chunk_start, begin - 1, depth))
+                out = _joined(out, self.split(statement, begin, end_row, depth))
                 chunk_start = end_row + 1
             elif self.size(chunk_start, end_row) > CHUNK_BYTES and chunk_start < begin:
-                self.parse_rows(chunk_start, begin - 1, depth)
+                out = _joined(out, self.parse_rows(chunk_start, begin - 1, depth))
                 chunk_start = begin
         if chunk_start <= last_row and statements:
-            self.parse_rows(chunk_start, last_row, depth)
+            out = _joined(out, self.parse_rows(chunk_start, last_row, depth))
+        return out
 
     def statements(self, first: int, stop: int) -> list[_Statement]:
         out: list[_Statement] = []
@@ -274,26 +269,26 @@ class _Checker:
         header = self.logical[statement.clauses[0][0]]
         return header.word != "match" and any(s < e for _, s, e in statement.clauses)
 
-    def split(self, statement: _Statement, begin: int, end_row: int, depth: int) -> None:
-        """Check a large statement as its skeleton (bodies as ``pass``), then each body."""
-        rows: list[int] = []
-        text: list[str] = []
-        decorators_end = self.logical[statement.clauses[0][0]].start
-        for row in range(begin, decorators_end):
-            rows.append(row)
-            text.append(self.lines[row - 1])
+    def split(
+        self, statement: _Statement, begin: int, end_row: int, depth: int
+    ) -> list[ast.stmt] | None:
+        """Check a large statement as its skeleton (bodies as ``pass``), then each body; its
+        tree when it has one clause (a class, a function, a loop or ``with`` without ``else``)."""
+        # Each clause's header keeps its rows (blank lines stand for the bodies left out), and
+        # its body is one ``pass`` on the body's first row.
+        text = self.lines[begin - 1 : self.logical[statement.clauses[0][0]].start - 1]
         for header, body_start, body_stop in statement.clauses:
             line = self.logical[header]
-            for row in range(line.start, line.end + 1):
-                rows.append(row)
-                text.append(self.lines[row - 1])
+            text += ["\n"] * (line.start - begin - len(text))
+            text += self.lines[line.start - 1 : line.end]
             if body_start < body_stop:
                 first_body = self.logical[body_start].start
                 indent = self.lines[first_body - 1]
                 indent = indent[: len(indent) - len(indent.lstrip(" \t\f"))]
-                rows.append(first_body)
+                text += ["\n"] * (first_body - begin - len(text))
                 text.append(f"{indent}pass\n")
-        self.parse_text("".join(text), rows, depth)
+        skeleton = self.parse_text("".join(text), begin, depth)
+        bodies: list[list[ast.stmt] | None] = []
         for k, (_, body_start, body_stop) in enumerate(statement.clauses):
             if body_start >= body_stop:
                 continue
@@ -301,34 +296,51 @@ class _Checker:
             last = self.logical[following].start - 1 if following is not None else end_row
             first_row = self.logical[body_start].start
             inner = self.logical[body_start].depth
-            self.block(body_start, body_stop, first_row, last, inner)
+            bodies.append(self.block(body_start, body_stop, first_row, last, inner))
+        node = _unwrapped(skeleton, depth)[0]
+        body = bodies[0] if len(statement.clauses) == 1 and len(bodies) == 1 else None
+        if body is None or not body or not isinstance(node, _ONE_BODY):
+            return None
+        node.body = body
+        node.end_lineno, node.end_col_offset = body[-1].end_lineno, body[-1].end_col_offset
+        return [node]
 
-    def parse_rows(self, first_row: int, last_row: int, depth: int) -> None:
+    def parse_rows(self, first_row: int, last_row: int, depth: int) -> list[ast.stmt]:
         text = "".join(self.lines[first_row - 1 : last_row])
-        module = self.parse_text(text, list(range(first_row, last_row + 1)), depth)
-        if depth == 0 and self.parts is not None:
-            self.parts.append(ast.increment_lineno(module, first_row - 1))
+        return _unwrapped(self.parse_text(text, first_row, depth), depth)
 
-    def parse_text(self, text: str, rows: list[int], depth: int) -> ast.Module:
-        """Parse ``text``, whose line k is the file's ``rows[k - 1]``; a body's text (depth above
-        0) is parsed inside an ``if 1:`` of its own."""
-        wrapped = depth > 0
+    def parse_text(self, text: str, first_row: int, depth: int) -> ast.Module:
+        """Parse ``text``, which starts at the file's row ``first_row``: blank lines before it
+        give its trees the file's lines; a body's text (depth above 0) is parsed inside an
+        ``if 1:`` of its own on the line above."""
+        head = "\n" * (first_row - 2) + "if 1:\n" if depth else "\n" * (first_row - 1)
         try:
-            return ast.parse("if 1:\n" + text if wrapped else text, self.filename)
+            return ast.parse(head + text, self.filename)
         except SyntaxError as exc:
-            line = exc.lineno
-            if line is not None:
-                line = _row(line - (1 if wrapped else 0), rows)
-            message = _LINE_IN_MESSAGE.sub(lambda m: _moved(m, rows, wrapped), exc.msg)
-            raise type(exc)(message, (self.filename, line, exc.offset, exc.text)) from None
+            raise type(exc)(exc.msg, (self.filename, exc.lineno, exc.offset, exc.text)) from None
 
 
-def _moved(match: re.Match[str], rows: list[int], wrapped: bool) -> str:
-    return f"{match.group(1)}{_row(int(match.group(2)) - (1 if wrapped else 0), rows)}"
+_ONE_BODY = (
+    ast.ClassDef,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.With,
+    ast.AsyncWith,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.If,
+)
 
 
-def _row(line: int, rows: list[int]) -> int:
-    """The file's row for line ``line`` of a part made of ``rows`` (past its end: counted on)."""
-    if line > len(rows):
-        return rows[-1] + line - len(rows)
-    return rows[max(line, 1) - 1]
+def _unwrapped(module: ast.Module, depth: int) -> list[ast.stmt]:
+    """The statements parsed: inside the ``if 1:`` that wraps a body's text (depth above 0)."""
+    if depth == 0:
+        return module.body
+    wrapper = module.body[0]
+    assert isinstance(wrapper, ast.If)
+    return wrapper.body
+
+
+def _joined(out: list[ast.stmt] | None, more: list[ast.stmt] | None) -> list[ast.stmt] | None:
+    return None if out is None or more is None else out + more
