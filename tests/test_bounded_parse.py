@@ -181,3 +181,13 @@ def test_what_the_tokenizer_refuses_is_worded_as_cpython_words_it(tail, message,
         parse_source(text)
     assert got.value.msg == expected.value.msg == message.format(last=last)
     assert got.value.lineno == expected.value.lineno
+
+
+def test_the_quick_cut_and_the_tokenizer_cut_give_the_same_lines():
+    """Where the quick scan answers, its logical lines are the tokenizer's."""
+    text = CORPUS * 3
+    lines = text.splitlines(keepends=True)
+    quick = bounded_parse._scanned(text)
+    exact, failure = bounded_parse._logical_lines(text, lines, "<corpus>")
+    assert quick is not None and failure is None
+    assert quick == exact

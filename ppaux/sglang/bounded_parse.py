@@ -27,7 +27,10 @@ still parsed whole, as they cannot be cut: one logical line (a literal of a mega
 from __future__ import annotations
 
 import ast
+import gc
 import io
+import re
+import sys
 import tokenize
 import warnings
 from dataclasses import dataclass
@@ -74,11 +77,109 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
     text = _decoded(source) if isinstance(source, bytes) else source
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = io.StringIO(text).readlines()
-    with warnings.catch_warnings():
-        # A part's SyntaxWarning (an invalid escape) is the whole file's, told once by it.
-        warnings.simplefilter("ignore", SyntaxWarning)
-        module = _check(text, lines, filename)
-    return ast.parse(source, filename) if module is None else module
+    # Syntax trees hold no reference cycles: the collector, which the parts' hundreds of
+    # thousands of nodes would start again and again, would find nothing (a third of the time).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        with warnings.catch_warnings():
+            # A part's SyntaxWarning (an invalid escape) is the whole file's, told once by it.
+            warnings.simplefilter("ignore", SyntaxWarning)
+            module = _quick(text, lines, filename)
+            if module is None:
+                module = _check(text, lines, filename)
+        return ast.parse(source, filename) if module is None else module
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _quick(text: str, lines: list[str], filename: str) -> ast.Module | None:
+    """The file's tree from the parts :func:`_scanned` cuts, or None (then :func:`_check`).
+
+    The scan may cut where it should not, but a cut inside a string, a bracket or a
+    backslash-continued line leaves a part that cannot parse: when every part parses, every cut
+    was a true statement boundary and the tree is the file's."""
+    logical = _scanned(text)
+    if logical is None:
+        return None
+    try:
+        body = _Checker(lines, logical, filename).block(0, len(logical), 1, len(lines), 0)
+    except SyntaxError:
+        if sys.version_info < (3, 12):
+            # Every part before the failing one parsed, so it starts where a statement starts,
+            # and before 3.12 the scan reads strings as the tokenizer does: the error is real.
+            raise
+        return None  # an f-string may nest quotes: the tokenizer's cut decides
+    return None if body is None else ast.Module(body=body, type_ignores=[])
+
+
+_SCAN = re.compile(r"""#[^\n]*|\\\n|'''|\"\"\"|'|"|[(\[{]|[)\]}]|\n""")
+_STRING_END = {
+    "'''": re.compile(r"(?:[^\\]|\\.)*?'''", re.S),
+    '"""': re.compile(r'(?:[^\\]|\\.)*?"""', re.S),
+    "'": re.compile(r"(?:[^\\\n']|\\.)*'", re.S),
+    '"': re.compile(r'(?:[^\\\n"]|\\.)*"', re.S),
+}
+_FIRST = re.compile(r"([ \f]*)([A-Za-z_]\w*|[^\s#]|#|\n|$)")
+
+
+def _scanned(text: str) -> list[_Logical] | None:
+    """Logical lines found by scanning only for strings, comments, brackets and line ends: a
+    few times faster than :mod:`tokenize`, and None where it is not sure (a tab in an
+    indentation, an indentation that matches no outer one, a string or bracket left open, a
+    logical line over :data:`CHUNK_BYTES`)."""
+    out: list[_Logical] = []
+    widths = [0]
+    row, pos, size = 1, 0, len(text)
+    while pos < size:
+        first = _FIRST.match(text, pos)
+        if first is None:  # a tab in the indentation
+            return None
+        word = first.group(2)
+        if word in ("#", "\n", ""):  # a blank or comment line
+            newline = text.find("\n", pos)
+            pos = size if newline < 0 else newline + 1
+            row += 1
+            continue
+        width = len(first.group(1).rpartition("\f")[2])
+        if width > widths[-1]:
+            widths.append(width)
+        while width < widths[-1]:
+            widths.pop()
+        if width != widths[-1]:
+            return None
+        start, begin, brackets = row, pos, 0
+        pos = first.end(1)
+        while True:
+            match = _SCAN.search(text, pos)
+            if match is None:
+                pos = size
+                break
+            token, pos = match.group(), match.end()
+            if token == "\n":
+                if brackets == 0:
+                    break
+                row += 1
+            elif token in _STRING_END:
+                end = _STRING_END[token].match(text, pos)
+                if end is None:
+                    return None
+                row += text.count("\n", pos, end.end())
+                pos = end.end()
+            elif token in "([{":
+                brackets += 1
+            elif token in ")]}":
+                brackets -= 1
+                if brackets < 0:
+                    return None
+            elif token[0] == "\\":
+                row += 1
+        if brackets or pos - begin > CHUNK_BYTES:
+            return None
+        out.append(_Logical(start, row, len(widths) - 1, word))
+        row += 1
+    return out
 
 
 def _check(text: str, lines: list[str], filename: str) -> ast.Module | None:
@@ -133,7 +234,7 @@ def _logical_lines(
             if tok.type in _SKIPPED or tok.type == tokenize.ENDMARKER:
                 continue
             if start is None:
-                start = (tok.start[0], tok.string)
+                start = (tok.start[0], tok.string if tok.type == tokenize.NAME else tok.string[:1])
             if tok.type == tokenize.OP:
                 if tok.string in _OPENING:
                     brackets.append((tok.string, tok.start[0]))
