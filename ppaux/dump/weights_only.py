@@ -18,11 +18,19 @@ structural fault (stack underflow, a memo entry never stored, a truncated opcode
 not UTF-8) stops the walk with no answer: torch raises another error there, and ppaux's own
 reader reports the malformed pickle.
 
-A later pytorch source of the same file (read from pytorch's repository after 2.13; not checked
-against the v2.14.1 tag itself) runs the same opcodes and the same rules, with three changes:
-``_rebuild_nested_tensor`` is no longer allowed, a ``NEWOBJ`` of a pybind11 class that no
-``BUILD`` follows is refused at ``STOP``, and the structural faults above are re-raised as
-``UnpicklingError``; ppaux reports those as a malformed pickle whatever the torch.
+torch 2.14.1 (sglang 0.5.23's pin; its wheel's ``torch/_weights_only_unpickler.py`` and
+``torch/_utils.py`` compared with 2.13.0's) runs the same opcodes, blocks the same modules,
+allows the same globals by the same code and raises in the same order, but for one new dtype
+global, ``torch.bcomplex32`` (:data:`ALLOWED_FROM_2_14`: 2.14 allows it, 2.13 has no such dtype
+and refuses it, so PP119 names the release), and three differences that do not change what
+``torch.load(f)`` with no allowlist of the user's refuses: an allowlisted ``list`` subclass may
+be appended to (there is none by default); ``_utils.NAME_MAPPING`` also
+renames Python 2's ``exceptions.X`` to ``builtins.X`` (no exception class is allowed, so such a
+global is refused either way, torch 2.14.1 naming it ``builtins.X`` where ppaux names it as
+2.13 does); and sparse tensors are always checked for valid indices after a weights-only load
+(which ppaux's pickle walk does not model). A later pytorch commit, after 2.14.1, no longer
+allows ``_rebuild_nested_tensor``, refuses at ``STOP`` a ``NEWOBJ`` of a pybind11 class that no
+``BUILD`` follows, and re-raises the structural faults above as ``UnpicklingError``.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from typing import Any
 from ppaux.errors import PpauxError
 
 __all__ = [
+    "ALLOWED_FROM_2_14",
     "ALLOWED_GLOBALS",
     "BLOCKED_MODULES",
     "IMPORT_MAPPING",
@@ -228,6 +237,11 @@ ALLOWED_GLOBALS = frozenset(
         *(f"torch.cuda.{k}Storage" for k in _STORAGE_KINDS),
     }
 )
+
+#: Globals torch 2.14 allows and 2.13 refuses: dtypes new in 2.14 (``torch.storage._new_dtypes()``
+#: of 2.14.1). A file holding one is refused by torch 2.13 and earlier, and PP119 says so, naming
+#: the release that reads it.
+ALLOWED_FROM_2_14 = frozenset({"torch.bcomplex32"})
 
 # What a REDUCE of an allowed global leaves on the stack, as the kind BUILD and SETITEM look at.
 _TENSOR_MAKERS = frozenset(
@@ -465,6 +479,11 @@ def _walk(data: bytes) -> tuple[int, str] | None:
             full = f"{module}.{attr}"
             if module in BLOCKED_MODULES:
                 return start, f"GLOBAL {_shown(full)}: module {_shown(module)} is blocked"
+            if full in ALLOWED_FROM_2_14:
+                return start, (
+                    f"GLOBAL {full} is a dtype new in torch 2.14: torch 2.14 reads it, "
+                    "torch 2.13 and earlier refuse it"
+                )
             if full not in ALLOWED_GLOBALS:
                 return start, f"GLOBAL {_shown(full)} is not an allowed global"
             stack.append(_Global(full))
