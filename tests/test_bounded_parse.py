@@ -191,3 +191,34 @@ def test_the_quick_cut_and_the_tokenizer_cut_give_the_same_lines():
     exact, failure = bounded_parse._logical_lines(text, lines, "<corpus>")
     assert quick is not None and failure is None
     assert quick == exact
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(
+        alphabet=st.sampled_from(list("ab1 \t\n\r\f\\:()[]{}'\"#@=.,;\x0c")), max_size=120
+    ),
+    chunk=st.sampled_from([1, 16]),
+)
+def test_arbitrary_text_is_valid_exactly_when_cpython_says_so(text, chunk):
+    """Over arbitrary text of Python's structural characters (tabs, form feeds, carriage
+    returns, backslashes, quotes, brackets): the same verdict as ast.parse, the same tree when
+    valid, and no exception but SyntaxError or ValueError."""
+    with mock.patch.object(bounded_parse, "CHUNK_BYTES", chunk):
+        assert _outcome(parse_source, text) == _outcome(ast.parse, text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "def f():\n    with lock:\n     \\\n await thing()\n    x = 1\n",
+        "def f():\n    for item in args:\n        yield item\n    else:\n\\\n      return 1\n",
+        "if x:\n    pass\n\\\nelse:\n    pass\n",
+    ],
+)
+def test_a_statement_starting_on_a_line_of_only_a_backslash(text):
+    """CPython's tokenizer reads such a statement's indentation unlike tokenize: found by
+    fuzzing; the file is parsed as CPython parses it."""
+    for chunk in (1, 16):
+        with mock.patch.object(bounded_parse, "CHUNK_BYTES", chunk):
+            assert _outcome(parse_source, text) == _outcome(ast.parse, text)

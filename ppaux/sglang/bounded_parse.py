@@ -19,7 +19,9 @@ whole file is parsed instead, which then costs what a valid file costs).
 A part that fails raises the parser's own ``SyntaxError`` with the line moved to the file's
 line, so the message is the one a whole-file parse gives for that part. Two kinds of text are
 still parsed whole, as they cannot be cut: one logical line (a literal of a megabyte) and a
-``match`` statement (its ``case`` clauses are not statements); a text the tokenizer cannot finish
+``match`` statement (its ``case`` clauses are not statements); so is a file where a statement
+starts on a line holding only a backslash, whose indentation :mod:`tokenize` does not read as
+CPython's tokenizer does; a text the tokenizer cannot finish
 (a bracket or a triple-quoted string left open to the end) is reported from at most
 :data:`CHUNK_BYTES` of the text from the statement where it stopped.
 """
@@ -35,6 +37,8 @@ import tokenize
 import warnings
 from dataclasses import dataclass
 
+from ppaux.errors import PpauxError
+
 __all__ = ["CHUNK_BYTES", "parse_source"]
 
 #: Most text of a file handed to CPython's parser before the file is known to be valid Python.
@@ -44,6 +48,10 @@ _CLAUSES = frozenset({"else", "elif", "except", "finally"})
 _SKIPPED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT})
 _OPENING = {"(": ")", "[": "]", "{": "}"}
 _CLOSING = {")": "(", "]": "[", "}": "{"}
+
+
+class _Unsplittable(PpauxError):
+    """A statement starts on a line holding only a backslash: the file is parsed whole."""
 
 
 @dataclass(frozen=True)
@@ -85,9 +93,12 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
         with warnings.catch_warnings():
             # A part's SyntaxWarning (an invalid escape) is the whole file's, told once by it.
             warnings.simplefilter("ignore", SyntaxWarning)
-            module = _quick(text, lines, filename)
-            if module is None:
-                module = _check(text, lines, filename)
+            try:
+                module = _quick(text, lines, filename)
+                if module is None:
+                    module = _check(text, lines, filename)
+            except _Unsplittable:
+                module = None
         return ast.parse(source, filename) if module is None else module
     finally:
         if collecting:
@@ -137,6 +148,8 @@ def _scanned(text: str) -> list[_Logical] | None:
         if first is None:  # a tab in the indentation
             return None
         word = first.group(2)
+        if word == "\\":  # a line of only a backslash: the statement's word is on the next
+            return None
         if word in ("#", "\n", ""):  # a blank or comment line
             newline = text.find("\n", pos)
             pos = size if newline < 0 else newline + 1
@@ -223,6 +236,7 @@ def _logical_lines(
     out: list[_Logical] = []
     depth = 0
     start: tuple[int, str] | None = None
+    line = 1  # where the next logical line starts
     brackets: list[tuple[str, int]] = []
     tokens = tokenize.generate_tokens(io.StringIO(text).readline)
     try:
@@ -231,10 +245,18 @@ def _logical_lines(
                 depth += 1
             elif tok.type == tokenize.DEDENT:
                 depth -= 1
+            elif tok.type == tokenize.NL and start is None:
+                line = tok.start[0] + 1  # after a blank or comment line
             if tok.type in _SKIPPED or tok.type == tokenize.ENDMARKER:
                 continue
             if start is None:
-                start = (tok.start[0], tok.string if tok.type == tokenize.NAME else tok.string[:1])
+                # The line starts where its first physical line does, which may hold only a
+                # backslash (its indentation is the statement's): not always its first token's.
+                word = tok.string if tok.type == tokenize.NAME else tok.string[:1]
+                start = (min(line, tok.start[0]), word)
+                if start[0] < tok.start[0] and lines[start[0] - 1].strip() == "\\":
+                    # CPython's tokenizer and tokenize disagree on such a line's indentation.
+                    raise _Unsplittable
             if tok.type == tokenize.OP:
                 if tok.string in _OPENING:
                     brackets.append((tok.string, tok.start[0]))
@@ -243,6 +265,7 @@ def _logical_lines(
             if tok.type == tokenize.NEWLINE:
                 out.append(_Logical(start[0], tok.start[0], depth, start[1]))
                 start = None
+                line = tok.start[0] + 1
                 brackets.clear()
     except SyntaxError as exc:  # IndentationError, or a bracket closed unlike it opened
         row = start[0] if start is not None else (exc.lineno or 1)
@@ -383,11 +406,13 @@ class _Checker:
             text += ["\n"] * (line.start - begin - len(text))
             text += self.lines[line.start - 1 : line.end]
             if body_start < body_stop:
+                # Any indentation deeper than the header's holds the one ``pass``: the header's
+                # own and a space (a body's first line may hold only a backslash).
                 first_body = self.logical[body_start].start
-                indent = self.lines[first_body - 1]
+                indent = self.lines[line.start - 1]
                 indent = indent[: len(indent) - len(indent.lstrip(" \t\f"))]
                 text += ["\n"] * (first_body - begin - len(text))
-                text.append(f"{indent}pass\n")
+                text.append(f"{indent} pass\n")
         skeleton = self.parse_text("".join(text), begin, depth)
         bodies: list[list[ast.stmt] | None] = []
         for k, (_, body_start, body_stop) in enumerate(statement.clauses):
