@@ -101,6 +101,33 @@ def large_source(folder: Path) -> list[str]:
     return ["fingerprint", "--sglang-path", str(tree)]
 
 
+def invalid_source(folder: Path) -> list[str]:
+    """The scheduler mixin with 17,000 two-line methods added to its class and cut in the
+    middle of one's header (about 800 KB): not valid Python, so no part of it can be trusted."""
+    real = (TREE / "sglang" / "srt" / "managers" / "scheduler_pp_mixin.py").read_text()
+    filler = "".join(
+        f"    def method_{n}(self, x):\n        return x + {n}\n\n" for n in range(17_000)
+    )
+    filler = filler[: filler.index("    def method_14000(") + len("    def method_14000(se")]
+    lines = real.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("class "))
+    source = "".join(lines[: at + 1]) + filler + "".join(lines[at + 1 :])
+    tree = _tree_with(folder, "scheduler_pp_mixin.py", source)
+    return ["fingerprint", "--sglang-path", str(tree)]
+
+
+def invalid_function(folder: Path) -> list[str]:
+    """The transport module as one 1 MB function whose last line is not Python: a statement
+    that must be cut into its body to be parsed in bounded parts."""
+    body = "".join(f"    value_{n} = value + {n}\n" for n in range(60_000))
+    source = "def add_auxiliary_output_to_pp_tensors(value):\n" + body[: BUDGET - 100]
+    source = source[: source.rindex("\n") + 1] + "    y = = 1\n"
+    real = (TREE / "sglang" / "srt" / "managers" / "scheduler_pp_mixin.py").read_text()
+    tree = _tree_with(folder, "scheduler_pp_mixin.py", real)
+    (tree / "sglang" / "srt" / "sampling" / "sampling_observer_pp.py").write_text(source)
+    return ["fingerprint", "--sglang-path", str(tree)]
+
+
 def hostile_source(folder: Path) -> list[str]:
     """The scheduler mixin as 1 MB of one line of 'def' and parentheses that regular
     expressions could backtrack on, and no newline."""
@@ -169,6 +196,8 @@ CASES: dict[str, Callable[[Path], list[str]]] = {
     "check-skew, one 200,000-character cell": wide_table,
     "fingerprint, 1 MB scheduler source": large_source,
     "fingerprint, 1 MB hostile source line": hostile_source,
+    "fingerprint, 800 KB scheduler source cut in a method": invalid_source,
+    "fingerprint, 1 MB transport function, last line invalid": invalid_function,
     "inspect, 480 KB of hostile keys and a 20,000-float list": wide_dump,
     "diff, two such dumps": wide_diff,
     "replay, one such dump": wide_replay,

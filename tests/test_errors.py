@@ -31,6 +31,7 @@ EXPECTED = {
     "ppaux.sglang.tree.SglangPathError": ValueError,
     "ppaux.sglang.tree.UnreadableFile": OSError,
     "ppaux.sglang.loader.SglangNotFound": LookupError,
+    "ppaux.sglang.bounded_parse._Unsplittable": None,
     "ppaux.sglang.releases.UnknownReleaseError": ValueError,
     "ppaux.skew.fingerprint.FingerprintError": ValueError,
     "ppaux.skew.fingerprint._Invalid": None,

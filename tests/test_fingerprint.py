@@ -17,11 +17,10 @@ from ppaux.skew.fingerprint import (
     SCHEMA,
     Fingerprint,
     FingerprintError,
-    collect,
     load,
     loads,
-    redact_environment,
 )
+from ppaux.skew.snapshot import collect, redact_environment
 
 GOOD = str(SETS / "consistent" / "pp0.json")
 
@@ -61,7 +60,7 @@ def test_collect_records_this_process():
 def test_torch_build_is_read_without_importing_torch():
     code = (
         "import sys, json\n"
-        "from ppaux.skew.fingerprint import collect\n"
+        "from ppaux.skew.snapshot import collect\n"
         "fp = collect()\n"
         "print(json.dumps([fp.torch_build, 'torch' in sys.modules, 'sglang' in sys.modules]))\n"
     )

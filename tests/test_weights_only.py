@@ -338,3 +338,20 @@ def test_hand_made_pickles_agree_with_the_unpickler(name):
     except Exception:  # a structural fault or a failing call: not a refusal
         refused = False
     assert (wo.refusal(data) is not None) == refused, (name, wo.refusal(data))
+
+
+def test_a_dtype_new_in_torch_2_14_is_named_with_the_release_that_reads_it(tmp_path):
+    # torch 2.14.1's _get_allowed_globals() adds torch.bcomplex32 (torch/storage.py's
+    # _new_dtypes()); the torch the tests install refuses it, as PP119 says.
+    data = b"\x80\x02ctorch\nbcomplex32\n."
+    offset, reason = wo.refusal(data)
+    assert offset == 2
+    assert reason == (
+        "GLOBAL torch.bcomplex32 is a dtype new in torch 2.14: torch 2.14 reads it, "
+        "torch 2.13 and earlier refuse it"
+    )
+    if torch.__version__.startswith("2.13."):
+        from torch._weights_only_unpickler import Unpickler
+
+        with pytest.raises(pickle.UnpicklingError, match="bcomplex32"):
+            Unpickler(io.BytesIO(data)).load()

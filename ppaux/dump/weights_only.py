@@ -10,19 +10,27 @@ items only into a dict, ``OrderedDict`` or ``Counter``, and takes only ``('stora
 int as a persistent id. Anything else raises ``pickle.UnpicklingError``, which ``torch.load``
 re-raises with its "Weights only load failed" message.
 
-The data below is that of **torch 2.13.0** (``torch/_weights_only_unpickler.py``,
-``_get_allowed_globals()`` as it evaluates; ``torch/_utils.py``). :func:`refusal` walks the
-pickle once, keeping for each stack entry only the little it needs (which global, which kind of
-container), so its cost is linear in the pickle's length, and it stops at the first refusal. A
-structural fault (stack underflow, a memo entry never stored, a truncated opcode, a name that is
-not UTF-8) stops the walk with no answer: torch raises another error there, and ppaux's own
-reader reports the malformed pickle.
+The data (:mod:`ppaux.dump.weights_only_allowlist`) is that of **torch 2.13.0**
+(``torch/_weights_only_unpickler.py``, ``_get_allowed_globals()`` as it evaluates;
+``torch/_utils.py``). :func:`refusal` walks the pickle once, keeping for each stack entry only
+the little it needs (which global, which kind of container), so its cost is linear in the
+pickle's length, and it stops at the first refusal. A structural fault (stack underflow, a memo
+entry never stored, a truncated opcode, a name that is not UTF-8) stops the walk with no answer:
+torch raises another error there, and ppaux's own reader reports the malformed pickle.
 
-A later pytorch source of the same file (read from pytorch's repository after 2.13; not checked
-against the v2.14.1 tag itself) runs the same opcodes and the same rules, with three changes:
-``_rebuild_nested_tensor`` is no longer allowed, a ``NEWOBJ`` of a pybind11 class that no
-``BUILD`` follows is refused at ``STOP``, and the structural faults above are re-raised as
-``UnpicklingError``; ppaux reports those as a malformed pickle whatever the torch.
+torch 2.14.1 (sglang 0.5.23's pin; its wheel's ``torch/_weights_only_unpickler.py`` and
+``torch/_utils.py`` compared with 2.13.0's) runs the same opcodes, blocks the same modules,
+allows the same globals by the same code and raises in the same order, but for one new dtype
+global, ``torch.bcomplex32`` (:data:`ALLOWED_FROM_2_14`: 2.14 allows it, 2.13 has no such dtype
+and refuses it, so PP119 names the release), and three differences that do not change what
+``torch.load(f)`` with no allowlist of the user's refuses: an allowlisted ``list`` subclass may
+be appended to (there is none by default); ``_utils.NAME_MAPPING`` also
+renames Python 2's ``exceptions.X`` to ``builtins.X`` (no exception class is allowed, so such a
+global is refused either way, torch 2.14.1 naming it ``builtins.X`` where ppaux names it as
+2.13 does); and sparse tensors are always checked for valid indices after a weights-only load
+(which ppaux's pickle walk does not model). A later pytorch commit, after 2.14.1, no longer
+allows ``_rebuild_nested_tensor``, refuses at ``STOP`` a ``NEWOBJ`` of a pybind11 class that no
+``BUILD`` follows, and re-raises the structural faults above as ``UnpicklingError``.
 """
 
 from __future__ import annotations
@@ -30,9 +38,20 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from ppaux.dump.weights_only_allowlist import (
+    ALLOWED_FROM_2_14,
+    ALLOWED_GLOBALS,
+    BLOCKED_MODULES,
+    BUILDABLE,
+    IMPORT_MAPPING,
+    NAME_MAPPING,
+    OPCODES,
+    TENSOR_MAKERS,
+)
 from ppaux.errors import PpauxError
 
 __all__ = [
+    "ALLOWED_FROM_2_14",
     "ALLOWED_GLOBALS",
     "BLOCKED_MODULES",
     "IMPORT_MAPPING",
@@ -41,199 +60,7 @@ __all__ = [
     "refusal",
 ]
 
-#: The opcodes the weights-only unpickler runs (any other: "Unsupported operand N"). It has no
-#: protocol 4 opcode (FRAME, MEMOIZE, STACK_GLOBAL, SHORT_BINUNICODE), no BINBYTES, no LONG4,
-#: no POP, POP_MARK or DUP, no text opcode of protocols 0 and 1.
-OPCODES: dict[int, str] = {
-    0x63: "GLOBAL",
-    0x81: "NEWOBJ",
-    0x52: "REDUCE",
-    0x62: "BUILD",
-    0x61: "APPEND",
-    0x65: "APPENDS",
-    0x73: "SETITEM",
-    0x75: "SETITEMS",
-    0x28: "MARK",
-    0x74: "TUPLE",
-    0x85: "TUPLE1",
-    0x86: "TUPLE2",
-    0x87: "TUPLE3",
-    0x4E: "NONE",
-    0x89: "NEWFALSE",
-    0x88: "NEWTRUE",
-    0x29: "EMPTY_TUPLE",
-    0x5D: "EMPTY_LIST",
-    0x7D: "EMPTY_DICT",
-    0x8F: "EMPTY_SET",
-    0x4A: "BININT",
-    0x4B: "BININT1",
-    0x4D: "BININT2",
-    0x47: "BINFLOAT",
-    0x58: "BINUNICODE",
-    0x55: "SHORT_BINSTRING",
-    0x51: "BINPERSID",
-    0x68: "BINGET",
-    0x6A: "LONG_BINGET",
-    0x71: "BINPUT",
-    0x72: "LONG_BINPUT",
-    0x8A: "LONG1",
-    0x80: "PROTO",
-    0x2E: "STOP",
-}
-
-#: Modules never resolved, whatever a user allowlists.
-BLOCKED_MODULES = frozenset({"sys", "os", "posix", "nt"})
-
-#: torch/_utils.py's module renames, applied when the (module, name) pair has no NAME_MAPPING.
-IMPORT_MAPPING: dict[str, str] = {
-    "__builtin__": "builtins",
-    "copy_reg": "copyreg",
-    "Queue": "queue",
-    "repr": "reprlib",
-    "_abcoll": "collections.abc",
-    "UserDict": "collections",
-    "UserList": "collections",
-    "UserString": "collections",
-    "whichdb": "dbm",
-    "StringIO": "io",
-    "cStringIO": "io",
-}
-
-#: torch/_utils.py's (module, name) renames, applied first.
-NAME_MAPPING: dict[tuple[str, str], tuple[str, str]] = {
-    ("__builtin__", "xrange"): ("builtins", "range"),
-    ("__builtin__", "reduce"): ("functools", "reduce"),
-    ("__builtin__", "intern"): ("sys", "intern"),
-    ("__builtin__", "unichr"): ("builtins", "chr"),
-    ("__builtin__", "unicode"): ("builtins", "str"),
-    ("__builtin__", "long"): ("builtins", "int"),
-    ("itertools", "izip"): ("builtins", "zip"),
-    ("itertools", "imap"): ("builtins", "map"),
-    ("itertools", "ifilter"): ("builtins", "filter"),
-    ("itertools", "ifilterfalse"): ("itertools", "filterfalse"),
-    ("itertools", "izip_longest"): ("itertools", "zip_longest"),
-    ("UserDict", "IterableUserDict"): ("collections", "UserDict"),
-    ("UserList", "UserList"): ("collections", "UserList"),
-    ("UserString", "UserString"): ("collections", "UserString"),
-    ("__builtin__", "basestring"): ("builtins", "str"),
-    ("exceptions", "StandardError"): ("builtins", "Exception"),
-    ("UserDict", "UserDict"): ("collections", "UserDict"),
-}
-
-_TENSOR_KINDS = [
-    "BFloat16",
-    "Bool",
-    "Byte",
-    "Char",
-    "Double",
-    "Float",
-    "Half",
-    "Int",
-    "Long",
-    "Short",
-]
-_SPARSE_KINDS = [k for k in _TENSOR_KINDS if k != "Bool"]
-_STORAGE_KINDS = [*_TENSOR_KINDS, "ComplexDouble", "ComplexFloat"]
-_QSTORAGE_KINDS = ["QInt32", "QInt8", "QUInt2x4", "QUInt4x2", "QUInt8"]
-_REBUILDS = [
-    "_rebuild_device_tensor_from_cpu_tensor",
-    "_rebuild_device_tensor_from_numpy",
-    "_rebuild_meta_tensor_no_storage",
-    "_rebuild_nested_tensor",
-    "_rebuild_parameter",
-    "_rebuild_parameter_with_state",
-    "_rebuild_qtensor",
-    "_rebuild_sparse_tensor",
-    "_rebuild_tensor",
-    "_rebuild_tensor_v2",
-    "_rebuild_tensor_v3",
-    "_rebuild_wrapper_subclass",
-]
-_DTYPES = [
-    "bfloat16",
-    "bits16",
-    "bits1x8",
-    "bits2x4",
-    "bits4x2",
-    "bits8",
-    "bool",
-    "complex128",
-    "complex32",
-    "complex64",
-    "float16",
-    "float32",
-    "float4_e2m1fn_x2",
-    "float64",
-    "float8_e4m3fn",
-    "float8_e4m3fnuz",
-    "float8_e5m2",
-    "float8_e5m2fnuz",
-    "float8_e8m0fnu",
-    "qint32",
-    "qint8",
-    "quint2x4",
-    "quint4x2",
-    "quint8",
-    *(f"int{n}" for n in (1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64)),
-    *(f"uint{n}" for n in (1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64)),
-]
-_QSCHEMES = [
-    "per_channel_affine",
-    "per_channel_affine_float_qparams",
-    "per_channel_symmetric",
-    "per_tensor_affine",
-    "per_tensor_symmetric",
-]
-
-#: The classes whose instances BUILD may set state into (the explicit Tensor, Parameter and
-#: OrderedDict, and ``type(inst) in _get_allowed_globals().values()``).
-BUILDABLE = frozenset(
-    {
-        "torch.Tensor",
-        "torch.nn.parameter.Parameter",
-        "collections.OrderedDict",
-        "collections.Counter",
-        "torch.Size",
-        "torch.device",
-        "builtins.bytearray",
-        "builtins.set",
-        "builtins.complex",
-        "torch.storage.TypedStorage",
-        "torch.storage.UntypedStorage",
-    }
-)
-
-#: ``_get_allowed_globals()`` of torch 2.13.0, by the dotted name GLOBAL resolves (144 names).
-ALLOWED_GLOBALS = frozenset(
-    {
-        "_codecs.encode",
-        "builtins.bytearray",
-        "builtins.complex",
-        "builtins.set",
-        "collections.Counter",
-        "collections.OrderedDict",
-        "torch.Size",
-        "torch.Tensor",
-        "torch.device",
-        "torch.nn.parameter.Parameter",
-        "torch.serialization._get_layout",
-        "torch.storage.TypedStorage",
-        "torch.storage.UntypedStorage",
-        "torch._tensor._rebuild_from_type_v2",
-        *(f"torch._utils.{name}" for name in _REBUILDS),
-        *(f"torch.{name}" for name in _DTYPES + _QSCHEMES),
-        *(f"{m}.{k}Tensor" for m in ("torch", "torch.cuda") for k in _TENSOR_KINDS),
-        *(f"{m}.{k}Tensor" for m in ("torch.sparse", "torch.cuda.sparse") for k in _SPARSE_KINDS),
-        *(f"torch.{k}Storage" for k in _STORAGE_KINDS + _QSTORAGE_KINDS),
-        *(f"torch.cuda.{k}Storage" for k in _STORAGE_KINDS),
-    }
-)
-
 # What a REDUCE of an allowed global leaves on the stack, as the kind BUILD and SETITEM look at.
-_TENSOR_MAKERS = frozenset(
-    {f"torch._utils.{name}" for name in _REBUILDS if name != "_rebuild_parameter"}
-    | {name for name in ALLOWED_GLOBALS if name.endswith("Tensor")}
-)
 _CALL_RESULT = {
     "collections.OrderedDict": "collections.OrderedDict",
     "collections.Counter": "collections.Counter",
@@ -342,7 +169,7 @@ def _call_result(func: _Global, args: _Global | _Value) -> _Value:
         if flags is not None and flags[2]:
             return _RESULTS["torch.nn.parameter.Parameter"]
         return _TENSOR
-    if name in _TENSOR_MAKERS:
+    if name in TENSOR_MAKERS:
         return _TENSOR
     return _OTHER
 
@@ -465,6 +292,11 @@ def _walk(data: bytes) -> tuple[int, str] | None:
             full = f"{module}.{attr}"
             if module in BLOCKED_MODULES:
                 return start, f"GLOBAL {_shown(full)}: module {_shown(module)} is blocked"
+            if full in ALLOWED_FROM_2_14:
+                return start, (
+                    f"GLOBAL {full} is a dtype new in torch 2.14: torch 2.14 reads it, "
+                    "torch 2.13 and earlier refuse it"
+                )
             if full not in ALLOWED_GLOBALS:
                 return start, f"GLOBAL {_shown(full)} is not an allowed global"
             stack.append(_Global(full))

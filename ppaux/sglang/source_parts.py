@@ -19,6 +19,8 @@ import re
 import textwrap
 from collections.abc import Collection
 
+from ppaux.sglang.bounded_parse import parse_source
+
 __all__ = ["parse_parts"]
 
 _HEADER = re.compile(r"(?:async[ \t]+def|def|class)[ \t]+([A-Za-z_]\w*)")
@@ -74,7 +76,7 @@ def _blocks(lines: list[str], width: int) -> list[tuple[str | None, bool, int, i
 
 def _parse_chunk(text: str) -> list[ast.stmt] | None:
     try:
-        return ast.parse(textwrap.dedent(text)).body
+        return parse_source(textwrap.dedent(text)).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

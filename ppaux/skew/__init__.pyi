@@ -1,13 +1,13 @@
 from .compare import compare_stages as compare_stages
 from .fingerprint import Fingerprint as Fingerprint
 from .fingerprint import FingerprintError as FingerprintError
-from .fingerprint import collect as collect
 from .fingerprint import load as load
 from .fingerprint import load_paths as load_paths
 from .fingerprint import loads as loads
 from .gather import GatherError as GatherError
 from .gather import SetupError as SetupError
 from .gather import connect as connect
+from .snapshot import collect as collect
 from .stage import MissingRank as MissingRank
 from .stage import Stage as Stage
 from .stage import make_stages as make_stages

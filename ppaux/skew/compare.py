@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from packaging.version import InvalidVersion, Version
 
 from ppaux.limits import Limits
 from ppaux.report import Finding, Report, Severity, cap_per_code, finding
+from ppaux.skew.capability_rules import logprob_rules, transport_rules, unknown_rules
+from ppaux.skew.differences import simple_findings
 from ppaux.skew.fingerprint import Fingerprint
-from ppaux.skew.livepatch import live_findings
 from ppaux.skew.stage import (
     FACTS,
     MUST_AGREE_ENV,
@@ -35,10 +35,8 @@ from ppaux.skew.stage import (
     make_stages,
     package_reader,
     python_minor,
-    reference_value,
     span,
 )
-from ppaux.text import shown
 
 __all__ = ["BASELINE_LABEL", "IGNORED_ENV", "compare_stages", "env_names_differing"]
 
@@ -52,58 +50,6 @@ IGNORED_ENV = frozenset(
 _IGNORED_ENV_PREFIXES = ("TORCHELASTIC_",)
 
 
-def _against(
-    stage: Stage,
-    ref: str,
-    holders: list[Stage],
-    baseline: Fingerprint | None,
-) -> str:
-    if baseline is not None:
-        return f"the baseline has {ref}"
-    labels = [s.label for s in holders]
-    plural = "stage" if len(labels) == 1 else "stages"
-    return f"{ref} on {len(labels)} other {plural} ({span(labels)})"
-
-
-def _differences(
-    stages: Sequence[Stage],
-    value: Callable[[Fingerprint], str | None],
-    baseline: Fingerprint | None,
-) -> Iterable[tuple[Stage, str, str, str]]:
-    """(stage, its value, reference, 'what the others have') for each stage that differs."""
-    ref = reference_value(stages, value, baseline)
-    if ref is None:
-        return
-    values = [(s, value(s.fingerprint)) for s in stages]
-    holders = [s for s, v in values if v == ref]
-    for stage, v in values:
-        if v is not None and v != ref:
-            yield stage, v, ref, _against(stage, ref, holders, baseline)
-
-
-def _simple(
-    code: str,
-    what: str,
-    stages: Sequence[Stage],
-    value: Callable[[Fingerprint], str | None],
-    baseline: Fingerprint | None,
-    severity: Callable[[str, str], Severity | None] | None = None,
-    key: str | None = None,
-) -> list[Finding]:
-    out = []
-    for stage, v, ref, others in _differences(stages, value, baseline):
-        out.append(
-            finding(
-                code,
-                stage.path,
-                f"{what} {v} here; {others}",
-                key,
-                severity=severity(v, ref) if severity else None,
-            )
-        )
-    return out
-
-
 def _release_severity(value: str, ref: str) -> Severity:
     """Error when major.minor differ, warning for a patch release or local build."""
     try:
@@ -111,228 +57,6 @@ def _release_severity(value: str, ref: str) -> Severity:
     except (InvalidVersion, ValueError):  # ValueError: a number past Python's 4300 digits
         return Severity.ERROR
     return Severity.ERROR if a.release[:2] != b.release[:2] else Severity.WARNING
-
-
-# ----------------------------------------------------------------------------------------------
-# Capability rules
-
-
-def _transport_rules(stages: Sequence[Stage], baseline: Fingerprint | None) -> list[Finding]:
-    out: list[Finding] = []
-    everyone = [s.fingerprint for s in stages] + ([baseline] if baseline is not None else [])
-    holders = [s for s in stages if s.fingerprint.sglang.transport == "present"]
-    if any(fp.sglang.transport == "present" for fp in everyone):
-        for stage in stages:
-            if stage.fingerprint.sglang.transport != "absent":
-                continue
-            if baseline is not None and baseline.sglang.transport == "present":
-                where = "the baseline has it"
-            else:
-                labels = [s.label for s in holders]
-                where = f"{span(labels)} {'has' if len(labels) == 1 else 'have'} it"
-            version = stage.fingerprint.sglang.version or "?"
-            severity = None
-            effect = {
-                "last": "this last stage never sends the observer's output",
-                "first": "this first stage never pops auxiliary keys; they stay in the message",
-                "middle": "a middle stage neither sends nor pops auxiliary output, so only the "
-                "release skew matters here",
-            }.get(stage.role or "", "auxiliary output sent or received here is lost")
-            if stage.role == "middle":
-                severity = Severity.WARNING
-            out.append(
-                finding(
-                    "PP302",
-                    stage.path,
-                    f"no auxiliary transport here (sglang {version}) but {where}: {effect}",
-                    severity=severity,
-                )
-            )
-    for stage in stages:
-        cap = stage.fingerprint.sglang
-        if cap.transport != "present":
-            continue
-        if stage.sends and cap.sender_validates is False:
-            missing = [
-                k
-                for k in ("names", "tensors", "duplicates")
-                if not (cap.sender_checks or {}).get(k, False)
-            ]
-            role = "the last stage" if stage.role == "last" else "a possible sender"
-            out.append(
-                finding(
-                    "PP303",
-                    stage.path,
-                    f"{role}'s add_auxiliary_output_to_pp_tensors does not check "
-                    f"{', '.join(missing)}",
-                    "add_auxiliary_output_to_pp_tensors",
-                )
-            )
-        if cap.match == "modified":
-            out.append(
-                finding(
-                    "PP304",
-                    stage.path,
-                    "add/pop match no known release (sglang "
-                    f"{cap.version or '?'}): a patched, forked or newer build",
-                )
-            )
-        if stage.pops and cap.receiver_validates is False:
-            out.append(
-                finding(
-                    "PP305",
-                    stage.path,
-                    "pop_auxiliary_output_from_pp_tensors passes non-tensor values to the observer",
-                    "pop_auxiliary_output_from_pp_tensors",
-                )
-            )
-        calls = cap.scheduler_calls or {}
-        unused = [name for name in ("add", "pop") if calls and not calls.get(name, True)]
-        if unused:
-            out.append(
-                finding(
-                    "PP323",
-                    stage.path,
-                    f"scheduler_pp_mixin.py never calls {' or '.join(unused)}",
-                )
-            )
-        if (
-            cap.prefix is not None
-            and cap.receiver_prefix is not None
-            and cap.prefix != cap.receiver_prefix
-        ):
-            out.append(
-                finding(
-                    "PP306",
-                    stage.path,
-                    f"add writes {cap.prefix!r} but pop reads {cap.receiver_prefix!r} in the same "
-                    "build",
-                )
-            )
-    out += _simple(
-        "PP306",
-        "prefix",
-        stages,
-        lambda fp: (
-            repr(fp.sglang.prefix)
-            if fp.sglang.transport == "present" and fp.sglang.prefix
-            else None
-        ),
-        baseline,
-    )
-    out += _simple(
-        "PP308",
-        "wire code",
-        stages,
-        lambda fp: fp.sglang.wire_digest[:12] if fp.sglang.wire_digest else None,
-        baseline,
-    )
-    for stage in stages:
-        if stage.fingerprint.sglang.live:
-            out += live_findings(stage.fingerprint.sglang.live, stage.path)
-    return out
-
-
-def _unknown_rules(stages: Sequence[Stage]) -> list[Finding]:
-    out = []
-    for stage in stages:
-        cap = stage.fingerprint.sglang
-        if not cap.found:
-            reason = cap.unknown.get("sglang", "sglang was not found")
-            out.append(finding("PP319", stage.path, reason))
-            continue
-        reasons = sorted(set(cap.unknown.values()))
-        if reasons:
-            out.append(finding("PP319", stage.path, "; ".join(reasons)))
-    return out
-
-
-def _key_profile(fp: Fingerprint) -> tuple[Any, ...] | None:
-    cap = fp.sglang
-    if cap.logprob_keys is None or cap.receiver_logprob_keys is None:
-        return None
-    return (cap.logprob_keys, cap.receiver_logprob_keys, cap.receiver_sampling_mask_keys or ())
-
-
-def _missing_keys(sender: Fingerprint, receiver: Fingerprint) -> tuple[list[str], list[str]]:
-    sent = set(sender.sglang.logprob_keys or ())
-    always = [k for k in receiver.sglang.receiver_logprob_keys or () if k not in sent]
-    masked = [k for k in receiver.sglang.receiver_sampling_mask_keys or () if k not in sent]
-    return always, masked
-
-
-#: Keys named in one message; a fingerprint could list thousands.
-_MAX_LISTED_KEYS = 10
-
-
-def _listed(keys: Sequence[str]) -> str:
-    """The first keys quoted (each cut at 60 characters), then how many more."""
-    listed = ", ".join(f"'{shown(k, 60)}'" for k in keys[:_MAX_LISTED_KEYS])
-    more = len(keys) - _MAX_LISTED_KEYS
-    return f"{listed} and {more} more" if more > 0 else listed
-
-
-def _key_finding(
-    receiver: Stage, sender_text: str, always: list[str], masked: list[str]
-) -> Finding:
-    keys = always or masked
-    when = "on logprob batches" if always else "when a sampling mask is requested"
-    listed = _listed(keys)
-    return finding(
-        "PP307",
-        receiver.path,
-        f"this stage indexes {listed} {when}, which {sender_text} does not send",
-        keys[0],
-        sglang_error=f"KeyError: {keys[0]!r}",
-        extra={"missing_keys": keys},
-    )
-
-
-def _logprob_rules(stages: Sequence[Stage], baseline: Fingerprint | None) -> list[Finding]:
-    out: list[Finding] = []
-    senders = [s for s in stages if s.sends and _key_profile(s.fingerprint)]
-    receivers = [s for s in stages if s.receives and _key_profile(s.fingerprint)]
-    # Group by key profile: 1,024 identical stages are one comparison, not a million.
-    sender_groups: dict[tuple[Any, ...], list[Stage]] = {}
-    for s in senders:
-        profile = _key_profile(s.fingerprint)
-        assert profile is not None  # senders were chosen for having one
-        sender_groups.setdefault(profile, []).append(s)
-    for receiver in receivers:
-        for group in sender_groups.values():
-            others = [s for s in group if s is not receiver]
-            if not others:
-                continue
-            always, masked = _missing_keys(others[0].fingerprint, receiver.fingerprint)
-            if always or masked:
-                version = others[0].fingerprint.sglang.version or "?"
-                text = f"{span([s.label for s in others])} (sglang {version})"
-                out.append(_key_finding(receiver, text, always, masked))
-    if baseline is not None and _key_profile(baseline) is not None:
-        flagged = {f.path for f in out}
-        for stage in stages:
-            profile = _key_profile(stage.fingerprint)
-            if profile is None or profile == _key_profile(baseline) or stage.path in flagged:
-                continue
-            always, masked = _missing_keys(baseline, stage.fingerprint)
-            if not (always or masked):
-                always, masked = _missing_keys(stage.fingerprint, baseline)
-                if always or masked:
-                    keys = always or masked
-                    out.append(
-                        finding(
-                            "PP307",
-                            stage.path,
-                            f"this stage does not send {_listed(keys)}, which "
-                            "a first stage like the baseline indexes",
-                            keys[0],
-                            sglang_error=f"KeyError: {keys[0]!r}",
-                            extra={"missing_keys": keys},
-                        )
-                    )
-                continue
-            out.append(_key_finding(stage, "the baseline", always, masked))
-    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -349,7 +73,7 @@ def _env_rules(stages: Sequence[Stage], baseline: Fingerprint | None) -> list[Fi
         if any(fp.environment.get(name) == "<redacted>" for fp in everyone):
             continue  # secrets are not compared
         code = "PP314" if name in MUST_AGREE_ENV else "PP315"
-        out += _simple(code, name, stages, env_reader(name), baseline, key=name)
+        out += simple_findings(code, name, stages, env_reader(name), baseline, key=name)
     return out
 
 
@@ -361,15 +85,17 @@ def env_names_differing(stages: Sequence[Stage], baseline: Fingerprint | None) -
 def _package_rules(stages: Sequence[Stage], baseline: Fingerprint | None) -> list[Finding]:
     out: list[Finding] = []
     for name in PACKAGE_FACTS:
-        out += _simple("PP324", name, stages, package_reader(name), baseline, key=name)
+        out += simple_findings("PP324", name, stages, package_reader(name), baseline, key=name)
     return out
 
 
 def _platform_rules(stages: Sequence[Stage], baseline: Fingerprint | None) -> list[Finding]:
     fact = {f.name: f.value for f in FACTS}
     out: list[Finding] = []
-    out += _simple("PP301", "sglang", stages, fact["sglang"], baseline)
-    out += _simple("PP309", "torch", stages, fact["torch"], baseline, severity=_release_severity)
+    out += simple_findings("PP301", "sglang", stages, fact["sglang"], baseline)
+    out += simple_findings(
+        "PP309", "torch", stages, fact["torch"], baseline, severity=_release_severity
+    )
 
     def cuda_severity(value: str, ref: str) -> Severity:
         def minor(text: str) -> str:
@@ -377,7 +103,7 @@ def _platform_rules(stages: Sequence[Stage], baseline: Fingerprint | None) -> li
 
         return Severity.ERROR if minor(value) != minor(ref) else Severity.WARNING
 
-    out += _simple(
+    out += simple_findings(
         "PP311",
         "torch's CUDA build",
         stages,
@@ -385,10 +111,10 @@ def _platform_rules(stages: Sequence[Stage], baseline: Fingerprint | None) -> li
         baseline,
         severity=cuda_severity,
     )
-    out += _simple("PP310", "NCCL", stages, fact["NCCL"], baseline)
-    out += _simple("PP312", "NVIDIA driver", stages, fact["driver"], baseline)
-    out += _simple("PP313", "Python", stages, python_minor, baseline)
-    out += _simple("PP318", "ppaux", stages, fact["ppaux"], baseline)
+    out += simple_findings("PP310", "NCCL", stages, fact["NCCL"], baseline)
+    out += simple_findings("PP312", "NVIDIA driver", stages, fact["driver"], baseline)
+    out += simple_findings("PP313", "Python", stages, python_minor, baseline)
+    out += simple_findings("PP318", "ppaux", stages, fact["ppaux"], baseline)
     return out
 
 
@@ -469,9 +195,9 @@ def compare_stages(
     stages = make_stages(fingerprints, paths)
     findings: list[Finding] = []
     findings += _platform_rules(stages, baseline)
-    findings += _transport_rules(stages, baseline)
-    findings += _logprob_rules(stages, baseline)
-    findings += _unknown_rules(stages)
+    findings += transport_rules(stages, baseline)
+    findings += logprob_rules(stages, baseline)
+    findings += unknown_rules(stages)
     findings += _env_rules(stages, baseline)
     findings += _package_rules(stages, baseline)
     findings += _rank_rules(stages, missing)

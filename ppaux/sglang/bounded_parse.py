@@ -1,0 +1,472 @@
+"""Parse a Python file without ever handing CPython's parser a large text that is not Python.
+
+When ``ast.parse`` meets a syntax error it parses the text a second time to say where the error
+is, and that second pass costs far more memory than the first: about 300 MB on an 800 KB file
+that is not valid Python, against 150 MB for a valid file of the same size (CPython 3.11). An
+sglang tree is an input, so :func:`parse_source` never gives the parser more than
+:data:`CHUNK_BYTES` of text that has not been shown to parse.
+
+The file is first cut with :mod:`tokenize` (linear, and exact about strings, brackets and
+indentation) into logical lines, and those into statements: a statement is its header lines
+(decorators, ``else``/``elif``/``except``/``finally`` clauses) and their indented bodies.
+Consecutive statements are parsed together in chunks of at most :data:`CHUNK_BYTES`; a statement
+larger than that (a class or function of a megabyte) is checked as its skeleton, each body
+replaced by ``pass``, and its bodies are cut the same way, down to single statements. When every
+part parses, the file's tree is the parts' trees put back together, their lines moved to the
+file's (where a statement of several clauses had to be split, ``if``/``else`` or ``try``, the
+whole file is parsed instead, which then costs what a valid file costs).
+
+A part that fails raises the parser's own ``SyntaxError`` with the line moved to the file's
+line, so the message is the one a whole-file parse gives for that part. Two kinds of text are
+still parsed whole, as they cannot be cut: one logical line (a literal of a megabyte) and a
+``match`` statement (its ``case`` clauses are not statements); so is a file where a statement
+starts on a line holding only a backslash, whose indentation :mod:`tokenize` does not read as
+CPython's tokenizer does; a text the tokenizer cannot finish
+(a bracket or a triple-quoted string left open to the end) is reported from at most
+:data:`CHUNK_BYTES` of the text from the statement where it stopped.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import io
+import re
+import sys
+import tokenize
+import warnings
+from dataclasses import dataclass
+
+from ppaux.errors import PpauxError
+
+__all__ = ["CHUNK_BYTES", "parse_source"]
+
+#: Most text of a file handed to CPython's parser before the file is known to be valid Python.
+CHUNK_BYTES = 32 * 1024
+
+_CLAUSES = frozenset({"else", "elif", "except", "finally"})
+_SKIPPED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT})
+_OPENING = {"(": ")", "[": "]", "{": "}"}
+_CLOSING = {")": "(", "]": "[", "}": "{"}
+
+
+class _Unsplittable(PpauxError):
+    """A statement starts on a line holding only a backslash: the file is parsed whole."""
+
+
+@dataclass(frozen=True)
+class _Logical:
+    """One logical line: its first and last physical line (1-based), depth and first word."""
+
+    start: int
+    end: int
+    depth: int
+    word: str
+
+
+@dataclass(frozen=True)
+class _Statement:
+    """Logical lines ``[first, stop)``; ``clauses`` are (header index, body start, body stop)."""
+
+    first: int
+    stop: int
+    clauses: tuple[tuple[int, int, int], ...]
+
+
+def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module:
+    """``ast.parse(source, filename)``, with the parser never given a large invalid text.
+
+    Raises what ``ast.parse`` raises (``SyntaxError``, ``ValueError``, ``RecursionError``,
+    ``MemoryError``); a syntax error's line is the file's line.
+    """
+    has_nul = b"\0" in source if isinstance(source, bytes) else "\0" in source
+    if len(source) <= CHUNK_BYTES or has_nul:
+        return ast.parse(source, filename)  # small, or refused before any parsing (NUL)
+    text = _decoded(source) if isinstance(source, bytes) else source
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = io.StringIO(text).readlines()
+    # Syntax trees hold no reference cycles: the collector, which the parts' hundreds of
+    # thousands of nodes would start again and again, would find nothing (a third of the time).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        with warnings.catch_warnings():
+            # A part's SyntaxWarning (an invalid escape) is the whole file's, told once by it.
+            warnings.simplefilter("ignore", SyntaxWarning)
+            try:
+                module = _quick(text, lines, filename)
+                if module is None:
+                    module = _check(text, lines, filename)
+            except _Unsplittable:
+                module = None
+        return ast.parse(source, filename) if module is None else module
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _quick(text: str, lines: list[str], filename: str) -> ast.Module | None:
+    """The file's tree from the parts :func:`_scanned` cuts, or None (then :func:`_check`).
+
+    The scan may cut where it should not, but a cut inside a string, a bracket or a
+    backslash-continued line leaves a part that cannot parse: when every part parses, every cut
+    was a true statement boundary and the tree is the file's."""
+    logical = _scanned(text)
+    if logical is None:
+        return None
+    try:
+        body = _Checker(lines, logical, filename).block(0, len(logical), 1, len(lines), 0)
+    except SyntaxError:
+        if sys.version_info < (3, 12):
+            # Every part before the failing one parsed, so it starts where a statement starts,
+            # and before 3.12 the scan reads strings as the tokenizer does: the error is real.
+            raise
+        return None  # an f-string may nest quotes: the tokenizer's cut decides
+    return None if body is None else ast.Module(body=body, type_ignores=[])
+
+
+_SCAN = re.compile(r"""#[^\n]*|\\\n|'''|\"\"\"|'|"|[(\[{]|[)\]}]|\n""")
+_STRING_END = {
+    "'''": re.compile(r"(?:[^\\]|\\.)*?'''", re.S),
+    '"""': re.compile(r'(?:[^\\]|\\.)*?"""', re.S),
+    "'": re.compile(r"(?:[^\\\n']|\\.)*'", re.S),
+    '"': re.compile(r'(?:[^\\\n"]|\\.)*"', re.S),
+}
+_FIRST = re.compile(r"([ \f]*)([A-Za-z_]\w*|[^\s#]|#|\n|$)")
+
+
+def _scanned(text: str) -> list[_Logical] | None:
+    """Logical lines found by scanning only for strings, comments, brackets and line ends: a
+    few times faster than :mod:`tokenize`, and None where it is not sure (a tab in an
+    indentation, an indentation that matches no outer one, a string or bracket left open, a
+    logical line over :data:`CHUNK_BYTES`)."""
+    out: list[_Logical] = []
+    widths = [0]
+    row, pos, size = 1, 0, len(text)
+    while pos < size:
+        first = _FIRST.match(text, pos)
+        if first is None:  # a tab in the indentation
+            return None
+        word = first.group(2)
+        if word == "\\":  # a line of only a backslash: the statement's word is on the next
+            return None
+        if word in ("#", "\n", ""):  # a blank or comment line
+            newline = text.find("\n", pos)
+            pos = size if newline < 0 else newline + 1
+            row += 1
+            continue
+        width = len(first.group(1).rpartition("\f")[2])
+        if width > widths[-1]:
+            widths.append(width)
+        while width < widths[-1]:
+            widths.pop()
+        if width != widths[-1]:
+            return None
+        start, begin, brackets = row, pos, 0
+        pos = first.end(1)
+        while True:
+            match = _SCAN.search(text, pos)
+            if match is None:
+                pos = size
+                break
+            token, pos = match.group(), match.end()
+            if token == "\n":
+                if brackets == 0:
+                    break
+                row += 1
+            elif token in _STRING_END:
+                end = _STRING_END[token].match(text, pos)
+                if end is None:
+                    return None
+                row += text.count("\n", pos, end.end())
+                pos = end.end()
+            elif token in "([{":
+                brackets += 1
+            elif token in ")]}":
+                brackets -= 1
+                if brackets < 0:
+                    return None
+            elif token[0] == "\\":
+                row += 1
+        if brackets or pos - begin > CHUNK_BYTES:
+            return None
+        out.append(_Logical(start, row, len(widths) - 1, word))
+        row += 1
+    return out
+
+
+def _check(text: str, lines: list[str], filename: str) -> ast.Module | None:
+    """Raise the first part's syntax error, if any part of the file has one; else the file's
+    tree when its top-level parts give it (none had to be split), or None."""
+    logical, failure = _logical_lines(text, lines, filename)
+    checker = _Checker(lines, logical, filename)
+    if failure is None:
+        body = checker.block(0, len(logical), 1, len(lines), 0)
+        return None if body is None else ast.Module(body=body, type_ignores=[])
+    # The tokenizer stopped: the parser would have reported an error before that point first,
+    # so the whole top-level statements before it are checked, then its error is raised.
+    error, nested, row = failure
+    statements = checker.statements(0, len(logical))
+    if nested and statements:
+        statements.pop()
+    if statements:
+        end_row = (
+            logical[statements[-1].stop].start - 1
+            if statements[-1].stop < len(logical)
+            else row - 1
+        )
+        checker.block(0, statements[-1].stop, 1, end_row, 0)
+    raise error
+
+
+def _decoded(data: bytes) -> str:
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)  # SyntaxError: the cookie
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise SyntaxError(f"(unicode error) {exc}", ("<unknown>", line, None, None)) from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _logical_lines(
+    text: str, lines: list[str], filename: str
+) -> tuple[list[_Logical], tuple[SyntaxError, bool, int] | None]:
+    """The logical lines, and (error, inside a block, row) where the tokenizer stopped."""
+    out: list[_Logical] = []
+    depth = 0
+    start: tuple[int, str] | None = None
+    line = 1  # where the next logical line starts
+    brackets: list[tuple[str, int]] = []
+    tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+    try:
+        for tok in tokens:
+            if tok.type == tokenize.INDENT:
+                depth += 1
+            elif tok.type == tokenize.DEDENT:
+                depth -= 1
+            elif tok.type == tokenize.NL and start is None:
+                line = tok.start[0] + 1  # after a blank or comment line
+            if tok.type in _SKIPPED or tok.type == tokenize.ENDMARKER:
+                continue
+            if start is None:
+                # The line starts where its first physical line does, which may hold only a
+                # backslash (its indentation is the statement's): not always its first token's.
+                word = tok.string if tok.type == tokenize.NAME else tok.string[:1]
+                start = (min(line, tok.start[0]), word)
+                if start[0] < tok.start[0] and lines[start[0] - 1].strip() == "\\":
+                    # CPython's tokenizer and tokenize disagree on such a line's indentation.
+                    raise _Unsplittable
+            if tok.type == tokenize.OP:
+                if tok.string in _OPENING:
+                    brackets.append((tok.string, tok.start[0]))
+                elif tok.string in _CLOSING:
+                    _close(brackets, tok.string, tok.start[0], filename)
+            if tok.type == tokenize.NEWLINE:
+                out.append(_Logical(start[0], tok.start[0], depth, start[1]))
+                start = None
+                line = tok.start[0] + 1
+                brackets.clear()
+    except SyntaxError as exc:  # IndentationError, or a bracket closed unlike it opened
+        row = start[0] if start is not None else (exc.lineno or 1)
+        return out, (_located(exc, filename), depth > 0, row)
+    except tokenize.TokenError as exc:
+        row = start[0] if start is not None else (out[-1].end + 1 if out else 1)
+        error = _unfinished(lines, row, brackets, str(exc.args[0]), filename)
+        return out, (error, depth > 0, row)
+    if start is not None:  # the last line has no newline: tokenize still ends it
+        out.append(_Logical(start[0], len(lines), depth, start[1]))
+    return out, None
+
+
+def _close(brackets: list[tuple[str, int]], char: str, row: int, filename: str) -> None:
+    if not brackets:
+        raise SyntaxError(f"unmatched '{char}'", (filename, row, None, None))
+    opening, line = brackets.pop()
+    if _CLOSING[char] != opening:
+        where = "" if line == row else f" on line {line}"
+        message = f"closing parenthesis '{char}' does not match opening parenthesis '{opening}'"
+        raise SyntaxError(message + where, (filename, row, None, None))
+
+
+def _located(exc: SyntaxError, filename: str) -> SyntaxError:
+    error = type(exc)(exc.msg, (filename, exc.lineno, exc.offset, exc.text))
+    return error
+
+
+def _unfinished(
+    lines: list[str], row: int, brackets: list[tuple[str, int]], reason: str, filename: str
+) -> SyntaxError:
+    """The error for a text that runs to its end inside a bracket or string from ``row``."""
+    taken: list[str] = []
+    size = 0
+    row = min(row, len(lines))
+    for line in lines[row - 1 :]:
+        if taken and size + len(line) > CHUNK_BYTES:
+            break
+        taken.append(line)
+        size += len(line)
+    whole = row - 1 + len(taken) == len(lines)
+    indented = taken[0][:1] in " \t"
+    head = "\n" * (row - 2) + "if 1:\n" if indented else "\n" * (row - 1)
+    try:
+        ast.parse(head + "".join(taken))
+    except SyntaxError as exc:
+        if exc.lineno is not None and (whole or exc.lineno < row - 1 + len(taken)):
+            return SyntaxError(exc.msg, (filename, exc.lineno, exc.offset, exc.text))
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    if "string" in reason:
+        message = f"unterminated triple-quoted string literal (detected at line {len(lines)})"
+        return SyntaxError(message, (filename, row, None, None))
+    if brackets:
+        char, opened = brackets[-1]
+        return SyntaxError(f"'{char}' was never closed", (filename, opened, None, None))
+    return SyntaxError(reason, (filename, row, None, None))
+
+
+class _Checker:
+    """Parses a file's statements in bounded parts; raises the first part's syntax error."""
+
+    def __init__(self, lines: list[str], logical: list[_Logical], filename: str) -> None:
+        self.lines = lines
+        self.logical = logical
+        self.filename = filename
+        self.offsets = [0]
+        for line in lines:
+            self.offsets.append(self.offsets[-1] + len(line))
+
+    def size(self, first_row: int, last_row: int) -> int:
+        return self.offsets[last_row] - self.offsets[first_row - 1]
+
+    def block(
+        self, first: int, stop: int, first_row: int, last_row: int, depth: int
+    ) -> list[ast.stmt] | None:
+        """Check the sibling statements of logical lines ``[first, stop)``, which with their
+        comments span rows ``first_row`` - ``last_row``: their trees, lines the file's, or None
+        where a split statement's tree cannot be put back together here."""
+        statements = self.statements(first, stop)
+        out: list[ast.stmt] | None = []
+        chunk_start = first_row
+        for k, statement in enumerate(statements):
+            end_row = (
+                self.logical[statements[k + 1].first].start - 1
+                if k + 1 < len(statements)
+                else last_row
+            )
+            begin = first_row if k == 0 else self.logical[statement.first].start
+            if self.size(begin, end_row) > CHUNK_BYTES and self.splittable(statement):
+                if chunk_start < begin:
+                    out = _joined(out, self.parse_rows(chunk_start, begin - 1, depth))
+                out = _joined(out, self.split(statement, begin, end_row, depth))
+                chunk_start = end_row + 1
+            elif self.size(chunk_start, end_row) > CHUNK_BYTES and chunk_start < begin:
+                out = _joined(out, self.parse_rows(chunk_start, begin - 1, depth))
+                chunk_start = begin
+        if chunk_start <= last_row and statements:
+            out = _joined(out, self.parse_rows(chunk_start, last_row, depth))
+        return out
+
+    def statements(self, first: int, stop: int) -> list[_Statement]:
+        out: list[_Statement] = []
+        index = first
+        while index < stop:
+            depth = self.logical[index].depth
+            begin = index
+            while index < stop and self.logical[index].word == "@":
+                index += 1
+            clauses: list[tuple[int, int, int]] = []
+            while index < stop:
+                header = index
+                index += 1
+                while index < stop and self.logical[index].depth > depth:
+                    index += 1
+                clauses.append((header, header + 1, index))
+                if index >= stop or self.logical[index].word not in _CLAUSES:
+                    break
+            out.append(_Statement(begin, index, tuple(clauses)))
+        return out
+
+    def splittable(self, statement: _Statement) -> bool:
+        if not statement.clauses:  # decorators that decorate nothing
+            return False
+        header = self.logical[statement.clauses[0][0]]
+        return header.word != "match" and any(s < e for _, s, e in statement.clauses)
+
+    def split(
+        self, statement: _Statement, begin: int, end_row: int, depth: int
+    ) -> list[ast.stmt] | None:
+        """Check a large statement as its skeleton (bodies as ``pass``), then each body; its
+        tree when it has one clause (a class, a function, a loop or ``with`` without ``else``)."""
+        # Each clause's header keeps its rows (blank lines stand for the bodies left out), and
+        # its body is one ``pass`` on the body's first row.
+        text = self.lines[begin - 1 : self.logical[statement.clauses[0][0]].start - 1]
+        for header, body_start, body_stop in statement.clauses:
+            line = self.logical[header]
+            text += ["\n"] * (line.start - begin - len(text))
+            text += self.lines[line.start - 1 : line.end]
+            if body_start < body_stop:
+                # Any indentation deeper than the header's holds the one ``pass``: the header's
+                # own and a space (a body's first line may hold only a backslash).
+                first_body = self.logical[body_start].start
+                indent = self.lines[line.start - 1]
+                indent = indent[: len(indent) - len(indent.lstrip(" \t\f"))]
+                text += ["\n"] * (first_body - begin - len(text))
+                text.append(f"{indent} pass\n")
+        skeleton = self.parse_text("".join(text), begin, depth)
+        bodies: list[list[ast.stmt] | None] = []
+        for k, (_, body_start, body_stop) in enumerate(statement.clauses):
+            if body_start >= body_stop:
+                continue
+            following = statement.clauses[k + 1][0] if k + 1 < len(statement.clauses) else None
+            last = self.logical[following].start - 1 if following is not None else end_row
+            first_row = self.logical[body_start].start
+            inner = self.logical[body_start].depth
+            bodies.append(self.block(body_start, body_stop, first_row, last, inner))
+        node = _unwrapped(skeleton, depth)[0]
+        body = bodies[0] if len(statement.clauses) == 1 and len(bodies) == 1 else None
+        if body is None or not body or not isinstance(node, _ONE_BODY):
+            return None
+        node.body = body
+        node.end_lineno, node.end_col_offset = body[-1].end_lineno, body[-1].end_col_offset
+        return [node]
+
+    def parse_rows(self, first_row: int, last_row: int, depth: int) -> list[ast.stmt]:
+        text = "".join(self.lines[first_row - 1 : last_row])
+        return _unwrapped(self.parse_text(text, first_row, depth), depth)
+
+    def parse_text(self, text: str, first_row: int, depth: int) -> ast.Module:
+        """Parse ``text``, which starts at the file's row ``first_row``: blank lines before it
+        give its trees the file's lines; a body's text (depth above 0) is parsed inside an
+        ``if 1:`` of its own on the line above."""
+        head = "\n" * (first_row - 2) + "if 1:\n" if depth else "\n" * (first_row - 1)
+        try:
+            return ast.parse(head + text, self.filename)
+        except SyntaxError as exc:
+            raise type(exc)(exc.msg, (self.filename, exc.lineno, exc.offset, exc.text)) from None
+
+
+_ONE_BODY = (
+    ast.ClassDef,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.With,
+    ast.AsyncWith,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.If,
+)
+
+
+def _unwrapped(module: ast.Module, depth: int) -> list[ast.stmt]:
+    """The statements parsed: inside the ``if 1:`` that wraps a body's text (depth above 0)."""
+    if depth == 0:
+        return module.body
+    wrapper = module.body[0]
+    assert isinstance(wrapper, ast.If)
+    return wrapper.body
+
+
+def _joined(out: list[ast.stmt] | None, more: list[ast.stmt] | None) -> list[ast.stmt] | None:
+    return None if out is None or more is None else out + more

@@ -1,0 +1,224 @@
+"""A large file that is not Python never reaches CPython's parser whole; valid files parse as
+``ast.parse`` parses them."""
+
+from __future__ import annotations
+
+import ast
+import glob
+import os
+import shutil
+import sysconfig
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ppaux.sglang.bounded_parse as bounded_parse
+from ppaux.sglang import analyse
+from ppaux.sglang.bounded_parse import CHUNK_BYTES, parse_source
+
+TREE = Path(__file__).resolve().parent.parent / "fixtures" / "skew" / "trees" / "v0523"
+MIXIN = Path("sglang") / "srt" / "managers" / "scheduler_pp_mixin.py"
+
+CORPUS = '''\
+# -*- coding: utf-8 -*-
+"""Module docstring."""
+import os
+from x import (a,
+    b)
+
+LIMIT = [1, 2,
+    3]  # trailing
+
+
+@decorator(
+    1,
+)
+class Group(Base, metaclass=Meta):
+    """A class."""
+
+    size = 3
+
+    def send(self, value: int = 1) -> None:
+        text = """a
+b"""
+        if value:
+            return call_me(value)
+        elif value is None:
+            pass
+        else:
+            raise ValueError("no")
+
+    @staticmethod
+    async def recv():
+        try:
+            async with lock:
+                await thing()
+        except* OSError:
+            pass
+        finally:
+            done = \\
+                1
+        match value:
+            case [1, *rest]:
+                return rest
+            case _:
+                return None
+
+
+def other(*args, **kw):
+    for item in args:
+        yield item
+    else:
+        return {k: v for k, v in kw.items()}
+
+
+while True:
+    break
+'''
+
+EDITS = st.sampled_from(
+    ["", "(", ")", "]", "}", " = = ", "\n  x\n", '"""', "'", "\n@\n", "else:\n", ":", "\n", "\t"]
+)
+
+
+def _outcome(parse: object, text: str) -> tuple[str, ...]:
+    try:
+        module = parse(text)  # type: ignore[operator]
+    except SyntaxError:  # IndentationError included: which of the two may differ
+        return ("syntax error",)
+    except ValueError as exc:
+        return ("error", type(exc).__name__)
+    return ("ok", ast.dump(module, include_attributes=True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    edits=st.lists(
+        st.tuples(st.integers(0, len(CORPUS)), st.integers(0, 3), EDITS), min_size=0, max_size=3
+    ),
+    chunk=st.sampled_from([1, 40, 200]),
+)
+def test_any_edit_parses_as_cpython_parses_it(edits, chunk):
+    """Over arbitrary edits of a file using most of the grammar, cut into parts as small as the
+    chunk allows: valid exactly when ast.parse says so, and then the same tree, positions
+    included; never another exception. (Which error an invalid text gives may differ.)"""
+    text = CORPUS
+    for at, cut, insert in edits:
+        text = text[:at] + insert + text[at + cut :]
+    with mock.patch.object(bounded_parse, "CHUNK_BYTES", chunk):
+        assert _outcome(parse_source, text) == _outcome(ast.parse, text)
+
+
+def test_the_standard_library_parses_as_cpython_parses_it():
+    files = sorted(glob.glob(os.path.join(sysconfig.get_paths()["stdlib"], "*.py")))[:40]
+    assert len(files) == 40
+    with mock.patch.object(bounded_parse, "CHUNK_BYTES", 512):
+        for path in files:
+            data = Path(path).read_bytes()
+            assert ast.dump(parse_source(data), include_attributes=True) == ast.dump(
+                ast.parse(data), include_attributes=True
+            ), path
+
+
+def _cut_mixin(root: Path) -> int:
+    """The fixture tree with 17,000 methods added to the mixin's class, cut in the middle of a
+    method's header (about 800 KB); returns the line of the cut."""
+    shutil.copytree(TREE, root)
+    real = (root / MIXIN).read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(real) if line.startswith("class "))
+    methods = "".join(f"    def m_{n}(self, x):\n        return x + {n}\n\n" for n in range(17_000))
+    methods = methods[: methods.index("    def m_14000(") + len("    def m_14000(se")]
+    head = "".join(real[: at + 1])
+    (root / MIXIN).write_text(head + methods + "".join(real[at + 1 :]))
+    return head.count("\n") + methods.count("\n") + 1
+
+
+def test_a_large_invalid_file_never_reaches_the_parser_whole(tmp_path):
+    """The parser's error pass costs about 300 MB on 800 KB: it may see a failing text only in
+    parts of at most CHUNK_BYTES (plus the one-line wrapper of an indented part)."""
+    line = _cut_mixin(tmp_path / "tree")
+    failed: list[int] = []
+    real_parse = ast.parse
+
+    def spy(source, *args, **kwargs):
+        try:
+            return real_parse(source, *args, **kwargs)
+        except SyntaxError:
+            # Blank lines before a part give its trees the file's line numbers; the parser's
+            # tokenizer skips them without work for the parser.
+            failed.append(len(source.lstrip("\n") if isinstance(source, str) else source))
+            raise
+
+    with mock.patch.object(ast, "parse", spy):
+        capability = analyse(str(tmp_path / "tree"))
+    assert failed and max(failed) <= CHUNK_BYTES + len("if 1:\n")
+    scheduler = capability.files[0]
+    assert scheduler.status == "unparsable"
+    assert scheduler.reason == f"not valid Python: invalid syntax (line {line})"
+    # The other files are still analysed.
+    assert capability.transport == "present"
+
+
+@pytest.mark.parametrize(
+    ("tail", "message", "line_from_end"),
+    [
+        ("x = (1,\n", "'(' was never closed", 0),
+        ('x = """open\n', "unterminated triple-quoted string literal (detected at line {last})", 0),
+        ("x = 1]\n", "unmatched ']'", 0),
+        ("if x:\n    a\n  b\n", "unindent does not match any outer indentation level", 0),
+    ],
+)
+def test_what_the_tokenizer_refuses_is_worded_as_cpython_words_it(tail, message, line_from_end):
+    body = "".join(f"value_{n} = {n}\n" for n in range(CHUNK_BYTES // 10))
+    text = body + tail
+    last = text.count("\n")
+    with pytest.raises(SyntaxError) as expected:
+        ast.parse(text)
+    with pytest.raises(SyntaxError) as got:
+        parse_source(text)
+    assert got.value.msg == expected.value.msg == message.format(last=last)
+    assert got.value.lineno == expected.value.lineno
+
+
+def test_the_quick_cut_and_the_tokenizer_cut_give_the_same_lines():
+    """Where the quick scan answers, its logical lines are the tokenizer's."""
+    text = CORPUS * 3
+    lines = text.splitlines(keepends=True)
+    quick = bounded_parse._scanned(text)
+    exact, failure = bounded_parse._logical_lines(text, lines, "<corpus>")
+    assert quick is not None and failure is None
+    assert quick == exact
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(
+        alphabet=st.sampled_from(list("ab1 \t\n\r\f\\:()[]{}'\"#@=.,;\x0c")), max_size=120
+    ),
+    chunk=st.sampled_from([1, 16]),
+)
+def test_arbitrary_text_is_valid_exactly_when_cpython_says_so(text, chunk):
+    """Over arbitrary text of Python's structural characters (tabs, form feeds, carriage
+    returns, backslashes, quotes, brackets): the same verdict as ast.parse, the same tree when
+    valid, and no exception but SyntaxError or ValueError."""
+    with mock.patch.object(bounded_parse, "CHUNK_BYTES", chunk):
+        assert _outcome(parse_source, text) == _outcome(ast.parse, text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "def f():\n    with lock:\n     \\\n await thing()\n    x = 1\n",
+        "def f():\n    for item in args:\n        yield item\n    else:\n\\\n      return 1\n",
+        "if x:\n    pass\n\\\nelse:\n    pass\n",
+    ],
+)
+def test_a_statement_starting_on_a_line_of_only_a_backslash(text):
+    """CPython's tokenizer reads such a statement's indentation unlike tokenize: found by
+    fuzzing; the file is parsed as CPython parses it."""
+    for chunk in (1, 16):
+        with mock.patch.object(bounded_parse, "CHUNK_BYTES", chunk):
+            assert _outcome(parse_source, text) == _outcome(ast.parse, text)
