@@ -395,7 +395,13 @@ def endings(end: Any, timeout_s: float) -> list[Ending]:
     import signal
 
     found: list[Ending] = []
-    if end.timed_out:
+    if end.garbled:
+        # The stream it wrote over is how it ended: its process was stopped there, so its
+        # exit status and its silence afterwards say nothing more about the target.
+        found.append(
+            Ending("garbled", f"the target's process wrote over its records: {end.garbled}")
+        )
+    elif end.timed_out:
         found.append(
             Ending(
                 "timeout",
@@ -420,6 +426,15 @@ def endings(end: Any, timeout_s: float) -> list[Ending]:
                 "crash in native code, or closed descriptors); its output says more",
             )
         )
+    if end.outlived:
+        found.append(
+            Ending(
+                "outlived",
+                f"a process the target started outlived the run: {len(end.outlived)} "
+                f"({', '.join(end.outlived[:5])}) still running when the target's process ended "
+                "were killed; in sglang they would run on beside the scheduler",
+            )
+        )
     if end.forks:
         found.append(
             Ending(
@@ -427,10 +442,6 @@ def endings(end: Any, timeout_s: float) -> list[Ending]:
                 f"the target forked: {len(end.forks)} copy of the checking process tried to "
                 "answer for it and was stopped; only the original process's records count",
             )
-        )
-    if end.garbled:
-        found.append(
-            Ending("garbled", f"the target's process wrote over its records: {end.garbled}")
         )
     return found
 

@@ -56,7 +56,7 @@ _HOOK_SUBJECT = {
 @dataclass(frozen=True)
 class Ending:
     """How the child ended, where that is the target's doing: ``kind`` ('exit', 'signal',
-    'timeout', 'fork', 'threads', 'silent', 'garbled') and what to say."""
+    'timeout', 'fork', 'threads', 'silent', 'garbled', 'outlived') and what to say."""
 
     kind: str
     text: str

@@ -58,11 +58,53 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
+#: Linux's capability number of CAP_SYS_PTRACE, and the capget/capset header version 3.
+_CAP_SYS_PTRACE = 19
+_CAPABILITY_VERSION_3 = 0x20080522
+_PR_CAPBSET_DROP = 24
+
+
+def _drop_ptrace() -> None:
+    """Give up CAP_SYS_PTRACE (Linux; a check run as root has it): with it, a process may open
+    the files of a process that is not dumpable (``/proc/<parent>/fd/1``, the report's stream)
+    whoever owns it. Dropped from the bounding set too, so that no program the target runs
+    gets it back. Where the calls fail (no libc, no such capability) nothing changes."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    class Header(ctypes.Structure):
+        _fields_ = (("version", ctypes.c_uint32), ("pid", ctypes.c_int))
+
+    class Data(ctypes.Structure):
+        _fields_ = (
+            ("effective", ctypes.c_uint32),
+            ("permitted", ctypes.c_uint32),
+            ("inheritable", ctypes.c_uint32),
+        )
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_CAPBSET_DROP, _CAP_SYS_PTRACE, 0, 0, 0)
+        header = Header(_CAPABILITY_VERSION_3, 0)
+        data = (Data * 2)()
+        if libc.capget(ctypes.byref(header), data) != 0:
+            return
+        bit = ~(1 << _CAP_SYS_PTRACE) & 0xFFFFFFFF
+        data[0].effective &= bit
+        data[0].permitted &= bit
+        data[0].inheritable &= bit
+        libc.capset(ctypes.byref(header), data)
+    except (OSError, AttributeError):  # no libc to ask, or no capget in it
+        return
+
+
 def main(argv: list[str]) -> int:
     """Run one check (see the module's docstring)."""
     import json
 
     _die_with_parent()
+    _drop_ptrace()
     fd = int(argv[1])
     request = json.loads(argv[2])
     emit = _writer(fd)
