@@ -8,9 +8,9 @@ stderr (the target's prints, ``os.write(1, ...)``, its subprocesses) are one pip
 (:mod:`.framing`), each marked with the pid that sent it. A record from any other pid (a fork of
 the child) is not taken. When the child sends nothing for longer than its allowance, its whole
 process group is killed; once it ends, whatever it left behind is killed too: in that group,
-and (on Linux, :mod:`.guard`) in a session of its own. SIGTERM or SIGINT to this process ends
+and (on Linux, :mod:`.reaper`) in a session of its own. SIGTERM or SIGINT to this process ends
 the child and its processes before this process ends. Imports nothing beyond the standard
-library, :mod:`.framing` and :mod:`.guard`.
+library, :mod:`.framing` and :mod:`.reaper`.
 """
 
 from __future__ import annotations
@@ -121,10 +121,10 @@ def run_child(
 ) -> ChildEnd:
     """Run the worker on ``request``; ``take`` each record the child itself sent, hand its
     output to ``on_output``; return how it ended. While it runs this process keeps the target's
-    processes in hand (:mod:`.guard`); at the end, every process the target left behind is
+    processes in hand (:mod:`.reaper`); at the end, every process the target left behind is
     ended and named (``outlived``)."""
-    from ppaux.observer.guard import children as our_children
-    from ppaux.observer.guard import end_all, guarded
+    from ppaux.observer.reaper import children as our_children
+    from ppaux.observer.reaper import end_all, guarded
 
     with _ending_on_sigterm(), guarded():
         before = our_children()

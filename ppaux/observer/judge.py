@@ -83,6 +83,8 @@ class Judge:
     produced: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     row_of: dict[tuple[int, int], int] = field(default_factory=dict)
     endings: list[Ending] = field(default_factory=list)
+    #: Per batch size and request number, the paths of the request differences reported.
+    request_paths: dict[tuple[int, int], set[str]] = field(default_factory=dict)
     outputs: int = 0
     #: Per hook, the lines of its own file that made each named value ('made' records).
     made: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -208,12 +210,46 @@ class Judge:
         for number, (a, b) in enumerate(pairs):
             for item in differences(a, b):
                 found += 1
-                result["differences"].append(_diff_json(f"request {number}", item))
-                self._difference_finding(
-                    "PP712", f"request {number} after consume", item, batch_size, index
-                )
+                self._request_difference(result, number, item, batch_size, index)
         verdict = "same on both paths" if not found else f"{found} difference(s)"
         self._row(batch_size, index, names or "-", verdict, "ok" if not found else "differs")
+
+    def _request_difference(
+        self, result: dict[str, Any], number: int, item: Difference, batch_size: int, index: int
+    ) -> None:
+        self.request_paths.setdefault((batch_size, number), set()).add(item.path)
+        result["differences"].append(_diff_json(f"request {number}", item))
+        self._difference_finding(
+            "PP712", f"request {number} after consume", item, batch_size, index
+        )
+
+    def _on_requests(self, m: dict[str, Any]) -> None:
+        """The requests described whole at the end of a batch size: a difference no step's
+        records showed (an item changed in place; see :mod:`.growth`) is the last step's."""
+        batch_size, index = m["batch_size"], m["step"]
+        result = next(
+            (
+                r
+                for r in reversed(self.results)
+                if (r["batch_size"], r["step"]) == (batch_size, index)
+            ),
+            None,
+        )
+        if result is None:
+            return
+        pairs = zip(m.get("single_reqs") or [], m.get("pp_reqs") or [], strict=False)
+        new = 0
+        for number, (a, b) in enumerate(pairs):
+            shown = self.request_paths.get((batch_size, number), set())
+            for item in differences(a, b):
+                if not any(_overlaps(item.path, path) for path in shown):
+                    new += 1
+                    self._request_difference(result, number, item, batch_size, index)
+        row = self.row_of.get((batch_size, index))
+        if new and row is not None:
+            batch, step, sent, _ = self.rows[row]
+            self.rows[row] = (batch, step, sent, f"{len(result['differences'])} difference(s)")
+            self.marked.add((row, 3))
 
     def _on_again(self, m: dict[str, Any]) -> None:
         batch_size, index = m["batch_size"], m["step"]
@@ -494,6 +530,12 @@ class Judge:
             )
         )
         return report
+
+
+def _overlaps(path: str, other: str) -> bool:
+    """Whether one of two leaf paths is the other or lies within it ('.a' and '.a[3]')."""
+    short, long = sorted((path, other), key=len)
+    return long == short or (long.startswith(short) and long[len(short)] in "[.")
 
 
 def _about_requests(item: Finding) -> bool:
