@@ -58,8 +58,18 @@ def prctl_get(option: int) -> int:
     return int(libc.prctl(option, 0, 0, 0, 0))
 
 
-def test_a_garbled_record_stream_is_one_finding(tmp_path):
+def test_writing_on_the_low_descriptors_misses_the_records(tmp_path):
     junk = "        import os\n        for fd in range(3, 64):\n"
+    junk += "            try:\n                os.write(fd, b'JUNK')\n"
+    junk += "            except OSError:\n                pass\n"
+    assert check_observer(observer(tmp_path, after_sample=junk), ONE).findings == []
+
+
+def test_a_garbled_record_stream_is_one_finding(tmp_path):
+    # Every descriptor it holds, the records' among them (it is not named, nor at a low number).
+    junk = (
+        "        import os\n        for fd in sorted(map(int, os.listdir('/proc/self/fd')))[3:]:\n"
+    )
     junk += "            try:\n                os.write(fd, b'JUNK')\n"
     junk += "            except OSError:\n                pass\n"
     report = check_observer(observer(tmp_path, after_sample=junk), ONE)

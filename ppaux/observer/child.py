@@ -1,16 +1,17 @@
 """The check's child process, seen from the parent: start it, read its records, see how it ended.
 
 The child is ``python -I -m ppaux.observer.worker`` (isolated mode: no ``PYTHON*`` variables, no
-user site, not the current directory first on the path) in a process group of its own, started
-in the user's current directory with an explicit environment and stdin closed. Its stdout and
-stderr (the target's prints, ``os.write(1, ...)``, its subprocesses) are one pipe, handed to
-``on_output`` as they arrive; its records come on a pipe of their own, as frames of JSON
-(:mod:`.framing`), each marked with the pid that sent it. A record from any other pid (a fork of
-the child) is not taken. When the child sends nothing for longer than its allowance, its whole
-process group is killed; once it ends, whatever it left behind is killed too: in that group,
-and (on Linux, :mod:`.reaper`) in a session of its own. SIGTERM or SIGINT to this process ends
-the child and its processes before this process ends. Imports nothing beyond the standard
-library, :mod:`.framing` and :mod:`.reaper`.
+user site, not the current directory first on the path) in a process group of its own, started in
+the user's current directory with an explicit environment and its request on stdin (read whole,
+then /dev/null: argv names nothing of it). Its stdout and stderr (the target's prints,
+``os.write(1, ...)``, its subprocesses) are one pipe, handed to ``on_output`` as they arrive; its
+records come on a pipe of their own (the child moves it to a high descriptor number picked at
+random), as frames of JSON (:mod:`.framing`), each marked with the pid that sent it. A record from
+any other pid (a fork of the child) is not taken. When the child sends nothing for longer than its
+allowance, its whole process group is killed; once it ends, whatever it left behind is killed too:
+in that group, and (on Linux, :mod:`.reaper`) in a session of its own. SIGTERM or SIGINT to this
+process ends the child and its processes before this process ends. Imports nothing beyond the
+standard library, :mod:`.framing` and :mod:`.reaper`.
 """
 
 from __future__ import annotations
@@ -81,33 +82,32 @@ def _environment() -> dict[str, str]:
     }
 
 
-class _Terminated(Exception):
-    """This process was sent SIGTERM while the child ran."""
-
-
 @contextlib.contextmanager
 def _ending_on_sigterm() -> Iterator[None]:
     """While the child runs, SIGTERM to this process (a CI step's timeout, ``kill``) stops the
-    run so that the child's processes are ended first (:exc:`_Terminated`); then the signal is
-    raised again, to end this process as it would have (or run the handler it had). Only in the
-    main thread, where Python handles signals; SIGINT already stops the run
-    (:exc:`KeyboardInterrupt`)."""
+    run as SIGINT does (:exc:`KeyboardInterrupt`), so that the child's processes are ended
+    first; then the signal is raised again, to end this process as it would have (or to run
+    the handler it had). Only in the main thread, where Python handles signals."""
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    terminated: list[bool] = []
 
     def stop(signum: int, frame: object) -> None:
-        raise _Terminated
+        terminated.append(True)
+        raise KeyboardInterrupt
 
     before = signal.signal(signal.SIGTERM, stop)
     try:
         yield
-    except _Terminated:
+    except KeyboardInterrupt:
+        if not terminated:
+            raise
         signal.signal(signal.SIGTERM, before)
         signal.raise_signal(signal.SIGTERM)
-        raise KeyboardInterrupt from None  # a handler of the caller's that did not exit
+        raise  # a handler of the caller's that did not end the process
     finally:
         signal.signal(signal.SIGTERM, before)
 
@@ -162,15 +162,8 @@ class _Run:
         self.read_end, write_end = os.pipe()
         try:
             self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-I",
-                    "-m",
-                    "ppaux.observer.worker",
-                    str(write_end),
-                    json.dumps(request),
-                ],
-                stdin=subprocess.DEVNULL,
+                [sys.executable, "-I", "-m", "ppaux.observer.worker"],
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 pass_fds=(write_end,),
@@ -183,6 +176,13 @@ class _Run:
             raise
         finally:
             os.close(write_end)
+        # The request on stdin, not in argv: the records' descriptor is named nowhere the
+        # target can read it from (the child moves it, too).
+        assert self.process.stdin is not None
+        with contextlib.suppress(OSError):
+            self.process.stdin.write(json.dumps({**request, "fd": write_end}).encode("utf-8"))
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
         self.end = ChildEnd()
         self.reader = FrameReader()
         self.started = time.monotonic()

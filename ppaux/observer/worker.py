@@ -1,13 +1,15 @@
-"""The check's child process: ``python -I -m ppaux.observer.worker FD REQUEST``.
+"""The check's child process: ``python -I -m ppaux.observer.worker``, its request on stdin.
 
 It imports ppaux's own modules and torch (and sglang's request classes where sglang is
 importable) first, then the target (the file form's folder is put at the end of the import
 path, never ahead of the standard library; the parent's other entries follow it), drives it
-(:mod:`.runner`) and writes each record to descriptor ``FD`` as a frame (:mod:`.framing`)
+(:mod:`.runner`) and writes each record to the records' descriptor as a frame (:mod:`.framing`)
 marked with its pid. A fork of this process that reaches a record says so and ends at once, so
 that only this process answers. ``REQUEST`` is JSON: the target, the outputs target, the
 options and the parent's import path. It exits without waiting for the target's threads; their
-names are in the last record.
+names are in the last record. ``REQUEST`` (JSON, read whole from stdin, which is then
+/dev/null) names the records' descriptor (``fd``), the target, the outputs target, the options
+and the parent's import path.
 """
 
 from __future__ import annotations
@@ -99,15 +101,52 @@ def _drop_ptrace() -> None:
         return
 
 
+def _read_request() -> dict[str, Any]:
+    """The request, read whole from stdin (so that neither argv nor the environment names the
+    records' descriptor); stdin is then /dev/null, as the target sees it."""
+    import json
+
+    data = bytearray()
+    while chunk := os.read(0, 1 << 16):
+        data += chunk
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    request = json.loads(data.decode("utf-8"))
+    assert isinstance(request, dict)
+    return request
+
+
+def _hidden(fd: int) -> int:
+    """``fd`` moved to a descriptor number picked at random among the high ones (the one the
+    parent passed is closed), so that a target writing on the low numbers or on the one the
+    parent chose misses it. A mitigation against accident, not a secret: ``/proc/self/fd``
+    lists it."""
+    import random
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    top = min(soft if soft > 0 else 1024, 1 << 16)
+    if top <= 512:
+        return fd
+    for _ in range(8):
+        number = random.SystemRandom().randrange(256, top)
+        try:
+            os.fstat(number)  # in use: pick another
+        except OSError:
+            os.dup2(fd, number, inheritable=False)
+            os.close(fd)
+            return number
+    return fd
+
+
 def main(argv: list[str]) -> int:
     """Run one check (see the module's docstring)."""
-    import json
 
     _die_with_parent()
     _drop_ptrace()
-    fd = int(argv[1])
-    request = json.loads(argv[2])
-    emit = _writer(fd)
+    request = _read_request()
+    emit = _writer(_hidden(int(request.pop("fd"))))
     # ppaux's own modules (and torch) before any of the target's code.
     import threading
     import warnings
@@ -118,6 +157,7 @@ def main(argv: list[str]) -> int:
     import torch  # noqa: F401  (before the target, which may patch it)
 
     import ppaux.observer.check as check
+    import ppaux.observer.parts as parts
     import ppaux.observer.requests as requests
     import ppaux.observer.runner as runner
     import ppaux.observer.target as target_module
@@ -143,7 +183,7 @@ def main(argv: list[str]) -> int:
             if request.get("outputs") is not None
             else None
         )
-        with check.machinery(options) as (machinery, info, device, sglang_parts):
+        with parts.machinery(options) as (machinery, info, device, sglang_parts):
             runner.run_checks(loaded, options, machinery, info, device, sglang_parts, given, emit)
     except target_module.TargetError as exc:
         emit({"event": "target_error", "target": exc.target, "reason": exc.reason})
