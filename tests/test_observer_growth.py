@@ -4,12 +4,17 @@ work, not time), and what that leaves out (an item changed in place) is still co
 
 from __future__ import annotations
 
+import types
+
 import pytest
 from helpers import REPO
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ppaux.observer.compare as compare
 from ppaux.observer import ObserverOptions
 from ppaux.observer.check import check_loaded
+from ppaux.observer.growth import RequestWalk
 from ppaux.observer.target import load_observer
 
 pytestmark = pytest.mark.torch
@@ -84,7 +89,7 @@ class Obs:
     def from_pp_tensors(self, tensors):
         type(self).calls += 1
         value = tensors["value"]
-        return Out(value + 1 if type(self).calls == 2 else value)  # the second step only
+        return Out(value + 1 if type(self).calls >= 2 else value)  # from the second step on
 """
 
 
@@ -92,3 +97,34 @@ def test_an_item_changed_in_place_is_still_compared(tmp_path, monkeypatch):
     (tmp_path / "rewrite.py").write_text(REWRITE, encoding="utf-8")
     _, codes = described(monkeypatch, f"{tmp_path / 'rewrite.py'}:Obs", 3)
     assert "PP712" in codes, codes
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), max_size=4),
+            st.sampled_from(["keep", "copy single", "copy pp", "copy both"]),
+        ),
+        max_size=12,
+    )
+)
+def test_step_records_find_every_difference_the_whole_records_do(history):
+    # Two requests whose list grows by appends (and is now and then replaced by a copy of
+    # itself, on one side or both): the differences the steps' records show are those of the
+    # requests described whole at the end, neither fewer nor more.
+    single, pp = types.SimpleNamespace(values=[]), types.SimpleNamespace(values=[])
+    walk = RequestWalk(lambda view, skip: compare.records(view, skip))
+    seen: set[str] = set()
+    for appended, replace in history:
+        for left, right in appended:
+            single.values.append(left)
+            pp.values.append(right)
+        if replace in ("copy single", "copy both"):
+            single.values = list(single.values)
+        if replace in ("copy pp", "copy both"):
+            pp.values = list(pp.values)
+        [a], [b] = walk.step([single], [pp])
+        seen |= {item.path for item in compare.differences(a, b)}
+    whole = compare.differences(compare.records(single), compare.records(pp))
+    assert seen == {item.path for item in whole}

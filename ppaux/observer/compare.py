@@ -86,7 +86,8 @@ def leaves(obj: Any, prefix: str = "", depth: int = 0, skip: Skip | None = None)
 
     With ``skip``, a list (exactly a ``list``) at a path leaves out its first ``skip(path,
     list)`` items: only the items after them are walked, and more than :data:`MAX_ITEMS` of
-    them are one leaf ``path[start:]``; a list with nothing after them gives no leaf."""
+    them are one leaf ``path[start:]``; a list with nothing after them gives no leaf (nor does
+    a holder whose every child gave none). Without ``skip``, every walk gives a leaf."""
     import torch
 
     if isinstance(obj, (torch.Tensor, _SCALARS)) or depth >= MAX_DEPTH:
@@ -95,9 +96,11 @@ def leaves(obj: Any, prefix: str = "", depth: int = 0, skip: Skip | None = None)
         if len(obj) > MAX_ITEMS:
             return {prefix: obj}
         out: dict[str, Any] = {}
+        walked = False
         for key, value in list(obj.items()):
+            walked = True
             out.update(leaves(value, f"{prefix}[{_key_text(key)}]", depth + 1, skip))
-        return out or {prefix: obj}
+        return out if out or walked else {prefix: obj}
     if isinstance(obj, (list, tuple)):
         if skip is not None and type(obj) is list:
             start = skip(prefix, obj)
@@ -106,20 +109,26 @@ def leaves(obj: Any, prefix: str = "", depth: int = 0, skip: Skip | None = None)
         if len(obj) > MAX_ITEMS:
             return {prefix: obj}
         out = {}
+        walked = False
         for index, value in enumerate(list(obj)):
+            walked = True
             out.update(leaves(value, f"{prefix}[{index}]", depth + 1, skip))
-        return out or {prefix: obj}
+        return out if out or walked else {prefix: obj}
     if type(obj).__module__ == "numpy":
         return {prefix: obj}
     fields = _fields(obj)
     if fields is None or (callable(obj) and not fields):
         return {prefix: obj}
     out = {}
+    walked = False
     for name, value in fields.items():
         if name.startswith("__"):
             continue
+        walked = True
         out.update(leaves(value, f"{prefix}.{name}", depth + 1, skip))
-    return out or {prefix: obj}
+    # A child that gave nothing was skipped (see above), not empty: it left no leaf, and
+    # neither does its holder.
+    return out if out or walked else {prefix: obj}
 
 
 def _rest(

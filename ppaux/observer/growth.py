@@ -11,7 +11,8 @@ at every step. A step's records are then what the step added or changed, and the
 compares them side by side as it compares whole descriptions.
 
 What this leaves out, an item of such a list changed in place, is caught by the whole
-description both paths' requests get once their batch size ends (the ``requests`` record).
+description both paths' requests get once their batch size ends (the ``requests`` record),
+unless it was changed back before then.
 
 Runs in the check's child (or in-process for an object in hand). Imports torch when used.
 """
