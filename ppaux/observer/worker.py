@@ -126,7 +126,8 @@ def _hidden(fd: int) -> int:
     import resource
 
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    top = min(soft if soft > 0 else 1024, 1 << 16)
+    # Below 1024 (the usual soft limit, and what a select()-based library can wait on).
+    top = min(soft if soft > 0 else 1024, 1024)
     if top <= 512:
         return fd
     for _ in range(8):
