@@ -30,7 +30,8 @@ steps each); the check is ``ppaux check-observer TARGET --format json``. For eac
 wall seconds and the peak memory of the whole process tree (the sum of every process's
 resident set, sampled every 10 ms from ``/proc``: ppaux's process and the target's child
 together), median of ``--runs``, and the differences against the target: torch's import plus
-1 s and 60 MB at most.
+1 s and 60 MB at most. ``--steps N`` (with ``--cost``) drives N steps per batch size instead of
+3, for the trivial observer alone (its ``consume`` appends a value per step to each request).
 """
 
 from __future__ import annotations
@@ -182,7 +183,7 @@ info = types.SimpleNamespace()
 for batch_size in (1, 4):
     reqs = [types.SimpleNamespace(customized_info=None) for _ in range(batch_size)]
     batch = types.SimpleNamespace(reqs=reqs)
-    for step in range(3):
+    for step in range(int(sys.argv[3])):
         logits = torch.randn(batch_size, 32)
         assert observer.is_active(info)
         state = observer.before_grammar(logits, info)
@@ -247,8 +248,9 @@ def _peak(argv: list[str], env: dict[str, str]) -> tuple[float, int, float]:
     return wall, peak, usage.ru_utime + usage.ru_stime
 
 
-def cost(python: str, runs: int) -> int:
-    """The check's cost over the target's own work (see the module's docstring)."""
+def cost(python: str, runs: int, steps: int = 3) -> int:
+    """The check's cost over the target's own work (see the module's docstring); with
+    ``steps`` other than 3, of the trivial observer alone, over that many steps."""
     import tempfile
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -260,6 +262,8 @@ def cost(python: str, runs: int) -> int:
             "trivial (entropy_good.py)": (str(REPO / TARGET.split(":")[0]), "EntropyObserver"),
             "64 MiB outputs per step": (str(big), "BigObserver"),
         }
+        if steps != 3:
+            del targets["64 MiB outputs per step"]
         floor = [python, "-c", "import torch"]
         print(
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, CPython "
@@ -277,9 +281,9 @@ def cost(python: str, runs: int) -> int:
         )
         met = True
         for name, (file, attr) in targets.items():
-            own_argv = [python, "-c", OWN_WORK, file, attr]
+            own_argv = [python, "-c", OWN_WORK, file, attr, str(steps)]
             check_argv = [python, "-m", "ppaux_cli", "check-observer", f"{file}:{attr}"]
-            check_argv += ["--format", "json"]
+            check_argv += ["--format", "json", "--steps", str(steps)]
             own, check = [], []
             for _ in range(runs):
                 own.append(_peak(own_argv, env))
@@ -317,10 +321,13 @@ def main() -> int:
     parser.add_argument(
         "--runtime", help="a prepared sglang runtime directory (for --transport sglang)"
     )
+    parser.add_argument(
+        "--steps", type=int, default=3, help="with --cost: steps per batch size (trivial only)"
+    )
     parser.add_argument("--python", default=sys.executable)
     args = parser.parse_args()
     if args.cost:
-        return cost(args.python, args.runs)
+        return cost(args.python, args.runs, args.steps)
     commands = _commands(args.python, args.runtime)
     load_before = os.getloadavg()[0]
     for argv, env in commands.values():  # warm the caches once, untimed

@@ -53,7 +53,7 @@ EXPECTED = {
     "ppaux.dump.digests.NotCompared": None,
     "ppaux.dump.weights_only._Stop": None,
     "ppaux.observer.target.TargetError": ValueError,
-    "ppaux.observer.check.ObserverConfigError": ValueError,
+    "ppaux.observer.options.ObserverConfigError": ValueError,
     "ppaux.observer.drive.HookFailure": None,
 }
 

@@ -503,7 +503,6 @@ def test_an_endless_outputs_generator_is_one_line_not_all_memory(tmp_path):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_the_child_dies_with_ppaux_when_ppaux_is_killed(tmp_path):
-    import os
     import signal
     import subprocess
     import time
@@ -514,23 +513,23 @@ def test_the_child_dies_with_ppaux_when_ppaux_is_killed(tmp_path):
         "from entropy_good import EntropyObserver\n\n\n"
         "class Hang(EntropyObserver):\n"
         "    def after_sample(self, state, token_ids):\n"
-        "        import pathlib\n        import time\n\n"
-        f"        pathlib.Path({str(tmp_path / 'hanging')!r}).touch()\n"
+        "        import os\n        import pathlib\n        import time\n\n"
+        f"        pathlib.Path({str(tmp_path / 'hanging')!r}).write_text(str(os.getpid()))\n"
         "        time.sleep(600)\n",
         encoding="utf-8",
     )
 
     def workers() -> list[int]:
-        found = []
-        for pid in os.listdir("/proc"):
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                    line = handle.read()
-            except OSError:
-                continue
-            if b"ppaux.observer.worker" in line and b"hang_marker_obs" in line:
-                found.append(int(pid))
-        return found
+        """The check's child, while it runs (it wrote its pid when it reached the hang)."""
+        try:
+            pid = int((tmp_path / "hanging").read_text(encoding="utf-8"))
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                line = handle.read()
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+                state = handle.read().rpartition(")")[2].split()[0]
+        except (OSError, ValueError):
+            return []
+        return [pid] if b"ppaux.observer.worker" in line and state != "Z" else []
 
     process = subprocess.Popen(
         [sys.executable, "-m", "ppaux_cli", "check-observer", f"{hang}:Hang"],
@@ -538,7 +537,7 @@ def test_the_child_dies_with_ppaux_when_ppaux_is_killed(tmp_path):
         stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 60
-    while not (tmp_path / "hanging").exists() and time.monotonic() < deadline:
+    while not workers() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert workers(), "the check's child never reached the hanging method"
     process.send_signal(signal.SIGTERM)  # what a CI job's timeout sends

@@ -14,21 +14,12 @@ judges its records the same way. Loading this module imports no torch.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from typing import Any
 
-from ppaux.errors import PpauxError, SettingError
 from ppaux.observer.judge import Ending, Judge
-from ppaux.observer.paths import Machinery
-from ppaux.observer.standins import (
-    CommittedTokens,
-    StandInSamplingInfo,
-    build_commits,
-    copy_tensor,
-    sampling_info_fields,
-)
+from ppaux.observer.options import ObserverConfigError, ObserverOptions
 from ppaux.observer.target import LoadedObserver, TargetError, observer_from
 from ppaux.replay import Impl, Sender, Transport, timeout_fault
 from ppaux.report import Report
@@ -59,46 +50,6 @@ MAX_STEPS = 1000
 MAX_VOCAB_SIZE = 1 << 22
 #: The most logits elements (batch times vocabulary) of one step: 64 MiB of float32.
 MAX_LOGITS = 1 << 24
-
-
-class ObserverConfigError(SettingError):
-    """A setting that cannot be used here: ``option`` (the field of :class:`ObserverOptions`
-    that holds it), the ``value`` given and ``reason``."""
-
-
-@dataclass(frozen=True)
-class ObserverOptions:
-    """Settings of one check (the CLI's flags). ``transport``, ``impl`` and ``sender`` may be
-    given as members of :mod:`ppaux.replay`'s enums or as their values; they are stored as
-    members. An unknown value raises :class:`ObserverConfigError`."""
-
-    transport: Transport = Transport.WIRE
-    impl: Impl = Impl.REFERENCE
-    sender: Sender = Sender.VALIDATING
-    batch_sizes: tuple[int, ...] = (1, 4)
-    steps: int = 3
-    vocab_size: int = 32
-    device: str = "cpu"
-    sglang_path: str | None = None
-    timeout_s: float = 60.0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "transport", member(Transport, "transport", self.transport))
-        object.__setattr__(self, "impl", member(Impl, "impl", self.impl))
-        object.__setattr__(self, "sender", member(Sender, "sender", self.sender))
-
-
-_Member = TypeVar("_Member", Transport, Impl, Sender)
-
-
-def member(kind: type[_Member], option: str, value: Any) -> _Member:
-    """``value`` (a member of ``kind`` or its value) as the member; an unknown value raises
-    :class:`ObserverConfigError` for ``option``."""
-    try:
-        return kind(value)
-    except ValueError:
-        choices = ", ".join(str(item.value) for item in kind)
-        raise ObserverConfigError(option, str(value), f"not one of {choices}") from None
 
 
 def _validate(options: ObserverOptions) -> None:
@@ -135,147 +86,6 @@ def _validate(options: ObserverOptions) -> None:
     fault = timeout_fault(options.timeout_s)
     if fault is not None:
         raise ObserverConfigError("timeout_s", str(options.timeout_s), fault)
-
-
-@contextlib.contextmanager
-def machinery(
-    options: ObserverOptions, given_wire: Any = None
-) -> Iterator[tuple[Machinery, Any, Any, bool]]:
-    from ppaux.replay import (
-        DeviceError,
-        WireSetupError,
-        load_implementation,
-        open_wire,
-        resolve_device,
-    )
-
-    try:
-        device = resolve_device(options.device)
-    except DeviceError as exc:
-        raise ObserverConfigError("device", exc.value, exc.reason) from None
-    impl = options.impl.value
-    transport = options.transport.value
-    try:
-        module = load_implementation(impl, options.sglang_path if transport != "sglang" else None)
-    except PpauxError as exc:
-        reason = getattr(exc, "reason", str(exc))
-        where = getattr(exc, "where", None)
-        if options.sglang_path is not None and where not in (None, "sglang"):
-            # The path given is at fault: name it, as replay does.
-            raise ObserverConfigError("sglang_path", str(where), reason) from None
-        way_out = (
-            (Setting("sglang_path", what="an unpacked tree or a wheel"),)
-            if options.sglang_path is None
-            else ()
-        )
-        raise ObserverConfigError("impl", impl, f"sglang is {reason}").suggest(*way_out) from None
-    try:
-        wire = given_wire or open_wire(
-            transport,
-            device=device,
-            timeout_s=options.timeout_s,
-            sglang_path=options.sglang_path,
-            implementations={impl: module},
-        )
-    except WireSetupError as exc:
-        raise ObserverConfigError("transport", transport, exc.bare()).suggest(
-            *exc.suggestions
-        ) from None
-    sglang_parts = transport == "sglang"
-    starting = _start_receiver(wire) if given_wire is None else None
-    try:
-        consume: Callable[[Any, Any, list[int]], None]
-        if sglang_parts:
-            import warnings
-
-            with warnings.catch_warnings():
-                # sglang's imports warn about missing GPUs and kernels; they are not findings.
-                warnings.simplefilter("ignore")
-                from sglang.srt.managers.scheduler_components.batch_result_processor import (
-                    SchedulerBatchResultProcessor,
-                )
-
-                # The copy the scheduler hands copy_to_host (GenerationBatchResult's): defined in
-                # this module in 0.5.19, imported into it from sglang.srt.utils.common in 0.5.23.
-                from sglang.srt.managers.utils import _async_d2h as async_d2h
-                from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo
-
-            consume = SchedulerBatchResultProcessor.consume_auxiliary_output
-            copier: Callable[[Any], Any] = async_d2h
-
-            def info(batch_size: int, vocab_size: int, where: Any) -> Any:
-                return SamplingBatchInfo(**sampling_info_fields(batch_size, vocab_size, where))
-
-        else:
-
-            def consume(batch: Any, host: Any, starts: list[int]) -> None:
-                host.consume(batch, build_commits(batch.reqs, starts, CommittedTokens))
-
-            copier = copy_tensor
-
-            def info(batch_size: int, vocab_size: int, where: Any) -> Any:
-                return StandInSamplingInfo(**sampling_info_fields(batch_size, vocab_size, where))
-
-    except BaseException:
-        # sglang's classes could not be imported: stop the receiver before saying so.
-        if starting is not None:
-            starting()
-        wire.close()
-        raise
-    if starting is not None:
-        failure = starting()
-        if failure is not None:
-            wire.close()
-            raise ObserverConfigError("transport", transport, failure)
-    from ppaux.observer.requests import request_kit
-
-    kit = request_kit(options.transport.value == "sglang")
-    machine = Machinery(
-        add=module.add_auxiliary_output_to_pp_tensors,
-        pop=module.pop_auxiliary_output_from_pp_tensors,
-        wire=wire,
-        validating=options.sender.value == "validating",
-        copy_tensor=copier,
-        consume=consume,
-        make_batch=lambda reqs: kit.make_batch(reqs, str(device)),
-        make_requests=kit.make,
-        view_request=kit.view,
-        requests=kit.label,
-    )
-    try:
-        yield machine, info, device, sglang_parts
-    finally:
-        if given_wire is None:
-            wire.close()
-
-
-def _start_receiver(wire: Any) -> Callable[[], str | None] | None:
-    """Join a two-process wire's receiver now, in a thread, so that its start-up (torch and,
-    for ``sglang``, sglang's runtime, imported in the other process; the ``sglang`` wire starts
-    that process as soon as it is opened, before this process imports sglang) overlaps with
-    this process's own imports; returns the call that waits for it (the failure's text, or
-    None). In-process wires have nothing to start (None)."""
-    if getattr(wire, "transport", None) not in ("torch-distributed", "sglang"):
-        return None
-    import threading
-
-    failed: list[str] = []
-
-    def start() -> None:
-        try:
-            wire.raw([])  # an empty exchange: the receiver is up and joined once it returns
-        except Exception as exc:  # reported when the check waits for it
-            lines = str(exc).strip().splitlines()
-            failed.append(lines[0] if lines else type(exc).__name__)
-
-    thread = threading.Thread(target=start, name="ppaux-receiver-start", daemon=True)
-    thread.start()
-
-    def wait() -> str | None:
-        thread.join()
-        return failed[0] if failed else None
-
-    return wait
 
 
 def _judge(target: str, options: ObserverOptions) -> Judge:
@@ -315,8 +125,6 @@ def check_observer(
     :class:`ObserverConfigError` for a setting that cannot work here; everything the target
     does wrong while it runs is a finding.
     """
-    import os
-    import sys
 
     from ppaux.observer.child import run_child
     from ppaux.torch_probe import require_torch
@@ -333,20 +141,7 @@ def check_observer(
         from ppaux.observer.target import load_object
 
         load_object(str(target))  # raises the TargetError that says what a target looks like
-    settings = asdict(options)
-    settings.update(
-        transport=options.transport.value,
-        impl=options.impl.value,
-        sender=options.sender.value,
-        batch_sizes=list(options.batch_sizes),
-    )
-    request = {
-        "target": target,
-        "outputs": outputs,
-        "options": settings,
-        "path": [entry for entry in sys.path if isinstance(entry, str) and entry],
-        "cwd": os.path.abspath(cwd if cwd is not None else os.getcwd()),
-    }
+    request = _request(target, options, outputs, cwd)
     judge = _judge(target, options)
     kept = bytearray()
     dropped = [0]
@@ -365,24 +160,7 @@ def check_observer(
 
     end = run_child(request, timeout_s=options.timeout_s, take=take, on_output=on_output or keep)
     for stop in stops:
-        event = stop["event"]
-        if event == "target_error":
-            raise TargetError(str(stop.get("target")), str(stop.get("reason")))
-        if event == "config_error":
-            raise ObserverConfigError(
-                str(stop.get("option")), str(stop.get("value")), str(stop.get("reason"))
-            ).suggest(*_settings(stop.get("settings")))
-        if event == "failed":
-            raise ObserverConfigError("target", target, str(stop.get("text")))
-        if event == "target_exit":
-            code = stop.get("code")
-            judge.ended(
-                Ending(
-                    "exit",
-                    f"its code raised SystemExit{'' if code is None else ': ' + str(code)} "
-                    "while it was checked, outside the methods the check drives",
-                )
-            )
+        _stopped(stop, target, judge)
     for ending in endings(end, options.timeout_s):
         judge.ended(ending)
     shown = kept.decode("utf-8", "replace")
@@ -391,12 +169,66 @@ def check_observer(
     return judge.report(shown)
 
 
+def _request(
+    target: str, options: ObserverOptions, outputs: str | None, cwd: str | None
+) -> dict[str, Any]:
+    """What the child is asked to do (JSON): the target, the outputs, the options, this
+    process's import path and where to run."""
+    import os
+    import sys
+
+    settings = asdict(options)
+    settings.update(
+        transport=options.transport.value,
+        impl=options.impl.value,
+        sender=options.sender.value,
+        batch_sizes=list(options.batch_sizes),
+    )
+    return {
+        "target": target,
+        "outputs": outputs,
+        "options": settings,
+        "path": [entry for entry in sys.path if isinstance(entry, str) and entry],
+        "cwd": os.path.abspath(cwd if cwd is not None else os.getcwd()),
+    }
+
+
+def _stopped(stop: dict[str, Any], target: str, judge: Judge) -> None:
+    """A record of the child's that stops the check: the error it raises here (a target that
+    cannot be used, a setting that cannot work), or a finding (SystemExit outside the methods
+    driven)."""
+    event = stop["event"]
+    if event == "target_error":
+        raise TargetError(str(stop.get("target")), str(stop.get("reason")))
+    if event == "config_error":
+        raise ObserverConfigError(
+            str(stop.get("option")), str(stop.get("value")), str(stop.get("reason"))
+        ).suggest(*_settings(stop.get("settings")))
+    if event == "failed":
+        raise ObserverConfigError("target", target, str(stop.get("text")))
+    if event == "target_exit":
+        code = stop.get("code")
+        judge.ended(
+            Ending(
+                "exit",
+                f"its code raised SystemExit{'' if code is None else ': ' + str(code)} "
+                "while it was checked, outside the methods the check drives",
+            )
+        )
+
+
 def endings(end: Any, timeout_s: float) -> list[Ending]:
     """How the child ended, as the target's failures (none for a child that finished)."""
     import signal
 
     found: list[Ending] = []
-    if end.timed_out:
+    if end.garbled:
+        # The stream it wrote over is how it ended: its process was stopped there, so its
+        # exit status and its silence afterwards say nothing more about the target.
+        found.append(
+            Ending("garbled", f"the target's process wrote over its records: {end.garbled}")
+        )
+    elif end.timed_out:
         found.append(
             Ending(
                 "timeout",
@@ -421,6 +253,15 @@ def endings(end: Any, timeout_s: float) -> list[Ending]:
                 "crash in native code, or closed descriptors); its output says more",
             )
         )
+    if end.outlived:
+        found.append(
+            Ending(
+                "outlived",
+                f"a process the target started outlived the run: {len(end.outlived)} "
+                f"({', '.join(end.outlived[:5])}) still running when the target's process ended "
+                "were killed; in sglang they would run on beside the scheduler",
+            )
+        )
     if end.forks:
         found.append(
             Ending(
@@ -428,10 +269,6 @@ def endings(end: Any, timeout_s: float) -> list[Ending]:
                 f"the target forked: {len(end.forks)} copy of the checking process tried to "
                 "answer for it and was stopped; only the original process's records count",
             )
-        )
-    if end.garbled:
-        found.append(
-            Ending("garbled", f"the target's process wrote over its records: {end.garbled}")
         )
     return found
 
@@ -457,6 +294,8 @@ def check_loaded(
         raise ObserverConfigError(
             "transport", options.transport.value, f"the wire given is {wire.transport!r}"
         )
+    from ppaux.observer.parts import machinery
+
     judge = _judge(loaded.target, options)
     with machinery(options, wire) as (machine, info, device, sglang_parts):
         run_checks(loaded, options, machine, info, device, sglang_parts, outputs, judge.take)

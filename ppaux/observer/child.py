@@ -1,14 +1,17 @@
 """The check's child process, seen from the parent: start it, read its records, see how it ended.
 
 The child is ``python -I -m ppaux.observer.worker`` (isolated mode: no ``PYTHON*`` variables, no
-user site, not the current directory first on the path) in a process group of its own, started
-in the user's current directory with an explicit environment and stdin closed. Its stdout and
-stderr (the target's prints, ``os.write(1, ...)``, its subprocesses) are one pipe, handed to
-``on_output`` as they arrive; its records come on a pipe of their own, as frames of JSON
-(:mod:`.framing`), each marked with the pid that sent it. A record from any other pid (a fork of
-the child) is not taken. When the child sends nothing for longer than its allowance, its whole
-process group is killed; once it ends, whatever it left behind in that group is killed too.
-Imports nothing beyond the standard library and :mod:`.framing`.
+user site, not the current directory first on the path) in a process group of its own, started in
+the user's current directory with an explicit environment and its request on stdin (read whole,
+then /dev/null: argv names nothing of it). Its stdout and stderr (the target's prints,
+``os.write(1, ...)``, its subprocesses) are one pipe, handed to ``on_output`` as they arrive; its
+records come on a pipe of their own (the child moves it to a high descriptor number picked at
+random), as frames of JSON (:mod:`.framing`), each marked with the pid that sent it. A record from
+any other pid (a fork of the child) is not taken. When the child sends nothing for longer than its
+allowance, its whole process group is killed; once it ends, whatever it left behind is killed too:
+in that group, and (on Linux, :mod:`.reaper`) in a session of its own. SIGTERM or SIGINT to this
+process ends the child and its processes before this process ends. Imports nothing beyond the
+standard library, :mod:`.framing` and :mod:`.reaper`.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,8 +43,9 @@ EXIT_ALLOWANCE_S = 5.0
 class ChildEnd:
     """How the child ended: its ``returncode`` (negative: the signal), whether it was killed for
     sending nothing in time (``timed_out``), whether it sent its last record (``finished``),
-    the pids of forks that tried to send (``forks``), and frames that were not JSON
-    (``garbled``)."""
+    the pids of forks that tried to send (``forks``), frames that were not JSON (``garbled``),
+    and the processes the target started that were still running when it ended
+    (``outlived``, each its command's name and pid)."""
 
     returncode: int | None = None
     timed_out: bool = False
@@ -49,6 +53,7 @@ class ChildEnd:
     forks: list[int] = field(default_factory=list)
     garbled: str | None = None
     waited_s: float = 0.0
+    outlived: list[str] = field(default_factory=list)
 
 
 def _kill_group(pid: int) -> None:
@@ -77,6 +82,36 @@ def _environment() -> dict[str, str]:
     }
 
 
+@contextlib.contextmanager
+def _ending_on_sigterm() -> Iterator[None]:
+    """While the child runs, SIGTERM to this process (a CI step's timeout, ``kill``) stops the
+    run as SIGINT does (:exc:`KeyboardInterrupt`), so that the child's processes are ended
+    first; then the signal is raised again, to end this process as it would have (or to run
+    the handler it had). Only in the main thread, where Python handles signals."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    terminated: list[bool] = []
+
+    def stop(signum: int, frame: object) -> None:
+        terminated.append(True)
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    except KeyboardInterrupt:
+        if not terminated:
+            raise
+        signal.signal(signal.SIGTERM, before)
+        signal.raise_signal(signal.SIGTERM)
+        raise  # a handler of the caller's that did not end the process
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def run_child(
     request: dict[str, Any],
     *,
@@ -85,98 +120,159 @@ def run_child(
     on_output: Callable[[bytes], None],
 ) -> ChildEnd:
     """Run the worker on ``request``; ``take`` each record the child itself sent, hand its
-    output to ``on_output``; return how it ended."""
-    import json
+    output to ``on_output``; return how it ended. While it runs this process keeps the target's
+    processes in hand (:mod:`.reaper`); at the end, every process the target left behind is
+    ended and named (``outlived``)."""
+    from ppaux.observer.reaper import children as our_children
+    from ppaux.observer.reaper import end_all, guarded
 
-    read_end, write_end = os.pipe()
-    try:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-I",
-                "-m",
-                "ppaux.observer.worker",
-                str(write_end),
-                json.dumps(request),
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            pass_fds=(write_end,),
-            start_new_session=True,
-            cwd=request["cwd"],
-            env=_environment(),
-        )
-    finally:
-        os.close(write_end)
-    end = ChildEnd()
-    reader = FrameReader()
-    assert process.stdout is not None
-    streams = {read_end: "records", process.stdout.fileno(): "output"}
-    selector = selectors.DefaultSelector()
-    for fd, name in streams.items():
-        os.set_blocking(fd, False)
-        selector.register(fd, selectors.EVENT_READ, name)
-    started = time.monotonic()
-    deadline = started + START_ALLOWANCE_S + timeout_s
-    open_streams = set(streams)
-    try:
-        while open_streams:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                end.timed_out = not end.finished
-                break
-            for key, _ in selector.select(timeout=min(remaining, 1.0)):
-                fd = key.fd
-                try:
-                    data = os.read(fd, 1 << 16)
-                except BlockingIOError:
-                    continue
-                if not data:
-                    selector.unregister(fd)
-                    open_streams.discard(fd)
-                    continue
-                if key.data == "output":
-                    on_output(data)
-                    continue
-                try:
-                    messages = reader.feed(data)
-                except FrameError as exc:
-                    end.garbled = str(exc)
-                    selector.unregister(fd)
-                    open_streams.discard(fd)
-                    continue
-                for message in messages:
-                    if message.get("pid") != process.pid:
-                        fork = message.get("pid")
-                        if isinstance(fork, int) and fork not in end.forks:
-                            end.forks.append(fork)
-                        continue
-                    if message.get("event") == "ready":
-                        deadline = time.monotonic() + timeout_s + GRACE_S
-                        continue
-                    deadline = time.monotonic() + timeout_s + GRACE_S
-                    if message.get("event") == "end":
-                        end.finished = True
-                        deadline = time.monotonic() + EXIT_ALLOWANCE_S
-                    take(message)
-            if end.finished and process.poll() is not None:
-                _drain(process.stdout.fileno(), on_output)
-                break
-    finally:
-        selector.close()
-        if not end.timed_out:
+    with _ending_on_sigterm(), guarded():
+        before = our_children()
+        run = _Run(request, timeout_s, take, on_output)
+        try:
+            run.read()
+        finally:
+            run.close()
+            run.end.outlived = [
+                name
+                for name in end_all(before, run.process.pid)
+                if not any(f"(pid {fork})" in name for fork in run.end.forks)
+            ]
+            # Elsewhere than Linux: whatever the child started in its group ends with it.
+            _kill_group(run.process.pid)
+    return run.end
+
+
+class _Run:
+    """One run of the child: started on creation, read by :meth:`read`, ended by
+    :meth:`close`."""
+
+    def __init__(
+        self,
+        request: dict[str, Any],
+        timeout_s: float,
+        take: Callable[[dict[str, Any]], None],
+        on_output: Callable[[bytes], None],
+    ) -> None:
+        import json
+
+        self.timeout_s = timeout_s
+        self.take = take
+        self.on_output = on_output
+        self.read_end, write_end = os.pipe()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", "-m", "ppaux.observer.worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                pass_fds=(write_end,),
+                start_new_session=True,
+                cwd=request["cwd"],
+                env=_environment(),
+            )
+        except BaseException:
+            os.close(self.read_end)
+            raise
+        finally:
+            os.close(write_end)
+        # The request on stdin, not in argv: the records' descriptor is named nowhere the
+        # target can read it from (the child moves it, too).
+        assert self.process.stdin is not None
+        with contextlib.suppress(OSError):
+            self.process.stdin.write(json.dumps({**request, "fd": write_end}).encode("utf-8"))
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
+        self.end = ChildEnd()
+        self.reader = FrameReader()
+        self.started = time.monotonic()
+        self.deadline = self.started + START_ALLOWANCE_S + timeout_s
+        self.interrupted = True  # until read() returns
+
+    def read(self) -> None:
+        """Read records and output until the child is done, garbled its records or timed out."""
+        assert self.process.stdout is not None
+        output = self.process.stdout.fileno()
+        selector = selectors.DefaultSelector()
+        for fd, name in ((self.read_end, "records"), (output, "output")):
+            os.set_blocking(fd, False)
+            selector.register(fd, selectors.EVENT_READ, name)
+        open_streams = {self.read_end, output}
+        try:
+            while open_streams:
+                remaining = self.deadline - time.monotonic()
+                if remaining <= 0:
+                    self.end.timed_out = not self.end.finished
+                    break
+                for key, _ in selector.select(timeout=min(remaining, 1.0)):
+                    if not self._read_one(key, selector, open_streams):
+                        break
+                if self.end.garbled is not None or (
+                    self.end.finished and self.process.poll() is not None
+                ):
+                    _drain(output, self.on_output)
+                    break
+        finally:
+            selector.close()
+        self.interrupted = False
+
+    def _read_one(
+        self, key: selectors.SelectorKey, selector: selectors.BaseSelector, open_streams: set[int]
+    ) -> bool:
+        """Read what one stream has; False once the records are garbled."""
+        fd = key.fd
+        try:
+            data = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return True
+        if not data:
+            selector.unregister(fd)
+            open_streams.discard(fd)
+            return True
+        if key.data == "output":
+            self.on_output(data)
+            return True
+        try:
+            messages = self.reader.feed(data)
+        except FrameError as exc:
+            # Nothing it sends after this can be read as records: it ends here, and that is
+            # the one way it ended (not an exit or a hang as well).
+            self.end.garbled = str(exc)
+            _kill_group(self.process.pid)
+            return False
+        for message in messages:
+            self._message(message)
+        return True
+
+    def _message(self, message: dict[str, Any]) -> None:
+        if message.get("pid") != self.process.pid:
+            fork = message.get("pid")
+            if isinstance(fork, int) and fork not in self.end.forks:
+                self.end.forks.append(fork)
+            return
+        self.deadline = time.monotonic() + self.timeout_s + GRACE_S
+        if message.get("event") == "ready":
+            return
+        if message.get("event") == "end":
+            self.end.finished = True
+            self.deadline = time.monotonic() + EXIT_ALLOWANCE_S
+        self.take(message)
+
+    def close(self) -> None:
+        """Wait a moment for a child that is done, kill one that is not, and close the pipes."""
+        process = self.process
+        if not self.end.timed_out and not self.interrupted:
             # Its pipes are closed or it sent its last record: it has a moment to exit.
             with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=max(min(deadline - time.monotonic(), EXIT_ALLOWANCE_S), 0.1))
+                process.wait(
+                    timeout=max(min(self.deadline - time.monotonic(), EXIT_ALLOWANCE_S), 0.1)
+                )
         if process.poll() is None:
             _kill_group(process.pid)
-            if not end.finished:
-                end.timed_out = True
-        end.returncode = process.wait()
-        # Whatever the child started in its group (a fork, a subprocess) ends with it.
-        _kill_group(process.pid)
-        os.close(read_end)
+            if not self.end.finished and not self.interrupted:
+                self.end.timed_out = True
+        self.end.returncode = process.wait()
+        os.close(self.read_end)
+        assert process.stdout is not None
         process.stdout.close()
-        end.waited_s = time.monotonic() - started
-    return end
+        self.end.waited_s = time.monotonic() - self.started

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
 from typing import Any
@@ -74,9 +75,19 @@ def _fields(obj: Any) -> dict[str, Any] | None:
     return found if found or slots or hasattr(obj, "__dict__") else None
 
 
-def leaves(obj: Any, prefix: str = "", depth: int = 0) -> dict[str, Any]:
+#: ``skip(path, a_list)``: how many leading items of the list at ``path`` :func:`leaves` leaves
+#: out (described before, and taken as unchanged).
+Skip = Callable[[str, list[Any]], int]
+
+
+def leaves(obj: Any, prefix: str = "", depth: int = 0, skip: Skip | None = None) -> dict[str, Any]:
     """``{path: leaf}`` for ``obj`` (see the module's docstring). The target's own methods
-    (``__getattribute__``, properties, ``__eq__``) may raise here: the caller says whose."""
+    (``__getattribute__``, properties, ``__eq__``) may raise here: the caller says whose.
+
+    With ``skip``, a list (exactly a ``list``) at a path leaves out its first ``skip(path,
+    list)`` items: only the items after them are walked, and more than :data:`MAX_ITEMS` of
+    them are one leaf ``path[start:]``; a list with nothing after them gives no leaf (nor does
+    a holder whose every child gave none). Without ``skip``, every walk gives a leaf."""
     import torch
 
     if isinstance(obj, (torch.Tensor, _SCALARS)) or depth >= MAX_DEPTH:
@@ -85,27 +96,52 @@ def leaves(obj: Any, prefix: str = "", depth: int = 0) -> dict[str, Any]:
         if len(obj) > MAX_ITEMS:
             return {prefix: obj}
         out: dict[str, Any] = {}
+        walked = False
         for key, value in list(obj.items()):
-            out.update(leaves(value, f"{prefix}[{_key_text(key)}]", depth + 1))
-        return out or {prefix: obj}
+            walked = True
+            out.update(leaves(value, f"{prefix}[{_key_text(key)}]", depth + 1, skip))
+        return out if out or walked else {prefix: obj}
     if isinstance(obj, (list, tuple)):
+        if skip is not None and type(obj) is list:
+            start = skip(prefix, obj)
+            if start > 0:
+                return _rest(obj, start, prefix, depth, skip)
         if len(obj) > MAX_ITEMS:
             return {prefix: obj}
         out = {}
+        walked = False
         for index, value in enumerate(list(obj)):
-            out.update(leaves(value, f"{prefix}[{index}]", depth + 1))
-        return out or {prefix: obj}
+            walked = True
+            out.update(leaves(value, f"{prefix}[{index}]", depth + 1, skip))
+        return out if out or walked else {prefix: obj}
     if type(obj).__module__ == "numpy":
         return {prefix: obj}
     fields = _fields(obj)
     if fields is None or (callable(obj) and not fields):
         return {prefix: obj}
     out = {}
+    walked = False
     for name, value in fields.items():
         if name.startswith("__"):
             continue
-        out.update(leaves(value, f"{prefix}.{name}", depth + 1))
-    return out or {prefix: obj}
+        walked = True
+        out.update(leaves(value, f"{prefix}.{name}", depth + 1, skip))
+    # A child that gave nothing was skipped (see above), not empty: it left no leaf, and
+    # neither does its holder.
+    return out if out or walked else {prefix: obj}
+
+
+def _rest(
+    items: list[Any], start: int, prefix: str, depth: int, skip: Skip | None
+) -> dict[str, Any]:
+    """The leaves of ``items[start:]`` (see :func:`leaves`): the cost is theirs alone."""
+    rest = items[start:]
+    if len(rest) > MAX_ITEMS:
+        return {f"{prefix}[{start}:]": rest}
+    out: dict[str, Any] = {}
+    for index, value in enumerate(rest, start):
+        out.update(leaves(value, f"{prefix}[{index}]", depth + 1, skip))
+    return out
 
 
 def _key_text(key: Any) -> str:
@@ -255,9 +291,9 @@ def record(value: Any) -> dict[str, Any]:
     }
 
 
-def records(obj: Any) -> dict[str, dict[str, Any]]:
-    """``{path: record}`` of ``obj``'s leaves."""
-    return {path: record(value) for path, value in leaves(obj).items()}
+def records(obj: Any, skip: Skip | None = None) -> dict[str, dict[str, Any]]:
+    """``{path: record}`` of ``obj``'s leaves (``skip``: see :func:`leaves`)."""
+    return {path: record(value) for path, value in leaves(obj, skip=skip).items()}
 
 
 # ----------------------------------------------------------------------------------------------

@@ -13,7 +13,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ppaux.observer.compare import TENSOR_RULE, VALUE_RULE, Difference, differences
+from ppaux.observer.locating import Places
 from ppaux.observer.paths import Fault
+from ppaux.observer.phrasing import (
+    about_requests,
+    difference_entry,
+    fault_of,
+    first_line,
+    first_sentence,
+    overlaps,
+    step_entry,
+    verdict_cell,
+    where,
+)
 from ppaux.report import Finding, Report, Table, finding
 from ppaux.sglang import ADD_BAD_NAME
 
@@ -29,34 +41,11 @@ _SGLANG_RULES = {
     "sampling observer did not reconstruct its PP output": "PP707",
 }
 
-#: Whose code each finding is about: the subject and its method (None: the class itself).
-_MADE_IN = {
-    "PP701": ("output", None),
-    "PP702": ("rank0", None),
-    "PP703": ("output", "to_pp_tensors"),
-    "PP704": ("output", "to_pp_tensors"),
-    "PP705": ("output", "to_pp_tensors"),
-    "PP706": ("output", "to_pp_tensors"),
-    "PP707": ("rank0", "from_pp_tensors"),
-    "PP709": ("output", "to_pp_tensors"),
-    "PP711": ("rank0", "from_pp_tensors"),
-    "PP712": ("rank0", "from_pp_tensors"),
-    "PP713": ("observer", "after_sample"),
-}
-_HOOK_SUBJECT = {
-    "is_active": "observer",
-    "before_grammar": "observer",
-    "after_sample": "observer",
-    "from_pp_tensors": "rank0",
-    "to_pp_tensors": "output",
-    "copy_to_host": "output",
-}
-
 
 @dataclass(frozen=True)
 class Ending:
     """How the child ended, where that is the target's doing: ``kind`` ('exit', 'signal',
-    'timeout', 'fork', 'threads', 'silent', 'garbled') and what to say."""
+    'timeout', 'fork', 'threads', 'silent', 'garbled', 'outlived') and what to say."""
 
     kind: str
     text: str
@@ -79,16 +68,14 @@ class Judge:
     seen: set[tuple[str, str]] = field(default_factory=set)
     counts: dict[tuple[str, str], int] = field(default_factory=dict)
     start: dict[str, Any] = field(default_factory=dict)
-    locations: dict[str, Any] = field(default_factory=dict)
+    #: Where findings point (:mod:`.locating`).
+    places: Places = field(default_factory=Places)
     produced: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     row_of: dict[tuple[int, int], int] = field(default_factory=dict)
     endings: list[Ending] = field(default_factory=list)
+    #: Per batch size and request number, the paths of the request differences reported.
+    request_paths: dict[tuple[int, int], set[str]] = field(default_factory=dict)
     outputs: int = 0
-    #: Per hook, the lines of its own file that made each named value ('made' records).
-    made: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: What add sent in the first step that sent anything, and that step's output.
-    wire: dict[str, Any] = field(default_factory=dict)
-    wire_output: dict[str, Any] = field(default_factory=dict)
 
     # ------------------------------------------------------------------------------------------
     # Records
@@ -106,17 +93,17 @@ class Judge:
     def _on_made(self, m: dict[str, Any]) -> None:
         method, names = m.get("method"), m.get("names")
         if isinstance(method, str) and isinstance(names, dict):
-            self.made[method] = m
+            self.places.made[method] = m
 
     def _on_wire(self, m: dict[str, Any]) -> None:
         records = m.get("records")
         if isinstance(records, dict) and self.produced:
-            self.wire = records
-            self.wire_output = self.produced[list(self.produced)[-1]]
+            self.places.wire = records
+            self.places.wire_output = self.produced[list(self.produced)[-1]]
 
     def _on_locations(self, m: dict[str, Any]) -> None:
         subjects = m.get("subjects")
-        self.locations = subjects if isinstance(subjects, dict) else {}
+        self.places.locations = subjects if isinstance(subjects, dict) else {}
 
     def _on_rank0_failed(self, m: dict[str, Any]) -> None:
         self.findings.append(
@@ -137,14 +124,14 @@ class Judge:
                 finding(
                     "PP710",
                     self.target,
-                    f"{method} raised {_first_sentence(text)} on {side} "
-                    f"({_where(batch_size, index)})",
+                    f"{method} raised {first_sentence(text)} on {side} "
+                    f"({where(batch_size, index)})",
                     extra={"method": method, "side": side},
                     location=m.get("location"),
                 )
             )
         self._row(batch_size, index, "-", f"{method} raised {text}", "error")
-        result = _result(batch_size, index, [])
+        result = step_entry(batch_size, index, [])
         result["driving"] = m.get("fault")
         self.results.append(result)
 
@@ -158,7 +145,7 @@ class Judge:
         text = (
             f"{m.get('what')} could not be read: {method} raised {m.get('error_type')}"
             f"{': ' + str(m.get('message')) if m.get('message') else ''} "
-            f"({_where(batch_size, index)}); sglang reads its outputs and requests the same way"
+            f"({where(batch_size, index)}); sglang reads its outputs and requests the same way"
         )
         if self._once("PP710", f"describe/{m.get('what')}"):
             self.findings.append(
@@ -179,21 +166,21 @@ class Judge:
         self.outputs += 1
         sent = [str(s) for s in m.get("sent", [])]
         names = ", ".join(sent)
-        result = _result(batch_size, index, sent)
+        result = step_entry(batch_size, index, sent)
         result["single_stage"] = m.get("single")
         result["pp"] = m.get("pp")
         self.results.append(result)
         self.produced[(batch_size, index)] = m.get("output") or {}
-        single = _fault(m.get("single"))
-        pp = _fault(m.get("pp"))
+        single = fault_of(m.get("single"))
+        pp = fault_of(m.get("pp"))
         if single is not None:
             self._fault_finding(single, batch_size, index)
         if pp is not None:
             self._fault_finding(pp, batch_size, index)
-            self._row(batch_size, index, names or "-", _verdict(pp), "error")
+            self._row(batch_size, index, names or "-", verdict_cell(pp), "error")
             return
         if single is not None:
-            self._row(batch_size, index, "-", f"single stage: {_verdict(single)}", "error")
+            self._row(batch_size, index, "-", f"single stage: {verdict_cell(single)}", "error")
             return
         found = 0
         rebuilt = differences(m.get("output") or {}, m.get("rebuilt") or {})
@@ -202,18 +189,52 @@ class Judge:
             rebuilt.insert(0, Difference("", "type", *kinds))
         for item in rebuilt:
             found += 1
-            result["differences"].append(_diff_json("output", item))
+            result["differences"].append(difference_entry("output", item))
             self._difference_finding("PP711", "the output rank 0 rebuilt", item, batch_size, index)
         pairs = zip(m.get("single_reqs") or [], m.get("pp_reqs") or [], strict=False)
         for number, (a, b) in enumerate(pairs):
             for item in differences(a, b):
                 found += 1
-                result["differences"].append(_diff_json(f"request {number}", item))
-                self._difference_finding(
-                    "PP712", f"request {number} after consume", item, batch_size, index
-                )
+                self._request_difference(result, number, item, batch_size, index)
         verdict = "same on both paths" if not found else f"{found} difference(s)"
         self._row(batch_size, index, names or "-", verdict, "ok" if not found else "differs")
+
+    def _request_difference(
+        self, result: dict[str, Any], number: int, item: Difference, batch_size: int, index: int
+    ) -> None:
+        self.request_paths.setdefault((batch_size, number), set()).add(item.path)
+        result["differences"].append(difference_entry(f"request {number}", item))
+        self._difference_finding(
+            "PP712", f"request {number} after consume", item, batch_size, index
+        )
+
+    def _on_requests(self, m: dict[str, Any]) -> None:
+        """The requests described whole at the end of a batch size: a difference no step's
+        records showed (an item changed in place; see :mod:`.growth`) is the last step's."""
+        batch_size, index = m["batch_size"], m["step"]
+        result = next(
+            (
+                r
+                for r in reversed(self.results)
+                if (r["batch_size"], r["step"]) == (batch_size, index)
+            ),
+            None,
+        )
+        if result is None:
+            return
+        pairs = zip(m.get("single_reqs") or [], m.get("pp_reqs") or [], strict=False)
+        new = 0
+        for number, (a, b) in enumerate(pairs):
+            shown = self.request_paths.get((batch_size, number), set())
+            for item in differences(a, b):
+                if not any(overlaps(item.path, path) for path in shown):
+                    new += 1
+                    self._request_difference(result, number, item, batch_size, index)
+        row = self.row_of.get((batch_size, index))
+        if new and row is not None:
+            batch, step, sent, _ = self.rows[row]
+            self.rows[row] = (batch, step, sent, f"{len(result['differences'])} difference(s)")
+            self.marked.add((row, 3))
 
     def _on_again(self, m: dict[str, Any]) -> None:
         batch_size, index = m["batch_size"], m["step"]
@@ -268,11 +289,11 @@ class Judge:
         return True
 
     def _fault_finding(self, fault: Fault, batch_size: int, index: int) -> None:
-        at = _where(batch_size, index)
+        at = where(batch_size, index)
         if fault.stage == "hook":
             side = {"last stage": "the last stage", "rank 0": "rank 0"}.get(fault.side, fault.side)
             if self._once("PP710", f"{fault.method}/{fault.side}"):
-                short = _first_sentence(_line(fault.message))
+                short = first_sentence(first_line(fault.message))
                 self.findings.append(
                     finding(
                         "PP710",
@@ -299,7 +320,7 @@ class Judge:
         sglang_error: str | None
         if fault.stage == "wire":
             code = "PP709"
-            message = _first_sentence(fault.message)
+            message = first_sentence(fault.message)
             text = (
                 f"the {self.transport} transport fails on the {fault.side}: "
                 f"{fault.error_type}: {message}{entry} ({at})"
@@ -329,7 +350,7 @@ class Judge:
         )
 
     def _difference_finding(
-        self, code: str, where: str, item: Difference, batch_size: int, index: int
+        self, code: str, subject: str, item: Difference, batch_size: int, index: int
     ) -> None:
         # One finding per field and kind of difference, whichever request, step or list index:
         # the first one is shown, the others are counted in the report's data.
@@ -342,13 +363,13 @@ class Judge:
             else VALUE_RULE
         )
         # ".entropy of the output rank 0 rebuilt", not "the output rank 0 rebuilt.entropy".
-        label = f"{item.path} of {where}" if item.path else where
+        label = f"{item.path} of {subject}" if item.path else subject
         self.findings.append(
             finding(
                 code,
                 self.target,
                 f"{label} differs ({item.what}): single stage {item.left}, PP {item.right} "
-                f"({_where(batch_size, index)}); sglang raises nothing, every response carries "
+                f"({where(batch_size, index)}); sglang raises nothing, every response carries "
                 "the PP value",
                 item.path or None,
                 extra={
@@ -375,63 +396,6 @@ class Judge:
         self.rows[row] = (batch, step, sent, f"changed by step {by_step} (PP713)")
         self.marked.add((row, 3))
 
-    def _located(self, item: Finding) -> Finding:
-        import dataclasses
-
-        if item.location is not None:
-            return item
-        subject, method = _MADE_IN.get(item.code, (None, None))
-        if item.code == "PP710":
-            method = item.extra.get("method")
-            subject = _HOOK_SUBJECT.get(method or "")
-        elif item.code == "PP708":
-            add = item.extra.get("stage") == "add"
-            subject, method = ("output", "to_pp_tensors") if add else ("rank0", "from_pp_tensors")
-        if subject is None:
-            return item
-        location = (self.locations.get(subject) or {}).get(method or "")
-        made = self._made_location(item, method)
-        if made is not None:
-            return dataclasses.replace(item, location=made)
-        if not isinstance(location, dict):
-            return item
-        return dataclasses.replace(item, location=location)
-
-    def _made_location(self, item: Finding, method: str | None) -> dict[str, Any] | None:
-        """The line that made the value ``item`` is about: in the hook that made it (for a
-        difference of what rank 0 rebuilt, the sender's ``to_pp_tensors`` where the wire
-        already differs from the output, else ``from_pp_tensors``; for a request after
-        ``consume``, ``consume``), the latest line that names it; None where no record says."""
-        names = re.findall(r"[A-Za-z_]\w*", item.key or "")
-        if item.code == "PP711":
-            method = "to_pp_tensors" if self._sent_changed(names) else "from_pp_tensors"
-        elif item.code == "PP712":
-            method = "consume"
-        made = self.made.get(method or "")
-        if made is None:
-            return None
-        found = made["names"]
-        place = next((found[n] for n in reversed(names) if _is_place(found.get(n))), None)
-        if place is None:
-            place = made.get("return")
-        if not _is_place(place):
-            return None
-        assert isinstance(place, list)
-        return {"file": place[0], "line": place[1], "function": place[2]}
-
-    def _sent_changed(self, names: list[str]) -> bool:
-        """Whether what add sent under one of ``names`` already differs from the output's
-        field of that name (the sender changed it, not rank 0's rebuild)."""
-        output = self.wire_output
-        if not output or not self.wire:
-            return False
-        for name in names:
-            sent = self.wire.get(f"[{name!r}]")
-            own = output.get(f".{name}")
-            if isinstance(sent, dict) and isinstance(own, dict):
-                return bool(differences({"": own}, {"": sent}))
-        return False
-
     # ------------------------------------------------------------------------------------------
     # The report
 
@@ -453,7 +417,7 @@ class Judge:
                     "so nothing was checked (is_active, before_grammar or after_sample said no)",
                 )
             )
-        report.findings += [self._located(item) for item in self.findings]
+        report.findings += [self.places.located(item) for item in self.findings]
         device = str(self.start.get("device", "?"))
         sglang_parts = bool(self.start.get("sglang_parts"))
         report.data["observer"] = {
@@ -476,7 +440,7 @@ class Judge:
         report.data["steps"] = self.results
         if output:
             report.notes.append(f"the target printed:\n{output}")
-        if self.start and any(_about_requests(item) for item in report.findings):
+        if self.start and any(about_requests(item) for item in report.findings):
             # Which requests consume saw bears on these findings; other reports stay quiet.
             report.notes.append(
                 f"consume saw {report.data['observer']['requests']} as its requests and batch"
@@ -494,100 +458,3 @@ class Judge:
             )
         )
         return report
-
-
-def _about_requests(item: Finding) -> bool:
-    """A finding about what ``consume`` did with the requests (PP712, or consume raising)."""
-    return item.code == "PP712" or (
-        item.code == "PP710" and (item.extra or {}).get("method") == "consume"
-    )
-
-
-def _fault(data: Any) -> Fault | None:
-    if not isinstance(data, dict):
-        return None
-    return Fault(
-        stage=str(data.get("stage")),
-        error_type=str(data.get("error_type")),
-        message=str(data.get("message", "")),
-        side=str(data.get("side")),
-        method=data.get("method"),
-        name=data.get("name"),
-        value=data.get("value"),
-        where=data.get("where") if isinstance(data.get("where"), dict) else None,
-    )
-
-
-def _result(batch_size: int, index: int, sent: list[str]) -> dict[str, Any]:
-    """A step's entry in the JSON report: what was ``sent``, where driving the observer
-    (``driving``), the single-stage path and the PP path stopped (None: they did not), and the
-    differences between the two paths."""
-    return {
-        "batch_size": batch_size,
-        "step": index,
-        "sent": sent,
-        "driving": None,
-        "single_stage": None,
-        "pp": None,
-        "differences": [],
-    }
-
-
-def _diff_json(where: str, item: Difference) -> dict[str, Any]:
-    return {
-        "where": where,
-        "path": item.path,
-        "what": item.what,
-        "single_stage": item.left,
-        "pp": item.right,
-    }
-
-
-def _verdict(fault: Fault) -> str:
-    """A table cell: who raised what ('the last stage's add: <message>')."""
-    message = _first_sentence(fault.message)
-    if fault.stage == "hook":
-        where = {"last stage": "the last stage", "rank 0": "rank 0"}.get(fault.side, fault.side)
-        return f"{fault.method} raised {fault.error_type} on {where}: {message}"
-    what = message if fault.error_type == "RuntimeError" else f"{fault.error_type}: {message}"
-    return f"{_side(fault)}: {what}"
-
-
-def _side(fault: Fault) -> str:
-    if fault.stage == "add":
-        return "the last stage's add"
-    if fault.stage == "pop":
-        return "rank 0's pop"
-    if fault.stage == "wire":
-        return f"the wire's {fault.side}"
-    return fault.side
-
-
-def _where(batch_size: int, index: int) -> str:
-    return f"batch size {batch_size}, step {index}"
-
-
-def _line(text: str) -> str:
-    lines = text.strip().splitlines()
-    return lines[0] if lines else ""
-
-
-def _is_place(value: Any) -> bool:
-    """Whether ``value`` is a [file, line, function] a 'made' record gave."""
-    return (
-        isinstance(value, list)
-        and len(value) == 3
-        and isinstance(value[0], str)
-        and isinstance(value[2], str)
-        and isinstance(value[1], int)
-        and not isinstance(value[1], bool)
-        and value[1] >= 1
-    )
-
-
-def _first_sentence(text: str) -> str:
-    """torch's long dispatcher messages, cut after their first sentence."""
-    if len(text) <= 160:
-        return text
-    end = text.find(". ")
-    return text[: end + 1] + " ..." if 0 < end < 160 else text[:157] + "..."

@@ -19,8 +19,9 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ppaux.observer.compare import leaves, record, records
+from ppaux.observer.compare import Skip, leaves, record, records
 from ppaux.observer.drive import HookFailure, drive_step, shown_path, where_raised
+from ppaux.observer.growth import RequestWalk
 from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_path, single_stage_path
 from ppaux.observer.target import LoadedObserver, TargetError
 from ppaux.sglang import OUTPUT_PREFIX
@@ -38,11 +39,12 @@ def _first_line(error: BaseException) -> str:
     return lines[0][:500] if lines else ""
 
 
-def _described(what: str, obj: Any) -> dict[str, dict[str, Any]]:
-    """``obj``'s records; anything its own methods raise is the target's failure, raised as
+def _described(what: str, obj: Any, skip: Skip | None = None) -> dict[str, dict[str, Any]]:
+    """``obj``'s records (``skip``: see :func:`~ppaux.observer.compare.leaves`); anything its
+    own methods raise is the target's failure, raised as
     :class:`~ppaux.observer.drive.HookFailure` with ``what`` was being read."""
     try:
-        return records(obj)
+        return records(obj, skip)
     except (Exception, SystemExit, RecursionError) as exc:  # the target's object raised
         raise HookFailure(what, exc) from exc
 
@@ -98,6 +100,10 @@ class _Checks:
         self.emit = emit
         self.subjects: dict[str, Any] = {}
         self.made_sent: set[str] = set()
+        self.walk = RequestWalk(lambda view, skip: _described("a request", view, skip))
+        #: Whether a path stopped at a step of this batch size: its requests then differ by
+        #: what the stopped path did not do, and are not described whole at its end.
+        self.faulted = False
 
     def rank0(self, batch_size: int) -> Any:
         try:
@@ -130,6 +136,8 @@ class _Checks:
             return
         single_reqs, pp_reqs = self.m.make_requests(batch_size), self.m.make_requests(batch_size)
         self.subjects.update(observer=self.loaded.observer, rank0=rank0)
+        self.walk = RequestWalk(lambda view, skip: _described("a request", view, skip))
+        self.faulted = False
         produced: list[tuple[int, Any]] = []
         for index in range(self.options.steps):
             try:
@@ -172,6 +180,8 @@ class _Checks:
             if described is None:
                 return
             produced.append((index, _Watched(step.output, described)))
+        if produced and not self.requests_whole(batch_size, produced[-1][0], single_reqs, pp_reqs):
+            return
         if len(produced) >= 2:
             last = produced[-1][0]
             for index, watched in produced[:-1]:
@@ -199,6 +209,9 @@ class _Checks:
         self.subjects.update(rank0=rank0)
         batch_size = self.options.batch_sizes[0]
         single_reqs, pp_reqs = self.m.make_requests(batch_size), self.m.make_requests(batch_size)
+        self.walk = RequestWalk(lambda view, skip: _described("a request", view, skip))
+        self.faulted = False
+        last = None
         for index, output in enumerate(outputs):
             if output is None:
                 self.emit(
@@ -216,6 +229,34 @@ class _Checks:
                 is None
             ):
                 return
+            last = index
+        if last is not None:
+            self.requests_whole(batch_size, last, single_reqs, pp_reqs)
+
+    def requests_whole(
+        self, batch_size: int, last: int, single_reqs: list[Any], pp_reqs: list[Any]
+    ) -> bool:
+        """Both paths' requests described whole once the batch size's steps ran (see
+        :mod:`.growth`), as of step ``last``; False where the target's objects could not be
+        described."""
+        if self.faulted:
+            return True
+        try:
+            single = [_described("a request", self.m.view_request(r)) for r in single_reqs]
+            pp = [_described("a request", self.m.view_request(r)) for r in pp_reqs]
+        except HookFailure as failure:
+            self.undescribable(batch_size, last, failure, None)
+            return False
+        self.emit(
+            {
+                "event": "requests",
+                "batch_size": batch_size,
+                "step": last,
+                "single_reqs": single,
+                "pp_reqs": pp,
+            }
+        )
+        return True
 
     def both_paths(
         self,
@@ -248,16 +289,15 @@ class _Checks:
             "output_type": type(output).__qualname__,
             "output": produced,
         }
+        self.faulted = self.faulted or single.fault is not None or pp.fault is not None
         try:
             if single.fault is None and pp.fault is None:
                 message["rebuilt_type"] = type(pp.output).__qualname__
                 message["rebuilt"] = _described("the output rank 0 rebuilt", pp.output)
-                message["single_reqs"] = [
-                    _described("a request", self.m.view_request(r)) for r in single_reqs
-                ]
-                message["pp_reqs"] = [
-                    _described("a request", self.m.view_request(r)) for r in pp_reqs
-                ]
+                message["single_reqs"], message["pp_reqs"] = self.walk.step(
+                    [self.m.view_request(r) for r in single_reqs],
+                    [self.m.view_request(r) for r in pp_reqs],
+                )
         except HookFailure as failure:
             self.undescribable(batch_size, index, failure, pp.output)
             return None

@@ -1,13 +1,15 @@
-"""The check's child process: ``python -I -m ppaux.observer.worker FD REQUEST``.
+"""The check's child process: ``python -I -m ppaux.observer.worker``, its request on stdin.
 
 It imports ppaux's own modules and torch (and sglang's request classes where sglang is
 importable) first, then the target (the file form's folder is put at the end of the import
 path, never ahead of the standard library; the parent's other entries follow it), drives it
-(:mod:`.runner`) and writes each record to descriptor ``FD`` as a frame (:mod:`.framing`)
+(:mod:`.runner`) and writes each record to the records' descriptor as a frame (:mod:`.framing`)
 marked with its pid. A fork of this process that reaches a record says so and ends at once, so
 that only this process answers. ``REQUEST`` is JSON: the target, the outputs target, the
 options and the parent's import path. It exits without waiting for the target's threads; their
-names are in the last record.
+names are in the last record. ``REQUEST`` (JSON, read whole from stdin, which is then
+/dev/null) names the records' descriptor (``fd``), the target, the outputs target, the options
+and the parent's import path.
 """
 
 from __future__ import annotations
@@ -58,14 +60,94 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
-def main(argv: list[str]) -> int:
-    """Run one check (see the module's docstring)."""
+#: Linux's capability number of CAP_SYS_PTRACE, and the capget/capset header version 3.
+_CAP_SYS_PTRACE = 19
+_CAPABILITY_VERSION_3 = 0x20080522
+_PR_CAPBSET_DROP = 24
+
+
+def _drop_ptrace() -> None:
+    """Give up CAP_SYS_PTRACE (Linux; a check run as root has it): with it, a process may open
+    the files of a process that is not dumpable (``/proc/<parent>/fd/1``, the report's stream)
+    whoever owns it. Dropped from the bounding set too, so that no program the target runs
+    gets it back. Where the calls fail (no libc, no such capability) nothing changes."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    class Header(ctypes.Structure):
+        _fields_ = (("version", ctypes.c_uint32), ("pid", ctypes.c_int))
+
+    class Data(ctypes.Structure):
+        _fields_ = (
+            ("effective", ctypes.c_uint32),
+            ("permitted", ctypes.c_uint32),
+            ("inheritable", ctypes.c_uint32),
+        )
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_CAPBSET_DROP, _CAP_SYS_PTRACE, 0, 0, 0)
+        header = Header(_CAPABILITY_VERSION_3, 0)
+        data = (Data * 2)()
+        if libc.capget(ctypes.byref(header), data) != 0:
+            return
+        bit = ~(1 << _CAP_SYS_PTRACE) & 0xFFFFFFFF
+        data[0].effective &= bit
+        data[0].permitted &= bit
+        data[0].inheritable &= bit
+        libc.capset(ctypes.byref(header), data)
+    except (OSError, AttributeError):  # no libc to ask, or no capget in it
+        return
+
+
+def _read_request() -> dict[str, Any]:
+    """The request, read whole from stdin (so that neither argv nor the environment names the
+    records' descriptor); stdin is then /dev/null, as the target sees it."""
     import json
 
+    data = bytearray()
+    while chunk := os.read(0, 1 << 16):
+        data += chunk
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    request = json.loads(data.decode("utf-8"))
+    assert isinstance(request, dict)
+    return request
+
+
+def _hidden(fd: int) -> int:
+    """``fd`` moved to a descriptor number picked at random among the high ones (the one the
+    parent passed is closed), so that a target writing on the low numbers or on the one the
+    parent chose misses it. A mitigation against accident, not a secret: ``/proc/self/fd``
+    lists it."""
+    import random
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    # Below 1024 (the usual soft limit, and what a select()-based library can wait on).
+    top = min(soft if soft > 0 else 1024, 1024)
+    if top <= 512:
+        return fd
+    for _ in range(8):
+        number = random.SystemRandom().randrange(256, top)
+        try:
+            os.fstat(number)  # in use: pick another
+        except OSError:
+            os.dup2(fd, number, inheritable=False)
+            os.close(fd)
+            return number
+    return fd
+
+
+def main(argv: list[str]) -> int:
+    """Run one check (see the module's docstring)."""
+
     _die_with_parent()
-    fd = int(argv[1])
-    request = json.loads(argv[2])
-    emit = _writer(fd)
+    _drop_ptrace()
+    request = _read_request()
+    emit = _writer(_hidden(int(request.pop("fd"))))
     # ppaux's own modules (and torch) before any of the target's code.
     import threading
     import warnings
@@ -76,6 +158,7 @@ def main(argv: list[str]) -> int:
     import torch  # noqa: F401  (before the target, which may patch it)
 
     import ppaux.observer.check as check
+    import ppaux.observer.parts as parts
     import ppaux.observer.requests as requests
     import ppaux.observer.runner as runner
     import ppaux.observer.target as target_module
@@ -102,7 +185,7 @@ def main(argv: list[str]) -> int:
             if request.get("outputs") is not None
             else None
         )
-        with check.machinery(options) as (machinery, info, device, sglang_parts):
+        with parts.machinery(options) as (machinery, info, device, sglang_parts):
             runner.run_checks(loaded, options, machinery, info, device, sglang_parts, given, emit)
     except target_module.TargetError as exc:
         emit({"event": "target_error", "target": exc.target, "reason": exc.reason})

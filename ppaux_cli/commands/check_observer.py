@@ -31,6 +31,8 @@ class ObserverImpl(str, enum.Enum):
     SGLANG = Impl.SGLANG.value
 
 
+# Long only by its options' declarations (Typer reads them from the signature, one Annotated
+# parameter each); its body is a dozen lines: options in, the library's check, the report out.
 @report_options
 def check_observer(
     target: Annotated[

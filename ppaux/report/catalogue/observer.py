@@ -308,21 +308,27 @@ RULES = (
         code="PP715",
         name="observer-process-ended",
         severity=Severity.ERROR,
-        summary="The target ended, hung, forked or left threads running while it was checked.",
+        summary=(
+            "The target ended, hung, forked, wrote over its records or left threads or "
+            "processes running while it was checked."
+        ),
         explanation=(
             "check-observer runs the target in a child process of its own. The child exited or "
             "was killed by a signal before it sent every record, sent nothing for longer than "
             "--timeout (its whole process group is killed), forked a copy that tried to report, "
-            "or left threads running after the last step. In sglang the same code runs inside "
-            "the scheduler, which it would stop, hang or leave with stray threads."
+            "wrote bytes over the descriptor its records travel on (it is stopped there), or "
+            "left threads or processes running after the last step (processes are killed, on "
+            "Linux also those in a session of their own). In sglang the same code runs inside "
+            "the scheduler, which it would stop, hang or leave with stray threads and processes."
         ),
         causes=(
             "os._exit(), os.abort() or a crash in native code in the observer or its module.",
             "A loop or a blocking call that never returns.",
-            "os.fork() or a non-daemon thread started by the observer's code.",
+            "os.fork(), a non-daemon thread or a process started by the observer's code.",
+            "Writes to descriptors the observer's code did not open.",
         ),
         fix="Make the observer's methods return promptly, without ending, forking or leaving "
-        "threads behind; the finding names what the child did.",
+        "threads or processes behind; the finding names what the child did.",
         example="the target's process was killed by signal SIGKILL before it sent every record",
         area="observer",
     ),

@@ -1,0 +1,97 @@
+"""The requests of both paths, described step after step at the cost of what changed.
+
+``consume`` typically appends to a request's lists (``output_ids``, one value per token in
+``customized_info``), so that by step ``n`` a request holds ``n`` steps of history. Describing
+it whole at every step would cost the check ``O(n)`` per step, ``O(n**2)`` in all, for a
+target whose own work per step is constant. :class:`RequestWalk` describes each pair of
+requests (single-stage and PP, request ``i`` of each) so that a list that is the same list
+object as at the previous step, and no shorter, is described from where the last description
+ended, on both sides alike; everything else (attributes, dict entries, values) is described
+at every step. A step's records are then what the step added or changed, and the parent
+compares them side by side as it compares whole descriptions.
+
+What this leaves out, an item of such a list changed in place, is caught by the whole
+description both paths' requests get once their batch size ends (the ``requests`` record),
+unless it was changed back before then.
+
+Runs in the check's child (or in-process for an object in hand). Imports torch when used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["RequestWalk"]
+
+#: (side, request number, path) -> (the list seen there, how many of its items are described).
+_Memo = dict[tuple[int, int, str], tuple[list[Any], int]]
+
+
+class RequestWalk:
+    """The descriptions of one batch size's requests on both paths (see the module's
+    docstring); ``describe`` is how one request is described (records of what it holds)."""
+
+    def __init__(self, describe: Callable[[Any, Any], dict[str, dict[str, Any]]]) -> None:
+        self.describe = describe
+        self.memo: _Memo = {}
+
+    def step(
+        self, single: Sequence[Any], pp: Sequence[Any]
+    ) -> tuple[list[dict[str, dict[str, Any]]], list[dict[str, dict[str, Any]]]]:
+        """The records of what each request pair holds now, but for the items of its lists
+        described at earlier steps. ``single`` and ``pp`` are the requests as described (their
+        views). The target's objects may raise while described: the caller says whose."""
+        left: list[dict[str, dict[str, Any]]] = []
+        right: list[dict[str, dict[str, Any]]] = []
+        for number, (a, b) in enumerate(zip(single, pp, strict=False)):
+            starts: tuple[dict[str, int], dict[str, int]] = ({}, {})
+            seen: tuple[dict[str, list[Any]], dict[str, list[Any]]] = ({}, {})
+            found = [
+                self.describe(view, self._skip(side, number, starts[side], seen[side], None))
+                for side, view in enumerate((a, b))
+            ]
+            if starts[0] != starts[1]:
+                # A list one side replaced or cut, or that only one side has: both sides are
+                # described from where the earlier of the two starts, so that the records
+                # line up item for item.
+                common = {
+                    path: min(starts[0].get(path, 0), starts[1].get(path, 0))
+                    for path in {*starts[0], *starts[1]}
+                }
+                seen = ({}, {})
+                found = [
+                    self.describe(
+                        view, self._skip(side, number, ({}, {})[side], seen[side], common)
+                    )
+                    for side, view in enumerate((a, b))
+                ]
+            for side in (0, 1):
+                for path, items in seen[side].items():
+                    self.memo[(side, number, path)] = (items, len(items))
+            left.append(found[0])
+            right.append(found[1])
+        return left, right
+
+    def _skip(
+        self,
+        side: int,
+        number: int,
+        starts: dict[str, int],
+        seen: dict[str, list[Any]],
+        common: dict[str, int] | None,
+    ) -> Callable[[str, list[Any]], int]:
+        memo = self.memo
+
+        def skip(path: str, items: list[Any]) -> int:
+            then = memo.get((side, number, path))
+            # The same list, no shorter: its first items are the ones described before.
+            same = then is not None and then[0] is items and len(items) >= then[1]
+            start = then[1] if same and then is not None else 0
+            if common is not None:
+                start = min(start, common.get(path, 0))
+            starts[path] = start
+            seen[path] = items
+            return start
+
+        return skip

@@ -1,0 +1,114 @@
+"""The judge's plain words and data for one step: a step's entry in the JSON report, the
+table's cells and the short texts findings quote. Pure functions of plain data; imports nothing
+beyond the standard library and the records' own types.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ppaux.observer.compare import Difference
+from ppaux.observer.paths import Fault
+from ppaux.report import Finding
+
+__all__ = [
+    "about_requests",
+    "difference_entry",
+    "fault_of",
+    "first_line",
+    "first_sentence",
+    "overlaps",
+    "step_entry",
+    "verdict_cell",
+    "where",
+]
+
+
+def fault_of(data: Any) -> Fault | None:
+    if not isinstance(data, dict):
+        return None
+    return Fault(
+        stage=str(data.get("stage")),
+        error_type=str(data.get("error_type")),
+        message=str(data.get("message", "")),
+        side=str(data.get("side")),
+        method=data.get("method"),
+        name=data.get("name"),
+        value=data.get("value"),
+        where=data.get("where") if isinstance(data.get("where"), dict) else None,
+    )
+
+
+def step_entry(batch_size: int, index: int, sent: list[str]) -> dict[str, Any]:
+    """A step's entry in the JSON report: what was ``sent``, where driving the observer
+    (``driving``), the single-stage path and the PP path stopped (None: they did not), and the
+    differences between the two paths."""
+    return {
+        "batch_size": batch_size,
+        "step": index,
+        "sent": sent,
+        "driving": None,
+        "single_stage": None,
+        "pp": None,
+        "differences": [],
+    }
+
+
+def difference_entry(where: str, item: Difference) -> dict[str, Any]:
+    return {
+        "where": where,
+        "path": item.path,
+        "what": item.what,
+        "single_stage": item.left,
+        "pp": item.right,
+    }
+
+
+def verdict_cell(fault: Fault) -> str:
+    """A table cell: who raised what ('the last stage's add: <message>')."""
+    message = first_sentence(fault.message)
+    if fault.stage == "hook":
+        where = {"last stage": "the last stage", "rank 0": "rank 0"}.get(fault.side, fault.side)
+        return f"{fault.method} raised {fault.error_type} on {where}: {message}"
+    what = message if fault.error_type == "RuntimeError" else f"{fault.error_type}: {message}"
+    return f"{_side(fault)}: {what}"
+
+
+def _side(fault: Fault) -> str:
+    if fault.stage == "add":
+        return "the last stage's add"
+    if fault.stage == "pop":
+        return "rank 0's pop"
+    if fault.stage == "wire":
+        return f"the wire's {fault.side}"
+    return fault.side
+
+
+def where(batch_size: int, index: int) -> str:
+    return f"batch size {batch_size}, step {index}"
+
+
+def first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def first_sentence(text: str) -> str:
+    """torch's long dispatcher messages, cut after their first sentence."""
+    if len(text) <= 160:
+        return text
+    end = text.find(". ")
+    return text[: end + 1] + " ..." if 0 < end < 160 else text[:157] + "..."
+
+
+def overlaps(path: str, other: str) -> bool:
+    """Whether one of two leaf paths is the other or lies within it ('.a' and '.a[3]')."""
+    short, long = sorted((path, other), key=len)
+    return long == short or (long.startswith(short) and long[len(short)] in "[.")
+
+
+def about_requests(item: Finding) -> bool:
+    """A finding about what ``consume`` did with the requests (PP712, or consume raising)."""
+    return item.code == "PP712" or (
+        item.code == "PP710" and (item.extra or {}).get("method") == "consume"
+    )

@@ -1,0 +1,169 @@
+"""The processes a checked target starts stay in the check's hands: a garbled record stream is
+one finding, a process that leaves the child's session is found and ended (a finding), the
+target cannot write into ppaux's own streams through ``/proc``, and SIGTERM to ppaux ends the
+child and what it started before ppaux ends. Linux (``prctl``, ``/proc``)."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers import ENV, REPO, ppaux_process
+
+from ppaux.observer import ObserverOptions, check_observer
+
+pytestmark = [
+    pytest.mark.torch,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's prctl and /proc"),
+]
+
+GOOD = (REPO / "fixtures" / "observers" / "entropy_good.py").read_text(encoding="utf-8")
+ONE = ObserverOptions(batch_sizes=(2,), steps=2)
+
+
+def observer(tmp_path: Path, *, head: str = "", after_sample: str = "") -> str:
+    text = GOOD.replace("import torch\n", "import torch\n" + head, 1)
+    if after_sample:
+        text = text.replace(
+            "        return EntropyOutput(state)",
+            after_sample + "        return EntropyOutput(state)",
+        )
+        assert after_sample in text
+    (tmp_path / "obs.py").write_text(text, encoding="utf-8")
+    return f"{tmp_path / 'obs.py'}:EntropyObserver"
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not ended (a zombie has)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as file:
+            return file.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def prctl_get(option: int) -> int:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if option == 37:  # PR_GET_CHILD_SUBREAPER writes into an int
+        value = ctypes.c_int(-1)
+        assert libc.prctl(37, ctypes.byref(value), 0, 0, 0) == 0
+        return value.value
+    return int(libc.prctl(option, 0, 0, 0, 0))
+
+
+def test_writing_on_the_low_descriptors_misses_the_records(tmp_path):
+    junk = "        import os\n        for fd in range(3, 64):\n"
+    junk += "            try:\n                os.write(fd, b'JUNK')\n"
+    junk += "            except OSError:\n                pass\n"
+    assert check_observer(observer(tmp_path, after_sample=junk), ONE).findings == []
+
+
+def test_a_garbled_record_stream_is_one_finding(tmp_path):
+    # Every descriptor it holds, the records' among them (it is not named, nor at a low number).
+    junk = (
+        "        import os\n        for fd in sorted(map(int, os.listdir('/proc/self/fd')))[3:]:\n"
+    )
+    junk += "            try:\n                os.write(fd, b'JUNK')\n"
+    junk += "            except OSError:\n                pass\n"
+    report = check_observer(observer(tmp_path, after_sample=junk), ONE)
+    ended = [f for f in report.findings if f.code == "PP715"]
+    assert [f.extra["end"] for f in ended] == ["garbled"], [f.message for f in ended]
+    assert "wrote over its records" in ended[0].message
+
+
+def test_a_process_started_in_a_session_of_its_own_is_ended_and_named(tmp_path):
+    pid_file = tmp_path / "sleeper.pid"
+    head = (
+        "import subprocess\n"
+        "_p = subprocess.Popen(['sleep', '120'], start_new_session=True)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(_p.pid))\n"
+    )
+    report = check_observer(observer(tmp_path, head=head), ONE)
+    pid = int(pid_file.read_text(encoding="utf-8"))
+    assert not running(pid)
+    ended = [f for f in report.findings if f.code == "PP715"]
+    assert [f.extra["end"] for f in ended] == ["outlived"]
+    assert f"sleep (pid {pid})" in ended[0].message
+    # This process is as it was: dumpable, and no subreaper.
+    assert prctl_get(3) == 1
+    assert prctl_get(37) == 0
+
+
+def test_a_grandchild_of_a_grandchild_is_ended_too(tmp_path):
+    pid_file = tmp_path / "inner.pid"
+    script = f"sleep 120 & echo $! > {pid_file}; wait"
+    head = (
+        "import subprocess\n"
+        f"subprocess.Popen(['sh', '-c', {script!r}], start_new_session=True)\n"
+        "import time\n"
+        f"while not __import__('os').path.exists({str(pid_file)!r}):\n"
+        "    time.sleep(0.01)\n"
+    )
+    report = check_observer(observer(tmp_path, head=head), ONE)
+    pid = int(pid_file.read_text(encoding="utf-8").strip())
+    assert not running(pid)
+    assert [f.extra["end"] for f in report.findings if f.code == "PP715"] == ["outlived"]
+
+
+def test_a_clean_target_leaves_the_process_as_it_was(tmp_path):
+    before = (prctl_get(3), prctl_get(37))
+    report = check_observer(observer(tmp_path), ONE)
+    assert report.findings == []
+    assert (prctl_get(3), prctl_get(37)) == before
+
+
+def test_the_target_cannot_write_into_ppaux_output_through_proc(tmp_path):
+    write = (
+        "        import os\n"
+        "        with open(f'/proc/{os.getppid()}/fd/1', 'a') as f:\n"
+        "            f.write('GARBAGE BEFORE THE REPORT')\n"
+    )
+    result = ppaux_process(
+        "check-observer", observer(tmp_path, after_sample=write), "-f", "json", cwd=tmp_path
+    )
+    assert "GARBAGE" not in result.stdout
+    document = json.loads(result.stdout)
+    failed = [f for f in document["findings"] if f["code"] == "PP710"]
+    assert failed and "PermissionError" in failed[0]["message"], document["findings"]
+
+
+def test_sigterm_to_ppaux_ends_the_child_and_what_it_started(tmp_path):
+    pids = tmp_path / "pids"
+    head = (
+        "import os, subprocess\n"
+        "_p = subprocess.Popen(['sleep', '120'])\n"
+        f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{_p.pid}}')\n"
+    )
+    target = observer(
+        tmp_path, head=head, after_sample="        import time\n        time.sleep(600)\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(REPO)}
+    environment.update({k: v for k, v in ENV.items() if v is not None})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ppaux_cli", "check-observer", target, "--timeout", "300"],
+        cwd=tmp_path,
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not pids.exists() or len(pids.read_text(encoding="utf-8").split()) < 2:
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.1)
+        worker, sleeper = map(int, pids.read_text(encoding="utf-8").split())
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == -signal.SIGTERM
+        assert not running(worker)
+        assert not running(sleeper)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
