@@ -18,7 +18,18 @@ from helpers import REPO
 import ppaux
 
 #: The subpackages, written out: a new one must be added here and to docs/architecture.md.
-SUBPACKAGES = ["capture", "dump", "fix", "observer", "replay", "report", "sglang", "skew", "triage"]
+SUBPACKAGES = [
+    "capture",
+    "dump",
+    "fix",
+    "observer",
+    "replay",
+    "report",
+    "sglang",
+    "skew",
+    "testing",
+    "triage",
+]
 #: Faces whose every public name can be used without importing torch.
 TORCH_FREE = [
     "ppaux",
