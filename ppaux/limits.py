@@ -1,4 +1,5 @@
-"""Hard limits for reading untrusted dumps, with defaults that fit any real PP payload.
+"""Hard limits for reading untrusted dumps and logs, with defaults that fit any real PP
+payload and any real server log.
 
 Every bound on the work or memory an untrusted input may cost belongs here, as a field of
 :class:`Limits`; the numbers elsewhere that look like bounds (rows shown, option ranges, facts of
@@ -18,7 +19,8 @@ __all__ = ["Limits", "parse_limit", "parse_limits"]
 @dataclass(frozen=True)
 class Limits:
     """Bounds on the work and memory one file may cost; a file past one is refused, not read
-    (except the two ``max_report_*``/``max_findings_*`` bounds, which cut the report instead).
+    (except the two ``max_report_*``/``max_findings_*`` bounds, which cut the report instead,
+    and ``max_log_line``, ``max_failures`` and ``max_events``, which cut what a log gives).
 
     The defaults are generous for pipeline-parallel tensor dicts (whose ``data.pkl`` is a few
     kilobytes) and small enough that a hostile file costs well under a second and 100 MB.
@@ -65,6 +67,23 @@ class Limits:
     #: Findings of one code listed for one file; past it, one more finding of that code counts
     #: the rest (``extra.omitted``). Every value is still checked: this bounds the report only.
     max_findings_per_code: int = 100
+    # -- reading logs (triage) ---------------------------------------------------------------------
+    #: Log files taken from the directories of one run.
+    max_log_files: int = 10_000
+    #: Bytes a compressed log may inflate to before its ratio is judged ...
+    max_inflated_bytes: int = 64 << 20
+    #: ... and the ratio of inflated to compressed bytes past them (logs compress 5 to 50
+    #: times; a bomb far more): a log past both is refused.
+    max_inflation_ratio: int = 200
+    #: Bytes of one JSON document (an array of records, a query API's response), read whole to
+    #: parse it: a larger one is refused (give it one record per line).
+    max_log_document: int = 4 << 20
+    #: Bytes kept of one log line; a longer line is cut there (counted in the report).
+    max_log_line: int = 64 << 10
+    #: Failures (tracebacks, exception lines) kept from one log; the rest are counted.
+    max_failures: int = 200
+    #: Events (watchdog timeouts, signals, captures ...) kept from one log; the rest are counted.
+    max_events: int = 2000
 
     def replace(self, **changes: int) -> Limits:
         """A copy with some limits changed."""

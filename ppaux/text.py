@@ -17,7 +17,7 @@ nothing.
 
 from __future__ import annotations
 
-__all__ = ["MAX_SHOWN", "counted", "shown", "with_article"]
+__all__ = ["MAX_SHOWN", "byte_size", "counted", "shown", "with_article"]
 
 #: Characters of a string from a file that a report keeps unless the caller says otherwise. A
 #: string repeated in many entries or findings would otherwise multiply a report's size.
@@ -56,3 +56,9 @@ def with_article(noun: str) -> str:
 def counted(count: int, noun: str, plural: str | None = None) -> str:
     """'1 key', '3 keys' (``plural`` when adding an s will not do)."""
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+def byte_size(count: int) -> str:
+    """A number of bytes as a person reads it: '64 MiB' for a whole number of mebibytes, else
+    '1000 bytes'."""
+    return f"{count >> 20} MiB" if count and count % (1 << 20) == 0 else f"{count} bytes"

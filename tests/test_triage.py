@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from ppaux.limits import Limits
 from ppaux.report.formats import Format
 from ppaux.triage import triage_paths
-from ppaux.triage.scanner import MARKERS, MAX_LINE, Scanner
+from ppaux.triage.scanner import MARKERS, Scanner
 from ppaux_cli.app import app
 
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
@@ -43,6 +44,8 @@ COLLECTED = [
     "watchdog-aux-list.log",
     "per-rank",
 ]
+
+MAX_LINE = Limits().max_log_line
 
 
 def _text(path: Path) -> list[str]:

@@ -16,8 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from ppaux.limits import Limits
 from ppaux.report.formats import Format, render
 from ppaux.triage import triage_paths
+from ppaux.triage.scanner import MARKERS
 from ppaux_cli.app import app
 
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
@@ -315,3 +317,63 @@ def test_a_wrappers_time_and_name_before_each_line_are_peeled(tmp_path):
     report = triage_paths([str(log)])
     assert report.data["logs"][0]["launcher"] == "wrapper"
     assert _roots_of(report) == expected
+
+
+# -- the reader's limits (Limits' max_log_* fields; --limit NAME=N) -------------------------------
+
+_AUX = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "sglang-aux-list.log"
+
+
+def _ppaux(*args: str):
+    return CliRunner().invoke(app, list(args), env={"NO_COLOR": "1", "COLUMNS": "200"})
+
+
+def test_more_log_files_than_the_limit_is_refused_naming_it(tmp_path):
+    for name in ("a.log", "b.log"):
+        (tmp_path / name).write_bytes(_AUX.read_bytes())
+    result = _ppaux("triage", "--limit", "max_log_files=1", str(tmp_path))
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"ppaux: error: {tmp_path}: holds more than 1 log files (limit max_log_files=1 "
+        "reached); raise it with --limit max_log_files=N"
+    )
+    assert _ppaux("triage", "--limit", "max_log_files=2", str(tmp_path)).exit_code == 1
+
+
+def test_a_compressed_log_past_the_inflation_limits_is_refused_naming_them(tmp_path):
+    path = tmp_path / "server.log.gz"
+    path.write_bytes(gzip.compress(_AUX.read_bytes() + b"x" * 200_000 + b"\n"))
+    tight = ("--limit", "max_inflated_bytes=1000", "--limit", "max_inflation_ratio=2")
+    result = _ppaux("triage", *tight, str(path))
+    assert result.exit_code == 2
+    assert "(limit max_inflation_ratio=2 reached)" in result.stderr
+    assert "--limit max_inflation_ratio=N" in result.stderr
+    # Under the default limits the same log is read, its failure found.
+    assert _ppaux("triage", str(path)).exit_code == 1
+
+
+def test_failures_past_max_failures_are_counted_not_kept():
+    whole = triage_paths([str(_AUX)])
+    kept = triage_paths([str(_AUX)], limits=Limits(max_failures=1))
+    # The fixture's root (PP801) and the other stage's failure that followed it (PP803): with
+    # one failure kept, the second is only counted, so no collateral finding is made of it.
+    assert {"PP801", "PP803"} <= {f.code for f in whole.findings}
+    assert "PP801" in {f.code for f in kept.findings}
+    assert "PP803" not in {f.code for f in kept.findings}
+    assert kept.data["logs"][0]["failures"] >= whole.data["logs"][0]["failures"]
+
+
+def test_lines_past_max_log_line_are_cut_and_counted(tmp_path):
+    path = tmp_path / "long.log"
+    path.write_bytes(b"x" * 5000 + b" " + MARKERS[0] + b"\n" + _AUX.read_bytes())
+    assert (
+        triage_paths([str(path)], limits=Limits(max_log_line=1000)).data["logs"][0]["long_lines"]
+        == 1
+    )
+    assert triage_paths([str(path)]).data["logs"][0]["long_lines"] == 0
+
+
+def test_an_unknown_limit_is_one_line():
+    result = _ppaux("triage", "--limit", "max_log_linez=5", str(_AUX))
+    assert result.exit_code == 2
+    assert result.stderr.startswith("ppaux: error: --limit: unknown limit 'max_log_linez'")

@@ -13,7 +13,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppaux.triage import documents, triage_paths
+from ppaux.limits import Limits
+from ppaux.suggestions import RaiseLimit
+from ppaux.triage import triage_paths
 from ppaux.triage.documents import is_document, records
 from ppaux.triage.flattened import unflatten
 from ppaux.triage.sources import LogOpenError
@@ -162,13 +164,19 @@ def test_a_json_array_of_records_on_one_line_is_read_record_by_record(tmp_path):
     assert "RuntimeError: CUDA error: an illegal memory access was encountered" in root.message
 
 
-def test_a_document_too_large_to_read_whole_is_one_problem(tmp_path, monkeypatch):
-    monkeypatch.setattr(documents, "MAX_DOCUMENT", 64)
+def test_a_document_too_large_to_read_whole_is_one_problem(tmp_path):
     path = tmp_path / "big.json"
     path.write_text(json.dumps([{"textPayload": "x" * 100}]), encoding="utf-8")
-    report = triage_paths([str(path)])
-    assert [p.message for p in report.problems] == [
-        "one JSON document larger than 0 MiB; give it one record per line (jq -c '.[]')"
+    report = triage_paths([str(path)], limits=Limits(max_log_document=64))
+    [problem] = report.problems
+    assert problem.message == (
+        "one JSON document larger than 64 bytes; give it one record per line (jq -c '.[]') "
+        "(limit max_log_document=64 reached)"
+    )
+    assert problem.suggestions == (RaiseLimit("max_log_document", 64),)
+    # The default reads it (and finds no sglang line in it).
+    assert [p.message for p in triage_paths([str(path)]).problems] == [
+        "not an sglang log: no line has the shape of sglang's, of a launcher's or of a traceback"
     ]
 
 

@@ -7,7 +7,7 @@ or Loki's query API response (``{"status": "success", "data": {"resultType": "st
 such a file is one line, or brackets and quoted strings.
 
 :func:`is_document` tells such a file from its head (JSON lines start a record on each line);
-:func:`records` reads the document whole, bounded by :data:`MAX_DOCUMENT` bytes, and gives it
+:func:`records` reads the document whole, bounded by ``Limits.max_log_document``, and gives it
 back as one JSON record per line (a Loki value as ``{"ts": ..., "line": ..., "labels": ...}``),
 which :mod:`ppaux.triage.envelopes` peels as any other record. In such a log a record's number
 stands for its line number: the document's records that hold a log line are numbered in order
@@ -22,13 +22,13 @@ import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
+from ppaux.limits import Limits
+from ppaux.suggestions import RaiseLimit, limit_note
+from ppaux.text import byte_size
 from ppaux.triage.sources import LogOpenError
 
-__all__ = ["MAX_DOCUMENT", "is_document", "records"]
+__all__ = ["is_document", "records"]
 
-#: The largest JSON document read whole (parsing holds it in memory: up to some twenty times
-#: its size for a hostile one of tiny records).
-MAX_DOCUMENT = 4 << 20
 #: The members of a record that hold its log line (:mod:`ppaux.triage.envelopes` reads them).
 _MESSAGES = frozenset(
     ("log", "line", "textPayload", "MESSAGE", "message", "msg", "Line", "@message", "jsonPayload")
@@ -83,19 +83,21 @@ def _lines_of(document: Any) -> Iterator[dict[str, Any]]:
     yield document
 
 
-def records(stream: BinaryIO, name: str) -> BinaryIO:
+def records(stream: BinaryIO, name: str, limit: int = Limits().max_log_document) -> BinaryIO:
     """The JSON document in ``stream`` as one JSON record per line; its bytes as they are when
     they do not parse (a document cut short is read as text).
 
     Raises :class:`~ppaux.triage.sources.LogOpenError` (naming ``name``) when it is larger
-    than :data:`MAX_DOCUMENT` bytes, or when none of its records holds a log line."""
-    data = stream.read(MAX_DOCUMENT + 1)
-    if len(data) > MAX_DOCUMENT:
+    than ``limit`` bytes (``Limits.max_log_document``: parsing holds a document in memory, up to
+    some twenty times its size for a hostile one of tiny records), or when none of its records
+    holds a log line."""
+    data = stream.read(limit + 1)
+    if len(data) > limit:
         raise LogOpenError(
             name,
-            f"one JSON document larger than {MAX_DOCUMENT >> 20} MiB; give it one record per "
-            "line (jq -c '.[]')",
-        )
+            f"one JSON document larger than {byte_size(limit)}; give it one record per line "
+            "(jq -c '.[]') " + limit_note("max_log_document", limit),
+        ).suggest(RaiseLimit("max_log_document", limit))
     try:
         document = json.loads(data.decode("utf-8", "replace"))
     except (ValueError, RecursionError):

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import BinaryIO
 
 from ppaux.files import stdin_hint
+from ppaux.limits import Limits
 from ppaux.report import Finding, InputProblem, Report, finding
 from ppaux.text import counted, shown
 from ppaux.triage.reading import LogReading, read_log
@@ -130,14 +131,19 @@ def _once(files: list[str]) -> list[str]:
 
 
 def read_all(
-    report: Report, given: list[str], streams: Mapping[str, BinaryIO], zone: LocalZone | None
+    report: Report,
+    given: list[str],
+    streams: Mapping[str, BinaryIO],
+    zone: LocalZone | None,
+    limits: Limits = Limits(),
 ) -> list[LogReading]:
-    """Read every log ``given`` (files, directories of logs, names in ``streams``); each that
-    cannot be read, holds nothing or is no log of sglang's is one problem on ``report``."""
-    files, unusable = expand_paths([p for p in given if p not in streams])
+    """Read every log ``given`` (files, directories of logs, names in ``streams``) within
+    ``limits``; each that cannot be read, holds nothing or is no log of sglang's is one problem
+    on ``report``."""
+    files, unusable = expand_paths([p for p in given if p not in streams], limits.max_log_files)
     report.problems += [InputProblem.of(p) for p in unusable]
-    sources = [LogSource(p, streams[p]) for p in given if p in streams]
-    sources += [LogSource(p) for p in _once(files)]
+    sources = [LogSource(p, streams[p], limits) for p in given if p in streams]
+    sources += [LogSource(p, None, limits) for p in _once(files)]
     readings: list[LogReading] = []
     order = 0
     for source in sources:

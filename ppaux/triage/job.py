@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import BinaryIO
 
+from ppaux.limits import Limits
 from ppaux.report import Finding, Report, finding
 from ppaux.sglang import MessageMatch
 from ppaux.text import shown
@@ -251,6 +252,7 @@ def triage_paths(
     streams: Mapping[str, BinaryIO] | None = None,
     *,
     local_zone: str | None = None,
+    limits: Limits = Limits(),
 ) -> Report:
     """Triage the logs at ``paths`` (files, directories of logs, or names in ``streams``,
     such as ``<stdin>``) into one report.
@@ -258,13 +260,15 @@ def triage_paths(
     ``local_zone`` ('UTC', '+09:00', 'Europe/Paris') is the zone of sglang's own times in
     every one of these logs, which they do not say: given, those times are instants, compared
     across logs and with a collector's; otherwise only within their log. An unusable value
-    raises :class:`~ppaux.triage.zones.TriageConfigError`.
+    raises :class:`~ppaux.triage.zones.TriageConfigError`. ``limits`` bound what reading the
+    logs may cost (the ``max_log_*``, ``max_inflat*``, ``max_failures`` and ``max_events``
+    fields of :class:`~ppaux.limits.Limits`).
     """
     zone = None if local_zone is None else parse_local_zone(local_zone)
     streams = streams or {}
     report = Report("triage")
     given = list(paths)
-    readings = read_all(report, given, streams, zone)
+    readings = read_all(report, given, streams, zone, limits)
     failures = [f for r in readings for f in r.failures]
     events = [e for r in readings for e in r.events]
     _tell_apart(readings, failures)

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import BinaryIO, cast
 
+from ppaux.limits import Limits
 from ppaux.triage.documents import is_document, records
 from ppaux.triage.envelopes import peel_envelope
 from ppaux.triage.flattened import unflatten
@@ -35,16 +36,13 @@ from ppaux.triage.records import (
     is_frame,
     raised,
 )
-from ppaux.triage.scanner import ALL_MARKERS, MARKERS, MAX_LINE, WEAK_MARKERS, Scanner
+from ppaux.triage.scanner import ALL_MARKERS, MARKERS, WEAK_MARKERS, Scanner
 from ppaux.triage.sources import LogSource, compression_cut, open_log
 from ppaux.triage.wrapping import Unwrapped, wrap_width
 from ppaux.triage.zones import LocalZone
 
-__all__ = ["MAX_EVENTS", "MAX_FAILURES", "LogReading", "read_log"]
+__all__ = ["LogReading", "read_log"]
 
-#: Failures and events kept per log; more are counted (a crash loop repeats the same ones).
-MAX_FAILURES = 200
-MAX_EVENTS = 2000
 #: Lines of other processes after which a traceback still waiting for its exception is ended.
 _MAX_FOREIGN = 400
 _MARKER_TEXTS = tuple(marker.decode() for marker in MARKERS)
@@ -169,9 +167,13 @@ class _Reader:
     how many tracebacks are open: they are indexed by stream and by ranks, and the sglang lines
     of other ranks that a waiting traceback lets pass are counted once per stream."""
 
-    def __init__(self, reading: LogReading, first_order: int) -> None:
+    def __init__(self, reading: LogReading, first_order: int, limits: Limits = Limits()) -> None:
         self.reading = reading
         self.order = first_order
+        #: Failures and events kept per log (``Limits.max_failures``, ``max_events``); more are
+        #: counted (a crash loop repeats the same ones).
+        self.max_failures = limits.max_failures
+        self.max_events = limits.max_events
         #: How many tracebacks are open, in every stream.
         self.count = 0
         self._streams: dict[str | None, _Open] = {}
@@ -286,7 +288,7 @@ class _Reader:
             # A warning is no failure; an exception line under sglang's prefix without ranks is
             # the server process's (a request refused), not a rank's.
             return
-        if len(reading.failures) + self.count >= MAX_FAILURES:
+        if len(reading.failures) + self.count >= self.max_failures:
             reading.more_failures += 1
             return
         failure = Failure(
@@ -314,7 +316,7 @@ class _Reader:
         reading = self.reading
         failure = failure_start(line, reading.source, self._next_order())
         if failure is not None:
-            if len(reading.failures) + self.count >= MAX_FAILURES:
+            if len(reading.failures) + self.count >= self.max_failures:
                 reading.more_failures += 1
                 return
             self._add(TracebackBuilder(failure))
@@ -326,7 +328,7 @@ class _Reader:
             found = _CAPTURE_DIR.search(line.text[:_CAPTURE_LINE])
             if found is not None and len(reading.captures) < 16:
                 reading.captures.append((found.group("dir"), "strict" in found.group("how")))
-        if len(reading.events) >= MAX_EVENTS:
+        if len(reading.events) >= self.max_events:
             reading.more_events += 1
             return
         who = line.ranks or torch_rank(line.text) or line.stream or "a process"
@@ -443,16 +445,17 @@ def read_log(
     :class:`~ppaux.triage.sources.LogOpenError` when the log cannot be opened.
     """
     reading = LogReading(source.name)
+    limits = source.limits
     opened = stream = open_log(source)
     unwrapped: Unwrapped | None = None
     try:
         head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
         if is_document(head):
-            stream = records(opened, source.name)
+            stream = records(opened, source.name, limits.max_log_document)
             head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
         width = None if _source_code(head) else wrap_width(head)
         if width is not None:
-            unwrapped = Unwrapped(stream, width, MAX_LINE)
+            unwrapped = Unwrapped(stream, width, limits.max_log_line)
             stream = cast(BinaryIO, io.BufferedReader(unwrapped, buffer_size=1 << 20))
             head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
         reading.empty = not head
@@ -464,11 +467,11 @@ def read_log(
         source_code = reading.source_code = _source_code(head)
         reading.shaped = (detected or _LOG_SHAPE.search(head) is not None) and not source_code
         stamped = reading.envelope is Envelope.TIMESTAMPS
-        scanner = Scanner(stream)
-        reader = _Reader(reading, first_order)
+        scanner = Scanner(stream, max_line=limits.max_log_line)
+        reader = _Reader(reading, first_order, limits)
         # Pieces of a line the collector split (CRI 'P', Docker's json-file), per stream.
         # Each with whether a marker is in it already, so a piece costs its own length only
-        # (joined to MAX_LINE, further pieces are skipped, not copied again).
+        # (joined to max_log_line, further pieces are skipped, not copied again).
         pieces: dict[str | None, tuple[int, str, float | None, str | None, bool]] = {}
         while True:
             wanted = reader.count or pieces
@@ -490,11 +493,11 @@ def read_log(
                 first = pieces.pop(source_stream, None)
                 if first is not None:
                     number, before, time, time_text, was_marked = first
-                    if len(before) >= MAX_LINE:
+                    if len(before) >= limits.max_log_line:
                         text, marked = before, was_marked
                     else:
                         seam = before[-_SEAM:] + text  # a marker split between two pieces
-                        text = (before + text)[:MAX_LINE]
+                        text = (before + text)[: limits.max_log_line]
                         marked = was_marked or any(m in seam for m in _MARKER_TEXTS)
                 if partial:
                     pieces[source_stream] = (number, text, time, time_text, marked)

@@ -11,7 +11,7 @@ Searching each chunk is the cost. The markers are looked for through as few *anc
 cover them all, each rare in the chunk (found with ``memchr``, then the markers checked in
 place; chosen again every 16 chunks); a marker none of whose bytes is rare there is searched for
 whole. The line a chunk ends in is completed from the next chunk by itself, so no chunk is
-copied. Memory is bounded: one chunk, plus at most :data:`MAX_LINE` bytes of a line; a longer
+copied. Memory is bounded: one chunk, plus at most ``Limits.max_log_line`` bytes of a line; a longer
 line is cut to that and the rest skipped.
 """
 
@@ -19,12 +19,13 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
+from ppaux.limits import Limits
+
 __all__ = [
     "ALL_MARKERS",
     "CHUNK",
     "ENCODED_MARKERS",
     "MARKERS",
-    "MAX_LINE",
     "WEAK_MARKERS",
     "Scanner",
 ]
@@ -62,9 +63,6 @@ ALL_MARKERS: tuple[bytes, ...] = MARKERS + WEAK_MARKERS + ENCODED_MARKERS
 
 #: Bytes read at once.
 CHUNK = 4 << 20
-#: The longest line kept; the rest of a longer one is skipped (a hostile 1 GiB line costs no
-#: more memory than this).
-MAX_LINE = 64 << 10
 #: Bytes of a chunk looked at to choose each marker's rarest byte.
 _SAMPLE = 16 << 10
 #: Above this many expected candidates in a chunk, a marker is searched for whole instead.
@@ -131,14 +129,19 @@ class Scanner:
     ``line`` is the number (from 1) of the next line to be returned.
     """
 
-    def __init__(self, stream: BinaryIO, chunk: int = CHUNK) -> None:
+    def __init__(
+        self, stream: BinaryIO, chunk: int = CHUNK, max_line: int = Limits().max_log_line
+    ) -> None:
         self._stream = stream
         self._chunk = chunk
+        #: The longest line kept (``Limits.max_log_line``); the rest of a longer one is skipped
+        #: (a hostile 1 GiB line costs no more memory than this).
+        self.max_line = max_line
         self._buffer = b""
         self._pos = 0
         self._eof = False
         self.line = 1
-        #: Lines longer than :data:`MAX_LINE` seen (cut to that length).
+        #: Lines longer than :attr:`max_line` seen (cut to that length).
         self.long_lines = 0
         self._plan: list[tuple[bytes, list[tuple[bytes, int]]]] | None = None
         self._ahead: list[int] = []
@@ -167,9 +170,9 @@ class Scanner:
         newline = data.find(b"\n") if rest else -1
         if newline >= 0:
             joint = rest + data[:newline]
-            if len(joint) > MAX_LINE:
+            if len(joint) > self.max_line:
                 self.long_lines += 1
-                joint = joint[:MAX_LINE]
+                joint = joint[: self.max_line]
             self._joint = joint
             self._buffer = data
             self._pos = newline + 1
@@ -228,7 +231,7 @@ class Scanner:
             if last >= 0:
                 self.line += buffer.count(b"\n", self._pos, last + 1)
                 self._pos = last + 1
-            elif len(buffer) - self._pos > MAX_LINE:
+            elif len(buffer) - self._pos > self.max_line:
                 # One line longer than a chunk holds no newline yet: keep only what a marker
                 # cut in two needs, so that memory stays bounded.
                 keep = max(len(m) for m in ALL_MARKERS)
@@ -238,25 +241,25 @@ class Scanner:
                 return None
 
     def next_line(self) -> tuple[int, bytes] | None:
-        """The next line (without its newline, cut to :data:`MAX_LINE` bytes) and its number;
+        """The next line (without its newline, cut to :attr:`max_line` bytes) and its number;
         None at the end of the stream."""
         while True:
             if self._joint is not None:
                 return self._take_joint()
             end = self._buffer.find(b"\n", self._pos)
             if end >= 0:
-                if end - self._pos > MAX_LINE:
+                if end - self._pos > self.max_line:
                     self.long_lines += 1
-                line = _overwritten(self._buffer[self._pos : min(end, self._pos + MAX_LINE)])
+                line = _overwritten(self._buffer[self._pos : min(end, self._pos + self.max_line)])
                 self._pos = end + 1
                 number = self.line
                 self.line += 1
                 return number, line
-            if len(self._buffer) - self._pos > MAX_LINE:
+            if len(self._buffer) - self._pos > self.max_line:
                 return self._long_line()
             if not self._fill():
                 if self._pos < len(self._buffer):  # a last line without a newline
-                    line = _overwritten(self._buffer[self._pos : self._pos + MAX_LINE])
+                    line = _overwritten(self._buffer[self._pos : self._pos + self.max_line])
                     self._pos = len(self._buffer)
                     number = self.line
                     self.line += 1
@@ -264,12 +267,12 @@ class Scanner:
                 return None
 
     def _long_line(self) -> tuple[int, bytes]:
-        """A line longer than :data:`MAX_LINE`: its head, the rest skipped up to its end."""
-        line = self._buffer[self._pos : self._pos + MAX_LINE]
+        """A line longer than :attr:`max_line`: its head, the rest skipped up to its end."""
+        line = self._buffer[self._pos : self._pos + self.max_line]
         number = self.line
         self.line += 1
         self.long_lines += 1
-        self._pos += MAX_LINE
+        self._pos += self.max_line
         while True:
             if self._joint is not None:
                 return self._take_joint()

@@ -15,16 +15,17 @@ import lzma
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO, cast
 
 from ppaux.errors import PathError
 from ppaux.files import InputFileError, open_regular
-from ppaux.text import shown
+from ppaux.limits import Limits
+from ppaux.suggestions import RaiseLimit, limit_note
+from ppaux.text import byte_size, shown
 
 __all__ = [
     "LOG_SUFFIXES",
-    "MAX_LOG_FILES",
     "LogOpenError",
     "LogSource",
     "compression_cut",
@@ -36,8 +37,6 @@ __all__ = [
 #: What a log file is called inside a directory given to ``triage``: plain logs (Kubernetes'
 #: ``0.log``, Docker's ``<id>-json.log``, ``server.log``), captured output, rotated and gzip logs.
 LOG_SUFFIXES = (".log", ".gz", ".txt", ".out", ".err", ".json", ".jsonl")
-#: Files taken from the directories of one run (a bound on the walk, not on what is useful).
-MAX_LOG_FILES = 10_000
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BZIP2_MAGIC = b"BZh"
@@ -45,10 +44,6 @@ _XZ_MAGIC = b"\xfd7zXZ\x00"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 #: UTF-16's byte-order marks, little- and big-endian.
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-#: Bytes a decompressed log may grow to before its ratio is judged, and the ratio of
-#: decompressed to compressed bytes past that (logs compress 5 to 50 times; a bomb far more).
-MAX_INFLATED_FREE = 64 << 20
-MAX_RATIO = 200
 #: Bytes looked at to tell text from binary, and an encoding without a byte-order mark.
 _SNIFF = 4096
 #: Above this share of a head's characters that no text log holds (NUL and other control bytes
@@ -63,10 +58,12 @@ class LogOpenError(PathError, OSError):
 
 @dataclass(frozen=True)
 class LogSource:
-    """One log to read: ``name`` is how reports call it (the path as given, or ``<stdin>``)."""
+    """One log to read: ``name`` is how reports call it (the path as given, or ``<stdin>``);
+    ``limits`` bound what reading it may cost."""
 
     name: str
     stream: BinaryIO | None = None
+    limits: Limits = field(default_factory=Limits)
 
 
 def is_log_name(name: str) -> bool:
@@ -76,9 +73,11 @@ def is_log_name(name: str) -> bool:
     return lowered.endswith(LOG_SUFFIXES) or _ROTATED.search(lowered) is not None
 
 
-def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[PathError]]:
+def expand_paths(
+    paths: Iterable[str], max_files: int = Limits().max_log_files
+) -> tuple[list[str], list[PathError]]:
     """Directories expanded into their log files (:func:`is_log_name`; sorted, recursively,
-    links not followed, at most :data:`MAX_LOG_FILES`); other paths kept as given."""
+    links not followed, at most ``max_files``); other paths kept as given."""
     files: list[str] = []
     problems: list[PathError] = []
     for path in paths:
@@ -89,9 +88,13 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[PathError]]:
         for folder, dirs, names in os.walk(path):
             dirs.sort()
             found += [os.path.join(folder, n) for n in sorted(names) if is_log_name(n)]
-            if len(files) + len(found) > MAX_LOG_FILES:
+            if len(files) + len(found) > max_files:
                 problems.append(
-                    PathError(shown(path, None), f"holds more than {MAX_LOG_FILES} log files")
+                    PathError(
+                        shown(path, None),
+                        f"holds more than {max_files} log files "
+                        + limit_note("max_log_files", max_files),
+                    ).suggest(RaiseLimit("max_log_files", max_files))
                 )
                 return files, problems
         if not found:
@@ -124,10 +127,13 @@ class _Counted(io.RawIOBase):
 class _Gunzip(io.RawIOBase):
     """A compressed stream (gzip, every member; bzip2; xz) read as far as it goes: a cut-off or
     corrupt tail ends the stream and is remembered (``cut``), instead of failing the whole log.
-    What it inflates to is bounded: past :data:`MAX_INFLATED_FREE` bytes, at most
-    :data:`MAX_RATIO` times the compressed bytes read (:class:`LogOpenError` names the limit)."""
+    What it inflates to is bounded: past ``limits.max_inflated_bytes``, at most
+    ``limits.max_inflation_ratio`` times the compressed bytes read (:class:`LogOpenError`
+    names the limit)."""
 
-    def __init__(self, raw: BinaryIO, name: str = "", kind: str = "gzip") -> None:
+    def __init__(
+        self, raw: BinaryIO, name: str = "", kind: str = "gzip", limits: Limits = Limits()
+    ) -> None:
         self._counted = _Counted(raw)
         reader = cast(Any, self._counted)
         self._inner: Any
@@ -147,6 +153,8 @@ class _Gunzip(io.RawIOBase):
         self._name = name
         self.kind = kind
         self._inflated = 0
+        self._free = limits.max_inflated_bytes
+        self._ratio = limits.max_inflation_ratio
         self.cut: str | None = None
 
     def readable(self) -> bool:
@@ -164,14 +172,15 @@ class _Gunzip(io.RawIOBase):
             self.cut = str(exc) or type(exc).__name__
             return 0
         self._inflated += count
-        if self._inflated > MAX_INFLATED_FREE and self._inflated > MAX_RATIO * max(
+        if self._inflated > self._free and self._inflated > self._ratio * max(
             1, self._counted.count
         ):
             raise LogOpenError(
                 self._name,
-                f"{self.kind} stream inflates more than {MAX_RATIO} times its size past "
-                f"{MAX_INFLATED_FREE >> 20} MiB (a decompression bomb?); not read",
-            )
+                f"{self.kind} stream inflates more than {self._ratio} times its size past "
+                f"{byte_size(self._free)} (a decompression bomb?); not read "
+                + limit_note("max_inflation_ratio", self._ratio),
+            ).suggest(RaiseLimit("max_inflation_ratio", self._ratio))
         return count
 
     def close(self) -> None:
@@ -252,7 +261,9 @@ def _opened(source: LogSource, raw: BinaryIO) -> BinaryIO:
             "'ppaux[zstd]'); decompress it first (zstd -d) or install it",
         )
     if kind is not None:
-        stream = io.BufferedReader(_Gunzip(buffered, source.name, kind), buffer_size=1 << 20)
+        stream = io.BufferedReader(
+            _Gunzip(buffered, source.name, kind, source.limits), buffer_size=1 << 20
+        )
     sniff = stream.peek(_SNIFF)[:_SNIFF]
     encoding = _encoding(sniff)
     if encoding is not None:

@@ -9,6 +9,7 @@ import typer
 
 from ppaux.triage import LOG_SUFFIXES
 from ppaux_cli.exits import fail
+from ppaux_cli.options import LimitOption, limits_from
 from ppaux_cli.output import STDIO, emit
 from ppaux_cli.output_paths import refuse_stdin_copy, stdin_reader
 from ppaux_cli.report_options import ReportOptions, report_options_reading
@@ -43,12 +44,14 @@ def triage(
             "logs and with a collector's. Without it, only within their log.",
         ),
     ] = None,
+    limit: LimitOption = None,
     *,
     options: ReportOptions,
 ) -> None:
     """Name the first failing ranks in sglang logs, their error, what followed, and what to run."""
     from ppaux.triage import TriageConfigError, triage_paths
 
+    limits = limits_from(limit)
     if paths.count(STDIO) > 1:
         fail("-: stdin can be read only once")
     streams = {}
@@ -57,7 +60,7 @@ def triage(
         paths = [STDIN_NAME if p == STDIO else p for p in paths]
         streams[STDIN_NAME], reader = stdin_reader(options.output)
     try:
-        report = triage_paths(paths, streams, local_zone=local_zone)
+        report = triage_paths(paths, streams, local_zone=local_zone, limits=limits)
     except TriageConfigError as exc:
         fail(setting_line(exc))
     refuse_stdin_copy(reader, options.output)
