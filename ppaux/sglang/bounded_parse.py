@@ -436,9 +436,19 @@ class _Checker:
         return _unwrapped(self.parse_text(text, first_row, depth), depth)
 
     def parse_text(self, text: str, first_row: int, depth: int) -> ast.Module:
-        """Parse ``text``, which starts at the file's row ``first_row``: blank lines before it
-        give its trees the file's lines; a body's text (depth above 0) is parsed inside an
-        ``if 1:`` of its own on the line above."""
+        """Parse ``text``, which starts at the file's row ``first_row``, into trees on the
+        file's lines; a body's text (depth above 0) is parsed inside an ``if 1:`` of its own on
+        the line above. Parsed where it stands, then moved (blank lines put before it would cost
+        each part what the file before it holds: quadratic in the parts); a part that fails is
+        parsed again behind blank lines, so that the error names the file's lines, its message
+        too."""
+        head = "if 1:\n" if depth else ""
+        try:
+            tree = ast.parse(head + text, self.filename)
+        except SyntaxError:
+            pass  # again with the file's lines, so that the message names them (below)
+        else:
+            return ast.increment_lineno(tree, first_row - (2 if depth else 1))
         head = "\n" * (first_row - 2) + "if 1:\n" if depth else "\n" * (first_row - 1)
         try:
             return ast.parse(head + text, self.filename)
