@@ -31,6 +31,8 @@ from ppaux_cli.exits import fail
 __all__ = [
     "StdinReader",
     "check_output_path",
+    "output_identity",
+    "refuse_changed_output",
     "refuse_input_as_output",
     "refuse_stdin_copy",
     "stdin_reader",
@@ -166,4 +168,27 @@ def refuse_stdin_copy(reader: StdinReader | None, output: str | None) -> None:
         fail(
             f"--output {output}: holds what was read from stdin, so it is the input (or a copy "
             "of it); ppaux never writes over an input: give another output file"
+        )
+
+
+def output_identity(output: str | None) -> tuple[int, ...] | None:
+    """What ``output`` is now, as :func:`refuse_changed_output` compares it: its device, inode,
+    file type and link count (without following a link), or None for stdout or no file."""
+    if output in (None, _STDIN):
+        return None
+    try:
+        found = os.lstat(output)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino, stat.S_IFMT(found.st_mode), found.st_nlink)
+
+
+def refuse_changed_output(output: str | None, before: tuple[int, ...] | None) -> None:
+    """Refuse to write ``output`` when it is not what it was (:func:`output_identity`) before
+    code that ppaux does not trust ran (``check-observer``'s target): made a link to another
+    file, replaced, or created meanwhile. The report would go where the user did not say."""
+    if output_identity(output) != before:
+        fail(
+            f"--output {output}: changed while the target ran (replaced, linked or created by "
+            "another process); the report was not written"
         )

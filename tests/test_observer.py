@@ -639,3 +639,24 @@ def test_a_rebuilt_output_of_another_class_is_named(tmp_path):
     [item] = report.findings
     assert item.code == "PP711"
     assert "differs (type): single stage EntropyOutput, PP Rebuilt" in item.message
+
+
+def test_a_consume_that_reads_the_sampling_params_is_clean_on_the_stand_ins(tmp_path):
+    """Real ``consume`` methods keep values only for the requests that asked for them
+    (``custom_params``) and up to ``max_new_tokens``: the stand-in request carries both."""
+    good = (OBSERVERS / "entropy_good.py").read_text(encoding="utf-8")
+    text = good.replace(
+        "            if commit is None:\n",
+        "            params = req.sampling_params\n"
+        "            if (params.custom_params or {}).get('skip'):\n"
+        "                continue\n"
+        "            if params.max_new_tokens < len(req.output_ids) or params.temperature < 0:\n"
+        "                continue\n"
+        "            if commit is None:\n",
+        1,
+    )
+    assert text != good
+    (tmp_path / "reads.py").write_text(text, encoding="utf-8")
+    report = check_observer(f"{tmp_path / 'reads.py'}:EntropyObserver")
+    assert report.data["observer"]["requests"] == "ppaux stand-ins"
+    assert report.findings == []

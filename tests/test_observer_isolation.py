@@ -320,7 +320,7 @@ def test_without_sglang_consume_sees_the_stand_ins_and_the_report_says_so(tmp_pa
     # report says which requests it saw.
     text = GOOD.replace(
         "            if commit is None:\n",
-        "            if req.sampling_params is None:\n                continue\n"
+        "            if req.origin_input_text is None:\n                continue\n"
         "            if commit is None:\n",
         1,
     )

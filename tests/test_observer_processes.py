@@ -134,7 +134,8 @@ def test_the_target_cannot_write_into_ppaux_output_through_proc(tmp_path):
     assert failed and "PermissionError" in failed[0]["message"], document["findings"]
 
 
-def test_sigterm_to_ppaux_ends_the_child_and_what_it_started(tmp_path):
+@pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_to_ppaux_ends_the_child_and_what_it_started(tmp_path, ending):
     pids = tmp_path / "pids"
     head = (
         "import os, subprocess\n"
@@ -159,11 +160,118 @@ def test_sigterm_to_ppaux_ends_the_child_and_what_it_started(tmp_path):
             assert time.monotonic() < deadline and process.poll() is None
             time.sleep(0.1)
         worker, sleeper = map(int, pids.read_text(encoding="utf-8").split())
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=60) == -signal.SIGTERM
+        process.send_signal(ending)
+        assert process.wait(timeout=60) == -ending
         assert not running(worker)
         assert not running(sleeper)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def _frame_to_every_descriptor(message: str) -> str:
+    """Code for ``after_sample`` (or a module's top) that writes one well-formed frame holding
+    ``message`` (JSON, ``PID`` replaced by the process's pid) on every descriptor past 2."""
+    return (
+        "        import os, struct\n"
+        f"        body = {message!r}.replace('PID', str(os.getpid())).encode()\n"
+        "        for fd in sorted(map(int, os.listdir('/proc/self/fd')))[3:]:\n"
+        "            try:\n"
+        "                os.write(fd, struct.pack('>I', len(body)) + body)\n"
+        "            except OSError:\n"
+        "                pass\n"
+    )
+
+
+def test_a_well_formed_frame_that_is_no_record_is_one_finding(tmp_path):
+    # JSON, an object, the child's pid: but a step without its fields.
+    junk = _frame_to_every_descriptor('{"event": "step", "pid": PID, "batch_size": "x"}')
+    report = check_observer(observer(tmp_path, after_sample=junk), ONE)
+    ended = [f for f in report.findings if f.code == "PP715"]
+    assert [f.extra["end"] for f in ended] == ["garbled"], [f.message for f in ended]
+    assert "a record that is not one of the check's" in ended[0].message
+
+
+def test_records_that_end_before_the_check_began_are_a_finding(tmp_path):
+    # At import: the child's own 'end' record, nothing before it, then out.
+    head = "def _end_now():\n" + _frame_to_every_descriptor('{"event": "end", "pid": PID}')
+    head += "        os._exit(0)\n_end_now()\n"
+    report = check_observer(observer(tmp_path, head=head), ONE)
+    assert [f.extra["end"] for f in report.findings if f.code == "PP715"] == ["garbled"]
+    assert any("without the check's start" in f.message for f in report.findings)
+
+
+def test_checks_in_threads_of_one_process_leave_each_other_alone(tmp_path):
+    import threading
+
+    target = observer(tmp_path)
+    reports: list = []
+    threads = [
+        threading.Thread(target=lambda: reports.append(check_observer(target, ONE)))
+        for _ in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert [r.findings for r in reports] == [[], []]
+    assert prctl_get(3) == 1 and prctl_get(37) == 0
+
+
+def test_an_object_in_hand_that_forks_is_named_and_its_copy_ends(tmp_path):
+    from ppaux.observer.check import observer_report
+
+    marker = tmp_path / "copy-ran-on"
+    fork = (
+        "        import os\n"
+        "        if os.fork() == 0:\n"
+        f"            open({str(marker)!r}, 'w').write('x')\n"
+    )
+    spec = observer(tmp_path, after_sample=fork)
+    import importlib.util
+
+    module_spec = importlib.util.spec_from_file_location("forking_obs", spec.split(":")[0])
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    pid = os.getpid()
+    report = observer_report(module.EntropyObserver, ONE, None)
+    assert os.getpid() == pid
+    assert [f.extra["end"] for f in report.findings if f.code == "PP715"] == ["fork"]
+    time.sleep(0.5)
+    assert not marker.exists()  # the copy never ran on past the fork
+
+
+def test_an_output_path_made_a_link_by_the_target_is_not_written(tmp_path):
+    from helpers import cli
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n", encoding="utf-8")
+    out = tmp_path / "report.json"
+    head = f"os.symlink({str(victim)!r}, {str(out)!r})\n"
+    target = observer(tmp_path, head="import os\n" + head)
+    result = cli("check-observer", target, "-f", "json", "-o", str(out), "--batch-size", "2")
+    assert result.exit_code == 2
+    assert "changed while the target ran" in result.stderr
+    assert victim.read_text(encoding="utf-8") == "keep me\n"
+
+
+def test_an_object_in_hand_that_leaves_a_thread_running_is_named(tmp_path):
+    import importlib.util
+
+    from ppaux.observer.check import observer_report
+
+    start = (
+        "        import threading, time\n"
+        "        threading.Thread(target=time.sleep, args=(3,), name='lingers').start()\n"
+    )
+    path = observer(tmp_path, after_sample=start).split(":")[0]
+    module_spec = importlib.util.spec_from_file_location("lingering_obs", path)
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    report = observer_report(module.EntropyObserver, ONE, None)
+    ended = [f for f in report.findings if f.code == "PP715"]
+    assert [f.extra["end"] for f in ended] == ["threads"]
+    assert "lingers" in ended[0].message

@@ -161,8 +161,8 @@ print("REPORT " + json.dumps(out))
 
 def test_consume_sees_sglangs_own_requests_on_sglangs_own_path(tmp_path):
     # A consume as real ones are written: it asks req.finished() and reads is_retracted,
-    # origin_input_ids, finished_reason and the request's sampling parameters, which only
-    # sglang's own Req carries (the stand-in has no sampling_params).
+    # origin_input_ids, finished_reason and the request's sampling parameters (the stand-in
+    # carries them as the release's Req does).
     good = (OBSERVERS / "entropy_good.py").read_text(encoding="utf-8")
     text = good.replace(
         "            if commit is None:\n",
@@ -187,12 +187,11 @@ def test_consume_sees_sglangs_own_requests_on_sglangs_own_path(tmp_path):
     assert report["findings"] == []
     assert report["observer"]["requests"] == "sglang 0.5.23 Req/ScheduleBatch"
     assert report["notes"] == []  # a clean check stays quiet
-    # Other transports keep to the stand-ins (sglang's import is over their budget), which have
-    # no sampling_params: consume's read of it is named.
+    # Other transports keep to the stand-ins (sglang's import is over their budget), which
+    # carry sampling_params too: the same consume is clean there.
     stand_ins = reports["wire"]
     assert stand_ins["observer"]["requests"] == "ppaux stand-ins"
-    assert {code for code, _ in stand_ins["findings"]} == {"PP710"}
-    assert "sampling_params" in stand_ins["findings"][0][1]
+    assert stand_ins["findings"] == []
 
 
 STANDINS_MATCH = """
@@ -205,9 +204,16 @@ assert real is not None, "sglang is importable here"
 [stand_in] = standin_kit().make(1)
 fields = {}
 for field in dataclasses.fields(StandInRequest):
+    if field.name == "sampling_params":  # compared field by field below
+        continue
     mine = getattr(stand_in, field.name)
     theirs = getattr(req, field.name, "<missing>")
     fields[field.name] = [repr(mine), repr(list(theirs) if field.name == "output_ids" else theirs)]
+params = {}
+for field in dataclasses.fields(type(stand_in.sampling_params)):
+    mine = getattr(stand_in.sampling_params, field.name)
+    theirs = getattr(req.sampling_params, field.name, "<missing>")
+    params[field.name] = [repr(mine), repr(theirs)]
 methods = {
     name: [callable(getattr(StandInRequest, name)), callable(getattr(type(req), name, None))]
     for name in ("finished",)
@@ -215,6 +221,7 @@ methods = {
 batch = real.make_batch([req], "cpu")
 print("REPORT " + json.dumps({
     "fields": fields,
+    "params": params,
     "methods": methods,
     "finished": [stand_in.finished(), req.finished()],
     "batch": [type(batch).__name__, batch.reqs == [req], batch.device, batch.batch_size()],
@@ -232,6 +239,10 @@ def test_the_stand_in_request_is_the_releases_req_as_a_check_makes_it():
     assert {name: a for name, (a, b) in found["fields"].items()} == {
         name: b for name, (a, b) in found["fields"].items()
     }
+    assert {name: a for name, (a, b) in found["params"].items()} == {
+        name: b for name, (a, b) in found["params"].items()
+    }
+    assert {"custom_params", "max_new_tokens", "temperature"} <= set(found["params"])
     assert found["methods"] == {"finished": [True, True]}
     assert found["finished"] == [False, False]
     assert found["batch"] == ["ScheduleBatch", True, "cpu", 1]

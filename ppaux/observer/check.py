@@ -163,6 +163,15 @@ def check_observer(
         _stopped(stop, target, judge)
     for ending in endings(end, options.timeout_s):
         judge.ended(ending)
+    if not judge.start and not judge.endings:
+        # Its records ended well, but none said the check began: not the check's records.
+        judge.ended(
+            Ending(
+                "garbled",
+                "the target's process ended its records without the check's start: what it "
+                "sent was not the check's",
+            )
+        )
     shown = kept.decode("utf-8", "replace")
     if dropped[0]:
         shown += f"\n[... {dropped[0]} more bytes]"
@@ -294,11 +303,28 @@ def check_loaded(
         raise ObserverConfigError(
             "transport", options.transport.value, f"the wire given is {wire.transport!r}"
         )
+    from ppaux.observer.inhand import watched
     from ppaux.observer.parts import machinery
 
     judge = _judge(loaded.target, options)
-    with machinery(options, wire) as (machine, info, device, sglang_parts):
+    with watched() as seen, machinery(options, wire) as (machine, info, device, sglang_parts):
         run_checks(loaded, options, machine, info, device, sglang_parts, outputs, judge.take)
+    if seen.forks:
+        judge.ended(
+            Ending(
+                "fork",
+                f"the target forked: {seen.forks} copy of the checking process was ended as it "
+                "started; only the original process's records count",
+            )
+        )
+    if seen.threads:
+        judge.ended(
+            Ending(
+                "threads",
+                f"a thread the target started outlived the run: {', '.join(seen.threads[:5])}; "
+                "in sglang it would run on beside the scheduler",
+            )
+        )
     return judge.report()
 
 

@@ -82,34 +82,41 @@ def _environment() -> dict[str, str]:
     }
 
 
+#: The signals that end a run as SIGINT does: a CI step's timeout or ``kill`` (SIGTERM), a
+#: terminal closed or an ssh session dropped (SIGHUP).
+_ENDING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
 @contextlib.contextmanager
 def _ending_on_sigterm() -> Iterator[None]:
-    """While the child runs, SIGTERM to this process (a CI step's timeout, ``kill``) stops the
-    run as SIGINT does (:exc:`KeyboardInterrupt`), so that the child's processes are ended
-    first; then the signal is raised again, to end this process as it would have (or to run
-    the handler it had). Only in the main thread, where Python handles signals."""
+    """While the child runs, SIGTERM or SIGHUP to this process stops the run as SIGINT does
+    (:exc:`KeyboardInterrupt`), so that the child's processes are ended first; then the signal
+    is raised again, to end this process as it would have (or to run the handler it had).
+    Only in the main thread, where Python handles signals."""
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    terminated: list[bool] = []
+    received: list[int] = []
 
     def stop(signum: int, frame: object) -> None:
-        terminated.append(True)
+        received.append(signum)
         raise KeyboardInterrupt
 
-    before = signal.signal(signal.SIGTERM, stop)
+    before = {number: signal.signal(number, stop) for number in _ENDING}
     try:
         yield
     except KeyboardInterrupt:
-        if not terminated:
+        if not received:
             raise
-        signal.signal(signal.SIGTERM, before)
-        signal.raise_signal(signal.SIGTERM)
+        for number, handler in before.items():
+            signal.signal(number, handler)
+        signal.raise_signal(received[0])
         raise  # a handler of the caller's that did not end the process
     finally:
-        signal.signal(signal.SIGTERM, before)
+        for number, handler in before.items():
+            signal.signal(number, handler)
 
 
 def run_child(
@@ -124,13 +131,14 @@ def run_child(
     processes in hand (:mod:`.reaper`); at the end, every process the target left behind is
     ended and named (``outlived``)."""
     from ppaux.observer.reaper import children as our_children
-    from ppaux.observer.reaper import end_all, guarded
+    from ppaux.observer.reaper import end_all, guarded, working
 
     with _ending_on_sigterm(), guarded():
         before = our_children()
         run = _Run(request, timeout_s, take, on_output)
         try:
-            run.read()
+            with working(run.process.pid):
+                run.read()
         finally:
             run.close()
             run.end.outlived = [
@@ -242,6 +250,8 @@ class _Run:
             return False
         for message in messages:
             self._message(message)
+            if self.end.garbled is not None:
+                return False
         return True
 
     def _message(self, message: dict[str, Any]) -> None:
@@ -256,7 +266,14 @@ class _Run:
         if message.get("event") == "end":
             self.end.finished = True
             self.deadline = time.monotonic() + EXIT_ALLOWANCE_S
-        self.take(message)
+        try:
+            self.take(message)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as exc:
+            # A frame that is JSON but not a record of the child's (a missing or mistyped
+            # field): the stream is garbled from here, as for a frame that does not read.
+            text = f"{type(exc).__name__}: {exc}"
+            self.end.garbled = f"a record that is not one of the check's ({text[:200]})"
+            _kill_group(self.process.pid)
 
     def close(self) -> None:
         """Wait a moment for a child that is done, kill one that is not, and close the pipes."""

@@ -23,9 +23,10 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 
-__all__ = ["end_all", "guarded", "leftovers"]
+__all__ = ["end_all", "guarded", "leftovers", "working"]
 
 _PR_SET_DUMPABLE = 4
 _PR_GET_DUMPABLE = 3
@@ -34,6 +35,27 @@ _PR_GET_CHILD_SUBREAPER = 37
 #: How many rounds :func:`end_all` goes through: each ends one generation of descendants
 #: (their children become this process's once they are gone).
 _ROUNDS = 16
+
+#: Checks can run at once in one process (threads of a test suite): the settings are made by
+#: the first and put back by the last, and each check's worker is known to all, so that no
+#: check takes another's worker for a process its target left behind.
+_lock = threading.Lock()
+_holders = 0
+_restore: Callable[[], None] | None = None
+_made = False
+_workers: set[int] = set()
+
+
+@contextlib.contextmanager
+def working(pid: int) -> Iterator[None]:
+    """While the block runs, ``pid`` is a check's worker: :func:`leftovers` never counts it."""
+    with _lock:
+        _workers.add(pid)
+    try:
+        yield
+    finally:
+        with _lock:
+            _workers.discard(pid)
 
 
 def _prctl() -> Callable[..., int] | None:
@@ -53,28 +75,47 @@ def _prctl() -> Callable[..., int] | None:
 @contextlib.contextmanager
 def guarded() -> Iterator[bool]:
     """A subreaper that is not dumpable while the block runs (see the module's docstring);
-    yields whether the settings could be made."""
+    yields whether the settings could be made. Nested or concurrent blocks share the settings:
+    the first makes them, the last puts them back."""
+    global _holders, _restore, _made
+    with _lock:
+        if _holders == 0:
+            _restore, _made = _make()
+        _holders += 1
+        made = _made
+    try:
+        yield made
+    finally:
+        with _lock:
+            _holders -= 1
+            if _holders == 0 and _restore is not None:
+                _restore()
+                _restore = None
+
+
+def _make() -> tuple[Callable[[], None] | None, bool]:
+    """Make this process a subreaper that is not dumpable: how to put it back, and whether the
+    subreaper could be made."""
     prctl = _prctl()
     if prctl is None:
-        yield False
-        return
+        return None, False
     import ctypes
 
     reaper = ctypes.c_int(0)
     dumpable = prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0)
     if prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(reaper), 0, 0, 0) != 0:
-        yield False
-        return
+        return None, False
     made = prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     if dumpable == 1:
         prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-    try:
-        yield made
-    finally:
+
+    def restore() -> None:
         if dumpable == 1:
             prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
         if made and reaper.value == 0:
             prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+    return restore, made
 
 
 def children() -> set[int]:
@@ -97,7 +138,13 @@ def children() -> set[int]:
 def leftovers(before: set[int], child: int) -> set[int]:
     """This process's children that were not its children before the check (``before``)
     and are not the check's ``child``: the target's processes that outlived it."""
-    return {pid for pid in children() - before if pid != child and _in_our_session(pid)}
+    with _lock:
+        workers = set(_workers)
+    return {
+        pid
+        for pid in children() - before
+        if pid != child and pid not in workers and _in_our_session(pid)
+    }
 
 
 def _in_our_session(pid: int) -> bool:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ppaux.observer.standins import StandInBatch, StandInRequest
+from ppaux.observer.standins import ASKED_NEW_TOKENS, StandInBatch, StandInRequest
 
 __all__ = ["RequestKit", "request_kit", "sglang_kit", "standin_kit"]
 
@@ -115,7 +115,7 @@ def sglang_kit() -> RequestKit | None:
                 rid=f"req-{i}",
                 origin_input_text="",
                 origin_input_ids=list(PROMPT),
-                sampling_params=SamplingParams(max_new_tokens=1 << 20),
+                sampling_params=SamplingParams(max_new_tokens=ASKED_NEW_TOKENS),
             )
             made[id(req)] = (req, dict(vars(req)))
             reqs.append(req)

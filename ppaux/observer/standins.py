@@ -86,22 +86,70 @@ class CommittedTokens:
     token_ids: tuple[int, ...]
 
 
+#: The ``max_new_tokens`` a check's requests ask for: more than any check produces, so that no
+#: request is cut short by its own length (sglang's own requests in a check ask the same).
+ASKED_NEW_TOKENS = 1 << 20
+
+
+@dataclass
+class StandInSamplingParams:
+    """A request's ``sampling_params`` as sglang 0.5.19 - 0.5.23 hold them for a plain request
+    (``SamplingParams(max_new_tokens=...)`` after its ``__post_init__``): the caller's fields
+    and the stop fields derived from them. Both releases declare every field here (0.5.23 adds
+    ``watermark`` and ``ebnf_full_assistant``, left out); the runtime tier's tests compare each
+    value with the release's own. A ``consume`` commonly reads ``custom_params`` (the request's
+    own options) and ``max_new_tokens``."""
+
+    max_new_tokens: int | None = ASKED_NEW_TOKENS
+    stop: str | list[str] | None = None
+    stop_token_ids: set[int] | None = None
+    stop_regex: str | list[str] | None = None
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 1 << 30
+    min_p: float = 0.0
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    min_new_tokens: int = 0
+    n: int = 1
+    beam_width: int | None = None
+    json_schema: str | None = None
+    regex: str | None = None
+    ebnf: str | None = None
+    structural_tag: str | None = None
+    ignore_eos: bool = False
+    skip_special_tokens: bool = True
+    spaces_between_special_tokens: bool = True
+    no_stop_trim: bool = False
+    stream_interval: int | None = None
+    logit_bias: dict[str, float] | None = None
+    sampling_seed: int | None = None
+    custom_params: dict[str, Any] | None = None
+    stop_strs: str | list[str] | None = None
+    stop_regex_strs: str | list[str] | None = None
+    stop_str_max_len: int = 0
+    stop_regex_max_len: int = 0
+    is_normalized: bool = False
+
+
 @dataclass
 class StandInRequest:
     """The parts of sglang's ``Req`` that result processing and a ``consume`` touch: ``rid``,
     ``output_ids``, ``finished_len`` and ``customized_info`` (None until something sets it),
     and what a ``consume`` commonly reads: ``origin_input_ids`` (the prompt's token ids),
-    ``finished_reason`` (None while the request runs), ``to_finish`` (None), ``is_retracted``,
-    ``stream`` and ``return_logprob`` (False) and ``finished()``, as sglang 0.5.19 - 0.5.23's
-    ``Req.__init__`` sets them for a plain request (the runtime tier's tests compare each with
-    the release's own ``Req``). ``consume`` may set any other attribute; the check compares
-    them all."""
+    ``sampling_params`` (:class:`StandInSamplingParams`), ``finished_reason`` (None while the
+    request runs), ``to_finish`` (None), ``is_retracted``, ``stream`` and ``return_logprob``
+    (False) and ``finished()``, as sglang 0.5.19 - 0.5.23's ``Req.__init__`` sets them for a
+    plain request (the runtime tier's tests compare each with the release's own ``Req``).
+    ``consume`` may set any other attribute; the check compares them all."""
 
     rid: str
     output_ids: list[int] = field(default_factory=list)
     finished_len: int | None = None
     customized_info: dict[str, list[Any]] | None = None
     origin_input_ids: list[int] = field(default_factory=lambda: [1, 2, 3])
+    sampling_params: StandInSamplingParams = field(default_factory=StandInSamplingParams)
     finished_reason: Any = None
     to_finish: Any = None
     is_retracted: bool = False

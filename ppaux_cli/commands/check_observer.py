@@ -16,7 +16,7 @@ from ppaux.replay import Impl, Sender, Transport
 from ppaux_cli.choices import choice_option
 from ppaux_cli.exits import fail
 from ppaux_cli.output import emit
-from ppaux_cli.output_paths import check_output_path
+from ppaux_cli.output_paths import check_output_path, output_identity, refuse_changed_output
 from ppaux_cli.report_options import ReportOptions, report_options
 from ppaux_cli.wording import setting_line
 
@@ -172,12 +172,14 @@ def check_observer(
     check_output_path(options.output, [path for name in given for path in target_files(name)])
     if options.output not in (None, "-"):
         options = dataclasses.replace(options, output=os.path.abspath(options.output))
+    before = output_identity(options.output)
     try:
         report = check_observer(target, settings, outputs=outputs, on_output=_show_output)
     except TargetError as exc:
         fail(f"{exc.target}: {exc.reason}")
     except ObserverConfigError as exc:
         fail(setting_line(exc))
+    refuse_changed_output(options.output, before)
     emit(report, options)
 
 
