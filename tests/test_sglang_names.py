@@ -7,6 +7,8 @@ import ast
 
 import pytest
 import wheels
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ppaux.sglang import (
     ADD,
@@ -145,3 +147,40 @@ def test_search_finds_a_message_inside_a_log_line():
     assert (found.message, found.name) == (ADD_DUPLICATE, "logits")
     assert line[found.start : found.end] == "duplicate auxiliary PP tensor 'logits'"
     assert search_message("nothing of sglang's here") is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_a_long_quoted_name_reads_as_pythons_parser_reads_it(name):
+    """Past 64 KiB a name's literal is decoded without Python's parser; what it spells is the
+    same string the parser would give."""
+    from ppaux.sglang.names import _unrepr_long
+
+    literal = repr(name)
+    assert _unrepr_long(literal) == name
+
+
+def test_a_message_with_a_very_long_name_is_matched_with_its_name():
+    from ppaux.sglang.names import match_message
+
+    name = "k\\u00e9'y" * 20_000 + "é"
+    found = match_message(f"duplicate auxiliary PP tensor {name!r}")
+    assert found is not None and found.name == name
+
+
+def test_a_long_name_is_searched_in_memory_that_does_not_grow_with_it():
+    """The name's literal is matched without a backtracking stack per character (before: some
+    340 bytes a character, 340 MB for a 1 MB name pasted into ``explain``)."""
+    import tracemalloc
+
+    from ppaux.sglang.names import search_message
+
+    text = "duplicate auxiliary PP tensor '" + "a" * 200_000 + "'"
+    tracemalloc.start()
+    try:
+        found = search_message(text)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert found is not None and found.name == "a" * 200_000
+    assert peak < 8 * len(text), peak

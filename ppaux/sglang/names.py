@@ -204,7 +204,9 @@ class MessageMatch:
 
 
 #: A Python string literal as repr writes one: single or double quotes, backslash escapes.
-_REPR = r"""(?P<repr>'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")"""
+# Possessive (``++``, ``*+``): a literal is matched in one pass without a backtracking stack
+# that grows with its length (a 1 MB name would cost some 340 MB with a plain ``*``).
+_REPR = r"""(?P<repr>'(?:[^'\\\n]++|\\.)*+'|"(?:[^"\\\n]++|\\.)*+")"""
 
 
 def _pattern(message: SglangMessage) -> str:
@@ -225,14 +227,40 @@ _SEARCH = re.compile(
 _PREFIX = re.compile(r"\s*(?:RuntimeError\s*:\s*)?")
 
 
+#: Past this many characters a quoted name is read without Python's parser, whose memory grows
+#: some 350 times the literal's length (a 1 MB name pasted into ``explain`` would cost 340 MB).
+_PARSED_NAME = 64 * 1024
+
+
 def _unrepr(literal: str) -> str | None:
+    """The string a ``repr`` literal (``'scores'``, ``"it's"``) spells, or None."""
     import ast
 
+    if len(literal) > _PARSED_NAME:
+        return _unrepr_long(literal)
     try:
         value = ast.literal_eval(literal)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
     return value if isinstance(value, str) else None
+
+
+def _unrepr_long(literal: str) -> str | None:
+    """:func:`_unrepr` for a long literal: its quotes, then its escapes decoded as Python's
+    (``unicode_escape`` over the text with every other character itself escaped)."""
+    import codecs
+
+    quote, body = literal[:1], literal[1:-1]
+    if quote not in ("'", '"') or literal[-1:] != quote or len(literal) < 2:
+        return None
+    if "\\" not in body:
+        return None if quote in body else body
+    try:
+        raw = body.encode("latin-1", "backslashreplace")
+        value = codecs.decode(raw, "unicode_escape")
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return str(value)
 
 
 def search_message(text: str) -> MessageMatch | None:
