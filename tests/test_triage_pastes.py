@@ -147,6 +147,48 @@ def test_loki_s_query_api_response_is_read_as_its_lines_and_names_the_pod(tmp_pa
         assert not any("export" in (s["argv"] or []) for s in steps)
 
 
+def test_a_loki_stream_s_many_labels_are_not_copied_into_every_line(tmp_path):
+    lines = AUX.read_text(encoding="utf-8").splitlines()
+    lines = lines + ["[2026-12-03 14:56:09 PP0 TP0] Decode batch, #running-req: 1"] * 400
+    expected = _roots(triage_paths([str(AUX)]))
+    labels = {f"label_{n}": "v" * 60 for n in range(600)}
+    labels.update(namespace="llm", pod="sglang-pp-0", container="sglang")
+    text = _loki(lines, labels).encode("utf-8")
+    out = records(io.BytesIO(text), "loki.json").read()
+    # every line's record is its line and a bounded part of the labels, not all 600 of them
+    assert out.count(b"\n") == len(lines)
+    assert len(out) < 2 * len(text)
+    assert b"label_" not in out
+    path = tmp_path / "loki.json"
+    path.write_bytes(text)
+    report = triage_paths([str(path)])
+    assert _roots(report) == expected
+    assert any(s["where"] == "the pod spec" for s in report.data["steps"])
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    labels=st.dictionaries(st.text(max_size=20), st.text(max_size=400), max_size=30),
+    count=st.integers(min_value=1, max_value=40),
+)
+def test_a_loki_record_s_size_is_bounded_whatever_its_stream_s_labels(labels, count):
+    values = [[str(n), "[2026-12-03 14:56:09 PP0 TP0] x"] for n in range(count)]
+    document = {"status": "success", "data": {"result": [{"stream": labels, "values": values}]}}
+    out = records(io.BytesIO(json.dumps(document).encode("utf-8")), "loki.json").read()
+    got = [json.loads(line) for line in out.splitlines()]
+    assert [r["line"] for r in got] == [v[1] for v in values]
+    for record in got:
+        assert set(record["labels"]) <= {
+            "namespace",
+            "pod",
+            "pod_name",
+            "container",
+            "container_name",
+        }
+        assert all(len(value) <= 253 for value in record["labels"].values())
+        assert all(labels[key] == value for key, value in record["labels"].items())
+
+
 def test_a_json_array_of_records_on_one_line_is_read_record_by_record(tmp_path):
     lines = [
         "[2026-12-03 14:56:06 PP0 TP0] Decode batch, #running-req: 12",
