@@ -51,6 +51,78 @@ def test_a_paste_wrapped_at_80_or_120_columns_has_the_plain_log_s_root(tmp_path)
         assert _roots(triage_paths([str(path)])) == expected
 
 
+MARKED = (
+    AUX,
+    LOGS / "real" / "sglang-4289-nccl-init.log",
+    LOGS / "real" / "sglang-3713-illegal-memory.log",
+    LOGS / "real" / "sglang-27944-gloo-every-rank.log",
+)
+
+
+def _verdict(path):
+    report = triage_paths([str(path)])
+    (log,) = report.data["logs"]
+    counts = (log["lines"], log["failures"], log["events"])
+    return _roots(report), counts, report.data["pp_size"]
+
+
+def _marked(text: str, mark: str) -> str:
+    return "".join(mark + line + "\n" for line in text.split("\n")[:-1])
+
+
+def test_a_quoted_or_indented_paste_has_the_verdict_of_the_paste_it_quotes(tmp_path):
+    # A reply's or an e-mail's '> ' (or '>> ', '> > ') on every line, or the indentation of a
+    # Markdown code block, is the paste's envelope: peeled, the verdict is the unmarked
+    # paste's, wrapped at a terminal's width or not.
+    for log in MARKED:
+        plain = log.read_text(encoding="utf-8")
+        for width in (None, 80, 120):
+            text = plain if width is None else _cut(plain, width)
+            (tmp_path / "as-is.log").write_text(text, encoding="utf-8")
+            expected = _verdict(tmp_path / "as-is.log")
+            marks = ("> ", ">> ", "> > ", "    ") if width else ("> ", ">> ", "> > ")
+            for mark in marks:
+                path = tmp_path / "marked.log"
+                path.write_text(_marked(text, mark), encoding="utf-8")
+                assert _verdict(path) == expected, (log.name, width, mark)
+
+
+def test_the_quoted_nine_messages_and_every_rank_timeouts_keep_their_codes(tmp_path):
+    aux = _roots(triage_paths([str(AUX)]))
+    assert [code for code, *_ in aux] == ["PP801"]
+    gloo = LOGS / "real" / "sglang-27944-gloo-every-rank.log"
+    assert [code for code, *_ in _roots(triage_paths([str(gloo)]))] == ["PP809"]
+    for log, code in ((AUX, "PP801"), (gloo, "PP809")):
+        path = tmp_path / "quoted.log"
+        path.write_text(_marked(log.read_text(encoding="utf-8"), "> "), encoding="utf-8")
+        assert [c for c, *_ in _roots(triage_paths([str(path)]))] == [code]
+
+
+_PASTE_LINE = st.builds(
+    str.__add__,
+    st.characters(exclude_categories=("Cs", "Cc", "Zs"), exclude_characters=">"),
+    st.text(
+        alphabet=st.characters(exclude_categories=("Cs",), exclude_characters="\r\n"), max_size=29
+    ),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    lines=st.lists(_PASTE_LINE, min_size=4, max_size=30),
+    mark=st.sampled_from(["> ", ">", ">> ", "> > ", "  ", "\t", "    "]),
+)
+def test_peeling_a_paste_s_mark_gives_its_lines_back_one_for_one(lines, mark):
+    from ppaux.triage.pastemarks import Unmarked, paste_mark
+
+    text = "\n".join(lines) + "\n"
+    raw = _marked(text, mark).encode("utf-8")
+    found = paste_mark(raw)
+    assert found is not None
+    out = io.BufferedReader(Unmarked(io.BufferedReader(io.BytesIO(raw)), found, 1 << 16)).read()
+    assert out == text.encode("utf-8")
+
+
 def test_a_wrapped_paste_keeps_the_file_s_line_numbers(tmp_path):
     header = (
         "[2026-12-03 14:50:12 PP1 TP0] Scheduler hit an exception: Traceback (most recent call "

@@ -37,11 +37,11 @@ _MESSAGES = frozenset(
 
 
 #: The stream labels a record keeps: those that name a pod or container (what
-#: :mod:`ppaux.triage.envelopes` and the Kubernetes advice read), each value at most a
-#: Kubernetes name long. A stream's other labels are dropped: copied into every record, they
-#: would cost (labels) x (lines).
+#: :mod:`ppaux.triage.envelopes` and the Kubernetes advice read), where the value is a
+#: Kubernetes name (253 characters at most). A stream's other labels are dropped: copied into
+#: every record, they would cost (labels) x (lines).
 _KEPT_LABELS = ("namespace", "pod", "pod_name", "container", "container_name")
-_MAX_LABEL = 253
+_KUBERNETES_NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,252}")
 
 #: The start of Loki's query API response.
 _LOKI = re.compile(rb'^\{\s*"(?:status|data)"\s*:\s*(?:"success"|\{\s*"resultType")')
@@ -97,7 +97,7 @@ def _kept(labels: object) -> dict[str, str]:
     kept = {}
     for key in _KEPT_LABELS:
         value = labels.get(key)
-        if isinstance(value, str) and len(value) <= _MAX_LABEL:
+        if isinstance(value, str) and _KUBERNETES_NAME.fullmatch(value) is not None:
             kept[key] = value
     return kept
 
