@@ -123,6 +123,28 @@ def test_peeling_a_paste_s_mark_gives_its_lines_back_one_for_one(lines, mark):
     assert out == text.encode("utf-8")
 
 
+def _cut_trimmed(text: str, width: int) -> str:
+    return "".join(piece.rstrip(" ") + "\n" for piece in _cut(text, width).split("\n")[:-1])
+
+
+def test_a_wrapped_paste_whose_rows_lost_their_trailing_spaces_keeps_its_frames(tmp_path):
+    # tmux's capture-pane and screen's hardcopy trim each row: a frame row cut at the space
+    # before its function name ends ', in', and the name on the next row is no exception line.
+    for log in (AUX, LOGS / "real" / "sglang-4289-nccl-init.log"):
+        plain = log.read_text(encoding="utf-8")
+        expected = _roots(triage_paths([str(log)]))
+        cut_frames = 0
+        for width in range(60, 201):
+            text = _cut_trimmed(plain, width)
+            if not any(row.endswith(", in") for row in text.split("\n")):
+                continue
+            cut_frames += 1
+            path = tmp_path / f"trimmed{width}.log"
+            path.write_text(text, encoding="utf-8")
+            assert _roots(triage_paths([str(path)])) == expected, (log.name, width)
+        assert cut_frames >= 2, log.name
+
+
 def test_a_wrapped_paste_keeps_the_file_s_line_numbers(tmp_path):
     header = (
         "[2026-12-03 14:50:12 PP1 TP0] Scheduler hit an exception: Traceback (most recent call "
