@@ -67,20 +67,23 @@ def _verdict(path):
 
 
 def _marked(text: str, mark: str) -> str:
-    return "".join(mark + line + "\n" for line in text.split("\n")[:-1])
+    lines = text.split("\n")[:-1]
+    if mark == "cat -n":
+        return "".join(f"{n:6}\t{line}\n" for n, line in enumerate(lines, 1))
+    return "".join(mark + line + "\n" for line in lines)
 
 
 def test_a_quoted_or_indented_paste_has_the_verdict_of_the_paste_it_quotes(tmp_path):
-    # A reply's or an e-mail's '> ' (or '>> ', '> > ') on every line, or the indentation of a
-    # Markdown code block, is the paste's envelope: peeled, the verdict is the unmarked
-    # paste's, wrapped at a terminal's width or not.
+    # A reply's or an e-mail's '> ' (or '>> ', '> > ') on every line, the indentation of a
+    # Markdown code block or cat -n's numbers, is the paste's envelope: peeled, the verdict is
+    # the unmarked paste's, wrapped at a terminal's width or not.
     for log in MARKED:
         plain = log.read_text(encoding="utf-8")
         for width in (None, 80, 120):
             text = plain if width is None else _cut(plain, width)
             (tmp_path / "as-is.log").write_text(text, encoding="utf-8")
             expected = _verdict(tmp_path / "as-is.log")
-            marks = ("> ", ">> ", "> > ", "    ") if width else ("> ", ">> ", "> > ")
+            marks = ("> ", ">> ", "> > ", "    ", "cat -n") if width else ("> ", ">> ", "> > ")
             for mark in marks:
                 path = tmp_path / "marked.log"
                 path.write_text(_marked(text, mark), encoding="utf-8")

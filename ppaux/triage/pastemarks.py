@@ -7,17 +7,19 @@ no longer at a frame's indentation, and a terminal-wrapped row's continuation op
 same mark as the row before it.
 
 :func:`paste_mark` tells the mark from the head: a quote when every line of the head opens
-with ``>`` (the depth taken is the least of its lines'), an indentation when every line that
-is not blank opens with the same spaces or tabs. :class:`Unmarked` gives the log's lines
-back without it, one line for one, so line numbers stay the file's. An indentation alone is
-peeled only where it hides a terminal's wrapping (the caller's choice): an indented paste that
-was not wrapped is read as it is.
+with ``>`` (the depth taken is the least of its lines'), numbers when every line opens with
+``cat -n``'s consecutive numbers, an indentation when every line that is not blank opens with
+the same spaces or tabs. :class:`Unmarked` gives the log's lines back without it, one line for
+one, so line numbers stay the file's. An indentation alone is
+peeled only where it hides a terminal's wrapping (the caller's choice), and so are numbers: an
+indented or numbered paste that was not wrapped is read as it is.
 """
 
 from __future__ import annotations
 
 import io
 import re
+from itertools import pairwise
 from typing import BinaryIO
 
 __all__ = ["Unmarked", "paste_mark"]
@@ -30,19 +32,25 @@ _MAX_INDENT = 8
 _QUOTE = re.compile(rb"(?:>[ \t]?)+")
 #: One quote mark.
 _ONE = re.compile(rb">[ \t]?")
+#: ``cat -n``'s number and tab before a line.
+_NUMBER = re.compile(rb" {0,8}(\d{1,9})\t")
 
 
 class PasteMark:
-    """A quote of ``depth`` marks, or an ``indent`` (when ``depth`` is 0)."""
+    """A quote of ``depth`` marks, ``cat -n``'s numbers (``numbered``), or an ``indent``."""
 
-    __slots__ = ("depth", "indent")
+    __slots__ = ("depth", "indent", "numbered")
 
-    def __init__(self, depth: int = 0, indent: bytes = b"") -> None:
+    def __init__(self, depth: int = 0, indent: bytes = b"", numbered: bool = False) -> None:
         self.depth = depth
         self.indent = indent
+        self.numbered = numbered
 
     def peel(self, line: bytes) -> bytes:
         """``line`` (one line of the log, with its line end) without the mark."""
+        if self.numbered:
+            number = _NUMBER.match(line)
+            return line if number is None else line[number.end() :]
         if self.depth:
             start = 0
             for _ in range(self.depth):
@@ -66,6 +74,12 @@ def paste_mark(head: bytes) -> PasteMark | None:
     if all(line[:1] == b">" for line in lines):
         depth = min(len(_ONE.findall(_QUOTE.match(line).group())) for line in lines)  # type: ignore[union-attr]
         return PasteMark(depth=depth)
+    numbers = [_NUMBER.match(line) for line in lines]
+    if all(numbers) and all(
+        int(after.group(1)) == int(before.group(1)) + 1  # type: ignore[union-attr]
+        for before, after in pairwise(numbers)
+    ):
+        return PasteMark(numbered=True)
     filled = [line for line in lines if line.strip()]
     if len(filled) < _MIN_LINES:
         return None
