@@ -51,6 +51,103 @@ def test_a_paste_wrapped_at_80_or_120_columns_has_the_plain_log_s_root(tmp_path)
         assert _roots(triage_paths([str(path)])) == expected
 
 
+MARKED = (
+    AUX,
+    LOGS / "real" / "sglang-4289-nccl-init.log",
+    LOGS / "real" / "sglang-3713-illegal-memory.log",
+    LOGS / "real" / "sglang-27944-gloo-every-rank.log",
+)
+
+
+def _verdict(path):
+    report = triage_paths([str(path)])
+    (log,) = report.data["logs"]
+    counts = (log["lines"], log["failures"], log["events"])
+    return _roots(report), counts, report.data["pp_size"]
+
+
+def _marked(text: str, mark: str) -> str:
+    lines = text.split("\n")[:-1]
+    if mark == "cat -n":
+        return "".join(f"{n:6}\t{line}\n" for n, line in enumerate(lines, 1))
+    return "".join(mark + line + "\n" for line in lines)
+
+
+def test_a_quoted_or_indented_paste_has_the_verdict_of_the_paste_it_quotes(tmp_path):
+    # A reply's or an e-mail's '> ' (or '>> ', '> > ') on every line, the indentation of a
+    # Markdown code block or cat -n's numbers, is the paste's envelope: peeled, the verdict is
+    # the unmarked paste's, wrapped at a terminal's width or not.
+    for log in MARKED:
+        plain = log.read_text(encoding="utf-8")
+        for width in (None, 80, 120):
+            text = plain if width is None else _cut(plain, width)
+            (tmp_path / "as-is.log").write_text(text, encoding="utf-8")
+            expected = _verdict(tmp_path / "as-is.log")
+            marks = ("> ", ">> ", "> > ", "    ", "cat -n") if width else ("> ", ">> ", "> > ")
+            for mark in marks:
+                path = tmp_path / "marked.log"
+                path.write_text(_marked(text, mark), encoding="utf-8")
+                assert _verdict(path) == expected, (log.name, width, mark)
+
+
+def test_the_quoted_nine_messages_and_every_rank_timeouts_keep_their_codes(tmp_path):
+    aux = _roots(triage_paths([str(AUX)]))
+    assert [code for code, *_ in aux] == ["PP801"]
+    gloo = LOGS / "real" / "sglang-27944-gloo-every-rank.log"
+    assert [code for code, *_ in _roots(triage_paths([str(gloo)]))] == ["PP809"]
+    for log, code in ((AUX, "PP801"), (gloo, "PP809")):
+        path = tmp_path / "quoted.log"
+        path.write_text(_marked(log.read_text(encoding="utf-8"), "> "), encoding="utf-8")
+        assert [c for c, *_ in _roots(triage_paths([str(path)]))] == [code]
+
+
+_PASTE_LINE = st.builds(
+    str.__add__,
+    st.characters(exclude_categories=("Cs", "Cc", "Zs"), exclude_characters=">"),
+    st.text(
+        alphabet=st.characters(exclude_categories=("Cs",), exclude_characters="\r\n"), max_size=29
+    ),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    lines=st.lists(_PASTE_LINE, min_size=4, max_size=30),
+    mark=st.sampled_from(["> ", ">", ">> ", "> > ", "  ", "\t", "    "]),
+)
+def test_peeling_a_paste_s_mark_gives_its_lines_back_one_for_one(lines, mark):
+    from ppaux.triage.pastemarks import Unmarked, paste_mark
+
+    text = "\n".join(lines) + "\n"
+    raw = _marked(text, mark).encode("utf-8")
+    found = paste_mark(raw)
+    assert found is not None
+    out = io.BufferedReader(Unmarked(io.BufferedReader(io.BytesIO(raw)), found, 1 << 16)).read()
+    assert out == text.encode("utf-8")
+
+
+def _cut_trimmed(text: str, width: int) -> str:
+    return "".join(piece.rstrip(" ") + "\n" for piece in _cut(text, width).split("\n")[:-1])
+
+
+def test_a_wrapped_paste_whose_rows_lost_their_trailing_spaces_keeps_its_frames(tmp_path):
+    # tmux's capture-pane and screen's hardcopy trim each row: a frame row cut at the space
+    # before its function name ends ', in', and the name on the next row is no exception line.
+    for log in (AUX, LOGS / "real" / "sglang-4289-nccl-init.log"):
+        plain = log.read_text(encoding="utf-8")
+        expected = _roots(triage_paths([str(log)]))
+        cut_frames = 0
+        for width in range(60, 201):
+            text = _cut_trimmed(plain, width)
+            if not any(row.endswith(", in") for row in text.split("\n")):
+                continue
+            cut_frames += 1
+            path = tmp_path / f"trimmed{width}.log"
+            path.write_text(text, encoding="utf-8")
+            assert _roots(triage_paths([str(path)])) == expected, (log.name, width)
+        assert cut_frames >= 2, log.name
+
+
 def test_a_wrapped_paste_keeps_the_file_s_line_numbers(tmp_path):
     header = (
         "[2026-12-03 14:50:12 PP1 TP0] Scheduler hit an exception: Traceback (most recent call "
@@ -145,6 +242,48 @@ def test_loki_s_query_api_response_is_read_as_its_lines_and_names_the_pod(tmp_pa
         assert any(s["where"] == "the pod spec" for s in steps)
         assert any((s["argv"] or [""])[0] == "kubectl" for s in steps)
         assert not any("export" in (s["argv"] or []) for s in steps)
+
+
+def test_a_loki_stream_s_many_labels_are_not_copied_into_every_line(tmp_path):
+    lines = AUX.read_text(encoding="utf-8").splitlines()
+    lines = lines + ["[2026-12-03 14:56:09 PP0 TP0] Decode batch, #running-req: 1"] * 400
+    expected = _roots(triage_paths([str(AUX)]))
+    labels = {f"label_{n}": "v" * 60 for n in range(600)}
+    labels.update(namespace="llm", pod="sglang-pp-0", container="sglang")
+    text = _loki(lines, labels).encode("utf-8")
+    out = records(io.BytesIO(text), "loki.json").read()
+    # every line's record is its line and a bounded part of the labels, not all 600 of them
+    assert out.count(b"\n") == len(lines)
+    assert len(out) < 2 * len(text)
+    assert b"label_" not in out
+    path = tmp_path / "loki.json"
+    path.write_bytes(text)
+    report = triage_paths([str(path)])
+    assert _roots(report) == expected
+    assert any(s["where"] == "the pod spec" for s in report.data["steps"])
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    labels=st.dictionaries(st.text(max_size=20), st.text(max_size=400), max_size=30),
+    count=st.integers(min_value=1, max_value=40),
+)
+def test_a_loki_record_s_size_is_bounded_whatever_its_stream_s_labels(labels, count):
+    values = [[str(n), "[2026-12-03 14:56:09 PP0 TP0] x"] for n in range(count)]
+    document = {"status": "success", "data": {"result": [{"stream": labels, "values": values}]}}
+    out = records(io.BytesIO(json.dumps(document).encode("utf-8")), "loki.json").read()
+    got = [json.loads(line) for line in out.splitlines()]
+    assert [r["line"] for r in got] == [v[1] for v in values]
+    for record in got:
+        assert set(record["labels"]) <= {
+            "namespace",
+            "pod",
+            "pod_name",
+            "container",
+            "container_name",
+        }
+        assert all(len(value) <= 253 for value in record["labels"].values())
+        assert all(labels[key] == value for key, value in record["labels"].items())
 
 
 def test_a_json_array_of_records_on_one_line_is_read_record_by_record(tmp_path):

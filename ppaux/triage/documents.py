@@ -8,7 +8,8 @@ such a file is one line, or brackets and quoted strings.
 
 :func:`is_document` tells such a file from its head (JSON lines start a record on each line);
 :func:`records` reads the document whole, bounded by ``Limits.max_log_document``, and gives it
-back as one JSON record per line (a Loki value as ``{"ts": ..., "line": ..., "labels": ...}``),
+back as one JSON record per line (a Loki value as ``{"ts": ..., "line": ..., "labels": ...}``,
+its stream's labels cut to those naming a pod, so that the cost stays linear in the input),
 which :mod:`ppaux.triage.envelopes` peels as any other record. In such a log a record's number
 stands for its line number: the document's records that hold a log line are numbered in order
 from 1.
@@ -34,6 +35,13 @@ _MESSAGES = frozenset(
     ("log", "line", "textPayload", "MESSAGE", "message", "msg", "Line", "@message", "jsonPayload")
 )
 
+
+#: The stream labels a record keeps: those that name a pod or container (what
+#: :mod:`ppaux.triage.envelopes` and the Kubernetes advice read), where the value is a
+#: Kubernetes name (253 characters at most). A stream's other labels are dropped: copied into
+#: every record, they would cost (labels) x (lines).
+_KEPT_LABELS = ("namespace", "pod", "pod_name", "container", "container_name")
+_KUBERNETES_NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,252}")
 
 #: The start of Loki's query API response.
 _LOKI = re.compile(rb'^\{\s*"(?:status|data)"\s*:\s*(?:"success"|\{\s*"resultType")')
@@ -68,8 +76,7 @@ def _lines_of(document: Any) -> Iterator[dict[str, Any]]:
         for stream in result:
             if not isinstance(stream, dict):
                 continue
-            labels = stream.get("stream")
-            labels = labels if isinstance(labels, dict) else {}
+            labels = _kept(stream.get("stream"))
             values = stream.get("values")
             for value in values if isinstance(values, list) else []:
                 if isinstance(value, list) and len(value) >= 2 and isinstance(value[1], str):
@@ -81,6 +88,18 @@ def _lines_of(document: Any) -> Iterator[dict[str, Any]]:
             yield from _lines_of(items)
             return
     yield document
+
+
+def _kept(labels: object) -> dict[str, str]:
+    """The labels of a stream that a record keeps (see ``_KEPT_LABELS``)."""
+    if not isinstance(labels, dict):
+        return {}
+    kept = {}
+    for key in _KEPT_LABELS:
+        value = labels.get(key)
+        if isinstance(value, str) and _KUBERNETES_NAME.fullmatch(value) is not None:
+            kept[key] = value
+    return kept
 
 
 def records(stream: BinaryIO, name: str, limit: int = Limits().max_log_document) -> BinaryIO:

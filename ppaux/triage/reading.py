@@ -28,6 +28,7 @@ from ppaux.triage.lineformat import (
     torch_rank,
     unwrap,
 )
+from ppaux.triage.pastemarks import Unmarked, paste_mark
 from ppaux.triage.records import (
     Event,
     Failure,
@@ -452,6 +453,13 @@ def read_log(
         head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
         if is_document(head):
             stream = records(opened, source.name, limits.max_log_document)
+            head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
+        mark = paste_mark(head)
+        if mark is not None and (
+            mark.depth or (wrap_width(head) is None and wrap_width(mark.peel_head(head)))
+        ):  # a quote, or an indentation or numbers that hide a terminal's wrapping
+            unmarked = Unmarked(stream, mark, limits.max_log_line)
+            stream = cast(BinaryIO, io.BufferedReader(unmarked, buffer_size=1 << 20))
             head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
         width = None if _source_code(head) else wrap_width(head)
         if width is not None:

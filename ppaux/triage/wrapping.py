@@ -11,8 +11,10 @@ record of its own. :func:`wrap_width` finds ``W`` from the head; :class:`Unwrapp
 each line of exactly ``W`` characters with the line after it, unless that line starts a record
 (a sglang prefix, a frame, a traceback header, a timestamp, a level, the same three
 characters as the line before it: rows of a table alike in length, or the same two marks: a
-quote's ``> `` or an indentation the paste put before every line). Line numbers stay the
-file's: :meth:`Unwrapped.physical` maps a joined line's number back to its first piece's.
+quote's ``> `` or an indentation the paste put before every line). A frame line cut at the
+space before its function name, that space trimmed (a row one short of ``W``), is joined to the
+name with the space put back. Line numbers stay the file's: :meth:`Unwrapped.physical` maps a
+joined line's number back to its first piece's.
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ _STARTS = re.compile(
 _PREFIX_ONLY = re.compile(r"\S\]$")
 #: A whole frame line: the indented code line after it is its own line.
 _FRAME = re.compile(r'\s*File ".*", line \d+, in \S+$')
+#: A frame line cut at the space before its function name, that space trimmed (what tmux's
+#: ``capture-pane`` and screen's hardcopy write): never whole, its function name comes next.
+_CUT_FRAME = re.compile(r'File ".*", line \d+, in$')
 
 
 def _continues(line: str, following: str) -> bool:
@@ -55,6 +60,15 @@ def _continues(line: str, following: str) -> bool:
     if following[:2] == line[:2] and not any(c.isalnum() for c in line[:2]):
         return False  # the paste's own mark on every line ('> ', an indentation): a line of its own
     return not (_FRAME.match(line) and following[:1].isspace())
+
+
+def _cut_frame(line: bytes) -> bool:
+    """Whether ``line`` is a frame line cut at the space before its function name."""
+    if not line.endswith(b", in"):
+        return False
+    text = line.decode("utf-8", "replace")
+    start = text.rfind('File "')
+    return start >= 0 and _CUT_FRAME.match(text, start) is not None
 
 
 def wrap_width(head: bytes) -> int | None:
@@ -118,14 +132,17 @@ class Unwrapped(io.RawIOBase):
         while pieces < _MAX_PIECES and len(line) <= self._max_line:
             body = _body(line)
             piece = _body(last).decode("utf-8", "replace")
-            if not last.endswith(b"\n") or len(piece) != self._width:
+            if not last.endswith(b"\n"):
+                break
+            trimmed = len(piece) == self._width - 1 and _cut_frame(body)
+            if len(piece) != self._width and not trimmed:
                 break
             following = self._next()
             text = _body(following).decode("utf-8", "replace")
             if not _continues(body.decode("utf-8", "replace"), text):
                 self._pending = following or None
                 break
-            line, last = body + following, following
+            line, last = body + (b" " if trimmed else b"") + following, following
             pieces += 1
         self._line += 1
         if pieces > 1:
