@@ -717,3 +717,26 @@ def test_wrapper_subclass_of_a_class_without_torch_dispatch(tmp_path, cls):
     assert found["PP117"].startswith("error:") and "__torch_dispatch__" in found["PP117"], found
     answer = _default_loads(path)
     assert answer["outcome"] != "loaded" and "__torch_dispatch__" in str(answer["error"]), answer
+
+
+_STATE_ITEMS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=3))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    state=st.one_of(
+        _STATE_ITEMS,
+        st.tuples(),
+        st.lists(_STATE_ITEMS, max_size=5).map(tuple),
+        st.lists(_STATE_ITEMS, max_size=5),
+        st.dictionaries(st.text(max_size=3), _STATE_ITEMS, max_size=3),
+    )
+)
+def test_build_on_a_plain_tensor_is_never_clean(tmp_path_factory, state):
+    # Whatever the state, torch.save never writes BUILD on a tensor, and the default loader's
+    # set_(*state) either refuses it or reshapes the tensor: an error finding, never clean.
+    encoded = pickle.dumps(state, protocol=2)[2:-1]  # the state's opcodes, without PROTO/STOP
+    path = _hand_file(tmp_path_factory.mktemp("build"), "build.pt", _hand_tensor() + encoded + b"b")
+    found = _inspected(path)
+    assert {"PP117", "PP202"} & set(found), found
+    assert all(found[code].startswith("error:") for code in {"PP117", "PP202"} & set(found))
