@@ -127,13 +127,12 @@ def test_requires_grad_files_are_what_the_script_writes(name):
     ("name", "cls", "requires_grad"),
     [
         ("requires_grad_rebuild_arg.pt", "torch.Tensor", True),
-        ("requires_grad_build_state.pt", "torch.Tensor", True),
         ("requires_grad_parameter_false.pt", "torch.nn.parameter.Parameter", False),
     ],
 )
 def test_ppaux_reads_requires_grad_as_torch_sets_it(name, cls, requires_grad, sandbox):
     # torch.load reads the tensor so (the expected values are torch's semantics: the rebuild's
-    # argument, Tensor.__setstate__'s first item, a Parameter's own argument); ppaux's reading,
+    # argument, a Parameter's own argument); ppaux's reading,
     # rebuilt, says the same, and inspect reports the same requires_grad.
     theirs = sandbox.load(KEPT / name)
     ours = harness.ppaux_view(str(KEPT / name))
@@ -164,3 +163,16 @@ def test_a_requires_grad_torch_refuses_is_pp117(name, reason, sandbox):
     ours = harness.ppaux_view(str(KEPT / name))
     assert ours.verdict == "refused" and ours.codes == {"PP117"}, ours
     assert "requires_grad" in ours.reason or "require gradients" in ours.reason
+
+
+def test_build_on_a_tensor_is_refused_as_the_default_loader_refuses_it(sandbox):
+    # weights_only=False runs BUILD as Tensor.__setstate__ (requires_grad from the state);
+    # torch.load's default, weights_only=True, runs tensor.set_(*state), which refuses a bool.
+    # ppaux reports what the default loader does: it refuses the file.
+    name = "requires_grad_build_state.pt"
+    theirs = sandbox.load(KEPT / name)
+    assert theirs["outcome"] == "loaded", theirs
+    assert theirs["value"][1][0][1][-4:-1] == ["torch.Tensor", "cpu", True]
+    ours = harness.ppaux_view(str(KEPT / name))
+    assert ours.verdict == "refused" and ours.codes == {"PP117"}, ours
+    assert "set_" in ours.reason

@@ -8,6 +8,7 @@ and must be reported there (PP118) whatever torch.load makes of it, which the sa
 from __future__ import annotations
 
 import io
+import json
 import pickle
 import struct
 import sys
@@ -575,3 +576,167 @@ def test_backward_hooks_as_a_plain_dict(tmp_path, sandbox):
     found = _codes(path)
     assert found["PP118"].startswith("error:") and "backward hooks" in found["PP118"], found
     assert sandbox.load(path)["outcome"] in ("loaded", "refused", "blocked")
+
+
+# -- what torch.save never writes, read as torch's default (weights-only) loader reads it -------
+
+PROBE = Path(__file__).resolve().parent / "weights_only_probe.py"
+
+
+def _default_loads(path: Path) -> dict[str, str | None]:
+    """torch.load(path) with its default weights_only=True, in a child process."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run(
+        [sys.executable, str(PROBE)],
+        input=f"{path}\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=True,
+    )
+    answer: dict[str, str | None] = json.loads(done.stdout.splitlines()[0])
+    return answer
+
+
+def _inspected(path: Path) -> dict[str, str]:
+    """The findings ``ppaux inspect`` reports for ``path``, by code."""
+    from ppaux.dump import inspect_paths
+
+    report = inspect_paths([str(path)])
+    return {f.code: f"{f.severity.value}: {f.message}" for f in report.findings}
+
+
+def _text_op(value: str) -> bytes:
+    raw = value.encode()
+    return b"X" + struct.pack("<I", len(raw)) + raw
+
+
+def _hand_tensor(storage: str = "FloatStorage", numel: int = 3) -> bytes:
+    """_rebuild_tensor_v2 of storage '0' as a (numel,) tensor, as opcodes without memo."""
+    pid = b"(" + _text_op("storage") + f"ctorch\n{storage}\n".encode()
+    pid += _text_op("0") + _text_op("cpu") + bytes([0x4B, numel]) + b"t"
+    hooks = b"ccollections\nOrderedDict\n)R"
+    args = b"(" + pid + b"QK\x00" + bytes([0x4B, numel, 0x85, 0x4B, 1, 0x85]) + b"\x89" + hooks
+    return b"ctorch._utils\n_rebuild_tensor_v2\n" + args + b"tR"
+
+
+def _hand_file(tmp_path: Path, name: str, value: bytes, item: int = 4) -> Path:
+    """An archive of {'a': value} around hand-made opcodes, storage '0' of 3 items."""
+    pkl = b"\x80\x02}" + _text_op("a") + value + b"s."
+    return _torch_archive(tmp_path / name, pkl, {"0": bytes(range(3 * item))})
+
+
+@pytest.mark.parametrize("first", [b"\x89", b"\x88"], ids=["false", "true"])
+def test_build_on_a_tensor_with_setstate_arguments_is_refused(tmp_path, first):
+    # torch's weights-only loader runs BUILD on a plain tensor as tensor.set_(*state), which
+    # takes no (requires_grad, _, hooks) triple; torch.save never writes BUILD on a tensor.
+    state = b"(" + first + b"Nccollections\nOrderedDict\n)Rt"
+    path = _hand_file(tmp_path, "build.pt", _hand_tensor() + state + b"b")
+    found = _inspected(path)
+    assert found["PP117"].startswith("error:") and "set_" in found["PP117"], found
+    answer = _default_loads(path)
+    assert answer["outcome"] != "loaded" and "set_" in str(answer["error"]), answer
+
+
+def test_build_on_a_tensor_that_set_reads_is_not_clean(tmp_path, sandbox):
+    # An empty state: set_() makes the tensor empty under the default loader, while
+    # weights_only=False (Tensor.__setstate__) refuses it. Either way it is not clean.
+    path = _hand_file(tmp_path, "build_empty.pt", _hand_tensor() + b")b")
+    found = _inspected(path)
+    assert found["PP202"].startswith("error:") and "set_" in found["PP202"], found
+    assert _default_loads(path)["outcome"] == "loaded"
+    assert sandbox.load(path)["outcome"] == "refused"
+
+
+@pytest.mark.parametrize(
+    ("state", "kind"),
+    [(b"K\x05", "int"), (b"(K\x01K\x02l", "list"), (b"(NNNt", "tuple")],
+)
+def test_parameter_state_of_a_shape_torch_save_never_writes(tmp_path, state, kind):
+    # _set_obj_state takes None, a dict, or a (dict, slots) pair; anything else fails.
+    value = (
+        b"ctorch._utils\n_rebuild_parameter_with_state\n("
+        + _hand_tensor()
+        + b"\x89ccollections\nOrderedDict\n)R"
+        + state
+        + b"tR"
+    )
+    path = _hand_file(tmp_path, f"param_{kind}.pt", value)
+    found = _inspected(path)
+    assert found["PP117"].startswith("error:"), found
+    assert "_rebuild_parameter_with_state" in found["PP117"], found
+    assert _default_loads(path)["outcome"] != "loaded"
+
+
+def test_parameter_called_by_reduce_on_an_integer_tensor(tmp_path):
+    # torch.nn.Parameter(t) requires gradients by default: torch refuses an int64 tensor.
+    value = b"ctorch.nn.parameter\nParameter\n(" + _hand_tensor("LongStorage") + b"tR"
+    path = _hand_file(tmp_path, "param_int.pt", value, item=8)
+    found = _inspected(path)
+    assert found["PP117"].startswith("error:") and "int64" in found["PP117"], found
+    answer = _default_loads(path)
+    assert answer["outcome"] != "loaded" and "gradients" in str(answer["error"]), answer
+
+
+def test_parameter_called_by_reduce_is_not_as_torch_save_writes_it(tmp_path):
+    # torch loads it (a Parameter), but torch.save writes a Parameter with _rebuild_parameter.
+    class ParameterByReduce:  # pickled as the call torch.nn.Parameter(tensor, False)
+        def __reduce__(self) -> tuple[object, ...]:
+            return (torch.nn.Parameter, (torch.ones(3), False))
+
+    path = _saved(tmp_path, "param_reduce.pt", {"a": ParameterByReduce()})
+    assert b"Parameter\n" in _data_pkl(path) and b"_rebuild_parameter" not in _data_pkl(path)
+    found = _inspected(path)
+    assert found["PP118"].startswith("error:") and "REDUCE" in found["PP118"], found
+    assert "PP101" not in found, found
+    assert _default_loads(path)["outcome"] == "loaded"
+    saved = _saved(tmp_path, "param_saved.pt", {"a": torch.nn.Parameter(torch.ones(3))})
+    assert read_dump(saved).deviation is None
+
+
+@pytest.mark.parametrize("cls", [b"ctorch\nTensor\n", b"ctorch.nn.parameter\nParameter\n"])
+def test_wrapper_subclass_of_a_class_without_torch_dispatch(tmp_path, cls):
+    value = (
+        b"ctorch._utils\n_rebuild_wrapper_subclass\n("
+        + cls
+        + b"ctorch\nfloat32\nK\x03\x85K\x01\x85K\x00"
+        + b"ctorch.serialization\n_get_layout\n"
+        + _text_op("torch.strided")
+        + b"\x85R"
+        + b"ctorch\ndevice\n"
+        + _text_op("cpu")
+        + b"\x85R\x89tR"
+    )
+    path = _hand_file(tmp_path, "wrapper.pt", value)
+    found = _inspected(path)
+    assert found["PP117"].startswith("error:") and "__torch_dispatch__" in found["PP117"], found
+    answer = _default_loads(path)
+    assert answer["outcome"] != "loaded" and "__torch_dispatch__" in str(answer["error"]), answer
+
+
+_STATE_ITEMS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=3))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    state=st.one_of(
+        _STATE_ITEMS,
+        st.tuples(),
+        st.lists(_STATE_ITEMS, max_size=5).map(tuple),
+        st.lists(_STATE_ITEMS, max_size=5),
+        st.dictionaries(st.text(max_size=3), _STATE_ITEMS, max_size=3),
+    )
+)
+def test_build_on_a_plain_tensor_is_never_clean(tmp_path_factory, state):
+    # Whatever the state, torch.save never writes BUILD on a tensor, and the default loader's
+    # set_(*state) either refuses it or reshapes the tensor: an error finding, never clean.
+    encoded = pickle.dumps(state, protocol=2)[2:-1]  # the state's opcodes, without PROTO/STOP
+    path = _hand_file(tmp_path_factory.mktemp("build"), "build.pt", _hand_tensor() + encoded + b"b")
+    found = _inspected(path)
+    assert {"PP117", "PP202"} & set(found), found
+    assert all(found[code].startswith("error:") for code in {"PP117", "PP202"} & set(found))

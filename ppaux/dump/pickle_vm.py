@@ -20,7 +20,15 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from ppaux.dump.model import GlobalRef, NdArrayRef, NumpyDtype, Opaque, TensorRef, TypeRef
+from ppaux.dump.model import (
+    GlobalRef,
+    NdArrayRef,
+    NumpyDtype,
+    Opaque,
+    StorageRef,
+    TensorRef,
+    TypeRef,
+)
 from ppaux.errors import DumpError, LimitExceeded
 from ppaux.limits import Limits
 from ppaux.text import shown
@@ -384,7 +392,12 @@ class Machine:
                 raise self.error(f"unexpected arguments to {func.name} ({exc})") from None
             except RecursionError:
                 raise self.error(f"arguments to {func.name} nest too deeply") from None
-        if via == "new" and isinstance(func, TypeRef) and func.name in _PARAMETER_TYPES:
+        if isinstance(func, TypeRef) and func.name in _PARAMETER_TYPES:
+            if via != "new":
+                self.deviate(
+                    "torch.nn.Parameter called by REDUCE (torch.save writes a Parameter "
+                    "with _rebuild_parameter)"
+                )
             return _new_parameter(self, args)
         if isinstance(func, GlobalRef):
             return Opaque(func.name, via, args)
@@ -401,6 +414,8 @@ class Machine:
     def build(self, obj: Any, state: Any) -> None:
         """Apply BUILD state to a stand-in object."""
         if isinstance(obj, TensorRef) and obj.storage is not None and obj.kind == "dense":
+            if obj.subclass is None:
+                _build_plain_tensor(self, state)
             _build_tensor(self, obj, state)
         elif isinstance(obj, (Opaque, TensorRef)):
             obj.state = state
@@ -500,8 +515,37 @@ def set_requires_grad(m: Machine, tensor: TensorRef, value: Any, by: str) -> Non
     tensor.requires_grad = value
 
 
+def _build_plain_tensor(m: Machine, state: Any) -> None:
+    """BUILD on a plain tensor, as torch's default (weights-only) loader runs it: torch 2.13's
+    ``_weights_only_unpickler`` calls ``tensor.set_(*state)``, which replaces the tensor's
+    storage and shape (an empty state makes it an empty tensor) or refuses arguments that are
+    not a storage or tensor. torch.save never writes BUILD on a tensor (its reduction carries
+    no state), so the file is refused, with torch's reason where set_ refuses."""
+    from ppaux.errors import ReadMismatch, TorchRefuses
+
+    if not isinstance(state, (tuple, list, dict, str, bytes)):
+        raise TorchRefuses(
+            m.path,
+            f"torch.load refuses the file: BUILD on a tensor with a {type(state).__name__} "
+            "state (torch's weights-only loader calls set_(*state))",
+        )
+    items = list(state)
+    if items and not isinstance(items[0], (StorageRef, TensorRef)):
+        raise TorchRefuses(
+            m.path,
+            "torch.load refuses the file: BUILD on a tensor calls set_(*state) with a "
+            f"{type(items[0]).__name__} first (set_ takes a storage or a tensor)",
+        )
+    raise ReadMismatch(
+        m.path,
+        "BUILD on a tensor (torch's weights-only loader calls set_(*state), which replaces "
+        "the tensor's storage and shape; torch.save never writes it): not modelled",
+    )
+
+
 def _build_tensor(m: Machine, tensor: TensorRef, state: Any) -> None:
-    """BUILD on a tensor, as pickle calls ``Tensor.__setstate__`` (torch 2.13): a state of 3
+    """BUILD on a Parameter (a plain tensor is refused first by :func:`_build_plain_tensor`),
+    as torch's loader calls ``Tensor.__setstate__`` (torch 2.13): a state of 3
     items sets requires_grad and the backward hooks (a no-op for hooks None or empty); 4 items
     call ``set_`` and 5 replace the data, which ppaux does not model (refused, PP202); any
     other state makes torch fail (refused, PP117)."""
@@ -925,7 +969,7 @@ def _new_parameter(m: Machine, args: tuple[Any, ...]) -> TensorRef:
         raise m.error("torch.nn.Parameter created from something that is not a tensor")
     tensor = args[0]
     tensor.subclass = "torch.nn.parameter.Parameter"
-    tensor.requires_grad = args[1] if len(args) == 2 and isinstance(args[1], bool) else True
+    set_requires_grad(m, tensor, args[1] if len(args) == 2 else True, "torch.nn.Parameter")
     return tensor
 
 

@@ -204,9 +204,41 @@ def _rebuild_parameter(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     tensor.subclass = "torch.nn.parameter.Parameter"
     set_requires_grad(m, tensor, args[1], "Parameter")
     if len(args) == 4:
+        _check_obj_state(m, args[3])
         check_state(m, args[3], "_rebuild_parameter_with_state")
         tensor.state = args[3]
     return tensor
+
+
+def _check_obj_state(m: Machine, state: Any) -> None:
+    """Refuse a Parameter state that torch's ``_set_obj_state`` (torch/_utils.py, 2.13) fails
+    on: a tuple must be (dict state, slots state), and each part that is not empty is a dict
+    whose keys become attribute names (strings). torch.save writes the state
+    ``__getstate__`` gives (None, a dict, or such a pair), so anything else cannot load."""
+    from ppaux.errors import TorchRefuses
+
+    if isinstance(state, tuple) and len(state) != 2:
+        raise TorchRefuses(
+            m.path,
+            f"torch.load refuses the file: _rebuild_parameter_with_state has a state of "
+            f"{len(state)} items (torch unpacks a (dict, slots) pair)",
+        )
+    parts = state if isinstance(state, tuple) else (state,)
+    for part in parts:
+        if not part:
+            continue
+        if not isinstance(part, dict):
+            raise TorchRefuses(
+                m.path,
+                "torch.load refuses the file: _rebuild_parameter_with_state sets attributes "
+                f"from a {type(part).__name__}, not a dict",
+            )
+        if any(not isinstance(key, str) for key in part):
+            raise TorchRefuses(
+                m.path,
+                "torch.load refuses the file: _rebuild_parameter_with_state sets an "
+                "attribute whose name is not a string",
+            )
 
 
 def _rebuild_sparse_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
@@ -255,8 +287,24 @@ def _rebuild_meta(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     return tensor
 
 
+#: The classes torch's weights-only loader knows that have no __torch_dispatch__ of their own.
+_NO_DISPATCH = frozenset(
+    {"torch.Tensor", "torch._tensor.Tensor", "torch.nn.parameter.Parameter", "torch.nn.Parameter"}
+)
+
+
 def _rebuild_wrapper_subclass(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     cls, dtype, size, stride, offset, layout, device, _requires_grad = args
+    if name_of(cls) in _NO_DISPATCH:
+        from ppaux.errors import TorchRefuses
+
+        # torch.Tensor._make_wrapper_subclass needs a class with its own __torch_dispatch__;
+        # torch.save writes this rebuild only for such a subclass.
+        raise TorchRefuses(
+            m.path,
+            f"torch.load refuses the file: _rebuild_wrapper_subclass of {name_of(cls)}, "
+            "which does not define __torch_dispatch__",
+        )
     tensor = TensorRef(
         _dtype_name(m, dtype),
         *_size_stride(m, size, stride),
