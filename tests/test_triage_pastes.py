@@ -7,7 +7,6 @@ from __future__ import annotations
 import bz2
 import io
 import json
-import time
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -460,7 +459,9 @@ def test_epoch_then_rfc3339_rows_are_peeled_and_the_time_shown_is_rfc3339(tmp_pa
     assert _roots(report) == expected
 
 
-def test_a_one_megabyte_wrapped_paste_and_loki_document_are_read_within_two_seconds(tmp_path):
+def test_a_one_megabyte_wrapped_paste_and_loki_document_keep_their_root(tmp_path):
+    # Their cost (within 2 s of CPU and 250 MB) is measured by benchmarks/bench_triage.py
+    # --small, not here: a timed test fails on a loaded machine.
     lines = AUX.read_text(encoding="utf-8").splitlines()
     healthy = [
         f"[2026-12-03 14:55:{n % 60:02d} PP0 TP0] Decode batch, #running-req: 12, #token: {n}, "
@@ -474,9 +475,7 @@ def test_a_one_megabyte_wrapped_paste_and_loki_document_are_read_within_two_seco
     loki.write_text(_loki(body, {"pod": "sglang-0"}), encoding="utf-8")
     for path in (wrapped, loki):
         assert path.stat().st_size >= 1 << 20
-        start = time.process_time()
         report = triage_paths([str(path)])
-        assert time.process_time() - start < 2.0
         assert [r[0] for r in _roots(report)] == ["PP801"]
 
 
