@@ -387,3 +387,43 @@ def test_a_tensors_digest_is_that_of_its_row_major_bytes(dtype, shape, transpose
     # Digested a chunk at a time (chunk elements), wherever the chunks fall.
     with mock.patch("ppaux.observer.compare._CHUNK", chunk):
         assert record(tensor)["sha256"] == hashlib.sha256(expected).hexdigest()
+
+
+_PLAIN = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=300),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(before=st.lists(_PLAIN, max_size=20), value=_PLAIN)
+def test_a_plain_values_record_does_not_depend_on_what_was_recorded_before(before, value):
+    # Records of plain values are kept and handed out again; what comes out must be what a
+    # first record of that value says: its own type and its own text, whatever came before
+    # (1 after True, -0.0 after 0.0, one NaN after another).
+    import math
+
+    from ppaux.observer.compare import record
+
+    for earlier in before:
+        record(earlier)
+    made = record(value)
+    assert made["kind"] == "value"
+    assert made["type"] == type(value).__name__
+    if isinstance(value, float) and not math.isnan(value):
+        assert made["text"] == repr(value)
+    if isinstance(value, float) and value == 0:
+        # A float compares as Python's == does: -0.0 equals 0.0 (its text still tells them).
+        assert made["key"] == "0.0"
+
+
+def test_equal_plain_values_of_other_types_or_signs_keep_their_own_records():
+    from ppaux.observer.compare import record
+
+    assert record(True)["type"] == "bool" and record(1)["type"] == "int"
+    assert record(1)["type"] == "int" and record(True)["type"] == "bool"
+    assert record(0.0)["text"] == "0.0" and record(-0.0)["text"] == "-0.0"
+    assert record(float("nan"))["key"] == record(float("-nan"))["key"] == "nan"

@@ -88,9 +88,11 @@ def leaves(obj: Any, prefix: str = "", depth: int = 0, skip: Skip | None = None)
     list)`` items: only the items after them are walked, and more than :data:`MAX_ITEMS` of
     them are one leaf ``path[start:]``; a list with nothing after them gives no leaf (nor does
     a holder whose every child gave none). Without ``skip``, every walk gives a leaf."""
+    if isinstance(obj, _SCALARS) or depth >= MAX_DEPTH:
+        return {prefix: obj}
     import torch
 
-    if isinstance(obj, (torch.Tensor, _SCALARS)) or depth >= MAX_DEPTH:
+    if isinstance(obj, torch.Tensor):
         return {prefix: obj}
     if isinstance(obj, dict):
         if len(obj) > MAX_ITEMS:
@@ -273,9 +275,44 @@ def _value_key(value: Any, text: str) -> str:
     return "sha256:" + _sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+#: Records of plain values (exactly ``int``, ``bool``, ``None``, a ``str`` of at most
+#: :data:`_KEPT_TEXT` characters, ``float``) already made, by type and value: a request's
+#: fields hold the same few values at every step. Such a value's record depends on nothing but
+#: its type and its value (no method of the target's runs for it), and a record is never
+#: changed once made. At most :data:`_KEPT_RECORDS` are kept; then the memo starts again.
+_MADE: dict[tuple[type, Any], dict[str, Any]] = {}
+_KEPT_RECORDS = 4096
+_KEPT_TEXT = 256
+
+
+def _plain_key(value: Any) -> tuple[type, Any] | None:
+    """The memo's key for ``value``, or None when its record is made afresh each time."""
+    kind = type(value)
+    if kind is float:
+        # hex() tells -0.0 from 0.0 and every NaN from a number, where == would not.
+        return (kind, value.hex())
+    if kind is int or kind is bool or value is None:
+        return (kind, value)
+    if kind is str and len(value) <= _KEPT_TEXT:
+        return (kind, value)
+    return None
+
+
 def record(value: Any) -> dict[str, Any]:
     """A leaf as plain data: see the module's docstring. ``repr`` of a non-tensor leaf runs its
     own ``__repr__``, which may raise (the caller says whose failure that is)."""
+    key = _plain_key(value)
+    if key is not None:
+        made = _MADE.get(key)
+        if made is None:
+            if len(_MADE) >= _KEPT_RECORDS:
+                _MADE.clear()
+            made = _MADE[key] = _made(value)
+        return made
+    return _made(value)
+
+
+def _made(value: Any) -> dict[str, Any]:
     import torch
 
     if isinstance(value, torch.Tensor):
