@@ -194,6 +194,12 @@ def refusal(data: bytes) -> tuple[int, str] | None:
 
 
 def _walk(data: bytes) -> tuple[int, str] | None:
+    """The first opcode the weights-only reader would refuse in ``data``, as (offset, why).
+
+    One function on purpose, past the usual length: it is one machine over the bytes (its
+    stack, marks and memo), and each opcode's rule reads and changes that state at once; split
+    into helpers, each would take and hand back all of it. Raises ``_Stop`` where the reader
+    would stop without a verdict of its own."""
     stack: list[_Global | _Value] = []
     metastack: list[list[_Global | _Value]] = []
     memo: dict[int, _Global | _Value] = {}
