@@ -99,24 +99,35 @@ def test_an_item_changed_in_place_is_still_compared(tmp_path, monkeypatch):
     assert "PP712" in codes, codes
 
 
-@settings(max_examples=60, deadline=None)
+def _fresh(number: int) -> int:
+    # An int equal to ``number`` but a new object (past CPython's small-int cache): a value
+    # recomputed at each step, equal to the last one and not the same object.
+    return int(str(number + 10**12)) - 10**12 if number > 256 else number
+
+
+@settings(max_examples=80, deadline=None)
 @given(
     st.lists(
         st.tuples(
             st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), max_size=4),
             st.sampled_from(["keep", "copy single", "copy pp", "copy both"]),
+            st.sampled_from(["keep", "set single", "set pp", "set both"]),
+            st.sampled_from([0, 1, 300, 301]),
         ),
         max_size=12,
     )
 )
 def test_step_records_find_every_difference_the_whole_records_do(history):
     # Two requests whose list grows by appends (and is now and then replaced by a copy of
-    # itself, on one side or both): the differences the steps' records show are those of the
-    # requests described whole at the end, neither fewer nor more.
-    single, pp = types.SimpleNamespace(values=[]), types.SimpleNamespace(values=[])
-    walk = RequestWalk(lambda view, skip: compare.records(view, skip))
+    # itself, on one side or both) and whose plain field is set now and then (on one side or
+    # both, to an equal value that is another object or to another value): at every step, each
+    # difference the step's records show is one of the requests described whole then, and
+    # each difference of the whole requests was shown at that step or before.
+    single = types.SimpleNamespace(values=[], mark=_fresh(300))
+    pp = types.SimpleNamespace(values=[], mark=_fresh(300))
+    walk = RequestWalk(lambda view, skip, same: compare.records(view, skip, same))
     seen: set[str] = set()
-    for appended, replace in history:
+    for appended, replace, setting, value in history:
         for left, right in appended:
             single.values.append(left)
             pp.values.append(right)
@@ -124,7 +135,33 @@ def test_step_records_find_every_difference_the_whole_records_do(history):
             single.values = list(single.values)
         if replace in ("copy pp", "copy both"):
             pp.values = list(pp.values)
+        if setting in ("set single", "set both"):
+            single.mark = _fresh(value)
+        if setting in ("set pp", "set both"):
+            pp.mark = _fresh(value)
         [a], [b] = walk.step([single], [pp])
-        seen |= {item.path for item in compare.differences(a, b)}
-    whole = compare.differences(compare.records(single), compare.records(pp))
-    assert seen == {item.path for item in whole}
+        shown = {item.path for item in compare.differences(a, b)}
+        whole = {
+            item.path for item in compare.differences(compare.records(single), compare.records(pp))
+        }
+        assert shown <= whole
+        seen |= shown
+        assert whole <= seen
+
+
+def test_a_field_left_as_it_was_is_not_described_again():
+    # Counted work: a request's plain fields that no step changes are described at the first
+    # step only; a list's new items and a changed field at every step.
+    single = types.SimpleNamespace(values=[], mark="x", fixed=tuple(range(3)), n=7)
+    pp = types.SimpleNamespace(values=[], mark="x", fixed=tuple(range(3)), n=7)
+    walk = RequestWalk(lambda view, skip, same: compare.records(view, skip, same))
+    sizes = []
+    for step in range(5):
+        single.values.append(step)
+        pp.values.append(step)
+        single.mark = pp.mark = f"step {step}"
+        [a], [b] = walk.step([single], [pp])
+        assert a == b
+        sizes.append(sorted(a))
+    assert sizes[0] == [".fixed[0]", ".fixed[1]", ".fixed[2]", ".mark", ".n", ".values[0]"]
+    assert sizes[1:] == [[".mark", f".values[{step}]"] for step in range(1, 5)]

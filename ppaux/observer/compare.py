@@ -79,16 +79,33 @@ def _fields(obj: Any) -> dict[str, Any] | None:
 #: out (described before, and taken as unchanged).
 Skip = Callable[[str, list[Any]], int]
 
+#: ``same(path, value)``: whether :func:`leaves` leaves out the plain value (exactly one of
+#: :data:`_SCALARS`' types) at ``path``: the very object described there before, taken as
+#: unchanged.
+Same = Callable[[str, Any], bool]
 
-def leaves(obj: Any, prefix: str = "", depth: int = 0, skip: Skip | None = None) -> dict[str, Any]:
+_PLAIN = frozenset(_SCALARS)
+
+
+def leaves(
+    obj: Any,
+    prefix: str = "",
+    depth: int = 0,
+    skip: Skip | None = None,
+    same: Same | None = None,
+) -> dict[str, Any]:
     """``{path: leaf}`` for ``obj`` (see the module's docstring). The target's own methods
     (``__getattribute__``, properties, ``__eq__``) may raise here: the caller says whose.
 
     With ``skip``, a list (exactly a ``list``) at a path leaves out its first ``skip(path,
     list)`` items: only the items after them are walked, and more than :data:`MAX_ITEMS` of
     them are one leaf ``path[start:]``; a list with nothing after them gives no leaf (nor does
-    a holder whose every child gave none). Without ``skip``, every walk gives a leaf."""
+    a holder whose every child gave none). With ``same``, a plain value for which
+    ``same(path, value)`` is true gives no leaf either. Without them, every walk gives a
+    leaf."""
     if isinstance(obj, _SCALARS) or depth >= MAX_DEPTH:
+        if same is not None and type(obj) in _PLAIN and same(prefix, obj):
+            return {}
         return {prefix: obj}
     import torch
 
@@ -101,20 +118,20 @@ def leaves(obj: Any, prefix: str = "", depth: int = 0, skip: Skip | None = None)
         walked = False
         for key, value in list(obj.items()):
             walked = True
-            out.update(leaves(value, f"{prefix}[{_key_text(key)}]", depth + 1, skip))
+            out.update(leaves(value, f"{prefix}[{_key_text(key)}]", depth + 1, skip, same))
         return out if out or walked else {prefix: obj}
     if isinstance(obj, (list, tuple)):
         if skip is not None and type(obj) is list:
             start = skip(prefix, obj)
             if start > 0:
-                return _rest(obj, start, prefix, depth, skip)
+                return _rest(obj, start, prefix, depth, skip, same)
         if len(obj) > MAX_ITEMS:
             return {prefix: obj}
         out = {}
         walked = False
         for index, value in enumerate(list(obj)):
             walked = True
-            out.update(leaves(value, f"{prefix}[{index}]", depth + 1, skip))
+            out.update(leaves(value, f"{prefix}[{index}]", depth + 1, skip, same))
         return out if out or walked else {prefix: obj}
     if type(obj).__module__ == "numpy":
         return {prefix: obj}
@@ -127,14 +144,19 @@ def leaves(obj: Any, prefix: str = "", depth: int = 0, skip: Skip | None = None)
         if name.startswith("__"):
             continue
         walked = True
-        out.update(leaves(value, f"{prefix}.{name}", depth + 1, skip))
+        out.update(leaves(value, f"{prefix}.{name}", depth + 1, skip, same))
     # A child that gave nothing was skipped (see above), not empty: it left no leaf, and
     # neither does its holder.
     return out if out or walked else {prefix: obj}
 
 
 def _rest(
-    items: list[Any], start: int, prefix: str, depth: int, skip: Skip | None
+    items: list[Any],
+    start: int,
+    prefix: str,
+    depth: int,
+    skip: Skip | None,
+    same: Same | None = None,
 ) -> dict[str, Any]:
     """The leaves of ``items[start:]`` (see :func:`leaves`): the cost is theirs alone."""
     rest = items[start:]
@@ -142,7 +164,7 @@ def _rest(
         return {f"{prefix}[{start}:]": rest}
     out: dict[str, Any] = {}
     for index, value in enumerate(rest, start):
-        out.update(leaves(value, f"{prefix}[{index}]", depth + 1, skip))
+        out.update(leaves(value, f"{prefix}[{index}]", depth + 1, skip, same))
     return out
 
 
@@ -328,9 +350,11 @@ def _made(value: Any) -> dict[str, Any]:
     }
 
 
-def records(obj: Any, skip: Skip | None = None) -> dict[str, dict[str, Any]]:
-    """``{path: record}`` of ``obj``'s leaves (``skip``: see :func:`leaves`)."""
-    return {path: record(value) for path, value in leaves(obj, skip=skip).items()}
+def records(
+    obj: Any, skip: Skip | None = None, same: Same | None = None
+) -> dict[str, dict[str, Any]]:
+    """``{path: record}`` of ``obj``'s leaves (``skip`` and ``same``: see :func:`leaves`)."""
+    return {path: record(value) for path, value in leaves(obj, skip=skip, same=same).items()}
 
 
 # ----------------------------------------------------------------------------------------------

@@ -6,9 +6,13 @@ it whole at every step would cost the check ``O(n)`` per step, ``O(n**2)`` in al
 target whose own work per step is constant. :class:`RequestWalk` describes each pair of
 requests (single-stage and PP, request ``i`` of each) so that a list that is the same list
 object as at the previous step, and no shorter, is described from where the last description
-ended, on both sides alike; everything else (attributes, dict entries, values) is described
-at every step. A step's records are then what the step added or changed, and the parent
-compares them side by side as it compares whole descriptions.
+ended, and a plain value (an ``int``, ``str``, ``float``... exactly) that is the very object
+the same path held at the previous step is left out: on both sides alike, or on neither (where
+the sides disagree, the pair is described again from what both left out). Everything else
+(holders, tensors, other values) is described at every step. A step's records are then what
+the step added or changed, and the parent compares them side by side as it compares whole
+descriptions: a plain value left out is unchanged on both sides since the last step's records,
+which were compared then.
 
 What this leaves out, an item of such a list changed in place, is caught by the whole
 description both paths' requests get once their batch size ends (the ``requests`` record),
@@ -22,19 +26,29 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ppaux.observer.compare import Same, Skip
+
 __all__ = ["RequestWalk"]
 
 #: (side, request number, path) -> (the list seen there, how many of its items are described).
 _Memo = dict[tuple[int, int, str], tuple[list[Any], int]]
+
+#: (side, request number) -> {path: the plain value seen there at the last step}.
+_Values = dict[tuple[int, int], dict[str, Any]]
+
+#: How one request is described: its view, then ``skip`` and ``same`` (see
+#: :func:`ppaux.observer.compare.leaves`).
+Describe = Callable[[Any, Skip, Same], dict[str, dict[str, Any]]]
 
 
 class RequestWalk:
     """The descriptions of one batch size's requests on both paths (see the module's
     docstring); ``describe`` is how one request is described (records of what it holds)."""
 
-    def __init__(self, describe: Callable[[Any, Any], dict[str, dict[str, Any]]]) -> None:
+    def __init__(self, describe: Describe) -> None:
         self.describe = describe
         self.memo: _Memo = {}
+        self.values: _Values = {}
 
     def step(
         self, single: Sequence[Any], pp: Sequence[Any]
@@ -47,31 +61,61 @@ class RequestWalk:
         for number, (a, b) in enumerate(zip(single, pp, strict=False)):
             starts: tuple[dict[str, int], dict[str, int]] = ({}, {})
             seen: tuple[dict[str, list[Any]], dict[str, list[Any]]] = ({}, {})
+            values: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
+            kept: tuple[set[str], set[str]] = (set(), set())
             found = [
-                self.describe(view, self._skip(side, number, starts[side], seen[side], None))
+                self.describe(
+                    view,
+                    self._skip(side, number, starts[side], seen[side], None),
+                    self._same(side, number, values[side], kept[side], None),
+                )
                 for side, view in enumerate((a, b))
             ]
-            if starts[0] != starts[1]:
-                # A list one side replaced or cut, or that only one side has: both sides are
-                # described from where the earlier of the two starts, so that the records
+            if starts[0] != starts[1] or kept[0] != kept[1]:
+                # A list one side replaced or cut, or that only one side has, or a value only
+                # one side left as it was: both sides are described from where the earlier of
+                # the two starts, and leave out only what both left out, so that the records
                 # line up item for item.
                 common = {
                     path: min(starts[0].get(path, 0), starts[1].get(path, 0))
                     for path in {*starts[0], *starts[1]}
                 }
-                seen = ({}, {})
+                both = kept[0] & kept[1]
+                seen, values = ({}, {}), ({}, {})
                 found = [
                     self.describe(
-                        view, self._skip(side, number, ({}, {})[side], seen[side], common)
+                        view,
+                        self._skip(side, number, ({}, {})[side], seen[side], common),
+                        self._same(side, number, values[side], set(), both),
                     )
                     for side, view in enumerate((a, b))
                 ]
             for side in (0, 1):
                 for path, items in seen[side].items():
                     self.memo[(side, number, path)] = (items, len(items))
+                self.values[(side, number)] = values[side]
             left.append(found[0])
             right.append(found[1])
         return left, right
+
+    def _same(
+        self,
+        side: int,
+        number: int,
+        values: dict[str, Any],
+        kept: set[str],
+        allowed: set[str] | None,
+    ) -> Same:
+        then = self.values.get((side, number), {})
+
+        def same(path: str, value: Any) -> bool:
+            values[path] = value
+            if path in then and then[path] is value and (allowed is None or path in allowed):
+                kept.add(path)
+                return True
+            return False
+
+        return same
 
     def _skip(
         self,

@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ppaux.observer.compare import Skip, leaves, record, records
+from ppaux.observer.compare import Same, Skip, leaves, record, records
 from ppaux.observer.drive import HookFailure, drive_step, shown_path, where_raised
 from ppaux.observer.growth import RequestWalk
 from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_path, single_stage_path
@@ -39,12 +39,14 @@ def _first_line(error: BaseException) -> str:
     return lines[0][:500] if lines else ""
 
 
-def _described(what: str, obj: Any, skip: Skip | None = None) -> dict[str, dict[str, Any]]:
-    """``obj``'s records (``skip``: see :func:`~ppaux.observer.compare.leaves`); anything its
-    own methods raise is the target's failure, raised as
+def _described(
+    what: str, obj: Any, skip: Skip | None = None, same: Same | None = None
+) -> dict[str, dict[str, Any]]:
+    """``obj``'s records (``skip``, ``same``: see :func:`~ppaux.observer.compare.leaves`);
+    anything its own methods raise is the target's failure, raised as
     :class:`~ppaux.observer.drive.HookFailure` with ``what`` was being read."""
     try:
-        return records(obj, skip)
+        return records(obj, skip, same)
     except (Exception, SystemExit, RecursionError) as exc:  # the target's object raised
         raise HookFailure(what, exc) from exc
 
@@ -100,7 +102,7 @@ class _Checks:
         self.emit = emit
         self.subjects: dict[str, Any] = {}
         self.made_sent: set[str] = set()
-        self.walk = RequestWalk(lambda view, skip: _described("a request", view, skip))
+        self.walk = RequestWalk(lambda view, skip, same: _described("a request", view, skip, same))
         #: Whether a path stopped at a step of this batch size: its requests then differ by
         #: what the stopped path did not do, and are not described whole at its end.
         self.faulted = False
@@ -136,7 +138,7 @@ class _Checks:
             return
         single_reqs, pp_reqs = self.m.make_requests(batch_size), self.m.make_requests(batch_size)
         self.subjects.update(observer=self.loaded.observer, rank0=rank0)
-        self.walk = RequestWalk(lambda view, skip: _described("a request", view, skip))
+        self.walk = RequestWalk(lambda view, skip, same: _described("a request", view, skip, same))
         self.faulted = False
         produced: list[tuple[int, Any]] = []
         for index in range(self.options.steps):
@@ -209,7 +211,7 @@ class _Checks:
         self.subjects.update(rank0=rank0)
         batch_size = self.options.batch_sizes[0]
         single_reqs, pp_reqs = self.m.make_requests(batch_size), self.m.make_requests(batch_size)
-        self.walk = RequestWalk(lambda view, skip: _described("a request", view, skip))
+        self.walk = RequestWalk(lambda view, skip, same: _described("a request", view, skip, same))
         self.faulted = False
         last = None
         for index, output in enumerate(outputs):
