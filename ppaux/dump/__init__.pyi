@@ -11,6 +11,7 @@ from .inspection import describe_dump as describe_dump
 from .inspection import inspect_file as inspect_file
 from .inspection import inspect_paths as inspect_paths
 from .model import DTYPE_ITEMSIZE as DTYPE_ITEMSIZE
+from .model import NUMPY_NAMES as NUMPY_NAMES
 from .model import NdArrayRef as NdArrayRef
 from .model import Opaque as Opaque
 from .model import StorageRef as StorageRef
