@@ -53,6 +53,10 @@ class Limits:
     max_files: int = 1_000_000
     #: Bytes of a zip dump read from a stream (stdin), which is held in memory whole.
     max_stream_bytes: int = 4 * 1024 * 1024 * 1024
+    #: Bytes of deflated storage records inflated (and discarded) to check that each inflates
+    #: to its declared size, as torch.load does not. torch.save never deflates a storage; a
+    #: file declaring more is refused as one torch may read otherwise (PP202), unchecked.
+    max_deflated_bytes: int = 64 << 20
     # -- the tensor dicts found, and the report ----------------------------------------------------
     #: Tensor dicts found in one file (each is checked and described); a real dump has one to
     #: three.
@@ -84,6 +88,10 @@ class Limits:
     max_failures: int = 200
     #: Events (watchdog timeouts, signals, captures ...) kept from one log; the rest are counted.
     max_events: int = 2000
+
+    # -- reading fingerprints (check-skew) ---------------------------------------------------------
+    #: Bytes of one fingerprint file, read whole to parse it; a real one is a few kilobytes.
+    max_fingerprint_bytes: int = 16 * 1024 * 1024
 
     def replace(self, **changes: int) -> Limits:
         """A copy with some limits changed."""

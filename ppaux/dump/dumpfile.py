@@ -391,7 +391,7 @@ def _read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
             refusal = torch_refusal(reader)
             if refusal is not None:
                 raise TorchRefuses(path, f"torch.load refuses the file: {refusal}")
-            check_deflated_storages(reader, storages)
+            check_deflated_storages(reader, storages, limits)
             dropped = dropped_bad_view(root, machine.tensors_built, limits)
             if dropped is not None:
                 raise TorchRefuses(

@@ -286,7 +286,12 @@ def inspect_paths(
                 for name in exc.calls
             ]
             report.findings.append(
-                finding(exc.code, shown(exc.path, None), shown(exc.reason, None))
+                finding(
+                    exc.code,
+                    shown(exc.path, None),
+                    shown(exc.reason, None),
+                    suggestions=exc.suggestions,
+                )
             )
         except DumpError as exc:
             # Each problem is one line on stderr, whatever the file is called.
