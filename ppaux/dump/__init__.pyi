@@ -3,7 +3,6 @@ from .capture_format import make_meta as make_meta
 from .checks import check_dump as check_dump
 from .diff import diff_paths as diff_paths
 from .dumpfile import DUMP_SUFFIXES as DUMP_SUFFIXES
-from .dumpfile import Dump as Dump
 from .dumpfile import collect_dumps as collect_dumps
 from .dumpfile import read_dump as read_dump
 from .dumpfile import read_dump_bytes as read_dump_bytes
@@ -26,6 +25,7 @@ from .payload import walk as walk
 from .records import ZIP_READ_ERRORS as ZIP_READ_ERRORS
 from .records import RecordReader as RecordReader
 from .records import torch_byteorder as torch_byteorder
+from .structure import Dump as Dump
 from .trail import culprit_text as culprit_text
 from .trail import read_culprit as read_culprit
 from .trail import read_trail as read_trail
