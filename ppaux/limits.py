@@ -20,7 +20,8 @@ __all__ = ["Limits", "parse_limit", "parse_limits"]
 class Limits:
     """Bounds on the work and memory one file may cost; a file past one is refused, not read
     (except the two ``max_report_*``/``max_findings_*`` bounds, which cut the report instead,
-    and ``max_log_line``, ``max_failures`` and ``max_events``, which cut what a log gives).
+    and ``max_log_line``, ``max_failures`` and ``max_events``, which cut what a log gives; past
+    ``max_deflated_bytes`` a dump is finding PP202).
 
     The defaults are generous for pipeline-parallel tensor dicts (whose ``data.pkl`` is a few
     kilobytes) and small enough that a hostile file costs well under a second and 100 MB.
