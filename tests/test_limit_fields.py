@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from helpers import REPO, cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ppaux.limits import Limits
 from ppaux.suggestions import RaiseLimit
@@ -53,6 +55,21 @@ def test_the_library_carries_the_limit_as_data():
     found, problems = load_paths([str(CONSISTENT)], Limits(max_fingerprint_bytes=10))
     assert found == [] and len(problems) == len(list(CONSISTENT.glob("*.json")))
     assert all(p.reason.endswith("(limit max_fingerprint_bytes=10 reached)") for p in problems)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=1, max_value=20_000))
+def test_max_fingerprint_bytes_refuses_exactly_the_larger_files(limit):
+    from ppaux.skew import FingerprintError, load
+
+    path = CONSISTENT / "pp0.json"
+    if limit >= path.stat().st_size:
+        assert load(str(path), Limits(max_fingerprint_bytes=limit)).source == str(path)
+        return
+    with pytest.raises(FingerprintError) as caught:
+        load(str(path), Limits(max_fingerprint_bytes=limit))
+    assert caught.value.suggestions == (RaiseLimit("max_fingerprint_bytes", limit),)
+    assert f"(limit max_fingerprint_bytes={limit} reached)" in caught.value.reason
 
 
 def _deflated_dump(tmp_path: Path) -> str:
