@@ -105,8 +105,10 @@ def stdin_hint(path: str, example: str) -> str:
     return f"; give - and send it on standard input ({example})" if pipe else ""
 
 
-def read_regular(path: str, max_bytes: int, what: str = "input") -> bytes:
-    """The whole of regular file ``path``, or InputFileError when it is over ``max_bytes``."""
+def read_regular(path: str, max_bytes: int, what: str = "input", limit: str | None = None) -> bytes:
+    """The whole of regular file ``path``, or InputFileError when it is over ``max_bytes``:
+    named as limit ``limit`` of :class:`~ppaux.limits.Limits` (with the suggestion to raise
+    it) when ``max_bytes`` is that limit, else as no ``what`` at all."""
     handle, _ = open_regular(path, what)
     with handle:
         try:
@@ -114,6 +116,10 @@ def read_regular(path: str, max_bytes: int, what: str = "input") -> bytes:
         except OSError as exc:
             raise InputFileError(path, _reason(exc)) from None
     if len(data) > max_bytes:
+        if limit is not None:
+            raise InputFileError(
+                path, f"larger than {max_bytes} bytes {limit_note(limit, max_bytes)}"
+            ).suggest(RaiseLimit(limit, max_bytes))
         raise InputFileError(path, f"larger than {max_bytes} bytes; not a {what}")
     return data
 

@@ -20,7 +20,8 @@ __all__ = ["Limits", "parse_limit", "parse_limits"]
 class Limits:
     """Bounds on the work and memory one file may cost; a file past one is refused, not read
     (except the two ``max_report_*``/``max_findings_*`` bounds, which cut the report instead,
-    and ``max_log_line``, ``max_failures`` and ``max_events``, which cut what a log gives).
+    and ``max_log_line``, ``max_failures`` and ``max_events``, which cut what a log gives; past
+    ``max_deflated_bytes`` a dump is finding PP202).
 
     The defaults are generous for pipeline-parallel tensor dicts (whose ``data.pkl`` is a few
     kilobytes) and small enough that a hostile file costs well under a second and 100 MB.
@@ -53,6 +54,10 @@ class Limits:
     max_files: int = 1_000_000
     #: Bytes of a zip dump read from a stream (stdin), which is held in memory whole.
     max_stream_bytes: int = 4 * 1024 * 1024 * 1024
+    #: Bytes of deflated storage records inflated (and discarded) to check that each inflates
+    #: to its declared size, as torch.load does not. torch.save never deflates a storage; a
+    #: file declaring more is refused as one torch may read otherwise (PP202), unchecked.
+    max_deflated_bytes: int = 64 << 20
     # -- the tensor dicts found, and the report ----------------------------------------------------
     #: Tensor dicts found in one file (each is checked and described); a real dump has one to
     #: three.
@@ -84,6 +89,10 @@ class Limits:
     max_failures: int = 200
     #: Events (watchdog timeouts, signals, captures ...) kept from one log; the rest are counted.
     max_events: int = 2000
+
+    # -- reading fingerprints (check-skew) ---------------------------------------------------------
+    #: Bytes of one fingerprint file, read whole to parse it; a real one is a few kilobytes.
+    max_fingerprint_bytes: int = 16 * 1024 * 1024
 
     def replace(self, **changes: int) -> Limits:
         """A copy with some limits changed."""

@@ -216,7 +216,7 @@ def _hostile_fingerprints(tmp_path: Path) -> dict[str, tuple[str, str]]:
         ),
         "too_big": (
             _write(tmp_path / "big.json", b" " * (16 * 1024 * 1024 + 1)),
-            "larger than 16777216 bytes; not a fingerprint",
+            "larger than 16777216 bytes (limit max_fingerprint_bytes=16777216 reached)",
         ),
         "dev_zero": ("/dev/zero", "is not a regular file (a FIFO, socket or device)"),
         "huge_string": (_write(tmp_path / "huge.json", json.dumps(huge)), ""),
@@ -247,7 +247,9 @@ def test_hostile_fingerprints_through_check_skew(tmp_path):
         _env(),
     )
     for (name, (path, reason)), run in zip(cases.items(), runs, strict=True):
-        assert _one_error_line(run, path) == reason, name
+        # A limit reached is said with the flag that raises it.
+        said = "; raise it with --limit max_fingerprint_bytes=N" if name == "too_big" else ""
+        assert _one_error_line(run, path) == reason + said, name
 
 
 def test_fingerprint_fifo_is_refused(tmp_path):

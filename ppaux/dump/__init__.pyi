@@ -3,7 +3,6 @@ from .capture_format import make_meta as make_meta
 from .checks import check_dump as check_dump
 from .diff import diff_paths as diff_paths
 from .dumpfile import DUMP_SUFFIXES as DUMP_SUFFIXES
-from .dumpfile import Dump as Dump
 from .dumpfile import collect_dumps as collect_dumps
 from .dumpfile import read_dump as read_dump
 from .dumpfile import read_dump_bytes as read_dump_bytes
@@ -11,6 +10,7 @@ from .inspection import describe_dump as describe_dump
 from .inspection import inspect_file as inspect_file
 from .inspection import inspect_paths as inspect_paths
 from .model import DTYPE_ITEMSIZE as DTYPE_ITEMSIZE
+from .model import NUMPY_NAMES as NUMPY_NAMES
 from .model import NdArrayRef as NdArrayRef
 from .model import Opaque as Opaque
 from .model import StorageRef as StorageRef
@@ -25,6 +25,7 @@ from .payload import walk as walk
 from .records import ZIP_READ_ERRORS as ZIP_READ_ERRORS
 from .records import RecordReader as RecordReader
 from .records import torch_byteorder as torch_byteorder
+from .structure import Dump as Dump
 from .trail import culprit_text as culprit_text
 from .trail import read_culprit as read_culprit
 from .trail import read_trail as read_trail

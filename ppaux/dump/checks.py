@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppaux.dump.dumpfile import Dump
 from ppaux.dump.findings_budget import BUDGET, OMITTED, Budget, at
 from ppaux.dump.model import GlobalRef, Opaque, TensorRef, TorchValue
 from ppaux.dump.near_miss import looks_like_prefix
@@ -24,6 +23,7 @@ from ppaux.dump.payload import (
     value_phrase,
     walk,
 )
+from ppaux.dump.structure import Dump
 from ppaux.dump.tensor_checks import device_checks, storage_records, tensor_checks, tensor_views
 from ppaux.limits import Limits
 from ppaux.report import Finding, Severity, cap_per_code, finding

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppaux.dump.digests import NotCompared, StorageRecords, ValueDigests
-from ppaux.dump.dumpfile import Dump
 from ppaux.dump.findings_budget import Budget
 from ppaux.dump.model import TensorRef
 from ppaux.dump.payload import Payload, Tally, key_text, type_name, value_phrase
+from ppaux.dump.structure import Dump
 from ppaux.errors import DumpError, nested_past_recursion
 from ppaux.files import shareable_path
 from ppaux.limits import Limits

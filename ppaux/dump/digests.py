@@ -10,9 +10,9 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
-from ppaux.dump.dumpfile import Dump
 from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, Opaque, StorageRef, TensorRef
 from ppaux.dump.records import RecordReader, torch_byteorder
+from ppaux.dump.structure import Dump
 from ppaux.errors import DumpError, PpauxError
 from ppaux.limits import Limits
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, BinaryIO
 
 from ppaux.dump.checks import check_dump, predict_pop
-from ppaux.dump.dumpfile import Dump, collect_inputs, read_dump, read_dump_stream
+from ppaux.dump.dumpfile import collect_inputs, read_dump, read_dump_stream
 from ppaux.dump.model import TensorRef
 from ppaux.dump.payload import (
     Payload,
@@ -18,6 +18,7 @@ from ppaux.dump.payload import (
     safe_repr,
     walk,
 )
+from ppaux.dump.structure import Dump
 from ppaux.dump.trail import culprit_text, read_culprit, read_trail, trail_findings, trail_text
 from ppaux.errors import DumpError, ReadMismatch
 from ppaux.files import stdin_hint
@@ -286,7 +287,12 @@ def inspect_paths(
                 for name in exc.calls
             ]
             report.findings.append(
-                finding(exc.code, shown(exc.path, None), shown(exc.reason, None))
+                finding(
+                    exc.code,
+                    shown(exc.path, None),
+                    shown(exc.reason, None),
+                    suggestions=exc.suggestions,
+                )
             )
         except DumpError as exc:
             # Each problem is one line on stderr, whatever the file is called.

@@ -11,6 +11,7 @@ from typing import Any
 
 __all__ = [
     "DTYPE_ITEMSIZE",
+    "NUMPY_NAMES",
     "STORAGE_DTYPES",
     "DtypeRef",
     "GlobalRef",
@@ -85,8 +86,10 @@ DTYPE_ITEMSIZE = {
 }
 
 
-#: numpy's type codes -> dtype names, for the codes arrays are pickled with.
-_NUMPY_NAMES = {
+#: numpy's type codes (kind and item size, as numpy pickles a dtype) -> dtype names, for the
+#: codes arrays are pickled with. Where torch has the dtype, numpy's name is torch's (a key of
+#: :data:`DTYPE_ITEMSIZE`); ``float128`` and ``object`` have no torch counterpart.
+NUMPY_NAMES = {
     "f2": "float16",
     "f4": "float32",
     "f8": "float64",
@@ -327,7 +330,7 @@ class NumpyDtype(_Ref):
     @property
     def name(self) -> str:
         """The dtype's name, such as 'float32'; big-endian ones say so ('float32 (big-endian)')."""
-        base = _NUMPY_NAMES.get(self.spec.lstrip("<>=|"), self.spec)
+        base = NUMPY_NAMES.get(self.spec.lstrip("<>=|"), self.spec)
         return f"{base} (big-endian)" if self.byteorder == ">" else base
 
     def __repr__(self) -> str:

@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ppaux.dump.dumpfile import Dump
 from ppaux.dump.model import (
     DtypeRef,
     GlobalRef,
@@ -21,6 +20,7 @@ from ppaux.dump.model import (
     TorchValue,
     TypeRef,
 )
+from ppaux.dump.structure import Dump
 from ppaux.errors import LimitExceeded
 from ppaux.limits import Limits
 from ppaux.sglang import MSG_TYPE_KEY, OUTPUT_PREFIX

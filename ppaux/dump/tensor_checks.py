@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ppaux.dump.dumpfile import Dump
 from ppaux.dump.findings_budget import at
 from ppaux.dump.model import DTYPE_ITEMSIZE, TensorRef
 from ppaux.dump.payload import LEAF_TYPES, Payload, key_text, quoted, walk
+from ppaux.dump.structure import Dump
 from ppaux.limits import Limits
 from ppaux.report import Finding, finding
 from ppaux.sglang import OUTPUT_PREFIX

@@ -14,10 +14,10 @@ from ppaux.dump.model import DTYPE_ITEMSIZE, StorageRef
 from ppaux.dump.records import RecordReader, torch_byteorder, torch_version
 from ppaux.errors import DumpError, ReadMismatch
 from ppaux.limits import Limits
+from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import shown
 
 __all__ = [
-    "DEFLATED_CHECK_BYTES",
     "check_deflated_storages",
     "dropped_bad_view",
     "restorable",
@@ -148,28 +148,28 @@ def torch_refusal(reader: RecordReader) -> str | None:
     return None
 
 
-#: Bytes of deflated storage records that reading a dump inflates to check them (torch.save
-#: stores storages uncompressed; only a hand-made file deflates them).
-DEFLATED_CHECK_BYTES = 64 << 20
-
-
-def check_deflated_storages(reader: RecordReader, storages: list[StorageRef]) -> None:
+def check_deflated_storages(
+    reader: RecordReader, storages: list[StorageRef], limits: Limits
+) -> None:
     """Inflate every deflated storage record once, discarding the bytes: torch.load does not
     report a record that fails to inflate (it hands back whatever memory it allocated), so a
-    record ppaux cannot inflate to its declared size is one torch reads otherwise."""
-    budget = DEFLATED_CHECK_BYTES
+    record ppaux cannot inflate to its declared size is one torch reads otherwise. Records
+    declaring more than ``limits.max_deflated_bytes`` in all are not checked: the file is
+    refused as one torch may read otherwise, naming the limit."""
+    budget = limits.max_deflated_bytes
     for storage in storages:
         record = reader.find_full(storage.record) if storage.record else None
         if record is None or record.compress_type != zipfile.ZIP_DEFLATED:
             continue
         name = shown(record.filename)
         if record.file_size > budget:
+            limit = limits.max_deflated_bytes
             raise ReadMismatch(
                 reader.path,
-                f"deflated storage records inflate past {DEFLATED_CHECK_BYTES} bytes "
-                f"({name} declares {record.file_size}): not checked, and torch.load does not "
-                "check them either",
-            )
+                f"deflated storage records inflate past {limit} bytes ({name} declares "
+                f"{record.file_size}): not checked, and torch.load does not check them either "
+                f"{limit_note('max_deflated_bytes', limit)}",
+            ).suggest(RaiseLimit("max_deflated_bytes", limit))
         budget -= record.file_size
         try:
             for _ in reader.blocks(record, 0, record.file_size):

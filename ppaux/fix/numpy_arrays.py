@@ -7,28 +7,10 @@ import math
 import sys
 from typing import Any
 
-from ppaux.dump import NdArrayRef
+from ppaux.dump import DTYPE_ITEMSIZE, NUMPY_NAMES, NdArrayRef
 from ppaux.text import shown
 
 __all__ = ["numpy_problem", "numpy_tensor"]
-
-#: numpy's dtype specs (kind and item size, as numpy pickles a dtype) and torch's dtype names.
-_NUMPY_TO_TORCH = {
-    "b1": "bool",
-    "i1": "int8",
-    "i2": "int16",
-    "i4": "int32",
-    "i8": "int64",
-    "u1": "uint8",
-    "u2": "uint16",
-    "u4": "uint32",
-    "u8": "uint64",
-    "f2": "float16",
-    "f4": "float32",
-    "f8": "float64",
-    "c8": "complex64",
-    "c16": "complex128",
-}
 
 
 def _numpy_layout(ref: NdArrayRef) -> tuple[str, int, bool]:
@@ -45,8 +27,8 @@ def _numpy_layout(ref: NdArrayRef) -> tuple[str, int, bool]:
             )
         raise ValueError("its pickled data is not the dtype and bytes numpy writes for an array")
     spec = descr.spec.lstrip("<>=|")
-    name = _NUMPY_TO_TORCH.get(spec)
-    if name is None:
+    name = NUMPY_NAMES.get(spec)
+    if name is None or name not in DTYPE_ITEMSIZE:  # torch names it as numpy does, if it has it
         raise ValueError(
             f"numpy dtype {shown(descr.name, 40)} has no torch equivalent; convert it to numbers "
             "first"

@@ -13,8 +13,8 @@ from .document import InputProblem as InputProblem
 from .document import Report as Report
 from .document import Table as Table
 from .document import exit_code as exit_code
+from .error_page import ErrorPage as ErrorPage
 from .error_pages import ERROR_PAGES as ERROR_PAGES
-from .error_pages import ErrorPage as ErrorPage
 from .error_pages import page_for as page_for
 from .findings import Finding as Finding
 from .findings import Rule as Rule

@@ -17,11 +17,11 @@ from typing import Any
 from ppaux._version import __version__
 from ppaux.errors import PathError, PpauxError
 from ppaux.files import InputFileError, read_regular
+from ppaux.limits import Limits
 from ppaux.sglang import Capability
 from ppaux.text import shown
 
 __all__ = [
-    "MAX_FINGERPRINT_BYTES",
     "PACKAGES",
     "SCHEMA",
     "Fingerprint",
@@ -55,9 +55,6 @@ PACKAGES = (
     "vllm",
     "ppaux",
 )
-
-#: A fingerprint is a few kilobytes; anything far larger is not one.
-MAX_FINGERPRINT_BYTES = 16 * 1024 * 1024
 
 
 class FingerprintError(PathError, ValueError):
@@ -336,34 +333,39 @@ def loads(text: str | bytes, source: str) -> Fingerprint:
     return dataclasses.replace(fingerprint, source=source)
 
 
-def load(path: str) -> Fingerprint:
-    """Read the fingerprint at ``path``; :class:`FingerprintError` for anything unusable."""
+def load(path: str, limits: Limits = Limits()) -> Fingerprint:
+    """Read the fingerprint at ``path`` (at most ``limits.max_fingerprint_bytes``);
+    :class:`FingerprintError` for anything unusable."""
     try:
-        data = read_regular(path, MAX_FINGERPRINT_BYTES, "fingerprint")
+        data = read_regular(
+            path, limits.max_fingerprint_bytes, "fingerprint", limit="max_fingerprint_bytes"
+        )
     except InputFileError as exc:
-        raise FingerprintError(path, exc.reason) from None
+        raise FingerprintError(path, exc.reason).suggest(*exc.suggestions) from None
     return loads(data, path)
 
 
-def load_paths(paths: list[str]) -> tuple[list[Fingerprint], list[tuple[str, str]]]:
-    """Fingerprints from files and directories (their ``*.json``, sorted), and (path, reason)
-    for every input that could not be used; the others are still loaded."""
+def load_paths(
+    paths: list[str], limits: Limits = Limits()
+) -> tuple[list[Fingerprint], list[FingerprintError]]:
+    """Fingerprints from files and directories (their ``*.json``, sorted), and the error of
+    every input that could not be used; the others are still loaded."""
     import glob
 
     files: list[str] = []
-    problems: list[tuple[str, str]] = []
+    problems: list[FingerprintError] = []
     for path in paths:
         if os.path.isdir(path):
             found = sorted(glob.glob(os.path.join(glob.escape(path), "*.json")))
             if not found:
-                problems.append((path, "no *.json fingerprints in this directory"))
+                problems.append(FingerprintError(path, "no *.json fingerprints in this directory"))
             files += found
         else:
             files.append(path)
     fingerprints: list[Fingerprint] = []
     for path in files:
         try:
-            fingerprints.append(load(path))
+            fingerprints.append(load(path, limits))
         except FingerprintError as exc:
-            problems.append((exc.path, exc.reason))
+            problems.append(exc)
     return fingerprints, problems

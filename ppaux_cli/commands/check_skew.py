@@ -9,7 +9,7 @@ import typer
 
 from ppaux.report import InputProblem, Report
 from ppaux_cli.exits import fail
-from ppaux_cli.options import check_stage_options
+from ppaux_cli.options import LimitOption, check_stage_options, limits_from
 from ppaux_cli.output import emit, resolve_gate
 from ppaux_cli.report_options import ReportOptions, report_options_reading
 from ppaux_cli.wording import flag
@@ -102,16 +102,19 @@ def check_skew(
             help="Analyse this sglang tree or wheel (--distributed).",
         ),
     ] = None,
+    limit: LimitOption = None,
     *,
     options: ReportOptions,
 ) -> None:
     """Compare stages' sglang, transport capabilities, torch, NCCL, CUDA and environment."""
     from ppaux.skew import FingerprintError, load
 
+    limits = limits_from(limit)
+
     golden = None
     if baseline is not None:
         try:
-            golden = load(baseline)
+            golden = load(baseline, limits)
         except FingerprintError as exc:
             fail(exc)
     if distributed:
@@ -138,8 +141,8 @@ def check_skew(
             fail(f"{option} applies only with --distributed")
     from ppaux.skew import load_paths
 
-    fingerprints, unusable = load_paths(paths)
-    problems = [InputProblem(path, reason) for path, reason in unusable]
+    fingerprints, unusable = load_paths(paths, limits)
+    problems = [InputProblem.of(error) for error in unusable]
     from ppaux.skew import compare_stages
 
     report = compare_stages(fingerprints, baseline=golden) if fingerprints else Report("check-skew")

@@ -1,4 +1,4 @@
-"""An error page (:class:`~ppaux.report.error_pages.ErrorPage`) as text, JSON and Markdown:
+"""An error page (:class:`~ppaux.report.error_page.ErrorPage`) as text, JSON and Markdown:
 ``ppaux explain`` with a message pasted from a log, and the docs pages in ``docs/errors/``.
 
 Pure functions of the page and the rule catalogue. The text wraps at the width it is given (80
@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ppaux.report.error_pages import ERROR_PAGES, ErrorPage, Fix
+from ppaux.report.error_page import ErrorPage, Fix
+from ppaux.report.error_pages import ERROR_PAGES
 from ppaux.report.formats.wrapping import shell_lines, wrap
 from ppaux.text import shown
 

@@ -1,0 +1,63 @@
+"""The structure of one dump as the reader found it (:class:`Dump`), and what both of its
+readers (a plain pickle, :mod:`ppaux.dump.dumpfile`; a torch.save zip, :mod:`ppaux.dump.zipdump`)
+take from the pickle machine once it has run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ppaux.dump.capture_format import CAPTURE_MARKER
+from ppaux.dump.grammar import Deviation
+from ppaux.dump.model import StorageRef
+from ppaux.dump.pickle_vm import Machine
+
+__all__ = ["Dump", "machine_deviation", "unsafe_globals"]
+
+
+@dataclass
+class Dump:
+    """The structure of one file, as stand-ins (see :mod:`ppaux.dump.model`).
+
+    ``container`` is 'zip' or 'pickle'; ``record_prefix`` is the zip's record folder (the saved
+    file's stem, or 'archive'); ``globals_seen`` maps each global the pickle named to whether it is
+    allowlisted; ``storages`` lists every storage record the pickle refers to.
+    """
+
+    path: str
+    container: str
+    root: Any
+    size: int
+    record_prefix: str | None = None
+    globals_seen: dict[str, bool] = field(default_factory=dict)
+    storages: list[StorageRef] = field(default_factory=list)
+    pickle_bytes: int = 0
+    protocol: int = 0
+    #: The first place the file differs from what torch.save (or pickle.dump) writes.
+    deviation: Deviation | None = None
+    #: Why torch.load's default (weights_only=True) refuses the zip's data.pkl, with its byte
+    #: offset; None where it refuses nothing (and for a plain pickle, which torch.load never
+    #: reads as a torch.save file).
+    weights_only_refusal: str | None = None
+
+    @property
+    def capture(self) -> dict[str, Any] | None:
+        """The ppaux capture record ({marker, meta, tensors, output}) when this is a capture
+        file."""
+        root = self.root
+        if isinstance(root, dict) and CAPTURE_MARKER in root and isinstance(root.get("meta"), dict):
+            return root
+        return None
+
+
+def unsafe_globals(machine: Machine) -> tuple[str, ...]:
+    """The globals outside the allowlist that the pickle named so far."""
+    return tuple(name for name, allowed in machine.globals_seen.items() if not allowed)
+
+
+def machine_deviation(machine: Machine, label: str) -> Deviation | None:
+    """The first value the pickle builds that the writer never writes (see Machine.deviate)."""
+    if machine.deviation is None:
+        return None
+    where, what, severe = machine.deviation
+    return Deviation(f"{label} {where}", what, severe)

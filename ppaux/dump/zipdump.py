@@ -1,0 +1,268 @@
+"""Reading a torch.save zip without torch: its end record and directory (counted before
+zipfile builds them), the records torch would read, ``data.pkl`` through the pickle machine with
+the storage references it names, and where torch.load would read the archive otherwise."""
+
+from __future__ import annotations
+
+import zipfile
+from typing import Any
+
+from ppaux.dump import allowlist
+from ppaux.dump.grammar import Deviation, pickle_deviation, storage_key_deviation
+from ppaux.dump.model import StorageRef, StorageType
+from ppaux.dump.pickle_vm import Machine
+from ppaux.dump.records import ZIP_READ_ERRORS, RecordReader
+from ppaux.dump.structure import Dump, machine_deviation, unsafe_globals
+from ppaux.dump.torch_reading import (
+    check_deflated_storages,
+    dropped_bad_view,
+    restorable,
+    torch_refusal,
+    weights_only_refusal,
+)
+from ppaux.dump.zip_grammar import zip_deviation
+from ppaux.dump.zipview import check_layout, end_record, lower_name, select_data_pkl
+from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, TorchRefuses
+from ppaux.limits import Limits
+from ppaux.text import shown
+
+__all__ = ["read_zip"]
+
+
+def _count_directory(handle: Any, start: int, end: int, limit: int) -> int:
+    """Directory entries between ``start`` and ``end`` (by signature), counting up to ``limit``+1.
+
+    zipfile builds an object for every entry before anything can be checked, several hundred
+    bytes each: a 100 MB directory of tiny entries would cost gigabytes. Counting signatures
+    costs one pass over the bytes, 4 MiB at a time.
+    """
+    count, position, carry = 0, start, b""
+    handle.seek(start)
+    while position < end and count <= limit:
+        chunk = handle.read(min(1 << 22, end - position))
+        if not chunk:
+            break
+        position += len(chunk)
+        block = carry + chunk
+        count += block.count(b"PK\x01\x02")
+        carry = block[-3:]  # too short to hold a whole signature: nothing is counted twice
+    return count
+
+
+def read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
+    """Read a torch.save zip: its end record and directory, the records it names, data.pkl
+    through the interpreter, and the writer model's verdict on every byte.
+
+    Long on purpose: the order of these steps is torch's order of refusals (an end record before
+    the directory, the directory before data.pkl), and each step's error names the record at
+    fault; kept in one place, the order can be read top to bottom."""
+    try:
+        end = end_record(path, handle, size)
+        count = (
+            _count_directory(handle, end.offset, end.location, limits.max_zip_records) if end else 0
+        )
+    except OSError as exc:
+        raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
+    if end is not None and end.entries > limits.max_zip_records:
+        count = end.entries
+    if count > limits.max_zip_records:
+        raise LimitExceeded(
+            path,
+            "max_zip_records",
+            limits.max_zip_records,
+            f"the zip's directory holds more than {limits.max_zip_records} records",
+        )
+    try:
+        handle.seek(0)
+        archive = zipfile.ZipFile(handle)
+    except ZIP_READ_ERRORS as exc:
+        raise DumpError(path, f"truncated or corrupt zip file ({exc})") from None
+    if end is None:  # zipfile found an end record where torch's reader finds none
+        archive.close()
+        raise DumpError(path, "truncated or corrupt zip file (no end record)")
+    with archive:
+        records = archive.infolist()
+        if len(records) > limits.max_zip_records:
+            raise LimitExceeded(
+                path,
+                "max_zip_records",
+                limits.max_zip_records,
+                f"the zip holds {len(records)} records",
+            )
+        try:
+            prefix = check_layout(path, handle, end, records)
+        except OSError as exc:
+            raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
+        record = select_data_pkl(path, prefix, records)
+        data = _read_record(path, archive, record, limits)
+        RecordReader(path, handle, records, prefix, size).check_exact(record)
+        # torch looks storage records up as it looks up data.pkl: ASCII case-insensitively
+        # (check_layout refused names equal but for case, so each lowered name is one record).
+        by_name = {lower_name(r.filename): r for r in records}
+        storages: list[StorageRef] = []
+        by_key: dict[str | int, StorageRef] = {}
+        key_problems: list[str] = []
+        first_pids: dict[str | int, tuple[Any, ...]] = {}
+
+        def persistent_load(m: Machine, pid: Any) -> StorageRef:
+            if (
+                not isinstance(pid, tuple)
+                or len(pid) != 5
+                or pid[0] != "storage"
+                or not isinstance(pid[1], StorageType)
+                or not isinstance(pid[2], (str, int))
+                or not isinstance(pid[3], str)
+                or type(pid[4]) is not int
+                or not 0 <= pid[4] < 2**63
+            ):
+                raise m.error(
+                    "storage record reference is not ('storage', type, key, location, numel)"
+                )
+            # torch.load caches storages in a dict by the key as unpickled, so keys equal in
+            # Python (1 and True) are one storage, keys that differ (0 and '0') two, even where
+            # they name the same record; it names the record f"data/{key}", so an int key (which
+            # torch.save never writes) names the record of its digits, True the record 'True'.
+            if isinstance(pid[2], int) and pid[2].bit_length() > 64:
+                raise m.error("storage key is an integer of more than 64 bits")
+            if not key_problems:
+                problem = storage_key_deviation(pid, len(storages), first_pids.get(pid[2]))
+                if problem is not None:
+                    key_problems.append(f"data.pkl byte {m._op_pos} (BINPERSID): {problem}")
+            first_pids.setdefault(pid[2], pid)
+            known = by_key.get(pid[2])
+            if known is not None:  # views of one storage name the same record, as in torch.load
+                return known
+            key = f"{pid[2]}"
+            # The location (the device string) is shown in reports: no control characters.
+            storage = StorageRef(pid[1].dtype, key, shown(pid[3], 200), pid[4])
+            by_key[pid[2]] = storage
+            name = f"{prefix}/data/{key}"
+            found = by_name.get(lower_name(name))
+            storage.record = name
+            storage.record_size = found.file_size if found is not None else None
+            storages.append(storage)
+            return storage
+
+        machine = Machine(
+            data,
+            path=path,
+            limits=limits,
+            resolve=allowlist.resolve,
+            persistent_load=persistent_load,
+        )
+        try:
+            root = machine.load()
+        except ReadMismatch as exc:
+            exc.calls = unsafe_globals(machine)
+            raise
+        deviation = _deviation(
+            path, handle, size, records, prefix, storages, data, key_problems
+        ) or machine_deviation(machine, "data.pkl")
+        if all(machine.globals_seen.values()):
+            # torch refuses the archive before data.pkl (a hostile global found in the pickle
+            # is still the more useful answer, so this comes after it).
+            reader = RecordReader(path, handle, records, prefix, size)
+            refusal = torch_refusal(reader)
+            if refusal is not None:
+                raise TorchRefuses(path, f"torch.load refuses the file: {refusal}")
+            check_deflated_storages(reader, storages, limits)
+            dropped = dropped_bad_view(root, machine.tensors_built, limits)
+            if dropped is not None:
+                raise TorchRefuses(
+                    path,
+                    f"torch.load refuses the file: a tensor the pickle builds and then drops "
+                    f"(a later entry replaces it) {dropped}; torch fails while building it",
+                )
+            for storage in storages:
+                if storage.record_size is not None and storage.record_size > storage.nbytes:
+                    # get_storage_from_record wants the record's size to be exactly the
+                    # storage's (a short or missing record is PP113, with its key).
+                    raise TorchRefuses(
+                        path,
+                        f"torch.load refuses the file: record {shown(storage.record or '')} "
+                        f"holds {storage.record_size} bytes, its storage {storage.nbytes} "
+                        "(torch: record size does not match expected size)",
+                    )
+                if not restorable(storage.location):
+                    raise TorchRefuses(
+                        path,
+                        f"torch.load refuses the file: no restore function for storage "
+                        f"location {storage.location} (torch 2.13 restores cpu, meta, mps, "
+                        "and cuda, hpu, xpu, mtia, privateuseone, alone or as NAME:N)",
+                    )
+    return Dump(
+        path=path,
+        container="zip",
+        root=root,
+        size=size,
+        record_prefix=prefix,
+        globals_seen=machine.globals_seen,
+        storages=storages,
+        pickle_bytes=len(data),
+        protocol=machine.protocol,
+        deviation=deviation,
+        weights_only_refusal=weights_only_refusal(data),
+    )
+
+
+def _deviation(
+    path: str,
+    handle: Any,
+    size: int,
+    records: list[zipfile.ZipInfo],
+    prefix: str,
+    storages: list[StorageRef],
+    data: bytes,
+    key_problems: list[str],
+) -> Deviation | None:
+    """The first place the archive differs from what torch.save writes: its records and
+    headers, then data.pkl's opcodes, then its storage keys."""
+    import zlib
+
+    keys = [storage.key for storage in storages]
+    try:
+        found = zip_deviation(handle, size, records, f"{prefix}/", keys, zlib.crc32(data))
+    except OSError as exc:
+        raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
+    if found is None:
+        found = pickle_deviation(data, (2,), "data.pkl")
+    if found is None and key_problems:
+        where, _, what = key_problems[0].partition(": ")
+        found = Deviation(where, what, True)
+    return found
+
+
+#: Compression methods torch.load reads (its zip reader knows only these two).
+_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
+
+
+def _read_record(
+    path: str, archive: zipfile.ZipFile, record: zipfile.ZipInfo, limits: Limits
+) -> bytes:
+    name = shown(record.filename)
+    if record.file_size > limits.max_pickle_bytes:
+        raise LimitExceeded(
+            path,
+            "max_pickle_bytes",
+            limits.max_pickle_bytes,
+            f"{name} declares {record.file_size} bytes",
+        )
+    if record.compress_type not in _METHODS:
+        # zipfile inflates bzip2 and lzma records whole, whatever size the header declares.
+        raise DumpError(
+            path,
+            f"{name} is compressed with method {record.compress_type}, "
+            "which torch.load cannot read (only stored or deflate)",
+        )
+    try:
+        with archive.open(record) as stream:
+            # Read one byte past the limit: a record whose header lies about its size
+            # (a deflate bomb) is stopped here instead of filling memory.
+            data = stream.read(limits.max_pickle_bytes + 1)
+    except ZIP_READ_ERRORS as exc:
+        raise DumpError(path, f"cannot read {name} ({exc})") from None
+    if len(data) > limits.max_pickle_bytes:
+        raise LimitExceeded(
+            path, "max_pickle_bytes", limits.max_pickle_bytes, f"{name} inflates past the limit"
+        )
+    return data

@@ -1,0 +1,111 @@
+"""The bounds on fingerprints and on deflated storages are fields of Limits: each, set low with
+--limit, stops its command with a line naming the field, and the defaults read what they read."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from helpers import REPO, cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ppaux.limits import Limits
+from ppaux.suggestions import RaiseLimit
+
+CONSISTENT = REPO / "fixtures" / "skew" / "fingerprints" / "consistent"
+
+
+def test_a_fingerprint_past_max_fingerprint_bytes_is_one_error_line_naming_it():
+    files = sorted(CONSISTENT.glob("*.json"))
+    assert cli("check-skew", str(CONSISTENT)).exit_code == 0
+    low = min(f.stat().st_size for f in files) - 1
+    result = cli("check-skew", str(CONSISTENT), "--limit", f"max_fingerprint_bytes={low}")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines() == [
+        f"ppaux: error: {f}: larger than {low} bytes (limit max_fingerprint_bytes={low} "
+        "reached); raise it with --limit max_fingerprint_bytes=N"
+        for f in files
+    ]
+    high = max(f.stat().st_size for f in files)
+    raised = cli("check-skew", str(CONSISTENT), "--limit", f"max_fingerprint_bytes={high}")
+    assert raised.exit_code == 0, raised.output
+
+
+def test_a_baseline_past_max_fingerprint_bytes_is_refused_naming_it():
+    first = str(CONSISTENT / "pp0.json")
+    result = cli("check-skew", first, "--baseline", first, "--limit", "max_fingerprint_bytes=10")
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"ppaux: error: {first}: larger than 10 bytes (limit max_fingerprint_bytes=10 reached); "
+        "raise it with --limit max_fingerprint_bytes=N\n"
+    )
+
+
+def test_the_library_carries_the_limit_as_data():
+    from ppaux.skew import FingerprintError, load, load_paths
+
+    path = str(CONSISTENT / "pp0.json")
+    with pytest.raises(FingerprintError) as caught:
+        load(path, Limits(max_fingerprint_bytes=10))
+    assert caught.value.suggestions == (RaiseLimit("max_fingerprint_bytes", 10),)
+    found, problems = load_paths([str(CONSISTENT)], Limits(max_fingerprint_bytes=10))
+    assert found == [] and len(problems) == len(list(CONSISTENT.glob("*.json")))
+    assert all(p.reason.endswith("(limit max_fingerprint_bytes=10 reached)") for p in problems)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=1, max_value=20_000))
+def test_max_fingerprint_bytes_refuses_exactly_the_larger_files(limit):
+    from ppaux.skew import FingerprintError, load
+
+    path = CONSISTENT / "pp0.json"
+    if limit >= path.stat().st_size:
+        assert load(str(path), Limits(max_fingerprint_bytes=limit)).source == str(path)
+        return
+    with pytest.raises(FingerprintError) as caught:
+        load(str(path), Limits(max_fingerprint_bytes=limit))
+    assert caught.value.suggestions == (RaiseLimit("max_fingerprint_bytes", limit),)
+    assert f"(limit max_fingerprint_bytes={limit} reached)" in caught.value.reason
+
+
+def _deflated_dump(tmp_path: Path) -> str:
+    """A torch.save file of one 64-float tensor, every record deflated (256 storage bytes)."""
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save({"a": torch.zeros(64)}, buffer)
+    source = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
+    path = tmp_path / "deflated.pt"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name in source.namelist():
+            archive.writestr(name, source.read(name))
+    return str(path)
+
+
+@pytest.mark.torch
+def test_deflated_storages_past_max_deflated_bytes_are_refused_naming_it(tmp_path):
+    from ppaux.dump import read_dump
+    from ppaux.errors import ReadMismatch
+
+    path = _deflated_dump(tmp_path)
+    assert read_dump(path).root["a"].shape == (64,)  # 256 bytes: checked and read
+    assert read_dump(path, Limits(max_deflated_bytes=256)).root["a"].shape == (64,)
+    with pytest.raises(ReadMismatch) as caught:
+        read_dump(path, Limits(max_deflated_bytes=255))
+    assert caught.value.suggestions == (RaiseLimit("max_deflated_bytes", 255),)
+    assert caught.value.reason.endswith("(limit max_deflated_bytes=255 reached)")
+
+    result = cli("inspect", path, "--limit", "max_deflated_bytes=255", "--format", "json")
+    (found,) = json.loads(result.stdout)["findings"]
+    assert found["code"] == "PP202"
+    assert "inflate past 255 bytes" in found["message"]
+    assert "(limit max_deflated_bytes=255 reached)" in found["message"]
+    assert found["suggestions"] == [{"limit": "max_deflated_bytes", "value": 255}]
+    assert result.exit_code == 1, result.output
+    text = cli("inspect", path, "--limit", "max_deflated_bytes=255")
+    assert "raise it with --limit max_deflated_bytes=N" in text.stdout
+    assert cli("inspect", path).exit_code == 0
