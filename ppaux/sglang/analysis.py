@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppaux.sglang import releases
-from ppaux.sglang.bounded_parse import parse_source
+from ppaux.sglang.bounded_parse import StatementTooLarge, parse_source
 from ppaux.sglang.capability import Capability, SourceFile
 from ppaux.sglang.digest import definition_digests
 from ppaux.sglang.names import ADD, POP, SCHEDULER_FILE, TRANSPORT_FILE
@@ -149,6 +149,9 @@ def _parse(
             return _checked_depth(_Parsed(SourceFile(role, where, "ok", digest), selected, data))
     try:
         module = parse_source(data, where)
+    except StatementTooLarge as exc:
+        reason = f"not analysable: {exc}"
+        return _Parsed(SourceFile(role, where, "unparsable", digest, reason), None, data)
     except SyntaxError as exc:
         reason = f"not valid Python: {exc.msg} (line {exc.lineno})"
         return _Parsed(SourceFile(role, where, "unparsable", digest, reason), None, data)

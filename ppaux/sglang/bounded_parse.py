@@ -39,10 +39,14 @@ from dataclasses import dataclass
 
 from ppaux.errors import PpauxError
 
-__all__ = ["CHUNK_BYTES", "parse_source"]
+__all__ = ["CHUNK_BYTES", "MAX_STATEMENT_TOKENS", "StatementTooLarge", "parse_source"]
 
 #: Most text of a file handed to CPython's parser before the file is known to be valid Python.
 CHUNK_BYTES = 32 * 1024
+#: Most tokens in one logical line longer than :data:`CHUNK_BYTES` (which cannot be cut): the
+#: parser's tree of a 1 MB literal of 600,000 tokens takes it past 1 GB; sglang's longest
+#: statements hold a few thousand.
+MAX_STATEMENT_TOKENS = 50_000
 
 _CLAUSES = frozenset({"else", "elif", "except", "finally"})
 _SKIPPED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT})
@@ -52,6 +56,19 @@ _CLOSING = {")": "(", "]": "[", "}": "{"}
 
 class _Unsplittable(PpauxError):
     """A statement starts on a line holding only a backslash: the file is parsed whole."""
+
+
+class StatementTooLarge(PpauxError, ValueError):
+    """One logical line holds more than :data:`MAX_STATEMENT_TOKENS` tokens: it is not parsed,
+    as its syntax tree alone would cost the parser hundreds of megabytes."""
+
+    def __init__(self, line: int, limit: int) -> None:
+        self.line = line
+        self.limit = limit
+        super().__init__(
+            f"line {line}: one statement of more than {limit:,} tokens,"
+            " more than sglang's sources ever hold (not parsed)"
+        )
 
 
 @dataclass(frozen=True)
@@ -132,7 +149,30 @@ _STRING_END = {
     "'": re.compile(r"(?:[^\\\n']|\\.)*'", re.S),
     '"': re.compile(r'(?:[^\\\n"]|\\.)*"', re.S),
 }
+_STRING_END_ALL = tuple(
+    re.compile(re.escape(quote) + pattern.pattern) for quote, pattern in _STRING_END.items()
+)
 _FIRST = re.compile(r"([ \f]*)([A-Za-z_]\w*|[^\s#]|#|\n|$)")
+
+
+_TOKEN = re.compile(
+    "[rRbBuUfF]{0,2}(?:"
+    + "|".join(pattern.pattern for pattern in _STRING_END_ALL)
+    + r")|\w+|#[^\n]*|\\\n|\S",
+    re.S,
+)
+
+
+def _check_tokens(text: str, begin: int, end: int, row: int) -> None:
+    """Raise :class:`StatementTooLarge` when ``text[begin:end]``, one logical line starting on
+    ``row``, holds more than :data:`MAX_STATEMENT_TOKENS` tokens (strings, names and numbers
+    count one each, every other character one): stops counting there, so it costs at most
+    that many matches."""
+    if end - begin <= CHUNK_BYTES:
+        return
+    for count, _ in enumerate(_TOKEN.finditer(text, begin, end), 1):
+        if count > MAX_STATEMENT_TOKENS:
+            raise StatementTooLarge(row, MAX_STATEMENT_TOKENS)
 
 
 def _scanned(text: str) -> list[_Logical] | None:
@@ -188,7 +228,10 @@ def _scanned(text: str) -> list[_Logical] | None:
                     return None
             elif token[0] == "\\":
                 row += 1
-        if brackets or pos - begin > CHUNK_BYTES:
+        if brackets:
+            return None
+        if pos - begin > CHUNK_BYTES:
+            _check_tokens(text, begin, pos, start)
             return None
         out.append(_Logical(start, row, len(widths) - 1, word))
         row += 1
@@ -239,6 +282,7 @@ def _logical_lines(
     line = 1  # where the next logical line starts
     brackets: list[tuple[str, int]] = []
     tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+    count = 0  # tokens of the logical line so far
     try:
         for tok in tokens:
             if tok.type == tokenize.INDENT:
@@ -257,6 +301,9 @@ def _logical_lines(
                 if start[0] < tok.start[0] and lines[start[0] - 1].strip() == "\\":
                     # CPython's tokenizer and tokenize disagree on such a line's indentation.
                     raise _Unsplittable
+            count += 1
+            if count > MAX_STATEMENT_TOKENS:
+                raise StatementTooLarge(start[0], MAX_STATEMENT_TOKENS)
             if tok.type == tokenize.OP:
                 if tok.string in _OPENING:
                     brackets.append((tok.string, tok.start[0]))
@@ -267,6 +314,7 @@ def _logical_lines(
                 start = None
                 line = tok.start[0] + 1
                 brackets.clear()
+                count = 0
     except SyntaxError as exc:  # IndentationError, or a bracket closed unlike it opened
         row = start[0] if start is not None else (exc.lineno or 1)
         return out, (_located(exc, filename), depth > 0, row)
@@ -335,6 +383,8 @@ class _Checker:
         self.offsets = [0]
         for line in lines:
             self.offsets.append(self.offsets[-1] + len(line))
+        # Each enclosing body's indentation (its first line's) and first row, outermost first.
+        self.bodies: list[tuple[str, int]] = []
 
     def size(self, first_row: int, last_row: int) -> int:
         return self.offsets[last_row] - self.offsets[first_row - 1]
@@ -422,8 +472,12 @@ class _Checker:
             last = self.logical[following].start - 1 if following is not None else end_row
             first_row = self.logical[body_start].start
             inner = self.logical[body_start].depth
-            bodies.append(self.block(body_start, body_stop, first_row, last, inner))
-        node = _unwrapped(skeleton, depth)[0]
+            self.bodies.append((_indentation(self.lines[first_row - 1]), first_row))
+            try:
+                bodies.append(self.block(body_start, body_stop, first_row, last, inner))
+            finally:
+                self.bodies.pop()
+        node = skeleton[0]
         body = bodies[0] if len(statement.clauses) == 1 and len(bodies) == 1 else None
         if body is None or not body or not isinstance(node, _ONE_BODY):
             return None
@@ -433,27 +487,40 @@ class _Checker:
 
     def parse_rows(self, first_row: int, last_row: int, depth: int) -> list[ast.stmt]:
         text = "".join(self.lines[first_row - 1 : last_row])
-        return _unwrapped(self.parse_text(text, first_row, depth), depth)
+        return self.parse_text(text, first_row, depth)
 
-    def parse_text(self, text: str, first_row: int, depth: int) -> ast.Module:
+    def parse_text(self, text: str, first_row: int, depth: int) -> list[ast.stmt]:
         """Parse ``text``, which starts at the file's row ``first_row``, into trees on the
-        file's lines; a body's text (depth above 0) is parsed inside an ``if 1:`` of its own on
-        the line above. Parsed where it stands, then moved (blank lines put before it would cost
-        each part what the file before it holds: quadratic in the parts); a part that fails is
-        parsed again behind blank lines, so that the error names the file's lines, its message
-        too."""
-        head = "if 1:\n" if depth else ""
+        file's lines. A body's text (depth above 0) is parsed inside one ``if 1:`` per
+        enclosing body, each indented as that body is in the file, and after a ``pass`` that
+        opens its own body as the file does (unless the text does): CPython's tokenizer then
+        sees the indentation the file gives it (its levels, and tabs against spaces). Parsed
+        where it stands, then moved (blank lines put before it would cost each part what the
+        file before it holds: quadratic in the parts); a part that fails is parsed again
+        behind blank lines, so that the error names the file's lines, its message too."""
+        head: list[str] = []
+        opened = False
+        if depth:
+            outer = ["", *(indent for indent, _ in self.bodies)]
+            head = [f"{indent}if 1:\n" for indent in outer[:depth]]
+            indent, body_row = self.bodies[depth - 1] if len(self.bodies) >= depth else ("", 0)
+            if body_row and body_row < first_row:
+                head.append(f"{indent}pass\n")
+                opened = True
+        wrapper = "".join(head)
         try:
-            tree = ast.parse(head + text, self.filename)
+            tree = ast.parse(wrapper + text, self.filename)
         except SyntaxError:
             pass  # again with the file's lines, so that the message names them (below)
         else:
-            return ast.increment_lineno(tree, first_row - (2 if depth else 1))
-        head = "\n" * (first_row - 2) + "if 1:\n" if depth else "\n" * (first_row - 1)
+            ast.increment_lineno(tree, first_row - 1 - len(head))
+            return _unwrapped(tree, depth, opened)
+        padding = "\n" * max(0, first_row - 1 - len(head))
         try:
-            return ast.parse(head + text, self.filename)
+            tree = ast.parse(padding + wrapper + text, self.filename)
         except SyntaxError as exc:
             raise type(exc)(exc.msg, (self.filename, exc.lineno, exc.offset, exc.text)) from None
+        return _unwrapped(tree, depth, opened)
 
 
 _ONE_BODY = (
@@ -469,13 +536,19 @@ _ONE_BODY = (
 )
 
 
-def _unwrapped(module: ast.Module, depth: int) -> list[ast.stmt]:
-    """The statements parsed: inside the ``if 1:`` that wraps a body's text (depth above 0)."""
-    if depth == 0:
-        return module.body
-    wrapper = module.body[0]
-    assert isinstance(wrapper, ast.If)
-    return wrapper.body
+def _indentation(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t\f"))]
+
+
+def _unwrapped(module: ast.Module, depth: int, opened: bool) -> list[ast.stmt]:
+    """The statements parsed: inside the ``if 1:`` wrappers of a body's text (depth above 0),
+    less the ``pass`` that opened the body."""
+    body = module.body
+    for _ in range(depth):
+        wrapper = body[0]
+        assert isinstance(wrapper, ast.If)
+        body = wrapper.body
+    return body[1:] if opened else body
 
 
 def _joined(out: list[ast.stmt] | None, more: list[ast.stmt] | None) -> list[ast.stmt] | None:
