@@ -111,8 +111,8 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
             # A part's SyntaxWarning (an invalid escape) is the whole file's, told once by it.
             warnings.simplefilter("ignore", SyntaxWarning)
             try:
-                module = _quick(text, lines, filename)
-                if module is None:
+                module, checked = _quick(text, lines, filename)
+                if module is None and not checked:
                     module = _check(text, lines, filename)
             except _Unsplittable:
                 module = None
@@ -122,15 +122,17 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
             gc.enable()
 
 
-def _quick(text: str, lines: list[str], filename: str) -> ast.Module | None:
-    """The file's tree from the parts :func:`_scanned` cuts, or None (then :func:`_check`).
+def _quick(text: str, lines: list[str], filename: str) -> tuple[ast.Module | None, bool]:
+    """The file's tree from the parts :func:`_scanned` cuts, and whether every part parsed;
+    (None, False) where the scan was unsure (then :func:`_check`).
 
     The scan may cut where it should not, but a cut inside a string, a bracket or a
     backslash-continued line leaves a part that cannot parse: when every part parses, every cut
-    was a true statement boundary and the tree is the file's."""
+    was a true statement boundary, the file is valid Python and the tree is the file's (or, where
+    a split statement's tree cannot be put back together, the whole file's parse gives it)."""
     logical = _scanned(text)
     if logical is None:
-        return None
+        return None, False
     try:
         body = _Checker(lines, logical, filename).block(0, len(logical), 1, len(lines), 0)
     except SyntaxError:
@@ -138,8 +140,8 @@ def _quick(text: str, lines: list[str], filename: str) -> ast.Module | None:
             # Every part before the failing one parsed, so it starts where a statement starts,
             # and before 3.12 the scan reads strings as the tokenizer does: the error is real.
             raise
-        return None  # an f-string may nest quotes: the tokenizer's cut decides
-    return None if body is None else ast.Module(body=body, type_ignores=[])
+        return None, False  # an f-string may nest quotes: the tokenizer's cut decides
+    return (None if body is None else ast.Module(body=body, type_ignores=[])), True
 
 
 _SCAN = re.compile(r"""#[^\n]*|\\\n|'''|\"\"\"|'|"|[(\[{]|[)\]}]|\n""")
@@ -385,6 +387,9 @@ class _Checker:
             self.offsets.append(self.offsets[-1] + len(line))
         # Each enclosing body's indentation (its first line's) and first row, outermost first.
         self.bodies: list[tuple[str, int]] = []
+        # False once a split statement's tree cannot be put back together: the parts are then
+        # only checked, and their trees not moved to the file's lines.
+        self.keep = True
 
     def size(self, first_row: int, last_row: int) -> int:
         return self.offsets[last_row] - self.offsets[first_row - 1]
@@ -463,6 +468,8 @@ class _Checker:
                 indent = indent[: len(indent) - len(indent.lstrip(" \t\f"))]
                 text += ["\n"] * (first_body - begin - len(text))
                 text.append(f"{indent} pass\n")
+        if len(statement.clauses) != 1:
+            self.keep = False
         skeleton = self.parse_text("".join(text), begin, depth)
         bodies: list[list[ast.stmt] | None] = []
         for k, (_, body_start, body_stop) in enumerate(statement.clauses):
@@ -513,7 +520,8 @@ class _Checker:
         except SyntaxError:
             pass  # again with the file's lines, so that the message names them (below)
         else:
-            ast.increment_lineno(tree, first_row - 1 - len(head))
+            if self.keep:
+                ast.increment_lineno(tree, first_row - 1 - len(head))
             return _unwrapped(tree, depth, opened)
         padding = "\n" * max(0, first_row - 1 - len(head))
         try:
