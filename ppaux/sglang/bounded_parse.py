@@ -99,7 +99,7 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
     has_nul = b"\0" in source if isinstance(source, bytes) else "\0" in source
     if len(source) <= CHUNK_BYTES or has_nul:
         return ast.parse(source, filename)  # small, or refused before any parsing (NUL)
-    text = _decoded(source) if isinstance(source, bytes) else source
+    text, raw = _decoded(source, filename) if isinstance(source, bytes) else (source, False)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = io.StringIO(text).readlines()
     # Syntax trees hold no reference cycles: the collector, which the parts' hundreds of
@@ -111,9 +111,9 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
             # A part's SyntaxWarning (an invalid escape) is the whole file's, told once by it.
             warnings.simplefilter("ignore", SyntaxWarning)
             try:
-                module, checked = _quick(text, lines, filename)
+                module, checked = _quick(text, lines, filename, raw)
                 if module is None and not checked:
-                    module = _check(text, lines, filename)
+                    module = _check(text, lines, filename, raw)
             except _Unsplittable:
                 module = None
         return ast.parse(source, filename) if module is None else module
@@ -122,7 +122,7 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
             gc.enable()
 
 
-def _quick(text: str, lines: list[str], filename: str) -> tuple[ast.Module | None, bool]:
+def _quick(text: str, lines: list[str], filename: str, raw: bool) -> tuple[ast.Module | None, bool]:
     """The file's tree from the parts :func:`_scanned` cuts, and whether every part parsed;
     (None, False) where the scan was unsure (then :func:`_check`).
 
@@ -134,7 +134,7 @@ def _quick(text: str, lines: list[str], filename: str) -> tuple[ast.Module | Non
     if logical is None:
         return None, False
     try:
-        body = _Checker(lines, logical, filename).block(0, len(logical), 1, len(lines), 0)
+        body = _Checker(lines, logical, filename, raw).block(0, len(logical), 1, len(lines), 0)
     except SyntaxError:
         if sys.version_info < (3, 12):
             # Every part before the failing one parsed, so it starts where a statement starts,
@@ -240,11 +240,11 @@ def _scanned(text: str) -> list[_Logical] | None:
     return out
 
 
-def _check(text: str, lines: list[str], filename: str) -> ast.Module | None:
+def _check(text: str, lines: list[str], filename: str, raw: bool) -> ast.Module | None:
     """Raise the first part's syntax error, if any part of the file has one; else the file's
     tree when its top-level parts give it (none had to be split), or None."""
     logical, failure = _logical_lines(text, lines, filename)
-    checker = _Checker(lines, logical, filename)
+    checker = _Checker(lines, logical, filename, raw)
     if failure is None:
         body = checker.block(0, len(logical), 1, len(lines), 0)
         return None if body is None else ast.Module(body=body, type_ignores=[])
@@ -264,14 +264,31 @@ def _check(text: str, lines: list[str], filename: str) -> ast.Module | None:
     raise error
 
 
-def _decoded(data: bytes) -> str:
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)  # SyntaxError: the cookie
+_UTF8 = frozenset({"utf-8", "utf-8-sig"})
+
+
+def _decoded(data: bytes, filename: str) -> tuple[str, bool]:
+    """The text of a file's bytes, as CPython's parser reads them, and whether it holds bytes
+    that are not UTF-8 (kept as lone surrogates; see :attr:`_Checker.raw`). A bad coding
+    cookie raises the parser's own error: its two first lines are all it reads for it. Where
+    the cookie names another encoding than UTF-8, the parser decodes the whole file first, and
+    an undecodable byte is its error (at line 0)."""
     try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise SyntaxError(f"(unicode error) {exc}", ("<unknown>", line, None, None)) from None
-    return text[1:] if text.startswith("\ufeff") else text
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError:
+        ast.parse(b"".join(io.BytesIO(data).readlines()[:2]), filename)  # raises its error
+        raise
+    if encoding in _UTF8:
+        try:
+            text, raw = data.decode(encoding), False
+        except UnicodeDecodeError:
+            text, raw = data.decode(encoding, "surrogateescape"), True
+    else:
+        try:
+            text, raw = data.decode(encoding), False
+        except UnicodeDecodeError as exc:
+            raise SyntaxError(str(exc), (filename, 0, -1, None)) from None
+    return (text[1:] if text.startswith("\ufeff") else text), raw
 
 
 def _logical_lines(
@@ -378,15 +395,22 @@ def _unfinished(
 class _Checker:
     """Parses a file's statements in bounded parts; raises the first part's syntax error."""
 
-    def __init__(self, lines: list[str], logical: list[_Logical], filename: str) -> None:
+    def __init__(
+        self, lines: list[str], logical: list[_Logical], filename: str, raw: bool = False
+    ) -> None:
         self.lines = lines
+        # The file is UTF-8 with bytes that are not: its parts go to the parser as the file's
+        # bytes, so that it reads them as it reads the file (a comment's bytes are not
+        # decoded, a string's are).
+        self.raw = raw
         self.logical = logical
         self.filename = filename
         self.offsets = [0]
         for line in lines:
             self.offsets.append(self.offsets[-1] + len(line))
-        # Each enclosing body's indentation (its first line's) and first row, outermost first.
-        self.bodies: list[tuple[str, int]] = []
+        # Each enclosing body's indentation (its first line's), first row and header's first
+        # word, outermost first.
+        self.bodies: list[tuple[str, int, str]] = []
         # False once a split statement's tree cannot be put back together: the parts are then
         # only checked, and their trees not moved to the file's lines.
         self.keep = True
@@ -472,14 +496,15 @@ class _Checker:
             self.keep = False
         skeleton = self.parse_text("".join(text), begin, depth)
         bodies: list[list[ast.stmt] | None] = []
-        for k, (_, body_start, body_stop) in enumerate(statement.clauses):
+        for k, (header, body_start, body_stop) in enumerate(statement.clauses):
             if body_start >= body_stop:
                 continue
             following = statement.clauses[k + 1][0] if k + 1 < len(statement.clauses) else None
             last = self.logical[following].start - 1 if following is not None else end_row
             first_row = self.logical[body_start].start
             inner = self.logical[body_start].depth
-            self.bodies.append((_indentation(self.lines[first_row - 1]), first_row))
+            word = self.logical[header].word
+            self.bodies.append((_indentation(self.lines[first_row - 1]), first_row, word))
             try:
                 bodies.append(self.block(body_start, body_stop, first_row, last, inner))
             finally:
@@ -492,31 +517,45 @@ class _Checker:
         node.end_lineno, node.end_col_offset = body[-1].end_lineno, body[-1].end_col_offset
         return [node]
 
+    def source(self, text: str) -> str | bytes:
+        """What the parser is given for ``text``: the file's own bytes where :attr:`raw`."""
+        return text.encode("utf-8", "surrogateescape") if self.raw else text
+
     def parse_rows(self, first_row: int, last_row: int, depth: int) -> list[ast.stmt]:
         text = "".join(self.lines[first_row - 1 : last_row])
         return self.parse_text(text, first_row, depth)
 
     def parse_text(self, text: str, first_row: int, depth: int) -> list[ast.stmt]:
         """Parse ``text``, which starts at the file's row ``first_row``, into trees on the
-        file's lines. A body's text (depth above 0) is parsed inside one ``if 1:`` per
-        enclosing body, each indented as that body is in the file, and after a ``pass`` that
-        opens its own body as the file does (unless the text does): CPython's tokenizer then
-        sees the indentation the file gives it (its levels, and tabs against spaces). Parsed
-        where it stands, then moved (blank lines put before it would cost each part what the
-        file before it holds: quadratic in the parts); a part that fails is parsed again
-        behind blank lines, so that the error names the file's lines, its message too."""
+        file's lines. A body's text (depth above 0) is parsed inside one ``if 1:`` (``def _():``
+        for a function's or class's body) per enclosing body, each indented as that body is in
+        the file, and after a ``pass`` that opens its own body as the file does (unless the
+        text does): CPython's tokenizer then sees the indentation the file gives it (its
+        levels, and tabs against spaces), and the parser about the depth. Parsed where it
+        stands, then moved (blank lines put before it would cost each part what the file
+        before it holds: quadratic in the parts); a part that fails is parsed again behind
+        blank lines, so that the error names the file's lines, its message too."""
         head: list[str] = []
         opened = False
         if depth:
-            outer = ["", *(indent for indent, _ in self.bodies)]
-            head = [f"{indent}if 1:\n" for indent in outer[:depth]]
-            indent, body_row = self.bodies[depth - 1] if len(self.bodies) >= depth else ("", 0)
+            outer = ["", *(indent for indent, _, _ in self.bodies)]
+            words = [word for _, _, word in self.bodies] + [""] * depth
+            head = [
+                f"{indent}{_WRAPPERS.get(word, 'if 1:')}\n"
+                for indent, word in zip(outer[:depth], words, strict=False)
+            ]
+            indent, body_row, _ = (
+                self.bodies[depth - 1] if len(self.bodies) >= depth else ("", 0, "")
+            )
             if body_row and body_row < first_row:
                 head.append(f"{indent}pass\n")
                 opened = True
+        if self.raw and first_row > 1:
+            # A part's two first lines are not the file's: no coding cookie may be read there.
+            head.insert(0, "# coding: utf-8\n")
         wrapper = "".join(head)
         try:
-            tree = ast.parse(wrapper + text, self.filename)
+            tree = ast.parse(self.source(wrapper + text), self.filename)
         except SyntaxError:
             pass  # again with the file's lines, so that the message names them (below)
         else:
@@ -525,7 +564,7 @@ class _Checker:
             return _unwrapped(tree, depth, opened)
         padding = "\n" * max(0, first_row - 1 - len(head))
         try:
-            tree = ast.parse(padding + wrapper + text, self.filename)
+            tree = ast.parse(self.source(padding + wrapper + text), self.filename)
         except SyntaxError as exc:
             raise type(exc)(exc.msg, (self.filename, exc.lineno, exc.offset, exc.text)) from None
         return _unwrapped(tree, depth, opened)
@@ -544,6 +583,11 @@ _ONE_BODY = (
 )
 
 
+# A function's or class's body costs CPython's parser more of its stack than other bodies do:
+# a part inside one is parsed inside a function, so that the parser's limit falls where it does.
+_WRAPPERS = {"def": "def _():", "async": "def _():", "class": "def _():"}
+
+
 def _indentation(line: str) -> str:
     return line[: len(line) - len(line.lstrip(" \t\f"))]
 
@@ -554,7 +598,7 @@ def _unwrapped(module: ast.Module, depth: int, opened: bool) -> list[ast.stmt]:
     body = module.body
     for _ in range(depth):
         wrapper = body[0]
-        assert isinstance(wrapper, ast.If)
+        assert isinstance(wrapper, (ast.If, ast.FunctionDef))
         body = wrapper.body
     return body[1:] if opened else body
 
