@@ -29,6 +29,7 @@ CPython's tokenizer does; a text the tokenizer cannot finish
 from __future__ import annotations
 
 import ast
+import bisect
 import gc
 import io
 import re
@@ -43,6 +44,8 @@ __all__ = ["CHUNK_BYTES", "MAX_STATEMENT_TOKENS", "StatementTooLarge", "parse_so
 
 #: Most text of a file handed to CPython's parser before the file is known to be valid Python.
 CHUNK_BYTES = 32 * 1024
+#: Most text read to word the error of a text that ends inside a bracket or a string.
+_TAIL_BYTES = CHUNK_BYTES
 #: Most tokens in one logical line longer than :data:`CHUNK_BYTES` (which cannot be cut): the
 #: parser's tree of a 1 MB literal of 600,000 tokens takes it past 1 GB; sglang's longest
 #: statements hold a few thousand.
@@ -111,9 +114,15 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
             # A part's SyntaxWarning (an invalid escape) is the whole file's, told once by it.
             warnings.simplefilter("ignore", SyntaxWarning)
             try:
-                module, checked = _quick(text, lines, filename, raw)
-                if module is None and not checked:
-                    module = _check(text, lines, filename, raw)
+                try:
+                    module, checked = _quick(text, lines, filename, raw)
+                    if module is None and not checked:
+                        module = _check(text, lines, filename, raw)
+                except SyntaxError as exc:
+                    later = _later_tokenizer_error(exc, text, lines, filename, raw)
+                    if later is not None:
+                        raise later from None
+                    raise
             except _Unsplittable:
                 module = None
         return ast.parse(source, filename) if module is None else module
@@ -264,6 +273,65 @@ def _check(text: str, lines: list[str], filename: str, raw: bool) -> ast.Module 
     raise error
 
 
+#: How CPython's tokenizer words the errors it raises itself: when the parser fails first,
+#: CPython tokenizes the rest of the file, and the first of these found there is the error.
+_TOKENIZER_ERRORS = (
+    "unmatched '",
+    "closing parenthesis '",
+    "unterminated string literal",
+    "unterminated triple-quoted string literal",
+    "invalid character '",
+    "invalid non-printable character",
+    "unexpected character after line continuation",
+    "too many nested parentheses",
+    "invalid decimal literal",
+    "invalid hexadecimal literal",
+    "invalid octal literal",
+    "invalid binary literal",
+    "invalid digit '",
+    "leading zeros in decimal integer literals",
+)
+
+
+class _Found(Exception):
+    """The tokenizer's error of a later part (see :func:`_later_tokenizer_error`)."""
+
+    def __init__(self, error: SyntaxError) -> None:
+        super().__init__(error.msg)
+        self.error = error
+
+
+def _later_tokenizer_error(
+    exc: SyntaxError, text: str, lines: list[str], filename: str, raw: bool
+) -> SyntaxError | None:
+    """The error CPython reports instead of the parser's ``exc``: after a parse fails, CPython
+    tokenizes the rest of the file, and an error its tokenizer raises there (an unmatched
+    bracket, an unterminated string, an invalid character) is the one reported. The parts
+    after ``exc``'s line are parsed (each part's own message already prefers its tokenizer's
+    errors); None when none fails so."""
+    if exc.lineno is None or exc.msg.startswith(_TOKENIZER_ERRORS):
+        return None
+    logical: list[_Logical] | None = _scanned(text)
+    failure = None
+    if logical is None:
+        logical, failure = _logical_lines(text, lines, filename)
+    checker = _Checker(lines, logical, filename, raw)
+    checker.keep = False
+    checker.scan_after = exc.lineno
+    try:
+        if logical:
+            last_row = len(lines) if failure is None else logical[-1].end
+            checker.block(0, len(logical), 1, last_row, 0)
+    except _Found as found:
+        return found.error
+    except SyntaxError:
+        return None
+    if failure is not None and failure[0].msg.startswith(_TOKENIZER_ERRORS):
+        if (failure[0].lineno or 0) > exc.lineno:
+            return failure[0]
+    return None
+
+
 _UTF8 = frozenset({"utf-8", "utf-8-sig"})
 
 
@@ -275,9 +343,13 @@ def _decoded(data: bytes, filename: str) -> tuple[str, bool]:
     an undecodable byte is its error (at line 0)."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError:
-        ast.parse(b"".join(io.BytesIO(data).readlines()[:2]), filename)  # raises its error
-        raise
+    except SyntaxError as exc:
+        if "invalid or missing" in str(exc):
+            # A first line that is not UTF-8 (a comment's bytes): CPython reads on as UTF-8.
+            encoding = "utf-8"
+        else:
+            ast.parse(b"".join(io.BytesIO(data).readlines()[:2]), filename)  # raises its error
+            raise
     if encoding in _UTF8:
         try:
             text, raw = data.decode(encoding), False
@@ -369,7 +441,7 @@ def _unfinished(
     size = 0
     row = min(row, len(lines))
     for line in lines[row - 1 :]:
-        if taken and size + len(line) > CHUNK_BYTES:
+        if taken and size + len(line) > _TAIL_BYTES:
             break
         taken.append(line)
         size += len(line)
@@ -414,6 +486,9 @@ class _Checker:
         # False once a split statement's tree cannot be put back together: the parts are then
         # only checked, and their trees not moved to the file's lines.
         self.keep = True
+        self.starts: list[int] | None = None  # the logical lines' first rows, once needed
+        # Set when only the parts after this line are looked at, for a tokenizer's error.
+        self.scan_after: int | None = None
 
     def size(self, first_row: int, last_row: int) -> int:
         return self.offsets[last_row] - self.offsets[first_row - 1]
@@ -494,21 +569,35 @@ class _Checker:
                 text.append(f"{indent} pass\n")
         if len(statement.clauses) != 1:
             self.keep = False
-        skeleton = self.parse_text("".join(text), begin, depth)
-        bodies: list[list[ast.stmt] | None] = []
-        for k, (header, body_start, body_stop) in enumerate(statement.clauses):
-            if body_start >= body_stop:
-                continue
-            following = statement.clauses[k + 1][0] if k + 1 < len(statement.clauses) else None
-            last = self.logical[following].start - 1 if following is not None else end_row
-            first_row = self.logical[body_start].start
-            inner = self.logical[body_start].depth
-            word = self.logical[header].word
-            self.bodies.append((_indentation(self.lines[first_row - 1]), first_row, word))
-            try:
-                bodies.append(self.block(body_start, body_stop, first_row, last, inner))
-            finally:
-                self.bodies.pop()
+
+        def check_bodies(before: int) -> list[list[ast.stmt] | None]:
+            """Check the bodies that start before row ``before``; their trees."""
+            out: list[list[ast.stmt] | None] = []
+            for k, (header, body_start, body_stop) in enumerate(statement.clauses):
+                if body_start >= body_stop or self.logical[body_start].start >= before:
+                    continue
+                following = statement.clauses[k + 1][0] if k + 1 < len(statement.clauses) else None
+                last = self.logical[following].start - 1 if following is not None else end_row
+                first_row = self.logical[body_start].start
+                inner = self.logical[body_start].depth
+                word = self.logical[header].word
+                self.bodies.append((_indentation(self.lines[first_row - 1]), first_row, word))
+                try:
+                    out.append(self.block(body_start, body_stop, first_row, last, inner))
+                finally:
+                    self.bodies.pop()
+            return out
+
+        try:
+            skeleton = self.parse_text("".join(text), begin, depth, end_row + 1)
+        except (SyntaxError, _Found) as exc:
+            # A body before the failing header fails first in CPython's reading.
+            error = exc.error if isinstance(exc, _Found) else exc
+            check_bodies(error.lineno or 0)
+            raise
+        if not skeleton:  # only where the parts after an error are scanned
+            return None
+        bodies = check_bodies(end_row + 1)
         node = skeleton[0]
         body = bodies[0] if len(statement.clauses) == 1 and len(bodies) == 1 else None
         if body is None or not body or not isinstance(node, _ONE_BODY):
@@ -517,15 +606,36 @@ class _Checker:
         node.end_lineno, node.end_col_offset = body[-1].end_lineno, body[-1].end_col_offset
         return [node]
 
+    def scanned(
+        self, text: str, first_row: int, depth: int, head: list[str], opened: bool
+    ) -> list[ast.stmt]:
+        """A part after the error being explained: raise :class:`_Found` if the tokenizer
+        refuses it; no trees."""
+        assert self.scan_after is not None
+        if first_row <= self.scan_after:
+            return []
+        if self.raw and first_row > 1 and not head:
+            head.insert(0, "# coding: utf-8\n")
+        padding = "\n" * max(0, first_row - 1 - len(head))
+        try:
+            tree = ast.parse(self.source(padding + "".join(head) + text), self.filename)
+        except SyntaxError as exc:
+            if exc.msg.startswith(_TOKENIZER_ERRORS):
+                raise _Found(
+                    type(exc)(exc.msg, (self.filename, exc.lineno, exc.offset, exc.text))
+                ) from None
+            return []
+        return _unwrapped(tree, depth, opened)
+
     def source(self, text: str) -> str | bytes:
         """What the parser is given for ``text``: the file's own bytes where :attr:`raw`."""
         return text.encode("utf-8", "surrogateescape") if self.raw else text
 
     def parse_rows(self, first_row: int, last_row: int, depth: int) -> list[ast.stmt]:
         text = "".join(self.lines[first_row - 1 : last_row])
-        return self.parse_text(text, first_row, depth)
+        return self.parse_text(text, first_row, depth, last_row + 1)
 
-    def parse_text(self, text: str, first_row: int, depth: int) -> list[ast.stmt]:
+    def parse_text(self, text: str, first_row: int, depth: int, next_row: int) -> list[ast.stmt]:
         """Parse ``text``, which starts at the file's row ``first_row``, into trees on the
         file's lines. A body's text (depth above 0) is parsed inside one ``if 1:`` (``def _():``
         for a function's or class's body) per enclosing body, each indented as that body is in
@@ -534,7 +644,9 @@ class _Checker:
         levels, and tabs against spaces), and the parser about the depth. Parsed where it
         stands, then moved (blank lines put before it would cost each part what the file
         before it holds: quadratic in the parts); a part that fails is parsed again behind
-        blank lines, so that the error names the file's lines, its message too."""
+        blank lines, so that the error names the file's lines, its message too, and with
+        the file's text that follows (from ``next_row``), which CPython reads past the
+        failing token: its error is then the one the file gives."""
         head: list[str] = []
         opened = False
         if depth:
@@ -550,8 +662,11 @@ class _Checker:
             if body_row and body_row < first_row:
                 head.append(f"{indent}pass\n")
                 opened = True
-        if self.raw and first_row > 1:
-            # A part's two first lines are not the file's: no coding cookie may be read there.
+        if self.scan_after is not None:
+            return self.scanned(text, first_row, depth, head, opened)
+        if self.raw and first_row > 1 and not head:
+            # A part's two first lines are not the file's: no coding cookie may be read there
+            # (after a wrapper's line, none is).
             head.insert(0, "# coding: utf-8\n")
         wrapper = "".join(head)
         try:
@@ -566,8 +681,36 @@ class _Checker:
         try:
             tree = ast.parse(self.source(padding + wrapper + text), self.filename)
         except SyntaxError as exc:
-            raise type(exc)(exc.msg, (self.filename, exc.lineno, exc.offset, exc.text)) from None
+            error = self.with_following(padding + wrapper + text, next_row, exc)
+            raise type(error)(
+                error.msg, (self.filename, error.lineno, error.offset, error.text)
+            ) from None
         return _unwrapped(tree, depth, opened)
+
+    def with_following(self, text: str, next_row: int, exc: SyntaxError) -> SyntaxError:
+        """The error of ``text`` (on the file's rows, ending before ``next_row``) followed by
+        the file's next two logical lines (at most :data:`CHUNK_BYTES` past the first): the
+        error CPython gives there when it lies before the second, which only a cut could
+        make; else ``exc``."""
+        if self.starts is None:
+            self.starts = [line.start for line in self.logical]
+        index = bisect.bisect_left(self.starts, next_row)
+        if index >= len(self.logical):
+            return exc
+        first = self.logical[index]
+        last = self.logical[index + 1].end if index + 1 < len(self.logical) else len(self.lines)
+        if self.size(first.end + 1, last) > CHUNK_BYTES:
+            last = first.end
+        following = "".join(self.lines[next_row - 1 : last])
+        gap = "\n" * max(0, next_row - 1 - text.count("\n"))
+        try:
+            ast.parse(self.source(text + gap + following), self.filename)
+        except SyntaxError as wider:
+            if last == len(self.lines) or (wider.lineno or last) <= first.end:
+                return wider
+        except (ValueError, MemoryError, RecursionError):
+            pass
+        return exc
 
 
 _ONE_BODY = (
