@@ -275,3 +275,24 @@ def test_a_long_statement_of_few_tokens_still_parses():
     """The bound is on tokens, not bytes: a 100 KB string on one line is one token."""
     text = PAD + "x = '" + "a" * 100_000 + "'\n"
     assert ast.dump(parse_source(text)) == ast.dump(ast.parse(text))
+
+
+def test_fingerprint_names_the_file_and_line_of_a_statement_too_large(tmp_path):
+    """Through the analysis: the file is unparsable, its reason names the line and the bound,
+    and the other files are still read."""
+    from skew_fixtures import copy_tree
+
+    from ppaux.sglang import SCHEDULER_FILE, analyse
+
+    root = copy_tree("v0523", tmp_path)
+    path = root / "sglang" / SCHEDULER_FILE
+    path.write_text("import os\n" + ONE_LINE["list"])
+    capability = analyse(str(root))
+    scheduler = capability.files[0]
+    assert scheduler.status == "unparsable"
+    assert scheduler.reason == (
+        f"not analysable: line 2: one statement of more than {MAX_STATEMENT_TOKENS:,} tokens,"
+        " more than sglang's sources ever hold (not parsed)"
+    )
+    assert capability.unknown["output_keys"] == f"{scheduler.path}: {scheduler.reason}"
+    assert capability.transport == "present"
