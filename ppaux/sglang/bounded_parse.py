@@ -573,11 +573,16 @@ class _Checker:
         def check_bodies(before: int) -> list[list[ast.stmt] | None]:
             """Check the bodies that start before row ``before``; their trees."""
             out: list[list[ast.stmt] | None] = []
+            spans = []
             for k, (header, body_start, body_stop) in enumerate(statement.clauses):
                 if body_start >= body_stop or self.logical[body_start].start >= before:
                     continue
                 following = statement.clauses[k + 1][0] if k + 1 < len(statement.clauses) else None
                 last = self.logical[following].start - 1 if following is not None else end_row
+                spans.append((header, body_start, body_stop, last))
+            if not self.keep and self.scan_after is None:
+                spans = self.unchecked(spans)  # no trees wanted: bodies parsed together first
+            for header, body_start, body_stop, last in spans:
                 first_row = self.logical[body_start].start
                 inner = self.logical[body_start].depth
                 word = self.logical[header].word
@@ -630,6 +635,56 @@ class _Checker:
     def source(self, text: str) -> str | bytes:
         """What the parser is given for ``text``: the file's own bytes where :attr:`raw`."""
         return text.encode("utf-8", "surrogateescape") if self.raw else text
+
+    def unchecked(self, spans: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
+        """Of a split statement's bodies (header, body start, body stop, last row), those still
+        to check one by one: bodies indented alike are parsed together, up to
+        :data:`CHUNK_BYTES` at a time, as one block (a statement of 40,000 ``except`` clauses
+        is then a few dozen parses, not 40,000); a group that fails is checked body by body,
+        which names the error as CPython does."""
+        left: list[tuple[int, int, int, int]] = []
+        group: list[tuple[int, int, int, int]] = []
+        size = 0
+
+        def flush() -> None:
+            if not group:
+                return
+            header = group[0][0]
+            text = "".join(
+                "".join(self.lines[self.logical[b].start - 1 : last]) for _, b, _, last in group
+            )
+            head = [
+                f"{ind}{_WRAPPERS.get(word, 'if 1:')}\n"
+                for ind, word in zip(
+                    ["", *(i for i, _, _ in self.bodies)],
+                    [*(w for _, _, w in self.bodies), self.logical[header].word],
+                    strict=True,
+                )
+            ]
+            try:
+                ast.parse(self.source("".join(head) + text), self.filename)
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                left.extend(group)
+            group.clear()
+
+        for span in spans:
+            _, body_start, _, last = span
+            first_row = self.logical[body_start].start
+            body_size = self.size(first_row, last)
+            alike = not group or _indentation(self.lines[first_row - 1]) == _indentation(
+                self.lines[self.logical[group[0][1]].start - 1]
+            )
+            if body_size > CHUNK_BYTES:
+                flush()
+                left.append(span)
+                continue
+            if not alike or size + body_size > CHUNK_BYTES:
+                flush()
+                size = 0
+            group.append(span)
+            size += body_size
+        flush()
+        return left
 
     def parse_rows(self, first_row: int, last_row: int, depth: int) -> list[ast.stmt]:
         text = "".join(self.lines[first_row - 1 : last_row])
