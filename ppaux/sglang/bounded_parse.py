@@ -103,6 +103,7 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
     if len(source) <= CHUNK_BYTES or has_nul:
         return ast.parse(source, filename)  # small, or refused before any parsing (NUL)
     text, raw = _decoded(source, filename) if isinstance(source, bytes) else (source, False)
+    ending = "\r\n" if "\r\n" in text else "\n"  # CPython counts a last CRLF line's end
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = io.StringIO(text).readlines()
     # Syntax trees hold no reference cycles: the collector, which the parts' hundreds of
@@ -115,11 +116,11 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
             warnings.simplefilter("ignore", SyntaxWarning)
             try:
                 try:
-                    module, checked = _quick(text, lines, filename, raw)
+                    module, checked = _quick(text, lines, filename, raw, ending)
                     if module is None and not checked:
-                        module = _check(text, lines, filename, raw)
+                        module = _check(text, lines, filename, raw, ending)
                 except SyntaxError as exc:
-                    later = _later_tokenizer_error(exc, text, lines, filename, raw)
+                    later = _later_tokenizer_error(exc, text, lines, filename, raw, ending)
                     if later is not None:
                         raise later from None
                     raise
@@ -131,7 +132,9 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
             gc.enable()
 
 
-def _quick(text: str, lines: list[str], filename: str, raw: bool) -> tuple[ast.Module | None, bool]:
+def _quick(
+    text: str, lines: list[str], filename: str, raw: bool, ending: str
+) -> tuple[ast.Module | None, bool]:
     """The file's tree from the parts :func:`_scanned` cuts, and whether every part parsed;
     (None, False) where the scan was unsure (then :func:`_check`).
 
@@ -143,7 +146,8 @@ def _quick(text: str, lines: list[str], filename: str, raw: bool) -> tuple[ast.M
     if logical is None:
         return None, False
     try:
-        body = _Checker(lines, logical, filename, raw).block(0, len(logical), 1, len(lines), 0)
+        checker = _Checker(lines, logical, filename, raw, ending)
+        body = checker.block(0, len(logical), 1, len(lines), 0)
     except SyntaxError:
         if sys.version_info < (3, 12):
             # Every part before the failing one parsed, so it starts where a statement starts,
@@ -249,11 +253,11 @@ def _scanned(text: str) -> list[_Logical] | None:
     return out
 
 
-def _check(text: str, lines: list[str], filename: str, raw: bool) -> ast.Module | None:
+def _check(text: str, lines: list[str], filename: str, raw: bool, ending: str) -> ast.Module | None:
     """Raise the first part's syntax error, if any part of the file has one; else the file's
     tree when its top-level parts give it (none had to be split), or None."""
     logical, failure = _logical_lines(text, lines, filename)
-    checker = _Checker(lines, logical, filename, raw)
+    checker = _Checker(lines, logical, filename, raw, ending)
     if failure is None:
         body = checker.block(0, len(logical), 1, len(lines), 0)
         return None if body is None else ast.Module(body=body, type_ignores=[])
@@ -302,7 +306,7 @@ class _Found(Exception):
 
 
 def _later_tokenizer_error(
-    exc: SyntaxError, text: str, lines: list[str], filename: str, raw: bool
+    exc: SyntaxError, text: str, lines: list[str], filename: str, raw: bool, ending: str
 ) -> SyntaxError | None:
     """The error CPython reports instead of the parser's ``exc``: after a parse fails, CPython
     tokenizes the rest of the file, and an error its tokenizer raises there (an unmatched
@@ -315,7 +319,7 @@ def _later_tokenizer_error(
     failure = None
     if logical is None:
         logical, failure = _logical_lines(text, lines, filename)
-    checker = _Checker(lines, logical, filename, raw)
+    checker = _Checker(lines, logical, filename, raw, ending)
     checker.keep = False
     checker.scan_after = exc.lineno
     try:
@@ -468,9 +472,15 @@ class _Checker:
     """Parses a file's statements in bounded parts; raises the first part's syntax error."""
 
     def __init__(
-        self, lines: list[str], logical: list[_Logical], filename: str, raw: bool = False
+        self,
+        lines: list[str],
+        logical: list[_Logical],
+        filename: str,
+        raw: bool = False,
+        ending: str = "\n",
     ) -> None:
         self.lines = lines
+        self.ending = ending
         # The file is UTF-8 with bytes that are not: its parts go to the parser as the file's
         # bytes, so that it reads them as it reads the file (a comment's bytes are not
         # decoded, a string's are).
@@ -634,6 +644,8 @@ class _Checker:
 
     def source(self, text: str) -> str | bytes:
         """What the parser is given for ``text``: the file's own bytes where :attr:`raw`."""
+        if self.ending != "\n":  # the file's own line ends: CPython counts a last CRLF's
+            text = text.replace("\n", self.ending)
         return text.encode("utf-8", "surrogateescape") if self.raw else text
 
     def unchecked(self, spans: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
@@ -750,14 +762,22 @@ class _Checker:
         if self.starts is None:
             self.starts = [line.start for line in self.logical]
         index = bisect.bisect_left(self.starts, next_row)
+        gap = "\n" * max(0, next_row - 1 - text.count("\n"))
         if index >= len(self.logical):
+            # Only comments and blank lines follow: where the file ends is what counts.
+            tail = "\n" * max(0, len(self.lines) - next_row + 1)
+            try:
+                ast.parse(self.source(text + gap + tail), self.filename)
+            except SyntaxError as wider:
+                return wider
+            except (ValueError, MemoryError, RecursionError):
+                pass
             return exc
         first = self.logical[index]
         last = self.logical[index + 1].end if index + 1 < len(self.logical) else len(self.lines)
         if self.size(first.end + 1, last) > CHUNK_BYTES:
             last = first.end
         following = "".join(self.lines[next_row - 1 : last])
-        gap = "\n" * max(0, next_row - 1 - text.count("\n"))
         try:
             ast.parse(self.source(text + gap + following), self.filename)
         except SyntaxError as wider:
