@@ -115,12 +115,13 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
             # A part's SyntaxWarning (an invalid escape) is the whole file's, told once by it.
             warnings.simplefilter("ignore", SyntaxWarning)
             try:
+                logical = _scanned(text)
                 try:
-                    module, checked = _quick(text, lines, filename, raw, ending)
+                    module, checked = _quick(logical, lines, filename, raw, ending)
                     if module is None and not checked:
                         module = _check(text, lines, filename, raw, ending)
                 except SyntaxError as exc:
-                    later = _later_tokenizer_error(exc, text, lines, filename, raw, ending)
+                    later = _later_tokenizer_error(exc, text, logical, lines, filename, raw, ending)
                     if later is not None:
                         raise later from None
                     raise
@@ -133,7 +134,7 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
 
 
 def _quick(
-    text: str, lines: list[str], filename: str, raw: bool, ending: str
+    logical: list[_Logical] | None, lines: list[str], filename: str, raw: bool, ending: str
 ) -> tuple[ast.Module | None, bool]:
     """The file's tree from the parts :func:`_scanned` cuts, and whether every part parsed;
     (None, False) where the scan was unsure (then :func:`_check`).
@@ -142,7 +143,6 @@ def _quick(
     backslash-continued line leaves a part that cannot parse: when every part parses, every cut
     was a true statement boundary, the file is valid Python and the tree is the file's (or, where
     a split statement's tree cannot be put back together, the whole file's parse gives it)."""
-    logical = _scanned(text)
     if logical is None:
         return None, False
     try:
@@ -306,7 +306,13 @@ class _Found(Exception):
 
 
 def _later_tokenizer_error(
-    exc: SyntaxError, text: str, lines: list[str], filename: str, raw: bool, ending: str
+    exc: SyntaxError,
+    text: str,
+    scanned: list[_Logical] | None,
+    lines: list[str],
+    filename: str,
+    raw: bool,
+    ending: str,
 ) -> SyntaxError | None:
     """The error CPython reports instead of the parser's ``exc``: after a parse fails, CPython
     tokenizes the rest of the file, and an error its tokenizer raises there (an unmatched
@@ -315,7 +321,7 @@ def _later_tokenizer_error(
     errors); None when none fails so."""
     if exc.lineno is None or exc.msg.startswith(_TOKENIZER_ERRORS):
         return None
-    logical: list[_Logical] | None = _scanned(text)
+    logical = scanned
     failure = None
     if logical is None:
         logical, failure = _logical_lines(text, lines, filename)
