@@ -3,11 +3,12 @@ sources to fingerprint, many or large fingerprints to compare.
 
 Run::
 
-    python benchmarks/bench_bounds.py [--workdir DIR]
+    python benchmarks/bench_bounds.py [--workdir DIR] [--only TEXT]
 
-Each case writes its input (under 1 MB, made here from the project's own fixtures) and runs one
-command on it in every output format, each run in its own process, as a user would: ``python -m
-ppaux_cli ...`` (the interpreter's start-up included). Wall time and the kernel's peak resident
+``--only TEXT`` runs the cases whose name holds TEXT. Each case writes its input (under 1 MB,
+made here from the project's own fixtures) and runs one command on it in every output format,
+each run in its own process, as a user would: ``python -m ppaux_cli ...`` (the interpreter's
+start-up included). Wall time and the kernel's peak resident
 set size (``os.wait4``) are taken for each run, and its CPU time (user and system, from
 ``getrusage``), which a loaded machine does not inflate as it does wall time. A Markdown table is
 printed: the worst run of each case, then whether every run stayed within the target (2 s of

@@ -17,13 +17,16 @@ file's (where a statement of several clauses had to be split, ``if``/``else`` or
 whole file is parsed instead, which then costs what a valid file costs).
 
 A part that fails raises the parser's own ``SyntaxError`` with the line moved to the file's
-line, so the message is the one a whole-file parse gives for that part. Two kinds of text are
-still parsed whole, as they cannot be cut: one logical line (a literal of a megabyte) and a
-``match`` statement (its ``case`` clauses are not statements); so is a file where a statement
-starts on a line holding only a backslash, whose indentation :mod:`tokenize` does not read as
-CPython's tokenizer does; a text the tokenizer cannot finish
-(a bracket or a triple-quoted string left open to the end) is reported from at most
-:data:`CHUNK_BYTES` of the text from the statement where it stopped.
+line, and read as CPython reads the whole file: a body's part inside wrappers that give the
+tokenizer the file's indentation, the file's bytes where they are not all UTF-8, the text that
+follows the failing part, and the parts after it when CPython would name a later tokenizer
+error instead. A logical line longer than :data:`CHUNK_BYTES` cannot be cut: one of more than
+:data:`MAX_STATEMENT_TOKENS` tokens is refused (:class:`StatementTooLarge`) before any parser
+sees it, a shorter one is parsed whole, as is a ``match`` statement (its ``case`` clauses are
+not statements) and a file where a statement starts on a line holding only a backslash, whose
+indentation :mod:`tokenize` does not read as CPython's tokenizer does; a text the tokenizer
+cannot finish (a bracket or a triple-quoted string left open to the end) is reported from at
+most :data:`CHUNK_BYTES` of the text from the statement where it stopped.
 """
 
 from __future__ import annotations
