@@ -32,6 +32,8 @@ EXPECTED = {
     "ppaux.sglang.tree.UnreadableFile": OSError,
     "ppaux.sglang.loader.SglangNotFound": LookupError,
     "ppaux.sglang.bounded_parse._Unsplittable": None,
+    "ppaux.sglang.bounded_parse.StatementTooLarge": ValueError,
+    "ppaux.sglang.bounded_parse._Found": None,
     "ppaux.sglang.releases.UnknownReleaseError": ValueError,
     "ppaux.skew.fingerprint.FingerprintError": ValueError,
     "ppaux.skew.fingerprint._Invalid": None,

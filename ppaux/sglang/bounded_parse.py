@@ -300,7 +300,7 @@ _TOKENIZER_ERRORS = (
 )
 
 
-class _Found(Exception):
+class _Found(PpauxError):
     """The tokenizer's error of a later part (see :func:`_later_tokenizer_error`)."""
 
     def __init__(self, error: SyntaxError) -> None:
