@@ -268,8 +268,7 @@ def _check(text: str, lines: list[str], filename: str, raw: bool, ending: str) -
     # so the whole top-level statements before it are checked, then its error is raised.
     error, nested, row = failure
     statements = checker.statements(0, len(logical))
-    if nested and statements:
-        statements.pop()
+    unfinished = statements.pop() if nested and statements else None
     if statements:
         end_row = (
             logical[statements[-1].stop].start - 1
@@ -277,6 +276,17 @@ def _check(text: str, lines: list[str], filename: str, raw: bool, ending: str) -
             else row - 1
         )
         checker.block(0, statements[-1].stop, 1, end_row, 0)
+    if unfinished is not None and row > 1:
+        # The statement the tokenizer stopped in, up to where it stopped: an error the parser
+        # meets there first is CPython's, unless it lies where the cut ends the text.
+        checker.keep = False
+        try:
+            checker.block(
+                unfinished.first, len(logical), logical[unfinished.first].start, row - 1, 0
+            )
+        except SyntaxError as exc:
+            if exc.lineno is not None and exc.lineno < row:
+                raise exc from None
     raise error
 
 
