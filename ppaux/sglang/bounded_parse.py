@@ -35,56 +35,27 @@ import ast
 import bisect
 import gc
 import io
-import re
 import sys
-import tokenize
 import warnings
 from dataclasses import dataclass
 
 from ppaux.errors import PpauxError
+from ppaux.sglang.logical_lines import (
+    MAX_STATEMENT_TOKENS,
+    PART_BYTES,
+    Logical,
+    StatementTooLarge,
+    Unsplittable,
+    decoded,
+    logical_lines,
+    scanned,
+)
 
 __all__ = ["CHUNK_BYTES", "MAX_STATEMENT_TOKENS", "StatementTooLarge", "parse_source"]
 
 #: Most text of a file handed to CPython's parser before the file is known to be valid Python.
-CHUNK_BYTES = 32 * 1024
-#: Most text read to word the error of a text that ends inside a bracket or a string.
-_TAIL_BYTES = CHUNK_BYTES
-#: Most tokens in one logical line longer than :data:`CHUNK_BYTES` (which cannot be cut): the
-#: parser's tree of a 1 MB literal of 600,000 tokens takes it past 1 GB; sglang's longest
-#: statements hold a few thousand.
-MAX_STATEMENT_TOKENS = 50_000
-
+CHUNK_BYTES = PART_BYTES
 _CLAUSES = frozenset({"else", "elif", "except", "finally"})
-_SKIPPED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT})
-_OPENING = {"(": ")", "[": "]", "{": "}"}
-_CLOSING = {")": "(", "]": "[", "}": "{"}
-
-
-class _Unsplittable(PpauxError):
-    """A statement starts on a line holding only a backslash: the file is parsed whole."""
-
-
-class StatementTooLarge(PpauxError, ValueError):
-    """One logical line holds more than :data:`MAX_STATEMENT_TOKENS` tokens: it is not parsed,
-    as its syntax tree alone would cost the parser hundreds of megabytes."""
-
-    def __init__(self, line: int, limit: int) -> None:
-        self.line = line
-        self.limit = limit
-        super().__init__(
-            f"line {line}: one statement of more than {limit:,} tokens,"
-            " more than sglang's sources ever hold (not parsed)"
-        )
-
-
-@dataclass(frozen=True)
-class _Logical:
-    """One logical line: its first and last physical line (1-based), depth and first word."""
-
-    start: int
-    end: int
-    depth: int
-    word: str
 
 
 @dataclass(frozen=True)
@@ -105,7 +76,7 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
     has_nul = b"\0" in source if isinstance(source, bytes) else "\0" in source
     if len(source) <= CHUNK_BYTES or has_nul:
         return ast.parse(source, filename)  # small, or refused before any parsing (NUL)
-    text, raw = _decoded(source, filename) if isinstance(source, bytes) else (source, False)
+    text, raw = decoded(source, filename) if isinstance(source, bytes) else (source, False)
     ending = "\r\n" if "\r\n" in text else "\n"  # CPython counts a last CRLF line's end
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = io.StringIO(text).readlines()
@@ -118,7 +89,7 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
             # A part's SyntaxWarning (an invalid escape) is the whole file's, told once by it.
             warnings.simplefilter("ignore", SyntaxWarning)
             try:
-                logical = _scanned(text)
+                logical = scanned(text)
                 try:
                     module, checked = _quick(logical, lines, filename, raw, ending)
                     if module is None and not checked:
@@ -128,7 +99,7 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
                     if later is not None:
                         raise later from None
                     raise
-            except _Unsplittable:
+            except Unsplittable:
                 module = None
         return ast.parse(source, filename) if module is None else module
     finally:
@@ -137,9 +108,9 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
 
 
 def _quick(
-    logical: list[_Logical] | None, lines: list[str], filename: str, raw: bool, ending: str
+    logical: list[Logical] | None, lines: list[str], filename: str, raw: bool, ending: str
 ) -> tuple[ast.Module | None, bool]:
-    """The file's tree from the parts :func:`_scanned` cuts, and whether every part parsed;
+    """The file's tree from the parts :func:`scanned` cuts, and whether every part parsed;
     (None, False) where the scan was unsure (then :func:`_check`).
 
     The scan may cut where it should not, but a cut inside a string, a bracket or a
@@ -160,106 +131,10 @@ def _quick(
     return (None if body is None else ast.Module(body=body, type_ignores=[])), True
 
 
-_SCAN = re.compile(r"""#[^\n]*|\\\n|'''|\"\"\"|'|"|[(\[{]|[)\]}]|\n""")
-_STRING_END = {
-    "'''": re.compile(r"(?:[^\\]|\\.)*?'''", re.S),
-    '"""': re.compile(r'(?:[^\\]|\\.)*?"""', re.S),
-    "'": re.compile(r"(?:[^\\\n']|\\.)*'", re.S),
-    '"': re.compile(r'(?:[^\\\n"]|\\.)*"', re.S),
-}
-_STRING_END_ALL = tuple(
-    re.compile(re.escape(quote) + pattern.pattern) for quote, pattern in _STRING_END.items()
-)
-_FIRST = re.compile(r"([ \f]*)([A-Za-z_]\w*|[^\s#]|#|\n|$)")
-
-
-_TOKEN = re.compile(
-    "[rRbBuUfF]{0,2}(?:"
-    + "|".join(pattern.pattern for pattern in _STRING_END_ALL)
-    + r")|\w+|#[^\n]*|\\\n|\S",
-    re.S,
-)
-
-
-def _check_tokens(text: str, begin: int, end: int, row: int) -> None:
-    """Raise :class:`StatementTooLarge` when ``text[begin:end]``, one logical line starting on
-    ``row``, holds more than :data:`MAX_STATEMENT_TOKENS` tokens (strings, names and numbers
-    count one each, every other character one): stops counting there, so it costs at most
-    that many matches."""
-    if end - begin <= CHUNK_BYTES:
-        return
-    for count, _ in enumerate(_TOKEN.finditer(text, begin, end), 1):
-        if count > MAX_STATEMENT_TOKENS:
-            raise StatementTooLarge(row, MAX_STATEMENT_TOKENS)
-
-
-def _scanned(text: str) -> list[_Logical] | None:
-    """Logical lines found by scanning only for strings, comments, brackets and line ends: a
-    few times faster than :mod:`tokenize`, and None where it is not sure (a tab in an
-    indentation, an indentation that matches no outer one, a string or bracket left open, a
-    logical line over :data:`CHUNK_BYTES`)."""
-    out: list[_Logical] = []
-    widths = [0]
-    row, pos, size = 1, 0, len(text)
-    while pos < size:
-        first = _FIRST.match(text, pos)
-        if first is None:  # a tab in the indentation
-            return None
-        word = first.group(2)
-        if word == "\\":  # a line of only a backslash: the statement's word is on the next
-            return None
-        if word in ("#", "\n", ""):  # a blank or comment line
-            newline = text.find("\n", pos)
-            pos = size if newline < 0 else newline + 1
-            row += 1
-            continue
-        width = len(first.group(1).rpartition("\f")[2])
-        if width > widths[-1]:
-            widths.append(width)
-        while width < widths[-1]:
-            widths.pop()
-        if width != widths[-1]:
-            return None
-        start, begin, brackets = row, pos, 0
-        pos = first.end(1)
-        while True:
-            match = _SCAN.search(text, pos)
-            if match is None:
-                pos = size
-                break
-            token, pos = match.group(), match.end()
-            if token == "\n":
-                if brackets == 0:
-                    break
-                row += 1
-            elif token in _STRING_END:
-                end = _STRING_END[token].match(text, pos)
-                if end is None:
-                    return None
-                row += text.count("\n", pos, end.end())
-                pos = end.end()
-            elif token in "([{":
-                brackets += 1
-            elif token in ")]}":
-                brackets -= 1
-                if brackets < 0:
-                    return None
-            elif token[0] == "\\":
-                row += 1
-        if brackets:
-            return None
-        if pos - begin > CHUNK_BYTES:
-            _check_tokens(text, begin, pos, start)
-            return None
-        out.append(_Logical(start, row, len(widths) - 1, word))
-        row += 1
-    return out
-
-
 def _check(text: str, lines: list[str], filename: str, raw: bool, ending: str) -> ast.Module | None:
     """Raise the first part's syntax error, if any part of the file has one; else the file's
     tree when its top-level parts give it (none had to be split), or None."""
-    logical, failure = _logical_lines(text, lines, filename)
+    logical, failure = logical_lines(text, lines, filename)
     checker = _Checker(lines, logical, filename, raw, ending)
     if failure is None:
         body = checker.block(0, len(logical), 1, len(lines), 0)
@@ -321,7 +196,7 @@ class _Found(PpauxError):
 def _later_tokenizer_error(
     exc: SyntaxError,
     text: str,
-    scanned: list[_Logical] | None,
+    scanned: list[Logical] | None,
     lines: list[str],
     filename: str,
     raw: bool,
@@ -337,7 +212,7 @@ def _later_tokenizer_error(
     logical = scanned
     failure = None
     if logical is None:
-        logical, failure = _logical_lines(text, lines, filename)
+        logical, failure = logical_lines(text, lines, filename)
     checker = _Checker(lines, logical, filename, raw, ending)
     checker.keep = False
     checker.scan_after = exc.lineno
@@ -355,145 +230,13 @@ def _later_tokenizer_error(
     return None
 
 
-_UTF8 = frozenset({"utf-8", "utf-8-sig"})
-
-
-def _decoded(data: bytes, filename: str) -> tuple[str, bool]:
-    """The text of a file's bytes, as CPython's parser reads them, and whether it holds bytes
-    that are not UTF-8 (kept as lone surrogates; see :attr:`_Checker.raw`). A bad coding
-    cookie raises the parser's own error: its two first lines are all it reads for it. Where
-    the cookie names another encoding than UTF-8, the parser decodes the whole file first, and
-    an undecodable byte is its error (at line 0)."""
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as exc:
-        if "invalid or missing" in str(exc):
-            # A first line that is not UTF-8 (a comment's bytes): CPython reads on as UTF-8.
-            encoding = "utf-8"
-        else:
-            ast.parse(b"".join(io.BytesIO(data).readlines()[:2]), filename)  # raises its error
-            raise
-    if encoding in _UTF8:
-        try:
-            text, raw = data.decode(encoding), False
-        except UnicodeDecodeError:
-            text, raw = data.decode(encoding, "surrogateescape"), True
-    else:
-        try:
-            text, raw = data.decode(encoding), False
-        except UnicodeDecodeError as exc:
-            raise SyntaxError(str(exc), (filename, 0, -1, None)) from None
-    return (text[1:] if text.startswith("\ufeff") else text), raw
-
-
-def _logical_lines(
-    text: str, lines: list[str], filename: str
-) -> tuple[list[_Logical], tuple[SyntaxError, bool, int] | None]:
-    """The logical lines, and (error, inside a block, row) where the tokenizer stopped."""
-    out: list[_Logical] = []
-    depth = 0
-    start: tuple[int, str] | None = None
-    line = 1  # where the next logical line starts
-    brackets: list[tuple[str, int]] = []
-    tokens = tokenize.generate_tokens(io.StringIO(text).readline)
-    count = 0  # tokens of the logical line so far
-    try:
-        for tok in tokens:
-            if tok.type == tokenize.INDENT:
-                depth += 1
-            elif tok.type == tokenize.DEDENT:
-                depth -= 1
-            elif tok.type == tokenize.NL and start is None:
-                line = tok.start[0] + 1  # after a blank or comment line
-            if tok.type in _SKIPPED or tok.type == tokenize.ENDMARKER:
-                continue
-            if start is None:
-                # The line starts where its first physical line does, which may hold only a
-                # backslash (its indentation is the statement's): not always its first token's.
-                word = tok.string if tok.type == tokenize.NAME else tok.string[:1]
-                start = (min(line, tok.start[0]), word)
-                if start[0] < tok.start[0] and lines[start[0] - 1].strip() == "\\":
-                    # CPython's tokenizer and tokenize disagree on such a line's indentation.
-                    raise _Unsplittable
-            count += 1
-            if count > MAX_STATEMENT_TOKENS:
-                raise StatementTooLarge(start[0], MAX_STATEMENT_TOKENS)
-            if tok.type == tokenize.OP:
-                if tok.string in _OPENING:
-                    brackets.append((tok.string, tok.start[0]))
-                elif tok.string in _CLOSING:
-                    _close(brackets, tok.string, tok.start[0], filename)
-            if tok.type == tokenize.NEWLINE:
-                out.append(_Logical(start[0], tok.start[0], depth, start[1]))
-                start = None
-                line = tok.start[0] + 1
-                brackets.clear()
-                count = 0
-    except SyntaxError as exc:  # IndentationError, or a bracket closed unlike it opened
-        row = start[0] if start is not None else (exc.lineno or 1)
-        return out, (_located(exc, filename), depth > 0, row)
-    except tokenize.TokenError as exc:
-        row = start[0] if start is not None else (out[-1].end + 1 if out else 1)
-        error = _unfinished(lines, row, brackets, str(exc.args[0]), filename)
-        return out, (error, depth > 0, row)
-    if start is not None:  # the last line has no newline: tokenize still ends it
-        out.append(_Logical(start[0], len(lines), depth, start[1]))
-    return out, None
-
-
-def _close(brackets: list[tuple[str, int]], char: str, row: int, filename: str) -> None:
-    if not brackets:
-        raise SyntaxError(f"unmatched '{char}'", (filename, row, None, None))
-    opening, line = brackets.pop()
-    if _CLOSING[char] != opening:
-        where = "" if line == row else f" on line {line}"
-        message = f"closing parenthesis '{char}' does not match opening parenthesis '{opening}'"
-        raise SyntaxError(message + where, (filename, row, None, None))
-
-
-def _located(exc: SyntaxError, filename: str) -> SyntaxError:
-    error = type(exc)(exc.msg, (filename, exc.lineno, exc.offset, exc.text))
-    return error
-
-
-def _unfinished(
-    lines: list[str], row: int, brackets: list[tuple[str, int]], reason: str, filename: str
-) -> SyntaxError:
-    """The error for a text that runs to its end inside a bracket or string from ``row``."""
-    taken: list[str] = []
-    size = 0
-    row = min(row, len(lines))
-    for line in lines[row - 1 :]:
-        if taken and size + len(line) > _TAIL_BYTES:
-            break
-        taken.append(line)
-        size += len(line)
-    whole = row - 1 + len(taken) == len(lines)
-    indented = taken[0][:1] in " \t"
-    head = "\n" * (row - 2) + "if 1:\n" if indented else "\n" * (row - 1)
-    try:
-        ast.parse(head + "".join(taken))
-    except SyntaxError as exc:
-        if exc.lineno is not None and (whole or exc.lineno < row - 1 + len(taken)):
-            return SyntaxError(exc.msg, (filename, exc.lineno, exc.offset, exc.text))
-    except (ValueError, RecursionError, MemoryError):
-        pass
-    if "string" in reason:
-        message = f"unterminated triple-quoted string literal (detected at line {len(lines)})"
-        return SyntaxError(message, (filename, row, None, None))
-    if brackets:
-        char, opened = brackets[-1]
-        return SyntaxError(f"'{char}' was never closed", (filename, opened, None, None))
-    return SyntaxError(reason, (filename, row, None, None))
-
-
 class _Checker:
     """Parses a file's statements in bounded parts; raises the first part's syntax error."""
 
     def __init__(
         self,
         lines: list[str],
-        logical: list[_Logical],
+        logical: list[Logical],
         filename: str,
         raw: bool = False,
         ending: str = "\n",
