@@ -3,11 +3,12 @@ sources to fingerprint, many or large fingerprints to compare.
 
 Run::
 
-    python benchmarks/bench_bounds.py [--workdir DIR]
+    python benchmarks/bench_bounds.py [--workdir DIR] [--only TEXT]
 
-Each case writes its input (under 1 MB, made here from the project's own fixtures) and runs one
-command on it in every output format, each run in its own process, as a user would: ``python -m
-ppaux_cli ...`` (the interpreter's start-up included). Wall time and the kernel's peak resident
+``--only TEXT`` runs the cases whose name holds TEXT. Each case writes its input (under 1 MB,
+made here from the project's own fixtures) and runs one command on it in every output format,
+each run in its own process, as a user would: ``python -m ppaux_cli ...`` (the interpreter's
+start-up included). Wall time and the kernel's peak resident
 set size (``os.wait4``) are taken for each run, and its CPU time (user and system, from
 ``getrusage``), which a loaded machine does not inflate as it does wall time. A Markdown table is
 printed: the worst run of each case, then whether every run stayed within the target (2 s of
@@ -136,6 +137,58 @@ def hostile_source(folder: Path) -> list[str]:
     return ["fingerprint", "--sglang-path", str(tree)]
 
 
+def _one_line(head: str, item: Callable[[int], str], tail: str) -> str:
+    """One logical line of about 1 MB: ``head``, items joined by commas, ``tail``."""
+    parts, size, n = [head], len(head), 0
+    while size < BUDGET - 200:
+        parts.append(item(n) + ",")
+        size += len(parts[-1])
+        n += 1
+    return "".join(parts) + tail + "\n"
+
+
+def _scheduler_line(folder: Path, line: str) -> list[str]:
+    tree = _tree_with(folder, "scheduler_pp_mixin.py", line)
+    return ["fingerprint", "--sglang-path", str(tree)]
+
+
+def list_line(folder: Path) -> list[str]:
+    """The scheduler mixin as a 1 MB list literal of small numbers on one logical line."""
+    return _scheduler_line(folder, _one_line("VALUES = [", lambda n: "1", "]"))
+
+
+def call_line(folder: Path) -> list[str]:
+    """The scheduler mixin as a call with 500,000 arguments on one logical line."""
+    return _scheduler_line(folder, _one_line("register(", lambda n: "a", ")"))
+
+
+def dict_line(folder: Path) -> list[str]:
+    """The scheduler mixin as a 1 MB dict literal on one logical line."""
+    return _scheduler_line(folder, _one_line("TABLE = {", lambda n: f"{n % 10}:{n % 10}", "}"))
+
+
+def concat_line(folder: Path) -> list[str]:
+    """The transport module as one 1 MB sum of string literals (a left-deep tree)."""
+    line = "KEY = " + "+".join(["'a'"] * ((BUDGET - 100) // 4))
+    tree = _tree_with(folder, "scheduler_pp_mixin.py", _scheduler_source())
+    (tree / "sglang" / "srt" / "sampling" / "sampling_observer_pp.py").write_text(line + "\n")
+    return ["fingerprint", "--sglang-path", str(tree)]
+
+
+def many_clauses(folder: Path) -> list[str]:
+    """The transport module as one ``try`` of 40,000 ``except`` clauses (valid, 1 MB)."""
+    clauses = "".join(f"except E{n}:\n    x = {n}\n" for n in range(40_000))
+    source = "try:\n    pass\n" + clauses[: BUDGET - 100]
+    source = source[: source.rindex("except")]
+    tree = _tree_with(folder, "scheduler_pp_mixin.py", _scheduler_source())
+    (tree / "sglang" / "srt" / "sampling" / "sampling_observer_pp.py").write_text(source)
+    return ["fingerprint", "--sglang-path", str(tree)]
+
+
+def _scheduler_source() -> str:
+    return (TREE / "sglang" / "srt" / "managers" / "scheduler_pp_mixin.py").read_text()
+
+
 P = "__sampling_observer_output__."
 
 
@@ -198,6 +251,11 @@ CASES: dict[str, Callable[[Path], list[str]]] = {
     "fingerprint, 1 MB hostile source line": hostile_source,
     "fingerprint, 800 KB scheduler source cut in a method": invalid_source,
     "fingerprint, 1 MB transport function, last line invalid": invalid_function,
+    "fingerprint, 1 MB list literal on one line": list_line,
+    "fingerprint, a call of 500,000 arguments on one line": call_line,
+    "fingerprint, 1 MB dict literal on one line": dict_line,
+    "fingerprint, 1 MB sum of strings on one line": concat_line,
+    "fingerprint, one try of 40,000 except clauses": many_clauses,
     "inspect, 480 KB of hostile keys and a 20,000-float list": wide_dump,
     "diff, two such dumps": wide_diff,
     "replay, one such dump": wide_replay,
@@ -222,6 +280,7 @@ def main() -> int:
     """Write every case, run it in every format, print the figures; exit 1 over the target."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", default=None, help="where the inputs and runs go")
+    parser.add_argument("--only", default="", help="run only the cases whose name holds this")
     args = parser.parse_args()
     root = Path(args.workdir or tempfile.mkdtemp(prefix="ppaux-bounds-"))
     env = {**os.environ, "NO_COLOR": "1", "PYTHONIOENCODING": "utf-8:strict", "COLUMNS": "100"}
@@ -233,6 +292,8 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|")
     failed = []
     for name, make in CASES.items():
+        if args.only not in name:
+            continue
         folder = root / make.__name__
         folder.mkdir(parents=True, exist_ok=True)
         command = make(folder)

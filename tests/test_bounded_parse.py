@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ppaux.sglang.bounded_parse as bounded_parse
-from ppaux.sglang import analyse
+from ppaux.sglang import analyse, logical_lines
 from ppaux.sglang.bounded_parse import CHUNK_BYTES, parse_source
 
 TREE = Path(__file__).resolve().parent.parent / "fixtures" / "skew" / "trees" / "v0523"
@@ -187,8 +187,8 @@ def test_the_quick_cut_and_the_tokenizer_cut_give_the_same_lines():
     """Where the quick scan answers, its logical lines are the tokenizer's."""
     text = CORPUS * 3
     lines = text.splitlines(keepends=True)
-    quick = bounded_parse._scanned(text)
-    exact, failure = bounded_parse._logical_lines(text, lines, "<corpus>")
+    quick = logical_lines.scanned(text)
+    exact, failure = logical_lines.logical_lines(text, lines, "<corpus>")
     assert quick is not None and failure is None
     assert quick == exact
 

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import io
+import tokenize
 from dataclasses import dataclass
 from typing import Any
 
 from ppaux.sglang import releases
-from ppaux.sglang.bounded_parse import parse_source
+from ppaux.sglang.bounded_parse import StatementTooLarge, parse_source
 from ppaux.sglang.capability import Capability, SourceFile
 from ppaux.sglang.digest import definition_digests
 from ppaux.sglang.names import ADD, POP, SCHEDULER_FILE, TRANSPORT_FILE
@@ -140,15 +142,15 @@ def _parse(
         return _Parsed(SourceFile(role, where, "absent", reason="no such file"), None)
     digest = hashlib.sha256(data).hexdigest()
     if parts is not None and _SELECTIVE:
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            text = None
+        text = _utf8_text(data)
         selected = parse_parts(text, *parts) if text is not None else None
         if selected is not None:
             return _checked_depth(_Parsed(SourceFile(role, where, "ok", digest), selected, data))
     try:
         module = parse_source(data, where)
+    except StatementTooLarge as exc:
+        reason = f"not analysable: {exc}"
+        return _Parsed(SourceFile(role, where, "unparsable", digest, reason), None, data)
     except SyntaxError as exc:
         reason = f"not valid Python: {exc.msg} (line {exc.lineno})"
         return _Parsed(SourceFile(role, where, "unparsable", digest, reason), None, data)
@@ -157,6 +159,18 @@ def _parse(
         reason = f"not valid Python: {type(exc).__name__}: {exc}"
         return _Parsed(SourceFile(role, where, "unparsable", digest, reason), None, data)
     return _checked_depth(_Parsed(SourceFile(role, where, "ok", digest), module, data))
+
+
+def _utf8_text(data: bytes) -> str | None:
+    """The file's text where CPython reads it as UTF-8 (no coding cookie names another
+    encoding, every byte decodes); else None, and the whole file goes to the bounded parse,
+    which reads it as CPython does."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode("utf-8")
+    except (SyntaxError, UnicodeDecodeError):
+        return None
+    return text if encoding == "utf-8" else None
 
 
 #: Deepest syntax tree analysed. Real sglang files stay under 40 levels; the analysis (and

@@ -176,17 +176,29 @@ def calls_anywhere(module: ast.Module, names: tuple[str, ...]) -> dict[str, bool
 
 
 def dict_keys(func: ast.AST) -> tuple[list[str], list[str]]:
-    """String keys a function puts in dicts it builds: (unconditional, under an ``if``)."""
+    """String keys a function puts in dicts it builds: (unconditional, under an ``if``).
+
+    A dict is a ``{...}`` literal that is not an argument of a call other than ``dict(...)``
+    or ``.update(...)`` (``Counter({...})`` builds no message), and an item stored on a name
+    not made by such a call (``counts = Counter(); counts["k"] += 1`` stores no key)."""
     always: list[str] = []
     optional: list[str] = []
+    others = _made_by_other_calls(func)
 
     def visit(node: ast.AST, conditional: bool) -> None:
         for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Call) and not _builds_dict(child):
+                visit(child.func, conditional)  # its arguments are another object's
+                continue
             if isinstance(child, ast.Dict):
                 for key in child.keys:
                     if isinstance(key, ast.Constant) and isinstance(key.value, str):
                         (optional if conditional else always).append(key.value)
-            if isinstance(child, ast.Subscript) and isinstance(child.ctx, ast.Store):
+            if (
+                isinstance(child, ast.Subscript)
+                and isinstance(child.ctx, ast.Store)
+                and not (isinstance(child.value, ast.Name) and child.value.id in others)
+            ):
                 key = child.slice
                 if isinstance(key, ast.Constant) and isinstance(key.value, str):
                     (optional if conditional else always).append(key.value)
@@ -198,6 +210,29 @@ def dict_keys(func: ast.AST) -> tuple[list[str], list[str]]:
     always = _first_of_each(always, seen)
     optional = _first_of_each(optional, seen)
     return always, optional
+
+
+def _builds_dict(call: ast.Call) -> bool:
+    """``dict(...)`` or ``x.update(...)``: a call whose literal arguments are the dict's."""
+    func = call.func
+    return (isinstance(func, ast.Name) and func.id == "dict") or (
+        isinstance(func, ast.Attribute) and func.attr == "update"
+    )
+
+
+def _made_by_other_calls(func: ast.AST) -> set[str]:
+    """Names only ever assigned the result of a call other than ``dict(...)``."""
+    made: set[str] = set()
+    other: set[str] = set()
+    for node in walk(func):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    value = node.value
+                    is_other = isinstance(value, ast.Call) and not _builds_dict(value)
+                    (made if is_other else other).add(target.id)
+    return made - other
 
 
 def _first_of_each(keys: list[str], seen: set[str]) -> list[str]:

@@ -109,23 +109,54 @@ def calls_to(test: ast.AST, name: str) -> list[ast.Call]:
     return found
 
 
+def _is_var(expr: ast.AST, var: str | None) -> bool:
+    """True when ``expr`` is the name ``var`` itself (any expression if None)."""
+    return var is None or (isinstance(expr, ast.Name) and expr.id == var)
+
+
+def _types_named(expr: ast.AST) -> set[str]:
+    """The type names an isinstance second argument gives: ``T``, ``mod.T`` (as ``T`` and
+    ``mod.T``) or a tuple of them; a call or any other expression gives none."""
+    if isinstance(expr, ast.Tuple):
+        return set().union(*(_types_named(e) for e in expr.elts)) if expr.elts else set()
+    if isinstance(expr, ast.Name):
+        return {expr.id}
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+        return {expr.attr, f"{expr.value.id}.{expr.attr}"}
+    return set()
+
+
 def checks_tensor(test: ast.AST, var: str | None = None) -> bool:
-    """True when ``test`` asks whether ``var`` (any value if None) is a tensor."""
+    """True when ``test`` asks whether ``var`` (any value if None) is a tensor: calls
+    ``torch.is_tensor(var)`` (or ``is_tensor``), or ``isinstance(var, torch.Tensor)`` (``Tensor``,
+    or a tuple holding it). A call that makes a tensor (``torch.Tensor()``) or a type whose name
+    only holds the word (``TensorMetadata``) is no such test."""
     for call in calls_to(test, "is_tensor"):
-        if var is None or any(var in names_in(a) for a in call.args):
+        func = call.func
+        if isinstance(func, ast.Attribute) and not (
+            isinstance(func.value, ast.Name) and func.value.id == "torch"
+        ):
+            continue
+        if len(call.args) == 1 and _is_var(call.args[0], var):
             return True
     for call in calls_to(test, "isinstance"):
-        if len(call.args) == 2 and "Tensor" in ast.dump(call.args[1]):
-            if var is None or var in names_in(call.args[0]):
+        if isinstance(call.func, ast.Name) and len(call.args) == 2 and _is_var(call.args[0], var):
+            if {"torch.Tensor", "Tensor"} & _types_named(call.args[1]):
                 return True
     return False
 
 
 def checks_isinstance_of(test: ast.AST, var: str, kind: str | None = None) -> bool:
-    """True when ``test`` calls isinstance on ``var`` (against ``kind`` if given) or hasattr."""
-    for call in calls_to(test, "isinstance") + calls_to(test, "hasattr"):
-        if call.args and var in names_in(call.args[0]):
-            if kind is None or (len(call.args) == 2 and kind in names_in(call.args[1])):
+    """True when ``test`` calls ``isinstance(var, kind)`` (any type if ``kind`` is None; a tuple
+    holding it too), or ``hasattr(var, ...)`` when ``kind`` is None."""
+    for call in calls_to(test, "isinstance"):
+        if isinstance(call.func, ast.Name) and len(call.args) == 2 and _is_var(call.args[0], var):
+            named = _types_named(call.args[1])
+            if named and (kind is None or kind in named):
+                return True
+    if kind is None:
+        for call in calls_to(test, "hasattr"):
+            if isinstance(call.func, ast.Name) and call.args and _is_var(call.args[0], var):
                 return True
     return False
 

@@ -1,0 +1,300 @@
+"""Cut a Python source into logical lines as CPython's tokenizer does, without parsing it.
+
+:func:`scanned` finds them with a scan of strings, comments, brackets and line ends (a few times
+faster than :mod:`tokenize`, and None where it is not sure); :func:`logical_lines` with
+:mod:`tokenize`, saying where and why the tokenizer stopped, in CPython's words. Both refuse a
+logical line longer than a part of :data:`PART_BYTES` that holds more than
+:data:`MAX_STATEMENT_TOKENS` tokens (:class:`StatementTooLarge`): no part can be cut below one,
+and the parser's tree of such a line costs hundreds of megabytes. :func:`decoded` reads a
+file's bytes as CPython's parser does. Used by :mod:`ppaux.sglang.bounded_parse`.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from dataclasses import dataclass
+
+from ppaux.errors import PpauxError
+
+__all__ = [
+    "MAX_STATEMENT_TOKENS",
+    "PART_BYTES",
+    "Logical",
+    "StatementTooLarge",
+    "Unsplittable",
+    "decoded",
+    "logical_lines",
+    "scanned",
+]
+
+#: The most text of a file parsed at once (``bounded_parse.CHUNK_BYTES``): a logical line
+#: longer than this cannot be cut, and has its tokens counted.
+PART_BYTES = 32 * 1024
+#: Most text read to word the error of a text that ends inside a bracket or a string.
+_TAIL_BYTES = PART_BYTES
+#: Most tokens in one logical line longer than :data:`PART_BYTES` (which cannot be cut): the
+#: parser's tree of a 1 MB literal of 600,000 tokens takes it past 1 GB; sglang's longest
+#: statements hold a few thousand.
+MAX_STATEMENT_TOKENS = 50_000
+
+_SKIPPED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT})
+_OPENING = {"(": ")", "[": "]", "{": "}"}
+_CLOSING = {")": "(", "]": "[", "}": "{"}
+
+
+class Unsplittable(PpauxError):
+    """A statement starts on a line holding only a backslash: the file is parsed whole."""
+
+
+class StatementTooLarge(PpauxError, ValueError):
+    """One logical line holds more than :data:`MAX_STATEMENT_TOKENS` tokens: it is not parsed,
+    as its syntax tree alone would cost the parser hundreds of megabytes."""
+
+    def __init__(self, line: int, limit: int) -> None:
+        self.line = line
+        self.limit = limit
+        super().__init__(
+            f"line {line}: one statement of more than {limit:,} tokens,"
+            " more than sglang's sources ever hold (not parsed)"
+        )
+
+
+@dataclass(frozen=True)
+class Logical:
+    """One logical line: its first and last physical line (1-based), depth and first word."""
+
+    start: int
+    end: int
+    depth: int
+    word: str
+
+
+_SCAN = re.compile(r"""#[^\n]*|\\\n|'''|\"\"\"|'|"|[(\[{]|[)\]}]|\n""")
+_STRING_END = {
+    "'''": re.compile(r"(?:[^\\]|\\.)*?'''", re.S),
+    '"""': re.compile(r'(?:[^\\]|\\.)*?"""', re.S),
+    "'": re.compile(r"(?:[^\\\n']|\\.)*'", re.S),
+    '"': re.compile(r'(?:[^\\\n"]|\\.)*"', re.S),
+}
+_STRING_END_ALL = tuple(
+    re.compile(re.escape(quote) + pattern.pattern) for quote, pattern in _STRING_END.items()
+)
+_FIRST = re.compile(r"([ \f]*)([A-Za-z_]\w*|[^\s#]|#|\n|$)")
+
+
+_TOKEN = re.compile(
+    "[rRbBuUfF]{0,2}(?:"
+    + "|".join(pattern.pattern for pattern in _STRING_END_ALL)
+    + r")|\w+|#[^\n]*|\\\n|\S",
+    re.S,
+)
+
+
+def _check_tokens(text: str, begin: int, end: int, row: int) -> None:
+    """Raise :class:`StatementTooLarge` when ``text[begin:end]``, one logical line starting on
+    ``row``, holds more than :data:`MAX_STATEMENT_TOKENS` tokens (strings, names and numbers
+    count one each, every other character one): stops counting there, so it costs at most
+    that many matches."""
+    if end - begin <= PART_BYTES:
+        return
+    for count, _ in enumerate(_TOKEN.finditer(text, begin, end), 1):
+        if count > MAX_STATEMENT_TOKENS:
+            raise StatementTooLarge(row, MAX_STATEMENT_TOKENS)
+
+
+def scanned(text: str) -> list[Logical] | None:
+    """Logical lines found by scanning only for strings, comments, brackets and line ends: a
+    few times faster than :mod:`tokenize`, and None where it is not sure (a tab in an
+    indentation, an indentation that matches no outer one, a string or bracket left open, a
+    logical line over :data:`PART_BYTES`)."""
+    out: list[Logical] = []
+    widths = [0]
+    row, pos, size = 1, 0, len(text)
+    while pos < size:
+        first = _FIRST.match(text, pos)
+        if first is None:  # a tab in the indentation
+            return None
+        word = first.group(2)
+        if word == "\\":  # a line of only a backslash: the statement's word is on the next
+            return None
+        if word in ("#", "\n", ""):  # a blank or comment line
+            newline = text.find("\n", pos)
+            pos = size if newline < 0 else newline + 1
+            row += 1
+            continue
+        width = len(first.group(1).rpartition("\f")[2])
+        if width > widths[-1]:
+            widths.append(width)
+        while width < widths[-1]:
+            widths.pop()
+        if width != widths[-1]:
+            return None
+        start, begin, brackets = row, pos, 0
+        pos = first.end(1)
+        while True:
+            match = _SCAN.search(text, pos)
+            if match is None:
+                pos = size
+                break
+            token, pos = match.group(), match.end()
+            if token == "\n":
+                if brackets == 0:
+                    break
+                row += 1
+            elif token in _STRING_END:
+                end = _STRING_END[token].match(text, pos)
+                if end is None:
+                    return None
+                row += text.count("\n", pos, end.end())
+                pos = end.end()
+            elif token in "([{":
+                brackets += 1
+            elif token in ")]}":
+                brackets -= 1
+                if brackets < 0:
+                    return None
+            elif token[0] == "\\":
+                row += 1
+        if brackets:
+            return None
+        if pos - begin > PART_BYTES:
+            _check_tokens(text, begin, pos, start)
+            return None
+        out.append(Logical(start, row, len(widths) - 1, word))
+        row += 1
+    return out
+
+
+_UTF8 = frozenset({"utf-8", "utf-8-sig"})
+
+
+def decoded(data: bytes, filename: str) -> tuple[str, bool]:
+    """The text of a file's bytes, as CPython's parser reads them, and whether it holds bytes
+    that are not UTF-8 (kept as lone surrogates; see :attr:`_Checker.raw`). A bad coding
+    cookie raises the parser's own error: its two first lines are all it reads for it. Where
+    the cookie names another encoding than UTF-8, the parser decodes the whole file first, and
+    an undecodable byte is its error (at line 0)."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        if "invalid or missing" in str(exc):
+            # A first line that is not UTF-8 (a comment's bytes): CPython reads on as UTF-8.
+            encoding = "utf-8"
+        else:
+            ast.parse(b"".join(io.BytesIO(data).readlines()[:2]), filename)  # raises its error
+            raise
+    if encoding in _UTF8:
+        try:
+            text, raw = data.decode(encoding), False
+        except UnicodeDecodeError:
+            text, raw = data.decode(encoding, "surrogateescape"), True
+    else:
+        try:
+            text, raw = data.decode(encoding), False
+        except UnicodeDecodeError as exc:
+            raise SyntaxError(str(exc), (filename, 0, -1, None)) from None
+    return (text[1:] if text.startswith("\ufeff") else text), raw
+
+
+def logical_lines(
+    text: str, lines: list[str], filename: str
+) -> tuple[list[Logical], tuple[SyntaxError, bool, int] | None]:
+    """The logical lines, and (error, inside a block, row) where the tokenizer stopped."""
+    out: list[Logical] = []
+    depth = 0
+    start: tuple[int, str] | None = None
+    line = 1  # where the next logical line starts
+    brackets: list[tuple[str, int]] = []
+    tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+    count = 0  # tokens of the logical line so far
+    try:
+        for tok in tokens:
+            if tok.type == tokenize.INDENT:
+                depth += 1
+            elif tok.type == tokenize.DEDENT:
+                depth -= 1
+            elif tok.type == tokenize.NL and start is None:
+                line = tok.start[0] + 1  # after a blank or comment line
+            if tok.type in _SKIPPED or tok.type == tokenize.ENDMARKER:
+                continue
+            if start is None:
+                # The line starts where its first physical line does, which may hold only a
+                # backslash (its indentation is the statement's): not always its first token's.
+                word = tok.string if tok.type == tokenize.NAME else tok.string[:1]
+                start = (min(line, tok.start[0]), word)
+                if start[0] < tok.start[0] and lines[start[0] - 1].strip() == "\\":
+                    # CPython's tokenizer and tokenize disagree on such a line's indentation.
+                    raise Unsplittable
+            count += 1
+            if count > MAX_STATEMENT_TOKENS:
+                raise StatementTooLarge(start[0], MAX_STATEMENT_TOKENS)
+            if tok.type == tokenize.OP:
+                if tok.string in _OPENING:
+                    brackets.append((tok.string, tok.start[0]))
+                elif tok.string in _CLOSING:
+                    _close(brackets, tok.string, tok.start[0], filename)
+            if tok.type == tokenize.NEWLINE:
+                out.append(Logical(start[0], tok.start[0], depth, start[1]))
+                start = None
+                line = tok.start[0] + 1
+                brackets.clear()
+                count = 0
+    except SyntaxError as exc:  # IndentationError, or a bracket closed unlike it opened
+        row = start[0] if start is not None else (exc.lineno or 1)
+        return out, (_located(exc, filename), depth > 0, row)
+    except tokenize.TokenError as exc:
+        row = start[0] if start is not None else (out[-1].end + 1 if out else 1)
+        error = _unfinished(lines, row, brackets, str(exc.args[0]), filename)
+        return out, (error, depth > 0, row)
+    if start is not None:  # the last line has no newline: tokenize still ends it
+        out.append(Logical(start[0], len(lines), depth, start[1]))
+    return out, None
+
+
+def _close(brackets: list[tuple[str, int]], char: str, row: int, filename: str) -> None:
+    if not brackets:
+        raise SyntaxError(f"unmatched '{char}'", (filename, row, None, None))
+    opening, line = brackets.pop()
+    if _CLOSING[char] != opening:
+        where = "" if line == row else f" on line {line}"
+        message = f"closing parenthesis '{char}' does not match opening parenthesis '{opening}'"
+        raise SyntaxError(message + where, (filename, row, None, None))
+
+
+def _located(exc: SyntaxError, filename: str) -> SyntaxError:
+    error = type(exc)(exc.msg, (filename, exc.lineno, exc.offset, exc.text))
+    return error
+
+
+def _unfinished(
+    lines: list[str], row: int, brackets: list[tuple[str, int]], reason: str, filename: str
+) -> SyntaxError:
+    """The error for a text that runs to its end inside a bracket or string from ``row``."""
+    taken: list[str] = []
+    size = 0
+    row = min(row, len(lines))
+    for line in lines[row - 1 :]:
+        if taken and size + len(line) > _TAIL_BYTES:
+            break
+        taken.append(line)
+        size += len(line)
+    whole = row - 1 + len(taken) == len(lines)
+    indented = taken[0][:1] in " \t"
+    head = "\n" * (row - 2) + "if 1:\n" if indented else "\n" * (row - 1)
+    try:
+        ast.parse(head + "".join(taken))
+    except SyntaxError as exc:
+        if exc.lineno is not None and (whole or exc.lineno < row - 1 + len(taken)):
+            return SyntaxError(exc.msg, (filename, exc.lineno, exc.offset, exc.text))
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    if "string" in reason:
+        message = f"unterminated triple-quoted string literal (detected at line {len(lines)})"
+        return SyntaxError(message, (filename, row, None, None))
+    if brackets:
+        char, opened = brackets[-1]
+        return SyntaxError(f"'{char}' was never closed", (filename, opened, None, None))
+    return SyntaxError(reason, (filename, row, None, None))

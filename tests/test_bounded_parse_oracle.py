@@ -1,0 +1,298 @@
+"""The bounded parse judges a file as CPython's parser does, with CPython as the oracle: over
+sources generated from a grammar of statements and cut into parts far smaller than the file,
+``parse_source`` accepts exactly what ``ast.parse`` accepts, gives the same tree, and refuses
+with the same message on the same line. Then the cases where it once did not, at the real part
+size."""
+
+from __future__ import annotations
+
+import ast
+from unittest import mock
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ppaux.sglang.bounded_parse as bounded_parse
+from ppaux.sglang.bounded_parse import CHUNK_BYTES, MAX_STATEMENT_TOKENS, parse_source
+
+#: Statements valid wherever they stand.
+SOUND = st.sampled_from(
+    [
+        b"x = 1",
+        b"pass",
+        b"y = f(a, b=2)",
+        b"s = '\xc3\xa9t\xc3\xa9'",
+        b"t = b'a'",
+        b"u = rb'\\d'",
+        b"# a comment \xff\xfe",
+        b"v = (1,\n    2)",
+        b"w = 1 + \\\n    2",
+        b'd = """one\ntwo"""',
+        b"return x",
+    ]
+)
+#: Lines CPython refuses, alone or where they stand (a coding cookie after the first lines is
+#: a comment; on them, the file's other bytes may not decode; a form feed at a body's start
+#: leaves the body empty).
+FAULTS = st.sampled_from(
+    [
+        b"s = 'a\xffb'",
+        b"\xff = 1",
+        b"x = = 1",
+        b"x = (",
+        b"x = 1)",
+        b"x = 'open",
+        b"del f()",
+        b"else:",
+        b"\x0cz = 3",
+        b"# coding: latin-1",
+        b"# coding: ascii",
+        b"  x = 1",
+        b"\tx = 1",
+    ]
+)
+SIMPLE = st.one_of(SOUND, FAULTS)
+INDENTS = st.sampled_from([b"    ", b"\t", b"  ", b"\t    ", b"        ", b" \t"])
+
+
+def _block(children: st.SearchStrategy[list[bytes]]) -> st.SearchStrategy[list[bytes]]:
+    """A compound statement: its header lines, each body indented by a unit of its own."""
+
+    def build(kind: str, indent: bytes, bodies: list[list[bytes]]) -> list[bytes]:
+        headers = {
+            "if": [b"if x:", b"elif y:", b"else:"],
+            "try": [b"try:", b"except E:", b"else:", b"finally:"],
+            "def": [b"@decorator", b"def f(a):"],
+            "class": [b"class C(Base):"],
+            "for": [b"for a in b:", b"else:"],
+            "with": [b"with a as b, c:"],
+        }[kind]
+        out: list[bytes] = []
+        for k, header in enumerate(headers):
+            out.append(header)
+            if header.startswith(b"@"):
+                continue
+            body = [*bodies[k % len(bodies)], b"pass"]  # never only comments
+            out.extend(indent + line.replace(b"\n", b"\n" + indent) for line in body)
+        return out
+
+    return st.builds(
+        build,
+        st.sampled_from(["if", "try", "def", "class", "for", "with"]),
+        INDENTS,
+        st.lists(children, min_size=1, max_size=3),
+    )
+
+
+def _statements(simple: st.SearchStrategy[bytes]) -> st.SearchStrategy[list[bytes]]:
+    return st.recursive(
+        st.lists(simple.map(lambda line: [line]), min_size=1, max_size=4).map(
+            lambda groups: [line for group in groups for line in group]
+        ),
+        lambda children: st.lists(
+            st.one_of(children, _block(children)), min_size=1, max_size=4
+        ).map(lambda groups: [line for group in groups for line in group]),
+        max_leaves=12,
+    )
+
+
+def _with_fault(lines: list[bytes], fault: bytes | None, at: int) -> list[bytes]:
+    """``lines`` with the statement at ``at`` (or the first after it that is no header nor
+    decorator) replaced by ``fault``, indented as it was: the file's one fault."""
+    simple = [
+        k for k, line in enumerate(lines) if not line.rstrip().endswith((b":", b"@decorator"))
+    ]
+    if fault is None or not simple:
+        return lines
+    k = next((k for k in simple if k >= at), simple[-1])
+    indent = lines[k][: len(lines[k]) - len(lines[k].lstrip(b" \t"))]
+    return [*lines[:k], indent + fault, *lines[k + 1 :]]
+
+
+#: Files of sound statements with at most one fault put in.
+ONE_FAULT = st.builds(_with_fault, _statements(SOUND), st.none() | FAULTS, st.integers(0, 40))
+#: Files of any statements: any number of faults.
+ANY = _statements(SIMPLE)
+
+
+def _outcome(parse: object, source: bytes) -> tuple[object, ...]:
+    try:
+        module = parse(source)  # type: ignore[operator]
+    except SyntaxError as exc:  # IndentationError and TabError included, told apart
+        return (type(exc).__name__, exc.msg, exc.lineno)
+    except (ValueError, MemoryError, RecursionError) as exc:
+        return (type(exc).__name__,)
+    return ("ok", ast.dump(module, include_attributes=True))
+
+
+def _source(lines: list[bytes], good_prefix: int, crlf: bool) -> bytes:
+    pad = b"".join(b"value_%d = %d\n" % (n, n) for n in range(good_prefix))
+    source = pad + b"\n".join(lines) + b"\n"
+    return source.replace(b"\n", b"\r\n") if crlf else source
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    lines=ONE_FAULT,
+    good_prefix=st.integers(0, 30),
+    chunk=st.sampled_from([1, 24, 64]),
+    crlf=st.booleans(),
+)
+def test_the_verdict_message_and_line_are_cpythons(lines, good_prefix, chunk, crlf):
+    """A file with at most one fault, cut in parts as small as the chunk allows: accepted iff
+    ast.parse accepts it, with the same tree; refused with the same exception, message and
+    line."""
+    source = _source(lines, good_prefix, crlf)
+    expected = _outcome(ast.parse, source)
+    with mock.patch.object(bounded_parse, "CHUNK_BYTES", chunk):
+        assert _outcome(parse_source, source) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=ANY, good_prefix=st.integers(0, 30), chunk=st.sampled_from([1, 24, 64]))
+def test_the_verdict_is_cpythons_whatever_the_faults(lines, good_prefix, chunk):
+    """Any number of faults: accepted iff ast.parse accepts, with the same tree. (Where a file
+    holds several faults, CPython's choice of the one it names is not followed in every case:
+    see docs/benchmarks.md, fingerprint.)"""
+    source = _source(lines, good_prefix, False)
+    expected = _outcome(ast.parse, source)
+    with mock.patch.object(bounded_parse, "CHUNK_BYTES", chunk):
+        got = _outcome(parse_source, source)
+    assert (got[0] == "ok") == (expected[0] == "ok")
+    if expected[0] == "ok":
+        assert got == expected
+
+
+PAD = "".join(f"value_{n} = {n}\n" for n in range(CHUNK_BYTES // 12))
+
+
+def _body(prefix: str, lines: list[str]) -> str:
+    return prefix + "".join(lines)
+
+
+def _tabs_across_parts() -> str:
+    """A body indented by a tab and eight spaces, then by two tabs (the same column, not the
+    same indentation to CPython): lines of 20 bytes, so that the change falls where a part
+    of CHUNK_BYTES ends."""
+    n = CHUNK_BYTES // 20
+    text = "if x:\n" + "".join(f"\t        a{k:05} = 1\n" for k in range(n))
+    return text + "".join(f"\t\tb{k:05} = 2\n" for k in range(3000))
+
+
+def _nested(header: str, depth: int, inner: list[str]) -> str:
+    heads = "".join(" " * i + header + "\n" for i in range(depth))
+    return heads + "".join(" " * depth + line + "\n" for line in inner)
+
+
+CASES = {
+    "tabs and spaces mixed across two parts": _tabs_across_parts,
+    "101 levels of indentation": lambda: _nested("if x:", 101, ["a = 1"] * 3000),
+    "100 levels of indentation": lambda: _nested("with x:", 100, ["a = 1"] * 3000),
+    "the parser's stack, inside functions": lambda: _nested(
+        "def f():", 99, ["a = 1"] * 2500 + ["b = " + "(" * 190 + "1" + ")" * 190]
+    ),
+    "the parser's stack, inside ifs": lambda: _nested(
+        "if x:", 99, ["a = 1"] * 2500 + ["b = " + "(" * 193 + "1" + ")" * 193]
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_what_cpython_refuses_only_as_a_whole_is_refused(name):
+    text = CASES[name]()
+    assert len(text) > 2 * CHUNK_BYTES
+    expected = _outcome(ast.parse, text.encode())
+    assert expected[0] != "ok"
+    assert _outcome(parse_source, text) == expected
+    assert _outcome(parse_source, text.encode()) == expected
+
+
+BYTE_CASES = {
+    "invalid UTF-8 in a comment past the first part": PAD.encode() + b"# \xff\xfe here\n",
+    "invalid UTF-8 in a string past the first part": PAD.encode() + b"x = 'ab\xffc'\n",
+    "invalid UTF-8 in a name": PAD.encode() + b"a\xffb = 1\n",
+    "a cookie naming ASCII, UTF-8 far on": b"# coding: ascii\n" + PAD.encode() + "é\n".encode(),
+    "a cookie naming no encoding": b"# coding: nonsense\n" + PAD.encode(),
+    "a byte-order mark and a Latin-1 cookie": b"\xef\xbb\xbf# coding: latin-1\n" + PAD.encode(),
+    "a cookie-like comment starting a part": PAD.encode() + b"# coding: latin-1\nx = '\xc3\xa9'\n",
+    "a Latin-1 file": b"# coding: latin-1\n" + PAD.encode() + b"x = '\xe9'\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BYTE_CASES))
+def test_a_files_bytes_are_read_as_cpython_reads_them(name):
+    data = BYTE_CASES[name]
+    assert len(data) > CHUNK_BYTES
+    assert _outcome(parse_source, data) == _outcome(ast.parse, data)
+
+
+def test_the_comment_case_is_valid_and_the_string_case_names_the_strings_line():
+    """The oracle's answers, stated: the two cases differ only in where the byte is."""
+    ok = parse_source(BYTE_CASES["invalid UTF-8 in a comment past the first part"])
+    assert len(ok.body) == CHUNK_BYTES // 12
+    with pytest.raises(SyntaxError) as caught:
+        parse_source(BYTE_CASES["invalid UTF-8 in a string past the first part"])
+    assert caught.value.lineno == CHUNK_BYTES // 12 + 1
+    assert "can't decode byte 0xff in position 2" in str(caught.value.msg)
+
+
+ONE_LINE = {
+    "list": "values = [" + "1, " * 330_000 + "]\n",
+    "call": "register(" + "a," * 490_000 + ")\n",
+    "dict": "table = {" + "1: 2, " * 160_000 + "}\n",
+    "sum of strings": "key = " + "+".join(["'a'"] * 240_000) + "\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ONE_LINE))
+@pytest.mark.parametrize("tabbed", [False, True])
+def test_a_statement_of_too_many_tokens_is_refused_before_its_tree(name, tabbed):
+    """A logical line of about 1 MB that the parser would turn into 300 MB - 1.1 GB of tree
+    is refused, naming its line, before any parser sees it (the scan and, with a tab in an
+    indentation before it, the tokenizer count its tokens)."""
+    head = "import os\nif os:\n\tpass\n" if tabbed else "import os\n"
+    text = head + ONE_LINE[name]
+    assert len(text) < 1_000_000
+    handed: list[int] = []
+    real = ast.parse
+
+    def spy(source, *args, **kwargs):
+        handed.append(len(source))
+        return real(source, *args, **kwargs)
+
+    with (
+        mock.patch.object(ast, "parse", spy),
+        pytest.raises(bounded_parse.StatementTooLarge) as caught,
+    ):
+        parse_source(text, "big.py")
+    assert caught.value.line == head.count("\n") + 1
+    assert f"more than {MAX_STATEMENT_TOKENS:,} tokens" in str(caught.value)
+    assert all(size <= CHUNK_BYTES + 100 for size in handed)
+
+
+def test_a_long_statement_of_few_tokens_still_parses():
+    """The bound is on tokens, not bytes: a 100 KB string on one line is one token."""
+    text = PAD + "x = '" + "a" * 100_000 + "'\n"
+    assert ast.dump(parse_source(text)) == ast.dump(ast.parse(text))
+
+
+def test_fingerprint_names_the_file_and_line_of_a_statement_too_large(tmp_path):
+    """Through the analysis: the file is unparsable, its reason names the line and the bound,
+    and the other files are still read."""
+    from skew_fixtures import copy_tree
+
+    from ppaux.sglang import SCHEDULER_FILE, analyse
+
+    root = copy_tree("v0523", tmp_path)
+    path = root / "sglang" / SCHEDULER_FILE
+    path.write_text("import os\n" + ONE_LINE["list"])
+    capability = analyse(str(root))
+    scheduler = capability.files[0]
+    assert scheduler.status == "unparsable"
+    assert scheduler.reason == (
+        f"not analysable: line 2: one statement of more than {MAX_STATEMENT_TOKENS:,} tokens,"
+        " more than sglang's sources ever hold (not parsed)"
+    )
+    assert capability.unknown["output_keys"] == f"{scheduler.path}: {scheduler.reason}"
+    assert capability.transport == "present"
