@@ -40,11 +40,19 @@ _MESSAGES = frozenset(
 #: :mod:`ppaux.triage.envelopes` and the Kubernetes advice read), where the value is a
 #: Kubernetes name (253 characters at most). A stream's other labels are dropped: copied into
 #: every record, they would cost (labels) x (lines).
+#: Bytes of a one-line object looked at for a member holding its records (Loki's and
+#: CloudWatch's lists stand after a few short members; JSON lines records are far shorter).
+_KEYS_SEEN = 4096
 _KEPT_LABELS = ("namespace", "pod", "pod_name", "container", "container_name")
 _KUBERNETES_NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,252}")
 
 #: The start of Loki's query API response.
 _LOKI = re.compile(rb'^\{\s*"(?:status|data)"\s*:\s*(?:"success"|\{\s*"resultType")')
+#: A member whose value is a list of records, whatever the keys' order (``jq -S`` sorts them):
+#: Loki's ``"result": [{`` and ``"values": [[``, an export's ``"events": [{`` (AWS CloudWatch's
+#: ``get-log-events`` and ``filter-log-events``). A quote inside a JSON string is escaped, so
+#: the member is one of the object's own.
+_RECORD_LIST = re.compile(rb'"(?:result|values|events|entries|records|logs)"\s*:\s*\[\s*[\[{]')
 
 
 def is_document(head: bytes) -> bool:
@@ -58,8 +66,12 @@ def is_document(head: bytes) -> bool:
         return False
     if _LOKI.search(text[:256]) is not None:  # Loki's response, on one line or several
         return True
-    first, newline, _ = text.partition(b"\n")
-    return bool(newline) and first.strip() == b"{"  # a pretty-printed object
+    first, newline, rest = text.partition(b"\n")
+    if newline and first.strip() == b"{":
+        return True  # a pretty-printed object
+    # One object on one line (the whole file, or longer than the head) holding a list of
+    # records: a document whatever its keys' order. JSON lines start a record on each line.
+    return not rest.strip() and _RECORD_LIST.search(first[:_KEYS_SEEN]) is not None
 
 
 def _lines_of(document: Any) -> Iterator[dict[str, Any]]:

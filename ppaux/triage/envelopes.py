@@ -57,6 +57,8 @@ _KEY_GROUP = re.compile(r"^\[[\w.]+: [^\]]*\]\s?")
 #: journald ``short-iso``: ``<time> <host> <identifier>[<pid>]: `` (after the time).
 _JOURNALD = re.compile(r"^[\w.-]+ [\w.@/-]+(?:\[\d{1,10}\])?: ")
 #: ``aws logs tail``: ``<time> <stream> <message>``; a stream name holds a '/'.
+#: A CloudWatch log stream's name as a record names it (512 characters at most, no ':' or '*').
+_AWS_NAME = re.compile(r"[\w.\[\]$/#=@+-]{1,512}")
 _AWS_STREAM = re.compile(r"^[\w.-]+(?:/[\w.\[\]$-]+)+ ")
 _KUBECTL = re.compile(r"^\[(?P<who>pod/[^/\]\s]+/[^/\]\s]*)\] ")
 #: syslog's and journald's default (``short``) form: ``Jun 17 06:48:30 host ident[pid]: ``.
@@ -176,7 +178,7 @@ def _json_record(text: str) -> Peeled | None:
     if message is None:
         return None
     peeled = Peeled(message.rstrip("\r\n").split("\n")[:MAX_RECORD_LINES])
-    peeled.stream = _pod_of(record)
+    peeled.stream = _pod_of(record) or _aws_stream(record)
     peeled.decoded = decoded
     stamp = None
     for key in _TIME_KEYS:
@@ -210,6 +212,14 @@ def _pod_of(record: dict[str, object]) -> str | None:
     if _NAME.fullmatch(pod) is None or (container and _NAME.fullmatch(container) is None):
         return None
     return f"pod/{pod}/{container}"
+
+
+def _aws_stream(record: dict[str, object]) -> str | None:
+    """AWS CloudWatch's ``logStreamName`` of an event (``filter-log-events`` mixes streams)."""
+    name = record.get("logStreamName")
+    if isinstance(name, str) and _AWS_NAME.fullmatch(name) is not None:
+        return name
+    return None
 
 
 def peel_envelope(text: str) -> Peeled:

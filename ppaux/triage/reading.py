@@ -28,6 +28,7 @@ from ppaux.triage.lineformat import (
     torch_rank,
     unwrap,
 )
+from ppaux.triage.newest import Reversed, newest_first, oldest_first
 from ppaux.triage.pastemarks import Unmarked, paste_mark
 from ppaux.triage.records import (
     Event,
@@ -449,6 +450,7 @@ def read_log(
     limits = source.limits
     opened = stream = open_log(source)
     unwrapped: Unwrapped | None = None
+    backwards: Reversed | None = None
     try:
         head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
         if is_document(head):
@@ -465,6 +467,10 @@ def read_log(
         if width is not None:
             unwrapped = Unwrapped(stream, width, limits.max_log_line)
             stream = cast(BinaryIO, io.BufferedReader(unwrapped, buffer_size=1 << 20))
+            head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
+        if newest_first(head):  # a store's export, its rows newest first
+            backwards = oldest_first(stream, source.name, limits.max_log_document)
+            stream = backwards.stream
             head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
         reading.empty = not head
         reading.envelope, reading.launcher = detect(head)
@@ -487,6 +493,8 @@ def read_log(
             if item is None:
                 break
             number, raw = item
+            if backwards is not None:
+                number = backwards.physical(number)
             if unwrapped is not None:
                 number = unwrapped.physical(number)
             text, time, time_text, source_stream, partial = unwrap(raw, reading.envelope)
@@ -516,6 +524,8 @@ def read_log(
             reader.take(line, marked, _weak(line.text))
         reader.close_all()
         reading.lines = scanner.line - 1
+        if backwards is not None:
+            reading.lines = backwards.total
         if unwrapped is not None:
             reading.lines = unwrapped.physical(scanner.line) - 1
         reading.long_lines = scanner.long_lines
