@@ -34,6 +34,7 @@ from ppaux.triage.records import (
     Event,
     Failure,
     TracebackBuilder,
+    cut_header,
     failure_start,
     is_frame,
     raised,
@@ -181,6 +182,9 @@ class _Reader:
         self._streams: dict[str | None, _Open] = {}
         self._by_ranks: dict[tuple[str | None, str | None], dict[int, TracebackBuilder]] = {}
         self._after: dict[str | None, dict[int, TracebackBuilder]] = {}
+        #: Per stream, the last line read whose header was cut before 'Traceback (m': the
+        #: fragment whose frames follow it is that line's ranks' failure.
+        self._cut_headers: dict[str | None, LogLine] = {}
 
     def _next_order(self) -> int:
         self.order += 1
@@ -285,7 +289,13 @@ class _Reader:
         fragment = is_frame(text)
         shaped = None if fragment else raised(text)
         if not fragment and shaped is None:
+            if line.ranks and cut_header(text):
+                self._cut_headers[line.stream] = line
             return
+        first = line
+        header = self._cut_headers.pop(line.stream, None)
+        if header is not None and fragment and line.number - header.number <= 1:
+            line = header  # the failure starts at its cut header: its ranks, time and place
         if shaped is not None and (shaped[0].endswith("Warning") or line.ranks == ""):
             # A warning is no failure; an exception line under sglang's prefix without ranks is
             # the server process's (a request refused), not a rank's.
@@ -307,7 +317,7 @@ class _Reader:
         )
         if fragment:
             builder = TracebackBuilder(failure)
-            builder.feed(line, False)
+            builder.feed(first, False)
             self._add(builder)
             return
         assert shaped is not None
@@ -433,7 +443,7 @@ def _take_peeled(
         if line.ranks:
             reading.pp_ranks.update(int(n) for n in _PP_RANK.findall(line.ranks))
         inner_marked = any(m in inner for m in _MARKER_TEXTS) if several else marked
-        reader.take(line, inner_marked, _weak(line.text))
+        reader.take(line, inner_marked, _weak(line.text) or _weak(inner))
 
 
 def read_log(
@@ -521,7 +531,7 @@ def read_log(
             line = peel(number, text, time, time_text, source_stream, reading.launcher, stamped)
             if local_zone is not None:
                 line = in_zone(line, local_zone)
-            reader.take(line, marked, _weak(line.text))
+            reader.take(line, marked, _weak(line.text) or _weak(text))
         reader.close_all()
         reading.lines = scanner.line - 1
         if backwards is not None:
