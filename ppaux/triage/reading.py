@@ -17,7 +17,7 @@ from typing import BinaryIO, cast
 from ppaux.limits import Limits
 from ppaux.triage.documents import is_document, records
 from ppaux.triage.envelopes import peel_envelope
-from ppaux.triage.flattened import unflatten
+from ppaux.triage.flattened import ESCAPED, unescaped, unflatten
 from ppaux.triage.lineformat import (
     Envelope,
     Launcher,
@@ -425,6 +425,8 @@ def _take_peeled(
     row, a JSON record, a launcher's prefix) to ``reader``."""
     peeled = peel_envelope(text)
     inners = peeled.lines
+    if any(ESCAPED in inner for inner in inners):
+        inners = [part for inner in inners for part in (unescaped(inner) or [inner])]
     if any(_FLATTENED in inner for inner in inners):
         inners = [part for inner in inners for part in (unflatten(inner) or [inner])]
     several = len(inners) > 1 or peeled.decoded
