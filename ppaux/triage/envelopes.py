@@ -53,6 +53,9 @@ _LEVEL_COLUMN = re.compile(
     r"^(?:info|error|warning|warn|debug|critical|unknown|INFO|ERROR|WARNING|WARN|DEBUG)\t"
 )
 _LABELS = re.compile(r'^\{(?:[\w.]+\s*=~?\s*"(?:[^"\\]|\\.)*"\s*,?\s*)*\}\s?')
+#: The pod and container a Loki label set names (``{namespace="llm", pod="sglang-0"}``).
+_LABEL_POD = re.compile(r'[{,\s]pod(?:_name)?\s*=\s*"([A-Za-z0-9][\w.-]{0,252})"')
+_LABEL_CONTAINER = re.compile(r'[{,\s]container(?:_name)?\s*=\s*"([A-Za-z0-9][\w.-]{0,252})"')
 _KEY_GROUP = re.compile(r"^\[[\w.]+: [^\]]*\]\s?")
 #: journald ``short-iso``: ``<time> <host> <identifier>[<pid>]: `` (after the time).
 _JOURNALD = re.compile(r"^[\w.-]+ [\w.@/-]+(?:\[\d{1,10}\])?: ")
@@ -377,6 +380,11 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
     if head == "{":
         labels = _LABELS.match(rest)
         if labels is not None and labels.end() > 2:
+            pod = _LABEL_POD.search(labels.group(0))
+            if pod is not None and peeled.stream is None:
+                container = _LABEL_CONTAINER.search(labels.group(0))
+                named = container.group(1) if container is not None else ""
+                peeled.stream = f"pod/{pod.group(1)}/{named}"
             return rest[labels.end() :]
         return None
     if head == "[":

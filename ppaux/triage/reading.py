@@ -86,11 +86,6 @@ _MAX_OVERSIZED = 16
 _FLAG_PP = re.compile(rb"--(?:pp-size|pipeline-parallel-size)[= ](\d{1,4})\b")
 #: What a traceback flattened onto one line holds (its header, then its first frame).
 _FLATTENED = 'call last): File "'
-#: A log store's labels or resource naming a Kubernetes pod or container.
-_KUBERNETES = re.compile(
-    rb'"k8s_container"|\bpod="|"pod"\s*:\s*"|"pod_name"\s*:\s*"|"container_name"\s*:\s*"'
-    rb'|\bnamespace="[^"]*",\s*pod'
-)
 _FLAG_NNODES = re.compile(rb"--nnodes[= ](\d{1,4})\b")
 
 
@@ -129,8 +124,8 @@ class LogReading:
     #: Lines holding a rank or line number too long to read, and how many more.
     oversized: list[int] = field(default_factory=list)
     more_oversized: int = 0
-    #: The envelope names a pod or container (a log store's labels, a ``k8s_container``
-    #: resource): the log came from Kubernetes.
+    #: An envelope names a pod (a log store's labels or resource, ``kubectl logs --prefix``)
+    #: on a line read: the log came from Kubernetes. Never told from a message's own text.
     kubernetes: bool = False
 
 
@@ -247,6 +242,8 @@ class _Reader:
                 reading.more_oversized += 1
         if line.ranks:
             self.reading.pp_ranks.update(int(n) for n in _PP_RANK.findall(line.ranks))
+        if line.stream is not None and line.stream.startswith("pod/"):
+            self.reading.kubernetes = True  # an envelope's labels or kubectl named a pod
         stream = self._streams.get(line.stream)
         if stream is not None and stream.builders:
             if line.sglang:
@@ -488,7 +485,6 @@ def read_log(
         reading.envelope, reading.launcher = detect(head)
         reading.pp_ranks.update(int(n) for n in _PP_PREFIX.findall(head))
         reading.server_args = _server_args(head)
-        reading.kubernetes = _KUBERNETES.search(head) is not None
         detected = reading.envelope is not Envelope.PLAIN or reading.launcher is not Launcher.NONE
         source_code = reading.source_code = _source_code(head)
         reading.shaped = (detected or _LOG_SHAPE.search(head) is not None) and not source_code
