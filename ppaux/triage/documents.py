@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shlex
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
@@ -28,7 +29,7 @@ from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import byte_size
 from ppaux.triage.sources import LogOpenError
 
-__all__ = ["is_document", "records"]
+__all__ = ["is_document", "per_line", "records"]
 
 #: The members of a record that hold its log line (:mod:`ppaux.triage.envelopes` reads them).
 _MESSAGES = frozenset(
@@ -72,6 +73,27 @@ def is_document(head: bytes) -> bool:
     # One object on one line (the whole file, or longer than the head) holding a list of
     # records: a document whatever its keys' order. JSON lines start a record on each line.
     return not rest.strip() and _RECORD_LIST.search(first[:_KEYS_SEEN]) is not None
+
+
+#: jq filters that write a document's records one per line, as :func:`records` reads them.
+_LOKI_FILTER = ".data.result[] | .stream as $s | .values[] | {ts: .[0], line: .[1], labels: $s}"
+_LOKI_RESULT = re.compile(rb'"result"\s*:\s*\[\s*\{\s*"(?:stream|values)"')
+_LIST_MEMBER = re.compile(rb'"(?P<key>events|entries|records|logs)"\s*:\s*\[')
+
+
+def per_line(head: bytes) -> str:
+    """The jq filter that writes the document opening with ``head`` one record per line:
+    Loki's response as its values (each with its stream's labels), an export's list member
+    (``.events[]``), an array's items."""
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text[:1] == b"[":
+        return ".[]"
+    if _LOKI.search(text[:256]) is not None or _LOKI_RESULT.search(text) is not None:
+        return _LOKI_FILTER
+    member = _LIST_MEMBER.search(text)
+    if member is not None:
+        return f".{member.group('key').decode()}[]"
+    return "."
 
 
 def _lines_of(document: Any) -> Iterator[dict[str, Any]]:
@@ -127,7 +149,8 @@ def records(stream: BinaryIO, name: str, limit: int = Limits().max_log_document)
         raise LogOpenError(
             name,
             f"one JSON document larger than {byte_size(limit)}; give it one record per line "
-            "(jq -c '.[]') " + limit_note("max_log_document", limit),
+            f"({shlex.join(['jq', '-c', per_line(data[:_KEYS_SEEN])])}) "
+            + limit_note("max_log_document", limit),
         ).suggest(RaiseLimit("max_log_document", limit))
     try:
         document = json.loads(data.decode("utf-8", "replace"))
