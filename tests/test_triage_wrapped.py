@@ -76,3 +76,17 @@ def test_a_paste_wrapped_at_any_width_has_the_plain_log_s_root(tmp_path_factory,
     assert _roots(triage_paths([str(path)])) == [
         ("PP801", "PP0", "auxiliary-output", "RuntimeError")
     ]
+
+
+def test_a_json_document_wrapped_by_a_terminal_has_the_plain_log_s_root(tmp_path):
+    from test_triage_jq import _documents
+
+    for name, text in _documents().items():
+        for width in (80, 120, 200):
+            path = tmp_path / f"{name}-{width}.json"
+            path.write_text(_cut(text + "\n", width), encoding="utf-8")
+            report = triage_paths([str(path)])
+            assert _roots(report) == [("PP801", "PP0", "auxiliary-output", "RuntimeError")], (
+                name,
+                width,
+            )

@@ -72,9 +72,15 @@ def is_document(head: bytes) -> bool:
         return True  # a pretty-printed object
     # One object on one line (the whole file, or longer than the head) holding a list of
     # records: a document whatever its keys' order. JSON lines start a record on each line.
-    return not rest.strip() and _RECORD_LIST.search(first[:_KEYS_SEEN]) is not None
+    # A line of JSON lines is a whole record: one that does not end as an object does was
+    # cut (at a terminal's width, or past the head).
+    whole = not rest.strip() or first.rstrip()[-1:] != b"}"
+    return whole and _RECORD_LIST.search(first[:_KEYS_SEEN]) is not None
 
 
+#: Widths taken for a terminal's (as :mod:`ppaux.triage.wrapping` takes them).
+_MIN_WIDTH = 60
+_MAX_WIDTH = 400
 #: jq filters that write a document's records one per line, as :func:`records` reads them.
 _LOKI_FILTER = ".data.result[] | .stream as $s | .values[] | {ts: .[0], line: .[1], labels: $s}"
 _LOKI_RESULT = re.compile(rb'"result"\s*:\s*\[\s*\{\s*"(?:stream|values)"')
@@ -124,6 +130,17 @@ def _lines_of(document: Any) -> Iterator[dict[str, Any]]:
     yield document
 
 
+def _rejoined(text: str) -> str | None:
+    """``text`` (a document a terminal wrapped at its width) with each line of exactly that
+    width joined to the next; None when it was not wrapped. Joining is safe anywhere in JSON: a
+    line end between two tokens is only blank, and one inside a string was the terminal's."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    width = max(len(line) for line in lines)
+    if not _MIN_WIDTH <= width <= _MAX_WIDTH or sum(len(x) == width for x in lines) < 2:
+        return None
+    return "".join(line + ("" if len(line) == width else "\n") for line in lines)
+
+
 def _kept(labels: object) -> dict[str, str]:
     """The labels of a stream that a record keeps (see ``_KEPT_LABELS``)."""
     if not isinstance(labels, dict):
@@ -152,10 +169,17 @@ def records(stream: BinaryIO, name: str, limit: int = Limits().max_log_document)
             f"({shlex.join(['jq', '-c', per_line(data[:_KEYS_SEEN])])}) "
             + limit_note("max_log_document", limit),
         ).suggest(RaiseLimit("max_log_document", limit))
+    text = data.decode("utf-8", "replace")
     try:
-        document = json.loads(data.decode("utf-8", "replace"))
+        document = json.loads(text)
     except (ValueError, RecursionError):
-        return io.BufferedReader(io.BytesIO(data))
+        rejoined = _rejoined(text)
+        try:
+            if rejoined is None:
+                raise ValueError("not wrapped")
+            document = json.loads(rejoined)
+        except (ValueError, RecursionError):
+            return io.BufferedReader(io.BytesIO(data))
     del data
     out = io.BytesIO()
     for record in _lines_of(document):
