@@ -217,3 +217,20 @@ def test_any_envelope_and_its_newest_first_export_keep_the_root(
     path = _write(tmp_path / "log.txt", rows[::-1] if newest else rows)
     roots = _roots(triage_paths([str(path)]))
     assert [(code, key, exc) for code, key, _, exc in roots] == [("PP802", f"PP{rank}", exception)]
+
+
+def test_journald_short_iso_lines_give_the_server_arguments_oldest_or_newest_first(tmp_path):
+    lines = AUX.read_text(encoding="utf-8").splitlines()
+    args = (
+        "[2026-12-03 14:56:00] server_args=ServerArgs(model_path='/models/llama', "
+        "tp_size=1, pp_size=4, nnodes=2, node_rank=0)"
+    )
+    rows = [
+        f"2025-12-03T14:{n // 60 % 60:02d}:{n % 60:02d}+0000 gpu-node-1 python3[4242]: {line}"
+        for n, line in enumerate([args, *lines])
+    ]
+    for name, ordered in (("oldest", rows), ("newest", rows[::-1])):  # journalctl -r
+        path = _write(tmp_path / f"{name}.log", ordered)
+        report = triage_paths([str(path)])
+        assert report.data["pp_size"] == {"value": 4, "from": "server arguments"}, name
+        assert _roots(report)[0][:2] == ("PP801", "PP0")
