@@ -90,3 +90,23 @@ def test_a_json_document_wrapped_by_a_terminal_has_the_plain_log_s_root(tmp_path
                 name,
                 width,
             )
+
+
+def test_a_frame_line_without_its_source_exactly_the_width_long_keeps_the_exception(tmp_path):
+    frame = (
+        '  File "/usr/lib/python3.11/site-packages/sglang/srt/managers/scheduler.py", line 9, in f'
+    )
+    width = len(frame)
+    head = (
+        "[2026-12-03 14:56:07 PP1] Scheduler hit an exception: Traceback (most recent call last):"
+    )
+    lines = [
+        "[2026-12-03 14:56:06 PP1] " + "Decode batch, #running-req: 3, " * 6,  # wrapped rows
+        "[2026-12-03 14:56:06 PP1] " + "Prefill batch, #new-seq: 1, " * 6,
+        head,
+        frame,  # no source line after it (a frozen module): the exception line follows
+        "RuntimeError: stage 1 failed",
+    ]
+    path = tmp_path / "frames.log"
+    path.write_text(_cut("\n".join(lines) + "\n", width), encoding="utf-8")
+    assert _roots(triage_paths([str(path)])) == [("PP802", "PP1", "other", "RuntimeError")]

@@ -62,9 +62,13 @@ _RAISED = re.compile(
 
 def _word_cut(line: str) -> bool:
     """Whether the cut after ``line`` may fall inside a word (a word
-    character on each side, and ``line`` not a traceback's indented code line)."""
+    character on each side, and ``line`` not a traceback's indented code line or whole frame)."""
     end = line[-1:]
-    return (end.isalnum() or end == "_") and not line.startswith("    ")
+    return (
+        (end.isalnum() or end == "_")
+        and not line.startswith("    ")
+        and _FRAME.match(line) is None  # a whole frame line, its source not shown
+    )
 
 
 def _continues(line: str, following: str) -> bool:
