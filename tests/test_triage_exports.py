@@ -234,3 +234,17 @@ def test_journald_short_iso_lines_give_the_server_arguments_oldest_or_newest_fir
         report = triage_paths([str(path)])
         assert report.data["pp_size"] == {"value": 4, "from": "server arguments"}, name
         assert _roots(report)[0][:2] == ("PP801", "PP0")
+
+
+def test_a_loki_response_a_nanosecond_apart_newest_first_keeps_the_root(tmp_path):
+    lines = AUX.read_text(encoding="utf-8").splitlines()
+    expected = _roots(triage_paths([str(AUX)]))
+    values = [[str(BASE + n), line] for n, line in enumerate(lines)][::-1]
+    stream = {"pod": "sglang-pp-0"}
+    document = {
+        "status": "success",
+        "data": {"resultType": "streams", "result": [{"stream": stream, "values": values}]},
+    }
+    path = tmp_path / "loki.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert _roots(triage_paths([str(path)])) == expected

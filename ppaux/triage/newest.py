@@ -14,6 +14,7 @@ file's line.
 from __future__ import annotations
 
 import io
+import re
 from typing import BinaryIO
 
 from ppaux.suggestions import RaiseLimit, limit_note
@@ -22,6 +23,11 @@ from ppaux.triage.envelopes import peel_envelope
 from ppaux.triage.sources import LogOpenError
 
 __all__ = ["Reversed", "newest_first", "oldest_first"]
+
+#: A JSON record's epoch time member (milliseconds to nanoseconds).
+_EPOCH_MEMBER = re.compile(
+    r'"(?:ts|timestamp|__REALTIME_TIMESTAMP)"\s*:\s*"?(\d{13}|\d{16}|\d{19})\b'
+)
 
 #: Rows of the head whose times are compared (enough to see the order, whatever the head).
 _MAX_ROWS = 2000
@@ -37,15 +43,18 @@ _ROW_HEAD = 4096
 def newest_first(head: bytes) -> bool:
     """Whether the rows in ``head`` carry times that go down from row to row."""
     down = up = 0
-    last: float | None = None
+    last: int | None = None
     rows = head.decode("utf-8", "replace").split("\n")[:-1]  # the last row may be cut
     for row in rows[:_MAX_ROWS]:
         text = row.rstrip("\r")
         if text[:1] == "{" and len(text) > _ROW_HEAD:
             continue  # a JSON record is read whole or not at all
-        moment = peel_envelope(text[: _ROW_HEAD if text[:1] != "{" else len(text)]).time
+        moment = _epoch_ns(text)
         if moment is None:
-            continue
+            seconds = peel_envelope(text[: _ROW_HEAD if text[:1] != "{" else len(text)]).time
+            if seconds is None:
+                continue
+            moment = round(seconds * 1e9)
         if last is not None:
             if moment < last:
                 down += 1
@@ -53,6 +62,18 @@ def newest_first(head: bytes) -> bool:
                 up += 1
         last = moment
     return down >= _MIN_STEPS and down >= _DOWN_PER_UP * up
+
+
+def _epoch_ns(row: str) -> int | None:
+    """A JSON record's epoch time in nanoseconds, exact (Loki's values are a nanosecond
+    apart at times, finer than a float of seconds tells)."""
+    if row[:1] != "{":
+        return None
+    found = _EPOCH_MEMBER.search(row, 0, _ROW_HEAD)
+    if found is None:
+        return None
+    digits = found.group(1)
+    return int(digits.ljust(19, "0"))  # in nanoseconds
 
 
 class Reversed:
