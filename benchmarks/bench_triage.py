@@ -19,8 +19,9 @@ the root on the right line. ``--hostile`` also runs triage on a
 memory. ``--small`` runs triage on hostile inputs under 1 MB each (200 tracebacks that never
 end then 330,000 short lines; a 917 KB-class gzip bomb of 900 MiB; the sample log as bzip2, xz
 and UTF-16 without a byte-order mark; 5,000-digit ranks and line numbers; pastes that are not
-one line per line: wrapped at 80 columns, Loki's query API response, a gzip of a 4 MiB JSON
-array of tiny records, one-line tracebacks of 1,500 frames, a JSON array nested 500,000 deep)
+one line per line: wrapped at 80 columns, Loki's query API response (also wrapped at 80
+columns), a table export newest first, a gzip of a 4 MiB JSON array of tiny records, one-line
+tracebacks of 1,500 frames, a JSON array nested 500,000 deep)
 and prints each one's CPU time and peak memory (targets: 2 s CPU, 250 MB).
 """
 
@@ -190,6 +191,7 @@ def _paste_inputs(sample: str) -> dict[str, bytes]:
     values = [[str(1764773767000000000 + n), line] for n, line in enumerate(lines)]
     loki = {"status": "success", "data": {"resultType": "streams", "result": []}}
     loki["data"]["result"] = [{"stream": {"pod": "sglang-0"}, "values": values}]  # type: ignore[index]
+    label = '{pod="sglang-0"}'
     flat = (
         "[2026-05-20 08:02:45 PP1 TP0] Scheduler hit an exception: Traceback (most recent call "
         "last): "
@@ -205,6 +207,13 @@ def _paste_inputs(sample: str) -> dict[str, bytes]:
         "1 MB of lines of exactly 80 columns": (b"a" * 40 + b"b" * 40 + b"\n") * 12945,
         "1 MB of one-line tracebacks of 1,500 frames": flat.encode() * 19,
         "a JSON array nested 500,000 deep": b"[" * 500_000 + b"]" * 500_000,
+        "the sample after 6,600 lines as a table export, newest first": "".join(
+            f"2025-12-03T14:56:{n // 100000 % 60:02d}.{n % 100000:06d}Z\t{label}\t{line}\n"
+            for n, line in reversed(list(enumerate(lines)))
+        ).encode(),
+        "Loki's query API response wrapped at 80 columns": "\n".join(
+            text[i : i + 80] for text in [json.dumps(loki)] for i in range(0, len(text), 80)
+        ).encode(),
     }
 
 

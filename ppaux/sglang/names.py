@@ -52,6 +52,7 @@ __all__ = [
     "match_message",
     "message_by_id",
     "search_message",
+    "search_pasted",
 ]
 
 #: The transport's sender (last stage) and receiver (first stage) functions.
@@ -279,6 +280,30 @@ def search_message(text: str) -> MessageMatch | None:
                 if name is None:
                     break
             return MessageMatch(message, name, found.start(), found.end())
+    return None
+
+
+#: A JSON string's escapes (a Loki or CloudWatch record pasted raw).
+_JSON_ESCAPE = re.compile(r'\\(["\\/])')
+#: A line end and the blanks around it (a terminal or a web page wrapped the message).
+_LINE_END = re.compile(r"[ \t]*\r?\n[ \t]*")
+
+
+def search_pasted(text: str) -> MessageMatch | None:
+    """:func:`search_message` on ``text`` as pasted: as it is, then with its escaped quotes
+    undone (a JSON record's ``\\"it's\\"``), then with the line ends of a message wrapped over
+    two lines taken out (cut inside a word, or at a space). The match's place is in the text
+    searched, which may differ from ``text``."""
+    found = search_message(text)
+    if found is not None:
+        return found
+    candidates = [_JSON_ESCAPE.sub(r"\1", text)] if "\\" in text else []
+    if "\n" in text:
+        candidates += [_LINE_END.sub("", text), _LINE_END.sub(" ", text)]
+    for candidate in candidates:
+        found = search_message(candidate)
+        if found is not None:
+            return found
     return None
 
 

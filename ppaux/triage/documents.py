@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shlex
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
@@ -28,7 +29,7 @@ from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import byte_size
 from ppaux.triage.sources import LogOpenError
 
-__all__ = ["is_document", "records"]
+__all__ = ["is_document", "per_line", "records"]
 
 #: The members of a record that hold its log line (:mod:`ppaux.triage.envelopes` reads them).
 _MESSAGES = frozenset(
@@ -40,11 +41,19 @@ _MESSAGES = frozenset(
 #: :mod:`ppaux.triage.envelopes` and the Kubernetes advice read), where the value is a
 #: Kubernetes name (253 characters at most). A stream's other labels are dropped: copied into
 #: every record, they would cost (labels) x (lines).
+#: Bytes of a one-line object looked at for a member holding its records (Loki's and
+#: CloudWatch's lists stand after a few short members; JSON lines records are far shorter).
+_KEYS_SEEN = 4096
 _KEPT_LABELS = ("namespace", "pod", "pod_name", "container", "container_name")
 _KUBERNETES_NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,252}")
 
 #: The start of Loki's query API response.
 _LOKI = re.compile(rb'^\{\s*"(?:status|data)"\s*:\s*(?:"success"|\{\s*"resultType")')
+#: A member whose value is a list of records, whatever the keys' order (``jq -S`` sorts them):
+#: Loki's ``"result": [{`` and ``"values": [[``, an export's ``"events": [{`` (AWS CloudWatch's
+#: ``get-log-events`` and ``filter-log-events``). A quote inside a JSON string is escaped, so
+#: the member is one of the object's own.
+_RECORD_LIST = re.compile(rb'"(?:result|values|events|entries|records|logs)"\s*:\s*\[\s*[\[{]')
 
 
 def is_document(head: bytes) -> bool:
@@ -58,8 +67,39 @@ def is_document(head: bytes) -> bool:
         return False
     if _LOKI.search(text[:256]) is not None:  # Loki's response, on one line or several
         return True
-    first, newline, _ = text.partition(b"\n")
-    return bool(newline) and first.strip() == b"{"  # a pretty-printed object
+    first, newline, rest = text.partition(b"\n")
+    if newline and first.strip() == b"{":
+        return True  # a pretty-printed object
+    # One object on one line (the whole file, or longer than the head) holding a list of
+    # records: a document whatever its keys' order. JSON lines start a record on each line.
+    # A line of JSON lines is a whole record: one that does not end as an object does was
+    # cut (at a terminal's width, or past the head).
+    whole = not rest.strip() or first.rstrip()[-1:] != b"}"
+    return whole and _RECORD_LIST.search(first[:_KEYS_SEEN]) is not None
+
+
+#: Widths taken for a terminal's (as :mod:`ppaux.triage.wrapping` takes them).
+_MIN_WIDTH = 60
+_MAX_WIDTH = 400
+#: jq filters that write a document's records one per line, as :func:`records` reads them.
+_LOKI_FILTER = ".data.result[] | .stream as $s | .values[] | {ts: .[0], line: .[1], labels: $s}"
+_LOKI_RESULT = re.compile(rb'"result"\s*:\s*\[\s*\{\s*"(?:stream|values)"')
+_LIST_MEMBER = re.compile(rb'"(?P<key>events|entries|records|logs)"\s*:\s*\[')
+
+
+def per_line(head: bytes) -> str:
+    """The jq filter that writes the document opening with ``head`` one record per line:
+    Loki's response as its values (each with its stream's labels), an export's list member
+    (``.events[]``), an array's items."""
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text[:1] == b"[":
+        return ".[]"
+    if _LOKI.search(text[:256]) is not None or _LOKI_RESULT.search(text) is not None:
+        return _LOKI_FILTER
+    member = _LIST_MEMBER.search(text)
+    if member is not None:
+        return f".{member.group('key').decode()}[]"
+    return "."
 
 
 def _lines_of(document: Any) -> Iterator[dict[str, Any]]:
@@ -90,6 +130,17 @@ def _lines_of(document: Any) -> Iterator[dict[str, Any]]:
     yield document
 
 
+def _rejoined(text: str) -> str | None:
+    """``text`` (a document a terminal wrapped at its width) with each line of exactly that
+    width joined to the next; None when it was not wrapped. Joining is safe anywhere in JSON: a
+    line end between two tokens is only blank, and one inside a string was the terminal's."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    width = max(len(line) for line in lines)
+    if not _MIN_WIDTH <= width <= _MAX_WIDTH or sum(len(x) == width for x in lines) < 2:
+        return None
+    return "".join(line + ("" if len(line) == width else "\n") for line in lines)
+
+
 def _kept(labels: object) -> dict[str, str]:
     """The labels of a stream that a record keeps (see ``_KEPT_LABELS``)."""
     if not isinstance(labels, dict):
@@ -115,12 +166,20 @@ def records(stream: BinaryIO, name: str, limit: int = Limits().max_log_document)
         raise LogOpenError(
             name,
             f"one JSON document larger than {byte_size(limit)}; give it one record per line "
-            "(jq -c '.[]') " + limit_note("max_log_document", limit),
+            f"({shlex.join(['jq', '-c', per_line(data[:_KEYS_SEEN])])}) "
+            + limit_note("max_log_document", limit),
         ).suggest(RaiseLimit("max_log_document", limit))
+    text = data.decode("utf-8", "replace")
     try:
-        document = json.loads(data.decode("utf-8", "replace"))
+        document = json.loads(text)
     except (ValueError, RecursionError):
-        return io.BufferedReader(io.BytesIO(data))
+        rejoined = _rejoined(text)
+        try:
+            if rejoined is None:
+                raise ValueError("not wrapped")
+            document = json.loads(rejoined)
+        except (ValueError, RecursionError):
+            return io.BufferedReader(io.BytesIO(data))
     del data
     out = io.BytesIO()
     for record in _lines_of(document):

@@ -33,7 +33,7 @@ import json
 import re
 from datetime import UTC, datetime
 
-__all__ = ["MAX_RECORD_LINES", "Peeled", "peel_envelope", "rfc3339"]
+__all__ = ["MAX_RECORD_LINES", "Peeled", "cut_record", "peel_envelope", "rfc3339"]
 
 #: Lines of one JSON record's message kept (a whole traceback fits; a hostile record does not
 #: make a line cost more than this).
@@ -53,10 +53,15 @@ _LEVEL_COLUMN = re.compile(
     r"^(?:info|error|warning|warn|debug|critical|unknown|INFO|ERROR|WARNING|WARN|DEBUG)\t"
 )
 _LABELS = re.compile(r'^\{(?:[\w.]+\s*=~?\s*"(?:[^"\\]|\\.)*"\s*,?\s*)*\}\s?')
+#: The pod and container a Loki label set names (``{namespace="llm", pod="sglang-0"}``).
+_LABEL_POD = re.compile(r'[{,\s]pod(?:_name)?\s*=\s*"([A-Za-z0-9][\w.-]{0,252})"')
+_LABEL_CONTAINER = re.compile(r'[{,\s]container(?:_name)?\s*=\s*"([A-Za-z0-9][\w.-]{0,252})"')
 _KEY_GROUP = re.compile(r"^\[[\w.]+: [^\]]*\]\s?")
 #: journald ``short-iso``: ``<time> <host> <identifier>[<pid>]: `` (after the time).
 _JOURNALD = re.compile(r"^[\w.-]+ [\w.@/-]+(?:\[\d{1,10}\])?: ")
 #: ``aws logs tail``: ``<time> <stream> <message>``; a stream name holds a '/'.
+#: A CloudWatch log stream's name as a record names it (512 characters at most, no ':' or '*').
+_AWS_NAME = re.compile(r"[\w.\[\]$/#=@+-]{1,512}")
 _AWS_STREAM = re.compile(r"^[\w.-]+(?:/[\w.\[\]$-]+)+ ")
 _KUBECTL = re.compile(r"^\[(?P<who>pod/[^/\]\s]+/[^/\]\s]*)\] ")
 #: syslog's and journald's default (``short``) form: ``Jun 17 06:48:30 host ident[pid]: ``.
@@ -84,6 +89,17 @@ _JSON_MEMBER = re.compile(
 _JSON_FRAME = re.compile(
     r'^\s*(?:[\[\]{}],?|"[\w@.]{1,64}"\s*:\s*(?:"(?:[^"\\]|\\.){0,200}"|-?\d{1,30}|true|false|null|[\[{]))\s*,?\s*$'
 )
+#: A JSON record's message member, looked for in the first characters of a record that does
+#: not parse (one cut at ``Limits.max_log_line``), and its time member.
+_CUT_SEARCH = 4096
+_CUT_MESSAGE = re.compile(r'"(?:log|line|textPayload|MESSAGE|message|msg|Line|@message)"\s*:\s*"')
+_CUT_TIME = re.compile(r'"(?:time|timestamp|@timestamp|ts)"\s*:\s*"?([\w:.+-]{10,64})"?[,}]')
+#: A JSON string's characters up to its closing quote (or the line's end).
+_STRING_PART = re.compile(r'(?P<body>(?:[^"\\]|\\.)*)\\?')
+#: Decodes a JSON string that holds control characters as they came (a tab).
+_LENIENT = json.JSONDecoder(strict=False)
+#: A ``\u`` escape cut short at the end of a cut string, or the first half of a surrogate pair.
+_CUT_ESCAPE = re.compile(r"\\u(?:[0-9A-Fa-f]{0,3}|[dD][89abAB][0-9A-Fa-f]{2})$")
 #: A Kubernetes object's name (a DNS label or subdomain).
 _NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,252}")
 _MESSAGE_KEYS = ("log", "line", "textPayload", "MESSAGE", "message", "msg", "Line", "@message")
@@ -176,7 +192,7 @@ def _json_record(text: str) -> Peeled | None:
     if message is None:
         return None
     peeled = Peeled(message.rstrip("\r\n").split("\n")[:MAX_RECORD_LINES])
-    peeled.stream = _pod_of(record)
+    peeled.stream = _pod_of(record) or _aws_stream(record)
     peeled.decoded = decoded
     stamp = None
     for key in _TIME_KEYS:
@@ -212,6 +228,37 @@ def _pod_of(record: dict[str, object]) -> str | None:
     return f"pod/{pod}/{container}"
 
 
+def _aws_stream(record: dict[str, object]) -> str | None:
+    """AWS CloudWatch's ``logStreamName`` of an event (``filter-log-events`` mixes streams)."""
+    name = record.get("logStreamName")
+    if isinstance(name, str) and _AWS_NAME.fullmatch(name) is not None:
+        return name
+    return None
+
+
+def cut_record(text: str) -> Peeled | None:
+    """The start of a JSON record's message where the record does not parse (a line cut at
+    ``Limits.max_log_line``: its message is read as far as it goes, its escapes undone); None
+    when ``text`` holds no message member."""
+    member = _CUT_MESSAGE.search(text, 0, _CUT_SEARCH)
+    if member is None:
+        return None
+    chars = _STRING_PART.match(text, member.end())
+    body = chars.group("body") if chars is not None else ""  # an escape cut in two left out
+    try:
+        body = _CUT_ESCAPE.sub("", _CUT_ESCAPE.sub("", body))  # '\\ud800\\u' loses both
+        message = _LENIENT.decode('"' + body + '"')
+    except ValueError:
+        return None
+    if not isinstance(message, str):
+        return None
+    peeled = Peeled(message.rstrip("\r\n").split("\n")[:MAX_RECORD_LINES])
+    stamp = _CUT_TIME.search(text, 0, _CUT_SEARCH)
+    if stamp is not None:
+        _stamp(peeled, stamp.group(1))
+    return peeled
+
+
 def peel_envelope(text: str) -> Peeled:
     """The line(s) inside ``text``'s envelope, with the envelope's time and stream."""
     if text[:1] == "{" and text.rstrip()[-1:] == "}":
@@ -219,6 +266,11 @@ def peel_envelope(text: str) -> Peeled:
         if record is not None:
             record.lines = [_layers(line, record) for line in record.lines]
             return record
+    if text[:2] == '{"' and text.rstrip()[-1:] != "}":
+        cut = cut_record(text)
+        if cut is not None:
+            cut.lines = [_layers(line, cut) for line in cut.lines]
+            return cut
     if text[:1] in (" ", '"') and '"' in text[:24]:
         member = _JSON_MEMBER.match(text)
         if member is not None:
@@ -328,6 +380,11 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
     if head == "{":
         labels = _LABELS.match(rest)
         if labels is not None and labels.end() > 2:
+            pod = _LABEL_POD.search(labels.group(0))
+            if pod is not None and peeled.stream is None:
+                container = _LABEL_CONTAINER.search(labels.group(0))
+                named = container.group(1) if container is not None else ""
+                peeled.stream = f"pod/{pod.group(1)}/{named}"
             return rest[labels.end() :]
         return None
     if head == "[":

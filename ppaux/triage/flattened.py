@@ -6,13 +6,15 @@ shape still tells the pieces apart: each frame starts at ``File "<path>", line <
 <function>``, the code follows its frame, and the exception is the last ``Name: message`` (or a
 bare ``Name``) whose name is an exception's (``...Error``, ``...Exception``, ...) after the last
 frame's code. :func:`unflatten` splits such a line; a line of any other shape is left alone.
+A JSON record's message pasted raw keeps its newlines as two characters (``\\n``, quotes as
+``\\"``): :func:`unescaped` gives its lines back.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["unflatten"]
+__all__ = ["ESCAPED", "unescaped", "unflatten"]
 
 _HEADER = "Traceback (most recent call last):"
 #: At most this many frames taken from one line (a hostile line does not cost more).
@@ -25,6 +27,27 @@ _EXCEPTION = re.compile(
     r"(?:^|\s)(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure))"
     r"(?::\s.*|:?$)"
 )
+
+
+#: A traceback header followed by a JSON string's escaped newline, two characters: a record's
+#: message pasted raw.
+ESCAPED = "call last):\\n"
+_STRING = re.compile(r'(?:[^"\\]|\\.)*')
+_ESCAPE = re.compile(r'\\(["\\/nrt])')
+_ESCAPES = {"n": "\n", "r": "", "t": "\t", '"': '"', "\\": "\\", "/": "/"}
+
+
+def unescaped(text: str) -> list[str] | None:
+    """The lines of a traceback whose newlines (and quotes) are written as a JSON string
+    writes them (``\\n``, ``\\"``), up to the string's closing quote; None when ``text``
+    holds no such header."""
+    at = text.find(ESCAPED)
+    if at < 0:
+        return None
+    string = _STRING.match(text, at)  # up to the string's closing quote, when it has one
+    end = string.end() if string is not None else len(text)
+    plain = _ESCAPE.sub(lambda m: _ESCAPES[m.group(1)], text[:end])
+    return plain.split("\n")
 
 
 def unflatten(text: str) -> list[str] | None:

@@ -101,6 +101,19 @@ def oversized_findings(reading: LogReading) -> list[Finding]:
 def log_findings(reading: LogReading) -> list[Finding]:
     if reading.cut is None:
         return []
+    if not reading.failures and not reading.more_failures:
+        # Nothing failed in the part read: a gate must not read a log cut short as a pass.
+        return [
+            finding(
+                "PP812",
+                reading.source,
+                f"the {reading.cut_compression} stream ends early ({shown(reading.cut)}) and "
+                f"the {reading.lines} lines before the cut hold no failure: the rest could not "
+                "be read",
+                extra={"log": reading.source, "lines": reading.lines},
+                location={"file": reading.source, "line": max(1, reading.lines), "function": "-"},
+            )
+        ]
     return [
         finding(
             "PP810",

@@ -46,6 +46,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from ppaux.triage.envelopes import cut_record
 from ppaux.triage.zones import LocalZone
 
 __all__ = [
@@ -306,6 +307,11 @@ def _json_text(text: str) -> tuple[str, str | None, str | None, bool]:
     try:
         record = json.loads(text)
     except (ValueError, RecursionError):  # not JSON; or nested deeper than Python recurses
+        cut = cut_record(text) if text[:2] == '{"' and text.rstrip()[-1:] != "}" else None
+        if cut is not None and cut.lines:
+            # A record cut at max_log_line: its start. Its stream and time, written after
+            # the log, are lost: sglang writes its log and tracebacks to stderr.
+            return cut.lines[0], "stderr", cut.time_text, True
         return text, None, None, True
     if not isinstance(record, dict) or not isinstance(record.get("log"), str):
         return text, None, None, True

@@ -17,7 +17,7 @@ from typing import BinaryIO, cast
 from ppaux.limits import Limits
 from ppaux.triage.documents import is_document, records
 from ppaux.triage.envelopes import peel_envelope
-from ppaux.triage.flattened import unflatten
+from ppaux.triage.flattened import ESCAPED, unescaped, unflatten
 from ppaux.triage.lineformat import (
     Envelope,
     Launcher,
@@ -28,11 +28,13 @@ from ppaux.triage.lineformat import (
     torch_rank,
     unwrap,
 )
+from ppaux.triage.newest import Reversed, newest_first, oldest_first
 from ppaux.triage.pastemarks import Unmarked, paste_mark
 from ppaux.triage.records import (
     Event,
     Failure,
     TracebackBuilder,
+    cut_header,
     failure_start,
     is_frame,
     raised,
@@ -84,11 +86,6 @@ _MAX_OVERSIZED = 16
 _FLAG_PP = re.compile(rb"--(?:pp-size|pipeline-parallel-size)[= ](\d{1,4})\b")
 #: What a traceback flattened onto one line holds (its header, then its first frame).
 _FLATTENED = 'call last): File "'
-#: A log store's labels or resource naming a Kubernetes pod or container.
-_KUBERNETES = re.compile(
-    rb'"k8s_container"|\bpod="|"pod"\s*:\s*"|"pod_name"\s*:\s*"|"container_name"\s*:\s*"'
-    rb'|\bnamespace="[^"]*",\s*pod'
-)
 _FLAG_NNODES = re.compile(rb"--nnodes[= ](\d{1,4})\b")
 
 
@@ -127,8 +124,8 @@ class LogReading:
     #: Lines holding a rank or line number too long to read, and how many more.
     oversized: list[int] = field(default_factory=list)
     more_oversized: int = 0
-    #: The envelope names a pod or container (a log store's labels, a ``k8s_container``
-    #: resource): the log came from Kubernetes.
+    #: An envelope names a pod (a log store's labels or resource, ``kubectl logs --prefix``)
+    #: on a line read: the log came from Kubernetes. Never told from a message's own text.
     kubernetes: bool = False
 
 
@@ -180,6 +177,9 @@ class _Reader:
         self._streams: dict[str | None, _Open] = {}
         self._by_ranks: dict[tuple[str | None, str | None], dict[int, TracebackBuilder]] = {}
         self._after: dict[str | None, dict[int, TracebackBuilder]] = {}
+        #: Per stream, the last line read whose header was cut before 'Traceback (m': the
+        #: fragment whose frames follow it is that line's ranks' failure.
+        self._cut_headers: dict[str | None, LogLine] = {}
 
     def _next_order(self) -> int:
         self.order += 1
@@ -242,6 +242,8 @@ class _Reader:
                 reading.more_oversized += 1
         if line.ranks:
             self.reading.pp_ranks.update(int(n) for n in _PP_RANK.findall(line.ranks))
+        if line.stream is not None and line.stream.startswith("pod/"):
+            self.reading.kubernetes = True  # an envelope's labels or kubectl named a pod
         stream = self._streams.get(line.stream)
         if stream is not None and stream.builders:
             if line.sglang:
@@ -284,7 +286,13 @@ class _Reader:
         fragment = is_frame(text)
         shaped = None if fragment else raised(text)
         if not fragment and shaped is None:
+            if line.ranks and cut_header(text):
+                self._cut_headers[line.stream] = line
             return
+        first = line
+        header = self._cut_headers.pop(line.stream, None)
+        if header is not None and fragment and line.number - header.number <= 1:
+            line = header  # the failure starts at its cut header: its ranks, time and place
         if shaped is not None and (shaped[0].endswith("Warning") or line.ranks == ""):
             # A warning is no failure; an exception line under sglang's prefix without ranks is
             # the server process's (a request refused), not a rank's.
@@ -306,7 +314,7 @@ class _Reader:
         )
         if fragment:
             builder = TracebackBuilder(failure)
-            builder.feed(line, False)
+            builder.feed(first, False)
             self._add(builder)
             return
         assert shaped is not None
@@ -414,6 +422,8 @@ def _take_peeled(
     row, a JSON record, a launcher's prefix) to ``reader``."""
     peeled = peel_envelope(text)
     inners = peeled.lines
+    if any(ESCAPED in inner for inner in inners):
+        inners = [part for inner in inners for part in (unescaped(inner) or [inner])]
     if any(_FLATTENED in inner for inner in inners):
         inners = [part for inner in inners for part in (unflatten(inner) or [inner])]
     several = len(inners) > 1 or peeled.decoded
@@ -432,7 +442,7 @@ def _take_peeled(
         if line.ranks:
             reading.pp_ranks.update(int(n) for n in _PP_RANK.findall(line.ranks))
         inner_marked = any(m in inner for m in _MARKER_TEXTS) if several else marked
-        reader.take(line, inner_marked, _weak(line.text))
+        reader.take(line, inner_marked, _weak(line.text) or _weak(inner))
 
 
 def read_log(
@@ -449,6 +459,7 @@ def read_log(
     limits = source.limits
     opened = stream = open_log(source)
     unwrapped: Unwrapped | None = None
+    backwards: Reversed | None = None
     try:
         head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
         if is_document(head):
@@ -466,11 +477,14 @@ def read_log(
             unwrapped = Unwrapped(stream, width, limits.max_log_line)
             stream = cast(BinaryIO, io.BufferedReader(unwrapped, buffer_size=1 << 20))
             head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
+        if newest_first(head):  # a store's export, its rows newest first
+            backwards = oldest_first(stream, source.name, limits.max_log_document)
+            stream = backwards.stream
+            head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
         reading.empty = not head
         reading.envelope, reading.launcher = detect(head)
         reading.pp_ranks.update(int(n) for n in _PP_PREFIX.findall(head))
         reading.server_args = _server_args(head)
-        reading.kubernetes = _KUBERNETES.search(head) is not None
         detected = reading.envelope is not Envelope.PLAIN or reading.launcher is not Launcher.NONE
         source_code = reading.source_code = _source_code(head)
         reading.shaped = (detected or _LOG_SHAPE.search(head) is not None) and not source_code
@@ -487,6 +501,8 @@ def read_log(
             if item is None:
                 break
             number, raw = item
+            if backwards is not None:
+                number = backwards.physical(number)
             if unwrapped is not None:
                 number = unwrapped.physical(number)
             text, time, time_text, source_stream, partial = unwrap(raw, reading.envelope)
@@ -513,9 +529,11 @@ def read_log(
             line = peel(number, text, time, time_text, source_stream, reading.launcher, stamped)
             if local_zone is not None:
                 line = in_zone(line, local_zone)
-            reader.take(line, marked, _weak(line.text))
+            reader.take(line, marked, _weak(line.text) or _weak(text))
         reader.close_all()
         reading.lines = scanner.line - 1
+        if backwards is not None:
+            reading.lines = backwards.total
         if unwrapped is not None:
             reading.lines = unwrapped.physical(scanner.line) - 1
         reading.long_lines = scanner.long_lines

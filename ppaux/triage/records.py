@@ -22,6 +22,7 @@ __all__ = [
     "Failure",
     "Frame",
     "TracebackBuilder",
+    "cut_header",
     "failure_start",
     "is_frame",
     "raised",
@@ -171,6 +172,28 @@ def raised(text: str) -> tuple[str, str] | None:
     if match is None:
         return None
     return match.group("type"), (match.group("message") or "")[:MAX_MESSAGE]
+
+
+#: What a traceback's header line ends with, sglang's and Python's own: a paste may cut it.
+_HEADERS = (
+    "Scheduler hit an exception: Traceback (most recent call last):",
+    "Traceback (most recent call last):",
+)
+#: Characters of a header, at the least, that a cut header line ends with.
+_MIN_CUT_HEADER = 4
+
+
+def cut_header(text: str) -> bool:
+    """True for a line that ends with the start of a traceback's header, cut before
+    ``Traceback (m`` (``Scheduler hit an exc``, ``Trac``): its frames follow."""
+    text = text.rstrip()
+    for header in _HEADERS:
+        for size in range(min(len(header), len(text)), _MIN_CUT_HEADER - 1, -1):
+            if header.startswith(text[-size:]):
+                before = text[-size - 1 : -size] if size < len(text) else ""
+                if before in ("", " ", ":", "]"):
+                    return True
+    return False
 
 
 def is_frame(text: str) -> bool:

@@ -45,15 +45,17 @@ MARKERS: tuple[bytes, ...] = (
     b"ppaux capture:",
 )
 #: What may start a failure without a traceback's header: a frame line (a fragment whose
-#: header the paste lost) and an exception line (a one-line ``[prefix] SomeError: ...`` record,
-#: or a fragment's last line). Looked for as markers are; a line holding one is read and judged
-#: by its shape.
+#: header the paste lost), a header cut short before ``Traceback (m``, and an exception line
+#: (a one-line ``[prefix] SomeError: ...`` record, or a fragment's last line). Looked for as
+#: markers are; a line holding one is read and judged by its shape.
 WEAK_MARKERS: tuple[bytes, ...] = (
     b'File "',
     b'File \\"',  # inside a JSON record
     b"Error: ",
     b"Exception: ",
     b"Error:\n",
+    b"] Sched",  # a header cut inside 'Scheduler hit an exception: Traceback (...'
+    b"] Trac",  # a header cut inside 'Traceback (...' behind a damaged prefix
 )
 #: journald ``-o json``'s message written as its bytes' numbers: its text is not in the raw
 #: line, so such a line is read and judged once decoded.

@@ -11,7 +11,9 @@ record of its own. :func:`wrap_width` finds ``W`` from the head; :class:`Unwrapp
 each line of exactly ``W`` characters with the line after it, unless that line starts a record
 (a sglang prefix, a frame, a traceback header, a timestamp, a level, the same three
 characters as the line before it: rows of a table alike in length, or the same two marks: a
-quote's ``> `` or an indentation the paste put before every line). A frame line cut at the
+quote's ``> `` or an indentation the paste put before every line, or an exception line after
+a row that cannot end inside a word: a traceback's code line, a ``^^^`` marker, a closing
+bracket). A frame line cut at the
 space before its function name, that space trimmed (a row one short of ``W``), is joined to the
 name with the space put back. Line numbers stay the file's: :meth:`Unwrapped.physical` maps a
 joined line's number back to its first piece's.
@@ -51,8 +53,28 @@ _FRAME = re.compile(r'\s*File ".*", line \d+, in \S+$')
 _CUT_FRAME = re.compile(r'File ".*", line \d+, in$')
 
 
+#: An exception line: a dotted name ending as exception classes do, then a colon or nothing.
+_RAISED = re.compile(
+    r"(?:[A-Za-z_]\w{0,100}\.){0,10}[A-Za-z_]\w{0,100}"
+    r"(?:Error|Exception|Interrupt|Exit|Failure|Fault|Timeout|Abort)(?::|$)"
+)
+
+
+def _word_cut(line: str) -> bool:
+    """Whether the cut after ``line`` may fall inside a word (a word
+    character on each side, and ``line`` not a traceback's indented code line or whole frame)."""
+    end = line[-1:]
+    return (
+        (end.isalnum() or end == "_")
+        and not line.startswith("    ")
+        and _FRAME.match(line) is None  # a whole frame line, its source not shown
+    )
+
+
 def _continues(line: str, following: str) -> bool:
     """Whether ``following`` carries on ``line`` (cut at the width) rather than starting anew."""
+    if _RAISED.match(following) is not None and not _word_cut(line):
+        return False  # an exception line after a row that happens to be the width long
     if _PREFIX_ONLY.search(line) is not None and following[:1].isspace():
         return True  # a launcher's or logger's prefix that filled the width, its message next
     if not following or _STARTS.match(following) or following[:3] == line[:3]:

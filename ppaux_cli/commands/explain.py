@@ -51,12 +51,12 @@ def explain(
     """Explain one finding code, or one of sglang's PP messages: what it means, where sglang
     raises it, likely causes, the fix and the ppaux rules that predict it."""
     from ppaux.report import RULES, UnknownRuleError, get_rule
-    from ppaux.sglang import search_message
+    from ppaux.sglang import search_pasted
 
     if code == STDIO:
         wanted = _read_stdin(output)
         if "\n" in wanted:
-            found = search_message(wanted)
+            found = search_pasted(wanted)
             if found is None:
                 fail(_nothing_in_stdin(wanted))
             write_text(_page(found.message.id, found.name, format), output, "the page")
@@ -69,7 +69,7 @@ def explain(
     except UnknownRuleError:
         rule = next((r for r in RULES.values() if r.name == wanted.lower()), None)
     if rule is None:
-        found = search_message(wanted)
+        found = search_pasted(wanted)
         if found is None:
             fail(_unknown(wanted))
         write_text(_page(found.message.id, found.name, format), output, "the page")

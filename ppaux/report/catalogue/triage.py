@@ -280,4 +280,27 @@ RULES = (
         example="notes.txt is not an sglang log: no line has the shape of sglang's",
         area="triage",
     ),
+    Rule(
+        code="PP812",
+        name="triage-log-cut-no-failure",
+        severity=Severity.ERROR,
+        summary="A compressed log ends early and the part read holds no failure.",
+        explanation=(
+            "A compressed log (gzip, bzip2, xz, zstd) ends before its end-of-stream marker, and "
+            "no failure is in the lines inflated before the cut: the failure, if there was one, "
+            "may be in the part that could not be read, so the log does not show a healthy run. "
+            "A cut log that does hold a failure is triaged and said cut (PP810). " + _LOCATION
+        ),
+        causes=(
+            "A partial copy or download, a log rotated while it was being compressed.",
+            "A damaged file.",
+        ),
+        fix="Collect the whole log again (check its size against the source) and triage it.",
+        example=(
+            "the gzip stream ends early (Compressed file ended before the end-of-stream marker "
+            "was reached) and the 29914 lines before the cut hold no failure: the rest could "
+            "not be read"
+        ),
+        area="triage",
+    ),
 )
