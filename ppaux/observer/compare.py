@@ -389,12 +389,10 @@ def _made(value: Any, digests: Digests | None) -> dict[str, Any]:
             key = "sha256:" + digests.digest(value)
         except NotCompared as why:
             return _not_compared(value, f"not compared: {why}")
-        count = len(value) if hasattr(value, "__len__") else None
-        size = "fields" if count is None else f"{count:,} item{'' if count == 1 else 's'}"
         return {
             "kind": "value",
             "type": _qualname(value),
-            "text": _cut(f"{preview(value)} ({size}, compared by a digest of all of them)"),
+            "text": _cut(preview(value)),  # compared by ``key``: a digest of all of it
             "key": key,
         }
     text = value if isinstance(value, str) else repr(value)

@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterator
 from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
 from typing import Any
 
+from ppaux.errors import PpauxError
+
 __all__ = [
     "MAX_DIGESTED",
     "Digests",
@@ -54,7 +56,7 @@ _MAX_NESTING = 64
 ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]+|\b0x[0-9a-fA-F]{8,}\b")
 
 
-class NotCompared(Exception):
+class NotCompared(PpauxError):
     """A value that cannot be compared within the bounds: why, in a few words."""
 
 
