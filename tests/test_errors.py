@@ -57,6 +57,7 @@ EXPECTED = {
     "ppaux.observer.target.TargetError": ValueError,
     "ppaux.observer.options.ObserverConfigError": ValueError,
     "ppaux.observer.drive.HookFailure": None,
+    "ppaux.observer.digests.NotCompared": None,
 }
 
 _BUILTINS = (ValueError, OSError, LookupError, KeyError, RuntimeError, TypeError)

@@ -27,9 +27,9 @@ def described(monkeypatch, target: str, steps: int) -> tuple[int, list[str]]:
     count = [0]
     plain = compare.record
 
-    def counted(value):
+    def counted(value, *rest):
         count[0] += 1
-        return plain(value)
+        return plain(value, *rest)
 
     monkeypatch.setattr(compare, "record", counted)
     loaded = load_observer(target)

@@ -3,9 +3,14 @@
 In the child, an auxiliary output, a host output or a request is walked into ``{path: leaf}``
 (:func:`leaves`): ``.field`` for attributes (``__dict__``, dataclass fields, ``__slots__``),
 ``[key]`` for mappings, ``[i]`` for lists and tuples; a tensor, a number, a string or any other
-object is a leaf. Each leaf becomes a record of plain data (:func:`record`): a tensor's dtype,
-shape, strides, device, layout and the sha256 of its canonical bytes (with its first values);
-any other value's qualified type name, a bounded text and the key it is compared by.
+object is a leaf, and so is a container past :data:`MAX_ITEMS` items or :data:`MAX_DEPTH` deep, or
+met once the walk gave :data:`MAX_LEAVES` leaves. Each leaf becomes a record of plain data
+(:func:`record`): a tensor's dtype, shape, strides, device, layout and the sha256 of its values
+(with its first values); a numpy array's the same, of its bytes in C order; any other value's
+qualified type name, a bounded text and the key it is compared by: a digest of its values for a
+buffer and for a container or an object digested whole (see :mod:`.digests`), else its text. A
+value that cannot be compared within the bounds (or whose text is only its address) has a record
+that says *not compared* (:func:`uncompared`), and the report lists it.
 
 In the parent, :func:`differences` compares two walks record by record; it imports nothing
 beyond the standard library. Equality is bitwise for tensors (a NaN equals a NaN in the same
@@ -15,27 +20,57 @@ place; -0.0 and 0.0 differ) and by value for the rest, a NaN float equal to a Na
 from __future__ import annotations
 
 import dataclasses
-import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
 from typing import Any
 
-__all__ = ["Difference", "describe", "differences", "leaves", "record", "records"]
+from ppaux.observer.digests import (
+    ADDRESS,
+    Digests,
+    NotCompared,
+    array_digest,
+    array_values,
+    buffer_key,
+    buffer_text,
+    is_array,
+    only_address,
+    preview,
+    tensor_digest,
+    tensor_values,
+    value_key,
+)
+
+__all__ = [
+    "Difference",
+    "describe",
+    "differences",
+    "leaves",
+    "record",
+    "records",
+    "shown_name",
+    "uncompared",
+]
 
 _SCALARS = (int, float, complex, str, bytes, bool, type(None))
 #: Walks stop this deep; anything deeper is one leaf.
 MAX_DEPTH = 5
 #: Containers longer than this are one leaf.
 MAX_ITEMS = 256
+#: The leaves one walk gives before every container it meets after is one leaf.
+MAX_LEAVES = 2048
+#: The most characters of a mapping's key a path shows (a digest of the whole key follows).
+MAX_KEY = 64
 #: The most characters of a value's text a record keeps (its key is a digest beyond that).
 MAX_TEXT = 200
 #: The rule each kind of leaf is compared by, named in the findings.
-TENSOR_RULE = "bitwise: dtype, shape, device, layout and bytes; NaN equals NaN in the same place"
+TENSOR_RULE = (
+    "bitwise: dtype, shape, device, layout and values (conjugate and negative views resolved); "
+    "NaN equals NaN in the same place"
+)
 VALUE_RULE = "by value; NaN equals NaN"
-#: A memory address in a repr ('<_thread.lock object at 0x7f3a...>'), not part of a value.
-_ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]+|\b0x[0-9a-fA-F]{8,}\b")
+#: The key of a value that is not compared (its record's text says why).
+NOT_COMPARED = "not compared"
 
 
 @dataclass(frozen=True)
@@ -87,12 +122,20 @@ Same = Callable[[str, Any], bool]
 _PLAIN = frozenset(_SCALARS)
 
 
+class Budget:
+    """What is left of one walk's :data:`MAX_LEAVES`."""
+
+    def __init__(self, leaves: int = MAX_LEAVES) -> None:
+        self.left = leaves
+
+
 def leaves(
     obj: Any,
     prefix: str = "",
     depth: int = 0,
     skip: Skip | None = None,
     same: Same | None = None,
+    budget: Budget | None = None,
 ) -> dict[str, Any]:
     """``{path: leaf}`` for ``obj`` (see the module's docstring). The target's own methods
     (``__getattribute__``, properties, ``__eq__``) may raise here: the caller says whose.
@@ -102,41 +145,51 @@ def leaves(
     them are one leaf ``path[start:]``; a list with nothing after them gives no leaf (nor does
     a holder whose every child gave none). With ``same``, a plain value for which
     ``same(path, value)`` is true gives no leaf either. Without them, every walk gives a
-    leaf."""
+    leaf. ``budget``: the leaves this walk may still give (a fresh :class:`Budget` when None);
+    once spent, every container met is one leaf."""
+    if budget is None:
+        budget = Budget()
     if isinstance(obj, _SCALARS) or depth >= MAX_DEPTH:
         if same is not None and type(obj) in _PLAIN and same(prefix, obj):
             return {}
+        budget.left -= 1
         return {prefix: obj}
     import torch
 
-    if isinstance(obj, torch.Tensor):
+    if isinstance(obj, torch.Tensor) or budget.left <= 0:
+        budget.left -= 1
         return {prefix: obj}
     if isinstance(obj, dict):
         if len(obj) > MAX_ITEMS:
+            budget.left -= 1
             return {prefix: obj}
         out: dict[str, Any] = {}
         walked = False
         for key, value in list(obj.items()):
             walked = True
-            out.update(leaves(value, f"{prefix}[{_key_text(key)}]", depth + 1, skip, same))
+            path = f"{prefix}[{_key_text(key)}]"
+            out.update(leaves(value, path, depth + 1, skip, same, budget))
         return out if out or walked else {prefix: obj}
     if isinstance(obj, (list, tuple)):
         if skip is not None and type(obj) is list:
             start = skip(prefix, obj)
             if start > 0:
-                return _rest(obj, start, prefix, depth, skip, same)
+                return _rest(obj, start, prefix, depth, skip, same, budget)
         if len(obj) > MAX_ITEMS:
+            budget.left -= 1
             return {prefix: obj}
         out = {}
         walked = False
         for index, value in enumerate(list(obj)):
             walked = True
-            out.update(leaves(value, f"{prefix}[{index}]", depth + 1, skip, same))
+            out.update(leaves(value, f"{prefix}[{index}]", depth + 1, skip, same, budget))
         return out if out or walked else {prefix: obj}
     if type(obj).__module__ == "numpy":
+        budget.left -= 1
         return {prefix: obj}
     fields = _fields(obj)
     if fields is None or (callable(obj) and not fields):
+        budget.left -= 1
         return {prefix: obj}
     out = {}
     walked = False
@@ -144,7 +197,7 @@ def leaves(
         if name.startswith("__"):
             continue
         walked = True
-        out.update(leaves(value, f"{prefix}.{name}", depth + 1, skip, same))
+        out.update(leaves(value, f"{prefix}.{name}", depth + 1, skip, same, budget))
     # A child that gave nothing was skipped (see above), not empty: it left no leaf, and
     # neither does its holder.
     return out if out or walked else {prefix: obj}
@@ -156,22 +209,39 @@ def _rest(
     prefix: str,
     depth: int,
     skip: Skip | None,
-    same: Same | None = None,
+    same: Same | None,
+    budget: Budget,
 ) -> dict[str, Any]:
     """The leaves of ``items[start:]`` (see :func:`leaves`): the cost is theirs alone."""
     rest = items[start:]
-    if len(rest) > MAX_ITEMS:
+    if len(rest) > MAX_ITEMS or budget.left <= 0:
+        budget.left -= 1
         return {f"{prefix}[{start}:]": rest}
     out: dict[str, Any] = {}
     for index, value in enumerate(rest, start):
-        out.update(leaves(value, f"{prefix}[{index}]", depth + 1, skip, same))
+        out.update(leaves(value, f"{prefix}[{index}]", depth + 1, skip, same, budget))
     return out
 
 
 def _key_text(key: Any) -> str:
-    if isinstance(key, (str, int, float, bool, type(None))):
-        return repr(key)
-    return repr(key)[:MAX_TEXT]
+    """A key as a path shows it: its repr, or, past :data:`MAX_KEY` characters, the start of it
+    and a digest of the whole, so that two keys give two paths and no path is long."""
+    if isinstance(key, str) and len(key) > MAX_KEY:
+        return shown_name(key, quoted=True)
+    text = repr(key)
+    if not isinstance(text, str):
+        raise TypeError(f"__repr__ returned {type(text).__name__}, not str")
+    return shown_name(text)
+
+
+def shown_name(name: str, quoted: bool = False) -> str:
+    """``name`` (``repr``'d with ``quoted``) if at most :data:`MAX_KEY` characters long; else
+    its start, its length and a digest of the whole: two names stay two, none is long."""
+    if len(name) <= MAX_KEY:
+        return repr(name) if quoted else name
+    whole = _sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    start = repr(name[:MAX_KEY]) if quoted else name[:MAX_KEY]
+    return f"{start}...({len(name):,} characters, sha256 {whole})"
 
 
 def _qualname(value: Any) -> str:
@@ -183,63 +253,6 @@ def _qualname(value: Any) -> str:
 
 def _cut(text: str) -> str:
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
-
-
-#: Elements hashed at a time where a tensor must be copied first (not contiguous, not on the
-#: host): the copy a digest makes is at most this many elements, whatever the tensor's size.
-_CHUNK = 1 << 20
-
-
-def _digest_into(digest: Any, tensor: Any) -> None:
-    """Feed ``digest`` the tensor's bytes, flat, in row-major order: read in place where the
-    tensor is a contiguous host tensor, else copied to the host a chunk at a time."""
-    import ctypes
-
-    import torch
-
-    if tensor.is_nested:
-        for part in tensor.unbind():
-            _digest_into(digest, part)
-        return
-    if tensor.layout != torch.strided:
-        tensor = tensor.to_dense()
-    if tensor.is_quantized:  # its integers; the parameters are compared apart
-        tensor = tensor.int_repr()
-    flat = tensor.detach().reshape(-1)
-    if flat.dtype == torch.bool:
-        flat = flat.to(torch.uint8)
-    size = flat.element_size()
-    for start in range(0, flat.numel(), _CHUNK):
-        chunk = flat[start : start + _CHUNK]
-        if chunk.device.type != "cpu" or not chunk.is_contiguous():
-            fresh = torch.empty(chunk.shape, dtype=chunk.dtype, device="cpu")
-            fresh.copy_(chunk)
-            chunk = fresh
-        # The chunk's memory as a buffer (no copy); it is alive while ``chunk`` is.
-        digest.update((ctypes.c_char * (chunk.numel() * size)).from_address(chunk.data_ptr()))
-
-
-def _tensor_digest(tensor: Any) -> str:
-    """sha256 of the tensor's canonical bytes (see :func:`_digest_into`)."""
-    digest = _sha256()
-    _digest_into(digest, tensor)
-    return digest.hexdigest()
-
-
-def _first_values(tensor: Any) -> str:
-    import torch
-
-    flat = tensor.detach()
-    if flat.is_nested:
-        return "[nested]"
-    if flat.layout != torch.strided:
-        flat = flat.to_dense()
-    if flat.is_quantized:
-        flat = flat.dequantize()
-    values = flat.reshape(-1)[:6].cpu().tolist()
-    more = ", ..." if tensor.numel() > 6 else ""
-    shown = (f"{v:g}" if isinstance(v, float) else str(v) for v in values)
-    return "[" + ", ".join(shown) + more + "]"
 
 
 def _quantization(tensor: Any) -> str | None:
@@ -278,23 +291,29 @@ def _tensor_record(tensor: Any) -> dict[str, Any]:
         "device": str(tensor.device),
         "layout": "nested" if nested else layout,
         "quantization": _quantization(tensor),
-        "sha256": _tensor_digest(tensor),
-        "values": _first_values(tensor),
+        "sha256": tensor_digest(tensor),
+        "values": tensor_values(tensor),
     }
 
 
-def _value_key(value: Any, text: str) -> str:
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else repr(0.0 if value == 0 else value)
-    if isinstance(value, complex):
-        return repr(complex(*("nan" if math.isnan(p) else p for p in (value.real, value.imag))))
-    if isinstance(value, (bool, int, type(None))):
-        return repr(value)
-    if not isinstance(value, (str, bytes)):
-        # The default repr of an object (a lock, a generator, an observer) names its address,
-        # which two paths never share: the same object state must compare equal.
-        text = _ADDRESS.sub("0x?", text)
-    return "sha256:" + _sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+def _array_record(value: Any) -> dict[str, Any]:
+    return {
+        "kind": "array",
+        "dtype": str(value.dtype),
+        "shape": list(value.shape),
+        "strides": list(value.strides),
+        "device": "numpy",
+        "layout": "strided",
+        "quantization": None,
+        "sha256": array_digest(value),
+        "values": array_values(value),
+    }
+
+
+def _tensor_text(tensor: Any) -> str:
+    made = _tensor_record(tensor)
+    del made["values"], made["strides"]
+    return repr(sorted(made.items()))
 
 
 #: Records of plain values (exactly ``int``, ``bool``, ``None``, a ``str`` of at most
@@ -320,41 +339,93 @@ def _plain_key(value: Any) -> tuple[type, Any] | None:
     return None
 
 
-def record(value: Any) -> dict[str, Any]:
+def record(value: Any, digests: Digests | None = None) -> dict[str, Any]:
     """A leaf as plain data: see the module's docstring. ``repr`` of a non-tensor leaf runs its
-    own ``__repr__``, which may raise (the caller says whose failure that is)."""
+    own ``__repr__``, which may raise (the caller says whose failure that is). ``digests``: the
+    description's digests of values digested whole (a fresh one when None)."""
     key = _plain_key(value)
     if key is not None:
         made = _MADE.get(key)
         if made is None:
             if len(_MADE) >= _KEPT_RECORDS:
                 _MADE.clear()
-            made = _MADE[key] = _made(value)
+            made = _MADE[key] = _made(value, None)
         return made
-    return _made(value)
+    return _made(value, digests)
 
 
-def _made(value: Any) -> dict[str, Any]:
+def _whole(value: Any) -> bool:
+    """Whether ``value`` is digested whole: a container, an array of objects, or an object
+    with fields (met where a walk stopped)."""
+    if isinstance(value, (list, tuple, dict, set, frozenset)) or is_array(value, objects=True):
+        return True
+    if isinstance(value, _SCALARS) or type(value).__module__ == "numpy":
+        return False
+    return bool(_fields(value))  # an object with no fields is its text (its own __repr__)
+
+
+def _not_compared(value: Any, why: str) -> dict[str, Any]:
+    return {"kind": "value", "type": _qualname(value), "text": why, "key": NOT_COMPARED}
+
+
+def _made(value: Any, digests: Digests | None) -> dict[str, Any]:
     import torch
 
     if isinstance(value, torch.Tensor):
         return _tensor_record(value)
+    if is_array(value):
+        return _array_record(value)
+    if isinstance(value, (memoryview, bytearray)):
+        return {
+            "kind": "value",
+            "type": _qualname(value),
+            "text": _cut(buffer_text(value)),
+            "key": buffer_key(value),
+        }
+    if _whole(value):
+        if digests is None:
+            digests = Digests(_fields, _tensor_text)
+        try:
+            key = "sha256:" + digests.digest(value)
+        except NotCompared as why:
+            return _not_compared(value, f"not compared: {why}")
+        return {
+            "kind": "value",
+            "type": _qualname(value),
+            "text": _cut(preview(value)),  # compared by ``key``: a digest of all of it
+            "key": key,
+        }
     text = value if isinstance(value, str) else repr(value)
     if not isinstance(text, str):
         raise TypeError(f"__repr__ returned {type(text).__name__}, not str")
+    if not isinstance(value, str) and only_address(value, text):
+        return _not_compared(value, f"not compared: {ADDRESS.sub('0x?', text)} (only its address)")
     return {
         "kind": "value",
         "type": _qualname(value),
         "text": _cut(repr(value) if isinstance(value, str) else text),
-        "key": _value_key(value, text),
+        "key": value_key(value, text),
     }
 
 
 def records(
     obj: Any, skip: Skip | None = None, same: Same | None = None
 ) -> dict[str, dict[str, Any]]:
-    """``{path: record}`` of ``obj``'s leaves (``skip`` and ``same``: see :func:`leaves`)."""
-    return {path: record(value) for path, value in leaves(obj, skip=skip, same=same).items()}
+    """``{path: record}`` of ``obj``'s leaves (``skip`` and ``same``: see :func:`leaves`); the
+    values digested whole share one :class:`~ppaux.observer.digests.Digests`."""
+    digests = Digests(_fields, _tensor_text)
+    return {
+        path: record(value, digests) for path, value in leaves(obj, skip=skip, same=same).items()
+    }
+
+
+def uncompared(found: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """``{path: why}`` of the records in ``found`` that say their value was not compared."""
+    return {
+        path: str(item.get("text", ""))
+        for path, item in found.items()
+        if isinstance(item, dict) and item.get("key") == NOT_COMPARED
+    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -367,6 +438,8 @@ def describe(item: dict[str, Any]) -> str:
         shape = "nested" if item.get("shape") is None else str(tuple(item["shape"]))
         layout = "" if item.get("layout") == "strided" else f" {item.get('layout')}"
         return f"{item.get('dtype')} {shape} {item.get('device')}{layout}"
+    if item.get("kind") == "array":
+        return f"ndarray {item.get('dtype')} {tuple(item.get('shape') or ())}"
     kind = str(item.get("type", "?")).rpartition(".")[2]
     return f"{kind} {_cut(str(item.get('text', '')))[:80]}"
 
@@ -389,6 +462,10 @@ def _tensor_difference(path: str, a: dict[str, Any], b: dict[str, Any]) -> Diffe
     return None
 
 
+#: The kinds of record compared by their values' bits.
+_ARRAYS = ("tensor", "array")
+
+
 def differences(
     left: dict[str, dict[str, Any]], right: dict[str, dict[str, Any]]
 ) -> list[Difference]:
@@ -400,8 +477,8 @@ def differences(
             found.append(Difference(path, "missing", describe(a), "absent"))
             continue
         b = right[path]
-        tensors = (a.get("kind") == "tensor", b.get("kind") == "tensor")
-        if all(tensors):
+        tensors = (a.get("kind") in _ARRAYS, b.get("kind") in _ARRAYS)
+        if all(tensors) and a.get("kind") == b.get("kind"):
             item = _tensor_difference(path, a, b)
             if item is not None:
                 found.append(item)

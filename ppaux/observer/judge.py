@@ -12,7 +12,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ppaux.observer.compare import TENSOR_RULE, VALUE_RULE, Difference, differences
+from ppaux.observer.compare import (
+    TENSOR_RULE,
+    VALUE_RULE,
+    Difference,
+    differences,
+    shown_name,
+    uncompared,
+)
 from ppaux.observer.locating import Places
 from ppaux.observer.paths import Fault
 from ppaux.observer.phrasing import (
@@ -40,6 +47,10 @@ _SGLANG_RULES = {
     "received a non-tensor auxiliary PP output": "PP706",
     "sampling observer did not reconstruct its PP output": "PP707",
 }
+
+
+#: The most values not compared that the report lists (each is listed once).
+_SHOWN_UNCOMPARED = 20
 
 
 @dataclass(frozen=True)
@@ -76,6 +87,8 @@ class Judge:
     #: Per batch size and request number, the paths of the request differences reported.
     request_paths: dict[tuple[int, int], set[str]] = field(default_factory=dict)
     outputs: int = 0
+    #: What was not compared ('the output .table' -> why), the first :data:`_SHOWN_UNCOMPARED`.
+    not_compared: dict[str, str] = field(default_factory=dict)
 
     # ------------------------------------------------------------------------------------------
     # Records
@@ -164,7 +177,7 @@ class Judge:
     def _on_step(self, m: dict[str, Any]) -> None:
         batch_size, index = m["batch_size"], m["step"]
         self.outputs += 1
-        sent = [str(s) for s in m.get("sent", [])]
+        sent = [shown_name(str(s)) for s in m.get("sent", [])]
         names = ", ".join(sent)
         result = step_entry(batch_size, index, sent)
         result["single_stage"] = m.get("single")
@@ -183,6 +196,10 @@ class Judge:
             self._row(batch_size, index, "-", f"single stage: {verdict_cell(single)}", "error")
             return
         found = 0
+        self._uncompared("the output", m.get("output"), m.get("rebuilt"))
+        requests = zip(m.get("single_reqs") or [], m.get("pp_reqs") or [], strict=False)
+        for number, pair in enumerate(requests):
+            self._uncompared(f"request {number}", *pair)
         rebuilt = differences(m.get("output") or {}, m.get("rebuilt") or {})
         kinds = (str(m.get("output_type")), str(m.get("rebuilt_type")))
         if kinds[0] != kinds[1]:  # by name: a file loaded twice gives two classes of one name
@@ -198,6 +215,14 @@ class Judge:
                 self._request_difference(result, number, item, batch_size, index)
         verdict = "same on both paths" if not found else f"{found} difference(s)"
         self._row(batch_size, index, names or "-", verdict, "ok" if not found else "differs")
+
+    def _uncompared(self, subject: str, *sides: Any) -> None:
+        for found in sides:
+            if not isinstance(found, dict):
+                continue
+            for path, why in uncompared(found).items():
+                if len(self.not_compared) < _SHOWN_UNCOMPARED:
+                    self.not_compared.setdefault(f"{path} of {subject}", why)
 
     def _request_difference(
         self, result: dict[str, Any], number: int, item: Difference, batch_size: int, index: int
@@ -440,6 +465,11 @@ class Judge:
         report.data["steps"] = self.results
         if output:
             report.notes.append(f"the target printed:\n{output}")
+        if self.not_compared:
+            listed = "\n".join(f"{where}: {why}" for where, why in self.not_compared.items())
+            report.notes.append(
+                "some values were not compared (a difference in them is not reported):\n" + listed
+            )
         if self.start and any(about_requests(item) for item in report.findings):
             # Which requests consume saw bears on these findings; other reports stay quiet.
             report.notes.append(

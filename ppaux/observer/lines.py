@@ -121,8 +121,9 @@ def made_at(ran: Ran, names: Iterable[str]) -> dict[str, Place]:
     lines = list(dict.fromkeys(reversed(ran.lines)))  # newest first, each line once
     texts = {place: linecache.getline(place[0], place[1]) for place in lines}
     found: dict[str, Place] = {}
+    longest = max(map(len, texts.values()), default=0)  # a longer name is on no line
     for name in list(dict.fromkeys(names))[:MAX_NAMES]:
-        if not name.isidentifier():
+        if len(name) > longest or not name.isidentifier():
             continue
         pattern = _mentions(name)
         hits = [place for place in lines if pattern.search(texts[place])]

@@ -1,0 +1,390 @@
+"""What a record holds in place of a value: digests of the values themselves, never of a text.
+
+A tensor is digested as the values torch gives for it: a conjugate or negative view
+(``x.conj()``, ``torch._neg_view(x)``) by its resolved values, every NaN as one canonical NaN
+(a NaN equals a NaN in the same place; -0.0 and 0.0 still differ), in row-major order, a piece
+of at most :data:`_CHUNK` elements at a time: a piece is copied only where it is not a
+contiguous host piece, carries a conjugate or negative bit, or holds a NaN, so the memory a
+digest takes is bounded whatever the tensor's size. A numpy array (not of objects) is digested
+the same way from its bytes in C order; a ``memoryview`` or a ``bytearray`` by its bytes.
+
+A container (or an object's fields) that a walk does not take apart is digested whole
+(:class:`Digests`): every tensor and array inside hashed, every plain value by its key, each
+distinct container once however often it is shared, at most :data:`MAX_DIGESTED` items per
+description; past that, or for an object whose only text is its address, the value is *not
+compared*, and a record says so (the report lists it).
+
+Runs in the check's child; imports torch and numpy inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from array import array
+from collections.abc import Callable, Iterator
+from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
+from typing import Any
+
+from ppaux.errors import PpauxError
+
+__all__ = [
+    "MAX_DIGESTED",
+    "Digests",
+    "NotCompared",
+    "array_digest",
+    "array_values",
+    "buffer_key",
+    "buffer_text",
+    "is_array",
+    "only_address",
+    "preview",
+    "tensor_digest",
+    "tensor_values",
+    "value_key",
+]
+
+#: Elements digested at a time where a piece must be copied first: the copy a digest makes is
+#: at most this many elements, whatever the tensor's size.
+_CHUNK = 1 << 20
+#: The most items one description digests whole (see :class:`Digests`); past it, not compared.
+MAX_DIGESTED = 250_000
+#: How deep a digest goes into nested containers; deeper, the value is not compared.
+_MAX_NESTING = 64
+#: A memory address in a repr ('<_thread.lock object at 0x7f3a...>'), not part of a value.
+ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]+|\b0x[0-9a-fA-F]{8,}\b")
+
+
+class NotCompared(PpauxError):
+    """A value that cannot be compared within the bounds: why, in a few words."""
+
+
+def value_key(value: Any, text: str) -> str:
+    """The key a plain value (or one described by its text) is compared by: floats by value
+    (-0.0 equals 0.0, NaN equals NaN), the rest by their text, addresses left out."""
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else repr(0.0 if value == 0 else value)
+    if isinstance(value, complex):
+        return repr(complex(*("nan" if math.isnan(p) else p for p in (value.real, value.imag))))
+    if isinstance(value, (bool, int, type(None))):
+        return repr(value)
+    if not isinstance(value, (str, bytes)):
+        # The default repr of an object (a lock, a generator, an observer) names its address,
+        # which two paths never share: the same object state must compare equal.
+        text = ADDRESS.sub("0x?", text)
+    return "sha256:" + _sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# ----------------------------------------------------------------------------------------------
+# Tensors and arrays
+
+
+def _pieces(
+    value: Any, size: Callable[[Any], int], contiguous: Callable[[Any], bool]
+) -> Iterator[Any]:
+    """``value``'s elements in row-major order, as pieces of at most :data:`_CHUNK` elements
+    (views where ``value`` is contiguous, slabs along its first dimension where not)."""
+    if size(value) == 0:
+        return
+    if len(value.shape) == 0 or contiguous(value):
+        flat = value.reshape(-1)  # a view: contiguous, or one element
+        for start in range(0, size(flat), _CHUNK):
+            yield flat[start : start + _CHUNK]
+        return
+    row = size(value) // value.shape[0]
+    if row > _CHUNK:
+        for index in range(value.shape[0]):
+            yield from _pieces(value[index], size, contiguous)
+        return
+    rows = max(1, _CHUNK // row)
+    for start in range(0, value.shape[0], rows):
+        yield value[start : start + rows]
+
+
+def _int_type(torch: Any, width: int) -> Any:
+    return {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(width)
+
+
+def _host_piece(torch: Any, piece: Any) -> tuple[Any, bool]:
+    """The piece as a flat, contiguous host tensor of resolved values; whether it was copied."""
+    owned = False
+    if piece.is_conj() or piece.is_neg() or piece.device.type != "cpu" or not piece.is_contiguous():
+        fresh = torch.empty(piece.shape, dtype=piece.dtype, device="cpu")
+        fresh.copy_(piece)  # copy_ gives the values: conjugate and negative bits resolved
+        piece, owned = fresh, True
+    if piece.dtype == torch.bool:
+        piece, owned = piece.to(torch.uint8), True
+    flat = piece.reshape(-1)
+    if not (flat.is_floating_point() or flat.is_complex()):
+        return flat, owned
+    values = torch.view_as_real(flat).reshape(-1) if flat.is_complex() else flat
+    ints = _int_type(torch, values.element_size())
+    mask = torch.isnan(values)
+    if ints is None or not bool(mask.any()):
+        return flat, owned
+    if not owned:
+        values = values.clone()
+    canonical = torch.full((1,), float("nan"), dtype=values.dtype).view(ints)
+    values.view(ints).masked_fill_(mask, canonical[0])
+    return values, True
+
+
+def tensor_digest(tensor: Any) -> str:
+    """sha256 of a tensor's values (see the module's docstring): a nested tensor's parts one
+    after another, a sparse one's dense values, a quantized one's integers."""
+    digest = _sha256()
+    _digest_into(digest, tensor)
+    return digest.hexdigest()
+
+
+def _digest_into(digest: Any, tensor: Any) -> None:
+    import ctypes
+
+    import torch
+
+    if tensor.is_nested:
+        for part in tensor.unbind():
+            _digest_into(digest, part)
+        return
+    if tensor.layout != torch.strided:
+        tensor = tensor.to_dense()
+    if tensor.is_quantized:  # its integers; the parameters are compared apart
+        tensor = tensor.int_repr()
+    for piece in _pieces(tensor.detach(), lambda t: t.numel(), lambda t: t.is_contiguous()):
+        flat, _ = _host_piece(torch, piece)
+        # The piece's memory as a buffer (no copy); it is alive while ``flat`` is.
+        length = flat.numel() * flat.element_size()
+        if length:
+            digest.update((ctypes.c_char * length).from_address(flat.data_ptr()))
+
+
+def _shown(values: list[Any], more: bool) -> str:
+    shown = (f"{v:g}" if isinstance(v, float) else str(v) for v in values)
+    return "[" + ", ".join(shown) + (", ..." if more else "") + "]"
+
+
+def tensor_values(tensor: Any) -> str:
+    """The first values of a tensor, resolved, as text."""
+    import torch
+
+    flat = tensor.detach()
+    if flat.is_nested:
+        return "[nested]"
+    if flat.layout != torch.strided:
+        flat = flat.to_dense()
+    if flat.is_quantized:
+        flat = flat.dequantize()
+    first = next(_pieces(flat, lambda t: t.numel(), lambda t: t.is_contiguous()), None)
+    if first is None:
+        return "[]"
+    values = first.reshape(-1)[:6].resolve_conj().resolve_neg().cpu().tolist()
+    return _shown(values, tensor.numel() > 6)
+
+
+def array_digest(value: Any) -> str:
+    """sha256 of a numpy array's bytes in C order, every NaN canonical."""
+    import numpy as np
+
+    digest = _sha256()
+    for piece in _pieces(value, lambda a: int(a.size), lambda a: bool(a.flags.c_contiguous)):
+        flat = np.ascontiguousarray(piece).reshape(-1)
+        owned = flat is not piece
+        if flat.dtype.kind in "fc":
+            values = flat.view(flat.real.dtype) if flat.dtype.kind == "c" else flat
+            width = values.dtype.itemsize
+            mask = np.isnan(values)
+            if width in (2, 4, 8) and mask.any():
+                if not owned:
+                    values = values.copy()
+                canonical = np.array([np.nan], dtype=values.dtype).view(f"u{width}")[0]
+                values.view(f"u{width}")[mask] = canonical
+                flat = values
+        digest.update(flat.view(np.uint8).data)
+    return digest.hexdigest()
+
+
+def array_values(value: Any) -> str:
+    """The first values of a numpy array, as text."""
+    return _shown(value.flat[:6].tolist(), int(value.size) > 6)
+
+
+def _buffer_bytes(value: Any) -> bytes | None:
+    """A buffer's bytes in C order; None for a released ``memoryview``."""
+    try:
+        return value.tobytes() if isinstance(value, memoryview) else bytes(value)
+    except ValueError:  # released: it holds nothing
+        return None
+
+
+def buffer_text(value: Any) -> str:
+    """A ``memoryview``'s or ``bytearray``'s text: its size and its first bytes."""
+    data = _buffer_bytes(value)
+    if data is None:
+        return "released"
+    return f"{len(data):,} bytes: {data[:64]!r}"
+
+
+def buffer_key(value: Any) -> str:
+    """A ``memoryview``'s or ``bytearray``'s key: its format, shape and bytes."""
+    data = _buffer_bytes(value)
+    if data is None:
+        return "released"
+    head = f"{value.format} {value.shape} " if isinstance(value, memoryview) else ""
+    return "sha256:" + _sha256(head.encode() + data).hexdigest()
+
+
+# ----------------------------------------------------------------------------------------------
+# Containers and objects digested whole
+
+Fields = Callable[[Any], "dict[str, Any] | None"]
+
+
+class Digests:
+    """One description's digests of values digested whole: each distinct container (by
+    identity, alive while the description runs) once, at most :data:`MAX_DIGESTED` items in
+    all. ``fields`` gives an object's fields (None: not an object with fields), ``tensor_text``
+    a tensor's description (its record, digest included)."""
+
+    def __init__(
+        self, fields: Fields, tensor_text: Callable[[Any], str], budget: int = MAX_DIGESTED
+    ) -> None:
+        self.fields = fields
+        self.tensor_text = tensor_text
+        self.left = budget
+        self.memo: dict[int, str] = {}
+        self.open: set[int] = set()
+
+    def digest(self, value: Any) -> str:
+        """sha256 of ``value`` digested whole; raises :class:`NotCompared`."""
+        return self._of(value, 0)
+
+    def _spend(self, count: int) -> None:
+        self.left -= count
+        if self.left < 0:
+            raise NotCompared(f"more than {MAX_DIGESTED:,} items to digest")
+
+    def _of(self, value: Any, depth: int) -> str:
+        import torch
+
+        self._spend(1)
+        if isinstance(value, (int, float, complex, str, bytes, bool, type(None))):
+            text = value if isinstance(value, str) else repr(value)
+            return f"{_type_name(value)}={value_key(value, text)}"
+        if isinstance(value, torch.Tensor):
+            return self.tensor_text(value)
+        if is_array(value):
+            return f"ndarray {value.dtype} {list(value.shape)} {array_digest(value)}"
+        if isinstance(value, (memoryview, bytearray)):
+            return f"{_type_name(value)}={buffer_key(value)}"
+        known = self.memo.get(id(value))
+        if known is not None:
+            return known
+        if id(value) in self.open:
+            return "cycle"
+        if depth >= _MAX_NESTING:
+            raise NotCompared(f"nested more than {_MAX_NESTING} deep")
+        self.open.add(id(value))
+        try:
+            made = self._whole(value, depth)
+        finally:
+            self.open.discard(id(value))
+        self.memo[id(value)] = made
+        return made
+
+    def _whole(self, value: Any, depth: int) -> str:
+        digest = _sha256(_type_name(value).encode())
+        parts: list[Any]
+        if isinstance(value, dict):
+            items = list(value.items())
+            self._spend(len(items))
+            parts = [(self._of(k, depth + 1), self._of(v, depth + 1)) for k, v in items]
+        elif isinstance(value, (list, tuple)):
+            items = list(value)
+            quick = _quick(items)
+            if quick is not None:
+                self._spend(len(items))
+                digest.update(quick)
+                return digest.hexdigest()
+            parts = [self._of(v, depth + 1) for v in items]
+        elif isinstance(value, (set, frozenset)):
+            parts = sorted(self._of(v, depth + 1) for v in list(value))
+        elif is_array(value, objects=True):
+            parts = [list(value.shape)] + [self._of(v, depth + 1) for v in list(value.flat)]
+        else:
+            found = self.fields(value)
+            if not found:
+                text = repr(value)
+                if not isinstance(text, str):
+                    raise TypeError(f"__repr__ returned {type(text).__name__}, not str")
+                if only_address(value, text):
+                    raise NotCompared(f"holds a {_type_name(value)} whose text is its address")
+                return f"{_type_name(value)}={value_key(value, text)}"
+            parts = [
+                (name, self._of(v, depth + 1))
+                for name, v in found.items()
+                if not name.startswith("__")
+            ]
+        digest.update(repr(parts).encode("utf-8", "surrogatepass"))
+        return digest.hexdigest()
+
+
+def _quick(items: list[Any]) -> bytes | None:
+    """The bytes of a list of exactly floats (-0.0 as 0.0, every NaN one NaN) or exactly ints,
+    made without a step per item in Python; None for any other list."""
+    if items and all(type(v) is float for v in items):
+        nans = [i for i, v in enumerate(items) if v != v]
+        values = array("d", (v + 0.0 for v in items))  # -0.0 + 0.0 is 0.0
+        for index in nans:
+            values[index] = math.nan
+        return b"f" + values.tobytes() + repr(nans).encode()
+    if items and all(type(v) is int for v in items):
+        return b"i" + ",".join(map(str, items)).encode()
+    return None
+
+
+def _type_name(value: Any) -> str:
+    klass = type(value)
+    module = getattr(klass, "__module__", "") or ""
+    name = getattr(klass, "__qualname__", klass.__name__)
+    return name if module == "builtins" else f"{module}.{name}"
+
+
+def is_array(value: Any, objects: bool = False) -> bool:
+    """Whether ``value`` is a numpy array (of objects, with ``objects``; else of anything else).
+    Imports no numpy: an array exists only where numpy was imported."""
+    numpy = sys.modules.get("numpy")
+    ndarray = getattr(numpy, "ndarray", None)
+    if not isinstance(ndarray, type) or not isinstance(value, ndarray):
+        return False
+    held: Any = value
+    return bool(held.dtype.hasobject) == objects
+
+
+def preview(value: Any, depth: int = 0) -> str:
+    """A short text of a value digested whole: its first few items, never the whole repr."""
+    if isinstance(value, (str, bytes)):
+        return repr(value[:40]) + ("..." if len(value) > 40 else "")
+    if isinstance(value, (int, float, complex, bool, type(None))):
+        return repr(value)[:40]
+    if isinstance(value, (list, tuple, dict)):
+        brackets = {tuple: "()", dict: "{}"}.get(type(value), "[]")
+        if depth >= 2:
+            return f"{brackets[0]}...{brackets[1]}"
+        if isinstance(value, dict):
+            pairs = list(value.items())[:4]
+            shown = [f"{preview(k, depth + 1)}: {preview(v, depth + 1)}" for k, v in pairs]
+        else:
+            shown = [preview(item, depth + 1) for item in list(value[:4])]
+        more = ", ..." if len(value) > len(shown) else ""
+        return brackets[0] + ", ".join(shown) + more + brackets[1]
+    shape = getattr(value, "shape", None)
+    return f"<{_type_name(value)}{' ' + str(tuple(shape)) if shape is not None else ''}>"
+
+
+def only_address(value: Any, text: str) -> bool:
+    """Whether ``text`` (``value``'s repr) says nothing but its type and its address."""
+    klass = type(value)
+    bare = ADDRESS.sub("0x?", text)
+    names = {klass.__name__, klass.__qualname__, f"{klass.__module__}.{klass.__qualname__}"}
+    return bare in {f"<{name} object 0x?>" for name in names}

@@ -1,0 +1,380 @@
+"""check-observer compares every value by what it holds: a tensor by the values torch gives for
+it (conjugate and negative views resolved, every NaN alike), a numpy array and a buffer by their
+bytes, a container too large or too deep to walk by a digest of everything inside it, and says
+so where a value is not compared; and a walk's cost is bounded by the leaves it gives."""
+
+from __future__ import annotations
+
+import hashlib
+import textwrap
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from ppaux.observer import ObserverOptions, check_observer
+from ppaux.observer.compare import (
+    MAX_DEPTH,
+    MAX_ITEMS,
+    MAX_KEY,
+    MAX_LEAVES,
+    differences,
+    leaves,
+    record,
+    records,
+    uncompared,
+)
+from ppaux.observer.digests import MAX_DIGESTED
+
+pytestmark = pytest.mark.torch
+
+ONE = ObserverOptions(batch_sizes=(2,), steps=2)
+
+
+def _expected_digest(tensor) -> str:
+    """sha256 of the tensor's values as torch and numpy give them, built apart: resolved,
+    contiguous, every NaN replaced by Python's NaN."""
+    import torch
+
+    values = tensor.resolve_conj().resolve_neg().contiguous().clone()
+    real = torch.view_as_real(values) if values.is_complex() else values
+    real.copy_(torch.where(torch.isnan(real), torch.tensor(float("nan"), dtype=real.dtype), real))
+    return hashlib.sha256(values.numpy().tobytes()).hexdigest()
+
+
+def _with_nan_payloads(tensor, where: list[int], payloads: list[int]):
+    """``tensor`` (float32, contiguous) with NaNs of the given bit patterns at ``where``."""
+    import torch
+
+    bits = tensor.clone().view(torch.int32).reshape(-1)
+    for index, payload in zip(where, payloads, strict=False):
+        bits[index % bits.numel()] = payload
+    return bits.view(torch.float32).reshape(tensor.shape)
+
+
+_NANS = st.sampled_from([0x7FC00000, -0x400000, 0x7F800001, 0x7FFFFFFF, -1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.integers(1, 5),
+    cols=st.integers(1, 6),
+    form=st.sampled_from(["plain", "conj", "neg", "transposed", "sliced", "conj-transposed"]),
+    where=st.lists(st.integers(0, 40), max_size=4),
+    payloads=st.lists(_NANS, min_size=4, max_size=4),
+    chunk=st.sampled_from([1, 3, 1 << 20]),
+    seed=st.integers(0, 1000),
+)
+def test_a_tensors_digest_is_that_of_its_resolved_values_every_nan_alike(
+    rows, cols, form, where, payloads, chunk, seed
+):
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    real = _with_nan_payloads(torch.randn(rows, cols, generator=generator), where, payloads)
+    imag = _with_nan_payloads(torch.randn(rows, cols, generator=generator), where[1:], payloads)
+    tensor = torch.complex(real, imag) if "conj" in form else real
+    if form.startswith("conj"):
+        tensor = tensor.conj()
+    if form == "neg":
+        tensor = torch._neg_view(tensor)
+    if form.endswith("transposed"):
+        tensor = tensor.transpose(0, 1)
+    if form == "sliced":
+        tensor = tensor[:, ::2]
+    with mock.patch("ppaux.observer.digests._CHUNK", chunk):
+        assert record(tensor)["sha256"] == _expected_digest(tensor)
+
+
+def test_a_conjugate_or_negative_view_compares_by_its_values():
+    import torch
+
+    values = torch.complex(torch.arange(4.0), torch.arange(4.0) + 1)
+    # The same values, one side lazily conjugated: equal.
+    assert differences(records({"t": values.conj()}), records({"t": values.conj_physical()})) == []
+    # The values and their conjugate: the bits differ, though the memory is the same.
+    [item] = differences(records({"t": values}), records({"t": values.conj()}))
+    assert item.what == "bits"
+    plain = torch.arange(4.0) + 1
+    [item] = differences(records({"t": plain}), records({"t": torch._neg_view(plain)}))
+    assert item.what == "bits"
+    assert "-1" in records({"t": torch._neg_view(plain)})["['t']"]["values"]
+
+
+def test_nans_of_any_sign_or_payload_are_alike_and_signed_zeros_are_not():
+    import torch
+
+    zeros = torch.zeros(3)
+    quiet = torch.full((3,), float("nan"))
+    assert differences(records({"t": zeros / zeros}), records({"t": quiet})) == []
+    negative = torch.tensor([-0.0, 1.0], dtype=torch.float64)
+    [item] = differences(records({"t": negative}), records({"t": negative.abs()}))
+    assert item.what == "bits"
+
+
+def test_numpy_arrays_compare_by_their_bytes_not_their_text():
+    import numpy as np
+
+    left = np.arange(2048, dtype=np.float64)
+    right = left.copy()
+    right[1024] = 0.0
+    assert repr(left) == repr(right)  # numpy's text leaves the middle out
+    [item] = differences(records({"hist": left}), records({"hist": right}))
+    assert (item.path, item.what) == ("['hist']", "bits")
+    made = record(left[::-2])
+    # Its bytes in C order, whatever its strides.
+    expected = hashlib.sha256(np.ascontiguousarray(left[::-2]).tobytes()).hexdigest()
+    assert made["sha256"] == expected and made["dtype"] == "float64"
+    assert made["shape"] == [1024] and made["values"].startswith("[2047, 2045")
+
+
+def test_a_numpy_array_against_a_tensor_is_a_type_difference():
+    import numpy as np
+    import torch
+
+    [item] = differences(records({"v": np.zeros(3)}), records({"v": torch.zeros(3)}))
+    assert item.what == "type"
+
+
+def test_buffers_compare_by_their_bytes():
+    for kind in (memoryview, bytearray):
+        [item] = differences(records({"raw": kind(b"AAAA")}), records({"raw": kind(b"BBBB")}))
+        assert item.what == "value" and "AAAA" in item.left
+        assert differences(records({"raw": kind(b"AB")}), records({"raw": kind(b"AB")})) == []
+
+
+def test_a_tensor_in_a_long_list_is_compared_by_its_values():
+    import torch
+
+    tensor = torch.arange(2000.0)
+    changed = tensor.clone()
+    changed[1000] = 0.0
+    left = [tensor] + [torch.zeros(1)] * (MAX_ITEMS + 43)
+    right = [changed] + [torch.zeros(1)] * (MAX_ITEMS + 43)
+    assert differences(records({"parts": left}), records({"parts": right}))
+    assert differences(records({"parts": left}), records({"parts": list(left)})) == []
+
+
+def test_a_tensor_deeper_than_the_walk_is_compared_by_its_values():
+    import torch
+
+    def nested(value):
+        for key in "fedcba":
+            value = {key: value}
+        return value
+
+    tensor = torch.full((3,), 1 / 3)
+    found = records(nested(tensor))
+    assert len(MAX_DEPTH * "[x]") < len(next(iter(found)))  # the walk stopped above it
+    assert differences(found, records(nested(tensor + 1e-5)))
+    assert differences(found, records(nested(tensor.clone()))) == []
+
+
+_LEAF = st.one_of(
+    st.integers(-5, 5),
+    st.floats(-1e6, 1e6),
+    st.text(max_size=3),
+    st.builds(lambda n, v: ("tensor", n, v), st.integers(1, 5), st.integers(-3, 3)),
+)
+
+
+def _tree():
+    return st.recursive(
+        _LEAF,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=4),
+            st.dictionaries(st.text("abc", max_size=2), inner, max_size=4),
+            st.builds(lambda item, n: [item] * n, inner, st.integers(MAX_ITEMS, MAX_ITEMS + 40)),
+        ),
+        max_leaves=12,
+    )
+
+
+def _built(node, change: list[int]):
+    """The value ``node`` describes; the leaf numbered ``change[0]`` (counted as built, a
+    shared item counted once per place) made different."""
+    import torch
+
+    if isinstance(node, list):
+        return [_built(item, change) for item in node]
+    if isinstance(node, dict):
+        return {key: _built(item, change) for key, item in node.items()}
+    change[0] -= 1
+    differs = change[0] == -1
+    if isinstance(node, tuple):
+        tensor = torch.full((node[1],), float(node[2]))
+        if differs:
+            tensor[-1] += 1e-3
+        return tensor
+    if differs:
+        return f"{node}!" if isinstance(node, str) else node + 1
+    return node
+
+
+def _count(node) -> int:
+    if isinstance(node, list):
+        return sum(_count(item) for item in node)
+    if isinstance(node, dict):
+        return sum(_count(item) for item in node.values())
+    return 1
+
+
+@settings(max_examples=80, deadline=None)
+@given(tree=_tree(), pick=st.integers(0, 10_000), depth=st.integers(0, MAX_DEPTH + 2))
+def test_two_values_that_differ_anywhere_differ_or_are_marked_not_compared(tree, pick, depth):
+    # Whatever the nesting (above or below the walk's depth) or the size (above or below its
+    # length bound): a value changed in one place gives a difference, or a record that says
+    # it was not compared; never a silent "equal".
+    for _ in range(depth):
+        tree = [tree]
+    assume(_count(tree) > 0)
+    left = records({"v": _built(tree, [-1])})
+    right = records({"v": _built(tree, [pick % _count(tree)])})
+    assert differences(left, right) or uncompared(left) or uncompared(right)
+    assert differences(left, records({"v": _built(tree, [-1])})) == []
+
+
+def test_shared_lists_are_walked_in_bounded_leaves_and_still_compared():
+    row = [0.0] * 64
+    table = [[[row] * 64] * 64] * 64  # 16 M floats by their paths, 4 distinct lists
+    found = records({"table": table})
+    assert len(found) <= MAX_LEAVES + MAX_ITEMS
+    other = [0.0] * 64
+    other[63] = 1.0
+    changed = records({"table": [[[row] * 64] * 64] * 63 + [[[other] * 64] * 64]})
+    assert differences(found, changed)
+    assert not uncompared(found)
+
+
+def test_past_the_digest_budget_a_value_is_marked_not_compared():
+    wide = [[float(i)] * 1000 for i in range(MAX_DIGESTED // 900)]  # distinct, over MAX_ITEMS
+    found = records({"v": wide})
+    [(path, why)] = uncompared(found).items()
+    assert path == "['v']" and why.startswith("not compared")
+
+
+def test_an_object_whose_text_is_only_its_address_is_not_compared():
+    found = records({"token": object()})
+    assert list(uncompared(found)) == ["['token']"]
+    # An object whose text says more than its address is compared by that text.
+    import threading
+
+    assert not uncompared(records({"lock": threading.Lock()}))
+
+
+def test_a_long_key_gives_a_short_path_and_two_keys_two_paths():
+    first, second = "k" * (5 << 20), "k" * ((5 << 20) - 1) + "j"
+    paths = list(leaves({first: 1, second: 2}))
+    assert len(paths) == 2 and all(len(path) < MAX_KEY + 100 for path in paths)
+    assert paths[0] != paths[1]
+
+
+CASES = textwrap.dedent(
+    """
+    import numpy as np
+    import torch
+
+    class Host:
+        def __init__(self, t):
+            self.t = t
+        def consume(self, batch, commits):
+            for req in batch.reqs:
+                req.customized_info = {"phase": self.t}
+
+    class Out:
+        def __init__(self, t, extra=None):
+            self.t = t
+            self.extra = extra
+        def copy_to_host(self, copy_tensor):
+            return Host(copy_tensor(self.t))
+        def to_pp_tensors(self):
+            return {"t": self.t}
+
+    class Base:
+        def is_active(self, info):
+            return True
+        def before_grammar(self, logits, info):
+            return logits.float().sum(-1)
+        def after_sample(self, state, ids):
+            return Out(state)
+        def from_pp_tensors(self, tensors):
+            return Out(tensors["t"])
+
+    class ConjObs(Base):
+        def after_sample(self, state, ids):
+            return Out(torch.complex(state, state + 1.0))
+        def from_pp_tensors(self, tensors):
+            return Out(tensors["t"].conj())
+
+    class LazyConjObs(Base):
+        def after_sample(self, state, ids):
+            return Out(torch.complex(state, state + 1.0).conj())
+
+    class NanSignObs(Base):
+        def after_sample(self, state, ids):
+            zeros = torch.zeros_like(state)
+            return Out(zeros / zeros)
+        def from_pp_tensors(self, tensors):
+            t = tensors["t"]
+            return Out(torch.where(torch.isnan(t), torch.full_like(t, float("nan")), t))
+
+    class NumpyObs(Base):
+        def after_sample(self, state, ids):
+            return Out(state, np.arange(2048, dtype=np.float64))
+        def from_pp_tensors(self, tensors):
+            hist = np.arange(2048, dtype=np.float64)
+            hist[1024] = 0.0
+            return Out(tensors["t"], hist)
+
+    class UncomparedObs(Base):
+        def after_sample(self, state, ids):
+            return Out(state, object())
+        def from_pp_tensors(self, tensors):
+            return Out(tensors["t"], object())
+
+    def deep():
+        x = []
+        for _ in range(100000):
+            x = [x]
+        return x
+
+    class DeepObs(Base):
+        def after_sample(self, state, ids):
+            return Out(state, deep())
+        def from_pp_tensors(self, tensors):
+            return Out(tensors["t"], deep())
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("values") / "cases.py"
+    path.write_text(CASES, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "found"),
+    [
+        ("ConjObs", {"PP711", "PP712"}),
+        ("LazyConjObs", set()),
+        ("NanSignObs", set()),
+        ("NumpyObs", {"PP711"}),
+    ],
+)
+def test_the_check_compares_the_values_a_path_gives(cases, name, found):
+    report = check_observer(f"{cases}:{name}", ONE)
+    assert {item.code for item in report.findings} == found, report.findings
+
+
+@pytest.mark.parametrize(
+    ("name", "why"), [("UncomparedObs", "only its address"), ("DeepObs", "deep")]
+)
+def test_the_report_says_what_was_not_compared(cases, name, why):
+    report = check_observer(f"{cases}:{name}", ONE)
+    assert report.findings == []
+    [note] = [n for n in report.notes if "not compared" in n]
+    assert ".extra" in note and "of the output" in note and why in note
