@@ -19,6 +19,7 @@ import os
 import re
 import sys
 import sysconfig
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -50,7 +51,15 @@ class Ran:
     keys: list[str] = field(default_factory=list)
 
 
-_LAST: dict[str, Ran] = {}
+class _Latest(threading.local):
+    """Each thread's latest run of each hook: two checks in threads of one process (a test
+    suite's) name their own target's lines."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, Ran] = {}
+
+
+_LAST = _Latest()
 
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LIBRARY = tuple(
@@ -69,8 +78,9 @@ def _targets(file: str) -> bool:
 
 
 def last_run(method: str) -> Ran | None:
-    """The latest traced call of the hook ``method`` ('to_pp_tensors', ...), if any."""
-    return _LAST.get(method)
+    """The latest traced call of the hook ``method`` ('to_pp_tensors', ...) in this thread,
+    if any."""
+    return _LAST.runs.get(method)
 
 
 def run_traced(method: str, function: Callable[..., Any], *args: Any) -> Any:
@@ -78,7 +88,7 @@ def run_traced(method: str, function: Callable[..., Any], *args: Any) -> Any:
     ``method``'s latest run."""
     code = getattr(getattr(function, "__func__", function), "__code__", None)
     ran = Ran()
-    _LAST[method] = ran
+    _LAST.runs[method] = ran
     files: dict[str, bool] = {}
 
     def local(frame: FrameType, event: str, arg: Any) -> Any:
