@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ppaux.observer.framing import FrameError, FrameReader
+from ppaux.observer.framing import MAX_FRAME, FrameError, FrameReader
 
 __all__ = ["ChildEnd", "run_child"]
 
@@ -71,6 +71,18 @@ def _drain(fd: int, on_output: Callable[[bytes], None]) -> None:
         if not data:
             return
         on_output(data)
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when ``pid`` ends (Linux 5.3 and later), or None."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        fd: int = opener(pid)
+    except OSError:  # an older kernel, or it has ended already (poll() sees that)
+        return None
+    return fd
 
 
 def _environment() -> dict[str, str]:
@@ -206,6 +218,11 @@ class _Run:
             os.set_blocking(fd, False)
             selector.register(fd, selectors.EVENT_READ, name)
         open_streams = {self.read_end, output}
+        # The child's exit is seen as it happens (a pidfd, where the system has one; else at
+        # the next turn), not when its pipes close: a process it started may hold them open.
+        exited = _pidfd(self.process.pid)
+        if exited is not None:
+            selector.register(exited, selectors.EVENT_READ, "exit")
         try:
             while open_streams:
                 remaining = self.deadline - time.monotonic()
@@ -213,16 +230,36 @@ class _Run:
                     self.end.timed_out = not self.end.finished
                     break
                 for key, _ in selector.select(timeout=min(remaining, 1.0)):
-                    if not self._read_one(key, selector, open_streams):
+                    if key.data != "exit" and not self._read_one(key, selector, open_streams):
                         break
-                if self.end.garbled is not None or (
-                    self.end.finished and self.process.poll() is not None
-                ):
+                if self.end.garbled is None and self.process.poll() is not None:
+                    # It ended: what it wrote before is in the pipes, whoever holds them now.
+                    self._last_records(selector, open_streams)
+                if self.end.garbled is not None or self.process.poll() is not None:
                     _drain(output, self.on_output)
                     break
         finally:
             selector.close()
+            if exited is not None:
+                os.close(exited)
         self.interrupted = False
+
+    def _last_records(self, selector: selectors.BaseSelector, open_streams: set[int]) -> None:
+        """The records still in the pipe once the child ended (at most :data:`MAX_FRAME` and
+        a read more: a process it left behind may keep writing)."""
+        budget = MAX_FRAME + (1 << 16)
+        while budget > 0 and self.read_end in open_streams:
+            try:
+                data = os.read(self.read_end, 1 << 16)
+            except OSError:  # nothing more now (BlockingIOError among them)
+                return
+            if not data:
+                selector.unregister(self.read_end)
+                open_streams.discard(self.read_end)
+                return
+            budget -= len(data)
+            if not self._records(data):
+                return
 
     def _read_one(
         self, key: selectors.SelectorKey, selector: selectors.BaseSelector, open_streams: set[int]
@@ -240,6 +277,10 @@ class _Run:
         if key.data == "output":
             self.on_output(data)
             return True
+        return self._records(data)
+
+    def _records(self, data: bytes) -> bool:
+        """Take the records ``data`` completes; False once they are garbled."""
         try:
             messages = self.reader.feed(data)
         except FrameError as exc:
