@@ -227,6 +227,39 @@ def test_an_exit_is_seen_while_a_process_it_started_holds_its_pipes(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------
+# A target that signals ppaux
+
+
+def _main_thread_only() -> None:
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("Python handles signals in the main thread only")
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="POSIX signals")
+def test_a_signal_the_target_sends_ppaux_is_a_finding_not_its_end(tmp_path):
+    _main_thread_only()
+    send = "        import os, signal\n        os.kill(os.getppid(), signal.SIGUSR1)\n"
+    report = check_observer(f"{observer_file(tmp_path, send)}:EntropyObserver", ONE)
+    assert ended(report) == ["signalled"]
+    assert "SIGUSR1" in report.findings[0].message
+    assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL  # put back
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR2"), reason="POSIX signals")
+def test_a_handler_the_caller_installed_still_gets_its_signal(tmp_path):
+    _main_thread_only()
+    got: list[int] = []
+    before = signal.signal(signal.SIGUSR2, lambda number, frame: got.append(number))
+    try:
+        send = "        import os, signal\n        os.kill(os.getppid(), signal.SIGUSR2)\n"
+        report = check_observer(f"{observer_file(tmp_path, send)}:EntropyObserver", ONE)
+    finally:
+        signal.signal(signal.SIGUSR2, before)
+    assert got == [signal.SIGUSR2]
+    assert report.findings == []
+
+
+# ----------------------------------------------------------------------------------------------
 # A patched json module
 
 

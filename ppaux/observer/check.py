@@ -300,6 +300,15 @@ def endings(end: Any, timeout_s: float, hook: dict[str, Any] | None = None) -> l
                 "were killed; in sglang they would run on beside the scheduler",
             )
         )
+    if getattr(end, "signalled", None):
+        found.append(
+            Ending(
+                "signalled",
+                f"ppaux's process received {', '.join(end.signalled[:4])} while the target ran "
+                "(its code signalled its parent: os.kill(os.getppid(), ...)); in sglang the "
+                "signal would reach the process that started the scheduler",
+            )
+        )
     if end.forks:
         found.append(
             Ending(

@@ -54,6 +54,9 @@ class ChildEnd:
     garbled: str | None = None
     waited_s: float = 0.0
     outlived: list[str] = field(default_factory=list)
+    #: Signals this process received while the child ran that would have ended it (the
+    #: target's ``os.kill(os.getppid(), ...)``), by name.
+    signalled: list[str] = field(default_factory=list)
 
 
 def _kill_group(pid: int) -> None:
@@ -131,6 +134,44 @@ def _ending_on_sigterm() -> Iterator[None]:
             signal.signal(number, handler)
 
 
+#: Signals whose default action ends this process and that nothing here or in a terminal sends
+#: while a check runs: received then, they are taken for the target's (sglang's scheduler sends
+#: its parent SIGQUIT on a fatal error). SIGINT, SIGTERM and SIGHUP stop the run as they
+#: should; SIGSTOP and SIGKILL cannot be caught.
+_TAKEN = tuple(
+    getattr(signal, name)
+    for name in ("SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF")
+    if hasattr(signal, name)
+)
+
+
+@contextlib.contextmanager
+def _taking_signals(end: ChildEnd) -> Iterator[None]:
+    """While the block runs, the signals of :data:`_TAKEN` that would end this process (their
+    handler is the default one) are recorded in ``end.signalled`` instead. A handler the
+    caller installed is left as it is. Only in the main thread, where Python handles signals."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def taken(signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        if name not in end.signalled:
+            end.signalled.append(name)
+
+    before: dict[int, Any] = {}
+    for number in _TAKEN:
+        if signal.getsignal(number) is signal.SIG_DFL:
+            before[number] = signal.signal(number, taken)
+    try:
+        yield
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)
+
+
 def run_child(
     request: dict[str, Any],
     *,
@@ -145,9 +186,11 @@ def run_child(
     from ppaux.observer.reaper import children as our_children
     from ppaux.observer.reaper import end_all, guarded, working
 
-    with _ending_on_sigterm(), guarded():
+    signalled = ChildEnd()
+    with _ending_on_sigterm(), guarded(), _taking_signals(signalled):
         before = our_children()
         run = _Run(request, timeout_s, take, on_output)
+        run.end.signalled = signalled.signalled
         try:
             with working(run.process.pid):
                 run.read()
