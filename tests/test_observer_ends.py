@@ -357,3 +357,36 @@ def test_forks_and_threads_of_other_threads_are_not_the_targets():
     assert (got, os.waitstatus_to_exitcode(status)) == (b"ran", 7)
     [report] = reports
     assert report.findings == []
+
+
+def test_each_in_hand_check_names_the_threads_its_own_target_started():
+    from ppaux.observer.inhand import started_by_target, watched
+
+    a_in, b_in, b_out = (threading.Event() for _ in range(3))
+    release = threading.Event()
+    seen: dict[str, Any] = {}
+
+    def check_a() -> None:
+        with watched() as found:
+            a_in.set()
+            b_in.wait(10)
+            lingering = threading.Thread(target=release.wait, args=(30,), name="a-lingers")
+            started_by_target(lingering)  # as the tracer sees the target's Thread.start
+            lingering.start()
+            b_out.wait(10)  # the other check ends first
+        seen["a"] = found
+
+    def check_b() -> None:
+        a_in.wait(10)
+        with watched() as found:
+            b_in.set()
+        seen["b"] = found
+        b_out.set()
+
+    threads = [threading.Thread(target=check_a), threading.Thread(target=check_b)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    release.set()
+    assert (seen["a"].threads, seen["b"].threads) == (["a-lingers"], [])

@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 __all__ = ["Watched", "cancel_timers", "started_by_target", "timers", "watched"]
 
 _lock = threading.Lock()
-#: The idents of the threads running an in-process check, and of the threads the targets
-#: started from them: their forks are the target's.
+#: The idents of the threads running an in-process check, and for each the threads its
+#: target started from it: their forks are the target's.
 _checking: set[int] = set()
-_started: list[threading.Thread] = []
+_started: dict[int, list[threading.Thread]] = {}
 _forks: list[int] = []
 _hooked = False
 
@@ -50,7 +50,9 @@ _TIMERS = tuple(
 
 def _targets_thread() -> bool:
     ident = threading.get_ident()
-    return ident in _checking or any(t.ident == ident for t in _started)
+    return ident in _checking or any(
+        t.ident == ident for threads in list(_started.values()) for t in threads
+    )
 
 
 def _before() -> None:
@@ -65,8 +67,9 @@ def _in_child() -> None:
 
 def started_by_target(thread: threading.Thread) -> None:
     """``thread`` was started by the target's code in a thread that runs a check."""
-    if threading.get_ident() in _checking:
-        _started.append(thread)
+    ident = threading.get_ident()
+    if ident in _checking:
+        _started.setdefault(ident, []).append(thread)
 
 
 def timers() -> dict[str, float]:
@@ -115,19 +118,19 @@ def watched() -> Iterator[Watched]:
         nested = ident in _checking
         _checking.add(ident)
         forks_before = _forks.count(ident)
-        started_before = len(_started)
+        started_before = len(_started.get(ident, []))
     running_before = frozenset(timers())
     seen = Watched()
     try:
         yield seen
     finally:
         with _lock:
-            mine = list(_started[started_before:])
+            mine = list(_started.get(ident, [])[started_before:])
             seen.forks = _forks.count(ident) - forks_before
             seen.forks += sum(_forks.count(t.ident) for t in mine if t.ident is not None)
             if not nested:
                 _checking.discard(ident)
                 # Once the check is over, their forks are no longer the check's to end.
-                del _started[started_before:]
+                _started.pop(ident, None)
         seen.threads = [t.name for t in mine if t.is_alive() and not t.daemon]
         seen.timers = cancel_timers(keep=running_before)
