@@ -152,17 +152,30 @@ def check_observer(
         dropped[0] += max(len(data) - max(room, 0), 0)
 
     stops: list[dict[str, Any]] = []
+    #: The hook running now, as the child last said (None between hooks), and the timers it
+    #: left running.
+    hook: list[dict[str, Any] | None] = [None]
+    timers: list[Any] = []
 
     def take(message: dict[str, Any]) -> None:
-        if message.get("event") in ("target_error", "config_error", "failed", "target_exit"):
+        event = message.get("event")
+        if event == "hook":
+            hook[0] = message if isinstance(message.get("method"), str) else None
+            return
+        if event in ("target_error", "config_error", "failed", "target_exit", "target_raised"):
             stops.append(message)
+        if event == "end" and isinstance(message.get("timers"), list):
+            timers.extend(message["timers"][:8])
         judge.take(message)
 
     end = run_child(request, timeout_s=options.timeout_s, take=take, on_output=on_output or keep)
     for stop in stops:
         _stopped(stop, target, judge)
-    for ending in endings(end, options.timeout_s):
+    for ending in endings(end, options.timeout_s, hook[0]):
         judge.ended(ending)
+    left = [(str(t[0])[:20], float(t[1])) for t in timers if isinstance(t, list) and len(t) == 2]
+    if left:
+        judge.ended(timers_left(left))
     if not judge.start and not judge.endings:
         # Its records ended well, but none said the check began: not the check's records.
         judge.ended(
@@ -215,6 +228,14 @@ def _stopped(stop: dict[str, Any], target: str, judge: Judge) -> None:
         ).suggest(*_settings(stop.get("settings")))
     if event == "failed":
         raise ObserverConfigError("target", target, str(stop.get("text")))
+    if event == "target_raised":
+        judge.ended(
+            Ending(
+                "exit",
+                f"its code raised {str(stop.get('text'))[:500]} while it was checked, outside "
+                "the methods the check drives",
+            )
+        )
     if event == "target_exit":
         code = stop.get("code")
         judge.ended(
@@ -226,8 +247,19 @@ def _stopped(stop: dict[str, Any], target: str, judge: Judge) -> None:
         )
 
 
-def endings(end: Any, timeout_s: float) -> list[Ending]:
-    """How the child ended, as the target's failures (none for a child that finished)."""
+def timers_left(left: list[tuple[str, float]]) -> Ending:
+    """The interval timers the target left running (signal name, seconds left), cancelled."""
+    shown = ", ".join(f"{name} in {seconds:g} s" for name, seconds in left[:3])
+    return Ending(
+        "timers",
+        f"the target left a timer running ({shown}: signal.alarm or setitimer); it was "
+        "cancelled, but in sglang the signal would come later and end the scheduler",
+    )
+
+
+def endings(end: Any, timeout_s: float, hook: dict[str, Any] | None = None) -> list[Ending]:
+    """How the child ended, as the target's failures (none for a child that finished);
+    ``hook`` is the child's last record of a hook it began and did not end."""
     import signal
 
     found: list[Ending] = []
@@ -238,13 +270,7 @@ def endings(end: Any, timeout_s: float) -> list[Ending]:
             Ending("garbled", f"the target's process wrote over its records: {end.garbled}")
         )
     elif end.timed_out:
-        found.append(
-            Ending(
-                "timeout",
-                f"the target's process sent nothing for more than its timeout ({timeout_s:g} s) "
-                "and was killed with its whole process group: a method of the observer hangs",
-            )
-        )
+        found.append(_timeout(timeout_s, hook))
     elif not end.finished:
         code = end.returncode
         if code is not None and code < 0:
@@ -255,11 +281,14 @@ def endings(end: Any, timeout_s: float) -> list[Ending]:
             how = f"was killed by signal {name}"
         else:
             how = f"exited with status {code}"
+        method, location = _running(hook)
+        during = f" while {method} ran," if method is not None else ""
         found.append(
             Ending(
                 "signal" if code is not None and code < 0 else "exit",
-                f"the target's process {how} before it sent every record (os._exit, abort, a "
-                "crash in native code, or closed descriptors); its output says more",
+                f"the target's process {how}{during} before it sent every record (os._exit, "
+                "abort, a crash in native code, or closed descriptors); its output says more",
+                location,
             )
         )
     if end.outlived:
@@ -271,6 +300,15 @@ def endings(end: Any, timeout_s: float) -> list[Ending]:
                 "were killed; in sglang they would run on beside the scheduler",
             )
         )
+    if getattr(end, "signalled", None):
+        found.append(
+            Ending(
+                "signalled",
+                f"ppaux's process received {', '.join(end.signalled[:4])} while the target ran "
+                "(its code signalled its parent: os.kill(os.getppid(), ...)); in sglang the "
+                "signal would reach the process that started the scheduler",
+            )
+        )
     if end.forks:
         found.append(
             Ending(
@@ -280,6 +318,35 @@ def endings(end: Any, timeout_s: float) -> list[Ending]:
             )
         )
     return found
+
+
+def _running(hook: dict[str, Any] | None) -> tuple[str | None, dict[str, Any] | None]:
+    """The method the child said it was running (None between hooks), and where it is
+    defined."""
+    if hook is None:
+        return None, None
+    where = hook.get("where")
+    location = None
+    if isinstance(where, list) and len(where) == 3 and isinstance(where[1], int):
+        location = {"file": str(where[0]), "line": where[1], "function": str(where[2])}
+    return str(hook.get("method"))[:100], location
+
+
+def _timeout(timeout_s: float, hook: dict[str, Any] | None) -> Ending:
+    """The child sent nothing in time: in the hook it said it was running, if any."""
+    head = (
+        f"the target's process sent nothing for more than its timeout ({timeout_s:g} s) "
+        "and was killed with its whole process group"
+    )
+    method, location = _running(hook)
+    if method is None:
+        return Ending(
+            "timeout",
+            f"{head}, between the observer's methods (while ppaux described what they "
+            "returned, or sent it down a path): a value of the target's that takes that long "
+            "to walk, or a wire that does not answer",
+        )
+    return Ending("timeout", f"{head} while {method} ran: it hangs", location)
 
 
 def check_loaded(
@@ -308,7 +375,20 @@ def check_loaded(
 
     judge = _judge(loaded.target, options)
     with watched() as seen, machinery(options, wire) as (machine, info, device, sglang_parts):
-        run_checks(loaded, options, machine, info, device, sglang_parts, outputs, judge.take)
+        try:
+            run_checks(loaded, options, machine, info, device, sglang_parts, outputs, judge.take)
+        except (Exception, KeyboardInterrupt, SystemExit):
+            raise  # ppaux's own errors, a person stopping it, sys.exit(): as they are
+        except BaseException as exc:
+            # GeneratorExit, CancelledError or a class of the target's own, raised outside
+            # the methods the check drives: the target's failure, never an escape.
+            judge.ended(
+                Ending(
+                    "exit",
+                    f"its code raised {type(exc).__name__} while it was checked, outside the "
+                    "methods the check drives",
+                )
+            )
     if seen.forks:
         judge.ended(
             Ending(
@@ -325,6 +405,8 @@ def check_loaded(
                 "in sglang it would run on beside the scheduler",
             )
         )
+    if seen.timers:
+        judge.ended(timers_left(seen.timers))
     return judge.report()
 
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ppaux.observer.framing import FrameError, FrameReader
+from ppaux.observer.framing import MAX_FRAME, FrameError, FrameReader
 
 __all__ = ["ChildEnd", "run_child"]
 
@@ -54,6 +54,9 @@ class ChildEnd:
     garbled: str | None = None
     waited_s: float = 0.0
     outlived: list[str] = field(default_factory=list)
+    #: Signals this process received while the child ran that would have ended it (the
+    #: target's ``os.kill(os.getppid(), ...)``), by name.
+    signalled: list[str] = field(default_factory=list)
 
 
 def _kill_group(pid: int) -> None:
@@ -71,6 +74,18 @@ def _drain(fd: int, on_output: Callable[[bytes], None]) -> None:
         if not data:
             return
         on_output(data)
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when ``pid`` ends (Linux 5.3 and later), or None."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        fd: int = opener(pid)
+    except OSError:  # an older kernel, or it has ended already (poll() sees that)
+        return None
+    return fd
 
 
 def _environment() -> dict[str, str]:
@@ -119,6 +134,44 @@ def _ending_on_sigterm() -> Iterator[None]:
             signal.signal(number, handler)
 
 
+#: Signals whose default action ends this process and that nothing here or in a terminal sends
+#: while a check runs: received then, they are taken for the target's (sglang's scheduler sends
+#: its parent SIGQUIT on a fatal error). SIGINT, SIGTERM and SIGHUP stop the run as they
+#: should; SIGSTOP and SIGKILL cannot be caught.
+_TAKEN = tuple(
+    getattr(signal, name)
+    for name in ("SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF")
+    if hasattr(signal, name)
+)
+
+
+@contextlib.contextmanager
+def _taking_signals(end: ChildEnd) -> Iterator[None]:
+    """While the block runs, the signals of :data:`_TAKEN` that would end this process (their
+    handler is the default one) are recorded in ``end.signalled`` instead. A handler the
+    caller installed is left as it is. Only in the main thread, where Python handles signals."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def taken(signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        if name not in end.signalled:
+            end.signalled.append(name)
+
+    before: dict[int, Any] = {}
+    for number in _TAKEN:
+        if signal.getsignal(number) is signal.SIG_DFL:
+            before[number] = signal.signal(number, taken)
+    try:
+        yield
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)
+
+
 def run_child(
     request: dict[str, Any],
     *,
@@ -133,9 +186,11 @@ def run_child(
     from ppaux.observer.reaper import children as our_children
     from ppaux.observer.reaper import end_all, guarded, working
 
-    with _ending_on_sigterm(), guarded():
+    signalled = ChildEnd()
+    with _ending_on_sigterm(), guarded(), _taking_signals(signalled):
         before = our_children()
         run = _Run(request, timeout_s, take, on_output)
+        run.end.signalled = signalled.signalled
         try:
             with working(run.process.pid):
                 run.read()
@@ -206,6 +261,11 @@ class _Run:
             os.set_blocking(fd, False)
             selector.register(fd, selectors.EVENT_READ, name)
         open_streams = {self.read_end, output}
+        # The child's exit is seen as it happens (a pidfd, where the system has one; else at
+        # the next turn), not when its pipes close: a process it started may hold them open.
+        exited = _pidfd(self.process.pid)
+        if exited is not None:
+            selector.register(exited, selectors.EVENT_READ, "exit")
         try:
             while open_streams:
                 remaining = self.deadline - time.monotonic()
@@ -213,16 +273,36 @@ class _Run:
                     self.end.timed_out = not self.end.finished
                     break
                 for key, _ in selector.select(timeout=min(remaining, 1.0)):
-                    if not self._read_one(key, selector, open_streams):
+                    if key.data != "exit" and not self._read_one(key, selector, open_streams):
                         break
-                if self.end.garbled is not None or (
-                    self.end.finished and self.process.poll() is not None
-                ):
+                if self.end.garbled is None and self.process.poll() is not None:
+                    # It ended: what it wrote before is in the pipes, whoever holds them now.
+                    self._last_records(selector, open_streams)
+                if self.end.garbled is not None or self.process.poll() is not None:
                     _drain(output, self.on_output)
                     break
         finally:
             selector.close()
+            if exited is not None:
+                os.close(exited)
         self.interrupted = False
+
+    def _last_records(self, selector: selectors.BaseSelector, open_streams: set[int]) -> None:
+        """The records still in the pipe once the child ended (at most :data:`MAX_FRAME` and
+        a read more: a process it left behind may keep writing)."""
+        budget = MAX_FRAME + (1 << 16)
+        while budget > 0 and self.read_end in open_streams:
+            try:
+                data = os.read(self.read_end, 1 << 16)
+            except OSError:  # nothing more now (BlockingIOError among them)
+                return
+            if not data:
+                selector.unregister(self.read_end)
+                open_streams.discard(self.read_end)
+                return
+            budget -= len(data)
+            if not self._records(data):
+                return
 
     def _read_one(
         self, key: selectors.SelectorKey, selector: selectors.BaseSelector, open_streams: set[int]
@@ -240,6 +320,10 @@ class _Run:
         if key.data == "output":
             self.on_output(data)
             return True
+        return self._records(data)
+
+    def _records(self, data: bytes) -> bool:
+        """Take the records ``data`` completes; False once they are garbled."""
         try:
             messages = self.reader.feed(data)
         except FrameError as exc:

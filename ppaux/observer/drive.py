@@ -77,15 +77,18 @@ def synthetic_logits(batch_size: int, vocab_size: int, step: int, device: Any) -
 def call_hook(method: str, function: Callable[..., Any], *args: Any) -> Any:
     """``function(*args)``, any exception it raises wrapped as :class:`HookFailure`.
 
-    ``SystemExit`` (``sys.exit()`` in the target's code) is the target's failure like any other
-    exception: it must not end the check with the target's status and no report.
-    ``KeyboardInterrupt`` is a person stopping ppaux, and passes through.
+    ``SystemExit`` (``sys.exit()`` in the target's code), and any other ``BaseException``
+    (``GeneratorExit``, ``asyncio.CancelledError``, a class of the target's own), is the
+    target's failure like any other exception: it must not end the check with the target's
+    status and no report. ``KeyboardInterrupt`` is a person stopping ppaux, and passes through.
     """
     from ppaux.observer.lines import run_traced
 
     try:
         return run_traced(method, function, *args)
-    except (Exception, SystemExit) as exc:  # the target's own failure, named by its method
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the target's own failure, named by its method
         raise HookFailure(method, exc) from exc
 
 

@@ -56,10 +56,12 @@ _SHOWN_UNCOMPARED = 20
 @dataclass(frozen=True)
 class Ending:
     """How the child ended, where that is the target's doing: ``kind`` ('exit', 'signal',
-    'timeout', 'fork', 'threads', 'silent', 'garbled', 'outlived') and what to say."""
+    'timeout', 'fork', 'threads', 'silent', 'garbled', 'outlived', 'timers') and what to say."""
 
     kind: str
     text: str
+    #: Where the target was when it ended so (``file``, ``line``, ``function``), where known.
+    location: dict[str, Any] | None = None
 
 
 @dataclass
@@ -300,7 +302,15 @@ class Judge:
     def ended(self, ending: Ending) -> None:
         """The child ended in a way that is the target's doing: a finding (PP715)."""
         self.endings.append(ending)
-        self.findings.append(finding("PP715", self.target, ending.text, extra={"end": ending.kind}))
+        self.findings.append(
+            finding(
+                "PP715",
+                self.target,
+                ending.text,
+                extra={"end": ending.kind},
+                location=ending.location,
+            )
+        )
 
     # ------------------------------------------------------------------------------------------
     # Findings

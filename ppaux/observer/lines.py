@@ -19,13 +19,25 @@ import os
 import re
 import sys
 import sysconfig
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
-__all__ = ["MAX_LINES", "Place", "Ran", "last_run", "made_at", "run_traced"]
+from ppaux.observer.inhand import started_by_target
+
+__all__ = [
+    "MAX_LINES",
+    "Announce",
+    "Place",
+    "Ran",
+    "announce_hooks",
+    "last_run",
+    "made_at",
+    "run_traced",
+]
 
 #: Lines kept per hook call: the latest ones, where the returned values were made.
 MAX_LINES = 2000
@@ -50,7 +62,23 @@ class Ran:
     keys: list[str] = field(default_factory=list)
 
 
-_LAST: dict[str, Ran] = {}
+#: Told when a hook begins (its method and where its function is defined) and when it ends
+#: (None): the child's parent names the hook that was running when the child went silent.
+Announce = Callable[[str | None, Place | None], None]
+
+
+class _Latest(threading.local):
+    """Each thread's latest run of each hook (two checks in threads of one process, a test
+    suite's, name their own target's lines), and whom to tell when a hook begins and ends."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, Ran] = {}
+        self.announce: Announce | None = None
+
+
+_LAST = _Latest()
+
+_THREAD_START = threading.Thread.start.__code__
 
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LIBRARY = tuple(
@@ -69,8 +97,14 @@ def _targets(file: str) -> bool:
 
 
 def last_run(method: str) -> Ran | None:
-    """The latest traced call of the hook ``method`` ('to_pp_tensors', ...), if any."""
-    return _LAST.get(method)
+    """The latest traced call of the hook ``method`` ('to_pp_tensors', ...) in this thread,
+    if any."""
+    return _LAST.runs.get(method)
+
+
+def announce_hooks(announce: Announce | None) -> None:
+    """Have this thread's hooks told to ``announce`` as they begin and end (None: to nobody)."""
+    _LAST.announce = announce
 
 
 def run_traced(method: str, function: Callable[..., Any], *args: Any) -> Any:
@@ -78,7 +112,13 @@ def run_traced(method: str, function: Callable[..., Any], *args: Any) -> Any:
     ``method``'s latest run."""
     code = getattr(getattr(function, "__func__", function), "__code__", None)
     ran = Ran()
-    _LAST[method] = ran
+    _LAST.runs[method] = ran
+    announce = _LAST.announce
+    if announce is not None:
+        defined = None
+        if code is not None:
+            defined = (code.co_filename, code.co_firstlineno, code.co_qualname)
+        announce(method, defined)
     files: dict[str, bool] = {}
 
     def local(frame: FrameType, event: str, arg: Any) -> Any:
@@ -89,6 +129,8 @@ def run_traced(method: str, function: Callable[..., Any], *args: Any) -> Any:
         return local
 
     def calls(frame: FrameType, event: str, arg: Any) -> Any:
+        if frame.f_code is _THREAD_START:  # the target starts a thread (named if it lingers)
+            started_by_target(frame.f_locals["self"])
         file = frame.f_code.co_filename
         if file not in files:
             files[file] = _targets(file)
@@ -100,6 +142,8 @@ def run_traced(method: str, function: Callable[..., Any], *args: Any) -> Any:
         result = function(*args)
     finally:
         sys.settrace(previous)
+        if announce is not None:
+            announce(None, None)
     if isinstance(result, Mapping):
         try:
             ran.keys = [k for k in list(result)[:MAX_NAMES] if isinstance(k, str)]

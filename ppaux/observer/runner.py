@@ -47,7 +47,9 @@ def _described(
     :class:`~ppaux.observer.drive.HookFailure` with ``what`` was being read."""
     try:
         return records(obj, skip, same)
-    except (Exception, SystemExit, RecursionError) as exc:  # the target's object raised
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the target's object raised (GeneratorExit, SystemExit...)
         raise HookFailure(what, exc) from exc
 
 

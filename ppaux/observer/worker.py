@@ -141,6 +141,25 @@ def _hidden(fd: int) -> int:
     return fd
 
 
+def _raised(exc: BaseException) -> str:
+    """'<Type>: <first line of its message>' of an exception of the target's, bounded."""
+    try:
+        lines = str(exc).strip().splitlines()
+    except Exception:  # an exception whose own __str__ raises
+        lines = []
+    name = type(exc).__name__
+    return (f"{name}: {lines[0]}" if lines else name)[:500]
+
+
+def _timers_left() -> list[list[Any]]:
+    """The interval timers the target set and left running (``signal.alarm``, ``setitimer``),
+    each cancelled: [its signal's name, the seconds it had left]. In sglang the signal would
+    come later, to the scheduler."""
+    from ppaux.observer.inhand import cancel_timers
+
+    return [[name, left] for name, left in cancel_timers()]
+
+
 def main(argv: list[str]) -> int:
     """Run one check (see the module's docstring)."""
 
@@ -158,11 +177,13 @@ def main(argv: list[str]) -> int:
     import torch  # noqa: F401  (before the target, which may patch it)
 
     import ppaux.observer.check as check
+    import ppaux.observer.lines as lines
     import ppaux.observer.parts as parts
     import ppaux.observer.requests as requests
     import ppaux.observer.runner as runner
     import ppaux.observer.target as target_module
     from ppaux.errors import PpauxError
+    from ppaux.observer.drive import shown_path
     from ppaux.suggestions import Setting
 
     settings = dict(request["options"])
@@ -175,8 +196,18 @@ def main(argv: list[str]) -> int:
     # imported before the target too, and before the start allowance ends (sglang's import is
     # the slow part).
     requests.request_kit(options.transport.value == "sglang")
+    lines.announce_hooks(
+        lambda method, where: emit(
+            {
+                "event": "hook",
+                "method": method,
+                "where": None if where is None else [shown_path(where[0]), *where[1:]],
+            }
+        )
+    )
     emit({"event": "ready"})
     try:
+        emit({"event": "hook", "method": "the target's loading (its module, the observer)"})
         loaded = target_module.load_observer(
             request["target"], rank0_only=request.get("outputs") is not None
         )
@@ -185,6 +216,7 @@ def main(argv: list[str]) -> int:
             if request.get("outputs") is not None
             else None
         )
+        emit({"event": "hook", "method": None})
         with parts.machinery(options) as (machinery, info, device, sglang_parts):
             runner.run_checks(loaded, options, machinery, info, device, sglang_parts, given, emit)
     except target_module.TargetError as exc:
@@ -206,12 +238,17 @@ def main(argv: list[str]) -> int:
         emit({"event": "failed", "text": str(exc)[:2000]})
     except SystemExit as exc:  # sys.exit() in the target outside the methods driven
         emit({"event": "target_exit", "code": None if exc.code is None else str(exc.code)[:200]})
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # GeneratorExit, CancelledError... outside the methods driven
+        emit({"event": "target_raised", "text": _raised(exc)})
+    lines.announce_hooks(None)
     threads = [
         thread.name
         for thread in threading.enumerate()
         if thread is not threading.main_thread() and thread.is_alive() and not thread.daemon
     ]
-    emit({"event": "end", "threads": threads[:20]})
+    emit({"event": "end", "threads": threads[:20], "timers": _timers_left()})
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:

@@ -309,26 +309,31 @@ RULES = (
         name="observer-process-ended",
         severity=Severity.ERROR,
         summary=(
-            "The target ended, hung, forked, wrote over its records or left threads or "
-            "processes running while it was checked."
+            "The target ended, hung, forked, signalled ppaux, wrote over its records or left "
+            "threads, timers or processes running while it was checked."
         ),
         explanation=(
             "check-observer runs the target in a child process of its own. The child exited or "
             "was killed by a signal before it sent every record, sent nothing for longer than "
             "--timeout (its whole process group is killed), forked a copy that tried to report, "
             "wrote bytes over the descriptor its records travel on (it is stopped there), or "
-            "left threads or processes running after the last step (processes are killed, on "
-            "Linux also those in a session of their own). In sglang the same code runs inside "
-            "the scheduler, which it would stop, hang or leave with stray threads and processes."
+            "left threads, interval timers or processes running after the last step (timers "
+            "are cancelled; processes are killed, on Linux also those in a session of their "
+            "own), or sent ppaux's own process a signal that would have ended it. A finding "
+            "about an exit or a hang names the method that was running. In sglang the same "
+            "code runs inside the scheduler, which it would stop, hang or leave with stray "
+            "threads, timers and processes."
         ),
         causes=(
             "os._exit(), os.abort() or a crash in native code in the observer or its module.",
             "A loop or a blocking call that never returns.",
             "os.fork(), a non-daemon thread or a process started by the observer's code.",
             "Writes to descriptors the observer's code did not open.",
+            "signal.alarm() or setitimer() left running, or os.kill(os.getppid(), ...).",
         ),
-        fix="Make the observer's methods return promptly, without ending, forking or leaving "
-        "threads or processes behind; the finding names what the child did.",
+        fix="Make the observer's methods return promptly, without ending, forking, "
+        "signalling or leaving threads, timers or processes behind; the finding names what "
+        "the child did.",
         example="the target's process was killed by signal SIGKILL before it sent every record",
         area="observer",
     ),

@@ -1,0 +1,392 @@
+"""The target's acts that end or disturb a check are findings about the target, and never reach
+another check or the caller: lines traced per thread, a BaseException from a hook, an alarm
+left pending, a child that exits while its processes hold its pipes, a patched ``json``, forks
+and threads of other threads than the check's."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import REPO
+
+from ppaux.observer import ObserverOptions, check_observer
+from ppaux.observer.check import observer_report
+from ppaux.testing import assert_pp_safe
+
+pytestmark = pytest.mark.torch
+
+
+def _hook_a() -> dict[str, int]:
+    made_by_a = 1
+    return {"a": made_by_a}
+
+
+def _hook_b() -> dict[str, int]:
+    made_by_b = 2
+    return {"b": made_by_b}
+
+
+def test_each_thread_names_its_own_hooks_lines():
+    from ppaux.observer.lines import last_run, run_traced
+
+    a_ran, b_ran = threading.Event(), threading.Event()
+    seen: dict[str, object] = {}
+
+    def first() -> None:
+        run_traced("to_pp_tensors", _hook_a)
+        a_ran.set()
+        b_ran.wait(10)  # the other thread's run of the same hook came after this one's
+        seen["a"] = last_run("to_pp_tensors")
+
+    def second() -> None:
+        a_ran.wait(10)
+        run_traced("to_pp_tensors", _hook_b)
+        seen["b"] = last_run("to_pp_tensors")
+        b_ran.set()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    functions = {
+        name: {place[2] for place in ran.lines}  # type: ignore[attr-defined]
+        for name, ran in seen.items()
+    }
+    assert functions == {"a": {"_hook_a"}, "b": {"_hook_b"}}
+
+
+# ----------------------------------------------------------------------------------------------
+# Observers: the worked example's good one, with lines put at the top of after_sample
+
+
+GOOD = (REPO / "fixtures" / "observers" / "entropy_good.py").read_text(encoding="utf-8")
+ONE = ObserverOptions(batch_sizes=(2,), steps=1)
+MARK = "        return EntropyOutput(state)"
+
+
+def observer_file(tmp_path: Path, after_sample: str, *, name: str = "obs.py") -> Path:
+    """The good observer, ``after_sample`` run at the top of its ``after_sample``."""
+    assert GOOD.count(MARK) == 1
+    path = tmp_path / name
+    path.write_text(GOOD.replace(MARK, after_sample + MARK), encoding="utf-8")
+    return path
+
+
+def line_of(path: Path, text: str) -> int:
+    """The number of the one line of ``path`` that holds ``text``."""
+    [number] = [
+        i for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if text in line
+    ]
+    return number
+
+
+def in_hand(path: Path, module_name: str) -> Any:
+    """The observer class of ``path``, imported here (an object in hand)."""
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.EntropyObserver
+
+
+def ended(report: Any) -> list[str]:
+    return [f.extra["end"] for f in report.findings if f.code == "PP715"]
+
+
+# ----------------------------------------------------------------------------------------------
+# A BaseException from the target's code
+
+
+RAISES = {
+    "GeneratorExit": "        raise GeneratorExit('closed')\n",
+    "CancelledError": "        import asyncio\n        raise asyncio.CancelledError('cancelled')\n",
+    "Stop": "        class Stop(BaseException):\n            pass\n        raise Stop('own')\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(RAISES))
+def test_a_base_exception_in_a_hook_is_pp710_with_its_line_in_the_child(tmp_path, name):
+    path = observer_file(tmp_path, RAISES[name])
+    report = check_observer(f"{path}:EntropyObserver", ONE)
+    assert ended(report) == []
+    [found] = [f for f in report.findings if f.code == "PP710"]
+    assert found.extra["method"] == "after_sample"
+    assert f"raised {name}" in found.message
+    assert found.location is not None
+    assert found.location["line"] == line_of(path, "raise ")
+
+
+@pytest.mark.parametrize("name", sorted(RAISES))
+def test_a_base_exception_in_a_hook_is_an_assertion_in_hand(tmp_path, name):
+    observer = in_hand(observer_file(tmp_path, RAISES[name]), f"raises_{name.lower()}")
+    with pytest.raises(AssertionError) as caught:
+        assert_pp_safe(observer, batch_sizes=(2,), steps=1)
+    assert f"PP710 error: after_sample raised {name}" in str(caught.value)
+
+
+def test_a_keyboard_interrupt_of_the_targets_still_passes_through_in_hand(tmp_path):
+    observer = in_hand(observer_file(tmp_path, "        raise KeyboardInterrupt\n"), "kb_obs")
+    with pytest.raises(KeyboardInterrupt):
+        assert_pp_safe(observer, batch_sizes=(2,), steps=1)
+
+
+def test_a_hang_names_the_hook_that_was_running(tmp_path):
+    path = observer_file(tmp_path, "        import time\n        time.sleep(3600)\n")
+    report = check_observer(
+        f"{path}:EntropyObserver", ObserverOptions(batch_sizes=(1,), steps=1, timeout_s=1.0)
+    )
+    [found] = [f for f in report.findings if f.code == "PP715"]
+    assert found.extra["end"] == "timeout"
+    assert "while after_sample ran" in found.message
+    assert found.location is not None
+    assert found.location["line"] == line_of(path, "def after_sample(")
+
+
+def test_an_exit_names_the_hook_that_was_running(tmp_path):
+    path = observer_file(tmp_path, "        import os\n        os._exit(3)\n")
+    report = check_observer(f"{path}:EntropyObserver", ONE)
+    [found] = [f for f in report.findings if f.code == "PP715"]
+    assert found.extra["end"] == "exit"
+    assert "exited with status 3 while after_sample ran" in found.message
+    assert found.location is not None
+    assert found.location["line"] == line_of(path, "def after_sample(")
+
+
+# ----------------------------------------------------------------------------------------------
+# A timer left running
+
+
+ALARM = "        import signal\n        signal.alarm(100)\n"
+ITIMER = "        import signal\n        signal.setitimer(signal.ITIMER_PROF, 100.0)\n"
+
+
+@pytest.mark.parametrize(
+    ("set_timer", "sent"), [(ALARM, "SIGALRM"), (ITIMER, "SIGPROF")], ids=["alarm", "setitimer"]
+)
+def test_a_timer_left_running_is_a_finding_in_the_child(tmp_path, set_timer, sent):
+    report = check_observer(f"{observer_file(tmp_path, set_timer)}:EntropyObserver", ONE)
+    [found] = [f for f in report.findings if f.code == "PP715"]
+    assert found.extra["end"] == "timers"
+    assert sent in found.message
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="interval timers")
+def test_a_timer_left_running_in_hand_is_cancelled_and_named(tmp_path):
+    observer = in_hand(observer_file(tmp_path, ALARM), "alarm_obs")
+    try:
+        report = observer_report(observer, ONE, None)
+        left = signal.getitimer(signal.ITIMER_REAL)[0]
+    finally:
+        signal.alarm(0)
+    assert left == 0.0  # it would have ended this test process
+    assert ended(report) == ["timers"]
+    assert "SIGALRM" in report.findings[0].message
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="interval timers")
+def test_a_timer_the_caller_set_before_the_check_is_left_alone(tmp_path):
+    observer = in_hand(observer_file(tmp_path, ""), "untimed_obs")
+    signal.setitimer(signal.ITIMER_PROF, 1000.0)
+    try:
+        report = observer_report(observer, ONE, None)
+        left = signal.getitimer(signal.ITIMER_PROF)[0]
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+    assert report.findings == []
+    assert left > 0
+
+
+# ----------------------------------------------------------------------------------------------
+# The child's exit, seen when it happens
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the subreaper ends the sleeper")
+def test_an_exit_is_seen_while_a_process_it_started_holds_its_pipes(tmp_path):
+    # The sleeper holds the child's stdout and stderr; the timeout is far shorter than its sleep:
+    # a parent that waited for the pipes to close would report a hang, not the exit.
+    holds = (
+        "        import os, subprocess\n"
+        "        subprocess.Popen(['sleep', '1000'])\n"
+        "        os._exit(3)\n"
+    )
+    path = observer_file(tmp_path, holds)
+    report = check_observer(
+        f"{path}:EntropyObserver", ObserverOptions(batch_sizes=(1,), steps=1, timeout_s=1.0)
+    )
+    assert ended(report) == ["exit", "outlived"], [f.message for f in report.findings]
+    assert "exited with status 3" in report.findings[0].message
+    assert "sleep" in report.findings[1].message
+
+
+# ----------------------------------------------------------------------------------------------
+# A target that signals ppaux
+
+
+def _main_thread_only() -> None:
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("Python handles signals in the main thread only")
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="POSIX signals")
+def test_a_signal_the_target_sends_ppaux_is_a_finding_not_its_end(tmp_path):
+    _main_thread_only()
+    send = "        import os, signal\n        os.kill(os.getppid(), signal.SIGUSR1)\n"
+    report = check_observer(f"{observer_file(tmp_path, send)}:EntropyObserver", ONE)
+    assert ended(report) == ["signalled"]
+    assert "SIGUSR1" in report.findings[0].message
+    assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL  # put back
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR2"), reason="POSIX signals")
+def test_a_handler_the_caller_installed_still_gets_its_signal(tmp_path):
+    _main_thread_only()
+    got: list[int] = []
+    before = signal.signal(signal.SIGUSR2, lambda number, frame: got.append(number))
+    try:
+        send = "        import os, signal\n        os.kill(os.getppid(), signal.SIGUSR2)\n"
+        report = check_observer(f"{observer_file(tmp_path, send)}:EntropyObserver", ONE)
+    finally:
+        signal.signal(signal.SIGUSR2, before)
+    assert got == [signal.SIGUSR2]
+    assert report.findings == []
+
+
+# ----------------------------------------------------------------------------------------------
+# A patched json module
+
+
+def test_a_target_that_replaces_json_still_gets_its_findings(tmp_path):
+    patch = (
+        "        import json\n"
+        "        json.dumps = lambda *a, **k: '{}'\n"
+        "        json.loads = lambda *a, **k: {}\n"
+        "        json.JSONEncoder.encode = lambda *a, **k: '{}'\n"
+    )
+    path = observer_file(tmp_path, patch)
+    text = path.read_text(encoding="utf-8").replace(
+        'EntropyOutput(tensors["entropy"])', 'EntropyOutput(tensors["entropy"] * 2)'
+    )
+    assert "* 2" in text
+    path.write_text(text, encoding="utf-8")
+    report = check_observer(f"{path}:EntropyObserver", ONE)
+    assert ended(report) == []
+    assert "PP711" in [f.code for f in report.findings]
+
+
+# ----------------------------------------------------------------------------------------------
+# Forks and threads of the caller's, while an in-hand check runs in another thread
+
+
+INSIDE = threading.Event()
+GO = threading.Event()
+
+
+class _WaitingOutput:
+    def __init__(self, values: Any) -> None:
+        self.values = values
+
+    def copy_to_host(self, copy_tensor: Any) -> Any:
+        return _WaitingHost()
+
+    def to_pp_tensors(self) -> dict[str, Any]:
+        return {"values": self.values}
+
+
+class _WaitingHost:
+    def consume(self, batch: Any, commits: Any) -> None:
+        pass
+
+
+class _WaitingObserver:
+    """A clean observer whose first after_sample waits until the test let it go."""
+
+    def is_active(self, sampling_info: Any) -> bool:
+        return True
+
+    def before_grammar(self, logits: Any, sampling_info: Any) -> Any:
+        return logits.float().sum(-1)
+
+    def after_sample(self, state: Any, token_ids: Any) -> Any:
+        INSIDE.set()
+        GO.wait(60)
+        return _WaitingOutput(state)
+
+    def from_pp_tensors(self, tensors: Any) -> Any:
+        return _WaitingOutput(tensors["values"])
+
+
+@pytest.mark.skipif(not hasattr(os, "register_at_fork"), reason="fork handlers")
+def test_forks_and_threads_of_other_threads_are_not_the_targets():
+    INSIDE.clear()
+    GO.clear()
+    reports: list[Any] = []
+    checker = threading.Thread(
+        target=lambda: reports.append(observer_report(_WaitingObserver, ONE, None)),
+        name="checker",
+    )
+    checker.start()
+    release = threading.Event()
+    helper = threading.Thread(target=release.wait, args=(60,), name="callers-helper")
+    try:
+        assert INSIDE.wait(120)
+        # While the check waits inside the target: the caller's own thread and fork.
+        helper.start()
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the caller's copy runs its own code
+            os.write(write, b"ran")
+            os._exit(7)
+        os.close(write)
+        _, status = os.waitpid(pid, 0)
+        got = os.read(read, 16)
+        os.close(read)
+    finally:
+        GO.set()
+        checker.join(120)
+        release.set()
+        if helper.is_alive():
+            helper.join(60)
+    assert (got, os.waitstatus_to_exitcode(status)) == (b"ran", 7)
+    [report] = reports
+    assert report.findings == []
+
+
+def test_each_in_hand_check_names_the_threads_its_own_target_started():
+    from ppaux.observer.inhand import started_by_target, watched
+
+    a_in, b_in, b_out = (threading.Event() for _ in range(3))
+    release = threading.Event()
+    seen: dict[str, Any] = {}
+
+    def check_a() -> None:
+        with watched() as found:
+            a_in.set()
+            b_in.wait(10)
+            lingering = threading.Thread(target=release.wait, args=(30,), name="a-lingers")
+            started_by_target(lingering)  # as the tracer sees the target's Thread.start
+            lingering.start()
+            b_out.wait(10)  # the other check ends first
+        seen["a"] = found
+
+    def check_b() -> None:
+        a_in.wait(10)
+        with watched() as found:
+            b_in.set()
+        seen["b"] = found
+        b_out.set()
+
+    threads = [threading.Thread(target=check_a), threading.Thread(target=check_b)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    release.set()
+    assert (seen["a"].threads, seen["b"].threads) == (["a-lingers"], [])
