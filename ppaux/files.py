@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import BinaryIO
 
 from ppaux.errors import PathError
@@ -125,14 +125,24 @@ def read_regular(path: str, max_bytes: int, what: str = "input", limit: str | No
 
 
 def collect_files(
-    paths: Iterable[str], suffixes: tuple[str, ...], max_files: int, what: str = "files"
+    paths: Iterable[str],
+    suffixes: tuple[str, ...],
+    max_files: int,
+    what: str = "files",
+    *,
+    matches: Callable[[str], bool] | None = None,
+    patterns: str | None = None,
+    limit: str = "max_files",
 ) -> tuple[list[str], list[PathError]]:
-    """Expand directories (recursively, links not followed) into the files whose names end
-    with one of ``suffixes`` (case-insensitive), in sorted order; other paths are kept as given.
+    """Expand directories (recursively, links not followed, in sorted order) into the files
+    whose names end with one of ``suffixes`` (case-insensitive), or that ``matches`` accepts
+    where it is given; other paths are kept as given.
 
     A directory with no such file, or one that would take the count past ``max_files`` (the
-    walk stops there), is a :class:`~ppaux.errors.PathError`; ``what`` names the files in it.
+    limit called ``limit``; the walk stops there), is a :class:`~ppaux.errors.PathError`;
+    ``what`` names the files in it and ``patterns`` the names taken (the suffixes by default).
     """
+    accept = matches or (lambda name: name.lower().endswith(suffixes))
     files: list[str] = []
     problems: list[PathError] = []
     for path in paths:
@@ -143,18 +153,19 @@ def collect_files(
         for folder, dirs, names in os.walk(path):
             dirs.sort()
             for name in sorted(names):
-                if name.lower().endswith(suffixes):
-                    found.append(os.path.join(folder, name))
-                    if len(files) + len(found) > max_files:
-                        too_many = PathError(
-                            shown(path, None),
-                            f"holds more than {max_files} {what} {limit_note('max_files')}",
-                        )
-                        problems.append(too_many.suggest(RaiseLimit("max_files", max_files)))
-                        return files, problems
+                if not accept(name):
+                    continue
+                found.append(os.path.join(folder, name))
+                if len(files) + len(found) > max_files:
+                    too_many = PathError(
+                        shown(path, None),
+                        f"holds more than {max_files} {what} {limit_note(limit, max_files)}",
+                    )
+                    problems.append(too_many.suggest(RaiseLimit(limit, max_files)))
+                    return files, problems
         if not found:
-            patterns = ", ".join("*" + suffix for suffix in suffixes)
-            problems.append(PathError(shown(path, None), f"directory holds no {what} ({patterns})"))
+            named = patterns or ", ".join("*" + suffix for suffix in suffixes)
+            problems.append(PathError(shown(path, None), f"directory holds no {what} ({named})"))
         files += found
     return files, problems
 

@@ -144,6 +144,24 @@ def stdin_reader(output: str | None) -> tuple[BinaryIO, StdinReader | None]:
     return cast(BinaryIO, io.BufferedReader(reader)), reader
 
 
+#: What an input read from stdin is called in reports and messages.
+STDIN_NAME = "<stdin>"
+
+
+def stdin_streams(
+    paths: list[str], output: str | None
+) -> tuple[list[str], dict[str, BinaryIO], StdinReader | None]:
+    """The inputs of a command that reads ``-`` as stdin: ``paths`` with ``-`` named
+    :data:`STDIN_NAME`, the stream under that name, and the reader for
+    :func:`refuse_stdin_copy`. Exits 2 with one line where ``-`` is given twice."""
+    if paths.count(_STDIN) > 1:
+        fail("-: stdin can be read only once")
+    if _STDIN not in paths:
+        return paths, {}, None
+    stream, reader = stdin_reader(output)
+    return [STDIN_NAME if p == _STDIN else p for p in paths], {STDIN_NAME: stream}, reader
+
+
 def refuse_stdin_copy(reader: StdinReader | None, output: str | None) -> None:
     """Exit 2 with one line when the file ``output`` holds the bytes read from stdin (the file
     a pipe was filled from, ``cat s.log | ppaux inspect - -o s.log``): writing the report there

@@ -33,6 +33,20 @@ class SourceFile:
         }
 
 
+#: The fields that say what was found and where, in the order reports list them.
+_IDENTITY = (
+    "found",
+    "origin",
+    "location",
+    "version",
+    "transport",
+    "match",
+    "match_family",
+    "prefix",
+    "receiver_prefix",
+)
+
+
 @dataclass(frozen=True)
 class Capability:
     """The verdicts about one sglang tree. ``None`` in a fact means unknown; see ``unknown``.
@@ -82,18 +96,14 @@ class Capability:
             return None
         return bool(self.receiver_checks.get("tensors", False))
 
+    def _identity(self) -> dict[str, Any]:
+        """What was found and where, first in both :meth:`verdicts` and :meth:`to_json`."""
+        return {name: getattr(self, name) for name in _IDENTITY}
+
     def verdicts(self) -> dict[str, Any]:
         """The verdicts without the evidence (digests, files, key lists), for reports."""
         return {
-            "found": self.found,
-            "origin": self.origin,
-            "location": self.location,
-            "version": self.version,
-            "transport": self.transport,
-            "match": self.match,
-            "match_family": self.match_family,
-            "prefix": self.prefix,
-            "receiver_prefix": self.receiver_prefix,
+            **self._identity(),
             "sender_validates": self.sender_validates,
             "sender_checks": self.sender_checks,
             "receiver_validates": self.receiver_validates,
@@ -113,15 +123,7 @@ class Capability:
             return None if value is None else list(value)
 
         return {
-            "found": self.found,
-            "origin": self.origin,
-            "location": self.location,
-            "version": self.version,
-            "transport": self.transport,
-            "match": self.match,
-            "match_family": self.match_family,
-            "prefix": self.prefix,
-            "receiver_prefix": self.receiver_prefix,
+            **self._identity(),
             "sender_checks": self.sender_checks,
             "receiver_checks": self.receiver_checks,
             "scheduler_calls": self.scheduler_calls,

@@ -12,17 +12,16 @@ import bz2
 import gzip
 import io
 import lzma
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, cast
 
 from ppaux.errors import PathError
-from ppaux.files import InputFileError, open_regular
+from ppaux.files import InputFileError, collect_files, open_regular
 from ppaux.limits import Limits
 from ppaux.suggestions import RaiseLimit, limit_note
-from ppaux.text import byte_size, shown
+from ppaux.text import byte_size
 
 __all__ = [
     "LOG_SUFFIXES",
@@ -78,32 +77,16 @@ def expand_paths(
 ) -> tuple[list[str], list[PathError]]:
     """Directories expanded into their log files (:func:`is_log_name`; sorted, recursively,
     links not followed, at most ``max_files``); other paths kept as given."""
-    files: list[str] = []
-    problems: list[PathError] = []
-    for path in paths:
-        if not os.path.isdir(path):
-            files.append(path)
-            continue
-        found: list[str] = []
-        for folder, dirs, names in os.walk(path):
-            dirs.sort()
-            found += [os.path.join(folder, n) for n in sorted(names) if is_log_name(n)]
-            if len(files) + len(found) > max_files:
-                problems.append(
-                    PathError(
-                        shown(path, None),
-                        f"holds more than {max_files} log files "
-                        + limit_note("max_log_files", max_files),
-                    ).suggest(RaiseLimit("max_log_files", max_files))
-                )
-                return files, problems
-        if not found:
-            patterns = ", ".join("*" + suffix for suffix in LOG_SUFFIXES)
-            problems.append(
-                PathError(shown(path, None), f"directory holds no log files ({patterns}, *.log.N)")
-            )
-        files += found
-    return files, problems
+    patterns = ", ".join("*" + suffix for suffix in LOG_SUFFIXES) + ", *.log.N"
+    return collect_files(
+        paths,
+        LOG_SUFFIXES,
+        max_files,
+        "log files",
+        matches=is_log_name,
+        patterns=patterns,
+        limit="max_log_files",
+    )
 
 
 class _Counted(io.RawIOBase):

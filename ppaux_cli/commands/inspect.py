@@ -9,14 +9,11 @@ import typer
 
 from ppaux_cli.exits import fail
 from ppaux_cli.options import LimitOption, limits_from
-from ppaux_cli.output import STDIO, emit, waiting_on_stdin
-from ppaux_cli.output_paths import refuse_stdin_copy, stdin_reader
+from ppaux_cli.output import emit, waiting_on_stdin
+from ppaux_cli.output_paths import STDIN_NAME, refuse_stdin_copy, stdin_streams
 from ppaux_cli.report_options import ReportOptions, report_options
 
 __all__ = ["STDIN_NAME", "inspect"]
-
-#: What a dump read from stdin is called in reports and messages.
-STDIN_NAME = "<stdin>"
 
 
 @report_options
@@ -57,13 +54,8 @@ def inspect(
                 f"--release: unknown sglang release {release!r}; known: "
                 f"{', '.join(known)}{did_you_mean(release, known)}"
             )
-    if paths.count(STDIO) > 1:
-        fail("-: stdin can be read only once")
-    streams = {}
-    reader = None
-    if STDIO in paths:
-        paths = [STDIN_NAME if p == STDIO else p for p in paths]
-        streams[STDIN_NAME], reader = stdin_reader(options.output)
+    paths, streams, reader = stdin_streams(paths, options.output)
+    if streams:
         waiting_on_stdin("a dump", "cat dump.pt | ppaux inspect -", options.quiet)
     wanted = False if options.quiet else options.progress
     with progress_reporter(sys.stderr, "inspecting", wanted) as progress:

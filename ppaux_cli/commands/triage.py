@@ -10,15 +10,12 @@ import typer
 from ppaux.triage import LOG_SUFFIXES
 from ppaux_cli.exits import fail
 from ppaux_cli.options import LimitOption, limits_from
-from ppaux_cli.output import STDIO, emit
-from ppaux_cli.output_paths import refuse_stdin_copy, stdin_reader
+from ppaux_cli.output import emit
+from ppaux_cli.output_paths import STDIN_NAME, refuse_stdin_copy, stdin_streams
 from ppaux_cli.report_options import ReportOptions, report_options_reading
 from ppaux_cli.wording import setting_line
 
 __all__ = ["STDIN_NAME", "triage"]
-
-#: What a log read from stdin is called in reports and messages.
-STDIN_NAME = "<stdin>"
 
 
 @report_options_reading(LOG_SUFFIXES)
@@ -52,13 +49,7 @@ def triage(
     from ppaux.triage import TriageConfigError, triage_paths
 
     limits = limits_from(limit)
-    if paths.count(STDIO) > 1:
-        fail("-: stdin can be read only once")
-    streams = {}
-    reader = None
-    if STDIO in paths:
-        paths = [STDIN_NAME if p == STDIO else p for p in paths]
-        streams[STDIN_NAME], reader = stdin_reader(options.output)
+    paths, streams, reader = stdin_streams(paths, options.output)
     try:
         report = triage_paths(paths, streams, local_zone=local_zone, limits=limits)
     except TriageConfigError as exc:
