@@ -57,7 +57,6 @@ class ErrorPage:
     """
 
     message_id: str
-    title: str
     meaning: str
     side: str
     when: str

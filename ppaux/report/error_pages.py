@@ -97,7 +97,6 @@ def _check_observer(code: str, what: str, options: str = "", note: str = "") -> 
 ERROR_PAGES: tuple[ErrorPage, ...] = (
     ErrorPage(
         message_id="add-unsupported",
-        title="auxiliary output does not support pipeline-parallel transport",
         meaning="The last stage has an auxiliary output to send to rank 0, but the object has "
         "no to_pp_tensors() method, so add cannot turn it into tensors for the PP wire. "
         "add checks this first, before looking at any tensor.",
@@ -131,7 +130,6 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
     ),
     ErrorPage(
         message_id="add-empty",
-        title="auxiliary PP output must contain at least one tensor",
         meaning="The auxiliary output's to_pp_tensors() returned an empty mapping. add refuses "
         "it: rank 0 could not tell an empty output from no output at all, since pop returns "
         "None when the message carries no auxiliary key.",
@@ -163,7 +161,6 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
     ),
     ErrorPage(
         message_id="add-bad-name",
-        title="auxiliary PP tensor names must be non-empty strings",
         meaning="A key of the mapping that to_pp_tensors() returned is not a string, or is the "
         "empty string. add builds each wire key as '__sampling_observer_output__.' + name, "
         "so it needs a name that is a non-empty string. Items before the bad one are already "
@@ -194,7 +191,6 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
     ),
     ErrorPage(
         message_id="add-not-tensor",
-        title="auxiliary PP output {name!r} is not a tensor",
         meaning="The value to_pp_tensors() returned under the name shown is not a "
         "torch.Tensor (a list, a float, None, a numpy array). The PP wire sends tensors "
         "separately and everything else pickled, so add refuses it before it leaves the "
@@ -225,7 +221,6 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
     ),
     ErrorPage(
         message_id="add-duplicate",
-        title="duplicate auxiliary PP tensor {name!r}",
         meaning="The message already holds the key '__sampling_observer_output__.' + name when "
         "add comes to insert it. Names inside one mapping cannot repeat, so the key was put "
         "there before add ran: by earlier code on the last stage, or by an earlier add on the "
@@ -253,7 +248,6 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
     ),
     ErrorPage(
         message_id="pop-no-observer",
-        title="received auxiliary PP output without a sampling observer",
         meaning="Rank 0 received a message with auxiliary keys, but its model runner has no "
         "sampling observer to hand them to. The last stage has an observer and rank 0 does "
         "not: the stages were started with different settings or code.",
@@ -275,7 +269,6 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
     ),
     ErrorPage(
         message_id="pop-unsupported",
-        title="sampling observer does not support pipeline-parallel transport",
         meaning="Rank 0 received auxiliary keys and has a sampling observer, but the observer "
         "has no from_pp_tensors() method, so pop cannot rebuild the output from the received "
         "tensors.",
@@ -308,7 +301,6 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
     ),
     ErrorPage(
         message_id="pop-non-tensor",
-        title="received a non-tensor auxiliary PP output",
         meaning="Defensive check on the receiving side: at least one value under an "
         "auxiliary key of the message rank 0 received is not a torch.Tensor. A stock last "
         "stage never sends one (its add refuses non-tensors), so either the sender did not "
@@ -347,7 +339,6 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
     ),
     ErrorPage(
         message_id="pop-not-reconstructed",
-        title="sampling observer did not reconstruct its PP output",
         meaning="Rank 0's observer.from_pp_tensors() returned None. pop treats that as a "
         "failure and leaves the auxiliary keys in the message. It depends on rank 0's "
         "observer code, not on the message alone, so no check of a dump predicts it; the "

@@ -4,6 +4,15 @@
 from __future__ import annotations
 
 from ppaux.report.findings import Rule, Severity
+from ppaux.sglang.names import (
+    ADD_BAD_NAME,
+    ADD_EMPTY,
+    ADD_NOT_TENSOR,
+    ADD_UNSUPPORTED,
+    POP_NON_TENSOR,
+    POP_NOT_RECONSTRUCTED,
+    POP_UNSUPPORTED,
+)
 
 __all__ = ["RULES"]
 
@@ -32,9 +41,8 @@ RULES = (
             "output of several outputs), which has no to_pp_tensors.",
         ),
         fix=_FIX_PAIR,
-        sglang_error="auxiliary output does not support pipeline-parallel transport",
-        example="the last stage's add raises RuntimeError: auxiliary output does not support "
-        "pipeline-parallel transport",
+        sglang_error=ADD_UNSUPPORTED.text,
+        example=f"the last stage's add raises RuntimeError: {ADD_UNSUPPORTED.text}",
         area="observer",
     ),
     Rule(
@@ -50,9 +58,8 @@ RULES = (
         ),
         causes=("The observer class was written for one GPU only.",),
         fix=_FIX_PAIR,
-        sglang_error="sampling observer does not support pipeline-parallel transport",
-        example="rank 0's pop raises RuntimeError: sampling observer does not support "
-        "pipeline-parallel transport",
+        sglang_error=POP_UNSUPPORTED.text,
+        example=f"rank 0's pop raises RuntimeError: {POP_UNSUPPORTED.text}",
         area="observer",
     ),
     Rule(
@@ -70,9 +77,9 @@ RULES = (
         ),
         fix="Always send at least one tensor: an empty tensor (torch.empty(0)) stands for "
         "'nothing this step' and costs nothing on the wire.",
-        sglang_error="auxiliary PP output must contain at least one tensor",
-        example="the last stage's add raises RuntimeError: auxiliary PP output must contain at "
-        "least one tensor; to_pp_tensors returned dict {}",
+        sglang_error=ADD_EMPTY.text,
+        example=f"the last stage's add raises RuntimeError: {ADD_EMPTY.text}; to_pp_tensors "
+        "returned dict {}",
         area="observer",
     ),
     Rule(
@@ -86,9 +93,9 @@ RULES = (
         ),
         causes=("Names built from indices or enum members instead of strings.",),
         fix="Use fixed, non-empty string names ('entropy', 'top_ids').",
-        sglang_error="auxiliary PP tensor names must be non-empty strings",
-        example="the last stage's add raises RuntimeError: auxiliary PP tensor names must be "
-        "non-empty strings; the entry at fault is '0', a float32 (4,) cpu",
+        sglang_error=ADD_BAD_NAME.text,
+        example=f"the last stage's add raises RuntimeError: {ADD_BAD_NAME.text}; the entry at "
+        "fault is '0', a float32 (4,) cpu",
         area="observer",
     ),
     Rule(
@@ -108,9 +115,9 @@ RULES = (
         ),
         fix="Return tensors only: torch.as_tensor(values) for lists and arrays, and rebuild "
         "the list in from_pp_tensors or consume if the host side needs one.",
-        sglang_error="auxiliary PP output {name!r} is not a tensor",
-        example="the last stage's add raises RuntimeError: auxiliary PP output 'scores' is not "
-        "a tensor; the entry at fault is 'scores', a list [0.5, 0.25]",
+        sglang_error=ADD_NOT_TENSOR.text,
+        example=f"the last stage's add raises RuntimeError: {ADD_NOT_TENSOR.format('scores')}; "
+        "the entry at fault is 'scores', a list [0.5, 0.25]",
         area="observer",
     ),
     Rule(
@@ -126,9 +133,9 @@ RULES = (
         ),
         causes=("The same as PP705, behind a sender that does not check.",),
         fix="Return tensors only from to_pp_tensors (see PP705).",
-        sglang_error="received a non-tensor auxiliary PP output",
-        example="rank 0's pop raises RuntimeError: received a non-tensor auxiliary PP output; "
-        "the entry at fault is 'scores', a list [0.5, 0.25]",
+        sglang_error=POP_NON_TENSOR.text,
+        example=f"rank 0's pop raises RuntimeError: {POP_NON_TENSOR.text}; the entry at fault is "
+        "'scores', a list [0.5, 0.25]",
         area="observer",
     ),
     Rule(
@@ -145,9 +152,8 @@ RULES = (
             "from_pp_tensors returns None when a name it expects is missing.",
         ),
         fix="Return the rebuilt output from from_pp_tensors, always.",
-        sglang_error="sampling observer did not reconstruct its PP output",
-        example="rank 0's pop raises RuntimeError: sampling observer did not reconstruct its PP "
-        "output",
+        sglang_error=POP_NOT_RECONSTRUCTED.text,
+        example=f"rank 0's pop raises RuntimeError: {POP_NOT_RECONSTRUCTED.text}",
         area="observer",
     ),
     Rule(

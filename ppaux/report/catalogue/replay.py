@@ -214,8 +214,8 @@ RULES = (
         ),
         fix="Compare the stages' sglang with 'ppaux check-skew'; replay with --sender "
         "validating to see where a validating sender stops the message.",
-        example="a validating sender would have refused it at add: RuntimeError: auxiliary PP "
-        "output 'scores' is not a tensor",
+        example="a validating sender would have refused it at add: RuntimeError: "
+        + ADD_NOT_TENSOR.format("scores"),
         area="replay",
     ),
 )

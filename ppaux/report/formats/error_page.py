@@ -15,6 +15,7 @@ from typing import Any
 from ppaux.report.error_page import ErrorPage, Fix
 from ppaux.report.error_pages import ERROR_PAGES
 from ppaux.report.formats.wrapping import shell_lines, wrap
+from ppaux.sglang.names import ADD_DUPLICATE
 from ppaux.text import shown
 
 __all__ = [
@@ -254,7 +255,8 @@ def error_index_markdown() -> str:
         "message pasted from a log:",
         "",
         "```",
-        "ppaux explain \"RuntimeError: duplicate auxiliary PP tensor 'scores'\"",
+        # sglang's message holds no character that double quotes leave special
+        f'ppaux explain "RuntimeError: {ADD_DUPLICATE.format("scores")}"',
         "```",
         "",
         "A traceback, or the lines of a log around it, can be piped in: `ppaux explain - < "
