@@ -184,3 +184,18 @@ def test_a_long_name_is_searched_in_memory_that_does_not_grow_with_it():
         tracemalloc.stop()
     assert found is not None and found.name == "a" * 200_000
     assert peak < 8 * len(text), peak
+
+
+def test_a_pasted_sentence_takes_a_templates_shape_for_did_you_mean():
+    from ppaux.sglang import message_shape
+
+    assert (
+        message_shape("RuntimeError: auxiliary PP outpt 'x' is not a tensor.")
+        == "auxiliary PP outpt {name!r} is not a tensor"
+    )
+    assert message_shape('duplicate auxiliary PP tensor "a b"') == (
+        "duplicate auxiliary PP tensor {name!r}"
+    )
+    assert message_shape("  received a non-tensor auxiliary PP output...") == (
+        "received a non-tensor auxiliary PP output"
+    )

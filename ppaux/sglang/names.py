@@ -51,6 +51,7 @@ __all__ = [
     "aux_name",
     "match_message",
     "message_by_id",
+    "message_shape",
     "search_message",
     "search_pasted",
 ]
@@ -192,6 +193,18 @@ def message_by_id(message_id: str) -> SglangMessage:
         if message.id == message_id:
             return message
     raise KeyError(message_id)
+
+
+#: A quoted part of a pasted sentence (a name, as the messages quote it).
+_QUOTED = re.compile(r"""(['"]).*?\1""")
+_RAISED = re.compile(r"^\s*RuntimeError\s*:\s*")
+
+
+def message_shape(text: str) -> str:
+    """``text`` in the shape of a message's template, for comparing a misspelled or cut message
+    with :data:`MESSAGES`: every quoted part stands as ``{name!r}``, a leading ``RuntimeError:``
+    and trailing full stops are dropped."""
+    return _RAISED.sub("", _QUOTED.sub(_NAME_FIELD, text)).rstrip(". ")
 
 
 @dataclass(frozen=True)

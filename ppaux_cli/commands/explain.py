@@ -173,17 +173,14 @@ def _nothing_in_stdin(text: str) -> str:
 
 def _unknown(wanted: str) -> str:
     """The error for a value that is no code, name or message, with the closest of them."""
-    import re
-
     from ppaux.report import RULES, UnknownRuleError
-    from ppaux.sglang import MESSAGES
+    from ppaux.sglang import MESSAGES, message_shape
     from ppaux_cli.closest import did_you_mean
 
     shown = wanted if len(wanted) <= 80 else wanted[:77] + "..."
     if " " in wanted:
         # A sentence: a message misspelled or cut. The name inside quotes is not compared.
-        bare = re.sub(r"""(['"]).*?\1""", "{name!r}", wanted)
-        bare = re.sub(r"^\s*RuntimeError\s*:\s*", "", bare).rstrip(". ")
+        bare = message_shape(wanted)
         templates = [m.template for m in MESSAGES]
         hint = did_you_mean(_prefix(bare, templates), templates)
         kind = _kind_hint(wanted)
