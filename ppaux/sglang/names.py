@@ -202,9 +202,9 @@ _RAISED = re.compile(r"^\s*RuntimeError\s*:\s*")
 
 def message_shape(text: str) -> str:
     """``text`` in the shape of a message's template, for comparing a misspelled or cut message
-    with :data:`MESSAGES`: every quoted part stands as ``{name!r}``, a leading ``RuntimeError:``
-    and trailing full stops are dropped."""
-    return _RAISED.sub("", _QUOTED.sub(_NAME_FIELD, text)).rstrip(". ")
+    with :data:`MESSAGES`: every quoted part stands as ``{name!r}``; a leading ``RuntimeError:``,
+    the blanks around and trailing full stops are dropped."""
+    return _RAISED.sub("", _QUOTED.sub(_NAME_FIELD, text)).strip().rstrip(". ")
 
 
 @dataclass(frozen=True)
