@@ -205,6 +205,63 @@ def _ordered(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: -f.severity.rank)
 
 
+def _say(console: Any, lines: list[str]) -> None:
+    from rich.text import Text
+
+    for line in lines:
+        console.print(Text(line), soft_wrap=True)
+
+
+def _print_findings(console: Any, findings: list[Finding], width: int) -> None:
+    """Each finding, its code and severity coloured, then the likely causes of each error code
+    once, so the view says why as well as what."""
+    from rich.text import Text
+
+    for f in findings:
+        first, *rest = _finding_lines(f, width)
+        label = f"{f.code} {f.severity.value}"
+        line = Text()
+        line.append(label, style=_STYLE[f.severity])
+        line.append(first[len(label) :])
+        console.print(line, soft_wrap=True)
+        _say(console, rest)
+    explained = []
+    for f in findings:
+        rule = catalogue.RULES.get(f.code)  # looked up per call: tests swap the catalogue
+        if f.severity is Severity.ERROR and rule is not None and f.code not in explained:
+            explained.append(f.code)
+            console.print()
+            _say(console, wrap(f"Likely causes of {f.code} ({rule.name}):", width))
+            for cause in f.causes(rule):
+                _say(console, wrap(cause, width, "  - ", "    "))
+
+
+def _print_table(console: Any, table: Table, width: int, color: bool) -> None:
+    """One table: its first :data:`MAX_TABLE_ROWS` rows (every other format lists all), the
+    values too long for a cell below it, and the key to its marks."""
+    hidden = len(table.rows) - MAX_TABLE_ROWS
+    if hidden > 0:
+        table = dataclasses.replace(
+            table,
+            rows=table.rows[:MAX_TABLE_ROWS],
+            marked=frozenset(m for m in table.marked if m[0] < MAX_TABLE_ROWS),
+        )
+    rich_table, cut = _rich_table(table, width, color)
+    if rich_table is not None:
+        _say(console, _title_lines(table.title, width))
+        console.print(rich_table)
+    if hidden > 0:
+        more = counted(hidden, "more row")
+        _say(console, wrap(f"({more}; the JSON report lists every row)", width))
+    for note in cut:  # a value to grep for or copy: wrapped between words only
+        _say(console, _prose(note, width))
+    if cut:
+        console.print()
+    if table.marked and not color:
+        _say(console, wrap("(* marks a cell that a finding is about)", width))
+    console.print()
+
+
 def render(report: Report, *, color: bool = False, width: int = 100) -> str:
     """Render the report for a terminal (``color``) or for a pipe or file (plain text).
 
@@ -213,7 +270,6 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
     (triage's next steps among them); and the tally again, last, where a terminal that
     scrolled leaves the eye. Every line is wrapped at ``width`` (:mod:`wrapping`)."""
     from rich.console import Console
-    from rich.text import Text
 
     width = max(width, MIN_WIDTH)
     buffer = io.StringIO()
@@ -227,11 +283,6 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
         emoji=False,
         soft_wrap=False,
     )
-
-    def say(lines: list[str]) -> None:
-        for line in lines:
-            console.print(Text(line), soft_wrap=True)
-
     counts = count_by_severity(report.findings)
     summary = (
         f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info, "
@@ -240,53 +291,14 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
     # The verdict leads wherever there is more than notes (a listing such as capture list's).
     lead = bool(report.findings or report.tables)
     if lead:
-        say(wrap(summary, width))
+        _say(console, wrap(summary, width))
         console.print()
-    findings = _ordered(report.findings)
-    for f in findings:
-        first, *rest = _finding_lines(f, width)
-        # The code and severity coloured, the rest of the headline plain.
-        label = f"{f.code} {f.severity.value}"
-        line = Text()
-        line.append(label, style=_STYLE[f.severity])
-        line.append(first[len(label) :])
-        console.print(line, soft_wrap=True)
-        say(rest)
-    # The likely causes, once per error code, so the view says why as well as what.
-    explained = []
-    for f in findings:
-        rule = catalogue.RULES.get(f.code)  # looked up per call: tests swap the catalogue
-        if f.severity is Severity.ERROR and rule is not None and f.code not in explained:
-            explained.append(f.code)
-            console.print()
-            say(wrap(f"Likely causes of {f.code} ({rule.name}):", width))
-            for cause in f.causes(rule):
-                say(wrap(cause, width, "  - ", "    "))
+    _print_findings(console, _ordered(report.findings), width)
     if report.findings:
         console.print()
     for table in report.tables:
-        hidden = len(table.rows) - MAX_TABLE_ROWS
-        if hidden > 0:  # a terminal view of its first rows; every format but this lists all
-            table = dataclasses.replace(
-                table,
-                rows=table.rows[:MAX_TABLE_ROWS],
-                marked=frozenset(m for m in table.marked if m[0] < MAX_TABLE_ROWS),
-            )
-        rich_table, cut = _rich_table(table, width, color)
-        if rich_table is not None:
-            say(_title_lines(table.title, width))
-            console.print(rich_table)
-        if hidden > 0:
-            more = counted(hidden, "more row")
-            say(wrap(f"({more}; the JSON report lists every row)", width))
-        for note in cut:  # a value to grep for or copy: wrapped between words only
-            say(_prose(note, width))
-        if cut:
-            console.print()
-        if table.marked and not color:
-            say(wrap("(* marks a cell that a finding is about)", width))
-        console.print()
-    say(_note_lines(report.notes, width))
+        _print_table(console, table, width, color)
+    _say(console, _note_lines(report.notes, width))
     # rich pads lines to the console width; trailing blanks only make diffs noisy.
     lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
     while lines and not lines[-1]:
