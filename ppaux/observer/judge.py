@@ -34,19 +34,39 @@ from ppaux.observer.phrasing import (
     where,
 )
 from ppaux.report import Finding, Report, Table, finding
-from ppaux.sglang import ADD_BAD_NAME
+from ppaux.sglang import (
+    ADD,
+    ADD_BAD_NAME,
+    ADD_EMPTY,
+    ADD_NOT_TENSOR,
+    ADD_UNSUPPORTED,
+    POP_NON_TENSOR,
+    POP_NOT_RECONSTRUCTED,
+    POP_UNSUPPORTED,
+    match_message,
+)
 
 __all__ = ["Ending", "Judge"]
 
-#: sglang's messages, by the rule that reports each (the side is the function that raises it).
+#: The rule that reports each of sglang's messages (by its id in :mod:`ppaux.sglang.names`).
 _SGLANG_RULES = {
-    "auxiliary output does not support pipeline-parallel transport": "PP701",
-    "sampling observer does not support pipeline-parallel transport": "PP702",
-    "auxiliary PP output must contain at least one tensor": "PP703",
-    "auxiliary PP tensor names must be non-empty strings": "PP704",
-    "received a non-tensor auxiliary PP output": "PP706",
-    "sampling observer did not reconstruct its PP output": "PP707",
+    ADD_UNSUPPORTED.id: "PP701",
+    POP_UNSUPPORTED.id: "PP702",
+    ADD_EMPTY.id: "PP703",
+    ADD_BAD_NAME.id: "PP704",
+    ADD_NOT_TENSOR.id: "PP705",
+    POP_NON_TENSOR.id: "PP706",
+    POP_NOT_RECONSTRUCTED.id: "PP707",
 }
+
+
+def _sglang_rule(fault: Fault) -> str:
+    """The rule for a fault whose message is one of sglang's, raised by the function that
+    raises it (the last stage's add, or rank 0's pop); PP708 for any other failure."""
+    known = match_message(fault.message)
+    if known is None or (known.message.function == ADD) != (fault.stage == "add"):
+        return "PP708"
+    return _SGLANG_RULES.get(known.message.id, "PP708")
 
 
 #: The most values not compared that the report lists (each is listed once).
@@ -362,12 +382,7 @@ class Judge:
             )
             sglang_error = None
         else:
-            code = _SGLANG_RULES.get(
-                fault.message,
-                "PP705"
-                if fault.message.endswith("is not a tensor") and fault.stage == "add"
-                else "PP708",
-            )
+            code = _sglang_rule(fault)
             side = "the last stage's add" if fault.stage == "add" else "rank 0's pop"
             text = f"{side} raises {fault.error_type}: {fault.message}{entry} ({at})"
             sglang_error = fault.message if fault.error_type == "RuntimeError" else None

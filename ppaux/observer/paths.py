@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppaux.observer.drive import HookFailure, call_hook, where_raised
-from ppaux.sglang import MSG_TYPE_KEY, OUTPUT_MSG_TYPE, OUTPUT_PREFIX
+from ppaux.sglang import (
+    ADD_BAD_NAME,
+    ADD_EMPTY,
+    ADD_UNSUPPORTED,
+    MSG_TYPE_KEY,
+    OUTPUT_MSG_TYPE,
+    OUTPUT_PREFIX,
+    POP_NON_TENSOR,
+)
 
 __all__ = ["Fault", "Machinery", "PathOutcome", "hook_fault", "pp_path", "single_stage_path"]
 
@@ -185,7 +193,7 @@ def _add_fault(exc: BaseException, sending: Any) -> Fault:
             items = list(produced.items())
         except Exception:  # a mapping whose items() fails: nothing more to name
             items = []
-        if message == "auxiliary PP tensor names must be non-empty strings":
+        if message == ADD_BAD_NAME.text:
             bad = next(((k, v) for k, v in items if not isinstance(k, str) or not k), None)
             if bad is not None:
                 name, value = repr(bad[0]), _describe(bad[1])
@@ -193,7 +201,7 @@ def _add_fault(exc: BaseException, sending: Any) -> Fault:
             bad = next(((k, v) for k, v in items if not torch.is_tensor(v)), None)
             if bad is not None and repr(bad[0]) in message:
                 name, value = str(bad[0]), _describe(bad[1])
-    elif produced is not None or message == "auxiliary PP output must contain at least one tensor":
+    elif produced is not None or message == ADD_EMPTY.text:
         value = _describe(produced)
     return Fault("add", type(exc).__name__, message, "last stage", name=name, value=value)
 
@@ -203,10 +211,10 @@ def _legacy_add(tensors: dict[str, Any], output: Any) -> None:
     if output is None:
         return
     if not hasattr(output, "to_pp_tensors"):
-        raise RuntimeError("auxiliary output does not support pipeline-parallel transport")
+        raise RuntimeError(ADD_UNSUPPORTED.text)
     produced = output.to_pp_tensors()
     if not produced:
-        raise RuntimeError("auxiliary PP output must contain at least one tensor")
+        raise RuntimeError(ADD_EMPTY.text)
     for name, value in produced.items():
         tensors[f"{OUTPUT_PREFIX}{name}"] = value
 
@@ -270,7 +278,7 @@ def pp_path(
     except Exception as exc:  # sglang's (or Python's) own error inside pop
         message = _message(exc)
         name = value = None
-        if message == "received a non-tensor auxiliary PP output":
+        if message == POP_NON_TENSOR.text:
             for key, got in received.items():
                 if (
                     isinstance(key, str)
