@@ -35,6 +35,7 @@ import ast
 import bisect
 import gc
 import io
+import re
 import sys
 import warnings
 from dataclasses import dataclass
@@ -56,6 +57,10 @@ __all__ = ["CHUNK_BYTES", "MAX_STATEMENT_TOKENS", "StatementTooLarge", "parse_so
 #: Most text of a file handed to CPython's parser before the file is known to be valid Python.
 CHUNK_BYTES = PART_BYTES
 _CLAUSES = frozenset({"else", "elif", "except", "finally"})
+#: Most blank lines put before a part, per byte of the part, to parse it on the file's lines
+#: (beyond that its nodes are moved instead): a blank line costs the tokenizer about a
+#: hundredth of what moving one node costs, and a part holds about a node every five bytes.
+_PADDING_PER_BYTE = 4
 
 
 @dataclass(frozen=True)
@@ -78,8 +83,27 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
         return ast.parse(source, filename)  # small, or refused before any parsing (NUL)
     text, raw = decoded(source, filename) if isinstance(source, bytes) else (source, False)
     ending = "\r\n" if "\r\n" in text else "\n"  # CPython counts a last CRLF line's end
+    crlf_end = text.endswith("\r\n")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = io.StringIO(text).readlines()
+    last_row = len(lines) + crlf_end
+    try:
+        return _parsed(source, text, lines, filename, raw, ending)
+    except SyntaxError as exc:
+        if not exc.msg.startswith(_UNTERMINATED):
+            raise
+        # CPython's tokenizer reads such a string to the file's end, and names the line there
+        # (a last line ended by CRLF counts once more); a part of the file names its own end.
+        message = f"{_UNTERMINATED} (detected at line {last_row})"
+        raise type(exc)(message, (filename, exc.lineno, exc.offset, exc.text)) from None
+
+
+_UNTERMINATED = "unterminated triple-quoted string literal"
+
+
+def _parsed(
+    source: str | bytes, text: str, lines: list[str], filename: str, raw: bool, ending: str
+) -> ast.Module:
     # Syntax trees hold no reference cycles: the collector, which the parts' hundreds of
     # thousands of nodes would start again and again, would find nothing (a third of the time).
     collecting = gc.isenabled()
@@ -185,6 +209,21 @@ _TOKENIZER_ERRORS = (
 )
 
 
+def _bad_name(exc: SyntaxError) -> bool:
+    """Whether ``exc`` is a name's bytes that are not UTF-8 (the error points at the byte): the
+    parser stops there at once, and CPython looks at nothing after it. (A string's bytes that
+    are not UTF-8 point past the string, and the rest of the file is read as after any parser
+    error.)"""
+    text, offset = exc.text, exc.offset
+    return (
+        exc.msg.startswith("(unicode error)")
+        and text is not None
+        and offset is not None
+        and 0 < offset <= len(text)
+        and text[offset - 1] == "\ufffd"
+    )
+
+
 class _Found(PpauxError):
     """The tokenizer's error of a later part (see :func:`_later_tokenizer_error`)."""
 
@@ -207,7 +246,7 @@ def _later_tokenizer_error(
     bracket, an unterminated string, an invalid character) is the one reported. The parts
     after ``exc``'s line are parsed (each part's own message already prefers its tokenizer's
     errors); None when none fails so."""
-    if exc.lineno is None or exc.msg.startswith(_TOKENIZER_ERRORS):
+    if exc.lineno is None or exc.msg.startswith(_TOKENIZER_ERRORS) or _bad_name(exc):
         return None
     logical = scanned
     failure = None
@@ -380,8 +419,26 @@ class _Checker:
         if body is None or not body or not isinstance(node, _ONE_BODY):
             return None
         node.body = body
-        node.end_lineno, node.end_col_offset = body[-1].end_lineno, body[-1].end_col_offset
+        node.end_lineno, node.end_col_offset = self.statement_end(body[-1])
         return [node]
+
+    def statement_end(self, last: ast.stmt) -> tuple[int | None, int | None]:
+        """Where a compound statement whose body ends with ``last`` ends, as CPython says: at
+        its last token, which is a ``;`` that follows ``last`` on its logical line, if any."""
+        row, column = last.end_lineno, last.end_col_offset
+        if row is None or column is None:
+            return row, column
+        while row <= len(self.lines):
+            rest = self.lines[row - 1].encode("utf-8", "surrogateescape")[column:]
+            found = _AFTER_STATEMENT.match(rest)
+            if found is None:
+                break
+            if found.group(1):  # the ``;``
+                return row, column + found.end()
+            if not found.group(2):  # a backslash: the logical line goes on
+                break
+            row, column = row + 1, 0
+        return last.end_lineno, last.end_col_offset
 
     def scanned(
         self, text: str, first_row: int, depth: int, head: list[str], opened: bool
@@ -498,6 +555,15 @@ class _Checker:
             # (after a wrapper's line, none is).
             head.insert(0, "# coding: utf-8\n")
         wrapper = "".join(head)
+        padding = "\n" * max(0, first_row - 1 - len(head))
+        if self.keep and len(padding) <= _PADDING_PER_BYTE * len(text):
+            # Parsed on the file's lines: blank lines cost the tokenizer far less than moving
+            # each node does (ast.increment_lineno), up to a few per byte of the part.
+            try:
+                tree = ast.parse(self.source(padding + wrapper + text), self.filename)
+            except SyntaxError as exc:
+                raise self.file_error(padding + wrapper + text, next_row, exc) from None
+            return _unwrapped(tree, depth, opened)
         try:
             tree = ast.parse(self.source(wrapper + text), self.filename)
         except SyntaxError:
@@ -506,15 +572,16 @@ class _Checker:
             if self.keep:
                 ast.increment_lineno(tree, first_row - 1 - len(head))
             return _unwrapped(tree, depth, opened)
-        padding = "\n" * max(0, first_row - 1 - len(head))
         try:
             tree = ast.parse(self.source(padding + wrapper + text), self.filename)
         except SyntaxError as exc:
-            error = self.with_following(padding + wrapper + text, next_row, exc)
-            raise type(error)(
-                error.msg, (self.filename, error.lineno, error.offset, error.text)
-            ) from None
+            raise self.file_error(padding + wrapper + text, next_row, exc) from None
         return _unwrapped(tree, depth, opened)
+
+    def file_error(self, text: str, next_row: int, exc: SyntaxError) -> SyntaxError:
+        """The error of ``text`` (a part behind blank lines) as the file gives it."""
+        error = self.with_following(text, next_row, exc)
+        return type(error)(error.msg, (self.filename, error.lineno, error.offset, error.text))
 
     def with_following(self, text: str, next_row: int, exc: SyntaxError) -> SyntaxError:
         """The error of ``text`` (on the file's rows, ending before ``next_row``) followed by
@@ -549,6 +616,10 @@ class _Checker:
             pass
         return exc
 
+
+# What may follow a statement on its line (in UTF-8 bytes, as columns count): a ``;``, or a
+# backslash that continues the logical line on the next.
+_AFTER_STATEMENT = re.compile(rb"[ \t\f]*(?:(;)|(\\)\r?\n?$)")
 
 _ONE_BODY = (
     ast.ClassDef,
