@@ -378,30 +378,35 @@ class _Checker:
                 indent = indent[: len(indent) - len(indent.lstrip(" \t\f"))]
                 text += ["\n"] * (first_body - begin - len(text))
                 text.append(f"{indent} pass\n")
-        if len(statement.clauses) != 1:
-            self.keep = False
-
-        def check_bodies(before: int) -> list[list[ast.stmt] | None]:
-            """Check the bodies that start before row ``before``; their trees."""
-            out: list[list[ast.stmt] | None] = []
+        def check_bodies(before: int) -> dict[int, list[ast.stmt] | None]:
+            """Check the bodies that start before row ``before``; their trees, by clause."""
+            out: dict[int, list[ast.stmt] | None] = {}
             spans = []
+            clause_of: dict[int, int] = {}
             for k, (header, body_start, body_stop) in enumerate(statement.clauses):
                 if body_start >= body_stop or self.logical[body_start].start >= before:
                     continue
                 following = statement.clauses[k + 1][0] if k + 1 < len(statement.clauses) else None
                 last = self.logical[following].start - 1 if following is not None else end_row
                 spans.append((header, body_start, body_stop, last))
-            if not self.keep and self.scan_after is None:
-                spans = self.unchecked(spans)  # no trees wanted: bodies parsed together first
+                clause_of[body_start] = k
+            if self.scan_after is None:
+                if self.keep:  # bodies parsed together first, their trees shared out
+                    done = self.grouped(spans)
+                    out.update((clause_of[b], trees) for b, trees in done.items())
+                    spans = [span for span in spans if span[1] not in done]
+                else:  # no trees wanted: bodies parsed together first
+                    spans = self.unchecked(spans)
             for header, body_start, body_stop, last in spans:
                 first_row = self.logical[body_start].start
                 inner = self.logical[body_start].depth
                 word = self.logical[header].word
                 self.bodies.append((_indentation(self.lines[first_row - 1]), first_row, word))
                 try:
-                    out.append(self.block(body_start, body_stop, first_row, last, inner))
+                    trees = self.block(body_start, body_stop, first_row, last, inner)
                 finally:
                     self.bodies.pop()
+                out[clause_of[body_start]] = trees
             return out
 
         try:
@@ -414,13 +419,10 @@ class _Checker:
         if not skeleton:  # only where the parts after an error are scanned
             return None
         bodies = check_bodies(end_row + 1)
-        node = skeleton[0]
-        body = bodies[0] if len(statement.clauses) == 1 and len(bodies) == 1 else None
-        if body is None or not body or not isinstance(node, _ONE_BODY):
+        if not self.keep or len(skeleton) != 1:
             return None
-        node.body = body
-        node.end_lineno, node.end_col_offset = self.statement_end(body[-1])
-        return [node]
+        words = [self.logical[header].word for header, _, _ in statement.clauses]
+        return None if not self.put_back(skeleton[0], words, bodies) else skeleton
 
     def statement_end(self, last: ast.stmt) -> tuple[int | None, int | None]:
         """Where a compound statement whose body ends with ``last`` ends, as CPython says: at
@@ -439,6 +441,87 @@ class _Checker:
                 break
             row, column = row + 1, 0
         return last.end_lineno, last.end_col_offset
+
+    def put_back(
+        self, node: ast.stmt, words: list[str], bodies: dict[int, list[ast.stmt] | None]
+    ) -> bool:
+        """Put the clauses' bodies (by clause; a clause not there keeps the skeleton's, its
+        body on its header's line) into the skeleton's ``node``, and end each clause, and the
+        statement, where CPython does: at its body's last token. False where it cannot be."""
+        slots = _clause_slots(node, words)
+        if slots is None:
+            return False
+        ends: list[tuple[int | None, int | None]] = []
+        for k, (owner, field) in enumerate(slots):
+            body = bodies.get(k, getattr(owner, field))
+            if not body:
+                return False
+            setattr(owner, field, body)
+            ends.append(self.statement_end(body[-1]))
+            if isinstance(owner, ast.ExceptHandler):
+                owner.end_lineno, owner.end_col_offset = ends[-1]
+        for owner, _ in slots:
+            if isinstance(owner, ast.If):  # an ``elif`` runs to the end of the statement
+                owner.end_lineno, owner.end_col_offset = ends[-1]
+        node.end_lineno, node.end_col_offset = ends[-1]
+        return True
+
+    def grouped(self, spans: list[tuple[int, int, int, int]]) -> dict[int, list[ast.stmt]]:
+        """Of a split statement's bodies (header, body start, body stop, last row), the trees
+        of those parsed together, by body start: bodies indented alike, up to
+        :data:`CHUNK_BYTES` at a time, parsed as one block on the file's rows, the rows between
+        them blank (a statement of 40,000 ``except`` clauses is then a few dozen parses, not
+        40,000). A group that fails is left out, to be checked body by body, which names the
+        error as CPython does."""
+        done: dict[int, list[ast.stmt]] = {}
+        group: list[tuple[int, int, int, int]] = []
+        size = 0
+
+        def flush() -> None:
+            if not group:
+                return
+            header, body_start = group[0][0], group[0][1]
+            first_row = self.logical[body_start].start
+            rows = ["\n"] * (group[-1][3] - first_row + 1)
+            for _, start, _, last in group:
+                begin = self.logical[start].start
+                rows[begin - first_row : last - first_row + 1] = self.lines[begin - 1 : last]
+            indent = _indentation(self.lines[first_row - 1])
+            self.bodies.append((indent, first_row, self.logical[header].word))
+            try:
+                trees = self.parse_text(
+                    "".join(rows), first_row, self.logical[body_start].depth, group[-1][3] + 1
+                )
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                trees = None
+            finally:
+                self.bodies.pop()
+            if trees is not None:
+                for _, start, _, _ in reversed(group):
+                    cut = len(trees)
+                    while cut and trees[cut - 1].lineno >= self.logical[start].start:
+                        cut -= 1
+                    done[start], trees = trees[cut:], trees[:cut]
+            group.clear()
+
+        for span in spans:
+            _, body_start, _, last = span
+            first_row = self.logical[body_start].start
+            body_size = self.size(first_row, last)
+            alike = not group or _indentation(self.lines[first_row - 1]) == _indentation(
+                self.lines[self.logical[group[0][1]].start - 1]
+            )
+            if body_size > CHUNK_BYTES:
+                flush()
+                size = 0
+                continue
+            if not alike or size + body_size > CHUNK_BYTES:
+                flush()
+                size = 0
+            group.append(span)
+            size += body_size
+        flush()
+        return done
 
     def scanned(
         self, text: str, first_row: int, depth: int, head: list[str], opened: bool
@@ -621,6 +704,7 @@ class _Checker:
 # backslash that continues the logical line on the next.
 _AFTER_STATEMENT = re.compile(rb"[ \t\f]*(?:(;)|(\\)\r?\n?$)")
 
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _ONE_BODY = (
     ast.ClassDef,
     ast.FunctionDef,
@@ -632,6 +716,35 @@ _ONE_BODY = (
     ast.While,
     ast.If,
 )
+
+
+def _clause_slots(node: ast.stmt, words: list[str]) -> list[tuple[ast.AST, str]] | None:
+    """Where each clause's body goes in a compound statement's ``node``: (owner, field), in
+    the clauses' order (``words``: their headers' first words); None where they do not fit."""
+    slots: list[tuple[ast.AST, str]] = [(node, "body")]
+    handlers = iter(node.handlers) if isinstance(node, (ast.Try, ast.TryStar)) else iter(())
+    current: ast.stmt = node
+    for word in words[1:]:
+        if word == "elif" and isinstance(current, ast.If) and len(current.orelse) == 1:
+            inner = current.orelse[0]
+            if not isinstance(inner, ast.If):
+                return None
+            slots.append((inner, "body"))
+            current = inner
+        elif word == "except":
+            handler = next(handlers, None)
+            if handler is None:
+                return None
+            slots.append((handler, "body"))
+        elif word == "else" and isinstance(current, (*_LOOPS, ast.If, ast.Try, ast.TryStar)):
+            slots.append((current, "orelse"))
+        elif word == "finally" and isinstance(node, (ast.Try, ast.TryStar)):
+            slots.append((node, "finalbody"))
+        else:
+            return None
+    if not isinstance(node, (*_ONE_BODY, ast.Try, ast.TryStar)):
+        return None
+    return slots
 
 
 # A function's or class's body costs CPython's parser more of its stack than other bodies do:
