@@ -378,6 +378,7 @@ class _Checker:
                 indent = indent[: len(indent) - len(indent.lstrip(" \t\f"))]
                 text += ["\n"] * (first_body - begin - len(text))
                 text.append(f"{indent} pass\n")
+
         def check_bodies(before: int) -> dict[int, list[ast.stmt] | None]:
             """Check the bodies that start before row ``before``; their trees, by clause."""
             out: dict[int, list[ast.stmt] | None] = {}
