@@ -149,7 +149,7 @@ def _sources_trees(workdir: Path, site: Path) -> dict[str, Path]:
         shutil.copytree(site, tree)
         trees[name] = tree
     scheduler = trees["error_at_end"] / READ_BY_PPAUX[1]
-    scheduler.write_text(scheduler.read_text("utf-8") + "\ndef broken(:\n    pass\n", "utf-8")
+    scheduler.write_text(scheduler.read_text("utf-8") + "\n\ndef unused():\n    x = = 1\n", "utf-8")
     clauses = "".join(f"except E{n}:\n    x = {n}\n" for n in range(40_000))
     source = "try:\n    pass\n" + clauses[: 1_000_000 - 100]
     (trees["many_clauses"] / READ_BY_PPAUX[4]).write_text(source[: source.rindex("except")])

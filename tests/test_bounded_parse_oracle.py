@@ -262,6 +262,52 @@ def test_what_runs_on_past_a_part_is_told_as_cpython_tells_it(name, end):
     assert _outcome(parse_source, text.encode()) == expected
 
 
+def _clauses(head: str, clause: str, n: int, tail: str) -> str:
+    return head + "".join(clause.format(k=k) for k in range(n)) + tail
+
+
+#: Statements of thousands of clauses, split into parts of whole clauses.
+CLAUSE_CASES = {
+    "try, except": lambda: _clauses("try:\n    a = 1\n", "except E{k}:\n    b = {k}\n", 4000, ""),
+    "try, bare except first, else, finally": lambda: _clauses(
+        "try:\n    a = 1\nexcept:\n    pass\n",
+        "except E{k}:\n    b = {k};\n",
+        4000,
+        "else:\n    c = 1\nfinally:\n    d = 2\n",
+    ),
+    "try, except and except*": lambda: _clauses(
+        "try:\n    a = 1\n", "except E{k}:\n    b = {k}\n", 4000, "except* F:\n    pass\n"
+    ),
+    "except*": lambda: _clauses("try:\n    a = 1\n", "except* E{k}:\n    b = {k}\n", 4000, ""),
+    "if, elif, else with an if": lambda: _clauses(  # a chain of elifs nests: 150 of them
+        "if a:\n    pass\n",
+        "elif b == {k}:\n" + "    c = {k}\n" * 40,
+        150,
+        "else:\n    if d:\n        pass\n    else:\n        e = 1\n",
+    ),
+    "for, else": lambda: "for a in b:\n" + "    c = 1\n" * 8000 + "else:\n" + "    d = 2\n" * 8000,
+    "while, else": lambda: "while a:\n" + "    c = 1\n" * 8000 + "else:\n    d = 2;\n",
+    "a class's method of many clauses": lambda: (
+        "class C:\n    def f(self):\n"
+        + _clauses(
+            "        try:\n            a = 1\n",
+            "        except E{k}:\n            b = {k}\n",
+            3000,
+            "",
+        )
+        + "        else:\n            pass\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLAUSE_CASES))
+def test_a_statement_of_many_clauses_is_put_back_together(name):
+    """The tree, with every position, or the error, is CPython's."""
+    text = CLAUSE_CASES[name]()
+    assert len(text) > 2 * CHUNK_BYTES
+    assert _outcome(parse_source, text) == _outcome(ast.parse, text)
+
+
 def test_an_unfinished_text_with_bytes_not_utf8_names_the_bad_name():
     """A name of bytes that are not UTF-8 inside a bracket left open: CPython stops at it."""
     data = b"x = [\n" + b"1,\n" * 5000 + b"a\xcf,\n" + b"2,\n" * 12000

@@ -411,7 +411,16 @@ class _Checker:
             return out
 
         try:
-            skeleton = self.parse_text("".join(text), begin, depth, end_row + 1)
+            skeleton = None
+            if (
+                self.keep
+                and self.scan_after is None
+                and len(statement.clauses) > 1
+                and self.size(begin, end_row) > CHUNK_BYTES
+            ):
+                skeleton = self.skeleton_parts(statement, text, begin, depth, end_row)
+            if skeleton is None:
+                skeleton = self.parse_text("".join(text), begin, depth, end_row + 1)
         except (SyntaxError, _Found) as exc:
             # A body before the failing header fails first in CPython's reading.
             error = exc.error if isinstance(exc, _Found) else exc
@@ -442,6 +451,60 @@ class _Checker:
                 break
             row, column = row + 1, 0
         return last.end_lineno, last.end_col_offset
+
+    def skeleton_parts(
+        self, statement: _Statement, rows: list[str], begin: int, depth: int, end_row: int
+    ) -> list[ast.stmt] | None:
+        """A large skeleton of several clauses (``rows``, from the file's row ``begin``) parsed
+        in parts of whole clauses, up to :data:`CHUNK_BYTES` each, a part after the first behind
+        a one-line stand-in for the clauses before it (``try: pass``, ``if 1: pass``), on the
+        rows before its own; the clauses' nodes put together. None where a part fails, or the
+        parts cannot be put together as the parser would (a bare ``except`` before others,
+        ``except`` with ``except*``): then the whole skeleton is parsed, which says why."""
+        clauses = statement.clauses
+        starts = [self.logical[header].start for header, _, _ in clauses]
+        sizes = [0]
+        for row in rows:
+            sizes.append(sizes[-1] + len(row))
+
+        def size(first_row: int, last_row: int) -> int:
+            top = min(last_row - begin + 1, len(rows))
+            return sizes[max(top, 0)] - sizes[min(first_row - begin, len(rows))]
+
+        groups: list[tuple[int, int]] = []  # clause index ranges [a, b)
+        first = 0
+        # A ``try`` is not a statement without the clause after it.
+        for k in range(2 if self.logical[clauses[0][0]].word == "try" else 1, len(clauses)):
+            last_row = starts[k + 1] - 1 if k + 1 < len(clauses) else end_row
+            if size(begin if first == 0 else starts[first], last_row) > CHUNK_BYTES:
+                groups.append((first, k))
+                first = k
+        groups.append((first, len(clauses)))
+        node: ast.stmt | None = None
+        for a, b in groups:
+            first_row = begin if a == 0 else starts[a]
+            last_row = starts[b] - 1 if b < len(clauses) else end_row
+            text = rows[first_row - begin : last_row - begin + 1]
+            stand_ins = 0
+            if node is not None:
+                indent = _indentation(self.lines[first_row - 1])
+                lead = _stand_in(node, self.logical[clauses[a][0]].word, indent)
+                if lead is None or first_row - len(lead) < begin:
+                    return None
+                text = lead + text
+                stand_ins = len(lead)
+                first_row -= stand_ins
+            try:
+                trees = self.parse_text("".join(text), first_row, depth, last_row + 1)
+            except (SyntaxError, _Found, ValueError, MemoryError, RecursionError):
+                return None
+            if len(trees) != 1:
+                return None
+            if node is None:
+                node = trees[0]
+            elif not _joined_clauses(node, trees[0], stand_ins):
+                return None
+        return None if node is None else [node]
 
     def put_back(
         self, node: ast.stmt, words: list[str], bodies: dict[int, list[ast.stmt] | None]
@@ -717,6 +780,58 @@ _ONE_BODY = (
     ast.While,
     ast.If,
 )
+
+
+def _stand_in(node: ast.stmt, word: str, indent: str) -> list[str] | None:
+    """The line(s) that stand for a statement's clauses before one starting with ``word``."""
+    if isinstance(node, ast.If) and word in ("elif", "else"):
+        return [f"{indent}if 1: pass\n"]
+    if isinstance(node, ast.While) and word == "else":
+        return [f"{indent}while 0: pass\n"]
+    if isinstance(node, ast.For) and word == "else":
+        return [f"{indent}for _ in (): pass\n"]
+    if isinstance(node, (ast.Try, ast.TryStar)):
+        if word in ("except", "finally"):
+            return [f"{indent}try: pass\n"]
+        if word == "else":
+            star = "*" if isinstance(node, ast.TryStar) else ""
+            return [f"{indent}try: pass\n", f"{indent}except{star} BaseException: pass\n"]
+    return None
+
+
+def _joined_clauses(node: ast.stmt, more: ast.stmt, lead: int) -> bool:
+    """Add to ``node`` the clauses of ``more`` (a part parsed behind ``lead`` stand-in lines,
+    see :func:`_stand_in`); False where the parser would not have joined them so."""
+    if type(more) is not type(node):
+        return False
+    if isinstance(node, ast.If) and isinstance(more, ast.If):
+        tail = node
+        # An ``elif`` stands where its ``if`` does; an ``if`` first in an ``else`` body deeper.
+        while (
+            len(tail.orelse) == 1
+            and isinstance(tail.orelse[0], ast.If)
+            and tail.orelse[0].col_offset == node.col_offset
+        ):
+            tail = tail.orelse[0]
+        if tail.orelse:
+            return False
+        tail.orelse = more.orelse
+        return True
+    if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+        assert isinstance(more, (ast.For, ast.AsyncFor, ast.While))
+        if node.orelse:
+            return False
+        node.orelse = more.orelse
+        return True
+    if isinstance(node, (ast.Try, ast.TryStar)) and isinstance(more, (ast.Try, ast.TryStar)):
+        handlers = more.handlers[1:] if lead == 2 else more.handlers
+        if node.finalbody or (node.orelse and (handlers or more.orelse)):
+            return False
+        node.handlers = node.handlers + handlers
+        node.orelse = node.orelse or more.orelse
+        node.finalbody = more.finalbody
+        return True
+    return False
 
 
 def _clause_slots(node: ast.stmt, words: list[str]) -> list[tuple[ast.AST, str]] | None:
