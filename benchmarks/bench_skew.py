@@ -156,9 +156,12 @@ def _sources_trees(workdir: Path, site: Path) -> dict[str, Path]:
     return trees
 
 
-def _measured(command: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """CPU seconds (user + system) and peak RSS MB of one process run to its end."""
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def _measured(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """CPU seconds (user + system) and peak RSS MB of one process run to its end, started in
+    ``cwd`` (``python -m`` puts its folder first on ``sys.path``: not the checkout's)."""
+    process = subprocess.Popen(
+        command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
@@ -183,7 +186,7 @@ def sources(args: argparse.Namespace, site: Path) -> int:
                 out = args.workdir / "sources" / f"{name}-{side}.json"
                 command = [sys.executable, "-m", "ppaux_cli", "fingerprint"]
                 command += ["--sglang-path", str(tree), "-o", str(out)]
-                figures.setdefault((name, side), []).append(_measured(command, env))
+                figures.setdefault((name, side), []).append(_measured(command, env, args.workdir))
                 if name == "error_at_end":
                     files = json.loads(out.read_text("utf-8"))["sglang"]["files"]
                     status[side] = files[0]["status"]
