@@ -4,6 +4,7 @@ Run::
 
     python benchmarks/bench_skew.py [--runs 7] [--distributed-runs 3] [--wheel SGLANG_WHL]
                                     [--workdir /tmp/ppaux-bench-skew]
+    python benchmarks/bench_skew.py --sources [--before PPAUX_SOURCE_DIR] [--runs 5]
 
 It times whole processes, interleaved run by run so that a noisy neighbour slows both alike:
 
@@ -19,6 +20,12 @@ It times whole processes, interleaved run by run so that a noisy neighbour slows
 
 It prints a Markdown table (median, min and max wall seconds), the ratio the fingerprint target is
 stated in, and whether each target holds. The driver never imports torch.
+
+With ``--sources`` it measures only ``fingerprint --sglang-path TREE`` (CPU seconds and peak RSS
+of the process, from ``os.wait4``) on the installed files, the same with a syntax error at the
+scheduler file's end, and with a transport module of 40,000 ``except`` clauses; with
+``--before DIR`` (``git archive REV ppaux | tar -x -C DIR``) each run is made with that ppaux
+too, in turn; the target is under 2 s of CPU and 250 MB for each.
 """
 
 from __future__ import annotations
@@ -55,6 +62,9 @@ TARGET_FINGERPRINT_S = 0.3
 TARGET_FINGERPRINT_SPEEDUP = 5.0
 TARGET_CHECK_SKEW_S = 1.0
 TARGET_DISTRIBUTED_S = 10.0
+# Any source tree under 1 MB a file (--sources).
+TARGET_SOURCE_CPU_S = 2.0
+TARGET_SOURCE_MB = 250
 
 
 def _default_wheel() -> Path | None:
@@ -127,18 +137,109 @@ def _row(label: str, times: list[float]) -> str:
     )
 
 
+def _sources_trees(workdir: Path, site: Path) -> dict[str, Path]:
+    """Trees to fingerprint: the installed files, the same with a syntax error at the end of
+    the scheduler file (in no definition ppaux reads), and with the transport module as one
+    ``try`` of 40,000 ``except`` clauses (valid Python, just under 1 MB)."""
+    trees = {}
+    for name in ("real", "error_at_end", "many_clauses"):
+        tree = workdir / "sources" / name
+        if tree.exists():
+            shutil.rmtree(tree)
+        shutil.copytree(site, tree)
+        trees[name] = tree
+    scheduler = trees["error_at_end"] / READ_BY_PPAUX[1]
+    scheduler.write_text(scheduler.read_text("utf-8") + "\n\ndef unused():\n    x = = 1\n", "utf-8")
+    clauses = "".join(f"except E{n}:\n    x = {n}\n" for n in range(40_000))
+    source = "try:\n    pass\n" + clauses[: 1_000_000 - 100]
+    (trees["many_clauses"] / READ_BY_PPAUX[4]).write_text(source[: source.rindex("except")])
+    return trees
+
+
+def _measured(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """CPU seconds (user + system) and peak RSS MB of one process run to its end, started in
+    ``cwd`` (``python -m`` puts its folder first on ``sys.path``: not the checkout's)."""
+    process = subprocess.Popen(
+        command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} exited {process.returncode}")
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def sources(args: argparse.Namespace, site: Path) -> int:
+    """``--sources``: fingerprint's CPU time and peak memory on the trees of
+    :func:`_sources_trees`, with ``--before`` (a ppaux source folder) and this checkout, run in
+    turn; and the scheduler file's status each gives the tree with the error at its end."""
+    trees = _sources_trees(args.workdir, site)
+    sides = {"after": REPO}
+    if args.before is not None:
+        sides = {"before": args.before, **sides}
+    figures: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    status: dict[str, str] = {}
+    for _ in range(args.runs):
+        for name, tree in trees.items():
+            for side, root in sides.items():
+                env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(root)}
+                out = args.workdir / "sources" / f"{name}-{side}.json"
+                command = [sys.executable, "-m", "ppaux_cli", "fingerprint"]
+                command += ["--sglang-path", str(tree), "-o", str(out)]
+                figures.setdefault((name, side), []).append(_measured(command, env, args.workdir))
+                if name == "error_at_end":
+                    files = json.loads(out.read_text("utf-8"))["sglang"]["files"]
+                    status[side] = files[0]["status"]
+    print(
+        f"{datetime.date.today()}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f}; median of {args.runs} runs of each"
+    )
+    print()
+    print("| tree | " + " | ".join(f"{side}: CPU s, peak MB" for side in sides) + " |")
+    print("|---|" + "---|" * len(sides))
+    ok = True
+    for name in trees:
+        cells = []
+        for side in sides:
+            runs = figures[(name, side)]
+            cpu = statistics.median(r[0] for r in runs)
+            rss = statistics.median(r[1] for r in runs)
+            cells.append(f"{cpu:.2f}, {rss:.0f}")
+            if side == "after" and (cpu >= TARGET_SOURCE_CPU_S or rss >= TARGET_SOURCE_MB):
+                ok = False
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print()
+    print(
+        "scheduler file with an error at its end: "
+        + ", ".join(f"{s}: {v}" for s, v in status.items())
+    )
+    print(
+        f"- {'met' if ok else 'MISSED'}: every tree under {TARGET_SOURCE_CPU_S:g} s of CPU and "
+        f"{TARGET_SOURCE_MB} MB"
+    )
+    return 0 if ok else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="runs of each quick command (>= 5)")
     parser.add_argument("--distributed-runs", type=int, default=3, help="runs of the torchrun case")
     parser.add_argument("--wheel", type=Path, default=None, help="the sglang 0.5.23 wheel")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/ppaux-bench-skew"))
+    parser.add_argument(
+        "--sources", action="store_true", help="only fingerprint's cost on hostile sources"
+    )
+    parser.add_argument(
+        "--before", type=Path, default=None, help="with --sources: a ppaux source folder to compare"
+    )
     args = parser.parse_args(argv)
     if args.runs < 5:
         parser.error("--runs must be at least 5 (the targets are medians of five or more)")
     wheel = args.wheel or _default_wheel()
     args.workdir.mkdir(parents=True, exist_ok=True)
     site, installed = _installed_sglang(args.workdir, wheel)
+    if args.sources:
+        return sources(args, site)
     folder = _fingerprints(args.workdir)
     env = {
         k: v

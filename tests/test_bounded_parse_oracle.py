@@ -30,6 +30,8 @@ SOUND = st.sampled_from(
         b"w = 1 + \\\n    2",
         b'd = """one\ntwo"""',
         b"return x",
+        b"z = 2;",
+        b"a = 1; b = 2 ;",
     ]
 )
 #: Lines CPython refuses, alone or where they stand (a coding cookie after the first lines is
@@ -43,6 +45,7 @@ FAULTS = st.sampled_from(
         b"x = (",
         b"x = 1)",
         b"x = 'open",
+        b'x = """open',
         b"del f()",
         b"else:",
         b"\x0cz = 3",
@@ -73,7 +76,7 @@ def _block(children: st.SearchStrategy[list[bytes]]) -> st.SearchStrategy[list[b
             out.append(header)
             if header.startswith(b"@"):
                 continue
-            body = [*bodies[k % len(bodies)], b"pass"]  # never only comments
+            body = [b"pass", *bodies[k % len(bodies)]]  # never only comments
             out.extend(indent + line.replace(b"\n", b"\n" + indent) for line in body)
         return out
 
@@ -225,6 +228,92 @@ def test_a_files_bytes_are_read_as_cpython_reads_them(name):
     data = BYTE_CASES[name]
     assert len(data) > CHUNK_BYTES
     assert _outcome(parse_source, data) == _outcome(ast.parse, data)
+
+
+#: Texts that run on to their end inside a string or a bracket, far more than a part past
+#: where it opens, and statements put back together from parts.
+FAR_CASES = {
+    "a triple-quoted string left open": lambda end: PAD + 'x = """open\n' + PAD + end,
+    "one left open in an indented body": lambda end: "if x:\n    y = '''a\n" + PAD * 2 + end,
+    "a bracket left open before a statement": lambda end: "x = (\n" + PAD * 2 + end,
+    "a bracket left open, brackets inside": lambda end: (
+        "x = [\n" + "(1000000,\n2000000),\n" * 4000 + end
+    ),
+    "a body ending with a semicolon": lambda end: (
+        "def f():\n" + "    a = 1\n" * 8000 + "    b = 2;" + end
+    ),
+    "a body ending with a semicolon after a backslash": lambda end: (
+        "class C:\n" + "    a = 1\n" * 8000 + "    b = 2 \\\n;" + end
+    ),
+}
+
+
+@pytest.mark.parametrize("end", ["\n", "", "\n\n# last\n", "\r\n"])
+@pytest.mark.parametrize("name", sorted(FAR_CASES))
+def test_what_runs_on_past_a_part_is_told_as_cpython_tells_it(name, end):
+    """The message (an unterminated string is "detected at" the file's last line), its line,
+    and a statement's end column (a trailing ``;`` is its last token) are CPython's."""
+    text = FAR_CASES[name](end)
+    if end == "\r\n":
+        text = text.replace("\n", "\r\n")
+    assert len(text) > 2 * CHUNK_BYTES
+    expected = _outcome(ast.parse, text.encode())
+    assert _outcome(parse_source, text) == expected
+    assert _outcome(parse_source, text.encode()) == expected
+
+
+def _clauses(head: str, clause: str, n: int, tail: str) -> str:
+    return head + "".join(clause.format(k=k) for k in range(n)) + tail
+
+
+#: Statements of thousands of clauses, split into parts of whole clauses.
+CLAUSE_CASES = {
+    "try, except": lambda: _clauses("try:\n    a = 1\n", "except E{k}:\n    b = {k}\n", 4000, ""),
+    "try, bare except first, else, finally": lambda: _clauses(
+        "try:\n    a = 1\nexcept:\n    pass\n",
+        "except E{k}:\n    b = {k};\n",
+        4000,
+        "else:\n    c = 1\nfinally:\n    d = 2\n",
+    ),
+    "try, except and except*": lambda: _clauses(
+        "try:\n    a = 1\n", "except E{k}:\n    b = {k}\n", 4000, "except* F:\n    pass\n"
+    ),
+    "except*": lambda: _clauses("try:\n    a = 1\n", "except* E{k}:\n    b = {k}\n", 4000, ""),
+    "if, elif, else with an if": lambda: _clauses(  # a chain of elifs nests: 150 of them
+        "if a:\n    pass\n",
+        "elif b == {k}:\n" + "    c = {k}\n" * 40,
+        150,
+        "else:\n    if d:\n        pass\n    else:\n        e = 1\n",
+    ),
+    "for, else": lambda: "for a in b:\n" + "    c = 1\n" * 8000 + "else:\n" + "    d = 2\n" * 8000,
+    "while, else": lambda: "while a:\n" + "    c = 1\n" * 8000 + "else:\n    d = 2;\n",
+    "a class's method of many clauses": lambda: (
+        "class C:\n    def f(self):\n"
+        + _clauses(
+            "        try:\n            a = 1\n",
+            "        except E{k}:\n            b = {k}\n",
+            3000,
+            "",
+        )
+        + "        else:\n            pass\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLAUSE_CASES))
+def test_a_statement_of_many_clauses_is_put_back_together(name):
+    """The tree, with every position, or the error, is CPython's."""
+    text = CLAUSE_CASES[name]()
+    assert len(text) > 2 * CHUNK_BYTES
+    assert _outcome(parse_source, text) == _outcome(ast.parse, text)
+
+
+def test_an_unfinished_text_with_bytes_not_utf8_names_the_bad_name():
+    """A name of bytes that are not UTF-8 inside a bracket left open: CPython stops at it."""
+    data = b"x = [\n" + b"1,\n" * 5000 + b"a\xcf,\n" + b"2,\n" * 12000
+    expected = _outcome(ast.parse, data)
+    assert str(expected[1]).startswith("(unicode error)")
+    assert _outcome(parse_source, data) == expected
 
 
 def test_the_comment_case_is_valid_and_the_string_case_names_the_strings_line():

@@ -33,7 +33,7 @@ EXPECTED = {
     "ppaux.sglang.loader.SglangNotFound": LookupError,
     "ppaux.sglang.logical_lines.Unsplittable": None,
     "ppaux.sglang.logical_lines.StatementTooLarge": ValueError,
-    "ppaux.sglang.bounded_parse._Found": None,
+    "ppaux.sglang.statement_parts.Found": None,
     "ppaux.sglang.releases.UnknownReleaseError": ValueError,
     "ppaux.skew.fingerprint.FingerprintError": ValueError,
     "ppaux.skew.fingerprint._Invalid": None,

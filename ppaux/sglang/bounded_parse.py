@@ -10,11 +10,11 @@ The file is first cut with :mod:`tokenize` (linear, and exact about strings, bra
 indentation) into logical lines, and those into statements: a statement is its header lines
 (decorators, ``else``/``elif``/``except``/``finally`` clauses) and their indented bodies.
 Consecutive statements are parsed together in chunks of at most :data:`CHUNK_BYTES`; a statement
-larger than that (a class or function of a megabyte) is checked as its skeleton, each body
-replaced by ``pass``, and its bodies are cut the same way, down to single statements. When every
-part parses, the file's tree is the parts' trees put back together, their lines moved to the
-file's (where a statement of several clauses had to be split, ``if``/``else`` or ``try``, the
-whole file is parsed instead, which then costs what a valid file costs).
+larger than that (a class or function of a megabyte, a ``try`` of thousands of ``except``
+clauses) is checked as its skeleton, each body replaced by ``pass`` (in parts of whole clauses
+where the skeleton is itself large), and its bodies are cut the same way, down to single
+statements (:mod:`ppaux.sglang.clause_split`). When every part parses, the file's tree is the
+parts' trees put back together, each on the file's lines (:mod:`ppaux.sglang.statement_parts`).
 
 A part that fails raises the parser's own ``SyntaxError`` with the line moved to the file's
 line, and read as CPython reads the whole file: a body's part inside wrappers that give the
@@ -26,20 +26,19 @@ sees it, a shorter one is parsed whole, as is a ``match`` statement (its ``case`
 not statements) and a file where a statement starts on a line holding only a backslash, whose
 indentation :mod:`tokenize` does not read as CPython's tokenizer does; a text the tokenizer
 cannot finish (a bracket or a triple-quoted string left open to the end) is reported from at
-most :data:`CHUNK_BYTES` of the text from the statement where it stopped.
+most :data:`CHUNK_BYTES` of the text from the statement where it stopped (cut where as many
+brackets are open as at the file's end), its "detected at" line the file's last.
 """
 
 from __future__ import annotations
 
 import ast
-import bisect
 import gc
 import io
 import sys
 import warnings
-from dataclasses import dataclass
 
-from ppaux.errors import PpauxError
+from ppaux.sglang.clause_split import Checker
 from ppaux.sglang.logical_lines import (
     MAX_STATEMENT_TOKENS,
     PART_BYTES,
@@ -50,21 +49,12 @@ from ppaux.sglang.logical_lines import (
     logical_lines,
     scanned,
 )
+from ppaux.sglang.statement_parts import TOKENIZER_ERRORS, Found
 
 __all__ = ["CHUNK_BYTES", "MAX_STATEMENT_TOKENS", "StatementTooLarge", "parse_source"]
 
 #: Most text of a file handed to CPython's parser before the file is known to be valid Python.
 CHUNK_BYTES = PART_BYTES
-_CLAUSES = frozenset({"else", "elif", "except", "finally"})
-
-
-@dataclass(frozen=True)
-class _Statement:
-    """Logical lines ``[first, stop)``; ``clauses`` are (header index, body start, body stop)."""
-
-    first: int
-    stop: int
-    clauses: tuple[tuple[int, int, int], ...]
 
 
 def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module:
@@ -78,8 +68,27 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
         return ast.parse(source, filename)  # small, or refused before any parsing (NUL)
     text, raw = decoded(source, filename) if isinstance(source, bytes) else (source, False)
     ending = "\r\n" if "\r\n" in text else "\n"  # CPython counts a last CRLF line's end
+    crlf_end = text.endswith("\r\n")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = io.StringIO(text).readlines()
+    last_row = len(lines) + crlf_end
+    try:
+        return _parsed(source, text, lines, filename, raw, ending)
+    except SyntaxError as exc:
+        if not exc.msg.startswith(_UNTERMINATED):
+            raise
+        # CPython's tokenizer reads such a string to the file's end, and names the line there
+        # (a last line ended by CRLF counts once more); a part of the file names its own end.
+        message = f"{_UNTERMINATED} (detected at line {last_row})"
+        raise type(exc)(message, (filename, exc.lineno, exc.offset, exc.text)) from None
+
+
+_UNTERMINATED = "unterminated triple-quoted string literal"
+
+
+def _parsed(
+    source: str | bytes, text: str, lines: list[str], filename: str, raw: bool, ending: str
+) -> ast.Module:
     # Syntax trees hold no reference cycles: the collector, which the parts' hundreds of
     # thousands of nodes would start again and again, would find nothing (a third of the time).
     collecting = gc.isenabled()
@@ -120,7 +129,7 @@ def _quick(
     if logical is None:
         return None, False
     try:
-        checker = _Checker(lines, logical, filename, raw, ending)
+        checker = Checker(lines, logical, filename, raw, ending, CHUNK_BYTES)
         body = checker.block(0, len(logical), 1, len(lines), 0)
     except SyntaxError:
         if sys.version_info < (3, 12):
@@ -135,7 +144,7 @@ def _check(text: str, lines: list[str], filename: str, raw: bool, ending: str) -
     """Raise the first part's syntax error, if any part of the file has one; else the file's
     tree when its top-level parts give it (none had to be split), or None."""
     logical, failure = logical_lines(text, lines, filename)
-    checker = _Checker(lines, logical, filename, raw, ending)
+    checker = Checker(lines, logical, filename, raw, ending, CHUNK_BYTES)
     if failure is None:
         body = checker.block(0, len(logical), 1, len(lines), 0)
         return None if body is None else ast.Module(body=body, type_ignores=[])
@@ -165,32 +174,19 @@ def _check(text: str, lines: list[str], filename: str, raw: bool, ending: str) -
     raise error
 
 
-#: How CPython's tokenizer words the errors it raises itself: when the parser fails first,
-#: CPython tokenizes the rest of the file, and the first of these found there is the error.
-_TOKENIZER_ERRORS = (
-    "unmatched '",
-    "closing parenthesis '",
-    "unterminated string literal",
-    "unterminated triple-quoted string literal",
-    "invalid character '",
-    "invalid non-printable character",
-    "unexpected character after line continuation",
-    "too many nested parentheses",
-    "invalid decimal literal",
-    "invalid hexadecimal literal",
-    "invalid octal literal",
-    "invalid binary literal",
-    "invalid digit '",
-    "leading zeros in decimal integer literals",
-)
-
-
-class _Found(PpauxError):
-    """The tokenizer's error of a later part (see :func:`_later_tokenizer_error`)."""
-
-    def __init__(self, error: SyntaxError) -> None:
-        super().__init__(error.msg)
-        self.error = error
+def _bad_name(exc: SyntaxError) -> bool:
+    """Whether ``exc`` is a name's bytes that are not UTF-8 (the error points at the byte): the
+    parser stops there at once, and CPython looks at nothing after it. (A string's bytes that
+    are not UTF-8 point past the string, and the rest of the file is read as after any parser
+    error.)"""
+    text, offset = exc.text, exc.offset
+    return (
+        exc.msg.startswith("(unicode error)")
+        and text is not None
+        and offset is not None
+        and 0 < offset <= len(text)
+        and text[offset - 1] == "\ufffd"
+    )
 
 
 def _later_tokenizer_error(
@@ -207,381 +203,24 @@ def _later_tokenizer_error(
     bracket, an unterminated string, an invalid character) is the one reported. The parts
     after ``exc``'s line are parsed (each part's own message already prefers its tokenizer's
     errors); None when none fails so."""
-    if exc.lineno is None or exc.msg.startswith(_TOKENIZER_ERRORS):
+    if exc.lineno is None or exc.msg.startswith(TOKENIZER_ERRORS) or _bad_name(exc):
         return None
     logical = scanned
     failure = None
     if logical is None:
         logical, failure = logical_lines(text, lines, filename)
-    checker = _Checker(lines, logical, filename, raw, ending)
+    checker = Checker(lines, logical, filename, raw, ending, CHUNK_BYTES)
     checker.keep = False
     checker.scan_after = exc.lineno
     try:
         if logical:
             last_row = len(lines) if failure is None else logical[-1].end
             checker.block(0, len(logical), 1, last_row, 0)
-    except _Found as found:
+    except Found as found:
         return found.error
     except SyntaxError:
         return None
-    if failure is not None and failure[0].msg.startswith(_TOKENIZER_ERRORS):
+    if failure is not None and failure[0].msg.startswith(TOKENIZER_ERRORS):
         if (failure[0].lineno or 0) > exc.lineno:
             return failure[0]
     return None
-
-
-class _Checker:
-    """Parses a file's statements in bounded parts; raises the first part's syntax error."""
-
-    def __init__(
-        self,
-        lines: list[str],
-        logical: list[Logical],
-        filename: str,
-        raw: bool = False,
-        ending: str = "\n",
-    ) -> None:
-        self.lines = lines
-        self.ending = ending
-        # The file is UTF-8 with bytes that are not: its parts go to the parser as the file's
-        # bytes, so that it reads them as it reads the file (a comment's bytes are not
-        # decoded, a string's are).
-        self.raw = raw
-        self.logical = logical
-        self.filename = filename
-        self.offsets = [0]
-        for line in lines:
-            self.offsets.append(self.offsets[-1] + len(line))
-        # Each enclosing body's indentation (its first line's), first row and header's first
-        # word, outermost first.
-        self.bodies: list[tuple[str, int, str]] = []
-        # False once a split statement's tree cannot be put back together: the parts are then
-        # only checked, and their trees not moved to the file's lines.
-        self.keep = True
-        self.starts: list[int] | None = None  # the logical lines' first rows, once needed
-        # Set when only the parts after this line are looked at, for a tokenizer's error.
-        self.scan_after: int | None = None
-
-    def size(self, first_row: int, last_row: int) -> int:
-        return self.offsets[last_row] - self.offsets[first_row - 1]
-
-    def block(
-        self, first: int, stop: int, first_row: int, last_row: int, depth: int
-    ) -> list[ast.stmt] | None:
-        """Check the sibling statements of logical lines ``[first, stop)``, which with their
-        comments span rows ``first_row`` - ``last_row``: their trees, lines the file's, or None
-        where a split statement's tree cannot be put back together here."""
-        statements = self.statements(first, stop)
-        out: list[ast.stmt] | None = []
-        chunk_start = first_row
-        for k, statement in enumerate(statements):
-            end_row = (
-                self.logical[statements[k + 1].first].start - 1
-                if k + 1 < len(statements)
-                else last_row
-            )
-            begin = first_row if k == 0 else self.logical[statement.first].start
-            if self.size(begin, end_row) > CHUNK_BYTES and self.splittable(statement):
-                if chunk_start < begin:
-                    out = _joined(out, self.parse_rows(chunk_start, begin - 1, depth))
-                out = _joined(out, self.split(statement, begin, end_row, depth))
-                chunk_start = end_row + 1
-            elif self.size(chunk_start, end_row) > CHUNK_BYTES and chunk_start < begin:
-                out = _joined(out, self.parse_rows(chunk_start, begin - 1, depth))
-                chunk_start = begin
-        if chunk_start <= last_row and statements:
-            out = _joined(out, self.parse_rows(chunk_start, last_row, depth))
-        return out
-
-    def statements(self, first: int, stop: int) -> list[_Statement]:
-        out: list[_Statement] = []
-        index = first
-        while index < stop:
-            depth = self.logical[index].depth
-            begin = index
-            while index < stop and self.logical[index].word == "@":
-                index += 1
-            clauses: list[tuple[int, int, int]] = []
-            while index < stop:
-                header = index
-                index += 1
-                while index < stop and self.logical[index].depth > depth:
-                    index += 1
-                clauses.append((header, header + 1, index))
-                if index >= stop or self.logical[index].word not in _CLAUSES:
-                    break
-            out.append(_Statement(begin, index, tuple(clauses)))
-        return out
-
-    def splittable(self, statement: _Statement) -> bool:
-        if not statement.clauses:  # decorators that decorate nothing
-            return False
-        header = self.logical[statement.clauses[0][0]]
-        return header.word != "match" and any(s < e for _, s, e in statement.clauses)
-
-    def split(
-        self, statement: _Statement, begin: int, end_row: int, depth: int
-    ) -> list[ast.stmt] | None:
-        """Check a large statement as its skeleton (bodies as ``pass``), then each body; its
-        tree when it has one clause (a class, a function, a loop or ``with`` without ``else``)."""
-        # Each clause's header keeps its rows (blank lines stand for the bodies left out), and
-        # its body is one ``pass`` on the body's first row.
-        text = self.lines[begin - 1 : self.logical[statement.clauses[0][0]].start - 1]
-        for header, body_start, body_stop in statement.clauses:
-            line = self.logical[header]
-            text += ["\n"] * (line.start - begin - len(text))
-            text += self.lines[line.start - 1 : line.end]
-            if body_start < body_stop:
-                # Any indentation deeper than the header's holds the one ``pass``: the header's
-                # own and a space (a body's first line may hold only a backslash).
-                first_body = self.logical[body_start].start
-                indent = self.lines[line.start - 1]
-                indent = indent[: len(indent) - len(indent.lstrip(" \t\f"))]
-                text += ["\n"] * (first_body - begin - len(text))
-                text.append(f"{indent} pass\n")
-        if len(statement.clauses) != 1:
-            self.keep = False
-
-        def check_bodies(before: int) -> list[list[ast.stmt] | None]:
-            """Check the bodies that start before row ``before``; their trees."""
-            out: list[list[ast.stmt] | None] = []
-            spans = []
-            for k, (header, body_start, body_stop) in enumerate(statement.clauses):
-                if body_start >= body_stop or self.logical[body_start].start >= before:
-                    continue
-                following = statement.clauses[k + 1][0] if k + 1 < len(statement.clauses) else None
-                last = self.logical[following].start - 1 if following is not None else end_row
-                spans.append((header, body_start, body_stop, last))
-            if not self.keep and self.scan_after is None:
-                spans = self.unchecked(spans)  # no trees wanted: bodies parsed together first
-            for header, body_start, body_stop, last in spans:
-                first_row = self.logical[body_start].start
-                inner = self.logical[body_start].depth
-                word = self.logical[header].word
-                self.bodies.append((_indentation(self.lines[first_row - 1]), first_row, word))
-                try:
-                    out.append(self.block(body_start, body_stop, first_row, last, inner))
-                finally:
-                    self.bodies.pop()
-            return out
-
-        try:
-            skeleton = self.parse_text("".join(text), begin, depth, end_row + 1)
-        except (SyntaxError, _Found) as exc:
-            # A body before the failing header fails first in CPython's reading.
-            error = exc.error if isinstance(exc, _Found) else exc
-            check_bodies(error.lineno or 0)
-            raise
-        if not skeleton:  # only where the parts after an error are scanned
-            return None
-        bodies = check_bodies(end_row + 1)
-        node = skeleton[0]
-        body = bodies[0] if len(statement.clauses) == 1 and len(bodies) == 1 else None
-        if body is None or not body or not isinstance(node, _ONE_BODY):
-            return None
-        node.body = body
-        node.end_lineno, node.end_col_offset = body[-1].end_lineno, body[-1].end_col_offset
-        return [node]
-
-    def scanned(
-        self, text: str, first_row: int, depth: int, head: list[str], opened: bool
-    ) -> list[ast.stmt]:
-        """A part after the error being explained: raise :class:`_Found` if the tokenizer
-        refuses it; no trees."""
-        assert self.scan_after is not None
-        if first_row <= self.scan_after:
-            return []
-        if self.raw and first_row > 1 and not head:
-            head.insert(0, "# coding: utf-8\n")
-        padding = "\n" * max(0, first_row - 1 - len(head))
-        try:
-            tree = ast.parse(self.source(padding + "".join(head) + text), self.filename)
-        except SyntaxError as exc:
-            if exc.msg.startswith(_TOKENIZER_ERRORS):
-                raise _Found(
-                    type(exc)(exc.msg, (self.filename, exc.lineno, exc.offset, exc.text))
-                ) from None
-            return []
-        return _unwrapped(tree, depth, opened)
-
-    def source(self, text: str) -> str | bytes:
-        """What the parser is given for ``text``: the file's own bytes where :attr:`raw`."""
-        if self.ending != "\n":  # the file's own line ends: CPython counts a last CRLF's
-            text = text.replace("\n", self.ending)
-        return text.encode("utf-8", "surrogateescape") if self.raw else text
-
-    def unchecked(self, spans: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
-        """Of a split statement's bodies (header, body start, body stop, last row), those still
-        to check one by one: bodies indented alike are parsed together, up to
-        :data:`CHUNK_BYTES` at a time, as one block (a statement of 40,000 ``except`` clauses
-        is then a few dozen parses, not 40,000); a group that fails is checked body by body,
-        which names the error as CPython does."""
-        left: list[tuple[int, int, int, int]] = []
-        group: list[tuple[int, int, int, int]] = []
-        size = 0
-
-        def flush() -> None:
-            if not group:
-                return
-            header = group[0][0]
-            text = "".join(
-                "".join(self.lines[self.logical[b].start - 1 : last]) for _, b, _, last in group
-            )
-            head = [
-                f"{ind}{_WRAPPERS.get(word, 'if 1:')}\n"
-                for ind, word in zip(
-                    ["", *(i for i, _, _ in self.bodies)],
-                    [*(w for _, _, w in self.bodies), self.logical[header].word],
-                    strict=True,
-                )
-            ]
-            try:
-                ast.parse(self.source("".join(head) + text), self.filename)
-            except (SyntaxError, ValueError, MemoryError, RecursionError):
-                left.extend(group)
-            group.clear()
-
-        for span in spans:
-            _, body_start, _, last = span
-            first_row = self.logical[body_start].start
-            body_size = self.size(first_row, last)
-            alike = not group or _indentation(self.lines[first_row - 1]) == _indentation(
-                self.lines[self.logical[group[0][1]].start - 1]
-            )
-            if body_size > CHUNK_BYTES:
-                flush()
-                left.append(span)
-                continue
-            if not alike or size + body_size > CHUNK_BYTES:
-                flush()
-                size = 0
-            group.append(span)
-            size += body_size
-        flush()
-        return left
-
-    def parse_rows(self, first_row: int, last_row: int, depth: int) -> list[ast.stmt]:
-        text = "".join(self.lines[first_row - 1 : last_row])
-        return self.parse_text(text, first_row, depth, last_row + 1)
-
-    def parse_text(self, text: str, first_row: int, depth: int, next_row: int) -> list[ast.stmt]:
-        """Parse ``text``, which starts at the file's row ``first_row``, into trees on the
-        file's lines. A body's text (depth above 0) is parsed inside one ``if 1:`` (``def _():``
-        for a function's or class's body) per enclosing body, each indented as that body is in
-        the file, and after a ``pass`` that opens its own body as the file does (unless the
-        text does): CPython's tokenizer then sees the indentation the file gives it (its
-        levels, and tabs against spaces), and the parser about the depth. Parsed where it
-        stands, then moved (blank lines put before it would cost each part what the file
-        before it holds: quadratic in the parts); a part that fails is parsed again behind
-        blank lines, so that the error names the file's lines, its message too, and with
-        the file's text that follows (from ``next_row``), which CPython reads past the
-        failing token: its error is then the one the file gives."""
-        head: list[str] = []
-        opened = False
-        if depth:
-            outer = ["", *(indent for indent, _, _ in self.bodies)]
-            words = [word for _, _, word in self.bodies] + [""] * depth
-            head = [
-                f"{indent}{_WRAPPERS.get(word, 'if 1:')}\n"
-                for indent, word in zip(outer[:depth], words, strict=False)
-            ]
-            indent, body_row, _ = (
-                self.bodies[depth - 1] if len(self.bodies) >= depth else ("", 0, "")
-            )
-            if body_row and body_row < first_row:
-                head.append(f"{indent}pass\n")
-                opened = True
-        if self.scan_after is not None:
-            return self.scanned(text, first_row, depth, head, opened)
-        if self.raw and first_row > 1 and not head:
-            # A part's two first lines are not the file's: no coding cookie may be read there
-            # (after a wrapper's line, none is).
-            head.insert(0, "# coding: utf-8\n")
-        wrapper = "".join(head)
-        try:
-            tree = ast.parse(self.source(wrapper + text), self.filename)
-        except SyntaxError:
-            pass  # again with the file's lines, so that the message names them (below)
-        else:
-            if self.keep:
-                ast.increment_lineno(tree, first_row - 1 - len(head))
-            return _unwrapped(tree, depth, opened)
-        padding = "\n" * max(0, first_row - 1 - len(head))
-        try:
-            tree = ast.parse(self.source(padding + wrapper + text), self.filename)
-        except SyntaxError as exc:
-            error = self.with_following(padding + wrapper + text, next_row, exc)
-            raise type(error)(
-                error.msg, (self.filename, error.lineno, error.offset, error.text)
-            ) from None
-        return _unwrapped(tree, depth, opened)
-
-    def with_following(self, text: str, next_row: int, exc: SyntaxError) -> SyntaxError:
-        """The error of ``text`` (on the file's rows, ending before ``next_row``) followed by
-        the file's next two logical lines (at most :data:`CHUNK_BYTES` past the first): the
-        error CPython gives there when it lies before the second, which only a cut could
-        make; else ``exc``."""
-        if self.starts is None:
-            self.starts = [line.start for line in self.logical]
-        index = bisect.bisect_left(self.starts, next_row)
-        gap = "\n" * max(0, next_row - 1 - text.count("\n"))
-        if index >= len(self.logical):
-            # Only comments and blank lines follow: where the file ends is what counts.
-            tail = "\n" * max(0, len(self.lines) - next_row + 1)
-            try:
-                ast.parse(self.source(text + gap + tail), self.filename)
-            except SyntaxError as wider:
-                return wider
-            except (ValueError, MemoryError, RecursionError):
-                pass
-            return exc
-        first = self.logical[index]
-        last = self.logical[index + 1].end if index + 1 < len(self.logical) else len(self.lines)
-        if self.size(first.end + 1, last) > CHUNK_BYTES:
-            last = first.end
-        following = "".join(self.lines[next_row - 1 : last])
-        try:
-            ast.parse(self.source(text + gap + following), self.filename)
-        except SyntaxError as wider:
-            if last == len(self.lines) or (wider.lineno or last) <= first.end:
-                return wider
-        except (ValueError, MemoryError, RecursionError):
-            pass
-        return exc
-
-
-_ONE_BODY = (
-    ast.ClassDef,
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.With,
-    ast.AsyncWith,
-    ast.For,
-    ast.AsyncFor,
-    ast.While,
-    ast.If,
-)
-
-
-# A function's or class's body costs CPython's parser more of its stack than other bodies do:
-# a part inside one is parsed inside a function, so that the parser's limit falls where it does.
-_WRAPPERS = {"def": "def _():", "async": "def _():", "class": "def _():"}
-
-
-def _indentation(line: str) -> str:
-    return line[: len(line) - len(line.lstrip(" \t\f"))]
-
-
-def _unwrapped(module: ast.Module, depth: int, opened: bool) -> list[ast.stmt]:
-    """The statements parsed: inside the ``if 1:`` wrappers of a body's text (depth above 0),
-    less the ``pass`` that opened the body."""
-    body = module.body
-    for _ in range(depth):
-        wrapper = body[0]
-        assert isinstance(wrapper, (ast.If, ast.FunctionDef))
-        body = wrapper.body
-    return body[1:] if opened else body
-
-
-def _joined(out: list[ast.stmt] | None, more: list[ast.stmt] | None) -> list[ast.stmt] | None:
-    return None if out is None or more is None else out + more

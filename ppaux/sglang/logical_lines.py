@@ -15,6 +15,7 @@ import ast
 import io
 import re
 import tokenize
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ppaux.errors import PpauxError
@@ -210,8 +211,12 @@ def logical_lines(
     brackets: list[tuple[str, int]] = []
     tokens = tokenize.generate_tokens(io.StringIO(text).readline)
     count = 0  # tokens of the logical line so far
+    # The rows of the logical line so far that end inside brackets, with how many are open.
+    ends: list[tuple[int, int]] = []
     try:
         for tok in tokens:
+            if tok.type == tokenize.NL and brackets:
+                ends.append((tok.start[0], len(brackets)))
             if tok.type == tokenize.INDENT:
                 depth += 1
             elif tok.type == tokenize.DEDENT:
@@ -241,13 +246,14 @@ def logical_lines(
                 start = None
                 line = tok.start[0] + 1
                 brackets.clear()
+                ends.clear()
                 count = 0
     except SyntaxError as exc:  # IndentationError, or a bracket closed unlike it opened
         row = start[0] if start is not None else (exc.lineno or 1)
         return out, (_located(exc, filename), depth > 0, row)
     except tokenize.TokenError as exc:
         row = start[0] if start is not None else (out[-1].end + 1 if out else 1)
-        error = _unfinished(lines, row, brackets, str(exc.args[0]), filename)
+        error = _unfinished(lines, row, brackets, str(exc.args[0]), filename, ends)
         return out, (error, depth > 0, row)
     if start is not None:  # the last line has no newline: tokenize still ends it
         out.append(Logical(start[0], len(lines), depth, start[1]))
@@ -270,9 +276,19 @@ def _located(exc: SyntaxError, filename: str) -> SyntaxError:
 
 
 def _unfinished(
-    lines: list[str], row: int, brackets: list[tuple[str, int]], reason: str, filename: str
+    lines: list[str],
+    row: int,
+    brackets: list[tuple[str, int]],
+    reason: str,
+    filename: str,
+    ends: Sequence[tuple[int, int]] = (),
 ) -> SyntaxError:
-    """The error for a text that runs to its end inside a bracket or string from ``row``."""
+    """The error for a text that runs to its end inside a bracket or string from ``row``.
+
+    ``ends`` are the rows from ``row`` on that end inside brackets, with how many are open. The
+    text read is cut at most :data:`_TAIL_BYTES` on, where as many brackets are open as at the
+    file's end: CPython's parser fails in it as in the file, and its tokenizer ends it with the
+    same bracket open, which it names instead where the parser failed after its line."""
     taken: list[str] = []
     size = 0
     row = min(row, len(lines))
@@ -281,11 +297,16 @@ def _unfinished(
             break
         taken.append(line)
         size += len(line)
+    if brackets and "string" not in reason and row - 1 + len(taken) < len(lines):
+        last = row - 1 + len(taken)
+        cuts = [end for end, open_ in ends if open_ == len(brackets) and end <= last]
+        if cuts:
+            taken = taken[: cuts[-1] - row + 1]
     whole = row - 1 + len(taken) == len(lines)
     indented = taken[0][:1] in " \t"
     head = "\n" * (row - 2) + "if 1:\n" if indented else "\n" * (row - 1)
     try:
-        ast.parse(head + "".join(taken))
+        ast.parse(_as_parsed(head + "".join(taken)))
     except SyntaxError as exc:
         if exc.lineno is not None and (whole or exc.lineno < row - 1 + len(taken)):
             return SyntaxError(exc.msg, (filename, exc.lineno, exc.offset, exc.text))
@@ -298,3 +319,13 @@ def _unfinished(
         char, opened = brackets[-1]
         return SyntaxError(f"'{char}' was never closed", (filename, opened, None, None))
     return SyntaxError(reason, (filename, row, None, None))
+
+
+def _as_parsed(text: str) -> str | bytes:
+    """``text`` as the parser must be given it: the file's own bytes where some are not UTF-8
+    (:func:`decoded` kept them as surrogates), which the parser reads as it reads the file's."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape")
+    return text
