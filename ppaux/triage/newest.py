@@ -29,6 +29,13 @@ _EPOCH_MEMBER = re.compile(
     r'"(?:ts|timestamp|__REALTIME_TIMESTAMP)"\s*:\s*"?(\d{13}|\d{16}|\d{19})\b'
 )
 
+#: A row's leading time without a zone (Grafana's CSV and TSV downloads write the browser's
+#: local time so, quoted or not; ISO 8601 without its ``Z``): read as it stands, since only
+#: the order of the rows' times matters here.
+_NAIVE_TIME = re.compile(
+    r'"?(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(?=["\t, ]|$)'
+)
+
 #: Rows of the head whose times are compared (enough to see the order, whatever the head).
 _MAX_ROWS = 2000
 #: Steps down in time, at the least, to call a log newest first.
@@ -52,9 +59,12 @@ def newest_first(head: bytes) -> bool:
         moment = _epoch_ns(text)
         if moment is None:
             seconds = peel_envelope(text[: _ROW_HEAD if text[:1] != "{" else len(text)]).time
-            if seconds is None:
-                continue
-            moment = round(seconds * 1e9)
+            if seconds is not None:
+                moment = round(seconds * 1e9)
+            else:
+                moment = _naive_ns(text)
+                if moment is None:
+                    continue
         if last is not None:
             if moment < last:
                 down += 1
@@ -74,6 +84,18 @@ def _epoch_ns(row: str) -> int | None:
         return None
     digits = found.group(1)
     return int(digits.ljust(19, "0"))  # in nanoseconds
+
+
+def _naive_ns(row: str) -> int | None:
+    """A row's leading time without a zone, in nanoseconds of a calendar that only orders
+    (days of 31 and months of 12 make no row later than one after it), or None."""
+    found = _NAIVE_TIME.match(row)
+    if found is None:
+        return None
+    year, month, day, hour, minute, second = (int(part) for part in found.groups()[:6])
+    fraction = int((found.group(7) or "").ljust(9, "0"))
+    days = (year * 12 + month) * 31 + day
+    return ((days * 24 + hour) * 60 + minute) * 60_000_000_000 + second * 10**9 + fraction
 
 
 class Reversed:

@@ -531,11 +531,8 @@ def read_log(
                 line = in_zone(line, local_zone)
             reader.take(line, marked, _weak(line.text) or _weak(text))
         reader.close_all()
-        reading.lines = scanner.line - 1
-        if backwards is not None:
-            reading.lines = backwards.total
-        if unwrapped is not None:
-            reading.lines = unwrapped.physical(scanner.line) - 1
+        past = scanner.line if backwards is None else backwards.total + 1
+        reading.lines = past - 1 if unwrapped is None else unwrapped.physical(past) - 1
         reading.long_lines = scanner.long_lines
         ended = compression_cut(opened)
         if ended is not None:

@@ -173,14 +173,19 @@ class Unwrapped(io.RawIOBase):
         return line
 
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        while not self._out:
-            self._out = self._line_out()
+        """As many lines as ``buffer`` holds: a reader's head is one read, and what tells a
+        log's shape (its envelope, its order) is read from the head."""
+        filled = 0
+        while filled < len(buffer):
             if not self._out:
-                return 0
-        size = min(len(buffer), len(self._out))
-        buffer[:size] = self._out[:size]
-        self._out = self._out[size:]
-        return size
+                self._out = self._line_out()
+                if not self._out:
+                    break
+            size = min(len(buffer) - filled, len(self._out))
+            buffer[filled : filled + size] = self._out[:size]
+            self._out = self._out[size:]
+            filled += size
+        return filled
 
     def close(self) -> None:
         if not self.closed:
