@@ -3,6 +3,7 @@ width, timed without a zone, several streams interleaved."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -177,4 +178,54 @@ def test_an_export_timed_without_a_zone_is_read_in_time_order(
         rows = rows[:1] + rows[:0:-1] if envelope != "iso" else rows[::-1]
     path = tmp_path / "export.log"
     path.write_text("".join(row + "\n" for row in rows), encoding="utf-8")
+    assert _roots(triage_paths([str(path)])) == [("PP802", f"PP{first}", exception)]
+
+
+def _loki_response(lines: list[str], backward: bool) -> str:
+    """Loki's query API response: one stream per pod (the pipeline rank of the line, or of the
+    traceback it belongs to; lines of no rank the parent's), each stream's values in the query's
+    direction, the streams one after the other."""
+    streams: dict[str, list[list[str]]] = {}
+    pod = "sglang-parent"
+    for n, line in enumerate(lines):
+        if line.startswith("[2026-"):
+            rank = line.split("]", 1)[0].rsplit(" ", 1)[-1]
+            pod = f"sglang-{rank.lower()}" if rank.startswith("PP") else "sglang-parent"
+        streams.setdefault(pod, []).append([str(BASE + n * 1_000_000), line])
+    result = [
+        {
+            "stream": {"pod": pod, "container": "sglang"},
+            "values": values[::-1] if backward else values,
+        }
+        for pod, values in sorted(streams.items())
+    ]
+    document = {"status": "success", "data": {"resultType": "streams", "result": result}}
+    return json.dumps(document)
+
+
+def test_a_loki_response_of_short_streams_newest_first_keeps_each_traceback_whole(tmp_path):
+    # three lines or fewer per rank before its failure: each stream steps down only twice
+    lines = _two_failures(2, "torch.OutOfMemoryError", 8)
+    for backward in (False, True):
+        path = tmp_path / f"loki-{backward}.json"
+        path.write_text(_loki_response(lines, backward), encoding="utf-8")
+        report = triage_paths([str(path)])
+        assert _roots(report) == [("PP802", "PP2", "torch.OutOfMemoryError")], backward
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    first=st.integers(0, 3),
+    exception=_EXCEPTIONS,
+    noise=st.integers(0, 40),
+    backward=st.booleans(),
+)
+def test_any_loki_response_of_one_stream_per_pod_keeps_the_root(
+    tmp_path, first, exception, noise, backward
+):
+    path = tmp_path / "loki.json"
+    lines = _two_failures(first, exception, noise)
+    path.write_text(_loki_response(lines, backward), encoding="utf-8")
     assert _roots(triage_paths([str(path)])) == [("PP802", f"PP{first}", exception)]
