@@ -526,10 +526,15 @@ def read_log(
                 if partial:
                     pieces[source_stream] = (number, text, time, time_text, marked)
                     continue
-            line = peel(number, text, time, time_text, source_stream, reading.launcher, stamped)
-            if local_zone is not None:
-                line = in_zone(line, local_zone)
-            reader.take(line, marked, _weak(line.text) or _weak(text))
+            # A record holding several lines (a collector that kept a write whole) gives each.
+            parts = text.split("\n") if "\n" in text else [text]
+            for part in parts:
+                line = peel(number, part, time, time_text, source_stream, reading.launcher, stamped)
+                if local_zone is not None:
+                    line = in_zone(line, local_zone)
+                if len(parts) > 1:
+                    marked = any(m in part for m in _MARKER_TEXTS)
+                reader.take(line, marked, _weak(line.text) or _weak(part))
         reader.close_all()
         past = scanner.line if backwards is None else backwards.total + 1
         reading.lines = past - 1 if unwrapped is None else unwrapped.physical(past) - 1
