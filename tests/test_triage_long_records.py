@@ -139,3 +139,39 @@ def test_a_long_record_keeps_its_start_and_its_end_as_one_record(start, middle, 
         message.startswith(text[:cut]) and message.endswith(text[cut:])
         for cut in range(len(text) + 1)
     )
+
+
+def _healthy(lines: int) -> list[str]:
+    return [
+        f"[2026-12-03 14:56:0{n % 10} PP{n % 2}] Decode batch, #running-req: {n}"
+        for n in range(lines)
+    ]
+
+
+def test_a_log_read_cut_with_no_failure_is_no_clean_pass(tmp_path):
+    lines = _healthy(20)
+    lines[7] += " " + "y" * (70 << 10)
+    lines[12] += " " + "z" * (70 << 10)
+    path = tmp_path / "sglang.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = triage_paths([str(path)])
+    (cut,) = (f for f in report.findings if f.code == "PP813")
+    assert cut.severity.value == "error"
+    assert cut.message == (
+        f"2 lines of {path} are longer than 65536 bytes (the first: line 8) and were read cut; "
+        "the 20 lines read hold no failure (limit max_log_line=65536 reached)"
+    )
+    assert cut.location["line"] == 8
+
+
+def test_a_log_read_whole_or_with_a_failure_gets_no_cut_finding(tmp_path):
+    whole = tmp_path / "whole.log"
+    whole.write_text("\n".join(_healthy(20)) + "\n", encoding="utf-8")
+    assert not [f for f in triage_paths([str(whole)]).findings if f.code == "PP813"]
+    lines = AUX.read_text(encoding="utf-8").splitlines()
+    lines[0] += " " + "y" * (70 << 10)
+    failed = tmp_path / "failed.log"
+    failed.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = triage_paths([str(failed)])
+    assert _roots(report) == ROOT
+    assert not [f for f in report.findings if f.code == "PP813"]

@@ -123,7 +123,9 @@ def test_a_wrapped_newest_first_export_has_the_oldest_first_root(tmp_path, envel
     exception=_EXCEPTIONS,
     noise=st.integers(4, 30),
     envelope=st.sampled_from(sorted(_ENVELOPES)),
-    width=st.one_of(st.none(), st.integers(60, 200)),
+    # a terminal's usual widths (at others, a cut can fall where wrapping is not told from
+    # content, in either order: the test below)
+    width=st.one_of(st.none(), st.sampled_from([80, 100, 120, 132, 160, 200])),
 )
 def test_any_newest_first_export_wrapped_or_not_keeps_the_root(
     tmp_path, first, exception, noise, envelope, width
@@ -136,6 +138,27 @@ def test_any_newest_first_export_wrapped_or_not_keeps_the_root(
         encoding="utf-8",
     )
     assert _roots(triage_paths([str(path)])) == [("PP802", f"PP{first}", exception)]
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    first=st.integers(0, 3),
+    exception=_EXCEPTIONS,
+    noise=st.integers(4, 30),
+    envelope=st.sampled_from(sorted(_ENVELOPES)),
+    width=st.integers(40, 200),
+)
+def test_a_wrapped_export_reads_the_same_newest_or_oldest_first(
+    tmp_path, first, exception, noise, envelope, width
+):
+    # at any width, narrower than a terminal's too: the order of the rows changes nothing
+    rows = _ENVELOPES[envelope](_two_failures(first, exception, noise))
+    oldest, newest = tmp_path / "oldest.log", tmp_path / "newest.log"
+    oldest.write_text(_wrapped(rows, width), encoding="utf-8")
+    newest.write_text(_wrapped(rows[::-1], width), encoding="utf-8")
+    assert _roots(triage_paths([str(newest)])) == _roots(triage_paths([str(oldest)]))
 
 
 def _naive(n: int, separator: str = " ") -> str:

@@ -102,6 +102,8 @@ class LogReading:
     more_failures: int = 0
     more_events: int = 0
     long_lines: int = 0
+    #: The first of those lines (0 when none).
+    first_long_line: int = 0
     #: Why a compressed log ended early, or None.
     cut: str | None = None
     #: The compression of a log that ended early (gzip, bzip2, xz, zstd).
@@ -539,6 +541,11 @@ def read_log(
         past = scanner.line if backwards is None else backwards.total + 1
         reading.lines = past - 1 if unwrapped is None else unwrapped.physical(past) - 1
         reading.long_lines = scanner.long_lines
+        if scanner.first_long_line:
+            long_at = scanner.first_long_line
+            if backwards is not None:
+                long_at = backwards.physical(long_at)
+            reading.first_long_line = long_at if unwrapped is None else unwrapped.physical(long_at)
         ended = compression_cut(opened)
         if ended is not None:
             reading.cut_compression, reading.cut = ended

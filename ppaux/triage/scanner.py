@@ -146,14 +146,44 @@ class Scanner:
         self._pos = 0
         self._eof = False
         self.line = 1
-        #: Lines longer than :attr:`max_line` seen (cut to that length).
+        #: Lines longer than :attr:`max_line` seen (cut to that length), and the first's number.
         self.long_lines = 0
+        self.first_long_line = 0
+        self._last_long = 0
         self._plan: list[tuple[bytes, list[tuple[bytes, int]]]] | None = None
         self._ahead: list[int] = []
         self._fills = 0
         #: The line that the last chunk cut in two, joined (without its newline), when it is
         #: still to be returned or counted.
         self._joint: bytes | None = None
+
+    def _count_long(self, number: int | None = None) -> None:
+        """Count the line ``number`` (the one being read by default) as longer than
+        :attr:`max_line`, once."""
+        number = self.line if number is None else number
+        if number == self._last_long:
+            return
+        self._last_long = number
+        self.long_lines += 1
+        if not self.first_long_line:
+            self.first_long_line = number
+
+    def _pass_lines(self, end: int) -> None:
+        """Pass the lines from the position to ``end`` (a line's start), counting the long ones:
+        each step looks for a newline among the next :attr:`max_line` + 1 bytes, so a region
+        costs a few steps per :attr:`max_line` bytes, searched in C."""
+        buffer, start, limit = self._buffer, self._pos, self.max_line
+        place = start
+        while end - place > limit:
+            newline = buffer.rfind(b"\n", place, place + limit + 1)
+            if newline < 0:
+                self._count_long(self.line + buffer.count(b"\n", start, place))
+                newline = buffer.find(b"\n", place + limit, end)
+                if newline < 0:
+                    break
+            place = newline + 1
+        self.line += buffer.count(b"\n", start, end)
+        self._pos = end
 
     def _fill(self) -> bool:
         """Read one more chunk; False at the end.
@@ -176,7 +206,7 @@ class Scanner:
         if newline >= 0:
             joint = rest + data[:newline]
             if len(joint) > self.max_line:
-                self.long_lines += 1
+                self._count_long()
                 joint = self._cut(joint)
             self._joint = joint
             self._buffer = data
@@ -228,20 +258,18 @@ class Scanner:
                 begin = buffer.rfind(b"\n", self._pos, hit) + 1
                 if begin <= 0:
                     begin = self._pos
-                self.line += buffer.count(b"\n", self._pos, begin)
-                self._pos = begin
+                self._pass_lines(begin)
                 return self.next_line()
             buffer = self._buffer
             last = buffer.rfind(b"\n", self._pos)
             if last >= 0:
-                self.line += buffer.count(b"\n", self._pos, last + 1)
-                self._pos = last + 1
+                self._pass_lines(last + 1)
             elif len(buffer) - self._pos > self.max_line:
                 # One line longer than a chunk holds no newline yet: keep only what a marker
                 # cut in two needs, so that memory stays bounded.
                 keep = max(len(m) for m in ALL_MARKERS)
                 self._pos = len(buffer) - keep
-                self.long_lines += 1
+                self._count_long()
             if not self._fill():
                 return None
 
@@ -254,7 +282,7 @@ class Scanner:
             end = self._buffer.find(b"\n", self._pos)
             if end >= 0:
                 if end - self._pos > self.max_line:
-                    self.long_lines += 1
+                    self._count_long()
                     line = self._cut(self._buffer[self._pos : end])
                 else:
                     line = _overwritten(self._buffer[self._pos : end])
@@ -285,8 +313,8 @@ class Scanner:
         JSON record's last bytes kept, see :func:`_spliced`)."""
         line = self._buffer[self._pos : self._pos + self.max_line]
         number = self.line
+        self._count_long()
         self.line += 1
-        self.long_lines += 1
         self._pos += self.max_line
         record = line[:2] == b'{"'
         kept = _tail_size(self.max_line) + _TAIL_SLACK

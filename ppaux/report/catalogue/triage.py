@@ -303,4 +303,31 @@ RULES = (
         ),
         area="triage",
     ),
+    Rule(
+        code="PP813",
+        name="triage-lines-cut-no-failure",
+        severity=Severity.ERROR,
+        summary="Lines of a log were longer than triage reads and the rest holds no failure.",
+        explanation=(
+            "Lines longer than the limit max_log_line were read cut (their start, and a JSON "
+            "record's end beside it), and no failure is in what was read: a failure written "
+            "inside what was left out (a traceback in one record, a message run on with "
+            "others) would not show, so the log does not show a healthy run. A log that does "
+            "hold a failure is triaged as usual; its JSON output counts the cut lines "
+            "(long_lines). " + _LOCATION
+        ),
+        causes=(
+            "A collector or an export that put many lines in one record.",
+            "Output without line ends (progress written with carriage returns, a binary dump).",
+        ),
+        fix=(
+            "Look at the line named; give the log one record per line, or raise the limit "
+            "max_log_line."
+        ),
+        example=(
+            "2 lines of sglang.log are longer than 65536 bytes (the first: line 13) and were "
+            "read cut; the 40 lines read hold no failure (limit max_log_line=65536 reached)"
+        ),
+        area="triage",
+    ),
 )
