@@ -110,6 +110,13 @@ def test_a_record_past_a_line_is_cut_at_its_own_end_and_the_next_are_read(tmp_pa
     assert {"PP803", "PP804"} <= codes
     (log,) = report.data["logs"]
     assert log["long_lines"] == 1 and log["lines"] == len(lines)
+    # the cut is said
+    (cut,) = (f for f in report.findings if f.code == "PP810")
+    assert cut.message == (
+        f"1 line of {path} is longer than 65536 bytes (the first: line {at + 1}) and was read "
+        "cut (a JSON record's start and end kept); what was read was triaged "
+        "(limit max_log_line=65536 reached)"
+    )
 
 
 @settings(max_examples=60, deadline=None)

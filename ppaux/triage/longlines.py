@@ -3,7 +3,7 @@
 A line longer than ``Limits.max_log_line`` is read cut: its start (a JSON record's end beside
 it). A failure written inside what was left out does not show, so a log that was cut so and
 holds no failure read is no proof of a healthy run (PP813); a log with a failure is triaged as
-usual, its cut lines counted in its JSON output.
+usual, its cut lines said (PP810, information).
 """
 
 from __future__ import annotations
@@ -17,11 +17,25 @@ __all__ = ["long_line_findings"]
 
 
 def long_line_findings(reading: LogReading, max_line: int) -> list[Finding]:
-    """PP813 for ``reading`` when some of its lines were read cut and nothing failed in it."""
-    if not reading.long_lines or reading.failures or reading.more_failures:
+    """For ``reading`` when some of its lines were read cut: PP813 when nothing failed in it,
+    else PP810 (what was there was triaged)."""
+    if not reading.long_lines:
         return []
     first = max(1, reading.first_long_line)
     are, were = ("is", "was") if reading.long_lines == 1 else ("are", "were")
+    if reading.failures or reading.more_failures:
+        return [
+            finding(
+                "PP810",
+                reading.source,
+                f"{counted(reading.long_lines, 'line')} of {shown(reading.source, None)} {are} "
+                f"longer than {max_line} bytes (the first: line {first}) and {were} read cut "
+                "(a JSON record's start and end kept); what was read was triaged "
+                + limit_note("max_log_line", max_line),
+                extra={"log": reading.source, "long_lines": reading.long_lines, "first": first},
+                location={"file": reading.source, "line": first, "function": "-"},
+            )
+        ]
     return [
         finding(
             "PP813",

@@ -253,7 +253,9 @@ RULES = (
         explanation=(
             "A traceback ends before its exception line (the process was killed while "
             "writing, or the log was rotated), or a compressed log (gzip, bzip2, xz, zstd) "
-            "ends early. The part that is there is still used. " + _LOCATION
+            "ends early, or lines longer than the limit max_log_line were read cut (their "
+            "start, and a JSON record's end beside it) in a log that holds a failure (PP813 "
+            "when it holds none). The part that is there is still used. " + _LOCATION
         ),
         causes=("Log rotation, a killed process, a partial copy.",),
         fix="Collect the whole log if the exception is needed.",
@@ -313,8 +315,7 @@ RULES = (
             "record's end beside it), and no failure is in what was read: a failure written "
             "inside what was left out (a traceback in one record, a message run on with "
             "others) would not show, so the log does not show a healthy run. A log that does "
-            "hold a failure is triaged as usual; its JSON output counts the cut lines "
-            "(long_lines). " + _LOCATION
+            "hold a failure is triaged as usual, its cut lines said (PP810). " + _LOCATION
         ),
         causes=(
             "A collector or an export that put many lines in one record.",
