@@ -290,6 +290,9 @@ def search_message(text: str) -> MessageMatch | None:
 #: quote ``'`` as ``\\u0027``).
 _JSON_ESCAPE = re.compile(r'\\(?:u(?P<code>[0-9a-fA-F]{4})|(?P<char>["\\/bfnrt]))')
 _JSON_CHARS = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+#: Characters before a message looked at for its exception type (a dotted name and a colon:
+#: far shorter), so that a long line costs no more.
+_TYPE_SEEN = 512
 #: An exception type written just before a message (``ValueError:``), as a traceback's last
 #: line shows it.
 _RAISED_AS = re.compile(
@@ -315,7 +318,7 @@ def raised_as(text: str, found: MessageMatch) -> str | None:
     """The exception type ``text`` writes just before the message ``found`` in it (on the
     same line: ``ValueError: ...``), or None when none stands there. sglang raises its nine
     messages as ``RuntimeError``; the same words under another type are someone else's."""
-    start = text.rfind("\n", 0, found.start) + 1
+    start = max(text.rfind("\n", 0, found.start) + 1, found.start - _TYPE_SEEN)
     before = _RAISED_AS.search(text, start, found.start)
     return None if before is None else before.group("type")
 
