@@ -20,8 +20,9 @@ memory. ``--small`` runs triage on hostile inputs under 1 MB each (200 traceback
 end then 330,000 short lines; a 917 KB-class gzip bomb of 900 MiB; the sample log as bzip2, xz
 and UTF-16 without a byte-order mark; 5,000-digit ranks and line numbers; pastes that are not
 one line per line: wrapped at 80 columns, Loki's query API response (also wrapped at 80
-columns), a table export newest first, a gzip of a 4 MiB JSON array of tiny records, one-line
-tracebacks of 1,500 frames, a JSON array nested 500,000 deep)
+columns), a table export newest first (also wrapped at 50 columns), Docker records of 70 KB
+each, a gzip of a 4 MiB JSON array of tiny records, one-line tracebacks of 1,500 frames, a
+JSON array nested 500,000 deep)
 and prints each one's CPU time and peak memory (targets: 2 s CPU, 250 MB).
 """
 
@@ -213,6 +214,23 @@ def _paste_inputs(sample: str) -> dict[str, bytes]:
         ).encode(),
         "Loki's query API response wrapped at 80 columns": "\n".join(
             text[i : i + 80] for text in [json.dumps(loki)] for i in range(0, len(text), 80)
+        ).encode(),
+        "the table export newest first, wrapped at 50 columns": "".join(
+            row[i : i + 50] + "\n"
+            for n, line in reversed(list(enumerate(lines)))
+            for row in [f"2025-12-03 14:56:{n // 100000 % 60:02d}.{n % 1000:03d}\t{line}"]
+            for i in range(0, len(row), 50)
+        ).encode(),
+        "1 MB of Docker records of 70 KB, escapes throughout": "".join(
+            json.dumps(
+                {
+                    "log": "Traceback (most recent call last):\n" + '\\\u00e9"' * 17500,
+                    "stream": "stderr",
+                    "time": "2026-12-03T14:56:07Z",
+                }
+            )
+            + "\n"
+            for _ in range(7)
         ).encode(),
     }
 

@@ -4,13 +4,15 @@ a kubectl prefix, a JSON record's escaped quotes, a message wrapped over two lin
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from helpers import cli
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ppaux.sglang import MESSAGES, search_pasted
+from ppaux.triage import triage_paths
 
 NON_TENSOR = "received a non-tensor auxiliary PP output"
 
@@ -52,3 +54,87 @@ def test_any_message_wrapped_once_is_found(index, cut, space):
     wrapped = f"RuntimeError: {text[:cut]}\n{text[cut:]}"
     found = search_pasted(wrapped)
     assert found is not None and found.message.id == message.id
+
+
+_LOG = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "sglang-aux-list.log"
+_ROOT_LINE = f"RuntimeError: {NON_TENSOR}"
+
+
+def _go_json(text: str) -> str:
+    """``text`` as Go's JSON encoder writes a string (Loki, Grafana): quotes and angle
+    brackets as ``\\u`` escapes."""
+    return json.dumps(text).replace("'", "\\u0027").replace("<", "\\u003c")
+
+
+def _triage_says_sglang_s(tmp_path: Path, line: str, as_json: bool) -> bool:
+    """Whether triage, on the fixture's log with its root's exception line replaced by
+    ``line``, names one of the nine messages (PP801)."""
+    lines = _LOG.read_text(encoding="utf-8").splitlines()
+    assert _ROOT_LINE in lines
+    lines = [line if text == _ROOT_LINE else text for text in lines]
+    if as_json:
+        lines = [
+            f'{{"ts": "{1764773767000000000 + n}", "line": {_go_json(text)}}}'
+            for n, text in enumerate(lines)
+        ]
+    path = tmp_path / "sglang.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    codes = {f.code for f in triage_paths([str(path)]).findings}
+    assert codes & {"PP801", "PP802", "PP809"}, codes
+    return "PP801" in codes
+
+
+def _explain_says_sglang_s(line: str, as_json: bool) -> bool:
+    pasted = f'{{"line": {_go_json(line)}}}' if as_json else line
+    result = cli("explain", pasted)
+    assert result.exit_code in (0, 2), result.output
+    return result.exit_code == 0
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ValueError: auxiliary PP output 'scores' is not a tensor",
+        "RuntimeError: auxiliary PP output 'scores' is not a tensor",
+        f"TypeError: {NON_TENSOR}",
+        f"torch.distributed.DistBackendError: {NON_TENSOR}",
+    ],
+)
+def test_explain_and_triage_agree_on_whether_a_line_is_sglang_s(tmp_path, line, as_json):
+    sglang_s = line.startswith("RuntimeError")
+    assert _explain_says_sglang_s(line, as_json) is sglang_s
+    assert _triage_says_sglang_s(tmp_path, line, as_json) is sglang_s
+
+
+def test_explain_says_what_the_words_of_a_message_under_another_type_are():
+    result = cli("explain", "ValueError: auxiliary PP output 'scores' is not a tensor")
+    assert result.exit_code == 2
+    assert "'ValueError' raised the words of sglang's message 'add-not-tensor'" in result.output
+    assert "sglang raises as RuntimeError only" in result.output
+    assert "'ppaux triage'" in result.output
+
+
+def test_explain_decodes_the_escapes_of_a_pasted_json_record():
+    record = '{"line":"RuntimeError: auxiliary PP output \\u0027scores\\u0027 is not a tensor"}'
+    result = cli("explain", record)
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("RuntimeError: auxiliary PP output 'scores' is not a tensor")
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    index=st.integers(0, len(MESSAGES) - 1),
+    raiser=st.sampled_from(
+        ["RuntimeError", "ValueError", "TypeError", "AssertionError", "torch.OutOfMemoryError"]
+    ),
+    as_json=st.booleans(),
+)
+def test_explain_and_triage_agree_on_any_message_under_any_type(tmp_path, index, raiser, as_json):
+    text = MESSAGES[index].template.replace("{name!r}", "'scores'")
+    line = f"{raiser}: {text}"
+    explained = _explain_says_sglang_s(line, as_json)
+    assert explained is (raiser == "RuntimeError")
+    assert _triage_says_sglang_s(tmp_path, line, as_json) is explained

@@ -42,6 +42,7 @@ from .names import aux_name as aux_name
 from .names import match_message as match_message
 from .names import message_by_id as message_by_id
 from .names import message_shape as message_shape
+from .names import raised_otherwise as raised_otherwise
 from .names import search_message as search_message
 from .names import search_pasted as search_pasted
 from .raise_sites import RAISE_RELEASES as RAISE_RELEASES

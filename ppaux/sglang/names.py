@@ -52,6 +52,9 @@ __all__ = [
     "match_message",
     "message_by_id",
     "message_shape",
+    "pasted_texts",
+    "raised_as",
+    "raised_otherwise",
     "search_message",
     "search_pasted",
 ]
@@ -296,27 +299,88 @@ def search_message(text: str) -> MessageMatch | None:
     return None
 
 
-#: A JSON string's escapes (a Loki or CloudWatch record pasted raw).
-_JSON_ESCAPE = re.compile(r'\\(["\\/])')
+#: A JSON string's escapes (a Loki or CloudWatch record pasted raw; Go's encoder writes a
+#: quote ``'`` as ``\\u0027``).
+_JSON_ESCAPE = re.compile(r'\\(?:u(?P<code>[0-9a-fA-F]{4})|(?P<char>["\\/bfnrt]))')
+_JSON_CHARS = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+#: Characters before a message looked at for its exception type (a dotted name and a colon:
+#: far shorter), so that a long line costs no more.
+_TYPE_SEEN = 512
+#: An exception type written just before a message (``ValueError:``), as a traceback's last
+#: line shows it.
+_RAISED_AS = re.compile(
+    r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*"
+    r"(?:Error|Exception|Warning|Exit|Interrupt|Fault|Failure))\s*:\s*$"
+)
+
+
+def _json_unescaped(text: str) -> str:
+    """``text`` with a JSON string's escapes undone."""
+
+    def one(found: re.Match[str]) -> str:
+        code = found.group("code")
+        if code is not None:
+            return chr(int(code, 16))
+        char = found.group("char")
+        return _JSON_CHARS.get(char, char)
+
+    return _JSON_ESCAPE.sub(one, text)
+
+
+def raised_as(text: str, found: MessageMatch) -> str | None:
+    """The exception type ``text`` writes just before the message ``found`` in it (on the
+    same line: ``ValueError: ...``), or None when none stands there. sglang raises its nine
+    messages as ``RuntimeError``; the same words under another type are someone else's."""
+    start = max(text.rfind("\n", 0, found.start) + 1, found.start - _TYPE_SEEN)
+    before = _RAISED_AS.search(text, start, found.start)
+    return None if before is None else before.group("type")
+
+
+def _sglang_s(text: str, found: MessageMatch | None) -> bool:
+    if found is None:
+        return False
+    raiser = raised_as(text, found)
+    return raiser is None or raiser.rsplit(".", 1)[-1] == "RuntimeError"
+
+
 #: A line end and the blanks around it (a terminal or a web page wrapped the message).
 _LINE_END = re.compile(r"[ \t]*\r?\n[ \t]*")
 
 
-def search_pasted(text: str) -> MessageMatch | None:
-    """:func:`search_message` on ``text`` as pasted: as it is, then with its escaped quotes
-    undone (a JSON record's ``\\"it's\\"``), then with the line ends of a message wrapped over
-    two lines taken out (cut inside a word, or at a space). The match's place is in the text
-    searched, which may differ from ``text``."""
-    found = search_message(text)
-    if found is not None:
-        return found
-    candidates = [_JSON_ESCAPE.sub(r"\1", text)] if "\\" in text else []
+def pasted_texts(text: str) -> list[str]:
+    """The texts :func:`search_pasted` searches in ``text`` as pasted, in order: as it is, with
+    a JSON string's escapes undone (a record's ``\\"it's\\"`` or ``\\u0027``), then with the
+    line ends of a message wrapped over two lines taken out (cut inside a word, or at a
+    space)."""
+    candidates = [text]
+    if "\\" in text:
+        candidates.append(_json_unescaped(text))
     if "\n" in text:
         candidates += [_LINE_END.sub("", text), _LINE_END.sub(" ", text)]
-    for candidate in candidates:
+    return candidates
+
+
+def search_pasted(text: str) -> MessageMatch | None:
+    """:func:`search_message` on ``text`` as pasted (each of :func:`pasted_texts` in turn),
+    where the message is sglang's: raised as ``RuntimeError`` or under no type written before
+    it (``ValueError: <the words of one>`` is not, as triage reads a log). The match's place
+    is in the text searched, which may differ from ``text``."""
+    for candidate in pasted_texts(text):
+        found = search_message(candidate)
+        if _sglang_s(candidate, found):
+            return found
+    return None
+
+
+def raised_otherwise(text: str) -> tuple[str, MessageMatch] | None:
+    """(exception type, match) where ``text`` as pasted holds the words of one of the nine
+    messages under another exception type than sglang's ``RuntimeError``; None otherwise."""
+    for candidate in pasted_texts(text):
         found = search_message(candidate)
         if found is not None:
-            return found
+            raiser = raised_as(candidate, found)
+            if raiser is not None and not _sglang_s(candidate, found):
+                return raiser, found
     return None
 
 

@@ -12,7 +12,7 @@ back as one JSON record per line (a Loki value as ``{"ts": ..., "line": ..., "la
 its stream's labels cut to those naming a pod, so that the cost stays linear in the input),
 which :mod:`ppaux.triage.envelopes` peels as any other record. In such a log a record's number
 stands for its line number: the document's records that hold a log line are numbered in order
-from 1.
+from 1, Loki's values in the order of their times across its streams.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import json
 import re
 import shlex
 from collections.abc import Iterator
+from itertools import pairwise
 from typing import Any, BinaryIO
 
 from ppaux.limits import Limits
@@ -113,14 +114,7 @@ def _lines_of(document: Any) -> Iterator[dict[str, Any]]:
     data = document.get("data")
     result = data.get("result") if isinstance(data, dict) else None
     if isinstance(result, list):  # Loki's query API response
-        for stream in result:
-            if not isinstance(stream, dict):
-                continue
-            labels = _kept(stream.get("stream"))
-            values = stream.get("values")
-            for value in values if isinstance(values, list) else []:
-                if isinstance(value, list) and len(value) >= 2 and isinstance(value[1], str):
-                    yield {"ts": value[0], "line": value[1], "labels": labels}
+        yield from _in_time_order(result)
         return
     for key in ("entries", "events", "records", "logs"):  # an export's records under one key
         items = document.get(key)
@@ -128,6 +122,48 @@ def _lines_of(document: Any) -> Iterator[dict[str, Any]]:
             yield from _lines_of(items)
             return
     yield document
+
+
+def _in_time_order(result: list[Any]) -> Iterator[dict[str, Any]]:
+    """The values of Loki's streams as records, in the order of their times across streams.
+
+    Loki gives each stream's values in the query's direction (``backward``, newest first, by
+    default) and the streams one after the other: read in that order, a short stream's
+    traceback comes bottom up and no step down in time shows it. Each value carries its time
+    in nanoseconds: records are put in that order, a stream's values of the same time in the
+    order they were written; a value without such a time keeps its place after the one
+    before it in its stream."""
+    timed: list[tuple[int, int, dict[str, Any]]] = []
+    for stream in result:
+        if not isinstance(stream, dict):
+            continue
+        labels = _kept(stream.get("stream"))
+        values = stream.get("values")
+        kept = [
+            value
+            for value in (values if isinstance(values, list) else [])
+            if isinstance(value, list) and len(value) >= 2 and isinstance(value[1], str)
+        ]
+        times = [_nanoseconds(value[0]) for value in kept]
+        known = [time for time in times if time is not None]
+        if any(a > b for a, b in pairwise(known)):
+            kept.reverse()  # the query's direction was backward
+            times.reverse()
+        last = None
+        for value, time in zip(kept, times, strict=True):
+            last = time if time is not None else last
+            moment = last if last is not None else -1
+            timed.append((moment, len(timed), {"ts": value[0], "line": value[1], "labels": labels}))
+    timed.sort(key=lambda entry: entry[:2])
+    for _, _, record in timed:
+        yield record
+
+
+def _nanoseconds(value: object) -> int | None:
+    """A Loki value's time (a string of digits, in nanoseconds), or None."""
+    if isinstance(value, str) and 0 < len(value) <= 19 and value.isdigit():
+        return int(value)
+    return None
 
 
 def _rejoined(text: str) -> str | None:

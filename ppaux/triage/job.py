@@ -20,6 +20,7 @@ from ppaux.triage.incidents import Incident, incidents
 from ppaux.triage.inputs import log_findings, oversized_findings, read_all
 from ppaux.triage.kinds import kind_of
 from ppaux.triage.lineformat import Envelope, Launcher
+from ppaux.triage.longlines import long_line_findings
 from ppaux.triage.reading import LogReading
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.roots import (
@@ -286,6 +287,7 @@ def triage_paths(
     for reading in readings:
         report.findings += log_findings(reading)
         report.findings += oversized_findings(reading)
+        report.findings += long_line_findings(reading, limits.max_log_line)
     release = None
     if found:
         build = build_of(found[0].root.frames)

@@ -1,44 +1,26 @@
 """Reading one log in one pass: its failures and events, bounded, whatever the log holds.
 
-The scanner jumps from marker to marker (:mod:`ppaux.triage.scanner`); from a traceback's first
-line on, lines are read one by one and fed to the open tracebacks of their stream until every
-one has ended, then the scanner jumps again. Interleaved lines of other processes are expected:
-an sglang line of other ranks does not end a traceback that still waits for its exception line,
-and a launcher's prefix (compose, Ray) keeps each process's lines apart.
+The log's layers are taken off first, each told from its head: a JSON document read as
+records, a paste's quote marks or indentation, a terminal's wrapping, an export written newest
+first. The scanner then jumps from marker to marker (:mod:`ppaux.triage.scanner`); from a
+traceback's first line on, lines are read one by one, their envelope peeled, and fed to the
+open tracebacks of their stream (:mod:`ppaux.triage.feeding`) until every one has ended, then
+the scanner jumps again.
 """
 
 from __future__ import annotations
 
 import io
 import re
-from dataclasses import dataclass, field
 from typing import BinaryIO, cast
 
-from ppaux.limits import Limits
 from ppaux.triage.documents import is_document, records
 from ppaux.triage.envelopes import peel_envelope
+from ppaux.triage.feeding import PP_RANK, LogReading, Reader
 from ppaux.triage.flattened import ESCAPED, unescaped, unflatten
-from ppaux.triage.lineformat import (
-    Envelope,
-    Launcher,
-    LogLine,
-    detect,
-    in_zone,
-    peel,
-    torch_rank,
-    unwrap,
-)
+from ppaux.triage.lineformat import Envelope, Launcher, detect, in_zone, peel, unwrap
 from ppaux.triage.newest import Reversed, newest_first, oldest_first
 from ppaux.triage.pastemarks import Unmarked, paste_mark
-from ppaux.triage.records import (
-    Event,
-    Failure,
-    TracebackBuilder,
-    cut_header,
-    failure_start,
-    is_frame,
-    raised,
-)
 from ppaux.triage.scanner import ALL_MARKERS, MARKERS, WEAK_MARKERS, Scanner
 from ppaux.triage.sources import LogSource, compression_cut, open_log
 from ppaux.triage.wrapping import Unwrapped, wrap_width
@@ -46,8 +28,6 @@ from ppaux.triage.zones import LocalZone
 
 __all__ = ["LogReading", "read_log"]
 
-#: Lines of other processes after which a traceback still waiting for its exception is ended.
-_MAX_FOREIGN = 400
 _MARKER_TEXTS = tuple(marker.decode() for marker in MARKERS)
 _WEAK_TEXTS = tuple(marker.decode().rstrip("\n") for marker in WEAK_MARKERS)
 #: Characters of a piece's end that a marker split between two pieces can start in.
@@ -55,15 +35,11 @@ _SEAM = max(len(marker) for marker in ALL_MARKERS) - 1
 #: Bytes looked at to tell a log's envelope and launcher.
 _HEAD = 64 << 10
 
-#: Characters of a capture line read (its directory is a path: far shorter).
-_CAPTURE_LINE = 8192
-_CAPTURE_DIR = re.compile(r"ppaux capture: capturing .* into (?P<dir>.+?) \(when=(?P<how>[^)]*)\)")
 #: sglang's prefix with a pipeline rank, as it appears inside any envelope (``[time ... PPn ...]``).
 _PP_PREFIX = re.compile(
     rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?"
     rb"(?: (?:DP|ATTN_CP|MOE_DP|TP|EP)\d{1,6})* PP(\d{1,6})\b"
 )
-_PP_RANK = re.compile(r"\bPP(\d{1,6})\b")
 #: sglang's ``server_args=ServerArgs(...)`` line, and the settings of it triage uses; and the
 #: launch command's own flags, where a launcher logs it.
 _SERVER_ARGS = re.compile(rb"ServerArgs\([^\n]{0,60000}")
@@ -79,283 +55,10 @@ _LOG_SHAPE = re.compile(
     rb"\[rank\d{1,6}\]:|hit an exception|ServerArgs\(|Watchdog caught|"
     rb'File \\?"[^"\n]{1,4096}", line \d'
 )
-#: A rank or a frame's line number longer than ppaux reads (a finding, not a number).
-_OVERSIZED = re.compile(r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank)\d{7,}")
-#: Lines with an oversized number listed per log.
-_MAX_OVERSIZED = 16
 _FLAG_PP = re.compile(rb"--(?:pp-size|pipeline-parallel-size)[= ](\d{1,4})\b")
 #: What a traceback flattened onto one line holds (its header, then its first frame).
 _FLATTENED = 'call last): File "'
 _FLAG_NNODES = re.compile(rb"--nnodes[= ](\d{1,4})\b")
-
-
-@dataclass
-class LogReading:
-    """What one log holds for triage."""
-
-    source: str
-    envelope: Envelope = Envelope.PLAIN
-    launcher: Launcher = Launcher.NONE
-    lines: int = 0
-    failures: list[Failure] = field(default_factory=list)
-    events: list[Event] = field(default_factory=list)
-    more_failures: int = 0
-    more_events: int = 0
-    long_lines: int = 0
-    #: Why a compressed log ended early, or None.
-    cut: str | None = None
-    #: The compression of a log that ended early (gzip, bzip2, xz, zstd).
-    cut_compression: str = "gzip"
-    #: Capture directories ppaux's plugin said it writes to, with 'strict' when it does.
-    captures: list[tuple[str, bool]] = field(default_factory=list)
-    #: True when the log holds no byte at all (once decompressed and decoded).
-    empty: bool = False
-    #: Pipeline ranks (``PPn``) seen in sglang's prefixes of the log's first 64 KiB (where every
-    #: rank logs its start-up) and of the lines read around failures.
-    pp_ranks: set[int] = field(default_factory=set)
-    #: sglang's server arguments, where the log's first 64 KiB show them: ``pp_size``,
-    #: ``nnodes``, ``model_path`` (as written).
-    server_args: dict[str, str] = field(default_factory=dict)
-    #: False when nothing in the log has the shape of sglang's lines or a launcher's (a
-    #: README, a torch dump, a one-line text file): no log of sglang's.
-    shaped: bool = True
-    #: The file reads as source code (see :func:`_source_code`), not as a log.
-    source_code: bool = False
-    #: Lines holding a rank or line number too long to read, and how many more.
-    oversized: list[int] = field(default_factory=list)
-    more_oversized: int = 0
-    #: An envelope names a pod (a log store's labels or resource, ``kubectl logs --prefix``)
-    #: on a line read: the log came from Kubernetes. Never told from a message's own text.
-    kubernetes: bool = False
-
-
-#: torch's error records (``[E...``) of a collective that timed out, besides the watchdog's own
-#: line: 'Timeout at NCCL work', 'Some NCCL operations have failed or timed out', a dump signal
-#: 'due to a collective timeout'.
-_NCCL_TIMEOUT = re.compile(
-    r"\[E[^\]]{0,40}ProcessGroupNCCL\.cpp:\d+\].{0,400}(?:timed out|[Tt]imeout)"
-)
-
-
-def _event_kind(text: str) -> str | None:
-    if "Watchdog caught collective" in text or _NCCL_TIMEOUT.search(text) is not None:
-        return "watchdog"
-    if "TCPStore" in text:
-        return "store"
-    if "sigquit from a child" in text or "SIGQUIT received" in text:
-        return "sigquit"
-    if "ppaux capture:" in text:
-        return "capture"
-    return None
-
-
-class _Open:
-    """The tracebacks still open in one stream, in the order they began, and how many sglang
-    lines the stream has had (what a traceback waiting for its exception counts as foreign)."""
-
-    __slots__ = ("builders", "sglang_lines")
-
-    def __init__(self) -> None:
-        self.builders: dict[int, TracebackBuilder] = {}
-        self.sglang_lines = 0
-
-
-class _Reader:
-    """Feeds lines to the open tracebacks of their stream. Each line costs the same whatever
-    how many tracebacks are open: they are indexed by stream and by ranks, and the sglang lines
-    of other ranks that a waiting traceback lets pass are counted once per stream."""
-
-    def __init__(self, reading: LogReading, first_order: int, limits: Limits = Limits()) -> None:
-        self.reading = reading
-        self.order = first_order
-        #: Failures and events kept per log (``Limits.max_failures``, ``max_events``); more are
-        #: counted (a crash loop repeats the same ones).
-        self.max_failures = limits.max_failures
-        self.max_events = limits.max_events
-        #: How many tracebacks are open, in every stream.
-        self.count = 0
-        self._streams: dict[str | None, _Open] = {}
-        self._by_ranks: dict[tuple[str | None, str | None], dict[int, TracebackBuilder]] = {}
-        self._after: dict[str | None, dict[int, TracebackBuilder]] = {}
-        #: Per stream, the last line read whose header was cut before 'Traceback (m': the
-        #: fragment whose frames follow it is that line's ranks' failure.
-        self._cut_headers: dict[str | None, LogLine] = {}
-
-    def _next_order(self) -> int:
-        self.order += 1
-        return self.order
-
-    def _add(self, builder: TracebackBuilder) -> None:
-        failure = builder.failure
-        stream = self._streams.setdefault(failure.stream, _Open())
-        builder.base = stream.sglang_lines
-        stream.builders[id(builder)] = builder
-        self._by_ranks.setdefault((failure.stream, failure.ranks), {})[id(builder)] = builder
-        self.count += 1
-
-    def _settle(self, builder: TracebackBuilder) -> None:
-        """Index a traceback past its exception line among those any sglang line ends."""
-        if builder.wants_frames or builder.ended:
-            return
-        builder.ended = True
-        failure = builder.failure
-        self._by_ranks.get((failure.stream, failure.ranks), {}).pop(id(builder), None)
-        self._after.setdefault(failure.stream, {})[id(builder)] = builder
-
-    def close(self, builder: TracebackBuilder) -> None:
-        failure = builder.failure
-        stream = self._streams[failure.stream]
-        del stream.builders[id(builder)]
-        self._by_ranks.get((failure.stream, failure.ranks), {}).pop(id(builder), None)
-        self._after.get(failure.stream, {}).pop(id(builder), None)
-        self.count -= 1
-        finished = builder.finish()
-        if finished is not None:
-            self.reading.failures.append(finished)
-
-    def close_all(self) -> None:
-        for stream in list(self._streams.values()):
-            for builder in list(stream.builders.values()):
-                self.close(builder)
-
-    @staticmethod
-    def _foreign(stream: _Open, builder: TracebackBuilder) -> int:
-        return builder.foreign + stream.sglang_lines - builder.base
-
-    def _target(self, stream: _Open) -> TracebackBuilder:
-        """The latest traceback of the stream still waiting for its exception, else the
-        latest."""
-        last = None
-        for builder in reversed(stream.builders.values()):
-            last = last or builder
-            if builder.wants_frames:
-                return builder
-        assert last is not None
-        return last
-
-    def take(self, line: LogLine, marked: bool, weak: bool = False) -> None:
-        if _OVERSIZED.search(line.text) is not None:
-            reading = self.reading
-            if len(reading.oversized) < _MAX_OVERSIZED:
-                reading.oversized.append(line.number)
-            else:
-                reading.more_oversized += 1
-        if line.ranks:
-            self.reading.pp_ranks.update(int(n) for n in _PP_RANK.findall(line.ranks))
-        if line.stream is not None and line.stream.startswith("pod/"):
-            self.reading.kubernetes = True  # an envelope's labels or kubectl named a pod
-        stream = self._streams.get(line.stream)
-        if stream is not None and stream.builders:
-            if line.sglang:
-                stream.sglang_lines += 1
-                for builder in list(self._after.get(line.stream, {}).values()):
-                    self.close(builder)
-                same = self._by_ranks.get((line.stream, line.ranks or None), {})
-                for builder in list(same.values()):
-                    self.close(builder)
-            else:
-                builder = self._target(stream)
-                if builder.feed(line, marked):
-                    self._settle(builder)
-                    return
-                if builder.wants_frames:
-                    builder.foreign += 1
-                    if self._foreign(stream, builder) > _MAX_FOREIGN:
-                        self.close(builder)
-                else:
-                    self.close(builder)
-            while stream.builders:
-                first = next(iter(stream.builders.values()))
-                if self._foreign(stream, first) <= _MAX_FOREIGN:
-                    break
-                self.close(first)
-        if marked:
-            self._marked(line)
-        elif weak:
-            self._weak(line)
-
-    def _weak(self, line: LogLine) -> None:
-        """A frame line no open traceback took (a fragment whose header is lost), or an
-        exception line outside any traceback: a one-line ``[prefix] SomeError: ...`` record
-        (that rank's failure), or the last line of a fragment whose frames the log lost."""
-        stream = self._streams.get(line.stream)
-        if stream is not None and stream.builders:
-            return
-        reading = self.reading
-        text = line.text
-        fragment = is_frame(text)
-        shaped = None if fragment else raised(text)
-        if not fragment and shaped is None:
-            if line.ranks and cut_header(text):
-                self._cut_headers[line.stream] = line
-            return
-        first = line
-        header = self._cut_headers.pop(line.stream, None)
-        if header is not None and fragment and line.number - header.number <= 1:
-            line = header  # the failure starts at its cut header: its ranks, time and place
-        if shaped is not None and (shaped[0].endswith("Warning") or line.ranks == ""):
-            # A warning is no failure; an exception line under sglang's prefix without ranks is
-            # the server process's (a request refused), not a rank's.
-            return
-        if len(reading.failures) + self.count >= self.max_failures:
-            reading.more_failures += 1
-            return
-        failure = Failure(
-            source=reading.source,
-            line=line.number,
-            time=line.time,
-            time_text=line.time_text,
-            ranks=line.ranks or None,
-            stream=line.stream,
-            process=None,
-            order=self._next_order(),
-            zone=line.zone,
-            fragment=True,
-        )
-        if fragment:
-            builder = TracebackBuilder(failure)
-            builder.feed(first, False)
-            self._add(builder)
-            return
-        assert shaped is not None
-        failure.exception, failure.message = shaped
-        reading.failures.append(failure)
-
-    def _marked(self, line: LogLine) -> None:
-        reading = self.reading
-        failure = failure_start(line, reading.source, self._next_order())
-        if failure is not None:
-            if len(reading.failures) + self.count >= self.max_failures:
-                reading.more_failures += 1
-                return
-            self._add(TracebackBuilder(failure))
-            return
-        kind = _event_kind(line.text)
-        if kind is None:
-            return
-        if kind == "capture":
-            found = _CAPTURE_DIR.search(line.text[:_CAPTURE_LINE])
-            if found is not None and len(reading.captures) < 16:
-                reading.captures.append((found.group("dir"), "strict" in found.group("how")))
-        if len(reading.events) >= self.max_events:
-            reading.more_events += 1
-            return
-        who = line.ranks or torch_rank(line.text) or line.stream or "a process"
-        if kind == "sigquit":
-            who = "the parent process"
-        reading.events.append(
-            Event(
-                kind,
-                reading.source,
-                line.number,
-                line.time,
-                line.time_text,
-                who,
-                line.text[:2000],
-                self._next_order(),
-                line.zone,
-            )
-        )
 
 
 def _server_args(head: bytes) -> dict[str, str]:
@@ -411,7 +114,7 @@ def _weak(text: str) -> bool:
 
 
 def _take_peeled(
-    reader: _Reader,
+    reader: Reader,
     reading: LogReading,
     number: int,
     text: str,
@@ -440,7 +143,7 @@ def _take_peeled(
         if local_zone is not None:
             line = in_zone(line, local_zone)
         if line.ranks:
-            reading.pp_ranks.update(int(n) for n in _PP_RANK.findall(line.ranks))
+            reading.pp_ranks.update(int(n) for n in PP_RANK.findall(line.ranks))
         inner_marked = any(m in inner for m in _MARKER_TEXTS) if several else marked
         reader.take(line, inner_marked, _weak(line.text) or _weak(inner))
 
@@ -490,7 +193,7 @@ def read_log(
         reading.shaped = (detected or _LOG_SHAPE.search(head) is not None) and not source_code
         stamped = reading.envelope is Envelope.TIMESTAMPS
         scanner = Scanner(stream, max_line=limits.max_log_line)
-        reader = _Reader(reading, first_order, limits)
+        reader = Reader(reading, first_order, limits)
         # Pieces of a line the collector split (CRI 'P', Docker's json-file), per stream.
         # Each with whether a marker is in it already, so a piece costs its own length only
         # (joined to max_log_line, further pieces are skipped, not copied again).
@@ -526,17 +229,24 @@ def read_log(
                 if partial:
                     pieces[source_stream] = (number, text, time, time_text, marked)
                     continue
-            line = peel(number, text, time, time_text, source_stream, reading.launcher, stamped)
-            if local_zone is not None:
-                line = in_zone(line, local_zone)
-            reader.take(line, marked, _weak(line.text) or _weak(text))
+            # A record holding several lines (a collector that kept a write whole) gives each.
+            parts = text.split("\n") if "\n" in text else [text]
+            for part in parts:
+                line = peel(number, part, time, time_text, source_stream, reading.launcher, stamped)
+                if local_zone is not None:
+                    line = in_zone(line, local_zone)
+                if len(parts) > 1:
+                    marked = any(m in part for m in _MARKER_TEXTS)
+                reader.take(line, marked, _weak(line.text) or _weak(part))
         reader.close_all()
-        reading.lines = scanner.line - 1
-        if backwards is not None:
-            reading.lines = backwards.total
-        if unwrapped is not None:
-            reading.lines = unwrapped.physical(scanner.line) - 1
+        past = scanner.line if backwards is None else backwards.total + 1
+        reading.lines = past - 1 if unwrapped is None else unwrapped.physical(past) - 1
         reading.long_lines = scanner.long_lines
+        if scanner.first_long_line:
+            long_at = scanner.first_long_line
+            if backwards is not None:
+                long_at = backwards.physical(long_at)
+            reading.first_long_line = long_at if unwrapped is None else unwrapped.physical(long_at)
         ended = compression_cut(opened)
         if ended is not None:
             reading.cut_compression, reading.cut = ended

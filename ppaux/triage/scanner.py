@@ -12,11 +12,14 @@ cover them all, each rare in the chunk (found with ``memchr``, then the markers 
 place; chosen again every 16 chunks); a marker none of whose bytes is rare there is searched for
 whole. The line a chunk ends in is completed from the next chunk by itself, so no chunk is
 copied. Memory is bounded: one chunk, plus at most ``Limits.max_log_line`` bytes of a line; a longer
-line is cut to that and the rest skipped.
+line is cut to that and the rest skipped, except that a JSON record keeps its end (its last
+lines, its time) beside its start, as one record.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from typing import BinaryIO
 
 from ppaux.limits import Limits
@@ -143,14 +146,44 @@ class Scanner:
         self._pos = 0
         self._eof = False
         self.line = 1
-        #: Lines longer than :attr:`max_line` seen (cut to that length).
+        #: Lines longer than :attr:`max_line` seen (cut to that length), and the first's number.
         self.long_lines = 0
+        self.first_long_line = 0
+        self._last_long = 0
         self._plan: list[tuple[bytes, list[tuple[bytes, int]]]] | None = None
         self._ahead: list[int] = []
         self._fills = 0
         #: The line that the last chunk cut in two, joined (without its newline), when it is
         #: still to be returned or counted.
         self._joint: bytes | None = None
+
+    def _count_long(self, number: int | None = None) -> None:
+        """Count the line ``number`` (the one being read by default) as longer than
+        :attr:`max_line`, once."""
+        number = self.line if number is None else number
+        if number == self._last_long:
+            return
+        self._last_long = number
+        self.long_lines += 1
+        if not self.first_long_line:
+            self.first_long_line = number
+
+    def _pass_lines(self, end: int) -> None:
+        """Pass the lines from the position to ``end`` (a line's start), counting the long ones:
+        each step looks for a newline among the next :attr:`max_line` + 1 bytes, so a region
+        costs a few steps per :attr:`max_line` bytes, searched in C."""
+        buffer, start, limit = self._buffer, self._pos, self.max_line
+        place = start
+        while end - place > limit:
+            newline = buffer.rfind(b"\n", place, place + limit + 1)
+            if newline < 0:
+                self._count_long(self.line + buffer.count(b"\n", start, place))
+                newline = buffer.find(b"\n", place + limit, end)
+                if newline < 0:
+                    break
+            place = newline + 1
+        self.line += buffer.count(b"\n", start, end)
+        self._pos = end
 
     def _fill(self) -> bool:
         """Read one more chunk; False at the end.
@@ -173,8 +206,8 @@ class Scanner:
         if newline >= 0:
             joint = rest + data[:newline]
             if len(joint) > self.max_line:
-                self.long_lines += 1
-                joint = joint[: self.max_line]
+                self._count_long()
+                joint = self._cut(joint)
             self._joint = joint
             self._buffer = data
             self._pos = newline + 1
@@ -225,20 +258,18 @@ class Scanner:
                 begin = buffer.rfind(b"\n", self._pos, hit) + 1
                 if begin <= 0:
                     begin = self._pos
-                self.line += buffer.count(b"\n", self._pos, begin)
-                self._pos = begin
+                self._pass_lines(begin)
                 return self.next_line()
             buffer = self._buffer
             last = buffer.rfind(b"\n", self._pos)
             if last >= 0:
-                self.line += buffer.count(b"\n", self._pos, last + 1)
-                self._pos = last + 1
+                self._pass_lines(last + 1)
             elif len(buffer) - self._pos > self.max_line:
                 # One line longer than a chunk holds no newline yet: keep only what a marker
                 # cut in two needs, so that memory stays bounded.
                 keep = max(len(m) for m in ALL_MARKERS)
                 self._pos = len(buffer) - keep
-                self.long_lines += 1
+                self._count_long()
             if not self._fill():
                 return None
 
@@ -251,8 +282,10 @@ class Scanner:
             end = self._buffer.find(b"\n", self._pos)
             if end >= 0:
                 if end - self._pos > self.max_line:
-                    self.long_lines += 1
-                line = _overwritten(self._buffer[self._pos : min(end, self._pos + self.max_line)])
+                    self._count_long()
+                    line = self._cut(self._buffer[self._pos : end])
+                else:
+                    line = _overwritten(self._buffer[self._pos : end])
                 self._pos = end + 1
                 number = self.line
                 self.line += 1
@@ -268,23 +301,106 @@ class Scanner:
                     return number, line
                 return None
 
+    def _cut(self, line: bytes) -> bytes:
+        """``line`` (longer than :attr:`max_line`) cut to that: a JSON record to its start and
+        its end (:func:`_spliced`), any other line to its start."""
+        if line[:2] != b'{"':
+            return _overwritten(line[: self.max_line])
+        return _spliced(line, line[-(_tail_size(self.max_line) + _TAIL_SLACK) :], self.max_line)
+
     def _long_line(self) -> tuple[int, bytes]:
-        """A line longer than :attr:`max_line`: its head, the rest skipped up to its end."""
+        """A line longer than :attr:`max_line`: its head, the rest skipped up to its end (a
+        JSON record's last bytes kept, see :func:`_spliced`)."""
         line = self._buffer[self._pos : self._pos + self.max_line]
         number = self.line
+        self._count_long()
         self.line += 1
-        self.long_lines += 1
         self._pos += self.max_line
+        record = line[:2] == b'{"'
+        kept = _tail_size(self.max_line) + _TAIL_SLACK
+        tail = line[-kept:]
         while True:
-            if self._joint is not None:
-                return self._take_joint()
             end = self._buffer.find(b"\n", self._pos)
+            stop = end if end >= 0 else len(self._buffer)
+            if record:
+                tail = (tail + self._buffer[max(self._pos, stop - kept) : stop])[-kept:]
             if end >= 0:
                 self._pos = end + 1
-                return number, line
+                break
             self._pos = len(self._buffer)
             if not self._fill():
-                return number, line
+                break
+        if record:
+            return number, _spliced(line, tail, self.max_line)
+        return number, line
+
+
+#: Bytes looked through at a tail's start for a place outside any escape (a run of
+#: backslashes, ``\\uXXXX``).
+_TAIL_SLACK = 64
+
+
+#: The halves of a character past U+FFFF as a JSON string writes it (``\\ud83d\\ude00``).
+_HIGH_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
+_LOW_SURROGATE = re.compile(rb"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def _tail_size(max_line: int) -> int:
+    """Bytes of a long JSON record's end kept beside its start (a quarter of the line)."""
+    return max_line // 4
+
+
+def _escape_safe_head(head: bytes) -> bytes:
+    """``head`` without an escape its cut left open (``\\`` then nothing, ``\\u00``), nor the
+    first half of a pair of escapes its cut parted."""
+    while True:
+        shorter = _open_escape_cut(head)
+        if shorter == head:
+            return head
+        head = shorter
+
+
+def _open_escape_cut(head: bytes) -> bytes:
+    start = head.rfind(b"\\", max(0, len(head) - 6))  # an escape is 6 bytes at most
+    if start < 0:
+        return head
+    run = len(head[: start + 1]) - len(head[: start + 1].rstrip(b"\\"))
+    if run % 2 == 0:
+        return head  # the last backslash is the second of an escaped one
+    need = 6 if head[start + 1 : start + 2] == b"u" else 2
+    if len(head) - start < need or _HIGH_SURROGATE.fullmatch(head, start) is not None:
+        return head[:start]  # cut in its escape, or the first half of a pair of them
+    return head
+
+
+def _spliced(head: bytes, tail: bytes, max_line: int) -> bytes:
+    """A JSON record longer than ``max_line``: its start and its end (where its last lines, and
+    the members after its message, its time and stream, stand), the middle left out.
+
+    ``head`` is the record's first ``max_line`` bytes, ``tail`` its last bytes, up to
+    :data:`_TAIL_SLACK` more than kept: the end kept starts at the first place no escape
+    spans. Cut inside one string, the two parts make one record still; when they do not (the
+    middle left out spans members), the start alone is kept."""
+    keep = _tail_size(max_line)
+    start = _escape_safe_head(head[: max_line - keep])
+    first = len(tail) - keep
+    places = [
+        place
+        for place in range(max(first, 6), min(len(tail), first + _TAIL_SLACK))
+        # No escape spans a place 6 bytes past any backslash (``\\uXXXX`` is the longest),
+        # nor a backslash that follows no backslash: it opens one.
+        if b"\\" not in tail[place - 6 : place] or (tail[place] == 0x5C and tail[place - 1] != 0x5C)
+    ][:1] or [first, first + 1]  # in a run of backslashes, only the whole record tells
+    for place in places:
+        if _LOW_SURROGATE.match(tail, place) is not None:
+            place += 6  # the second half of a pair: the first is left out
+        spliced = start + tail[place:]
+        try:
+            json.loads(spliced)
+        except (ValueError, RecursionError):
+            continue  # the middle left out was not inside one string
+        return spliced
+    return head[:max_line]
 
 
 def _overwritten(line: bytes) -> bytes:

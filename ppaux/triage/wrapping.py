@@ -44,6 +44,8 @@ _STARTS = re.compile(
     r"(?:\s*File \"|\s*Traceback \(|\s*During handling|\s*The above exception|[\[{]"
     r"|\d{4}-\d\d-\d\d[ T]|\d\d:\d\d:\d\d|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|[IWEF]\d{4} )"
 )
+#: A row ending in the start of a dotted name of two parts or more (``torch.distributed.``).
+_DOTTED_END = re.compile(r"(?:^|\s)(?:[A-Za-z_]\w*\.){2,}$")
 #: A line that holds only a prefix (``(Worker pid=N) ERROR <time> [file.py:N]``), no message.
 _PREFIX_ONLY = re.compile(r"\S\]$")
 #: A whole frame line: the indented code line after it is its own line.
@@ -73,6 +75,12 @@ def _word_cut(line: str) -> bool:
 
 def _continues(line: str, following: str) -> bool:
     """Whether ``following`` carries on ``line`` (cut at the width) rather than starting anew."""
+    if line.rstrip(" ").endswith(" exception:") and following.lstrip(" ").startswith(
+        "Traceback (m"
+    ):
+        return True  # sglang's 'hit an exception: Traceback (most ...' cut at its space
+    if _RAISED.match(following) is not None and _DOTTED_END.search(line) is not None:
+        return True  # an exception's module path cut after one of its dots
     if _RAISED.match(following) is not None and not _word_cut(line):
         return False  # an exception line after a row that happens to be the width long
     if _PREFIX_ONLY.search(line) is not None and following[:1].isspace():
@@ -173,14 +181,19 @@ class Unwrapped(io.RawIOBase):
         return line
 
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        while not self._out:
-            self._out = self._line_out()
+        """As many lines as ``buffer`` holds: a reader's head is one read, and what tells a
+        log's shape (its envelope, its order) is read from the head."""
+        filled = 0
+        while filled < len(buffer):
             if not self._out:
-                return 0
-        size = min(len(buffer), len(self._out))
-        buffer[:size] = self._out[:size]
-        self._out = self._out[size:]
-        return size
+                self._out = self._line_out()
+                if not self._out:
+                    break
+            size = min(len(buffer) - filled, len(self._out))
+            buffer[filled : filled + size] = self._out[:size]
+            self._out = self._out[size:]
+            filled += size
+        return filled
 
     def close(self) -> None:
         if not self.closed:

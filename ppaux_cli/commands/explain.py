@@ -58,7 +58,7 @@ def explain(
         if "\n" in wanted:
             found = search_pasted(wanted)
             if found is None:
-                fail(_nothing_in_stdin(wanted))
+                fail(_other_type(wanted, "-: ") or _nothing_in_stdin(wanted))
             write_text(_page(found.message.id, found.name, format), output, "the page")
             return
     else:
@@ -71,7 +71,7 @@ def explain(
     if rule is None:
         found = search_pasted(wanted)
         if found is None:
-            fail(_unknown(wanted))
+            fail(_other_type(wanted) or _unknown(wanted))
         write_text(_page(found.message.id, found.name, format), output, "the page")
         return
     if format == RulesFormat.JSON:
@@ -156,6 +156,22 @@ def _kind_hint(text: str) -> str:
     return (
         f"; it is {DESCRIPTIONS[kind]}: 'ppaux triage' on the whole log (or 'ppaux triage -' "
         "from stdin) names the root and what to do next"
+    )
+
+
+def _other_type(text: str, where: str = "") -> str | None:
+    """The error for the words of one of the nine messages raised as another exception type
+    than sglang's RuntimeError (as triage reads it in a log: not sglang's), or None."""
+    from ppaux.sglang import raised_otherwise
+
+    other = raised_otherwise(text)
+    if other is None:
+        return None
+    raiser, found = other
+    kind = _kind_hint(text) or "; 'ppaux triage' on the whole log names the root"
+    return (
+        f"{where}{raiser!r} raised the words of sglang's message {found.message.id!r}, which "
+        f"sglang raises as RuntimeError only: none of sglang's nine PP messages{kind}"
     )
 
 

@@ -253,7 +253,9 @@ RULES = (
         explanation=(
             "A traceback ends before its exception line (the process was killed while "
             "writing, or the log was rotated), or a compressed log (gzip, bzip2, xz, zstd) "
-            "ends early. The part that is there is still used. " + _LOCATION
+            "ends early, or lines longer than the limit max_log_line were read cut (their "
+            "start, and a JSON record's end beside it) in a log that holds a failure (PP813 "
+            "when it holds none). The part that is there is still used. " + _LOCATION
         ),
         causes=("Log rotation, a killed process, a partial copy.",),
         fix="Collect the whole log if the exception is needed.",
@@ -300,6 +302,32 @@ RULES = (
             "the gzip stream ends early (Compressed file ended before the end-of-stream marker "
             "was reached) and the 29914 lines before the cut hold no failure: the rest could "
             "not be read"
+        ),
+        area="triage",
+    ),
+    Rule(
+        code="PP813",
+        name="triage-lines-cut-no-failure",
+        severity=Severity.ERROR,
+        summary="Lines of a log were longer than triage reads and the rest holds no failure.",
+        explanation=(
+            "Lines longer than the limit max_log_line were read cut (their start, and a JSON "
+            "record's end beside it), and no failure is in what was read: a failure written "
+            "inside what was left out (a traceback in one record, a message run on with "
+            "others) would not show, so the log does not show a healthy run. A log that does "
+            "hold a failure is triaged as usual, its cut lines said (PP810). " + _LOCATION
+        ),
+        causes=(
+            "A collector or an export that put many lines in one record.",
+            "Output without line ends (progress written with carriage returns, a binary dump).",
+        ),
+        fix=(
+            "Look at the line named; give the log one record per line, or raise the limit "
+            "max_log_line."
+        ),
+        example=(
+            "2 lines of sglang.log are longer than 65536 bytes (the first: line 13) and were "
+            "read cut; the 40 lines read hold no failure (limit max_log_line=65536 reached)"
         ),
         area="triage",
     ),

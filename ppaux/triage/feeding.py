@@ -1,0 +1,309 @@
+"""Feeding a log's lines, one by one, to the tracebacks still open in their stream: what one
+log holds for triage (:class:`LogReading`) and the reader that fills it (:class:`Reader`).
+
+Interleaved lines of other processes are expected: an sglang line of other ranks does not end
+a traceback that still waits for its exception line, and a launcher's prefix (compose, Ray)
+keeps each process's lines apart. Each line costs the same however many tracebacks are open.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ppaux.limits import Limits
+from ppaux.triage.lineformat import Envelope, Launcher, LogLine, torch_rank
+from ppaux.triage.records import (
+    Event,
+    Failure,
+    TracebackBuilder,
+    cut_header,
+    failure_start,
+    is_frame,
+    raised,
+)
+
+__all__ = ["PP_RANK", "LogReading", "Reader"]
+
+#: Lines of other processes after which a traceback still waiting for its exception is ended.
+_MAX_FOREIGN = 400
+#: Characters of a capture line read (its directory is a path: far shorter).
+_CAPTURE_LINE = 8192
+_CAPTURE_DIR = re.compile(r"ppaux capture: capturing .* into (?P<dir>.+?) \(when=(?P<how>[^)]*)\)")
+#: A pipeline rank in sglang's prefix (``PPn``).
+PP_RANK = re.compile(r"\bPP(\d{1,6})\b")
+#: A rank or a frame's line number longer than ppaux reads (a finding, not a number).
+_OVERSIZED = re.compile(r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank)\d{7,}")
+#: Lines with an oversized number listed per log.
+_MAX_OVERSIZED = 16
+
+
+@dataclass
+class LogReading:
+    """What one log holds for triage."""
+
+    source: str
+    envelope: Envelope = Envelope.PLAIN
+    launcher: Launcher = Launcher.NONE
+    lines: int = 0
+    failures: list[Failure] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    more_failures: int = 0
+    more_events: int = 0
+    long_lines: int = 0
+    #: The first of those lines (0 when none).
+    first_long_line: int = 0
+    #: Why a compressed log ended early, or None.
+    cut: str | None = None
+    #: The compression of a log that ended early (gzip, bzip2, xz, zstd).
+    cut_compression: str = "gzip"
+    #: Capture directories ppaux's plugin said it writes to, with 'strict' when it does.
+    captures: list[tuple[str, bool]] = field(default_factory=list)
+    #: True when the log holds no byte at all (once decompressed and decoded).
+    empty: bool = False
+    #: Pipeline ranks (``PPn``) seen in sglang's prefixes of the log's first 64 KiB (where every
+    #: rank logs its start-up) and of the lines read around failures.
+    pp_ranks: set[int] = field(default_factory=set)
+    #: sglang's server arguments, where the log's first 64 KiB show them: ``pp_size``,
+    #: ``nnodes``, ``model_path`` (as written).
+    server_args: dict[str, str] = field(default_factory=dict)
+    #: False when nothing in the log has the shape of sglang's lines or a launcher's (a
+    #: README, a torch dump, a one-line text file): no log of sglang's.
+    shaped: bool = True
+    #: The file reads as source code (see :func:`_source_code`), not as a log.
+    source_code: bool = False
+    #: Lines holding a rank or line number too long to read, and how many more.
+    oversized: list[int] = field(default_factory=list)
+    more_oversized: int = 0
+    #: An envelope names a pod (a log store's labels or resource, ``kubectl logs --prefix``)
+    #: on a line read: the log came from Kubernetes. Never told from a message's own text.
+    kubernetes: bool = False
+
+
+#: torch's error records (``[E...``) of a collective that timed out, besides the watchdog's own
+#: line: 'Timeout at NCCL work', 'Some NCCL operations have failed or timed out', a dump signal
+#: 'due to a collective timeout'.
+_NCCL_TIMEOUT = re.compile(
+    r"\[E[^\]]{0,40}ProcessGroupNCCL\.cpp:\d+\].{0,400}(?:timed out|[Tt]imeout)"
+)
+
+
+def _event_kind(text: str) -> str | None:
+    if "Watchdog caught collective" in text or _NCCL_TIMEOUT.search(text) is not None:
+        return "watchdog"
+    if "TCPStore" in text:
+        return "store"
+    if "sigquit from a child" in text or "SIGQUIT received" in text:
+        return "sigquit"
+    if "ppaux capture:" in text:
+        return "capture"
+    return None
+
+
+class _Open:
+    """The tracebacks still open in one stream, in the order they began, and how many sglang
+    lines the stream has had (what a traceback waiting for its exception counts as foreign)."""
+
+    __slots__ = ("builders", "sglang_lines")
+
+    def __init__(self) -> None:
+        self.builders: dict[int, TracebackBuilder] = {}
+        self.sglang_lines = 0
+
+
+class Reader:
+    """Feeds lines to the open tracebacks of their stream. Each line costs the same whatever
+    how many tracebacks are open: they are indexed by stream and by ranks, and the sglang lines
+    of other ranks that a waiting traceback lets pass are counted once per stream."""
+
+    def __init__(self, reading: LogReading, first_order: int, limits: Limits = Limits()) -> None:
+        self.reading = reading
+        self.order = first_order
+        #: Failures and events kept per log (``Limits.max_failures``, ``max_events``); more are
+        #: counted (a crash loop repeats the same ones).
+        self.max_failures = limits.max_failures
+        self.max_events = limits.max_events
+        #: How many tracebacks are open, in every stream.
+        self.count = 0
+        self._streams: dict[str | None, _Open] = {}
+        self._by_ranks: dict[tuple[str | None, str | None], dict[int, TracebackBuilder]] = {}
+        self._after: dict[str | None, dict[int, TracebackBuilder]] = {}
+        #: Per stream, the last line read whose header was cut before 'Traceback (m': the
+        #: fragment whose frames follow it is that line's ranks' failure.
+        self._cut_headers: dict[str | None, LogLine] = {}
+
+    def _next_order(self) -> int:
+        self.order += 1
+        return self.order
+
+    def _add(self, builder: TracebackBuilder) -> None:
+        failure = builder.failure
+        stream = self._streams.setdefault(failure.stream, _Open())
+        builder.base = stream.sglang_lines
+        stream.builders[id(builder)] = builder
+        self._by_ranks.setdefault((failure.stream, failure.ranks), {})[id(builder)] = builder
+        self.count += 1
+
+    def _settle(self, builder: TracebackBuilder) -> None:
+        """Index a traceback past its exception line among those any sglang line ends."""
+        if builder.wants_frames or builder.ended:
+            return
+        builder.ended = True
+        failure = builder.failure
+        self._by_ranks.get((failure.stream, failure.ranks), {}).pop(id(builder), None)
+        self._after.setdefault(failure.stream, {})[id(builder)] = builder
+
+    def close(self, builder: TracebackBuilder) -> None:
+        failure = builder.failure
+        stream = self._streams[failure.stream]
+        del stream.builders[id(builder)]
+        self._by_ranks.get((failure.stream, failure.ranks), {}).pop(id(builder), None)
+        self._after.get(failure.stream, {}).pop(id(builder), None)
+        self.count -= 1
+        finished = builder.finish()
+        if finished is not None:
+            self.reading.failures.append(finished)
+
+    def close_all(self) -> None:
+        for stream in list(self._streams.values()):
+            for builder in list(stream.builders.values()):
+                self.close(builder)
+
+    @staticmethod
+    def _foreign(stream: _Open, builder: TracebackBuilder) -> int:
+        return builder.foreign + stream.sglang_lines - builder.base
+
+    def _target(self, stream: _Open) -> TracebackBuilder:
+        """The latest traceback of the stream still waiting for its exception, else the
+        latest."""
+        last = None
+        for builder in reversed(stream.builders.values()):
+            last = last or builder
+            if builder.wants_frames:
+                return builder
+        assert last is not None
+        return last
+
+    def take(self, line: LogLine, marked: bool, weak: bool = False) -> None:
+        if _OVERSIZED.search(line.text) is not None:
+            reading = self.reading
+            if len(reading.oversized) < _MAX_OVERSIZED:
+                reading.oversized.append(line.number)
+            else:
+                reading.more_oversized += 1
+        if line.ranks:
+            self.reading.pp_ranks.update(int(n) for n in PP_RANK.findall(line.ranks))
+        if line.stream is not None and line.stream.startswith("pod/"):
+            self.reading.kubernetes = True  # an envelope's labels or kubectl named a pod
+        stream = self._streams.get(line.stream)
+        if stream is not None and stream.builders:
+            if line.sglang:
+                stream.sglang_lines += 1
+                for builder in list(self._after.get(line.stream, {}).values()):
+                    self.close(builder)
+                same = self._by_ranks.get((line.stream, line.ranks or None), {})
+                for builder in list(same.values()):
+                    self.close(builder)
+            else:
+                builder = self._target(stream)
+                if builder.feed(line, marked):
+                    self._settle(builder)
+                    return
+                if builder.wants_frames:
+                    builder.foreign += 1
+                    if self._foreign(stream, builder) > _MAX_FOREIGN:
+                        self.close(builder)
+                else:
+                    self.close(builder)
+            while stream.builders:
+                first = next(iter(stream.builders.values()))
+                if self._foreign(stream, first) <= _MAX_FOREIGN:
+                    break
+                self.close(first)
+        if marked:
+            self._marked(line)
+        elif weak:
+            self._weak(line)
+
+    def _weak(self, line: LogLine) -> None:
+        """A frame line no open traceback took (a fragment whose header is lost), or an
+        exception line outside any traceback: a one-line ``[prefix] SomeError: ...`` record
+        (that rank's failure), or the last line of a fragment whose frames the log lost."""
+        stream = self._streams.get(line.stream)
+        if stream is not None and stream.builders:
+            return
+        reading = self.reading
+        text = line.text
+        fragment = is_frame(text)
+        shaped = None if fragment else raised(text)
+        if not fragment and shaped is None:
+            if line.ranks and cut_header(text):
+                self._cut_headers[line.stream] = line
+            return
+        first = line
+        header = self._cut_headers.pop(line.stream, None)
+        if header is not None and fragment and line.number - header.number <= 1:
+            line = header  # the failure starts at its cut header: its ranks, time and place
+        if shaped is not None and (shaped[0].endswith("Warning") or line.ranks == ""):
+            # A warning is no failure; an exception line under sglang's prefix without ranks is
+            # the server process's (a request refused), not a rank's.
+            return
+        if len(reading.failures) + self.count >= self.max_failures:
+            reading.more_failures += 1
+            return
+        failure = Failure(
+            source=reading.source,
+            line=line.number,
+            time=line.time,
+            time_text=line.time_text,
+            ranks=line.ranks or None,
+            stream=line.stream,
+            process=None,
+            order=self._next_order(),
+            zone=line.zone,
+            fragment=True,
+        )
+        if fragment:
+            builder = TracebackBuilder(failure)
+            builder.feed(first, False)
+            self._add(builder)
+            return
+        assert shaped is not None
+        failure.exception, failure.message = shaped
+        reading.failures.append(failure)
+
+    def _marked(self, line: LogLine) -> None:
+        reading = self.reading
+        failure = failure_start(line, reading.source, self._next_order())
+        if failure is not None:
+            if len(reading.failures) + self.count >= self.max_failures:
+                reading.more_failures += 1
+                return
+            self._add(TracebackBuilder(failure))
+            return
+        kind = _event_kind(line.text)
+        if kind is None:
+            return
+        if kind == "capture":
+            found = _CAPTURE_DIR.search(line.text[:_CAPTURE_LINE])
+            if found is not None and len(reading.captures) < 16:
+                reading.captures.append((found.group("dir"), "strict" in found.group("how")))
+        if len(reading.events) >= self.max_events:
+            reading.more_events += 1
+            return
+        who = line.ranks or torch_rank(line.text) or line.stream or "a process"
+        if kind == "sigquit":
+            who = "the parent process"
+        reading.events.append(
+            Event(
+                kind,
+                reading.source,
+                line.number,
+                line.time,
+                line.time_text,
+                who,
+                line.text[:2000],
+                self._next_order(),
+                line.zone,
+            )
+        )
