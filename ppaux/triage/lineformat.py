@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import itertools
 import json
 import re
 from collections.abc import Callable
@@ -270,14 +271,16 @@ _NUMBER_COLUMN = re.compile(r"^\s{0,8}(?:\d{1,7}(?:\t| ?\| ?|: )|\[\d{1,7}\] )")
 
 
 def _numbered(texts: list[str]) -> bool:
-    """Whether nearly every line begins with a line number, and the numbers rise."""
+    """Whether nearly every line begins with a line number, and the numbers rise (a
+    forwarder's constant ``[0] `` is no line number)."""
     numbers = []
     for text in texts:
         match = _NUMBER_COLUMN.match(text)
         if match is None:
             continue
         numbers.append(int("".join(c for c in match.group(0) if c.isdigit())))
-    return len(numbers) * 10 >= len(texts) * 9 and len(numbers) >= 3 and numbers == sorted(numbers)
+    rising = all(a < b for a, b in itertools.pairwise(numbers))
+    return len(numbers) * 10 >= len(texts) * 9 and len(numbers) >= 3 and rising
 
 
 def _launched(text: str, launcher: Launcher) -> tuple[str | None, str]:
