@@ -149,3 +149,18 @@ def test_torchrun_s_local_rank_names_a_traceback_without_sglang_s_prefix():
         f"[default1]:torch.OutOfMemoryError: {OOM}",
     ]
     assert _roots("\n".join(lines) + "\n") == [("local rank 1", "torch.OutOfMemoryError", "memory")]
+
+
+def test_a_cri_paste_that_starts_mid_traceback_names_no_output_stream_as_its_rank():
+    # The paste starts after the header: no sglang prefix is left to name the rank, and
+    # 'stderr' (where the line was written) must not stand in for one.
+    lines = _log(2, "torch.OutOfMemoryError", OOM)
+    start = next(n for n, line in enumerate(lines) if "Scheduler hit" in line) + 1
+    end = next(n for n, line in enumerate(lines) if line.startswith("torch.OutOfMemory")) + 1
+    text = "".join(
+        f"2026-12-03T14:56:07.{n:09d}Z stderr F {line}\n" for n, line in enumerate(lines[start:end])
+    )
+    roots = _roots(text)
+    assert roots == [(None, "torch.OutOfMemoryError", "memory")]
+    report = triage_paths(["run.log"], {"run.log": io.BytesIO(text.encode())})
+    assert "stderr" not in " ".join(f.message for f in report.findings)

@@ -17,7 +17,7 @@ from typing import BinaryIO, cast
 from ppaux.limits import Limits
 from ppaux.triage.documents import is_document, records
 from ppaux.triage.envelopes import peel_envelope
-from ppaux.triage.flattened import ESCAPED, unescaped, unflatten
+from ppaux.triage.flattened import escaped, flattened, unescaped, unflatten
 from ppaux.triage.lineformat import (
     Envelope,
     Launcher,
@@ -37,6 +37,7 @@ from ppaux.triage.records import (
     cut_header,
     failure_start,
     is_frame,
+    process_of,
     raised,
 )
 from ppaux.triage.scanner import ALL_MARKERS, MARKERS, WEAK_MARKERS, Scanner
@@ -84,8 +85,6 @@ _OVERSIZED = re.compile(r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank)\d{
 #: Lines with an oversized number listed per log.
 _MAX_OVERSIZED = 16
 _FLAG_PP = re.compile(rb"--(?:pp-size|pipeline-parallel-size)[= ](\d{1,4})\b")
-#: What a traceback flattened onto one line holds (its header, then its first frame).
-_FLATTENED = 'call last): File "'
 _FLAG_NNODES = re.compile(rb"--nnodes[= ](\d{1,4})\b")
 
 
@@ -340,7 +339,7 @@ class _Reader:
         if len(reading.events) >= self.max_events:
             reading.more_events += 1
             return
-        who = line.ranks or torch_rank(line.text) or line.stream or "a process"
+        who = line.ranks or torch_rank(line.text) or process_of(line.stream) or "a process"
         if kind == "sigquit":
             who = "the parent process"
         reading.events.append(
@@ -422,9 +421,9 @@ def _take_peeled(
     row, a JSON record, a launcher's prefix) to ``reader``."""
     peeled = peel_envelope(text)
     inners = peeled.lines
-    if any(ESCAPED in inner for inner in inners):
+    if any(escaped(inner) for inner in inners):
         inners = [part for inner in inners for part in (unescaped(inner) or [inner])]
-    if any(_FLATTENED in inner for inner in inners):
+    if any(flattened(inner) for inner in inners):
         inners = [part for inner in inners for part in (unflatten(inner) or [inner])]
     several = len(inners) > 1 or peeled.decoded
     for inner in inners:
