@@ -92,6 +92,7 @@ PREFIXES: dict[str, Callable[[int, str], str]] = {
         f"2026-12-03T14:56:{i % 60:02d}.000+00:00 host=node1 source=/var/log/sglang.log "
         f"sourcetype=sglang {line}"
     ),
+    "python-logging": lambda i, line: f"2026-12-03 14:56:{i % 60:02d},123 - root - ERROR - {line}",
     "datadog-json": lambda i, line: json.dumps(
         {"timestamp": f"2026-12-03T14:56:{i % 60:02d}.000Z", "host": "node1", "message": line}
     ),

@@ -491,7 +491,7 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
     if compose is not None and compose.group("who") not in ("File", "Traceback"):
         peeled.stream = compose.group("who")
         return rest[compose.end() :]
-    if rest[:1].islower():
+    if rest[:1].islower() or rest[:2] == "- ":
         fanned = host_or_fields(rest)
         if fanned is not None:
             host, rest = fanned

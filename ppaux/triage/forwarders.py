@@ -6,6 +6,7 @@
   the rank is a hint, used only where sglang's own ``[... PPn TPm]`` prefix is absent;
 - fluent-bit's ``stdout`` output: ``[0] <tag>: [<epoch seconds>, {<record>}]``;
 - a logfmt line: ``ts=... level=error msg="<line>"``;
+- Python logging's default format behind its time (``<time> - root - ERROR - <line>``);
 - a log store's field columns (Splunk's and Datadog's text exports, ``host=... source=...``)
   and a CSV download's columns before its quoted message.
 
@@ -51,6 +52,8 @@ STORE_FIELDS = re.compile(
     r"^(?:(?:host|source|sourcetype|index|service|status|env|pod|container|namespace)"
     r"=\S{0,512} )+"
 )
+#: Python logging's default format, behind its time: ``- <logger> - <LEVEL> - ``.
+_PY_LOGGER = re.compile(r"^- [\w.]{1,200} - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
 #: The columns before a CSV download's quoted message (``<time>,<host>,<service>,"<line>"``),
 #: behind its time.
 CSV_COLUMNS = re.compile(r'^(?:[^",\s]{0,253},){1,4}(?=")')
@@ -71,8 +74,11 @@ def tagged_rank(text: str) -> tuple[str, str] | None:
 
 
 def host_or_fields(text: str) -> tuple[str | None, str] | None:
-    """(host, rest) of a line behind a fan-out's ``<host>: `` or a store's field columns
-    (host None); None for another line."""
+    """(host, rest) of a line behind a fan-out's ``<host>: ``, a store's field columns or
+    Python logging's ``- <logger> - <LEVEL> - `` (host None); None for another line."""
+    if text[:2] == "- ":
+        logger = _PY_LOGGER.match(text)
+        return None if logger is None else (None, text[logger.end() :])
     fields = STORE_FIELDS.match(text)
     if fields is not None:
         return None, text[fields.end() :]

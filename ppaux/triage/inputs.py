@@ -195,8 +195,9 @@ def read_all(
             # rotated away; a gate must not pass on it.
             why = _empty_reason(source)
             if reading.cut is not None:  # not empty: cut before its first line
+                damage = "corrupt" if corrupt_stream(reading.cut) else "cut"
                 why = (
-                    f"{reading.cut_compression} stream cut before its first line "
+                    f"{reading.cut_compression} stream {damage} before its first line "
                     f"({shown(reading.cut)}); nothing could be read"
                 )
             report.problems.append(InputProblem(source.name, why))
