@@ -96,6 +96,9 @@ PREFIXES: dict[str, Callable[[int, str], str]] = {
     "datadog-json": lambda i, line: json.dumps(
         {"timestamp": f"2026-12-03T14:56:{i % 60:02d}.000Z", "host": "node1", "message": line}
     ),
+    "ecs-json": lambda i, line: json.dumps(
+        {"log": {"original": line}, "@timestamp": f"2026-12-03T14:56:{i % 60:02d}.000Z"}
+    ),
     "datadog-csv": lambda i, line: f"2026-12-03T14:56:{i % 60:02d}.000Z,node1,sglang,{_csv(line)}",
 }
 

@@ -123,6 +123,13 @@ _MESSAGE_KEYS = (
     "@message",
     "_raw",
 )
+#: Messages one level down: Cloud Logging's ``jsonPayload``, Elastic Common Schema's
+#: ``log.original`` and ``event.original``.
+_NESTED_MESSAGES = (
+    ("jsonPayload", ("message", "msg", "log")),
+    ("log", ("original",)),
+    ("event", ("original",)),
+)
 _TIME_KEYS = ("time", "timestamp", "@timestamp", "ts", "Time", "receiveTimestamp", "_time")
 
 
@@ -210,12 +217,13 @@ def _record_of(record: dict[str, object]) -> Peeled | None:
             message = raw.decode("utf-8", "backslashreplace")
             decoded = True
             break
-    payload = record.get("jsonPayload")
-    if message is None and isinstance(payload, dict):
-        for key in ("message", "msg", "log"):
-            if isinstance(payload.get(key), str):
-                message = payload[key]
-                break
+    for nest, keys in _NESTED_MESSAGES:
+        payload = record.get(nest)
+        if message is None and isinstance(payload, dict):
+            for key in keys:
+                if isinstance(payload.get(key), str):
+                    message = payload[key]
+                    break
     if message is None:
         return None
     peeled = Peeled(message.rstrip("\r\n").split("\n")[:MAX_RECORD_LINES])

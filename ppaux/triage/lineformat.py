@@ -101,6 +101,9 @@ _CRI = re.compile(
 )
 #: The time ``kubectl logs --timestamps``, ``docker logs -t`` and ``docker compose logs -t`` put
 #: before each line: RFC 3339 with nanoseconds (Go's ``RFC3339NanoFixed``) and one space.
+#: Docker's json-file record holds its line as a string under ``log`` (Elastic Common
+#: Schema's ``"log": {...}`` object is another record).
+_DOCKER_LOG = re.compile(r'"log"\s*:\s*"')
 _STAMP = re.compile(
     r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d))(?: (?P<text>.*))?$"
 )
@@ -238,7 +241,7 @@ def detect(head: bytes) -> tuple[Envelope, Launcher]:
         return Envelope.PLAIN, Launcher.NONE
     texts = [ANSI.sub("", _decode(line)) for line in lines]
     envelope = Envelope.PLAIN
-    if _share(texts, lambda t: t.startswith("{") and '"log"' in t):
+    if _share(texts, lambda t: t.startswith("{") and _DOCKER_LOG.search(t) is not None):
         envelope = Envelope.DOCKER_JSON
         texts = [_json_text(t)[0] for t in texts]
     elif _share(texts, lambda t: _CRI.match(t) is not None):
