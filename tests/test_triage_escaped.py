@@ -75,15 +75,21 @@ def _flattened_forms(block: list[str]) -> dict[str, str]:
     }
 
 
-@given(form=st.sampled_from(["repr-text", "repr-quoted", "repr-crlf", "spaces", "one-space"]))
-def test_a_flattened_traceback_keeps_its_frames_rank_and_exception(form, tmp_path_factory):
+@given(
+    form=st.sampled_from(["repr-text", "repr-quoted", "repr-crlf", "spaces", "one-space"]),
+    cri=st.booleans(),
+)
+def test_a_flattened_traceback_keeps_its_frames_rank_and_exception(form, cri, tmp_path_factory):
     lines = AUX.read_text(encoding="utf-8").splitlines()
     start = next(n for n, line in enumerate(lines) if "PP0] Scheduler hit" in line)
     end = next(n for n, line in enumerate(lines) if line.startswith("RuntimeError")) + 1
     flat = _flattened_forms(lines[start:end])[form]
     assert "\n" not in flat and 'File "' in flat
     path = tmp_path_factory.mktemp("flat") / "flat.log"
-    path.write_text("\n".join([*lines[:start], flat, *lines[end:]]) + "\n")
+    kept = [*lines[:start], flat, *lines[end:]]
+    if cri:  # each line in a CRI record, as the kubelet writes a pod's log
+        kept = [f"2026-12-03T14:56:07.{n:09d}Z stderr F {line}" for n, line in enumerate(kept)]
+    path.write_text("\n".join(kept) + "\n")
     assert _roots(path) == [
         ("PP801", "PP0", "RuntimeError", "received a non-tensor auxiliary PP output", start + 1)
-    ], form
+    ], (form, cri)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ESCAPED", "escaped", "flattened", "unescaped", "unflatten"]
+__all__ = ["ESCAPED", "escaped", "flattened", "split_lines", "unescaped", "unflatten"]
 
 _HEADER = "Traceback (most recent call last):"
 #: At most this many frames taken from one line (a hostile line does not cost more).
@@ -95,6 +95,15 @@ def flattened(text: str) -> bool:
     frame (its newlines became spaces)."""
     at = text.find(_HEADER_END)
     return at >= 0 and _NEXT_FRAME.match(text, at + len(_HEADER_END)) is not None
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines ``text`` holds: a traceback's escaped newlines undone, one flattened onto
+    the line split back; ``[text]`` for any other line."""
+    parts = (unescaped(text) or [text]) if escaped(text) else [text]
+    if any(flattened(part) for part in parts):
+        parts = [line for part in parts for line in (unflatten(part) or [part])]
+    return parts
 
 
 def unflatten(text: str) -> list[str] | None:

@@ -17,7 +17,7 @@ from typing import BinaryIO, cast
 from ppaux.limits import Limits
 from ppaux.triage.documents import is_document, records
 from ppaux.triage.envelopes import peel_envelope
-from ppaux.triage.flattened import escaped, flattened, unescaped, unflatten
+from ppaux.triage.flattened import split_lines
 from ppaux.triage.lineformat import (
     Envelope,
     Launcher,
@@ -420,11 +420,7 @@ def _take_peeled(
     """Feed the line(s) inside ``text``'s own envelope (told from this line alone: a store's
     row, a JSON record, a launcher's prefix) to ``reader``."""
     peeled = peel_envelope(text)
-    inners = peeled.lines
-    if any(escaped(inner) for inner in inners):
-        inners = [part for inner in inners for part in (unescaped(inner) or [inner])]
-    if any(flattened(inner) for inner in inners):
-        inners = [part for inner in inners for part in (unflatten(inner) or [inner])]
+    inners = [part for inner in peeled.lines for part in split_lines(inner)]
     several = len(inners) > 1 or peeled.decoded
     for inner in inners:
         line = peel(
@@ -525,10 +521,14 @@ def read_log(
                 if partial:
                     pieces[source_stream] = (number, text, time, time_text, marked)
                     continue
-            line = peel(number, text, time, time_text, source_stream, reading.launcher, stamped)
-            if local_zone is not None:
-                line = in_zone(line, local_zone)
-            reader.take(line, marked, _weak(line.text) or _weak(text))
+            parts = split_lines(text)  # a traceback flattened inside the collector's record
+            for part in parts:
+                line = peel(number, part, time, time_text, source_stream, reading.launcher, stamped)
+                if local_zone is not None:
+                    line = in_zone(line, local_zone)
+                if len(parts) > 1:
+                    marked = any(m in part for m in _MARKER_TEXTS)
+                reader.take(line, marked, _weak(line.text) or _weak(part))
         reader.close_all()
         reading.lines = scanner.line - 1
         if backwards is not None:
