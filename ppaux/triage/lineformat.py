@@ -13,8 +13,9 @@ Envelopes (:class:`Envelope`), detected per file from its first lines:
 - ``plain``: anything else (a file written by sglang itself, or by ``tee``).
 
 Launcher prefixes, also detected per file: docker compose's ``<service>  | `` (often in ANSI
-colours), Ray's ``(pid=123, ip=10.0.0.1)`` / ``(SchedulerActor pid=123)``, and ``kubectl logs
---prefix``'s ``[pod/<pod>/<container>] `` (``staging/src/k8s.io/kubectl/pkg/cmd/logs/logs.go``).
+colours), Ray's ``(pid=123, ip=10.0.0.1)`` / ``(SchedulerActor pid=123)``, ``kubectl logs
+--prefix``'s ``[pod/<pod>/<container>] `` (``staging/src/k8s.io/kubectl/pkg/cmd/logs/logs.go``),
+and a pod's name before each line (k9s' ``<pod> ``, stern's ``<pod> <container> ``).
 Each names the process a line comes from (its *stream*), which keeps interleaved tracebacks
 apart.
 
@@ -89,6 +90,11 @@ class Launcher(str, enum.Enum):
     #: A wrapper that logs each line of the process it runs with its own time and name:
     #: ``[<time>] [/bin/sh]: <line>``.
     WRAPPER = "wrapper"
+    #: A pod's name and a space before each line (k9s' log view, ``kubectl logs`` piped
+    #: through a per-pod tagger): ``sglang-pp-0 <line>``.
+    POD = "pod"
+    #: stern's ``<pod> <container> <line>``.
+    STERN = "stern"
 
 
 #: ANSI colours (SGR, ``ESC [ ... m``, as docker compose writes its prefixes): removed before a
@@ -116,6 +122,11 @@ _WRAPPER = re.compile(
     r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]{0,16}\] \[(?P<who>[^\]\s]{1,64})\]: "
     r"(?P<text>.*)$"
 )
+#: A Kubernetes pod's name as k9s and stern print it before a line: lower case, from a
+#: letter, with a dash and a digit (``sglang-pp-0``, ``sglang-7d9f8-x2k4p``); a date is none.
+_POD_NAME = r"[a-z][a-z0-9]*(?:[-.][a-z0-9]+)+"
+_POD = re.compile(rf"^(?P<who>{_POD_NAME}) (?P<text>.*)$")
+_STERN = re.compile(rf"^(?P<who>{_POD_NAME} [a-z][a-z0-9-]{{0,62}}) (?P<text>.*)$")
 _SGLANG = re.compile(
     r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(?P<ms>\d{3}))?"
     r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d{1,6})*)\] (?P<text>.*)$"
@@ -262,11 +273,29 @@ def detect(head: bytes) -> tuple[Envelope, Launcher]:
         launcher = Launcher.KUBECTL
     elif _share(texts, lambda t: _COMPOSE.match(t) is not None and not _SGLANG.match(t)):
         launcher = Launcher.COMPOSE
+    else:
+        launcher = _pod_launcher(texts)
     if envelope is Envelope.PLAIN:
         inner = [_launched(t, launcher)[1] for t in texts]
         if _share(inner, lambda t: _STAMP.match(t) is not None):
             envelope = Envelope.TIMESTAMPS
     return envelope, launcher
+
+
+def _pod_launcher(texts: list[str]) -> Launcher:
+    """k9s' ``<pod> `` or stern's ``<pod> <container> `` when nine lines in ten begin with a
+    pod's name (one with a digit), stern's when the word after it is the same on all of them;
+    else none."""
+    pods = [m for t in texts if (m := _POD.match(t)) is not None and _digit(m.group("who"))]
+    if len(pods) < 3 or len(pods) * 10 < len(texts) * 9:
+        return Launcher.NONE
+    seconds = {m.group("text").split(" ", 1)[0] for m in pods}
+    stern = all(_STERN.match(m.group(0)) is not None for m in pods) and len(seconds) == 1
+    return Launcher.STERN if stern else Launcher.POD
+
+
+def _digit(name: str) -> bool:
+    return any(c.isdigit() for c in name)
 
 
 #: A line-number column: up to 7 digits (bare or in brackets), then a tab, a bar or a colon.
@@ -294,6 +323,8 @@ def _launched(text: str, launcher: Launcher) -> tuple[str | None, str]:
         Launcher.RAY: _RAY,
         Launcher.KUBECTL: _KUBECTL,
         Launcher.WRAPPER: _WRAPPER,
+        Launcher.POD: _POD,
+        Launcher.STERN: _STERN,
     }.get(launcher)
     match = pattern.match(text) if pattern is not None else None
     if match is None:
