@@ -199,7 +199,19 @@ def _paste_inputs(sample: str) -> dict[str, bytes]:
         + " ".join(f'File "/x/{i}.py", line {i}, in f{i} x = y' for i in range(1500))
         + " RuntimeError: boom\n"
     )
+    escaped = repr(flat.replace(" File ", "\n  File ").rstrip("\n"))
+    logfmt = 'at="Traceback (most recent call last):" ' + " ".join(
+        f'k{i}="v \\" {i}"' for i in range(1000)
+    )
     return {
+        "1 MB of logfmt lines of 1,000 quoted pairs, a traceback header, no message": (
+            logfmt + "\n"
+        ).encode()
+        * ((1 << 20) // (len(logfmt) + 1) + 1),
+        "1 MB of repr()-flattened tracebacks of 1,500 frames behind fan-out and rank tags": (
+            "node1: [default0]:[1,0]<stderr>:" + escaped + "\n"
+        ).encode()
+        * 19,
         "the sample after 6,600 lines, wrapped at 80 columns": "\n".join(wrapped).encode() + b"\n",
         "the same as Loki's query API response": json.dumps(loki).encode(),
         "gzip of a 4 MiB JSON array of tiny records": gzip.compress(

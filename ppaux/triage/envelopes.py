@@ -33,6 +33,16 @@ import json
 import re
 from datetime import UTC, datetime
 
+from ppaux.triage.forwarders import (
+    CSV_COLUMNS,
+    LOGFMT_START,
+    STORE_FIELDS,
+    fluent_entry,
+    host_or_fields,
+    logfmt_message,
+    tagged_rank,
+)
+
 __all__ = ["MAX_RECORD_LINES", "Peeled", "cut_record", "peel_envelope", "rfc3339"]
 
 #: Lines of one JSON record's message kept (a whole traceback fits; a hostile record does not
@@ -102,8 +112,25 @@ _LENIENT = json.JSONDecoder(strict=False)
 _CUT_ESCAPE = re.compile(r"\\u(?:[0-9A-Fa-f]{0,3}|[dD][89abAB][0-9A-Fa-f]{2})$")
 #: A Kubernetes object's name (a DNS label or subdomain).
 _NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,252}")
-_MESSAGE_KEYS = ("log", "line", "textPayload", "MESSAGE", "message", "msg", "Line", "@message")
-_TIME_KEYS = ("time", "timestamp", "@timestamp", "ts", "Time", "receiveTimestamp")
+_MESSAGE_KEYS = (
+    "log",
+    "line",
+    "textPayload",
+    "MESSAGE",
+    "message",
+    "msg",
+    "Line",
+    "@message",
+    "_raw",
+)
+#: Messages one level down: Cloud Logging's ``jsonPayload``, Elastic Common Schema's
+#: ``log.original`` and ``event.original``.
+_NESTED_MESSAGES = (
+    ("jsonPayload", ("message", "msg", "log")),
+    ("log", ("original",)),
+    ("event", ("original",)),
+)
+_TIME_KEYS = ("time", "timestamp", "@timestamp", "ts", "Time", "receiveTimestamp", "_time")
 
 
 class Peeled:
@@ -171,6 +198,13 @@ def _json_record(text: str) -> Peeled | None:
         return None
     if not isinstance(record, dict):
         return None
+    result = record.get("result")
+    if isinstance(result, dict) and isinstance(result.get("_raw"), str):
+        record = result  # Splunk's JSON export: each event under 'result'
+    return _record_of(record)
+
+
+def _record_of(record: dict[str, object]) -> Peeled | None:
     message = None
     decoded = False
     for key in _MESSAGE_KEYS:
@@ -183,12 +217,13 @@ def _json_record(text: str) -> Peeled | None:
             message = raw.decode("utf-8", "backslashreplace")
             decoded = True
             break
-    payload = record.get("jsonPayload")
-    if message is None and isinstance(payload, dict):
-        for key in ("message", "msg", "log"):
-            if isinstance(payload.get(key), str):
-                message = payload[key]
-                break
+    for nest, keys in _NESTED_MESSAGES:
+        payload = record.get(nest)
+        if message is None and isinstance(payload, dict):
+            for key in keys:
+                if isinstance(payload.get(key), str):
+                    message = payload[key]
+                    break
     if message is None:
         return None
     peeled = Peeled(message.rstrip("\r\n").split("\n")[:MAX_RECORD_LINES])
@@ -284,6 +319,16 @@ def peel_envelope(text: str) -> Peeled:
                 return member_lines
     if _JSON_FRAME.match(text) is not None:
         return Peeled([])  # a pretty-printed export's brackets and other members
+    if text[:1] == "[":
+        fluent = _fluent_record(text)
+        if fluent is not None:
+            fluent.lines = [_layers(line, fluent) for line in fluent.lines]
+            return fluent
+    elif LOGFMT_START.match(text) is not None:
+        logfmt = _logfmt(text)
+        if logfmt is not None:
+            logfmt.lines = [_layers(line, logfmt) for line in logfmt.lines]
+            return logfmt
     peeled = Peeled([text])
     rest = text
     csv = _CSV_TIME.match(rest)
@@ -313,11 +358,17 @@ def peel_envelope(text: str) -> Peeled:
                     peeled.time, peeled.time_text = moment, again.group("time")
                 comma = rest[again.end() - 1 : again.end()] == ","
                 rest = rest[again.end() :]
+            columns = CSV_COLUMNS.match(rest) if comma and rest[-1:] == '"' else None
+            if columns is not None:  # a CSV download's host and service before the message
+                rest = rest[columns.end() :]
             if comma and len(rest) >= 2 and rest[0] == rest[-1] == '"':
                 rest = rest[1:-1].replace('""', '"')  # a CSV download's quoted message
             level = _LEVEL_COLUMN.match(rest)
             if level is not None:
                 rest = rest[level.end() :]
+            fields = STORE_FIELDS.match(rest)
+            if fields is not None:
+                rest = rest[fields.end() :]
             journald = _JOURNALD.match(rest)
             if journald is not None and not rest.startswith(("File ", "Traceback")):
                 rest = rest[journald.end() :]
@@ -330,6 +381,30 @@ def peel_envelope(text: str) -> Peeled:
     if syslog is not None:
         rest = rest[syslog.end() :]
     peeled.lines = [_layers(rest, peeled)]
+    return peeled
+
+
+def _fluent_record(text: str) -> Peeled | None:
+    """The record of a fluent-bit ``stdout`` line, with its time; None for another line."""
+    entry = fluent_entry(text)
+    if entry is None:
+        return None
+    record, moment, shown = entry
+    peeled = _record_of(record)
+    if peeled is not None and moment is not None:
+        peeled.time, peeled.time_text = moment, shown
+    return peeled
+
+
+def _logfmt(text: str) -> Peeled | None:
+    """The message of a logfmt line, with its time; None for another line."""
+    found = logfmt_message(text)
+    if found is None:
+        return None
+    message, stamp = found
+    peeled = Peeled(message.rstrip("\r\n").split("\n")[:MAX_RECORD_LINES])
+    if stamp is not None:
+        _stamp(peeled, stamp)
     return peeled
 
 
@@ -395,6 +470,10 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
         if pod is not None:
             peeled.stream = pod.group("who")
             return rest[pod.end() :]
+        tagged = tagged_rank(rest)
+        if tagged is not None:  # a hint only: sglang's own prefix, behind it, names the ranks
+            peeled.stream, rest = tagged
+            return rest
         return None
     if head == "(":
         ray = _RAY.match(rest)
@@ -420,6 +499,12 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
     if compose is not None and compose.group("who") not in ("File", "Traceback"):
         peeled.stream = compose.group("who")
         return rest[compose.end() :]
+    if rest[:1].islower() or rest[:2] == "- ":
+        fanned = host_or_fields(rest)
+        if fanned is not None:
+            host, rest = fanned
+            peeled.stream = host or peeled.stream
+            return rest
     lead = _LEAD.match(rest)
     if lead is not None and lead.group("time") and peeled.time is None:
         _stamp(peeled, lead.group("time"))

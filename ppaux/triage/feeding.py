@@ -20,6 +20,7 @@ from ppaux.triage.records import (
     cut_header,
     failure_start,
     is_frame,
+    process_of,
     raised,
 )
 
@@ -291,7 +292,7 @@ class Reader:
         if len(reading.events) >= self.max_events:
             reading.more_events += 1
             return
-        who = line.ranks or torch_rank(line.text) or line.stream or "a process"
+        who = line.ranks or torch_rank(line.text) or process_of(line.stream) or "a process"
         if kind == "sigquit":
             who = "the parent process"
         reading.events.append(

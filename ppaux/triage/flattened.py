@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ESCAPED", "unescaped", "unflatten"]
+__all__ = ["ESCAPED", "escaped", "flattened", "split_lines", "unescaped", "unflatten"]
 
 _HEADER = "Traceback (most recent call last):"
 #: At most this many frames taken from one line (a hostile line does not cost more).
@@ -32,22 +32,78 @@ _EXCEPTION = re.compile(
 #: A traceback header followed by a JSON string's escaped newline, two characters: a record's
 #: message pasted raw.
 ESCAPED = "call last):\\n"
+_ESCAPED_CRLF = "call last):\\r\\n"
 _STRING = re.compile(r'(?:[^"\\]|\\.)*')
 _ESCAPE = re.compile(r'\\(["\\/nrt])')
 _ESCAPES = {"n": "\n", "r": "", "t": "\t", '"': '"', "\\": "\\", "/": "/"}
+#: The escapes ``repr()`` writes in a string (its quotes, if escaped at all, are its own).
+_REPR_ESCAPE = re.compile(r"\\([nrt'\"\\])")
+_REPR_ESCAPES = {"n": "\n", "r": "", "t": "\t", '"': '"', "'": "'", "\\": "\\"}
+#: A frame right after an escaped newline, its quote not escaped: ``repr()``'s form.
+_BARE_FRAME = '  File "'
+#: A header's end, then (its newline become spaces) the first frame.
+_HEADER_END = "call last):"
+_NEXT_FRAME = re.compile(r'\s{1,16}File "')
 
 
 def unescaped(text: str) -> list[str] | None:
     """The lines of a traceback whose newlines (and quotes) are written as a JSON string
     writes them (``\\n``, ``\\"``), up to the string's closing quote; None when ``text``
-    holds no such header."""
+    holds no such header. A traceback that ``repr()`` or a logger's ``%r`` wrote keeps its
+    double quotes as they are (``\\n  File "a.py"``): it is read to the quote that opened it
+    (``'Traceback ...'``), or to the line's end."""
     at = text.find(ESCAPED)
+    size = len(ESCAPED)
     if at < 0:
-        return None
+        at, size = text.find(_ESCAPED_CRLF), len(_ESCAPED_CRLF)
+        if at < 0:
+            return None
+    after = at + size
+    if text.startswith(_BARE_FRAME, after) or text.startswith(_BARE_FRAME.lstrip(), after):
+        return _unrepr(text, at)
     string = _STRING.match(text, at)  # up to the string's closing quote, when it has one
     end = string.end() if string is not None else len(text)
     plain = _ESCAPE.sub(lambda m: _ESCAPES[m.group(1)], text[:end])
     return plain.split("\n")
+
+
+def _unrepr(text: str, at: int) -> list[str]:
+    """The lines of a traceback written by ``repr()`` (its header's escaped newline at
+    ``at``): from its header to the quote that opened it, its escapes undone."""
+    start = text.rfind("Traceback", 0, at)
+    start = at if start < 0 else start
+    quote = text[start - 1 : start] if start > 0 else ""
+    end = len(text)
+    if quote in ("'", '"'):
+        closing = text.rfind(quote, at)
+        end = closing if closing > at else end
+        head = text[: start - 1]
+    else:
+        head = text[:start]
+    body = _REPR_ESCAPE.sub(lambda m: _REPR_ESCAPES[m.group(1)], text[start:end])
+    return (head + body).split("\n")
+
+
+def escaped(text: str) -> bool:
+    """True when ``text`` holds a traceback's header and its newline written as an escape
+    (``\\n``, or ``\\r\\n`` from a Windows side)."""
+    return ESCAPED in text or _ESCAPED_CRLF in text
+
+
+def flattened(text: str) -> bool:
+    """True when ``text`` holds a traceback's header followed, on the same line, by its first
+    frame (its newlines became spaces)."""
+    at = text.find(_HEADER_END)
+    return at >= 0 and _NEXT_FRAME.match(text, at + len(_HEADER_END)) is not None
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines ``text`` holds: a traceback's escaped newlines undone, one flattened onto
+    the line split back; ``[text]`` for any other line."""
+    parts = (unescaped(text) or [text]) if escaped(text) else [text]
+    if any(flattened(part) for part in parts):
+        parts = [line for part in parts for line in (unflatten(part) or [part])]
+    return parts
 
 
 def unflatten(text: str) -> list[str] | None:

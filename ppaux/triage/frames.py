@@ -22,6 +22,7 @@ __all__ = [
     "build_of",
     "frame_owner",
     "in_scheduler_process",
+    "in_sglang_server",
     "out_of_tree",
     "raised_by_capture",
 ]
@@ -181,6 +182,20 @@ def in_scheduler_process(frames: Iterable[Frame]) -> bool:
         if owner == "sglang" and _SCHEDULER_FILES.match(_sglang_relative(frame.file)[1]):
             return True
     return False
+
+
+#: sglang's files that serve an HTTP request: a traceback through them is a request refused
+#: (its own error, answered to the client), not the server failing.
+_REQUEST_FILES = re.compile(r"^srt/(?:entrypoints/|openai_api/|managers/tokenizer_manager)")
+
+
+def in_sglang_server(frames: Iterable[Frame]) -> bool:
+    """True when a frame is sglang's own code outside what serves an HTTP request (its
+    layers, its kernels' wrappers, a worker thread's loop): a traceback raised there, in a
+    thread or not, is the server failing."""
+    owners = [f for f in frames if frame_owner(f) == "sglang"]
+    serving = any(_REQUEST_FILES.match(_sglang_relative(f.file)[1]) for f in owners)
+    return bool(owners) and not serving
 
 
 def raised_by_capture(frames: list[Frame]) -> bool:

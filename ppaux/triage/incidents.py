@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 
 from ppaux.sglang import search_message
-from ppaux.triage.frames import in_scheduler_process
+from ppaux.triage.frames import in_scheduler_process, in_sglang_server
 from ppaux.triage.kinds import COMMUNICATION, COMMUNICATION_INIT, MEMORY, kind_of
 from ppaux.triage.records import Event, Failure
 
@@ -137,10 +137,13 @@ def incidents(
 
 def _pp_related(failure: Failure) -> bool:
     """True for a bare traceback that a scheduler raised or may have: cut off before its
-    exception, one of sglang's messages, through its scheduler-process code, or a device that
+    exception, one of sglang's messages, through its scheduler-process code or any of its own
+    code but what serves an HTTP request (a layer, a worker thread), or a device that
     ran out of memory (which takes a server down wherever it is raised; a refused request
     never does)."""
     if failure.exception is None or in_scheduler_process(failure.frames):
+        return True
+    if in_sglang_server(failure.frames):
         return True
     if kind_of(failure) == MEMORY:
         return True

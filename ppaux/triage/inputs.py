@@ -14,7 +14,7 @@ from ppaux.limits import Limits
 from ppaux.report import Finding, InputProblem, Report, finding
 from ppaux.text import counted, shown
 from ppaux.triage.reading import LogReading, read_log
-from ppaux.triage.sources import LogOpenError, LogSource, expand_paths
+from ppaux.triage.sources import LogOpenError, LogSource, corrupt_stream, expand_paths
 from ppaux.triage.zones import LocalZone
 
 __all__ = ["log_findings", "oversized_findings", "read_all", "refuse_unshaped"]
@@ -98,9 +98,31 @@ def oversized_findings(reading: LogReading) -> list[Finding]:
     ]
 
 
+def _distrust(reading: LogReading) -> None:
+    """Forget what a corrupt compressed log was read to hold: its text is garbled from a
+    point that cannot be told (a CRC is checked only at the stream's end), so none of it is
+    read as failures."""
+    reading.failures.clear()
+    reading.events.clear()
+    reading.captures.clear()
+    reading.more_failures = reading.more_events = 0
+
+
 def log_findings(reading: LogReading) -> list[Finding]:
     if reading.cut is None:
         return []
+    if corrupt_stream(reading.cut):
+        # The gate fails on it as on a log cut short, and nothing of its text is reported.
+        return [
+            finding(
+                "PP812",
+                reading.source,
+                f"the {reading.cut_compression} stream is corrupt ({shown(reading.cut)}): "
+                f"its {reading.lines} lines cannot be trusted, and none of them was triaged",
+                extra={"log": reading.source, "lines": reading.lines, "corrupt": True},
+                location={"file": reading.source, "line": max(1, reading.lines), "function": "-"},
+            )
+        ]
     if not reading.failures and not reading.more_failures:
         # Nothing failed in the part read: a gate must not read a log cut short as a pass.
         return [
@@ -173,12 +195,15 @@ def read_all(
             # rotated away; a gate must not pass on it.
             why = _empty_reason(source)
             if reading.cut is not None:  # not empty: cut before its first line
+                damage = "corrupt" if corrupt_stream(reading.cut) else "cut"
                 why = (
-                    f"{reading.cut_compression} stream cut before its first line "
+                    f"{reading.cut_compression} stream {damage} before its first line "
                     f"({shown(reading.cut)}); nothing could be read"
                 )
             report.problems.append(InputProblem(source.name, why))
             continue
+        if reading.cut is not None and corrupt_stream(reading.cut):
+            _distrust(reading)
         readings.append(reading)
     refuse_unshaped(report, readings)
     for path in given:

@@ -13,8 +13,9 @@ Envelopes (:class:`Envelope`), detected per file from its first lines:
 - ``plain``: anything else (a file written by sglang itself, or by ``tee``).
 
 Launcher prefixes, also detected per file: docker compose's ``<service>  | `` (often in ANSI
-colours), Ray's ``(pid=123, ip=10.0.0.1)`` / ``(SchedulerActor pid=123)``, and ``kubectl logs
---prefix``'s ``[pod/<pod>/<container>] `` (``staging/src/k8s.io/kubectl/pkg/cmd/logs/logs.go``).
+colours), Ray's ``(pid=123, ip=10.0.0.1)`` / ``(SchedulerActor pid=123)``, ``kubectl logs
+--prefix``'s ``[pod/<pod>/<container>] `` (``staging/src/k8s.io/kubectl/pkg/cmd/logs/logs.go``),
+and a pod's name before each line (k9s' ``<pod> ``, stern's ``<pod> <container> ``).
 Each names the process a line comes from (its *stream*), which keeps interleaved tracebacks
 apart.
 
@@ -40,6 +41,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import itertools
 import json
 import re
 from collections.abc import Callable
@@ -88,6 +90,11 @@ class Launcher(str, enum.Enum):
     #: A wrapper that logs each line of the process it runs with its own time and name:
     #: ``[<time>] [/bin/sh]: <line>``.
     WRAPPER = "wrapper"
+    #: A pod's name and a space before each line (k9s' log view, ``kubectl logs`` piped
+    #: through a per-pod tagger): ``sglang-pp-0 <line>``.
+    POD = "pod"
+    #: stern's ``<pod> <container> <line>``.
+    STERN = "stern"
 
 
 #: ANSI colours (SGR, ``ESC [ ... m``, as docker compose writes its prefixes): removed before a
@@ -100,6 +107,9 @@ _CRI = re.compile(
 )
 #: The time ``kubectl logs --timestamps``, ``docker logs -t`` and ``docker compose logs -t`` put
 #: before each line: RFC 3339 with nanoseconds (Go's ``RFC3339NanoFixed``) and one space.
+#: Docker's json-file record holds its line as a string under ``log`` (Elastic Common
+#: Schema's ``"log": {...}`` object is another record).
+_DOCKER_LOG = re.compile(r'"log"\s*:\s*"')
 _STAMP = re.compile(
     r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d))(?: (?P<text>.*))?$"
 )
@@ -112,6 +122,11 @@ _WRAPPER = re.compile(
     r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]{0,16}\] \[(?P<who>[^\]\s]{1,64})\]: "
     r"(?P<text>.*)$"
 )
+#: A Kubernetes pod's name as k9s and stern print it before a line: lower case, from a
+#: letter, with a dash and a digit (``sglang-pp-0``, ``sglang-7d9f8-x2k4p``); a date is none.
+_POD_NAME = r"[a-z][a-z0-9]*(?:[-.][a-z0-9]+)+"
+_POD = re.compile(rf"^(?P<who>{_POD_NAME}) (?P<text>.*)$")
+_STERN = re.compile(rf"^(?P<who>{_POD_NAME} [a-z][a-z0-9-]{{0,62}}) (?P<text>.*)$")
 _SGLANG = re.compile(
     r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(?P<ms>\d{3}))?"
     r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d{1,6})*)\] (?P<text>.*)$"
@@ -237,7 +252,7 @@ def detect(head: bytes) -> tuple[Envelope, Launcher]:
         return Envelope.PLAIN, Launcher.NONE
     texts = [ANSI.sub("", _decode(line)) for line in lines]
     envelope = Envelope.PLAIN
-    if _share(texts, lambda t: t.startswith("{") and '"log"' in t):
+    if _share(texts, lambda t: t.startswith("{") and _DOCKER_LOG.search(t) is not None):
         envelope = Envelope.DOCKER_JSON
         texts = [_json_text(t)[0] for t in texts]
     elif _share(texts, lambda t: _CRI.match(t) is not None):
@@ -258,6 +273,8 @@ def detect(head: bytes) -> tuple[Envelope, Launcher]:
         launcher = Launcher.KUBECTL
     elif _share(texts, lambda t: _COMPOSE.match(t) is not None and not _SGLANG.match(t)):
         launcher = Launcher.COMPOSE
+    else:
+        launcher = _pod_launcher(texts)
     if envelope is Envelope.PLAIN:
         inner = [_launched(t, launcher)[1] for t in texts]
         if _share(inner, lambda t: _STAMP.match(t) is not None):
@@ -265,19 +282,37 @@ def detect(head: bytes) -> tuple[Envelope, Launcher]:
     return envelope, launcher
 
 
+def _pod_launcher(texts: list[str]) -> Launcher:
+    """k9s' ``<pod> `` or stern's ``<pod> <container> `` when nine lines in ten begin with a
+    pod's name (one with a digit), stern's when the word after it is the same on all of them;
+    else none."""
+    pods = [m for t in texts if (m := _POD.match(t)) is not None and _digit(m.group("who"))]
+    if len(pods) < 3 or len(pods) * 10 < len(texts) * 9:
+        return Launcher.NONE
+    seconds = {m.group("text").split(" ", 1)[0] for m in pods}
+    stern = all(_STERN.match(m.group(0)) is not None for m in pods) and len(seconds) == 1
+    return Launcher.STERN if stern else Launcher.POD
+
+
+def _digit(name: str) -> bool:
+    return any(c.isdigit() for c in name)
+
+
 #: A line-number column: up to 7 digits (bare or in brackets), then a tab, a bar or a colon.
 _NUMBER_COLUMN = re.compile(r"^\s{0,8}(?:\d{1,7}(?:\t| ?\| ?|: )|\[\d{1,7}\] )")
 
 
 def _numbered(texts: list[str]) -> bool:
-    """Whether nearly every line begins with a line number, and the numbers rise."""
+    """Whether nearly every line begins with a line number, and the numbers rise (a
+    forwarder's constant ``[0] `` is no line number)."""
     numbers = []
     for text in texts:
         match = _NUMBER_COLUMN.match(text)
         if match is None:
             continue
         numbers.append(int("".join(c for c in match.group(0) if c.isdigit())))
-    return len(numbers) * 10 >= len(texts) * 9 and len(numbers) >= 3 and numbers == sorted(numbers)
+    rising = all(a < b for a, b in itertools.pairwise(numbers))
+    return len(numbers) * 10 >= len(texts) * 9 and len(numbers) >= 3 and rising
 
 
 def _launched(text: str, launcher: Launcher) -> tuple[str | None, str]:
@@ -288,6 +323,8 @@ def _launched(text: str, launcher: Launcher) -> tuple[str | None, str]:
         Launcher.RAY: _RAY,
         Launcher.KUBECTL: _KUBECTL,
         Launcher.WRAPPER: _WRAPPER,
+        Launcher.POD: _POD,
+        Launcher.STERN: _STERN,
     }.get(launcher)
     match = pattern.match(text) if pattern is not None else None
     if match is None:

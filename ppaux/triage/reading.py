@@ -17,7 +17,7 @@ from typing import BinaryIO, cast
 from ppaux.triage.documents import is_document, records
 from ppaux.triage.envelopes import peel_envelope
 from ppaux.triage.feeding import PP_RANK, LogReading, Reader
-from ppaux.triage.flattened import ESCAPED, unescaped, unflatten
+from ppaux.triage.flattened import split_lines
 from ppaux.triage.lineformat import Envelope, Launcher, detect, in_zone, peel, unwrap
 from ppaux.triage.newest import Reversed, newest_first, oldest_first
 from ppaux.triage.pastemarks import Unmarked, paste_mark
@@ -56,8 +56,6 @@ _LOG_SHAPE = re.compile(
     rb'File \\?"[^"\n]{1,4096}", line \d'
 )
 _FLAG_PP = re.compile(rb"--(?:pp-size|pipeline-parallel-size)[= ](\d{1,4})\b")
-#: What a traceback flattened onto one line holds (its header, then its first frame).
-_FLATTENED = 'call last): File "'
 _FLAG_NNODES = re.compile(rb"--nnodes[= ](\d{1,4})\b")
 
 
@@ -124,11 +122,7 @@ def _take_peeled(
     """Feed the line(s) inside ``text``'s own envelope (told from this line alone: a store's
     row, a JSON record, a launcher's prefix) to ``reader``."""
     peeled = peel_envelope(text)
-    inners = peeled.lines
-    if any(ESCAPED in inner for inner in inners):
-        inners = [part for inner in inners for part in (unescaped(inner) or [inner])]
-    if any(_FLATTENED in inner for inner in inners):
-        inners = [part for inner in inners for part in (unflatten(inner) or [inner])]
+    inners = [part for inner in peeled.lines for part in split_lines(inner)]
     several = len(inners) > 1 or peeled.decoded
     for inner in inners:
         line = peel(
@@ -229,8 +223,10 @@ def read_log(
                 if partial:
                     pieces[source_stream] = (number, text, time, time_text, marked)
                     continue
-            # A record holding several lines (a collector that kept a write whole) gives each.
-            parts = text.split("\n") if "\n" in text else [text]
+            # A record holding several lines (a collector that kept a write whole) gives each;
+            # a traceback flattened inside the collector's record is split back too.
+            lines = text.split("\n") if "\n" in text else [text]
+            parts = [part for piece in lines for part in split_lines(piece)]
             for part in parts:
                 line = peel(number, part, time, time_text, source_stream, reading.launcher, stamped)
                 if local_zone is not None:

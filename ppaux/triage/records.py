@@ -25,6 +25,7 @@ __all__ = [
     "cut_header",
     "failure_start",
     "is_frame",
+    "process_of",
     "raised",
 ]
 
@@ -123,8 +124,9 @@ class Failure:
         """The ranks as the prefix spells them, else the stream, else 'a process'."""
         if self.ranks:
             return self.ranks
-        if self.stream:
-            return self.stream
+        named = process_of(self.stream)
+        if named:
+            return named
         return "a process"
 
     @property
@@ -163,6 +165,17 @@ class Event:
     def zoned(self) -> bool:
         """True when :attr:`time` is an instant (its zone is known)."""
         return self.zone is not None
+
+
+#: The output streams a collector names (CRI's, Docker's, Open MPI's): they say where a line
+#: was written, not which process wrote it.
+_OUTPUT_STREAMS = frozenset({"stdout", "stderr", "stddiag"})
+
+
+def process_of(stream: str | None) -> str | None:
+    """The process a line's stream names (a pod, a service, a host, a rank), None for an
+    output stream (``stderr``): a stream name is never a rank."""
+    return None if stream is None or stream in _OUTPUT_STREAMS else stream
 
 
 def raised(text: str) -> tuple[str, str] | None:

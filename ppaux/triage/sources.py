@@ -28,6 +28,7 @@ __all__ = [
     "LogOpenError",
     "LogSource",
     "compression_cut",
+    "corrupt_stream",
     "expand_paths",
     "is_log_name",
     "open_log",
@@ -332,3 +333,16 @@ def compression_cut(stream: BinaryIO) -> tuple[str, str] | None:
     if isinstance(raw, _Gunzip) and raw.cut is not None:
         return raw.kind, raw.cut
     return None
+
+
+#: What a compression library says of a stream cut short (Python's EOFError for gzip, bzip2,
+#: xz) and of bytes after a complete gzip member: the text inflated before is sound.
+_SOUND_ENDS = ("ended before the end-of-stream marker", "Not a gzipped file")
+
+
+def corrupt_stream(reason: str) -> bool:
+    """True when a compressed log ended early because its data is corrupt (a failed CRC or
+    integrity check, an invalid block), not because it was cut or had bytes after its end:
+    what it inflated to may be garbled from a point that cannot be told, so none of its text
+    can be trusted."""
+    return not any(sound in reason for sound in _SOUND_ENDS)

@@ -286,16 +286,19 @@ RULES = (
         code="PP812",
         name="triage-log-cut-no-failure",
         severity=Severity.ERROR,
-        summary="A compressed log ends early and the part read holds no failure.",
+        summary="A compressed log ends early or is corrupt, and no failure can be read from it.",
         explanation=(
             "A compressed log (gzip, bzip2, xz, zstd) ends before its end-of-stream marker, and "
             "no failure is in the lines inflated before the cut: the failure, if there was one, "
             "may be in the part that could not be read, so the log does not show a healthy run. "
-            "A cut log that does hold a failure is triaged and said cut (PP810). " + _LOCATION
+            "A cut log that does hold a failure is triaged and said cut (PP810). A log whose "
+            "compressed data is corrupt (a failed CRC or integrity check, an invalid block) is "
+            "reported here whatever it seemed to hold: what it inflated to is garbled from a "
+            "point that cannot be told, so none of its text is read as failures. " + _LOCATION
         ),
         causes=(
             "A partial copy or download, a log rotated while it was being compressed.",
-            "A damaged file.",
+            "A damaged file (bytes changed in transfer or on disk).",
         ),
         fix="Collect the whole log again (check its size against the source) and triage it.",
         example=(

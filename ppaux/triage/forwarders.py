@@ -1,0 +1,136 @@
+"""What forwarders, fan-outs and launchers put before each line, told by the line's shape.
+
+- a host fan-out (pdsh, clush): ``node1: <line>``; the host names the process, never the
+  exception (``node1: RuntimeError: boom`` is a RuntimeError);
+- torchrun's local rank (``[default0]:``) and Open MPI's ``--tag-output`` (``[1,0]<stderr>:``):
+  the rank is a hint, used only where sglang's own ``[... PPn TPm]`` prefix is absent;
+- fluent-bit's ``stdout`` output: ``[0] <tag>: [<epoch seconds>, {<record>}]``;
+- a logfmt line: ``ts=... level=error msg="<line>"``;
+- Python logging's default format behind its time (``<time> - root - ERROR - <line>``);
+- a log store's field columns (Splunk's and Datadog's text exports, ``host=... source=...``)
+  and a CSV download's columns before its quoted message.
+
+Nothing here fails on a line; a line of another shape gets None.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+
+__all__ = [
+    "CSV_COLUMNS",
+    "LOGFMT_START",
+    "STORE_FIELDS",
+    "fluent_entry",
+    "host_or_fields",
+    "logfmt_message",
+    "tagged_rank",
+]
+
+#: A host fan-out's prefix: ``<host>: ``. The host's first label holds a digit or a dash
+#: (``node1``, ``gpu-node-07.cluster``), which no Python exception's name (``socket.timeout``),
+#: keyword or identifier before a colon holds.
+_HOST = re.compile(r"^(?P<host>[a-z][a-z0-9-]{0,62}(?:\.[a-z0-9-]{1,63}){0,8}): ")
+#: torchrun's local rank (``torchrun --tee``, and stern's or k9s' views of it): ``[default0]:``.
+_LOCAL_RANK = re.compile(r"^\[default(?P<rank>\d{1,6})\]: ?")
+#: Open MPI's ``mpirun --tag-output``: ``[<job>,<rank>]<stderr>:``.
+_MPI = re.compile(r"^\[\d{1,9},(?P<rank>\d{1,9})\]<(?:stdout|stderr|stddiag)>: ?")
+#: fluent-bit's ``stdout`` output, up to its ``[time, record]`` pair.
+_FLUENT = re.compile(r"^\[\d{1,9}\] [^\s:\[\]]{1,512}: (?=\[\d)")
+#: A logfmt line begins with a key and '='; its pairs are read in turn.
+LOGFMT_START = re.compile(r"^[A-Za-z_][\w.]{0,64}=")
+_LOGFMT_PAIR = re.compile(
+    r'(?P<key>[A-Za-z_][\w.]{0,64})=(?P<value>"(?:[^"\\]|\\.)*"|[^\s"]*)(?: +|$)'
+)
+_LOGFMT_MESSAGE = ("msg", "message", "log", "line")
+_LOGFMT_TIME = ("ts", "time", "timestamp")
+#: A log store's field columns before a line (Splunk's and Datadog's text exports, a
+#: ``pod=...`` label a viewer puts first): ``host=node1 source=/var/log/x.log sourcetype=x``.
+STORE_FIELDS = re.compile(
+    r"^(?:(?:host|source|sourcetype|index|service|status|env|pod|container|namespace)"
+    r"=\S{0,512} )+"
+)
+#: Python logging's default format, behind its time: ``- <logger> - <LEVEL> - ``.
+_PY_LOGGER = re.compile(r"^- [\w.]{1,200} - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
+#: The columns before a CSV download's quoted message (``<time>,<host>,<service>,"<line>"``),
+#: behind its time.
+CSV_COLUMNS = re.compile(r'^(?:[^",\s]{0,253},){1,4}(?=")')
+#: Decodes a quoted logfmt value (Go's ``%q``: ``\"``, ``\\``, ``\n``) as a JSON string.
+_LENIENT = json.JSONDecoder(strict=False)
+
+
+def tagged_rank(text: str) -> tuple[str, str] | None:
+    """(stream, rest) of a line behind torchrun's ``[defaultN]:`` ('local rank N') or Open
+    MPI's ``[job,N]<stderr>:`` ('rank N'); None for another line."""
+    local = _LOCAL_RANK.match(text)
+    if local is not None:
+        return f"local rank {int(local.group('rank'))}", text[local.end() :]
+    mpi = _MPI.match(text)
+    if mpi is not None:
+        return f"rank {int(mpi.group('rank'))}", text[mpi.end() :]
+    return None
+
+
+def host_or_fields(text: str) -> tuple[str | None, str] | None:
+    """(host, rest) of a line behind a fan-out's ``<host>: ``, a store's field columns or
+    Python logging's ``- <logger> - <LEVEL> - `` (host None); None for another line."""
+    if text[:2] == "- ":
+        logger = _PY_LOGGER.match(text)
+        return None if logger is None else (None, text[logger.end() :])
+    fields = STORE_FIELDS.match(text)
+    if fields is not None:
+        return None, text[fields.end() :]
+    host = _HOST.match(text)
+    if host is None:
+        return None
+    name = host.group("host")
+    if not any(c.isdigit() or c == "-" for c in name.split(".", 1)[0]):
+        return None
+    return name, text[host.end() :]
+
+
+def fluent_entry(text: str) -> tuple[dict[str, object], float | None, str | None] | None:
+    """(record, time, time as shown) of a fluent-bit ``stdout`` line; None for another."""
+    head = _FLUENT.match(text)
+    if head is None:
+        return None
+    try:
+        entry = json.loads(text[head.end() :])
+    except (ValueError, RecursionError):
+        return None
+    if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], dict)):
+        return None
+    stamp = entry[0]
+    if not isinstance(stamp, (int, float)) or isinstance(stamp, bool):
+        return entry[1], None, None
+    try:
+        shown = datetime.fromtimestamp(stamp, tz=UTC).isoformat(timespec="milliseconds")
+    except (OverflowError, OSError, ValueError):
+        return entry[1], None, None
+    return entry[1], float(stamp), shown.replace("+00:00", "Z")
+
+
+def logfmt_message(text: str) -> tuple[str, str | None] | None:
+    """(message, time as written) of a logfmt line, the message's escapes undone; None when
+    ``text`` is no such line or names no message."""
+    pairs: dict[str, str] = {}
+    at = 0
+    while at < len(text):
+        pair = _LOGFMT_PAIR.match(text, at)
+        if pair is None or pair.end() == at:
+            return None
+        pairs.setdefault(pair.group("key"), pair.group("value"))
+        at = pair.end()
+    value = next((pairs[key] for key in _LOGFMT_MESSAGE if key in pairs), None)
+    if value is None:
+        return None
+    message: object = value
+    if value[:1] == '"':
+        try:
+            message = _LENIENT.decode(value)
+        except ValueError:
+            message = value[1:-1]
+    stamp = next((pairs[key].strip('"') for key in _LOGFMT_TIME if key in pairs), None)
+    return str(message), stamp if stamp is not None and len(stamp) <= 64 else None

@@ -1,0 +1,170 @@
+"""A prefix a host fan-out, a launcher, a forwarder or a log store puts before each line
+(``node1: ``, ``[default0]:``, ``[1,0]<stderr>:``, fluent-bit's ``[0] tag: [time, {...}]``,
+logfmt's ``msg="..."``, a store's ``host=... source=...`` columns) is peeled off: the root's
+rank, exception and kind are those of the same log without it.
+
+Expected values are written here, never computed with triage's code.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ppaux.triage import triage_paths
+
+SITE = "/usr/local/lib/python3.11/site-packages/sglang/srt"
+NON_TENSOR = "received a non-tensor auxiliary PP output"
+OOM = "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB"
+GLOO = "Connection closed by peer [127.0.0.1]:13718. This is typically caused by a remote crash"
+#: (exception type, message, the kind triage must give it)
+FAILURES = [
+    ("RuntimeError", NON_TENSOR, "auxiliary-output"),
+    ("torch.OutOfMemoryError", OOM, "memory"),
+]
+
+
+def _log(rank: int, exception: str, message: str, stages: int = 4) -> list[str]:
+    """A PP run: decode lines, ``rank``'s traceback, the parent's SIGQUIT, and another stage
+    dying of the closed connection."""
+    other = (rank + 1) % stages
+    lines = [
+        f"[2026-12-03 14:56:0{t} PP{pp}] Decode batch, #running-req: 3, #token: 96, "
+        "token usage: 0.00, gen throughput (token/s): 41.52, #queue-req: 0"
+        for t in range(3)
+        for pp in range(stages)
+    ]
+    lines += [
+        f"[2026-12-03 14:56:07 PP{rank}] Scheduler hit an exception: Traceback (most recent "
+        "call last):",
+        f'  File "{SITE}/managers/scheduler.py", line 2950, in run_scheduler_process',
+        "    scheduler.event_loop_pp()",
+        f'  File "{SITE}/managers/scheduler_pp_mixin.py", line 991, in _pp_prep_batch_result',
+        "    auxiliary_output = pop_auxiliary_output_from_pp_tensors(",
+        f'  File "{SITE}/sampling/sampling_observer_pp.py", line 77, in '
+        "pop_auxiliary_output_from_pp_tensors",
+        '    raise RuntimeError("received a non-tensor auxiliary PP output")',
+        f"{exception}: {message}",
+        "",
+        "[2026-12-03 14:56:07] Received sigquit from a child process. It usually means the "
+        "child failed.",
+        f"[2026-12-03 14:56:12 PP{other}] Scheduler hit an exception: Traceback (most recent "
+        "call last):",
+        f'  File "{SITE}/managers/scheduler.py", line 2950, in run_scheduler_process',
+        "    scheduler.event_loop_pp()",
+        f'  File "{SITE}/distributed/parallel_state.py", line 1684, in recv_object',
+        "    work.wait()",
+        f"RuntimeError: [../gloo/transport/tcp/pair.cc:553] {GLOO}",
+        "",
+        "[2026-12-03 14:56:12] Received sigquit from a child process. It usually means the "
+        "child failed.",
+    ]
+    return lines
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _csv(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+#: Each prefix as the tool writes it, given the line's index and text.
+PREFIXES: dict[str, Callable[[int, str], str]] = {
+    "pdsh": lambda i, line: f"node1: {line}",
+    "clush": lambda i, line: f"gpu-node-07.cluster: {line}",
+    "fluent-bit": lambda i, line: (
+        f"[0] kube.var.log.containers.sglang-0_llm_sglang-abc.log: "
+        f"[{1796309761 + i}.123, {json.dumps({'log': line, 'stream': 'stderr'})}]"
+    ),
+    "k9s": lambda i, line: f"sglang-pp-0 {line}",
+    "stern": lambda i, line: f"sglang-7d9f8-x2k4p sglang {line}",
+    "torchrun": lambda i, line: f"[default0]:{line}",
+    "stern-torchrun": lambda i, line: f"[default3]: {line}",
+    "mpirun": lambda i, line: f"[1,0]<stderr>:{line}",
+    "logfmt": lambda i, line: (
+        f"ts=2026-12-03T14:56:{i % 60:02d}.123Z level=error caller=app.go:12 msg={_quoted(line)}"
+    ),
+    "splunk": lambda i, line: (
+        f"2026-12-03T14:56:{i % 60:02d}.000+00:00 host=node1 source=/var/log/sglang.log "
+        f"sourcetype=sglang {line}"
+    ),
+    "python-logging": lambda i, line: f"2026-12-03 14:56:{i % 60:02d},123 - root - ERROR - {line}",
+    "datadog-json": lambda i, line: json.dumps(
+        {"timestamp": f"2026-12-03T14:56:{i % 60:02d}.000Z", "host": "node1", "message": line}
+    ),
+    "ecs-json": lambda i, line: json.dumps(
+        {"log": {"original": line}, "@timestamp": f"2026-12-03T14:56:{i % 60:02d}.000Z"}
+    ),
+    "datadog-csv": lambda i, line: f"2026-12-03T14:56:{i % 60:02d}.000Z,node1,sglang,{_csv(line)}",
+}
+
+
+def _roots(text: str) -> list[tuple[str | None, str | None, str | None]]:
+    report = triage_paths(["run.log"], {"run.log": io.BytesIO(text.encode())})
+    return [
+        (f.key, f.extra.get("exception"), f.extra.get("kind"))
+        for f in report.findings
+        if f.code in ("PP801", "PP802", "PP809")
+    ]
+
+
+def _prefixed(lines: list[str], prefix: Callable[[int, str], str]) -> str:
+    return "".join(prefix(i, line) + "\n" for i, line in enumerate(lines))
+
+
+def test_the_log_without_a_prefix_has_its_root():
+    assert _roots("\n".join(_log(0, "RuntimeError", NON_TENSOR)) + "\n") == [
+        ("PP0", "RuntimeError", "auxiliary-output")
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(PREFIXES))
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rank=st.integers(0, 3), failure=st.sampled_from(FAILURES))
+def test_a_prefix_on_every_line_keeps_the_root_s_rank_exception_and_kind(name, rank, failure):
+    exception, message, kind = failure
+    text = _prefixed(_log(rank, exception, message), PREFIXES[name])
+    assert _roots(text) == [(f"PP{rank}", exception, kind)], name
+
+
+def test_a_host_prefix_is_never_read_as_the_exception():
+    lines = [
+        "node1: Traceback (most recent call last):",
+        f'node1:   File "{SITE}/managers/scheduler.py", line 2950, in run_scheduler_process',
+        "node1:     scheduler.event_loop_pp()",
+        "node1: RuntimeError: boom",
+    ]
+    # the host names the process (as a pod does), never the exception
+    assert _roots("\n".join(lines) + "\n") == [("node1", "RuntimeError", "other")]
+
+
+def test_torchrun_s_local_rank_names_a_traceback_without_sglang_s_prefix():
+    lines = [
+        "[default1]:Traceback (most recent call last):",
+        f'[default1]:  File "{SITE}/managers/scheduler.py", line 2950, in run_scheduler_process',
+        "[default1]:    scheduler.event_loop_pp()",
+        f"[default1]:torch.OutOfMemoryError: {OOM}",
+    ]
+    assert _roots("\n".join(lines) + "\n") == [("local rank 1", "torch.OutOfMemoryError", "memory")]
+
+
+def test_a_cri_paste_that_starts_mid_traceback_names_no_output_stream_as_its_rank():
+    # The paste starts after the header: no sglang prefix is left to name the rank, and
+    # 'stderr' (where the line was written) must not stand in for one.
+    lines = _log(2, "torch.OutOfMemoryError", OOM)
+    start = next(n for n, line in enumerate(lines) if "Scheduler hit" in line) + 1
+    end = next(n for n, line in enumerate(lines) if line.startswith("torch.OutOfMemory")) + 1
+    text = "".join(
+        f"2026-12-03T14:56:07.{n:09d}Z stderr F {line}\n" for n, line in enumerate(lines[start:end])
+    )
+    roots = _roots(text)
+    assert roots == [(None, "torch.OutOfMemoryError", "memory")]
+    report = triage_paths(["run.log"], {"run.log": io.BytesIO(text.encode())})
+    assert "stderr" not in " ".join(f.message for f in report.findings)
