@@ -7,10 +7,10 @@ from __future__ import annotations
 import bz2
 import io
 import json
-from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from triage_pastes import AUX, LOGS, roots, wrapped
 
 from ppaux.limits import Limits
 from ppaux.suggestions import RaiseLimit
@@ -20,34 +20,15 @@ from ppaux.triage.flattened import unflatten
 from ppaux.triage.sources import LogOpenError
 from ppaux.triage.wrapping import Unwrapped, wrap_width
 
-LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
-AUX = LOGS / "sglang-aux-list.log"
-
-
-def _roots(report):
-    return [
-        (f.code, f.key, f.extra.get("kind"), f.extra.get("exception"))
-        for f in report.findings
-        if f.code in ("PP801", "PP802", "PP809")
-    ]
-
-
-def _cut(text: str, width: int) -> str:
-    lines = text.split("\n")[:-1]
-    return "".join(
-        "".join(line[i : i + width] + "\n" for i in range(0, len(line), width)) or "\n"
-        for line in lines
-    )
-
 
 def test_a_paste_wrapped_at_80_or_120_columns_has_the_plain_log_s_root(tmp_path):
     plain = AUX.read_text(encoding="utf-8")
-    expected = _roots(triage_paths([str(AUX)]))
+    expected = roots(triage_paths([str(AUX)]))
     assert expected and expected[0][0] == "PP801"
     for width in (80, 120):
         path = tmp_path / f"wrapped{width}.log"
-        path.write_text(_cut(plain, width), encoding="utf-8")
-        assert _roots(triage_paths([str(path)])) == expected
+        path.write_text(wrapped(plain, width), encoding="utf-8")
+        assert roots(triage_paths([str(path)])) == expected
 
 
 MARKED = (
@@ -62,7 +43,7 @@ def _verdict(path):
     report = triage_paths([str(path)])
     (log,) = report.data["logs"]
     counts = (log["lines"], log["failures"], log["events"])
-    return _roots(report), counts, report.data["pp_size"]
+    return roots(report), counts, report.data["pp_size"]
 
 
 def _marked(text: str, mark: str) -> str:
@@ -79,7 +60,7 @@ def test_a_quoted_or_indented_paste_has_the_verdict_of_the_paste_it_quotes(tmp_p
     for log in MARKED:
         plain = log.read_text(encoding="utf-8")
         for width in (None, 80, 120):
-            text = plain if width is None else _cut(plain, width)
+            text = plain if width is None else wrapped(plain, width)
             (tmp_path / "as-is.log").write_text(text, encoding="utf-8")
             expected = _verdict(tmp_path / "as-is.log")
             marks = ("> ", ">> ", "> > ", "    ", "cat -n") if width else ("> ", ">> ", "> > ")
@@ -90,14 +71,14 @@ def test_a_quoted_or_indented_paste_has_the_verdict_of_the_paste_it_quotes(tmp_p
 
 
 def test_the_quoted_nine_messages_and_every_rank_timeouts_keep_their_codes(tmp_path):
-    aux = _roots(triage_paths([str(AUX)]))
+    aux = roots(triage_paths([str(AUX)]))
     assert [code for code, *_ in aux] == ["PP801"]
     gloo = LOGS / "real" / "sglang-27944-gloo-every-rank.log"
-    assert [code for code, *_ in _roots(triage_paths([str(gloo)]))] == ["PP809"]
+    assert [code for code, *_ in roots(triage_paths([str(gloo)]))] == ["PP809"]
     for log, code in ((AUX, "PP801"), (gloo, "PP809")):
         path = tmp_path / "quoted.log"
         path.write_text(_marked(log.read_text(encoding="utf-8"), "> "), encoding="utf-8")
-        assert [c for c, *_ in _roots(triage_paths([str(path)]))] == [code]
+        assert [c for c, *_ in roots(triage_paths([str(path)]))] == [code]
 
 
 _PASTE_LINE = st.builds(
@@ -126,7 +107,7 @@ def test_peeling_a_paste_s_mark_gives_its_lines_back_one_for_one(lines, mark):
 
 
 def _cut_trimmed(text: str, width: int) -> str:
-    return "".join(piece.rstrip(" ") + "\n" for piece in _cut(text, width).split("\n")[:-1])
+    return "".join(piece.rstrip(" ") + "\n" for piece in wrapped(text, width).split("\n")[:-1])
 
 
 def test_a_wrapped_paste_whose_rows_lost_their_trailing_spaces_keeps_its_frames(tmp_path):
@@ -134,7 +115,7 @@ def test_a_wrapped_paste_whose_rows_lost_their_trailing_spaces_keeps_its_frames(
     # before its function name ends ', in', and the name on the next row is no exception line.
     for log in (AUX, LOGS / "real" / "sglang-4289-nccl-init.log"):
         plain = log.read_text(encoding="utf-8")
-        expected = _roots(triage_paths([str(log)]))
+        expected = roots(triage_paths([str(log)]))
         cut_frames = 0
         for width in range(60, 201):
             text = _cut_trimmed(plain, width)
@@ -143,7 +124,7 @@ def test_a_wrapped_paste_whose_rows_lost_their_trailing_spaces_keeps_its_frames(
             cut_frames += 1
             path = tmp_path / f"trimmed{width}.log"
             path.write_text(text, encoding="utf-8")
-            assert _roots(triage_paths([str(path)])) == expected, (log.name, width)
+            assert roots(triage_paths([str(path)])) == expected, (log.name, width)
         assert cut_frames >= 2, log.name
 
 
@@ -162,7 +143,7 @@ def test_a_wrapped_paste_keeps_the_file_s_line_numbers(tmp_path):
         "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
     ]
     path = tmp_path / "wrapped.log"
-    path.write_text(_cut("\n".join(lines) + "\n", 80), encoding="utf-8")
+    path.write_text(wrapped("\n".join(lines) + "\n", 80), encoding="utf-8")
     physical = path.read_text(encoding="utf-8").split("\n")
     # The header starts on the file's 5th line: the two lines before it take two lines each.
     assert physical[4].startswith("[2026-12-03 14:50:12 PP1 TP0]")
@@ -227,7 +208,7 @@ def _loki(lines: list[str], labels: dict[str, str]) -> str:
 
 def test_loki_s_query_api_response_is_read_as_its_lines_and_names_the_pod(tmp_path):
     lines = AUX.read_text(encoding="utf-8").splitlines()
-    expected = _roots(triage_paths([str(AUX)]))
+    expected = roots(triage_paths([str(AUX)]))
     labels = {"namespace": "llm", "pod": "sglang-pp-0", "container": "sglang"}
     for name, text in (
         ("compact.json", _loki(lines, labels)),
@@ -236,7 +217,7 @@ def test_loki_s_query_api_response_is_read_as_its_lines_and_names_the_pod(tmp_pa
         path = tmp_path / name
         path.write_text(text, encoding="utf-8")
         report = triage_paths([str(path)])
-        assert _roots(report) == expected
+        assert roots(report) == expected
         steps = report.data["steps"]
         assert any(s["where"] == "the pod spec" for s in steps)
         assert any((s["argv"] or [""])[0] == "kubectl" for s in steps)
@@ -246,7 +227,7 @@ def test_loki_s_query_api_response_is_read_as_its_lines_and_names_the_pod(tmp_pa
 def test_a_loki_stream_s_many_labels_are_not_copied_into_every_line(tmp_path):
     lines = AUX.read_text(encoding="utf-8").splitlines()
     lines = lines + ["[2026-12-03 14:56:09 PP0 TP0] Decode batch, #running-req: 1"] * 400
-    expected = _roots(triage_paths([str(AUX)]))
+    expected = roots(triage_paths([str(AUX)]))
     labels = {f"label_{n}": "v" * 60 for n in range(600)}
     labels.update(namespace="llm", pod="sglang-pp-0", container="sglang")
     text = _loki(lines, labels).encode("utf-8")
@@ -258,7 +239,7 @@ def test_a_loki_stream_s_many_labels_are_not_copied_into_every_line(tmp_path):
     path = tmp_path / "loki.json"
     path.write_bytes(text)
     report = triage_paths([str(path)])
-    assert _roots(report) == expected
+    assert roots(report) == expected
     assert any(s["where"] == "the pod spec" for s in report.data["steps"])
 
 
@@ -432,7 +413,7 @@ def test_unflattening_any_text_never_fails_and_keeps_every_frame(text):
 
 def test_journald_byte_array_messages_keep_the_header_s_rank(tmp_path):
     lines = AUX.read_text(encoding="utf-8").splitlines()
-    expected = _roots(triage_paths([str(AUX)]))
+    expected = roots(triage_paths([str(AUX)]))
     records_ = [
         json.dumps(
             {
@@ -444,19 +425,19 @@ def test_journald_byte_array_messages_keep_the_header_s_rank(tmp_path):
     ]
     path = tmp_path / "journald.json"
     path.write_text("\n".join(records_) + "\n", encoding="utf-8")
-    assert _roots(triage_paths([str(path)])) == expected
+    assert roots(triage_paths([str(path)])) == expected
 
 
 def test_epoch_then_rfc3339_rows_are_peeled_and_the_time_shown_is_rfc3339(tmp_path):
     lines = AUX.read_text(encoding="utf-8").splitlines()
-    expected = _roots(triage_paths([str(AUX)]))
+    expected = roots(triage_paths([str(AUX)]))
     path = tmp_path / "rows.log"
     path.write_text(
         "".join(f"1779264164499\t2026-05-20T08:02:44.499Z\t{line}\n\n" for line in lines),
         encoding="utf-8",
     )
     report = triage_paths([str(path)])
-    assert _roots(report) == expected
+    assert roots(report) == expected
 
 
 def test_a_one_megabyte_wrapped_paste_and_loki_document_keep_their_root(tmp_path):
@@ -469,14 +450,14 @@ def test_a_one_megabyte_wrapped_paste_and_loki_document_keep_their_root(tmp_path
         for n in range(6600)
     ]
     body = healthy + lines
-    wrapped = tmp_path / "wrapped.log"
-    wrapped.write_text(_cut("\n".join(body) + "\n", 80), encoding="utf-8")
+    paste = tmp_path / "wrapped.log"
+    paste.write_text(wrapped("\n".join(body) + "\n", 80), encoding="utf-8")
     loki = tmp_path / "loki.json"
     loki.write_text(_loki(body, {"pod": "sglang-0"}), encoding="utf-8")
-    for path in (wrapped, loki):
+    for path in (paste, loki):
         assert path.stat().st_size >= 1 << 20
         report = triage_paths([str(path)])
-        assert [r[0] for r in _roots(report)] == ["PP801"]
+        assert [r[0] for r in roots(report)] == ["PP801"]
 
 
 def test_a_quoted_paste_with_long_lines_alike_in_length_is_not_taken_for_wrapped():

@@ -4,31 +4,13 @@ after it when that line starts anew."""
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from triage_pastes import AUX, roots, wrapped
 
 from ppaux.triage import triage_paths
 from ppaux.triage.wrapping import Unwrapped
-
-LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
-AUX = LOGS / "sglang-aux-list.log"
-
-
-def _roots(report):
-    return [
-        (f.code, f.key, f.extra.get("kind"), f.extra.get("exception"))
-        for f in report.findings
-        if f.code in ("PP801", "PP802", "PP809")
-    ]
-
-
-def _cut(text: str, width: int) -> str:
-    return "".join(
-        "".join(line[i : i + width] + "\n" for i in range(0, len(line), width)) or "\n"
-        for line in text.split("\n")[:-1]
-    )
 
 
 def test_a_code_line_exactly_the_width_long_keeps_the_exception_line_after_it(tmp_path):
@@ -38,8 +20,8 @@ def test_a_code_line_exactly_the_width_long_keeps_the_exception_line_after_it(tm
     before = next(lines[n - 1] for n, line in enumerate(lines) if line.startswith("RuntimeError"))
     assert before == '    raise RuntimeError("received a non-tensor auxiliary PP output")'
     path = tmp_path / "wrapped.log"
-    path.write_text(_cut(text, len(before)), encoding="utf-8")
-    assert _roots(triage_paths([str(path)])) == [
+    path.write_text(wrapped(text, len(before)), encoding="utf-8")
+    assert roots(triage_paths([str(path)])) == [
         ("PP801", "PP0", "auxiliary-output", "RuntimeError")
     ]
 
@@ -58,7 +40,7 @@ def test_an_exception_line_is_never_joined_to_a_row_that_ends_a_token():
         "[2026-12-03 14:56:07 PP0] Load weight end".ljust(width, "."),
         "ValueError",
     ]
-    raw = _cut("\n".join(rows) + "\n", width).encode()
+    raw = wrapped("\n".join(rows) + "\n", width).encode()
     out = Unwrapped(io.BytesIO(raw), width, 1 << 16).readall().decode().split("\n")
     for line in ("RuntimeError: received", "torch.distributed.DistBackendError", "ValueError"):
         assert any(row.startswith(line) for row in out), (line, out)
@@ -72,8 +54,8 @@ def test_an_exception_line_is_never_joined_to_a_row_that_ends_a_token():
 def test_a_paste_wrapped_at_any_width_has_the_plain_log_s_root(tmp_path_factory, width):
     text = AUX.read_text(encoding="utf-8")
     path = tmp_path_factory.mktemp("wrapped") / "log.txt"
-    path.write_text(_cut(text, width), encoding="utf-8")
-    assert _roots(triage_paths([str(path)])) == [
+    path.write_text(wrapped(text, width), encoding="utf-8")
+    assert roots(triage_paths([str(path)])) == [
         ("PP801", "PP0", "auxiliary-output", "RuntimeError")
     ]
 
@@ -84,9 +66,9 @@ def test_a_json_document_wrapped_by_a_terminal_has_the_plain_log_s_root(tmp_path
     for name, text in _documents().items():
         for width in (80, 120, 200):
             path = tmp_path / f"{name}-{width}.json"
-            path.write_text(_cut(text + "\n", width), encoding="utf-8")
+            path.write_text(wrapped(text + "\n", width), encoding="utf-8")
             report = triage_paths([str(path)])
-            assert _roots(report) == [("PP801", "PP0", "auxiliary-output", "RuntimeError")], (
+            assert roots(report) == [("PP801", "PP0", "auxiliary-output", "RuntimeError")], (
                 name,
                 width,
             )
@@ -108,5 +90,5 @@ def test_a_frame_line_without_its_source_exactly_the_width_long_keeps_the_except
         "RuntimeError: stage 1 failed",
     ]
     path = tmp_path / "frames.log"
-    path.write_text(_cut("\n".join(lines) + "\n", width), encoding="utf-8")
-    assert _roots(triage_paths([str(path)])) == [("PP802", "PP1", "other", "RuntimeError")]
+    path.write_text(wrapped("\n".join(lines) + "\n", width), encoding="utf-8")
+    assert roots(triage_paths([str(path)])) == [("PP802", "PP1", "other", "RuntimeError")]
