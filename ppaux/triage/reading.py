@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, cast
 
 from ppaux.limits import Limits
+from ppaux.triage.crashes import Crashes, rank_within
 from ppaux.triage.documents import is_document, records
 from ppaux.triage.envelopes import peel_envelope
 from ppaux.triage.flattened import ESCAPED, unescaped, unflatten
@@ -180,6 +181,7 @@ class _Reader:
         #: Per stream, the last line read whose header was cut before 'Traceback (m': the
         #: fragment whose frames follow it is that line's ranks' failure.
         self._cut_headers: dict[str | None, LogLine] = {}
+        self.crashes = Crashes(reading.source, self._next_order)
 
     def _next_order(self) -> int:
         self.order += 1
@@ -332,6 +334,12 @@ class _Reader:
             return
         kind = _event_kind(line.text)
         if kind is None:
+            crash = self.crashes.take(line)
+            if crash is not None:
+                if len(reading.failures) + self.count >= self.max_failures:
+                    reading.more_failures += 1
+                else:
+                    reading.failures.append(crash)
             return
         if kind == "capture":
             found = _CAPTURE_DIR.search(line.text[:_CAPTURE_LINE])
@@ -340,7 +348,8 @@ class _Reader:
         if len(reading.events) >= self.max_events:
             reading.more_events += 1
             return
-        who = line.ranks or torch_rank(line.text) or line.stream or "a process"
+        who = line.ranks or torch_rank(line.text) or rank_within(line.text)
+        who = who or line.stream or "a process"
         if kind == "sigquit":
             who = "the parent process"
         reading.events.append(
