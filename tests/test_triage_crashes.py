@@ -115,6 +115,18 @@ def test_a_fault_handler_s_abort_is_a_failure_whose_cause_is_not_in_the_log(tmp_
     assert "the cause is not in this log" in root["message"]
 
 
+def test_a_fault_handler_s_words_written_into_another_thread_s_line_are_read(tmp_path):
+    code, findings = _triage(
+        tmp_path,
+        '  File "/opt/conda/lib/python3.10/threading.py", line 320 in wait\n'
+        '  File "/opt/torch/utils/_contextlib.pyFatal Python error: "Aborted, line \n',
+    )
+    assert code == 1
+    root = _root(findings)
+    assert root["extra"]["exception"] == "Fatal Python error"
+    assert root["extra"]["message"].startswith("Aborted (the process aborted")
+
+
 def test_torchrun_s_summary_names_the_rank_that_failed_first(tmp_path):
     code, findings = _triage(
         tmp_path,

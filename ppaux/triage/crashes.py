@@ -44,7 +44,10 @@ NEAR_LINES = 64
 _WATCHDOG = re.compile(r"watchdog thread terminated with exception: (?P<message>.*)$")
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']{1,200})'")
 _WHAT = re.compile(r"^\s*what\(\):\s+(?P<message>.*)$")
-_FATAL = re.compile(r"^\s*Fatal Python error: (?P<message>.{0,200})$")
+#: Anywhere in the line: another thread's output may be written into it.
+_FATAL = re.compile(r"Fatal Python error: \"?(?P<message>[^\n\",]{0,200})")
+#: What is stripped around the fault handler's words when another thread's output cut them.
+_QUOTES = " \"',"
 _SUMMARY = re.compile(r"^\s*Root Cause \(first observed failure\):")
 _SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(?P<rank>\d{1,9}) \(local_rank: ")
 _SUMMARY_EXIT = re.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d{1,9})")
@@ -142,15 +145,15 @@ class Crashes:
                 _split(message) if watchdog is not None else ("C++ exception", message)
             )
             return self._new(line, exception, said)
-        if (fatal := _FATAL.match(text)) is not None:
+        if (fatal := _FATAL.search(text)) is not None:
             if near is not None:
                 self._last_line = line.number
                 return None
+            said = fatal.group("message").strip(_QUOTES)
             return self._new(
                 line,
                 "Fatal Python error",
-                f"{fatal.group('message').strip()} (the process aborted; the cause is not in "
-                "this log)",
+                f"{said} (the process aborted; the cause is not in this log)",
             )
         return None
 
