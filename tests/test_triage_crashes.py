@@ -90,6 +90,21 @@ def test_terminate_and_its_what_line_are_one_failure(tmp_path):
     assert not [f for f in findings if f["code"] == "PP803"]
 
 
+def test_terminate_whose_what_line_is_the_watchdog_s_error_is_that_error(tmp_path):
+    code, findings = _triage(
+        tmp_path,
+        "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+        "  what():  [PG ID 2 PG GUID 3 Rank 1] Process group watchdog thread terminated with "
+        "exception: CUDA error: an illegal memory access was encountered\n",
+    )
+    assert code == 1
+    roots = [f for f in findings if f["code"] in ROOTS]
+    assert [(f["key"], f["extra"]["exception"], f["extra"]["kind"]) for f in roots] == [
+        ("rank 1", "CUDA error", "shape-kernel")
+    ]
+    assert not [f for f in findings if f["code"] == "PP803"]
+
+
 def test_a_terminate_on_a_backend_error_alone_fails_a_gate(tmp_path):
     code, findings = _triage(
         tmp_path, "terminate called after throwing an instance of 'c10::DistBackendError'\n"

@@ -82,7 +82,11 @@ class Crashes:
 
     def _near(self, line: LogLine) -> Failure | None:
         last = self._last
-        if last is None or last.stream != _who(line) or line.number - self._last_line > NEAR_LINES:
+        if last is None or line.number - self._last_line > NEAR_LINES:
+            return None
+        who = _who(line)
+        # A record that names no process (``terminate called ...``) is the same process's.
+        if last.stream is not None and who is not None and last.stream != who:
             return None
         return last
 
@@ -137,8 +141,11 @@ class Crashes:
             if watchdog is not None and _TIMEOUT.search(message):
                 return None  # a collective's timeout: the watchdog's event says it
             if near is not None:
-                if not near.message:
+                if watchdog is not None:  # the watchdog's error is what the process died of
+                    near.exception, near.message = _split(message)
+                elif not near.message:
                     near.message = message[:MAX_MESSAGE]
+                near.stream = near.stream or _who(line)
                 self._last_line = line.number
                 return None
             exception, said = (
