@@ -69,9 +69,17 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
     text, raw = decoded(source, filename) if isinstance(source, bytes) else (source, False)
     ending = "\r\n" if "\r\n" in text else "\n"  # CPython counts a last CRLF line's end
     crlf_end = text.endswith("\r\n")
+    continued = text.endswith("\\\r\n")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = io.StringIO(text).readlines()
     last_row = len(lines) + crlf_end
+    if continued:
+        # CPython reads a backslash and CRLF at the file's end as continued onto one more,
+        # empty line (the file is valid), where a backslash and LF there meet the file's end;
+        # the lines are then counted as LF lines are.
+        text += "\n"
+        lines.append("\n")
+        ending = "\n"
     try:
         return _parsed(source, text, lines, filename, raw, ending)
     except SyntaxError as exc:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from ppaux.limits import Limits
+from ppaux.triage.crashes import Crashes, rank_within
 from ppaux.triage.lineformat import Envelope, Launcher, LogLine, torch_rank
 from ppaux.triage.records import (
     Event,
@@ -132,6 +133,7 @@ class Reader:
         #: Per stream, the last line read whose header was cut before 'Traceback (m': the
         #: fragment whose frames follow it is that line's ranks' failure.
         self._cut_headers: dict[str | None, LogLine] = {}
+        self.crashes = Crashes(reading.source, self._next_order)
 
     def _next_order(self) -> int:
         self.order += 1
@@ -284,6 +286,12 @@ class Reader:
             return
         kind = _event_kind(line.text)
         if kind is None:
+            crash = self.crashes.take(line)
+            if crash is not None:
+                if len(reading.failures) + self.count >= self.max_failures:
+                    reading.more_failures += 1
+                else:
+                    reading.failures.append(crash)
             return
         if kind == "capture":
             found = _CAPTURE_DIR.search(line.text[:_CAPTURE_LINE])
@@ -292,7 +300,8 @@ class Reader:
         if len(reading.events) >= self.max_events:
             reading.more_events += 1
             return
-        who = line.ranks or torch_rank(line.text) or process_of(line.stream) or "a process"
+        who = line.ranks or torch_rank(line.text) or rank_within(line.text)
+        who = who or process_of(line.stream) or "a process"
         if kind == "sigquit":
             who = "the parent process"
         reading.events.append(

@@ -18,15 +18,18 @@ earlier); a record without a time, of the latest incident before it in its own l
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 from ppaux.sglang import search_message
-from ppaux.triage.frames import in_scheduler_process, in_sglang_server
+from ppaux.triage.frames import frame_owner, in_scheduler_process, in_sglang_server
 from ppaux.triage.kinds import COMMUNICATION, COMMUNICATION_INIT, MEMORY, kind_of
 from ppaux.triage.records import Event, Failure
 
 __all__ = ["SAME_MOMENT_S", "Incident", "communication", "incidents", "seconds_between"]
 
+#: How a line's stream names the rank of torch's ``[rankN]:`` prefix.
+_TORCH_RANK = re.compile(r"rank \d{1,9}$")
 #: Ranks that fail with the same error within this many seconds of the first are one incident.
 SAME_MOMENT_S = 5.0
 
@@ -50,6 +53,42 @@ def _init_roots(ordered: list[Failure]) -> list[Failure]:
         elif kind == COMMUNICATION:
             break
     return found
+
+
+def _ranked(failure: Failure) -> bool:
+    """True for a complete traceback under torch's rank prefix (``[rank3]:``)."""
+    return failure.exception is not None and _TORCH_RANK.match(failure.stream or "") is not None
+
+
+def _own(failure: Failure) -> bool:
+    """True for a complete traceback none of whose frames is sglang's: a process's own failure
+    (a script's, torch's), not a request that sglang's server refused."""
+    return failure.exception is not None and all(
+        frame_owner(frame) != "sglang" for frame in failure.frames
+    )
+
+
+def _cut_roots(ordered: list[Failure]) -> list[Failure]:
+    """The tracebacks cut before their exception, as roots, unless a failure whose exception
+    the log shows (a communication one, whatever its frames) came before every one of them:
+    that failure is then where the log's story starts."""
+    cut = [f for f in ordered if f.exception is None]
+    if not cut:
+        return []
+    shown = [f for f in ordered if f.exception is not None]
+    earliest = min(shown, key=_key, default=None)
+    if earliest is not None and all(_before(earliest, f) for f in cut):
+        return [earliest]
+    return cut
+
+
+def _before(earlier: Failure, later: Failure) -> bool:
+    """True when ``earlier`` is known to come before ``later``: in the same log, by its place;
+    across logs, by times that compare."""
+    if earlier.source == later.source:
+        return earlier.order < later.order
+    apart = seconds_between(earlier, later)
+    return apart is not None and apart > 0
 
 
 @dataclass
@@ -99,15 +138,23 @@ def incidents(
     # A bare traceback (no 'X hit an exception', no rank prefix) that went nowhere near a
     # scheduler (an HTTP request refused, a launcher's own error) is no PP failure: neither a
     # root nor what one caused.
-    ordered = sorted(
-        (f for f in failures if f.process or f.scheduler or f.fragment or _pp_related(f)),
-        key=_key,
-    )
+    # A traceback that ends in its exception under torch's rank prefix ('[rank1]: ...') is
+    # that rank's failure, whatever its frames; where nothing else failed, so is a complete
+    # traceback with no frame of sglang's (a script's, torch's own), though not a request
+    # that sglang's server refused.
+    ordered = [
+        f
+        for f in failures
+        if f.process or f.scheduler or f.fragment or _pp_related(f) or _ranked(f)
+    ]
+    if not ordered:
+        ordered = [f for f in failures if _own(f)]
+    ordered.sort(key=_key)
     # A traceback cut off before its exception says nothing of its cause: a root only when
     # no complete one is there.
     complete = [f for f in ordered if f.exception is not None and not communication(f)]
-    candidates = complete or _init_roots(ordered) or [f for f in ordered if f.exception is None]
-    scheduler = [f for f in candidates if f.scheduler]
+    candidates = complete or _init_roots(ordered) or _cut_roots(ordered)
+    scheduler = [f for f in candidates if f.scheduler or _ranked(f)]
     roots = scheduler or candidates
     found: list[Incident] = []
     for failure in roots:

@@ -2,7 +2,8 @@
 
 - ``auxiliary-output``: one of sglang's nine auxiliary-output messages (:mod:`ppaux.sglang.names`);
 - ``memory``: the device or host ran out of memory (``torch.OutOfMemoryError``, ``CUDA out of
-  memory``, sglang's own ``Not enough memory``, a cuBLAS allocation failure);
+  memory``, sglang's own ``Not enough memory`` or ``Not enough space`` (a cache's slots), a cuBLAS
+  allocation failure);
 - ``communication-init``: a communicator or process group that could not be set up (NCCL's
   ``ncclCommInitRank``, gloo's ``connectFullMesh``, a rendezvous or TCPStore that timed out),
   told by the message or by a frame of the set-up code;
@@ -50,12 +51,13 @@ _READ = 2000
 
 _MEMORY_TYPES = re.compile(r"OutOfMemoryError|(?:^|[.(])MemoryError\b")
 _MEMORY_TEXT = re.compile(
-    r"out of memory|CUDA_ERROR_OUT_OF_MEMORY|CUBLAS_STATUS_ALLOC_FAILED|Not enough memory|"
+    r"out of memory|CUDA_ERROR_OUT_OF_MEMORY|CUBLAS_STATUS_ALLOC_FAILED|"
+    r"Not enough (?:memory|space)|"
     r"insufficient memory|cudaErrorMemoryAllocation|Tried to allocate",
     re.IGNORECASE,
 )
 _COMMUNICATION_TYPES = re.compile(
-    r"(?:^|\.)(?:DistBackendError|DistNetworkError|DistStoreError|DistError|"
+    r"(?:^|\.|::)(?:DistBackendError|DistNetworkError|DistStoreError|DistError|"
     r"ConnectionResetError|ConnectionRefusedError|ConnectionAbortedError|BrokenPipeError|"
     r"ConnectionError|socket\.timeout|NCCLError|ncclError)$"
 )
@@ -78,6 +80,8 @@ _INIT_FUNCTIONS = frozenset(
     {
         "init_process_group",
         "init_distributed_environment",
+        "init_worker_distributed_environment",
+        "ensure_model_parallel_initialized",
         "initialize_model_parallel",
         "init_model_parallel_group",
         "init_world_group",
@@ -102,7 +106,9 @@ _SHAPE_TEXT = re.compile(
 #: Functions of sglang's memory planning: what fails there is the memory left for the KV cache
 #: (a negative token count, an assertion on the pool), whatever the exception says.
 _MEMORY_FUNCTIONS = frozenset({"init_memory_pool", "profile_max_num_token"})
-_SHAPE_TYPES = re.compile(r"(?:^|\.)(?:InternalError|TVMError|CompilationError|AcceleratorError)$")
+_SHAPE_TYPES = re.compile(
+    r"(?:^|\.|::)(?:InternalError|TVMError|CompilationError|AcceleratorError)$"
+)
 _KERNEL_MODULES = re.compile(r"(?:^|\.)(?:tvm|triton|flashinfer|sgl_kernel|deep_gemm)\b")
 
 

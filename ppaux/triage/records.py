@@ -67,6 +67,14 @@ _WRAPPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]{0,200}\([\w.]{1,200}\)):(?: (?P
 _MAX_INDENT = 16
 #: Digits of a frame's line number read (a longer one is no line number).
 _MAX_LINE_DIGITS = 9
+#: A worker's header that says its exception before the traceback: ``Exception in worker W
+#: while processing method init_device: NCCL error: ..., Traceback (most recent call last):``.
+_SAID = re.compile(
+    r"Exception in worker .{0,200}? while processing method [\w.]{1,200}: (?P<message>.+?),? $"
+)
+#: What a log collector adds at the end of a line, not the traceback's text: Ray's count of
+#: lines it did not repeat, a carriage return written as ``^M``.
+_TRAILER = re.compile(r"(?:\s*\[repeated \d{1,9}x across cluster\]|\^M|\r)+$")
 _CHAIN = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
@@ -113,6 +121,9 @@ class Failure:
     #: The zone of ``time`` (as written, or as the user gave it): ``time`` is then an instant;
     #: None for a host's wall clock, zone unknown.
     zone: str | None = None
+    #: What a record that names no exception says of the failure (a launcher's summary of a
+    #: child's exit), said in place of a cut traceback's words.
+    said: str | None = None
 
     @property
     def zoned(self) -> bool:
@@ -139,7 +150,7 @@ class Failure:
     def error(self) -> str:
         """'RuntimeError: message', or what is known of a cut-off traceback."""
         if self.exception is None:
-            return "an exception the log does not show (the traceback is cut off)"
+            return self.said or "an exception the log does not show (the traceback is cut off)"
         first = self.message.split("\n", 1)[0]
         return f"{self.exception}: {first}" if first else self.exception
 
@@ -220,7 +231,8 @@ def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
     if at < 0:
         return None
     match = _PROCESS.search(line.text, max(0, at - 100), at)
-    return Failure(
+    said = _SAID.search(line.text, max(0, at - MAX_MESSAGE), at)
+    failure = Failure(
         source=source,
         line=line.number,
         time=line.time,
@@ -231,6 +243,9 @@ def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
         order=order,
         zone=line.zone,
     )
+    if said is not None:  # the exception's text is on the header line, before its traceback
+        failure.exception, failure.message = "Exception", said.group("message")[:MAX_MESSAGE]
+    return failure
 
 
 #: An error that Ray relays from a task or an actor: its message is the remote process's own
@@ -321,7 +336,8 @@ class TracebackBuilder:
             number = int(digits) if len(digits) <= _MAX_LINE_DIGITS else 0
             if not self._frames:
                 self.indent = min(max(0, len(text) - len(text.lstrip(" ")) - 2), _MAX_INDENT)
-            self._add_frame(Frame(frame.group("file"), number, frame.group("function") or ""))
+            function = _TRAILER.sub("", frame.group("function") or "")
+            self._add_frame(Frame(frame.group("file"), number, function))
             self._since_frame = 0
             return True
         self._since_frame += 1

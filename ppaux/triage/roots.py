@@ -236,8 +236,9 @@ def no_root_finding(loose: list[Failure | Event]) -> Finding:
         first.source,
         message,
         # Processes failed: the deployment is down even though its root is elsewhere, and a
-        # gate must not read that as a pass.
-        severity=Severity.ERROR if failures else None,
+        # gate must not read that as a pass. A watchdog that saw a collective time out takes its
+        # process down: that rank died too, though the log shows no traceback of it.
+        severity=Severity.ERROR if failures or any(e.kind == "watchdog" for e in events) else None,
         extra={
             "root": False,
             "no_root": cause,
@@ -309,7 +310,9 @@ def root_finding(
     else:
         kind = kind_of(root)
         message += (
-            "; the log cuts its traceback before the exception line: the cause is not in it"
+            ""
+            if root.said
+            else "; the log cuts its traceback before the exception line: the cause is not in it"
             if kind == "unknown"
             else f"; a {KIND_TEXT[kind]}, not an auxiliary-output error"
         )

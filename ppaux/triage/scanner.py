@@ -23,6 +23,7 @@ import re
 from typing import BinaryIO
 
 from ppaux.limits import Limits
+from ppaux.triage.crashes import CRASH_MARKERS
 
 __all__ = [
     "ALL_MARKERS",
@@ -37,7 +38,8 @@ __all__ = [
 #: an exception: Traceback ...'), torch's NCCL watchdog and its other records of a timed-out
 #: collective ('[E... ProcessGroupNCCL.cpp:N] ... Timeout at NCCL work', '... timed out'),
 #: TCPStore errors, the parent's two SIGQUIT lines (sglang's engine.py and
-#: tokenizer_manager.py), ppaux capture's own lines.
+#: tokenizer_manager.py), ppaux capture's own lines, and a process's dying words without a
+#: traceback (:mod:`ppaux.triage.crashes`).
 MARKERS: tuple[bytes, ...] = (
     b"Traceback (m",
     b"Watchdog caught collective",
@@ -46,6 +48,7 @@ MARKERS: tuple[bytes, ...] = (
     b"sigquit from a child",
     b"SIGQUIT received",
     b"ppaux capture:",
+    *CRASH_MARKERS,
 )
 #: What may start a failure without a traceback's header: a frame line (a fragment whose
 #: header the paste lost), a header cut short before ``Traceback (m``, and an exception line

@@ -169,8 +169,10 @@ def _compare(deployment: Deployment) -> list[Step]:
     else:
         given: tuple[str, ...] = () if stages is None else ("--pp-size", str(stages))
         out = "stages/stage-N.json" if stages is not None else "stage-N.json"
-        command = ("ppaux", "fingerprint", "--pp-rank", "N", *given, "-o", out)
-        steps.append(Step(command, where, f"N: each stage; {known}"))
+        # One command per stage is too many to list (or their count is unknown): the command
+        # is said in a comment, its N never written into a command line to be run as it is.
+        template = " ".join(("ppaux", "fingerprint", "--pp-rank", "N", *given, "-o", out))
+        steps.append(Step(None, where, f"for each stage N ({known}): {template}"))
     steps.append(
         Step(
             _compare_argv(stages),

@@ -226,8 +226,10 @@ RULES = (
             "(signals-only). A communicator that could not be set up (ncclCommInitRank, "
             "connectFullMesh) with no failure before it is a root (PP802), not this. The parent's "
             "SIGQUIT follows any failure and changes none of this. The finding is an error where "
-            "processes failed (the deployment is down, whatever caused it) and a warning where "
-            "the log holds only signals."
+            "processes failed (the deployment is down, whatever caused it), a rank's NCCL "
+            "watchdog timeout included (the watchdog takes its process down), so that a gate "
+            "fails on such a log; it is a warning where the log holds only signals or store "
+            "warnings."
         ),
         causes=(
             "The network between the nodes failed (a link, a firewall, an interface NCCL or "

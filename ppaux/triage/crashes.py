@@ -1,0 +1,191 @@
+"""Failures a process writes without a Python traceback: torch's C++ records and the lines a
+process prints as it dies.
+
+- torch's NCCL watchdog ending on an error that is not a timeout (``[rank0]:[E... ProcessGroupNCCL
+  .cpp:N] [PG ID 0 ... Rank 0] Process group watchdog thread terminated with exception: CUDA
+  error: an illegal memory access was encountered``, or the same text after ``what():``): that
+  rank's failure, of the kind its message says (a timeout stays a watchdog event);
+- C++'s ``terminate called after throwing an instance of 'c10::DistBackendError'`` and the
+  ``what():`` line after it: the process aborted on that exception;
+- ``Fatal Python error: Aborted`` (Python's fault handler): the process aborted; where no record
+  of the same process came just before it, the cause is not in the log;
+- torchrun's failure summary (``Root Cause (first observed failure):``, then ``rank : 0`` and
+  ``exitcode : 1``): that rank exited first; its exception is not in the log.
+
+A record that follows another of the same stream within :data:`NEAR_LINES` lines says more of
+the same failure (a ``what():`` line, the fault handler after ``terminate``): it completes that
+failure instead of starting one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from ppaux.triage.lineformat import LogLine, torch_rank
+from ppaux.triage.records import MAX_MESSAGE, Failure
+
+__all__ = ["CRASH_MARKERS", "NEAR_LINES", "Crashes", "rank_within"]
+
+#: What makes a line worth reading for this module (added to the scanner's markers).
+CRASH_MARKERS: tuple[bytes, ...] = (
+    b"thread terminated with exception",
+    b"terminate called after throwing",
+    b"what():",
+    b"Fatal Python error",
+    b"Root Cause (first observed failure)",
+    b"(local_rank: ",
+    b"exitcode",
+)
+#: Lines within which a record of the same stream completes the failure before it (a C++
+#: exception's ``what():`` line and the frames between it and the fault handler's line).
+NEAR_LINES = 64
+
+_WATCHDOG = re.compile(r"watchdog thread terminated with exception: (?P<message>.*)$")
+_TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']{1,200})'")
+_WHAT = re.compile(r"^\s*what\(\):\s+(?P<message>.*)$")
+#: Anywhere in the line: another thread's output may be written into it.
+_FATAL = re.compile(r"Fatal Python error: \"?(?P<message>[^\n\",]{0,200})")
+#: What is stripped around the fault handler's words when another thread's output cut them.
+_QUOTES = " \"',"
+_SUMMARY = re.compile(r"^\s*Root Cause \(first observed failure\):")
+_SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(?P<rank>\d{1,9}) \(local_rank: ")
+_SUMMARY_EXIT = re.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d{1,9})")
+#: Lines a torchrun summary's ``rank`` and ``exitcode`` come within after its heading.
+_SUMMARY_LINES = 8
+#: The process group's rank a C++ record names (``[PG ID 2 PG GUID 3 Rank 1]``).
+_PG_RANK = re.compile(r"\[PG [^\]]{0,80}?Rank (?P<rank>\d{1,9})\]")
+#: The head of a watchdog's message that names the error (``CUDA error: ...``).
+_HEAD = re.compile(r"^(?P<type>(?:[A-Za-z][\w:.]{0,40} )?[\w:.]{0,40}[Ee]rror): (?P<message>.*)$")
+_TIMEOUT = re.compile(r"Watchdog caught collective|[Tt]imed out|Timeout at NCCL work")
+
+
+def _split(message: str) -> tuple[str, str]:
+    """(type, message) of a C++ error's text: its head where it names an error (``CUDA
+    error``), else the watchdog's."""
+    head = _HEAD.match(message)
+    if head is not None:
+        return head.group("type"), head.group("message")
+    return "ProcessGroupNCCL watchdog error", message
+
+
+class Crashes:
+    """The crash records of one log, read line by line (only lines holding one of
+    :data:`CRASH_MARKERS` need be given)."""
+
+    def __init__(self, source: str, order: Callable[[], int]) -> None:
+        self._source = source
+        self._order = order
+        self._last: Failure | None = None
+        self._last_line = 0
+        self._summary: Failure | None = None
+
+    def _near(self, line: LogLine) -> Failure | None:
+        last = self._last
+        if last is None or line.number - self._last_line > NEAR_LINES:
+            return None
+        who = _who(line)
+        # A record that names no process (``terminate called ...``) is the same process's.
+        if last.stream is not None and who is not None and last.stream != who:
+            return None
+        return last
+
+    def _new(self, line: LogLine, exception: str | None, message: str) -> Failure:
+        failure = Failure(
+            source=self._source,
+            line=line.number,
+            time=line.time,
+            time_text=line.time_text,
+            ranks=line.ranks or None,
+            stream=_who(line),
+            process=None,
+            order=self._order(),
+            exception=exception,
+            message=message[:MAX_MESSAGE],
+            fragment=True,
+            zone=line.zone,
+        )
+        self._last, self._last_line = failure, line.number
+        return failure
+
+    def take(self, line: LogLine) -> Failure | None:
+        """The failure ``line`` begins, or None (no crash record, or more of the last one)."""
+        text = line.text
+        summary = self._summary
+        if summary is not None and line.number - summary.line <= _SUMMARY_LINES:
+            if (rank := _SUMMARY_RANK.match(text)) is not None:
+                summary.stream = f"rank {rank.group('rank')}"
+                return None
+            if (code := _SUMMARY_EXIT.match(text)) is not None:
+                summary.said = (
+                    f"{summary.stream or 'a process'} exited with code {code.group('code')} "
+                    "(torchrun's first observed failure); its exception is not in this log"
+                )
+                return None
+        if _SUMMARY.match(text):
+            self._summary = self._new(line, None, "")
+            self._summary.said = (
+                "a process exited (torchrun's first observed failure); its exception is not in "
+                "this log"
+            )
+            return self._summary
+        near = self._near(line)
+        if (found := _TERMINATE.search(text)) is not None:
+            if near is not None:
+                return None
+            return self._new(line, found.group("type"), "")
+        watchdog = _WATCHDOG.search(text)
+        what = _WHAT.match(text)
+        if watchdog is not None or what is not None:
+            message = (watchdog or what).group("message")  # type: ignore[union-attr]
+            if watchdog is not None and _TIMEOUT.search(message):
+                return None  # a collective's timeout: the watchdog's event says it
+            if near is not None:
+                if watchdog is not None:  # the watchdog's error is what the process died of
+                    near.exception, near.message = _split(message)
+                elif not near.message:
+                    near.message = message[:MAX_MESSAGE]
+                near.stream = near.stream or _who(line)
+                self._last_line = line.number
+                return None
+            exception, said = (
+                _split(message) if watchdog is not None else ("C++ exception", message)
+            )
+            return self._new(line, exception, said)
+        if (fatal := _FATAL.search(text)) is not None:
+            if near is not None:
+                self._last_line = line.number
+                return None
+            said = fatal.group("message").strip(_QUOTES)
+            return self._new(
+                line,
+                "Fatal Python error",
+                f"{said} (the process aborted; the cause is not in this log)",
+            )
+        return None
+
+
+def _who(line: LogLine) -> str | None:
+    """The stream of a crash record: the line's own, else the rank torch's prefix or the
+    process group's bracket names."""
+    if line.stream:
+        return line.stream
+    rank = torch_rank(line.text)
+    if rank is not None:
+        return rank
+    group = _PG_RANK.search(line.text)
+    return None if group is None else f"rank {group.group('rank')}"
+
+
+#: torch's rank prefix of a C++ record (``[rank1]:[E...``) behind what a paste put before it
+#: (a stray character, a colour code whose escape was lost, a launcher's prefix not read).
+_RANK_WITHIN = re.compile(r"\[rank(?P<rank>\d{1,9})\]:\[[EWI]")
+#: Characters of a line looked at for it.
+_RANK_PREFIX = 200
+
+
+def rank_within(text: str) -> str | None:
+    """'rank 1' for a line whose torch record (``[rank1]:[E...``) begins within its first
+    characters, else None."""
+    found = _RANK_WITHIN.search(text, 0, _RANK_PREFIX)
+    return None if found is None else f"rank {found.group('rank')}"
