@@ -245,3 +245,15 @@ def test_the_parts_cost_what_the_file_holds(monkeypatch):
     assert ast.dump(tree, include_attributes=True) == ast.dump(real(text), include_attributes=True)
     # Before, each clause was parsed behind as many blank lines as rows came before it: 16 MB.
     assert sum(handed) < 8 * len(text), (len(handed), sum(handed), len(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["\\\r\n", "x=1\r\n\\\r\n", "x=1\n\\\r\n", "x = 1 + \\\r\n", "if x:\\\r\n", "x=1\\\n"],
+)
+def test_a_backslash_and_crlf_at_the_files_end_reads_as_cpython_reads_it(text):
+    """CPython takes a backslash and CRLF at the end as continued onto an empty line (valid),
+    a backslash and LF as the file's end mid-statement; the parts must agree at any size."""
+    for chunk in (1, 4, 16):
+        with mock.patch.object(bounded_parse, "CHUNK_BYTES", chunk):
+            assert _outcome(parse_source, text) == _outcome(ast.parse, text), chunk
