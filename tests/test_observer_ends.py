@@ -245,6 +245,94 @@ def test_a_signal_the_target_sends_ppaux_is_a_finding_not_its_end(tmp_path):
     assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL  # put back
 
 
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="POSIX signals")
+def test_a_signal_from_a_process_the_target_started_in_its_own_session_is_the_targets(tmp_path):
+    _main_thread_only()
+    send = (
+        "        import os, subprocess, sys\n"
+        "        subprocess.run([sys.executable, '-c', 'import os, signal, time; '\n"
+        "            f'os.kill({os.getppid()}, signal.SIGUSR1); time.sleep(0.5)'],\n"
+        "            start_new_session=True, check=True)\n"
+    )
+    report = check_observer(f"{observer_file(tmp_path, send)}:EntropyObserver", ONE)
+    assert ended(report) == ["signalled"]
+    assert "SIGUSR1" in report.findings[0].message
+
+
+SENDER = """
+import os, signal, sys, time
+folder, pid = sys.argv[1], int(sys.argv[2])
+while not os.path.exists(os.path.join(folder, "started")):
+    time.sleep(0.05)
+os.kill(pid, signal.SIGUSR1)
+open(os.path.join(folder, "sent"), "w").close()
+"""
+
+WAITS = (
+    "        import os, time\n"
+    "        open(os.path.join(FOLDER, 'started'), 'w').close()\n"
+    "        while not os.path.exists(os.path.join(FOLDER, 'sent')):\n"
+    "            time.sleep(0.05)\n"
+)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="POSIX signals")
+def test_a_signal_from_another_process_stops_the_check_naming_the_sender(tmp_path):
+    import subprocess
+
+    from ppaux.observer import CheckInterrupted
+
+    _main_thread_only()
+    if not sys.platform.startswith("linux") or len(os.listdir("/proc/self/task")) > 1:
+        # A signal to the whole process may go to another thread (the test runner's, torch's),
+        # where its sender is unread; the command line's process has no other.
+        pytest.skip("this process runs other threads")
+    path = observer_file(tmp_path, WAITS.replace("FOLDER", repr(str(tmp_path))))
+    sender = subprocess.Popen([sys.executable, "-c", SENDER, str(tmp_path), str(os.getpid())])
+    try:
+        with pytest.raises(CheckInterrupted) as caught:
+            check_observer(f"{path}:EntropyObserver", ONE)
+    finally:
+        sender.wait(60)
+    assert (caught.value.signal, caught.value.pid) == ("SIGUSR1", sender.pid)
+    assert f"received SIGUSR1 from pid {sender.pid}, which is not the target's" in str(caught.value)
+    assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL  # put back
+    assert signal.SIGUSR1 not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+def test_a_signal_from_another_process_is_one_line_and_exit_2_on_the_command_line(tmp_path):
+    import subprocess
+
+    path = observer_file(tmp_path, WAITS.replace("FOLDER", repr(str(tmp_path))))
+    check = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ppaux_cli",
+            "check-observer",
+            f"{path}:EntropyObserver",
+            "--batch-size",
+            "1",
+            "--steps",
+            "1",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    sender = subprocess.Popen([sys.executable, "-c", SENDER, str(tmp_path), str(check.pid)])
+    out, err = check.communicate(timeout=300)
+    sender.wait(60)
+    assert check.returncode == 2, err
+    assert out == ""
+    assert err == (
+        f"ppaux: error: ppaux's process received SIGUSR1 from pid {sender.pid}, which is not "
+        "the target's process nor one it started: the check stopped before it was complete "
+        "(run it again)\n"
+    )
+
+
 @pytest.mark.skipif(not hasattr(signal, "SIGUSR2"), reason="POSIX signals")
 def test_a_handler_the_caller_installed_still_gets_its_signal(tmp_path):
     _main_thread_only()

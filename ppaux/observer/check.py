@@ -19,7 +19,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ppaux.observer.judge import Ending, Judge
-from ppaux.observer.options import ObserverConfigError, ObserverOptions
+from ppaux.observer.options import CheckInterrupted, ObserverConfigError, ObserverOptions
 from ppaux.observer.target import LoadedObserver, TargetError, observer_from
 from ppaux.replay import Impl, Sender, Transport, timeout_fault
 from ppaux.report import Report
@@ -30,6 +30,7 @@ __all__ = [
     "MAX_LOGITS",
     "MAX_STEPS",
     "MAX_VOCAB_SIZE",
+    "CheckInterrupted",
     "ObserverConfigError",
     "ObserverOptions",
     "check_loaded",
@@ -122,8 +123,9 @@ def check_observer(
     by several checks, can only be used here: with one, the target runs in this process (as
     :func:`check_loaded` runs an object in hand) and its records are judged the same way.
     Raises :class:`TargetError` for a target that cannot be used and
-    :class:`ObserverConfigError` for a setting that cannot work here; everything the target
-    does wrong while it runs is a finding.
+    :class:`ObserverConfigError` for a setting that cannot work here, and
+    :class:`CheckInterrupted` where another process than the target's signalled this one;
+    everything the target does wrong while it runs is a finding.
     """
 
     from ppaux.observer.child import run_child
@@ -169,6 +171,8 @@ def check_observer(
         judge.take(message)
 
     end = run_child(request, timeout_s=options.timeout_s, take=take, on_output=on_output or keep)
+    if end.foreign:
+        raise CheckInterrupted(*end.foreign[0])
     for stop in stops:
         _stopped(stop, target, judge)
     for ending in endings(end, options.timeout_s, hook[0]):

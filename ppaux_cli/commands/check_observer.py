@@ -142,6 +142,7 @@ def check_observer(
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     from ppaux.errors import TorchMissingError
     from ppaux.observer import (
+        CheckInterrupted,
         ObserverConfigError,
         ObserverOptions,
         TargetError,
@@ -179,6 +180,8 @@ def check_observer(
         fail(f"{exc.target}: {exc.reason}")
     except ObserverConfigError as exc:
         fail(setting_line(exc))
+    except CheckInterrupted as exc:
+        fail(exc)
     refuse_changed_output(options.output, before)
     emit(report, options)
 
