@@ -478,3 +478,82 @@ def test_each_in_hand_check_names_the_threads_its_own_target_started():
         thread.join(30)
     release.set()
     assert (seen["a"].threads, seen["b"].threads) == (["a-lingers"], [])
+
+
+# ----------------------------------------------------------------------------------------------
+# Timers and threads the target starts from several threads, in checks that run at once
+
+#: Per check (a letter), what its target started: the threading.Timer objects and the threads.
+STARTED: dict[str, list[threading.Thread]] = {}
+FIRED: list[str] = []
+HOLD = threading.Event()
+
+
+def _spawner(letter: str, depth: int) -> None:
+    """Start a timer, a lingering thread and (above depth 0) a thread that does the same."""
+    timer = threading.Timer(600, FIRED.append, args=(f"{letter}-timer-{depth}",))
+    timer.name = f"{letter}-timer-{depth}"
+    lingering = threading.Thread(
+        target=HOLD.wait, args=(60,), name=f"{letter}-lingers-{depth}", daemon=False
+    )
+    STARTED[letter] += [timer, lingering]
+    timer.start()
+    lingering.start()
+    if depth > 0:
+        inner = threading.Thread(target=_spawner, args=(letter, depth - 1), daemon=True)
+        inner.name = f"{letter}-spawner-{depth - 1}"
+        inner.start()
+        inner.join(60)
+
+
+def _spawning_observer(letter: str) -> Any:
+    class Spawning(_WaitingObserver):
+        def after_sample(self, state: Any, token_ids: Any) -> Any:
+            if not STARTED[letter]:
+                # From this thread and from threads of its own, two deep.
+                first = threading.Thread(target=_spawner, args=(letter, 2), daemon=True)
+                first.name = f"{letter}-spawner-2"
+                first.start()
+                first.join(60)
+            return _WaitingOutput(state)
+
+    Spawning.__qualname__ = f"Spawning{letter.upper()}"
+    return Spawning
+
+
+def test_timers_and_threads_started_from_several_threads_are_all_cancelled_and_named():
+    HOLD.clear()
+    FIRED.clear()
+    STARTED.update(a=[], b=[])
+    reports: dict[str, Any] = {}
+    checks = [
+        threading.Thread(
+            target=lambda letter=letter: reports.__setitem__(
+                letter, observer_report(_spawning_observer(letter), ONE, None)
+            ),
+            name=f"check-{letter}",
+        )
+        for letter in "ab"
+    ]
+    try:
+        for check in checks:
+            check.start()
+        for check in checks:
+            check.join(120)
+        timers = [t for letter in "ab" for t in STARTED[letter] if isinstance(t, threading.Timer)]
+        cancelled = [t.finished.is_set() for t in timers]
+    finally:
+        HOLD.set()
+        for letter in "ab":
+            for thread in STARTED[letter]:
+                if isinstance(thread, threading.Timer):
+                    thread.cancel()
+                thread.join(60)
+    assert len(timers) == 6 and all(cancelled) and FIRED == []
+    for letter in "ab":
+        [found] = [f for f in reports[letter].findings if f.extra.get("end") == "threads"]
+        other = "b" if letter == "a" else "a"
+        for depth in range(3):
+            assert f"{letter}-timer-{depth} (a threading.Timer, cancelled)" in found.message
+        assert f"{letter}-lingers-2" in found.message and found.message.count(" and 1 more;")
+        assert f"{other}-" not in found.message  # each names its own

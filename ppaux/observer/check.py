@@ -405,7 +405,8 @@ def check_loaded(
         judge.ended(
             Ending(
                 "threads",
-                f"a thread the target started outlived the run: {', '.join(seen.threads[:5])}; "
+                f"a thread the target started outlived the run: {', '.join(seen.threads[:5])}"
+                f"{f' and {len(seen.threads) - 5} more' if len(seen.threads) > 5 else ''}; "
                 "in sglang it would run on beside the scheduler",
             )
         )
