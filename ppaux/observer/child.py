@@ -93,12 +93,19 @@ def _pidfd(pid: int) -> int | None:
 
 
 def _environment() -> dict[str, str]:
-    """The child's environment: the user's, without what would change how Python starts."""
-    return {
+    """The child's environment: the user's, without what would change how Python starts, and
+    with ``OMP_WAIT_POLICY=PASSIVE`` unless the user set a policy. torch's OpenMP threads
+    otherwise spin for a while after each parallel operation of the target's, and with the
+    check's own work between the target's calls they spin through it: at 300 steps that was
+    three quarters of the check's CPU (see docs/benchmarks.md). The policy changes how idle
+    threads wait, never what an operation computes."""
+    env = {
         key: value
         for key, value in os.environ.items()
         if key not in ("PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONBREAKPOINT")
     }
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    return env
 
 
 #: The signals that end a run as SIGINT does: a CI step's timeout or ``kill`` (SIGTERM), a
