@@ -109,3 +109,65 @@ def test_deflated_storages_past_max_deflated_bytes_are_refused_naming_it(tmp_pat
     text = cli("inspect", path, "--limit", "max_deflated_bytes=255")
     assert "raise it with --limit max_deflated_bytes=N" in text.stdout
     assert cli("inspect", path).exit_code == 0
+
+
+# ----------------------------------------------------------------------------------------------
+# max_source_bytes: each sglang source file read for a fingerprint
+
+TREE = REPO / "fixtures" / "skew" / "trees" / "v0523"
+SOURCE = "srt/sampling/sampling_observer_pp.py"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=1, max_value=40_000))
+def test_max_source_bytes_refuses_exactly_the_larger_files(limit):
+    from ppaux.sglang.tree import UnreadableFile, locate
+
+    tree = locate(str(TREE), Limits(max_source_bytes=limit))
+    assert tree is not None
+    size = (TREE / "sglang" / SOURCE).stat().st_size
+    if limit >= size:
+        assert tree.read(SOURCE) == (TREE / "sglang" / SOURCE).read_bytes()
+        return
+    with pytest.raises(UnreadableFile) as caught:
+        tree.read(SOURCE)
+    assert (
+        caught.value.reason == f"larger than {limit} bytes (limit max_source_bytes={limit} reached)"
+    )
+    assert caught.value.suggestions == (RaiseLimit("max_source_bytes", limit),)
+
+
+def test_fingerprint_names_the_limit_that_kept_a_file_unread_and_how_to_raise_it(tmp_path):
+    out = tmp_path / "fp.json"
+    result = cli(
+        "fingerprint", "--sglang-path", str(TREE), "--limit", "max_source_bytes=100", "-o", str(out)
+    )
+    assert result.exit_code == 0, result.output
+    files = json.loads(out.read_text(encoding="utf-8"))["sglang"]["files"]
+    reason = "larger than 100 bytes (limit max_source_bytes=100 reached)"
+    assert files and all(f["status"] == "unreadable" and f["reason"] == reason for f in files)
+    assert result.stderr.splitlines() == [
+        f"ppaux: warning: {f['path']}: {reason}; raise it with --limit max_source_bytes=N"
+        for f in files
+    ]
+    largest = max(p.stat().st_size for p in TREE.rglob("*.py"))
+    raised = cli(
+        "fingerprint",
+        "--sglang-path",
+        str(TREE),
+        "--limit",
+        f"max_source_bytes={largest}",
+        "-o",
+        str(out),
+    )
+    assert raised.exit_code == 0 and raised.stderr == ""
+    files = json.loads(out.read_text(encoding="utf-8"))["sglang"]["files"]
+    assert all(f["status"] != "unreadable" for f in files)
+
+
+def test_fingerprint_refuses_a_bad_limit_in_one_line():
+    result = cli("fingerprint", "--limit", "max_source_bytes=none")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "ppaux: error: --limit: limit max_source_bytes must be a whole number, not 'none'\n"
+    )
