@@ -171,3 +171,60 @@ def test_fingerprint_refuses_a_bad_limit_in_one_line():
     assert result.stderr == (
         "ppaux: error: --limit: limit max_source_bytes must be a whole number, not 'none'\n"
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# max_digested_items: what one description of a checked observer's value digests whole
+
+
+def _wide_observer(tmp_path: Path) -> str:
+    """The worked example's observer, its output holding 300 distinct lists of 3 floats (a
+    value of 1,201 items, digested whole: more than a walk takes apart)."""
+    text = (REPO / "fixtures" / "observers" / "entropy_good.py").read_text(encoding="utf-8")
+    head, device, tail = text.partition("class EntropyOutput:")
+    marker = "        self.entropy = entropy\n"
+    assert device and tail.count(marker) == 1
+    wide = "        self.table = [[float(i)] * 3 for i in range(300)]\n"
+    text = head + device + tail.replace(marker, marker + wide)
+    (tmp_path / "wide.py").write_text(text, encoding="utf-8")
+    return f"{tmp_path / 'wide.py'}:EntropyObserver"
+
+
+@pytest.mark.torch
+def test_check_observer_names_the_limit_that_left_a_value_uncompared(tmp_path):
+    target = _wide_observer(tmp_path)
+    args = ("check-observer", target, "--batch-size", "1", "--steps", "1", "--format", "json")
+    low = cli(*args, "--limit", "max_digested_items=1000")
+    assert low.exit_code == 0, low.output
+    assert low.stderr == (
+        "ppaux: warning: some values were not compared (limit max_digested_items=1000 "
+        "reached); raise it with --limit max_digested_items=N\n"
+    )
+    report = json.loads(low.stdout)
+    assert report["observer"]["limits_reached"] == ["max_digested_items"]
+    raised = cli(*args, "--limit", "max_digested_items=1201")
+    assert raised.exit_code == 0 and raised.stderr == ""
+    report = json.loads(raised.stdout)
+    assert "limits_reached" not in report["observer"]
+
+
+@pytest.mark.torch
+def test_the_library_lists_the_uncompared_value_with_the_limit(tmp_path):
+    from ppaux.observer import ObserverOptions, check_observer
+
+    options = ObserverOptions(batch_sizes=(1,), steps=1)
+    target = _wide_observer(tmp_path)
+    report = check_observer(target, options, limits=Limits(max_digested_items=1000))
+    [note] = [n for n in report.notes if "not compared" in n]
+    why = "not compared: more than 1,000 items to digest (limit max_digested_items=1000 reached)"
+    assert f".table of the output: {why}" in note
+    assert report.data["observer"]["limits_reached"] == ["max_digested_items"]
+    assert check_observer(target, options).data["observer"].get("limits_reached") is None
+
+
+def test_check_observer_refuses_a_bad_limit_in_one_line():
+    result = cli("check-observer", "x.py:Obs", "--limit", "max_digested_items=-3")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "ppaux: error: --limit: limit max_digested_items must be positive, not -3\n"
+    )

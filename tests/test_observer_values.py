@@ -14,6 +14,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from ppaux.limits import Limits
 from ppaux.observer import ObserverOptions, check_observer
 from ppaux.observer.compare import (
     MAX_DEPTH,
@@ -27,7 +28,6 @@ from ppaux.observer.compare import (
     shown_name,
     uncompared,
 )
-from ppaux.observer.digests import MAX_DIGESTED
 
 pytestmark = pytest.mark.torch
 
@@ -249,11 +249,29 @@ def test_shared_lists_are_walked_in_bounded_leaves_and_still_compared():
     assert not uncompared(found)
 
 
-def test_past_the_digest_budget_a_value_is_marked_not_compared():
-    wide = [[float(i)] * 1000 for i in range(MAX_DIGESTED // 900)]  # distinct, over MAX_ITEMS
+def test_past_the_digest_budget_a_value_is_marked_not_compared_naming_the_limit():
+    budget = Limits().max_digested_items
+    wide = [[float(i)] * 1000 for i in range(budget // 900)]  # distinct, over MAX_ITEMS
     found = records({"v": wide})
     [(path, why)] = uncompared(found).items()
-    assert path == "['v']" and why.startswith("not compared")
+    assert path == "['v']"
+    assert why == (
+        f"not compared: more than {budget:,} items to digest "
+        f"(limit max_digested_items={budget} reached)"
+    )
+    assert found[path]["limit"] == "max_digested_items"
+
+
+@settings(max_examples=40, deadline=None)
+@given(budget=st.integers(500, 620), rows=st.integers(MAX_ITEMS + 1, MAX_ITEMS + 40))
+def test_a_value_is_compared_exactly_when_its_items_fit_the_budget(budget, rows):
+    from ppaux.observer.digests import digest_budget
+
+    value = [[float(i)] for i in range(rows)]  # distinct lists: the list, rows lists, rows floats
+    items = 1 + 2 * rows
+    with digest_budget(budget):
+        found = records({"v": value})
+    assert (uncompared(found) == {}) == (items <= budget)
 
 
 def test_an_object_whose_text_is_only_its_address_is_not_compared():

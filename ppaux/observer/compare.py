@@ -41,6 +41,7 @@ from ppaux.observer.digests import (
     tensor_values,
     value_key,
 )
+from ppaux.suggestions import RaiseLimit
 
 __all__ = [
     "Difference",
@@ -397,7 +398,11 @@ def _made(value: Any, digests: Digests | None) -> dict[str, Any]:
         try:
             key = "sha256:" + digests.digest(value)
         except NotCompared as why:
-            return _not_compared(value, f"not compared: {why}")
+            found = _not_compared(value, f"not compared: {why.bare()}")
+            limits = [s.name for s in why.suggestions if isinstance(s, RaiseLimit)]
+            if limits:
+                found["limit"] = limits[0]  # the limit that stopped it, as data
+            return found
         return {
             "kind": "value",
             "type": _qualname(value),
