@@ -94,6 +94,17 @@ class Limits:
     #: Bytes of one fingerprint file, read whole to parse it; a real one is a few kilobytes.
     max_fingerprint_bytes: int = 16 * 1024 * 1024
 
+    # -- describing a checked observer's values (check-observer, assert_pp_safe) -------------------
+    #: Items one description of a target's value digests whole (each distinct container once);
+    #: past it, the value is listed as not compared, naming this limit. A value the check
+    #: digests is one the target built, in the target's own process.
+    max_digested_items: int = 250_000
+
+    # -- reading sglang's source (fingerprint, check-skew's analysis) ------------------------------
+    #: Bytes of one sglang source file read (the largest one ppaux reads is about 90 KB); a
+    #: larger one is said to be unreadable, naming this limit.
+    max_source_bytes: int = 4 * 1024 * 1024
+
     def replace(self, **changes: int) -> Limits:
         """A copy with some limits changed."""
         return dataclasses.replace(self, **changes)

@@ -171,16 +171,19 @@ def test_missing_file_makes_its_facts_unknown(tmp_path):
     assert cap.transport == "present"
 
 
-def test_oversized_file_is_unreadable(tmp_path, monkeypatch):
-    import ppaux.sglang.tree
+def test_oversized_file_is_unreadable_naming_the_limit(tmp_path):
+    from ppaux.limits import Limits
 
     root = copy_tree("v0523", tmp_path)
-    monkeypatch.setattr(ppaux.sglang.tree, "MAX_SOURCE_BYTES", 100)
-    cap = analyse(str(root))
+    cap = analyse(str(root), Limits(max_source_bytes=100))
     transport = next(f for f in cap.files if f.role == "transport")
-    assert (transport.status, transport.reason) == ("unreadable", "larger than 100 bytes")
+    why = "larger than 100 bytes (limit max_source_bytes=100 reached)"
+    assert (transport.status, transport.reason) == ("unreadable", why)
     assert cap.transport == "unknown"
-    assert cap.unknown["transport"] == f"{root / TRANSPORT}: larger than 100 bytes"
+    assert cap.unknown["transport"] == f"{root / TRANSPORT}: {why}"
+    size = (root / TRANSPORT).stat().st_size
+    raised = analyse(str(root), Limits(max_source_bytes=size))
+    assert next(f for f in raised.files if f.role == "transport").status == "ok"
 
 
 def test_nul_byte_source_is_unparsable(tmp_path):

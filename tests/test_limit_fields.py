@@ -109,3 +109,122 @@ def test_deflated_storages_past_max_deflated_bytes_are_refused_naming_it(tmp_pat
     text = cli("inspect", path, "--limit", "max_deflated_bytes=255")
     assert "raise it with --limit max_deflated_bytes=N" in text.stdout
     assert cli("inspect", path).exit_code == 0
+
+
+# ----------------------------------------------------------------------------------------------
+# max_source_bytes: each sglang source file read for a fingerprint
+
+TREE = REPO / "fixtures" / "skew" / "trees" / "v0523"
+SOURCE = "srt/sampling/sampling_observer_pp.py"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=1, max_value=40_000))
+def test_max_source_bytes_refuses_exactly_the_larger_files(limit):
+    from ppaux.sglang.tree import UnreadableFile, locate
+
+    tree = locate(str(TREE), Limits(max_source_bytes=limit))
+    assert tree is not None
+    size = (TREE / "sglang" / SOURCE).stat().st_size
+    if limit >= size:
+        assert tree.read(SOURCE) == (TREE / "sglang" / SOURCE).read_bytes()
+        return
+    with pytest.raises(UnreadableFile) as caught:
+        tree.read(SOURCE)
+    assert (
+        caught.value.reason == f"larger than {limit} bytes (limit max_source_bytes={limit} reached)"
+    )
+    assert caught.value.suggestions == (RaiseLimit("max_source_bytes", limit),)
+
+
+def test_fingerprint_names_the_limit_that_kept_a_file_unread_and_how_to_raise_it(tmp_path):
+    out = tmp_path / "fp.json"
+    result = cli(
+        "fingerprint", "--sglang-path", str(TREE), "--limit", "max_source_bytes=100", "-o", str(out)
+    )
+    assert result.exit_code == 0, result.output
+    files = json.loads(out.read_text(encoding="utf-8"))["sglang"]["files"]
+    reason = "larger than 100 bytes (limit max_source_bytes=100 reached)"
+    assert files and all(f["status"] == "unreadable" and f["reason"] == reason for f in files)
+    assert result.stderr.splitlines() == [
+        f"ppaux: warning: {f['path']}: {reason}; raise it with --limit max_source_bytes=N"
+        for f in files
+    ]
+    largest = max(p.stat().st_size for p in TREE.rglob("*.py"))
+    raised = cli(
+        "fingerprint",
+        "--sglang-path",
+        str(TREE),
+        "--limit",
+        f"max_source_bytes={largest}",
+        "-o",
+        str(out),
+    )
+    assert raised.exit_code == 0 and raised.stderr == ""
+    files = json.loads(out.read_text(encoding="utf-8"))["sglang"]["files"]
+    assert all(f["status"] != "unreadable" for f in files)
+
+
+def test_fingerprint_refuses_a_bad_limit_in_one_line():
+    result = cli("fingerprint", "--limit", "max_source_bytes=none")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "ppaux: error: --limit: limit max_source_bytes must be a whole number, not 'none'\n"
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# max_digested_items: what one description of a checked observer's value digests whole
+
+
+def _wide_observer(tmp_path: Path) -> str:
+    """The worked example's observer, its output holding 300 distinct lists of 3 floats (a
+    value of 1,201 items, digested whole: more than a walk takes apart)."""
+    text = (REPO / "fixtures" / "observers" / "entropy_good.py").read_text(encoding="utf-8")
+    head, device, tail = text.partition("class EntropyOutput:")
+    marker = "        self.entropy = entropy\n"
+    assert device and tail.count(marker) == 1
+    wide = "        self.table = [[float(i)] * 3 for i in range(300)]\n"
+    text = head + device + tail.replace(marker, marker + wide)
+    (tmp_path / "wide.py").write_text(text, encoding="utf-8")
+    return f"{tmp_path / 'wide.py'}:EntropyObserver"
+
+
+@pytest.mark.torch
+def test_check_observer_names_the_limit_that_left_a_value_uncompared(tmp_path):
+    target = _wide_observer(tmp_path)
+    args = ("check-observer", target, "--batch-size", "1", "--steps", "1", "--format", "json")
+    low = cli(*args, "--limit", "max_digested_items=1000")
+    assert low.exit_code == 0, low.output
+    assert low.stderr == (
+        "ppaux: warning: some values were not compared (limit max_digested_items=1000 "
+        "reached); raise it with --limit max_digested_items=N\n"
+    )
+    report = json.loads(low.stdout)
+    assert report["observer"]["limits_reached"] == ["max_digested_items"]
+    raised = cli(*args, "--limit", "max_digested_items=1201")
+    assert raised.exit_code == 0 and raised.stderr == ""
+    report = json.loads(raised.stdout)
+    assert "limits_reached" not in report["observer"]
+
+
+@pytest.mark.torch
+def test_the_library_lists_the_uncompared_value_with_the_limit(tmp_path):
+    from ppaux.observer import ObserverOptions, check_observer
+
+    options = ObserverOptions(batch_sizes=(1,), steps=1)
+    target = _wide_observer(tmp_path)
+    report = check_observer(target, options, limits=Limits(max_digested_items=1000))
+    [note] = [n for n in report.notes if "not compared" in n]
+    why = "not compared: more than 1,000 items to digest (limit max_digested_items=1000 reached)"
+    assert f".table of the output: {why}" in note
+    assert report.data["observer"]["limits_reached"] == ["max_digested_items"]
+    assert check_observer(target, options).data["observer"].get("limits_reached") is None
+
+
+def test_check_observer_refuses_a_bad_limit_in_one_line():
+    result = cli("check-observer", "x.py:Obs", "--limit", "max_digested_items=-3")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "ppaux: error: --limit: limit max_digested_items must be positive, not -3\n"
+    )

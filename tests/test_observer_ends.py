@@ -245,6 +245,94 @@ def test_a_signal_the_target_sends_ppaux_is_a_finding_not_its_end(tmp_path):
     assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL  # put back
 
 
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="POSIX signals")
+def test_a_signal_from_a_process_the_target_started_in_its_own_session_is_the_targets(tmp_path):
+    _main_thread_only()
+    send = (
+        "        import os, subprocess, sys\n"
+        "        subprocess.run([sys.executable, '-c', 'import os, signal, time; '\n"
+        "            f'os.kill({os.getppid()}, signal.SIGUSR1); time.sleep(0.5)'],\n"
+        "            start_new_session=True, check=True)\n"
+    )
+    report = check_observer(f"{observer_file(tmp_path, send)}:EntropyObserver", ONE)
+    assert ended(report) == ["signalled"]
+    assert "SIGUSR1" in report.findings[0].message
+
+
+SENDER = """
+import os, signal, sys, time
+folder, pid = sys.argv[1], int(sys.argv[2])
+while not os.path.exists(os.path.join(folder, "started")):
+    time.sleep(0.05)
+os.kill(pid, signal.SIGUSR1)
+open(os.path.join(folder, "sent"), "w").close()
+"""
+
+WAITS = (
+    "        import os, time\n"
+    "        open(os.path.join(FOLDER, 'started'), 'w').close()\n"
+    "        while not os.path.exists(os.path.join(FOLDER, 'sent')):\n"
+    "            time.sleep(0.05)\n"
+)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="POSIX signals")
+def test_a_signal_from_another_process_stops_the_check_naming_the_sender(tmp_path):
+    import subprocess
+
+    from ppaux.observer import CheckInterrupted
+
+    _main_thread_only()
+    if not sys.platform.startswith("linux") or len(os.listdir("/proc/self/task")) > 1:
+        # A signal to the whole process may go to another thread (the test runner's, torch's),
+        # where its sender is unread; the command line's process has no other.
+        pytest.skip("this process runs other threads")
+    path = observer_file(tmp_path, WAITS.replace("FOLDER", repr(str(tmp_path))))
+    sender = subprocess.Popen([sys.executable, "-c", SENDER, str(tmp_path), str(os.getpid())])
+    try:
+        with pytest.raises(CheckInterrupted) as caught:
+            check_observer(f"{path}:EntropyObserver", ONE)
+    finally:
+        sender.wait(60)
+    assert (caught.value.signal, caught.value.pid) == ("SIGUSR1", sender.pid)
+    assert f"received SIGUSR1 from pid {sender.pid}, which is not the target's" in str(caught.value)
+    assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL  # put back
+    assert signal.SIGUSR1 not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+def test_a_signal_from_another_process_is_one_line_and_exit_2_on_the_command_line(tmp_path):
+    import subprocess
+
+    path = observer_file(tmp_path, WAITS.replace("FOLDER", repr(str(tmp_path))))
+    check = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ppaux_cli",
+            "check-observer",
+            f"{path}:EntropyObserver",
+            "--batch-size",
+            "1",
+            "--steps",
+            "1",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    sender = subprocess.Popen([sys.executable, "-c", SENDER, str(tmp_path), str(check.pid)])
+    out, err = check.communicate(timeout=300)
+    sender.wait(60)
+    assert check.returncode == 2, err
+    assert out == ""
+    assert err == (
+        f"ppaux: error: ppaux's process received SIGUSR1 from pid {sender.pid}, which is not "
+        "the target's process nor one it started: the check stopped before it was complete "
+        "(run it again)\n"
+    )
+
+
 @pytest.mark.skipif(not hasattr(signal, "SIGUSR2"), reason="POSIX signals")
 def test_a_handler_the_caller_installed_still_gets_its_signal(tmp_path):
     _main_thread_only()
@@ -390,3 +478,82 @@ def test_each_in_hand_check_names_the_threads_its_own_target_started():
         thread.join(30)
     release.set()
     assert (seen["a"].threads, seen["b"].threads) == (["a-lingers"], [])
+
+
+# ----------------------------------------------------------------------------------------------
+# Timers and threads the target starts from several threads, in checks that run at once
+
+#: Per check (a letter), what its target started: the threading.Timer objects and the threads.
+STARTED: dict[str, list[threading.Thread]] = {}
+FIRED: list[str] = []
+HOLD = threading.Event()
+
+
+def _spawner(letter: str, depth: int) -> None:
+    """Start a timer, a lingering thread and (above depth 0) a thread that does the same."""
+    timer = threading.Timer(600, FIRED.append, args=(f"{letter}-timer-{depth}",))
+    timer.name = f"{letter}-timer-{depth}"
+    lingering = threading.Thread(
+        target=HOLD.wait, args=(60,), name=f"{letter}-lingers-{depth}", daemon=False
+    )
+    STARTED[letter] += [timer, lingering]
+    timer.start()
+    lingering.start()
+    if depth > 0:
+        inner = threading.Thread(target=_spawner, args=(letter, depth - 1), daemon=True)
+        inner.name = f"{letter}-spawner-{depth - 1}"
+        inner.start()
+        inner.join(60)
+
+
+def _spawning_observer(letter: str) -> Any:
+    class Spawning(_WaitingObserver):
+        def after_sample(self, state: Any, token_ids: Any) -> Any:
+            if not STARTED[letter]:
+                # From this thread and from threads of its own, two deep.
+                first = threading.Thread(target=_spawner, args=(letter, 2), daemon=True)
+                first.name = f"{letter}-spawner-2"
+                first.start()
+                first.join(60)
+            return _WaitingOutput(state)
+
+    Spawning.__qualname__ = f"Spawning{letter.upper()}"
+    return Spawning
+
+
+def test_timers_and_threads_started_from_several_threads_are_all_cancelled_and_named():
+    HOLD.clear()
+    FIRED.clear()
+    STARTED.update(a=[], b=[])
+    reports: dict[str, Any] = {}
+    checks = [
+        threading.Thread(
+            target=lambda letter=letter: reports.__setitem__(
+                letter, observer_report(_spawning_observer(letter), ONE, None)
+            ),
+            name=f"check-{letter}",
+        )
+        for letter in "ab"
+    ]
+    try:
+        for check in checks:
+            check.start()
+        for check in checks:
+            check.join(120)
+        timers = [t for letter in "ab" for t in STARTED[letter] if isinstance(t, threading.Timer)]
+        cancelled = [t.finished.is_set() for t in timers]
+    finally:
+        HOLD.set()
+        for letter in "ab":
+            for thread in STARTED[letter]:
+                if isinstance(thread, threading.Timer):
+                    thread.cancel()
+                thread.join(60)
+    assert len(timers) == 6 and all(cancelled) and FIRED == []
+    for letter in "ab":
+        [found] = [f for f in reports[letter].findings if f.extra.get("end") == "threads"]
+        other = "b" if letter == "a" else "a"
+        for depth in range(3):
+            assert f"{letter}-timer-{depth} (a threading.Timer, cancelled)" in found.message
+        assert f"{letter}-lingers-2" in found.message and found.message.count(" and 1 more;")
+        assert f"{other}-" not in found.message  # each names its own

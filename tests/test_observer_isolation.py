@@ -417,3 +417,17 @@ def test_equal_plain_values_of_other_types_or_signs_keep_their_own_records():
     assert record(1)["type"] == "int" and record(True)["type"] == "bool"
     assert record(0.0)["text"] == "0.0" and record(-0.0)["text"] == "-0.0"
     assert record(float("nan"))["key"] == record(float("-nan"))["key"] == "nan"
+
+
+@pytest.mark.parametrize("given", [None, "ACTIVE"])
+def test_the_childs_threads_wait_passively_unless_the_user_chose(monkeypatch, given):
+    from ppaux.observer.child import _environment
+
+    if given is None:
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    else:
+        monkeypatch.setenv("OMP_WAIT_POLICY", given)
+    monkeypatch.setenv("PYTHONSTARTUP", "/somewhere/startup.py")
+    env = _environment()
+    assert env["OMP_WAIT_POLICY"] == (given or "PASSIVE")
+    assert "PYTHONSTARTUP" not in env

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from ppaux.limits import Limits
 from ppaux.observer import ObserverOptions, check_observer
 from ppaux.observer.compare import (
     MAX_DEPTH,
@@ -24,9 +25,9 @@ from ppaux.observer.compare import (
     leaves,
     record,
     records,
+    shown_name,
     uncompared,
 )
-from ppaux.observer.digests import MAX_DIGESTED
 
 pytestmark = pytest.mark.torch
 
@@ -248,11 +249,29 @@ def test_shared_lists_are_walked_in_bounded_leaves_and_still_compared():
     assert not uncompared(found)
 
 
-def test_past_the_digest_budget_a_value_is_marked_not_compared():
-    wide = [[float(i)] * 1000 for i in range(MAX_DIGESTED // 900)]  # distinct, over MAX_ITEMS
+def test_past_the_digest_budget_a_value_is_marked_not_compared_naming_the_limit():
+    budget = Limits().max_digested_items
+    wide = [[float(i)] * 1000 for i in range(budget // 900)]  # distinct, over MAX_ITEMS
     found = records({"v": wide})
     [(path, why)] = uncompared(found).items()
-    assert path == "['v']" and why.startswith("not compared")
+    assert path == "['v']"
+    assert why == (
+        f"not compared: more than {budget:,} items to digest "
+        f"(limit max_digested_items={budget} reached)"
+    )
+    assert found[path]["limit"] == "max_digested_items"
+
+
+@settings(max_examples=40, deadline=None)
+@given(budget=st.integers(500, 620), rows=st.integers(MAX_ITEMS + 1, MAX_ITEMS + 40))
+def test_a_value_is_compared_exactly_when_its_items_fit_the_budget(budget, rows):
+    from ppaux.observer.digests import digest_budget
+
+    value = [[float(i)] for i in range(rows)]  # distinct lists: the list, rows lists, rows floats
+    items = 1 + 2 * rows
+    with digest_budget(budget):
+        found = records({"v": value})
+    assert (uncompared(found) == {}) == (items <= budget)
 
 
 def test_an_object_whose_text_is_only_its_address_is_not_compared():
@@ -269,6 +288,67 @@ def test_a_long_key_gives_a_short_path_and_two_keys_two_paths():
     paths = list(leaves({first: 1, second: 2}))
     assert len(paths) == 2 and all(len(path) < MAX_KEY + 100 for path in paths)
     assert paths[0] != paths[1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(min_size=0, max_size=3 * MAX_KEY))
+def test_a_shown_name_is_short_and_shown_again_unchanged(name):
+    shown = shown_name(name)
+    assert len(shown) <= MAX_KEY + 64
+    assert shown_name(shown) == shown
+    if len(name) <= MAX_KEY:
+        assert shown == name
+    else:
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        assert shown == f"{name[:MAX_KEY]}...({len(name):,} characters, sha256 {digest})"
+
+
+HUGE_KEY = textwrap.dedent(
+    """
+    import torch
+
+    KEY = "k" * (5 << 20)
+
+    class Output:
+        def __init__(self, t):
+            self.t = t
+        def to_pp_tensors(self):
+            return {KEY: self.t}
+        def copy_to_host(self, copy_tensor):
+            return None
+
+    class HugeKey:
+        def is_active(self, info):
+            return True
+        def before_grammar(self, logits, info):
+            return logits.float().sum(-1)
+        def after_sample(self, state, ids):
+            return Output(state)
+        def from_pp_tensors(self, tensors):
+            return Output(tensors[KEY])
+    """
+)
+
+
+def test_a_5_mb_key_crosses_as_its_start_and_a_digest(tmp_path):
+    from ppaux.observer import framing
+
+    (tmp_path / "huge.py").write_text(HUGE_KEY, encoding="utf-8")
+    crossed: list[int] = []
+    feed = framing.FrameReader.feed
+
+    def counting(self, data):
+        crossed.append(len(data))
+        return feed(self, data)
+
+    with mock.patch.object(framing.FrameReader, "feed", counting):
+        report = check_observer(f"{tmp_path / 'huge.py'}:HugeKey", ONE)
+    key = "k" * (5 << 20)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    shown = f"{'k' * MAX_KEY}...({len(key):,} characters, sha256 {digest})"
+    assert [step["sent"] for step in report.data["steps"]] == [[shown], [shown]]
+    # Two steps of a 5 MB key: what crossed is a small part of one key.
+    assert sum(crossed) < len(key) // 10
 
 
 CASES = textwrap.dedent(

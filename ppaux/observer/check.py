@@ -18,8 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from ppaux.limits import Limits
 from ppaux.observer.judge import Ending, Judge
-from ppaux.observer.options import ObserverConfigError, ObserverOptions
+from ppaux.observer.options import CheckInterrupted, ObserverConfigError, ObserverOptions
 from ppaux.observer.target import LoadedObserver, TargetError, observer_from
 from ppaux.replay import Impl, Sender, Transport, timeout_fault
 from ppaux.report import Report
@@ -30,6 +31,7 @@ __all__ = [
     "MAX_LOGITS",
     "MAX_STEPS",
     "MAX_VOCAB_SIZE",
+    "CheckInterrupted",
     "ObserverConfigError",
     "ObserverOptions",
     "check_loaded",
@@ -111,6 +113,7 @@ def check_observer(
     on_output: Callable[[bytes], None] | None = None,
     cwd: str | None = None,
     wire: Any = None,
+    limits: Limits = Limits(),
 ) -> Report:
     """Check the observer named by ``target`` (``module:attr`` or ``file.py:attr``) in a child
     process (see the module's docstring).
@@ -121,9 +124,13 @@ def check_observer(
     target runs (this process's current directory by default). ``wire``, an open wire shared
     by several checks, can only be used here: with one, the target runs in this process (as
     :func:`check_loaded` runs an object in hand) and its records are judged the same way.
+    ``limits.max_digested_items`` bounds what one description of a target's value digests
+    (past it the value is listed as not compared, and the report's
+    ``observer.limits_reached`` names the limit).
     Raises :class:`TargetError` for a target that cannot be used and
-    :class:`ObserverConfigError` for a setting that cannot work here; everything the target
-    does wrong while it runs is a finding.
+    :class:`ObserverConfigError` for a setting that cannot work here, and
+    :class:`CheckInterrupted` where another process than the target's signalled this one;
+    everything the target does wrong while it runs is a finding.
     """
 
     from ppaux.observer.child import run_child
@@ -136,12 +143,13 @@ def check_observer(
 
         given = load_outputs(outputs) if outputs is not None else None
         loaded = load_observer(target, rank0_only=given is not None)
-        return check_loaded(loaded, options, given, wire=wire)
+        return check_loaded(loaded, options, given, wire=wire, limits=limits)
     if not isinstance(target, str) or ":" not in target.strip(":"):
         from ppaux.observer.target import load_object
 
         load_object(str(target))  # raises the TargetError that says what a target looks like
     request = _request(target, options, outputs, cwd)
+    request["limits"] = {"max_digested_items": limits.max_digested_items}
     judge = _judge(target, options)
     kept = bytearray()
     dropped = [0]
@@ -169,6 +177,8 @@ def check_observer(
         judge.take(message)
 
     end = run_child(request, timeout_s=options.timeout_s, take=take, on_output=on_output or keep)
+    if end.foreign:
+        raise CheckInterrupted(*end.foreign[0])
     for stop in stops:
         _stopped(stop, target, judge)
     for ending in endings(end, options.timeout_s, hook[0]):
@@ -355,6 +365,7 @@ def check_loaded(
     outputs: Sequence[Any] | None = None,
     *,
     wire: Any = None,
+    limits: Limits = Limits(),
 ) -> Report:
     """The check of an observer already in hand, run in this process (``assert_pp_safe``):
     the same records as the child's, judged the same way.
@@ -370,13 +381,17 @@ def check_loaded(
         raise ObserverConfigError(
             "transport", options.transport.value, f"the wire given is {wire.transport!r}"
         )
+    from ppaux.observer.digests import digest_budget
     from ppaux.observer.inhand import watched
     from ppaux.observer.parts import machinery
 
     judge = _judge(loaded.target, options)
     with watched() as seen, machinery(options, wire) as (machine, info, device, sglang_parts):
         try:
-            run_checks(loaded, options, machine, info, device, sglang_parts, outputs, judge.take)
+            with digest_budget(limits.max_digested_items):
+                run_checks(
+                    loaded, options, machine, info, device, sglang_parts, outputs, judge.take
+                )
         except (Exception, KeyboardInterrupt, SystemExit):
             raise  # ppaux's own errors, a person stopping it, sys.exit(): as they are
         except BaseException as exc:
@@ -401,7 +416,8 @@ def check_loaded(
         judge.ended(
             Ending(
                 "threads",
-                f"a thread the target started outlived the run: {', '.join(seen.threads[:5])}; "
+                f"a thread the target started outlived the run: {', '.join(seen.threads[:5])}"
+                f"{f' and {len(seen.threads) - 5} more' if len(seen.threads) > 5 else ''}; "
                 "in sglang it would run on beside the scheduler",
             )
         )

@@ -54,9 +54,13 @@ class ChildEnd:
     garbled: str | None = None
     waited_s: float = 0.0
     outlived: list[str] = field(default_factory=list)
-    #: Signals this process received while the child ran that would have ended it (the
-    #: target's ``os.kill(os.getppid(), ...)``), by name.
+    #: Signals this process received while the child ran that would have ended it, sent by
+    #: the target's processes (``os.kill(os.getppid(), ...)``) or by a sender that could not
+    #: be read, by name.
     signalled: list[str] = field(default_factory=list)
+    #: Such signals sent by any other process: (name, its pid; 0 for the kernel). The first
+    #: stops the run.
+    foreign: list[tuple[str, int]] = field(default_factory=list)
 
 
 def _kill_group(pid: int) -> None:
@@ -89,12 +93,19 @@ def _pidfd(pid: int) -> int | None:
 
 
 def _environment() -> dict[str, str]:
-    """The child's environment: the user's, without what would change how Python starts."""
-    return {
+    """The child's environment: the user's, without what would change how Python starts, and
+    with ``OMP_WAIT_POLICY=PASSIVE`` unless the user set a policy. torch's OpenMP threads
+    otherwise spin for a while after each parallel operation of the target's, and with the
+    check's own work between the target's calls they spin through it: at 300 steps that was
+    three quarters of the check's CPU (see docs/benchmarks.md). The policy changes how idle
+    threads wait, never what an operation computes."""
+    env = {
         key: value
         for key, value in os.environ.items()
         if key not in ("PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONBREAKPOINT")
     }
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    return env
 
 
 #: The signals that end a run as SIGINT does: a CI step's timeout or ``kill`` (SIGTERM), a
@@ -135,9 +146,9 @@ def _ending_on_sigterm() -> Iterator[None]:
 
 
 #: Signals whose default action ends this process and that nothing here or in a terminal sends
-#: while a check runs: received then, they are taken for the target's (sglang's scheduler sends
-#: its parent SIGQUIT on a fatal error). SIGINT, SIGTERM and SIGHUP stop the run as they
-#: should; SIGSTOP and SIGKILL cannot be caught.
+#: while a check runs: received then from the target's processes, they are the target's doing
+#: (sglang's scheduler sends its parent SIGQUIT on a fatal error). SIGINT, SIGTERM and SIGHUP
+#: stop the run as they should; SIGSTOP and SIGKILL cannot be caught.
 _TAKEN = tuple(
     getattr(signal, name)
     for name in ("SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF")
@@ -145,29 +156,87 @@ _TAKEN = tuple(
 )
 
 
+class _Signals:
+    """The signals of :data:`_TAKEN` received while the child runs, each with whether the
+    target's processes sent it. They are blocked in the thread that runs the check (and in
+    the threads it starts) and read by a thread of their own with ``sigtimedwait``, which says
+    who sent each; the sender is placed at once (:func:`~.reaper.of_target`), before it can
+    end. One that another thread of this process took (a process-wide signal goes to a thread
+    that does not block it; its handler ran) has no sender known, and is counted the
+    target's."""
+
+    def __init__(self) -> None:
+        self.blocked: set[int] = set()
+        #: Whether a pid is the target's process or one it started (set once it runs).
+        self.targets: Callable[[int], bool] = lambda pid: False
+        self.received: list[tuple[str, int | None]] = []
+        self.theirs: list[str] = []
+        self._stop = False
+
+    def taken(self, signum: int, frame: object) -> None:
+        self.received.append((signal.Signals(signum).name, None))
+
+    def wait(self) -> None:
+        """Read the blocked signals as they come, until :meth:`stop`."""
+        while not self._stop:
+            try:
+                info = signal.sigtimedwait(self.blocked, 0.05)
+            except OSError:
+                return
+            if info is None:
+                continue
+            name, pid = signal.Signals(info.si_signo).name, info.si_pid
+            mine = pid > 0 and self.targets(pid)
+            self.received.append((name, None if mine else pid))
+
+    def stop(self) -> None:
+        self._stop = True
+
+    def sort(self, end: ChildEnd) -> None:
+        """The signals received so far, into ``end``: the target's (or a sender unknown) in
+        :attr:`ChildEnd.signalled`, the others' in :attr:`ChildEnd.foreign`."""
+        while self.received:
+            name, sender = self.received.pop(0)
+            if sender is None:
+                if name not in end.signalled:
+                    end.signalled.append(name)
+            elif (name, sender) not in end.foreign:
+                end.foreign.append((name, sender))
+
+
 @contextlib.contextmanager
-def _taking_signals(end: ChildEnd) -> Iterator[None]:
+def _taking_signals() -> Iterator[_Signals]:
     """While the block runs, the signals of :data:`_TAKEN` that would end this process (their
-    handler is the default one) are recorded in ``end.signalled`` instead. A handler the
-    caller installed is left as it is. Only in the main thread, where Python handles signals."""
+    handler is the default one) are kept in :class:`_Signals` instead. A handler the caller
+    installed is left as it is. Only in the main thread, where Python handles signals."""
     import threading
 
+    taken = _Signals()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield taken
         return
-
-    def taken(signum: int, frame: object) -> None:
-        name = signal.Signals(signum).name
-        if name not in end.signalled:
-            end.signalled.append(name)
-
     before: dict[int, Any] = {}
     for number in _TAKEN:
         if signal.getsignal(number) is signal.SIG_DFL:
-            before[number] = signal.signal(number, taken)
+            before[number] = signal.signal(number, taken.taken)
+    mask: set[int] | None = None
+    reader = None
+    if before and hasattr(signal, "sigtimedwait"):
+        mask = set(signal.pthread_sigmask(signal.SIG_BLOCK, set(before)))
+        taken.blocked = set(before) - mask
+        reader = threading.Thread(target=taken.wait, name="ppaux-signals", daemon=True)
+        reader.start()
     try:
-        yield
+        yield taken
     finally:
+        taken.stop()
+        if reader is not None:
+            reader.join()
+        with contextlib.suppress(OSError):
+            while taken.blocked and signal.sigtimedwait(taken.blocked, 0) is not None:
+                pass  # after the run's last look: nobody's, and never this process's end
+        if mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         for number, handler in before.items():
             signal.signal(number, handler)
 
@@ -184,18 +253,18 @@ def run_child(
     processes in hand (:mod:`.reaper`); at the end, every process the target left behind is
     ended and named (``outlived``)."""
     from ppaux.observer.reaper import children as our_children
-    from ppaux.observer.reaper import end_all, guarded, working
+    from ppaux.observer.reaper import end_all, guarded, of_target, working
 
-    signalled = ChildEnd()
-    with _ending_on_sigterm(), guarded(), _taking_signals(signalled):
+    with _ending_on_sigterm(), guarded(), _taking_signals() as signals:
         before = our_children()
         run = _Run(request, timeout_s, take, on_output)
-        run.end.signalled = signalled.signalled
+        signals.targets = lambda pid: of_target(pid, run.process.pid, before)
         try:
             with working(run.process.pid):
-                run.read()
+                run.read(lambda: signals.sort(run.end))
         finally:
             run.close()
+            signals.sort(run.end)
             run.end.outlived = [
                 name
                 for name in end_all(before, run.process.pid)
@@ -252,8 +321,10 @@ class _Run:
         self.deadline = self.started + START_ALLOWANCE_S + timeout_s
         self.interrupted = True  # until read() returns
 
-    def read(self) -> None:
-        """Read records and output until the child is done, garbled its records or timed out."""
+    def read(self, signals: Callable[[], None] = lambda: None) -> None:
+        """Read records and output until the child is done, garbled its records, timed out
+        or another process than the target's signalled this one (``signals`` sorts what
+        came)."""
         assert self.process.stdout is not None
         output = self.process.stdout.fileno()
         selector = selectors.DefaultSelector()
@@ -268,6 +339,9 @@ class _Run:
             selector.register(exited, selectors.EVENT_READ, "exit")
         try:
             while open_streams:
+                signals()
+                if self.end.foreign:
+                    return  # interrupted: close() ends the child
                 remaining = self.deadline - time.monotonic()
                 if remaining <= 0:
                     self.end.timed_out = not self.end.finished

@@ -20,6 +20,7 @@ place; -0.0 and 0.0 differ) and by value for the rest, a NaN float equal to a Na
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
@@ -40,6 +41,7 @@ from ppaux.observer.digests import (
     tensor_values,
     value_key,
 )
+from ppaux.suggestions import RaiseLimit
 
 __all__ = [
     "Difference",
@@ -234,10 +236,18 @@ def _key_text(key: Any) -> str:
     return shown_name(text)
 
 
+#: A name :func:`shown_name` has shortened already: shown as it is, so that shortening twice
+#: (the check's child before a name crosses, the parent where it shows it) changes nothing.
+_SHOWN_LONG = re.compile(
+    rf".{{{MAX_KEY}}}\.\.\.\([0-9,]{{1,32}} characters, sha256 [0-9a-f]{{16}}\)", re.DOTALL
+)
+
+
 def shown_name(name: str, quoted: bool = False) -> str:
     """``name`` (``repr``'d with ``quoted``) if at most :data:`MAX_KEY` characters long; else
-    its start, its length and a digest of the whole: two names stay two, none is long."""
-    if len(name) <= MAX_KEY:
+    its start, its length and a digest of the whole: two names stay two, none is long. A name
+    already in that form is returned as it is (the parent shows what the child shortened)."""
+    if len(name) <= MAX_KEY or (not quoted and _SHOWN_LONG.fullmatch(name)):
         return repr(name) if quoted else name
     whole = _sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     start = repr(name[:MAX_KEY]) if quoted else name[:MAX_KEY]
@@ -388,7 +398,11 @@ def _made(value: Any, digests: Digests | None) -> dict[str, Any]:
         try:
             key = "sha256:" + digests.digest(value)
         except NotCompared as why:
-            return _not_compared(value, f"not compared: {why}")
+            found = _not_compared(value, f"not compared: {why.bare()}")
+            limits = [s.name for s in why.suggestions if isinstance(s, RaiseLimit)]
+            if limits:
+                found["limit"] = limits[0]  # the limit that stopped it, as data
+            return found
         return {
             "kind": "value",
             "type": _qualname(value),

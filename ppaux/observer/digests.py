@@ -10,9 +10,9 @@ the same way from its bytes in C order; a ``memoryview`` or a ``bytearray`` by i
 
 A container (or an object's fields) that a walk does not take apart is digested whole
 (:class:`Digests`): every tensor and array inside hashed, every plain value by its key, each
-distinct container once however often it is shared, at most :data:`MAX_DIGESTED` items per
-description; past that, or for an object whose only text is its address, the value is *not
-compared*, and a record says so (the report lists it).
+distinct container once however often it is shared, at most ``Limits.max_digested_items``
+items per description; past that, or for an object whose only text is its address, the value
+is *not compared*, and a record says so (the report lists it).
 
 Runs in the check's child; imports torch and numpy inside the functions that need them.
 """
@@ -24,19 +24,23 @@ import re
 import sys
 from array import array
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
 from typing import Any
 
 from ppaux.errors import PpauxError
+from ppaux.limits import Limits
+from ppaux.suggestions import RaiseLimit, limit_note
 
 __all__ = [
-    "MAX_DIGESTED",
     "Digests",
     "NotCompared",
     "array_digest",
     "array_values",
     "buffer_key",
     "buffer_text",
+    "digest_budget",
     "is_array",
     "only_address",
     "preview",
@@ -48,8 +52,9 @@ __all__ = [
 #: Elements digested at a time where a piece must be copied first: the copy a digest makes is
 #: at most this many elements, whatever the tensor's size.
 _CHUNK = 1 << 20
-#: The most items one description digests whole (see :class:`Digests`); past it, not compared.
-MAX_DIGESTED = 250_000
+#: The most items one description digests whole (see :class:`Digests`; past it, not
+#: compared): ``Limits.max_digested_items`` of the run (:func:`digest_budget`).
+_BUDGET: ContextVar[int] = ContextVar("digest_budget", default=Limits().max_digested_items)
 #: How deep a digest goes into nested containers; deeper, the value is not compared.
 _MAX_NESTING = 64
 #: A memory address in a repr ('<_thread.lock object at 0x7f3a...>'), not part of a value.
@@ -57,7 +62,18 @@ ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]+|\b0x[0-9a-fA-F]{8,}\b")
 
 
 class NotCompared(PpauxError):
-    """A value that cannot be compared within the bounds: why, in a few words."""
+    """A value that cannot be compared within the bounds: why, in a few words (and, where a
+    limit was the bound, the limit to raise as its suggestion)."""
+
+
+@contextmanager
+def digest_budget(items: int) -> Iterator[None]:
+    """While the block runs, a description digests at most ``items`` items whole."""
+    token = _BUDGET.set(items)
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
 
 
 def value_key(value: Any, text: str) -> str:
@@ -242,16 +258,18 @@ Fields = Callable[[Any], "dict[str, Any] | None"]
 
 class Digests:
     """One description's digests of values digested whole: each distinct container (by
-    identity, alive while the description runs) once, at most :data:`MAX_DIGESTED` items in
-    all. ``fields`` gives an object's fields (None: not an object with fields), ``tensor_text``
-    a tensor's description (its record, digest included)."""
+    identity, alive while the description runs) once, at most ``budget`` items in all (the
+    run's ``Limits.max_digested_items`` when None, see :func:`digest_budget`). ``fields``
+    gives an object's fields (None: not an object with fields), ``tensor_text`` a tensor's
+    description (its record, digest included)."""
 
     def __init__(
-        self, fields: Fields, tensor_text: Callable[[Any], str], budget: int = MAX_DIGESTED
+        self, fields: Fields, tensor_text: Callable[[Any], str], budget: int | None = None
     ) -> None:
         self.fields = fields
         self.tensor_text = tensor_text
-        self.left = budget
+        self.budget = _BUDGET.get() if budget is None else budget
+        self.left = self.budget
         self.memo: dict[int, str] = {}
         self.open: set[int] = set()
 
@@ -262,7 +280,10 @@ class Digests:
     def _spend(self, count: int) -> None:
         self.left -= count
         if self.left < 0:
-            raise NotCompared(f"more than {MAX_DIGESTED:,} items to digest")
+            limit = self.budget
+            raise NotCompared(
+                f"more than {limit:,} items to digest {limit_note('max_digested_items', limit)}"
+            ).suggest(RaiseLimit("max_digested_items", limit))
 
     def _of(self, value: Any, depth: int) -> str:
         import torch

@@ -7,11 +7,12 @@ test suite that runs on in two processes): the copy is ended as it starts
 made by the thread that runs the check, or by a thread the target started from it, are the
 target's: the rest of the process (a test suite's own threads and their forks) is left alone.
 A non-daemon thread the target started (from the check's thread, while a hook of the target's
-ran: :mod:`.lines` sees ``Thread.start`` called there) and left running is named; threads that
-other threads start are not the check's to name. An interval timer (``signal.alarm``,
-``setitimer``) that was not running when the check began and still runs at its end is
-cancelled, so that it does not end the test session later, and named. Processes the target
-starts and a hang are not watched here: give the target by name
+ran: :mod:`.lines` sees ``Thread.start`` called there; or from a thread the target started, at
+any depth) and left running is named, and a ``threading.Timer`` it started and left waiting is
+cancelled and named; threads that other threads start are not the check's to name. An
+interval timer (``signal.alarm``, ``setitimer``) that was not running when the check began and
+still runs at its end is cancelled, so that it does not end the test session later, and named.
+Processes the target starts and a hang are not watched here: give the target by name
 (``assert_pp_safe("module:attr")``) for those, as the child's run watches them.
 
 Imports nothing beyond the standard library.
@@ -25,8 +26,16 @@ import signal
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["Watched", "cancel_timers", "started_by_target", "timers", "watched"]
+__all__ = [
+    "THREAD_START",
+    "Watched",
+    "cancel_timers",
+    "started_by_target",
+    "timers",
+    "watched",
+]
 
 _lock = threading.Lock()
 #: The idents of the threads running an in-process check, and for each the threads its
@@ -49,9 +58,9 @@ _TIMERS = tuple(
 
 
 def _targets_thread() -> bool:
-    ident = threading.get_ident()
-    return ident in _checking or any(
-        t.ident == ident for threads in list(_started.values()) for t in threads
+    current = threading.current_thread()
+    return threading.get_ident() in _checking or any(
+        t is current for threads in list(_started.values()) for t in threads
     )
 
 
@@ -65,11 +74,54 @@ def _in_child() -> None:
         os._exit(0)  # a copy of the checking process: only the original answers
 
 
+#: The code of ``Thread.start``: a call of it is a thread started.
+THREAD_START = threading.Thread.start.__code__
+
+
 def started_by_target(thread: threading.Thread) -> None:
-    """``thread`` was started by the target's code in a thread that runs a check."""
+    """``thread`` is being started by the target's code, in a thread that runs a check or in
+    a thread the target started from one (at any depth): it is that check's, and the threads
+    it starts in turn are seen too."""
     ident = threading.get_ident()
-    if ident in _checking:
-        _started.setdefault(ident, []).append(thread)
+    with _lock:
+        owner = ident if ident in _checking else None
+        if owner is None:
+            # By the thread itself, not its ident: an ended thread's ident is given again.
+            current = threading.current_thread()
+            owner = next(
+                (o for o, threads in _started.items() if any(t is current for t in threads)),
+                None,
+            )
+        if owner is None or any(t is thread for t in _started.get(owner, [])):
+            return
+        _started.setdefault(owner, []).append(thread)
+    _follow(thread)
+
+
+def _follow(thread: threading.Thread) -> None:
+    """Have the threads that ``thread`` starts seen as it runs (a tracer that looks at calls
+    only, before the one the thread already had, which still gets every event)."""
+    run = thread.run
+
+    def followed() -> None:
+        import sys
+
+        previous = sys.gettrace()
+
+        def starts(frame: Any, event: Any, arg: Any) -> Any:
+            if event == "call" and frame.f_code is THREAD_START:
+                started_by_target(frame.f_locals["self"])
+            return previous(frame, event, arg) if previous is not None else None
+
+        sys.settrace(starts)
+        try:
+            run()
+        finally:
+            sys.settrace(previous)
+
+    # A class of the target's that refuses it: the threads its thread starts are unseen.
+    with contextlib.suppress(AttributeError):
+        thread.run = followed  # type: ignore[method-assign]
 
 
 def timers() -> dict[str, float]:
@@ -132,5 +184,21 @@ def watched() -> Iterator[Watched]:
                 _checking.discard(ident)
                 # Once the check is over, their forks are no longer the check's to end.
                 _started.pop(ident, None)
-        seen.threads = [t.name for t in mine if t.is_alive() and not t.daemon]
+        seen.threads = _left_running(mine)
         seen.timers = cancel_timers(keep=running_before)
+
+
+def _left_running(threads: list[threading.Thread]) -> list[str]:
+    """The names of ``threads`` still running: each ``threading.Timer`` (daemon or not) is
+    cancelled, so that its function never runs in the caller's process later; each other
+    thread that is not a daemon is named as it is."""
+    names: list[str] = []
+    for thread in threads:
+        if not thread.is_alive():
+            continue
+        if isinstance(thread, threading.Timer):
+            thread.cancel()
+            names.append(f"{thread.name} (a threading.Timer, cancelled)")
+        elif not thread.daemon:
+            names.append(thread.name)
+    return names

@@ -8,10 +8,12 @@ are judged. What each record holds is written in :mod:`.runner`.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ppaux.limits import Limits
 from ppaux.observer.compare import (
     TENSOR_RULE,
     VALUE_RULE,
@@ -71,6 +73,8 @@ def _sglang_rule(fault: Fault) -> str:
 
 #: The most values not compared that the report lists (each is listed once).
 _SHOWN_UNCOMPARED = 20
+#: The names a record may give as the limit that stopped it.
+_LIMITS = frozenset(f.name for f in dataclasses.fields(Limits))
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,8 @@ class Judge:
     outputs: int = 0
     #: What was not compared ('the output .table' -> why), the first :data:`_SHOWN_UNCOMPARED`.
     not_compared: dict[str, str] = field(default_factory=dict)
+    #: The limits (of :class:`~ppaux.limits.Limits`) that left a value not compared.
+    limits_reached: list[str] = field(default_factory=list)
 
     # ------------------------------------------------------------------------------------------
     # Records
@@ -245,6 +251,9 @@ class Judge:
             for path, why in uncompared(found).items():
                 if len(self.not_compared) < _SHOWN_UNCOMPARED:
                     self.not_compared.setdefault(f"{path} of {subject}", why)
+                limit = found[path].get("limit")
+                if limit in _LIMITS and limit not in self.limits_reached:
+                    self.limits_reached.append(limit)
 
     def _request_difference(
         self, result: dict[str, Any], number: int, item: Difference, batch_size: int, index: int
@@ -487,6 +496,9 @@ class Judge:
             "repeats": {f"{code} {what}": n for (code, what), n in self.counts.items() if n > 1},
             "ended": [{"kind": e.kind, "text": e.text} for e in self.endings],
         }
+        if self.limits_reached:
+            # Which limits to raise for those values to be compared (``--limit NAME=N``).
+            report.data["observer"]["limits_reached"] = list(self.limits_reached)
         report.data["steps"] = self.results
         if output:
             report.notes.append(f"the target printed:\n{output}")

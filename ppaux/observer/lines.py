@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
-from ppaux.observer.inhand import started_by_target
+from ppaux.observer.inhand import THREAD_START, started_by_target
 
 __all__ = [
     "MAX_LINES",
@@ -78,8 +78,6 @@ class _Latest(threading.local):
 
 _LAST = _Latest()
 
-_THREAD_START = threading.Thread.start.__code__
-
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LIBRARY = tuple(
     os.path.abspath(p)
@@ -129,7 +127,7 @@ def run_traced(method: str, function: Callable[..., Any], *args: Any) -> Any:
         return local
 
     def calls(frame: FrameType, event: str, arg: Any) -> Any:
-        if frame.f_code is _THREAD_START:  # the target starts a thread (named if it lingers)
+        if frame.f_code is THREAD_START:  # the target starts a thread (named if it lingers)
             started_by_target(frame.f_locals["self"])
         file = frame.f_code.co_filename
         if file not in files:

@@ -26,7 +26,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 
-__all__ = ["end_all", "guarded", "leftovers", "working"]
+__all__ = ["end_all", "guarded", "leftovers", "of_target", "working"]
 
 _PR_SET_DUMPABLE = 4
 _PR_GET_DUMPABLE = 3
@@ -178,6 +178,39 @@ def end_all(before: set[int], child: int) -> list[str]:
             if name is not None and len(ended) < 20:
                 ended.append(name)
     return ended
+
+
+def of_target(pid: int, child: int, before: set[int]) -> bool:
+    """Whether ``pid`` is the check's ``child`` or a process it started: in its session or
+    its process group (the child leads both), a descendant of it (``/proc``'s parent links),
+    or a process that became this process's child during the check (:func:`leftovers`). A
+    process that has ended and been reaped cannot be placed: False."""
+    if pid == child:
+        return True
+    with contextlib.suppress(OSError):
+        if child in (os.getsid(pid), os.getpgid(pid)):
+            return True
+    me = os.getpid()
+    current = pid
+    for _ in range(64):
+        parent = _parent(current)
+        if parent is None or parent <= 1:
+            return False
+        if parent == child:
+            return True
+        if parent == me:
+            return current in leftovers(before, child)
+        current = parent
+    return False
+
+
+def _parent(pid: int) -> int | None:
+    """The parent of ``pid`` in ``/proc/<pid>/stat``, None if unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as file:
+            return int(file.read().rpartition(")")[2].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _state(pid: int) -> str:

@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ppaux.observer.compare import Same, Skip, leaves, record, records
+from ppaux.observer.compare import MAX_KEY, Same, Skip, leaves, record, records, shown_name
 from ppaux.observer.drive import HookFailure, drive_step, shown_path, where_raised
 from ppaux.observer.growth import RequestWalk
 from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_path, single_stage_path
@@ -282,7 +282,7 @@ class _Checks:
             return None
         single = single_stage_path(output, single_reqs, token_ids, self.m)
         pp = pp_path(output, rank0, pp_reqs, token_ids, self.m)
-        sent = [str(k).removeprefix(OUTPUT_PREFIX) for k in (pp.sent or {})]
+        sent = _sent_names(pp.sent)
         message: dict[str, Any] = {
             "event": "step",
             "batch_size": batch_size,
@@ -318,7 +318,7 @@ class _Checks:
         from ppaux.observer.lines import last_run, made_at
 
         paths = {
-            "to_pp_tensors": [str(k).removeprefix(OUTPUT_PREFIX) for k in (sent or {})],
+            "to_pp_tensors": _sent_names(sent),
             "from_pp_tensors": list(message.get("rebuilt") or {}),
             "after_sample": list(message.get("output") or {}),
             "consume": [p for r in message.get("pp_reqs") or [] for p in r],
@@ -329,7 +329,9 @@ class _Checks:
                 continue
             self.made_sent.add(method)
             names = [n for path in found for n in re.findall(r"[A-Za-z_]\w*", path)]
-            places = made_at(ran, [*ran.keys, *names])
+            # A name longer than a shown key is never one a finding names whole.
+            names = [n for n in [*ran.keys, *names] if len(n) <= MAX_KEY]
+            places = made_at(ran, names)
             self.emit(
                 {
                     "event": "made",
@@ -399,6 +401,13 @@ class _Watched:
                 except (Exception, RecursionError) as exc:  # a tensor subclass of the target's
                     raise HookFailure("the output", exc) from exc
         return out
+
+
+def _sent_names(sent: Any) -> list[str]:
+    """The keys ``to_pp_tensors`` sent, as the report shows them: a long key crosses as its
+    start and a digest of the whole (:func:`~ppaux.observer.compare.shown_name`), so what
+    crosses to the parent does not grow with the target's keys."""
+    return [shown_name(str(k).removeprefix(OUTPUT_PREFIX)) for k in (sent or {})]
 
 
 def _place(place: tuple[str, int, str]) -> list[Any]:

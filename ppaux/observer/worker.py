@@ -14,6 +14,7 @@ and the parent's import path.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import Any
@@ -183,6 +184,7 @@ def main(argv: list[str]) -> int:
     import ppaux.observer.runner as runner
     import ppaux.observer.target as target_module
     from ppaux.errors import PpauxError
+    from ppaux.observer.digests import digest_budget
     from ppaux.observer.drive import shown_path
     from ppaux.suggestions import Setting
 
@@ -217,7 +219,11 @@ def main(argv: list[str]) -> int:
             else None
         )
         emit({"event": "hook", "method": None})
-        with parts.machinery(options) as (machinery, info, device, sglang_parts):
+        budget = int(request.get("limits", {}).get("max_digested_items", 0)) or None
+        with (
+            parts.machinery(options) as (machinery, info, device, sglang_parts),
+            digest_budget(budget) if budget is not None else contextlib.nullcontext(),
+        ):
             runner.run_checks(loaded, options, machinery, info, device, sglang_parts, given, emit)
     except target_module.TargetError as exc:
         emit({"event": "target_error", "target": exc.target, "reason": exc.reason})

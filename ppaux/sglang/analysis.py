@@ -25,6 +25,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from ppaux.limits import Limits
 from ppaux.sglang import releases
 from ppaux.sglang.bounded_parse import StatementTooLarge, parse_source
 from ppaux.sglang.capability import Capability, SourceFile
@@ -77,13 +78,14 @@ _LOGPROB_SENDER = "get_logprob_dict_from_result"
 _LOGPROB_RECEIVER = "get_logprob_from_pp_outputs"
 
 
-def analyse(path: str | None = None) -> Capability:
-    """Analyse the sglang at ``path`` (a directory or ``.whl``), or the installed one.
+def analyse(path: str | None = None, limits: Limits = Limits()) -> Capability:
+    """Analyse the sglang at ``path`` (a directory or ``.whl``), or the installed one (each file
+    read up to ``limits.max_source_bytes``).
 
     Raises :class:`ppaux.sglang.tree.SglangPathError` only when an explicit ``path`` is not an
     sglang tree at all; every problem inside a tree becomes an "unknown" fact with its reason.
     """
-    tree = locate(path)
+    tree = locate(path, limits)
     if tree is None:
         return Capability(
             found=False,
@@ -118,7 +120,10 @@ def _parse(tree: SglangTree, role: str, relative: str) -> _Parsed:
     try:
         data = tree.read(relative)
     except UnreadableFile as exc:
-        return _Parsed(SourceFile(role, where, "unreadable", reason=exc.reason), None)
+        unreadable = SourceFile(
+            role, where, "unreadable", reason=exc.reason, suggestions=exc.suggestions
+        )
+        return _Parsed(unreadable, None)
     if data is None:
         return _Parsed(SourceFile(role, where, "absent", reason="no such file"), None)
     digest = hashlib.sha256(data).hexdigest()

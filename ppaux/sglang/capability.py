@@ -9,18 +9,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ppaux.suggestions import Suggestion
+
 __all__ = ["Capability", "SourceFile"]
 
 
 @dataclass(frozen=True)
 class SourceFile:
-    """One file the analysis read: ``status`` is ok, absent, unreadable or unparsable."""
+    """One file the analysis read: ``status`` is ok, absent, unreadable or unparsable;
+    ``suggestions`` say what would let it be read (a limit to raise), as data, for this run
+    only (not written to a fingerprint's JSON)."""
 
     role: str
     path: str
     status: str
     sha256: str | None = None
     reason: str | None = None
+    suggestions: tuple[Suggestion, ...] = field(default=(), compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """The file as a JSON object."""

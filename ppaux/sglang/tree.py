@@ -20,18 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from ppaux.errors import PathError
+from ppaux.limits import Limits
+from ppaux.suggestions import RaiseLimit, limit_note
 
 __all__ = [
-    "MAX_SOURCE_BYTES",
     "SglangPathError",
     "SglangTree",
     "UnreadableFile",
     "locate",
     "read_member_capped",
 ]
-
-#: Largest sglang source file read (the biggest one ppaux reads is about 90 KB).
-MAX_SOURCE_BYTES = 4 * 1024 * 1024
 
 # ``__version__ = version = '0.5.23'`` in ``_version.py`` (0.5.15+), read as text.
 _VERSION_RE = re.compile(
@@ -143,6 +141,8 @@ class SglangTree:
 
     origin: str
     location: str
+    #: The largest file read (``Limits.max_source_bytes``).
+    max_source_bytes: int = Limits().max_source_bytes
     # The wheel kept open inside :meth:`reading`; a wheel's index is slow to read again.
     _open_zip: list[zipfile.ZipFile] = field(default_factory=list, compare=False, repr=False)
 
@@ -180,12 +180,18 @@ class SglangTree:
             if not path.is_file():
                 return None
             with path.open("rb") as handle:
-                data = handle.read(MAX_SOURCE_BYTES + 1)
+                data = handle.read(self.max_source_bytes + 1)
         except OSError as exc:
             raise UnreadableFile(str(path), exc.strerror or str(exc)) from None
-        if len(data) > MAX_SOURCE_BYTES:
-            raise UnreadableFile(str(path), f"larger than {MAX_SOURCE_BYTES} bytes")
+        if len(data) > self.max_source_bytes:
+            raise self._too_large(str(path))
         return data
+
+    def _too_large(self, where: str) -> UnreadableFile:
+        """The error for a file at ``where`` past ``max_source_bytes``, naming the limit."""
+        limit = self.max_source_bytes
+        reason = f"larger than {limit} bytes {limit_note('max_source_bytes', limit)}"
+        return UnreadableFile(where, reason).suggest(RaiseLimit("max_source_bytes", limit))
 
     def version(self) -> str | None:
         """The release, from ``_version.py`` read as text, else the dist-info beside the package."""
@@ -233,17 +239,15 @@ class SglangTree:
                 info = wheel.getinfo(name)
             except KeyError:
                 return None
-            if info.file_size > MAX_SOURCE_BYTES:
-                raise UnreadableFile(
-                    f"{self.location}!{name}", f"larger than {MAX_SOURCE_BYTES} bytes"
-                )
+            if info.file_size > self.max_source_bytes:
+                raise self._too_large(f"{self.location}!{name}")
             try:
                 # The header's size may lie, whatever the method: never read past the cap.
-                data = read_member_capped(wheel, info, MAX_SOURCE_BYTES)
+                data = read_member_capped(wheel, info, self.max_source_bytes)
             except ValueError as exc:
                 raise UnreadableFile(f"{self.location}!{name}", str(exc)) from None
-        if len(data) > MAX_SOURCE_BYTES:
-            raise UnreadableFile(f"{self.location}!{name}", f"larger than {MAX_SOURCE_BYTES} bytes")
+        if len(data) > self.max_source_bytes:
+            raise self._too_large(f"{self.location}!{name}")
         return data
 
     def _wheel_metadata_version(self) -> str | None:
@@ -277,8 +281,9 @@ def _package_dir(path: Path) -> Path | None:
     return None
 
 
-def locate(path: str | None = None) -> SglangTree | None:
-    """The sglang package at ``path`` (a directory or a ``.whl``), or the installed one.
+def locate(path: str | None = None, limits: Limits = Limits()) -> SglangTree | None:
+    """The sglang package at ``path`` (a directory or a ``.whl``), or the installed one, whose
+    files are read up to ``limits.max_source_bytes`` each.
 
     With no ``path``, returns None when sglang is not installed. With a ``path`` that is not an
     sglang tree, raises :class:`SglangPathError` naming what is wrong.
@@ -291,13 +296,14 @@ def locate(path: str | None = None) -> SglangTree | None:
             return None
         if spec is None or not spec.submodule_search_locations:
             return None
-        return SglangTree("installed", str(next(iter(spec.submodule_search_locations))))
+        location = str(next(iter(spec.submodule_search_locations)))
+        return SglangTree("installed", location, limits.max_source_bytes)
     given = Path(path)
     if given.is_dir():
         package = _package_dir(given)
         if package is None:
             raise SglangPathError(path, "no sglang package here (expected sglang/srt/ inside)")
-        return SglangTree("directory", str(package))
+        return SglangTree("directory", str(package), limits.max_source_bytes)
     if given.is_file():
         try:
             with zipfile.ZipFile(given) as wheel:
@@ -306,7 +312,7 @@ def locate(path: str | None = None) -> SglangTree | None:
             raise SglangPathError(path, f"not a directory or a wheel (zip) file: {exc}") from None
         if not any(name.startswith("sglang/") for name in names):
             raise SglangPathError(path, "the wheel holds no sglang/ package")
-        return SglangTree("wheel", str(given))
+        return SglangTree("wheel", str(given), limits.max_source_bytes)
     if given.exists():
         raise SglangPathError(path, "not a directory or a wheel file")
     raise SglangPathError(path, "no such file or directory")

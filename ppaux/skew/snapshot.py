@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ppaux._version import __version__
+from ppaux.limits import Limits
 from ppaux.sglang import analyse
 from ppaux.skew.fingerprint import PACKAGES, SCHEMA, Fingerprint, RankInfo
 
@@ -194,6 +195,7 @@ def collect(
     pp_size: int | None = None,
     environ: Mapping[str, str] | None = None,
     live: bool = False,
+    limits: Limits = Limits(),
 ) -> Fingerprint:
     """Take this process's fingerprint.
 
@@ -201,9 +203,10 @@ def collect(
     (:class:`ppaux.sglang.tree.SglangPathError` if it is not one). ``live=True`` also checks the
     sglang modules already imported in this process for a monkeypatched add or pop
     (:func:`ppaux.skew.livepatch.live_state`); use it from inside a running server.
+    ``limits.max_source_bytes`` bounds each sglang file read.
     """
     env = os.environ if environ is None else environ
-    capability = analyse(sglang_path)
+    capability = analyse(sglang_path, limits)
     if live:
         from ppaux.skew.livepatch import live_state
 

@@ -13,12 +13,14 @@ from typing import Annotated
 import typer
 
 from ppaux.replay import Impl, Sender, Transport
+from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux_cli.choices import choice_option
 from ppaux_cli.exits import fail
-from ppaux_cli.output import emit
+from ppaux_cli.options import LimitOption, limits_from
+from ppaux_cli.output import emit, warn
 from ppaux_cli.output_paths import check_output_path, output_identity, refuse_changed_output
 from ppaux_cli.report_options import ReportOptions, report_options
-from ppaux_cli.wording import setting_line
+from ppaux_cli.wording import cli_words, setting_line
 
 __all__ = ["check_observer"]
 
@@ -133,6 +135,7 @@ def check_observer(
             help="How long a two-process transport waits for its peer.",
         ),
     ] = 60.0,
+    limit: LimitOption = None,
     *,
     options: ReportOptions,
 ) -> None:
@@ -142,6 +145,7 @@ def check_observer(
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     from ppaux.errors import TorchMissingError
     from ppaux.observer import (
+        CheckInterrupted,
         ObserverConfigError,
         ObserverOptions,
         TargetError,
@@ -154,6 +158,7 @@ def check_observer(
         require_torch("ppaux check-observer")
     except TorchMissingError as exc:
         fail(exc)
+    limits = limits_from(limit)
     settings = ObserverOptions(
         transport=transport,
         impl=Impl(impl.value),
@@ -174,12 +179,23 @@ def check_observer(
         options = dataclasses.replace(options, output=os.path.abspath(options.output))
     before = output_identity(options.output)
     try:
-        report = check_observer(target, settings, outputs=outputs, on_output=_show_output)
+        report = check_observer(
+            target, settings, outputs=outputs, on_output=_show_output, limits=limits
+        )
     except TargetError as exc:
         fail(f"{exc.target}: {exc.reason}")
     except ObserverConfigError as exc:
         fail(setting_line(exc))
+    except CheckInterrupted as exc:
+        fail(exc)
     refuse_changed_output(options.output, before)
+    for name in report.data.get("observer", {}).get("limits_reached", []):
+        value = getattr(limits, name)
+        warn(
+            f"some values were not compared {limit_note(name, value)}; "
+            f"{cli_words([RaiseLimit(name, value)])}",
+            quiet=options.quiet,
+        )
     emit(report, options)
 
 

@@ -7,9 +7,10 @@ from typing import Annotated
 import typer
 
 from ppaux_cli.exits import fail
-from ppaux_cli.options import OutputOption, check_stage_options
-from ppaux_cli.output import write_text
+from ppaux_cli.options import LimitOption, OutputOption, check_stage_options, limits_from
+from ppaux_cli.output import warn, write_text
 from ppaux_cli.output_paths import check_output_path
+from ppaux_cli.wording import cli_words
 
 __all__ = ["fingerprint"]
 
@@ -31,6 +32,7 @@ def fingerprint(
             help="Analyse this sglang tree or wheel instead of the installed one.",
         ),
     ] = None,
+    limit: LimitOption = None,
 ) -> None:
     """Write a JSON snapshot of versions, rank and sglang's PP transport, for check-skew."""
     # Imported here, not at module level, so that other commands do not pay for it at start-up.
@@ -38,10 +40,16 @@ def fingerprint(
     from ppaux.skew import collect
 
     check_stage_options(pp_rank, pp_size)
+    limits = limits_from(limit)
     # Never a file of the tree or wheel it reads (any file in it: the tree is code, not dumps).
     check_output_path(output, [sglang_path] if sglang_path is not None else [])
     try:
-        snapshot = collect(sglang_path=sglang_path, pp_rank=pp_rank, pp_size=pp_size)
+        snapshot = collect(sglang_path=sglang_path, pp_rank=pp_rank, pp_size=pp_size, limits=limits)
     except SglangPathError as exc:
         fail(f"--sglang-path {exc}")
+    # A file a limit kept from being read: the fingerprint says it is unreadable (and why);
+    # this says how to read it.
+    for file in snapshot.sglang.files:
+        if file.suggestions:
+            warn(f"{file.path}: {file.reason}; {cli_words(file.suggestions)}")
     write_text(snapshot.dumps(), output, "the fingerprint")
