@@ -56,7 +56,6 @@ EXPECTED = {
     "ppaux.dump.weights_only._Stop": None,
     "ppaux.observer.target.TargetError": ValueError,
     "ppaux.observer.options.ObserverConfigError": ValueError,
-    "ppaux.observer.options.CheckInterrupted": None,
     "ppaux.observer.drive.HookFailure": None,
     "ppaux.observer.digests.NotCompared": None,
 }

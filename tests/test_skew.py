@@ -193,6 +193,34 @@ def test_unknown_capability_is_a_warning_not_a_difference():
     ]
 
 
+def test_a_file_cpython_refuses_is_an_error_said_once():
+    from ppaux.sglang.capability import SourceFile
+
+    fps = _set("consistent")
+    broken = SourceFile(
+        "wire",
+        "x/parallel_state.py",
+        "unparsable",
+        "0" * 64,
+        "not valid Python: '(' was never closed (line 3563)",
+    )
+    why = "x/parallel_state.py: not valid Python: '(' was never closed (line 3563)"
+    fps[1] = _with(
+        fps[1],
+        sglang=dataclasses.replace(
+            fps[1].sglang,
+            wire="unknown",
+            files=(*fps[1].sglang.files, broken),
+            unknown={"wire": why, "other": "y.py: defines no f"},
+        ),
+    )
+    report = compare(fps)
+    found = [(f.code, f.severity, f.message) for f in report.findings]
+    assert ("PP325", Severity.ERROR, why) in found
+    # PP319 keeps what else is unknown, not the refused file again
+    assert [m for code, _, m in found if code == "PP319"] == ["y.py: defines no f"]
+
+
 def test_baseline():
     consistent = _set("consistent")
     golden = dataclasses.replace(consistent[0], source="golden.json")

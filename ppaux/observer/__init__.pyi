@@ -1,4 +1,3 @@
-from .check import CheckInterrupted as CheckInterrupted
 from .check import ObserverConfigError as ObserverConfigError
 from .check import ObserverOptions as ObserverOptions
 from .check import check_loaded as check_loaded

@@ -20,7 +20,7 @@ from typing import Any
 
 from ppaux.limits import Limits
 from ppaux.observer.judge import Ending, Judge
-from ppaux.observer.options import CheckInterrupted, ObserverConfigError, ObserverOptions
+from ppaux.observer.options import ObserverConfigError, ObserverOptions
 from ppaux.observer.target import LoadedObserver, TargetError, observer_from
 from ppaux.replay import Impl, Sender, Transport, timeout_fault
 from ppaux.report import Report
@@ -31,7 +31,6 @@ __all__ = [
     "MAX_LOGITS",
     "MAX_STEPS",
     "MAX_VOCAB_SIZE",
-    "CheckInterrupted",
     "ObserverConfigError",
     "ObserverOptions",
     "check_loaded",
@@ -128,9 +127,10 @@ def check_observer(
     (past it the value is listed as not compared, and the report's
     ``observer.limits_reached`` names the limit).
     Raises :class:`TargetError` for a target that cannot be used and
-    :class:`ObserverConfigError` for a setting that cannot work here, and
-    :class:`CheckInterrupted` where another process than the target's signalled this one;
-    everything the target does wrong while it runs is a finding.
+    :class:`ObserverConfigError` for a setting that cannot work here; everything the target
+    does wrong while it runs is a finding. A signal another process than the target's sends
+    this one while the check runs is taken and said in the report (``observer.signals_from``,
+    a note); the check goes on, so no process can end it before its verdict.
     """
 
     from ppaux.observer.child import run_child
@@ -177,8 +177,6 @@ def check_observer(
         judge.take(message)
 
     end = run_child(request, timeout_s=options.timeout_s, take=take, on_output=on_output or keep)
-    if end.foreign:
-        raise CheckInterrupted(*end.foreign[0])
     for stop in stops:
         _stopped(stop, target, judge)
     for ending in endings(end, options.timeout_s, hook[0]):
@@ -198,7 +196,18 @@ def check_observer(
     shown = kept.decode("utf-8", "replace")
     if dropped[0]:
         shown += f"\n[... {dropped[0]} more bytes]"
-    return judge.report(shown)
+    report = judge.report(shown)
+    if end.foreign:
+        report.data.setdefault("observer", {})["signals_from"] = [
+            {"signal": name, "pid": pid} for name, pid in end.foreign
+        ]
+        for name, pid in end.foreign:
+            sender = "the kernel" if pid == 0 else f"pid {pid}"
+            report.notes.append(
+                f"ppaux's process received {name} from {sender}, which is neither the target's "
+                "process nor one it started: taken, and the check went on"
+            )
+    return report
 
 
 def _request(

@@ -257,7 +257,7 @@ def run_child(
 
     with _ending_on_sigterm(), guarded(), _taking_signals() as signals:
         before = our_children()
-        run = _Run(request, timeout_s, take, on_output)
+        run = _Run({**request, "unblock": sorted(signals.blocked)}, timeout_s, take, on_output)
         signals.targets = lambda pid: of_target(pid, run.process.pid, before)
         try:
             with working(run.process.pid):
@@ -340,8 +340,6 @@ class _Run:
         try:
             while open_streams:
                 signals()
-                if self.end.foreign:
-                    return  # interrupted: close() ends the child
                 remaining = self.deadline - time.monotonic()
                 if remaining <= 0:
                     self.end.timed_out = not self.end.finished

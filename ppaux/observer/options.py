@@ -1,6 +1,5 @@
-"""The settings of one check (:class:`ObserverOptions`), the error a setting that cannot
-be used raises (:class:`ObserverConfigError`) and the one a check that another process stopped
-raises (:class:`CheckInterrupted`). Imports no torch.
+"""The settings of one check (:class:`ObserverOptions`) and the error a setting that cannot
+be used raises (:class:`ObserverConfigError`). Imports no torch.
 """
 
 from __future__ import annotations
@@ -8,31 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ppaux.errors import PpauxError, SettingError
+from ppaux.errors import SettingError
 from ppaux.replay import Impl, Sender, Transport
 
-__all__ = ["CheckInterrupted", "ObserverConfigError", "ObserverOptions", "member"]
+__all__ = ["ObserverConfigError", "ObserverOptions", "member"]
 
 
 class ObserverConfigError(SettingError):
     """A setting that cannot be used here: ``option`` (the field of :class:`ObserverOptions`
     that holds it), the ``value`` given and ``reason``."""
-
-
-class CheckInterrupted(PpauxError):
-    """A process other than the target's sent the checking process a signal that would have
-    ended it (``signal``, by name, from ``pid``; 0: the kernel): the check stopped there and
-    says nothing about the target."""
-
-    def __init__(self, signal: str, pid: int) -> None:
-        sender = "the kernel" if pid == 0 else f"pid {pid}"
-        super().__init__(
-            f"ppaux's process received {signal} from {sender}, which is not the target's "
-            "process nor one it started: the check stopped before it was complete (run it "
-            "again)"
-        )
-        self.signal = signal
-        self.pid = pid
 
 
 @dataclass(frozen=True)

@@ -168,6 +168,11 @@ def main(argv: list[str]) -> int:
     _drop_ptrace()
     request = _read_request()
     emit = _writer(_hidden(int(request.pop("fd"))))
+    # The signals the checking process blocked to read them (its mask is inherited): the
+    # target runs with the mask its caller had, so its own timers and signals act as in sglang.
+    import signal
+
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {int(n) for n in request.pop("unblock", [])})
     # ppaux's own modules (and torch) before any of the target's code.
     import threading
     import warnings

@@ -1,3 +1,4 @@
+from .analysis import INVALID_PYTHON as INVALID_PYTHON
 from .analysis import analyse as analyse
 from .analysis import analyse_tree as analyse_tree
 from .capability import Capability as Capability

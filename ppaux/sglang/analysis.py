@@ -46,6 +46,7 @@ from ppaux.sglang.syntax import any_function_named, function_named, string_const
 from ppaux.sglang.tree import SglangTree, UnreadableFile, locate
 
 __all__ = [
+    "INVALID_PYTHON",
     "LOGPROB_FILE",
     "MAX_SYNTAX_DEPTH",
     "TRANSPORT_DEFINITIONS",
@@ -133,13 +134,17 @@ def _parse(tree: SglangTree, role: str, relative: str) -> _Parsed:
         reason = f"not analysable: {exc}"
         return _Parsed(SourceFile(role, where, "unparsable", digest, reason), None, data)
     except SyntaxError as exc:
-        reason = f"not valid Python: {exc.msg} (line {exc.lineno})"
+        reason = f"{INVALID_PYTHON}: {exc.msg} (line {exc.lineno})"
         return _Parsed(SourceFile(role, where, "unparsable", digest, reason), None, data)
     except (ValueError, RecursionError, MemoryError) as exc:
         # ValueError: NUL bytes or a bad coding cookie; RecursionError: absurd nesting.
-        reason = f"not valid Python: {type(exc).__name__}: {exc}"
+        reason = f"{INVALID_PYTHON}: {type(exc).__name__}: {exc}"
         return _Parsed(SourceFile(role, where, "unparsable", digest, reason), None, data)
     return _checked_depth(_Parsed(SourceFile(role, where, "ok", digest), module, data))
+
+
+#: How a file's reason starts when CPython's parser refuses it (CPython cannot import it).
+INVALID_PYTHON = "not valid Python"
 
 
 #: Deepest syntax tree analysed. Real sglang files stay under 40 levels; the analysis (and

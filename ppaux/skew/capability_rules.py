@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ppaux.report import Finding, Severity, finding
+from ppaux.sglang import INVALID_PYTHON
 from ppaux.skew.differences import simple_findings
 from ppaux.skew.fingerprint import Fingerprint
 from ppaux.skew.livepatch import live_findings
@@ -146,7 +147,15 @@ def unknown_rules(stages: Sequence[Stage]) -> list[Finding]:
             reason = cap.unknown.get("sglang", "sglang was not found")
             out.append(finding("PP319", stage.path, reason))
             continue
-        reasons = sorted(set(cap.unknown.values()))
+        invalid = [
+            f"{file.path}: {file.reason}"
+            for file in cap.files
+            if file.status == "unparsable" and (file.reason or "").startswith(INVALID_PYTHON)
+        ]
+        for reason in invalid:
+            out.append(finding("PP325", stage.path, reason))
+        # What is unknown only because such a file is said once, by PP325.
+        reasons = sorted(set(cap.unknown.values()) - set(invalid))
         if reasons:
             out.append(finding("PP319", stage.path, "; ".join(reasons)))
     return out

@@ -145,7 +145,6 @@ def check_observer(
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     from ppaux.errors import TorchMissingError
     from ppaux.observer import (
-        CheckInterrupted,
         ObserverConfigError,
         ObserverOptions,
         TargetError,
@@ -186,8 +185,6 @@ def check_observer(
         fail(f"{exc.target}: {exc.reason}")
     except ObserverConfigError as exc:
         fail(setting_line(exc))
-    except CheckInterrupted as exc:
-        fail(exc)
     refuse_changed_output(options.output, before)
     for name in report.data.get("observer", {}).get("limits_reached", []):
         value = getattr(limits, name)

@@ -307,6 +307,28 @@ RULES = (
         inconclusive=True,
     ),
     Rule(
+        code="PP325",
+        name="sglang-source-invalid",
+        severity=Severity.ERROR,
+        summary="A file of a stage's sglang is not valid Python: that sglang cannot import it.",
+        explanation=(
+            "One of the files ppaux reads (the transport, the scheduler's PP mixin, the "
+            "manager utilities, the distributed state) is refused by CPython's parser, with the "
+            "message and line it gives. The module cannot be imported, so that stage's server "
+            "cannot start or fails when it first needs the module; nothing it would send or "
+            "receive can be compared."
+        ),
+        causes=(
+            "A file edited in place on the host (a local patch left half-done).",
+            "A damaged installation (a disk or copy error, an interrupted upgrade).",
+        ),
+        fix="Reinstall the stage's sglang (pip install --force-reinstall sglang==VERSION), or "
+        "finish the local patch, then take the fingerprint again.",
+        example="pp1: sglang/srt/distributed/parallel_state.py: not valid Python: '(' was never "
+        "closed (line 3563)",
+        area="skew",
+    ),
+    Rule(
         code="PP320",
         name="live-patched",
         severity=Severity.ERROR,
