@@ -1,6 +1,6 @@
 """bzip2 and xz logs of several streams, read stream after stream (``cat a.xz b.xz``, a
 rotated log appended to): a later stream that is corrupt, cut, or bytes after the last stream
-that begin none, end the log with an error (:class:`StreamError`, :class:`EOFError`) where the
+that begin none, end the log with an error (:class:`ValueError`, :class:`EOFError`) where the
 library's own file readers would drop them unsaid. xz's stream padding (NUL bytes, a multiple of
 four, after a stream) is part of a valid file.
 """
@@ -12,7 +12,7 @@ import io
 import lzma
 from typing import Any, BinaryIO
 
-__all__ = ["TRAILING", "MultiStream", "StreamError"]
+__all__ = ["TRAILING", "MultiStream"]
 
 #: What the error says of bytes after a complete stream that begin no stream of the kind: the
 #: text inflated before them is sound (as gzip's "Not a gzipped file").
@@ -23,10 +23,6 @@ _MAGIC = {"bzip2": b"BZh", "xz": b"\xfd7zXZ\x00"}
 
 #: Compressed bytes read from the file at a time.
 _CHUNK = 1 << 16
-
-
-class StreamError(Exception):
-    """Bytes after a stream that are not of the kind, or padding of a length xz forbids."""
 
 
 class MultiStream(io.RawIOBase):
@@ -51,7 +47,8 @@ class MultiStream(io.RawIOBase):
 
     def _next_stream(self) -> bool:
         """After a stream's end: begin the next one (True), or find the file at its end
-        (False). Raises :class:`StreamError` for what begins no stream."""
+        (False). Raises :class:`ValueError` for what begins no stream, or padding of a length xz
+        forbids."""
         rest = self._decompressor.unused_data + self._pending
         self._pending = b""
         padding = 0
@@ -68,11 +65,11 @@ class MultiStream(io.RawIOBase):
                 break
             rest += more
         if padding % 4:
-            raise StreamError(f"{TRAILING} ({padding} NUL bytes: xz pads in fours)")
+            raise ValueError(f"{TRAILING} ({padding} NUL bytes: xz pads in fours)")
         if not rest:
             return False
         if not rest.startswith(_MAGIC[self._kind]):
-            raise StreamError(TRAILING)
+            raise ValueError(TRAILING)
         self._decompressor = self._new()
         self._fed = False
         self._pending = rest
