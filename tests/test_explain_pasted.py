@@ -138,3 +138,46 @@ def test_explain_and_triage_agree_on_any_message_under_any_type(tmp_path, index,
     explained = _explain_says_sglang_s(line, as_json)
     assert explained is (raiser == "RuntimeError")
     assert _triage_says_sglang_s(tmp_path, line, as_json) is explained
+
+
+#: How a line is written in a log as is (not inside a JSON record): its quotes as a JSON
+#: string's escapes (a record's text pasted without its envelope), behind a log's prefix.
+_WRITTEN = {
+    "plain": lambda line: line,
+    "u0027": lambda line: line.replace("'", "\\u0027"),
+    "escaped-double-quote": lambda line: line.replace("'", '\\"'),
+    "prefixed": lambda line: f"[2026-12-03 14:56:07 PP1] {line}",
+    "prefixed-u0027": lambda line: f"[2026-12-03 14:56:07 PP1] {line}".replace("'", "\\u0027"),
+}
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    index=st.integers(0, len(MESSAGES) - 1),
+    raiser=st.sampled_from(["RuntimeError", "ValueError", "builtins.RuntimeError", "KeyError"]),
+    inner=st.sampled_from(["", "wrapped: ", "RuntimeError: "]),
+    written=st.sampled_from(sorted(_WRITTEN)),
+)
+def test_explain_and_triage_decide_alike_however_the_line_is_escaped(
+    tmp_path, index, raiser, inner, written
+):
+    """One decision: a RuntimeError whose message begins with one of the nine, its quotes as
+    written or as a JSON string's escapes, is sglang's for explain and triage alike; the same
+    words under another type, or after other words, are not."""
+    text = MESSAGES[index].template.replace("{name!r}", "'scores'")
+    line = _WRITTEN[written](f"{raiser}: {inner}{text}")
+    sglang_s = raiser.endswith("RuntimeError") and inner == ""
+    assert _explain_says_sglang_s(line, False) is sglang_s, line
+    path = tmp_path / "pasted.log"  # the line alone, as pasted into a file
+    path.write_text(line + "\n", encoding="utf-8")
+    codes = {f.code for f in triage_paths([str(path)]).findings}
+    assert codes & {"PP801", "PP802"}, (line, codes)
+    assert ("PP801" in codes) is sglang_s, line
+
+
+def test_the_words_after_another_type_and_other_words_are_that_type_s():
+    result = cli("explain", f"ValueError: wrapped: {NON_TENSOR}")
+    assert result.exit_code == 2
+    assert "'ValueError' raised the words of sglang's message 'pop-non-tensor'" in result.output

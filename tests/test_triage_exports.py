@@ -141,6 +141,9 @@ def test_what_is_a_document_whatever_its_keys_order():
     assert is_document(b'{"data":{"result":[{"stream":{},"values":[["1","x"]]}]},"status":"s"}')
     assert is_document(b'{"events":[{"message":"x","timestamp":1}],"nextToken":"t"}\n')
     assert is_document(b'{"nextForwardToken":"f","events":[{"message":"x"}]}')
+    assert is_document(b'{"preview":false,"results":[{"_raw":"x"}]}')
+    assert is_document(b'{"took":5,"hits":{"hits":[{"_source":{"message":"x"}}]}}')
+    assert is_document(b'{"data":[{"attributes":{"message":"x"}}]}')
     # JSON lines: a record on each line, even one that holds a list
     assert not is_document(b'{"log":"a","events":[{"x":1}]}\n{"log":"b"}\n')
     assert not is_document(b'{"log":"[2026-12-03 14:56:07 PP0] x\\n","stream":"stderr"}\n')
@@ -248,3 +251,73 @@ def test_a_loki_response_a_nanosecond_apart_newest_first_keeps_the_root(tmp_path
     path = tmp_path / "loki.json"
     path.write_text(json.dumps(document), encoding="utf-8")
     assert _roots(triage_paths([str(path)])) == expected
+
+
+def _splunk(rows: list[tuple[int, str]]) -> dict:
+    results = [{"_raw": line, "_time": _iso(n), "host": "node1"} for n, line in rows]
+    return {"preview": False, "messages": [], "fields": [{"name": "_raw"}], "results": results}
+
+
+def _elasticsearch(rows: list[tuple[int, str]]) -> dict:
+    hits = [
+        {"_index": "logs", "_id": str(n), "_source": {"@timestamp": _iso(n), "message": line}}
+        for n, line in rows
+    ]
+    return {"took": 5, "timed_out": False, "hits": {"total": {"value": len(hits)}, "hits": hits}}
+
+
+def _datadog(rows: list[tuple[int, str]]) -> dict:
+    data = [
+        {"id": f"AQ{n}", "type": "log", "attributes": {"timestamp": _iso(n), "message": line}}
+        for n, line in rows
+    ]
+    return {"data": data, "meta": {"page": {"after": "x"}}, "links": {"next": "y"}}
+
+
+_APIS = {"splunk": _splunk, "elasticsearch": _elasticsearch, "datadog": _datadog}
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    rank=st.integers(0, 7),
+    exception=_EXCEPTIONS,
+    noise=st.integers(0, 20),
+    api=st.sampled_from(sorted(_APIS)),
+    form=st.sampled_from(["compact", "sorted", "pretty"]),
+    newest=st.booleans(),
+)
+def test_a_search_api_s_response_is_read_as_its_records(
+    tmp_path, rank, exception, noise, api, form, newest
+):
+    """Records under any member (Splunk's results, Elasticsearch's hits.hits[]._source,
+    Datadog's data[].attributes) are read as the log they hold: never one record whose first
+    rank stands for the failure."""
+    rows = list(enumerate(_one_failure(rank, exception, noise)))
+    document = _APIS[api](rows[::-1] if newest else rows)
+    text = {
+        "compact": json.dumps(document),
+        "sorted": json.dumps(document, sort_keys=True),
+        "pretty": json.dumps(document, indent=2),
+    }[form]
+    path = tmp_path / "export.json"
+    path.write_text(text, encoding="utf-8")
+    roots = _roots(triage_paths([str(path)]))
+    assert [(code, key, exc) for code, key, _, exc in roots] == [("PP802", f"PP{rank}", exception)]
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"took": 5, "hits": {"hits": [{"_id": "0", "_source": {"host": "n1", "bytes": 3}}]}},
+        {"data": [{"id": "AQ0", "attributes": {"status": "error"}}], "meta": {}},
+    ],
+)
+def test_a_response_whose_records_hold_no_log_line_is_refused(tmp_path, document):
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    report = triage_paths([str(path)])
+    assert not [f for f in report.findings if f.code in ("PP801", "PP802")]
+    (problem,) = report.problems
+    assert "none of whose records holds a log line" in problem.message

@@ -481,3 +481,37 @@ def test_a_compressed_log_cut_before_its_first_line_is_said_cut_not_empty(tmp_pa
         "bzip2 stream cut before its first line (Compressed file ended before the end-of-stream "
         "marker was reached); nothing could be read"
     ]
+
+
+_CHAIN_SENTENCES = (
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    chain=st.lists(
+        st.tuples(
+            st.integers(1, 3),
+            st.sampled_from(["RuntimeError", "ValueError", "torch.OutOfMemoryError"]),
+            st.sampled_from(_CHAIN_SENTENCES),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    separator=st.sampled_from([" ", "  ", "\t"]),
+)
+def test_a_chained_traceback_flattened_with_spaces_gives_its_lines_back(chain, separator):
+    lines = [
+        "[2026-12-03 14:56:07 PP0] Scheduler hit an exception: Traceback (most recent call last):"
+    ]
+    for number, (frames, exception, sentence) in enumerate(chain):
+        if number:
+            lines += ["", sentence, "", "Traceback (most recent call last):"]
+        for frame in range(frames):
+            lines.append(f'  File "/srv/sglang/srt/m{number}.py", line {frame + 10}, in f{frame}')
+            lines.append(f"    g{frame}(x)")
+        lines.append(f"{exception}: failure {number}")
+    flat = separator.join(line.strip() for line in lines if line)
+    assert unflatten(flat) == lines

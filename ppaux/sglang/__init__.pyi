@@ -46,6 +46,8 @@ from .names import message_shape as message_shape
 from .names import raised_otherwise as raised_otherwise
 from .names import search_message as search_message
 from .names import search_pasted as search_pasted
+from .names import sglang_raised as sglang_raised
+from .names import sglang_raised_in as sglang_raised_in
 from .raise_sites import RAISE_RELEASES as RAISE_RELEASES
 from .raise_sites import RELEASE_LINES as RELEASE_LINES
 from .raise_sites import SCHEDULER_CALLS as SCHEDULER_CALLS

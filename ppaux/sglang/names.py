@@ -57,6 +57,8 @@ __all__ = [
     "raised_otherwise",
     "search_message",
     "search_pasted",
+    "sglang_raised",
+    "sglang_raised_in",
 ]
 
 #: The transport's sender (last stage) and receiver (first stage) functions.
@@ -314,6 +316,14 @@ _RAISED_AS = re.compile(
 )
 
 
+#: The first exception type written on a line (after a log's prefix), and the blanks after
+#: its colon.
+_LINE_TYPE = re.compile(
+    r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*"
+    r"(?:Error|Exception|Warning|Exit|Interrupt|Fault|Failure))\s*:\s*"
+)
+
+
 def _json_unescaped(text: str) -> str:
     """``text`` with a JSON string's escapes undone."""
 
@@ -336,11 +346,48 @@ def raised_as(text: str, found: MessageMatch) -> str | None:
     return None if before is None else before.group("type")
 
 
+def sglang_raised(exception: str | None, message: str) -> MessageMatch | None:
+    """The one of the nine messages that an exception of type ``exception`` (None: no type
+    written) with ``message`` is, as sglang raises them: a ``RuntimeError`` (or no type)
+    whose message begins with the words of one, as written or with a JSON string's escapes
+    undone (a record's ``\\u0027scores\\u0027`` or ``\\"it's\\"``); None otherwise. Both
+    ``triage`` (an exception line of a log) and ``explain`` (a pasted line) decide by it."""
+    raised = sglang_raised_in(exception, message)
+    return None if raised is None else raised[0]
+
+
+def sglang_raised_in(exception: str | None, message: str) -> tuple[MessageMatch, str] | None:
+    """:func:`sglang_raised`, with the text the match's place is in (``message``, or it with
+    a JSON string's escapes undone)."""
+    if exception is not None and exception.rsplit(".", 1)[-1] != "RuntimeError":
+        return None
+    texts = [message, _json_unescaped(message)] if "\\" in message else [message]
+    for text in texts:
+        found = search_message(text)
+        if found is not None and found.start == 0:
+            return found, text
+    return None
+
+
+def _line_type(text: str, found: MessageMatch) -> tuple[str, int] | None:
+    """(the exception type, where its message begins) of the line of ``text`` that holds
+    ``found``: the first type written on that line before it (``ValueError: wrapped: ...``
+    is a ``ValueError``, as triage reads the line), or None when none is."""
+    start = max(text.rfind("\n", 0, found.start) + 1, found.start - _TYPE_SEEN)
+    written = _LINE_TYPE.search(text, start, found.start)
+    if written is None:
+        return None
+    return written.group("type"), written.end()
+
+
 def _sglang_s(text: str, found: MessageMatch | None) -> bool:
     if found is None:
         return False
-    raiser = raised_as(text, found)
-    return raiser is None or raiser.rsplit(".", 1)[-1] == "RuntimeError"
+    written = _line_type(text, found)
+    if written is None:
+        return True
+    exception, begins = written
+    return sglang_raised(exception, text[begins:]) is not None
 
 
 #: A line end and the blanks around it (a terminal or a web page wrapped the message).
@@ -377,10 +424,12 @@ def raised_otherwise(text: str) -> tuple[str, MessageMatch] | None:
     messages under another exception type than sglang's ``RuntimeError``; None otherwise."""
     for candidate in pasted_texts(text):
         found = search_message(candidate)
-        if found is not None:
-            raiser = raised_as(candidate, found)
-            if raiser is not None and not _sglang_s(candidate, found):
-                return raiser, found
+        if found is None:
+            continue
+        written = _line_type(candidate, found)
+        raiser = None if written is None else written[0]
+        if raiser is not None and raiser.rsplit(".", 1)[-1] != "RuntimeError":
+            return raiser, found
     return None
 
 

@@ -3,8 +3,11 @@
 A log store's API or a ``--format=json`` export gives one JSON document: an array of records
 (``[{...},{...}]``, on one line or pretty-printed: Google Cloud Logging, CloudWatch, Docker),
 or Loki's query API response (``{"status": "success", "data": {"resultType": "streams",
-"result": [{"stream": {labels}, "values": [["<ns>", "<line>"], ...]}]}}``). Read line by line,
-such a file is one line, or brackets and quoted strings.
+"result": [{"stream": {labels}, "values": [["<ns>", "<line>"], ...]}]}}``), or a search API's
+response whose records stand in a list under other members (Splunk's ``results``,
+Elasticsearch's ``hits.hits[]._source``, Datadog's ``data[].attributes``: found by their
+shape, not their keys). Read line by line, such a file is one line, or brackets and quoted
+strings.
 
 :func:`is_document` tells such a file from its head (JSON lines start a record on each line);
 :func:`records` reads the document whole, bounded by ``Limits.max_log_document``, and gives it
@@ -34,7 +37,18 @@ __all__ = ["is_document", "per_line", "records"]
 
 #: The members of a record that hold its log line (:mod:`ppaux.triage.envelopes` reads them).
 _MESSAGES = frozenset(
-    ("log", "line", "textPayload", "MESSAGE", "message", "msg", "Line", "@message", "jsonPayload")
+    (
+        "log",
+        "line",
+        "textPayload",
+        "MESSAGE",
+        "message",
+        "msg",
+        "Line",
+        "@message",
+        "jsonPayload",
+        "_raw",
+    )
 )
 
 
@@ -54,7 +68,7 @@ _LOKI = re.compile(rb'^\{\s*"(?:status|data)"\s*:\s*(?:"success"|\{\s*"resultTyp
 #: Loki's ``"result": [{`` and ``"values": [[``, an export's ``"events": [{`` (AWS CloudWatch's
 #: ``get-log-events`` and ``filter-log-events``). A quote inside a JSON string is escaped, so
 #: the member is one of the object's own.
-_RECORD_LIST = re.compile(rb'"(?:result|values|events|entries|records|logs)"\s*:\s*\[\s*[\[{]')
+_RECORD_LIST = re.compile(rb'"[^"\\]{1,64}"\s*:\s*\[\s*[\[{]')
 
 
 def is_document(head: bytes) -> bool:
@@ -116,12 +130,47 @@ def _lines_of(document: Any) -> Iterator[dict[str, Any]]:
     if isinstance(result, list):  # Loki's query API response
         yield from _in_time_order(result)
         return
-    for key in ("entries", "events", "records", "logs"):  # an export's records under one key
-        items = document.get(key)
-        if isinstance(items, list):
-            yield from _lines_of(items)
-            return
-    yield document
+    items = _record_list(document)
+    if items is None:
+        yield document
+        return
+    for item in items:
+        if isinstance(item, dict):
+            yield _with_message(item)
+
+
+def _with_message(item: dict[str, Any]) -> dict[str, Any]:
+    """``item``, or the object in it that holds its log line (Elasticsearch's ``_source``,
+    Datadog's ``attributes``) where ``item`` holds none itself."""
+    if _MESSAGES.isdisjoint(item):
+        for value in item.values():
+            if isinstance(value, dict) and not _MESSAGES.isdisjoint(value):
+                return value
+    return item
+
+
+def _record_list(document: dict[str, Any]) -> list[Any] | None:
+    """The list of records in an API's response or an export, found by its shape: the first
+    list, breadth first, with an object that holds a log line (or one whose member does):
+    CloudWatch's ``events``, Splunk's ``results``, Elasticsearch's ``hits.hits``, Datadog's
+    ``data``. None when no list holds one: the document is a record itself."""
+    level: list[Any] = [document]
+    while level:
+        deeper: list[Any] = []
+        for node in level:
+            values = node.values() if isinstance(node, dict) else node
+            for value in values:
+                if isinstance(value, list):
+                    if any(
+                        isinstance(item, dict) and not _MESSAGES.isdisjoint(_with_message(item))
+                        for item in value
+                    ):
+                        return value
+                    deeper.append(value)
+                elif isinstance(value, dict):
+                    deeper.append(value)
+        level = deeper
+    return None
 
 
 def _in_time_order(result: list[Any]) -> Iterator[dict[str, Any]]:

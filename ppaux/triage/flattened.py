@@ -121,16 +121,33 @@ def unflatten(text: str) -> list[str] | None:
         end = frames[index + 1].start() if index + 1 < len(frames) else len(after)
         lines.append(f'  File "{frame["file"]}", line {frame["line"]}, in {frame["func"]}')
         rest = after[frame.end() : end].strip().rstrip("`").rstrip()
-        if index + 1 == len(frames):
-            exception = _EXCEPTION.search(rest)
-            if exception is None:
-                if rest:
-                    lines.append(f"    {rest}")
-                return lines
-            code = rest[: exception.start()].strip()
-            if code:
-                lines.append(f"    {code}")
-            lines.append(rest[exception.start("exc") :])
+        chained = _CHAINED.search(rest) if index + 1 < len(frames) else None
+        if chained is not None:
+            # A chained traceback: this one's exception, the sentence, the next header.
+            lines += _ending(rest[: chained.start()].rstrip())
+            lines += ["", chained.group("sentence"), "", _HEADER]
+        elif index + 1 == len(frames):
+            lines += _ending(rest)
         elif rest:
             lines.append(f"    {rest}")
     return lines
+
+
+#: What Python writes between the tracebacks of a chain, then the next one's header (its
+#: newlines become spaces): it ends the code after a traceback's last frame.
+_CHAINED = re.compile(
+    r"(?:^|\s)(?P<sentence>During handling of the above exception, another exception "
+    r"occurred:|The above exception was the direct cause of the following exception:)\s*"
+    + re.escape(_HEADER)
+    + r"$"
+)
+
+
+def _ending(rest: str) -> list[str]:
+    """The lines of what follows a traceback's last frame: its code, then its exception
+    line, when one ends it."""
+    exception = _EXCEPTION.search(rest)
+    if exception is None:
+        return [f"    {rest}"] if rest else []
+    code = rest[: exception.start()].strip()
+    return ([f"    {code}"] if code else []) + [rest[exception.start("exc") :]]

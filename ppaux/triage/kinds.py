@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from ppaux.sglang import search_message
+from ppaux.sglang import sglang_raised
 from ppaux.triage.records import Failure
 
 __all__ = [
@@ -123,10 +123,7 @@ def _texts(failure: Failure) -> list[tuple[str, str]]:
 
 def _aux(failure: Failure) -> bool:
     for exception, message in _texts(failure):
-        if exception.rsplit(".", 1)[-1] != "RuntimeError":
-            continue
-        found = search_message(message.split("\n", 1)[0])
-        if found is not None and found.start == 0:
+        if sglang_raised(exception, message.split("\n", 1)[0]) is not None:
             return True
     return False
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ppaux.report import Finding, Severity, finding, page_for
-from ppaux.sglang import MessageMatch, search_message
+from ppaux.sglang import MessageMatch, sglang_raised_in
 from ppaux.text import counted, shown
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
 from ppaux.triage.incidents import Incident, communication, seconds_between
@@ -78,17 +78,18 @@ def aux_match(failure: Failure) -> MessageMatch | None:
     return None if cause is None else cause[0]
 
 
-def aux_cause(failure: Failure) -> tuple[MessageMatch, str, str] | None:
-    """(match, exception, message line) of the exception of ``failure`` that is one of
+def aux_cause(failure: Failure) -> tuple[MessageMatch, str, str, str] | None:
+    """(match, exception, message line, the text the match's place is in: the line, or it
+    with a JSON string's escapes undone) of the exception of ``failure`` that is one of
     sglang's nine messages: its last exception, else the latest of its chain."""
     candidates = [(failure.exception, failure.message), *reversed(failure.chain)]
     for exception, message in candidates:
-        if exception is None or exception.rsplit(".", 1)[-1] != "RuntimeError":
+        if exception is None:
             continue
         line = message.split("\n", 1)[0]
-        found = search_message(line)
-        if found is not None and found.start == 0:
-            return found, exception, line
+        raised = sglang_raised_in(exception, line)
+        if raised is not None:
+            return raised[0], exception, line, raised[1]
     return None
 
 
@@ -276,7 +277,7 @@ def root_finding(
     }
     match: MessageMatch | None = None
     if cause is not None:
-        match, exception, line = cause
+        match, exception, line, searched = cause
         if (exception, line) != (root.exception, root.message.split("\n", 1)[0]):
             # The message is in the chain: the last exception is what was raised about it.
             message += f" (in its chain: {shown(exception)}: {shown(line)})"
@@ -303,7 +304,7 @@ def root_finding(
             key_of(root.who),
             # sglang's message as raised (a message with a key keeps its key), without
             # whatever else the log line held after it.
-            sglang_error=shown(line[match.start : match.end]),
+            sglang_error=shown(searched[match.start : match.end]),
             extra=extra,
             location=location_of(root),
         )

@@ -8,10 +8,8 @@ one that begins with UTF-16's byte-order mark is decoded as it is read.
 
 from __future__ import annotations
 
-import bz2
 import gzip
 import io
-import lzma
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -22,6 +20,7 @@ from ppaux.files import InputFileError, collect_files, open_regular
 from ppaux.limits import Limits
 from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import byte_size
+from ppaux.triage.streams import TRAILING, MultiStream
 
 __all__ = [
     "LOG_SUFFIXES",
@@ -121,10 +120,8 @@ class _Gunzip(io.RawIOBase):
         self._counted = _Counted(raw)
         reader = cast(Any, self._counted)
         self._inner: Any
-        if kind == "bzip2":
-            self._inner = bz2.BZ2File(reader, mode="rb")
-        elif kind == "xz":
-            self._inner = lzma.LZMAFile(reader, mode="rb")
+        if kind in ("bzip2", "xz"):
+            self._inner = MultiStream(reader, kind)
         elif kind == "zstd":
             import zstandard  # type: ignore[import-not-found]
 
@@ -336,8 +333,9 @@ def compression_cut(stream: BinaryIO) -> tuple[str, str] | None:
 
 
 #: What a compression library says of a stream cut short (Python's EOFError for gzip, bzip2,
-#: xz) and of bytes after a complete gzip member: the text inflated before is sound.
-_SOUND_ENDS = ("ended before the end-of-stream marker", "Not a gzipped file")
+#: xz) and of bytes after a complete gzip member, bzip2 or xz stream: the text inflated before
+#: is sound.
+_SOUND_ENDS = ("ended before the end-of-stream marker", "Not a gzipped file", TRAILING)
 
 
 def corrupt_stream(reason: str) -> bool:
