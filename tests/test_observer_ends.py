@@ -574,3 +574,18 @@ def test_the_target_runs_with_its_callers_signal_mask(tmp_path):
     )
     report = check_observer(f"{observer_file(tmp_path, guard)}:EntropyObserver", ONE)
     assert report.findings == []
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_key_holding_a_lone_surrogate_is_the_targets_value_not_an_end(tmp_path, broken):
+    # A str key Python can hold but UTF-8 cannot encode crosses from the child as JSON's
+    # escape: a correct observer is clean; one that changes the tensor is PP711 (and PP712,
+    # as consume records the changed values), never an end of the target's process (PP715).
+    text = GOOD.replace('{"entropy": self.entropy}', '{"ent\\ud800": self.entropy}')
+    rebuilt = 'tensors["ent\\ud800"] * 2' if broken else 'tensors["ent\\ud800"]'
+    text = text.replace('EntropyOutput(tensors["entropy"])', f"EntropyOutput({rebuilt})")
+    path = tmp_path / "surrogate.py"
+    path.write_text(text, encoding="utf-8")
+    report = check_observer(f"{path}:EntropyObserver", ONE)
+    codes = [f.code for f in report.findings]
+    assert codes == (["PP711", "PP712"] if broken else [])

@@ -25,7 +25,9 @@ FrameError = ValueError
 #: before the target loads, so that a target replacing ``json.dumps`` (or ``JSONEncoder``'s
 #: methods) afterwards does not change the records. A target that sets out to rewrite the
 #: records can still do so (see docs/observers.md, "What runs where").
-_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+# ASCII: a str the target made that UTF-8 cannot encode (a lone surrogate in a key) crosses as
+# JSON's own escape, and is read back as the same str.
+_ENCODER = json.JSONEncoder(ensure_ascii=True, allow_nan=False)
 _ENCODE = _ENCODER.encode
 _ENCODER.iterencode = _ENCODER.iterencode  # type: ignore[method-assign]  # bound on the object
 _PACK = _HEADER.pack
