@@ -385,3 +385,24 @@ def test_fingerprint_names_the_file_and_line_of_a_statement_too_large(tmp_path):
     )
     assert capability.unknown["output_keys"] == f"{scheduler.path}: {scheduler.reason}"
     assert capability.transport == "present"
+
+
+#: Texts whose last logical line is continued by a backslash onto a line the file does not
+#: have, after a body left empty: CPython names the empty body.
+CONTINUED_AT_THE_END = [
+    "if x:\nx=1\\\n",
+    "def f():\r\nx=1\r\nelse:\\\n",
+    "def f():\r\ntry:\r\nx=1\\\n",
+    "def f():\ndef f():\nx=1\\\n",
+    "x=1\nx=1\\\n",
+    "x=1\nx=1\\\r\n",
+]
+
+
+@pytest.mark.parametrize("chunk", [1, 4, CHUNK_BYTES])
+@pytest.mark.parametrize("text", CONTINUED_AT_THE_END)
+def test_a_backslash_at_the_files_end_is_judged_as_cpython_judges_it(text, chunk):
+    source = (PAD + text).encode() if chunk == CHUNK_BYTES else text.encode()
+    expected = _outcome(ast.parse, source)
+    with mock.patch.object(bounded_parse, "CHUNK_BYTES", chunk):
+        assert _outcome(parse_source, source) == expected

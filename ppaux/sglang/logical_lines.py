@@ -110,7 +110,7 @@ def scanned(text: str) -> list[Logical] | None:
     """Logical lines found by scanning only for strings, comments, brackets and line ends: a
     few times faster than :mod:`tokenize`, and None where it is not sure (a tab in an
     indentation, an indentation that matches no outer one, a string or bracket left open, a
-    logical line over :data:`PART_BYTES`)."""
+    backslash continuing past the file's end, a logical line over :data:`PART_BYTES`)."""
     out: list[Logical] = []
     widths = [0]
     row, pos, size = 1, 0, len(text)
@@ -158,6 +158,8 @@ def scanned(text: str) -> list[Logical] | None:
                 if brackets < 0:
                     return None
             elif token[0] == "\\":
+                if pos == size:  # continued past the file's end: the tokenizer decides
+                    return None
                 row += 1
         if brackets:
             return None
