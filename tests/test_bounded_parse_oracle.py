@@ -406,3 +406,59 @@ def test_a_backslash_at_the_files_end_is_judged_as_cpython_judges_it(text, chunk
     expected = _outcome(ast.parse, source)
     with mock.patch.object(bounded_parse, "CHUNK_BYTES", chunk):
         assert _outcome(parse_source, source) == expected
+
+
+#: A follow-up text whose one fault is an empty body the tokenizer stops in: the parser's
+#: error names the line the stopped statement starts on.
+@pytest.mark.parametrize("chunk", [1, 4])
+@pytest.mark.parametrize(
+    "text", ["def f():\r\nx=(1,\r\n", "def f():\nx=(1,", "x=1\ntry:\nx=(1,", "if x:\r\nx=(1,"]
+)
+def test_a_body_left_empty_before_an_open_bracket_names_cpythons_line(text, chunk):
+    expected = _outcome(ast.parse, text.encode())
+    with mock.patch.object(bounded_parse, "CHUNK_BYTES", chunk):
+        assert _outcome(parse_source, text.encode()) == expected
+
+
+#: Lines of a fuzzed text: headers, statements, and lines left unfinished.
+FUZZ_LINES = st.sampled_from(
+    [
+        "if x:",
+        "x=1",
+        "x = 1 + ",
+        "def f():",
+        "  y=2",
+        "x=(1,",
+        '"""a',
+        "",
+        "#c",
+        "  ",
+        "else:",
+        "try:",
+        "\\",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(FUZZ_LINES, min_size=1, max_size=5),
+    separator=st.sampled_from(["\n", "\r\n"]),
+    end=st.sampled_from(["\\\r\n", "\\\n", "\r\n", "\n", ""]),
+    chunk=st.sampled_from([1, 4, 16]),
+)
+def test_any_text_of_broken_lines_gets_cpythons_verdict(lines, separator, end, chunk):
+    """Texts of lines that are mostly faults: nothing but SyntaxError or ValueError escapes,
+    and the text is accepted iff ast.parse accepts it. (The message and line may differ
+    where the text holds several faults: which one CPython names depends on its tokenizer's
+    look-ahead past the part, see docs/benchmarks.md, fingerprint.)"""
+    source = (separator.join(lines) + end).encode()
+    expected = _outcome(ast.parse, source)
+    with mock.patch.object(bounded_parse, "CHUNK_BYTES", chunk):
+        try:
+            got = _outcome(parse_source, source)
+        except Exception as exc:
+            pytest.fail(f"{type(exc).__name__}: {exc}")
+    assert (got[0] == "ok") == (expected[0] == "ok")
+    if expected[0] == "ok":
+        assert got == expected

@@ -265,6 +265,26 @@ class PartParser:
         index = bisect.bisect_left(self.starts, next_row)
         gap = "\n" * max(0, next_row - 1 - text.count("\n"))
         if index >= len(self.logical):
+            code = next(
+                (
+                    row
+                    for row in range(next_row, len(self.lines) + 1)
+                    if _holds_code(self.lines[row - 1])
+                ),
+                None,
+            )
+            if code is not None:
+                # The statement the tokenizer stopped in: its first line (at most a part's
+                # bytes of it) is what the parser meets first.
+                gap = "\n" * max(0, code - 1 - text.count("\n"))
+                try:
+                    ast.parse(self.source(text + gap + self.lines[code - 1][:PART_BYTES]))
+                except SyntaxError as wider:
+                    if (wider.lineno or code + 1) <= code:
+                        return wider
+                except (ValueError, MemoryError, RecursionError):
+                    pass
+                return exc
             # Only comments and blank lines follow: where the file ends is what counts.
             tail = "\n" * max(0, len(self.lines) - next_row + 1)
             try:
@@ -298,6 +318,11 @@ class PartParser:
 # A function's or class's body costs CPython's parser more of its stack than other bodies do:
 # a part inside one is parsed inside a function, so that the parser's limit falls where it does.
 WRAPPERS = {"def": "def _():", "async": "def _():", "class": "def _():"}
+
+
+def _holds_code(line: str) -> bool:
+    stripped = line.lstrip(" \t\f")
+    return bool(stripped) and stripped[0] not in "#\r\n"
 
 
 def indentation(line: str) -> str:
