@@ -408,13 +408,28 @@ def test_a_backslash_at_the_files_end_is_judged_as_cpython_judges_it(text, chunk
         assert _outcome(parse_source, source) == expected
 
 
-#: A follow-up text whose one fault is an empty body the tokenizer stops in: the parser's
-#: error names the line the stopped statement starts on.
+#: Texts of two faults where CPython names the first: an empty body before the statement the
+#: tokenizer stops in (named on that statement's line), an unexpected indent (CPython looks no
+#: further), a statement after which a backslash is followed by a character (no error of
+#: the tokenizer's own); and line ends that differ at the file's end.
+TWO_FAULTS = [
+    "def f():\r\nx=(1,\r\n",
+    "def f():\nx=(1,",
+    "x=1\ntry:\nx=(1,",
+    "if x:\r\nx=(1,",
+    '  y=2\r\n"""a',
+    "  y=2\nx=(1,",
+    "else:\n\\\\\n",
+    "def f():\r\nx=1\r\n\\\\\n",
+    "x=1\r\ntry:",
+    "#c\r\nif x:\n",
+    "try:\r\n  y=2\n",
+]
+
+
 @pytest.mark.parametrize("chunk", [1, 4])
-@pytest.mark.parametrize(
-    "text", ["def f():\r\nx=(1,\r\n", "def f():\nx=(1,", "x=1\ntry:\nx=(1,", "if x:\r\nx=(1,"]
-)
-def test_a_body_left_empty_before_an_open_bracket_names_cpythons_line(text, chunk):
+@pytest.mark.parametrize("text", TWO_FAULTS)
+def test_of_two_faults_the_one_cpython_names_is_named(text, chunk):
     expected = _outcome(ast.parse, text.encode())
     with mock.patch.object(bounded_parse, "CHUNK_BYTES", chunk):
         assert _outcome(parse_source, text.encode()) == expected

@@ -49,7 +49,7 @@ from ppaux.sglang.logical_lines import (
     logical_lines,
     scanned,
 )
-from ppaux.sglang.statement_parts import TOKENIZER_ERRORS, Found
+from ppaux.sglang.statement_parts import LATER_ERRORS, TOKENIZER_ERRORS, Found
 
 __all__ = ["CHUNK_BYTES", "MAX_STATEMENT_TOKENS", "StatementTooLarge", "parse_source"]
 
@@ -67,7 +67,7 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
     if len(source) <= CHUNK_BYTES or has_nul:
         return ast.parse(source, filename)  # small, or refused before any parsing (NUL)
     text, raw = decoded(source, filename) if isinstance(source, bytes) else (source, False)
-    ending = "\r\n" if "\r\n" in text else "\n"  # CPython counts a last CRLF line's end
+    ending = "\r\n" if text.endswith("\r\n") else "\n"  # CPython counts a last CRLF line's end
     crlf_end = text.endswith("\r\n")
     continued = text.endswith("\\\r\n")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -197,6 +197,13 @@ def _bad_name(exc: SyntaxError) -> bool:
     )
 
 
+#: The parser's errors told when its first pass stops, before CPython would look past them:
+#: the rest of the file is not tokenized for an error of its own.
+_FIRST_PASS_ERRORS = frozenset(
+    {"unexpected indent", "unexpected unindent", "unexpected EOF while parsing"}
+)
+
+
 def _later_tokenizer_error(
     exc: SyntaxError,
     text: str,
@@ -211,7 +218,12 @@ def _later_tokenizer_error(
     bracket, an unterminated string, an invalid character) is the one reported. The parts
     after ``exc``'s line are parsed (each part's own message already prefers its tokenizer's
     errors); None when none fails so."""
-    if exc.lineno is None or exc.msg.startswith(TOKENIZER_ERRORS) or _bad_name(exc):
+    if (
+        exc.lineno is None
+        or exc.msg.startswith(TOKENIZER_ERRORS)
+        or exc.msg in _FIRST_PASS_ERRORS
+        or _bad_name(exc)
+    ):
         return None
     logical = scanned
     failure = None
@@ -228,7 +240,7 @@ def _later_tokenizer_error(
         return found.error
     except SyntaxError:
         return None
-    if failure is not None and failure[0].msg.startswith(TOKENIZER_ERRORS):
+    if failure is not None and failure[0].msg.startswith(LATER_ERRORS):
         if (failure[0].lineno or 0) > exc.lineno:
             return failure[0]
     return None

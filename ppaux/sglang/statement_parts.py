@@ -17,6 +17,7 @@ from ppaux.errors import PpauxError
 from ppaux.sglang.logical_lines import PART_BYTES, Logical
 
 __all__ = [
+    "LATER_ERRORS",
     "TOKENIZER_ERRORS",
     "WRAPPERS",
     "Found",
@@ -60,6 +61,15 @@ TOKENIZER_ERRORS = (
     "invalid binary literal",
     "invalid digit '",
     "leading zeros in decimal integer literals",
+)
+
+
+#: Those of them that CPython's look past a parser's error raises there: a character after a
+#: line continuation stops the tokenizer without an error of its own, and the parser's stands.
+LATER_ERRORS = tuple(
+    message
+    for message in TOKENIZER_ERRORS
+    if message != "unexpected character after line continuation"
 )
 
 
@@ -176,7 +186,7 @@ class PartParser:
         try:
             tree = ast.parse(self.source(padding + "".join(head) + text), self.filename)
         except SyntaxError as exc:
-            if exc.msg.startswith(TOKENIZER_ERRORS):
+            if exc.msg.startswith(LATER_ERRORS):
                 raise Found(
                     type(exc)(exc.msg, (self.filename, exc.lineno, exc.offset, exc.text))
                 ) from None
@@ -263,7 +273,8 @@ class PartParser:
         if self.starts is None:
             self.starts = [line.start for line in self.logical]
         index = bisect.bisect_left(self.starts, next_row)
-        gap = "\n" * max(0, next_row - 1 - text.count("\n"))
+        # A text not ended by a line end is the file's last line: nothing follows it.
+        gap = "\n" * max(0, next_row - 1 - text.count("\n")) if text.endswith("\n") else ""
         if index >= len(self.logical):
             code = next(
                 (
