@@ -388,7 +388,8 @@ def test_fingerprint_names_the_file_and_line_of_a_statement_too_large(tmp_path):
 
 
 #: Texts whose last logical line is continued by a backslash onto a line the file does not
-#: have, after a body left empty: CPython names the empty body.
+#: have, after a body left empty (CPython names the empty body), and texts ending with an
+#: indented line of only a backslash (valid where a line follows it, which a CRLF gives).
 CONTINUED_AT_THE_END = [
     "if x:\nx=1\\\n",
     "def f():\r\nx=1\r\nelse:\\\n",
@@ -396,6 +397,9 @@ CONTINUED_AT_THE_END = [
     "def f():\ndef f():\nx=1\\\n",
     "x=1\nx=1\\\n",
     "x=1\nx=1\\\r\n",
+    "def g():\n    return 1\n  \\\r\n",
+    "def g():\n    return 1\n  \\\n\n",
+    "def g():\n    return 1\n  \\\n",
 ]
 
 
@@ -424,6 +428,9 @@ TWO_FAULTS = [
     "x=1\r\ntry:",
     "#c\r\nif x:\n",
     "try:\r\n  y=2\n",
+    '  \n"""a\ndef f():\n\ntry:\r\n',
+    "  y=2\\\n",
+    "  \\\n",
 ]
 
 

@@ -23,11 +23,12 @@ follows the failing part, and the parts after it when CPython would name a later
 error instead. A logical line longer than :data:`CHUNK_BYTES` cannot be cut: one of more than
 :data:`MAX_STATEMENT_TOKENS` tokens is refused (:class:`StatementTooLarge`) before any parser
 sees it, a shorter one is parsed whole, as is a ``match`` statement (its ``case`` clauses are
-not statements) and a file where a statement starts on a line holding only a backslash, whose
-indentation :mod:`tokenize` does not read as CPython's tokenizer does; a text the tokenizer
-cannot finish (a bracket or a triple-quoted string left open to the end) is reported from at
-most :data:`CHUNK_BYTES` of the text from the statement where it stopped (cut where as many
-brackets are open as at the file's end), its "detected at" line the file's last.
+not statements) and a file where a statement starts on a line holding only a backslash (or
+where such a line stops :mod:`tokenize`), whose indentation :mod:`tokenize` does not read as
+CPython's tokenizer does; a text the tokenizer cannot finish (a bracket or a triple-quoted
+string left open to the end) is reported from at most :data:`CHUNK_BYTES` of the text from
+the statement where it stopped (cut where as many brackets are open as at the file's end), its
+"detected at" line the file's last.
 """
 
 from __future__ import annotations
