@@ -471,9 +471,9 @@ FUZZ_LINES = st.sampled_from(
 )
 def test_any_text_of_broken_lines_gets_cpythons_verdict(lines, separator, end, chunk):
     """Texts of lines that are mostly faults: nothing but SyntaxError or ValueError escapes,
-    and the text is accepted iff ast.parse accepts it. (The message and line may differ
-    where the text holds several faults: which one CPython names depends on its tokenizer's
-    look-ahead past the part, see docs/benchmarks.md, fingerprint.)"""
+    the text is accepted iff ast.parse accepts it, and refused with CPython's error, message
+    and line. Where a backslash continues a line of a text with several faults, the error
+    named may be another of them than CPython's (see docs/benchmarks.md, fingerprint)."""
     source = (separator.join(lines) + end).encode()
     expected = _outcome(ast.parse, source)
     with mock.patch.object(bounded_parse, "CHUNK_BYTES", chunk):
@@ -482,5 +482,5 @@ def test_any_text_of_broken_lines_gets_cpythons_verdict(lines, separator, end, c
         except Exception as exc:
             pytest.fail(f"{type(exc).__name__}: {exc}")
     assert (got[0] == "ok") == (expected[0] == "ok")
-    if expected[0] == "ok":
+    if expected[0] == "ok" or b"\\" not in source:
         assert got == expected
