@@ -385,3 +385,102 @@ def test_fingerprint_names_the_file_and_line_of_a_statement_too_large(tmp_path):
     )
     assert capability.unknown["output_keys"] == f"{scheduler.path}: {scheduler.reason}"
     assert capability.transport == "present"
+
+
+#: Texts whose last logical line is continued by a backslash onto a line the file does not
+#: have, after a body left empty (CPython names the empty body), and texts ending with an
+#: indented line of only a backslash (valid where a line follows it, which a CRLF gives).
+CONTINUED_AT_THE_END = [
+    "if x:\nx=1\\\n",
+    "def f():\r\nx=1\r\nelse:\\\n",
+    "def f():\r\ntry:\r\nx=1\\\n",
+    "def f():\ndef f():\nx=1\\\n",
+    "x=1\nx=1\\\n",
+    "x=1\nx=1\\\r\n",
+    "def g():\n    return 1\n  \\\r\n",
+    "def g():\n    return 1\n  \\\n\n",
+    "def g():\n    return 1\n  \\\n",
+]
+
+
+@pytest.mark.parametrize("chunk", [1, 4, CHUNK_BYTES])
+@pytest.mark.parametrize("text", CONTINUED_AT_THE_END)
+def test_a_backslash_at_the_files_end_is_judged_as_cpython_judges_it(text, chunk):
+    source = (PAD + text).encode() if chunk == CHUNK_BYTES else text.encode()
+    expected = _outcome(ast.parse, source)
+    with mock.patch.object(bounded_parse, "CHUNK_BYTES", chunk):
+        assert _outcome(parse_source, source) == expected
+
+
+#: Texts of two faults where CPython names the first: an empty body before the statement the
+#: tokenizer stops in (named on that statement's line), an unexpected indent (CPython looks no
+#: further), a statement after which a backslash is followed by a character (no error of
+#: the tokenizer's own); and line ends that differ at the file's end.
+TWO_FAULTS = [
+    "def f():\r\nx=(1,\r\n",
+    "def f():\nx=(1,",
+    "x=1\ntry:\nx=(1,",
+    "if x:\r\nx=(1,",
+    '  y=2\r\n"""a',
+    "  y=2\nx=(1,",
+    "else:\n\\\\\n",
+    "def f():\r\nx=1\r\n\\\\\n",
+    "x=1\r\ntry:",
+    "#c\r\nif x:\n",
+    "try:\r\n  y=2\n",
+    '  \n"""a\ndef f():\n\ntry:\r\n',
+    "  y=2\\\n",
+    "  \\\n",
+]
+
+
+@pytest.mark.parametrize("chunk", [1, 4])
+@pytest.mark.parametrize("text", TWO_FAULTS)
+def test_of_two_faults_the_one_cpython_names_is_named(text, chunk):
+    expected = _outcome(ast.parse, text.encode())
+    with mock.patch.object(bounded_parse, "CHUNK_BYTES", chunk):
+        assert _outcome(parse_source, text.encode()) == expected
+
+
+#: Lines of a fuzzed text: headers, statements, and lines left unfinished.
+FUZZ_LINES = st.sampled_from(
+    [
+        "if x:",
+        "x=1",
+        "x = 1 + ",
+        "def f():",
+        "  y=2",
+        "x=(1,",
+        '"""a',
+        "",
+        "#c",
+        "  ",
+        "else:",
+        "try:",
+        "\\",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(FUZZ_LINES, min_size=1, max_size=5),
+    separator=st.sampled_from(["\n", "\r\n"]),
+    end=st.sampled_from(["\\\r\n", "\\\n", "\r\n", "\n", ""]),
+    chunk=st.sampled_from([1, 4, 16]),
+)
+def test_any_text_of_broken_lines_gets_cpythons_verdict(lines, separator, end, chunk):
+    """Texts of lines that are mostly faults: nothing but SyntaxError or ValueError escapes,
+    the text is accepted iff ast.parse accepts it, and refused with CPython's error, message
+    and line. Where a backslash continues a line of a text with several faults, the error
+    named may be another of them than CPython's (see docs/benchmarks.md, fingerprint)."""
+    source = (separator.join(lines) + end).encode()
+    expected = _outcome(ast.parse, source)
+    with mock.patch.object(bounded_parse, "CHUNK_BYTES", chunk):
+        try:
+            got = _outcome(parse_source, source)
+        except Exception as exc:
+            pytest.fail(f"{type(exc).__name__}: {exc}")
+    assert (got[0] == "ok") == (expected[0] == "ok")
+    if expected[0] == "ok" or b"\\" not in source:
+        assert got == expected

@@ -23,11 +23,12 @@ follows the failing part, and the parts after it when CPython would name a later
 error instead. A logical line longer than :data:`CHUNK_BYTES` cannot be cut: one of more than
 :data:`MAX_STATEMENT_TOKENS` tokens is refused (:class:`StatementTooLarge`) before any parser
 sees it, a shorter one is parsed whole, as is a ``match`` statement (its ``case`` clauses are
-not statements) and a file where a statement starts on a line holding only a backslash, whose
-indentation :mod:`tokenize` does not read as CPython's tokenizer does; a text the tokenizer
-cannot finish (a bracket or a triple-quoted string left open to the end) is reported from at
-most :data:`CHUNK_BYTES` of the text from the statement where it stopped (cut where as many
-brackets are open as at the file's end), its "detected at" line the file's last.
+not statements) and a file where a statement starts on a line holding only a backslash (or
+where such a line stops :mod:`tokenize`), whose indentation :mod:`tokenize` does not read as
+CPython's tokenizer does; a text the tokenizer cannot finish (a bracket or a triple-quoted
+string left open to the end) is reported from at most :data:`CHUNK_BYTES` of the text from
+the statement where it stopped (cut where as many brackets are open as at the file's end), its
+"detected at" line the file's last.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from ppaux.sglang.logical_lines import (
     logical_lines,
     scanned,
 )
-from ppaux.sglang.statement_parts import TOKENIZER_ERRORS, Found
+from ppaux.sglang.statement_parts import LATER_ERRORS, TOKENIZER_ERRORS, Found
 
 __all__ = ["CHUNK_BYTES", "MAX_STATEMENT_TOKENS", "StatementTooLarge", "parse_source"]
 
@@ -67,7 +68,7 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
     if len(source) <= CHUNK_BYTES or has_nul:
         return ast.parse(source, filename)  # small, or refused before any parsing (NUL)
     text, raw = decoded(source, filename) if isinstance(source, bytes) else (source, False)
-    ending = "\r\n" if "\r\n" in text else "\n"  # CPython counts a last CRLF line's end
+    ending = "\r\n" if text.endswith("\r\n") else "\n"  # CPython counts a last CRLF line's end
     crlf_end = text.endswith("\r\n")
     continued = text.endswith("\\\r\n")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -197,6 +198,13 @@ def _bad_name(exc: SyntaxError) -> bool:
     )
 
 
+#: The parser's errors told when its first pass stops, before CPython would look past them:
+#: the rest of the file is not tokenized for an error of its own.
+_FIRST_PASS_ERRORS = frozenset(
+    {"unexpected indent", "unexpected unindent", "unexpected EOF while parsing"}
+)
+
+
 def _later_tokenizer_error(
     exc: SyntaxError,
     text: str,
@@ -211,7 +219,12 @@ def _later_tokenizer_error(
     bracket, an unterminated string, an invalid character) is the one reported. The parts
     after ``exc``'s line are parsed (each part's own message already prefers its tokenizer's
     errors); None when none fails so."""
-    if exc.lineno is None or exc.msg.startswith(TOKENIZER_ERRORS) or _bad_name(exc):
+    if (
+        exc.lineno is None
+        or exc.msg.startswith(TOKENIZER_ERRORS)
+        or exc.msg in _FIRST_PASS_ERRORS
+        or _bad_name(exc)
+    ):
         return None
     logical = scanned
     failure = None
@@ -228,7 +241,7 @@ def _later_tokenizer_error(
         return found.error
     except SyntaxError:
         return None
-    if failure is not None and failure[0].msg.startswith(TOKENIZER_ERRORS):
+    if failure is not None and failure[0].msg.startswith(LATER_ERRORS):
         if (failure[0].lineno or 0) > exc.lineno:
             return failure[0]
     return None

@@ -110,7 +110,7 @@ def scanned(text: str) -> list[Logical] | None:
     """Logical lines found by scanning only for strings, comments, brackets and line ends: a
     few times faster than :mod:`tokenize`, and None where it is not sure (a tab in an
     indentation, an indentation that matches no outer one, a string or bracket left open, a
-    logical line over :data:`PART_BYTES`)."""
+    backslash continuing past the file's end, a logical line over :data:`PART_BYTES`)."""
     out: list[Logical] = []
     widths = [0]
     row, pos, size = 1, 0, len(text)
@@ -158,6 +158,8 @@ def scanned(text: str) -> list[Logical] | None:
                 if brackets < 0:
                     return None
             elif token[0] == "\\":
+                if pos == size:  # continued past the file's end: the tokenizer decides
+                    return None
                 row += 1
         if brackets:
             return None
@@ -250,6 +252,8 @@ def logical_lines(
                 count = 0
     except SyntaxError as exc:  # IndentationError, or a bracket closed unlike it opened
         row = start[0] if start is not None else (exc.lineno or 1)
+        if 0 < row <= len(lines) and lines[row - 1].strip() == "\\":
+            raise Unsplittable from None  # a line of only a backslash: indented as CPython reads
         return out, (_located(exc, filename), depth > 0, row)
     except tokenize.TokenError as exc:
         row = start[0] if start is not None else (out[-1].end + 1 if out else 1)
@@ -303,13 +307,16 @@ def _unfinished(
         if cuts:
             taken = taken[: cuts[-1] - row + 1]
     whole = row - 1 + len(taken) == len(lines)
-    indented = taken[0][:1] in " \t"
+    # Blank and comment lines have no indentation to CPython; on the file's first line, an
+    # indented statement is the file's error, with nothing before it to wrap it in.
+    code = next((line for line in taken if line.strip(" \t\f\r\n")[:1] not in ("", "#")), "")
+    indented = row > 1 and code[:1] in " \t"
     head = "\n" * (row - 2) + "if 1:\n" if indented else "\n" * (row - 1)
     try:
         ast.parse(_as_parsed(head + "".join(taken)))
     except SyntaxError as exc:
         if exc.lineno is not None and (whole or exc.lineno < row - 1 + len(taken)):
-            return SyntaxError(exc.msg, (filename, exc.lineno, exc.offset, exc.text))
+            return type(exc)(exc.msg, (filename, exc.lineno, exc.offset, exc.text))
     except (ValueError, RecursionError, MemoryError):
         pass
     if "string" in reason:

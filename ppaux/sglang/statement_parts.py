@@ -17,6 +17,7 @@ from ppaux.errors import PpauxError
 from ppaux.sglang.logical_lines import PART_BYTES, Logical
 
 __all__ = [
+    "LATER_ERRORS",
     "TOKENIZER_ERRORS",
     "WRAPPERS",
     "Found",
@@ -60,6 +61,15 @@ TOKENIZER_ERRORS = (
     "invalid binary literal",
     "invalid digit '",
     "leading zeros in decimal integer literals",
+)
+
+
+#: Those of them that CPython's look past a parser's error raises there: a character after a
+#: line continuation stops the tokenizer without an error of its own, and the parser's stands.
+LATER_ERRORS = tuple(
+    message
+    for message in TOKENIZER_ERRORS
+    if message != "unexpected character after line continuation"
 )
 
 
@@ -176,7 +186,7 @@ class PartParser:
         try:
             tree = ast.parse(self.source(padding + "".join(head) + text), self.filename)
         except SyntaxError as exc:
-            if exc.msg.startswith(TOKENIZER_ERRORS):
+            if exc.msg.startswith(LATER_ERRORS):
                 raise Found(
                     type(exc)(exc.msg, (self.filename, exc.lineno, exc.offset, exc.text))
                 ) from None
@@ -263,8 +273,29 @@ class PartParser:
         if self.starts is None:
             self.starts = [line.start for line in self.logical]
         index = bisect.bisect_left(self.starts, next_row)
-        gap = "\n" * max(0, next_row - 1 - text.count("\n"))
+        # A text not ended by a line end is the file's last line: nothing follows it.
+        gap = "\n" * max(0, next_row - 1 - text.count("\n")) if text.endswith("\n") else ""
         if index >= len(self.logical):
+            code = next(
+                (
+                    row
+                    for row in range(next_row, len(self.lines) + 1)
+                    if _holds_code(self.lines[row - 1])
+                ),
+                None,
+            )
+            if code is not None:
+                # The statement the tokenizer stopped in: its first line (at most a part's
+                # bytes of it) is what the parser meets first.
+                gap = "\n" * max(0, code - 1 - text.count("\n"))
+                try:
+                    ast.parse(self.source(text + gap + self.lines[code - 1][:PART_BYTES]))
+                except SyntaxError as wider:
+                    if (wider.lineno or code + 1) <= code:
+                        return wider
+                except (ValueError, MemoryError, RecursionError):
+                    pass
+                return exc
             # Only comments and blank lines follow: where the file ends is what counts.
             tail = "\n" * max(0, len(self.lines) - next_row + 1)
             try:
@@ -298,6 +329,11 @@ class PartParser:
 # A function's or class's body costs CPython's parser more of its stack than other bodies do:
 # a part inside one is parsed inside a function, so that the parser's limit falls where it does.
 WRAPPERS = {"def": "def _():", "async": "def _():", "class": "def _():"}
+
+
+def _holds_code(line: str) -> bool:
+    stripped = line.lstrip(" \t\f")
+    return bool(stripped) and stripped[0] not in "#\r\n"
 
 
 def indentation(line: str) -> str:
