@@ -168,3 +168,27 @@ def test_a_cri_paste_that_starts_mid_traceback_names_no_output_stream_as_its_ran
     assert roots == [(None, "torch.OutOfMemoryError", "memory")]
     report = triage_paths(["run.log"], {"run.log": io.BytesIO(text.encode())})
     assert "stderr" not in " ".join(f.message for f in report.findings)
+
+
+#: The container runtimes' envelopes, beside the prefixes above.
+ENVELOPES: dict[str, Callable[[int, str], str]] = {
+    **PREFIXES,
+    "cri": lambda i, line: f"2026-12-03T14:56:{i % 60:02d}.{i:09d}Z stderr F {line}",
+    "docker-json": lambda i, line: json.dumps(
+        {"log": line + "\n", "stream": "stderr", "time": f"2026-12-03T14:56:{i % 60:02d}.0Z"}
+    ),
+    "kubectl-prefix": lambda i, line: f"[pod/sglang-0/sglang] {line}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENVELOPES))
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rank=st.integers(0, 3),
+    indent=st.one_of(st.integers(1, 8).map(lambda n: " " * n), st.just("\t")),
+)
+def test_a_paste_s_uniform_indentation_changes_no_envelope_s_root(name, rank, indent):
+    # A Markdown code block (or an e-mail) indents every line of the paste alike.
+    text = _prefixed(_log(rank, "torch.OutOfMemoryError", OOM), ENVELOPES[name])
+    indented = "".join(indent + line + "\n" for line in text.split("\n")[:-1])
+    assert _roots(indented) == [(f"PP{rank}", "torch.OutOfMemoryError", "memory")], name

@@ -164,8 +164,10 @@ def read_log(
             head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
         mark = paste_mark(head)
         if mark is not None and (
-            mark.depth or (wrap_width(head) is None and wrap_width(mark.peel_head(head)))
-        ):  # a quote, or an indentation or numbers that hide a terminal's wrapping
+            mark.depth
+            or mark.indent
+            or (wrap_width(head) is None and wrap_width(mark.peel_head(head)))
+        ):  # a quote, an indentation, or numbers that hide a terminal's wrapping
             unmarked = Unmarked(stream, mark, limits.max_log_line)
             stream = cast(BinaryIO, io.BufferedReader(unmarked, buffer_size=1 << 20))
             head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
