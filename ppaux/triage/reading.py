@@ -14,6 +14,7 @@ import io
 import re
 from typing import BinaryIO, cast
 
+from ppaux.triage.csvrows import TableRows, csv_table
 from ppaux.triage.documents import is_document, records
 from ppaux.triage.envelopes import peel_envelope
 from ppaux.triage.feeding import PP_RANK, LogReading, Reader
@@ -161,6 +162,11 @@ def read_log(
         head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
         if is_document(head):
             stream = records(opened, source.name, limits.max_log_document)
+            head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
+        table = csv_table(head)
+        if table is not None:  # a table download: its message column, beside its time
+            rows = TableRows(stream, table, limits.max_log_line)
+            stream = cast(BinaryIO, io.BufferedReader(rows, buffer_size=1 << 20))
             head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
         mark = paste_mark(head)
         if mark is not None and (
