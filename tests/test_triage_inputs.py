@@ -230,6 +230,36 @@ def test_a_progress_bar_before_a_header_on_the_same_line_keeps_the_rank(tmp_path
     assert _roots_of(triage_paths([str(log)])) == [("PP802", "PP2 TP1", "memory")]
 
 
+@pytest.mark.parametrize("envelope", ["plain", "cri"])
+def test_a_progress_bar_before_a_header_keeps_the_rank_inside_a_runtime_s_envelope(
+    tmp_path, envelope
+):
+    bar = "".join(f"Capturing batches (bs={n}): {n}%|{'#' * (n // 10)}\r" for n in (20, 60, 100))
+    lines = [
+        bar + "[2026-12-03 14:56:07 PP2] Scheduler hit an exception: Traceback (most recent "
+        "call last):",
+        '  File "/usr/lib/python3.11/site-packages/sglang/srt/managers/scheduler.py", line 10, '
+        "in run",
+        "    x()",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+    ]
+    if envelope == "cri":
+        lines = [f"2026-12-03T14:56:07.{n:09d}Z stderr F {line}" for n, line in enumerate(lines)]
+    log = tmp_path / "bar.log"
+    log.write_bytes(("\n".join(lines) + "\n").encode())
+    assert _roots_of(triage_paths([str(log)])) == [("PP802", "PP2", "memory")]
+
+
+def test_a_message_a_carriage_return_cut_is_still_read(tmp_path):
+    # A terminal shows 'x' over the message; the file still holds the message before it.
+    log = tmp_path / "cr.log"
+    log.write_bytes(b"[2026-12-03 14:56:02 PP2] RuntimeError: boom\rx\n")
+    report = triage_paths([str(log)])
+    assert _roots_of(report) == [("PP802", "PP2", "other")]
+    result = CliRunner().invoke(app, ["triage", str(log)])
+    assert result.exit_code == 1
+
+
 def test_a_directory_of_empty_logs_prints_nothing_on_stdout(tmp_path):
     (tmp_path / "a.log").write_text("")
     for fmt in ("text", "json"):

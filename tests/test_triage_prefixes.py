@@ -8,6 +8,7 @@ Expected values are written here, never computed with triage's code.
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 from collections.abc import Callable
@@ -168,3 +169,75 @@ def test_a_cri_paste_that_starts_mid_traceback_names_no_output_stream_as_its_ran
     assert roots == [(None, "torch.OutOfMemoryError", "memory")]
     report = triage_paths(["run.log"], {"run.log": io.BytesIO(text.encode())})
     assert "stderr" not in " ".join(f.message for f in report.findings)
+
+
+#: The container runtimes' envelopes, beside the prefixes above.
+ENVELOPES: dict[str, Callable[[int, str], str]] = {
+    **PREFIXES,
+    "cri": lambda i, line: f"2026-12-03T14:56:{i % 60:02d}.{i:09d}Z stderr F {line}",
+    "docker-json": lambda i, line: json.dumps(
+        {"log": line + "\n", "stream": "stderr", "time": f"2026-12-03T14:56:{i % 60:02d}.0Z"}
+    ),
+    "kubectl-prefix": lambda i, line: f"[pod/sglang-0/sglang] {line}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENVELOPES))
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rank=st.integers(0, 3),
+    indent=st.one_of(st.integers(1, 8).map(lambda n: " " * n), st.just("\t")),
+)
+def test_a_paste_s_uniform_indentation_changes_no_envelope_s_root(name, rank, indent):
+    # A Markdown code block (or an e-mail) indents every line of the paste alike.
+    text = _prefixed(_log(rank, "torch.OutOfMemoryError", OOM), ENVELOPES[name])
+    indented = "".join(indent + line + "\n" for line in text.split("\n")[:-1])
+    assert _roots(indented) == [(f"PP{rank}", "torch.OutOfMemoryError", "memory")], name
+
+
+#: Table downloads: the header, and each row's fields before and after the message.
+TABLES: dict[str, tuple[list[str], Callable[[int], list[str]], Callable[[int], list[str]]]] = {
+    "grafana-3": (["Time", "pod", "Line"], lambda i: [_stamp(i, " "), "sglang-1"], lambda i: []),
+    "datadog": (
+        ["date", "host", "service", "message"],
+        lambda i: [_stamp(i, "T") + "Z", "node1", "sglang"],
+        lambda i: [],
+    ),
+    "splunk": (
+        ["_time", "host", "source", "sourcetype", "_raw"],
+        lambda i: [_stamp(i, "T") + "Z", "node1", "/var/log/sglang.log", "sglang"],
+        lambda i: [],
+    ),
+    "message-first": (["message", "time", "host"], lambda i: [], lambda i: [_stamp(i, " "), "n1"]),
+    "no-message-name": (["Time", "pod", "text"], lambda i: [_stamp(i, " "), "p-0"], lambda i: []),
+}
+
+
+def _stamp(i: int, sep: str) -> str:
+    return f"2026-12-03{sep}14:{56 + i // 60:02d}:{i % 60:02d}.000"
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+@pytest.mark.parametrize("delimiter", [",", "\t", ";"])
+@pytest.mark.parametrize("quoting", [csv.QUOTE_ALL, csv.QUOTE_MINIMAL])
+@pytest.mark.parametrize("newest_first", [False, True])
+def test_a_table_download_s_message_column_is_read_whatever_its_other_columns(
+    name, delimiter, quoting, newest_first
+):
+    header, before, after = TABLES[name]
+    lines = _log(2, "torch.OutOfMemoryError", OOM)
+    rows = [[*before(i), line, *after(i)] for i, line in enumerate(lines)]
+    if newest_first:
+        rows.reverse()
+    out = io.StringIO()
+    writer = csv.writer(out, delimiter=delimiter, quoting=quoting, lineterminator="\n")
+    writer.writerows([header, *rows])
+    report = triage_paths(["run.csv"], {"run.csv": io.BytesIO(out.getvalue().encode())})
+    found = [f for f in report.findings if f.code in ("PP801", "PP802", "PP809")]
+    assert [(f.key, f.extra.get("exception"), f.extra.get("kind")) for f in found] == [
+        ("PP2", "torch.OutOfMemoryError", "memory")
+    ], (name, delimiter)
+    # the root's line is the file's: the header is line 1, the traceback's header row below it
+    at = lines.index(next(line for line in lines if "PP2] Scheduler hit" in line))
+    expected = len(lines) - at + 1 if newest_first else at + 2
+    assert report.data["incidents"][0]["root"]["line"] == expected, (name, delimiter)

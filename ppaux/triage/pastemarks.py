@@ -10,9 +10,10 @@ same mark as the row before it.
 with ``>`` (the depth taken is the least of its lines'), numbers when every line opens with
 ``cat -n``'s consecutive numbers, an indentation when every line that is not blank opens with
 the same spaces or tabs. :class:`Unmarked` gives the log's lines back without it, one line for
-one, so line numbers stay the file's. An indentation alone is
-peeled only where it hides a terminal's wrapping (the caller's choice), and so are numbers: an
-indented or numbered paste that was not wrapped is read as it is.
+one, so line numbers stay the file's. An indentation is peeled before the envelope is looked
+for (it would hide a runtime's or a launcher's prefix); numbers are peeled only where they hide
+a terminal's wrapping (the caller's choice): a numbered paste that was not wrapped is read as
+it is.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import io
 import re
 from typing import BinaryIO, cast
 
+from ppaux.triage.csvrows import TableRows, csv_table
 from ppaux.triage.documents import is_document, records
 from ppaux.triage.envelopes import peel_envelope
 from ppaux.triage.feeding import PP_RANK, LogReading, Reader
@@ -107,6 +108,20 @@ def _source_code(head: bytes) -> bool:
     return definitions >= 10 and definitions * 20 >= lines
 
 
+def _shown(text: str) -> list[str]:
+    """What a terminal showed of ``text``: the text its last carriage return overwrote, then
+    the text after it (a progress bar's updates and the line that ended them are one line in a
+    file; a message a carriage return cut is kept whole before what overwrote it). ``[text]``
+    for a line without one inside (a carriage return that ends it, CRLF's, is none)."""
+    body = text.rstrip("\r")
+    last = body.rfind("\r")
+    if last < 0:
+        return [text]
+    before = body[body.rfind("\r", 0, last) + 1 : last]
+    after = body[last + 1 :]
+    return [before, after] if before.strip() else [after]
+
+
 def _weak(text: str) -> bool:
     return any(marker in text for marker in _WEAK_TEXTS)
 
@@ -162,10 +177,17 @@ def read_log(
         if is_document(head):
             stream = records(opened, source.name, limits.max_log_document)
             head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
+        table = csv_table(head)
+        if table is not None:  # a table download: its message column, beside its time
+            rows = TableRows(stream, table, limits.max_log_line)
+            stream = cast(BinaryIO, io.BufferedReader(rows, buffer_size=1 << 20))
+            head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
         mark = paste_mark(head)
         if mark is not None and (
-            mark.depth or (wrap_width(head) is None and wrap_width(mark.peel_head(head)))
-        ):  # a quote, or an indentation or numbers that hide a terminal's wrapping
+            mark.depth
+            or mark.indent
+            or (wrap_width(head) is None and wrap_width(mark.peel_head(head)))
+        ):  # a quote, an indentation, or numbers that hide a terminal's wrapping
             unmarked = Unmarked(stream, mark, limits.max_log_line)
             stream = cast(BinaryIO, io.BufferedReader(unmarked, buffer_size=1 << 20))
             head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
@@ -208,7 +230,11 @@ def read_log(
                 reading.envelope in (Envelope.PLAIN, Envelope.TIMESTAMPS, Envelope.NUMBERED)
                 and not partial
             ):
-                _take_peeled(reader, reading, number, text, marked, local_zone)
+                overwritten = _shown(text)
+                for piece in overwritten:
+                    if len(overwritten) > 1:
+                        marked = any(m in piece for m in _MARKER_TEXTS)
+                    _take_peeled(reader, reading, number, piece, marked, local_zone)
                 continue
             if partial or source_stream in pieces:
                 first = pieces.pop(source_stream, None)
@@ -226,7 +252,9 @@ def read_log(
             # A record holding several lines (a collector that kept a write whole) gives each;
             # a traceback flattened inside the collector's record is split back too.
             lines = text.split("\n") if "\n" in text else [text]
-            parts = [part for piece in lines for part in split_lines(piece)]
+            parts = [
+                part for piece in lines for seen in _shown(piece) for part in split_lines(seen)
+            ]
             for part in parts:
                 line = peel(number, part, time, time_text, source_stream, reading.launcher, stamped)
                 if local_zone is not None:

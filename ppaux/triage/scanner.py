@@ -288,7 +288,7 @@ class Scanner:
                     self._count_long()
                     line = self._cut(self._buffer[self._pos : end])
                 else:
-                    line = _overwritten(self._buffer[self._pos : end])
+                    line = self._buffer[self._pos : end]
                 self._pos = end + 1
                 number = self.line
                 self.line += 1
@@ -297,7 +297,7 @@ class Scanner:
                 return self._long_line()
             if not self._fill():
                 if self._pos < len(self._buffer):  # a last line without a newline
-                    line = _overwritten(self._buffer[self._pos : self._pos + self.max_line])
+                    line = self._buffer[self._pos : self._pos + self.max_line]
                     self._pos = len(self._buffer)
                     number = self.line
                     self.line += 1
@@ -308,7 +308,7 @@ class Scanner:
         """``line`` (longer than :attr:`max_line`) cut to that: a JSON record to its start and
         its end (:func:`_spliced`), any other line to its start."""
         if line[:2] != b'{"':
-            return _overwritten(line[: self.max_line])
+            return line[: self.max_line]
         return _spliced(line, line[-(_tail_size(self.max_line) + _TAIL_SLACK) :], self.max_line)
 
     def _long_line(self) -> tuple[int, bytes]:
@@ -404,11 +404,3 @@ def _spliced(head: bytes, tail: bytes, max_line: int) -> bytes:
             continue  # the middle left out was not inside one string
         return spliced
     return head[:max_line]
-
-
-def _overwritten(line: bytes) -> bytes:
-    """What a terminal shows of ``line``: the text after its last carriage return (a progress
-    bar's updates, then the line that ended it, are one line in a file). A carriage return
-    that ends the line (CRLF) is kept as it was."""
-    inner = line.rstrip(b"\r").rfind(b"\r")
-    return line if inner < 0 else line[inner + 1 :]
