@@ -31,25 +31,14 @@ from typing import Any, BinaryIO
 from ppaux.limits import Limits
 from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import byte_size
+from ppaux.triage.envelopes import MESSAGE_KEYS
 from ppaux.triage.sources import LogOpenError
 
 __all__ = ["is_document", "per_line", "records"]
 
-#: The members of a record that hold its log line (:mod:`ppaux.triage.envelopes` reads them).
-_MESSAGES = frozenset(
-    (
-        "log",
-        "line",
-        "textPayload",
-        "MESSAGE",
-        "message",
-        "msg",
-        "Line",
-        "@message",
-        "jsonPayload",
-        "_raw",
-    )
-)
+#: The members of a record that hold its log line (:mod:`ppaux.triage.envelopes` reads them;
+#: a Cloud Logging record's ``jsonPayload`` holds one in turn).
+_MESSAGES = frozenset((*MESSAGE_KEYS, "jsonPayload"))
 
 
 #: The stream labels a record keeps: those that name a pod or container (what

@@ -43,7 +43,7 @@ from ppaux.triage.forwarders import (
     tagged_rank,
 )
 
-__all__ = ["MAX_RECORD_LINES", "Peeled", "cut_record", "peel_envelope", "rfc3339"]
+__all__ = ["MAX_RECORD_LINES", "MESSAGE_KEYS", "Peeled", "cut_record", "peel_envelope", "rfc3339"]
 
 #: Lines of one JSON record's message kept (a whole traceback fits; a hostile record does not
 #: make a line cost more than this).
@@ -112,7 +112,8 @@ _LENIENT = json.JSONDecoder(strict=False)
 _CUT_ESCAPE = re.compile(r"\\u(?:[0-9A-Fa-f]{0,3}|[dD][89abAB][0-9A-Fa-f]{2})$")
 #: A Kubernetes object's name (a DNS label or subdomain).
 _NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,252}")
-_MESSAGE_KEYS = (
+#: The members of a JSON record that hold its log line, in the order they are tried.
+MESSAGE_KEYS = (
     "log",
     "line",
     "textPayload",
@@ -207,7 +208,7 @@ def _json_record(text: str) -> Peeled | None:
 def _record_of(record: dict[str, object]) -> Peeled | None:
     message = None
     decoded = False
-    for key in _MESSAGE_KEYS:
+    for key in MESSAGE_KEYS:
         value = record.get(key)
         if isinstance(value, str):
             message = value
