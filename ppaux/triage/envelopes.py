@@ -66,7 +66,7 @@ _LABELS = re.compile(r'^\{(?:[\w.]+\s*=~?\s*"(?:[^"\\]|\\.)*"\s*,?\s*)*\}\s?')
 #: The pod and container a Loki label set names (``{namespace="llm", pod="sglang-0"}``).
 _LABEL_POD = re.compile(r'[{,\s]pod(?:_name)?\s*=\s*"([A-Za-z0-9][\w.-]{0,252})"')
 _LABEL_CONTAINER = re.compile(r'[{,\s]container(?:_name)?\s*=\s*"([A-Za-z0-9][\w.-]{0,252})"')
-_KEY_GROUP = re.compile(r"^\[[\w.]+: [^\]]*\]\s?")
+_KEY_GROUP = re.compile(r"^\[[\w.]+: [^\[\]]*\]\s?")
 #: journald ``short-iso``: ``<time> <host> <identifier>[<pid>]: `` (after the time).
 _JOURNALD = re.compile(r"^[\w.-]+ [\w.@/-]+(?:\[\d{1,10}\])?: ")
 #: ``aws logs tail``: ``<time> <stream> <message>``; a stream name holds a '/'.
