@@ -76,6 +76,15 @@ def _csv(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
+def _at(i: int) -> str:
+    return f"2026-12-03T14:56:{i % 60:02d}.000021123Z"
+
+
+def _docker(i: int, line: str) -> str:
+    """``line`` as Docker's json-file driver writes it."""
+    return json.dumps({"log": line + "\n", "stream": "stderr", "time": _at(i)})
+
+
 #: Each prefix as the tool writes it, given the line's index and text.
 PREFIXES: dict[str, Callable[[int, str], str]] = {
     "pdsh": lambda i, line: f"node1: {line}",
@@ -99,6 +108,13 @@ PREFIXES: dict[str, Callable[[int, str], str]] = {
         f"[0] tail.0: [[{1796309761 + i}.000001907, {{}}], "
         f'{{"log"=>"{line}", "stream"=>"stderr", "time"=>"2026-12-03T14:56:00Z"}}]'
     ),
+    "docker-in-cloudwatch": lambda i, line: json.dumps(
+        {"timestamp": 1796309761000 + i, "message": _docker(i, line)}
+    ),
+    "docker-in-docker": lambda i, line: json.dumps(
+        {"log": _docker(i, line) + "\n", "stream": "stdout", "time": _at(i)}
+    ),
+    "docker-in-loki": lambda i, line: f'{_at(i)} {{pod="sglang-0"}} {_docker(i, line)}',
     "k9s": lambda i, line: f"sglang-pp-0 {line}",
     "stern": lambda i, line: f"sglang-7d9f8-x2k4p sglang {line}",
     "torchrun": lambda i, line: f"[default0]:{line}",
@@ -351,3 +367,11 @@ def test_any_text_before_every_line_keeps_the_root_s_rank_exception_and_kind(pre
     exception, message, kind = failure
     text = _prefixed(_log(rank, exception, message), lambda i, line: prefix + line)
     assert _roots(text) == [(f"PP{rank}", exception, kind)]
+
+
+@pytest.mark.parametrize("name", ["docker-in-cloudwatch", "docker-in-docker", "docker-in-loki"])
+def test_a_json_file_line_inside_another_record_gives_the_exception_s_own_message(name):
+    text = _prefixed(_log(2, "torch.OutOfMemoryError", OOM), PREFIXES[name])
+    report = triage_paths(["run.log"], {"run.log": io.BytesIO(text.encode())})
+    roots = [f.extra.get("message") for f in report.findings if f.code == "PP802"]
+    assert roots == [OOM], name
