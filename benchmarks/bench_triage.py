@@ -21,8 +21,9 @@ end then 330,000 short lines; a 917 KB-class gzip bomb of 900 MiB; the sample lo
 and UTF-16 without a byte-order mark; 5,000-digit ranks and line numbers; pastes that are not
 one line per line: wrapped at 80 columns, Loki's query API response (also wrapped at 80
 columns), a table export newest first (also wrapped at 50 columns), Docker records of 70 KB
-each, a gzip of a 4 MiB JSON array of tiny records, one-line tracebacks of 1,500 frames, a
-JSON array nested 500,000 deep)
+each, Docker records nested three deep, fluent-bit's printed records of 5,000 keys, frames
+behind a 380-digit prefix no layer knows, a gzip of a 4 MiB JSON array of tiny records,
+one-line tracebacks of 1,500 frames, a JSON array nested 500,000 deep)
 and prints each one's CPU time and peak memory (targets: 2 s CPU, 250 MB).
 """
 
@@ -233,6 +234,20 @@ def _paste_inputs(sample: str) -> dict[str, bytes]:
             for row in [f"2025-12-03 14:56:{n // 100000 % 60:02d}.{n % 1000:03d}\t{line}"]
             for i in range(0, len(row), 50)
         ).encode(),
+        "1 MB of frames behind a 380-digit prefix no layer knows": (
+            "7" * 380 + " [2026-12-03 14:56:07 PP0] Scheduler hit an exception: Traceback "
+            "(most recent call last):\n" + ("1" * 380 + '   File "/x/a.py", line 1, in f\n') * 2500
+        ).encode(),
+        "the sample after 6,600 lines as Docker records nested three deep": "".join(
+            json.dumps({"log": json.dumps({"log": json.dumps({"log": line + "\n"})}) + "\n"}) + "\n"
+            for line in lines
+        ).encode(),
+        "1 MB of fluent-bit's printed records of 5,000 keys": (
+            '[0] tail.0: [1796309761.5, {"log"=>"Traceback (most recent call last):", '
+            + ", ".join(f'"k{i}"=>"v, \\"x\\"=>"' for i in range(5000))
+            + "}]\n"
+        ).encode()
+        * 10,
         "1 MB of Docker records of 70 KB, escapes throughout": "".join(
             json.dumps(
                 {

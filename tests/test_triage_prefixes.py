@@ -76,6 +76,15 @@ def _csv(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
+def _at(i: int) -> str:
+    return f"2026-12-03T14:56:{i % 60:02d}.000021123Z"
+
+
+def _docker(i: int, line: str) -> str:
+    """``line`` as Docker's json-file driver writes it."""
+    return json.dumps({"log": line + "\n", "stream": "stderr", "time": _at(i)})
+
+
 #: Each prefix as the tool writes it, given the line's index and text.
 PREFIXES: dict[str, Callable[[int, str], str]] = {
     "pdsh": lambda i, line: f"node1: {line}",
@@ -84,6 +93,28 @@ PREFIXES: dict[str, Callable[[int, str], str]] = {
         f"[0] kube.var.log.containers.sglang-0_llm_sglang-abc.log: "
         f"[{1796309761 + i}.123, {json.dumps({'log': line, 'stream': 'stderr'})}]"
     ),
+    "fluent-bit-v2": lambda i, line: (
+        f"[0] kube.var.log.containers.x.log: "
+        f"[[{1796309761 + i}.000001907, {{}}], {json.dumps({'log': line, 'stream': 'stderr'})}]"
+    ),
+    "fluent-bit-printed": lambda i, line: (
+        f'[0] tail.0: [{1796309761 + i}.000001907, {{"log"=>"{line}", "stream"=>"stderr"}}]'
+    ),
+    "fluent-bit-printed-escaped": lambda i, line: (
+        f"[0] tail.0: [{1796309761 + i}.000001907, "
+        f'{{"log"=>{json.dumps(line)}, "stream"=>"stderr"}}]'
+    ),
+    "fluent-bit-v2-printed": lambda i, line: (
+        f"[0] tail.0: [[{1796309761 + i}.000001907, {{}}], "
+        f'{{"log"=>"{line}", "stream"=>"stderr", "time"=>"2026-12-03T14:56:00Z"}}]'
+    ),
+    "docker-in-cloudwatch": lambda i, line: json.dumps(
+        {"timestamp": 1796309761000 + i, "message": _docker(i, line)}
+    ),
+    "docker-in-docker": lambda i, line: json.dumps(
+        {"log": _docker(i, line) + "\n", "stream": "stdout", "time": _at(i)}
+    ),
+    "docker-in-loki": lambda i, line: f'{_at(i)} {{pod="sglang-0"}} {_docker(i, line)}',
     "k9s": lambda i, line: f"sglang-pp-0 {line}",
     "stern": lambda i, line: f"sglang-7d9f8-x2k4p sglang {line}",
     "torchrun": lambda i, line: f"[default0]:{line}",
@@ -241,3 +272,106 @@ def test_a_table_download_s_message_column_is_read_whatever_its_other_columns(
     at = lines.index(next(line for line in lines if "PP2] Scheduler hit" in line))
     expected = len(lines) - at + 1 if newest_first else at + 2
     assert report.data["incidents"][0]["root"]["line"] == expected, (name, delimiter)
+
+
+#: Prefixes of tools ppaux knows nothing of, as each writes them (line index, line).
+UNKNOWN_PREFIXES: dict[str, Callable[[int, str], str]] = {
+    "clush-range": lambda i, line: f"node[1-2]: {line}",
+    "mpirun-ctime": lambda i, line: f"Thu Dec  3 14:56:{i % 60:02d} 2026[1,2]<stderr>:{line}",
+    "gh-run-view": lambda i, line: (
+        f"build\tRun sglang\t2026-12-03T14:56:{i % 60:02d}.0000010Z {line}"
+    ),
+    "parallel-tag": lambda i, line: f"node1\t{line}",
+    "moreutils-ts": lambda i, line: f"Dec 03 14:56:{i % 60:02d} {line}",
+    "heroku": lambda i, line: f"2026-12-03T14:56:{i % 60:02d}.{i:06d}+00:00 app[web.1]: {line}",
+    "ray-job": lambda i, line: f"(raylet, ip=10.0.0.2) {line}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNKNOWN_PREFIXES))
+def test_an_unknown_prefix_learned_from_the_header_is_taken_off_the_frames(name):
+    text = _prefixed(_log(2, "torch.OutOfMemoryError", OOM), UNKNOWN_PREFIXES[name])
+    assert _roots(text) == [("PP2", "torch.OutOfMemoryError", "memory")], name
+
+
+def test_an_unknown_prefix_is_learned_from_a_header_without_sglang_s_prefix():
+    lines = [
+        "job#3 ~ Traceback (most recent call last):",
+        f'worker-3 |   File "{SITE}/managers/scheduler.py", line 2950, in run_scheduler_process',
+        "job#3 ~     scheduler.event_loop_pp()",
+        f"job#3 ~ torch.OutOfMemoryError: {OOM}",
+    ]
+    report = triage_paths(["run.log"], {"run.log": io.BytesIO(("\n".join(lines) + "\n").encode())})
+    exceptions = [f.extra.get("exception") for f in report.findings if f.code == "PP802"]
+    assert exceptions == ["torch.OutOfMemoryError"]
+
+
+def test_an_unknown_prefix_of_another_shape_is_left_on_the_line():
+    lines = [
+        "node[1-2]: [2026-12-03 14:56:07 PP1] Scheduler hit an exception: Traceback (most "
+        "recent call last):",
+        f'node[1-2]:   File "{SITE}/managers/scheduler.py", line 2950, in run_scheduler_process',
+        "node[1-2]:     scheduler.event_loop_pp()",
+        "gpu(1-2): torch.OutOfMemoryError: " + OOM,
+    ]
+    report = triage_paths(["run.log"], {"run.log": io.BytesIO(("\n".join(lines) + "\n").encode())})
+    exceptions = [f.extra.get("exception") for f in report.findings if f.code == "PP802"]
+    assert exceptions == [None]
+
+
+#: Any printable text that is no traceback's line, and that does not make every line of the
+#: file read as Python source (a decorator's ``@name``, ``def ``, ``class ``, ``import ``,
+#: quoted or not).
+_PREFIX_TEXT = st.one_of(
+    st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=1, max_size=60),
+    st.lists(
+        st.sampled_from(
+            [
+                "node1",
+                ": ",
+                "[",
+                "]",
+                " ",
+                "\t",
+                " | ",
+                "(pid=3)",
+                "2026-12-03T14:56:00Z",
+                "14:56:00",
+                "<stderr>",
+                "1,2",
+                "{",
+                "}",
+                '"',
+                "=>",
+                "app",
+                "PP1",
+            ]
+        ),
+        min_size=1,
+        max_size=8,
+    )
+    .map("".join)
+    .filter(lambda p: len(p) <= 60),
+).filter(
+    lambda p: (
+        p.strip() != ""
+        and "Traceback" not in p
+        and not p.lstrip(" \t>").startswith(("@", "def ", "class ", "import ", "from "))
+    )
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(prefix=_PREFIX_TEXT, rank=st.integers(0, 3), failure=st.sampled_from(FAILURES))
+def test_any_text_before_every_line_keeps_the_root_s_rank_exception_and_kind(prefix, rank, failure):
+    exception, message, kind = failure
+    text = _prefixed(_log(rank, exception, message), lambda i, line: prefix + line)
+    assert _roots(text) == [(f"PP{rank}", exception, kind)]
+
+
+@pytest.mark.parametrize("name", ["docker-in-cloudwatch", "docker-in-docker", "docker-in-loki"])
+def test_a_json_file_line_inside_another_record_gives_the_exception_s_own_message(name):
+    text = _prefixed(_log(2, "torch.OutOfMemoryError", OOM), PREFIXES[name])
+    report = triage_paths(["run.log"], {"run.log": io.BytesIO(text.encode())})
+    roots = [f.extra.get("message") for f in report.findings if f.code == "PP802"]
+    assert roots == [OOM], name

@@ -43,7 +43,15 @@ from ppaux.triage.forwarders import (
     tagged_rank,
 )
 
-__all__ = ["MAX_RECORD_LINES", "MESSAGE_KEYS", "Peeled", "cut_record", "peel_envelope", "rfc3339"]
+__all__ = [
+    "MAX_RECORD_LINES",
+    "MESSAGE_KEYS",
+    "Peeled",
+    "cut_record",
+    "nested_record",
+    "peel_envelope",
+    "rfc3339",
+]
 
 #: Lines of one JSON record's message kept (a whole traceback fits; a hostile record does not
 #: make a line cost more than this).
@@ -66,7 +74,7 @@ _LABELS = re.compile(r'^\{(?:[\w.]+\s*=~?\s*"(?:[^"\\]|\\.)*"\s*,?\s*)*\}\s?')
 #: The pod and container a Loki label set names (``{namespace="llm", pod="sglang-0"}``).
 _LABEL_POD = re.compile(r'[{,\s]pod(?:_name)?\s*=\s*"([A-Za-z0-9][\w.-]{0,252})"')
 _LABEL_CONTAINER = re.compile(r'[{,\s]container(?:_name)?\s*=\s*"([A-Za-z0-9][\w.-]{0,252})"')
-_KEY_GROUP = re.compile(r"^\[[\w.]+: [^\]]*\]\s?")
+_KEY_GROUP = re.compile(r"^\[[\w.]+: [^\[\]]*\]\s?")
 #: journald ``short-iso``: ``<time> <host> <identifier>[<pid>]: `` (after the time).
 _JOURNALD = re.compile(r"^[\w.-]+ [\w.@/-]+(?:\[\d{1,10}\])?: ")
 #: ``aws logs tail``: ``<time> <stream> <message>``; a stream name holds a '/'.
@@ -205,7 +213,10 @@ def _json_record(text: str) -> Peeled | None:
     return _record_of(record)
 
 
-def _record_of(record: dict[str, object]) -> Peeled | None:
+def _record_of(record: dict[str, object], depth: int = 0) -> Peeled | None:
+    """The line(s) of a collector's ``record``; a message that is itself a record (Docker's
+    json-file line forwarded by another collector) gives its own message, at most
+    ``_MAX_NESTED`` records deep."""
     message = None
     decoded = False
     for key in MESSAGE_KEYS:
@@ -227,7 +238,10 @@ def _record_of(record: dict[str, object]) -> Peeled | None:
                     break
     if message is None:
         return None
+    nested = nested_record(message, depth + 1)
     peeled = Peeled(message.rstrip("\r\n").split("\n")[:MAX_RECORD_LINES])
+    if nested is not None:
+        peeled.lines = nested.lines
     peeled.stream = _pod_of(record) or _aws_stream(record)
     peeled.decoded = decoded
     stamp = None
@@ -244,6 +258,24 @@ def _record_of(record: dict[str, object]) -> Peeled | None:
         if moment is not None:
             peeled.time, peeled.time_text = moment, _written(stamp, moment)
     return peeled
+
+
+#: How many records deep a message is read (a collector's record of another's record of
+#: Docker's json-file line).
+_MAX_NESTED = 3
+
+
+def nested_record(message: str, depth: int = 1) -> Peeled | None:
+    """The line(s) of the record ``message`` holds whole (``{"log": "...", ...}``), else
+    None; ``depth``: how many records deep ``message`` already is."""
+    body = message.rstrip("\r\n")
+    if depth > _MAX_NESTED or body[:2] != '{"' or body[-1:] != "}":
+        return None
+    try:
+        record = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    return _record_of(record, depth) if isinstance(record, dict) else None
 
 
 def _pod_of(record: dict[str, object]) -> str | None:
@@ -381,7 +413,9 @@ def peel_envelope(text: str) -> Peeled:
     syslog = _SYSLOG.match(rest)
     if syslog is not None:
         rest = rest[syslog.end() :]
-    peeled.lines = [_layers(rest, peeled)]
+    rest = _layers(rest, peeled)
+    nested = nested_record(rest) if rest[:2] == '{"' else None
+    peeled.lines = [rest] if nested is None else nested.lines
     return peeled
 
 

@@ -8,6 +8,7 @@ keeps each process's lines apart. Each line costs the same however many tracebac
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -26,6 +27,9 @@ from ppaux.triage.records import (
 )
 
 __all__ = ["PP_RANK", "LogReading", "Reader"]
+
+#: The start of a traceback's first line.
+_HEADER = "Traceback (most recent call last):"
 
 #: Lines of other processes after which a traceback still waiting for its exception is ended.
 _MAX_FOREIGN = 400
@@ -133,6 +137,9 @@ class Reader:
         #: Per stream, the last line read whose header was cut before 'Traceback (m': the
         #: fragment whose frames follow it is that line's ranks' failure.
         self._cut_headers: dict[str | None, LogLine] = {}
+        #: Per stream, the text a tool ppaux does not know put before the last traceback's
+        #: header: taken off the lines after it that begin the same way (see :func:`_led`).
+        self._leads: dict[str | None, str] = {}
         self.crashes = Crashes(reading.source, self._next_order)
 
     def _next_order(self) -> int:
@@ -188,6 +195,10 @@ class Reader:
         return last
 
     def take(self, line: LogLine, marked: bool, weak: bool = False) -> None:
+        if line.ranks is None and self._leads:
+            lead = self._leads.get(line.stream)
+            if lead is not None and _led(line.text, lead):
+                line = dataclasses.replace(line, text=line.text[len(lead) :])
         if _OVERSIZED.search(line.text) is not None:
             reading = self.reading
             if len(reading.oversized) < _MAX_OVERSIZED:
@@ -275,10 +286,22 @@ class Reader:
         failure.exception, failure.message = shaped
         reading.failures.append(failure)
 
+    def _learn(self, line: LogLine) -> None:
+        """Keep what stands before ``line``'s traceback header and no known layer took off:
+        the text before sglang's prefix, or, on a line without one, before 'Traceback'."""
+        lead = line.lead
+        if not lead and line.ranks is None:
+            lead = line.text[: line.text.find(_HEADER)]
+        if lead.strip() and lead.replace("\t", " ").isprintable():  # a tab separates columns
+            self._leads[line.stream] = lead
+        else:
+            self._leads.pop(line.stream, None)
+
     def _marked(self, line: LogLine) -> None:
         reading = self.reading
         failure = failure_start(line, reading.source, self._next_order())
         if failure is not None:
+            self._learn(line)
             if len(reading.failures) + self.count >= self.max_failures:
                 reading.more_failures += 1
                 return
@@ -317,3 +340,14 @@ class Reader:
                 line.zone,
             )
         )
+
+
+def _led(text: str, lead: str) -> bool:
+    """True when ``text`` begins as ``lead`` does: the same characters, but for digits, which
+    may be other digits (a time, a counter that changed from line to line)."""
+    if len(text) < len(lead):
+        return False
+    for want, got in zip(lead, text, strict=False):
+        if want != got and not (want.isdigit() and got.isdigit()):
+            return False
+    return True

@@ -4,7 +4,10 @@
   exception (``node1: RuntimeError: boom`` is a RuntimeError);
 - torchrun's local rank (``[default0]:``) and Open MPI's ``--tag-output`` (``[1,0]<stderr>:``):
   the rank is a hint, used only where sglang's own ``[... PPn TPm]`` prefix is absent;
-- fluent-bit's ``stdout`` output: ``[0] <tag>: [<epoch seconds>, {<record>}]``;
+- fluent-bit's ``stdout`` output: ``[0] <tag>: [<epoch seconds>, {<record>}]`` (v2:
+  ``[[<epoch seconds>, {<metadata>}], {<record>}]``), the record as JSON or as fluent-bit
+  prints it, Ruby-hash-like: ``{"log"=>"<line>", "stream"=>"stderr"}``, its strings escaped
+  or not;
 - a logfmt line: ``ts=... level=error msg="<line>"``;
 - Python logging's default format behind its time (``<time> - root - ERROR - <line>``);
 - a log store's field columns (Splunk's and Datadog's text exports, ``host=... source=...``)
@@ -38,7 +41,11 @@ _LOCAL_RANK = re.compile(r"^\[default(?P<rank>\d{1,6})\]: ?")
 #: Open MPI's ``mpirun --tag-output``: ``[<job>,<rank>]<stderr>:``.
 _MPI = re.compile(r"^\[\d{1,9},(?P<rank>\d{1,9})\]<(?:stdout|stderr|stddiag)>: ?")
 #: fluent-bit's ``stdout`` output, up to its ``[time, record]`` pair.
-_FLUENT = re.compile(r"^\[\d{1,9}\] [^\s:\[\]]{1,512}: (?=\[\d)")
+_FLUENT = re.compile(r"^\[\d{1,9}\] [^\s:\[\]]{1,512}: (?=\[\[?\d)")
+#: The time of fluent-bit's printed pair, with v2's metadata after it, up to the record.
+_ARROW_HEAD = re.compile(r"^\[(\[)?(?P<time>\d{1,12}(?:\.\d{1,9})?)(?(1), \{[^{}]{0,512}\}\]), \{")
+#: A key of a printed record, and its arrow: ``"log"=>`` (first, or after a value's ``, ``).
+_ARROW_KEY = re.compile(r'(?:^|(?<=["\d\]}el]), )"(?P<key>[\w.@-]{1,64})"=>')
 #: A logfmt line begins with a key and '='; its pairs are read in turn.
 LOGFMT_START = re.compile(r"^[A-Za-z_][\w.]{0,64}=")
 _LOGFMT_PAIR = re.compile(
@@ -96,13 +103,16 @@ def fluent_entry(text: str) -> tuple[dict[str, object], float | None, str | None
     head = _FLUENT.match(text)
     if head is None:
         return None
+    rest = text[head.end() :]
     try:
-        entry = json.loads(text[head.end() :])
+        entry = json.loads(rest)
     except (ValueError, RecursionError):
-        return None
+        entry = _arrow_entry(rest)
     if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], dict)):
         return None
     stamp = entry[0]
+    if isinstance(stamp, list) and stamp:  # v2: the time, then its metadata
+        stamp = stamp[0]
     if not isinstance(stamp, (int, float)) or isinstance(stamp, bool):
         return entry[1], None, None
     try:
@@ -110,6 +120,37 @@ def fluent_entry(text: str) -> tuple[dict[str, object], float | None, str | None
     except (OverflowError, OSError, ValueError):
         return entry[1], None, None
     return entry[1], float(stamp), shown.replace("+00:00", "Z")
+
+
+def _arrow_entry(rest: str) -> list[object] | None:
+    """``[time, record]`` of fluent-bit's printed pair whose record is Ruby-hash-like
+    (``{"log"=>"...", "stream"=>"stderr"}``); None for another text. A value ends where the
+    next key's ``, "key"=>`` or the record's end begins, so quotes left unescaped inside it
+    are kept."""
+    head = _ARROW_HEAD.match(rest)
+    end = rest.rstrip()
+    if head is None or not end.endswith("}]"):
+        return None
+    body = end[head.end() : -2]
+    keys = list(_ARROW_KEY.finditer(body))
+    if not keys or keys[0].start() != 0:
+        return None
+    record: dict[str, object] = {}
+    for key, after in zip(keys, [*keys[1:], None], strict=True):
+        value = body[key.end() : len(body) if after is None else after.start()]
+        record.setdefault(key.group("key"), _arrow_value(value))
+    return [float(head.group("time")), record]
+
+
+def _arrow_value(value: str) -> object:
+    """A printed record's value: a string (escaped or not), else the text as printed."""
+    if len(value) < 2 or value[0] != '"' or value[-1] != '"':
+        return value
+    try:
+        decoded = json.loads(value)
+    except (ValueError, RecursionError):
+        return value[1:-1]  # printed without escapes
+    return decoded if isinstance(decoded, str) else value[1:-1]
 
 
 def logfmt_message(text: str) -> tuple[str, str | None] | None:

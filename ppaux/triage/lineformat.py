@@ -163,7 +163,8 @@ class LogLine:
     ``ranks`` is sglang's rank prefix as written (``PP0 TP1``), ``""`` when the line has an
     sglang prefix without ranks, None when it has none; ``stream`` names the process or
     output stream a launcher or collector gives (``sglang-1``, ``pid=123``,
-    ``pod/sglang-0/sglang``, ``stderr``).
+    ``pod/sglang-0/sglang``, ``stderr``); ``lead`` is the text before sglang's prefix that
+    no known layer took off (a launcher or tool ppaux does not know), ``""`` when none.
     """
 
     number: int
@@ -174,6 +175,7 @@ class LogLine:
     stream: str | None
     partial: bool = False
     zone: str | None = None
+    lead: str = ""
 
     @property
     def zoned(self) -> bool:
@@ -433,6 +435,7 @@ def peel(
             text = text[python.end() :]
     zone = _zone_of(time_text) if time is not None else None
     ranks: str | None = None
+    lead = ""
     match = _SGLANG.match(text) if text.startswith("[") else None
     if match is not None:
         ranks = match.group("ranks").strip()
@@ -452,8 +455,9 @@ def peel(
                     time = sglang_time(found.group("time"), found.group("ms"))
                     ms = found.group("ms")
                     time_text = found.group("time") + (f".{ms}" if ms else "")
+            lead = text[: found.start()]
             text = text[found.end() :]
-    return LogLine(number, text, time, time_text, ranks, stream, zone=zone)
+    return LogLine(number, text, time, time_text, ranks, stream, zone=zone, lead=lead)
 
 
 def parse_line(number: int, raw: bytes, envelope: Envelope, launcher: Launcher) -> LogLine:
@@ -469,6 +473,7 @@ def parse_line(number: int, raw: bytes, envelope: Envelope, launcher: Launcher) 
         line.stream,
         partial,
         line.zone,
+        line.lead,
     )
 
 

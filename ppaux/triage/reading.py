@@ -16,7 +16,7 @@ from typing import BinaryIO, cast
 
 from ppaux.triage.csvrows import TableRows, csv_table
 from ppaux.triage.documents import is_document, records
-from ppaux.triage.envelopes import peel_envelope
+from ppaux.triage.envelopes import nested_record, peel_envelope
 from ppaux.triage.feeding import PP_RANK, LogReading, Reader
 from ppaux.triage.flattened import split_lines
 from ppaux.triage.lineformat import Envelope, Launcher, detect, in_zone, peel, unwrap
@@ -120,6 +120,13 @@ def _shown(text: str) -> list[str]:
     before = body[body.rfind("\r", 0, last) + 1 : last]
     after = body[last + 1 :]
     return [before, after] if before.strip() else [after]
+
+
+def _unnested(text: str) -> list[str]:
+    """The line(s) of the record ``text`` holds whole (Docker's json-file line inside
+    another collector's envelope), else ``[text]``."""
+    nested = nested_record(text) if text[:2] == '{"' else None
+    return [text] if nested is None else nested.lines
 
 
 def _weak(text: str) -> bool:
@@ -255,6 +262,7 @@ def read_log(
             parts = [
                 part for piece in lines for seen in _shown(piece) for part in split_lines(seen)
             ]
+            parts = [inner for part in parts for inner in _unnested(part)]
             for part in parts:
                 line = peel(number, part, time, time_text, source_stream, reading.launcher, stamped)
                 if local_zone is not None:
