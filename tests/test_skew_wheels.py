@@ -149,11 +149,11 @@ def test_a_real_files_status_is_cpythons(relative, fault, pick, damage):
 BRACKET_FAULTS = (b"def broken(:", b"x = (", b"x = 1)")
 
 
-@pytest.mark.xfail(strict=True, reason="one change, several faults: CPython names another")
-def test_a_changed_byte_that_makes_several_faults():
-    """A known case where the message differs (the status does not): a byte changed to ``n``
-    in the scheduler file (CPython: unexpected indent on line 762; ppaux: an unmatched ``)``
-    three lines on)."""
+def test_a_changed_byte_that_makes_several_faults_gets_cpythons_message():
+    """A byte changed to ``n`` in the scheduler file makes several faults; CPython names the
+    first it meets (an unexpected indent on line 762), and so does ppaux (it named an unmatched
+    ``)`` three lines on, before an unexpected indent was no longer overridden by a later
+    tokenizer error)."""
     relative = "srt/managers/scheduler_pp_mixin.py"
     data = source_faults.damaged(_real(relative), [(597325, 110)])
     assert _verdict(relative, data) == source_faults.cpython_verdict(data, "<file>")
