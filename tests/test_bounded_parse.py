@@ -257,3 +257,44 @@ def test_a_backslash_and_crlf_at_the_files_end_reads_as_cpython_reads_it(text):
     for chunk in (1, 4, 16):
         with mock.patch.object(bounded_parse, "CHUNK_BYTES", chunk):
             assert _outcome(parse_source, text) == _outcome(ast.parse, text), chunk
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=3),
+            st.sampled_from(["", "\t", " ", "\t ", " \t", "  ", "\t\t", "\f\t"]),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_the_quick_cut_reads_tabs_in_indentation_as_the_tokenizer_does(shape):
+    """Indentations of tabs and spaces, consistent or not: where the scan answers, its logical
+    lines are the tokenizer's, and where the tokenizer refuses the indentation, the scan does
+    not answer."""
+    text = "".join(f"if x:\n{pad * depth}y = {depth}\n" for depth, pad in shape)
+    lines = text.splitlines(keepends=True)
+    quick = logical_lines.scanned(text)
+    try:
+        exact, failure = logical_lines.logical_lines(text, lines, "<tabs>")
+    except SyntaxError:
+        assert quick is None
+        return
+    if failure is not None:
+        assert quick is None
+    elif quick is not None:
+        assert quick == exact
+
+
+def test_a_file_indented_with_tabs_is_cut_by_the_quick_scan():
+    text = "if a:\n" + "\tx = 1\n" * 10_000 + "\tif b:\n\t\ty = 2\n"
+    quick = logical_lines.scanned(text)
+    assert quick is not None
+    assert [(line.start, line.depth) for line in quick[-3:]] == [
+        (10_001, 1),
+        (10_002, 1),
+        (10_003, 2),
+    ]
+    assert ast.dump(parse_source(text)) == ast.dump(ast.parse(text))
