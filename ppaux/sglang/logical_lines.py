@@ -245,6 +245,9 @@ def logical_lines(
     count = 0  # tokens of the logical line so far
     # The rows of the logical line so far that end inside brackets, with how many are open.
     ends: list[tuple[int, int]] = []
+    # A statement starting on a line of only a backslash leaves the file to the parser whole,
+    # once every logical line's tokens are counted.
+    unsplittable = False
     try:
         for tok in tokens:
             if tok.type == tokenize.NL and brackets:
@@ -264,7 +267,7 @@ def logical_lines(
                 start = (min(line, tok.start[0]), word)
                 if start[0] < tok.start[0] and lines[start[0] - 1].strip() == "\\":
                     # CPython's tokenizer and tokenize disagree on such a line's indentation.
-                    raise Unsplittable
+                    unsplittable = True
             count += 1 + (_fstring_braces(tok.string) if tok.type == tokenize.STRING else 0)
             if count > max_tokens:
                 raise StatementTooLarge(start[0], max_tokens)
@@ -282,13 +285,17 @@ def logical_lines(
                 count = 0
     except SyntaxError as exc:  # IndentationError, or a bracket closed unlike it opened
         row = start[0] if start is not None else (exc.lineno or 1)
-        if 0 < row <= len(lines) and lines[row - 1].strip() == "\\":
+        if unsplittable or (0 < row <= len(lines) and lines[row - 1].strip() == "\\"):
             raise Unsplittable from None  # a line of only a backslash: indented as CPython reads
         return out, (_located(exc, filename), depth > 0, row)
     except tokenize.TokenError as exc:
+        if unsplittable:
+            raise Unsplittable from None
         row = start[0] if start is not None else (out[-1].end + 1 if out else 1)
         error = _unfinished(lines, row, brackets, str(exc.args[0]), filename, ends)
         return out, (error, depth > 0, row)
+    if unsplittable:
+        raise Unsplittable
     if start is not None:  # the last line has no newline: tokenize still ends it
         out.append(Logical(start[0], len(lines), depth, start[1]))
     return out, None
