@@ -140,9 +140,10 @@ def _row(label: str, times: list[float]) -> str:
 def _sources_trees(workdir: Path, site: Path) -> dict[str, Path]:
     """Trees to fingerprint: the installed files, the same with a syntax error at the end of
     the scheduler file (in no definition ppaux reads), and with the transport module as one
-    ``try`` of 40,000 ``except`` clauses (valid Python, just under 1 MB)."""
+    ``try`` of 40,000 ``except`` clauses (valid Python, just under 1 MB); then the scheduler file
+    as each of :data:`COSTLY_SCHEDULERS`."""
     trees = {}
-    for name in ("real", "error_at_end", "many_clauses"):
+    for name in ("real", "error_at_end", "many_clauses", *COSTLY_SCHEDULERS):
         tree = workdir / "sources" / name
         if tree.exists():
             shutil.rmtree(tree)
@@ -153,7 +154,20 @@ def _sources_trees(workdir: Path, site: Path) -> dict[str, Path]:
     clauses = "".join(f"except E{n}:\n    x = {n}\n" for n in range(40_000))
     source = "try:\n    pass\n" + clauses[: 1_000_000 - 100]
     (trees["many_clauses"] / READ_BY_PPAUX[4]).write_text(source[: source.rindex("except")])
+    for name, text in COSTLY_SCHEDULERS.items():
+        (trees[name] / READ_BY_PPAUX[1]).write_bytes(text.encode())
     return trees
+
+
+#: Valid scheduler files under 1 MB that cost the most: 200,000 lines indented by a tab, 160,000
+#: statements ended by a lone CR, 120,000 short statements, and an f-string of 100,000 fields
+#: (300 KB: CPython alone parses it in 6 s).
+COSTLY_SCHEDULERS = {
+    "tabs": "if a:\n" + "\tx=1\n" * 199_990,
+    "cr_only": "x = 1\r" * 160_000,
+    "short_statements": "".join(f"a{n}=1\n" for n in range(120_000)),
+    "fstring_300k": "x = f'" + "{a}" * 99_990 + "'\n",
+}
 
 
 def _measured(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:

@@ -104,6 +104,15 @@ class Limits:
     #: Bytes of one sglang source file read (the largest one ppaux reads is about 90 KB); a
     #: larger one is said to be unreadable, naming this limit.
     max_source_bytes: int = 4 * 1024 * 1024
+    #: Tokens of one logical line of a source file longer than 32 KB (which cannot be cut into
+    #: smaller parts for the parser): the parser's tree of a 1 MB literal of 600,000 tokens
+    #: takes it past 1 GB; sglang's longest statements hold a few thousand. A file holding
+    #: a longer one is said to be not analysable, naming this limit.
+    max_statement_tokens: int = 50_000
+    #: Nesting depth of a source file's syntax tree analysed (real sglang files stay under 40
+    #: levels); a deeper file is said to be not analysable, naming this limit. Raised past 800
+    #: it stays 800: the analysis recurses once a level, within Python's recursion limit.
+    max_syntax_depth: int = 300
 
     def replace(self, **changes: int) -> Limits:
         """A copy with some limits changed."""

@@ -257,3 +257,81 @@ def test_a_backslash_and_crlf_at_the_files_end_reads_as_cpython_reads_it(text):
     for chunk in (1, 4, 16):
         with mock.patch.object(bounded_parse, "CHUNK_BYTES", chunk):
             assert _outcome(parse_source, text) == _outcome(ast.parse, text), chunk
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=3),
+            st.sampled_from(["", "\t", " ", "\t ", " \t", "  ", "\t\t", "\f\t"]),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_the_quick_cut_reads_tabs_in_indentation_as_the_tokenizer_does(shape):
+    """Indentations of tabs and spaces, consistent or not: where the scan answers, its logical
+    lines are the tokenizer's, and where the tokenizer refuses the indentation, the scan does
+    not answer."""
+    text = "".join(f"if x:\n{pad * depth}y = {depth}\n" for depth, pad in shape)
+    lines = text.splitlines(keepends=True)
+    quick = logical_lines.scanned(text)
+    try:
+        exact, failure = logical_lines.logical_lines(text, lines, "<tabs>")
+    except SyntaxError:
+        assert quick is None
+        return
+    if failure is not None:
+        assert quick is None
+    elif quick is not None:
+        assert quick == exact
+
+
+def test_a_file_indented_with_tabs_is_cut_by_the_quick_scan():
+    text = "if a:\n" + "\tx = 1\n" * 10_000 + "\tif b:\n\t\ty = 2\n"
+    quick = logical_lines.scanned(text)
+    assert quick is not None
+    assert [(line.start, line.depth) for line in quick[-3:]] == [
+        (10_001, 1),
+        (10_002, 1),
+        (10_003, 2),
+    ]
+    assert ast.dump(parse_source(text)) == ast.dump(ast.parse(text))
+
+
+#: Heads that send the file to the quick scan, to the scan of tabs, and to :mod:`tokenize` (a
+#: statement starting on a line of only a backslash, which leaves the file to the parser whole).
+HEADS = ["import os\n", "if os:\n\tpass\n", "\\\nimport os\n"]
+
+
+@pytest.mark.parametrize("head", HEADS)
+def test_an_fstring_of_many_fields_is_refused_before_any_parser_sees_it(head):
+    """Each brace of an f-string counts as a token: 12,000 fields (36 KB, longer than a part)
+    are 24,000 braces, past a bound of 20,000 tokens, and CPython's parser, whose cost grows
+    with the square of the fields, is never handed the line."""
+    text = head + "x = f'" + "{a}" * 12_000 + "'\n"
+    handed: list[int] = []
+    real = ast.parse
+
+    def spy(source, *args, **kwargs):
+        handed.append(len(source))
+        return real(source, *args, **kwargs)
+
+    with (
+        mock.patch.object(ast, "parse", spy),
+        pytest.raises(bounded_parse.StatementTooLarge) as caught,
+    ):
+        parse_source(text, "f.py", max_tokens=20_000)
+    assert caught.value.line == head.count("\n") + 1
+    assert "(limit max_statement_tokens=20000 reached)" in str(caught.value)
+    assert all(size <= CHUNK_BYTES + 100 for size in handed)
+    # Raised past the braces, the line is the parser's again.
+    tree = parse_source(text, "f.py", max_tokens=30_000)
+    assert ast.dump(tree) == ast.dump(ast.parse(text))
+
+
+@pytest.mark.parametrize("head", HEADS)
+def test_a_long_fstring_of_few_fields_still_parses(head):
+    text = head + "x = f'" + "b" * 100_000 + "{a}'\ny = 'c{}' * 3\n"
+    assert ast.dump(parse_source(text)) == ast.dump(ast.parse(text))

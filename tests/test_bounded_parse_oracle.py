@@ -381,7 +381,8 @@ def test_fingerprint_names_the_file_and_line_of_a_statement_too_large(tmp_path):
     assert scheduler.status == "unparsable"
     assert scheduler.reason == (
         f"not analysable: line 2: one statement of more than {MAX_STATEMENT_TOKENS:,} tokens,"
-        " more than sglang's sources ever hold (not parsed)"
+        " more than sglang's sources ever hold, not parsed"
+        f" (limit max_statement_tokens={MAX_STATEMENT_TOKENS} reached)"
     )
     assert capability.unknown["output_keys"] == f"{scheduler.path}: {scheduler.reason}"
     assert capability.transport == "present"
@@ -389,7 +390,8 @@ def test_fingerprint_names_the_file_and_line_of_a_statement_too_large(tmp_path):
 
 #: Texts whose last logical line is continued by a backslash onto a line the file does not
 #: have, after a body left empty (CPython names the empty body), and texts ending with an
-#: indented line of only a backslash (valid where a line follows it, which a CRLF gives).
+#: indented line of only a backslash (valid where a line follows it, which a CRLF gives), and
+#: a text of one CRLF line among LF lines whose last line is continued (CPython meets the end).
 CONTINUED_AT_THE_END = [
     "if x:\nx=1\\\n",
     "def f():\r\nx=1\r\nelse:\\\n",
@@ -397,6 +399,7 @@ CONTINUED_AT_THE_END = [
     "def f():\ndef f():\nx=1\\\n",
     "x=1\nx=1\\\n",
     "x=1\nx=1\\\r\n",
+    "x=1\r\nx=1\nx=1 \\\n",
     "def g():\n    return 1\n  \\\r\n",
     "def g():\n    return 1\n  \\\n\n",
     "def g():\n    return 1\n  \\\n",

@@ -485,7 +485,10 @@ def test_deep_expression_that_parses(tmp_path):
     capability = analyse(str(tree))
     # The file parses, but too deep to analyse: its facts are unknown, with the reason; the
     # other files are still read.
-    reason = "not analysable: its syntax nests deeper than 300 levels"
+    reason = (
+        "not analysable: its syntax nests deeper than 300 levels"
+        " (limit max_syntax_depth=300 reached)"
+    )
     assert capability.transport == "unknown"
     assert capability.unknown["transport"] == f"{tree / TRANSPORT}: {reason}"
     assert {f.role: (f.status, f.reason) for f in capability.files} == {

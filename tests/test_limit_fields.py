@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import zipfile
@@ -228,3 +229,120 @@ def test_check_observer_refuses_a_bad_limit_in_one_line():
     assert result.stderr == (
         "ppaux: error: --limit: limit max_digested_items must be positive, not -3\n"
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# max_statement_tokens and max_syntax_depth: how much of one sglang source file is analysed
+
+SCHEDULER = "srt/managers/scheduler_pp_mixin.py"
+
+
+def _tree_with_scheduler(tmp_path: Path, text: str) -> Path:
+    import shutil
+
+    root = tmp_path / "tree"
+    shutil.copytree(TREE, root)
+    (root / "sglang" / SCHEDULER).write_text(text, encoding="utf-8")
+    return root
+
+
+def _fingerprint_files(root: Path, out: Path, *limits: str) -> tuple[dict[str, dict], list[str]]:
+    args = ["fingerprint", "--sglang-path", str(root), "-o", str(out)]
+    for limit in limits:
+        args += ["--limit", limit]
+    result = cli(*args)
+    assert result.exit_code == 0, result.output
+    files = json.loads(out.read_text(encoding="utf-8"))["sglang"]["files"]
+    return {f["role"]: f for f in files}, result.stderr.splitlines()
+
+
+#: One logical line of 40,004 tokens ("x", "=", "[", 20,000 numbers and commas, "]") and 60 KB,
+#: longer than any part the parser is given, after a line of its own.
+LONG_STATEMENT = "import os\nx = [" + "1, " * 20_000 + "]\n"
+
+
+@pytest.mark.parametrize(("limit", "refused"), [(1_000, True), (39_990, True), (40_100, False)])
+def test_max_statement_tokens_refuses_a_longer_statement_naming_the_limit(tmp_path, limit, refused):
+    root = _tree_with_scheduler(tmp_path, LONG_STATEMENT)
+    files, warnings = _fingerprint_files(
+        root, tmp_path / "fp.json", f"max_statement_tokens={limit}"
+    )
+    scheduler = files["scheduler"]
+    if not refused:
+        assert scheduler["status"] == "ok" and warnings == []
+        return
+    reason = (
+        f"not analysable: line 2: one statement of more than {limit:,} tokens, more than"
+        f" sglang's sources ever hold, not parsed (limit max_statement_tokens={limit} reached)"
+    )
+    assert (scheduler["status"], scheduler["reason"]) == ("unparsable", reason)
+    assert warnings == [
+        f"ppaux: warning: {scheduler['path']}: {reason};"
+        " raise it with --limit max_statement_tokens=N"
+    ]
+
+
+def test_the_default_max_statement_tokens_is_the_fields(tmp_path):
+    """A statement of 60,000 tokens is past the default of 50,000, and read when raised."""
+    root = _tree_with_scheduler(tmp_path, "import os\nx = [" + "1, " * 30_000 + "]\n")
+    files, _ = _fingerprint_files(root, tmp_path / "fp.json")
+    assert files["scheduler"]["reason"].endswith("(limit max_statement_tokens=50000 reached)")
+    files, _ = _fingerprint_files(root, tmp_path / "fp.json", "max_statement_tokens=60100")
+    assert files["scheduler"]["status"] == "ok"
+
+
+def _nested(levels: int) -> str:
+    """A function whose one statement nests a sum of ``levels`` terms (a tree about that deep)."""
+    return "def f(x):\n    return " + "+".join(["x"] * levels) + "\n"
+
+
+def test_max_syntax_depth_refuses_a_deeper_tree_naming_the_limit(tmp_path):
+    root = _tree_with_scheduler(tmp_path, _nested(400))
+    files, warnings = _fingerprint_files(root, tmp_path / "fp.json")
+    scheduler = files["scheduler"]
+    reason = (
+        "not analysable: its syntax nests deeper than 300 levels"
+        " (limit max_syntax_depth=300 reached)"
+    )
+    assert (scheduler["status"], scheduler["reason"]) == ("unparsable", reason)
+    assert warnings == [
+        f"ppaux: warning: {scheduler['path']}: {reason}; raise it with --limit max_syntax_depth=N"
+    ]
+    files, warnings = _fingerprint_files(root, tmp_path / "fp.json", "max_syntax_depth=500")
+    assert files["scheduler"]["status"] == "ok" and warnings == []
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(min_value=10, max_value=200))
+def test_max_syntax_depth_bounds_the_tree_at_the_given_depth(levels):
+    """A sum of n terms nests n - 1 operations below the statement, which lies 3 levels below
+    the module (function, return, expression): a limit well above is read, well below refused."""
+    from ppaux.sglang.analysis import _checked_depth, _Parsed
+    from ppaux.sglang.capability import SourceFile
+
+    module = ast.parse(_nested(levels))
+    parsed = _Parsed(SourceFile("scheduler", "s.py", "ok", "0"), module)
+    assert _checked_depth(parsed, levels + 10).module is module
+    refused = _checked_depth(parsed, levels - 10)
+    assert refused.module is None
+    assert refused.file.suggestions == (RaiseLimit("max_syntax_depth", levels - 10),)
+    assert refused.file.reason is not None
+    assert refused.file.reason.endswith(f"(limit max_syntax_depth={levels - 10} reached)")
+
+
+def test_max_syntax_depth_raised_past_what_the_analysis_can_walk_still_refuses():
+    """Past 800 levels the analysis would meet Python's recursion limit: a raised limit still
+    refuses such a tree there, with no limit to raise."""
+    from ppaux.sglang.analysis import _checked_depth, _Parsed
+    from ppaux.sglang.capability import SourceFile
+
+    module = ast.parse(_nested(900))
+    parsed = _Parsed(SourceFile("transport", "t.py", "ok", "0"), module)
+    refused = _checked_depth(parsed, 1_000_000)
+    assert refused.module is None
+    assert refused.file.reason == (
+        "not analysable: its syntax nests deeper than 800 levels, the most the analysis can"
+        " walk within Python's recursion limit"
+    )
+    assert refused.file.suggestions == ()
+    assert _checked_depth(_Parsed(parsed.file, ast.parse(_nested(700))), 1_000_000).module

@@ -44,12 +44,14 @@ from ppaux.sglang.source_facts import (
 )
 from ppaux.sglang.syntax import any_function_named, function_named, string_constants
 from ppaux.sglang.tree import SglangTree, UnreadableFile, locate
+from ppaux.suggestions import RaiseLimit, limit_note
 
 __all__ = [
     "INVALID_PYTHON",
     "LOGPROB_FILE",
     "MAX_SYNTAX_DEPTH",
     "TRANSPORT_DEFINITIONS",
+    "WALKABLE_DEPTH",
     "WIRE_DEFINITIONS",
     "WIRE_FILE",
     "analyse",
@@ -93,7 +95,7 @@ def analyse(path: str | None = None, limits: Limits = Limits()) -> Capability:
             transport="unknown",
             unknown={"sglang": "sglang is not installed in this Python environment"},
         )
-    return analyse_tree(tree)
+    return analyse_tree(tree, limits)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -113,7 +115,7 @@ class _Parsed:
         return f"{self.file.path}: {self.file.reason}"
 
 
-def _parse(tree: SglangTree, role: str, relative: str) -> _Parsed:
+def _parse(tree: SglangTree, role: str, relative: str, limits: Limits) -> _Parsed:
     """Read and parse one file, whole: its status and reason are what ``ast.parse`` of the file
     says (a syntax error anywhere in it makes it unparsable, as CPython would refuse to import
     it), its syntax tree the one ``ast.parse`` gives."""
@@ -129,10 +131,18 @@ def _parse(tree: SglangTree, role: str, relative: str) -> _Parsed:
         return _Parsed(SourceFile(role, where, "absent", reason="no such file"), None)
     digest = hashlib.sha256(data).hexdigest()
     try:
-        module = parse_source(data, where)
+        module = parse_source(data, where, limits.max_statement_tokens)
     except StatementTooLarge as exc:
         reason = f"not analysable: {exc}"
-        return _Parsed(SourceFile(role, where, "unparsable", digest, reason), None, data)
+        too_large = SourceFile(
+            role,
+            where,
+            "unparsable",
+            digest,
+            reason,
+            suggestions=(RaiseLimit("max_statement_tokens", exc.limit),),
+        )
+        return _Parsed(too_large, None, data)
     except SyntaxError as exc:
         reason = f"{INVALID_PYTHON}: {exc.msg} (line {exc.lineno})"
         return _Parsed(SourceFile(role, where, "unparsable", digest, reason), None, data)
@@ -140,27 +150,42 @@ def _parse(tree: SglangTree, role: str, relative: str) -> _Parsed:
         # ValueError: NUL bytes or a bad coding cookie; RecursionError: absurd nesting.
         reason = f"{INVALID_PYTHON}: {type(exc).__name__}: {exc}"
         return _Parsed(SourceFile(role, where, "unparsable", digest, reason), None, data)
-    return _checked_depth(_Parsed(SourceFile(role, where, "ok", digest), module, data))
+    parsed = _Parsed(SourceFile(role, where, "ok", digest), module, data)
+    return _checked_depth(parsed, limits.max_syntax_depth)
 
 
 #: How a file's reason starts when CPython's parser refuses it (CPython cannot import it).
 INVALID_PYTHON = "not valid Python"
 
 
-#: Deepest syntax tree analysed. Real sglang files stay under 40 levels; the analysis (and
-#: ast.dump, behind the digests) recurses, so a tree that parses but nests past Python's
-#: recursion limit is called unparsable here rather than crashing later.
-MAX_SYNTAX_DEPTH = 300
+#: Deepest syntax tree analysed by default (``Limits.max_syntax_depth``).
+MAX_SYNTAX_DEPTH = Limits().max_syntax_depth
+#: Deepest syntax tree analysed whatever ``max_syntax_depth`` says: the analysis (and ast.dump,
+#: behind the digests) recurses once a level, and Python's recursion limit (1000 frames) stops
+#: it a little past 900 levels; a deeper tree is refused here rather than crashing later.
+WALKABLE_DEPTH = 800
 
 
-def _checked_depth(parsed: _Parsed) -> _Parsed:
-    if parsed.module is None or _depth_within(parsed.module, MAX_SYNTAX_DEPTH):
+def _checked_depth(parsed: _Parsed, limit: int) -> _Parsed:
+    if parsed.module is None or _depth_within(parsed.module, min(limit, WALKABLE_DEPTH)):
         return parsed
     file = parsed.file
-    reason = f"not analysable: its syntax nests deeper than {MAX_SYNTAX_DEPTH} levels"
-    return _Parsed(
-        SourceFile(file.role, file.path, "unparsable", file.sha256, reason), None, parsed.data
+    if limit > WALKABLE_DEPTH:
+        reason = (
+            f"not analysable: its syntax nests deeper than {WALKABLE_DEPTH} levels,"
+            " the most the analysis can walk within Python's recursion limit"
+        )
+        suggestions: tuple[RaiseLimit, ...] = ()
+    else:
+        reason = (
+            f"not analysable: its syntax nests deeper than {limit} levels"
+            f" {limit_note('max_syntax_depth', limit)}"
+        )
+        suggestions = (RaiseLimit("max_syntax_depth", limit),)
+    deep = SourceFile(
+        file.role, file.path, "unparsable", file.sha256, reason, suggestions=suggestions
     )
+    return _Parsed(deep, None, parsed.data)
 
 
 def _depth_within(module: ast.Module, limit: int) -> bool:
@@ -188,18 +213,18 @@ def _depth_within(module: ast.Module, limit: int) -> bool:
 # Putting it together
 
 
-def analyse_tree(tree: SglangTree) -> Capability:
-    """Analyse one located sglang tree (see :func:`analyse`)."""
+def analyse_tree(tree: SglangTree, limits: Limits = Limits()) -> Capability:
+    """Analyse one located sglang tree (see :func:`analyse`), parsing within ``limits``."""
     with tree.reading():
-        return _analyse(tree)
+        return _analyse(tree, limits)
 
 
-def _analyse(tree: SglangTree) -> Capability:
+def _analyse(tree: SglangTree, limits: Limits) -> Capability:
     unknown: dict[str, str] = {}
     files: list[SourceFile] = []
     facts: dict[str, Any] = {}
 
-    scheduler = _parse(tree, "scheduler", SCHEDULER_FILE)
+    scheduler = _parse(tree, "scheduler", SCHEDULER_FILE, limits)
     files.append(scheduler.file)
     transport_file = TRANSPORT_FILE
     if scheduler.module is not None:
@@ -220,15 +245,15 @@ def _analyse(tree: SglangTree) -> Capability:
     else:
         unknown["scheduler_calls"] = unknown["output_keys"] = scheduler.why
 
-    transport = _parse(tree, "transport", transport_file)
+    transport = _parse(tree, "transport", transport_file, limits)
     files.append(transport.file)
     facts.update(_transport_facts(transport, unknown))
 
-    logprobs = _parse(tree, "logprobs", LOGPROB_FILE)
+    logprobs = _parse(tree, "logprobs", LOGPROB_FILE, limits)
     files.append(logprobs.file)
     facts.update(_logprob_facts(logprobs, unknown))
 
-    wire = _parse(tree, "wire", WIRE_FILE)
+    wire = _parse(tree, "wire", WIRE_FILE, limits)
     files.append(wire.file)
     facts.update(_wire_facts(wire, unknown))
 

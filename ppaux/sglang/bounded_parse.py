@@ -58,11 +58,15 @@ __all__ = ["CHUNK_BYTES", "MAX_STATEMENT_TOKENS", "StatementTooLarge", "parse_so
 CHUNK_BYTES = PART_BYTES
 
 
-def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module:
+def parse_source(
+    source: str | bytes, filename: str = "<unknown>", max_tokens: int = MAX_STATEMENT_TOKENS
+) -> ast.Module:
     """``ast.parse(source, filename)``, with the parser never given a large invalid text.
 
     Raises what ``ast.parse`` raises (``SyntaxError``, ``ValueError``, ``RecursionError``,
-    ``MemoryError``); a syntax error's line is the file's line.
+    ``MemoryError``), and :class:`StatementTooLarge` for a logical line longer than
+    :data:`CHUNK_BYTES` of more than ``max_tokens`` tokens; a syntax error's line is the file's
+    line.
     """
     has_nul = b"\0" in source if isinstance(source, bytes) else "\0" in source
     if len(source) <= CHUNK_BYTES or has_nul:
@@ -82,7 +86,7 @@ def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module
         lines.append("\n")
         ending = "\n"
     try:
-        return _parsed(source, text, lines, filename, raw, ending)
+        return _parsed(source, text, lines, filename, raw, ending, max_tokens)
     except SyntaxError as exc:
         if not exc.msg.startswith(_UNTERMINATED):
             raise
@@ -96,7 +100,13 @@ _UNTERMINATED = "unterminated triple-quoted string literal"
 
 
 def _parsed(
-    source: str | bytes, text: str, lines: list[str], filename: str, raw: bool, ending: str
+    source: str | bytes,
+    text: str,
+    lines: list[str],
+    filename: str,
+    raw: bool,
+    ending: str,
+    max_tokens: int,
 ) -> ast.Module:
     # Syntax trees hold no reference cycles: the collector, which the parts' hundreds of
     # thousands of nodes would start again and again, would find nothing (a third of the time).
@@ -107,13 +117,15 @@ def _parsed(
             # A part's SyntaxWarning (an invalid escape) is the whole file's, told once by it.
             warnings.simplefilter("ignore", SyntaxWarning)
             try:
-                logical = scanned(text)
+                logical = scanned(text, max_tokens)
                 try:
                     module, checked = _quick(logical, lines, filename, raw, ending)
                     if module is None and not checked:
-                        module = _check(text, lines, filename, raw, ending)
+                        module = _check(text, lines, filename, raw, ending, max_tokens)
                 except SyntaxError as exc:
-                    later = _later_tokenizer_error(exc, text, logical, lines, filename, raw, ending)
+                    later = _later_tokenizer_error(
+                        exc, text, logical, lines, filename, raw, ending, max_tokens
+                    )
                     if later is not None:
                         raise later from None
                     raise
@@ -149,10 +161,12 @@ def _quick(
     return (None if body is None else ast.Module(body=body, type_ignores=[])), True
 
 
-def _check(text: str, lines: list[str], filename: str, raw: bool, ending: str) -> ast.Module | None:
+def _check(
+    text: str, lines: list[str], filename: str, raw: bool, ending: str, max_tokens: int
+) -> ast.Module | None:
     """Raise the first part's syntax error, if any part of the file has one; else the file's
     tree when its top-level parts give it (none had to be split), or None."""
-    logical, failure = logical_lines(text, lines, filename)
+    logical, failure = logical_lines(text, lines, filename, max_tokens)
     checker = Checker(lines, logical, filename, raw, ending, CHUNK_BYTES)
     if failure is None:
         body = checker.block(0, len(logical), 1, len(lines), 0)
@@ -213,6 +227,7 @@ def _later_tokenizer_error(
     filename: str,
     raw: bool,
     ending: str,
+    max_tokens: int,
 ) -> SyntaxError | None:
     """The error CPython reports instead of the parser's ``exc``: after a parse fails, CPython
     tokenizes the rest of the file, and an error its tokenizer raises there (an unmatched
@@ -229,7 +244,7 @@ def _later_tokenizer_error(
     logical = scanned
     failure = None
     if logical is None:
-        logical, failure = logical_lines(text, lines, filename)
+        logical, failure = logical_lines(text, lines, filename, max_tokens)
     checker = Checker(lines, logical, filename, raw, ending, CHUNK_BYTES)
     checker.keep = False
     checker.scan_after = exc.lineno

@@ -59,7 +59,8 @@ class StatementTooLarge(PpauxError, ValueError):
         self.limit = limit
         super().__init__(
             f"line {line}: one statement of more than {limit:,} tokens,"
-            " more than sglang's sources ever hold (not parsed)"
+            " more than sglang's sources ever hold, not parsed"
+            f" (limit max_statement_tokens={limit} reached)"
         )
 
 
@@ -83,7 +84,7 @@ _STRING_END = {
 _STRING_END_ALL = tuple(
     re.compile(re.escape(quote) + pattern.pattern) for quote, pattern in _STRING_END.items()
 )
-_FIRST = re.compile(r"([ \f]*)([A-Za-z_]\w*|[^\s#]|#|\n|$)")
+_FIRST = re.compile(r"([ \t\f]*)([A-Za-z_]\w*|[^\s#]|#|\n|$)")
 
 
 _TOKEN = re.compile(
@@ -94,29 +95,56 @@ _TOKEN = re.compile(
 )
 
 
-def _check_tokens(text: str, begin: int, end: int, row: int) -> None:
+def _check_tokens(text: str, begin: int, end: int, row: int, limit: int) -> None:
     """Raise :class:`StatementTooLarge` when ``text[begin:end]``, one logical line starting on
-    ``row``, holds more than :data:`MAX_STATEMENT_TOKENS` tokens (strings, names and numbers
-    count one each, every other character one): stops counting there, so it costs at most
-    that many matches."""
+    ``row``, holds more than ``limit`` tokens (strings, names and numbers count one each, every
+    other character one, and each brace of an f-string one more: see :func:`_fstring_braces`):
+    stops counting there, so it costs at most that many matches."""
     if end - begin <= PART_BYTES:
         return
-    for count, _ in enumerate(_TOKEN.finditer(text, begin, end), 1):
-        if count > MAX_STATEMENT_TOKENS:
-            raise StatementTooLarge(row, MAX_STATEMENT_TOKENS)
+    count = 0
+    for match in _TOKEN.finditer(text, begin, end):
+        count += 1 + _fstring_braces(match.group())
+        if count > limit:
+            raise StatementTooLarge(row, limit)
 
 
-def scanned(text: str) -> list[Logical] | None:
+_FSTRING_PREFIX = re.compile(r"[rRbBuU]?[fF][rR]?['\"]")
+
+
+def _fstring_braces(token: str) -> int:
+    """Braces of ``token`` where it is an f-string literal, else 0. CPython parses each
+    replacement field of an f-string apart, at a cost that grows with the square of their
+    number (a 300 KB literal of ``{a}`` fields takes it 6 s, a 1 MB one over a minute), so each
+    brace counts as a token, as the tokenizer of Python 3.12 makes it one."""
+    if _FSTRING_PREFIX.match(token) is None:
+        return 0
+    return token.count("{") + token.count("}")
+
+
+def _width(indentation: str) -> tuple[int, int]:
+    """An indentation's columns as CPython's tokenizer counts them: a tab to the next multiple
+    of 8, and a tab as one column (two measures that must order indentations alike), from the
+    last form feed."""
+    columns = alternative = 0
+    for char in indentation.rpartition("\f")[2]:
+        columns = (columns // 8 + 1) * 8 if char == "\t" else columns + 1
+        alternative += 1
+    return columns, alternative
+
+
+def scanned(text: str, max_tokens: int = MAX_STATEMENT_TOKENS) -> list[Logical] | None:
     """Logical lines found by scanning only for strings, comments, brackets and line ends: a
-    few times faster than :mod:`tokenize`, and None where it is not sure (a tab in an
-    indentation, an indentation that matches no outer one, a string or bracket left open, a
-    backslash continuing past the file's end, a logical line over :data:`PART_BYTES`)."""
+    few times faster than :mod:`tokenize`, and None where it is not sure (an indentation whose
+    tabs and spaces CPython reads as inconsistent, or that matches no outer one, a string or
+    bracket left open, a backslash continuing past the file's end, a logical line over
+    :data:`PART_BYTES`)."""
     out: list[Logical] = []
-    widths = [0]
+    widths = [(0, 0)]
     row, pos, size = 1, 0, len(text)
     while pos < size:
         first = _FIRST.match(text, pos)
-        if first is None:  # a tab in the indentation
+        if first is None:  # a character the tokenizer may take for whitespace
             return None
         word = first.group(2)
         if word == "\\":  # a line of only a backslash: the statement's word is on the next
@@ -126,10 +154,12 @@ def scanned(text: str) -> list[Logical] | None:
             pos = size if newline < 0 else newline + 1
             row += 1
             continue
-        width = len(first.group(1).rpartition("\f")[2])
-        if width > widths[-1]:
+        width = _width(first.group(1))
+        if width[0] > widths[-1][0]:
+            if width[1] <= widths[-1][1]:
+                return None  # tabs and spaces that tell different depths: the tokenizer's call
             widths.append(width)
-        while width < widths[-1]:
+        while width[0] < widths[-1][0]:
             widths.pop()
         if width != widths[-1]:
             return None
@@ -164,7 +194,7 @@ def scanned(text: str) -> list[Logical] | None:
         if brackets:
             return None
         if pos - begin > PART_BYTES:
-            _check_tokens(text, begin, pos, start)
+            _check_tokens(text, begin, pos, start, max_tokens)
             return None
         out.append(Logical(start, row, len(widths) - 1, word))
         row += 1
@@ -203,7 +233,7 @@ def decoded(data: bytes, filename: str) -> tuple[str, bool]:
 
 
 def logical_lines(
-    text: str, lines: list[str], filename: str
+    text: str, lines: list[str], filename: str, max_tokens: int = MAX_STATEMENT_TOKENS
 ) -> tuple[list[Logical], tuple[SyntaxError, bool, int] | None]:
     """The logical lines, and (error, inside a block, row) where the tokenizer stopped."""
     out: list[Logical] = []
@@ -215,6 +245,9 @@ def logical_lines(
     count = 0  # tokens of the logical line so far
     # The rows of the logical line so far that end inside brackets, with how many are open.
     ends: list[tuple[int, int]] = []
+    # A statement starting on a line of only a backslash leaves the file to the parser whole,
+    # once every logical line's tokens are counted.
+    unsplittable = False
     try:
         for tok in tokens:
             if tok.type == tokenize.NL and brackets:
@@ -234,10 +267,10 @@ def logical_lines(
                 start = (min(line, tok.start[0]), word)
                 if start[0] < tok.start[0] and lines[start[0] - 1].strip() == "\\":
                     # CPython's tokenizer and tokenize disagree on such a line's indentation.
-                    raise Unsplittable
-            count += 1
-            if count > MAX_STATEMENT_TOKENS:
-                raise StatementTooLarge(start[0], MAX_STATEMENT_TOKENS)
+                    unsplittable = True
+            count += 1 + (_fstring_braces(tok.string) if tok.type == tokenize.STRING else 0)
+            if count > max_tokens:
+                raise StatementTooLarge(start[0], max_tokens)
             if tok.type == tokenize.OP:
                 if tok.string in _OPENING:
                     brackets.append((tok.string, tok.start[0]))
@@ -252,13 +285,17 @@ def logical_lines(
                 count = 0
     except SyntaxError as exc:  # IndentationError, or a bracket closed unlike it opened
         row = start[0] if start is not None else (exc.lineno or 1)
-        if 0 < row <= len(lines) and lines[row - 1].strip() == "\\":
+        if unsplittable or (0 < row <= len(lines) and lines[row - 1].strip() == "\\"):
             raise Unsplittable from None  # a line of only a backslash: indented as CPython reads
         return out, (_located(exc, filename), depth > 0, row)
     except tokenize.TokenError as exc:
+        if unsplittable:
+            raise Unsplittable from None
         row = start[0] if start is not None else (out[-1].end + 1 if out else 1)
         error = _unfinished(lines, row, brackets, str(exc.args[0]), filename, ends)
         return out, (error, depth > 0, row)
+    if unsplittable:
+        raise Unsplittable
     if start is not None:  # the last line has no newline: tokenize still ends it
         out.append(Logical(start[0], len(lines), depth, start[1]))
     return out, None

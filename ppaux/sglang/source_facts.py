@@ -20,6 +20,7 @@ from ppaux.sglang.syntax import (
     parameters,
     raising_ifs,
     resolve,
+    statements,
     walk,
 )
 
@@ -150,7 +151,7 @@ def receiver_prefix(pop: ast.AST, consts: dict[str, str]) -> str | None:
 
 def import_source(module: ast.Module, name: str) -> str | None:
     """The sglang-relative file that ``from X import name`` in the scheduler reads."""
-    for node in walk(module):
+    for node in statements(module):
         if isinstance(node, ast.ImportFrom) and any(a.name == name for a in node.names):
             dotted = node.module or ""
             if node.level:

@@ -32,7 +32,7 @@ CLAUSES = frozenset({"else", "elif", "except", "finally"})
 #: Most blank lines put before a part, per byte of the part, to parse it on the file's lines
 #: (beyond that its nodes are moved instead): a blank line costs the tokenizer about a
 #: hundredth of what moving one node costs, and a part holds about a node every five bytes.
-PADDING_PER_BYTE = 4
+PADDING_PER_BYTE = 16
 
 
 @dataclass(frozen=True)

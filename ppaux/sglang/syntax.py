@@ -21,6 +21,7 @@ __all__ = [
     "parameters",
     "raising_ifs",
     "resolve",
+    "statements",
     "string_constants",
     "walk",
 ]
@@ -30,13 +31,52 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
     """Every node under ``node`` in source order (``ast.walk`` is breadth-first).
 
     Iterative: a recursive generator costs each node one step per level above it, which a large
-    source file turns into seconds.
+    source file turns into seconds. Each node's fields are read directly, which costs about a
+    third of what :func:`ast.iter_child_nodes` does.
     """
-    stack = list(ast.iter_child_nodes(node))[::-1]
+    stack = _children(node)[::-1]
     while stack:
         child = stack.pop()
         yield child
-        stack.extend(list(ast.iter_child_nodes(child))[::-1])
+        stack.extend(_children(child)[::-1])
+
+
+def _children(node: ast.AST) -> list[ast.AST]:
+    """The nodes directly under ``node``, in the order of its fields (as
+    :func:`ast.iter_child_nodes` gives them)."""
+    out: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            out.append(value)
+        elif isinstance(value, list):
+            out.extend(item for item in value if isinstance(item, ast.AST))
+    return out
+
+
+def statements(node: ast.AST) -> Iterator[ast.stmt]:
+    """Every statement under ``node`` in source order (those in the bodies of ``except`` and
+    ``case`` clauses included), never looking inside an expression, where no statement lies:
+    a definition or an import is found at a fraction of what :func:`walk` costs."""
+    stack = _statements_under(node)[::-1]
+    while stack:
+        statement = stack.pop()
+        yield statement
+        stack.extend(_statements_under(statement)[::-1])
+
+
+def _statements_under(node: ast.AST) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if not isinstance(value, list):
+            continue
+        for item in value:
+            if isinstance(item, ast.stmt):
+                out.append(item)
+            elif isinstance(item, (ast.ExceptHandler, ast.match_case)):
+                out.extend(item.body)
+    return out
 
 
 def function_named(module: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
@@ -53,7 +93,7 @@ def any_function_named(
 ) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The last definition of ``name`` at any depth (methods of mixins included)."""
     found = None
-    for node in walk(module):
+    for node in statements(module):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
             found = node
     return found
