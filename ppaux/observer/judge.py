@@ -73,6 +73,10 @@ def _sglang_rule(fault: Fault) -> str:
 
 #: The most values not compared that the report lists (each is listed once).
 _SHOWN_UNCOMPARED = 20
+#: Rows of the step table the text view draws (one per batch size and step: 2,000 at
+#: --steps 1000, a second of drawing); the findings name every failing step, the JSON report
+#: lists every row.
+_TEXT_ROWS = 200
 #: The names a record may give as the limit that stopped it.
 _LIMITS = frozenset(f.name for f in dataclasses.fields(Limits))
 
@@ -542,6 +546,7 @@ class Judge:
                 ("batch", "step", "sent", "verdict"),
                 tuple(self.rows),
                 frozenset(self.marked),
+                text_rows=_TEXT_ROWS,
             )
         )
         return report
