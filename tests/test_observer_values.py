@@ -440,7 +440,7 @@ CASES = textwrap.dedent(
 
     class LongNameOut(Out):
         def __init__(self, t, extra=None):
-            super().__init__(t, extra)
+            super().__init__(t)
             setattr(self, "n" * (1 << 20), extra)
 
     class LongNameObs(Base):
