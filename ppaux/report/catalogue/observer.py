@@ -345,7 +345,7 @@ RULES = (
     ),
     Rule(
         code="PP716",
-        name="observer-values-not-compared",
+        name="observer-not-compared",
         severity=Severity.WARNING,
         summary="Some of the target's values were not compared: a difference in them is not seen.",
         explanation=(
