@@ -99,6 +99,9 @@ class Limits:
     #: past it, the value is listed as not compared, naming this limit. A value the check
     #: digests is one the target built, in the target's own process.
     max_digested_items: int = 250_000
+    #: Containers within containers one description of a target's value digests; a value
+    #: nested deeper is listed as not compared, naming this limit.
+    max_value_nesting: int = 64
 
     # -- reading sglang's source (fingerprint, check-skew's analysis) ------------------------------
     #: Bytes of one sglang source file read (the largest one ppaux reads is about 90 KB); a

@@ -15,6 +15,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 from helpers import check_golden
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ppaux
 import ppaux._version
@@ -364,3 +366,17 @@ def test_text_view_shows_the_first_rows_of_a_huge_table():
     # The other views list every row.
     assert f"key{MAX_TABLE_ROWS + 249}" in render(report, Format.HTML)
     assert f"key{MAX_TABLE_ROWS + 249}" in render(report, Format.MARKDOWN)
+
+
+@settings(max_examples=30, deadline=None)
+@given(shown=st.integers(1, 12), total=st.integers(0, 20))
+def test_a_table_may_ask_the_text_view_for_fewer_rows(shown, total):
+    rows = tuple((f"key{n}", str(n)) for n in range(total))
+    table = Table("steps", ("key", "value"), rows, text_rows=shown)
+    out = render(Report("check-observer", tables=[table]), Format.TEXT)
+    drawn = [n for n in range(total) if f"key{n} " in out]
+    assert drawn == list(range(min(shown, total)))
+    hidden = total - shown
+    assert (f"({hidden} more row" in out) == (hidden > 0)
+    markdown = render(Report("x", tables=[table]), Format.MARKDOWN)
+    assert all(f"key{n} " in markdown for n in range(total))

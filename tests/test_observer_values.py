@@ -425,6 +425,29 @@ CASES = textwrap.dedent(
             return Out(state, deep())
         def from_pp_tensors(self, tensors):
             return Out(tensors["t"], deep())
+
+    def nested(leaf, depth=100):
+        x = leaf
+        for _ in range(depth):
+            x = [x]
+        return x
+
+    class DeepDiffObs(Base):
+        def after_sample(self, state, ids):
+            return Out(state, nested(1))
+        def from_pp_tensors(self, tensors):
+            return Out(tensors["t"], nested(2))
+
+    class LongNameOut(Out):
+        def __init__(self, t, extra=None):
+            super().__init__(t)
+            setattr(self, "n" * (1 << 20), extra)
+
+    class LongNameObs(Base):
+        def after_sample(self, state, ids):
+            return LongNameOut(state, 1)
+        def from_pp_tensors(self, tensors):
+            return LongNameOut(tensors["t"], 2)
     """
 )
 
@@ -454,7 +477,43 @@ def test_the_check_compares_the_values_a_path_gives(cases, name, found):
     ("name", "why"), [("UncomparedObs", "only its address"), ("DeepObs", "deep")]
 )
 def test_the_report_says_what_was_not_compared(cases, name, why):
+    from ppaux.report.gate import Gate
+
     report = check_observer(f"{cases}:{name}", ONE)
-    assert report.findings == []
+    # One inconclusive finding, a warning that --strict makes an error; the JSON data and
+    # the notes list each value, one note a value.
+    [item] = report.findings
+    assert (item.code, item.severity.value) == ("PP716", "warning")
+    assert ": .extra" in item.message and "of the output" in item.message and why in item.message
+    [strict] = Gate(strict=True).apply(report).findings
+    assert strict.severity.value == "error"
+    listed = report.data["observer"]["not_compared"]
+    assert listed and all(
+        entry["where"].startswith(".extra") and entry["where"].endswith(" of the output")
+        for entry in listed
+    )
+    assert why in listed[0]["why"]
     [note] = [n for n in report.notes if "not compared" in n]
     assert ".extra" in note and "of the output" in note and why in note
+    assert "\n" not in note
+
+
+def test_a_value_nested_past_the_bound_is_compared_once_the_limit_is_raised(cases):
+    # 100 lists deep, a different leaf on each path: past the default bound it is not
+    # compared, naming the limit; raised past its depth, the difference is found.
+    default = check_observer(f"{cases}:DeepDiffObs", ONE)
+    assert {f.code for f in default.findings} == {"PP716"}
+    assert "max_value_nesting=64" in default.findings[0].message
+    assert default.data["observer"]["limits_reached"] == ["max_value_nesting"]
+    raised = check_observer(f"{cases}:DeepDiffObs", ONE, limits=Limits(max_value_nesting=200))
+    assert {f.code for f in raised.findings} == {"PP711"}
+
+
+def test_a_long_attribute_name_is_shown_as_its_start_and_a_digest(cases):
+    report = check_observer(f"{cases}:LongNameObs", ONE)
+    name = "n" * (1 << 20)
+    digest = hashlib.sha256(name.encode()).hexdigest()[:16]
+    shown = f".{'n' * MAX_KEY}...({len(name):,} characters, sha256 {digest})"
+    found = [f for f in report.findings if f.code == "PP711"]
+    assert found and all(f.message.startswith(shown + " of the output") for f in found)
+    assert all(len(f.message) < 1000 for f in report.findings)

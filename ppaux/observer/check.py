@@ -149,7 +149,10 @@ def check_observer(
 
         load_object(str(target))  # raises the TargetError that says what a target looks like
     request = _request(target, options, outputs, cwd)
-    request["limits"] = {"max_digested_items": limits.max_digested_items}
+    request["limits"] = {
+        "max_digested_items": limits.max_digested_items,
+        "max_value_nesting": limits.max_value_nesting,
+    }
     judge = _judge(target, options)
     kept = bytearray()
     dropped = [0]
@@ -397,7 +400,7 @@ def check_loaded(
     judge = _judge(loaded.target, options)
     with watched() as seen, machinery(options, wire) as (machine, info, device, sglang_parts):
         try:
-            with digest_budget(limits.max_digested_items):
+            with digest_budget(limits.max_digested_items, limits.max_value_nesting):
                 run_checks(
                     loaded, options, machine, info, device, sglang_parts, outputs, judge.take
                 )

@@ -199,7 +199,9 @@ def leaves(
         if name.startswith("__"):
             continue
         walked = True
-        out.update(leaves(value, f"{prefix}.{name}", depth + 1, skip, same, budget))
+        # A long attribute name is shortened as a long key is: no path is long.
+        shown = shown_name(name) if isinstance(name, str) else _key_text(name)
+        out.update(leaves(value, f"{prefix}.{shown}", depth + 1, skip, same, budget))
     # A child that gave nothing was skipped (see above), not empty: it left no leaf, and
     # neither does its holder.
     return out if out or walked else {prefix: obj}

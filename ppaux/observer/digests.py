@@ -55,8 +55,9 @@ _CHUNK = 1 << 20
 #: The most items one description digests whole (see :class:`Digests`; past it, not
 #: compared): ``Limits.max_digested_items`` of the run (:func:`digest_budget`).
 _BUDGET: ContextVar[int] = ContextVar("digest_budget", default=Limits().max_digested_items)
-#: How deep a digest goes into nested containers; deeper, the value is not compared.
-_MAX_NESTING = 64
+#: How deep a digest goes into nested containers (deeper, the value is not compared):
+#: ``Limits.max_value_nesting`` of the run (:func:`digest_budget`).
+_NESTING: ContextVar[int] = ContextVar("digest_nesting", default=Limits().max_value_nesting)
 #: A memory address in a repr ('<_thread.lock object at 0x7f3a...>'), not part of a value.
 ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]+|\b0x[0-9a-fA-F]{8,}\b")
 
@@ -67,12 +68,15 @@ class NotCompared(PpauxError):
 
 
 @contextmanager
-def digest_budget(items: int) -> Iterator[None]:
-    """While the block runs, a description digests at most ``items`` items whole."""
+def digest_budget(items: int, nesting: int | None = None) -> Iterator[None]:
+    """While the block runs, a description digests at most ``items`` items whole, and
+    containers at most ``nesting`` deep (the default's when None)."""
     token = _BUDGET.set(items)
+    deep = _NESTING.set(Limits().max_value_nesting if nesting is None else nesting)
     try:
         yield
     finally:
+        _NESTING.reset(deep)
         _BUDGET.reset(token)
 
 
@@ -270,12 +274,18 @@ class Digests:
         self.tensor_text = tensor_text
         self.budget = _BUDGET.get() if budget is None else budget
         self.left = self.budget
+        self.nesting = _NESTING.get()
         self.memo: dict[int, str] = {}
         self.open: set[int] = set()
 
     def digest(self, value: Any) -> str:
         """sha256 of ``value`` digested whole; raises :class:`NotCompared`."""
-        return self._of(value, 0)
+        try:
+            return self._of(value, 0)
+        except RecursionError:  # a nesting bound raised past what Python's stack holds
+            raise NotCompared(
+                "nested too deeply to digest (Python's recursion limit was reached)"
+            ) from None
 
     def _spend(self, count: int) -> None:
         self.left -= count
@@ -303,8 +313,11 @@ class Digests:
             return known
         if id(value) in self.open:
             return "cycle"
-        if depth >= _MAX_NESTING:
-            raise NotCompared(f"nested more than {_MAX_NESTING} deep")
+        if depth >= self.nesting:
+            limit = self.nesting
+            raise NotCompared(
+                f"nested more than {limit} deep {limit_note('max_value_nesting', limit)}"
+            ).suggest(RaiseLimit("max_value_nesting", limit))
         self.open.add(id(value))
         try:
             made = self._whole(value, depth)

@@ -73,6 +73,10 @@ def _sglang_rule(fault: Fault) -> str:
 
 #: The most values not compared that the report lists (each is listed once).
 _SHOWN_UNCOMPARED = 20
+#: Rows of the step table the text view draws (one per batch size and step: 2,000 at
+#: --steps 1000, a second of drawing); the findings name every failing step, the JSON report
+#: lists every row.
+_TEXT_ROWS = 200
 #: The names a record may give as the limit that stopped it.
 _LIMITS = frozenset(f.name for f in dataclasses.fields(Limits))
 
@@ -115,6 +119,8 @@ class Judge:
     outputs: int = 0
     #: What was not compared ('the output .table' -> why), the first :data:`_SHOWN_UNCOMPARED`.
     not_compared: dict[str, str] = field(default_factory=dict)
+    #: How many values were not compared in all (listed or not).
+    uncompared_count: int = 0
     #: The limits (of :class:`~ppaux.limits.Limits`) that left a value not compared.
     limits_reached: list[str] = field(default_factory=list)
 
@@ -249,11 +255,25 @@ class Judge:
             if not isinstance(found, dict):
                 continue
             for path, why in uncompared(found).items():
+                self.uncompared_count += 1
                 if len(self.not_compared) < _SHOWN_UNCOMPARED:
                     self.not_compared.setdefault(f"{path} of {subject}", why)
                 limit = found[path].get("limit")
                 if limit in _LIMITS and limit not in self.limits_reached:
                     self.limits_reached.append(limit)
+
+    def _uncompared_finding(self) -> Finding:
+        """PP716: values the check could not compare, the first named (the rest are listed in
+        the notes and the JSON report's ``observer.not_compared``)."""
+        place, why = next(iter(self.not_compared.items()))
+        more = self.uncompared_count - 1
+        tail = f" (and {more} more)" if more else ""
+        return finding(
+            "PP716",
+            self.target,
+            f"{self.uncompared_count} value(s) not compared over the steps, so a difference in "
+            f"them is not reported: {place}: {why}{tail}",
+        )
 
     def _request_difference(
         self, result: dict[str, Any], number: int, item: Difference, batch_size: int, index: int
@@ -496,17 +516,21 @@ class Judge:
             "repeats": {f"{code} {what}": n for (code, what), n in self.counts.items() if n > 1},
             "ended": [{"kind": e.kind, "text": e.text} for e in self.endings],
         }
+        if self.not_compared:
+            # Every format lists them: a difference in them is not reported.
+            report.data["observer"]["not_compared"] = [
+                {"where": place, "why": why} for place, why in self.not_compared.items()
+            ]
+            report.data["observer"]["not_compared_count"] = self.uncompared_count
+            report.findings.append(self._uncompared_finding())
         if self.limits_reached:
             # Which limits to raise for those values to be compared (``--limit NAME=N``).
             report.data["observer"]["limits_reached"] = list(self.limits_reached)
         report.data["steps"] = self.results
         if output:
             report.notes.append(f"the target printed:\n{output}")
-        if self.not_compared:
-            listed = "\n".join(f"{where}: {why}" for where, why in self.not_compared.items())
-            report.notes.append(
-                "some values were not compared (a difference in them is not reported):\n" + listed
-            )
+        for place, why in self.not_compared.items():
+            report.notes.append(f"{place}: {why} (a difference in it is not reported)")
         if self.start and any(about_requests(item) for item in report.findings):
             # Which requests consume saw bears on these findings; other reports stay quiet.
             report.notes.append(
@@ -522,6 +546,7 @@ class Judge:
                 ("batch", "step", "sent", "verdict"),
                 tuple(self.rows),
                 frozenset(self.marked),
+                text_rows=_TEXT_ROWS,
             )
         )
         return report

@@ -224,10 +224,12 @@ def main(argv: list[str]) -> int:
             else None
         )
         emit({"event": "hook", "method": None})
-        budget = int(request.get("limits", {}).get("max_digested_items", 0)) or None
+        asked = request.get("limits", {})
+        budget = int(asked.get("max_digested_items", 0)) or None
+        nesting = int(asked.get("max_value_nesting", 0)) or None
         with (
             parts.machinery(options) as (machinery, info, device, sglang_parts),
-            digest_budget(budget) if budget is not None else contextlib.nullcontext(),
+            digest_budget(budget, nesting) if budget is not None else contextlib.nullcontext(),
         ):
             runner.run_checks(loaded, options, machinery, info, device, sglang_parts, given, emit)
     except target_module.TargetError as exc:

@@ -82,6 +82,9 @@ class Table:
     columns: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     marked: frozenset[tuple[int, int]] = frozenset()
+    #: Rows the text view draws when fewer than its own cap (None: the cap); the other
+    #: formats list every row.
+    text_rows: int | None = None
 
 
 @dataclass

@@ -343,4 +343,27 @@ RULES = (
         example="the target's process was killed by signal SIGKILL before it sent every record",
         area="observer",
     ),
+    Rule(
+        code="PP716",
+        name="observer-not-compared",
+        severity=Severity.WARNING,
+        summary="Some of the target's values were not compared: a difference in them is not seen.",
+        explanation=(
+            "The check describes each value on both paths to compare them. A value nested "
+            "deeper than max_value_nesting, one with more items than max_digested_items, or "
+            "an object known only by its address could not be described, so the two paths "
+            "were not compared there. The check is not conclusive for those values; --strict "
+            "makes this an error."
+        ),
+        causes=(
+            "A deeply nested list or dict on the output or in customized_info.",
+            "A very large container on the output or a request.",
+        ),
+        fix="Raise the limit named (--limit max_value_nesting=N, --limit "
+        "max_digested_items=N), or keep such values off what the observer sends and records.",
+        example="1 value(s) not compared, so a difference in them is not reported: "
+        ".customized_info['deep'] of request 0: not compared: nested more than 64 deep",
+        area="observer",
+        inconclusive=True,
+    ),
 )

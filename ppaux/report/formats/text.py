@@ -237,14 +237,16 @@ def _print_findings(console: Any, findings: list[Finding], width: int) -> None:
 
 
 def _print_table(console: Any, table: Table, width: int, color: bool) -> None:
-    """One table: its first :data:`MAX_TABLE_ROWS` rows (every other format lists all), the
+    """One table: its first :data:`MAX_TABLE_ROWS` rows, or its ``text_rows`` when fewer
+    (every other format lists all), the
     values too long for a cell below it, and the key to its marks."""
-    hidden = len(table.rows) - MAX_TABLE_ROWS
+    cap = min(MAX_TABLE_ROWS, table.text_rows or MAX_TABLE_ROWS)
+    hidden = len(table.rows) - cap
     if hidden > 0:
         table = dataclasses.replace(
             table,
-            rows=table.rows[:MAX_TABLE_ROWS],
-            marked=frozenset(m for m in table.marked if m[0] < MAX_TABLE_ROWS),
+            rows=table.rows[:cap],
+            marked=frozenset(m for m in table.marked if m[0] < cap),
         )
     rich_table, cut = _rich_table(table, width, color)
     if rich_table is not None:
