@@ -380,3 +380,47 @@ def test_a_table_may_ask_the_text_view_for_fewer_rows(shown, total):
     assert (f"({hidden} more row" in out) == (hidden > 0)
     markdown = render(Report("x", tables=[table]), Format.MARKDOWN)
     assert all(f"key{n} " in markdown for n in range(total))
+
+
+def test_every_format_with_a_place_for_notes_carries_them():
+    report = Report(
+        "capture list",
+        notes=[
+            "x.pt: trail: recv dirty > pop dirty",
+            "::error::not a command\nsecond line",
+            "next steps:",
+        ],
+    )
+    shown_notes = [
+        "x.pt: trail: recv dirty > pop dirty",
+        "::error::not a command\\nsecond line",
+        "next steps:",
+    ]
+    assert json.loads(render(report, Format.JSON))["notes"] == shown_notes
+    sarif = json.loads(render(report, Format.SARIF))
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(sarif)
+    notifications = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert [(n["level"], n["message"]["text"]) for n in notifications] == [
+        ("note", note) for note in shown_notes
+    ]
+    suite = ET.fromstring(render(report, Format.JUNIT).encode()).find("testsuite")
+    assert suite.find("system-out").text.splitlines() == shown_notes
+    assert render(report, Format.GITHUB).splitlines()[:3] == [
+        "note: x.pt: trail: recv dirty > pop dirty",
+        "note: ::error::not a command\\nsecond line",
+        "note: next steps:",
+    ]
+    assert "\n- x.pt: trail: recv dirty &gt; pop dirty\n" in render(report, Format.MARKDOWN)
+    # A report without notes keeps the document as it was: no empty list.
+    assert "notes" not in json.loads(render(Report("inspect"), Format.JSON))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.text(max_size=40), max_size=5))
+def test_no_note_reads_as_a_workflow_command(notes):
+    # Without findings or problems no line of the GitHub output is a workflow command.
+    lines = render(Report("triage", notes=notes), Format.GITHUB).splitlines()
+    assert not any(line.lstrip().startswith("::") for line in lines)
+    assert len(json.loads(render(Report("triage", notes=notes), Format.JSON)).get("notes", [])) == (
+        len(notes)
+    )

@@ -1,7 +1,8 @@
 """The verdict: the records a check's child sent, judged into a report (findings PP701 - PP715).
 
 Pure functions of plain data: :class:`Judge` takes the records one at a time (:meth:`take`),
-the way the child ended (:meth:`ended`), and makes the report (:meth:`report`). It imports no
+the way the child ended (:meth:`ended`), and makes the report (:meth:`report`); the findings
+are worded in :mod:`.findings`. It imports no
 torch and none of the target's code, so nothing the target does can change how its records
 are judged. What each record holds is written in :mod:`.runner`.
 """
@@ -9,18 +10,21 @@ are judged. What each record holds is written in :mod:`.runner`.
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ppaux.limits import Limits
-from ppaux.observer.compare import (
-    TENSOR_RULE,
-    VALUE_RULE,
-    Difference,
-    differences,
-    shown_name,
-    uncompared,
+from ppaux.observer.compare import Difference, differences, shown_name, uncompared
+from ppaux.observer.findings import (
+    Ending,
+    changed_finding,
+    difference_finding,
+    difference_pattern,
+    ending_finding,
+    fault_finding,
+    fault_key,
+    nothing_sent_finding,
+    uncompared_finding,
 )
 from ppaux.observer.locating import Places
 from ppaux.observer.paths import Fault
@@ -28,7 +32,6 @@ from ppaux.observer.phrasing import (
     about_requests,
     difference_entry,
     fault_of,
-    first_line,
     first_sentence,
     overlaps,
     step_entry,
@@ -36,40 +39,8 @@ from ppaux.observer.phrasing import (
     where,
 )
 from ppaux.report import Finding, Report, Table, finding
-from ppaux.sglang import (
-    ADD,
-    ADD_BAD_NAME,
-    ADD_EMPTY,
-    ADD_NOT_TENSOR,
-    ADD_UNSUPPORTED,
-    POP_NON_TENSOR,
-    POP_NOT_RECONSTRUCTED,
-    POP_UNSUPPORTED,
-    match_message,
-)
 
 __all__ = ["Ending", "Judge"]
-
-#: The rule that reports each of sglang's messages (by its id in :mod:`ppaux.sglang.names`).
-_SGLANG_RULES = {
-    ADD_UNSUPPORTED.id: "PP701",
-    POP_UNSUPPORTED.id: "PP702",
-    ADD_EMPTY.id: "PP703",
-    ADD_BAD_NAME.id: "PP704",
-    ADD_NOT_TENSOR.id: "PP705",
-    POP_NON_TENSOR.id: "PP706",
-    POP_NOT_RECONSTRUCTED.id: "PP707",
-}
-
-
-def _sglang_rule(fault: Fault) -> str:
-    """The rule for a fault whose message is one of sglang's, raised by the function that
-    raises it (the last stage's add, or rank 0's pop); PP708 for any other failure."""
-    known = match_message(fault.message)
-    if known is None or (known.message.function == ADD) != (fault.stage == "add"):
-        return "PP708"
-    return _SGLANG_RULES.get(known.message.id, "PP708")
-
 
 #: The most values not compared that the report lists (each is listed once).
 _SHOWN_UNCOMPARED = 20
@@ -79,17 +50,6 @@ _SHOWN_UNCOMPARED = 20
 _TEXT_ROWS = 200
 #: The names a record may give as the limit that stopped it.
 _LIMITS = frozenset(f.name for f in dataclasses.fields(Limits))
-
-
-@dataclass(frozen=True)
-class Ending:
-    """How the child ended, where that is the target's doing: ``kind`` ('exit', 'signal',
-    'timeout', 'fork', 'threads', 'silent', 'garbled', 'outlived', 'timers') and what to say."""
-
-    kind: str
-    text: str
-    #: Where the target was when it ended so (``file``, ``line``, ``function``), where known.
-    location: dict[str, Any] | None = None
 
 
 @dataclass
@@ -262,19 +222,6 @@ class Judge:
                 if limit in _LIMITS and limit not in self.limits_reached:
                     self.limits_reached.append(limit)
 
-    def _uncompared_finding(self) -> Finding:
-        """PP716: values the check could not compare, the first named (the rest are listed in
-        the notes and the JSON report's ``observer.not_compared``)."""
-        place, why = next(iter(self.not_compared.items()))
-        more = self.uncompared_count - 1
-        tail = f" (and {more} more)" if more else ""
-        return finding(
-            "PP716",
-            self.target,
-            f"{self.uncompared_count} value(s) not compared over the steps, so a difference in "
-            f"them is not reported: {place}: {why}{tail}",
-        )
-
     def _request_difference(
         self, result: dict[str, Any], number: int, item: Difference, batch_size: int, index: int
     ) -> None:
@@ -324,16 +271,7 @@ class Judge:
             if not self._once("PP713", item.path):
                 continue
             self.findings.append(
-                finding(
-                    "PP713",
-                    self.target,
-                    f"the output of step {index} (batch size {batch_size}) changed by "
-                    f"step {m.get('by_step')}: {item.path or 'the output'} was {item.left}, is "
-                    f"now {item.right}; it shares memory that a later step overwrites, so a "
-                    "copy made after the next forward reads the next step's values",
-                    item.path or None,
-                    extra={"batch_size": batch_size, "step": index, "rule": TENSOR_RULE},
-                )
+                changed_finding(self.target, item, batch_size, index, m.get("by_step"))
             )
 
     def _on_end(self, m: dict[str, Any]) -> None:
@@ -351,15 +289,7 @@ class Judge:
     def ended(self, ending: Ending) -> None:
         """The child ended in a way that is the target's doing: a finding (PP715)."""
         self.endings.append(ending)
-        self.findings.append(
-            finding(
-                "PP715",
-                self.target,
-                ending.text,
-                extra={"end": ending.kind},
-                location=ending.location,
-            )
-        )
+        self.findings.append(ending_finding(self.target, ending))
 
     # ------------------------------------------------------------------------------------------
     # Findings
@@ -373,92 +303,18 @@ class Judge:
         return True
 
     def _fault_finding(self, fault: Fault, batch_size: int, index: int) -> None:
-        at = where(batch_size, index)
-        if fault.stage == "hook":
-            side = {"last stage": "the last stage", "rank 0": "rank 0"}.get(fault.side, fault.side)
-            if self._once("PP710", f"{fault.method}/{fault.side}"):
-                short = first_sentence(first_line(fault.message))
-                self.findings.append(
-                    finding(
-                        "PP710",
-                        self.target,
-                        f"{fault.method} raised {fault.error_type}: {short} on {side} ({at})",
-                        fault.name,
-                        extra={"method": fault.method, "side": fault.side},
-                        location=fault.where,
-                    )
-                )
-            return
-        entry = ""
-        if fault.name is not None and fault.message == ADD_BAD_NAME.template:
-            # The name is the bad key's repr: 0 and '' must read as what they are, not as '0'.
-            entry = f"; the entry at fault is named {fault.name}"
-            if fault.value is not None:
-                entry += f", a {fault.value}"
-        elif fault.name is not None:
-            entry = f"; the entry at fault is {fault.name!r}"
-            if fault.value is not None:
-                entry += f", a {fault.value}"
-        elif fault.value is not None:
-            entry = f"; to_pp_tensors returned {fault.value}"
-        sglang_error: str | None
-        if fault.stage == "wire":
-            code = "PP709"
-            message = first_sentence(fault.message)
-            text = (
-                f"the {self.transport} transport fails on the {fault.side}: "
-                f"{fault.error_type}: {message}{entry} ({at})"
-            )
-            sglang_error = None
-        else:
-            code = _sglang_rule(fault)
-            side = "the last stage's add" if fault.stage == "add" else "rank 0's pop"
-            text = f"{side} raises {fault.error_type}: {fault.message}{entry} ({at})"
-            sglang_error = fault.message if fault.error_type == "RuntimeError" else None
-        if not self._once(code, f"{fault.stage}/{fault.message}"):
-            return
-        self.findings.append(
-            finding(
-                code,
-                self.target,
-                text,
-                fault.name,
-                sglang_error=sglang_error,
-                extra={"side": fault.side, "stage": fault.stage, "value": fault.value},
-            )
-        )
+        item = fault_finding(self.target, self.transport, fault, where(batch_size, index))
+        if self._once(item.code, fault_key(fault)):
+            self.findings.append(item)
 
     def _difference_finding(
         self, code: str, subject: str, item: Difference, batch_size: int, index: int
     ) -> None:
         # One finding per field and kind of difference, whichever request, step or list index:
         # the first one is shown, the others are counted in the report's data.
-        pattern = re.sub(r"\[\d+\]", "[*]", item.path)
-        if not self._once(code, f"{pattern}/{item.what}"):
-            return
-        rule = (
-            TENSOR_RULE
-            if item.what in ("bits", "dtype", "shape", "device", "layout")
-            else VALUE_RULE
-        )
-        # ".entropy of the output rank 0 rebuilt", not "the output rank 0 rebuilt.entropy".
-        label = f"{item.path} of {subject}" if item.path else subject
-        self.findings.append(
-            finding(
-                code,
-                self.target,
-                f"{label} differs ({item.what}): single stage {item.left}, PP {item.right} "
-                f"({where(batch_size, index)}); sglang raises nothing, every response carries "
-                "the PP value",
-                item.path or None,
-                extra={
-                    "what": item.what,
-                    "single_stage": item.left,
-                    "pp": item.right,
-                    "rule": rule,
-                },
-            )
-        )
+        if self._once(code, difference_pattern(item)):
+            at = where(batch_size, index)
+            self.findings.append(difference_finding(code, self.target, subject, item, at))
 
     def _row(self, batch_size: int, index: int, sent: str, verdict: str, state: str) -> None:
         if state in ("error", "differs"):
@@ -488,14 +344,7 @@ class Judge:
             and self.outputs == 0
             and not any(f.code == "PP710" for f in self.findings)
         ):
-            report.findings.append(
-                finding(
-                    "PP714",
-                    self.target,
-                    "the observer produced no auxiliary output in any step: nothing was sent, "
-                    "so nothing was checked (is_active, before_grammar or after_sample said no)",
-                )
-            )
+            report.findings.append(nothing_sent_finding(self.target))
         report.findings += [self.places.located(item) for item in self.findings]
         device = str(self.start.get("device", "?"))
         sglang_parts = bool(self.start.get("sglang_parts"))
@@ -522,7 +371,9 @@ class Judge:
                 {"where": place, "why": why} for place, why in self.not_compared.items()
             ]
             report.data["observer"]["not_compared_count"] = self.uncompared_count
-            report.findings.append(self._uncompared_finding())
+            report.findings.append(
+                uncompared_finding(self.target, self.not_compared, self.uncompared_count)
+            )
         if self.limits_reached:
             # Which limits to raise for those values to be compared (``--limit NAME=N``).
             report.data["observer"]["limits_reached"] = list(self.limits_reached)

@@ -17,7 +17,11 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Any
+import threading
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ppaux.observer.options import ObserverOptions
 
 __all__ = ["main"]
 
@@ -168,13 +172,22 @@ def main(argv: list[str]) -> int:
     _drop_ptrace()
     request = _read_request()
     emit = _writer(_hidden(int(request.pop("fd"))))
+    options = _before_the_target(request, emit)
+    _check(request, options, emit)
+    _end(emit)
+    os._exit(0)
+
+
+def _before_the_target(request: dict[str, Any], emit: Any) -> ObserverOptions:
+    """The signals unblocked, torch and ppaux's own modules imported, the options read, the
+    import path extended and the hooks announced: what comes before the target's own code (the
+    modules :func:`_check` needs are imported too before it says it is ready)."""
     # The signals the checking process blocked to read them (its mask is inherited): the
     # target runs with the mask its caller had, so its own timers and signals act as in sglang.
     import signal
 
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {int(n) for n in request.pop("unblock", [])})
     # ppaux's own modules (and torch) before any of the target's code.
-    import threading
     import warnings
 
     # torch warns on import when numpy is absent; the check never needs numpy itself.
@@ -184,14 +197,8 @@ def main(argv: list[str]) -> int:
 
     import ppaux.observer.check as check
     import ppaux.observer.lines as lines
-    import ppaux.observer.parts as parts
     import ppaux.observer.requests as requests
-    import ppaux.observer.runner as runner
-    import ppaux.observer.target as target_module
-    from ppaux.errors import PpauxError
-    from ppaux.observer.digests import digest_budget
     from ppaux.observer.drive import shown_path
-    from ppaux.suggestions import Setting
 
     settings = dict(request["options"])
     settings["batch_sizes"] = tuple(settings["batch_sizes"])
@@ -212,6 +219,21 @@ def main(argv: list[str]) -> int:
             }
         )
     )
+    return options
+
+
+def _check(request: dict[str, Any], options: ObserverOptions, emit: Any) -> None:
+    """Load the target and run the checks; what stops them is a record. The hooks are no
+    longer announced after it."""
+    import ppaux.observer.check as check
+    import ppaux.observer.lines as lines
+    import ppaux.observer.parts as parts
+    import ppaux.observer.runner as runner
+    import ppaux.observer.target as target_module
+    from ppaux.errors import PpauxError
+    from ppaux.observer.digests import digest_budget
+    from ppaux.suggestions import Setting
+
     emit({"event": "ready"})
     try:
         emit({"event": "hook", "method": "the target's loading (its module, the observer)"})
@@ -256,6 +278,10 @@ def main(argv: list[str]) -> int:
     except BaseException as exc:  # GeneratorExit, CancelledError... outside the methods driven
         emit({"event": "target_raised", "text": _raised(exc)})
     lines.announce_hooks(None)
+
+
+def _end(emit: Any) -> None:
+    """The last record (the threads and timers the target left), the streams flushed."""
     threads = [
         thread.name
         for thread in threading.enumerate()
@@ -268,7 +294,6 @@ def main(argv: list[str]) -> int:
                 stream.flush()
         except Exception:  # the target replaced or closed the stream
             pass
-    os._exit(0)
 
 
 if __name__ == "__main__":

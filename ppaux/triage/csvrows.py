@@ -18,9 +18,10 @@ whose newline the quotes kept) is given back as it came.
 from __future__ import annotations
 
 import csv
-import io
 import re
 from typing import BinaryIO
+
+from ppaux.triage.linestream import LineStream
 
 __all__ = ["CsvTable", "TableRows", "csv_table"]
 
@@ -130,25 +131,19 @@ def csv_table(head: bytes) -> CsvTable | None:
     return None
 
 
-class TableRows(io.RawIOBase):
+class TableRows(LineStream):
     """``inner``'s rows as ``<time>\\t<message>`` lines: one line given out for each read."""
 
     def __init__(self, inner: BinaryIO, table: CsvTable, max_line: int) -> None:
-        super().__init__()
-        self._inner = inner
+        super().__init__(inner, max_line)
         self._table = table
-        self._max_line = max_line
-        self._out = b""
         self._first = True
         self._at_start = True  # the next bytes read open a line
 
-    def readable(self) -> bool:
-        return True
-
-    def _next(self) -> bytes:
-        line = self._inner.readline(self._max_line + 1)
+    def _line_out(self) -> bytes | None:
+        line = self._read_line()
         if not line:
-            return b""
+            return None
         whole = line.endswith(b"\n")
         at_start, self._at_start = self._at_start, whole
         if not at_start or not whole:
@@ -161,22 +156,3 @@ class TableRows(io.RawIOBase):
         if row is None:
             return line
         return row.replace("\r", " ").replace("\n", " ").encode("utf-8") + b"\n"
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        """As many lines as ``buffer`` holds (a reader's head is one read)."""
-        filled = 0
-        while filled < len(buffer):
-            if not self._out:
-                self._out = self._next()
-                if not self._out:
-                    break
-            size = min(len(buffer) - filled, len(self._out))
-            buffer[filled : filled + size] = self._out[:size]
-            self._out = self._out[size:]
-            filled += size
-        return filled
-
-    def close(self) -> None:
-        if not self.closed:
-            self._inner.close()
-        super().close()

@@ -18,10 +18,11 @@ it is.
 
 from __future__ import annotations
 
-import io
 import re
 from itertools import pairwise
 from typing import BinaryIO
+
+from ppaux.triage.linestream import LineStream
 
 __all__ = ["Unmarked", "paste_mark"]
 
@@ -91,37 +92,18 @@ def paste_mark(head: bytes) -> PasteMark | None:
     return PasteMark(indent=indent) if indent else None
 
 
-class Unmarked(io.RawIOBase):
+class Unmarked(LineStream):
     """``inner``'s lines without ``mark``: one line given out for each line read."""
 
     def __init__(self, inner: BinaryIO, mark: PasteMark, max_line: int) -> None:
-        super().__init__()
-        self._inner = inner
+        super().__init__(inner, max_line)
         self._mark = mark
-        self._max_line = max_line
-        self._out = b""
         self._at_start = True  # the next bytes read open a line
 
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        """As many lines as ``buffer`` holds (a reader's head is one read)."""
-        filled = 0
-        while filled < len(buffer):
-            if not self._out:
-                line = self._inner.readline(self._max_line + 1)
-                if not line:
-                    break
-                self._out = self._mark.peel(line) if self._at_start else line
-                self._at_start = line.endswith(b"\n")
-            size = min(len(buffer) - filled, len(self._out))
-            buffer[filled : filled + size] = self._out[:size]
-            self._out = self._out[size:]
-            filled += size
-        return filled
-
-    def close(self) -> None:
-        if not self.closed:
-            self._inner.close()
-        super().close()
+    def _line_out(self) -> bytes | None:
+        line = self._read_line()
+        if not line:
+            return None
+        out = self._mark.peel(line) if self._at_start else line
+        self._at_start = line.endswith(b"\n")
+        return out

@@ -21,12 +21,13 @@ joined line's number back to its first piece's.
 
 from __future__ import annotations
 
-import io
 import re
 from array import array
 from bisect import bisect_left
 from itertools import pairwise
 from typing import BinaryIO
+
+from ppaux.triage.linestream import LineStream
 
 __all__ = ["Unwrapped", "wrap_width"]
 
@@ -125,22 +126,16 @@ def _body(line: bytes) -> bytes:
     return line[:-1] if line.endswith(b"\n") else line
 
 
-class Unwrapped(io.RawIOBase):
+class Unwrapped(LineStream):
     """``inner``'s lines with each one cut at ``width`` joined to its continuation."""
 
     def __init__(self, inner: BinaryIO, width: int, max_line: int) -> None:
-        super().__init__()
-        self._inner = inner
+        super().__init__(inner, max_line)
         self._width = width
-        self._max_line = max_line
         self._pending: bytes | None = None  # the line read ahead
-        self._out = b""
         self._line = 0  # lines given out
         self._joined = array("q")  # numbers of the lines given out that hold joined pieces
         self._extra = array("q")  # pieces joined up to and including each of those lines
-
-    def readable(self) -> bool:
-        return True
 
     def physical(self, number: int) -> int:
         """The file's number of the first piece of the line given out as ``number``."""
@@ -151,12 +146,12 @@ class Unwrapped(io.RawIOBase):
         if self._pending is not None:
             line, self._pending = self._pending, None
             return line
-        return self._inner.readline(self._max_line + 1)
+        return self._read_line()
 
-    def _line_out(self) -> bytes:
+    def _line_out(self) -> bytes | None:
         line = self._next()
         if not line:
-            return b""
+            return None
         pieces = 1
         last = line  # the last piece: cut at the width when another follows
         while pieces < _MAX_PIECES and len(line) <= self._max_line:
@@ -179,23 +174,3 @@ class Unwrapped(io.RawIOBase):
             self._joined.append(self._line)
             self._extra.append((self._extra[-1] if self._extra else 0) + pieces - 1)
         return line
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        """As many lines as ``buffer`` holds: a reader's head is one read, and what tells a
-        log's shape (its envelope, its order) is read from the head."""
-        filled = 0
-        while filled < len(buffer):
-            if not self._out:
-                self._out = self._line_out()
-                if not self._out:
-                    break
-            size = min(len(buffer) - filled, len(self._out))
-            buffer[filled : filled + size] = self._out[:size]
-            self._out = self._out[size:]
-            filled += size
-        return filled
-
-    def close(self) -> None:
-        if not self.closed:
-            self._inner.close()
-        super().close()

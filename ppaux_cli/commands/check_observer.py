@@ -8,7 +8,7 @@ import enum
 import os
 import sys
 import warnings
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -22,6 +22,11 @@ from ppaux_cli.output_paths import check_output_path, output_identity, refuse_ch
 from ppaux_cli.report_options import ReportOptions, report_options
 from ppaux_cli.wording import cli_words, setting_line
 
+if TYPE_CHECKING:
+    from ppaux.limits import Limits
+    from ppaux.observer import ObserverOptions
+    from ppaux.report import Report
+
 __all__ = ["check_observer"]
 
 
@@ -33,130 +38,148 @@ class ObserverImpl(str, enum.Enum):
     SGLANG = Impl.SGLANG.value
 
 
-# Long only by its options' declarations (Typer reads them from the signature, one Annotated
-# parameter each); its body is a dozen lines: options in, the library's check, the report out.
+_TargetArgument = Annotated[
+    str,
+    typer.Argument(
+        metavar="TARGET",
+        help="module:attr or path/to/file.py:attr naming a sampling observer, a class or a "
+        "zero-argument factory. Its module is imported (its code runs), as pytest imports "
+        "test modules.",
+    ),
+]
+
+
+_OutputsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--outputs",
+        metavar="MODULE:ATTR",
+        help="A zero-argument callable returning the DeviceAuxiliaryOutputs to send, "
+        "instead of driving the observer on synthetic logits (its code runs too).",
+    ),
+]
+
+
+_TransportOption = Annotated[
+    Transport,
+    choice_option(
+        Transport,
+        "--transport",
+        default="wire",
+        help="none: rank 0 pops the dict as sent; wire: sglang's send/recv_tensor_dict "
+        "emulated in-process; torch-distributed: a real two-process group on 127.0.0.1; "
+        "sglang: sglang's own GroupCoordinator, SamplingBatchInfo and result processing "
+        "(sglang must be importable).",
+    ),
+]
+
+
+_ImplOption = Annotated[
+    ObserverImpl,
+    choice_option(
+        ObserverImpl,
+        "--impl",
+        default="reference",
+        help="reference: ppaux's add and pop; sglang: sglang's own sampling_observer_pp.",
+    ),
+]
+
+
+_SenderOption = Annotated[
+    Sender,
+    choice_option(
+        Sender,
+        "--sender",
+        default="validating",
+        help="validating: the last stage adds with add, as every sglang release does; "
+        "legacy: it writes the keys unchecked, so rank 0 sees what a patched sender sends.",
+    ),
+]
+
+
+_BatchSizeOption = Annotated[
+    list[int] | None,
+    typer.Option(
+        "--batch-size",
+        metavar="N",
+        min=1,
+        help="A batch size to drive (repeat for several; default 1 and 4). With --outputs, "
+        "the first is the number of requests that consume sees.",
+    ),
+]
+
+
+_StepsOption = Annotated[
+    int,
+    typer.Option(
+        "--steps",
+        metavar="N",
+        min=1,
+        help="Forwards per batch size (2 or more find outputs that alias a reused buffer).",
+    ),
+]
+
+
+_VocabSizeOption = Annotated[
+    int,
+    typer.Option("--vocab-size", metavar="N", min=2, help="Width of the synthetic logits."),
+]
+
+
+_DeviceOption = Annotated[
+    str,
+    typer.Option(
+        "--device",
+        metavar="DEVICE",
+        help="Where the logits are made: cpu, cuda, cuda:N or auto (CUDA when present).",
+    ),
+]
+
+
+_SglangPathOption = Annotated[
+    str | None,
+    typer.Option(
+        "--sglang-path",
+        metavar="DIR|WHEEL",
+        help="Read sglang from this unpacked tree (or, for --impl sglang, a wheel) instead "
+        "of the installed sglang.",
+    ),
+]
+
+
+_TimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        metavar="SECONDS",
+        min=1.0,
+        help="How long a two-process transport waits for its peer.",
+    ),
+]
+
+
 @report_options
 def check_observer(
-    target: Annotated[
-        str,
-        typer.Argument(
-            metavar="TARGET",
-            help="module:attr or path/to/file.py:attr naming a sampling observer, a class or a "
-            "zero-argument factory. Its module is imported (its code runs), as pytest imports "
-            "test modules.",
-        ),
-    ],
-    outputs: Annotated[
-        str | None,
-        typer.Option(
-            "--outputs",
-            metavar="MODULE:ATTR",
-            help="A zero-argument callable returning the DeviceAuxiliaryOutputs to send, "
-            "instead of driving the observer on synthetic logits (its code runs too).",
-        ),
-    ] = None,
-    transport: Annotated[
-        Transport,
-        choice_option(
-            Transport,
-            "--transport",
-            default="wire",
-            help="none: rank 0 pops the dict as sent; wire: sglang's send/recv_tensor_dict "
-            "emulated in-process; torch-distributed: a real two-process group on 127.0.0.1; "
-            "sglang: sglang's own GroupCoordinator, SamplingBatchInfo and result processing "
-            "(sglang must be importable).",
-        ),
-    ] = Transport.WIRE,
-    impl: Annotated[
-        ObserverImpl,
-        choice_option(
-            ObserverImpl,
-            "--impl",
-            default="reference",
-            help="reference: ppaux's add and pop; sglang: sglang's own sampling_observer_pp.",
-        ),
-    ] = ObserverImpl.REFERENCE,
-    sender: Annotated[
-        Sender,
-        choice_option(
-            Sender,
-            "--sender",
-            default="validating",
-            help="validating: the last stage adds with add, as every sglang release does; "
-            "legacy: it writes the keys unchecked, so rank 0 sees what a patched sender sends.",
-        ),
-    ] = Sender.VALIDATING,
-    batch_size: Annotated[
-        list[int] | None,
-        typer.Option(
-            "--batch-size",
-            metavar="N",
-            min=1,
-            help="A batch size to drive (repeat for several; default 1 and 4). With --outputs, "
-            "the first is the number of requests that consume sees.",
-        ),
-    ] = None,
-    steps: Annotated[
-        int,
-        typer.Option(
-            "--steps",
-            metavar="N",
-            min=1,
-            help="Forwards per batch size (2 or more find outputs that alias a reused buffer).",
-        ),
-    ] = 3,
-    vocab_size: Annotated[
-        int,
-        typer.Option("--vocab-size", metavar="N", min=2, help="Width of the synthetic logits."),
-    ] = 32,
-    device: Annotated[
-        str,
-        typer.Option(
-            "--device",
-            metavar="DEVICE",
-            help="Where the logits are made: cpu, cuda, cuda:N or auto (CUDA when present).",
-        ),
-    ] = "cpu",
-    sglang_path: Annotated[
-        str | None,
-        typer.Option(
-            "--sglang-path",
-            metavar="DIR|WHEEL",
-            help="Read sglang from this unpacked tree (or, for --impl sglang, a wheel) instead "
-            "of the installed sglang.",
-        ),
-    ] = None,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            "--timeout",
-            metavar="SECONDS",
-            min=1.0,
-            help="How long a two-process transport waits for its peer.",
-        ),
-    ] = 60.0,
+    target: _TargetArgument,
+    outputs: _OutputsOption = None,
+    transport: _TransportOption = Transport.WIRE,
+    impl: _ImplOption = ObserverImpl.REFERENCE,
+    sender: _SenderOption = Sender.VALIDATING,
+    batch_size: _BatchSizeOption = None,
+    steps: _StepsOption = 3,
+    vocab_size: _VocabSizeOption = 32,
+    device: _DeviceOption = "cpu",
+    sglang_path: _SglangPathOption = None,
+    timeout: _TimeoutOption = 60.0,
     limit: LimitOption = None,
     *,
     options: ReportOptions,
 ) -> None:
     """Run a sampling observer's outputs through sglang's PP path and the single-stage path;
     report sglang's errors, every difference and reused buffers. TARGET's code runs."""
-    # torch warns on import when numpy is absent; the check never needs numpy itself.
-    warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
-    from ppaux.errors import TorchMissingError
-    from ppaux.observer import (
-        ObserverConfigError,
-        ObserverOptions,
-        TargetError,
-        check_observer,
-        target_files,
-    )
-    from ppaux.torch_probe import require_torch
+    _need_torch()
+    from ppaux.observer import ObserverOptions
 
-    try:
-        require_torch("ppaux check-observer")
-    except TorchMissingError as exc:
-        fail(exc)
     limits = limits_from(limit)
     settings = ObserverOptions(
         transport=transport,
@@ -169,6 +192,31 @@ def check_observer(
         sglang_path=sglang_path,
         timeout_s=timeout,
     )
+    options = _output_apart(options, target, outputs)
+    before = output_identity(options.output)
+    report = _checked(target, settings, outputs, limits)
+    refuse_changed_output(options.output, before)
+    _warn_limits_reached(report, limits, options.quiet)
+    emit(report, options)
+
+
+def _need_torch() -> None:
+    """Exit with the one line that says so where torch cannot be imported."""
+    # torch warns on import when numpy is absent; the check never needs numpy itself.
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
+    from ppaux.errors import TorchMissingError
+    from ppaux.torch_probe import require_torch
+
+    try:
+        require_torch("ppaux check-observer")
+    except TorchMissingError as exc:
+        fail(exc)
+
+
+def _output_apart(options: ReportOptions, target: str, outputs: str | None) -> ReportOptions:
+    """``options`` with ``-o`` made absolute, after refusing one that is among the inputs."""
+    from ppaux.observer import target_files
+
     # The files the target and --outputs name are inputs: the report never goes over them.
     # The target runs in a child process of its own, in this directory; -o is resolved here,
     # before it starts, and nothing it does moves it.
@@ -176,24 +224,32 @@ def check_observer(
     check_output_path(options.output, [path for name in given for path in target_files(name)])
     if options.output not in (None, "-"):
         options = dataclasses.replace(options, output=os.path.abspath(options.output))
-    before = output_identity(options.output)
+    return options
+
+
+def _checked(target: str, settings: ObserverOptions, outputs: str | None, limits: Limits) -> Report:
+    """The library's check; a target or a setting that cannot be used is an exit 2 line."""
+    from ppaux.observer import ObserverConfigError, TargetError, check_observer
+
     try:
-        report = check_observer(
+        return check_observer(
             target, settings, outputs=outputs, on_output=_show_output, limits=limits
         )
     except TargetError as exc:
         fail(f"{exc.target}: {exc.reason}")
     except ObserverConfigError as exc:
         fail(setting_line(exc))
-    refuse_changed_output(options.output, before)
+
+
+def _warn_limits_reached(report: Report, limits: Limits, quiet: bool) -> None:
+    """A warning for each limit that left some values not compared, with the flag to raise it."""
     for name in report.data.get("observer", {}).get("limits_reached", []):
         value = getattr(limits, name)
         warn(
             f"some values were not compared {limit_note(name, value)}; "
             f"{cli_words([RaiseLimit(name, value)])}",
-            quiet=options.quiet,
+            quiet=quiet,
         )
-    emit(report, options)
 
 
 def _show_output(data: bytes) -> None:

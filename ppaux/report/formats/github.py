@@ -4,8 +4,10 @@
 the dump, fingerprint or stage, or, for a finding with a source ``location``, that file with
 ``line=``; ``title=`` the code and rule name; the message with the key,
 the predicted sglang error and the fix) and one ``::error`` per input that could not be read,
-then the summary line. GitHub shows only a few annotations per step, so :func:`step_summary` gives
-the whole report as Markdown for ``$GITHUB_STEP_SUMMARY`` (the CLI appends it there).
+then the report's notes as plain log lines (each after ``note: ``, so none reads as a workflow
+command), then the summary line. GitHub shows only a few annotations per step, so
+:func:`step_summary` gives the whole report as Markdown for ``$GITHUB_STEP_SUMMARY`` (the CLI
+appends it there).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ def render(report: Report) -> str:
         f"{_data(p.message)}"
         for p in report.problems
     ]
+    lines += [f"note: {line}" for note in report.notes for line in note.splitlines() or [""]]
     lines.append(f"ppaux {report.command}: {_counts(report)}")
     return "\n".join(lines) + "\n"
 

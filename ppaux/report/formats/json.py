@@ -12,8 +12,9 @@ __all__ = ["document", "render"]
 
 
 def document(report: Report) -> dict[str, Any]:
-    """The report as a JSON-able dict: schema, tool, command, findings, problems, summary, data."""
-    doc = {
+    """The report as a JSON-able dict: schema, tool, command, findings, problems, summary, the
+    notes (when there are any: what the text format prints after the findings), data."""
+    doc: dict[str, Any] = {
         "schema": REPORT_SCHEMA,
         "tool": {"name": "ppaux", "version": _version.__version__},
         "command": report.command,
@@ -21,6 +22,8 @@ def document(report: Report) -> dict[str, Any]:
         "problems": [p.to_json() for p in report.problems],
         "summary": {**count_by_severity(report.findings), "problems": len(report.problems)},
     }
+    if report.notes:
+        doc["notes"] = list(report.notes)
     for name, value in report.data.items():
         doc.setdefault(name, value)
     return doc

@@ -4,7 +4,8 @@ One test case per subject (a file, stage or dump), in the order the report met t
 ``path`` in the command's data lists (``files``, ``stages``, ``results``), then any other path
 a finding or an unreadable input names. A test case fails when it has findings at or above the
 gate's threshold; the failure lists them all. Findings below the threshold go to the test
-case's ``system-out``. An input that could not be read is a test case with an ``error``.
+case's ``system-out``. An input that could not be read is a test case with an ``error``. The
+report's notes are the test suite's own ``system-out``.
 
 XML 1.0 forbids most control characters even as character references; the report reaches this
 module with every string shown by :func:`ppaux.text.shown` (see :mod:`ppaux.report.formats`), so
@@ -113,6 +114,8 @@ def render(report: Report, fail_on: FailOn = FailOn.ERROR) -> str:
     counts = {"tests": str(len(names)), "failures": str(failures), "errors": str(errors)}
     _set(root, name="ppaux", **counts)
     _set(suite, name=f"ppaux {report.command}", **counts, skipped="0")
+    if report.notes:
+        ET.SubElement(suite, "system-out").text = "\n".join(report.notes)
     ET.indent(root)
     body = ET.tostring(root, encoding="unicode")
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"

@@ -6,8 +6,8 @@ at its file, stage or dump, with the key in the message and in the result's prop
 finding with a source ``location`` (a capture's culprit) points at that file and line instead
 (its ``region``), so code scanning annotates the line, and keeps the dump as a related location.
 Inputs that could not be read become error notifications of the invocation, which is then not
-successful. The ``automationDetails.id`` (``ppaux/<command>/``) keeps uploads of different
-commands apart.
+successful; the report's notes follow them as notifications of level ``note``. The
+``automationDetails.id`` (``ppaux/<command>/``) keeps uploads of different commands apart.
 """
 
 from __future__ import annotations
@@ -135,6 +135,7 @@ def document(report: Report) -> dict[str, Any]:
         }
         for p in report.problems
     ]
+    notifications += [{"level": "note", "message": {"text": note}} for note in report.notes]
     return {
         "$schema": SARIF_SCHEMA_URI,
         "version": "2.1.0",

@@ -1,0 +1,200 @@
+"""The findings of a check (PP701 - PP716), worded from what its child reported.
+
+Pure functions of plain data, for :class:`~ppaux.observer.judge.Judge`: a fault on one of the
+paths (an observer method raising, sglang's add or pop refusing, the wire failing), a
+difference between the single-stage and PP values, an output a later step changed, values not
+compared, the way the child ended, and nothing sent at all. Which of them a report keeps (one
+per kind, the rest counted) is the judge's business.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ppaux.observer.compare import TENSOR_RULE, VALUE_RULE, Difference
+from ppaux.observer.paths import Fault
+from ppaux.observer.phrasing import first_line, first_sentence
+from ppaux.report import Finding, finding
+from ppaux.sglang import (
+    ADD,
+    ADD_BAD_NAME,
+    ADD_EMPTY,
+    ADD_NOT_TENSOR,
+    ADD_UNSUPPORTED,
+    POP_NON_TENSOR,
+    POP_NOT_RECONSTRUCTED,
+    POP_UNSUPPORTED,
+    match_message,
+)
+
+__all__ = [
+    "Ending",
+    "changed_finding",
+    "difference_finding",
+    "difference_pattern",
+    "ending_finding",
+    "fault_finding",
+    "fault_key",
+    "nothing_sent_finding",
+    "uncompared_finding",
+]
+
+#: The rule that reports each of sglang's messages (by its id in :mod:`ppaux.sglang.names`).
+_SGLANG_RULES = {
+    ADD_UNSUPPORTED.id: "PP701",
+    POP_UNSUPPORTED.id: "PP702",
+    ADD_EMPTY.id: "PP703",
+    ADD_BAD_NAME.id: "PP704",
+    ADD_NOT_TENSOR.id: "PP705",
+    POP_NON_TENSOR.id: "PP706",
+    POP_NOT_RECONSTRUCTED.id: "PP707",
+}
+
+
+def _sglang_rule(fault: Fault) -> str:
+    """The rule for a fault whose message is one of sglang's, raised by the function that
+    raises it (the last stage's add, or rank 0's pop); PP708 for any other failure."""
+    known = match_message(fault.message)
+    if known is None or (known.message.function == ADD) != (fault.stage == "add"):
+        return "PP708"
+    return _SGLANG_RULES.get(known.message.id, "PP708")
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How the child ended, where that is the target's doing: ``kind`` ('exit', 'signal',
+    'timeout', 'fork', 'threads', 'silent', 'garbled', 'outlived', 'timers') and what to say."""
+
+    kind: str
+    text: str
+    #: Where the target was when it ended so (``file``, ``line``, ``function``), where known.
+    location: dict[str, Any] | None = None
+
+
+def ending_finding(target: str, ending: Ending) -> Finding:
+    """PP715: the child ended in a way that is the target's doing."""
+    return finding(
+        "PP715", target, ending.text, extra={"end": ending.kind}, location=ending.location
+    )
+
+
+def nothing_sent_finding(target: str) -> Finding:
+    """PP714: no step sent anything, so nothing was checked."""
+    return finding(
+        "PP714",
+        target,
+        "the observer produced no auxiliary output in any step: nothing was sent, "
+        "so nothing was checked (is_active, before_grammar or after_sample said no)",
+    )
+
+
+def uncompared_finding(target: str, not_compared: dict[str, str], count: int) -> Finding:
+    """PP716: values the check could not compare, the first named (the rest are listed in
+    the notes and the JSON report's ``observer.not_compared``)."""
+    place, why = next(iter(not_compared.items()))
+    more = count - 1
+    tail = f" (and {more} more)" if more else ""
+    return finding(
+        "PP716",
+        target,
+        f"{count} value(s) not compared over the steps, so a difference in "
+        f"them is not reported: {place}: {why}{tail}",
+    )
+
+
+def changed_finding(
+    target: str, item: Difference, batch_size: int, index: int, by_step: Any
+) -> Finding:
+    """PP713: the output of step ``index`` changed by a later step (``by_step``)."""
+    return finding(
+        "PP713",
+        target,
+        f"the output of step {index} (batch size {batch_size}) changed by "
+        f"step {by_step}: {item.path or 'the output'} was {item.left}, is "
+        f"now {item.right}; it shares memory that a later step overwrites, so a "
+        "copy made after the next forward reads the next step's values",
+        item.path or None,
+        extra={"batch_size": batch_size, "step": index, "rule": TENSOR_RULE},
+    )
+
+
+def fault_key(fault: Fault) -> str:
+    """What makes two faults of one rule the same (a report words the first of them)."""
+    if fault.stage == "hook":
+        return f"{fault.method}/{fault.side}"
+    return f"{fault.stage}/{fault.message}"
+
+
+def fault_finding(target: str, transport: str, fault: Fault, at: str) -> Finding:
+    """The finding for ``fault`` met ``at`` (a batch size and step in words): PP710 for an
+    observer method that raised, PP709 for the wire, else the rule of sglang's message."""
+    if fault.stage == "hook":
+        side = {"last stage": "the last stage", "rank 0": "rank 0"}.get(fault.side, fault.side)
+        short = first_sentence(first_line(fault.message))
+        return finding(
+            "PP710",
+            target,
+            f"{fault.method} raised {fault.error_type}: {short} on {side} ({at})",
+            fault.name,
+            extra={"method": fault.method, "side": fault.side},
+            location=fault.where,
+        )
+    entry = ""
+    if fault.name is not None and fault.message == ADD_BAD_NAME.template:
+        # The name is the bad key's repr: 0 and '' must read as what they are, not as '0'.
+        entry = f"; the entry at fault is named {fault.name}"
+        if fault.value is not None:
+            entry += f", a {fault.value}"
+    elif fault.name is not None:
+        entry = f"; the entry at fault is {fault.name!r}"
+        if fault.value is not None:
+            entry += f", a {fault.value}"
+    elif fault.value is not None:
+        entry = f"; to_pp_tensors returned {fault.value}"
+    sglang_error: str | None
+    if fault.stage == "wire":
+        code = "PP709"
+        message = first_sentence(fault.message)
+        text = (
+            f"the {transport} transport fails on the {fault.side}: "
+            f"{fault.error_type}: {message}{entry} ({at})"
+        )
+        sglang_error = None
+    else:
+        code = _sglang_rule(fault)
+        side = "the last stage's add" if fault.stage == "add" else "rank 0's pop"
+        text = f"{side} raises {fault.error_type}: {fault.message}{entry} ({at})"
+        sglang_error = fault.message if fault.error_type == "RuntimeError" else None
+    return finding(
+        code,
+        target,
+        text,
+        fault.name,
+        sglang_error=sglang_error,
+        extra={"side": fault.side, "stage": fault.stage, "value": fault.value},
+    )
+
+
+def difference_pattern(item: Difference) -> str:
+    """What makes two differences of one rule the same: the field (list indexes left out)
+    and the kind of difference, whichever request, step or list index."""
+    return re.sub(r"\[\d+\]", "[*]", item.path) + "/" + item.what
+
+
+def difference_finding(code: str, target: str, subject: str, item: Difference, at: str) -> Finding:
+    """PP711 or PP712 (``code``): ``item`` of ``subject`` differs between the paths."""
+    rule = (
+        TENSOR_RULE if item.what in ("bits", "dtype", "shape", "device", "layout") else VALUE_RULE
+    )
+    # ".entropy of the output rank 0 rebuilt", not "the output rank 0 rebuilt.entropy".
+    label = f"{item.path} of {subject}" if item.path else subject
+    return finding(
+        code,
+        target,
+        f"{label} differs ({item.what}): single stage {item.left}, PP {item.right} "
+        f"({at}); sglang raises nothing, every response carries the PP value",
+        item.path or None,
+        extra={"what": item.what, "single_stage": item.left, "pp": item.right, "rule": rule},
+    )
