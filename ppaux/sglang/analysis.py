@@ -27,6 +27,7 @@ from typing import Any
 
 from ppaux.limits import Limits
 from ppaux.sglang import releases
+from ppaux.sglang.bindings import Rebinding, rebinding_after
 from ppaux.sglang.bounded_parse import StatementTooLarge, parse_source
 from ppaux.sglang.capability import Capability, SourceFile
 from ppaux.sglang.digest import definition_digests
@@ -35,6 +36,7 @@ from ppaux.sglang.source_facts import (
     calls_anywhere,
     dict_keys,
     import_source,
+    import_statement,
     indexed_keys,
     non_tensor_values,
     receiver_checks,
@@ -233,8 +235,12 @@ def _analyse(tree: SglangTree, limits: Limits) -> Capability:
             or import_source(scheduler.module, POP)
             or TRANSPORT_FILE
         )
-        calls = calls_anywhere(scheduler.module, (ADD, POP))
-        facts["scheduler_calls"] = {"add": calls[ADD], "pop": calls[POP]}
+        rebound = _scheduler_rebinding(scheduler)
+        if rebound is None:
+            calls = calls_anywhere(scheduler.module, (ADD, POP))
+            facts["scheduler_calls"] = {"add": calls[ADD], "pop": calls[POP]}
+        else:
+            unknown["scheduler_calls"] = rebound
         sender = any_function_named(scheduler.module, _SENDER_FUNCTION)
         if sender is not None:
             always, optional = dict_keys(sender)
@@ -287,6 +293,21 @@ def _transport_facts(parsed: _Parsed, unknown: dict[str, str]) -> dict[str, Any]
     consts = string_constants(module)
     facts: dict[str, Any] = {"transport": "present"}
     facts["transport_digests"] = definition_digests(module, TRANSPORT_DEFINITIONS)
+    rebound = [
+        _rebound_reason(file.path, name, definition, rebinding_after(module, name, definition))
+        for name, definition in ((ADD, add), (POP, pop))
+        if definition is not None
+    ]
+    if any(rebound):
+        # What a call reaches is not what the def says: no verdict on either function.
+        reason = "; ".join(r for r in rebound if r)
+        for fact in ("transport", "prefix", "sender_checks", "receiver_checks", "match"):
+            unknown[fact] = reason
+        return {
+            "transport": "unknown",
+            "match": "unknown",
+            "transport_digests": facts["transport_digests"],
+        }
     if add is not None:
         facts["sender_checks"] = sender_checks(add)
         facts["prefix"] = sender_prefix(add, consts)
@@ -303,6 +324,36 @@ def _transport_facts(parsed: _Parsed, unknown: dict[str, str]) -> dict[str, Any]
         file.sha256 or "", facts["transport_digests"]
     )
     return facts
+
+
+def _rebound_reason(
+    path: str, name: str, definition: ast.stmt, rebinding: Rebinding | None
+) -> str | None:
+    if rebinding is None:
+        return None
+    return (
+        f"{path}: {name} is bound again at line {rebinding.line} ({rebinding.how}) after its"
+        f" def at line {definition.lineno}, so a call may not reach the code ppaux reads"
+    )
+
+
+def _scheduler_rebinding(parsed: _Parsed) -> str | None:
+    """Why the scheduler's calls of add and pop cannot be told, when the scheduler binds
+    either name again after importing it; None otherwise."""
+    module = parsed.module
+    assert module is not None  # only a parsed scheduler is asked
+    for name in (ADD, POP):
+        imported = import_statement(module, name)
+        if imported is None:
+            continue
+        rebinding = rebinding_after(module, name, imported)
+        if rebinding is not None:
+            return (
+                f"{parsed.file.path}: {name} is bound again at line {rebinding.line}"
+                f" ({rebinding.how}) after its import at line {imported.lineno}, so a call"
+                " may not reach the transport"
+            )
+    return None
 
 
 def _logprob_facts(parsed: _Parsed, unknown: dict[str, str]) -> dict[str, Any]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ppaux.sglang.bindings import live_nodes
+
 __all__ = [
     "any_function_named",
     "calls_to",
@@ -130,8 +132,9 @@ def names_in(node: ast.AST) -> set[str]:
 
 
 def raising_ifs(scope: ast.AST) -> Iterator[ast.If]:
-    """``if`` statements under ``scope`` whose own body raises."""
-    for node in walk(scope):
+    """``if`` statements under ``scope`` whose own body raises, in code that can run (an ``if``
+    under ``if False:`` or after a ``return`` checks nothing)."""
+    for node in live_nodes(scope):
         if isinstance(node, ast.If) and any(isinstance(s, ast.Raise) for s in node.body):
             yield node
 
