@@ -49,6 +49,7 @@ from ppaux.sglang.tree import SglangTree, UnreadableFile, locate
 from ppaux.suggestions import RaiseLimit, limit_note
 
 __all__ = [
+    "ANALYSIS_LIMITS",
     "INVALID_PYTHON",
     "LOGPROB_FILE",
     "MAX_SYNTAX_DEPTH",
@@ -77,6 +78,9 @@ WIRE_DEFINITIONS = (
     "GroupCoordinator.send_tensor_dict",
     "GroupCoordinator.recv_tensor_dict",
 )
+
+#: The limits the analysis of a tree uses.
+ANALYSIS_LIMITS = ("max_source_bytes", "max_statement_tokens", "max_syntax_depth")
 
 _SENDER_FUNCTION = "_pp_prepare_tensor_dict"
 _LOGPROB_SENDER = "get_logprob_dict_from_result"
