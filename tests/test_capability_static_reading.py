@@ -223,3 +223,26 @@ def test_the_scheduler_binding_a_transport_name_again_makes_its_calls_unknown(tm
     assert cap.scheduler_calls is None
     assert f"{name} is bound again at line" in cap.unknown["scheduler_calls"]
     assert "after its import at line" in cap.unknown["scheduler_calls"]
+
+
+@pytest.mark.parametrize(
+    ("spelling", "header"),
+    [
+        # NFKC makes a fullwidth letter the ASCII one: the name is the transport's.
+        ("\uff41" + ADD[1:], ""),
+        # A codec that spells the name in other bytes: "+AGE-" is "a" in UTF-7.
+        ("+AGE-" + ADD[1:], "# coding: utf-7\n"),
+    ],
+)
+def test_a_name_spelled_in_other_bytes_is_still_read(tmp_path, spelling, header):
+    """The analysis skips its walks for a name whose text an ASCII file does not hold; a file
+    that is not ASCII, or declares a codec, is walked whole, so these calls are found."""
+    root = copy_tree("v0523", tmp_path)
+    path = root / "sglang" / SCHEDULER_FILE
+    text = path.read_text()
+    assert ADD in text and "+" not in text
+    path.write_bytes((header + text.replace(ADD, spelling)).encode("utf-8"))
+    assert ADD.encode() not in path.read_bytes()
+    cap = analyse(str(root))
+    assert cap.files[0].status == "ok"
+    assert cap.scheduler_calls == {"add": True, "pop": True}

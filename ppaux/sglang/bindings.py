@@ -21,6 +21,8 @@ import ast
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from ppaux.sglang.node_fields import node_fields, statement_fields
+
 __all__ = ["Rebinding", "constant_truth", "live_nodes", "rebinding_after"]
 
 #: Definitions whose body and arguments run in their own scope (or later, when called).
@@ -142,13 +144,15 @@ def _live_children(node: ast.AST, false_names: frozenset[str]) -> list[ast.AST]:
             branch: list[ast.AST] = list(taken) if isinstance(taken, list) else [taken]
             return [node.test, *_reachable(branch)]
     out: list[ast.AST] = []
-    for field in node._fields:
+    bodies = statement_fields(type(node))
+    for field in node_fields(type(node)):
         value = getattr(node, field, None)
         if isinstance(value, ast.AST):
             out.append(value)
         elif isinstance(value, list):
             items = [item for item in value if isinstance(item, ast.AST)]
-            out.extend(_reachable(items))
+            # Only a body of statements can end early; an expression list never does.
+            out.extend(_reachable(items) if field in bodies else items)
     return out
 
 

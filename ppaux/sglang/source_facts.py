@@ -178,6 +178,8 @@ def calls_anywhere(module: ast.Module, names: tuple[str, ...]) -> dict[str, bool
     that can run (one walk over the module for all of them): a call under ``if False:``,
     ``if TYPE_CHECKING:`` or after a ``return`` is none."""
     found = dict.fromkeys(names, False)
+    if not names:
+        return found
     for node in live_nodes(module):
         if isinstance(node, ast.Call):
             func = node.func
