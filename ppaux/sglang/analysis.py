@@ -27,7 +27,7 @@ from typing import Any
 
 from ppaux.limits import Limits
 from ppaux.sglang import releases
-from ppaux.sglang.bindings import Rebinding, rebinding_after
+from ppaux.sglang.bindings import Rebinding, rebinding_after, rebindings
 from ppaux.sglang.bounded_parse import StatementTooLarge, parse_source
 from ppaux.sglang.capability import Capability, SourceFile
 from ppaux.sglang.digest import definition_digests
@@ -307,9 +307,13 @@ def _transport_facts(parsed: _Parsed, unknown: dict[str, str]) -> dict[str, Any]
     consts = string_constants(module)
     facts: dict[str, Any] = {"transport": "present"}
     facts["transport_digests"] = definition_digests(module, TRANSPORT_DEFINITIONS)
+    defined: dict[str, ast.stmt | None] = {
+        name: definition for name, definition in ((ADD, add), (POP, pop)) if definition
+    }
+    again = rebindings(module, defined)
     rebound = [
-        _rebound_reason(file.path, name, definition, rebinding_after(module, name, definition))
-        for name, definition in ((ADD, add), (POP, pop))
+        _rebound_reason(file.path, name, definition, again.get(name))
+        for name, definition in defined.items()
         if definition is not None
     ]
     if any(rebound):

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from ppaux.sglang.node_fields import node_fields, statement_fields
 
-__all__ = ["Rebinding", "constant_truth", "live_nodes", "rebinding_after"]
+__all__ = ["Rebinding", "constant_truth", "live_nodes", "rebinding_after", "rebindings"]
 
 #: Definitions whose body and arguments run in their own scope (or later, when called).
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -46,34 +46,93 @@ def rebinding_after(
     """The first binding of ``name`` in ``module``'s own scope after the statement ``after``
     (anywhere when None), other than ``after`` itself; or a ``global name`` in any function,
     which may rebind it whenever the function runs. None when nothing rebinds it."""
-    last = after.end_lineno or after.lineno if after is not None else 0
-    for node in _module_scope(module):
-        if node is after:
-            continue
-        if isinstance(node, ast.Global) and name in node.names:
-            return Rebinding(node.lineno, "a global declaration in a function")
-        line = getattr(node, "lineno", 0)
-        if line <= last:
-            continue
-        how = _binds(node, name)
-        if how is not None:
-            return Rebinding(line, how)
-    return None
+    return rebindings(module, {name: after}).get(name)
 
 
-def _module_scope(module: ast.Module) -> Iterator[ast.AST]:
-    """Every node of the module's own scope; function bodies only for their ``global``
-    statements (which name module-level names)."""
+def rebindings(module: ast.Module, definitions: dict[str, ast.stmt | None]) -> dict[str, Rebinding]:
+    """:func:`rebinding_after` for each name of ``definitions`` (name to its statement), in one
+    walk over the module's own scope; names nothing rebinds are left out."""
+    found: dict[str, Rebinding] = {}
+    last = {
+        name: (after.end_lineno or after.lineno) if after is not None else 0
+        for name, after in definitions.items()
+    }
     stack: list[ast.AST] = list(reversed(module.body))
-    while stack:
+    while stack and len(found) < len(definitions):
         node = stack.pop()
-        yield node
-        if isinstance(node, _SCOPES):
-            if not isinstance(node, ast.Lambda):
-                # A nested function's body only matters through its global declarations.
-                stack.extend(n for n in ast.walk(node) if isinstance(n, ast.Global))
+        kind = type(node)
+        if kind in _MAY_BIND:
+            for name, after in definitions.items():
+                if name in found or node is after:
+                    continue
+                line = getattr(node, "lineno", 0)
+                how = _binds(node, name) if line > last[name] else None
+                if how is not None:
+                    found[name] = Rebinding(line, how)
+        if kind in _SCOPES:
+            # A nested function's body matters only through its global declarations.
+            for statement in _statements_of(node):
+                if isinstance(statement, ast.Global):
+                    for name in definitions:
+                        if name in statement.names and name not in found:
+                            found[name] = Rebinding(
+                                statement.lineno, "a global declaration in a function"
+                            )
+            if kind is not ast.Lambda:
+                stack.extend(reversed(_header(node)))
             continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        for field in node_fields(kind):
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                stack.extend(item for item in reversed(value) if isinstance(item, ast.AST))
+            elif isinstance(value, ast.AST):
+                stack.append(value)
+    return found
+
+
+#: Node types that may bind a name of the scope they are in.
+_MAY_BIND = frozenset(
+    {
+        ast.FunctionDef,
+        ast.AsyncFunctionDef,
+        ast.ClassDef,
+        ast.Name,
+        ast.Import,
+        ast.ImportFrom,
+        ast.ExceptHandler,
+        ast.MatchAs,
+        ast.MatchStar,
+        ast.MatchMapping,
+        ast.Attribute,
+        ast.Subscript,
+        ast.Call,
+        *((ast.TypeAlias,) if hasattr(ast, "TypeAlias") else ()),
+    }
+)
+
+
+def _header(node: ast.AST) -> list[ast.AST]:
+    """What of a definition runs in the enclosing scope: decorators, defaults, bases."""
+    out: list[ast.AST] = list(getattr(node, "decorator_list", ()))
+    args = getattr(node, "args", None)
+    if isinstance(args, ast.arguments):
+        out += [d for d in (*args.defaults, *args.kw_defaults) if d is not None]
+    out += list(getattr(node, "bases", ())) + list(getattr(node, "keywords", ()))
+    return out
+
+
+def _statements_of(node: ast.AST) -> list[ast.stmt]:
+    """Every statement under ``node`` (its nested definitions' included)."""
+    out: list[ast.stmt] = []
+    stack: list[ast.AST] = [node]
+    while stack:
+        current = stack.pop()
+        for field in statement_fields(type(current)):
+            for item in getattr(current, field, ()):
+                if isinstance(item, ast.stmt):
+                    out.append(item)
+                stack.append(item)
+    return out
 
 
 def _binds(node: ast.AST, name: str) -> str | None:
@@ -199,15 +258,13 @@ def constant_truth(test: ast.AST, false_names: frozenset[str] = frozenset()) -> 
 
 def _type_checking_names(module: ast.Module) -> frozenset[str]:
     """The names under which ``module`` imports ``TYPE_CHECKING`` from typing at top level,
-    unless it binds them otherwise anywhere in its own scope."""
-    names = set()
+    unless it binds them again after (a binding before the import is the import's to replace)."""
+    imports: dict[str, ast.stmt | None] = {}
     for node in module.body:
         if isinstance(node, ast.ImportFrom) and node.module in _TYPING and not node.level:
             for alias in node.names:
                 if alias.name == "TYPE_CHECKING":
-                    names.add(alias.asname or alias.name)
-    return frozenset(
-        name
-        for name in names
-        if sum(1 for node in _module_scope(module) if _binds(node, name) is not None) == 1
-    )
+                    imports[alias.asname or alias.name] = node
+    if not imports:
+        return frozenset()
+    return frozenset(imports.keys() - rebindings(module, imports).keys())
