@@ -189,9 +189,7 @@ def _hostile_fingerprints(tmp_path: Path) -> dict[str, tuple[str, str]]:
         "deep_field": (
             _write(
                 tmp_path / "deepf.json",
-                json.dumps(doc).replace(
-                    '"pid": ', '"pid": ' + "[" * 60 + "]" * 60 + ', "x": ', 1
-                ),
+                json.dumps(doc).replace('"pid": ', '"pid": ' + "[" * 60 + "]" * 60 + ', "x": ', 1),
             ),
             # A list or object is named, not written out (within max_fingerprint_nesting).
             "field 'pid' must be an integer, not a list [...]",
