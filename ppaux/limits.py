@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Limits", "parse_limit", "parse_limits"]
+__all__ = ["MAX_LIMIT_VALUE", "Limits", "parse_limit", "parse_limits", "refuse_unused"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,9 @@ class Limits:
     # -- reading fingerprints (check-skew) ---------------------------------------------------------
     #: Bytes of one fingerprint file, read whole to parse it; a real one is a few kilobytes.
     max_fingerprint_bytes: int = 16 * 1024 * 1024
+    #: Arrays and objects within one another in a fingerprint; a real one nests four deep
+    #: (``sglang.files[i]``). Deeper is refused, naming this limit.
+    max_fingerprint_nesting: int = 64
 
     # -- describing a checked observer's values (check-observer, assert_pp_safe) -------------------
     #: Items one description of a target's value digests whole (each distinct container once);
@@ -122,22 +125,64 @@ class Limits:
         return dataclasses.replace(self, **changes)
 
 
+#: The largest value a limit takes: more than any count or size a machine holds.
+MAX_LIMIT_VALUE = 2**63 - 1
+#: Characters of a bad NAME=N quoted in its error, and digits kept at each end of a long number.
+_QUOTED = 40
+_ENDS = 6
+
+
+def _quoted(text: str) -> str:
+    """``text`` quoted, cut past ``_QUOTED`` characters with the count of all of them."""
+    if len(text) <= _QUOTED:
+        return repr(text)
+    return f"{text[:_QUOTED]!r}... ({len(text)} characters)"
+
+
+def _number(text: str) -> str:
+    """A number's digits, its middle left out past 2 * ``_ENDS`` with the count of them."""
+    sign = text[0] if text[:1] in "+-" else ""
+    digits = text[len(sign) :]
+    if len(digits) <= 2 * _ENDS:
+        return text
+    return f"{sign}{digits[:_ENDS]}...{digits[-_ENDS:]} ({len(digits)} digits)"
+
+
 def parse_limit(text: str) -> tuple[str, int]:
-    """Parse 'NAME=N' (for example 'max_depth=500'); raise ValueError naming what is wrong."""
+    """Parse 'NAME=N' (for example 'max_depth=500'); raise ValueError naming what is wrong,
+    in one line whatever the text's length."""
     name, sep, value = text.partition("=")
     name = name.strip().replace("-", "_")
     names = [f.name for f in dataclasses.fields(Limits)]
     if not sep:
-        raise ValueError(f"limit {text!r} is not of the form NAME=N")
+        raise ValueError(f"limit {_quoted(text)} is not of the form NAME=N")
     if name not in names:
-        raise ValueError(f"unknown limit {name!r}; known limits: {', '.join(names)}")
-    try:
-        number = int(value.strip())
-    except ValueError:
-        raise ValueError(f"limit {name} must be a whole number, not {value.strip()!r}") from None
+        raise ValueError(f"unknown limit {_quoted(name)}; known limits: {', '.join(names)}")
+    value = value.strip()
+    digits = value[1:] if value[:1] in "+-" else value
+    if not (digits.isascii() and digits.isdigit()):
+        raise ValueError(f"limit {name} must be a whole number, not {_quoted(value)}")
+    if value.startswith("-") and digits.strip("0"):
+        raise ValueError(f"limit {name} must be positive, not {_number(value)}")
+    # int() of the digits is bounded: no more than those of MAX_LIMIT_VALUE reach it.
+    if len(digits.lstrip("0")) > len(str(MAX_LIMIT_VALUE)) or int(digits) > MAX_LIMIT_VALUE:
+        raise ValueError(f"limit {name} must be at most {MAX_LIMIT_VALUE}, not {_number(value)}")
+    number = int(digits)
     if number <= 0:
         raise ValueError(f"limit {name} must be positive, not {number}")
     return name, number
+
+
+def refuse_unused(limits: Iterable[str], used: Iterable[str], command: str) -> None:
+    """Raise ValueError for the first of ``limits`` (names, or NAME=N) that ``command`` does
+    not use, naming those it does: a limit it does not read would be silently ignored."""
+    wanted = tuple(used)
+    for text in limits:
+        name = text.partition("=")[0].strip().replace("-", "_")
+        if name not in wanted:
+            raise ValueError(
+                f"{command} does not use limit {_quoted(name)}; it uses {', '.join(wanted)}"
+            )
 
 
 def parse_limits(texts: Iterable[str], base: Limits = Limits()) -> Limits:

@@ -31,16 +31,25 @@ LimitOption = Annotated[
 ]
 
 
-def limits_from(texts: list[str] | None, base: Limits | None = None) -> Limits:
+def limits_from(
+    texts: list[str] | None,
+    base: Limits | None = None,
+    *,
+    used: tuple[str, ...] | None = None,
+    command: str = "",
+) -> Limits:
     """``base`` (the reader's limits when None) with each --limit NAME=N applied; a bad one is a
-    one-line exit 2."""
-    from ppaux.limits import parse_limits
+    one-line exit 2, and so is one ``command`` does not use when ``used`` names those it does."""
+    from ppaux.limits import parse_limits, refuse_unused
     from ppaux_cli.exits import fail
 
     try:
-        return parse_limits(texts or (), Limits() if base is None else base)
+        limits = parse_limits(texts or (), Limits() if base is None else base)
+        if used is not None:
+            refuse_unused(texts or (), used, command)
     except ValueError as exc:
         fail(f"--limit: {exc}")
+    return limits
 
 
 def check_stage_options(pp_rank: int | None, pp_size: int | None) -> None:

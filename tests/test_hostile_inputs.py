@@ -183,16 +183,15 @@ def _hostile_fingerprints(tmp_path: Path) -> dict[str, tuple[str, str]]:
     return {
         "deep_json": (
             _write(tmp_path / "deep.json", "[" * 200_000 + "]" * 200_000),
-            "not valid JSON: RecursionError",
+            "nests arrays and objects deeper than 64 levels "
+            "(limit max_fingerprint_nesting=64 reached)",
         ),
         "deep_field": (
             _write(
                 tmp_path / "deepf.json",
-                json.dumps(doc).replace(
-                    '"pid": ', '"pid": ' + "[" * 500 + "]" * 500 + ', "x": ', 1
-                ),
+                json.dumps(doc).replace('"pid": ', '"pid": ' + "[" * 60 + "]" * 60 + ', "x": ', 1),
             ),
-            # A list or object is named, not written out (500 levels would not serialise).
+            # A list or object is named, not written out (within max_fingerprint_nesting).
             "field 'pid' must be an integer, not a list [...]",
         ),
         "huge_int": (
@@ -248,7 +247,8 @@ def test_hostile_fingerprints_through_check_skew(tmp_path):
     )
     for (name, (path, reason)), run in zip(cases.items(), runs, strict=True):
         # A limit reached is said with the flag that raises it.
-        said = "; raise it with --limit max_fingerprint_bytes=N" if name == "too_big" else ""
+        limit = {"too_big": "max_fingerprint_bytes", "deep_json": "max_fingerprint_nesting"}
+        said = f"; raise it with --limit {limit[name]}=N" if name in limit else ""
         assert _one_error_line(run, path) == reason + said, name
 
 

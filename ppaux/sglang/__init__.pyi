@@ -1,3 +1,4 @@
+from .analysis import ANALYSIS_LIMITS as ANALYSIS_LIMITS
 from .analysis import INVALID_PYTHON as INVALID_PYTHON
 from .analysis import analyse as analyse
 from .analysis import analyse_tree as analyse_tree

@@ -27,14 +27,17 @@ from typing import Any
 
 from ppaux.limits import Limits
 from ppaux.sglang import releases
+from ppaux.sglang.bindings import Rebinding, rebinding_after, rebindings
 from ppaux.sglang.bounded_parse import StatementTooLarge, parse_source
 from ppaux.sglang.capability import Capability, SourceFile
 from ppaux.sglang.digest import definition_digests
 from ppaux.sglang.names import ADD, POP, SCHEDULER_FILE, TRANSPORT_FILE
+from ppaux.sglang.node_fields import node_fields
 from ppaux.sglang.source_facts import (
     calls_anywhere,
     dict_keys,
     import_source,
+    import_statement,
     indexed_keys,
     non_tensor_values,
     receiver_checks,
@@ -47,6 +50,7 @@ from ppaux.sglang.tree import SglangTree, UnreadableFile, locate
 from ppaux.suggestions import RaiseLimit, limit_note
 
 __all__ = [
+    "ANALYSIS_LIMITS",
     "INVALID_PYTHON",
     "LOGPROB_FILE",
     "MAX_SYNTAX_DEPTH",
@@ -75,6 +79,9 @@ WIRE_DEFINITIONS = (
     "GroupCoordinator.send_tensor_dict",
     "GroupCoordinator.recv_tensor_dict",
 )
+
+#: The limits the analysis of a tree uses.
+ANALYSIS_LIMITS = ("max_source_bytes", "max_statement_tokens", "max_syntax_depth")
 
 _SENDER_FUNCTION = "_pp_prepare_tensor_dict"
 _LOGPROB_SENDER = "get_logprob_dict_from_result"
@@ -190,20 +197,26 @@ def _checked_depth(parsed: _Parsed, limit: int) -> _Parsed:
 
 def _depth_within(module: ast.Module, limit: int) -> bool:
     """Whether no node lies deeper than ``limit`` below ``module``: one level at a time, reading
-    each node's fields directly (about half what :func:`ast.iter_child_nodes` costs)."""
+    only the fields of each node type that can hold nodes (:func:`node_fields`, looked up once
+    a type here), about a third of what :func:`ast.iter_child_nodes` costs."""
     level: list[ast.AST] = [module]
     depth = 0
+    fields_of: dict[type, tuple[str, ...]] = {}
     while level:
         if depth > limit:
             return False
         below: list[ast.AST] = []
         for node in level:
-            for name in node._fields:
+            kind = type(node)
+            names = fields_of.get(kind)
+            if names is None:
+                names = fields_of[kind] = node_fields(kind)
+            for name in names:
                 value = getattr(node, name, None)
-                if isinstance(value, ast.AST):
+                if isinstance(value, list):
+                    below += [item for item in value if isinstance(item, ast.AST)]
+                elif isinstance(value, ast.AST):
                     below.append(value)
-                elif isinstance(value, list):
-                    below.extend(item for item in value if isinstance(item, ast.AST))
         level = below
         depth += 1
     return True
@@ -228,14 +241,21 @@ def _analyse(tree: SglangTree, limits: Limits) -> Capability:
     files.append(scheduler.file)
     transport_file = TRANSPORT_FILE
     if scheduler.module is not None:
+        named = _may_name(scheduler.data, (ADD, POP, _SENDER_FUNCTION))
+        wanted = tuple(name for name in (ADD, POP) if name in named)
         transport_file = (
-            import_source(scheduler.module, ADD)
-            or import_source(scheduler.module, POP)
+            next(filter(None, (import_source(scheduler.module, n) for n in wanted)), None)
             or TRANSPORT_FILE
         )
-        calls = calls_anywhere(scheduler.module, (ADD, POP))
-        facts["scheduler_calls"] = {"add": calls[ADD], "pop": calls[POP]}
-        sender = any_function_named(scheduler.module, _SENDER_FUNCTION)
+        rebound = _scheduler_rebinding(scheduler, wanted)
+        if rebound is None:
+            calls = calls_anywhere(scheduler.module, wanted)
+            facts["scheduler_calls"] = {"add": calls.get(ADD, False), "pop": calls.get(POP, False)}
+        else:
+            unknown["scheduler_calls"] = rebound
+        sender = None
+        if _SENDER_FUNCTION in named:
+            sender = any_function_named(scheduler.module, _SENDER_FUNCTION)
         if sender is not None:
             always, optional = dict_keys(sender)
             facts["output_keys"] = tuple(always)
@@ -287,6 +307,25 @@ def _transport_facts(parsed: _Parsed, unknown: dict[str, str]) -> dict[str, Any]
     consts = string_constants(module)
     facts: dict[str, Any] = {"transport": "present"}
     facts["transport_digests"] = definition_digests(module, TRANSPORT_DEFINITIONS)
+    defined: dict[str, ast.stmt | None] = {
+        name: definition for name, definition in ((ADD, add), (POP, pop)) if definition
+    }
+    again = rebindings(module, defined)
+    rebound = [
+        _rebound_reason(file.path, name, definition, again.get(name))
+        for name, definition in defined.items()
+        if definition is not None
+    ]
+    if any(rebound):
+        # What a call reaches is not what the def says: no verdict on either function.
+        reason = "; ".join(r for r in rebound if r)
+        for fact in ("transport", "prefix", "sender_checks", "receiver_checks", "match"):
+            unknown[fact] = reason
+        return {
+            "transport": "unknown",
+            "match": "unknown",
+            "transport_digests": facts["transport_digests"],
+        }
     if add is not None:
         facts["sender_checks"] = sender_checks(add)
         facts["prefix"] = sender_prefix(add, consts)
@@ -303,6 +342,46 @@ def _transport_facts(parsed: _Parsed, unknown: dict[str, str]) -> dict[str, Any]
         file.sha256 or "", facts["transport_digests"]
     )
     return facts
+
+
+def _rebound_reason(
+    path: str, name: str, definition: ast.stmt, rebinding: Rebinding | None
+) -> str | None:
+    if rebinding is None:
+        return None
+    return (
+        f"{path}: {name} is bound again at line {rebinding.line} ({rebinding.how}) after its"
+        f" def at line {definition.lineno}, so a call may not reach the code ppaux reads"
+    )
+
+
+def _may_name(data: bytes | None, names: tuple[str, ...]) -> set[str]:
+    """Those of ``names`` that a file's source may use. In an ASCII file without a coding
+    declaration (whose every other codec could spell a name in other bytes), a name it uses is
+    written out whole, so a name whose text the file does not hold is one it never uses, and
+    the walks that look for it are skipped; any other file may use every name."""
+    if data is None or not data.isascii() or b"coding" in data:
+        return set(names)
+    return {name for name in names if name.encode("ascii") in data}
+
+
+def _scheduler_rebinding(parsed: _Parsed, names: tuple[str, ...]) -> str | None:
+    """Why the scheduler's calls of add and pop cannot be told, when the scheduler binds
+    either of ``names`` again after importing it; None otherwise."""
+    module = parsed.module
+    assert module is not None  # only a parsed scheduler is asked
+    for name in names:
+        imported = import_statement(module, name)
+        if imported is None:
+            continue
+        rebinding = rebinding_after(module, name, imported)
+        if rebinding is not None:
+            return (
+                f"{parsed.file.path}: {name} is bound again at line {rebinding.line}"
+                f" ({rebinding.how}) after its import at line {imported.lineno}, so a call"
+                " may not reach the transport"
+            )
+    return None
 
 
 def _logprob_facts(parsed: _Parsed, unknown: dict[str, str]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 
+from ppaux.sglang.bindings import live_nodes
 from ppaux.sglang.syntax import (
     calls_to,
     checks_isinstance_of,
@@ -28,6 +29,7 @@ __all__ = [
     "calls_anywhere",
     "dict_keys",
     "import_source",
+    "import_statement",
     "indexed_keys",
     "non_tensor_values",
     "receiver_checks",
@@ -149,6 +151,14 @@ def receiver_prefix(pop: ast.AST, consts: dict[str, str]) -> str | None:
 # The scheduler and the logprob helpers
 
 
+def import_statement(module: ast.Module, name: str) -> ast.ImportFrom | None:
+    """The scheduler's first ``from X import name``."""
+    for node in statements(module):
+        if isinstance(node, ast.ImportFrom) and any(a.name == name for a in node.names):
+            return node
+    return None
+
+
 def import_source(module: ast.Module, name: str) -> str | None:
     """The sglang-relative file that ``from X import name`` in the scheduler reads."""
     for node in statements(module):
@@ -164,10 +174,13 @@ def import_source(module: ast.Module, name: str) -> str | None:
 
 
 def calls_anywhere(module: ast.Module, names: tuple[str, ...]) -> dict[str, bool]:
-    """For each of ``names``, whether ``module`` calls a function or method of that name (one
-    walk over the module for all of them)."""
+    """For each of ``names``, whether ``module`` calls a function or method of that name in code
+    that can run (one walk over the module for all of them): a call under ``if False:``,
+    ``if TYPE_CHECKING:`` or after a ``return`` is none."""
     found = dict.fromkeys(names, False)
-    for node in walk(module):
+    if not names:
+        return found
+    for node in live_nodes(module):
         if isinstance(node, ast.Call):
             func = node.func
             called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)

@@ -8,6 +8,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ppaux.sglang.bindings import live_nodes
+from ppaux.sglang.node_fields import node_fields, statement_fields
+
 __all__ = [
     "any_function_named",
     "calls_to",
@@ -45,7 +48,7 @@ def _children(node: ast.AST) -> list[ast.AST]:
     """The nodes directly under ``node``, in the order of its fields (as
     :func:`ast.iter_child_nodes` gives them)."""
     out: list[ast.AST] = []
-    for name in node._fields:
+    for name in node_fields(type(node)):
         value = getattr(node, name, None)
         if isinstance(value, ast.AST):
             out.append(value)
@@ -67,7 +70,7 @@ def statements(node: ast.AST) -> Iterator[ast.stmt]:
 
 def _statements_under(node: ast.AST) -> list[ast.stmt]:
     out: list[ast.stmt] = []
-    for name in node._fields:
+    for name in statement_fields(type(node)):
         value = getattr(node, name, None)
         if not isinstance(value, list):
             continue
@@ -130,8 +133,9 @@ def names_in(node: ast.AST) -> set[str]:
 
 
 def raising_ifs(scope: ast.AST) -> Iterator[ast.If]:
-    """``if`` statements under ``scope`` whose own body raises."""
-    for node in walk(scope):
+    """``if`` statements under ``scope`` whose own body raises, in code that can run (an ``if``
+    under ``if False:`` or after a ``return`` checks nothing)."""
+    for node in live_nodes(scope):
         if isinstance(node, ast.If) and any(isinstance(s, ast.Raise) for s in node.body):
             yield node
 

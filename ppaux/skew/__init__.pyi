@@ -1,4 +1,5 @@
 from .compare import compare_stages as compare_stages
+from .fingerprint import READ_LIMITS as READ_LIMITS
 from .fingerprint import Fingerprint as Fingerprint
 from .fingerprint import FingerprintError as FingerprintError
 from .fingerprint import load as load

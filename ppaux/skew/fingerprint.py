@@ -19,10 +19,12 @@ from ppaux.errors import PathError, PpauxError
 from ppaux.files import InputFileError, read_regular
 from ppaux.limits import Limits
 from ppaux.sglang import Capability
+from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import shown
 
 __all__ = [
     "PACKAGES",
+    "READ_LIMITS",
     "SCHEMA",
     "Fingerprint",
     "FingerprintError",
@@ -316,21 +318,69 @@ def _validate(doc: Any) -> Fingerprint:
     )
 
 
-def loads(text: str | bytes, source: str) -> Fingerprint:
-    """Parse and validate one fingerprint document; :class:`FingerprintError` names the fault."""
+#: The limits reading a fingerprint uses (``check-skew`` refuses ``--limit`` of any other,
+#: unless it analyses a tree itself).
+READ_LIMITS = ("max_fingerprint_bytes", "max_fingerprint_nesting")
+
+
+def loads(text: str | bytes, source: str, limits: Limits = Limits()) -> Fingerprint:
+    """Parse and validate one fingerprint document (nested at most
+    ``limits.max_fingerprint_nesting`` deep); :class:`FingerprintError` names the fault."""
+    limit = limits.max_fingerprint_nesting
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise FingerprintError(
             source, f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         ) from None
-    except (UnicodeDecodeError, RecursionError, ValueError) as exc:
+    except RecursionError:
+        # The decoder stops near Python's recursion limit (about 1,000 levels), far past any
+        # default: the document nests deeper than the limit, or than the decoder can follow.
+        if limit < _DECODER_DEPTH:
+            raise _too_deep(source, limit) from None
+        raise FingerprintError(
+            source,
+            "nests arrays and objects deeper than Python's JSON decoder follows"
+            f" (about {_DECODER_DEPTH} levels)",
+        ) from None
+    except (UnicodeDecodeError, ValueError) as exc:
         raise FingerprintError(source, f"not valid JSON: {type(exc).__name__}") from None
+    if not _nesting_within(doc, limit):
+        raise _too_deep(source, limit)
     try:
         fingerprint = _validate(doc)
     except _Invalid as exc:
         raise FingerprintError(source, exc.reason) from None
     return dataclasses.replace(fingerprint, source=source)
+
+
+#: Levels of nesting below which Python's JSON decoder never stops on its recursion limit
+#: (it stops at about 1,000 levels less the stack already in use).
+_DECODER_DEPTH = 500
+
+
+def _too_deep(source: str, limit: int) -> FingerprintError:
+    note = limit_note("max_fingerprint_nesting", limit)
+    return FingerprintError(
+        source, f"nests arrays and objects deeper than {limit} levels {note}"
+    ).suggest(RaiseLimit("max_fingerprint_nesting", limit))
+
+
+def _nesting_within(doc: Any, limit: int) -> bool:
+    """Whether no array or object of ``doc`` lies more than ``limit`` levels deep (the
+    document itself is level 1), one level at a time."""
+    level = [doc] if isinstance(doc, (list, dict)) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return False
+        below: list[Any] = []
+        for value in level:
+            items = value.values() if isinstance(value, dict) else value
+            below.extend(item for item in items if isinstance(item, (list, dict)))
+        level = below
+    return True
 
 
 def load(path: str, limits: Limits = Limits()) -> Fingerprint:
@@ -342,7 +392,7 @@ def load(path: str, limits: Limits = Limits()) -> Fingerprint:
         )
     except InputFileError as exc:
         raise FingerprintError(path, exc.reason).suggest(*exc.suggestions) from None
-    return loads(data, path)
+    return loads(data, path, limits)
 
 
 def load_paths(

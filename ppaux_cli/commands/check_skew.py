@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ppaux.limits import Limits
 from ppaux.report import InputProblem, Report
 from ppaux_cli.exits import fail
 from ppaux_cli.options import LimitOption, check_stage_options, limits_from
@@ -39,6 +40,8 @@ class DistributedCheck:
     pp_size: int | None
     #: The sglang tree or wheel to analyse instead of the installed one.
     sglang_path: str | None
+    #: The limits the analysis of that tree reads within (``--limit``).
+    limits: Limits = field(default_factory=Limits)
 
 
 @report_options_reading((".json",))
@@ -107,9 +110,13 @@ def check_skew(
     options: ReportOptions,
 ) -> None:
     """Compare stages' sglang, transport capabilities, torch, NCCL, CUDA and environment."""
-    from ppaux.skew import FingerprintError, load
+    from ppaux.sglang import ANALYSIS_LIMITS
+    from ppaux.skew import READ_LIMITS, FingerprintError, load
 
-    limits = limits_from(limit)
+    # Only the limits this run reads: the analysis of a tree runs only with --distributed.
+    used = READ_LIMITS + (ANALYSIS_LIMITS if distributed else ())
+    where = "check-skew --distributed" if distributed else "check-skew on fingerprint files"
+    limits = limits_from(limit, used=used, command=where)
 
     golden = None
     if baseline is not None:
@@ -121,7 +128,9 @@ def check_skew(
         if paths:
             fail("give fingerprint files or --distributed, not both")
         _distributed(
-            DistributedCheck(golden, timeout, init_method, rank, world_size, pp_size, sglang_path),
+            DistributedCheck(
+                golden, timeout, init_method, rank, world_size, pp_size, sglang_path, limits
+            ),
             options,
         )
     if not paths:
@@ -173,7 +182,7 @@ def _distributed(check: DistributedCheck, options: ReportOptions) -> None:
         options.extend_ignore,
     )
     try:
-        local = collect(sglang_path=check.sglang_path)
+        local = collect(sglang_path=check.sglang_path, limits=check.limits)
     except SglangPathError as exc:
         fail(f"--sglang-path {exc}")
     try:

@@ -295,10 +295,13 @@ RULES = (
         severity=Severity.WARNING,
         summary="A stage's transport capability could not be read.",
         explanation="sglang was not found, or one of the files ppaux reads is missing, "
-        "unreadable or not valid Python, so what that stage's transport does is unknown.",
+        "unreadable or not valid Python, or binds add or pop again after defining (or "
+        "importing) them, so a call may not reach the code ppaux reads: what that stage's "
+        "transport does is unknown.",
         causes=(
             "sglang not installed in the Python environment that took the fingerprint.",
             "A damaged installation.",
+            "A patched build that replaces add or pop after their definition.",
         ),
         fix="Take the fingerprint in the environment the server runs in, or pass "
         "--sglang-path; reinstall sglang if a file is damaged.",
