@@ -258,7 +258,7 @@ def test_fingerprint_fifo_is_refused(tmp_path):
     run = run_measured(
         [sys.executable, "-m", "ppaux_cli", "check-skew", str(GOOD_FINGERPRINT), str(fifo)],
         tmp_path / "run",
-        4,
+        LIMIT_S,  # a read that blocks on the FIFO is killed there, and says no error line
         _env(),
     )
     _one_error_line(run, str(fifo))
