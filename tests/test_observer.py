@@ -4,17 +4,50 @@ the differing tensor or field; the good ones pass; unusable targets are one line
 
 from __future__ import annotations
 
+import copy
 import json
+import os
 import sys
 
 import pytest
 from helpers import REPO, cli
 
-from ppaux.observer import ObserverOptions, TargetError, check_observer
+import ppaux.observer
+from ppaux.limits import Limits
+from ppaux.observer import ObserverOptions, TargetError
+from ppaux.report import Report
 
 pytestmark = pytest.mark.torch
 
 OBSERVERS = REPO / "fixtures" / "observers"
+
+_check_observer = ppaux.observer.check_observer
+#: The reports of the bundled observers' checks, by target, settings, limits and directory.
+_REPORTS: dict[tuple[str, ObserverOptions, Limits, str], Report] = {}
+
+
+def check_observer(target: str, options: ObserverOptions = ObserverOptions(), **kwargs) -> Report:
+    """:func:`ppaux.observer.check_observer`, run once per question about a bundled observer.
+
+    Each check starts a child process that imports torch (about 1.5 s of CPU), and several tests
+    ask the same question of the same file of fixtures/observers (the library's report, then the
+    CLI's formats, ``--strict`` and ``--ignore`` over it): the first asks it for real and the
+    others get a copy of that report. Those files print nothing, so no output is lost; anything
+    else (a test's own file, ``--outputs``, a directory of its own) runs every time."""
+    limits = kwargs.get("limits", Limits())
+    own = {name for name, value in kwargs.items() if value is not None} - {"limits", "on_output"}
+    if not target.startswith(f"{OBSERVERS}{os.sep}") or own:
+        return _check_observer(target, options, **kwargs)
+    key = (target, options, limits, os.getcwd())
+    if key not in _REPORTS:
+        _REPORTS[key] = _check_observer(target, options, **kwargs)
+    return copy.deepcopy(_REPORTS[key])
+
+
+@pytest.fixture(autouse=True)
+def _cli_checks_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's check-observer (which imports the function when it runs) asks the same."""
+    monkeypatch.setattr(ppaux.observer, "check_observer", check_observer)
 
 
 def target(name: str) -> str:
