@@ -153,15 +153,59 @@ def test_sigterm_to_ppaux_ends_the_child_and_what_it_started(tmp_path, ending):
         env=environment,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(ending, signal.SIG_DFL),  # whatever pytest inherited
     )
     try:
-        deadline = time.monotonic() + 120
-        while not pids.exists() or len(pids.read_text(encoding="utf-8").split()) < 2:
-            assert time.monotonic() < deadline and process.poll() is None
-            time.sleep(0.1)
-        worker, sleeper = map(int, pids.read_text(encoding="utf-8").split())
+        worker, sleeper = _started(pids, process)
         process.send_signal(ending)
         assert process.wait(timeout=60) == -ending
+        assert not running(worker)
+        assert not running(sleeper)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def _started(pids: Path, process: subprocess.Popen[bytes]) -> tuple[int, int]:
+    """The target's pid and its sleeper's, once the target has written them."""
+    deadline = time.monotonic() + 120
+    while not pids.exists() or len(pids.read_text(encoding="utf-8").split()) < 2:
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.1)
+    worker, sleeper = map(int, pids.read_text(encoding="utf-8").split())
+    return worker, sleeper
+
+
+def test_a_sighup_ignored_from_the_start_ends_nothing(tmp_path):
+    # As under nohup: the run goes on through SIGHUP; SIGTERM still ends it and the target.
+    pids = tmp_path / "pids"
+    head = (
+        "import os, subprocess\n"
+        "_p = subprocess.Popen(['sleep', '120'])\n"
+        f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{_p.pid}}')\n"
+    )
+    target = observer(
+        tmp_path, head=head, after_sample="        import time\n        time.sleep(600)\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(REPO)}
+    environment.update({k: v for k, v in ENV.items() if v is not None})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ppaux_cli", "check-observer", target, "--timeout", "300"],
+        cwd=tmp_path,
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+    )
+    try:
+        worker, sleeper = _started(pids, process)
+        process.send_signal(signal.SIGHUP)
+        with pytest.raises(subprocess.TimeoutExpired):
+            process.wait(timeout=2)
+        assert running(worker)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == -signal.SIGTERM
         assert not running(worker)
         assert not running(sleeper)
     finally:

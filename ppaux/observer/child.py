@@ -118,7 +118,8 @@ def _ending_on_sigterm() -> Iterator[None]:
     """While the child runs, SIGTERM or SIGHUP to this process stops the run as SIGINT does
     (:exc:`KeyboardInterrupt`), so that the child's processes are ended first; then the signal
     is raised again, to end this process as it would have (or to run the handler it had).
-    Only in the main thread, where Python handles signals."""
+    A signal this process ignores is left ignored. Only in the main thread, where Python
+    handles signals."""
     import threading
 
     if threading.current_thread() is not threading.main_thread():
@@ -130,7 +131,12 @@ def _ending_on_sigterm() -> Iterator[None]:
         received.append(signum)
         raise KeyboardInterrupt
 
-    before = {number: signal.signal(number, stop) for number in _ENDING}
+    # One ignored when ppaux started (``nohup``) stays ignored: it ends nothing.
+    before = {
+        number: signal.signal(number, stop)
+        for number in _ENDING
+        if signal.getsignal(number) is not signal.SIG_IGN
+    }
     try:
         yield
     except KeyboardInterrupt:
