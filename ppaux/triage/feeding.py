@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from ppaux.limits import Limits
 from ppaux.triage.crashes import Crashes, rank_within
+from ppaux.triage.groups import GROUP_HEADER, unmargined
 from ppaux.triage.lineformat import Envelope, Launcher, LogLine, torch_rank
 from ppaux.triage.records import (
     Event,
@@ -248,6 +249,9 @@ class Reader:
             return
         reading = self.reading
         text = line.text
+        inside = unmargined(text)  # a line of an exception group's traceback
+        if inside is not None:
+            text = inside[1]
         fragment = is_frame(text)
         shaped = None if fragment else raised(text)
         if not fragment and shaped is None:
@@ -278,7 +282,7 @@ class Reader:
             fragment=True,
         )
         if fragment:
-            builder = TracebackBuilder(failure)
+            builder = TracebackBuilder(failure, group=inside is not None)
             builder.feed(first, False)
             self._add(builder)
             return
@@ -291,7 +295,11 @@ class Reader:
         the text before sglang's prefix, or, on a line without one, before 'Traceback'."""
         lead = line.lead
         if not lead and line.ranks is None:
-            lead = line.text[: line.text.find(_HEADER)]
+            header = line.text.find(GROUP_HEADER)
+            if header >= 0:  # a group's header stands behind its margin's '+'
+                lead = line.text[:header].rstrip(" ").removesuffix("+").rstrip(" ")
+            else:
+                lead = line.text[: line.text.find(_HEADER)]
         if lead.strip() and lead.replace("\t", " ").isprintable():  # a tab separates columns
             self._leads[line.stream] = lead
         else:
@@ -305,7 +313,7 @@ class Reader:
             if len(reading.failures) + self.count >= self.max_failures:
                 reading.more_failures += 1
                 return
-            self._add(TracebackBuilder(failure))
+            self._add(TracebackBuilder(failure, group=GROUP_HEADER in line.text))
             return
         kind = _event_kind(line.text)
         if kind is None:

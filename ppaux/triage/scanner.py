@@ -57,9 +57,8 @@ MARKERS: tuple[bytes, ...] = (
 WEAK_MARKERS: tuple[bytes, ...] = (
     b'File "',
     b'File \\"',  # inside a JSON record
-    b"Error: ",
-    b"Exception: ",
-    b"Error:\n",
+    b"Error:",  # with a space or not (``RuntimeError:message``), or at the line's end
+    b"Exception:",
     b"] Sched",  # a header cut inside 'Scheduler hit an exception: Traceback (...'
     b"] Trac",  # a header cut inside 'Traceback (...' behind a damaged prefix
 )
