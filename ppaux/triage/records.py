@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from ppaux.triage.groups import GROUP_HEADER, group_rule, unmargined
-from ppaux.triage.lineformat import LogLine
+from ppaux.triage.lineformat import OUTPUT_STREAMS, LogLine
 
 __all__ = [
     "MAX_FRAMES",
@@ -182,15 +182,10 @@ class Event:
         return self.zone is not None
 
 
-#: The output streams a collector names (CRI's, Docker's, Open MPI's): they say where a line
-#: was written, not which process wrote it.
-_OUTPUT_STREAMS = frozenset({"stdout", "stderr", "stddiag"})
-
-
 def process_of(stream: str | None) -> str | None:
     """The process a line's stream names (a pod, a service, a host, a rank), None for an
     output stream (``stderr``): a stream name is never a rank."""
-    return None if stream is None or stream in _OUTPUT_STREAMS else stream
+    return None if stream is None or stream in OUTPUT_STREAMS else stream
 
 
 def raised(text: str) -> tuple[str, str] | None:

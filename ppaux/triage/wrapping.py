@@ -46,8 +46,9 @@ _STARTS = re.compile(
 )
 #: A row ending in the start of a dotted name of two parts or more (``torch.distributed.``).
 _DOTTED_END = re.compile(r"(?:^|\s)(?:[A-Za-z_]\w*\.){2,}$")
-#: A line that holds only a prefix (``(Worker pid=N) ERROR <time> [file.py:N]``), no message.
-_PREFIX_ONLY = re.compile(r"\S\]$")
+#: A line that holds only a prefix (``(Worker pid=N) ERROR <time> [file.py:N]``), no message;
+#: the space after the prefix kept where the width fell right after it.
+_PREFIX_ONLY = re.compile(r"\S\] ?$")
 #: A whole frame line: the indented code line after it is its own line.
 _FRAME = re.compile(r'\s*File ".*", line \d+, in \S+$')
 #: A frame line cut at the space before its function name, that space trimmed (what tmux's
