@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ppaux.limits import Limits
@@ -23,6 +24,7 @@ from ppaux.triage.records import (
     cut_header,
     failure_start,
     is_frame,
+    lost_source,
     process_of,
     raised,
 )
@@ -142,6 +144,14 @@ class Reader:
         #: header: taken off the lines after it that begin the same way (see :func:`_led`).
         self._leads: dict[str | None, str] = {}
         self.crashes = Crashes(reading.source, self._next_order)
+        #: The line given just before the one being taken (:meth:`remember` gives one the
+        #: scanner passed over, read only when a fragment begins), None when it is not known.
+        self._before: LogLine | Callable[[], LogLine | None] | None = None
+
+    def remember(self, line: LogLine | Callable[[], LogLine | None] | None) -> None:
+        """``line`` came just before the next line taken (None: what came is not known); a
+        function that gives it is called only where a fragment needs the line."""
+        self._before = line
 
     def _next_order(self) -> int:
         self.order += 1
@@ -196,6 +206,10 @@ class Reader:
         return last
 
     def take(self, line: LogLine, marked: bool, weak: bool = False) -> None:
+        self._take(line, marked, weak)
+        self._before = line
+
+    def _take(self, line: LogLine, marked: bool, weak: bool) -> None:
         if line.ranks is None and self._leads:
             lead = self._leads.get(line.stream)
             if lead is not None and _led(line.text, lead):
@@ -282,6 +296,9 @@ class Reader:
             fragment=True,
         )
         if fragment:
+            before = self._before() if callable(self._before) else self._before
+            if before is not None and (before.stream, before.ranks) == (first.stream, first.ranks):
+                failure.context = lost_source(before.text)
             builder = TracebackBuilder(failure, group=inside is not None)
             builder.feed(first, False)
             self._add(builder)

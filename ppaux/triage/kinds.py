@@ -129,9 +129,14 @@ def _aux(failure: Failure) -> bool:
 
 
 def _at_init(failure: Failure, message: str) -> bool:
-    if _INIT_TEXT.search(message):
+    """Whether the message, a frame's function or source line, or a fragment's source line
+    before its first frame says a communicator's or a process group's set-up."""
+    if _INIT_TEXT.search(message) or _INIT_TEXT.search(failure.context):
         return True
-    return any(frame.function in _INIT_FUNCTIONS for frame in failure.frames)
+    return any(
+        frame.function in _INIT_FUNCTIONS or _INIT_TEXT.search(frame.code)
+        for frame in failure.frames
+    )
 
 
 def kind_of(failure: Failure) -> str:

@@ -26,6 +26,7 @@ __all__ = [
     "cut_header",
     "failure_start",
     "is_frame",
+    "lost_source",
     "process_of",
     "raised",
 ]
@@ -128,6 +129,9 @@ class Failure:
     #: What a record that names no exception says of the failure (a launcher's summary of a
     #: child's exit), said in place of a cut traceback's words.
     said: str | None = None
+    #: A fragment's source line before its first frame: the code of the frame the log lost
+    #: (``self.NCCL_CHECK(self._funcs["ncclCommInitRank"](...))``), or ''.
+    context: str = ""
 
     @property
     def zoned(self) -> bool:
@@ -217,6 +221,17 @@ def cut_header(text: str) -> bool:
                 if before in ("", " ", ":", "]"):
                     return True
     return False
+
+
+def lost_source(text: str) -> str:
+    """The code ``text`` holds when it is shaped as a frame's source line (indented, neither a
+    frame, an exception line, a header nor a caret line), else ''."""
+    code = text.strip()
+    if not code or not text[:1].isspace() or set(code) <= set("^~ "):
+        return ""
+    if _FRAME.match(text) is not None or raised(code) is not None or code.startswith(_HEADER):
+        return ""
+    return code[:200]
 
 
 def is_frame(text: str) -> bool:
