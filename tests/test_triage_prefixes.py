@@ -285,6 +285,12 @@ UNKNOWN_PREFIXES: dict[str, Callable[[int, str], str]] = {
     "moreutils-ts": lambda i, line: f"Dec 03 14:56:{i % 60:02d} {line}",
     "heroku": lambda i, line: f"2026-12-03T14:56:{i % 60:02d}.{i:06d}+00:00 app[web.1]: {line}",
     "ray-job": lambda i, line: f"(raylet, ip=10.0.0.2) {line}",
+    # ctime's day padded to two places turns 'Wed Dec  9' into 'Thu Dec 10' right after the
+    # header; the pid in brackets grows a digit: the prefix changes its length.
+    "ctime-midnight": lambda i, line: (
+        f"{'Wed' if i < 13 else 'Thu'} Dec {9 if i < 13 else 10:2d} 2{i % 10}:59:59 2026 "
+        f"node7 sglang[{90 + i}]: {line}"
+    ),
 }
 
 

@@ -212,8 +212,9 @@ class Reader:
     def _take(self, line: LogLine, marked: bool, weak: bool) -> None:
         if line.ranks is None and self._leads:
             lead = self._leads.get(line.stream)
-            if lead is not None and _led(line.text, lead):
-                line = dataclasses.replace(line, text=line.text[len(lead) :])
+            led = 0 if lead is None else _led(line.text, lead)
+            if led:
+                line = dataclasses.replace(line, text=line.text[led:])
         if _OVERSIZED.search(line.text) is not None:
             reading = self.reading
             if len(reading.oversized) < _MAX_OVERSIZED:
@@ -367,12 +368,34 @@ class Reader:
         )
 
 
-def _led(text: str, lead: str) -> bool:
-    """True when ``text`` begins as ``lead`` does: the same characters, but for digits, which
-    may be other digits (a time, a counter that changed from line to line)."""
-    if len(text) < len(lead):
-        return False
-    for want, got in zip(lead, text, strict=False):
-        if want != got and not (want.isdigit() and got.isdigit()):
-            return False
-    return True
+#: Numbers, with the spaces before each, and the names of days and months: what may differ
+#: from line to line in a lead (its time).
+_NUMBERS = re.compile(r"(?: *\d)+")
+_NAMES = re.compile(
+    r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b"
+)
+
+
+def _led(text: str, lead: str) -> int:
+    """The length of the start of ``text`` that stands where ``lead`` does, 0 when ``text``
+    does not begin as ``lead`` does: the same characters, but for numbers (with the spaces
+    before them), which may be other numbers of another length (a time, a counter, a pid,
+    ctime's day padded to two places: ``Dec  9`` then ``Dec 10``), and the name of a day or
+    a month, which may be another (``Wed Dec  9`` then ``Thu Dec 10``)."""
+    at = 0
+    place = 0
+    while place < len(lead):
+        char = lead[place]
+        varying = _NUMBERS if char == " " or char.isdigit() else _NAMES if char.isupper() else None
+        want = None if varying is None else varying.match(lead, place)
+        if want is not None and varying is not None:
+            got = varying.match(text, at)
+            if got is None:
+                return 0
+            at, place = got.end(), want.end()
+        elif at < len(text) and text[at] == char:
+            at += 1
+            place += 1
+        else:
+            return 0
+    return at
