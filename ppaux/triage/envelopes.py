@@ -37,9 +37,11 @@ from ppaux.triage.forwarders import (
     CSV_COLUMNS,
     LOGFMT_START,
     STORE_FIELDS,
+    SUPERVISOR_LEVEL,
     fluent_entry,
     host_or_fields,
     logfmt_message,
+    supervised,
     tagged_rank,
     wrapper_prefix,
 )
@@ -398,6 +400,8 @@ def peel_envelope(text: str) -> Peeled:
             if comma and len(rest) >= 2 and rest[0] == rest[-1] == '"':
                 rest = rest[1:-1].replace('""', '"')  # a CSV download's quoted message
             level = _LEVEL_COLUMN.match(rest)
+            if level is None and "," in lead.group("time"):
+                level = SUPERVISOR_LEVEL.match(rest)  # supervisord's, Python logging's
             if level is not None:
                 rest = rest[level.end() :]
             fields = STORE_FIELDS.match(rest)
@@ -535,6 +539,10 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
     framework = _FRAMEWORK.match(bare) if len(rest) - len(bare) <= 8 else None
     if framework is not None:
         return bare[framework.end() :]
+    relayed = supervised(rest)
+    if relayed is not None:
+        peeled.stream = relayed[0]
+        return relayed[1]
     slurm = _SLURM.match(rest)
     if slurm is not None:
         peeled.stream = f"task {int(slurm.group('task'))}"
