@@ -106,7 +106,19 @@ def _event_kind(text: str) -> str | None:
         return "sigquit"
     if "ppaux capture:" in text:
         return "capture"
+    if "NCCL WARN" in text:
+        return "nccl-warn"
     return None
+
+
+#: NCCL's own prefix of its lines: ``<host>:<pid>:<thread> [<device>]``.
+_NCCL_PREFIX = re.compile(r"^\s*(?P<host>[\w.-]{1,253}):(?P<pid>\d{1,9}):\d{1,9} \[\d{1,6}\]")
+
+
+def _nccl_process(text: str) -> str | None:
+    """'<host> pid <pid>' of a line under NCCL's own prefix, else None."""
+    found = _NCCL_PREFIX.match(text)
+    return None if found is None else f"{found.group('host')} pid {found.group('pid')}"
 
 
 class _Open:
@@ -350,7 +362,7 @@ class Reader:
             reading.more_events += 1
             return
         who = line.ranks or torch_rank(line.text) or rank_within(line.text)
-        who = who or process_of(line.stream) or "a process"
+        who = who or process_of(line.stream) or _nccl_process(line.text) or "a process"
         if kind == "sigquit":
             who = "the parent process"
         reading.events.append(

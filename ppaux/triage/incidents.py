@@ -177,7 +177,9 @@ def incidents(
     for failure in rest:
         _owner(found, failure).collateral.append(failure)
     for event in events:
-        if event.kind == "capture":
+        if event.kind in ("capture", "nccl-warn"):
+            # NCCL's warnings say no more than the failures found: they matter only in a log
+            # that holds nothing else.
             continue
         _owner(found, event).events.append(event)
     return found, [], []

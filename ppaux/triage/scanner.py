@@ -48,6 +48,7 @@ MARKERS: tuple[bytes, ...] = (
     b"sigquit from a child",
     b"SIGQUIT received",
     b"ppaux capture:",
+    b"NCCL WARN",
     *CRASH_MARKERS,
 )
 #: What may start a failure without a traceback's header: a frame line (a fragment whose
