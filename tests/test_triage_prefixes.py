@@ -135,6 +135,9 @@ PREFIXES: dict[str, Callable[[int, str], str]] = {
         {"log": {"original": line}, "@timestamp": f"2026-12-03T14:56:{i % 60:02d}.000Z"}
     ),
     "datadog-csv": lambda i, line: f"2026-12-03T14:56:{i % 60:02d}.000Z,node1,sglang,{_csv(line)}",
+    "supervisord": lambda i, line: f"2026-12-03 14:56:{i % 60:02d},{i:03d} INFO {line}",
+    "supervisor-stdout": lambda i, line: f"sglang stderr | {line}",
+    "supervisor-channel": lambda i, line: f"sglang:stderr {line}",
 }
 
 
@@ -285,6 +288,12 @@ UNKNOWN_PREFIXES: dict[str, Callable[[int, str], str]] = {
     "moreutils-ts": lambda i, line: f"Dec 03 14:56:{i % 60:02d} {line}",
     "heroku": lambda i, line: f"2026-12-03T14:56:{i % 60:02d}.{i:06d}+00:00 app[web.1]: {line}",
     "ray-job": lambda i, line: f"(raylet, ip=10.0.0.2) {line}",
+    # ctime's day padded to two places turns 'Wed Dec  9' into 'Thu Dec 10' right after the
+    # header; the pid in brackets grows a digit: the prefix changes its length.
+    "ctime-midnight": lambda i, line: (
+        f"{'Wed' if i < 13 else 'Thu'} Dec {9 if i < 13 else 10:2d} 2{i % 10}:59:59 2026 "
+        f"node7 sglang[{90 + i}]: {line}"
+    ),
 }
 
 
@@ -375,3 +384,35 @@ def test_a_json_file_line_inside_another_record_gives_the_exception_s_own_messag
     report = triage_paths(["run.log"], {"run.log": io.BytesIO(text.encode())})
     roots = [f.extra.get("message") for f in report.findings if f.code == "PP802"]
     assert roots == [OOM], name
+
+
+def test_programs_relayed_by_supervisord_are_streams_of_their_own():
+    """Two programs' tracebacks interleaved, neither header under sglang's prefix: each line is
+    read behind its program's name and channel, whichever program wrote the last header."""
+    lines = []
+    for name in ("pp0", "pp1"):
+        lines.append(f"{name} stderr | Traceback (most recent call last):")
+    for n in range(2):
+        for name in ("pp0", "pp1"):
+            lines.append(
+                f'{name} stderr |   File "{SITE}/managers/scheduler.py", line {10 + n}, in f{n}'
+            )
+    lines.append(f"pp0 stderr | torch.OutOfMemoryError: {OOM}")
+    lines.append(f"pp1 stderr | RuntimeError: [../gloo/transport/tcp/pair.cc:553] {GLOO}")
+    report = triage_paths(["run.log"], {"run.log": io.BytesIO(("\n".join(lines) + "\n").encode())})
+    roots = [(f.key, f.extra.get("exception")) for f in report.findings if f.code == "PP802"]
+    assert roots == [("pp0", "torch.OutOfMemoryError")]
+
+
+def test_supervisord_s_level_is_no_host_and_its_program_s_exception_stays_whole():
+    lines = [
+        "2026-12-01 10:00:00,120 INFO spawned: 'sglang' with pid 4242",
+        "2026-12-01 10:00:00,123 INFO Traceback (most recent call last):",
+        f'2026-12-01 10:00:00,123 INFO   File "{SITE}/managers/scheduler.py", line 9, in f',
+        "2026-12-01 10:00:00,123 INFO RuntimeError: stage 1 could not receive",
+        "2026-12-01 10:00:01,500 INFO exited: sglang (exit status 1; not expected)",
+    ]
+    report = triage_paths(["run.log"], {"run.log": io.BytesIO(("\n".join(lines) + "\n").encode())})
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    assert root.extra["exception"] == "RuntimeError"
+    assert root.extra["message"].startswith("stage 1 could not receive")

@@ -400,3 +400,13 @@ def test_a_cri_log_with_a_stray_character_before_its_first_line(tmp_path, stray)
     findings = [f for f in _library(log) if f["code"] in (*ROOTS, "PP803", "PP810")]
     assert [(f["code"], f["key"]) for f in findings] == [("PP802", "TP2")]
     assert findings[0]["extra"]["kind"] == "shape-kernel"
+
+
+def test_torch_s_rank_is_read_behind_the_process_an_envelope_names():
+    """Inside docker compose's envelope, torch's ``[rank3]:`` still names the rank; the
+    service's name stays in front of it."""
+    report = triage_paths([str(REAL / "wrapped" / "nccl-1928-ofi-remote-error.compose.log")])
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    assert root.extra["ranks"] == ["sglang-1, rank 3"]
+    (after,) = [f for f in report.findings if f.code == "PP803"]
+    assert after.key == "sglang-1, rank 2"

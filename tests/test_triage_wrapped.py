@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from triage_pastes import AUX, roots, wrapped
 
 from ppaux.triage import triage_paths
-from ppaux.triage.wrapping import Unwrapped
+from ppaux.triage.wrapping import Unwrapped, wrap_width
 
 
 def test_a_code_line_exactly_the_width_long_keeps_the_exception_line_after_it(tmp_path):
@@ -92,3 +92,17 @@ def test_a_frame_line_without_its_source_exactly_the_width_long_keeps_the_except
     path = tmp_path / "frames.log"
     path.write_text(wrapped("\n".join(lines) + "\n", width), encoding="utf-8")
     assert roots(triage_paths([str(path)])) == [("PP802", "PP1", "other", "RuntimeError")]
+
+
+def test_a_tiny_log_of_one_repeated_line_and_a_crash_is_no_wrapped_paste(tmp_path):
+    """Rows of one length that seem to continue one another but end at a row as long (one
+    line repeated around an exception line of its length) are no terminal's wrapping: the
+    crash is found."""
+    crash = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB"
+    repeated = "  batch [a] (b) usage: batch health #running-req: Decode Decode ok INFO"
+    repeated = repeated.ljust(len(crash))[: len(crash)]
+    path = tmp_path / "tiny.log"
+    path.write_text("\n".join([repeated, repeated, crash, repeated, repeated]) + "\n")
+    assert wrap_width(path.read_bytes()) is None
+    found = [f for f in triage_paths([str(path)]).findings if f.code == "PP802"]
+    assert [f.extra["exception"] for f in found] == ["torch.OutOfMemoryError"]

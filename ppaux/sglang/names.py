@@ -363,10 +363,35 @@ def sglang_raised_in(exception: str | None, message: str) -> tuple[MessageMatch,
         return None
     texts = [message, _json_unescaped(message)] if "\\" in message else [message]
     for text in texts:
-        found = search_message(text)
-        if found is not None and found.start == 0:
+        found = _begun(text)
+        if found is not None:
             return found, text
     return None
+
+
+#: The quotes a logger may put around a whole message (``RuntimeError: "..."``, as a repr or
+#: a formatter writes it).
+_WHOLE_QUOTES = ("'", '"')
+
+
+def _begun(text: str) -> MessageMatch | None:
+    """The one of the nine messages that ``text`` begins with, after blanks (``RuntimeError:``
+    then two spaces, or none), or that a pair of quotes around its start holds whole
+    (``"received a non-tensor auxiliary PP output"``); None otherwise. The match's place is in
+    ``text``."""
+    body = text.lstrip(" \t")
+    skipped = len(text) - len(body)
+    found = search_message(body)
+    if found is not None and found.start == 0:
+        return MessageMatch(found.message, found.name, skipped, skipped + found.end)
+    quote = body[:1]
+    if quote not in _WHOLE_QUOTES:
+        return None
+    found = search_message(body[1:])
+    if found is None or found.start != 0 or body[1 + found.end : 2 + found.end] != quote:
+        return None
+    start = skipped + 1
+    return MessageMatch(found.message, found.name, start, start + found.end)
 
 
 def _line_type(text: str, found: MessageMatch) -> tuple[str, int] | None:

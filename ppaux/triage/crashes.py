@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ppaux.triage.lineformat import LogLine, torch_rank
+from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
 from ppaux.triage.records import MAX_MESSAGE, Failure
 
 __all__ = ["CRASH_MARKERS", "NEAR_LINES", "Crashes", "rank_within"]
@@ -51,8 +51,10 @@ _QUOTES = " \"',"
 _SUMMARY = re.compile(r"^\s*Root Cause \(first observed failure\):")
 _SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(?P<rank>\d{1,9}) \(local_rank: ")
 _SUMMARY_EXIT = re.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d{1,9})")
-#: Lines a torchrun summary's ``rank`` and ``exitcode`` come within after its heading.
-_SUMMARY_LINES = 8
+#: Lines a torchrun summary's ``rank`` and ``exitcode`` come within after its heading: the
+#: fifth and sixth line of it, where an export's pretty-printed JSON spends up to eight lines
+#: on each.
+_SUMMARY_LINES = 48
 #: The process group's rank a C++ record names (``[PG ID 2 PG GUID 3 Rank 1]``).
 _PG_RANK = re.compile(r"\[PG [^\]]{0,80}?Rank (?P<rank>\d{1,9})\]")
 #: The head of a watchdog's message that names the error (``CUDA error: ...``).
@@ -166,15 +168,16 @@ class Crashes:
 
 
 def _who(line: LogLine) -> str | None:
-    """The stream of a crash record: the line's own, else the rank torch's prefix or the
-    process group's bracket names."""
-    if line.stream:
-        return line.stream
+    """The stream of a crash record: the rank torch's prefix or the process group's bracket
+    names, behind the line's own stream where it has one (:func:`ranked_stream`); else the
+    line's own stream."""
     rank = torch_rank(line.text)
-    if rank is not None:
-        return rank
-    group = _PG_RANK.search(line.text)
-    return None if group is None else f"rank {group.group('rank')}"
+    if rank is None:
+        group = _PG_RANK.search(line.text)
+        rank = None if group is None else f"rank {group.group('rank')}"
+    if rank is None:
+        return line.stream
+    return ranked_stream(line.stream, rank)
 
 
 #: torch's rank prefix of a C++ record (``[rank1]:[E...``) behind what a paste put before it

@@ -37,10 +37,13 @@ from ppaux.triage.forwarders import (
     CSV_COLUMNS,
     LOGFMT_START,
     STORE_FIELDS,
+    SUPERVISOR_LEVEL,
     fluent_entry,
     host_or_fields,
     logfmt_message,
+    supervised,
     tagged_rank,
+    wrapper_prefix,
 )
 
 __all__ = [
@@ -397,6 +400,8 @@ def peel_envelope(text: str) -> Peeled:
             if comma and len(rest) >= 2 and rest[0] == rest[-1] == '"':
                 rest = rest[1:-1].replace('""', '"')  # a CSV download's quoted message
             level = _LEVEL_COLUMN.match(rest)
+            if level is None and "," in lead.group("time"):
+                level = SUPERVISOR_LEVEL.match(rest)  # supervisord's, Python logging's
             if level is not None:
                 rest = rest[level.end() :]
             fields = STORE_FIELDS.match(rest)
@@ -465,10 +470,10 @@ def _stamp(peeled: Peeled, text: str) -> None:
 
 
 def _stray_launcher(rest: str, peeled: Peeled) -> str | None:
-    """``rest`` without Ray's or docker compose's prefix behind a few characters a paste put
-    before it (a backtick, the whole paste's indentation); None when there is none. Only the
-    prefixes that cannot be a traceback's own text: Ray's holds ``pid=``, compose pads its
-    service's name before the bar."""
+    """``rest`` without Ray's, docker compose's or a wrapper's prefix behind a few characters a
+    paste put before it (a backtick, the whole paste's indentation); None when there is none.
+    Only the prefixes that cannot be a traceback's own text: Ray's holds ``pid=``, compose pads
+    its service's name before the bar, a wrapper's holds a time and its name in brackets."""
     inner = rest.lstrip(" `")
     if len(rest) - len(inner) > _MAX_STRAY:
         return None
@@ -480,6 +485,10 @@ def _stray_launcher(rest: str, peeled: Peeled) -> str | None:
     if compose is not None and compose.group("who") not in ("File", "Traceback"):
         peeled.stream = compose.group("who")
         return inner[compose.end() :]
+    wrapper = wrapper_prefix(inner) if inner[:1] == "[" else None
+    if wrapper is not None:
+        peeled.stream = peeled.stream or wrapper[0]
+        return wrapper[1]
     return None
 
 
@@ -505,6 +514,10 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
         if pod is not None:
             peeled.stream = pod.group("who")
             return rest[pod.end() :]
+        wrapper = wrapper_prefix(rest)
+        if wrapper is not None:  # a wrapper's time and name: the process's line behind them
+            peeled.stream = peeled.stream or wrapper[0]
+            return wrapper[1]
         tagged = tagged_rank(rest)
         if tagged is not None:  # a hint only: sglang's own prefix, behind it, names the ranks
             peeled.stream, rest = tagged
@@ -526,6 +539,10 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
     framework = _FRAMEWORK.match(bare) if len(rest) - len(bare) <= 8 else None
     if framework is not None:
         return bare[framework.end() :]
+    relayed = supervised(rest)
+    if relayed is not None:
+        peeled.stream = relayed[0]
+        return relayed[1]
     slurm = _SLURM.match(rest)
     if slurm is not None:
         peeled.stream = f"task {int(slurm.group('task'))}"

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ppaux.limits import Limits
 from ppaux.triage.crashes import Crashes, rank_within
+from ppaux.triage.groups import GROUP_HEADER, unmargined
 from ppaux.triage.lineformat import Envelope, Launcher, LogLine, torch_rank
 from ppaux.triage.records import (
     Event,
@@ -22,6 +24,7 @@ from ppaux.triage.records import (
     cut_header,
     failure_start,
     is_frame,
+    lost_source,
     process_of,
     raised,
 )
@@ -103,7 +106,19 @@ def _event_kind(text: str) -> str | None:
         return "sigquit"
     if "ppaux capture:" in text:
         return "capture"
+    if "NCCL WARN" in text:
+        return "nccl-warn"
     return None
+
+
+#: NCCL's own prefix of its lines: ``<host>:<pid>:<thread> [<device>]``.
+_NCCL_PREFIX = re.compile(r"^\s*(?P<host>[\w.-]{1,253}):(?P<pid>\d{1,9}):\d{1,9} \[\d{1,6}\]")
+
+
+def _nccl_process(text: str) -> str | None:
+    """'<host> pid <pid>' of a line under NCCL's own prefix, else None."""
+    found = _NCCL_PREFIX.match(text)
+    return None if found is None else f"{found.group('host')} pid {found.group('pid')}"
 
 
 class _Open:
@@ -141,6 +156,14 @@ class Reader:
         #: header: taken off the lines after it that begin the same way (see :func:`_led`).
         self._leads: dict[str | None, str] = {}
         self.crashes = Crashes(reading.source, self._next_order)
+        #: The line given just before the one being taken (:meth:`remember` gives one the
+        #: scanner passed over, read only when a fragment begins), None when it is not known.
+        self._before: LogLine | Callable[[], LogLine | None] | None = None
+
+    def remember(self, line: LogLine | Callable[[], LogLine | None] | None) -> None:
+        """``line`` came just before the next line taken (None: what came is not known); a
+        function that gives it is called only where a fragment needs the line."""
+        self._before = line
 
     def _next_order(self) -> int:
         self.order += 1
@@ -195,10 +218,15 @@ class Reader:
         return last
 
     def take(self, line: LogLine, marked: bool, weak: bool = False) -> None:
+        self._take(line, marked, weak)
+        self._before = line
+
+    def _take(self, line: LogLine, marked: bool, weak: bool) -> None:
         if line.ranks is None and self._leads:
             lead = self._leads.get(line.stream)
-            if lead is not None and _led(line.text, lead):
-                line = dataclasses.replace(line, text=line.text[len(lead) :])
+            led = 0 if lead is None else _led(line.text, lead)
+            if led:
+                line = dataclasses.replace(line, text=line.text[led:])
         if _OVERSIZED.search(line.text) is not None:
             reading = self.reading
             if len(reading.oversized) < _MAX_OVERSIZED:
@@ -248,6 +276,9 @@ class Reader:
             return
         reading = self.reading
         text = line.text
+        inside = unmargined(text)  # a line of an exception group's traceback
+        if inside is not None:
+            text = inside[1]
         fragment = is_frame(text)
         shaped = None if fragment else raised(text)
         if not fragment and shaped is None:
@@ -278,7 +309,10 @@ class Reader:
             fragment=True,
         )
         if fragment:
-            builder = TracebackBuilder(failure)
+            before = self._before() if callable(self._before) else self._before
+            if before is not None and (before.stream, before.ranks) == (first.stream, first.ranks):
+                failure.context = lost_source(before.text)
+            builder = TracebackBuilder(failure, group=inside is not None)
             builder.feed(first, False)
             self._add(builder)
             return
@@ -291,7 +325,11 @@ class Reader:
         the text before sglang's prefix, or, on a line without one, before 'Traceback'."""
         lead = line.lead
         if not lead and line.ranks is None:
-            lead = line.text[: line.text.find(_HEADER)]
+            header = line.text.find(GROUP_HEADER)
+            if header >= 0:  # a group's header stands behind its margin's '+'
+                lead = line.text[:header].rstrip(" ").removesuffix("+").rstrip(" ")
+            else:
+                lead = line.text[: line.text.find(_HEADER)]
         if lead.strip() and lead.replace("\t", " ").isprintable():  # a tab separates columns
             self._leads[line.stream] = lead
         else:
@@ -305,7 +343,7 @@ class Reader:
             if len(reading.failures) + self.count >= self.max_failures:
                 reading.more_failures += 1
                 return
-            self._add(TracebackBuilder(failure))
+            self._add(TracebackBuilder(failure, group=GROUP_HEADER in line.text))
             return
         kind = _event_kind(line.text)
         if kind is None:
@@ -324,7 +362,7 @@ class Reader:
             reading.more_events += 1
             return
         who = line.ranks or torch_rank(line.text) or rank_within(line.text)
-        who = who or process_of(line.stream) or "a process"
+        who = who or process_of(line.stream) or _nccl_process(line.text) or "a process"
         if kind == "sigquit":
             who = "the parent process"
         reading.events.append(
@@ -342,12 +380,34 @@ class Reader:
         )
 
 
-def _led(text: str, lead: str) -> bool:
-    """True when ``text`` begins as ``lead`` does: the same characters, but for digits, which
-    may be other digits (a time, a counter that changed from line to line)."""
-    if len(text) < len(lead):
-        return False
-    for want, got in zip(lead, text, strict=False):
-        if want != got and not (want.isdigit() and got.isdigit()):
-            return False
-    return True
+#: Numbers, with the spaces before each, and the names of days and months: what may differ
+#: from line to line in a lead (its time).
+_NUMBERS = re.compile(r"(?: *\d)+")
+_NAMES = re.compile(
+    r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b"
+)
+
+
+def _led(text: str, lead: str) -> int:
+    """The length of the start of ``text`` that stands where ``lead`` does, 0 when ``text``
+    does not begin as ``lead`` does: the same characters, but for numbers (with the spaces
+    before them), which may be other numbers of another length (a time, a counter, a pid,
+    ctime's day padded to two places: ``Dec  9`` then ``Dec 10``), and the name of a day or
+    a month, which may be another (``Wed Dec  9`` then ``Thu Dec 10``)."""
+    at = 0
+    place = 0
+    while place < len(lead):
+        char = lead[place]
+        varying = _NUMBERS if char == " " or char.isdigit() else _NAMES if char.isupper() else None
+        want = None if varying is None else varying.match(lead, place)
+        if want is not None and varying is not None:
+            got = varying.match(text, at)
+            if got is None:
+                return 0
+            at, place = got.end(), want.end()
+        elif at < len(text) and text[at] == char:
+            at += 1
+            place += 1
+        else:
+            return 0
+    return at

@@ -2,6 +2,11 @@
 
 - a host fan-out (pdsh, clush): ``node1: <line>``; the host names the process, never the
   exception (``node1: RuntimeError: boom`` is a RuntimeError);
+- supervisord: its activity log's level after a Python-logging time (``2026-12-01
+  10:00:00,123 INFO exited: ...``), and a program's output relayed with its name and channel
+  (supervisor-stdout's ``sglang stderr | <line>``, ``sglang:stderr <line>``);
+- a wrapper that logs each line of the process it runs with its own time and name
+  (``[<time>] [/bin/sh]: <line>``), inside another launcher's or a store's envelope;
 - torchrun's local rank (``[default0]:``) and Open MPI's ``--tag-output`` (``[1,0]<stderr>:``):
   the rank is a hint, used only where sglang's own ``[... PPn TPm]`` prefix is absent;
 - fluent-bit's ``stdout`` output: ``[0] <tag>: [<epoch seconds>, {<record>}]`` (v2:
@@ -29,7 +34,9 @@ __all__ = [
     "fluent_entry",
     "host_or_fields",
     "logfmt_message",
+    "supervised",
     "tagged_rank",
+    "wrapper_prefix",
 ]
 
 #: A host fan-out's prefix: ``<host>: ``. The host's first label holds a digit or a dash
@@ -66,6 +73,41 @@ _PY_LOGGER = re.compile(r"^- [\w.]{1,200} - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL
 CSV_COLUMNS = re.compile(r'^(?:[^",\s]{0,253},){1,4}(?=")')
 #: Decodes a quoted logfmt value (Go's ``%q``: ``\"``, ``\\``, ``\n``) as a JSON string.
 _LENIENT = json.JSONDecoder(strict=False)
+
+
+#: A wrapper's own time and name before the line of the process it runs.
+_WRAPPER = re.compile(
+    r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]{0,16}\] \[(?P<who>[^\]\s]{1,64})\]: "
+)
+
+
+def wrapper_prefix(text: str) -> tuple[str, str] | None:
+    """(name, rest) of a line behind a wrapper's ``[<time>] [<name>]: ``; None for another
+    line (sglang's own ``[<time> PP0] `` prefix among them)."""
+    found = _WRAPPER.match(text)
+    if found is None:
+        return None
+    return found.group("who"), text[found.end() :]
+
+
+#: supervisord's levels (and Python logging's) after a time written with a comma.
+SUPERVISOR_LEVEL = re.compile(
+    r"^(?:CRIT|ERRO|WARN|INFO|DEBG|TRAC|BLAT|DEBUG|WARNING|ERROR|CRITICAL) "
+)
+#: A program's output as supervisord's event listeners relay it: its name and channel.
+_SUPERVISED = re.compile(
+    r"^(?P<who>[A-Za-z0-9][\w.-]{0,63}(?::[\w.-]{1,64})?)"
+    r"(?: (?:stdout|stderr) \| |:(?:stdout|stderr):? )"
+)
+
+
+def supervised(text: str) -> tuple[str, str] | None:
+    """(program, rest) of a line of a program's output that supervisord relayed with its name
+    and channel (``sglang stderr | ...``, ``sglang:stderr ...``); None for another line."""
+    found = _SUPERVISED.match(text)
+    if found is None:
+        return None
+    return found.group("who"), text[found.end() :]
 
 
 def tagged_rank(text: str) -> tuple[str, str] | None:

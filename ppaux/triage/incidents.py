@@ -28,8 +28,9 @@ from ppaux.triage.records import Event, Failure
 
 __all__ = ["SAME_MOMENT_S", "Incident", "communication", "incidents", "seconds_between"]
 
-#: How a line's stream names the rank of torch's ``[rankN]:`` prefix.
-_TORCH_RANK = re.compile(r"rank \d{1,9}$")
+#: How a line's stream names the rank of torch's ``[rankN]:`` prefix (behind the process an
+#: envelope names: ``sglang-1, rank 3``).
+_TORCH_RANK = re.compile(r"(?:^|, )rank \d{1,9}$")
 #: Ranks that fail with the same error within this many seconds of the first are one incident.
 SAME_MOMENT_S = 5.0
 
@@ -57,7 +58,7 @@ def _init_roots(ordered: list[Failure]) -> list[Failure]:
 
 def _ranked(failure: Failure) -> bool:
     """True for a complete traceback under torch's rank prefix (``[rank3]:``)."""
-    return failure.exception is not None and _TORCH_RANK.match(failure.stream or "") is not None
+    return failure.exception is not None and _TORCH_RANK.search(failure.stream or "") is not None
 
 
 def _own(failure: Failure) -> bool:
@@ -176,7 +177,9 @@ def incidents(
     for failure in rest:
         _owner(found, failure).collateral.append(failure)
     for event in events:
-        if event.kind == "capture":
+        if event.kind in ("capture", "nccl-warn"):
+            # NCCL's warnings say no more than the failures found: they matter only in a log
+            # that holds nothing else.
             continue
         _owner(found, event).events.append(event)
     return found, [], []

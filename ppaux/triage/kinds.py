@@ -129,9 +129,14 @@ def _aux(failure: Failure) -> bool:
 
 
 def _at_init(failure: Failure, message: str) -> bool:
-    if _INIT_TEXT.search(message):
+    """Whether the message, a frame's function or source line, or a fragment's source line
+    before its first frame says a communicator's or a process group's set-up."""
+    if _INIT_TEXT.search(message) or _INIT_TEXT.search(failure.context):
         return True
-    return any(frame.function in _INIT_FUNCTIONS for frame in failure.frames)
+    return any(
+        frame.function in _INIT_FUNCTIONS or _INIT_TEXT.search(frame.code)
+        for frame in failure.frames
+    )
 
 
 def kind_of(failure: Failure) -> str:
@@ -183,12 +188,16 @@ _PREFIXED = re.compile(r"^.{0,200}?\] ")
 def kind_of_text(text: str) -> str | None:
     """The kind of the failure a pasted line or traceback shows (its last exception line, and
     its frames), or None when no line of it is shaped as an exception line."""
+    from ppaux.triage.groups import unmargined
     from ppaux.triage.records import Frame, is_frame, raised
 
     frames: list[Frame] = []
     found: tuple[str, str] | None = None
     for line in text.splitlines()[-2000:]:
         body = _PREFIXED.sub("", line, count=1) if "] " in line[:202] else line
+        inside = unmargined(body)  # a line of an exception group's traceback
+        if inside is not None:
+            body = inside[1]
         if is_frame(body):
             function = body.rsplit(", in ", 1)[-1].strip() if ", in " in body else ""
             frames.append(Frame("", 0, function))

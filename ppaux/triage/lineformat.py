@@ -53,6 +53,7 @@ from ppaux.triage.zones import LocalZone
 
 __all__ = [
     "ANSI",
+    "OUTPUT_STREAMS",
     "Envelope",
     "Launcher",
     "LogLine",
@@ -60,6 +61,7 @@ __all__ = [
     "in_zone",
     "parse_line",
     "peel",
+    "ranked_stream",
     "sglang_time",
     "torch_rank",
     "unwrap",
@@ -148,7 +150,8 @@ _ZONE = re.compile(r"(?:Z|[+-]\d\d:?\d\d)$", re.IGNORECASE)
 _TORCH_RANK = re.compile(r"^\[rank(?P<rank>\d+)\]:")
 #: torch's elastic launcher (torchrun ``--tee``/``--log-dir``, and the Python side of a rank)
 #: writes ``[rank2]: `` before each line a rank's Python prints: its traceback among them.
-_TORCH_PYTHON_RANK = re.compile(r"^\[rank(?P<rank>\d{1,6})\]: ")
+#: A paste may put a stray mark or two before the first (a backtick that opened a code span).
+_TORCH_PYTHON_RANK = re.compile(r"^[^\w\s]{0,3}?\[rank(?P<rank>\d{1,6})\]: ")
 
 
 @dataclass(frozen=True)
@@ -428,10 +431,10 @@ def peel(
             moment = _rfc3339(stamp)
             if moment is not None:
                 time, time_text, text = moment, stamp, match.group("text") or ""
-    if text.startswith("[rank"):
+    if "[rank" in text[:9]:
         python = _TORCH_PYTHON_RANK.match(text)
         if python is not None:  # the rank is the line's stream; its text is what Python wrote
-            stream = stream or f"rank {python.group('rank')}"
+            stream = ranked_stream(stream, f"rank {python.group('rank')}")
             text = text[python.end() :]
     zone = _zone_of(time_text) if time is not None else None
     ranks: str | None = None
@@ -490,6 +493,22 @@ def _zone_of(time_text: str | None) -> str | None:
     """The zone at the end of a collector's time as written ('Z', '+02:00')."""
     match = _ZONE.search(time_text or "")
     return match.group(0) if match else "Z"
+
+
+#: The output streams a collector names (CRI's, Docker's, Open MPI's): they say where a line
+#: was written, not which process wrote it.
+OUTPUT_STREAMS = frozenset({"stdout", "stderr", "stddiag"})
+
+
+def ranked_stream(stream: str | None, rank: str) -> str:
+    """The stream of a line whose torch prefix names ``rank`` ('rank 3'): the rank, behind the
+    process an envelope or a launcher names (``sglang-1, rank 3``), so that each rank of one
+    container, pod or task is a stream of its own and keeps the process's name."""
+    if stream is None or stream in OUTPUT_STREAMS or stream == rank:
+        return rank
+    if stream.endswith(f", {rank}"):
+        return stream
+    return f"{stream}, {rank}"
 
 
 def torch_rank(text: str) -> str | None:

@@ -10,6 +10,7 @@ the scanner jumps again.
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from typing import BinaryIO, cast
@@ -19,7 +20,7 @@ from ppaux.triage.documents import is_document, records
 from ppaux.triage.envelopes import nested_record, peel_envelope
 from ppaux.triage.feeding import PP_RANK, LogReading, Reader
 from ppaux.triage.flattened import split_lines
-from ppaux.triage.lineformat import Envelope, Launcher, detect, in_zone, peel, unwrap
+from ppaux.triage.lineformat import Envelope, Launcher, LogLine, detect, in_zone, peel, unwrap
 from ppaux.triage.newest import Reversed, newest_first, oldest_first
 from ppaux.triage.pastemarks import Unmarked, paste_mark
 from ppaux.triage.scanner import ALL_MARKERS, MARKERS, WEAK_MARKERS, Scanner
@@ -133,6 +134,32 @@ def _weak(text: str) -> bool:
     return any(marker in text for marker in _WEAK_TEXTS)
 
 
+def _passed_line(reading: LogReading, raws: list[bytes]) -> LogLine | None:
+    """The last line of the log among ``raws`` (lines the scanner passed over just before a
+    marked one, oldest first; a JSON export's brackets and other members are no line of the
+    log), peeled as far as a fragment's context needs (its stream, ranks and text); None
+    when there is none, or it is not one line."""
+    for raw in reversed(raws):
+        text, time, time_text, stream, partial = unwrap(raw, reading.envelope)
+        if partial or "\n" in text:
+            return None
+        if reading.envelope in (Envelope.PLAIN, Envelope.TIMESTAMPS, Envelope.NUMBERED):
+            peeled = peel_envelope(text)
+            if not peeled.lines and not peeled.decoded:
+                continue  # a JSON export's structure
+            if len(peeled.lines) != 1 or peeled.decoded:
+                return None
+            text, time, time_text, stream = (
+                peeled.lines[0],
+                peeled.time,
+                peeled.time_text,
+                peeled.stream,
+            )
+        stamped = reading.envelope is Envelope.TIMESTAMPS
+        return peel(0, text, time, time_text, stream, reading.launcher, stamped)
+    return None
+
+
 def _take_peeled(
     reader: Reader,
     reading: LogReading,
@@ -226,6 +253,8 @@ def read_log(
             item = scanner.next_line() if wanted else scanner.next_marked_line()
             if item is None:
                 break
+            if not wanted and scanner.passed:
+                reader.remember(functools.partial(_passed_line, reading, scanner.previous))
             number, raw = item
             if backwards is not None:
                 number = backwards.physical(number)

@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ppaux.triage.lineformat import LogLine
+from ppaux.triage.groups import GROUP_HEADER, group_rule, unmargined
+from ppaux.triage.lineformat import OUTPUT_STREAMS, LogLine
 
 __all__ = [
     "MAX_FRAMES",
@@ -25,6 +26,7 @@ __all__ = [
     "cut_header",
     "failure_start",
     "is_frame",
+    "lost_source",
     "process_of",
     "raised",
 ]
@@ -49,7 +51,9 @@ _MAX_CHAIN = 8
 #: even when the paste cut it after ``Traceback (m``.
 _HEADER = "Traceback (m"
 #: The process that logged it, just before the header (``Scheduler hit an exception: ``).
-_PROCESS = re.compile(r"(?:^|\W)(?P<process>\w{1,64}) hit an exception: $")
+#: An exception group's header stands behind a ``+`` (``hit an exception:   + Exception Group
+#: Traceback ...``).
+_PROCESS = re.compile(r"(?:^|\W)(?P<process>\w{1,64}) hit an exception: (?: {0,64}\+ )?$")
 #: A frame line, indented or not (web UIs strip indentation); its line number is bounded.
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<function>.*))?$')
 _EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::(?: (?P<message>.*))?)?$")
@@ -57,7 +61,8 @@ _EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::(?: (?P<message>.*))?)?$
 #: colon and the message (or nothing). Told apart from a frame's source line without indentation.
 _RAISED = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w{0,100}\.){0,10}[A-Za-z_]\w{0,100}"
-    r"(?:Error|Exception|Interrupt|Exit|Failure|Fault|Timeout|Warning|Abort|StopIteration))"
+    r"(?:Error|Exception|ExceptionGroup|Interrupt|Exit|Failure|Fault|Timeout|Warning|Abort|"
+    r"StopIteration))"
     r"(?::(?: ?(?P<message>.*))?)?$"
 )
 #: An exception line whose type carries its cause: ``ray.exceptions.RayTaskError(OutOfMemoryError):
@@ -124,6 +129,9 @@ class Failure:
     #: What a record that names no exception says of the failure (a launcher's summary of a
     #: child's exit), said in place of a cut traceback's words.
     said: str | None = None
+    #: A fragment's source line before its first frame: the code of the frame the log lost
+    #: (``self.NCCL_CHECK(self._funcs["ncclCommInitRank"](...))``), or ''.
+    context: str = ""
 
     @property
     def zoned(self) -> bool:
@@ -178,15 +186,10 @@ class Event:
         return self.zone is not None
 
 
-#: The output streams a collector names (CRI's, Docker's, Open MPI's): they say where a line
-#: was written, not which process wrote it.
-_OUTPUT_STREAMS = frozenset({"stdout", "stderr", "stddiag"})
-
-
 def process_of(stream: str | None) -> str | None:
     """The process a line's stream names (a pod, a service, a host, a rank), None for an
     output stream (``stderr``): a stream name is never a rank."""
-    return None if stream is None or stream in _OUTPUT_STREAMS else stream
+    return None if stream is None or stream in OUTPUT_STREAMS else stream
 
 
 def raised(text: str) -> tuple[str, str] | None:
@@ -220,6 +223,17 @@ def cut_header(text: str) -> bool:
     return False
 
 
+def lost_source(text: str) -> str:
+    """The code ``text`` holds when it is shaped as a frame's source line (indented, neither a
+    frame, an exception line, a header nor a caret line), else ''."""
+    code = text.strip()
+    if not code or not text[:1].isspace() or set(code) <= set("^~ "):
+        return ""
+    if _FRAME.match(text) is not None or raised(code) is not None or code.startswith(_HEADER):
+        return ""
+    return code[:200]
+
+
 def is_frame(text: str) -> bool:
     """True for a traceback's frame line, indented or not."""
     return _FRAME.match(text) is not None
@@ -230,6 +244,9 @@ def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
     at = line.text.find(_HEADER)
     if at < 0:
         return None
+    group = line.text.rfind(GROUP_HEADER, max(0, at - len(GROUP_HEADER)), at + len(_HEADER))
+    if group >= 0:
+        at = group
     match = _PROCESS.search(line.text, max(0, at - 100), at)
     said = _SAID.search(line.text, max(0, at - MAX_MESSAGE), at)
     failure = Failure(
@@ -262,8 +279,14 @@ def _relayed(failure: Failure) -> bool:
 class TracebackBuilder:
     """Feeds the lines after a traceback's first one into its :class:`Failure`."""
 
-    def __init__(self, failure: Failure) -> None:
+    def __init__(self, failure: Failure, group: bool = False) -> None:
         self.failure = failure
+        #: The traceback is an exception group's (its lines behind margins, see
+        #: :mod:`ppaux.triage.groups`); the indentation of its outermost margin, once seen; and
+        #: whether the rule that closes the group has been read.
+        self.group = group
+        self._outer: int | None = None
+        self._closed = False
         #: The indentation of the whole paste, told by the first frame (Python indents frames
         #: by two): the exception line stands there, the frames and their source deeper.
         self.indent = 0
@@ -289,6 +312,11 @@ class TracebackBuilder:
         if line.sglang:
             return False
         text = line.text
+        if self.group:
+            inside = self._group_line(text)
+            if isinstance(inside, bool):
+                return inside
+            text = inside
         if self.state == "frames":
             return self._frame_line(text)
         if _FRAME.match(text) is not None:
@@ -314,6 +342,40 @@ class TracebackBuilder:
         if marked or self._blank or text.startswith("[") or text.startswith("INFO:"):
             return False
         return self._message_line(text)
+
+    def _group_line(self, text: str) -> bool | str:
+        """A line of an exception group's traceback: True or False when the group's rules
+        decide (a rule is taken; a line outside the margin is not), else the text behind
+        the margin, read as any traceback's line. Each sub-exception after the first pushes
+        the one before it into the chain, the group's own exception first: the last
+        sub-exception stands as the exception, the others in its chain."""
+        if self._closed:
+            if not text.strip():
+                self._blank += 1
+                return self._blank < 2
+            if text.strip() in _CHAIN:  # the group caused (or was handled by) a later one
+                self.group = False
+                self._push_chain()
+                self.state = "chain"
+                return True
+            return False
+        rule = group_rule(text)
+        if rule is not None:
+            if rule.titled:
+                if self.state == "after":
+                    self._push_chain()
+                self.state = "frames"
+                self._since_frame = 0
+            elif self._outer is None or rule.indent <= self._outer + 2:
+                self._closed = True
+                self._blank = 0
+            return True
+        inside = unmargined(text)
+        if inside is None:
+            return False
+        if self._outer is None:
+            self._outer = inside[0]
+        return inside[1]
 
     def _message_line(self, text: str) -> bool:
         """One more line of the exception's message (bounded: past the cap, swallowed)."""
@@ -345,7 +407,7 @@ class TracebackBuilder:
             self.state = "after"  # no exception line came where one should: cut off
             return False
         code = text.strip()
-        if not code or set(code) <= set("^~ ") or code.startswith("Traceback (m"):
+        if not code or set(code) <= set("^~ ") or code.startswith(("Traceback (m", GROUP_HEADER)):
             return True
         failure = self.failure
         shaped = raised(code)

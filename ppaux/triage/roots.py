@@ -208,15 +208,20 @@ def no_root_finding(loose: list[Failure | Event]) -> Finding:
     # does not make communication failures anything else.
     if (
         all(communication(f) for f in failures)
-        and all(e.kind in ("watchdog", "store", "sigquit") for e in events)
+        and all(e.kind in ("watchdog", "store", "sigquit", "nccl-warn") for e in events)
         and (failures or len(signals) < len(events))
     ):
         on = f" on {', '.join(ranks[:12])}{' ...' if len(ranks) > 12 else ''}" if ranks else ""
         cause = "network-or-other-node"
+        warned = [e for e in events if e.kind == "nccl-warn"]
+        failed = counted(count - len(signals) - len(warned), "communication failure")
+        if len(warned) == count:
+            failed = f"only NCCL's warnings ({counted(count, 'line')})"
+        elif warned:
+            failed += f" and NCCL's warnings ({counted(len(warned), 'line')})"
         message = (
             "no root in this log: the cause is on the network or another node; "
-            f"{counted(count - len(signals), 'communication failure')}{on} ({where}) and "
-            "nothing else"
+            f"{failed}{on} ({where}) and nothing else"
             + (f" but the parent's SIGQUIT ({len(signals)} lines)" if signals else "")
         )
     elif not failures and len(signals) == count:

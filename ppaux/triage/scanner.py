@@ -48,6 +48,7 @@ MARKERS: tuple[bytes, ...] = (
     b"sigquit from a child",
     b"SIGQUIT received",
     b"ppaux capture:",
+    b"NCCL WARN",
     *CRASH_MARKERS,
 )
 #: What may start a failure without a traceback's header: a frame line (a fragment whose
@@ -57,9 +58,8 @@ MARKERS: tuple[bytes, ...] = (
 WEAK_MARKERS: tuple[bytes, ...] = (
     b'File "',
     b'File \\"',  # inside a JSON record
-    b"Error: ",
-    b"Exception: ",
-    b"Error:\n",
+    b"Error:",  # with a space or not (``RuntimeError:message``), or at the line's end
+    b"Exception:",
     b"] Sched",  # a header cut inside 'Scheduler hit an exception: Traceback (...'
     b"] Trac",  # a header cut inside 'Traceback (...' behind a damaged prefix
 )
@@ -108,6 +108,8 @@ def _plan(buffer: bytes, start: int) -> list[tuple[bytes, list[tuple[bytes, int]
 
 
 _UNKNOWN = -2
+#: Lines passed over that are kept before a marked line, for a fragment's context.
+_CONTEXT_LINES = 6
 #: Chunks read between two choices of anchors.
 _REPLAN_EVERY = 16
 
@@ -159,6 +161,12 @@ class Scanner:
         #: The line that the last chunk cut in two, joined (without its newline), when it is
         #: still to be returned or counted.
         self._joint: bytes | None = None
+        #: After :meth:`next_marked_line`: whether it passed lines over, and the last few of
+        #: them that still stood in the buffer, oldest first (the line before a fragment's
+        #: first frame may be that frame's lost source line; a pretty-printed JSON export puts
+        #: a record's other members between them).
+        self.passed = False
+        self.previous: list[bytes] = []
 
     def _count_long(self, number: int | None = None) -> None:
         """Count the line ``number`` (the one being read by default) as longer than
@@ -248,12 +256,14 @@ class Scanner:
         return found
 
     def next_marked_line(self) -> tuple[int, bytes] | None:
-        """The next line holding a marker, with its number; None at the end of the stream."""
+        """The next line holding a marker, with its number; None at the end of the stream.
+        :attr:`passed` and :attr:`previous` say what came between."""
+        self.passed, self.previous = False, []
         while True:
             if self._joint is not None:
                 if any(marker in self._joint for marker in ALL_MARKERS):
                     return self._take_joint()
-                self._joint = None
+                self._joint, self.passed, self.previous = None, True, []
                 self.line += 1
             hit = self._find_marker()
             if hit >= 0:
@@ -261,11 +271,15 @@ class Scanner:
                 begin = buffer.rfind(b"\n", self._pos, hit) + 1
                 if begin <= 0:
                     begin = self._pos
+                if begin > self._pos:
+                    self.passed = True
+                    self.previous = self._lines_before(begin)
                 self._pass_lines(begin)
                 return self.next_line()
             buffer = self._buffer
             last = buffer.rfind(b"\n", self._pos)
             if last >= 0:
+                self.passed, self.previous = True, []
                 self._pass_lines(last + 1)
             elif len(buffer) - self._pos > self.max_line:
                 # One line longer than a chunk holds no newline yet: keep only what a marker
@@ -275,6 +289,21 @@ class Scanner:
                 self._count_long()
             if not self._fill():
                 return None
+
+    def _lines_before(self, begin: int) -> list[bytes]:
+        """Up to :data:`_CONTEXT_LINES` lines of the buffer that end just before ``begin`` (a
+        line's start) and begin at or after the position, oldest first; none past a line
+        longer than :attr:`max_line`."""
+        found: list[bytes] = []
+        end = begin - 1
+        while end >= self._pos and len(found) < _CONTEXT_LINES:
+            start = max(self._buffer.rfind(b"\n", self._pos, end) + 1, self._pos)
+            if end - start > self.max_line:
+                break
+            found.append(self._buffer[start:end])
+            end = start - 1
+        found.reverse()
+        return found
 
     def next_line(self) -> tuple[int, bytes] | None:
         """The next line (without its newline, cut to :attr:`max_line` bytes) and its number;

@@ -7,7 +7,8 @@ mid-word. Read as it is, the pieces are no longer frames or messages.
 
 The shape says when a paste was wrapped: its head holds no line longer than some width ``W``,
 and several lines exactly ``W`` characters long are followed by a line that does not start a
-record of its own. :func:`wrap_width` finds ``W`` from the head; :class:`Unwrapped` then joins
+record of its own, each run of them ending in a shorter line (a wrapped line's last piece).
+:func:`wrap_width` finds ``W`` from the head; :class:`Unwrapped` then joins
 each line of exactly ``W`` characters with the line after it, unless that line starts a record
 (a sglang prefix, a frame, a traceback header, a timestamp, a level, the same three
 characters as the line before it: rows of a table alike in length, or the same two marks: a
@@ -47,8 +48,9 @@ _STARTS = re.compile(
 )
 #: A row ending in the start of a dotted name of two parts or more (``torch.distributed.``).
 _DOTTED_END = re.compile(r"(?:^|\s)(?:[A-Za-z_]\w*\.){2,}$")
-#: A line that holds only a prefix (``(Worker pid=N) ERROR <time> [file.py:N]``), no message.
-_PREFIX_ONLY = re.compile(r"\S\]$")
+#: A line that holds only a prefix (``(Worker pid=N) ERROR <time> [file.py:N]``), no message;
+#: the space after the prefix kept where the width fell right after it.
+_PREFIX_ONLY = re.compile(r"\S\] ?$")
 #: A whole frame line: the indented code line after it is its own line.
 _FRAME = re.compile(r'\s*File ".*", line \d+, in \S+$')
 #: A frame line cut at the space before its function name, that space trimmed (what tmux's
@@ -111,11 +113,19 @@ def wrap_width(head: bytes) -> int | None:
     width = max(len(line) for line in lines)
     if not _MIN_WIDTH <= width <= _MAX_WIDTH:
         return None
-    wrapped = sum(
-        1
-        for line, following in pairwise(lines)
-        if len(line) == width and _continues(line, following)
-    )
+    # A wrapped line's last piece is shorter than the width (exactly as long only by chance):
+    # a run of rows each the width long that "continue" one another and end at a row as long
+    # (one line repeated, rows of equal length) is no evidence of wrapping.
+    wrapped = run = 0
+    for line, following in pairwise(lines):
+        if len(line) == width and _continues(line, following):
+            run += 1
+            continue
+        if run and len(line) < width:
+            wrapped += run
+        run = 0
+    if run and len(lines[-1]) < width:
+        wrapped += run
     return width if wrapped >= _MIN_WRAPPED else None
 
 

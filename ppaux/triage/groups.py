@@ -1,0 +1,59 @@
+"""The margins of an exception group's traceback (Python 3.11 and later).
+
+A group (``ExceptionGroup``, asyncio's ``TaskGroup``, anyio's) prints its traceback and each
+of its sub-exceptions behind a margin: ``  + Exception Group Traceback (most recent call
+last):`` opens it, every line after it stands behind ``  | `` (two more spaces per level of
+nesting), and rules part the sub-exceptions (``  +-+---------------- 1 ----------------``,
+``    +---------------- 2 ----------------``) and close the group
+(``    +------------------------------------``). Inside the margin the lines are a
+traceback's own: frames, the group's exception line, each sub-exception's traceback.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["GROUP_HEADER", "GroupRule", "group_rule", "unmargined"]
+
+#: The first line of a group's traceback, behind its ``+`` margin.
+GROUP_HEADER = "Exception Group Traceback (m"
+
+#: Spaces a margin stands behind, at most (two per level of nesting).
+_MAX_MARGIN = 64
+#: A line behind a group's margin: the spaces of its level, ``|`` (or the header's ``+``),
+#: one space before the text (none on an empty line).
+_MARGIN = re.compile(rf"^(?P<indent> {{0,{_MAX_MARGIN}}})[|+](?: |$)")
+#: A rule between two sub-exceptions (titled with the next one's number, or ``...`` past
+#: those shown), or the rule that closes the group (untitled).
+_RULE = re.compile(
+    rf"^(?P<indent> {{0,{_MAX_MARGIN}}})\+(?:-\+)?-{{4,}}"
+    r"(?: (?P<title>\d{1,9}|\.\.\.) -{4,})?\s*$"
+)
+
+
+class GroupRule:
+    """A rule line of a group: its indentation, and whether it opens a sub-exception (titled)
+    or closes the group (untitled)."""
+
+    __slots__ = ("indent", "titled")
+
+    def __init__(self, indent: int, titled: bool) -> None:
+        self.indent = indent
+        self.titled = titled
+
+
+def group_rule(text: str) -> GroupRule | None:
+    """The rule ``text`` is, or None when it is none."""
+    found = _RULE.match(text)
+    if found is None:
+        return None
+    return GroupRule(len(found.group("indent")), found.group("title") is not None)
+
+
+def unmargined(text: str) -> tuple[int, str] | None:
+    """(the margin's indentation, the text behind it) of a line behind a group's margin
+    (``    | RuntimeError: ...`` gives ``(4, "RuntimeError: ...")``), or None."""
+    found = _MARGIN.match(text)
+    if found is None:
+        return None
+    return len(found.group("indent")), text[found.end() :]

@@ -1,0 +1,44 @@
+"""A log of NCCL's warnings alone is triaged, not refused: a communication failure whose root
+the log does not hold, with what to set and collect; beside a failure they add nothing."""
+
+from __future__ import annotations
+
+from helpers import cli
+
+from ppaux.triage import triage_paths
+
+WARNINGS = [
+    "node1:4242:4300 [0] transport/net_socket.cc:540 NCCL WARN NET/Socket : peer "
+    "10.0.0.2<45678> shutdown",
+    "node1:4242:4300 [0] NCCL WARN Call to connect returned Connection refused, retrying",
+    "node1:4243:4301 [1] include/socket.h:409 NCCL WARN Net : Connect to 10.0.0.2<45678> "
+    "failed : Connection refused",
+]
+
+
+def test_a_log_of_nccl_warnings_only_has_no_root_on_the_network(tmp_path):
+    path = tmp_path / "nccl.log"
+    path.write_text("\n".join(WARNINGS) + "\n", encoding="utf-8")
+    (found,) = [f for f in triage_paths([str(path)]).findings if f.code == "PP809"]
+    assert found.extra["no_root"] == "network-or-other-node"
+    assert "only NCCL's warnings (3 lines)" in found.message
+    assert "node1 pid 4242" in found.message
+    result = cli("triage", str(path))
+    assert result.exit_code == 0, result.output  # warnings: no process is known to have died
+    assert "not an sglang log" not in result.output
+    assert "export NCCL_DEBUG=INFO" in result.output
+
+
+def test_nccl_warnings_beside_a_failure_add_no_finding(tmp_path):
+    lines = [
+        *WARNINGS,
+        "[2026-12-01 10:00:01 PP1 TP0] Scheduler hit an exception: Traceback (most recent call "
+        "last):",
+        '  File "/opt/sglang/srt/managers/scheduler.py", line 9, in run_scheduler_process',
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    ]
+    path = tmp_path / "mixed.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    codes = [f.code for f in triage_paths([str(path)]).findings]
+    assert "PP802" in codes
+    assert "PP803" not in codes and "PP809" not in codes
