@@ -170,7 +170,8 @@ def test_fingerprint_refuses_a_bad_limit_in_one_line():
     result = cli("fingerprint", "--limit", "max_source_bytes=none")
     assert result.exit_code == 2
     assert result.stderr == (
-        "ppaux: error: --limit: limit max_source_bytes must be a whole number, not 'none'\n"
+        "ppaux: error: --limit: limit max_source_bytes must be a whole number in ASCII digits "
+        "(0-9, nothing else), not 'none'\n"
     )
 
 
@@ -227,7 +228,8 @@ def test_check_observer_refuses_a_bad_limit_in_one_line():
     result = cli("check-observer", "x.py:Obs", "--limit", "max_digested_items=-3")
     assert result.exit_code == 2
     assert result.stderr == (
-        "ppaux: error: --limit: limit max_digested_items must be positive, not -3\n"
+        "ppaux: error: --limit: limit max_digested_items must be from 1 to "
+        "9223372036854775807, not '-3'\n"
     )
 
 
