@@ -47,6 +47,7 @@ from ppaux.sglang import (
     POP_UNSUPPORTED,
     match_message,
 )
+from ppaux.suggestions import RaiseLimit
 
 __all__ = ["Ending", "Judge"]
 
@@ -273,6 +274,8 @@ class Judge:
             self.target,
             f"{self.uncompared_count} value(s) not compared over the steps, so a difference in "
             f"them is not reported: {place}: {why}{tail}",
+            # The limits that left values uncompared, said once: as the fix's suggestion.
+            suggestions=tuple(RaiseLimit(name) for name in self.limits_reached),
         )
 
     def _request_difference(

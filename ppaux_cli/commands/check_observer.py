@@ -13,14 +13,13 @@ from typing import Annotated
 import typer
 
 from ppaux.replay import Impl, Sender, Transport
-from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux_cli.choices import choice_option
 from ppaux_cli.exits import fail
 from ppaux_cli.options import LimitOption, limits_from
-from ppaux_cli.output import emit, warn
+from ppaux_cli.output import emit
 from ppaux_cli.output_paths import check_output_path, output_identity, refuse_changed_output
 from ppaux_cli.report_options import ReportOptions, report_options
-from ppaux_cli.wording import cli_words, setting_line
+from ppaux_cli.wording import setting_line
 
 __all__ = ["check_observer"]
 
@@ -186,13 +185,6 @@ def check_observer(
     except ObserverConfigError as exc:
         fail(setting_line(exc))
     refuse_changed_output(options.output, before)
-    for name in report.data.get("observer", {}).get("limits_reached", []):
-        value = getattr(limits, name)
-        warn(
-            f"some values were not compared {limit_note(name, value)}; "
-            f"{cli_words([RaiseLimit(name, value)])}",
-            quiet=options.quiet,
-        )
     emit(report, options)
 
 
