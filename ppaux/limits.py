@@ -10,10 +10,26 @@ the numbers that are not").
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["MAX_LIMIT_VALUE", "Limits", "parse_limit", "parse_limits", "refuse_unused"]
+__all__ = ["LARGEST", "Limits", "parse_limit", "parse_limits", "refuse_unused"]
+
+#: The largest value of any limit: the largest size a read or an allocation takes (``ssize_t``).
+LARGEST = (1 << 63) - 1
+#: A limit's value as ``--limit`` takes it: ASCII digits only (no sign, space, underscore or
+#: other script's digits, all of which ``int()`` would take).
+_DIGITS = re.compile(r"[0-9]+")
+#: Characters of a refused value shown in the message (its length follows).
+_SHOWN = 40
+
+
+def _shown(text: str) -> str:
+    """``text`` as a message shows it: quoted, and cut past :data:`_SHOWN` characters."""
+    if len(text) <= _SHOWN:
+        return repr(text)
+    return f"{text[:_SHOWN]!r}... ({len(text):,} characters)"
 
 
 @dataclass(frozen=True)
@@ -25,6 +41,10 @@ class Limits:
 
     The defaults are generous for pipeline-parallel tensor dicts (whose ``data.pkl`` is a few
     kilobytes) and small enough that a hostile file costs well under a second and 100 MB.
+
+    Every field takes a whole number from 1 to :data:`LARGEST` (2**63 - 1), written in ASCII
+    digits (``--limit NAME=N``): the sizes and counts they bound are handed to the system and
+    to C code that takes at most that.
     """
 
     # -- reading a file: bytes, records, files ---------------------------------------------------
@@ -125,52 +145,28 @@ class Limits:
         return dataclasses.replace(self, **changes)
 
 
-#: The largest value a limit takes: more than any count or size a machine holds.
-MAX_LIMIT_VALUE = 2**63 - 1
-#: Characters of a bad NAME=N quoted in its error, and digits kept at each end of a long number.
-_QUOTED = 40
-_ENDS = 6
-
-
-def _quoted(text: str) -> str:
-    """``text`` quoted, cut past ``_QUOTED`` characters with the count of all of them."""
-    if len(text) <= _QUOTED:
-        return repr(text)
-    return f"{text[:_QUOTED]!r}... ({len(text)} characters)"
-
-
-def _number(text: str) -> str:
-    """A number's digits, its middle left out past 2 * ``_ENDS`` with the count of them."""
-    sign = text[0] if text[:1] in "+-" else ""
-    digits = text[len(sign) :]
-    if len(digits) <= 2 * _ENDS:
-        return text
-    return f"{sign}{digits[:_ENDS]}...{digits[-_ENDS:]} ({len(digits)} digits)"
-
-
 def parse_limit(text: str) -> tuple[str, int]:
-    """Parse 'NAME=N' (for example 'max_depth=500'); raise ValueError naming what is wrong,
-    in one line whatever the text's length."""
+    """Parse 'NAME=N' (for example 'max_depth=500': a field of :class:`Limits`, ``-`` or
+    ``_`` between its words; N in ASCII digits, from 1 to :data:`LARGEST`); raise ValueError
+    naming what is wrong (the value cut to :data:`_SHOWN` characters)."""
     name, sep, value = text.partition("=")
-    name = name.strip().replace("-", "_")
+    name = name.replace("-", "_")
     names = [f.name for f in dataclasses.fields(Limits)]
     if not sep:
-        raise ValueError(f"limit {_quoted(text)} is not of the form NAME=N")
+        raise ValueError(f"limit {_shown(text)} is not of the form NAME=N")
     if name not in names:
-        raise ValueError(f"unknown limit {_quoted(name)}; known limits: {', '.join(names)}")
-    value = value.strip()
-    digits = value[1:] if value[:1] in "+-" else value
-    if not (digits.isascii() and digits.isdigit()):
-        raise ValueError(f"limit {name} must be a whole number, not {_quoted(value)}")
-    if value.startswith("-") and digits.strip("0"):
-        raise ValueError(f"limit {name} must be positive, not {_number(value)}")
-    # int() of the digits is bounded: no more than those of MAX_LIMIT_VALUE reach it.
-    if len(digits.lstrip("0")) > len(str(MAX_LIMIT_VALUE)) or int(digits) > MAX_LIMIT_VALUE:
-        raise ValueError(f"limit {name} must be at most {MAX_LIMIT_VALUE}, not {_number(value)}")
-    number = int(digits)
-    if number <= 0:
-        raise ValueError(f"limit {name} must be positive, not {number}")
-    return name, number
+        raise ValueError(f"unknown limit {_shown(name)}; known limits: {', '.join(names)}")
+    if value.startswith("-") and _DIGITS.fullmatch(value[1:]):  # a negative number
+        raise ValueError(f"limit {name} must be from 1 to {LARGEST}, not {_shown(value)}")
+    if not _DIGITS.fullmatch(value):
+        raise ValueError(
+            f"limit {name} must be a whole number in ASCII digits (0-9, nothing else), "
+            f"not {_shown(value)}"
+        )
+    digits = value.lstrip("0") or "0"  # int() refuses more than 4,300 digits
+    if len(digits) > len(str(LARGEST)) or not 1 <= int(digits) <= LARGEST:
+        raise ValueError(f"limit {name} must be from 1 to {LARGEST}, not {_shown(value)}")
+    return name, int(digits)
 
 
 def refuse_unused(limits: Iterable[str], used: Iterable[str], command: str) -> None:
@@ -181,7 +177,7 @@ def refuse_unused(limits: Iterable[str], used: Iterable[str], command: str) -> N
         name = text.partition("=")[0].strip().replace("-", "_")
         if name not in wanted:
             raise ValueError(
-                f"{command} does not use limit {_quoted(name)}; it uses {', '.join(wanted)}"
+                f"{command} does not use limit {_shown(name)}; it uses {', '.join(wanted)}"
             )
 
 

@@ -105,8 +105,9 @@ def say(
 
 def worded(text: str, suggestions: Sequence[Suggestion], words: Wording = library_words) -> str:
     """``text`` followed by ``suggestions`` as ``words`` says them ('...; try --sender
-    legacy'); ``text`` alone when there are none."""
+    legacy'); ``text`` alone when there are none. A sentence's full stop before them goes
+    ('Make the value a tensor; try ...')."""
     said = words(suggestions) if suggestions else ""
     if not said:
         return text
-    return f"{text}; {said}" if text else said
+    return f"{text.removesuffix('.')}; {said}" if text else said

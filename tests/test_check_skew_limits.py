@@ -58,13 +58,24 @@ def test_the_distributed_run_takes_the_analysis_limits_too(monkeypatch):
 @pytest.mark.parametrize(
     ("value", "shown"),
     [
-        ("9" * 5000, "must be at most 9223372036854775807, not 999999...999999 (5000 digits)"),
-        ("-" + "1" + "0" * 4999, "must be positive, not -100000...000000 (5000 digits)"),
+        (
+            "9" * 5000,
+            "must be from 1 to 9223372036854775807, not '" + "9" * 40 + "'... (5,000 characters)",
+        ),
+        (
+            "-" + "1" + "0" * 4999,
+            "must be from 1 to 9223372036854775807, not '-1" + "0" * 38 + "'... (5,001 characters)",
+        ),
         (
             "9223372036854775808",
-            "must be at most 9223372036854775807, not 922337...775808 (19 digits)",
+            "must be from 1 to 9223372036854775807, not '9223372036854775808'",
         ),
-        ("x" * 5000, "must be a whole number, not '" + "x" * 40 + "'... (5000 characters)"),
+        (
+            "x" * 5000,
+            "must be a whole number in ASCII digits (0-9, nothing else), not '"
+            + "x" * 40
+            + "'... (5,000 characters)",
+        ),
     ],
 )
 def test_a_long_limit_value_is_shown_cut(value, shown):
@@ -77,7 +88,7 @@ def test_a_long_limit_value_is_shown_cut(value, shown):
 def test_a_long_limit_name_is_shown_cut():
     line = _one_error_line(cli("check-skew", str(CONSISTENT), "--limit", "y" * 5000 + "=1"))
     assert line.startswith(
-        "ppaux: error: --limit: unknown limit '" + "y" * 40 + "'... (5000 characters);"
+        "ppaux: error: --limit: unknown limit '" + "y" * 40 + "'... (5,000 characters);"
     )
 
 
@@ -89,7 +100,7 @@ def test_every_value_up_to_the_largest_is_read_as_written(number):
 
 @given(st.integers(min_value=2**63, max_value=10**400))
 def test_every_value_past_the_largest_is_refused(number):
-    with pytest.raises(ValueError, match="must be at most 9223372036854775807"):
+    with pytest.raises(ValueError, match="must be from 1 to 9223372036854775807"):
         parse_limit(f"max_depth={number}")
 
 

@@ -115,7 +115,8 @@ def test_bad_option_values_are_one_line():
     result = run("inspect", "fixtures/dumps/aux_list.pt", "--limit", "max_depth=x")
     assert (result.exit_code, result.stderr) == (
         2,
-        "ppaux: error: --limit: limit max_depth must be a whole number, not 'x'\n",
+        "ppaux: error: --limit: limit max_depth must be a whole number in ASCII digits (0-9, "
+        "nothing else), not 'x'\n",
     )
     result = run("inspect", "fixtures/dumps/aux_list.pt", "--limit", "nope=1")
     assert result.exit_code == 2 and result.stderr.startswith(

@@ -155,7 +155,7 @@ def test_a_finding_says_its_suggestion_per_front_end_and_keeps_it_as_data_in_jso
         suggestions=(Setting("sender", "legacy"),),
     )
     assert str(item) == (
-        "PP402 error x.pt: add raises; rank 0 never receives it (fix: Make the value a tensor.; "
+        "PP402 error x.pt: add raises; rank 0 never receives it (fix: Make the value a tensor; "
         'try sender="legacy")'
     )
     problem = InputProblem(

@@ -170,7 +170,8 @@ def test_fingerprint_refuses_a_bad_limit_in_one_line():
     result = cli("fingerprint", "--limit", "max_source_bytes=none")
     assert result.exit_code == 2
     assert result.stderr == (
-        "ppaux: error: --limit: limit max_source_bytes must be a whole number, not 'none'\n"
+        "ppaux: error: --limit: limit max_source_bytes must be a whole number in ASCII digits "
+        "(0-9, nothing else), not 'none'\n"
     )
 
 
@@ -197,12 +198,15 @@ def test_check_observer_names_the_limit_that_left_a_value_uncompared(tmp_path):
     args = ("check-observer", target, "--batch-size", "1", "--steps", "1", "--format", "json")
     low = cli(*args, "--limit", "max_digested_items=1000")
     assert low.exit_code == 0, low.output
-    assert low.stderr == (
-        "ppaux: warning: some values were not compared (limit max_digested_items=1000 "
-        "reached); raise it with --limit max_digested_items=N\n"
-    )
+    assert low.stderr == ""  # said once, in the finding
     report = json.loads(low.stdout)
     assert report["observer"]["limits_reached"] == ["max_digested_items"]
+    [item] = report["findings"]
+    assert item["code"] == "PP716"
+    assert item["suggestions"] == [{"limit": "max_digested_items", "value": None}]
+    text = cli(*args[:-2], "--limit", "max_digested_items=1000")
+    assert text.exit_code == 0 and text.stderr == ""
+    assert " ".join(text.stdout.split()).count("raise it with --limit max_digested_items=N") == 1
     raised = cli(*args, "--limit", "max_digested_items=1201")
     assert raised.exit_code == 0 and raised.stderr == ""
     report = json.loads(raised.stdout)
@@ -227,7 +231,8 @@ def test_check_observer_refuses_a_bad_limit_in_one_line():
     result = cli("check-observer", "x.py:Obs", "--limit", "max_digested_items=-3")
     assert result.exit_code == 2
     assert result.stderr == (
-        "ppaux: error: --limit: limit max_digested_items must be positive, not -3\n"
+        "ppaux: error: --limit: limit max_digested_items must be from 1 to "
+        "9223372036854775807, not '-3'\n"
     )
 
 

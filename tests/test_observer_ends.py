@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import REPO
+from helpers import REPO, cli
 
-from ppaux.observer import ObserverOptions, check_observer
+from ppaux.observer import ObserverOptions, TargetError, check_observer
 from ppaux.observer.check import observer_report
 from ppaux.testing import assert_pp_safe
 
@@ -589,3 +589,85 @@ def test_a_key_holding_a_lone_surrogate_is_the_targets_value_not_an_end(tmp_path
     report = check_observer(f"{path}:EntropyObserver", ONE)
     codes = [f.code for f in report.findings]
     assert codes == (["PP711", "PP712"] if broken else [])
+
+
+#: At the top of after_sample: it sleeps 4 s, and makes to_pp_tensors sleep 4 s too.
+_TWO_SLOW_HOOKS = """\
+        import time
+        time.sleep(4)
+        if not getattr(EntropyOutput.to_pp_tensors, "slow", False):
+            plain = EntropyOutput.to_pp_tensors
+
+            def slow(output):
+                time.sleep(4)
+                return plain(output)
+
+            slow.slow = True
+            EntropyOutput.to_pp_tensors = slow
+"""
+
+
+def test_the_allowance_runs_from_the_latest_hook_not_the_latest_record(tmp_path):
+    """Two hooks of one step, each within the timeout and its grace (1 + 5 s) but longer
+    together, between two records: beginning a hook counts as the child's sign of life."""
+    path = observer_file(tmp_path, _TWO_SLOW_HOOKS)
+    report = check_observer(
+        f"{path}:EntropyObserver", ObserverOptions(batch_sizes=(1,), steps=1, timeout_s=1.0)
+    )
+    assert [f.code for f in report.findings] == []
+
+
+def test_the_hook_slot_gives_back_what_was_written_and_nothing_else():
+    from ppaux.observer.framing import SLOT_SIZE, read_slot, slot_bytes, slot_entry
+
+    assert read_slot(bytes(SLOT_SIZE)) == (0.0, None)  # nothing written yet
+    hook = {"event": "hook", "method": "after_sample", "where": ["obs.py", 3, "after_sample"]}
+    data = slot_bytes(slot_entry(hook), 12.5)
+    assert read_slot(data + bytes(SLOT_SIZE - len(data))) == (12.5, hook)
+    # Where a hook is defined is left out rather than cut when it does not fit.
+    long = slot_bytes(slot_entry({**hook, "where": ["x" * SLOT_SIZE, 1, "f"]}), 1.0)
+    assert len(long) <= SLOT_SIZE
+    assert read_slot(long) == (1.0, {"event": "hook", "method": "after_sample"})
+    # Bytes the target wrote over it are no hook.
+    assert read_slot(b"\xff" * SLOT_SIZE) == (0.0, None)
+    assert read_slot(b"hello, world" * 400)[1] is None
+
+
+# ----------------------------------------------------------------------------------------------
+# A KeyboardInterrupt of the target's, in the check's child: the target's failure like any other
+
+
+def test_a_keyboard_interrupt_in_a_hook_is_pp710_with_its_line_and_no_traceback(tmp_path):
+    path = observer_file(tmp_path, "        raise KeyboardInterrupt('stop here')\n")
+    shown = bytearray()
+    report = check_observer(f"{path}:EntropyObserver", ONE, on_output=shown.extend)
+    assert ended(report) == []
+    [found] = [f for f in report.findings if f.code == "PP710"]
+    assert found.extra["method"] == "after_sample"
+    assert "raised KeyboardInterrupt: stop here" in found.message
+    assert found.location is not None
+    assert found.location["line"] == line_of(path, "raise KeyboardInterrupt")
+    assert b"Traceback" not in shown and b"worker" not in shown
+
+
+def test_a_keyboard_interrupt_at_import_is_the_targets_error_with_its_line(tmp_path):
+    path = tmp_path / "stops.py"
+    path.write_text("import sys\nraise KeyboardInterrupt('at import')\n", encoding="utf-8")
+    shown = bytearray()
+    with pytest.raises(TargetError) as caught:
+        check_observer(f"{path}:EntropyObserver", ONE, on_output=shown.extend)
+    assert caught.value.reason == (
+        f"running {str(path)!r} raised KeyboardInterrupt: at import (at {path}:2)"
+    )
+    assert b"Traceback" not in shown and b"worker" not in shown
+
+
+def test_a_keyboard_interrupt_at_import_is_one_line_on_the_command_line(tmp_path):
+    path = tmp_path / "stops.py"
+    path.write_text("raise KeyboardInterrupt\n", encoding="utf-8")
+    result = cli("check-observer", f"{path}:EntropyObserver")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"ppaux: error: {path}:EntropyObserver: running {str(path)!r} raised "
+        f"KeyboardInterrupt (at {path}:1)"
+    ]

@@ -163,16 +163,11 @@ def check_observer(
         dropped[0] += max(len(data) - max(room, 0), 0)
 
     stops: list[dict[str, Any]] = []
-    #: The hook running now, as the child last said (None between hooks), and the timers it
-    #: left running.
-    hook: list[dict[str, Any] | None] = [None]
+    #: The timers the child left running.
     timers: list[Any] = []
 
     def take(message: dict[str, Any]) -> None:
         event = message.get("event")
-        if event == "hook":
-            hook[0] = message if isinstance(message.get("method"), str) else None
-            return
         if event in ("target_error", "config_error", "failed", "target_exit", "target_raised"):
             stops.append(message)
         if event == "end" and isinstance(message.get("timers"), list):
@@ -182,7 +177,7 @@ def check_observer(
     end = run_child(request, timeout_s=options.timeout_s, take=take, on_output=on_output or keep)
     for stop in stops:
         _stopped(stop, target, judge)
-    for ending in endings(end, options.timeout_s, hook[0]):
+    for ending in endings(end, options.timeout_s, end.hook):
         judge.ended(ending)
     left = [(str(t[0])[:20], float(t[1])) for t in timers if isinstance(t, list) and len(t) == 2]
     if left:
@@ -256,6 +251,7 @@ def _stopped(stop: dict[str, Any], target: str, judge: Judge) -> None:
                 "exit",
                 f"its code raised {str(stop.get('text'))[:500]} while it was checked, outside "
                 "the methods the check drives",
+                _location(stop.get("location")),
             )
         )
     if event == "target_exit":
@@ -340,6 +336,17 @@ def endings(end: Any, timeout_s: float, hook: dict[str, Any] | None = None) -> l
             )
         )
     return found
+
+
+def _location(where: Any) -> dict[str, Any] | None:
+    """A location the child sent (``{"file", "line", "function"}``), or None."""
+    if not isinstance(where, dict) or not isinstance(where.get("line"), int):
+        return None
+    return {
+        "file": str(where.get("file"))[:1000],
+        "line": where["line"],
+        "function": str(where.get("function"))[:200],
+    }
 
 
 def _running(hook: dict[str, Any] | None) -> tuple[str | None, dict[str, Any] | None]:

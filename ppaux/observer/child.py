@@ -7,10 +7,13 @@ then /dev/null: argv names nothing of it). Its stdout and stderr (the target's p
 ``os.write(1, ...)``, its subprocesses) are one pipe, handed to ``on_output`` as they arrive; its
 records come on a pipe of their own (the child moves it to a high descriptor number picked at
 random), as frames of JSON (:mod:`.framing`), each marked with the pid that sent it. A record from
-any other pid (a fork of the child) is not taken. When the child sends nothing for longer than its
-allowance, its whole process group is killed; once it ends, whatever it left behind is killed too:
-in that group, and (on Linux, :mod:`.reaper`) in a session of its own. SIGTERM or SIGINT to this
-process ends the child and its processes before this process ends. Imports nothing beyond the
+any other pid (a fork of the child) is not taken. Which hook it runs is in the hook slot
+(:mod:`.framing`), a page of memory both share: read when the child has been silent for its
+allowance (a hook begun since moves the deadline) and once it has ended. When the child sends
+nothing (and begins no hook) for longer than its allowance, its whole process group is killed;
+once it ends, whatever it left behind is killed too: in that group, and (on Linux,
+:mod:`.reaper`) in a session of its own. SIGTERM or SIGINT to this process ends the child and
+its processes before this process ends. Imports nothing beyond the
 standard library, :mod:`.framing` and :mod:`.reaper`.
 """
 
@@ -27,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ppaux.observer.framing import MAX_FRAME, FrameError, FrameReader
+from ppaux.observer.framing import MAX_FRAME, SLOT_SIZE, FrameError, FrameReader, read_slot
 
 __all__ = ["ChildEnd", "run_child"]
 
@@ -61,6 +64,9 @@ class ChildEnd:
     #: Such signals sent by any other process: (name, its pid; 0 for the kernel). The first
     #: stops the run.
     foreign: list[tuple[str, int]] = field(default_factory=list)
+    #: The hook the child last said it began and did not end (its record in the hook slot),
+    #: or None.
+    hook: dict[str, Any] | None = None
 
 
 def _kill_group(pid: int) -> None:
@@ -89,6 +95,24 @@ def _pidfd(pid: int) -> int | None:
         fd: int = opener(pid)
     except OSError:  # an older kernel, or it has ended already (poll() sees that)
         return None
+    return fd
+
+
+def _slot() -> int:
+    """A descriptor of a fresh hook slot (:mod:`.framing`): memory where the system can make
+    a file of it (Linux), else a temporary file."""
+    try:
+        fd: int = os.memfd_create("ppaux-hook")  # type: ignore[attr-defined,unused-ignore]
+    except (AttributeError, OSError):
+        import tempfile
+
+        with tempfile.TemporaryFile() as file:
+            fd = os.dup(file.fileno())
+    try:
+        os.ftruncate(fd, SLOT_SIZE)
+    except OSError:
+        os.close(fd)
+        raise
     return fd
 
 
@@ -297,6 +321,7 @@ class _Run:
         self.timeout_s = timeout_s
         self.take = take
         self.on_output = on_output
+        self.slot = _slot()
         self.read_end, write_end = os.pipe()
         try:
             self.process = subprocess.Popen(
@@ -304,13 +329,14 @@ class _Run:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                pass_fds=(write_end,),
+                pass_fds=(write_end, self.slot),
                 start_new_session=True,
                 cwd=request["cwd"],
                 env=_environment(),
             )
         except BaseException:
             os.close(self.read_end)
+            os.close(self.slot)
             raise
         finally:
             os.close(write_end)
@@ -318,7 +344,8 @@ class _Run:
         # target can read it from (the child moves it, too).
         assert self.process.stdin is not None
         with contextlib.suppress(OSError):
-            self.process.stdin.write(json.dumps({**request, "fd": write_end}).encode("utf-8"))
+            message = {**request, "fd": write_end, "slot": self.slot}
+            self.process.stdin.write(json.dumps(message).encode("utf-8"))
         with contextlib.suppress(OSError):
             self.process.stdin.close()
         self.end = ChildEnd()
@@ -347,7 +374,7 @@ class _Run:
             while open_streams:
                 signals()
                 remaining = self.deadline - time.monotonic()
-                if remaining <= 0:
+                if remaining <= 0 and not self._hook_begun():
                     self.end.timed_out = not self.end.finished
                     break
                 for key, _ in selector.select(timeout=min(remaining, 1.0)):
@@ -364,6 +391,19 @@ class _Run:
             if exited is not None:
                 os.close(exited)
         self.interrupted = False
+
+    def _hook_begun(self) -> bool:
+        """Whether the child began or ended a hook since its last record, less than its
+        allowance ago: the deadline is then moved to the end of that allowance."""
+        if self.end.finished:
+            return False
+        when, _ = read_slot(os.pread(self.slot, SLOT_SIZE, 0))
+        now = time.monotonic()
+        later = min(when + self.timeout_s + GRACE_S, now + self.timeout_s + GRACE_S)
+        if later <= now:
+            return False
+        self.deadline = later
+        return True
 
     def _last_records(self, selector: selectors.BaseSelector, open_streams: set[int]) -> None:
         """The records still in the pipe once the child ended (at most :data:`MAX_FRAME` and
@@ -451,6 +491,9 @@ class _Run:
             if not self.end.finished and not self.interrupted:
                 self.end.timed_out = True
         self.end.returncode = process.wait()
+        _, hook = read_slot(os.pread(self.slot, SLOT_SIZE, 0))
+        self.end.hook = hook if hook is not None and isinstance(hook.get("method"), str) else None
+        os.close(self.slot)
         os.close(self.read_end)
         assert process.stdout is not None
         process.stdout.close()

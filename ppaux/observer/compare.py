@@ -170,7 +170,12 @@ def leaves(
         for key, value in list(obj.items()):
             walked = True
             path = f"{prefix}[{_key_text(key)}]"
-            out.update(leaves(value, path, depth + 1, skip, same, budget))
+            if type(value) in _PLAIN:  # a leaf at any depth: walked here, without a call
+                if same is None or not same(path, value):
+                    budget.left -= 1
+                    out[path] = value
+            else:
+                out.update(leaves(value, path, depth + 1, skip, same, budget))
         return out if out or walked else {prefix: obj}
     if isinstance(obj, (list, tuple)):
         if skip is not None and type(obj) is list:
@@ -184,7 +189,13 @@ def leaves(
         walked = False
         for index, value in enumerate(list(obj)):
             walked = True
-            out.update(leaves(value, f"{prefix}[{index}]", depth + 1, skip, same, budget))
+            path = f"{prefix}[{index}]"
+            if type(value) in _PLAIN:
+                if same is None or not same(path, value):
+                    budget.left -= 1
+                    out[path] = value
+            else:
+                out.update(leaves(value, path, depth + 1, skip, same, budget))
         return out if out or walked else {prefix: obj}
     if type(obj).__module__ == "numpy":
         budget.left -= 1
@@ -200,8 +211,17 @@ def leaves(
             continue
         walked = True
         # A long attribute name is shortened as a long key is: no path is long.
-        shown = shown_name(name) if isinstance(name, str) else _key_text(name)
-        out.update(leaves(value, f"{prefix}.{shown}", depth + 1, skip, same, budget))
+        if type(name) is str and len(name) <= MAX_KEY:
+            path = f"{prefix}.{name}"
+        else:
+            shown = shown_name(name) if isinstance(name, str) else _key_text(name)
+            path = f"{prefix}.{shown}"
+        if type(value) in _PLAIN:
+            if same is None or not same(path, value):
+                budget.left -= 1
+                out[path] = value
+        else:
+            out.update(leaves(value, path, depth + 1, skip, same, budget))
     # A child that gave nothing was skipped (see above), not empty: it left no leaf, and
     # neither does its holder.
     return out if out or walked else {prefix: obj}
@@ -223,7 +243,13 @@ def _rest(
         return {f"{prefix}[{start}:]": rest}
     out: dict[str, Any] = {}
     for index, value in enumerate(rest, start):
-        out.update(leaves(value, f"{prefix}[{index}]", depth + 1, skip, same, budget))
+        path = f"{prefix}[{index}]"
+        if type(value) in _PLAIN:  # a leaf at any depth (see leaves)
+            if same is None or not same(path, value):
+                budget.left -= 1
+                out[path] = value
+        else:
+            out.update(leaves(value, path, depth + 1, skip, same, budget))
     return out
 
 

@@ -74,20 +74,46 @@ def synthetic_logits(batch_size: int, vocab_size: int, step: int, device: Any) -
     return logits.to(device)
 
 
+class _Interrupts:
+    """Whose a ``KeyboardInterrupt`` raised while the target's code runs is: a person's,
+    stopping ppaux (it passes through), but in the check's child the target's
+    (:func:`interrupts_are_the_targets`). ``failures``: what the target's code raises that is
+    its own failure, where its module loads and its objects are made."""
+
+    theirs = False
+    failures: tuple[type[BaseException], ...] = (Exception, SystemExit)
+
+
+INTERRUPTS = _Interrupts()
+
+
+def interrupts_are_the_targets() -> None:
+    """Take a ``KeyboardInterrupt`` as the target's own failure from now on, reported as any
+    other exception of its code is (its type, its first line, its file and line). For the
+    check's child: no person can interrupt it (it runs in a session of its own, and its parent
+    ends it on Ctrl-C), so one it sees is the target's doing (``raise KeyboardInterrupt``,
+    ``signal.raise_signal(signal.SIGINT)``)."""
+    INTERRUPTS.theirs = True
+    INTERRUPTS.failures = (Exception, SystemExit, KeyboardInterrupt)
+
+
 def call_hook(method: str, function: Callable[..., Any], *args: Any) -> Any:
     """``function(*args)``, any exception it raises wrapped as :class:`HookFailure`.
 
     ``SystemExit`` (``sys.exit()`` in the target's code), and any other ``BaseException``
     (``GeneratorExit``, ``asyncio.CancelledError``, a class of the target's own), is the
     target's failure like any other exception: it must not end the check with the target's
-    status and no report. ``KeyboardInterrupt`` is a person stopping ppaux, and passes through.
+    status and no report. ``KeyboardInterrupt`` is a person stopping ppaux, and passes through
+    (but in the check's child: see :func:`interrupts_are_the_targets`).
     """
     from ppaux.observer.lines import run_traced
 
     try:
         return run_traced(method, function, *args)
-    except KeyboardInterrupt:
-        raise
+    except KeyboardInterrupt as exc:
+        if not INTERRUPTS.theirs:
+            raise
+        raise HookFailure(method, exc) from exc
     except BaseException as exc:  # the target's own failure, named by its method
         raise HookFailure(method, exc) from exc
 

@@ -28,6 +28,7 @@ from ppaux.sglang import (
     POP_UNSUPPORTED,
     match_message,
 )
+from ppaux.suggestions import RaiseLimit
 
 __all__ = [
     "Ending",
@@ -90,9 +91,12 @@ def nothing_sent_finding(target: str) -> Finding:
     )
 
 
-def uncompared_finding(target: str, not_compared: dict[str, str], count: int) -> Finding:
+def uncompared_finding(
+    target: str, not_compared: dict[str, str], count: int, limits: list[str]
+) -> Finding:
     """PP716: values the check could not compare, the first named (the rest are listed in
-    the notes and the JSON report's ``observer.not_compared``)."""
+    the notes and the JSON report's ``observer.not_compared``); the ``limits`` that left them
+    uncompared are said once, as the fix's suggestions."""
     place, why = next(iter(not_compared.items()))
     more = count - 1
     tail = f" (and {more} more)" if more else ""
@@ -101,6 +105,7 @@ def uncompared_finding(target: str, not_compared: dict[str, str], count: int) ->
         target,
         f"{count} value(s) not compared over the steps, so a difference in "
         f"them is not reported: {place}: {why}{tail}",
+        suggestions=tuple(RaiseLimit(name) for name in limits),
     )
 
 

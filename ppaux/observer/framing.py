@@ -1,6 +1,14 @@
 """The frames the check's child process sends its parent: a 4-byte big-endian length, then that
 many bytes of UTF-8 JSON (an object). Only JSON crosses: nothing the child sends is unpickled or
 run. Imports nothing beyond the standard library.
+
+Which hook the child is running does not cross as frames (two per hook call, nine hook calls a
+step: most of what a long check sent): the child writes it into the *hook slot*, a page it
+shares with its parent (:data:`SLOT_SIZE` bytes: the ``time.monotonic()`` of the write, a
+4-byte length, then JSON of ``{"event": "hook", "method", "where"}``, ``method`` None between
+hooks), overwritten at each hook's start and end. The parent reads it only when the child has
+been silent for its allowance (a hook that began later moves the deadline) and once the child
+has ended (the hook it was in).
 """
 
 from __future__ import annotations
@@ -9,11 +17,24 @@ import json
 import struct
 from typing import Any
 
-__all__ = ["MAX_FRAME", "FrameError", "FrameReader", "encode"]
+__all__ = [
+    "MAX_FRAME",
+    "SLOT_SIZE",
+    "FrameError",
+    "FrameReader",
+    "encode",
+    "read_slot",
+    "slot_bytes",
+    "slot_entry",
+]
 
 #: The largest frame a parent accepts (the child bounds what it describes far below this).
 MAX_FRAME = 64 << 20
 _HEADER = struct.Struct(">I")
+#: The hook slot's size, in bytes (one page): a hook's name and where it is defined; a longer
+#: record is written without where.
+SLOT_SIZE = 4096
+_SLOT_HEAD = struct.Struct(">dI")
 
 
 #: Bytes on the results pipe that are not a frame of a JSON object (a plain ``ValueError``:
@@ -37,6 +58,36 @@ def encode(message: dict[str, Any]) -> bytes:
     """``message`` framed: its length, then its JSON."""
     body = _ENCODE(message).encode("utf-8")
     return _PACK(len(body)) + body
+
+
+def slot_entry(message: dict[str, Any]) -> bytes:
+    """The body written into the hook slot for ``message``, cut to fit (see the module's
+    docstring); :func:`slot_write` puts the time before it."""
+    body = _ENCODE(message).encode("utf-8")
+    if len(body) > SLOT_SIZE - _SLOT_HEAD.size:
+        cut = {"event": "hook", "method": str(message.get("method"))[:200]}
+        body = _ENCODE(cut).encode("utf-8")
+    return body
+
+
+def slot_bytes(body: bytes, when: float) -> bytes:
+    """What the child writes into the slot: ``when``, ``body``'s length, then ``body``."""
+    return _SLOT_HEAD.pack(when, len(body)) + body
+
+
+def read_slot(data: bytes) -> tuple[float, dict[str, Any] | None]:
+    """The time and the record in the slot's bytes ``data``: (0.0, None) where nothing was
+    written; the record None where it does not read (a target that wrote over it)."""
+    if len(data) < _SLOT_HEAD.size:
+        return 0.0, None
+    when, size = _SLOT_HEAD.unpack_from(data)
+    if when != when or size == 0 or size > len(data) - _SLOT_HEAD.size:  # NaN, empty, cut
+        return (0.0 if when != when else when), None
+    try:
+        message = json.loads(data[_SLOT_HEAD.size : _SLOT_HEAD.size + size].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return when, None
+    return when, message if isinstance(message, dict) else None
 
 
 class FrameReader:

@@ -372,7 +372,9 @@ class Judge:
             ]
             report.data["observer"]["not_compared_count"] = self.uncompared_count
             report.findings.append(
-                uncompared_finding(self.target, self.not_compared, self.uncompared_count)
+                uncompared_finding(
+                    self.target, self.not_compared, self.uncompared_count, self.limits_reached
+                )
             )
         if self.limits_reached:
             # Which limits to raise for those values to be compared (``--limit NAME=N``).

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ppaux.observer.compare import MAX_KEY, Same, Skip, leaves, record, records, shown_name
-from ppaux.observer.drive import HookFailure, drive_step, shown_path, where_raised
+from ppaux.observer.drive import INTERRUPTS, HookFailure, drive_step, shown_path, where_raised
 from ppaux.observer.growth import RequestWalk
 from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_path, single_stage_path
 from ppaux.observer.target import LoadedObserver, TargetError
@@ -47,8 +47,10 @@ def _described(
     :class:`~ppaux.observer.drive.HookFailure` with ``what`` was being read."""
     try:
         return records(obj, skip, same)
-    except KeyboardInterrupt:
-        raise
+    except KeyboardInterrupt as exc:
+        if not INTERRUPTS.theirs:
+            raise
+        raise HookFailure(what, exc) from exc
     except BaseException as exc:  # the target's object raised (GeneratorExit, SystemExit...)
         raise HookFailure(what, exc) from exc
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppaux.errors import PpauxError
+from ppaux.observer.drive import INTERRUPTS
 from ppaux.text import with_article
 
 __all__ = [
@@ -112,7 +113,7 @@ def _import_file(target: str, path: str) -> Any:
         raise TargetError(
             target, f"cannot run {path!r}: SyntaxError: {exc.msg} (line {exc.lineno})"
         ) from None
-    except (Exception, SystemExit) as exc:  # anything the file raises while it runs
+    except INTERRUPTS.failures as exc:  # anything the file raises while it runs
         sys.modules.pop(name, None)
         raise TargetError(
             target, f"running {path!r} raised {_first_line(exc)}{_where(exc)}"
@@ -147,7 +148,7 @@ def _import_module(target: str, name: str) -> Any:
         raise TargetError(
             target, f"importing {name!r} failed: no module named {missing!r}{_where(exc)}"
         ) from None
-    except (Exception, SystemExit) as exc:  # anything the module raises while it runs
+    except INTERRUPTS.failures as exc:  # anything the module raises while it runs
         raise TargetError(
             target, f"importing {name!r} raised {_first_line(exc)}{_where(exc)}"
         ) from None
@@ -197,7 +198,7 @@ def load_object(target: str) -> Any:
         except AttributeError:
             where = module_part if value is module else f"{module_part}:{attr}"
             raise TargetError(target, f"{where} has no attribute {part!r}") from None
-        except (Exception, SystemExit) as exc:  # a property or module __getattr__ that raises
+        except INTERRUPTS.failures as exc:  # a property or module __getattr__ that raises
             raise TargetError(target, f"reading {part!r} raised {_first_line(exc)}") from None
     return value
 
@@ -220,7 +221,7 @@ def _call(target: str, factory: Callable[[], Any], what: str) -> Any:
         raise TargetError(
             target, f"calling {what} raised {_first_line(exc)}{_where(exc)}"
         ) from None
-    except (Exception, SystemExit) as exc:  # the target's own failure
+    except INTERRUPTS.failures as exc:  # the target's own failure
         raise TargetError(
             target, f"calling {what} raised {_first_line(exc)}{_where(exc)}"
         ) from None
@@ -262,7 +263,7 @@ def observer_from(value: Any, target: str, *, rank0_only: bool = False) -> Loade
 
         try:
             spare = copy.deepcopy(value)
-        except (Exception, SystemExit):  # an observer that cannot be copied pops with itself
+        except INTERRUPTS.failures:  # an observer that cannot be copied pops with itself
             spare = value
         made = [False]
 
@@ -321,7 +322,7 @@ def load_outputs(target: str) -> list[Any]:
     try:
         # Bounded: an endless generator would otherwise fill memory before any step runs.
         outputs = list(itertools.islice(iterator, MAX_OUTPUTS + 1))
-    except (Exception, SystemExit) as exc:  # a generator of the target's that fails part way
+    except INTERRUPTS.failures as exc:  # a generator of the target's that fails part way
         raise TargetError(
             target, f"iterating what it returned raised {_first_line(exc)}{_where(exc)}"
         ) from None

@@ -8,8 +8,9 @@ marked with its pid. A fork of this process that reaches a record says so and en
 that only this process answers. ``REQUEST`` is JSON: the target, the outputs target, the
 options and the parent's import path. It exits without waiting for the target's threads; their
 names are in the last record. ``REQUEST`` (JSON, read whole from stdin, which is then
-/dev/null) names the records' descriptor (``fd``), the target, the outputs target, the options
-and the parent's import path.
+/dev/null) names the records' descriptor (``fd``), the hook slot's (``slot``: see
+:mod:`.framing`; mapped, then closed, before the target loads), the target, the outputs
+target, the options and the parent's import path.
 """
 
 from __future__ import annotations
@@ -44,6 +45,36 @@ def _writer(fd: int) -> Any:
             data = data[written:]
 
     return emit
+
+
+def _announcer(slot_fd: int, emit: Any) -> Any:
+    """What tells the parent which hook runs: the hook slot (see :mod:`.framing`), mapped from
+    ``slot_fd`` (then closed). A hook's record is made once per place it is defined; a fork
+    of the child that reaches a hook ends there as at a record (``emit``)."""
+    import mmap
+    import time
+
+    from ppaux.observer.drive import shown_path
+    from ppaux.observer.framing import SLOT_SIZE, slot_bytes, slot_entry
+
+    slot = mmap.mmap(slot_fd, SLOT_SIZE)
+    os.close(slot_fd)
+    pid = os.getpid()
+    made: dict[str | None, tuple[Any, bytes]] = {}
+    monotonic = time.monotonic
+
+    def announce(method: str | None, where: Any) -> None:
+        if os.getpid() != pid:
+            emit({"event": "hook", "method": method})  # a fork: it ends there
+        then = made.get(method)
+        if then is None or then[0] != where:
+            shown = None if where is None else [shown_path(where[0]), *where[1:]]
+            body = slot_entry({"event": "hook", "method": method, "where": shown})
+            then = made[method] = (where, body)
+        data = slot_bytes(then[1], monotonic())
+        slot[: len(data)] = data
+
+    return announce
 
 
 def _die_with_parent() -> None:
@@ -172,16 +203,17 @@ def main(argv: list[str]) -> int:
     _drop_ptrace()
     request = _read_request()
     emit = _writer(_hidden(int(request.pop("fd"))))
-    options = _before_the_target(request, emit)
-    _check(request, options, emit)
+    options, announce = _before_the_target(request, emit)
+    _check(request, options, announce, emit)
     _end(emit)
     os._exit(0)
 
 
-def _before_the_target(request: dict[str, Any], emit: Any) -> ObserverOptions:
+def _before_the_target(request: dict[str, Any], emit: Any) -> tuple[ObserverOptions, Any]:
     """The signals unblocked, torch and ppaux's own modules imported, the options read, the
     import path extended and the hooks announced: what comes before the target's own code (the
-    modules :func:`_check` needs are imported too before it says it is ready)."""
+    modules :func:`_check` needs are imported too before it says it is ready); the options and
+    what announces a hook (:func:`_announcer`)."""
     # The signals the checking process blocked to read them (its mask is inherited): the
     # target runs with the mask its caller had, so its own timers and signals act as in sglang.
     import signal
@@ -198,7 +230,7 @@ def _before_the_target(request: dict[str, Any], emit: Any) -> ObserverOptions:
     import ppaux.observer.check as check
     import ppaux.observer.lines as lines
     import ppaux.observer.requests as requests
-    from ppaux.observer.drive import shown_path
+    from ppaux.observer.drive import interrupts_are_the_targets
 
     settings = dict(request["options"])
     settings["batch_sizes"] = tuple(settings["batch_sizes"])
@@ -210,19 +242,15 @@ def _before_the_target(request: dict[str, Any], emit: Any) -> ObserverOptions:
     # imported before the target too, and before the start allowance ends (sglang's import is
     # the slow part).
     requests.request_kit(options.transport.value == "sglang")
-    lines.announce_hooks(
-        lambda method, where: emit(
-            {
-                "event": "hook",
-                "method": method,
-                "where": None if where is None else [shown_path(where[0]), *where[1:]],
-            }
-        )
-    )
-    return options
+    announce = _announcer(int(request.pop("slot")), emit)
+    # No person can interrupt this process (a session of its own; the parent ends it on
+    # Ctrl-C): a KeyboardInterrupt here is the target's, reported as its other exceptions are.
+    interrupts_are_the_targets()
+    lines.announce_hooks(announce)
+    return options, announce
 
 
-def _check(request: dict[str, Any], options: ObserverOptions, emit: Any) -> None:
+def _check(request: dict[str, Any], options: ObserverOptions, announce: Any, emit: Any) -> None:
     """Load the target and run the checks; what stops them is a record. The hooks are no
     longer announced after it."""
     import ppaux.observer.check as check
@@ -232,11 +260,12 @@ def _check(request: dict[str, Any], options: ObserverOptions, emit: Any) -> None
     import ppaux.observer.target as target_module
     from ppaux.errors import PpauxError
     from ppaux.observer.digests import digest_budget
+    from ppaux.observer.drive import where_raised
     from ppaux.suggestions import Setting
 
     emit({"event": "ready"})
     try:
-        emit({"event": "hook", "method": "the target's loading (its module, the observer)"})
+        announce("the target's loading (its module, the observer)", None)
         loaded = target_module.load_observer(
             request["target"], rank0_only=request.get("outputs") is not None
         )
@@ -245,7 +274,7 @@ def _check(request: dict[str, Any], options: ObserverOptions, emit: Any) -> None
             if request.get("outputs") is not None
             else None
         )
-        emit({"event": "hook", "method": None})
+        announce(None, None)
         asked = request.get("limits", {})
         budget = int(asked.get("max_digested_items", 0)) or None
         nesting = int(asked.get("max_value_nesting", 0)) or None
@@ -273,10 +302,8 @@ def _check(request: dict[str, Any], options: ObserverOptions, emit: Any) -> None
         emit({"event": "failed", "text": str(exc)[:2000]})
     except SystemExit as exc:  # sys.exit() in the target outside the methods driven
         emit({"event": "target_exit", "code": None if exc.code is None else str(exc.code)[:200]})
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # GeneratorExit, CancelledError... outside the methods driven
-        emit({"event": "target_raised", "text": _raised(exc)})
+    except BaseException as exc:  # KeyboardInterrupt, GeneratorExit... outside the methods
+        emit({"event": "target_raised", "text": _raised(exc), "location": where_raised(exc)})
     lines.announce_hooks(None)
 
 

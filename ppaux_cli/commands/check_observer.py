@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ppaux.replay import Impl, Sender, Transport
-from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux_cli.choices import choice_option
 from ppaux_cli.exits import fail
 from ppaux_cli.options import LimitOption, limits_from
-from ppaux_cli.output import emit, warn
+from ppaux_cli.output import emit
 from ppaux_cli.output_paths import check_output_path, output_identity, refuse_changed_output
 from ppaux_cli.report_options import ReportOptions, report_options
-from ppaux_cli.wording import cli_words, setting_line
+from ppaux_cli.wording import setting_line
 
 if TYPE_CHECKING:
     from ppaux.limits import Limits
@@ -196,7 +195,6 @@ def check_observer(
     before = output_identity(options.output)
     report = _checked(target, settings, outputs, limits)
     refuse_changed_output(options.output, before)
-    _warn_limits_reached(report, limits, options.quiet)
     emit(report, options)
 
 
@@ -239,17 +237,6 @@ def _checked(target: str, settings: ObserverOptions, outputs: str | None, limits
         fail(f"{exc.target}: {exc.reason}")
     except ObserverConfigError as exc:
         fail(setting_line(exc))
-
-
-def _warn_limits_reached(report: Report, limits: Limits, quiet: bool) -> None:
-    """A warning for each limit that left some values not compared, with the flag to raise it."""
-    for name in report.data.get("observer", {}).get("limits_reached", []):
-        value = getattr(limits, name)
-        warn(
-            f"some values were not compared {limit_note(name, value)}; "
-            f"{cli_words([RaiseLimit(name, value)])}",
-            quiet=quiet,
-        )
 
 
 def _show_output(data: bytes) -> None:

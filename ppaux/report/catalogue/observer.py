@@ -359,8 +359,8 @@ RULES = (
             "A deeply nested list or dict on the output or in customized_info.",
             "A very large container on the output or a request.",
         ),
-        fix="Raise the limit named (--limit max_value_nesting=N, --limit "
-        "max_digested_items=N), or keep such values off what the observer sends and records.",
+        fix="Keep such values off what the observer sends and records, or raise the limit "
+        "the finding names.",
         example="1 value(s) not compared, so a difference in them is not reported: "
         ".customized_info['deep'] of request 0: not compared: nested more than 64 deep",
         area="observer",
