@@ -10,7 +10,7 @@ import ast
 from unittest import mock
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import ppaux.sglang.bounded_parse as bounded_parse
@@ -136,6 +136,24 @@ def _source(lines: list[bytes], good_prefix: int, crlf: bool) -> bytes:
 
 
 @settings(max_examples=400, deadline=None)
+@example(  # the string's close and a tab-indented line: CPython's look stops at the TabError
+    lines=[
+        b"if x:",
+        b'    x = """open',
+        b"    x = 1",
+        b"if x:",
+        b"\tpass",
+        b'\td = """one\n\ttwo"""',
+        b"else:",
+        b'\td = """one\n\ttwo"""',
+    ],
+    good_prefix=0,
+    chunk=1,
+    crlf=False,
+)
+@example(  # a declared encoding refuses a byte: the position CPython names is after CRLF -> LF
+    lines=[b"# coding: ascii", b"s = '\xc3\xa9t\xc3\xa9'"], good_prefix=0, chunk=1, crlf=True
+)
 @given(
     lines=ONE_FAULT,
     good_prefix=st.integers(0, 30),
@@ -434,6 +452,13 @@ TWO_FAULTS = [
     '  \n"""a\ndef f():\n\ntry:\r\n',
     "  y=2\\\n",
     "  \\\n",
+    # Indentation errors that tokenize passes: CPython's tokenizer stops at them, in the
+    # parser's first pass (a TabError) and in its look past a parser's error.
+    "if x:\n    pass\n\tx = 1\ny = '''open\n",
+    "if x:\n    x = = 1\n\ty = 1\nz = '''open\n",
+    "if x:\n    x = = 1\n\ty = 1\nz = )\n",
+    "if x:\n    x = = 1\n  y = 1\nz = '''open\n",
+    "if x:\n        pass\n\t        x = 1\n",
 ]
 
 

@@ -47,6 +47,7 @@ from ppaux.sglang.logical_lines import (
     StatementTooLarge,
     Unsplittable,
     decoded,
+    indentation_error,
     logical_lines,
     scanned,
 )
@@ -167,6 +168,7 @@ def _check(
     """Raise the first part's syntax error, if any part of the file has one; else the file's
     tree when its top-level parts give it (none had to be split), or None."""
     logical, failure = logical_lines(text, lines, filename, max_tokens)
+    logical, failure = _stopped_at_indentation(logical, failure, lines, filename)
     checker = Checker(lines, logical, filename, raw, ending, CHUNK_BYTES)
     if failure is None:
         body = checker.block(0, len(logical), 1, len(lines), 0)
@@ -197,6 +199,29 @@ def _check(
     raise error
 
 
+def _stopped_at_indentation(
+    logical: list[Logical],
+    failure: tuple[SyntaxError, bool, int] | None,
+    lines: list[str],
+    filename: str,
+) -> tuple[list[Logical], tuple[SyntaxError, bool, int] | None]:
+    """The logical lines and the tokenizer's failure as CPython's tokenizer stops: at an
+    indentation error :mod:`tokenize` passes (tabs and spaces inconsistent, too many levels)
+    where it comes before the failure :mod:`tokenize` found (at the start of the same line
+    too: the indentation is read first)."""
+    starts = [line.start for line in logical]
+    bad = indentation_error(lines, starts if failure is None else [*starts, failure[2]])
+    if bad is None or bad.lineno is None:
+        return logical, failure
+    if failure is not None and failure[2] < bad.lineno:
+        return logical, failure
+    error = type(bad)(bad.msg, (filename, bad.lineno, bad.offset, bad.text))
+    at = next((k for k, line in enumerate(logical) if line.start == bad.lineno), None)
+    if at is None:  # the line the tokenize stopped in
+        return logical, (error, failure[1] if failure is not None else False, bad.lineno)
+    return logical[:at], (error, logical[at].depth > 0, bad.lineno)
+
+
 def _bad_name(exc: SyntaxError) -> bool:
     """Whether ``exc`` is a name's bytes that are not UTF-8 (the error points at the byte): the
     parser stops there at once, and CPython looks at nothing after it. (A string's bytes that
@@ -215,7 +240,15 @@ def _bad_name(exc: SyntaxError) -> bool:
 #: The parser's errors told when its first pass stops, before CPython would look past them:
 #: the rest of the file is not tokenized for an error of its own.
 _FIRST_PASS_ERRORS = frozenset(
-    {"unexpected indent", "unexpected unindent", "unexpected EOF while parsing"}
+    {
+        "unexpected indent",
+        "unexpected unindent",
+        "unexpected EOF while parsing",
+        # The tokenizer's own indentation errors: the parser raises them as it meets them.
+        "inconsistent use of tabs and spaces in indentation",
+        "unindent does not match any outer indentation level",
+        "too many levels of indentation",
+    }
 )
 
 
@@ -243,8 +276,14 @@ def _later_tokenizer_error(
         return None
     logical = scanned
     failure = None
-    if logical is None:
+    if logical is None:  # the scan passes no indentation error; tokenize may
         logical, failure = logical_lines(text, lines, filename, max_tokens)
+        starts = [line.start for line in logical]
+        stopped = indentation_error(lines, starts if failure is None else [*starts, failure[2]])
+        if stopped is not None and (stopped.lineno or 0) > exc.lineno:
+            # CPython's look past the parser's error ends at the tokenizer's first error.
+            logical = [line for line in logical if line.start < (stopped.lineno or 0)]
+            failure = None
     checker = Checker(lines, logical, filename, raw, ending, CHUNK_BYTES)
     checker.keep = False
     checker.scan_after = exc.lineno

@@ -15,7 +15,7 @@ import ast
 import io
 import re
 import tokenize
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ppaux.errors import PpauxError
@@ -27,6 +27,7 @@ __all__ = [
     "StatementTooLarge",
     "Unsplittable",
     "decoded",
+    "indentation_error",
     "logical_lines",
     "scanned",
 ]
@@ -133,12 +134,57 @@ def _width(indentation: str) -> tuple[int, int]:
     return columns, alternative
 
 
+#: The most indentation levels CPython's tokenizer keeps (its ``MAXINDENT`` less the first).
+_MAX_INDENT_LEVELS = 99
+
+
+def indentation_error(lines: Sequence[str], starts: Iterable[int]) -> SyntaxError | None:
+    """The first indentation error CPython's tokenizer meets at the start of a logical line
+    (tabs and spaces that order two indentations differently, a dedent to no outer level, more
+    than :data:`_MAX_INDENT_LEVELS` levels), as the parser raises it; None if there is none.
+    ``starts`` are the logical lines' first rows, in order (a blank or comment line is passed
+    over, as the tokenizer passes it).
+
+    :mod:`tokenize` raises only the second: the first and the last pass it silently. CPython's
+    tokenizer stops at any of them, and when it meets one while it looks past a parser's error,
+    the parser's error stands.
+    """
+    widths = [(0, 0)]
+    for start in starts:
+        text = lines[start - 1] if 0 < start <= len(lines) else ""
+        if text.lstrip(" \t\f")[:1] in ("", "#", "\n"):
+            continue
+        width = _width(text[: len(text) - len(text.lstrip(" \t\f"))])
+        error: tuple[type[SyntaxError], str] | None = None
+        if width[0] > widths[-1][0]:
+            if len(widths) > _MAX_INDENT_LEVELS:
+                error = (IndentationError, "too many levels of indentation")
+            elif width[1] <= widths[-1][1]:
+                error = (TabError, _TAB_ERROR)
+            else:
+                widths.append(width)
+        else:
+            while len(widths) > 1 and width[0] < widths[-1][0]:
+                widths.pop()
+            if width[0] != widths[-1][0]:
+                error = (IndentationError, "unindent does not match any outer indentation level")
+            elif width[1] != widths[-1][1]:
+                error = (TabError, _TAB_ERROR)
+        if error is not None:
+            kind, message = error
+            return kind(message, ("<unknown>", start, len(text), text))
+    return None
+
+
+_TAB_ERROR = "inconsistent use of tabs and spaces in indentation"
+
+
 def scanned(text: str, max_tokens: int = MAX_STATEMENT_TOKENS) -> list[Logical] | None:
     """Logical lines found by scanning only for strings, comments, brackets and line ends: a
     few times faster than :mod:`tokenize`, and None where it is not sure (an indentation whose
     tabs and spaces CPython reads as inconsistent, or that matches no outer one, a string or
     bracket left open, a backslash continuing past the file's end, a logical line over
-    :data:`PART_BYTES`)."""
+    :data:`PART_BYTES`, more indentation levels than CPython's tokenizer keeps)."""
     out: list[Logical] = []
     widths = [(0, 0)]
     row, pos, size = 1, 0, len(text)
@@ -156,7 +202,7 @@ def scanned(text: str, max_tokens: int = MAX_STATEMENT_TOKENS) -> list[Logical] 
             continue
         width = _width(first.group(1))
         if width[0] > widths[-1][0]:
-            if width[1] <= widths[-1][1]:
+            if width[1] <= widths[-1][1] or len(widths) > _MAX_INDENT_LEVELS:
                 return None  # tabs and spaces that tell different depths: the tokenizer's call
             widths.append(width)
         while width[0] < widths[-1][0]:
@@ -227,8 +273,14 @@ def decoded(data: bytes, filename: str) -> tuple[str, bool]:
     else:
         try:
             text, raw = data.decode(encoding), False
-        except UnicodeDecodeError as exc:
-            raise SyntaxError(str(exc), (filename, 0, -1, None)) from None
+        except UnicodeDecodeError:
+            # CPython decodes the text with its line ends made LF: the error's position is there.
+            lf = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            try:
+                lf.decode(encoding)
+            except UnicodeDecodeError as exc:
+                raise SyntaxError(str(exc), (filename, 0, -1, None)) from None
+            raise
     return (text[1:] if text.startswith("\ufeff") else text), raw
 
 
