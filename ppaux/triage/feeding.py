@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from ppaux.limits import Limits
 from ppaux.triage.crashes import Crashes, rank_within
+from ppaux.triage.deaths import worker_died
 from ppaux.triage.lineformat import Envelope, Launcher, LogLine, torch_rank
 from ppaux.triage.records import (
     Event,
@@ -103,6 +104,8 @@ def _event_kind(text: str) -> str | None:
         return "sigquit"
     if "ppaux capture:" in text:
         return "capture"
+    if worker_died(text) is not None:
+        return "death"
     return None
 
 
@@ -327,6 +330,8 @@ class Reader:
         who = who or process_of(line.stream) or "a process"
         if kind == "sigquit":
             who = "the parent process"
+        if kind == "death":
+            who = worker_died(line.text) or who
         reading.events.append(
             Event(
                 kind,
