@@ -161,3 +161,24 @@ def test_a_terminate_lines_type_is_the_first_one_its_quotes_hold(name, glued):
 def test_an_unqualified_type_is_never_halved():
     assert _cpp_type("AA") == "AA"
     assert _cpp_type("std::bad_alloc") == "std::bad_alloc"
+
+
+def test_vllms_own_process_prefixes_are_not_called_ray(tmp_path):
+    for name, launcher in [
+        ("VllmWorkerProcess pid=236", "vllm"),
+        ("Worker_TP4_EP4 pid=1217", "vllm"),
+        ("EngineCore_DP0 pid=18", "vllm"),
+        ("RayWorkerWrapper pid=880", "ray"),
+        ("WorkerDict pid=859188", "ray"),
+        ("pid=12, ip=10.0.0.1", "ray"),
+    ]:
+        log = tmp_path / "prefixed.log"
+        log.write_text(
+            f"({name}) INFO starting\n"
+            f"({name}) Traceback (most recent call last):\n"
+            f'({name})   File "/srv/app/main.py", line 3, in run\n'
+            f"({name})     go()\n"
+            f"({name}) ValueError: no valid attention backend\n"
+        )
+        (reading,) = triage_paths([str(log)]).data["logs"]
+        assert reading["launcher"] == launcher, name
