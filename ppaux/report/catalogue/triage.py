@@ -215,7 +215,10 @@ RULES = (
         code="PP809",
         name="triage-no-root",
         severity=Severity.WARNING,
-        summary="No root in these logs: communication failures only, signals only, or neither.",
+        summary=(
+            "No root in these logs: communication failures only, a process's death whose cause "
+            "is elsewhere, signals only, or neither."
+        ),
         explanation=(
             "The logs hold failures that follow from another (watchdog timeouts, closed or "
             "timed-out connections, store errors) or only the parent's SIGQUIT, and no failure "
@@ -241,7 +244,8 @@ RULES = (
             "The network between the nodes failed (a link, a firewall, an interface NCCL or "
             "gloo chose), or another node's process died and its log is not here.",
             "The logs of the rank that failed first were not collected.",
-            "A process was killed by the kernel or the orchestrator.",
+            "A process was killed by the kernel (its OOM killer sends SIGKILL) or the "
+            "orchestrator, or a Ray worker died.",
         ),
         fix=(
             "Collect the logs of every node and the parent process; check the network between "
