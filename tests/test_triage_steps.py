@@ -202,12 +202,14 @@ def test_a_stage_number_from_the_log_never_makes_a_step_per_stage_past_the_bound
     )
     report = triage_paths([str(log)])
     argvs = [s["argv"] for s in report.data["steps"] if s["argv"]]
-    assert max(len(argv) for argv in argvs) < 12
-    assert ["ppaux", "check-skew", "--", "stages/"] in argvs
-    # a placeholder is never in a command line: the per-stage command is a comment
+    assert all(len(argv) < 12 for argv in argvs)
+    # a placeholder is never in a command line: the per-stage command is a comment, and so is
+    # the comparison of the files it writes (no command before it makes them)
     assert not any("N" in argv or "stages/stage-N.json" in argv for argv in argvs)
+    assert not any("check-skew" in argv for argv in argvs)
     comments = [s["comment"] for s in report.data["steps"] if s["argv"] is None]
     assert any("--pp-rank N" in c and "stages/stage-N.json" in c for c in comments)
+    assert any(c.endswith("ppaux check-skew -- stages/") for c in comments)
 
 
 def _every_rank_timed_out(sigquit: bool) -> str:
@@ -326,3 +328,55 @@ def test_the_kind_comes_from_the_frames_where_the_message_does_not_say(functions
     )
     text = f"Traceback (most recent call last):\n{frames}{exception}\n"
     assert kind_of_text(text) == kind
+
+
+_KINDS = st.sampled_from(
+    [
+        "auxiliary-output",
+        "communication",
+        "communication-init",
+        "memory",
+        "shape-kernel",
+        "other",
+        "unknown",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    deployment=_DEPLOYMENTS,
+    kinds=st.lists(_KINDS, max_size=4),
+    no_root=st.sampled_from([None, "network-or-other-node", "process-died", "signals-only"]),
+)
+def test_a_comparison_names_only_files_an_earlier_step_writes(deployment, kinds, no_root):
+    written: set[str] = set()
+    for step in next_steps([(k, None) for k in kinds], deployment, [], [], None, no_root):
+        argv = list(step.argv or ())
+        if argv[:2] == ["ppaux", "fingerprint"]:
+            written.add(argv[argv.index("-o") + 1])
+        if argv[:2] == ["ppaux", "check-skew"]:
+            named = argv[argv.index("--") + 1 :]
+            assert named and all(name in written for name in named), (named, written)
+
+
+def test_no_stage_comparison_where_the_logs_show_no_pipeline():
+    for kind in ("other", "unknown"):
+        steps = next_steps([(kind, None)], Deployment(), [], [])
+        assert not any(s.argv and "check-skew" in s.argv for s in steps)
+        assert not any(s.argv and "fingerprint" in s.argv for s in steps)
+        assert "no pipeline stage" in " ".join(s.comment for s in steps)
+    cut = next_steps([("unknown", None)], Deployment(), [], [])
+    assert "whole log" in cut[0].comment
+    # a PPn prefix shows stages: the comparison is there, its files written first
+    staged = next_steps([("other", None)], Deployment(highest_stage=1), [], [])
+    argvs = [list(s.argv) for s in staged if s.argv]
+    assert ["ppaux", "check-skew", "--", "stage-0.json", "stage-1.json"] in argvs
+
+
+def test_a_process_that_died_of_what_the_log_does_not_say_gets_its_hosts_oom_kills():
+    steps = next_steps([], Deployment(), [], [], None, "process-died")
+    argvs = [s.argv for s in steps if s.argv]
+    assert ("journalctl", "-k", "-g", "Killed process|Out of memory") in argvs
+    assert "OOM killer" in steps[0].comment
+    assert not any("check-skew" in a for a in argvs)

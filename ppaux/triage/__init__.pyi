@@ -1,8 +1,10 @@
+from .deaths import death_in_text as death_in_text
 from .frames import Build as Build
 from .incidents import Incident as Incident
 from .job import triage_paths as triage_paths
 from .kinds import DESCRIPTIONS as DESCRIPTIONS
 from .kinds import kind_of_text as kind_of_text
+from .kinds import local_note as local_note
 from .lineformat import Envelope as Envelope
 from .lineformat import Launcher as Launcher
 from .lineformat import LogLine as LogLine

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from ppaux.triage.deaths import DEATH_MARKERS
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
 from ppaux.triage.records import MAX_MESSAGE, Failure
 
@@ -36,6 +37,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"Root Cause (first observed failure)",
     b"(local_rank: ",
     b"exitcode",
+    *DEATH_MARKERS,
 )
 #: Lines within which a record of the same stream completes the failure before it (a C++
 #: exception's ``what():`` line and the frames between it and the fault handler's line).
@@ -43,6 +45,9 @@ NEAR_LINES = 64
 
 _WATCHDOG = re.compile(r"watchdog thread terminated with exception: (?P<message>.*)$")
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']{1,200})'")
+#: The C++ type at the start of what the quotes hold: other processes' ``terminate`` lines may
+#: be written into it (``'c10::DistBackendErrorterminate called ...'``).
+_CPP_TYPE = re.compile(r"[A-Za-z_][\w:]{0,199}?(?=terminate called|$|[^\w:])")
 _WHAT = re.compile(r"^\s*what\(\):\s+(?P<message>.*)$")
 #: Anywhere in the line: another thread's output may be written into it.
 _FATAL = re.compile(r"Fatal Python error: \"?(?P<message>[^\n\",]{0,200})")
@@ -135,7 +140,7 @@ class Crashes:
         if (found := _TERMINATE.search(text)) is not None:
             if near is not None:
                 return None
-            return self._new(line, found.group("type"), "")
+            return self._new(line, _cpp_type(found.group("type")), "")
         watchdog = _WATCHDOG.search(text)
         what = _WHAT.match(text)
         if watchdog is not None or what is not None:
@@ -165,6 +170,18 @@ class Crashes:
                 f"{said} (the process aborted; the cause is not in this log)",
             )
         return None
+
+
+def _cpp_type(quoted: str) -> str:
+    """The type a ``terminate`` line names, without what other processes wrote into its
+    quotes: their own ``terminate called ...`` words, or the same qualified type again
+    (``c10::DistBackendErrorc10::DistBackendError``)."""
+    found = _CPP_TYPE.match(quoted)
+    name = quoted if found is None or not found.group() else found.group()
+    half = len(name) // 2
+    if len(name) % 2 == 0 and name[:half] == name[half:] and "::" in name[:half]:
+        return name[:half]
+    return name
 
 
 def _who(line: LogLine) -> str | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ppaux.limits import Limits
 from ppaux.triage.crashes import Crashes, rank_within
+from ppaux.triage.deaths import worker_died
 from ppaux.triage.groups import GROUP_HEADER, unmargined
 from ppaux.triage.lineformat import Envelope, Launcher, LogLine, torch_rank
 from ppaux.triage.records import (
@@ -108,6 +109,8 @@ def _event_kind(text: str) -> str | None:
         return "capture"
     if "NCCL WARN" in text:
         return "nccl-warn"
+    if worker_died(text) is not None:
+        return "death"
     return None
 
 
@@ -365,6 +368,8 @@ class Reader:
         who = who or process_of(line.stream) or _nccl_process(line.text) or "a process"
         if kind == "sigquit":
             who = "the parent process"
+        if kind == "death":
+            who = worker_died(line.text) or who
         reading.events.append(
             Event(
                 kind,

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from ppaux.sglang import search_message
+from ppaux.triage.deaths import death_of, launcher_summary
 from ppaux.triage.frames import frame_owner, in_scheduler_process, in_sglang_server
 from ppaux.triage.kinds import COMMUNICATION, COMMUNICATION_INIT, MEMORY, kind_of
 from ppaux.triage.records import Event, Failure
@@ -69,13 +70,17 @@ def _own(failure: Failure) -> bool:
     )
 
 
-def _cut_roots(ordered: list[Failure]) -> list[Failure]:
+def _cut_roots(ordered: list[Failure], deaths: list[Failure | Event]) -> list[Failure]:
     """The tracebacks cut before their exception, as roots, unless a failure whose exception
     the log shows (a communication one, whatever its frames) came before every one of them:
-    that failure is then where the log's story starts."""
+    that failure is then where the log's story starts. Where a process's death (``deaths``)
+    came before every one of them, none is a root: they followed from it."""
     cut = [f for f in ordered if f.exception is None]
     if not cut:
         return []
+    for death in deaths:
+        if all(_before(death, f) for f in cut):
+            return []
     shown = [f for f in ordered if f.exception is not None]
     earliest = min(shown, key=_key, default=None)
     if earliest is not None and all(_before(earliest, f) for f in cut):
@@ -83,7 +88,7 @@ def _cut_roots(ordered: list[Failure]) -> list[Failure]:
     return cut
 
 
-def _before(earlier: Failure, later: Failure) -> bool:
+def _before(earlier: Failure | Event, later: Failure) -> bool:
     """True when ``earlier`` is known to come before ``later``: in the same log, by its place;
     across logs, by times that compare."""
     if earlier.source == later.source:
@@ -153,8 +158,14 @@ def incidents(
     ordered.sort(key=_key)
     # A traceback cut off before its exception says nothing of its cause: a root only when
     # no complete one is there.
-    complete = [f for f in ordered if f.exception is not None and not communication(f)]
-    candidates = complete or _init_roots(ordered) or _cut_roots(ordered)
+    # A process's death that another reports (a signal, a Ray worker gone) and a launcher's
+    # summary of a failed child are never roots: what killed the process is not in the log.
+    deaths: list[Failure | Event] = [f for f in ordered if death_of(f) is not None]
+    deaths += [e for e in events if e.kind == "death"]
+    told = {id(f) for f in ordered if launcher_summary(f)} | {id(f) for f in deaths}
+    ordered_roots = [f for f in ordered if id(f) not in told]
+    complete = [f for f in ordered_roots if f.exception is not None and not communication(f)]
+    candidates = complete or _init_roots(ordered_roots) or _cut_roots(ordered_roots, deaths)
     scheduler = [f for f in candidates if f.scheduler or _ranked(f)]
     roots = scheduler or candidates
     found: list[Incident] = []

@@ -120,7 +120,9 @@ def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
                 )
             )
             continue
-        what = "an NCCL watchdog timeout" if kind == "watchdog" else "a TCPStore error"
+        what = {"watchdog": "an NCCL watchdog timeout", "death": "that a Ray worker died"}.get(
+            kind, "a TCPStore error"
+        )
         findings.append(
             finding(
                 "PP803",

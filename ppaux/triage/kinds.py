@@ -34,6 +34,7 @@ __all__ = [
     "UNKNOWN",
     "kind_of",
     "kind_of_text",
+    "local_note",
 ]
 
 AUX = "auxiliary-output"
@@ -59,7 +60,7 @@ _MEMORY_TEXT = re.compile(
 _COMMUNICATION_TYPES = re.compile(
     r"(?:^|\.|::)(?:DistBackendError|DistNetworkError|DistStoreError|DistError|"
     r"ConnectionResetError|ConnectionRefusedError|ConnectionAbortedError|BrokenPipeError|"
-    r"ConnectionError|socket\.timeout|NCCLError|ncclError)$"
+    r"ConnectionError|socket\.timeout|NCCLError|nccl[A-Z]\w{0,40}Error)$"
 )
 _COMMUNICATION_TEXT = re.compile(
     r"Connection closed by peer|Connection reset by peer|Broken pipe|Watchdog caught|"
@@ -169,6 +170,26 @@ def kind_of(failure: Failure) -> str:
     return OTHER
 
 
+#: NCCL's errors that most often come from the host's own set-up rather than a peer's death.
+_LOCAL_NCCL = re.compile(
+    r"unhandled (?:system|cuda) error|ncclSystemError|ncclUnhandledCudaError|"
+    r"CUDA driver version is insufficient"
+)
+
+
+def local_note(text: str) -> str | None:
+    """What to know of an NCCL error that is most often the host's own (``unhandled system
+    error``, ``unhandled cuda error``), or None for any other text."""
+    if _LOCAL_NCCL.search(text[:_READ]) is None:
+        return None
+    return (
+        "NCCL's 'unhandled system error' and 'unhandled cuda error' most often come from this "
+        "host's own set-up (the driver or CUDA, shared memory such as a container's small "
+        "/dev/shm, a network interface NCCL cannot use), not from a peer that died first: "
+        "NCCL_DEBUG=INFO on this rank names the call that failed"
+    )
+
+
 #: Each kind in words, as a report or ``ppaux explain`` says it.
 DESCRIPTIONS = {
     AUX: "one of sglang's nine auxiliary-output messages",
@@ -182,7 +203,16 @@ DESCRIPTIONS = {
     UNKNOWN: "a traceback cut before its exception",
 }
 
-_PREFIXED = re.compile(r"^.{0,200}?\] ")
+#: What stands before a pasted line's own text: a logger's or sglang's prefix (``... ] ``),
+#: a launcher's process (``(VllmWorkerProcess pid=236) ``, ``(raylet) ``).
+#: The type a C++ record's message is read as when it names none of its own.
+_CPP_ERROR = "C++ exception"
+_PREFIXED = re.compile(r"^(?:.{0,200}?\] |(?:\([\w.:-]{1,80}(?: pid=\d{1,9})?\) ){1,3})")
+#: A C++ record's message: after ``what():`` or the NCCL watchdog's words (on a line of its
+#: own, or flattened into one with the rest of the abort).
+_CPP_MESSAGE = re.compile(
+    r"(?:what\(\):|watchdog thread terminated with exception:)\s+(?P<message>.{1,2000})"
+)
 
 
 def kind_of_text(text: str) -> str | None:
@@ -193,11 +223,16 @@ def kind_of_text(text: str) -> str | None:
 
     frames: list[Frame] = []
     found: tuple[str, str] | None = None
+    cpp: str | None = None
     for line in text.splitlines()[-2000:]:
-        body = _PREFIXED.sub("", line, count=1) if "] " in line[:202] else line
+        body = _PREFIXED.sub("", line, count=1)
         inside = unmargined(body)  # a line of an exception group's traceback
         if inside is not None:
             body = inside[1]
+        if (record := _CPP_MESSAGE.search(body)) is not None:
+            cpp = record.group("message")
+        elif "Watchdog caught collective" in body:
+            cpp = body
         if is_frame(body):
             function = body.rsplit(", in ", 1)[-1].strip() if ", in " in body else ""
             frames.append(Frame("", 0, function))
@@ -205,6 +240,8 @@ def kind_of_text(text: str) -> str | None:
         shaped = raised(body) or raised(line)
         if shaped is not None:
             found = shaped
+    if found is None and cpp is not None:  # a C++ abort or the watchdog's record, no Python line
+        found = (_CPP_ERROR, cpp)
     if found is None:
         return None
     failure = Failure("", 0, None, None, None, None, None, 0, found[0], found[1], frames=frames)

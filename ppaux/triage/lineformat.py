@@ -88,6 +88,9 @@ class Launcher(str, enum.Enum):
     NONE = "none"
     COMPOSE = "compose"
     RAY = "ray"
+    #: vLLM's own worker processes, in Ray's shape: ``(VllmWorkerProcess pid=N) ``,
+    #: ``(Worker_TP4_EP4 pid=N) ``, ``(EngineCore pid=N) ``.
+    VLLM = "vllm"
     KUBECTL = "kubectl"
     #: A wrapper that logs each line of the process it runs with its own time and name:
     #: ``[<time>] [/bin/sh]: <line>``.
@@ -120,6 +123,10 @@ _STAMP = re.compile(
 _KUBECTL = re.compile(r"^\[(?P<who>pod/[^/\]\s]+/[^/\]\s]*)\] (?P<text>.*)$")
 _COMPOSE = re.compile(r"^(?P<service>[A-Za-z0-9][\w.-]*)\s*\| ?(?P<text>.*)$")
 _RAY = re.compile(r"^\((?P<who>[^()]*\bpid=\d+[^()]*)\) ?(?P<text>.*)$")
+#: The processes vLLM names in that shape (its multiprocess executor, its engine core).
+_VLLM_PROCESS = re.compile(
+    r"^(?:VllmWorker(?:Process)?|Worker(?:_\w+)?|EngineCore(?:_\w+)?|APIServer)\b"
+)
 _WRAPPER = re.compile(
     r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]{0,16}\] \[(?P<who>[^\]\s]{1,64})\]: "
     r"(?P<text>.*)$"
@@ -271,7 +278,9 @@ def detect(head: bytes) -> tuple[Envelope, Launcher]:
         texts = [t[m.end() :] if (m := _NUMBER_COLUMN.match(t)) else t for t in texts]
     launcher = Launcher.NONE
     if _share(texts, lambda t: _RAY.match(t) is not None):
-        launcher = Launcher.RAY
+        named = [m.group("who") for t in texts if (m := _RAY.match(t)) is not None]
+        vllm = all(_VLLM_PROCESS.match(who) is not None for who in named)
+        launcher = Launcher.VLLM if vllm else Launcher.RAY
     elif _share(texts, lambda t: _WRAPPER.match(t) is not None):
         launcher = Launcher.WRAPPER
     elif _share(texts, lambda t: _KUBECTL.match(t) is not None):
@@ -326,6 +335,7 @@ def _launched(text: str, launcher: Launcher) -> tuple[str | None, str]:
     pattern = {
         Launcher.COMPOSE: _COMPOSE,
         Launcher.RAY: _RAY,
+        Launcher.VLLM: _RAY,
         Launcher.KUBECTL: _KUBECTL,
         Launcher.WRAPPER: _WRAPPER,
         Launcher.POD: _POD,

@@ -166,7 +166,7 @@ class Failure:
 @dataclass(frozen=True)
 class Event:
     """A one-line record that follows from a failure: ``kind`` is 'watchdog', 'store',
-    'sigquit' or 'capture'."""
+    'sigquit', 'capture' or 'death' (another process reports that a worker died)."""
 
     kind: str
     source: str

@@ -13,9 +13,10 @@ from typing import Any
 from ppaux.report import Finding, Severity, finding, page_for
 from ppaux.sglang import MessageMatch, sglang_raised_in
 from ppaux.text import counted, shown
+from ppaux.triage.deaths import dead_one, death_of, hint_of
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
 from ppaux.triage.incidents import Incident, communication, seconds_between
-from ppaux.triage.kinds import kind_of
+from ppaux.triage.kinds import kind_of, local_note
 from ppaux.triage.records import Event, Failure
 
 __all__ = [
@@ -195,8 +196,9 @@ def build_text(build: Build) -> str:
 
 
 def no_root_finding(loose: list[Failure | Event]) -> Finding:
-    """PP809: the logs hold no root. Said plainly, with why: communication failures only (the
-    cause is on the network or another node), signals only, or tracebacks cut off."""
+    """PP809: the logs hold no root. Said plainly, with why: a process that died of what the
+    log does not say (a signal, a Ray worker gone), communication failures only (the cause is on
+    the network or another node), signals only, or tracebacks cut off."""
     first = loose[0]
     count = len(loose)
     failures = [r for r in loose if isinstance(r, Failure)]
@@ -204,9 +206,20 @@ def no_root_finding(loose: list[Failure | Event]) -> Finding:
     signals = [e for e in events if e.kind == "sigquit"]
     ranks = sorted({shown(f.who) for f in failures if f.ranks})
     where = f"{'' if count == 1 else 'the first: '}{shown(first.who)} at {place_of(first)}"
+    died = [(r, how) for r in loose if (how := death_of(r)) is not None]
     # The parent's SIGQUIT follows any scheduler's failure, communication ones included: it
     # does not make communication failures anything else.
-    if (
+    if died:
+        dead, how = died[0]
+        first = dead
+        cause = "process-died"
+        others = count - len(died)
+        message = (
+            f"no root in this log: {shown(dead_one(dead))} {how} ({place_of(dead)}); what "
+            f"ended it is not in this log: {hint_of(how)}"
+            + (f"; {counted(others, 'more record')} followed" if others > 0 else "")
+        )
+    elif (
         all(communication(f) for f in failures)
         and all(e.kind in ("watchdog", "store", "sigquit", "nccl-warn") for e in events)
         and (failures or len(signals) < len(events))
@@ -244,7 +257,9 @@ def no_root_finding(loose: list[Failure | Event]) -> Finding:
         # Processes failed: the deployment is down even though its root is elsewhere, and a
         # gate must not read that as a pass. A watchdog that saw a collective time out takes its
         # process down: that rank died too, though the log shows no traceback of it.
-        severity=Severity.ERROR if failures or any(e.kind == "watchdog" for e in events) else None,
+        severity=Severity.ERROR
+        if failures or any(e.kind in ("watchdog", "death") for e in events)
+        else None,
         extra={
             "root": False,
             "no_root": cause,
@@ -322,6 +337,9 @@ def root_finding(
             if kind == "unknown"
             else f"; a {KIND_TEXT[kind]}, not an auxiliary-output error"
         )
+        note = local_note(root.error) if kind.startswith("communication") else None
+        if note is not None:
+            message += f"; {note}"
         found = finding(
             "PP802", root.source, message, key_of(root.who), extra=extra, location=location_of(root)
         )

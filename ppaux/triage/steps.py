@@ -10,8 +10,11 @@ chosen by the kind of each incident's root (:mod:`ppaux.triage.kinds`).
 - communication (at set-up, in flight, or no root in the log): the NCCL and gloo variables
   that make the next failure say why, and what to collect from every node;
 - memory: the server arguments that bound sglang's memory;
+- a process that died of what the log does not say: the kernel's OOM kills on its host and
+  that process's own log;
 - shape or kernel: what to report upstream (the model, the release, the server arguments);
-- anything else: the stage comparison.
+- anything else: the stage comparison where the logs show pipeline stages; else what to read
+  first (the root's own record, or the whole log of a process whose traceback is cut).
 
 A step is shown with :func:`shlex.join` (:func:`render`), so that the shell gives back its
 argument vector as it is; text taken from the log goes after ``--`` where it is an operand,
@@ -168,11 +171,20 @@ def _compare(deployment: Deployment) -> list[Step]:
             steps.append(Step(argv, host, "" if deployment.single_launch else f"on {host}"))
     else:
         given: tuple[str, ...] = () if stages is None else ("--pp-size", str(stages))
-        out = "stages/stage-N.json" if stages is not None else "stage-N.json"
+        out = "stages/stage-N.json"
         # One command per stage is too many to list (or their count is unknown): the command
-        # is said in a comment, its N never written into a command line to be run as it is.
+        # is said in a comment, its N never written into a command line to be run as it is;
+        # so is the comparison of the files it writes, which no command above makes.
         template = " ".join(("ppaux", "fingerprint", "--pp-rank", "N", *given, "-o", out))
         steps.append(Step(None, where, f"for each stage N ({known}): {template}"))
+        steps.append(
+            Step(
+                None,
+                "any host",
+                "then, with every stage's file in stages/: ppaux check-skew -- stages/",
+            )
+        )
+        return steps
     steps.append(
         Step(
             _compare_argv(stages),
@@ -181,6 +193,37 @@ def _compare(deployment: Deployment) -> list[Step]:
         )
     )
     return steps
+
+
+def _pipelined(deployment: Deployment) -> bool:
+    """True when the logs show pipeline stages: a --pp-size over 1, or a ``PPn`` prefix
+    (sglang writes one only when there are several stages)."""
+    return (deployment.pp_size or 0) > 1 or deployment.highest_stage is not None
+
+
+def _read_steps(kind: str) -> list[Step]:
+    """A failure the logs show no pipeline stage in: comparing stages is beside the point;
+    what the root's own record says is where to start."""
+    if kind == "unknown":
+        said = (
+            "the root's traceback is cut before its exception: collect that process's whole "
+            "log (its stderr, every line) and run ppaux triage on it"
+        )
+    else:
+        said = (
+            "read the root's exception and frames at the line given; ppaux explain 'TYPE: "
+            "message' says what ppaux knows of that line"
+        )
+    return [
+        Step(None, "any host", said),
+        Step(
+            None,
+            "any host",
+            "the logs show no pipeline stage (no PPn prefix, no --pp-size): where this is a "
+            "pipeline-parallel deployment, compare the stages with ppaux fingerprint and "
+            "ppaux check-skew",
+        ),
+    ]
 
 
 def _compare_argv(stages: int | None) -> tuple[str, ...]:
@@ -336,6 +379,28 @@ def _network_steps(at_init: bool) -> list[Step]:
     ]
 
 
+def _death_steps() -> list[Step]:
+    """A process another reports dead, of what the log does not say: the kernel's OOM kills
+    and the dead process's own output."""
+    where = "the dead process's host"
+    return [
+        Step(
+            None,
+            where,
+            "a process died and the log does not say of what: on its host, look for the "
+            "kernel's OOM killer ('Killed process', 'Out of memory') at that time",
+        ),
+        Step(("journalctl", "-k", "-g", "Killed process|Out of memory"), where, "or dmesg -T"),
+        Step(("free", "-g"), where, "the host's memory, against what its processes hold"),
+        Step(
+            None,
+            where,
+            "and read the dead process's own log (a Ray worker's: "
+            "/tmp/ray/session_latest/logs/ on its node; a torchrun rank's: its stderr)",
+        ),
+    ]
+
+
 def _memory_steps(deployment: Deployment) -> list[Step]:
     return [
         Step(
@@ -387,6 +452,8 @@ def next_steps(
     kinds = [kind for kind, _ in roots]
     if no_root == "network-or-other-node":
         kinds.append("communication")
+    if no_root == "process-died":
+        steps += _death_steps()
     for kind in kinds:
         group = "communication" if kind.startswith("communication") else kind
         if group in done:
@@ -406,5 +473,7 @@ def next_steps(
                 steps.append(
                     _from_log(("ppaux", "check-observer", "--"), target, "the observer", _CODE, "")
                 )
-            steps += _compare(deployment)
+            steps += (
+                _compare(deployment) if _pipelined(deployment) or observers else _read_steps(kind)
+            )
     return steps

@@ -142,9 +142,18 @@ def _read_stdin(output: str | None) -> str:
 
 def _kind_hint(text: str) -> str:
     """What kind of failure ``text`` shows, when it shows one, and where to go with it."""
-    from ppaux.triage import DESCRIPTIONS, kind_of_text
+    from ppaux.triage import DESCRIPTIONS, death_in_text, kind_of_text, local_note
 
+    death = death_in_text(text)
+    if death is not None:
+        return f"; {death}"
     kind = kind_of_text(text)
+    note = local_note(text) if kind in ("communication", "communication-init") else None
+    if note is not None:
+        return (
+            f"; it is a communication failure: {note}; 'ppaux triage' on the whole log (or "
+            "'ppaux triage -' from stdin) names the root and what to do next"
+        )
     if kind is None or kind == "unknown":
         return ""  # the plain refusal, which points at triage already
     if kind == "other":
@@ -194,7 +203,7 @@ def _unknown(wanted: str) -> str:
     from ppaux_cli.closest import did_you_mean
 
     shown = wanted if len(wanted) <= 80 else wanted[:77] + "..."
-    if " " in wanted:
+    if " " in wanted or wanted.endswith(":") or wanted.lstrip("(").startswith("["):
         # A sentence: a message misspelled or cut. The name inside quotes is not compared.
         bare = message_shape(wanted)
         templates = [m.template for m in MESSAGES]

@@ -215,7 +215,10 @@ RULES = (
         code="PP809",
         name="triage-no-root",
         severity=Severity.WARNING,
-        summary="No root in these logs: communication failures only, signals only, or neither.",
+        summary=(
+            "No root in these logs: communication failures only, a process's death whose cause "
+            "is elsewhere, signals only, or neither."
+        ),
         explanation=(
             "The logs hold failures that follow from another (watchdog timeouts, closed or "
             "timed-out connections, store errors) or only the parent's SIGQUIT, and no failure "
@@ -224,7 +227,13 @@ RULES = (
             "another node, not in this log (extra.no_root: network-or-other-node); so is a log "
             "that holds only NCCL's warnings (NCCL WARN lines). Where the "
             "log holds only signals, the failing process's own output is elsewhere "
-            "(signals-only). A communicator that could not be set up (ncclCommInitRank, "
+            "(signals-only). Where another process reports that one died (torchrun's summary "
+            "of a rank killed by a signal, exit code -9 for SIGKILL; Ray's ActorDiedError or "
+            "the raylet's 'A worker died or was killed'), what ended it is not in the log "
+            "(process-died): the finding names the dead process and where to look (the "
+            "kernel's OOM killer on its host, its own log); a launcher's ChildFailedError is "
+            "its summary of the child, never a root. "
+            "A communicator that could not be set up (ncclCommInitRank, "
             "connectFullMesh) with no failure before it is a root (PP802), not this. The parent's "
             "SIGQUIT follows any failure and changes none of this. The finding is an error where "
             "processes failed (the deployment is down, whatever caused it), a rank's NCCL "
@@ -236,7 +245,8 @@ RULES = (
             "The network between the nodes failed (a link, a firewall, an interface NCCL or "
             "gloo chose), or another node's process died and its log is not here.",
             "The logs of the rank that failed first were not collected.",
-            "A process was killed by the kernel or the orchestrator.",
+            "A process was killed by the kernel (its OOM killer sends SIGKILL) or the "
+            "orchestrator, or a Ray worker died.",
         ),
         fix=(
             "Collect the logs of every node and the parent process; check the network between "

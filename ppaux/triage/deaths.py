@@ -1,0 +1,150 @@
+"""Processes that died without saying why, as another process reports them, and launchers'
+summaries of a child's failure.
+
+- torchrun's failure summary whose exit code is negative (``exitcode : -9``): the rank was
+  killed by that signal (SIGKILL is what the kernel's OOM killer sends);
+- Ray's ``ActorDiedError`` (``The actor is dead because its worker process has died``) and
+  the raylet's ``A worker died or was killed while executing a task``: a worker process died;
+- torchrun's ``ChildFailedError``: the launcher's summary of a child that failed, never a
+  failure of its own.
+
+A death is no root: what killed the process (the OOM killer, an operator, a crash of its own)
+is not in the log that reports it. Where nothing else failed first, triage says so (PP809,
+``process-died``) and what to look at.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+
+from ppaux.triage.records import Event, Failure
+
+__all__ = [
+    "DEATH_MARKERS",
+    "dead_one",
+    "death_in_text",
+    "death_of",
+    "hint_of",
+    "launcher_summary",
+    "worker_died",
+]
+
+#: What makes a line worth reading for a death another process reports.
+DEATH_MARKERS: tuple[bytes, ...] = (b"A worker died or was killed",)
+
+_RAYLET = re.compile(r"A worker died or was killed")
+_RAY_PID = re.compile(r"Worker PID: (?P<pid>\d{1,9})")
+_ACTOR_DIED = re.compile(r"(?:^|[.(])ActorDiedError\)?$")
+_EXIT = re.compile(r"exited with code (?P<code>-\d{1,3})\b")
+_OOM = re.compile(r"OOM killer|out of memory|memory pressure", re.IGNORECASE)
+_EXIT_TYPE = re.compile(r"Worker exit type: (?P<type>[A-Z_]{1,40})")
+_CHILD_FAILED = re.compile(r"(?:^|\.)ChildFailedError$")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def death_of(record: Failure | Event) -> str | None:
+    """How the process ``record`` reports died ('killed by SIGKILL (signal 9)', 'its Ray
+    worker process died (SYSTEM_ERROR)'), or None when ``record`` reports no death."""
+    if isinstance(record, Event):
+        if record.kind != "death":
+            return None
+        exit_type = _EXIT_TYPE.search(record.text)
+        how = "SYSTEM_ERROR" if "unexpected system error" in record.text else None
+        how = exit_type.group("type") if exit_type is not None else how
+        return "died: its Ray worker process ended" + (f" ({how})" if how else "")
+    if record.exception is None:
+        code = _EXIT.search(record.said or "")
+        if code is None:
+            return None
+        number = -int(code.group("code"))
+        return f"was killed by {_signal_name(number)} (signal {number})"
+    types = [record.exception, *(t for t, _ in record.chain)]
+    if not any(_ACTOR_DIED.search(t) for t in types):
+        return None
+    exit_type = _EXIT_TYPE.search(record.message)
+    notes = [] if exit_type is None else [exit_type.group("type")]
+    if _OOM.search(record.message):
+        notes.append("Ray names the OOM killer among the likely causes")
+    return "died: its Ray worker process ended" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+_ACTOR_CLASS = re.compile(r"^\s*class_name: (?:\S{0,200}\.)?(?P<name>\w{1,80})\s*$", re.MULTILINE)
+_ACTOR_PID = re.compile(r"^\s*pid: (?P<pid>\d{1,9})\s*$", re.MULTILINE)
+
+
+def dead_one(record: Failure | Event) -> str:
+    """Who died, as the record names it: a Ray actor's class and pid ('WorkerDict pid=20174'),
+    else the record's own process."""
+    if isinstance(record, Failure) and record.exception is not None:
+        name = _ACTOR_CLASS.search(record.message)
+        pid = _ACTOR_PID.search(record.message)
+        if pid is not None:
+            return f"{name.group('name') if name else 'Ray actor'} pid={pid.group('pid')}"
+    return record.who
+
+
+def hint_of(how: str) -> str:
+    """Where to look for what killed a process that died ``how``."""
+    if "SIGKILL" in how or "Ray" in how:
+        return (
+            "look for the kernel's OOM killer on its host (dmesg, journalctl -k: 'Killed "
+            "process') and for that process's own log"
+        )
+    return "look for that process's own log and a core dump or the kernel's log of its host"
+
+
+def worker_died(text: str) -> str | None:
+    """Who died, for a raylet's ``A worker died or was killed`` line ('Ray worker pid=442'), or
+    None for another line."""
+    if _RAYLET.search(text) is None:
+        return None
+    pid = _RAY_PID.search(text)
+    return "a Ray worker" if pid is None else f"Ray worker pid={pid.group('pid')}"
+
+
+def launcher_summary(failure: Failure) -> bool:
+    """True for a launcher's exception about a child that failed (torchrun's
+    ``ChildFailedError``): the child's failure is the story, never the launcher's."""
+    return failure.exception is not None and _CHILD_FAILED.search(failure.exception) is not None
+
+
+_SIGNAL_LINE = re.compile(
+    r"Signal (?P<number>\d{1,3}) \((?P<name>SIG[A-Z0-9]{1,10})\) received by PID"
+)
+_EXIT_LINE = re.compile(r"exitcode\s*:\s*(?P<code>-\d{1,3})\b")
+_CHILD_FAILED_TEXT = re.compile(r"(?:^|[\s.])ChildFailedError\b")
+
+
+def death_in_text(text: str) -> str | None:
+    """What a pasted line or summary says of a process's death or a launcher's summary, for
+    ``ppaux explain``: where to look, since the cause is not in it; None for other text."""
+    signal_line = _SIGNAL_LINE.search(text)
+    exit_line = _EXIT_LINE.search(text)
+    how: str | None = None
+    if signal_line is not None:
+        how = f"was killed by {signal_line.group('name')} (signal {signal_line.group('number')})"
+    elif exit_line is not None:
+        number = -int(exit_line.group("code"))
+        how = f"was killed by {_signal_name(number)} (signal {number})"
+    elif _RAYLET.search(text) is not None or "ActorDiedError" in text:
+        how = "died: its Ray worker process ended"
+    if how is not None:
+        return (
+            f"it reports that a process {how}, and not what ended it: {hint_of(how)}; "
+            "'ppaux triage' on the whole log says whether anything failed before it"
+        )
+    if _CHILD_FAILED_TEXT.search(text) is not None:
+        return (
+            "it is torchrun's summary of a child that failed (ChildFailedError), never a "
+            "failure of its own: read the child's failure, its rank's traceback or the "
+            "summary's Root Cause (an exit code below 0 is a signal: -9 is SIGKILL, often the "
+            "host's OOM killer); 'ppaux triage' on the whole log names it"
+        )
+    return None

@@ -1,0 +1,115 @@
+"""``ppaux explain`` on a line that is none of sglang's nine messages names its kind of failure:
+C++ records (the NCCL watchdog, ``what():``), lines behind a launcher's process prefix, NCCL's
+own error types, a process's death and a launcher's summary."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from ppaux.triage import kind_of_text
+from ppaux_cli.app import app
+
+_WATCHDOG = (
+    "[rank1]:[E ProcessGroupNCCL.cpp:1182] [Rank 1] NCCL watchdog thread terminated with "
+    "exception: [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+    "OpType=BROADCAST) ran for 1800011 milliseconds before timing out."
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        (_WATCHDOG, "communication"),
+        (
+            "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread "
+            "terminated with exception: [Rank 3] Watchdog caught collective operation timeout",
+            "communication",
+        ),
+        ("  what():  CUDA error: an illegal memory access was encountered", "shape-kernel"),
+        (
+            "terminate called after throwing an instance of 'std::runtime_error' what(): NCCL "
+            "error: remote process exited or there was a network error, NCCL version 2.18.1",
+            "communication",
+        ),
+        (
+            "(VllmWorkerProcess pid=1037219) RuntimeError: The size of tensor a (7968) must "
+            "match the size of tensor b (0) at non-singleton dimension 0",
+            "shape-kernel",
+        ),
+        ("ncclInternalError: Internal check failed.", "communication"),
+        (
+            "ncclRemoteError: A call failed possibly due to a network error or a remote process "
+            "exiting prematurely. Last error: NET/IB : Got completion from peer 10.0.0.2<39138> "
+            "with error 12",
+            "communication",
+        ),
+    ],
+)
+def test_the_kind_of_a_line(line, kind):
+    assert kind_of_text(line) == kind
+
+
+_EXCEPTION_LINES = st.sampled_from(
+    [
+        "RuntimeError: The size of tensor a (7968) must match the size of tensor b (0)",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+        "RuntimeError: NCCL error: unhandled system error",
+        "KeyError: 'hidden_states'",
+        "ValueError: No valid attention backend found",
+    ]
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    line=_EXCEPTION_LINES,
+    name=st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,20}", fullmatch=True),
+    pid=st.integers(1, 10**9 - 1),
+)
+def test_a_launchers_process_prefix_never_changes_the_kind(line, name, pid):
+    assert kind_of_text(f"({name} pid={pid}) {line}") == kind_of_text(line) is not None
+
+
+def _explain(text: str) -> str:
+    result = CliRunner().invoke(app, ["explain", text])
+    assert result.exit_code == 2, result.output
+    return result.output
+
+
+def test_a_launchers_summary_is_a_message_not_a_rule_code():
+    out = _explain("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ")
+    assert "unknown rule code" not in out
+    assert "torchrun's summary of a child that failed" in out
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ("traceback : Signal 9 (SIGKILL) received by PID 4541", "was killed by SIGKILL"),
+        (
+            "(EngineCore pid=1879) (raylet) A worker died or was killed while executing a task "
+            "by an unexpected system error.",
+            "its Ray worker process ended",
+        ),
+        (
+            "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this "
+            "task.",
+            "its Ray worker process ended",
+        ),
+    ],
+)
+def test_a_death_says_its_cause_is_elsewhere_and_where_to_look(line, said):
+    out = " ".join(_explain(line).split())
+    assert said in out and "OOM killer" in out
+
+
+@pytest.mark.parametrize("error", ["unhandled system error", "unhandled cuda error"])
+def test_nccls_local_errors_are_not_said_to_follow_a_peers_death(error):
+    out = " ".join(
+        _explain(f"RuntimeError: NCCL error: {error} (run with NCCL_DEBUG=INFO)").split()
+    )
+    assert "own set-up" in out
+    assert "when a peer died first" not in out
