@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterable
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 from ppaux.errors import PathError
 from ppaux.suggestions import RaiseLimit, limit_note
@@ -29,6 +29,7 @@ __all__ = [
     "check_output",
     "collect_files",
     "open_regular",
+    "read_at_most",
     "read_regular",
     "shareable_path",
     "stdin_hint",
@@ -105,6 +106,34 @@ def stdin_hint(path: str, example: str) -> str:
     return f"; give - and send it on standard input ({example})" if pipe else ""
 
 
+#: Bytes asked of a stream at once when its size is not known.
+_CHUNK = 1 << 20
+
+
+def read_at_most(stream: IO[bytes], limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of ``stream`` (one past the limit tells an input that is
+    larger), never asking for more than a regular file holds or than :data:`_CHUNK` at a time
+    otherwise: a read of ``limit + 1`` bytes allocates them before it reads, and a limit raised
+    far past any real input (up to 2**63 - 1) would fail there."""
+    try:
+        info = os.fstat(stream.fileno())
+        hint = info.st_size if stat.S_ISREG(info.st_mode) else _CHUNK
+    except (OSError, AttributeError, ValueError):  # io.UnsupportedOperation is a ValueError
+        hint = _CHUNK
+    want = min(limit + 1, hint + 1)
+    first = stream.read(want)
+    if len(first) < want or len(first) > limit:
+        return first  # the end, or past the limit
+    parts, total = [first], len(first)
+    while total <= limit:
+        part = stream.read(min(_CHUNK, limit + 1 - total))
+        if not part:
+            break
+        parts.append(part)
+        total += len(part)
+    return b"".join(parts)
+
+
 def read_regular(path: str, max_bytes: int, what: str = "input", limit: str | None = None) -> bytes:
     """The whole of regular file ``path``, or InputFileError when it is over ``max_bytes``:
     named as limit ``limit`` of :class:`~ppaux.limits.Limits` (with the suggestion to raise
@@ -112,7 +141,7 @@ def read_regular(path: str, max_bytes: int, what: str = "input", limit: str | No
     handle, _ = open_regular(path, what)
     with handle:
         try:
-            data = handle.read(max_bytes + 1)
+            data = read_at_most(handle, max_bytes)
         except OSError as exc:
             raise InputFileError(path, _reason(exc)) from None
     if len(data) > max_bytes:

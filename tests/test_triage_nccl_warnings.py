@@ -3,7 +3,7 @@ the log does not hold, with what to set and collect; beside a failure they add n
 
 from __future__ import annotations
 
-from helpers import cli
+from helpers import REPO, cli
 
 from ppaux.triage import triage_paths
 
@@ -42,3 +42,23 @@ def test_nccl_warnings_beside_a_failure_add_no_finding(tmp_path):
     codes = [f.code for f in triage_paths([str(path)]).findings]
     assert "PP802" in codes
     assert "PP803" not in codes and "PP809" not in codes
+
+
+def test_a_healthy_logs_nccl_warning_at_shutdown_is_no_finding(tmp_path):
+    healthy = (REPO / "fixtures" / "logs" / "sglang-healthy.log").read_text(encoding="utf-8")
+    path = tmp_path / "healthy.log"
+    path.write_text(
+        healthy + "node1:4242:4300 [0] proxy.cc:1584 NCCL WARN [Service thread] Error encountered "
+        "progressing operation=Connect, res=3, closing connection\n",
+        encoding="utf-8",
+    )
+    assert triage_paths([str(path)]).findings == []
+    assert cli("triage", str(path), "--fail-on", "warning").exit_code == 0
+
+
+def test_words_about_nccl_warnings_are_no_warning(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("If you see NCCL WARN lines, set NCCL_DEBUG=INFO.\n", encoding="utf-8")
+    result = cli("triage", str(path))
+    assert result.exit_code == 2
+    assert "not an sglang log" in result.output

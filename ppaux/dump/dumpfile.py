@@ -21,7 +21,7 @@ from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.structure import Dump, machine_deviation, unsafe_globals
 from ppaux.dump.zipdump import read_zip
 from ppaux.errors import DumpError, LimitExceeded, ReadMismatch
-from ppaux.files import InputFileError, collect_files, open_regular
+from ppaux.files import InputFileError, collect_files, open_regular, read_at_most
 from ppaux.limits import Limits
 from ppaux.report import InputProblem
 
@@ -97,7 +97,7 @@ def read_dump(path: str | os.PathLike[str], limits: Limits = Limits()) -> Dump:
                     f"the pickle is {info.st_size} bytes",
                 )
             handle.seek(0)
-            data = handle.read(limits.max_pickle_bytes + 1)
+            data = read_at_most(handle, limits.max_pickle_bytes)
         except OSError as exc:  # EIO from a failing disk, /proc/self/mem, ...
             raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
         if len(data) > limits.max_pickle_bytes:  # a file that grew, or lies about its size

@@ -23,6 +23,7 @@ from ppaux.dump.torch_reading import (
 from ppaux.dump.zip_grammar import zip_deviation
 from ppaux.dump.zipview import check_layout, end_record, lower_name, select_data_pkl
 from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, TorchRefuses
+from ppaux.files import read_at_most
 from ppaux.limits import Limits
 from ppaux.text import shown
 
@@ -258,7 +259,7 @@ def _read_record(
         with archive.open(record) as stream:
             # Read one byte past the limit: a record whose header lies about its size
             # (a deflate bomb) is stopped here instead of filling memory.
-            data = stream.read(limits.max_pickle_bytes + 1)
+            data = read_at_most(stream, limits.max_pickle_bytes)
     except ZIP_READ_ERRORS as exc:
         raise DumpError(path, f"cannot read {name} ({exc})") from None
     if len(data) > limits.max_pickle_bytes:

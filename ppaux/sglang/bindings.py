@@ -128,7 +128,10 @@ def _statements_of(node: ast.AST) -> list[ast.stmt]:
     while stack:
         current = stack.pop()
         for field in statement_fields(type(current)):
-            for item in getattr(current, field, ()):
+            items = getattr(current, field, ())
+            if not isinstance(items, list):  # a lambda's body: one expression
+                continue
+            for item in items:
                 if isinstance(item, ast.stmt):
                     out.append(item)
                 stack.append(item)

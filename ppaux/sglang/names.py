@@ -415,8 +415,19 @@ def _sglang_s(text: str, found: MessageMatch | None) -> bool:
     return sglang_raised(exception, text[begins:]) is not None
 
 
-#: A line end and the blanks around it (a terminal or a web page wrapped the message).
-_LINE_END = re.compile(r"[ \t]*\r?\n[ \t]*")
+def _joined(text: str, joint: str) -> str:
+    """``text`` with each line end and the blanks around it (a terminal or a web page wrapped
+    the message) made ``joint``: in one pass, where a pattern searched from every blank would
+    cost the square of a long run of them."""
+    pieces = text.split("\n")
+    last = len(pieces) - 1
+    for k, piece in enumerate(pieces):
+        if k < last:
+            piece = (piece[:-1] if piece.endswith("\r") else piece).rstrip(" \t")
+        if k > 0:
+            piece = piece.lstrip(" \t")
+        pieces[k] = piece
+    return joint.join(pieces)
 
 
 def pasted_texts(text: str) -> list[str]:
@@ -428,7 +439,7 @@ def pasted_texts(text: str) -> list[str]:
     if "\\" in text:
         candidates.append(_json_unescaped(text))
     if "\n" in text:
-        candidates += [_LINE_END.sub("", text), _LINE_END.sub(" ", text)]
+        candidates += [_joined(text, ""), _joined(text, " ")]
     return candidates
 
 

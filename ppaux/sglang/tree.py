@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ppaux.errors import PathError
+from ppaux.files import read_at_most
 from ppaux.limits import Limits
 from ppaux.suggestions import RaiseLimit, limit_note
 
@@ -180,7 +181,7 @@ class SglangTree:
             if not path.is_file():
                 return None
             with path.open("rb") as handle:
-                data = handle.read(self.max_source_bytes + 1)
+                data = read_at_most(handle, self.max_source_bytes)
         except OSError as exc:
             raise UnreadableFile(str(path), exc.strerror or str(exc)) from None
         if len(data) > self.max_source_bytes:

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from itertools import pairwise
 from typing import Any, BinaryIO
 
+from ppaux.files import read_at_most
 from ppaux.limits import Limits
 from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import byte_size
@@ -235,7 +236,7 @@ def records(stream: BinaryIO, name: str, limit: int = Limits().max_log_document)
     than ``limit`` bytes (``Limits.max_log_document``: parsing holds a document in memory, up to
     some twenty times its size for a hostile one of tiny records), or when none of its records
     holds a log line."""
-    data = stream.read(limit + 1)
+    data = read_at_most(stream, limit)
     if len(data) > limit:
         raise LogOpenError(
             name,

@@ -88,6 +88,9 @@ class LogReading:
     #: An envelope names a pod (a log store's labels or resource, ``kubectl logs --prefix``)
     #: on a line read: the log came from Kubernetes. Never told from a message's own text.
     kubernetes: bool = False
+    #: The log's first 64 KiB hold sglang's own lines (its prefix or its arguments): NCCL's
+    #: warnings in it are noise of a run that logged, not a log of nothing else.
+    sglang_seen: bool = False
 
 
 #: torch's error records (``[E...``) of a collective that timed out, besides the watchdog's own
@@ -107,12 +110,16 @@ def _event_kind(text: str) -> str | None:
         return "sigquit"
     if "ppaux capture:" in text:
         return "capture"
-    if "NCCL WARN" in text:
+    if _NCCL_WARN.search(text) is not None:
         return "nccl-warn"
     if worker_died(text) is not None:
         return "death"
     return None
 
+
+#: NCCL's warning as NCCL writes it: after its ``[<device>]`` prefix or its source place
+#: (``net_socket.cc:540``), not the words in a sentence about it.
+_NCCL_WARN = re.compile(r"(?:\[\d{1,6}\]|\.(?:cc|h|cu|cpp):\d{1,6}) NCCL WARN ")
 
 #: NCCL's own prefix of its lines: ``<host>:<pid>:<thread> [<device>]``.
 _NCCL_PREFIX = re.compile(r"^\s*(?P<host>[\w.-]{1,253}):(?P<pid>\d{1,9}):\d{1,9} \[\d{1,6}\]")
@@ -387,7 +394,8 @@ class Reader:
 
 #: Numbers, with the spaces before each, and the names of days and months: what may differ
 #: from line to line in a lead (its time).
-_NUMBERS = re.compile(r"(?: *\d)+")
+_NUMBERS = re.compile(r"(?: *+\d)+")
+_SPACES = re.compile(r" +")
 _NAMES = re.compile(
     r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b"
 )
@@ -405,7 +413,15 @@ def _led(text: str, lead: str) -> int:
         char = lead[place]
         varying = _NUMBERS if char == " " or char.isdigit() else _NAMES if char.isupper() else None
         want = None if varying is None else varying.match(lead, place)
-        if want is not None and varying is not None:
+        if want is None and char == " ":
+            # Spaces before no number: the same run of them, taken at once (a run looked at
+            # again from each of its spaces would cost the square of its length).
+            run = _SPACES.match(lead, place)
+            assert run is not None
+            if text[at : at + run.end() - place] != run.group():
+                return 0
+            at, place = at + run.end() - place, run.end()
+        elif want is not None and varying is not None:
             got = varying.match(text, at)
             if got is None:
                 return 0

@@ -280,7 +280,9 @@ def triage_paths(
     found, orphans, orphan_events = incidents(failures, events)
     matches, observers = _incident_findings(report, found, deployment.pp_size)
     report.findings += _skew_findings(failures)
-    loose: list[Failure | Event] = [*orphans, *(e for e in orphan_events if e.kind != "capture")]
+    # NCCL's warnings alone say something only of a log that holds nothing else of sglang's.
+    quiet = {"capture", *(("nccl-warn",) if any(r.sglang_seen for r in readings) else ())}
+    loose: list[Failure | Event] = [*orphans, *(e for e in orphan_events if e.kind not in quiet)]
     no_root = None
     if loose:
         orphaned = no_root_finding(loose)

@@ -19,6 +19,7 @@ import re
 from array import array
 from typing import BinaryIO
 
+from ppaux.files import read_at_most
 from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import byte_size
 from ppaux.triage.envelopes import peel_envelope
@@ -119,7 +120,7 @@ class Reversed:
     """The rows of a log read newest first, in the order they were written."""
 
     def __init__(self, stream: BinaryIO, name: str, limit: int) -> None:
-        data = stream.read(limit + 1)
+        data = read_at_most(stream, limit)
         if len(data) > limit:
             raise LogOpenError(
                 name,

@@ -57,6 +57,11 @@ _LOG_SHAPE = re.compile(
     rb"\[rank\d{1,6}\]:|hit an exception|ServerArgs\(|Watchdog caught|"
     rb'File \\?"[^"\n]{1,4096}", line \d'
 )
+#: sglang's own lines: its prefix (``[<time> TP0] ``, ``[<time> PP1 TP0] ``) or its arguments.
+_SGLANG_LINE = re.compile(
+    rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|ATTN_CP|MOE_DP|TP|EP|PP)\d{1,6})*\] "
+    rb"|ServerArgs\("
+)
 _FLAG_PP = re.compile(rb"--(?:pp-size|pipeline-parallel-size)[= ](\d{1,4})\b")
 _FLAG_NNODES = re.compile(rb"--nnodes[= ](\d{1,4})\b")
 
@@ -238,6 +243,7 @@ def read_log(
         reading.envelope, reading.launcher = detect(head)
         reading.pp_ranks.update(int(n) for n in _PP_PREFIX.findall(head))
         reading.server_args = _server_args(head)
+        reading.sglang_seen = _SGLANG_LINE.search(head) is not None
         detected = reading.envelope is not Envelope.PLAIN or reading.launcher is not Launcher.NONE
         source_code = reading.source_code = _source_code(head)
         reading.shaped = (detected or _LOG_SHAPE.search(head) is not None) and not source_code
