@@ -512,3 +512,23 @@ def test_any_text_of_broken_lines_gets_cpythons_verdict(lines, separator, end, c
     assert (got[0] == "ok") == (expected[0] == "ok")
     if expected[0] == "ok" or b"\\" not in source:
         assert got == expected
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # A coding cookie in a file of CR line ends: its first line is the cookie's.
+        b"# coding: latin-1\r" + b"x = 1\r" * 6000 + b'y = "\xe9"\r',
+        b"#!/usr/bin/env python\r# -*- coding: cp1251 -*-\r" + b"x = 1\r" * 6000 + b'y = "\xe9"\r',
+        b"# coding: bogus\r" + b"x = 1\r" * 6000,
+        # A BOM is taken off once; a second is a character CPython refuses.
+        b"\xef\xbb\xbf" * 2 + b"x = 1\n" * 6000,
+        b"\xef\xbb\xbf" + b"x = 1\n" * 6000,
+    ],
+    ids=["cr-latin1", "cr-cp1251-second-line", "cr-bogus", "two-boms", "one-bom"],
+)
+@pytest.mark.parametrize("chunk", [64, CHUNK_BYTES])
+def test_a_files_encoding_is_read_as_cpython_reads_it(source, chunk):
+    expected = _outcome(ast.parse, source)
+    with mock.patch.object(bounded_parse, "CHUNK_BYTES", chunk):
+        assert _outcome(parse_source, source) == expected

@@ -256,14 +256,18 @@ def decoded(data: bytes, filename: str) -> tuple[str, bool]:
     cookie raises the parser's own error: its two first lines are all it reads for it. Where
     the cookie names another encoding than UTF-8, the parser decodes the whole file first, and
     an undecodable byte is its error (at line 0)."""
+    # CPython looks for the cookie in the first two lines once their ends are made LF (a file
+    # of CR line ends has lines too).
+    head = io.BytesIO(data.replace(b"\r\n", b"\n").replace(b"\r", b"\n"))
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        encoding, _ = tokenize.detect_encoding(head.readline)
     except SyntaxError as exc:
         if "invalid or missing" in str(exc):
             # A first line that is not UTF-8 (a comment's bytes): CPython reads on as UTF-8.
             encoding = "utf-8"
         else:
-            ast.parse(b"".join(io.BytesIO(data).readlines()[:2]), filename)  # raises its error
+            head.seek(0)
+            ast.parse(b"".join(head.readlines()[:2]), filename)  # raises its error
             raise
     if encoding in _UTF8:
         try:
@@ -281,7 +285,8 @@ def decoded(data: bytes, filename: str) -> tuple[str, bool]:
             except UnicodeDecodeError as exc:
                 raise SyntaxError(str(exc), (filename, 0, -1, None)) from None
             raise
-    return (text[1:] if text.startswith("\ufeff") else text), raw
+    # The codec took the BOM off: a second one is text, which CPython refuses.
+    return text, raw
 
 
 def logical_lines(
