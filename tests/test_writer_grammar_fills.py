@@ -1,6 +1,7 @@
 """The pickler fills a container (or a reduced object) only right after creating it: a later
 APPEND, SETITEM or BUILD on a value fetched from the memo, or on one already filled, is not
-as torch.save writes it, whatever torch.load makes of it."""
+as torch.save writes it, whatever torch.load makes of it. The CRC fields the writer fills
+are modelled at the end."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import io
 import pickle
 import struct
 import sys
+import zipfile
 from collections import OrderedDict
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from hypothesis import strategies as st
 
 from ppaux.dump import inspect_file, read_dump
 from ppaux.dump.grammar import pickle_deviation
+from ppaux.errors import DumpError
 
 sys.path.insert(0, str(REPO / "fuzz"))
 
@@ -236,3 +239,58 @@ def test_torch_save_of_nested_containers_is_in_the_model(tmp_path_factory, value
     path = tmp_path_factory.mktemp("nested") / "value.pt"
     torch.save(value, path)
     assert read_dump(path).deviation is None
+
+
+# -- the CRC fields: the data's, or 0 in every record when torch.save computes none ----------
+
+
+def _without_crc(tmp_path: Path) -> Path:
+    path = tmp_path / "nocrc.pt"
+    torch.serialization.set_crc32_options(False)
+    try:
+        torch.save({"a": torch.arange(12, dtype=torch.float32).reshape(3, 4)}, path)
+    finally:
+        torch.serialization.set_crc32_options(True)
+    return path
+
+
+def test_torch_save_without_crcs_is_in_the_model(tmp_path, sandbox):
+    path = _without_crc(tmp_path)
+    with zipfile.ZipFile(path) as archive:
+        assert {info.CRC for info in archive.infolist()} == {0}
+    dump = read_dump(path)
+    assert dump.deviation is None
+    assert tuple(dump.root["a"].shape) == (3, 4)
+    assert sandbox.load(path)["outcome"] == "loaded"
+
+
+def _crc_replaced(tmp_path: Path, new: int) -> Path:
+    """torch.save's file with data.pkl's CRC (in its data descriptor and its central
+    directory entry) replaced by ``new``."""
+    path = _saved_plain(tmp_path)
+    with zipfile.ZipFile(path) as archive:
+        crc = archive.getinfo("plain/data.pkl").CRC
+    data = path.read_bytes()
+    old = struct.pack("<L", crc)
+    assert data.count(old) == 2
+    out = tmp_path / "crc.pt"
+    out.write_bytes(data.replace(old, struct.pack("<L", new)))
+    return out
+
+
+def _saved_plain(tmp_path: Path) -> Path:
+    path = tmp_path / "plain.pt"
+    torch.save({"a": torch.ones(3)}, path)
+    return path
+
+
+def test_a_crc_of_0_among_real_crcs(tmp_path):
+    found = _codes(_crc_replaced(tmp_path, 0))
+    assert found["PP118"].startswith("error:"), found
+    assert "'plain/data.pkl': its CRC is not its data's" in found["PP118"]
+
+
+def test_a_wrong_crc_is_refused(tmp_path):
+    path = _crc_replaced(tmp_path, 0x12345678)
+    with pytest.raises(DumpError, match="Bad CRC-32"):
+        read_dump(path)
