@@ -5,7 +5,8 @@ A file is described as clean only when every byte is one its writer could have p
 model is derived from the writers, not from torch's reader:
 
 ``torch.save`` (torch/serialization.py ``_save``, torch 2.13.0 and 2.14.1) pickles the object
-with ``pickle.Pickler`` at protocol 2, with a ``persistent_id`` that returns
+with ``pickle.Pickler`` at its ``pickle_protocol`` (2 unless given; 2 to 5 are modelled), with a
+``persistent_id`` that returns
 ``('storage', <torch.XStorage>, key, location, numel)``, the key being ``str(len(id_map))``
 when a storage is first met (so '0', '1', ... in order of first use). CPython's C pickler
 (Modules/_pickle.c, Python 3.10 - 3.13; Lib/pickle.py's ``Pickler`` is its model) writes
@@ -33,7 +34,7 @@ __all__ = [
     "storage_key_deviation",
 ]
 
-#: The protocol torch.save pickles data.pkl with (its default ``pickle_protocol``).
+#: The protocol torch.save pickles data.pkl with unless given another ``pickle_protocol``.
 TORCH_PROTOCOL = 2
 
 _P2 = frozenset(b"\x80.(}])\x85\x86\x87tqrhjXcRb\x81QKMJ\x8a\x8bGN\x88\x89aeus01")

@@ -226,7 +226,7 @@ def _deviation(
     except OSError as exc:
         raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
     if found is None:
-        found = pickle_deviation(data, (2,), "data.pkl")
+        found = pickle_deviation(data, (2, 3, 4, 5), "data.pkl")
     if found is None and key_problems:
         where, _, what = key_problems[0].partition(": ")
         found = Deviation(where, what, True)
