@@ -116,9 +116,14 @@ def _values() -> dict[str, object]:
     return values
 
 
-def test_torch_save_files_are_in_the_model(tmp_path):
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+def test_torch_save_files_are_in_the_model(tmp_path, protocol):
+    # torch.save's pickle_protocol (2 unless given) is the pickler's protocol.
     for name, value in _values().items():
-        path = _saved(tmp_path, f"{name}.pt", {"value": value})
+        path = tmp_path / f"{name}.pt"
+        torch.save({"value": value}, path, pickle_protocol=protocol)
+        with zipfile.ZipFile(path) as archive:
+            assert archive.read(f"{name}/data.pkl")[:2] == bytes([0x80, protocol])
         dump = read_dump(path)
         assert dump.deviation is None, (name, dump.deviation)
         assert "PP118" not in _codes(path), name

@@ -5,7 +5,8 @@ A file is described as clean only when every byte is one its writer could have p
 model is derived from the writers, not from torch's reader:
 
 ``torch.save`` (torch/serialization.py ``_save``, torch 2.13.0 and 2.14.1) pickles the object
-with ``pickle.Pickler`` at protocol 2, with a ``persistent_id`` that returns
+with ``pickle.Pickler`` at its ``pickle_protocol`` (2 unless given; 2 to 5 are modelled), with a
+``persistent_id`` that returns
 ``('storage', <torch.XStorage>, key, location, numel)``, the key being ``str(len(id_map))``
 when a storage is first met (so '0', '1', ... in order of first use). CPython's C pickler
 (Modules/_pickle.c, Python 3.10 - 3.13; Lib/pickle.py's ``Pickler`` is its model) writes
@@ -33,7 +34,7 @@ __all__ = [
     "storage_key_deviation",
 ]
 
-#: The protocol torch.save pickles data.pkl with (its default ``pickle_protocol``).
+#: The protocol torch.save pickles data.pkl with unless given another ``pickle_protocol``.
 TORCH_PROTOCOL = 2
 
 _P2 = frozenset(b"\x80.(}])\x85\x86\x87tqrhjXcRb\x81QKMJ\x8a\x8bGN\x88\x89aeus01")
@@ -182,6 +183,9 @@ def pickle_deviation(
     pending_memo: tuple[int, int] | None = None  # (offset, op) of a value not yet memoized
     globals_seen: set[bytes] = set()
     popped = 0  # POPs just written; -1 after POP_MARK
+    # Per stack value, what the pickler may still write on it: 2 items (a container or a
+    # reduced object just created, or whose last batch was full), 1 only BUILD, 0 nothing.
+    open_: list[int] = []
     while pos < end:
         start, op = pos, data[pos]
         pos += 1
@@ -300,14 +304,37 @@ def pickle_deviation(
             depth = marks.pop() + _MARK_PUSH[op]
             if op in (0x65, 0x75, 0x90) and depth < 1:
                 return at(start, op, "no container under the MARK")
+            del open_[len(open_) - n :]
+            if op in (0x65, 0x75, 0x90):
+                if open_[-1] < 2:
+                    return at(start, op, _FINISHED)
+                open_[-1] = 2 if n == (2 * _BATCH if op == 0x75 else _BATCH) else 1
+            else:
+                open_ += [0] * _MARK_PUSH[op]
             continue
         pops, pushes = _EFFECT.get(op, (0, 1))
         if depth < pops:
             return at(start, op, "the stack holds too few values for the opcode")
+        if op in _FILLS:
+            if depth <= pops:
+                return at(start, op, "no container under the values it adds")
+            if open_[-1 - pops] < (1 if op == 0x62 else 2):
+                return at(start, op, _FINISHED)
+            open_[-1 - pops] = 0 if op == 0x62 else 1
         depth += pushes - pops
+        del open_[len(open_) - pops :]
+        open_ += [2 if op in _CREATES else 0] * pushes
     return Deviation(f"{label} byte {end}", "the pickle ends without STOP", True)
 
 
+# APPEND, SETITEM and BUILD: the pickler writes them only on the value it just created.
+_FILLS = frozenset(b"asb")
+# EMPTY_DICT, EMPTY_LIST, EMPTY_SET, REDUCE, NEWOBJ, NEWOBJ_EX: values the pickler fills next.
+_CREATES = frozenset(b"}]\x8fR\x81\x92")
+_FINISHED = (
+    "fills a value the pickler had finished (it fills a container or a reduced object only "
+    "right after creating it, in batches of 1000, and never one fetched from the memo)"
+)
 _FRAME_TARGET = 64 * 1024
 _LARGE = {0x58: 4, 0x8D: 8, 0x42: 4, 0x8E: 8, 0x96: 8}
 
@@ -440,13 +467,16 @@ def storage_key_deviation(
     """Why a persistent id is not one torch.save writes, ``known`` storages having been
     met: its key is ``str(known)`` for a new storage, a decimal string for a seen one, and a
     seen key (``first``, the persistent id it was first written in) comes with the storage
-    class and location it came with then (one storage has one dtype and one device)."""
+    class, location and number of elements it came with then (one storage has one dtype, one
+    device and one size)."""
     key = pid[2]
     if first is not None:
         if repr(first[1]) != repr(pid[1]):
             return f"storage key {key!r} written with {pid[1]!r}, first with {first[1]!r}"
         if first[3] != pid[3]:
             return f"storage key {key!r} written at location {pid[3]!r}, first at {first[3]!r}"
+        if first[4] != pid[4]:
+            return f"storage key {key!r} written with {pid[4]} elements, first with {first[4]}"
     if not isinstance(key, str) or not 0 < len(key) <= 20 or not key.isascii():
         return "storage key is not a decimal string of at most 20 digits"
     if not key.isdigit():

@@ -185,6 +185,9 @@ class Machine:
         #: The OrderedDicts built as torch.save writes backward hooks (GLOBAL, EMPTY_TUPLE,
         #: REDUCE), by id; held so that no id is reused.
         self.torch_hooks: dict[int, Any] = {}
+        #: (offset, hooks) of each tensor rebuilt with such hooks: torch keeps the dict itself,
+        #: so one filled later in the pickle gives the tensor hooks (checked at STOP).
+        self.hooks_given: list[tuple[int, Any]] = []
 
     # -- the writer's model ------------------------------------------------------------------
     def deviate(self, what: str, severe: bool = True) -> None:
@@ -468,6 +471,10 @@ class Machine:
             if stop:
                 if not self.stack or self.metastack:
                     raise self.error("STOP with an empty stack or an open mark")
+                for offset, hooks in self.hooks_given:
+                    if hooks and self.deviation is None:
+                        what = "backward hooks filled after the tensor was rebuilt with them"
+                        self.deviation = (f"byte {offset}", what, True)
                 return self.stack.pop()
 
 

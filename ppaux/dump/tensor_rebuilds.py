@@ -132,6 +132,8 @@ def _check_hooks(m: Machine, hooks: Any) -> None:
     'collections OrderedDict', EMPTY_TUPLE, REDUCE), whatever hooks the tensor has."""
     if id(hooks) not in m.torch_hooks or hooks:
         m.deviate("backward hooks that are not the empty OrderedDict() torch.save writes")
+    else:
+        m.hooks_given.append((m._op_pos, hooks))
 
 
 def _check_shape_tuples(m: Machine, args: tuple[Any, ...]) -> None:

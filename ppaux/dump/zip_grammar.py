@@ -7,7 +7,8 @@ a file leaves it.
 (caffe2/serialize/inline_container.cc, over miniz) ends with ``version`` ('3\\n') and
 ``.data/serialization_id`` (decimal digits). Every record is stored (method 0), flags 0x0808
 (data descriptor, UTF-8 name), DOS time and date 0, its data aligned to 64 bytes by an
-``FB`` extra field of ``Z`` padding, followed by a 16-byte data descriptor; the central
+``FB`` extra field of ``Z`` padding, followed by a 16-byte data descriptor (its CRC is the
+data's, or 0 in every record after ``torch.serialization.set_crc32_options(False)``); the central
 directory's entries carry no extra field or comment; a zip64 end record (made by 0x031E,
 needed 45), its locator and the end record (no comment) close the file.
 
@@ -136,7 +137,8 @@ def zip_deviation(
         if pattern is not None and pattern.fullmatch(body) is None:
             return Deviation(where, f"holds {body[:64]!r}, not what torch.save writes", True)
         if pickle_crc is not None and base == "data.pkl" and pickle_crc != record.CRC:
-            return Deviation(where, "its CRC is not its data's", True)
+            if record.CRC != 0 or any(r.CRC for r in records):
+                return Deviation(where, "its CRC is not its data's", True)
         cursor += record.file_size
         descriptor = (
             _DESCRIPTOR.pack(b"PK\x07\x08", record.CRC, record.file_size, record.file_size)

@@ -319,9 +319,10 @@ RULES = (
         explanation=(
             "ppaux describes a file as clean only when every byte is one its writer could have "
             "written: torch.save's zip (its records in its order, each stored, aligned to 64 "
-            "bytes, with its headers and end records) around a protocol-2 pickle as CPython's "
-            "pickler writes it (its opcodes, memo indexes in order, ints in their shortest "
-            "form, storage keys '0', '1', ... in order of first use), or a pickle as "
+            "bytes, with its headers and end records) around a pickle of its pickle_protocol "
+            "(2 unless given) as CPython's pickler writes it (its opcodes, memo indexes in "
+            "order, ints in their shortest form, each container filled right after it is "
+            "made, storage keys '0', '1', ... in order of first use), or a pickle as "
             "pickle.dump writes it at protocol 2 to 5. The finding names the first place the "
             "file leaves that model. It is an error where torch's reading could differ from "
             "ppaux's or torch may refuse the file (an opcode the pickler never writes, a memo "
