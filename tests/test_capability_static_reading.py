@@ -51,6 +51,9 @@ NOT_BINDINGS = [
     "def _local():\n    NAME = _noop\n    return NAME\n",
     "other = [NAME for _ in ()]\n",
     'registry = {"NAME": NAME}\n',
+    "_identity = lambda x: x\n",  # lambdas: a body that is one expression, no statement
+    "def _helper(key=lambda x: x):\n    return sorted([NAME], key=lambda k: str(k))\n",
+    '_DISPATCH = {"a": lambda x: x}\n',
 ]
 
 

@@ -10,6 +10,7 @@ import pytest
 from helpers import cli
 from hypothesis import given
 from hypothesis import strategies as st
+from skew_fixtures import tree
 
 from ppaux.limits import LARGEST, Limits, parse_limit
 
@@ -124,3 +125,39 @@ def test_check_observer_refuses_with_one_line():
 def test_every_field_takes_the_whole_range():
     for field in Limits.__dataclass_fields__:
         assert parse_limit(f"{field}={TOP}") == (field, TOP)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("inspect", "fixtures/dumps/aux_list.pt", "--limit", f"max_pickle_bytes={TOP}"),
+        ("triage", "fixtures/logs/sglang-healthy.log", "--limit", f"max_log_document={TOP}"),
+        (
+            "check-skew",
+            "fixtures/skew/fingerprints/consistent",
+            "--limit",
+            f"max_fingerprint_bytes={TOP}",
+        ),
+    ],
+    ids=["inspect", "triage", "check-skew"],
+)
+def test_the_largest_limit_reads_as_any_other(command):
+    # A read of limit + 1 bytes would allocate them first: 2**63 bytes is no allocation.
+    result = cli(*command)
+    assert result.exit_code in (0, 1), result.output
+    assert "internal error" not in result.output + result.stderr
+
+
+def test_fingerprint_reads_a_tree_under_the_largest_limit(tmp_path):
+    out = tmp_path / "fp.json"
+    result = cli(
+        "fingerprint",
+        "--sglang-path",
+        tree("v0523"),
+        "--limit",
+        f"max_source_bytes={TOP}",
+        "-o",
+        str(out),
+    )
+    assert result.exit_code == 0, result.output + result.stderr
+    assert out.stat().st_size > 0
