@@ -106,3 +106,14 @@ def test_a_tiny_log_of_one_repeated_line_and_a_crash_is_no_wrapped_paste(tmp_pat
     assert wrap_width(path.read_bytes()) is None
     found = [f for f in triage_paths([str(path)]).findings if f.code == "PP802"]
     assert [f.extra["exception"] for f in found] == ["torch.OutOfMemoryError"]
+
+
+def test_a_paste_whose_rows_are_padded_to_the_width_is_read_as_wrapped(tmp_path):
+    """A console that pads every row to its width (the last piece of a wrapped line with
+    blanks) wraps as any terminal does: the pieces are joined and the root is read."""
+    width = 80
+    rows = wrapped(AUX.read_text(encoding="utf-8"), width).split("\n")[:-1]
+    path = tmp_path / "padded.log"
+    path.write_text("".join(row.ljust(width) + "\n" for row in rows), encoding="utf-8")
+    assert wrap_width(path.read_bytes()) == width
+    assert roots(triage_paths([str(path)])) == roots(triage_paths([str(AUX)]))

@@ -113,7 +113,8 @@ def wrap_width(head: bytes) -> int | None:
     width = max(len(line) for line in lines)
     if not _MIN_WIDTH <= width <= _MAX_WIDTH:
         return None
-    # A wrapped line's last piece is shorter than the width (exactly as long only by chance):
+    # A wrapped line's last piece is shorter than the width (exactly as long only by chance;
+    # a console that pads its rows to the width pads it with blanks):
     # a run of rows each the width long that "continue" one another and end at a row as long
     # (one line repeated, rows of equal length) is no evidence of wrapping.
     wrapped = run = 0
@@ -121,10 +122,10 @@ def wrap_width(head: bytes) -> int | None:
         if len(line) == width and _continues(line, following):
             run += 1
             continue
-        if run and len(line) < width:
+        if run and len(line.rstrip()) < width:
             wrapped += run
         run = 0
-    if run and len(lines[-1]) < width:
+    if run and len(lines[-1].rstrip()) < width:
         wrapped += run
     return width if wrapped >= _MIN_WRAPPED else None
 
