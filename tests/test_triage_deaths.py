@@ -182,3 +182,29 @@ def test_vllms_own_process_prefixes_are_not_called_ray(tmp_path):
         )
         (reading,) = triage_paths([str(log)]).data["logs"]
         assert reading["launcher"] == launcher, name
+
+
+def test_supervisords_record_of_a_program_it_did_not_expect_to_end_fails_the_gate(tmp_path):
+    healthy = (
+        "[2026-12-03 14:56:00 PP0] Decode batch, #running-req: 3, #token: 96\n"
+        "[2026-12-03 14:56:01 PP1] Decode batch, #running-req: 3, #token: 96\n"
+    )
+    log = tmp_path / "supervised.log"
+    log.write_text(
+        healthy
+        + "2026-12-03 14:56:09,001 WARN exited: sglang (terminated by SIGKILL; not expected)\n"
+        + "2026-12-03 14:56:10,002 INFO spawned: 'sglang' with pid 4343\n"
+        + "2026-12-03 14:56:20,003 INFO exited: sglang (exit status 1; not expected)\n"
+    )
+    (found,), _ = _roots(log)
+    assert found.code == "PP809" and found.extra["no_root"] == "process-died"
+    assert found.message.startswith(
+        "no root in this log: sglang (supervisord's program) was killed by SIGKILL (signal 9)"
+    )
+    assert CliRunner().invoke(app, ["triage", str(log)]).exit_code == 1
+    # an exit supervisord expected is no death
+    calm = tmp_path / "calm.log"
+    calm.write_text(
+        healthy + "2026-12-03 15:00:00,001 INFO exited: sglang (exit status 0; expected)\n"
+    )
+    assert _roots(calm)[0] == []

@@ -5,6 +5,8 @@ summaries of a child's failure.
   killed by that signal (SIGKILL is what the kernel's OOM killer sends);
 - Ray's ``ActorDiedError`` (``The actor is dead because its worker process has died``) and
   the raylet's ``A worker died or was killed while executing a task``: a worker process died;
+- supervisord's ``exited: <program> (terminated by SIGKILL; not expected)`` or ``(exit
+  status 1; not expected)``: the program it runs died of a signal or ended with an error;
 - torchrun's ``ChildFailedError``: the launcher's summary of a child that failed, never a
   failure of its own.
 
@@ -31,7 +33,7 @@ __all__ = [
 ]
 
 #: What makes a line worth reading for a death another process reports.
-DEATH_MARKERS: tuple[bytes, ...] = (b"A worker died or was killed",)
+DEATH_MARKERS: tuple[bytes, ...] = (b"A worker died or was killed", b"; not expected)")
 
 _RAYLET = re.compile(r"A worker died or was killed")
 _RAY_PID = re.compile(r"Worker PID: (?P<pid>\d{1,9})")
@@ -40,6 +42,11 @@ _EXIT = re.compile(r"exited with code (?P<code>-\d{1,3})\b")
 _OOM = re.compile(r"OOM killer|out of memory|memory pressure", re.IGNORECASE)
 _EXIT_TYPE = re.compile(r"Worker exit type: (?P<type>[A-Z_]{1,40})")
 _CHILD_FAILED = re.compile(r"(?:^|\.)ChildFailedError$")
+#: supervisord's record of a program that ended when it should not have.
+_SUPERVISED = re.compile(
+    r"\bexited: (?P<name>[\w.:-]{1,80}) \((?:terminated by (?P<signal>SIG[A-Z0-9]{1,10})"
+    r"|exit status (?P<status>\d{1,3})); not expected\)"
+)
 
 
 def _signal_name(number: int) -> str:
@@ -55,6 +62,9 @@ def death_of(record: Failure | Event) -> str | None:
     if isinstance(record, Event):
         if record.kind != "death":
             return None
+        supervised = _SUPERVISED.search(record.text)
+        if supervised is not None:
+            return _supervised_end(supervised)
         exit_type = _EXIT_TYPE.search(record.text)
         how = "SYSTEM_ERROR" if "unexpected system error" in record.text else None
         how = exit_type.group("type") if exit_type is not None else how
@@ -100,9 +110,22 @@ def hint_of(how: str) -> str:
     return "look for that process's own log and a core dump or the kernel's log of its host"
 
 
+def _supervised_end(found: re.Match[str]) -> str:
+    """How a program supervisord reports ended: of a signal, or with an error status."""
+    name = found.group("signal")
+    if name is not None:
+        number = getattr(signal, name, None)
+        return f"was killed by {name}" + (f" (signal {int(number)})" if number else "")
+    return f"exited with status {found.group('status')}, which supervisord did not expect"
+
+
 def worker_died(text: str) -> str | None:
-    """Who died, for a raylet's ``A worker died or was killed`` line ('Ray worker pid=442'), or
-    None for another line."""
+    """Who died, for a raylet's ``A worker died or was killed`` line ('Ray worker pid=442') or
+    supervisord's ``exited: ... not expected`` ('sglang (supervisord's program)'), or None for
+    another line."""
+    supervised = _SUPERVISED.search(text)
+    if supervised is not None:
+        return f"{supervised.group('name')} (supervisord's program)"
     if _RAYLET.search(text) is None:
         return None
     pid = _RAY_PID.search(text)
@@ -127,8 +150,11 @@ def death_in_text(text: str) -> str | None:
     ``ppaux explain``: where to look, since the cause is not in it; None for other text."""
     signal_line = _SIGNAL_LINE.search(text)
     exit_line = _EXIT_LINE.search(text)
+    supervised = _SUPERVISED.search(text)
     how: str | None = None
-    if signal_line is not None:
+    if supervised is not None:
+        how = _supervised_end(supervised)
+    elif signal_line is not None:
         how = f"was killed by {signal_line.group('name')} (signal {signal_line.group('number')})"
     elif exit_line is not None:
         number = -int(exit_line.group("code"))
