@@ -26,7 +26,7 @@ LimitOption = Annotated[
     typer.Option(
         "--limit",
         metavar="NAME=N",
-        help="Raise a reader limit, NAME=N (for example max_depth=500).",
+        help="Raise one of the limits this command reads, NAME=N (a wrong NAME lists them).",
     ),
 ]
 

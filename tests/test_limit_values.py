@@ -161,3 +161,23 @@ def test_fingerprint_reads_a_tree_under_the_largest_limit(tmp_path):
     )
     assert result.exit_code == 0, result.output + result.stderr
     assert out.stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    ("command", "name", "used"),
+    [
+        (("fingerprint", "-o", "unused.json"), "max_depth", "max_source_bytes"),
+        (
+            ("check-observer", "fixtures/observers/entropy_good.py:EntropyObserver"),
+            "max_source_bytes",
+            "max_digested_items",
+        ),
+    ],
+    ids=["fingerprint", "check-observer"],
+)
+def test_a_limit_the_command_does_not_read_is_refused(command, name, used):
+    result = cli(*command, "--limit", f"{name}=5")
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"ppaux: error: --limit: {command[0]} does not use limit '{name}';")
+    assert used in line

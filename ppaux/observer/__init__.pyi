@@ -1,3 +1,4 @@
+from .check import CHECK_LIMITS as CHECK_LIMITS
 from .check import ObserverConfigError as ObserverConfigError
 from .check import ObserverOptions as ObserverOptions
 from .check import check_loaded as check_loaded

@@ -27,6 +27,7 @@ from ppaux.report import Report
 from ppaux.suggestions import Setting
 
 __all__ = [
+    "CHECK_LIMITS",
     "MAX_BATCH_SIZE",
     "MAX_LOGITS",
     "MAX_STEPS",
@@ -37,6 +38,10 @@ __all__ = [
     "check_observer",
     "observer_report",
 ]
+
+#: The fields of :class:`~ppaux.limits.Limits` a check reads (what one description of a
+#: target's value digests, how deep it walks): any other ``--limit`` would change nothing.
+CHECK_LIMITS = ("max_digested_items", "max_value_nesting")
 
 #: The transports, implementations and senders a check takes (``both`` is replay's alone).
 TRANSPORTS = tuple(t.value for t in Transport)
@@ -149,10 +154,7 @@ def check_observer(
 
         load_object(str(target))  # raises the TargetError that says what a target looks like
     request = _request(target, options, outputs, cwd)
-    request["limits"] = {
-        "max_digested_items": limits.max_digested_items,
-        "max_value_nesting": limits.max_value_nesting,
-    }
+    request["limits"] = {name: getattr(limits, name) for name in CHECK_LIMITS}
     judge = _judge(target, options)
     kept = bytearray()
     dropped = [0]

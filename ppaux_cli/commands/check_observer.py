@@ -177,9 +177,9 @@ def check_observer(
     """Run a sampling observer's outputs through sglang's PP path and the single-stage path;
     report sglang's errors, every difference and reused buffers. TARGET's code runs."""
     _need_torch()
-    from ppaux.observer import ObserverOptions
+    from ppaux.observer import CHECK_LIMITS, ObserverOptions
 
-    limits = limits_from(limit)
+    limits = limits_from(limit, used=CHECK_LIMITS, command="check-observer")
     settings = ObserverOptions(
         transport=transport,
         impl=Impl(impl.value),

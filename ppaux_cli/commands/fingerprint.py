@@ -36,11 +36,11 @@ def fingerprint(
 ) -> None:
     """Write a JSON snapshot of versions, rank and sglang's PP transport, for check-skew."""
     # Imported here, not at module level, so that other commands do not pay for it at start-up.
-    from ppaux.sglang import SglangPathError
+    from ppaux.sglang import ANALYSIS_LIMITS, SglangPathError
     from ppaux.skew import collect
 
     check_stage_options(pp_rank, pp_size)
-    limits = limits_from(limit)
+    limits = limits_from(limit, used=ANALYSIS_LIMITS, command="fingerprint")
     # Never a file of the tree or wheel it reads (any file in it: the tree is code, not dumps).
     check_output_path(output, [sglang_path] if sglang_path is not None else [])
     try:
