@@ -197,3 +197,10 @@ def test_a_nested_group_s_leaf_is_read(tmp_path):
         "    +------------------------------------",
     ]
     assert _triage_message(_log(tmp_path, lines)) == MESSAGES[1].id
+
+
+@pytest.mark.parametrize("line", ["Exception:boom", "Exception: boom", "Exception:  boom"])
+def test_a_bare_exception_without_a_space_is_read_as_any_other(tmp_path, line):
+    path = _log(tmp_path, _traceback(line))
+    roots = [f for f in triage_paths([str(path)]).findings if f.code == "PP802"]
+    assert [(f.extra["exception"], "cut off" in f.message) for f in roots] == [("Exception", False)]

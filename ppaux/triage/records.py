@@ -60,9 +60,9 @@ _EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::(?: (?P<message>.*))?)?$
 #: An exception line by its shape alone: a dotted name ending as exception classes do, then a
 #: colon and the message (or nothing). Told apart from a frame's source line without indentation.
 _RAISED = re.compile(
-    r"^(?P<type>(?:[A-Za-z_]\w{0,100}\.){0,10}[A-Za-z_]\w{0,100}"
+    r"^(?P<type>(?:[A-Za-z_]\w{0,100}\.){0,10}(?:[A-Za-z_]\w{0,100}"
     r"(?:Error|Exception|ExceptionGroup|Interrupt|Exit|Failure|Fault|Timeout|Warning|Abort|"
-    r"StopIteration))"
+    r"StopIteration)|Exception))"
     r"(?::(?: ?(?P<message>.*))?)?$"
 )
 #: An exception line whose type carries its cause: ``ray.exceptions.RayTaskError(OutOfMemoryError):
