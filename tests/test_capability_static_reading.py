@@ -54,6 +54,7 @@ NOT_BINDINGS = [
     "_identity = lambda x: x\n",  # lambdas: a body that is one expression, no statement
     "def _helper(key=lambda x: x):\n    return sorted([NAME], key=lambda k: str(k))\n",
     '_DISPATCH = {"a": lambda x: x}\n',
+    "NAME: object\n",  # a bare annotation binds nothing
 ]
 
 
@@ -215,6 +216,19 @@ def test_a_check_in_code_that_never_runs_checks_nothing(tmp_path):
     path.write_text(text.replace(old, "        if False:\n    " + old + "    "))
     cap = analyse(str(root))
     assert cap.sender_checks["tensors"] is False
+
+
+@pytest.mark.parametrize("name", [ADD, POP])
+def test_a_binding_on_the_imports_own_line_after_a_semicolon_is_after_it(tmp_path, name):
+    root = copy_tree("v0523", tmp_path)
+    path = root / "sglang" / SCHEDULER_FILE
+    text = path.read_text()
+    end = "    pop_auxiliary_output_from_pp_tensors,\n)\n"
+    assert text.count(end) == 1
+    path.write_text(text.replace(end, end[:-1] + f"; {name} = print\n"))
+    cap = analyse(str(root))
+    assert cap.scheduler_calls is None
+    assert f"{name} is bound again at line" in cap.unknown["scheduler_calls"]
 
 
 @pytest.mark.parametrize("name", [ADD, POP])

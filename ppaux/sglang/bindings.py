@@ -53,8 +53,14 @@ def rebindings(module: ast.Module, definitions: dict[str, ast.stmt | None]) -> d
     """:func:`rebinding_after` for each name of ``definitions`` (name to its statement), in one
     walk over the module's own scope; names nothing rebinds are left out."""
     found: dict[str, Rebinding] = {}
+    # Where each definition ends, as (line, column): a binding after it on the same line (a
+    # semicolon's second statement) is after it too.
     last = {
-        name: (after.end_lineno or after.lineno) if after is not None else 0
+        name: (
+            (after.end_lineno or after.lineno, after.end_col_offset or 0)
+            if after is not None
+            else (0, 0)
+        )
         for name, after in definitions.items()
     }
     stack: list[ast.AST] = list(reversed(module.body))
@@ -66,9 +72,13 @@ def rebindings(module: ast.Module, definitions: dict[str, ast.stmt | None]) -> d
                 if name in found or node is after:
                     continue
                 line = getattr(node, "lineno", 0)
-                how = _binds(node, name) if line > last[name] else None
+                place = (line, getattr(node, "col_offset", 0))
+                how = _binds(node, name) if place > last[name] else None
                 if how is not None:
                     found[name] = Rebinding(line, how)
+        if isinstance(node, ast.AnnAssign) and node.value is None:
+            stack.append(node.annotation)
+            continue  # a bare annotation (``name: T``) binds nothing
         if kind in _SCOPES:
             # A nested function's body matters only through its global declarations.
             for statement in _statements_of(node):
