@@ -129,6 +129,38 @@ def test_torch_save_files_are_in_the_model(tmp_path, protocol):
         assert "PP118" not in _codes(path), name
 
 
+@pytest.mark.parametrize("alignment", [64, 128, 4096])
+def test_a_storage_alignment_the_user_set_is_in_the_model(tmp_path, alignment):
+    # torch.utils.serialization.config.save.storage_alignment: the padding of every record's
+    # data and the .storage_alignment record that says it.
+    from torch.utils.serialization import config
+
+    before = config.save.storage_alignment
+    config.save.storage_alignment = alignment
+    path = tmp_path / "aligned.pt"
+    try:
+        torch.save({"a": torch.arange(12.0).reshape(3, 4), "b": torch.ones(5)}, path)
+    finally:
+        config.save.storage_alignment = before
+    with zipfile.ZipFile(path) as archive:
+        assert archive.read("aligned/.storage_alignment") == str(alignment).encode()
+    assert read_dump(path).deviation is None
+    assert "PP118" not in _codes(path)
+    if alignment == 128:
+        # The record says another alignment than the padding holds: out of the model.
+        data = path.read_bytes()
+        assert data.count(b"128") >= 1
+        with zipfile.ZipFile(path) as archive:
+            info = archive.getinfo("aligned/.storage_alignment")
+        start = data.index(b"aligned/.storage_alignment", info.header_offset) + len(
+            "aligned/.storage_alignment"
+        )
+        body = data.index(b"128", start)
+        patched = tmp_path / "patched.pt"
+        patched.write_bytes(data[:body] + b"256" + data[body + 3 :])
+        assert read_dump(patched).deviation is not None
+
+
 def test_a_capture_ppaux_writes_is_in_the_model(tmp_path):
     from ppaux.capture import writer
     from ppaux.dump import make_capture, make_meta

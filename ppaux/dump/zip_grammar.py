@@ -2,11 +2,11 @@
 a file leaves it.
 
 ``torch.save`` (torch/serialization.py ``_save``, torch 2.13.0 and 2.14.1) writes the records
-``data.pkl``, ``.format_version`` ('1'), ``.storage_alignment`` ('64'), ``byteorder``
-('little' or 'big'), ``data/<key>`` in that order, and PyTorchStreamWriter
+``data.pkl``, ``.format_version`` ('1'), ``.storage_alignment`` ('64', or the alignment a user
+set), ``byteorder`` ('little' or 'big'), ``data/<key>`` in that order, and PyTorchStreamWriter
 (caffe2/serialize/inline_container.cc, over miniz) ends with ``version`` ('3\\n') and
 ``.data/serialization_id`` (decimal digits). Every record is stored (method 0), flags 0x0808
-(data descriptor, UTF-8 name), DOS time and date 0, its data aligned to 64 bytes by an
+(data descriptor, UTF-8 name), DOS time and date 0, its data aligned to that many bytes by an
 ``FB`` extra field of ``Z`` padding, followed by a 16-byte data descriptor (its CRC is the
 data's, or 0 in every record after ``torch.serialization.set_crc32_options(False)``); the central
 directory's entries carry no extra field or comment; a zip64 end record (made by 0x031E,
@@ -47,13 +47,28 @@ def _flags(size: int) -> int:
     return _FLAGS if size else 0x0800
 
 
-def _local_header(offset: int, name: bytes, size: int) -> bytes:
+def _local_header(offset: int, name: bytes, size: int, alignment: int = ALIGNMENT) -> bytes:
     start = offset + _LOCAL.size + len(name) + 4
-    pad = -start % ALIGNMENT
+    pad = -start % alignment
     extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
     return _LOCAL.pack(b"PK\x03\x04", 0, _flags(size), 0, 0, 0, 0, 0, 0, len(name), len(extra)) + (
         name + extra
     )
+
+
+def _alignment(handle: BinaryIO, record: zipfile.ZipInfo) -> int:
+    """The alignment the ``.storage_alignment`` record says the writer used (its data found
+    from its own local header); :data:`ALIGNMENT` where it holds no number (the record's
+    content is then a deviation of its own)."""
+    handle.seek(record.header_offset)
+    fields = handle.read(_LOCAL.size)
+    if len(fields) < _LOCAL.size or record.file_size > 7:
+        return ALIGNMENT
+    name_size, extra_size = _LOCAL.unpack(fields)[-2:]
+    handle.seek(record.header_offset + _LOCAL.size + name_size + extra_size)
+    body = handle.read(record.file_size)
+    found = re.fullmatch(rb"[1-9][0-9]{0,6}", body)
+    return ALIGNMENT if found is None else int(body)
 
 
 def expected_names(prefix: str, keys: list[str], sorted_keys: bool) -> list[str]:
@@ -69,7 +84,8 @@ def expected_names(prefix: str, keys: list[str], sorted_keys: bool) -> list[str]
 
 _CONTENT = {
     ".format_version": re.compile(rb"1"),
-    ".storage_alignment": re.compile(rb"64"),
+    # torch.utils.serialization.config.save.storage_alignment, 64 unless a user set another
+    ".storage_alignment": re.compile(rb"[1-9][0-9]{0,6}"),
     "byteorder": re.compile(rb"little|big"),
     "version": re.compile(rb"3\n"),
     ".data/serialization_id": re.compile(rb"[0-9]{1,64}"),
@@ -103,6 +119,7 @@ def zip_deviation(
                 return Deviation(where, what, False)
     if size > _SMALL:
         return None  # zip64 fields in each header: not modeled
+    alignment = _alignment(handle, records[2])
     cursor = 0
     for record in records:
         name = record.filename.encode("utf-8")
@@ -115,7 +132,7 @@ def zip_deviation(
             )
         if record.compress_type != zipfile.ZIP_STORED:
             return Deviation(where, "compressed; torch.save stores every record", False)
-        header = _local_header(cursor, name, record.file_size)
+        header = _local_header(cursor, name, record.file_size, alignment)
         handle.seek(cursor)
         found = handle.read(len(header))
         if found != header:
