@@ -134,8 +134,10 @@ def test_the_target_cannot_write_into_ppaux_output_through_proc(tmp_path):
     assert failed and "PermissionError" in failed[0]["message"], document["findings"]
 
 
-@pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
-def test_sigterm_to_ppaux_ends_the_child_and_what_it_started(tmp_path, ending):
+def _sleeping_check(tmp_path: Path, handler: tuple[int, object]) -> subprocess.Popen[bytes]:
+    """ppaux checking a target that starts a sleeper, writes its pid and the sleeper's to
+    ``pids``, then sleeps in its first hook; ppaux starts with signal ``handler[0]``'s action
+    set to ``handler[1]`` (whatever pytest inherited)."""
     pids = tmp_path / "pids"
     head = (
         "import os, subprocess\n"
@@ -147,24 +149,14 @@ def test_sigterm_to_ppaux_ends_the_child_and_what_it_started(tmp_path, ending):
     )
     environment = {**os.environ, "PYTHONPATH": str(REPO)}
     environment.update({k: v for k, v in ENV.items() if v is not None})
-    process = subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, "-m", "ppaux_cli", "check-observer", target, "--timeout", "300"],
         cwd=tmp_path,
         env=environment,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        preexec_fn=lambda: signal.signal(ending, signal.SIG_DFL),  # whatever pytest inherited
+        preexec_fn=lambda: signal.signal(*handler),
     )
-    try:
-        worker, sleeper = _started(pids, process)
-        process.send_signal(ending)
-        assert process.wait(timeout=60) == -ending
-        assert not running(worker)
-        assert not running(sleeper)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 def _started(pids: Path, process: subprocess.Popen[bytes]) -> tuple[int, int]:
@@ -177,29 +169,26 @@ def _started(pids: Path, process: subprocess.Popen[bytes]) -> tuple[int, int]:
     return worker, sleeper
 
 
+@pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_to_ppaux_ends_the_child_and_what_it_started(tmp_path, ending):
+    process = _sleeping_check(tmp_path, (ending, signal.SIG_DFL))
+    try:
+        worker, sleeper = _started(tmp_path / "pids", process)
+        process.send_signal(ending)
+        assert process.wait(timeout=60) == -ending
+        assert not running(worker)
+        assert not running(sleeper)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
 def test_a_sighup_ignored_from_the_start_ends_nothing(tmp_path):
     # As under nohup: the run goes on through SIGHUP; SIGTERM still ends it and the target.
-    pids = tmp_path / "pids"
-    head = (
-        "import os, subprocess\n"
-        "_p = subprocess.Popen(['sleep', '120'])\n"
-        f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{_p.pid}}')\n"
-    )
-    target = observer(
-        tmp_path, head=head, after_sample="        import time\n        time.sleep(600)\n"
-    )
-    environment = {**os.environ, "PYTHONPATH": str(REPO)}
-    environment.update({k: v for k, v in ENV.items() if v is not None})
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ppaux_cli", "check-observer", target, "--timeout", "300"],
-        cwd=tmp_path,
-        env=environment,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
-    )
+    process = _sleeping_check(tmp_path, (signal.SIGHUP, signal.SIG_IGN))
     try:
-        worker, sleeper = _started(pids, process)
+        worker, sleeper = _started(tmp_path / "pids", process)
         process.send_signal(signal.SIGHUP)
         with pytest.raises(subprocess.TimeoutExpired):
             process.wait(timeout=2)
