@@ -20,8 +20,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DistributedCheck", "check_skew"]
 
-#: The flag of each option of ppaux.skew.connect that its errors name.
-
 
 @dataclass(frozen=True)
 class DistributedCheck:
@@ -44,67 +42,85 @@ class DistributedCheck:
     limits: Limits = field(default_factory=Limits)
 
 
+# The command's parameters, one alias each, so that its signature reads as the list it is.
+PathsArgument = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="PATH", help="Fingerprint files, or directories of *.json fingerprints."
+    ),
+]
+
+BaselineOption = Annotated[
+    str | None,
+    typer.Option("--baseline", metavar="FILE", help="A golden fingerprint every stage must match."),
+]
+
+DistributedOption = Annotated[
+    bool,
+    typer.Option(
+        "--distributed",
+        help="Gather fingerprints from every rank over torch.distributed (gloo).",
+    ),
+]
+
+TimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        metavar="SECONDS",
+        help="How long rank 0 waits for every rank (--distributed).",
+    ),
+]
+
+InitMethodOption = Annotated[
+    str | None,
+    typer.Option(
+        "--init-method",
+        metavar="URL",
+        help="tcp://HOST:PORT of rank 0 when not under torchrun.",
+    ),
+]
+
+RankOption = Annotated[
+    int | None,
+    typer.Option("--rank", metavar="N", help="This process's rank (no torchrun)."),
+]
+
+WorldSizeOption = Annotated[
+    int | None,
+    typer.Option("--world-size", metavar="N", help="Number of processes (no torchrun)."),
+]
+
+PpSizeOption = Annotated[
+    int | None,
+    typer.Option(
+        "--pp-size",
+        metavar="N",
+        help="Pipeline stages; when it equals the world size, rank N is stage N.",
+    ),
+]
+
+SglangPathOption = Annotated[
+    str | None,
+    typer.Option(
+        "--sglang-path",
+        metavar="DIR|WHEEL",
+        help="Analyse this sglang tree or wheel (--distributed).",
+    ),
+]
+
+
 @report_options_reading((".json",))
 def check_skew(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="PATH", help="Fingerprint files, or directories of *.json fingerprints."
-        ),
-    ] = None,
-    baseline: Annotated[
-        str | None,
-        typer.Option(
-            "--baseline", metavar="FILE", help="A golden fingerprint every stage must match."
-        ),
-    ] = None,
-    distributed: Annotated[
-        bool,
-        typer.Option(
-            "--distributed",
-            help="Gather fingerprints from every rank over torch.distributed (gloo).",
-        ),
-    ] = False,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            "--timeout",
-            metavar="SECONDS",
-            help="How long rank 0 waits for every rank (--distributed).",
-        ),
-    ] = 60.0,
-    init_method: Annotated[
-        str | None,
-        typer.Option(
-            "--init-method",
-            metavar="URL",
-            help="tcp://HOST:PORT of rank 0 when not under torchrun.",
-        ),
-    ] = None,
-    rank: Annotated[
-        int | None,
-        typer.Option("--rank", metavar="N", help="This process's rank (no torchrun)."),
-    ] = None,
-    world_size: Annotated[
-        int | None,
-        typer.Option("--world-size", metavar="N", help="Number of processes (no torchrun)."),
-    ] = None,
-    pp_size: Annotated[
-        int | None,
-        typer.Option(
-            "--pp-size",
-            metavar="N",
-            help="Pipeline stages; when it equals the world size, rank N is stage N.",
-        ),
-    ] = None,
-    sglang_path: Annotated[
-        str | None,
-        typer.Option(
-            "--sglang-path",
-            metavar="DIR|WHEEL",
-            help="Analyse this sglang tree or wheel (--distributed).",
-        ),
-    ] = None,
+    paths: PathsArgument = None,
+    baseline: BaselineOption = None,
+    distributed: DistributedOption = False,
+    timeout: TimeoutOption = 60.0,
+    init_method: InitMethodOption = None,
+    rank: RankOption = None,
+    world_size: WorldSizeOption = None,
+    pp_size: PpSizeOption = None,
+    sglang_path: SglangPathOption = None,
     limit: LimitOption = None,
     *,
     options: ReportOptions,

@@ -19,83 +19,101 @@ from ppaux_cli.wording import setting_line
 __all__ = ["replay"]
 
 
+# The command's parameters, one alias each, so that its signature reads as the list it is.
+PathsArgument = Annotated[
+    list[str],
+    typer.Argument(
+        metavar="PATH", help="Dump files (torch.save, pickle or ppaux capture) or directories."
+    ),
+]
+
+DeviceOption = Annotated[
+    str,
+    typer.Option(
+        "--device",
+        metavar="DEVICE",
+        help="Where tensors are rebuilt: cpu, cuda, cuda:N or auto (CUDA when present).",
+    ),
+]
+
+SenderOption = Annotated[
+    Sender | None,
+    choice_option(
+        Sender,
+        "--sender",
+        default="validating; legacy for a capture of rank 0's failing pop",
+        help="validating: the last stage adds the auxiliary output with "
+        "add, as every sglang release does; legacy: it writes the keys unchecked. "
+        "Unset, a capture of rank 0's failing pop is replayed as rank 0 received it.",
+    ),
+]
+
+TransportOption = Annotated[
+    Transport,
+    choice_option(
+        Transport,
+        "--transport",
+        default="none",
+        help="none: pop the dict as sent; wire: sglang's "
+        "send/recv_tensor_dict emulated in-process; torch-distributed: a real "
+        "two-process group on 127.0.0.1 (gloo, NCCL for CUDA); sglang: sglang's own "
+        "GroupCoordinator send/recv_tensor_dict in two processes.",
+    ),
+]
+
+ImplOption = Annotated[
+    Impl,
+    choice_option(
+        Impl,
+        "--impl",
+        default="reference",
+        help="reference: ppaux's transport; sglang: sglang's own "
+        "sampling_observer_pp; both: run both and report every difference.",
+    ),
+]
+
+SglangPathOption = Annotated[
+    str | None,
+    typer.Option(
+        "--sglang-path",
+        metavar="DIR|WHEEL",
+        help="Read sglang's transport from this unpacked tree or wheel instead of "
+        "the installed sglang; with --transport sglang, a tree put first on the "
+        "import path.",
+    ),
+]
+
+AllGatherOption = Annotated[
+    int,
+    typer.Option(
+        "--all-gather",
+        metavar="N",
+        min=1,
+        help="Emulate an attention-TP all-gather group of N ranks on the wire.",
+    ),
+]
+
+TimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        metavar="SECONDS",
+        min=1.0,
+        help="How long the torch-distributed transport waits for its peer.",
+    ),
+]
+
+
 @report_options
 def replay(
-    paths: Annotated[
-        list[str],
-        typer.Argument(
-            metavar="PATH", help="Dump files (torch.save, pickle or ppaux capture) or directories."
-        ),
-    ],
-    device: Annotated[
-        str,
-        typer.Option(
-            "--device",
-            metavar="DEVICE",
-            help="Where tensors are rebuilt: cpu, cuda, cuda:N or auto (CUDA when present).",
-        ),
-    ] = "cpu",
-    sender: Annotated[
-        Sender | None,
-        choice_option(
-            Sender,
-            "--sender",
-            default="validating; legacy for a capture of rank 0's failing pop",
-            help="validating: the last stage adds the auxiliary output with "
-            "add, as every sglang release does; legacy: it writes the keys unchecked. "
-            "Unset, a capture of rank 0's failing pop is replayed as rank 0 received it.",
-        ),
-    ] = None,
-    transport: Annotated[
-        Transport,
-        choice_option(
-            Transport,
-            "--transport",
-            default="none",
-            help="none: pop the dict as sent; wire: sglang's "
-            "send/recv_tensor_dict emulated in-process; torch-distributed: a real "
-            "two-process group on 127.0.0.1 (gloo, NCCL for CUDA); sglang: sglang's own "
-            "GroupCoordinator send/recv_tensor_dict in two processes.",
-        ),
-    ] = Transport.NONE,
-    impl: Annotated[
-        Impl,
-        choice_option(
-            Impl,
-            "--impl",
-            default="reference",
-            help="reference: ppaux's transport; sglang: sglang's own "
-            "sampling_observer_pp; both: run both and report every difference.",
-        ),
-    ] = Impl.REFERENCE,
-    sglang_path: Annotated[
-        str | None,
-        typer.Option(
-            "--sglang-path",
-            metavar="DIR|WHEEL",
-            help="Read sglang's transport from this unpacked tree or wheel instead of "
-            "the installed sglang; with --transport sglang, a tree put first on the "
-            "import path.",
-        ),
-    ] = None,
-    all_gather: Annotated[
-        int,
-        typer.Option(
-            "--all-gather",
-            metavar="N",
-            min=1,
-            help="Emulate an attention-TP all-gather group of N ranks on the wire.",
-        ),
-    ] = 1,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            "--timeout",
-            metavar="SECONDS",
-            min=1.0,
-            help="How long the torch-distributed transport waits for its peer.",
-        ),
-    ] = 60.0,
+    paths: PathsArgument,
+    device: DeviceOption = "cpu",
+    sender: SenderOption = None,
+    transport: TransportOption = Transport.NONE,
+    impl: ImplOption = Impl.REFERENCE,
+    sglang_path: SglangPathOption = None,
+    all_gather: AllGatherOption = 1,
+    timeout: TimeoutOption = 60.0,
     limit: LimitOption = None,
     *,
     options: ReportOptions,
