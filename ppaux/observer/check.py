@@ -94,7 +94,7 @@ def _validate(options: ObserverOptions) -> None:
         raise ObserverConfigError("timeout_s", str(options.timeout_s), fault)
 
 
-def _judge(target: str, options: ObserverOptions) -> Judge:
+def _judge(target: str, options: ObserverOptions, limits: Limits) -> Judge:
     return Judge(
         target,
         options.transport.value,
@@ -102,6 +102,7 @@ def _judge(target: str, options: ObserverOptions) -> Judge:
         options.sender.value,
         tuple(options.batch_sizes),
         options.steps,
+        limits=limits,
     )
 
 
@@ -155,7 +156,7 @@ def check_observer(
         load_object(str(target))  # raises the TargetError that says what a target looks like
     request = _request(target, options, outputs, cwd)
     request["limits"] = {name: getattr(limits, name) for name in CHECK_LIMITS}
-    judge = _judge(target, options)
+    judge = _judge(target, options, limits)
     kept = bytearray()
     dropped = [0]
 
@@ -406,7 +407,7 @@ def check_loaded(
     from ppaux.observer.inhand import watched
     from ppaux.observer.parts import machinery
 
-    judge = _judge(loaded.target, options)
+    judge = _judge(loaded.target, options, limits)
     with watched() as seen, machinery(options, wire) as (machine, info, device, sglang_parts):
         try:
             with digest_budget(limits.max_digested_items, limits.max_value_nesting):

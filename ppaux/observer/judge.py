@@ -39,6 +39,7 @@ from ppaux.observer.phrasing import (
     where,
 )
 from ppaux.report import Finding, Report, Table, finding
+from ppaux.suggestions import RaiseLimit
 
 __all__ = ["Ending", "Judge"]
 
@@ -83,6 +84,8 @@ class Judge:
     uncompared_count: int = 0
     #: The limits (of :class:`~ppaux.limits.Limits`) that left a value not compared.
     limits_reached: list[str] = field(default_factory=list)
+    #: The limits the run had: a limit reached is suggested with its value in the run.
+    limits: Limits = field(default_factory=Limits)
 
     # ------------------------------------------------------------------------------------------
     # Records
@@ -373,7 +376,10 @@ class Judge:
             report.data["observer"]["not_compared_count"] = self.uncompared_count
             report.findings.append(
                 uncompared_finding(
-                    self.target, self.not_compared, self.uncompared_count, self.limits_reached
+                    self.target,
+                    self.not_compared,
+                    self.uncompared_count,
+                    [RaiseLimit(n, getattr(self.limits, n)) for n in self.limits_reached],
                 )
             )
         if self.limits_reached:
