@@ -424,3 +424,43 @@ def test_no_note_reads_as_a_workflow_command(notes):
     assert len(json.loads(render(Report("triage", notes=notes), Format.JSON)).get("notes", [])) == (
         len(notes)
     )
+
+
+def test_a_targets_output_in_the_notes_reads_as_lines_each_escaped():
+    # What an observer's target printed is one note, a heading and its lines: the text,
+    # Markdown and HTML views show each line on its own (control characters still escaped,
+    # never a literal \n), JSON keeps the one string, and every other format stays one
+    # valid document.
+    printed = "the target printed:\nhello \x1b[31mred\nsecond\tline\r\n"
+    report = Report("check-observer", notes=[printed, "x.pt: one\ntwo"])
+    text = render(report, Format.TEXT).splitlines()
+    assert text[:4] == [
+        "the target printed:",
+        "  hello \\x1b[31mred",
+        "  second\\tline\\r",
+        "x.pt: one\\ntwo",
+    ]
+    markdown = render(report, Format.MARKDOWN)
+    assert "the target printed:\n\n```\nhello \\x1b[31mred\nsecond\\tline\\r\n```\n" in markdown
+    html = render(report, Format.HTML)
+    assert "<code>hello \\x1b[31mred\nsecond\\tline\\r</code>" in html
+    assert "\\n" not in render(Report("x", notes=[printed]), Format.HTML).split("<main>")[1]
+    assert json.loads(render(report, Format.JSON))["notes"] == [
+        "the target printed:\nhello \\x1b[31mred\nsecond\\tline\\r\n",
+        "x.pt: one\\ntwo",
+    ]
+    sarif = json.loads(render(report, Format.SARIF))
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(sarif)
+    suite = ET.fromstring(render(report, Format.JUNIT).encode()).find("testsuite")
+    assert suite.find("system-out").text.splitlines()[:3] == [
+        "the target printed:",
+        "hello \\x1b[31mred",
+        "second\\tline\\r",
+    ]
+    github = render(report, Format.GITHUB).splitlines()
+    assert github[:3] == [
+        "note: the target printed:",
+        "note: hello \\x1b[31mred",
+        "note: second\\tline\\r",
+    ]
+    assert not any(line.startswith("::") for line in github)

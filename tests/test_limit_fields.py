@@ -203,7 +203,8 @@ def test_check_observer_names_the_limit_that_left_a_value_uncompared(tmp_path):
     assert report["observer"]["limits_reached"] == ["max_digested_items"]
     [item] = report["findings"]
     assert item["code"] == "PP716"
-    assert item["suggestions"] == [{"limit": "max_digested_items", "value": None}]
+    # The limit to raise, with the value it had in the run (not null).
+    assert item["suggestions"] == [{"limit": "max_digested_items", "value": 1000}]
     text = cli(*args[:-2], "--limit", "max_digested_items=1000")
     assert text.exit_code == 0 and text.stderr == ""
     assert " ".join(text.stdout.split()).count("raise it with --limit max_digested_items=N") == 1

@@ -165,3 +165,44 @@ def test_a_field_left_as_it_was_is_not_described_again():
         sizes.append(sorted(a))
     assert sizes[0] == [".fixed[0]", ".fixed[1]", ".fixed[2]", ".mark", ".n", ".values[0]"]
     assert sizes[1:] == [[".mark", f".values[{step}]"] for step in range(1, 5)]
+
+
+def test_an_object_left_as_it_was_is_asked_about_once_not_value_by_value(monkeypatch):
+    # A request's 40 plain fields that no step changes: after the first step the walk asks
+    # about each value only where its holder changed (steps 1 and 2: only the list's new
+    # item, on each path), and a field set, added or removed on one path later is still a
+    # difference at that step.
+    import ppaux.observer.growth as growth
+
+    asked: list[str] = []
+    plain = growth._Same.__call__
+
+    def counted(self, path, value):
+        asked.append(path)
+        return plain(self, path, value)
+
+    monkeypatch.setattr(growth._Same, "__call__", counted)
+    fields = {f"f{i}": i for i in range(40)}
+    single = types.SimpleNamespace(values=[], **fields)
+    pp = types.SimpleNamespace(values=[], **fields)
+    walk = RequestWalk(lambda view, skip, same: compare.records(view, skip, same))
+    per_step, found = [], []
+    for step in range(6):
+        single.values.append(step)
+        pp.values.append(step)
+        if step == 3:
+            pp.f7 = 1007
+        if step == 4:
+            pp.added = 1
+        if step == 5:
+            del pp.added
+        asked.clear()
+        [a], [b] = walk.step([single], [pp])
+        per_step.append(len(asked))
+        found.append(sorted((d.path, d.what) for d in compare.differences(a, b)))
+    assert per_step[0] == 2 * 41 and per_step[1:3] == [2, 2], per_step
+    assert found[:3] == [[], [], []]
+    assert found[3] == [(".f7", "value")]
+    assert found[4] == [(".added", "extra")]
+    # Removed again: the step's records no longer hold it on either side.
+    assert found[5] == []

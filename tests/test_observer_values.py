@@ -28,6 +28,7 @@ from ppaux.observer.compare import (
     shown_name,
     uncompared,
 )
+from ppaux.suggestions import RaiseLimit
 
 pytestmark = pytest.mark.torch
 
@@ -505,6 +506,10 @@ def test_a_value_nested_past_the_bound_is_compared_once_the_limit_is_raised(case
     assert {f.code for f in default.findings} == {"PP716"}
     assert "max_value_nesting=64" in default.findings[0].message
     assert default.data["observer"]["limits_reached"] == ["max_value_nesting"]
+    # The suggestion carries the limit's value in the run, the default here.
+    assert default.findings[0].suggestions == (RaiseLimit("max_value_nesting", 64),)
+    short = check_observer(f"{cases}:DeepDiffObs", ONE, limits=Limits(max_value_nesting=80))
+    assert [f.suggestions for f in short.findings] == [(RaiseLimit("max_value_nesting", 80),)]
     raised = check_observer(f"{cases}:DeepDiffObs", ONE, limits=Limits(max_value_nesting=200))
     assert {f.code for f in raised.findings} == {"PP711"}
 

@@ -63,4 +63,15 @@ def test_check_observer_json_and_text_hold_the_same_notes(tmp_path):
     notes = json.loads(render(report, Format.JSON))["notes"]
     assert any("the target says hello" in note for note in notes), notes
     text = render(report, Format.TEXT, width=1000)
-    assert _notes_in_text(text, notes) == notes
+    # What the target printed is one note in JSON, its heading and its lines in the text, each
+    # line on its own, two spaces in.
+    [printed] = [note for note in notes if note.startswith("the target printed:\n")]
+    assert printed == "the target printed:\nthe target says hello\n"
+    lines = [
+        row
+        for note in notes
+        for row in (
+            ["the target printed:", "  the target says hello"] if note == printed else [note]
+        )
+    ]
+    assert _notes_in_text(text, lines) == lines

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppaux.limits import Limits
 from ppaux.observer.judge import Ending, Judge
@@ -25,6 +25,9 @@ from ppaux.observer.target import LoadedObserver, TargetError, observer_from
 from ppaux.replay import Impl, Sender, Transport, timeout_fault
 from ppaux.report import Report
 from ppaux.suggestions import Setting
+
+if TYPE_CHECKING:
+    from ppaux.observer.child import ChildEnd
 
 __all__ = [
     "CHECK_LIMITS",
@@ -94,7 +97,7 @@ def _validate(options: ObserverOptions) -> None:
         raise ObserverConfigError("timeout_s", str(options.timeout_s), fault)
 
 
-def _judge(target: str, options: ObserverOptions) -> Judge:
+def _judge(target: str, options: ObserverOptions, limits: Limits) -> Judge:
     return Judge(
         target,
         options.transport.value,
@@ -102,6 +105,7 @@ def _judge(target: str, options: ObserverOptions) -> Judge:
         options.sender.value,
         tuple(options.batch_sizes),
         options.steps,
+        limits=limits,
     )
 
 
@@ -155,33 +159,66 @@ def check_observer(
         load_object(str(target))  # raises the TargetError that says what a target looks like
     request = _request(target, options, outputs, cwd)
     request["limits"] = {name: getattr(limits, name) for name in CHECK_LIMITS}
-    judge = _judge(target, options)
-    kept = bytearray()
-    dropped = [0]
+    judge = _judge(target, options, limits)
+    kept = _Kept()
+    taken = _Taken(judge)
+    end = run_child(
+        request, timeout_s=options.timeout_s, take=taken.take, on_output=on_output or kept.keep
+    )
+    _judge_the_end(judge, end, taken, target, options.timeout_s)
+    report = judge.report(kept.shown())
+    _foreign_signals(report, end)
+    return report
 
-    def keep(data: bytes) -> None:
-        room = MAX_OUTPUT_KEPT - len(kept)
-        kept.extend(data[: max(room, 0)])
-        dropped[0] += max(len(data) - max(room, 0), 0)
 
-    stops: list[dict[str, Any]] = []
-    #: The timers the child left running.
-    timers: list[Any] = []
+class _Kept:
+    """The target's output as a report's note keeps it: its first :data:`MAX_OUTPUT_KEPT`
+    bytes, the rest counted."""
 
-    def take(message: dict[str, Any]) -> None:
+    def __init__(self) -> None:
+        self.kept = bytearray()
+        self.dropped = 0
+
+    def keep(self, data: bytes) -> None:
+        room = max(MAX_OUTPUT_KEPT - len(self.kept), 0)
+        self.kept.extend(data[:room])
+        self.dropped += max(len(data) - room, 0)
+
+    def shown(self) -> str:
+        text = self.kept.decode("utf-8", "replace")
+        return text + f"\n[... {self.dropped} more bytes]" if self.dropped else text
+
+
+class _Taken:
+    """The child's records as they come: each judged, and kept aside where it stops the check
+    (``stops``) or names the timers the child left running (``timers``)."""
+
+    def __init__(self, judge: Judge) -> None:
+        self.judge = judge
+        self.stops: list[dict[str, Any]] = []
+        self.timers: list[Any] = []
+
+    def take(self, message: dict[str, Any]) -> None:
         event = message.get("event")
         if event in ("target_error", "config_error", "failed", "target_exit", "target_raised"):
-            stops.append(message)
+            self.stops.append(message)
         if event == "end" and isinstance(message.get("timers"), list):
-            timers.extend(message["timers"][:8])
-        judge.take(message)
+            self.timers.extend(message["timers"][:8])
+        self.judge.take(message)
 
-    end = run_child(request, timeout_s=options.timeout_s, take=take, on_output=on_output or keep)
-    for stop in stops:
+
+def _judge_the_end(
+    judge: Judge, end: ChildEnd, taken: _Taken, target: str, timeout_s: float
+) -> None:
+    """What stopped the check and how the child ended, told to ``judge`` (a record that
+    stops the check with an error raises it here)."""
+    for stop in taken.stops:
         _stopped(stop, target, judge)
-    for ending in endings(end, options.timeout_s, end.hook):
+    for ending in endings(end, timeout_s, end.hook):
         judge.ended(ending)
-    left = [(str(t[0])[:20], float(t[1])) for t in timers if isinstance(t, list) and len(t) == 2]
+    left = [
+        (str(t[0])[:20], float(t[1])) for t in taken.timers if isinstance(t, list) and len(t) == 2
+    ]
     if left:
         judge.ended(timers_left(left))
     if not judge.start and not judge.endings:
@@ -193,21 +230,22 @@ def check_observer(
                 "sent was not the check's",
             )
         )
-    shown = kept.decode("utf-8", "replace")
-    if dropped[0]:
-        shown += f"\n[... {dropped[0]} more bytes]"
-    report = judge.report(shown)
-    if end.foreign:
-        report.data.setdefault("observer", {})["signals_from"] = [
-            {"signal": name, "pid": pid} for name, pid in end.foreign
-        ]
-        for name, pid in end.foreign:
-            sender = "the kernel" if pid == 0 else f"pid {pid}"
-            report.notes.append(
-                f"ppaux's process received {name} from {sender}, which is neither the target's "
-                "process nor one it started: taken, and the check went on"
-            )
-    return report
+
+
+def _foreign_signals(report: Report, end: ChildEnd) -> None:
+    """The signals another process than the target's sent this one while the check ran, in
+    the report's data (``observer.signals_from``) and notes."""
+    if not end.foreign:
+        return
+    report.data.setdefault("observer", {})["signals_from"] = [
+        {"signal": name, "pid": pid} for name, pid in end.foreign
+    ]
+    for name, pid in end.foreign:
+        sender = "the kernel" if pid == 0 else f"pid {pid}"
+        report.notes.append(
+            f"ppaux's process received {name} from {sender}, which is neither the target's "
+            "process nor one it started: taken, and the check went on"
+        )
 
 
 def _request(
@@ -406,7 +444,7 @@ def check_loaded(
     from ppaux.observer.inhand import watched
     from ppaux.observer.parts import machinery
 
-    judge = _judge(loaded.target, options)
+    judge = _judge(loaded.target, options, limits)
     with watched() as seen, machinery(options, wire) as (machine, info, device, sglang_parts):
         try:
             with digest_budget(limits.max_digested_items, limits.max_value_nesting):

@@ -1,10 +1,7 @@
 """What the two paths produced, as records, and their comparison.
 
 In the child, an auxiliary output, a host output or a request is walked into ``{path: leaf}``
-(:func:`leaves`): ``.field`` for attributes (``__dict__``, dataclass fields, ``__slots__``),
-``[key]`` for mappings, ``[i]`` for lists and tuples; a tensor, a number, a string or any other
-object is a leaf, and so is a container past :data:`MAX_ITEMS` items or :data:`MAX_DEPTH` deep, or
-met once the walk gave :data:`MAX_LEAVES` leaves. Each leaf becomes a record of plain data
+(:func:`~ppaux.observer.walk.leaves`, re-exported here). Each leaf becomes a record of plain data
 (:func:`record`): a tensor's dtype, shape, strides, device, layout and the sha256 of its values
 (with its first values); a numpy array's the same, of its bytes in C order; any other value's
 qualified type name, a bounded text and the key it is compared by: a digest of its values for a
@@ -19,11 +16,7 @@ place; -0.0 and 0.0 differ) and by value for the rest, a NaN float equal to a Na
 
 from __future__ import annotations
 
-import dataclasses
-import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
 from typing import Any
 
 from ppaux.observer.digests import (
@@ -41,10 +34,32 @@ from ppaux.observer.digests import (
     tensor_values,
     value_key,
 )
+from ppaux.observer.walk import (
+    MAX_DEPTH,
+    MAX_ITEMS,
+    MAX_KEY,
+    MAX_LEAVES,
+    SCALARS,
+    Budget,
+    Same,
+    Sameness,
+    Skip,
+    fields_of,
+    leaves,
+    shown_name,
+)
 from ppaux.suggestions import RaiseLimit
 
 __all__ = [
+    "MAX_DEPTH",
+    "MAX_ITEMS",
+    "MAX_KEY",
+    "MAX_LEAVES",
+    "Budget",
     "Difference",
+    "Same",
+    "Sameness",
+    "Skip",
     "describe",
     "differences",
     "leaves",
@@ -54,15 +69,6 @@ __all__ = [
     "uncompared",
 ]
 
-_SCALARS = (int, float, complex, str, bytes, bool, type(None))
-#: Walks stop this deep; anything deeper is one leaf.
-MAX_DEPTH = 5
-#: Containers longer than this are one leaf.
-MAX_ITEMS = 256
-#: The leaves one walk gives before every container it meets after is one leaf.
-MAX_LEAVES = 2048
-#: The most characters of a mapping's key a path shows (a digest of the whole key follows).
-MAX_KEY = 64
 #: The most characters of a value's text a record keeps (its key is a digest beyond that).
 MAX_TEXT = 200
 #: The rule each kind of leaf is compared by, named in the findings.
@@ -89,197 +95,6 @@ class Difference:
 
 # ----------------------------------------------------------------------------------------------
 # The child: walking and describing (torch, the target's objects)
-
-
-def _fields(obj: Any) -> dict[str, Any] | None:
-    found: dict[str, Any] = {}
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        # Its declared fields, then whatever else the instance holds: an attribute set after
-        # construction (in __post_init__, by after_sample, by consume on a request) is part of
-        # what a path produced, and is compared too.
-        found = {f.name: getattr(obj, f.name, None) for f in dataclasses.fields(obj)}
-    slots = [
-        name
-        for klass in type(obj).__mro__
-        for name in getattr(klass, "__slots__", ())
-        if isinstance(name, str) and name not in ("__dict__", "__weakref__")
-    ]
-    for name in slots:
-        if hasattr(obj, name):
-            found[name] = getattr(obj, name)
-    if hasattr(obj, "__dict__") and isinstance(vars(obj), dict):
-        found.update(vars(obj))
-    return found if found or slots or hasattr(obj, "__dict__") else None
-
-
-#: ``skip(path, a_list)``: how many leading items of the list at ``path`` :func:`leaves` leaves
-#: out (described before, and taken as unchanged).
-Skip = Callable[[str, list[Any]], int]
-
-#: ``same(path, value)``: whether :func:`leaves` leaves out the plain value (exactly one of
-#: :data:`_SCALARS`' types) at ``path``: the very object described there before, taken as
-#: unchanged.
-Same = Callable[[str, Any], bool]
-
-_PLAIN = frozenset(_SCALARS)
-
-
-class Budget:
-    """What is left of one walk's :data:`MAX_LEAVES`."""
-
-    def __init__(self, leaves: int = MAX_LEAVES) -> None:
-        self.left = leaves
-
-
-def leaves(
-    obj: Any,
-    prefix: str = "",
-    depth: int = 0,
-    skip: Skip | None = None,
-    same: Same | None = None,
-    budget: Budget | None = None,
-) -> dict[str, Any]:
-    """``{path: leaf}`` for ``obj`` (see the module's docstring). The target's own methods
-    (``__getattribute__``, properties, ``__eq__``) may raise here: the caller says whose.
-
-    With ``skip``, a list (exactly a ``list``) at a path leaves out its first ``skip(path,
-    list)`` items: only the items after them are walked, and more than :data:`MAX_ITEMS` of
-    them are one leaf ``path[start:]``; a list with nothing after them gives no leaf (nor does
-    a holder whose every child gave none). With ``same``, a plain value for which
-    ``same(path, value)`` is true gives no leaf either. Without them, every walk gives a
-    leaf. ``budget``: the leaves this walk may still give (a fresh :class:`Budget` when None);
-    once spent, every container met is one leaf."""
-    if budget is None:
-        budget = Budget()
-    if isinstance(obj, _SCALARS) or depth >= MAX_DEPTH:
-        if same is not None and type(obj) in _PLAIN and same(prefix, obj):
-            return {}
-        budget.left -= 1
-        return {prefix: obj}
-    import torch
-
-    if isinstance(obj, torch.Tensor) or budget.left <= 0:
-        budget.left -= 1
-        return {prefix: obj}
-    if isinstance(obj, dict):
-        if len(obj) > MAX_ITEMS:
-            budget.left -= 1
-            return {prefix: obj}
-        out: dict[str, Any] = {}
-        walked = False
-        for key, value in list(obj.items()):
-            walked = True
-            path = f"{prefix}[{_key_text(key)}]"
-            if type(value) in _PLAIN:  # a leaf at any depth: walked here, without a call
-                if same is None or not same(path, value):
-                    budget.left -= 1
-                    out[path] = value
-            else:
-                out.update(leaves(value, path, depth + 1, skip, same, budget))
-        return out if out or walked else {prefix: obj}
-    if isinstance(obj, (list, tuple)):
-        if skip is not None and type(obj) is list:
-            start = skip(prefix, obj)
-            if start > 0:
-                return _rest(obj, start, prefix, depth, skip, same, budget)
-        if len(obj) > MAX_ITEMS:
-            budget.left -= 1
-            return {prefix: obj}
-        out = {}
-        walked = False
-        for index, value in enumerate(list(obj)):
-            walked = True
-            path = f"{prefix}[{index}]"
-            if type(value) in _PLAIN:
-                if same is None or not same(path, value):
-                    budget.left -= 1
-                    out[path] = value
-            else:
-                out.update(leaves(value, path, depth + 1, skip, same, budget))
-        return out if out or walked else {prefix: obj}
-    if type(obj).__module__ == "numpy":
-        budget.left -= 1
-        return {prefix: obj}
-    fields = _fields(obj)
-    if fields is None or (callable(obj) and not fields):
-        budget.left -= 1
-        return {prefix: obj}
-    out = {}
-    walked = False
-    for name, value in fields.items():
-        if name.startswith("__"):
-            continue
-        walked = True
-        # A long attribute name is shortened as a long key is: no path is long.
-        if type(name) is str and len(name) <= MAX_KEY:
-            path = f"{prefix}.{name}"
-        else:
-            shown = shown_name(name) if isinstance(name, str) else _key_text(name)
-            path = f"{prefix}.{shown}"
-        if type(value) in _PLAIN:
-            if same is None or not same(path, value):
-                budget.left -= 1
-                out[path] = value
-        else:
-            out.update(leaves(value, path, depth + 1, skip, same, budget))
-    # A child that gave nothing was skipped (see above), not empty: it left no leaf, and
-    # neither does its holder.
-    return out if out or walked else {prefix: obj}
-
-
-def _rest(
-    items: list[Any],
-    start: int,
-    prefix: str,
-    depth: int,
-    skip: Skip | None,
-    same: Same | None,
-    budget: Budget,
-) -> dict[str, Any]:
-    """The leaves of ``items[start:]`` (see :func:`leaves`): the cost is theirs alone."""
-    rest = items[start:]
-    if len(rest) > MAX_ITEMS or budget.left <= 0:
-        budget.left -= 1
-        return {f"{prefix}[{start}:]": rest}
-    out: dict[str, Any] = {}
-    for index, value in enumerate(rest, start):
-        path = f"{prefix}[{index}]"
-        if type(value) in _PLAIN:  # a leaf at any depth (see leaves)
-            if same is None or not same(path, value):
-                budget.left -= 1
-                out[path] = value
-        else:
-            out.update(leaves(value, path, depth + 1, skip, same, budget))
-    return out
-
-
-def _key_text(key: Any) -> str:
-    """A key as a path shows it: its repr, or, past :data:`MAX_KEY` characters, the start of it
-    and a digest of the whole, so that two keys give two paths and no path is long."""
-    if isinstance(key, str) and len(key) > MAX_KEY:
-        return shown_name(key, quoted=True)
-    text = repr(key)
-    if not isinstance(text, str):
-        raise TypeError(f"__repr__ returned {type(text).__name__}, not str")
-    return shown_name(text)
-
-
-#: A name :func:`shown_name` has shortened already: shown as it is, so that shortening twice
-#: (the check's child before a name crosses, the parent where it shows it) changes nothing.
-_SHOWN_LONG = re.compile(
-    rf".{{{MAX_KEY}}}\.\.\.\([0-9,]{{1,32}} characters, sha256 [0-9a-f]{{16}}\)", re.DOTALL
-)
-
-
-def shown_name(name: str, quoted: bool = False) -> str:
-    """``name`` (``repr``'d with ``quoted``) if at most :data:`MAX_KEY` characters long; else
-    its start, its length and a digest of the whole: two names stay two, none is long. A name
-    already in that form is returned as it is (the parent shows what the child shortened)."""
-    if len(name) <= MAX_KEY or (not quoted and _SHOWN_LONG.fullmatch(name)):
-        return repr(name) if quoted else name
-    whole = _sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    start = repr(name[:MAX_KEY]) if quoted else name[:MAX_KEY]
-    return f"{start}...({len(name):,} characters, sha256 {whole})"
 
 
 def _qualname(value: Any) -> str:
@@ -397,9 +212,9 @@ def _whole(value: Any) -> bool:
     with fields (met where a walk stopped)."""
     if isinstance(value, (list, tuple, dict, set, frozenset)) or is_array(value, objects=True):
         return True
-    if isinstance(value, _SCALARS) or type(value).__module__ == "numpy":
+    if isinstance(value, SCALARS) or type(value).__module__ == "numpy":
         return False
-    return bool(_fields(value))  # an object with no fields is its text (its own __repr__)
+    return bool(fields_of(value))  # an object with no fields is its text (its own __repr__)
 
 
 def _not_compared(value: Any, why: str) -> dict[str, Any]:
@@ -422,7 +237,7 @@ def _made(value: Any, digests: Digests | None) -> dict[str, Any]:
         }
     if _whole(value):
         if digests is None:
-            digests = Digests(_fields, _tensor_text)
+            digests = Digests(fields_of, _tensor_text)
         try:
             key = "sha256:" + digests.digest(value)
         except NotCompared as why:
@@ -455,7 +270,7 @@ def records(
 ) -> dict[str, dict[str, Any]]:
     """``{path: record}`` of ``obj``'s leaves (``skip`` and ``same``: see :func:`leaves`); the
     values digested whole share one :class:`~ppaux.observer.digests.Digests`."""
-    digests = Digests(_fields, _tensor_text)
+    digests = Digests(fields_of, _tensor_text)
     return {
         path: record(value, digests) for path, value in leaves(obj, skip=skip, same=same).items()
     }

@@ -10,6 +10,7 @@ per kind, the rest counted) is the judge's business.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,11 +93,12 @@ def nothing_sent_finding(target: str) -> Finding:
 
 
 def uncompared_finding(
-    target: str, not_compared: dict[str, str], count: int, limits: list[str]
+    target: str, not_compared: dict[str, str], count: int, limits: Sequence[RaiseLimit]
 ) -> Finding:
     """PP716: values the check could not compare, the first named (the rest are listed in
     the notes and the JSON report's ``observer.not_compared``); the ``limits`` that left them
-    uncompared are said once, as the fix's suggestions."""
+    uncompared (each with the value it had in the run) are said once, as the fix's
+    suggestions."""
     place, why = next(iter(not_compared.items()))
     more = count - 1
     tail = f" (and {more} more)" if more else ""
@@ -105,7 +107,7 @@ def uncompared_finding(
         target,
         f"{count} value(s) not compared over the steps, so a difference in "
         f"them is not reported: {place}: {why}{tail}",
-        suggestions=tuple(RaiseLimit(name) for name in limits),
+        suggestions=tuple(limits),
     )
 
 

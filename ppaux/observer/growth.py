@@ -24,9 +24,11 @@ Runs in the check's child (or in-process for an object in hand). Imports torch w
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import is_
 from typing import Any
 
-from ppaux.observer.compare import Same, Skip
+from ppaux.observer.compare import Same, Sameness, Skip
+from ppaux.observer.walk import plain_children
 
 __all__ = ["RequestWalk"]
 
@@ -35,6 +37,10 @@ _Memo = dict[tuple[int, int, str], tuple[list[Any], int]]
 
 #: (side, request number) -> {path: the plain value seen there at the last step}.
 _Values = dict[tuple[int, int], dict[str, Any]]
+
+#: {path: (the names, the values, whether it was left out whole)} of the objects walked at one
+#: step (see :meth:`ppaux.observer.walk.Sameness.holder`).
+_Holders = dict[str, tuple[tuple[Any, ...], tuple[Any, ...], bool]]
 
 #: How one request is described: its view, then ``skip`` and ``same`` (see
 #: :func:`ppaux.observer.compare.leaves`).
@@ -49,6 +55,7 @@ class RequestWalk:
         self.describe = describe
         self.memo: _Memo = {}
         self.values: _Values = {}
+        self.holders: dict[tuple[int, int], _Holders] = {}
 
     def step(
         self, single: Sequence[Any], pp: Sequence[Any]
@@ -62,12 +69,13 @@ class RequestWalk:
             starts: tuple[dict[str, int], dict[str, int]] = ({}, {})
             seen: tuple[dict[str, list[Any]], dict[str, list[Any]]] = ({}, {})
             values: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
-            kept: tuple[set[str], set[str]] = (set(), set())
+            kept: tuple[set[Any], set[Any]] = (set(), set())
+            holders: tuple[_Holders, _Holders] = ({}, {})
             found = [
                 self.describe(
                     view,
                     self._skip(side, number, starts[side], seen[side], None),
-                    self._same(side, number, values[side], kept[side], None),
+                    self._same(side, number, (values[side], holders[side]), kept[side], None),
                 )
                 for side, view in enumerate((a, b))
             ]
@@ -80,13 +88,13 @@ class RequestWalk:
                     path: min(starts[0].get(path, 0), starts[1].get(path, 0))
                     for path in {*starts[0], *starts[1]}
                 }
-                both = kept[0] & kept[1]
-                seen, values = ({}, {}), ({}, {})
+                both = _spelled(kept[0], holders[0]) & _spelled(kept[1], holders[1])
+                seen, values, holders = ({}, {}), ({}, {}), ({}, {})
                 found = [
                     self.describe(
                         view,
                         self._skip(side, number, ({}, {})[side], seen[side], common),
-                        self._same(side, number, values[side], set(), both),
+                        self._same(side, number, (values[side], holders[side]), set(), both),
                     )
                     for side, view in enumerate((a, b))
                 ]
@@ -94,6 +102,7 @@ class RequestWalk:
                 for path, items in seen[side].items():
                     self.memo[(side, number, path)] = (items, len(items))
                 self.values[(side, number)] = values[side]
+                self.holders[(side, number)] = holders[side]
             left.append(found[0])
             right.append(found[1])
         return left, right
@@ -102,20 +111,16 @@ class RequestWalk:
         self,
         side: int,
         number: int,
-        values: dict[str, Any],
-        kept: set[str],
-        allowed: set[str] | None,
+        now: tuple[dict[str, Any], _Holders],
+        kept: set[Any],
+        allowed: set[Any] | None,
     ) -> Same:
-        then = self.values.get((side, number), {})
-
-        def same(path: str, value: Any) -> bool:
-            values[path] = value
-            if path in then and then[path] is value and (allowed is None or path in allowed):
-                kept.add(path)
-                return True
-            return False
-
-        return same
+        return _Same(
+            (self.values.get((side, number), {}), self.holders.get((side, number), {})),
+            now,
+            kept,
+            allowed,
+        )
 
     def _skip(
         self,
@@ -139,3 +144,59 @@ class RequestWalk:
             return start
 
         return skip
+
+
+class _Same(Sameness):
+    """What one side's request leaves out at one step: a plain value that is the very object
+    the same path held at the last step, and an object whose names and values are all the
+    very ones it held there (:class:`~ppaux.observer.walk.Sameness`). ``then``: the plain
+    values and the objects seen at the last step; ``now``: where this step's are put;
+    ``kept``: what was left out (a path, or ``("object", path)``); with ``allowed``, only
+    what is in it may be left out."""
+
+    def __init__(
+        self,
+        then: tuple[dict[str, Any], _Holders],
+        now: tuple[dict[str, Any], _Holders],
+        kept: set[Any],
+        allowed: set[Any] | None,
+    ) -> None:
+        self.then, self.now, self.kept, self.allowed = then, now, kept, allowed
+
+    def __call__(self, path: str, value: Any) -> bool:
+        self.now[0][path] = value
+        then = self.then[0]
+        if path in then and then[path] is value and (self.allowed is None or path in self.allowed):
+            self.kept.add(path)
+            return True
+        return False
+
+    def holder(self, path: str, names: tuple[Any, ...], values: tuple[Any, ...]) -> bool:
+        was = self.then[1].get(path)
+        mark = ("object", path)
+        whole = (
+            was is not None
+            and len(was[0]) == len(names)
+            and (self.allowed is None or mark in self.allowed)
+            and all(map(is_, names, was[0]))
+            and all(map(is_, values, was[1]))
+        )
+        self.now[1][path] = (names, values, whole)
+        if whole:
+            self.kept.add(mark)
+        elif was is not None and was[2]:
+            # Left out whole at the last step: its plain values, one by one, as the last step
+            # would have seen them, so that each is asked about as ever.
+            self.then[0].update(plain_children(path, was[0], was[1]))
+        return whole
+
+
+def _spelled(kept: set[Any], holders: _Holders) -> set[Any]:
+    """``kept`` with each object left out whole also spelled as the paths of its plain
+    values: what the other side left out value by value compares with it."""
+    spelled = set(kept)
+    for mark in kept:
+        if isinstance(mark, tuple):
+            names, values, _ = holders[mark[1]]
+            spelled.update(plain_children(mark[1], names, values))
+    return spelled

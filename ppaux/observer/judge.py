@@ -39,6 +39,7 @@ from ppaux.observer.phrasing import (
     where,
 )
 from ppaux.report import Finding, Report, Table, finding
+from ppaux.suggestions import RaiseLimit
 
 __all__ = ["Ending", "Judge"]
 
@@ -83,6 +84,8 @@ class Judge:
     uncompared_count: int = 0
     #: The limits (of :class:`~ppaux.limits.Limits`) that left a value not compared.
     limits_reached: list[str] = field(default_factory=list)
+    #: The limits the run had: a limit reached is suggested with its value in the run.
+    limits: Limits = field(default_factory=Limits)
 
     # ------------------------------------------------------------------------------------------
     # Records
@@ -337,7 +340,6 @@ class Judge:
     def report(self, output: str = "") -> Report:
         """The report of everything taken; ``output`` is what the target printed (notes)."""
         report = Report(command="check-observer")
-        given = bool(self.start.get("given"))
         if (
             self.start
             and not self.endings
@@ -346,25 +348,7 @@ class Judge:
         ):
             report.findings.append(nothing_sent_finding(self.target))
         report.findings += [self.places.located(item) for item in self.findings]
-        device = str(self.start.get("device", "?"))
-        sglang_parts = bool(self.start.get("sglang_parts"))
-        report.data["observer"] = {
-            "target": self.target,
-            "kind": self.start.get("kind"),
-            "origin": self.start.get("origin"),
-            "transport": self.transport,
-            "impl": self.impl,
-            "sender": self.sender,
-            "device": device,
-            "batch_sizes": list(self.batch_sizes) if not given else [self.batch_sizes[0]],
-            "steps": self.steps if not given else None,
-            "outputs_given": given,
-            "sampling_info": "sglang" if sglang_parts else "stand-in",
-            "result_processing": "sglang" if sglang_parts else "ppaux",
-            "requests": str(self.start.get("requests") or "ppaux stand-ins"),
-            "repeats": {f"{code} {what}": n for (code, what), n in self.counts.items() if n > 1},
-            "ended": [{"kind": e.kind, "text": e.text} for e in self.endings],
-        }
+        report.data["observer"] = self._observer_data()
         if self.not_compared:
             # Every format lists them: a difference in them is not reported.
             report.data["observer"]["not_compared"] = [
@@ -373,7 +357,10 @@ class Judge:
             report.data["observer"]["not_compared_count"] = self.uncompared_count
             report.findings.append(
                 uncompared_finding(
-                    self.target, self.not_compared, self.uncompared_count, self.limits_reached
+                    self.target,
+                    self.not_compared,
+                    self.uncompared_count,
+                    [RaiseLimit(n, getattr(self.limits, n)) for n in self.limits_reached],
                 )
             )
         if self.limits_reached:
@@ -389,17 +376,42 @@ class Judge:
             report.notes.append(
                 f"consume saw {report.data['observer']['requests']} as its requests and batch"
             )
+        report.tables.append(self._step_table())
+        return report
+
+    def _observer_data(self) -> dict[str, Any]:
+        """The JSON report's ``observer``: what was checked, how, and how it ended."""
+        given = bool(self.start.get("given"))
+        sglang_parts = bool(self.start.get("sglang_parts"))
+        return {
+            "target": self.target,
+            "kind": self.start.get("kind"),
+            "origin": self.start.get("origin"),
+            "transport": self.transport,
+            "impl": self.impl,
+            "sender": self.sender,
+            "device": str(self.start.get("device", "?")),
+            "batch_sizes": list(self.batch_sizes) if not given else [self.batch_sizes[0]],
+            "steps": self.steps if not given else None,
+            "outputs_given": given,
+            "sampling_info": "sglang" if sglang_parts else "stand-in",
+            "result_processing": "sglang" if sglang_parts else "ppaux",
+            "requests": str(self.start.get("requests") or "ppaux stand-ins"),
+            "repeats": {f"{code} {what}": n for (code, what), n in self.counts.items() if n > 1},
+            "ended": [{"kind": e.kind, "text": e.text} for e in self.endings],
+        }
+
+    def _step_table(self) -> Table:
+        """The step table: a row per batch size and step, the failing ones marked."""
         name = self.target.rpartition(":")[2] or self.target
+        device = str(self.start.get("device", "?"))
         title = (
             f"{name}: transport {self.transport}, impl {self.impl}, sender {self.sender}, {device}"
         )
-        report.tables.append(
-            Table(
-                title,
-                ("batch", "step", "sent", "verdict"),
-                tuple(self.rows),
-                frozenset(self.marked),
-                text_rows=_TEXT_ROWS,
-            )
+        return Table(
+            title,
+            ("batch", "step", "sent", "verdict"),
+            tuple(self.rows),
+            frozenset(self.marked),
+            text_rows=_TEXT_ROWS,
         )
-        return report

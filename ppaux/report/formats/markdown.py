@@ -39,14 +39,26 @@ def note_blocks(notes: list[str]) -> list[tuple[str, list[str]]]:
     other ``: ``, as triage's ``next steps:``) followed by notes indented by two spaces (its
     commands) takes those lines, their two spaces off, as its block, to be shown verbatim
     (commands a reader copies); every other note has an empty block. A note such as capture
-    list's ``x.pt: RuntimeError: ...`` and its indented ``trail:`` stays a list."""
-    pairs: list[tuple[str, list[str]]] = []
+    list's ``x.pt: RuntimeError: ...`` and its indented ``trail:`` stays a list. A heading
+    note with lines of its own after it (what an observer's target printed: see
+    :func:`~ppaux.report.formats.shown.shown_report`) takes them as its block."""
+    return [(note, block) for note, block, _ in note_parts(notes)]
+
+
+def note_parts(notes: list[str]) -> list[tuple[str, list[str], bool]]:
+    """:func:`note_blocks`, each pair with whether its block is lines of text the note held
+    itself (a target's output: True) rather than the commands of the notes after it."""
+    parts: list[tuple[str, list[str], bool]] = []
     for note in notes:
-        if note.startswith("  ") and pairs and _heading(pairs[-1][0]):
-            pairs[-1][1].append(note[2:])
+        head, newline, rest = note.partition("\n")
+        if newline and _heading(head):
+            parts.append((head, rest.removesuffix("\n").split("\n"), True))
             continue
-        pairs.append((note, []))
-    return pairs
+        if note.startswith("  ") and parts and _heading(parts[-1][0]) and not parts[-1][2]:
+            parts[-1][1].append(note[2:])
+            continue
+        parts.append((note, [], False))
+    return parts
 
 
 def _heading(note: str) -> bool:

@@ -123,5 +123,16 @@ def shown_report(report: Report) -> Report:
         ],
         data=shown_value(report.data),
         tables=[_table(t) for t in report.tables],
-        notes=[shown(n, None) for n in report.notes],
+        notes=[_note(n) for n in report.notes],
     )
+
+
+def _note(note: str) -> str:
+    """A note, shown: one whose first line is a heading (it ends with ``:`` and holds no other
+    ``: ``, as ``the target printed:``) followed by further lines keeps them as lines, each
+    shown on its own (its control characters, ``\r`` among them, still escaped); any other
+    note is shown as one line."""
+    head, newline, _ = note.partition("\n")
+    if newline and head.endswith(":") and ": " not in head:
+        return "\n".join(shown(line, None) for line in note.split("\n"))
+    return shown(note, None)

@@ -183,13 +183,14 @@ def _note_lines(notes: list[str], width: int) -> list[str]:
     """The notes wrapped at ``width``: a heading note's block (triage's ``next steps:`` and its
     commands) as shell lines that stay pasteable, every other note as prose under a hanging
     indent four spaces past its own."""
-    from ppaux.report.formats.markdown import note_blocks
+    from ppaux.report.formats.markdown import note_parts
 
     lines: list[str] = []
-    for note, block in note_blocks(notes):
+    for note, block, held in note_parts(notes):
         lines += _prose(note, width)
-        for command in block:
-            lines += shell_lines(command, width, "  ")
+        for line in block:
+            # A note's own lines (what a target printed) are text; a block after it, commands.
+            lines += _prose("  " + line, width) if held else shell_lines(line, width, "  ")
     return lines
 
 

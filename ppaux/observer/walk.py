@@ -1,0 +1,310 @@
+"""Walking a value the target produced into its leaves, in the check's child.
+
+:func:`leaves` walks an auxiliary output, a host output or a request into ``{path: leaf}``:
+``.field`` for attributes (``__dict__``, dataclass fields, ``__slots__``), ``[key]`` for
+mappings, ``[i]`` for lists and tuples; a tensor, a number, a string or any other object is a
+leaf, and so is a container past :data:`MAX_ITEMS` items or :data:`MAX_DEPTH` deep, or met once
+the walk gave :data:`MAX_LEAVES` leaves. A walk may leave out what it described at an earlier
+step (``skip``, ``same``; see :mod:`.growth`). Each leaf then becomes a record
+(:mod:`.compare`). The target's own methods (``__getattribute__``, properties, ``__repr__`` of a
+key) run here and may raise: the caller says whose failure that is. Imports torch when used.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterable
+from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
+from typing import Any
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_ITEMS",
+    "MAX_KEY",
+    "MAX_LEAVES",
+    "SCALARS",
+    "Budget",
+    "Same",
+    "Sameness",
+    "Skip",
+    "fields_of",
+    "leaves",
+    "plain_children",
+    "shown_name",
+]
+
+SCALARS = (int, float, complex, str, bytes, bool, type(None))
+#: Walks stop this deep; anything deeper is one leaf.
+MAX_DEPTH = 5
+#: Containers longer than this are one leaf.
+MAX_ITEMS = 256
+#: The leaves one walk gives before every container it meets after is one leaf.
+MAX_LEAVES = 2048
+#: The most characters of a mapping's key a path shows (a digest of the whole key follows).
+MAX_KEY = 64
+
+#: Per class, by its id (the class is kept, so the id stays its own): the names of its
+#: dataclass fields (None for a class that is not a dataclass) and of its ``__slots__``. Read
+#: once per class, not once per object: a request's class is met at every step. Cleared when
+#: it holds :data:`_KEPT_LAYOUTS` classes.
+_LAYOUTS: dict[int, tuple[type, tuple[str, ...] | None, tuple[str, ...]]] = {}
+_KEPT_LAYOUTS = 1024
+
+
+def _layout(obj: Any) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    """The names of ``obj``'s dataclass fields (None where it is no dataclass instance) and of
+    its class's ``__slots__`` (see :data:`_LAYOUTS`)."""
+    klass = type(obj)
+    known = _LAYOUTS.get(id(klass))
+    if known is not None and known[0] is klass:
+        return known[1], known[2]
+    names = None
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        names = tuple(f.name for f in dataclasses.fields(obj))
+    slots = tuple(
+        name
+        for ancestor in klass.__mro__
+        for name in getattr(ancestor, "__slots__", ())
+        if isinstance(name, str) and name not in ("__dict__", "__weakref__")
+    )
+    if len(_LAYOUTS) >= _KEPT_LAYOUTS:
+        _LAYOUTS.clear()
+    _LAYOUTS[id(klass)] = (klass, names, slots)
+    return names, slots
+
+
+def fields_of(obj: Any) -> dict[str, Any] | None:
+    """``obj``'s attributes by name: its dataclass fields, then its ``__slots__``, then
+    whatever else its ``__dict__`` holds (an attribute set after construction, in
+    ``__post_init__``, by ``after_sample``, by ``consume`` on a request, is part of what a path
+    produced, and is compared too); None for an object with neither slots nor a ``__dict__``."""
+    names, slots = _layout(obj)
+    found: dict[str, Any] = {}
+    if names is not None:
+        found = {name: getattr(obj, name, None) for name in names}
+    for name in slots:
+        if hasattr(obj, name):
+            found[name] = getattr(obj, name)
+    if hasattr(obj, "__dict__") and isinstance(vars(obj), dict):
+        found.update(vars(obj))
+    return found if found or slots or hasattr(obj, "__dict__") else None
+
+
+#: ``skip(path, a_list)``: how many leading items of the list at ``path`` :func:`leaves` leaves
+#: out (described before, and taken as unchanged).
+Skip = Callable[[str, list[Any]], int]
+
+#: ``same(path, value)``: whether :func:`leaves` leaves out the plain value (exactly one of
+#: :data:`SCALARS`' types) at ``path``: the very object described there before, taken as
+#: unchanged.
+Same = Callable[[str, Any], bool]
+
+_PLAIN = frozenset(SCALARS)
+
+
+class Sameness:
+    """A :data:`Same` that can also say an object is unchanged as a whole (:meth:`holder`):
+    the request walk of :mod:`.growth` is one. :func:`leaves` then walks only the values of
+    such an object that are not plain (a holder, a tensor...: changed in place or not, they
+    are walked as ever); its plain values give no leaf, as :meth:`__call__` would have said
+    of each one by one. A request holds some 45 plain values that stay the same step after
+    step: this says it once per object instead of once per value."""
+
+    def __call__(self, path: str, value: Any) -> bool:
+        raise NotImplementedError
+
+    def holder(self, path: str, names: tuple[Any, ...], values: tuple[Any, ...]) -> bool:
+        """Whether the object at ``path``, holding attributes ``names`` (in order) with
+        ``values``, holds the very names and values (the same objects) as when last walked."""
+        raise NotImplementedError
+
+
+class Budget:
+    """What is left of one walk's :data:`MAX_LEAVES`."""
+
+    def __init__(self, leaves: int = MAX_LEAVES) -> None:
+        self.left = leaves
+
+
+def leaves(
+    obj: Any,
+    prefix: str = "",
+    depth: int = 0,
+    skip: Skip | None = None,
+    same: Same | None = None,
+    budget: Budget | None = None,
+) -> dict[str, Any]:
+    """``{path: leaf}`` for ``obj`` (see the module's docstring). The target's own methods
+    (``__getattribute__``, properties, ``__eq__``) may raise here: the caller says whose.
+
+    With ``skip``, a list (exactly a ``list``) at a path leaves out its first ``skip(path,
+    list)`` items: only the items after them are walked, and more than :data:`MAX_ITEMS` of
+    them are one leaf ``path[start:]``; a list with nothing after them gives no leaf (nor does
+    a holder whose every child gave none). With ``same``, a plain value for which
+    ``same(path, value)`` is true gives no leaf either. Without them, every walk gives a
+    leaf. ``budget``: the leaves this walk may still give (a fresh :class:`Budget` when None);
+    once spent, every container met is one leaf."""
+    import torch
+
+    out: dict[str, Any] = {}
+    walk = _Walk(skip, same, Budget() if budget is None else budget, out, torch.Tensor)
+    walk.value(obj, prefix, depth)
+    return out
+
+
+class _Walk:
+    """One walk of :func:`leaves`: its ``skip``, ``same`` and budget, and the leaves it gave so
+    far (``out``, in the order met)."""
+
+    __slots__ = ("budget", "out", "same", "skip", "tensor")
+
+    def __init__(
+        self,
+        skip: Skip | None,
+        same: Same | None,
+        budget: Budget,
+        out: dict[str, Any],
+        tensor: type,
+    ) -> None:
+        self.skip = skip
+        self.same = same
+        self.budget = budget
+        self.out = out
+        self.tensor = tensor  # torch.Tensor, imported once a walk
+
+    def leaf(self, path: str, value: Any) -> None:
+        self.budget.left -= 1
+        self.out[path] = value
+
+    def value(self, obj: Any, prefix: str, depth: int) -> None:
+        """The leaves of ``obj`` at ``prefix``: itself, or its children's."""
+        if isinstance(obj, SCALARS) or depth >= MAX_DEPTH:
+            if self.same is None or type(obj) not in _PLAIN or not self.same(prefix, obj):
+                self.leaf(prefix, obj)
+            return
+        if isinstance(obj, self.tensor) or self.budget.left <= 0:
+            self.leaf(prefix, obj)
+        elif isinstance(obj, dict):
+            if len(obj) > MAX_ITEMS:
+                self.leaf(prefix, obj)
+            else:
+                keyed = ((f"{prefix}[{_key_text(k)}]", v) for k, v in list(obj.items()))
+                self.holder(obj, prefix, depth, keyed)
+        elif isinstance(obj, (list, tuple)):
+            start = 0
+            if self.skip is not None and isinstance(obj, list) and type(obj) is list:
+                start = self.skip(prefix, obj)
+            if start > 0 and isinstance(obj, list):
+                self.rest(obj, start, prefix, depth)
+            elif len(obj) > MAX_ITEMS:
+                self.leaf(prefix, obj)
+            else:
+                items = list(obj)
+                self.holder(
+                    obj, prefix, depth, ((f"{prefix}[{i}]", v) for i, v in enumerate(items))
+                )
+        elif type(obj).__module__ == "numpy":
+            self.leaf(prefix, obj)
+        else:
+            fields = fields_of(obj)
+            if fields is None or (callable(obj) and not fields):
+                self.leaf(prefix, obj)
+            elif isinstance(self.same, Sameness) and self.same.holder(
+                prefix, tuple(fields), tuple(fields.values())
+            ):
+                self.unchanged(obj, prefix, depth, fields)
+            else:
+                named = (
+                    (_attribute_path(prefix, name), value)
+                    for name, value in fields.items()
+                    if not name.startswith("__")
+                )
+                self.holder(obj, prefix, depth, named)
+
+    def holder(self, obj: Any, prefix: str, depth: int, items: Iterable[tuple[str, Any]]) -> None:
+        """The leaves of a holder's ``items`` ((path, value) pairs); a holder without any is
+        one leaf itself. One whose every child gave none was skipped (see :func:`leaves`), not
+        empty: it gives no leaf."""
+        if not self.children(items, depth):
+            self.leaf(prefix, obj)
+
+    def unchanged(self, obj: Any, prefix: str, depth: int, fields: dict[Any, Any]) -> None:
+        """The leaves of an object :meth:`Sameness.holder` found unchanged: its values that
+        are not plain, walked as :meth:`holder` walks them; its plain ones give none."""
+        if all(name.startswith("__") for name in fields):
+            self.leaf(prefix, obj)  # nothing of it is walked: it is a leaf itself
+            return
+        for name, value in [(n, v) for n, v in fields.items() if type(v) not in _PLAIN]:
+            if not name.startswith("__"):
+                self.value(value, _attribute_path(prefix, name), depth + 1)
+
+    def rest(self, items: list[Any], start: int, prefix: str, depth: int) -> None:
+        """The leaves of ``items[start:]`` (see :func:`leaves`): the cost is theirs alone."""
+        rest = items[start:]
+        if len(rest) > MAX_ITEMS or self.budget.left <= 0:
+            self.leaf(f"{prefix}[{start}:]", rest)
+        else:
+            self.children(((f"{prefix}[{i}]", v) for i, v in enumerate(rest, start)), depth)
+
+    def children(self, items: Iterable[tuple[str, Any]], depth: int) -> bool:
+        """The leaves of ``items``, one level below ``depth``; whether there were any items.
+        A plain value is a leaf at any depth: taken here, without a call."""
+        same = self.same
+        walked = False
+        for path, value in items:
+            walked = True
+            if type(value) in _PLAIN:
+                if same is None or not same(path, value):
+                    self.leaf(path, value)
+            else:
+                self.value(value, path, depth + 1)
+        return walked
+
+
+def plain_children(prefix: str, names: tuple[Any, ...], values: tuple[Any, ...]) -> dict[str, Any]:
+    """``{path: value}`` of the plain values among an object's attributes ``names`` (with
+    ``values``) below ``prefix``, as a walk gives their paths."""
+    return {
+        _attribute_path(prefix, name): value
+        for name, value in zip(names, values, strict=True)
+        if type(value) in _PLAIN and not name.startswith("__")
+    }
+
+
+def _attribute_path(prefix: str, name: Any) -> str:
+    """The path of attribute ``name`` below ``prefix``: a long name is shortened as a long key
+    is, so that no path is long."""
+    if type(name) is str and len(name) <= MAX_KEY:
+        return f"{prefix}.{name}"
+    shown = shown_name(name) if isinstance(name, str) else _key_text(name)
+    return f"{prefix}.{shown}"
+
+
+def _key_text(key: Any) -> str:
+    """A key as a path shows it: its repr, or, past :data:`MAX_KEY` characters, the start of it
+    and a digest of the whole, so that two keys give two paths and no path is long."""
+    if isinstance(key, str) and len(key) > MAX_KEY:
+        return shown_name(key, quoted=True)
+    text = repr(key)
+    if not isinstance(text, str):
+        raise TypeError(f"__repr__ returned {type(text).__name__}, not str")
+    return shown_name(text)
+
+
+#: A name :func:`shown_name` has shortened already: shown as it is, so that shortening twice
+#: (the check's child before a name crosses, the parent where it shows it) changes nothing.
+_SHOWN_LONG = re.compile(
+    rf".{{{MAX_KEY}}}\.\.\.\([0-9,]{{1,32}} characters, sha256 [0-9a-f]{{16}}\)", re.DOTALL
+)
+
+
+def shown_name(name: str, quoted: bool = False) -> str:
+    """``name`` (``repr``'d with ``quoted``) if at most :data:`MAX_KEY` characters long; else
+    its start, its length and a digest of the whole: two names stay two, none is long. A name
+    already in that form is returned as it is (the parent shows what the child shortened)."""
+    if len(name) <= MAX_KEY or (not quoted and _SHOWN_LONG.fullmatch(name)):
+        return repr(name) if quoted else name
+    whole = _sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    start = repr(name[:MAX_KEY]) if quoted else name[:MAX_KEY]
+    return f"{start}...({len(name):,} characters, sha256 {whole})"
