@@ -16,18 +16,8 @@ from hypothesis import strategies as st
 
 from ppaux.limits import Limits
 from ppaux.observer import ObserverOptions, check_observer
-from ppaux.observer.compare import (
-    MAX_DEPTH,
-    MAX_ITEMS,
-    MAX_KEY,
-    MAX_LEAVES,
-    differences,
-    leaves,
-    record,
-    records,
-    shown_name,
-    uncompared,
-)
+from ppaux.observer.compare import differences, record, records, uncompared
+from ppaux.observer.walk import MAX_DEPTH, MAX_ITEMS, MAX_KEY, MAX_LEAVES, leaves, shown_name
 from ppaux.suggestions import RaiseLimit
 
 pytestmark = pytest.mark.torch

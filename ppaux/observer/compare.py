@@ -35,37 +35,20 @@ from ppaux.observer.digests import (
     value_key,
 )
 from ppaux.observer.walk import (
-    MAX_DEPTH,
-    MAX_ITEMS,
-    MAX_KEY,
-    MAX_LEAVES,
     SCALARS,
-    Budget,
     Same,
-    Sameness,
     Skip,
     fields_of,
     leaves,
-    shown_name,
 )
 from ppaux.suggestions import RaiseLimit
 
 __all__ = [
-    "MAX_DEPTH",
-    "MAX_ITEMS",
-    "MAX_KEY",
-    "MAX_LEAVES",
-    "Budget",
     "Difference",
-    "Same",
-    "Sameness",
-    "Skip",
     "describe",
     "differences",
-    "leaves",
     "record",
     "records",
-    "shown_name",
     "uncompared",
 ]
 

@@ -27,8 +27,7 @@ from collections.abc import Callable, Sequence
 from operator import is_
 from typing import Any
 
-from ppaux.observer.compare import Same, Sameness, Skip
-from ppaux.observer.walk import plain_children
+from ppaux.observer.walk import Same, Sameness, Skip, plain_children
 
 __all__ = ["RequestWalk"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ppaux.limits import Limits
-from ppaux.observer.compare import Difference, differences, shown_name, uncompared
+from ppaux.observer.compare import Difference, differences, uncompared
 from ppaux.observer.findings import (
     Ending,
     changed_finding,
@@ -38,6 +38,7 @@ from ppaux.observer.phrasing import (
     verdict_cell,
     where,
 )
+from ppaux.observer.walk import shown_name
 from ppaux.report import Finding, Report, Table, finding
 from ppaux.suggestions import RaiseLimit
 

@@ -19,11 +19,12 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ppaux.observer.compare import MAX_KEY, Same, Skip, leaves, record, records, shown_name
+from ppaux.observer.compare import record, records
 from ppaux.observer.drive import INTERRUPTS, HookFailure, drive_step, shown_path, where_raised
 from ppaux.observer.growth import RequestWalk
 from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_path, single_stage_path
 from ppaux.observer.target import LoadedObserver, TargetError
+from ppaux.observer.walk import MAX_KEY, Same, Skip, leaves, shown_name
 from ppaux.sglang import OUTPUT_PREFIX
 
 __all__ = ["Emit", "run_checks"]
