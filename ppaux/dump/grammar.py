@@ -5,16 +5,17 @@ A file is described as clean only when every byte is one its writer could have p
 model is derived from the writers, not from torch's reader:
 
 ``torch.save`` (torch/serialization.py ``_save``, torch 2.13.0 and 2.14.1) pickles the object
-with ``pickle.Pickler`` at its ``pickle_protocol`` (2 unless given; 2 to 5 are modelled), with a
-``persistent_id`` that returns
-``('storage', <torch.XStorage>, key, location, numel)``, the key being ``str(len(id_map))``
-when a storage is first met (so '0', '1', ... in order of first use). CPython's C pickler
-(Modules/_pickle.c, Python 3.10 - 3.13; Lib/pickle.py's ``Pickler`` is its model) writes
-``PROTO``, at protocol 4 and later a ``FRAME``, then only the opcodes of :data:`OPCODES` for
-that protocol; memoizes every container, string, global and reduced object right after writing
-it, at the next memo index (``BINPUT`` under 256, else ``LONG_BINPUT``; ``MEMOIZE`` from
-protocol 4); writes ints in their shortest form; tuples of 0 to 3 items with their own opcodes;
-list, dict and set items in batches of at most 1000; and nothing after ``STOP``.
+with ``pickle.Pickler`` at its ``pickle_protocol`` (2 unless given; 1 to 5 are modelled, 0 is
+not: its text opcodes are read otherwise by other readers, and torch.load refuses its persistent
+ids), with a ``persistent_id`` that returns ``('storage', <torch.XStorage>, key, location,
+numel)``, the key being ``str(len(id_map))`` when a storage is first met (so '0', '1', ... in
+order of first use). CPython's C pickler (Modules/_pickle.c, Python 3.10 - 3.13; Lib/pickle.py's
+``Pickler`` is its model) writes ``PROTO`` (from protocol 2), at protocol 4 and later a
+``FRAME``, then only the opcodes of :data:`OPCODES` for that protocol; memoizes every container,
+string, global and reduced object right after writing it, at the next memo index (``BINPUT``
+under 256, else ``LONG_BINPUT``; ``MEMOIZE`` from protocol 4); writes ints in their shortest
+form; tuples of 0 to 3 items with their own opcodes; list, dict and set items in batches of at
+most 1000; and nothing after ``STOP``.
 
 :func:`pickle_deviation` returns the first :class:`Deviation` (where, what, and whether
 torch's reading could differ), or None when the bytes are as written.
@@ -38,10 +39,13 @@ __all__ = [
 TORCH_PROTOCOL = 2
 
 _P2 = frozenset(b"\x80.(}])\x85\x86\x87tqrhjXcRb\x81QKMJ\x8a\x8bGN\x88\x89aeus01")
+# Protocol 1: no PROTO, tuples of any size between MARK and TUPLE, a bool as the text INT
+# 'I00' or 'I01', an int past 32 bits as the text LONG '<digits>L'.
+_P1 = (_P2 - frozenset(b"\x80\x85\x86\x87\x81\x8a\x8b\x88\x89")) | frozenset(b"IL")
 _P3 = _P2 | frozenset(b"BC")
 _P4 = (_P3 - frozenset(b"qrc")) | frozenset(b"\x95\x94\x8c\x8d\x8e\x93\x8f\x90\x91\x92")
 #: The opcodes CPython's pickler writes at each protocol (pickletools names them).
-OPCODES: dict[int, frozenset[int]] = {2: _P2, 3: _P3, 4: _P4, 5: _P4 | {0x96}}
+OPCODES: dict[int, frozenset[int]] = {1: _P1, 2: _P2, 3: _P3, 4: _P4, 5: _P4 | {0x96}}
 
 #: The storage classes torch.save names in a persistent id (torch/storage.py, 2.13).
 STORAGE_TYPES = frozenset(
@@ -91,6 +95,7 @@ _PUTS = frozenset(b"qr\x94")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 #: Modules Python 3's pickler renames below protocol 3 (fix_imports, _compat_pickle).
+_TEXT_LONG = re.compile(rb"(-?[1-9][0-9]{0,4299})L")
 _RENAMED = frozenset({"builtins", "copyreg", "queue", "socketserver", "reprlib", "_pickle"})
 _BATCH = 1000
 _NAMES = {
@@ -167,14 +172,18 @@ def pickle_deviation(
     def at(offset: int, op: int, what: str, severe: bool = True) -> Deviation:
         return Deviation(f"{label} byte {offset} ({_opname(op)})", what, severe)
 
-    if end < 2 or data[0] != 0x80:
+    if end >= 1 and data[0] != 0x80 and 1 in protocols:
+        protocol, pos = 1, 0  # the pickler writes PROTO from protocol 2 only
+    elif end < 2 or data[0] != 0x80:
         return Deviation(f"{label} byte 0", "the pickle does not start with PROTO", True)
-    protocol = data[1]
-    if protocol not in protocols:
-        wanted = " or ".join(str(p) for p in protocols)
-        return at(0, 0x80, f"protocol {protocol}, where the writer uses {wanted}", protocol > 5)
+    else:
+        protocol, pos = data[1], 2
+        if protocol < 2 and protocol in protocols:
+            return at(0, 0x80, f"the pickler writes no PROTO at protocol {protocol}", False)
+        if protocol not in protocols:
+            wanted = " or ".join(str(p) for p in protocols)
+            return at(0, 0x80, f"protocol {protocol}, where the writer uses {wanted}", protocol > 5)
     allowed = OPCODES[protocol]
-    pos = 2
     puts = 0
     frame_end: int | None = None
     unframed = 0
@@ -206,10 +215,11 @@ def pickle_deviation(
         if op not in allowed:
             # A text opcode (protocols 0 and 1) is read otherwise by other readers (INT '010'
             # is 8 to the C unpickler); a binary one of another protocol reads the same.
+            unmodelled = " (protocol 0 is not modelled)" if protocol == 1 else ""
             return at(
                 start,
                 op,
-                f"an opcode CPython's pickler never writes at protocol {protocol}",
+                f"an opcode CPython's pickler never writes at protocol {protocol}{unmodelled}",
                 op not in _BINARY,
             )
         if popped and op != 0x95:
@@ -254,6 +264,12 @@ def pickle_deviation(
                 return at(start, op, "the pickle ends inside the opcode")
             payload = data[pos:second]
             pos = second + 1
+        elif op in (0x49, 0x4C):  # INT, LONG (protocol 1): one line
+            line_end = data.find(b"\n", pos)
+            if line_end < 0:
+                return at(start, op, "the pickle ends inside the opcode")
+            payload = data[pos:line_end]
+            pos = line_end + 1
         else:
             if pos + arg_len > end:
                 return at(start, op, "the pickle ends inside the opcode")
@@ -298,7 +314,7 @@ def pickle_deviation(
             if not marks:
                 return at(start, op, "no MARK to close")
             n = depth
-            limits = _MARK_ITEMS[op]
+            limits = _MARK_ITEMS[op] if op != 0x74 or protocol > 1 else _TUPLE_P1
             if not limits[0] <= n <= limits[1] or (op == 0x75 and n % 2):
                 return at(start, op, f"{n} items where the pickler writes {limits[2]}", False)
             depth = marks.pop() + _MARK_PUSH[op]
@@ -390,6 +406,8 @@ _MARK_ITEMS = {
     0x91: (0, 2**62, "any number"),
     0x31: (0, 2**62, "any number"),
 }
+# Below protocol 2 every tuple but the empty one is written between MARK and TUPLE.
+_TUPLE_P1 = (1, 2**62, "1 or more (the empty tuple has its own opcode)")
 _MARK_PUSH = {0x74: 1, 0x65: 0, 0x75: 0, 0x90: 0, 0x91: 1, 0x31: 0}
 # (pops, pushes) of the other opcodes; those not listed push one value.
 _EFFECT = {
@@ -430,6 +448,15 @@ def _check_arg(op: int, payload: bytes, protocol: int, puts: int) -> tuple[str, 
         value = int.from_bytes(payload, "little", signed=True)
         if _min_int_op(value) != op:
             return f"int {value} not in its shortest form", False
+    elif op == 0x49 and payload not in (b"00", b"01"):
+        # Below protocol 2 the pickler writes INT only for a bool, as 'I00' or 'I01'.
+        return f"INT {payload[:24]!r}, where the pickler writes only 00 or 01 (a bool)", True
+    elif op == 0x4C:
+        found = _TEXT_LONG.fullmatch(payload)
+        if found is None:
+            return f"LONG {payload[:24]!r} is not the decimal digits the pickler writes", True
+        if -(2**31) <= int(found[1]) < 2**31:
+            return f"int {int(found[1])} not in its shortest form", False
     elif op == 0x4D and int.from_bytes(payload, "little") <= 0xFF:
         return "int not in its shortest form", False
     elif op in (0x8A, 0x8B):

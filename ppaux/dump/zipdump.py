@@ -107,6 +107,15 @@ def read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
         first_pids: dict[str | int, tuple[Any, ...]] = {}
 
         def persistent_load(m: Machine, pid: Any) -> StorageRef:
+            if isinstance(pid, str) and all(m.globals_seen.values()):
+                # torch.save(..., pickle_protocol=0) names each storage by the text of its
+                # tuple (PERSID); torch.load takes only a tuple.
+                raise TorchRefuses(
+                    path,
+                    f"torch.load refuses the file: data.pkl byte {m._op_pos} names a storage "
+                    "by text (PERSID, as a pickle of protocol 0 does), not by a tuple "
+                    "(torch: saved_id must be a tuple)",
+                )
             if (
                 not isinstance(pid, tuple)
                 or len(pid) != 5
@@ -227,7 +236,7 @@ def _deviation(
     except OSError as exc:
         raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
     if found is None:
-        found = pickle_deviation(data, (2, 3, 4, 5), "data.pkl")
+        found = pickle_deviation(data, (1, 2, 3, 4, 5), "data.pkl")
     if found is None and key_problems:
         where, _, what = key_problems[0].partition(": ")
         found = Deviation(where, what, True)
