@@ -9,10 +9,11 @@ import zipfile
 from typing import Any
 
 from ppaux.dump import allowlist
-from ppaux.dump.grammar import Deviation, pickle_deviation, storage_key_deviation
+from ppaux.dump.grammar import Deviation, pickle_deviation
 from ppaux.dump.model import StorageRef, StorageType
 from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.records import ZIP_READ_ERRORS, RecordReader
+from ppaux.dump.storage_keys import storage_key_deviation
 from ppaux.dump.structure import Dump, machine_deviation, unsafe_globals
 from ppaux.dump.torch_reading import (
     check_deflated_storages,
