@@ -196,6 +196,12 @@ def seeds() -> list[bytes]:
         buffer = io.BytesIO()
         torch.save(value, buffer)
         out.append(buffer.getvalue())
+    # torch.save's other layouts in the writer model: pickle_protocol=1 (no PROTO, text INT
+    # for a bool), and the byteorder record written late (_disable_byteorder_record=True).
+    for options in ({"pickle_protocol": 1}, {"_disable_byteorder_record": True}):
+        buffer = io.BytesIO()
+        torch.save(values[1], buffer, **options)
+        out.append(buffer.getvalue())
     return out
 
 

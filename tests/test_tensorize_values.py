@@ -322,3 +322,37 @@ def test_tensor_metadata_is_read_as_torch_reads_it(metadata, storage, bits, refu
         with pytest.raises(Exception):  # noqa: B017 - torch's own errors vary by case
             torch.load(source, weights_only=False)
         assert done.exit_code == 2 and refused in done.output, done.output
+
+
+@pytest.mark.parametrize(
+    "value, shown",
+    [
+        (1e40, "1e+40 is past the range of float32"),
+        ([0.5, -1e39], "-1e+39 at [1] is past the range of float32"),
+        (1e40j, "1e+40j is past the range of complex64"),
+    ],
+    ids=["float", "list", "complex"],
+)
+def test_a_float_past_float32_is_refused_naming_it(value, shown, tmp_path):
+    # torch.tensor(1e40) is float32 inf: a rewritten file would hold another value.
+    import torch
+
+    source = tmp_path / "big.pt"
+    torch.save({"next_token_ids": torch.tensor([1, 2]), P + "scores": value}, source)
+    result = tensorize_dump(str(source), str(tmp_path / "out.pt"))
+    assert not result.written and not (tmp_path / "out.pt").exists()
+    [refusal] = result.refusals
+    assert P + "scores" in refusal.key
+    assert shown in refusal.reason and "inf" in refusal.reason, refusal.reason
+
+
+def test_a_float_within_float32_converts(tmp_path):
+    import torch
+
+    source = tmp_path / "ok.pt"
+    torch.save({"next_token_ids": torch.tensor([1, 2]), P + "scores": [3e38, float("inf")]}, source)
+    result = tensorize_dump(str(source), str(tmp_path / "out.pt"))
+    assert result.written, result.refusals
+    out = torch.load(tmp_path / "out.pt")[P + "scores"]
+    assert out.dtype == torch.float32 and out[1].item() == float("inf")
+    assert abs(out[0].item() - 3e38) < 1e32

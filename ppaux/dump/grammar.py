@@ -5,16 +5,17 @@ A file is described as clean only when every byte is one its writer could have p
 model is derived from the writers, not from torch's reader:
 
 ``torch.save`` (torch/serialization.py ``_save``, torch 2.13.0 and 2.14.1) pickles the object
-with ``pickle.Pickler`` at its ``pickle_protocol`` (2 unless given; 2 to 5 are modelled), with a
-``persistent_id`` that returns
-``('storage', <torch.XStorage>, key, location, numel)``, the key being ``str(len(id_map))``
-when a storage is first met (so '0', '1', ... in order of first use). CPython's C pickler
-(Modules/_pickle.c, Python 3.10 - 3.13; Lib/pickle.py's ``Pickler`` is its model) writes
-``PROTO``, at protocol 4 and later a ``FRAME``, then only the opcodes of :data:`OPCODES` for
-that protocol; memoizes every container, string, global and reduced object right after writing
-it, at the next memo index (``BINPUT`` under 256, else ``LONG_BINPUT``; ``MEMOIZE`` from
-protocol 4); writes ints in their shortest form; tuples of 0 to 3 items with their own opcodes;
-list, dict and set items in batches of at most 1000; and nothing after ``STOP``.
+with ``pickle.Pickler`` at its ``pickle_protocol`` (2 unless given; 1 to 5 are modelled, 0 is
+not: its text opcodes are read otherwise by other readers, and torch.load refuses its persistent
+ids), with a ``persistent_id`` that returns ``('storage', <torch.XStorage>, key, location,
+numel)``, the key being ``str(len(id_map))`` when a storage is first met (so '0', '1', ... in
+order of first use). CPython's C pickler (Modules/_pickle.c, Python 3.10 - 3.13; Lib/pickle.py's
+``Pickler`` is its model) writes ``PROTO`` (from protocol 2), at protocol 4 and later a
+``FRAME``, then only the opcodes of :data:`OPCODES` for that protocol; memoizes every container,
+string, global and reduced object right after writing it, at the next memo index (``BINPUT``
+under 256, else ``LONG_BINPUT``; ``MEMOIZE`` from protocol 4); writes ints in their shortest
+form; tuples of 0 to 3 items with their own opcodes; list, dict and set items in batches of at
+most 1000; and nothing after ``STOP``.
 
 :func:`pickle_deviation` returns the first :class:`Deviation` (where, what, and whether
 torch's reading could differ), or None when the bytes are as written.
@@ -27,70 +28,34 @@ from dataclasses import dataclass
 
 __all__ = [
     "OPCODES",
-    "STORAGE_TYPES",
     "TORCH_PROTOCOL",
     "Deviation",
     "pickle_deviation",
-    "storage_key_deviation",
 ]
 
 #: The protocol torch.save pickles data.pkl with unless given another ``pickle_protocol``.
 TORCH_PROTOCOL = 2
 
 _P2 = frozenset(b"\x80.(}])\x85\x86\x87tqrhjXcRb\x81QKMJ\x8a\x8bGN\x88\x89aeus01")
+# Protocol 1: no PROTO, tuples of any size between MARK and TUPLE, a bool as the text INT
+# 'I00' or 'I01', an int past 32 bits as the text LONG '<digits>L'.
+_P1 = (_P2 - frozenset(b"\x80\x85\x86\x87\x81\x8a\x8b\x88\x89")) | frozenset(b"IL")
 _P3 = _P2 | frozenset(b"BC")
 _P4 = (_P3 - frozenset(b"qrc")) | frozenset(b"\x95\x94\x8c\x8d\x8e\x93\x8f\x90\x91\x92")
 #: The opcodes CPython's pickler writes at each protocol (pickletools names them).
-OPCODES: dict[int, frozenset[int]] = {2: _P2, 3: _P3, 4: _P4, 5: _P4 | {0x96}}
-
-#: The storage classes torch.save names in a persistent id (torch/storage.py, 2.13).
-STORAGE_TYPES = frozenset(
-    f"{kind}Storage"
-    for kind in [
-        "Double",
-        "Float",
-        "Half",
-        "Long",
-        "Int",
-        "Short",
-        "Char",
-        "Byte",
-        "Bool",
-        "BFloat16",
-        "ComplexDouble",
-        "ComplexFloat",
-        "QUInt8",
-        "QInt8",
-        "QInt32",
-        "QUInt4x2",
-        "QUInt2x4",
-        "Bits1x8",
-        "Bits2x4",
-        "Bits4x2",
-        "Bits8",
-        "Bits16",
-        "Float8_e5m2",
-        "Float8_e4m3fn",
-        "Float8_e5m2fnuz",
-        "Float8_e4m3fnuz",
-        "Untyped",
-        "ComplexHalf",
-        "UInt16",
-        "UInt32",
-        "UInt64",
-        "Float8_e8m0fnu",
-        "Float4_e2m1fn_x2",
-    ]
-)
+OPCODES: dict[int, frozenset[int]] = {1: _P1, 2: _P2, 3: _P3, 4: _P4, 5: _P4 | {0x96}}
 
 # The binary opcodes of any protocol (all but the text ones of protocols 0 and 1).
 _BINARY = OPCODES[5] | frozenset(b"}]qrhjXKMJGNBC")
 # Opcodes that create a value the pickler memoizes at once.
 _MEMOIZED = frozenset(b"}]X\x8c\x8dBC\x8e\x96c\x93\x85\x86\x87tR\x81\x92\x8f\x91")
 _PUTS = frozenset(b"qr\x94")
+# Opcodes whose order the scan checks even when nothing is pending: PUTs, POP and POP_MARK.
+_ORDERED = _PUTS | frozenset(b"01")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 #: Modules Python 3's pickler renames below protocol 3 (fix_imports, _compat_pickle).
+_TEXT_LONG = re.compile(rb"(-?[1-9][0-9]{0,4299})L")
 _RENAMED = frozenset({"builtins", "copyreg", "queue", "socketserver", "reprlib", "_pickle"})
 _BATCH = 1000
 _NAMES = {
@@ -157,174 +122,233 @@ def pickle_deviation(
     data: bytes, protocols: tuple[int, ...] = (TORCH_PROTOCOL,), label: str = "data.pkl"
 ) -> Deviation | None:
     """The first place ``data`` differs from what CPython's pickler writes at one of
-    ``protocols``, or None. Runs in one pass, without building any value.
-
-    One function on purpose, past the usual length: it is a single state machine over the
-    bytes (frame, memo, marks, stack depth), and every rule reads and updates that state at the
-    same opcode; split into helpers, each would take and return all of it."""
-    pos, end = 0, len(data)
-
-    def at(offset: int, op: int, what: str, severe: bool = True) -> Deviation:
-        return Deviation(f"{label} byte {offset} ({_opname(op)})", what, severe)
-
+    ``protocols``, or None. Runs in one pass, without building any value."""
+    end = len(data)
+    if end >= 1 and data[0] != 0x80 and 1 in protocols:
+        return _Scan(data, label, 1, 0).run()  # the pickler writes PROTO from protocol 2 only
     if end < 2 or data[0] != 0x80:
         return Deviation(f"{label} byte 0", "the pickle does not start with PROTO", True)
     protocol = data[1]
+    where = f"{label} byte 0 (PROTO)"
+    if protocol < 2 and protocol in protocols:
+        return Deviation(where, f"the pickler writes no PROTO at protocol {protocol}", False)
     if protocol not in protocols:
         wanted = " or ".join(str(p) for p in protocols)
-        return at(0, 0x80, f"protocol {protocol}, where the writer uses {wanted}", protocol > 5)
-    allowed = OPCODES[protocol]
-    pos = 2
-    puts = 0
-    frame_end: int | None = None
-    unframed = 0
-    depth = 0  # values on the stack above the innermost mark
-    marks: list[int] = []
-    pending_memo: tuple[int, int] | None = None  # (offset, op) of a value not yet memoized
-    globals_seen: set[bytes] = set()
-    popped = 0  # POPs just written; -1 after POP_MARK
-    # Per stack value, what the pickler may still write on it: 2 items (a container or a
-    # reduced object just created, or whose last batch was full), 1 only BUILD, 0 nothing.
-    open_: list[int] = []
-    while pos < end:
-        start, op = pos, data[pos]
-        pos += 1
-        if frame_end is not None and start == frame_end:
-            frame_end = None
-        if protocol >= 4 and frame_end is None and op != 0x95:
-            # The pickler frames everything but a payload of 64 KiB or more, and a run of
-            # under 4 bytes at the start or after such a payload (a frame that small is
-            # not written).
-            if op in _LARGE and _payload_size(data, pos, op) >= _FRAME_TARGET:
-                unframed = 0
-            elif unframed < 0:
-                return at(start, op, "outside any FRAME, where the pickler frames it", False)
+        return Deviation(
+            where, f"protocol {protocol}, where the writer uses {wanted}", protocol > 5
+        )
+    return _Scan(data, label, protocol, 2).run()
+
+
+class _Scan:
+    """One pass over a pickle against the writer's rules: the state the pickler's output
+    keeps (frame, memo, marks, stack depth) and one method per step each opcode goes through,
+    in order (:meth:`run`); each returns the first :class:`Deviation` it finds, or None."""
+
+    def __init__(self, data: bytes, label: str, protocol: int, pos: int) -> None:
+        self.data, self.end, self.label = data, len(data), label
+        self.protocol, self.allowed, self.pos = protocol, OPCODES[protocol], pos
+        self.puts = 0
+        self.frame_end: int | None = None
+        self.unframed = 0
+        self.depth = 0  # values on the stack above the innermost mark
+        self.marks: list[int] = []
+        self.pending_memo: tuple[int, int] | None = None  # (offset, op) of a value to memoize
+        self.globals_seen: set[bytes] = set()
+        self.popped = 0  # POPs just written; -1 after POP_MARK
+        # Per stack value, what the pickler may still write on it: 2 items (a container or a
+        # reduced object just created, or whose last batch was full), 1 only BUILD, 0 nothing.
+        self.open_: list[int] = []
+
+    def at(self, offset: int, op: int, what: str, severe: bool = True) -> Deviation:
+        return Deviation(f"{self.label} byte {offset} ({_opname(op)})", what, severe)
+
+    def run(self) -> Deviation | None:
+        data, end, framed, allowed = self.data, self.end, self.protocol >= 4, self.allowed
+        while self.pos < end:
+            start = self.pos
+            op = data[start]
+            self.pos += 1
+            found = self.framing(start, op) if framed else None
+            if found is not None:
+                return found
+            # order() has nothing to say about an allowed opcode in the common case.
+            if op not in allowed or self.popped or self.pending_memo is not None or op in _ORDERED:
+                found = self.order(start, op)
+                if found is not None:
+                    return found
+            payload = self.argument(start, op)
+            if isinstance(payload, Deviation):
+                return payload
+            if op == 0x95:
+                found = self.frame(start, op, payload)
+            elif op == 0x2E:  # STOP
+                return self.stop(start, op)
             else:
-                unframed += _op_size(data, start)
-                if unframed >= 4:
-                    return at(start, op, "outside any FRAME, where the pickler frames it", False)
-        if op not in allowed:
+                found = self.value(start, op, payload) or self.stack(start, op)
+            if found is not None:
+                return found
+        return Deviation(f"{self.label} byte {self.end}", "the pickle ends without STOP", True)
+
+    def framing(self, start: int, op: int) -> Deviation | None:
+        """From protocol 4 the pickler frames everything but a payload of 64 KiB or more, and
+        a run of under 4 bytes at the start or after such a payload (a frame that small is
+        not written)."""
+        if self.frame_end is not None and start == self.frame_end:
+            self.frame_end = None
+        if self.protocol < 4 or self.frame_end is not None or op == 0x95:
+            return None
+        if op in _LARGE and _payload_size(self.data, self.pos, op) >= _FRAME_TARGET:
+            self.unframed = 0
+            return None
+        if self.unframed >= 0:
+            self.unframed += _op_size(self.data, start)
+        if self.unframed < 0 or self.unframed >= 4:
+            return self.at(start, op, "outside any FRAME, where the pickler frames it", False)
+        return None
+
+    def order(self, start: int, op: int) -> Deviation | None:
+        """Whether the pickler writes this opcode here: one of its protocol's, a POP only
+        before the GET of a recursive tuple, a memo PUT right after the value it memoizes."""
+        if op not in self.allowed:
             # A text opcode (protocols 0 and 1) is read otherwise by other readers (INT '010'
             # is 8 to the C unpickler); a binary one of another protocol reads the same.
-            return at(
+            unmodelled = " (protocol 0 is not modelled)" if self.protocol == 1 else ""
+            return self.at(
                 start,
                 op,
-                f"an opcode CPython's pickler never writes at protocol {protocol}",
+                f"an opcode CPython's pickler never writes at protocol {self.protocol}{unmodelled}",
                 op not in _BINARY,
             )
-        if popped and op != 0x95:
+        if self.popped and op != 0x95:
             # POP and POP_MARK only discard the items of a tuple found in the memo after
             # saving them (a recursive tuple); the pickler then writes that tuple's GET.
-            if op == 0x30 and 0 < popped < 3:
-                popped += 1
+            if op == 0x30 and 0 < self.popped < 3:
+                self.popped += 1
             elif op in (0x68, 0x6A):
-                popped = 0
+                self.popped = 0
             else:
-                return at(
+                return self.at(
                     start, op, "POP or POP_MARK not followed by the GET the pickler writes", True
                 )
-        elif op in (0x30, 0x31) and op != 0x95:
-            popped = 1 if op == 0x30 else -1
-        if pending_memo is not None and op not in _PUTS and op != 0x95:
-            return at(
-                pending_memo[0],
-                pending_memo[1],
-                "a value the pickler memoizes at once is not memoized",
-                False,
+        elif op in (0x30, 0x31):
+            self.popped = 1 if op == 0x30 else -1
+        if self.pending_memo is not None and op not in _PUTS and op != 0x95:
+            offset, memoized = self.pending_memo
+            return self.at(
+                offset, memoized, "a value the pickler memoizes at once is not memoized", False
             )
         if op in _PUTS:
-            if pending_memo is None:
-                return at(start, op, "a memo entry the pickler would not write here", False)
-            pending_memo = None
+            if self.pending_memo is None:
+                return self.at(start, op, "a memo entry the pickler would not write here", False)
+            self.pending_memo = None
+        return None
+
+    def argument(self, start: int, op: int) -> bytes | Deviation:
+        """The opcode's argument, read past; a Deviation where it runs past the pickle or its
+        FRAME."""
+        data, pos, end = self.data, self.pos, self.end
         arg_len = _ARG_LEN.get(op, 0)
         if arg_len < 0:  # a length-prefixed argument
-            size_len = -arg_len
-            if pos + size_len > end:
-                return at(start, op, "the pickle ends inside the opcode")
-            size = int.from_bytes(data[pos : pos + size_len], "little")
-            pos += size_len
-            if pos + size > end:
-                return at(start, op, "the pickle ends inside the opcode")
-            payload = data[pos : pos + size]
-            pos += size
-        elif op == 0x63:  # GLOBAL: two lines
-            first = data.find(b"\n", pos)
-            second = data.find(b"\n", first + 1) if first >= 0 else -1
-            if second < 0:
-                return at(start, op, "the pickle ends inside the opcode")
-            payload = data[pos:second]
-            pos = second + 1
+            if pos - arg_len > end:
+                return self.at(start, op, "the pickle ends inside the opcode")
+            size = int.from_bytes(data[pos : pos - arg_len], "little")
+            pos -= arg_len
+            stop = pos + size
+        elif op in (0x63, 0x49, 0x4C):  # GLOBAL: two lines; INT, LONG (protocol 1): one
+            stop = data.find(b"\n", pos)
+            if op == 0x63 and stop >= 0:
+                stop = data.find(b"\n", stop + 1)
+            if stop < 0:
+                return self.at(start, op, "the pickle ends inside the opcode")
         else:
-            if pos + arg_len > end:
-                return at(start, op, "the pickle ends inside the opcode")
-            payload = data[pos : pos + arg_len]
-            pos += arg_len
-        if frame_end is not None and pos > frame_end:
-            return at(start, op, "the opcode runs past the end of its FRAME")
-        if op == 0x95:
-            unframed = -1  # from here, only a large payload resets the count
-            if frame_end is not None:
-                return at(start, op, "a FRAME starts inside another")
-            length = int.from_bytes(payload, "little")
-            if length == 0 or pos + length > end:
-                return at(start, op, f"the FRAME's length {length} does not fit the pickle")
-            frame_end = pos + length
-            continue
-        if op == 0x2E:  # STOP
-            if depth != 1 or marks:
-                return at(start, op, "STOP leaves more than one value on the stack")
-            if pos != end:
-                return at(start, op, f"{end - pos} bytes follow STOP")
-            if frame_end is not None and frame_end != pos:
-                return at(start, op, "the FRAME's length runs past STOP")
-            return None
-        problem = _check_arg(op, payload, protocol, puts)
+            stop = pos + arg_len
+        if stop > end:
+            return self.at(start, op, "the pickle ends inside the opcode")
+        payload = data[pos:stop]
+        self.pos = stop + 1 if op in (0x63, 0x49, 0x4C) else stop
+        if self.frame_end is not None and self.pos > self.frame_end:
+            return self.at(start, op, "the opcode runs past the end of its FRAME")
+        return payload
+
+    def frame(self, start: int, op: int, payload: bytes) -> Deviation | None:
+        self.unframed = -1  # from here, only a large payload resets the count
+        if self.frame_end is not None:
+            return self.at(start, op, "a FRAME starts inside another")
+        length = int.from_bytes(payload, "little")
+        if length == 0 or self.pos + length > self.end:
+            return self.at(start, op, f"the FRAME's length {length} does not fit the pickle")
+        self.frame_end = self.pos + length
+        return None
+
+    def stop(self, start: int, op: int) -> Deviation | None:
+        if self.depth != 1 or self.marks:
+            return self.at(start, op, "STOP leaves more than one value on the stack")
+        if self.pos != self.end:
+            return self.at(start, op, f"{self.end - self.pos} bytes follow STOP")
+        if self.frame_end is not None and self.frame_end != self.pos:
+            return self.at(start, op, "the FRAME's length runs past STOP")
+        return None
+
+    def value(self, start: int, op: int, payload: bytes) -> Deviation | None:
+        """The argument as the pickler writes it, a global written once, the memo's count."""
+        problem = _check_arg(op, payload, self.protocol, self.puts)
         if problem is not None:
-            return at(start, op, problem[0], problem[1])
+            return self.at(start, op, problem[0], problem[1])
         if op == 0x63:
-            if payload in globals_seen:
-                return at(start, op, "a global the pickler memoized is written again", False)
-            globals_seen.add(payload)
+            if payload in self.globals_seen:
+                return self.at(start, op, "a global the pickler memoized is written again", False)
+            self.globals_seen.add(payload)
         if op in _PUTS:
-            puts += 1
+            self.puts += 1
         if op in _MEMOIZED:
-            pending_memo = (start, op)
-        # Stack effects, counted above the innermost mark.
+            self.pending_memo = (start, op)
+        return None
+
+    def stack(self, start: int, op: int) -> Deviation | None:
+        """Stack effects, counted above the innermost mark, and what each value may still
+        take."""
         if op == 0x28:
-            marks.append(depth)
-            depth = 0
-            continue
+            self.marks.append(self.depth)
+            self.depth = 0
+            return None
         if op in _TO_MARK:
-            if not marks:
-                return at(start, op, "no MARK to close")
-            n = depth
-            limits = _MARK_ITEMS[op]
-            if not limits[0] <= n <= limits[1] or (op == 0x75 and n % 2):
-                return at(start, op, f"{n} items where the pickler writes {limits[2]}", False)
-            depth = marks.pop() + _MARK_PUSH[op]
-            if op in (0x65, 0x75, 0x90) and depth < 1:
-                return at(start, op, "no container under the MARK")
-            del open_[len(open_) - n :]
-            if op in (0x65, 0x75, 0x90):
-                if open_[-1] < 2:
-                    return at(start, op, _FINISHED)
-                open_[-1] = 2 if n == (2 * _BATCH if op == 0x75 else _BATCH) else 1
-            else:
-                open_ += [0] * _MARK_PUSH[op]
-            continue
+            return self.close_mark(start, op)
+        open_ = self.open_
         pops, pushes = _EFFECT.get(op, (0, 1))
-        if depth < pops:
-            return at(start, op, "the stack holds too few values for the opcode")
+        if self.depth < pops:
+            return self.at(start, op, "the stack holds too few values for the opcode")
         if op in _FILLS:
-            if depth <= pops:
-                return at(start, op, "no container under the values it adds")
+            if self.depth <= pops:
+                return self.at(start, op, "no container under the values it adds")
             if open_[-1 - pops] < (1 if op == 0x62 else 2):
-                return at(start, op, _FINISHED)
+                return self.at(start, op, _FINISHED)
             open_[-1 - pops] = 0 if op == 0x62 else 1
-        depth += pushes - pops
+        self.depth += pushes - pops
         del open_[len(open_) - pops :]
         open_ += [2 if op in _CREATES else 0] * pushes
-    return Deviation(f"{label} byte {end}", "the pickle ends without STOP", True)
+        return None
+
+    def close_mark(self, start: int, op: int) -> Deviation | None:
+        """TUPLE, APPENDS, SETITEMS, ADDITEMS, FROZENSET, POP_MARK: the items since the MARK."""
+        if not self.marks:
+            return self.at(start, op, "no MARK to close")
+        n = self.depth
+        limits = _MARK_ITEMS[op] if op != 0x74 or self.protocol > 1 else _TUPLE_P1
+        if not limits[0] <= n <= limits[1] or (op == 0x75 and n % 2):
+            return self.at(start, op, f"{n} items where the pickler writes {limits[2]}", False)
+        self.depth = self.marks.pop() + _MARK_PUSH[op]
+        if op in (0x65, 0x75, 0x90) and self.depth < 1:
+            return self.at(start, op, "no container under the MARK")
+        open_ = self.open_
+        del open_[len(open_) - n :]
+        if op in (0x65, 0x75, 0x90):
+            if open_[-1] < 2:
+                return self.at(start, op, _FINISHED)
+            open_[-1] = 2 if n == (2 * _BATCH if op == 0x75 else _BATCH) else 1
+        else:
+            open_ += [0] * _MARK_PUSH[op]
+        return None
 
 
 # APPEND, SETITEM and BUILD: the pickler writes them only on the value it just created.
@@ -390,6 +414,8 @@ _MARK_ITEMS = {
     0x91: (0, 2**62, "any number"),
     0x31: (0, 2**62, "any number"),
 }
+# Below protocol 2 every tuple but the empty one is written between MARK and TUPLE.
+_TUPLE_P1 = (1, 2**62, "1 or more (the empty tuple has its own opcode)")
 _MARK_PUSH = {0x74: 1, 0x65: 0, 0x75: 0, 0x90: 0, 0x91: 1, 0x31: 0}
 # (pops, pushes) of the other opcodes; those not listed push one value.
 _EFFECT = {
@@ -430,6 +456,15 @@ def _check_arg(op: int, payload: bytes, protocol: int, puts: int) -> tuple[str, 
         value = int.from_bytes(payload, "little", signed=True)
         if _min_int_op(value) != op:
             return f"int {value} not in its shortest form", False
+    elif op == 0x49 and payload not in (b"00", b"01"):
+        # Below protocol 2 the pickler writes INT only for a bool, as 'I00' or 'I01'.
+        return f"INT {payload[:24]!r}, where the pickler writes only 00 or 01 (a bool)", True
+    elif op == 0x4C:
+        found = _TEXT_LONG.fullmatch(payload)
+        if found is None:
+            return f"LONG {payload[:24]!r} is not the decimal digits the pickler writes", True
+        if -(2**31) <= int(found[1]) < 2**31:
+            return f"int {int(found[1])} not in its shortest form", False
     elif op == 0x4D and int.from_bytes(payload, "little") <= 0xFF:
         return "int not in its shortest form", False
     elif op in (0x8A, 0x8B):
@@ -458,31 +493,4 @@ def _check_arg(op: int, payload: bytes, protocol: int, puts: int) -> tuple[str, 
             return "global name that is not a module and an attribute", True
         if protocol < 3 and module.split(".")[0] in _RENAMED:
             return f"module {module}, which the pickler renames at protocol {protocol}", False
-    return None
-
-
-def storage_key_deviation(
-    pid: tuple[object, ...], known: int, first: tuple[object, ...] | None = None
-) -> str | None:
-    """Why a persistent id is not one torch.save writes, ``known`` storages having been
-    met: its key is ``str(known)`` for a new storage, a decimal string for a seen one, and a
-    seen key (``first``, the persistent id it was first written in) comes with the storage
-    class, location and number of elements it came with then (one storage has one dtype, one
-    device and one size)."""
-    key = pid[2]
-    if first is not None:
-        if repr(first[1]) != repr(pid[1]):
-            return f"storage key {key!r} written with {pid[1]!r}, first with {first[1]!r}"
-        if first[3] != pid[3]:
-            return f"storage key {key!r} written at location {pid[3]!r}, first at {first[3]!r}"
-        if first[4] != pid[4]:
-            return f"storage key {key!r} written with {pid[4]} elements, first with {first[4]}"
-    if not isinstance(key, str) or not 0 < len(key) <= 20 or not key.isascii():
-        return "storage key is not a decimal string of at most 20 digits"
-    if not key.isdigit():
-        return "storage key is not a decimal string"
-    if str(int(key)) != key:
-        return f"storage key {key!r} is not written as torch.save numbers storages"
-    if int(key) > known:
-        return f"storage key {key!r} where torch.save writes {str(known)!r} (the next)"
     return None

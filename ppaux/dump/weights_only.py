@@ -36,6 +36,7 @@ allows ``_rebuild_nested_tensor``, refuses at ``STOP`` a ``NEWOBJ`` of a pybind1
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from ppaux.dump.weights_only_allowlist import (
@@ -195,202 +196,254 @@ def refusal(data: bytes) -> tuple[int, str] | None:
 
 def _walk(data: bytes) -> tuple[int, str] | None:
     """The first opcode the weights-only reader would refuse in ``data``, as (offset, why).
+    Raises ``_Stop`` where the reader would stop without a verdict of its own."""
+    return _Walker(data).run()
 
-    One function on purpose, past the usual length: it is one machine over the bytes (its
-    stack, marks and memo), and each opcode's rule reads and changes that state at once; split
-    into helpers, each would take and hand back all of it. Raises ``_Stop`` where the reader
-    would stop without a verdict of its own."""
-    stack: list[_Global | _Value] = []
-    metastack: list[list[_Global | _Value]] = []
-    memo: dict[int, _Global | _Value] = {}
-    pos, end = 0, len(data)
 
-    def take(n: int) -> bytes:
-        nonlocal pos
-        if pos + n > end:
+_Found = tuple[int, str] | None
+
+
+class _Walker:
+    """The weights-only reader's machine over one pickle: its stack, marks and memo, and one
+    method per opcode family (:data:`_HANDLERS`), each of which reads the opcode's argument,
+    changes that state and returns a refusal or None."""
+
+    __slots__ = ("data", "end", "memo", "metastack", "pos", "stack")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.end = len(data)
+        self.pos = 0
+        self.stack: list[_Global | _Value] = []
+        self.metastack: list[list[_Global | _Value]] = []
+        self.memo: dict[int, _Global | _Value] = {}
+
+    def run(self) -> _Found:
+        data, end, memo = self.data, self.end, self.memo
+        while self.pos < end:
+            start = pos = self.pos
+            op = data[pos]
+            pos += 1
+            stack = self.stack
+            # The most frequent opcodes first, without a call.
+            if op == 0x71:  # BINPUT
+                if pos >= end or not stack:
+                    raise _Stop
+                memo[data[pos]] = stack[-1]
+                self.pos = pos + 1
+                continue
+            if op == 0x4B:  # BININT1
+                if pos >= end:
+                    raise _Stop
+                self.pos = pos + 1
+                stack.append(_INT)
+                continue
+            if op == 0x68:  # BINGET
+                if pos >= end or data[pos] not in memo:
+                    raise _Stop
+                stack.append(memo[data[pos]])
+                self.pos = pos + 1
+                continue
+            self.pos = pos
+            handler = _HANDLERS.get(op)
+            if handler is None or op not in OPCODES:
+                return start, f"opcode 0x{op:02x}{_pickle_name(op)} is not one it runs"
+            if op == 0x2E:  # STOP
+                return None
+            found = handler(self, op, start)
+            if found is not None:
+                return found
+        raise _Stop  # no STOP: torch raises EOFError
+
+    # -- reading the pickle and the stack; each raises _Stop where torch would stop --
+
+    def take(self, n: int) -> bytes:
+        if self.pos + n > self.end:
             raise _Stop
-        chunk = data[pos : pos + n]
-        pos += n
+        chunk = self.data[self.pos : self.pos + n]
+        self.pos += n
         return chunk
 
-    def line() -> bytes:
-        nonlocal pos
-        nl = data.find(b"\n", pos)
+    def line(self) -> bytes:
+        nl = self.data.find(b"\n", self.pos)
         if nl < 0:
             raise _Stop  # torch reads a name cut by the end of the pickle: it then stops there
-        chunk = data[pos:nl]
-        pos = nl + 1
+        chunk = self.data[self.pos : nl]
+        self.pos = nl + 1
         return chunk
 
-    def pop() -> _Global | _Value:
-        if not stack:
+    def pop(self) -> _Global | _Value:
+        if not self.stack:
             raise _Stop
-        return stack.pop()
+        return self.stack.pop()
 
-    def top() -> _Global | _Value:
-        if not stack:
+    def top(self) -> _Global | _Value:
+        if not self.stack:
             raise _Stop
-        return stack[-1]
+        return self.stack[-1]
 
-    def pop_mark() -> list[_Global | _Value]:
-        nonlocal stack
-        if not metastack:
+    def pop_mark(self) -> list[_Global | _Value]:
+        if not self.metastack:
             raise _Stop
-        items = stack
-        stack = metastack.pop()
+        items = self.stack
+        self.stack = self.metastack.pop()
         return items
 
-    while pos < end:
-        start = pos
-        op = data[pos]
-        pos += 1
-        # The most frequent opcodes first, without a call.
-        if op == 0x71:
-            if pos >= end or not stack:
-                raise _Stop
-            memo[data[pos]] = stack[-1]
-            pos += 1
-            continue
-        if op == 0x72:  # LONG_BINPUT
-            if pos + 4 > end or not stack:
-                raise _Stop
-            memo[int.from_bytes(data[pos : pos + 4], "little")] = stack[-1]
-            pos += 4
-            continue
-        if op == 0x4B:
-            if pos >= end:
-                raise _Stop
-            pos += 1
-            stack.append(_INT)
-            continue
-        if op == 0x68:
-            if pos >= end or data[pos] not in memo:
-                raise _Stop
-            stack.append(memo[data[pos]])
-            pos += 1
-            continue
-        if op == 0x58:  # BINUNICODE, decoded as torch does (a failure is not a refusal)
-            size = int.from_bytes(data[pos : pos + 4], "little")
-            pos += 4
-            if pos > end or pos + size > end:
-                raise _Stop
-            try:
-                text = data[pos : pos + size].decode("utf-8", "surrogatepass")
-            except UnicodeDecodeError:
-                raise _Stop from None
-            pos += size
-            stack.append(_STR_STORAGE if text == "storage" else _STR)
-            continue
-        name = OPCODES.get(op)
-        if name is None:
-            return start, f"opcode 0x{op:02x}{_pickle_name(op)} is not one it runs"
-        if op == 0x2E:  # STOP
-            return None
-        if op == 0x63:  # GLOBAL
-            try:
-                module, attr = line().decode("utf-8"), line().decode("utf-8")
-            except UnicodeDecodeError:
-                raise _Stop from None
-            if (module, attr) in NAME_MAPPING:
-                module, attr = NAME_MAPPING[(module, attr)]
-            elif module in IMPORT_MAPPING:
-                module = IMPORT_MAPPING[module]
-            full = f"{module}.{attr}"
-            if module in BLOCKED_MODULES:
-                return start, f"GLOBAL {_shown(full)}: module {_shown(module)} is blocked"
-            if full in ALLOWED_FROM_2_14:
-                return start, (
-                    f"GLOBAL {full} is a dtype new in torch 2.14: torch 2.14 reads it, "
-                    "torch 2.13 and earlier refuse it"
-                )
-            if full not in ALLOWED_GLOBALS:
-                return start, f"GLOBAL {_shown(full)} is not an allowed global"
-            stack.append(_Global(full))
-        elif op == 0x81:  # NEWOBJ
-            args, cls = pop(), pop()
-            if not isinstance(cls, _Global):
-                return start, f"NEWOBJ on {_describe(cls)}, not an allowed class"
-            if cls.name not in _CLASSES:
-                raise _Stop  # an allowed function or dtype: torch raises TypeError
-            stack.append(_call_result(cls, args))
-        elif op == 0x52:  # REDUCE
-            args, func = pop(), top()
-            if not isinstance(func, _Global):
-                return start, f"REDUCE calls {_describe(func)}, not an allowed function"
-            stack[-1] = _call_result(func, args)
-        elif op == 0x62:  # BUILD
-            pop()
-            inst = top()
-            if _kind(inst) not in BUILDABLE:
-                return start, f"BUILD sets state into {_describe(inst)}"
-        elif op == 0x61:  # APPEND
-            pop()
-            if _kind(top()) != "list":
-                return start, f"APPEND to {_describe(top())}, not a list"
-        elif op == 0x65:  # APPENDS
-            pop_mark()
-            if _kind(top()) != "list":
-                return start, f"APPENDS to {_describe(top())}, not a list"
-        elif op in (0x73, 0x75):  # SETITEM, SETITEMS
-            if op == 0x73:
-                pop()
-                pop()
-            else:
-                pop_mark()
-            if _kind(top()) not in _SETITEM_TARGETS:
-                return start, f"{name} into {_describe(top())}, not a dict"
-        elif op == 0x28:  # MARK
-            metastack.append(stack)
-            stack = []
-        elif op == 0x74:  # TUPLE
-            items = pop_mark()  # before stack.append is looked up: MARK's stack is gone
-            stack.append(_tuple(items))
-        elif op in (0x85, 0x86, 0x87):  # TUPLE1..3
+    # -- the opcode families --
+
+    def global_(self, op: int, start: int) -> _Found:
+        try:
+            module, attr = self.line().decode("utf-8"), self.line().decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Stop from None
+        if (module, attr) in NAME_MAPPING:
+            module, attr = NAME_MAPPING[(module, attr)]
+        elif module in IMPORT_MAPPING:
+            module = IMPORT_MAPPING[module]
+        full = f"{module}.{attr}"
+        if module in BLOCKED_MODULES:
+            return start, f"GLOBAL {_shown(full)}: module {_shown(module)} is blocked"
+        if full in ALLOWED_FROM_2_14:
+            return start, (
+                f"GLOBAL {full} is a dtype new in torch 2.14: torch 2.14 reads it, "
+                "torch 2.13 and earlier refuse it"
+            )
+        if full not in ALLOWED_GLOBALS:
+            return start, f"GLOBAL {_shown(full)} is not an allowed global"
+        self.stack.append(_Global(full))
+        return None
+
+    def newobj(self, op: int, start: int) -> _Found:
+        args, cls = self.pop(), self.pop()
+        if not isinstance(cls, _Global):
+            return start, f"NEWOBJ on {_describe(cls)}, not an allowed class"
+        if cls.name not in _CLASSES:
+            raise _Stop  # an allowed function or dtype: torch raises TypeError
+        self.stack.append(_call_result(cls, args))
+        return None
+
+    def reduce(self, op: int, start: int) -> _Found:
+        args, func = self.pop(), self.top()
+        if not isinstance(func, _Global):
+            return start, f"REDUCE calls {_describe(func)}, not an allowed function"
+        self.stack[-1] = _call_result(func, args)
+        return None
+
+    def build(self, op: int, start: int) -> _Found:
+        self.pop()
+        inst = self.top()
+        if _kind(inst) not in BUILDABLE:
+            return start, f"BUILD sets state into {_describe(inst)}"
+        return None
+
+    def fill(self, op: int, start: int) -> _Found:
+        """APPEND, APPENDS, SETITEM, SETITEMS: the items go, the container must take them."""
+        if op == 0x61:
+            self.pop()
+        elif op == 0x73:
+            self.pop()
+            self.pop()
+        else:
+            self.pop_mark()
+        if op in (0x61, 0x65):
+            if _kind(self.top()) != "list":
+                return start, f"{OPCODES[op]} to {_describe(self.top())}, not a list"
+        elif _kind(self.top()) not in _SETITEM_TARGETS:
+            return start, f"{OPCODES[op]} into {_describe(self.top())}, not a dict"
+        return None
+
+    def mark(self, op: int, start: int) -> _Found:
+        self.metastack.append(self.stack)
+        self.stack = []
+        return None
+
+    def tuple_(self, op: int, start: int) -> _Found:
+        if op == 0x74:  # TUPLE
+            items = self.pop_mark()
+        else:  # TUPLE1..3
             n = op - 0x84
-            if len(stack) < n:
+            if len(self.stack) < n:
                 raise _Stop
-            items = stack[-n:]
-            del stack[-n:]
-            stack.append(_tuple(items))
-        elif op in _SCALARS:
-            take({0x47: 8, 0x4A: 4, 0x4B: 1, 0x4D: 2}.get(op, 0))
-            if op == 0x8A:  # LONG1
-                take(take(1)[0])
-            stack.append(_SCALARS[op])
-        elif op == 0x5D:
-            stack.append(_LIST)
-        elif op == 0x7D:
-            stack.append(_DICT)
-        elif op == 0x8F:
-            stack.append(_SET)
-        elif op == 0x55:  # SHORT_BINSTRING (decoded as UTF-8 by torch.load)
-            try:
-                text = take(take(1)[0]).decode("utf-8")
-            except UnicodeDecodeError:
-                raise _Stop from None  # torch raises UnicodeDecodeError
-            stack.append(_STR_STORAGE if text == "storage" else _STR)
-        elif op == 0x51:  # BINPERSID
-            pid = pop()
-            if _kind(pid) == "tuple":
-                nonempty, storage_tag, _ = (
-                    pid.head if isinstance(pid, _Value) else (False, False, False)
-                )
-                if nonempty and not storage_tag:
-                    return start, "a persistent id whose tag is not 'storage'"
-            elif _kind(pid) != "int":
-                return start, f"a persistent id that is {_describe(pid)}, not a tuple or an int"
-            stack.append(_STORAGE)
-        elif op in (0x68, 0x6A):  # BINGET, LONG_BINGET
-            idx = take(1)[0] if op == 0x68 else struct.unpack("<I", take(4))[0]
-            if idx not in memo:
+            items = self.stack[-n:]
+            del self.stack[-n:]
+        self.stack.append(_tuple(items))
+        return None
+
+    def scalar(self, op: int, start: int) -> _Found:
+        self.take({0x47: 8, 0x4A: 4, 0x4B: 1, 0x4D: 2}.get(op, 0))
+        if op == 0x8A:  # LONG1
+            self.take(self.take(1)[0])
+        self.stack.append(_SCALARS[op])
+        return None
+
+    def empty(self, op: int, start: int) -> _Found:
+        self.stack.append(_EMPTIES[op])
+        return None
+
+    def text(self, op: int, start: int) -> _Found:
+        """BINUNICODE, and SHORT_BINSTRING (decoded as UTF-8 by torch.load); a text torch
+        cannot decode stops it (UnicodeDecodeError), which is not a refusal."""
+        if op == 0x58:
+            size = int.from_bytes(self.data[self.pos : self.pos + 4], "little")
+            self.pos += 4
+            if self.pos > self.end:
                 raise _Stop
-            stack.append(memo[idx])
-        elif op in (0x71, 0x72):  # BINPUT, LONG_BINPUT
-            idx = take(1)[0] if op == 0x71 else struct.unpack("<I", take(4))[0]
-            memo[idx] = top()
-        elif op == 0x80:  # PROTO
-            take(1)
-    raise _Stop  # no STOP: torch raises EOFError
+            raw = self.take(size)
+        else:
+            raw = self.take(self.take(1)[0])
+        try:
+            decoded = raw.decode("utf-8", "surrogatepass" if op == 0x58 else "strict")
+        except UnicodeDecodeError:
+            raise _Stop from None
+        self.stack.append(_STR_STORAGE if decoded == "storage" else _STR)
+        return None
+
+    def persistent_id(self, op: int, start: int) -> _Found:
+        pid = self.pop()
+        if _kind(pid) == "tuple":
+            nonempty, storage_tag, _ = (
+                pid.head if isinstance(pid, _Value) else (False, False, False)
+            )
+            if nonempty and not storage_tag:
+                return start, "a persistent id whose tag is not 'storage'"
+        elif _kind(pid) != "int":
+            return start, f"a persistent id that is {_describe(pid)}, not a tuple or an int"
+        self.stack.append(_STORAGE)
+        return None
+
+    def memo_op(self, op: int, start: int) -> _Found:
+        """BINGET, LONG_BINGET, BINPUT, LONG_BINPUT."""
+        idx = self.take(1)[0] if op in (0x68, 0x71) else struct.unpack("<I", self.take(4))[0]
+        if op in (0x71, 0x72):
+            self.memo[idx] = self.top()
+            return None
+        if idx not in self.memo:
+            raise _Stop
+        self.stack.append(self.memo[idx])
+        return None
+
+    def proto(self, op: int, start: int) -> _Found:
+        self.take(1)
+        return None
+
+
+_EMPTIES = {0x5D: _LIST, 0x7D: _DICT, 0x8F: _SET}
+_HANDLERS: dict[int, Callable[[_Walker, int, int], _Found]] = {
+    0x2E: _Walker.proto,  # STOP: answered by run before any handler
+    0x63: _Walker.global_,
+    0x81: _Walker.newobj,
+    0x52: _Walker.reduce,
+    0x62: _Walker.build,
+    **dict.fromkeys((0x61, 0x65, 0x73, 0x75), _Walker.fill),
+    0x28: _Walker.mark,
+    **dict.fromkeys((0x74, 0x85, 0x86, 0x87), _Walker.tuple_),
+    **dict.fromkeys(_SCALARS, _Walker.scalar),
+    **dict.fromkeys(_EMPTIES, _Walker.empty),
+    **dict.fromkeys((0x58, 0x55), _Walker.text),
+    0x51: _Walker.persistent_id,
+    **dict.fromkeys((0x68, 0x6A, 0x71, 0x72), _Walker.memo_op),
+    0x80: _Walker.proto,
+}
 
 
 def _pickle_name(op: int) -> str:

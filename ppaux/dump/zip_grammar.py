@@ -3,7 +3,9 @@ a file leaves it.
 
 ``torch.save`` (torch/serialization.py ``_save``, torch 2.13.0 and 2.14.1) writes the records
 ``data.pkl``, ``.format_version`` ('1'), ``.storage_alignment`` ('64', or the alignment a user
-set), ``byteorder`` ('little' or 'big'), ``data/<key>`` in that order, and PyTorchStreamWriter
+set), ``byteorder`` ('little' or 'big'; under its private keyword
+``_disable_byteorder_record=True`` the stream writer adds it after ``version``), ``data/<key>``
+in that order, and PyTorchStreamWriter
 (caffe2/serialize/inline_container.cc, over miniz) ends with ``version`` ('3\\n') and
 ``.data/serialization_id`` (decimal digits). Every record is stored (method 0), flags 0x0808
 (data descriptor, UTF-8 name), DOS time and date 0, its data aligned to that many bytes by an
@@ -71,14 +73,21 @@ def _alignment(handle: BinaryIO, record: zipfile.ZipInfo) -> int:
     return ALIGNMENT if found is None else int(body)
 
 
-def expected_names(prefix: str, keys: list[str], sorted_keys: bool) -> list[str]:
-    """The record names torch.save writes, in its order, for storages ``keys``."""
+def expected_names(
+    prefix: str, keys: list[str], sorted_keys: bool, byteorder_last: bool = False
+) -> list[str]:
+    """The record names torch.save writes, in its order, for storages ``keys``; with
+    ``byteorder_last`` as ``torch.save(..., _disable_byteorder_record=True)`` writes them (the
+    stream writer then adds the byteorder record itself, after ``version``)."""
     order = sorted(keys) if sorted_keys else keys
+    early, late = ([], [f"{prefix}byteorder"]) if byteorder_last else ([f"{prefix}byteorder"], [])
     return (
         [f"{prefix}data.pkl", f"{prefix}.format_version", f"{prefix}.storage_alignment"]
-        + [f"{prefix}byteorder"]
+        + early
         + [f"{prefix}data/{key}" for key in order]
-        + [f"{prefix}version", f"{prefix}.data/serialization_id"]
+        + [f"{prefix}version"]
+        + late
+        + [f"{prefix}.data/serialization_id"]
     )
 
 
@@ -108,7 +117,11 @@ def zip_deviation(
     descriptors, the central directory, the end records), comparing each field with what the
     writer puts there; the first difference ends the walk, in file order."""
     names = [r.filename for r in records]
-    wanted = expected_names(prefix, keys, False)
+    # torch.save(..., _disable_byteorder_record=True) writes no byteorder record of its own;
+    # PyTorchStreamWriter, closing the archive, writes one (the machine's order) after version.
+    # torch.load reads the record wherever it stands.
+    late = names[-2:-1] == [f"{prefix}byteorder"] and names[3:4] != [f"{prefix}byteorder"]
+    wanted = expected_names(prefix, keys, False, late)
     if names != wanted:
         for index, (have, want) in enumerate(
             zip(names + [""] * len(wanted), wanted + [""] * len(names), strict=False)

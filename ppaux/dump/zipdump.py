@@ -9,10 +9,11 @@ import zipfile
 from typing import Any
 
 from ppaux.dump import allowlist
-from ppaux.dump.grammar import Deviation, pickle_deviation, storage_key_deviation
+from ppaux.dump.grammar import Deviation, pickle_deviation
 from ppaux.dump.model import StorageRef, StorageType
 from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.records import ZIP_READ_ERRORS, RecordReader
+from ppaux.dump.storage_keys import storage_key_deviation
 from ppaux.dump.structure import Dump, machine_deviation, unsafe_globals
 from ppaux.dump.torch_reading import (
     check_deflated_storages,
@@ -107,6 +108,15 @@ def read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
         first_pids: dict[str | int, tuple[Any, ...]] = {}
 
         def persistent_load(m: Machine, pid: Any) -> StorageRef:
+            if isinstance(pid, str) and all(m.globals_seen.values()):
+                # torch.save(..., pickle_protocol=0) names each storage by the text of its
+                # tuple (PERSID); torch.load takes only a tuple.
+                raise TorchRefuses(
+                    path,
+                    f"torch.load refuses the file: data.pkl byte {m._op_pos} names a storage "
+                    "by text (PERSID, as a pickle of protocol 0 does), not by a tuple "
+                    "(torch: saved_id must be a tuple)",
+                )
             if (
                 not isinstance(pid, tuple)
                 or len(pid) != 5
@@ -227,7 +237,7 @@ def _deviation(
     except OSError as exc:
         raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
     if found is None:
-        found = pickle_deviation(data, (2, 3, 4, 5), "data.pkl")
+        found = pickle_deviation(data, (1, 2, 3, 4, 5), "data.pkl")
     if found is None and key_problems:
         where, _, what = key_problems[0].partition(": ")
         found = Deviation(where, what, True)

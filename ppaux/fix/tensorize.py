@@ -9,7 +9,8 @@ was, every storage under the location it was saved with.
 
 The output is written only when every auxiliary value is then a tensor, so that it always pops
 cleanly; one value that cannot be converted (None, a string, an object whose class ppaux never
-imports, a numpy array of objects) means nothing is written, with the reason. A numpy array is
+imports, a numpy array of objects, a float past the range of the dtype it would become)
+means nothing is written, with the reason. A numpy array is
 converted from the bytes numpy pickled, read with the dtype, byte order, shape and order that
 the pickle names; numpy itself never runs. Every tensor kept is written as torch reads it from
 the input: its dtype, shape, strides, conjugate and negative bits, and values in the byte order
@@ -275,7 +276,11 @@ def _rewrite(
                 if isinstance(value, NdArrayRef):
                     tensor = numpy_tensor(value)
                 else:
-                    tensor = tensorize(build.value(value))
+                    plain = build.value(value)
+                    tensor = tensorize(plain)
+                    overflow = _overflow(torch, plain, tensor)
+                    if overflow is not None:
+                        raise NotTensorizable(value_phrase(value, limits), overflow)
             except NotTensorizable as exc:
                 refusals.append(Refusal(payload.locator, _shown(key), exc.reason))
                 continue
@@ -299,6 +304,35 @@ def _rewrite(
         root["meta"] = _rewritten_meta(root["meta"], result, conversions)
     _save_atomically(torch, root, result["output"], locations)
     return TensorizeResult(conversions=tuple(conversions), refusals=(), written=True, **result)
+
+
+def _overflow(torch: Any, plain: Any, tensor: Any) -> str | None:
+    """Why ``tensor`` does not hold the numbers of ``plain`` (Python floats or complex numbers
+    made the default float dtype): a finite value past the dtype's range became infinite. A file
+    rewritten with it would carry other values than the one it fixes, so the value is refused,
+    named, with the dtype that holds it."""
+    if not (tensor.is_floating_point() or tensor.is_complex()) or tensor.dtype in (
+        torch.float64,
+        torch.complex128,
+    ):
+        return None
+    if isinstance(plain, (list, tuple)) and plain and torch.is_tensor(plain[0]):
+        return None  # tensors stacked: their values are kept as they are
+    wide = torch.tensor(plain, dtype=torch.complex128 if tensor.is_complex() else torch.float64)
+    became = torch.isfinite(wide) & ~torch.isfinite(tensor)
+    if not bool(became.any()):
+        return None
+    where = [int(i) for i in became.nonzero()[0]]
+    value = wide[tuple(where)].item()
+    at = "".join(f"[{i}]" for i in where)
+    named = str(tensor.dtype).removeprefix("torch.")
+    wider = "complex128" if tensor.is_complex() else "float64"
+    return (
+        f"{value!r}{' at ' + at if at else ''} is past the range of {named} (torch would "
+        f"make it {tensor[tuple(where)].item()!r}), and the rewritten file would hold another "
+        f"value than the original: send it as a {wider} tensor "
+        f"(torch.tensor(value, dtype=torch.{wider}))"
+    )
 
 
 def _reference_device(payloads: list[Any], payload: Any) -> str:

@@ -319,16 +319,16 @@ RULES = (
         explanation=(
             "ppaux describes a file as clean only when every byte is one its writer could have "
             "written: torch.save's zip (its records in its order, each stored, aligned to 64 "
-            "bytes, with its headers and end records) around a pickle of its pickle_protocol "
-            "(2 unless given) as CPython's pickler writes it (its opcodes, memo indexes in "
-            "order, ints in their shortest form, each container filled right after it is "
-            "made, storage keys '0', '1', ... in order of first use), or a pickle as "
-            "pickle.dump writes it at protocol 2 to 5. The finding names the first place the "
-            "file leaves that model. It is an error where torch's reading could differ from "
-            "ppaux's or torch may refuse the file (an opcode the pickler never writes, a memo "
-            "index out of order, a FRAME whose length lies, a record torch.save does not "
-            "write), a warning where torch reads the same values (an int in a longer form, "
-            "a header's padding)."
+            "bytes, with its headers and end records) around a pickle of its pickle_protocol (2 "
+            "unless given; 1 to 5 are modelled, 0 is not) as CPython's pickler writes it (its "
+            "opcodes, memo indexes in order, ints in their shortest form, each container filled "
+            "right after it is made, storage keys '0', '1', ... in order of first use), or a "
+            "pickle as pickle.dump writes it at protocol 2 to 5. The finding names the first "
+            "place the file leaves that model. It is an error where torch's reading could differ "
+            "from ppaux's or torch may refuse the file (an opcode the pickler never writes, a "
+            "memo index out of order, a FRAME whose length lies, a record torch.save does not "
+            "write), a warning where torch reads the same values (an int in a longer form, a "
+            "header's padding)."
         ),
         causes=(
             "The file was assembled, repaired or edited by a tool other than torch.save.",
