@@ -17,6 +17,7 @@ from ppaux.limits import Limits
 from ppaux.triage.crashes import Crashes, rank_within
 from ppaux.triage.deaths import worker_died
 from ppaux.triage.groups import GROUP_HEADER, unmargined
+from ppaux.triage.kinds import root_of_group
 from ppaux.triage.lineformat import Envelope, Launcher, LogLine, torch_rank
 from ppaux.triage.records import (
     Event,
@@ -203,7 +204,7 @@ class Reader:
         self._by_ranks.get((failure.stream, failure.ranks), {}).pop(id(builder), None)
         self._after.get(failure.stream, {}).pop(id(builder), None)
         self.count -= 1
-        finished = builder.finish()
+        finished = builder.finish(root_of_group)
         if finished is not None:
             self.reading.failures.append(finished)
 

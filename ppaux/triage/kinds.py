@@ -35,6 +35,7 @@ __all__ = [
     "kind_of",
     "kind_of_text",
     "local_note",
+    "root_of_group",
 ]
 
 AUX = "auxiliary-output"
@@ -168,6 +169,29 @@ def kind_of(failure: Failure) -> str:
     if functions & _MEMORY_FUNCTIONS:
         return MEMORY
     return OTHER
+
+
+#: How the sub-exceptions of an exception group rank for its root, by kind: one of sglang's
+#: nine messages first, then what a process fails of by itself (memory, a shape or a kernel,
+#: a communicator that could not be set up, anything else), and a communication failure in
+#: flight (what a task dies of when another failed) last.
+_ROOT_RANK = {
+    AUX: 0,
+    MEMORY: 1,
+    SHAPE_KERNEL: 2,
+    COMMUNICATION_INIT: 3,
+    OTHER: 4,
+    COMMUNICATION: 5,
+    UNKNOWN: 6,
+}
+
+
+def root_of_group(subs: list[Failure]) -> int:
+    """The index of an exception group's root among its sub-exceptions ``subs`` (in the
+    log's order, each with its own chain and frames): the first of the kind that ranks
+    highest (:data:`_ROOT_RANK`). Where two hold one of sglang's nine messages, the first
+    sub-exception's stands, as ``ppaux explain`` names the first the text holds."""
+    return min(range(len(subs)), key=lambda k: (_ROOT_RANK[kind_of(subs[k])], k))
 
 
 #: NCCL's errors that most often come from the host's own set-up rather than a peer's death.

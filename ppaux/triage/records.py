@@ -11,10 +11,12 @@ marked ``cut``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ppaux.triage.groups import GROUP_HEADER, group_rule, unmargined
+from ppaux.triage.groups import GROUP_HEADER, group_rule, shortened, unmargined
 from ppaux.triage.lineformat import OUTPUT_STREAMS, LogLine
 
 __all__ = [
@@ -46,6 +48,9 @@ _MAX_AFTER_FRAME = 64
 _MAX_SWALLOWED = 400
 #: Exceptions of a chain kept ('During handling of the above exception ...').
 _MAX_CHAIN = 8
+#: Sub-exceptions of an exception group kept (Python prints 15 per group, nested groups
+#: multiply them); more are counted.
+_MAX_SUBS = 64
 
 #: A traceback's first line, wherever it stands in the line (behind a pasted character), and
 #: even when the paste cut it after ``Traceback (m``.
@@ -62,7 +67,7 @@ _EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::(?: (?P<message>.*))?)?$
 _RAISED = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w{0,100}\.){0,10}(?:[A-Za-z_]\w{0,100}"
     r"(?:Error|Exception|ExceptionGroup|Interrupt|Exit|Failure|Fault|Timeout|Warning|Abort|"
-    r"StopIteration)|Exception))"
+    r"StopIteration)|Exception(?:Group)?))"
     r"(?::(?: ?(?P<message>.*))?)?$"
 )
 #: An exception line whose type carries its cause: ``ray.exceptions.RayTaskError(OutOfMemoryError):
@@ -132,6 +137,17 @@ class Failure:
     #: A fragment's source line before its first frame: the code of the frame the log lost
     #: (``self.NCCL_CHECK(self._funcs["ncclCommInitRank"](...))``), or ''.
     context: str = ""
+    #: An exception group's own exception line, the outermost (``ExceptionGroup: unhandled
+    #: errors in a TaskGroup (2 sub-exceptions)``); None for a traceback of no group. The
+    #: group's root sub-exception (:meth:`TracebackBuilder.finish`) is then ``exception``.
+    group: str | None = None
+    #: The sub-exceptions of the group read (each its own exception, chain and frames), and
+    #: the place of the root among them (from 1).
+    subs: list[Failure] = field(default_factory=list)
+    sub_index: int = 0
+    #: Python shortened the group (``and N more exceptions``, ``max_group_depth``): the
+    #: sub-exceptions read are not all it held.
+    shortened: bool = False
 
     @property
     def zoned(self) -> bool:
@@ -287,6 +303,10 @@ class TracebackBuilder:
         self.group = group
         self._outer: int | None = None
         self._closed = False
+        #: Where the current sub-exception's own chain begins in the failure's chain (what
+        #: stands before is the group's cause), and the innermost group line read.
+        self._sub_start = 0
+        self._innermost: tuple[str, str] | None = None
         #: The indentation of the whole paste, told by the first frame (Python indents frames
         #: by two): the exception line stands there, the frames and their source deeper.
         self.indent = 0
@@ -330,6 +350,13 @@ class TracebackBuilder:
                 return True
             return False
         if self.state == "chain":
+            margined = unmargined(text)
+            if margined is not None and margined[1].startswith(GROUP_HEADER):
+                # The chain goes on with an exception group: its lines behind margins.
+                self.group, self._outer, self._closed = True, None, False
+                self._sub_start = len(self.failure.chain)
+                self.state, self._blank, self._since_frame = "frames", 0, 0
+                return True
             return not text.strip()
         # after the exception line
         if not text.strip():
@@ -346,24 +373,27 @@ class TracebackBuilder:
     def _group_line(self, text: str) -> bool | str:
         """A line of an exception group's traceback: True or False when the group's rules
         decide (a rule is taken; a line outside the margin is not), else the text behind
-        the margin, read as any traceback's line. Each sub-exception after the first pushes
-        the one before it into the chain, the group's own exception first: the last
-        sub-exception stands as the exception, the others in its chain."""
+        the margin, read as any traceback's line. A rule ends the exception line before it:
+        a group's own where the rule nests (``+-+``), else a sub-exception's, kept with its
+        chain and frames (:meth:`_end_sub`). Python's shortened forms are taken as such."""
         if self._closed:
             if not text.strip():
                 self._blank += 1
                 return self._blank < 2
             if text.strip() in _CHAIN:  # the group caused (or was handled by) a later one
                 self.group = False
+                failure = self.failure
+                for sub in failure.subs[: _MAX_CHAIN - len(failure.chain)]:
+                    failure.chain.append((sub.exception or "", sub.message))
+                failure.subs = []
                 self._push_chain()
                 self.state = "chain"
                 return True
             return False
         rule = group_rule(text)
         if rule is not None:
+            self._end_sub(rule.nests)
             if rule.titled:
-                if self.state == "after":
-                    self._push_chain()
                 self.state = "frames"
                 self._since_frame = 0
             elif self._outer is None or rule.indent <= self._outer + 2:
@@ -375,7 +405,42 @@ class TracebackBuilder:
             return False
         if self._outer is None:
             self._outer = inside[0]
+        if shortened(inside[1]):
+            self.failure.shortened = True
+            return True
         return inside[1]
+
+    def _end_sub(self, nests: bool) -> None:
+        """End the exception line read last, at a rule: a group's own line where the rule
+        nests, else a sub-exception, kept in the failure's ``subs``."""
+        failure = self.failure
+        if self.state != "after" or failure.exception is None:
+            return  # nothing read since the last rule, or a sub-exception cut short
+        own = failure.chain[self._sub_start :]
+        del failure.chain[self._sub_start :]
+        if nests:
+            line = failure.message.split("\n", 1)[0]
+            said = f"{failure.exception}: {line}" if line else failure.exception
+            failure.group = failure.group or said
+            self._innermost = (failure.exception, failure.message)
+        elif len(failure.subs) < _MAX_SUBS:
+            failure.subs.append(
+                dataclasses.replace(
+                    failure,
+                    chain=own,
+                    frames=self._frames,
+                    subs=[],
+                    group=None,
+                    exception=failure.exception,
+                )
+            )
+        else:
+            failure.shortened = True
+        failure.exception = None
+        failure.message = ""
+        failure.dropped_frames = 0
+        self._frames = []
+        self.state = "frames"
 
     def _message_line(self, text: str) -> bool:
         """One more line of the exception's message (bounded: past the cap, swallowed)."""
@@ -454,10 +519,27 @@ class TracebackBuilder:
         self._frames = []
         failure.dropped_frames = 0
 
-    def finish(self) -> Failure | None:
+    def finish(self, choose: Callable[[list[Failure]], int] | None = None) -> Failure | None:
         """The failure, its frames in order; ``cut`` when no exception line came. A fragment
-        (no header) with neither a frame nor an exception line is no failure: None."""
+        (no header) with neither a frame nor an exception line is no failure: None.
+
+        An exception group's failure is its root sub-exception, the one ``choose`` picks
+        among them (the first when none is given): its exception, chain (after the group's
+        own cause) and frames; a group Python shortened to its group lines alone stands as
+        the innermost of them."""
         failure = self.failure
+        if self.group:
+            self._end_sub(False)  # a sub-exception whose group's closing rule the log lost
+        subs = failure.subs
+        if subs:
+            index = choose(subs) if choose is not None and len(subs) > 1 else 0
+            root = subs[index]
+            failure.exception, failure.message = root.exception, root.message
+            failure.chain = [*failure.chain, *root.chain][-_MAX_CHAIN:]
+            self._frames, failure.dropped_frames = root.frames, root.dropped_frames
+            failure.sub_index = index + 1
+        elif self._innermost is not None and failure.exception is None:
+            failure.exception, failure.message = self._innermost
         failure.frames = self._frames
         if failure.fragment and failure.exception is None and not failure.chain:
             if not self._frames:

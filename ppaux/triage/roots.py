@@ -73,8 +73,8 @@ KIND_TEXT = {
 
 
 def aux_match(failure: Failure) -> MessageMatch | None:
-    """The auxiliary-output message ``failure`` raised (its last exception, or one of its
-    chain), when it is a RuntimeError that begins with one of sglang's nine messages."""
+    """The auxiliary-output message ``failure`` raised (the first of its chain, or its last
+    exception), when it is a RuntimeError that begins with one of sglang's nine messages."""
     cause = aux_cause(failure)
     return None if cause is None else cause[0]
 
@@ -82,8 +82,10 @@ def aux_match(failure: Failure) -> MessageMatch | None:
 def aux_cause(failure: Failure) -> tuple[MessageMatch, str, str, str] | None:
     """(match, exception, message line, the text the match's place is in: the line, or it
     with a JSON string's escapes undone) of the exception of ``failure`` that is one of
-    sglang's nine messages: its last exception, else the latest of its chain."""
-    candidates = [(failure.exception, failure.message), *reversed(failure.chain)]
+    sglang's nine messages: the first the traceback shows, as ``ppaux explain`` names the
+    first the text holds (in a chain, the innermost cause, which Python prints first; in an
+    exception group, its root sub-exception's, after the group's own cause)."""
+    candidates = [*failure.chain, (failure.exception, failure.message)]
     for exception, message in candidates:
         if exception is None:
             continue
@@ -283,6 +285,13 @@ def root_finding(
     if incident.ranks:
         also = f" ({len(members)} processes failed with it at the same moment)"
     message = f"{who} failed first at {when_of(root)} ({place_of(root)}): {shown(root.error)}{also}"
+    if root.group is not None and len(root.subs) > 1:
+        # The headline and the kind are the root sub-exception's (ppaux.triage.kinds).
+        message += (
+            f" (sub-exception {root.sub_index} of {len(root.subs)}"
+            f"{' shown' if root.shortened else ''} of {shown(root.group, 200)}: the first of "
+            "the kind the others follow from)"
+        )
     extra: dict[str, Any] = {
         "incident": number,
         "root": True,
