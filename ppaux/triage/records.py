@@ -68,11 +68,20 @@ _RAISED = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w{0,100}\.){0,10}(?:[A-Za-z_]\w{0,100}"
     r"(?:Error|Exception|ExceptionGroup|Interrupt|Exit|Failure|Fault|Timeout|Warning|Abort|"
     r"StopIteration)|Exception(?:Group)?))"
-    r"(?::(?: ?(?P<message>.*))?)?$"
+    r"(?: ?:(?: ?(?P<message>.*))?)?$"
 )
 #: An exception line whose type carries its cause: ``ray.exceptions.RayTaskError(OutOfMemoryError):
 #: ...``.
-_WRAPPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]{0,200}\([\w.]{1,200}\)):(?: (?P<message>.*))?$")
+_WRAPPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]{0,200}\([\w.]{1,200}\)):(?: ?(?P<message>.*))?$")
+#: What may stand before an exception line that is not its own: pytest's failure marker
+#: (``E   RuntimeError: ...``), a runner's ``Error: `` before the exception it reports.
+_NOT_ITS_OWN = re.compile(r"^(?:E {1,8}|Error: )(?=[A-Za-z_][\w.]{0,200}(?:Error|Exception)\b)")
+#: The message of a bare ``Exception`` that is another exception's repr, as a wrapper logs
+#: what it caught (``Exception: RuntimeError('...')``): that exception is the one raised.
+_REPRED = re.compile(
+    r"^(?P<type>[A-Za-z_][\w.]{0,200})"
+    r"\((?P<repr>'(?:[^'\\\n]|\\.){0,4000}'|\"(?:[^\"\\\n]|\\.){0,4000}\")\)$"
+)
 #: The deepest indentation of a whole paste taken as such (the first frame's, less two).
 _MAX_INDENT = 16
 #: Digits of a frame's line number read (a longer one is no line number).
@@ -211,10 +220,32 @@ def process_of(stream: str | None) -> str | None:
 def raised(text: str) -> tuple[str, str] | None:
     """(type, message) of a line shaped as an exception line (``tvm.error.InternalError: ...``),
     whatever its indentation; None otherwise."""
-    match = _RAISED.match(text.strip())
+    text = text.strip()
+    lead = _NOT_ITS_OWN.match(text)
+    if lead is not None:
+        text = text[lead.end() :]
+    match = _RAISED.match(text) or _WRAPPED.match(text)
     if match is None:
         return None
-    return match.group("type"), (match.group("message") or "")[:MAX_MESSAGE]
+    exception, message = match.group("type"), (match.group("message") or "")[:MAX_MESSAGE]
+    if exception == "Exception":
+        inner = _REPRED.match(message)
+        if inner is not None:
+            said = _literal(inner.group("repr"))
+            if said is not None:
+                return inner.group("type"), said
+    return exception, message
+
+
+def _literal(text: str) -> str | None:
+    """The string a quoted literal as ``repr`` writes it spells (read, never run), or None."""
+    import ast
+
+    try:
+        value = ast.literal_eval(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 #: What a traceback's header line ends with, sglang's and Python's own: a paste may cut it.
