@@ -197,10 +197,13 @@ def build_text(build: Build) -> str:
     return f"installed in {shown(build.where, None)}"
 
 
-def no_root_finding(loose: list[Failure | Event]) -> Finding:
+def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = None) -> Finding:
     """PP809: the logs hold no root. Said plainly, with why: a process that died of what the
     log does not say (a signal, a Ray worker gone), communication failures only (the cause is on
-    the network or another node), signals only, or tracebacks cut off."""
+    the network or another node), signals only, or tracebacks cut off. ``warned``: NCCL's
+    warnings the logs hold beside sglang's own lines (not records of their own there), said
+    where the logs hold only signals besides."""
+    warned = warned or []
     first = loose[0]
     count = len(loose)
     failures = [r for r in loose if isinstance(r, Failure)]
@@ -239,6 +242,17 @@ def no_root_finding(loose: list[Failure | Event]) -> Finding:
             f"{failed}{on} ({where}) and nothing else"
             + (f" but the parent's SIGQUIT ({len(signals)} lines)" if signals else "")
         )
+    elif not failures and len(signals) == count and warned:
+        cause = "signals-only"
+        nccl = warned[0]
+        message = (
+            f"no root in this log: it holds the parent's SIGQUIT ({counted(count, 'line')}, "
+            f"{where}: a child process failed) and NCCL's warnings ({counted(len(warned), 'line')}"
+            f", the first from {shown(nccl.who)} at {place_of(nccl)}: a connection between "
+            "ranks broke), and no failure of any process: the failing child's own output (its "
+            "traceback) is not in it. Collect every rank's own log, on every node, with "
+            "NCCL_DEBUG=INFO set for the next run to name the connection that broke"
+        )
     elif not failures and len(signals) == count:
         cause = "signals-only"
         message = (
@@ -267,6 +281,7 @@ def no_root_finding(loose: list[Failure | Event]) -> Finding:
             "no_root": cause,
             "ranks": ranks[:50],
             "records": [f"{r.source}:{r.line}" for r in loose[:50]],
+            "nccl_warnings": len(warned),
         },
         location=location_of(first),
     )
