@@ -209,7 +209,7 @@ def test_a_bare_exception_without_a_space_is_read_as_any_other(tmp_path, line):
 def _raised(error: BaseException) -> BaseException:
     try:
         raise error
-    except BaseException as caught:  # noqa: BLE001 - any exception, as built
+    except BaseException as caught:
         return caught
 
 
