@@ -84,3 +84,14 @@ def test_signals_and_nccl_warnings_are_both_named_with_what_to_collect():
     steps = json.loads(result.output)["steps"]
     assert ["export", "NCCL_DEBUG=INFO"] in [s["argv"] for s in steps]
     assert "collect each rank's own output" in steps[0]["comment"]
+
+
+@pytest.mark.parametrize("name", ["group-collateral-first", "group-collateral-last"])
+def test_explain_reads_a_pasted_group_s_kind_as_triage_does(name):
+    """The group's traceback alone, as a user pastes it into ``explain -``: the kind is its
+    root sub-exception's (memory), not its last sub-exception's (a closed connection)."""
+    lines = (SHAPES / f"{name}.log").read_text(encoding="utf-8").splitlines()[1:-1]
+    lines[0] = lines[0].split("Scheduler hit an exception: ", 1)[1]
+    result = cli("explain", "-", input="\n".join(lines) + "\n")
+    assert result.exit_code == 2
+    assert "it is a memory failure" in result.output, result.output

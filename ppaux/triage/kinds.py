@@ -239,16 +239,41 @@ _CPP_MESSAGE = re.compile(
 )
 
 
+def _traced(lines: list[str]) -> Failure | None:
+    """The failure the first traceback among ``lines`` is, read as ``triage`` reads one (its
+    chain; an exception group's root sub-exception, :func:`root_of_group`), or None when no
+    line begins one or it is cut before its exception line."""
+    from ppaux.triage.groups import GROUP_HEADER
+    from ppaux.triage.lineformat import LogLine
+    from ppaux.triage.records import TracebackBuilder
+
+    start = next((k for k, line in enumerate(lines) if "Traceback (m" in line), None)
+    if start is None:
+        return None
+    failure = Failure("", 0, None, None, None, None, None, 0)
+    builder = TracebackBuilder(failure, group=GROUP_HEADER in lines[start])
+    for number, line in enumerate(lines[start + 1 :], start + 2):
+        if not builder.feed(LogLine(number, line, None, None, None, None), False):
+            break
+    traced = builder.finish(root_of_group)
+    return None if traced is None or traced.cut or traced.exception is None else traced
+
+
 def kind_of_text(text: str) -> str | None:
-    """The kind of the failure a pasted line or traceback shows (its last exception line, and
-    its frames), or None when no line of it is shaped as an exception line."""
+    """The kind of the failure a pasted line or traceback shows, or None when no line of it is
+    shaped as an exception line: a traceback's as ``triage`` reads it (its chain, an exception
+    group's root sub-exception), else its last exception line's, with its frames."""
     from ppaux.triage.groups import unmargined
     from ppaux.triage.records import Frame, is_frame, raised
 
+    lines = text.splitlines()[-2000:]
+    traced = _traced(lines)
+    if traced is not None:
+        return kind_of(traced)
     frames: list[Frame] = []
     found: tuple[str, str] | None = None
     cpp: str | None = None
-    for line in text.splitlines()[-2000:]:
+    for line in lines:
         body = _PREFIXED.sub("", line, count=1)
         inside = unmargined(body)  # a line of an exception group's traceback
         if inside is not None:
