@@ -233,6 +233,8 @@ class Reader:
         self._before = line
 
     def _take(self, line: LogLine, marked: bool, weak: bool) -> None:
+        if line.ranks is None and line.stream is not None and self._leads:
+            line = self._margined(line)
         if line.ranks is None and self._leads:
             lead = self._leads.get(line.stream)
             led = 0 if lead is None else _led(line.text, lead)
@@ -277,6 +279,18 @@ class Reader:
             self._marked(line)
         elif weak:
             self._weak(line)
+
+    def _margined(self, line: LogLine) -> LogLine:
+        """``line`` given back to the exception group open in the stream of no name, when what
+        was read as docker compose's ``<service> | `` was the group's margin behind the lead
+        its header had (k9s' ``<pod> ``): ``<pod>   | File ...`` is the group's line."""
+        lead = self._leads.get(None)
+        if lead is None or lead.strip() != line.stream:
+            return line
+        stream = self._streams.get(None)
+        if stream is None or not any(b.in_group for b in stream.builders.values()):
+            return line
+        return dataclasses.replace(line, stream=None, text=f"  | {line.text}")
 
     def _weak(self, line: LogLine) -> None:
         """A frame line no open traceback took (a fragment whose header is lost), or an

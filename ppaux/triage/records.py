@@ -354,6 +354,11 @@ class TracebackBuilder:
         self._frames: list[Frame] = []
 
     @property
+    def in_group(self) -> bool:
+        """True while an exception group's lines are read, up to its closing rule."""
+        return self.group and not self._closed
+
+    @property
     def wants_frames(self) -> bool:
         """True until the exception line has been seen."""
         return self.state != "after"
@@ -364,7 +369,7 @@ class TracebackBuilder:
             return False
         text = line.text
         if self.group:
-            inside = self._group_line(text)
+            inside = self._group_line(text, line.stream is not None)
             if isinstance(inside, bool):
                 return inside
             text = inside
@@ -401,12 +406,15 @@ class TracebackBuilder:
             return False
         return self._message_line(text)
 
-    def _group_line(self, text: str) -> bool | str:
+    def _group_line(self, text: str, named: bool = False) -> bool | str:
         """A line of an exception group's traceback: True or False when the group's rules
         decide (a rule is taken; a line outside the margin is not), else the text behind
         the margin, read as any traceback's line. A rule ends the exception line before it:
         a group's own where the rule nests (``+-+``), else a sub-exception's, kept with its
-        chain and frames (:meth:`_end_sub`). Python's shortened forms are taken as such."""
+        chain and frames (:meth:`_end_sub`). Python's shortened forms are taken as such.
+        ``named``: a launcher named the line's process; what it took off may have held the
+        margin (docker compose's ``<service> | `` reads as k9s' ``<pod>`` and a margin), so a
+        line of the group's stream without one is still the group's until its closing rule."""
         if self._closed:
             if not text.strip():
                 self._blank += 1
@@ -433,7 +441,7 @@ class TracebackBuilder:
             return True
         inside = unmargined(text)
         if inside is None:
-            return False
+            return text if named and self.failure.stream is not None else False
         if self._outer is None:
             self._outer = inside[0]
         if shortened(inside[1]):
