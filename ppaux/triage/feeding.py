@@ -288,7 +288,9 @@ class Reader:
         if lead is None or lead.strip() != line.stream:
             return line
         stream = self._streams.get(None)
-        if stream is None or not any(b.in_group for b in stream.builders.values()):
+        # The latest traceback only: a line costs the same however many are open.
+        latest = next(reversed(stream.builders.values()), None) if stream is not None else None
+        if latest is None or not latest.in_group:
             return line
         return dataclasses.replace(line, stream=None, text=f"  | {line.text}")
 
