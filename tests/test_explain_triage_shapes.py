@@ -254,3 +254,18 @@ def test_of_two_messages_explain_and_triage_name_the_first_the_text_shows(tmp_pa
     assert json.loads(result.output)["message_id"] == first.id
     path = _log(tmp_path, [f"{_PREFIX}Scheduler hit an exception: {text}"])
     assert _triage_message(path) == first.id, text
+
+
+@pytest.mark.parametrize("form", ["cause", "context"])
+def test_the_words_under_another_type_first_do_not_hide_sglang_s_message_after(tmp_path, form):
+    """A chain whose cause holds the words of one message under ValueError (not sglang's) and
+    whose last exception is sglang's RuntimeError with another: both name the latter."""
+    cause = _raised(ValueError(MESSAGES[7].text))
+    last = RuntimeError(MESSAGES[4].format("scores"))
+    setattr(last, f"__{form}__", cause)
+    text = "".join(traceback.format_exception(_raised(last)))
+    result = cli("explain", "-", "-f", "json", input=text)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["message_id"] == "add-duplicate"
+    path = _log(tmp_path, [f"{_PREFIX}Scheduler hit an exception: {text}"])
+    assert _triage_message(path) == "add-duplicate"
