@@ -19,17 +19,8 @@ from ppaux.triage.deaths import worker_died
 from ppaux.triage.groups import GROUP_HEADER, unmargined
 from ppaux.triage.kinds import root_of_group
 from ppaux.triage.lineformat import Envelope, Launcher, LogLine, torch_rank
-from ppaux.triage.records import (
-    Event,
-    Failure,
-    TracebackBuilder,
-    cut_header,
-    failure_start,
-    is_frame,
-    lost_source,
-    process_of,
-    raised,
-)
+from ppaux.triage.records import Event, Failure, TracebackBuilder, failure_start, process_of
+from ppaux.triage.tracelines import cut_header, is_frame, lost_source, raised
 
 __all__ = ["PP_RANK", "LogReading", "Reader"]
 

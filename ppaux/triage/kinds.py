@@ -264,7 +264,8 @@ def kind_of_text(text: str) -> str | None:
     shaped as an exception line: a traceback's as ``triage`` reads it (its chain, an exception
     group's root sub-exception), else its last exception line's, with its frames."""
     from ppaux.triage.groups import unmargined
-    from ppaux.triage.records import Frame, is_frame, raised
+    from ppaux.triage.records import Frame
+    from ppaux.triage.tracelines import is_frame, raised
 
     lines = text.splitlines()[-2000:]
     traced = _traced(lines)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ppaux.triage.groups import GROUP_HEADER, group_rule, shortened, unmargined
 from ppaux.triage.lineformat import OUTPUT_STREAMS, LogLine
+from ppaux.triage.tracelines import EXCEPTION, FRAME, HEADER, MAX_MESSAGE, WRAPPED, raised
 
 __all__ = [
     "MAX_FRAMES",
@@ -25,20 +26,15 @@ __all__ = [
     "Failure",
     "Frame",
     "TracebackBuilder",
-    "cut_header",
     "failure_start",
-    "is_frame",
-    "lost_source",
     "process_of",
-    "raised",
 ]
 
 #: Frames kept per traceback: the outermost few and the innermost rest (a RecursionError
 #: prints a thousand).
 MAX_FRAMES = 120
 _OUTER_FRAMES = 10
-#: Characters of an exception message kept, and its continuation lines.
-MAX_MESSAGE = 4000
+#: Continuation lines of an exception message kept.
 _MAX_MESSAGE_LINES = 40
 #: Lines a traceback may take after its last frame line before its exception line (a frame's
 #: source, its carets, a multi-line statement); past this it is ended, cut off.
@@ -52,36 +48,10 @@ _MAX_CHAIN = 8
 #: multiply them); more are counted.
 _MAX_SUBS = 64
 
-#: A traceback's first line, wherever it stands in the line (behind a pasted character), and
-#: even when the paste cut it after ``Traceback (m``.
-_HEADER = "Traceback (m"
 #: The process that logged it, just before the header (``Scheduler hit an exception: ``).
 #: An exception group's header stands behind a ``+`` (``hit an exception:   + Exception Group
 #: Traceback ...``).
 _PROCESS = re.compile(r"(?:^|\W)(?P<process>\w{1,64}) hit an exception: (?: {0,64}\+ )?$")
-#: A frame line, indented or not (web UIs strip indentation); its line number is bounded.
-_FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<function>.*))?$')
-_EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::(?: (?P<message>.*))?)?$")
-#: An exception line by its shape alone: a dotted name ending as exception classes do, then a
-#: colon and the message (or nothing). Told apart from a frame's source line without indentation.
-_RAISED = re.compile(
-    r"^(?P<type>(?:[A-Za-z_]\w{0,100}\.){0,10}(?:[A-Za-z_]\w{0,100}"
-    r"(?:Error|Exception|ExceptionGroup|Interrupt|Exit|Failure|Fault|Timeout|Warning|Abort|"
-    r"StopIteration)|Exception(?:Group)?))"
-    r"(?: ?:(?: ?(?P<message>.*))?)?$"
-)
-#: An exception line whose type carries its cause: ``ray.exceptions.RayTaskError(OutOfMemoryError):
-#: ...``.
-_WRAPPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]{0,200}\([\w.]{1,200}\)):(?: ?(?P<message>.*))?$")
-#: What may stand before an exception line that is not its own: pytest's failure marker
-#: (``E   RuntimeError: ...``), a runner's ``Error: `` before the exception it reports.
-_NOT_ITS_OWN = re.compile(r"^(?:E {1,8}|Error: )(?=[A-Za-z_][\w.]{0,200}(?:Error|Exception)\b)")
-#: The message of a bare ``Exception`` that is another exception's repr, as a wrapper logs
-#: what it caught (``Exception: RuntimeError('...')``): that exception is the one raised.
-_REPRED = re.compile(
-    r"^(?P<type>[A-Za-z_][\w.]{0,200})"
-    r"\((?P<repr>'(?:[^'\\\n]|\\.){0,4000}'|\"(?:[^\"\\\n]|\\.){0,4000}\")\)$"
-)
 #: The deepest indentation of a whole paste taken as such (the first frame's, less two).
 _MAX_INDENT = 16
 #: Digits of a frame's line number read (a longer one is no line number).
@@ -217,81 +187,12 @@ def process_of(stream: str | None) -> str | None:
     return None if stream is None or stream in OUTPUT_STREAMS else stream
 
 
-def raised(text: str) -> tuple[str, str] | None:
-    """(type, message) of a line shaped as an exception line (``tvm.error.InternalError: ...``),
-    whatever its indentation; None otherwise."""
-    text = text.strip()
-    lead = _NOT_ITS_OWN.match(text)
-    if lead is not None:
-        text = text[lead.end() :]
-    match = _RAISED.match(text) or _WRAPPED.match(text)
-    if match is None:
-        return None
-    exception, message = match.group("type"), (match.group("message") or "")[:MAX_MESSAGE]
-    if exception == "Exception":
-        inner = _REPRED.match(message)
-        if inner is not None:
-            said = _literal(inner.group("repr"))
-            if said is not None:
-                return inner.group("type"), said
-    return exception, message
-
-
-def _literal(text: str) -> str | None:
-    """The string a quoted literal as ``repr`` writes it spells (read, never run), or None."""
-    import ast
-
-    try:
-        value = ast.literal_eval(text)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
-    return value if isinstance(value, str) else None
-
-
-#: What a traceback's header line ends with, sglang's and Python's own: a paste may cut it.
-_HEADERS = (
-    "Scheduler hit an exception: Traceback (most recent call last):",
-    "Traceback (most recent call last):",
-)
-#: Characters of a header, at the least, that a cut header line ends with.
-_MIN_CUT_HEADER = 4
-
-
-def cut_header(text: str) -> bool:
-    """True for a line that ends with the start of a traceback's header, cut before
-    ``Traceback (m`` (``Scheduler hit an exc``, ``Trac``): its frames follow."""
-    text = text.rstrip()
-    for header in _HEADERS:
-        for size in range(min(len(header), len(text)), _MIN_CUT_HEADER - 1, -1):
-            if header.startswith(text[-size:]):
-                before = text[-size - 1 : -size] if size < len(text) else ""
-                if before in ("", " ", ":", "]"):
-                    return True
-    return False
-
-
-def lost_source(text: str) -> str:
-    """The code ``text`` holds when it is shaped as a frame's source line (indented, neither a
-    frame, an exception line, a header nor a caret line), else ''."""
-    code = text.strip()
-    if not code or not text[:1].isspace() or set(code) <= set("^~ "):
-        return ""
-    if _FRAME.match(text) is not None or raised(code) is not None or code.startswith(_HEADER):
-        return ""
-    return code[:200]
-
-
-def is_frame(text: str) -> bool:
-    """True for a traceback's frame line, indented or not."""
-    return _FRAME.match(text) is not None
-
-
 def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
     """The failure that ``line`` begins, if it is the first line of a traceback."""
-    at = line.text.find(_HEADER)
+    at = line.text.find(HEADER)
     if at < 0:
         return None
-    group = line.text.rfind(GROUP_HEADER, max(0, at - len(GROUP_HEADER)), at + len(_HEADER))
+    group = line.text.rfind(GROUP_HEADER, max(0, at - len(GROUP_HEADER)), at + len(HEADER))
     if group >= 0:
         at = group
     match = _PROCESS.search(line.text, max(0, at - 100), at)
@@ -375,7 +276,7 @@ class TracebackBuilder:
             text = inside
         if self.state == "frames":
             return self._frame_line(text)
-        if _FRAME.match(text) is not None:
+        if FRAME.match(text) is not None:
             if self.state == "after" and _relayed(self.failure):
                 return self._message_line(text)  # the remote traceback Ray's error carries
             return False  # the frames of another traceback, whose header the log lost
@@ -496,7 +397,7 @@ class TracebackBuilder:
         """A frame, its source line, a caret line or the exception line, told by their shape
         (indentation may be lost, or added to the whole paste): never a frame as the
         exception."""
-        frame = _FRAME.match(text)
+        frame = FRAME.match(text)
         if frame is not None:
             digits = frame.group("line")
             number = int(digits) if len(digits) <= _MAX_LINE_DIGITS else 0
@@ -533,7 +434,7 @@ class TracebackBuilder:
             text = text[self.indent :]  # at the paste's indentation: the exception line's place
         if text.startswith(" ") or (text.startswith("\t")):
             return True
-        exception = _EXCEPTION.match(text) or _WRAPPED.match(text)
+        exception = EXCEPTION.match(text) or WRAPPED.match(text)
         if exception is None:
             return True  # more of a frame's source (a statement on several lines)
         failure.exception = exception.group("type")
