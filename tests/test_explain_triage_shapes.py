@@ -204,3 +204,68 @@ def test_a_bare_exception_without_a_space_is_read_as_any_other(tmp_path, line):
     path = _log(tmp_path, _traceback(line))
     roots = [f for f in triage_paths([str(path)]).findings if f.code == "PP802"]
     assert [(f.extra["exception"], "cut off" in f.message) for f in roots] == [("Exception", False)]
+
+
+def _raised(error: BaseException) -> BaseException:
+    try:
+        raise error
+    except BaseException as caught:
+        return caught
+
+
+def _two(first: str, second: str, form: str) -> str:
+    """Python's own text of a group or a chain holding ``first`` then ``second`` (in the text's
+    order) as sglang's RuntimeErrors."""
+    one, two = RuntimeError(first), RuntimeError(second)
+    if form == "group":
+        built = _raised(ExceptionGroup("unhandled errors in a TaskGroup", [one, two]))
+    elif form == "cause":
+        two.__cause__ = _raised(one)
+        built = _raised(two)
+    elif form == "context":
+        two.__context__ = _raised(one)
+        built = _raised(two)
+    elif form == "cause-into-group":
+        group = ExceptionGroup("stage tasks failed", [two])
+        group.__cause__ = _raised(one)
+        built = _raised(group)
+    else:  # each in a group of its own, nested in one
+        inner = [_raised(ExceptionGroup("inner", [e])) for e in (one, two)]
+        built = _raised(ExceptionGroup("outer", inner))
+    return "".join(traceback.format_exception(built))
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    pair=st.lists(st.integers(0, len(MESSAGES) - 1), min_size=2, max_size=2, unique=True),
+    form=st.sampled_from(["group", "cause", "context", "cause-into-group", "nested-groups"]),
+)
+def test_of_two_messages_explain_and_triage_name_the_first_the_text_shows(tmp_path, pair, form):
+    """The rule, in both: the first of the nine the traceback shows (in a chain the innermost
+    cause, which Python prints first; in a group the first sub-exception)."""
+    first, second = (MESSAGES[k] for k in pair)
+    texts = [m.format("scores") if m.takes_name else m.text for m in (first, second)]
+    text = _two(*texts, form)
+    assert text.index(texts[0]) < text.index(texts[1])  # the text's order, as built
+    result = cli("explain", "-", "-f", "json", input=text)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["message_id"] == first.id
+    path = _log(tmp_path, [f"{_PREFIX}Scheduler hit an exception: {text}"])
+    assert _triage_message(path) == first.id, text
+
+
+@pytest.mark.parametrize("form", ["cause", "context"])
+def test_the_words_under_another_type_first_do_not_hide_sglang_s_message_after(tmp_path, form):
+    """A chain whose cause holds the words of one message under ValueError (not sglang's) and
+    whose last exception is sglang's RuntimeError with another: both name the latter."""
+    cause = _raised(ValueError(MESSAGES[7].text))
+    last = RuntimeError(MESSAGES[4].format("scores"))
+    setattr(last, f"__{form}__", cause)
+    text = "".join(traceback.format_exception(_raised(last)))
+    result = cli("explain", "-", "-f", "json", input=text)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["message_id"] == "add-duplicate"
+    path = _log(tmp_path, [f"{_PREFIX}Scheduler hit an exception: {text}"])
+    assert _triage_message(path) == "add-duplicate"

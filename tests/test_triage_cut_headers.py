@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ppaux.triage import triage_paths
-from ppaux.triage.records import cut_header
+from ppaux.triage.tracelines import cut_header
 
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
 AUX = LOGS / "sglang-aux-list.log"

@@ -14,7 +14,7 @@ Facts from sglang 0.5.19 - 0.5.23 (``srt/sampling/sampling_observer_pp.py`` and
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 __all__ = [
@@ -288,6 +288,11 @@ def search_message(text: str) -> MessageMatch | None:
     A message with a name needs the name quoted as repr writes it (``'scores'``, or
     ``"it's"``); the name found is the string that literal spells.
     """
+    return next(_messages(text), None)
+
+
+def _messages(text: str) -> Iterator[MessageMatch]:
+    """Each of the nine messages found in ``text``, in its order (see :func:`search_message`)."""
     for found in _SEARCH.finditer(text):
         for index, message in enumerate(MESSAGES):
             if found.group(f"m{index}") is None:
@@ -297,8 +302,8 @@ def search_message(text: str) -> MessageMatch | None:
                 name = _unrepr(found.group(f"r{index}"))
                 if name is None:
                     break
-            return MessageMatch(message, name, found.start(), found.end())
-    return None
+            yield MessageMatch(message, name, found.start(), found.end())
+            break
 
 
 #: A JSON string's escapes (a Loki or CloudWatch record pasted raw; Go's encoder writes a
@@ -449,9 +454,11 @@ def search_pasted(text: str) -> MessageMatch | None:
     it (``ValueError: <the words of one>`` is not, as triage reads a log). The match's place
     is in the text searched, which may differ from ``text``."""
     for candidate in pasted_texts(text):
-        found = search_message(candidate)
-        if _sglang_s(candidate, found):
-            return found
+        for found in _messages(candidate):
+            # The first that sglang raised: the same words under another type before it (a
+            # chain's cause re-raised as a ValueError) are not sglang's, as triage reads them.
+            if _sglang_s(candidate, found):
+                return found
     return None
 
 

@@ -24,7 +24,8 @@ from collections.abc import Callable
 
 from ppaux.triage.deaths import DEATH_MARKERS
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
-from ppaux.triage.records import MAX_MESSAGE, Failure
+from ppaux.triage.records import Failure
+from ppaux.triage.tracelines import MAX_MESSAGE
 
 __all__ = ["CRASH_MARKERS", "NEAR_LINES", "Crashes", "rank_within"]
 

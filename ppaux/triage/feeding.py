@@ -17,18 +17,10 @@ from ppaux.limits import Limits
 from ppaux.triage.crashes import Crashes, rank_within
 from ppaux.triage.deaths import worker_died
 from ppaux.triage.groups import GROUP_HEADER, unmargined
+from ppaux.triage.kinds import root_of_group
 from ppaux.triage.lineformat import Envelope, Launcher, LogLine, torch_rank
-from ppaux.triage.records import (
-    Event,
-    Failure,
-    TracebackBuilder,
-    cut_header,
-    failure_start,
-    is_frame,
-    lost_source,
-    process_of,
-    raised,
-)
+from ppaux.triage.records import Event, Failure, TracebackBuilder, failure_start, process_of
+from ppaux.triage.tracelines import cut_header, is_frame, lost_source, raised
 
 __all__ = ["PP_RANK", "LogReading", "Reader"]
 
@@ -203,7 +195,7 @@ class Reader:
         self._by_ranks.get((failure.stream, failure.ranks), {}).pop(id(builder), None)
         self._after.get(failure.stream, {}).pop(id(builder), None)
         self.count -= 1
-        finished = builder.finish()
+        finished = builder.finish(root_of_group)
         if finished is not None:
             self.reading.failures.append(finished)
 
@@ -232,6 +224,8 @@ class Reader:
         self._before = line
 
     def _take(self, line: LogLine, marked: bool, weak: bool) -> None:
+        if line.ranks is None and line.stream is not None and self._leads:
+            line = self._margined(line)
         if line.ranks is None and self._leads:
             lead = self._leads.get(line.stream)
             led = 0 if lead is None else _led(line.text, lead)
@@ -276,6 +270,20 @@ class Reader:
             self._marked(line)
         elif weak:
             self._weak(line)
+
+    def _margined(self, line: LogLine) -> LogLine:
+        """``line`` given back to the exception group open in the stream of no name, when what
+        was read as docker compose's ``<service> | `` was the group's margin behind the lead
+        its header had (k9s' ``<pod> ``): ``<pod>   | File ...`` is the group's line."""
+        lead = self._leads.get(None)
+        if lead is None or lead.strip() != line.stream:
+            return line
+        stream = self._streams.get(None)
+        # The latest traceback only: a line costs the same however many are open.
+        latest = next(reversed(stream.builders.values()), None) if stream is not None else None
+        if latest is None or not latest.in_group:
+            return line
+        return dataclasses.replace(line, stream=None, text=f"  | {line.text}")
 
     def _weak(self, line: LogLine) -> None:
         """A frame line no open traceback took (a fragment whose header is lost), or an

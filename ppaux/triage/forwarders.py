@@ -94,9 +94,12 @@ def wrapper_prefix(text: str) -> tuple[str, str] | None:
 SUPERVISOR_LEVEL = re.compile(
     r"^(?:CRIT|ERRO|WARN|INFO|DEBG|TRAC|BLAT|DEBUG|WARNING|ERROR|CRITICAL) "
 )
-#: A program's output as supervisord's event listeners relay it: its name and channel.
+#: A program's output as supervisord's event listeners relay it: its name and channel. A
+#: name shaped as an exception's type is no program's (``OSError:stderr pipe closed`` is an
+#: exception line).
 _SUPERVISED = re.compile(
-    r"^(?P<who>[A-Za-z0-9][\w.-]{0,63}(?::[\w.-]{1,64})?)"
+    r"^(?![\w.]{0,200}(?:Error|Exception|Warning|Exit|Interrupt)\b)"
+    r"(?P<who>[A-Za-z0-9][\w.-]{0,63}(?::[\w.-]{1,64})?)"
     r"(?: (?:stdout|stderr) \| |:(?:stdout|stderr):? )"
 )
 

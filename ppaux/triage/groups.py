@@ -7,13 +7,18 @@ nesting), and rules part the sub-exceptions (``  +-+---------------- 1 ---------
 ``    +---------------- 2 ----------------``) and close the group
 (``    +------------------------------------``). Inside the margin the lines are a
 traceback's own: frames, the group's exception line, each sub-exception's traceback.
+
+Python shortens a large group in two complete forms, neither of them a cut: past the
+fifteenth sub-exception a rule titled ``...`` and ``and N more exceptions``; past
+``max_group_depth`` (10) levels of nesting, ``... (max_group_depth is 10)`` in place of the
+deeper group (:func:`shortened`).
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["GROUP_HEADER", "GroupRule", "group_rule", "unmargined"]
+__all__ = ["GROUP_HEADER", "GroupRule", "group_rule", "shortened", "unmargined"]
 
 #: The first line of a group's traceback, behind its ``+`` margin.
 GROUP_HEADER = "Exception Group Traceback (m"
@@ -26,20 +31,33 @@ _MARGIN = re.compile(rf"^(?P<indent> {{0,{_MAX_MARGIN}}})[|+](?: |$)")
 #: A rule between two sub-exceptions (titled with the next one's number, or ``...`` past
 #: those shown), or the rule that closes the group (untitled).
 _RULE = re.compile(
-    rf"^(?P<indent> {{0,{_MAX_MARGIN}}})\+(?:-\+)?-{{4,}}"
+    rf"^(?P<indent> {{0,{_MAX_MARGIN}}})\+(?P<nests>-\+)?-{{4,}}"
     r"(?: (?P<title>\d{1,9}|\.\.\.) -{4,})?\s*$"
 )
 
+#: What Python writes behind a margin in place of what it leaves out of a large group.
+_SHORTENED = re.compile(
+    r"^(?:and \d{1,9} more exceptions?|\.\.\. \(max_group_depth is \d{1,9}\))\s*$"
+)
+
+
+def shortened(text: str) -> bool:
+    """True for the text (behind its margin) that stands for sub-exceptions or levels of
+    nesting Python left out: ``and 5 more exceptions``, ``... (max_group_depth is 10)``."""
+    return _SHORTENED.match(text) is not None
+
 
 class GroupRule:
-    """A rule line of a group: its indentation, and whether it opens a sub-exception (titled)
-    or closes the group (untitled)."""
+    """A rule line of a group: its indentation, whether it opens a sub-exception (titled)
+    or closes the group (untitled), and whether it opens a level of nesting (``+-+``: the
+    exception line before it is a group's own, its sub-exceptions follow)."""
 
-    __slots__ = ("indent", "titled")
+    __slots__ = ("indent", "nests", "titled")
 
-    def __init__(self, indent: int, titled: bool) -> None:
+    def __init__(self, indent: int, titled: bool, nests: bool = False) -> None:
         self.indent = indent
         self.titled = titled
+        self.nests = nests
 
 
 def group_rule(text: str) -> GroupRule | None:
@@ -47,7 +65,11 @@ def group_rule(text: str) -> GroupRule | None:
     found = _RULE.match(text)
     if found is None:
         return None
-    return GroupRule(len(found.group("indent")), found.group("title") is not None)
+    return GroupRule(
+        len(found.group("indent")),
+        found.group("title") is not None,
+        found.group("nests") is not None,
+    )
 
 
 def unmargined(text: str) -> tuple[int, str] | None:

@@ -283,10 +283,13 @@ def triage_paths(
     # NCCL's warnings alone say something only of a log that holds nothing else of sglang's.
     quiet = {"capture", *(("nccl-warn",) if any(r.sglang_seen for r in readings) else ())}
     loose: list[Failure | Event] = [*orphans, *(e for e in orphan_events if e.kind not in quiet)]
+    warned = [e for e in orphan_events if e.kind == "nccl-warn" and e.kind in quiet]
     no_root = None
     if loose:
-        orphaned = no_root_finding(loose)
+        orphaned = no_root_finding(loose, warned)
         no_root = orphaned.extra["no_root"]
+        if no_root == "signals-only" and warned:
+            no_root = "signals-and-nccl-warnings"  # the steps of a broken connection too
         report.findings.append(orphaned)
     for reading in readings:
         report.findings += log_findings(reading)

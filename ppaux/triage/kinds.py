@@ -35,6 +35,7 @@ __all__ = [
     "kind_of",
     "kind_of_text",
     "local_note",
+    "root_of_group",
 ]
 
 AUX = "auxiliary-output"
@@ -170,6 +171,29 @@ def kind_of(failure: Failure) -> str:
     return OTHER
 
 
+#: How the sub-exceptions of an exception group rank for its root, by kind: one of sglang's
+#: nine messages first, then what a process fails of by itself (memory, a shape or a kernel,
+#: a communicator that could not be set up, anything else), and a communication failure in
+#: flight (what a task dies of when another failed) last.
+_ROOT_RANK = {
+    AUX: 0,
+    MEMORY: 1,
+    SHAPE_KERNEL: 2,
+    COMMUNICATION_INIT: 3,
+    OTHER: 4,
+    COMMUNICATION: 5,
+    UNKNOWN: 6,
+}
+
+
+def root_of_group(subs: list[Failure]) -> int:
+    """The index of an exception group's root among its sub-exceptions ``subs`` (in the
+    log's order, each with its own chain and frames): the first of the kind that ranks
+    highest (:data:`_ROOT_RANK`). Where two hold one of sglang's nine messages, the first
+    sub-exception's stands, as ``ppaux explain`` names the first the text holds."""
+    return min(range(len(subs)), key=lambda k: (_ROOT_RANK[kind_of(subs[k])], k))
+
+
 #: NCCL's errors that most often come from the host's own set-up rather than a peer's death.
 _LOCAL_NCCL = re.compile(
     r"unhandled (?:system|cuda) error|ncclSystemError|ncclUnhandledCudaError|"
@@ -215,16 +239,42 @@ _CPP_MESSAGE = re.compile(
 )
 
 
-def kind_of_text(text: str) -> str | None:
-    """The kind of the failure a pasted line or traceback shows (its last exception line, and
-    its frames), or None when no line of it is shaped as an exception line."""
-    from ppaux.triage.groups import unmargined
-    from ppaux.triage.records import Frame, is_frame, raised
+def _traced(lines: list[str]) -> Failure | None:
+    """The failure the first traceback among ``lines`` is, read as ``triage`` reads one (its
+    chain; an exception group's root sub-exception, :func:`root_of_group`), or None when no
+    line begins one or it is cut before its exception line."""
+    from ppaux.triage.groups import GROUP_HEADER
+    from ppaux.triage.lineformat import LogLine
+    from ppaux.triage.records import TracebackBuilder
 
+    start = next((k for k, line in enumerate(lines) if "Traceback (m" in line), None)
+    if start is None:
+        return None
+    failure = Failure("", 0, None, None, None, None, None, 0)
+    builder = TracebackBuilder(failure, group=GROUP_HEADER in lines[start])
+    for number, line in enumerate(lines[start + 1 :], start + 2):
+        if not builder.feed(LogLine(number, line, None, None, None, None), False):
+            break
+    traced = builder.finish(root_of_group)
+    return None if traced is None or traced.cut or traced.exception is None else traced
+
+
+def kind_of_text(text: str) -> str | None:
+    """The kind of the failure a pasted line or traceback shows, or None when no line of it is
+    shaped as an exception line: a traceback's as ``triage`` reads it (its chain, an exception
+    group's root sub-exception), else its last exception line's, with its frames."""
+    from ppaux.triage.groups import unmargined
+    from ppaux.triage.records import Frame
+    from ppaux.triage.tracelines import is_frame, raised
+
+    lines = text.splitlines()[-2000:]
+    traced = _traced(lines)
+    if traced is not None:
+        return kind_of(traced)
     frames: list[Frame] = []
     found: tuple[str, str] | None = None
     cpp: str | None = None
-    for line in text.splitlines()[-2000:]:
+    for line in lines:
         body = _PREFIXED.sub("", line, count=1)
         inside = unmargined(body)  # a line of an exception group's traceback
         if inside is not None:

@@ -121,7 +121,7 @@ _STAMP = re.compile(
 #: ``kubectl logs --prefix``: ``[pod/<pod>/<container>] `` (the container is empty when kubectl
 #: cannot name it).
 _KUBECTL = re.compile(r"^\[(?P<who>pod/[^/\]\s]+/[^/\]\s]*)\] (?P<text>.*)$")
-_COMPOSE = re.compile(r"^(?P<service>[A-Za-z0-9][\w.-]*)\s*\| ?(?P<text>.*)$")
+_COMPOSE = re.compile(r"^(?P<service>[A-Za-z0-9][\w.-]*) *\| ?(?P<text>.*)$")
 _RAY = re.compile(r"^\((?P<who>[^()]*\bpid=\d+[^()]*)\) ?(?P<text>.*)$")
 #: The processes vLLM names in that shape (its multiprocess executor, its engine core).
 _VLLM_PROCESS = re.compile(

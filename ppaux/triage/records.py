@@ -11,11 +11,14 @@ marked ``cut``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ppaux.triage.groups import GROUP_HEADER, group_rule, unmargined
+from ppaux.triage.groups import GROUP_HEADER, group_rule, shortened, unmargined
 from ppaux.triage.lineformat import OUTPUT_STREAMS, LogLine
+from ppaux.triage.tracelines import EXCEPTION, FRAME, HEADER, MAX_MESSAGE, WRAPPED, raised
 
 __all__ = [
     "MAX_FRAMES",
@@ -23,20 +26,15 @@ __all__ = [
     "Failure",
     "Frame",
     "TracebackBuilder",
-    "cut_header",
     "failure_start",
-    "is_frame",
-    "lost_source",
     "process_of",
-    "raised",
 ]
 
 #: Frames kept per traceback: the outermost few and the innermost rest (a RecursionError
 #: prints a thousand).
 MAX_FRAMES = 120
 _OUTER_FRAMES = 10
-#: Characters of an exception message kept, and its continuation lines.
-MAX_MESSAGE = 4000
+#: Continuation lines of an exception message kept.
 _MAX_MESSAGE_LINES = 40
 #: Lines a traceback may take after its last frame line before its exception line (a frame's
 #: source, its carets, a multi-line statement); past this it is ended, cut off.
@@ -46,28 +44,14 @@ _MAX_AFTER_FRAME = 64
 _MAX_SWALLOWED = 400
 #: Exceptions of a chain kept ('During handling of the above exception ...').
 _MAX_CHAIN = 8
+#: Sub-exceptions of an exception group kept (Python prints 15 per group, nested groups
+#: multiply them); more are counted.
+_MAX_SUBS = 64
 
-#: A traceback's first line, wherever it stands in the line (behind a pasted character), and
-#: even when the paste cut it after ``Traceback (m``.
-_HEADER = "Traceback (m"
 #: The process that logged it, just before the header (``Scheduler hit an exception: ``).
 #: An exception group's header stands behind a ``+`` (``hit an exception:   + Exception Group
 #: Traceback ...``).
 _PROCESS = re.compile(r"(?:^|\W)(?P<process>\w{1,64}) hit an exception: (?: {0,64}\+ )?$")
-#: A frame line, indented or not (web UIs strip indentation); its line number is bounded.
-_FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<function>.*))?$')
-_EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::(?: (?P<message>.*))?)?$")
-#: An exception line by its shape alone: a dotted name ending as exception classes do, then a
-#: colon and the message (or nothing). Told apart from a frame's source line without indentation.
-_RAISED = re.compile(
-    r"^(?P<type>(?:[A-Za-z_]\w{0,100}\.){0,10}(?:[A-Za-z_]\w{0,100}"
-    r"(?:Error|Exception|ExceptionGroup|Interrupt|Exit|Failure|Fault|Timeout|Warning|Abort|"
-    r"StopIteration)|Exception))"
-    r"(?::(?: ?(?P<message>.*))?)?$"
-)
-#: An exception line whose type carries its cause: ``ray.exceptions.RayTaskError(OutOfMemoryError):
-#: ...``.
-_WRAPPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]{0,200}\([\w.]{1,200}\)):(?: (?P<message>.*))?$")
 #: The deepest indentation of a whole paste taken as such (the first frame's, less two).
 _MAX_INDENT = 16
 #: Digits of a frame's line number read (a longer one is no line number).
@@ -132,6 +116,17 @@ class Failure:
     #: A fragment's source line before its first frame: the code of the frame the log lost
     #: (``self.NCCL_CHECK(self._funcs["ncclCommInitRank"](...))``), or ''.
     context: str = ""
+    #: An exception group's own exception line, the outermost (``ExceptionGroup: unhandled
+    #: errors in a TaskGroup (2 sub-exceptions)``); None for a traceback of no group. The
+    #: group's root sub-exception (:meth:`TracebackBuilder.finish`) is then ``exception``.
+    group: str | None = None
+    #: The sub-exceptions of the group read (each its own exception, chain and frames), and
+    #: the place of the root among them (from 1).
+    subs: list[Failure] = field(default_factory=list)
+    sub_index: int = 0
+    #: Python shortened the group (``and N more exceptions``, ``max_group_depth``): the
+    #: sub-exceptions read are not all it held.
+    shortened: bool = False
 
     @property
     def zoned(self) -> bool:
@@ -192,59 +187,12 @@ def process_of(stream: str | None) -> str | None:
     return None if stream is None or stream in OUTPUT_STREAMS else stream
 
 
-def raised(text: str) -> tuple[str, str] | None:
-    """(type, message) of a line shaped as an exception line (``tvm.error.InternalError: ...``),
-    whatever its indentation; None otherwise."""
-    match = _RAISED.match(text.strip())
-    if match is None:
-        return None
-    return match.group("type"), (match.group("message") or "")[:MAX_MESSAGE]
-
-
-#: What a traceback's header line ends with, sglang's and Python's own: a paste may cut it.
-_HEADERS = (
-    "Scheduler hit an exception: Traceback (most recent call last):",
-    "Traceback (most recent call last):",
-)
-#: Characters of a header, at the least, that a cut header line ends with.
-_MIN_CUT_HEADER = 4
-
-
-def cut_header(text: str) -> bool:
-    """True for a line that ends with the start of a traceback's header, cut before
-    ``Traceback (m`` (``Scheduler hit an exc``, ``Trac``): its frames follow."""
-    text = text.rstrip()
-    for header in _HEADERS:
-        for size in range(min(len(header), len(text)), _MIN_CUT_HEADER - 1, -1):
-            if header.startswith(text[-size:]):
-                before = text[-size - 1 : -size] if size < len(text) else ""
-                if before in ("", " ", ":", "]"):
-                    return True
-    return False
-
-
-def lost_source(text: str) -> str:
-    """The code ``text`` holds when it is shaped as a frame's source line (indented, neither a
-    frame, an exception line, a header nor a caret line), else ''."""
-    code = text.strip()
-    if not code or not text[:1].isspace() or set(code) <= set("^~ "):
-        return ""
-    if _FRAME.match(text) is not None or raised(code) is not None or code.startswith(_HEADER):
-        return ""
-    return code[:200]
-
-
-def is_frame(text: str) -> bool:
-    """True for a traceback's frame line, indented or not."""
-    return _FRAME.match(text) is not None
-
-
 def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
     """The failure that ``line`` begins, if it is the first line of a traceback."""
-    at = line.text.find(_HEADER)
+    at = line.text.find(HEADER)
     if at < 0:
         return None
-    group = line.text.rfind(GROUP_HEADER, max(0, at - len(GROUP_HEADER)), at + len(_HEADER))
+    group = line.text.rfind(GROUP_HEADER, max(0, at - len(GROUP_HEADER)), at + len(HEADER))
     if group >= 0:
         at = group
     match = _PROCESS.search(line.text, max(0, at - 100), at)
@@ -287,6 +235,10 @@ class TracebackBuilder:
         self.group = group
         self._outer: int | None = None
         self._closed = False
+        #: Where the current sub-exception's own chain begins in the failure's chain (what
+        #: stands before is the group's cause), and the innermost group line read.
+        self._sub_start = 0
+        self._innermost: tuple[str, str] | None = None
         #: The indentation of the whole paste, told by the first frame (Python indents frames
         #: by two): the exception line stands there, the frames and their source deeper.
         self.indent = 0
@@ -303,6 +255,11 @@ class TracebackBuilder:
         self._frames: list[Frame] = []
 
     @property
+    def in_group(self) -> bool:
+        """True while an exception group's lines are read, up to its closing rule."""
+        return self.group and not self._closed
+
+    @property
     def wants_frames(self) -> bool:
         """True until the exception line has been seen."""
         return self.state != "after"
@@ -313,13 +270,13 @@ class TracebackBuilder:
             return False
         text = line.text
         if self.group:
-            inside = self._group_line(text)
+            inside = self._group_line(text, line.stream is not None)
             if isinstance(inside, bool):
                 return inside
             text = inside
         if self.state == "frames":
             return self._frame_line(text)
-        if _FRAME.match(text) is not None:
+        if FRAME.match(text) is not None:
             if self.state == "after" and _relayed(self.failure):
                 return self._message_line(text)  # the remote traceback Ray's error carries
             return False  # the frames of another traceback, whose header the log lost
@@ -330,6 +287,13 @@ class TracebackBuilder:
                 return True
             return False
         if self.state == "chain":
+            margined = unmargined(text)
+            if margined is not None and margined[1].startswith(GROUP_HEADER):
+                # The chain goes on with an exception group: its lines behind margins.
+                self.group, self._outer, self._closed = True, None, False
+                self._sub_start = len(self.failure.chain)
+                self.state, self._blank, self._since_frame = "frames", 0, 0
+                return True
             return not text.strip()
         # after the exception line
         if not text.strip():
@@ -343,27 +307,33 @@ class TracebackBuilder:
             return False
         return self._message_line(text)
 
-    def _group_line(self, text: str) -> bool | str:
+    def _group_line(self, text: str, named: bool = False) -> bool | str:
         """A line of an exception group's traceback: True or False when the group's rules
         decide (a rule is taken; a line outside the margin is not), else the text behind
-        the margin, read as any traceback's line. Each sub-exception after the first pushes
-        the one before it into the chain, the group's own exception first: the last
-        sub-exception stands as the exception, the others in its chain."""
+        the margin, read as any traceback's line. A rule ends the exception line before it:
+        a group's own where the rule nests (``+-+``), else a sub-exception's, kept with its
+        chain and frames (:meth:`_end_sub`). Python's shortened forms are taken as such.
+        ``named``: a launcher named the line's process; what it took off may have held the
+        margin (docker compose's ``<service> | `` reads as k9s' ``<pod>`` and a margin), so a
+        line of the group's stream without one is still the group's until its closing rule."""
         if self._closed:
             if not text.strip():
                 self._blank += 1
                 return self._blank < 2
             if text.strip() in _CHAIN:  # the group caused (or was handled by) a later one
                 self.group = False
+                failure = self.failure
+                for sub in failure.subs[: _MAX_CHAIN - len(failure.chain)]:
+                    failure.chain.append((sub.exception or "", sub.message))
+                failure.subs = []
                 self._push_chain()
                 self.state = "chain"
                 return True
             return False
         rule = group_rule(text)
         if rule is not None:
+            self._end_sub(rule.nests)
             if rule.titled:
-                if self.state == "after":
-                    self._push_chain()
                 self.state = "frames"
                 self._since_frame = 0
             elif self._outer is None or rule.indent <= self._outer + 2:
@@ -372,10 +342,45 @@ class TracebackBuilder:
             return True
         inside = unmargined(text)
         if inside is None:
-            return False
+            return text if named and self.failure.stream is not None else False
         if self._outer is None:
             self._outer = inside[0]
+        if shortened(inside[1]):
+            self.failure.shortened = True
+            return True
         return inside[1]
+
+    def _end_sub(self, nests: bool) -> None:
+        """End the exception line read last, at a rule: a group's own line where the rule
+        nests, else a sub-exception, kept in the failure's ``subs``."""
+        failure = self.failure
+        if self.state != "after" or failure.exception is None:
+            return  # nothing read since the last rule, or a sub-exception cut short
+        own = failure.chain[self._sub_start :]
+        del failure.chain[self._sub_start :]
+        if nests:
+            line = failure.message.split("\n", 1)[0]
+            said = f"{failure.exception}: {line}" if line else failure.exception
+            failure.group = failure.group or said
+            self._innermost = (failure.exception, failure.message)
+        elif len(failure.subs) < _MAX_SUBS:
+            failure.subs.append(
+                dataclasses.replace(
+                    failure,
+                    chain=own,
+                    frames=self._frames,
+                    subs=[],
+                    group=None,
+                    exception=failure.exception,
+                )
+            )
+        else:
+            failure.shortened = True
+        failure.exception = None
+        failure.message = ""
+        failure.dropped_frames = 0
+        self._frames = []
+        self.state = "frames"
 
     def _message_line(self, text: str) -> bool:
         """One more line of the exception's message (bounded: past the cap, swallowed)."""
@@ -392,7 +397,7 @@ class TracebackBuilder:
         """A frame, its source line, a caret line or the exception line, told by their shape
         (indentation may be lost, or added to the whole paste): never a frame as the
         exception."""
-        frame = _FRAME.match(text)
+        frame = FRAME.match(text)
         if frame is not None:
             digits = frame.group("line")
             number = int(digits) if len(digits) <= _MAX_LINE_DIGITS else 0
@@ -429,7 +434,7 @@ class TracebackBuilder:
             text = text[self.indent :]  # at the paste's indentation: the exception line's place
         if text.startswith(" ") or (text.startswith("\t")):
             return True
-        exception = _EXCEPTION.match(text) or _WRAPPED.match(text)
+        exception = EXCEPTION.match(text) or WRAPPED.match(text)
         if exception is None:
             return True  # more of a frame's source (a statement on several lines)
         failure.exception = exception.group("type")
@@ -454,10 +459,27 @@ class TracebackBuilder:
         self._frames = []
         failure.dropped_frames = 0
 
-    def finish(self) -> Failure | None:
+    def finish(self, choose: Callable[[list[Failure]], int] | None = None) -> Failure | None:
         """The failure, its frames in order; ``cut`` when no exception line came. A fragment
-        (no header) with neither a frame nor an exception line is no failure: None."""
+        (no header) with neither a frame nor an exception line is no failure: None.
+
+        An exception group's failure is its root sub-exception, the one ``choose`` picks
+        among them (the first when none is given): its exception, chain (after the group's
+        own cause) and frames; a group Python shortened to its group lines alone stands as
+        the innermost of them."""
         failure = self.failure
+        if self.group:
+            self._end_sub(False)  # a sub-exception whose group's closing rule the log lost
+        subs = failure.subs
+        if subs:
+            index = choose(subs) if choose is not None and len(subs) > 1 else 0
+            root = subs[index]
+            failure.exception, failure.message = root.exception, root.message
+            failure.chain = [*failure.chain, *root.chain][-_MAX_CHAIN:]
+            self._frames, failure.dropped_frames = root.frames, root.dropped_frames
+            failure.sub_index = index + 1
+        elif self._innermost is not None and failure.exception is None:
+            failure.exception, failure.message = self._innermost
         failure.frames = self._frames
         if failure.fragment and failure.exception is None and not failure.chain:
             if not self._frames:

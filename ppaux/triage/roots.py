@@ -73,8 +73,8 @@ KIND_TEXT = {
 
 
 def aux_match(failure: Failure) -> MessageMatch | None:
-    """The auxiliary-output message ``failure`` raised (its last exception, or one of its
-    chain), when it is a RuntimeError that begins with one of sglang's nine messages."""
+    """The auxiliary-output message ``failure`` raised (the first of its chain, or its last
+    exception), when it is a RuntimeError that begins with one of sglang's nine messages."""
     cause = aux_cause(failure)
     return None if cause is None else cause[0]
 
@@ -82,8 +82,10 @@ def aux_match(failure: Failure) -> MessageMatch | None:
 def aux_cause(failure: Failure) -> tuple[MessageMatch, str, str, str] | None:
     """(match, exception, message line, the text the match's place is in: the line, or it
     with a JSON string's escapes undone) of the exception of ``failure`` that is one of
-    sglang's nine messages: its last exception, else the latest of its chain."""
-    candidates = [(failure.exception, failure.message), *reversed(failure.chain)]
+    sglang's nine messages: the first the traceback shows, as ``ppaux explain`` names the
+    first the text holds (in a chain, the innermost cause, which Python prints first; in an
+    exception group, its root sub-exception's, after the group's own cause)."""
+    candidates = [*failure.chain, (failure.exception, failure.message)]
     for exception, message in candidates:
         if exception is None:
             continue
@@ -195,10 +197,13 @@ def build_text(build: Build) -> str:
     return f"installed in {shown(build.where, None)}"
 
 
-def no_root_finding(loose: list[Failure | Event]) -> Finding:
+def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = None) -> Finding:
     """PP809: the logs hold no root. Said plainly, with why: a process that died of what the
     log does not say (a signal, a Ray worker gone), communication failures only (the cause is on
-    the network or another node), signals only, or tracebacks cut off."""
+    the network or another node), signals only, or tracebacks cut off. ``warned``: NCCL's
+    warnings the logs hold beside sglang's own lines (not records of their own there), said
+    where the logs hold only signals besides."""
+    warned = warned or []
     first = loose[0]
     count = len(loose)
     failures = [r for r in loose if isinstance(r, Failure)]
@@ -237,6 +242,17 @@ def no_root_finding(loose: list[Failure | Event]) -> Finding:
             f"{failed}{on} ({where}) and nothing else"
             + (f" but the parent's SIGQUIT ({len(signals)} lines)" if signals else "")
         )
+    elif not failures and len(signals) == count and warned:
+        cause = "signals-only"
+        nccl = warned[0]
+        message = (
+            f"no root in this log: it holds the parent's SIGQUIT ({counted(count, 'line')}, "
+            f"{where}: a child process failed) and NCCL's warnings ({counted(len(warned), 'line')}"
+            f", the first from {shown(nccl.who)} at {place_of(nccl)}: a connection between "
+            "ranks broke), and no failure of any process: the failing child's own output (its "
+            "traceback) is not in it. Collect every rank's own log, on every node, with "
+            "NCCL_DEBUG=INFO set for the next run to name the connection that broke"
+        )
     elif not failures and len(signals) == count:
         cause = "signals-only"
         message = (
@@ -265,6 +281,7 @@ def no_root_finding(loose: list[Failure | Event]) -> Finding:
             "no_root": cause,
             "ranks": ranks[:50],
             "records": [f"{r.source}:{r.line}" for r in loose[:50]],
+            "nccl_warnings": len(warned),
         },
         location=location_of(first),
     )
@@ -283,6 +300,13 @@ def root_finding(
     if incident.ranks:
         also = f" ({len(members)} processes failed with it at the same moment)"
     message = f"{who} failed first at {when_of(root)} ({place_of(root)}): {shown(root.error)}{also}"
+    if root.group is not None and len(root.subs) > 1:
+        # The headline and the kind are the root sub-exception's (ppaux.triage.kinds).
+        message += (
+            f" (sub-exception {root.sub_index} of {len(root.subs)}"
+            f"{' shown' if root.shortened else ''} of {shown(root.group, 200)}: the first of "
+            "the kind the others follow from)"
+        )
     extra: dict[str, Any] = {
         "incident": number,
         "root": True,

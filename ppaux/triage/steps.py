@@ -379,6 +379,19 @@ def _network_steps(at_init: bool) -> list[Step]:
     ]
 
 
+def _signal_steps() -> list[Step]:
+    """The parent's SIGQUIT only: the failing child's own output is elsewhere."""
+    return [
+        Step(
+            None,
+            "every node",
+            "the parent's SIGQUIT says a child process failed, not which or of what: collect "
+            "each rank's own output (its stderr, where sglang writes 'Scheduler hit an "
+            "exception' and the traceback), from every node, and triage them together",
+        ),
+    ]
+
+
 def _death_steps() -> list[Step]:
     """A process another reports dead, of what the log does not say: the kernel's OOM kills
     and the dead process's own output."""
@@ -454,6 +467,10 @@ def next_steps(
         kinds.append("communication")
     if no_root == "process-died":
         steps += _death_steps()
+    if no_root in ("signals-only", "signals-and-nccl-warnings"):
+        steps += _signal_steps()
+    if no_root == "signals-and-nccl-warnings":
+        kinds.append("communication")
     for kind in kinds:
         group = "communication" if kind.startswith("communication") else kind
         if group in done:

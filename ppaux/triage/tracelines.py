@@ -1,0 +1,122 @@
+"""What a traceback's line is, told by its shape alone (indentation may be lost, or added to a
+whole paste): an exception line (:func:`raised`: ``dotted.NameError: message``, and the shapes
+other tools give one), a frame (:func:`is_frame`), a frame's source line whose frame the log
+lost (:func:`lost_source`), a header cut short (:func:`cut_header`). ``triage`` and
+``explain`` read a line by these.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "EXCEPTION",
+    "FRAME",
+    "HEADER",
+    "MAX_MESSAGE",
+    "WRAPPED",
+    "cut_header",
+    "is_frame",
+    "lost_source",
+    "raised",
+]
+
+#: Characters of an exception message kept.
+MAX_MESSAGE = 4000
+#: A traceback's first line, wherever it stands in the line (behind a pasted character), and
+#: even when the paste cut it after ``Traceback (m``.
+HEADER = "Traceback (m"
+#: A frame line, indented or not (web UIs strip indentation); its line number is bounded.
+FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<function>.*))?$')
+#: An exception line where the paste's indentation puts it: any dotted name, a colon and the
+#: message (or nothing).
+EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::(?: (?P<message>.*))?)?$")
+#: An exception line by its shape alone: a dotted name ending as exception classes do, then a
+#: colon and the message (or nothing). Told apart from a frame's source line without indentation.
+_RAISED = re.compile(
+    r"^(?P<type>(?:[A-Za-z_]\w{0,100}\.){0,10}(?:[A-Za-z_]\w{0,100}"
+    r"(?:Error|Exception|ExceptionGroup|Interrupt|Exit|Failure|Fault|Timeout|Warning|Abort|"
+    r"StopIteration)|Exception(?:Group)?))"
+    r"(?: ?:(?: ?(?P<message>.*))?)?$"
+)
+#: An exception line whose type carries its cause: ``ray.exceptions.RayTaskError(OutOfMemoryError):
+#: ...``.
+WRAPPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]{0,200}\([\w.]{1,200}\)):(?: ?(?P<message>.*))?$")
+#: What may stand before an exception line that is not its own: pytest's failure marker
+#: (``E   RuntimeError: ...``), a runner's ``Error: `` before the exception it reports.
+_NOT_ITS_OWN = re.compile(r"^(?:E {1,8}|Error: )(?=[A-Za-z_][\w.]{0,200}(?:Error|Exception)\b)")
+#: The message of a bare ``Exception`` that is another exception's repr, as a wrapper logs
+#: what it caught (``Exception: RuntimeError('...')``): that exception is the one raised.
+_REPRED = re.compile(
+    r"^(?P<type>[A-Za-z_][\w.]{0,200})"
+    r"\((?P<repr>'(?:[^'\\\n]|\\.){0,4000}'|\"(?:[^\"\\\n]|\\.){0,4000}\")\)$"
+)
+
+
+def raised(text: str) -> tuple[str, str] | None:
+    """(type, message) of a line shaped as an exception line (``tvm.error.InternalError: ...``),
+    whatever its indentation; None otherwise."""
+    text = text.strip()
+    lead = _NOT_ITS_OWN.match(text)
+    if lead is not None:
+        text = text[lead.end() :]
+    match = _RAISED.match(text) or WRAPPED.match(text)
+    if match is None:
+        return None
+    exception, message = match.group("type"), (match.group("message") or "")[:MAX_MESSAGE]
+    if exception == "Exception":
+        inner = _REPRED.match(message)
+        if inner is not None:
+            said = _literal(inner.group("repr"))
+            if said is not None:
+                return inner.group("type"), said
+    return exception, message
+
+
+def _literal(text: str) -> str | None:
+    """The string a quoted literal as ``repr`` writes it spells (read, never run), or None."""
+    import ast
+
+    try:
+        value = ast.literal_eval(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+#: What a traceback's header line ends with, sglang's and Python's own: a paste may cut it.
+_HEADERS = (
+    "Scheduler hit an exception: Traceback (most recent call last):",
+    "Traceback (most recent call last):",
+)
+#: Characters of a header, at the least, that a cut header line ends with.
+_MIN_CUT_HEADER = 4
+
+
+def cut_header(text: str) -> bool:
+    """True for a line that ends with the start of a traceback's header, cut before
+    ``Traceback (m`` (``Scheduler hit an exc``, ``Trac``): its frames follow."""
+    text = text.rstrip()
+    for header in _HEADERS:
+        for size in range(min(len(header), len(text)), _MIN_CUT_HEADER - 1, -1):
+            if header.startswith(text[-size:]):
+                before = text[-size - 1 : -size] if size < len(text) else ""
+                if before in ("", " ", ":", "]"):
+                    return True
+    return False
+
+
+def lost_source(text: str) -> str:
+    """The code ``text`` holds when it is shaped as a frame's source line (indented, neither a
+    frame, an exception line, a header nor a caret line), else ''."""
+    code = text.strip()
+    if not code or not text[:1].isspace() or set(code) <= set("^~ "):
+        return ""
+    if FRAME.match(text) is not None or raised(code) is not None or code.startswith(HEADER):
+        return ""
+    return code[:200]
+
+
+def is_frame(text: str) -> bool:
+    """True for a traceback's frame line, indented or not."""
+    return FRAME.match(text) is not None

@@ -1,0 +1,98 @@
+"""``ppaux triage`` on the logs of fixtures/logs/shapes/: exception groups behind launchers'
+prefixes, Python's shortened groups, chains into groups, one-line records in the shapes other
+tools write, and a log of signals and NCCL's warnings. Each expected root is written by hand in
+that folder's expected.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import cli
+
+from ppaux.triage import triage_paths
+
+SHAPES = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "shapes"
+EXPECTED: dict[str, dict[str, Any]] = json.loads((SHAPES / "expected.json").read_text())["logs"]
+ROOTS = ("PP801", "PP802", "PP809")
+
+
+def test_every_log_of_the_folder_has_its_expected_root():
+    assert sorted(p.stem for p in SHAPES.glob("*.log")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_root_is_the_one_written_by_hand(name):
+    expected = EXPECTED[name]
+    findings = triage_paths([str(SHAPES / f"{name}.log")]).findings
+    roots = [f for f in findings if f.code in ROOTS]
+    assert [f.code for f in roots] == [expected["code"]], [(f.code, f.message) for f in findings]
+    assert "PP810" not in {f.code for f in findings}  # none of these is cut
+    extra = roots[0].extra
+    if expected["code"] == "PP809":
+        assert extra["no_root"] == expected["kind"]
+        return
+    assert extra.get("sglang_message") == expected["message"]
+    assert extra["exception"] == expected["exception"]
+    assert extra["kind"] == expected["kind"]
+    assert extra["ranks"] == [expected["ranks"] or "a process"]
+    # The headline names the exception the kind was read from.
+    assert f": {expected['exception']}" in roots[0].message
+
+
+@pytest.mark.parametrize("name", ["group-k9s", "group-pod", "group-parallel-tag"])
+def test_a_group_behind_a_prefix_is_one_failure(name):
+    findings = triage_paths([str(SHAPES / f"{name}.log")]).findings
+    codes = [f.code for f in findings if f.code in ("PP801", "PP802", "PP803")]
+    assert codes == [EXPECTED[name]["code"]]  # one failure, no collateral of itself
+
+
+@pytest.mark.parametrize(("name", "place"), [("first", 2), ("last", 1)])
+def test_the_group_s_headline_says_which_sub_exception_it_is(name, place):
+    """The collateral closed connection stands first or last: the headline is the memory
+    failure either way, the sub-exception the kind was read from."""
+    (root,) = [
+        f
+        for f in triage_paths([str(SHAPES / f"group-collateral-{name}.log")]).findings
+        if f.code == "PP802"
+    ]
+    assert "torch.OutOfMemoryError: CUDA out of memory" in root.message
+    assert f"sub-exception {place} of 2 of ExceptionGroup: unhandled errors in a TaskGroup" in (
+        root.message
+    )
+    assert "ConnectionResetError" not in root.message
+
+
+def test_one_line_records_fail_the_gate():
+    for name in ("record-pytest", "record-error-word", "record-repr"):
+        assert cli("triage", str(SHAPES / f"{name}.log")).exit_code == 1, name
+
+
+def test_signals_and_nccl_warnings_are_both_named_with_what_to_collect():
+    (found,) = [
+        f
+        for f in triage_paths([str(SHAPES / "sigquit-nccl-warnings.log")]).findings
+        if f.code == "PP809"
+    ]
+    assert "only signals" not in found.message  # the log holds NCCL's warnings too
+    assert "SIGQUIT (1 line" in found.message
+    assert "NCCL's warnings (2 lines, the first from node-a pid 1234" in found.message
+    assert "Collect every rank's own log" in found.message
+    assert found.extra["nccl_warnings"] == 2
+    result = cli("triage", "-f", "json", str(SHAPES / "sigquit-nccl-warnings.log"))
+    steps = json.loads(result.output)["steps"]
+    assert ["export", "NCCL_DEBUG=INFO"] in [s["argv"] for s in steps]
+    assert "collect each rank's own output" in steps[0]["comment"]
+
+
+@pytest.mark.parametrize("name", ["group-collateral-first", "group-collateral-last"])
+def test_explain_reads_a_pasted_group_s_kind_as_triage_does(name):
+    """The group's traceback alone, as a user pastes it into ``explain -``: the kind is its
+    root sub-exception's (memory), not its last sub-exception's (a closed connection)."""
+    lines = (SHAPES / f"{name}.log").read_text(encoding="utf-8").splitlines()[1:-1]
+    lines[0] = lines[0].split("Scheduler hit an exception: ", 1)[1]
+    result = cli("explain", "-", input="\n".join(lines) + "\n")
+    assert result.exit_code == 2
+    assert "it is a memory failure" in result.output, result.output
