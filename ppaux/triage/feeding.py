@@ -17,7 +17,8 @@ from ppaux.limits import Limits
 from ppaux.triage.crashes import Crashes, rank_within
 from ppaux.triage.deaths import worker_died
 from ppaux.triage.groups import GROUP_HEADER, unmargined
-from ppaux.triage.lineformat import Envelope, Launcher, LogLine, torch_rank
+from ppaux.triage.lineformat import LogLine, torch_rank
+from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.records import (
     Event,
     Failure,

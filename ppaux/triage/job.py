@@ -19,7 +19,7 @@ from ppaux.triage.frames import Build, build_of
 from ppaux.triage.incidents import Incident, incidents
 from ppaux.triage.inputs import log_findings, oversized_findings, read_all
 from ppaux.triage.kinds import kind_of
-from ppaux.triage.lineformat import Envelope, Launcher
+from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.longlines import long_line_findings
 from ppaux.triage.reading import LogReading
 from ppaux.triage.records import Event, Failure
