@@ -10,7 +10,11 @@ process prints as it dies.
 - ``Fatal Python error: Aborted`` (Python's fault handler): the process aborted; where no record
   of the same process came just before it, the cause is not in the log;
 - torchrun's failure summary (``Root Cause (first observed failure):``, then ``rank : 0`` and
-  ``exitcode : 1``): that rank exited first; its exception is not in the log.
+  ``exitcode : 1``): that rank exited first; its exception is not in the log;
+- NCCL's warning that a CUDA call failed for a reason of the host's own set-up (``init.cc:1582
+  NCCL WARN Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'``):
+  NCCL returns ``ncclUnhandledCudaError`` from it, a failure of that process whatever its
+  peers do, where NCCL's other warnings only say what it saw of the network.
 
 A record that follows another of the same stream within :data:`NEAR_LINES` lines says more of
 the same failure (a ``what():`` line, the fault handler after ``terminate``): it completes that
@@ -65,6 +69,17 @@ _PG_RANK = re.compile(r"\[PG [^\]]{0,80}?Rank (?P<rank>\d{1,9})\]")
 #: The head of a watchdog's message that names the error (``CUDA error: ...``).
 _HEAD = re.compile(r"^(?P<type>(?:[A-Za-z][\w:.]{0,40} )?[\w:.]{0,40}[Ee]rror): (?P<message>.*)$")
 _TIMEOUT = re.compile(r"Watchdog caught collective|[Tt]imed out|Timeout at NCCL work")
+#: NCCL's warning of a failed CUDA call (``Cuda failure 'x'``, ``Cuda failure 35 'x'``) whose
+#: error is the host's set-up: a driver older than the runtime, no usable device, a driver
+#: stub, forward compatibility on a GPU without it. NCCL's place before ``NCCL WARN`` is kept.
+_HOST_CUDA = re.compile(
+    r"(?:(?P<place>[\w./-]{1,200}\.(?:cc|cu|h):\d{1,6}) )?NCCL WARN Cuda failure(?: \d{1,4})? "
+    r"'(?P<message>(?:CUDA driver version is insufficient|no CUDA-capable device|"
+    r"CUDA driver is a stub library|forward compatibility was attempted|"
+    r"system has unsupported display driver)[^']{0,200})'"
+)
+#: The error NCCL returns after such a warning.
+_NCCL_CUDA = "ncclUnhandledCudaError"
 
 
 def _split(message: str) -> tuple[str, str]:
@@ -159,6 +174,10 @@ class Crashes:
                 _split(message) if watchdog is not None else ("C++ exception", message)
             )
             return self._new(line, exception, said)
+        if (host := _HOST_CUDA.search(text)) is not None:
+            place = host.group("place")
+            said = f"Cuda failure '{host.group('message')}'"
+            return self._new(line, _NCCL_CUDA, said + (f" (NCCL's {place})" if place else ""))
         if (fatal := _FATAL.search(text)) is not None:
             if near is not None:
                 self._last_line = line.number

@@ -357,13 +357,14 @@ class Reader:
             self._add(TracebackBuilder(failure, group=GROUP_HEADER in line.text))
             return
         kind = _event_kind(line.text)
+        crash = self.crashes.take(line) if kind in (None, "nccl-warn") else None
+        if crash is not None:  # of NCCL's warnings, one of a CUDA call the host failed
+            if len(reading.failures) + self.count >= self.max_failures:
+                reading.more_failures += 1
+            else:
+                reading.failures.append(crash)
+            return
         if kind is None:
-            crash = self.crashes.take(line)
-            if crash is not None:
-                if len(reading.failures) + self.count >= self.max_failures:
-                    reading.more_failures += 1
-                else:
-                    reading.failures.append(crash)
             return
         if kind == "capture":
             found = _CAPTURE_DIR.search(line.text[:_CAPTURE_LINE])

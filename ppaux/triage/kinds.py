@@ -75,7 +75,8 @@ _COMMUNICATION_TEXT = re.compile(
 #: What only a communicator's or a process group's set-up says, in its message or its frames.
 _INIT_TEXT = re.compile(
     r"ncclCommInitRank|ncclCommInitAll|ncclGetUniqueId|connectFullMesh|rendezvous|"
-    r"init_process_group|Address already in use|EADDRINUSE|TCPStore\("
+    r"init_process_group|Address already in use|EADDRINUSE|TCPStore\(|"
+    r"NCCL's init\.cc:"  # NCCL's own communicator set-up, where its warning says it failed
 )
 _INIT_FUNCTIONS = frozenset(
     {
