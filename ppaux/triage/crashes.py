@@ -11,6 +11,10 @@ process prints as it dies.
   of the same process came just before it, the cause is not in the log;
 - torchrun's failure summary (``Root Cause (first observed failure):``, then ``rank : 0`` and
   ``exitcode : 1``): that rank exited first; its exception is not in the log;
+- torch's ``Detected mismatch between collectives on ranks. Rank 2 is running collective:
+  ...`` (``TORCH_DISTRIBUTED_DEBUG=DETAIL``'s check), however a program printed it: the ranks
+  called different collectives or shapes, so their programs or models differ; that rank's
+  failure, a ``collective mismatch``;
 - NCCL's warning that a CUDA call failed for a reason of the host's own set-up (``init.cc:1582
   NCCL WARN Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'``):
   NCCL returns ``ncclUnhandledCudaError`` from it, a failure of that process whatever its
@@ -28,7 +32,7 @@ from collections.abc import Callable
 
 from ppaux.triage.deaths import DEATH_MARKERS
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
-from ppaux.triage.records import MAX_MESSAGE, Failure
+from ppaux.triage.records import MAX_MESSAGE, Failure, raised
 
 __all__ = ["CRASH_MARKERS", "NEAR_LINES", "Crashes", "rank_within"]
 
@@ -41,6 +45,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"Root Cause (first observed failure)",
     b"(local_rank: ",
     b"exitcode",
+    b"Detected mismatch between collectives",
     *DEATH_MARKERS,
 )
 #: Lines within which a record of the same stream completes the failure before it (a C++
@@ -78,6 +83,13 @@ _HOST_CUDA = re.compile(
     r"CUDA driver is a stub library|forward compatibility was attempted|"
     r"system has unsupported display driver)[^']{0,200})'"
 )
+#: torch's check that every rank calls the same collective; the rank is the one whose call
+#: the message gives first.
+_MISMATCH = re.compile(
+    r"Detected mismatch between collectives on ranks\. (?:Rank (?P<rank>\d{1,9}) )?.{0,2000}"
+)
+#: What such a record is called: the log shows no exception type for it.
+_MISMATCH_TYPE = "collective mismatch"
 #: The error NCCL returns after such a warning.
 _NCCL_CUDA = "ncclUnhandledCudaError"
 
@@ -174,6 +186,15 @@ class Crashes:
                 _split(message) if watchdog is not None else ("C++ exception", message)
             )
             return self._new(line, exception, said)
+        if (mismatch := _MISMATCH.search(text)) is not None:
+            if near is not None and "Detected mismatch between collectives" in near.message:
+                return None  # the same check printed again
+            shaped = raised(text)  # the type, where the line gives it
+            exception, said = shaped if shaped is not None else (_MISMATCH_TYPE, mismatch.group(0))
+            failure = self._new(line, exception, said)
+            if mismatch.group("rank") is not None and _who(line) == line.stream:
+                failure.stream = ranked_stream(line.stream, f"rank {mismatch.group('rank')}")
+            return failure
         if (host := _HOST_CUDA.search(text)) is not None:
             place = host.group("place")
             said = f"Cuda failure '{host.group('message')}'"

@@ -36,7 +36,9 @@ _PADDED_COMPOSE = re.compile(r"^(?P<who>[A-Za-z0-9][\w.-]*[-_]\d+) {2,}\| ?")
 #: Characters a paste may put before a launcher's prefix (a backtick, an indentation).
 _MAX_STRAY = 8
 _RAY = re.compile(r"^\((?P<who>[^()]{0,200}\bpid=\w+[^()]{0,200})\) ?")
-_SLURM = re.compile(r"^ {0,8}(?P<task>\d{1,7}): ")
+#: Slurm ``srun --label``'s ``<task>: ``, and a launcher's ``<rank> :`` label (the space before
+#: the colon, none after it).
+_SLURM = re.compile(r"^ {0,8}(?P<task>\d{1,7})(?:: | :)")
 
 
 def layers(rest: str, peeled: Peeled) -> str:
