@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from ppaux.limits import Limits
 from ppaux.triage.crashes import Crashes, rank_within
 from ppaux.triage.deaths import worker_died
+from ppaux.triage.flattened import in_repr_value
 from ppaux.triage.groups import GROUP_HEADER, unmargined
 from ppaux.triage.lineformat import LogLine, torch_rank
 from ppaux.triage.lineshapes import Envelope, Launcher
@@ -349,7 +350,7 @@ class Reader:
     def _marked(self, line: LogLine) -> None:
         reading = self.reading
         failure = failure_start(line, reading.source, self._next_order())
-        if failure is not None:
+        if failure is not None and not in_repr_value(line.text):
             self._learn(line)
             if len(reading.failures) + self.count >= self.max_failures:
                 reading.more_failures += 1
