@@ -36,6 +36,8 @@ __all__ = ["PP_RANK", "LogReading", "Reader"]
 
 #: The start of a traceback's first line.
 _HEADER = "Traceback (most recent call last):"
+#: What a header begins with, however a paste cut it.
+_HEADER_START = "Traceback (m"
 
 #: Lines of other processes after which a traceback still waiting for its exception is ended.
 _MAX_FOREIGN = 400
@@ -166,7 +168,13 @@ class Reader:
         self._cut_headers: dict[str | None, LogLine] = {}
         #: Per stream, the text a tool ppaux does not know put before the last traceback's
         #: header: taken off the lines after it that begin the same way (see :func:`_led`).
-        self._leads: dict[str | None, str] = {}
+        self._leads: dict[str | None, list[str]] = {}
+        #: Per stream, what each lead learned there names (:func:`_named`) and the stream its
+        #: lines go to: the first the stream itself, each other one a stream of its own (two
+        #: processes' tracebacks interleaved behind a prefix ppaux does not know).
+        self._lead_names: dict[str | None, dict[str, str | None]] = {}
+        #: The stream each of those streams was told apart from.
+        self._origins: dict[str | None, str | None] = {}
         self.crashes = Crashes(reading.source, self._next_order)
         #: The line given just before the one being taken (:meth:`remember` gives one the
         #: scanner passed over, read only when a fragment begins), None when it is not known.
@@ -235,10 +243,7 @@ class Reader:
 
     def _take(self, line: LogLine, marked: bool, weak: bool) -> None:
         if line.ranks is None and self._leads:
-            lead = self._leads.get(line.stream)
-            led = 0 if lead is None else _led(line.text, lead)
-            if led:
-                line = dataclasses.replace(line, text=line.text[led:])
+            line = self._unled(line)
         if _OVERSIZED.search(line.text) is not None:
             reading = self.reading
             if len(reading.oversized) < _MAX_OVERSIZED:
@@ -278,6 +283,27 @@ class Reader:
             self._marked(line)
         elif weak:
             self._weak(line)
+
+    def _unled(self, line: LogLine) -> LogLine:
+        """``line`` without a lead learned in its stream, in the stream of the process the
+        lead names. A header behind a lead of another shape, where its stream has leads,
+        begins that lead's process's stream (its text is kept for :func:`failure_start`)."""
+        led = 0
+        for lead in reversed(self._leads.get(line.stream, ())):  # the latest first
+            led = _led(line.text, lead)
+            if led:
+                break
+        header = line.text.find(_HEADER_START)
+        if led:
+            stream = self._route(line.stream, _named(line.text[:led]), header >= 0)
+            return dataclasses.replace(
+                line, text=line.text[led:], lead=line.text[:led], stream=stream
+            )
+        lead = line.text[:header] if header > 0 else ""
+        if lead.strip() and lead.replace("\t", " ").isprintable():
+            stream = self._route(line.stream, _named(lead), True)
+            return dataclasses.replace(line, lead=lead, stream=stream)
+        return line
 
     def _weak(self, line: LogLine) -> None:
         """A frame line no open traceback took (a fragment whose header is lost), or an
@@ -332,9 +358,12 @@ class Reader:
         failure.exception, failure.message = shaped
         reading.failures.append(failure)
 
-    def _learn(self, line: LogLine) -> None:
+    def _learn(self, line: LogLine) -> str | None:
         """Keep what stands before ``line``'s traceback header and no known layer took off:
-        the text before sglang's prefix, or, on a line without one, before 'Traceback'."""
+        the text before sglang's prefix, or, on a line without one, before 'Traceback'. The
+        stream the traceback belongs to: the line's, or, behind a lead that names another
+        process than the first lead of its stream did, that process's own."""
+        origin = self._origins.get(line.stream, line.stream)
         lead = line.lead
         if not lead and line.ranks is None:
             header = line.text.find(GROUP_HEADER)
@@ -342,16 +371,33 @@ class Reader:
                 lead = line.text[:header].rstrip(" ").removesuffix("+").rstrip(" ")
             else:
                 lead = line.text[: line.text.find(_HEADER)]
-        if lead.strip() and lead.replace("\t", " ").isprintable():  # a tab separates columns
-            self._leads[line.stream] = lead
-        else:
-            self._leads.pop(line.stream, None)
+        if not lead.strip() or not lead.replace("\t", " ").isprintable():  # a tab: columns
+            self._leads.pop(origin, None)
+            return line.stream
+        if line.ranks is not None:  # sglang's ranks tell the processes apart
+            self._leads[origin] = [lead]
+            return line.stream
+        name = _named(lead)
+        others = [kept for kept in self._leads.get(origin, ()) if _named(kept) != name]
+        self._leads[origin] = [*others[-(_MAX_LEADS - 1) :], lead]
+        return self._route(origin, name, True)
+
+    def _route(self, stream: str | None, name: str, new: bool) -> str | None:
+        """The stream of a line of ``stream`` behind a lead that names ``name``: the first
+        name's lines stay in ``stream``, each other name's go to a stream of its own (made
+        when ``new``: at a traceback's header); a name not seen at a header stays too."""
+        origin = self._origins.get(stream, stream)
+        names = self._lead_names.setdefault(origin, {})
+        if new and name not in names and len(names) < _MAX_LEAD_NAMES:
+            names[name] = origin if not names else (name or origin)
+            self._origins[names[name]] = origin
+        return names.get(name, origin)
 
     def _marked(self, line: LogLine) -> None:
         reading = self.reading
         failure = failure_start(line, reading.source, self._next_order())
         if failure is not None and not in_repr_value(line.text):
-            self._learn(line)
+            failure.stream = self._learn(line)
             if len(reading.failures) + self.count >= self.max_failures:
                 reading.more_failures += 1
                 return
@@ -393,6 +439,29 @@ class Reader:
                 line.zone,
             )
         )
+
+
+#: What changes from line to line of one process in a lead: a date, a clock, a long number (an
+#: epoch time, a counter, nanoseconds), a day's or a month's name. The rest names the process.
+_LEAD_TIME = re.compile(
+    r"\d{4}-\d\d-\d\d|\d{1,2}:\d\d(?::\d\d)?(?:[.,]\d{1,9})?|\d{5,}|"
+    r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b"
+)
+#: Processes told apart by their leads in one stream; more share the stream's first one.
+_MAX_LEAD_NAMES = 64
+#: Leads of different processes looked for in one stream's lines, the latest first (each
+#: line tries at most these).
+_MAX_LEADS = 8
+
+
+#: sglang's words before a header, which name no process of a lead.
+_HIT = re.compile(r"\w{1,64} hit an exception: *$")
+
+
+def _named(lead: str) -> str:
+    """What ``lead`` names, its times and sglang's words before a header taken out (``<w1>
+    12:00:01 `` names ``<w1>``)."""
+    return " ".join(_LEAD_TIME.sub(" ", _HIT.sub("", lead)).split())
 
 
 #: Numbers, with the spaces before each, and the names of days and months: what may differ
