@@ -18,6 +18,7 @@ from ppaux.triage.crashes import Crashes, rank_within
 from ppaux.triage.deaths import worker_died
 from ppaux.triage.flattened import in_repr_value
 from ppaux.triage.groups import GROUP_HEADER, unmargined
+from ppaux.triage.leads import lead_length, named
 from ppaux.triage.lineformat import LogLine, torch_rank
 from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.records import (
@@ -167,11 +168,13 @@ class Reader:
         #: fragment whose frames follow it is that line's ranks' failure.
         self._cut_headers: dict[str | None, LogLine] = {}
         #: Per stream, the text a tool ppaux does not know put before the last traceback's
-        #: header: taken off the lines after it that begin the same way (see :func:`_led`).
+        #: header: taken off the lines after it that begin the same way
+        #: (:func:`~ppaux.triage.leads.lead_length`).
         self._leads: dict[str | None, list[str]] = {}
-        #: Per stream, what each lead learned there names (:func:`_named`) and the stream its
-        #: lines go to: the first the stream itself, each other one a stream of its own (two
-        #: processes' tracebacks interleaved behind a prefix ppaux does not know).
+        #: Per stream, what each lead learned there names (:func:`~ppaux.triage.leads.named`)
+        #: and the stream its lines go to: the first the stream itself, each other one a stream
+        #: of its own (two processes' tracebacks interleaved behind a prefix ppaux does not
+        #: know).
         self._lead_names: dict[str | None, dict[str, str | None]] = {}
         #: The stream each of those streams was told apart from.
         self._origins: dict[str | None, str | None] = {}
@@ -290,18 +293,18 @@ class Reader:
         begins that lead's process's stream (its text is kept for :func:`failure_start`)."""
         led = 0
         for lead in reversed(self._leads.get(line.stream, ())):  # the latest first
-            led = _led(line.text, lead)
+            led = lead_length(line.text, lead)
             if led:
                 break
         header = line.text.find(_HEADER_START)
         if led:
-            stream = self._route(line.stream, _named(line.text[:led]), header >= 0)
+            stream = self._route(line.stream, named(line.text[:led]), header >= 0)
             return dataclasses.replace(
                 line, text=line.text[led:], lead=line.text[:led], stream=stream
             )
         lead = line.text[:header] if header > 0 else ""
         if lead.strip() and lead.replace("\t", " ").isprintable():
-            stream = self._route(line.stream, _named(lead), True)
+            stream = self._route(line.stream, named(lead), True)
             return dataclasses.replace(line, lead=lead, stream=stream)
         return line
 
@@ -377,8 +380,8 @@ class Reader:
         if line.ranks is not None:  # sglang's ranks tell the processes apart
             self._leads[origin] = [lead]
             return line.stream
-        name = _named(lead)
-        others = [kept for kept in self._leads.get(origin, ()) if _named(kept) != name]
+        name = named(lead)
+        others = [kept for kept in self._leads.get(origin, ()) if named(kept) != name]
         self._leads[origin] = [*others[-(_MAX_LEADS - 1) :], lead]
         return self._route(origin, name, True)
 
@@ -441,66 +444,8 @@ class Reader:
         )
 
 
-#: What changes from line to line of one process in a lead: a date, a clock, a long number (an
-#: epoch time, a counter, nanoseconds), a day's or a month's name. The rest names the process.
-_LEAD_TIME = re.compile(
-    r"\d{4}-\d\d-\d\d|\d{1,2}:\d\d(?::\d\d)?(?:[.,]\d{1,9})?|\d{5,}|"
-    r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b"
-)
 #: Processes told apart by their leads in one stream; more share the stream's first one.
 _MAX_LEAD_NAMES = 64
 #: Leads of different processes looked for in one stream's lines, the latest first (each
 #: line tries at most these).
 _MAX_LEADS = 8
-
-
-#: sglang's words before a header, which name no process of a lead.
-_HIT = re.compile(r"\w{1,64} hit an exception: *$")
-
-
-def _named(lead: str) -> str:
-    """What ``lead`` names, its times and sglang's words before a header taken out (``<w1>
-    12:00:01 `` names ``<w1>``)."""
-    return " ".join(_LEAD_TIME.sub(" ", _HIT.sub("", lead)).split())
-
-
-#: Numbers, with the spaces before each, and the names of days and months: what may differ
-#: from line to line in a lead (its time).
-_NUMBERS = re.compile(r"(?: *+\d)+")
-_SPACES = re.compile(r" +")
-_NAMES = re.compile(
-    r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b"
-)
-
-
-def _led(text: str, lead: str) -> int:
-    """The length of the start of ``text`` that stands where ``lead`` does, 0 when ``text``
-    does not begin as ``lead`` does: the same characters, but for numbers (with the spaces
-    before them), which may be other numbers of another length (a time, a counter, a pid,
-    ctime's day padded to two places: ``Dec  9`` then ``Dec 10``), and the name of a day or
-    a month, which may be another (``Wed Dec  9`` then ``Thu Dec 10``)."""
-    at = 0
-    place = 0
-    while place < len(lead):
-        char = lead[place]
-        varying = _NUMBERS if char == " " or char.isdigit() else _NAMES if char.isupper() else None
-        want = None if varying is None else varying.match(lead, place)
-        if want is None and char == " ":
-            # Spaces before no number: the same run of them, taken at once (a run looked at
-            # again from each of its spaces would cost the square of its length).
-            run = _SPACES.match(lead, place)
-            assert run is not None
-            if text[at : at + run.end() - place] != run.group():
-                return 0
-            at, place = at + run.end() - place, run.end()
-        elif want is not None and varying is not None:
-            got = varying.match(text, at)
-            if got is None:
-                return 0
-            at, place = got.end(), want.end()
-        elif at < len(text) and text[at] == char:
-            at += 1
-            place += 1
-        else:
-            return 0
-    return at
