@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ppaux.sglang.names import _joined
-from ppaux.triage.feeding import _led
+from ppaux.triage.leads import lead_length
 
 #: A line end and the blanks around it, as a pattern: the oracle of the one-pass join.
 LINE_END = re.compile(r"[ \t]*\r?\n[ \t]*")
@@ -24,11 +24,13 @@ def test_a_wrapped_message_is_joined_as_the_pattern_joins_it(text, joint):
 
 def test_a_lead_of_spaces_matches_the_same_spaces_only():
     lead = " " * 5000 + "x "
-    assert _led(" " * 5000 + "x y", lead) == 5002
-    assert _led(" " * 4999 + "x y", lead) == 0
-    assert _led(" " * 5001 + "x y", lead) == 0
+    assert lead_length(" " * 5000 + "x y", lead) == 5002
+    assert lead_length(" " * 4999 + "x y", lead) == 0
+    assert lead_length(" " * 5001 + "x y", lead) == 0
 
 
 def test_numbers_after_spaces_may_change_their_length():
-    assert _led("Dec 10 12:00:01 host x", "Dec  9 12:00:01 host ") == len("Dec 10 12:00:01 host ")
-    assert _led("[  7] body", "[ 12] ") == len("[  7] ")
+    assert lead_length("Dec 10 12:00:01 host x", "Dec  9 12:00:01 host ") == len(
+        "Dec 10 12:00:01 host "
+    )
+    assert lead_length("[  7] body", "[ 12] ") == len("[  7] ")

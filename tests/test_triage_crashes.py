@@ -328,3 +328,43 @@ def test_a_cut_traceback_is_never_the_root_over_an_earlier_complete_one(
     root = _root(findings)
     # the root is the first failure in the log's order: the complete one when it came first
     assert root["key"] == f"rank {rank if before else cut}"
+
+
+MISMATCH = (
+    "Detected mismatch between collectives on ranks. Rank {rank} is running collective: "
+    "CollectiveFingerPrint(SequenceNumber=7, OpType=BROADCAST, TensorShape=[4096]), but Rank 0 "
+    "is running collective: CollectiveFingerPrint(SequenceNumber=7, OpType=BROADCAST, "
+    "TensorShape=[2048]).Collectives differ in the following aspects:   Tensor Tensor shapes: "
+    "4096vs 2048"
+)
+
+
+def test_a_collective_mismatch_printed_without_its_type_is_its_rank_s_root(tmp_path):
+    """torch's check that the ranks call the same collective, as a trainer printed it (no
+    exception type), behind a launcher's ``<rank> :`` label: that rank's failure, of shape (the
+    ranks' programs differ), never the network's."""
+    text = "".join(
+        f"3 :{line}\n"
+        for line in (
+            "Error in Trainer.compute_loss: " + MISMATCH.format(rank=3),
+            "input_ids_shape: torch.Size([1, 2, 157])",
+        )
+    )
+    code, findings = _triage(tmp_path, text)
+    assert code == 1
+    root = _root(findings)
+    assert root["code"] == "PP802"
+    assert root["extra"]["exception"] == "collective mismatch"
+    assert root["extra"]["kind"] == "shape-kernel"
+    assert root["extra"]["ranks"] == ["task 3, rank 3"]
+    assert "TensorShape=[4096]" in root["message"]
+
+
+def test_a_collective_mismatch_under_torch_s_rank_prefix_keeps_that_rank(tmp_path):
+    text = "[rank1]: RuntimeError: " + MISMATCH.format(rank=1) + "\n"
+    code, findings = _triage(tmp_path, text)
+    root = _root(findings)
+    assert code == 1
+    assert root["extra"]["ranks"] == ["rank 1"]
+    assert root["extra"]["exception"] == "RuntimeError"
+    assert root["extra"]["kind"] == "shape-kernel"

@@ -62,3 +62,45 @@ def test_words_about_nccl_warnings_are_no_warning(tmp_path):
     result = cli("triage", str(path))
     assert result.exit_code == 2
     assert "not an sglang log" in result.output
+
+
+def test_nccl_s_warning_that_the_driver_is_too_old_is_the_host_s_own_root(tmp_path):
+    """NCCL's warning of a CUDA call failed for the host's set-up (a driver older than the
+    runtime) is that process's failure, at set-up, never the network's: a root at error, with
+    the driver and runtime to compare on that host before the network's settings."""
+    path = tmp_path / "driver.log"
+    path.write_text(
+        "NCCL INFO cudaDriverVersion 11070\n"
+        "init.cc:1582 NCCL WARN Cuda failure 'CUDA driver version is insufficient for CUDA "
+        "runtime version'\n"
+        "Failed, NCCL error /src/utils/nccl_utils.cc:296 'unhandled cuda error'\n",
+        encoding="utf-8",
+    )
+    report = triage_paths([str(path)])
+    (root,) = [f for f in report.findings if f.code in ("PP802", "PP809")]
+    assert root.code == "PP802"
+    assert root.extra["exception"] == "ncclUnhandledCudaError"
+    assert root.extra["kind"] == "communication-init"
+    assert "CUDA driver version is insufficient" in root.message
+    argvs = [step["argv"] for step in report.data["steps"] if step["argv"]]
+    driver = ["nvidia-smi", "--query-gpu=index,name,driver_version", "--format=csv"]
+    assert driver in argvs
+    assert argvs.index(driver) < argvs.index(["export", "NCCL_DEBUG=INFO"])
+    result = cli("triage", str(path))
+    assert result.exit_code == 1, result.output
+    assert "driver" in result.output
+
+
+def test_nccl_s_other_cuda_warnings_stay_warnings(tmp_path):
+    """A CUDA failure NCCL warns of that is not the host's set-up (NCCL goes on without what
+    failed) is no root."""
+    path = tmp_path / "warned.log"
+    path.write_text(
+        WARNINGS[0] + "\n"
+        "node1:4242:4300 [0] transport/p2p.cc:290 NCCL WARN Cuda failure 'peer access is "
+        "not supported between these two devices'\n",
+        encoding="utf-8",
+    )
+    (found,) = [f for f in triage_paths([str(path)]).findings if f.code in ("PP802", "PP809")]
+    assert found.code == "PP809"
+    assert found.extra["no_root"] == "network-or-other-node"

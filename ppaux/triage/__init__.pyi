@@ -5,10 +5,10 @@ from .job import triage_paths as triage_paths
 from .kinds import DESCRIPTIONS as DESCRIPTIONS
 from .kinds import kind_of_text as kind_of_text
 from .kinds import local_note as local_note
-from .lineformat import Envelope as Envelope
-from .lineformat import Launcher as Launcher
 from .lineformat import LogLine as LogLine
 from .lineformat import parse_line as parse_line
+from .lineshapes import Envelope as Envelope
+from .lineshapes import Launcher as Launcher
 from .reading import LogReading as LogReading
 from .reading import read_log as read_log
 from .records import Event as Event

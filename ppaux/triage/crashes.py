@@ -10,7 +10,15 @@ process prints as it dies.
 - ``Fatal Python error: Aborted`` (Python's fault handler): the process aborted; where no record
   of the same process came just before it, the cause is not in the log;
 - torchrun's failure summary (``Root Cause (first observed failure):``, then ``rank : 0`` and
-  ``exitcode : 1``): that rank exited first; its exception is not in the log.
+  ``exitcode : 1``): that rank exited first; its exception is not in the log;
+- torch's ``Detected mismatch between collectives on ranks. Rank 2 is running collective:
+  ...`` (``TORCH_DISTRIBUTED_DEBUG=DETAIL``'s check), however a program printed it: the ranks
+  called different collectives or shapes, so their programs or models differ; that rank's
+  failure, a ``collective mismatch``;
+- NCCL's warning that a CUDA call failed for a reason of the host's own set-up (``init.cc:1582
+  NCCL WARN Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'``):
+  NCCL returns ``ncclUnhandledCudaError`` from it, a failure of that process whatever its
+  peers do, where NCCL's other warnings only say what it saw of the network.
 
 A record that follows another of the same stream within :data:`NEAR_LINES` lines says more of
 the same failure (a ``what():`` line, the fault handler after ``terminate``): it completes that
@@ -25,7 +33,7 @@ from collections.abc import Callable
 from ppaux.triage.deaths import DEATH_MARKERS
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
 from ppaux.triage.records import Failure
-from ppaux.triage.tracelines import MAX_MESSAGE
+from ppaux.triage.tracelines import MAX_MESSAGE, raised
 
 __all__ = ["CRASH_MARKERS", "NEAR_LINES", "Crashes", "rank_within"]
 
@@ -38,6 +46,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"Root Cause (first observed failure)",
     b"(local_rank: ",
     b"exitcode",
+    b"Detected mismatch between collectives",
     *DEATH_MARKERS,
 )
 #: Lines within which a record of the same stream completes the failure before it (a C++
@@ -66,6 +75,24 @@ _PG_RANK = re.compile(r"\[PG [^\]]{0,80}?Rank (?P<rank>\d{1,9})\]")
 #: The head of a watchdog's message that names the error (``CUDA error: ...``).
 _HEAD = re.compile(r"^(?P<type>(?:[A-Za-z][\w:.]{0,40} )?[\w:.]{0,40}[Ee]rror): (?P<message>.*)$")
 _TIMEOUT = re.compile(r"Watchdog caught collective|[Tt]imed out|Timeout at NCCL work")
+#: NCCL's warning of a failed CUDA call (``Cuda failure 'x'``, ``Cuda failure 35 'x'``) whose
+#: error is the host's set-up: a driver older than the runtime, no usable device, a driver
+#: stub, forward compatibility on a GPU without it. NCCL's place before ``NCCL WARN`` is kept.
+_HOST_CUDA = re.compile(
+    r"(?:(?P<place>[\w./-]{1,200}\.(?:cc|cu|h):\d{1,6}) )?NCCL WARN Cuda failure(?: \d{1,4})? "
+    r"'(?P<message>(?:CUDA driver version is insufficient|no CUDA-capable device|"
+    r"CUDA driver is a stub library|forward compatibility was attempted|"
+    r"system has unsupported display driver)[^']{0,200})'"
+)
+#: torch's check that every rank calls the same collective; the rank is the one whose call
+#: the message gives first.
+_MISMATCH = re.compile(
+    r"Detected mismatch between collectives on ranks\. (?:Rank (?P<rank>\d{1,9}) )?.{0,2000}"
+)
+#: What such a record is called: the log shows no exception type for it.
+_MISMATCH_TYPE = "collective mismatch"
+#: The error NCCL returns after such a warning.
+_NCCL_CUDA = "ncclUnhandledCudaError"
 
 
 def _split(message: str) -> tuple[str, str]:
@@ -160,6 +187,19 @@ class Crashes:
                 _split(message) if watchdog is not None else ("C++ exception", message)
             )
             return self._new(line, exception, said)
+        if (mismatch := _MISMATCH.search(text)) is not None:
+            if near is not None and "Detected mismatch between collectives" in near.message:
+                return None  # the same check printed again
+            shaped = raised(text)  # the type, where the line gives it
+            exception, said = shaped if shaped is not None else (_MISMATCH_TYPE, mismatch.group(0))
+            failure = self._new(line, exception, said)
+            if mismatch.group("rank") is not None and _who(line) == line.stream:
+                failure.stream = ranked_stream(line.stream, f"rank {mismatch.group('rank')}")
+            return failure
+        if (host := _HOST_CUDA.search(text)) is not None:
+            place = host.group("place")
+            said = f"Cuda failure '{host.group('message')}'"
+            return self._new(line, _NCCL_CUDA, said + (f" (NCCL's {place})" if place else ""))
         if (fatal := _FATAL.search(text)) is not None:
             if near is not None:
                 self._last_line = line.number

@@ -32,12 +32,12 @@ from ppaux.files import read_at_most
 from ppaux.limits import Limits
 from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import byte_size
-from ppaux.triage.envelopes import MESSAGE_KEYS
+from ppaux.triage.jsonrecords import MESSAGE_KEYS
 from ppaux.triage.sources import LogOpenError
 
 __all__ = ["is_document", "per_line", "records"]
 
-#: The members of a record that hold its log line (:mod:`ppaux.triage.envelopes` reads them;
+#: The members of a record that hold its log line (:mod:`ppaux.triage.jsonrecords` reads them;
 #: a Cloud Logging record's ``jsonPayload`` holds one in turn).
 _MESSAGES = frozenset((*MESSAGE_KEYS, "jsonPayload"))
 

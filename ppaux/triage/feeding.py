@@ -16,9 +16,12 @@ from dataclasses import dataclass, field
 from ppaux.limits import Limits
 from ppaux.triage.crashes import Crashes, rank_within
 from ppaux.triage.deaths import worker_died
+from ppaux.triage.flattened import in_repr_value
 from ppaux.triage.groups import GROUP_HEADER, unmargined
 from ppaux.triage.kinds import root_of_group
-from ppaux.triage.lineformat import Envelope, Launcher, LogLine, torch_rank
+from ppaux.triage.leads import lead_length, named
+from ppaux.triage.lineformat import LogLine, torch_rank
+from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.records import Event, Failure, TracebackBuilder, failure_start, process_of
 from ppaux.triage.tracelines import cut_header, is_frame, lost_source, raised
 
@@ -26,6 +29,8 @@ __all__ = ["PP_RANK", "LogReading", "Reader"]
 
 #: The start of a traceback's first line.
 _HEADER = "Traceback (most recent call last):"
+#: What a header begins with, however a paste cut it.
+_HEADER_START = "Traceback (m"
 
 #: Lines of other processes after which a traceback still waiting for its exception is ended.
 _MAX_FOREIGN = 400
@@ -155,8 +160,16 @@ class Reader:
         #: fragment whose frames follow it is that line's ranks' failure.
         self._cut_headers: dict[str | None, LogLine] = {}
         #: Per stream, the text a tool ppaux does not know put before the last traceback's
-        #: header: taken off the lines after it that begin the same way (see :func:`_led`).
-        self._leads: dict[str | None, str] = {}
+        #: header: taken off the lines after it that begin the same way
+        #: (:func:`~ppaux.triage.leads.lead_length`).
+        self._leads: dict[str | None, list[str]] = {}
+        #: Per stream, what each lead learned there names (:func:`~ppaux.triage.leads.named`)
+        #: and the stream its lines go to: the first the stream itself, each other one a stream
+        #: of its own (two processes' tracebacks interleaved behind a prefix ppaux does not
+        #: know).
+        self._lead_names: dict[str | None, dict[str, str | None]] = {}
+        #: The stream each of those streams was told apart from.
+        self._origins: dict[str | None, str | None] = {}
         self.crashes = Crashes(reading.source, self._next_order)
         #: The line given just before the one being taken (:meth:`remember` gives one the
         #: scanner passed over, read only when a fragment begins), None when it is not known.
@@ -227,10 +240,7 @@ class Reader:
         if line.ranks is None and line.stream is not None and self._leads:
             line = self._margined(line)
         if line.ranks is None and self._leads:
-            lead = self._leads.get(line.stream)
-            led = 0 if lead is None else _led(line.text, lead)
-            if led:
-                line = dataclasses.replace(line, text=line.text[led:])
+            line = self._unled(line)
         if _OVERSIZED.search(line.text) is not None:
             reading = self.reading
             if len(reading.oversized) < _MAX_OVERSIZED:
@@ -275,8 +285,7 @@ class Reader:
         """``line`` given back to the exception group open in the stream of no name, when what
         was read as docker compose's ``<service> | `` was the group's margin behind the lead
         its header had (k9s' ``<pod> ``): ``<pod>   | File ...`` is the group's line."""
-        lead = self._leads.get(None)
-        if lead is None or lead.strip() != line.stream:
+        if all(lead.strip() != line.stream for lead in self._leads.get(None, ())):
             return line
         stream = self._streams.get(None)
         # The latest traceback only: a line costs the same however many are open.
@@ -284,6 +293,27 @@ class Reader:
         if latest is None or not latest.in_group:
             return line
         return dataclasses.replace(line, stream=None, text=f"  | {line.text}")
+
+    def _unled(self, line: LogLine) -> LogLine:
+        """``line`` without a lead learned in its stream, in the stream of the process the
+        lead names. A header behind a lead of another shape, where its stream has leads,
+        begins that lead's process's stream (its text is kept for :func:`failure_start`)."""
+        led = 0
+        for lead in reversed(self._leads.get(line.stream, ())):  # the latest first
+            led = lead_length(line.text, lead)
+            if led:
+                break
+        header = line.text.find(_HEADER_START)
+        if led:
+            stream = self._route(line.stream, named(line.text[:led]), header >= 0)
+            return dataclasses.replace(
+                line, text=line.text[led:], lead=line.text[:led], stream=stream
+            )
+        lead = line.text[:header] if header > 0 else ""
+        if lead.strip() and lead.replace("\t", " ").isprintable():
+            stream = self._route(line.stream, named(lead), True)
+            return dataclasses.replace(line, lead=lead, stream=stream)
+        return line
 
     def _weak(self, line: LogLine) -> None:
         """A frame line no open traceback took (a fragment whose header is lost), or an
@@ -338,9 +368,12 @@ class Reader:
         failure.exception, failure.message = shaped
         reading.failures.append(failure)
 
-    def _learn(self, line: LogLine) -> None:
+    def _learn(self, line: LogLine) -> str | None:
         """Keep what stands before ``line``'s traceback header and no known layer took off:
-        the text before sglang's prefix, or, on a line without one, before 'Traceback'."""
+        the text before sglang's prefix, or, on a line without one, before 'Traceback'. The
+        stream the traceback belongs to: the line's, or, behind a lead that names another
+        process than the first lead of its stream did, that process's own."""
+        origin = self._origins.get(line.stream, line.stream)
         lead = line.lead
         if not lead and line.ranks is None:
             header = line.text.find(GROUP_HEADER)
@@ -348,29 +381,47 @@ class Reader:
                 lead = line.text[:header].rstrip(" ").removesuffix("+").rstrip(" ")
             else:
                 lead = line.text[: line.text.find(_HEADER)]
-        if lead.strip() and lead.replace("\t", " ").isprintable():  # a tab separates columns
-            self._leads[line.stream] = lead
-        else:
-            self._leads.pop(line.stream, None)
+        if not lead.strip() or not lead.replace("\t", " ").isprintable():  # a tab: columns
+            self._leads.pop(origin, None)
+            return line.stream
+        if line.ranks is not None:  # sglang's ranks tell the processes apart
+            self._leads[origin] = [lead]
+            return line.stream
+        name = named(lead)
+        others = [kept for kept in self._leads.get(origin, ()) if named(kept) != name]
+        self._leads[origin] = [*others[-(_MAX_LEADS - 1) :], lead]
+        return self._route(origin, name, True)
+
+    def _route(self, stream: str | None, name: str, new: bool) -> str | None:
+        """The stream of a line of ``stream`` behind a lead that names ``name``: the first
+        name's lines stay in ``stream``, each other name's go to a stream of its own (made
+        when ``new``: at a traceback's header); a name not seen at a header stays too."""
+        origin = self._origins.get(stream, stream)
+        names = self._lead_names.setdefault(origin, {})
+        if new and name not in names and len(names) < _MAX_LEAD_NAMES:
+            names[name] = origin if not names else (name or origin)
+            self._origins[names[name]] = origin
+        return names.get(name, origin)
 
     def _marked(self, line: LogLine) -> None:
         reading = self.reading
         failure = failure_start(line, reading.source, self._next_order())
-        if failure is not None:
-            self._learn(line)
+        if failure is not None and not in_repr_value(line.text):
+            failure.stream = self._learn(line)
             if len(reading.failures) + self.count >= self.max_failures:
                 reading.more_failures += 1
                 return
             self._add(TracebackBuilder(failure, group=GROUP_HEADER in line.text))
             return
         kind = _event_kind(line.text)
+        crash = self.crashes.take(line) if kind in (None, "nccl-warn") else None
+        if crash is not None:  # of NCCL's warnings, one of a CUDA call the host failed
+            if len(reading.failures) + self.count >= self.max_failures:
+                reading.more_failures += 1
+            else:
+                reading.failures.append(crash)
+            return
         if kind is None:
-            crash = self.crashes.take(line)
-            if crash is not None:
-                if len(reading.failures) + self.count >= self.max_failures:
-                    reading.more_failures += 1
-                else:
-                    reading.failures.append(crash)
             return
         if kind == "capture":
             found = _CAPTURE_DIR.search(line.text[:_CAPTURE_LINE])
@@ -400,43 +451,8 @@ class Reader:
         )
 
 
-#: Numbers, with the spaces before each, and the names of days and months: what may differ
-#: from line to line in a lead (its time).
-_NUMBERS = re.compile(r"(?: *+\d)+")
-_SPACES = re.compile(r" +")
-_NAMES = re.compile(
-    r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b"
-)
-
-
-def _led(text: str, lead: str) -> int:
-    """The length of the start of ``text`` that stands where ``lead`` does, 0 when ``text``
-    does not begin as ``lead`` does: the same characters, but for numbers (with the spaces
-    before them), which may be other numbers of another length (a time, a counter, a pid,
-    ctime's day padded to two places: ``Dec  9`` then ``Dec 10``), and the name of a day or
-    a month, which may be another (``Wed Dec  9`` then ``Thu Dec 10``)."""
-    at = 0
-    place = 0
-    while place < len(lead):
-        char = lead[place]
-        varying = _NUMBERS if char == " " or char.isdigit() else _NAMES if char.isupper() else None
-        want = None if varying is None else varying.match(lead, place)
-        if want is None and char == " ":
-            # Spaces before no number: the same run of them, taken at once (a run looked at
-            # again from each of its spaces would cost the square of its length).
-            run = _SPACES.match(lead, place)
-            assert run is not None
-            if text[at : at + run.end() - place] != run.group():
-                return 0
-            at, place = at + run.end() - place, run.end()
-        elif want is not None and varying is not None:
-            got = varying.match(text, at)
-            if got is None:
-                return 0
-            at, place = got.end(), want.end()
-        elif at < len(text) and text[at] == char:
-            at += 1
-            place += 1
-        else:
-            return 0
-    return at
+#: Processes told apart by their leads in one stream; more share the stream's first one.
+_MAX_LEAD_NAMES = 64
+#: Leads of different processes looked for in one stream's lines, the latest first (each
+#: line tries at most these).
+_MAX_LEADS = 8

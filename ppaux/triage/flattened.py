@@ -8,13 +8,25 @@ bare ``Name``) whose name is an exception's (``...Error``, ``...Exception``, ...
 frame's code. :func:`unflatten` splits such a line; a line of any other shape is left alone.
 A JSON record's message pasted raw keeps its newlines as two characters (``\\n``, quotes as
 ``\\"``): :func:`unescaped` gives its lines back.
+
+A header inside a quoted value of an object's repr on the line (sglang's echo of a request,
+``Receive: obj=GenerateReqInput(text='... Traceback (most recent call last): ...')``) is text
+someone sent, never a traceback of the process: :func:`in_repr_value` tells it.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["ESCAPED", "escaped", "flattened", "split_lines", "unescaped", "unflatten"]
+__all__ = [
+    "ESCAPED",
+    "escaped",
+    "flattened",
+    "in_repr_value",
+    "split_lines",
+    "unescaped",
+    "unflatten",
+]
 
 _HEADER = "Traceback (most recent call last):"
 #: At most this many frames taken from one line (a hostile line does not cost more).
@@ -97,9 +109,39 @@ def flattened(text: str) -> bool:
     return at >= 0 and _NEXT_FRAME.match(text, at + len(_HEADER_END)) is not None
 
 
+#: Where an object's repr gives a field its quoted value: ``GenerateReqInput(`` then, later,
+#: ``text='`` (the quote in the group).
+_REPR_OBJECT = re.compile(r"\b[A-Z]\w{0,200}\(")
+_REPR_VALUE = re.compile(r"\b\w{1,200}=(?P<quote>['\"])")
+#: A string's closing quote: one no backslash escapes.
+_CLOSING = {q: re.compile(r"(?:^|[^\\])(?:\\\\)*" + q) for q in ("'", '"')}
+
+
+def in_repr_value(text: str) -> bool:
+    """True when ``text``'s traceback header stands inside a quoted field value of an object's
+    repr (``Name(..., text='... Traceback (most recent call last): ...``), the value's string
+    still open where the header is: text a request carried, not a traceback. Linear in the
+    line's length."""
+    at = text.find("Traceback (m")
+    if at < 0:
+        return False
+    obj = _REPR_OBJECT.search(text, 0, at)
+    if obj is None:
+        return False
+    last = None
+    for last in _REPR_VALUE.finditer(text, obj.end(), at):  # noqa: B007 - the last one counts
+        pass
+    if last is None:
+        return False
+    return _CLOSING[last.group("quote")].search(text[last.end() : at]) is None
+
+
 def split_lines(text: str) -> list[str]:
     """The lines ``text`` holds: a traceback's escaped newlines undone, one flattened onto
-    the line split back; ``[text]`` for any other line."""
+    the line split back; ``[text]`` for any other line, and for one whose header is text a
+    repr's value holds (:func:`in_repr_value`)."""
+    if in_repr_value(text):
+        return [text]
     parts = (unescaped(text) or [text]) if escaped(text) else [text]
     if any(flattened(part) for part in parts):
         parts = [line for part in parts for line in (unflatten(part) or [part])]

@@ -18,8 +18,8 @@ from ppaux.text import shown
 from ppaux.triage.frames import Build, build_of
 from ppaux.triage.incidents import Incident, incidents
 from ppaux.triage.inputs import log_findings, oversized_findings, read_all
-from ppaux.triage.kinds import kind_of
-from ppaux.triage.lineformat import Envelope, Launcher
+from ppaux.triage.kinds import kind_of, local_note
+from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.longlines import long_line_findings
 from ppaux.triage.reading import LogReading
 from ppaux.triage.records import Event, Failure
@@ -300,13 +300,19 @@ def triage_paths(
         build = build_of(found[0].root.frames)
         if build is not None and build.fits:
             release = ", ".join(build.fits)
+    kinds = [kind_of(i.root) for i in found[:MAX_INCIDENTS]]
+    host = any(
+        kind.startswith("communication") and local_note(i.root.error) is not None
+        for kind, i in zip(kinds, found, strict=False)
+    )
     plan = next_steps(
-        [(kind_of(i.root), m) for i, m in zip(found[:MAX_INCIDENTS], matches, strict=False)],
+        list(zip(kinds, matches, strict=False)),
         deployment,
         captures,
         observers,
         release,
         no_root,
+        host,
     )
     _fill(report, readings, found, deployment, plan)
     return report

@@ -76,7 +76,8 @@ _COMMUNICATION_TEXT = re.compile(
 #: What only a communicator's or a process group's set-up says, in its message or its frames.
 _INIT_TEXT = re.compile(
     r"ncclCommInitRank|ncclCommInitAll|ncclGetUniqueId|connectFullMesh|rendezvous|"
-    r"init_process_group|Address already in use|EADDRINUSE|TCPStore\("
+    r"init_process_group|Address already in use|EADDRINUSE|TCPStore\(|"
+    r"NCCL's init\.cc:"  # NCCL's own communicator set-up, where its warning says it failed
 )
 _INIT_FUNCTIONS = frozenset(
     {
@@ -102,7 +103,7 @@ _SHAPE_TEXT = re.compile(
     r"illegal memory access|device-side assert|misaligned address|illegal instruction|"
     r"no kernel image|invalid configuration argument|Triton Error|CUDA error|CUBLAS_STATUS|"
     r"CUDNN_STATUS|cutlass|Invalid configuration|Attempted to load weight|into parameter \(|"
-    r"size of tensor",
+    r"size of tensor|mismatch between collectives",
     re.IGNORECASE,
 )
 #: Functions of sglang's memory planning: what fails there is the memory left for the KV cache

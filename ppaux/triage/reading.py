@@ -15,12 +15,15 @@ import io
 import re
 from typing import BinaryIO, cast
 
+from ppaux.limits import Limits
 from ppaux.triage.csvrows import TableRows, csv_table
 from ppaux.triage.documents import is_document, records
-from ppaux.triage.envelopes import nested_record, peel_envelope
+from ppaux.triage.envelopes import peel_envelope
 from ppaux.triage.feeding import PP_RANK, LogReading, Reader
 from ppaux.triage.flattened import split_lines
-from ppaux.triage.lineformat import Envelope, Launcher, LogLine, detect, in_zone, peel, unwrap
+from ppaux.triage.jsonrecords import nested_record
+from ppaux.triage.lineformat import LogLine, detect, in_zone, peel, unwrap
+from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.newest import Reversed, newest_first, oldest_first
 from ppaux.triage.pastemarks import Unmarked, paste_mark
 from ppaux.triage.scanner import ALL_MARKERS, MARKERS, WEAK_MARKERS, Scanner
@@ -196,6 +199,151 @@ def _take_peeled(
         reader.take(line, inner_marked, _weak(line.text) or _weak(inner))
 
 
+class _Renumbering:
+    """The layers taken off a log that number its lines otherwise than the file does (a
+    terminal's wrapping joined, an export read oldest first)."""
+
+    __slots__ = ("backwards", "unwrapped")
+
+    def __init__(self) -> None:
+        self.unwrapped: Unwrapped | None = None
+        self.backwards: Reversed | None = None
+
+    def physical(self, number: int) -> int:
+        """The file's line number of the line read as ``number``."""
+        if self.backwards is not None:
+            number = self.backwards.physical(number)
+        if self.unwrapped is not None:
+            number = self.unwrapped.physical(number)
+        return number
+
+
+def _peek(stream: BinaryIO) -> bytes:
+    return cast(bytes, stream.peek(_HEAD)[:_HEAD])  # type: ignore[attr-defined]
+
+
+def _layered(
+    opened: BinaryIO, source: LogSource, renumbering: _Renumbering
+) -> tuple[BinaryIO, bytes]:
+    """The stream of ``opened``'s lines with its layers taken off (a JSON document's records,
+    a table's message column, a paste's marks, a terminal's wrapping, newest-first rows), and
+    its head."""
+    limits = source.limits
+    stream = opened
+    head = _peek(stream)
+    if is_document(head):
+        stream = records(opened, source.name, limits.max_log_document)
+        head = _peek(stream)
+    table = csv_table(head)
+    if table is not None:  # a table download: its message column, beside its time
+        rows = TableRows(stream, table, limits.max_log_line)
+        stream = cast(BinaryIO, io.BufferedReader(rows, buffer_size=1 << 20))
+        head = _peek(stream)
+    mark = paste_mark(head)
+    if mark is not None and (
+        mark.depth or mark.indent or (wrap_width(head) is None and wrap_width(mark.peel_head(head)))
+    ):  # a quote, an indentation, or numbers that hide a terminal's wrapping
+        unmarked = Unmarked(stream, mark, limits.max_log_line)
+        stream = cast(BinaryIO, io.BufferedReader(unmarked, buffer_size=1 << 20))
+        head = _peek(stream)
+    width = None if _source_code(head) else wrap_width(head)
+    if width is not None:
+        renumbering.unwrapped = Unwrapped(stream, width, limits.max_log_line)
+        stream = cast(BinaryIO, io.BufferedReader(renumbering.unwrapped, buffer_size=1 << 20))
+        head = _peek(stream)
+    if newest_first(head):  # a store's export, its rows newest first
+        renumbering.backwards = oldest_first(stream, source.name, limits.max_log_document)
+        stream = renumbering.backwards.stream
+        head = _peek(stream)
+    return stream, head
+
+
+def _survey(reading: LogReading, head: bytes) -> None:
+    """What ``head`` (a log's first bytes, its layers off) says of the whole log."""
+    reading.empty = not head
+    reading.envelope, reading.launcher = detect(head)
+    reading.pp_ranks.update(int(n) for n in _PP_PREFIX.findall(head))
+    reading.server_args = _server_args(head)
+    reading.sglang_seen = _SGLANG_LINE.search(head) is not None
+    detected = reading.envelope is not Envelope.PLAIN or reading.launcher is not Launcher.NONE
+    source_code = reading.source_code = _source_code(head)
+    reading.shaped = (detected or _LOG_SHAPE.search(head) is not None) and not source_code
+
+
+#: A piece of a line a collector split (CRI 'P', Docker's json-file): its number, text, time,
+#: time as written, and whether a marker is in it already.
+_Piece = tuple[int, str, float | None, str | None, bool]
+
+
+class _Lines:
+    """Feeds a log's lines, as the scanner gives them, to its reader."""
+
+    def __init__(
+        self, reading: LogReading, reader: Reader, limits: Limits, local_zone: LocalZone | None
+    ) -> None:
+        self.reading = reading
+        self.reader = reader
+        self.max_line = limits.max_log_line
+        self.local_zone = local_zone
+        #: Pieces of a line the collector split, per stream. Each with whether a marker is in
+        #: it already, so a piece costs its own length only (joined to max_log_line, further
+        #: pieces are skipped, not copied again).
+        self.pieces: dict[str | None, _Piece] = {}
+
+    def take(self, number: int, raw: bytes) -> None:
+        reading = self.reading
+        text, time, time_text, source_stream, partial = unwrap(raw, reading.envelope)
+        marked = any(marker in raw for marker in MARKERS)
+        if (
+            reading.envelope in (Envelope.PLAIN, Envelope.TIMESTAMPS, Envelope.NUMBERED)
+            and not partial
+        ):
+            overwritten = _shown(text)
+            for piece in overwritten:
+                if len(overwritten) > 1:
+                    marked = any(m in piece for m in _MARKER_TEXTS)
+                _take_peeled(self.reader, reading, number, piece, marked, self.local_zone)
+            return
+        if partial or source_stream in self.pieces:
+            first = self.pieces.pop(source_stream, None)
+            if first is not None:
+                number, before, time, time_text, was_marked = first
+                if len(before) >= self.max_line:
+                    text, marked = before, was_marked
+                else:
+                    seam = before[-_SEAM:] + text  # a marker split between two pieces
+                    text = (before + text)[: self.max_line]
+                    marked = was_marked or any(m in seam for m in _MARKER_TEXTS)
+            if partial:
+                self.pieces[source_stream] = (number, text, time, time_text, marked)
+                return
+        self._record(number, text, time, time_text, source_stream, marked)
+
+    def _record(
+        self,
+        number: int,
+        text: str,
+        time: float | None,
+        time_text: str | None,
+        source_stream: str | None,
+        marked: bool,
+    ) -> None:
+        """Feed a collector's whole record: a record holding several lines (a collector that
+        kept a write whole) gives each; a traceback flattened inside it is split back too."""
+        reading = self.reading
+        lines = text.split("\n") if "\n" in text else [text]
+        parts = [part for piece in lines for seen in _shown(piece) for part in split_lines(seen)]
+        parts = [inner for part in parts for inner in _unnested(part)]
+        stamped = reading.envelope is Envelope.TIMESTAMPS
+        for part in parts:
+            line = peel(number, part, time, time_text, source_stream, reading.launcher, stamped)
+            if self.local_zone is not None:
+                line = in_zone(line, self.local_zone)
+            if len(parts) > 1:
+                marked = any(m in part for m in _MARKER_TEXTS)
+            self.reader.take(line, marked, _weak(line.text) or _weak(part))
+
+
 def read_log(
     source: LogSource, first_order: int = 0, local_zone: LocalZone | None = None
 ) -> LogReading:
@@ -209,111 +357,24 @@ def read_log(
     reading = LogReading(source.name)
     limits = source.limits
     opened = stream = open_log(source)
-    unwrapped: Unwrapped | None = None
-    backwards: Reversed | None = None
+    renumbering = _Renumbering()
     try:
-        head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
-        if is_document(head):
-            stream = records(opened, source.name, limits.max_log_document)
-            head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
-        table = csv_table(head)
-        if table is not None:  # a table download: its message column, beside its time
-            rows = TableRows(stream, table, limits.max_log_line)
-            stream = cast(BinaryIO, io.BufferedReader(rows, buffer_size=1 << 20))
-            head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
-        mark = paste_mark(head)
-        if mark is not None and (
-            mark.depth
-            or mark.indent
-            or (wrap_width(head) is None and wrap_width(mark.peel_head(head)))
-        ):  # a quote, an indentation, or numbers that hide a terminal's wrapping
-            unmarked = Unmarked(stream, mark, limits.max_log_line)
-            stream = cast(BinaryIO, io.BufferedReader(unmarked, buffer_size=1 << 20))
-            head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
-        width = None if _source_code(head) else wrap_width(head)
-        if width is not None:
-            unwrapped = Unwrapped(stream, width, limits.max_log_line)
-            stream = cast(BinaryIO, io.BufferedReader(unwrapped, buffer_size=1 << 20))
-            head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
-        if newest_first(head):  # a store's export, its rows newest first
-            backwards = oldest_first(stream, source.name, limits.max_log_document)
-            stream = backwards.stream
-            head = stream.peek(_HEAD)[:_HEAD]  # type: ignore[attr-defined]
-        reading.empty = not head
-        reading.envelope, reading.launcher = detect(head)
-        reading.pp_ranks.update(int(n) for n in _PP_PREFIX.findall(head))
-        reading.server_args = _server_args(head)
-        reading.sglang_seen = _SGLANG_LINE.search(head) is not None
-        detected = reading.envelope is not Envelope.PLAIN or reading.launcher is not Launcher.NONE
-        source_code = reading.source_code = _source_code(head)
-        reading.shaped = (detected or _LOG_SHAPE.search(head) is not None) and not source_code
-        stamped = reading.envelope is Envelope.TIMESTAMPS
+        stream, head = _layered(opened, source, renumbering)
+        _survey(reading, head)
         scanner = Scanner(stream, max_line=limits.max_log_line)
         reader = Reader(reading, first_order, limits)
-        # Pieces of a line the collector split (CRI 'P', Docker's json-file), per stream.
-        # Each with whether a marker is in it already, so a piece costs its own length only
-        # (joined to max_log_line, further pieces are skipped, not copied again).
-        pieces: dict[str | None, tuple[int, str, float | None, str | None, bool]] = {}
+        lines = _Lines(reading, reader, limits, local_zone)
         while True:
-            wanted = reader.count or pieces
+            wanted = reader.count or lines.pieces
             item = scanner.next_line() if wanted else scanner.next_marked_line()
             if item is None:
                 break
             if not wanted and scanner.passed:
                 reader.remember(functools.partial(_passed_line, reading, scanner.previous))
             number, raw = item
-            if backwards is not None:
-                number = backwards.physical(number)
-            if unwrapped is not None:
-                number = unwrapped.physical(number)
-            text, time, time_text, source_stream, partial = unwrap(raw, reading.envelope)
-            marked = any(marker in raw for marker in MARKERS)
-            if (
-                reading.envelope in (Envelope.PLAIN, Envelope.TIMESTAMPS, Envelope.NUMBERED)
-                and not partial
-            ):
-                overwritten = _shown(text)
-                for piece in overwritten:
-                    if len(overwritten) > 1:
-                        marked = any(m in piece for m in _MARKER_TEXTS)
-                    _take_peeled(reader, reading, number, piece, marked, local_zone)
-                continue
-            if partial or source_stream in pieces:
-                first = pieces.pop(source_stream, None)
-                if first is not None:
-                    number, before, time, time_text, was_marked = first
-                    if len(before) >= limits.max_log_line:
-                        text, marked = before, was_marked
-                    else:
-                        seam = before[-_SEAM:] + text  # a marker split between two pieces
-                        text = (before + text)[: limits.max_log_line]
-                        marked = was_marked or any(m in seam for m in _MARKER_TEXTS)
-                if partial:
-                    pieces[source_stream] = (number, text, time, time_text, marked)
-                    continue
-            # A record holding several lines (a collector that kept a write whole) gives each;
-            # a traceback flattened inside the collector's record is split back too.
-            lines = text.split("\n") if "\n" in text else [text]
-            parts = [
-                part for piece in lines for seen in _shown(piece) for part in split_lines(seen)
-            ]
-            parts = [inner for part in parts for inner in _unnested(part)]
-            for part in parts:
-                line = peel(number, part, time, time_text, source_stream, reading.launcher, stamped)
-                if local_zone is not None:
-                    line = in_zone(line, local_zone)
-                if len(parts) > 1:
-                    marked = any(m in part for m in _MARKER_TEXTS)
-                reader.take(line, marked, _weak(line.text) or _weak(part))
+            lines.take(renumbering.physical(number), raw)
         reader.close_all()
-        past = scanner.line if backwards is None else backwards.total + 1
-        reading.lines = past - 1 if unwrapped is None else unwrapped.physical(past) - 1
-        reading.long_lines = scanner.long_lines
-        if scanner.first_long_line:
-            long_at = scanner.first_long_line
-            if backwards is not None:
-                long_at = backwards.physical(long_at)
-            reading.first_long_line = long_at if unwrapped is None else unwrapped.physical(long_at)
+        _count(reading, scanner, renumbering)
         ended = compression_cut(opened)
         if ended is not None:
             reading.cut_compression, reading.cut = ended
@@ -322,6 +383,19 @@ def read_log(
             stream.close()
             opened.close()
     reading.failures.sort(key=lambda f: f.order)
-    if (reading.failures or reading.events or reading.captures) and not source_code:
+    if (reading.failures or reading.events or reading.captures) and not reading.source_code:
         reading.shaped = True
     return reading
+
+
+def _count(reading: LogReading, scanner: Scanner, renumbering: _Renumbering) -> None:
+    """The log's lines, and its long ones, counted in the file's own numbers."""
+    backwards, unwrapped = renumbering.backwards, renumbering.unwrapped
+    past = scanner.line if backwards is None else backwards.total + 1
+    reading.lines = past - 1 if unwrapped is None else unwrapped.physical(past) - 1
+    reading.long_lines = scanner.long_lines
+    if scanner.first_long_line:
+        long_at = scanner.first_long_line
+        if backwards is not None:
+            long_at = backwards.physical(long_at)
+        reading.first_long_line = long_at if unwrapped is None else unwrapped.physical(long_at)

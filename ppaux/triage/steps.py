@@ -8,7 +8,9 @@ chosen by the kind of each incident's root (:mod:`ppaux.triage.kinds`).
   shell); ``ppaux fingerprint``/``check-skew`` across the stages; ``ppaux capture list``,
   ``inspect`` and ``replay`` on what the capture writes;
 - communication (at set-up, in flight, or no root in the log): the NCCL and gloo variables
-  that make the next failure say why, and what to collect from every node;
+  that make the next failure say why, and what to collect from every node; first, where NCCL's
+  error is most often the host's own (a CUDA driver older than the runtime, ``unhandled cuda
+  error``), the driver, the CUDA runtime and the shared memory of that host;
 - memory: the server arguments that bound sglang's memory;
 - a process that died of what the log does not say: the kernel's OOM kills on its host and
   that process's own log;
@@ -392,6 +394,33 @@ def _signal_steps() -> list[Step]:
     ]
 
 
+def _host_steps() -> list[Step]:
+    """A communication failure whose words say the host's own set-up failed (the driver, CUDA,
+    shared memory): what to compare there before the network."""
+    where = "the failing process's host"
+    return [
+        Step(
+            None,
+            where,
+            "NCCL's error is most often this host's own: its driver against the CUDA runtime "
+            "the serving process was built for (a driver older than the runtime needs fails "
+            "as 'CUDA driver version is insufficient': upgrade the driver, or install a build "
+            "for the CUDA the driver supports), and its shared memory",
+        ),
+        Step(
+            ("nvidia-smi", "--query-gpu=index,name,driver_version", "--format=csv"),
+            where,
+            "the driver's version; nvidia-smi alone also shows the highest CUDA it supports",
+        ),
+        Step(
+            ("python3", "-c", "import torch; print(torch.__version__, torch.version.cuda)"),
+            "the serving process's environment",
+            "the CUDA runtime torch was built for",
+        ),
+        Step(("df", "-h", "/dev/shm"), where, "the shared memory NCCL uses between processes"),
+    ]
+
+
 def _death_steps() -> list[Step]:
     """A process another reports dead, of what the log does not say: the kernel's OOM kills
     and the dead process's own output."""
@@ -454,12 +483,14 @@ def next_steps(
     observers: list[str] | None = None,
     release: str | None = None,
     no_root: str | None = None,
+    host: bool = False,
 ) -> list[Step]:
     """Steps for incidents whose roots are of ``roots`` (kind, and the auxiliary-output message
     matched, if any), in the order the kinds first appear; ``no_root``: why the logs hold no
     root ('network-or-other-node', ...), when they hold none; ``captures``: capture directories
     the logs show in use; ``observers``: targets for ``ppaux check-observer``; ``release``: the
-    releases the root's frames fit."""
+    releases the root's frames fit; ``host``: a communication root's words say its host's own
+    set-up failed (:func:`ppaux.triage.kinds.local_note`)."""
     steps: list[Step] = []
     done: set[str] = set()
     kinds = [kind for kind, _ in roots]
@@ -479,7 +510,7 @@ def next_steps(
         if kind == "auxiliary-output":
             steps += _aux_steps(deployment, captures, observers or [])
         elif group == "communication":
-            steps += _network_steps(kind == "communication-init")
+            steps += (_host_steps() if host else []) + _network_steps(kind == "communication-init")
         elif kind == "memory":
             steps += _memory_steps(deployment)
         elif kind == "shape-kernel":

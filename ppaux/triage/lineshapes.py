@@ -1,0 +1,162 @@
+"""The shapes a log line comes in, as a table of patterns: the collector's envelope
+(:class:`Envelope`), a launcher's prefix (:class:`Launcher`), sglang's own prefix, torch's rank
+prefixes. :mod:`ppaux.triage.lineformat` tells a log's envelope and launcher with them, and
+peels each line.
+
+Envelopes (:class:`Envelope`), detected per file from its first lines:
+
+- ``cri``: Kubernetes/CRI pod logs, ``<RFC3339Nano> stdout|stderr F|P <line>``;
+- ``docker-json``: Docker's json-file driver, ``{"log": "<line>\\n", "stream": ..., "time": ...}``;
+- ``timestamps``: ``<RFC3339Nano> <line>``, what ``kubectl logs --timestamps`` (the kubelet's
+  ``RFC3339NanoFixed`` and a space, ``pkg/kubelet/kuberuntime/logs/logs.go``), ``docker logs
+  -t`` (moby's ``api/server/httputils/write_log_stream.go``, the same form) and ``docker
+  compose logs -t`` (behind its service prefix, ``cmd/formatter/logs.go``) write; the time is
+  found at the start of the line or right behind the launcher's prefix;
+- ``plain``: anything else (a file written by sglang itself, or by ``tee``).
+
+Launcher prefixes, also detected per file: docker compose's ``<service>  | `` (often in ANSI
+colours), Ray's ``(pid=123, ip=10.0.0.1)`` / ``(SchedulerActor pid=123)``, ``kubectl logs
+--prefix``'s ``[pod/<pod>/<container>] `` (``staging/src/k8s.io/kubectl/pkg/cmd/logs/logs.go``),
+and a pod's name before each line (k9s' ``<pod> ``, stern's ``<pod> <container> ``).
+Each names the process a line comes from (its *stream*), which keeps interleaved tracebacks
+apart.
+
+sglang's prefix is what its ``configure_logger`` writes (``sglang/srt/utils/common.py``,
+0.5.19 - 0.5.23): ``[%(asctime)s{.%(msecs)03d}{prefix}] %(message)s`` with the date format
+``%Y-%m-%d %H:%M:%S``, milliseconds only with ``SGLANG_LOG_MS``, and the prefix built by the
+scheduler from the ranks in use, in this order: `` DP{n} PP{n} ATTN_CP{n} MOE_DP{n} TP{n}
+EP{n}`` (``scheduler.py``, ``configure_scheduler_process``).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+
+__all__ = [
+    "ANSI",
+    "COMPOSE",
+    "CRI",
+    "DOCKER_LOG",
+    "KUBECTL",
+    "LAUNCHER_PREFIX",
+    "NUMBER_COLUMN",
+    "POD",
+    "PREFIX_REACH",
+    "RAY",
+    "SGLANG",
+    "SGLANG_ANY",
+    "STAMP",
+    "STERN",
+    "TORCH_PYTHON_RANK",
+    "TORCH_RANK",
+    "VLLM_PROCESS",
+    "WRAPPER",
+    "Envelope",
+    "Launcher",
+]
+
+
+class Envelope(str, enum.Enum):
+    """The collector's wrapping of each line."""
+
+    PLAIN = "plain"
+    CRI = "cri"
+    DOCKER_JSON = "docker-json"
+    #: ``<RFC3339Nano> <line>`` (kubectl --timestamps, docker logs -t, docker compose logs -t),
+    #: at the start of the line or behind the launcher's prefix.
+    TIMESTAMPS = "timestamps"
+    #: A line-number column a paste or a viewer put before each line (``cat -n``'s
+    #: ``   23<TAB>``, ``23 | ``, ``[23] ``).
+    NUMBERED = "numbered"
+
+
+class Launcher(str, enum.Enum):
+    """A prefix a launcher puts before each line, naming the process."""
+
+    NONE = "none"
+    COMPOSE = "compose"
+    RAY = "ray"
+    #: vLLM's own worker processes, in Ray's shape: ``(VllmWorkerProcess pid=N) ``,
+    #: ``(Worker_TP4_EP4 pid=N) ``, ``(EngineCore pid=N) ``.
+    VLLM = "vllm"
+    KUBECTL = "kubectl"
+    #: A wrapper that logs each line of the process it runs with its own time and name:
+    #: ``[<time>] [/bin/sh]: <line>``.
+    WRAPPER = "wrapper"
+    #: A pod's name and a space before each line (k9s' log view, ``kubectl logs`` piped
+    #: through a per-pod tagger): ``sglang-pp-0 <line>``.
+    POD = "pod"
+    #: stern's ``<pod> <container> <line>``.
+    STERN = "stern"
+
+
+#: ANSI colours (SGR, ``ESC [ ... m``, as docker compose writes its prefixes): removed before a
+#: line is parsed. Every other escape sequence (a cursor move, a clear screen, a window title)
+#: stays in the text, so a finding shows it escaped rather than hiding that the log held it.
+ANSI = re.compile(r"\x1b\[[0-9;:]*m")
+CRI = re.compile(
+    r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) "
+    r"(?P<stream>stdout|stderr) (?P<tag>[FP])(?: (?P<text>.*))?$"
+)
+#: The time ``kubectl logs --timestamps``, ``docker logs -t`` and ``docker compose logs -t`` put
+#: before each line: RFC 3339 with nanoseconds (Go's ``RFC3339NanoFixed``) and one space.
+#: Docker's json-file record holds its line as a string under ``log`` (Elastic Common
+#: Schema's ``"log": {...}`` object is another record).
+DOCKER_LOG = re.compile(r'"log"\s*:\s*"')
+STAMP = re.compile(
+    r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d))(?: (?P<text>.*))?$"
+)
+#: ``kubectl logs --prefix``: ``[pod/<pod>/<container>] `` (the container is empty when kubectl
+#: cannot name it).
+KUBECTL = re.compile(r"^\[(?P<who>pod/[^/\]\s]+/[^/\]\s]*)\] (?P<text>.*)$")
+COMPOSE = re.compile(r"^(?P<service>[A-Za-z0-9][\w.-]*) *\| ?(?P<text>.*)$")
+RAY = re.compile(r"^\((?P<who>[^()]*\bpid=\d+[^()]*)\) ?(?P<text>.*)$")
+#: The processes vLLM names in that shape (its multiprocess executor, its engine core).
+VLLM_PROCESS = re.compile(
+    r"^(?:VllmWorker(?:Process)?|Worker(?:_\w+)?|EngineCore(?:_\w+)?|APIServer)\b"
+)
+WRAPPER = re.compile(
+    r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]{0,16}\] \[(?P<who>[^\]\s]{1,64})\]: "
+    r"(?P<text>.*)$"
+)
+#: A Kubernetes pod's name as k9s and stern print it before a line: lower case, from a
+#: letter, with a dash and a digit (``sglang-pp-0``, ``sglang-7d9f8-x2k4p``); a date is none.
+_POD_NAME = r"[a-z][a-z0-9]*(?:[-.][a-z0-9]+)+"
+POD = re.compile(rf"^(?P<who>{_POD_NAME}) (?P<text>.*)$")
+STERN = re.compile(rf"^(?P<who>{_POD_NAME} [a-z][a-z0-9-]{{0,62}}) (?P<text>.*)$")
+SGLANG = re.compile(
+    r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(?P<ms>\d{3}))?"
+    r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d{1,6})*)\] (?P<text>.*)$"
+)
+#: sglang's prefix wherever it stands in a line (behind a pasted backtick, a store's columns,
+#: or with its first characters lost): the whole ``[time ranks] `` form, or the ranks and the
+#: closing bracket behind what is left of the time. Rank numbers are bounded (six digits).
+_RANK_TOKENS = r"(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d{1,6}"
+SGLANG_ANY = re.compile(
+    r"\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(?P<ms>\d{3}))?"
+    rf"(?P<ranks>(?: {_RANK_TOKENS})*)\] "
+    rf"|(?:^|(?<=[\s\d:.`'\"|>-]))(?P<cut>(?:{_RANK_TOKENS} )*{_RANK_TOKENS})\] "
+)
+#: How far into a line sglang's prefix is looked for.
+PREFIX_REACH = 400
+#: torch's C++ (glog) lines name the global rank: ``[rank1]:[E1203 14:22:01.123 ...]``.
+TORCH_RANK = re.compile(r"^\[rank(?P<rank>\d+)\]:")
+#: torch's elastic launcher (torchrun ``--tee``/``--log-dir``, and the Python side of a rank)
+#: writes ``[rank2]: `` before each line a rank's Python prints: its traceback among them.
+#: A paste may put a stray mark or two before the first (a backtick that opened a code span).
+TORCH_PYTHON_RANK = re.compile(r"^[^\w\s]{0,3}?\[rank(?P<rank>\d{1,6})\]: ")
+
+#: A line-number column: up to 7 digits (bare or in brackets), then a tab, a bar or a colon.
+NUMBER_COLUMN = re.compile(r"^\s{0,8}(?:\d{1,7}(?:\t| ?\| ?|: )|\[\d{1,7}\] )")
+
+#: The prefix each launcher puts before a line: its first group names the process.
+LAUNCHER_PREFIX: dict[Launcher, re.Pattern[str]] = {
+    Launcher.COMPOSE: COMPOSE,
+    Launcher.RAY: RAY,
+    Launcher.VLLM: RAY,
+    Launcher.KUBECTL: KUBECTL,
+    Launcher.WRAPPER: WRAPPER,
+    Launcher.POD: POD,
+    Launcher.STERN: STERN,
+}

@@ -1,0 +1,157 @@
+"""The prefixes launchers and stores put before a line, taken off one layer at a time.
+
+Loki's ``{label="..."}`` set (its pod named), Cloud Logging's ``[key: value]`` groups,
+``kubectl logs --prefix``'s ``[pod/<pod>/<container>]``, a wrapper's ``[<time>] [name]: ``,
+torchrun's and Open MPI's rank tags, Ray's ``(... pid=N ...)``, a tab column, a serving
+framework's own logger (vLLM's ``ERROR 03-12 15:02:44 file.py:N]``, ``[file.py:N]`` since vLLM
+0.8), supervisord's relayed output, Slurm ``srun --label``'s ``<task>:``, docker compose's
+``<service> |``, a host fan-out's ``node1:``, a row's time; Ray's, compose's and a wrapper's
+also behind a backtick or an indentation that a paste put before them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ppaux.triage.forwarders import host_or_fields, supervised, tagged_rank, wrapper_prefix
+from ppaux.triage.peeled import LEAD, Peeled, stamp
+
+__all__ = ["layers"]
+
+_LABELS = re.compile(r'^\{(?:[\w.]+\s*=~?\s*"(?:[^"\\]|\\.)*"\s*,?\s*)*\}\s?')
+#: The pod and container a Loki label set names (``{namespace="llm", pod="sglang-0"}``).
+_LABEL_POD = re.compile(r'[{,\s]pod(?:_name)?\s*=\s*"([A-Za-z0-9][\w.-]{0,252})"')
+_LABEL_CONTAINER = re.compile(r'[{,\s]container(?:_name)?\s*=\s*"([A-Za-z0-9][\w.-]{0,252})"')
+_KEY_GROUP = re.compile(r"^\[[\w.]+: [^\[\]]*\]\s?")
+_KUBECTL = re.compile(r"^\[(?P<who>pod/[^/\]\s]+/[^/\]\s]*)\] ")
+#: A Python serving framework's own logger (vLLM's): ``ERROR 03-12 15:02:44 file.py:581] ``, and
+#: since vLLM 0.8 with the place in brackets, ``ERROR 08-06 22:23:09 [file.py:487] ``.
+_FRAMEWORK = re.compile(
+    r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? "
+    r"\[?[\w.-]{1,200}:\d{1,9}\] "
+)
+_COMPOSE = re.compile(r"^(?P<who>[A-Za-z0-9][\w.-]*) +\| ?")
+#: docker compose's prefix as it pads a service's name: at least two spaces before the bar.
+_PADDED_COMPOSE = re.compile(r"^(?P<who>[A-Za-z0-9][\w.-]*[-_]\d+) {2,}\| ?")
+#: Characters a paste may put before a launcher's prefix (a backtick, an indentation).
+_MAX_STRAY = 8
+_RAY = re.compile(r"^\((?P<who>[^()]{0,200}\bpid=\w+[^()]{0,200})\) ?")
+#: Slurm ``srun --label``'s ``<task>: ``, and a launcher's ``<rank> :`` label (the space before
+#: the colon, none after it).
+_SLURM = re.compile(r"^ {0,8}(?P<task>\d{1,7})(?:: | :)")
+
+
+def layers(rest: str, peeled: Peeled) -> str:
+    """``rest`` without the launchers' and stores' layers before it (at most four)."""
+    for _ in range(4):
+        step = _launcher(rest, peeled)
+        if step is None:
+            break
+        rest = step
+    return rest
+
+
+def _stray_launcher(rest: str, peeled: Peeled) -> str | None:
+    """``rest`` without Ray's, docker compose's or a wrapper's prefix behind a few characters a
+    paste put before it (a backtick, the whole paste's indentation); None when there is none.
+    Only the prefixes that cannot be a traceback's own text: Ray's holds ``pid=``, compose pads
+    its service's name before the bar, a wrapper's holds a time and its name in brackets."""
+    inner = rest.lstrip(" `")
+    if len(rest) - len(inner) > _MAX_STRAY:
+        return None
+    ray = _RAY.match(inner) if inner[:1] == "(" else None
+    if ray is not None:
+        peeled.stream = ray.group("who")
+        return inner[ray.end() :]
+    compose = _PADDED_COMPOSE.match(inner)
+    if compose is not None and compose.group("who") not in ("File", "Traceback"):
+        peeled.stream = compose.group("who")
+        return inner[compose.end() :]
+    wrapper = wrapper_prefix(inner) if inner[:1] == "[" else None
+    if wrapper is not None:
+        peeled.stream = peeled.stream or wrapper[0]
+        return wrapper[1]
+    return None
+
+
+def _labels(rest: str, peeled: Peeled) -> str | None:
+    """``rest`` without Loki's label set before it (its pod named as the stream), else None."""
+    labels = _LABELS.match(rest)
+    if labels is None or labels.end() <= 2:
+        return None
+    pod = _LABEL_POD.search(labels.group(0))
+    if pod is not None and peeled.stream is None:
+        container = _LABEL_CONTAINER.search(labels.group(0))
+        named = container.group(1) if container is not None else ""
+        peeled.stream = f"pod/{pod.group(1)}/{named}"
+    return rest[labels.end() :]
+
+
+def _bracketed(rest: str, peeled: Peeled) -> str | None:
+    """``rest`` without a layer in brackets before it (Cloud Logging's key group, kubectl's
+    pod, a wrapper's time and name, a rank tag), else None."""
+    group = _KEY_GROUP.match(rest)
+    if group is not None:
+        return rest[group.end() :]
+    pod = _KUBECTL.match(rest)
+    if pod is not None:
+        peeled.stream = pod.group("who")
+        return rest[pod.end() :]
+    wrapper = wrapper_prefix(rest)
+    if wrapper is not None:  # a wrapper's time and name: the process's line behind them
+        peeled.stream = peeled.stream or wrapper[0]
+        return wrapper[1]
+    tagged = tagged_rank(rest)
+    if tagged is not None:  # a hint only: sglang's own prefix, behind it, names the ranks
+        peeled.stream, rest = tagged
+        return rest
+    return None
+
+
+def _launcher(rest: str, peeled: Peeled) -> str | None:
+    """``rest`` without one more layer (labels, key groups, a launcher's prefix); None when
+    it has none."""
+    head = rest[:1]
+    if head == "{":
+        return _labels(rest, peeled)
+    if head == "[":
+        return _bracketed(rest, peeled)
+    if head == "(":
+        ray = _RAY.match(rest)
+        if ray is not None:
+            peeled.stream = ray.group("who")
+            return rest[ray.end() :]
+        return None
+    if head in (" ", "`"):
+        stray = _stray_launcher(rest, peeled)
+        if stray is not None:
+            return stray
+    if head == "\t":
+        return rest[1:]
+    bare = rest.lstrip(" ")
+    framework = _FRAMEWORK.match(bare) if len(rest) - len(bare) <= 8 else None
+    if framework is not None:
+        return bare[framework.end() :]
+    relayed = supervised(rest)
+    if relayed is not None:
+        peeled.stream = relayed[0]
+        return relayed[1]
+    slurm = _SLURM.match(rest)
+    if slurm is not None:
+        peeled.stream = f"task {int(slurm.group('task'))}"
+        return rest[slurm.end() :]
+    compose = _COMPOSE.match(rest)
+    if compose is not None and compose.group("who") not in ("File", "Traceback"):
+        peeled.stream = compose.group("who")
+        return rest[compose.end() :]
+    if rest[:1].islower() or rest[:2] == "- ":
+        fanned = host_or_fields(rest)
+        if fanned is not None:
+            host, rest = fanned
+            peeled.stream = host or peeled.stream
+            return rest
+    lead = LEAD.match(rest)
+    if lead is not None and lead.group("time") and peeled.time is None:
+        stamp(peeled, lead.group("time"))
+        return rest[lead.end() :]
+    return None

@@ -1,0 +1,77 @@
+"""A traceback's text that a request carried, echoed by sglang inside the request's repr on one
+line (``Receive: obj=GenerateReqInput(text='... Traceback (most recent call last): ...')``), is
+text someone sent: no failure. Lines are built with Python's own ``repr``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ppaux.triage import triage_paths
+
+TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "/srv/sglang/python/sglang/srt/managers/scheduler.py", line 10, in run\n'
+    "    x()\n"
+    "RuntimeError: received a non-tensor auxiliary PP output\n"
+)
+BEFORE = "[2026-12-03 14:56:06 TP0] Load weight end. type=Qwen2ForCausalLM\n"
+AFTER = "[2026-12-03 14:56:08 TP0] Decode batch. #running-req: 1, #token: 12\n"
+
+
+def _echo(prompt: str) -> str:
+    """sglang's request log line for a request whose text is ``prompt``."""
+    return (
+        f"[2026-12-03 14:56:07 TP0] Receive: obj=GenerateReqInput(text={prompt!r}, "
+        "input_ids=None, sampling_params={'max_new_tokens': 64}, rid='a1b2')\n"
+    )
+
+
+def _findings(path: Path, text: str) -> list[tuple[str, str | None]]:
+    """Each failure found (its root's or another's finding): code and exception."""
+    path.write_text(text, encoding="utf-8")
+    return [
+        (f.code, (f.extra or {}).get("exception"))
+        for f in triage_paths([str(path)]).findings
+        if f.code in ("PP801", "PP802", "PP803", "PP809", "PP810")
+    ]
+
+
+def test_a_prompt_holding_a_traceback_echoed_in_its_request_is_no_failure(tmp_path):
+    prompt = "Why does my server fail?\n" + TRACEBACK
+    assert "\\n" in _echo(prompt)  # repr wrote the newlines as escapes: one line
+    assert _findings(tmp_path / "echo.log", BEFORE + _echo(prompt) + AFTER) == []
+
+
+def test_a_prompt_with_a_flattened_traceback_echoed_is_no_failure(tmp_path):
+    prompt = "Why? " + TRACEBACK.replace("\n", " ")
+    assert _findings(tmp_path / "flat.log", BEFORE + _echo(prompt) + AFTER) == []
+
+
+def test_a_real_traceback_after_an_echoed_one_is_still_the_root(tmp_path):
+    real = "[2026-12-03 14:56:09 TP0] Scheduler hit an exception: " + TRACEBACK
+    text = BEFORE + _echo("see:\n" + TRACEBACK) + AFTER + real
+    assert _findings(tmp_path / "both.log", text) == [("PP801", "RuntimeError")]
+
+
+def test_a_traceback_a_logger_wrote_with_repr_is_still_read(tmp_path):
+    """A traceback given whole to ``%r`` (its quote right before its header) is the process's
+    own, no request's field."""
+    line = f"[2026-12-03 14:56:07 TP0] Scheduler hit an exception: {TRACEBACK!r}\n"
+    assert _findings(tmp_path / "logged.log", BEFORE + line) == [("PP801", "RuntimeError")]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    before=st.text(st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]), max_size=40),
+    after=st.text(st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]), max_size=40),
+    flat=st.booleans(),
+)
+def test_any_prompt_around_a_traceback_echoed_is_no_failure(tmp_path, before, after, flat):
+    body = TRACEBACK.replace("\n", " ") if flat else TRACEBACK
+    prompt = before + "\n" + body + after
+    assert _findings(tmp_path / "any.log", BEFORE + _echo(prompt) + AFTER) == []
