@@ -227,3 +227,49 @@ def test_a_decorated_transport_function_is_unknown(tmp_path, name):
     cap = analyse(str(root))
     assert (cap.transport, cap.match) == ("unknown", "unknown")
     assert f"{name} is decorated" in cap.unknown["transport"]
+
+
+TENSOR_CHECK = (
+    "        if not torch.is_tensor(value):\n"
+    '            raise RuntimeError(f"auxiliary PP output {label!r} is not a tensor")\n'
+)
+
+#: The sender's tensor check made one whose error never reaches the caller.
+SWALLOWED = {
+    "a continue before the raise": TENSOR_CHECK.replace(
+        "            raise", "            continue\n            raise"
+    ),
+    "inside a try whose handler may catch it": (
+        "        try:\n"
+        + "".join(f"    {line}\n" for line in TENSOR_CHECK.splitlines())
+        + "        except RuntimeError:\n"
+        + "            pass\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(SWALLOWED))
+def test_a_check_whose_error_never_reaches_the_caller_checks_nothing(tmp_path, case):
+    root = copy_tree("v0523", tmp_path)
+    path = root / TRANSPORT
+    text = path.read_text()
+    assert text.count(TENSOR_CHECK) == 1
+    path.write_text(text.replace(TENSOR_CHECK, SWALLOWED[case]))
+    cap = analyse(str(root))
+    assert cap.sender_checks is not None and cap.sender_checks["tensors"] is False
+    assert cap.sender_validates is False
+
+
+def test_a_check_inside_a_try_without_a_handler_still_checks(tmp_path):
+    root = copy_tree("v0523", tmp_path)
+    path = root / TRANSPORT
+    text = path.read_text()
+    wrapped = (
+        "        try:\n"
+        + "".join(f"    {line}\n" for line in TENSOR_CHECK.splitlines())
+        + "        finally:\n"
+        + "            pass\n"
+    )
+    path.write_text(text.replace(TENSOR_CHECK, wrapped))
+    cap = analyse(str(root))
+    assert cap.sender_checks is not None and cap.sender_checks["tensors"] is True

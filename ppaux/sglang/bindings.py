@@ -32,6 +32,7 @@ __all__ = [
     "constant_truth",
     "dynamic_write",
     "live_nodes",
+    "reachable",
     "rebinding_after",
     "rebindings",
     "type_checking_imports",
@@ -384,7 +385,7 @@ def _live_children(node: ast.AST, false_names: frozenset[str]) -> list[ast.AST]:
         if truth is not None:
             taken: ast.AST | list[ast.stmt] = node.body if truth else node.orelse
             branch: list[ast.AST] = list(taken) if isinstance(taken, list) else [taken]
-            return [node.test, *_reachable(branch)]
+            return [node.test, *reachable(branch)]
     out: list[ast.AST] = []
     bodies = statement_fields(type(node))
     for field in node_fields(type(node)):
@@ -394,16 +395,16 @@ def _live_children(node: ast.AST, false_names: frozenset[str]) -> list[ast.AST]:
         elif isinstance(value, list):
             items = [item for item in value if isinstance(item, ast.AST)]
             # Only a body of statements can end early; an expression list never does.
-            out.extend(_reachable(items) if field in bodies else items)
+            out.extend(reachable(items) if field in bodies else items)
     return out
 
 
-def _reachable(items: list[ast.AST]) -> list[ast.AST]:
+def reachable(items: Sequence[ast.AST]) -> list[ast.AST]:
     """``items`` up to and including the first statement after which the body ends."""
     for index, item in enumerate(items):
         if isinstance(item, _ENDS):
-            return items[: index + 1]
-    return items
+            return list(items[: index + 1])
+    return list(items)
 
 
 def constant_truth(test: ast.AST, false_names: frozenset[str] = frozenset()) -> bool | None:
