@@ -277,16 +277,16 @@ def decoded(data: bytes, filename: str) -> tuple[str, bool]:
         except UnicodeDecodeError:
             text, raw = data.decode(encoding, "surrogateescape"), True
     else:
+        # CPython decodes the text with its line ends made LF, and one LF more where the file
+        # ends with CRLF or with no line end (CPython 3.11): an error's position is there, and
+        # where that text decodes, it is the text CPython reads.
+        lf = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if data.endswith(b"\r\n") or not data.endswith((b"\n", b"\r")):
+            lf += b"\n"
         try:
-            text, raw = data.decode(encoding), False
-        except UnicodeDecodeError:
-            # CPython decodes the text with its line ends made LF: the error's position is there.
-            lf = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-            try:
-                lf.decode(encoding)
-            except UnicodeDecodeError as exc:
-                raise SyntaxError(str(exc), (filename, 0, -1, None)) from None
-            raise
+            text, raw = lf.decode(encoding), False
+        except UnicodeDecodeError as exc:
+            raise SyntaxError(str(exc), (filename, 0, -1, None)) from None
     # The codec took the BOM off: a second one is text, which CPython refuses.
     return text, raw
 
