@@ -335,3 +335,29 @@ def test_an_fstring_of_many_fields_is_refused_before_any_parser_sees_it(head):
 def test_a_long_fstring_of_few_fields_still_parses(head):
     text = head + "x = f'" + "b" * 100_000 + "{a}'\ny = 'c{}' * 3\n"
     assert ast.dump(parse_source(text)) == ast.dump(ast.parse(text))
+
+
+def _cpython(source: bytes) -> tuple[str, int | None] | None:
+    """CPython's verdict on ``source`` (compiled to a syntax tree, never run)."""
+    try:
+        compile(source, "<cpython>", "exec", ast.PyCF_ONLY_AST)
+    except SyntaxError as exc:
+        return exc.msg, exc.lineno
+    return None
+
+
+@pytest.mark.parametrize("ending", [b"\r\n", b"\n", b"\r", b""])
+@pytest.mark.parametrize("lines", [4700, 4701])
+def test_a_utf16_cookie_file_is_decoded_as_cpython_decodes_it(ending, lines):
+    # ASCII bytes under a UTF-16 cookie: whether they decode, and where not, depends on the
+    # text CPython decodes (its line ends made LF, one more LF at some ends).
+    head = b"#!/usr/bin/env python\r\n# coding: utf-16\r\n"
+    source = head + b"x = 1\r\n" * lines + b"y" + ending
+    assert len(source) > CHUNK_BYTES
+    expected = _cpython(source)
+    try:
+        parse_source(source, "<cpython>")
+    except SyntaxError as exc:
+        assert (exc.msg, exc.lineno) == expected
+    else:
+        assert expected is None

@@ -21,23 +21,31 @@ the facts that depend on it "unknown", with the reason; nothing here raises for 
 from __future__ import annotations
 
 import ast
+import gc
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from ppaux.limits import Limits
 from ppaux.sglang import releases
-from ppaux.sglang.bindings import Rebinding, rebinding_after, rebindings
+from ppaux.sglang.bindings import (
+    BINDING_WORDS,
+    DYNAMIC_WORDS,
+    Rebinding,
+    dynamic_write,
+    rebindings,
+)
 from ppaux.sglang.bounded_parse import StatementTooLarge, parse_source
 from ppaux.sglang.capability import Capability, SourceFile
 from ppaux.sglang.digest import definition_digests
 from ppaux.sglang.names import ADD, POP, SCHEDULER_FILE, TRANSPORT_FILE
 from ppaux.sglang.node_fields import node_fields
+from ppaux.sglang.scheduler_calls import scheduler_calls
 from ppaux.sglang.source_facts import (
-    calls_anywhere,
     dict_keys,
     import_source,
-    import_statement,
     indexed_keys,
     non_tensor_values,
     receiver_checks,
@@ -46,6 +54,7 @@ from ppaux.sglang.source_facts import (
     sender_prefix,
 )
 from ppaux.sglang.syntax import any_function_named, function_named, string_constants
+from ppaux.sglang.text_rows import rows_naming
 from ppaux.sglang.tree import SglangTree, UnreadableFile, locate
 from ppaux.suggestions import RaiseLimit, limit_note
 
@@ -54,6 +63,7 @@ __all__ = [
     "INVALID_PYTHON",
     "LOGPROB_FILE",
     "MAX_SYNTAX_DEPTH",
+    "REEXPORT_HOPS",
     "TRANSPORT_DEFINITIONS",
     "WALKABLE_DEPTH",
     "WIRE_DEFINITIONS",
@@ -116,6 +126,7 @@ class _Parsed:
     file: SourceFile
     module: ast.Module | None
     data: bytes | None = None
+    relative: str = ""
 
     @property
     def why(self) -> str:
@@ -206,17 +217,23 @@ def _depth_within(module: ast.Module, limit: int) -> bool:
         if depth > limit:
             return False
         below: list[ast.AST] = []
+        contexts = False  # a name's or attribute's load/store context: a leaf one level down
         for node in level:
             kind = type(node)
             names = fields_of.get(kind)
             if names is None:
                 names = fields_of[kind] = node_fields(kind)
             for name in names:
+                if name == "ctx":
+                    contexts = True
+                    continue
                 value = getattr(node, name, None)
                 if isinstance(value, list):
                     below += [item for item in value if isinstance(item, ast.AST)]
                 elif isinstance(value, ast.AST):
                     below.append(value)
+        if not below and contexts:
+            return depth + 1 <= limit
         level = below
         depth += 1
     return True
@@ -228,8 +245,23 @@ def _depth_within(module: ast.Module, limit: int) -> bool:
 
 def analyse_tree(tree: SglangTree, limits: Limits = Limits()) -> Capability:
     """Analyse one located sglang tree (see :func:`analyse`), parsing within ``limits``."""
-    with tree.reading():
+    with tree.reading(), _collector_paused():
         return _analyse(tree, limits)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while the files are parsed and walked: syntax trees
+    hold no reference cycles, and the collector, which the hundreds of thousands of nodes of a
+    large file start again and again, finds nothing in them (on a megabyte of source, a third
+    of the analysis's time). On again after, if it was on."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _analyse(tree: SglangTree, limits: Limits) -> Capability:
@@ -247,12 +279,13 @@ def _analyse(tree: SglangTree, limits: Limits) -> Capability:
             next(filter(None, (import_source(scheduler.module, n) for n in wanted)), None)
             or TRANSPORT_FILE
         )
-        rebound = _scheduler_rebinding(scheduler, wanted)
-        if rebound is None:
-            calls = calls_anywhere(scheduler.module, wanted)
+        calls, doubt = scheduler_calls(
+            scheduler.module, scheduler.data, wanted, scheduler.file.path
+        )
+        if doubt is None:
             facts["scheduler_calls"] = {"add": calls.get(ADD, False), "pop": calls.get(POP, False)}
         else:
-            unknown["scheduler_calls"] = rebound
+            unknown["scheduler_calls"] = doubt
         sender = None
         if _SENDER_FUNCTION in named:
             sender = any_function_named(scheduler.module, _SENDER_FUNCTION)
@@ -265,7 +298,7 @@ def _analyse(tree: SglangTree, limits: Limits) -> Capability:
     else:
         unknown["scheduler_calls"] = unknown["output_keys"] = scheduler.why
 
-    transport = _parse(tree, "transport", transport_file, limits)
+    transport = _transport(tree, transport_file, limits)
     files.append(transport.file)
     facts.update(_transport_facts(transport, unknown))
 
@@ -290,6 +323,44 @@ def _analyse(tree: SglangTree, limits: Limits) -> Capability:
     )
 
 
+#: The most modules followed from the scheduler's import to the transport's definitions (a
+#: package's ``__init__.py`` that imports them from a module of its own, and so on).
+REEXPORT_HOPS = 4
+
+
+def _transport(tree: SglangTree, relative: str, limits: Limits) -> _Parsed:
+    """The module that defines the add and pop the scheduler imports from ``relative``: the
+    module itself, a package's ``__init__.py``, or a module that one imports them from, up to
+    :data:`REEXPORT_HOPS` modules on."""
+    parsed = _module_file(tree, relative, limits)
+    for _ in range(REEXPORT_HOPS):
+        module = parsed.module
+        if module is None or function_named(module, ADD) or function_named(module, POP):
+            break
+        package = parsed.relative.rpartition("/")[0]
+        source = next(
+            filter(None, (import_source(module, name, package) for name in (ADD, POP))), None
+        )
+        if source is None:
+            break
+        parsed = _module_file(tree, source, limits)
+    return parsed
+
+
+def _module_file(tree: SglangTree, relative: str, limits: Limits) -> _Parsed:
+    """The parsed transport file of module ``relative`` (``a/b.py``), or its package's
+    ``__init__.py`` where there is no such file."""
+    parsed = _parse(tree, "transport", relative, limits)
+    parsed.relative = relative
+    if parsed.file.status == "absent" and relative.endswith(".py"):
+        init = relative[: -len(".py")] + "/__init__.py"
+        package = _parse(tree, "transport", init, limits)
+        if package.file.status != "absent":
+            package.relative = init
+            return package
+    return parsed
+
+
 def _transport_facts(parsed: _Parsed, unknown: dict[str, str]) -> dict[str, Any]:
     file = parsed.file
     if file.status == "absent":
@@ -310,11 +381,24 @@ def _transport_facts(parsed: _Parsed, unknown: dict[str, str]) -> dict[str, Any]
     defined: dict[str, ast.stmt | None] = {
         name: definition for name, definition in ((ADD, add), (POP, pop)) if definition
     }
-    again = rebindings(module, defined)
+    again = rebindings(module, defined, rows_naming(parsed.data, (*defined, *BINDING_WORDS)))
     rebound = [
         _rebound_reason(file.path, name, definition, again.get(name))
         for name, definition in defined.items()
         if definition is not None
+    ]
+    dynamic = dynamic_write(module, defined, rows_naming(parsed.data, DYNAMIC_WORDS))
+    if dynamic is not None:
+        rebound.append(
+            f"{file.path}: line {dynamic.line} ({dynamic.how}) may bind"
+            f" {' or '.join(defined)} in a way ppaux cannot follow, so a call may not reach"
+            " the code ppaux reads"
+        )
+    rebound += [
+        f"{file.path}: {name} is decorated (line {definition.lineno}): a call reaches what"
+        " its decorator returns, not the code ppaux reads"
+        for name, definition in defined.items()
+        if definition is not None and getattr(definition, "decorator_list", None)
     ]
     if any(rebound):
         # What a call reaches is not what the def says: no verdict on either function.
@@ -363,25 +447,6 @@ def _may_name(data: bytes | None, names: tuple[str, ...]) -> set[str]:
     if data is None or not data.isascii() or b"coding" in data:
         return set(names)
     return {name for name in names if name.encode("ascii") in data}
-
-
-def _scheduler_rebinding(parsed: _Parsed, names: tuple[str, ...]) -> str | None:
-    """Why the scheduler's calls of add and pop cannot be told, when the scheduler binds
-    either of ``names`` again after importing it; None otherwise."""
-    module = parsed.module
-    assert module is not None  # only a parsed scheduler is asked
-    for name in names:
-        imported = import_statement(module, name)
-        if imported is None:
-            continue
-        rebinding = rebinding_after(module, name, imported)
-        if rebinding is not None:
-            return (
-                f"{parsed.file.path}: {name} is bound again at line {rebinding.line}"
-                f" ({rebinding.how}) after its import at line {imported.lineno}, so a call"
-                " may not reach the transport"
-            )
-    return None
 
 
 def _logprob_facts(parsed: _Parsed, unknown: dict[str, str]) -> dict[str, Any]:

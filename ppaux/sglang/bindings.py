@@ -18,12 +18,25 @@ constant-tested conditional expression not taken, and statements after a ``retur
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from ppaux.sglang.node_fields import node_fields, statement_fields
 
-__all__ = ["Rebinding", "constant_truth", "live_nodes", "rebinding_after", "rebindings"]
+__all__ = [
+    "BINDING_WORDS",
+    "DYNAMIC_WORDS",
+    "Rebinding",
+    "bindings_anywhere",
+    "constant_truth",
+    "dynamic_write",
+    "live_nodes",
+    "reachable",
+    "rebinding_after",
+    "rebindings",
+    "type_checking_imports",
+]
 
 #: Definitions whose body and arguments run in their own scope (or later, when called).
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -49,9 +62,15 @@ def rebinding_after(
     return rebindings(module, {name: after}).get(name)
 
 
-def rebindings(module: ast.Module, definitions: dict[str, ast.stmt | None]) -> dict[str, Rebinding]:
+def rebindings(
+    module: ast.Module,
+    definitions: dict[str, ast.stmt | None],
+    rows: Sequence[int] | None = None,
+) -> dict[str, Rebinding]:
     """:func:`rebinding_after` for each name of ``definitions`` (name to its statement), in one
-    walk over the module's own scope; names nothing rebinds are left out."""
+    walk over the module's own scope; names nothing rebinds are left out. ``rows`` (sorted),
+    when given, are the only lines a binding can be on (:data:`BINDING_WORDS` and the names
+    spelled there): nodes on none of them are passed over."""
     found: dict[str, Rebinding] = {}
     # Where each definition ends, as (line, column): a binding after it on the same line (a
     # semicolon's second statement) is after it too.
@@ -66,8 +85,11 @@ def rebindings(module: ast.Module, definitions: dict[str, ast.stmt | None]) -> d
     stack: list[ast.AST] = list(reversed(module.body))
     while stack and len(found) < len(definitions):
         node = stack.pop()
+        if rows is not None and not _spans_a_row(node, rows):
+            continue
         kind = type(node)
-        if kind in _MAY_BIND:
+        named = _named(node, kind) if kind in _MAY_BIND else None
+        if named is not None and (named == "*" or named in definitions):
             for name, after in definitions.items():
                 if name in found or node is after:
                     continue
@@ -76,8 +98,8 @@ def rebindings(module: ast.Module, definitions: dict[str, ast.stmt | None]) -> d
                 how = _binds(node, name) if place > last[name] else None
                 if how is not None:
                     found[name] = Rebinding(line, how)
-        if isinstance(node, ast.AnnAssign) and node.value is None:
-            stack.append(node.annotation)
+        if kind is ast.AnnAssign and node.value is None:  # type: ignore[attr-defined]
+            stack.append(node.annotation)  # type: ignore[attr-defined]
             continue  # a bare annotation (``name: T``) binds nothing
         if kind in _SCOPES:
             # A nested function's body matters only through its global declarations.
@@ -98,6 +120,21 @@ def rebindings(module: ast.Module, definitions: dict[str, ast.stmt | None]) -> d
             elif isinstance(value, ast.AST):
                 stack.append(value)
     return found
+
+
+def _named(node: ast.AST, kind: type) -> str | None:
+    """The one name ``node`` (of a :data:`_MAY_BIND` type) may bind, read cheaply (``"*"``
+    where it may bind any, or several); None where it binds none: most nodes of a module are
+    names and attributes read, not stored, and need no closer look."""
+    if kind is ast.Name:
+        return None if type(node.ctx) is ast.Load else node.id  # type: ignore[attr-defined]
+    if kind is ast.Attribute:
+        return None if type(node.ctx) is ast.Load else node.attr  # type: ignore[attr-defined]
+    if kind is ast.Subscript:
+        return None if type(node.ctx) is ast.Load else "*"  # type: ignore[attr-defined]
+    if isinstance(node, ast.Call):
+        return "*" if _called(node) in ("setattr", "delattr") else None
+    return "*"
 
 
 #: Node types that may bind a name of the scope they are in.
@@ -180,15 +217,115 @@ def _binds(node: ast.AST, name: str) -> str | None:
             return "a type alias"
     if isinstance(node, ast.Attribute) and node.attr == name and isinstance(node.ctx, ast.Store):
         return "an attribute assignment"
+    if isinstance(node, ast.Attribute) and node.attr == name and isinstance(node.ctx, ast.Del):
+        return "an attribute del"
     if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
         key = node.slice
         if isinstance(key, ast.Constant) and key.value == name:
             return "an item assignment"
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        if node.func.id in ("setattr", "delattr") and len(node.args) >= 2:
+    if isinstance(node, ast.Call) and _called(node) in ("setattr", "delattr"):
+        if len(node.args) >= 2:
             key = node.args[1]
             if isinstance(key, ast.Constant) and key.value == name:
-                return f"a {node.func.id} call"
+                return f"a {_called(node)} call"
+    return None
+
+
+def bindings_anywhere(
+    module: ast.Module,
+    names: Iterable[str],
+    skip: ast.AST | None = None,
+    rows: Sequence[int] | None = None,
+) -> Rebinding | None:
+    """The first binding of one of ``names`` anywhere in ``module``, in any scope (a function's
+    assignment or parameter of the name shadows the module's name in it), other than ``skip``;
+    None when there is none. ``rows`` as :func:`rebindings` takes them."""
+    wanted = tuple(names)
+    stack: list[ast.AST] = [module]
+    while stack:
+        node = stack.pop()
+        if rows is not None and not _spans_a_row(node, rows):
+            continue
+        kind = type(node)
+        if node is not skip:
+            if kind is ast.arg and node.arg in wanted:  # type: ignore[attr-defined]
+                return Rebinding(getattr(node, "lineno", 0), "a parameter")
+            named = _named(node, kind) if kind in _MAY_BIND else None
+            if named is not None and (named == "*" or named in wanted):
+                for name in wanted:
+                    how = _binds(node, name)
+                    if how is not None:
+                        return Rebinding(getattr(node, "lineno", 0), how)
+        for field in node_fields(kind):
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                stack.extend(item for item in reversed(value) if isinstance(item, ast.AST))
+            elif isinstance(value, ast.AST):
+                stack.append(value)
+    return None
+
+
+def _called(call: ast.Call) -> str | None:
+    """The name a call calls: ``f`` of ``f(...)`` and of ``x.f(...)``."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else None
+
+
+#: Words a binding of a name not spelled on its line is written with: ``import *``, a
+#: ``setattr`` or ``delattr`` whose key is built (with :data:`DYNAMIC_WORDS`).
+BINDING_WORDS = ("import", "setattr", "delattr")
+#: Calls that write a module's names by a key or a text the syntax does not spell out.
+_DYNAMIC_CALLS = frozenset({"globals", "vars", "locals", "exec", "eval", "__import__"})
+#: Attributes through which a module's names are written by a key.
+_DYNAMIC_ATTRIBUTES = frozenset({"__dict__", "__setattr__", "__delattr__", "modules"})
+#: Words those writes are spelled with (``sys.modules[...]`` included).
+DYNAMIC_WORDS = (*sorted(_DYNAMIC_CALLS), *sorted(_DYNAMIC_ATTRIBUTES), "setattr", "delattr")
+
+
+def dynamic_write(
+    module: ast.Module, names: Iterable[str], rows: Sequence[int] | None = None
+) -> Rebinding | None:
+    """The first place in ``module`` (its functions included: they may run at import) that may
+    bind a name of the module by a key or a text its syntax does not spell: ``globals()``,
+    ``vars()``, ``locals()``, ``exec``, ``eval``, ``__import__``, a ``__dict__``, ``sys.modules``,
+    ``__setattr__``, or a ``setattr``/``delattr`` whose key is not a constant or is one of
+    ``names``. None when there is none. ``rows`` (sorted) are
+    the only lines one can be on (:data:`DYNAMIC_WORDS` spelled there), when given."""
+    wanted = frozenset(names)
+    stack: list[ast.AST] = [module]
+    while stack:
+        node = stack.pop()
+        if rows is not None and not _spans_a_row(node, rows):
+            continue
+        how = _dynamic(node, wanted)
+        if how is not None:
+            return Rebinding(getattr(node, "lineno", 0), how)
+        for field in node_fields(type(node)):
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                stack.extend(item for item in reversed(value) if isinstance(item, ast.AST))
+            elif isinstance(value, ast.AST):
+                stack.append(value)
+    return None
+
+
+def _dynamic(node: ast.AST, names: frozenset[str]) -> str | None:
+    if isinstance(node, ast.Attribute) and node.attr in _DYNAMIC_ATTRIBUTES:
+        if node.attr != "modules" or (isinstance(node.value, ast.Name) and node.value.id == "sys"):
+            return f"a write through .{node.attr}"
+    if not isinstance(node, ast.Call):
+        return None
+    called = _called(node)
+    if isinstance(node.func, ast.Name) and called in _DYNAMIC_CALLS:
+        return f"a {called}() call"
+    if called in ("setattr", "delattr"):
+        key = node.args[1] if len(node.args) >= 2 else None
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return f"a {called} call with a key built when it runs"
+        if key.value in names:
+            return f"a {called} call of {key.value}"
     return None
 
 
@@ -196,25 +333,59 @@ def _binds(node: ast.AST, name: str) -> str | None:
 # Code that never runs
 
 
-def live_nodes(node: ast.AST) -> Iterator[ast.AST]:
+def live_nodes(
+    node: ast.AST,
+    false_names: frozenset[str] | None = None,
+    rows: Sequence[int] | None = None,
+) -> Iterator[ast.AST]:
     """Every node under ``node`` in source order, leaving out code that never runs (see the
     module's docstring). Iterative, like :func:`ppaux.sglang.syntax.walk`. ``TYPE_CHECKING`` is
-    known false only under a module, which says where it comes from."""
-    false_names = _type_checking_names(node) if isinstance(node, ast.Module) else frozenset()
+    known false only under a module, which says where it comes from (``false_names``, when the
+    caller has read them already: :func:`type_checking_imports`).
+
+    ``rows`` (sorted), when given, are the only lines a node sought can be on: a node whose
+    lines hold none of them is left out with everything under it (a definition's lines start at
+    its first decorator's)."""
+    if false_names is None:
+        false_names = _type_checking_names(node) if isinstance(node, ast.Module) else frozenset()
     stack: list[ast.AST] = _live_children(node, false_names)[::-1]
     while stack:
         node = stack.pop()
+        if rows is not None and not _spans_a_row(node, rows):
+            continue
         yield node
         stack.extend(_live_children(node, false_names)[::-1])
 
 
+def _spans_a_row(node: ast.AST, rows: Sequence[int]) -> bool:
+    """Whether ``node``'s lines hold one of ``rows`` (True for a node without lines)."""
+    first = getattr(node, "lineno", None)
+    last = getattr(node, "end_lineno", None)
+    if first is None or last is None:
+        return True
+    decorators = getattr(node, "decorator_list", None)
+    if decorators:
+        first = min(first, *(d.lineno for d in decorators))
+    at = bisect_left(rows, first)
+    return at < len(rows) and rows[at] <= last
+
+
 def _live_children(node: ast.AST, false_names: frozenset[str]) -> list[ast.AST]:
+    if isinstance(node, ast.BoolOp):
+        # ``a and b`` never runs ``b`` once ``a`` is known false (``or``: true).
+        stops = isinstance(node.op, ast.Or)
+        values: list[ast.AST] = []
+        for operand in node.values:
+            values.append(operand)
+            if constant_truth(operand, false_names) is stops:
+                break
+        return values
     if isinstance(node, (ast.If, ast.While, ast.IfExp)):
         truth = constant_truth(node.test, false_names)
         if truth is not None:
             taken: ast.AST | list[ast.stmt] = node.body if truth else node.orelse
             branch: list[ast.AST] = list(taken) if isinstance(taken, list) else [taken]
-            return [node.test, *_reachable(branch)]
+            return [node.test, *reachable(branch)]
     out: list[ast.AST] = []
     bodies = statement_fields(type(node))
     for field in node_fields(type(node)):
@@ -224,16 +395,16 @@ def _live_children(node: ast.AST, false_names: frozenset[str]) -> list[ast.AST]:
         elif isinstance(value, list):
             items = [item for item in value if isinstance(item, ast.AST)]
             # Only a body of statements can end early; an expression list never does.
-            out.extend(_reachable(items) if field in bodies else items)
+            out.extend(reachable(items) if field in bodies else items)
     return out
 
 
-def _reachable(items: list[ast.AST]) -> list[ast.AST]:
+def reachable(items: Sequence[ast.AST]) -> list[ast.AST]:
     """``items`` up to and including the first statement after which the body ends."""
     for index, item in enumerate(items):
         if isinstance(item, _ENDS):
-            return items[: index + 1]
-    return items
+            return list(items[: index + 1])
+    return list(items)
 
 
 def constant_truth(test: ast.AST, false_names: frozenset[str] = frozenset()) -> bool | None:
@@ -269,15 +440,22 @@ def constant_truth(test: ast.AST, false_names: frozenset[str] = frozenset()) -> 
     return None
 
 
-def _type_checking_names(module: ast.Module) -> frozenset[str]:
+def type_checking_imports(module: ast.Module) -> dict[str, ast.stmt | None]:
     """The names under which ``module`` imports ``TYPE_CHECKING`` from typing at top level,
-    unless it binds them again after (a binding before the import is the import's to replace)."""
+    each with its import."""
     imports: dict[str, ast.stmt | None] = {}
     for node in module.body:
         if isinstance(node, ast.ImportFrom) and node.module in _TYPING and not node.level:
             for alias in node.names:
                 if alias.name == "TYPE_CHECKING":
                     imports[alias.asname or alias.name] = node
+    return imports
+
+
+def _type_checking_names(module: ast.Module) -> frozenset[str]:
+    """Those of :func:`type_checking_imports` that ``module`` does not bind again after (a
+    binding before the import is the import's to replace)."""
+    imports = type_checking_imports(module)
     if not imports:
         return frozenset()
     return frozenset(imports.keys() - rebindings(module, imports).keys())

@@ -38,6 +38,7 @@ import gc
 import io
 import sys
 import warnings
+from collections.abc import Callable
 
 from ppaux.sglang.clause_split import Checker
 from ppaux.sglang.logical_lines import (
@@ -119,13 +120,14 @@ def _parsed(
             warnings.simplefilter("ignore", SyntaxWarning)
             try:
                 logical = scanned(text, max_tokens)
+                tokens = _tokenized_once(text, lines, filename, max_tokens)
                 try:
                     module, checked = _quick(logical, lines, filename, raw, ending)
                     if module is None and not checked:
-                        module = _check(text, lines, filename, raw, ending, max_tokens)
+                        module = _check(tokens, lines, filename, raw, ending)
                 except SyntaxError as exc:
                     later = _later_tokenizer_error(
-                        exc, text, logical, lines, filename, raw, ending, max_tokens
+                        exc, logical, tokens, lines, filename, raw, ending
                     )
                     if later is not None:
                         raise later from None
@@ -136,6 +138,25 @@ def _parsed(
     finally:
         if collecting:
             gc.enable()
+
+
+_Tokens = tuple[list[Logical], "tuple[SyntaxError, bool, int] | None"]
+
+
+def _tokenized_once(
+    text: str, lines: list[str], filename: str, max_tokens: int
+) -> Callable[[], _Tokens]:
+    """:func:`logical_lines` of the file, read by :mod:`tokenize` at the first call only: the
+    check of a file the scan was unsure of and the look past its first error share one pass
+    (on a megabyte, over a second)."""
+    memo: list[_Tokens] = []
+
+    def tokens() -> _Tokens:
+        if not memo:
+            memo.append(logical_lines(text, lines, filename, max_tokens))
+        return memo[0]
+
+    return tokens
 
 
 def _quick(
@@ -163,11 +184,11 @@ def _quick(
 
 
 def _check(
-    text: str, lines: list[str], filename: str, raw: bool, ending: str, max_tokens: int
+    tokens: Callable[[], _Tokens], lines: list[str], filename: str, raw: bool, ending: str
 ) -> ast.Module | None:
     """Raise the first part's syntax error, if any part of the file has one; else the file's
     tree when its top-level parts give it (none had to be split), or None."""
-    logical, failure = logical_lines(text, lines, filename, max_tokens)
+    logical, failure = tokens()
     logical, failure = _stopped_at_indentation(logical, failure, lines, filename)
     checker = Checker(lines, logical, filename, raw, ending, CHUNK_BYTES)
     if failure is None:
@@ -254,13 +275,12 @@ _FIRST_PASS_ERRORS = frozenset(
 
 def _later_tokenizer_error(
     exc: SyntaxError,
-    text: str,
     scanned: list[Logical] | None,
+    tokens: Callable[[], _Tokens],
     lines: list[str],
     filename: str,
     raw: bool,
     ending: str,
-    max_tokens: int,
 ) -> SyntaxError | None:
     """The error CPython reports instead of the parser's ``exc``: after a parse fails, CPython
     tokenizes the rest of the file, and an error its tokenizer raises there (an unmatched
@@ -277,7 +297,7 @@ def _later_tokenizer_error(
     logical = scanned
     failure = None
     if logical is None:  # the scan passes no indentation error; tokenize may
-        logical, failure = logical_lines(text, lines, filename, max_tokens)
+        logical, failure = tokens()
         starts = [line.start for line in logical]
         stopped = indentation_error(lines, starts if failure is None else [*starts, failure[2]])
         if stopped is not None and (stopped.lineno or 0) > exc.lineno:

@@ -8,6 +8,7 @@ underneath are :mod:`ppaux.sglang.syntax`'s.
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 
 from ppaux.sglang.bindings import live_nodes
 from ppaux.sglang.syntax import (
@@ -159,31 +160,48 @@ def import_statement(module: ast.Module, name: str) -> ast.ImportFrom | None:
     return None
 
 
-def import_source(module: ast.Module, name: str) -> str | None:
-    """The sglang-relative file that ``from X import name`` in the scheduler reads."""
+def import_source(module: ast.Module, name: str, package: str = "srt/managers") -> str | None:
+    """The sglang-relative file (``a/b.py``) that the first ``from X import name`` of
+    ``module``, a module of sglang's ``package`` (the scheduler's by default), names; None when
+    X lies outside sglang."""
     for node in statements(module):
         if isinstance(node, ast.ImportFrom) and any(a.name == name for a in node.names):
             dotted = node.module or ""
             if node.level:
-                # The scheduler lives in sglang.srt.managers.
-                base = ["sglang", "srt", "managers"][: 3 - (node.level - 1)]
+                base = ["sglang", *package.split("/")]
+                if node.level - 1 >= len(base):
+                    return None
+                base = base[: len(base) - (node.level - 1)]
                 dotted = ".".join([*base, *([dotted] if dotted else [])])
             if dotted.startswith("sglang."):
                 return dotted[len("sglang.") :].replace(".", "/") + ".py"
+            return None
     return None
 
 
-def calls_anywhere(module: ast.Module, names: tuple[str, ...]) -> dict[str, bool]:
-    """For each of ``names``, whether ``module`` calls a function or method of that name in code
-    that can run (one walk over the module for all of them): a call under ``if False:``,
-    ``if TYPE_CHECKING:`` or after a ``return`` is none."""
+def calls_anywhere(
+    module: ast.Module,
+    names: tuple[str, ...],
+    false_names: frozenset[str] | None = None,
+    rows: Sequence[int] | None = None,
+    *,
+    methods: bool = True,
+) -> dict[str, bool]:
+    """For each of ``names``, whether ``module`` calls a function (or a method, where
+    ``methods``) of that name in code that can run (one walk over the module for all of them):
+    a call under ``if False:``, ``if TYPE_CHECKING:``, after a ``return`` or after ``False and``
+    is none. ``false_names`` and ``rows`` are :func:`ppaux.sglang.bindings.live_nodes`'s
+    (``rows``: the lines that spell a name)."""
     found = dict.fromkeys(names, False)
     if not names:
         return found
-    for node in live_nodes(module):
+    for node in live_nodes(module, false_names, rows):
         if isinstance(node, ast.Call):
             func = node.func
-            called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if isinstance(func, ast.Name):
+                called: str | None = func.id
+            else:
+                called = getattr(func, "attr", None) if methods else None
             if called in found:
                 found[called] = True
     return found

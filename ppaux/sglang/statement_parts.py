@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import bisect
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ppaux.errors import PpauxError
 from ppaux.sglang.logical_lines import PART_BYTES, Logical
@@ -35,8 +35,7 @@ CLAUSES = frozenset({"else", "elif", "except", "finally"})
 PADDING_PER_BYTE = 16
 
 
-@dataclass(frozen=True)
-class Statement:
+class Statement(NamedTuple):
     """Logical lines ``[first, stop)``; ``clauses`` are (header index, body start, body stop)."""
 
     first: int

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ppaux.sglang.bindings import live_nodes
+from ppaux.sglang.bindings import live_nodes, reachable
 from ppaux.sglang.node_fields import node_fields, statement_fields
 
 __all__ = [
@@ -134,10 +134,28 @@ def names_in(node: ast.AST) -> set[str]:
 
 def raising_ifs(scope: ast.AST) -> Iterator[ast.If]:
     """``if`` statements under ``scope`` whose own body raises, in code that can run (an ``if``
-    under ``if False:`` or after a ``return`` checks nothing)."""
-    for node in live_nodes(scope):
-        if isinstance(node, ast.If) and any(isinstance(s, ast.Raise) for s in node.body):
+    under ``if False:`` or after a ``return`` checks nothing, nor a ``raise`` after a
+    ``continue``), and whose error reaches the caller: one inside a ``try`` that has a handler
+    (which may catch it) checks nothing either."""
+    nodes = list(live_nodes(scope))
+    guarded = {
+        id(inner)
+        for node in nodes
+        if isinstance(node, _TRIES) and getattr(node, "handlers", None)
+        for statement in getattr(node, "body", ())
+        for inner in [statement, *walk(statement)]
+    }
+    for node in nodes:
+        if (
+            isinstance(node, ast.If)
+            and id(node) not in guarded
+            and any(isinstance(s, ast.Raise) for s in reachable(node.body))
+        ):
             yield node
+
+
+#: ``try`` statements, with ``except*`` clauses too (Python 3.11).
+_TRIES: tuple[type, ...] = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
 
 
 def calls_to(test: ast.AST, name: str) -> list[ast.Call]:
