@@ -229,6 +229,22 @@ def _two(first: str, second: str, form: str) -> str:
         group = ExceptionGroup("stage tasks failed", [two])
         group.__cause__ = _raised(one)
         built = _raised(group)
+    elif form == "cause-out-of-group":
+        two.__cause__ = _raised(ExceptionGroup("stage tasks failed", [one]))
+        built = _raised(two)
+    elif form == "context-out-of-group":
+        closed = ConnectionResetError("Connection closed by peer")
+        two.__context__ = _raised(ExceptionGroup("stage tasks failed", [closed, one]))
+        built = _raised(two)
+    elif form == "cause-into-group-of-collateral":
+        closed = RuntimeError("[gloo/transport/tcp/pair.cc:553] Connection closed by peer")
+        group = ExceptionGroup("stage tasks failed", [closed, two])
+        group.__cause__ = _raised(one)
+        built = _raised(group)
+    elif form == "nested-among-others":
+        closed = ConnectionResetError("Connection closed by peer")
+        inner = _raised(ExceptionGroup("inner", [closed, one]))
+        built = _raised(ExceptionGroup("outer", [ValueError("x"), inner, two]))
     else:  # each in a group of its own, nested in one
         inner = [_raised(ExceptionGroup("inner", [e])) for e in (one, two)]
         built = _raised(ExceptionGroup("outer", inner))
@@ -240,11 +256,25 @@ def _two(first: str, second: str, form: str) -> str:
 )
 @given(
     pair=st.lists(st.integers(0, len(MESSAGES) - 1), min_size=2, max_size=2, unique=True),
-    form=st.sampled_from(["group", "cause", "context", "cause-into-group", "nested-groups"]),
+    form=st.sampled_from(
+        [
+            "group",
+            "cause",
+            "context",
+            "cause-into-group",
+            "nested-groups",
+            "cause-out-of-group",
+            "context-out-of-group",
+            "cause-into-group-of-collateral",
+            "nested-among-others",
+        ]
+    ),
 )
 def test_of_two_messages_explain_and_triage_name_the_first_the_text_shows(tmp_path, pair, form):
     """The rule, in both: the first of the nine the traceback shows (in a chain the innermost
-    cause, which Python prints first; in a group the first sub-exception)."""
+    cause, which Python prints first; in a group the first sub-exception), whether the chain
+    leads into a group or out of one, and in groups nested among other sub-exceptions; and
+    triage's headline begins with that exception, the one its rule and kind are read from."""
     first, second = (MESSAGES[k] for k in pair)
     texts = [m.format("scores") if m.takes_name else m.text for m in (first, second)]
     text = _two(*texts, form)
@@ -254,6 +284,10 @@ def test_of_two_messages_explain_and_triage_name_the_first_the_text_shows(tmp_pa
     assert json.loads(result.output)["message_id"] == first.id
     path = _log(tmp_path, [f"{_PREFIX}Scheduler hit an exception: {text}"])
     assert _triage_message(path) == first.id, text
+    (root,) = [f for f in triage_paths([str(path)]).findings if f.code == "PP801"]
+    headline = root.message.split(f"{path}:{root.extra['line']}): ", 1)[1]
+    assert headline.startswith(f"RuntimeError: {texts[0]}"), headline
+    assert root.extra["message"] == texts[0]
 
 
 @pytest.mark.parametrize("form", ["cause", "context"])

@@ -96,3 +96,37 @@ def test_explain_reads_a_pasted_group_s_kind_as_triage_does(name):
     result = cli("explain", "-", input="\n".join(lines) + "\n")
     assert result.exit_code == 2
     assert "it is a memory failure" in result.output, result.output
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("two-messages-nested-groups", "RuntimeError: received a non-tensor auxiliary PP output"),
+        ("two-messages-chain", "RuntimeError: received a non-tensor auxiliary PP output"),
+        ("two-messages-chain-into-group", "RuntimeError: duplicate auxiliary PP tensor 'scores'"),
+        ("two-messages-chain-out-of-group", "RuntimeError: duplicate auxiliary PP tensor 'scores'"),
+        ("chain-into-group-of-collateral", "RuntimeError: received a non-tensor auxiliary PP"),
+        ("chain-out-of-group", "RuntimeError: wrapper failed"),
+    ],
+)
+def test_the_headline_leads_with_the_exception_the_rule_and_kind_are_read_from(name, said):
+    """Of a chain or a group holding several exceptions, the headline's first exception is the
+    one the message, its rule and its kind come from; the others follow it."""
+    (root,) = [
+        f
+        for f in triage_paths([str(SHAPES / f"{name}.log")]).findings
+        if f.code in ("PP801", "PP802")
+    ]
+    headline = root.message.split(f"{root.extra['log']}:{root.extra['line']}): ", 1)[1]
+    assert headline.startswith(said), headline
+    assert "Connection closed" not in headline.split(" (", 1)[0]
+
+
+def test_explain_names_the_message_of_a_nested_group_not_a_source_line_s():
+    """The outer frame's source line spells add's duplicate message as code; the first
+    exception line of the nine is the pop message's, as triage names it."""
+    text = (SHAPES / "two-messages-nested-groups.log").read_text(encoding="utf-8")
+    body = text.split("Scheduler hit an exception: ", 1)[1]
+    result = cli("explain", "-", "-f", "json", input=body)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["message_id"] == "pop-non-tensor"

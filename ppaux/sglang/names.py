@@ -410,8 +410,27 @@ def _line_type(text: str, found: MessageMatch) -> tuple[str, int] | None:
     return written.group("type"), written.end()
 
 
+#: A traceback's frame line (``File "...", line N``), behind whatever margin or prefix: the
+#: line after it is the frame's source, code that may spell a message it does not raise.
+_FRAME_LINE = re.compile(r'File "[^"\n]{0,4000}", line \d{1,9}(?:, in [^\n]{0,400})?\s*$')
+
+
+def _in_source(text: str, found: MessageMatch) -> bool:
+    """True where ``found`` stands on a frame's source line (the line after a frame line,
+    not itself shaped as an exception line): ``raise RuntimeError("duplicate ...")`` is the
+    code of a frame, and the message it spells is raised, if at all, where its exception line
+    says so."""
+    start = text.rfind("\n", 0, found.start) + 1
+    if start == 0:
+        return False
+    previous = text[text.rfind("\n", 0, start - 1) + 1 : start - 1]
+    if _FRAME_LINE.search(previous[-5000:]) is None:
+        return False
+    return _line_type(text, found) is None
+
+
 def _sglang_s(text: str, found: MessageMatch | None) -> bool:
-    if found is None:
+    if found is None or _in_source(text, found):
         return False
     written = _line_type(text, found)
     if written is None:

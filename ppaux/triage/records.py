@@ -127,6 +127,8 @@ class Failure:
     #: Python shortened the group (``and N more exceptions``, ``max_group_depth``): the
     #: sub-exceptions read are not all it held.
     shortened: bool = False
+    #: The group holds groups: ``subs`` are the sub-exceptions of them all, in the log's order.
+    nested: bool = False
 
     @property
     def zoned(self) -> bool:
@@ -239,6 +241,8 @@ class TracebackBuilder:
         #: stands before is the group's cause), and the innermost group line read.
         self._sub_start = 0
         self._innermost: tuple[str, str] | None = None
+        #: A group a chain went on from: where it stands in the chain, and its sub-exceptions.
+        self._left: tuple[int, list[Failure]] | None = None
         #: The indentation of the whole paste, told by the first frame (Python indents frames
         #: by two): the exception line stands there, the frames and their source deeper.
         self.indent = 0
@@ -321,10 +325,11 @@ class TracebackBuilder:
                 self._blank += 1
                 return self._blank < 2
             if text.strip() in _CHAIN:  # the group caused (or was handled by) a later one
+                # The group's root sub-exception stands in the chain where the group does
+                # (chosen at :meth:`finish`, among the group's own sub-exceptions only).
                 self.group = False
                 failure = self.failure
-                for sub in failure.subs[: _MAX_CHAIN - len(failure.chain)]:
-                    failure.chain.append((sub.exception or "", sub.message))
+                self._left = (len(failure.chain), failure.subs)
                 failure.subs = []
                 self._push_chain()
                 self.state = "chain"
@@ -361,6 +366,7 @@ class TracebackBuilder:
         if nests:
             line = failure.message.split("\n", 1)[0]
             said = f"{failure.exception}: {line}" if line else failure.exception
+            failure.nested = failure.nested or failure.group is not None
             failure.group = failure.group or said
             self._innermost = (failure.exception, failure.message)
         elif len(failure.subs) < _MAX_SUBS:
@@ -480,6 +486,12 @@ class TracebackBuilder:
             failure.sub_index = index + 1
         elif self._innermost is not None and failure.exception is None:
             failure.exception, failure.message = self._innermost
+        if self._left is not None and self._left[1]:
+            at, left = self._left
+            index = choose(left) if choose is not None and len(left) > 1 else 0
+            kept = [*left[index].chain, (left[index].exception or "", left[index].message)]
+            failure.chain[at:at] = kept
+            del failure.chain[_MAX_CHAIN:]
         failure.frames = self._frames
         if failure.fragment and failure.exception is None and not failure.chain:
             if not self._frames:

@@ -96,9 +96,13 @@ def aux_cause(failure: Failure) -> tuple[MessageMatch, str, str, str] | None:
     return None
 
 
-def location_of(failure: Failure | Event) -> dict[str, Any]:
+def location_of(failure: Failure | Event, earlier: bool = False) -> dict[str, Any]:
+    """Where ``failure`` stands: its log, line and the function of its last frame (its
+    process's name where the frames are not the exception's named: ``earlier``, an exception
+    of its chain, whose frames the failure does not keep)."""
     if isinstance(failure, Failure):
-        function = failure.frames[-1].function if failure.frames else (failure.process or "")
+        named = failure.frames and not earlier
+        function = failure.frames[-1].function if named else (failure.process or "")
     else:
         function = failure.kind
     return {"file": failure.source, "line": failure.line, "function": shown(function or "-")}
@@ -299,12 +303,28 @@ def root_finding(
     also = ""
     if incident.ranks:
         also = f" ({len(members)} processes failed with it at the same moment)"
-    message = f"{who} failed first at {when_of(root)} ({place_of(root)}): {shown(root.error)}{also}"
-    if root.group is not None and len(root.subs) > 1:
+    headline = shown(root.error)
+    earlier = False  # the message is an earlier exception's of the chain, not the last one's
+    if cause is not None:
+        _, exception, line, _ = cause
+        if (exception, line) != (root.exception, root.message.split("\n", 1)[0]):
+            # The headline names the exception the message, its rule and its kind are
+            # read from; the last exception is what was raised about it.
+            earlier = True
+            if root.group is not None and root.subs:
+                headline = (
+                    f"{shown(root.group, 200)}, sub-exception {root.sub_index} of "
+                    f"{len(root.subs)}: {headline}"
+                )
+            headline = f"{shown(exception)}: {shown(line)} (in the chain of {headline})"
+    message = f"{who} failed first at {when_of(root)} ({place_of(root)}): {headline}{also}"
+    if root.group is not None and len(root.subs) > 1 and not earlier:
         # The headline and the kind are the root sub-exception's (ppaux.triage.kinds).
         message += (
             f" (sub-exception {root.sub_index} of {len(root.subs)}"
-            f"{' shown' if root.shortened else ''} of {shown(root.group, 200)}: the first of "
+            f"{' shown' if root.shortened else ''}"
+            f"{', counting those of the groups nested in it,' if root.nested else ''}"
+            f" of {shown(root.group, 200)}: the first of "
             "the kind the others follow from)"
         )
     extra: dict[str, Any] = {
@@ -322,9 +342,8 @@ def root_finding(
     match: MessageMatch | None = None
     if cause is not None:
         match, exception, line, searched = cause
-        if (exception, line) != (root.exception, root.message.split("\n", 1)[0]):
-            # The message is in the chain: the last exception is what was raised about it.
-            message += f" (in its chain: {shown(exception)}: {shown(line)})"
+        if earlier:
+            extra.update(exception=shown(exception), message=shown(line, 2000))
         rule = RULE_OF_MESSAGE[match.message.id]
         # The causes of this message, raised on this side (explain's page for it), not the
         # causes of every auxiliary-output message: one story per message, in every format.
@@ -350,7 +369,7 @@ def root_finding(
             # whatever else the log line held after it.
             sglang_error=shown(searched[match.start : match.end]),
             extra=extra,
-            location=location_of(root),
+            location=location_of(root, earlier),
         )
     else:
         kind = kind_of(root)
