@@ -716,9 +716,10 @@ def test_a_message_in_the_chain_is_named_and_predicts_sglang_s_words_only(tmp_pa
     assert root.sglang_error == NON_TENSOR
     assert root.extra["rule"] == "PP101"
     assert (
-        f"SystemError: scheduler died (in its chain: RuntimeError: {NON_TENSOR} "
-        "[while handling batch 17]); raised by the first stage's pop (see PP101)"
+        f"RuntimeError: {NON_TENSOR} [while handling batch 17] (in the chain of "
+        "SystemError: scheduler died); raised by the first stage's pop (see PP101)"
     ) in root.message
+    assert root.extra["exception"] == "RuntimeError"
 
 
 ASGI_ERROR = (

@@ -130,3 +130,25 @@ def test_explain_names_the_message_of_a_nested_group_not_a_source_line_s():
     result = cli("explain", "-", "-f", "json", input=body)
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["message_id"] == "pop-non-tensor"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "group-parallel-tag-one-after-another",
+        "group-parallel-tag-interleaved",
+        "group-labels-interleaved",
+    ],
+)
+def test_two_groups_behind_leads_are_read_per_process(name):
+    """PP1's group (closed connections only) is one collateral failure of PP0's, read whole:
+    no traceback taken for cut off, no line of one process's group in the other's."""
+    findings = triage_paths([str(SHAPES / f"{name}.log")]).findings
+    assert [f.code for f in findings if f.code in ("PP801", "PP802", "PP803", "PP810")] == [
+        "PP801",
+        "PP803",
+    ]
+    (collateral,) = [f for f in findings if f.code == "PP803"]
+    assert "PP1 failed" in collateral.message
+    assert "Connection closed by peer" in collateral.message
+    assert "cut off" not in collateral.message

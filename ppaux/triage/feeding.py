@@ -305,12 +305,14 @@ class Reader:
                 break
         header = line.text.find(_HEADER_START)
         if led:
-            stream = self._route(line.stream, named(line.text[:led]), header >= 0)
+            # A sub-exception's header, behind a group's margin, begins no process's stream.
+            begins = header >= 0 and unmargined(line.text[led:]) is None
+            stream = self._route(line.stream, named(line.text[:led]), begins)
             return dataclasses.replace(
                 line, text=line.text[led:], lead=line.text[:led], stream=stream
             )
         lead = line.text[:header] if header > 0 else ""
-        if lead.strip() and lead.replace("\t", " ").isprintable():
+        if lead.strip() and lead.replace("\t", " ").isprintable() and unmargined(lead) is None:
             stream = self._route(line.stream, named(lead), True)
             return dataclasses.replace(line, lead=lead, stream=stream)
         return line
@@ -384,12 +386,12 @@ class Reader:
         if not lead.strip() or not lead.replace("\t", " ").isprintable():  # a tab: columns
             self._leads.pop(origin, None)
             return line.stream
-        if line.ranks is not None:  # sglang's ranks tell the processes apart
-            self._leads[origin] = [lead]
-            return line.stream
         name = named(lead)
         others = [kept for kept in self._leads.get(origin, ()) if named(kept) != name]
         self._leads[origin] = [*others[-(_MAX_LEADS - 1) :], lead]
+        # sglang's ranks name the header's process; its traceback's lines, which carry none,
+        # go where the lead sends them: each process behind a lead of its own (``parallel
+        # --tag``'s ``node1<tab>``, ``1 :``) has a stream of its own.
         return self._route(origin, name, True)
 
     def _route(self, stream: str | None, name: str, new: bool) -> str | None:

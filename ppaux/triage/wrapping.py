@@ -11,7 +11,8 @@ record of its own, each run of them ending in a shorter line (a wrapped line's l
 :func:`wrap_width` finds ``W`` from the head; :class:`Unwrapped` then joins
 each line of exactly ``W`` characters with the line after it, unless that line starts a record
 (a sglang prefix, a frame, a traceback header, a timestamp, a level, the same three
-characters as the line before it: rows of a table alike in length, or the same two marks: a
+characters as the line before it: rows of a table alike in length, a launcher's label of
+another process (``0 : `` after ``1 : ``), or the same two marks: a
 quote's ``> `` or an indentation the paste put before every line, or an exception line after
 a row that cannot end inside a word: a traceback's code line, a ``^^^`` marker, a closing
 bracket). A frame line cut at the
@@ -46,6 +47,9 @@ _STARTS = re.compile(
     r"(?:\s*File \"|\s*Traceback \(|\s*During handling|\s*The above exception|[\[{]"
     r"|\d{4}-\d\d-\d\d[ T]|\d\d:\d\d:\d\d|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|[IWEF]\d{4} )"
 )
+#: A launcher's label of the process a line is from (``0 : ``, ``12: ``): a line behind one
+#: starts a record of its own after a line behind another.
+_LABEL = re.compile(r"\d{1,6} ?: ")
 #: A row ending in the start of a dotted name of two parts or more (``torch.distributed.``).
 _DOTTED_END = re.compile(r"(?:^|\s)(?:[A-Za-z_]\w*\.){2,}$")
 #: A line that holds only a prefix (``(Worker pid=N) ERROR <time> [file.py:N]``), no message;
@@ -90,6 +94,8 @@ def _continues(line: str, following: str) -> bool:
         return True  # a launcher's or logger's prefix that filled the width, its message next
     if not following or _STARTS.match(following) or following[:3] == line[:3]:
         return False  # a record of its own: of a known start, or opening as the line did
+    if _LABEL.match(line) is not None and _LABEL.match(following) is not None:
+        return False  # two processes' lines, each behind its label ('0 : ', '1 : ')
     if following[:2] == line[:2] and not any(c.isalnum() for c in line[:2]):
         return False  # the paste's own mark on every line ('> ', an indentation): a line of its own
     return not (_FRAME.match(line) and following[:1].isspace())
