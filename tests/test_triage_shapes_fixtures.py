@@ -42,7 +42,16 @@ def test_the_root_is_the_one_written_by_hand(name):
     assert f": {expected['exception']}" in roots[0].message
 
 
-@pytest.mark.parametrize("name", ["group-k9s", "group-pod", "group-parallel-tag"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "group-k9s",
+        "group-pod",
+        "group-parallel-tag",
+        "group-note-frame-shaped",
+        "group-note-header-shaped",
+    ],
+)
 def test_a_group_behind_a_prefix_is_one_failure(name):
     findings = triage_paths([str(SHAPES / f"{name}.log")]).findings
     codes = [f.code for f in findings if f.code in ("PP801", "PP802", "PP803")]

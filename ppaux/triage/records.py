@@ -280,6 +280,14 @@ class TracebackBuilder:
             text = inside
         if self.state == "frames":
             return self._frame_line(text)
+        if (
+            self.in_group
+            and self.state == "after"
+            and (FRAME.match(text) is not None or text.lstrip().startswith("Traceback (m"))
+        ):
+            # Behind the group's margin, after an exception line and before the next rule:
+            # its notes (``add_note``), whatever their shape, never a traceback of its own.
+            return self._message_line(text)
         if FRAME.match(text) is not None:
             if self.state == "after" and _relayed(self.failure):
                 return self._message_line(text)  # the remote traceback Ray's error carries
