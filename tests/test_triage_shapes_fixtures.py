@@ -161,3 +161,22 @@ def test_two_groups_behind_leads_are_read_per_process(name):
     assert "PP1 failed" in collateral.message
     assert "Connection closed by peer" in collateral.message
     assert "cut off" not in collateral.message
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("group-shortened-root-unseen", "5 sub-exceptions not shown: one of them may be the root"),
+        ("group-shortened", "(5 sub-exceptions not shown)"),
+        ("group-max-depth", "(the groups nested deeper than 10 levels not shown)"),
+        ("group-deeper-than-read", "(the groups nested deeper than 32 levels not shown)"),
+    ],
+)
+def test_a_shortened_or_deep_group_says_what_the_log_does_not_show(name, said):
+    (found,) = [
+        f
+        for f in triage_paths([str(SHAPES / f"{name}.log")]).findings
+        if f.code in ("PP801", "PP802", "PP809")
+    ]
+    assert said in found.message
+    assert not found.message.rstrip().endswith("and nothing else")

@@ -18,7 +18,16 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["GROUP_HEADER", "GroupRule", "group_rule", "shortened", "unmargined"]
+__all__ = [
+    "GROUP_HEADER",
+    "MAX_DEPTH",
+    "GroupRule",
+    "group_rule",
+    "left_out",
+    "shortened",
+    "too_deep",
+    "unmargined",
+]
 
 #: The first line of a group's traceback, behind its ``+`` margin.
 GROUP_HEADER = "Exception Group Traceback (m"
@@ -35,9 +44,11 @@ _RULE = re.compile(
     r"(?: (?P<title>\d{1,9}|\.\.\.) -{4,})?\s*$"
 )
 
-#: What Python writes behind a margin in place of what it leaves out of a large group.
+#: What Python writes behind a margin in place of what it leaves out of a large group: the
+#: count of sub-exceptions left out, or the depth past which nested groups are.
 _SHORTENED = re.compile(
-    r"^(?:and \d{1,9} more exceptions?|\.\.\. \(max_group_depth is \d{1,9}\))\s*$"
+    r"^(?:and (?P<more>\d{1,9}) more exceptions?|"
+    r"\.\.\. \(max_group_depth is (?P<depth>\d{1,9})\))\s*$"
 )
 
 
@@ -45,6 +56,28 @@ def shortened(text: str) -> bool:
     """True for the text (behind its margin) that stands for sub-exceptions or levels of
     nesting Python left out: ``and 5 more exceptions``, ``... (max_group_depth is 10)``."""
     return _SHORTENED.match(text) is not None
+
+
+#: A line behind a margin deeper than ppaux reads (more than 32 levels of nesting).
+_TOO_DEEP = re.compile(rf"^ {{{_MAX_MARGIN + 1},}}[|+]")
+#: Levels of nesting read: the margin's spaces, two per level.
+MAX_DEPTH = _MAX_MARGIN // 2
+
+
+def too_deep(text: str) -> bool:
+    """True for a line behind a group's margin nested deeper than :data:`MAX_DEPTH` levels:
+    the group's, left unread."""
+    return _TOO_DEEP.match(text) is not None
+
+
+def left_out(text: str) -> tuple[int, int]:
+    """(sub-exceptions left out, the depth past which nested groups are left out) that the
+    shortened form ``text`` says (each 0 where it says none): ``and 5 more exceptions`` gives
+    ``(5, 0)``, ``... (max_group_depth is 10)`` gives ``(0, 10)``."""
+    found = _SHORTENED.match(text)
+    if found is None:
+        return 0, 0
+    return int(found.group("more") or 0), int(found.group("depth") or 0)
 
 
 class GroupRule:

@@ -16,7 +16,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ppaux.triage.groups import GROUP_HEADER, group_rule, shortened, unmargined
+from ppaux.triage.groups import (
+    GROUP_HEADER,
+    MAX_DEPTH,
+    group_rule,
+    left_out,
+    shortened,
+    too_deep,
+    unmargined,
+)
 from ppaux.triage.lineformat import OUTPUT_STREAMS, LogLine
 from ppaux.triage.tracelines import EXCEPTION, FRAME, HEADER, MAX_MESSAGE, WRAPPED, raised
 
@@ -129,6 +137,11 @@ class Failure:
     shortened: bool = False
     #: The group holds groups: ``subs`` are the sub-exceptions of them all, in the log's order.
     nested: bool = False
+    #: Sub-exceptions of the group not read: those Python left out (``and N more
+    #: exceptions``) and those past ppaux's own bound; and the depth past which Python left
+    #: nested groups out (``max_group_depth``), 0 where it left none.
+    left_out: int = 0
+    depth_cut: int = 0
 
     @property
     def zoned(self) -> bool:
@@ -355,11 +368,19 @@ class TracebackBuilder:
             return True
         inside = unmargined(text)
         if inside is None:
+            if too_deep(text):  # nested past what ppaux reads: the group's, said as unseen
+                self.failure.shortened = True
+                self.failure.depth_cut = self.failure.depth_cut or MAX_DEPTH
+                return True
             return text if named and self.failure.stream is not None else False
         if self._outer is None:
             self._outer = inside[0]
         if shortened(inside[1]):
-            self.failure.shortened = True
+            failure = self.failure
+            failure.shortened = True
+            more, depth = left_out(inside[1])
+            failure.left_out = min(failure.left_out + more, 10**9)
+            failure.depth_cut = failure.depth_cut or depth
             return True
         return inside[1]
 
@@ -390,6 +411,7 @@ class TracebackBuilder:
             )
         else:
             failure.shortened = True
+            failure.left_out += 1
         failure.exception = None
         failure.message = ""
         failure.dropped_frames = 0

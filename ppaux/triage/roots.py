@@ -201,6 +201,17 @@ def build_text(build: Build) -> str:
     return f"installed in {shown(build.where, None)}"
 
 
+def unseen(failure: Failure) -> str:
+    """What of ``failure``'s exception group the log does not show ('' when it shows it
+    all): sub-exceptions Python left out, or groups nested past ``max_group_depth``."""
+    said = []
+    if failure.left_out:
+        said.append(f"{counted(failure.left_out, 'sub-exception')} not shown")
+    if failure.depth_cut:
+        said.append(f"the groups nested deeper than {failure.depth_cut} levels not shown")
+    return " and ".join(said)
+
+
 def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = None) -> Finding:
     """PP809: the logs hold no root. Said plainly, with why: a process that died of what the
     log does not say (a signal, a Ray worker gone), communication failures only (the cause is on
@@ -244,6 +255,11 @@ def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = N
         message = (
             "no root in this log: the cause is on the network or another node; "
             f"{failed}{on} ({where}) and nothing else"
+            + (
+                f" the log shows; of its exception group, {hidden}: one of them may be the root"
+                if (hidden := next((h for f in failures if (h := unseen(f))), ""))
+                else ""
+            )
             + (f" but the parent's SIGQUIT ({len(signals)} lines)" if signals else "")
         )
     elif not failures and len(signals) == count and warned:
@@ -327,6 +343,8 @@ def root_finding(
             f" of {shown(root.group, 200)}: the first of "
             "the kind the others follow from)"
         )
+    if root.group is not None and (hidden := unseen(root)):
+        message += f" ({hidden})"
     extra: dict[str, Any] = {
         "incident": number,
         "root": True,
