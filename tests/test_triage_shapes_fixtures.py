@@ -180,3 +180,15 @@ def test_a_shortened_or_deep_group_says_what_the_log_does_not_show(name, said):
     ]
     assert said in found.message
     assert not found.message.rstrip().endswith("and nothing else")
+
+
+@pytest.mark.parametrize("name", ["setup-waiting-rank", "setup-waiting-rank-first"])
+def test_a_rank_waiting_on_another_s_set_up_is_its_collateral(name):
+    """PP1 timed out waiting for PP0, which could not set up: one root (PP0), and PP1 one
+    collateral failure, said 30 s after it, wherever the log writes it."""
+    findings = triage_paths([str(SHAPES / f"{name}.log")]).findings
+    assert [f.extra["ranks"] for f in findings if f.code == "PP802"] == [["PP0"]]
+    (waiting,) = [f for f in findings if f.code == "PP803" and "PP1" in f.message]
+    assert "PP1 failed 30.0 s after the root with torch.distributed.DistStoreError" in (
+        waiting.message
+    )

@@ -32,6 +32,12 @@ __all__ = ["SAME_MOMENT_S", "Incident", "communication", "incidents", "seconds_b
 #: How a line's stream names the rank of torch's ``[rankN]:`` prefix (behind the process an
 #: envelope names: ``sglang-1, rank 3``).
 _TORCH_RANK = re.compile(r"(?:^|, )rank \d{1,9}$")
+#: A set-up that failed waiting for the other ranks (the store's rendezvous timed out with
+#: some clients missing): what a rank dies of when another could not set up.
+_WAITING = re.compile(
+    r"(?:^|\.)DistStoreError$|waiting for clients|\d+/\d+ clients joined|"
+    r"[Tt]imed out (?:after \S+ seconds )?waiting"
+)
 #: Ranks that fail with the same error within this many seconds of the first are one incident.
 SAME_MOMENT_S = 5.0
 
@@ -54,7 +60,18 @@ def _init_roots(ordered: list[Failure]) -> list[Failure]:
             found.append(failure)
         elif kind == COMMUNICATION:
             break
-    return found
+    # A rank that timed out waiting for the others followed from one that could not set up:
+    # it is that one's collateral, whichever the log shows first.
+    failed = [f for f in found if not _waiting(f)]
+    return failed or found
+
+
+def _waiting(failure: Failure) -> bool:
+    """True for a set-up failure that waited on the other ranks (a rendezvous timed out)."""
+    said = [(failure.exception or "", failure.message), *failure.chain]
+    return any(
+        _WAITING.search(exception) or _WAITING.search(message[:500]) for exception, message in said
+    )
 
 
 def _ranked(failure: Failure) -> bool:
