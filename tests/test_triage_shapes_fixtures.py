@@ -116,6 +116,7 @@ def test_explain_reads_a_pasted_group_s_kind_as_triage_does(name):
         ("two-messages-chain-out-of-group", "RuntimeError: duplicate auxiliary PP tensor 'scores'"),
         ("chain-into-group-of-collateral", "RuntimeError: received a non-tensor auxiliary PP"),
         ("chain-out-of-group", "RuntimeError: wrapper failed"),
+        ("chain-out-of-group-k9s", "RuntimeError: wrapper failed"),
     ],
 )
 def test_the_headline_leads_with_the_exception_the_rule_and_kind_are_read_from(name, said):
