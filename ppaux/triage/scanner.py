@@ -60,6 +60,8 @@ WEAK_MARKERS: tuple[bytes, ...] = (
     b'File \\"',  # inside a JSON record
     b"Error:",  # with a space or not (``RuntimeError:message``), or at the line's end
     b"Exception:",
+    b"Error :",  # a space before the colon (``RuntimeError :message``)
+    b"Exception :",
     b"] Sched",  # a header cut inside 'Scheduler hit an exception: Traceback (...'
     b"] Trac",  # a header cut inside 'Traceback (...' behind a damaged prefix
 )
