@@ -165,6 +165,17 @@ def _small_inputs(scratch: Path) -> dict[str, Path]:
             "    f()\nRuntimeError: boom\n"
         ).encode()
         * 60,
+        # A marker on every line and no failure: each line is a stop of the scan, so the search
+        # for the markers the log does not hold must not start again at every stop.
+        "1 MB of one-line 'Error:' records": b"".join(
+            f"[2026-12-03 14:56:07 TP0] Error: the input ({i} tokens) is longer than the "
+            "model context length\n".encode()
+            for i in range(10_000)
+        ),
+        "1 MB of one-line Exception: RuntimeError('...') records": (
+            b"[2026-12-03 14:56:07 PP0] Exception: RuntimeError('the request was aborted')\n"
+            * 13_000
+        ),
     }
     made.update(_paste_inputs(sample.decode()))
     paths = {}

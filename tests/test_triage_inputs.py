@@ -68,6 +68,16 @@ def _cli(*args: str):
         (b"\x00" * 5000, "not an sglang log"),
         (b"# My project\n\nA README about sglang and pipelines.\n", "not an sglang log"),
         (b"one line of text\n", "not an sglang log"),
+        # The words of sglang's SIGQUIT line and of ppaux capture's, in prose: in a log they
+        # stand behind sglang's prefix.
+        (
+            b"# Fixtures\n\n| `capture.pt` | ppaux capture: function `pop`, RuntimeError x |\n",
+            "not an sglang log",
+        ),
+        (
+            b"When a rank fails you see: Received sigquit from a child process.\n",
+            "not an sglang log",
+        ),
     ],
 )
 def test_what_is_no_log_is_one_error_line(content, reason, tmp_path):

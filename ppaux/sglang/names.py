@@ -364,7 +364,7 @@ def sglang_raised(exception: str | None, message: str) -> MessageMatch | None:
 def sglang_raised_in(exception: str | None, message: str) -> tuple[MessageMatch, str] | None:
     """:func:`sglang_raised`, with the text the match's place is in (``message``, or it with
     a JSON string's escapes undone)."""
-    if exception is not None and exception.rsplit(".", 1)[-1] != "RuntimeError":
+    if exception is not None and _raised_type(exception) != "RuntimeError":
         return None
     texts = [message, _json_unescaped(message)] if "\\" in message else [message]
     for text in texts:
@@ -372,6 +372,14 @@ def sglang_raised_in(exception: str | None, message: str) -> tuple[MessageMatch,
         if found is not None:
             return found, text
     return None
+
+
+def _raised_type(exception: str) -> str:
+    """The class name of ``exception`` as written, or of the cause a wrapper's type carries
+    (Ray's ``RayTaskError(RuntimeError)`` re-raises the actor's ``RuntimeError``)."""
+    if exception.endswith(")") and "(" in exception:
+        exception = exception[exception.index("(") + 1 : -1]
+    return exception.rsplit(".", 1)[-1]
 
 
 #: The quotes a logger may put around a whole message (``RuntimeError: "..."``, as a repr or
@@ -490,7 +498,7 @@ def raised_otherwise(text: str) -> tuple[str, MessageMatch] | None:
             continue
         written = _line_type(candidate, found)
         raiser = None if written is None else written[0]
-        if raiser is not None and raiser.rsplit(".", 1)[-1] != "RuntimeError":
+        if raiser is not None and _raised_type(raiser) != "RuntimeError":
             return raiser, found
     return None
 

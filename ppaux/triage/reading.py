@@ -60,6 +60,10 @@ _LOG_SHAPE = re.compile(
     rb"\[rank\d{1,6}\]:|hit an exception|ServerArgs\(|Watchdog caught|"
     rb'File \\?"[^"\n]{1,4096}", line \d'
 )
+#: Events told by a few words only (sglang's SIGQUIT lines, ppaux capture's own): in a log they
+#: stand behind sglang's prefix, which makes the log shaped; a file that holds the words in prose
+#: (a README's table, a note) and no line of a log's shape is no log.
+_WORDS_ONLY = frozenset({"sigquit", "capture"})
 #: sglang's own lines: its prefix (``[<time> TP0] ``, ``[<time> PP1 TP0] ``) or its arguments.
 _SGLANG_LINE = re.compile(
     rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|ATTN_CP|MOE_DP|TP|EP|PP)\d{1,6})*\] "
@@ -383,7 +387,11 @@ def read_log(
             stream.close()
             opened.close()
     reading.failures.sort(key=lambda f: f.order)
-    if (reading.failures or reading.events or reading.captures) and not reading.source_code:
+    if (
+        reading.failures
+        or reading.captures
+        or any(e.kind not in _WORDS_ONLY for e in reading.events)
+    ) and not reading.source_code:
         reading.shaped = True
     return reading
 

@@ -60,6 +60,8 @@ WEAK_MARKERS: tuple[bytes, ...] = (
     b'File \\"',  # inside a JSON record
     b"Error:",  # with a space or not (``RuntimeError:message``), or at the line's end
     b"Exception:",
+    b"Error :",  # a space before the colon (``RuntimeError :message``)
+    b"Exception :",
     b"] Sched",  # a header cut inside 'Scheduler hit an exception: Traceback (...'
     b"] Trac",  # a header cut inside 'Traceback (...' behind a damaged prefix
 )
@@ -80,7 +82,7 @@ _MAX_CANDIDATES = 64
 def _plan(buffer: bytes, start: int) -> list[tuple[bytes, list[tuple[bytes, int]]]]:
     """How to search ``buffer``: (anchor, [(marker, anchor's offset in it)]) pairs, as few
     anchors as cover every marker with a byte rare in this chunk; an empty anchor means search
-    its markers whole."""
+    its one marker whole."""
     sample = buffer[start : start + _SAMPLE]
     scale = max(1, (len(buffer) - start) // max(1, len(sample)))
     rare = {
@@ -102,8 +104,11 @@ def _plan(buffer: bytes, start: int) -> list[tuple[bytes, list[tuple[bytes, int]
         covered = [m for m in left if best in m]
         plan.append((anchor, [(m, m.index(anchor)) for m in covered]))
         left = [m for m in left if best not in m]
-    if left:
-        plan.append((b"", [(m, 0) for m in left]))
+    # The markers no rare byte covers are searched for whole, each on its own: the next match of
+    # each is remembered until the scan passes it, so a marker that is not in the chunk is looked
+    # for once, not again after every line that holds another (a search for the first of several
+    # at once scans to the chunk's end for each that is absent, every time).
+    plan.extend((b"", [(marker, 0)]) for marker in left)
     return plan
 
 
@@ -117,12 +122,8 @@ _REPLAN_EVERY = 16
 def _first(buffer: bytes, start: int, anchor: bytes, markers: list[tuple[bytes, int]]) -> int:
     """The first position at or after ``start`` where one of ``markers`` begins, or -1."""
     if not anchor:
-        found = -1
-        for marker, _ in markers:
-            at = buffer.find(marker, start, len(buffer) if found < 0 else found + len(marker))
-            if at >= 0 and (found < 0 or at < found):
-                found = at
-        return found
+        ((marker, _),) = markers
+        return buffer.find(marker, start)
     at = buffer.find(anchor, start)
     while at >= 0:
         for marker, offset in markers:
