@@ -22,7 +22,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
-from ppaux.sglang.node_fields import node_fields, statement_fields
+from ppaux.sglang.node_fields import node_fields, push_children, statement_fields
 
 __all__ = [
     "BINDING_WORDS",
@@ -113,12 +113,7 @@ def rebindings(
             if kind is not ast.Lambda:
                 stack.extend(reversed(_header(node)))
             continue
-        for field in node_fields(kind):
-            value = getattr(node, field, None)
-            if isinstance(value, list):
-                stack.extend(item for item in reversed(value) if isinstance(item, ast.AST))
-            elif isinstance(value, ast.AST):
-                stack.append(value)
+        push_children(stack, node, kind)
     return found
 
 
@@ -256,12 +251,7 @@ def bindings_anywhere(
                     how = _binds(node, name)
                     if how is not None:
                         return Rebinding(getattr(node, "lineno", 0), how)
-        for field in node_fields(kind):
-            value = getattr(node, field, None)
-            if isinstance(value, list):
-                stack.extend(item for item in reversed(value) if isinstance(item, ast.AST))
-            elif isinstance(value, ast.AST):
-                stack.append(value)
+        push_children(stack, node, kind)
     return None
 
 
@@ -302,12 +292,7 @@ def dynamic_write(
         how = _dynamic(node, wanted)
         if how is not None:
             return Rebinding(getattr(node, "lineno", 0), how)
-        for field in node_fields(type(node)):
-            value = getattr(node, field, None)
-            if isinstance(value, list):
-                stack.extend(item for item in reversed(value) if isinstance(item, ast.AST))
-            elif isinstance(value, ast.AST):
-                stack.append(value)
+        push_children(stack, node, type(node))
     return None
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["node_fields", "statement_fields"]
+__all__ = ["node_fields", "push_children", "statement_fields"]
 
 #: Fields that hold a name, a number, a flag or a constant in every node type that has them.
 _SCALAR = frozenset(
@@ -63,6 +63,17 @@ def node_fields(kind: type) -> tuple[str, ...]:
             )
         _NODE_FIELDS[kind] = found
     return found
+
+
+def push_children(stack: list[ast.AST], node: ast.AST, kind: type) -> None:
+    """Put the nodes directly under ``node`` (of type ``kind``) on ``stack`` so that popping it
+    gives them in the order of its fields: a walk in source order without recursion."""
+    for field in node_fields(kind):
+        value = getattr(node, field, None)
+        if isinstance(value, list):
+            stack.extend(item for item in reversed(value) if isinstance(item, ast.AST))
+        elif isinstance(value, ast.AST):
+            stack.append(value)
 
 
 def statement_fields(kind: type) -> tuple[str, ...]:
