@@ -779,6 +779,14 @@ def test_build_on_a_plain_tensor_is_never_clean(tmp_path_factory, state):
     assert all(found[code].startswith("error:") for code in {"PP117", "PP202"} & set(found))
 
 
+#: The fields torch.Tensor sets itself (its data descriptors), which are never attributes.
+_FIELD_NAMES = {
+    name
+    for cls in torch.Tensor.__mro__
+    for name, attr in vars(cls).items()
+    if hasattr(type(attr), "__set__")
+}
+
 _PLAIN_STATES = {
     # state: (code, does torch.load read the file)
     "tuple1": (({"x": 1},), "PP117", False),
@@ -842,3 +850,21 @@ def test_the_tensor_fields_are_every_data_descriptor_torch_tensor_has():
         if hasattr(type(attr), "__set__")
     }
     assert fields <= TENSOR_FIELDS, sorted(fields - TENSOR_FIELDS)
+
+
+_NAME_CHARS = "abcxyzABC_019.- "
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.text(_NAME_CHARS, min_size=1, max_size=12).filter(lambda s: s not in _FIELD_NAMES))
+def test_any_attribute_set_on_a_plain_tensor_is_named_never_dropped(name):
+    import tempfile
+
+    tensor = torch.arange(3.0)
+    setattr(tensor, name, 1)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "attr.pt"
+        torch.save({"a": tensor}, path)
+        assert getattr(torch.load(path)["a"], name) == 1
+        found = _inspected(path)
+    assert found["PP202"].startswith("error:") and repr(name) in found["PP202"], found
