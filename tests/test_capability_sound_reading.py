@@ -273,3 +273,54 @@ def test_a_check_inside_a_try_without_a_handler_still_checks(tmp_path):
     path.write_text(text.replace(TENSOR_CHECK, wrapped))
     cap = analyse(str(root))
     assert cap.sender_checks is not None and cap.sender_checks["tensors"] is True
+
+
+def _first_in_body(text: str, name: str, lines: str) -> str:
+    """``text`` with ``lines`` (indented one level) first in the body of ``def name``."""
+    start = text.index(f"\ndef {name}(")
+    end = text.index(":\n", start) + 2  # the end of the signature
+    return text[:end] + lines + text[end:]
+
+
+#: Edits after which a call of the function runs none of its body, with words of the reason.
+SUSPENDED = {
+    "async def": (lambda t, n: t.replace(f"\ndef {n}(", f"\nasync def {n}(", 1), "is an async def"),
+    "a dead yield": (
+        lambda t, n: _first_in_body(t, n, "    if False:\n        yield\n"),
+        "is a generator",
+    ),
+    "a yield from after return": (
+        lambda t, n: _first_in_body(t, n, "    if 0:\n        return\n        yield from ()\n"),
+        "is a generator",
+    ),
+    "a yield in a nested def's default": (
+        lambda t, n: _first_in_body(t, n, "    def inner(a=(yield)):\n        pass\n"),
+        "is a generator",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", [ADD, POP])
+@pytest.mark.parametrize("case", sorted(SUSPENDED))
+def test_a_transport_function_a_call_does_not_run_is_unknown(tmp_path, name, case):
+    edit, words = SUSPENDED[case]
+    root = copy_tree("v0523", tmp_path)
+    path = root / TRANSPORT
+    text = path.read_text()
+    assert text.count(f"\ndef {name}(") == 1
+    path.write_text(edit(text, name))
+    cap = analyse(str(root))
+    assert (cap.transport, cap.match) == ("unknown", "unknown")
+    assert cap.sender_checks is None and cap.receiver_checks is None
+    assert f"{name} {words}" in cap.unknown["transport"], cap.unknown["transport"]
+
+
+@pytest.mark.parametrize("name", [ADD, POP])
+def test_a_yield_in_a_nested_scope_leaves_the_transport_present(tmp_path, name):
+    # A yield in a nested function's or lambda's body makes that one a generator, not this.
+    root = copy_tree("v0523", tmp_path)
+    path = root / TRANSPORT
+    nested = "    def inner():\n        yield\n    gen = lambda: (yield)\n"
+    path.write_text(_first_in_body(path.read_text(), name, nested))
+    cap = analyse(str(root))
+    assert cap.transport == "present", cap.unknown

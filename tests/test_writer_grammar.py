@@ -777,3 +777,94 @@ def test_build_on_a_plain_tensor_is_never_clean(tmp_path_factory, state):
     found = _inspected(path)
     assert {"PP117", "PP202"} & set(found), found
     assert all(found[code].startswith("error:") for code in {"PP117", "PP202"} & set(found))
+
+
+#: The fields torch.Tensor sets itself (its data descriptors), which are never attributes.
+_FIELD_NAMES = {
+    name
+    for cls in torch.Tensor.__mro__
+    for name, attr in vars(cls).items()
+    if hasattr(type(attr), "__set__")
+}
+
+_PLAIN_STATES = {
+    # state: (code, does torch.load read the file)
+    "tuple1": (({"x": 1},), "PP117", False),
+    "tuple3": (({"x": 1}, {"y": 2}, {"z": 3}), "PP117", False),
+    "list": ([("x", 1)], "PP117", False),
+    "int": (5, "PP117", False),
+    "str": ("abc", "PP117", False),
+    "int_key": ({1: 2}, "PP117", False),
+    "pair_with_list": (({"x": 1}, [1]), "PP117", False),
+    "weakref": ({"__weakref__": 1}, "PP117", False),
+    "grad_dtype": ({"grad_dtype": None}, "PP118", True),
+    "post_hooks": ({"_post_accumulate_grad_hooks": None}, "PP118", True),
+    "grad_fn": ({"_grad_fn": None}, "PP118", True),
+    "volatile": ({"volatile": False}, "PP118", True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_PLAIN_STATES))
+def test_a_plain_tensor_state_torch_save_never_writes_is_an_error(
+    tmp_path, sandbox, monkeypatch, case
+):
+    # torch.save writes a plain tensor's state from _get_obj_state: its __dict__ of attribute
+    # names. Any other state either fails in torch's _set_obj_state or sets a tensor field.
+    state, code, loads = _PLAIN_STATES[case]
+    monkeypatch.setattr(torch._utils, "_get_obj_state", lambda obj: state)
+    path = _saved(tmp_path, f"{case}.pt", {"a": torch.arange(4.0)})
+    assert b"_rebuild_from_type_v2" in _data_pkl(path)
+    found = _inspected(path)
+    assert found[code].startswith("error:"), found
+    assert (sandbox.load(path)["outcome"] == "loaded") is loads
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), [("inner", "tensor"), ("hidden", {"s": "x", "n": [1, 2]})]
+)
+def test_an_attribute_set_on_a_tensor_is_never_dropped(tmp_path, name, value):
+    tensor = torch.arange(4.0)
+    setattr(tensor, name, torch.zeros(10) if value == "tensor" else value)
+    path = _saved(tmp_path, "attr.pt", {"a": tensor})
+    loaded = torch.load(path)
+    assert hasattr(loaded["a"], name)
+    found = _inspected(path)
+    assert found["PP202"].startswith("error:") and repr(name) in found["PP202"], found
+    # tensorize refuses the file, naming the attribute, rather than writing it without.
+    from ppaux.errors import DumpError
+    from ppaux.fix.tensorize import tensorize_dump
+
+    out = tmp_path / "fixed.pt"
+    with pytest.raises(DumpError, match=repr(name)):
+        tensorize_dump(str(path), str(out))
+    assert not out.exists()
+
+
+def test_the_tensor_fields_are_every_data_descriptor_torch_tensor_has():
+    from ppaux.dump.pickle_vm import TENSOR_FIELDS
+
+    fields = {
+        name
+        for cls in torch.Tensor.__mro__
+        for name, attr in vars(cls).items()
+        if hasattr(type(attr), "__set__")
+    }
+    assert fields <= TENSOR_FIELDS, sorted(fields - TENSOR_FIELDS)
+
+
+_NAME_CHARS = "abcxyzABC_019.- "
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.text(_NAME_CHARS, min_size=1, max_size=12).filter(lambda s: s not in _FIELD_NAMES))
+def test_any_attribute_set_on_a_plain_tensor_is_named_never_dropped(name):
+    import tempfile
+
+    tensor = torch.arange(3.0)
+    setattr(tensor, name, 1)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "attr.pt"
+        torch.save({"a": tensor}, path)
+        assert getattr(torch.load(path)["a"], name) == 1
+        found = _inspected(path)
+    assert found["PP202"].startswith("error:") and repr(name) in found["PP202"], found

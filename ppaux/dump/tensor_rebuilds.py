@@ -17,6 +17,7 @@ from ppaux.dump.model import (
     TorchValue,
 )
 from ppaux.dump.pickle_vm import (
+    TENSOR_FIELDS,
     Call,
     Machine,
     check_state,
@@ -206,41 +207,53 @@ def _rebuild_parameter(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     tensor.subclass = "torch.nn.parameter.Parameter"
     set_requires_grad(m, tensor, args[1], "Parameter")
     if len(args) == 4:
-        _check_obj_state(m, args[3])
-        check_state(m, args[3], "_rebuild_parameter_with_state")
+        check_obj_state(m, args[3], "_rebuild_parameter_with_state")
         tensor.state = args[3]
     return tensor
 
 
-def _check_obj_state(m: Machine, state: Any) -> None:
-    """Refuse a Parameter state that torch's ``_set_obj_state`` (torch/_utils.py, 2.13) fails
-    on: a tuple must be (dict state, slots state), and each part that is not empty is a dict
-    whose keys become attribute names (strings). torch.save writes the state
-    ``__getstate__`` gives (None, a dict, or such a pair), so anything else cannot load."""
+def check_obj_state(m: Machine, state: Any, where: str) -> None:
+    """Check the state a rebuild (``where``) sets on a tensor against what torch.save writes:
+    ``__getstate__`` gives None, the ``__dict__`` (a dict of attribute names), or a (dict or
+    None, slots dict) pair. A state torch's ``_set_obj_state`` (torch/_utils.py, 2.13) fails on
+    is refused (PP117); another shape it would read, or a key naming one of the tensor's own
+    fields, is a deviation (PP118)."""
     from ppaux.errors import TorchRefuses
 
+    if state is None:
+        return
     if isinstance(state, tuple) and len(state) != 2:
         raise TorchRefuses(
             m.path,
-            f"torch.load refuses the file: _rebuild_parameter_with_state has a state of "
+            f"torch.load refuses the file: {where} has a state of "
             f"{len(state)} items (torch unpacks a (dict, slots) pair)",
         )
     parts = state if isinstance(state, tuple) else (state,)
     for part in parts:
-        if not part:
+        if part is None or (isinstance(part, dict) and not part):
             continue
         if not isinstance(part, dict):
-            raise TorchRefuses(
-                m.path,
-                "torch.load refuses the file: _rebuild_parameter_with_state sets attributes "
-                f"from a {type(part).__name__}, not a dict",
-            )
+            if part:  # torch sets attributes from a state only where it is true
+                raise TorchRefuses(
+                    m.path,
+                    f"torch.load refuses the file: {where} sets attributes "
+                    f"from a {type(part).__name__}, not a dict",
+                )
+            m.deviate(f"{where} state holds an empty {type(part).__name__}, not a dict")
+            continue
         if any(not isinstance(key, str) for key in part):
             raise TorchRefuses(
                 m.path,
-                "torch.load refuses the file: _rebuild_parameter_with_state sets an "
+                f"torch.load refuses the file: {where} sets an "
                 "attribute whose name is not a string",
             )
+        if "__weakref__" in part:
+            raise TorchRefuses(
+                m.path,
+                f"torch.load refuses the file: {where} sets the tensor's "
+                "'__weakref__', which is not writable",
+            )
+    check_state(m, state, where)
 
 
 def _rebuild_sparse_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
@@ -356,10 +369,28 @@ def _rebuild_from_type(m: Machine, args: tuple[Any, ...]) -> Any:
         name = name_of(new_type)
         if name not in ("torch.Tensor", "torch._tensor.Tensor"):
             result.subclass = name
+        check_obj_state(m, state, "_rebuild_from_type_v2")
+        if result.subclass is None:
+            _refuse_attributes(m, state)
         if state:
-            check_state(m, state, "_rebuild_from_type_v2")
             result.state = state
     return result
+
+
+def _refuse_attributes(m: Machine, state: Any) -> None:
+    """Refuse (PP202) a plain tensor whose state sets attributes on it: torch.load gives the
+    tensor with them, and ppaux describes (and tensorize writes) tensors without them."""
+    from ppaux.errors import ReadMismatch
+
+    parts = state if isinstance(state, tuple) else (state,)
+    names = [k for part in parts if isinstance(part, dict) for k in part if k not in TENSOR_FIELDS]
+    if names:
+        raise ReadMismatch(
+            m.path,
+            f"a tensor with an attribute set on the tensor ({shown(repr(names[0]), 60)}"
+            f"{f' and {len(names) - 1} more' if len(names) > 1 else ''}): torch.load gives "
+            "the tensor with its attributes, which ppaux does not describe",
+        )
 
 
 def _get_layout(m: Machine, args: tuple[Any, ...]) -> TorchValue:

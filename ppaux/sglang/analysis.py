@@ -53,7 +53,12 @@ from ppaux.sglang.source_facts import (
     sender_checks,
     sender_prefix,
 )
-from ppaux.sglang.syntax import any_function_named, function_named, string_constants
+from ppaux.sglang.syntax import (
+    any_function_named,
+    function_named,
+    string_constants,
+    suspended_call,
+)
 from ppaux.sglang.text_rows import rows_naming
 from ppaux.sglang.tree import SglangTree, UnreadableFile, locate
 from ppaux.suggestions import RaiseLimit, limit_note
@@ -399,6 +404,12 @@ def _transport_facts(parsed: _Parsed, unknown: dict[str, str]) -> dict[str, Any]
         " its decorator returns, not the code ppaux reads"
         for name, definition in defined.items()
         if definition is not None and getattr(definition, "decorator_list", None)
+    ]
+    rebound += [
+        f"{file.path}: {name} {why}"
+        for name, definition in defined.items()
+        if isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and (why := suspended_call(definition)) is not None
     ]
     if any(rebound):
         # What a call reaches is not what the def says: no verdict on either function.

@@ -26,6 +26,7 @@ __all__ = [
     "resolve",
     "statements",
     "string_constants",
+    "suspended_call",
     "walk",
 ]
 
@@ -100,6 +101,34 @@ def any_function_named(
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
             found = node
     return found
+
+
+def suspended_call(func: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """Why calling ``func`` runs none of its body, or None: an ``async def`` (a call makes a
+    coroutine) or a generator (a call makes a generator object). A function is a generator
+    when any ``yield`` or ``yield from`` lies in its own scope, reachable or not (``if False:
+    yield`` is enough): the bodies of nested functions, lambdas and classes are their own
+    scopes, while their decorators, defaults, annotations and bases are the function's."""
+    if isinstance(func, ast.AsyncFunctionDef):
+        return "is an async def: a call makes a coroutine and runs none of its body"
+    pending: list[ast.AST] = [*func.body]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return (
+                f"is a generator (yield at line {node.lineno}): a call makes a generator "
+                "object and runs none of its body"
+            )
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            pending += [*node.decorator_list, node.args]
+            pending += [node.returns] if node.returns is not None else []
+        elif isinstance(node, ast.Lambda):
+            pending.append(node.args)
+        elif isinstance(node, ast.ClassDef):
+            pending += [*node.decorator_list, *node.bases, *node.keywords]
+        else:
+            pending += ast.iter_child_nodes(node)
+    return None
 
 
 def string_constants(module: ast.Module) -> dict[str, str]:
