@@ -265,6 +265,55 @@ def test_a_value_is_compared_exactly_when_its_items_fit_the_budget(budget, rows)
     assert (uncompared(found) == {}) == (items <= budget)
 
 
+class _Slotted:
+    __slots__ = ("pair",)
+
+
+#: The value of each :class:`_FreshPair`, by its id: held nowhere a walk looks.
+_PAIRED: dict[int, float] = {}
+
+
+class _FreshPair(_Slotted):
+    """An item whose only field is a slot-named property that gives a new list at every read:
+    each list is freed once read, and the next may be given its address."""
+
+    __slots__ = ()
+
+    def __init__(self, value: float) -> None:
+        _PAIRED[id(self)] = value
+
+    @property  # type: ignore[override]
+    def pair(self) -> list[float]:
+        return [_PAIRED[id(self)], 1.0]
+
+
+def _fresh_records(values: list[float]):
+    items = [_FreshPair(v) for v in values]
+    try:
+        return records({"items": items})
+    finally:
+        for item in items:
+            del _PAIRED[id(item)]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    values=st.lists(
+        st.sampled_from([0.0, 1.0, 2.5]), min_size=MAX_ITEMS + 1, max_size=MAX_ITEMS + 40
+    ),
+    where=st.integers(0, 10_000),
+)
+def test_values_made_afresh_at_each_read_are_each_digested(values, where):
+    # Digested whole (past MAX_ITEMS): every item's fresh list is its own, however the
+    # addresses of freed lists are reused; one item changed is a difference.
+    changed = list(values)
+    changed[where % len(values)] += 1.0
+    left = _fresh_records(values)
+    assert list(left) == ["['items']"]
+    assert differences(left, _fresh_records(changed))
+    assert differences(left, _fresh_records(values)) == []
+
+
 def test_an_object_whose_text_is_only_its_address_is_not_compared():
     found = records({"token": object()})
     assert list(uncompared(found)) == ["['token']"]

@@ -275,7 +275,10 @@ class Digests:
         self.budget = _BUDGET.get() if budget is None else budget
         self.left = self.budget
         self.nesting = _NESTING.get()
-        self.memo: dict[int, str] = {}
+        # By identity, the value kept with its digest: an id is an object's only while the
+        # object lives, and a value made afresh on each read (a property's new list) would
+        # otherwise be freed and its id given to the next such value, whose digest this is not.
+        self.memo: dict[int, tuple[Any, str]] = {}
         self.open: set[int] = set()
 
     def digest(self, value: Any) -> str:
@@ -309,8 +312,8 @@ class Digests:
         if isinstance(value, (memoryview, bytearray)):
             return f"{_type_name(value)}={buffer_key(value)}"
         known = self.memo.get(id(value))
-        if known is not None:
-            return known
+        if known is not None and known[0] is value:
+            return known[1]
         if id(value) in self.open:
             return "cycle"
         if depth >= self.nesting:
@@ -323,7 +326,7 @@ class Digests:
             made = self._whole(value, depth)
         finally:
             self.open.discard(id(value))
-        self.memo[id(value)] = made
+        self.memo[id(value)] = (value, made)
         return made
 
     def _whole(self, value: Any, depth: int) -> str:
