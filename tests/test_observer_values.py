@@ -314,6 +314,65 @@ def test_values_made_afresh_at_each_read_are_each_digested(values, where):
     assert differences(left, _fresh_records(values)) == []
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    size=st.sampled_from([3, MAX_ITEMS + 1, MAX_ITEMS + 30]),
+    depth=st.integers(0, MAX_DEPTH + 2),
+    seed=st.randoms(use_true_random=False),
+    where=st.integers(0, 10_000),
+)
+def test_a_dict_is_compared_as_python_compares_it_whatever_its_size_or_depth(
+    size, depth, seed, where
+):
+    # Walked (small, shallow) or digested whole (long, or deep): equal dicts built in other
+    # orders are equal, one value changed is a difference; a list's order still counts.
+    pairs = [(f"k{i}", float(i)) for i in range(size)]
+    shuffled = list(pairs)
+    seed.shuffle(shuffled)
+    changed = list(shuffled)
+    key, value = changed[where % size]
+    changed[where % size] = (key, value + 0.5)
+
+    def nested(value):
+        for _ in range(depth):
+            value = [value]
+        return value
+
+    left = records({"v": nested(dict(pairs))})
+    assert differences(left, records({"v": nested(dict(shuffled))})) == []
+    assert differences(left, records({"v": nested(dict(changed))}))
+    values = [v for _, v in pairs]
+    assume(values != values[::-1])
+    assert differences(records({"v": nested(values)}), records({"v": nested(values[::-1])}))
+
+
+@pytest.mark.parametrize("whole", [False, True])
+def test_a_complex_compares_as_its_parts_do_as_floats(whole):
+    # -0.0 equals 0.0 in each part, as in a float and as Python's == has it; NaN equals NaN.
+    def held(value):
+        return {"v": [value] * (MAX_ITEMS + 1) if whole else value}
+
+    nan = float("nan")
+    for a, b in [
+        (complex(-0.0, 0.0), 0j),
+        (complex(0.0, -0.0), 0j),
+        (complex(nan, 1.0), complex(nan, 1.0)),
+        (complex(1.0, nan), complex(1.0, -nan)),
+    ]:
+        assert differences(records(held(a)), records(held(b))) == [], (a, b)
+    for a, b in [(complex(1.0, 0.0), complex(1.0, 5e-324)), (complex(nan, 0.0), 0j)]:
+        assert differences(records(held(a)), records(held(b))), (a, b)
+
+
+def test_a_value_difference_names_the_rule_it_was_compared_by():
+    from ppaux.observer.compare import Difference
+    from ppaux.observer.findings import difference_finding
+
+    item = difference_finding("PP711", "t", "the output", Difference(".x", "value", "1", "2"), "")
+    rule = item.extra["rule"]
+    assert "-0.0 equals 0.0" in rule and "order" in rule and "NaN equals NaN" in rule
+
+
 def test_an_object_whose_text_is_only_its_address_is_not_compared():
     found = records({"token": object()})
     assert list(uncompared(found)) == ["['token']"]
@@ -478,6 +537,15 @@ CASES = textwrap.dedent(
         def from_pp_tensors(self, tensors):
             return Out(tensors["t"], nested(2))
 
+    class OrderObs(Base):
+        # Equal values built in other orders: a long dict, a deep one, complex zeros.
+        def after_sample(self, state, ids):
+            keys = range(300)
+            return Out(state, [{k: 1.0 for k in keys}, [[[[[{"a": 1, "b": 2}]]]]], -0j])
+        def from_pp_tensors(self, tensors):
+            keys = reversed(range(300))
+            return Out(tensors["t"], [{k: 1.0 for k in keys}, [[[[[{"b": 2, "a": 1}]]]]], 0j])
+
     class LongNameOut(Out):
         def __init__(self, t, extra=None):
             super().__init__(t)
@@ -506,6 +574,7 @@ def cases(tmp_path_factory) -> Path:
         ("LazyConjObs", set()),
         ("NanSignObs", set()),
         ("NumpyObs", {"PP711"}),
+        ("OrderObs", set()),
     ],
 )
 def test_the_check_compares_the_values_a_path_gives(cases, name, found):

@@ -11,7 +11,9 @@ that says *not compared* (:func:`uncompared`), and the report lists it.
 
 In the parent, :func:`differences` compares two walks record by record; it imports nothing
 beyond the standard library. Equality is bitwise for tensors (a NaN equals a NaN in the same
-place; -0.0 and 0.0 differ) and by value for the rest, a NaN float equal to a NaN.
+place; -0.0 and 0.0 differ) and by value for the rest, as Python's ``==`` has it (-0.0 equals
+0.0 in a float and in each part of a complex; a dict's items in any order), a NaN equal to a
+NaN.
 """
 
 from __future__ import annotations
@@ -59,7 +61,9 @@ TENSOR_RULE = (
     "bitwise: dtype, shape, device, layout and values (conjugate and negative views resolved); "
     "NaN equals NaN in the same place"
 )
-VALUE_RULE = "by value; NaN equals NaN"
+VALUE_RULE = (
+    "by value, as Python's ==: -0.0 equals 0.0, a dict's order does not count; NaN equals NaN"
+)
 #: The key of a value that is not compared (its record's text says why).
 NOT_COMPARED = "not compared"
 

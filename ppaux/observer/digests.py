@@ -9,10 +9,12 @@ digest takes is bounded whatever the tensor's size. A numpy array (not of object
 the same way from its bytes in C order; a ``memoryview`` or a ``bytearray`` by its bytes.
 
 A container (or an object's fields) that a walk does not take apart is digested whole
-(:class:`Digests`): every tensor and array inside hashed, every plain value by its key, each
-distinct container once however often it is shared, at most ``Limits.max_digested_items``
-items per description; past that, or for an object whose only text is its address, the value
-is *not compared*, and a record says so (the report lists it).
+(:class:`Digests`): every tensor and array inside hashed, every plain value by its key, a
+mapping's items in any order (as Python's ``==`` has it for dicts, and as a walk compares a
+mapping it takes apart: path by path), a list's and a tuple's in theirs, each distinct
+container once however often it is shared, at most ``Limits.max_digested_items`` items per
+description; past that, or for an object whose only text is its address, the value is *not
+compared*, and a record says so (the report lists it).
 
 Runs in the check's child; imports torch and numpy inside the functions that need them.
 """
@@ -81,12 +83,16 @@ def digest_budget(items: int, nesting: int | None = None) -> Iterator[None]:
 
 
 def value_key(value: Any, text: str) -> str:
-    """The key a plain value (or one described by its text) is compared by: floats by value
-    (-0.0 equals 0.0, NaN equals NaN), the rest by their text, addresses left out."""
+    """The key a plain value (or one described by its text) is compared by: floats and each
+    part of a complex by value (-0.0 equals 0.0, NaN equals NaN), the rest by their text,
+    addresses left out."""
     if isinstance(value, float):
         return "nan" if math.isnan(value) else repr(0.0 if value == 0 else value)
-    if isinstance(value, complex):
-        return repr(complex(*("nan" if math.isnan(p) else p for p in (value.real, value.imag))))
+    if isinstance(value, complex):  # each part as a float is: -0.0 equals 0.0, NaN equals NaN
+        parts = (
+            math.nan if math.isnan(p) else 0.0 if p == 0 else p for p in (value.real, value.imag)
+        )
+        return repr(complex(*parts))
     if isinstance(value, (bool, int, type(None))):
         return repr(value)
     if not isinstance(value, (str, bytes)):
@@ -336,6 +342,7 @@ class Digests:
             items = list(value.items())
             self._spend(len(items))
             parts = [(self._of(k, depth + 1), self._of(v, depth + 1)) for k, v in items]
+            parts.sort()  # equal in any order (see the module's docstring)
         elif isinstance(value, (list, tuple)):
             items = list(value)
             quick = _quick(items)
