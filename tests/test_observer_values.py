@@ -373,6 +373,65 @@ def test_a_value_difference_names_the_rule_it_was_compared_by():
     assert "-0.0 equals 0.0" in rule and "order" in rule and "NaN equals NaN" in rule
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    bits=st.integers(0, 40_000),
+    seed=st.integers(0, 2**64),
+    change=st.integers(0, 40_000),
+    where=st.sampled_from(["leaf", "list", "key"]),
+)
+def test_an_int_of_any_size_is_compared_by_its_value(bits, seed, change, where):
+    # Python refuses decimal text past 4,300 digits (and a target may lower that to 640): an
+    # int of any size is still described and compared, alone, in a list digested whole, or as
+    # a key, and a difference in any bit is found.
+    import sys
+
+    value = (1 << bits) | (seed % (1 << bits) if bits else 0)
+    other = value ^ (1 << (change % (bits + 1)))
+
+    def held(number):
+        if where == "list":
+            return {"v": [number] * (MAX_ITEMS + 1)}
+        if where == "key":
+            return {"v": {number: 1}}
+        return {"v": number}
+
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(640)
+    try:
+        left, right = records(held(value)), records(held(other))
+        assert differences(left, records(held(value))) == []
+    finally:
+        sys.set_int_max_str_digits(before)
+    assert differences(left, right)
+    assert all(len(path) < MAX_KEY + 100 for path in left)
+    assert all(len(item["text"]) <= 200 for item in left.values())
+
+
+class _NoWholeRepr(str):
+    """A str whose own repr fails: a description that needs the whole value's repr fails."""
+
+    def __repr__(self) -> str:
+        raise AssertionError("the whole value's repr was asked for")
+
+
+def test_a_long_str_or_bytes_is_shown_by_its_start_and_keyed_by_all_of_it():
+    text = _NoWholeRepr("x" * (5 << 20))
+    [(_, made)] = records({"note": text}).items()
+    assert made["text"].startswith("'xxx") and len(made["text"]) <= 200
+    assert made["key"] == "sha256:" + hashlib.sha256(b"x" * (5 << 20)).hexdigest()
+    data = bytes(range(256)) * (1 << 12)
+    [(_, made)] = records({"blob": data}).items()
+    assert made["key"] == "sha256:" + hashlib.sha256(data).hexdigest()
+    assert made["text"].startswith(repr(data[:16])[:-1]) and len(made["text"]) <= 200
+    # One character or byte changed at the end is a difference.
+    assert differences(records({"note": text}), records({"note": "x" * ((5 << 20) - 1) + "y"}))
+    assert differences(records({"blob": data}), records({"blob": data[:-1] + b"!"}))
+    # A long bytes key gives a short path, two keys two paths.
+    paths = list(records({"m": {data: 1, data[:-1] + b"!": 1}}))
+    assert len(paths) == 2 and all(len(path) < MAX_KEY + 100 for path in paths)
+
+
 def test_an_object_whose_text_is_only_its_address_is_not_compared():
     found = records({"token": object()})
     assert list(uncompared(found)) == ["['token']"]
@@ -546,6 +605,13 @@ CASES = textwrap.dedent(
             keys = reversed(range(300))
             return Out(tensors["t"], [{k: 1.0 for k in keys}, [[[[[{"b": 2, "a": 1}]]]]], 0j])
 
+    class BigIntObs(Base):
+        # Ints past Python's 4,300 decimal digits: a real difference, not ppaux's own repr.
+        def after_sample(self, state, ids):
+            return Out(state, 7**6000)
+        def from_pp_tensors(self, tensors):
+            return Out(tensors["t"], 7**6000 + 1)
+
     class LongNameOut(Out):
         def __init__(self, t, extra=None):
             super().__init__(t)
@@ -575,6 +641,7 @@ def cases(tmp_path_factory) -> Path:
         ("NanSignObs", set()),
         ("NumpyObs", {"PP711"}),
         ("OrderObs", set()),
+        ("BigIntObs", {"PP711"}),
     ],
 )
 def test_the_check_compares_the_values_a_path_gives(cases, name, found):

@@ -31,6 +31,7 @@ from ppaux.observer.digests import (
     buffer_text,
     is_array,
     only_address,
+    plain_text,
     preview,
     tensor_digest,
     tensor_values,
@@ -239,15 +240,15 @@ def _made(value: Any, digests: Digests | None) -> dict[str, Any]:
             "text": _cut(preview(value)),  # compared by ``key``: a digest of all of it
             "key": key,
         }
-    text = value if isinstance(value, str) else repr(value)
-    if not isinstance(text, str):
-        raise TypeError(f"__repr__ returned {type(text).__name__}, not str")
-    if not isinstance(value, str) and only_address(value, text):
+    # A str's, bytes' or long int's text is made from its start (never the whole value's
+    # repr); its key digests all of it.
+    text = plain_text(value, MAX_TEXT - 40)
+    if not isinstance(value, (str, bytes, int)) and only_address(value, text):
         return _not_compared(value, f"not compared: {ADDRESS.sub('0x?', text)} (only its address)")
     return {
         "kind": "value",
         "type": _qualname(value),
-        "text": _cut(repr(value) if isinstance(value, str) else text),
+        "text": _cut(text),
         "key": value_key(value, text),
     }
 
