@@ -38,7 +38,7 @@ __all__ = ["ChildEnd", "run_child"]
 START_ALLOWANCE_S = 60.0
 #: Beyond the transport's own timeout, how long a step may go without a record.
 GRACE_S = 5.0
-#: How long the child may take to exit once it sent its last record.
+#: How long the child may take to exit once its pipes closed before its last record.
 EXIT_ALLOWANCE_S = 5.0
 
 
@@ -67,6 +67,13 @@ class ChildEnd:
     #: The hook the child last said it began and did not end (its record in the hook slot),
     #: or None.
     hook: dict[str, Any] | None = None
+    #: Whether the child, after its last record, was still running when its timeout passed
+    #: (and was killed): the target's code hung on the way out (a stream's flush, an exit
+    #: handler).
+    lingered: bool = False
+    #: Whether this process killed the child (its timeout, garbled records, or this process
+    #: stopped): its exit status is then this process's doing, not the target's.
+    killed: bool = False
 
 
 def _kill_group(pid: int) -> None:
@@ -466,8 +473,10 @@ class _Run:
         if message.get("event") == "ready":
             return
         if message.get("event") == "end":
+            # Its exit is the target's too (its streams flushed, its exit handlers): waited
+            # for, as long as the check's timeout.
             self.end.finished = True
-            self.deadline = time.monotonic() + EXIT_ALLOWANCE_S
+            self.deadline = time.monotonic() + self.timeout_s
         try:
             self.take(message)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as exc:
@@ -481,15 +490,21 @@ class _Run:
         """Wait a moment for a child that is done, kill one that is not, and close the pipes."""
         process = self.process
         if not self.end.timed_out and not self.interrupted:
-            # Its pipes are closed or it sent its last record: it has a moment to exit.
+            # Its pipes are closed or it sent its last record: it has a moment to exit (once
+            # it sent its last record, until its deadline).
+            left = self.deadline - time.monotonic()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(
-                    timeout=max(min(self.deadline - time.monotonic(), EXIT_ALLOWANCE_S), 0.1)
+                    timeout=max(left if self.end.finished else min(left, EXIT_ALLOWANCE_S), 0.1)
                 )
         if process.poll() is None:
             _kill_group(process.pid)
-            if not self.end.finished and not self.interrupted:
-                self.end.timed_out = True
+            self.end.killed = True
+            if not self.interrupted:
+                if self.end.finished:
+                    self.end.lingered = True
+                else:
+                    self.end.timed_out = True
         self.end.returncode = process.wait()
         _, hook = read_slot(os.pread(self.slot, SLOT_SIZE, 0))
         self.end.hook = hook if hook is not None and isinstance(hook.get("method"), str) else None
