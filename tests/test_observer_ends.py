@@ -268,14 +268,23 @@ def _main_thread_only() -> None:
         pytest.skip("Python handles signals in the main thread only")
 
 
-@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="POSIX signals")
-def test_a_signal_the_target_sends_ppaux_is_a_finding_not_its_end(tmp_path):
+@pytest.mark.skipif(not hasattr(signal, "SIGRTMIN"), reason="POSIX real-time signals")
+@pytest.mark.parametrize(
+    ("base", "offset", "name"),
+    [
+        ("SIGUSR1", 0, "SIGUSR1"),
+        ("SIGIO", 0, "SIGIO"),
+        ("SIGPWR", 0, "SIGPWR"),
+        ("SIGRTMIN", 2, "SIGRTMIN+2"),
+    ],
+)
+def test_a_signal_the_target_sends_ppaux_is_a_finding_not_its_end(tmp_path, base, offset, name):
     _main_thread_only()
-    send = "        import os, signal\n        os.kill(os.getppid(), signal.SIGUSR1)\n"
+    send = f"        import os, signal\n        os.kill(os.getppid(), signal.{base} + {offset})\n"
     report = check_observer(f"{observer_file(tmp_path, send)}:EntropyObserver", ONE)
     assert ended(report) == ["signalled"]
-    assert "SIGUSR1" in report.findings[0].message
-    assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL  # put back
+    assert name in report.findings[0].message
+    assert signal.getsignal(getattr(signal, base) + offset) is signal.SIG_DFL  # put back
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="POSIX signals")

@@ -186,11 +186,41 @@ def _ending_on_sigterm() -> Iterator[None]:
 #: while a check runs: received then from the target's processes, they are the target's doing
 #: (sglang's scheduler sends its parent SIGQUIT on a fatal error). SIGINT, SIGTERM and SIGHUP
 #: stop the run as they should; SIGSTOP and SIGKILL cannot be caught.
+#: Also the ones no program of ours sends: SIGIO, SIGPWR, SIGSTKFLT, SIGXCPU and the real-time
+#: signals. The faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP) are left as they are: a
+#: handler for a real fault in a thread that does not block it would run it again forever.
 _TAKEN = tuple(
-    getattr(signal, name)
-    for name in ("SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF")
-    if hasattr(signal, name)
+    sorted(
+        {
+            getattr(signal, name)
+            for name in (
+                "SIGQUIT",
+                "SIGUSR1",
+                "SIGUSR2",
+                "SIGALRM",
+                "SIGVTALRM",
+                "SIGPROF",
+                "SIGIO",
+                "SIGPWR",
+                "SIGSTKFLT",
+                "SIGXCPU",
+            )
+            if hasattr(signal, name)
+        }
+        | set(range(getattr(signal, "SIGRTMIN", 0), getattr(signal, "SIGRTMAX", -1) + 1))
+    )
 )
+
+
+def signal_name(number: int) -> str:
+    """A signal's name ('SIGUSR1', 'SIGRTMIN+3'), or its number as text."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        low = getattr(signal, "SIGRTMIN", None)
+        if low is not None and low < number <= signal.SIGRTMAX:
+            return f"SIGRTMIN+{number - low}"
+        return str(number)
 
 
 class _Signals:
@@ -211,7 +241,7 @@ class _Signals:
         self._stop = False
 
     def taken(self, signum: int, frame: object) -> None:
-        self.received.append((signal.Signals(signum).name, None))
+        self.received.append((signal_name(signum), None))
 
     def wait(self) -> None:
         """Read the blocked signals as they come, until :meth:`stop`."""
@@ -222,7 +252,7 @@ class _Signals:
                 return
             if info is None:
                 continue
-            name, pid = signal.Signals(info.si_signo).name, info.si_pid
+            name, pid = signal_name(info.si_signo), info.si_pid
             mine = pid > 0 and self.targets(pid)
             self.received.append((name, None if mine else pid))
 
