@@ -189,24 +189,50 @@ def refuse_stdin_copy(reader: StdinReader | None, output: str | None) -> None:
         )
 
 
-def output_identity(output: str | None) -> tuple[int, ...] | None:
-    """What ``output`` is now, as :func:`refuse_changed_output` compares it: its device, inode,
-    file type and link count (without following a link), or None for stdout or no file."""
-    if output in (None, _STDIN):
-        return None
+#: What :func:`output_identity` says of an output: per path (the file, then each folder above
+#: it up to the root), its device, inode, file type and (a file's) link count, or None where
+#: absent.
+Identity = tuple[tuple[str, tuple[int, ...] | None], ...]
+
+
+def _what(path: str, file: bool) -> tuple[int, ...] | None:
     try:
-        found = os.lstat(output)
+        found = os.lstat(path)
     except OSError:
         return None
-    return (found.st_dev, found.st_ino, stat.S_IFMT(found.st_mode), found.st_nlink)
+    kind = stat.S_IFMT(found.st_mode)
+    # A file's link count says whether a link to it was made; a folder's changes with every
+    # folder made in it, which says nothing of where the report goes.
+    return (found.st_dev, found.st_ino, kind, found.st_nlink if file else 0)
 
 
-def refuse_changed_output(output: str | None, before: tuple[int, ...] | None) -> None:
-    """Refuse to write ``output`` when it is not what it was (:func:`output_identity`) before
-    code that ppaux does not trust ran (``check-observer``'s target): made a link to another
-    file, replaced, or created meanwhile. The report would go where the user did not say."""
-    if output_identity(output) != before:
-        fail(
-            f"--output {output}: changed while the target ran (replaced, linked or created by "
-            "another process); the report was not written"
-        )
+def output_identity(output: str | None) -> Identity | None:
+    """What ``output`` is now, as :func:`refuse_changed_output` compares it: the file and every
+    folder above it (see :data:`Identity`; links not followed), or None for stdout."""
+    if output in (None, _STDIN):
+        return None
+    made: list[tuple[str, tuple[int, ...] | None]] = []
+    path = os.path.abspath(output)
+    while True:
+        made.append((path, _what(path, not made)))
+        above = os.path.dirname(path)
+        if above == path:
+            return tuple(made)
+        path = above
+
+
+def refuse_changed_output(output: str | None, before: Identity | None) -> None:
+    """Refuse to write ``output`` when it, or a folder above it, is not what it was
+    (:func:`output_identity`) before code that ppaux does not trust ran (``check-observer``'s
+    target): made a link to another file or folder, replaced, moved, or created meanwhile. The
+    report would go where the user did not say."""
+    now = output_identity(output)
+    if now == before or now is None or before is None:
+        return
+    changed = [path for (path, was), (_, is_now) in zip(before, now, strict=False) if was != is_now]
+    which = changed[-1] if changed else output  # the folder highest up that changed
+    what = "" if which == os.path.abspath(str(output)) else f" (its folder {which})"
+    fail(
+        f"--output {output}: changed while the target ran{what} (replaced, moved, linked or "
+        "created by another process); the report was not written"
+    )

@@ -160,6 +160,39 @@ def test_an_exit_names_the_hook_that_was_running(tmp_path):
     assert found.location["line"] == line_of(path, "def after_sample(")
 
 
+#: A stream put in place of sys.stdout by after_sample, whose flush (run once the child sent its
+#: last record) does what the parameter says.
+ON_THE_WAY_OUT = """\
+        import os, signal, sys, time
+
+        class Stream:
+            def write(self, text):
+                return len(text)
+            def flush(self):
+                {}
+
+        sys.stdout = Stream()
+"""
+
+
+@pytest.mark.parametrize(
+    ("flush", "end", "said"),
+    [
+        ("os._exit(7)", "exit", "then exited with status 7 on the way out"),
+        ("os.kill(os.getpid(), signal.SIGSEGV)", "signal", "then was killed by signal SIGSEGV"),
+        ("time.sleep(3600)", "timeout", "then did not exit within its timeout (1 s)"),
+    ],
+)
+def test_the_targets_end_after_its_last_record_is_judged(tmp_path, flush, end, said):
+    path = observer_file(tmp_path, ON_THE_WAY_OUT.format(flush))
+    options = ObserverOptions(batch_sizes=(1,), steps=1, timeout_s=1.0)
+    report = check_observer(f"{path}:EntropyObserver", options)
+    [found] = [f for f in report.findings if f.code == "PP715"]
+    assert found.extra["end"] == end
+    assert "sent every record" in found.message and said in found.message
+    assert found.severity.value == "error"
+
+
 # ----------------------------------------------------------------------------------------------
 # A timer left running
 
@@ -235,14 +268,23 @@ def _main_thread_only() -> None:
         pytest.skip("Python handles signals in the main thread only")
 
 
-@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="POSIX signals")
-def test_a_signal_the_target_sends_ppaux_is_a_finding_not_its_end(tmp_path):
+@pytest.mark.skipif(not hasattr(signal, "SIGRTMIN"), reason="POSIX real-time signals")
+@pytest.mark.parametrize(
+    ("base", "offset", "name"),
+    [
+        ("SIGUSR1", 0, "SIGUSR1"),
+        ("SIGIO", 0, "SIGIO"),
+        ("SIGPWR", 0, "SIGPWR"),
+        ("SIGRTMIN", 2, "SIGRTMIN+2"),
+    ],
+)
+def test_a_signal_the_target_sends_ppaux_is_a_finding_not_its_end(tmp_path, base, offset, name):
     _main_thread_only()
-    send = "        import os, signal\n        os.kill(os.getppid(), signal.SIGUSR1)\n"
+    send = f"        import os, signal\n        os.kill(os.getppid(), signal.{base} + {offset})\n"
     report = check_observer(f"{observer_file(tmp_path, send)}:EntropyObserver", ONE)
     assert ended(report) == ["signalled"]
-    assert "SIGUSR1" in report.findings[0].message
-    assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL  # put back
+    assert name in report.findings[0].message
+    assert signal.getsignal(getattr(signal, base) + offset) is signal.SIG_DFL  # put back
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="POSIX signals")

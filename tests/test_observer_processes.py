@@ -290,6 +290,24 @@ def test_an_output_path_made_a_link_by_the_target_is_not_written(tmp_path):
     assert victim.read_text(encoding="utf-8") == "keep me\n"
 
 
+def test_an_output_folder_moved_and_linked_by_the_target_is_not_written(tmp_path):
+    from helpers import cli
+
+    folder, elsewhere = tmp_path / "od", tmp_path / "elsewhere"
+    folder.mkdir()
+    elsewhere.mkdir()
+    swap = (
+        f"os.rename({str(folder)!r}, {str(tmp_path / 'moved')!r})\n"
+        f"os.symlink({str(elsewhere)!r}, {str(folder)!r})\n"
+    )
+    target = observer(tmp_path, head="import os\n" + swap)
+    out = folder / "new.json"
+    result = cli("check-observer", target, "-f", "json", "-o", str(out), "--batch-size", "2")
+    assert result.exit_code == 2
+    assert f"changed while the target ran (its folder {folder})" in result.stderr
+    assert list(elsewhere.iterdir()) == [] and list((tmp_path / "moved").iterdir()) == []
+
+
 def test_an_object_in_hand_that_leaves_a_thread_running_is_named(tmp_path):
     import importlib.util
 

@@ -265,6 +265,173 @@ def test_a_value_is_compared_exactly_when_its_items_fit_the_budget(budget, rows)
     assert (uncompared(found) == {}) == (items <= budget)
 
 
+class _Slotted:
+    __slots__ = ("pair",)
+
+
+#: The value of each :class:`_FreshPair`, by its id: held nowhere a walk looks.
+_PAIRED: dict[int, float] = {}
+
+
+class _FreshPair(_Slotted):
+    """An item whose only field is a slot-named property that gives a new list at every read:
+    each list is freed once read, and the next may be given its address."""
+
+    __slots__ = ()
+
+    def __init__(self, value: float) -> None:
+        _PAIRED[id(self)] = value
+
+    @property  # type: ignore[override]
+    def pair(self) -> list[float]:
+        return [_PAIRED[id(self)], 1.0]
+
+
+def _fresh_records(values: list[float]):
+    items = [_FreshPair(v) for v in values]
+    try:
+        return records({"items": items})
+    finally:
+        for item in items:
+            del _PAIRED[id(item)]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    values=st.lists(
+        st.sampled_from([0.0, 1.0, 2.5]), min_size=MAX_ITEMS + 1, max_size=MAX_ITEMS + 40
+    ),
+    where=st.integers(0, 10_000),
+)
+def test_values_made_afresh_at_each_read_are_each_digested(values, where):
+    # Digested whole (past MAX_ITEMS): every item's fresh list is its own, however the
+    # addresses of freed lists are reused; one item changed is a difference.
+    changed = list(values)
+    changed[where % len(values)] += 1.0
+    left = _fresh_records(values)
+    assert list(left) == ["['items']"]
+    assert differences(left, _fresh_records(changed))
+    assert differences(left, _fresh_records(values)) == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    size=st.sampled_from([3, MAX_ITEMS + 1, MAX_ITEMS + 30]),
+    depth=st.integers(0, MAX_DEPTH + 2),
+    seed=st.randoms(use_true_random=False),
+    where=st.integers(0, 10_000),
+)
+def test_a_dict_is_compared_as_python_compares_it_whatever_its_size_or_depth(
+    size, depth, seed, where
+):
+    # Walked (small, shallow) or digested whole (long, or deep): equal dicts built in other
+    # orders are equal, one value changed is a difference; a list's order still counts.
+    pairs = [(f"k{i}", float(i)) for i in range(size)]
+    shuffled = list(pairs)
+    seed.shuffle(shuffled)
+    changed = list(shuffled)
+    key, value = changed[where % size]
+    changed[where % size] = (key, value + 0.5)
+
+    def nested(value):
+        for _ in range(depth):
+            value = [value]
+        return value
+
+    left = records({"v": nested(dict(pairs))})
+    assert differences(left, records({"v": nested(dict(shuffled))})) == []
+    assert differences(left, records({"v": nested(dict(changed))}))
+    values = [v for _, v in pairs]
+    assume(values != values[::-1])
+    assert differences(records({"v": nested(values)}), records({"v": nested(values[::-1])}))
+
+
+@pytest.mark.parametrize("whole", [False, True])
+def test_a_complex_compares_as_its_parts_do_as_floats(whole):
+    # -0.0 equals 0.0 in each part, as in a float and as Python's == has it; NaN equals NaN.
+    def held(value):
+        return {"v": [value] * (MAX_ITEMS + 1) if whole else value}
+
+    nan = float("nan")
+    for a, b in [
+        (complex(-0.0, 0.0), 0j),
+        (complex(0.0, -0.0), 0j),
+        (complex(nan, 1.0), complex(nan, 1.0)),
+        (complex(1.0, nan), complex(1.0, -nan)),
+    ]:
+        assert differences(records(held(a)), records(held(b))) == [], (a, b)
+    for a, b in [(complex(1.0, 0.0), complex(1.0, 5e-324)), (complex(nan, 0.0), 0j)]:
+        assert differences(records(held(a)), records(held(b))), (a, b)
+
+
+def test_a_value_difference_names_the_rule_it_was_compared_by():
+    from ppaux.observer.compare import Difference
+    from ppaux.observer.findings import difference_finding
+
+    item = difference_finding("PP711", "t", "the output", Difference(".x", "value", "1", "2"), "")
+    rule = item.extra["rule"]
+    assert "-0.0 equals 0.0" in rule and "order" in rule and "NaN equals NaN" in rule
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    bits=st.integers(0, 40_000),
+    seed=st.integers(0, 2**64),
+    change=st.integers(0, 40_000),
+    where=st.sampled_from(["leaf", "list", "key"]),
+)
+def test_an_int_of_any_size_is_compared_by_its_value(bits, seed, change, where):
+    # Python refuses decimal text past 4,300 digits (and a target may lower that to 640): an
+    # int of any size is still described and compared, alone, in a list digested whole, or as
+    # a key, and a difference in any bit is found.
+    import sys
+
+    value = (1 << bits) | (seed % (1 << bits) if bits else 0)
+    other = value ^ (1 << (change % (bits + 1)))
+
+    def held(number):
+        if where == "list":
+            return {"v": [number] * (MAX_ITEMS + 1)}
+        if where == "key":
+            return {"v": {number: 1}}
+        return {"v": number}
+
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(640)
+    try:
+        left, right = records(held(value)), records(held(other))
+        assert differences(left, records(held(value))) == []
+    finally:
+        sys.set_int_max_str_digits(before)
+    assert differences(left, right)
+    assert all(len(path) < MAX_KEY + 100 for path in left)
+    assert all(len(item["text"]) <= 200 for item in left.values())
+
+
+class _NoWholeRepr(str):
+    """A str whose own repr fails: a description that needs the whole value's repr fails."""
+
+    def __repr__(self) -> str:
+        raise AssertionError("the whole value's repr was asked for")
+
+
+def test_a_long_str_or_bytes_is_shown_by_its_start_and_keyed_by_all_of_it():
+    text = _NoWholeRepr("x" * (5 << 20))
+    [(_, made)] = records({"note": text}).items()
+    assert made["text"].startswith("'xxx") and len(made["text"]) <= 200
+    assert made["key"] == "sha256:" + hashlib.sha256(b"x" * (5 << 20)).hexdigest()
+    data = bytes(range(256)) * (1 << 12)
+    [(_, made)] = records({"blob": data}).items()
+    assert made["key"] == "sha256:" + hashlib.sha256(data).hexdigest()
+    assert made["text"].startswith(repr(data[:16])[:-1]) and len(made["text"]) <= 200
+    # One character or byte changed at the end is a difference.
+    assert differences(records({"note": text}), records({"note": "x" * ((5 << 20) - 1) + "y"}))
+    assert differences(records({"blob": data}), records({"blob": data[:-1] + b"!"}))
+    # A long bytes key gives a short path, two keys two paths.
+    paths = list(records({"m": {data: 1, data[:-1] + b"!": 1}}))
+    assert len(paths) == 2 and all(len(path) < MAX_KEY + 100 for path in paths)
+
+
 def test_an_object_whose_text_is_only_its_address_is_not_compared():
     found = records({"token": object()})
     assert list(uncompared(found)) == ["['token']"]
@@ -429,6 +596,22 @@ CASES = textwrap.dedent(
         def from_pp_tensors(self, tensors):
             return Out(tensors["t"], nested(2))
 
+    class OrderObs(Base):
+        # Equal values built in other orders: a long dict, a deep one, complex zeros.
+        def after_sample(self, state, ids):
+            keys = range(300)
+            return Out(state, [{k: 1.0 for k in keys}, [[[[[{"a": 1, "b": 2}]]]]], -0j])
+        def from_pp_tensors(self, tensors):
+            keys = reversed(range(300))
+            return Out(tensors["t"], [{k: 1.0 for k in keys}, [[[[[{"b": 2, "a": 1}]]]]], 0j])
+
+    class BigIntObs(Base):
+        # Ints past Python's 4,300 decimal digits: a real difference, not ppaux's own repr.
+        def after_sample(self, state, ids):
+            return Out(state, 7**6000)
+        def from_pp_tensors(self, tensors):
+            return Out(tensors["t"], 7**6000 + 1)
+
     class LongNameOut(Out):
         def __init__(self, t, extra=None):
             super().__init__(t)
@@ -457,6 +640,8 @@ def cases(tmp_path_factory) -> Path:
         ("LazyConjObs", set()),
         ("NanSignObs", set()),
         ("NumpyObs", {"PP711"}),
+        ("OrderObs", set()),
+        ("BigIntObs", {"PP711"}),
     ],
 )
 def test_the_check_compares_the_values_a_path_gives(cases, name, found):

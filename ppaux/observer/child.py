@@ -38,7 +38,7 @@ __all__ = ["ChildEnd", "run_child"]
 START_ALLOWANCE_S = 60.0
 #: Beyond the transport's own timeout, how long a step may go without a record.
 GRACE_S = 5.0
-#: How long the child may take to exit once it sent its last record.
+#: How long the child may take to exit once its pipes closed before its last record.
 EXIT_ALLOWANCE_S = 5.0
 
 
@@ -67,6 +67,13 @@ class ChildEnd:
     #: The hook the child last said it began and did not end (its record in the hook slot),
     #: or None.
     hook: dict[str, Any] | None = None
+    #: Whether the child, after its last record, was still running when its timeout passed
+    #: (and was killed): the target's code hung on the way out (a stream's flush, an exit
+    #: handler).
+    lingered: bool = False
+    #: Whether this process killed the child (its timeout, garbled records, or this process
+    #: stopped): its exit status is then this process's doing, not the target's.
+    killed: bool = False
 
 
 def _kill_group(pid: int) -> None:
@@ -179,11 +186,41 @@ def _ending_on_sigterm() -> Iterator[None]:
 #: while a check runs: received then from the target's processes, they are the target's doing
 #: (sglang's scheduler sends its parent SIGQUIT on a fatal error). SIGINT, SIGTERM and SIGHUP
 #: stop the run as they should; SIGSTOP and SIGKILL cannot be caught.
+#: Also the ones no program of ours sends: SIGIO, SIGPWR, SIGSTKFLT, SIGXCPU and the real-time
+#: signals. The faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP) are left as they are: a
+#: handler for a real fault in a thread that does not block it would run it again forever.
 _TAKEN = tuple(
-    getattr(signal, name)
-    for name in ("SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF")
-    if hasattr(signal, name)
+    sorted(
+        {
+            getattr(signal, name)
+            for name in (
+                "SIGQUIT",
+                "SIGUSR1",
+                "SIGUSR2",
+                "SIGALRM",
+                "SIGVTALRM",
+                "SIGPROF",
+                "SIGIO",
+                "SIGPWR",
+                "SIGSTKFLT",
+                "SIGXCPU",
+            )
+            if hasattr(signal, name)
+        }
+        | set(range(getattr(signal, "SIGRTMIN", 0), getattr(signal, "SIGRTMAX", -1) + 1))
+    )
 )
+
+
+def signal_name(number: int) -> str:
+    """A signal's name ('SIGUSR1', 'SIGRTMIN+3'), or its number as text."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        low = getattr(signal, "SIGRTMIN", None)
+        if low is not None and low < number <= signal.SIGRTMAX:
+            return f"SIGRTMIN+{number - low}"
+        return str(number)
 
 
 class _Signals:
@@ -204,7 +241,7 @@ class _Signals:
         self._stop = False
 
     def taken(self, signum: int, frame: object) -> None:
-        self.received.append((signal.Signals(signum).name, None))
+        self.received.append((signal_name(signum), None))
 
     def wait(self) -> None:
         """Read the blocked signals as they come, until :meth:`stop`."""
@@ -215,7 +252,7 @@ class _Signals:
                 return
             if info is None:
                 continue
-            name, pid = signal.Signals(info.si_signo).name, info.si_pid
+            name, pid = signal_name(info.si_signo), info.si_pid
             mine = pid > 0 and self.targets(pid)
             self.received.append((name, None if mine else pid))
 
@@ -466,8 +503,10 @@ class _Run:
         if message.get("event") == "ready":
             return
         if message.get("event") == "end":
+            # Its exit is the target's too (its streams flushed, its exit handlers): waited
+            # for, as long as the check's timeout.
             self.end.finished = True
-            self.deadline = time.monotonic() + EXIT_ALLOWANCE_S
+            self.deadline = time.monotonic() + self.timeout_s
         try:
             self.take(message)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as exc:
@@ -481,15 +520,21 @@ class _Run:
         """Wait a moment for a child that is done, kill one that is not, and close the pipes."""
         process = self.process
         if not self.end.timed_out and not self.interrupted:
-            # Its pipes are closed or it sent its last record: it has a moment to exit.
+            # Its pipes are closed or it sent its last record: it has a moment to exit (once
+            # it sent its last record, until its deadline).
+            left = self.deadline - time.monotonic()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(
-                    timeout=max(min(self.deadline - time.monotonic(), EXIT_ALLOWANCE_S), 0.1)
+                    timeout=max(left if self.end.finished else min(left, EXIT_ALLOWANCE_S), 0.1)
                 )
         if process.poll() is None:
             _kill_group(process.pid)
-            if not self.end.finished and not self.interrupted:
-                self.end.timed_out = True
+            self.end.killed = True
+            if not self.interrupted:
+                if self.end.finished:
+                    self.end.lingered = True
+                else:
+                    self.end.timed_out = True
         self.end.returncode = process.wait()
         _, hook = read_slot(os.pread(self.slot, SLOT_SIZE, 0))
         self.end.hook = hook if hook is not None and isinstance(hook.get("method"), str) else None

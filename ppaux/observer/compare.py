@@ -11,7 +11,9 @@ that says *not compared* (:func:`uncompared`), and the report lists it.
 
 In the parent, :func:`differences` compares two walks record by record; it imports nothing
 beyond the standard library. Equality is bitwise for tensors (a NaN equals a NaN in the same
-place; -0.0 and 0.0 differ) and by value for the rest, a NaN float equal to a NaN.
+place; -0.0 and 0.0 differ) and by value for the rest, as Python's ``==`` has it (-0.0 equals
+0.0 in a float and in each part of a complex; a dict's items in any order), a NaN equal to a
+NaN.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ppaux.observer.digests import (
     buffer_text,
     is_array,
     only_address,
+    plain_text,
     preview,
     tensor_digest,
     tensor_values,
@@ -59,7 +62,9 @@ TENSOR_RULE = (
     "bitwise: dtype, shape, device, layout and values (conjugate and negative views resolved); "
     "NaN equals NaN in the same place"
 )
-VALUE_RULE = "by value; NaN equals NaN"
+VALUE_RULE = (
+    "by value, as Python's ==: -0.0 equals 0.0, a dict's order does not count; NaN equals NaN"
+)
 #: The key of a value that is not compared (its record's text says why).
 NOT_COMPARED = "not compared"
 
@@ -235,15 +240,15 @@ def _made(value: Any, digests: Digests | None) -> dict[str, Any]:
             "text": _cut(preview(value)),  # compared by ``key``: a digest of all of it
             "key": key,
         }
-    text = value if isinstance(value, str) else repr(value)
-    if not isinstance(text, str):
-        raise TypeError(f"__repr__ returned {type(text).__name__}, not str")
-    if not isinstance(value, str) and only_address(value, text):
+    # A str's, bytes' or long int's text is made from its start (never the whole value's
+    # repr); its key digests all of it.
+    text = plain_text(value, MAX_TEXT - 40)
+    if not isinstance(value, (str, bytes, int)) and only_address(value, text):
         return _not_compared(value, f"not compared: {ADDRESS.sub('0x?', text)} (only its address)")
     return {
         "kind": "value",
         "type": _qualname(value),
-        "text": _cut(repr(value) if isinstance(value, str) else text),
+        "text": _cut(text),
         "key": value_key(value, text),
     }
 

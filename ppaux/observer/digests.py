@@ -9,10 +9,12 @@ digest takes is bounded whatever the tensor's size. A numpy array (not of object
 the same way from its bytes in C order; a ``memoryview`` or a ``bytearray`` by its bytes.
 
 A container (or an object's fields) that a walk does not take apart is digested whole
-(:class:`Digests`): every tensor and array inside hashed, every plain value by its key, each
-distinct container once however often it is shared, at most ``Limits.max_digested_items``
-items per description; past that, or for an object whose only text is its address, the value
-is *not compared*, and a record says so (the report lists it).
+(:class:`Digests`): every tensor and array inside hashed, every plain value by its key, a
+mapping's items in any order (as Python's ``==`` has it for dicts, and as a walk compares a
+mapping it takes apart: path by path), a list's and a tuple's in theirs, each distinct
+container once however often it is shared, at most ``Limits.max_digested_items`` items per
+description; past that, or for an object whose only text is its address, the value is *not
+compared*, and a record says so (the report lists it).
 
 Runs in the check's child; imports torch and numpy inside the functions that need them.
 """
@@ -34,6 +36,7 @@ from ppaux.limits import Limits
 from ppaux.suggestions import RaiseLimit, limit_note
 
 __all__ = [
+    "DECIMAL_BITS",
     "Digests",
     "NotCompared",
     "array_digest",
@@ -41,8 +44,10 @@ __all__ = [
     "buffer_key",
     "buffer_text",
     "digest_budget",
+    "int_text",
     "is_array",
     "only_address",
+    "plain_text",
     "preview",
     "tensor_digest",
     "tensor_values",
@@ -80,20 +85,69 @@ def digest_budget(items: int, nesting: int | None = None) -> Iterator[None]:
         _BUDGET.reset(token)
 
 
+#: The most bits an int is shown in decimal with: 602 digits, under the fewest Python lets
+#: ``sys.set_int_max_str_digits`` allow (640), so that its text never fails; larger, an int is
+#: shown by its size and hex digits (linear in its size, where decimal text is quadratic).
+DECIMAL_BITS = 2000
+#: Characters of a long str or bytes hashed at a time: a digest never copies more.
+_PIECE = 1 << 20
+
+
+def int_text(value: int) -> str:
+    """An int's text: its decimal repr, or past :data:`DECIMAL_BITS` bits its size in bits and
+    its first and last hex digits (its key, :func:`value_key`, digests all of them)."""
+    if value.bit_length() <= DECIMAL_BITS:
+        return int.__repr__(int(value))
+    digits = format(abs(int(value)), "x")
+    sign = "-" if value < 0 else ""
+    return f"<int of {value.bit_length():,} bits: {sign}0x{digits[:24]}...{digits[-8:]}>"
+
+
+def plain_text(value: Any, limit: int) -> str:
+    """The text of a str, bytes or int, at most about ``limit`` characters, made from the
+    value's start only (never the whole value's repr); that of any other value is its repr."""
+    if isinstance(value, (str, bytes)):
+        head = repr(value[:limit])
+        return head if len(value) <= limit else f"{head}... ({len(value):,} in all)"
+    if isinstance(value, int) and value.bit_length() > DECIMAL_BITS:
+        return int_text(value)
+    text = repr(value)
+    if not isinstance(text, str):
+        raise TypeError(f"__repr__ returned {type(text).__name__}, not str")
+    return text
+
+
+def _text_digest(value: str | bytes) -> str:
+    """sha256 of a str's UTF-8 (surrogates kept) or of a bytes, :data:`_PIECE` at a time."""
+    digest = _sha256()
+    for start in range(0, len(value), _PIECE):
+        piece = value[start : start + _PIECE]
+        digest.update(piece.encode("utf-8", "surrogatepass") if isinstance(piece, str) else piece)
+    return "sha256:" + digest.hexdigest()
+
+
 def value_key(value: Any, text: str) -> str:
-    """The key a plain value (or one described by its text) is compared by: floats by value
-    (-0.0 equals 0.0, NaN equals NaN), the rest by their text, addresses left out."""
+    """The key a plain value (or one described by its text) is compared by: floats and each
+    part of a complex by value (-0.0 equals 0.0, NaN equals NaN), the rest by their text,
+    addresses left out."""
     if isinstance(value, float):
         return "nan" if math.isnan(value) else repr(0.0 if value == 0 else value)
-    if isinstance(value, complex):
-        return repr(complex(*("nan" if math.isnan(p) else p for p in (value.real, value.imag))))
+    if isinstance(value, complex):  # each part as a float is: -0.0 equals 0.0, NaN equals NaN
+        parts = (
+            math.nan if math.isnan(p) else 0.0 if p == 0 else p for p in (value.real, value.imag)
+        )
+        return repr(complex(*parts))
+    if isinstance(value, int) and value.bit_length() > DECIMAL_BITS:
+        return "int " + _text_digest(format(int(value), "x"))
     if isinstance(value, (bool, int, type(None))):
         return repr(value)
-    if not isinstance(value, (str, bytes)):
-        # The default repr of an object (a lock, a generator, an observer) names its address,
-        # which two paths never share: the same object state must compare equal.
-        text = ADDRESS.sub("0x?", text)
-    return "sha256:" + _sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    if isinstance(value, (str, bytes)):
+        return _text_digest(value)  # its own characters or bytes: ``text`` is not read
+    # The default repr of an object (a lock, a generator, an observer) names its address,
+    # which two paths never share: the same object state must compare equal.
+    return (
+        "sha256:" + _sha256(ADDRESS.sub("0x?", text).encode("utf-8", "surrogatepass")).hexdigest()
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -275,7 +329,10 @@ class Digests:
         self.budget = _BUDGET.get() if budget is None else budget
         self.left = self.budget
         self.nesting = _NESTING.get()
-        self.memo: dict[int, str] = {}
+        # By identity, the value kept with its digest: an id is an object's only while the
+        # object lives, and a value made afresh on each read (a property's new list) would
+        # otherwise be freed and its id given to the next such value, whose digest this is not.
+        self.memo: dict[int, tuple[Any, str]] = {}
         self.open: set[int] = set()
 
     def digest(self, value: Any) -> str:
@@ -300,7 +357,7 @@ class Digests:
 
         self._spend(1)
         if isinstance(value, (int, float, complex, str, bytes, bool, type(None))):
-            text = value if isinstance(value, str) else repr(value)
+            text = "" if isinstance(value, (str, bytes)) else plain_text(value, 0)
             return f"{_type_name(value)}={value_key(value, text)}"
         if isinstance(value, torch.Tensor):
             return self.tensor_text(value)
@@ -309,8 +366,8 @@ class Digests:
         if isinstance(value, (memoryview, bytearray)):
             return f"{_type_name(value)}={buffer_key(value)}"
         known = self.memo.get(id(value))
-        if known is not None:
-            return known
+        if known is not None and known[0] is value:
+            return known[1]
         if id(value) in self.open:
             return "cycle"
         if depth >= self.nesting:
@@ -323,7 +380,7 @@ class Digests:
             made = self._whole(value, depth)
         finally:
             self.open.discard(id(value))
-        self.memo[id(value)] = made
+        self.memo[id(value)] = (value, made)
         return made
 
     def _whole(self, value: Any, depth: int) -> str:
@@ -333,6 +390,7 @@ class Digests:
             items = list(value.items())
             self._spend(len(items))
             parts = [(self._of(k, depth + 1), self._of(v, depth + 1)) for k, v in items]
+            parts.sort()  # equal in any order (see the module's docstring)
         elif isinstance(value, (list, tuple)):
             items = list(value)
             quick = _quick(items)
@@ -373,6 +431,8 @@ def _quick(items: list[Any]) -> bytes | None:
             values[index] = math.nan
         return b"f" + values.tobytes() + repr(nans).encode()
     if items and all(type(v) is int for v in items):
+        if max(map(int.bit_length, items)) > DECIMAL_BITS:
+            return b"x" + ",".join(map(hex, items)).encode()
         return b"i" + ",".join(map(str, items)).encode()
     return None
 
@@ -399,6 +459,8 @@ def preview(value: Any, depth: int = 0) -> str:
     """A short text of a value digested whole: its first few items, never the whole repr."""
     if isinstance(value, (str, bytes)):
         return repr(value[:40]) + ("..." if len(value) > 40 else "")
+    if isinstance(value, int) and value.bit_length() > DECIMAL_BITS:
+        return int_text(value)[:40]
     if isinstance(value, (int, float, complex, bool, type(None))):
         return repr(value)[:40]
     if isinstance(value, (list, tuple, dict)):

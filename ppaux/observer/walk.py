@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable
 from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
 from typing import Any
 
+from ppaux.observer.digests import DECIMAL_BITS as _DECIMAL_BITS
+
 __all__ = [
     "MAX_DEPTH",
     "MAX_ITEMS",
@@ -286,6 +288,12 @@ def _key_text(key: Any) -> str:
     and a digest of the whole, so that two keys give two paths and no path is long."""
     if isinstance(key, str) and len(key) > MAX_KEY:
         return shown_name(key, quoted=True)
+    if isinstance(key, bytes) and len(key) > MAX_KEY:  # cut first: never the whole key's repr
+        whole = _sha256(key).hexdigest()[:16]
+        return f"{repr(key[:MAX_KEY])[:MAX_KEY]}...({len(key):,} bytes, sha256 {whole})"
+    if isinstance(key, int) and key.bit_length() > _DECIMAL_BITS:  # too long for decimal text
+        whole = _sha256(format(int(key), "x").encode()).hexdigest()[:16]
+        return f"<int of {key.bit_length():,} bits, sha256 {whole}>"
     text = repr(key)
     if not isinstance(text, str):
         raise TypeError(f"__repr__ returned {type(text).__name__}, not str")

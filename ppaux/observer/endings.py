@@ -1,0 +1,146 @@
+"""How the check's child ended, as the target's failures (PP715): a timeout, an exit or a
+signal before or after its last record, processes and timers it left, signals it sent this
+process, forks; read from :class:`~ppaux.observer.child.ChildEnd` and the hook slot's record.
+Imports nothing beyond the standard library and :mod:`.findings`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ppaux.observer.findings import Ending
+
+__all__ = ["endings", "timers_left"]
+
+
+def timers_left(left: list[tuple[str, float]]) -> Ending:
+    """The interval timers the target left running (signal name, seconds left), cancelled."""
+    shown = ", ".join(f"{name} in {seconds:g} s" for name, seconds in left[:3])
+    return Ending(
+        "timers",
+        f"the target left a timer running ({shown}: signal.alarm or setitimer); it was "
+        "cancelled, but in sglang the signal would come later and end the scheduler",
+    )
+
+
+def endings(end: Any, timeout_s: float, hook: dict[str, Any] | None = None) -> list[Ending]:
+    """How the child ended, as the target's failures (none for a child that finished);
+    ``hook`` is the child's last record of a hook it began and did not end."""
+    import signal
+
+    found: list[Ending] = []
+    if end.garbled:
+        # The stream it wrote over is how it ended: its process was stopped there, so its
+        # exit status and its silence afterwards say nothing more about the target.
+        found.append(
+            Ending("garbled", f"the target's process wrote over its records: {end.garbled}")
+        )
+    elif end.timed_out:
+        found.append(_timeout(timeout_s, hook))
+    elif not end.finished:
+        code = end.returncode
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = str(-code)
+            how = f"was killed by signal {name}"
+        else:
+            how = f"exited with status {code}"
+        method, location = _running(hook)
+        during = f" while {method} ran," if method is not None else ""
+        found.append(
+            Ending(
+                "signal" if code is not None and code < 0 else "exit",
+                f"the target's process {how}{during} before it sent every record (os._exit, "
+                "abort, a crash in native code, or closed descriptors); its output says more",
+                location,
+            )
+        )
+    elif end.lingered:
+        found.append(
+            Ending(
+                "timeout",
+                f"the target's process sent every record, then did not exit within its timeout "
+                f"({timeout_s:g} s) and was killed with its whole process group: its code hung "
+                "on the way out (a replaced sys.stdout's flush, an atexit handler, a thread)",
+            )
+        )
+    elif end.returncode and not end.killed:
+        found.append(_after_the_records(end.returncode))
+    if end.outlived:
+        found.append(
+            Ending(
+                "outlived",
+                f"a process the target started outlived the run: {len(end.outlived)} "
+                f"({', '.join(end.outlived[:5])}) still running when the target's process ended "
+                "were killed; in sglang they would run on beside the scheduler",
+            )
+        )
+    if getattr(end, "signalled", None):
+        found.append(
+            Ending(
+                "signalled",
+                f"ppaux's process received {', '.join(end.signalled[:4])} while the target ran "
+                "(its code signalled its parent: os.kill(os.getppid(), ...)); in sglang the "
+                "signal would reach the process that started the scheduler",
+            )
+        )
+    if end.forks:
+        found.append(
+            Ending(
+                "fork",
+                f"the target forked: {len(end.forks)} copy of the checking process tried to "
+                "answer for it and was stopped; only the original process's records count",
+            )
+        )
+    return found
+
+
+def _after_the_records(code: int) -> Ending:
+    """The child sent every record, then ended with status ``code`` (not 0; negative: the
+    signal), where ppaux's own child exits 0: the target's code, on the way out."""
+    import signal
+
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = str(-code)
+        how, kind = f"was killed by signal {name}", "signal"
+    else:
+        how, kind = f"exited with status {code}", "exit"
+    return Ending(
+        kind,
+        f"the target's process sent every record, then {how} on the way out (a replaced "
+        "sys.stdout's or sys.stderr's flush, an atexit handler, a thread); in sglang the "
+        "scheduler would end so",
+    )
+
+
+def _running(hook: dict[str, Any] | None) -> tuple[str | None, dict[str, Any] | None]:
+    """The method the child said it was running (None between hooks), and where it is
+    defined."""
+    if hook is None:
+        return None, None
+    where = hook.get("where")
+    location = None
+    if isinstance(where, list) and len(where) == 3 and isinstance(where[1], int):
+        location = {"file": str(where[0]), "line": where[1], "function": str(where[2])}
+    return str(hook.get("method"))[:100], location
+
+
+def _timeout(timeout_s: float, hook: dict[str, Any] | None) -> Ending:
+    """The child sent nothing in time: in the hook it said it was running, if any."""
+    head = (
+        f"the target's process sent nothing for more than its timeout ({timeout_s:g} s) "
+        "and was killed with its whole process group"
+    )
+    method, location = _running(hook)
+    if method is None:
+        return Ending(
+            "timeout",
+            f"{head}, between the observer's methods (while ppaux described what they "
+            "returned, or sent it down a path): a value of the target's that takes that long "
+            "to walk, or a wire that does not answer",
+        )
+    return Ending("timeout", f"{head} while {method} ran: it hangs", location)
