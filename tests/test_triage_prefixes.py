@@ -435,3 +435,20 @@ def test_supervisord_s_level_is_no_host_and_its_program_s_exception_stays_whole(
     (root,) = [f for f in report.findings if f.code == "PP802"]
     assert root.extra["exception"] == "RuntimeError"
     assert root.extra["message"].startswith("stage 1 could not receive")
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    opening=st.sampled_from(["`", "``", "```"]),
+    closing=st.sampled_from(["", "`", "``"]),
+    failure=st.sampled_from(FAILURES),
+)
+def test_an_exception_line_pasted_as_inline_code_is_still_its_failure(opening, closing, failure):
+    # A report quotes the error in backticks, the closing one often on the next line.
+    exception, message, kind = failure
+    text = f"The error when it crashes\n{opening}{exception}: {message}{closing}\n`\n"
+    assert _roots(text) == [(None, exception, kind)]
+
+
+def test_a_line_of_backticks_alone_is_no_failure():
+    assert _roots("```\n`\nDecode batch done\n```\n") == []
