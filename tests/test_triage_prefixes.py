@@ -452,3 +452,18 @@ def test_an_exception_line_pasted_as_inline_code_is_still_its_failure(opening, c
 
 def test_a_line_of_backticks_alone_is_no_failure():
     assert _roots("```\n`\nDecode batch done\n```\n") == []
+
+
+@pytest.mark.parametrize(
+    "prefix", ["[TP0] ", "[PP1 ATTN_CP0 TP0] ", "2026-06-23T15:16:14Z [PP1 ATTN_CP0 TP0] "]
+)
+def test_sglang_s_rank_prefix_without_its_time_names_the_ranks(prefix):
+    # A paste that kept the ranks of sglang's prefix and lost (or never had) its time.
+    ranks = prefix.rstrip().rsplit("[", 1)[1][:-1]
+    lines = [
+        f"{prefix}Scheduler hit an exception: Traceback (most recent call last):",
+        f'  File "{SITE}/managers/scheduler.py", line 2950, in run_scheduler_process',
+        "    scheduler.event_loop_pp()",
+        f"torch.OutOfMemoryError: {OOM}",
+    ]
+    assert _roots("\n".join(lines) + "\n") == [(ranks, "torch.OutOfMemoryError", "memory")]
