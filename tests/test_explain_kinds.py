@@ -40,6 +40,17 @@ _WATCHDOG = (
             "shape-kernel",
         ),
         ("ncclInternalError: Internal check failed.", "communication"),
+        # a communicator that could not be set up, whatever NCCL's error under it says
+        (
+            "RuntimeError: ncclCommInitRank failed: unhandled cuda error (run with "
+            "NCCL_DEBUG=INFO for details)",
+            "communication-init",
+        ),
+        (
+            "tensorflow.python.framework.errors_impl.UnknownError:  ncclCommInitRank failed: "
+            "unhandled system error",
+            "communication-init",
+        ),
         (
             "ncclRemoteError: A call failed possibly due to a network error or a remote process "
             "exiting prematurely. Last error: NET/IB : Got completion from peer 10.0.0.2<39138> "

@@ -119,6 +119,7 @@ PREFIXES: dict[str, Callable[[int, str], str]] = {
     "stern": lambda i, line: f"sglang-7d9f8-x2k4p sglang {line}",
     "torchrun": lambda i, line: f"[default0]:{line}",
     "stern-torchrun": lambda i, line: f"[default3]: {line}",
+    "torchx-torchrun": lambda i, line: f"trainer-ft3/0 [default1]:{line}",
     "mpirun": lambda i, line: f"[1,0]<stderr>:{line}",
     "logfmt": lambda i, line: (
         f"ts=2026-12-03T14:56:{i % 60:02d}.123Z level=error caller=app.go:12 msg={_quoted(line)}"
@@ -188,6 +189,24 @@ def test_torchrun_s_local_rank_names_a_traceback_without_sglang_s_prefix():
         f"[default1]:torch.OutOfMemoryError: {OOM}",
     ]
     assert _roots("\n".join(lines) + "\n") == [("local rank 1", "torch.OutOfMemoryError", "memory")]
+
+
+def test_a_replica_s_prefix_before_torch_s_rank_prefix_is_peeled():
+    # TorchX (NeMo-Run) names the role's replica before torchrun's local rank and torch's
+    # '[rankN]:': the rank, the exception and its kind are those of the same lines without it.
+    lines = [
+        f'[rank1]:   File "{SITE}/distributed/parallel_state.py", line 1, in init',
+        "[rank1]:     work = group.broadcast([tensor], opts)",
+        "[rank1]: torch.distributed.DistBackendError: [1] is setting up NCCL communicator and"
+        " retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but"
+        " store->get('0') got error: wait timeout after 600000ms",
+    ]
+    for prefix in ("B-nemo-ft3/0 [default1]:", "trainer/12 "):
+        text = "".join(f"{prefix}{line}\n" for line in lines)
+        report = triage_paths(["run.log"], {"run.log": io.BytesIO(text.encode())})
+        (root,) = [f for f in report.findings if f.code == "PP809"]
+        assert root.extra["no_root"] == "network-or-other-node", prefix
+        assert "rank 1" in root.message, prefix
 
 
 def test_a_cri_paste_that_starts_mid_traceback_names_no_output_stream_as_its_rank():
@@ -416,3 +435,35 @@ def test_supervisord_s_level_is_no_host_and_its_program_s_exception_stays_whole(
     (root,) = [f for f in report.findings if f.code == "PP802"]
     assert root.extra["exception"] == "RuntimeError"
     assert root.extra["message"].startswith("stage 1 could not receive")
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    opening=st.sampled_from(["`", "``", "```"]),
+    closing=st.sampled_from(["", "`", "``"]),
+    failure=st.sampled_from(FAILURES),
+)
+def test_an_exception_line_pasted_as_inline_code_is_still_its_failure(opening, closing, failure):
+    # A report quotes the error in backticks, the closing one often on the next line.
+    exception, message, kind = failure
+    text = f"The error when it crashes\n{opening}{exception}: {message}{closing}\n`\n"
+    assert _roots(text) == [(None, exception, kind)]
+
+
+def test_a_line_of_backticks_alone_is_no_failure():
+    assert _roots("```\n`\nDecode batch done\n```\n") == []
+
+
+@pytest.mark.parametrize(
+    "prefix", ["[TP0] ", "[PP1 ATTN_CP0 TP0] ", "2026-06-23T15:16:14Z [PP1 ATTN_CP0 TP0] "]
+)
+def test_sglang_s_rank_prefix_without_its_time_names_the_ranks(prefix):
+    # A paste that kept the ranks of sglang's prefix and lost (or never had) its time.
+    ranks = prefix.rstrip().rsplit("[", 1)[1][:-1]
+    lines = [
+        f"{prefix}Scheduler hit an exception: Traceback (most recent call last):",
+        f'  File "{SITE}/managers/scheduler.py", line 2950, in run_scheduler_process',
+        "    scheduler.event_loop_pp()",
+        f"torch.OutOfMemoryError: {OOM}",
+    ]
+    assert _roots("\n".join(lines) + "\n") == [(ranks, "torch.OutOfMemoryError", "memory")]

@@ -66,6 +66,7 @@ _COMMUNICATION_TYPES = re.compile(
 _COMMUNICATION_TEXT = re.compile(
     r"Connection closed by peer|Connection reset by peer|Broken pipe|Watchdog caught|"
     r"NCCL (?:error|communicator was aborted|WARN)|\bnccl\w*Error\b|ncclRemoteError|"
+    r"\bnccl[A-Z]\w{0,40} failed|"  # an NCCL call that failed (``ncclCommInitRank failed: ...``)
     r"ncclSystemError|ncclInternalError|ncclUnhandledCudaError|TCPStore|"
     r"recvValue failed|sendBytes failed|recvBytes failed|Socket Timeout|"
     r"Timed out waiting|timed out in|Connection refused|Connection was likely closed|"

@@ -298,8 +298,9 @@ def peel(
     elif "] " in text[: PREFIX_REACH + 2]:
         found = SGLANG_ANY.search(text, 0, PREFIX_REACH)
         if found is not None:
-            if found.group("cut") is not None:
-                ranks = found.group("cut")
+            untimed = found.group("cut") or found.group("bare")
+            if untimed is not None:
+                ranks = untimed
             else:
                 ranks = found.group("ranks").strip()
                 if zone is None:

@@ -130,12 +130,14 @@ SGLANG = re.compile(
     r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d{1,6})*)\] (?P<text>.*)$"
 )
 #: sglang's prefix wherever it stands in a line (behind a pasted backtick, a store's columns,
-#: or with its first characters lost): the whole ``[time ranks] `` form, or the ranks and the
+#: or with its first characters lost): the whole ``[time ranks] `` form, the ranks alone in
+#: brackets (``[PP1 TP0] ``: a paste or a logger that dropped the time), or the ranks and the
 #: closing bracket behind what is left of the time. Rank numbers are bounded (six digits).
 _RANK_TOKENS = r"(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d{1,6}"
 SGLANG_ANY = re.compile(
     r"\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(?P<ms>\d{3}))?"
     rf"(?P<ranks>(?: {_RANK_TOKENS})*)\] "
+    rf"|\[(?P<bare>(?:{_RANK_TOKENS} )*{_RANK_TOKENS})\] "
     rf"|(?:^|(?<=[\s\d:.`'\"|>-]))(?P<cut>(?:{_RANK_TOKENS} )*{_RANK_TOKENS})\] "
 )
 #: How far into a line sglang's prefix is looked for.

@@ -4,9 +4,10 @@ Loki's ``{label="..."}`` set (its pod named), Cloud Logging's ``[key: value]`` g
 ``kubectl logs --prefix``'s ``[pod/<pod>/<container>]``, a wrapper's ``[<time>] [name]: ``,
 torchrun's and Open MPI's rank tags, Ray's ``(... pid=N ...)``, a tab column, a serving
 framework's own logger (vLLM's ``ERROR 03-12 15:02:44 file.py:N]``, ``[file.py:N]`` since vLLM
-0.8), supervisord's relayed output, Slurm ``srun --label``'s ``<task>:``, docker compose's
-``<service> |``, a host fan-out's ``node1:``, a row's time; Ray's, compose's and a wrapper's
-also behind a backtick or an indentation that a paste put before them.
+0.8), supervisord's relayed output, Slurm ``srun --label``'s ``<task>:``, TorchX's
+``<role>/<replica>``, docker compose's ``<service> |``, a host fan-out's ``node1:``, a row's
+time; Ray's, compose's and a wrapper's also behind a backtick or an indentation that a paste
+put before them.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ _RAY = re.compile(r"^\((?P<who>[^()]{0,200}\bpid=\w+[^()]{0,200})\) ?")
 #: Slurm ``srun --label``'s ``<task>: ``, and a launcher's ``<rank> :`` label (the space before
 #: the colon, none after it).
 _SLURM = re.compile(r"^ {0,8}(?P<task>\d{1,7})(?:: | :)")
+#: A job launcher's replica (TorchX's and NeMo-Run's ``<role>/<replica> ``) before torchrun's
+#: ``[defaultN]:`` or torch's ``[rankN]:``, which name the rank behind it.
+_REPLICA = re.compile(
+    r"^(?P<who>[A-Za-z0-9][\w.-]{0,127}/\d{1,6}) (?=\[(?:default|rank)\d{1,6}\]:)"
+)
 
 
 def layers(rest: str, peeled: Peeled) -> str:
@@ -132,6 +138,10 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
     framework = _FRAMEWORK.match(bare) if len(rest) - len(bare) <= 8 else None
     if framework is not None:
         return bare[framework.end() :]
+    replica = _REPLICA.match(rest)
+    if replica is not None:
+        peeled.stream = replica.group("who")
+        return rest[replica.end() :]
     relayed = supervised(rest)
     if relayed is not None:
         peeled.stream = relayed[0]

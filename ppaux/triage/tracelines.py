@@ -55,8 +55,11 @@ _REPRED = re.compile(
 
 def raised(text: str) -> tuple[str, str] | None:
     """(type, message) of a line shaped as an exception line (``tvm.error.InternalError: ...``),
-    whatever its indentation; None otherwise."""
+    whatever its indentation and the backticks of an inline-code span around it; None
+    otherwise."""
     text = text.strip()
+    if text[:1] == "`":  # pasted as inline code (or a fence run into it): the marks around it
+        text = text.lstrip("`").rstrip("`").strip()
     lead = _NOT_ITS_OWN.match(text)
     if lead is not None:
         text = text[lead.end() :]
