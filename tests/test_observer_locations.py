@@ -94,6 +94,60 @@ def test_the_location_is_the_line_that_made_the_value(tmp_path, case):
     assert f"{path.name}:{line} in {function}" in text
 
 
+HELPER = """
+import torch
+
+
+class Out:
+    def __init__(self, scores, ids):
+        self.scores = scores
+        self.ids = ids
+
+    def copy_to_host(self, copy_tensor):
+        return Out(copy_tensor(self.scores), copy_tensor(self.ids))
+
+    def consume(self, batch, commits):
+        pass
+
+    def to_pp_tensors(self):
+        return {"scores": self.scores, "ids": self.ids}
+
+
+class Obs:
+    def is_active(self, sampling_info):
+        return True
+
+    def before_grammar(self, logits, sampling_info):
+        return torch.log_softmax(logits.float(), dim=-1)
+
+    def after_sample(self, state, token_ids):
+        chosen = state.gather(-1, token_ids.view(-1, 1)).squeeze(-1)
+        return Out(chosen.clone(), state.topk(2, dim=-1).indices.clone())
+
+    def from_pp_tensors(self, tensors):
+        return Out(tensors["ids"], tensors["scores"])  # MADE HERE
+"""
+
+
+def test_a_constructor_the_hook_calls_is_not_the_line_to_change(tmp_path):
+    """from_pp_tensors crosses the fields in its own line; the constructor's ``self.ids = ids``
+    only stores what it was given."""
+    path = tmp_path / "crossed.py"
+    path.write_text(HELPER, encoding="utf-8")
+    (line,) = [n for n, t in enumerate(HELPER.splitlines(), 1) if "# MADE HERE" in t]
+    result = cli("check-observer", f"{path}:Obs", "--format", "json")
+    assert result.exit_code == 1, result.output
+    findings = [f for f in json.loads(result.stdout)["findings"] if f["code"] == "PP711"]
+    assert findings, result.stdout
+    for found in findings:
+        location = found["location"]
+        assert (Path(location["file"]).name, location["line"], location["function"]) == (
+            path.name,
+            line,
+            "Obs.from_pp_tensors",
+        )
+
+
 def test_the_pytest_assertion_carries_the_same_line(tmp_path, monkeypatch):
     from ppaux.testing import assert_pp_safe
 

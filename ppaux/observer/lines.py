@@ -60,6 +60,8 @@ class Ran:
     lines: deque[Place] = field(default_factory=lambda: deque(maxlen=MAX_LINES))
     returned: Place | None = None
     keys: list[str] = field(default_factory=list)
+    #: The hook's own function (its file and qualified name), None when it has no code object.
+    own: tuple[str, str] | None = None
 
 
 #: Told when a hook begins (its method and where its function is defined) and when it ends
@@ -110,6 +112,8 @@ def run_traced(method: str, function: Callable[..., Any], *args: Any) -> Any:
     ``method``'s latest run."""
     code = getattr(getattr(function, "__func__", function), "__code__", None)
     ran = Ran()
+    if code is not None:
+        ran.own = (code.co_filename, code.co_qualname)
     _LAST.runs[method] = ran
     announce = _LAST.announce
     if announce is not None:
@@ -159,7 +163,9 @@ def _mentions(name: str) -> re.Pattern[str]:
 def made_at(ran: Ran, names: Iterable[str]) -> dict[str, Place]:
     """For each of ``names`` (the first :data:`MAX_NAMES`), the latest line ``ran`` ran that
     mentions it, other than its ``return`` line when another one does; the ``return`` line
-    when only it does."""
+    when only it does. Lines of the hook's own function come first: a helper it calls (a
+    constructor's ``self.ids = ids``) stores what the hook gave it, so it is where the hook
+    mentions no name that the helper's line is the one to change."""
     lines = list(dict.fromkeys(reversed(ran.lines)))  # newest first, each line once
     texts = {place: linecache.getline(place[0], place[1]) for place in lines}
     found: dict[str, Place] = {}
@@ -169,7 +175,10 @@ def made_at(ran: Ran, names: Iterable[str]) -> dict[str, Place]:
             continue
         pattern = _mentions(name)
         hits = [place for place in lines if pattern.search(texts[place])]
-        others = [place for place in hits if place != ran.returned]
-        if others or hits:
-            found[name] = (others or hits)[0]
+        own = [place for place in hits if (place[0], place[2]) == ran.own]
+        for group in (own, hits):
+            others = [place for place in group if place != ran.returned]
+            if others or group:
+                found[name] = (others or group)[0]
+                break
     return found
