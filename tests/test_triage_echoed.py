@@ -133,3 +133,19 @@ def test_any_marker_quoted_in_an_echo_is_no_failure(tmp_path, marker, before, af
     line = f"[2026-12-03 14:56:07 TP0] {echoes[form]}\n"
     assert "\n" not in line[:-1]
     assert _exit(tmp_path / "echo.log", BEFORE + line + AFTER) == 0
+
+
+@pytest.mark.parametrize(
+    ("line", "size"),
+    [
+        ("[2026-12-03 14:56:00] launch: python -m sglang.launch_server --pp-size 4\n", 4),
+        (_echo("How do I launch with --pp-size 12 on one node?"), None),
+        (_echo("server_args=ServerArgs(model_path='m', pp_size=12)"), None),
+    ],
+)
+def test_the_pipeline_size_is_never_read_from_quoted_text(tmp_path, line, size):
+    """A prompt that names a pipeline size is text: the size comes from the server's own
+    arguments or launch command only."""
+    path = tmp_path / "size.log"
+    path.write_text(BEFORE + line + AFTER, encoding="utf-8")
+    assert triage_paths([str(path)]).data["pp_size"]["value"] == size
