@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ppaux.limits import Limits
 from ppaux.triage.crashes import Crashes, rank_within
 from ppaux.triage.deaths import worker_died
-from ppaux.triage.flattened import in_repr_value
+from ppaux.triage.flattened import outside_quotes
 from ppaux.triage.groups import GROUP_HEADER, unmargined
 from ppaux.triage.kinds import root_of_group
 from ppaux.triage.leads import lead_length, named
@@ -407,16 +407,23 @@ class Reader:
 
     def _marked(self, line: LogLine) -> None:
         reading = self.reading
-        failure = failure_start(line, reading.source, self._next_order())
-        if failure is not None and not in_repr_value(line.text):
+        # A marker inside a string literal the line echoes (a request's text, an output) is
+        # text someone sent: the line's own shapes are read outside its literals only.
+        plain = outside_quotes(line.text)
+        shown = line if plain == line.text else dataclasses.replace(line, text=plain)
+        order = self._next_order()
+        failure = failure_start(shown, reading.source, order)
+        if failure is not None and shown is not line:
+            failure = failure_start(line, reading.source, order) or failure
+        if failure is not None:
             failure.stream = self._learn(line)
             if len(reading.failures) + self.count >= self.max_failures:
                 reading.more_failures += 1
                 return
             self._add(TracebackBuilder(failure, group=GROUP_HEADER in line.text))
             return
-        kind = _event_kind(line.text)
-        crash = self.crashes.take(line) if kind in (None, "nccl-warn") else None
+        kind = _event_kind(plain)
+        crash = self.crashes.take(shown) if kind in (None, "nccl-warn") else None
         if crash is not None:  # of NCCL's warnings, one of a CUDA call the host failed
             if len(reading.failures) + self.count >= self.max_failures:
                 reading.more_failures += 1

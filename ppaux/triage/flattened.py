@@ -23,6 +23,8 @@ __all__ = [
     "escaped",
     "flattened",
     "in_repr_value",
+    "outside_quotes",
+    "quoted_spans",
     "split_lines",
     "unescaped",
     "unflatten",
@@ -109,31 +111,88 @@ def flattened(text: str) -> bool:
     return at >= 0 and _NEXT_FRAME.match(text, at + len(_HEADER_END)) is not None
 
 
-#: Where an object's repr gives a field its quoted value: ``GenerateReqInput(`` then, later,
-#: ``text='`` (the quote in the group).
-_REPR_OBJECT = re.compile(r"\b[A-Z]\w{0,200}\(")
-_REPR_VALUE = re.compile(r"\b\w{1,200}=(?P<quote>['\"])")
-#: A string's closing quote: one no backslash escapes.
-_CLOSING = {q: re.compile(r"(?:^|[^\\])(?:\\\\)*" + q) for q in ("'", '"')}
+#: What stands right before a string literal's opening quote in a repr or a JSON text:
+#: ``text='``, ``('``, ``['``, ``{"``, ``, '`` (a dict's value: ``': '``, after a closed one).
+_OPENERS = "=([{,"
+#: Spaces looked past between the opener and the quote.
+_GAP = 4
+
+
+def quoted_spans(text: str) -> list[tuple[int, int]]:
+    """The spans (start, end) of ``text`` inside the string literals a repr or a JSON text
+    wrote on the line, quotes excluded: a quote opens one where it follows ``=``, ``(``,
+    ``[``, ``{`` or ``,`` (spaces between), or follows ``:`` right after another literal's
+    closing quote, and it closes at the next same quote no backslash escapes. A quote that
+    never closes opens nothing (an apostrophe in prose). Linear in the line's length."""
+    spans: list[tuple[int, int]] = []
+    unclosed: set[str] = set()  # a quote with no closing left on the line
+    closed_at = -1  # where the last literal's closing quote stands
+    at = 0
+    size = len(text)
+    while at < size:
+        char = text[at]
+        if char not in "'\"" or char in unclosed or not _opens(text, at, closed_at):
+            at += 1
+            continue
+        end = _closing(text, at + 1, char)
+        if end < 0:
+            unclosed.add(char)
+            at += 1
+            continue
+        spans.append((at + 1, end))
+        closed_at = end
+        at = end + 1
+    return spans
+
+
+def _opens(text: str, at: int, closed_at: int) -> bool:
+    """True when the quote at ``at`` opens a string literal (see :func:`quoted_spans`)."""
+    before = at - 1
+    while before >= 0 and at - before <= _GAP and text[before] == " ":
+        before -= 1
+    if before < 0:
+        return False
+    mark = text[before]
+    return mark in _OPENERS or (mark == ":" and before - 1 == closed_at)
+
+
+def _closing(text: str, start: int, quote: str) -> int:
+    """Where the first ``quote`` from ``start`` that no backslash escapes stands, or -1."""
+    at = text.find(quote, start)
+    while at >= 0:
+        slashes = 0
+        while at - 1 - slashes >= start and text[at - 1 - slashes] == "\\":
+            slashes += 1
+        if slashes % 2 == 0:
+            return at
+        at = text.find(quote, at + 1)
+    return -1
+
+
+def outside_quotes(text: str) -> str:
+    """``text`` with what its string literals hold (:func:`quoted_spans`) made spaces, its
+    length kept: the line's own words, none of the text it echoes."""
+    spans = quoted_spans(text)
+    if not spans:
+        return text
+    pieces: list[str] = []
+    last = 0
+    for start, end in spans:
+        pieces += [text[last:start], " " * (end - start)]
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
 
 
 def in_repr_value(text: str) -> bool:
-    """True when ``text``'s traceback header stands inside a quoted field value of an object's
-    repr (``Name(..., text='... Traceback (most recent call last): ...``), the value's string
-    still open where the header is: text a request carried, not a traceback. Linear in the
-    line's length."""
+    """True when ``text``'s traceback header stands inside a string literal a repr or a JSON
+    text wrote on the line (``Name(..., text='... Traceback (most recent call last): ...``,
+    ``{"text": "... Traceback ..."}``): text a request carried, not a traceback. A traceback
+    a logger gave whole to ``%r`` (``exception: 'Traceback ...'``) is no such literal."""
     at = text.find("Traceback (m")
     if at < 0:
         return False
-    obj = _REPR_OBJECT.search(text, 0, at)
-    if obj is None:
-        return False
-    last = None
-    for last in _REPR_VALUE.finditer(text, obj.end(), at):  # noqa: B007 - the last one counts
-        pass
-    if last is None:
-        return False
-    return _CLOSING[last.group("quote")].search(text[last.end() : at]) is None
+    return any(start <= at < end for start, end in quoted_spans(text))
 
 
 def split_lines(text: str) -> list[str]:

@@ -10,6 +10,7 @@ the scanner jumps again.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import io
 import re
@@ -20,7 +21,7 @@ from ppaux.triage.csvrows import TableRows, csv_table
 from ppaux.triage.documents import is_document, records
 from ppaux.triage.envelopes import peel_envelope
 from ppaux.triage.feeding import PP_RANK, LogReading, Reader
-from ppaux.triage.flattened import split_lines
+from ppaux.triage.flattened import quoted_spans, split_lines
 from ppaux.triage.jsonrecords import nested_record
 from ppaux.triage.lineformat import LogLine, detect, in_zone, peel, unwrap
 from ppaux.triage.lineshapes import Envelope, Launcher
@@ -76,22 +77,46 @@ _FLAG_NNODES = re.compile(rb"--nnodes[= ](\d{1,4})\b")
 def _server_args(head: bytes) -> dict[str, str]:
     """The settings triage uses from sglang's server arguments line in ``head``."""
     found: dict[str, str] = {}
-    line = _SERVER_ARGS.search(head)
+    unquoted = _Unquoted(head)
+    line = next((m for m in _SERVER_ARGS.finditer(head) if unquoted.holds(m.start())), None)
     if line is not None:
         for name, pattern in _SETTING.items():
             match = pattern.search(line.group(0))
             if match is not None:
                 found[name] = match.group(1).decode("utf-8", "backslashreplace")
     if "pp_size" not in found:
-        flag = _FLAG_PP.search(head)
+        flag = next((m for m in _FLAG_PP.finditer(head) if unquoted.holds(m.start())), None)
         if flag is not None:
             # The launch command: its stages run on --nnodes hosts, one (sglang's default)
             # when it does not say.
             found["pp_size"] = flag.group(1).decode()
             found["pp_size_from"] = "the launch command"
-            nodes = _FLAG_NNODES.search(head)
+            nodes = next(
+                (m for m in _FLAG_NNODES.finditer(head) if unquoted.holds(m.start())), None
+            )
             found.setdefault("nnodes", nodes.group(1).decode() if nodes is not None else "1")
     return found
+
+
+class _Unquoted:
+    """Tells whether a place in a log's head stands outside every string literal of its line
+    (:func:`quoted_spans`): a prompt's ``--pp-size 12`` that a request's echo carries is text,
+    no setting. Each line's literals are found once."""
+
+    def __init__(self, head: bytes) -> None:
+        self._head = head
+        self._spans: dict[int, list[tuple[int, int]]] = {}
+
+    def holds(self, at: int) -> bool:
+        start = self._head.rfind(b"\n", 0, at) + 1
+        spans = self._spans.get(start)
+        if spans is None:
+            end = self._head.find(b"\n", at)
+            line = self._head[start : len(self._head) if end < 0 else end]
+            # latin-1 keeps each byte's place; quotes and backslashes are ASCII in UTF-8
+            spans = self._spans[start] = quoted_spans(line.decode("latin-1"))
+        place = bisect.bisect_right(spans, (at - start, len(self._head)))  # spans are in order
+        return place == 0 or spans[place - 1][1] <= at - start
 
 
 #: Lines that begin a definition or an import: what Python source is made of. A traceback
