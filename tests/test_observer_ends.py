@@ -301,6 +301,83 @@ def test_a_signal_from_a_process_the_target_started_in_its_own_session_is_the_ta
     assert "SIGUSR1" in report.findings[0].message
 
 
+@pytest.mark.skipif(not hasattr(signal, "SIGTSTP"), reason="POSIX signals")
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP", "SIGINT", "SIGTSTP"])
+def test_a_stopping_signal_the_target_sends_ppaux_is_a_finding_not_its_end(tmp_path, name):
+    _main_thread_only()
+    if not sys.platform.startswith("linux") or len(os.listdir("/proc/self/task")) > 1:
+        # The sender is read on Linux, and only for a signal no other thread can take (one
+        # started before the check does not block it); the command line's process has none.
+        pytest.skip("the sender of a signal is unread here")
+    number = getattr(signal, name)
+    handler = signal.getsignal(number)
+    send = f"        import os, signal\n        os.kill(os.getppid(), signal.{name})\n"
+    report = check_observer(f"{observer_file(tmp_path, send)}:EntropyObserver", ONE)
+    assert ended(report) == ["signalled"]
+    assert name in report.findings[0].message
+    assert signal.getsignal(number) is handler  # put back
+    assert number not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+#: A target that says it reached its hook, then waits to be ended.
+HANGS = (
+    "        import os, time\n"
+    "        open(os.path.join(FOLDER, 'started'), 'w').close()\n"
+    "        time.sleep(60)\n"
+)
+
+
+def _started_check(tmp_path: Path) -> Any:
+    """The command line checking :data:`HANGS`, once its target reached the hook."""
+    import subprocess
+    import time
+
+    path = observer_file(tmp_path, HANGS.replace("FOLDER", repr(str(tmp_path))))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ppaux_cli", "check-observer", f"{path}:EntropyObserver"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert (tmp_path / "started").exists(), "the target never reached its hook"
+    return process
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sender is read on Linux")
+@pytest.mark.parametrize(("name", "code"), [("SIGTERM", -15), ("SIGHUP", -1), ("SIGINT", 130)])
+def test_a_stopping_signal_from_anybody_else_still_ends_ppaux(tmp_path, name, code):
+    process = _started_check(tmp_path)
+    try:
+        process.send_signal(getattr(signal, name))
+        assert process.wait(timeout=30) == code
+    finally:
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
+def test_a_sigtstp_from_anybody_else_still_stops_ppaux(tmp_path):
+    import time
+
+    process = _started_check(tmp_path)
+
+    def state() -> str:
+        with open(f"/proc/{process.pid}/stat", encoding="utf-8") as handle:
+            return handle.read().rpartition(")")[2].split()[0]
+
+    try:
+        process.send_signal(signal.SIGTSTP)
+        deadline = time.monotonic() + 30
+        while state() != "T" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert state() == "T"
+    finally:
+        process.kill()
+        process.wait()
+
+
 SENDER = """
 import os, signal, sys, time
 folder, pid = sys.argv[1], int(sys.argv[2])

@@ -185,7 +185,7 @@ def _ending_on_sigterm() -> Iterator[None]:
 #: Signals whose default action ends this process and that nothing here or in a terminal sends
 #: while a check runs: received then from the target's processes, they are the target's doing
 #: (sglang's scheduler sends its parent SIGQUIT on a fatal error). SIGINT, SIGTERM and SIGHUP
-#: stop the run as they should; SIGSTOP and SIGKILL cannot be caught.
+#: stop the run as they should (:data:`_STOPPING`); SIGSTOP and SIGKILL cannot be caught.
 #: Also the ones no program of ours sends: SIGIO, SIGPWR, SIGSTKFLT, SIGXCPU and the real-time
 #: signals. The faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP) are left as they are: a
 #: handler for a real fault in a thread that does not block it would run it again forever.
@@ -209,6 +209,17 @@ _TAKEN = tuple(
         }
         | set(range(getattr(signal, "SIGRTMIN", 0), getattr(signal, "SIGRTMAX", -1) + 1))
     )
+)
+
+
+#: Signals that stop this process on purpose: a user's Ctrl-C (SIGINT), a supervisor's SIGTERM,
+#: a closed terminal (SIGHUP), Ctrl-Z (SIGTSTP). While a check runs they are read with their
+#: sender: one the target's processes sent is a finding about the target (and, SIGTSTP, never
+#: stops this process); one anybody else sent does what it did before (:meth:`_Signals.relay`).
+_STOPPING = tuple(
+    getattr(signal, name)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGTSTP")
+    if hasattr(signal, name)
 )
 
 
@@ -254,7 +265,22 @@ class _Signals:
                 continue
             name, pid = signal_name(info.si_signo), info.si_pid
             mine = pid > 0 and self.targets(pid)
+            if info.si_signo in _STOPPING and not mine:
+                self.relay(info.si_signo)
+                continue
             self.received.append((name, None if mine else pid))
+
+    @staticmethod
+    def relay(number: int) -> None:
+        """What a stopping signal from anybody but the target does had it not been blocked:
+        SIGTSTP stops this process (as SIGSTOP: it cannot be blocked); the others run their
+        handler in the main thread, as their arrival would."""
+        import _thread
+
+        if number == getattr(signal, "SIGTSTP", None):
+            os.kill(os.getpid(), signal.SIGSTOP)
+        else:
+            _thread.interrupt_main(signal.Signals(number))
 
     def stop(self) -> None:
         self._stop = True
@@ -289,8 +315,8 @@ def _taking_signals() -> Iterator[_Signals]:
     mask: set[int] | None = None
     reader = None
     if before and hasattr(signal, "sigtimedwait"):
-        mask = set(signal.pthread_sigmask(signal.SIG_BLOCK, set(before)))
-        taken.blocked = set(before) - mask
+        mask = set(signal.pthread_sigmask(signal.SIG_BLOCK, set(before) | set(_stopping())))
+        taken.blocked = (set(before) | set(_stopping())) - mask
         reader = threading.Thread(target=taken.wait, name="ppaux-signals", daemon=True)
         reader.start()
     try:
@@ -299,13 +325,39 @@ def _taking_signals() -> Iterator[_Signals]:
         taken.stop()
         if reader is not None:
             reader.join()
+        late: list[int] = []
         with contextlib.suppress(OSError):
-            while taken.blocked and signal.sigtimedwait(taken.blocked, 0) is not None:
-                pass  # after the run's last look: nobody's, and never this process's end
+            while taken.blocked:
+                info = signal.sigtimedwait(taken.blocked, 0)
+                if info is None:
+                    break
+                # After the run's last look: the target's are dropped; a stopping signal from
+                # anybody else still does what it does.
+                if info.si_signo in _STOPPING and not (
+                    info.si_pid > 0 and taken.targets(info.si_pid)
+                ):
+                    late.append(info.si_signo)
         if mask is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         for number, handler in before.items():
             signal.signal(number, handler)
+        for number in late:
+            taken.relay(number)
+
+
+def _stopping() -> list[int]:
+    """The signals of :data:`_STOPPING` that can be read with their sender and handed on:
+    SIGINT, SIGTERM and SIGHUP where Python runs a handler for them (one ignored or left to the
+    system's default is left alone), SIGTSTP where the system's default (stop) is its action."""
+    chosen = []
+    for number in _STOPPING:
+        handler = signal.getsignal(number)
+        if number == getattr(signal, "SIGTSTP", None):
+            if handler is signal.SIG_DFL:
+                chosen.append(number)
+        elif callable(handler):
+            chosen.append(number)
+    return chosen
 
 
 def run_child(
