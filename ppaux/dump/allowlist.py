@@ -30,6 +30,7 @@ from ppaux.dump.pickle_vm import (
     Call,
     Machine,
     global_name,
+    is_shape,
 )
 from ppaux.dump.tensor_rebuilds import (
     DTYPE_ALIASES,
@@ -138,6 +139,38 @@ def _np_reconstruct(m: Machine, args: tuple[Any, ...]) -> NdArrayRef:
     return NdArrayRef()
 
 
+def _np_frombuffer(m: Machine, args: tuple[Any, ...]) -> NdArrayRef:
+    # numpy's protocol-5 form of a contiguous array: _frombuffer(buffer, dtype, shape, order),
+    # the buffer (in-band: bytes, or a bytearray for a writable array) read as a flat array of
+    # the dtype, then reshaped in that order ('C' rows first, 'F' columns first).
+    arr = NdArrayRef()
+    if len(args) != 4:
+        arr.problem = f"numpy's _frombuffer is given {len(args)} arguments, not 4; numpy refuses it"
+        return arr
+    buffer, dtype, shape, order = args
+    if isinstance(shape, tuple) and is_shape(shape, m.limits.max_dims):
+        arr.shape = shape
+    else:
+        arr.problem = (
+            f"its shape {shown(repr(shape), 60)} is not a tuple of sizes; numpy refuses it"
+        )
+    if isinstance(dtype, NumpyDtype):
+        arr.dtype = dtype.name
+        arr.descr = dtype
+    else:
+        arr.problem = "its dtype is not a numpy dtype; ppaux does not read it"
+    if order not in ("C", "F"):
+        arr.problem = f"its order {shown(repr(order), 40)} is not 'C' or 'F', as numpy writes"
+    arr.fortran = order == "F"
+    if isinstance(buffer, (bytes, bytearray)):
+        # A memo reference lets a pickle repeat the call for a few bytes: each copy is charged.
+        m.charge_bytes(len(buffer))
+        arr.raw = bytes(buffer)
+    else:
+        arr.problem = "its buffer is not bytes; numpy refuses it"
+    return arr
+
+
 def _np_dtype(m: Machine, args: tuple[Any, ...]) -> NumpyDtype:
     spec = args[0] if args else "?"
     return NumpyDtype(spec if isinstance(spec, str) else "?")
@@ -174,6 +207,8 @@ _CALLS = {
     "copyreg._reconstructor": _reconstructor,
     "numpy.core.multiarray._reconstruct": _np_reconstruct,
     "numpy._core.multiarray._reconstruct": _np_reconstruct,
+    "numpy.core.numeric._frombuffer": _np_frombuffer,
+    "numpy._core.numeric._frombuffer": _np_frombuffer,
     "numpy.dtype": _np_dtype,
     "numpy.core.multiarray.scalar": _np_scalar,
     "numpy._core.multiarray.scalar": _np_scalar,

@@ -43,6 +43,7 @@ from ppaux.sglang.digest import definition_digests
 from ppaux.sglang.names import ADD, POP, SCHEDULER_FILE, TRANSPORT_FILE
 from ppaux.sglang.node_fields import node_fields
 from ppaux.sglang.scheduler_calls import scheduler_calls
+from ppaux.sglang.shadows import shadowing
 from ppaux.sglang.source_facts import (
     dict_keys,
     import_source,
@@ -305,7 +306,7 @@ def _analyse(tree: SglangTree, limits: Limits) -> Capability:
 
     transport = _transport(tree, transport_file, limits)
     files.append(transport.file)
-    facts.update(_transport_facts(transport, unknown))
+    facts.update(_transport_facts(transport, unknown, shadowing(tree, transport.relative)))
 
     logprobs = _parse(tree, "logprobs", LOGPROB_FILE, limits)
     files.append(logprobs.file)
@@ -366,7 +367,9 @@ def _module_file(tree: SglangTree, relative: str, limits: Limits) -> _Parsed:
     return parsed
 
 
-def _transport_facts(parsed: _Parsed, unknown: dict[str, str]) -> dict[str, Any]:
+def _transport_facts(
+    parsed: _Parsed, unknown: dict[str, str], shadow: str | None = None
+) -> dict[str, Any]:
     file = parsed.file
     if file.status == "absent":
         # No transport file: a release before 0.5.19, or a build that removed it.
@@ -387,7 +390,8 @@ def _transport_facts(parsed: _Parsed, unknown: dict[str, str]) -> dict[str, Any]
         name: definition for name, definition in ((ADD, add), (POP, pop)) if definition
     }
     again = rebindings(module, defined, rows_naming(parsed.data, (*defined, *BINDING_WORDS)))
-    rebound = [
+    rebound: list[str | None] = [shadow]
+    rebound += [
         _rebound_reason(file.path, name, definition, again.get(name))
         for name, definition in defined.items()
         if definition is not None

@@ -188,6 +188,20 @@ class SglangTree:
             raise self._too_large(str(path))
         return data
 
+    def has(self, relative: str) -> bool:
+        """Whether a file ``relative`` (``srt/...``) is in the tree; nothing is read."""
+        if self.origin == "wheel":
+            try:
+                with self._wheel() as wheel:
+                    wheel.getinfo(f"sglang/{relative}")
+            except (KeyError, UnreadableFile):
+                return False
+            return True
+        try:
+            return Path(self.describe(relative)).is_file()
+        except OSError:
+            return False
+
     def _too_large(self, where: str) -> UnreadableFile:
         """The error for a file at ``where`` past ``max_source_bytes``, naming the limit."""
         limit = self.max_source_bytes
