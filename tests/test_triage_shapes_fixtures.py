@@ -50,6 +50,8 @@ def test_the_root_is_the_one_written_by_hand(name):
         "group-parallel-tag",
         "group-note-frame-shaped",
         "group-note-header-shaped",
+        "group-note-escaped-newline",
+        "group-note-escaped-newline-pod",
     ],
 )
 def test_a_group_behind_a_prefix_is_one_failure(name):
@@ -171,6 +173,8 @@ def test_two_groups_behind_leads_are_read_per_process(name):
         ("group-shortened", "(5 sub-exceptions not shown)"),
         ("group-max-depth", "(the groups nested deeper than 10 levels not shown)"),
         ("group-deeper-than-read", "(the groups nested deeper than 32 levels not shown)"),
+        ("group-max-depth-pod", "(sub-exception 1 of 10 shown, counting those of the groups"),
+        ("group-max-depth-pod", "(the groups nested deeper than 10 levels not shown)"),
     ],
 )
 def test_a_shortened_or_deep_group_says_what_the_log_does_not_show(name, said):
@@ -193,3 +197,15 @@ def test_a_rank_waiting_on_another_s_set_up_is_its_collateral(name):
     assert "PP1 failed 30.0 s after the root with torch.distributed.DistStoreError" in (
         waiting.message
     )
+
+
+@pytest.mark.parametrize("name", ["group-note-escaped-newline", "group-note-escaped-newline-pod"])
+def test_a_note_holding_an_escaped_newline_is_the_group_s(name):
+    """The note's ``\\n`` is two characters of the group's line: the headline names the
+    group's own exception line, never the note's words as a failure or as the group."""
+    findings = triage_paths([str(SHAPES / f"{name}.log")]).findings
+    (root,) = [f for f in findings if f.code == "PP801"]
+    assert "(sub-exception 2 of 2 of ExceptionGroup: unhandled errors in a TaskGroup" in (
+        root.message
+    )
+    assert not any("fake note" in f.message for f in findings)

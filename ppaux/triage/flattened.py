@@ -22,6 +22,7 @@ __all__ = [
     "ESCAPED",
     "escaped",
     "flattened",
+    "in_group_note",
     "in_repr_value",
     "outside_quotes",
     "quoted_spans",
@@ -114,6 +115,8 @@ def flattened(text: str) -> bool:
 #: What stands right before a string literal's opening quote in a repr or a JSON text:
 #: ``text='``, ``('``, ``['``, ``{"``, ``, '`` (a dict's value: ``': '``, after a closed one).
 _OPENERS = "=([{,"
+#: The letters of a string literal's prefix (``r"...``, ``b'...``, ``rb"...``, ``f"...``).
+_PREFIXES = "rRbBfFuU"
 #: Spaces looked past between the opener and the quote.
 _GAP = 4
 
@@ -146,8 +149,15 @@ def quoted_spans(text: str) -> list[tuple[int, int]]:
 
 
 def _opens(text: str, at: int, closed_at: int) -> bool:
-    """True when the quote at ``at`` opens a string literal (see :func:`quoted_spans`)."""
+    """True when the quote at ``at`` opens a string literal (see :func:`quoted_spans`); a
+    literal's prefix (``r"``, ``b'``, ``rb"``, ``f"``) stands between the opener and it."""
     before = at - 1
+    prefix = 0
+    while prefix < 2 and before >= 0 and text[before] in _PREFIXES:
+        before -= 1
+        prefix += 1
+    if prefix and (before < 0 or text[before].isalnum() or text[before] == "_"):
+        return False  # the end of a word before the quote (``it's``), no literal's prefix
     while before >= 0 and at - before <= _GAP and text[before] == " ":
         before -= 1
     if before < 0:
@@ -195,13 +205,37 @@ def in_repr_value(text: str) -> bool:
     return any(start <= at < end for start, end in quoted_spans(text))
 
 
+#: A group's margin mark right before a header: ``  | Traceback (most recent call last):``.
+_MARGIN_MARK = re.compile(r"(?:^|\s)\| $")
+#: What follows a real traceback's escaped header: a frame (its quote escaped or not), or a
+#: group's margin.
+_AFTER_HEADER = re.compile(r'(?:\\r)?\\n\s{0,64}(?:File (?:"|\\")|\|)')
+
+
+def in_group_note(text: str) -> bool:
+    """True when ``text``'s escaped header stands behind an exception group's margin mark
+    (``  | Traceback (most recent call last):\\nRuntimeError: ...``) and no frame or margin
+    follows its escaped newline: a note the group carries (``add_note``) whose text holds the
+    two characters ``\\n``, one line of the group, not a traceback written as a JSON string."""
+    at = text.find(ESCAPED)
+    if at < 0:
+        at = text.find(_ESCAPED_CRLF)
+        if at < 0:
+            return False
+    start = text.rfind("Traceback", 0, at)
+    if start < 0 or _MARGIN_MARK.search(text[max(0, start - 3) : start]) is None:
+        return False
+    return _AFTER_HEADER.match(text, at + len(_HEADER_END)) is None
+
+
 def split_lines(text: str) -> list[str]:
     """The lines ``text`` holds: a traceback's escaped newlines undone, one flattened onto
-    the line split back; ``[text]`` for any other line, and for one whose header is text a
-    repr's value holds (:func:`in_repr_value`)."""
+    the line split back; ``[text]`` for any other line, for one whose header is text a
+    repr's value holds (:func:`in_repr_value`) and for a group's note holding an escaped
+    header (:func:`in_group_note`)."""
     if in_repr_value(text):
         return [text]
-    parts = (unescaped(text) or [text]) if escaped(text) else [text]
+    parts = (unescaped(text) or [text]) if escaped(text) and not in_group_note(text) else [text]
     if any(flattened(part) for part in parts):
         parts = [line for part in parts for line in (unflatten(part) or [part])]
     return parts

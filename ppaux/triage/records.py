@@ -249,6 +249,7 @@ class TracebackBuilder:
         #: whether the rule that closes the group has been read.
         self.group = group
         self._outer: int | None = None
+        self._ruled = False
         self._closed = False
         #: Where the current sub-exception's own chain begins in the failure's chain (what
         #: stands before is the group's cause), and the innermost group line read.
@@ -315,7 +316,7 @@ class TracebackBuilder:
             margined = unmargined(text)
             if margined is not None and margined[1].startswith(GROUP_HEADER):
                 # The chain goes on with an exception group: its lines behind margins.
-                self.group, self._outer, self._closed = True, None, False
+                self.group, self._outer, self._closed, self._ruled = True, None, False, False
                 self._sub_start = len(self.failure.chain)
                 self.state, self._blank, self._since_frame = "frames", 0, 0
                 return True
@@ -358,6 +359,11 @@ class TracebackBuilder:
             return False
         rule = group_rule(text)
         if rule is not None:
+            if not self._ruled:
+                # The group's first rule (``+-+``) stands at its outermost margin: the
+                # indentation its closing rule is told by, even where the margins' own lines
+                # came with the margin taken off (k9s' ``<pod>`` read as compose's service).
+                self._outer, self._ruled = rule.indent, True
             self._end_sub(rule.nests)
             if rule.titled:
                 self.state = "frames"
@@ -372,10 +378,12 @@ class TracebackBuilder:
                 self.failure.shortened = True
                 self.failure.depth_cut = self.failure.depth_cut or MAX_DEPTH
                 return True
-            return text if named and self.failure.stream is not None else False
-        if self._outer is None:
+            if not named or self.failure.stream is None:
+                return False
+            inside = (0, text)
+        elif self._outer is None:
             self._outer = inside[0]
-        if shortened(inside[1]):
+        if shortened(inside[1].strip()):
             failure = self.failure
             failure.shortened = True
             more, depth = left_out(inside[1])
