@@ -23,7 +23,7 @@ from ppaux.triage.leads import lead_length, named
 from ppaux.triage.lineformat import LogLine, torch_rank
 from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.records import Event, Failure, TracebackBuilder, failure_start, process_of
-from ppaux.triage.tracelines import cut_header, is_frame, lost_source, raised
+from ppaux.triage.tracelines import cut_header, is_frame, lost_source, raised, wrapped
 
 __all__ = ["PP_RANK", "LogReading", "Reader"]
 
@@ -159,6 +159,11 @@ class Reader:
         #: Per stream, the last line read whose header was cut before 'Traceback (m': the
         #: fragment whose frames follow it is that line's ranks' failure.
         self._cut_headers: dict[str | None, LogLine] = {}
+        #: Per stream, the last one-line record of a wrapper naming its cause
+        #: (``RayTaskError(OutOfMemoryError): ray::Actor.run() ...``) and its failure: where
+        #: frames follow it on the next line, it was the header of the remote traceback they
+        #: begin (that fragment is the failure), else a record standing alone.
+        self._wrappers: dict[str | None, tuple[LogLine, Failure]] = {}
         #: Per stream, the text a tool ppaux does not know put before the last traceback's
         #: header: taken off the lines after it that begin the same way
         #: (:func:`~ppaux.triage.leads.lead_length`).
@@ -339,6 +344,12 @@ class Reader:
         header = self._cut_headers.pop(line.stream, None)
         if header is not None and fragment and line.number - header.number <= 1:
             line = header  # the failure starts at its cut header: its ranks, time and place
+        wrapper = self._wrappers.pop(line.stream, None)
+        if wrapper is not None and fragment and first.number - wrapper[0].number <= 1:
+            # The wrapper's line heads the remote traceback that follows: one failure, read
+            # from that traceback, at the wrapper's line.
+            self._drop(wrapper[1])
+            line = wrapper[0]
         if shaped is not None and (shaped[0].endswith("Warning") or line.ranks == ""):
             # A warning is no failure; an exception line under sglang's prefix without ranks is
             # the server process's (a request refused), not a rank's.
@@ -369,6 +380,16 @@ class Reader:
         assert shaped is not None
         failure.exception, failure.message = shaped
         reading.failures.append(failure)
+        if wrapped(text):
+            self._wrappers[line.stream] = (line, failure)
+
+    def _drop(self, failure: Failure) -> None:
+        """Take ``failure`` (the last of its stream's one-line records) out of the log's."""
+        failures = self.reading.failures
+        for index in range(len(failures) - 1, -1, -1):
+            if failures[index] is failure:
+                del failures[index]
+                return
 
     def _learn(self, line: LogLine) -> str | None:
         """Keep what stands before ``line``'s traceback header and no known layer took off:

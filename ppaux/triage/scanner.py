@@ -62,6 +62,7 @@ WEAK_MARKERS: tuple[bytes, ...] = (
     b"Exception:",
     b"Error :",  # a space before the colon (``RuntimeError :message``)
     b"Exception :",
+    b"Error(",  # a wrapper whose type names its cause (Ray's ``RayTaskError(OutOfMemoryError):``)
     b"] Sched",  # a header cut inside 'Scheduler hit an exception: Traceback (...'
     b"] Trac",  # a header cut inside 'Traceback (...' behind a damaged prefix
 )

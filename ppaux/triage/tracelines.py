@@ -19,6 +19,7 @@ __all__ = [
     "is_frame",
     "lost_source",
     "raised",
+    "wrapped",
 ]
 
 #: Characters of an exception message kept.
@@ -74,6 +75,12 @@ def raised(text: str) -> tuple[str, str] | None:
             if said is not None:
                 return inner.group("type"), said
     return exception, message
+
+
+def wrapped(text: str) -> bool:
+    """True for an exception line whose type carries its cause
+    (``ray.exceptions.RayTaskError(OutOfMemoryError): ...``, :data:`WRAPPED`)."""
+    return WRAPPED.match(text.strip()) is not None
 
 
 def _literal(text: str) -> str | None:
