@@ -7,9 +7,11 @@ from __future__ import annotations
 import bz2
 import gzip
 import importlib.util
+import json
 import lzma
 import os
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 from hypothesis import given, settings
@@ -272,11 +274,46 @@ def test_a_message_a_carriage_return_cut_is_still_read(tmp_path):
 
 def test_a_directory_of_empty_logs_prints_nothing_on_stdout(tmp_path):
     (tmp_path / "a.log").write_text("")
-    for fmt in ("text", "json"):
-        result = CliRunner().invoke(app, ["triage", str(tmp_path), "-f", fmt])
-        assert result.exit_code == 2
-        assert result.stdout == ""
-        assert result.stderr == f"ppaux: error: {tmp_path}: every log file it holds is empty\n"
+    result = CliRunner().invoke(app, ["triage", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == f"ppaux: error: {tmp_path}: every log file it holds is empty\n"
+    result = CliRunner().invoke(app, ["triage", str(tmp_path), "-f", "json"])
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["problems"] == [
+        {"path": str(tmp_path), "message": "every log file it holds is empty"}
+    ]
+    assert result.stderr == f"ppaux: error: {tmp_path}: every log file it holds is empty\n"
+
+
+def _parsed(fmt: str, text: str) -> str:
+    """The problem's message as the document of format ``fmt`` holds it (parsed, so a
+    document that does not parse fails)."""
+    if fmt == "json":
+        (problem,) = json.loads(text)["problems"]
+        return str(problem["message"])
+    if fmt == "sarif":
+        (run,) = json.loads(text)["runs"]
+        (note,) = run["invocations"][0]["toolExecutionNotifications"]
+        return str(note["message"]["text"])
+    if fmt == "gitlab":
+        (issue,) = json.loads(text)
+        return str(issue["description"])
+    if fmt == "junit":
+        (error,) = ElementTree.fromstring(text).iter("error")
+        return str(error.get("message"))
+    assert fmt == "github"
+    (annotation,) = [line for line in text.splitlines() if line.startswith("::error ")]
+    return annotation.rsplit("::", 1)[1]
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif", "gitlab", "junit", "github"])
+def test_machine_formats_write_their_document_when_no_input_could_be_read(fmt, tmp_path):
+    missing = tmp_path / "missing.log"
+    result = CliRunner().invoke(app, ["triage", str(missing), "-f", fmt])
+    assert result.exit_code == 2
+    assert "no such file" in _parsed(fmt, result.stdout)
+    assert result.stderr == f"ppaux: error: {missing}: no such file\n"
 
 
 def test_python_source_that_quotes_tracebacks_is_no_log(tmp_path):

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ppaux.report import Format
 from ppaux.triage import LOG_SUFFIXES
 from ppaux_cli.exits import fail
 from ppaux_cli.options import LimitOption, limits_from
@@ -55,8 +56,10 @@ def triage(
     except TriageConfigError as exc:
         fail(setting_line(exc))
     refuse_stdin_copy(reader, options.output)
-    if report.problems and not any(log.get("lines") for log in report.data.get("logs", [])):
-        # No line of any log could be read: one error line each, nothing on stdout.
+    unread = not any(log.get("lines") for log in report.data.get("logs", []))
+    if report.problems and unread and options.format is Format.TEXT:
+        # No line of any log could be read: one error line each, nothing on stdout. The
+        # other formats write their document, holding each input's problem (exit 2 alike).
         from ppaux.text import shown
         from ppaux_cli.wording import cli_words
 
