@@ -124,8 +124,8 @@ _GAP = 4
 def quoted_spans(text: str) -> list[tuple[int, int]]:
     """The spans (start, end) of ``text`` inside the string literals a repr or a JSON text
     wrote on the line, quotes excluded: a quote opens one where it follows ``=``, ``(``,
-    ``[``, ``{`` or ``,`` (spaces between), or follows ``:`` right after another literal's
-    closing quote, and it closes at the next same quote no backslash escapes. A quote that
+    ``[``, ``{`` or ``,`` (spaces between, a literal's prefix ``r``, ``b``, ``f`` too), or
+    follows ``:`` after another literal's closing quote (spaces between), and it closes at the next same quote no backslash escapes. A quote that
     never closes opens nothing (an apostrophe in prose). Linear in the line's length."""
     spans: list[tuple[int, int]] = []
     unclosed: set[str] = set()  # a quote with no closing left on the line
@@ -163,7 +163,14 @@ def _opens(text: str, at: int, closed_at: int) -> bool:
     if before < 0:
         return False
     mark = text[before]
-    return mark in _OPENERS or (mark == ":" and before - 1 == closed_at)
+    if mark != ":":
+        return mark in _OPENERS
+    # A dict's value: the colon follows another literal's closing quote (``"a": "b"``), spaces
+    # between them too (``"a" : "b"``, as some JSON writers put them).
+    key = before - 1
+    while key > closed_at and before - key <= _GAP and text[key] == " ":
+        key -= 1
+    return closed_at >= 0 and key == closed_at
 
 
 def _closing(text: str, start: int, quote: str) -> int:
