@@ -1,8 +1,9 @@
 """Reading sglang server logs for the root of a pipeline-parallel failure: :func:`triage_paths`,
 the job behind ``ppaux triage``. Logs are streamed in one pass (:mod:`.scanner`), their lines
 peeled of collectors' and launchers' prefixes (:mod:`.lineformat`), tracebacks reassembled
-(:mod:`.records`, :mod:`.reading`), grouped into incidents (:mod:`.incidents`), their frames
-read (:mod:`.frames`) and the next commands suggested (:mod:`.steps`). Torch-free.
+(:mod:`.records`, :mod:`.tracebacks`, :mod:`.reading`), grouped into incidents
+(:mod:`.incidents`), their frames read (:mod:`.frames`) and the next commands suggested
+(:mod:`.steps`). Torch-free.
 """
 
 from ppaux._lazy import attach_stub

@@ -22,7 +22,8 @@ from ppaux.triage.kinds import root_of_group
 from ppaux.triage.leads import lead_length, named
 from ppaux.triage.lineformat import LogLine, torch_rank
 from ppaux.triage.lineshapes import Envelope, Launcher
-from ppaux.triage.records import Event, Failure, TracebackBuilder, failure_start, process_of
+from ppaux.triage.records import Event, Failure, failure_start, process_of
+from ppaux.triage.tracebacks import TracebackBuilder
 from ppaux.triage.tracelines import cut_header, is_frame, lost_source, raised, wrapped
 
 __all__ = ["PP_RANK", "LogReading", "Reader"]

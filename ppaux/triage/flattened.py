@@ -125,8 +125,9 @@ def quoted_spans(text: str) -> list[tuple[int, int]]:
     """The spans (start, end) of ``text`` inside the string literals a repr or a JSON text
     wrote on the line, quotes excluded: a quote opens one where it follows ``=``, ``(``,
     ``[``, ``{`` or ``,`` (spaces between, a literal's prefix ``r``, ``b``, ``f`` too), or
-    follows ``:`` after another literal's closing quote (spaces between), and it closes at the next same quote no backslash escapes. A quote that
-    never closes opens nothing (an apostrophe in prose). Linear in the line's length."""
+    follows ``:`` after another literal's closing quote (spaces between), and it closes at
+    the next same quote no backslash escapes. A quote that never closes opens nothing (an
+    apostrophe in prose). Linear in the line's length."""
     spans: list[tuple[int, int]] = []
     unclosed: set[str] = set()  # a quote with no closing left on the line
     closed_at = -1  # where the last literal's closing quote stands

@@ -247,7 +247,7 @@ def _traced(lines: list[str]) -> Failure | None:
     line begins one or it is cut before its exception line."""
     from ppaux.triage.groups import GROUP_HEADER
     from ppaux.triage.lineformat import LogLine
-    from ppaux.triage.records import TracebackBuilder
+    from ppaux.triage.tracebacks import TracebackBuilder
 
     start = next((k for k, line in enumerate(lines) if "Traceback (m" in line), None)
     if start is None:
