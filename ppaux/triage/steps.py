@@ -27,11 +27,17 @@ step is a comment naming the problem.
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Sequence
-from dataclasses import dataclass
-
 from ppaux.sglang import MessageMatch
+from ppaux.triage.stepdata import (
+    DEFAULT_CAPTURE_DIR,
+    MAX_LISTED_STAGES,
+    Deployment,
+    Step,
+    from_log,
+    operand,
+    render,
+    unsafe,
+)
 
 __all__ = [
     "DEFAULT_CAPTURE_DIR",
@@ -43,92 +49,8 @@ __all__ = [
     "render",
 ]
 
-#: Pipeline stages up to which the fingerprint step is one command per stage (``--pp-rank 0``,
-#: ``1``, ...); past it, or when the logs do not say how many, one command for rank ``N``.
-MAX_LISTED_STAGES = 16
-
-#: Where the suggested capture writes, unless the logs show the capture already on.
-DEFAULT_CAPTURE_DIR = "/tmp/ppaux-captures"
-
 _CODE = "any host with the observer's code"
 _CAPTURE_HOST = "the capture's host"
-#: Longest operand from a log put in a command.
-_MAX_OPERAND = 1024
-
-
-@dataclass(frozen=True)
-class Step:
-    """One thing to do: ``argv`` (None for a comment alone), ``where`` to run it ('any host',
-    "each stage's host", "sglang's environment", ...), and ``comment``."""
-
-    argv: tuple[str, ...] | None
-    where: str
-    comment: str = ""
-
-    def as_data(self) -> dict[str, object]:
-        """The step as the JSON report holds it."""
-        return {
-            "argv": None if self.argv is None else list(self.argv),
-            "where": self.where,
-            "comment": self.comment,
-        }
-
-
-@dataclass(frozen=True)
-class Deployment:
-    """What the logs say of where sglang ran: ``pp_size`` from its server arguments (None when
-    no log shows them), the highest stage seen otherwise, whether one launch ran every stage
-    (``single_launch``: one environment for them all), and how it was deployed
-    (``kubernetes``, ``docker`` or ``shell``)."""
-
-    pp_size: int | None = None
-    highest_stage: int | None = None
-    single_launch: bool = False
-    runtime: str = "shell"
-    model: str | None = None
-    #: Where ``pp_size`` was read: "the server arguments" or "the launch command".
-    pp_size_from: str = "the server arguments"
-
-
-def _unsafe(text: str) -> str | None:
-    """Why ``text`` cannot be put in a command, or None."""
-    if not text:
-        return "it is empty"
-    if len(text) > _MAX_OPERAND:
-        return f"it is longer than {_MAX_OPERAND} characters"
-    if any(ord(c) < 0x20 or ord(c) == 0x7F or 0x80 <= ord(c) < 0xA0 for c in text):
-        return "it holds control characters"
-    if not text.isprintable():
-        # What a report escapes (ppaux.text.shown): bidi and format characters, odd spaces,
-        # separators, private use. Escaped, the command would name another path.
-        return "it holds invisible, bidi or other unprintable characters"
-    if "\\x" in text or "\\u" in text:
-        return "it holds bytes the log did not encode as text"
-    return None
-
-
-def operand(text: str) -> str:
-    """``text`` as an operand that is never an option: a relative path beginning with '-' is
-    written ``./-...``."""
-    return f"./{text}" if text.startswith("-") else text
-
-
-def render(step: Step) -> str:
-    """The step as a line to paste into a shell: :func:`shlex.join` of its argv and the comment
-    after '#'; a comment alone is a '#' line."""
-    comment = step.comment.replace("\n", " ").replace("\r", " ")
-    if step.argv is None:
-        return f"# {comment}" if comment else "#"
-    line = shlex.join(step.argv)
-    return f"{line}  # {comment}" if comment else line
-
-
-def _from_log(argv: Sequence[str], logged: str, what: str, where: str, comment: str) -> Step:
-    """``argv`` + ``logged`` (text from the log), or a comment when it cannot be shown."""
-    problem = _unsafe(logged)
-    if problem is not None:
-        return Step(None, where, f"{what} the log names is not shown: {problem}")
-    return Step((*argv, operand(logged)), where, comment)
 
 
 def _stages(deployment: Deployment) -> tuple[int | None, str]:
@@ -145,7 +67,7 @@ def _stages(deployment: Deployment) -> tuple[int | None, str]:
     return None, "the logs do not say how many stages there are"
 
 
-def _compare(deployment: Deployment) -> list[Step]:
+def _compare_steps(deployment: Deployment) -> list[Step]:
     stages, known = _stages(deployment)
     steps: list[Step] = []
     size = f" ({known})"
@@ -239,7 +161,7 @@ def _compare_argv(stages: int | None) -> tuple[str, ...]:
 
 def _capture(deployment: Deployment, directory: str, last: str) -> list[Step]:
     """How to turn the capture on, as the deployment sets an environment."""
-    problem = _unsafe(directory)
+    problem = unsafe(directory)
     if problem is not None:
         return [
             Step(None, "sglang's environment", f"the capture directory is not shown: {problem}")
@@ -324,9 +246,7 @@ def _aux_steps(
                 "restart (its module or file, and its class)",
             )
         )
-        steps.append(
-            _from_log(("ppaux", "check-observer", "--"), target, "the observer", _CODE, "")
-        )
+        steps.append(from_log(("ppaux", "check-observer", "--"), target, "the observer", _CODE, ""))
     directory = captures[0][0] if captures else DEFAULT_CAPTURE_DIR
     stages, _ = _stages(deployment)
     last = f"PP{stages - 1} only" if stages else "the last stage only"
@@ -336,14 +256,14 @@ def _aux_steps(
         )
     else:
         steps += _capture(deployment, directory, last)
-    steps += _compare(deployment)
+    steps += _compare_steps(deployment)
     steps.append(Step(None, "the capture's host", "then read what the capture wrote"))
     for argv in (
         ("ppaux", "capture", "list", "--dir"),
         ("ppaux", "inspect", "--"),
         ("ppaux", "replay", "--"),
     ):
-        steps.append(_from_log(argv, directory, "the capture directory", _CAPTURE_HOST, ""))
+        steps.append(from_log(argv, directory, "the capture directory", _CAPTURE_HOST, ""))
     return steps
 
 
@@ -463,7 +383,7 @@ def _memory_steps(deployment: Deployment) -> list[Step]:
 
 def _upstream_steps(deployment: Deployment, release: str | None) -> list[Step]:
     model = deployment.model
-    about = f"the model ({model})" if model and _unsafe(model) is None else "the model"
+    about = f"the model ({model})" if model and unsafe(model) is None else "the model"
     fits = f"the release (the frames fit {release})" if release else "the release"
     return [
         Step(
@@ -519,9 +439,11 @@ def next_steps(
             done.add("compare")
             for target in observers or []:
                 steps.append(
-                    _from_log(("ppaux", "check-observer", "--"), target, "the observer", _CODE, "")
+                    from_log(("ppaux", "check-observer", "--"), target, "the observer", _CODE, "")
                 )
             steps += (
-                _compare(deployment) if _pipelined(deployment) or observers else _read_steps(kind)
+                _compare_steps(deployment)
+                if _pipelined(deployment) or observers
+                else _read_steps(kind)
             )
     return steps
