@@ -73,8 +73,12 @@ def test_a_flipped_byte_in_a_compressed_log_fails_the_gate_with_no_root(kind, wh
     result = _triage(bytes(whole))
     assert result.exit_code in (1, 2), result.output
     if result.exit_code == 2:  # nothing could be inflated: refused with one clear line
-        assert result.output.startswith("ppaux: error: <stdin>: "), result.output
-        assert result.output.count("\n") == 1 and "Traceback" not in result.output
+        assert result.stderr.startswith("ppaux: error: <stdin>: "), result.stderr
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
+        # The JSON document still comes, holding that problem alone.
+        document = json.loads(result.stdout)
+        assert [p["path"] for p in document["problems"]] == ["<stdin>"]
+        assert document["findings"] == []
         return
     codes = [f["code"] for f in json.loads(result.output)["findings"]]
     if isinstance(error, EOFError):
