@@ -187,6 +187,30 @@ def test_distributed_without_a_launcher_is_a_usage_error():
     assert result.stderr == "ppaux: error: rank 2 is not in a world of size 2\n"
 
 
+def test_a_host_that_cannot_be_resolved_is_one_line_before_any_store():
+    """An empty DNS label fails in the resolver itself (no lookup leaves the machine); torch's
+    store would retry the name until the timeout, writing a warning line per try."""
+    unset = {name: None for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    ranked = ("--rank", "1", "--world-size", "2", "--timeout", "30")
+    given = run(
+        "check-skew", "--distributed", *ranked, "--init-method", "tcp://bad..host:29500", env=unset
+    )
+    assert given.exit_code == 2
+    assert given.stderr.startswith(
+        "ppaux: error: --init-method: host 'bad..host' cannot be resolved ("
+    )
+    assert given.stderr.count("\n") == 1
+    from_env = run(
+        "check-skew",
+        "--distributed",
+        *ranked,
+        env={**unset, "MASTER_ADDR": "bad..host", "MASTER_PORT": "29500"},
+    )
+    assert from_env.exit_code == 2
+    assert from_env.stderr.startswith("ppaux: error: $MASTER_ADDR: host 'bad..host' cannot be ")
+    assert from_env.stderr.count("\n") == 1
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import socket
 import time
 import warnings
 from collections.abc import Mapping
@@ -316,6 +317,19 @@ class Session:
         return code
 
 
+def _resolve(host: str, port: int, init_method: str | None) -> None:
+    """A host name that does not resolve is the option's fault, said once: torch's store would
+    retry it until the timeout, writing a warning line per try."""
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        where = "$MASTER_ADDR" if init_method in (None, "env://") else "{init_method}"
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise SetupError(
+            f"{where}: host {host!r} cannot be resolved ({reason})", "init_method"
+        ) from None
+
+
 def connect(
     *,
     timeout: float,
@@ -335,6 +349,7 @@ def connect(
     if world_size < 1 or not 0 <= rank < world_size:
         raise SetupError(f"rank {rank} is not in a world of size {world_size}")
     host, port = _address(init_method)
+    _resolve(host, port, init_method)
     _, dist = _import_torch()
     # torchrun serves a store of its own and tells its workers to use it.
     agent_store = init_method is None and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
