@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppaux.errors import PpauxError
-from ppaux.observer.drive import INTERRUPTS
+from ppaux.observer.drive import INTERRUPTS, message_line
 from ppaux.text import with_article
 
 __all__ = [
@@ -72,8 +72,7 @@ def _split(target: str) -> tuple[str, str]:
 
 
 def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    text = lines[0] if lines else ""
+    text = message_line(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 

@@ -179,12 +179,11 @@ def _hidden(fd: int) -> int:
 
 def _raised(exc: BaseException) -> str:
     """'<Type>: <first line of its message>' of an exception of the target's, bounded."""
-    try:
-        lines = str(exc).strip().splitlines()
-    except Exception:  # an exception whose own __str__ raises
-        lines = []
+    from ppaux.observer.drive import message_line
+
+    line = message_line(exc)
     name = type(exc).__name__
-    return (f"{name}: {lines[0]}" if lines else name)[:500]
+    return (f"{name}: {line}" if line else name)[:500]
 
 
 def _timers_left() -> list[list[Any]]:
