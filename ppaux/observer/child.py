@@ -30,7 +30,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ppaux.observer.framing import MAX_FRAME, SLOT_SIZE, FrameError, FrameReader, read_slot
+from ppaux.observer.crash import crash_file, crash_frame
+from ppaux.observer.framing import (
+    MAX_FRAME,
+    SLOT_SIZE,
+    FrameError,
+    FrameReader,
+    read_slot,
+    read_slot_step,
+)
 
 __all__ = ["ChildEnd", "run_child"]
 
@@ -67,6 +75,11 @@ class ChildEnd:
     #: The hook the child last said it began and did not end (its record in the hook slot),
     #: or None.
     hook: dict[str, Any] | None = None
+    #: The batch size and the step the child last said it began (None before the first).
+    step: tuple[int, int] | None = None
+    #: Where a fatal signal ended it: the innermost frame of the target's own files that the
+    #: child's faulthandler wrote (:mod:`.crash`), or None.
+    crashed_at: dict[str, Any] | None = None
     #: Whether the child, after its last record, was still running when its timeout passed
     #: (and was killed): the target's code hung on the way out (a stream's flush, an exit
     #: handler).
@@ -411,6 +424,7 @@ class _Run:
         self.take = take
         self.on_output = on_output
         self.slot = _slot()
+        self.crash = crash_file()
         self.read_end, write_end = os.pipe()
         try:
             self.process = subprocess.Popen(
@@ -418,7 +432,7 @@ class _Run:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                pass_fds=(write_end, self.slot),
+                pass_fds=(write_end, self.slot, self.crash),
                 start_new_session=True,
                 cwd=request["cwd"],
                 env=_environment(),
@@ -426,6 +440,7 @@ class _Run:
         except BaseException:
             os.close(self.read_end)
             os.close(self.slot)
+            os.close(self.crash)
             raise
         finally:
             os.close(write_end)
@@ -433,7 +448,7 @@ class _Run:
         # target can read it from (the child moves it, too).
         assert self.process.stdin is not None
         with contextlib.suppress(OSError):
-            message = {**request, "fd": write_end, "slot": self.slot}
+            message = {**request, "fd": write_end, "slot": self.slot, "crash": self.crash}
             self.process.stdin.write(json.dumps(message).encode("utf-8"))
         with contextlib.suppress(OSError):
             self.process.stdin.close()
@@ -588,8 +603,13 @@ class _Run:
                 else:
                     self.end.timed_out = True
         self.end.returncode = process.wait()
-        _, hook = read_slot(os.pread(self.slot, SLOT_SIZE, 0))
+        slot = os.pread(self.slot, SLOT_SIZE, 0)
+        _, hook = read_slot(slot)
         self.end.hook = hook if hook is not None and isinstance(hook.get("method"), str) else None
+        self.end.step = read_slot_step(slot)
+        if self.end.returncode < 0 and not self.end.killed:
+            self.end.crashed_at = crash_frame(self.crash)
+        os.close(self.crash)
         os.close(self.slot)
         os.close(self.read_end)
         assert process.stdout is not None

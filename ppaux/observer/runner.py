@@ -29,6 +29,7 @@ from ppaux.observer.drive import (
     where_raised,
 )
 from ppaux.observer.growth import RequestWalk
+from ppaux.observer.lines import at_step
 from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_path, single_stage_path
 from ppaux.observer.target import LoadedObserver, TargetError
 from ppaux.observer.walk import MAX_KEY, Same, Skip, leaves, shown_name
@@ -150,6 +151,7 @@ class _Checks:
         self.faulted = False
         produced: list[tuple[int, Any]] = []
         for index in range(self.options.steps):
+            at_step(batch_size, index)
             try:
                 step = drive_step(
                     self.loaded.observer,

@@ -55,7 +55,8 @@ def _announcer(slot_fd: int, emit: Any) -> Any:
     import time
 
     from ppaux.observer.drive import shown_path
-    from ppaux.observer.framing import SLOT_SIZE, slot_bytes, slot_entry
+    from ppaux.observer.framing import SLOT_SIZE, slot_bytes, slot_entry, slot_step
+    from ppaux.observer.lines import announce_steps
 
     slot = mmap.mmap(slot_fd, SLOT_SIZE)
     os.close(slot_fd)
@@ -74,6 +75,11 @@ def _announcer(slot_fd: int, emit: Any) -> Any:
         data = slot_bytes(then[1], monotonic())
         slot[: len(data)] = data
 
+    def step(batch_size: int, index: int) -> None:
+        at, data = slot_step(batch_size, index)
+        slot[at : at + len(data)] = data
+
+    announce_steps(step)
     return announce
 
 
@@ -242,6 +248,10 @@ def _before_the_target(request: dict[str, Any], emit: Any) -> tuple[ObserverOpti
     # the slow part).
     requests.request_kit(options.transport.value == "sglang")
     announce = _announcer(int(request.pop("slot")), emit)
+    # A fatal signal writes the frames it ended in where the parent reads them (.crash).
+    import faulthandler
+
+    faulthandler.enable(file=int(request.pop("crash")), all_threads=False)
     # No person can interrupt this process (a session of its own; the parent ends it on
     # Ctrl-C): a KeyboardInterrupt here is the target's, reported as its other exceptions are.
     interrupts_are_the_targets()
