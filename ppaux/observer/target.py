@@ -68,6 +68,14 @@ def _split(target: str) -> tuple[str, str]:
         raise TargetError(
             target, "expected module:attr or path/to/file.py:attr (a colon, then a name)"
         )
+    if ":" in module and not module.endswith(".py") and not os.path.isfile(module):
+        # No module name holds a colon: a second one ('file.py:Obs:x'), not a missing module.
+        raise TargetError(
+            target,
+            f"{module!r} is neither a module name nor a .py file: a target takes one colon, "
+            "before the name (module:attr or path/to/file.py:attr; an attribute of it is "
+            "named with a dot, module:Outer.inner)",
+        )
     return module, attr
 
 
@@ -110,7 +118,9 @@ def _import_file(target: str, path: str) -> Any:
     except SyntaxError as exc:
         sys.modules.pop(name, None)
         raise TargetError(
-            target, f"cannot run {path!r}: SyntaxError: {exc.msg} (line {exc.lineno})"
+            target,
+            f"cannot run {path!r}: SyntaxError: {exc.msg}"
+            + (f" (line {exc.lineno})" if exc.lineno is not None else ""),
         ) from None
     except INTERRUPTS.failures as exc:  # anything the file raises while it runs
         sys.modules.pop(name, None)
