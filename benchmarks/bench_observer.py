@@ -32,6 +32,10 @@ resident set, sampled every 10 ms from ``/proc``: ppaux's process and the target
 together), median of ``--runs``, and the differences against the target: torch's import plus
 1 s and 60 MB at most. ``--steps N`` (with ``--cost``) drives N steps per batch size instead of
 3, for the trivial observer alone (its ``consume`` appends a value per step to each request).
+``--hostile`` (with ``--cost``) times instead three observers whose cost grew with what they
+do (a ``consume`` that rebuilds its list each step, a 5 MB message raised each step, a new 1 MB
+key each step; ``--batch-size`` sets the batch sizes), and ``--baseline PYTHON`` the check of
+another Python's ppaux (an earlier commit's) run by run beside this one.
 """
 
 from __future__ import annotations
