@@ -265,6 +265,12 @@ def test_an_observer_that_is_never_active_is_inconclusive():
         ),
         ("json:nothing_here", "json:nothing_here: json has no attribute 'nothing_here'"),
         (
+            "good.py:Obs:x",
+            "good.py:Obs:x: 'good.py:Obs' is neither a module name nor a .py file: a target "
+            "takes one colon, before the name (module:attr or path/to/file.py:attr; an "
+            "attribute of it is named with a dot, module:Outer.inner)",
+        ),
+        (
             "json:__name__",
             "json:__name__: is a str, not a sampling observer, a class or a factory "
             "(it lacks is_active, before_grammar, after_sample)",
@@ -276,6 +282,18 @@ def test_unusable_targets_are_one_line_and_exit_2(given, line):
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr == f"ppaux: error: {line}\n"
+
+
+def test_a_file_python_cannot_compile_without_a_line_names_no_line(tmp_path):
+    # A NUL byte: Python's SyntaxError has no line number, and the line says none.
+    path = tmp_path / "nul.py"
+    path.write_bytes(b"import os\n\0\n")
+    result = cli("check-observer", f"{path}:Obs")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"ppaux: error: {path}:Obs: cannot run {str(path)!r}: SyntaxError: source code string "
+        "cannot contain null bytes\n"
+    )
 
 
 def test_a_module_in_the_current_directory_but_not_importable_says_why(tmp_path, monkeypatch):

@@ -193,6 +193,69 @@ def test_the_targets_end_after_its_last_record_is_judged(tmp_path, flush, end, s
     assert found.severity.value == "error"
 
 
+#: An observer whose output's finaliser (``__del__``) ends the process: it runs where ppaux
+#: lets go of the output, between the observer's methods.
+IN_A_FINALISER = """\
+import os, signal
+import torch
+
+
+class Host:
+    def consume(self, batch, commits):
+        pass
+
+
+class Out:
+    def __init__(self, value):
+        self.value = value
+
+    def copy_to_host(self, copy_tensor):
+        return Host()
+
+    def to_pp_tensors(self):
+        return {{"value": self.value}}
+
+    def __del__(self):
+        {}
+
+
+class Obs:
+    def is_active(self, sampling_info):
+        return True
+
+    def before_grammar(self, logits, sampling_info):
+        return logits
+
+    def after_sample(self, state, token_ids):
+        return Out(state[:, 0].clone())
+
+    def from_pp_tensors(self, tensors):
+        return Out(tensors["value"])
+"""
+
+
+@pytest.mark.parametrize(
+    ("ending", "end"),
+    [("os._exit(3)", "exit"), ("os.kill(os.getpid(), signal.SIGSEGV)", "signal")],
+)
+def test_an_end_in_a_finaliser_names_the_step_and_where_it_can(tmp_path, ending, end):
+    path = tmp_path / "finaliser.py"
+    path.write_text(IN_A_FINALISER.format(ending), encoding="utf-8")
+    report = check_observer(f"{path}:Obs", ONE)
+    [found] = [f for f in report.findings if f.code == "PP715"]
+    assert found.extra["end"] == end
+    assert "between the observer's methods at batch size 2, step 0" in found.message
+    assert "None" not in found.message
+    if end == "signal":
+        # The frames the signal ended in name the target's line.
+        assert found.location == {
+            "file": str(path),
+            "line": line_of(path, ending),
+            "function": "__del__",
+        }
+        assert f"in __del__ at {path}:{line_of(path, ending)}" in found.message
+
+
 # ----------------------------------------------------------------------------------------------
 # A timer left running
 

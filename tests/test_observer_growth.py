@@ -48,6 +48,74 @@ def test_each_step_describes_as_much_whatever_came_before(monkeypatch):
     assert counts[30] - counts[20] == counts[20] - counts[10], counts
 
 
+REBUILD = """
+import torch
+
+
+class Host:
+    def __init__(self, value):
+        self.value = value
+
+    def consume(self, batch, commits):
+        for req, value in zip(batch.reqs, self.value.tolist(), strict=False):
+            if req.customized_info is None:
+                req.customized_info = {"v": []}
+            # A new list each step: the old one's items, then one more.
+            req.customized_info = {"v": req.customized_info["v"] + [value]}
+
+
+class Out:
+    def __init__(self, value):
+        self.value = value
+
+    def copy_to_host(self, copy_tensor):
+        return Host(copy_tensor(self.value))
+
+    def to_pp_tensors(self):
+        return {"value": self.value}
+
+
+class Obs:
+    def is_active(self, sampling_info):
+        return True
+
+    def before_grammar(self, logits, sampling_info):
+        return logits
+
+    def after_sample(self, state, token_ids):
+        return Out(state[:, 0].float().clone())
+
+    def from_pp_tensors(self, tensors):
+        return Out(tensors["value"])
+"""
+
+
+def test_a_list_rebuilt_each_step_is_described_from_where_it_was(tmp_path, monkeypatch):
+    # consume replaces each request's list by a new one holding the old one's items and one
+    # more: each step still describes as much as the one before, not the whole list again.
+    # Counted: the leaves described, and the values asked about (whether each is the one
+    # seen at the last step: a step that asked about every item would cost as much).
+    import ppaux.observer.growth as growth
+
+    asked = [0]
+    plain = growth._Same.__call__
+
+    def counted(self, path, value):
+        asked[0] += 1
+        return plain(self, path, value)
+
+    monkeypatch.setattr(growth._Same, "__call__", counted)
+    (tmp_path / "rebuild.py").write_text(REBUILD, encoding="utf-8")
+    counts = {}
+    for steps in (10, 20, 30):
+        asked[0] = 0
+        leaves, codes = described(monkeypatch, f"{tmp_path / 'rebuild.py'}:Obs", steps)
+        counts[steps] = (leaves, asked[0])
+        assert codes == []
+    for kind in (0, 1):
+        assert counts[30][kind] - counts[20][kind] == counts[20][kind] - counts[10][kind], counts
+
+
 REWRITE = """
 import torch
 
@@ -110,7 +178,9 @@ def _fresh(number: int) -> int:
     st.lists(
         st.tuples(
             st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), max_size=4),
-            st.sampled_from(["keep", "copy single", "copy pp", "copy both"]),
+            st.sampled_from(
+                ["keep", "copy single", "copy pp", "copy both", "rebuild single", "rebuild pp"]
+            ),
             st.sampled_from(["keep", "set single", "set pp", "set both"]),
             st.sampled_from([0, 1, 300, 301]),
         ),
@@ -119,10 +189,11 @@ def _fresh(number: int) -> int:
 )
 def test_step_records_find_every_difference_the_whole_records_do(history):
     # Two requests whose list grows by appends (and is now and then replaced by a copy of
-    # itself, on one side or both) and whose plain field is set now and then (on one side or
-    # both, to an equal value that is another object or to another value): at every step, each
-    # difference the step's records show is one of the requests described whole then, and
-    # each difference of the whole requests was shown at that step or before.
+    # itself, on one side or both, or by a new list whose first item differs) and whose plain
+    # field is set now and then (on one side or both, to an equal value that is another
+    # object or to another value): at every step, each difference the step's records show is
+    # one of the requests described whole then, and each difference of the whole requests
+    # was shown at that step or before.
     single = types.SimpleNamespace(values=[], mark=_fresh(300))
     pp = types.SimpleNamespace(values=[], mark=_fresh(300))
     walk = RequestWalk(lambda view, skip, same: compare.records(view, skip, same))
@@ -135,6 +206,11 @@ def test_step_records_find_every_difference_the_whole_records_do(history):
             single.values = list(single.values)
         if replace in ("copy pp", "copy both"):
             pp.values = list(pp.values)
+        # A new list whose first item is another value (the rest the very same objects).
+        if replace == "rebuild single" and single.values:
+            single.values = [_fresh(value + 1), *single.values[1:]]
+        if replace == "rebuild pp" and pp.values:
+            pp.values = [_fresh(value + 1), *pp.values[1:]]
         if setting in ("set single", "set both"):
             single.mark = _fresh(value)
         if setting in ("set pp", "set both"):

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from helpers import REPO, cli, ppaux_process
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ppaux.observer import TargetError, check_observer, load_observer
 
@@ -548,3 +550,70 @@ def test_the_child_dies_with_ppaux_when_ppaux_is_killed(tmp_path):
     while workers() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert workers() == []
+
+
+# ----------------------------------------------------------------------------------------------
+# Messages and keys of megabytes
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(st.sampled_from("ab \n\r\t\x0b\u2028"), max_size=3000))
+def test_a_message_is_kept_as_its_first_line_cut(text):
+    from ppaux.observer.drive import MAX_MESSAGE, message_line
+
+    lines = text.strip().splitlines()
+    first = lines[0] if lines else ""
+    kept = message_line(ValueError(text))
+    if len(first) <= MAX_MESSAGE and len(text) <= 4 * MAX_MESSAGE:
+        assert kept == first
+    else:
+        # Cut: the line's start, then the whole message's length.
+        assert kept.startswith(first[:MAX_MESSAGE][: len(kept.partition("... (")[0])])
+        assert kept.endswith(f"... ({len(text):,} characters in all)")
+        assert len(kept) <= MAX_MESSAGE + 40
+
+
+BIG_MESSAGE = """
+import torch
+
+
+class Host:
+    def consume(self, batch, commits):
+        pass
+
+
+class Out:
+    def __init__(self, value):
+        self.value = value
+
+    def copy_to_host(self, copy_tensor):
+        return Host()
+
+    def to_pp_tensors(self):
+        raise ValueError("x" * (5 << 20))
+
+
+class Obs:
+    def is_active(self, sampling_info):
+        return True
+
+    def before_grammar(self, logits, sampling_info):
+        return logits
+
+    def after_sample(self, state, token_ids):
+        return Out(state[:, 0].clone())
+
+    def from_pp_tensors(self, tensors):
+        return Out(tensors["value"])
+"""
+
+
+def test_a_message_of_megabytes_is_cut_in_the_child(tmp_path):
+    # to_pp_tensors raises a 5 MB one-line message at every step: the report quotes its start
+    # and its length, never the whole of it.
+    (tmp_path / "big.py").write_text(BIG_MESSAGE, encoding="utf-8")
+    report = check_observer(f"{tmp_path / 'big.py'}:Obs")
+    assert [item.code for item in report.findings] == ["PP710"]
+    document = json.dumps(report.data)
+    assert "5,242,880 characters in all" in document
+    assert "x" * 1000 not in document

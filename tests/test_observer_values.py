@@ -697,3 +697,20 @@ def test_a_long_attribute_name_is_shown_as_its_start_and_a_digest(cases):
     found = [f for f in report.findings if f.code == "PP711"]
     assert found and all(f.message.startswith(shown + " of the output") for f in found)
     assert all(len(f.message) < 1000 for f in report.findings)
+
+
+def test_assert_pp_safe_strict_fails_on_what_was_not_compared(cases):
+    # As check-observer --strict: a value past the limits is a warning that passes by
+    # default, an error with strict=True; raised past its depth, the difference fails.
+    from ppaux.testing import assert_pp_safe
+
+    target = f"{cases}:DeepDiffObs"
+    shape = {"batch_sizes": ONE.batch_sizes, "steps": ONE.steps}
+    passed = assert_pp_safe(target, **shape)
+    assert [(f.code, f.severity.value) for f in passed.findings] == [("PP716", "warning")]
+    with pytest.raises(AssertionError) as caught:
+        assert_pp_safe(target, strict=True, **shape)
+    assert "PP716 error" in str(caught.value)
+    with pytest.raises(AssertionError) as caught:
+        assert_pp_safe(target, limits=Limits(max_value_nesting=200), **shape)
+    assert "PP711 error" in str(caught.value)

@@ -13,8 +13,9 @@ DUMP = str(REPO / "fixtures/dumps/clean_output.pt")
 TIMEOUT = "must be a number of seconds above 0 and at most 86400"
 
 
-@pytest.mark.parametrize("value", ["nan", "inf", "1e300"])
+@pytest.mark.parametrize("value", ["nan", "inf", "1e300", "0", "-1"])
 def test_a_timeout_that_is_not_seconds_is_refused(value: str) -> None:
+    # Every value out of range, in the one wording of the range (the library's).
     for args in (
         ("replay", DUMP, "--transport", "torch-distributed"),
         ("replay", DUMP),

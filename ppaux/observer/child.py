@@ -13,8 +13,9 @@ allowance (a hook begun since moves the deadline) and once it has ended. When th
 nothing (and begins no hook) for longer than its allowance, its whole process group is killed;
 once it ends, whatever it left behind is killed too: in that group, and (on Linux,
 :mod:`.reaper`) in a session of its own. SIGTERM or SIGINT to this process ends the child and
-its processes before this process ends. Imports nothing beyond the
-standard library, :mod:`.framing` and :mod:`.reaper`.
+its processes before this process ends (:mod:`.signals`); a fatal signal's frames are read back
+(:mod:`.crash`). Imports nothing beyond the standard library, :mod:`.framing`, :mod:`.reaper`,
+:mod:`.signals` and :mod:`.crash`.
 """
 
 from __future__ import annotations
@@ -26,11 +27,20 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ppaux.observer.framing import MAX_FRAME, SLOT_SIZE, FrameError, FrameReader, read_slot
+from ppaux.observer.crash import crash_file, crash_frame
+from ppaux.observer.framing import (
+    MAX_FRAME,
+    SLOT_SIZE,
+    FrameError,
+    FrameReader,
+    read_slot,
+    read_slot_step,
+)
+from ppaux.observer.signals import ending_on_sigterm, taking_signals
 
 __all__ = ["ChildEnd", "run_child"]
 
@@ -67,6 +77,11 @@ class ChildEnd:
     #: The hook the child last said it began and did not end (its record in the hook slot),
     #: or None.
     hook: dict[str, Any] | None = None
+    #: The batch size and the step the child last said it began (None before the first).
+    step: tuple[int, int] | None = None
+    #: Where a fatal signal ended it: the innermost frame of the target's own files that the
+    #: child's faulthandler wrote (:mod:`.crash`), or None.
+    crashed_at: dict[str, Any] | None = None
     #: Whether the child, after its last record, was still running when its timeout passed
     #: (and was killed): the target's code hung on the way out (a stream's flush, an exit
     #: handler).
@@ -139,227 +154,6 @@ def _environment() -> dict[str, str]:
     return env
 
 
-#: The signals that end a run as SIGINT does: a CI step's timeout or ``kill`` (SIGTERM), a
-#: terminal closed or an ssh session dropped (SIGHUP).
-_ENDING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
-
-
-@contextlib.contextmanager
-def _ending_on_sigterm() -> Iterator[None]:
-    """While the child runs, SIGTERM or SIGHUP to this process stops the run as SIGINT does
-    (:exc:`KeyboardInterrupt`), so that the child's processes are ended first; then the signal
-    is raised again, to end this process as it would have (or to run the handler it had).
-    A signal this process ignores is left ignored. Only in the main thread, where Python
-    handles signals."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received: list[int] = []
-
-    def stop(signum: int, frame: object) -> None:
-        received.append(signum)
-        raise KeyboardInterrupt
-
-    # One ignored when ppaux started (``nohup``) stays ignored: it ends nothing.
-    before = {
-        number: signal.signal(number, stop)
-        for number in _ENDING
-        if signal.getsignal(number) is not signal.SIG_IGN
-    }
-    try:
-        yield
-    except KeyboardInterrupt:
-        if not received:
-            raise
-        for number, handler in before.items():
-            signal.signal(number, handler)
-        signal.raise_signal(received[0])
-        raise  # a handler of the caller's that did not end the process
-    finally:
-        for number, handler in before.items():
-            signal.signal(number, handler)
-
-
-#: Signals whose default action ends this process and that nothing here or in a terminal sends
-#: while a check runs: received then from the target's processes, they are the target's doing
-#: (sglang's scheduler sends its parent SIGQUIT on a fatal error). SIGINT, SIGTERM and SIGHUP
-#: stop the run as they should (:data:`_STOPPING`); SIGSTOP and SIGKILL cannot be caught.
-#: Also the ones no program of ours sends: SIGIO, SIGPWR, SIGSTKFLT, SIGXCPU and the real-time
-#: signals. The faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP) are left as they are: a
-#: handler for a real fault in a thread that does not block it would run it again forever.
-_TAKEN = tuple(
-    sorted(
-        {
-            getattr(signal, name)
-            for name in (
-                "SIGQUIT",
-                "SIGUSR1",
-                "SIGUSR2",
-                "SIGALRM",
-                "SIGVTALRM",
-                "SIGPROF",
-                "SIGIO",
-                "SIGPWR",
-                "SIGSTKFLT",
-                "SIGXCPU",
-            )
-            if hasattr(signal, name)
-        }
-        | set(range(getattr(signal, "SIGRTMIN", 0), getattr(signal, "SIGRTMAX", -1) + 1))
-    )
-)
-
-
-#: Signals that stop this process on purpose: a user's Ctrl-C (SIGINT), a supervisor's SIGTERM,
-#: a closed terminal (SIGHUP), Ctrl-Z (SIGTSTP). While a check runs they are read with their
-#: sender: one the target's processes sent is a finding about the target (and, SIGTSTP, never
-#: stops this process); one anybody else sent does what it did before (:meth:`_Signals.relay`).
-_STOPPING = tuple(
-    getattr(signal, name)
-    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGTSTP")
-    if hasattr(signal, name)
-)
-
-
-def signal_name(number: int) -> str:
-    """A signal's name ('SIGUSR1', 'SIGRTMIN+3'), or its number as text."""
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        low = getattr(signal, "SIGRTMIN", None)
-        if low is not None and low < number <= signal.SIGRTMAX:
-            return f"SIGRTMIN+{number - low}"
-        return str(number)
-
-
-class _Signals:
-    """The signals of :data:`_TAKEN` received while the child runs, each with whether the
-    target's processes sent it. They are blocked in the thread that runs the check (and in
-    the threads it starts) and read by a thread of their own with ``sigtimedwait``, which says
-    who sent each; the sender is placed at once (:func:`~.reaper.of_target`), before it can
-    end. One that another thread of this process took (a process-wide signal goes to a thread
-    that does not block it; its handler ran) has no sender known, and is counted the
-    target's."""
-
-    def __init__(self) -> None:
-        self.blocked: set[int] = set()
-        #: Whether a pid is the target's process or one it started (set once it runs).
-        self.targets: Callable[[int], bool] = lambda pid: False
-        self.received: list[tuple[str, int | None]] = []
-        self.theirs: list[str] = []
-        self._stop = False
-
-    def taken(self, signum: int, frame: object) -> None:
-        self.received.append((signal_name(signum), None))
-
-    def wait(self) -> None:
-        """Read the blocked signals as they come, until :meth:`stop`."""
-        while not self._stop:
-            try:
-                info = signal.sigtimedwait(self.blocked, 0.05)
-            except OSError:
-                return
-            if info is None:
-                continue
-            name, pid = signal_name(info.si_signo), info.si_pid
-            mine = pid > 0 and self.targets(pid)
-            if info.si_signo in _STOPPING and not mine:
-                self.relay(info.si_signo)
-                continue
-            self.received.append((name, None if mine else pid))
-
-    @staticmethod
-    def relay(number: int) -> None:
-        """What a stopping signal from anybody but the target does had it not been blocked:
-        SIGTSTP stops this process (as SIGSTOP: it cannot be blocked); the others run their
-        handler in the main thread, as their arrival would."""
-        import _thread
-
-        if number == getattr(signal, "SIGTSTP", None):
-            os.kill(os.getpid(), signal.SIGSTOP)
-        else:
-            _thread.interrupt_main(signal.Signals(number))
-
-    def stop(self) -> None:
-        self._stop = True
-
-    def sort(self, end: ChildEnd) -> None:
-        """The signals received so far, into ``end``: the target's (or a sender unknown) in
-        :attr:`ChildEnd.signalled`, the others' in :attr:`ChildEnd.foreign`."""
-        while self.received:
-            name, sender = self.received.pop(0)
-            if sender is None:
-                if name not in end.signalled:
-                    end.signalled.append(name)
-            elif (name, sender) not in end.foreign:
-                end.foreign.append((name, sender))
-
-
-@contextlib.contextmanager
-def _taking_signals() -> Iterator[_Signals]:
-    """While the block runs, the signals of :data:`_TAKEN` that would end this process (their
-    handler is the default one) are kept in :class:`_Signals` instead. A handler the caller
-    installed is left as it is. Only in the main thread, where Python handles signals."""
-    import threading
-
-    taken = _Signals()
-    if threading.current_thread() is not threading.main_thread():
-        yield taken
-        return
-    before: dict[int, Any] = {}
-    for number in _TAKEN:
-        if signal.getsignal(number) is signal.SIG_DFL:
-            before[number] = signal.signal(number, taken.taken)
-    mask: set[int] | None = None
-    reader = None
-    if before and hasattr(signal, "sigtimedwait"):
-        mask = set(signal.pthread_sigmask(signal.SIG_BLOCK, set(before) | set(_stopping())))
-        taken.blocked = (set(before) | set(_stopping())) - mask
-        reader = threading.Thread(target=taken.wait, name="ppaux-signals", daemon=True)
-        reader.start()
-    try:
-        yield taken
-    finally:
-        taken.stop()
-        if reader is not None:
-            reader.join()
-        late: list[int] = []
-        with contextlib.suppress(OSError):
-            while taken.blocked:
-                info = signal.sigtimedwait(taken.blocked, 0)
-                if info is None:
-                    break
-                # After the run's last look: the target's are dropped; a stopping signal from
-                # anybody else still does what it does.
-                if info.si_signo in _STOPPING and not (
-                    info.si_pid > 0 and taken.targets(info.si_pid)
-                ):
-                    late.append(info.si_signo)
-        if mask is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        for number, handler in before.items():
-            signal.signal(number, handler)
-        for number in late:
-            taken.relay(number)
-
-
-def _stopping() -> list[int]:
-    """The signals of :data:`_STOPPING` that can be read with their sender and handed on:
-    SIGINT, SIGTERM and SIGHUP where Python runs a handler for them (one ignored or left to the
-    system's default is left alone), SIGTSTP where the system's default (stop) is its action."""
-    chosen = []
-    for number in _STOPPING:
-        handler = signal.getsignal(number)
-        if number == getattr(signal, "SIGTSTP", None):
-            if handler is signal.SIG_DFL:
-                chosen.append(number)
-        elif callable(handler):
-            chosen.append(number)
-    return chosen
-
-
 def run_child(
     request: dict[str, Any],
     *,
@@ -374,7 +168,7 @@ def run_child(
     from ppaux.observer.reaper import children as our_children
     from ppaux.observer.reaper import end_all, guarded, of_target, working
 
-    with _ending_on_sigterm(), guarded(), _taking_signals() as signals:
+    with ending_on_sigterm(), guarded(), taking_signals() as signals:
         before = our_children()
         run = _Run({**request, "unblock": sorted(signals.blocked)}, timeout_s, take, on_output)
         signals.targets = lambda pid: of_target(pid, run.process.pid, before)
@@ -411,6 +205,7 @@ class _Run:
         self.take = take
         self.on_output = on_output
         self.slot = _slot()
+        self.crash = crash_file()
         self.read_end, write_end = os.pipe()
         try:
             self.process = subprocess.Popen(
@@ -418,7 +213,7 @@ class _Run:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                pass_fds=(write_end, self.slot),
+                pass_fds=(write_end, self.slot, self.crash),
                 start_new_session=True,
                 cwd=request["cwd"],
                 env=_environment(),
@@ -426,6 +221,7 @@ class _Run:
         except BaseException:
             os.close(self.read_end)
             os.close(self.slot)
+            os.close(self.crash)
             raise
         finally:
             os.close(write_end)
@@ -433,7 +229,7 @@ class _Run:
         # target can read it from (the child moves it, too).
         assert self.process.stdin is not None
         with contextlib.suppress(OSError):
-            message = {**request, "fd": write_end, "slot": self.slot}
+            message = {**request, "fd": write_end, "slot": self.slot, "crash": self.crash}
             self.process.stdin.write(json.dumps(message).encode("utf-8"))
         with contextlib.suppress(OSError):
             self.process.stdin.close()
@@ -588,8 +384,13 @@ class _Run:
                 else:
                     self.end.timed_out = True
         self.end.returncode = process.wait()
-        _, hook = read_slot(os.pread(self.slot, SLOT_SIZE, 0))
+        slot = os.pread(self.slot, SLOT_SIZE, 0)
+        _, hook = read_slot(slot)
         self.end.hook = hook if hook is not None and isinstance(hook.get("method"), str) else None
+        self.end.step = read_slot_step(slot)
+        if self.end.returncode < 0 and not self.end.killed:
+            self.end.crashed_at = crash_frame(self.crash)
+        os.close(self.crash)
         os.close(self.slot)
         os.close(self.read_end)
         assert process.stdout is not None

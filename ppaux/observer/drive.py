@@ -12,7 +12,6 @@ Imports torch when used.
 from __future__ import annotations
 
 import os
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,10 +19,12 @@ from typing import Any
 from ppaux.errors import PpauxError
 
 __all__ = [
+    "MAX_MESSAGE",
     "HookFailure",
     "SamplingInfoFactory",
     "Step",
     "drive_step",
+    "message_line",
     "shown_path",
     "synthetic_logits",
     "where_raised",
@@ -39,15 +40,39 @@ class HookFailure(PpauxError):
     ...) and the exception it raised. Carried through sglang's add and pop unchanged."""
 
     def __init__(self, method: str, error: BaseException) -> None:
-        super().__init__(f"{method} raised {type(error).__name__}: {error}")
+        super().__init__(f"{method} raised {type(error).__name__}: {message_line(error)}")
         self.method = method
         self.error = error
 
     @property
     def text(self) -> str:
-        """'<Type>: <first line of the message>'."""
-        lines = str(self.error).strip().splitlines()
-        return f"{type(self.error).__name__}: {lines[0]}" if lines else type(self.error).__name__
+        """'<Type>: <first line of the message>' (see :func:`message_line`)."""
+        line = message_line(self.error)
+        return f"{type(self.error).__name__}: {line}" if line else type(self.error).__name__
+
+
+#: Characters of the first line of a message the target's code raised that the check keeps
+#: (its length follows where it is longer).
+MAX_MESSAGE = 500
+
+#: Characters read from the start of such a message to find its first line: a message of
+#: megabytes costs what these do, not what it does.
+_MESSAGE_WINDOW = 4 * MAX_MESSAGE
+
+
+def message_line(error: BaseException) -> str:
+    """The first line of ``error``'s message, stripped and cut at :data:`MAX_MESSAGE`
+    characters (then ``...`` and the message's length); "" for none, or where its own
+    ``__str__`` raises. Only the message's start is read: never split, copied or kept whole."""
+    try:
+        text = str(error)
+    except Exception:  # an exception whose own __str__ raises
+        return ""
+    lines = text[:_MESSAGE_WINDOW].strip().splitlines()
+    line = lines[0] if lines else ""
+    if len(line) > MAX_MESSAGE or (len(lines) == 1 and len(text) > _MESSAGE_WINDOW):
+        return f"{line[:MAX_MESSAGE]}... ({len(text):,} characters in all)"
+    return line
 
 
 @dataclass
@@ -162,18 +187,23 @@ def drive_step(
 
 
 def where_raised(error: BaseException) -> dict[str, Any] | None:
-    """``{"file", "line", "function"}`` of the innermost frame outside ppaux and torch."""
-    frames = [
-        frame
-        for frame in traceback.extract_tb(error.__traceback__)
-        if not os.path.abspath(frame.filename).startswith(_PPAUX)
-        and "/torch/" not in frame.filename
-        and not frame.filename.startswith("<frozen")
-    ]
-    if not frames:
+    """``{"file", "line", "function"}`` of the innermost frame outside ppaux and torch. Read
+    from the traceback's frames as they are: no source line is read."""
+    found = None
+    tb = error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        file = code.co_filename
+        if (
+            not os.path.abspath(file).startswith(_PPAUX)
+            and "/torch/" not in file
+            and not file.startswith("<frozen")
+        ):
+            found = (file, tb.tb_lineno, code.co_name)
+        tb = tb.tb_next
+    if found is None:
         return None
-    frame = frames[-1]
-    return {"file": shown_path(frame.filename), "line": frame.lineno or 1, "function": frame.name}
+    return {"file": shown_path(found[0]), "line": found[1] or 1, "function": found[2]}
 
 
 def shown_path(file: str) -> str:

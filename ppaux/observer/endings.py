@@ -47,7 +47,12 @@ def endings(end: Any, timeout_s: float, hook: dict[str, Any] | None = None) -> l
         else:
             how = f"exited with status {code}"
         method, location = _running(hook)
-        during = f" while {method} ran," if method is not None else ""
+        during = _during(method, getattr(end, "step", None))
+        crashed_at = getattr(end, "crashed_at", None)
+        if crashed_at is not None:
+            # The line it ended on (faulthandler's frames), not only where the method is.
+            location = crashed_at
+            during += f" in {crashed_at['function']} at {crashed_at['file']}:{crashed_at['line']},"
         found.append(
             Ending(
                 "signal" if code is not None and code < 0 else "exit",
@@ -111,9 +116,26 @@ def _after_the_records(code: int) -> Ending:
         how, kind = f"exited with status {code}", "exit"
     return Ending(
         kind,
-        f"the target's process sent every record, then {how} on the way out (a replaced "
-        "sys.stdout's or sys.stderr's flush, an atexit handler, a thread); in sglang the "
+        f"the target's process sent every record, then {how} on the way out, as it shut "
+        "down after its last step (a replaced sys.stdout's or sys.stderr's flush, an atexit "
+        "handler, a finaliser (__del__) of an object it kept, a thread); in sglang the "
         "scheduler would end so",
+    )
+
+
+def _during(method: str | None, step: tuple[int, int] | None) -> str:
+    """Where the child was when it ended, as a clause: the method it was running and the step
+    it was at; between the methods, what runs there (ppaux describing and sending what they
+    returned, and the target's finalisers, ``__del__``, as ppaux lets go of its objects)."""
+    at = "" if step is None else f" at batch size {step[0]}, step {step[1]}"
+    if method is not None:
+        return f" while {method} ran{at},"
+    if step is None:
+        return ""
+    return (
+        f" between the observer's methods{at} (while ppaux described and sent what they "
+        "returned, where a finaliser of the target's, __del__, runs as ppaux lets go of its "
+        "objects),"
     )
 
 

@@ -24,8 +24,10 @@ __all__ = [
     "FrameReader",
     "encode",
     "read_slot",
+    "read_slot_step",
     "slot_bytes",
     "slot_entry",
+    "slot_step",
 ]
 
 #: The largest frame a parent accepts (the child bounds what it describes far below this).
@@ -35,6 +37,10 @@ _HEADER = struct.Struct(">I")
 #: record is written without where.
 SLOT_SIZE = 4096
 _SLOT_HEAD = struct.Struct(">dI")
+#: The slot's last bytes: the batch size and the step the child is at (both 0 until the first
+#: step), written apart from the hook's record (:func:`slot_step`).
+_SLOT_STEP = struct.Struct(">qq")
+_STEP_AT = SLOT_SIZE - _SLOT_STEP.size
 
 
 #: Bytes on the results pipe that are not a frame of a JSON object (a plain ``ValueError``:
@@ -64,7 +70,7 @@ def slot_entry(message: dict[str, Any]) -> bytes:
     """The body written into the hook slot for ``message``, cut to fit (see the module's
     docstring); :func:`slot_write` puts the time before it."""
     body = _ENCODE(message).encode("utf-8")
-    if len(body) > SLOT_SIZE - _SLOT_HEAD.size:
+    if len(body) > _STEP_AT - _SLOT_HEAD.size:
         cut = {"event": "hook", "method": str(message.get("method"))[:200]}
         body = _ENCODE(cut).encode("utf-8")
     return body
@@ -75,13 +81,31 @@ def slot_bytes(body: bytes, when: float) -> bytes:
     return _SLOT_HEAD.pack(when, len(body)) + body
 
 
+def slot_step(batch_size: int, index: int) -> tuple[int, bytes]:
+    """Where in the slot, and what, the child writes as it begins step ``index`` of
+    ``batch_size``: its parent then says at which step the child ended."""
+    return _STEP_AT, _SLOT_STEP.pack(batch_size, index + 1)
+
+
+def read_slot_step(data: bytes) -> tuple[int, int] | None:
+    """The batch size and the step in the slot's bytes ``data``; None before the first step
+    (or where the target wrote over it)."""
+    if len(data) < SLOT_SIZE:
+        return None
+    batch_size, index = _SLOT_STEP.unpack_from(data, _STEP_AT)
+    if not (0 < batch_size < 1 << 31 and 0 < index < 1 << 31):
+        return None
+    return batch_size, index - 1
+
+
 def read_slot(data: bytes) -> tuple[float, dict[str, Any] | None]:
     """The time and the record in the slot's bytes ``data``: (0.0, None) where nothing was
     written; the record None where it does not read (a target that wrote over it)."""
     if len(data) < _SLOT_HEAD.size:
         return 0.0, None
     when, size = _SLOT_HEAD.unpack_from(data)
-    if when != when or size == 0 or size > len(data) - _SLOT_HEAD.size:  # NaN, empty, cut
+    # NaN, empty, or cut:
+    if when != when or size == 0 or size > min(len(data), _STEP_AT) - _SLOT_HEAD.size:
         return (0.0 if when != when else when), None
     try:
         message = json.loads(data[_SLOT_HEAD.size : _SLOT_HEAD.size + size].decode("utf-8"))

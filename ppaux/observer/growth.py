@@ -2,17 +2,19 @@
 
 ``consume`` typically appends to a request's lists (``output_ids``, one value per token in
 ``customized_info``), so that by step ``n`` a request holds ``n`` steps of history. Describing
-it whole at every step would cost the check ``O(n)`` per step, ``O(n**2)`` in all, for a
-target whose own work per step is constant. :class:`RequestWalk` describes each pair of
-requests (single-stage and PP, request ``i`` of each) so that a list that is the same list
-object as at the previous step, and no shorter, is described from where the last description
-ended, and a plain value (an ``int``, ``str``, ``float``... exactly) that is the very object
-the same path held at the previous step is left out: on both sides alike, or on neither (where
-the sides disagree, the pair is described again from what both left out). Everything else
-(holders, tensors, other values) is described at every step. A step's records are then what
-the step added or changed, and the parent compares them side by side as it compares whole
-descriptions: a plain value left out is unchanged on both sides since the last step's records,
-which were compared then.
+it whole at every step would cost the check ``O(n)`` per step, ``O(n**2)`` in all, for a target
+whose own work per step is constant. :class:`RequestWalk` describes each pair of requests
+(single-stage and PP, request ``i`` of each) so that a list that is the same list object as at
+the previous step, and no shorter, or a new list that starts with the very items (the same
+objects) the last one held (``consume`` rebuilding it as ``old + [x]``: told apart by identity,
+a pointer comparison per item, no ``__eq__``), is described from where the last description
+ended, and a plain value (an ``int``, ``str``, ``float``... exactly) that is the very object the
+same path held at the previous step is left out: on both sides alike, or on neither (where the
+sides disagree, the pair is described again from what both left out). Everything else (holders,
+tensors, other values) is described at every step. A step's records are then what the step added
+or changed, and the parent compares them side by side as it compares whole descriptions: a plain
+value left out is unchanged on both sides since the last step's records, which were compared
+then.
 
 What this leaves out, an item of such a list changed in place, is caught by the whole
 description both paths' requests get once their batch size ends (the ``requests`` record),
@@ -133,9 +135,12 @@ class RequestWalk:
 
         def skip(path: str, items: list[Any]) -> int:
             then = memo.get((side, number, path))
-            # The same list, no shorter: its first items are the ones described before.
-            same = then is not None and then[0] is items and len(items) >= then[1]
-            start = then[1] if same and then is not None else 0
+            # The same list, no shorter, or a new one that starts with the very items (the
+            # same objects) the last one held: its first items are the ones described before.
+            start = 0
+            if then is not None and len(items) >= then[1]:
+                if then[0] is items or _continues(then[0], then[1], items):
+                    start = then[1]
             if common is not None:
                 start = min(start, common.get(path, 0))
             starts[path] = start
@@ -188,6 +193,18 @@ class _Same(Sameness):
             # would have seen them, so that each is asked about as ever.
             self.then[0].update(plain_children(path, was[0], was[1]))
         return whole
+
+
+def _continues(was: list[Any], count: int, items: list[Any]) -> bool:
+    """Whether ``items`` starts with the first ``count`` items of ``was``, object for object
+    (``consume`` that rebuilds a request's list with one more value each step: ``old +
+    [x]``). Identity only: no item's ``__eq__`` runs. The cost is a pointer comparison per
+    item, not a description of each."""
+    if len(was) < count or count == 0:
+        return False
+    if was[count - 1] is not items[count - 1] or was[0] is not items[0]:
+        return False
+    return all(map(is_, was[:count], items))
 
 
 def _spelled(kept: set[Any], holders: _Holders) -> set[Any]:

@@ -34,9 +34,12 @@ __all__ = [
     "Place",
     "Ran",
     "announce_hooks",
+    "announce_steps",
+    "at_step",
     "last_run",
     "made_at",
     "run_traced",
+    "targets_file",
 ]
 
 #: Lines kept per hook call: the latest ones, where the returned values were made.
@@ -76,6 +79,7 @@ class _Latest(threading.local):
     def __init__(self) -> None:
         self.runs: dict[str, Ran] = {}
         self.announce: Announce | None = None
+        self.step: Callable[[int, int], None] | None = None
 
 
 _LAST = _Latest()
@@ -85,6 +89,11 @@ _LIBRARY = tuple(
     os.path.abspath(p)
     for p in {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
 )
+
+
+def targets_file(file: str) -> bool:
+    """Whether ``file`` is the target's own code (see :func:`_targets`)."""
+    return _targets(file)
 
 
 def _targets(file: str) -> bool:
@@ -105,6 +114,19 @@ def last_run(method: str) -> Ran | None:
 def announce_hooks(announce: Announce | None) -> None:
     """Have this thread's hooks told to ``announce`` as they begin and end (None: to nobody)."""
     _LAST.announce = announce
+
+
+def announce_steps(step: Callable[[int, int], None] | None) -> None:
+    """Have :func:`at_step` told to ``step`` (batch size, step) in this thread (None: to
+    nobody): the child's parent names the step at which the child ended."""
+    _LAST.step = step
+
+
+def at_step(batch_size: int, index: int) -> None:
+    """Step ``index`` of ``batch_size`` begins (see :func:`announce_steps`)."""
+    step = _LAST.step
+    if step is not None:
+        step(batch_size, index)
 
 
 def run_traced(method: str, function: Callable[..., Any], *args: Any) -> Any:

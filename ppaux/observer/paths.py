@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ppaux.observer.drive import HookFailure, call_hook, where_raised
+from ppaux.observer.drive import HookFailure, call_hook, message_line, where_raised
 from ppaux.sglang import (
     ADD_BAD_NAME,
     ADD_EMPTY,
@@ -100,11 +100,10 @@ class PathOutcome:
 def hook_fault(failure: HookFailure, side: str) -> Fault:
     """The fault of one of the target's own methods raising on ``side``: stage 'hook', the
     method, the exception's type and the first line of its message, verbatim."""
-    lines = str(failure.error).strip().splitlines()
     return Fault(
         "hook",
         type(failure.error).__name__,
-        lines[0] if lines else "",
+        message_line(failure.error),
         side,
         method=failure.method,
         where=where_raised(failure.error),
@@ -113,9 +112,8 @@ def hook_fault(failure: HookFailure, side: str) -> Fault:
 
 def _message(exc: BaseException) -> str:
     if isinstance(exc, KeyError) and exc.args:
-        return str(exc.args[0])
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else ""
+        return message_line(Exception(exc.args[0]))
+    return message_line(exc)
 
 
 def _commit_and_consume(host: Any, reqs: list[Any], token_ids: Any, m: Machinery) -> None:

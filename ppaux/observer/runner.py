@@ -20,8 +20,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ppaux.observer.compare import record, records
-from ppaux.observer.drive import INTERRUPTS, HookFailure, drive_step, shown_path, where_raised
+from ppaux.observer.drive import (
+    INTERRUPTS,
+    HookFailure,
+    drive_step,
+    message_line,
+    shown_path,
+    where_raised,
+)
 from ppaux.observer.growth import RequestWalk
+from ppaux.observer.lines import at_step
 from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_path, single_stage_path
 from ppaux.observer.target import LoadedObserver, TargetError
 from ppaux.observer.walk import MAX_KEY, Same, Skip, leaves, shown_name
@@ -33,11 +41,7 @@ Emit = Callable[[dict[str, Any]], None]
 
 
 def _first_line(error: BaseException) -> str:
-    try:
-        lines = str(error).strip().splitlines()
-    except Exception:  # an exception whose own __str__ raises
-        return ""
-    return lines[0][:500] if lines else ""
+    return message_line(error)
 
 
 def _described(
@@ -147,6 +151,7 @@ class _Checks:
         self.faulted = False
         produced: list[tuple[int, Any]] = []
         for index in range(self.options.steps):
+            at_step(batch_size, index)
             try:
                 step = drive_step(
                     self.loaded.observer,
@@ -321,7 +326,7 @@ class _Checks:
         from ppaux.observer.lines import last_run, made_at
 
         paths = {
-            "to_pp_tensors": _sent_names(sent),
+            "to_pp_tensors": list(message.get("sent") or []),  # as the step named them
             "from_pp_tensors": list(message.get("rebuilt") or {}),
             "after_sample": list(message.get("output") or {}),
             "consume": [p for r in message.get("pp_reqs") or [] for p in r],

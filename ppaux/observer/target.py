@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppaux.errors import PpauxError
-from ppaux.observer.drive import INTERRUPTS
+from ppaux.observer.drive import INTERRUPTS, message_line
 from ppaux.text import with_article
 
 __all__ = [
@@ -68,12 +68,19 @@ def _split(target: str) -> tuple[str, str]:
         raise TargetError(
             target, "expected module:attr or path/to/file.py:attr (a colon, then a name)"
         )
+    if ":" in module and not module.endswith(".py") and not os.path.isfile(module):
+        # No module name holds a colon: a second one ('file.py:Obs:x'), not a missing module.
+        raise TargetError(
+            target,
+            f"{module!r} is neither a module name nor a .py file: a target takes one colon, "
+            "before the name (module:attr or path/to/file.py:attr; an attribute of it is "
+            "named with a dot, module:Outer.inner)",
+        )
     return module, attr
 
 
 def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    text = lines[0] if lines else ""
+    text = message_line(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
@@ -111,7 +118,9 @@ def _import_file(target: str, path: str) -> Any:
     except SyntaxError as exc:
         sys.modules.pop(name, None)
         raise TargetError(
-            target, f"cannot run {path!r}: SyntaxError: {exc.msg} (line {exc.lineno})"
+            target,
+            f"cannot run {path!r}: SyntaxError: {exc.msg}"
+            + (f" (line {exc.lineno})" if exc.lineno is not None else ""),
         ) from None
     except INTERRUPTS.failures as exc:  # anything the file raises while it runs
         sys.modules.pop(name, None)

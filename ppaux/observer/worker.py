@@ -55,7 +55,8 @@ def _announcer(slot_fd: int, emit: Any) -> Any:
     import time
 
     from ppaux.observer.drive import shown_path
-    from ppaux.observer.framing import SLOT_SIZE, slot_bytes, slot_entry
+    from ppaux.observer.framing import SLOT_SIZE, slot_bytes, slot_entry, slot_step
+    from ppaux.observer.lines import announce_steps
 
     slot = mmap.mmap(slot_fd, SLOT_SIZE)
     os.close(slot_fd)
@@ -74,6 +75,11 @@ def _announcer(slot_fd: int, emit: Any) -> Any:
         data = slot_bytes(then[1], monotonic())
         slot[: len(data)] = data
 
+    def step(batch_size: int, index: int) -> None:
+        at, data = slot_step(batch_size, index)
+        slot[at : at + len(data)] = data
+
+    announce_steps(step)
     return announce
 
 
@@ -179,12 +185,11 @@ def _hidden(fd: int) -> int:
 
 def _raised(exc: BaseException) -> str:
     """'<Type>: <first line of its message>' of an exception of the target's, bounded."""
-    try:
-        lines = str(exc).strip().splitlines()
-    except Exception:  # an exception whose own __str__ raises
-        lines = []
+    from ppaux.observer.drive import message_line
+
+    line = message_line(exc)
     name = type(exc).__name__
-    return (f"{name}: {lines[0]}" if lines else name)[:500]
+    return (f"{name}: {line}" if line else name)[:500]
 
 
 def _timers_left() -> list[list[Any]]:
@@ -243,6 +248,10 @@ def _before_the_target(request: dict[str, Any], emit: Any) -> tuple[ObserverOpti
     # the slow part).
     requests.request_kit(options.transport.value == "sglang")
     announce = _announcer(int(request.pop("slot")), emit)
+    # A fatal signal writes the frames it ended in where the parent reads them (.crash).
+    import faulthandler
+
+    faulthandler.enable(file=int(request.pop("crash")), all_threads=False)
     # No person can interrupt this process (a session of its own; the parent ends it on
     # Ctrl-C): a KeyboardInterrupt here is the target's, reported as its other exceptions are.
     interrupts_are_the_targets()

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ppaux.limits import Limits
     from ppaux.report import Report
 
 __all__ = ["NothingCheckedWarning", "assert_pp_safe", "pp_safety_report"]
@@ -48,16 +49,19 @@ def pp_safety_report(
     device: str = "cpu",
     sglang_path: str | None = None,
     timeout_s: float = 60.0,
+    limits: Limits | None = None,
 ) -> Report:
     """The report ``ppaux check-observer`` would print, for an observer in hand.
 
     ``observer`` is an observer instance, a class or a zero-argument factory, or a target
     string (``module:attr``, ``file.py:attr``). ``outputs`` (a sequence of
     ``DeviceAuxiliaryOutput`` or a zero-argument callable returning them) is sent instead of
-    driving the observer. The other arguments are the CLI's options. Raises
+    driving the observer. ``limits`` (a :class:`~ppaux.limits.Limits`) raises the bounds on
+    what is compared, as ``--limit`` does. The other arguments are the CLI's options. Raises
     :class:`~ppaux.observer.TargetError` or :class:`~ppaux.observer.ObserverConfigError` for
     what cannot be checked at all.
     """
+    from ppaux.limits import Limits
     from ppaux.observer import ObserverOptions, check_loaded, check_observer, observer_from
     from ppaux.torch_probe import require_torch
 
@@ -74,9 +78,10 @@ def pp_safety_report(
         sglang_path=sglang_path,
         timeout_s=timeout_s,
     )
+    bounds = Limits() if limits is None else limits
     if isinstance(observer, str) and outputs is None:
         # A target by name runs in a child process of its own, as with check-observer.
-        return check_observer(observer, options)
+        return check_observer(observer, options, limits=bounds)
     if isinstance(observer, str):
         from ppaux.observer import load_observer
 
@@ -86,7 +91,7 @@ def pp_safety_report(
         loaded = observer_from(observer, name, rank0_only=outputs is not None)
     # An object in hand runs here; its records are judged as the child's are.
     given = list(outputs()) if callable(outputs) else outputs
-    return check_loaded(loaded, options, given)
+    return check_loaded(loaded, options, given, limits=bounds)
 
 
 def _exited(observer: Any, exc: SystemExit) -> AssertionError:
@@ -142,11 +147,16 @@ def assert_pp_safe(
     timeout_s: float = 60.0,
     fail_on: str = "error",
     ignore: Iterable[str] = (),
+    strict: bool = False,
+    limits: Limits | None = None,
 ) -> Report:
     """Raise ``AssertionError`` when ``observer`` is not PP-safe; return the report otherwise.
 
     Arguments as for :func:`pp_safety_report`; ``fail_on`` is the lowest severity that fails
-    ('error', 'warning' or 'info') and ``ignore`` lists codes to leave out. The message lists
+    ('error', 'warning' or 'info') and ``ignore`` lists codes to leave out. ``strict``, as
+    ``check-observer --strict``, makes every "could not check" finding an error: a value past
+    the limits (PP716), no output to check at all (PP714). The report returned is the one
+    judged (with ``strict``, those findings raised to errors). The message lists
     each finding with its code, the entry at fault, sglang's own message where sglang raises
     one, and the fix.
     """
@@ -168,6 +178,7 @@ def assert_pp_safe(
             device=device,
             sglang_path=sglang_path,
             timeout_s=timeout_s,
+            limits=limits,
         )
     except PpauxError as exc:
         # An unusable target or option is one line in pytest's report, like a finding: its
@@ -177,6 +188,10 @@ def assert_pp_safe(
         # ppaux never exits: the observer's own sys.exit() (or its outputs factory's), outside
         # the methods that the check reports one by one, must not end the test run.
         raise _exited(observer, exc) from None
+    if strict:
+        from ppaux.report import Gate
+
+        report = Gate(strict=True).apply(report)
     skipped = {code.strip().upper() for code in ignore}
     failing = [
         item

@@ -151,8 +151,7 @@ _TimeoutOption = Annotated[
     typer.Option(
         "--timeout",
         metavar="SECONDS",
-        min=1.0,
-        help="How long a two-process transport waits for its peer.",
+        help="How long a two-process transport waits for its peer (seconds, at most 86400).",
     ),
 ]
 

@@ -98,8 +98,8 @@ TimeoutOption = Annotated[
     typer.Option(
         "--timeout",
         metavar="SECONDS",
-        min=1.0,
-        help="How long the torch-distributed transport waits for its peer.",
+        help="How long the torch-distributed transport waits for its peer (seconds, at most "
+        "86400).",
     ),
 ]
 
