@@ -16,8 +16,8 @@ from ppaux.sglang.bindings import (
     bindings_anywhere,
     dynamic_write,
     rebindings,
-    type_checking_imports,
 )
+from ppaux.sglang.live_code import type_checking_imports
 from ppaux.sglang.source_facts import calls_anywhere, import_source, import_statement
 from ppaux.sglang.text_rows import rows_naming
 

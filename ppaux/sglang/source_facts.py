@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
-from ppaux.sglang.bindings import live_nodes
+from ppaux.sglang.live_code import live_nodes
 from ppaux.sglang.syntax import (
     calls_to,
     checks_isinstance_of,

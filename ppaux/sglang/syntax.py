@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ppaux.sglang.bindings import live_nodes, reachable
+from ppaux.sglang.live_code import live_nodes, reachable
 from ppaux.sglang.node_fields import node_fields, statement_fields
 
 __all__ = [
