@@ -5,6 +5,8 @@ read and parsed once, however often the chain names it."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from skew_fixtures import copy_tree
 
@@ -62,7 +64,7 @@ def _chain(length: int) -> dict[str, str]:
     """The transport re-exporting add and pop through ``length`` modules, the last defining
     them."""
     names = [TRANSPORT_NAME, *(f"hop{n}" for n in range(1, length + 1))]
-    modules = {name: _imports_from(after) for name, after in zip(names, names[1:])}
+    modules = {name: _imports_from(after) for name, after in itertools.pairwise(names)}
     modules[names[-1]] = f"def {ADD}(a, b):\n    return None\n\ndef {POP}(a):\n    return None\n"
     return modules
 

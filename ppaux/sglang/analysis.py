@@ -31,8 +31,10 @@ from ppaux.limits import Limits
 from ppaux.sglang import releases
 from ppaux.sglang.bindings import (
     BINDING_WORDS,
+    CHECK_BUILTINS,
     DYNAMIC_WORDS,
     Rebinding,
+    check_names_rebound,
     dynamic_write,
     rebindings,
 )
@@ -157,13 +159,12 @@ def _analyse(tree: SglangTree, limits: Limits) -> Capability:
     parsed = ParsedFiles(tree, limits)
     scheduler = parsed.parse("scheduler", SCHEDULER_FILE)
     files.append(scheduler.file)
-    transport_file = TRANSPORT_FILE
+    imported_from = None
     if scheduler.module is not None:
         named = _may_name(scheduler.data, (ADD, POP, _SENDER_FUNCTION))
         wanted = tuple(name for name in (ADD, POP) if name in named)
-        transport_file = (
-            next(filter(None, (import_source(scheduler.module, n) for n in wanted)), None)
-            or TRANSPORT_FILE
+        imported_from = next(
+            filter(None, (import_source(scheduler.module, n) for n in wanted)), None
         )
         calls, doubt = scheduler_calls(
             scheduler.module, scheduler.data, wanted, scheduler.file.path
@@ -184,8 +185,14 @@ def _analyse(tree: SglangTree, limits: Limits) -> Capability:
     else:
         unknown["scheduler_calls"] = unknown["output_keys"] = scheduler.why
 
-    transport, unfollowed = _transport(parsed, transport_file)
+    transport, unfollowed = _transport(parsed, imported_from or TRANSPORT_FILE)
     files.append(transport.file)
+    if imported_from is not None and transport.file.status == "absent":
+        # The scheduler's own import names a module the tree does not hold: it fails.
+        unfollowed = (
+            f"{scheduler.file.path}: imports {ADD} or {POP} from {transport.file.path}, which"
+            " this tree does not hold, so the import fails when it runs"
+        )
     if unfollowed is None:
         facts.update(_transport_facts(transport, unknown, shadowing(tree, transport.relative)))
     else:
@@ -299,6 +306,14 @@ def _transport_facts(
         for name, definition in defined.items()
         if definition is not None
     ]
+    relied = check_names_rebound(
+        module, rows_naming(parsed.data, (*CHECK_BUILTINS, "torch", *BINDING_WORDS))
+    )
+    if relied is not None:
+        rebound.append(
+            f"{file.path}: line {relied.line} ({relied.how}) binds a name the checks of"
+            f" {' and '.join(defined)} are read through, so a check may not do what its text says"
+        )
     dynamic = dynamic_write(module, defined, rows_naming(parsed.data, DYNAMIC_WORDS))
     if dynamic is not None:
         rebound.append(

@@ -12,7 +12,7 @@ included), a ``for``, ``with`` or ``except`` target, a ``match`` capture, ``type
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from ppaux.sglang.node_fields import push_children, statement_fields
@@ -20,9 +20,11 @@ from ppaux.sglang.text_rows import on_rows, spans_a_row
 
 __all__ = [
     "BINDING_WORDS",
+    "CHECK_BUILTINS",
     "DYNAMIC_WORDS",
     "Rebinding",
     "bindings_anywhere",
+    "check_names_rebound",
     "dynamic_write",
     "rebinding_after",
     "rebindings",
@@ -257,7 +259,13 @@ _DYNAMIC_CALLS = frozenset({"globals", "vars", "locals", "exec", "eval", "__impo
 #: Attributes through which a module's names are written by a key.
 _DYNAMIC_ATTRIBUTES = frozenset({"__dict__", "__setattr__", "__delattr__", "modules"})
 #: Words those writes are spelled with (``sys.modules[...]`` included).
-DYNAMIC_WORDS = (*sorted(_DYNAMIC_CALLS), *sorted(_DYNAMIC_ATTRIBUTES), "setattr", "delattr")
+DYNAMIC_WORDS = (
+    *sorted(_DYNAMIC_CALLS),
+    *sorted(_DYNAMIC_ATTRIBUTES),
+    "setattr",
+    "delattr",
+    "sys",  # its imports under other names
+)
 
 
 def dynamic_write(
@@ -270,15 +278,42 @@ def dynamic_write(
     ``names``. None when there is none. ``rows`` (sorted) are
     the only lines one can be on (:data:`DYNAMIC_WORDS` spelled there), when given."""
     wanted = frozenset(names)
-    stack: list[ast.AST] = list(reversed(on_rows(module.body, rows)))
+    places = on_rows(module.body, rows)
+    found = _sys_modules_import(places, rows)
+    if found is not None:
+        return found
+    for node in _nodes_on(places, rows):
+        how = _dynamic(node, wanted)
+        if how is not None:
+            return Rebinding(getattr(node, "lineno", 0), how)
+    return None
+
+
+def _nodes_on(places: list[ast.AST], rows: Sequence[int] | None) -> Iterator[ast.AST]:
+    stack = places[::-1]
     while stack:
         node = stack.pop()
         if rows is not None and not spans_a_row(node, rows):
             continue
-        how = _dynamic(node, wanted)
-        if how is not None:
-            return Rebinding(getattr(node, "lineno", 0), how)
+        yield node
         push_children(stack, node, type(node))
+
+
+def _sys_modules_import(places: list[ast.AST], rows: Sequence[int] | None) -> Rebinding | None:
+    """An import that makes ``sys.modules`` reachable under another name: ``import sys as s``
+    (``s.modules[...]`` spells no ``sys``) or ``from sys import modules``."""
+    for node in _nodes_on(places, rows):
+        if isinstance(node, ast.Import) and any(
+            alias.name == "sys" and alias.asname not in (None, "sys") for alias in node.names
+        ):
+            return Rebinding(node.lineno, "sys imported under another name")
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "sys"
+            and not node.level
+            and any(alias.name in ("modules", "*") for alias in node.names)
+        ):
+            return Rebinding(node.lineno, "sys.modules imported by name")
     return None
 
 
@@ -297,4 +332,41 @@ def _dynamic(node: ast.AST, names: frozenset[str]) -> str | None:
             return f"a {called} call with a key built when it runs"
         if key.value in names:
             return f"a {called} call of {key.value}"
+    return None
+
+
+#: The builtins the checks of add and pop are read through: a module that binds one of these
+#: names (in any scope) makes a check mean what its binding does, not what the text says.
+CHECK_BUILTINS = ("isinstance", "hasattr", "str", "any", "all", "len")
+
+
+def check_names_rebound(module: ast.Module, rows: Sequence[int] | None = None) -> Rebinding | None:
+    """Where ``module`` binds a name its checks are read through: one of
+    :data:`CHECK_BUILTINS`, ``torch`` other than by its first top-level ``import torch``, or an
+    attribute of ``torch`` (``torch.is_tensor = ...``, anywhere). None when it binds none.
+    ``rows`` as :func:`rebindings` takes them (with ``torch`` and those names spelled there)."""
+    first_import = next(
+        (
+            statement
+            for statement in module.body
+            if isinstance(statement, ast.Import)
+            and any(alias.name == "torch" and alias.asname is None for alias in statement.names)
+        ),
+        None,
+    )
+    found = bindings_anywhere(module, CHECK_BUILTINS, rows=rows)
+    if found is None:
+        found = bindings_anywhere(module, ("torch",), skip=first_import, rows=rows)
+    if found is not None:
+        return found
+    for node in on_rows(module.body, rows):
+        for inner in ast.walk(node):
+            targets = getattr(inner, "targets", None) or [getattr(inner, "target", None)]
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "torch"
+                ):
+                    return Rebinding(target.lineno, f"torch.{target.attr} set")
     return None
