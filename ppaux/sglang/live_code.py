@@ -210,7 +210,7 @@ def _may_match(subject: ast.AST, case: ast.match_case) -> bool:
 def reachable(items: Sequence[ast.AST]) -> list[ast.AST]:
     """``items`` up to and including the first statement after which the body ends."""
     for index, item in enumerate(items):
-        if _always_ends(item):
+        if type(item) in _MAY_END and _always_ends(item):
             return list(items[: index + 1])
     return list(items)
 
@@ -240,6 +240,8 @@ def _ends(body: Sequence[ast.AST]) -> bool:
 
 #: ``try`` statements, with ``except*`` clauses too (Python 3.11).
 _TRIES: tuple[type, ...] = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
+#: The statements :func:`_always_ends` may find end a body (looked up before it is asked).
+_MAY_END = frozenset({*_ENDS, ast.If, *_TRIES})
 
 
 class _Known:
