@@ -143,8 +143,10 @@ def _sources_trees(
 ) -> dict[str, Path]:
     """Trees to fingerprint: the installed files, the same with a syntax error at the end of
     the scheduler file (in no definition ppaux reads), and with the transport module as one
-    ``try`` of 40,000 ``except`` clauses (valid Python, just under 1 MB); then the scheduler file
-    as each of :data:`COSTLY_SCHEDULERS`."""
+    ``try`` of 40,000 ``except`` clauses (valid Python, just under 1 MB), or as a module that
+    imports add and pop from itself, then short lines to 1 MB; then the scheduler file as each
+    of :data:`COSTLY_SCHEDULERS` (``*_to_1mb``: the release's scheduler, then the unit repeated
+    to 1 MB). ``args_trees``, when given, keeps only the trees of those names."""
     trees = {}
     for name in ("real", "error_at_end", "many_clauses", "self_import", *COSTLY_SCHEDULERS):
         tree = workdir / "sources" / name
