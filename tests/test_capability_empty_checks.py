@@ -7,10 +7,15 @@ reached under another name. Each verdict here is read by hand from the edited so
 
 from __future__ import annotations
 
+import ast
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from skew_fixtures import copy_tree
 
 from ppaux.sglang import ADD, POP, SCHEDULER_FILE, TRANSPORT_FILE, analyse
+from ppaux.sglang.source_facts import sender_checks
 
 TENSOR_CHECK = "        if not torch.is_tensor(value):\n"
 NAME_CHECK = '        if not isinstance(label, str) or label == "":\n'
@@ -162,3 +167,27 @@ def test_sys_modules_reached_under_another_name_gives_no_calls_verdict(tmp_path,
     cap = _scheduler(tmp_path, head, f"{ADD}(message, auxiliary)")
     assert cap.scheduler_calls is None
     assert "sys" in cap.unknown["scheduler_calls"]
+
+
+FALSE_CONSTANTS = ["0", "''", "None", "()", "[]", "{}", "False", "not 1", "0 and x"]
+ADD_TEMPLATE = """
+def add(tensors, output):
+    produced = output.to_pp_tensors()
+    for label, value in produced.items():
+        if {test}:
+            raise RuntimeError("not a tensor")
+        tensors["p." + label] = value
+"""
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(FALSE_CONSTANTS), st.booleans(), st.booleans())
+def test_a_tensor_check_counts_only_where_it_alone_can_raise(constant, with_or, first):
+    check = "not torch.is_tensor(value)"
+    joined = " or " if with_or else " and "
+    test = constant + joined + check if first else check + joined + constant
+    module = ast.parse(ADD_TEMPLATE.format(test=test))
+    add = module.body[0]
+    assert isinstance(add, ast.FunctionDef)
+    # ``c or check`` raises whenever the check fails; ``c and check`` (either order) never.
+    assert sender_checks(add)["tensors"] is with_or
