@@ -5,6 +5,7 @@ Run::
     python benchmarks/bench_skew.py [--runs 7] [--distributed-runs 3] [--wheel SGLANG_WHL]
                                     [--workdir /tmp/ppaux-bench-skew]
     python benchmarks/bench_skew.py --sources [--before PPAUX_SOURCE_DIR] [--runs 5]
+                                    [--trees NAME ...]
 
 It times whole processes, interleaved run by run so that a noisy neighbour slows both alike:
 
@@ -137,13 +138,17 @@ def _row(label: str, times: list[float]) -> str:
     )
 
 
-def _sources_trees(workdir: Path, site: Path) -> dict[str, Path]:
+def _sources_trees(
+    workdir: Path, site: Path, args_trees: list[str] | None = None
+) -> dict[str, Path]:
     """Trees to fingerprint: the installed files, the same with a syntax error at the end of
     the scheduler file (in no definition ppaux reads), and with the transport module as one
-    ``try`` of 40,000 ``except`` clauses (valid Python, just under 1 MB); then the scheduler file
-    as each of :data:`COSTLY_SCHEDULERS`."""
+    ``try`` of 40,000 ``except`` clauses (valid Python, just under 1 MB), or as a module that
+    imports add and pop from itself, then short lines to 1 MB; then the scheduler file as each
+    of :data:`COSTLY_SCHEDULERS` (``*_to_1mb``: the release's scheduler, then the unit repeated
+    to 1 MB). ``args_trees``, when given, keeps only the trees of those names."""
     trees = {}
-    for name in ("real", "error_at_end", "many_clauses", *COSTLY_SCHEDULERS):
+    for name in ("real", "error_at_end", "many_clauses", "self_import", *COSTLY_SCHEDULERS):
         tree = workdir / "sources" / name
         if tree.exists():
             shutil.rmtree(tree)
@@ -154,8 +159,21 @@ def _sources_trees(workdir: Path, site: Path) -> dict[str, Path]:
     clauses = "".join(f"except E{n}:\n    x = {n}\n" for n in range(40_000))
     source = "try:\n    pass\n" + clauses[: 1_000_000 - 100]
     (trees["many_clauses"] / READ_BY_PPAUX[4]).write_text(source[: source.rindex("except")])
+    # A transport module that imports add and pop from itself, then 1 MB of short lines: a
+    # chain of re-exports that comes back where it started is read once, not once a hop.
+    itself = (
+        "from sglang.srt.sampling.sampling_observer_pp import"
+        " add_auxiliary_output_to_pp_tensors, pop_auxiliary_output_from_pp_tensors\n"
+    )
+    filler = "a=b\n" * ((1_000_000 - len(itself)) // 4)
+    (trees["self_import"] / READ_BY_PPAUX[4]).write_text(itself + filler)
+    real = (site / READ_BY_PPAUX[1]).read_text("utf-8")
     for name, text in COSTLY_SCHEDULERS.items():
+        if name.endswith("_to_1mb"):  # the release's scheduler, then the unit to 1 MB
+            text = real + text * ((1_000_000 - len(real)) // len(text))
         (trees[name] / READ_BY_PPAUX[1]).write_bytes(text.encode())
+    if args_trees:
+        trees = {name: tree for name, tree in trees.items() if name in args_trees}
     return trees
 
 
@@ -167,6 +185,8 @@ COSTLY_SCHEDULERS = {
     "cr_only": "x = 1\r" * 160_000,
     "short_statements": "".join(f"a{n}=1\n" for n in range(120_000)),
     "fstring_300k": "x = f'" + "{a}" * 99_990 + "'\n",
+    "assign_to_1mb": "a=b\n",
+    "semicolons_to_1mb": "a;b;c;d;e;g;h;i;j\n",
 }
 
 
@@ -187,7 +207,7 @@ def sources(args: argparse.Namespace, site: Path) -> int:
     """``--sources``: fingerprint's CPU time and peak memory on the trees of
     :func:`_sources_trees`, with ``--before`` (a ppaux source folder) and this checkout, run in
     turn; and the scheduler file's status each gives the tree with the error at its end."""
-    trees = _sources_trees(args.workdir, site)
+    trees = _sources_trees(args.workdir, site, args.trees)
     sides = {"after": REPO}
     if args.before is not None:
         sides = {"before": args.before, **sides}
@@ -245,6 +265,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--before", type=Path, default=None, help="with --sources: a ppaux source folder to compare"
+    )
+    parser.add_argument(
+        "--trees", nargs="+", default=None, help="with --sources: only the trees of these names"
     )
     args = parser.parse_args(argv)
     if args.runs < 5:

@@ -323,8 +323,9 @@ def test_max_syntax_depth_refuses_a_deeper_tree_naming_the_limit(tmp_path):
 def test_max_syntax_depth_bounds_the_tree_at_the_given_depth(levels):
     """A sum of n terms nests n - 1 operations below the statement, which lies 3 levels below
     the module (function, return, expression): a limit well above is read, well below refused."""
-    from ppaux.sglang.analysis import _checked_depth, _Parsed
     from ppaux.sglang.capability import SourceFile
+    from ppaux.sglang.source_files import Parsed as _Parsed
+    from ppaux.sglang.source_files import checked_depth as _checked_depth
 
     module = ast.parse(_nested(levels))
     parsed = _Parsed(SourceFile("scheduler", "s.py", "ok", "0"), module)
@@ -339,8 +340,9 @@ def test_max_syntax_depth_bounds_the_tree_at_the_given_depth(levels):
 def test_max_syntax_depth_raised_past_what_the_analysis_can_walk_still_refuses():
     """Past 800 levels the analysis would meet Python's recursion limit: a raised limit still
     refuses such a tree there, with no limit to raise."""
-    from ppaux.sglang.analysis import _checked_depth, _Parsed
     from ppaux.sglang.capability import SourceFile
+    from ppaux.sglang.source_files import Parsed as _Parsed
+    from ppaux.sglang.source_files import checked_depth as _checked_depth
 
     module = ast.parse(_nested(900))
     parsed = _Parsed(SourceFile("transport", "t.py", "ok", "0"), module)

@@ -25,23 +25,22 @@ import gc
 import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from ppaux.limits import Limits
 from ppaux.sglang import releases
 from ppaux.sglang.bindings import (
     BINDING_WORDS,
+    CHECK_BUILTINS,
     DYNAMIC_WORDS,
     Rebinding,
+    check_names_rebound,
     dynamic_write,
     rebindings,
 )
-from ppaux.sglang.bounded_parse import StatementTooLarge, parse_source
 from ppaux.sglang.capability import Capability, SourceFile
 from ppaux.sglang.digest import definition_digests
 from ppaux.sglang.names import ADD, POP, SCHEDULER_FILE, TRANSPORT_FILE
-from ppaux.sglang.node_fields import node_fields
 from ppaux.sglang.scheduler_calls import scheduler_calls
 from ppaux.sglang.shadows import shadowing
 from ppaux.sglang.source_facts import (
@@ -54,6 +53,13 @@ from ppaux.sglang.source_facts import (
     sender_checks,
     sender_prefix,
 )
+from ppaux.sglang.source_files import (
+    INVALID_PYTHON,
+    MAX_SYNTAX_DEPTH,
+    WALKABLE_DEPTH,
+    Parsed,
+    ParsedFiles,
+)
 from ppaux.sglang.syntax import (
     any_function_named,
     function_named,
@@ -61,8 +67,7 @@ from ppaux.sglang.syntax import (
     suspended_call,
 )
 from ppaux.sglang.text_rows import rows_naming
-from ppaux.sglang.tree import SglangTree, UnreadableFile, locate
-from ppaux.suggestions import RaiseLimit, limit_note
+from ppaux.sglang.tree import SglangTree, locate
 
 __all__ = [
     "ANALYSIS_LIMITS",
@@ -122,130 +127,6 @@ def analyse(path: str | None = None, limits: Limits = Limits()) -> Capability:
 
 
 # ----------------------------------------------------------------------------------------------
-# Reading and parsing
-
-
-@dataclass
-class _Parsed:
-    """A file read and parsed, or the reason it could not be."""
-
-    file: SourceFile
-    module: ast.Module | None
-    data: bytes | None = None
-    relative: str = ""
-
-    @property
-    def why(self) -> str:
-        return f"{self.file.path}: {self.file.reason}"
-
-
-def _parse(tree: SglangTree, role: str, relative: str, limits: Limits) -> _Parsed:
-    """Read and parse one file, whole: its status and reason are what ``ast.parse`` of the file
-    says (a syntax error anywhere in it makes it unparsable, as CPython would refuse to import
-    it), its syntax tree the one ``ast.parse`` gives."""
-    where = tree.describe(relative)
-    try:
-        data = tree.read(relative)
-    except UnreadableFile as exc:
-        unreadable = SourceFile(
-            role, where, "unreadable", reason=exc.reason, suggestions=exc.suggestions
-        )
-        return _Parsed(unreadable, None)
-    if data is None:
-        return _Parsed(SourceFile(role, where, "absent", reason="no such file"), None)
-    digest = hashlib.sha256(data).hexdigest()
-    try:
-        module = parse_source(data, where, limits.max_statement_tokens)
-    except StatementTooLarge as exc:
-        reason = f"not analysable: {exc}"
-        too_large = SourceFile(
-            role,
-            where,
-            "unparsable",
-            digest,
-            reason,
-            suggestions=(RaiseLimit("max_statement_tokens", exc.limit),),
-        )
-        return _Parsed(too_large, None, data)
-    except SyntaxError as exc:
-        reason = f"{INVALID_PYTHON}: {exc.msg} (line {exc.lineno})"
-        return _Parsed(SourceFile(role, where, "unparsable", digest, reason), None, data)
-    except (ValueError, RecursionError, MemoryError) as exc:
-        # ValueError: NUL bytes or a bad coding cookie; RecursionError: absurd nesting.
-        reason = f"{INVALID_PYTHON}: {type(exc).__name__}: {exc}"
-        return _Parsed(SourceFile(role, where, "unparsable", digest, reason), None, data)
-    parsed = _Parsed(SourceFile(role, where, "ok", digest), module, data)
-    return _checked_depth(parsed, limits.max_syntax_depth)
-
-
-#: How a file's reason starts when CPython's parser refuses it (CPython cannot import it).
-INVALID_PYTHON = "not valid Python"
-
-
-#: Deepest syntax tree analysed by default (``Limits.max_syntax_depth``).
-MAX_SYNTAX_DEPTH = Limits().max_syntax_depth
-#: Deepest syntax tree analysed whatever ``max_syntax_depth`` says: the analysis (and ast.dump,
-#: behind the digests) recurses once a level, and Python's recursion limit (1000 frames) stops
-#: it a little past 900 levels; a deeper tree is refused here rather than crashing later.
-WALKABLE_DEPTH = 800
-
-
-def _checked_depth(parsed: _Parsed, limit: int) -> _Parsed:
-    if parsed.module is None or _depth_within(parsed.module, min(limit, WALKABLE_DEPTH)):
-        return parsed
-    file = parsed.file
-    if limit > WALKABLE_DEPTH:
-        reason = (
-            f"not analysable: its syntax nests deeper than {WALKABLE_DEPTH} levels,"
-            " the most the analysis can walk within Python's recursion limit"
-        )
-        suggestions: tuple[RaiseLimit, ...] = ()
-    else:
-        reason = (
-            f"not analysable: its syntax nests deeper than {limit} levels"
-            f" {limit_note('max_syntax_depth', limit)}"
-        )
-        suggestions = (RaiseLimit("max_syntax_depth", limit),)
-    deep = SourceFile(
-        file.role, file.path, "unparsable", file.sha256, reason, suggestions=suggestions
-    )
-    return _Parsed(deep, None, parsed.data)
-
-
-def _depth_within(module: ast.Module, limit: int) -> bool:
-    """Whether no node lies deeper than ``limit`` below ``module``: one level at a time, reading
-    only the fields of each node type that can hold nodes (:func:`node_fields`, looked up once
-    a type here), about a third of what :func:`ast.iter_child_nodes` costs."""
-    level: list[ast.AST] = [module]
-    depth = 0
-    fields_of: dict[type, tuple[str, ...]] = {}
-    while level:
-        if depth > limit:
-            return False
-        below: list[ast.AST] = []
-        contexts = False  # a name's or attribute's load/store context: a leaf one level down
-        for node in level:
-            kind = type(node)
-            names = fields_of.get(kind)
-            if names is None:
-                names = fields_of[kind] = node_fields(kind)
-            for name in names:
-                if name == "ctx":
-                    contexts = True
-                    continue
-                value = getattr(node, name, None)
-                if isinstance(value, list):
-                    below += [item for item in value if isinstance(item, ast.AST)]
-                elif isinstance(value, ast.AST):
-                    below.append(value)
-        if not below and contexts:
-            return depth + 1 <= limit
-        level = below
-        depth += 1
-    return True
-
-
-# ----------------------------------------------------------------------------------------------
 # Putting it together
 
 
@@ -275,15 +156,15 @@ def _analyse(tree: SglangTree, limits: Limits) -> Capability:
     files: list[SourceFile] = []
     facts: dict[str, Any] = {}
 
-    scheduler = _parse(tree, "scheduler", SCHEDULER_FILE, limits)
+    parsed = ParsedFiles(tree, limits)
+    scheduler = parsed.parse("scheduler", SCHEDULER_FILE)
     files.append(scheduler.file)
-    transport_file = TRANSPORT_FILE
+    imported_from = None
     if scheduler.module is not None:
         named = _may_name(scheduler.data, (ADD, POP, _SENDER_FUNCTION))
         wanted = tuple(name for name in (ADD, POP) if name in named)
-        transport_file = (
-            next(filter(None, (import_source(scheduler.module, n) for n in wanted)), None)
-            or TRANSPORT_FILE
+        imported_from = next(
+            filter(None, (import_source(scheduler.module, n) for n in wanted)), None
         )
         calls, doubt = scheduler_calls(
             scheduler.module, scheduler.data, wanted, scheduler.file.path
@@ -304,15 +185,26 @@ def _analyse(tree: SglangTree, limits: Limits) -> Capability:
     else:
         unknown["scheduler_calls"] = unknown["output_keys"] = scheduler.why
 
-    transport = _transport(tree, transport_file, limits)
+    transport, unfollowed = _transport(parsed, imported_from or TRANSPORT_FILE)
     files.append(transport.file)
-    facts.update(_transport_facts(transport, unknown, shadowing(tree, transport.relative)))
+    if imported_from is not None and transport.file.status == "absent":
+        # The scheduler's own import names a module the tree does not hold: it fails.
+        unfollowed = (
+            f"{scheduler.file.path}: imports {ADD} or {POP} from {transport.file.path}, which"
+            " this tree does not hold, so the import fails when it runs"
+        )
+    if unfollowed is None:
+        facts.update(_transport_facts(transport, unknown, shadowing(tree, transport.relative)))
+    else:
+        for fact in _TRANSPORT_FACTS:
+            unknown[fact] = unfollowed
+        facts.update(transport="unknown", match="unknown")
 
-    logprobs = _parse(tree, "logprobs", LOGPROB_FILE, limits)
+    logprobs = parsed.parse("logprobs", LOGPROB_FILE)
     files.append(logprobs.file)
     facts.update(_logprob_facts(logprobs, unknown))
 
-    wire = _parse(tree, "wire", WIRE_FILE, limits)
+    wire = parsed.parse("wire", WIRE_FILE)
     files.append(wire.file)
     facts.update(_wire_facts(wire, unknown))
 
@@ -334,48 +226,66 @@ def _analyse(tree: SglangTree, limits: Limits) -> Capability:
 REEXPORT_HOPS = 4
 
 
-def _transport(tree: SglangTree, relative: str, limits: Limits) -> _Parsed:
+def _transport(files: ParsedFiles, relative: str) -> tuple[Parsed, str | None]:
     """The module that defines the add and pop the scheduler imports from ``relative``: the
     module itself, a package's ``__init__.py``, or a module that one imports them from, up to
-    :data:`REEXPORT_HOPS` modules on."""
-    parsed = _module_file(tree, relative, limits)
-    for _ in range(REEXPORT_HOPS):
+    :data:`REEXPORT_HOPS` modules on; with the reason no verdict can be given where the chain
+    of imports comes back to a module it passed (the import fails when it runs) or goes on
+    past the last module followed (None when it ends at a module)."""
+    parsed = _module_file(files, relative)
+    passed = [parsed.relative]
+    for hop in range(REEXPORT_HOPS + 1):
         module = parsed.module
         if module is None or function_named(module, ADD) or function_named(module, POP):
-            break
+            return parsed, None
         package = parsed.relative.rpartition("/")[0]
         source = next(
             filter(None, (import_source(module, name, package) for name in (ADD, POP))), None
         )
         if source is None:
-            break
-        parsed = _module_file(tree, source, limits)
-    return parsed
+            return parsed, None
+        where = "itself" if source == parsed.relative else files.tree.describe(source)
+        if source in passed or source.removesuffix(".py") + "/__init__.py" in passed:
+            return parsed, (
+                f"{parsed.file.path}: imports {ADD} or {POP} from {where}, which the chain of"
+                " imports that leads here has passed, and no module on it defines them: the"
+                " import fails when it runs"
+            )
+        if hop == REEXPORT_HOPS:
+            return parsed, (
+                f"{parsed.file.path}: imports {ADD} or {POP} from {where}, past the"
+                f" {REEXPORT_HOPS} modules ppaux follows from the scheduler's import"
+            )
+        parsed = _module_file(files, source)
+        passed.append(parsed.relative)
+    return parsed, None  # not reached: the last hop returns
 
 
-def _module_file(tree: SglangTree, relative: str, limits: Limits) -> _Parsed:
+#: The facts about the transport that have no value when it is not known.
+_TRANSPORT_FACTS = ("transport", "prefix", "sender_checks", "receiver_checks", "match")
+
+
+def _module_file(files: ParsedFiles, relative: str) -> Parsed:
     """The parsed transport file of module ``relative`` (``a/b.py``), or its package's
     ``__init__.py`` where there is no such file."""
-    parsed = _parse(tree, "transport", relative, limits)
-    parsed.relative = relative
+    parsed = files.parse("transport", relative)
     if parsed.file.status == "absent" and relative.endswith(".py"):
         init = relative[: -len(".py")] + "/__init__.py"
-        package = _parse(tree, "transport", init, limits)
+        package = files.parse("transport", init)
         if package.file.status != "absent":
-            package.relative = init
             return package
     return parsed
 
 
 def _transport_facts(
-    parsed: _Parsed, unknown: dict[str, str], shadow: str | None = None
+    parsed: Parsed, unknown: dict[str, str], shadow: str | None = None
 ) -> dict[str, Any]:
     file = parsed.file
     if file.status == "absent":
         # No transport file: a release before 0.5.19, or a build that removed it.
         return {"transport": "absent", "match": "absent"}
     if parsed.module is None:
-        for fact in ("transport", "prefix", "sender_checks", "receiver_checks", "match"):
+        for fact in _TRANSPORT_FACTS:
             unknown[fact] = parsed.why
         return {"transport": "unknown", "match": "unknown"}
     module = parsed.module
@@ -396,6 +306,14 @@ def _transport_facts(
         for name, definition in defined.items()
         if definition is not None
     ]
+    relied = check_names_rebound(
+        module, rows_naming(parsed.data, (*CHECK_BUILTINS, "torch", *BINDING_WORDS))
+    )
+    if relied is not None:
+        rebound.append(
+            f"{file.path}: line {relied.line} ({relied.how}) binds a name the checks of"
+            f" {' and '.join(defined)} are read through, so a check may not do what its text says"
+        )
     dynamic = dynamic_write(module, defined, rows_naming(parsed.data, DYNAMIC_WORDS))
     if dynamic is not None:
         rebound.append(
@@ -418,7 +336,7 @@ def _transport_facts(
     if any(rebound):
         # What a call reaches is not what the def says: no verdict on either function.
         reason = "; ".join(r for r in rebound if r)
-        for fact in ("transport", "prefix", "sender_checks", "receiver_checks", "match"):
+        for fact in _TRANSPORT_FACTS:
             unknown[fact] = reason
         return {
             "transport": "unknown",
@@ -464,7 +382,7 @@ def _may_name(data: bytes | None, names: tuple[str, ...]) -> set[str]:
     return {name for name in names if name.encode("ascii") in data}
 
 
-def _logprob_facts(parsed: _Parsed, unknown: dict[str, str]) -> dict[str, Any]:
+def _logprob_facts(parsed: Parsed, unknown: dict[str, str]) -> dict[str, Any]:
     if parsed.module is None:
         unknown["logprob_keys"] = unknown["receiver_logprob_keys"] = parsed.why
         return {}
@@ -485,7 +403,7 @@ def _logprob_facts(parsed: _Parsed, unknown: dict[str, str]) -> dict[str, Any]:
     return facts
 
 
-def _wire_facts(parsed: _Parsed, unknown: dict[str, str]) -> dict[str, Any]:
+def _wire_facts(parsed: Parsed, unknown: dict[str, str]) -> dict[str, Any]:
     if parsed.module is None:
         if parsed.file.status == "absent":
             unknown["wire"] = parsed.why

@@ -1,49 +1,37 @@
-"""What a module binds to a name after it defines or imports it, and which code of it can never
-run: the two readings that decide whether a ``def`` (or an import) is what a call reaches, and
-whether a call in the source is one the program can make. Read from the syntax tree only.
+"""What a module binds to a name after it defines or imports it: the reading that decides
+whether a ``def`` (or an import) is what a call reaches (which code can never run is
+:mod:`ppaux.sglang.live_code`'s). Read from the syntax tree only.
 
 A module-level name is rebound by an assignment (plain, augmented, annotated with a value, or a
 walrus), ``del``, a ``def`` or ``class`` of the name, an import that binds it (``import *``
 included), a ``for``, ``with`` or ``except`` target, a ``match`` capture, ``type`` alias, a
 ``global`` declaration inside a function, or by its text: ``setattr(x, "name", ...)``,
 ``x["name"] = ...`` and ``x.name = ...`` written at module level.
-
-Code that never runs: the body of an ``if``/``while`` whose test is constant-false (``False``,
-``0``, ``None``, an empty string, ``TYPE_CHECKING`` imported from :mod:`typing`, and ``not`` /
-``and`` / ``or`` of those), the ``else`` of a constant-true ``if``, the branch of a
-constant-tested conditional expression not taken, and statements after a ``return``, ``raise``,
-``break`` or ``continue`` in the same body.
 """
 
 from __future__ import annotations
 
 import ast
-from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
-from ppaux.sglang.node_fields import node_fields, push_children, statement_fields
+from ppaux.sglang.node_fields import push_children, statement_fields
+from ppaux.sglang.text_rows import on_rows, spans_a_row
 
 __all__ = [
     "BINDING_WORDS",
+    "CHECK_BUILTINS",
     "DYNAMIC_WORDS",
     "Rebinding",
     "bindings_anywhere",
-    "constant_truth",
+    "check_names_rebound",
     "dynamic_write",
-    "live_nodes",
-    "reachable",
     "rebinding_after",
     "rebindings",
-    "type_checking_imports",
 ]
 
 #: Definitions whose body and arguments run in their own scope (or later, when called).
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-#: Statements after which nothing in the same body runs.
-_ENDS = (ast.Return, ast.Raise, ast.Break, ast.Continue)
-#: Modules whose ``TYPE_CHECKING`` is false when the program runs.
-_TYPING = frozenset({"typing", "typing_extensions"})
 
 
 class Rebinding(NamedTuple):
@@ -82,10 +70,10 @@ def rebindings(
         )
         for name, after in definitions.items()
     }
-    stack: list[ast.AST] = list(reversed(module.body))
+    stack: list[ast.AST] = list(reversed(on_rows(module.body, rows)))
     while stack and len(found) < len(definitions):
         node = stack.pop()
-        if rows is not None and not _spans_a_row(node, rows):
+        if rows is not None and not spans_a_row(node, rows):
             continue
         kind = type(node)
         named = _named(node, kind) if kind in _MAY_BIND else None
@@ -236,10 +224,10 @@ def bindings_anywhere(
     assignment or parameter of the name shadows the module's name in it), other than ``skip``;
     None when there is none. ``rows`` as :func:`rebindings` takes them."""
     wanted = tuple(names)
-    stack: list[ast.AST] = [module]
+    stack: list[ast.AST] = list(reversed(on_rows(module.body, rows)))
     while stack:
         node = stack.pop()
-        if rows is not None and not _spans_a_row(node, rows):
+        if rows is not None and not spans_a_row(node, rows):
             continue
         kind = type(node)
         if node is not skip:
@@ -271,7 +259,13 @@ _DYNAMIC_CALLS = frozenset({"globals", "vars", "locals", "exec", "eval", "__impo
 #: Attributes through which a module's names are written by a key.
 _DYNAMIC_ATTRIBUTES = frozenset({"__dict__", "__setattr__", "__delattr__", "modules"})
 #: Words those writes are spelled with (``sys.modules[...]`` included).
-DYNAMIC_WORDS = (*sorted(_DYNAMIC_CALLS), *sorted(_DYNAMIC_ATTRIBUTES), "setattr", "delattr")
+DYNAMIC_WORDS = (
+    *sorted(_DYNAMIC_CALLS),
+    *sorted(_DYNAMIC_ATTRIBUTES),
+    "setattr",
+    "delattr",
+    "sys",  # its imports under other names
+)
 
 
 def dynamic_write(
@@ -284,15 +278,42 @@ def dynamic_write(
     ``names``. None when there is none. ``rows`` (sorted) are
     the only lines one can be on (:data:`DYNAMIC_WORDS` spelled there), when given."""
     wanted = frozenset(names)
-    stack: list[ast.AST] = [module]
-    while stack:
-        node = stack.pop()
-        if rows is not None and not _spans_a_row(node, rows):
-            continue
+    places = on_rows(module.body, rows)
+    found = _sys_modules_import(places, rows)
+    if found is not None:
+        return found
+    for node in _nodes_on(places, rows):
         how = _dynamic(node, wanted)
         if how is not None:
             return Rebinding(getattr(node, "lineno", 0), how)
+    return None
+
+
+def _nodes_on(places: list[ast.AST], rows: Sequence[int] | None) -> Iterator[ast.AST]:
+    stack = places[::-1]
+    while stack:
+        node = stack.pop()
+        if rows is not None and not spans_a_row(node, rows):
+            continue
+        yield node
         push_children(stack, node, type(node))
+
+
+def _sys_modules_import(places: list[ast.AST], rows: Sequence[int] | None) -> Rebinding | None:
+    """An import that makes ``sys.modules`` reachable under another name: ``import sys as s``
+    (``s.modules[...]`` spells no ``sys``) or ``from sys import modules``."""
+    for node in _nodes_on(places, rows):
+        if isinstance(node, ast.Import) and any(
+            alias.name == "sys" and alias.asname not in (None, "sys") for alias in node.names
+        ):
+            return Rebinding(node.lineno, "sys imported under another name")
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "sys"
+            and not node.level
+            and any(alias.name in ("modules", "*") for alias in node.names)
+        ):
+            return Rebinding(node.lineno, "sys.modules imported by name")
     return None
 
 
@@ -314,133 +335,38 @@ def _dynamic(node: ast.AST, names: frozenset[str]) -> str | None:
     return None
 
 
-# ----------------------------------------------------------------------------------------------
-# Code that never runs
+#: The builtins the checks of add and pop are read through: a module that binds one of these
+#: names (in any scope) makes a check mean what its binding does, not what the text says.
+CHECK_BUILTINS = ("isinstance", "hasattr", "str", "any", "all", "len")
 
 
-def live_nodes(
-    node: ast.AST,
-    false_names: frozenset[str] | None = None,
-    rows: Sequence[int] | None = None,
-) -> Iterator[ast.AST]:
-    """Every node under ``node`` in source order, leaving out code that never runs (see the
-    module's docstring). Iterative, like :func:`ppaux.sglang.syntax.walk`. ``TYPE_CHECKING`` is
-    known false only under a module, which says where it comes from (``false_names``, when the
-    caller has read them already: :func:`type_checking_imports`).
-
-    ``rows`` (sorted), when given, are the only lines a node sought can be on: a node whose
-    lines hold none of them is left out with everything under it (a definition's lines start at
-    its first decorator's)."""
-    if false_names is None:
-        false_names = _type_checking_names(node) if isinstance(node, ast.Module) else frozenset()
-    stack: list[ast.AST] = _live_children(node, false_names)[::-1]
-    while stack:
-        node = stack.pop()
-        if rows is not None and not _spans_a_row(node, rows):
-            continue
-        yield node
-        stack.extend(_live_children(node, false_names)[::-1])
-
-
-def _spans_a_row(node: ast.AST, rows: Sequence[int]) -> bool:
-    """Whether ``node``'s lines hold one of ``rows`` (True for a node without lines)."""
-    first = getattr(node, "lineno", None)
-    last = getattr(node, "end_lineno", None)
-    if first is None or last is None:
-        return True
-    decorators = getattr(node, "decorator_list", None)
-    if decorators:
-        first = min(first, *(d.lineno for d in decorators))
-    at = bisect_left(rows, first)
-    return at < len(rows) and rows[at] <= last
-
-
-def _live_children(node: ast.AST, false_names: frozenset[str]) -> list[ast.AST]:
-    if isinstance(node, ast.BoolOp):
-        # ``a and b`` never runs ``b`` once ``a`` is known false (``or``: true).
-        stops = isinstance(node.op, ast.Or)
-        values: list[ast.AST] = []
-        for operand in node.values:
-            values.append(operand)
-            if constant_truth(operand, false_names) is stops:
-                break
-        return values
-    if isinstance(node, (ast.If, ast.While, ast.IfExp)):
-        truth = constant_truth(node.test, false_names)
-        if truth is not None:
-            taken: ast.AST | list[ast.stmt] = node.body if truth else node.orelse
-            branch: list[ast.AST] = list(taken) if isinstance(taken, list) else [taken]
-            return [node.test, *reachable(branch)]
-    out: list[ast.AST] = []
-    bodies = statement_fields(type(node))
-    for field in node_fields(type(node)):
-        value = getattr(node, field, None)
-        if isinstance(value, ast.AST):
-            out.append(value)
-        elif isinstance(value, list):
-            items = [item for item in value if isinstance(item, ast.AST)]
-            # Only a body of statements can end early; an expression list never does.
-            out.extend(reachable(items) if field in bodies else items)
-    return out
-
-
-def reachable(items: Sequence[ast.AST]) -> list[ast.AST]:
-    """``items`` up to and including the first statement after which the body ends."""
-    for index, item in enumerate(items):
-        if isinstance(item, _ENDS):
-            return list(items[: index + 1])
-    return list(items)
-
-
-def constant_truth(test: ast.AST, false_names: frozenset[str] = frozenset()) -> bool | None:
-    """True or False when ``test`` is the same every time it runs, as far as its syntax says;
-    None when it depends on anything else. ``false_names`` are names known to be false
-    (``TYPE_CHECKING`` imported from :mod:`typing`)."""
-    if isinstance(test, ast.Constant):
-        value = test.value
-        if value is None or isinstance(value, (bool, int, float, str, bytes)):
-            return bool(value)
-        return None
-    if isinstance(test, ast.Name) and test.id in false_names:
-        return False
-    if (
-        isinstance(test, ast.Attribute)
-        and test.attr == "TYPE_CHECKING"
-        and isinstance(test.value, ast.Name)
-        and test.value.id in _TYPING
-    ):
-        return False
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = constant_truth(test.operand, false_names)
-        return None if inner is None else not inner
-    if isinstance(test, ast.BoolOp):
-        values = [constant_truth(v, false_names) for v in test.values]
-        if isinstance(test.op, ast.And):
-            if False in values:
-                return False
-            return True if all(v is True for v in values) else None
-        if True in values:
-            return True
-        return False if all(v is False for v in values) else None
+def check_names_rebound(module: ast.Module, rows: Sequence[int] | None = None) -> Rebinding | None:
+    """Where ``module`` binds a name its checks are read through: one of
+    :data:`CHECK_BUILTINS`, ``torch`` other than by its first top-level ``import torch``, or an
+    attribute of ``torch`` (``torch.is_tensor = ...``, anywhere). None when it binds none.
+    ``rows`` as :func:`rebindings` takes them (with ``torch`` and those names spelled there)."""
+    first_import = next(
+        (
+            statement
+            for statement in module.body
+            if isinstance(statement, ast.Import)
+            and any(alias.name == "torch" and alias.asname is None for alias in statement.names)
+        ),
+        None,
+    )
+    found = bindings_anywhere(module, CHECK_BUILTINS, rows=rows)
+    if found is None:
+        found = bindings_anywhere(module, ("torch",), skip=first_import, rows=rows)
+    if found is not None:
+        return found
+    for node in on_rows(module.body, rows):
+        for inner in ast.walk(node):
+            targets = getattr(inner, "targets", None) or [getattr(inner, "target", None)]
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "torch"
+                ):
+                    return Rebinding(target.lineno, f"torch.{target.attr} set")
     return None
-
-
-def type_checking_imports(module: ast.Module) -> dict[str, ast.stmt | None]:
-    """The names under which ``module`` imports ``TYPE_CHECKING`` from typing at top level,
-    each with its import."""
-    imports: dict[str, ast.stmt | None] = {}
-    for node in module.body:
-        if isinstance(node, ast.ImportFrom) and node.module in _TYPING and not node.level:
-            for alias in node.names:
-                if alias.name == "TYPE_CHECKING":
-                    imports[alias.asname or alias.name] = node
-    return imports
-
-
-def _type_checking_names(module: ast.Module) -> frozenset[str]:
-    """Those of :func:`type_checking_imports` that ``module`` does not bind again after (a
-    binding before the import is the import's to replace)."""
-    imports = type_checking_imports(module)
-    if not imports:
-        return frozenset()
-    return frozenset(imports.keys() - rebindings(module, imports).keys())

@@ -15,9 +15,8 @@ from ppaux.sglang.bindings import (
     DYNAMIC_WORDS,
     bindings_anywhere,
     dynamic_write,
-    rebindings,
-    type_checking_imports,
 )
+from ppaux.sglang.live_code import type_checking_false, type_checking_imports
 from ppaux.sglang.source_facts import calls_anywhere, import_source, import_statement
 from ppaux.sglang.text_rows import rows_naming
 
@@ -31,8 +30,9 @@ def scheduler_calls(
     bytes are ``data``, read at ``path``) calls the transport's function of that name; or ({},
     the reason) when that cannot be told."""
     checking = type_checking_imports(module)
-    again = rebindings(module, checking, rows_naming(data, (*checking, *BINDING_WORDS)))
-    false_names = frozenset(checking.keys() - again.keys())
+    false_names = type_checking_false(
+        module, checking, rows_naming(data, (*checking, *BINDING_WORDS))
+    )
     if names:
         dynamic = dynamic_write(module, names, rows_naming(data, DYNAMIC_WORDS))
         if dynamic is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
-from ppaux.sglang.bindings import live_nodes
+from ppaux.sglang.live_code import live_nodes
 from ppaux.sglang.syntax import (
     calls_to,
     checks_isinstance_of,
@@ -21,6 +21,7 @@ from ppaux.sglang.syntax import (
     negates,
     parameters,
     raising_ifs,
+    refusing_parts,
     resolve,
     statements,
     walk,
@@ -54,8 +55,8 @@ def sender_checks(add: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, bool
     loop = _items_loop(add)
     name_var, tensor_var = _loop_vars(loop) if loop is not None else (None, None)
     in_loop = {id(n) for n in walk(loop)} if loop is not None else set()
-    for node in raising_ifs(add):
-        test = node.test
+    written = params[0] if params else None
+    for node, test in _refusing_tests(add):
         if id(node) in in_loop:
             if name_var and (
                 checks_isinstance_of(test, name_var, "str") or negates(test, name_var)
@@ -63,10 +64,7 @@ def sender_checks(add: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, bool
                 checks["names"] = True
             if tensor_var and checks_tensor(test, tensor_var):
                 checks["tensors"] = True
-            if any(
-                isinstance(n, ast.Compare) and any(isinstance(o, ast.In) for o in n.ops)
-                for n in [test, *walk(test)]
-            ):
+            if written and _asks_membership_in(test, written):
                 checks["duplicates"] = True
         else:
             if output and checks_isinstance_of(test, output):
@@ -74,6 +72,25 @@ def sender_checks(add: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, bool
             elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
                 checks["non_empty"] = True
     return checks
+
+
+def _refusing_tests(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[ast.If, ast.AST]]:
+    """Each ``if`` of :func:`raising_ifs` with each part of its test that alone makes it raise
+    (:func:`ppaux.sglang.syntax.refusing_parts`)."""
+    return [(node, part) for node in raising_ifs(func) for part in refusing_parts(node.test)]
+
+
+def _asks_membership_in(test: ast.AST, container: str) -> bool:
+    """Whether ``test`` asks if something is in the dict named ``container`` (``key in
+    tensors``): a key looked for in another dict is no check on the one written."""
+    return any(
+        isinstance(n, ast.Compare)
+        and any(
+            isinstance(op, ast.In) and isinstance(right, ast.Name) and right.id == container
+            for op, right in zip(n.ops, n.comparators, strict=True)
+        )
+        for n in [test, *walk(test)]
+    )
 
 
 def _items_loop(func: ast.AST) -> ast.For | None:
@@ -101,8 +118,7 @@ def receiver_checks(pop: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, bo
     params = parameters(pop)
     observer = params[1] if len(params) > 1 else None
     checks = {"observer": False, "protocol": False, "tensors": False, "reconstructed": False}
-    for node in raising_ifs(pop):
-        test = node.test
+    for _, test in _refusing_tests(pop):
         if checks_tensor(test):
             checks["tensors"] = True
         elif observer and is_none_check(test, observer):

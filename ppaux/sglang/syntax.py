@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ppaux.sglang.bindings import live_nodes, reachable
+from ppaux.sglang.live_code import constant_truth, live_nodes, reachable
 from ppaux.sglang.node_fields import node_fields, statement_fields
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "negates",
     "parameters",
     "raising_ifs",
+    "refusing_parts",
     "resolve",
     "statements",
     "string_constants",
@@ -167,6 +168,11 @@ def raising_ifs(scope: ast.AST) -> Iterator[ast.If]:
     ``continue``), and whose error reaches the caller: one inside a ``try`` that has a handler
     (which may catch it) checks nothing either."""
     nodes = list(live_nodes(scope))
+    dead = {
+        id(node)
+        for node in nodes
+        if isinstance(node, ast.If) and constant_truth(node.test) is False
+    }
     guarded = {
         id(inner)
         for node in nodes
@@ -178,6 +184,7 @@ def raising_ifs(scope: ast.AST) -> Iterator[ast.If]:
         if (
             isinstance(node, ast.If)
             and id(node) not in guarded
+            and id(node) not in dead  # ``if 0 and ...:`` refuses nothing
             and any(isinstance(s, ast.Raise) for s in reachable(node.body))
         ):
             yield node
@@ -185,6 +192,26 @@ def raising_ifs(scope: ast.AST) -> Iterator[ast.If]:
 
 #: ``try`` statements, with ``except*`` clauses too (Python 3.11).
 _TRIES: tuple[type, ...] = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
+
+
+def refusing_parts(test: ast.AST) -> list[ast.AST]:
+    """The parts of an ``if``'s test each of which alone makes it true: the operands of an
+    ``or`` (and of ``not (a and b)``, read as ``not a or not b``), each read so in turn; a
+    conjunction (``a and b``) is true only with both, so no check of ``a`` or ``b`` alone lies
+    in it, and is left out."""
+    if isinstance(test, ast.BoolOp):
+        if isinstance(test.op, ast.Or):
+            return [part for value in test.values for part in refusing_parts(value)]
+        return []
+    if (
+        isinstance(test, ast.UnaryOp)
+        and isinstance(test.op, ast.Not)
+        and isinstance(test.operand, ast.BoolOp)
+        and isinstance(test.operand.op, ast.And)
+    ):
+        negated = [ast.UnaryOp(op=ast.Not(), operand=value) for value in test.operand.values]
+        return [part for value in negated for part in refusing_parts(value)]
+    return [test]
 
 
 def calls_to(test: ast.AST, name: str) -> list[ast.Call]:
