@@ -307,32 +307,32 @@ def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = N
     )
 
 
-def root_finding(
-    number: int, incident: Incident, pp_size: int | None = None
-) -> tuple[Finding, MessageMatch | None]:
-    """PP801 (one of the nine messages, with its stage and rule) or PP802 (another failure,
-    with its kind) for ``incident``'s root, and the message matched."""
+def _headline(root: Failure, cause: tuple[MessageMatch, str, str, str] | None) -> tuple[str, bool]:
+    """(what the root finding names as the failure, whether that is an earlier exception of
+    the chain than the last one: the one sglang's message, its rule and its kind are read
+    from, the last exception being what was raised about it)."""
+    headline = shown(root.error)
+    if cause is None:
+        return headline, False
+    _, exception, line, _ = cause
+    if (exception, line) == (root.exception, root.message.split("\n", 1)[0]):
+        return headline, False
+    if root.group is not None and root.subs:
+        headline = (
+            f"{shown(root.group, 200)}, sub-exception {root.sub_index} of "
+            f"{len(root.subs)}: {headline}"
+        )
+    return f"{shown(exception)}: {shown(line)} (in the chain of {headline})", True
+
+
+def _first_words(incident: Incident, headline: str, earlier: bool) -> str:
+    """Who failed first, when and where, with what; which sub-exception of a group it is."""
     root = incident.root
     members = incident.members
     who = ", ".join(dict.fromkeys(shown(m.who) for m in members))
-    cause = aux_cause(root)
     also = ""
     if incident.ranks:
         also = f" ({len(members)} processes failed with it at the same moment)"
-    headline = shown(root.error)
-    earlier = False  # the message is an earlier exception's of the chain, not the last one's
-    if cause is not None:
-        _, exception, line, _ = cause
-        if (exception, line) != (root.exception, root.message.split("\n", 1)[0]):
-            # The headline names the exception the message, its rule and its kind are
-            # read from; the last exception is what was raised about it.
-            earlier = True
-            if root.group is not None and root.subs:
-                headline = (
-                    f"{shown(root.group, 200)}, sub-exception {root.sub_index} of "
-                    f"{len(root.subs)}: {headline}"
-                )
-            headline = f"{shown(exception)}: {shown(line)} (in the chain of {headline})"
     message = f"{who} failed first at {when_of(root)} ({place_of(root)}): {headline}{also}"
     if root.group is not None and len(root.subs) > 1 and not earlier:
         # The headline and the kind are the root sub-exception's (ppaux.triage.kinds).
@@ -345,7 +345,14 @@ def root_finding(
         )
     if root.group is not None and (hidden := unseen(root)):
         message += f" ({hidden})"
-    extra: dict[str, Any] = {
+    return message
+
+
+def _root_extra(number: int, incident: Incident) -> dict[str, Any]:
+    """The root finding's data: its incident, kind, ranks, exception, time and records."""
+    root = incident.root
+    members = incident.members
+    return {
         "incident": number,
         "root": True,
         "kind": kind_of(root),
@@ -357,54 +364,78 @@ def root_finding(
         "line": root.line,
         "records": [{"log": m.source, "line": m.line, "ranks": shown(m.who)} for m in members],
     }
-    match: MessageMatch | None = None
-    if cause is not None:
-        match, exception, line, searched = cause
-        if earlier:
-            extra.update(exception=shown(exception), message=shown(line, 2000))
-        rule = RULE_OF_MESSAGE[match.message.id]
-        # The causes of this message, raised on this side (explain's page for it), not the
-        # causes of every auxiliary-output message: one story per message, in every format.
-        causes = list(page_for(match.message.id).causes)
-        extra.update(sglang_message=match.message.id, rule=rule, causes=causes)
-        impossible = cannot_raise(root, match, pp_size)
-        if impossible is not None:
-            message += (
-                f"; {impossible}: the log's rank prefixes or its stages are not what they seem"
-            )
-            extra["stage_fits"] = False
-        stage = STAGE[match.message.function.split("_", 1)[0]]
-        if raised_by_capture(root.frames):
-            message += f"; raised by ppaux's strict capture, as {stage} would (see {rule})"
-        else:
-            message += f"; raised by {stage} (see {rule})"
-        found = finding(
-            "PP801",
-            root.source,
-            message,
-            key_of(root.who),
-            # sglang's message as raised (a message with a key keeps its key), without
-            # whatever else the log line held after it.
-            sglang_error=shown(searched[match.start : match.end]),
-            extra=extra,
-            location=location_of(root, earlier),
-        )
+
+
+def _aux_root(
+    root: Failure,
+    cause: tuple[MessageMatch, str, str, str],
+    said: tuple[str, bool, dict[str, Any]],
+    pp_size: int | None,
+) -> Finding:
+    """PP801: ``root`` raised one of sglang's nine messages (``cause``); ``said``: the
+    message so far, whether the headline is an earlier exception's, and the finding's data."""
+    message, earlier, extra = said
+    match, exception, line, searched = cause
+    if earlier:
+        extra.update(exception=shown(exception), message=shown(line, 2000))
+    rule = RULE_OF_MESSAGE[match.message.id]
+    # The causes of this message, raised on this side (explain's page for it), not the
+    # causes of every auxiliary-output message: one story per message, in every format.
+    causes = list(page_for(match.message.id).causes)
+    extra.update(sglang_message=match.message.id, rule=rule, causes=causes)
+    impossible = cannot_raise(root, match, pp_size)
+    if impossible is not None:
+        message += f"; {impossible}: the log's rank prefixes or its stages are not what they seem"
+        extra["stage_fits"] = False
+    stage = STAGE[match.message.function.split("_", 1)[0]]
+    if raised_by_capture(root.frames):
+        message += f"; raised by ppaux's strict capture, as {stage} would (see {rule})"
     else:
-        kind = kind_of(root)
-        message += (
-            ""
-            if root.said
-            else "; the log cuts its traceback before the exception line: the cause is not in it"
-            if kind == "unknown"
-            else f"; a {KIND_TEXT[kind]}, not an auxiliary-output error"
-        )
-        note = local_note(root.error) if kind.startswith("communication") else None
-        if note is not None:
-            message += f"; {note}"
-        found = finding(
-            "PP802", root.source, message, key_of(root.who), extra=extra, location=location_of(root)
-        )
-    return found, match
+        message += f"; raised by {stage} (see {rule})"
+    return finding(
+        "PP801",
+        root.source,
+        message,
+        key_of(root.who),
+        # sglang's message as raised (a message with a key keeps its key), without
+        # whatever else the log line held after it.
+        sglang_error=shown(searched[match.start : match.end]),
+        extra=extra,
+        location=location_of(root, earlier),
+    )
+
+
+def _other_root(root: Failure, message: str, extra: dict[str, Any]) -> Finding:
+    """PP802: ``root`` is a failure of another kind than the nine messages (or cut)."""
+    kind = extra["kind"]
+    message += (
+        ""
+        if root.said
+        else "; the log cuts its traceback before the exception line: the cause is not in it"
+        if kind == "unknown"
+        else f"; a {KIND_TEXT[kind]}, not an auxiliary-output error"
+    )
+    note = local_note(root.error) if kind.startswith("communication") else None
+    if note is not None:
+        message += f"; {note}"
+    return finding(
+        "PP802", root.source, message, key_of(root.who), extra=extra, location=location_of(root)
+    )
+
+
+def root_finding(
+    number: int, incident: Incident, pp_size: int | None = None
+) -> tuple[Finding, MessageMatch | None]:
+    """PP801 (one of the nine messages, with its stage and rule) or PP802 (another failure,
+    with its kind) for ``incident``'s root, and the message matched."""
+    root = incident.root
+    cause = aux_cause(root)
+    headline, earlier = _headline(root, cause)
+    message = _first_words(incident, headline, earlier)
+    extra = _root_extra(number, incident)
+    if cause is None:
+        return _other_root(root, message, extra), None
+    return _aux_root(root, cause, (message, earlier, extra), pp_size), cause[0]
 
 
 def frame_findings(number: int, incident: Incident) -> list[Finding]:
