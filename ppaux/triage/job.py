@@ -15,6 +15,7 @@ from ppaux.limits import Limits
 from ppaux.report import Finding, Report, finding
 from ppaux.sglang import MessageMatch
 from ppaux.text import shown
+from ppaux.triage.deaths import death_of
 from ppaux.triage.frames import Build, build_of
 from ppaux.triage.incidents import Incident, incidents
 from ppaux.triage.inputs import log_findings, oversized_findings, read_all
@@ -120,14 +121,14 @@ def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
                 )
             )
             continue
-        what = {"watchdog": "an NCCL watchdog timeout", "death": "that a Ray worker died"}.get(
-            kind, "a TCPStore error"
-        )
+        what = {"watchdog": "logged an NCCL watchdog timeout"}.get(kind, "logged a TCPStore error")
+        if kind == "death":  # as the line says it: a Ray worker's end, a launcher's kill
+            what = death_of(first) or "died"
         findings.append(
             finding(
                 "PP803",
                 first.source,
-                f"{shown(who)} logged {what} {later_than(first, root)}{times} ({pointer})",
+                f"{shown(who)} {what} {later_than(first, root)}{times} ({pointer})",
                 key_of(who),
                 extra={
                     "incident": number,

@@ -143,7 +143,12 @@ def time_fields(record: Failure | Event) -> dict[str, Any]:
 def later_than(record: Failure | Event, root: Failure) -> str:
     delay = seconds_between(root, record)
     if delay is None:
-        # Times of two hosts' clocks, or of a host's clock and a collector's, do not compare.
+        # Times of two hosts' clocks, or of a host's clock and a collector's, do not compare;
+        # in the root's own log, its place does (a line without a time, NCCL's warning).
+        if record.source == root.source and record.line < root.line:
+            return "before the root in its log" + (
+                "" if record.time_text is None else f", at {when_of(record)}"
+            )
         return "after the root" if record.time_text is None else f"at {when_of(record)}"
     if delay < 0:
         return f"{-delay:.1f} s before the root"
