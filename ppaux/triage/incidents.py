@@ -170,8 +170,11 @@ def incidents(
         for f in failures
         if f.process or f.scheduler or f.fragment or _pp_related(f) or _ranked(f)
     ]
-    if not ordered:
-        ordered = [f for f in failures if _own(f)]
+    if all(relay(f) for f in ordered):
+        # Nothing but relays (a relay says another process failed): that process's own
+        # complete traceback is what they relay.
+        kept = {id(f) for f in ordered}
+        ordered += [f for f in failures if id(f) not in kept and _own(f)]
     ordered.sort(key=_key)
     # A traceback cut off before its exception says nothing of its cause: a root only when
     # no complete one is there.

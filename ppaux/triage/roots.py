@@ -201,6 +201,8 @@ def observer_target(incident: Incident, match: MessageMatch | None) -> str | Non
 def build_text(build: Build) -> str:
     if build.kind == "wheel":
         return f"a wheel in {shown(build.where, None)}"
+    if build.kind == "elided":
+        return f"at a path the log elides ({shown(build.where, None)})"
     if build.kind == "source checkout":
         return f"a source checkout at {shown(build.where, None)}"
     return f"installed in {shown(build.where, None)}"
@@ -244,6 +246,10 @@ def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = N
             f"ended it is not in this log: {hint_of(how)}"
             + (f"; {counted(others, 'more record')} followed" if others > 0 else "")
         )
+        if len(died) > 1:  # every process the log reports dead, not the first alone
+            names = list(dict.fromkeys(shown(dead_one(r)) for r, _ in died[1:]))
+            listed = ", ".join(names[:12]) + (" ..." if len(names) > 12 else "")
+            message += f"; {counted(len(died) - 1, 'more record')} of a death: {listed}"
     elif (
         all(communication(f) for f in failures)
         and all(e.kind in ("watchdog", "store", "sigquit", "nccl-warn") for e in events)
