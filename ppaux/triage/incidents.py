@@ -13,6 +13,10 @@ seconds are more ranks of the same incident; a different error starts an inciden
 Everything else (communication failures, watchdog and store lines, the parent's SIGQUIT) is
 collateral of the latest incident that began before it (or of the first, when it came
 earlier); a record without a time, of the latest incident before it in its own log.
+A relay (:func:`~ppaux.triage.deaths.relay`: an engine's exception saying that a worker
+failed) is collateral of the failure it relays where the log holds that one; where it quotes
+the worker's error and the log holds nothing else, it is the root, named after the worker the
+log reports dead next; where it quotes nothing, it is a death whose cause is elsewhere.
 """
 
 from __future__ import annotations
@@ -231,7 +235,7 @@ def _name_relayed(root: Failure, events: list[Event]) -> None:
         if event.kind != "death" or event.source != root.source or event.order < root.order:
             continue
         name = worker_name(event.text)  # the first death after the relay, or none
-        if name is not None:
+        if name is not None and not (root.stream or "").endswith(name):
             engine = process_of(root.stream)
             root.stream = name if engine is None else f"{engine}, {name}"
         return
