@@ -169,3 +169,13 @@ def test_the_parents_sigquit_is_said_to_follow_a_childs_failure():
         ).split()
     )
     assert "SIGQUIT from a failing child" in out and "PP804" in out and "'ppaux triage'" in out
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    line=_EXCEPTION_LINES,
+    rank=st.integers(0, 10**9 - 1),
+    lead=st.sampled_from(["", "B-job/0 [default1]:", "(RayWorkerWrapper pid=7, ip=10.0.0.2) "]),
+)
+def test_torchs_rank_prefix_never_changes_the_kind(line, rank, lead):
+    assert kind_of_text(f"{lead}[rank{rank}]: {line}") == kind_of_text(line) is not None
