@@ -193,3 +193,26 @@ def test_an_elided_install_path_is_said_to_be_elided(tmp_path):
     (build,) = [f for f in findings if f.code == "PP806"]
     assert build.extra["install"] == "elided"
     assert "a path the log elides" in build.message and "installed in" not in build.message
+
+
+def test_rays_error_of_a_remote_task_follows_the_tasks_own_failure(tmp_path):
+    text = (
+        "(WorkerDict pid=2201) Traceback (most recent call last):\n"
+        '(WorkerDict pid=2201)   File "/srv/app/workers.py", line 300, in generate\n'
+        "(WorkerDict pid=2201)     out = self.model(x)\n"
+        "(WorkerDict pid=2201) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+        "2.00 GiB\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/app/main.py", line 40, in main\n'
+        "    ray.get(runner.run.remote(config))\n"
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task() (pid=2100, "
+        "ip=10.0.0.2)\n"
+        '  File "/srv/app/workers.py", line 300, in generate\n'
+        "    out = self.model(x)\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    )
+    findings = _findings(tmp_path, text)
+    roots = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    assert [(f.code, f.key) for f in roots] == [("PP802", "WorkerDict pid=2201")]
+    (after,) = [f for f in findings if f.code == "PP803"]
+    assert "RayTaskError" in after.message

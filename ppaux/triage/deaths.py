@@ -16,7 +16,8 @@ summaries of a child's failure.
 - a relay: a process's exception that says another one failed and points elsewhere for the
   cause (vLLM's ``WorkerProc initialization failed due to an exception in a background
   process. See stack trace for root cause.``, its ``Worker failed with error '...', please
-  check the stack trace above for the root cause``). What it relays is the failure; where the
+  check the stack trace above for the root cause``) and Ray's ``RayTaskError(...)`` of a remote
+  task (its message the remote traceback). What it relays is the failure; where the
   relay quotes that failure's error (:func:`relayed_error`), the error is read as the failed
   process's own.
 
@@ -80,6 +81,8 @@ _RELAY = re.compile(
     r"check the stack trace above for the root cause|"
     r"^Worker failed with error '"
 )
+#: Ray's error of a remote task or actor: the remote process's failure, carried to the caller.
+_RAY_RELAY = re.compile(r"(?:^|\.)Ray(?:Task|Actor)Error\b")
 #: The error a relay quotes (vLLM's ``Worker failed with error '<error>', please check ...``).
 _QUOTED = re.compile(
     r"^Worker failed with error '(?P<error>.{1,2000}?)'?(?:, please check|$)", re.S
@@ -87,14 +90,23 @@ _QUOTED = re.compile(
 
 
 def relay(failure: Failure) -> bool:
-    """True when ``failure``'s exception relays another process's failure (:data:`_RELAY`)."""
-    return failure.exception is not None and _RELAY.search(failure.message[:2000]) is not None
+    """True when ``failure``'s exception relays another process's failure (:data:`_RELAY`,
+    or Ray's error of a remote task or actor, :data:`_RAY_RELAY`)."""
+    if failure.exception is None:
+        return False
+    return (
+        _RAY_RELAY.search(failure.exception) is not None
+        or _RELAY.search(failure.message[:2000]) is not None
+    )
 
 
 def relayed_error(failure: Failure) -> str | None:
-    """The error a relay quotes (its first line), or None where it quotes none."""
+    """The error a relay quotes (its first line: Ray's carries the remote one's whole), or
+    None where it quotes none."""
     if not relay(failure):
         return None
+    if _RAY_RELAY.search(failure.exception or "") is not None:
+        return failure.error
     quoted = _QUOTED.search(failure.message[:2000])
     if quoted is None:
         return None
