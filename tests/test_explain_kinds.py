@@ -179,3 +179,14 @@ def test_the_parents_sigquit_is_said_to_follow_a_childs_failure():
 )
 def test_torchs_rank_prefix_never_changes_the_kind(line, rank, lead):
     assert kind_of_text(f"{lead}[rank{rank}]: {line}") == kind_of_text(line) is not None
+
+
+def test_a_relay_is_said_to_point_at_another_processs_failure():
+    out = " ".join(
+        _explain(
+            "(EngineCore pid=404) ERROR 05-12 14:13:56 [core.py:1110] Exception: WorkerProc "
+            "initialization failed due to an exception in a background process. See stack "
+            "trace for root cause."
+        ).split()
+    )
+    assert "relays another process's failure" in out and "'ppaux triage'" in out

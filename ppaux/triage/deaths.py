@@ -75,12 +75,12 @@ _WORKER_PROC = re.compile(
     r"Worker proc (?P<name>[\w.-]{1,80}) died unexpectedly(?: \(exit code: (?P<code>-?\d{1,4})\))?"
 )
 #: A process's exception that relays another's failure and points elsewhere for its cause.
-_RELAY = re.compile(
+_RELAY_WORDS = (
     r"failed due to an exception in a background process|"
     r"[Ss]ee (?:the )?stack trace (?:above )?for (?:the )?root cause|"
-    r"check the stack trace above for the root cause|"
-    r"^Worker failed with error '"
+    r"check the stack trace above for the root cause"
 )
+_RELAY = re.compile(_RELAY_WORDS + r"|^Worker failed with error '")
 #: Ray's error of a remote task or actor: the remote process's failure, carried to the caller.
 _RAY_RELAY = re.compile(r"(?:^|\.)Ray(?:Task|Actor)Error\b")
 #: The error a relay quotes (vLLM's ``Worker failed with error '<error>', please check ...``).
@@ -231,6 +231,9 @@ _SIGNAL_LINE = re.compile(
     r"Signal (?P<number>\d{1,3}) \((?P<name>SIG[A-Z0-9]{1,10})\) received by PID"
 )
 _EXIT_LINE = re.compile(r"exitcode\s*:\s*(?P<code>-\d{1,3})\b")
+#: A relay's words anywhere in a pasted line, and the error one quotes.
+_RELAY_TEXT = re.compile(_RELAY_WORDS)
+_QUOTED_TEXT = re.compile(r"Worker failed with error '")
 #: The parent's record of a failing child (sglang's engine and tokenizer manager).
 _SIGQUIT = re.compile(r"[Rr]eceived sigquit from a child|SIGQUIT received")
 _CHILD_FAILED_TEXT = re.compile(r"(?:^|[\s.])ChildFailedError\b")
@@ -256,6 +259,12 @@ def death_in_text(text: str) -> str | None:
         return (
             f"it reports that a process {how}, and not what ended it: {hint_of(how)}; "
             "'ppaux triage' on the whole log says whether anything failed before it"
+        )
+    if _RELAY_TEXT.search(text) is not None and _QUOTED_TEXT.search(text) is None:
+        return (
+            "it relays another process's failure and says to look elsewhere for the root "
+            "cause, not a failure of its own: that process's own traceback is the root; "
+            "'ppaux triage' on the whole log names it, or says the log does not hold it"
         )
     if _SIGQUIT.search(text) is not None:
         return (
