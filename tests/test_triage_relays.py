@@ -216,3 +216,19 @@ def test_rays_error_of_a_remote_task_follows_the_tasks_own_failure(tmp_path):
     assert [(f.code, f.key) for f in roots] == [("PP802", "WorkerDict pid=2201")]
     (after,) = [f for f in findings if f.code == "PP803"]
     assert "RayTaskError" in after.message
+
+
+def test_a_sigquit_of_the_roots_second_written_before_it_is_said_so(tmp_path):
+    text = (
+        "[2026-03-03 03:53:36] Received sigquit from a child process. It usually means the "
+        "child failed.\n"
+        "[2026-03-03 03:53:36 TP3] Scheduler hit an exception: Traceback (most recent call "
+        "last):\n"
+        '  File "/srv/sglang/python/sglang/srt/managers/scheduler.py", line 10, in run\n'
+        "    x()\n"
+        "ValueError: bad weight\n"
+    )
+    findings = _findings(tmp_path, text)
+    (sigquit,) = [f for f in findings if f.code == "PP804"]
+    assert "before it in its log" in sigquit.message
+    assert "after the root" not in sigquit.message

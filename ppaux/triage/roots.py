@@ -152,6 +152,8 @@ def later_than(record: Failure | Event, root: Failure) -> str:
         return "after the root" if record.time_text is None else f"at {when_of(record)}"
     if delay < 0:
         return f"{-delay:.1f} s before the root"
+    if delay == 0 and record.source == root.source and record.line < root.line:
+        return "at the root's time, before it in its log"
     return f"{delay:.1f} s after the root"
 
 
