@@ -20,8 +20,7 @@ process prints as it dies.
 - NCCL's warning that a CUDA call failed for a reason of the host's own set-up (``init.cc:1582
   NCCL WARN Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'``):
   NCCL returns ``ncclUnhandledCudaError`` from it, a failure of that process whatever its
-  peers do, where NCCL's other warnings only say what it saw of the network.
-
+  peers do, where NCCL's other warnings only say what it saw of the network;
 - a host allocation that failed, ``memory allocation of 2097152 bytes failed`` (Rust's
   allocator aborting a process, a tokenizer's): the host ran out of memory; two processes'
   lines may be written into each other (``memory allocation of memory allocation of ...``).
@@ -40,7 +39,7 @@ from collections.abc import Callable
 
 from ppaux.triage.deaths import DEATH_MARKERS
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
-from ppaux.triage.records import Failure, Frame
+from ppaux.triage.records import MAX_FRAMES, Failure, Frame
 from ppaux.triage.tracelines import MAX_MESSAGE, raised
 
 __all__ = ["CRASH_MARKERS", "NEAR_LINES", "Crashes", "host_allocation", "rank_within"]
@@ -201,7 +200,8 @@ class Crashes:
             return self._summary
         near = self._near(line)
         if near is not None and (frame := _CPP_SETUP_FRAME.match(text)) is not None:
-            near.frames.append(Frame("", 0, frame.group("function"), frame.group("symbol")))
+            if len(near.frames) < MAX_FRAMES:  # one record's frames, as a traceback's
+                near.frames.append(Frame("", 0, frame.group("function"), frame.group("symbol")))
             self._last_line = line.number
             return None
         if (found := _TERMINATE.search(text)) is not None:
