@@ -22,6 +22,7 @@ from ppaux.triage.inputs import log_findings, oversized_findings, read_all
 from ppaux.triage.kinds import kind_of, local_note
 from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.longlines import long_line_findings
+from ppaux.triage.noroots import no_root_finding
 from ppaux.triage.reading import LogReading
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.roots import (
@@ -31,7 +32,6 @@ from ppaux.triage.roots import (
     key_of,
     later_than,
     location_of,
-    no_root_finding,
     observer_target,
     place_of,
     root_finding,
