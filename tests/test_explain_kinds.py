@@ -124,3 +124,69 @@ def test_nccls_local_errors_are_not_said_to_follow_a_peers_death(error):
     )
     assert "own set-up" in out
     assert "when a peer died first" not in out
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # torch's rank prefix, behind a launcher's and a replica's
+        (
+            "B-nemo-ft3/0 [default1]:[rank1]: torch.distributed.DistBackendError: [1] is setting "
+            "up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store "
+            "by key '0', but store->get('0') got error: wait timeout after 600000ms",
+            "communication",
+        ),
+        # the async exception a collective's work raised
+        (
+            "(RayWorkerWrapper pid=92234, ip=10.0.0.2) [rank1]:[E1224 13:23:05.483840160 "
+            "ProcessGroupNCCL.cpp:542] [Rank 12] Collective WorkNCCL(SeqNum=1, OpType=BROADCAST, "
+            "Timeout(ms)=1800000) raised the following async exception: NCCL error: remote "
+            "process exited or there was a network error, NCCL version 2.21.5",
+            "communication",
+        ),
+        ("memory allocation of 2097152 bytes failed", "memory"),
+        (
+            "  what():  [TensorRT-LLM][ERROR] Assertion failed: Failed: MPI error "
+            "/src/cpp/tensorrt_llm/common/mpiUtils.cpp:211 '6'",
+            "communication",
+        ),
+    ],
+)
+def test_the_kind_of_more_lines_triage_reads(line, kind):
+    assert kind_of_text(line) == kind
+
+
+def test_explain_says_the_kind_and_points_to_triage():
+    out = " ".join(_explain("memory allocation of 2097152 bytes failed").split())
+    assert "a memory failure" in out and "'ppaux triage'" in out
+
+
+def test_the_parents_sigquit_is_said_to_follow_a_childs_failure():
+    out = " ".join(
+        _explain(
+            "[2026-03-03 03:53:36] Received sigquit from a child process. It usually means the "
+            "child failed."
+        ).split()
+    )
+    assert "SIGQUIT from a failing child" in out and "PP804" in out and "'ppaux triage'" in out
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    line=_EXCEPTION_LINES,
+    rank=st.integers(0, 10**9 - 1),
+    lead=st.sampled_from(["", "B-job/0 [default1]:", "(RayWorkerWrapper pid=7, ip=10.0.0.2) "]),
+)
+def test_torchs_rank_prefix_never_changes_the_kind(line, rank, lead):
+    assert kind_of_text(f"{lead}[rank{rank}]: {line}") == kind_of_text(line) is not None
+
+
+def test_a_relay_is_said_to_point_at_another_processs_failure():
+    out = " ".join(
+        _explain(
+            "(EngineCore pid=404) ERROR 05-12 14:13:56 [core.py:1110] Exception: WorkerProc "
+            "initialization failed due to an exception in a background process. See stack "
+            "trace for root cause."
+        ).split()
+    )
+    assert "relays another process's failure" in out and "'ppaux triage'" in out

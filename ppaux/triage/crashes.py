@@ -10,7 +10,9 @@ process prints as it dies.
 - ``Fatal Python error: Aborted`` (Python's fault handler): the process aborted; where no record
   of the same process came just before it, the cause is not in the log;
 - torchrun's failure summary (``Root Cause (first observed failure):``, then ``rank : 0`` and
-  ``exitcode : 1``): that rank exited first; its exception is not in the log;
+  ``exitcode : 1``): that rank exited first; its exception is not in the log; a failure of the
+  summary flattened on one line (a console's table row, ``[2]: time : ... rank : 2
+  (local_rank: 2) exitcode : -6 ...``): that rank exited so;
 - torch's ``Detected mismatch between collectives on ranks. Rank 2 is running collective:
   ...`` (``TORCH_DISTRIBUTED_DEBUG=DETAIL``'s check), however a program printed it: the ranks
   called different collectives or shapes, so their programs or models differ; that rank's
@@ -18,11 +20,16 @@ process prints as it dies.
 - NCCL's warning that a CUDA call failed for a reason of the host's own set-up (``init.cc:1582
   NCCL WARN Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'``):
   NCCL returns ``ncclUnhandledCudaError`` from it, a failure of that process whatever its
-  peers do, where NCCL's other warnings only say what it saw of the network.
+  peers do, where NCCL's other warnings only say what it saw of the network;
+- a host allocation that failed, ``memory allocation of 2097152 bytes failed`` (Rust's
+  allocator aborting a process, a tokenizer's): the host ran out of memory; two processes'
+  lines may be written into each other (``memory allocation of memory allocation of ...``).
 
 A record that follows another of the same stream within :data:`NEAR_LINES` lines says more of
 the same failure (a ``what():`` line, the fault handler after ``terminate``): it completes that
-failure instead of starting one.
+failure instead of starting one. So does a numbered C++ frame of an object's set-up
+(``4  0x7fb4614edcec tensorrt_llm::plugins::AllreducePlugin::initialize() + 204``): it is kept
+as a frame of that failure, which tells an error at set-up from one in flight.
 """
 
 from __future__ import annotations
@@ -32,10 +39,10 @@ from collections.abc import Callable
 
 from ppaux.triage.deaths import DEATH_MARKERS
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
-from ppaux.triage.records import Failure
+from ppaux.triage.records import MAX_FRAMES, Failure, Frame
 from ppaux.triage.tracelines import MAX_MESSAGE, raised
 
-__all__ = ["CRASH_MARKERS", "NEAR_LINES", "Crashes", "rank_within"]
+__all__ = ["CRASH_MARKERS", "NEAR_LINES", "Crashes", "host_allocation", "rank_within"]
 
 #: What makes a line worth reading for this module (added to the scanner's markers).
 CRASH_MARKERS: tuple[bytes, ...] = (
@@ -47,6 +54,9 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"(local_rank: ",
     b"exitcode",
     b"Detected mismatch between collectives",
+    b"::initialize()",
+    b"memory allocation of",
+    b"::initialise()",
     *DEATH_MARKERS,
 )
 #: Lines within which a record of the same stream completes the failure before it (a C++
@@ -55,6 +65,16 @@ NEAR_LINES = 64
 
 _WATCHDOG = re.compile(r"watchdog thread terminated with exception: (?P<message>.*)$")
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']{1,200})'")
+#: A numbered C++ frame (glibc's backtrace, torch's ``frame #4:``) of an object's set-up.
+_CPP_SETUP_FRAME = re.compile(
+    r"^\s*(?:frame #)?\d{1,4}:?\s+(?:0x[0-9a-fA-F]{1,16}\s+)?"
+    r"(?P<symbol>[\w:<>~]{1,300}::(?P<function>initiali[sz]e)\(\))"
+)
+#: A host allocation that failed (one process's words, or two processes' written into each
+#: other).
+_HOST_ALLOC = re.compile(r"memory allocation of (?:memory allocation of )?\d{1,40} bytes failed")
+#: What such a record is called: the log shows no exception type for it.
+_HOST_ALLOC_TYPE = "memory allocation failed"
 #: The C++ type at the start of what the quotes hold: other processes' ``terminate`` lines may
 #: be written into it (``'c10::DistBackendErrorterminate called ...'``).
 _CPP_TYPE = re.compile(r"[A-Za-z_][\w:]{0,199}?(?=terminate called|$|[^\w:])")
@@ -66,6 +86,12 @@ _QUOTES = " \"',"
 _SUMMARY = re.compile(r"^\s*Root Cause \(first observed failure\):")
 _SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(?P<rank>\d{1,9}) \(local_rank: ")
 _SUMMARY_EXIT = re.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d{1,9})")
+#: A failure of torchrun's summary flattened on one line (a console's table row): ``[2]: time :
+#: ... rank : 2 (local_rank: 2) exitcode : -6 (pid: 189) ...``.
+_SUMMARY_ROW = re.compile(
+    r"\[\d{1,9}\]:\s+time\s*: \S{1,40}\s+host\s*: \S{1,253}\s+rank\s*: (?P<rank>\d{1,9}) "
+    r"\(local_rank: \d{1,9}\)\s+exitcode\s*: (?P<code>-?\d{1,9})\b"
+)
 #: Lines a torchrun summary's ``rank`` and ``exitcode`` come within after its heading: the
 #: fifth and sixth line of it, where an export's pretty-printed JSON spends up to eight lines
 #: on each.
@@ -157,6 +183,14 @@ class Crashes:
                     "(torchrun's first observed failure); its exception is not in this log"
                 )
                 return None
+        if (row := _SUMMARY_ROW.search(text)) is not None:
+            failure = self._new(line, None, "")
+            failure.stream = ranked_stream(line.stream, f"rank {row.group('rank')}")
+            failure.said = (
+                f"rank {row.group('rank')} exited with code {row.group('code')} (a failure of "
+                "torchrun's summary); its exception is not in this log"
+            )
+            return failure
         if _SUMMARY.match(text):
             self._summary = self._new(line, None, "")
             self._summary.said = (
@@ -165,6 +199,11 @@ class Crashes:
             )
             return self._summary
         near = self._near(line)
+        if near is not None and (frame := _CPP_SETUP_FRAME.match(text)) is not None:
+            if len(near.frames) < MAX_FRAMES:  # one record's frames, as a traceback's
+                near.frames.append(Frame("", 0, frame.group("function"), frame.group("symbol")))
+            self._last_line = line.number
+            return None
         if (found := _TERMINATE.search(text)) is not None:
             if near is not None:
                 return None
@@ -200,6 +239,11 @@ class Crashes:
             place = host.group("place")
             said = f"Cuda failure '{host.group('message')}'"
             return self._new(line, _NCCL_CUDA, said + (f" (NCCL's {place})" if place else ""))
+        if (alloc := host_allocation(text)) is not None:
+            if near is not None and near.exception == _HOST_ALLOC_TYPE:
+                self._last_line = line.number  # another process's, or the same said again
+                return None
+            return self._new(line, *alloc)
         if (fatal := _FATAL.search(text)) is not None:
             if near is not None:
                 self._last_line = line.number
@@ -211,6 +255,15 @@ class Crashes:
                 f"{said} (the process aborted; the cause is not in this log)",
             )
         return None
+
+
+def host_allocation(text: str) -> tuple[str, str] | None:
+    """(type, message) of a host allocation's failure (``memory allocation of N bytes
+    failed``) as triage reads it, or None for another line."""
+    alloc = _HOST_ALLOC.search(text)
+    if alloc is None:
+        return None
+    return _HOST_ALLOC_TYPE, f"{alloc.group()} (the host ran out of memory)"
 
 
 def _cpp_type(quoted: str) -> str:

@@ -7,8 +7,19 @@ summaries of a child's failure.
   the raylet's ``A worker died or was killed while executing a task``: a worker process died;
 - supervisord's ``exited: <program> (terminated by SIGKILL; not expected)`` or ``(exit
   status 1; not expected)``: the program it runs died of a signal or ended with an error;
+- DeepSpeed's launcher's ``sigkill_handler] Killing subprocess N``: the launcher killed its
+  child (after another child failed, or when it was itself told to stop);
+- vLLM's ``Worker proc VllmWorker-0 died unexpectedly (exit code: -15)``: the engine saw its
+  worker process end;
 - torchrun's ``ChildFailedError``: the launcher's summary of a child that failed, never a
-  failure of its own.
+  failure of its own;
+- a relay: a process's exception that says another one failed and points elsewhere for the
+  cause (vLLM's ``WorkerProc initialization failed due to an exception in a background
+  process. See stack trace for root cause.``, its ``Worker failed with error '...', please
+  check the stack trace above for the root cause``) and Ray's ``RayTaskError(...)`` of a remote
+  task (its message the remote traceback). What it relays is the failure; where the
+  relay quotes that failure's error (:func:`relayed_error`), the error is read as the failed
+  process's own.
 
 A death is no root: what killed the process (the OOM killer, an operator, a crash of its own)
 is not in the log that reports it. Where nothing else failed first, triage says so (PP809,
@@ -29,11 +40,19 @@ __all__ = [
     "death_of",
     "hint_of",
     "launcher_summary",
+    "relay",
+    "relayed_error",
     "worker_died",
+    "worker_name",
 ]
 
 #: What makes a line worth reading for a death another process reports.
-DEATH_MARKERS: tuple[bytes, ...] = (b"A worker died or was killed", b"; not expected)")
+DEATH_MARKERS: tuple[bytes, ...] = (
+    b"A worker died or was killed",
+    b"; not expected)",
+    b"Killing subprocess",
+    b"died unexpectedly",
+)
 
 _RAYLET = re.compile(r"A worker died or was killed")
 _RAY_PID = re.compile(r"Worker PID: (?P<pid>\d{1,9})")
@@ -47,6 +66,57 @@ _SUPERVISED = re.compile(
     r"\bexited: (?P<name>[\w.:-]{1,80}) \((?:terminated by (?P<signal>SIG[A-Z0-9]{1,10})"
     r"|exit status (?P<status>\d{1,3})); not expected\)"
 )
+
+
+#: DeepSpeed's launcher killing its child.
+_LAUNCHER_KILL = re.compile(r"sigkill_handler\] Killing subprocess (?P<pid>\d{1,9})")
+#: vLLM's engine reporting that a worker process ended.
+_WORKER_PROC = re.compile(
+    r"Worker proc (?P<name>[\w.-]{1,80}) died unexpectedly(?: \(exit code: (?P<code>-?\d{1,4})\))?"
+)
+#: A process's exception that relays another's failure and points elsewhere for its cause.
+_RELAY_WORDS = (
+    r"failed due to an exception in a background process|"
+    r"[Ss]ee (?:the )?stack trace (?:above )?for (?:the )?root cause|"
+    r"check the stack trace above for the root cause"
+)
+_RELAY = re.compile(_RELAY_WORDS + r"|^Worker failed with error '")
+#: Ray's error of a remote task or actor: the remote process's failure, carried to the caller.
+_RAY_RELAY = re.compile(r"(?:^|\.)Ray(?:Task|Actor)Error\b")
+#: The error a relay quotes (vLLM's ``Worker failed with error '<error>', please check ...``).
+_QUOTED = re.compile(
+    r"^Worker failed with error '(?P<error>.{1,2000}?)'?(?:, please check|$)", re.S
+)
+
+
+def relay(failure: Failure) -> bool:
+    """True when ``failure``'s exception relays another process's failure (:data:`_RELAY`,
+    or Ray's error of a remote task or actor, :data:`_RAY_RELAY`)."""
+    if failure.exception is None:
+        return False
+    return (
+        _RAY_RELAY.search(failure.exception) is not None
+        or _RELAY.search(failure.message[:2000]) is not None
+    )
+
+
+def relayed_error(failure: Failure) -> str | None:
+    """The error a relay quotes (its first line: Ray's carries the remote one's whole), or
+    None where it quotes none."""
+    if not relay(failure):
+        return None
+    if _RAY_RELAY.search(failure.exception or "") is not None:
+        return failure.error
+    quoted = _QUOTED.search(failure.message[:2000])
+    if quoted is None:
+        return None
+    return quoted.group("error").split("\n", 1)[0].strip() or None
+
+
+def worker_name(text: str) -> str | None:
+    """The worker a vLLM engine's ``Worker proc X died unexpectedly`` line names, else None."""
+    found = _WORKER_PROC.search(text)
+    return None if found is None else found.group("name")
 
 
 def _signal_name(number: int) -> str:
@@ -65,10 +135,23 @@ def death_of(record: Failure | Event) -> str | None:
         supervised = _SUPERVISED.search(record.text)
         if supervised is not None:
             return _supervised_end(supervised)
+        if _LAUNCHER_KILL.search(record.text) is not None:
+            return "was killed by its launcher (DeepSpeed's sigkill_handler)"
+        if (worker := _WORKER_PROC.search(record.text)) is not None:
+            code = worker.group("code")
+            if code is not None and int(code) < 0:
+                number = -int(code)
+                return f"died: killed by {_signal_name(number)} (signal {number})"
+            return "died" + (f" (exit code {code})" if code is not None else "")
         exit_type = _EXIT_TYPE.search(record.text)
         how = "SYSTEM_ERROR" if "unexpected system error" in record.text else None
         how = exit_type.group("type") if exit_type is not None else how
         return "died: its Ray worker process ended" + (f" ({how})" if how else "")
+    if relay(record) and relayed_error(record) is None:
+        return (
+            "reports that a process it started failed (its exception says to look elsewhere "
+            "for the root cause)"
+        )
     if record.exception is None:
         code = _EXIT.search(record.said or "")
         if code is None:
@@ -102,6 +185,8 @@ def dead_one(record: Failure | Event) -> str:
 
 def hint_of(how: str) -> str:
     """Where to look for what killed a process that died ``how``."""
+    if "reports that a process it started failed" in how:
+        return "look for that process's own traceback, earlier in its log or in its own log"
     if "SIGKILL" in how or "Ray" in how:
         return (
             "look for the kernel's OOM killer on its host (dmesg, journalctl -k: 'Killed "
@@ -126,6 +211,10 @@ def worker_died(text: str) -> str | None:
     supervised = _SUPERVISED.search(text)
     if supervised is not None:
         return f"{supervised.group('name')} (supervisord's program)"
+    if (killed := _LAUNCHER_KILL.search(text)) is not None:
+        return f"subprocess {killed.group('pid')}"
+    if (worker := _WORKER_PROC.search(text)) is not None:
+        return worker.group("name")
     if _RAYLET.search(text) is None:
         return None
     pid = _RAY_PID.search(text)
@@ -142,6 +231,11 @@ _SIGNAL_LINE = re.compile(
     r"Signal (?P<number>\d{1,3}) \((?P<name>SIG[A-Z0-9]{1,10})\) received by PID"
 )
 _EXIT_LINE = re.compile(r"exitcode\s*:\s*(?P<code>-\d{1,3})\b")
+#: A relay's words anywhere in a pasted line, and the error one quotes.
+_RELAY_TEXT = re.compile(_RELAY_WORDS)
+_QUOTED_TEXT = re.compile(r"Worker failed with error '")
+#: The parent's record of a failing child (sglang's engine and tokenizer manager).
+_SIGQUIT = re.compile(r"[Rr]eceived sigquit from a child|SIGQUIT received")
 _CHILD_FAILED_TEXT = re.compile(r"(?:^|[\s.])ChildFailedError\b")
 
 
@@ -165,6 +259,19 @@ def death_in_text(text: str) -> str | None:
         return (
             f"it reports that a process {how}, and not what ended it: {hint_of(how)}; "
             "'ppaux triage' on the whole log says whether anything failed before it"
+        )
+    if _RELAY_TEXT.search(text) is not None and _QUOTED_TEXT.search(text) is None:
+        return (
+            "it relays another process's failure and says to look elsewhere for the root "
+            "cause, not a failure of its own: that process's own traceback is the root; "
+            "'ppaux triage' on the whole log names it, or says the log does not hold it"
+        )
+    if _SIGQUIT.search(text) is not None:
+        return (
+            "it is the parent process's record of a SIGQUIT from a failing child (what triage "
+            "lists as PP804, collateral of the root), not a failure of its own: the child's "
+            "traceback, before it in the log, is the root; 'ppaux triage' on the whole log "
+            "names it"
         )
     if _CHILD_FAILED_TEXT.search(text) is not None:
         return (

@@ -46,6 +46,13 @@ _OVERSIZED = re.compile(r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank)\d{
 _MAX_OVERSIZED = 16
 
 
+#: torch.fx's words before the frames of the model code a failed graph node came from: notes
+#: of the exception printed just before them.
+_ORIGINAL = "Original traceback:"
+#: Lines a note's next frame comes within (its source line and the caret line between).
+_NOTE_LINES = 3
+
+
 @dataclass
 class LogReading:
     """What one log holds for triage."""
@@ -165,6 +172,10 @@ class Reader:
         #: frames follow it on the next line, it was the header of the remote traceback they
         #: begin (that fragment is the failure), else a record standing alone.
         self._wrappers: dict[str | None, tuple[LogLine, Failure]] = {}
+        #: Per stream, the number of the last frame line read as a note of the exception
+        #: before it (torch.fx's ``Original traceback:`` and the frames after it), not a
+        #: failure of its own.
+        self._noted: dict[str | None, int] = {}
         #: Per stream, the text a tool ppaux does not know put before the last traceback's
         #: header: taken off the lines after it that begin the same way
         #: (:func:`~ppaux.triage.leads.lead_length`).
@@ -372,6 +383,8 @@ class Reader:
         )
         if fragment:
             before = self._before() if callable(self._before) else self._before
+            if self._a_note(first, before):
+                return
             if before is not None and (before.stream, before.ranks) == (first.stream, first.ranks):
                 failure.context = lost_source(before.text)
             builder = TracebackBuilder(failure, group=inside is not None)
@@ -391,6 +404,21 @@ class Reader:
             if failures[index] is failure:
                 del failures[index]
                 return
+
+    def _a_note(self, line: LogLine, before: LogLine | None) -> bool:
+        """True for a frame ``line`` that notes where the exception before it came from, not a
+        failure of its own: torch.fx's ``Original traceback:`` (after ``While executing``) and
+        the frames that follow it, each within :data:`_NOTE_LINES` of the last."""
+        last = self._noted.get(line.stream)
+        said = (
+            before is not None
+            and before.stream == line.stream
+            and before.text.strip().endswith(_ORIGINAL)
+        )
+        if said or (last is not None and 0 < line.number - last <= _NOTE_LINES):
+            self._noted[line.stream] = line.number
+            return True
+        return False
 
     def _learn(self, line: LogLine) -> str | None:
         """Keep what stands before ``line``'s traceback header and no known layer took off:

@@ -104,7 +104,8 @@ def _sglang_relative(path: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Build:
-    """The sglang a traceback ran: ``kind`` 'wheel', 'source checkout' or 'other layout';
+    """The sglang a traceback ran: ``kind`` 'wheel', 'source checkout', 'other layout' or
+    'elided' (the paste cut the directory off: ``.../sglang/srt/...``);
     ``where`` the directory holding the package; ``fits`` the releases whose lines fit every
     frame the table can judge (None when it can judge none)."""
 
@@ -122,6 +123,10 @@ class Build:
                 "its lines fit no release in ppaux's table (a modified build, or a newer release)"
             )
         return "its lines fit " + ", ".join(self.fits)
+
+
+#: A directory a paste elided (``.../sglang/srt/...``): where sglang was is not in the log.
+_ELIDED = re.compile(r"^(?:\.{3}|\u2026)(?:/|$)")
 
 
 def build_of(frames: Iterable[Frame]) -> Build | None:
@@ -143,7 +148,9 @@ def build_of(frames: Iterable[Frame]) -> Build | None:
         fits = set(found) if fits is None else fits & set(found)
     if where is None:
         return None
-    if _PACKAGES.search(where + "/"):
+    if _ELIDED.match(where):  # the one who pasted it cut the directory off
+        kind = "elided"
+    elif _PACKAGES.search(where + "/"):
         kind = "wheel"
     elif where.endswith("/python") or where == "python":
         kind = "source checkout"

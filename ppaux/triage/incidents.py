@@ -13,6 +13,10 @@ seconds are more ranks of the same incident; a different error starts an inciden
 Everything else (communication failures, watchdog and store lines, the parent's SIGQUIT) is
 collateral of the latest incident that began before it (or of the first, when it came
 earlier); a record without a time, of the latest incident before it in its own log.
+A relay (:func:`~ppaux.triage.deaths.relay`: an engine's exception saying that a worker
+failed) is collateral of the failure it relays where the log holds that one; where it quotes
+the worker's error and the log holds nothing else, it is the root, named after the worker the
+log reports dead next; where it quotes nothing, it is a death whose cause is elsewhere.
 """
 
 from __future__ import annotations
@@ -22,10 +26,10 @@ import re
 from dataclasses import dataclass, field
 
 from ppaux.sglang import search_message
-from ppaux.triage.deaths import death_of, launcher_summary
+from ppaux.triage.deaths import death_of, launcher_summary, relay, worker_name
 from ppaux.triage.frames import frame_owner, in_scheduler_process, in_sglang_server
 from ppaux.triage.kinds import COMMUNICATION, COMMUNICATION_INIT, MEMORY, kind_of
-from ppaux.triage.records import Event, Failure
+from ppaux.triage.records import Event, Failure, process_of
 
 __all__ = ["SAME_MOMENT_S", "Incident", "communication", "incidents", "seconds_between"]
 
@@ -170,8 +174,11 @@ def incidents(
         for f in failures
         if f.process or f.scheduler or f.fragment or _pp_related(f) or _ranked(f)
     ]
-    if not ordered:
-        ordered = [f for f in failures if _own(f)]
+    if all(relay(f) for f in ordered):
+        # Nothing but relays (a relay says another process failed): that process's own
+        # complete traceback is what they relay.
+        kept = {id(f) for f in ordered}
+        ordered += [f for f in failures if id(f) not in kept and _own(f)]
     ordered.sort(key=_key)
     # A traceback cut off before its exception says nothing of its cause: a root only when
     # no complete one is there.
@@ -181,7 +188,11 @@ def incidents(
     deaths += [e for e in events if e.kind == "death"]
     told = {id(f) for f in ordered if launcher_summary(f)} | {id(f) for f in deaths}
     ordered_roots = [f for f in ordered if id(f) not in told]
+    # A relay that quotes the error it relays (a relay that does not is a death, above) is
+    # collateral of the failure it relays where the log shows that one, else its only word.
     complete = [f for f in ordered_roots if f.exception is not None and not communication(f)]
+    relays = [f for f in complete if relay(f)]
+    complete = [f for f in complete if not relay(f)] or relays
     candidates = complete or _init_roots(ordered_roots) or _cut_roots(ordered_roots, deaths)
     scheduler = [f for f in candidates if f.scheduler or _ranked(f)]
     roots = scheduler or candidates
@@ -204,6 +215,9 @@ def incidents(
         return [], rest, sorted(events, key=_key)
     for failure in rest:
         _owner(found, failure).collateral.append(failure)
+    for incident in found:
+        if relay(incident.root):
+            _name_relayed(incident.root, events)
     for event in events:
         if event.kind in ("capture", "nccl-warn"):
             # NCCL's warnings say no more than the failures found: they matter only in a log
@@ -211,6 +225,20 @@ def incidents(
             continue
         _owner(found, event).events.append(event)
     return found, [], []
+
+
+def _name_relayed(root: Failure, events: list[Event]) -> None:
+    """Give a relay that quotes a worker's error the worker's name, where the log names the
+    worker that died next in the same log (vLLM's ``Worker proc VllmWorker-0 died
+    unexpectedly``): the error is that worker's, the relay its engine's report of it."""
+    for event in events:
+        if event.kind != "death" or event.source != root.source or event.order < root.order:
+            continue
+        name = worker_name(event.text)  # the first death after the relay, or none
+        if name is not None and not (root.stream or "").endswith(name):
+            engine = process_of(root.stream)
+            root.stream = name if engine is None else f"{engine}, {name}"
+        return
 
 
 def _pp_related(failure: Failure) -> bool:

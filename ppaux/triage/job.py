@@ -15,12 +15,14 @@ from ppaux.limits import Limits
 from ppaux.report import Finding, Report, finding
 from ppaux.sglang import MessageMatch
 from ppaux.text import shown
+from ppaux.triage.deaths import death_of
 from ppaux.triage.frames import Build, build_of
 from ppaux.triage.incidents import Incident, incidents
 from ppaux.triage.inputs import log_findings, oversized_findings, read_all
 from ppaux.triage.kinds import kind_of, local_note
 from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.longlines import long_line_findings
+from ppaux.triage.noroots import no_root_finding
 from ppaux.triage.reading import LogReading
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.roots import (
@@ -30,7 +32,6 @@ from ppaux.triage.roots import (
     key_of,
     later_than,
     location_of,
-    no_root_finding,
     observer_target,
     place_of,
     root_finding,
@@ -120,14 +121,14 @@ def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
                 )
             )
             continue
-        what = {"watchdog": "an NCCL watchdog timeout", "death": "that a Ray worker died"}.get(
-            kind, "a TCPStore error"
-        )
+        what = {"watchdog": "logged an NCCL watchdog timeout"}.get(kind, "logged a TCPStore error")
+        if kind == "death":  # as the line says it: a Ray worker's end, a launcher's kill
+            what = death_of(first) or "died"
         findings.append(
             finding(
                 "PP803",
                 first.source,
-                f"{shown(who)} logged {what} {later_than(first, root)}{times} ({pointer})",
+                f"{shown(who)} {what} {later_than(first, root)}{times} ({pointer})",
                 key_of(who),
                 extra={
                     "incident": number,

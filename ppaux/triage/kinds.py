@@ -5,10 +5,12 @@
   memory``, sglang's own ``Not enough memory`` or ``Not enough space`` (a cache's slots), a cuBLAS
   allocation failure);
 - ``communication-init``: a communicator or process group that could not be set up (NCCL's
-  ``ncclCommInitRank``, gloo's ``connectFullMesh``, a rendezvous or TCPStore that timed out),
-  told by the message or by a frame of the set-up code;
-- ``communication``: a collective or a socket that failed in flight (NCCL errors, gloo's read
-  and write errors, a closed or reset connection, the NCCL watchdog, ``DistBackendError``):
+  ``ncclCommInitRank``, gloo's ``connectFullMesh``, a rendezvous or TCPStore that timed out,
+  an MPI error while a C++ object such as an all-reduce plugin is set up), told by the message
+  or by a frame of the set-up code;
+- ``communication``: a collective or a socket that failed in flight (NCCL errors, MPI errors,
+  gloo's read and write errors, a closed or reset connection, the NCCL watchdog,
+  ``DistBackendError``):
   what a rank dies of when a peer died first, or when the network failed;
 - ``shape-kernel``: a tensor shape or size that does not fit, a kernel that failed (an illegal
   memory access, a device-side assert, a Triton or TVM error, no kernel for the device);
@@ -55,7 +57,8 @@ _MEMORY_TYPES = re.compile(r"OutOfMemoryError|(?:^|[.(])MemoryError\b")
 _MEMORY_TEXT = re.compile(
     r"out of memory|CUDA_ERROR_OUT_OF_MEMORY|CUBLAS_STATUS_ALLOC_FAILED|"
     r"Not enough (?:memory|space)|"
-    r"insufficient memory|cudaErrorMemoryAllocation|Tried to allocate",
+    r"insufficient memory|cudaErrorMemoryAllocation|Tried to allocate|"
+    r"memory allocation of .{0,80}bytes failed",
     re.IGNORECASE,
 )
 _COMMUNICATION_TYPES = re.compile(
@@ -72,13 +75,17 @@ _COMMUNICATION_TEXT = re.compile(
     r"Timed out waiting|timed out in|Connection refused|Connection was likely closed|"
     r"Connection timed out|process group has been aborted|ProcessGroupGloo|ProcessGroupNCCL|"
     r"gloo/transport|\bgloo\b|Read error|Write error|connectFullMesh|No route to host|"
-    r"Network is unreachable|rendezvous|Address already in use|EADDRINUSE",
+    r"Network is unreachable|rendezvous|Address already in use|EADDRINUSE|"
+    r"\bMPI error\b|\bMPI_ERR_[A-Z_]{1,40}\b|\bMPI_\w{1,40} failed",  # MPI, as NCCL is
 )
 #: What only a communicator's or a process group's set-up says, in its message or its frames.
 _INIT_TEXT = re.compile(
     r"ncclCommInitRank|ncclCommInitAll|ncclGetUniqueId|connectFullMesh|rendezvous|"
     r"init_process_group|Address already in use|EADDRINUSE|TCPStore\(|"
-    r"NCCL's init\.cc:"  # NCCL's own communicator set-up, where its warning says it failed
+    r"NCCL's init\.cc:|"  # NCCL's own communicator set-up, where its warning says it failed
+    r"\bMPI_Init\w{0,20}|"
+    # a C++ frame of an object's set-up (``AllreducePlugin::initialize()``)
+    r"\w::initiali[sz]e\(\)"
 )
 _INIT_FUNCTIONS = frozenset(
     {
@@ -229,16 +236,23 @@ DESCRIPTIONS = {
     UNKNOWN: "a traceback cut before its exception",
 }
 
-#: What stands before a pasted line's own text: a logger's or sglang's prefix (``... ] ``),
-#: a launcher's process (``(VllmWorkerProcess pid=236) ``, ``(raylet) ``).
+#: What stands before a pasted line's own text: torch's rank (``[rank1]: ``), a logger's or
+#: sglang's prefix (``... ] ``), a launcher's process (``(VllmWorkerProcess pid=236) ``,
+#: ``(raylet) ``).
 #: The type a C++ record's message is read as when it names none of its own.
 _CPP_ERROR = "C++ exception"
-_PREFIXED = re.compile(r"^(?:.{0,200}?\] |(?:\([\w.:-]{1,80}(?: pid=\d{1,9})?\) ){1,3})")
-#: A C++ record's message: after ``what():`` or the NCCL watchdog's words (on a line of its
-#: own, or flattened into one with the rest of the abort).
-_CPP_MESSAGE = re.compile(
-    r"(?:what\(\):|watchdog thread terminated with exception:)\s+(?P<message>.{1,2000})"
+_PREFIXED = re.compile(
+    r"^(?:\[rank\d{1,9}\]:\s?|.{0,200}?\] |(?:\([\w.:-]{1,80}(?: pid=\d{1,9})?\) ){1,3})"
 )
+#: A C++ record's message: after ``what():``, the NCCL watchdog's words or its work's async
+#: exception (on a line of its own, or flattened into one with the rest of the abort).
+_CPP_MESSAGE = re.compile(
+    r"(?:what\(\):|watchdog thread terminated with exception:|raised the following async "
+    r"exception:)\s+(?P<message>.{1,2000})"
+)
+#: torch's rank prefix wherever it stands in a line's first characters (behind a launcher's
+#: or a collector's own): what follows it is the rank's own text.
+_TORCH_RANK = re.compile(r"\[rank\d{1,9}\]:\s?")
 
 
 def _traced(lines: list[str]) -> Failure | None:
@@ -265,6 +279,7 @@ def kind_of_text(text: str) -> str | None:
     """The kind of the failure a pasted line or traceback shows, or None when no line of it is
     shaped as an exception line: a traceback's as ``triage`` reads it (its chain, an exception
     group's root sub-exception), else its last exception line's, with its frames."""
+    from ppaux.triage.crashes import host_allocation
     from ppaux.triage.groups import unmargined
     from ppaux.triage.records import Frame
     from ppaux.triage.tracelines import is_frame, raised
@@ -277,11 +292,12 @@ def kind_of_text(text: str) -> str | None:
     found: tuple[str, str] | None = None
     cpp: str | None = None
     for line in lines:
-        body = _PREFIXED.sub("", line, count=1)
+        ranked = _TORCH_RANK.search(line, 0, 200)
+        body = line[ranked.end() :] if ranked is not None else _PREFIXED.sub("", line, count=1)
         inside = unmargined(body)  # a line of an exception group's traceback
         if inside is not None:
             body = inside[1]
-        if (record := _CPP_MESSAGE.search(body)) is not None:
+        if (record := _CPP_MESSAGE.search(body) or _CPP_MESSAGE.search(line)) is not None:
             cpp = record.group("message")
         elif "Watchdog caught collective" in body:
             cpp = body
@@ -294,6 +310,8 @@ def kind_of_text(text: str) -> str | None:
             found = shaped
     if found is None and cpp is not None:  # a C++ abort or the watchdog's record, no Python line
         found = (_CPP_ERROR, cpp)
+    if found is None:  # a record triage reads without a traceback (a host allocation failed)
+        found = next((r for line in lines if (r := host_allocation(line)) is not None), None)
     if found is None:
         return None
     failure = Failure("", 0, None, None, None, None, None, 0, found[0], found[1], frames=frames)

@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ppaux.report import Finding, Severity, finding, page_for
+from ppaux.report import Finding, finding, page_for
 from ppaux.sglang import MessageMatch, sglang_raised_in
 from ppaux.text import counted, shown
-from ppaux.triage.deaths import dead_one, death_of, hint_of
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
-from ppaux.triage.incidents import Incident, communication, seconds_between
+from ppaux.triage.incidents import Incident, seconds_between
 from ppaux.triage.kinds import kind_of, local_note
 from ppaux.triage.records import Event, Failure
 
@@ -28,7 +27,6 @@ __all__ = [
     "key_of",
     "later_than",
     "location_of",
-    "no_root_finding",
     "observer_target",
     "place_of",
     "root_finding",
@@ -143,10 +141,17 @@ def time_fields(record: Failure | Event) -> dict[str, Any]:
 def later_than(record: Failure | Event, root: Failure) -> str:
     delay = seconds_between(root, record)
     if delay is None:
-        # Times of two hosts' clocks, or of a host's clock and a collector's, do not compare.
+        # Times of two hosts' clocks, or of a host's clock and a collector's, do not compare;
+        # in the root's own log, its place does (a line without a time, NCCL's warning).
+        if record.source == root.source and record.line < root.line:
+            return "before the root in its log" + (
+                "" if record.time_text is None else f", at {when_of(record)}"
+            )
         return "after the root" if record.time_text is None else f"at {when_of(record)}"
     if delay < 0:
         return f"{-delay:.1f} s before the root"
+    if delay == 0 and record.source == root.source and record.line < root.line:
+        return "at the root's time, before it in its log"
     return f"{delay:.1f} s after the root"
 
 
@@ -196,6 +201,8 @@ def observer_target(incident: Incident, match: MessageMatch | None) -> str | Non
 def build_text(build: Build) -> str:
     if build.kind == "wheel":
         return f"a wheel in {shown(build.where, None)}"
+    if build.kind == "elided":
+        return f"at a path the log elides ({shown(build.where, None)})"
     if build.kind == "source checkout":
         return f"a source checkout at {shown(build.where, None)}"
     return f"installed in {shown(build.where, None)}"
@@ -212,127 +219,32 @@ def unseen(failure: Failure) -> str:
     return " and ".join(said)
 
 
-def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = None) -> Finding:
-    """PP809: the logs hold no root. Said plainly, with why: a process that died of what the
-    log does not say (a signal, a Ray worker gone), communication failures only (the cause is on
-    the network or another node), signals only, or tracebacks cut off. ``warned``: NCCL's
-    warnings the logs hold beside sglang's own lines (not records of their own there), said
-    where the logs hold only signals besides."""
-    warned = warned or []
-    first = loose[0]
-    count = len(loose)
-    failures = [r for r in loose if isinstance(r, Failure)]
-    events = [r for r in loose if isinstance(r, Event)]
-    signals = [e for e in events if e.kind == "sigquit"]
-    ranks = sorted({shown(f.who) for f in failures if f.ranks})
-    where = f"{'' if count == 1 else 'the first: '}{shown(first.who)} at {place_of(first)}"
-    died = [(r, how) for r in loose if (how := death_of(r)) is not None]
-    # The parent's SIGQUIT follows any scheduler's failure, communication ones included: it
-    # does not make communication failures anything else.
-    if died:
-        dead, how = died[0]
-        first = dead
-        cause = "process-died"
-        others = count - len(died)
-        message = (
-            f"no root in this log: {shown(dead_one(dead))} {how} ({place_of(dead)}); what "
-            f"ended it is not in this log: {hint_of(how)}"
-            + (f"; {counted(others, 'more record')} followed" if others > 0 else "")
+def _headline(root: Failure, cause: tuple[MessageMatch, str, str, str] | None) -> tuple[str, bool]:
+    """(what the root finding names as the failure, whether that is an earlier exception of
+    the chain than the last one: the one sglang's message, its rule and its kind are read
+    from, the last exception being what was raised about it)."""
+    headline = shown(root.error)
+    if cause is None:
+        return headline, False
+    _, exception, line, _ = cause
+    if (exception, line) == (root.exception, root.message.split("\n", 1)[0]):
+        return headline, False
+    if root.group is not None and root.subs:
+        headline = (
+            f"{shown(root.group, 200)}, sub-exception {root.sub_index} of "
+            f"{len(root.subs)}: {headline}"
         )
-    elif (
-        all(communication(f) for f in failures)
-        and all(e.kind in ("watchdog", "store", "sigquit", "nccl-warn") for e in events)
-        and (failures or len(signals) < len(events))
-    ):
-        on = f" on {', '.join(ranks[:12])}{' ...' if len(ranks) > 12 else ''}" if ranks else ""
-        cause = "network-or-other-node"
-        warned = [e for e in events if e.kind == "nccl-warn"]
-        failed = counted(count - len(signals) - len(warned), "communication failure")
-        if len(warned) == count:
-            failed = f"only NCCL's warnings ({counted(count, 'line')})"
-        elif warned:
-            failed += f" and NCCL's warnings ({counted(len(warned), 'line')})"
-        message = (
-            "no root in this log: the cause is on the network or another node; "
-            f"{failed}{on} ({where}) and nothing else"
-            + (
-                f" the log shows; of its exception group, {hidden}: one of them may be the root"
-                if (hidden := next((h for f in failures if (h := unseen(f))), ""))
-                else ""
-            )
-            + (f" but the parent's SIGQUIT ({len(signals)} lines)" if signals else "")
-        )
-    elif not failures and len(signals) == count and warned:
-        cause = "signals-only"
-        nccl = warned[0]
-        message = (
-            f"no root in this log: it holds the parent's SIGQUIT ({counted(count, 'line')}, "
-            f"{where}: a child process failed) and NCCL's warnings ({counted(len(warned), 'line')}"
-            f", the first from {shown(nccl.who)} at {place_of(nccl)}: a connection between "
-            "ranks broke), and no failure of any process: the failing child's own output (its "
-            "traceback) is not in it. Collect every rank's own log, on every node, with "
-            "NCCL_DEBUG=INFO set for the next run to name the connection that broke"
-        )
-    elif not failures and len(signals) == count:
-        cause = "signals-only"
-        message = (
-            "no root in this log: it holds only signals (SIGQUIT from a failing child, "
-            f"{where}); the failing process's own output is not in it"
-        )
-    else:
-        cause = "not-in-these-logs"
-        message = (
-            f"no root in these logs: {counted(count, 'record')} of communication failures or "
-            f"SIGQUIT ({where}), and no failure that caused "
-            f"{'it' if count == 1 else 'them'} in these logs"
-        )
-    return finding(
-        "PP809",
-        first.source,
-        message,
-        # Processes failed: the deployment is down even though its root is elsewhere, and a
-        # gate must not read that as a pass. A watchdog that saw a collective time out takes its
-        # process down: that rank died too, though the log shows no traceback of it.
-        severity=Severity.ERROR
-        if failures or any(e.kind in ("watchdog", "death") for e in events)
-        else None,
-        extra={
-            "root": False,
-            "no_root": cause,
-            "ranks": ranks[:50],
-            "records": [f"{r.source}:{r.line}" for r in loose[:50]],
-            "nccl_warnings": len(warned),
-        },
-        location=location_of(first),
-    )
+    return f"{shown(exception)}: {shown(line)} (in the chain of {headline})", True
 
 
-def root_finding(
-    number: int, incident: Incident, pp_size: int | None = None
-) -> tuple[Finding, MessageMatch | None]:
-    """PP801 (one of the nine messages, with its stage and rule) or PP802 (another failure,
-    with its kind) for ``incident``'s root, and the message matched."""
+def _first_words(incident: Incident, headline: str, earlier: bool) -> str:
+    """Who failed first, when and where, with what; which sub-exception of a group it is."""
     root = incident.root
     members = incident.members
     who = ", ".join(dict.fromkeys(shown(m.who) for m in members))
-    cause = aux_cause(root)
     also = ""
     if incident.ranks:
         also = f" ({len(members)} processes failed with it at the same moment)"
-    headline = shown(root.error)
-    earlier = False  # the message is an earlier exception's of the chain, not the last one's
-    if cause is not None:
-        _, exception, line, _ = cause
-        if (exception, line) != (root.exception, root.message.split("\n", 1)[0]):
-            # The headline names the exception the message, its rule and its kind are
-            # read from; the last exception is what was raised about it.
-            earlier = True
-            if root.group is not None and root.subs:
-                headline = (
-                    f"{shown(root.group, 200)}, sub-exception {root.sub_index} of "
-                    f"{len(root.subs)}: {headline}"
-                )
-            headline = f"{shown(exception)}: {shown(line)} (in the chain of {headline})"
     message = f"{who} failed first at {when_of(root)} ({place_of(root)}): {headline}{also}"
     if root.group is not None and len(root.subs) > 1 and not earlier:
         # The headline and the kind are the root sub-exception's (ppaux.triage.kinds).
@@ -345,7 +257,14 @@ def root_finding(
         )
     if root.group is not None and (hidden := unseen(root)):
         message += f" ({hidden})"
-    extra: dict[str, Any] = {
+    return message
+
+
+def _root_extra(number: int, incident: Incident) -> dict[str, Any]:
+    """The root finding's data: its incident, kind, ranks, exception, time and records."""
+    root = incident.root
+    members = incident.members
+    return {
         "incident": number,
         "root": True,
         "kind": kind_of(root),
@@ -357,54 +276,78 @@ def root_finding(
         "line": root.line,
         "records": [{"log": m.source, "line": m.line, "ranks": shown(m.who)} for m in members],
     }
-    match: MessageMatch | None = None
-    if cause is not None:
-        match, exception, line, searched = cause
-        if earlier:
-            extra.update(exception=shown(exception), message=shown(line, 2000))
-        rule = RULE_OF_MESSAGE[match.message.id]
-        # The causes of this message, raised on this side (explain's page for it), not the
-        # causes of every auxiliary-output message: one story per message, in every format.
-        causes = list(page_for(match.message.id).causes)
-        extra.update(sglang_message=match.message.id, rule=rule, causes=causes)
-        impossible = cannot_raise(root, match, pp_size)
-        if impossible is not None:
-            message += (
-                f"; {impossible}: the log's rank prefixes or its stages are not what they seem"
-            )
-            extra["stage_fits"] = False
-        stage = STAGE[match.message.function.split("_", 1)[0]]
-        if raised_by_capture(root.frames):
-            message += f"; raised by ppaux's strict capture, as {stage} would (see {rule})"
-        else:
-            message += f"; raised by {stage} (see {rule})"
-        found = finding(
-            "PP801",
-            root.source,
-            message,
-            key_of(root.who),
-            # sglang's message as raised (a message with a key keeps its key), without
-            # whatever else the log line held after it.
-            sglang_error=shown(searched[match.start : match.end]),
-            extra=extra,
-            location=location_of(root, earlier),
-        )
+
+
+def _aux_root(
+    root: Failure,
+    cause: tuple[MessageMatch, str, str, str],
+    said: tuple[str, bool, dict[str, Any]],
+    pp_size: int | None,
+) -> Finding:
+    """PP801: ``root`` raised one of sglang's nine messages (``cause``); ``said``: the
+    message so far, whether the headline is an earlier exception's, and the finding's data."""
+    message, earlier, extra = said
+    match, exception, line, searched = cause
+    if earlier:
+        extra.update(exception=shown(exception), message=shown(line, 2000))
+    rule = RULE_OF_MESSAGE[match.message.id]
+    # The causes of this message, raised on this side (explain's page for it), not the
+    # causes of every auxiliary-output message: one story per message, in every format.
+    causes = list(page_for(match.message.id).causes)
+    extra.update(sglang_message=match.message.id, rule=rule, causes=causes)
+    impossible = cannot_raise(root, match, pp_size)
+    if impossible is not None:
+        message += f"; {impossible}: the log's rank prefixes or its stages are not what they seem"
+        extra["stage_fits"] = False
+    stage = STAGE[match.message.function.split("_", 1)[0]]
+    if raised_by_capture(root.frames):
+        message += f"; raised by ppaux's strict capture, as {stage} would (see {rule})"
     else:
-        kind = kind_of(root)
-        message += (
-            ""
-            if root.said
-            else "; the log cuts its traceback before the exception line: the cause is not in it"
-            if kind == "unknown"
-            else f"; a {KIND_TEXT[kind]}, not an auxiliary-output error"
-        )
-        note = local_note(root.error) if kind.startswith("communication") else None
-        if note is not None:
-            message += f"; {note}"
-        found = finding(
-            "PP802", root.source, message, key_of(root.who), extra=extra, location=location_of(root)
-        )
-    return found, match
+        message += f"; raised by {stage} (see {rule})"
+    return finding(
+        "PP801",
+        root.source,
+        message,
+        key_of(root.who),
+        # sglang's message as raised (a message with a key keeps its key), without
+        # whatever else the log line held after it.
+        sglang_error=shown(searched[match.start : match.end]),
+        extra=extra,
+        location=location_of(root, earlier),
+    )
+
+
+def _other_root(root: Failure, message: str, extra: dict[str, Any]) -> Finding:
+    """PP802: ``root`` is a failure of another kind than the nine messages (or cut)."""
+    kind = extra["kind"]
+    message += (
+        ""
+        if root.said
+        else "; the log cuts its traceback before the exception line: the cause is not in it"
+        if kind == "unknown"
+        else f"; a {KIND_TEXT[kind]}, not an auxiliary-output error"
+    )
+    note = local_note(root.error) if kind.startswith("communication") else None
+    if note is not None:
+        message += f"; {note}"
+    return finding(
+        "PP802", root.source, message, key_of(root.who), extra=extra, location=location_of(root)
+    )
+
+
+def root_finding(
+    number: int, incident: Incident, pp_size: int | None = None
+) -> tuple[Finding, MessageMatch | None]:
+    """PP801 (one of the nine messages, with its stage and rule) or PP802 (another failure,
+    with its kind) for ``incident``'s root, and the message matched."""
+    root = incident.root
+    cause = aux_cause(root)
+    headline, earlier = _headline(root, cause)
+    message = _first_words(incident, headline, earlier)
+    extra = _root_extra(number, incident)
+    if cause is None:
+        return _other_root(root, message, extra), None
+    return _aux_root(root, cause, (message, earlier, extra), pp_size), cause[0]
 
 
 def frame_findings(number: int, incident: Incident) -> list[Finding]:

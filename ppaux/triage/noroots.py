@@ -1,0 +1,113 @@
+"""PP809: the plain statement that the logs hold no root, and why: a process that died of what
+the log does not say, communication failures only (the cause is on the network or another
+node), signals only, or tracebacks cut off."""
+
+from __future__ import annotations
+
+from ppaux.report import Finding, Severity, finding
+from ppaux.text import counted, shown
+from ppaux.triage.deaths import dead_one, death_of, hint_of
+from ppaux.triage.incidents import communication
+from ppaux.triage.records import Event, Failure
+from ppaux.triage.roots import location_of, place_of, unseen
+
+__all__ = ["no_root_finding"]
+
+
+def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = None) -> Finding:
+    """PP809: the logs hold no root. Said plainly, with why: a process that died of what the
+    log does not say (a signal, a Ray worker gone), communication failures only (the cause is on
+    the network or another node), signals only, or tracebacks cut off. ``warned``: NCCL's
+    warnings the logs hold beside sglang's own lines (not records of their own there), said
+    where the logs hold only signals besides."""
+    warned = warned or []
+    first = loose[0]
+    count = len(loose)
+    failures = [r for r in loose if isinstance(r, Failure)]
+    events = [r for r in loose if isinstance(r, Event)]
+    signals = [e for e in events if e.kind == "sigquit"]
+    ranks = sorted({shown(f.who) for f in failures if f.ranks})
+    where = f"{'' if count == 1 else 'the first: '}{shown(first.who)} at {place_of(first)}"
+    died = [(r, how) for r in loose if (how := death_of(r)) is not None]
+    # The parent's SIGQUIT follows any scheduler's failure, communication ones included: it
+    # does not make communication failures anything else.
+    if died:
+        dead, how = died[0]
+        first = dead
+        cause = "process-died"
+        others = count - len(died)
+        message = (
+            f"no root in this log: {shown(dead_one(dead))} {how} ({place_of(dead)}); what "
+            f"ended it is not in this log: {hint_of(how)}"
+            + (f"; {counted(others, 'more record')} followed" if others > 0 else "")
+        )
+        if len(died) > 1:  # every process the log reports dead, not the first alone
+            names = list(dict.fromkeys(shown(dead_one(r)) for r, _ in died[1:]))
+            listed = ", ".join(names[:12]) + (" ..." if len(names) > 12 else "")
+            message += f"; {counted(len(died) - 1, 'more record')} of a death: {listed}"
+    elif (
+        all(communication(f) for f in failures)
+        and all(e.kind in ("watchdog", "store", "sigquit", "nccl-warn") for e in events)
+        and (failures or len(signals) < len(events))
+    ):
+        on = f" on {', '.join(ranks[:12])}{' ...' if len(ranks) > 12 else ''}" if ranks else ""
+        cause = "network-or-other-node"
+        warned = [e for e in events if e.kind == "nccl-warn"]
+        failed = counted(count - len(signals) - len(warned), "communication failure")
+        if len(warned) == count:
+            failed = f"only NCCL's warnings ({counted(count, 'line')})"
+        elif warned:
+            failed += f" and NCCL's warnings ({counted(len(warned), 'line')})"
+        message = (
+            "no root in this log: the cause is on the network or another node; "
+            f"{failed}{on} ({where}) and nothing else"
+            + (
+                f" the log shows; of its exception group, {hidden}: one of them may be the root"
+                if (hidden := next((h for f in failures if (h := unseen(f))), ""))
+                else ""
+            )
+            + (f" but the parent's SIGQUIT ({len(signals)} lines)" if signals else "")
+        )
+    elif not failures and len(signals) == count and warned:
+        cause = "signals-only"
+        nccl = warned[0]
+        message = (
+            f"no root in this log: it holds the parent's SIGQUIT ({counted(count, 'line')}, "
+            f"{where}: a child process failed) and NCCL's warnings ({counted(len(warned), 'line')}"
+            f", the first from {shown(nccl.who)} at {place_of(nccl)}: a connection between "
+            "ranks broke), and no failure of any process: the failing child's own output (its "
+            "traceback) is not in it. Collect every rank's own log, on every node, with "
+            "NCCL_DEBUG=INFO set for the next run to name the connection that broke"
+        )
+    elif not failures and len(signals) == count:
+        cause = "signals-only"
+        message = (
+            "no root in this log: it holds only signals (SIGQUIT from a failing child, "
+            f"{where}); the failing process's own output is not in it"
+        )
+    else:
+        cause = "not-in-these-logs"
+        message = (
+            f"no root in these logs: {counted(count, 'record')} of communication failures or "
+            f"SIGQUIT ({where}), and no failure that caused "
+            f"{'it' if count == 1 else 'them'} in these logs"
+        )
+    return finding(
+        "PP809",
+        first.source,
+        message,
+        # Processes failed: the deployment is down even though its root is elsewhere, and a
+        # gate must not read that as a pass. A watchdog that saw a collective time out takes its
+        # process down: that rank died too, though the log shows no traceback of it.
+        severity=Severity.ERROR
+        if failures or any(e.kind in ("watchdog", "death") for e in events)
+        else None,
+        extra={
+            "root": False,
+            "no_root": cause,
+            "ranks": ranks[:50],
+            "records": [f"{r.source}:{r.line}" for r in loose[:50]],
+            "nccl_warnings": len(warned),
+        },
+        location=location_of(first),
+    )
