@@ -1,0 +1,256 @@
+"""The legacy torch.save format (``_use_new_zipfile_serialization=False``, which torch still
+writes) read as a writer grammar: what torch.save writes is clean and read as torch reads it;
+a change to any byte is a finding, a refusal, or read by torch exactly as ppaux reads it.
+
+Values are compared with torch's own load of the same file (weights-only where torch's default
+reads the file), described by the differential harness's ``describe``.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import struct
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+from helpers import REPO
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytestmark = pytest.mark.torch
+
+torch = pytest.importorskip("torch")
+
+sys.path.insert(0, str(REPO / "fuzz"))
+
+import torch_differential as harness  # noqa: E402
+
+from ppaux.dump.dumpfile import read_dump  # noqa: E402
+from ppaux.dump.inspection import inspect_file  # noqa: E402
+from ppaux.errors import DumpError, ReadMismatch  # noqa: E402
+
+DTYPES = [
+    torch.float32,
+    torch.float64,
+    torch.float16,
+    torch.bfloat16,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.uint8,
+    torch.bool,
+    torch.complex64,
+    torch.complex128,
+]
+#: Dtypes without a storage class of their own: the legacy writer names their storage
+#: torch.storage.UntypedStorage, which its reader cannot read.
+UNREADABLE = [
+    torch.uint16,
+    torch.uint32,
+    torch.uint64,
+    torch.float8_e4m3fn,
+    torch.float8_e5m2,
+    torch.complex32,
+]
+
+
+def _value() -> dict[str, object]:
+    base = torch.arange(24, dtype=torch.float32).reshape(4, 6) / 7
+    shared = torch.arange(10, dtype=torch.int64)
+    value: dict[str, object] = {
+        f"t_{str(d).removeprefix('torch.')}": (torch.arange(6) % 2 == 1).to(d).reshape(2, 3)
+        if d is torch.bool
+        else (torch.arange(6, dtype=torch.float32) - 2).to(d).reshape(2, 3)
+        for d in DTYPES
+    }
+    value.update(
+        {
+            "view_t": base.t(),
+            "view_slice": base[1:, 2:5],
+            "view_step": base[:, ::2],
+            "base": base,
+            "shared_a": shared,
+            "shared_b": shared[3:7],
+            "param": torch.nn.Parameter(torch.ones(3, 2)),
+            "frozen": torch.nn.Parameter(torch.zeros(2), requires_grad=False),
+            "nested": {"list": [shared[::3], (base[0], 3, "x")], "none": None, "f": 1.5},
+            "empty": torch.empty(0, 5),
+            "scalar": torch.tensor(2.5),
+        }
+    )
+    return value
+
+
+def _save(value: object, protocol: int) -> bytes:
+    out = io.BytesIO()
+    torch.save(value, out, _use_new_zipfile_serialization=False, pickle_protocol=protocol)
+    return out.getvalue()
+
+
+def _torch_reading(path: Path, weights_only: bool) -> object:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return harness.describe(torch.load(path, weights_only=weights_only))
+
+
+@pytest.mark.parametrize("protocol", [1, 2, 3, 4, 5])
+def test_what_torch_save_writes_is_clean_and_read_as_torch_reads_it(tmp_path, protocol):
+    path = tmp_path / f"legacy_p{protocol}.pt"
+    path.write_bytes(_save(_value(), protocol))
+    dump = read_dump(str(path))
+    assert dump.container == "legacy"
+    assert dump.deviation is None, dump.deviation
+    description, findings = inspect_file(str(path))
+    assert "PP118" not in {f.code for f in findings}
+    assert not [f for f in findings if f.severity.value == "error"], findings
+    ours = harness.ppaux_view(str(path))
+    assert ours.verdict == "clean", ours
+    try:
+        theirs = _torch_reading(path, weights_only=True)
+    except pickle.UnpicklingError:
+        # torch's weights-only reader runs no LONG (protocol 1) and no FRAME (protocol 4, 5):
+        # ppaux says so, and reads what torch's full reader reads.
+        assert "PP119" in {f.code for f in findings}
+        theirs = _torch_reading(path, weights_only=False)
+    else:
+        assert "PP119" not in {f.code for f in findings}
+    assert ours.value == theirs
+    assert description["container"] == "legacy"
+    assert description["storages"] == len(dump.storages) > 0
+
+
+def _spans(data: bytes) -> list[tuple[int, int]]:
+    """Where each of the five pickles lies, found by Python's own unpickler."""
+
+    class Reader(pickle.Unpickler):
+        def persistent_load(self, pid):
+            return pid
+
+        def find_class(self, module, name):
+            return lambda *args: (module, name, args)
+
+    stream, spans = io.BytesIO(data), []
+    for _ in range(5):
+        start = stream.tell()
+        Reader(stream).load()
+        spans.append((start, stream.tell()))
+    return spans
+
+
+@pytest.fixture(scope="module")
+def written() -> bytes:
+    return _save({"a": torch.arange(6.0).reshape(2, 3), "u": torch.arange(3, dtype=torch.uint8)}, 2)
+
+
+def _codes(tmp_path: Path, data: bytes) -> set[str] | str:
+    path = tmp_path / "changed.pt"
+    path.write_bytes(data)
+    try:
+        _, findings = inspect_file(str(path))
+    except ReadMismatch as exc:
+        return {exc.code}
+    except DumpError as exc:
+        return f"refused: {exc.reason}"
+    return {f.code for f in findings}
+
+
+def _keys(data: bytes) -> list[str]:
+    start, end = _spans(data)[4]
+    keys = pickle.loads(data[start:end])
+    assert len(keys) == 2
+    return keys
+
+
+def test_trailing_bytes_are_a_finding(tmp_path, written):
+    codes = _codes(tmp_path, written + b"more")
+    assert codes == {"PP118"}
+
+
+def test_a_short_storage_is_refused_as_torch_refuses_it(tmp_path, written):
+    assert _codes(tmp_path, written[:-1]) == {"PP117"}
+
+
+@pytest.mark.parametrize("change", [-1, 1])
+def test_a_storage_count_other_than_its_size_is_refused(tmp_path, written, change):
+    start = _spans(written)[4][1]
+    (count,) = struct.unpack("<q", written[start : start + 8])
+    data = written[:start] + struct.pack("<q", count + change) + written[start + 8 :]
+    assert _codes(tmp_path, data) == {"PP117"}
+
+
+def test_a_key_the_object_never_names_is_refused(tmp_path, written):
+    start, end = _spans(written)[4]
+    keys = [*_keys(written), "12345"]
+    data = written[:start] + pickle.dumps(keys, protocol=2) + written[end:]
+    assert _codes(tmp_path, data) == {"PP117"}
+
+
+def test_an_unlisted_storage_is_a_severe_finding(tmp_path, written):
+    # torch.load leaves that storage's memory uninitialised.
+    spans = _spans(written)
+    start, end = spans[4]
+    keys = _keys(written)
+    first = 8 + struct.unpack("<q", written[end : end + 8])[0] * 4  # the float32 storage
+    data = written[:start] + pickle.dumps(keys[:1], protocol=2) + written[end : end + first]
+    path = tmp_path / "unlisted.pt"
+    path.write_bytes(data)
+    dump = read_dump(str(path))
+    assert dump.deviation is not None and dump.deviation.severe
+    assert "not listed" in dump.deviation.what
+
+
+def test_big_endian_system_info_is_a_finding(tmp_path, written):
+    start, end = _spans(written)[2]
+    info = pickle.loads(written[start:end])
+    assert info["little_endian"] is True
+    info["little_endian"] = False
+    data = written[:start] + pickle.dumps(info, protocol=2) + written[end:]
+    assert _codes(tmp_path, data) == {"PP118"}
+
+
+def test_another_version_is_refused(tmp_path, written):
+    start, end = _spans(written)[1]
+    data = written[:start] + pickle.dumps(1000, protocol=2) + written[end:]
+    assert _codes(tmp_path, data) == {"PP117"}
+
+
+@pytest.mark.parametrize("dtype", UNREADABLE, ids=str)
+def test_a_dtype_the_legacy_reader_cannot_read_is_refused(tmp_path, dtype):
+    path = tmp_path / "untyped.pt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # complex32 is experimental
+        path.write_bytes(_save({"t": torch.zeros(3, dtype=dtype)}, 2))
+        with pytest.raises(AttributeError):  # torch's own answer, for this test's claim
+            torch.load(path, weights_only=False)
+    assert _codes(tmp_path, path.read_bytes()) == {"PP117"}
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with harness.Sandbox() as running:
+        yield running
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_a_changed_byte_is_a_finding_or_read_as_torch_reads_it(data, sandbox, written, tmp_path):
+    # Promise: whatever one changed, dropped or added byte does to a file torch.save wrote,
+    # ppaux refuses it, reports it, or reads what torch.load reads from it.
+    changed = bytearray(written)
+    at = data.draw(st.integers(0, len(written) - 1), label="offset")
+    how = data.draw(st.sampled_from(["set", "drop", "insert"]), label="how")
+    byte = data.draw(st.integers(0, 255), label="byte")
+    if how == "set":
+        changed[at] = byte
+    elif how == "drop":
+        del changed[at]
+    else:
+        changed.insert(at, byte)
+    path = tmp_path / "mutant.pt"
+    path.write_bytes(bytes(changed))
+    problem = harness.compare(harness.ppaux_view(str(path)), sandbox.load(path))
+    assert problem is None, problem
