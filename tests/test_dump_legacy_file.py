@@ -254,3 +254,88 @@ def test_a_changed_byte_is_a_finding_or_read_as_torch_reads_it(data, sandbox, wr
     path.write_bytes(bytes(changed))
     problem = harness.compare(harness.ppaux_view(str(path)), sandbox.load(path))
     assert problem is None, problem
+
+
+def test_the_json_report_of_a_legacy_file_keeps_the_schema(tmp_path):
+    import json
+
+    import jsonschema
+
+    path = tmp_path / "legacy.pt"
+    path.write_bytes(_save({"a": torch.ones(2)}, 2))
+    from ppaux.dump.inspection import inspect_paths
+    from ppaux.report.formats.json import render
+
+    report = json.loads(render(inspect_paths([str(path)])))
+    schema = json.loads((REPO / "docs" / "report.schema.json").read_text())
+    jsonschema.validate(report, schema)
+    assert [f["container"] for f in report["files"]] == ["legacy"]
+
+
+def test_a_whole_module_is_refused_with_its_class_named(tmp_path):
+    path = tmp_path / "module.pt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.save(torch.nn.Linear(2, 2), path, _use_new_zipfile_serialization=False)
+    with pytest.raises(ReadMismatch) as info:
+        read_dump(str(path))
+    assert info.value.calls == ("torch.nn.modules.linear.Linear",)
+    assert "module class saved by reference" in info.value.reason
+
+
+def test_stdin_reads_a_legacy_file_as_the_file_itself(tmp_path):
+    from ppaux.dump.dumpfile import read_dump_stream
+
+    data = _save(_value(), 2)
+    path = tmp_path / "legacy.pt"
+    path.write_bytes(data)
+    from_stream = read_dump_stream("<stdin>", io.BytesIO(data))
+    from_file = read_dump(str(path))
+    assert from_stream.container == from_file.container == "legacy"
+    assert [s.data for s in from_stream.storages] == [s.data for s in from_file.storages]
+    assert from_stream.deviation is None
+
+
+def test_diff_compares_a_legacy_file_with_a_zip_by_value(tmp_path):
+    from ppaux.dump.diff import diff_paths
+
+    value = {"a": torch.arange(6.0).reshape(2, 3).t(), "b": torch.ones(2, dtype=torch.int32)}
+    legacy, zipped, changed = tmp_path / "l.pt", tmp_path / "z.pt", tmp_path / "c.pt"
+    legacy.write_bytes(_save(value, 2))
+    torch.save(value, zipped)
+    assert diff_paths(str(legacy), str(zipped)).findings == []
+    torch.save({**value, "b": torch.tensor([1, 2], dtype=torch.int32)}, changed)
+    found = diff_paths(str(legacy), str(changed)).findings
+    assert [f.key for f in found] == ["b"]
+
+
+def test_tensorize_reads_a_legacy_file_and_writes_the_zip_form(tmp_path):
+    from ppaux.fix import tensorize_dump
+
+    source, out = tmp_path / "legacy.pt", tmp_path / "out.pt"
+    ids = torch.arange(4)[::2]
+    source.write_bytes(_save({"ids": ids, "__sampling_observer_output__.n": 5}, 2))
+    result = tensorize_dump(str(source), str(out))
+    assert result.written
+    assert out.read_bytes()[:4] == b"PK\x03\x04"
+    back = torch.load(out, weights_only=True)
+    assert torch.equal(back["ids"], ids)
+    assert torch.equal(back["__sampling_observer_output__.n"], torch.tensor(5))
+
+
+@pytest.mark.parametrize(
+    "fixture, outcome",
+    [
+        ("clean_output.pt", ("ok", None)),
+        ("aux_list.pt", ("error", "received a non-tensor auxiliary PP output")),
+    ],
+)
+def test_replay_reads_a_legacy_file(tmp_path, fixture, outcome):
+    from ppaux.replay import ReplayOptions, Sender, replay_paths
+
+    value = torch.load(REPO / "fixtures" / "dumps" / fixture, weights_only=True)
+    path = tmp_path / fixture
+    path.write_bytes(_save(value, 2))
+    report = replay_paths([str(path)], ReplayOptions(sender=Sender.LEGACY))
+    (result,) = report.data["results"]
+    assert (result["outcome"], result["error"]) == outcome

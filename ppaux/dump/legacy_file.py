@@ -104,6 +104,15 @@ class _Storages:
         self.problem: Deviation | None = None
 
     def __call__(self, m: Machine, pid: Any) -> StorageRef:
+        if isinstance(pid, tuple) and pid[:1] == ("module",):
+            # A whole nn.Module saved: its class goes by reference (with its source), and
+            # torch.load(weights_only=False) imports it.
+            raise ReadMismatch(
+                self.path,
+                f"byte {m._op_pos}: a module class saved by reference, which "
+                "torch.load(weights_only=False) imports; ppaux reads tensors and plain "
+                "containers (save the module's state_dict() instead)",
+            )
         if (
             not isinstance(pid, tuple)
             or len(pid) != 6
