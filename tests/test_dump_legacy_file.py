@@ -250,10 +250,65 @@ def test_a_changed_byte_is_a_finding_or_read_as_torch_reads_it(data, sandbox, wr
         del changed[at]
     else:
         changed.insert(at, byte)
+    _keeps_the_promise(tmp_path, bytes(changed), sandbox)
+
+
+def _keeps_the_promise(tmp_path: Path, data: bytes, sandbox: harness.Sandbox) -> None:
+    """A clean file is read as torch reads it; a file whose only finding is a PP118 warning
+    (torch reads the same values) too."""
     path = tmp_path / "mutant.pt"
-    path.write_bytes(bytes(changed))
-    problem = harness.compare(harness.ppaux_view(str(path)), sandbox.load(path))
+    path.write_bytes(data)
+    ours, theirs = harness.ppaux_view(str(path)), sandbox.load(path)
+    problem = harness.compare(ours, theirs)
     assert problem is None, problem
+    if ours.codes == {"PP118"} and theirs["outcome"] == "loaded":
+        deviation = read_dump(str(path)).deviation
+        assert deviation is not None
+        if not deviation.severe:
+            assert ours.value == theirs["value"], deviation
+
+
+def _edited(data: bytes, draw: st.DataObject) -> bytes:
+    """``data`` with one of its parts rewritten as another writer (or a hand) might."""
+    spans = _spans(data)
+    parts = [data[start:end] for start, end in spans] + [data[spans[4][1] :]]
+    protocol = data[1]
+    edit = draw.draw(
+        st.sampled_from(["header protocol", "system info", "keys", "tail"]), label="edit"
+    )
+    if edit == "header protocol":
+        index = draw.draw(st.integers(0, 2), label="pickle")
+        other = draw.draw(st.integers(1, 5).filter(lambda p: p != protocol), label="protocol")
+        parts[index] = pickle.dumps(pickle.loads(parts[index]), protocol=other)
+    elif edit == "system info":
+        info = pickle.loads(parts[2])
+        field = draw.draw(st.sampled_from(["little_endian", "protocol_version", "long"]))
+        if field == "long":
+            info["type_sizes"]["long"] = 8
+        else:
+            info[field] = draw.draw(st.sampled_from([False, 1000, None]), label="value")
+        parts[2] = pickle.dumps(info, protocol=protocol)
+    elif edit == "keys":
+        keys = pickle.loads(parts[4])
+        listed = draw.draw(
+            st.lists(st.sampled_from(keys), max_size=len(keys) + 1), label="listed keys"
+        )
+        parts[4] = pickle.dumps(listed, protocol=protocol)
+    else:
+        parts.append(draw.draw(st.binary(min_size=1, max_size=16), label="tail"))
+    return b"".join(parts)
+
+
+@pytest.fixture(scope="module")
+def same_sized() -> bytes:
+    # Storages of one size: listed in another order, each is read into another.
+    return _save({"a": torch.arange(4.0), "b": torch.arange(4.0) + 10, "c": torch.ones(4)}, 2)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_an_edited_part_is_a_finding_or_read_as_torch_reads_it(data, sandbox, same_sized, tmp_path):
+    _keeps_the_promise(tmp_path, _edited(same_sized, data), sandbox)
 
 
 def test_the_json_report_of_a_legacy_file_keeps_the_schema(tmp_path):
@@ -339,3 +394,39 @@ def test_replay_reads_a_legacy_file(tmp_path, fixture, outcome):
     report = replay_paths([str(path)], ReplayOptions(sender=Sender.LEGACY))
     (result,) = report.data["results"]
     assert (result["outcome"], result["error"]) == outcome
+
+
+def test_the_pickles_are_bounded_as_pickles_and_the_file_as_a_stream(tmp_path):
+    from ppaux.errors import LimitExceeded
+    from ppaux.limits import Limits
+
+    path = tmp_path / "big.pt"
+    path.write_bytes(_save({"a": torch.zeros(4096)}, 2))  # 16 KiB of storage after the pickles
+    pickles_end = _spans(path.read_bytes())[4][1]
+    assert pickles_end < 1024
+    dump = read_dump(str(path), Limits(max_pickle_bytes=1024))  # the storage is past it: read
+    assert dump.deviation is None and len(dump.storages[0].data) == 4 * 4096
+    with pytest.raises(LimitExceeded) as info:
+        read_dump(str(path), Limits(max_pickle_bytes=pickles_end - 1))
+    assert info.value.limit == "max_pickle_bytes"
+    with pytest.raises(LimitExceeded) as info:
+        read_dump(str(path), Limits(max_pickle_bytes=1024, max_stream_bytes=8192))
+    assert info.value.limit == "max_stream_bytes"
+
+
+def test_keys_listed_out_of_order_are_read_in_the_listed_order(tmp_path, same_sized):
+    start, end = _spans(same_sized)[4]
+    keys = pickle.loads(same_sized[start:end])
+    path = tmp_path / "swapped.pt"
+    path.write_bytes(
+        same_sized[:start]
+        + pickle.dumps([keys[1], keys[0], keys[2]], protocol=2)
+        + same_sized[end:]
+    )
+    dump = read_dump(str(path))
+    assert dump.deviation is not None and not dump.deviation.severe
+    theirs = _torch_reading(path, weights_only=True)
+    assert harness.ppaux_view(str(path)).value == theirs
+    original = tmp_path / "original.pt"
+    original.write_bytes(same_sized)
+    assert theirs != _torch_reading(original, weights_only=True)  # the swap did move values

@@ -38,7 +38,7 @@ from ppaux.dump.legacy import LEGACY_MAGIC
 from ppaux.dump.model import StorageRef, StorageType
 from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.structure import Dump, machine_deviation, unsafe_globals
-from ppaux.errors import DumpError, ReadMismatch, TorchRefuses
+from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, TorchRefuses
 from ppaux.limits import Limits
 from ppaux.text import shown
 
@@ -61,7 +61,9 @@ class _Pickles:
 
     def __init__(self, path: str, data: bytes, limits: Limits) -> None:
         self.path = path
-        self.data = data
+        # The pickles are bounded as any pickle is; the storages' bytes after them are not.
+        self.cut = len(data) > limits.max_pickle_bytes
+        self.data = data[: limits.max_pickle_bytes] if self.cut else data
         self.limits = limits
         self.globals_seen: dict[str, bool] = {}
         self.spans: list[tuple[int, int]] = []
@@ -85,6 +87,15 @@ class _Pickles:
             value = machine.load()
         except ReadMismatch as exc:
             exc.calls = unsafe_globals(machine)
+            raise
+        except LimitExceeded:
+            raise
+        except DumpError:
+            if self.cut and machine.pos >= len(self.data):
+                limit = self.limits.max_pickle_bytes
+                raise LimitExceeded(
+                    self.path, "max_pickle_bytes", limit, f"the pickles run past byte {limit}"
+                ) from None
             raise
         self.spans.append((start, machine.pos))
         return value
@@ -231,7 +242,7 @@ def read_legacy(path: str, data: bytes, size: int, limits: Limits) -> Dump:
         size=size,
         globals_seen=pickles.globals_seen,
         storages=storages.storages,
-        pickle_bytes=pos,
+        pickle_bytes=pickles.spans[4][1],
         protocol=main.protocol,
         deviation=deviation,
         weights_only_refusal=_weights_only(pickles),
@@ -271,7 +282,7 @@ def _read_records(path: str, data: bytes, pos: int, keys: list[str], storages: _
                 f"{storage.key} holds {len(data) - pos - 8} of its {storage.nbytes} bytes "
                 "(torch: unexpected EOF)",
             )
-        storage.data = data[pos + 8 : end]
+        storage.data = memoryview(data)[pos + 8 : end]  # no copy: the file is held whole
         storage.record_size = storage.nbytes
         pos = end
     return pos
