@@ -430,3 +430,16 @@ def test_keys_listed_out_of_order_are_read_in_the_listed_order(tmp_path, same_si
     original = tmp_path / "original.pt"
     original.write_bytes(same_sized)
     assert theirs != _torch_reading(original, weights_only=True)  # the swap did move values
+
+
+def test_a_key_that_is_no_address_is_a_warning_torch_reads_the_same():
+    # The fixture's one storage key is '0' (in its key list too): torch keeps one storage per
+    # key whatever its text, so it reads what ppaux reads.
+    path = REPO / "fixtures" / "corrupt" / "legacy_format.pt"
+    dump = read_dump(str(path))
+    assert dump.deviation is not None and not dump.deviation.severe
+    assert "storage key '0' is not an address" in dump.deviation.what
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = harness.describe(torch.load(path, weights_only=True))
+    assert harness.ppaux_view(str(path)).value == theirs

@@ -158,7 +158,12 @@ class _Storages:
         if self.problem is None:
             what = _key_problem(pid, known)
             if what is not None:
-                self.problem = Deviation(f"byte {m._op_pos} (BINPERSID)", what, True)
+                # A key that is no address is read by torch as by ppaux (one storage per key);
+                # a key met again with another class or size is not where the first storage
+                # is empty (torch then makes one of the later class).
+                self.problem = Deviation(
+                    f"file byte {m._op_pos} (BINPERSID)", what, known is not None
+                )
         if known is not None:
             return known
         storage = StorageRef(pid[1].dtype, shown(key, 40), shown(pid[3], 200), pid[4])
@@ -229,12 +234,10 @@ def read_legacy(path: str, data: bytes, size: int, limits: Limits) -> Dump:
             path,
             f"{pickles.label(4)} is not a list of storage keys (text), which is what ppaux reads",
         )
-    if all(pickles.globals_seen.values()):
+    read = all(pickles.globals_seen.values())  # else the file is a finding already
+    if read:
         pos = _read_records(path, data, pos, keys, storages)
-    main = pickles.machines[3]
-    deviation = (
-        _grammar(pickles, storages, keys) or machine_deviation(main, "file") or _trailing(data, pos)
-    )
+    deviation = _grammar(pickles, storages, keys) or (_trailing(data, pos) if read else None)
     return Dump(
         path=path,
         container="legacy",
@@ -243,7 +246,7 @@ def read_legacy(path: str, data: bytes, size: int, limits: Limits) -> Dump:
         globals_seen=pickles.globals_seen,
         storages=storages.storages,
         pickle_bytes=pickles.spans[4][1],
-        protocol=main.protocol,
+        protocol=pickles.machines[3].protocol,
         deviation=deviation,
         weights_only_refusal=_weights_only(pickles),
     )
@@ -292,22 +295,26 @@ def _grammar(pickles: _Pickles, storages: _Storages, keys: list[str]) -> Deviati
     """The first place, in file order, that the pickles differ from what the writer writes."""
     data = pickles.data
     protocol = _protocol(data)
+    if protocol not in range(1, 6):
+        return Deviation(
+            f"{pickles.label(0)} byte 0",
+            f"protocol {protocol}, where the writer uses 1 to 5",
+            protocol > 5,
+        )
     for index, value in enumerate((LEGACY_MAGIC, LEGACY_VERSION, SYS_INFO)):
         start, stop = pickles.spans[index]
-        if protocol not in range(1, 6):
-            return Deviation(
-                f"{pickles.label(0)} byte 0",
-                f"protocol {protocol}, where the writer uses 1 to 5",
-                protocol > 5,
-            )
         expected = pickle.dumps(value, protocol=protocol)
         found = _differ(data, start, stop, expected, pickles.label(index))
         if found is not None:
             return found
     start, stop = pickles.spans[3]
-    found = pickle_deviation(data[start:stop], (protocol,), pickles.label(3))
-    if found is not None or storages.problem is not None:
-        return found or storages.problem
+    found = (
+        pickle_deviation(data[start:stop], (protocol,), pickles.label(3))
+        or storages.problem
+        or machine_deviation(pickles.machines[3], "file")
+    )
+    if found is not None:
+        return found
     start, stop = pickles.spans[4]
     expected = pickle.dumps(sorted(storages.by_key), protocol=protocol)
     found = _differ(data, start, stop, expected, pickles.label(4))
