@@ -72,7 +72,8 @@ class Limits:
     max_zip_records: int = 100_000
     #: Files walked in directories.
     max_files: int = 1_000_000
-    #: Bytes of a zip dump read from a stream (stdin), which is held in memory whole.
+    #: Bytes of a zip dump read from a stream (stdin), which is held in memory whole; also of
+    #: a file in torch.save's legacy format (its storages follow its pickles), read whole.
     max_stream_bytes: int = 4 * 1024 * 1024 * 1024
     #: Bytes of deflated storage records inflated (and discarded) to check that each inflates
     #: to its declared size, as torch.load does not. torch.save never deflates a storage; a

@@ -196,12 +196,6 @@ def test_bad_inputs_have_one_clear_reason(tmp_path, torch):
         "folder a/ of the first record, as it lists names (cut to 511 bytes): file in archive "
         "is not in a subdirectory"
     )
-    legacy = tmp_path / "legacy.pt"
-    torch.save({"a": torch.zeros(2)}, legacy, _use_new_zipfile_serialization=False)
-    cases["legacy.pt"] = (
-        "legacy torch.save format (PyTorch before 1.6), which ppaux does not read; re-save it "
-        "with a current torch: torch.save(torch.load(f, weights_only=True), 'new.pt')"
-    )
     for name, reason in cases.items():
         with pytest.raises(DumpError) as info:
             read_dump(str(tmp_path / name))

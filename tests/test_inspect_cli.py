@@ -47,12 +47,6 @@ def test_exit_codes_follow_fail_on():
             "zip file without a data.pkl record: not a torch.save file",
         ),
         (
-            "fixtures/corrupt/legacy_format.pt",
-            "legacy torch.save format (PyTorch before 1.6), which "
-            "ppaux does not read; re-save it with a current torch: "
-            "torch.save(torch.load(f, weights_only=True), 'new.pt')",
-        ),
-        (
             "fixtures/corrupt/deep_nesting.pt",
             "the dump nests too deeply (limit max_depth=100 reached); raise it with "
             "--limit max_depth=N",

@@ -16,7 +16,8 @@ from typing import BinaryIO
 
 from ppaux.dump import allowlist
 from ppaux.dump.grammar import pickle_deviation
-from ppaux.dump.legacy import LEGACY_MAGIC, is_legacy_stream
+from ppaux.dump.legacy import LEGACY_MAGIC
+from ppaux.dump.legacy_file import read_legacy
 from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.structure import Dump, machine_deviation, unsafe_globals
 from ppaux.dump.zipdump import read_zip
@@ -89,24 +90,16 @@ def read_dump(path: str | os.PathLike[str], limits: Limits = Limits()) -> Dump:
             if head in (_ZIP_MAGIC, _EMPTY_ZIP_MAGIC):
                 handle.seek(0)
                 return read_zip(path, handle, info.st_size, limits)
-            if info.st_size > limits.max_pickle_bytes:
-                raise LimitExceeded(
-                    path,
-                    "max_pickle_bytes",
-                    limits.max_pickle_bytes,
-                    f"the pickle is {info.st_size} bytes",
-                )
+            head += handle.read(28)
+            limit, bound = _bound(head, limits)
+            if info.st_size > bound:
+                raise LimitExceeded(path, limit, bound, f"the pickle is {info.st_size} bytes")
             handle.seek(0)
-            data = read_at_most(handle, limits.max_pickle_bytes)
+            data = read_at_most(handle, bound)
         except OSError as exc:  # EIO from a failing disk, /proc/self/mem, ...
             raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
-        if len(data) > limits.max_pickle_bytes:  # a file that grew, or lies about its size
-            raise LimitExceeded(
-                path,
-                "max_pickle_bytes",
-                limits.max_pickle_bytes,
-                f"the pickle is more than {limits.max_pickle_bytes} bytes",
-            )
+        if len(data) > bound:  # a file that grew, or lies about its size
+            raise LimitExceeded(path, limit, bound, f"the pickle is more than {bound} bytes")
     return _read_pickle(path, data, info.st_size, limits)
 
 
@@ -118,11 +111,20 @@ def read_dump_bytes(path: str, data: bytes, limits: Limits = Limits()) -> Dump:
         import io
 
         return read_zip(path, io.BytesIO(data), len(data), limits)
-    if len(data) > limits.max_pickle_bytes:
-        raise LimitExceeded(
-            path, "max_pickle_bytes", limits.max_pickle_bytes, f"the pickle is {len(data)} bytes"
-        )
+    limit, bound = _bound(data[:32], limits)
+    if len(data) > bound:
+        raise LimitExceeded(path, limit, bound, f"the pickle is {len(data)} bytes")
     return _read_pickle(path, data, len(data), limits)
+
+
+def _bound(head: bytes, limits: Limits) -> tuple[str, int]:
+    """The limit on a file that is not a zip, by its first 32 bytes: a legacy torch.save file
+    (its magic number among them) holds its storages' bytes after the pickles and is read
+    whole up to ``max_stream_bytes``; any other pickle up to ``max_pickle_bytes``."""
+    magic = LEGACY_MAGIC.to_bytes(10, "little")
+    if magic in head or str(LEGACY_MAGIC).encode() in head:
+        return "max_stream_bytes", limits.max_stream_bytes
+    return "max_pickle_bytes", limits.max_pickle_bytes
 
 
 def _check_not_tar(path: str, data: bytes) -> None:
@@ -156,29 +158,22 @@ def read_dump_stream(name: str, stream: BinaryIO, limits: Limits = Limits()) -> 
     is used in messages. A plain pickle may have ``max_pickle_bytes``, a zip
     ``max_stream_bytes``; past that it is refused without reading the rest."""
     try:
-        head = stream.read(4)
-        bound = (
-            limits.max_stream_bytes
-            if head in (_ZIP_MAGIC, _EMPTY_ZIP_MAGIC)
-            else (limits.max_pickle_bytes)
+        head = stream.read(32)
+        limit, bound = (
+            ("max_stream_bytes", limits.max_stream_bytes)
+            if head[:4] in (_ZIP_MAGIC, _EMPTY_ZIP_MAGIC)
+            else _bound(head, limits)
         )
         data = head + stream.read(bound + 1 - len(head))
     except OSError as exc:
         raise DumpError(name, f"cannot read: {exc.strerror or exc}") from None
     if len(data) > bound:
-        limit = "max_stream_bytes" if bound == limits.max_stream_bytes else "max_pickle_bytes"
         raise LimitExceeded(name, limit, bound, f"the stream holds more than {bound} bytes")
     return read_dump_bytes(name, data, limits)
 
 
 def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:
     _check_not_tar(path, data)
-    if is_legacy_stream(data):
-        raise DumpError(
-            path,
-            "legacy torch.save format (PyTorch before 1.6), which ppaux does not read; re-save it "
-            "with a current torch: torch.save(torch.load(f, weights_only=True), 'new.pt')",
-        )
     machine = Machine(data, path=path, limits=limits, resolve=allowlist.resolve)
     try:
         root = machine.load()
@@ -191,10 +186,9 @@ def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:
                 path, f"not a torch.save zip or a pickle file ({exc.reason}){_text_hint(data)}"
             ) from None
         raise
-    if root == LEGACY_MAGIC:
-        raise DumpError(
-            path, "legacy torch.save format (PyTorch before 1.6), which ppaux does not read"
-        )
+    if type(root) is int and root == LEGACY_MAGIC:
+        # torch.save(..., _use_new_zipfile_serialization=False): five pickles, then storages.
+        return read_legacy(path, data, size, limits)
     return Dump(
         path=path,
         container="pickle",

@@ -1,4 +1,5 @@
-"""The pre-1.6 ``torch.save`` stream, read only where torch nests one inside a pickle.
+"""The legacy (non-zip) ``torch.save`` stream, as torch nests one inside a pickle (a whole file
+in that format is :mod:`ppaux.dump.legacy_file`).
 
 ``pickle.dumps(tensor)`` stores each storage as ``torch.storage._load_from_bytes(b'...')``, whose
 bytes are a legacy ``torch.save`` stream: a magic number, a protocol version, system info, the
@@ -24,7 +25,7 @@ _MAX_NESTING = 2
 
 
 def is_legacy_stream(data: bytes) -> bool:
-    """True when ``data`` starts like a legacy (pre-1.6) torch.save stream."""
+    """True when ``data`` starts like a legacy (non-zip) torch.save stream."""
     return data.startswith(_LEGACY_PREFIX)
 
 

@@ -199,8 +199,9 @@ class StorageRef(_Ref):
         self.record: str | None = None
         self.record_size: int | None = None
         # Bytes of a storage saved inside the pickle itself (plain pickles nest a legacy
-        # torch.save stream per storage); zip storages live in ``record`` instead.
-        self.data: bytes | None = None
+        # torch.save stream per storage; a legacy-format file keeps them after its pickles);
+        # zip storages live in ``record`` instead.
+        self.data: bytes | memoryview | None = None
 
     @property
     def nbytes(self) -> int:

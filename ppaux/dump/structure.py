@@ -19,9 +19,10 @@ __all__ = ["Dump", "machine_deviation", "unsafe_globals"]
 class Dump:
     """The structure of one file, as stand-ins (see :mod:`ppaux.dump.model`).
 
-    ``container`` is 'zip' or 'pickle'; ``record_prefix`` is the zip's record folder (the saved
-    file's stem, or 'archive'); ``globals_seen`` maps each global the pickle named to whether it is
-    allowlisted; ``storages`` lists every storage record the pickle refers to.
+    ``container`` is 'zip', 'legacy' (torch.save's non-zip format) or 'pickle';
+    ``record_prefix`` is the zip's record folder (the saved file's stem, or 'archive');
+    ``globals_seen`` maps each global the pickle named to whether it is allowlisted; ``storages``
+    lists every storage record the pickle refers to (a legacy file's with their bytes).
     """
 
     path: str
