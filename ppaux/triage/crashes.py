@@ -39,7 +39,8 @@ from collections.abc import Callable
 
 from ppaux.triage.deaths import DEATH_MARKERS
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
-from ppaux.triage.records import MAX_FRAMES, Failure, Frame
+from ppaux.triage.records import Failure, Frame
+from ppaux.triage.tracebacks import MAX_FRAMES
 from ppaux.triage.tracelines import MAX_MESSAGE, raised
 
 __all__ = ["CRASH_MARKERS", "NEAR_LINES", "Crashes", "host_allocation", "rank_within"]
