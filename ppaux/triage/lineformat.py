@@ -28,6 +28,7 @@ from datetime import timedelta
 from ppaux.triage.jsonrecords import cut_record
 from ppaux.triage.lineshapes import (
     ANSI,
+    ANSI_OPENERS,
     COMPOSE,
     CRI,
     DOCKER_LOG,
@@ -267,7 +268,7 @@ def peel(
     prefix, the collector's time (``stamped``: the ``timestamps`` form, whose time comes after
     the launcher's prefix) and sglang's prefix taken off. ``time`` (with ``time_text``) is the
     collector's, which has a zone; sglang's own time is used only where there is none."""
-    if "\x1b" in text:
+    if any(opener in text for opener in ANSI_OPENERS):
         text = ANSI.sub("", text)
     if launcher is not Launcher.NONE:
         who, text = _launched(text, launcher)

@@ -35,6 +35,7 @@ import re
 
 __all__ = [
     "ANSI",
+    "ANSI_OPENERS",
     "COMPOSE",
     "CRI",
     "DOCKER_LOG",
@@ -94,7 +95,11 @@ class Launcher(str, enum.Enum):
 #: ANSI colours (SGR, ``ESC [ ... m``, as docker compose writes its prefixes): removed before a
 #: line is parsed. Every other escape sequence (a cursor move, a clear screen, a window title)
 #: stays in the text, so a finding shows it escaped rather than hiding that the log held it.
-ANSI = re.compile(r"\x1b\[[0-9;:]*m")
+#: A paste may carry the colours in caret notation (``^[[36m``: the escape written as ``^[``, as
+#: a terminal or ``cat -v`` shows it), read the same.
+ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;:]*m")
+#: What opens an ANSI colour, as a byte or in caret notation.
+ANSI_OPENERS = ("\x1b", "^[[")
 CRI = re.compile(
     r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) "
     r"(?P<stream>stdout|stderr) (?P<tag>[FP])(?: (?P<text>.*))?$"
