@@ -63,7 +63,8 @@ def test_a_quoted_or_indented_paste_has_the_verdict_of_the_paste_it_quotes(tmp_p
             text = plain if width is None else wrapped(plain, width)
             (tmp_path / "as-is.log").write_text(text, encoding="utf-8")
             expected = _verdict(tmp_path / "as-is.log")
-            marks = ("> ", ">> ", "> > ", "    ", "cat -n") if width else ("> ", ">> ", "> > ")
+            quotes = ("> ", ">> ", "> > ", "> - ")
+            marks = ("> ", ">> ", "> > ", "    ", "cat -n") if width else quotes
             for mark in marks:
                 path = tmp_path / "marked.log"
                 path.write_text(_marked(text, mark), encoding="utf-8")
@@ -83,7 +84,8 @@ def test_the_quoted_nine_messages_and_every_rank_timeouts_keep_their_codes(tmp_p
 
 _PASTE_LINE = st.builds(
     str.__add__,
-    st.characters(exclude_categories=("Cs", "Cc", "Zs"), exclude_characters=">"),
+    # no line opens as a quote or a list item: every line one would be the paste's own mark
+    st.characters(exclude_categories=("Cs", "Cc", "Zs"), exclude_characters=">-*+"),
     st.text(
         alphabet=st.characters(exclude_categories=("Cs",), exclude_characters="\r\n"), max_size=29
     ),
@@ -93,7 +95,7 @@ _PASTE_LINE = st.builds(
 @settings(max_examples=100, deadline=None)
 @given(
     lines=st.lists(_PASTE_LINE, min_size=4, max_size=30),
-    mark=st.sampled_from(["> ", ">", ">> ", "> > ", "  ", "\t", "    "]),
+    mark=st.sampled_from(["> ", ">", ">> ", "> > ", "> - ", ">> * ", "  ", "\t", "    "]),
 )
 def test_peeling_a_paste_s_mark_gives_its_lines_back_one_for_one(lines, mark):
     from ppaux.triage.pastemarks import Unmarked, paste_mark

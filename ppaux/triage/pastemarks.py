@@ -1,7 +1,8 @@
 """Marks a paste put before every one of its lines, peeled off as an envelope of the paste.
 
 A log quoted in a reply or an e-mail arrives with ``> `` (or ``>> ``, ``> > ``) before every
-line; one carried in Markdown's indented code block or an e-mail with the same indentation
+line (and a Markdown list's ``- `` behind the quote where every line is an item of one); one
+carried in Markdown's indented code block or an e-mail with the same indentation
 before every line. Read as they are, the marks hide what opens each line: an exception line is
 no longer at a frame's indentation, and a terminal-wrapped row's continuation opens with the
 same mark as the row before it.
@@ -34,6 +35,8 @@ _MAX_INDENT = 8
 _QUOTE = re.compile(rb"(?:>[ \t]?)+")
 #: One quote mark.
 _ONE = re.compile(rb">[ \t]?")
+#: A Markdown list item's marker behind the quote.
+_ITEM = re.compile(rb"[-*+] ")
 #: ``cat -n``'s number and tab before a line.
 _NUMBER = re.compile(rb" {0,8}(\d{1,9})\t")
 
@@ -41,12 +44,16 @@ _NUMBER = re.compile(rb" {0,8}(\d{1,9})\t")
 class PasteMark:
     """A quote of ``depth`` marks, ``cat -n``'s numbers (``numbered``), or an ``indent``."""
 
-    __slots__ = ("depth", "indent", "numbered")
+    __slots__ = ("depth", "indent", "item", "numbered")
 
-    def __init__(self, depth: int = 0, indent: bytes = b"", numbered: bool = False) -> None:
+    def __init__(
+        self, depth: int = 0, indent: bytes = b"", numbered: bool = False, item: bool = False
+    ) -> None:
         self.depth = depth
         self.indent = indent
         self.numbered = numbered
+        #: every quoted line is also a list item (``> - ``): the item's marker is peeled too
+        self.item = item
 
     def peel(self, line: bytes) -> bytes:
         """``line`` (one line of the log, with its line end) without the mark."""
@@ -60,6 +67,9 @@ class PasteMark:
                 if mark is None:
                     break
                 start = mark.end()
+            if self.item:
+                marker = _ITEM.match(line, start)
+                start = start if marker is None else marker.end()
             return line[start:]
         return line[len(self.indent) :] if line.startswith(self.indent) else line
 
@@ -75,7 +85,9 @@ def paste_mark(head: bytes) -> PasteMark | None:
         return None
     if all(line[:1] == b">" for line in lines):
         depth = min(len(_ONE.findall(_QUOTE.match(line).group())) for line in lines)  # type: ignore[union-attr]
-        return PasteMark(depth=depth)
+        quote = PasteMark(depth=depth)
+        items = [_ITEM.match(quote.peel(line)) for line in lines]
+        return PasteMark(depth=depth, item=all(items))
     numbers = [_NUMBER.match(line) for line in lines]
     if all(numbers) and all(
         int(after.group(1)) == int(before.group(1)) + 1  # type: ignore[union-attr]
