@@ -232,3 +232,43 @@ def test_a_sigquit_of_the_roots_second_written_before_it_is_said_so(tmp_path):
     (sigquit,) = [f for f in findings if f.code == "PP804"]
     assert "before it in its log" in sigquit.message
     assert "after the root" not in sigquit.message
+
+
+_DS_EXIT = (
+    "[2023-07-10 04:26:35,999] [ERROR] [launch.py:324:sigkill_handler] ['/srv/venv/bin/python3', "
+    "'-u', 'train.py', '--local_rank={rank}', '--deepspeed', 'ds.json'] exits with return code "
+    "= {code}\n"
+)
+_SIGNALS = {6: "SIGABRT", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
+
+
+@settings(max_examples=30, deadline=None)
+@given(rank=st.integers(0, 63), code=st.sampled_from([-11, -6, -9, -15, 1, 2, 137]))
+def test_deepspeed_s_return_code_line_is_that_local_rank_s_death(tmp_path_factory, rank, code):
+    # The launcher kills its other children first, then says which child ended and how: a
+    # negative return code is the signal that ended it, a positive one its exit status.
+    text = (
+        "[2023-07-10 04:26:05,876] [INFO] [launch.py:318:sigkill_handler] Killing subprocess "
+        "94984\n" + _DS_EXIT.format(rank=rank, code=code)
+    )
+    log = tmp_path_factory.mktemp("ds") / "x.log"
+    log.write_text(text)
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code in ("PP801", "PP802", "PP809")]
+    assert root.code == "PP809" and root.extra["no_root"] == "process-died"
+    assert root.severity.value == "error"
+    assert root.message.startswith(f"no root in this log: local_rank {rank} died: ")
+    if code < 0:
+        assert f"killed by {_SIGNALS[-code]} (signal {-code}" in root.message
+    else:
+        assert f"exited with status {code} " in root.message
+    argvs = [s["argv"] for s in report.data["steps"]]
+    crash = code in (-11, -6)
+    assert root.extra["crashed"] is crash
+    assert (["coredumpctl", "list"] in argvs) is crash
+    assert (["journalctl", "-k", "-g", "Killed process|Out of memory"] in argvs) is not crash
+
+
+def test_deepspeed_s_return_code_zero_is_no_death(tmp_path):
+    findings = _findings(tmp_path, _DS_EXIT.format(rank=0, code=0))
+    assert [f for f in findings if f.code in ("PP801", "PP802", "PP809")] == []

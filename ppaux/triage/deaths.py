@@ -8,7 +8,10 @@ summaries of a child's failure.
 - supervisord's ``exited: <program> (terminated by SIGKILL; not expected)`` or ``(exit
   status 1; not expected)``: the program it runs died of a signal or ended with an error;
 - DeepSpeed's launcher's ``sigkill_handler] Killing subprocess N``: the launcher killed its
-  child (after another child failed, or when it was itself told to stop);
+  child (after another child failed, or when it was itself told to stop); its ``sigkill_handler]
+  [<the child's command>] exits with return code = -11``: the child (its ``--local_rank``) that
+  ended first, of a signal where the code is negative (-11: SIGSEGV), with that exit status
+  otherwise;
 - vLLM's ``Worker proc VllmWorker-0 died unexpectedly (exit code: -15)``: the engine saw its
   worker process end;
 - torchrun's ``ChildFailedError``: the launcher's summary of a child that failed, never a
@@ -35,6 +38,7 @@ from ppaux.triage.records import Event, Failure
 
 __all__ = [
     "DEATH_MARKERS",
+    "crashed",
     "dead_one",
     "death_in_text",
     "death_of",
@@ -51,6 +55,7 @@ DEATH_MARKERS: tuple[bytes, ...] = (
     b"A worker died or was killed",
     b"; not expected)",
     b"Killing subprocess",
+    b"exits with return code",
     b"died unexpectedly",
 )
 
@@ -70,6 +75,14 @@ _SUPERVISED = re.compile(
 
 #: DeepSpeed's launcher killing its child.
 _LAUNCHER_KILL = re.compile(r"sigkill_handler\] Killing subprocess (?P<pid>\d{1,9})")
+#: DeepSpeed's launcher reporting how the child that ended first ended (its command, then the
+#: return code: a signal's number below 0).
+_LAUNCHER_EXIT = re.compile(
+    r"sigkill_handler\] (?P<command>\[.{0,4000}?\]) exits with return code = (?P<code>-?\d{1,4})\b"
+)
+_LOCAL_RANK = re.compile(r"--local_rank[= ]'?(?P<rank>\d{1,6})")
+#: Signals of a crash of the process's own (a core dump and the fault handler say where).
+_CRASH_SIGNALS = re.compile(r"\bSIG(?:SEGV|ABRT|BUS|ILL|FPE)\b")
 #: vLLM's engine reporting that a worker process ended.
 _WORKER_PROC = re.compile(
     r"Worker proc (?P<name>[\w.-]{1,80}) died unexpectedly(?: \(exit code: (?P<code>-?\d{1,4})\))?"
@@ -119,6 +132,20 @@ def worker_name(text: str) -> str | None:
     return None if found is None else found.group("name")
 
 
+def _ended(code: int, by: str) -> str:
+    """How a child whose return code ``by`` reports as ``code`` ended: a signal's number below
+    0, an exit status otherwise."""
+    if code < 0:
+        return f"died: killed by {_signal_name(-code)} (signal {-code}; {by})"
+    return f"died: exited with status {code} ({by})"
+
+
+def crashed(how: str) -> bool:
+    """True where a process died ``how`` of a crash of its own (SIGSEGV, SIGABRT, SIGBUS,
+    SIGILL, SIGFPE): a core dump and the fault handler say where, not the OOM killer."""
+    return _CRASH_SIGNALS.search(how) is not None
+
+
 def _signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name
@@ -135,6 +162,8 @@ def death_of(record: Failure | Event) -> str | None:
         supervised = _SUPERVISED.search(record.text)
         if supervised is not None:
             return _supervised_end(supervised)
+        if (ended := _LAUNCHER_EXIT.search(record.text)) is not None:
+            return _ended(int(ended.group("code")), "DeepSpeed's launcher")
         if _LAUNCHER_KILL.search(record.text) is not None:
             return "was killed by its launcher (DeepSpeed's sigkill_handler)"
         if (worker := _WORKER_PROC.search(record.text)) is not None:
@@ -187,6 +216,11 @@ def hint_of(how: str) -> str:
     """Where to look for what killed a process that died ``how``."""
     if "reports that a process it started failed" in how:
         return "look for that process's own traceback, earlier in its log or in its own log"
+    if crashed(how):
+        return (
+            "a crash of its own: its core dump (coredumpctl, or the core file) and its fault "
+            "handler's output (PYTHONFAULTHANDLER=1) name where"
+        )
     if "SIGKILL" in how or "Ray" in how:
         return (
             "look for the kernel's OOM killer on its host (dmesg, journalctl -k: 'Killed "
@@ -211,6 +245,11 @@ def worker_died(text: str) -> str | None:
     supervised = _SUPERVISED.search(text)
     if supervised is not None:
         return f"{supervised.group('name')} (supervisord's program)"
+    if (ended := _LAUNCHER_EXIT.search(text)) is not None:
+        if int(ended.group("code")) == 0:
+            return None
+        rank = _LOCAL_RANK.search(ended.group("command"))
+        return "the launcher's child" if rank is None else f"local_rank {rank.group('rank')}"
     if (killed := _LAUNCHER_KILL.search(text)) is not None:
         return f"subprocess {killed.group('pid')}"
     if (worker := _WORKER_PROC.search(text)) is not None:
@@ -253,6 +292,8 @@ def death_in_text(text: str) -> str | None:
     elif exit_line is not None:
         number = -int(exit_line.group("code"))
         how = f"was killed by {_signal_name(number)} (signal {number})"
+    elif (ended := _LAUNCHER_EXIT.search(text)) is not None and int(ended.group("code")):
+        how = _ended(int(ended.group("code")), "DeepSpeed's launcher")
     elif _RAYLET.search(text) is not None or "ActorDiedError" in text:
         how = "died: its Ray worker process ended"
     if how is not None:

@@ -286,9 +286,11 @@ def triage_paths(
     loose: list[Failure | Event] = [*orphans, *(e for e in orphan_events if e.kind not in quiet)]
     warned = [e for e in orphan_events if e.kind == "nccl-warn" and e.kind in quiet]
     no_root = None
+    crash = False
     if loose:
         orphaned = no_root_finding(loose, warned)
         no_root = orphaned.extra["no_root"]
+        crash = orphaned.extra["crashed"] is True
         if no_root == "signals-only" and warned:
             no_root = "signals-and-nccl-warnings"  # the steps of a broken connection too
         report.findings.append(orphaned)
@@ -314,6 +316,7 @@ def triage_paths(
         release,
         no_root,
         host,
+        crash,
     )
     _fill(report, readings, found, deployment, plan)
     return report

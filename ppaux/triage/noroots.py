@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ppaux.report import Finding, Severity, finding
 from ppaux.text import counted, shown
-from ppaux.triage.deaths import dead_one, death_of, hint_of
+from ppaux.triage.deaths import crashed, dead_one, death_of, hint_of
 from ppaux.triage.incidents import communication
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.roots import location_of, place_of, unseen
@@ -29,6 +29,9 @@ def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = N
     ranks = sorted({shown(f.who) for f in failures if f.ranks})
     where = f"{'' if count == 1 else 'the first: '}{shown(first.who)} at {place_of(first)}"
     died = [(r, how) for r in loose if (how := death_of(r)) is not None]
+    # A launcher that killed its children did so after one of them ended: that one's record
+    # (its return code) is the death to name first, wherever the log puts it.
+    died.sort(key=lambda pair: "killed by its launcher" in pair[1])
     # The parent's SIGQUIT follows any scheduler's failure, communication ones included: it
     # does not make communication failures anything else.
     if died:
@@ -108,6 +111,7 @@ def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = N
             "ranks": ranks[:50],
             "records": [f"{r.source}:{r.line}" for r in loose[:50]],
             "nccl_warnings": len(warned),
+            "crashed": bool(died) and crashed(died[0][1]),
         },
         location=location_of(first),
     )

@@ -363,6 +363,32 @@ def _death_steps() -> list[Step]:
     ]
 
 
+def _crash_steps() -> list[Step]:
+    """A process that died of a crash of its own (SIGSEGV, SIGABRT): where it crashed is in its
+    core dump and its fault handler's output, not in the kernel's OOM kills."""
+    where = "the dead process's host"
+    return [
+        Step(
+            None,
+            where,
+            "a process crashed (a signal of its own: SIGSEGV, SIGABRT, ...) and the log does "
+            "not say where: read its core dump, or make the next run write one",
+        ),
+        Step(("coredumpctl", "list"), where, "or the core file in its working directory"),
+        Step(("ulimit", "-c", "unlimited"), where, "before the next run, for a core file"),
+        Step(
+            ("export", "PYTHONFAULTHANDLER=1"),
+            where,
+            "the next run prints every thread's Python frames when it crashes",
+        ),
+        Step(
+            None,
+            where,
+            "and read the dead process's own log (its stderr) for what it did last",
+        ),
+    ]
+
+
 def _memory_steps(deployment: Deployment) -> list[Step]:
     return [
         Step(
@@ -404,20 +430,22 @@ def next_steps(
     release: str | None = None,
     no_root: str | None = None,
     host: bool = False,
+    crash: bool = False,
 ) -> list[Step]:
     """Steps for incidents whose roots are of ``roots`` (kind, and the auxiliary-output message
     matched, if any), in the order the kinds first appear; ``no_root``: why the logs hold no
     root ('network-or-other-node', ...), when they hold none; ``captures``: capture directories
     the logs show in use; ``observers``: targets for ``ppaux check-observer``; ``release``: the
     releases the root's frames fit; ``host``: a communication root's words say its host's own
-    set-up failed (:func:`ppaux.triage.kinds.local_note`)."""
+    set-up failed (:func:`ppaux.triage.kinds.local_note`); ``crash``: the process that died
+    (``no_root`` 'process-died') died of a crash of its own, not of the OOM killer."""
     steps: list[Step] = []
     done: set[str] = set()
     kinds = [kind for kind, _ in roots]
     if no_root == "network-or-other-node":
         kinds.append("communication")
     if no_root == "process-died":
-        steps += _death_steps()
+        steps += _crash_steps() if crash else _death_steps()
     if no_root in ("signals-only", "signals-and-nccl-warnings"):
         steps += _signal_steps()
     if no_root == "signals-and-nccl-warnings":
