@@ -117,6 +117,17 @@ def test_a_death_says_its_cause_is_elsewhere_and_where_to_look(line, said):
     assert said in out and "OOM killer" in out
 
 
+def test_deepspeed_s_return_code_of_a_signal_is_a_crash_of_that_process():
+    out = " ".join(
+        _explain(
+            "[2023-07-10 04:26:35,999] [ERROR] [launch.py:324:sigkill_handler] ['python3', "
+            "'train.py', '--local_rank=1'] exits with return code = -11"
+        ).split()
+    )
+    assert "killed by SIGSEGV (signal 11" in out
+    assert "core dump" in out and "OOM killer" not in out
+
+
 @pytest.mark.parametrize("error", ["unhandled system error", "unhandled cuda error"])
 def test_nccls_local_errors_are_not_said_to_follow_a_peers_death(error):
     out = " ".join(
@@ -145,6 +156,16 @@ def test_nccls_local_errors_are_not_said_to_follow_a_peers_death(error):
             "communication",
         ),
         ("memory allocation of 2097152 bytes failed", "memory"),
+        # sglang's check of the GPUs' free memory, in the process group's set-up: memory
+        (
+            "Traceback (most recent call last):\n"
+            '  File "/srv/sglang/srt/model_executor/model_runner.py", line 300, in '
+            "init_torch_distributed\n"
+            '    raise ValueError("The memory capacity is unbalanced.")\n'
+            "ValueError: The memory capacity is unbalanced. Some GPUs may be occupied by other "
+            "processes.",
+            "memory",
+        ),
         (
             "  what():  [TensorRT-LLM][ERROR] Assertion failed: Failed: MPI error "
             "/src/cpp/tensorrt_llm/common/mpiUtils.cpp:211 '6'",

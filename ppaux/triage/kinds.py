@@ -3,7 +3,8 @@
 - ``auxiliary-output``: one of sglang's nine auxiliary-output messages (:mod:`ppaux.sglang.names`);
 - ``memory``: the device or host ran out of memory (``torch.OutOfMemoryError``, ``CUDA out of
   memory``, sglang's own ``Not enough memory`` or ``Not enough space`` (a cache's slots), a cuBLAS
-  allocation failure);
+  allocation failure, sglang's ``The memory capacity is unbalanced``: GPUs with unequal free
+  memory, other processes holding some);
 - ``communication-init``: a communicator or process group that could not be set up (NCCL's
   ``ncclCommInitRank``, gloo's ``connectFullMesh``, a rendezvous or TCPStore that timed out,
   an MPI error while a C++ object such as an all-reduce plugin is set up), told by the message
@@ -58,7 +59,10 @@ _MEMORY_TEXT = re.compile(
     r"out of memory|CUDA_ERROR_OUT_OF_MEMORY|CUBLAS_STATUS_ALLOC_FAILED|"
     r"Not enough (?:memory|space)|"
     r"insufficient memory|cudaErrorMemoryAllocation|Tried to allocate|"
-    r"memory allocation of .{0,80}bytes failed",
+    r"memory allocation of .{0,80}bytes failed|"
+    # sglang's check at start-up that every GPU has as much memory free: other processes hold
+    # some (raised while the process group is set up, but of memory, not of communication)
+    r"memory capacity is unbalanced",
     re.IGNORECASE,
 )
 _COMMUNICATION_TYPES = re.compile(
