@@ -368,3 +368,36 @@ def test_a_collective_mismatch_under_torch_s_rank_prefix_keeps_that_rank(tmp_pat
     assert root["extra"]["ranks"] == ["rank 1"]
     assert root["extra"]["exception"] == "RuntimeError"
     assert root["extra"]["kind"] == "shape-kernel"
+
+
+_TIMEOUT = (
+    "  what():  [Rank {rank}] NCCL watchdog thread terminated with exception: [Rank {rank}] "
+    "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=31, OpType=_ALLGATHER_BASE, "
+    "NumelIn=2, NumelOut=8, Timeout(ms)=1800000) ran for 1800693 milliseconds before timing "
+    "out.\n"
+)
+_STRAY = (
+    "    return recursively_apply(\n"
+    "           ^^^^^^^^^^^^^^^^^^\n"
+    f'  File "{SITE}/accelerate/utils/operations.py", line 128, in recursively_apply\n'
+)
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rank=st.integers(0, 63))
+def test_a_stray_frame_after_a_watchdog_timeout_is_no_root(tmp_path, rank):
+    # Another process's frame written in between a watchdog's records, with neither its header
+    # nor its exception: the timed-out collective is the story, not an unseen exception.
+    code, findings = _triage(tmp_path, _TIMEOUT.format(rank=rank) + _STRAY)
+    (root,) = [f for f in findings if f["code"] in ROOTS]
+    assert root["code"] == "PP809"
+    assert root["extra"]["no_root"] == "network-or-other-node"
+    assert code == 1
+
+
+def test_a_stray_frame_before_any_watchdog_timeout_is_still_a_cut_root(tmp_path):
+    _, findings = _triage(tmp_path, _STRAY + _TIMEOUT.format(rank=2))
+    (root,) = [f for f in findings if f["code"] in ROOTS]
+    assert root["code"] == "PP802" and root["extra"]["kind"] == "unknown"

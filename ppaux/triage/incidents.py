@@ -109,6 +109,17 @@ def _cut_roots(ordered: list[Failure], deaths: list[Failure | Event]) -> list[Fa
     return cut
 
 
+def _stray(failure: Failure, events: list[Event]) -> bool:
+    """True for a fragment cut at both ends (no header, no exception line) that a watchdog's
+    timeout in the same log came before."""
+    if not failure.fragment or failure.exception is not None or failure.chain:
+        return False
+    return any(
+        e.kind == "watchdog" and e.source == failure.source and e.order < failure.order
+        for e in events
+    )
+
+
 def _before(earlier: Failure | Event, later: Failure) -> bool:
     """True when ``earlier`` is known to come before ``later``: in the same log, by its place;
     across logs, by times that compare."""
@@ -193,7 +204,13 @@ def incidents(
     complete = [f for f in ordered_roots if f.exception is not None and not communication(f)]
     relays = [f for f in complete if relay(f)]
     complete = [f for f in complete if not relay(f)] or relays
-    candidates = complete or _init_roots(ordered_roots) or _cut_roots(ordered_roots, deaths)
+    # A fragment with neither its header nor its exception (a few frames, another process's
+    # output written in between) after a watchdog's timeout in the same log is a stray piece of
+    # a process the watchdog took down: never a root, and no failure of its own where nothing
+    # else is one.
+    strays = {id(f) for f in ordered_roots if _stray(f, events)}
+    cuttable = [f for f in ordered_roots if id(f) not in strays]
+    candidates = complete or _init_roots(ordered_roots) or _cut_roots(cuttable, deaths)
     scheduler = [f for f in candidates if f.scheduler or _ranked(f)]
     roots = scheduler or candidates
     found: list[Incident] = []
@@ -212,7 +229,7 @@ def incidents(
     chosen = {id(f) for i in found for f in i.members}
     rest = [f for f in ordered if id(f) not in chosen]
     if not found:
-        return [], rest, sorted(events, key=_key)
+        return [], [f for f in rest if id(f) not in strays], sorted(events, key=_key)
     for failure in rest:
         _owner(found, failure).collateral.append(failure)
     for incident in found:
