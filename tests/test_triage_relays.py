@@ -272,3 +272,42 @@ def test_deepspeed_s_return_code_line_is_that_local_rank_s_death(tmp_path_factor
 def test_deepspeed_s_return_code_zero_is_no_death(tmp_path):
     findings = _findings(tmp_path, _DS_EXIT.format(rank=0, code=0))
     assert [f for f in findings if f.code in ("PP801", "PP802", "PP809")] == []
+
+
+_AGENT = (
+    "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: {code}) local_rank: "
+    "{rank} (pid: 20327) of binary: /srv/venv/bin/python3\n"
+)
+_TORCHRUN_CUT = (
+    "Traceback (most recent call last):\n"
+    '  File "/srv/venv/bin/torchrun", line 33, in <module>\n'
+    "    sys.exit(load_entry_point('torch==1.12.0', 'console_scripts', 'torchrun')())\n"
+    '  File "/srv/venv/lib/python3.8/site-packages/torch/distributed/run.py", line 761, in '
+    "main\n"
+    "    run(args)\n"
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(rank=st.integers(0, 63), code=st.sampled_from([1, 2, 255]))
+def test_torchrun_s_agent_line_is_that_local_rank_s_failure(tmp_path_factory, rank, code):
+    # torchrun's own traceback after it relays the child's failure: collateral, never the root.
+    log = tmp_path_factory.mktemp("agent") / "x.log"
+    log.write_text(_AGENT.format(code=code, rank=rank) + _TORCHRUN_CUT)
+    findings = triage_paths([str(log)]).findings
+    (root,) = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    assert root.code == "PP802" and root.key == f"local_rank {rank}"
+    assert f"local_rank {rank} exited with code {code} " in root.message
+    assert [(f.location or {}).get("line") for f in findings if f.code == "PP803"] == [2]
+
+
+def test_torchrun_s_agent_line_of_a_signal_is_a_death(tmp_path):
+    findings = _findings(tmp_path, _AGENT.format(code=-9, rank=3))
+    (root,) = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    assert root.code == "PP809" and root.extra["no_root"] == "process-died"
+    assert "killed by SIGKILL" in root.message
+
+
+def test_torchrun_s_own_traceback_alone_is_no_root(tmp_path):
+    findings = _findings(tmp_path, _TORCHRUN_CUT)
+    assert [f.code for f in findings if f.code in ("PP801", "PP802")] == []

@@ -12,7 +12,8 @@ process prints as it dies.
 - torchrun's failure summary (``Root Cause (first observed failure):``, then ``rank : 0`` and
   ``exitcode : 1``): that rank exited first; its exception is not in the log; a failure of the
   summary flattened on one line (a console's table row, ``[2]: time : ... rank : 2
-  (local_rank: 2) exitcode : -6 ...``): that rank exited so;
+  (local_rank: 2) exitcode : -6 ...``): that rank exited so; so did the local rank of its
+  agent's ``failed (exitcode: 1) local_rank: 0 (pid: N)`` line;
 - torch's ``Detected mismatch between collectives on ranks. Rank 2 is running collective:
   ...`` (``TORCH_DISTRIBUTED_DEBUG=DETAIL``'s check), however a program printed it: the ranks
   called different collectives or shapes, so their programs or models differ; that rank's
@@ -92,6 +93,11 @@ _SUMMARY_EXIT = re.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d{1,9})")
 _SUMMARY_ROW = re.compile(
     r"\[\d{1,9}\]:\s+time\s*: \S{1,40}\s+host\s*: \S{1,253}\s+rank\s*: (?P<rank>\d{1,9}) "
     r"\(local_rank: \d{1,9}\)\s+exitcode\s*: (?P<code>-?\d{1,9})\b"
+)
+#: torchrun's record of a child that ended with an error, as its agent logs it: ``failed
+#: (exitcode: 1) local_rank: 0 (pid: 20327) of binary: ...``.
+_AGENT_EXIT = re.compile(
+    r"failed \(exitcode: (?P<code>-?\d{1,9})\) local_rank: (?P<rank>\d{1,9}) \(pid: \d{1,9}\)"
 )
 #: Lines a torchrun summary's ``rank`` and ``exitcode`` come within after its heading: the
 #: fifth and sixth line of it, where an export's pretty-printed JSON spends up to eight lines
@@ -190,6 +196,14 @@ class Crashes:
             failure.said = (
                 f"rank {row.group('rank')} exited with code {row.group('code')} (a failure of "
                 "torchrun's summary); its exception is not in this log"
+            )
+            return failure
+        if (agent := _AGENT_EXIT.search(text)) is not None:
+            failure = self._new(line, None, "")
+            failure.stream = ranked_stream(line.stream, f"local_rank {agent.group('rank')}")
+            failure.said = (
+                f"local_rank {agent.group('rank')} exited with code {agent.group('code')} "
+                "(torchrun's record of its child); its exception is not in this log"
             )
             return failure
         if _SUMMARY.match(text):

@@ -260,10 +260,18 @@ def worker_died(text: str) -> str | None:
     return "a Ray worker" if pid is None else f"Ray worker pid={pid.group('pid')}"
 
 
+#: torchrun's own code, in a frame's file: its entry point and its elastic agent.
+_TORCHRUN_FILE = re.compile(r"/bin/torchrun$|torch/distributed/run\.py$|torch/distributed/elastic/")
+
+
 def launcher_summary(failure: Failure) -> bool:
     """True for a launcher's exception about a child that failed (torchrun's
-    ``ChildFailedError``): the child's failure is the story, never the launcher's."""
-    return failure.exception is not None and _CHILD_FAILED.search(failure.exception) is not None
+    ``ChildFailedError``), or torchrun's own traceback cut before it (its frames all
+    torchrun's): the child's failure is the story, never the launcher's."""
+    if failure.exception is None:
+        files = [frame.file for frame in failure.frames]
+        return bool(files) and _TORCHRUN_FILE.search(files[0]) is not None
+    return _CHILD_FAILED.search(failure.exception) is not None
 
 
 _SIGNAL_LINE = re.compile(
