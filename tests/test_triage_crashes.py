@@ -401,3 +401,40 @@ def test_a_stray_frame_before_any_watchdog_timeout_is_still_a_cut_root(tmp_path)
     _, findings = _triage(tmp_path, _STRAY + _TIMEOUT.format(rank=2))
     (root,) = [f for f in findings if f["code"] in ROOTS]
     assert root["code"] == "PP802" and root["extra"]["kind"] == "unknown"
+
+
+_CUDA_TAIL = (
+    "Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/cuda-runtime-api/"
+    "group__CUDART__TYPES.html for more information.\n"
+    "CUDA kernel errors might be asynchronously reported at some other API call, so the "
+    "stacktrace below might be incorrect.\n"
+    "Exception raised from c10_cuda_check_implementation at /pytorch/c10/cuda/"
+    "CUDAException.cpp:44 (most recent call first):\n"
+    "frame #4: c10d::ProcessGroupNCCL::Watchdog::runLoop() + 0x969 (0x7f54 in /srv/torch/lib/"
+    "libtorch_cuda.so)\n"
+)
+
+
+def test_a_cuda_error_s_tail_alone_is_that_kernel_failure(tmp_path):
+    code, findings = _triage(tmp_path, _CUDA_TAIL)
+    (root,) = [f for f in findings if f["code"] in ROOTS]
+    assert root["code"] == "PP802" and code == 1
+    assert root["extra"]["exception"] == "CUDA error"
+    assert root["extra"]["kind"] == "shape-kernel"
+    assert "cudaErrorIllegalAddress" in root["message"]
+
+
+def test_a_cuda_error_s_tail_after_its_first_line_is_the_same_failure(tmp_path):
+    text = (
+        "[2026-06-17 06:48:30 TP0] Scheduler hit an exception: Traceback (most recent call "
+        "last):\n"
+        f'  File "{SITE}/sglang/srt/managers/scheduler.py", line 10, in run\n'
+        "    self.step()\n"
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        + "".join(_CUDA_TAIL.splitlines(keepends=True)[:3])
+    )
+    _, findings = _triage(tmp_path, text)
+    assert [(f["code"], f["key"]) for f in findings if f["code"] in ("PP802", "PP803")] == [
+        ("PP802", "TP0")
+    ]
+    assert _root(findings)["extra"]["exception"] == "RuntimeError"

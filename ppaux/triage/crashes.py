@@ -22,6 +22,9 @@ process prints as it dies.
   NCCL WARN Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'``):
   NCCL returns ``ncclUnhandledCudaError`` from it, a failure of that process whatever its
   peers do, where NCCL's other warnings only say what it saw of the network;
+- the tail of torch's CUDA error alone (``Search for `cudaErrorIllegalAddress' in ...``, then
+  ``Exception raised from c10_cuda_check_implementation`` and C++ frames), its first line not
+  in the log: a ``CUDA error`` of that name;
 - a host allocation that failed, ``memory allocation of 2097152 bytes failed`` (Rust's
   allocator aborting a process, a tokenizer's): the host ran out of memory; two processes'
   lines may be written into each other (``memory allocation of memory allocation of ...``).
@@ -59,6 +62,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"::initialize()",
     b"memory allocation of",
     b"::initialise()",
+    b"Search for `cudaError",
     *DEATH_MARKERS,
 )
 #: Lines within which a record of the same stream completes the failure before it (a C++
@@ -94,6 +98,11 @@ _SUMMARY_ROW = re.compile(
     r"\[\d{1,9}\]:\s+time\s*: \S{1,40}\s+host\s*: \S{1,253}\s+rank\s*: (?P<rank>\d{1,9}) "
     r"\(local_rank: \d{1,9}\)\s+exitcode\s*: (?P<code>-?\d{1,9})\b"
 )
+#: The tail of torch's CUDA error (``Search for `cudaErrorIllegalAddress' in ...``), where the
+#: head (``CUDA error: an illegal memory access ...``) is not in the log: the error's name.
+_CUDA_SEARCH = re.compile(r"Search for `(?P<error>cudaError\w{1,60})'")
+#: What such a record is called: the C++ error's own words, no Python type.
+_CUDA_ERROR = "CUDA error"
 #: torchrun's record of a child that ended with an error, as its agent logs it: ``failed
 #: (exitcode: 1) local_rank: 0 (pid: 20327) of binary: ...``.
 _AGENT_EXIT = re.compile(
@@ -219,6 +228,14 @@ class Crashes:
                 near.frames.append(Frame("", 0, frame.group("function"), frame.group("symbol")))
             self._last_line = line.number
             return None
+        if (search := _CUDA_SEARCH.search(text)) is not None:
+            if near is not None:
+                return None  # the tail of the record before it
+            return self._new(
+                line,
+                _CUDA_ERROR,
+                f"{search.group('error')} (the message's first line is not in this log)",
+            )
         if (found := _TERMINATE.search(text)) is not None:
             if near is not None:
                 return None

@@ -115,7 +115,8 @@ _SHAPE_TEXT = re.compile(
     r"illegal memory access|device-side assert|misaligned address|illegal instruction|"
     r"no kernel image|invalid configuration argument|Triton Error|CUDA error|CUBLAS_STATUS|"
     r"CUDNN_STATUS|cutlass|Invalid configuration|Attempted to load weight|into parameter \(|"
-    r"size of tensor|mismatch between collectives",
+    r"size of tensor|mismatch between collectives|"
+    r"cudaError(?:IllegalAddress|LaunchFailure|Assert|MisalignedAddress|IllegalInstruction)",
     re.IGNORECASE,
 )
 #: Functions of sglang's memory planning: what fails there is the memory left for the KV cache

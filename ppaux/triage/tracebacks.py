@@ -63,6 +63,10 @@ _CHAIN = (
 #: An error that Ray relays from a task or an actor: its message is the remote process's own
 #: traceback (``ray::task() (pid=N, ip=...)``, then frames and the remote exception line).
 _RELAYED = re.compile(r"(?:^|\.)Ray(?:Task|Actor)Error\b")
+#: The line torch writes after its CUDA error's first line (``Search for `cudaError...'``): a
+#: marker of a record where the error's first line is not in the log, the message's own line
+#: after it.
+_CUDA_TAIL = re.compile(r"\s{0,8}Search for `cudaError")
 
 
 def _relayed(failure: Failure) -> bool:
@@ -161,6 +165,8 @@ class TracebackBuilder:
             self._push_chain()
             self.state = "chain"
             return True
+        if marked and _CUDA_TAIL.match(text) is not None:
+            return self._message_line(text)  # the CUDA error's own next line, not a record
         if marked or self._blank or text.startswith("[") or text.startswith("INFO:"):
             return False
         return self._message_line(text)
