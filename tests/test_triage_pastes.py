@@ -517,3 +517,23 @@ def test_a_chained_traceback_flattened_with_spaces_gives_its_lines_back(chain, s
         lines.append(f"{exception}: failure {number}")
     flat = separator.join(line.strip() for line in lines if line)
     assert unflatten(flat) == lines
+
+
+def test_a_launcher_s_process_name_starts_a_line_after_one_of_the_widest():
+    # Two lines of the same longest length are no terminal's wrapping where the line after
+    # each opens with a process's name ('(VllmWorker rank=7 pid=1030) '): a line of its own.
+    from ppaux.triage.wrapping import wrap_width
+
+    critical = (
+        "CRITICAL 03-15 17:24:18 [executor.py:48] the executor got a fatal signal " + "x" * 60
+    )
+    lines = [
+        "(Worker rank=1 pid=788) INFO 03-15 17:24:17 [pynccl.py:69] using nccl==2.25.1",
+        critical,
+        "(Worker rank=2 pid=825) Process SpawnProcess-1:3:",
+        "(Worker rank=3 pid=866) Process SpawnProcess-1:4:",
+        critical,
+        "(Worker rank=7 pid=1030) Traceback (most recent call last):",
+        "(Worker rank=5 pid=948) Traceback (most recent call last):",
+    ]
+    assert wrap_width(("\n".join(lines) + "\n").encode()) is None

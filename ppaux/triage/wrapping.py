@@ -10,7 +10,8 @@ and several lines exactly ``W`` characters long are followed by a line that does
 record of its own, each run of them ending in a shorter line (a wrapped line's last piece).
 :func:`wrap_width` finds ``W`` from the head; :class:`Unwrapped` then joins
 each line of exactly ``W`` characters with the line after it, unless that line starts a record
-(a sglang prefix, a frame, a traceback header, a timestamp, a level, the same three
+(a sglang prefix, a frame, a traceback header, a timestamp, a level, a launcher's
+``(Name pid=N)``, the same three
 characters as the line before it: rows of a table alike in length, a launcher's label of
 another process (``0 : `` after ``1 : ``), or the same two marks: a
 quote's ``> `` or an indentation the paste put before every line, or an exception line after
@@ -45,7 +46,9 @@ _MAX_PIECES = 64
 #: What starts a record of its own: never joined to the line before it.
 _STARTS = re.compile(
     r"(?:\s*File \"|\s*Traceback \(|\s*During handling|\s*The above exception|[\[{]"
-    r"|\d{4}-\d\d-\d\d[ T]|\d\d:\d\d:\d\d|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|[IWEF]\d{4} )"
+    r"|\d{4}-\d\d-\d\d[ T]|\d\d:\d\d:\d\d|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|[IWEF]\d{4} "
+    # a launcher's name of the process (Ray's and vLLM's ``(VllmWorker rank=7 pid=1030) ``)
+    r"|\([^()\n]{0,120}\bpid=\d{1,9}[^()\n]{0,120}\) )"
 )
 #: A launcher's label of the process a line is from (``0 : ``, ``12: ``): a line behind one
 #: starts a record of its own after a line behind another.
