@@ -156,6 +156,12 @@ def test_nccls_local_errors_are_not_said_to_follow_a_peers_death(error):
             "communication",
         ),
         ("memory allocation of 2097152 bytes failed", "memory"),
+        # the tail of torch's CUDA error, its first line not pasted
+        (
+            "Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/"
+            "cuda-runtime-api/group__CUDART__TYPES.html for more information.",
+            "shape-kernel",
+        ),
         # sglang's check of the GPUs' free memory, in the process group's set-up: memory
         (
             "Traceback (most recent call last):\n"

@@ -47,7 +47,14 @@ from ppaux.triage.records import Failure, Frame
 from ppaux.triage.tracebacks import MAX_FRAMES
 from ppaux.triage.tracelines import MAX_MESSAGE, raised
 
-__all__ = ["CRASH_MARKERS", "NEAR_LINES", "Crashes", "host_allocation", "rank_within"]
+__all__ = [
+    "CRASH_MARKERS",
+    "NEAR_LINES",
+    "Crashes",
+    "cuda_tail",
+    "host_allocation",
+    "rank_within",
+]
 
 #: What makes a line worth reading for this module (added to the scanner's markers).
 CRASH_MARKERS: tuple[bytes, ...] = (
@@ -228,14 +235,10 @@ class Crashes:
                 near.frames.append(Frame("", 0, frame.group("function"), frame.group("symbol")))
             self._last_line = line.number
             return None
-        if (search := _CUDA_SEARCH.search(text)) is not None:
+        if (tail := cuda_tail(text)) is not None:
             if near is not None:
                 return None  # the tail of the record before it
-            return self._new(
-                line,
-                _CUDA_ERROR,
-                f"{search.group('error')} (the message's first line is not in this log)",
-            )
+            return self._new(line, *tail)
         if (found := _TERMINATE.search(text)) is not None:
             if near is not None:
                 return None
@@ -296,6 +299,15 @@ def host_allocation(text: str) -> tuple[str, str] | None:
     if alloc is None:
         return None
     return _HOST_ALLOC_TYPE, f"{alloc.group()} (the host ran out of memory)"
+
+
+def cuda_tail(text: str) -> tuple[str, str] | None:
+    """(type, message) of the tail of torch's CUDA error (``Search for `cudaError...'``) as
+    triage reads it where the error's first line is not in the log, or None for another line."""
+    search = _CUDA_SEARCH.search(text)
+    if search is None:
+        return None
+    return _CUDA_ERROR, f"{search.group('error')} (the message's first line is not in this log)"
 
 
 def _cpp_type(quoted: str) -> str:

@@ -284,7 +284,7 @@ def kind_of_text(text: str) -> str | None:
     """The kind of the failure a pasted line or traceback shows, or None when no line of it is
     shaped as an exception line: a traceback's as ``triage`` reads it (its chain, an exception
     group's root sub-exception), else its last exception line's, with its frames."""
-    from ppaux.triage.crashes import host_allocation
+    from ppaux.triage.crashes import cuda_tail, host_allocation
     from ppaux.triage.groups import unmargined
     from ppaux.triage.records import Frame
     from ppaux.triage.tracelines import is_frame, raised
@@ -317,6 +317,8 @@ def kind_of_text(text: str) -> str | None:
         found = (_CPP_ERROR, cpp)
     if found is None:  # a record triage reads without a traceback (a host allocation failed)
         found = next((r for line in lines if (r := host_allocation(line)) is not None), None)
+    if found is None:  # the tail of a CUDA error whose first line is not there
+        found = next((r for line in lines if (r := cuda_tail(line)) is not None), None)
     if found is None:
         return None
     failure = Failure("", 0, None, None, None, None, None, 0, found[0], found[1], frames=frames)
