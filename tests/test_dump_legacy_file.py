@@ -16,13 +16,12 @@ import warnings
 from pathlib import Path
 
 import pytest
+import torch
 from helpers import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 pytestmark = pytest.mark.torch
-
-torch = pytest.importorskip("torch")
 
 sys.path.insert(0, str(REPO / "fuzz"))
 

@@ -164,7 +164,7 @@ def read_dump_stream(name: str, stream: BinaryIO, limits: Limits = Limits()) -> 
             if head[:4] in (_ZIP_MAGIC, _EMPTY_ZIP_MAGIC)
             else _bound(head, limits)
         )
-        data = head + stream.read(bound + 1 - len(head))
+        data = head + stream.read(max(bound + 1 - len(head), 0))
     except OSError as exc:
         raise DumpError(name, f"cannot read: {exc.strerror or exc}") from None
     if len(data) > bound:
