@@ -442,3 +442,18 @@ def test_a_key_that_is_no_address_is_a_warning_torch_reads_the_same():
         warnings.simplefilter("ignore")
         theirs = harness.describe(torch.load(path, weights_only=True))
     assert harness.ppaux_view(str(path)).value == theirs
+
+
+@pytest.mark.parametrize("location", [b"foo", b"CPU", b"xla"])
+def test_a_location_torch_cannot_restore_is_refused_as_torch_refuses_it(
+    tmp_path, written, location
+):
+    cpu = b"X\x03\x00\x00\x00cpu"
+    assert cpu in written
+    data = written.replace(cpu, b"X\x03\x00\x00\x00" + location)
+    path = tmp_path / "moved.pt"
+    path.write_bytes(data)
+    for weights_only in (True, False):
+        with pytest.raises(Exception, match="restore"):
+            torch.load(path, weights_only=weights_only)
+    assert _codes(tmp_path, data) == {"PP117"}

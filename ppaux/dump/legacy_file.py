@@ -38,6 +38,7 @@ from ppaux.dump.legacy import LEGACY_MAGIC
 from ppaux.dump.model import StorageRef, StorageType
 from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.structure import Dump, machine_deviation, unsafe_globals
+from ppaux.dump.torch_reading import restorable
 from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, TorchRefuses
 from ppaux.limits import Limits
 from ppaux.text import shown
@@ -152,6 +153,15 @@ class _Storages:
                 self.path,
                 f"byte {m._op_pos}: a storage reference with view metadata, which torch.load "
                 "reads as a view of part of the storage and ppaux does not read",
+            )
+        if not restorable(pid[3]):
+            # The legacy reader restores each storage's location as it meets its id, as the
+            # zip reader does for each record.
+            raise TorchRefuses(
+                self.path,
+                f"torch.load refuses the file: byte {m._op_pos}: no restore function for "
+                f"storage location {shown(pid[3], 200)} (torch 2.13 restores cpu, meta, mps, "
+                "and cuda, hpu, xpu, mtia, privateuseone, alone or as NAME:N)",
             )
         key = pid[2]
         known = self.by_key.get(key)
