@@ -138,6 +138,67 @@ def test_plain_pickle_with_nested_legacy_storage(tmp_path, torch):
     assert dump.globals_seen["torch.storage._load_from_bytes"] is True
 
 
+def _nested_parts(data: bytes) -> tuple[int, int, list[bytes], bytes]:
+    """Where a plain pickle holds a storage's nested legacy stream, its five pickles and the
+    storage records after them."""
+    import pickletools
+    import struct
+
+    start = data.index(b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19.")
+    (size,) = struct.unpack("<I", data[start - 4 : start])
+    inner = data[start : start + size]
+    parts, pos = [], 0
+    for _ in range(5):
+        *_, last = pickletools.genops(inner[pos:])
+        end = pos + last[2] + 1
+        parts.append(inner[pos:end])
+        pos = end
+    return start, size, parts, inner[pos:]
+
+
+def _with_inner(data: bytes, start: int, size: int, inner: bytes) -> bytes:
+    import struct
+
+    return data[: start - 4] + struct.pack("<I", len(inner)) + inner + data[start + size :]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("edit", ["cut", "count", "location", "unlisted", "unknown key"])
+def test_a_nested_stream_torch_would_not_read_as_written_is_never_clean(tmp_path, torch, edit):
+    import struct
+
+    from ppaux.dump.inspection import inspect_file
+    from ppaux.errors import ReadMismatch
+
+    data = pickle.dumps({"a": torch.arange(4.0)}, protocol=3)
+    start, size, parts, records = _nested_parts(data)
+    head = b"".join(parts[:4])
+    inner = {
+        "cut": b"".join(parts) + records[:-4],
+        "count": b"".join(parts) + struct.pack("<q", 5) + records[8:],
+        "location": b"".join(parts[:3])
+        + parts[3].replace(b"X\x03\x00\x00\x00cpu", b"X\x03\x00\x00\x00foo")
+        + parts[4]
+        + records,
+        "unlisted": head + pickle.dumps([], protocol=2),
+        "unknown key": head + pickle.dumps([*pickle.loads(parts[4]), "7"], protocol=2) + records,
+    }[edit]
+    path = tmp_path / "edited.pkl"
+    path.write_bytes(_with_inner(data, start, size, inner))
+    if edit == "unlisted":
+        # torch reads it, the tensor's memory left as it was allocated
+        assert pickle.loads(path.read_bytes())["a"].shape == (4,)
+    else:
+        with pytest.raises(Exception):  # noqa: B017 - torch's refusals differ by edit
+            pickle.loads(path.read_bytes())
+    try:
+        _, findings = inspect_file(str(path))
+        codes = {f.code for f in findings}
+    except ReadMismatch as exc:
+        codes = {exc.code}
+    assert codes == ({"PP202"} if edit == "unlisted" else {"PP117"})
+
+
 class Custom:
     def __init__(self):
         import torch

@@ -13,7 +13,8 @@ from typing import Any
 
 from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef, StorageType
 from ppaux.dump.pickle_vm import Machine
-from ppaux.errors import DumpError
+from ppaux.dump.torch_reading import restorable
+from ppaux.errors import DumpError, ReadMismatch, TorchRefuses
 from ppaux.text import shown
 
 __all__ = ["LEGACY_MAGIC", "is_legacy_stream", "read_inner_storage"]
@@ -41,27 +42,57 @@ def _legacy_storage(m: Machine, pid: Any) -> Any:
         or not isinstance(location, str)
     ):
         raise m.error("nested storage record is malformed")
+    if not restorable(location):
+        raise TorchRefuses(
+            m.path,
+            f"torch.load refuses the file: a nested torch.save stream's storage location "
+            f"{shown(location, 200)} has no restore function",
+        )
     storage = StorageRef(storage_type.dtype, key, shown(location, 200), numel)
     m.storages.append(storage)  # type: ignore[attr-defined]
     return storage
 
 
-def _attach_storage_bytes(payload: bytes, pos: int, storages: list[StorageRef], names: Any) -> None:
+def _attach_storage_bytes(
+    path: str, payload: bytes, pos: int, storages: list[StorageRef], names: Any
+) -> None:
     """Keep each storage's bytes (after the key list: per key an int64 element count and the
-    raw bytes) so that replay can rebuild the tensor. Best effort: a tail that does not parse
-    leaves ``data`` None, and describing the file never fails because of it.
-    """
+    raw bytes) so that replay can rebuild the tensor. A tail torch would not read as these
+    storages is never passed over: a key the object never named, a count other than the
+    storage's size or bytes cut short is refused as torch refuses it (PP117), and a storage
+    the key list leaves out, whose memory torch leaves as it found it, is a reading that
+    differs (PP202)."""
     by_key = {s.key: s for s in storages}
-    for name in names if isinstance(names, list) else ():
-        count = int.from_bytes(payload[pos : pos + 8], "little")
+    if not isinstance(names, list):
+        raise ReadMismatch(
+            path, "a nested torch.save stream whose storage keys are not a list of keys"
+        )
+    for name in names:
         storage = by_key.get(name) if isinstance(name, str) else None
-        if storage is None or count != storage.numel:
-            return
+        if storage is None:
+            raise TorchRefuses(
+                path,
+                f"torch.load refuses the file: a nested torch.save stream lists storage key "
+                f"{shown(name, 40)!r}, which its object never names (torch: KeyError)",
+            )
+        count = int.from_bytes(payload[pos : pos + 8], "little", signed=True)
         end = pos + 8 + count * DTYPE_ITEMSIZE.get(storage.dtype, 1)
-        if end > len(payload):
-            return
+        if pos + 8 > len(payload) or count != storage.numel or end > len(payload):
+            raise TorchRefuses(
+                path,
+                f"torch.load refuses the file: a nested torch.save stream's storage "
+                f"{storage.key!r} has {storage.numel} elements, and its record "
+                + ("is cut short" if count == storage.numel else f"counts {count}"),
+            )
         storage.data = payload[pos + 8 : end]
         pos = end
+    unlisted = [s.key for s in storages if s.data is None]
+    if unlisted:
+        raise ReadMismatch(
+            path,
+            f"a nested torch.save stream leaves storage {shown(unlisted[0], 40)!r} out of its "
+            "key list: torch gives that tensor whatever memory it is allocated",
+        )
 
 
 def read_inner_storage(outer: Machine, payload: bytes) -> Any:
@@ -97,17 +128,22 @@ def read_inner_storage(outer: Machine, payload: bytes) -> Any:
         inner.copied = outer.copied
         try:
             loaded = inner.load()
+        except ReadMismatch:
+            raise  # torch's own refusal or reading, said as such
         except DumpError as exc:
             raise outer.error(f"nested torch.save stream: {exc.reason}") from None
-        outer.items = inner.items
-        outer.ops = inner.ops
-        outer.copied = inner.copied
-        for name, allowed in inner.globals_seen.items():
-            outer.globals_seen[name] = outer.globals_seen.get(name, False) or allowed
+        finally:
+            # What the stream called before it ended or was refused is the file's, whatever
+            # follows.
+            outer.items = inner.items
+            outer.ops = inner.ops
+            outer.copied = inner.copied
+            for name, allowed in inner.globals_seen.items():
+                outer.globals_seen[name] = outer.globals_seen.get(name, False) or allowed
         pos = inner.pos
         if step == 3:
             value = loaded
         elif step == 4:
             names = loaded
-    _attach_storage_bytes(payload, pos, storages, names)
+    _attach_storage_bytes(outer.path, payload, pos, storages, names)
     return value
