@@ -80,7 +80,9 @@ _LAUNCHER_KILL = re.compile(r"sigkill_handler\] Killing subprocess (?P<pid>\d{1,
 _LAUNCHER_EXIT = re.compile(
     r"sigkill_handler\] (?P<command>\[.{0,4000}?\]) exits with return code = (?P<code>-?\d{1,4})\b"
 )
-_LOCAL_RANK = re.compile(r"--local_rank[= ]'?(?P<rank>\d{1,6})")
+#: The launcher's own option for the child's local rank, in the command it echoes (two dashes
+#: as ``-{2}``: the text is the launcher's, not an option of ppaux's).
+_LOCAL_RANK = re.compile(r"-{2}local_rank[= ]'?(?P<rank>\d{1,6})")
 #: Signals of a crash of the process's own (a core dump and the fault handler say where).
 _CRASH_SIGNALS = re.compile(r"\bSIG(?:SEGV|ABRT|BUS|ILL|FPE)\b")
 #: vLLM's engine reporting that a worker process ended.
