@@ -1,5 +1,6 @@
-"""Feeding a log's lines, one by one, to the tracebacks still open in their stream: what one
-log holds for triage (:class:`LogReading`) and the reader that fills it (:class:`Reader`).
+"""Feeding a log's lines, one by one, to the tracebacks still open in their stream: the reader
+(:class:`Reader`) that fills what one log holds for triage
+(:class:`~ppaux.triage.logreading.LogReading`).
 
 Interleaved lines of other processes are expected: an sglang line of other ranks does not end
 a traceback that still waits for its exception line, and a launcher's prefix (compose, Ray)
@@ -11,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from ppaux.limits import Limits
 from ppaux.triage.crashes import Crashes, rank_within
@@ -21,12 +21,12 @@ from ppaux.triage.groups import GROUP_HEADER, unmargined
 from ppaux.triage.kinds import root_of_group
 from ppaux.triage.leads import lead_length, named
 from ppaux.triage.lineformat import LogLine, torch_rank
-from ppaux.triage.lineshapes import Envelope, Launcher
+from ppaux.triage.logreading import LogReading, event_kind, nccl_process
 from ppaux.triage.records import Event, Failure, failure_start, process_of
 from ppaux.triage.tracebacks import TracebackBuilder
 from ppaux.triage.tracelines import cut_header, is_frame, lost_source, raised, wrapped
 
-__all__ = ["PP_RANK", "LogReading", "Reader"]
+__all__ = ["PP_RANK", "Reader"]
 
 #: The start of a traceback's first line.
 _HEADER = "Traceback (most recent call last):"
@@ -51,89 +51,6 @@ _MAX_OVERSIZED = 16
 _ORIGINAL = "Original traceback:"
 #: Lines a note's next frame comes within (its source line and the caret line between).
 _NOTE_LINES = 3
-
-
-@dataclass
-class LogReading:
-    """What one log holds for triage."""
-
-    source: str
-    envelope: Envelope = Envelope.PLAIN
-    launcher: Launcher = Launcher.NONE
-    lines: int = 0
-    failures: list[Failure] = field(default_factory=list)
-    events: list[Event] = field(default_factory=list)
-    more_failures: int = 0
-    more_events: int = 0
-    long_lines: int = 0
-    #: The first of those lines (0 when none).
-    first_long_line: int = 0
-    #: Why a compressed log ended early, or None.
-    cut: str | None = None
-    #: The compression of a log that ended early (gzip, bzip2, xz, zstd).
-    cut_compression: str = "gzip"
-    #: Capture directories ppaux's plugin said it writes to, with 'strict' when it does.
-    captures: list[tuple[str, bool]] = field(default_factory=list)
-    #: True when the log holds no byte at all (once decompressed and decoded).
-    empty: bool = False
-    #: Pipeline ranks (``PPn``) seen in sglang's prefixes of the log's first 64 KiB (where every
-    #: rank logs its start-up) and of the lines read around failures.
-    pp_ranks: set[int] = field(default_factory=set)
-    #: sglang's server arguments, where the log's first 64 KiB show them: ``pp_size``,
-    #: ``nnodes``, ``model_path`` (as written).
-    server_args: dict[str, str] = field(default_factory=dict)
-    #: False when nothing in the log has the shape of sglang's lines or a launcher's (a
-    #: README, a torch dump, a one-line text file): no log of sglang's.
-    shaped: bool = True
-    #: The file reads as source code (see :func:`_source_code`), not as a log.
-    source_code: bool = False
-    #: Lines holding a rank or line number too long to read, and how many more.
-    oversized: list[int] = field(default_factory=list)
-    more_oversized: int = 0
-    #: An envelope names a pod (a log store's labels or resource, ``kubectl logs --prefix``)
-    #: on a line read: the log came from Kubernetes. Never told from a message's own text.
-    kubernetes: bool = False
-    #: The log's first 64 KiB hold sglang's own lines (its prefix or its arguments): NCCL's
-    #: warnings in it are noise of a run that logged, not a log of nothing else.
-    sglang_seen: bool = False
-
-
-#: torch's error records (``[E...``) of a collective that timed out, besides the watchdog's own
-#: line: 'Timeout at NCCL work', 'Some NCCL operations have failed or timed out', a dump signal
-#: 'due to a collective timeout'.
-_NCCL_TIMEOUT = re.compile(
-    r"\[E[^\]]{0,40}ProcessGroupNCCL\.cpp:\d+\].{0,400}(?:timed out|[Tt]imeout)"
-)
-
-
-def _event_kind(text: str) -> str | None:
-    if "Watchdog caught collective" in text or _NCCL_TIMEOUT.search(text) is not None:
-        return "watchdog"
-    if "TCPStore" in text:
-        return "store"
-    if "sigquit from a child" in text or "SIGQUIT received" in text:
-        return "sigquit"
-    if "ppaux capture:" in text:
-        return "capture"
-    if _NCCL_WARN.search(text) is not None:
-        return "nccl-warn"
-    if worker_died(text) is not None:
-        return "death"
-    return None
-
-
-#: NCCL's warning as NCCL writes it: after its ``[<device>]`` prefix or its source place
-#: (``net_socket.cc:540``), not the words in a sentence about it.
-_NCCL_WARN = re.compile(r"(?:\[\d{1,6}\]|\.(?:cc|h|cu|cpp):\d{1,6}) NCCL WARN ")
-
-#: NCCL's own prefix of its lines: ``<host>:<pid>:<thread> [<device>]``.
-_NCCL_PREFIX = re.compile(r"^\s*(?P<host>[\w.-]{1,253}):(?P<pid>\d{1,9}):\d{1,9} \[\d{1,6}\]")
-
-
-def _nccl_process(text: str) -> str | None:
-    """'<host> pid <pid>' of a line under NCCL's own prefix, else None."""
-    found = _NCCL_PREFIX.match(text)
-    return None if found is None else f"{found.group('host')} pid {found.group('pid')}"
 
 
 class _Open:
@@ -472,7 +389,7 @@ class Reader:
                 return
             self._add(TracebackBuilder(failure, group=GROUP_HEADER in line.text))
             return
-        kind = _event_kind(plain)
+        kind = event_kind(plain)
         crash = self.crashes.take(shown) if kind in (None, "nccl-warn") else None
         if crash is not None:  # of NCCL's warnings, one of a CUDA call the host failed
             if len(reading.failures) + self.count >= self.max_failures:
@@ -490,7 +407,7 @@ class Reader:
             reading.more_events += 1
             return
         who = line.ranks or torch_rank(line.text) or rank_within(line.text)
-        who = who or process_of(line.stream) or _nccl_process(line.text) or "a process"
+        who = who or process_of(line.stream) or nccl_process(line.text) or "a process"
         if kind == "sigquit":
             who = "the parent process"
         if kind == "death":

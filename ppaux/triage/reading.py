@@ -20,11 +20,12 @@ from ppaux.limits import Limits
 from ppaux.triage.csvrows import TableRows, csv_table
 from ppaux.triage.documents import is_document, records
 from ppaux.triage.envelopes import peel_envelope
-from ppaux.triage.feeding import PP_RANK, LogReading, Reader
+from ppaux.triage.feeding import PP_RANK, Reader
 from ppaux.triage.flattened import quoted_spans, split_lines
 from ppaux.triage.jsonrecords import nested_record
 from ppaux.triage.lineformat import LogLine, detect, in_zone, peel, unwrap
 from ppaux.triage.lineshapes import Envelope, Launcher
+from ppaux.triage.logreading import LogReading
 from ppaux.triage.newest import Reversed, newest_first, oldest_first
 from ppaux.triage.pastemarks import Unmarked, paste_mark
 from ppaux.triage.scanner import ALL_MARKERS, MARKERS, WEAK_MARKERS, Scanner

@@ -1,0 +1,98 @@
+"""What one log holds for triage (:class:`LogReading`: its failures, events and what its lines
+said of the run), and the one-line events told from a line's text (:func:`event_kind`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ppaux.triage.deaths import worker_died
+from ppaux.triage.lineshapes import Envelope, Launcher
+from ppaux.triage.records import Event, Failure
+
+__all__ = ["LogReading", "event_kind", "nccl_process"]
+
+
+@dataclass
+class LogReading:
+    """What one log holds for triage."""
+
+    source: str
+    envelope: Envelope = Envelope.PLAIN
+    launcher: Launcher = Launcher.NONE
+    lines: int = 0
+    failures: list[Failure] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    more_failures: int = 0
+    more_events: int = 0
+    long_lines: int = 0
+    #: The first of those lines (0 when none).
+    first_long_line: int = 0
+    #: Why a compressed log ended early, or None.
+    cut: str | None = None
+    #: The compression of a log that ended early (gzip, bzip2, xz, zstd).
+    cut_compression: str = "gzip"
+    #: Capture directories ppaux's plugin said it writes to, with 'strict' when it does.
+    captures: list[tuple[str, bool]] = field(default_factory=list)
+    #: True when the log holds no byte at all (once decompressed and decoded).
+    empty: bool = False
+    #: Pipeline ranks (``PPn``) seen in sglang's prefixes of the log's first 64 KiB (where every
+    #: rank logs its start-up) and of the lines read around failures.
+    pp_ranks: set[int] = field(default_factory=set)
+    #: sglang's server arguments, where the log's first 64 KiB show them: ``pp_size``,
+    #: ``nnodes``, ``model_path`` (as written).
+    server_args: dict[str, str] = field(default_factory=dict)
+    #: False when nothing in the log has the shape of sglang's lines or a launcher's (a
+    #: README, a torch dump, a one-line text file): no log of sglang's.
+    shaped: bool = True
+    #: The file reads as source code (see :func:`_source_code`), not as a log.
+    source_code: bool = False
+    #: Lines holding a rank or line number too long to read, and how many more.
+    oversized: list[int] = field(default_factory=list)
+    more_oversized: int = 0
+    #: An envelope names a pod (a log store's labels or resource, ``kubectl logs --prefix``)
+    #: on a line read: the log came from Kubernetes. Never told from a message's own text.
+    kubernetes: bool = False
+    #: The log's first 64 KiB hold sglang's own lines (its prefix or its arguments): NCCL's
+    #: warnings in it are noise of a run that logged, not a log of nothing else.
+    sglang_seen: bool = False
+
+
+#: torch's error records (``[E...``) of a collective that timed out, besides the watchdog's own
+#: line: 'Timeout at NCCL work', 'Some NCCL operations have failed or timed out', a dump signal
+#: 'due to a collective timeout'.
+_NCCL_TIMEOUT = re.compile(
+    r"\[E[^\]]{0,40}ProcessGroupNCCL\.cpp:\d+\].{0,400}(?:timed out|[Tt]imeout)"
+)
+
+
+def event_kind(text: str) -> str | None:
+    """The kind of one-line event ``text`` is (:class:`~ppaux.triage.records.Event`), or None
+    for a line that is none."""
+    if "Watchdog caught collective" in text or _NCCL_TIMEOUT.search(text) is not None:
+        return "watchdog"
+    if "TCPStore" in text:
+        return "store"
+    if "sigquit from a child" in text or "SIGQUIT received" in text:
+        return "sigquit"
+    if "ppaux capture:" in text:
+        return "capture"
+    if _NCCL_WARN.search(text) is not None:
+        return "nccl-warn"
+    if worker_died(text) is not None:
+        return "death"
+    return None
+
+
+#: NCCL's warning as NCCL writes it: after its ``[<device>]`` prefix or its source place
+#: (``net_socket.cc:540``), not the words in a sentence about it.
+_NCCL_WARN = re.compile(r"(?:\[\d{1,6}\]|\.(?:cc|h|cu|cpp):\d{1,6}) NCCL WARN ")
+
+#: NCCL's own prefix of its lines: ``<host>:<pid>:<thread> [<device>]``.
+_NCCL_PREFIX = re.compile(r"^\s*(?P<host>[\w.-]{1,253}):(?P<pid>\d{1,9}):\d{1,9} \[\d{1,6}\]")
+
+
+def nccl_process(text: str) -> str | None:
+    """'<host> pid <pid>' of a line under NCCL's own prefix, else None."""
+    found = _NCCL_PREFIX.match(text)
+    return None if found is None else f"{found.group('host')} pid {found.group('pid')}"
