@@ -14,7 +14,11 @@
   ``DistBackendError``):
   what a rank dies of when a peer died first, or when the network failed;
 - ``shape-kernel``: a tensor shape or size that does not fit, a kernel that failed (an illegal
-  memory access, a device-side assert, a Triton or TVM error, no kernel for the device);
+  memory access, a device-side assert, a Triton or TVM error, no kernel for the device). A
+  kernel's fault on the device (an illegal memory access or address, a device-side assert, a
+  launch failure) is of this kind whatever else its text holds: NCCL's watchdog, its
+  ``ProcessGroupNCCL`` frames or a ``DistBackendError`` type say where the fault surfaced (the
+  watchdog checks the stream the kernel ran on), not that communication failed;
 - ``other``: anything else; ``unknown``: a traceback cut before its exception line.
 """
 
@@ -109,6 +113,14 @@ _INIT_FUNCTIONS = frozenset(
         "init_torch_distributed",
     }
 )
+#: A kernel's fault on the device, as CUDA names it: never a communication failure, whichever
+#: thread or call it surfaced in.
+_KERNEL_FAULT = re.compile(
+    r"illegal memory access|an illegal (?:address|instruction)|device-side assert|"
+    r"misaligned address|unspecified launch failure|"
+    r"cudaError(?:IllegalAddress|LaunchFailure|Assert|MisalignedAddress|IllegalInstruction)",
+    re.IGNORECASE,
+)
 _SHAPE_TEXT = re.compile(
     r"size mismatch|shape mismatch|must match the size|shapes cannot be multiplied|"
     r"mat1 and mat2|invalid shape|shape '\[|Expected .{0,80}shape|doesn't match the broadcast|"
@@ -166,6 +178,8 @@ def kind_of(failure: Failure) -> str:
     every = " ".join(m for _, m in texts)
     if any(_MEMORY_TYPES.search(t) for t, _ in texts) or _MEMORY_TEXT.search(every):
         return MEMORY
+    if _KERNEL_FAULT.search(every):
+        return SHAPE_KERNEL
     if any(_COMMUNICATION_TYPES.search(t) for t, _ in texts) or _COMMUNICATION_TEXT.search(every):
         return COMMUNICATION_INIT if _at_init(failure, every) else COMMUNICATION
     if (

@@ -1,0 +1,70 @@
+"""A kernel's fault on the device (an illegal memory access, a device-side assert) is a shape or
+kernel failure wherever it surfaced: in NCCL's watchdog thread, under ``ProcessGroupNCCL``'s
+frames or a ``DistBackendError`` type. ``triage`` and ``explain`` read it alike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import cli
+
+from ppaux.triage import triage_paths
+
+_IMA = "CUDA error: an illegal memory access was encountered"
+#: torch's C++ note and frames after a CUDA error, as a web page flattens them onto the
+#: exception's own line.
+_FRAMES = (
+    " CUDA kernel errors might be asynchronously reported at some other API call. "
+    "Exception raised from c10_cuda_check_implementation at /pytorch/c10/cuda/"
+    "CUDAException.cpp:44 (most recent call first): frame #0: c10::Error::Error() + 0x80 "
+    "frame #2: c10d::ProcessGroupNCCL::WorkNCCL::finishedGPUExecutionInternal() const + 0x50 "
+    "frame #4: c10d::ProcessGroupNCCL::Watchdog::runLoop() + 0x969"
+)
+#: Exception lines of a kernel's fault that name communication too.
+LINES = {
+    "frames-flattened": f"RuntimeError: {_IMA}{_FRAMES}",
+    "dist-backend-type": f"torch.distributed.DistBackendError: {_IMA}",
+    "device-assert-watchdog": (
+        "RuntimeError: CUDA error: device-side assert triggered (ProcessGroupNCCL watchdog)"
+    ),
+}
+
+
+def _log(tmp_path: Path, line: str) -> Path:
+    path = tmp_path / "server.log"
+    path.write_text(
+        "[2026-12-01 10:00:01 TP0] Scheduler hit an exception: Traceback (most recent call "
+        "last):\n"
+        '  File "/opt/sglang/srt/managers/scheduler.py", line 2412, in run_scheduler_process\n'
+        "    scheduler.event_loop_normal()\n"
+        f"{line}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.mark.parametrize("name", sorted(LINES))
+def test_a_kernel_fault_is_a_kernel_failure_wherever_it_surfaced(tmp_path, name):
+    report = triage_paths([str(_log(tmp_path, LINES[name]))])
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    assert root.extra["kind"] == "shape-kernel"
+    assert root.key == "TP0"
+
+
+@pytest.mark.parametrize("name", sorted(LINES))
+def test_explain_reads_the_same_line_as_a_kernel_failure(name):
+    result = cli("explain", "--", LINES[name])
+    assert result.exit_code == 2
+    assert "it is a shape or kernel failure" in result.output
+    assert "communication" not in result.output
+
+
+def test_an_nccl_error_of_cuda_is_still_communication(tmp_path):
+    # NCCL's own 'unhandled cuda error' names no fault of a kernel: a communicator's error
+    line = "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO)"
+    report = triage_paths([str(_log(tmp_path, line))])
+    assert [f.extra["kind"] for f in report.findings if f.code == "PP802"] != ["shape-kernel"]
+    result = cli("explain", "--", line)
+    assert "it is a communication failure" in result.output
+    assert "shape or kernel" not in result.output
