@@ -22,7 +22,7 @@ from ppaux.triage.kinds import root_of_group
 from ppaux.triage.leads import lead_length, named
 from ppaux.triage.lineformat import LogLine, torch_rank
 from ppaux.triage.logreading import LogReading, event_kind, nccl_process
-from ppaux.triage.records import Event, Failure, failure_start, process_of
+from ppaux.triage.records import Event, Failure, failure_start, method_said, process_of
 from ppaux.triage.tracebacks import TracebackBuilder
 from ppaux.triage.tracelines import cut_header, is_frame, lost_source, raised, wrapped
 
@@ -383,6 +383,10 @@ class Reader:
         if failure is not None and shown is not line:
             failure = failure_start(line, reading.source, order) or failure
         if failure is not None:
+            if failure.method is None:
+                before = self._before() if callable(self._before) else self._before
+                if before is not None and before.stream == line.stream:
+                    failure.method = method_said(before.text)
             failure.stream = self._learn(line)
             if len(reading.failures) + self.count >= self.max_failures:
                 reading.more_failures += 1

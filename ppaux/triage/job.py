@@ -37,6 +37,7 @@ from ppaux.triage.roots import (
     root_finding,
     time_fields,
 )
+from ppaux.triage.startup import mark_startup
 from ppaux.triage.steps import Deployment, Step, next_steps, render
 from ppaux.triage.tables import incidents_table, logs_table
 from ppaux.triage.zones import local_zone as parse_local_zone
@@ -273,6 +274,8 @@ def triage_paths(
     report = Report("triage")
     given = list(paths)
     readings = read_all(report, given, streams, zone, limits)
+    for reading in readings:
+        mark_startup(reading.failures)
     failures = [f for r in readings for f in r.failures]
     events = [e for r in readings for e in r.events]
     _tell_apart(readings, failures)

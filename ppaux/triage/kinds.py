@@ -8,7 +8,8 @@
 - ``communication-init``: a communicator or process group that could not be set up (NCCL's
   ``ncclCommInitRank``, gloo's ``connectFullMesh``, a rendezvous or TCPStore that timed out,
   an MPI error while a C++ object such as an all-reduce plugin is set up), told by the message
-  or by a frame of the set-up code;
+  or by a frame of the set-up code, or, for an NCCL error that says neither, by what its
+  process printed next to it (:mod:`ppaux.triage.startup`);
 - ``communication``: a collective or a socket that failed in flight (NCCL errors, MPI errors,
   gloo's read and write errors, a closed or reset connection, the NCCL watchdog,
   ``DistBackendError``):
@@ -159,7 +160,7 @@ def _aux(failure: Failure) -> bool:
 def _at_init(failure: Failure, message: str) -> bool:
     """Whether the message, a frame's function or source line, or a fragment's source line
     before its first frame says a communicator's or a process group's set-up."""
-    if _INIT_TEXT.search(message) or _INIT_TEXT.search(failure.context):
+    if failure.startup or _INIT_TEXT.search(message) or _INIT_TEXT.search(failure.context):
         return True
     return any(
         frame.function in _INIT_FUNCTIONS or _INIT_TEXT.search(frame.code)

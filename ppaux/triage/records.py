@@ -21,6 +21,7 @@ __all__ = [
     "Failure",
     "Frame",
     "failure_start",
+    "method_said",
     "process_of",
 ]
 
@@ -31,8 +32,14 @@ _PROCESS = re.compile(r"(?:^|\W)(?P<process>\w{1,64}) hit an exception: (?: {0,6
 #: A worker's header that says its exception before the traceback: ``Exception in worker W
 #: while processing method init_device: NCCL error: ..., Traceback (most recent call last):``.
 _SAID = re.compile(
-    r"Exception in worker .{0,200}? while processing method [\w.]{1,200}: (?P<message>.+?),? $"
+    r"Exception in worker .{0,200}? while processing method (?P<method>[\w.]{1,200}): "
+    r"(?P<message>.+?),? $"
 )
+#: A worker's line before its traceback naming the method it ran (vLLM's ``Error executing
+#: method init_device. This might cause deadlock ...``).
+_METHOD = re.compile(r"Error executing method (?P<method>[\w.]{1,200})")
+#: Ray's note that it folded the same line of several workers into this one.
+_FOLDED = re.compile(r"\[repeated \d{1,9}x across cluster\]")
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,16 @@ class Failure:
     #: A fragment's source line before its first frame: the code of the frame the log lost
     #: (``self.NCCL_CHECK(self._funcs["ncclCommInitRank"](...))``), or ''.
     context: str = ""
+    #: The method a worker's wrapper said it ran when the traceback came (``init_device``:
+    #: ``Error executing method init_device``, ``while processing method init_device``), or
+    #: None.
+    method: str | None = None
+    #: Ray folded this traceback's header, the same line of several workers, into one
+    #: (``[repeated 14x across cluster]``): it stands for each of those workers' own.
+    folded: bool = False
+    #: Its process was starting up (:mod:`ppaux.triage.startup`: its worker's method, or a
+    #: traceback of the same process next to it, says so), though its own frames do not.
+    startup: bool = False
     #: An exception group's own exception line, the outermost (``ExceptionGroup: unhandled
     #: errors in a TaskGroup (2 sub-exceptions)``); None for a traceback of no group. The
     #: group's root sub-exception (:meth:`TracebackBuilder.finish`) is then ``exception``.
@@ -179,7 +196,16 @@ def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
         process=None if match is None else match.group("process"),
         order=order,
         zone=line.zone,
+        folded=_FOLDED.search(line.text) is not None,
     )
-    if said is not None:  # the exception's text is on the header line, before its traceback
+    if said is not None:
+        # the exception's text is on the header line, before its traceback
+        failure.method = said.group("method")
         failure.exception, failure.message = "Exception", said.group("message")[:MAX_MESSAGE]
     return failure
+
+
+def method_said(text: str) -> str | None:
+    """The method a worker's line before its traceback says it ran, or None."""
+    found = _METHOD.search(text, 0, 4000)
+    return None if found is None else found.group("method").rstrip(".")

@@ -1,0 +1,87 @@
+"""An NCCL error whose own frames say neither set-up nor a collective is read as a
+communicator's set-up where its process's lines next to it say it was starting up (its
+worker's method, a traceback of the same process through the start-up), and only then."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ppaux.triage import triage_paths
+
+_ERROR = [
+    'ERROR 08-19 21:33:11 worker_base.py:386]   File "/venv/vllm/distributed/pynccl_wrapper.py"'
+    ", line 223, in NCCL_CHECK",
+    'ERROR 08-19 21:33:11 worker_base.py:386]     raise RuntimeError(f"NCCL error: {error_str}")',
+    "ERROR 08-19 21:33:11 worker_base.py:386] RuntimeError: NCCL error: invalid usage",
+]
+_STARTING = [
+    "Process Process-1:",
+    "Traceback (most recent call last):",
+    '  File "/venv/vllm/engine/async_llm_engine.py", line 471, in from_engine_args',
+    "    engine = cls(",
+    '  File "/venv/vllm/worker/worker.py", line 175, in init_device',
+    "    init_worker_distributed_environment(self.parallel_config, self.rank)",
+]
+_SERVING = [
+    "Process Process-1:",
+    "Traceback (most recent call last):",
+    '  File "/venv/vllm/engine/llm_engine.py", line 1100, in step',
+    "    outputs = self.model_executor.execute_model(request)",
+]
+
+
+def _root(tmp_path: Path, lines: list[str]) -> tuple[str, str]:
+    path = tmp_path / "vllm.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (root,) = [f for f in triage_paths([str(path)]).findings if f.code == "PP802"]
+    return root.extra["kind"], root.extra["exception"]
+
+
+def test_a_start_up_traceback_of_the_same_process_next_to_it_says_set_up(tmp_path):
+    assert _root(tmp_path, [*_ERROR, *_STARTING]) == ("communication-init", "RuntimeError")
+
+
+def test_a_traceback_of_the_same_process_serving_says_nothing_of_set_up(tmp_path):
+    assert _root(tmp_path, [*_ERROR, *_SERVING]) == ("communication", "RuntimeError")
+
+
+def test_a_start_up_far_from_the_error_is_not_its_process_s_start_up(tmp_path):
+    filler = [
+        f"INFO 08-19 21:40:{n % 60:02d} metrics.py:341] Avg throughput: 1.0" for n in range(60)
+    ]
+    assert _root(tmp_path, [*_ERROR, *filler, *_STARTING])[0] == "communication"
+
+
+def test_a_collective_in_the_frames_keeps_it_in_flight(tmp_path):
+    collective = [
+        'ERROR 08-19 21:33:11 worker_base.py:386]   File "/venv/vllm/distributed/pynccl.py", '
+        "line 120, in all_reduce",
+        "ERROR 08-19 21:33:11 worker_base.py:386]     self.nccl.ncclAllReduce(buffer)",
+    ]
+    assert _root(tmp_path, [*collective, *_ERROR, *_STARTING])[0] == "communication"
+
+
+def _ray(pid: int, text: str) -> str:
+    return f"(RayWorkerWrapper pid={pid}) ERROR 01-29 07:44:33 worker_base.py:467] {text}"
+
+
+_RAY_ERROR = [
+    _ray(335, '  File "/venv/vllm/distributed/pynccl_wrapper.py", line 254, in NCCL_CHECK'),
+    _ray(335, "RuntimeError: NCCL error: internal error"),
+]
+
+
+def test_another_worker_s_folded_start_up_stands_for_this_one_s(tmp_path):
+    folded = [
+        _ray(994, "Error executing method init_device. [repeated 14x across cluster]"),
+        _ray(994, "Traceback (most recent call last): [repeated 14x across cluster]"),
+    ]
+    assert _root(tmp_path, [*_RAY_ERROR, *folded])[0] == "communication-init"
+
+
+def test_another_worker_s_own_start_up_is_not_this_one_s(tmp_path):
+    own = [
+        _ray(994, "Error executing method init_device."),
+        _ray(994, "Traceback (most recent call last):"),
+    ]
+    assert _root(tmp_path, [*_RAY_ERROR, *own])[0] == "communication"
