@@ -9,6 +9,8 @@ from .lineformat import LogLine as LogLine
 from .lineformat import parse_line as parse_line
 from .lineshapes import Envelope as Envelope
 from .lineshapes import Launcher as Launcher
+from .pasted import PastedReading as PastedReading
+from .pasted import read_pasted as read_pasted
 from .reading import LogReading as LogReading
 from .reading import read_log as read_log
 from .records import Event as Event

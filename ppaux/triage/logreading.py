@@ -60,9 +60,11 @@ class LogReading:
 
 #: torch's error records (``[E...``) of a collective that timed out, besides the watchdog's own
 #: line: 'Timeout at NCCL work', 'Some NCCL operations have failed or timed out', a dump signal
-#: 'due to a collective timeout'.
+#: 'due to a collective timeout', the heartbeat monitor's 'Heartbeat monitor timed out!'; and
+#: its fatal record (``[F...``) that the watchdog itself hung ('watchdog got stuck for 600
+#: seconds'): a collective or a CUDA call that never returned.
 _NCCL_TIMEOUT = re.compile(
-    r"\[E[^\]]{0,40}ProcessGroupNCCL\.cpp:\d+\].{0,400}(?:timed out|[Tt]imeout)"
+    r"\[[EF][^\]]{0,40}ProcessGroupNCCL\.cpp:\d+\].{0,400}(?:timed out|[Tt]imeout|got stuck)"
 )
 
 

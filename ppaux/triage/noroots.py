@@ -6,12 +6,20 @@ from __future__ import annotations
 
 from ppaux.report import Finding, Severity, finding
 from ppaux.text import counted, shown
-from ppaux.triage.deaths import crashed, dead_one, death_of, hint_of
+from ppaux.triage.deaths import crashed, dead_one, death_of, hint_of, launcher_summary
 from ppaux.triage.incidents import communication
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.roots import location_of, place_of, unseen
 
 __all__ = ["no_root_finding"]
+
+
+def _summary(record: Failure | Event) -> str | None:
+    """How a launcher's summary of a child that failed (torchrun's ``ChildFailedError``)
+    reports it, where the log holds nothing of the child's own; None for another record."""
+    if isinstance(record, Event) or record.exception is None or not launcher_summary(record):
+        return None
+    return "reports that a process it started failed (torchrun's ChildFailedError)"
 
 
 def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = None) -> Finding:
@@ -28,7 +36,7 @@ def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = N
     signals = [e for e in events if e.kind == "sigquit"]
     ranks = sorted({shown(f.who) for f in failures if f.ranks})
     where = f"{'' if count == 1 else 'the first: '}{shown(first.who)} at {place_of(first)}"
-    died = [(r, how) for r in loose if (how := death_of(r)) is not None]
+    died = [(r, how) for r in loose if (how := death_of(r) or _summary(r)) is not None]
     # A launcher that killed its children did so after one of them ended: that one's record
     # (its return code) is the death to name first, wherever the log puts it.
     died.sort(key=lambda pair: "killed by its launcher" in pair[1])

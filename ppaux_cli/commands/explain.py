@@ -142,7 +142,7 @@ def _read_stdin(output: str | None) -> str:
 
 def _kind_hint(text: str) -> str:
     """What kind of failure ``text`` shows, when it shows one, and where to go with it."""
-    from ppaux.triage import DESCRIPTIONS, death_in_text, kind_of_text, local_note
+    from ppaux.triage import DESCRIPTIONS, death_in_text, kind_of_text, local_note, read_pasted
 
     death = death_in_text(text)
     if death is not None:
@@ -155,7 +155,14 @@ def _kind_hint(text: str) -> str:
             "'ppaux triage -' from stdin) names the root and what to do next"
         )
     if kind is None or kind == "unknown":
-        return ""  # the plain refusal, which points at triage already
+        # no exception line: what triage reads in the same text, where it reads a failure
+        reading = read_pasted(text)
+        if reading is None:
+            return ""  # the plain refusal, which points at triage already
+        return (
+            f"; 'ppaux triage' reads it as {reading.said()}; on the whole log (or 'ppaux "
+            "triage -' from stdin) it names the root and what to do next"
+        )
     if kind == "other":
         return (
             "; it is a failure of another kind (not communication, memory or a shape or kernel "

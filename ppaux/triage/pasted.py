@@ -1,0 +1,75 @@
+"""What ``triage`` reads in a pasted line or traceback, read as a log of its own: the kind of
+its root or why it holds none, and the next steps triage gives it. ``ppaux explain`` says this
+of a line it holds no other word for, so that the two never disagree on the same line."""
+
+from __future__ import annotations
+
+import io
+import shlex
+from dataclasses import dataclass
+
+from ppaux.triage.job import triage_paths
+from ppaux.triage.kinds import DESCRIPTIONS, UNKNOWN
+
+__all__ = ["NO_ROOTS", "PastedReading", "read_pasted"]
+
+#: Why a text holds no root (PP809's ``extra.no_root``), in words.
+NO_ROOTS = {
+    "network-or-other-node": "a communication failure and nothing else (NCCL's watchdog, a "
+    "collective that timed out or hung): no root in it, the cause is on the network or "
+    "another node",
+    "process-died": "a record that a process died, not of what: no root in it",
+    "signals-only": "signals only (the parent's SIGQUIT from a failing child): no root in it",
+    "not-in-these-logs": "what followed a failure the text does not hold: no root in it",
+}
+#: The name the text is read under.
+_NAME = "<pasted>"
+#: Commands listed; the rest are counted.
+_SHOWN_STEPS = 6
+
+
+@dataclass(frozen=True)
+class PastedReading:
+    """``kind``: the root's kind (:data:`~ppaux.triage.kinds.KINDS`) or, where there is no
+    root, PP809's reason (:data:`NO_ROOTS`); ``words``: that in words; ``steps``: triage's
+    next steps, each a line to paste (commands; a comment where a step is one)."""
+
+    kind: str
+    words: str
+    steps: tuple[str, ...]
+
+    def said(self) -> str:
+        """The reading as one clause: the words, then the commands to run."""
+        commands = [s for s in self.steps if not s.startswith("#")]
+        shown = commands or list(self.steps[:1])
+        text = self.words
+        if shown:
+            more = len(shown) - _SHOWN_STEPS
+            listed = "; ".join(shown[:_SHOWN_STEPS]) + (f"; and {more} more" if more > 0 else "")
+            text += f"; the next steps triage gives it: {listed}"
+        return text
+
+
+def read_pasted(text: str) -> PastedReading | None:
+    """triage's reading of ``text`` (one line or several), or None where triage finds no
+    failure in it."""
+    report = triage_paths([_NAME], {_NAME: io.BytesIO(text.encode("utf-8", "replace"))})
+    root = next(
+        (f for f in report.findings if f.code in ("PP801", "PP802", "PP809")),
+        None,
+    )
+    if root is None:
+        return None
+    extra = root.extra or {}
+    steps = tuple(
+        shlex.join(s["argv"]) if s.get("argv") else f"# {s.get('comment', '')}"
+        for s in report.data.get("steps", [])
+    )
+    if root.code == "PP809":
+        reason = str(extra.get("no_root"))
+        return PastedReading(reason, NO_ROOTS.get(reason, "no root in it"), steps)
+    kind = str(extra.get("kind", UNKNOWN))
+    words = DESCRIPTIONS.get(kind, DESCRIPTIONS[UNKNOWN])
+    if kind == UNKNOWN:
+        words = f"the root, whose exception it does not hold: {root.message.split(': ', 1)[-1]}"
+    return PastedReading(kind, words, steps)

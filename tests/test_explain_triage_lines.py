@@ -1,0 +1,102 @@
+"""``ppaux explain`` and ``ppaux triage`` agree on real final lines that are none of sglang's
+nine messages: the same kind of failure (or the same reason for no root), and explain names
+the next steps triage gives the line. Lines from public reports (fixtures/logs/real/README.md:
+distrifuser's watchdog, DeepSpeed's launcher, torchrun's agent); what each must be read as is
+written by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import cli
+
+#: line, then by hand: triage's root code, its kind or no-root reason, words explain must say,
+#: and a command triage's steps hold that explain names too (None: triage gives no command).
+LINES = {
+    "torchrun-child-failed": (
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "PP809",
+        "process-died",
+        "never a failure of its own",
+        None,
+    ),
+    "torchrun-sigkill": (
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: "
+        "0 (pid: 20327) of binary: /usr/bin/python3",
+        "PP809",
+        "process-died",
+        "killed by SIGKILL",
+        "journalctl -k",
+    ),
+    "torchrun-exit-1": (
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 "
+        "(pid: 20327) of binary: /usr/bin/python3",
+        "PP802",
+        "unknown",
+        "local_rank 0 exited with code 1",
+        None,
+    ),
+    "deepspeed-sigsegv": (
+        "[2023-07-10 04:26:35,999] [ERROR] [launch.py:324:sigkill_handler] ['/usr/bin/python3', "
+        "'-u', 'train.py', '--local_rank=1'] exits with return code = -11",
+        "PP809",
+        "process-died",
+        "killed by SIGSEGV",
+        "coredumpctl",
+    ),
+    "heartbeat-monitor": (
+        "[rank1]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 1] Heartbeat monitor timed out! "
+        "Process will be terminated after dumping debug info. workMetaList_.size()=0",
+        "PP809",
+        "network-or-other-node",
+        "the cause is on the network or another node",
+        "export NCCL_DEBUG=INFO",
+    ),
+    "watchdog-stuck": (
+        "[rank1]:[F ProcessGroupNCCL.cpp:1169] [PG 0 Rank 1] [PG 0 Rank 1] ProcessGroupNCCL's "
+        "watchdog got stuck for 600 seconds without making progress in monitoring enqueued "
+        "collectives.",
+        "PP809",
+        "network-or-other-node",
+        "the cause is on the network or another node",
+        "export NCCL_DEBUG=INFO",
+    ),
+}
+
+
+def _triage(tmp_path: Path, line: str) -> dict:
+    path = tmp_path / "last-line.log"
+    path.write_text(line + "\n", encoding="utf-8")
+    result = cli("triage", "--format", "json", str(path))
+    assert result.exit_code == 1, result.output  # a process failed: never a pass
+    return json.loads(result.output)
+
+
+@pytest.mark.parametrize("name", sorted(LINES))
+def test_explain_and_triage_agree_on_the_line(tmp_path, name):
+    line, code, kind, words, command = LINES[name]
+    document = _triage(tmp_path, line)
+    roots = [f for f in document["findings"] if f["code"] in ("PP801", "PP802", "PP809")]
+    assert [f["code"] for f in roots] == [code]
+    extra = roots[0]["extra"]
+    assert (extra["no_root"] if code == "PP809" else extra["kind"]) == kind
+    commands = [" ".join(s["argv"]) for s in document["steps"] if s["argv"]]
+    result = cli("explain", "--", line)
+    assert result.exit_code == 2
+    said = " ".join(result.output.split())
+    assert words in said
+    assert "'ppaux rules' lists" not in said  # a kind, not the plain refusal
+    if command is not None:
+        assert any(c.startswith(command) for c in commands), commands
+        assert command in said
+
+
+def test_explain_names_each_command_triage_gives_a_watchdog_line(tmp_path):
+    line = LINES["heartbeat-monitor"][0]
+    document = _triage(tmp_path, line)
+    said = " ".join(cli("explain", "--", line).output.split())
+    for step in document["steps"]:
+        if step["argv"]:
+            assert " ".join(step["argv"]) in said
