@@ -7,7 +7,7 @@ framework's own logger (vLLM's ``ERROR 03-12 15:02:44 file.py:N]``, ``[file.py:N
 0.8), supervisord's relayed output, Slurm ``srun --label``'s ``<task>:``, TorchX's
 ``<role>/<replica>``, docker compose's ``<service> |``, a host fan-out's ``node1:``, a row's
 time; Ray's, compose's and a wrapper's also behind a backtick or an indentation that a paste
-put before them.
+put before them; the colours around a launcher's prefix (Ray's ``^[[36m(... pid=N)^[[0m``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from ppaux.triage.forwarders import host_or_fields, supervised, tagged_rank, wrapper_prefix
+from ppaux.triage.lineshapes import ANSI
 from ppaux.triage.peeled import LEAD, Peeled, stamp
 
 __all__ = ["layers"]
@@ -118,6 +119,11 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
     """``rest`` without one more layer (labels, key groups, a launcher's prefix); None when
     it has none."""
     head = rest[:1]
+    if head in ("\x1b", "^"):
+        # a colour before a launcher's prefix or after it (Ray's ``^[[36m(pid=N)^[[0m``, in
+        # caret notation or as the escape byte): taken off here, since the prefix is
+        coloured = ANSI.match(rest)
+        return None if coloured is None else rest[coloured.end() :]
     if head == "{":
         return _labels(rest, peeled)
     if head == "[":
