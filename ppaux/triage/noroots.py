@@ -36,7 +36,9 @@ def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = N
     signals = [e for e in events if e.kind == "sigquit"]
     ranks = sorted({shown(f.who) for f in failures if f.ranks})
     where = f"{'' if count == 1 else 'the first: '}{shown(first.who)} at {place_of(first)}"
-    died = [(r, how) for r in loose if (how := death_of(r) or _summary(r)) is not None]
+    died = [(r, how) for r in loose if (how := death_of(r)) is not None]
+    # A launcher's summary of a child that failed says a death only where nothing else does.
+    died = died or [(r, how) for r in loose if (how := _summary(r)) is not None]
     # A launcher that killed its children did so after one of them ended: that one's record
     # (its return code) is the death to name first, wherever the log puts it.
     died.sort(key=lambda pair: "killed by its launcher" in pair[1])
