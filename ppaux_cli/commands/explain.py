@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from ppaux.report import RulesFormat
+from ppaux.sglang import ADD_DUPLICATE
 from ppaux_cli.choices import choice_option
 from ppaux_cli.exits import fail
 from ppaux_cli.options import OutputOption
@@ -31,7 +32,7 @@ def explain(
             autocompletion=complete_codes,
             help="A rule code such as PP101 (any case), a rule name such as aux-non-tensor, or "
             "one of sglang's messages as pasted from a log, quotes and name included: "
-            "\"duplicate auxiliary PP tensor 'scores'\"; - reads the message, a log line or a "
+            f"{ADD_DUPLICATE.format('scores')!r}; - reads the message, a log line or a "
             "whole traceback from stdin (at most 4 MiB).",
         ),
     ],

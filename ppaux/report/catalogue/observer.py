@@ -6,6 +6,7 @@ from __future__ import annotations
 from ppaux.report.findings import Rule, Severity
 from ppaux.sglang.names import (
     ADD_BAD_NAME,
+    ADD_DUPLICATE,
     ADD_EMPTY,
     ADD_NOT_TENSOR,
     ADD_UNSUPPORTED,
@@ -164,8 +165,8 @@ RULES = (
         explanation=(
             "add or pop raised an error other than the ones above, for example Python's own "
             "AttributeError when to_pp_tensors returns something without .items() (a list of "
-            "pairs), or 'duplicate auxiliary PP tensor' when a name is sent twice. The message "
-            "is verbatim."
+            f"pairs), or {ADD_DUPLICATE.format('scores')!r} when a name is sent twice. The "
+            "message is verbatim."
         ),
         causes=(
             "to_pp_tensors returns a list or tuple instead of a mapping.",
