@@ -100,3 +100,52 @@ def test_explain_names_each_command_triage_gives_a_watchdog_line(tmp_path):
     for step in document["steps"]:
         if step["argv"]:
             assert " ".join(step["argv"]) in said
+
+
+#: Pastes of several lines holding none of the nine messages, and by hand: the kind triage
+#: gives the whole paste's root and the words explain must say of it.
+PASTES = {
+    # a host allocation failure on one stage, then the other stage's closed connection
+    "memory-then-closed-peer": (
+        "[2026-12-03 14:56:07 PP1 TP0] memory allocation of 2097152 bytes failed\n"
+        "[2026-12-03 14:56:09 PP0 TP0] Scheduler hit an exception: Traceback (most recent call "
+        "last):\n"
+        '  File "/t/torch/distributed/distributed_c10d.py", line 10, in recv\n'
+        "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by "
+        "peer [127.0.0.1]:13718\n",
+        "memory",
+        "reads it as a memory failure",
+    ),
+    # vLLM's relay first, the worker's own out-of-memory after it
+    "relay-then-worker-oom": (
+        "(EngineCore pid=100) ERROR 07-15 21:01:01 [core.py:1240] Traceback (most recent call "
+        "last):\n"
+        '(EngineCore pid=100) ERROR 07-15 21:01:01 [core.py:1240]   File "/v/vllm/v1/executor/'
+        'multiproc_executor.py", line 394, in _init_executor\n'
+        "(EngineCore pid=100) ERROR 07-15 21:01:01 [core.py:1240] RuntimeError: WorkerProc "
+        "initialization failed due to an exception in a background process. See stack trace for "
+        "root cause.\n"
+        "(VllmWorker-0 pid=101) ERROR 07-15 21:01:02 [multiproc_executor.py:500] Traceback (most "
+        "recent call last):\n"
+        '(VllmWorker-0 pid=101) ERROR 07-15 21:01:02 [multiproc_executor.py:500]   File "/v/vllm/'
+        'v1/worker/gpu_worker.py", line 200, in init_device\n'
+        "(VllmWorker-0 pid=101) ERROR 07-15 21:01:02 [multiproc_executor.py:500] "
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+        "memory",
+        "reads it as a memory failure",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PASTES))
+def test_explain_reads_a_whole_paste_as_triage_reads_it(tmp_path, name):
+    text, kind, words = PASTES[name]
+    path = tmp_path / "paste.log"
+    path.write_text(text, encoding="utf-8")
+    result = cli("triage", "--format", "json", str(path))
+    assert result.exit_code == 1, result.output
+    (root,) = [f for f in json.loads(result.output)["findings"] if f["code"] == "PP802"]
+    assert root["extra"]["kind"] == kind
+    said = " ".join(cli("explain", "-", input=text).output.split())
+    assert words in said, said
+    assert "communication" not in said  # the closed connection or the relay is not the root

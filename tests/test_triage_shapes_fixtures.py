@@ -106,7 +106,7 @@ def test_explain_reads_a_pasted_group_s_kind_as_triage_does(name):
     lines[0] = lines[0].split("Scheduler hit an exception: ", 1)[1]
     result = cli("explain", "-", input="\n".join(lines) + "\n")
     assert result.exit_code == 2
-    assert "it is a memory failure" in result.output, result.output
+    assert "'ppaux triage -' reads it as a memory failure" in result.output, result.output
 
 
 @pytest.mark.parametrize(
