@@ -22,6 +22,89 @@ def _summary(record: Failure | Event) -> str | None:
     return "reports that a process it started failed (torchrun's ChildFailedError)"
 
 
+def _deaths(loose: list[Failure | Event]) -> list[tuple[Failure | Event, str]]:
+    """Each record of a death in ``loose`` and how it died, the one to name first first."""
+    died = [(r, how) for r in loose if (how := death_of(r)) is not None]
+    # A launcher's summary of a child that failed says a death only where nothing else does.
+    died = died or [(r, how) for r in loose if (how := _summary(r)) is not None]
+    # A launcher that killed its children did so after one of them ended: that one's record
+    # (its return code) is the death to name first, wherever the log puts it.
+    died.sort(key=lambda pair: "killed by its launcher" in pair[1])
+    return died
+
+
+def _died_message(died: list[tuple[Failure | Event, str]], count: int) -> str:
+    """PP809's words for a log whose processes died of what it does not say."""
+    dead, how = died[0]
+    others = count - len(died)
+    message = (
+        f"no root in this log: {shown(dead_one(dead))} {how} ({place_of(dead)}); what "
+        f"ended it is not in this log: {hint_of(how)}"
+        + (f"; {counted(others, 'more record')} followed" if others > 0 else "")
+    )
+    if len(died) > 1:  # every process the log reports dead, not the first alone
+        names = list(dict.fromkeys(shown(dead_one(r)) for r, _ in died[1:]))
+        listed = ", ".join(names[:12]) + (" ..." if len(names) > 12 else "")
+        message += f"; {counted(len(died) - 1, 'more record')} of a death: {listed}"
+    return message
+
+
+def _only_communication(failures: list[Failure], events: list[Event]) -> bool:
+    """Whether the records are communication failures and their echoes alone (the parent's
+    SIGQUIT follows any scheduler's failure, communication ones included: it does not make
+    them anything else), with at least one that is not a signal."""
+    signals = [e for e in events if e.kind == "sigquit"]
+    return (
+        all(communication(f) for f in failures)
+        and all(e.kind in ("watchdog", "store", "sigquit", "nccl-warn") for e in events)
+        and bool(failures or len(signals) < len(events))
+    )
+
+
+def _communication_message(
+    failures: list[Failure], events: list[Event], ranks: list[str], where: str
+) -> tuple[str, list[Event]]:
+    """PP809's words for communication failures only, and NCCL's warnings among them."""
+    count = len(failures) + len(events)
+    signals = [e for e in events if e.kind == "sigquit"]
+    on = f" on {', '.join(ranks[:12])}{' ...' if len(ranks) > 12 else ''}" if ranks else ""
+    warned = [e for e in events if e.kind == "nccl-warn"]
+    failed = counted(count - len(signals) - len(warned), "communication failure")
+    if len(warned) == count:
+        failed = f"only NCCL's warnings ({counted(count, 'line')})"
+    elif warned:
+        failed += f" and NCCL's warnings ({counted(len(warned), 'line')})"
+    message = (
+        "no root in this log: the cause is on the network or another node; "
+        f"{failed}{on} ({where}) and nothing else"
+        + (
+            f" the log shows; of its exception group, {hidden}: one of them may be the root"
+            if (hidden := next((h for f in failures if (h := unseen(f))), ""))
+            else ""
+        )
+        + (f" but the parent's SIGQUIT ({len(signals)} lines)" if signals else "")
+    )
+    return message, warned
+
+
+def _signals_message(count: int, where: str, warned: list[Event]) -> str:
+    """PP809's words for a log of the parent's SIGQUIT alone, with NCCL's warnings or not."""
+    if not warned:
+        return (
+            "no root in this log: it holds only signals (SIGQUIT from a failing child, "
+            f"{where}); the failing process's own output is not in it"
+        )
+    nccl = warned[0]
+    return (
+        f"no root in this log: it holds the parent's SIGQUIT ({counted(count, 'line')}, "
+        f"{where}: a child process failed) and NCCL's warnings ({counted(len(warned), 'line')}"
+        f", the first from {shown(nccl.who)} at {place_of(nccl)}: a connection between "
+        "ranks broke), and no failure of any process: the failing child's own output (its "
+        "traceback) is not in it. Collect every rank's own log, on every node, with "
+        "NCCL_DEBUG=INFO set for the next run to name the connection that broke"
+    )
+
+
 def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = None) -> Finding:
     """PP809: the logs hold no root. Said plainly, with why: a process that died of what the
     log does not say (a signal, a Ray worker gone), communication failures only (the cause is on
@@ -36,68 +119,17 @@ def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = N
     signals = [e for e in events if e.kind == "sigquit"]
     ranks = sorted({shown(f.who) for f in failures if f.ranks})
     where = f"{'' if count == 1 else 'the first: '}{shown(first.who)} at {place_of(first)}"
-    died = [(r, how) for r in loose if (how := death_of(r)) is not None]
-    # A launcher's summary of a child that failed says a death only where nothing else does.
-    died = died or [(r, how) for r in loose if (how := _summary(r)) is not None]
-    # A launcher that killed its children did so after one of them ended: that one's record
-    # (its return code) is the death to name first, wherever the log puts it.
-    died.sort(key=lambda pair: "killed by its launcher" in pair[1])
-    # The parent's SIGQUIT follows any scheduler's failure, communication ones included: it
-    # does not make communication failures anything else.
+    died = _deaths(loose)
     if died:
-        dead, how = died[0]
-        first = dead
+        first = died[0][0]
         cause = "process-died"
-        others = count - len(died)
-        message = (
-            f"no root in this log: {shown(dead_one(dead))} {how} ({place_of(dead)}); what "
-            f"ended it is not in this log: {hint_of(how)}"
-            + (f"; {counted(others, 'more record')} followed" if others > 0 else "")
-        )
-        if len(died) > 1:  # every process the log reports dead, not the first alone
-            names = list(dict.fromkeys(shown(dead_one(r)) for r, _ in died[1:]))
-            listed = ", ".join(names[:12]) + (" ..." if len(names) > 12 else "")
-            message += f"; {counted(len(died) - 1, 'more record')} of a death: {listed}"
-    elif (
-        all(communication(f) for f in failures)
-        and all(e.kind in ("watchdog", "store", "sigquit", "nccl-warn") for e in events)
-        and (failures or len(signals) < len(events))
-    ):
-        on = f" on {', '.join(ranks[:12])}{' ...' if len(ranks) > 12 else ''}" if ranks else ""
+        message = _died_message(died, count)
+    elif _only_communication(failures, events):
         cause = "network-or-other-node"
-        warned = [e for e in events if e.kind == "nccl-warn"]
-        failed = counted(count - len(signals) - len(warned), "communication failure")
-        if len(warned) == count:
-            failed = f"only NCCL's warnings ({counted(count, 'line')})"
-        elif warned:
-            failed += f" and NCCL's warnings ({counted(len(warned), 'line')})"
-        message = (
-            "no root in this log: the cause is on the network or another node; "
-            f"{failed}{on} ({where}) and nothing else"
-            + (
-                f" the log shows; of its exception group, {hidden}: one of them may be the root"
-                if (hidden := next((h for f in failures if (h := unseen(f))), ""))
-                else ""
-            )
-            + (f" but the parent's SIGQUIT ({len(signals)} lines)" if signals else "")
-        )
-    elif not failures and len(signals) == count and warned:
-        cause = "signals-only"
-        nccl = warned[0]
-        message = (
-            f"no root in this log: it holds the parent's SIGQUIT ({counted(count, 'line')}, "
-            f"{where}: a child process failed) and NCCL's warnings ({counted(len(warned), 'line')}"
-            f", the first from {shown(nccl.who)} at {place_of(nccl)}: a connection between "
-            "ranks broke), and no failure of any process: the failing child's own output (its "
-            "traceback) is not in it. Collect every rank's own log, on every node, with "
-            "NCCL_DEBUG=INFO set for the next run to name the connection that broke"
-        )
+        message, warned = _communication_message(failures, events, ranks, where)
     elif not failures and len(signals) == count:
         cause = "signals-only"
-        message = (
-            "no root in this log: it holds only signals (SIGQUIT from a failing child, "
-            f"{where}); the failing process's own output is not in it"
-        )
+        message = _signals_message(count, where, warned)
     else:
         cause = "not-in-these-logs"
         message = (
