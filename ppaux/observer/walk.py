@@ -16,6 +16,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Iterable
 from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
+from operator import is_
 from typing import Any
 
 from ppaux.observer.digests import DECIMAL_BITS as _DECIMAL_BITS
@@ -100,10 +101,14 @@ def fields_of(obj: Any) -> dict[str, Any] | None:
     klass = type(obj)
     if names is not None and not slots and not described:
         own = obj.__dict__ if klass.__getattribute__ is _GETATTRIBUTE else None
-        if type(own) is dict and own.keys() >= named:
-            found = dict(zip(names, map(own.__getitem__, names), strict=True))
-            found.update(own)
-            return found
+        if type(own) is dict:
+            keys = tuple(own)
+            if len(keys) >= len(names) and all(map(is_, names, keys)):
+                return dict(own)  # set in the fields' order (by the dataclass's __init__)
+            if own.keys() >= named:
+                found = {name: own[name] for name in names}
+                found.update(own)
+                return found
     found = {}
     if names is not None:
         found = {name: getattr(obj, name, None) for name in names}
