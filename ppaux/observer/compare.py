@@ -29,6 +29,7 @@ from ppaux.observer.digests import (
     array_values,
     buffer_key,
     buffer_text,
+    digest_bounds,
     is_array,
     only_address,
     plain_text,
@@ -158,11 +159,15 @@ def _tensor_text(tensor: Any) -> str:
 
 
 #: Records of plain values (exactly ``int``, ``bool``, ``None``, a ``str`` of at most
-#: :data:`_KEPT_TEXT` characters, ``float``) already made, by type and value: a request's
-#: fields hold the same few values at every step. Such a value's record depends on nothing but
-#: its type and its value (no method of the target's runs for it), and a record is never
-#: changed once made. At most :data:`_KEPT_RECORDS` are kept; then the memo starts again.
+#: :data:`_KEPT_TEXT` characters, ``float``) and of empty ones (exactly an empty ``list``,
+#: ``tuple`` or ``dict``) already made, by type and value: a request's fields hold the same few
+#: values at every step. Such a value's record depends on nothing but its type and its value
+#: (no method of the target's runs for it; an empty one's also on the digest's bounds in force,
+#: part of its key), and a record is never changed once made. At most :data:`_KEPT_RECORDS` are
+#: kept; then the memo starts again.
 _MADE: dict[tuple[type, Any], dict[str, Any]] = {}
+#: The types whose record never digests anything whole.
+_PLAIN = frozenset(SCALARS)
 _KEPT_RECORDS = 4096
 _KEPT_TEXT = 256
 
@@ -177,6 +182,10 @@ def _plain_key(value: Any) -> tuple[type, Any] | None:
         return (kind, value)
     if kind is str and len(value) <= _KEPT_TEXT:
         return (kind, value)
+    if (kind is list or kind is tuple or kind is dict) and not value:
+        # An empty list (a request's ``output_ids`` before a token, at every step): its record
+        # is its type's, digested within the bounds in force.
+        return (kind, digest_bounds())
     return None
 
 
@@ -257,11 +266,13 @@ def records(
     obj: Any, skip: Skip | None = None, same: Same | None = None
 ) -> dict[str, dict[str, Any]]:
     """``{path: record}`` of ``obj``'s leaves (``skip`` and ``same``: see :func:`leaves`); the
-    values digested whole share one :class:`~ppaux.observer.digests.Digests`."""
+    values digested whole share one :class:`~ppaux.observer.digests.Digests` (none is made
+    where every leaf is a plain value: a step's records of a request, mostly)."""
+    found = leaves(obj, skip=skip, same=same)
+    if all(type(value) in _PLAIN for value in found.values()):
+        return {path: record(value) for path, value in found.items()}  # nothing digested whole
     digests = Digests(fields_of, _tensor_text)
-    return {
-        path: record(value, digests) for path, value in leaves(obj, skip=skip, same=same).items()
-    }
+    return {path: record(value, digests) for path, value in found.items()}
 
 
 def uncompared(found: dict[str, dict[str, Any]]) -> dict[str, str]:

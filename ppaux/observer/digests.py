@@ -43,6 +43,7 @@ __all__ = [
     "array_values",
     "buffer_key",
     "buffer_text",
+    "digest_bounds",
     "digest_budget",
     "int_text",
     "is_array",
@@ -91,6 +92,12 @@ def digest_budget(items: int, nesting: int | None = None) -> Iterator[None]:
 DECIMAL_BITS = 2000
 #: Characters of a long str or bytes hashed at a time: a digest never copies more.
 _PIECE = 1 << 20
+
+
+def digest_bounds() -> tuple[int, int]:
+    """The items and the nesting a digest may take now (see :func:`digest_budget`): what an
+    empty container's record depends on besides its type."""
+    return _BUDGET.get(), _NESTING.get()
 
 
 def int_text(value: int) -> str:

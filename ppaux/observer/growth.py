@@ -204,7 +204,9 @@ def _continues(was: list[Any], count: int, items: list[Any]) -> bool:
         return False
     if was[count - 1] is not items[count - 1] or was[0] is not items[0]:
         return False
-    return all(map(is_, was[:count], items))
+    # The last list itself where it is still as long as it was (no copy of it): map stops at
+    # its end.
+    return all(map(is_, was if len(was) == count else was[:count], items))
 
 
 def _spelled(kept: set[Any], holders: _Holders) -> set[Any]:

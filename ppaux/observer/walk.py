@@ -16,6 +16,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Iterable
 from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
+from operator import is_
 from typing import Any
 
 from ppaux.observer.digests import DECIMAL_BITS as _DECIMAL_BITS
@@ -47,20 +48,23 @@ MAX_LEAVES = 2048
 MAX_KEY = 64
 
 #: Per class, by its id (the class is kept, so the id stays its own): the names of its
-#: dataclass fields (None for a class that is not a dataclass) and of its ``__slots__``. Read
-#: once per class, not once per object: a request's class is met at every step. Cleared when
-#: it holds :data:`_KEPT_LAYOUTS` classes.
-_LAYOUTS: dict[int, tuple[type, tuple[str, ...] | None, tuple[str, ...]]] = {}
+#: dataclass fields (None for a class that is not a dataclass), the same names as a set, the
+#: names of its ``__slots__``, and whether any of its dataclass fields is also a data
+#: descriptor of the class (a property, say). Read once per class, not once per object: a
+#: request's class is met at every step. Cleared when it holds :data:`_KEPT_LAYOUTS` classes.
+_LAYOUTS: dict[int, tuple[type, tuple[str, ...] | None, frozenset[str], tuple[str, ...], bool]] = {}
 _KEPT_LAYOUTS = 1024
+_GETATTRIBUTE: Any = object.__getattribute__
 
 
-def _layout(obj: Any) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
-    """The names of ``obj``'s dataclass fields (None where it is no dataclass instance) and of
-    its class's ``__slots__`` (see :data:`_LAYOUTS`)."""
+def _layout(obj: Any) -> tuple[tuple[str, ...] | None, frozenset[str], tuple[str, ...], bool]:
+    """``obj``'s class's layout (see :data:`_LAYOUTS`): its dataclass fields' names (None where
+    it is no dataclass instance), them as a set, its ``__slots__`` and whether a field is also
+    a data descriptor of the class."""
     klass = type(obj)
     known = _LAYOUTS.get(id(klass))
     if known is not None and known[0] is klass:
-        return known[1], known[2]
+        return known[1], known[2], known[3], known[4]
     names = None
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         names = tuple(f.name for f in dataclasses.fields(obj))
@@ -70,19 +74,42 @@ def _layout(obj: Any) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
         for name in getattr(ancestor, "__slots__", ())
         if isinstance(name, str) and name not in ("__dict__", "__weakref__")
     )
+    described = any(
+        hasattr(type(ancestor.__dict__[name]), "__set__")
+        or hasattr(type(ancestor.__dict__[name]), "__delete__")
+        for ancestor in klass.__mro__
+        for name in names or ()
+        if name in ancestor.__dict__
+    )
     if len(_LAYOUTS) >= _KEPT_LAYOUTS:
         _LAYOUTS.clear()
-    _LAYOUTS[id(klass)] = (klass, names, slots)
-    return names, slots
+    _LAYOUTS[id(klass)] = (klass, names, frozenset(names or ()), slots, described)
+    return names, frozenset(names or ()), slots, described
 
 
 def fields_of(obj: Any) -> dict[str, Any] | None:
     """``obj``'s attributes by name: its dataclass fields, then its ``__slots__``, then
     whatever else its ``__dict__`` holds (an attribute set after construction, in
     ``__post_init__``, by ``after_sample``, by ``consume`` on a request, is part of what a path
-    produced, and is compared too); None for an object with neither slots nor a ``__dict__``."""
-    names, slots = _layout(obj)
-    found: dict[str, Any] = {}
+    produced, and is compared too); None for an object with neither slots nor a ``__dict__``.
+
+    A dataclass field the object's own ``__dict__`` holds is that value either way; it is read
+    with ``getattr`` (which runs a ``__getattribute__`` or a property of the class, and may
+    raise) only where the class has one of them: a plain dataclass instance, such as a
+    request, is read from its ``__dict__`` at once."""
+    names, named, slots, described = _layout(obj)
+    klass = type(obj)
+    if names is not None and not slots and not described:
+        own = obj.__dict__ if klass.__getattribute__ is _GETATTRIBUTE else None
+        if type(own) is dict:
+            keys = tuple(own)
+            if len(keys) >= len(names) and all(map(is_, names, keys)):
+                return dict(own)  # set in the fields' order (by the dataclass's __init__)
+            if own.keys() >= named:
+                found = {name: own[name] for name in names}
+                found.update(own)
+                return found
+    found = {}
     if names is not None:
         found = {name: getattr(obj, name, None) for name in names}
     for name in slots:
@@ -217,18 +244,34 @@ class _Walk:
             ):
                 self.unchanged(obj, prefix, depth, fields)
             else:
-                named = (
-                    (_attribute_path(prefix, name), value)
-                    for name, value in fields.items()
-                    if not name.startswith("__")
-                )
-                self.holder(obj, prefix, depth, named)
+                self.attributes(obj, prefix, depth, fields)
 
     def holder(self, obj: Any, prefix: str, depth: int, items: Iterable[tuple[str, Any]]) -> None:
         """The leaves of a holder's ``items`` ((path, value) pairs); a holder without any is
         one leaf itself. One whose every child gave none was skipped (see :func:`leaves`), not
         empty: it gives no leaf."""
         if not self.children(items, depth):
+            self.leaf(prefix, obj)
+
+    def attributes(self, obj: Any, prefix: str, depth: int, fields: dict[Any, Any]) -> None:
+        """The leaves of an object's attributes (``fields``, by name): :meth:`holder` over
+        their paths, written out (the walk's commonest loop: a request's some 45 values)."""
+        same = self.same
+        walked = False
+        for name, value in fields.items():
+            if name.startswith("__"):
+                continue
+            walked = True
+            if type(name) is str and len(name) <= MAX_KEY:
+                path = f"{prefix}.{name}"
+            else:
+                path = _attribute_path(prefix, name)
+            if type(value) in _PLAIN:
+                if same is None or not same(path, value):
+                    self.leaf(path, value)
+            else:
+                self.value(value, path, depth + 1)
+        if not walked:
             self.leaf(prefix, obj)
 
     def unchanged(self, obj: Any, prefix: str, depth: int, fields: dict[Any, Any]) -> None:
