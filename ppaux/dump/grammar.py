@@ -177,9 +177,22 @@ class _Scan:
                 found = self.order(start, op)
                 if found is not None:
                     return found
-            payload = self.argument(start, op)
-            if isinstance(payload, Deviation):
-                return payload
+            # A fixed-size argument inside the pickle and its frame is read here; any other
+            # goes through argument(), which also says where it runs past.
+            size = _ARG_LEN.get(op, 0)
+            stop = self.pos + size
+            if (
+                size >= 0
+                and op not in _LINE_OPS
+                and stop <= end
+                and (self.frame_end is None or stop <= self.frame_end)
+            ):
+                payload = data[self.pos : stop]
+                self.pos = stop
+            else:
+                payload = self.argument(start, op)
+                if isinstance(payload, Deviation):
+                    return payload
             if op == 0x95:
                 found = self.frame(start, op, payload)
             elif op == 0x2E:  # STOP
@@ -292,9 +305,10 @@ class _Scan:
 
     def value(self, start: int, op: int, payload: bytes) -> Deviation | None:
         """The argument as the pickler writes it, a global written once, the memo's count."""
-        problem = _check_arg(op, payload, self.protocol, self.puts)
-        if problem is not None:
-            return self.at(start, op, problem[0], problem[1])
+        if op in _CHECKED:
+            problem = _check_arg(op, payload, self.protocol, self.puts)
+            if problem is not None:
+                return self.at(start, op, problem[0], problem[1])
         if op == 0x63:
             if payload in self.globals_seen:
                 return self.at(start, op, "a global the pickler memoized is written again", False)
@@ -325,8 +339,10 @@ class _Scan:
                 return self.at(start, op, _FINISHED)
             open_[-1 - pops] = 0 if op == 0x62 else 1
         self.depth += pushes - pops
-        del open_[len(open_) - pops :]
-        open_ += [2 if op in _CREATES else 0] * pushes
+        if pops:
+            del open_[-pops:]
+        if pushes:  # one value at most
+            open_.append(2 if op in _CREATES else 0)
         return None
 
     def close_mark(self, start: int, op: int) -> Deviation | None:
@@ -436,6 +452,12 @@ _EFFECT = {
     0x30: (1, 0),
     0x93: (2, 1),
 }
+
+
+#: GLOBAL (two lines), INT and LONG (one line): arguments that end at a newline.
+_LINE_OPS = frozenset(b"cIL")
+#: The opcodes whose argument :func:`_check_arg` checks (the others have none, or any value).
+_CHECKED = frozenset(b"qrhjJIL\x4d\x8a\x8bX\x8c\x8dBC\x8ec")
 
 
 def _check_arg(op: int, payload: bytes, protocol: int, puts: int) -> tuple[str, bool] | None:
