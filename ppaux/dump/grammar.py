@@ -190,9 +190,10 @@ class _Scan:
                 payload = data[self.pos : stop]
                 self.pos = stop
             else:
-                payload = self.argument(start, op)
-                if isinstance(payload, Deviation):
-                    return payload
+                read = self.argument(start, op)
+                if isinstance(read, Deviation):
+                    return read
+                payload = read
             if op == 0x95:
                 found = self.frame(start, op, payload)
             elif op == 0x2E:  # STOP
