@@ -43,7 +43,13 @@ class LegacyId:
 
 def key_text(key: Any) -> str:
     """A storage key as shown in findings: text as it is, any other key as its repr."""
-    return shown(key, 40) if isinstance(key, str) else shown(repr(key), 40)
+    if isinstance(key, str):
+        return shown(key, 40)
+    if isinstance(key, int) and key.bit_length() > 128:  # never turned into all its digits
+        return f"<an int of {key.bit_length()} bits>"
+    if isinstance(key, tuple):
+        return f"<a tuple of {len(key)}>"
+    return shown(repr(key)[:200], 40)
 
 
 def decoded_tag(value: Any) -> Any:
