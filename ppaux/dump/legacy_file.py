@@ -156,14 +156,14 @@ class _Storages:
         key = found.key
         known = self.by_key.get(key)
         if self.problem is None:
-            what = "; ".join(found.notes) or _key_problem(found, known)
+            # A key that is no address is read by torch as by ppaux (one storage per key), and
+            # so are the notes' ids; a key met again with another class or size is not where
+            # the first storage is empty (torch then makes one of the later class).
+            what = _key_problem(found, known) if known is not None or isinstance(key, str) else None
             if what:
-                # A key that is no address is read by torch as by ppaux (one storage per key);
-                # a key met again with another class or size is not where the first storage
-                # is empty (torch then makes one of the later class).
-                self.problem = Deviation(
-                    f"file {where} (BINPERSID)", what, known is not None and not found.notes
-                )
+                self.problem = Deviation(f"file {where} (BINPERSID)", what, known is not None)
+            elif found.notes:
+                self.problem = Deviation(f"file {where} (BINPERSID)", "; ".join(found.notes), False)
         if known is not None:
             return known
         storage = StorageRef(
