@@ -23,8 +23,9 @@ torch's reading could differ), or None when the bytes are as written.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+from ppaux.dump.grammar_args import CHECKED, check_arg
 
 __all__ = [
     "OPCODES",
@@ -52,11 +53,6 @@ _MEMOIZED = frozenset(b"}]X\x8c\x8dBC\x8e\x96c\x93\x85\x86\x87tR\x81\x92\x8f\x91
 _PUTS = frozenset(b"qr\x94")
 # Opcodes whose order the scan checks even when nothing is pending: PUTs, POP and POP_MARK.
 _ORDERED = _PUTS | frozenset(b"01")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
-#: Modules Python 3's pickler renames below protocol 3 (fix_imports, _compat_pickle).
-_TEXT_LONG = re.compile(rb"(-?[1-9][0-9]{0,4299})L")
-_RENAMED = frozenset({"builtins", "copyreg", "queue", "socketserver", "reprlib", "_pickle"})
 _BATCH = 1000
 _NAMES = {
     0x28: "MARK",
@@ -96,26 +92,6 @@ def _opname(op: int) -> str:
         if ord(code.code.encode("latin-1")) == op:
             return code.name
     return _NAMES.get(op, f"0x{op:02x}")
-
-
-def _min_int_op(value: int) -> int:
-    if 0 <= value <= 0xFF:
-        return 0x4B
-    if 0 <= value <= 0xFFFF:
-        return 0x4D
-    if -(2**31) <= value < 2**31:
-        return 0x4A
-    return 0x8A
-
-
-def _encode_long(value: int) -> bytes:
-    if value == 0:
-        return b""
-    nbytes = (value.bit_length() >> 3) + 1
-    data = value.to_bytes(nbytes, "little", signed=True)
-    if value < 0 and nbytes > 1 and data[-1] == 0xFF and (data[-2] & 0x80) != 0:
-        data = data[:-1]
-    return data
 
 
 def pickle_deviation(
@@ -177,9 +153,23 @@ class _Scan:
                 found = self.order(start, op)
                 if found is not None:
                     return found
-            payload = self.argument(start, op)
-            if isinstance(payload, Deviation):
-                return payload
+            # A fixed-size argument inside the pickle and its frame is read here; any other
+            # goes through argument(), which also says where it runs past.
+            size = _ARG_LEN.get(op, 0)
+            stop = self.pos + size
+            if (
+                size >= 0
+                and op not in _LINE_OPS
+                and stop <= end
+                and (self.frame_end is None or stop <= self.frame_end)
+            ):
+                payload = data[self.pos : stop]
+                self.pos = stop
+            else:
+                read = self.argument(start, op)
+                if isinstance(read, Deviation):
+                    return read
+                payload = read
             if op == 0x95:
                 found = self.frame(start, op, payload)
             elif op == 0x2E:  # STOP
@@ -292,9 +282,10 @@ class _Scan:
 
     def value(self, start: int, op: int, payload: bytes) -> Deviation | None:
         """The argument as the pickler writes it, a global written once, the memo's count."""
-        problem = _check_arg(op, payload, self.protocol, self.puts)
-        if problem is not None:
-            return self.at(start, op, problem[0], problem[1])
+        if op in CHECKED:
+            problem = check_arg(op, payload, self.protocol, self.puts)
+            if problem is not None:
+                return self.at(start, op, problem[0], problem[1])
         if op == 0x63:
             if payload in self.globals_seen:
                 return self.at(start, op, "a global the pickler memoized is written again", False)
@@ -325,8 +316,10 @@ class _Scan:
                 return self.at(start, op, _FINISHED)
             open_[-1 - pops] = 0 if op == 0x62 else 1
         self.depth += pushes - pops
-        del open_[len(open_) - pops :]
-        open_ += [2 if op in _CREATES else 0] * pushes
+        if pops:
+            del open_[-pops:]
+        if pushes:  # one value at most
+            open_.append(2 if op in _CREATES else 0)
         return None
 
     def close_mark(self, start: int, op: int) -> Deviation | None:
@@ -438,59 +431,5 @@ _EFFECT = {
 }
 
 
-def _check_arg(op: int, payload: bytes, protocol: int, puts: int) -> tuple[str, bool] | None:
-    """Whether an opcode's argument is one the pickler writes: (problem, severe) or None."""
-    if op in (0x71, 0x72):  # BINPUT, LONG_BINPUT
-        index = int.from_bytes(payload, "little")
-        if index != puts:
-            return f"memo index {index} where the pickler writes {puts} (the next)", True
-        if (op == 0x72) != (index >= 256):
-            return "memo index in the other PUT form", False
-    elif op in (0x68, 0x6A):  # BINGET, LONG_BINGET
-        index = int.from_bytes(payload, "little")
-        if index >= puts:
-            return f"memo index {index} not yet written", True
-        if (op == 0x6A) != (index >= 256):
-            return "memo index in the other GET form", False
-    elif op == 0x4A:
-        value = int.from_bytes(payload, "little", signed=True)
-        if _min_int_op(value) != op:
-            return f"int {value} not in its shortest form", False
-    elif op == 0x49 and payload not in (b"00", b"01"):
-        # Below protocol 2 the pickler writes INT only for a bool, as 'I00' or 'I01'.
-        return f"INT {payload[:24]!r}, where the pickler writes only 00 or 01 (a bool)", True
-    elif op == 0x4C:
-        found = _TEXT_LONG.fullmatch(payload)
-        if found is None:
-            return f"LONG {payload[:24]!r} is not the decimal digits the pickler writes", True
-        if -(2**31) <= int(found[1]) < 2**31:
-            return f"int {int(found[1])} not in its shortest form", False
-    elif op == 0x4D and int.from_bytes(payload, "little") <= 0xFF:
-        return "int not in its shortest form", False
-    elif op in (0x8A, 0x8B):
-        value = int.from_bytes(payload, "little", signed=True)
-        if _min_int_op(value) != 0x8A or _encode_long(value) != payload:
-            return f"int {value} not in its shortest form", False
-        if (op == 0x8B) != (len(payload) > 255):
-            return "int in the other LONG form", False
-    elif op in (0x58, 0x8C, 0x8D):
-        try:
-            payload.decode("utf-8", "surrogatepass")
-        except UnicodeDecodeError as exc:
-            return f"string is not UTF-8 as the pickler writes it ({exc.reason})", True
-        if protocol >= 4 and ((op == 0x8C) != (len(payload) < 256) or op == 0x8D):
-            return "string in another opcode than the pickler uses for its length", False
-    elif op in (0x42, 0x43, 0x8E):
-        if (op == 0x43) != (len(payload) < 256) or op == 0x8E:
-            return "bytes in another opcode than the pickler uses for their length", False
-    elif op == 0x63:
-        try:
-            text = payload.decode("ascii" if protocol < 3 else "utf-8")
-        except UnicodeDecodeError:
-            return "global name the pickler cannot write at this protocol", True
-        module, _, name = text.partition("\n")
-        if _MODULE.fullmatch(module) is None or _NAME.fullmatch(name) is None:
-            return "global name that is not a module and an attribute", True
-        if protocol < 3 and module.split(".")[0] in _RENAMED:
-            return f"module {module}, which the pickler renames at protocol {protocol}", False
-    return None
+#: GLOBAL (two lines), INT and LONG (one line): arguments that end at a newline.
+_LINE_OPS = frozenset(b"cIL")

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef, StorageType
+from ppaux.dump.legacy_ids import count_reads_as, decoded_tag, key_text, storage_id
+from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef
 from ppaux.dump.pickle_vm import Machine
-from ppaux.dump.torch_reading import restorable
 from ppaux.errors import DumpError, ReadMismatch, TorchRefuses
 from ppaux.text import shown
 
@@ -23,6 +23,9 @@ __all__ = ["LEGACY_MAGIC", "is_legacy_stream", "read_inner_storage"]
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 _LEGACY_PREFIX = b"\x80\x02\x8a\x0a" + LEGACY_MAGIC.to_bytes(10, "little")
 _MAX_NESTING = 2
+#: The format version the legacy writer writes.
+_VERSION = 1001
+_KEYS = (str, bytes, int, float, tuple, type(None))
 
 
 def is_legacy_stream(data: bytes) -> bool:
@@ -30,68 +33,82 @@ def is_legacy_stream(data: bytes) -> bool:
     return data.startswith(_LEGACY_PREFIX)
 
 
+_REFUSES = "torch.load refuses the file: a nested torch.save stream"
+
+
 def _legacy_storage(m: Machine, pid: Any) -> Any:
-    if not isinstance(pid, tuple) or len(pid) < 5 or pid[0] != "storage":
+    if not isinstance(pid, tuple) or not pid or decoded_tag(pid[0]) != "storage":
         return Opaque("persistent id", "call", pid if isinstance(pid, tuple) else (pid,))
-    storage_type, key, location, numel = pid[1:5]
-    if (
-        not isinstance(storage_type, StorageType)
-        or type(numel) is not int
-        or not 0 <= numel < 2**63
-        or not isinstance(key, str)
-        or not isinstance(location, str)
-    ):
-        raise m.error("nested storage record is malformed")
-    if not restorable(location):
-        raise TorchRefuses(
-            m.path,
-            f"torch.load refuses the file: a nested torch.save stream's storage location "
-            f"{shown(location, 200)} has no restore function",
-        )
-    storage = StorageRef(storage_type.dtype, key, shown(location, 200), numel)
-    m.storages.append(storage)  # type: ignore[attr-defined]
+    by_key: dict[Any, StorageRef] = m.by_key  # type: ignore[attr-defined]
+    found = storage_id(m.path, f"byte {m._op_pos}", pid, _REFUSES, by_key)
+    for note in found.notes:
+        m.deviate(f"a nested torch.save stream's {note}", severe=False)
+    known = by_key.get(found.key)
+    if known is not None:
+        return known
+    storage = StorageRef(
+        found.storage_type.dtype, key_text(found.key), shown(found.location, 200), found.numel
+    )
+    by_key[found.key] = storage
     return storage
 
 
 def _attach_storage_bytes(
-    path: str, payload: bytes, pos: int, storages: list[StorageRef], names: Any
+    outer: Machine, payload: bytes, pos: int, by_key: Any, names: Any
 ) -> None:
     """Keep each storage's bytes (after the key list: per key an int64 element count and the
     raw bytes) so that replay can rebuild the tensor. A tail torch would not read as these
-    storages is never passed over: a key the object never named, a count other than the
-    storage's size or bytes cut short is refused as torch refuses it (PP117), and a storage
-    the key list leaves out, whose memory torch leaves as it found it, is a reading that
-    differs (PP202)."""
-    by_key = {s.key: s for s in storages}
-    if not isinstance(names, list):
+    storages is never passed over: a key the object never named, a count torch does not take
+    for the storage's size or bytes cut short is refused as torch refuses it (PP117), and a
+    storage the key list leaves out, whose memory torch leaves as it found it, is a reading
+    that differs (PP202). A count that wraps to the size and bytes after the last record, which
+    torch reads past and never reads, are not as the writer writes them."""
+    path = outer.path
+    if not isinstance(names, (list, tuple)):
         raise ReadMismatch(
             path, "a nested torch.save stream whose storage keys are not a list of keys"
         )
     for name in names:
-        storage = by_key.get(name) if isinstance(name, str) else None
+        if isinstance(name, (list, dict, set, bytearray)):
+            raise TorchRefuses(path, f"{_REFUSES} lists a {type(name).__name__} as a storage key")
+        storage = by_key.get(name) if isinstance(name, _KEYS) else None
         if storage is None:
             raise TorchRefuses(
                 path,
-                f"torch.load refuses the file: a nested torch.save stream lists storage key "
-                f"{shown(name, 40)!r}, which its object never names (torch: KeyError)",
+                f"{_REFUSES} lists storage key {key_text(name)!r}, which its object never "
+                "names (torch: KeyError)",
             )
         count = int.from_bytes(payload[pos : pos + 8], "little", signed=True)
-        end = pos + 8 + count * DTYPE_ITEMSIZE.get(storage.dtype, 1)
-        if pos + 8 > len(payload) or count != storage.numel or end > len(payload):
+        end = pos + 8 + storage.nbytes
+        itemsize = DTYPE_ITEMSIZE.get(storage.dtype, 1)
+        readable = count_reads_as(count, itemsize) == storage.nbytes
+        if pos + 8 > len(payload) or not readable or end > len(payload):
             raise TorchRefuses(
                 path,
-                f"torch.load refuses the file: a nested torch.save stream's storage "
-                f"{storage.key!r} has {storage.numel} elements, and its record "
-                + ("is cut short" if count == storage.numel else f"counts {count}"),
+                f"{_REFUSES}'s storage {storage.key!r} has {storage.numel} elements, and its "
+                + ("record is cut short" if readable else f"record counts {count}"),
+            )
+        if count != storage.numel:
+            outer.deviate(
+                f"a nested torch.save stream's record of storage {storage.key!r} counts {count} "
+                f"elements, the object {storage.numel}: torch.load multiplies the count by "
+                f"{itemsize} in int64, which wraps to the storage's {storage.nbytes} bytes",
+                severe=False,
             )
         storage.data = payload[pos + 8 : end]
         pos = end
-    unlisted = [s.key for s in storages if s.data is None]
+    unlisted = [s.key for s in by_key.values() if s.data is None]
     if unlisted:
         raise ReadMismatch(
             path,
             f"a nested torch.save stream leaves storage {shown(unlisted[0], 40)!r} out of its "
             "key list: torch gives that tensor whatever memory it is allocated",
+        )
+    if pos < len(payload):
+        outer.deviate(
+            f"a nested torch.save stream holds {len(payload) - pos} bytes after its last "
+            "storage record, which torch.load never reads",
+            severe=False,
         )
 
 
@@ -111,7 +128,8 @@ def read_inner_storage(outer: Machine, payload: bytes) -> Any:
     pos = 0
     value: Any = None
     names: Any = None
-    storages: list[StorageRef] = []
+    version: Any = None
+    by_key: dict[Any, StorageRef] = {}
     for step in range(5):  # magic, protocol version, system info, the object, the storage keys
         inner = Machine(
             payload,
@@ -122,7 +140,7 @@ def read_inner_storage(outer: Machine, payload: bytes) -> Any:
             start=pos,
         )
         inner.nesting = depth  # type: ignore[attr-defined]
-        inner.storages = storages  # type: ignore[attr-defined]
+        inner.by_key = by_key  # type: ignore[attr-defined]
         inner.items = outer.items
         inner.ops = outer.ops
         inner.copied = outer.copied
@@ -141,9 +159,24 @@ def read_inner_storage(outer: Machine, payload: bytes) -> Any:
             for name, allowed in inner.globals_seen.items():
                 outer.globals_seen[name] = outer.globals_seen.get(name, False) or allowed
         pos = inner.pos
-        if step == 3:
+        if step == 1:
+            version = loaded
+            # torch compares the version with != (a float 1001.0 passes) and refuses another.
+            if type(version) not in (int, float) or version != _VERSION:
+                raise TorchRefuses(
+                    outer.path,
+                    f"{_REFUSES}'s version is {shown(repr(version), 80)}, not {_VERSION} "
+                    "(torch: Invalid protocol version)",
+                )
+            if type(version) is not int:
+                outer.deviate(
+                    f"a nested torch.save stream's version is {version!r}, which torch.load "
+                    f"compares equal to {_VERSION} and reads on",
+                    severe=False,
+                )
+        elif step == 3:
             value = loaded
         elif step == 4:
             names = loaded
-    _attach_storage_bytes(outer.path, payload, pos, storages, names)
+    _attach_storage_bytes(outer, payload, pos, by_key, names)
     return value

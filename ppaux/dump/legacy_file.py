@@ -21,8 +21,10 @@ bytes (little-endian whatever the machine), and nothing more.
 torch.load (``_legacy_load``) reads the five pickles (with its weights-only unpickler by
 default), refuses a magic number or version other than these, ignores the system info, then
 reads one record per listed key in the listed order: a key the object never named, a count
-other than the storage's or a record cut short is refused; a storage whose key is not listed
-keeps whatever memory it was given; bytes after the last record are never read.
+whose int64 byte size is not the storage's or a record cut short is refused; a storage whose
+key is not listed keeps whatever memory it was given; bytes after the last record are never
+read. How it reads an id the writer never writes (an int key, a bytes location, a view field)
+is :mod:`ppaux.dump.legacy_ids`.
 :func:`read_legacy` refuses what torch refuses, keeps each storage's bytes as torch reads them,
 and reports the first byte that differs from what the writer writes as the dump's deviation.
 """
@@ -35,10 +37,10 @@ from typing import Any
 from ppaux.dump import allowlist, weights_only
 from ppaux.dump.grammar import Deviation, pickle_deviation
 from ppaux.dump.legacy import LEGACY_MAGIC
-from ppaux.dump.model import StorageRef, StorageType
+from ppaux.dump.legacy_ids import LegacyId, count_reads_as, decoded_tag, key_text, storage_id
+from ppaux.dump.model import DTYPE_ITEMSIZE, StorageRef, StorageType
 from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.structure import Dump, machine_deviation, unsafe_globals
-from ppaux.dump.torch_reading import restorable
 from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, TorchRefuses
 from ppaux.limits import Limits
 from ppaux.text import shown
@@ -92,7 +94,7 @@ class _Pickles:
         except LimitExceeded:
             raise
         except DumpError:
-            if self.cut and machine.pos >= len(self.data):
+            if self.cut and machine.ran_out:
                 limit = self.limits.max_pickle_bytes
                 raise LimitExceeded(
                     self.path, "max_pickle_bytes", limit, f"the pickles run past byte {limit}"
@@ -116,89 +118,82 @@ class _Storages:
         self.problem: Deviation | None = None
 
     def __call__(self, m: Machine, pid: Any) -> StorageRef:
-        if isinstance(pid, tuple) and pid[:1] == ("module",):
+        where = f"byte {m._op_pos}"
+        if not isinstance(pid, tuple) or not pid:
+            raise TorchRefuses(
+                self.path,
+                f"torch.load refuses the file: {where}: a persistent id that is not a tuple "
+                "(torch: saved_id must be a tuple)",
+            )
+        tag = decoded_tag(pid[0])
+        if tag == "module":
             # A whole nn.Module saved: its class goes by reference (with its source), and
             # torch.load(weights_only=False) imports it.
             raise ReadMismatch(
                 self.path,
-                f"byte {m._op_pos}: a module class saved by reference, which "
+                f"{where}: a module class saved by reference, which "
                 "torch.load(weights_only=False) imports; ppaux reads tensors and plain "
                 "containers (save the module's state_dict() instead)",
             )
-        if (
-            not isinstance(pid, tuple)
-            or len(pid) != 6
-            or pid[0] != "storage"
-            or not isinstance(pid[1], StorageType)
-            or not isinstance(pid[2], str)
-            or not isinstance(pid[3], str)
-            or type(pid[4]) is not int
-            or not 0 <= pid[4] < 2**63
-        ):
-            raise m.error("storage reference is not ('storage', type, key, location, numel, view)")
-        if pid[1].name == "UntypedStorage":
+        if tag != "storage":
+            raise TorchRefuses(
+                self.path,
+                f"torch.load refuses the file: {where}: a persistent id tagged "
+                f"{shown(repr(pid[0]), 40)} (torch: Unknown saved id type)",
+            )
+        if len(pid) > 1 and isinstance(pid[1], StorageType) and pid[1].name == "UntypedStorage":
             # The writer names a storage of a dtype without a storage class of its own (uint16
             # to uint64, float8, complex32) by its byte storage; the legacy reader asks that
             # class for a dtype it does not have.
             raise TorchRefuses(
                 self.path,
-                f"torch.load refuses the file: byte {m._op_pos}: a storage saved as "
+                f"torch.load refuses the file: {where}: a storage saved as "
                 "torch.storage.UntypedStorage, which the legacy format's reader cannot read "
                 "(torch: type object 'torch.storage.UntypedStorage' has no attribute 'dtype'); "
                 "save it with the zip format (torch.save's default)",
             )
-        if pid[5] is not None:
-            # torch.load makes a view of part of the storage; the writer never writes one.
-            raise ReadMismatch(
-                self.path,
-                f"byte {m._op_pos}: a storage reference with view metadata, which torch.load "
-                "reads as a view of part of the storage and ppaux does not read",
-            )
-        if not restorable(pid[3]):
-            # The legacy reader restores each storage's location as it meets its id, as the
-            # zip reader does for each record.
-            raise TorchRefuses(
-                self.path,
-                f"torch.load refuses the file: byte {m._op_pos}: no restore function for "
-                f"storage location {shown(pid[3], 200)} (torch 2.13 restores cpu, meta, mps, "
-                "and cuda, hpu, xpu, mtia, privateuseone, alone or as NAME:N)",
-            )
-        key = pid[2]
+        found = storage_id(self.path, where, pid, "torch.load refuses the file", self.by_key)
+        key = found.key
         known = self.by_key.get(key)
         if self.problem is None:
-            what = _key_problem(pid, known)
-            if what is not None:
-                # A key that is no address is read by torch as by ppaux (one storage per key);
-                # a key met again with another class or size is not where the first storage
-                # is empty (torch then makes one of the later class).
-                self.problem = Deviation(
-                    f"file byte {m._op_pos} (BINPERSID)", what, known is not None
-                )
+            # A key that is no address is read by torch as by ppaux (one storage per key), and
+            # so are the notes' ids; a key met again with another class or size is not where
+            # the first storage is empty (torch then makes one of the later class).
+            what = _key_problem(found, known) if known is not None or isinstance(key, str) else None
+            if what:
+                self.problem = Deviation(f"file {where} (BINPERSID)", what, known is not None)
+            elif found.notes:
+                self.problem = Deviation(f"file {where} (BINPERSID)", "; ".join(found.notes), False)
         if known is not None:
             return known
-        storage = StorageRef(pid[1].dtype, shown(key, 40), shown(pid[3], 200), pid[4])
+        storage = StorageRef(
+            found.storage_type.dtype, key_text(key), shown(found.location, 200), found.numel
+        )
         self.by_key[key] = storage
         self.storages.append(storage)
         return storage
 
 
-def _key_problem(pid: tuple[Any, ...], known: StorageRef | None) -> str | None:
+def _key_problem(found: LegacyId, known: StorageRef | None) -> str | None:
     """Why a storage id is not one the writer writes: its key is the decimal text of an
     address, and a key met again comes with its first storage class, location and size."""
-    key = pid[2]
+    key = found.key
     if known is not None:
-        if known.dtype != pid[1].dtype:
-            return f"storage key {shown(key, 40)!r} written as {pid[1]!r}, first as {known.dtype}"
-        if known.location != shown(pid[3], 200):
-            return f"storage key {shown(key, 40)!r} written at two locations"
-        if known.numel != pid[4]:
+        if known.dtype != found.storage_type.dtype:
             return (
-                f"storage key {shown(key, 40)!r} written with {pid[4]} elements, "
+                f"storage key {key_text(key)!r} written as {found.storage_type!r}, first as "
+                f"{known.dtype}"
+            )
+        if known.location != shown(found.location, 200):
+            return f"storage key {key_text(key)!r} written at two locations"
+        if known.numel != found.numel:
+            return (
+                f"storage key {key_text(key)!r} written with {found.numel} elements, "
                 f"first with {known.numel}"
             )
         return None
     if not (0 < len(key) <= 20 and key.isascii() and key.isdigit() and str(int(key)) == key):
-        return f"storage key {shown(key, 40)!r} is not the decimal text of an address"
+        return f"storage key {key_text(key)!r} is not the decimal text of an address"
     if int(key) == 0 or int(key) >= 2**64:
         return f"storage key {key!r} is not an address"
     return None
@@ -228,7 +223,8 @@ def read_legacy(path: str, data: bytes, size: int, limits: Limits) -> Dump:
     if magic != LEGACY_MAGIC:  # the caller checked; kept for callers that did not
         raise DumpError(path, "not a legacy torch.save file (no magic number)")
     version = pickles.run(pickles.spans[0][1])
-    if type(version) is not int or version != LEGACY_VERSION:
+    # torch compares with != (a float 1001.0 passes); ppaux's values compare as torch's do.
+    if type(version) not in (int, float) or version != LEGACY_VERSION:
         raise TorchRefuses(
             path,
             f"torch.load refuses the file: {pickles.label(1)} holds {shown(repr(version), 80)}, "
@@ -239,15 +235,38 @@ def read_legacy(path: str, data: bytes, size: int, limits: Limits) -> Dump:
     root = pickles.run(pickles.spans[2][1], storages)
     keys = pickles.run(pickles.spans[3][1])
     pos = pickles.spans[4][1]
-    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+    if not isinstance(keys, (list, tuple)):
         raise ReadMismatch(
-            path,
-            f"{pickles.label(4)} is not a list of storage keys (text), which is what ppaux reads",
+            path, f"{pickles.label(4)} is not a list of storage keys, which is what ppaux reads"
         )
+    for key in keys:
+        if isinstance(key, (list, dict, set, bytearray)):
+            raise TorchRefuses(
+                path,
+                f"torch.load refuses the file: {pickles.label(4)} lists a "
+                f"{type(key).__name__} (torch: unhashable type)",
+            )
+        if not isinstance(key, (str, bytes, int, float, tuple, type(None))):
+            raise ReadMismatch(
+                path, f"{pickles.label(4)} lists a {type(key).__name__}, which ppaux does not read"
+            )
     read = all(pickles.globals_seen.values())  # else the file is a finding already
+    counted = None
     if read:
-        pos = _read_records(path, data, pos, keys, storages)
-    deviation = _grammar(pickles, storages, keys) or (_trailing(data, pos) if read else None)
+        pos, counted = _read_records(path, data, pos, keys, storages)
+    deviation = _grammar(pickles, storages, keys)
+    if (
+        deviation is not None
+        and type(version) is not int
+        and deviation.where.startswith(pickles.label(1))
+    ):
+        deviation = Deviation(
+            pickles.label(1),
+            f"the version is {version!r}, a {type(version).__name__}: torch.load compares it "
+            f"equal to {LEGACY_VERSION} and reads on",
+            False,
+        )
+    deviation = deviation or counted or (_trailing(data, pos) if read else None)
     return Dump(
         path=path,
         container="legacy",
@@ -262,15 +281,19 @@ def read_legacy(path: str, data: bytes, size: int, limits: Limits) -> Dump:
     )
 
 
-def _read_records(path: str, data: bytes, pos: int, keys: list[str], storages: _Storages) -> int:
+def _read_records(
+    path: str, data: bytes, pos: int, keys: list[Any] | tuple[Any, ...], storages: _Storages
+) -> tuple[int, Deviation | None]:
     """Read one record per listed key, in the listed order, as torch.load does; return the
-    offset just past the last one. A key listed twice is read twice, the later bytes kept."""
+    offset just past the last one and the first count torch reads otherwise than written. A
+    key listed twice is read twice, the later bytes kept."""
+    deviation = None
     for key in keys:
         storage = storages.by_key.get(key)
         if storage is None:
             raise TorchRefuses(
                 path,
-                f"torch.load refuses the file: the storage key list names {shown(key, 40)!r}, "
+                f"torch.load refuses the file: the storage key list names {key_text(key)!r}, "
                 "which the object never refers to (torch: storage key not found)",
             )
         if pos + 8 > len(data):
@@ -280,12 +303,21 @@ def _read_records(path: str, data: bytes, pos: int, keys: list[str], storages: _
                 f"{storage.key} is cut short (torch: unexpected EOF)",
             )
         count = int.from_bytes(data[pos : pos + 8], "little", signed=True)
-        if count != storage.numel:
+        itemsize = DTYPE_ITEMSIZE.get(storage.dtype, 1)
+        if count_reads_as(count, itemsize) != storage.nbytes:
             raise TorchRefuses(
                 path,
                 f"torch.load refuses the file: byte {pos}: the record of storage {storage.key} "
                 f"counts {count} elements, the object {storage.numel} (torch: storage has "
                 "wrong byte size)",
+            )
+        if count != storage.numel and deviation is None:
+            deviation = Deviation(
+                f"byte {pos}",
+                f"the record of storage {storage.key} counts {count} elements, the object "
+                f"{storage.numel}: torch.load multiplies the count by {itemsize} in int64, "
+                f"which wraps to the storage's {storage.nbytes} bytes, and reads them",
+                False,
             )
         end = pos + 8 + storage.nbytes
         if end > len(data):
@@ -298,10 +330,12 @@ def _read_records(path: str, data: bytes, pos: int, keys: list[str], storages: _
         storage.data = memoryview(data)[pos + 8 : end]  # no copy: the file is held whole
         storage.record_size = storage.nbytes
         pos = end
-    return pos
+    return pos, deviation
 
 
-def _grammar(pickles: _Pickles, storages: _Storages, keys: list[str]) -> Deviation | None:
+def _grammar(
+    pickles: _Pickles, storages: _Storages, keys: list[Any] | tuple[Any, ...]
+) -> Deviation | None:
     """The first place, in file order, that the pickles differ from what the writer writes."""
     data = pickles.data
     protocol = _protocol(data)
@@ -326,7 +360,8 @@ def _grammar(pickles: _Pickles, storages: _Storages, keys: list[str]) -> Deviati
     if found is not None:
         return found
     start, stop = pickles.spans[4]
-    expected = pickle.dumps(sorted(storages.by_key), protocol=protocol)
+    written = [k for k in storages.by_key if isinstance(k, str)]  # text keys only, here
+    expected = pickle.dumps(sorted(written), protocol=protocol)
     found = _differ(data, start, stop, expected, pickles.label(4))
     if found is not None:
         listed = set(keys)
@@ -336,7 +371,7 @@ def _grammar(pickles: _Pickles, storages: _Storages, keys: list[str]) -> Deviati
             # the file's.
             return Deviation(
                 found.where,
-                f"storage {shown(missing[0], 40)} is not listed: torch.load never reads its "
+                f"storage {key_text(missing[0])} is not listed: torch.load never reads its "
                 "bytes and leaves its memory uninitialised",
                 True,
             )

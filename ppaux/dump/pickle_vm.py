@@ -221,6 +221,8 @@ class Machine:
         #: (offset, hooks) of each tensor rebuilt with such hooks: torch keeps the dict itself,
         #: so one filled later in the pickle gives the tensor hooks (checked at STOP).
         self.hooks_given: list[tuple[int, Any]] = []
+        #: Whether the pickle wanted bytes past the end of ``data`` (a cut pickle).
+        self.ran_out = False
 
     # -- the writer's model ------------------------------------------------------------------
     def deviate(self, what: str, severe: bool = True) -> None:
@@ -325,6 +327,7 @@ class Machine:
     def _read(self, n: int) -> bytes:
         end = self.pos + n
         if n < 0 or end > len(self.data):
+            self.ran_out = n >= 0
             raise DumpError(
                 self.path,
                 f"truncated pickle: {n} bytes wanted at byte {self.pos}, "
@@ -337,6 +340,7 @@ class Machine:
     def _readline(self) -> bytes:
         end = self.data.find(b"\n", self.pos)
         if end < 0:
+            self.ran_out = True
             raise DumpError(self.path, f"truncated pickle: line at byte {self.pos} never ends")
         line = self.data[self.pos : end]
         self.pos = end + 1
@@ -486,6 +490,7 @@ class Machine:
                     self.path, "max_ops", max_ops, "the pickle runs too many opcodes"
                 )
             if self.pos >= len(data):
+                self.ran_out = True
                 raise DumpError(
                     self.path, f"truncated pickle: no STOP opcode before byte {self.pos}"
                 )
