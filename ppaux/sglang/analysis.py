@@ -103,7 +103,12 @@ WIRE_DEFINITIONS = (
 )
 
 #: The limits the analysis of a tree uses.
-ANALYSIS_LIMITS = ("max_source_bytes", "max_statement_tokens", "max_syntax_depth")
+ANALYSIS_LIMITS = (
+    "max_source_bytes",
+    "max_analysed_source_bytes",
+    "max_statement_tokens",
+    "max_syntax_depth",
+)
 
 _SENDER_FUNCTION = "_pp_prepare_tensor_dict"
 _LOGPROB_SENDER = "get_logprob_dict_from_result"
