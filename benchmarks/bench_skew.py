@@ -146,7 +146,8 @@ def _sources_trees(
     ``try`` of 40,000 ``except`` clauses (valid Python, just under 1 MB), or as a module that
     imports add and pop from itself, then short lines to 1 MB; then the scheduler file as each
     of :data:`COSTLY_SCHEDULERS` (``*_to_1mb``: the release's scheduler, then the unit repeated
-    to 1 MB). ``args_trees``, when given, keeps only the trees of those names."""
+    to 1 MB; ``*_to_500k``: to 500 KB, within ``max_analysed_source_bytes``, so parsed).
+    ``args_trees``, when given, keeps only the trees of those names."""
     trees = {}
     for name in ("real", "error_at_end", "many_clauses", "self_import", *COSTLY_SCHEDULERS):
         tree = workdir / "sources" / name
@@ -171,6 +172,8 @@ def _sources_trees(
     for name, text in COSTLY_SCHEDULERS.items():
         if name.endswith("_to_1mb"):  # the release's scheduler, then the unit to 1 MB
             text = real + text * ((1_000_000 - len(real)) // len(text))
+        elif name.endswith("_to_500k"):  # to 500 KB: as much as one analysis parses
+            text = real + text * ((500_000 - len(real)) // len(text))
         (trees[name] / READ_BY_PPAUX[1]).write_bytes(text.encode())
     if args_trees:
         trees = {name: tree for name, tree in trees.items() if name in args_trees}
@@ -187,6 +190,8 @@ COSTLY_SCHEDULERS = {
     "fstring_300k": "x = f'" + "{a}" * 99_990 + "'\n",
     "assign_to_1mb": "a=b\n",
     "semicolons_to_1mb": "a;b;c;d;e;g;h;i;j\n",
+    "assign_to_500k": "a=b\n",
+    "semicolons_to_500k": "a;b;c;d;e;g;h;i;j\n",
 }
 
 

@@ -131,6 +131,11 @@ class Limits:
     #: Bytes of one sglang source file read (the largest one ppaux reads is about 90 KB); a
     #: larger one is said to be unreadable, naming this limit.
     max_source_bytes: int = 4 * 1024 * 1024
+    #: Bytes of sglang source one analysis parses, its files together (the four files a release
+    #: has read hold about 245 KB): the parse's tree of dense code costs about 400 MB and 2.5 s
+    #: of CPU a megabyte. A file that would take the total past it is not parsed, the facts
+    #: read from it are unknown, and its reason names this limit.
+    max_analysed_source_bytes: int = 512 * 1024
     #: Tokens of one logical line of a source file longer than 32 KB (which cannot be cut into
     #: smaller parts for the parser): the parser's tree of a 1 MB literal of 600,000 tokens
     #: takes it past 1 GB; sglang's longest statements hold a few thousand. A file holding

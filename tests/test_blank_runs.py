@@ -10,7 +10,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ppaux.sglang.names import _joined
+from ppaux.sglang.message_search import _joined
 from ppaux.triage.leads import lead_length
 
 #: A line end and the blanks around it, as a pattern: the oracle of the one-pass join.

@@ -389,12 +389,16 @@ def test_fingerprint_names_the_file_and_line_of_a_statement_too_large(tmp_path):
     and the other files are still read."""
     from skew_fixtures import copy_tree
 
+    from ppaux.limits import Limits
     from ppaux.sglang import SCHEDULER_FILE, analyse
 
     root = copy_tree("v0523", tmp_path)
     path = root / "sglang" / SCHEDULER_FILE
     path.write_text("import os\n" + ONE_LINE["list"])
-    capability = analyse(str(root))
+    # The file is larger than one analysis parses by default: the bound on tokens is the one
+    # asked about here.
+    limits = Limits(max_analysed_source_bytes=2 * path.stat().st_size)
+    capability = analyse(str(root), limits)
     scheduler = capability.files[0]
     assert scheduler.status == "unparsable"
     assert scheduler.reason == (

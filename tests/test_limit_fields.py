@@ -354,3 +354,67 @@ def test_max_syntax_depth_raised_past_what_the_analysis_can_walk_still_refuses()
     )
     assert refused.file.suggestions == ()
     assert _checked_depth(_Parsed(parsed.file, ast.parse(_nested(700))), 1_000_000).module
+
+
+# ----------------------------------------------------------------------------------------------
+# max_analysed_source_bytes: the sglang source one analysis parses, its files together
+
+#: The files the analysis of the fixture tree parses, in the order it parses them.
+PARSED_IN_ORDER = (
+    ("scheduler", "srt/managers/scheduler_pp_mixin.py"),
+    ("transport", "srt/sampling/sampling_observer_pp.py"),
+    ("logprobs", "srt/managers/utils.py"),
+    ("wire", "srt/distributed/parallel_state.py"),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(min_value=1, max_value=20_000))
+def test_max_analysed_source_bytes_parses_files_in_order_while_they_fit(limit):
+    from ppaux.sglang import analyse
+
+    cap = analyse(str(TREE), Limits(max_analysed_source_bytes=limit))
+    used = 0
+    expected = []
+    for role, relative in PARSED_IN_ORDER:
+        size = (TREE / "sglang" / relative).stat().st_size
+        if used + size <= limit:
+            used += size
+            expected.append((role, "ok"))
+        else:
+            expected.append((role, "unreadable"))
+    assert [(f.role, f.status) for f in cap.files] == expected
+    for file in cap.files:
+        if file.status == "unreadable":
+            assert file.reason is not None and file.reason.startswith("not parsed: ")
+            assert file.reason.endswith(
+                f"more than the {limit} bytes of source one analysis parses"
+                f" (limit max_analysed_source_bytes={limit} reached)"
+            )
+            assert file.suggestions == (RaiseLimit("max_analysed_source_bytes", limit),)
+    if expected[1] == ("transport", "unreadable"):
+        assert cap.transport == "unknown" and cap.sender_validates is None
+
+
+def test_a_file_over_the_analysed_bytes_is_unknown_and_named_on_the_command_line(tmp_path):
+    out = tmp_path / "fp.json"
+    scheduler = (TREE / "sglang" / PARSED_IN_ORDER[0][1]).stat().st_size
+    result = cli(
+        "fingerprint",
+        "--sglang-path",
+        str(TREE),
+        "--limit",
+        f"max_analysed_source_bytes={scheduler - 1}",
+        "-o",
+        str(out),
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text(encoding="utf-8"))["sglang"]
+    first = doc["files"][0]
+    assert (first["role"], first["status"]) == ("scheduler", "unreadable")
+    assert first["reason"] == (
+        f"not parsed: {scheduler} bytes more than the {scheduler - 1} bytes of source one"
+        f" analysis parses (limit max_analysed_source_bytes={scheduler - 1} reached)"
+    )
+    assert doc["scheduler_calls"] is None and "scheduler_calls" in doc["unknown"]
+    assert "raise it with --limit max_analysed_source_bytes=N" in result.stderr.splitlines()[0]

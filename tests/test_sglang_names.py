@@ -1,4 +1,4 @@
-"""sglang's nine transport messages, spelled once in ppaux.sglang.names: the spelling against the
+"""sglang's nine transport messages, spelled once in ppaux.sglang.messages: the spelling against the
 release wheels' own code, the format function and the matcher that recognises a pasted message."""
 
 from __future__ import annotations
@@ -154,14 +154,14 @@ def test_search_finds_a_message_inside_a_log_line():
 def test_a_long_quoted_name_reads_as_pythons_parser_reads_it(name):
     """Past 64 KiB a name's literal is decoded without Python's parser; what it spells is the
     same string the parser would give."""
-    from ppaux.sglang.names import _unrepr_long
+    from ppaux.sglang.message_search import _unrepr_long
 
     literal = repr(name)
     assert _unrepr_long(literal) == name
 
 
 def test_a_message_with_a_very_long_name_is_matched_with_its_name():
-    from ppaux.sglang.names import match_message
+    from ppaux.sglang.message_search import match_message
 
     name = "k\\u00e9'y" * 20_000 + "é"
     found = match_message(f"duplicate auxiliary PP tensor {name!r}")
@@ -173,7 +173,7 @@ def test_a_long_name_is_searched_in_memory_that_does_not_grow_with_it():
     340 bytes a character, 340 MB for a 1 MB name pasted into ``explain``)."""
     import tracemalloc
 
-    from ppaux.sglang.names import search_message
+    from ppaux.sglang.message_search import search_message
 
     text = "duplicate auxiliary PP tensor '" + "a" * 200_000 + "'"
     tracemalloc.start()

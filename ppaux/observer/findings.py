@@ -43,7 +43,7 @@ __all__ = [
     "uncompared_finding",
 ]
 
-#: The rule that reports each of sglang's messages (by its id in :mod:`ppaux.sglang.names`).
+#: The rule that reports each of sglang's messages (by its id in :mod:`ppaux.sglang.messages`).
 _SGLANG_RULES = {
     ADD_UNSUPPORTED.id: "PP701",
     POP_UNSUPPORTED.id: "PP702",

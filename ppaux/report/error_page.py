@@ -29,7 +29,8 @@ def rules_predicting(message_id: str) -> tuple[str, ...]:
     (its template, ``RuntimeError:`` in front or not, or the message with a name), in code
     order: read from the catalogue each time, so a new rule is never left off a page."""
     from ppaux.report.catalogue import RULES
-    from ppaux.sglang.names import message_by_id, search_message
+    from ppaux.sglang.message_search import search_message
+    from ppaux.sglang.messages import message_by_id
 
     template = message_by_id(message_id).template
     codes = []
@@ -79,7 +80,7 @@ class ErrorPage:
     @property
     def text(self) -> str:
         """sglang's message, as it spells it (``{name!r}`` where it puts the tensor's name)."""
-        from ppaux.sglang.names import message_by_id
+        from ppaux.sglang.messages import message_by_id
 
         return message_by_id(self.message_id).template
 

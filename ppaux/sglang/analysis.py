@@ -39,6 +39,7 @@ from ppaux.sglang.bindings import (
     rebindings,
 )
 from ppaux.sglang.capability import Capability, SourceFile
+from ppaux.sglang.check_doubts import changed_after_check
 from ppaux.sglang.digest import definition_digests
 from ppaux.sglang.names import ADD, POP, SCHEDULER_FILE, TRANSPORT_FILE
 from ppaux.sglang.scheduler_calls import scheduler_calls
@@ -102,7 +103,12 @@ WIRE_DEFINITIONS = (
 )
 
 #: The limits the analysis of a tree uses.
-ANALYSIS_LIMITS = ("max_source_bytes", "max_statement_tokens", "max_syntax_depth")
+ANALYSIS_LIMITS = (
+    "max_source_bytes",
+    "max_analysed_source_bytes",
+    "max_statement_tokens",
+    "max_syntax_depth",
+)
 
 _SENDER_FUNCTION = "_pp_prepare_tensor_dict"
 _LOGPROB_SENDER = "get_logprob_dict_from_result"
@@ -344,14 +350,22 @@ def _transport_facts(
             "transport_digests": facts["transport_digests"],
         }
     if add is not None:
-        facts["sender_checks"] = sender_checks(add)
+        changed = changed_after_check(add)
+        if changed is None:
+            facts["sender_checks"] = sender_checks(add)
+        else:
+            unknown["sender_checks"] = f"{file.path}: {ADD}: {changed}"
         facts["prefix"] = sender_prefix(add, consts)
         if facts["prefix"] is None:
             unknown["prefix"] = f"{file.path}: {ADD} builds its keys in a way ppaux cannot follow"
     else:
         unknown["sender_checks"] = unknown["prefix"] = f"{file.path}: defines no {ADD}"
     if pop is not None:
-        facts["receiver_checks"] = receiver_checks(pop)
+        changed = changed_after_check(pop)
+        if changed is None:
+            facts["receiver_checks"] = receiver_checks(pop)
+        else:
+            unknown["receiver_checks"] = f"{file.path}: {POP}: {changed}"
         facts["receiver_prefix"] = receiver_prefix(pop, consts)
     else:
         unknown["receiver_checks"] = f"{file.path}: defines no {POP}"

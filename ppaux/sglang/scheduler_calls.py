@@ -3,12 +3,14 @@ said only where the reading is sound: "calls" where a call that can run names th
 scheduler imports from sglang at its top level and binds nowhere else; "never calls" where the
 file does not call it at all; and where neither can be told (an import from outside sglang, or
 only inside a block; the name bound again anywhere, a function's own variable of the name
-included; a write to the module's names through ``globals()``, ``exec`` and the like), the reason.
+included; a write to the module's names through ``globals()``, ``exec`` and the like; a call in
+a generator function, whose body a call of it does not run), the reason.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 
 from ppaux.sglang.bindings import (
     BINDING_WORDS,
@@ -18,7 +20,8 @@ from ppaux.sglang.bindings import (
 )
 from ppaux.sglang.live_code import type_checking_false, type_checking_imports
 from ppaux.sglang.source_facts import calls_anywhere, import_source, import_statement
-from ppaux.sglang.text_rows import rows_naming
+from ppaux.sglang.syntax import statements, walk, yield_line
+from ppaux.sglang.text_rows import rows_naming, spans_a_row
 
 __all__ = ["scheduler_calls"]
 
@@ -71,7 +74,36 @@ def scheduler_calls(
             )
         rows = rows_naming(data, (bound,))
         found[name] = calls_anywhere(module, (bound,), false_names, rows, methods=False)[bound]
+        if found[name]:
+            generator = _generator_calling(module, bound, rows)
+            if generator is not None:
+                return {}, (
+                    f"{path}: {generator.name} calls {bound} and is a generator (yield at line"
+                    f" {yield_line(generator)}): a call of it runs none of its body, so the"
+                    " call of the transport runs only if something iterates it"
+                )
     return found, None
+
+
+def _generator_calling(
+    module: ast.Module, name: str, rows: Sequence[int] | None
+) -> ast.FunctionDef | None:
+    """A generator function of ``module`` (at any depth) that holds a call of ``name``, looked
+    for on the lines that spell it (``rows``); None when there is none."""
+    for node in statements(module):
+        if (
+            isinstance(node, ast.FunctionDef)
+            and (rows is None or spans_a_row(node, rows))
+            and yield_line(node) is not None
+            and any(
+                isinstance(inner, ast.Call)
+                and isinstance(inner.func, ast.Name)
+                and inner.func.id == name
+                for inner in walk(node)
+            )
+        ):
+            return node
+    return None
 
 
 def _import_doubt(module: ast.Module, imported: ast.ImportFrom, name: str, path: str) -> str | None:

@@ -42,10 +42,14 @@ class Parsed:
         return f"{self.file.path}: {self.file.reason}"
 
 
-def parse_file(tree: SglangTree, role: str, relative: str, limits: Limits) -> Parsed:
+def parse_file(
+    tree: SglangTree, role: str, relative: str, limits: Limits, parsed_before: int = 0
+) -> Parsed:
     """Read and parse one file, whole: its status and reason are what ``ast.parse`` of the file
     says (a syntax error anywhere in it makes it unparsable, as CPython would refuse to import
-    it), its syntax tree the one ``ast.parse`` gives."""
+    it), its syntax tree the one ``ast.parse`` gives. A file whose bytes, with the
+    ``parsed_before`` bytes of the files parsed before it, come to more than
+    ``limits.max_analysed_source_bytes`` is not parsed (status unreadable, naming the limit)."""
     where = tree.describe(relative)
     try:
         data = tree.read(relative)
@@ -57,6 +61,24 @@ def parse_file(tree: SglangTree, role: str, relative: str, limits: Limits) -> Pa
     if data is None:
         return Parsed(SourceFile(role, where, "absent", reason="no such file"), None)
     digest = hashlib.sha256(data).hexdigest()
+    budget = limits.max_analysed_source_bytes
+    if parsed_before + len(data) > budget:
+        before = ""
+        if parsed_before:
+            before = f", with the {parsed_before} bytes of sglang source parsed before it,"
+        reason = (
+            f"not parsed: {len(data)} bytes{before} more than the {budget} bytes of source"
+            f" one analysis parses {limit_note('max_analysed_source_bytes', budget)}"
+        )
+        over = SourceFile(
+            role,
+            where,
+            "unreadable",
+            digest,
+            reason,
+            suggestions=(RaiseLimit("max_analysed_source_bytes", budget),),
+        )
+        return Parsed(over, None, data)
     try:
         module = parse_source(data, where, limits.max_statement_tokens)
     except StatementTooLarge as exc:
@@ -156,12 +178,16 @@ class ParsedFiles:
     tree: SglangTree
     limits: Limits
     _seen: dict[tuple[str, str], Parsed] = field(default_factory=dict)
+    #: Bytes of the files parsed so far (within ``limits.max_analysed_source_bytes``).
+    parsed_bytes: int = 0
 
     def parse(self, role: str, relative: str) -> Parsed:
         """:func:`parse_file` of ``relative`` in the ``role``, from the memo after the first."""
         key = (role, relative)
         if key not in self._seen:
-            parsed = parse_file(self.tree, role, relative, self.limits)
+            parsed = parse_file(self.tree, role, relative, self.limits, self.parsed_bytes)
             parsed.relative = relative
+            if parsed.file.status in ("ok", "unparsable") and parsed.data is not None:
+                self.parsed_bytes += len(parsed.data)
             self._seen[key] = parsed
         return self._seen[key]

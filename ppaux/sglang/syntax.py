@@ -29,6 +29,7 @@ __all__ = [
     "string_constants",
     "suspended_call",
     "walk",
+    "yield_line",
 ]
 
 
@@ -112,14 +113,23 @@ def suspended_call(func: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     scopes, while their decorators, defaults, annotations and bases are the function's."""
     if isinstance(func, ast.AsyncFunctionDef):
         return "is an async def: a call makes a coroutine and runs none of its body"
+    line = yield_line(func)
+    if line is not None:
+        return (
+            f"is a generator (yield at line {line}): a call makes a generator "
+            "object and runs none of its body"
+        )
+    return None
+
+
+def yield_line(func: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
+    """The line of a ``yield`` or ``yield from`` in ``func``'s own scope (see
+    :func:`suspended_call`), which makes it a generator; None when there is none."""
     pending: list[ast.AST] = [*func.body]
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.Yield, ast.YieldFrom)):
-            return (
-                f"is a generator (yield at line {node.lineno}): a call makes a generator "
-                "object and runs none of its body"
-            )
+            return node.lineno
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             pending += [*node.decorator_list, node.args]
             pending += [node.returns] if node.returns is not None else []
@@ -166,7 +176,9 @@ def raising_ifs(scope: ast.AST) -> Iterator[ast.If]:
     """``if`` statements under ``scope`` whose own body raises, in code that can run (an ``if``
     under ``if False:`` or after a ``return`` checks nothing, nor a ``raise`` after a
     ``continue``), and whose error reaches the caller: one inside a ``try`` that has a handler
-    (which may catch it) checks nothing either."""
+    (which may catch it), inside a ``try`` whose ``finally`` holds a ``return``, ``break`` or
+    ``continue`` (which drops the error), or inside a ``with`` (whose context manager may
+    swallow it: ``contextlib.suppress`` does) checks nothing either."""
     nodes = list(live_nodes(scope))
     dead = {
         id(node)
@@ -176,8 +188,7 @@ def raising_ifs(scope: ast.AST) -> Iterator[ast.If]:
     guarded = {
         id(inner)
         for node in nodes
-        if isinstance(node, _TRIES) and getattr(node, "handlers", None)
-        for statement in getattr(node, "body", ())
+        for statement in _swallowing_parts(node)
         for inner in [statement, *walk(statement)]
     }
     for node in nodes:
@@ -188,6 +199,41 @@ def raising_ifs(scope: ast.AST) -> Iterator[ast.If]:
             and any(isinstance(s, ast.Raise) for s in reachable(node.body))
         ):
             yield node
+
+
+def _swallowing_parts(node: ast.AST) -> list[ast.AST]:
+    """The statements under ``node`` whose error may stop there and not reach the caller: the
+    body of a ``try`` with a handler; the body, handlers and ``else`` of a ``try`` whose
+    ``finally`` may leave it (a ``return``, ``break`` or ``continue`` in it drops the error
+    being raised); the body of a ``with``."""
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return list(node.body)
+    if not isinstance(node, _TRIES):
+        return []
+    parts: list[ast.AST] = []
+    if getattr(node, "handlers", None):
+        parts += getattr(node, "body", ())
+    if _may_leave(getattr(node, "finalbody", [])):
+        parts += [*getattr(node, "body", ()), *getattr(node, "handlers", ())]
+        parts += getattr(node, "orelse", ())
+    return parts
+
+
+def _may_leave(body: list[ast.stmt]) -> bool:
+    """Whether a ``finally`` body holds a ``return``, ``break`` or ``continue`` of its own (those
+    of a nested function or class are not its)."""
+    pending: list[ast.AST] = list(body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Return, ast.Break, ast.Continue)):
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.stmt):
+                    pending.append(child)
+                elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
+                    pending += child.body
+    return False
 
 
 #: ``try`` statements, with ``except*`` clauses too (Python 3.11).

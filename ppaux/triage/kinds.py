@@ -1,6 +1,7 @@
 """What kind of failure a traceback is, from its exception's type, its message and its frames.
 
-- ``auxiliary-output``: one of sglang's nine auxiliary-output messages (:mod:`ppaux.sglang.names`);
+- ``auxiliary-output``: one of sglang's nine auxiliary-output messages
+  (:mod:`ppaux.sglang.messages`);
 - ``memory``: the device or host ran out of memory (``torch.OutOfMemoryError``, ``CUDA out of
   memory``, sglang's own ``Not enough memory`` or ``Not enough space`` (a cache's slots), a cuBLAS
   allocation failure, sglang's ``The memory capacity is unbalanced``: GPUs with unequal free

@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 #: ppaux's rule for each of sglang's nine messages (by the message's id in
-#: :mod:`ppaux.sglang.names`): what ``ppaux explain`` says about its causes.
+#: :mod:`ppaux.sglang.messages`): what ``ppaux explain`` says about its causes.
 RULE_OF_MESSAGE: Mapping[str, str] = {
     "add-unsupported": "PP115",
     "add-empty": "PP115",

@@ -4,7 +4,7 @@ what the checkpoints along the PP output path found (PP5xx)."""
 from __future__ import annotations
 
 from ppaux.report.findings import Rule, Severity
-from ppaux.sglang.names import POP_NON_TENSOR
+from ppaux.sglang.messages import POP_NON_TENSOR
 
 __all__ = ["RULES"]
 

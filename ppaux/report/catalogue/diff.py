@@ -8,7 +8,7 @@ any other entry is reported with severity info.
 from __future__ import annotations
 
 from ppaux.report.findings import Rule, Severity
-from ppaux.sglang.names import POP_NON_TENSOR
+from ppaux.sglang.messages import POP_NON_TENSOR
 
 __all__ = ["RULES"]
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ppaux.report.findings import Rule, Severity
-from ppaux.sglang.names import (
+from ppaux.sglang.messages import (
     ADD_BAD_NAME,
     ADD_DUPLICATE,
     ADD_EMPTY,

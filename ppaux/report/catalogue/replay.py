@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ppaux.report.findings import Rule, Severity
-from ppaux.sglang.names import ADD_BAD_NAME, ADD_NOT_TENSOR, POP_NON_TENSOR
+from ppaux.sglang.messages import ADD_BAD_NAME, ADD_NOT_TENSOR, POP_NON_TENSOR
 
 __all__ = ["RULES"]
 

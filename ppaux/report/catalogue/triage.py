@@ -9,7 +9,7 @@ traceback say (the build, an out-of-tree frame, ranks that disagree) comes besid
 from __future__ import annotations
 
 from ppaux.report.findings import Rule, Severity
-from ppaux.sglang.names import ADD_NOT_TENSOR, POP_NON_TENSOR
+from ppaux.sglang.messages import ADD_NOT_TENSOR, POP_NON_TENSOR
 
 __all__ = ["RULES"]
 

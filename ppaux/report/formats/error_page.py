@@ -15,7 +15,7 @@ from typing import Any
 from ppaux.report.error_page import ErrorPage, Fix
 from ppaux.report.error_pages import ERROR_PAGES
 from ppaux.report.formats.wrapping import shell_lines, wrap
-from ppaux.sglang.names import ADD_DUPLICATE
+from ppaux.sglang.messages import ADD_DUPLICATE
 from ppaux.text import shown
 
 __all__ = [
@@ -125,7 +125,7 @@ def _command_lines(command: str, width: int) -> list[str]:
 
 def error_page_text(page: ErrorPage, name: str | None = None, width: int = WIDTH) -> str:
     """The page for a terminal or a CI log: at most ``width`` columns where words allow."""
-    from ppaux.sglang.names import message_by_id
+    from ppaux.sglang.messages import message_by_id
 
     message = message_by_id(page.message_id)
     shown = message.format(name) if name is not None and message.takes_name else page.text
@@ -179,7 +179,7 @@ def error_page_markdown(page: ErrorPage, *, site: bool = True) -> str:
     their pages; without it (``explain -f markdown``) nothing refers to another file, so the
     text renders the same on GitHub, in an issue or a pull request."""
     from ppaux.report.formats.rules import markdown_code
-    from ppaux.sglang.names import message_by_id
+    from ppaux.sglang.messages import message_by_id
 
     lines = [f"# {markdown_code(page.text)}", ""]
     lines += [
