@@ -68,3 +68,30 @@ def test_an_nccl_error_of_cuda_is_still_communication(tmp_path):
     result = cli("explain", "--", line)
     assert "it is a communication failure" in result.output
     assert "shape or kernel" not in result.output
+
+
+#: A closed connection whose message carries a kernel fault's words it did not have: a peer's
+#: last words in quotes, a path after the socket's own words.
+CARRIED = {
+    "peer-last-words": (
+        "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed "
+        "by peer [10.0.0.2]:23456 (peer last said: 'CUDA error: an illegal memory access was "
+        "encountered')"
+    ),
+    "path-after-reset": (
+        "RuntimeError: Connection reset by peer while reading /data/runs/illegal memory access "
+        "was encountered/step.bin"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CARRIED))
+def test_a_closed_connection_carrying_a_faults_words_is_communication(tmp_path, name):
+    report = triage_paths([str(_log(tmp_path, CARRIED[name]))])
+    kinds = {
+        f.extra.get("kind") or f.extra.get("no_root")
+        for f in report.findings
+        if f.code in ("PP802", "PP809")
+    }
+    assert "shape-kernel" not in kinds
+    assert kinds <= {"communication", "network-or-other-node"}, kinds

@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 
 from ppaux.sglang import sglang_raised
+from ppaux.triage.flattened import outside_quotes
 from ppaux.triage.records import Failure
 
 __all__ = [
@@ -169,6 +170,21 @@ def _at_init(failure: Failure, message: str) -> bool:
     )
 
 
+#: A connection that closed: what a socket's failure says before anything it carries.
+_CLOSED = re.compile(r"Connection (?:closed|reset) by peer|Broken pipe")
+
+
+def _kernel_fault(text: str) -> bool:
+    """Whether ``text`` says a kernel faulted in its own words: not inside a string literal it
+    quotes (NCCL's ``Cuda failure 'an illegal memory access ...'``, a peer's last words), nor
+    after a closed connection's words (what a socket's message carries after them)."""
+    fault = _KERNEL_FAULT.search(outside_quotes(text))
+    if fault is None:
+        return False
+    closed = _CLOSED.search(text, 0, fault.start())
+    return closed is None
+
+
 def kind_of(failure: Failure) -> str:
     """The kind of ``failure`` (one of :data:`KINDS`)."""
     texts = _texts(failure)
@@ -180,7 +196,7 @@ def kind_of(failure: Failure) -> str:
     every = " ".join(m for _, m in texts)
     if any(_MEMORY_TYPES.search(t) for t, _ in texts) or _MEMORY_TEXT.search(every):
         return MEMORY
-    if _KERNEL_FAULT.search(every):
+    if _kernel_fault(every):
         return SHAPE_KERNEL
     if any(_COMMUNICATION_TYPES.search(t) for t, _ in texts) or _COMMUNICATION_TEXT.search(every):
         return COMMUNICATION_INIT if _at_init(failure, every) else COMMUNICATION
