@@ -10,6 +10,7 @@ import importlib.util
 import json
 import lzma
 import os
+import shutil
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -101,6 +102,33 @@ def test_a_file_that_is_no_log_beside_a_log_is_a_warning(tmp_path):
     assert not report.problems
     assert [f.code for f in report.findings if f.code == "PP811"] == ["PP811"]
     assert _root(report).key == "PP0"
+
+
+def test_a_json_document_of_no_log_lines_beside_a_log_is_left_out(tmp_path):
+    # A directory of logs beside their expected.json reads the logs and leaves the JSON file out,
+    # as it leaves out a note; the same file given alone is refused.
+    shutil.copy(ROOT_LOG, tmp_path / "server.log")
+    data = tmp_path / "expected.json"
+    data.write_text('{"a": [{"b": 1}]}\n', encoding="utf-8")
+    report = triage_paths([str(tmp_path)])
+    assert not report.problems
+    (left_out,) = [f for f in report.findings if f.code == "PP811"]
+    assert left_out.severity.value == "warning"
+    assert left_out.message.startswith(f"{data} is a JSON document none of whose records holds")
+    assert left_out.message.endswith("it was left out, the other logs were triaged")
+    assert _root(report).key == "PP0"
+    alone = triage_paths([str(data)])
+    assert [p.message for p in alone.problems] == [
+        "a JSON document none of whose records holds a log line (a 'line', 'log', 'message', "
+        "'textPayload' or 'MESSAGE' member, or Loki's values)"
+    ]
+
+
+def test_the_real_logs_directory_is_triaged_with_its_expected_json_left_out():
+    real = LOGS / "real"
+    report = triage_paths([str(real)])
+    assert not report.problems
+    assert [f.path for f in report.findings if f.code == "PP811"] == [str(real / "expected.json")]
 
 
 def test_a_missing_log_is_one_error_line_and_nothing_on_stdout(tmp_path):
