@@ -344,6 +344,18 @@ def test_machine_formats_write_their_document_when_no_input_could_be_read(fmt, t
     assert result.stderr == f"ppaux: error: {missing}: no such file\n"
 
 
+@pytest.mark.parametrize("fmt", ["markdown", "html"])
+def test_a_report_of_no_readable_log_has_no_table_of_logs(fmt, tmp_path):
+    # Nothing was read: the report names the input not checked and shows no empty logs table.
+    missing = tmp_path / "missing.log"
+    result = CliRunner().invoke(app, ["triage", str(missing), "-f", fmt])
+    assert result.exit_code == 2
+    assert "no such file" in result.stdout
+    assert "other records" not in result.stdout
+    read = CliRunner().invoke(app, ["triage", str(ROOT_LOG), "-f", fmt])
+    assert "other records" in read.stdout  # the table's last column, where a log was read
+
+
 def test_python_source_that_quotes_tracebacks_is_no_log(tmp_path):
     # torch's own source and tests hold tracebacks in docstrings and strings; a module of
     # definitions is refused, not triaged into invented roots.
