@@ -12,7 +12,41 @@ import typer
 
 from ppaux.limits import Limits
 
-__all__ = ["LimitOption", "OutputOption", "check_stage_options", "limits_from"]
+__all__ = [
+    "LimitOption",
+    "OutputOption",
+    "Seconds",
+    "check_stage_options",
+    "limits_from",
+    "seconds",
+]
+
+
+class Seconds(float):
+    """A number of seconds as the user typed it: a float that reads back (``str()``) as its
+    text, so an error about it echoes ``0`` and ``1e400``, not ``0.0`` and ``inf``."""
+
+    text: str
+
+    def __new__(cls, text: str) -> Seconds:
+        value = super().__new__(cls, text)
+        value.text = text
+        return value
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def seconds(text: str | float) -> float:
+    """The parser of a ``--timeout`` option: the number as :class:`Seconds`, or typer's error
+    line naming the value when it is no number."""
+    if not isinstance(text, str):
+        return text  # the default, not typed
+    try:
+        return Seconds(text.strip())
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a number of seconds") from None
+
 
 OutputOption = Annotated[
     str | None,

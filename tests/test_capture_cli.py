@@ -240,6 +240,28 @@ def test_list_reports_a_file_that_is_not_a_capture(tmp_path: Path):
     assert run("capture", "list", "--dir", str(directory), "--fail-on", "warning").exit_code == 1
 
 
+def test_list_says_each_dump_file_it_leaves_out(tmp_path: Path):
+    # A capture cut short and renamed, and another dump, are no captures: left out of the
+    # list, each said (a warning), where the list used to pass over them without a word.
+    directory = tmp_path / "captures"
+    directory.mkdir()
+    (directory / "renamed.pt").write_bytes(b"PK\x03\x04 cut short")
+    torch.save({"a": torch.zeros(1)}, directory / "weights.pt")
+    (directory / "notes.txt").write_text("x")  # no dump file: not looked at
+    result = run("capture", "list", "--dir", str(directory), "--format", "json")
+    assert result.exit_code == 0
+    document = json.loads(result.stdout)
+    assert document["captures"] == []
+    found = [(f["code"], f["severity"], Path(f["path"]).name) for f in document["findings"]]
+    assert found == [("PP505", "warning", "renamed.pt"), ("PP505", "warning", "weights.pt")]
+    weights = document["findings"][1]["message"]
+    assert weights == (
+        "not a ppaux capture file; left out of the list (not named like a capture, and no "
+        "readable capture inside)"
+    )
+    assert run("capture", "list", "--dir", str(directory), "--fail-on", "warning").exit_code == 1
+
+
 def test_list_ignores_temporary_and_other_files(tmp_path: Path):
     directory = tmp_path / "captures"
     directory.mkdir()

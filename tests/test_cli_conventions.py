@@ -571,10 +571,17 @@ def test_capture_list_finds_a_capture_by_its_content(tmp_path):
     (tmp_path / "notes.txt").write_text("not a dump\n")
     done = cli("capture", "list", "--dir", str(tmp_path), env={"COLUMNS": "1000"})
     assert done.exit_code == 0, done.output
-    assert done.stdout.splitlines()[:3] == [
+    # The dump that holds no capture is left out of the list, and said (PP505, a warning).
+    assert done.stdout.splitlines()[2:9] == [
+        f"PP505 warning {tmp_path / 'aux_list.pt'}: not a ppaux capture file; left out of "
+        "the list (not named like a capture, and no readable capture inside)",
+        "    fix: Run ppaux inspect on the file to see what it holds; move it out of the "
+        "directory.",
+        "",
         "rank0-failure.pt: RuntimeError: received a non-tensor auxiliary PP output",
         "    trail: recv dirty (scores (list)) > pop dirty (scores (list))",
         f"1 capture(s) in {tmp_path}, 0 skipped",
+        "",
     ]
     doc = json.loads(cli("capture", "list", "--dir", str(tmp_path), "-f", "json").stdout)
     assert [Path(c["path"]).name for c in doc["captures"]] == ["rank0-failure.pt"]

@@ -86,8 +86,14 @@ def test_ignore_and_fail_on():
         assert_pp_safe(never, ignore=["PP714"])  # ignored: no warning either
         assert_pp_safe(fixture("entropy_good.py:EntropyObserver"))  # checked: no warning
     assert [w for w in seen if issubclass(w.category, NothingCheckedWarning)] == []
-    with pytest.raises(AssertionError, match="PP714"):
+    with pytest.raises(AssertionError, match="PP714") as caught:
         assert_pp_safe(never, fail_on="warning")
+    # The fix is said in the library's words (a keyword), not the command line's flag.
+    assert (
+        "fix: Make the observer active for the stand-in sampling_info, or send outputs of your "
+        "own; give outputs a zero-argument callable returning them"
+    ) in str(caught.value)
+    assert "--outputs" not in str(caught.value)
     with pytest.raises(ValueError, match="fail_on 'fatal'"):
         assert_pp_safe(never, fail_on="fatal")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import textwrap
+import warnings
 from pathlib import Path
 from unittest import mock
 
@@ -702,12 +703,18 @@ def test_a_long_attribute_name_is_shown_as_its_start_and_a_digest(cases):
 def test_assert_pp_safe_strict_fails_on_what_was_not_compared(cases):
     # As check-observer --strict: a value past the limits is a warning that passes by
     # default, an error with strict=True; raised past its depth, the difference fails.
-    from ppaux.testing import assert_pp_safe
+    from ppaux.testing import NotComparedWarning, assert_pp_safe
 
     target = f"{cases}:DeepDiffObs"
     shape = {"batch_sizes": ONE.batch_sizes, "steps": ONE.steps}
-    passed = assert_pp_safe(target, **shape)
+    # It passes, but says so: a test whose values went uncompared must not pass unnoticed.
+    with pytest.warns(NotComparedWarning, match=r"not compared.*\(PP716\)$"):
+        passed = assert_pp_safe(target, **shape)
     assert [(f.code, f.severity.value) for f in passed.findings] == [("PP716", "warning")]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert_pp_safe(target, ignore=["PP716"], **shape)  # ignored: no warning either
+    assert [w.category for w in seen] == []
     with pytest.raises(AssertionError) as caught:
         assert_pp_safe(target, strict=True, **shape)
     assert "PP716 error" in str(caught.value)

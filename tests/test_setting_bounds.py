@@ -13,9 +13,10 @@ DUMP = str(REPO / "fixtures/dumps/clean_output.pt")
 TIMEOUT = "must be a number of seconds above 0 and at most 86400"
 
 
-@pytest.mark.parametrize("value", ["nan", "inf", "1e300", "0", "-1"])
+@pytest.mark.parametrize("value", ["nan", "inf", "1e300", "1e400", "0", "-1", "86401"])
 def test_a_timeout_that_is_not_seconds_is_refused(value: str) -> None:
-    # Every value out of range, in the one wording of the range (the library's).
+    # Every value out of range, in the one wording of the range (the library's), echoed as it
+    # was typed ('0', not '0.0'; '1e400', not 'inf').
     for args in (
         ("replay", DUMP, "--transport", "torch-distributed"),
         ("replay", DUMP),
@@ -24,8 +25,13 @@ def test_a_timeout_that_is_not_seconds_is_refused(value: str) -> None:
         result = cli(*args, "--timeout", value)
         assert result.exit_code == 2, (args, result.output)
         (line,) = result.stderr.splitlines()
-        assert line.startswith("ppaux: error: --timeout "), line
-        assert line.endswith(f": {TIMEOUT}"), line
+        assert line == f"ppaux: error: --timeout {value}: {TIMEOUT}", line
+
+
+def test_a_timeout_that_is_no_number_is_one_line_naming_it() -> None:
+    result = cli("check-observer", GOOD, "--timeout", "abc")
+    assert result.exit_code == 2
+    assert result.stderr == "ppaux: error: --timeout: 'abc' is not a number of seconds\n"
 
 
 @pytest.mark.parametrize(
@@ -65,3 +71,11 @@ def test_the_library_refuses_the_same_timeouts(value: float) -> None:
     with pytest.raises(ObserverConfigError) as observer_error:
         check_observer(GOOD, ObserverOptions(timeout_s=value))
     assert (observer_error.value.option, observer_error.value.reason) == ("timeout_s", TIMEOUT)
+
+
+def test_check_observer_s_timeout_help_says_it_bounds_a_hung_target() -> None:
+    said = " ".join(cli("check-observer", "--help", env={"COLUMNS": "200"}).stdout.split())
+    assert (
+        "--timeout SECONDS How long a two-process transport waits for its peer, and how long "
+        "the target may take before it is stopped as hung (seconds, at most 86400)."
+    ) in said

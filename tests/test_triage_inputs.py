@@ -10,6 +10,7 @@ import importlib.util
 import json
 import lzma
 import os
+import shutil
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -101,6 +102,33 @@ def test_a_file_that_is_no_log_beside_a_log_is_a_warning(tmp_path):
     assert not report.problems
     assert [f.code for f in report.findings if f.code == "PP811"] == ["PP811"]
     assert _root(report).key == "PP0"
+
+
+def test_a_json_document_of_no_log_lines_beside_a_log_is_left_out(tmp_path):
+    # A directory of logs beside their expected.json reads the logs and leaves the JSON file out,
+    # as it leaves out a note; the same file given alone is refused.
+    shutil.copy(ROOT_LOG, tmp_path / "server.log")
+    data = tmp_path / "expected.json"
+    data.write_text('{"a": [{"b": 1}]}\n', encoding="utf-8")
+    report = triage_paths([str(tmp_path)])
+    assert not report.problems
+    (left_out,) = [f for f in report.findings if f.code == "PP811"]
+    assert left_out.severity.value == "warning"
+    assert left_out.message.startswith(f"{data} is a JSON document none of whose records holds")
+    assert left_out.message.endswith("it was left out, the other logs were triaged")
+    assert _root(report).key == "PP0"
+    alone = triage_paths([str(data)])
+    assert [p.message for p in alone.problems] == [
+        "a JSON document none of whose records holds a log line (a 'line', 'log', 'message', "
+        "'textPayload' or 'MESSAGE' member, or Loki's values)"
+    ]
+
+
+def test_the_real_logs_directory_is_triaged_with_its_expected_json_left_out():
+    real = LOGS / "real"
+    report = triage_paths([str(real)])
+    assert not report.problems
+    assert [f.path for f in report.findings if f.code == "PP811"] == [str(real / "expected.json")]
 
 
 def test_a_missing_log_is_one_error_line_and_nothing_on_stdout(tmp_path):
@@ -314,6 +342,18 @@ def test_machine_formats_write_their_document_when_no_input_could_be_read(fmt, t
     assert result.exit_code == 2
     assert "no such file" in _parsed(fmt, result.stdout)
     assert result.stderr == f"ppaux: error: {missing}: no such file\n"
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "html"])
+def test_a_report_of_no_readable_log_has_no_table_of_logs(fmt, tmp_path):
+    # Nothing was read: the report names the input not checked and shows no empty logs table.
+    missing = tmp_path / "missing.log"
+    result = CliRunner().invoke(app, ["triage", str(missing), "-f", fmt])
+    assert result.exit_code == 2
+    assert "no such file" in result.stdout
+    assert "other records" not in result.stdout
+    read = CliRunner().invoke(app, ["triage", str(ROOT_LOG), "-f", fmt])
+    assert "other records" in read.stdout  # the table's last column, where a log was read
 
 
 def test_python_source_that_quotes_tracebacks_is_no_log(tmp_path):

@@ -450,6 +450,33 @@ def test_an_exception_line_pasted_as_inline_code_is_still_its_failure(opening, c
     assert _roots(text) == [(None, exception, kind)]
 
 
+@settings(max_examples=20, deadline=None)
+@given(
+    opening=st.sampled_from(["`", "``"]),
+    prose=st.sampled_from([" or one of its eight siblings.", ", which stage 1 raises", " is"]),
+    failure=st.sampled_from(FAILURES),
+)
+def test_a_message_quoted_inside_a_sentence_is_no_failure(opening, prose, failure):
+    # A README's '`RuntimeError: X` or one of ...': the code span closes and words follow it on
+    # the same line, so the line quotes a message; the same span pasted alone is a record.
+    exception, message, kind = failure
+    quoted = f"{opening}{exception}: {message}{opening}"
+    assert _roots(f"The error when it crashes is\n{quoted}{prose}\n") == []
+    assert _roots(f"The error when it crashes\n{quoted}\n") == [(None, exception, kind)]
+
+
+def test_a_message_with_its_own_quoted_words_pasted_behind_a_backtick_is_still_its_failure():
+    # Backticks inside the message (sglang quotes names) are no closing of the paste's span.
+    for line in (
+        "`ValueError: auxiliary output `scores` is not a tensor`",
+        "`ValueError: auxiliary output `scores` is not a tensor",
+    ):
+        report = triage_paths(["run.log"], {"run.log": io.BytesIO(f"{line}\n".encode())})
+        (root,) = [f for f in report.findings if f.code in ("PP801", "PP802", "PP809")]
+        assert root.extra["exception"] == "ValueError"
+        assert root.extra["message"] == "auxiliary output `scores` is not a tensor"
+
+
 def test_a_line_of_backticks_alone_is_no_failure():
     assert _roots("```\n`\nDecode batch done\n```\n") == []
 

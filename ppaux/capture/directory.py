@@ -163,18 +163,21 @@ def _candidates(directory: str | os.PathLike[str]) -> list[tuple[Path, bool]]:
     return found
 
 
-def list_captures(directory: str | os.PathLike[str]) -> list[CaptureEntry]:
+def list_captures(
+    directory: str | os.PathLike[str], passed_over: list[CaptureEntry] | None = None
+) -> list[CaptureEntry]:
     """Every finished capture in ``directory`` with its metadata, read without torch.
 
     Captures are found by their content: a file named like a capture, and any other dump file
     that holds a ppaux capture record. A file named like a capture that is not a readable ppaux
-    capture is listed with ``meta`` None and the reason in ``problem``; another file that is not
-    a capture is passed over. Nothing in a file is ever executed.
+    capture is listed with ``meta`` None and the reason in ``problem``; another dump file that
+    is not a capture is passed over, and added to ``passed_over`` (when given) with the reason
+    in ``problem``. Nothing in a file is ever executed.
     """
     from ppaux.dump import read_culprit, read_dump, read_trail
     from ppaux.errors import DumpError
 
-    entries = []
+    entries: list[CaptureEntry] = []
     for path, named in _candidates(directory):
         try:
             size = path.lstat().st_size
@@ -183,12 +186,14 @@ def list_captures(directory: str | os.PathLike[str]) -> list[CaptureEntry]:
         try:
             record = read_dump(path).capture
         except DumpError as exc:
-            if named:
-                entries.append(CaptureEntry(path, size, None, exc.reason))
+            taken = entries if named else passed_over
+            if taken is not None:
+                taken.append(CaptureEntry(path, size, None, exc.reason))
             continue
         if record is None:
-            if named:
-                entries.append(CaptureEntry(path, size, None, "not a ppaux capture file"))
+            taken = entries if named else passed_over
+            if taken is not None:
+                taken.append(CaptureEntry(path, size, None, "not a ppaux capture file"))
             continue
         meta = {k: _plain(v) for k, v in record["meta"].items() if isinstance(k, str)}
         entries.append(

@@ -8,7 +8,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ppaux.capture.directory import CaptureDirError, Usage, list_captures, read_skipped, usage
+from ppaux.capture.directory import (
+    CaptureDirError,
+    CaptureEntry,
+    Usage,
+    list_captures,
+    read_skipped,
+    usage,
+)
 from ppaux.capture.environment import PluginState, plugin_state
 from ppaux.report import Finding, Report, Table, finding
 from ppaux.sglang import PLUGIN_NAME
@@ -152,8 +159,9 @@ def list_report(directory: str | os.PathLike[str]) -> Report:
         raise CaptureDirError(str(path), "no such directory")
     if not path.is_dir():
         raise CaptureDirError(str(path), "not a directory")
+    passed_over: list[CaptureEntry] = []
     try:
-        entries = list_captures(path)
+        entries = list_captures(path, passed_over)
     except OSError as exc:
         raise CaptureDirError(str(path), f"cannot list: {exc.strerror or exc}") from None
     from ppaux.dump import culprit_text, trail_text
@@ -189,6 +197,17 @@ def list_report(directory: str | os.PathLike[str]) -> Report:
             report.notes.append(f"    {before}: {trail_text(entry.trail)}")
         if entry.culprit is not None:
             report.notes.append(f"    culprit: {culprit_text(entry.culprit)}")
+    for other in passed_over:
+        # A dump file under another name is a capture when it holds one: one that cannot be
+        # read, or holds something else, is left out of the list, and said.
+        report.findings.append(
+            finding(
+                "PP505",
+                str(other.path),
+                f"{other.problem}; left out of the list (not named like a capture, and no "
+                "readable capture inside)",
+            )
+        )
     report.notes.append(f"{len(entries)} capture(s) in {path}, {skipped} skipped")
     report.data = {
         "directory": str(path),

@@ -29,7 +29,7 @@ from ppaux.sglang import (
     POP_UNSUPPORTED,
     match_message,
 )
-from ppaux.suggestions import RaiseLimit
+from ppaux.suggestions import RaiseLimit, Setting
 
 __all__ = [
     "Ending",
@@ -89,6 +89,7 @@ def nothing_sent_finding(target: str) -> Finding:
         target,
         "the observer produced no auxiliary output in any step: nothing was sent, "
         "so nothing was checked (is_active, before_grammar or after_sample said no)",
+        suggestions=(Setting("outputs", None, "a zero-argument callable returning them"),),
     )
 
 

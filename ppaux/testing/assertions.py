@@ -25,12 +25,29 @@ if TYPE_CHECKING:
     from ppaux.limits import Limits
     from ppaux.report import Report
 
-__all__ = ["NothingCheckedWarning", "assert_pp_safe", "pp_safety_report"]
+__all__ = [
+    "NotComparedWarning",
+    "NothingCheckedWarning",
+    "assert_pp_safe",
+    "pp_safety_report",
+]
 
 
 class NothingCheckedWarning(UserWarning):
     """:func:`assert_pp_safe` passed, but the observer produced no output to check (PP714):
     give ``outputs=``, or make it active for the stand-in ``sampling_info``."""
+
+
+class NotComparedWarning(UserWarning):
+    """:func:`assert_pp_safe` passed, but some values were past the limits and not compared
+    (PP716): raise them with ``limits=Limits(...)``, or give ``strict=True`` to fail on it."""
+
+
+#: The "could not check" findings a passing :func:`assert_pp_safe` warns of, with the warning.
+_UNCHECKED: tuple[tuple[str, type[UserWarning]], ...] = (
+    ("PP714", NothingCheckedWarning),
+    ("PP716", NotComparedWarning),
+)
 
 
 _RANK = {"info": 1, "warning": 2, "error": 3}
@@ -202,12 +219,14 @@ def assert_pp_safe(
         raise AssertionError(
             _describe(report, failing, {"transport": transport, "impl": impl, "sender": sender})
         )
-    nothing = [item for item in report.findings if item.code == "PP714" and "PP714" not in skipped]
-    if nothing:
-        import warnings
+    for code, category in _UNCHECKED:
+        unchecked = [item for item in report.findings if item.code == code]
+        if unchecked and code not in skipped:
+            import warnings
 
-        # A test that checked nothing must not pass unnoticed: pytest lists this warning.
-        warnings.warn(
-            NothingCheckedWarning(f"{nothing[0].path}: {nothing[0].message} (PP714)"), stacklevel=2
-        )
+            # A test that checked nothing, or left values uncompared, must not pass unnoticed:
+            # pytest lists this warning.
+            warnings.warn(
+                category(f"{unchecked[0].path}: {unchecked[0].message} ({code})"), stacklevel=2
+            )
     return report

@@ -33,7 +33,7 @@ from ppaux.limits import Limits
 from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import byte_size
 from ppaux.triage.jsonrecords import MESSAGE_KEYS
-from ppaux.triage.sources import LogOpenError
+from ppaux.triage.sources import LogOpenError, NoLogLines
 
 __all__ = ["is_document", "per_line", "records"]
 
@@ -235,7 +235,7 @@ def records(stream: BinaryIO, name: str, limit: int = Limits().max_log_document)
     Raises :class:`~ppaux.triage.sources.LogOpenError` (naming ``name``) when it is larger
     than ``limit`` bytes (``Limits.max_log_document``: parsing holds a document in memory, up to
     some twenty times its size for a hostile one of tiny records), or when none of its records
-    holds a log line."""
+    holds a log line (:class:`~ppaux.triage.sources.NoLogLines`)."""
     data = read_at_most(stream, limit)
     if len(data) > limit:
         raise LogOpenError(
@@ -263,7 +263,7 @@ def records(stream: BinaryIO, name: str, limit: int = Limits().max_log_document)
         out.write(json.dumps(record, ensure_ascii=False).encode("utf-8", "replace"))
         out.write(b"\n")
     if not out.tell():
-        raise LogOpenError(
+        raise NoLogLines(
             name,
             "a JSON document none of whose records holds a log line (a 'line', 'log', "
             "'message', 'textPayload' or 'MESSAGE' member, or Loki's values)",

@@ -14,7 +14,13 @@ from ppaux.limits import Limits
 from ppaux.report import Finding, InputProblem, Report, finding
 from ppaux.text import counted, shown
 from ppaux.triage.reading import LogReading, read_log
-from ppaux.triage.sources import LogOpenError, LogSource, corrupt_stream, expand_paths
+from ppaux.triage.sources import (
+    LogOpenError,
+    LogSource,
+    NoLogLines,
+    corrupt_stream,
+    expand_paths,
+)
 from ppaux.triage.zones import LocalZone
 
 __all__ = ["log_findings", "oversized_findings", "read_all", "refuse_unshaped"]
@@ -53,28 +59,32 @@ _NOT_A_LOG = (
 )
 
 
-def refuse_unshaped(report: Report, readings: list[LogReading]) -> None:
+def refuse_unshaped(
+    report: Report, readings: list[LogReading], unlogged: list[NoLogLines] | None = None
+) -> None:
     """Files that hold no line of sglang's or a launcher's shape (a README, a torch dump, a
-    one-line text file) are taken out of ``readings``: each is an input problem (an error line,
-    exit 2) when no other log of the run is one, else a PP811 warning beside them."""
+    one-line text file), and JSON documents none of whose records is a log line (``unlogged``),
+    are taken out of ``readings``: each is an input problem (an error line, exit 2) when no
+    other log of the run is one, else a PP811 warning beside them."""
     unshaped = [r for r in readings if not r.shaped and not r.empty]
-    if not unshaped:
+    refused = [(r.source, _SOURCE_CODE if r.source_code else _NOT_A_LOG, r.lines) for r in unshaped]
+    refused += [(e.path, e.reason, 0) for e in unlogged or []]
+    if not refused:
         return
     fine = [r for r in readings if r.shaped and not r.empty]
     for reading in unshaped:
         readings.remove(reading)
-        why = _SOURCE_CODE if reading.source_code else _NOT_A_LOG
+    for source, why, lines in refused:
         if not fine:
-            report.problems.append(InputProblem(reading.source, why))
+            report.problems.append(InputProblem(source, why))
             continue
         report.findings.append(
             finding(
                 "PP811",
-                reading.source,
-                f"{shown(reading.source, None)} is {why}; it was left out, the other "
-                "logs were triaged",
-                extra={"log": reading.source, "lines": reading.lines},
-                location={"file": reading.source, "line": 1, "function": "-"},
+                source,
+                f"{shown(source, None)} is {why}; it was left out, the other logs were triaged",
+                extra={"log": source, "lines": lines},
+                location={"file": source, "line": 1, "function": "-"},
             )
         )
 
@@ -180,10 +190,14 @@ def read_all(
     sources = [LogSource(p, streams[p], limits) for p in given if p in streams]
     sources += [LogSource(p, None, limits) for p in _once(files)]
     readings: list[LogReading] = []
+    unlogged: list[NoLogLines] = []
     order = 0
     for source in sources:
         try:
             reading = read_log(source, order, zone)
+        except NoLogLines as exc:
+            unlogged.append(exc)
+            continue
         except LogOpenError as exc:
             named = exc.path in given  # by the user, not found in a directory
             hint = stdin_hint(exc.path, "ppaux triage - < server.log") if named else ""
@@ -205,7 +219,7 @@ def read_all(
         if reading.cut is not None and corrupt_stream(reading.cut):
             _distrust(reading)
         readings.append(reading)
-    refuse_unshaped(report, readings)
+    refuse_unshaped(report, readings, unlogged)
     for path in given:
         # A directory whose every log is empty is refused as an empty file is; one that holds
         # some empty logs beside others lists them (0 lines) and triages the rest.

@@ -335,7 +335,8 @@ def _fill(
     """The report's tables, notes and data: the logs, the incidents, the next steps (text and
     argument vectors), the pipeline size and where it came from."""
     steps = [render(step) for step in plan]
-    report.tables.append(logs_table(readings))
+    if readings:  # no log read (a missing file): no table of none
+        report.tables.append(logs_table(readings))
     if found:
         report.tables.append(incidents_table(found))
         if any(i.root.time_text and not i.root.zoned for i in found):

@@ -26,6 +26,7 @@ __all__ = [
     "LOG_SUFFIXES",
     "LogOpenError",
     "LogSource",
+    "NoLogLines",
     "compression_cut",
     "corrupt_stream",
     "expand_paths",
@@ -53,6 +54,11 @@ _ROTATED = re.compile(r"\.log\.[0-9][0-9-]*(?:\.gz)?$")
 
 class LogOpenError(PathError, OSError):
     """A log that cannot be opened: ``str()`` is '<path>: <reason>'."""
+
+
+class NoLogLines(LogOpenError):
+    """A file that opens but holds no log line (a JSON document of other data): refused alone,
+    left out with a warning beside logs that can be read."""
 
 
 @dataclass(frozen=True)

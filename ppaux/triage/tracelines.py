@@ -54,12 +54,32 @@ _REPRED = re.compile(
 )
 
 
+#: A run of backticks, as code spans are opened and closed.
+_TICKS = re.compile(r"`+")
+
+
+def _quoting(text: str) -> bool:
+    """True for a line that opens a code span, closes every span its opening run of backticks
+    opens, and goes on in words after the last: a sentence quoting a message (a README's
+    '`RuntimeError: X` or one of its eight siblings.'), not a record pasted behind a backtick
+    ('`RuntimeError: X', '`RuntimeError: X`', '``RuntimeError: X', or a message's own quoted
+    '`x`' inside the span)."""
+    width = len(text) - len(text.lstrip("`"))
+    same = [m for m in _TICKS.finditer(text) if len(m.group()) == width]
+    if not width or len(same) % 2:
+        return False
+    after = text[same[-1].end() :]
+    return "`" not in after and any(c.isalnum() for c in after)
+
+
 def raised(text: str) -> tuple[str, str] | None:
     """(type, message) of a line shaped as an exception line (``tvm.error.InternalError: ...``),
     whatever its indentation and the backticks of an inline-code span around it; None
     otherwise."""
     text = text.strip()
     if text[:1] == "`":  # pasted as inline code (or a fence run into it): the marks around it
+        if _quoting(text):
+            return None  # prose quoting a message: '`RuntimeError: X` or one of its siblings'
         text = text.lstrip("`").rstrip("`").strip()
     lead = _NOT_ITS_OWN.match(text)
     if lead is not None:

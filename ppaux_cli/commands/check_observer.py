@@ -15,7 +15,7 @@ import typer
 from ppaux.replay import Impl, Sender, Transport
 from ppaux_cli.choices import choice_option
 from ppaux_cli.exits import fail
-from ppaux_cli.options import LimitOption, limits_from
+from ppaux_cli.options import LimitOption, limits_from, seconds
 from ppaux_cli.output import emit
 from ppaux_cli.output_paths import check_output_path, output_identity, refuse_changed_output
 from ppaux_cli.report_options import ReportOptions, report_options
@@ -151,7 +151,9 @@ _TimeoutOption = Annotated[
     typer.Option(
         "--timeout",
         metavar="SECONDS",
-        help="How long a two-process transport waits for its peer (seconds, at most 86400).",
+        parser=seconds,
+        help="How long a two-process transport waits for its peer, and how long the target "
+        "may take before it is stopped as hung (seconds, at most 86400).",
     ),
 ]
 

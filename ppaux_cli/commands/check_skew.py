@@ -10,7 +10,7 @@ import typer
 from ppaux.limits import Limits
 from ppaux.report import InputProblem, Report
 from ppaux_cli.exits import fail
-from ppaux_cli.options import LimitOption, check_stage_options, limits_from
+from ppaux_cli.options import LimitOption, check_stage_options, limits_from, seconds
 from ppaux_cli.output import emit, resolve_gate
 from ppaux_cli.report_options import ReportOptions, report_options_reading
 from ppaux_cli.wording import flag
@@ -68,6 +68,7 @@ TimeoutOption = Annotated[
     typer.Option(
         "--timeout",
         metavar="SECONDS",
+        parser=seconds,
         help="How long rank 0 waits for every rank (--distributed).",
     ),
 ]

@@ -11,7 +11,7 @@ import typer
 from ppaux.replay import Impl, Sender, Transport
 from ppaux_cli.choices import choice_option
 from ppaux_cli.exits import fail
-from ppaux_cli.options import LimitOption, limits_from
+from ppaux_cli.options import LimitOption, limits_from, seconds
 from ppaux_cli.output import STDIO, emit
 from ppaux_cli.report_options import ReportOptions, report_options
 from ppaux_cli.wording import setting_line
@@ -98,6 +98,7 @@ TimeoutOption = Annotated[
     typer.Option(
         "--timeout",
         metavar="SECONDS",
+        parser=seconds,
         help="How long the torch-distributed transport waits for its peer (seconds, at most "
         "86400).",
     ),

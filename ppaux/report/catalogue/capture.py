@@ -96,11 +96,17 @@ RULES = (
         code="PP505",
         name="capture-unreadable",
         severity=Severity.WARNING,
-        summary="A file named like a capture is not a readable ppaux capture.",
+        summary=(
+            "A file named like a capture, or another dump file in the capture directory, is "
+            "not a readable ppaux capture."
+        ),
         explanation=(
             "Captures are renamed into place only when complete, so a capture-*.pt file that "
             "cannot be read as a capture was not written by ppaux capture, or was changed or "
-            "truncated afterwards."
+            "truncated afterwards; it is listed with the reason. Another dump file (*.pt, "
+            "*.pkl, ...) is listed when it holds a capture (one renamed or copied in); one "
+            "that cannot be read, or holds something else, is left out of the list and "
+            "reported, so that no file is passed over unsaid."
         ),
         causes=(
             "Another tool wrote a file with a capture-*.pt name into the directory.",

@@ -299,14 +299,14 @@ RULES = (
         explanation=(
             "In every step is_active returned False, before_grammar returned None or "
             "after_sample returned None. No output went down either path: the check could not "
-            "say anything."
+            "say anything. Outputs of your own are a zero-argument callable returning them, "
+            "given as outputs= to ppaux.testing and as --outputs module:attr to check-observer."
         ),
         causes=(
             "The observer activates only for requests with custom parameters the synthetic "
             "batch does not carry.",
         ),
-        fix="Give the outputs to send with --outputs module:attr (a zero-argument callable), "
-        "or make the observer active for the stand-in sampling_info.",
+        fix="Make the observer active for the stand-in sampling_info, or send outputs of your own.",
         example="the observer produced no auxiliary output in any step",
         area="observer",
         inconclusive=True,
