@@ -44,9 +44,11 @@ class PastedReading:
         shown = commands or list(self.steps[:1])
         text = self.words
         if shown:
-            more = len(shown) - _SHOWN_STEPS
-            listed = "; ".join(shown[:_SHOWN_STEPS]) + (f"; and {more} more" if more > 0 else "")
-            text += f"; the next steps triage gives it: {listed}"
+            # the count first, so that what follows the colon is commands alone, to paste
+            first = f", the first {_SHOWN_STEPS}" if len(shown) > _SHOWN_STEPS else ""
+            listed = "; ".join(shown[:_SHOWN_STEPS])
+            steps = "the next step" if len(shown) == 1 else f"the {len(shown)} next steps"
+            text += f"; {steps} triage gives it{first}: {listed}"
         return text
 
 
