@@ -215,7 +215,55 @@ def test_rays_error_of_a_remote_task_follows_the_tasks_own_failure(tmp_path):
     roots = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
     assert [(f.code, f.key) for f in roots] == [("PP802", "WorkerDict pid=2201")]
     (after,) = [f for f in findings if f.code == "PP803"]
-    assert "RayTaskError" in after.message
+    # The driver's traceback relays the task's: its failure is the remote exception Ray
+    # carries, after the root.
+    assert "torch.OutOfMemoryError: CUDA out of memory" in after.message
+    assert "collateral of WorkerDict pid=2201" in after.message
+
+
+_DRIVER = (
+    "Traceback (most recent call last):\n"
+    '  File "/app/driver.py", line 10, in <module>\n'
+    "    ray.get(refs)\n"
+    '  File "/usr/lib/python3/site-packages/ray/_private/worker.py", line 2630, in get\n'
+    "    raise value.as_instanceof_cause()\n"
+)
+
+
+def test_rays_error_heads_the_remote_traceback_whose_aux_failure_is_the_root(tmp_path):
+    text = _DRIVER + (
+        "ray.exceptions.RayTaskError(RuntimeError): ray::Stage.step() (pid=11, ip=10.0.0.1, "
+        "actor_id=ab)\n"
+        '  File "/usr/local/lib/python3.11/site-packages/sglang/srt/managers/'
+        'scheduler_pp_mixin.py", line 900, in pop_auxiliary_output_from_pp_tensors\n'
+        "    raise X\n"
+        "RuntimeError: received a non-tensor auxiliary PP output\n"
+    )
+    findings = _findings(tmp_path, text)
+    roots = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    assert [f.code for f in roots] == ["PP801"]
+    assert roots[0].extra["exception"] == "RuntimeError"
+    assert "received a non-tensor auxiliary PP output" in roots[0].message
+    assert roots[0].location is not None
+    assert roots[0].location["function"] == "pop_auxiliary_output_from_pp_tensors"
+
+
+def test_rays_error_of_a_remote_oom_gives_the_remote_headline_and_frame(tmp_path):
+    text = _DRIVER + (
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::Stage.step() (pid=11, "
+        "ip=10.0.0.1)\n"
+        '  File "/srv/app/model.py", line 77, in forward\n'
+        "    y = self.proj(x)\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    )
+    findings = _findings(tmp_path, text)
+    (root,) = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    assert root.code == "PP802"
+    assert root.extra["exception"] == "torch.OutOfMemoryError"
+    assert root.extra["kind"] == "memory"
+    assert root.location is not None
+    assert root.location["function"] == "forward"
+    assert "ray::Stage.step()" not in root.message
 
 
 def test_a_sigquit_of_the_roots_second_written_before_it_is_said_so(tmp_path):
