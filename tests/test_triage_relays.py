@@ -2,7 +2,8 @@
 process's exception that relays another's failure (vLLM's engine), a host allocation that
 failed, a launcher killing its children (DeepSpeed), torchrun's summary flattened into a
 console's rows, torch.fx's ``Original traceback:`` notes, an MPI error while a C++ object is
-set up; and where a record written before the root is said to stand."""
+set up; where a record written before the root is said to stand; and a progress bar's erase of
+a line written before a traceback's lines."""
 
 from __future__ import annotations
 
@@ -359,3 +360,24 @@ def test_torchrun_s_agent_line_of_a_signal_is_a_death(tmp_path):
 def test_torchrun_s_own_traceback_alone_is_no_root(tmp_path):
     findings = _findings(tmp_path, _TORCHRUN_CUT)
     assert [f.code for f in findings if f.code in ("PP801", "PP802")] == []
+
+
+def _aux_with(escape: str) -> str:
+    return (
+        "[2026-12-03 14:56:07 PP0] Scheduler hit an exception: Traceback (most recent call "
+        "last):\n"
+        f'{escape}  File "/usr/local/lib/python3.11/site-packages/sglang/srt/managers/'
+        'scheduler_pp_mixin.py", line 900, in pop_auxiliary_output_from_pp_tensors\n'
+        "    raise RuntimeError(msg)\n"
+        f"{escape}RuntimeError: received a non-tensor auxiliary PP output\n"
+    )
+
+
+@given(escape=st.sampled_from(["\x1b[2K", "\x1b[K", "\x1b[1G", "^[[2K", "^[[K", "^[[1G"]))
+@settings(max_examples=12, deadline=None)
+def test_a_progress_bars_erase_or_column_move_before_a_line_is_peeled(tmp_path_factory, escape):
+    tmp_path = tmp_path_factory.mktemp("esc")
+    findings = _findings(tmp_path, _aux_with(escape))
+    roots = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    assert [(f.code, f.key) for f in roots] == [("PP801", "PP0")]
+    assert roots[0].extra["exception"] == "RuntimeError"
