@@ -252,8 +252,9 @@ def test_vllm_s_logger_is_peeled_with_or_without_brackets(
 def test_the_remote_traceback_ray_s_error_carries_is_part_of_it(
     tmp_path_factory, frames, remote, wrapper
 ):
-    # Ray's error is the remote process's traceback: the frames after its line are its
-    # message, never a failure of their own whose header the log lost.
+    # Ray's error heads the remote process's traceback: the frames after its line and the
+    # remote exception line are the failure's, never a failure of their own whose header the
+    # log lost.
     lines = [
         "Traceback (most recent call last):",
         '  File "/srv/app/main.py", line 71, in run',
@@ -268,7 +269,8 @@ def test_the_remote_traceback_ray_s_error_carries_is_part_of_it(
     report = triage_paths([str(log)])
     assert not [f for f in report.findings if f.code == "PP810"]  # nothing read as cut
     (root,) = [f for f in report.findings if f.code == "PP802"]
-    assert root.extra["exception"] == f"{wrapper}({remote})"
+    # With no remote frame, the remote exception line is the relay's message.
+    assert root.extra["exception"] == (remote if frames else f"{wrapper}({remote})")
     assert root.extra["kind"] == "memory"
 
 

@@ -2,7 +2,8 @@
 process's exception that relays another's failure (vLLM's engine), a host allocation that
 failed, a launcher killing its children (DeepSpeed), torchrun's summary flattened into a
 console's rows, torch.fx's ``Original traceback:`` notes, an MPI error while a C++ object is
-set up; and where a record written before the root is said to stand."""
+set up; where a record written before the root is said to stand; and a progress bar's erase of
+a line written before a traceback's lines."""
 
 from __future__ import annotations
 
@@ -215,7 +216,55 @@ def test_rays_error_of_a_remote_task_follows_the_tasks_own_failure(tmp_path):
     roots = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
     assert [(f.code, f.key) for f in roots] == [("PP802", "WorkerDict pid=2201")]
     (after,) = [f for f in findings if f.code == "PP803"]
-    assert "RayTaskError" in after.message
+    # The driver's traceback relays the task's: its failure is the remote exception Ray
+    # carries, after the root.
+    assert "torch.OutOfMemoryError: CUDA out of memory" in after.message
+    assert "collateral of WorkerDict pid=2201" in after.message
+
+
+_DRIVER = (
+    "Traceback (most recent call last):\n"
+    '  File "/app/driver.py", line 10, in <module>\n'
+    "    ray.get(refs)\n"
+    '  File "/usr/lib/python3/site-packages/ray/_private/worker.py", line 2630, in get\n'
+    "    raise value.as_instanceof_cause()\n"
+)
+
+
+def test_rays_error_heads_the_remote_traceback_whose_aux_failure_is_the_root(tmp_path):
+    text = _DRIVER + (
+        "ray.exceptions.RayTaskError(RuntimeError): ray::Stage.step() (pid=11, ip=10.0.0.1, "
+        "actor_id=ab)\n"
+        '  File "/usr/local/lib/python3.11/site-packages/sglang/srt/managers/'
+        'scheduler_pp_mixin.py", line 900, in pop_auxiliary_output_from_pp_tensors\n'
+        "    raise X\n"
+        "RuntimeError: received a non-tensor auxiliary PP output\n"
+    )
+    findings = _findings(tmp_path, text)
+    roots = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    assert [f.code for f in roots] == ["PP801"]
+    assert roots[0].extra["exception"] == "RuntimeError"
+    assert "received a non-tensor auxiliary PP output" in roots[0].message
+    assert roots[0].location is not None
+    assert roots[0].location["function"] == "pop_auxiliary_output_from_pp_tensors"
+
+
+def test_rays_error_of_a_remote_oom_gives_the_remote_headline_and_frame(tmp_path):
+    text = _DRIVER + (
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::Stage.step() (pid=11, "
+        "ip=10.0.0.1)\n"
+        '  File "/srv/app/model.py", line 77, in forward\n'
+        "    y = self.proj(x)\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    )
+    findings = _findings(tmp_path, text)
+    (root,) = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    assert root.code == "PP802"
+    assert root.extra["exception"] == "torch.OutOfMemoryError"
+    assert root.extra["kind"] == "memory"
+    assert root.location is not None
+    assert root.location["function"] == "forward"
+    assert "ray::Stage.step()" not in root.message
 
 
 def test_a_sigquit_of_the_roots_second_written_before_it_is_said_so(tmp_path):
@@ -311,3 +360,24 @@ def test_torchrun_s_agent_line_of_a_signal_is_a_death(tmp_path):
 def test_torchrun_s_own_traceback_alone_is_no_root(tmp_path):
     findings = _findings(tmp_path, _TORCHRUN_CUT)
     assert [f.code for f in findings if f.code in ("PP801", "PP802")] == []
+
+
+def _aux_with(escape: str) -> str:
+    return (
+        "[2026-12-03 14:56:07 PP0] Scheduler hit an exception: Traceback (most recent call "
+        "last):\n"
+        f'{escape}  File "/usr/local/lib/python3.11/site-packages/sglang/srt/managers/'
+        'scheduler_pp_mixin.py", line 900, in pop_auxiliary_output_from_pp_tensors\n'
+        "    raise RuntimeError(msg)\n"
+        f"{escape}RuntimeError: received a non-tensor auxiliary PP output\n"
+    )
+
+
+@given(escape=st.sampled_from(["\x1b[2K", "\x1b[K", "\x1b[1G", "^[[2K", "^[[K", "^[[1G"]))
+@settings(max_examples=12, deadline=None)
+def test_a_progress_bars_erase_or_column_move_before_a_line_is_peeled(tmp_path_factory, escape):
+    tmp_path = tmp_path_factory.mktemp("esc")
+    findings = _findings(tmp_path, _aux_with(escape))
+    roots = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    assert [(f.code, f.key) for f in roots] == [("PP801", "PP0")]
+    assert roots[0].extra["exception"] == "RuntimeError"

@@ -110,7 +110,8 @@ def relay(failure: Failure) -> bool:
     if failure.exception is None:
         return False
     return (
-        _RAY_RELAY.search(failure.exception) is not None
+        failure.relayed_by is not None
+        or _RAY_RELAY.search(failure.exception) is not None
         or _RELAY.search(failure.message[:2000]) is not None
     )
 
@@ -120,7 +121,7 @@ def relayed_error(failure: Failure) -> str | None:
     None where it quotes none."""
     if not relay(failure):
         return None
-    if _RAY_RELAY.search(failure.exception or "") is not None:
+    if failure.relayed_by is not None or _RAY_RELAY.search(failure.exception or "") is not None:
         return failure.error
     quoted = _QUOTED.search(failure.message[:2000])
     if quoted is None:

@@ -92,12 +92,14 @@ class Launcher(str, enum.Enum):
     STERN = "stern"
 
 
-#: ANSI colours (SGR, ``ESC [ ... m``, as docker compose writes its prefixes): removed before a
-#: line is parsed. Every other escape sequence (a cursor move, a clear screen, a window title)
+#: ANSI colours (SGR, ``ESC [ ... m``, as docker compose writes its prefixes), and the erase of a
+#: line (``ESC [ 2K``, ``ESC [ K``) or move to a column (``ESC [ 1G``) that progress bars write
+#: before a line: removed before a line is parsed. Every other escape sequence (a cursor move
+#: up or down, a clear screen, a window title)
 #: stays in the text, so a finding shows it escaped rather than hiding that the log held it.
 #: A paste may carry the colours in caret notation (``^[[36m``: the escape written as ``^[``, as
 #: a terminal or ``cat -v`` shows it), read the same.
-ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;:]*m")
+ANSI = re.compile(r"(?:\x1b|\^\[)\[(?:[0-9;:]*m|[0-2]?K|[0-9]{0,4}G)")
 #: What opens an ANSI colour, as a byte or in caret notation.
 ANSI_OPENERS = ("\x1b", "^[[")
 CRI = re.compile(

@@ -116,6 +116,10 @@ class Failure:
     #: nested groups out (``max_group_depth``), 0 where it left none.
     left_out: int = 0
     depth_cut: int = 0
+    #: Ray's error of a remote task or actor that headed this traceback
+    #: (``ray.exceptions.RayTaskError(RuntimeError)``): the exception and frames are the remote
+    #: process's, the process that wrote them only relays that failure. None otherwise.
+    relayed_by: str | None = None
 
     @property
     def zoned(self) -> bool:

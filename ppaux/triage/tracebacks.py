@@ -107,6 +107,9 @@ class TracebackBuilder:
         self._blank = 0
         self._message_lines = 0
         self._frames: list[Frame] = []
+        #: Ray's relay that headed the remote traceback being read (its exception and
+        #: message): the failure's, where the log cuts the remote one before its exception.
+        self._relay: tuple[str, str] | None = None
 
     @property
     def in_group(self) -> bool:
@@ -140,7 +143,10 @@ class TracebackBuilder:
             return self._message_line(text)
         if FRAME.match(text) is not None:
             if self.state == "after" and _relayed(self.failure):
-                return self._message_line(text)  # the remote traceback Ray's error carries
+                # Ray's error heads the remote traceback it carries: the remote frames and
+                # exception line are the failure's, the driver's own frames only led to it.
+                self._restart_remote()
+                return self._frame_line(text)
             return False  # the frames of another traceback, whose header the log lost
         if text.lstrip().startswith("Traceback (m"):
             if self.state == "chain":
@@ -326,6 +332,20 @@ class TracebackBuilder:
         self._message_lines = 0
         return True
 
+    def _restart_remote(self) -> None:
+        """Drop Ray's relay and the driver's frames before it: what follows is the remote
+        process's traceback."""
+        failure = self.failure
+        failure.relayed_by = failure.exception
+        self._relay = (failure.exception or "", failure.message)
+        failure.exception = None
+        failure.message = ""
+        failure.dropped_frames = 0
+        self._frames = []
+        self.state = "frames"
+        self._since_frame = 0
+        self._blank = 0
+
     def _add_frame(self, frame: Frame) -> None:
         self._frames.append(frame)
         if len(self._frames) > MAX_FRAMES:
@@ -372,6 +392,10 @@ class TracebackBuilder:
         if failure.fragment and failure.exception is None and not failure.chain:
             if not self._frames:
                 return None
+        if failure.exception is None and self._relay is not None:
+            # The remote traceback is cut before its exception: Ray's relay names its type.
+            failure.exception, failure.message = self._relay
+            failure.relayed_by = None
         if failure.exception is None:
             failure.cut = True
             if failure.chain and self.state == "chain":
