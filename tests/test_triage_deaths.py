@@ -208,3 +208,28 @@ def test_supervisords_record_of_a_program_it_did_not_expect_to_end_fails_the_gat
         healthy + "2026-12-03 15:00:00,001 INFO exited: sglang (exit status 0; expected)\n"
     )
     assert _roots(calm)[0] == []
+
+
+@settings(max_examples=12, deadline=None)
+@given(arguments=st.integers(0, 1500), code=st.sampled_from([-11, -9, -6, 1]))
+def test_deepspeeds_exit_line_says_how_the_child_ended_whatever_its_commands_length(
+    tmp_path_factory, arguments, code
+):
+    # The launcher echoes the child's whole command between its name and the return code: a
+    # command of thousands of characters still says how the child ended, never a pass.
+    command = ", ".join(["'/usr/bin/python3'", "'train.py'", *["'--x'"] * arguments])
+    line = (
+        "[2023-07-10 04:26:35,999] [ERROR] [launch.py:324:sigkill_handler] "
+        f"[{command}, '--local_rank=1'] exits with return code = {code}"
+    )
+    log = tmp_path_factory.mktemp("ds") / "launcher.log"
+    log.write_text(line + "\n", encoding="utf-8")
+    report = triage_paths([str(log)])
+    (death,) = [f for f in report.findings if f.code == "PP809"]
+    expected = {
+        -11: "local_rank 1 died: killed by SIGSEGV (signal 11; DeepSpeed's launcher)",
+        -9: "local_rank 1 died: killed by SIGKILL (signal 9; DeepSpeed's launcher)",
+        -6: "local_rank 1 died: killed by SIGABRT (signal 6; DeepSpeed's launcher)",
+        1: "local_rank 1 died: exited with status 1 (DeepSpeed's launcher)",
+    }[code]
+    assert expected in death.message, death.message

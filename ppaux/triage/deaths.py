@@ -77,9 +77,24 @@ _SUPERVISED = re.compile(
 _LAUNCHER_KILL = re.compile(r"sigkill_handler\] Killing subprocess (?P<pid>\d{1,9})")
 #: DeepSpeed's launcher reporting how the child that ended first ended (its command, then the
 #: return code: a signal's number below 0).
-_LAUNCHER_EXIT = re.compile(
-    r"sigkill_handler\] (?P<command>\[.{0,4000}?\]) exits with return code = (?P<code>-?\d{1,4})\b"
-)
+_LAUNCHER_HANDLER = "sigkill_handler] ["
+_LAUNCHER_EXITS = re.compile(r"\] exits with return code = (?P<code>-?\d{1,4})\b")
+
+
+def _launcher_exit(text: str) -> tuple[str, int] | None:
+    """(the command, the return code) of DeepSpeed's launcher's ``sigkill_handler] [<command>]
+    exits with return code = N`` in ``text``, or None: the command's closing bracket is the
+    first one the words follow, found in one pass however long the command is."""
+    start = text.find(_LAUNCHER_HANDLER)
+    if start < 0:
+        return None
+    opening = start + len(_LAUNCHER_HANDLER) - 1
+    found = _LAUNCHER_EXITS.search(text, opening)
+    if found is None:
+        return None
+    return text[opening : found.start() + 1], int(found.group("code"))
+
+
 #: The launcher's own option for the child's local rank, in the command it echoes (two dashes
 #: as ``-{2}``: the text is the launcher's, not an option of ppaux's).
 _LOCAL_RANK = re.compile(r"-{2}local_rank[= ]'?(?P<rank>\d{1,6})")
@@ -165,8 +180,8 @@ def death_of(record: Failure | Event) -> str | None:
         supervised = _SUPERVISED.search(record.text)
         if supervised is not None:
             return _supervised_end(supervised)
-        if (ended := _LAUNCHER_EXIT.search(record.text)) is not None:
-            return _ended(int(ended.group("code")), "DeepSpeed's launcher")
+        if (ended := _launcher_exit(record.text)) is not None:
+            return _ended(ended[1], "DeepSpeed's launcher")
         if _LAUNCHER_KILL.search(record.text) is not None:
             return "was killed by its launcher (DeepSpeed's sigkill_handler)"
         if (worker := _WORKER_PROC.search(record.text)) is not None:
@@ -248,10 +263,10 @@ def worker_died(text: str) -> str | None:
     supervised = _SUPERVISED.search(text)
     if supervised is not None:
         return f"{supervised.group('name')} (supervisord's program)"
-    if (ended := _LAUNCHER_EXIT.search(text)) is not None:
-        if int(ended.group("code")) == 0:
+    if (ended := _launcher_exit(text)) is not None:
+        if ended[1] == 0:
             return None
-        rank = _LOCAL_RANK.search(ended.group("command"))
+        rank = _LOCAL_RANK.search(ended[0])
         return "the launcher's child" if rank is None else f"local_rank {rank.group('rank')}"
     if (killed := _LAUNCHER_KILL.search(text)) is not None:
         return f"subprocess {killed.group('pid')}"
@@ -303,8 +318,8 @@ def death_in_text(text: str) -> str | None:
     elif exit_line is not None:
         number = -int(exit_line.group("code"))
         how = f"was killed by {_signal_name(number)} (signal {number})"
-    elif (ended := _LAUNCHER_EXIT.search(text)) is not None and int(ended.group("code")):
-        how = _ended(int(ended.group("code")), "DeepSpeed's launcher")
+    elif (ended := _launcher_exit(text)) is not None and ended[1]:
+        how = _ended(ended[1], "DeepSpeed's launcher")
     elif _RAYLET.search(text) is not None or "ActorDiedError" in text:
         how = "died: its Ray worker process ended"
     if how is not None:

@@ -424,11 +424,24 @@ class Reader:
                 line.time,
                 line.time_text,
                 who,
-                line.text[:2000],
+                _kept(line.text, kind),
                 self._next_order(),
                 line.zone,
             )
         )
+
+
+#: The characters of an event's line kept; a death's line keeps its start and its end.
+_EVENT_TEXT = 2000
+
+
+def _kept(text: str, kind: str) -> str:
+    """What an event keeps of its line: its start, and for a death its start and its end too
+    (a launcher echoes the child's whole command between who it is and how the child ended)."""
+    if len(text) <= _EVENT_TEXT or kind != "death":
+        return text[:_EVENT_TEXT]
+    half = _EVENT_TEXT // 2
+    return f"{text[:half]} ... {text[-half:]}"
 
 
 #: Processes told apart by their leads in one stream; more share the stream's first one.
