@@ -381,3 +381,31 @@ def test_a_progress_bars_erase_or_column_move_before_a_line_is_peeled(tmp_path_f
     roots = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
     assert [(f.code, f.key) for f in roots] == [("PP801", "PP0")]
     assert roots[0].extra["exception"] == "RuntimeError"
+
+
+def test_a_relay_quoting_one_of_the_nine_is_that_message(tmp_path):
+    # vLLM's engine quotes the worker's error word for word: sglang's message, its rule
+    prefix = "(EngineCore pid=100) ERROR 07-15 21:01:01 [core.py:1240] "
+    text = (
+        f"{prefix}Traceback (most recent call last):\n"
+        f'{prefix}  File "/v/vllm/v1/executor/multiproc_executor.py", line 394, in get_response\n'
+        f"{prefix}    raise RuntimeError(\n"
+        f"{prefix}RuntimeError: Worker failed with error 'received a non-tensor auxiliary PP "
+        "output', please check the stack trace above for the root cause\n"
+    )
+    (root,) = [f for f in _findings(tmp_path, text) if f.code in ("PP801", "PP802", "PP809")]
+    assert root.code == "PP801"
+    assert root.sglang_error == "received a non-tensor auxiliary PP output"
+
+
+def test_vllms_engine_core_start_failure_pointing_above_is_a_relay(tmp_path):
+    text = (
+        "(APIServer pid=1) Traceback (most recent call last):\n"
+        '(APIServer pid=1)   File "/v/vllm/v1/engine/core_client.py", line 500, in __init__\n'
+        "(APIServer pid=1)     raise RuntimeError(\n"
+        "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause "
+        "above. Failed core proc(s): {}\n"
+    )
+    (root,) = [f for f in _findings(tmp_path, text) if f.code in ("PP801", "PP802", "PP809")]
+    assert root.code == "PP809"
+    assert root.extra["no_root"] == "process-died"

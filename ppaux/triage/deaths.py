@@ -108,6 +108,7 @@ _WORKER_PROC = re.compile(
 _RELAY_WORDS = (
     r"failed due to an exception in a background process|"
     r"[Ss]ee (?:the )?stack trace (?:above )?for (?:the )?root cause|"
+    r"[Ss]ee (?:the )?root cause above|"
     r"check the stack trace above for the root cause"
 )
 _RELAY = re.compile(_RELAY_WORDS + r"|^Worker failed with error '")

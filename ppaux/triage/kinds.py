@@ -45,6 +45,7 @@ __all__ = [
     "kind_of",
     "kind_of_text",
     "local_note",
+    "quoted_relay",
     "root_of_group",
 ]
 
@@ -152,9 +153,24 @@ def _texts(failure: Failure) -> list[tuple[str, str]]:
     return found
 
 
+#: vLLM's relay of a worker's error, quoting the error's text (``str`` of the exception).
+_RELAYED = re.compile(r"^Worker failed with error '(?P<error>[^'\n]{1,2000})'")
+
+
+def quoted_relay(message: str) -> str | None:
+    """The error text a relay's ``message`` quotes (vLLM's ``Worker failed with error '<e>',
+    please check ...``), or None."""
+    relayed = _RELAYED.match(message)
+    return None if relayed is None else relayed["error"]
+
+
 def _aux(failure: Failure) -> bool:
     for exception, message in _texts(failure):
         if sglang_raised(exception, message.split("\n", 1)[0]) is not None:
+            return True
+        # a relay quoting one of the nine word for word: sglang raises them as RuntimeError
+        quoted = quoted_relay(message)
+        if quoted is not None and sglang_raised("RuntimeError", quoted) is not None:
             return True
     return False
 

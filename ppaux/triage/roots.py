@@ -15,7 +15,7 @@ from ppaux.sglang import MessageMatch, sglang_raised_in
 from ppaux.text import counted, shown
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
 from ppaux.triage.incidents import Incident, seconds_between
-from ppaux.triage.kinds import kind_of, local_note
+from ppaux.triage.kinds import kind_of, local_note, quoted_relay
 from ppaux.triage.records import Event, Failure
 
 __all__ = [
@@ -91,6 +91,10 @@ def aux_cause(failure: Failure) -> tuple[MessageMatch, str, str, str] | None:
         raised = sglang_raised_in(exception, line)
         if raised is not None:
             return raised[0], exception, line, raised[1]
+        quoted = quoted_relay(message)  # a relay quoting one of the nine: sglang's RuntimeError
+        raised = None if quoted is None else sglang_raised_in("RuntimeError", quoted)
+        if raised is not None and quoted is not None:
+            return raised[0], "RuntimeError", quoted, raised[1]
     return None
 
 
