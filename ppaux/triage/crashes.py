@@ -194,18 +194,35 @@ class Crashes:
 
     def take(self, line: LogLine) -> Failure | None:
         """The failure ``line`` begins, or None (no crash record, or more of the last one)."""
+        taken, failure = self._torchrun(line)
+        if taken:
+            return failure
+        near = self._near(line)
+        if near is not None and (frame := _CPP_SETUP_FRAME.match(line.text)) is not None:
+            if len(near.frames) < MAX_FRAMES:  # one record's frames, as a traceback's
+                near.frames.append(Frame("", 0, frame.group("function"), frame.group("symbol")))
+            self._last_line = line.number
+            return None
+        taken, failure = self._cpp(line, near)
+        if taken:
+            return failure
+        return self._host(line, near)
+
+    def _torchrun(self, line: LogLine) -> tuple[bool, Failure | None]:
+        """torchrun's records of a child that failed: its summary (and the summary's rank and
+        exit lines after it), a summary's row, its agent's line. (taken, the failure begun)."""
         text = line.text
         summary = self._summary
         if summary is not None and line.number - summary.line <= _SUMMARY_LINES:
             if (rank := _SUMMARY_RANK.match(text)) is not None:
                 summary.stream = f"rank {rank.group('rank')}"
-                return None
+                return True, None
             if (code := _SUMMARY_EXIT.match(text)) is not None:
                 summary.said = (
                     f"{summary.stream or 'a process'} exited with code {code.group('code')} "
                     "(torchrun's first observed failure); its exception is not in this log"
                 )
-                return None
+                return True, None
         if (row := _SUMMARY_ROW.search(text)) is not None:
             failure = self._new(line, None, "")
             failure.stream = ranked_stream(line.stream, f"rank {row.group('rank')}")
@@ -213,7 +230,7 @@ class Crashes:
                 f"rank {row.group('rank')} exited with code {row.group('code')} (a failure of "
                 "torchrun's summary); its exception is not in this log"
             )
-            return failure
+            return True, failure
         if (agent := _AGENT_EXIT.search(text)) is not None:
             failure = self._new(line, None, "")
             failure.stream = ranked_stream(line.stream, f"local_rank {agent.group('rank')}")
@@ -221,46 +238,51 @@ class Crashes:
                 f"local_rank {agent.group('rank')} exited with code {agent.group('code')} "
                 "(torchrun's record of its child); its exception is not in this log"
             )
-            return failure
+            return True, failure
         if _SUMMARY.match(text):
             self._summary = self._new(line, None, "")
             self._summary.said = (
                 "a process exited (torchrun's first observed failure); its exception is not in "
                 "this log"
             )
-            return self._summary
-        near = self._near(line)
-        if near is not None and (frame := _CPP_SETUP_FRAME.match(text)) is not None:
-            if len(near.frames) < MAX_FRAMES:  # one record's frames, as a traceback's
-                near.frames.append(Frame("", 0, frame.group("function"), frame.group("symbol")))
-            self._last_line = line.number
-            return None
+            return True, self._summary
+        return False, None
+
+    def _cpp(self, line: LogLine, near: Failure | None) -> tuple[bool, Failure | None]:
+        """A C++ record: a CUDA error's tail, ``terminate called ...``, torch's watchdog error
+        or a ``what():`` line, each completing the record ``near`` where there is one.
+        (taken, the failure begun)."""
+        text = line.text
         if (tail := cuda_tail(text)) is not None:
             if near is not None:
-                return None  # the tail of the record before it
-            return self._new(line, *tail)
+                return True, None  # the tail of the record before it
+            return True, self._new(line, *tail)
         if (found := _TERMINATE.search(text)) is not None:
             if near is not None:
-                return None
-            return self._new(line, _cpp_type(found.group("type")), "")
+                return True, None
+            return True, self._new(line, _cpp_type(found.group("type")), "")
         watchdog = _WATCHDOG.search(text)
         what = _WHAT.match(text)
-        if watchdog is not None or what is not None:
-            message = (watchdog or what).group("message")  # type: ignore[union-attr]
-            if watchdog is not None and _TIMEOUT.search(message):
-                return None  # a collective's timeout: the watchdog's event says it
-            if near is not None:
-                if watchdog is not None:  # the watchdog's error is what the process died of
-                    near.exception, near.message = _split(message)
-                elif not near.message:
-                    near.message = message[:MAX_MESSAGE]
-                near.stream = near.stream or _who(line)
-                self._last_line = line.number
-                return None
-            exception, said = (
-                _split(message) if watchdog is not None else ("C++ exception", message)
-            )
-            return self._new(line, exception, said)
+        if watchdog is None and what is None:
+            return False, None
+        message = (watchdog or what).group("message")  # type: ignore[union-attr]
+        if watchdog is not None and _TIMEOUT.search(message):
+            return True, None  # a collective's timeout: the watchdog's event says it
+        if near is not None:
+            if watchdog is not None:  # the watchdog's error is what the process died of
+                near.exception, near.message = _split(message)
+            elif not near.message:
+                near.message = message[:MAX_MESSAGE]
+            near.stream = near.stream or _who(line)
+            self._last_line = line.number
+            return True, None
+        exception, said = _split(message) if watchdog is not None else ("C++ exception", message)
+        return True, self._new(line, exception, said)
+
+    def _host(self, line: LogLine, near: Failure | None) -> Failure | None:
+        """A collectives' mismatch, a CUDA call NCCL failed on the host, a host allocation that
+        failed, the fault handler's ``Fatal Python error``: the failure begun, or None."""
+        text = line.text
         if (mismatch := _MISMATCH.search(text)) is not None:
             if near is not None and "Detected mismatch between collectives" in near.message:
                 return None  # the same check printed again
