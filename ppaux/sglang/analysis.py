@@ -305,40 +305,7 @@ def _transport_facts(
     defined: dict[str, ast.stmt | None] = {
         name: definition for name, definition in ((ADD, add), (POP, pop)) if definition
     }
-    again = rebindings(module, defined, rows_naming(parsed.data, (*defined, *BINDING_WORDS)))
-    rebound: list[str | None] = [shadow]
-    rebound += [
-        _rebound_reason(file.path, name, definition, again.get(name))
-        for name, definition in defined.items()
-        if definition is not None
-    ]
-    relied = check_names_rebound(
-        module, rows_naming(parsed.data, (*CHECK_BUILTINS, "torch", *BINDING_WORDS))
-    )
-    if relied is not None:
-        rebound.append(
-            f"{file.path}: line {relied.line} ({relied.how}) binds a name the checks of"
-            f" {' and '.join(defined)} are read through, so a check may not do what its text says"
-        )
-    dynamic = dynamic_write(module, defined, rows_naming(parsed.data, DYNAMIC_WORDS))
-    if dynamic is not None:
-        rebound.append(
-            f"{file.path}: line {dynamic.line} ({dynamic.how}) may bind"
-            f" {' or '.join(defined)} in a way ppaux cannot follow, so a call may not reach"
-            " the code ppaux reads"
-        )
-    rebound += [
-        f"{file.path}: {name} is decorated (line {definition.lineno}): a call reaches what"
-        " its decorator returns, not the code ppaux reads"
-        for name, definition in defined.items()
-        if definition is not None and getattr(definition, "decorator_list", None)
-    ]
-    rebound += [
-        f"{file.path}: {name} {why}"
-        for name, definition in defined.items()
-        if isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and (why := suspended_call(definition)) is not None
-    ]
+    rebound = [shadow, *_not_as_written(parsed, module, defined)]
     if any(rebound):
         # What a call reaches is not what the def says: no verdict on either function.
         reason = "; ".join(r for r in rebound if r)
@@ -373,6 +340,50 @@ def _transport_facts(
         file.sha256 or "", facts["transport_digests"]
     )
     return facts
+
+
+def _not_as_written(
+    parsed: Parsed, module: ast.Module, defined: dict[str, ast.stmt | None]
+) -> list[str]:
+    """Why a call of add or pop (``defined``) may not reach the code ppaux reads in the
+    transport file: a name rebound, a check's name rebound, a dynamic write, a decorator, a
+    body that does not run at the call; empty where none is."""
+    file = parsed.file
+    again = rebindings(module, defined, rows_naming(parsed.data, (*defined, *BINDING_WORDS)))
+    rebound: list[str] = [
+        reason
+        for name, definition in defined.items()
+        if definition is not None
+        and (reason := _rebound_reason(file.path, name, definition, again.get(name)))
+    ]
+    relied = check_names_rebound(
+        module, rows_naming(parsed.data, (*CHECK_BUILTINS, "torch", *BINDING_WORDS))
+    )
+    if relied is not None:
+        rebound.append(
+            f"{file.path}: line {relied.line} ({relied.how}) binds a name the checks of"
+            f" {' and '.join(defined)} are read through, so a check may not do what its text says"
+        )
+    dynamic = dynamic_write(module, defined, rows_naming(parsed.data, DYNAMIC_WORDS))
+    if dynamic is not None:
+        rebound.append(
+            f"{file.path}: line {dynamic.line} ({dynamic.how}) may bind"
+            f" {' or '.join(defined)} in a way ppaux cannot follow, so a call may not reach"
+            " the code ppaux reads"
+        )
+    rebound += [
+        f"{file.path}: {name} is decorated (line {definition.lineno}): a call reaches what"
+        " its decorator returns, not the code ppaux reads"
+        for name, definition in defined.items()
+        if definition is not None and getattr(definition, "decorator_list", None)
+    ]
+    rebound += [
+        f"{file.path}: {name} {why}"
+        for name, definition in defined.items()
+        if isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and (why := suspended_call(definition)) is not None
+    ]
+    return rebound
 
 
 def _rebound_reason(
