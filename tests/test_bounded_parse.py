@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ppaux.sglang.bounded_parse as bounded_parse
+from ppaux.limits import Limits
 from ppaux.sglang import analyse, logical_lines
 from ppaux.sglang.bounded_parse import CHUNK_BYTES, parse_source
 
@@ -152,8 +153,12 @@ def test_a_large_invalid_file_never_reaches_the_parser_whole(tmp_path):
             failed.append(len(source.lstrip("\n") if isinstance(source, str) else source))
             raise
 
+    # The tree is larger than one analysis parses by default: the bound on each part parsed
+    # is the one asked about here.
+    size = sum(p.stat().st_size for p in (tmp_path / "tree").rglob("*.py"))
+    limits = Limits(max_analysed_source_bytes=2 * size)
     with mock.patch.object(ast, "parse", spy):
-        capability = analyse(str(tmp_path / "tree"))
+        capability = analyse(str(tmp_path / "tree"), limits)
     assert failed and max(failed) <= CHUNK_BYTES + len("if 1:\n")
     scheduler = capability.files[0]
     assert scheduler.status == "unparsable"
