@@ -396,6 +396,7 @@ def test_a_relay_quoting_one_of_the_nine_is_that_message(tmp_path):
     (root,) = [f for f in _findings(tmp_path, text) if f.code in ("PP801", "PP802", "PP809")]
     assert root.code == "PP801"
     assert root.sglang_error == "received a non-tensor auxiliary PP output"
+    assert "(quoted by RuntimeError: Worker failed with error" in root.message, root.message
 
 
 def test_vllms_engine_core_start_failure_pointing_above_is_a_relay(tmp_path):

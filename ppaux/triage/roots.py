@@ -238,7 +238,9 @@ def _headline(root: Failure, cause: tuple[MessageMatch, str, str, str] | None) -
             f"{shown(root.group, 200)}, sub-exception {root.sub_index} of "
             f"{len(root.subs)}: {headline}"
         )
-    return f"{shown(exception)}: {shown(line)} (in the chain of {headline})", True
+    # a relay that quotes the message (vLLM's ``Worker failed with error '<message>'``)
+    relation = "quoted by" if quoted_relay(root.message) == line else "in the chain of"
+    return f"{shown(exception)}: {shown(line)} ({relation} {headline})", True
 
 
 def _first_words(incident: Incident, headline: str, earlier: bool) -> str:

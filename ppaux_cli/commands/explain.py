@@ -145,12 +145,12 @@ def _kind_hint(text: str) -> str:
     """What kind of failure ``text`` shows, when it shows one, and where to go with it."""
     from ppaux.triage import DESCRIPTIONS, death_in_text, kind_of_text, local_note, read_pasted
 
-    if "\n" in text:
-        # a paste of several lines: triage's reading of the whole, so the two never disagree
-        # (a failure of another kind is said below in the same words, with where to go next)
-        reading = read_pasted(text)
-        if reading is not None and reading.kind != "other":
-            return f"; 'ppaux triage -' reads it as {reading.said()}"
+    several = "\n" in text
+    # a paste of several lines: triage's reading of the whole, so the two never disagree
+    # (a failure of another kind is said below in the same words, with where to go next)
+    reading = read_pasted(text) if several else None
+    if reading is not None and reading.kind != "other":
+        return f"; 'ppaux triage -' reads it as {reading.said()}"
     death = death_in_text(text)
     if death is not None:
         return f"; {death}"
@@ -163,7 +163,7 @@ def _kind_hint(text: str) -> str:
         )
     if kind is None or kind == "unknown":
         # no exception line: what triage reads in the same text, where it reads a failure
-        reading = read_pasted(text)
+        reading = reading if several else read_pasted(text)
         if reading is None:
             return ""  # the plain refusal, which points at triage already
         return (
