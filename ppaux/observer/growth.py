@@ -26,10 +26,13 @@ Runs in the check's child (or in-process for an object in hand). Imports torch w
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from operator import is_
+from itertools import compress
+from itertools import count as _positions
+from operator import is_, is_not, not_
 from typing import Any
 
-from ppaux.observer.walk import Same, Sameness, Skip, plain_children
+from ppaux.observer.identity import same_start
+from ppaux.observer.walk import SCALARS, Same, Sameness, Skip, plain_children
 
 __all__ = ["RequestWalk"]
 
@@ -39,9 +42,14 @@ _Memo = dict[tuple[int, int, str], tuple[list[Any], int]]
 #: (side, request number) -> {path: the plain value seen there at the last step}.
 _Values = dict[tuple[int, int], dict[str, Any]]
 
-#: {path: (the names, the values, whether it was left out whole)} of the objects walked at one
-#: step (see :meth:`ppaux.observer.walk.Sameness.holder`).
-_Holders = dict[str, tuple[tuple[Any, ...], tuple[Any, ...], bool]]
+#: {path: (the names, the values, the positions of the values that are not plain, or None
+#: where not found)} of the objects walked at one step (see
+#: :meth:`ppaux.observer.walk.Sameness.holder`).
+_Holders = dict[str, tuple[tuple[Any, ...], tuple[Any, ...], tuple[int, ...] | None]]
+
+#: The plain types (exactly), and whether a type is one of them.
+_PLAIN = frozenset(SCALARS)
+_plain_type = _PLAIN.__contains__
 
 #: How one request is described: its view, then ``skip`` and ``same`` (see
 #: :func:`ppaux.observer.compare.leaves`).
@@ -152,11 +160,12 @@ class RequestWalk:
 
 class _Same(Sameness):
     """What one side's request leaves out at one step: a plain value that is the very object
-    the same path held at the last step, and an object whose names and values are all the
-    very ones it held there (:class:`~ppaux.observer.walk.Sameness`). ``then``: the plain
-    values and the objects seen at the last step; ``now``: where this step's are put;
-    ``kept``: what was left out (a path, or ``("object", path)``); with ``allowed``, only
-    what is in it may be left out."""
+    the same path held at the last step, and, of an object that holds the very names it
+    held there (in order), each plain value that is the very object it held there
+    (:class:`~ppaux.observer.walk.Sameness`). ``then``: the plain values and the objects seen
+    at the last step; ``now``: where this step's are put; ``kept``: what was left out (a
+    path, or ``("object", path, names, the positions walked)``); with ``allowed``, only the
+    paths in it may be left out, value by value."""
 
     def __init__(
         self,
@@ -175,46 +184,65 @@ class _Same(Sameness):
             return True
         return False
 
-    def holder(self, path: str, names: tuple[Any, ...], values: tuple[Any, ...]) -> bool:
+    def holder(
+        self, path: str, names: tuple[Any, ...], values: tuple[Any, ...]
+    ) -> tuple[int, ...] | None:
         was = self.then[1].get(path)
-        mark = ("object", path)
-        whole = (
-            was is not None
-            and len(was[0]) == len(names)
-            and (self.allowed is None or mark in self.allowed)
-            and all(map(is_, names, was[0]))
-            and all(map(is_, values, was[1]))
-        )
-        self.now[1][path] = (names, values, whole)
-        if whole:
-            self.kept.add(mark)
-        elif was is not None and was[2]:
-            # Left out whole at the last step: its plain values, one by one, as the last step
-            # would have seen them, so that each is asked about as ever.
-            self.then[0].update(plain_children(path, was[0], was[1]))
-        return whole
+        if (
+            was is None
+            or self.allowed is not None
+            or len(was[0]) != len(names)
+            or not all(map(is_, names, was[0]))
+        ):
+            self.now[1][path] = (names, values, None)
+            if was is not None:
+                # Asked about value by value: each plain value as the last step saw it.
+                self.then[0].update(plain_children(path, was[0], was[1]))
+            return None
+        # The positions whose value is not the very object of the last step (told in C, a
+        # step per position, no call of Python code), and those that held no plain value
+        # then: a value that is the same object is of the same type.
+        changed = tuple(compress(_positions(), map(is_not, values, was[1])))
+        held = was[2] if was[2] is not None else _not_plain(was[1])
+        walked = held
+        if changed:
+            walked = tuple(sorted({*held, *changed}))
+            plain = {index for index in changed if type(values[index]) in _PLAIN}
+            held = tuple(index for index in walked if index not in plain)
+        self.now[1][path] = (names, values, held)
+        self.kept.add(("object", path, names, walked))
+        return walked
+
+
+def _not_plain(values: tuple[Any, ...]) -> tuple[int, ...]:
+    """The positions of the values that are not plain."""
+    return tuple(compress(_positions(), map(not_, map(_plain_type, map(type, values)))))
 
 
 def _continues(was: list[Any], count: int, items: list[Any]) -> bool:
     """Whether ``items`` starts with the first ``count`` items of ``was``, object for object
     (``consume`` that rebuilds a request's list with one more value each step: ``old +
-    [x]``). Identity only: no item's ``__eq__`` runs. The cost is a pointer comparison per
-    item, not a description of each."""
+    [x]``). Identity only: no item's ``__eq__`` runs. The cost is a comparison of the two
+    lists' item addresses (:func:`~ppaux.observer.identity.same_start`), not a description
+    of each item."""
     if len(was) < count or count == 0:
         return False
     if was[count - 1] is not items[count - 1] or was[0] is not items[0]:
         return False
-    # The last list itself where it is still as long as it was (no copy of it): map stops at
-    # its end.
-    return all(map(is_, was if len(was) == count else was[:count], items))
+    return same_start(was, items, count)
 
 
 def _spelled(kept: set[Any], holders: _Holders) -> set[Any]:
-    """``kept`` with each object left out whole also spelled as the paths of its plain
-    values: what the other side left out value by value compares with it."""
+    """``kept`` with each object's plain values left out also spelled as their paths: what
+    the other side left out value by value compares with it."""
     spelled = set(kept)
     for mark in kept:
         if isinstance(mark, tuple):
-            names, values, _ = holders[mark[1]]
-            spelled.update(plain_children(mark[1], names, values))
+            _, path, names, walked = mark
+            values = holders[path][1]
+            walked = set(walked)
+            left = [i for i in range(len(names)) if i not in walked]
+            spelled.update(
+                plain_children(path, tuple(names[i] for i in left), tuple(values[i] for i in left))
+            )
     return spelled

@@ -20,6 +20,7 @@ from operator import is_
 from typing import Any
 
 from ppaux.observer.digests import DECIMAL_BITS as _DECIMAL_BITS
+from ppaux.observer.identity import class_version
 
 __all__ = [
     "MAX_DEPTH",
@@ -47,12 +48,17 @@ MAX_LEAVES = 2048
 #: The most characters of a mapping's key a path shows (a digest of the whole key follows).
 MAX_KEY = 64
 
-#: Per class, by its id (the class is kept, so the id stays its own): the names of its
-#: dataclass fields (None for a class that is not a dataclass), the same names as a set, the
-#: names of its ``__slots__``, and whether any of its dataclass fields is also a data
-#: descriptor of the class (a property, say). Read once per class, not once per object: a
-#: request's class is met at every step. Cleared when it holds :data:`_KEPT_LAYOUTS` classes.
-_LAYOUTS: dict[int, tuple[type, tuple[str, ...] | None, frozenset[str], tuple[str, ...], bool]] = {}
+#: Per class, by its id (the class is kept, so the id stays its own): the class, its version
+#: when read (:func:`~ppaux.observer.identity.class_version`), the names of its dataclass
+#: fields (None for a class that is not a dataclass), the same names as a set, the names of
+#: its ``__slots__``, and whether any of its dataclass fields is also a data descriptor of
+#: the class (a property, say). Read once per version of the class, not once per object: a
+#: request's class is met at every step, and read again once the class (or a base) changed
+#: (a property added, a default replaced, ``__bases__`` assigned). Cleared when it holds
+#: :data:`_KEPT_LAYOUTS` classes.
+_LAYOUTS: dict[
+    int, tuple[type, int, tuple[str, ...] | None, frozenset[str], tuple[str, ...], bool]
+] = {}
 _KEPT_LAYOUTS = 1024
 _GETATTRIBUTE: Any = object.__getattribute__
 
@@ -62,9 +68,10 @@ def _layout(obj: Any) -> tuple[tuple[str, ...] | None, frozenset[str], tuple[str
     it is no dataclass instance), them as a set, its ``__slots__`` and whether a field is also
     a data descriptor of the class."""
     klass = type(obj)
+    version = class_version(klass)
     known = _LAYOUTS.get(id(klass))
-    if known is not None and known[0] is klass:
-        return known[1], known[2], known[3], known[4]
+    if known is not None and known[0] is klass and version and known[1] == version:
+        return known[2], known[3], known[4], known[5]
     names = None
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         names = tuple(f.name for f in dataclasses.fields(obj))
@@ -83,7 +90,8 @@ def _layout(obj: Any) -> tuple[tuple[str, ...] | None, frozenset[str], tuple[str
     )
     if len(_LAYOUTS) >= _KEPT_LAYOUTS:
         _LAYOUTS.clear()
-    _LAYOUTS[id(klass)] = (klass, names, frozenset(names or ()), slots, described)
+    # The version read before the layout: a change while it was read is a new version.
+    _LAYOUTS[id(klass)] = (klass, version, names, frozenset(names or ()), slots, described)
     return names, frozenset(names or ()), slots, described
 
 
@@ -133,19 +141,23 @@ _PLAIN = frozenset(SCALARS)
 
 
 class Sameness:
-    """A :data:`Same` that can also say an object is unchanged as a whole (:meth:`holder`):
-    the request walk of :mod:`.growth` is one. :func:`leaves` then walks only the values of
-    such an object that are not plain (a holder, a tensor...: changed in place or not, they
-    are walked as ever); its plain values give no leaf, as :meth:`__call__` would have said
-    of each one by one. A request holds some 45 plain values that stay the same step after
-    step: this says it once per object instead of once per value."""
+    """A :data:`Same` that can also say which values of an object are unchanged
+    (:meth:`holder`): the request walk of :mod:`.growth` is one. :func:`leaves` then walks
+    only the object's values at the positions it names (the plain values among the rest give
+    no leaf, as :meth:`__call__` would have said of each one by one). A request holds some
+    45 values, most of them plain and the same step after step: this says so for all of them
+    at once instead of once per value."""
 
     def __call__(self, path: str, value: Any) -> bool:
         raise NotImplementedError
 
-    def holder(self, path: str, names: tuple[Any, ...], values: tuple[Any, ...]) -> bool:
-        """Whether the object at ``path``, holding attributes ``names`` (in order) with
-        ``values``, holds the very names and values (the same objects) as when last walked."""
+    def holder(
+        self, path: str, names: tuple[Any, ...], values: tuple[Any, ...]
+    ) -> tuple[int, ...] | None:
+        """For the object at ``path``, holding attributes ``names`` (in order) with
+        ``values``: None to walk it as ever (each plain value asked about by
+        :meth:`__call__`), or the positions to walk, in order, which must include every value
+        that is not plain; the plain values at the other positions are left out."""
         raise NotImplementedError
 
 
@@ -208,43 +220,63 @@ class _Walk:
 
     def value(self, obj: Any, prefix: str, depth: int) -> None:
         """The leaves of ``obj`` at ``prefix``: itself, or its children's."""
+        kind = type(obj)
+        if (kind is list or kind is dict) and depth < MAX_DEPTH and self.budget.left > 0:
+            # Exactly a list or a dict (the commonest holders): what the tests below would
+            # find, without them.
+            if kind is list:
+                self.sequence(obj, prefix, depth)
+            else:
+                self.mapping(obj, prefix, depth)
+            return
         if isinstance(obj, SCALARS) or depth >= MAX_DEPTH:
-            if self.same is None or type(obj) not in _PLAIN or not self.same(prefix, obj):
+            if self.same is None or kind not in _PLAIN or not self.same(prefix, obj):
                 self.leaf(prefix, obj)
             return
         if isinstance(obj, self.tensor) or self.budget.left <= 0:
             self.leaf(prefix, obj)
         elif isinstance(obj, dict):
-            if len(obj) > MAX_ITEMS:
-                self.leaf(prefix, obj)
-            else:
-                keyed = ((f"{prefix}[{_key_text(k)}]", v) for k, v in list(obj.items()))
-                self.holder(obj, prefix, depth, keyed)
+            self.mapping(obj, prefix, depth)
         elif isinstance(obj, (list, tuple)):
-            start = 0
-            if self.skip is not None and isinstance(obj, list) and type(obj) is list:
-                start = self.skip(prefix, obj)
-            if start > 0 and isinstance(obj, list):
-                self.rest(obj, start, prefix, depth)
-            elif len(obj) > MAX_ITEMS:
-                self.leaf(prefix, obj)
-            else:
-                items = list(obj)
-                self.holder(
-                    obj, prefix, depth, ((f"{prefix}[{i}]", v) for i, v in enumerate(items))
-                )
-        elif type(obj).__module__ == "numpy":
+            self.sequence(obj, prefix, depth)
+        elif kind.__module__ == "numpy":
             self.leaf(prefix, obj)
         else:
             fields = fields_of(obj)
             if fields is None or (callable(obj) and not fields):
                 self.leaf(prefix, obj)
-            elif isinstance(self.same, Sameness) and self.same.holder(
-                prefix, tuple(fields), tuple(fields.values())
-            ):
-                self.unchanged(obj, prefix, depth, fields)
+            elif isinstance(self.same, Sameness):
+                names = tuple(fields)
+                values = tuple(fields.values())
+                walked = self.same.holder(prefix, names, values)
+                if walked is None:
+                    self.attributes(obj, prefix, depth, fields)
+                else:
+                    self.partly(obj, prefix, depth, names, values, walked)
             else:
                 self.attributes(obj, prefix, depth, fields)
+
+    def mapping(self, obj: dict[Any, Any], prefix: str, depth: int) -> None:
+        """The leaves of a mapping: its items by key, or itself past :data:`MAX_ITEMS`."""
+        if len(obj) > MAX_ITEMS:
+            self.leaf(prefix, obj)
+        else:
+            keyed = ((f"{prefix}[{_key_text(k)}]", v) for k, v in list(obj.items()))
+            self.holder(obj, prefix, depth, keyed)
+
+    def sequence(self, obj: list[Any] | tuple[Any, ...], prefix: str, depth: int) -> None:
+        """The leaves of a list or a tuple: its items (a list's from where ``skip`` says), or
+        itself past :data:`MAX_ITEMS`."""
+        start = 0
+        if self.skip is not None and isinstance(obj, list) and type(obj) is list:
+            start = self.skip(prefix, obj)
+        if start > 0 and isinstance(obj, list):
+            self.rest(obj, start, prefix, depth)
+        elif len(obj) > MAX_ITEMS:
+            self.leaf(prefix, obj)
+        else:
+            items = list(obj)
+            self.holder(obj, prefix, depth, ((f"{prefix}[{i}]", v) for i, v in enumerate(items)))
 
     def holder(self, obj: Any, prefix: str, depth: int, items: Iterable[tuple[str, Any]]) -> None:
         """The leaves of a holder's ``items`` ((path, value) pairs); a holder without any is
@@ -274,23 +306,53 @@ class _Walk:
         if not walked:
             self.leaf(prefix, obj)
 
-    def unchanged(self, obj: Any, prefix: str, depth: int, fields: dict[Any, Any]) -> None:
-        """The leaves of an object :meth:`Sameness.holder` found unchanged: its values that
-        are not plain, walked as :meth:`holder` walks them; its plain ones give none."""
-        if all(name.startswith("__") for name in fields):
+    def partly(
+        self,
+        obj: Any,
+        prefix: str,
+        depth: int,
+        names: tuple[Any, ...],
+        values: tuple[Any, ...],
+        walked: tuple[int, ...],
+    ) -> None:
+        """The leaves of an object's attributes at the positions ``walked`` of ``names``
+        (see :meth:`Sameness.holder`); an object without a name that :meth:`attributes`
+        would walk is one leaf itself, as there."""
+        if not names or (
+            names[0].startswith("__") and all(name.startswith("__") for name in names)
+        ):
             self.leaf(prefix, obj)  # nothing of it is walked: it is a leaf itself
             return
-        for name, value in [(n, v) for n, v in fields.items() if type(v) not in _PLAIN]:
-            if not name.startswith("__"):
-                self.value(value, _attribute_path(prefix, name), depth + 1)
+        for index in walked:
+            name = names[index]
+            if name.startswith("__"):
+                continue
+            if type(name) is str and len(name) <= MAX_KEY:
+                path = f"{prefix}.{name}"
+            else:
+                path = _attribute_path(prefix, name)
+            value = values[index]
+            if type(value) in _PLAIN:
+                self.leaf(path, value)
+            else:
+                self.value(value, path, depth + 1)
 
     def rest(self, items: list[Any], start: int, prefix: str, depth: int) -> None:
         """The leaves of ``items[start:]`` (see :func:`leaves`): the cost is theirs alone."""
         rest = items[start:]
+        if not rest:
+            return
         if len(rest) > MAX_ITEMS or self.budget.left <= 0:
             self.leaf(f"{prefix}[{start}:]", rest)
-        else:
-            self.children(((f"{prefix}[{i}]", v) for i, v in enumerate(rest, start)), depth)
+            return
+        same = self.same
+        for index, value in enumerate(rest, start):  # :meth:`children`, written out
+            path = f"{prefix}[{index}]"
+            if type(value) in _PLAIN:
+                if same is None or not same(path, value):
+                    self.leaf(path, value)
+            else:
+                self.value(value, path, depth + 1)
 
     def children(self, items: Iterable[tuple[str, Any]], depth: int) -> bool:
         """The leaves of ``items``, one level below ``depth``; whether there were any items.
