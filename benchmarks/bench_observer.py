@@ -329,12 +329,14 @@ def cost(
     hostile: bool = False,
     batch_sizes: tuple[int, ...] = (1, 4),
     baseline: str | None = None,
+    only: tuple[str, ...] = (),
 ) -> int:
     """The check's cost over the target's own work (see the module's docstring); with
     ``steps`` other than 3, of the trivial observer alone, over that many steps; with
-    ``hostile``, of :data:`HOSTILE_OBSERVERS` instead. ``baseline``: another Python whose ppaux
-    (an earlier commit's, say) is timed too, run by run with this one. Every run starts in a
-    folder of its own, so that each Python imports its own ppaux."""
+    ``hostile``, of :data:`HOSTILE_OBSERVERS` instead (``only``: those of these class names).
+    ``baseline``: another Python whose ppaux (an earlier commit's, say) is timed too, run by
+    run with this one. Every run starts in a folder of its own, so that each Python imports
+    its own ppaux."""
     import tempfile
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -357,6 +359,8 @@ def cost(
                 "to_pp_tensors raises a 5 MB message": (str(odd), "MessageOf5MB"),
                 "to_pp_tensors names a new 1 MB key": (str(odd), "KeyOf1MB"),
             }
+            if only:
+                targets = {name: at for name, at in targets.items() if at[1] in only}
         floor = [python, "-c", "import torch"]
         print(
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, CPython "
@@ -433,6 +437,11 @@ def main() -> int:
     parser.add_argument(
         "--baseline", help="with --cost: another Python (another ppaux) to time beside this one"
     )
+    parser.add_argument(
+        "--only",
+        action="append",
+        help="with --hostile: one observer's class name (Rebuilding, MessageOf5MB, KeyOf1MB)",
+    )
     parser.add_argument("--python", default=sys.executable)
     args = parser.parse_args()
     if args.cost:
@@ -443,6 +452,7 @@ def main() -> int:
             hostile=args.hostile,
             batch_sizes=tuple(args.batch_size or (1, 4)),
             baseline=args.baseline,
+            only=tuple(args.only or ()),
         )
     commands = _commands(args.python, args.runtime)
     load_before = os.getloadavg()[0]

@@ -74,107 +74,82 @@ class RequestWalk:
         views). The target's objects may raise while described: the caller says whose."""
         left: list[dict[str, dict[str, Any]]] = []
         right: list[dict[str, dict[str, Any]]] = []
+        describe = self.describe
         for number, (a, b) in enumerate(zip(single, pp, strict=False)):
-            starts: tuple[dict[str, int], dict[str, int]] = ({}, {})
-            seen: tuple[dict[str, list[Any]], dict[str, list[Any]]] = ({}, {})
-            values: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
-            kept: tuple[set[Any], set[Any]] = (set(), set())
-            holders: tuple[_Holders, _Holders] = ({}, {})
-            found = [
-                self.describe(
-                    view,
-                    self._skip(side, number, starts[side], seen[side], None),
-                    self._same(side, number, (values[side], holders[side]), kept[side], None),
-                )
-                for side, view in enumerate((a, b))
-            ]
-            if starts[0] != starts[1] or kept[0] != kept[1]:
+            one, two = _Same(self, 0, number), _Same(self, 1, number)
+            found = (describe(a, one.skip, one), describe(b, two.skip, two))
+            if one.starts != two.starts or one.kept != two.kept:
                 # A list one side replaced or cut, or that only one side has, or a value only
                 # one side left as it was: both sides are described from where the earlier of
                 # the two starts, and leave out only what both left out, so that the records
                 # line up item for item.
                 common = {
-                    path: min(starts[0].get(path, 0), starts[1].get(path, 0))
-                    for path in {*starts[0], *starts[1]}
+                    path: min(one.starts.get(path, 0), two.starts.get(path, 0))
+                    for path in {*one.starts, *two.starts}
                 }
-                both = _spelled(kept[0], holders[0]) & _spelled(kept[1], holders[1])
-                seen, values, holders = ({}, {}), ({}, {}), ({}, {})
-                found = [
-                    self.describe(
-                        view,
-                        self._skip(side, number, ({}, {})[side], seen[side], common),
-                        self._same(side, number, (values[side], holders[side]), set(), both),
-                    )
-                    for side, view in enumerate((a, b))
-                ]
-            for side in (0, 1):
-                for path, items in seen[side].items():
-                    self.memo[(side, number, path)] = (items, len(items))
-                self.values[(side, number)] = values[side]
-                self.holders[(side, number)] = holders[side]
+                both = _spelled(one.kept, one.now[1]) & _spelled(two.kept, two.now[1])
+                one = _Same(self, 0, number, common, both)
+                two = _Same(self, 1, number, common, both)
+                found = (describe(a, one.skip, one), describe(b, two.skip, two))
+            one.keep()
+            two.keep()
             left.append(found[0])
             right.append(found[1])
         return left, right
 
-    def _same(
-        self,
-        side: int,
-        number: int,
-        now: tuple[dict[str, Any], _Holders],
-        kept: set[Any],
-        allowed: set[Any] | None,
-    ) -> Same:
-        return _Same(
-            (self.values.get((side, number), {}), self.holders.get((side, number), {})),
-            now,
-            kept,
-            allowed,
-        )
-
-    def _skip(
-        self,
-        side: int,
-        number: int,
-        starts: dict[str, int],
-        seen: dict[str, list[Any]],
-        common: dict[str, int] | None,
-    ) -> Callable[[str, list[Any]], int]:
-        memo = self.memo
-
-        def skip(path: str, items: list[Any]) -> int:
-            then = memo.get((side, number, path))
-            # The same list, no shorter, or a new one that starts with the very items (the
-            # same objects) the last one held: its first items are the ones described before.
-            start = 0
-            if then is not None and len(items) >= then[1]:
-                if then[0] is items or _continues(then[0], then[1], items):
-                    start = then[1]
-            if common is not None:
-                start = min(start, common.get(path, 0))
-            starts[path] = start
-            seen[path] = items
-            return start
-
-        return skip
-
 
 class _Same(Sameness):
-    """What one side's request leaves out at one step: a plain value that is the very object
-    the same path held at the last step, and, of an object that holds the very names it
-    held there (in order), each plain value that is the very object it held there
+    """What one side's request leaves out at one step (its ``skip`` and its ``same``): of a
+    list, the items described at the last step (see :meth:`skip`); a plain value that is the
+    very object the same path held at the last step; and, of an object that holds the very
+    names it held there (in order), each plain value that is the very object it held there
     (:class:`~ppaux.observer.walk.Sameness`). ``then``: the plain values and the objects seen
-    at the last step; ``now``: where this step's are put; ``kept``: what was left out (a
-    path, or ``("object", path, names, the positions walked)``); with ``allowed``, only the
-    paths in it may be left out, value by value."""
+    at the last step; ``now``: this step's; ``starts``: where each list's description
+    started; ``seen``: each list met; ``kept``: what was left out (a path, or ``("object",
+    path, names, the positions walked)``). With ``common`` and ``allowed`` (the second
+    description of a pair whose sides disagreed), a list starts no later than ``common``
+    says and only the paths in ``allowed`` may be left out, value by value."""
+
+    __slots__ = ("allowed", "common", "kept", "key", "now", "seen", "starts", "then", "walk")
 
     def __init__(
         self,
-        then: tuple[dict[str, Any], _Holders],
-        now: tuple[dict[str, Any], _Holders],
-        kept: set[Any],
-        allowed: set[Any] | None,
+        walk: RequestWalk,
+        side: int,
+        number: int,
+        common: dict[str, int] | None = None,
+        allowed: set[Any] | None = None,
     ) -> None:
-        self.then, self.now, self.kept, self.allowed = then, now, kept, allowed
+        self.walk, self.key, self.common, self.allowed = walk, (side, number), common, allowed
+        self.then = (walk.values.get(self.key, {}), walk.holders.get(self.key, {}))
+        self.now: tuple[dict[str, Any], _Holders] = ({}, {})
+        self.starts: dict[str, int] = {}
+        self.seen: dict[str, list[Any]] = {}
+        self.kept: set[Any] = set()
+
+    def keep(self) -> None:
+        """What the next step compares with: the lists met, the plain values, the objects."""
+        memo = self.walk.memo
+        side, number = self.key
+        for path, items in self.seen.items():
+            memo[(side, number, path)] = (items, len(items))
+        self.walk.values[self.key] = self.now[0]
+        self.walk.holders[self.key] = self.now[1]
+
+    def skip(self, path: str, items: list[Any]) -> int:
+        """How many leading items of the list at ``path`` were described at the last step:
+        those of the same list, no shorter, or of a new one that starts with the very items
+        (the same objects) the last one held."""
+        then = self.walk.memo.get((*self.key, path))
+        start = 0
+        if then is not None and len(items) >= then[1]:
+            if then[0] is items or _continues(then[0], then[1], items):
+                start = then[1]
+        if self.common is not None:
+            start = min(start, self.common.get(path, 0))
+        self.starts[path] = start
+        self.seen[path] = items
+        return start
 
     def __call__(self, path: str, value: Any) -> bool:
         self.now[0][path] = value

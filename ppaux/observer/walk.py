@@ -148,6 +148,8 @@ class Sameness:
     45 values, most of them plain and the same step after step: this says so for all of them
     at once instead of once per value."""
 
+    __slots__ = ()
+
     def __call__(self, path: str, value: Any) -> bool:
         raise NotImplementedError
 
