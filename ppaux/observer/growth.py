@@ -7,10 +7,13 @@ whose own work per step is constant. :class:`RequestWalk` describes each pair of
 (single-stage and PP, request ``i`` of each) so that a list that is the same list object as at
 the previous step, and no shorter, or a new list that starts with the very items (the same
 objects) the last one held (``consume`` rebuilding it as ``old + [x]``: told apart by identity,
-a pointer comparison per item, no ``__eq__``), is described from where the last description
-ended, and a plain value (an ``int``, ``str``, ``float``... exactly) that is the very object the
-same path held at the previous step is left out: on both sides alike, or on neither (where the
-sides disagree, the pair is described again from what both left out). Everything else (holders,
+the two lists' item addresses compared in C, no ``__eq__``: :mod:`.identity`), is described
+from where the last description ended, and a plain value (an ``int``, ``str``, ``float``...
+exactly) that is the very object the same path held at the previous step is left out: on both
+sides alike, or on neither (where the sides disagree, the pair is described again from what
+both left out). Of an object that holds the very attribute names it held at the previous step,
+in the same order, the values that are the very objects of then are found in one pass in C
+(no call per value), and only the others, and every value that is not plain, are walked. Everything else (holders,
 tensors, other values) is described at every step. A step's records are then what the step added
 or changed, and the parent compares them side by side as it compares whole descriptions: a plain
 value left out is unchanged on both sides since the last step's records, which were compared

@@ -5,11 +5,12 @@ A ``consume`` that rebuilds a request's list at every step (``old + [x]``) hands
 new list whose first items are the old one's, object for object. Proving that by ``is``, item
 by item, costs some 40 ns an item in Python; on CPython a list's items are an array of
 pointers, and two lists hold the same objects in the same places exactly when those arrays
-hold the same bytes. :func:`same_start` compares them so (a ``memcmp``'s cost), on private
-copies of both lists made first (a slice, one C call: no other thread can resize a list
-while it is copied, nor touch the copy after), and never runs an item's ``__eq__``. Where the
-interpreter does not lay lists out as CPython does (found once, by reading a list of known
-objects), it compares item by item with ``is``, as before.
+hold the same bytes. :func:`same_start` compares them so (the two arrays read as ``bytes``
+and compared: a few C calls whatever the length), on private copies of both lists made first
+(a slice, one C call: no other thread can resize a list while it is copied, nor touch the
+copy after), and never runs an item's ``__eq__``. Where the interpreter does not lay lists
+out as CPython does (found once, by reading a list of known objects), it compares item by
+item with ``is``, as before.
 
 :func:`class_version` is CPython's own version tag of a class (the number its attribute cache
 is keyed by), read where the type object holds it once that place is checked against what
