@@ -65,7 +65,7 @@ def test_an_equal_object_in_another_place_is_not_the_same_start(way):
 POOL = [object() for _ in range(4)]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.integers(0, 3), max_size=40),
     st.lists(st.integers(0, 3), max_size=40),

@@ -13,11 +13,11 @@ exactly) that is the very object the same path held at the previous step is left
 sides alike, or on neither (where the sides disagree, the pair is described again from what
 both left out). Of an object that holds the very attribute names it held at the previous step,
 in the same order, the values that are the very objects of then are found in one pass in C
-(no call per value), and only the others, and every value that is not plain, are walked. Everything else (holders,
-tensors, other values) is described at every step. A step's records are then what the step added
-or changed, and the parent compares them side by side as it compares whole descriptions: a plain
-value left out is unchanged on both sides since the last step's records, which were compared
-then.
+(no call per value), and only the others, and every value that is not plain, are walked.
+Everything else (holders, tensors, other values) is described at every step. A step's records
+are then what the step added or changed, and the parent compares them side by side as it
+compares whole descriptions: a plain value left out is unchanged on both sides since the last
+step's records, which were compared then.
 
 What this leaves out, an item of such a list changed in place, is caught by the whole
 description both paths' requests get once their batch size ends (the ``requests`` record),
