@@ -24,7 +24,7 @@ import torch
 from helpers import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_weights_only import _torch_answers
+from test_weights_only import TorchAnswers
 
 pytestmark = pytest.mark.torch
 
@@ -66,10 +66,18 @@ def sandbox():
         yield running
 
 
-def _agree(path: Path, sandbox: harness.Sandbox) -> tuple[harness.Verdict, dict, dict]:
+@pytest.fixture(scope="module")
+def default_loads():
+    answers = TorchAnswers()
+    yield answers
+    answers.close()
+
+
+def _agree(
+    path: Path, sandbox: harness.Sandbox, default_loads: TorchAnswers
+) -> tuple[harness.Verdict, dict, dict]:
     ours, theirs = harness.ppaux_view(str(path)), sandbox.load(path)
-    (default,) = _torch_answers([path])
-    return ours, theirs, default
+    return ours, theirs, default_loads(path)
 
 
 #: A plain pickle read as ``pickle.load`` reads it (torch's nested streams then go through
@@ -168,14 +176,16 @@ READ = {
 
 
 @pytest.mark.parametrize("name", list(READ))
-def test_a_file_torch_reads_is_read_and_reported_as_not_as_written(name, tmp_path, sandbox):
+def test_a_file_torch_reads_is_read_and_reported_as_not_as_written(
+    name, tmp_path, sandbox, default_loads
+):
     make, words, default_reads = READ[name]
     path = tmp_path / "edited.pt"
     path.write_bytes(make())
     if default_reads is None:  # a plain pickle: pickle.load, not torch.load, reads it
         ours, theirs, default = harness.ppaux_view(str(path)), _pickle_load(path), {}
     else:
-        ours, theirs, default = _agree(path, sandbox)
+        ours, theirs, default = _agree(path, sandbox, default_loads)
     assert theirs["outcome"] == "loaded", theirs
     assert ours.verdict == "findings" and ours.codes == {"PP118"}, ours
     assert ours.value == theirs["value"]
@@ -215,11 +225,11 @@ def _view(data: bytes, view: bytes, shape: int) -> bytes:
     return b"".join(parts[:3]) + obj + parts[4] + records
 
 
-def test_a_view_field_is_worded_as_torch_reads_it(tmp_path, sandbox):
+def test_a_view_field_is_worded_as_torch_reads_it(tmp_path, sandbox, default_loads):
     view = b"X\x02\x00\x00\x00v1K\x02K\x04\x87"  # ('v1', 2, 4)
     path = tmp_path / "view.pt"
     path.write_bytes(_view(_float(8), view, 4))
-    ours, theirs, default = _agree(path, sandbox)
+    ours, theirs, default = _agree(path, sandbox, default_loads)
     assert ours.codes == {"PP202"}
     assert "storage cut from elements 2 to 6" in ours.reason
     assert theirs["outcome"] == default["outcome"] == "loaded"
@@ -227,20 +237,20 @@ def test_a_view_field_is_worded_as_torch_reads_it(tmp_path, sandbox):
     assert theirs["value"] == expected  # torch reads elements 2 to 6, as the finding says
 
 
-def test_a_view_field_torch_cannot_unpack_is_refused(tmp_path, sandbox):
+def test_a_view_field_torch_cannot_unpack_is_refused(tmp_path, sandbox, default_loads):
     path = tmp_path / "view2.pt"
     path.write_bytes(_view(_float(8), b"K\x02K\x04\x86", 4))  # (2, 4)
-    ours, theirs, default = _agree(path, sandbox)
+    ours, theirs, default = _agree(path, sandbox, default_loads)
     assert ours.codes == {"PP117"}
     assert theirs["outcome"] == "refused" and default["outcome"] != "loaded"
 
 
-def test_an_unhashable_listed_key_is_refused_as_torch_refuses_it(tmp_path, sandbox):
+def test_an_unhashable_listed_key_is_refused_as_torch_refuses_it(tmp_path, sandbox, default_loads):
     parts, records = _parts(_float(4))
     keys = pickle.loads(parts[4])
     path = tmp_path / "listed.pt"
     path.write_bytes(b"".join(parts[:4]) + pickle.dumps([keys], protocol=2) + records)
-    ours, theirs, default = _agree(path, sandbox)
+    ours, theirs, default = _agree(path, sandbox, default_loads)
     assert ours.codes == {"PP117"}
     assert theirs["outcome"] == "refused" and default["outcome"] != "loaded"
 

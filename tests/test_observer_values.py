@@ -6,6 +6,7 @@ so where a value is not compared; and a walk's cost is bounded by the leaves it 
 from __future__ import annotations
 
 import hashlib
+import marshal
 import textwrap
 import warnings
 from pathlib import Path
@@ -185,15 +186,23 @@ def _tree():
     )
 
 
-def _built(node, change: list[int]):
+def _built(node, change: list[int], sizes: dict[int, tuple[int, bool]] | None = None):
     """The value ``node`` describes; the leaf numbered ``change[0]`` (counted as built, a
-    shared item counted once per place) made different."""
+    shared item counted once per place) made different. Every place gets containers of its
+    own (a node shared by several places is built once per place)."""
     import torch
 
+    sizes = {} if sizes is None else sizes
+    count, has_tensor = _sized(node, sizes)
+    if not has_tensor and not 0 <= change[0] < count:
+        # Nothing in it changes and it holds no tensor: the same value, built at C speed
+        # (marshal's version 2 writes a shared container once per place, as built here).
+        change[0] -= count
+        return marshal.loads(marshal.dumps(node, 2))
     if isinstance(node, list):
-        return [_built(item, change) for item in node]
+        return [_built(item, change, sizes) for item in node]
     if isinstance(node, dict):
-        return {key: _built(item, change) for key, item in node.items()}
+        return {key: _built(item, change, sizes) for key, item in node.items()}
     change[0] -= 1
     differs = change[0] == -1
     if isinstance(node, tuple):
@@ -206,12 +215,26 @@ def _built(node, change: list[int]):
     return node
 
 
+def _sized(node, sizes: dict[int, tuple[int, bool]]) -> tuple[int, bool]:
+    """How many leaves ``node`` has, counted once per place, and whether one is a tensor
+    (remembered by node, as the trees share their nodes)."""
+    known = sizes.get(id(node))
+    if known is None:
+        if isinstance(node, (list, dict)):
+            parts = [_sized(item, sizes) for item in _items(node)]
+            known = (sum(n for n, _ in parts), any(t for _, t in parts))
+        else:
+            known = (1, isinstance(node, tuple))
+        sizes[id(node)] = known
+    return known
+
+
+def _items(node) -> list:
+    return list(node.values()) if isinstance(node, dict) else list(node)
+
+
 def _count(node) -> int:
-    if isinstance(node, list):
-        return sum(_count(item) for item in node)
-    if isinstance(node, dict):
-        return sum(_count(item) for item in node.values())
-    return 1
+    return _sized(node, {})[0]
 
 
 @settings(max_examples=80, deadline=None)

@@ -13,6 +13,7 @@ import io
 import json
 import os
 import pickle
+import select
 import subprocess
 import sys
 import tempfile
@@ -52,6 +53,46 @@ def _torch_answers(paths: list[Path]) -> list[dict[str, str | None]]:
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(answers) == len(paths), done.stderr[-2000:]
     return answers
+
+
+class TorchAnswers:
+    """One probe process kept for many questions, asked one path at a time: it loads each path
+    in a child forked from the same warmed-up process, so every answer is the one a probe of
+    its own gives, without importing torch again for each."""
+
+    def __init__(self) -> None:
+        env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+        env.pop("PYTHONPATH", None)
+        self.errors = tempfile.TemporaryFile()
+        self.process = subprocess.Popen(
+            [sys.executable, str(PROBE)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.errors,
+            text=True,
+            env=env,
+        )
+
+    def __call__(self, path: Path) -> dict[str, str | None]:
+        """What torch.load(path) (weights_only=True) does with ``path``."""
+        stdin, stdout = self.process.stdin, self.process.stdout
+        assert stdin is not None and stdout is not None
+        stdin.write(f"{path}\n")
+        stdin.flush()
+        ready, _, _ = select.select([stdout], [], [], 300)
+        line = stdout.readline() if ready else ""
+        if not line:
+            self.errors.seek(0)
+            raise AssertionError(f"the probe gave no answer: {self.errors.read()[-2000:]!r}")
+        answer: dict[str, str | None] = json.loads(line)
+        return answer
+
+    def close(self) -> None:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+        self.process.stdout.close()
+        self.errors.close()
 
 
 def _ppaux(path: Path) -> tuple[str, set[str], str | None]:

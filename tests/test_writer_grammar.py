@@ -8,7 +8,6 @@ and must be reported there (PP118) whatever torch.load makes of it, which the sa
 from __future__ import annotations
 
 import io
-import json
 import pickle
 import struct
 import sys
@@ -617,27 +616,16 @@ def test_backward_hooks_as_a_plain_dict(tmp_path, sandbox):
 
 # -- what torch.save never writes, read as torch's default (weights-only) loader reads it -------
 
-PROBE = Path(__file__).resolve().parent / "weights_only_probe.py"
 
+@pytest.fixture(scope="module")
+def default_loads():
+    """torch.load(path) with its default weights_only=True, in a child process (one probe for
+    the module)."""
+    from test_weights_only import TorchAnswers
 
-def _default_loads(path: Path) -> dict[str, str | None]:
-    """torch.load(path) with its default weights_only=True, in a child process."""
-    import os
-    import subprocess
-
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    env.pop("PYTHONPATH", None)
-    done = subprocess.run(
-        [sys.executable, str(PROBE)],
-        input=f"{path}\n",
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=True,
-    )
-    answer: dict[str, str | None] = json.loads(done.stdout.splitlines()[0])
-    return answer
+    answers = TorchAnswers()
+    yield answers
+    answers.close()
 
 
 def _inspected(path: Path) -> dict[str, str]:
@@ -669,24 +657,24 @@ def _hand_file(tmp_path: Path, name: str, value: bytes, item: int = 4) -> Path:
 
 
 @pytest.mark.parametrize("first", [b"\x89", b"\x88"], ids=["false", "true"])
-def test_build_on_a_tensor_with_setstate_arguments_is_refused(tmp_path, first):
+def test_build_on_a_tensor_with_setstate_arguments_is_refused(tmp_path, first, default_loads):
     # torch's weights-only loader runs BUILD on a plain tensor as tensor.set_(*state), which
     # takes no (requires_grad, _, hooks) triple; torch.save never writes BUILD on a tensor.
     state = b"(" + first + b"Nccollections\nOrderedDict\n)Rt"
     path = _hand_file(tmp_path, "build.pt", _hand_tensor() + state + b"b")
     found = _inspected(path)
     assert found["PP117"].startswith("error:") and "set_" in found["PP117"], found
-    answer = _default_loads(path)
+    answer = default_loads(path)
     assert answer["outcome"] != "loaded" and "set_" in str(answer["error"]), answer
 
 
-def test_build_on_a_tensor_that_set_reads_is_not_clean(tmp_path, sandbox):
+def test_build_on_a_tensor_that_set_reads_is_not_clean(tmp_path, sandbox, default_loads):
     # An empty state: set_() makes the tensor empty under the default loader, while
     # weights_only=False (Tensor.__setstate__) refuses it. Either way it is not clean.
     path = _hand_file(tmp_path, "build_empty.pt", _hand_tensor() + b")b")
     found = _inspected(path)
     assert found["PP202"].startswith("error:") and "set_" in found["PP202"], found
-    assert _default_loads(path)["outcome"] == "loaded"
+    assert default_loads(path)["outcome"] == "loaded"
     assert sandbox.load(path)["outcome"] == "refused"
 
 
@@ -694,7 +682,7 @@ def test_build_on_a_tensor_that_set_reads_is_not_clean(tmp_path, sandbox):
     ("state", "kind"),
     [(b"K\x05", "int"), (b"(K\x01K\x02l", "list"), (b"(NNNt", "tuple")],
 )
-def test_parameter_state_of_a_shape_torch_save_never_writes(tmp_path, state, kind):
+def test_parameter_state_of_a_shape_torch_save_never_writes(tmp_path, state, kind, default_loads):
     # _set_obj_state takes None, a dict, or a (dict, slots) pair; anything else fails.
     value = (
         b"ctorch._utils\n_rebuild_parameter_with_state\n("
@@ -707,20 +695,20 @@ def test_parameter_state_of_a_shape_torch_save_never_writes(tmp_path, state, kin
     found = _inspected(path)
     assert found["PP117"].startswith("error:"), found
     assert "_rebuild_parameter_with_state" in found["PP117"], found
-    assert _default_loads(path)["outcome"] != "loaded"
+    assert default_loads(path)["outcome"] != "loaded"
 
 
-def test_parameter_called_by_reduce_on_an_integer_tensor(tmp_path):
+def test_parameter_called_by_reduce_on_an_integer_tensor(tmp_path, default_loads):
     # torch.nn.Parameter(t) requires gradients by default: torch refuses an int64 tensor.
     value = b"ctorch.nn.parameter\nParameter\n(" + _hand_tensor("LongStorage") + b"tR"
     path = _hand_file(tmp_path, "param_int.pt", value, item=8)
     found = _inspected(path)
     assert found["PP117"].startswith("error:") and "int64" in found["PP117"], found
-    answer = _default_loads(path)
+    answer = default_loads(path)
     assert answer["outcome"] != "loaded" and "gradients" in str(answer["error"]), answer
 
 
-def test_parameter_called_by_reduce_is_not_as_torch_save_writes_it(tmp_path):
+def test_parameter_called_by_reduce_is_not_as_torch_save_writes_it(tmp_path, default_loads):
     # torch loads it (a Parameter), but torch.save writes a Parameter with _rebuild_parameter.
     class ParameterByReduce:  # pickled as the call torch.nn.Parameter(tensor, False)
         def __reduce__(self) -> tuple[object, ...]:
@@ -731,13 +719,13 @@ def test_parameter_called_by_reduce_is_not_as_torch_save_writes_it(tmp_path):
     found = _inspected(path)
     assert found["PP118"].startswith("error:") and "REDUCE" in found["PP118"], found
     assert "PP101" not in found, found
-    assert _default_loads(path)["outcome"] == "loaded"
+    assert default_loads(path)["outcome"] == "loaded"
     saved = _saved(tmp_path, "param_saved.pt", {"a": torch.nn.Parameter(torch.ones(3))})
     assert read_dump(saved).deviation is None
 
 
 @pytest.mark.parametrize("cls", [b"ctorch\nTensor\n", b"ctorch.nn.parameter\nParameter\n"])
-def test_wrapper_subclass_of_a_class_without_torch_dispatch(tmp_path, cls):
+def test_wrapper_subclass_of_a_class_without_torch_dispatch(tmp_path, cls, default_loads):
     value = (
         b"ctorch._utils\n_rebuild_wrapper_subclass\n("
         + cls
@@ -752,7 +740,7 @@ def test_wrapper_subclass_of_a_class_without_torch_dispatch(tmp_path, cls):
     path = _hand_file(tmp_path, "wrapper.pt", value)
     found = _inspected(path)
     assert found["PP117"].startswith("error:") and "__torch_dispatch__" in found["PP117"], found
-    answer = _default_loads(path)
+    answer = default_loads(path)
     assert answer["outcome"] != "loaded" and "__torch_dispatch__" in str(answer["error"]), answer
 
 
