@@ -21,6 +21,7 @@ from ppaux.triage.incidents import Incident, incidents
 from ppaux.triage.inputs import log_findings, oversized_findings, read_all
 from ppaux.triage.kinds import kind_of, local_note
 from ppaux.triage.lineshapes import Envelope, Launcher
+from ppaux.triage.logreading import watchdog_words
 from ppaux.triage.longlines import long_line_findings
 from ppaux.triage.noroots import no_root_finding
 from ppaux.triage.reading import LogReading
@@ -122,7 +123,10 @@ def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
                 )
             )
             continue
-        what = {"watchdog": "logged an NCCL watchdog timeout"}.get(kind, "logged a TCPStore error")
+        what = "logged a TCPStore error"
+        if kind == "watchdog":  # a timeout where one of its lines says one
+            said = [watchdog_words(e.text) for e in events]
+            what = next((w for w in said if w.endswith("timeout")), said[0])
         if kind == "death":  # as the line says it: a Ray worker's end, a launcher's kill
             what = death_of(first) or "died"
         findings.append(
@@ -289,11 +293,12 @@ def triage_paths(
     loose: list[Failure | Event] = [*orphans, *(e for e in orphan_events if e.kind not in quiet)]
     warned = [e for e in orphan_events if e.kind == "nccl-warn" and e.kind in quiet]
     no_root = None
-    crash = False
+    crash = local = False
     if loose:
         orphaned = no_root_finding(loose, warned)
         no_root = orphaned.extra["no_root"]
         crash = orphaned.extra["crashed"] is True
+        local = orphaned.extra["host"] is True
         if no_root == "signals-only" and warned:
             no_root = "signals-and-nccl-warnings"  # the steps of a broken connection too
         report.findings.append(orphaned)
@@ -307,7 +312,7 @@ def triage_paths(
         if build is not None and build.fits:
             release = ", ".join(build.fits)
     kinds = [kind_of(i.root) for i in found[:MAX_INCIDENTS]]
-    host = any(
+    host = local or any(
         kind.startswith("communication") and local_note(i.root.error) is not None
         for kind, i in zip(kinds, found, strict=False)
     )
