@@ -38,6 +38,7 @@ from ppaux.triage.roots import (
     root_finding,
     time_fields,
 )
+from ppaux.triage.runs import one_run_note, untied_logs
 from ppaux.triage.startup import mark_startup
 from ppaux.triage.steps import Deployment, Step, next_steps, render
 from ppaux.triage.tables import incidents_table, logs_table
@@ -327,7 +328,27 @@ def triage_paths(
         crash,
     )
     _fill(report, readings, found, deployment, plan)
+    _say_one_run(report, readings, found, [*failures, *events])
     return report
+
+
+def _say_one_run(
+    report: Report,
+    readings: list[LogReading],
+    found: list[Incident],
+    records: list[Failure | Event],
+) -> None:
+    """For each incident whose ranks come from logs that nothing ties into one run
+    (:func:`~ppaux.triage.runs.untied_logs`), a note that says they were read as one, and the
+    incident's ``one_run`` in the data: 'tied' (one log, or logs tied by a name or a setting)
+    or 'assumed'."""
+    for number, (incident, data) in enumerate(zip(found, report.data["incidents"], strict=True), 1):
+        logs = untied_logs(incident.members, readings, records)
+        data["one_run"] = "assumed" if logs else "tied"
+        if logs and number <= MAX_INCIDENTS:
+            note = one_run_note(number, [shown(log) for log in logs], len(incident.members))
+            at = report.notes.index("next steps:") if "next steps:" in report.notes else None
+            report.notes.insert(len(report.notes) if at is None else at, note)
 
 
 def _fill(
