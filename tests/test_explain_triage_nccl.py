@@ -92,3 +92,9 @@ def test_the_either_record_alone_says_no_root_in_both(tmp_path):
     said = " ".join(cli("explain", "--", _EITHER).output.split())
     assert "no root in it, the cause is on the network or another node" in said
     assert "timed out or hung" in said and "a collective that failed" in said
+
+
+def test_explain_reads_the_fault_and_its_either_record_as_triage_does():
+    said = " ".join(cli("explain", "-", input=f"{_IMA}\n{_EITHER}").output.split())
+    assert "'ppaux triage -' reads it as a shape or kernel failure" in said
+    assert "timeout" not in said.split("reads it as", 1)[1].split(";", 1)[0]

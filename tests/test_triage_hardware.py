@@ -112,3 +112,30 @@ def test_a_watchdog_s_cuda_error_of_no_hardware_is_read_alike_by_both(tmp_path):
     assert root["extra"]["kind"] == "shape-kernel"
     said = " ".join(cli("explain", "--", line).output.split())
     assert "it is a shape or kernel failure" in said
+
+
+_XID_79 = (
+    "[Mon Dec  1 10:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU "
+    "has fallen off the bus."
+)
+
+
+def test_the_driver_s_xid_record_of_the_device_is_a_hardware_root_in_both(tmp_path):
+    document = _triage(tmp_path, _XID_79 + "\n")
+    (root,) = [f for f in document["findings"] if f["code"] == "PP802"]
+    assert root["extra"]["kind"] == "hardware"
+    assert root["extra"]["exception"] == "driver Xid"
+    said = " ".join(cli("explain", "--", _XID_79).output.split())
+    assert "it is a hardware fault (the GPU or its links" in said
+
+
+def test_an_xid_of_a_program_s_fault_is_no_hardware_fault(tmp_path):
+    # Xid 13, a graphics engine exception: what a kernel did, not the device failing
+    line = (
+        "[Mon Dec  1 10:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 13, pid=1234, Graphics "
+        "Exception: ESR 0x504648"
+    )
+    document = _triage(tmp_path, line + "\n")
+    (root,) = [f for f in document["findings"] if f["code"] == "PP802"]
+    assert root["extra"]["kind"] != "hardware"
+    assert kind_of_text(line) == root["extra"]["kind"]

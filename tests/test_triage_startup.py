@@ -150,3 +150,13 @@ def test_ray_s_folded_copy_of_the_same_traceback_is_no_second_root(tmp_path):
     assert root.extra["message"] == "NCCL error: internal error"  # no fold note in the error
     assert root.extra["ranks"] == ["RayWorkerWrapper pid=335", "RayWorkerWrapper pid=994"]
     assert len(report.data["incidents"]) == 1
+
+
+def test_explain_reads_the_restart_paste_as_triage_does():
+    from helpers import cli
+
+    text = "\n".join([*_ERROR, *_RESTART])
+    said = " ".join(cli("explain", "-", input=text).output.split())
+    assert "'ppaux triage -' reads it as a communication failure and nothing else" in said
+    assert "the cause is on the network or another node" in said
+    assert "at set-up" not in said

@@ -136,7 +136,9 @@ _HARDWARE = re.compile(
     r"uncorrectable ECC error|\bECC errors? (?:detected|encountered|occurred)|"
     r"(?:cudaError|CUDA_ERROR_)(?:ECCUncorrectable|ECC_UNCORRECTABLE|NvlinkUncorrectable|"
     r"NVLINK_UNCORRECTABLE)|"
-    r"\bNVRM: Xid\b|\bXid \(PCI:|NVLink error|"
+    # the driver's Xid codes of the device's own faults (ECC, NVLink, the bus, the GPU's
+    # micro-controllers and firmware); others (13, 31, 43: a program's) say no such thing
+    r"\bXid \([^()\n]{0,64}\): (?:48|61|62|63|64|74|79|92|94|95|119|120|140)\b|NVLink error|"
     r"fallen off the bus|\bGPU is lost\b",
     re.IGNORECASE,
 )
@@ -360,7 +362,7 @@ def kind_of_text(text: str) -> str | None:
     """The kind of the failure a pasted line or traceback shows, or None when no line of it is
     shaped as an exception line: a traceback's as ``triage`` reads it (its chain, an exception
     group's root sub-exception), else its last exception line's, with its frames."""
-    from ppaux.triage.crashes import cuda_tail, host_allocation
+    from ppaux.triage.crashes import cuda_tail, host_allocation, xid_record
     from ppaux.triage.groups import unmargined
     from ppaux.triage.records import Frame
     from ppaux.triage.tracelines import is_frame, raised
@@ -393,6 +395,8 @@ def kind_of_text(text: str) -> str | None:
         found = (_CPP_ERROR, cpp)
     if found is None:  # a record triage reads without a traceback (a host allocation failed)
         found = next((r for line in lines if (r := host_allocation(line)) is not None), None)
+    if found is None:  # the driver's record of a GPU fault
+        found = next((r for line in lines if (r := xid_record(line)) is not None), None)
     if found is None:  # the tail of a CUDA error whose first line is not there
         found = next((r for line in lines if (r := cuda_tail(line)) is not None), None)
     if found is None:
