@@ -38,7 +38,7 @@ from ppaux.triage.roots import (
     root_finding,
     time_fields,
 )
-from ppaux.triage.runs import one_run_note, untied_logs
+from ppaux.triage.runs import log_names, one_run_note, untied_logs
 from ppaux.triage.startup import mark_startup
 from ppaux.triage.steps import Deployment, Step, next_steps, render
 from ppaux.triage.tables import incidents_table, logs_table
@@ -342,8 +342,9 @@ def _say_one_run(
     (:func:`~ppaux.triage.runs.untied_logs`), a note that says they were read as one, and the
     incident's ``one_run`` in the data: 'tied' (one log, or logs tied by a name or a setting)
     or 'assumed'."""
+    names = log_names(readings, records) if len(readings) > 1 else {}
     for number, (incident, data) in enumerate(zip(found, report.data["incidents"], strict=True), 1):
-        logs = untied_logs(incident.members, readings, records)
+        logs = untied_logs(incident.members, names)
         data["one_run"] = "assumed" if logs else "tied"
         if logs and number <= MAX_INCIDENTS:
             note = one_run_note(number, [shown(log) for log in logs], len(incident.members))

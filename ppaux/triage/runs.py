@@ -1,6 +1,6 @@
 """Whether the logs of one incident are of one run: what ties them (a host, pod, container or
-address their records name, sglang's ``dist_init_addr`` or model), and whether their times say
-they cannot be.
+address their records name, sglang's ``dist_init_addr``: one model served twice is no tie), and
+whether their times say they cannot be.
 
 Logs given together are read as one deployment's: ranks that failed with the same error at the
 same moment are one incident, whichever log each is in. Times that do not compare exactly (a
@@ -14,12 +14,11 @@ otherwise.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
 from ppaux.triage.logreading import LogReading
 from ppaux.triage.records import Event, Failure, process_of
 
-__all__ = ["ZONES_APART_S", "far_apart", "one_run_note", "untied_logs"]
+__all__ = ["ZONES_APART_S", "far_apart", "log_names", "one_run_note", "untied_logs"]
 
 #: The most two local times of one instant differ by: UTC-12 to UTC+14, and a margin.
 ZONES_APART_S = 27 * 3600.0
@@ -28,7 +27,7 @@ _RANKISH = re.compile(r"^(?:rank|task|local_rank) \d{1,9}$|^(?:(?:DP|PP|TP|EP)\d
 #: What an event names where its line names no process.
 _NOBODY = frozenset({"a process", "the parent process"})
 #: Settings of sglang's server arguments that name one deployment.
-_IDENTITY_SETTINGS = ("dist_init_addr", "model_path")
+_IDENTITY_SETTINGS = ("dist_init_addr",)
 #: Logs listed by name in the note; the rest are counted.
 _NAMED_LOGS = 4
 
@@ -52,46 +51,41 @@ def _names(stream: str | None) -> set[str]:
     return {part.strip() for part in named.split(",") if not _RANKISH.match(part.strip())}
 
 
-def _tokens(reading: LogReading | None, records: Iterable[Failure | Event]) -> set[str]:
-    found = set()
-    if reading is not None:
-        found |= {
-            f"{key}={reading.server_args[key]}"
-            for key in _IDENTITY_SETTINGS
-            if reading.server_args.get(key)
+def log_names(readings: list[LogReading], records: list[Failure | Event]) -> dict[str, set[str]]:
+    """Per log, what names its run: the hosts, pods, containers and addresses its records'
+    streams name, and sglang's ``dist_init_addr`` in its server arguments. Read once
+    for every incident (:func:`untied_logs`)."""
+    names: dict[str, set[str]] = {
+        r.source: {
+            f"{key}={r.server_args[key]}" for key in _IDENTITY_SETTINGS if r.server_args.get(key)
         }
+        for r in readings
+    }
     for record in records:
+        found = names.setdefault(record.source, set())
         if isinstance(record, Failure):
             found |= _names(record.stream)
         elif record.who not in _NOBODY:  # an event's process, as its line names it
             found |= _names(record.who)
-    return found
+    return names
 
 
-def untied_logs(
-    members: list[Failure], readings: list[LogReading], records: list[Failure | Event]
-) -> list[str]:
+def untied_logs(members: list[Failure], names: dict[str, set[str]]) -> list[str]:
     """The logs of ``members`` (an incident's ranks) when they are several and nothing ties
-    them all into one run: no name of a host, pod, container or address, and no deployment
-    setting, is shared along a chain from each to the others (``records``: every record of
-    every log, whose streams name them). An empty list where they are one log or tied."""
+    them all into one run: no name (:func:`log_names`) is shared along a chain from each to
+    the others. An empty list where they are one log or tied."""
     logs = list(dict.fromkeys(m.source for m in members))
     if len(logs) < 2:
         return []
-    by_source = {r.source: r for r in readings}
-    held: dict[str, list[Failure | Event]] = {}
-    for record in records:
-        held.setdefault(record.source, []).append(record)
-    tokens = {log: _tokens(by_source.get(log), held.get(log, [])) for log in logs}
     reached = {logs[0]}
-    known = set(tokens[logs[0]])
+    known = set(names.get(logs[0], ()))
     grew = True
     while grew:
         grew = False
         for log in logs:
-            if log not in reached and tokens[log] & known:
+            if log not in reached and names.get(log, set()) & known:
                 reached.add(log)
-                known |= tokens[log]
+                known |= names[log]
                 grew = True
     return [] if len(reached) == len(logs) else logs
 
