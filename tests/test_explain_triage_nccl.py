@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 from helpers import cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ppaux.triage import read_pasted
 
 _HOST = "the cause is most often this host's own set-up, else the network or another node"
 #: line, then by hand: PP809's no-root reason and the words triage and explain both say.
@@ -98,3 +102,33 @@ def test_explain_reads_the_fault_and_its_either_record_as_triage_does():
     said = " ".join(cli("explain", "-", input=f"{_IMA}\n{_EITHER}").output.split())
     assert "'ppaux triage -' reads it as a shape or kernel failure" in said
     assert "timeout" not in said.split("reads it as", 1)[1].split(";", 1)[0]
+
+
+_ONE_LINES = st.sampled_from(
+    [
+        "RuntimeError: NCCL error: unhandled system error",
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:1970, unhandled cuda error, NCCL version 2.20.5",
+        "RuntimeError: CUDA error: uncorrectable ECC error encountered",
+        "RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution",
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+        "[PG 0 Rank 1] Process group watchdog thread terminated with exception: CUDA error: "
+        "uncorrectable ECC error encountered",
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    line=_ONE_LINES,
+    prefix=st.sampled_from(["", "[rank1]: ", "(RayWorkerWrapper pid=335) ", "node1 | "]),
+)
+def test_explain_says_triage_s_reading_of_a_line(line, prefix):
+    # the promise: explain says of a line what triage reads in it, behind any prefix triage
+    # takes off (the words each line must give are written by hand above)
+    text = prefix + line
+    reading = read_pasted(text)
+    assert reading is not None
+    said = " ".join(cli("explain", "--", text).output.split())
+    assert " ".join(reading.words.split()) in said
