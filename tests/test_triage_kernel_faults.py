@@ -66,7 +66,7 @@ def test_an_nccl_error_of_cuda_is_still_communication(tmp_path):
     report = triage_paths([str(_log(tmp_path, line))])
     assert [f.extra["kind"] for f in report.findings if f.code == "PP802"] != ["shape-kernel"]
     result = cli("explain", "--", line)
-    assert "it is a communication failure" in result.output
+    assert "reads it as a communication failure and nothing else" in result.output
     assert "shape or kernel" not in result.output
 
 

@@ -85,3 +85,78 @@ def test_another_worker_s_own_start_up_is_not_this_one_s(tmp_path):
         _ray(994, "Traceback (most recent call last):"),
     ]
     assert _root(tmp_path, [*_RAY_ERROR, *own])[0] == "communication"
+
+
+_RESTART = [
+    "INFO 08-19 21:33:20 supervisor.py:12] worker exited; restarting (attempt 1/3)",
+    "Traceback (most recent call last):",
+    '  File "/venv/vllm/engine/async_llm_engine.py", line 471, in from_engine_args',
+    "    engine = cls(",
+    '  File "/venv/torch/distributed/distributed_c10d.py", line 1500, in init_process_group',
+    "    store, rank, world_size = next(rendezvous_iterator)",
+    "torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+    "network address. port: 29500, code: -98, name: EADDRINUSE, message: address already in use",
+]
+
+
+def _no_root(tmp_path: Path, lines: list[str]) -> str:
+    path = tmp_path / "vllm.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (found,) = [f for f in triage_paths([str(path)]).findings if f.code in ("PP802", "PP809")]
+    assert found.code == "PP809", found.message
+    return found.extra["no_root"]
+
+
+def test_a_later_restart_that_fails_at_set_up_is_not_the_error_s_start_up(tmp_path):
+    # the restart's traceback ends in an error of its own: another failure, after this one
+    assert _no_root(tmp_path, [*_ERROR, *_RESTART]) == "network-or-other-node"
+
+
+def test_the_error_s_own_method_says_in_flight_whatever_follows(tmp_path):
+    method = (
+        "ERROR 08-19 21:33:11 worker_base.py:386] Error executing method execute_model. This "
+        "might cause deadlock in distributed execution."
+    )
+    assert _root(tmp_path, [method, *_ERROR, *_STARTING]) == ("communication", "RuntimeError")
+
+
+def test_a_start_up_that_carries_the_same_error_up_says_set_up(tmp_path):
+    carried = [*_STARTING, "RuntimeError: NCCL error: invalid usage"]
+    assert _root(tmp_path, [*_ERROR, *carried]) == ("communication-init", "RuntimeError")
+
+
+def test_a_fragment_s_own_start_up_method_before_its_frames_says_set_up(tmp_path):
+    method = (
+        "ERROR 08-19 21:33:11 worker_base.py:386] Error executing method init_device. This "
+        "might cause deadlock in distributed execution."
+    )
+    assert _root(tmp_path, [method, *_ERROR])[0] == "communication-init"
+
+
+def test_ray_s_folded_copy_of_the_same_traceback_is_no_second_root(tmp_path):
+    def traceback(pid: int, fold: str) -> list[str]:
+        return [
+            _ray(pid, f"Error executing method init_device.{fold}"),
+            _ray(pid, f"Traceback (most recent call last):{fold}"),
+            _ray(pid, f'  File "/venv/vllm/worker/worker.py", line 175, in init_device{fold}'),
+            _ray(pid, f"RuntimeError: NCCL error: internal error{fold}"),
+        ]
+
+    path = tmp_path / "ray.log"
+    lines = [*traceback(335, ""), *traceback(994, " [repeated 14x across cluster]")]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = triage_paths([str(path)])
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    assert root.extra["message"] == "NCCL error: internal error"  # no fold note in the error
+    assert root.extra["ranks"] == ["RayWorkerWrapper pid=335", "RayWorkerWrapper pid=994"]
+    assert len(report.data["incidents"]) == 1
+
+
+def test_explain_reads_the_restart_paste_as_triage_does():
+    from helpers import cli
+
+    text = "\n".join([*_ERROR, *_RESTART])
+    said = " ".join(cli("explain", "-", input=text).output.split())
+    assert "'ppaux triage -' reads it as a communication failure and nothing else" in said
+    assert "the cause is on the network or another node" in said
+    assert "at set-up" not in said

@@ -25,6 +25,9 @@ process prints as it dies.
 - the tail of torch's CUDA error alone (``Search for `cudaErrorIllegalAddress' in ...``, then
   ``Exception raised from c10_cuda_check_implementation`` and C++ frames), its first line not
   in the log: a ``CUDA error`` of that name;
+- the NVIDIA driver's record of a GPU fault (``NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU
+  has fallen off the bus.``, as the kernel's log writes it): a fault of the device, of the
+  ``hardware`` kind, that the processes on that GPU failed of;
 - a host allocation that failed, ``memory allocation of 2097152 bytes failed`` (Rust's
   allocator aborting a process, a tokenizer's): the host ran out of memory; two processes'
   lines may be written into each other (``memory allocation of memory allocation of ...``).
@@ -54,6 +57,7 @@ __all__ = [
     "cuda_tail",
     "host_allocation",
     "rank_within",
+    "xid_record",
 ]
 
 #: What makes a line worth reading for this module (added to the scanner's markers).
@@ -70,6 +74,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"memory allocation of",
     b"::initialise()",
     b"Search for `cudaError",
+    b"NVRM: Xid",
     *DEATH_MARKERS,
 )
 #: Lines within which a record of the same stream completes the failure before it (a C++
@@ -88,6 +93,9 @@ _CPP_SETUP_FRAME = re.compile(
 _HOST_ALLOC = re.compile(r"memory allocation of (?:memory allocation of )?\d{1,40} bytes failed")
 #: What such a record is called: the log shows no exception type for it.
 _HOST_ALLOC_TYPE = "memory allocation failed"
+#: The driver's record of a GPU fault in the kernel's log, its code and what follows.
+_XID = re.compile(r"NVRM: Xid \((?P<device>[^()\n]{1,64})\): (?P<said>\d{1,4}\b.{0,400})")
+_XID_TYPE = "driver Xid"
 #: The C++ type at the start of what the quotes hold: other processes' ``terminate`` lines may
 #: be written into it (``'c10::DistBackendErrorterminate called ...'``).
 _CPP_TYPE = re.compile(r"[A-Za-z_][\w:]{0,199}?(?=terminate called|$|[^\w:])")
@@ -296,6 +304,11 @@ class Crashes:
             place = host.group("place")
             said = f"Cuda failure '{host.group('message')}'"
             return self._new(line, _NCCL_CUDA, said + (f" (NCCL's {place})" if place else ""))
+        if (xid := xid_record(text)) is not None:
+            if near is not None and near.exception == _XID_TYPE:
+                self._last_line = line.number  # the same fault's next record
+                return None
+            return self._new(line, *xid)
         if (alloc := host_allocation(text)) is not None:
             if near is not None and near.exception == _HOST_ALLOC_TYPE:
                 self._last_line = line.number  # another process's, or the same said again
@@ -321,6 +334,15 @@ def host_allocation(text: str) -> tuple[str, str] | None:
     if alloc is None:
         return None
     return _HOST_ALLOC_TYPE, f"{alloc.group()} (the host ran out of memory)"
+
+
+def xid_record(text: str) -> tuple[str, str] | None:
+    """(type, message) of the driver's record of a GPU fault (``NVRM: Xid (PCI:...): 79,
+    ...``) as triage reads it, or None for another line."""
+    xid = _XID.search(text)
+    if xid is None:
+        return None
+    return _XID_TYPE, f"NVRM: Xid ({xid.group('device')}): {xid.group('said').rstrip()}"
 
 
 def cuda_tail(text: str) -> tuple[str, str] | None:

@@ -210,9 +210,11 @@ class Reader:
                 if self._foreign(stream, first) <= _MAX_FOREIGN:
                     break
                 self.close(first)
-        if marked:
-            self._marked(line)
-        elif weak:
+        if marked and self._marked(line):
+            return
+        if weak:
+            # an exception line that a marker's words are in (``DistBackendError: NCCL error
+            # in: ...ProcessGroupNCCL.cpp:1970``) and no record of the marker's kind took
             self._weak(line)
 
     def _margined(self, line: LogLine) -> LogLine:
@@ -304,6 +306,8 @@ class Reader:
                 return
             if before is not None and (before.stream, before.ranks) == (first.stream, first.ranks):
                 failure.context = lost_source(before.text)
+                # a worker's line naming the method it ran stands just before the frames too
+                failure.method = method_said(before.text)
             builder = TracebackBuilder(failure, group=inside is not None)
             builder.feed(first, False)
             self._add(builder)
@@ -372,7 +376,9 @@ class Reader:
             self._origins[names[name]] = origin
         return names.get(name, origin)
 
-    def _marked(self, line: LogLine) -> None:
+    def _marked(self, line: LogLine) -> bool:
+        """Read ``line``, which holds a marker, as a traceback's start or a record of the
+        marker's kind; False where it is neither."""
         reading = self.reading
         # A marker inside a string literal the line echoes (a request's text, an output) is
         # text someone sent: the line's own shapes are read outside its literals only.
@@ -390,9 +396,9 @@ class Reader:
             failure.stream = self._learn(line)
             if len(reading.failures) + self.count >= self.max_failures:
                 reading.more_failures += 1
-                return
+                return True
             self._add(TracebackBuilder(failure, group=GROUP_HEADER in line.text))
-            return
+            return True
         kind = event_kind(plain)
         crash = self.crashes.take(shown) if kind in (None, "nccl-warn") else None
         if crash is not None:  # of NCCL's warnings, one of a CUDA call the host failed
@@ -400,16 +406,16 @@ class Reader:
                 reading.more_failures += 1
             else:
                 reading.failures.append(crash)
-            return
+            return True
         if kind is None:
-            return
+            return False
         if kind == "capture":
             found = _CAPTURE_DIR.search(line.text[:_CAPTURE_LINE])
             if found is not None and len(reading.captures) < 16:
                 reading.captures.append((found.group("dir"), "strict" in found.group("how")))
         if len(reading.events) >= self.max_events:
             reading.more_events += 1
-            return
+            return True
         who = line.ranks or torch_rank(line.text) or rank_within(line.text)
         who = who or process_of(line.stream) or nccl_process(line.text) or "a process"
         if kind == "sigquit":
@@ -429,6 +435,7 @@ class Reader:
                 line.zone,
             )
         )
+        return True
 
 
 #: The characters of an event's line kept; a death's line keeps its start and its end.

@@ -9,7 +9,9 @@ their times. A failure of a communication kind (:func:`communication`: NCCL watc
 connection, TCPStore, DistBackendError, ...) is what a rank dies of when *another* rank died;
 the others are root candidates. The earliest scheduler failure that is not of a communication
 kind is an incident's root; later ones with the same error within :data:`SAME_MOMENT_S`
-seconds are more ranks of the same incident; a different error starts an incident of its own.
+seconds (or whose times do not compare, unless they are more than a day apart:
+:func:`~ppaux.triage.runs.far_apart`) are more ranks of the same incident; a different error
+starts an incident of its own.
 Everything else (communication failures, watchdog and store lines, the parent's SIGQUIT) is
 collateral of the latest incident that began before it (or of the first, when it came
 earlier); a record without a time, of the latest incident before it in its own log.
@@ -30,6 +32,7 @@ from ppaux.triage.deaths import death_of, launcher_summary, relay, worker_name
 from ppaux.triage.frames import frame_owner, in_scheduler_process, in_sglang_server
 from ppaux.triage.kinds import COMMUNICATION, COMMUNICATION_INIT, MEMORY, kind_of
 from ppaux.triage.records import Event, Failure, process_of
+from ppaux.triage.runs import far_apart
 
 __all__ = ["SAME_MOMENT_S", "Incident", "communication", "incidents", "seconds_between"]
 
@@ -218,8 +221,7 @@ def incidents(
         joined = False
         for incident in found:
             root = incident.root
-            apart = seconds_between(root, failure)
-            close = apart is None or abs(apart) <= SAME_MOMENT_S
+            close = not far_apart(root, failure, SAME_MOMENT_S)
             if _same(failure, root) and close:
                 incident.ranks.append(failure)
                 joined = True

@@ -21,6 +21,7 @@ from ppaux.triage.incidents import Incident, incidents
 from ppaux.triage.inputs import log_findings, oversized_findings, read_all
 from ppaux.triage.kinds import kind_of, local_note
 from ppaux.triage.lineshapes import Envelope, Launcher
+from ppaux.triage.logreading import watchdog_words
 from ppaux.triage.longlines import long_line_findings
 from ppaux.triage.noroots import no_root_finding
 from ppaux.triage.reading import LogReading
@@ -37,6 +38,7 @@ from ppaux.triage.roots import (
     root_finding,
     time_fields,
 )
+from ppaux.triage.runs import log_names, one_run_note, untied_logs
 from ppaux.triage.startup import mark_startup
 from ppaux.triage.steps import Deployment, Step, next_steps, render
 from ppaux.triage.tables import incidents_table, logs_table
@@ -122,7 +124,10 @@ def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
                 )
             )
             continue
-        what = {"watchdog": "logged an NCCL watchdog timeout"}.get(kind, "logged a TCPStore error")
+        what = "logged a TCPStore error"
+        if kind == "watchdog":  # a timeout where one of its lines says one
+            said = [watchdog_words(e.text) for e in events]
+            what = next((w for w in said if w.endswith("timeout")), said[0])
         if kind == "death":  # as the line says it: a Ray worker's end, a launcher's kill
             what = death_of(first) or "died"
         findings.append(
@@ -289,11 +294,12 @@ def triage_paths(
     loose: list[Failure | Event] = [*orphans, *(e for e in orphan_events if e.kind not in quiet)]
     warned = [e for e in orphan_events if e.kind == "nccl-warn" and e.kind in quiet]
     no_root = None
-    crash = False
+    crash = local = False
     if loose:
         orphaned = no_root_finding(loose, warned)
         no_root = orphaned.extra["no_root"]
         crash = orphaned.extra["crashed"] is True
+        local = orphaned.extra["host"] is True
         if no_root == "signals-only" and warned:
             no_root = "signals-and-nccl-warnings"  # the steps of a broken connection too
         report.findings.append(orphaned)
@@ -307,7 +313,7 @@ def triage_paths(
         if build is not None and build.fits:
             release = ", ".join(build.fits)
     kinds = [kind_of(i.root) for i in found[:MAX_INCIDENTS]]
-    host = any(
+    host = local or any(
         kind.startswith("communication") and local_note(i.root.error) is not None
         for kind, i in zip(kinds, found, strict=False)
     )
@@ -322,7 +328,28 @@ def triage_paths(
         crash,
     )
     _fill(report, readings, found, deployment, plan)
+    _say_one_run(report, readings, found, [*failures, *events])
     return report
+
+
+def _say_one_run(
+    report: Report,
+    readings: list[LogReading],
+    found: list[Incident],
+    records: list[Failure | Event],
+) -> None:
+    """For each incident whose ranks come from logs that nothing ties into one run
+    (:func:`~ppaux.triage.runs.untied_logs`), a note that says they were read as one, and the
+    incident's ``one_run`` in the data: 'tied' (one log, or logs tied by a name or a setting)
+    or 'assumed'."""
+    names = log_names(readings, records) if len(readings) > 1 else {}
+    for number, (incident, data) in enumerate(zip(found, report.data["incidents"], strict=True), 1):
+        logs = untied_logs(incident.members, names)
+        data["one_run"] = "assumed" if logs else "tied"
+        if logs and number <= MAX_INCIDENTS:
+            note = one_run_note(number, [shown(log) for log in logs], len(incident.members))
+            at = report.notes.index("next steps:") if "next steps:" in report.notes else None
+            report.notes.insert(len(report.notes) if at is None else at, note)
 
 
 def _fill(

@@ -2,6 +2,10 @@
 
 - ``auxiliary-output``: one of sglang's nine auxiliary-output messages
   (:mod:`ppaux.sglang.messages`);
+- ``hardware``: the GPU or its links failed, not a program: an uncorrectable ECC error, the
+  driver's Xid record, an NVLink error, a GPU fallen off the bus or lost. Told first (after the
+  nine), in the process's own words, wherever it surfaced (a ``CUDA error: ...`` in NCCL's
+  watchdog thread is the device's fault, not a kernel's or the network's);
 - ``memory``: the device or host ran out of memory (``torch.OutOfMemoryError``, ``CUDA out of
   memory``, sglang's own ``Not enough memory`` or ``Not enough space`` (a cache's slots), a cuBLAS
   allocation failure, sglang's ``The memory capacity is unbalanced``: GPUs with unequal free
@@ -37,6 +41,7 @@ __all__ = [
     "COMMUNICATION",
     "COMMUNICATION_INIT",
     "DESCRIPTIONS",
+    "HARDWARE",
     "KINDS",
     "MEMORY",
     "OTHER",
@@ -50,6 +55,7 @@ __all__ = [
 ]
 
 AUX = "auxiliary-output"
+HARDWARE = "hardware"
 MEMORY = "memory"
 COMMUNICATION_INIT = "communication-init"
 COMMUNICATION = "communication"
@@ -57,7 +63,7 @@ SHAPE_KERNEL = "shape-kernel"
 OTHER = "other"
 UNKNOWN = "unknown"
 #: Every kind, in the order they are told apart.
-KINDS = (AUX, MEMORY, COMMUNICATION_INIT, COMMUNICATION, SHAPE_KERNEL, OTHER, UNKNOWN)
+KINDS = (AUX, HARDWARE, MEMORY, COMMUNICATION_INIT, COMMUNICATION, SHAPE_KERNEL, OTHER, UNKNOWN)
 
 #: Characters of a message looked at.
 _READ = 2000
@@ -125,6 +131,17 @@ _KERNEL_FAULT = re.compile(
     r"cudaError(?:IllegalAddress|LaunchFailure|Assert|MisalignedAddress|IllegalInstruction)",
     re.IGNORECASE,
 )
+#: The GPU's or its links' own fault, as CUDA, the driver or nvidia-smi name it.
+_HARDWARE = re.compile(
+    r"uncorrectable ECC error|\bECC errors? (?:detected|encountered|occurred)|"
+    r"(?:cudaError|CUDA_ERROR_)(?:ECCUncorrectable|ECC_UNCORRECTABLE|NvlinkUncorrectable|"
+    r"NVLINK_UNCORRECTABLE)|"
+    # the driver's Xid codes of the device's own faults (ECC, NVLink, the bus, the GPU's
+    # micro-controllers and firmware); others (13, 31, 43: a program's) say no such thing
+    r"\bXid \([^()\n]{0,64}\): (?:48|61|62|63|64|74|79|92|94|95|119|120|140)\b|NVLink error|"
+    r"fallen off the bus|\bGPU is lost\b",
+    re.IGNORECASE,
+)
 _SHAPE_TEXT = re.compile(
     r"size mismatch|shape mismatch|must match the size|shapes cannot be multiplied|"
     r"mat1 and mat2|invalid shape|shape '\[|Expected .{0,80}shape|doesn't match the broadcast|"
@@ -190,15 +207,21 @@ def _at_init(failure: Failure, message: str) -> bool:
 _CLOSED = re.compile(r"Connection (?:closed|reset) by peer|Broken pipe")
 
 
-def _kernel_fault(text: str) -> bool:
-    """Whether ``text`` says a kernel faulted in its own words: not inside a string literal it
-    quotes (NCCL's ``Cuda failure 'an illegal memory access ...'``, a peer's last words), nor
-    after a closed connection's words (what a socket's message carries after them)."""
-    fault = _KERNEL_FAULT.search(outside_quotes(text))
+def _own_words(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether ``text`` says what ``pattern`` finds in its own words: not inside a string
+    literal it quotes (NCCL's ``Cuda failure 'an illegal memory access ...'``, a peer's last
+    words), nor after a closed connection's words (what a socket's message carries after
+    them)."""
+    fault = pattern.search(outside_quotes(text))
     if fault is None:
         return False
     closed = _CLOSED.search(text, 0, fault.start())
     return closed is None
+
+
+def _kernel_fault(text: str) -> bool:
+    """Whether ``text`` says a kernel faulted, in its own words (:func:`_own_words`)."""
+    return _own_words(_KERNEL_FAULT, text)
 
 
 def kind_of(failure: Failure) -> str:
@@ -209,7 +232,11 @@ def kind_of(failure: Failure) -> str:
     if _aux(failure):
         return AUX
     exception = texts[0][0]
-    every = " ".join(m for _, m in texts)
+    # A record of C++ or of a tool names no exception type: its words stand there (``CUDA
+    # error`` of NCCL's watchdog record) and are read as the message's.
+    every = " ".join(f"{t}: {m}" if " " in t else m for t, m in texts)
+    if _own_words(_HARDWARE, every):
+        return HARDWARE
     if any(_MEMORY_TYPES.search(t) for t, _ in texts) or _MEMORY_TEXT.search(every):
         return MEMORY
     if _kernel_fault(every):
@@ -234,17 +261,18 @@ def kind_of(failure: Failure) -> str:
 
 
 #: How the sub-exceptions of an exception group rank for its root, by kind: one of sglang's
-#: nine messages first, then what a process fails of by itself (memory, a shape or a kernel,
-#: a communicator that could not be set up, anything else), and a communication failure in
-#: flight (what a task dies of when another failed) last.
+#: nine messages first, then what a process fails of by itself (its GPU's fault, memory, a
+#: shape or a kernel, a communicator that could not be set up, anything else), and a
+#: communication failure in flight (what a task dies of when another failed) last.
 _ROOT_RANK = {
     AUX: 0,
-    MEMORY: 1,
-    SHAPE_KERNEL: 2,
-    COMMUNICATION_INIT: 3,
-    OTHER: 4,
-    COMMUNICATION: 5,
-    UNKNOWN: 6,
+    HARDWARE: 1,
+    MEMORY: 2,
+    SHAPE_KERNEL: 3,
+    COMMUNICATION_INIT: 4,
+    OTHER: 5,
+    COMMUNICATION: 6,
+    UNKNOWN: 7,
 }
 
 
@@ -279,6 +307,8 @@ def local_note(text: str) -> str | None:
 #: Each kind in words, as a report or ``ppaux explain`` says it.
 DESCRIPTIONS = {
     AUX: "one of sglang's nine auxiliary-output messages",
+    HARDWARE: "a hardware fault (the GPU or its links: an ECC error, an Xid, NVLink, a GPU "
+    "fallen off the bus), not sglang's",
     MEMORY: "a memory failure (the device or host ran out of memory)",
     COMMUNICATION_INIT: "a communication failure at set-up (a communicator or process group "
     "that could not be created: NCCL, gloo, a rendezvous)",
@@ -332,7 +362,7 @@ def kind_of_text(text: str) -> str | None:
     """The kind of the failure a pasted line or traceback shows, or None when no line of it is
     shaped as an exception line: a traceback's as ``triage`` reads it (its chain, an exception
     group's root sub-exception), else its last exception line's, with its frames."""
-    from ppaux.triage.crashes import cuda_tail, host_allocation
+    from ppaux.triage.crashes import cuda_tail, host_allocation, xid_record
     from ppaux.triage.groups import unmargined
     from ppaux.triage.records import Frame
     from ppaux.triage.tracelines import is_frame, raised
@@ -365,6 +395,8 @@ def kind_of_text(text: str) -> str | None:
         found = (_CPP_ERROR, cpp)
     if found is None:  # a record triage reads without a traceback (a host allocation failed)
         found = next((r for line in lines if (r := host_allocation(line)) is not None), None)
+    if found is None:  # the driver's record of a GPU fault
+        found = next((r for line in lines if (r := xid_record(line)) is not None), None)
     if found is None:  # the tail of a CUDA error whose first line is not there
         found = next((r for line in lines if (r := cuda_tail(line)) is not None), None)
     if found is None:

@@ -10,7 +10,7 @@ from ppaux.triage.deaths import worker_died
 from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.records import Event, Failure
 
-__all__ = ["LogReading", "event_kind", "nccl_process"]
+__all__ = ["LogReading", "event_kind", "nccl_process", "watchdog_words"]
 
 
 @dataclass
@@ -66,6 +66,24 @@ class LogReading:
 _NCCL_TIMEOUT = re.compile(
     r"\[[EF][^\]]{0,40}ProcessGroupNCCL\.cpp:\d+\].{0,400}(?:timed out|[Tt]imeout|got stuck)"
 )
+
+
+#: torch's record that the watchdog found a collective's work ended badly, in words that name
+#: no timeout of their own (``Exception (either an error or timeout) detected by watchdog at
+#: work: 2``): the error or the timeout is in another line, or in none.
+_EITHER = "(either an error or timeout)"
+
+
+def watchdog_words(text: str) -> str:
+    """What a watchdog record ``text`` says its rank did, in a finding's words: a timeout only
+    where its words say one (not torch's 'either an error or timeout')."""
+    said = text.replace(_EITHER, "")
+    if "Watchdog caught collective" in said or _NCCL_TIMEOUT.search(said) is not None:
+        return "logged an NCCL watchdog timeout"
+    return (
+        "logged that NCCL's watchdog found a collective that failed (an error or a timeout: "
+        "torch's record does not say which)"
+    )
 
 
 def event_kind(text: str) -> str | None:

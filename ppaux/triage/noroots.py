@@ -8,6 +8,7 @@ from ppaux.report import Finding, Severity, finding
 from ppaux.text import counted, shown
 from ppaux.triage.deaths import crashed, dead_one, death_of, hint_of, launcher_summary
 from ppaux.triage.incidents import communication
+from ppaux.triage.kinds import local_note
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.roots import location_of, place_of, unseen
 
@@ -74,8 +75,16 @@ def _communication_message(
         failed = f"only NCCL's warnings ({counted(count, 'line')})"
     elif warned:
         failed += f" and NCCL's warnings ({counted(len(warned), 'line')})"
+    # NCCL's words that most often mean this host's own set-up say so first, as explain does
+    local = next((n for f in failures if (n := local_note(f.error)) is not None), None)
+    cause = (
+        f"the cause is most often this host's own set-up, else the network or another node "
+        f"({local})"
+        if local is not None
+        else "the cause is on the network or another node"
+    )
     message = (
-        "no root in this log: the cause is on the network or another node; "
+        f"no root in this log: {cause}; "
         f"{failed}{on} ({where}) and nothing else"
         + (
             f" the log shows; of its exception group, {hidden}: one of them may be the root"
@@ -154,6 +163,9 @@ def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = N
             "records": [f"{r.source}:{r.line}" for r in loose[:50]],
             "nccl_warnings": len(warned),
             "crashed": bool(died) and crashed(died[0][1]),
+            # communication failures alone, whose words most often mean this host's set-up
+            "host": cause == "network-or-other-node"
+            and any(local_note(f.error) is not None for f in failures),
         },
         location=location_of(first),
     )

@@ -9,19 +9,25 @@ import shlex
 from dataclasses import dataclass
 
 from ppaux.triage.job import triage_paths
-from ppaux.triage.kinds import DESCRIPTIONS, UNKNOWN
+from ppaux.triage.kinds import DESCRIPTIONS, UNKNOWN, local_note
 
 __all__ = ["NO_ROOTS", "PastedReading", "read_pasted"]
 
 #: Why a text holds no root (PP809's ``extra.no_root``), in words.
 NO_ROOTS = {
     "network-or-other-node": "a communication failure and nothing else (NCCL's watchdog, a "
-    "collective that timed out or hung): no root in it, the cause is on the network or "
+    "collective that failed, timed out or hung): no root in it, the cause is on the network or "
     "another node",
     "process-died": "a record that a process died, not of what: no root in it",
     "signals-only": "signals only (the parent's SIGQUIT from a failing child): no root in it",
     "not-in-these-logs": "what followed a failure the text does not hold: no root in it",
 }
+#: Why a text of communication failures alone holds no root, where NCCL's words most often
+#: mean the host's own set-up (PP809's ``extra.host``).
+_HOST_WORDS = (
+    "a communication failure and nothing else, no root in it: the cause is most often this "
+    "host's own set-up, else the network or another node"
+)
 #: The name the text is read under.
 _NAME = "<pasted>"
 #: Commands listed; the rest are counted.
@@ -69,7 +75,11 @@ def read_pasted(text: str) -> PastedReading | None:
     )
     if root.code == "PP809":
         reason = str(extra.get("no_root"))
-        return PastedReading(reason, NO_ROOTS.get(reason, "no root in it"), steps)
+        words = NO_ROOTS.get(reason, "no root in it")
+        note = local_note(root.message) if extra.get("host") is True else None
+        if note is not None:
+            words = f"{_HOST_WORDS}: {note}"
+        return PastedReading(reason, words, steps)
     kind = str(extra.get("kind", UNKNOWN))
     words = DESCRIPTIONS.get(kind, DESCRIPTIONS[UNKNOWN])
     if kind == UNKNOWN:

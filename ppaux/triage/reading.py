@@ -54,6 +54,7 @@ _SETTING = {
     "pp_size": re.compile(rb"\bpp_size=(\d{1,4})\b"),
     "nnodes": re.compile(rb"\bnnodes=(\d{1,4})\b"),
     "model_path": re.compile(rb"\bmodel_path='([^'\n]{1,512})'"),
+    "dist_init_addr": re.compile(rb"\bdist_init_addr='([^'\n]{1,256})'"),
 }
 #: What only a log of sglang's or of a launcher around it holds, looked for in a log's head:
 #: sglang's prefix (or a cut one), a traceback, torch's ``[rankN]:``, sglang's server arguments.

@@ -60,6 +60,7 @@ def key_of(who: str) -> str | None:
 STAGE = {"add": "the last stage's add", "pop": "the first stage's pop"}
 #: How a root finding names its kind (:mod:`ppaux.triage.kinds`).
 KIND_TEXT = {
+    "hardware": "hardware fault (the GPU or its links)",
     "memory": "memory failure",
     "communication-init": "communication failure at set-up (the communicator or process group "
     "could not be created)",

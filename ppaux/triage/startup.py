@@ -13,7 +13,11 @@ process through the engine's or the worker's start-up (``from_engine_args``, ``i
 from several workers of the same class (``[repeated 14x across cluster]``), which stands for
 each of those workers' own. Only records within :data:`_NEAR_LINES` lines and
 :data:`_NEAR_RECORDS` records of the error count: a process's start-up is what it printed
-around the error, not anything earlier or later in the log.
+around the error, not anything earlier or later in the log. A traceback after the error
+counts only as the same error carried up (cut before its exception, or ending in the same
+error): one that ends in an error of its own is a later failure (a restart that failed
+again), whatever it ran. A worker's method of its own decides alone: ``execute_model``
+says the error came in flight, whatever the lines around it.
 """
 
 from __future__ import annotations
@@ -91,19 +95,42 @@ def _same_process(failure: Failure, other: Failure) -> bool:
     return other.folded and named is not None and named == _worker_class(other.stream)
 
 
+def _carried(failure: Failure, later: Failure) -> bool:
+    """Whether ``later``, a traceback after ``failure``'s, may be the same error carried up
+    through the process's start-up (the engine's traceback of the worker's error): cut before
+    its exception, or ending in (or chained from) the same error. One that ends in an error
+    of its own (a restart's ``EADDRINUSE``) is another failure, not this one's start-up."""
+    if later.exception is None:
+        return True
+    said = failure.message.split("\n", 1)[0].strip()
+    errors = [(later.exception, later.message), *later.chain]
+    return any(said and said in message[:4000] for _, message in errors)
+
+
+def _starts(failure: Failure, other: Failure) -> bool:
+    """Whether ``other``, a record of one log, says ``failure``'s process was starting up: of
+    the same process, near it, through a start-up; before it, or after it as the same error
+    carried up (:func:`_carried`)."""
+    return (
+        other is not failure
+        and abs(other.line - failure.line) <= _NEAR_LINES
+        and _same_process(failure, other)
+        and starting(other)
+        and (other.line < failure.line or _carried(failure, other))
+    )
+
+
 def mark_startup(failures: list[Failure]) -> None:
     """Mark each undecided NCCL error of one log's ``failures`` whose process was starting up
-    (:attr:`~ppaux.triage.records.Failure.startup`): its own worker's method says so, or a
-    record of the same process near it does."""
+    (:attr:`~ppaux.triage.records.Failure.startup`): its own worker's method says so, or,
+    where it names none, a record of the same process near it does (:func:`_starts`). A
+    method of its own that is no start-up's (``execute_model``) says it came in flight."""
     ordered = sorted(failures, key=lambda f: f.line)
     for index, failure in enumerate(ordered):
         if not _undecided(failure):
             continue
+        if failure.method is not None:
+            failure.startup = starting(failure)
+            continue
         near = ordered[max(0, index - _NEAR_RECORDS) : index + _NEAR_RECORDS + 1]
-        failure.startup = starting(failure) or any(
-            other is not failure
-            and abs(other.line - failure.line) <= _NEAR_LINES
-            and _same_process(failure, other)
-            and starting(other)
-            for other in near
-        )
+        failure.startup = starting(failure) or any(_starts(failure, o) for o in near)

@@ -11,6 +11,8 @@ chosen by the kind of each incident's root (:mod:`ppaux.triage.kinds`).
   that make the next failure say why, and what to collect from every node; first, where NCCL's
   error is most often the host's own (a CUDA driver older than the runtime, ``unhandled cuda
   error``), the driver, the CUDA runtime and the shared memory of that host;
+- hardware (an ECC error, an Xid, NVLink, a GPU fallen off the bus): the GPU's own state and
+  the driver's Xid records on its host, then the node drained and the GPU reset or replaced;
 - memory: the server arguments that bound sglang's memory;
 - a process that died of what the log does not say: the kernel's OOM kills on its host and
   that process's own log;
@@ -389,6 +391,40 @@ def _crash_steps() -> list[Step]:
     ]
 
 
+def _hardware_steps() -> list[Step]:
+    """A fault of the GPU or its links: nothing in sglang to change; the device to check, and
+    the node to take out of service."""
+    where = "the failing process's host"
+    return [
+        Step(
+            None,
+            where,
+            "a hardware fault of the GPU or its links, not sglang's: check the GPU, then take "
+            "the node out of service until it is reset or replaced",
+        ),
+        Step(
+            ("nvidia-smi", "-q", "-d", "ECC,PAGE_RETIREMENT,ROW_REMAPPER"),
+            where,
+            "the GPUs' ECC error counts and retired pages or remapped rows (nvidia-smi -q shows "
+            "all)",
+        ),
+        Step(
+            ("journalctl", "-k", "-g", "NVRM: Xid"),
+            where,
+            "or dmesg -T: the driver's Xid records name the fault (48, 63, 64, 94, 95: ECC; "
+            "74: NVLink; 79: the GPU fell off the bus)",
+        ),
+        Step(("nvidia-smi", "nvlink", "-e"), where, "the NVLink error counters"),
+        Step(
+            None,
+            where,
+            "drain the node (kubectl drain, scontrol update ... state=DRAIN, or take it out of "
+            "the pool), restart the stage on another, and reset (nvidia-smi -r) or replace "
+            "the GPU before the node serves again",
+        ),
+    ]
+
+
 def _memory_steps(deployment: Deployment) -> list[Step]:
     return [
         Step(
@@ -459,6 +495,8 @@ def next_steps(
             steps += _aux_steps(deployment, captures, observers or [])
         elif group == "communication":
             steps += (_host_steps() if host else []) + _network_steps(kind == "communication-init")
+        elif kind == "hardware":
+            steps += _hardware_steps()
         elif kind == "memory":
             steps += _memory_steps(deployment)
         elif kind == "shape-kernel":

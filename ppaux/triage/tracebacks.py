@@ -26,7 +26,7 @@ from ppaux.triage.groups import (
 )
 from ppaux.triage.lineformat import LogLine
 from ppaux.triage.records import Failure, Frame
-from ppaux.triage.tracelines import EXCEPTION, FRAME, MAX_MESSAGE, WRAPPED, raised
+from ppaux.triage.tracelines import EXCEPTION, FRAME, MAX_MESSAGE, WRAPPED, raised, unfolded
 
 __all__ = ["MAX_FRAMES", "TracebackBuilder"]
 
@@ -326,7 +326,7 @@ class TracebackBuilder:
         if exception is None:
             return True  # more of a frame's source (a statement on several lines)
         failure.exception = exception.group("type")
-        failure.message = (exception.group("message") or "")[:MAX_MESSAGE]
+        failure.message = unfolded(exception.group("message") or "")
         self.state = "after"
         self._blank = 0
         self._message_lines = 0

@@ -19,6 +19,7 @@ __all__ = [
     "is_frame",
     "lost_source",
     "raised",
+    "unfolded",
     "wrapped",
 ]
 
@@ -87,7 +88,7 @@ def raised(text: str) -> tuple[str, str] | None:
     match = _RAISED.match(text) or WRAPPED.match(text)
     if match is None:
         return None
-    exception, message = match.group("type"), (match.group("message") or "")[:MAX_MESSAGE]
+    exception, message = match.group("type"), unfolded(match.group("message") or "")
     if exception == "Exception":
         inner = _REPRED.match(message)
         if inner is not None:
@@ -95,6 +96,20 @@ def raised(text: str) -> tuple[str, str] | None:
             if said is not None:
                 return inner.group("type"), said
     return exception, message
+
+
+#: Ray's note at a line's end that it folded the same line of several workers into this one.
+_FOLD = re.compile(r"\s{0,8}\[repeated \d{1,9}x across cluster\]\s{0,8}$")
+
+
+def unfolded(message: str) -> str:
+    """An exception's ``message`` without Ray's fold note at its end (``[repeated 14x across
+    cluster]``: how many workers printed it, not the error's words), at most
+    :data:`MAX_MESSAGE` characters."""
+    message = message[:MAX_MESSAGE]
+    if message.endswith("]"):
+        message = _FOLD.sub("", message)
+    return message
 
 
 def wrapped(text: str) -> bool:

@@ -156,6 +156,12 @@ def _kind_hint(text: str) -> str:
         return f"; {death}"
     kind = kind_of_text(text)
     note = local_note(text) if kind in ("communication", "communication-init") else None
+    if kind == "communication":
+        # in flight and nothing else: no root, said in triage's words (the host's set-up
+        # first where NCCL's words point there)
+        reading = reading if several else read_pasted(text)
+        if reading is not None and reading.kind == "network-or-other-node":
+            return f"; 'ppaux triage -' reads it as {reading.said()}"
     if note is not None:
         return (
             f"; it is a communication failure: {note}; 'ppaux triage' on the whole log (or "

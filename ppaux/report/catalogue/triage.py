@@ -68,11 +68,11 @@ RULES = (
             "nine auxiliary-output messages (a KeyError from mismatched logprob keys, a CUDA "
             "error, an out-of-memory error, an assertion in a model). It is still the root of "
             "what follows, and ppaux claims no auxiliary-output cause for it. Its kind "
-            "(extra.kind: communication-init, communication, memory, shape-kernel, other, "
-            "unknown) is told from the exception's type, message and frames, and chooses the "
-            "next steps. A communicator that could not be set up, with no failure before it, "
-            "is a root. A traceback cut off before its exception line is reported here with "
-            "its exception unknown. " + _LOCATION
+            "(extra.kind: communication-init, communication, hardware, memory, shape-kernel, "
+            "other, unknown) is told from the exception's type, message and frames, and "
+            "chooses the next steps. A communicator that could not be set up, with no failure "
+            "before it, is a root. A traceback cut off before its exception line is reported "
+            "here with its exception unknown. " + _LOCATION
         ),
         causes=(
             "Any failure in the scheduler's event loop or its start-up.",
@@ -80,15 +80,18 @@ RULES = (
             "network between the nodes).",
             "Memory (the KV cache, CUDA graphs, the weights of a stage).",
             "A shape or kernel failure in sglang, a model or a kernel it calls.",
+            "A fault of the GPU or its links (an ECC error, an Xid, NVLink, a GPU fallen off "
+            "the bus).",
             "Stages that disagree on the PP output message (a KeyError on a logprob key).",
         ),
         fix=(
             "Read the traceback at the line given, then act on its kind (extra.kind): for "
             "communication, set NCCL_DEBUG=INFO and collect every rank's log; for memory, lower "
             "--mem-fraction-static or --max-running-requests; for shape-kernel, report the model, "
-            "the sglang release and the server arguments upstream; run 'ppaux check-skew' across "
-            "the stages when the error comes from the PP path. ppaux triage's text and Markdown "
-            "reports list these steps as commands."
+            "the sglang release and the server arguments upstream; for hardware, check the GPU "
+            "(nvidia-smi -q, the driver's Xid records) and drain the node; run 'ppaux "
+            "check-skew' across the stages when the error comes from the PP path. ppaux "
+            "triage's text and Markdown reports list these steps as commands."
         ),
         example=(
             "PP0 TP0 failed first at 2026-12-03 14:22:07 (local time of the host, zone unknown) "
