@@ -41,7 +41,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ppaux.triage.deaths import DEATH_MARKERS
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
 from ppaux.triage.records import Failure, Frame
 from ppaux.triage.tracebacks import MAX_FRAMES
@@ -70,7 +69,12 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"memory allocation of",
     b"::initialise()",
     b"Search for `cudaError",
-    *DEATH_MARKERS,
+    # a death another process reports (:mod:`ppaux.triage.deaths` reads it)
+    b"A worker died or was killed",
+    b"; not expected)",
+    b"Killing subprocess",
+    b"exits with return code",
+    b"died unexpectedly",
 )
 #: Lines within which a record of the same stream completes the failure before it (a C++
 #: exception's ``what():`` line and the frames between it and the fault handler's line).

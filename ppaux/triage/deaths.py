@@ -35,9 +35,9 @@ import re
 import signal
 
 from ppaux.triage.records import Event, Failure
+from ppaux.triage.relays import carries_own
 
 __all__ = [
-    "DEATH_MARKERS",
     "crashed",
     "dead_one",
     "death_in_text",
@@ -49,15 +49,6 @@ __all__ = [
     "worker_died",
     "worker_name",
 ]
-
-#: What makes a line worth reading for a death another process reports.
-DEATH_MARKERS: tuple[bytes, ...] = (
-    b"A worker died or was killed",
-    b"; not expected)",
-    b"Killing subprocess",
-    b"exits with return code",
-    b"died unexpectedly",
-)
 
 _RAYLET = re.compile(r"A worker died or was killed")
 _RAY_PID = re.compile(r"Worker PID: (?P<pid>\d{1,9})")
@@ -122,14 +113,15 @@ _QUOTED = re.compile(
 
 def relay(failure: Failure) -> bool:
     """True when ``failure``'s exception relays another process's failure (:data:`_RELAY`,
-    or Ray's error of a remote task or actor, :data:`_RAY_RELAY`)."""
+    or Ray's error of a remote task or actor, :data:`_RAY_RELAY`); not where it carries a
+    failure of its own, in its chain or before the relay's words
+    (:func:`~ppaux.triage.relays.carries_own`)."""
     if failure.exception is None:
         return False
-    return (
-        failure.relayed_by is not None
-        or _RAY_RELAY.search(failure.exception) is not None
-        or _RELAY.search(failure.message[:2000]) is not None
-    )
+    if failure.relayed_by is not None or _RAY_RELAY.search(failure.exception) is not None:
+        return True
+    words = _RELAY.search(failure.message[:2000])
+    return words is not None and not carries_own(failure, words.start(), _RELAY)
 
 
 def relayed_error(failure: Failure) -> str | None:

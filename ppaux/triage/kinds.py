@@ -154,7 +154,11 @@ def _texts(failure: Failure) -> list[tuple[str, str]]:
 
 
 #: vLLM's relay of a worker's error, quoting the error's text (``str`` of the exception).
-_RELAYED = re.compile(r"^Worker failed with error '(?P<error>[^'\n]{1,2000})'")
+#: The error may hold quotes of its own (``'logits' is not a tensor``): it ends at the quote
+#: before ``, please check`` or at the line's end.
+_RELAYED = re.compile(
+    r"^Worker failed with error '(?P<error>[^\n]{1,2000}?)'(?:, please check|$)", re.M
+)
 
 
 def quoted_relay(message: str) -> str | None:
