@@ -100,7 +100,9 @@ _WHAT = re.compile(r"^\s*what\(\):\s+(?P<message>.*)$")
 _FATAL = re.compile(r"Fatal Python error: \"?(?P<message>[^\n\",]{0,200})")
 #: What is stripped around the fault handler's words when another thread's output cut them.
 _QUOTES = " \"',"
-_SUMMARY = re.compile(r"^\s*Root Cause \(first observed failure\):")
+#: The summary's heading of its first observed failure, wherever a line's envelope (a console's
+#: table columns) leaves it; a summary flattened on one line holds its row after it.
+_SUMMARY = re.compile(r"(?:^|[\s|])Root Cause \(first observed failure\):(?=\s|$)")
 _SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(?P<rank>\d{1,9}) \(local_rank: ")
 _SUMMARY_EXIT = re.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d{1,9})")
 #: A failure of torchrun's summary flattened on one line (a console's table row): ``[2]: time :
@@ -167,6 +169,8 @@ class Crashes:
         self._last: Failure | None = None
         self._last_line = 0
         self._summary: Failure | None = None
+        #: The summary's root cause heading came, its row (rank, exit code) not yet.
+        self._row_due = False
 
     def _near(self, line: LogLine) -> Failure | None:
         last = self._last
@@ -219,6 +223,7 @@ class Crashes:
         summary = self._summary
         if summary is not None and line.number - summary.line <= _SUMMARY_LINES:
             if (rank := _SUMMARY_RANK.match(text)) is not None:
+                self._row_due = False
                 summary.stream = f"rank {rank.group('rank')}"
                 return True, None
             if (code := _SUMMARY_EXIT.match(text)) is not None:
@@ -227,13 +232,25 @@ class Crashes:
                     "(torchrun's first observed failure); its exception is not in this log"
                 )
                 return True, None
+        heading = _SUMMARY.search(text)
+        if heading is not None and (row := _SUMMARY_ROW.search(text, heading.end())):
+            # the summary flattened on one line: its first observed failure's row follows
+            self._summary = self._new(line, None, "")
+            _root_cause(self._summary, row, line)
+            return True, self._summary
         if (row := _SUMMARY_ROW.search(text)) is not None:
+            near = summary is not None and line.number - summary.line <= _SUMMARY_LINES
+            if summary is not None and near and self._row_due:
+                self._row_due = False  # the row under the summary's root cause heading
+                _root_cause(summary, row, line)
+                return True, None
             failure = self._new(line, None, "")
             failure.stream = ranked_stream(line.stream, f"rank {row.group('rank')}")
             failure.said = (
                 f"rank {row.group('rank')} exited with code {row.group('code')} (a failure of "
                 "torchrun's summary); its exception is not in this log"
             )
+            failure.summary = "failure"
             return True, failure
         if (agent := _AGENT_EXIT.search(text)) is not None:
             failure = self._new(line, None, "")
@@ -243,8 +260,10 @@ class Crashes:
                 "(torchrun's record of its child); its exception is not in this log"
             )
             return True, failure
-        if _SUMMARY.match(text):
+        if heading is not None:
             self._summary = self._new(line, None, "")
+            self._summary.summary = "root-cause"
+            self._row_due = True
             self._summary.said = (
                 "a process exited (torchrun's first observed failure); its exception is not in "
                 "this log"
@@ -316,6 +335,16 @@ class Crashes:
                 f"{said} (the process aborted; the cause is not in this log)",
             )
         return None
+
+
+def _root_cause(summary: Failure, row: re.Match[str], line: LogLine) -> None:
+    """Give torchrun's summary the rank and exit code of its first observed failure's row."""
+    summary.stream = ranked_stream(line.stream, f"rank {row.group('rank')}")
+    summary.said = (
+        f"rank {row.group('rank')} exited with code {row.group('code')} (torchrun's first "
+        "observed failure); its exception is not in this log"
+    )
+    summary.summary = "root-cause"
 
 
 def host_allocation(text: str) -> tuple[str, str] | None:

@@ -148,6 +148,9 @@ def later_than(record: Failure | Event, root: Failure) -> str:
         # Times of two hosts' clocks, or of a host's clock and a collector's, do not compare;
         # in the root's own log, its place does (a line without a time, NCCL's warning).
         if record.source == root.source and record.line < root.line:
+            if isinstance(record, Failure) and record.summary and root.summary == "root-cause":
+                # torchrun's summary lists its other failures before its first observed one
+                return "after the root (torchrun's summary lists it before)"
             return "before the root in its log" + (
                 "" if record.time_text is None else f", at {when_of(record)}"
             )
