@@ -121,6 +121,8 @@ _CUDA_ERROR = "CUDA error"
 _AGENT_EXIT = re.compile(
     r"failed \(exitcode: (?P<code>-?\d{1,9})\) local_rank: (?P<rank>\d{1,9}) \(pid: \d{1,9}\)"
 )
+#: Digits of a rank read (a longer number is no rank: the line is read without it, PP811).
+_RANK_DIGITS = 6
 #: Lines a torchrun summary's ``rank`` and ``exitcode`` come within after its heading: the
 #: fifth and sixth line of it, where an export's pretty-printed JSON spends up to eight lines
 #: on each.
@@ -254,10 +256,13 @@ class Crashes:
             return True, failure
         if (agent := _AGENT_EXIT.search(text)) is not None:
             failure = self._new(line, None, "")
-            failure.stream = ranked_stream(line.stream, f"local_rank {agent.group('rank')}")
+            who = "torchrun's child"
+            if len(agent.group("rank")) <= _RANK_DIGITS:
+                who = f"local_rank {agent.group('rank')}"
+                failure.stream = ranked_stream(line.stream, who)
             failure.said = (
-                f"local_rank {agent.group('rank')} exited with code {agent.group('code')} "
-                "(torchrun's record of its child); its exception is not in this log"
+                f"{who} exited with code {agent.group('code')} (torchrun's record of its "
+                "child); its exception is not in this log"
             )
             return True, failure
         if heading is not None:

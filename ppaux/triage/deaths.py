@@ -87,8 +87,13 @@ def _launcher_exit(text: str) -> tuple[str, int] | None:
 
 
 #: The launcher's own option for the child's local rank, in the command it echoes (two dashes
-#: as ``-{2}``: the text is the launcher's, not an option of ppaux's).
-_LOCAL_RANK = re.compile(r"-{2}local_rank[= ]'?(?P<rank>\d{1,6})")
+#: as ``-{2}``: the text is the launcher's, not an option of ppaux's): an argument of the list
+#: of its own, quoted as Python writes a list (``'--local_rank=2'``, or ``'--local_rank',
+#: '2'``), never the words inside another (``'--run_name=--local_rank=7'``); six digits at
+#: most, as ranks are read.
+_LOCAL_RANK = re.compile(
+    r"(?:^|\[|,\s?)(?P<q>['\"])-{2}local_rank(?:=|(?P=q),\s?(?P=q))(?P<rank>\d{1,6})(?P=q)"
+)
 #: Signals of a crash of the process's own (a core dump and the fault handler say where).
 _CRASH_SIGNALS = re.compile(r"\bSIG(?:SEGV|ABRT|BUS|ILL|FPE)\b")
 #: vLLM's engine reporting that a worker process ended.

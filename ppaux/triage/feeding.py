@@ -41,7 +41,9 @@ _CAPTURE_DIR = re.compile(r"ppaux capture: capturing .* into (?P<dir>.+?) \(when
 #: A pipeline rank in sglang's prefix (``PPn``).
 PP_RANK = re.compile(r"\bPP(\d{1,6})\b")
 #: A rank or a frame's line number longer than ppaux reads (a finding, not a number).
-_OVERSIZED = re.compile(r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank)\d{7,}")
+_OVERSIZED = re.compile(
+    r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank|\blocal_rank(?:: |=))\d{7,}"
+)
 #: Lines with an oversized number listed per log.
 _MAX_OVERSIZED = 16
 

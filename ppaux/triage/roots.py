@@ -29,6 +29,7 @@ __all__ = [
     "location_of",
     "observer_target",
     "place_of",
+    "processes_of",
     "root_finding",
     "time_fields",
     "when_of",
@@ -246,14 +247,24 @@ def _headline(root: Failure, cause: tuple[MessageMatch, str, str, str] | None) -
     return f"{shown(exception)}: {shown(line)} ({relation} {headline})", True
 
 
+def processes_of(members: list[Failure]) -> list[str]:
+    """The processes ``members`` name, each once, in their order: one process's failure
+    written more than once (the same ranks on several records) is one process."""
+    return list(dict.fromkeys(shown(m.who) for m in members))
+
+
 def _first_words(incident: Incident, headline: str, earlier: bool) -> str:
     """Who failed first, when and where, with what; which sub-exception of a group it is."""
     root = incident.root
     members = incident.members
-    who = ", ".join(dict.fromkeys(shown(m.who) for m in members))
+    names = processes_of(members)
+    who = ", ".join(names)
     also = ""
-    if incident.ranks:
-        also = f" ({len(members)} processes failed with it at the same moment)"
+    if len(names) > 1:
+        also = f" ({len(names)} processes failed with it at the same moment"
+        also += f", in {len(members)} records)" if len(members) > len(names) else ")"
+    elif incident.ranks:  # one process's failure, written more than once
+        also = f" ({len(members)} records of it at the same moment)"
     message = f"{who} failed first at {when_of(root)} ({place_of(root)}): {headline}{also}"
     if root.group is not None and len(root.subs) > 1 and not earlier:
         # The headline and the kind are the root sub-exception's (ppaux.triage.kinds).
@@ -277,7 +288,7 @@ def _root_extra(number: int, incident: Incident) -> dict[str, Any]:
         "incident": number,
         "root": True,
         "kind": kind_of(root),
-        "ranks": [shown(m.who) for m in members],
+        "ranks": processes_of(members),
         "exception": None if root.exception is None else shown(root.exception),
         "message": shown(root.message, 2000),
         **time_fields(root),
