@@ -25,6 +25,8 @@ process prints as it dies.
 - the tail of torch's CUDA error alone (``Search for `cudaErrorIllegalAddress' in ...``, then
   ``Exception raised from c10_cuda_check_implementation`` and C++ frames), its first line not
   in the log: a ``CUDA error`` of that name;
+- Open MPI's error block (``*** An error occurred in MPI_Init_thread``,
+  :mod:`ppaux.triage.openmpi`): that rank's MPI call failed;
 - a host allocation that failed, ``memory allocation of 2097152 bytes failed`` (Rust's
   allocator aborting a process, a tokenizer's): the host ran out of memory; two processes'
   lines may be written into each other (``memory allocation of memory allocation of ...``).
@@ -42,6 +44,7 @@ import re
 from collections.abc import Callable
 
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
+from ppaux.triage.openmpi import MPI_ERROR, MPI_MARKERS, mpi_block, mpi_detail
 from ppaux.triage.records import Failure, Frame
 from ppaux.triage.tracebacks import MAX_FRAMES
 from ppaux.triage.tracelines import MAX_MESSAGE, raised
@@ -69,6 +72,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"memory allocation of",
     b"::initialise()",
     b"Search for `cudaError",
+    *MPI_MARKERS,
     # a death another process reports (:mod:`ppaux.triage.deaths` reads it)
     b"A worker died or was killed",
     b"; not expected)",
@@ -329,6 +333,13 @@ class Crashes:
                 self._last_line = line.number  # another process's, or the same said again
                 return None
             return self._new(line, *alloc)
+        if (block := mpi_block(text)) is not None:
+            return self._new(line, *block)
+        if (detail := mpi_detail(text)) is not None:
+            if near is not None and near.exception == MPI_ERROR:  # the block's error
+                near.message = f"{near.message}: {detail}"[:MAX_MESSAGE]
+                self._last_line = line.number
+            return None
         if (fatal := _FATAL.search(text)) is not None:
             if near is not None:
                 self._last_line = line.number

@@ -96,9 +96,12 @@ _LOCAL_RANK = re.compile(
 )
 #: Signals of a crash of the process's own (a core dump and the fault handler say where).
 _CRASH_SIGNALS = re.compile(r"\bSIG(?:SEGV|ABRT|BUS|ILL|FPE)\b")
-#: vLLM's engine reporting that a worker process ended.
+#: vLLM's engine reporting that a worker process ended: its record's message begins so (after
+#: the logger's ``[file.py:N] `` where that is still there), never words inside another
+#: record's text (a request or a batch's text that quotes them, unquoted, in an INFO line).
 _WORKER_PROC = re.compile(
-    r"Worker proc (?P<name>[\w.-]{1,80}) died unexpectedly(?: \(exit code: (?P<code>-?\d{1,4})\))?"
+    r"(?:^|(?<=\] ))Worker proc (?P<name>[\w.-]{1,80}) died unexpectedly"
+    r"(?: \(exit code: (?P<code>-?\d{1,4})\))?"
 )
 #: A process's exception that relays another's failure and points elsewhere for its cause.
 _RELAY_WORDS = (

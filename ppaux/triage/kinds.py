@@ -88,7 +88,8 @@ _COMMUNICATION_TEXT = re.compile(
     r"Connection timed out|process group has been aborted|ProcessGroupGloo|ProcessGroupNCCL|"
     r"gloo/transport|\bgloo\b|Read error|Write error|connectFullMesh|No route to host|"
     r"Network is unreachable|rendezvous|Address already in use|EADDRINUSE|"
-    r"\bMPI error\b|\bMPI_ERR_[A-Z_]{1,40}\b|\bMPI_\w{1,40} failed",  # MPI, as NCCL is
+    r"\bMPI error\b|\bMPI_ERR_[A-Z_]{1,40}\b|\bMPI_\w{1,40} failed|"  # MPI, as NCCL is
+    r"An error occurred in MPI_",  # Open MPI's own block
 )
 #: What only a communicator's or a process group's set-up says, in its message or its frames.
 _INIT_TEXT = re.compile(
