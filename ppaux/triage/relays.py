@@ -38,10 +38,12 @@ def carries_own(failure: Failure, words_at: int, relay_words: re.Pattern[str]) -
     a failure of its own: in its chain (an exception whose message holds no relay's words,
     ``relay_words`` being the pattern of them), or in its own message before the words. A
     relay quoting the error it relays carries none."""
-    if failure.exception is None or quoted_relay(failure.message) is not None:
+    before = failure.message[:words_at].rstrip(" ;,.:-")
+    if failure.exception is None or not (failure.chain or before):
+        return False  # nothing of its own to carry (the cheap test first: relays are many)
+    if quoted_relay(failure.message) is not None:
         return False
     for exception, message in failure.chain:
         if relay_words.search(message[:2000]) is None and _told(exception, message):
             return True
-    before = failure.message[:words_at].rstrip(" ;,.:-")
     return bool(before) and _told(failure.exception, before)
