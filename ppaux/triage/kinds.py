@@ -156,10 +156,9 @@ def _texts(failure: Failure) -> list[tuple[str, str]]:
 
 #: vLLM's relay of a worker's error, quoting the error's text (``str`` of the exception).
 #: The error may hold quotes of its own (``'logits' is not a tensor``): it ends at the quote
-#: before ``, please check`` or at the line's end (the last such quote of the line: read back
-#: from its end, where the quote stands).
+#: before ``, please check`` or at the line's end, the first such quote of the line.
 _RELAYED = re.compile(
-    r"^Worker failed with error '(?P<error>[^\n]{1,2000})'(?:, please check|$)", re.M
+    r"^Worker failed with error '(?P<error>[^\n]{1,2000}?)'(?:, please check|$)", re.M
 )
 
 
