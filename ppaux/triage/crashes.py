@@ -28,6 +28,8 @@ process prints as it dies.
 - the NVIDIA driver's record of a GPU fault (``NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU
   has fallen off the bus.``, as the kernel's log writes it): a fault of the device, of the
   ``hardware`` kind, that the processes on that GPU failed of;
+- Open MPI's error block (``*** An error occurred in MPI_Init_thread``,
+  :mod:`ppaux.triage.openmpi`): that rank's MPI call failed;
 - a host allocation that failed, ``memory allocation of 2097152 bytes failed`` (Rust's
   allocator aborting a process, a tokenizer's): the host ran out of memory; two processes'
   lines may be written into each other (``memory allocation of memory allocation of ...``).
@@ -44,8 +46,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ppaux.triage.deaths import DEATH_MARKERS
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
+from ppaux.triage.openmpi import MPI_ERROR, MPI_MARKERS, mpi_block, mpi_detail
 from ppaux.triage.records import Failure, Frame
 from ppaux.triage.tracebacks import MAX_FRAMES
 from ppaux.triage.tracelines import MAX_MESSAGE, raised
@@ -75,7 +77,13 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"::initialise()",
     b"Search for `cudaError",
     b"NVRM: Xid",
-    *DEATH_MARKERS,
+    *MPI_MARKERS,
+    # a death another process reports (:mod:`ppaux.triage.deaths` reads it)
+    b"A worker died or was killed",
+    b"; not expected)",
+    b"Killing subprocess",
+    b"exits with return code",
+    b"died unexpectedly",
 )
 #: Lines within which a record of the same stream completes the failure before it (a C++
 #: exception's ``what():`` line and the frames between it and the fault handler's line).
@@ -104,7 +112,9 @@ _WHAT = re.compile(r"^\s*what\(\):\s+(?P<message>.*)$")
 _FATAL = re.compile(r"Fatal Python error: \"?(?P<message>[^\n\",]{0,200})")
 #: What is stripped around the fault handler's words when another thread's output cut them.
 _QUOTES = " \"',"
-_SUMMARY = re.compile(r"^\s*Root Cause \(first observed failure\):")
+#: The summary's heading of its first observed failure, wherever a line's envelope (a console's
+#: table columns) leaves it; a summary flattened on one line holds its row after it.
+_SUMMARY = re.compile(r"(?:^|[\s|])Root Cause \(first observed failure\):(?=\s|$)")
 _SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(?P<rank>\d{1,9}) \(local_rank: ")
 _SUMMARY_EXIT = re.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d{1,9})")
 #: A failure of torchrun's summary flattened on one line (a console's table row): ``[2]: time :
@@ -123,6 +133,8 @@ _CUDA_ERROR = "CUDA error"
 _AGENT_EXIT = re.compile(
     r"failed \(exitcode: (?P<code>-?\d{1,9})\) local_rank: (?P<rank>\d{1,9}) \(pid: \d{1,9}\)"
 )
+#: Digits of a rank read (a longer number is no rank: the line is read without it, PP811).
+_RANK_DIGITS = 6
 #: Lines a torchrun summary's ``rank`` and ``exitcode`` come within after its heading: the
 #: fifth and sixth line of it, where an export's pretty-printed JSON spends up to eight lines
 #: on each.
@@ -171,6 +183,8 @@ class Crashes:
         self._last: Failure | None = None
         self._last_line = 0
         self._summary: Failure | None = None
+        #: The summary's root cause heading came, its row (rank, exit code) not yet.
+        self._row_due = False
 
     def _near(self, line: LogLine) -> Failure | None:
         last = self._last
@@ -223,6 +237,7 @@ class Crashes:
         summary = self._summary
         if summary is not None and line.number - summary.line <= _SUMMARY_LINES:
             if (rank := _SUMMARY_RANK.match(text)) is not None:
+                self._row_due = False
                 summary.stream = f"rank {rank.group('rank')}"
                 return True, None
             if (code := _SUMMARY_EXIT.match(text)) is not None:
@@ -231,24 +246,41 @@ class Crashes:
                     "(torchrun's first observed failure); its exception is not in this log"
                 )
                 return True, None
+        heading = _SUMMARY.search(text)
+        if heading is not None and (row := _SUMMARY_ROW.search(text, heading.end())):
+            # the summary flattened on one line: its first observed failure's row follows
+            self._summary = self._new(line, None, "")
+            _root_cause(self._summary, row, line)
+            return True, self._summary
         if (row := _SUMMARY_ROW.search(text)) is not None:
+            near = summary is not None and line.number - summary.line <= _SUMMARY_LINES
+            if summary is not None and near and self._row_due:
+                self._row_due = False  # the row under the summary's root cause heading
+                _root_cause(summary, row, line)
+                return True, None
             failure = self._new(line, None, "")
             failure.stream = ranked_stream(line.stream, f"rank {row.group('rank')}")
             failure.said = (
                 f"rank {row.group('rank')} exited with code {row.group('code')} (a failure of "
                 "torchrun's summary); its exception is not in this log"
             )
+            failure.summary = "failure"
             return True, failure
         if (agent := _AGENT_EXIT.search(text)) is not None:
             failure = self._new(line, None, "")
-            failure.stream = ranked_stream(line.stream, f"local_rank {agent.group('rank')}")
+            who = "torchrun's child"
+            if len(agent.group("rank")) <= _RANK_DIGITS:
+                who = f"local_rank {agent.group('rank')}"
+                failure.stream = ranked_stream(line.stream, who)
             failure.said = (
-                f"local_rank {agent.group('rank')} exited with code {agent.group('code')} "
-                "(torchrun's record of its child); its exception is not in this log"
+                f"{who} exited with code {agent.group('code')} (torchrun's record of its "
+                "child); its exception is not in this log"
             )
             return True, failure
-        if _SUMMARY.match(text):
+        if heading is not None:
             self._summary = self._new(line, None, "")
+            self._summary.summary = "root-cause"
+            self._row_due = True
             self._summary.said = (
                 "a process exited (torchrun's first observed failure); its exception is not in "
                 "this log"
@@ -314,6 +346,13 @@ class Crashes:
                 self._last_line = line.number  # another process's, or the same said again
                 return None
             return self._new(line, *alloc)
+        if (block := mpi_block(text)) is not None:
+            return self._new(line, *block)
+        if (detail := mpi_detail(text)) is not None:
+            if near is not None and near.exception == MPI_ERROR:  # the block's error
+                near.message = f"{near.message}: {detail}"[:MAX_MESSAGE]
+                self._last_line = line.number
+            return None
         if (fatal := _FATAL.search(text)) is not None:
             if near is not None:
                 self._last_line = line.number
@@ -325,6 +364,16 @@ class Crashes:
                 f"{said} (the process aborted; the cause is not in this log)",
             )
         return None
+
+
+def _root_cause(summary: Failure, row: re.Match[str], line: LogLine) -> None:
+    """Give torchrun's summary the rank and exit code of its first observed failure's row."""
+    summary.stream = ranked_stream(line.stream, f"rank {row.group('rank')}")
+    summary.said = (
+        f"rank {row.group('rank')} exited with code {row.group('code')} (torchrun's first "
+        "observed failure); its exception is not in this log"
+    )
+    summary.summary = "root-cause"
 
 
 def host_allocation(text: str) -> tuple[str, str] | None:

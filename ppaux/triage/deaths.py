@@ -35,9 +35,9 @@ import re
 import signal
 
 from ppaux.triage.records import Event, Failure
+from ppaux.triage.relays import carries_own
 
 __all__ = [
-    "DEATH_MARKERS",
     "crashed",
     "dead_one",
     "death_in_text",
@@ -49,15 +49,6 @@ __all__ = [
     "worker_died",
     "worker_name",
 ]
-
-#: What makes a line worth reading for a death another process reports.
-DEATH_MARKERS: tuple[bytes, ...] = (
-    b"A worker died or was killed",
-    b"; not expected)",
-    b"Killing subprocess",
-    b"exits with return code",
-    b"died unexpectedly",
-)
 
 _RAYLET = re.compile(r"A worker died or was killed")
 _RAY_PID = re.compile(r"Worker PID: (?P<pid>\d{1,9})")
@@ -96,13 +87,21 @@ def _launcher_exit(text: str) -> tuple[str, int] | None:
 
 
 #: The launcher's own option for the child's local rank, in the command it echoes (two dashes
-#: as ``-{2}``: the text is the launcher's, not an option of ppaux's).
-_LOCAL_RANK = re.compile(r"-{2}local_rank[= ]'?(?P<rank>\d{1,6})")
+#: as ``-{2}``: the text is the launcher's, not an option of ppaux's): an argument of the list
+#: of its own, quoted as Python writes a list (``'--local_rank=2'``, or ``'--local_rank',
+#: '2'``), never the words inside another (``'--run_name=--local_rank=7'``); six digits at
+#: most, as ranks are read.
+_LOCAL_RANK = re.compile(
+    r"(?:^|\[|,\s?)(?P<q>['\"])-{2}local_rank(?:=|(?P=q),\s?(?P=q))(?P<rank>\d{1,6})(?P=q)"
+)
 #: Signals of a crash of the process's own (a core dump and the fault handler say where).
 _CRASH_SIGNALS = re.compile(r"\bSIG(?:SEGV|ABRT|BUS|ILL|FPE)\b")
-#: vLLM's engine reporting that a worker process ended.
+#: vLLM's engine reporting that a worker process ended: its record's message begins so (after
+#: the logger's ``[file.py:N] `` where that is still there), never words inside another
+#: record's text (a request or a batch's text that quotes them, unquoted, in an INFO line).
 _WORKER_PROC = re.compile(
-    r"Worker proc (?P<name>[\w.-]{1,80}) died unexpectedly(?: \(exit code: (?P<code>-?\d{1,4})\))?"
+    r"(?:^|(?<=\] ))Worker proc (?P<name>[\w.-]{1,80}) died unexpectedly"
+    r"(?: \(exit code: (?P<code>-?\d{1,4})\))?"
 )
 #: A process's exception that relays another's failure and points elsewhere for its cause.
 _RELAY_WORDS = (
@@ -122,14 +121,15 @@ _QUOTED = re.compile(
 
 def relay(failure: Failure) -> bool:
     """True when ``failure``'s exception relays another process's failure (:data:`_RELAY`,
-    or Ray's error of a remote task or actor, :data:`_RAY_RELAY`)."""
+    or Ray's error of a remote task or actor, :data:`_RAY_RELAY`); not where it carries a
+    failure of its own, in its chain or before the relay's words
+    (:func:`~ppaux.triage.relays.carries_own`)."""
     if failure.exception is None:
         return False
-    return (
-        failure.relayed_by is not None
-        or _RAY_RELAY.search(failure.exception) is not None
-        or _RELAY.search(failure.message[:2000]) is not None
-    )
+    if failure.relayed_by is not None or _RAY_RELAY.search(failure.exception) is not None:
+        return True
+    words = _RELAY.search(failure.message[:2000])
+    return words is not None and not carries_own(failure, words.start(), _RELAY)
 
 
 def relayed_error(failure: Failure) -> str | None:

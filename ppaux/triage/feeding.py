@@ -41,7 +41,9 @@ _CAPTURE_DIR = re.compile(r"ppaux capture: capturing .* into (?P<dir>.+?) \(when
 #: A pipeline rank in sglang's prefix (``PPn``).
 PP_RANK = re.compile(r"\bPP(\d{1,6})\b")
 #: A rank or a frame's line number longer than ppaux reads (a finding, not a number).
-_OVERSIZED = re.compile(r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank)\d{7,}")
+_OVERSIZED = re.compile(
+    r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank|\blocal_rank(?:: |=))\d{7,}"
+)
 #: Lines with an oversized number listed per log.
 _MAX_OVERSIZED = 16
 
@@ -51,6 +53,12 @@ _MAX_OVERSIZED = 16
 _ORIGINAL = "Original traceback:"
 #: Lines a note's next frame comes within (its source line and the caret line between).
 _NOTE_LINES = 3
+
+
+def _same_ranks(one: str | None, other: str | None) -> bool:
+    """True unless both lines name ranks and the ranks differ (a traceback's lines after its
+    header often name none)."""
+    return one is None or other is None or one == other
 
 
 class _Open:
@@ -92,7 +100,7 @@ class Reader:
         #: Per stream, the number of the last frame line read as a note of the exception
         #: before it (torch.fx's ``Original traceback:`` and the frames after it), not a
         #: failure of its own.
-        self._noted: dict[str | None, int] = {}
+        self._noted: dict[str | None, tuple[int, str | None]] = {}
         #: Per stream, the text a tool ppaux does not know put before the last traceback's
         #: header: taken off the lines after it that begin the same way
         #: (:func:`~ppaux.triage.leads.lead_length`).
@@ -328,18 +336,30 @@ class Reader:
 
     def _a_note(self, line: LogLine, before: LogLine | None) -> bool:
         """True for a frame ``line`` that notes where the exception before it came from, not a
-        failure of its own: torch.fx's ``Original traceback:`` (after ``While executing``) and
-        the frames that follow it, each within :data:`_NOTE_LINES` of the last."""
+        failure of its own: torch.fx's ``Original traceback:`` on a line of its own, right
+        after a failure of the same process (its exception, ``While executing``), and the
+        frames that follow it, each within :data:`_NOTE_LINES` of the last. Another rank's
+        frame is never the note of this one's."""
         last = self._noted.get(line.stream)
-        said = (
-            before is not None
-            and before.stream == line.stream
-            and before.text.strip().endswith(_ORIGINAL)
-        )
-        if said or (last is not None and 0 < line.number - last <= _NOTE_LINES):
-            self._noted[line.stream] = line.number
-            return True
-        return False
+        if last is not None and 0 < line.number - last[0] <= _NOTE_LINES:
+            if _same_ranks(last[1], line.ranks):
+                self._noted[line.stream] = (line.number, last[1] or line.ranks)
+                return True
+        if before is None or before.stream != line.stream or before.text.strip() != _ORIGINAL:
+            return False
+        if not _same_ranks(before.ranks, line.ranks) or not self._noted_failure(before):
+            return False
+        self._noted[line.stream] = (line.number, before.ranks or line.ranks)
+        return True
+
+    def _noted_failure(self, original: LogLine) -> bool:
+        """True where the last failure read is the one torch.fx's ``Original traceback:``
+        line ``original`` notes: a failure of the same process, its exception read."""
+        failures = self.reading.failures
+        if not failures or failures[-1].exception is None:
+            return False
+        failure = failures[-1]
+        return _same_ranks(failure.ranks, original.ranks)
 
     def _learn(self, line: LogLine) -> str | None:
         """Keep what stands before ``line``'s traceback header and no known layer took off:

@@ -100,9 +100,14 @@ def _cut_roots(ordered: list[Failure], deaths: list[Failure | Event]) -> list[Fa
     that failure is then where the log's story starts. Where a process's death (``deaths``)
     came before every one of them, none is a root: they followed from it."""
     cut = [f for f in ordered if f.exception is None]
+    # torchrun's summary's other rows follow its first observed failure, a death included
+    first = {d.source for d in deaths if isinstance(d, Failure) and d.summary == "root-cause"}
+    cut = [f for f in cut if not (f.summary == "failure" and f.source in first)]
     if not cut:
         return []
     for death in deaths:
+        if _listed_first(death, cut):
+            continue
         if all(_before(death, f) for f in cut):
             return []
     shown = [f for f in ordered if f.exception is not None]
@@ -110,6 +115,15 @@ def _cut_roots(ordered: list[Failure], deaths: list[Failure | Event]) -> list[Fa
     if earliest is not None and all(_before(earliest, f) for f in cut):
         return [earliest]
     return cut
+
+
+def _listed_first(death: Failure | Event, cut: list[Failure]) -> bool:
+    """True where ``death`` is a row of torchrun's failure summary and that summary's first
+    observed failure is among ``cut``: the summary lists its other failures first, though
+    they came after it."""
+    if not isinstance(death, Failure) or death.summary != "failure":
+        return False
+    return any(f.summary == "root-cause" and f.source == death.source for f in cut)
 
 
 def _stray(failure: Failure, events: list[Event]) -> bool:

@@ -35,6 +35,7 @@ from ppaux.triage.roots import (
     location_of,
     observer_target,
     place_of,
+    processes_of,
     root_finding,
     time_fields,
 )
@@ -388,7 +389,7 @@ def _fill(
     report.data["incidents"] = [
         {
             "root": {"ranks": shown(i.root.who), "log": i.root.source, "line": i.root.line},
-            "ranks": [shown(m.who) for m in i.members],
+            "ranks": processes_of(i.members),
             "error": shown(i.root.error),
             **time_fields(i.root),
             "collateral": len(i.collateral) + len(i.events),

@@ -94,7 +94,8 @@ _COMMUNICATION_TEXT = re.compile(
     r"Connection timed out|process group has been aborted|ProcessGroupGloo|ProcessGroupNCCL|"
     r"gloo/transport|\bgloo\b|Read error|Write error|connectFullMesh|No route to host|"
     r"Network is unreachable|rendezvous|Address already in use|EADDRINUSE|"
-    r"\bMPI error\b|\bMPI_ERR_[A-Z_]{1,40}\b|\bMPI_\w{1,40} failed",  # MPI, as NCCL is
+    r"\bMPI error\b|\bMPI_ERR_[A-Z_]{1,40}\b|\bMPI_\w{1,40} failed|"  # MPI, as NCCL is
+    r"An error occurred in MPI_",  # Open MPI's own block
 )
 #: What only a communicator's or a process group's set-up says, in its message or its frames.
 _INIT_TEXT = re.compile(
@@ -171,7 +172,11 @@ def _texts(failure: Failure) -> list[tuple[str, str]]:
 
 
 #: vLLM's relay of a worker's error, quoting the error's text (``str`` of the exception).
-_RELAYED = re.compile(r"^Worker failed with error '(?P<error>[^'\n]{1,2000})'")
+#: The error may hold quotes of its own (``'logits' is not a tensor``): it ends at the quote
+#: before ``, please check`` or at the line's end, the first such quote of the line.
+_RELAYED = re.compile(
+    r"^Worker failed with error '(?P<error>[^\n]{1,2000}?)'(?:, please check|$)", re.M
+)
 
 
 def quoted_relay(message: str) -> str | None:

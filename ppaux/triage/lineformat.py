@@ -136,7 +136,7 @@ def detect(head: bytes) -> tuple[Envelope, Launcher]:
         launcher = Launcher.WRAPPER
     elif _share(texts, lambda t: KUBECTL.match(t) is not None):
         launcher = Launcher.KUBECTL
-    elif _share(texts, lambda t: COMPOSE.match(t) is not None and not SGLANG.match(t)):
+    elif _compose(texts):
         launcher = Launcher.COMPOSE
     else:
         launcher = _pod_launcher(texts)
@@ -145,6 +145,22 @@ def detect(head: bytes) -> tuple[Envelope, Launcher]:
         if _share(inner, lambda t: STAMP.match(t) is not None):
             envelope = Envelope.TIMESTAMPS
     return envelope, launcher
+
+
+def _compose(texts: list[str]) -> bool:
+    """docker compose's ``<service>  | ``: half the lines in that shape, and each service's bar
+    in one column on all its lines (compose pads every name to one width). A pod's name before
+    an exception group's margins (k9s' ``<pod> ``, then ``  | Traceback ...``, ``    | ...``)
+    puts the bar in as many columns as the group nests: no compose."""
+    found = [m for t in texts if (m := COMPOSE.match(t)) is not None and not SGLANG.match(t)]
+    if not found or len(found) * 2 < len(texts):
+        return False
+    bars: dict[str, int] = {}
+    for match in found:
+        bar = match.string.index("|", match.end("service"))
+        if bars.setdefault(match.group("service"), bar) != bar:
+            return False
+    return True
 
 
 def _pod_launcher(texts: list[str]) -> Launcher:

@@ -120,6 +120,10 @@ class Failure:
     #: (``ray.exceptions.RayTaskError(RuntimeError)``): the exception and frames are the remote
     #: process's, the process that wrote them only relays that failure. None otherwise.
     relayed_by: str | None = None
+    #: The part of torchrun's failure summary this record is: 'root-cause' (the summary's
+    #: ``Root Cause (first observed failure)``) or 'failure' (another of its rows, which the
+    #: summary lists before the root cause though it failed after it); None for any other.
+    summary: str | None = None
 
     @property
     def zoned(self) -> bool:

@@ -29,6 +29,7 @@ __all__ = [
     "location_of",
     "observer_target",
     "place_of",
+    "processes_of",
     "root_finding",
     "time_fields",
     "when_of",
@@ -149,6 +150,9 @@ def later_than(record: Failure | Event, root: Failure) -> str:
         # Times of two hosts' clocks, or of a host's clock and a collector's, do not compare;
         # in the root's own log, its place does (a line without a time, NCCL's warning).
         if record.source == root.source and record.line < root.line:
+            if isinstance(record, Failure) and record.summary and root.summary == "root-cause":
+                # torchrun's summary lists its other failures before its first observed one
+                return "after the root (torchrun's summary lists it before)"
             return "before the root in its log" + (
                 "" if record.time_text is None else f", at {when_of(record)}"
             )
@@ -244,14 +248,24 @@ def _headline(root: Failure, cause: tuple[MessageMatch, str, str, str] | None) -
     return f"{shown(exception)}: {shown(line)} ({relation} {headline})", True
 
 
+def processes_of(members: list[Failure]) -> list[str]:
+    """The processes ``members`` name, each once, in their order: one process's failure
+    written more than once (the same ranks on several records) is one process."""
+    return list(dict.fromkeys(shown(m.who) for m in members))
+
+
 def _first_words(incident: Incident, headline: str, earlier: bool) -> str:
     """Who failed first, when and where, with what; which sub-exception of a group it is."""
     root = incident.root
     members = incident.members
-    who = ", ".join(dict.fromkeys(shown(m.who) for m in members))
+    names = processes_of(members)
+    who = ", ".join(names)
     also = ""
-    if incident.ranks:
-        also = f" ({len(members)} processes failed with it at the same moment)"
+    if len(names) > 1:
+        also = f" ({len(names)} processes failed with it at the same moment"
+        also += f", in {len(members)} records)" if len(members) > len(names) else ")"
+    elif incident.ranks:  # one process's failure, written more than once
+        also = f" ({len(members)} records of it at the same moment)"
     message = f"{who} failed first at {when_of(root)} ({place_of(root)}): {headline}{also}"
     if root.group is not None and len(root.subs) > 1 and not earlier:
         # The headline and the kind are the root sub-exception's (ppaux.triage.kinds).
@@ -275,7 +289,7 @@ def _root_extra(number: int, incident: Incident) -> dict[str, Any]:
         "incident": number,
         "root": True,
         "kind": kind_of(root),
-        "ranks": [shown(m.who) for m in members],
+        "ranks": processes_of(members),
         "exception": None if root.exception is None else shown(root.exception),
         "message": shown(root.message, 2000),
         **time_fields(root),
