@@ -114,6 +114,12 @@ DOCKER_LOG = re.compile(r'"log"\s*:\s*"')
 STAMP = re.compile(
     r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d))(?: (?P<text>.*))?$"
 )
+#: An application's own time at the start of its line (Python logging's, torch's launchers'),
+#: inside a collector's envelope whose time is the one kept: taken off so that the line's
+#: prefix (``[rank3]:``) or exception begins it, as it does in a plain paste.
+APP_TIME = re.compile(
+    r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? (?=\S)"
+)
 #: ``kubectl logs --prefix``: ``[pod/<pod>/<container>] `` (the container is empty when kubectl
 #: cannot name it).
 KUBECTL = re.compile(r"^\[(?P<who>pod/[^/\]\s]+/[^/\]\s]*)\] (?P<text>.*)$")
