@@ -120,7 +120,7 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
     """``rest`` without one more layer (labels, key groups, a launcher's prefix); None when
     it has none."""
     head = rest[:1]
-    if head in ("\x1b", "^"):
+    if head in ("\x1b", "^", "\x9b"):
         # a colour before a launcher's prefix or after it (Ray's ``^[[36m(pid=N)^[[0m``, in
         # caret notation or as the escape byte): taken off here, since the prefix is
         coloured = ANSI.match(rest)
