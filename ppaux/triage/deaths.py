@@ -60,10 +60,16 @@ DEATH_MARKERS: tuple[bytes, ...] = (
     b"Killing subprocess",
     b"exits with return code",
     b"died unexpectedly",
+    b"The actor is dead because its worker process has died",
     CHILD_EXIT_MARKER,
 )
 
-_RAYLET = re.compile(r"A worker died or was killed")
+#: The raylet's line of a worker that ended, and Ray's sentence of an actor whose worker
+#: process died (``The actor is dead because its worker process has died. Worker exit type:
+#: SYSTEM_ERROR ...``), which a process that called the actor logs on its own.
+_RAYLET = re.compile(
+    r"A worker died or was killed|The actor is dead because its worker process has died"
+)
 _RAY_PID = re.compile(r"Worker PID: (?P<pid>\d{1,9})")
 _ACTOR_DIED = re.compile(r"(?:^|[.(])ActorDiedError\)?$")
 _EXIT = re.compile(r"exited with code (?P<code>-\d{1,3})\b")
