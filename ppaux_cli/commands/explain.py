@@ -155,7 +155,11 @@ def _kind_hint(text: str) -> str:
     if death is not None:
         return f"; {death}"
     kind = kind_of_text(text)
-    note = local_note(text) if kind in ("communication", "communication-init") else None
+    note = (
+        local_note(text)
+        if kind in ("communication", "communication-init", "shape-kernel")
+        else None
+    )
     if note is not None:
         return (
             f"; it is a communication failure: {note}; 'ppaux triage' on the whole log (or "
