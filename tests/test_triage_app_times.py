@@ -94,3 +94,31 @@ KEY_ERROR_TRACEBACK = [
 def test_vllm_s_logger_with_a_path_is_peeled_like_one_with_a_file(prefix):
     text = "".join(prefix + line + "\n" for line in KEY_ERROR_TRACEBACK)
     assert _roots(text) == [("PP802", None, "KeyError", "other")]
+
+
+NCCL_CHECK_TRACEBACK = [
+    '  File "/opt/venv/lib/python3.12/site-packages/vllm/distributed/device_communicators/'
+    'pynccl.py", line 162, in all_reduce',
+    "    self.nccl.ncclAllReduce(buffer_type(in_tensor.data_ptr()),",
+    '  File "/opt/venv/lib/python3.12/site-packages/vllm/distributed/device_communicators/'
+    'pynccl_wrapper.py", line 291, in NCCL_CHECK',
+    '    raise RuntimeError(f"NCCL error: {error_str}")',
+    "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+]
+
+
+def test_vllm_s_records_flattened_onto_one_line_are_read_as_their_lines():
+    text = " ".join(VLLM_PATH + line.strip() for line in NCCL_CHECK_TRACEBACK) + "\n"
+    assert _roots(text) == [("PP802", None, "RuntimeError", "shape-kernel")]
+
+
+def test_vllm_s_records_flattened_onto_two_lines_cut_anywhere_are_read():
+    flat = " ".join(VLLM_PATH + line.strip() for line in NCCL_CHECK_TRACEBACK)
+    cut = flat.index(VLLM_PATH + "raise") - 1
+    text = flat[7:cut] + "\n" + flat[cut:] + "\n"
+    assert _roots(text) == [("PP802", None, "RuntimeError", "shape-kernel")]
+
+
+def test_a_line_that_names_the_prefix_once_at_its_start_is_one_record():
+    text = VLLM_PATH + "RuntimeError: NCCL error: unhandled cuda error\n"
+    assert _roots(text) == [("PP802", None, "RuntimeError", "shape-kernel")]
