@@ -161,8 +161,13 @@ def _kind_hint(text: str) -> str:
         else None
     )
     if note is not None:
+        what = (
+            "a CUDA failure of this rank's own GPU, not the network's"
+            if kind == "shape-kernel"
+            else "a communication failure"
+        )
         return (
-            f"; it is a communication failure: {note}; 'ppaux triage' on the whole log (or "
+            f"; it is {what}: {note}; 'ppaux triage' on the whole log (or "
             "'ppaux triage -' from stdin) names the root and what to do next"
         )
     if kind is None or kind == "unknown":
