@@ -1,7 +1,8 @@
 """One NCCL line alone: ``triage`` and ``explain`` tell the same story. NCCL's 'unhandled system
-error' and 'unhandled cuda error' are communication failures whose cause is most often the
-host's own set-up (both say so, with the host's steps first); torch's ``DistBackendError`` line
-is read as a log; torch's 'Exception (either an error or timeout)' record is no timeout. What
+error' is a communication failure whose cause is most often the host's own set-up (both say so,
+with the host's steps first); its 'unhandled cuda error' is a CUDA failure of that rank's own GPU
+(a root of the shape or kernel kind, never the network's); torch's ``DistBackendError`` line is
+read as a log; torch's 'Exception (either an error or timeout)' record is no timeout. What
 each line must be read as is written by hand."""
 
 from __future__ import annotations
@@ -20,11 +21,6 @@ _HOST = "the cause is most often this host's own set-up, else the network or ano
 #: line, then by hand: PP809's no-root reason and the words triage and explain both say.
 LINES = {
     "system-error": ("RuntimeError: NCCL error: unhandled system error", _HOST),
-    "dist-backend-cuda-error": (
-        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
-        "ProcessGroupNCCL.cpp:1970, unhandled cuda error, NCCL version 2.20.5",
-        _HOST,
-    ),
     "remote-exited": (
         "RuntimeError: NCCL error: remote process exited or there was a network error",
         "the cause is on the network or another node",
@@ -55,6 +51,23 @@ def test_triage_and_explain_tell_the_same_story_of_one_nccl_line(tmp_path, name)
     assert commands[0] in said  # the first command triage gives, named by explain too
     host = words == _HOST
     assert ("df -h /dev/shm" in commands) is host  # the host's own set-up checked first
+
+
+_CUDA = (
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+    "ProcessGroupNCCL.cpp:1970, unhandled cuda error, NCCL version 2.20.5"
+)
+
+
+def test_an_unhandled_cuda_error_alone_is_that_rank_s_own_failure(tmp_path):
+    document = _triage(tmp_path, _CUDA)
+    (found,) = [f for f in document["findings"] if f["code"] in ("PP802", "PP809")]
+    assert found["code"] == "PP802"
+    assert found["extra"]["kind"] == "shape-kernel"
+    said = " ".join(cli("explain", "--", _CUDA).output.split())
+    assert "a shape or kernel failure" in said
+    assert "a CUDA failure of this rank's own GPU, not the network's" in said
+    assert "network or another node" not in said
 
 
 _EITHER = (

@@ -60,14 +60,16 @@ def test_explain_reads_the_same_line_as_a_kernel_failure(name):
     assert "communication" not in result.output
 
 
-def test_an_nccl_error_of_cuda_is_still_communication(tmp_path):
-    # NCCL's own 'unhandled cuda error' names no fault of a kernel: a communicator's error
+def test_an_nccl_error_of_cuda_is_this_rank_s_gpu_not_the_network(tmp_path):
+    # NCCL's own 'unhandled cuda error' outside a set-up: a CUDA call of NCCL's failed on this
+    # rank's GPU; it is the rank's failure (a root), never a peer's or the network's
     line = "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO)"
     report = triage_paths([str(_log(tmp_path, line))])
-    assert [f.extra["kind"] for f in report.findings if f.code == "PP802"] != ["shape-kernel"]
+    assert [f.extra["kind"] for f in report.findings if f.code == "PP802"] == ["shape-kernel"]
     result = cli("explain", "--", line)
-    assert "reads it as a communication failure and nothing else" in result.output
-    assert "shape or kernel" not in result.output
+    out = " ".join(result.output.split())
+    assert "a CUDA failure of this rank's own GPU, not the network's" in out
+    assert "it is a communication failure" not in out
 
 
 #: A closed connection whose message carries a kernel fault's words it did not have: a peer's

@@ -18,10 +18,11 @@ process prints as it dies.
   ...`` (``TORCH_DISTRIBUTED_DEBUG=DETAIL``'s check), however a program printed it: the ranks
   called different collectives or shapes, so their programs or models differ; that rank's
   failure, a ``collective mismatch``;
-- NCCL's warning that a CUDA call failed for a reason of the host's own set-up (``init.cc:1582
-  NCCL WARN Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'``):
-  NCCL returns ``ncclUnhandledCudaError`` from it, a failure of that process whatever its
-  peers do, where NCCL's other warnings only say what it saw of the network;
+- NCCL's warning that a CUDA call failed (``init.cc:1582 NCCL WARN Cuda failure 'CUDA driver
+  version is insufficient for CUDA runtime version'``, ``alloc.h:178 ... Cuda failure 'out of
+  memory'`` and its ``Failed to CUDA calloc N bytes``; :mod:`ppaux.triage.ncclcuda`): NCCL
+  returns ``ncclUnhandledCudaError`` from it, a failure of that process on its own GPU
+  whatever its peers do, where NCCL's other warnings only say what it saw of the network;
 - the tail of torch's CUDA error alone (``Search for `cudaErrorIllegalAddress' in ...``, then
   ``Exception raised from c10_cuda_check_implementation`` and C++ frames), its first line not
   in the log: a ``CUDA error`` of that name;
@@ -46,7 +47,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from ppaux.triage.childexits import CHILD_EXIT_MARKER
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
+from ppaux.triage.ncclcuda import NCCL_CUDA_TYPE, cuda_calloc, cuda_failure
 from ppaux.triage.openmpi import MPI_ERROR, MPI_MARKERS, mpi_block, mpi_detail
 from ppaux.triage.records import Failure, Frame
 from ppaux.triage.tracebacks import MAX_FRAMES
@@ -84,6 +87,8 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"Killing subprocess",
     b"exits with return code",
     b"died unexpectedly",
+    b"The actor is dead because its worker process has died",
+    CHILD_EXIT_MARKER,
 )
 #: Lines within which a record of the same stream completes the failure before it (a C++
 #: exception's ``what():`` line and the frames between it and the fault handler's line).
@@ -107,7 +112,8 @@ _XID_TYPE = "driver Xid"
 #: The C++ type at the start of what the quotes hold: other processes' ``terminate`` lines may
 #: be written into it (``'c10::DistBackendErrorterminate called ...'``).
 _CPP_TYPE = re.compile(r"[A-Za-z_][\w:]{0,199}?(?=terminate called|$|[^\w:])")
-_WHAT = re.compile(r"^\s*what\(\):\s+(?P<message>.*)$")
+#: (a backtick a paste put before it is no part of it)
+_WHAT = re.compile(r"^\s*`?\s*what\(\):\s+(?P<message>.*)$")
 #: Anywhere in the line: another thread's output may be written into it.
 _FATAL = re.compile(r"Fatal Python error: \"?(?P<message>[^\n\",]{0,200})")
 #: What is stripped around the fault handler's words when another thread's output cut them.
@@ -144,15 +150,6 @@ _PG_RANK = re.compile(r"\[PG [^\]]{0,80}?Rank (?P<rank>\d{1,9})\]")
 #: The head of a watchdog's message that names the error (``CUDA error: ...``).
 _HEAD = re.compile(r"^(?P<type>(?:[A-Za-z][\w:.]{0,40} )?[\w:.]{0,40}[Ee]rror): (?P<message>.*)$")
 _TIMEOUT = re.compile(r"Watchdog caught collective|[Tt]imed out|Timeout at NCCL work")
-#: NCCL's warning of a failed CUDA call (``Cuda failure 'x'``, ``Cuda failure 35 'x'``) whose
-#: error is the host's set-up: a driver older than the runtime, no usable device, a driver
-#: stub, forward compatibility on a GPU without it. NCCL's place before ``NCCL WARN`` is kept.
-_HOST_CUDA = re.compile(
-    r"(?:(?P<place>[\w./-]{1,200}\.(?:cc|cu|h):\d{1,6}) )?NCCL WARN Cuda failure(?: \d{1,4})? "
-    r"'(?P<message>(?:CUDA driver version is insufficient|no CUDA-capable device|"
-    r"CUDA driver is a stub library|forward compatibility was attempted|"
-    r"system has unsupported display driver)[^']{0,200})'"
-)
 #: torch's check that every rank calls the same collective; the rank is the one whose call
 #: the message gives first.
 _MISMATCH = re.compile(
@@ -161,7 +158,6 @@ _MISMATCH = re.compile(
 #: What such a record is called: the log shows no exception type for it.
 _MISMATCH_TYPE = "collective mismatch"
 #: The error NCCL returns after such a warning.
-_NCCL_CUDA = "ncclUnhandledCudaError"
 
 
 def _split(message: str) -> tuple[str, str]:
@@ -332,10 +328,18 @@ class Crashes:
             if mismatch.group("rank") is not None and _who(line) == line.stream:
                 failure.stream = ranked_stream(line.stream, f"rank {mismatch.group('rank')}")
             return failure
-        if (host := _HOST_CUDA.search(text)) is not None:
-            place = host.group("place")
-            said = f"Cuda failure '{host.group('message')}'"
-            return self._new(line, _NCCL_CUDA, said + (f" (NCCL's {place})" if place else ""))
+        if (cuda := cuda_failure(text)) is not None:
+            if near is not None and near.exception == NCCL_CUDA_TYPE and cuda in near.message:
+                self._last_line = line.number  # the same failure said again
+                return None
+            return self._new(line, NCCL_CUDA_TYPE, cuda)
+        if (calloc := cuda_calloc(text)) is not None:
+            if near is not None and near.exception == NCCL_CUDA_TYPE:
+                if calloc not in near.message:  # the same failure's allocation
+                    near.message = f"{near.message}; {calloc}"[:MAX_MESSAGE]
+                self._last_line = line.number
+                return None
+            return self._new(line, NCCL_CUDA_TYPE, calloc)
         if (xid := xid_record(text)) is not None:
             if near is not None and near.exception == _XID_TYPE:
                 self._last_line = line.number  # the same fault's next record

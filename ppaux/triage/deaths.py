@@ -14,6 +14,8 @@ summaries of a child's failure.
   otherwise;
 - vLLM's ``Worker proc VllmWorker-0 died unexpectedly (exit code: -15)``: the engine saw its
   worker process end;
+- sglang's parent's ``Child process unexpectedly failed with exitcode=9. pid=N``: a child
+  ended, of a signal or with an error status (:mod:`ppaux.triage.childexits`);
 - torchrun's ``ChildFailedError``: the launcher's summary of a child that failed, never a
   failure of its own;
 - a relay: a process's exception that says another one failed and points elsewhere for the
@@ -34,6 +36,7 @@ from __future__ import annotations
 import re
 import signal
 
+from ppaux.triage.childexits import child_exit
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.relays import carries_own
 
@@ -50,7 +53,12 @@ __all__ = [
     "worker_name",
 ]
 
-_RAYLET = re.compile(r"A worker died or was killed")
+#: The raylet's line of a worker that ended, and Ray's sentence of an actor whose worker
+#: process died (``The actor is dead because its worker process has died. Worker exit type:
+#: SYSTEM_ERROR ...``), which a process that called the actor logs on its own.
+_RAYLET = re.compile(
+    r"A worker died or was killed|The actor is dead because its worker process has died"
+)
 _RAY_PID = re.compile(r"Worker PID: (?P<pid>\d{1,9})")
 _ACTOR_DIED = re.compile(r"(?:^|[.(])ActorDiedError\)?$")
 _EXIT = re.compile(r"exited with code (?P<code>-\d{1,3})\b")
@@ -178,6 +186,8 @@ def death_of(record: Failure | Event) -> str | None:
     if isinstance(record, Event):
         if record.kind != "death":
             return None
+        if (child := child_exit(record.text)) is not None:
+            return child[1]
         supervised = _SUPERVISED.search(record.text)
         if supervised is not None:
             return _supervised_end(supervised)
@@ -264,6 +274,8 @@ def worker_died(text: str) -> str | None:
     supervised = _SUPERVISED.search(text)
     if supervised is not None:
         return f"{supervised.group('name')} (supervisord's program)"
+    if (child := child_exit(text)) is not None:
+        return child[0]
     if (ended := _launcher_exit(text)) is not None:
         if ended[1] == 0:
             return None
@@ -319,6 +331,8 @@ def death_in_text(text: str) -> str | None:
     elif exit_line is not None:
         number = -int(exit_line.group("code"))
         how = f"was killed by {_signal_name(number)} (signal {number})"
+    elif (child := child_exit(text)) is not None:
+        how = child[1]
     elif (ended := _launcher_exit(text)) is not None and ended[1]:
         how = _ended(ended[1], "DeepSpeed's launcher")
     elif _RAYLET.search(text) is not None or "ActorDiedError" in text:

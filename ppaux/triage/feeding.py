@@ -22,9 +22,17 @@ from ppaux.triage.kinds import root_of_group
 from ppaux.triage.leads import lead_length, named
 from ppaux.triage.lineformat import LogLine, torch_rank
 from ppaux.triage.logreading import LogReading, event_kind, nccl_process
+from ppaux.triage.ncclcuda import nccl_error_name
 from ppaux.triage.records import Event, Failure, failure_start, method_said, process_of
 from ppaux.triage.tracebacks import TracebackBuilder
-from ppaux.triage.tracelines import cut_header, is_frame, lost_source, raised, wrapped
+from ppaux.triage.tracelines import (
+    MAX_MESSAGE,
+    cut_header,
+    is_frame,
+    lost_source,
+    raised,
+    wrapped,
+)
 
 __all__ = ["PP_RANK", "Reader"]
 
@@ -321,6 +329,10 @@ class Reader:
             self._add(builder)
             return
         assert shaped is not None
+        previous = reading.failures[-1] if reading.failures else None
+        if previous is not None and nccl_error_name(previous, line.number, line.stream, shaped[0]):
+            previous.message = f"{previous.message}\n{text}"[:MAX_MESSAGE]
+            return
         failure.exception, failure.message = shaped
         reading.failures.append(failure)
         if wrapped(text):

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from ppaux.triage.loggerrecords import logger_records
+
 __all__ = [
     "ESCAPED",
     "escaped",
@@ -243,6 +245,9 @@ def split_lines(text: str) -> list[str]:
     header (:func:`in_group_note`)."""
     if in_repr_value(text):
         return [text]
+    records = logger_records(text)
+    if records is not None:
+        return records
     parts = (unescaped(text) or [text]) if escaped(text) and not in_group_note(text) else [text]
     if any(flattened(part) for part in parts):
         parts = [line for part in parts for line in (unflatten(part) or [part])]

@@ -315,7 +315,7 @@ def triage_paths(
             release = ", ".join(build.fits)
     kinds = [kind_of(i.root) for i in found[:MAX_INCIDENTS]]
     host = local or any(
-        kind.startswith("communication") and local_note(i.root.error) is not None
+        kind.startswith(("communication", "shape-kernel")) and local_note(i.root.error) is not None
         for kind, i in zip(kinds, found, strict=False)
     )
     plan = next_steps(

@@ -20,7 +20,9 @@
   ``DistBackendError``):
   what a rank dies of when a peer died first, or when the network failed;
 - ``shape-kernel``: a tensor shape or size that does not fit, a kernel that failed (an illegal
-  memory access, a device-side assert, a Triton or TVM error, no kernel for the device). A
+  memory access, a device-side assert, a Triton or TVM error, no kernel for the device), a CUDA
+  call NCCL made that failed outside a set-up (NCCL's ``unhandled cuda error``, ``Cuda failure
+  1 'invalid argument'``: the rank's own GPU, not the network; out of memory is ``memory``). A
   kernel's fault on the device (an illegal memory access or address, a device-side assert, a
   launch failure) is of this kind whatever else its text holds: NCCL's watchdog, its
   ``ProcessGroupNCCL`` frames or a ``DistBackendError`` type say where the fault surfaced (the
@@ -73,7 +75,7 @@ _MEMORY_TEXT = re.compile(
     r"out of memory|CUDA_ERROR_OUT_OF_MEMORY|CUBLAS_STATUS_ALLOC_FAILED|"
     r"Not enough (?:memory|space)|"
     r"insufficient memory|cudaErrorMemoryAllocation|Tried to allocate|"
-    r"memory allocation of .{0,80}bytes failed|"
+    r"memory allocation of .{0,80}bytes failed|Failed to CUDA (?:calloc|malloc|host alloc)|"
     # sglang's check at start-up that every GPU has as much memory free: other processes hold
     # some (raised while the process group is set up, but of memory, not of communication)
     r"memory capacity is unbalanced",
@@ -123,6 +125,11 @@ _INIT_FUNCTIONS = frozenset(
         "_create_c10d_store",
         "init_torch_distributed",
     }
+)
+#: NCCL's words for a CUDA call of its own that failed (``unhandled cuda error``, its
+#: ``ncclUnhandledCudaError``, its warning's ``Cuda failure 1 'invalid argument'``).
+_NCCL_CUDA = re.compile(
+    r"unhandled cuda error|ncclUnhandledCudaError|Cuda failure(?: \d{1,4})? '", re.IGNORECASE
 )
 #: A kernel's fault on the device, as CUDA names it: never a communication failure, whichever
 #: thread or call it surfaced in.
@@ -247,7 +254,10 @@ def kind_of(failure: Failure) -> str:
     if _kernel_fault(every):
         return SHAPE_KERNEL
     if any(_COMMUNICATION_TYPES.search(t) for t, _ in texts) or _COMMUNICATION_TEXT.search(every):
-        return COMMUNICATION_INIT if _at_init(failure, every) else COMMUNICATION
+        if _at_init(failure, every):
+            return COMMUNICATION_INIT
+        # a CUDA call NCCL made that failed: this rank's own GPU, not the network
+        return SHAPE_KERNEL if _NCCL_CUDA.search(every) else COMMUNICATION
     if (
         _SHAPE_TEXT.search(every)
         or _SHAPE_TYPES.search(exception)

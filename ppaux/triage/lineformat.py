@@ -29,6 +29,7 @@ from ppaux.triage.jsonrecords import cut_record
 from ppaux.triage.lineshapes import (
     ANSI,
     ANSI_OPENERS,
+    APP_TIME,
     COMPOSE,
     CRI,
     DOCKER_LOG,
@@ -296,6 +297,10 @@ def peel(
             moment = collector_time(stamp)
             if moment is not None:
                 time, time_text, text = moment, stamp, match.group("text") or ""
+    if text[:1].isdigit() and time is not None:
+        own = APP_TIME.match(text)
+        if own is not None:  # the application's time after the collector's: the latter kept
+            text = text[own.end() :]
     if "[rank" in text[:9]:
         python = TORCH_PYTHON_RANK.match(text)
         if python is not None:  # the rank is the line's stream; its text is what Python wrote

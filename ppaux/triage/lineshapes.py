@@ -99,9 +99,15 @@ class Launcher(str, enum.Enum):
 #: stays in the text, so a finding shows it escaped rather than hiding that the log held it.
 #: A paste may carry the colours in caret notation (``^[[36m``: the escape written as ``^[``, as
 #: a terminal or ``cat -v`` shows it), read the same.
-ANSI = re.compile(r"(?:\x1b|\^\[)\[(?:[0-9;:]*m|[0-2]?K|[0-9]{0,4}G)")
-#: What opens an ANSI colour, as a byte or in caret notation.
-ANSI_OPENERS = ("\x1b", "^[[")
+#: A terminal's hyperlink (OSC 8: ``ESC ] 8 ; params ; URI`` ended by ``ESC \\`` or BEL) around
+#: a file's name or a word, and the colours written with the one-character CSI (``\x9b``, the
+#: 8-bit form of ``ESC [``) are taken off the same way: the text they mark stays.
+ANSI = re.compile(
+    r"(?:(?:\x1b|\^\[)\[|\x9b)(?:[0-9;:]*m|[0-2]?K|[0-9]{0,4}G)"
+    r"|(?:\x1b|\^\[)\]8;[^\x07\x1b^]{0,2048}(?:\x07|\x1b\\|\^\[\\)"
+)
+#: What opens an ANSI colour or a hyperlink, as a byte or in caret notation.
+ANSI_OPENERS = ("\x1b", "^[[", "^[]", "\x9b")
 CRI = re.compile(
     r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) "
     r"(?P<stream>stdout|stderr) (?P<tag>[FP])(?: (?P<text>.*))?$"
@@ -113,6 +119,12 @@ CRI = re.compile(
 DOCKER_LOG = re.compile(r'"log"\s*:\s*"')
 STAMP = re.compile(
     r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d))(?: (?P<text>.*))?$"
+)
+#: An application's own time at the start of its line (Python logging's, torch's launchers'),
+#: inside a collector's envelope whose time is the one kept: taken off so that the line's
+#: prefix (``[rank3]:``) or exception begins it, as it does in a plain paste.
+APP_TIME = re.compile(
+    r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? (?=\S)"
 )
 #: ``kubectl logs --prefix``: ``[pod/<pod>/<container>] `` (the container is empty when kubectl
 #: cannot name it).
@@ -154,7 +166,10 @@ TORCH_RANK = re.compile(r"^\[rank(?P<rank>\d+)\]:")
 #: torch's elastic launcher (torchrun ``--tee``/``--log-dir``, and the Python side of a rank)
 #: writes ``[rank2]: `` before each line a rank's Python prints: its traceback among them.
 #: A paste may put a stray mark or two before the first (a backtick that opened a code span).
-TORCH_PYTHON_RANK = re.compile(r"^[^\w\s]{0,3}?\[rank(?P<rank>\d{1,6})\]: ")
+#: torchrun may write the tag twice (``[rank3]:[rank3]: ``, its own and the process's).
+TORCH_PYTHON_RANK = re.compile(
+    r"^[^\w\s]{0,3}?\[rank(?P<rank>\d{1,6})\]:(?:\[rank(?P=rank)\]:){0,2} "
+)
 
 #: A line-number column: up to 7 digits (bare or in brackets), then a tab, a bar or a colon.
 NUMBER_COLUMN = re.compile(r"^\s{0,8}(?:\d{1,7}(?:\t| ?\| ?|: )|\[\d{1,7}\] )")

@@ -27,10 +27,11 @@ _LABEL_CONTAINER = re.compile(r'[{,\s]container(?:_name)?\s*=\s*"([A-Za-z0-9][\w
 _KEY_GROUP = re.compile(r"^\[[\w.]+: [^\[\]]*\]\s?")
 _KUBECTL = re.compile(r"^\[(?P<who>pod/[^/\]\s]+/[^/\]\s]*)\] ")
 #: A Python serving framework's own logger (vLLM's): ``ERROR 03-12 15:02:44 file.py:581] ``, and
-#: since vLLM 0.8 with the place in brackets, ``ERROR 08-06 22:23:09 [file.py:487] ``.
+#: since vLLM 0.8 with the place in brackets, ``ERROR 08-06 22:23:09 [file.py:487] ``, and in
+#: later releases with the file's path in the package (``[v1/executor/multiproc_executor.py:597]``).
 _FRAMEWORK = re.compile(
     r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? "
-    r"\[?[\w.-]{1,200}:\d{1,9}\] "
+    r"\[?[\w.-]{1,200}(?:/[\w.-]{1,200}){0,16}:\d{1,9}\] "
 )
 _COMPOSE = re.compile(r"^(?P<who>[A-Za-z0-9][\w.-]*) +\| ?")
 #: docker compose's prefix as it pads a service's name: at least two spaces before the bar.
@@ -119,7 +120,7 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
     """``rest`` without one more layer (labels, key groups, a launcher's prefix); None when
     it has none."""
     head = rest[:1]
-    if head in ("\x1b", "^"):
+    if head in ("\x1b", "^", "\x9b"):
         # a colour before a launcher's prefix or after it (Ray's ``^[[36m(pid=N)^[[0m``, in
         # caret notation or as the escape byte): taken off here, since the prefix is
         coloured = ANSI.match(rest)
@@ -167,7 +168,9 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
             peeled.stream = host or peeled.stream
             return rest
     lead = LEAD.match(rest)
-    if lead is not None and lead.group("time") and peeled.time is None:
+    if lead is not None and lead.group("time") and lead.end() < len(rest):
+        # a row's time, or the application's own time inside a collector's envelope (the
+        # collector's time, given first, is the one kept)
         stamp(peeled, lead.group("time"))
         return rest[lead.end() :]
     return None

@@ -348,7 +348,7 @@ def _other_root(root: Failure, message: str, extra: dict[str, Any]) -> Finding:
         if kind == "unknown"
         else f"; a {KIND_TEXT[kind]}, not an auxiliary-output error"
     )
-    note = local_note(root.error) if kind.startswith("communication") else None
+    note = local_note(root.error) if kind.startswith(("communication", "shape-kernel")) else None
     if note is not None:
         message += f"; {note}"
     return finding(

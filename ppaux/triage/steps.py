@@ -500,7 +500,8 @@ def next_steps(
         elif kind == "memory":
             steps += _memory_steps(deployment)
         elif kind == "shape-kernel":
-            steps += _upstream_steps(deployment, release)
+            # a CUDA call of NCCL's that failed on the host: its own set-up first
+            steps += (_host_steps() if host else []) + _upstream_steps(deployment, release)
         elif "compare" not in done:
             done.add("compare")
             for target in observers or []:

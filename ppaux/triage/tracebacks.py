@@ -66,6 +66,9 @@ _RELAYED = re.compile(r"(?:^|\.)Ray(?:Task|Actor)Error\b")
 #: The line torch writes after its CUDA error's first line (``Search for `cudaError...'``): a
 #: marker of a record where the error's first line is not in the log, the message's own line
 #: after it.
+#: Ray's sentence of an actor whose worker died, which its ``ActorDiedError``'s message holds
+#: (a line of its own elsewhere: a death another process reports).
+_ACTOR_DEAD = re.compile(r"^\s*The actor is dead because its worker process has died")
 _CUDA_TAIL = re.compile(r"\s{0,8}Search for `cudaError")
 
 
@@ -173,6 +176,8 @@ class TracebackBuilder:
             return True
         if marked and _CUDA_TAIL.match(text) is not None:
             return self._message_line(text)  # the CUDA error's own next line, not a record
+        if marked and not self._blank and _ACTOR_DEAD.match(text) is not None:
+            return self._message_line(text)  # Ray's ActorDiedError says why, in its message
         if marked or self._blank or text.startswith("[") or text.startswith("INFO:"):
             return False
         return self._message_line(text)

@@ -155,7 +155,11 @@ def _kind_hint(text: str) -> str:
     if death is not None:
         return f"; {death}"
     kind = kind_of_text(text)
-    note = local_note(text) if kind in ("communication", "communication-init") else None
+    note = (
+        local_note(text)
+        if kind in ("communication", "communication-init", "shape-kernel")
+        else None
+    )
     if kind == "communication":
         # in flight and nothing else: no root, said in triage's words (the host's set-up
         # first where NCCL's words point there)
@@ -163,8 +167,13 @@ def _kind_hint(text: str) -> str:
         if reading is not None and reading.kind == "network-or-other-node":
             return f"; 'ppaux triage -' reads it as {reading.said()}"
     if note is not None:
+        what = (
+            f"{DESCRIPTIONS[kind]}, a CUDA failure of this rank's own GPU, not the network's"
+            if kind == "shape-kernel"
+            else "a communication failure"
+        )
         return (
-            f"; it is a communication failure: {note}; 'ppaux triage' on the whole log (or "
+            f"; it is {what}: {note}; 'ppaux triage' on the whole log (or "
             "'ppaux triage -' from stdin) names the root and what to do next"
         )
     if kind is None or kind == "unknown":

@@ -1,0 +1,52 @@
+"""sglang's parent process reporting that a child ended: its SIGCHLD handler writes
+``Child process unexpectedly failed with exitcode=9. pid=4242`` (and, in earlier releases,
+``... with an exit code 256. pid=4242``).
+
+The number is the wait status :func:`os.waitpid` returns, not an exit code: its low seven bits
+are the signal that killed the child (9: SIGKILL, what the kernel's OOM killer sends; 11:
+SIGSEGV), with the core-dump bit (128) beside them; where they are zero, the exit code is the
+status's second byte (256: exit code 1).
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+
+__all__ = ["CHILD_EXIT_MARKER", "child_exit"]
+
+#: What makes a line worth reading for a child's end.
+CHILD_EXIT_MARKER = b"Child process unexpectedly failed with"
+
+_CHILD_EXIT = re.compile(
+    r"Child process unexpectedly failed with (?:exitcode=|an exit code )(?P<status>\d{1,10})"
+    r"\.? ?(?:pid=(?P<pid>\d{1,9}))?"
+)
+#: The signal's bits and the core-dump bit of a wait status.
+_SIGNAL_BITS = 0x7F
+_CORE_BIT = 0x80
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def child_exit(text: str) -> tuple[str, str] | None:
+    """(who, how) of the child sglang's parent reports ended in ``text`` ('child pid=4242',
+    'died: killed by SIGKILL (signal 9; sglang's parent)'), or None for another line."""
+    found = _CHILD_EXIT.search(text)
+    if found is None:
+        return None
+    status = int(found.group("status"))
+    pid = found.group("pid")
+    who = "a child process" if pid is None else f"child pid={int(pid)}"
+    number = status & _SIGNAL_BITS
+    if number:
+        core = "; core dumped" if status & _CORE_BIT else ""
+        how = f"died: killed by {_signal_name(number)} (signal {number}{core}; sglang's parent)"
+    else:
+        how = f"died: exited with status {(status >> 8) & 0xFF} (sglang's parent)"
+    return who, how

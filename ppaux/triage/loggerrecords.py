@@ -1,0 +1,41 @@
+"""A serving framework's log records flattened onto one line: vLLM's logger writes its prefix
+(``ERROR 11-04 18:02:56 [v1/executor/multiproc_executor.py:597] ``) before each line of a
+traceback, and a paste that lost the newlines keeps the prefixes. Where a line holds the
+prefix twice, or once after other text (the line before it joined to it), each prefix begins a
+line of its own again: the traceback's frames,
+code and exception line come back as the logger wrote them.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["logger_records"]
+
+#: vLLM's logger prefix anywhere in a line (its file named alone or by a path in the package).
+_PREFIX = re.compile(
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? "
+    r"\[?[\w.-]{1,200}(?:/[\w.-]{1,200}){0,16}:\d{1,9}\] "
+)
+#: Records taken from one line (a hostile line does not cost more).
+_MAX_RECORDS = 400
+
+
+def logger_records(text: str) -> list[str] | None:
+    """The records flattened into ``text`` (the text before the first prefix, if any, then
+    each record's message without its prefix), or None where ``text`` holds no prefix, or one
+    at its start."""
+    if "] " not in text:
+        return None
+    found = []
+    for match in _PREFIX.finditer(text):
+        found.append(match)
+        if len(found) >= _MAX_RECORDS:
+            break
+    if not found or (len(found) < 2 and not text[: found[0].start()].strip()):
+        return None  # one record, at the line's start: a line as the logger wrote it
+    records = [text[: found[0].start()].rstrip()] if text[: found[0].start()].strip() else []
+    for index, match in enumerate(found):
+        end = found[index + 1].start() if index + 1 < len(found) else len(text)
+        records.append(text[match.end() : end].rstrip())
+    return records
