@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ppaux.dump.build_state import TENSOR_FIELDS, check_state, is_shape, set_requires_grad
 from ppaux.dump.model import (
     DtypeRef,
     NdArrayRef,
@@ -16,14 +17,7 @@ from ppaux.dump.model import (
     TensorRef,
     TorchValue,
 )
-from ppaux.dump.pickle_vm import (
-    TENSOR_FIELDS,
-    Call,
-    Machine,
-    check_state,
-    is_shape,
-    set_requires_grad,
-)
+from ppaux.dump.pickle_vm import Call, Machine
 from ppaux.errors import LimitExceeded
 from ppaux.text import shown
 
