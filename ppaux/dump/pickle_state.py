@@ -40,7 +40,8 @@ class PickleState:
         #: may fail on) each one, even those a later entry replaces.
         self.tensors_built: list[Any] = []
         self.protocol = 0
-        self._op_pos = start
+        #: Where the opcode being run starts: errors and deviations name that byte.
+        self.op_pos = start
         #: Bytes copied by allowlisted constructors (bytearray, nested streams, ...).
         self.copied = 0
         # (id(container), hash) -> distinct keys with that hash: see check_key.
@@ -64,12 +65,12 @@ class PickleState:
     def deviate(self, what: str, severe: bool = True) -> None:
         """Record (once, the first) a value that torch.save's pickler never writes."""
         if self.deviation is None:
-            self.deviation = (f"byte {self._op_pos}", what, severe)
+            self.deviation = (f"byte {self.op_pos}", what, severe)
 
     # -- errors and limits -------------------------------------------------------------------
     def error(self, reason: str) -> DumpError:
         """A DumpError that names the byte offset of the opcode being run."""
-        return DumpError(self.path, f"malformed pickle at byte {self._op_pos}: {reason}")
+        return DumpError(self.path, f"malformed pickle at byte {self.op_pos}: {reason}")
 
     def _count(self, n: int = 1) -> None:
         self.items += n
@@ -154,13 +155,14 @@ class PickleState:
                     self.path,
                     "max_hash_collisions",
                     self.limits.max_hash_collisions,
-                    f"malformed pickle at byte {self._op_pos}: more than "
+                    f"malformed pickle at byte {self.op_pos}: more than "
                     f"{self.limits.max_hash_collisions} distinct dict keys or set items share one "
                     "hash value (keys chosen to collide)",
                 )
 
-    # -- reading ------------------------------------------------------------------------------
-    def _read(self, n: int) -> bytes:
+    # -- the steps of every opcode: reading, the stack and its marks, the memo ------------
+    def read(self, n: int) -> bytes:
+        """The next ``n`` bytes of the pickle (a cut pickle raises, noting that it ran out)."""
         end = self.pos + n
         if n < 0 or end > len(self.data):
             self.ran_out = n >= 0
@@ -173,7 +175,8 @@ class PickleState:
         self.pos = end
         return chunk
 
-    def _readline(self) -> bytes:
+    def readline(self) -> bytes:
+        """The next line of a text opcode, without its newline."""
         end = self.data.find(b"\n", self.pos)
         if end < 0:
             self.ran_out = True
@@ -182,26 +185,30 @@ class PickleState:
         self.pos = end + 1
         return line
 
-    def _u(self, n: int, fmt: str) -> int:
-        value: int = struct.unpack(fmt, self._read(n))[0]
+    def unpack(self, n: int, fmt: str) -> int:
+        """The next ``n`` bytes read as the one integer ``fmt`` (a struct format) packs."""
+        value: int = struct.unpack(fmt, self.read(n))[0]
         return value
 
-    # -- stack --------------------------------------------------------------------------------
-    def _push(self, value: Any) -> None:
+    def push(self, value: Any) -> None:
+        """Push ``value``, counted against max_items."""
         self._count()
         self.stack.append(value)
 
-    def _pop(self) -> Any:
+    def pop(self) -> Any:
+        """Pop the top of the stack."""
         if not self.stack:
             raise self.error("stack underflow")
         return self.stack.pop()
 
-    def _top(self) -> Any:
+    def top(self) -> Any:
+        """The top of the stack, left on it."""
         if not self.stack:
             raise self.error("stack underflow")
         return self.stack[-1]
 
-    def _mark(self) -> None:
+    def mark(self) -> None:
+        """Open a mark: a new stack, the old one kept under it (bounded by max_depth)."""
         if len(self.metastack) >= self.limits.max_depth:
             raise LimitExceeded(
                 self.path, "max_depth", self.limits.max_depth, "the pickle nests too deeply"
@@ -209,14 +216,16 @@ class PickleState:
         self.metastack.append(self.stack)
         self.stack = []
 
-    def _pop_mark(self) -> list[Any]:
+    def pop_mark(self) -> list[Any]:
+        """Close the last mark: the items pushed since it, and the stack under it back."""
         if not self.metastack:
             raise self.error("no mark to pop")
         items = self.stack
         self.stack = self.metastack.pop()
         return items
 
-    def _memo_put(self, index: int) -> None:
+    def memo_put(self, index: int) -> None:
+        """Store the top of the stack as memo entry ``index`` (bounded by max_memo)."""
         if index not in self.memo and len(self.memo) >= self.limits.max_memo:
             raise LimitExceeded(
                 self.path,
@@ -224,11 +233,12 @@ class PickleState:
                 self.limits.max_memo,
                 "the pickle stores too many memo entries",
             )
-        self.memo[index] = self._top()
+        self.memo[index] = self.top()
 
-    def _memo_get(self, index: int) -> None:
+    def memo_get(self, index: int) -> None:
+        """Push memo entry ``index``."""
         try:
             value = self.memo[index]
         except KeyError:
             raise self.error(f"memo entry {index} was never stored") from None
-        self._push(value)
+        self.push(value)

@@ -61,14 +61,14 @@ _OPCODE_NAMES = {b"I": "INT", b"L": "LONG", b"F": "FLOAT", b"S": "STRING", b"V":
 
 
 def _op_proto(m: PickleState) -> None:
-    proto = m._read(1)[0]
+    proto = m.read(1)[0]
     if proto > 5:
         raise m.error(f"unsupported pickle protocol {proto}")
     m.protocol = proto
 
 
 def _op_frame(m: PickleState) -> None:
-    m._read(8)  # frames only group opcodes for buffering; the data is read as it comes
+    m.read(8)  # frames only group opcodes for buffering; the data is read as it comes
 
 
 def _op_stop(m: PickleState) -> bool:
@@ -76,124 +76,124 @@ def _op_stop(m: PickleState) -> bool:
 
 
 def _op_mark(m: PickleState) -> None:
-    m._mark()
+    m.mark()
 
 
 def _op_pop(m: PickleState) -> None:
     if m.stack:
         m.stack.pop()
     else:
-        m._pop_mark()
+        m.pop_mark()
 
 
 def _op_pop_mark(m: PickleState) -> None:
-    m._pop_mark()
+    m.pop_mark()
 
 
 def _op_dup(m: PickleState) -> None:
-    m._push(m._top())
+    m.push(m.top())
 
 
 def _op_none(m: PickleState) -> None:
-    m._push(None)
+    m.push(None)
 
 
 def _op_true(m: PickleState) -> None:
-    m._push(True)
+    m.push(True)
 
 
 def _op_false(m: PickleState) -> None:
-    m._push(False)
+    m.push(False)
 
 
 def _op_int(m: PickleState) -> None:
     # '00' and '01' are False and True; otherwise C's strtol, base 0, then int() for a number
     # past a C long: the unpickler itself parses the line.
-    m._push(_c_unpickled(m, b"I", m._readline()))
+    m.push(_c_unpickled(m, b"I", m.readline()))
 
 
 def _op_long(m: PickleState) -> None:
-    m._push(_c_unpickled(m, b"L", m._readline()))
+    m.push(_c_unpickled(m, b"L", m.readline()))
 
 
 def _op_binint(m: PickleState) -> None:
-    m._push(m._u(4, "<i"))
+    m.push(m.unpack(4, "<i"))
 
 
 def _op_binint1(m: PickleState) -> None:
-    m._push(m._read(1)[0])
+    m.push(m.read(1)[0])
 
 
 def _op_binint2(m: PickleState) -> None:
-    m._push(m._u(2, "<H"))
+    m.push(m.unpack(2, "<H"))
 
 
 def _op_long1(m: PickleState) -> None:
-    n = m._read(1)[0]
-    m._push(int.from_bytes(m._read(n), "little", signed=True))
+    n = m.read(1)[0]
+    m.push(int.from_bytes(m.read(n), "little", signed=True))
 
 
 def _op_long4(m: PickleState) -> None:
-    n = m._u(4, "<i")
+    n = m.unpack(4, "<i")
     if n < 0:
         raise m.error("LONG4 with a negative length")
-    m._push(int.from_bytes(m._read(n), "little", signed=True))
+    m.push(int.from_bytes(m.read(n), "little", signed=True))
 
 
 def _op_float(m: PickleState) -> None:
     # C's strtod as the unpickler calls it (no underscores, no trailing junk).
-    m._push(_c_unpickled(m, b"F", m._readline()))
+    m.push(_c_unpickled(m, b"F", m.readline()))
 
 
 def _op_binfloat(m: PickleState) -> None:
-    m._push(m._u(8, ">d"))
+    m.push(m.unpack(8, ">d"))
 
 
 def _op_string(m: PickleState) -> None:
-    m._push(_c_unpickled(m, b"S", m._readline()))
+    m.push(_c_unpickled(m, b"S", m.readline()))
 
 
 def _op_binstring(m: PickleState) -> None:
-    n = m._u(4, "<i")
+    n = m.unpack(4, "<i")
     if n < 0:
         raise m.error("BINSTRING with a negative length")
-    m._push(_decode_bytes_str(m, m._read(n)))
+    m.push(_decode_bytes_str(m, m.read(n)))
 
 
 def _op_short_binstring(m: PickleState) -> None:
-    m._push(_decode_bytes_str(m, m._read(m._read(1)[0])))
+    m.push(_decode_bytes_str(m, m.read(m.read(1)[0])))
 
 
 def _op_unicode(m: PickleState) -> None:
-    m._push(_c_unpickled(m, b"V", m._readline()))
+    m.push(_c_unpickled(m, b"V", m.readline()))
 
 
 def _op_binunicode(m: PickleState) -> None:
-    m._push(decode_str(m, m._read(m._u(4, "<I"))))
+    m.push(decode_str(m, m.read(m.unpack(4, "<I"))))
 
 
 def _op_short_binunicode(m: PickleState) -> None:
-    m._push(decode_str(m, m._read(m._read(1)[0])))
+    m.push(decode_str(m, m.read(m.read(1)[0])))
 
 
 def _op_binunicode8(m: PickleState) -> None:
-    m._push(decode_str(m, m._read(m._u(8, "<Q"))))
+    m.push(decode_str(m, m.read(m.unpack(8, "<Q"))))
 
 
 def _op_binbytes(m: PickleState) -> None:
-    m._push(bytes(m._read(m._u(4, "<I"))))
+    m.push(bytes(m.read(m.unpack(4, "<I"))))
 
 
 def _op_short_binbytes(m: PickleState) -> None:
-    m._push(bytes(m._read(m._read(1)[0])))
+    m.push(bytes(m.read(m.read(1)[0])))
 
 
 def _op_binbytes8(m: PickleState) -> None:
-    m._push(bytes(m._read(m._u(8, "<Q"))))
+    m.push(bytes(m.read(m.unpack(8, "<Q"))))
 
 
 def _op_bytearray8(m: PickleState) -> None:
-    m._push(bytearray(m._read(m._u(8, "<Q"))))
+    m.push(bytearray(m.read(m.unpack(8, "<Q"))))
 
 
 def _op_buffer(m: PickleState) -> None:
@@ -201,27 +201,27 @@ def _op_buffer(m: PickleState) -> None:
 
 
 def _op_empty_list(m: PickleState) -> None:
-    m._push([])
+    m.push([])
 
 
 def _op_empty_tuple(m: PickleState) -> None:
-    m._push(())
+    m.push(())
 
 
 def _op_empty_dict(m: PickleState) -> None:
-    m._push({})
+    m.push({})
 
 
 def _op_empty_set(m: PickleState) -> None:
-    m._push(set())
+    m.push(set())
 
 
 def _op_list(m: PickleState) -> None:
-    m._push(m._pop_mark())
+    m.push(m.pop_mark())
 
 
 def _op_tuple(m: PickleState) -> None:
-    m._push(tuple(m._pop_mark()))
+    m.push(tuple(m.pop_mark()))
 
 
 def _tuple_n(n: int) -> Callable[[PickleState], None]:
@@ -230,7 +230,7 @@ def _tuple_n(n: int) -> Callable[[PickleState], None]:
             raise m.error("stack underflow")
         values = tuple(m.stack[-n:])
         del m.stack[-n:]
-        m._push(values)
+        m.push(values)
 
     return op
 
@@ -251,26 +251,26 @@ def _setitem(m: PickleState, target: Any, key: Any, value: Any) -> None:
 
 
 def _op_dict(m: PickleState) -> None:
-    items = m._pop_mark()
+    items = m.pop_mark()
     if len(items) % 2:
         raise m.error("DICT with an odd number of items")
     out: dict[str, Any] = {}
     for i in range(0, len(items), 2):
         _setitem(m, out, items[i], items[i + 1])
-    m._push(out)
+    m.push(out)
 
 
 def _op_setitem(m: PickleState) -> None:
-    value = m._pop()
-    key = m._pop()
-    _setitem(m, m._top(), key, value)
+    value = m.pop()
+    key = m.pop()
+    _setitem(m, m.top(), key, value)
 
 
 def _op_setitems(m: PickleState) -> None:
-    items = m._pop_mark()
+    items = m.pop_mark()
     if len(items) % 2:
         raise m.error("SETITEMS with an odd number of items")
-    target = m._top()
+    target = m.top()
     for i in range(0, len(items), 2):
         _setitem(m, target, items[i], items[i + 1])
 
@@ -285,18 +285,18 @@ def _append(m: PickleState, target: Any, values: list[Any]) -> None:
 
 
 def _op_append(m: PickleState) -> None:
-    value = m._pop()
-    _append(m, m._top(), [value])
+    value = m.pop()
+    _append(m, m.top(), [value])
 
 
 def _op_appends(m: PickleState) -> None:
-    values = m._pop_mark()
-    _append(m, m._top(), values)
+    values = m.pop_mark()
+    _append(m, m.top(), values)
 
 
 def _op_additems(m: PickleState) -> None:
-    values = m._pop_mark()
-    target = m._top()
+    values = m.pop_mark()
+    target = m.top()
     if isinstance(target, Opaque):
         target.appended.extend(values)
         return
@@ -311,19 +311,19 @@ def _op_additems(m: PickleState) -> None:
 
 
 def _op_frozenset(m: PickleState) -> None:
-    items = m._pop_mark()
+    items = m.pop_mark()
     token = object()  # stands for the frozenset being built
     for item in items:
         m.check_key(token, item)
     try:
-        m._push(frozenset(items))
+        m.push(frozenset(items))
     except TypeError:
         raise m.error("frozenset item is unhashable") from None
 
 
 def _op_ext(n: int, fmt: str) -> Callable[[PickleState], None]:
     def op(m: PickleState) -> None:
-        code = m._u(n, fmt)
+        code = m.unpack(n, fmt)
         raise m.error(
             f"extension code {code} names a global through copyreg's registry, "
             "which no file can be trusted to use"
@@ -333,39 +333,39 @@ def _op_ext(n: int, fmt: str) -> Callable[[PickleState], None]:
 
 
 def _op_get(m: PickleState) -> None:
-    line = m._readline()
+    line = m.readline()
     try:
-        m._memo_get(int(line))
+        m.memo_get(int(line))
     except ValueError:
         raise m.error("GET argument is not a number") from None
 
 
 def _op_binget(m: PickleState) -> None:
-    m._memo_get(m._read(1)[0])
+    m.memo_get(m.read(1)[0])
 
 
 def _op_long_binget(m: PickleState) -> None:
-    m._memo_get(m._u(4, "<I"))
+    m.memo_get(m.unpack(4, "<I"))
 
 
 def _op_put(m: PickleState) -> None:
-    line = m._readline()
+    line = m.readline()
     try:
-        m._memo_put(int(line))
+        m.memo_put(int(line))
     except ValueError:
         raise m.error("PUT argument is not a number") from None
 
 
 def _op_binput(m: PickleState) -> None:
-    m._memo_put(m._read(1)[0])
+    m.memo_put(m.read(1)[0])
 
 
 def _op_long_binput(m: PickleState) -> None:
-    m._memo_put(m._u(4, "<I"))
+    m.memo_put(m.unpack(4, "<I"))
 
 
 def _op_memoize(m: PickleState) -> None:
-    m._memo_put(len(m.memo))
+    m.memo_put(len(m.memo))
 
 
 #: The byte each handler above runs for.

@@ -202,7 +202,7 @@ class Machine(PickleState):
                 raise DumpError(
                     self.path, f"truncated pickle: no STOP opcode before byte {self.pos}"
                 )
-            self._op_pos = self.pos
+            self.op_pos = self.pos
             op = data[self.pos]
             self.pos += 1
             handler = dispatch.get(op)
@@ -225,76 +225,76 @@ class Machine(PickleState):
 
 
 def _op_global(m: Machine) -> None:
-    module = decode_str(m, m._readline())
-    name = decode_str(m, m._readline())
-    m._push(m.global_(module, name))
+    module = decode_str(m, m.readline())
+    name = decode_str(m, m.readline())
+    m.push(m.global_(module, name))
 
 
 def _op_stack_global(m: Machine) -> None:
-    name = m._pop()
-    module = m._pop()
+    name = m.pop()
+    module = m.pop()
     if not isinstance(module, str) or not isinstance(name, str):
         raise m.error("STACK_GLOBAL needs two strings")
-    m._push(m.global_(module, name))
+    m.push(m.global_(module, name))
 
 
 def _op_reduce(m: Machine) -> None:
-    args = m._pop()
-    func = m._pop()
+    args = m.pop()
+    func = m.pop()
     result = m.call(func, args)
     if args == () and isinstance(func, Call) and func.name == "collections.OrderedDict":
         m.torch_hooks[id(result)] = result  # as torch.save writes a tensor's backward hooks
-    m._push(result)
+    m.push(result)
 
 
 def _op_newobj(m: Machine) -> None:
-    args = m._pop()
-    cls = m._pop()
-    m._push(m.call(cls, args, "new"))
+    args = m.pop()
+    cls = m.pop()
+    m.push(m.call(cls, args, "new"))
 
 
 def _op_newobj_ex(m: Machine) -> None:
-    kwargs = m._pop()
-    args = m._pop()
-    cls = m._pop()
+    kwargs = m.pop()
+    args = m.pop()
+    cls = m.pop()
     result = m.call(cls, args, "new")
     if isinstance(result, Opaque) and kwargs:
         result.args = (*result.args, kwargs)
-    m._push(result)
+    m.push(result)
 
 
 def _op_inst(m: Machine) -> None:
-    module = decode_str(m, m._readline())
-    name = decode_str(m, m._readline())
-    args = tuple(m._pop_mark())
-    m._push(m.call(m.global_(module, name), args, "object"))
+    module = decode_str(m, m.readline())
+    name = decode_str(m, m.readline())
+    args = tuple(m.pop_mark())
+    m.push(m.call(m.global_(module, name), args, "object"))
 
 
 def _op_obj(m: Machine) -> None:
-    items = m._pop_mark()
+    items = m.pop_mark()
     if not items:
         raise m.error("OBJ without a class")
-    m._push(m.call(items[0], tuple(items[1:]), "object"))
+    m.push(m.call(items[0], tuple(items[1:]), "object"))
 
 
 def _op_build(m: Machine) -> None:
-    state = m._pop()
-    m.build(m._top(), state)
+    state = m.pop()
+    m.build(m.top(), state)
 
 
 def _op_persid(m: Machine) -> None:
-    pid = m._readline().decode("ascii", "replace")
+    pid = m.readline().decode("ascii", "replace")
     _persistent(m, pid)
 
 
 def _op_binpersid(m: Machine) -> None:
-    _persistent(m, m._pop())
+    _persistent(m, m.pop())
 
 
 def _persistent(m: Machine, pid: Any) -> None:
     if m.persistent_load is None:
         raise m.error("persistent id in a pickle that has no storage records")
-    m._push(m.persistent_load(m, pid))
+    m.push(m.persistent_load(m, pid))
 
 
 _OBJECT_OPCODES: dict[str, Callable[[Machine], Any]] = {

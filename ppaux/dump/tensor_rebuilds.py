@@ -128,7 +128,7 @@ def _check_hooks(m: Machine, hooks: Any) -> None:
     if id(hooks) not in m.torch_hooks or hooks:
         m.deviate("backward hooks that are not the empty OrderedDict() torch.save writes")
     else:
-        m.hooks_given.append((m._op_pos, hooks))
+        m.hooks_given.append((m.op_pos, hooks))
 
 
 def _check_shape_tuples(m: Machine, args: tuple[Any, ...]) -> None:
