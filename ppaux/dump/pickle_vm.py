@@ -2,10 +2,10 @@
 
 It runs the pickle opcodes of protocols 0 to 5 itself. Globals go through a resolver (the
 allowlist in :mod:`ppaux.dump.allowlist`) that returns safe stand-ins; calls, object creation and
-``BUILD`` on anything else produce :class:`~ppaux.dump.model.Opaque` records. Every step is bounded
-by
-:class:`~ppaux.limits.Limits`: items created, memo entries, nesting of marks, and the input size
-the caller hands in. Malformed data raises :class:`~ppaux.errors.DumpError` with the byte offset.
+``BUILD`` on anything else produce :class:`~ppaux.dump.model.Opaque` records. Every step is
+bounded by :class:`~ppaux.limits.Limits`: items created, memo entries, nesting of marks, and the
+input size the caller hands in. Malformed data raises :class:`~ppaux.errors.DumpError` with the
+byte offset.
 
 This module holds the machine's loop and the opcodes that reach past plain data (globals, calls,
 object creation, BUILD, persistent ids); the state and its steps are in
