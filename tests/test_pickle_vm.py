@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import pickle
+import pickletools
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppaux.dump import allowlist
+from ppaux.dump import allowlist, pickle_vm
 from ppaux.dump.model import GlobalRef, Opaque
+from ppaux.dump.pickle_values import VALUE_OPCODES
 from ppaux.dump.pickle_vm import Machine
 from ppaux.errors import DumpError, LimitExceeded
 from ppaux.limits import Limits
@@ -44,6 +46,15 @@ def test_plain_data_reads_as_pickle_reads_it(value, protocol):
     data = pickle.dumps(value, protocol=protocol)
     got, _ = run(data)
     assert got == pickle.loads(data)
+
+
+def test_every_opcode_pickle_defines_has_one_handler():
+    # pickletools lists the opcodes of protocols 0 to 5; the two tables split them between them.
+    known = {op.code for op in pickletools.opcodes}
+    objects = set(pickle_vm._OBJECT_OPCODES)
+    assert set(VALUE_OPCODES).isdisjoint(objects)
+    assert set(VALUE_OPCODES) | objects == known
+    assert set(pickle_vm._DISPATCH) == {ord(code) for code in known}
 
 
 def test_shared_and_recursive_references_are_kept():

@@ -36,9 +36,14 @@ def _findings(tmp_path, text, name="x.log"):
     return report.findings
 
 
+def _roots(findings):
+    """The findings that name a root, or say that the logs hold none."""
+    return [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+
+
 def test_a_relay_alone_is_no_root(tmp_path):
     findings = _findings(tmp_path, _RELAY)
-    (root,) = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    (root,) = _roots(findings)
     assert root.code == "PP809"
     assert root.extra["no_root"] == "process-died"
     assert "EngineCore pid=404 reports that a process it started failed" in root.message
@@ -46,7 +51,7 @@ def test_a_relay_alone_is_no_root(tmp_path):
 
 def test_a_relay_is_collateral_of_the_failure_it_relays(tmp_path):
     findings = _findings(tmp_path, _WORKER + _RELAY)
-    (root,) = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    (root,) = _roots(findings)
     assert root.code == "PP802"
     assert root.extra["exception"] == "ValueError"
     assert "WorkerProc initialization failed" not in root.message
@@ -62,7 +67,7 @@ def test_a_relay_that_quotes_the_error_names_the_worker_that_died(tmp_path):
         "VllmWorker-3 died unexpectedly (exit code: -15), shutting down executor.\n"
     )
     findings = _findings(tmp_path, text)
-    (root,) = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    (root,) = _roots(findings)
     assert root.code == "PP802"
     assert root.extra["kind"] == "shape-kernel"
     assert root.extra["ranks"] == ["EngineCore pid=7, VllmWorker-3"]
@@ -77,7 +82,7 @@ def test_a_host_allocation_that_failed_is_a_memory_root_and_the_launchers_kills_
         "62215\n"
     )
     findings = _findings(tmp_path, text)
-    (root,) = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    (root,) = _roots(findings)
     assert root.code == "PP802" and root.extra["kind"] == "memory"
     (after,) = [f for f in findings if f.code == "PP803"]
     assert after.key == "subprocess 62215"
@@ -90,7 +95,7 @@ def test_launchers_kills_alone_are_deaths_whose_cause_is_elsewhere(tmp_path):
         "62215\n"
     )
     findings = _findings(tmp_path, text)
-    (root,) = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    (root,) = _roots(findings)
     assert root.code == "PP809" and root.extra["no_root"] == "process-died"
 
 
@@ -104,7 +109,7 @@ def test_torchrun_summary_rows_in_a_console_table_are_the_ranks_deaths(tmp_path_
         for r in ranks
     )
     findings = _findings(tmp_path_factory.mktemp("rows"), rows)
-    (root,) = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    (root,) = _roots(findings)
     assert root.code == "PP809" and root.extra["no_root"] == "process-died"
     assert f"rank {ranks[0]} was killed by SIGABRT" in root.message
     for rank in ranks[1:]:
@@ -152,7 +157,7 @@ def test_an_mpi_error_while_a_plugin_is_set_up_is_a_communication_init_root(tmp_
         "4       0x7fb4614edcec tensorrt_llm::plugins::AllreducePlugin::initialize() + 204\n"
     )
     findings = _findings(tmp_path, text)
-    (root,) = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    (root,) = _roots(findings)
     assert root.code == "PP802" and root.extra["kind"] == "communication-init"
 
 
@@ -163,7 +168,7 @@ def test_an_mpi_error_in_flight_alone_is_no_root(tmp_path):
         "mpiUtils.cpp:211 '6'\n"
     )
     findings = _findings(tmp_path, text)
-    (root,) = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    (root,) = _roots(findings)
     assert root.code == "PP809" and root.extra["no_root"] == "network-or-other-node"
 
 
@@ -213,7 +218,7 @@ def test_rays_error_of_a_remote_task_follows_the_tasks_own_failure(tmp_path):
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
     )
     findings = _findings(tmp_path, text)
-    roots = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    roots = _roots(findings)
     assert [(f.code, f.key) for f in roots] == [("PP802", "WorkerDict pid=2201")]
     (after,) = [f for f in findings if f.code == "PP803"]
     # The driver's traceback relays the task's: its failure is the remote exception Ray
@@ -241,7 +246,7 @@ def test_rays_error_heads_the_remote_traceback_whose_aux_failure_is_the_root(tmp
         "RuntimeError: received a non-tensor auxiliary PP output\n"
     )
     findings = _findings(tmp_path, text)
-    roots = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    roots = _roots(findings)
     assert [f.code for f in roots] == ["PP801"]
     assert roots[0].extra["exception"] == "RuntimeError"
     assert "received a non-tensor auxiliary PP output" in roots[0].message
@@ -258,7 +263,7 @@ def test_rays_error_of_a_remote_oom_gives_the_remote_headline_and_frame(tmp_path
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
     )
     findings = _findings(tmp_path, text)
-    (root,) = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    (root,) = _roots(findings)
     assert root.code == "PP802"
     assert root.extra["exception"] == "torch.OutOfMemoryError"
     assert root.extra["kind"] == "memory"
@@ -303,7 +308,7 @@ def test_deepspeed_s_return_code_line_is_that_local_rank_s_death(tmp_path_factor
     log = tmp_path_factory.mktemp("ds") / "x.log"
     log.write_text(text)
     report = triage_paths([str(log)])
-    (root,) = [f for f in report.findings if f.code in ("PP801", "PP802", "PP809")]
+    (root,) = _roots(report.findings)
     assert root.code == "PP809" and root.extra["no_root"] == "process-died"
     assert root.severity.value == "error"
     assert root.message.startswith(f"no root in this log: local_rank {rank} died: ")
@@ -320,7 +325,7 @@ def test_deepspeed_s_return_code_line_is_that_local_rank_s_death(tmp_path_factor
 
 def test_deepspeed_s_return_code_zero_is_no_death(tmp_path):
     findings = _findings(tmp_path, _DS_EXIT.format(rank=0, code=0))
-    assert [f for f in findings if f.code in ("PP801", "PP802", "PP809")] == []
+    assert _roots(findings) == []
 
 
 _AGENT = (
@@ -344,7 +349,7 @@ def test_torchrun_s_agent_line_is_that_local_rank_s_failure(tmp_path_factory, ra
     log = tmp_path_factory.mktemp("agent") / "x.log"
     log.write_text(_AGENT.format(code=code, rank=rank) + _TORCHRUN_CUT)
     findings = triage_paths([str(log)]).findings
-    (root,) = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    (root,) = _roots(findings)
     assert root.code == "PP802" and root.key == f"local_rank {rank}"
     assert f"local_rank {rank} exited with code {code} " in root.message
     assert [(f.location or {}).get("line") for f in findings if f.code == "PP803"] == [2]
@@ -352,7 +357,7 @@ def test_torchrun_s_agent_line_is_that_local_rank_s_failure(tmp_path_factory, ra
 
 def test_torchrun_s_agent_line_of_a_signal_is_a_death(tmp_path):
     findings = _findings(tmp_path, _AGENT.format(code=-9, rank=3))
-    (root,) = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    (root,) = _roots(findings)
     assert root.code == "PP809" and root.extra["no_root"] == "process-died"
     assert "killed by SIGKILL" in root.message
 
@@ -378,7 +383,7 @@ def _aux_with(escape: str) -> str:
 def test_a_progress_bars_erase_or_column_move_before_a_line_is_peeled(tmp_path_factory, escape):
     tmp_path = tmp_path_factory.mktemp("esc")
     findings = _findings(tmp_path, _aux_with(escape))
-    roots = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
+    roots = _roots(findings)
     assert [(f.code, f.key) for f in roots] == [("PP801", "PP0")]
     assert roots[0].extra["exception"] == "RuntimeError"
 
@@ -393,7 +398,7 @@ def test_a_relay_quoting_one_of_the_nine_is_that_message(tmp_path):
         f"{prefix}RuntimeError: Worker failed with error 'received a non-tensor auxiliary PP "
         "output', please check the stack trace above for the root cause\n"
     )
-    (root,) = [f for f in _findings(tmp_path, text) if f.code in ("PP801", "PP802", "PP809")]
+    (root,) = _roots(_findings(tmp_path, text))
     assert root.code == "PP801"
     assert root.sglang_error == "received a non-tensor auxiliary PP output"
     assert "(quoted by RuntimeError: Worker failed with error" in root.message, root.message
@@ -407,6 +412,6 @@ def test_vllms_engine_core_start_failure_pointing_above_is_a_relay(tmp_path):
         "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause "
         "above. Failed core proc(s): {}\n"
     )
-    (root,) = [f for f in _findings(tmp_path, text) if f.code in ("PP801", "PP802", "PP809")]
+    (root,) = _roots(_findings(tmp_path, text))
     assert root.code == "PP809"
     assert root.extra["no_root"] == "process-died"

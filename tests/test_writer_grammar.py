@@ -829,7 +829,7 @@ def test_an_attribute_set_on_a_tensor_is_never_dropped(tmp_path, name, value):
 
 
 def test_the_tensor_fields_are_every_data_descriptor_torch_tensor_has():
-    from ppaux.dump.pickle_vm import TENSOR_FIELDS
+    from ppaux.dump.build_state import TENSOR_FIELDS
 
     fields = {
         name

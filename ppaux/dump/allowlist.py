@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ppaux.dump.build_state import is_shape
 from ppaux.dump.model import (
     DTYPE_ITEMSIZE,
     STORAGE_DTYPES,
@@ -26,12 +27,7 @@ from ppaux.dump.model import (
     TorchValue,
     TypeRef,
 )
-from ppaux.dump.pickle_vm import (
-    Call,
-    Machine,
-    global_name,
-    is_shape,
-)
+from ppaux.dump.pickle_vm import Call, Machine, global_name
 from ppaux.dump.tensor_rebuilds import (
     DTYPE_ALIASES,
     LAYOUTS,

@@ -181,7 +181,7 @@ def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:
         exc.calls = unsafe_globals(machine)
         raise
     except DumpError as exc:
-        if machine.items == 0 or machine._op_pos == 0:
+        if machine.items == 0 or machine.op_pos == 0:
             raise DumpError(
                 path, f"not a torch.save zip or a pickle file ({exc.reason}){_text_hint(data)}"
             ) from None

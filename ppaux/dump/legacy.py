@@ -40,7 +40,7 @@ def _legacy_storage(m: Machine, pid: Any) -> Any:
     if not isinstance(pid, tuple) or not pid or decoded_tag(pid[0]) != "storage":
         return Opaque("persistent id", "call", pid if isinstance(pid, tuple) else (pid,))
     by_key: dict[Any, StorageRef] = m.by_key  # type: ignore[attr-defined]
-    found = storage_id(m.path, f"byte {m._op_pos}", pid, _REFUSES, by_key)
+    found = storage_id(m.path, f"byte {m.op_pos}", pid, _REFUSES, by_key)
     for note in found.notes:
         m.deviate(f"a nested torch.save stream's {note}", severe=False)
     known = by_key.get(found.key)

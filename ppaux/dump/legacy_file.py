@@ -118,7 +118,7 @@ class _Storages:
         self.problem: Deviation | None = None
 
     def __call__(self, m: Machine, pid: Any) -> StorageRef:
-        where = f"byte {m._op_pos}"
+        where = f"byte {m.op_pos}"
         if not isinstance(pid, tuple) or not pid:
             raise TorchRefuses(
                 self.path,

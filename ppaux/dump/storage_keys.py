@@ -1,49 +1,10 @@
-"""What ``torch.save`` writes in a persistent id: the storage classes it names and the keys it
-numbers storages with (the rest of the pickle is :mod:`ppaux.dump.grammar`)."""
+"""What ``torch.save`` writes in a persistent id: the keys it numbers storages with, and the
+same storage class, location and size each time a key comes back (the rest of the pickle is
+:mod:`ppaux.dump.grammar`)."""
 
 from __future__ import annotations
 
-__all__ = ["STORAGE_TYPES", "storage_key_deviation"]
-
-#: The storage classes torch.save names in a persistent id (torch/storage.py, 2.13).
-STORAGE_TYPES = frozenset(
-    f"{kind}Storage"
-    for kind in [
-        "Double",
-        "Float",
-        "Half",
-        "Long",
-        "Int",
-        "Short",
-        "Char",
-        "Byte",
-        "Bool",
-        "BFloat16",
-        "ComplexDouble",
-        "ComplexFloat",
-        "QUInt8",
-        "QInt8",
-        "QInt32",
-        "QUInt4x2",
-        "QUInt2x4",
-        "Bits1x8",
-        "Bits2x4",
-        "Bits4x2",
-        "Bits8",
-        "Bits16",
-        "Float8_e5m2",
-        "Float8_e4m3fn",
-        "Float8_e5m2fnuz",
-        "Float8_e4m3fnuz",
-        "Untyped",
-        "ComplexHalf",
-        "UInt16",
-        "UInt32",
-        "UInt64",
-        "Float8_e8m0fnu",
-        "Float4_e2m1fn_x2",
-    ]
-)
+__all__ = ["storage_key_deviation"]
 
 
 def storage_key_deviation(

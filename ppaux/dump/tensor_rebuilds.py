@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ppaux.dump.build_state import TENSOR_FIELDS, check_state, is_shape, set_requires_grad
 from ppaux.dump.model import (
     DtypeRef,
     NdArrayRef,
@@ -16,14 +17,7 @@ from ppaux.dump.model import (
     TensorRef,
     TorchValue,
 )
-from ppaux.dump.pickle_vm import (
-    TENSOR_FIELDS,
-    Call,
-    Machine,
-    check_state,
-    is_shape,
-    set_requires_grad,
-)
+from ppaux.dump.pickle_vm import Call, Machine
 from ppaux.errors import LimitExceeded
 from ppaux.text import shown
 
@@ -134,7 +128,7 @@ def _check_hooks(m: Machine, hooks: Any) -> None:
     if id(hooks) not in m.torch_hooks or hooks:
         m.deviate("backward hooks that are not the empty OrderedDict() torch.save writes")
     else:
-        m.hooks_given.append((m._op_pos, hooks))
+        m.hooks_given.append((m.op_pos, hooks))
 
 
 def _check_shape_tuples(m: Machine, args: tuple[Any, ...]) -> None:

@@ -113,7 +113,7 @@ def read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
                 # tuple (PERSID); torch.load takes only a tuple.
                 raise TorchRefuses(
                     path,
-                    f"torch.load refuses the file: data.pkl byte {m._op_pos} names a storage "
+                    f"torch.load refuses the file: data.pkl byte {m.op_pos} names a storage "
                     "by text (PERSID, as a pickle of protocol 0 does), not by a tuple "
                     "(torch: saved_id must be a tuple)",
                 )
@@ -139,7 +139,7 @@ def read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
             if not key_problems:
                 problem = storage_key_deviation(pid, len(storages), first_pids.get(pid[2]))
                 if problem is not None:
-                    key_problems.append(f"data.pkl byte {m._op_pos} (BINPERSID): {problem}")
+                    key_problems.append(f"data.pkl byte {m.op_pos} (BINPERSID): {problem}")
             first_pids.setdefault(pid[2], pid)
             known = by_key.get(pid[2])
             if known is not None:  # views of one storage name the same record, as in torch.load

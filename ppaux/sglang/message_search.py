@@ -157,20 +157,18 @@ _JSON_CHARS = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 #: Characters before a message looked at for its exception type (a dotted name and a colon:
 #: far shorter), so that a long line costs no more.
 _TYPE_SEEN = 512
-#: An exception type written just before a message (``ValueError:``), as a traceback's last
-#: line shows it.
-_RAISED_AS = re.compile(
-    r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*"
-    r"(?:Error|Exception|Warning|Exit|Interrupt|Fault|Failure))\s*:\s*$"
-)
-
-
-#: The first exception type written on a line (after a log's prefix), and the blanks after
-#: its colon.
-_LINE_TYPE = re.compile(
+#: An exception type (a dotted name ending as Python's do) and its colon, with the blanks
+#: around it.
+_TYPE_AND_COLON = (
     r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*"
     r"(?:Error|Exception|Warning|Exit|Interrupt|Fault|Failure))\s*:\s*"
 )
+#: An exception type written just before a message (``ValueError:``), as a traceback's last
+#: line shows it.
+_RAISED_AS = re.compile(_TYPE_AND_COLON + "$")
+#: The first exception type written on a line (after a log's prefix), and the blanks after
+#: its colon.
+_LINE_TYPE = re.compile(_TYPE_AND_COLON)
 
 
 def _json_unescaped(text: str) -> str:
