@@ -45,6 +45,21 @@ def test_a_command_whose_only_local_rank_is_inside_an_argument_names_the_child(t
     assert root.message.startswith("no root in this log: the launcher's child died: ")
 
 
+def test_torch_s_hyphened_local_rank_is_read(tmp_path):
+    root = _root(_findings(tmp_path, _DS.format(args="'--local-rank=3'")))
+    assert root.message.startswith("no root in this log: local_rank 3 died: killed by SIGKILL")
+
+
+def test_the_return_code_is_the_one_after_the_list_not_one_inside_an_argument(tmp_path):
+    line = (
+        "[2023-07-10 04:26:35,999] [ERROR] [launch.py:324:sigkill_handler] ['/usr/bin/python3', "
+        "'-u', 'train.py', '--local_rank=1', '--note=] exits with return code = -9'] exits with "
+        "return code = 1\n"
+    )
+    root = _root(_findings(tmp_path, line))
+    assert root.message.startswith("no root in this log: local_rank 1 died: exited with status 1")
+
+
 def test_a_seven_digit_local_rank_is_no_rank(tmp_path):
     text = (
         "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: "

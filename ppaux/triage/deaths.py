@@ -77,6 +77,7 @@ _LAUNCHER_KILL = re.compile(r"sigkill_handler\] Killing subprocess (?P<pid>\d{1,
 #: DeepSpeed's launcher reporting how the child that ended first ended (its command, then the
 #: return code: a signal's number below 0).
 _LAUNCHER_HANDLER = "sigkill_handler] ["
+_LAUNCHER_WORDS = "] exits with return code = "
 _LAUNCHER_EXITS = re.compile(r"\] exits with return code = (?P<code>-?\d{1,4})\b")
 
 
@@ -88,7 +89,10 @@ def _launcher_exit(text: str) -> tuple[str, int] | None:
     if start < 0:
         return None
     opening = start + len(_LAUNCHER_HANDLER) - 1
-    found = _LAUNCHER_EXITS.search(text, opening)
+    # the launcher writes its words after the whole list: the last of them on the line is its
+    # own, earlier ones are inside an argument (``'--note=] exits with return code = -9'``)
+    last = text.rfind(_LAUNCHER_WORDS)
+    found = _LAUNCHER_EXITS.match(text, last) if last > opening else None
     if found is None:
         return None
     return text[opening : found.start() + 1], int(found.group("code"))
@@ -97,10 +101,10 @@ def _launcher_exit(text: str) -> tuple[str, int] | None:
 #: The launcher's own option for the child's local rank, in the command it echoes (two dashes
 #: as ``-{2}``: the text is the launcher's, not an option of ppaux's): an argument of the list
 #: of its own, quoted as Python writes a list (``'--local_rank=2'``, or ``'--local_rank',
-#: '2'``), never the words inside another (``'--run_name=--local_rank=7'``); six digits at
-#: most, as ranks are read.
+#: '2'``; torch's newer spelling ``--local-rank`` too), never the words inside another
+#: (``'--run_name=--local_rank=7'``); six digits at most, as ranks are read.
 _LOCAL_RANK = re.compile(
-    r"(?:^|\[|,\s?)(?P<q>['\"])-{2}local_rank(?:=|(?P=q),\s?(?P=q))(?P<rank>\d{1,6})(?P=q)"
+    r"(?:^|\[|,\s?)(?P<q>['\"])-{2}local[_-]rank(?:=|(?P=q),\s?(?P=q))(?P<rank>\d{1,6})(?P=q)"
 )
 #: Signals of a crash of the process's own (a core dump and the fault handler say where).
 _CRASH_SIGNALS = re.compile(r"\bSIG(?:SEGV|ABRT|BUS|ILL|FPE)\b")
