@@ -39,7 +39,15 @@ for name, value in files.items():
 
 def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(CPU seconds, peak RSS in MB) of one process."""
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    # Run outside the checkout: ``python -m`` puts the working directory first on sys.path,
+    # ahead of PYTHONPATH, so a run from the checkout would import its ppaux for both trees.
+    process = subprocess.Popen(
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=tempfile.gettempdir(),
+    )
     _, _, usage = os.wait4(process.pid, 0)
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 

@@ -217,7 +217,10 @@ def main() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         buffer = io.BytesIO()
-        torch.save({"a": torch.arange(3), "b": [torch.ones(2, dtype=torch.float16)]}, buffer)
+        # A bytes value: protocol 2 writes it as _codecs.encode(text, 'latin1'), whose codec
+        # is imported on first use, as it is for any file holding bytes.
+        warm = {"a": torch.arange(3), "b": [torch.ones(2, dtype=torch.float16)], "c": b"\x00"}
+        torch.save(warm, buffer)
         buffer.seek(0)
         torch.load(buffer, weights_only=False)  # imports what loading imports, once
         describe(torch.load(io.BytesIO(buffer.getvalue()), weights_only=False))

@@ -274,6 +274,11 @@ def main() -> None:
         from ppaux_cli.output import stand_in_for_closed_stdio
 
         stand_in_for_closed_stdio()
+    from ppaux.torch_probe import freeze_after_torch_import
+
+    # The process is ppaux's own: a command that imports torch freezes the heap after it, so
+    # that no later collection scans torch's modules again.
+    freeze_after_torch_import()
     try:
         app(prog_name="ppaux")
     finally:

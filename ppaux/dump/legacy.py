@@ -13,6 +13,7 @@ from typing import Any
 
 from ppaux.dump.legacy_ids import count_reads_as, decoded_tag, key_text, storage_id
 from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef
+from ppaux.dump.nested_zip import ZIP_LOCAL_MAGIC, read_inner_zip
 from ppaux.dump.pickle_vm import Machine
 from ppaux.errors import DumpError, ReadMismatch, TorchRefuses
 from ppaux.text import shown
@@ -118,11 +119,13 @@ def read_inner_storage(outer: Machine, payload: bytes) -> Any:
     torch reads five pickles from the stream, all with a plain unpickler (``_load_from_bytes``
     calls ``torch.load(weights_only=False)``): the magic number, the protocol version, the system
     info, the object, and the list of storage keys. Each is interpreted here, so that code in
-    any of them is seen.
+    any of them is seen. A zip archive in its place is read by :mod:`ppaux.dump.nested_zip`.
     """
     depth = getattr(outer, "nesting", 0) + 1
     if depth > _MAX_NESTING:
         raise outer.error("nested torch.save streams go deeper than a real file ever does")
+    if payload.startswith(ZIP_LOCAL_MAGIC):
+        return read_inner_zip(outer, payload, _MAX_NESTING)
     if not is_legacy_stream(payload):
         raise outer.error("torch.storage._load_from_bytes holds no legacy torch.save stream")
     pos = 0

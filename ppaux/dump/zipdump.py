@@ -11,6 +11,7 @@ from typing import Any
 from ppaux.dump import allowlist
 from ppaux.dump.grammar import Deviation, pickle_deviation
 from ppaux.dump.model import StorageRef, StorageType
+from ppaux.dump.nested_zip import use_zip_reader
 from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.records import ZIP_READ_ERRORS, RecordReader
 from ppaux.dump.storage_keys import storage_key_deviation
@@ -52,9 +53,13 @@ def _count_directory(handle: Any, start: int, end: int, limit: int) -> int:
     return count
 
 
-def read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
+def read_zip(
+    path: str, handle: Any, size: int, limits: Limits, *, outer: Machine | None = None
+) -> Dump:
     """Read a torch.save zip: its end record and directory, the records it names, data.pkl
-    through the interpreter, and the writer model's verdict on every byte.
+    through the interpreter, and the writer model's verdict on every byte. ``outer`` is the
+    machine of a pickle that nests this zip (``torch.storage._load_from_bytes``): its budgets
+    and the globals it has seen are shared with data.pkl's.
 
     Long on purpose: the order of these steps is torch's order of refusals (an end record before
     the directory, the directory before data.pkl), and each step's error names the record at
@@ -117,6 +122,7 @@ def read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
                     "by text (PERSID, as a pickle of protocol 0 does), not by a tuple "
                     "(torch: saved_id must be a tuple)",
                 )
+            pid = _as_torch_reads(m, pid, by_key)
             if (
                 not isinstance(pid, tuple)
                 or len(pid) != 5
@@ -162,11 +168,19 @@ def read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
             resolve=allowlist.resolve,
             persistent_load=persistent_load,
         )
+        if outer is not None:
+            _share_budgets(outer, machine)
+            machine.nesting = getattr(outer, "nesting", 0) + 1  # type: ignore[attr-defined]
         try:
             root = machine.load()
         except ReadMismatch as exc:
             exc.calls = unsafe_globals(machine)
             raise
+        finally:
+            if outer is not None:
+                _share_budgets(machine, outer)
+                for name, allowed in machine.globals_seen.items():
+                    outer.globals_seen[name] = outer.globals_seen.get(name, False) or allowed
         deviation = _deviation(
             path, handle, size, records, prefix, storages, data, key_problems
         ) or machine_deviation(machine, "data.pkl")
@@ -215,6 +229,51 @@ def read_zip(path: str, handle: Any, size: int, limits: Limits) -> Dump:
         deviation=deviation,
         weights_only_refusal=weights_only_refusal(data),
     )
+
+
+def _share_budgets(source: Machine, target: Machine) -> None:
+    """Hand ``source``'s counts of values, opcodes and copied bytes on to ``target``: a zip
+    nested in a pickle spends the outer pickle's budgets."""
+    target.items = source.items
+    target.ops = source.ops
+    target.copied = source.copied
+
+
+def _as_torch_reads(m: Machine, pid: Any, known: dict[str | int, StorageRef]) -> Any:
+    """``pid`` as torch.load's zip reader takes it: a bytes tag, and the bytes location of a
+    storage met first, decoded as ASCII (``_maybe_decode_ascii``), each a value the writer never
+    writes; a location torch cannot decode or restore from is its refusal. A key met before
+    gets the first storage, whatever location it comes with (torch reads none)."""
+    if not isinstance(pid, tuple) or len(pid) != 5:
+        return pid
+    tag, storage_type, key, location, numel = pid
+    if isinstance(tag, bytes) and tag.isascii():
+        m.deviate(
+            f"a storage id's tag {shown(repr(tag), 40)} is bytes, which torch decodes as ASCII",
+            severe=False,
+        )
+        tag = tag.decode("ascii")
+    fresh = not isinstance(key, (str, int)) or key not in known
+    if isinstance(location, bytes) and fresh:
+        if not location.isascii():
+            raise TorchRefuses(
+                m.path,
+                f"torch.load refuses the file: data.pkl byte {m._op_pos}: storage location "
+                f"{shown(repr(location), 200)} is not ASCII (torch: UnicodeDecodeError)",
+            )
+        m.deviate(
+            f"storage location {shown(repr(location), 200)} is bytes, which torch decodes as ASCII",
+            severe=False,
+        )
+        location = location.decode("ascii")
+    elif fresh and tag == "storage" and not isinstance(location, (str, bytes)):
+        raise TorchRefuses(
+            m.path,
+            f"torch.load refuses the file: data.pkl byte {m._op_pos}: storage location "
+            f"{shown(repr(location), 80)} is of type {type(location).__name__}, not text "
+            "(torch: TypeError while restoring it)",
+        )
+    return (tag, storage_type, key, location, numel)
 
 
 def _deviation(
@@ -284,3 +343,6 @@ def _read_record(
             path, "max_pickle_bytes", limits.max_pickle_bytes, f"{name} inflates past the limit"
         )
     return data
+
+
+use_zip_reader(read_zip)

@@ -40,6 +40,7 @@ from ppaux.fix.numpy_arrays import numpy_problem, numpy_tensor
 from ppaux.limits import Limits
 from ppaux.sglang import OUTPUT_PREFIX
 from ppaux.text import with_article
+from ppaux.torch_probe import import_torch
 
 __all__ = ["Conversion", "OutputPathError", "Refusal", "TensorizeResult", "tensorize_dump"]
 
@@ -254,7 +255,7 @@ def _rewrite(
     limits: Limits,
     result: dict[str, str],
 ) -> TensorizeResult:
-    import torch
+    torch = import_torch()
 
     from ppaux.dump import value_phrase
     from ppaux.guard import NotTensorizable, tensorize

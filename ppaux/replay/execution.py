@@ -19,6 +19,7 @@ from ppaux.replay.setup import Setup
 from ppaux.replay.vocabulary import Sender
 from ppaux.report import Finding, cap_per_code, finding
 from ppaux.sglang import OUTPUT_PREFIX
+from ppaux.torch_probe import import_torch
 
 __all__ = [
     "NothingToReplay",
@@ -64,6 +65,7 @@ def replay_file(path: str, setup: Setup) -> tuple[DumpResult, list[Finding]]:
             "Setup", _OtherOptions(setup, dataclasses.replace(setup.options, sender=Sender.LEGACY))
         )
     # torch is imported here, once a dump has something to rebuild (the reader needs none).
+    import_torch()
     from ppaux.replay.materialize import Materializer
 
     with Materializer(dump, setup.device, setup.options.limits) as build:

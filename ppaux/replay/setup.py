@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ppaux.replay.options import ReplayConfigError, ReplayOptions
 from ppaux.replay.vocabulary import Impl, Transport
 from ppaux.suggestions import Setting
+from ppaux.torch_probe import import_torch
 
 if TYPE_CHECKING:
     from ppaux.replay.protocol import Wire
@@ -42,6 +43,7 @@ class Setup:
 
 def prepare(options: ReplayOptions) -> Setup:
     """Resolve ``options``; the wire is opened (a two-process wire starts on first use)."""
+    import_torch()
     from ppaux.replay import transport
     from ppaux.replay.distributed import WireSetupError
     from ppaux.replay.materialize import DeviceError, resolve_device

@@ -41,6 +41,7 @@ from ppaux.sglang.bindings import (
 from ppaux.sglang.capability import Capability, SourceFile
 from ppaux.sglang.check_doubts import changed_after_check
 from ppaux.sglang.digest import definition_digests
+from ppaux.sglang.managers import Managers, swallow_doubt
 from ppaux.sglang.names import ADD, POP, SCHEDULER_FILE, TRANSPORT_FILE
 from ppaux.sglang.scheduler_calls import scheduler_calls
 from ppaux.sglang.shadows import shadowing
@@ -316,10 +317,11 @@ def _transport_facts(
             "match": "unknown",
             "transport_digests": facts["transport_digests"],
         }
+    managers = Managers(module)
     if add is not None:
-        changed = changed_after_check(add)
+        changed = changed_after_check(add, managers.passes_on) or swallow_doubt(add, managers)
         if changed is None:
-            facts["sender_checks"] = sender_checks(add)
+            facts["sender_checks"] = sender_checks(add, managers.passes_on)
         else:
             unknown["sender_checks"] = f"{file.path}: {ADD}: {changed}"
         facts["prefix"] = sender_prefix(add, consts)
@@ -328,9 +330,9 @@ def _transport_facts(
     else:
         unknown["sender_checks"] = unknown["prefix"] = f"{file.path}: defines no {ADD}"
     if pop is not None:
-        changed = changed_after_check(pop)
+        changed = changed_after_check(pop, managers.passes_on) or swallow_doubt(pop, managers)
         if changed is None:
-            facts["receiver_checks"] = receiver_checks(pop)
+            facts["receiver_checks"] = receiver_checks(pop, managers.passes_on)
         else:
             unknown["receiver_checks"] = f"{file.path}: {POP}: {changed}"
         facts["receiver_prefix"] = receiver_prefix(pop, consts)

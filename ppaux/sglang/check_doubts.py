@@ -7,19 +7,24 @@ tree only.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from ppaux.sglang.syntax import names_in, parameters, raising_ifs, walk
 
 __all__ = ["changed_after_check"]
 
 
-def changed_after_check(func: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+def changed_after_check(
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+    passes_on: Callable[[ast.expr], bool] | None = None,
+) -> str | None:
     """Why ``func``'s checks (its ``if`` statements that raise) may not hold for the values it
     uses, in a few words naming the line; None when each name a check reads is bound once in
     the function (a parameter, an assignment or a loop's target) and neither bound again nor
     deleted after the check. A binding counts wherever it lies (in a loop, a nested function),
-    so a reading that cannot tell is never taken for one that can."""
-    checks = list(raising_ifs(func))
+    so a reading that cannot tell is never taken for one that can. ``passes_on`` as
+    :func:`ppaux.sglang.syntax.raising_ifs` takes it."""
+    checks = list(raising_ifs(func, passes_on))
     if not checks:
         return None
     read = [(_end(check), names_in(check.test), check.lineno) for check in checks]

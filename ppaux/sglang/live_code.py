@@ -26,6 +26,7 @@ from ppaux.sglang.text_rows import on_rows, spans_a_row
 
 __all__ = [
     "constant_truth",
+    "is_the_module",
     "live_nodes",
     "reachable",
     "type_checking_false",
@@ -247,7 +248,7 @@ _MAY_END = frozenset({*_ENDS, ast.If, *_TRIES})
 class _Known:
     """What a walk under ``root`` knows of its names: those known false (``false_names``), and,
     asked once a name at the first test that needs it, whether a name (``sys``, ``typing``) is
-    the module of that name everywhere in it (:func:`_is_the_module`)."""
+    the module of that name everywhere in it (:func:`is_the_module`)."""
 
     def __init__(self, root: ast.AST, false_names: frozenset[str]) -> None:
         self.root = root
@@ -256,7 +257,7 @@ class _Known:
 
     def module(self, name: str) -> bool:
         if name not in self._modules:
-            self._modules[name] = _is_the_module(self.root, name)
+            self._modules[name] = is_the_module(self.root, name)
         return self._modules[name]
 
     @property
@@ -266,7 +267,7 @@ class _Known:
         return self.module if isinstance(self.root, ast.Module) else None
 
 
-def _is_the_module(root: ast.AST, name: str) -> bool:
+def is_the_module(root: ast.AST, name: str) -> bool:
     """Whether ``name`` is the module ``name`` wherever ``root`` (a module) reads it: one
     top-level ``import name`` binds it, and nothing else does, in any scope."""
     if not isinstance(root, ast.Module):

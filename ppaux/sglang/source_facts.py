@@ -8,7 +8,7 @@ underneath are :mod:`ppaux.sglang.syntax`'s.
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ppaux.sglang.live_code import live_nodes
 from ppaux.sglang.syntax import (
@@ -27,6 +27,9 @@ from ppaux.sglang.syntax import (
     walk,
 )
 
+#: Whether a ``with``'s context manager never swallows an error (see raising_ifs).
+PassesOn = Callable[[ast.expr], bool]
+
 __all__ = [
     "calls_anywhere",
     "dict_keys",
@@ -41,8 +44,12 @@ __all__ = [
 ]
 
 
-def sender_checks(add: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, bool]:
-    """What add refuses. The per-item checks live in the loop over ``to_pp_tensors().items()``."""
+def sender_checks(
+    add: ast.FunctionDef | ast.AsyncFunctionDef, passes_on: PassesOn | None = None
+) -> dict[str, bool]:
+    """What add refuses. The per-item checks live in the loop over ``to_pp_tensors().items()``.
+    ``passes_on`` tells the ``with`` statements whose error reaches the caller (see
+    :func:`ppaux.sglang.syntax.raising_ifs`)."""
     params = parameters(add)
     output = params[1] if len(params) > 1 else None
     checks = {
@@ -56,7 +63,7 @@ def sender_checks(add: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, bool
     name_var, tensor_var = _loop_vars(loop) if loop is not None else (None, None)
     in_loop = {id(n) for n in walk(loop)} if loop is not None else set()
     written = params[0] if params else None
-    for node, test in _refusing_tests(add):
+    for node, test in _refusing_tests(add, passes_on):
         if id(node) in in_loop:
             if name_var and (
                 checks_isinstance_of(test, name_var, "str") or negates(test, name_var)
@@ -74,10 +81,14 @@ def sender_checks(add: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, bool
     return checks
 
 
-def _refusing_tests(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[ast.If, ast.AST]]:
+def _refusing_tests(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, passes_on: PassesOn | None
+) -> list[tuple[ast.If, ast.AST]]:
     """Each ``if`` of :func:`raising_ifs` with each part of its test that alone makes it raise
     (:func:`ppaux.sglang.syntax.refusing_parts`)."""
-    return [(node, part) for node in raising_ifs(func) for part in refusing_parts(node.test)]
+    return [
+        (node, part) for node in raising_ifs(func, passes_on) for part in refusing_parts(node.test)
+    ]
 
 
 def _asks_membership_in(test: ast.AST, container: str) -> bool:
@@ -113,12 +124,15 @@ def _loop_vars(loop: ast.For) -> tuple[str | None, str | None]:
     return None, None
 
 
-def receiver_checks(pop: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, bool]:
-    """What pop refuses before it hands the tensors to the observer."""
+def receiver_checks(
+    pop: ast.FunctionDef | ast.AsyncFunctionDef, passes_on: PassesOn | None = None
+) -> dict[str, bool]:
+    """What pop refuses before it hands the tensors to the observer (``passes_on`` as
+    :func:`sender_checks` takes it)."""
     params = parameters(pop)
     observer = params[1] if len(params) > 1 else None
     checks = {"observer": False, "protocol": False, "tensors": False, "reconstructed": False}
-    for _, test in _refusing_tests(pop):
+    for _, test in _refusing_tests(pop, passes_on):
         if checks_tensor(test):
             checks["tensors"] = True
         elif observer and is_none_check(test, observer):

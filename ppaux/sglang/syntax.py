@@ -6,7 +6,7 @@ value is a tensor, is None or is of a type. Nothing here runs or imports the cod
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ppaux.sglang.live_code import constant_truth, live_nodes, reachable
 from ppaux.sglang.node_fields import node_fields, statement_fields
@@ -172,13 +172,17 @@ def names_in(node: ast.AST) -> set[str]:
     )
 
 
-def raising_ifs(scope: ast.AST) -> Iterator[ast.If]:
+def raising_ifs(
+    scope: ast.AST, passes_on: Callable[[ast.expr], bool] | None = None
+) -> Iterator[ast.If]:
     """``if`` statements under ``scope`` whose own body raises, in code that can run (an ``if``
     under ``if False:`` or after a ``return`` checks nothing, nor a ``raise`` after a
-    ``continue``), and whose error reaches the caller: one inside a ``try`` that has a handler
-    (which may catch it), inside a ``try`` whose ``finally`` holds a ``return``, ``break`` or
-    ``continue`` (which drops the error), or inside a ``with`` (whose context manager may
-    swallow it: ``contextlib.suppress`` does) checks nothing either."""
+    ``continue``), and whose error reaches the caller: one inside a ``try`` with a handler
+    that may catch it and go on (one that does not always raise again), inside a ``try``
+    whose ``finally`` holds a ``return``, ``break`` or ``continue`` (which drops the error), or
+    inside a ``with`` whose context manager may swallow it (``contextlib.suppress`` does)
+    checks nothing either. ``passes_on(manager)`` says of a ``with``'s context manager that it
+    never swallows an error; without it, every one may."""
     nodes = list(live_nodes(scope))
     dead = {
         id(node)
@@ -188,7 +192,7 @@ def raising_ifs(scope: ast.AST) -> Iterator[ast.If]:
     guarded = {
         id(inner)
         for node in nodes
-        for statement in _swallowing_parts(node)
+        for statement in _swallowing_parts(node, passes_on)
         for inner in [statement, *walk(statement)]
     }
     for node in nodes:
@@ -201,22 +205,34 @@ def raising_ifs(scope: ast.AST) -> Iterator[ast.If]:
             yield node
 
 
-def _swallowing_parts(node: ast.AST) -> list[ast.AST]:
+def _swallowing_parts(node: ast.AST, passes_on: Callable[[ast.expr], bool] | None) -> list[ast.AST]:
     """The statements under ``node`` whose error may stop there and not reach the caller: the
-    body of a ``try`` with a handler; the body, handlers and ``else`` of a ``try`` whose
-    ``finally`` may leave it (a ``return``, ``break`` or ``continue`` in it drops the error
-    being raised); the body of a ``with``."""
+    body of a ``try`` with a handler that may not raise again; the body, handlers and ``else``
+    of a ``try`` whose ``finally`` may leave it (a ``return``, ``break`` or ``continue`` in it
+    drops the error being raised); the body of a ``with`` one of whose context managers may
+    swallow an error."""
     if isinstance(node, (ast.With, ast.AsyncWith)):
+        if passes_on is not None and all(passes_on(item.context_expr) for item in node.items):
+            return []
         return list(node.body)
     if not isinstance(node, _TRIES):
         return []
     parts: list[ast.AST] = []
-    if getattr(node, "handlers", None):
+    handlers = getattr(node, "handlers", ())
+    if handlers and not all(_raises_again(handler) for handler in handlers):
         parts += getattr(node, "body", ())
     if _may_leave(getattr(node, "finalbody", [])):
         parts += [*getattr(node, "body", ()), *getattr(node, "handlers", ())]
         parts += getattr(node, "orelse", ())
     return parts
+
+
+def _raises_again(handler: ast.ExceptHandler) -> bool:
+    """Whether an ``except`` clause always raises (the error it caught, ``raise``, or another,
+    ``raise X from error``): its last statement that runs is a ``raise`` of its own, and no
+    ``return``, ``break`` or ``continue`` in it can leave first."""
+    body = reachable(handler.body)
+    return bool(body) and isinstance(body[-1], ast.Raise) and not _may_leave(handler.body)
 
 
 def _may_leave(body: list[ast.stmt]) -> bool:
