@@ -48,7 +48,7 @@ def read_inner_zip(outer: Machine, payload: bytes, max_nesting: int) -> Any:
     read_zip = _ZIP_READER[0]
     if getattr(outer, "nesting", 0) + 1 > max_nesting:
         raise outer.error("nested torch.save streams go deeper than a real file ever does")
-    at = outer._op_pos
+    at = outer.op_pos
     outer.deviate(
         "torch.storage._load_from_bytes holds a torch.save zip archive, where the pickler "
         "writes a legacy torch.save stream (torch.load reads either)",

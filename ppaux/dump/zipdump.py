@@ -258,7 +258,7 @@ def _as_torch_reads(m: Machine, pid: Any, known: dict[str | int, StorageRef]) ->
         if not location.isascii():
             raise TorchRefuses(
                 m.path,
-                f"torch.load refuses the file: data.pkl byte {m._op_pos}: storage location "
+                f"torch.load refuses the file: data.pkl byte {m.op_pos}: storage location "
                 f"{shown(repr(location), 200)} is not ASCII (torch: UnicodeDecodeError)",
             )
         m.deviate(
@@ -269,7 +269,7 @@ def _as_torch_reads(m: Machine, pid: Any, known: dict[str | int, StorageRef]) ->
     elif fresh and tag == "storage" and not isinstance(location, (str, bytes)):
         raise TorchRefuses(
             m.path,
-            f"torch.load refuses the file: data.pkl byte {m._op_pos}: storage location "
+            f"torch.load refuses the file: data.pkl byte {m.op_pos}: storage location "
             f"{shown(repr(location), 80)} is of type {type(location).__name__}, not text "
             "(torch: TypeError while restoring it)",
         )
