@@ -20,6 +20,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from ppaux.dump.grammar import past_protocols
 from ppaux.dump.model import (
     GlobalRef,
     NdArrayRef,
@@ -711,8 +712,8 @@ _OPCODE_NAMES = {b"I": "INT", b"L": "LONG", b"F": "FLOAT", b"S": "STRING", b"V":
 
 def _op_proto(m: Machine) -> None:
     proto = m._read(1)[0]
-    if proto > 5:
-        raise m.error(f"unsupported pickle protocol {proto}")
+    if proto > 5:  # torch's default reader reads on; its full unpickler refuses
+        m.deviate(past_protocols(proto))
     m.protocol = proto
 
 
