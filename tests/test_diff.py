@@ -247,6 +247,38 @@ def test_views_compare_by_the_elements_they_see(tmp_path):
     assert [f.code for f in diff_paths(str(a), str(c)).findings] == ["PP605"]
 
 
+@pytest.mark.torch
+@pytest.mark.parametrize("zipped", [True, False], ids=["zip", "legacy"])
+def test_negative_and_conjugate_views_compare_by_the_values_torch_load_gives(tmp_path, zipped):
+    import torch
+
+    def save(name: str, value: torch.Tensor) -> str:
+        path = tmp_path / f"{name}.pt"
+        torch.save({P + "v": value}, path, _use_new_zipfile_serialization=zipped)
+        return str(path)
+
+    stored = torch.tensor([1.0, -2.0, 0.0])
+    complex_stored = torch.tensor([1 + 2j, -3 - 4j])
+    neg_view = save("neg_view", torch._neg_view(stored))  # torch.load reads [-1, 2, -0]
+    negated = save("negated", torch.tensor([-1.0, 2.0, -0.0]))
+    plain = save("plain", stored.clone())
+    conj_view = save("conj_view", complex_stored.conj())  # torch.load reads [1-2j, -3+4j]
+    conjugated = save("conjugated", torch.tensor([1 - 2j, -3 + 4j]))
+    complex_plain = save("complex_plain", complex_stored.clone())
+    int_view = save("int_view", torch._neg_view(torch.tensor([1, -128, 0], dtype=torch.int8)))
+    int_negated = save("int_negated", torch.tensor([-1, -128, 0], dtype=torch.int8))
+    from ppaux.dump.diff import diff_paths
+
+    def codes(a: str, b: str) -> list[str]:
+        return [f.code for f in diff_paths(a, b).findings]
+
+    assert codes(neg_view, negated) == []
+    assert codes(neg_view, plain) == ["PP605"]
+    assert codes(conj_view, conjugated) == []
+    assert codes(conj_view, complex_plain) == ["PP605"]
+    assert codes(int_view, int_negated) == []
+
+
 # -- formats, bad inputs, hostile files ----------------------------------------------------------
 
 

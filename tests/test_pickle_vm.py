@@ -107,7 +107,6 @@ def test_allowlisted_container_calls_are_interpreted():
         (b"", "truncated pickle: no STOP opcode before byte 0"),
         (b"\x80\x02X\xff\x00\x00\x00ab", "truncated pickle: 255 bytes wanted at byte 7, 2 left"),
         (b"\x80\x02\xff.", "malformed pickle at byte 2: unknown opcode b'\\xff'"),
-        (b"\x80\x06N.", "malformed pickle at byte 0: unsupported pickle protocol 6"),
         (b"\x80\x02h\x05.", "malformed pickle at byte 2: memo entry 5 was never stored"),
         (
             b"\x80\x02\x82\x01.",
@@ -134,6 +133,15 @@ def test_malformed_pickles_raise_dump_errors(data, reason):
         run(data)
     assert info.value.reason == reason
     assert str(info.value) == f"x.pkl: {reason}"
+
+
+def test_a_protocol_past_5_is_read_on_as_a_deviation():
+    # torch.load's default reader reads on past PROTO 6; its full unpickler refuses the file.
+    value, machine = run(b"\x80\x06N.")
+    assert value is None and machine.protocol == 6
+    where, what, severe = machine.deviation
+    assert (where, severe) == ("byte 0", True)
+    assert what.startswith("pickle protocol 6, past the newest (5)")
 
 
 def test_limits_stop_hostile_growth():

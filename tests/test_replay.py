@@ -560,3 +560,19 @@ def test_formats_and_fail_on_given_as_values():
     assert json.loads(render(report, _Value("json")))["command"] == "replay"
     assert render(report, "markdown").startswith("## ppaux replay")
     assert resolve_gate(Config(), fail_on=_Value("warning")).fail_on is FailOn.WARNING
+
+
+def test_a_negative_view_replays_as_its_memory_travels(tmp_path):
+    # torch.load gives back the negative view; the wire sends the bytes under it, so the
+    # receiver reads [1, 2, 3] where rank 0's sender held [-1, -2, -3].
+    path = tmp_path / "negview.pt"
+    torch.save(
+        {"logits": torch.zeros(2), f"{P}t": torch._neg_view(torch.tensor([1.0, 2, 3]))}, path
+    )
+    code, doc = replay_json(str(path), "--transport", "wire")
+    (result,) = doc["results"]
+    assert (code, result["outcome"]) == (1, "diverged")
+    (mismatch,) = result["payloads"][0]["runs"]["reference"]["mismatches"]
+    assert (mismatch["key"], mismatch["what"]) == (f"{P}t", "bits")
+    code, doc = replay_json(str(path), "--transport", "none")
+    assert (code, doc["results"][0]["outcome"]) == (0, "ok")

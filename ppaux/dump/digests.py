@@ -1,6 +1,7 @@
 """The bytes a dump's values stand for, read and hashed without torch: a tensor by a SHA-256
 digest of the elements it views (read from its storage record a block at a time, in the
-file's byte order), any other value by a digest of its parts. :mod:`ppaux.dump.diff` compares
+file's byte order; a conjugate or negative view by the values it reads, as torch.load gives
+them), any other value by a digest of its parts. :mod:`ppaux.dump.diff` compares
 two dumps by these digests.
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, Opaque, StorageRef, TensorRef
 from ppaux.dump.records import RecordReader, torch_byteorder
 from ppaux.dump.structure import Dump
+from ppaux.dump.view_values import resolver
 from ppaux.errors import DumpError, PpauxError
 from ppaux.limits import Limits
 
@@ -39,7 +41,7 @@ class StorageRecords:
         self.dump = dump
         self._reader: RecordReader | None = None
         self._big = False
-        self._cache: dict[tuple[int, int, int], str] = {}
+        self._cache: dict[tuple[int, int, int, tuple[str, ...]], str] = {}
 
     def close(self) -> None:
         """Close the file, if it was opened."""
@@ -47,19 +49,26 @@ class StorageRecords:
             self._reader.close()
             self._reader = None
 
-    def digest(self, storage: StorageRef, start: int, end: int) -> str:
-        """SHA-256 of bytes ``start:end`` of ``storage``; :class:`NotCompared` if unreadable."""
-        key = (id(storage), start, end)
+    def digest(self, storage: StorageRef, start: int, end: int, bits: tuple[str, ...] = ()) -> str:
+        """SHA-256 of bytes ``start:end`` of ``storage``, read as a view with ``bits`` reads
+        them (see :mod:`ppaux.dump.view_values`); :class:`NotCompared` if unreadable."""
+        key = (id(storage), start, end, bits)
         known = self._cache.get(key)
         if known is not None:
             return known
         digest = hashlib.sha256()
+        sink: Callable[[Any], Any] = digest.update
+        if bits:
+            resolve = resolver(storage.dtype, bits)
+            if resolve is None:
+                raise NotCompared(f"ppaux does not read a {'/'.join(bits)} view of {storage.dtype}")
+            sink = _Whole(*resolve, digest.update)
         if storage.data is not None:
             if len(storage.data) < end:
                 raise NotCompared(f"its storage holds {len(storage.data)} bytes, {end} needed")
-            digest.update(storage.data[start:end])
+            sink(storage.data[start:end])
         else:
-            self._read(storage, start, end, digest.update)
+            self._read(storage, start, end, sink)
         self._cache[key] = digest.hexdigest()
         return self._cache[key]
 
@@ -97,6 +106,20 @@ class StorageRecords:
                 carry = data[cut:]
         except DumpError as exc:
             raise NotCompared(exc.reason) from None
+
+
+class _Whole:
+    """A sink that hands ``resolve`` whole elements of ``unit`` bytes, whatever the blocks."""
+
+    def __init__(self, unit: int, resolve: Callable[[bytes], bytes], sink: Callable[[bytes], Any]):
+        self.unit, self.resolve, self.sink = unit, resolve, sink
+        self.carry = b""
+
+    def __call__(self, block: bytes | memoryview) -> None:
+        data = self.carry + bytes(block)
+        cut = len(data) - len(data) % self.unit
+        self.sink(self.resolve(data[:cut]))
+        self.carry = data[cut:]
 
 
 def _swap_unit(dtype: str) -> int:
@@ -151,7 +174,7 @@ class ValueDigests:
                     (size - 1) * step for size, step in zip(ref.shape, stride, strict=False)
                 )
                 data = self.records.digest(
-                    ref.storage, ref.offset * itemsize, (last + 1) * itemsize
+                    ref.storage, ref.offset * itemsize, (last + 1) * itemsize, ref.bits
                 )
         elif ref.kind == "dense":
             raise NotCompared("the file keeps no data for it")

@@ -31,6 +31,7 @@ __all__ = [
     "OPCODES",
     "TORCH_PROTOCOL",
     "Deviation",
+    "past_protocols",
     "pickle_deviation",
 ]
 
@@ -52,7 +53,8 @@ _BINARY = OPCODES[5] | frozenset(b"}]qrhjXKMJGNBC")
 _MEMOIZED = frozenset(b"}]X\x8c\x8dBC\x8e\x96c\x93\x85\x86\x87tR\x81\x92\x8f\x91")
 _PUTS = frozenset(b"qr\x94")
 # Opcodes whose order the scan checks even when nothing is pending: PUTs, POP and POP_MARK.
-_ORDERED = _PUTS | frozenset(b"01")
+# Opcodes order() looks at even where allowed: memo PUTs, POPs and PROTO (written once, first).
+_ORDERED = _PUTS | frozenset(b"01\x80")
 _BATCH = 1000
 _NAMES = {
     0x28: "MARK",
@@ -94,6 +96,15 @@ def _opname(op: int) -> str:
     return _NAMES.get(op, f"0x{op:02x}")
 
 
+def past_protocols(protocol: int) -> str:
+    """What a PROTO past CPython's newest (5) does to torch.load, in words."""
+    return (
+        f"pickle protocol {protocol}, past the newest (5): torch.load's default "
+        "(weights_only=True) reads on with a warning, torch.load(weights_only=False) refuses "
+        f"the file ('unsupported pickle protocol: {protocol}')"
+    )
+
+
 def pickle_deviation(
     data: bytes, protocols: tuple[int, ...] = (TORCH_PROTOCOL,), label: str = "data.pkl"
 ) -> Deviation | None:
@@ -108,11 +119,11 @@ def pickle_deviation(
     where = f"{label} byte 0 (PROTO)"
     if protocol < 2 and protocol in protocols:
         return Deviation(where, f"the pickler writes no PROTO at protocol {protocol}", False)
+    if protocol > 5:
+        return Deviation(where, past_protocols(protocol), True)
     if protocol not in protocols:
         wanted = " or ".join(str(p) for p in protocols)
-        return Deviation(
-            where, f"protocol {protocol}, where the writer uses {wanted}", protocol > 5
-        )
+        return Deviation(where, f"protocol {protocol}, where the writer uses {wanted}", False)
     return _Scan(data, label, protocol, 2).run()
 
 
@@ -223,6 +234,8 @@ class _Scan:
                 )
         elif op in (0x30, 0x31):
             self.popped = 1 if op == 0x30 else -1
+        if op == 0x80:
+            return self.second_proto(start, op)
         if self.pending_memo is not None and op not in _PUTS and op != 0x95:
             offset, memoized = self.pending_memo
             return self.at(
@@ -233,6 +246,20 @@ class _Scan:
                 return self.at(start, op, "a memo entry the pickler would not write here", False)
             self.pending_memo = None
         return None
+
+    def second_proto(self, start: int, op: int) -> Deviation:
+        """The pickler writes PROTO once, first. Another names a protocol the unpickler then
+        reads by: the same one changes nothing, another changes how CPython's unpickler maps
+        protocol-2 global names, and one past 5 makes torch.load(weights_only=False) refuse."""
+        number = self.data[start + 1] if start + 1 < self.end else self.protocol
+        if number > 5:
+            return self.at(start, op, f"a second PROTO: {past_protocols(number)}")
+        return self.at(
+            start,
+            op,
+            f"a second PROTO ({number}), where the pickler writes one, first",
+            number != self.protocol,
+        )
 
     def argument(self, start: int, op: int) -> bytes | Deviation:
         """The opcode's argument, read past; a Deviation where it runs past the pickle or its

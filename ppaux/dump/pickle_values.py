@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ppaux.dump.grammar import past_protocols
 from ppaux.dump.model import Opaque
 from ppaux.dump.pickle_state import PickleState
 
@@ -62,8 +63,8 @@ _OPCODE_NAMES = {b"I": "INT", b"L": "LONG", b"F": "FLOAT", b"S": "STRING", b"V":
 
 def _op_proto(m: PickleState) -> None:
     proto = m.read(1)[0]
-    if proto > 5:
-        raise m.error(f"unsupported pickle protocol {proto}")
+    if proto > 5:  # torch's default reader reads on; its full unpickler refuses
+        m.deviate(past_protocols(proto))
     m.protocol = proto
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import struct
 import zipfile
+import zlib
 from typing import BinaryIO
 
 from ppaux.dump.grammar import Deviation
@@ -101,6 +102,20 @@ _CONTENT = {
 }
 
 
+def _crc_deviation(record: zipfile.ZipInfo, body: bytes | None, crcs_kept: bool) -> str | None:
+    """What is wrong with a record's CRC field where torch.save writes each record's CRC (a
+    small record's ``body`` is checked against it; a storage's bytes are not read), or 0 in
+    all of them; None where it is as written. torch.load checks no CRC, so it reads the same."""
+    if not crcs_kept:
+        return None
+    if body is not None:
+        if zlib.crc32(body) != record.CRC:
+            return "its CRC is not its data's"
+    elif record.CRC == 0:
+        return "its CRC is 0 where the other records hold their data's"
+    return None
+
+
 def zip_deviation(
     handle: BinaryIO,
     size: int,
@@ -133,6 +148,8 @@ def zip_deviation(
     if size > _SMALL:
         return None  # zip64 fields in each header: not modeled
     alignment = _alignment(handle, records[2])
+    # torch.save writes every record's CRC, or 0 in every one (set_crc32_options(False)).
+    crcs_kept = any(r.CRC for r in records)
     cursor = 0
     for record in records:
         name = record.filename.encode("utf-8")
@@ -169,6 +186,9 @@ def zip_deviation(
         if pickle_crc is not None and base == "data.pkl" and pickle_crc != record.CRC:
             if record.CRC != 0 or any(r.CRC for r in records):
                 return Deviation(where, "its CRC is not its data's", True)
+        found_crc = _crc_deviation(record, body if short else None, crcs_kept)
+        if found_crc is not None:
+            return Deviation(where, found_crc, False)
         cursor += record.file_size
         descriptor = (
             _DESCRIPTOR.pack(b"PK\x07\x08", record.CRC, record.file_size, record.file_size)

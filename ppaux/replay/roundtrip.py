@@ -405,8 +405,9 @@ def _quantizer(t: torch.Tensor) -> Any:
 
 
 def _flat_bytes(t: torch.Tensor) -> torch.Tensor:
-    # Logical element order (reshape copies a non-contiguous tensor), then its raw bytes.
-    return t.detach().reshape(-1).contiguous().view(torch.uint8)
+    # The values a reader sees (a conjugate or negative view resolved, as a clone resolves
+    # it), in logical element order (reshape copies a non-contiguous tensor), as raw bytes.
+    return t.detach().resolve_conj().resolve_neg().reshape(-1).contiguous().view(torch.uint8)
 
 
 def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:

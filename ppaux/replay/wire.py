@@ -259,7 +259,15 @@ def fill(target: torch.Tensor, chunks: list[torch.Tensor]) -> None:
 
 
 def _raw(chunk: torch.Tensor) -> torch.Tensor:
-    return chunk.int_repr().reshape(-1) if chunk.is_quantized else chunk.reshape(-1)
+    if chunk.is_quantized:
+        return chunk.int_repr().reshape(-1)
+    if chunk.is_conj() or chunk.is_neg():
+        # gloo and NCCL send a tensor's memory: a conjugate or negative view arrives as the
+        # bytes it views, its bit dropped (the receiver's tensor has none).
+        memory = torch.empty(0, dtype=chunk.dtype, device=chunk.device)
+        memory.set_(chunk.untyped_storage(), chunk.storage_offset(), chunk.size(), chunk.stride())
+        chunk = memory
+    return chunk.reshape(-1)
 
 
 def transfer(
