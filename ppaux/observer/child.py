@@ -238,6 +238,9 @@ class _Run:
         self.started = time.monotonic()
         self.deadline = self.started + START_ALLOWANCE_S + timeout_s
         self.interrupted = True  # until read() returns
+        #: The hook slot's time last seen, and when this process first saw it.
+        self.hook_time = 0.0
+        self.hook_seen = self.started
 
     def read(self, signals: Callable[[], None] = lambda: None) -> None:
         """Read records and output until the child is done, garbled its records, timed out
@@ -284,7 +287,15 @@ class _Run:
             return False
         when, _ = read_slot(os.pread(self.slot, SLOT_SIZE, 0))
         now = time.monotonic()
-        later = min(when + self.timeout_s + GRACE_S, now + self.timeout_s + GRACE_S)
+        if not when <= now:
+            # A time later than this process's clock (or infinite) is no hook the child began:
+            # the target wrote over the slot, and it moves nothing.
+            return False
+        if when != self.hook_time:
+            # The allowance runs from when this process first saw the hook begin, whatever
+            # time the slot says.
+            self.hook_time, self.hook_seen = when, now
+        later = min(when, self.hook_seen) + self.timeout_s + GRACE_S
         if later <= now:
             return False
         self.deadline = later
@@ -357,7 +368,15 @@ class _Run:
             self.deadline = time.monotonic() + self.timeout_s
         try:
             self.take(message)
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as exc:
+        except (
+            KeyError,
+            TypeError,
+            ValueError,
+            IndexError,
+            AttributeError,
+            OverflowError,
+            RecursionError,
+        ) as exc:
             # A frame that is JSON but not a record of the child's (a missing or mistyped
             # field): the stream is garbled from here, as for a frame that does not read.
             text = f"{type(exc).__name__}: {exc}"
