@@ -96,3 +96,22 @@ class TimerOfADict(_Once):
 class TimerOfAString(_Once):
     def mischief(self) -> None:
         _record({"event": "end", "timers": [["SIGALRM", "x"]]})
+
+
+class UnknownEvent(_Once):
+    def mischief(self) -> None:
+        _record({"event": "zz"})
+
+
+class JunkHeartbeat(_Once):
+    """Records of no event of the check's, every half second, for an hour."""
+
+    def mischief(self) -> None:
+        for _ in range(7200):
+            _record({"event": "zz"})
+            time.sleep(0.5)
+
+
+class ClosesRecords(_Once):
+    def mischief(self) -> None:
+        os.close(_records_fd())

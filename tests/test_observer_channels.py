@@ -62,3 +62,20 @@ def test_a_forged_timer_is_garbled_not_an_internal_error(name):
 def test_assert_pp_safe_raises_an_assertion_for_a_deep_frame():
     with pytest.raises(AssertionError, match="PP715"):
         assert_pp_safe(f"{TARGETS}:DeepFrame", batch_sizes=(1,), steps=1)
+
+
+@pytest.mark.parametrize("name", ["UnknownEvent", "JunkHeartbeat"])
+def test_a_record_of_an_event_not_the_checks_is_garbled_and_moves_no_deadline(name):
+    started = time.monotonic()
+    [(end, message)] = ends(name)
+    assert time.monotonic() - started < 120
+    assert end == "garbled"
+    assert "an event that is not the check's ('zz')" in message
+
+
+def test_a_closed_records_descriptor_is_an_exit_without_ppauxs_traceback():
+    said: list[bytes] = []
+    report = check_observer(f"{TARGETS}:ClosesRecords", FAST, on_output=said.append)
+    [found] = [f for f in report.findings if f.code == "PP715"]
+    assert found.extra["end"] == "exit"
+    assert b"Traceback" not in b"".join(said)

@@ -190,6 +190,32 @@ class _Kept:
         return text + f"\n[... {self.dropped} more bytes]" if self.dropped else text
 
 
+#: The events of the records the check's child sends (the worker's and the runner's): a record
+#: of any other is not the check's.
+_EVENTS = frozenset(
+    {
+        "ready",
+        "start",
+        "locations",
+        "made",
+        "wire",
+        "requests",
+        "driving",
+        "no_output",
+        "again",
+        "undescribable",
+        "rank0_failed",
+        "step",
+        "target_error",
+        "config_error",
+        "failed",
+        "target_exit",
+        "target_raised",
+        "end",
+    }
+)
+
+
 class _Taken:
     """The child's records as they come: each judged, and kept aside where it stops the check
     (``stops``) or names the timers the child left running (``timers``)."""
@@ -201,6 +227,9 @@ class _Taken:
 
     def take(self, message: dict[str, Any]) -> None:
         event = message.get("event")
+        if event not in _EVENTS:
+            # Not a record the child sends: the records are garbled (raised, see child.py).
+            raise ValueError(f"an event that is not the check's ({str(event)[:40]!r})")
         if event in ("target_error", "config_error", "failed", "target_exit", "target_raised"):
             self.stops.append(message)
         if event == "end":

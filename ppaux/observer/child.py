@@ -358,14 +358,9 @@ class _Run:
             if isinstance(fork, int) and fork not in self.end.forks:
                 self.end.forks.append(fork)
             return
-        self.deadline = time.monotonic() + self.timeout_s + GRACE_S
         if message.get("event") == "ready":
+            self.deadline = time.monotonic() + self.timeout_s + GRACE_S
             return
-        if message.get("event") == "end":
-            # Its exit is the target's too (its streams flushed, its exit handlers): waited
-            # for, as long as the check's timeout.
-            self.end.finished = True
-            self.deadline = time.monotonic() + self.timeout_s
         try:
             self.take(message)
         except (
@@ -382,6 +377,14 @@ class _Run:
             text = f"{type(exc).__name__}: {exc}"
             self.end.garbled = f"a record that is not one of the check's ({text[:200]})"
             _kill_group(self.process.pid)
+            return
+        # A record taken is the child's progress: only then is the deadline moved.
+        self.deadline = time.monotonic() + self.timeout_s + GRACE_S
+        if message.get("event") == "end":
+            # Its exit is the target's too (its streams flushed, its exit handlers): waited
+            # for, as long as the check's timeout.
+            self.end.finished = True
+            self.deadline = time.monotonic() + self.timeout_s
 
     def close(self) -> None:
         """Wait a moment for a child that is done, kill one that is not, and close the pipes."""
