@@ -365,7 +365,7 @@ def test_a_signal_from_a_process_the_target_started_in_its_own_session_is_the_ta
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGTSTP"), reason="POSIX signals")
-@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP", "SIGINT", "SIGTSTP"])
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP", "SIGINT", "SIGTSTP", "SIGTTIN", "SIGTTOU"])
 def test_a_stopping_signal_the_target_sends_ppaux_is_a_finding_not_its_end(tmp_path, name):
     _main_thread_only()
     if not sys.platform.startswith("linux") or len(os.listdir("/proc/self/task")) > 1:

@@ -190,6 +190,32 @@ class _Kept:
         return text + f"\n[... {self.dropped} more bytes]" if self.dropped else text
 
 
+#: The events of the records the check's child sends (the worker's and the runner's): a record
+#: of any other is not the check's.
+_EVENTS = frozenset(
+    {
+        "ready",
+        "start",
+        "locations",
+        "made",
+        "wire",
+        "requests",
+        "driving",
+        "no_output",
+        "again",
+        "undescribable",
+        "rank0_failed",
+        "step",
+        "target_error",
+        "config_error",
+        "failed",
+        "target_exit",
+        "target_raised",
+        "end",
+    }
+)
+
+
 class _Taken:
     """The child's records as they come: each judged, and kept aside where it stops the check
     (``stops``) or names the timers the child left running (``timers``)."""
@@ -197,15 +223,39 @@ class _Taken:
     def __init__(self, judge: Judge) -> None:
         self.judge = judge
         self.stops: list[dict[str, Any]] = []
-        self.timers: list[Any] = []
+        self.timers: list[tuple[str, float]] = []
 
     def take(self, message: dict[str, Any]) -> None:
         event = message.get("event")
+        if event not in _EVENTS:
+            # Not a record the child sends: the records are garbled (raised, see child.py).
+            raise ValueError(f"an event that is not the check's ({str(event)[:40]!r})")
         if event in ("target_error", "config_error", "failed", "target_exit", "target_raised"):
             self.stops.append(message)
-        if event == "end" and isinstance(message.get("timers"), list):
-            self.timers.extend(message["timers"][:8])
+        if event == "end":
+            self.timers.extend(_timer_entries(message.get("timers", []))[:8])
         self.judge.take(message)
+
+
+def _timer_entries(value: Any) -> list[tuple[str, float]]:
+    """The ``timers`` of an ``end`` record: a list of ``[name, seconds left]``, the name a
+    string, the seconds a finite number of zero or more. Anything else raises ``ValueError``
+    (the record is not the check's: the records are garbled)."""
+    if not isinstance(value, list):
+        raise ValueError("timers that are not a list")
+    entries = []
+    for entry in value:
+        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)):
+            raise ValueError("a timer that is not [name, seconds]")
+        seconds = entry[1]
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, (int, float))
+            or not 0 <= seconds < float("inf")
+        ):
+            raise ValueError("a timer whose seconds are not a finite number")
+        entries.append((entry[0][:20], float(seconds)))
+    return entries
 
 
 def _judge_the_end(
@@ -217,11 +267,8 @@ def _judge_the_end(
         _stopped(stop, target, judge)
     for ending in endings(end, timeout_s, end.hook):
         judge.ended(ending)
-    left = [
-        (str(t[0])[:20], float(t[1])) for t in taken.timers if isinstance(t, list) and len(t) == 2
-    ]
-    if left:
-        judge.ended(timers_left(left))
+    if taken.timers:
+        judge.ended(timers_left(taken.timers))
     if not judge.start and not judge.endings:
         # Its records ended well, but none said the check began: not the check's records.
         judge.ended(

@@ -238,6 +238,9 @@ class _Run:
         self.started = time.monotonic()
         self.deadline = self.started + START_ALLOWANCE_S + timeout_s
         self.interrupted = True  # until read() returns
+        #: The hook slot's time last seen, and when this process first saw it.
+        self.hook_time = 0.0
+        self.hook_seen = self.started
 
     def read(self, signals: Callable[[], None] = lambda: None) -> None:
         """Read records and output until the child is done, garbled its records, timed out
@@ -284,7 +287,15 @@ class _Run:
             return False
         when, _ = read_slot(os.pread(self.slot, SLOT_SIZE, 0))
         now = time.monotonic()
-        later = min(when + self.timeout_s + GRACE_S, now + self.timeout_s + GRACE_S)
+        if not when <= now:
+            # A time later than this process's clock (or infinite) is no hook the child began:
+            # the target wrote over the slot, and it moves nothing.
+            return False
+        if when != self.hook_time:
+            # The allowance runs from when this process first saw the hook begin, whatever
+            # time the slot says.
+            self.hook_time, self.hook_seen = when, now
+        later = min(when, self.hook_seen) + self.timeout_s + GRACE_S
         if later <= now:
             return False
         self.deadline = later
@@ -347,22 +358,33 @@ class _Run:
             if isinstance(fork, int) and fork not in self.end.forks:
                 self.end.forks.append(fork)
             return
-        self.deadline = time.monotonic() + self.timeout_s + GRACE_S
         if message.get("event") == "ready":
+            self.deadline = time.monotonic() + self.timeout_s + GRACE_S
             return
-        if message.get("event") == "end":
-            # Its exit is the target's too (its streams flushed, its exit handlers): waited
-            # for, as long as the check's timeout.
-            self.end.finished = True
-            self.deadline = time.monotonic() + self.timeout_s
         try:
             self.take(message)
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as exc:
+        except (
+            KeyError,
+            TypeError,
+            ValueError,
+            IndexError,
+            AttributeError,
+            OverflowError,
+            RecursionError,
+        ) as exc:
             # A frame that is JSON but not a record of the child's (a missing or mistyped
             # field): the stream is garbled from here, as for a frame that does not read.
             text = f"{type(exc).__name__}: {exc}"
             self.end.garbled = f"a record that is not one of the check's ({text[:200]})"
             _kill_group(self.process.pid)
+            return
+        # A record taken is the child's progress: only then is the deadline moved.
+        self.deadline = time.monotonic() + self.timeout_s + GRACE_S
+        if message.get("event") == "end":
+            # Its exit is the target's too (its streams flushed, its exit handlers): waited
+            # for, as long as the check's timeout.
+            self.end.finished = True
+            self.deadline = time.monotonic() + self.timeout_s
 
     def close(self) -> None:
         """Wait a moment for a child that is done, kill one that is not, and close the pipes."""

@@ -109,7 +109,7 @@ def read_slot(data: bytes) -> tuple[float, dict[str, Any] | None]:
         return (0.0 if when != when else when), None
     try:
         message = json.loads(data[_SLOT_HEAD.size : _SLOT_HEAD.size + size].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # nested past the parser's depth
         return when, None
     return when, message if isinstance(message, dict) else None
 
@@ -137,6 +137,8 @@ class FrameReader:
                 message = json.loads(body.decode("utf-8"))
             except (UnicodeDecodeError, ValueError) as exc:
                 raise FrameError(f"a frame that is not JSON ({exc})") from None
+            except RecursionError:
+                raise FrameError("a frame of JSON nested deeper than it can be read") from None
             if not isinstance(message, dict):
                 raise FrameError("a frame that is not a JSON object")
             out.append(message)

@@ -90,13 +90,20 @@ _TAKEN = tuple(
 
 
 #: Signals that stop this process on purpose: a user's Ctrl-C (SIGINT), a supervisor's SIGTERM,
-#: a closed terminal (SIGHUP), Ctrl-Z (SIGTSTP). While a check runs they are read with their
-#: sender: one the target's processes sent is a finding about the target (and, SIGTSTP, never
-#: stops this process); one anybody else sent does what it did before (:meth:`Signals.relay`).
+#: a closed terminal (SIGHUP), job control (SIGTSTP, SIGTTIN, SIGTTOU). While a check runs they
+#: are read with their sender: one the target's processes sent is a finding about the target
+#: (and, job control, never stops this process); one anybody else sent does what it did before
+#: (:meth:`Signals.relay`).
 _STOPPING = tuple(
     getattr(signal, name)
-    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGTSTP")
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGTSTP", "SIGTTIN", "SIGTTOU")
     if hasattr(signal, name)
+)
+#: Of those, the ones whose default action stops this process (a terminal's job control):
+#: Ctrl-Z, and a read or write of the terminal from the background. SIGSTOP stops it too, and
+#: cannot be caught or read: a target that sends it stops the check until a SIGCONT.
+_PAUSING = tuple(
+    getattr(signal, name) for name in ("SIGTSTP", "SIGTTIN", "SIGTTOU") if hasattr(signal, name)
 )
 
 
@@ -150,11 +157,11 @@ class Signals:
     @staticmethod
     def relay(number: int) -> None:
         """What a stopping signal from anybody but the target does had it not been blocked:
-        SIGTSTP stops this process (as SIGSTOP: it cannot be blocked); the others run their
-        handler in the main thread, as their arrival would."""
+        SIGTSTP, SIGTTIN and SIGTTOU stop this process (as SIGSTOP: it cannot be blocked); the
+        others run their handler in the main thread, as their arrival would."""
         import _thread
 
-        if number == getattr(signal, "SIGTSTP", None):
+        if number in _PAUSING:
             os.kill(os.getpid(), signal.SIGSTOP)
         else:
             _thread.interrupt_main(signal.Signals(number))
@@ -225,11 +232,12 @@ def taking_signals() -> Iterator[Signals]:
 def _stopping() -> list[int]:
     """The signals of :data:`_STOPPING` that can be read with their sender and handed on:
     SIGINT, SIGTERM and SIGHUP where Python runs a handler for them (one ignored or left to the
-    system's default is left alone), SIGTSTP where the system's default (stop) is its action."""
+    system's default is left alone), SIGTSTP, SIGTTIN and SIGTTOU where the system's default
+    (stop) is its action."""
     chosen = []
     for number in _STOPPING:
         handler = signal.getsignal(number)
-        if number == getattr(signal, "SIGTSTP", None):
+        if number in _PAUSING:
             if handler is signal.SIG_DFL:
                 chosen.append(number)
         elif callable(handler):

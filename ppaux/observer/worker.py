@@ -40,9 +40,14 @@ def _writer(fd: int) -> Any:
                 os._exit(0)
         message["pid"] = pid
         data = memoryview(encode(message))
-        while data:
-            written = os.write(fd, data)
-            data = data[written:]
+        try:
+            while data:
+                written = os.write(fd, data)
+                data = data[written:]
+        except OSError:
+            # The records' descriptor is gone (the target closed it, or its parent ended):
+            # nothing more can be said, and no traceback of ppaux's is the target's output.
+            os._exit(1)
 
     return emit
 
