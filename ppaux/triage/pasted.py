@@ -47,8 +47,17 @@ class PastedReading:
     def said(self) -> str:
         """The reading as one clause: the words, then the commands to run."""
         commands = [s for s in self.steps if not s.startswith("#")]
-        shown = commands or list(self.steps[:1])
         text = self.words
+        # a step said in a comment alone (a command to adapt, as one per stage with its rank)
+        # is no command to paste: where the steps hold one, or hold no command at all, the
+        # reading points to triage's own list of them instead of passing a comment on
+        to_adapt = [s for s in self.steps if s.startswith("#") and ": ppaux " in s]
+        if self.steps and (to_adapt or not commands):
+            return (
+                f"{text}; its next steps are to adapt, not to paste as they are: "
+                "ppaux triage on the same text lists them"
+            )
+        shown = commands
         if shown:
             # the count first, so that what follows the colon is commands alone, to paste
             first = f", the first {_SHOWN_STEPS}" if len(shown) > _SHOWN_STEPS else ""
