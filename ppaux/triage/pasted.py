@@ -28,6 +28,11 @@ _HOST_WORDS = (
     "a communication failure and nothing else, no root in it: the cause is most often this "
     "host's own set-up, else the network or another node"
 )
+#: Where a text holds no root: a paste is often the end of a log, and its root above it.
+_PASTE_NOTE = (
+    " (a paste may leave the root out: ppaux triage on the whole log finds it where the log "
+    "holds it)"
+)
 #: The name the text is read under.
 _NAME = "<pasted>"
 #: Commands listed; the rest are counted.
@@ -88,7 +93,7 @@ def read_pasted(text: str) -> PastedReading | None:
         note = local_note(root.message) if extra.get("host") is True else None
         if note is not None:
             words = f"{_HOST_WORDS}: {note}"
-        return PastedReading(reason, words, steps)
+        return PastedReading(reason, f"{words}{_PASTE_NOTE}", steps)
     kind = str(extra.get("kind", UNKNOWN))
     words = DESCRIPTIONS.get(kind, DESCRIPTIONS[UNKNOWN])
     if kind == UNKNOWN:
