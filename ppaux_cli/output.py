@@ -99,7 +99,8 @@ def resolve_gate(
     try:
         settings = load_config(config) if config is not None else discover_config()
     except ConfigError as exc:
-        fail(str(exc))
+        # a file the user named: the option is named with it
+        fail(f"--config {exc}" if config is not None else str(exc))
     try:
         gate = _resolve(
             settings,

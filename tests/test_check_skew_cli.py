@@ -238,3 +238,15 @@ def test_torch_is_never_imported(args):
     exit_code, torch_loaded, sglang_loaded = done.stdout.split()
     assert (torch_loaded, sglang_loaded) == ("False", "False"), done.stderr
     assert exit_code in ("0", "1")
+
+
+def test_binary_data_and_a_missing_config_are_named_as_what_they_are(tmp_path):
+    blob = tmp_path / "stage-0.json"
+    blob.write_bytes(b"\x00\x01\xff\xfe\x80binary")
+    result = cli("check-skew", "--", str(blob), str(blob))
+    assert result.exit_code == 2
+    assert result.stderr == f"ppaux: error: {blob}: binary data, not a fingerprint JSON\n"
+    missing = tmp_path / "nosuch.toml"
+    result = cli("check-skew", "--config", str(missing), "--", str(blob), str(blob))
+    assert result.exit_code == 2
+    assert result.stderr == f"ppaux: error: --config {missing}: no such file\n"

@@ -552,3 +552,16 @@ def test_readme_says_which_torch_build_the_second_command_brings():
     assert "installs the CPU build of torch" not in text
     assert "from PyPI's own index on Linux x86_64 it is the CUDA build" in text
     assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in text
+
+
+@pytest.mark.parametrize("page", ["index.md", "ci.md", "gate.md", "walkthrough.md"])
+def test_a_page_says_how_to_reach_ppaux_before_its_first_bare_command(page):
+    text = (Path("docs") / page).read_text()
+    commands = "inspect|triage|explain|rules|check-skew|fingerprint|capture|replay|diff|tensorize"
+    bare = re.search(rf"^(\$ )?ppaux ({commands})\b", text, re.MULTILINE)
+    assert bare is not None
+    assert ".venv/bin/activate" in text[: bare.start()]
+
+
+def test_the_rules_page_says_how_wide_its_sample_is():
+    assert "120 columns wide" in Path("docs/rules.md").read_text()

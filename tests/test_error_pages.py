@@ -419,10 +419,26 @@ def test_explain_stdin_refusals():
         "received a non-tensor auxiliary PP output\n" + "x" * STDIN_LIMIT: "-: stdin holds "
         "more than 4 MiB; explain reads one message or traceback: pipe the traceback alone, "
         "or give the whole log to 'ppaux triage -'",
-        "hello\n": "unknown rule code 'hello'; 'ppaux rules' lists them",
+        "hello\n": "'hello' is none of sglang's nine PP messages, nor a rule code or name; "
+        "'ppaux rules' lists the rules; 'ppaux triage' on the whole log names the root",
     }
     for given, message in cases.items():
         result = cli("explain", "-", input=given)
         assert result.exit_code == 2, given[:40]
         assert result.stderr == f"ppaux: error: {message}\n"
         assert result.stdout == ""
+
+
+@pytest.mark.parametrize("text", ["^^^^^^^^^^^^", "run(args)", "]", "====", "----", "hello"])
+def test_explain_reads_text_of_a_log_as_no_message_not_as_a_mistyped_code(text):
+    result = cli("explain", "--", text)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"ppaux: error: {text!r} is none of sglang's nine PP messages")
+    assert "unknown rule" not in result.stderr
+
+
+@pytest.mark.parametrize("text", ["PP999", "pp10", "QQ999", "PP1O1", "pp"])
+def test_explain_reads_text_shaped_like_a_code_as_a_code(text):
+    result = cli("explain", "--", text)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"ppaux: error: unknown rule code {text!r}")

@@ -149,3 +149,15 @@ def test_explain_reads_a_whole_paste_as_triage_reads_it(tmp_path, name):
     said = " ".join(cli("explain", "-", input=text).output.split())
     assert words in said, said
     assert "communication" not in said  # the closed connection or the relay is not the root
+
+
+def test_a_paste_with_no_root_says_the_root_may_be_above_it():
+    # the last lines of a log whose root (PP101's message) is further up
+    tail = "".join(Path("fixtures/logs/sglang-aux-list.log").read_text().splitlines(True)[-12:])
+    said = " ".join(cli("explain", "-", input=tail).stderr.split())
+    assert "no root in it" in said
+    assert "a paste may leave the root out: ppaux triage on the whole log" in said
+    # triage on the whole log is unchanged: it finds the root there
+    whole = cli("triage", "fixtures/logs/sglang-aux-list.log", "--format", "json")
+    codes = [f["code"] for f in json.loads(whole.stdout)["findings"]]
+    assert "PP801" in codes and "PP809" not in codes

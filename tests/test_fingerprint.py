@@ -148,7 +148,7 @@ def test_unreadable_inputs(tmp_path):
         load(str(tmp_path))
     binary = tmp_path / "b.json"
     binary.write_bytes(b"\xff\xfe\x00")
-    with pytest.raises(FingerprintError, match=r": not valid JSON"):
+    with pytest.raises(FingerprintError, match=r": binary data, not a fingerprint JSON$"):
         load(str(binary))
 
 

@@ -464,3 +464,15 @@ def test_a_targets_output_in_the_notes_reads_as_lines_each_escaped():
         "note: second\\tline\\r",
     ]
     assert not any(line.startswith("::") for line in github)
+
+
+def test_a_location_whose_function_is_unknown_says_no_function():
+    at = {"file": "a.log", "line": 3, "function": "run"}
+    known = _finding("PP802", "a.log", "x", location=at)
+    cut = {"file": "b.log", "line": 4, "function": "-"}
+    unknown = _finding("PP802", "b.log", "y", location=cut)
+    for fmt in (Format.TEXT, Format.JUNIT):
+        out = render(Report("triage", findings=[known, unknown]), fmt)
+        assert "a.log:3 in run" in out
+        assert "b.log:4" in out
+        assert "b.log:4 in" not in out

@@ -251,7 +251,7 @@ def test_cli_explicit_config_and_invalid_config(tmp_path):
         "inspect", "fixtures/dumps/aux_list.pt", "--config", str(tmp_path / "missing.toml")
     )
     assert result.exit_code == 2
-    assert result.stderr == (f"ppaux: error: {tmp_path / 'missing.toml'}: no such file\n")
+    assert result.stderr == (f"ppaux: error: --config {tmp_path / 'missing.toml'}: no such file\n")
 
 
 def test_cli_output_file_for_every_format(tmp_path):

@@ -211,7 +211,7 @@ def _hostile_fingerprints(tmp_path: Path) -> dict[str, tuple[str, str]]:
         ),
         "not_utf8": (
             _write(tmp_path / "bin.json", b'{"a\xff": 1}'),
-            "not valid JSON: UnicodeDecodeError",
+            "binary data, not a fingerprint JSON",
         ),
         "too_big": (
             _write(tmp_path / "big.json", b" " * (16 * 1024 * 1024 + 1)),
@@ -386,7 +386,7 @@ def test_hostile_toml_is_one_error_line(name, tmp_path):
         LIMIT_S,
         _env(),
     )
-    _one_error_line(run, path)
+    _one_error_line(run, f"--config {path}")
 
 
 @pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
@@ -410,7 +410,7 @@ def test_special_configuration_files_are_refused(special, tmp_path):
         _env(),
         address_space_mb=1024,
     )
-    _one_error_line(run, path)
+    _one_error_line(run, f"--config {path}")
 
 
 def test_special_files_named_like_configuration_are_skipped(tmp_path):

@@ -4,6 +4,7 @@ shlex.split, and no text taken from a log becomes an option."""
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -210,6 +211,26 @@ def test_a_stage_number_from_the_log_never_makes_a_step_per_stage_past_the_bound
     comments = [s["comment"] for s in report.data["steps"] if s["argv"] is None]
     assert any("--pp-rank N" in c and "stages/stage-N.json" in c for c in comments)
     assert any(c.endswith("ppaux check-skew -- stages/") for c in comments)
+    # the folder the per-stage files go to is made by a command, before the comment that
+    # names them; and the comment says where to run it and what N is
+    steps = report.data["steps"]
+    made = next(i for i, s in enumerate(steps) if s["argv"] == ["mkdir", "-p", "stages"])
+    named = next(i for i, s in enumerate(steps) if "stages/stage-N.json" in s["comment"])
+    assert made < named
+    assert "on each stage's host, N its pipeline rank" in steps[named]["comment"]
+
+
+def test_explain_passes_no_comment_on_as_the_next_step():
+    from typer.testing import CliRunner
+
+    from ppaux_cli.app import app
+
+    text = Path("fixtures/logs/real/sglang-10046-cut-header.log").read_text()
+    result = CliRunner().invoke(app, ["explain", "-"], input=text)
+    said = " ".join(result.output.split())
+    assert "the next step triage gives it" not in said
+    assert ": mkdir -p stages" not in said
+    assert "its next steps are to adapt, not to paste as they are" in said
 
 
 def _every_rank_timed_out(sigquit: bool) -> str:

@@ -343,7 +343,9 @@ def loads(text: str | bytes, source: str, limits: Limits = Limits()) -> Fingerpr
             "nests arrays and objects deeper than Python's JSON decoder follows"
             f" (about {_DECODER_DEPTH} levels)",
         ) from None
-    except (UnicodeDecodeError, ValueError) as exc:
+    except UnicodeDecodeError:
+        raise FingerprintError(source, "binary data, not a fingerprint JSON") from None
+    except ValueError as exc:
         raise FingerprintError(source, f"not valid JSON: {type(exc).__name__}") from None
     if not _nesting_within(doc, limit):
         raise _too_deep(source, limit)

@@ -28,6 +28,11 @@ _HOST_WORDS = (
     "a communication failure and nothing else, no root in it: the cause is most often this "
     "host's own set-up, else the network or another node"
 )
+#: Where a text holds no root: a paste is often the end of a log, and its root above it.
+_PASTE_NOTE = (
+    " (a paste may leave the root out: ppaux triage on the whole log finds it where the log "
+    "holds it)"
+)
 #: The name the text is read under.
 _NAME = "<pasted>"
 #: Commands listed; the rest are counted.
@@ -47,8 +52,17 @@ class PastedReading:
     def said(self) -> str:
         """The reading as one clause: the words, then the commands to run."""
         commands = [s for s in self.steps if not s.startswith("#")]
-        shown = commands or list(self.steps[:1])
         text = self.words
+        # a step said in a comment alone (a command to adapt, as one per stage with its rank)
+        # is no command to paste: where the steps hold one, or hold no command at all, the
+        # reading points to triage's own list of them instead of passing a comment on
+        to_adapt = [s for s in self.steps if s.startswith("#") and ": ppaux " in s]
+        if self.steps and (to_adapt or not commands):
+            return (
+                f"{text}; its next steps are to adapt, not to paste as they are: "
+                "ppaux triage on the same text lists them"
+            )
+        shown = commands
         if shown:
             # the count first, so that what follows the colon is commands alone, to paste
             first = f", the first {_SHOWN_STEPS}" if len(shown) > _SHOWN_STEPS else ""
@@ -79,7 +93,7 @@ def read_pasted(text: str) -> PastedReading | None:
         note = local_note(root.message) if extra.get("host") is True else None
         if note is not None:
             words = f"{_HOST_WORDS}: {note}"
-        return PastedReading(reason, words, steps)
+        return PastedReading(reason, f"{words}{_PASTE_NOTE}", steps)
     kind = str(extra.get("kind", UNKNOWN))
     words = DESCRIPTIONS.get(kind, DESCRIPTIONS[UNKNOWN])
     if kind == UNKNOWN:

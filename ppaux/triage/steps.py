@@ -102,7 +102,16 @@ def _compare_steps(deployment: Deployment) -> list[Step]:
         # is said in a comment, its N never written into a command line to be run as it is;
         # so is the comparison of the files it writes, which no command above makes.
         template = " ".join(("ppaux", "fingerprint", "--pp-rank", "N", *given, "-o", out))
-        steps.append(Step(None, where, f"for each stage N ({known}): {template}"))
+        steps.append(
+            Step(("mkdir", "-p", "stages"), where, "the folder each stage's file is written to")
+        )
+        steps.append(
+            Step(
+                None,
+                where,
+                f"on each stage's host, N its pipeline rank ({known}): {template}",
+            )
+        )
         steps.append(
             Step(
                 None,

@@ -4,6 +4,7 @@ whole traceback) from stdin."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Annotated
 
@@ -225,6 +226,13 @@ def _nothing_in_stdin(text: str) -> str:
     )
 
 
+#: A value read as a rule code mistyped: letters then a digit (PP101, pp10, PP1O1), or PP and
+#: a few more letters or digits.
+_CODE_SHAPE = re.compile(r"[A-Za-z]{1,4}[0-9][0-9A-Za-z]{0,5}|[Pp][Pp][0-9A-Za-z]{0,6}")
+#: A value read as a rule name mistyped: lower-case words joined by '-' (aux-non-tensor).
+_NAME_SHAPE = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+")
+
+
 def _unknown(wanted: str) -> str:
     """The error for a value that is no code, name or message, with the closest of them."""
     from ppaux.report import RULES, UnknownRuleError
@@ -244,11 +252,21 @@ def _unknown(wanted: str) -> str:
             f"{shown!r} is none of sglang's nine PP messages; 'ppaux rules' lists the rules "
             f"that predict them{hint}"
         )
-    if "-" in wanted:
+    if _NAME_SHAPE.fullmatch(wanted):
         names = [r.name for r in RULES.values()]
         hint = did_you_mean(_prefix(wanted, names), names)
         return f"unknown rule name {shown!r}; 'ppaux rules' lists them{hint}"
-    return f"{UnknownRuleError(shown)}{did_you_mean(_prefix(wanted.upper(), RULES), RULES)}"
+    hint = did_you_mean(_prefix(wanted.upper(), RULES), RULES)
+    if _CODE_SHAPE.fullmatch(wanted) or hint:
+        return f"{UnknownRuleError(shown)}{hint}"
+    # a caret line, a bracket, a word of code: text of a log, not a code mistyped
+    kind = _kind_hint(wanted)
+    if kind:
+        return f"{shown!r} is none of sglang's nine PP messages{kind}"
+    return (
+        f"{shown!r} is none of sglang's nine PP messages, nor a rule code or name; 'ppaux "
+        "rules' lists the rules; 'ppaux triage' on the whole log names the root"
+    )
 
 
 def _prefix(value: str, choices: Iterable[str]) -> str:

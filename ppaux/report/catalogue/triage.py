@@ -85,7 +85,7 @@ RULES = (
             "Stages that disagree on the PP output message (a KeyError on a logprob key).",
         ),
         fix=(
-            "Read the traceback at the line given, then act on its kind (extra.kind): for "
+            "Read the traceback at the line given, then act on its kind, named above: for "
             "communication, set NCCL_DEBUG=INFO and collect every rank's log; for memory, lower "
             "--mem-fraction-static or --max-running-requests; for shape-kernel, report the model, "
             "the sglang release and the server arguments upstream; for hardware, check the GPU "

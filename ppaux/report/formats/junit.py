@@ -19,6 +19,7 @@ from collections.abc import Iterable
 
 from ppaux.report.document import FailOn, Report
 from ppaux.report.findings import Finding
+from ppaux.report.formats.text import place
 
 __all__ = ["render", "subjects"]
 
@@ -46,7 +47,7 @@ def _line(f: Finding) -> str:
     where = f" [{f.key}]" if f.key is not None else ""
     text = f"{f.code} {f.severity.value}{where}: {f.message}"
     if f.location is not None:
-        text += f"\n    at: {f.location['file']}:{f.location['line']} in {f.location['function']}"
+        text += f"\n    at: {place(f.location)}"
     if f.sglang_error:
         text += f"\n    predicts: {f.sglang_error}"
     if f.hint:

@@ -14,7 +14,7 @@ from ppaux.report.formats.wrapping import MIN_WIDTH, shell_lines, wrap
 from ppaux.text import counted
 from ppaux.text import shown as text_shown
 
-__all__ = ["MAX_TABLE_ROWS", "render"]
+__all__ = ["MAX_TABLE_ROWS", "place", "render"]
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
@@ -160,14 +160,20 @@ def _records(table: Table, rows: list[list[str]]) -> list[str]:
     return lines
 
 
+def place(location: dict[str, Any]) -> str:
+    """``FILE:LINE in FUNCTION``; without `` in ...`` where the function is unknown ('-')."""
+    at = f"{location['file']}:{location['line']}"
+    function = location.get("function")
+    return at if function in (None, "", "-", "?") else f"{at} in {function}"
+
+
 def _finding_lines(f: Finding, width: int) -> list[str]:
     """One finding: its headline (code, severity, where, message), then its location, the
     sglang error it predicts and its fix, each wrapped under a hanging indent."""
     where = f.path + (f" [{f.key}]" if f.key is not None else "")
     lines = wrap(f"{f.code} {f.severity.value} {where}: {f.message}", width)
     if f.location is not None:
-        at = f"at: {f.location['file']}:{f.location['line']} in {f.location['function']}"
-        lines += wrap(at, width, "    ", _DETAIL)
+        lines += wrap(f"at: {place(f.location)}", width, "    ", _DETAIL)
     if f.sglang_error:
         lines += wrap(f"predicts: {f.sglang_error}", width, "    ", _DETAIL)
     if f.hint:
