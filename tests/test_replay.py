@@ -562,17 +562,13 @@ def test_formats_and_fail_on_given_as_values():
     assert resolve_gate(Config(), fail_on=_Value("warning")).fail_on is FailOn.WARNING
 
 
-def test_a_negative_view_replays_as_its_memory_travels(tmp_path):
-    # torch.load gives back the negative view; the wire sends the bytes under it, so the
-    # receiver reads [1, 2, 3] where rank 0's sender held [-1, -2, -3].
+def test_a_negative_view_replays_as_the_values_it_reads(tmp_path):
+    # torch.load gives back the negative view; the wire carries the values it reads
+    # ([-1, -2, -3]), as gloo does, so the replay ends as it began
     path = tmp_path / "negview.pt"
     torch.save(
         {"logits": torch.zeros(2), f"{P}t": torch._neg_view(torch.tensor([1.0, 2, 3]))}, path
     )
-    code, doc = replay_json(str(path), "--transport", "wire")
-    (result,) = doc["results"]
-    assert (code, result["outcome"]) == (1, "diverged")
-    (mismatch,) = result["payloads"][0]["runs"]["reference"]["mismatches"]
-    assert (mismatch["key"], mismatch["what"]) == (f"{P}t", "bits")
-    code, doc = replay_json(str(path), "--transport", "none")
-    assert (code, doc["results"][0]["outcome"]) == (0, "ok")
+    for transport in ("wire", "none"):
+        code, doc = replay_json(str(path), "--transport", transport)
+        assert (code, doc["results"][0]["outcome"]) == (0, "ok"), transport

@@ -262,11 +262,9 @@ def _raw(chunk: torch.Tensor) -> torch.Tensor:
     if chunk.is_quantized:
         return chunk.int_repr().reshape(-1)
     if chunk.is_conj() or chunk.is_neg():
-        # gloo and NCCL send a tensor's memory: a conjugate or negative view arrives as the
-        # bytes it views, its bit dropped (the receiver's tensor has none).
-        memory = torch.empty(0, dtype=chunk.dtype, device=chunk.device)
-        memory.set_(chunk.untyped_storage(), chunk.storage_offset(), chunk.size(), chunk.stride())
-        chunk = memory
+        # a negative view crosses gloo as the values it reads (torch 2.13: the receiver of
+        # torch._neg_view(x) gets -x); a conjugate one is resolved the same way here
+        chunk = chunk.resolve_conj().resolve_neg()
     return chunk.reshape(-1)
 
 

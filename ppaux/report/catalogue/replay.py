@@ -106,8 +106,6 @@ RULES = (
             "A quantized tensor: its quantizer parameters do not travel.",
             "A non-contiguous CUDA tensor: NCCL sends its memory as it lies and the receiver "
             "reads it as row-major.",
-            "A conjugate or negative view (x.conj(), torch._neg_view(x)): the wire sends the "
-            "bytes it views and drops its bit, so the receiver reads the values unconjugated.",
             "An implementation of pop or add that changes what it hands on.",
         ),
         fix="Send plain, dense, contiguous tensors and carry any parameters as tensors of "
