@@ -14,6 +14,7 @@ from .message_search import MessageMatch as MessageMatch
 from .message_search import match_message as match_message
 from .message_search import message_shape as message_shape
 from .message_search import raised_otherwise as raised_otherwise
+from .message_search import relay_quote as relay_quote
 from .message_search import search_message as search_message
 from .message_search import search_pasted as search_pasted
 from .message_search import sglang_raised as sglang_raised

@@ -22,6 +22,7 @@ __all__ = [
     "pasted_texts",
     "raised_as",
     "raised_otherwise",
+    "relay_quote",
     "search_message",
     "search_pasted",
     "sglang_raised",
@@ -279,6 +280,34 @@ def _in_source(text: str, found: MessageMatch) -> bool:
     return _line_type(text, found) is None
 
 
+#: The quotes a relay may hold the error it relays in, each opening one with its closing one:
+#: vLLM writes ``'``; a paste retyped, a JSON record or a web page gives ``"`` or curly ones.
+RELAY_QUOTES = {"'": "'", '"': '"', "\u2018": "\u2019", "\u201c": "\u201d"}
+#: vLLM's relay of a worker's error, quoting the error's text (``str`` of the exception). The
+#: error may hold quotes of its own (``'logits' is not a tensor``): it ends at the closing quote
+#: before ``, please check`` or at the line's end, the first such quote of the line.
+_RELAYED = re.compile(
+    "^Worker failed with error (?:"
+    + "|".join(
+        f"{re.escape(opening)}(?P<q{k}>[^\n]{{1,2000}}?){re.escape(closing)}"
+        for k, (opening, closing) in enumerate(RELAY_QUOTES.items())
+    )
+    + ")(?:, please check|$)",
+    re.M,
+)
+
+
+def relay_quote(message: str) -> tuple[str, int] | None:
+    """(the error text, where it begins in ``message``) that a relay's ``message`` quotes
+    (vLLM's ``Worker failed with error '<e>', please check ...``, in any of
+    :data:`RELAY_QUOTES`), or None."""
+    relayed = _RELAYED.match(message)
+    if relayed is None:
+        return None
+    group = next(g for g in relayed.groupdict() if relayed[g] is not None)
+    return relayed[group], relayed.start(group)
+
+
 def _sglang_s(text: str, found: MessageMatch | None) -> bool:
     if found is None or _in_source(text, found):
         return False
@@ -286,7 +315,13 @@ def _sglang_s(text: str, found: MessageMatch | None) -> bool:
     if written is None:
         return True
     exception, begins = written
-    return sglang_raised(exception, text[begins:]) is not None
+    if sglang_raised(exception, text[begins:]) is not None:
+        return True
+    # a relay quoting one of the nine word for word: sglang raised it, as a RuntimeError
+    quoted = relay_quote(text[begins:].split("\n", 1)[0])
+    if quoted is None or begins + quoted[1] != found.start:
+        return False
+    return sglang_raised("RuntimeError", quoted[0]) is not None
 
 
 def _joined(text: str, joint: str) -> str:

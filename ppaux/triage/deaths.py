@@ -122,12 +122,14 @@ _RELAY_WORDS = (
     r"[Ss]ee (?:the )?root cause above|"
     r"check the stack trace above for the root cause"
 )
-_RELAY = re.compile(_RELAY_WORDS + r"|^Worker failed with error '")
+_RELAY = re.compile(_RELAY_WORDS + r"|^Worker failed with error ['\"\u2018\u201c]")
 #: Ray's error of a remote task or actor: the remote process's failure, carried to the caller.
 _RAY_RELAY = re.compile(r"(?:^|\.)Ray(?:Task|Actor)Error\b")
 #: The error a relay quotes (vLLM's ``Worker failed with error '<error>', please check ...``).
 _QUOTED = re.compile(
-    r"^Worker failed with error '(?P<error>.{1,2000}?)'?(?:, please check|$)", re.S
+    r"^Worker failed with error ['\"\u2018\u201c](?P<error>.{1,2000}?)['\"\u2019\u201d]?"
+    r"(?:, please check|$)",
+    re.S,
 )
 
 
@@ -315,7 +317,7 @@ _SIGNAL_LINE = re.compile(
 _EXIT_LINE = re.compile(r"exitcode\s*:\s*(?P<code>-\d{1,3})\b")
 #: A relay's words anywhere in a pasted line, and the error one quotes.
 _RELAY_TEXT = re.compile(_RELAY_WORDS)
-_QUOTED_TEXT = re.compile(r"Worker failed with error '")
+_QUOTED_TEXT = re.compile(r"Worker failed with error ['\"\u2018\u201c]")
 #: The parent's record of a failing child (sglang's engine and tokenizer manager).
 _SIGQUIT = re.compile(r"[Rr]eceived sigquit from a child|SIGQUIT received")
 _CHILD_FAILED_TEXT = re.compile(r"(?:^|[\s.])ChildFailedError\b")

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 
-from ppaux.sglang import sglang_raised
+from ppaux.sglang import relay_quote, sglang_raised
 from ppaux.triage.flattened import outside_quotes
 from ppaux.triage.records import Failure
 
@@ -178,19 +178,11 @@ def _texts(failure: Failure) -> list[tuple[str, str]]:
     return found
 
 
-#: vLLM's relay of a worker's error, quoting the error's text (``str`` of the exception).
-#: The error may hold quotes of its own (``'logits' is not a tensor``): it ends at the quote
-#: before ``, please check`` or at the line's end, the first such quote of the line.
-_RELAYED = re.compile(
-    r"^Worker failed with error '(?P<error>[^\n]{1,2000}?)'(?:, please check|$)", re.M
-)
-
-
 def quoted_relay(message: str) -> str | None:
     """The error text a relay's ``message`` quotes (vLLM's ``Worker failed with error '<e>',
-    please check ...``), or None."""
-    relayed = _RELAYED.match(message)
-    return None if relayed is None else relayed["error"]
+    please check ...``, in straight, double or curly quotes), or None."""
+    quoted = relay_quote(message)
+    return None if quoted is None else quoted[0]
 
 
 def _aux(failure: Failure) -> bool:
