@@ -22,6 +22,7 @@ from ppaux.triage.kinds import root_of_group
 from ppaux.triage.leads import lead_length, named
 from ppaux.triage.lineformat import LogLine, torch_rank
 from ppaux.triage.logreading import LogReading, event_kind, nccl_process
+from ppaux.triage.methods import WorkerMethods
 from ppaux.triage.ncclcuda import nccl_error_name
 from ppaux.triage.records import Event, Failure, failure_start, method_said, process_of
 from ppaux.triage.tracebacks import TracebackBuilder
@@ -124,6 +125,8 @@ class Reader:
         #: The line given just before the one being taken (:meth:`remember` gives one the
         #: scanner passed over, read only when a fragment begins), None when it is not known.
         self._before: LogLine | Callable[[], LogLine | None] | None = None
+        #: Per stream, the last worker's line naming the method it ran.
+        self._methods = WorkerMethods()
 
     def remember(self, line: LogLine | Callable[[], LogLine | None] | None) -> None:
         """``line`` came just before the next line taken (None: what came is not known); a
@@ -183,6 +186,8 @@ class Reader:
         return last
 
     def take(self, line: LogLine, marked: bool, weak: bool = False) -> None:
+        if weak:
+            self._methods.note(line)
         self._take(line, marked, weak)
         self._before = line
 
@@ -324,6 +329,8 @@ class Reader:
                 failure.context = lost_source(before.text)
                 # a worker's line naming the method it ran stands just before the frames too
                 failure.method = method_said(before.text)
+            # or a few lines above, other lines between them (spent either way)
+            failure.method = self._methods.take(first, failure.method)
             builder = TracebackBuilder(failure, group=inside is not None)
             builder.feed(first, False)
             self._add(builder)
@@ -425,6 +432,8 @@ class Reader:
                 before = self._before() if callable(self._before) else self._before
                 if before is not None and before.stream == line.stream:
                     failure.method = method_said(before.text)
+            # or a few lines above, other lines between them (spent either way)
+            failure.method = self._methods.take(line, failure.method)
             failure.stream = self._learn(line)
             if len(reading.failures) + self.count >= self.max_failures:
                 reading.more_failures += 1

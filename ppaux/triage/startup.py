@@ -27,7 +27,7 @@ import re
 from ppaux.triage.kinds import COMMUNICATION, kind_of
 from ppaux.triage.records import Failure
 
-__all__ = ["mark_startup", "starting"]
+__all__ = ["mark_startup", "near", "starting"]
 
 #: Methods a worker runs while the engine starts (vLLM's and sglang's workers).
 _START_METHODS = frozenset(
@@ -61,6 +61,12 @@ _NCCL_ERROR = re.compile(r"NCCL error|\bnccl\w{0,40}Error\b")
 #: How far from the error a record of the same process is read.
 _NEAR_LINES = 40
 _NEAR_RECORDS = 8
+
+
+def near(said_at: int, line: int) -> bool:
+    """Whether a record at line ``said_at`` stands near enough above ``line`` to be read as
+    what the same process was doing there (at most :data:`_NEAR_LINES` lines above it)."""
+    return 0 <= line - said_at <= _NEAR_LINES
 
 
 def starting(failure: Failure) -> bool:

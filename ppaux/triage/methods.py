@@ -1,0 +1,43 @@
+"""The method a worker said it ran before its traceback, a few lines above it.
+
+vLLM's worker wrapper writes ``Error executing method init_device. This might cause deadlock
+...`` and then the traceback of the error; other lines may come between the two (the same
+worker's progress, another worker's lines interleaved). :class:`WorkerMethods` keeps, per
+stream, the last such line, and gives its method to the next traceback of that stream that
+starts near it (:func:`~ppaux.triage.startup.near`); once given, it is spent.
+"""
+
+from __future__ import annotations
+
+from ppaux.triage.lineformat import LogLine
+from ppaux.triage.records import method_said
+from ppaux.triage.startup import near
+
+__all__ = ["METHOD_WORDS", "WorkerMethods"]
+
+#: The words of a worker's line naming the method it ran (the scanner stops at them).
+METHOD_WORDS = "Error executing method"
+
+
+class WorkerMethods:
+    """Per stream, the last worker's line naming its method: (its line, the method)."""
+
+    def __init__(self) -> None:
+        self._said: dict[str | None, tuple[int, str]] = {}
+
+    def note(self, line: LogLine) -> None:
+        """Keep the method ``line`` names, where it names one."""
+        if METHOD_WORDS not in line.text:
+            return
+        method = method_said(line.text)
+        if method is not None:
+            self._said[line.stream] = (line.number, method)
+
+    def take(self, line: LogLine, known: str | None = None) -> str | None:
+        """The method of the traceback starting at ``line``: ``known`` where the traceback's
+        own lines said it, else the one said near above it in its stream; None where none
+        was, or it was too far above. What was said in the stream is spent either way."""
+        said = self._said.pop(line.stream, None)
+        if known is not None or said is None or not near(said[0], line.number):
+            return known
+        return said[1]
