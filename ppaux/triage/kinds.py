@@ -36,6 +36,7 @@ import re
 
 from ppaux.sglang import relay_quote, sglang_raised
 from ppaux.triage.flattened import outside_quotes
+from ppaux.triage.quotedvalues import unquoted_values
 from ppaux.triage.records import Failure
 
 __all__ = [
@@ -214,9 +215,10 @@ _CLOSED = re.compile(r"Connection (?:closed|reset) by peer|Broken pipe")
 def _own_words(pattern: re.Pattern[str], text: str) -> bool:
     """Whether ``text`` says what ``pattern`` finds in its own words: not inside a string
     literal it quotes (NCCL's ``Cuda failure 'an illegal memory access ...'``, a peer's last
-    words), nor after a closed connection's words (what a socket's message carries after
+    words) or a value it names in quotes (:func:`~ppaux.triage.quotedvalues.unquoted_values`),
+    nor after a closed connection's words (what a socket's message carries after
     them)."""
-    fault = pattern.search(outside_quotes(text))
+    fault = pattern.search(unquoted_values(outside_quotes(text)))
     if fault is None:
         return False
     closed = _CLOSED.search(text, 0, fault.start())
@@ -251,7 +253,7 @@ def kind_of(failure: Failure) -> str:
         # a CUDA call NCCL made that failed: this rank's own GPU, not the network
         return SHAPE_KERNEL if _NCCL_CUDA.search(every) else COMMUNICATION
     if (
-        _SHAPE_TEXT.search(every)
+        _SHAPE_TEXT.search(unquoted_values(every))
         or _SHAPE_TYPES.search(exception)
         or _KERNEL_MODULES.search(exception)
     ):
