@@ -23,7 +23,7 @@ from ppaux.triage.leads import lead_length, named
 from ppaux.triage.lineformat import LogLine, torch_rank
 from ppaux.triage.logreading import LogReading, event_kind, nccl_process
 from ppaux.triage.methods import WorkerMethods
-from ppaux.triage.ncclcuda import nccl_error_name
+from ppaux.triage.ncclcuda import last_error, nccl_error_name
 from ppaux.triage.records import Event, Failure, failure_start, method_said, process_of
 from ppaux.triage.tracebacks import TracebackBuilder
 from ppaux.triage.tracelines import (
@@ -291,6 +291,9 @@ class Reader:
         if not fragment and shaped is None:
             if line.ranks and cut_header(text):
                 self._cut_headers[line.stream] = line
+            elif reading.failures:
+                # the CUDA error below NCCL's one-line record: the rest of its message
+                last_error(reading.failures[-1], line, text)
             return
         first = line
         header = self._cut_headers.pop(line.stream, None)

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 
+from ppaux.triage.lineformat import LogLine
 from ppaux.triage.records import Failure
 
-__all__ = ["NCCL_CUDA_TYPE", "cuda_calloc", "cuda_failure", "nccl_error_name"]
+__all__ = ["NCCL_CUDA_TYPE", "cuda_calloc", "cuda_failure", "last_error", "nccl_error_name"]
 
 #: What such a record is called: NCCL's own name for the error it returns.
 NCCL_CUDA_TYPE = "ncclUnhandledCudaError"
@@ -77,3 +78,26 @@ def nccl_error_name(previous: Failure | None, number: int, stream: str | None, n
         and 0 < number - previous.line <= _NEAR
         and "NCCL" in previous.message
     )
+
+
+#: The CUDA error torch gives after ``Last error:`` on the lines below NCCL's record
+#: (``Cuda failure 'out of memory'``, ``Cuda failure 1 'invalid argument'``).
+_LAST_ERROR = re.compile(r"^\s*(?P<said>Cuda failure(?: \d{1,4})? '[^'\n]{1,200}')")
+
+
+def last_error(previous: Failure | None, line: LogLine, text: str) -> bool:
+    """Whether ``text``, of ``line``, is the CUDA error torch names
+    after ``Last error:`` below the one-line NCCL record ``previous`` (within :data:`_NEAR`
+    lines): the rest of that record's message, which it then holds."""
+    found = _LAST_ERROR.match(text)
+    if (
+        found is None
+        or previous is None
+        or (previous.stream, previous.ranks) != (line.stream, line.ranks or None)
+        or not 0 < line.number - previous.line <= _NEAR
+        or "NCCL" not in previous.message
+        or found.group("said") in previous.message
+    ):
+        return False
+    previous.message = f"{previous.message}\nLast error: {found.group('said')}"
+    return True

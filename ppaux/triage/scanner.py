@@ -66,6 +66,7 @@ WEAK_MARKERS: tuple[bytes, ...] = (
     b"] Sched",  # a header cut inside 'Scheduler hit an exception: Traceback (...'
     b"] Trac",  # a header cut inside 'Traceback (...' behind a damaged prefix
     b"Error executing method",  # a worker's line naming the method its traceback below ran
+    b"Cuda failure",  # the CUDA error torch gives below NCCL's record, after 'Last error:'
 )
 #: journald ``-o json``'s message written as its bytes' numbers: its text is not in the raw
 #: line, so such a line is read and judged once decoded.
