@@ -166,9 +166,11 @@ TORCH_RANK = re.compile(r"^\[rank(?P<rank>\d+)\]:")
 #: torch's elastic launcher (torchrun ``--tee``/``--log-dir``, and the Python side of a rank)
 #: writes ``[rank2]: `` before each line a rank's Python prints: its traceback among them.
 #: A paste may put a stray mark or two before the first (a backtick that opened a code span).
-#: torchrun may write the tag twice (``[rank3]:[rank3]: ``, its own and the process's).
+#: torchrun may write the tag twice (``[rank3]:[rank3]: ``, its own and the process's). A paste
+#: may lose the space after it where a name follows (``[rank1]:RuntimeError: ...``); torch's
+#: C++ lines (``[rank1]:[E1203 ...]``) follow it with a bracket, and are not these.
 TORCH_PYTHON_RANK = re.compile(
-    r"^[^\w\s]{0,3}?\[rank(?P<rank>\d{1,6})\]:(?:\[rank(?P=rank)\]:){0,2} "
+    r"^[^\w\s]{0,3}?\[rank(?P<rank>\d{1,6})\]:(?:\[rank(?P=rank)\]:){0,2}(?: |(?=[A-Za-z_]))"
 )
 
 #: A line-number column: up to 7 digits (bare or in brackets), then a tab, a bar or a colon.
