@@ -49,6 +49,7 @@ from collections.abc import Callable
 
 from ppaux.triage.childexits import CHILD_EXIT_MARKER
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
+from ppaux.triage.mpirun import MPIRUN_MARKER
 from ppaux.triage.ncclcuda import NCCL_CUDA_TYPE, cuda_calloc, cuda_failure
 from ppaux.triage.openmpi import MPI_ERROR, MPI_MARKERS, mpi_block, mpi_detail
 from ppaux.triage.records import Failure, Frame
@@ -89,6 +90,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"died unexpectedly",
     b"The actor is dead because its worker process has died",
     CHILD_EXIT_MARKER,
+    MPIRUN_MARKER,
 )
 #: Lines within which a record of the same stream completes the failure before it (a C++
 #: exception's ``what():`` line and the frames between it and the fault handler's line).

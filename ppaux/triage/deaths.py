@@ -37,6 +37,7 @@ import re
 import signal
 
 from ppaux.triage.childexits import child_exit
+from ppaux.triage.mpirun import mpirun_death
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.relays import carries_own
 
@@ -192,7 +193,7 @@ def death_of(record: Failure | Event) -> str | None:
     if isinstance(record, Event):
         if record.kind != "death":
             return None
-        if (child := child_exit(record.text)) is not None:
+        if (child := child_exit(record.text) or mpirun_death(record.text)) is not None:
             return child[1]
         supervised = _SUPERVISED.search(record.text)
         if supervised is not None:
@@ -280,7 +281,7 @@ def worker_died(text: str) -> str | None:
     supervised = _SUPERVISED.search(text)
     if supervised is not None:
         return f"{supervised.group('name')} (supervisord's program)"
-    if (child := child_exit(text)) is not None:
+    if (child := child_exit(text) or mpirun_death(text)) is not None:
         return child[0]
     if (ended := _launcher_exit(text)) is not None:
         if ended[1] == 0:
@@ -337,7 +338,7 @@ def death_in_text(text: str) -> str | None:
     elif exit_line is not None:
         number = -int(exit_line.group("code"))
         how = f"was killed by {_signal_name(number)} (signal {number})"
-    elif (child := child_exit(text)) is not None:
+    elif (child := child_exit(text) or mpirun_death(text)) is not None:
         how = child[1]
     elif (ended := _launcher_exit(text)) is not None and ended[1]:
         how = _ended(ended[1], "DeepSpeed's launcher")
