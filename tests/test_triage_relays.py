@@ -293,14 +293,26 @@ _DS_EXIT = (
     "'-u', 'train.py', '--local_rank={rank}', '--deepspeed', 'ds.json'] exits with return code "
     "= {code}\n"
 )
-_SIGNALS = {6: "SIGABRT", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
+#: What each return code says, and which steps follow: a crash's core dump, a kill's OOM killer,
+#: or an error status of the child's own (its own output).
+_ENDS = {
+    -11: ("killed by SIGSEGV (signal 11; ", "crash"),
+    -6: ("killed by SIGABRT (signal 6; ", "crash"),
+    -9: ("killed by SIGKILL (signal 9; ", "killed"),
+    -15: ("killed by SIGTERM (signal 15; ", "killed"),
+    1: ("exited with status 1 (", "exited"),
+    2: ("exited with status 2 (", "exited"),
+    137: ("exited with status 137, a shell's report of SIGKILL (128 + signal 9; ", "killed"),
+    139: ("exited with status 139, a shell's report of SIGSEGV (128 + signal 11; ", "crash"),
+}
 
 
 @settings(max_examples=30, deadline=None)
-@given(rank=st.integers(0, 63), code=st.sampled_from([-11, -6, -9, -15, 1, 2, 137]))
+@given(rank=st.integers(0, 63), code=st.sampled_from(sorted(_ENDS)))
 def test_deepspeed_s_return_code_line_is_that_local_rank_s_death(tmp_path_factory, rank, code):
     # The launcher kills its other children first, then says which child ended and how: a
-    # negative return code is the signal that ended it, a positive one its exit status.
+    # negative return code is the signal that ended it, a positive one its exit status (above
+    # 128, a shell's report of a signal).
     text = (
         "[2023-07-10 04:26:05,876] [INFO] [launch.py:318:sigkill_handler] Killing subprocess "
         "94984\n" + _DS_EXIT.format(rank=rank, code=code)
@@ -312,15 +324,14 @@ def test_deepspeed_s_return_code_line_is_that_local_rank_s_death(tmp_path_factor
     assert root.code == "PP809" and root.extra["no_root"] == "process-died"
     assert root.severity.value == "error"
     assert root.message.startswith(f"no root in this log: local_rank {rank} died: ")
-    if code < 0:
-        assert f"killed by {_SIGNALS[-code]} (signal {-code}" in root.message
-    else:
-        assert f"exited with status {code} " in root.message
+    said, end = _ENDS[code]
+    assert said in " ".join(root.message.split())
     argvs = [s["argv"] for s in report.data["steps"]]
-    crash = code in (-11, -6)
-    assert root.extra["crashed"] is crash
-    assert (["coredumpctl", "list"] in argvs) is crash
-    assert (["journalctl", "-k", "-g", "Killed process|Out of memory"] in argvs) is not crash
+    assert root.extra["crashed"] is (end == "crash")
+    assert root.extra["exited"] is (end == "exited")
+    assert (["coredumpctl", "list"] in argvs) is (end == "crash")
+    killed = ["journalctl", "-k", "-g", "Killed process|Out of memory"] in argvs
+    assert killed is (end == "killed")
 
 
 def test_deepspeed_s_return_code_zero_is_no_death(tmp_path):

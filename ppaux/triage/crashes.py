@@ -87,6 +87,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"; not expected)",
     b"Killing subprocess",
     b"exits with return code",
+    b"sigkill_handler] [",  # the same line, cut before its return code
     b"died unexpectedly",
     b"The actor is dead because its worker process has died",
     CHILD_EXIT_MARKER,

@@ -46,6 +46,7 @@ __all__ = [
     "dead_one",
     "death_in_text",
     "death_of",
+    "exited",
     "hint_of",
     "launcher_summary",
     "relay",
@@ -82,10 +83,12 @@ _LAUNCHER_WORDS = "] exits with return code = "
 _LAUNCHER_EXITS = re.compile(r"\] exits with return code = (?P<code>-?\d{1,4})\b")
 
 
-def _launcher_exit(text: str) -> tuple[str, int] | None:
+def _launcher_exit(text: str) -> tuple[str, int | None] | None:
     """(the command, the return code) of DeepSpeed's launcher's ``sigkill_handler] [<command>]
     exits with return code = N`` in ``text``, or None: the command's closing bracket is the
-    first one the words follow, found in one pass however long the command is."""
+    first one the words follow, found in one pass however long the command is. The code is
+    None where the line was cut before it (the launcher writes nothing else after its
+    handler's name and a bracket: the command of the child that ended first)."""
     start = text.find(_LAUNCHER_HANDLER)
     if start < 0:
         return None
@@ -95,7 +98,9 @@ def _launcher_exit(text: str) -> tuple[str, int] | None:
     last = text.rfind(_LAUNCHER_WORDS)
     found = _LAUNCHER_EXITS.match(text, last) if last > opening else None
     if found is None:
-        return None
+        if last > opening:
+            return None  # the words, with no number after them
+        return text[opening:], None
     return text[opening : found.start() + 1], int(found.group("code"))
 
 
@@ -166,12 +171,28 @@ def worker_name(text: str) -> str | None:
     return None if found is None else found.group("name")
 
 
+#: A shell's exit status of a child a signal killed: 128 and the signal's number.
+_SHELL_SIGNAL = 128
+
+
 def _ended(code: int, by: str) -> str:
     """How a child whose return code ``by`` reports as ``code`` ended: a signal's number below
-    0, an exit status otherwise."""
+    0, or a shell's 128 plus a signal's (139: SIGSEGV); an exit status otherwise."""
     if code < 0:
         return f"died: killed by {_signal_name(-code)} (signal {-code}; {by})"
+    number = code - _SHELL_SIGNAL
+    if 0 < number < signal.NSIG:
+        return (
+            f"died: exited with status {code}, a shell's report of {_signal_name(number)} "
+            f"(128 + signal {number}; {by})"
+        )
     return f"died: exited with status {code} ({by})"
+
+
+def exited(how: str) -> bool:
+    """True where a process died ``how`` with an exit status of its own, no signal: an error
+    it reported itself (its own output says which), not a kill."""
+    return "exited with status" in how and "SIG" not in how
 
 
 def crashed(how: str) -> bool:
@@ -199,6 +220,8 @@ def death_of(record: Failure | Event) -> str | None:
         if supervised is not None:
             return _supervised_end(supervised)
         if (ended := _launcher_exit(record.text)) is not None:
+            if ended[1] is None:
+                return "died: the line that gives its return code is cut (DeepSpeed's launcher)"
             return _ended(ended[1], "DeepSpeed's launcher")
         if _LAUNCHER_KILL.search(record.text) is not None:
             return "was killed by its launcher (DeepSpeed's sigkill_handler)"
@@ -252,6 +275,11 @@ def hint_of(how: str) -> str:
     """Where to look for what killed a process that died ``how``."""
     if "reports that a process it started failed" in how:
         return "look for that process's own traceback, earlier in its log or in its own log"
+    if exited(how):
+        return (
+            "it ended with an error of its own, not a kill: its own output (its stderr, its "
+            "traceback) says which"
+        )
     if crashed(how):
         return (
             "a crash of its own: its core dump (coredumpctl, or the core file) and its fault "
@@ -342,6 +370,8 @@ def death_in_text(text: str) -> str | None:
         how = child[1]
     elif (ended := _launcher_exit(text)) is not None and ended[1]:
         how = _ended(ended[1], "DeepSpeed's launcher")
+    elif ended is not None and ended[1] is None:
+        how = "died: the line that gives its return code is cut (DeepSpeed's launcher)"
     elif _RAYLET.search(text) is not None or "ActorDiedError" in text:
         how = "died: its Ray worker process ended"
     if how is not None:

@@ -295,11 +295,12 @@ def triage_paths(
     loose: list[Failure | Event] = [*orphans, *(e for e in orphan_events if e.kind not in quiet)]
     warned = [e for e in orphan_events if e.kind == "nccl-warn" and e.kind in quiet]
     no_root = None
-    crash = local = False
+    crash = local = ended = False
     if loose:
         orphaned = no_root_finding(loose, warned)
         no_root = orphaned.extra["no_root"]
         crash = orphaned.extra["crashed"] is True
+        ended = orphaned.extra["exited"] is True
         local = orphaned.extra["host"] is True
         if no_root == "signals-only" and warned:
             no_root = "signals-and-nccl-warnings"  # the steps of a broken connection too
@@ -327,6 +328,7 @@ def triage_paths(
         no_root,
         host,
         crash,
+        ended,
     )
     _fill(report, readings, found, deployment, plan)
     _say_one_run(report, readings, found, [*failures, *events])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ppaux.report import Finding, Severity, finding
 from ppaux.text import counted, shown
-from ppaux.triage.deaths import crashed, dead_one, death_of, hint_of, launcher_summary
+from ppaux.triage.deaths import crashed, dead_one, death_of, exited, hint_of, launcher_summary
 from ppaux.triage.incidents import communication
 from ppaux.triage.kinds import local_note
 from ppaux.triage.records import Event, Failure
@@ -163,6 +163,8 @@ def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = N
             "records": [f"{r.source}:{r.line}" for r in loose[:50]],
             "nccl_warnings": len(warned),
             "crashed": bool(died) and crashed(died[0][1]),
+            # it ended with an exit status of its own: an error it reported, not a kill
+            "exited": bool(died) and exited(died[0][1]),
             # communication failures alone, whose words most often mean this host's set-up
             "host": cause == "network-or-other-node"
             and any(local_note(f.error) is not None for f in failures),

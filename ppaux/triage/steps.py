@@ -30,6 +30,7 @@ step is a comment naming the problem.
 from __future__ import annotations
 
 from ppaux.sglang import MessageMatch
+from ppaux.triage.deathsteps import death_steps
 from ppaux.triage.stepdata import (
     DEFAULT_CAPTURE_DIR,
     MAX_LISTED_STAGES,
@@ -352,54 +353,6 @@ def _host_steps() -> list[Step]:
     ]
 
 
-def _death_steps() -> list[Step]:
-    """A process another reports dead, of what the log does not say: the kernel's OOM kills
-    and the dead process's own output."""
-    where = "the dead process's host"
-    return [
-        Step(
-            None,
-            where,
-            "a process died and the log does not say of what: on its host, look for the "
-            "kernel's OOM killer ('Killed process', 'Out of memory') at that time",
-        ),
-        Step(("journalctl", "-k", "-g", "Killed process|Out of memory"), where, "or dmesg -T"),
-        Step(("free", "-g"), where, "the host's memory, against what its processes hold"),
-        Step(
-            None,
-            where,
-            "and read the dead process's own log (a Ray worker's: "
-            "/tmp/ray/session_latest/logs/ on its node; a torchrun rank's: its stderr)",
-        ),
-    ]
-
-
-def _crash_steps() -> list[Step]:
-    """A process that died of a crash of its own (SIGSEGV, SIGABRT): where it crashed is in its
-    core dump and its fault handler's output, not in the kernel's OOM kills."""
-    where = "the dead process's host"
-    return [
-        Step(
-            None,
-            where,
-            "a process crashed (a signal of its own: SIGSEGV, SIGABRT, ...) and the log does "
-            "not say where: read its core dump, or make the next run write one",
-        ),
-        Step(("coredumpctl", "list"), where, "or the core file in its working directory"),
-        Step(("ulimit", "-c", "unlimited"), where, "before the next run, for a core file"),
-        Step(
-            ("export", "PYTHONFAULTHANDLER=1"),
-            where,
-            "the next run prints every thread's Python frames when it crashes",
-        ),
-        Step(
-            None,
-            where,
-            "and read the dead process's own log (its stderr) for what it did last",
-        ),
-    ]
-
-
 def _hardware_steps() -> list[Step]:
     """A fault of the GPU or its links: nothing in sglang to change; the device to check, and
     the node to take out of service."""
@@ -476,6 +429,7 @@ def next_steps(
     no_root: str | None = None,
     host: bool = False,
     crash: bool = False,
+    exited: bool = False,
 ) -> list[Step]:
     """Steps for incidents whose roots are of ``roots`` (kind, and the auxiliary-output message
     matched, if any), in the order the kinds first appear; ``no_root``: why the logs hold no
@@ -483,14 +437,15 @@ def next_steps(
     the logs show in use; ``observers``: targets for ``ppaux check-observer``; ``release``: the
     releases the root's frames fit; ``host``: a communication root's words say its host's own
     set-up failed (:func:`ppaux.triage.kinds.local_note`); ``crash``: the process that died
-    (``no_root`` 'process-died') died of a crash of its own, not of the OOM killer."""
+    (``no_root`` 'process-died') died of a crash of its own, not of the OOM killer;
+    ``exited``: it ended with an exit status of its own, an error it reported."""
     steps: list[Step] = []
     done: set[str] = set()
     kinds = [kind for kind, _ in roots]
     if no_root == "network-or-other-node":
         kinds.append("communication")
     if no_root == "process-died":
-        steps += _crash_steps() if crash else _death_steps()
+        steps += death_steps(crash, exited)
     if no_root in ("signals-only", "signals-and-nccl-warnings"):
         steps += _signal_steps()
     if no_root == "signals-and-nccl-warnings":

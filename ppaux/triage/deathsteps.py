@@ -1,0 +1,85 @@
+"""Next steps for a process another reports dead, of what the log does not say: by how it
+ended (a kill, most often the kernel's OOM killer; a crash of its own; an error status of its
+own)."""
+
+from __future__ import annotations
+
+from ppaux.triage.stepdata import Step
+
+__all__ = ["death_steps"]
+
+
+def death_steps(crash: bool, exited: bool) -> list[Step]:
+    """The steps for a dead process: ``crash``, it died of a crash of its own (SIGSEGV,
+    SIGABRT); ``exited``, it ended with an exit status of its own; else it was killed."""
+    if crash:
+        return _crash_steps()
+    return _exit_steps() if exited else _killed_steps()
+
+
+def _killed_steps() -> list[Step]:
+    """A process another reports dead, of what the log does not say: the kernel's OOM kills
+    and the dead process's own output."""
+    where = "the dead process's host"
+    return [
+        Step(
+            None,
+            where,
+            "a process died and the log does not say of what: on its host, look for the "
+            "kernel's OOM killer ('Killed process', 'Out of memory') at that time",
+        ),
+        Step(("journalctl", "-k", "-g", "Killed process|Out of memory"), where, "or dmesg -T"),
+        Step(("free", "-g"), where, "the host's memory, against what its processes hold"),
+        Step(
+            None,
+            where,
+            "and read the dead process's own log (a Ray worker's: "
+            "/tmp/ray/session_latest/logs/ on its node; a torchrun rank's: its stderr)",
+        ),
+    ]
+
+
+def _exit_steps() -> list[Step]:
+    """A process that ended with an error status of its own: no kill to look for; its own
+    output holds the error."""
+    where = "the dead process's host"
+    return [
+        Step(
+            None,
+            where,
+            "a process ended with an error of its own (an exit status, no signal): its own "
+            "output holds the error; read its stderr or its log file for its traceback",
+        ),
+        Step(
+            None,
+            where,
+            "where its output is lost, run it again with its output kept (DeepSpeed: "
+            "--enable_each_rank_log DIR; torchrun: --log-dir DIR --tee 3)",
+        ),
+    ]
+
+
+def _crash_steps() -> list[Step]:
+    """A process that died of a crash of its own (SIGSEGV, SIGABRT): where it crashed is in its
+    core dump and its fault handler's output, not in the kernel's OOM kills."""
+    where = "the dead process's host"
+    return [
+        Step(
+            None,
+            where,
+            "a process crashed (a signal of its own: SIGSEGV, SIGABRT, ...) and the log does "
+            "not say where: read its core dump, or make the next run write one",
+        ),
+        Step(("coredumpctl", "list"), where, "or the core file in its working directory"),
+        Step(("ulimit", "-c", "unlimited"), where, "before the next run, for a core file"),
+        Step(
+            ("export", "PYTHONFAULTHANDLER=1"),
+            where,
+            "the next run prints every thread's Python frames when it crashes",
+        ),
+        Step(
+            None,
+            where,
+            "and read the dead process's own log (its stderr) for what it did last",
+        ),
+    ]
