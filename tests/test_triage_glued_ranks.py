@@ -35,3 +35,19 @@ def test_a_traceback_glued_to_its_rank_is_that_ranks(tmp_path):
         "[rank3]:KeyError: 6\n"
     )
     assert _roots(tmp_path, text) == [("PP802", "rank 3", "other")]
+
+
+def test_a_watchdog_record_run_into_another_processs_line_keeps_its_rank(tmp_path):
+    # a fault handler's module list, written with no line end, then rank 5's watchdog record
+    modules = ", ".join(f"pkg{n}._mod" for n in range(40))
+    text = (
+        f"Extension modules: {modules}, PIL._imaging[rank5]:[E226 11:16:37.121617583 "
+        "ProcessGroupNCCL.cpp:616] [Rank 5] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=5653, OpType=ALLREDUCE, NumelIn=58720256, NumelOut=58720256, "
+        "Timeout(ms)=600000) ran for 600028 milliseconds before timing out.\n"
+    )
+    path = tmp_path / "x.log"
+    path.write_text(text, encoding="utf-8")
+    (root,) = [f for f in triage_paths([str(path)]).findings if f.code == "PP809"]
+    assert root.extra["no_root"] == "network-or-other-node"
+    assert "1 communication failure (rank 5 at " in " ".join(root.message.split())

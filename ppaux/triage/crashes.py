@@ -442,8 +442,18 @@ _RANK_WITHIN = re.compile(r"\[rank(?P<rank>\d{1,9})\]:\[[EWI]")
 _RANK_PREFIX = 200
 
 
+#: Where torch's NCCL record names its place: the record's rank tag stands just before it.
+_NCCL_PLACE = "ProcessGroupNCCL.cpp:"
+
+
 def rank_within(text: str) -> str | None:
     """'rank 1' for a line whose torch record (``[rank1]:[E...``) begins within its first
-    characters, else None."""
+    characters, or just before its ``ProcessGroupNCCL.cpp:`` place where another process's
+    output ran into it on the same line (a fault handler's ``Extension modules: ...``, with
+    no line end); else None."""
     found = _RANK_WITHIN.search(text, 0, _RANK_PREFIX)
+    if found is None:
+        place = text.find(_NCCL_PLACE, _RANK_PREFIX)
+        if place > 0:
+            found = _RANK_WITHIN.search(text, place - _RANK_PREFIX, place)
     return None if found is None else f"rank {found.group('rank')}"
