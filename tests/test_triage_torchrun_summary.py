@@ -72,3 +72,30 @@ def test_rows_without_a_root_cause_heading_stay_deaths_in_their_order(tmp_path):
     (root,) = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
     assert root.code == "PP809"
     assert "no root in this log: rank 3 was killed by SIGKILL" in root.message
+
+
+def test_a_summary_whose_text_lost_characters_still_names_the_killed_rank(tmp_path):
+    # a copy read back from a screenshot: a space before the heading's colon, the columns
+    # gone, 'local rank' with a space, the exit code run into the rank's line
+    text = (
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+        "train.py FAILED\n"
+        "Failures:\n"
+        "<NO OTHER FAILURES>\n"
+        "Root Cause (first observed failure) :\n"
+        "[0]:\n"
+        "time\n"
+        "host\n"
+        "2023-09-14 01:45:50\n"
+        "node-a\n"
+        "rank2 (local rank: 2)exitcode: -9 (pid: 36071)error file: <N/A>\n"
+        "traceback : signal 9 (SIGKILL) received by PID 36071\n"
+    )
+    path = tmp_path / "ocr.log"
+    path.write_text(text, encoding="utf-8")
+    report = triage_paths([str(path)])
+    (root,) = [f for f in report.findings if f.code in ("PP801", "PP802", "PP809")]
+    assert root.code == "PP809"
+    assert root.extra["no_root"] == "process-died"
+    said = " ".join(root.message.split())
+    assert said.startswith("no root in this log: rank 2 was killed by SIGKILL (signal 9)")

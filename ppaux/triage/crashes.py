@@ -123,9 +123,14 @@ _FATAL = re.compile(r"Fatal Python error: \"?(?P<message>[^\n\",]{0,200})")
 _QUOTES = " \"',"
 #: The summary's heading of its first observed failure, wherever a line's envelope (a console's
 #: table columns) leaves it; a summary flattened on one line holds its row after it.
-_SUMMARY = re.compile(r"(?:^|[\s|])Root Cause \(first observed failure\):(?=\s|$)")
-_SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(?P<rank>\d{1,9}) \(local_rank: ")
+#: A copy that lost characters (a screenshot's text read back) may put a space before the
+#: colon, drop the one between ``rank`` and its number, write ``local rank`` and run the
+#: ``exitcode`` line into the rank's (``rank2 (local rank: 2)exitcode: -9 (pid: 36071)``).
+_SUMMARY = re.compile(r"(?:^|[\s|])Root Cause \(first observed failure\) ?:(?=\s|$)")
+_SUMMARY_RANK = re.compile(r"^\s*rank\s*:?\s*(?P<rank>\d{1,9}) ?\(local[_ ]rank: ")
 _SUMMARY_EXIT = re.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d{1,9})")
+#: The ``exitcode`` run into the rank's line, after its ``(local_rank: N)``.
+_SUMMARY_EXIT_RUN_IN = re.compile(r"\d{1,9}\)\s*exitcode\s*:\s*(?P<code>-?\d{1,9})")
 #: A failure of torchrun's summary flattened on one line (a console's table row): ``[2]: time :
 #: ... rank : 2 (local_rank: 2) exitcode : -6 (pid: 189) ...``.
 _SUMMARY_ROW = re.compile(
@@ -238,8 +243,12 @@ class Crashes:
             if (rank := _SUMMARY_RANK.match(text)) is not None:
                 self._row_due = False
                 summary.stream = f"rank {rank.group('rank')}"
-                return True, None
-            if (code := _SUMMARY_EXIT.match(text)) is not None:
+                code = _SUMMARY_EXIT_RUN_IN.match(text, rank.end())
+                if code is None:
+                    return True, None
+            else:
+                code = _SUMMARY_EXIT.match(text)
+            if code is not None:
                 summary.said = (
                     f"{summary.stream or 'a process'} exited with code {code.group('code')} "
                     "(torchrun's first observed failure); its exception is not in this log"
