@@ -61,7 +61,7 @@ class PickleSpending(PickleInput):
                 "the pickle's values copy more bytes than that",
             )
 
-    def check_key(self, container: Any, key: Any) -> None:
+    def check_key(self, container: object, key: object) -> None:
         """Make sure that hashing ``key`` into ``container`` (a dict or set) is cheap and safe.
 
         Python does not cache the hash of tuples or ints, so a memo reference can make it hash a
@@ -85,7 +85,7 @@ class PickleSpending(PickleInput):
             return  # the caller reports the unhashable key
         self._bucket(container, digest, key)
 
-    def _charge_hashing(self, key: Any) -> None:
+    def _charge_hashing(self, key: object) -> None:
         """Charge to max_items the work of hashing ``key`` (refusing one nested too deep)."""
         cost = 0
         stack = [(key, 0)]
@@ -112,7 +112,7 @@ class PickleSpending(PickleInput):
                 )
         self.items += cost
 
-    def _bucket(self, container: Any, digest: int, key: Any) -> None:
+    def _bucket(self, container: object, digest: int, key: object) -> None:
         """Put ``key`` among the distinct keys of ``container`` that hash to ``digest``,
         refusing more of them than max_hash_collisions."""
         self._held[id(container)] = container  # keeps the id from being reused meanwhile

@@ -54,7 +54,7 @@ _RANK = {"info": 1, "warning": 2, "error": 3}
 
 
 def pp_safety_report(
-    observer: Any,
+    observer: object,
     *,
     outputs: Sequence[Any] | Callable[[], Iterable[Any]] | None = None,
     transport: str = "wire",
@@ -111,7 +111,7 @@ def pp_safety_report(
     return check_loaded(loaded, options, given, limits=bounds)
 
 
-def _exited(observer: Any, exc: SystemExit) -> AssertionError:
+def _exited(observer: object, exc: SystemExit) -> AssertionError:
     """sys.exit() in the observer's code, where no driven method reports it, as a failure of
     the test rather than the end of the test run."""
     name = observer if isinstance(observer, str) else getattr(observer, "__qualname__", None)
@@ -150,7 +150,7 @@ def _describe(report: Report, failing: list[Any], options: dict[str, Any]) -> st
 
 
 def assert_pp_safe(
-    observer: Any,
+    observer: object,
     *,
     outputs: Sequence[Any] | Callable[[], Iterable[Any]] | None = None,
     transport: str = "wire",
