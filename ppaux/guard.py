@@ -21,11 +21,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from ppaux.errors import PpauxError
 from ppaux.sglang import OUTPUT_PREFIX, POP_NON_TENSOR
 from ppaux.text import shown
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "NotTensorizable",
@@ -76,7 +80,7 @@ class NotTensorizable(PpauxError, TypeError):
         self.reason = reason
 
 
-def _short_repr(key: Any) -> str:
+def _short_repr(key: object) -> str:
     try:
         text = repr(key)
     except Exception:  # a key whose repr fails is still named by its type
@@ -85,7 +89,7 @@ def _short_repr(key: Any) -> str:
     return shown(text, None)  # a __repr__ of the user's own may hold any character
 
 
-def describe_value(value: Any) -> str:
+def describe_value(value: object) -> str:
     """A value in a few words, with its shape or length: 'list of length 4', 'Tensor (2, 3)'."""
     cls = type(value)
     name = cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
@@ -161,12 +165,14 @@ def check_pp_tensors(tensors: Mapping[Any, Any]) -> None:
 _NUMBERS = (bool, int, float, complex)
 
 
-def _numpy_array(value: Any) -> bool:
+def _numpy_array(value: object) -> bool:
     numpy = sys.modules.get("numpy")
     return numpy is not None and isinstance(value, (numpy.ndarray, numpy.generic))
 
 
-def tensorize(value: Any, *, dtype: Any = None, device: Any = None) -> Any:
+def tensorize(
+    value: Any, *, dtype: torch.dtype | None = None, device: torch.device | str | int | None = None
+) -> Any:
     """``value`` as a ``torch.Tensor``, or :class:`NotTensorizable` saying why it cannot be one.
 
     Accepted: a tensor (returned as it is, or moved/cast when ``dtype``/``device`` are given);
@@ -219,7 +225,7 @@ def tensorize(value: Any, *, dtype: Any = None, device: Any = None) -> Any:
     raise NotTensorizable(describe_value(value), reason)
 
 
-def _from_data(torch: Any, data: Any, what: str, dtype: Any, device: Any) -> Any:
+def _from_data(torch: ModuleType, data: Any, what: str, dtype: Any, device: Any) -> Any:
     try:
         return torch.tensor(data, dtype=dtype, device=device)
     except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
@@ -227,7 +233,7 @@ def _from_data(torch: Any, data: Any, what: str, dtype: Any, device: Any) -> Any
         raise NotTensorizable(what, f"torch refuses it ({first})") from None
 
 
-def _stack(torch: Any, items: Any, dtype: Any, device: Any) -> Any:
+def _stack(torch: ModuleType, items: Any, dtype: Any, device: Any) -> Any:
     what = describe_value(items)
     first = items[0]
     for index, item in enumerate(items):
@@ -244,7 +250,7 @@ def _stack(torch: Any, items: Any, dtype: Any, device: Any) -> Any:
     return stacked if dtype is None and device is None else stacked.to(device=device, dtype=dtype)
 
 
-def _check_rectangular(value: Any, what: str) -> None:
+def _check_rectangular(value: object, what: str) -> None:
     """Refuse nested lists that are ragged or hold anything but numbers, naming the spot."""
     # Breadth-first, level by level: every item of a level is a list of one length, or every
     # item is a number.
@@ -288,7 +294,7 @@ def _check_rectangular(value: Any, what: str) -> None:
     raise NotTensorizable(what, "it nests more than 64 levels deep")
 
 
-def _torch_like(value: Any) -> bool:
+def _torch_like(value: object) -> bool:
     """True for a torch tensor, checked without importing torch."""
     torch = sys.modules.get("torch")
     return torch is not None and bool(torch.is_tensor(value))

@@ -25,7 +25,7 @@ def choice_parser(kind: type[enum.Enum]) -> Callable[[Any], Any]:
     enum-typed parameter.
     """
 
-    def parse(value: Any) -> Any:
+    def parse(value: object) -> Any:
         if isinstance(value, kind):
             return value.value
         text = str(value)

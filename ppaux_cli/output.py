@@ -15,7 +15,7 @@ import os
 import select
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
@@ -45,13 +45,13 @@ __all__ = [
 STDIO = "-"
 
 
-def is_terminal(stream: Any) -> bool:
+def is_terminal(stream: object) -> bool:
     """True when ``stream`` is a terminal that can redraw (not ``TERM=dumb``)."""
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty()) and os.environ.get("TERM") != "dumb"
 
 
-def use_color(stream: Any) -> bool:
+def use_color(stream: object) -> bool:
     """Whether to colour ``stream``: NO_COLOR, then FORCE_COLOR, then TERM=dumb, then a tty."""
     if os.environ.get("NO_COLOR"):
         return False

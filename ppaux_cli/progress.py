@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TextIO
 
 __all__ = ["progress_reporter"]
 
@@ -14,7 +14,7 @@ _MIN_FILES = 20
 
 @contextlib.contextmanager
 def progress_reporter(
-    stream: Any, label: str, wanted: bool | None = None
+    stream: TextIO, label: str, wanted: bool | None = None
 ) -> Iterator[Callable[[int, int], None] | None]:
     """Yield a ``progress(done, total)`` callback drawing a rich bar on ``stream``, or None.
 

@@ -8,19 +8,7 @@ the function refuses is unknown, with the line. Each expected verdict is written
 from __future__ import annotations
 
 import pytest
-from skew_fixtures import TRANSPORT, copy_tree
-from test_capability_checks_that_hold import RECEIVER_CHECK, TENSOR_CHECK, _indent
-
-from ppaux.sglang import analyse
-
-
-def _edited(tmp_path, old: str, new: str, head: str = ""):
-    root = copy_tree("v0523", tmp_path)
-    path = root / TRANSPORT
-    text = path.read_text()
-    assert text.count(old) == 1
-    path.write_text(head + text.replace(old, new))
-    return analyse(str(root))
+from test_capability_checks_that_hold import RECEIVER_CHECK, TENSOR_CHECK, _edited, _indent
 
 
 def _in_try(handlers: str) -> str:

@@ -79,8 +79,12 @@ def test_ignore_and_fail_on():
     assert [f.code for f in report.findings] == ["PP705"]
     never = fixture("faulty.py:NeverActiveObserver")
     # A warning does not fail by default, but a test that checked nothing says so.
-    with pytest.warns(NothingCheckedWarning, match=r"produced no auxiliary output.*\(PP714\)"):
+    with pytest.warns(
+        NothingCheckedWarning, match=r"produced no auxiliary output.*\(PP714\)"
+    ) as warned:
         assert_pp_safe(never)
+    # The warning names the test's own line, not ppaux's.
+    assert {w.filename for w in warned if w.category is NothingCheckedWarning} == {__file__}
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         assert_pp_safe(never, ignore=["PP714"])  # ignored: no warning either

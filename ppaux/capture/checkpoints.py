@@ -21,6 +21,7 @@ import itertools
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from types import FrameType
 from typing import Any
 
 from ppaux.capture.hops import HOP_TARGETS, HOP_TEXT, HOPS, SENDER_HOPS
@@ -122,9 +123,9 @@ class Trail:
 
 def look(
     hop: str,
-    tensors: Any,
+    tensors: object,
     original: Callable[..., Any],
-    last_stage: Any,
+    last_stage: object,
     start: int = 0,
     last: bool = False,
     forget: bool = False,
@@ -266,7 +267,7 @@ _RELEASE: dict[int, bool] = {}
 _KEPT: list[Any] = []
 
 
-def is_release(function: Any) -> bool:
+def is_release(function: object) -> bool:
     """True when ``function`` is sglang's release code by the release table's digests (cached)."""
     known = _RELEASE.get(id(function))
     if known is None:
@@ -297,7 +298,7 @@ def is_first_rank(group: Any) -> bool:
     return known
 
 
-def look_at_add(tensors: Any, original: Callable[..., Any], before: int) -> BaseException | None:
+def look_at_add(tensors: object, original: Callable[..., Any], before: int) -> BaseException | None:
     """The add hop, after add returned: what add inserted (the items from ``before`` on).
 
     When the add that ran is sglang's release code, it refused every non-tensor it was given
@@ -315,7 +316,7 @@ def look_at_add(tensors: Any, original: Callable[..., Any], before: int) -> Base
     return look("add", tensors, original, True, before)
 
 
-def look_at_pop(tensors: Any) -> None:
+def look_at_pop(tensors: object) -> None:
     """The pop hop: pop checks every value itself and the capture of a failing pop takes the
     message as it is, so only a message already followed dirty (from recv) is looked at."""
     try:
@@ -329,7 +330,7 @@ def look_at_pop(tensors: Any) -> None:
         note_failure("could not look at the message at pop", error)
 
 
-def trail_for(tensors: Any) -> dict[str, Any] | None:
+def trail_for(tensors: object) -> dict[str, Any] | None:
     """The capture fields of the message ``tensors`` when it was followed dirty, else None."""
     try:
         found = STATE.messages.pop(id(tensors), None)
@@ -355,7 +356,7 @@ class _LineTracer:
     def arm(self, start: str, end: str) -> None:
         STATE.trace_armed = (start, end)
 
-    def at_clean_hop(self, hop: str, tensors: Any) -> None:
+    def at_clean_hop(self, hop: str, tensors: object) -> None:
         armed = STATE.trace_armed
         if armed is None:
             return
@@ -378,10 +379,10 @@ class _LineTracer:
             frame = frame.f_back
         sys.settrace(self._global)
 
-    def _global(self, frame: Any, event: str, arg: Any) -> Any:
+    def _global(self, frame: FrameType, event: str, arg: object) -> Any:
         return self._local
 
-    def _local(self, frame: Any, event: str, arg: Any) -> Any:
+    def _local(self, frame: FrameType, event: str, arg: object) -> Any:
         if self.watched is None or self.found is not None:
             return None
         try:
@@ -394,7 +395,7 @@ class _LineTracer:
             self.last = (frame.f_code, frame.f_lineno, frame.f_globals.get("__name__"))
         return self._local
 
-    def finish(self, tensors: Any) -> tuple[Any, int, Any] | None:
+    def finish(self, tensors: object) -> tuple[Any, int, Any] | None:
         """Stop tracing; the (code, line, module name) that made ``tensors`` dirty, if it was
         traced."""
         if self.watched is None or threading.get_ident() != self.thread:

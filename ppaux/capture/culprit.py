@@ -35,7 +35,7 @@ _QUEUE_PATH = (
 _ORDER = ("add", "prepare", "send_dict", "send", "sent")
 
 
-def _cells(function: Any) -> dict[str, Any]:
+def _cells(function: object) -> dict[str, Any]:
     code = getattr(function, "__code__", None)
     closure = getattr(function, "__closure__", None) or ()
     if code is None:
@@ -49,12 +49,12 @@ def _cells(function: Any) -> dict[str, Any]:
     return out
 
 
-def _plain_function(obj: Any) -> Any:
+def _plain_function(obj: object) -> Any:
     obj = getattr(obj, "__func__", obj)  # bound methods, classmethod, staticmethod
     return obj
 
 
-def layers(function: Any) -> list[tuple[Any, str]]:
+def layers(function: object) -> list[tuple[Any, str]]:
     """(callable, kind) for each layer that runs when ``function`` is called, outermost first.
 
     kind: 'ppaux' (ppaux's own hook or wrapper), 'hook' (another ``HookRegistry`` hook),
@@ -90,7 +90,7 @@ def layers(function: Any) -> list[tuple[Any, str]]:
     return out
 
 
-def _outer(function: Any) -> list[tuple[Any, str]]:
+def _outer(function: object) -> list[tuple[Any, str]]:
     """The layers above ppaux's own (all of them when ppaux is not in the chain)."""
     found = layers(function)
     for index, (_, kind) in enumerate(found):
@@ -125,7 +125,7 @@ def _digest(function: Any) -> str | None:
     return node_digest(node)
 
 
-def provenance(function: Any) -> dict[str, Any]:
+def provenance(function: object) -> dict[str, Any]:
     """Where ``function`` comes from: name, module, file, first line, and ``code``:
     'release' (its digest is the release table's), 'modified' (the table knows it and the
     digest differs), 'sglang' (sglang's package, no digest to compare), 'outside' (other code),

@@ -202,7 +202,7 @@ def list_captures(
     return entries
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> Any:
     # Metadata is plain data when ppaux wrote it; anything else is shown, never trusted.
     if value is None or isinstance(value, (bool, int, float, str)):
         return value

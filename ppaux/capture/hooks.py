@@ -160,7 +160,7 @@ def sampled_call(
     return result
 
 
-def _snapshot(tensors: Any, before: int) -> Any:
+def _snapshot(tensors: object, before: int) -> Any:
     """A plain-dict copy of the tensor dict (its first ``before`` items when that is >= 0)."""
     if isinstance(tensors, Mapping):
         items = tensors.items()
@@ -170,7 +170,7 @@ def _snapshot(tensors: Any, before: int) -> Any:
     return tensors
 
 
-def _output_tensors(output: Any) -> Any:
+def _output_tensors(output: object) -> Any:
     """The add-side output's tensors, asked for once more; None when it has none."""
     if output is None:
         return None
@@ -191,7 +191,7 @@ for _hook in (around_add, around_pop):
     setattr(_hook, HOOK_MARK, True)
 
 
-def capture_original(function: Any) -> Any:
+def capture_original(function: object) -> Any:
     """The function that ``function`` runs, if it is a ppaux capture wrapper; else None.
 
     Recognises the wrappers of :func:`ppaux.capture.install` and the AROUND wrappers sglang's

@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 
-def _sent(self: Any, tensors: Any, original: Callable[..., Any]) -> None:
+def _sent(self: Any, tensors: object, original: Callable[..., Any]) -> None:
     # Only other code inside ppaux's hook (a wrapper applied before it) can change the dict
     # while it is sent, so only then is the message looked at again.
     error = look("sent", tensors, original, self)
@@ -55,7 +55,7 @@ def _sent(self: Any, tensors: Any, original: Callable[..., Any]) -> None:
         raise error
 
 
-def _is_output(tensors: Any) -> bool:
+def _is_output(tensors: object) -> bool:
     return tensors.__class__ is dict and tensors.get(MSG_TYPE_KEY) == OUTPUT_MSG_TYPE
 
 
@@ -163,7 +163,7 @@ SHAPES: dict[str, tuple[tuple[tuple[str, Any], ...], ...]] = {
 }
 
 
-def matches(target: Any, shape: tuple[tuple[str, Any], ...]) -> bool:
+def matches(target: object, shape: tuple[tuple[str, Any], ...]) -> bool:
     """True when ``target`` is a plain function whose own code takes exactly ``shape``: the same
     names in the same order, each positional-or-keyword (no ``*args``, ``**kwargs``,
     positional-only or keyword-only parameters), with equal defaults of the same type. Then a
@@ -204,7 +204,7 @@ def fixed_wrapper(hop: str, original: Callable[..., Any]) -> Callable[..., Any] 
 
 
 def _prepare_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
-    def wrapper(self: Any, result: Any, batch: Any) -> Any:
+    def wrapper(self: Any, result: object, batch: object) -> Any:
         tensors = original(self, result, batch)
         if STATE.config is not None and tensors.__class__ is dict:
             STATE.scheduler_type = self.__class__
@@ -218,7 +218,7 @@ def _prepare_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _send_dict_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(
-        self: Any, tensor_dict: Any, async_send: Any = True, msg_type: Any = "default"
+        self: Any, tensor_dict: object, async_send: object = True, msg_type: object = "default"
     ) -> Any:
         if (
             msg_type == OUTPUT_MSG_TYPE
@@ -239,10 +239,10 @@ def _send_dict_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
 def _send_dict_ready_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(
         self: Any,
-        tensor_dict: Any,
-        async_send: Any = True,
-        msg_type: Any = "default",
-        ready_event: Any = None,
+        tensor_dict: object,
+        async_send: object = True,
+        msg_type: object = "default",
+        ready_event: object = None,
     ) -> Any:
         if (
             msg_type == OUTPUT_MSG_TYPE
@@ -265,10 +265,10 @@ def _send_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
 
     def wrapper(
         self: Any,
-        tensor_dict: Any,
-        dst: Any = None,
-        all_gather_group: Any = None,
-        async_send: Any = False,
+        tensor_dict: object,
+        dst: object = None,
+        all_gather_group: object = None,
+        async_send: object = False,
     ) -> Any:
         if (
             STATE.config is None
@@ -292,7 +292,7 @@ def _send_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _recv_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
-    def wrapper(self: Any, src: Any = None, all_gather_group: Any = None) -> Any:
+    def wrapper(self: Any, src: object = None, all_gather_group: object = None) -> Any:
         result = original(self, src, all_gather_group)
         if (
             STATE.config is not None
@@ -356,7 +356,7 @@ def _around_add_fixed(original: Callable[..., Any], tensors: Any, output: Any) -
 _release_add: list[Any] = [None]
 
 
-def _around_pop_fixed(original: Callable[..., Any], tensors: Any, observer: Any) -> Any:
+def _around_pop_fixed(original: Callable[..., Any], tensors: object, observer: object) -> Any:
     config = STATE.config
     if config is None:
         return original(tensors, observer)
@@ -378,13 +378,13 @@ _SHAPES = {
 }
 
 
-def _has_signature(function: str, target: Any) -> bool:
+def _has_signature(function: str, target: object) -> bool:
     """True when ``target``'s own code takes exactly (tensors, output|observer), as sglang's do
     (read as :func:`matches` reads a method's)."""
     return matches(target, _SHAPES[function])
 
 
-def hook_for(function: str, target: Any) -> Callable[..., Any]:
+def hook_for(function: str, target: object) -> Callable[..., Any]:
     """The cheapest hook that accepts every call ``target`` accepts."""
     fixed = _has_signature(function, target)
     if function == ADD:
@@ -397,12 +397,12 @@ def wrap(original: Callable[..., Any], hook: Callable[..., Any]) -> Callable[...
     like it; it takes exactly ``original``'s two parameters when ``hook`` is a fixed one."""
     if hook is _around_add_fixed:
 
-        def wrapper(tensors: Any, output: Any) -> Any:
+        def wrapper(tensors: object, output: object) -> Any:
             return _around_add_fixed(original, tensors, output)
 
     elif hook is _around_pop_fixed:
 
-        def wrapper(tensors: Any, observer: Any) -> Any:  # type: ignore[misc]
+        def wrapper(tensors: object, observer: object) -> Any:  # type: ignore[misc]
             return _around_pop_fixed(original, tensors, observer)
 
     else:

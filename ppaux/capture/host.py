@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from types import ModuleType
 from typing import Any
 
 from ppaux.capture.settings import CaptureConfig
@@ -18,7 +19,7 @@ __all__ = ["capture_meta", "pp_position", "sglang_version"]
 
 
 def capture_meta(
-    function: str, exc: BaseException | None, config: CaptureConfig, torch: Any
+    function: str, exc: BaseException | None, config: CaptureConfig, torch: ModuleType
 ) -> dict[str, Any]:
     """The metadata record of a capture taken now, in this process (plain values only)."""
     pp_rank, pp_size = pp_position()
@@ -40,7 +41,7 @@ def capture_meta(
     return {k: _plain(v) for k, v in meta.items()}
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> Any:
     # The format promises plain str/int values: torch.__version__ is a str subclass
     # (TorchVersion) that would pickle as a torch class, and an exception may format to one.
     if isinstance(value, bool) or value is None:
@@ -62,7 +63,7 @@ def pp_position() -> tuple[int | None, int | None]:
     return (rank if isinstance(rank, int) else None, size if isinstance(size, int) else None)
 
 
-def _distributed_rank(torch: Any) -> tuple[int | None, int | None]:
+def _distributed_rank(torch: ModuleType) -> tuple[int | None, int | None]:
     try:
         dist = torch.distributed
         if dist.is_available() and dist.is_initialized():

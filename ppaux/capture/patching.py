@@ -14,6 +14,7 @@ import importlib.machinery
 import os
 import sys
 import types
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -153,7 +154,9 @@ class _ModuleWatcher(importlib.abc.MetaPathFinder):
     """Finds nothing itself; wraps the loader of the transport module so that it gets patched
     the moment it has been executed, before any other module can import from it."""
 
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         """Return the transport module's spec from the next finder, with a patching loader."""
         if fullname not in _MODULES:
             return None
@@ -175,7 +178,7 @@ class _ModuleWatcher(importlib.abc.MetaPathFinder):
 class _PatchingLoader(importlib.abc.Loader):
     """Delegates to the real loader, then patches the freshly executed module."""
 
-    def __init__(self, loader: Any) -> None:
+    def __init__(self, loader: importlib.abc.Loader) -> None:
         self._loader = loader
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:

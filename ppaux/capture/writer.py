@@ -17,6 +17,7 @@ import os
 import pickle
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from ppaux.capture import directory as capture_store
@@ -34,8 +35,8 @@ def record(
     function: str,
     config: CaptureConfig,
     exc: BaseException | None,
-    tensors: Any,
-    output: Any,
+    tensors: object,
+    output: object,
     extra: dict[str, Any] | None = None,
 ) -> Path | None:
     """Write one capture; count it; log the first failure and swallow every one.
@@ -92,8 +93,8 @@ def _write(
     function: str,
     config: CaptureConfig,
     exc: BaseException | None,
-    tensors: Any,
-    output: Any,
+    tensors: object,
+    output: object,
     extra: dict[str, Any] | None,
 ) -> Path | None:
     """Write the capture atomically; return its path, or None when the bounds refused it."""
@@ -151,7 +152,7 @@ def _add_skipped(directory: Path) -> None:
     os.replace(temp, directory / capture_store.SKIPPED_NAME)
 
 
-def _save(torch: Any, payload: dict[str, Any], temp: Path) -> None:
+def _save(torch: ModuleType, payload: dict[str, Any], temp: Path) -> None:
     """torch.save to a new file; values that cannot be pickled are saved as their repr."""
     # A file object (not a path): the zip's record folder is then always 'archive', whatever
     # the temporary file was called.
@@ -168,7 +169,7 @@ def _save(torch: Any, payload: dict[str, Any], temp: Path) -> None:
         torch.save(payload, handle)
 
 
-def _picklable(value: Any) -> Any:
+def _picklable(value: object) -> Any:
     """``value`` with every top-level entry that cannot be pickled replaced by its repr."""
     if not isinstance(value, dict):
         return value if _can_pickle(value) else _placeholder(value)
@@ -179,7 +180,7 @@ def _picklable(value: Any) -> Any:
     }
 
 
-def _can_pickle(value: Any) -> bool:
+def _can_pickle(value: object) -> bool:
     try:
         pickle.dump(value, io.BytesIO(), protocol=2)
     except Exception:
@@ -187,7 +188,7 @@ def _can_pickle(value: Any) -> bool:
     return True
 
 
-def _placeholder(value: Any) -> str:
+def _placeholder(value: object) -> str:
     try:
         text = repr(value)
     except Exception:

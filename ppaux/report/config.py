@@ -131,7 +131,7 @@ def _table(path: str) -> tuple[dict[str, Any], str]:
     return table, "tool.ppaux."
 
 
-def _codes(path: str, key: str, value: Any, known: Iterable[str]) -> tuple[str, ...]:
+def _codes(path: str, key: str, value: object, known: Iterable[str]) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(path, key, f"must be a list of rule codes, not {_toml_type(value)}")
     try:
@@ -140,7 +140,7 @@ def _codes(path: str, key: str, value: Any, known: Iterable[str]) -> tuple[str, 
         raise ConfigError(path, key, str(exc)) from None
 
 
-def _toml_type(value: Any) -> str:
+def _toml_type(value: object) -> str:
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"
     if isinstance(value, str):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import gc
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -46,6 +46,7 @@ from ppaux.sglang.names import ADD, POP, SCHEDULER_FILE, TRANSPORT_FILE
 from ppaux.sglang.scheduler_calls import scheduler_calls
 from ppaux.sglang.shadows import shadowing
 from ppaux.sglang.source_facts import (
+    PassesOn,
     dict_keys,
     import_source,
     indexed_keys,
@@ -319,22 +320,18 @@ def _transport_facts(
         }
     managers = Managers(module)
     if add is not None:
-        changed = changed_after_check(add, managers.passes_on) or swallow_doubt(add, managers)
-        if changed is None:
-            facts["sender_checks"] = sender_checks(add, managers.passes_on)
-        else:
-            unknown["sender_checks"] = f"{file.path}: {ADD}: {changed}"
+        _read_checks(
+            add, f"{file.path}: {ADD}", "sender_checks", sender_checks, managers, facts, unknown
+        )
         facts["prefix"] = sender_prefix(add, consts)
         if facts["prefix"] is None:
             unknown["prefix"] = f"{file.path}: {ADD} builds its keys in a way ppaux cannot follow"
     else:
         unknown["sender_checks"] = unknown["prefix"] = f"{file.path}: defines no {ADD}"
     if pop is not None:
-        changed = changed_after_check(pop, managers.passes_on) or swallow_doubt(pop, managers)
-        if changed is None:
-            facts["receiver_checks"] = receiver_checks(pop, managers.passes_on)
-        else:
-            unknown["receiver_checks"] = f"{file.path}: {POP}: {changed}"
+        _read_checks(
+            pop, f"{file.path}: {POP}", "receiver_checks", receiver_checks, managers, facts, unknown
+        )
         facts["receiver_prefix"] = receiver_prefix(pop, consts)
     else:
         unknown["receiver_checks"] = f"{file.path}: defines no {POP}"
@@ -342,6 +339,25 @@ def _transport_facts(
         file.sha256 or "", facts["transport_digests"]
     )
     return facts
+
+
+def _read_checks(
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+    where: str,
+    fact: str,
+    read: Callable[[ast.FunctionDef | ast.AsyncFunctionDef, PassesOn | None], dict[str, bool]],
+    managers: Managers,
+    facts: dict[str, Any],
+    unknown: dict[str, str],
+) -> None:
+    """``facts[fact]``: the checks ``read`` finds in ``func`` (add or pop, ``where`` naming the
+    file and the function), trusted only where no checked value changes after its check and no
+    ``with`` may swallow the check's error; otherwise ``unknown[fact]`` says which."""
+    doubt = changed_after_check(func, managers.passes_on) or swallow_doubt(func, managers)
+    if doubt is None:
+        facts[fact] = read(func, managers.passes_on)
+    else:
+        unknown[fact] = f"{where}: {doubt}"
 
 
 def _not_as_written(

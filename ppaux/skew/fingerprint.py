@@ -156,11 +156,11 @@ _TYPE_NAMES = {
 }
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     return _TYPE_NAMES.get(type(value), type(value).__name__)
 
 
-def _is(value: Any, kind: type | None) -> bool:
+def _is(value: object, kind: type | None) -> bool:
     if kind is None:
         return value is None
     if kind is int and isinstance(value, bool):
@@ -189,7 +189,7 @@ def _quoted(text: str) -> str:
     return f"'{shown(text, 60)}'"
 
 
-def _sample(value: Any) -> str:
+def _sample(value: object) -> str:
     # The start of a wrong value, as JSON: a list or object is not written out whole first.
     if isinstance(value, (list, dict)):
         return "[...]" if isinstance(value, list) else "{...}"
@@ -256,7 +256,7 @@ def _capability(doc: Mapping[str, Any]) -> Capability:
     return Capability.from_json(dict(doc))
 
 
-def _validate(doc: Any) -> Fingerprint:
+def _validate(doc: object) -> Fingerprint:
     if not isinstance(doc, dict):
         raise _Invalid(f"not a ppaux fingerprint: the document is {_kind(doc)}, not an object")
     schema = doc.get("schema")
@@ -368,7 +368,7 @@ def _too_deep(source: str, limit: int) -> FingerprintError:
     ).suggest(RaiseLimit("max_fingerprint_nesting", limit))
 
 
-def _nesting_within(doc: Any, limit: int) -> bool:
+def _nesting_within(doc: object, limit: int) -> bool:
     """Whether no array or object of ``doc`` lies more than ``limit`` levels deep (the
     document itself is level 1), one level at a time."""
     level = [doc] if isinstance(doc, (list, dict)) else []

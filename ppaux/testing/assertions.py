@@ -54,7 +54,7 @@ _RANK = {"info": 1, "warning": 2, "error": 3}
 
 
 def pp_safety_report(
-    observer: Any,
+    observer: object,
     *,
     outputs: Sequence[Any] | Callable[[], Iterable[Any]] | None = None,
     transport: str = "wire",
@@ -111,7 +111,7 @@ def pp_safety_report(
     return check_loaded(loaded, options, given, limits=bounds)
 
 
-def _exited(observer: Any, exc: SystemExit) -> AssertionError:
+def _exited(observer: object, exc: SystemExit) -> AssertionError:
     """sys.exit() in the observer's code, where no driven method reports it, as a failure of
     the test rather than the end of the test run."""
     name = observer if isinstance(observer, str) else getattr(observer, "__qualname__", None)
@@ -150,7 +150,7 @@ def _describe(report: Report, failing: list[Any], options: dict[str, Any]) -> st
 
 
 def assert_pp_safe(
-    observer: Any,
+    observer: object,
     *,
     outputs: Sequence[Any] | Callable[[], Iterable[Any]] | None = None,
     transport: str = "wire",
@@ -219,6 +219,13 @@ def assert_pp_safe(
         raise AssertionError(
             _describe(report, failing, {"transport": transport, "impl": impl, "sender": sender})
         )
+    _warn_unchecked(report, skipped)
+    return report
+
+
+def _warn_unchecked(report: Report, skipped: set[str]) -> None:
+    """Warn, at the line of the test that called :func:`assert_pp_safe`, of each "could not
+    check" finding of a passing report that ``ignore`` does not leave out."""
     for code, category in _UNCHECKED:
         unchecked = [item for item in report.findings if item.code == code]
         if unchecked and code not in skipped:
@@ -227,6 +234,5 @@ def assert_pp_safe(
             # A test that checked nothing, or left values uncompared, must not pass unnoticed:
             # pytest lists this warning.
             warnings.warn(
-                category(f"{unchecked[0].path}: {unchecked[0].message} ({code})"), stacklevel=2
+                category(f"{unchecked[0].path}: {unchecked[0].message} ({code})"), stacklevel=3
             )
-    return report

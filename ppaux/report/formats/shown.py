@@ -41,7 +41,7 @@ def _number(value: int) -> int | str:
     return f"<int of {bits} bits>"
 
 
-def _key(key: Any) -> Any:
+def _key(key: object) -> Any:
     if isinstance(key, str):
         return shown(key, None)
     if key is None or isinstance(key, (bool, float)):
@@ -51,7 +51,7 @@ def _key(key: Any) -> Any:
     return shown(_repr(key), None)
 
 
-def _repr(value: Any) -> str:
+def _repr(value: object) -> str:
     try:
         text = repr(value)
     except Exception:  # a value whose repr fails (or an int past Python's digit limit)
@@ -59,7 +59,7 @@ def _repr(value: Any) -> str:
     return text if len(text) <= 200 else f"{text[:200]}..."
 
 
-def shown_value(value: Any) -> Any:
+def shown_value(value: object) -> Any:
     """``value`` with every string in it (dict keys too, through dicts, lists and tuples) shown
     by :func:`ppaux.text.shown`, over-long integers made strings and tuples made lists."""
     if isinstance(value, str):
@@ -75,7 +75,7 @@ def shown_value(value: Any) -> Any:
     return value
 
 
-def _location(location: Any) -> dict[str, Any] | None:
+def _location(location: object) -> dict[str, Any] | None:
     # A location comes from a capture file: every format reads its file, line and function,
     # so one without a usable file and line number is dropped rather than half-written.
     if not isinstance(location, dict):

@@ -16,7 +16,7 @@ from typing import Any
 __all__ = ["dumps", "finite"]
 
 
-def finite(value: Any) -> Any:
+def finite(value: object) -> Any:
     """``value`` with every non-finite float (in dicts, lists and tuples) made a string."""
     if isinstance(value, float):
         if math.isfinite(value):
@@ -29,7 +29,7 @@ def finite(value: Any) -> Any:
     return value
 
 
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     """``value`` as indented, strict JSON (UTF-8 text, not ASCII-escaped), ending in a newline."""
     try:
         text = json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)

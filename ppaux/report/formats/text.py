@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppaux.report import catalogue
 from ppaux.report.document import Report, Table, count_by_severity
@@ -13,6 +13,9 @@ from ppaux.report.findings import Finding, Severity
 from ppaux.report.formats.wrapping import MIN_WIDTH, shell_lines, wrap
 from ppaux.text import counted
 from ppaux.text import shown as text_shown
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["MAX_TABLE_ROWS", "place", "render"]
 
@@ -212,14 +215,14 @@ def _ordered(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: -f.severity.rank)
 
 
-def _say(console: Any, lines: list[str]) -> None:
+def _say(console: Console, lines: list[str]) -> None:
     from rich.text import Text
 
     for line in lines:
         console.print(Text(line), soft_wrap=True)
 
 
-def _print_findings(console: Any, findings: list[Finding], width: int) -> None:
+def _print_findings(console: Console, findings: list[Finding], width: int) -> None:
     """Each finding, its code and severity coloured, then the likely causes of each error code
     once, so the view says why as well as what."""
     from rich.text import Text
@@ -243,7 +246,7 @@ def _print_findings(console: Any, findings: list[Finding], width: int) -> None:
                 _say(console, wrap(cause, width, "  - ", "    "))
 
 
-def _print_table(console: Any, table: Table, width: int, color: bool) -> None:
+def _print_table(console: Console, table: Table, width: int, color: bool) -> None:
     """One table: its first :data:`MAX_TABLE_ROWS` rows, or its ``text_rows`` when fewer
     (every other format lists all), the
     values too long for a cell below it, and the key to its marks."""
