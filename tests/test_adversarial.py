@@ -260,12 +260,12 @@ _DISPLAY = [
 
 
 @pytest.mark.parametrize("name", _DISPLAY)
-def test_text_view_of_hostile_names(name, tmp_path):
+def test_text_view_of_hostile_names(name, format_outcomes):
     # Names and keys from a file reach the terminal escaped: no newline, no escape sequence.
+    # The run is format_outcomes' --format text run of the file (the same command line, forked
+    # as test_forked_runs_match_python_m_ppaux_cli checks).
     case = CASES[name]
-    run = run_measured(
-        inspect_command(corpus.OUT / case.filename, "text"), tmp_path, TIME_BOUND_S, _env()
-    )
+    run = format_outcomes[name, "text"]
     stdout, stderr = run.stdout.decode("utf-8"), run.stderr.decode("utf-8")
     assert "Traceback" not in stderr
     assert "\x1b" not in stdout + stderr
