@@ -307,7 +307,7 @@ class Protocol:
             return True
         self._expect(self.stage != _NEW, event)
         if event in STOPS:
-            self._expect(self.stage in (_READY, _STARTED), event)
+            self._expect(self.stage in (_READY, _STARTED, _LOCATED), event)
             self.stage = _STOPPED
             return True
         if event == "end":
