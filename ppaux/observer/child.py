@@ -37,7 +37,6 @@ from ppaux.observer.framing import (
     SLOT_SIZE,
     FrameError,
     FrameReader,
-    FrameTooLarge,
     read_slot,
     read_slot_step,
 )
@@ -340,9 +339,9 @@ class _Run:
                 if self.end.garbled is not None or self.end.flooded is not None:
                     return False
             self.reader.check()
-        except FrameTooLarge:
-            return self._flooded(self.bounds.record_bytes)
         except FrameError as exc:
+            if self.reader.too_large is not None:
+                return self._flooded(self.bounds.record_bytes)
             # Nothing it sends after this can be read as records: it ends here, and that is
             # the one way it ended (not an exit or a hang as well).
             self.end.garbled = str(exc)

@@ -21,7 +21,6 @@ __all__ = [
     "SLOT_SIZE",
     "FrameError",
     "FrameReader",
-    "FrameTooLarge",
     "encode",
     "read_slot",
     "read_slot_step",
@@ -49,15 +48,6 @@ _STEP_AT = SLOT_SIZE - _SLOT_STEP.size
 #: Bytes on the results pipe that are not a frame of a JSON object (a plain ``ValueError``:
 #: the parent reports it as the target's doing, never to a caller).
 FrameError = ValueError
-
-
-class FrameTooLarge(FrameError):
-    """A frame whose length is past the reader's bound (``size``): refused by its length, before
-    its bytes are read."""
-
-    def __init__(self, size: int, most: int) -> None:
-        super().__init__(f"a record of {size:,} bytes (the most is {most:,})")
-        self.size = size
 
 
 #: The encoder, made and bound when this module is imported: in the check's child that is
@@ -128,14 +118,16 @@ def read_slot(data: bytes) -> tuple[float, dict[str, Any] | None]:
 
 class FrameReader:
     """Reassembles frames from bytes as they arrive: :meth:`feed` returns the messages that
-    are complete; a frame longer than ``most`` bytes raises :class:`FrameTooLarge` as soon as its
-    length is read (so the buffer never holds more than ``most`` bytes and the last read), a
-    malformed one :class:`FrameError`."""
+    are complete; a frame longer than ``most`` bytes raises :class:`FrameError` as soon as its
+    length is read (so the buffer never holds more than ``most`` bytes and the last read), and
+    ``too_large`` is then its length; a malformed one raises :class:`FrameError` too."""
 
     def __init__(self, most: int = MAX_FRAME) -> None:
         self._buffer = bytearray()
         self.most = min(most, MAX_FRAME)
         self._failed: FrameError | None = None
+        #: The length of a frame refused for being longer than ``most``, or None.
+        self.too_large: int | None = None
 
     def feed(self, data: bytes) -> list[dict[str, Any]]:
         """The complete messages once ``data`` is appended. A frame that cannot be taken
@@ -170,7 +162,8 @@ class FrameReader:
         if size >= MAX_FRAME:
             raise FrameError(f"a frame of {size:,} bytes, a length no record has")
         if size > self.most:
-            raise FrameTooLarge(size, self.most)
+            self.too_large = size
+            raise FrameError(f"a record of {size:,} bytes (the most is {self.most:,})")
         if len(self._buffer) < _HEADER.size + size:
             return None
         body = bytes(self._buffer[_HEADER.size : _HEADER.size + size])
