@@ -33,6 +33,7 @@ FLAGS = {
     "impl": "--impl",
     "init_method": "--init-method",
     "local_zone": "--local-zone",
+    "output": "--output",
     "pp_rank": "--pp-rank",
     "pp_size": "--pp-size",
     "rank": "--rank",

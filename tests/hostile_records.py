@@ -115,3 +115,68 @@ class JunkHeartbeat(_Once):
 class ClosesRecords(_Once):
     def mischief(self) -> None:
         os.close(_records_fd())
+
+
+def _made(pad: str = "") -> dict:
+    return {
+        "event": "made",
+        "method": "after_sample",
+        "return": None,
+        "names": {},
+        **({"names": {"x": ["pad" + pad, 1, "f"]}} if pad else {}),
+    }
+
+
+class BigRecord(_Once):
+    """One record of 60 MiB, every field of it one the check's records have."""
+
+    def mischief(self) -> None:
+        _record(_made("x" * (60 << 20)))
+
+
+class ManyRecords(_Once):
+    """Small records (100,000, or ``PPAUX_MANY_RECORDS``), every one a record the check
+    sends."""
+
+    def mischief(self) -> None:
+        body = json.dumps({**_made(), "pid": os.getpid()}).encode()
+        frames = (struct.pack(">I", len(body)) + body) * 1000
+        fd = _records_fd()
+        for _ in range(int(os.environ.get("PPAUX_MANY_RECORDS", "100000")) // 1000):
+            os.write(fd, frames)
+
+
+class RecordHeartbeat(_Once):
+    """A record the check sends, every fifth of a second, for an hour."""
+
+    def mischief(self) -> None:
+        for _ in range(18_000):
+            _record(_made())
+            time.sleep(0.2)
+
+
+class StepOutOfRange(_Once):
+    def mischief(self) -> None:
+        _record({"event": "no_output", "batch_size": 1, "step": 5, "why": "x"})
+
+
+class StepTwice(_Once):
+    """Step 0's record before the check's own: the check's then comes out of order."""
+
+    def mischief(self) -> None:
+        _record({"event": "no_output", "batch_size": 1, "step": 0, "why": "x"})
+
+
+class ForgedBatchSizeType(_Once):
+    def mischief(self) -> None:
+        _record({"event": "no_output", "batch_size": "1", "step": 0, "why": "x"})
+
+
+class ForgedKey(_Once):
+    def mischief(self) -> None:
+        _record({**_made(), "extra": 1})
+
+
+class EndTooSoon(_Once):
+    def mischief(self) -> None:
+        _record({"event": "end", "threads": [], "timers": []})

@@ -11,7 +11,9 @@ import time
 import pytest
 from helpers import REPO
 
+from ppaux.limits import Limits
 from ppaux.observer import ObserverOptions, check_observer
+from ppaux.suggestions import RaiseLimit
 from ppaux.testing import assert_pp_safe
 
 pytestmark = [
@@ -36,7 +38,7 @@ def test_a_slot_time_past_the_parents_clock_does_not_move_the_deadline(name):
     # pass, not an hour later.
     assert time.monotonic() - started < 120
     assert end == "timeout"
-    assert "sent nothing for more than its timeout (1 s)" in message
+    assert "did not finish a step within its timeout (1 s, whatever it sent meanwhile)" in message
 
 
 def test_a_frame_nested_past_the_parsers_depth_is_garbled():
@@ -56,7 +58,7 @@ def test_a_slot_nested_past_the_parsers_depth_names_no_hook():
 def test_a_forged_timer_is_garbled_not_an_internal_error(name):
     [(end, message)] = ends(name)
     assert end == "garbled"
-    assert "a timer whose seconds are not a finite number" in message
+    assert "an 'end' record whose 'timers' is not what the check sends" in message
 
 
 def test_assert_pp_safe_raises_an_assertion_for_a_deep_frame():
@@ -79,3 +81,89 @@ def test_a_closed_records_descriptor_is_an_exit_without_ppauxs_traceback():
     [found] = [f for f in report.findings if f.code == "PP715"]
     assert found.extra["end"] == "exit"
     assert b"Traceback" not in b"".join(said)
+
+
+def flooded(name: str, **limits: int) -> tuple[str, str, tuple]:
+    report = check_observer(f"{TARGETS}:{name}", FAST, limits=Limits(**limits))
+    [found] = [f for f in report.findings if f.code == "PP715"]
+    return found.extra["end"], found.message, found.suggestions
+
+
+def test_a_record_past_max_record_bytes_ends_the_run_before_it_is_read():
+    end, message, suggested = flooded("BigRecord")
+    assert end == "flooded"
+    assert message.startswith(
+        "the target's process sent a record longer than 16,777,216 bytes (before the first "
+        "step's record; limit max_record_bytes reached)"
+    )
+    assert suggested == (RaiseLimit("max_record_bytes", 16 << 20),)
+
+
+def test_records_past_max_step_records_end_the_run():
+    end, message, suggested = flooded("ManyRecords")
+    assert end == "flooded"
+    assert message.startswith(
+        "the target's process sent more than 256 records in one step (before the first "
+        "step's record; limit max_step_records reached)"
+    )
+    assert suggested == (RaiseLimit("max_step_records", 256),)
+
+
+def test_max_step_records_is_the_runs_own():
+    end, message, _ = flooded("ManyRecords", max_step_records=10)
+    assert end == "flooded"
+    assert "sent more than 10 records in one step" in message
+
+
+def test_a_run_past_max_run_record_bytes_ends_there():
+    end, message, suggested = flooded("ForgedKey", max_run_record_bytes=100)
+    assert end == "flooded"
+    assert "sent more than 100 bytes of records in all" in message
+    assert "limit max_run_record_bytes reached" in message
+    assert suggested == (RaiseLimit("max_run_record_bytes", 100),)
+
+
+def test_a_good_observer_past_a_small_max_record_bytes_names_the_step_before():
+    report = check_observer(
+        str(REPO / "fixtures" / "observers" / "entropy_good.py") + ":EntropyObserver",
+        ObserverOptions(batch_sizes=(1,), steps=2, timeout_s=5.0),
+        limits=Limits(max_record_bytes=5000),
+    )
+    [found] = [f for f in report.findings if f.code == "PP715"]
+    assert found.extra["end"] == "flooded"
+    assert "sent a record longer than 5,000 bytes (before the first step's record" in (
+        found.message
+    )
+
+
+def test_records_the_check_sends_do_not_move_the_deadline():
+    started = time.monotonic()
+    [(end, message)] = ends("RecordHeartbeat")
+    assert time.monotonic() - started < 120
+    assert end == "timeout"
+    assert "did not finish a step within its timeout (1 s, whatever it sent meanwhile)" in message
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        (
+            "StepOutOfRange",
+            "a 'no_output' record out of the check's order (before the first step's record)",
+        ),
+        (
+            "StepTwice",
+            "a 'step' record out of the check's order (after the record of batch size 1, step 0)",
+        ),
+        ("EndTooSoon", "an 'end' record out of the check's order (before the first step's record)"),
+        (
+            "ForgedBatchSizeType",
+            "a 'no_output' record whose 'batch_size' is not what the check sends",
+        ),
+        ("ForgedKey", "a field 'extra' that a 'made' record does not have"),
+    ],
+)
+def test_a_record_out_of_order_or_with_a_forged_field_is_garbled(name, said):
+    [(end, message)] = ends(name)
+    assert end == "garbled"
+    assert said in message

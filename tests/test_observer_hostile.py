@@ -617,3 +617,46 @@ def test_a_message_of_megabytes_is_cut_in_the_child(tmp_path):
     document = json.dumps(report.data)
     assert "5,242,880 characters in all" in document
     assert "x" * 1000 not in document
+
+
+def module_target(tmp_path: Path, loads: str) -> Path:
+    """An observer file whose module imports ``helper`` (``loads``: how), beside it."""
+    file = observer_file(tmp_path, "obs_imports.py")
+    text = file.read_text(encoding="utf-8").replace("import torch\n", f"import torch\n{loads}\n", 1)
+    file.write_text(text, encoding="utf-8")
+    return file
+
+
+def test_output_onto_a_module_file_beside_the_target_is_refused_before_it_runs(tmp_path):
+    helper = tmp_path / "helper.py"
+    helper.write_text("VALUE = 1\n", encoding="utf-8")
+    file = module_target(tmp_path, "import helper")
+    result = cli("check-observer", f"{file}:EntropyObserver", "-o", str(helper))
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"ppaux: error: --output {helper}: is a Python module's file, which the target may "
+        "import; ppaux never writes over code: give another output file\n"
+    )
+    assert helper.read_text(encoding="utf-8") == "VALUE = 1\n"
+
+
+def test_output_onto_a_file_the_target_loaded_as_a_module_is_refused(tmp_path):
+    helper = tmp_path / "helper.src"
+    helper.write_text("VALUE = 1\n", encoding="utf-8")
+    loads = (
+        "import importlib.machinery, importlib.util, pathlib\n"
+        "_loader = importlib.machinery.SourceFileLoader(\n"
+        "    'helper', str(pathlib.Path(__file__).parent / 'helper.src'))\n"
+        "_spec = importlib.util.spec_from_loader('helper', _loader)\n"
+        "helper = importlib.util.module_from_spec(_spec)\n"
+        "_loader.exec_module(helper)\n"
+        "import sys; sys.modules['helper'] = helper\n"
+    )
+    file = module_target(tmp_path, loads)
+    result = cli("check-observer", f"{file}:EntropyObserver", "--steps", "1", "-o", str(helper))
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"ppaux: error: --output {helper}: is the file of module 'helper', which the target "
+        "imported; ppaux never writes over the target's code: give another output file\n"
+    )
+    assert helper.read_text(encoding="utf-8") == "VALUE = 1\n"

@@ -661,7 +661,8 @@ def cases(tmp_path_factory) -> Path:
     ("name", "found"),
     [
         ("ConjObs", {"PP711", "PP712"}),
-        ("LazyConjObs", set()),
+        # torch.distributed.send refuses a lazy conjugate on the sender (gloo, torch 2.13)
+        ("LazyConjObs", {"PP709"}),
         ("NanSignObs", set()),
         ("NumpyObs", {"PP711"}),
         ("OrderObs", set()),

@@ -169,3 +169,52 @@ def test_rank_0_gets_back_what_the_receiving_process_holds():
         )
         # The receiver that was left waiting is replaced by a fresh one.
         assert wire.deliver({"x": torch.ones(2)}).received["x"].tolist() == [1.0, 1.0]
+
+
+_SEND_CONJ = """
+import sys, torch, torch.distributed as dist
+rank, port = int(sys.argv[1]), sys.argv[2]
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+if rank == 0:
+    try:
+        dist.send(torch.tensor([1 + 2j, 3 - 1j]).conj(), 1)
+        print("sent")
+    except RuntimeError as exc:
+        print("raised", str(exc).splitlines()[0])
+        dist.send(torch.zeros(2, dtype=torch.complex64), 1)
+else:
+    received = torch.empty(2, dtype=torch.complex64)
+    dist.recv(received, 0)
+dist.destroy_process_group()
+"""
+
+
+def test_torch_distributed_send_refuses_a_lazy_conjugate_as_the_emulated_wire_does(tmp_path):
+    import subprocess
+    import sys
+
+    from helpers import free_port
+
+    from ppaux.replay.wire import WireError, transfer
+
+    port = str(free_port())
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", _SEND_CONJ, str(rank), port],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+        )
+        for rank in (0, 1)
+    ]
+    outs = [process.communicate(timeout=120)[0] for process in processes]
+    refused = (
+        "view_as_real doesn't work on unresolved conjugated tensors.  To resolve the conjugate "
+        "tensor so you can view it as real, use self.resolve_conj(); however, be warned that "
+        "the resulting tensor will NOT alias the original."
+    )
+    assert outs[0] == f"raised {refused}\n"
+    with pytest.raises(WireError) as caught:
+        transfer({f"{P}c": torch.tensor([1 + 2j, 3 - 1j]).conj()})
+    assert (caught.value.side, caught.value.error_type) == ("sender", "RuntimeError")
+    assert caught.value.message == refused

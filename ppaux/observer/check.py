@@ -22,6 +22,7 @@ from ppaux.limits import Limits
 from ppaux.observer.endings import endings, timers_left
 from ppaux.observer.judge import Ending, Judge
 from ppaux.observer.options import ObserverConfigError, ObserverOptions
+from ppaux.observer.protocol import STOPS, Bounds
 from ppaux.observer.target import LoadedObserver, TargetError, observer_from
 from ppaux.replay import Impl, Sender, Transport, timeout_fault
 from ppaux.report import Report
@@ -44,8 +45,20 @@ __all__ = [
 ]
 
 #: The fields of :class:`~ppaux.limits.Limits` a check reads (what one description of a
-#: target's value digests, how deep it walks): any other ``--limit`` would change nothing.
-CHECK_LIMITS = ("max_digested_items", "max_value_nesting")
+#: target's value digests, how deep it walks, what its child may send): any other ``--limit``
+#: would change nothing.
+CHECK_LIMITS = (
+    "max_digested_items",
+    "max_value_nesting",
+    "max_record_bytes",
+    "max_step_records",
+    "max_run_record_bytes",
+)
+#: The fields of :data:`CHECK_LIMITS` the child reads itself.
+_CHILD_LIMITS = ("max_digested_items", "max_value_nesting")
+#: Requests of the largest batch size that ``max_record_bytes`` and ``max_run_record_bytes``
+#: are given for: a check of larger batches takes a multiple of them.
+_BOUND_REQUESTS = 256
 
 #: The transports, implementations and senders a check takes (``both`` is replay's alone).
 TRANSPORTS = tuple(t.value for t in Transport)
@@ -123,6 +136,7 @@ def check_observer(
     cwd: str | None = None,
     wire: Any = None,
     limits: Limits = Limits(),
+    report_path: str | None = None,
 ) -> Report:
     """Check the observer named by ``target`` (``module:attr`` or ``file.py:attr``) in a child
     process (see the module's docstring).
@@ -133,6 +147,8 @@ def check_observer(
     target runs (this process's current directory by default). ``wire``, an open wire shared
     by several checks, can only be used here: with one, the target runs in this process (as
     :func:`check_loaded` runs an object in hand) and its records are judged the same way.
+    ``report_path``, the file the caller will write the report to, must be no module's file
+    the target loaded: where it is, :class:`ObserverConfigError` (``output``) is raised.
     ``limits.max_digested_items`` bounds what one description of a target's value digests
     (past it the value is listed as not compared, and the report's
     ``observer.limits_reached`` names the limit).
@@ -142,6 +158,8 @@ def check_observer(
     this one while the check runs is taken and said in the report (``observer.signals_from``,
     a note); the check goes on, so no process can end it before its verdict.
     """
+
+    import os
 
     from ppaux.observer.child import run_child
     from ppaux.torch_probe import require_torch
@@ -159,17 +177,64 @@ def check_observer(
 
         load_object(str(target))  # raises the TargetError that says what a target looks like
     request = _request(target, options, outputs, cwd)
-    request["limits"] = {name: getattr(limits, name) for name in CHECK_LIMITS}
+    if report_path is not None:
+        _report_not_code(report_path)
+        request["report"] = os.path.abspath(report_path)
+    request["limits"] = {name: getattr(limits, name) for name in _CHILD_LIMITS}
     judge = _judge(target, options, limits)
     kept = _Kept()
     taken = _Taken(judge)
     end = run_child(
-        request, timeout_s=options.timeout_s, take=taken.take, on_output=on_output or kept.keep
+        request,
+        timeout_s=options.timeout_s,
+        take=taken.take,
+        on_output=on_output or kept.keep,
+        bounds=_bounds(options, limits),
     )
     _judge_the_end(judge, end, taken, target, options.timeout_s)
+    if taken.report_module is not None and report_path is not None:
+        raise ObserverConfigError(
+            "output",
+            report_path,
+            f"is the file of module {taken.report_module!r}, which the target imported; ppaux "
+            "never writes over the target's code: give another output file",
+        )
     report = judge.report(kept.shown())
     _foreign_signals(report, end)
     return report
+
+
+def _report_not_code(path: str) -> None:
+    """Refuse ``path`` for the report where it is a Python module's file already (the target
+    may import it, and its process may be stopped before it says which it imported)."""
+    import importlib.machinery
+    import os
+
+    if os.path.isfile(path) and path.endswith(tuple(importlib.machinery.all_suffixes())):
+        raise ObserverConfigError(
+            "output",
+            path,
+            "is a Python module's file, which the target may import; ppaux never writes over "
+            "code: give another output file",
+        )
+
+
+def _bounds(options: ObserverOptions, limits: Limits) -> Bounds:
+    """What the parent takes from the child of a check of ``options`` (see :mod:`.protocol`):
+    the byte bounds are per :data:`_BOUND_REQUESTS` requests of the largest batch size."""
+    from ppaux.limits import LARGEST
+    from ppaux.observer.framing import MAX_FRAME
+    from ppaux.observer.target import MAX_OUTPUTS
+
+    times = -(-max(options.batch_sizes) // _BOUND_REQUESTS)
+    return Bounds(
+        record_bytes=("max_record_bytes", min(limits.max_record_bytes * times, MAX_FRAME - 1)),
+        step_records=("max_step_records", limits.max_step_records),
+        run_bytes=("max_run_record_bytes", min(limits.max_run_record_bytes * times, LARGEST)),
+        batch_sizes=tuple(options.batch_sizes),
+        steps=options.steps,
+        most_given=MAX_OUTPUTS,
+    )
 
 
 class _Kept:
@@ -190,32 +255,6 @@ class _Kept:
         return text + f"\n[... {self.dropped} more bytes]" if self.dropped else text
 
 
-#: The events of the records the check's child sends (the worker's and the runner's): a record
-#: of any other is not the check's.
-_EVENTS = frozenset(
-    {
-        "ready",
-        "start",
-        "locations",
-        "made",
-        "wire",
-        "requests",
-        "driving",
-        "no_output",
-        "again",
-        "undescribable",
-        "rank0_failed",
-        "step",
-        "target_error",
-        "config_error",
-        "failed",
-        "target_exit",
-        "target_raised",
-        "end",
-    }
-)
-
-
 class _Taken:
     """The child's records as they come: each judged, and kept aside where it stops the check
     (``stops``) or names the timers the child left running (``timers``)."""
@@ -224,38 +263,19 @@ class _Taken:
         self.judge = judge
         self.stops: list[dict[str, Any]] = []
         self.timers: list[tuple[str, float]] = []
+        #: The module the child loaded from the report's file, if any.
+        self.report_module: str | None = None
 
     def take(self, message: dict[str, Any]) -> None:
-        event = message.get("event")
-        if event not in _EVENTS:
-            # Not a record the child sends: the records are garbled (raised, see child.py).
-            raise ValueError(f"an event that is not the check's ({str(event)[:40]!r})")
-        if event in ("target_error", "config_error", "failed", "target_exit", "target_raised"):
+        """Judge one record, its fields and its place in the order already checked
+        (:mod:`.protocol`)."""
+        event = message["event"]
+        if event in STOPS:
             self.stops.append(message)
         if event == "end":
-            self.timers.extend(_timer_entries(message.get("timers", []))[:8])
+            self.timers.extend((name[:20], float(left)) for name, left in message["timers"][:8])
+            self.report_module = message.get("report_module")
         self.judge.take(message)
-
-
-def _timer_entries(value: Any) -> list[tuple[str, float]]:
-    """The ``timers`` of an ``end`` record: a list of ``[name, seconds left]``, the name a
-    string, the seconds a finite number of zero or more. Anything else raises ``ValueError``
-    (the record is not the check's: the records are garbled)."""
-    if not isinstance(value, list):
-        raise ValueError("timers that are not a list")
-    entries = []
-    for entry in value:
-        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)):
-            raise ValueError("a timer that is not [name, seconds]")
-        seconds = entry[1]
-        if (
-            isinstance(seconds, bool)
-            or not isinstance(seconds, (int, float))
-            or not 0 <= seconds < float("inf")
-        ):
-            raise ValueError("a timer whose seconds are not a finite number")
-        entries.append((entry[0][:20], float(seconds)))
-    return entries
 
 
 def _judge_the_end(

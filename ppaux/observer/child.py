@@ -7,15 +7,16 @@ then /dev/null: argv names nothing of it). Its stdout and stderr (the target's p
 ``os.write(1, ...)``, its subprocesses) are one pipe, handed to ``on_output`` as they arrive; its
 records come on a pipe of their own (the child moves it to a high descriptor number picked at
 random), as frames of JSON (:mod:`.framing`), each marked with the pid that sent it. A record from
-any other pid (a fork of the child) is not taken. Which hook it runs is in the hook slot
-(:mod:`.framing`), a page of memory both share: read when the child has been silent for its
-allowance (a hook begun since moves the deadline) and once it has ended. When the child sends
-nothing (and begins no hook) for longer than its allowance, its whole process group is killed;
+any other pid (a fork of the child) is not taken, and the child's own are taken in the check's
+order and within its bounds (:mod:`.protocol`). Which hook it runs is in the hook slot
+(:mod:`.framing`), a page of memory both share, read once it has ended. Each part of the run (a
+step) has the check's timeout on this process's clock from the record that began it: when a
+part takes longer, whatever the child sends meanwhile, its whole process group is killed;
 once it ends, whatever it left behind is killed too: in that group, and (on Linux,
 :mod:`.reaper`) in a session of its own. SIGTERM or SIGINT to this process ends the child and
 its processes before this process ends (:mod:`.signals`); a fatal signal's frames are read back
-(:mod:`.crash`). Imports nothing beyond the standard library, :mod:`.framing`, :mod:`.reaper`,
-:mod:`.signals` and :mod:`.crash`.
+(:mod:`.crash`). Imports nothing beyond the standard library, :mod:`.framing`, :mod:`.protocol`,
+:mod:`.reaper`, :mod:`.signals` and :mod:`.crash`.
 """
 
 from __future__ import annotations
@@ -33,20 +34,20 @@ from typing import Any
 
 from ppaux.observer.crash import crash_file, crash_frame
 from ppaux.observer.framing import (
-    MAX_FRAME,
     SLOT_SIZE,
     FrameError,
     FrameReader,
     read_slot,
     read_slot_step,
 )
+from ppaux.observer.protocol import Bounds, Protocol
 from ppaux.observer.signals import ending_on_sigterm, taking_signals
 
 __all__ = ["ChildEnd", "run_child"]
 
 #: How long the child may take to start (the interpreter, ppaux and torch) before its target.
 START_ALLOWANCE_S = 60.0
-#: Beyond the transport's own timeout, how long a step may go without a record.
+#: Beyond the transport's own timeout, how long one part of a run (a step) may take.
 GRACE_S = 5.0
 #: How long the child may take to exit once its pipes closed before its last record.
 EXIT_ALLOWANCE_S = 5.0
@@ -89,6 +90,9 @@ class ChildEnd:
     #: Whether this process killed the child (its timeout, garbled records, or this process
     #: stopped): its exit status is then this process's doing, not the target's.
     killed: bool = False
+    #: The bound on its records it went past (the field of ``Limits``, its value in the run,
+    #: where the run was), or None: it was ended there.
+    flooded: tuple[str, int, str] | None = None
 
 
 def _kill_group(pid: int) -> None:
@@ -160,17 +164,21 @@ def run_child(
     timeout_s: float,
     take: Callable[[dict[str, Any]], None],
     on_output: Callable[[bytes], None],
+    bounds: Bounds,
 ) -> ChildEnd:
-    """Run the worker on ``request``; ``take`` each record the child itself sent, hand its
-    output to ``on_output``; return how it ended. While it runs this process keeps the target's
-    processes in hand (:mod:`.reaper`); at the end, every process the target left behind is
-    ended and named (``outlived``)."""
+    """Run the worker on ``request``; ``take`` each record the child itself sent (in the
+    check's order and within ``bounds``: :mod:`.protocol`), hand its output to ``on_output``;
+    return how it ended. While it runs this process keeps the target's processes in hand
+    (:mod:`.reaper`); at the end, every process the target left behind is ended and named
+    (``outlived``)."""
     from ppaux.observer.reaper import children as our_children
     from ppaux.observer.reaper import end_all, guarded, of_target, working
 
     with ending_on_sigterm(), guarded(), taking_signals() as signals:
         before = our_children()
-        run = _Run({**request, "unblock": sorted(signals.blocked)}, timeout_s, take, on_output)
+        run = _Run(
+            {**request, "unblock": sorted(signals.blocked)}, timeout_s, take, on_output, bounds
+        )
         signals.targets = lambda pid: of_target(pid, run.process.pid, before)
         try:
             with working(run.process.pid):
@@ -198,10 +206,16 @@ class _Run:
         timeout_s: float,
         take: Callable[[dict[str, Any]], None],
         on_output: Callable[[bytes], None],
+        bounds: Bounds,
     ) -> None:
         import json
 
         self.timeout_s = timeout_s
+        self.bounds = bounds
+        self.protocol = Protocol(bounds.batch_sizes, bounds.steps, bounds.most_given)
+        #: Records taken in the run's part (since the last that moved it on), and bytes read.
+        self.part_records = 0
+        self.received = 0
         self.take = take
         self.on_output = on_output
         self.slot = _slot()
@@ -234,13 +248,10 @@ class _Run:
         with contextlib.suppress(OSError):
             self.process.stdin.close()
         self.end = ChildEnd()
-        self.reader = FrameReader()
+        self.reader = FrameReader(bounds.record_bytes[1])
         self.started = time.monotonic()
         self.deadline = self.started + START_ALLOWANCE_S + timeout_s
         self.interrupted = True  # until read() returns
-        #: The hook slot's time last seen, and when this process first saw it.
-        self.hook_time = 0.0
-        self.hook_seen = self.started
 
     def read(self, signals: Callable[[], None] = lambda: None) -> None:
         """Read records and output until the child is done, garbled its records, timed out
@@ -262,16 +273,17 @@ class _Run:
             while open_streams:
                 signals()
                 remaining = self.deadline - time.monotonic()
-                if remaining <= 0 and not self._hook_begun():
+                if remaining <= 0:
                     self.end.timed_out = not self.end.finished
                     break
                 for key, _ in selector.select(timeout=min(remaining, 1.0)):
                     if key.data != "exit" and not self._read_one(key, selector, open_streams):
                         break
-                if self.end.garbled is None and self.process.poll() is not None:
+                stopped = self.end.garbled is not None or self.end.flooded is not None
+                if not stopped and self.process.poll() is not None:
                     # It ended: what it wrote before is in the pipes, whoever holds them now.
                     self._last_records(selector, open_streams)
-                if self.end.garbled is not None or self.process.poll() is not None:
+                if stopped or self.process.poll() is not None:
                     _drain(output, self.on_output)
                     break
         finally:
@@ -280,31 +292,10 @@ class _Run:
                 os.close(exited)
         self.interrupted = False
 
-    def _hook_begun(self) -> bool:
-        """Whether the child began or ended a hook since its last record, less than its
-        allowance ago: the deadline is then moved to the end of that allowance."""
-        if self.end.finished:
-            return False
-        when, _ = read_slot(os.pread(self.slot, SLOT_SIZE, 0))
-        now = time.monotonic()
-        if not when <= now:
-            # A time later than this process's clock (or infinite) is no hook the child began:
-            # the target wrote over the slot, and it moves nothing.
-            return False
-        if when != self.hook_time:
-            # The allowance runs from when this process first saw the hook begin, whatever
-            # time the slot says.
-            self.hook_time, self.hook_seen = when, now
-        later = min(when, self.hook_seen) + self.timeout_s + GRACE_S
-        if later <= now:
-            return False
-        self.deadline = later
-        return True
-
     def _last_records(self, selector: selectors.BaseSelector, open_streams: set[int]) -> None:
-        """The records still in the pipe once the child ended (at most :data:`MAX_FRAME` and
-        a read more: a process it left behind may keep writing)."""
-        budget = MAX_FRAME + (1 << 16)
+        """The records still in the pipe once the child ended (at most a record's bound and a
+        read more: a process it left behind may keep writing)."""
+        budget = self.bounds.record_bytes[1] + (1 << 16)
         while budget > 0 and self.read_end in open_streams:
             try:
                 data = os.read(self.read_end, 1 << 16)
@@ -337,20 +328,32 @@ class _Run:
         return self._records(data)
 
     def _records(self, data: bytes) -> bool:
-        """Take the records ``data`` completes; False once they are garbled."""
+        """Take the records ``data`` completes; False once they are garbled or past a bound."""
+        self.received += len(data)
+        if self.received > self.bounds.run_bytes[1]:
+            return self._flooded(self.bounds.run_bytes)
         try:
             messages = self.reader.feed(data)
+            for message in messages:
+                self._message(message)
+                if self.end.garbled is not None or self.end.flooded is not None:
+                    return False
+            self.reader.check()
         except FrameError as exc:
+            if self.reader.too_large is not None:
+                return self._flooded(self.bounds.record_bytes)
             # Nothing it sends after this can be read as records: it ends here, and that is
             # the one way it ended (not an exit or a hang as well).
             self.end.garbled = str(exc)
             _kill_group(self.process.pid)
             return False
-        for message in messages:
-            self._message(message)
-            if self.end.garbled is not None:
-                return False
         return True
+
+    def _flooded(self, bound: tuple[str, int]) -> bool:
+        """The child went past ``bound`` (a limit's name and value): it ends here."""
+        self.end.flooded = (*bound, self.protocol.where())
+        _kill_group(self.process.pid)
+        return False
 
     def _message(self, message: dict[str, Any]) -> None:
         if message.get("pid") != self.process.pid:
@@ -358,11 +361,10 @@ class _Run:
             if isinstance(fork, int) and fork not in self.end.forks:
                 self.end.forks.append(fork)
             return
-        if message.get("event") == "ready":
-            self.deadline = time.monotonic() + self.timeout_s + GRACE_S
-            return
         try:
-            self.take(message)
+            moved = self.protocol.take(message)
+            if message["event"] != "ready":
+                self.take(message)
         except (
             KeyError,
             TypeError,
@@ -378,7 +380,14 @@ class _Run:
             self.end.garbled = f"a record that is not one of the check's ({text[:200]})"
             _kill_group(self.process.pid)
             return
-        # A record taken is the child's progress: only then is the deadline moved.
+        self.part_records += 1
+        if not moved:
+            if self.part_records > self.bounds.step_records[1]:
+                self._flooded(self.bounds.step_records)
+            return
+        # A record that moves the run on begins a new part: its time runs from now, on this
+        # process's clock, whatever the child sends within it.
+        self.part_records = 1
         self.deadline = time.monotonic() + self.timeout_s + GRACE_S
         if message.get("event") == "end":
             # Its exit is the target's too (its streams flushed, its exit handlers): waited

@@ -28,7 +28,12 @@ def endings(end: Any, timeout_s: float, hook: dict[str, Any] | None = None) -> l
     import signal
 
     found: list[Ending] = []
-    if end.garbled:
+    flooded = getattr(end, "flooded", None)
+    if flooded is not None:
+        # As for garbled records: it was stopped there, and that is how it ended.
+        name, value, where = flooded
+        found.append(_flooded(name, value, where))
+    elif end.garbled:
         # The stream it wrote over is how it ended: its process was stopped there, so its
         # exit status and its silence afterwards say nothing more about the target.
         found.append(
@@ -101,6 +106,27 @@ def endings(end: Any, timeout_s: float, hook: dict[str, Any] | None = None) -> l
     return found
 
 
+#: What each bound on the records says the child went past.
+_FLOODS = {
+    "max_record_bytes": "sent a record longer than {value:,} bytes",
+    "max_step_records": "sent more than {value:,} records in one step",
+    "max_run_record_bytes": "sent more than {value:,} bytes of records in all",
+}
+
+
+def _flooded(name: str, value: int, where: str) -> Ending:
+    """The child went past the bound ``name`` (``value`` in the run) on its records, ``where``
+    the run was."""
+    what = _FLOODS.get(name, "sent more than {value:,}").format(value=value)
+    return Ending(
+        "flooded",
+        f"the target's process {what} ({where}; limit {name} reached), far more than the "
+        "check's own records: it was killed with its whole process group there (its code "
+        "wrote to the check's records descriptor)",
+        limit=(name, value),
+    )
+
+
 def _after_the_records(code: int) -> Ending:
     """The child sent every record, then ended with status ``code`` (not 0; negative: the
     signal), where ppaux's own child exits 0: the target's code, on the way out."""
@@ -154,8 +180,8 @@ def _running(hook: dict[str, Any] | None) -> tuple[str | None, dict[str, Any] | 
 def _timeout(timeout_s: float, hook: dict[str, Any] | None) -> Ending:
     """The child sent nothing in time: in the hook it said it was running, if any."""
     head = (
-        f"the target's process sent nothing for more than its timeout ({timeout_s:g} s) "
-        "and was killed with its whole process group"
+        f"the target's process did not finish a step within its timeout ({timeout_s:g} s, "
+        "whatever it sent meanwhile) and was killed with its whole process group"
     )
     method, location = _running(hook)
     if method is None:

@@ -67,18 +67,27 @@ def _sglang_rule(fault: Fault) -> str:
 @dataclass(frozen=True)
 class Ending:
     """How the child ended, where that is the target's doing: ``kind`` ('exit', 'signal',
-    'timeout', 'fork', 'threads', 'silent', 'garbled', 'outlived', 'timers') and what to say."""
+    'timeout', 'fork', 'threads', 'silent', 'garbled', 'flooded', 'outlived', 'timers') and
+    what to say."""
 
     kind: str
     text: str
     #: Where the target was when it ended so (``file``, ``line``, ``function``), where known.
     location: dict[str, Any] | None = None
+    #: The limit (a field of :class:`~ppaux.limits.Limits`, its value in the run) it went
+    #: past, where that ended it.
+    limit: tuple[str, int] | None = None
 
 
 def ending_finding(target: str, ending: Ending) -> Finding:
     """PP715: the child ended in a way that is the target's doing."""
     return finding(
-        "PP715", target, ending.text, extra={"end": ending.kind}, location=ending.location
+        "PP715",
+        target,
+        ending.text,
+        extra={"end": ending.kind},
+        location=ending.location,
+        suggestions=() if ending.limit is None else (RaiseLimit(*ending.limit),),
     )
 
 

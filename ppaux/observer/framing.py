@@ -6,9 +6,8 @@ Which hook the child is running does not cross as frames (two per hook call, nin
 step: most of what a long check sent): the child writes it into the *hook slot*, a page it
 shares with its parent (:data:`SLOT_SIZE` bytes: the ``time.monotonic()`` of the write, a
 4-byte length, then JSON of ``{"event": "hook", "method", "where"}``, ``method`` None between
-hooks), overwritten at each hook's start and end. The parent reads it only when the child has
-been silent for its allowance (a hook that began later moves the deadline) and once the child
-has ended (the hook it was in).
+hooks), overwritten at each hook's start and end. The parent reads it once the child has ended
+(the hook it was in); nothing in it moves the parent's deadlines.
 """
 
 from __future__ import annotations
@@ -30,8 +29,11 @@ __all__ = [
     "slot_step",
 ]
 
-#: The largest frame a parent accepts (the child bounds what it describes far below this).
-MAX_FRAME = 64 << 20
+#: The length no frame reaches: a larger one is no record of any size the child may be allowed
+#: (four bytes of text read as a length are 512 MiB or more), but the records' descriptor
+#: written over. What a reader takes is bounded further by its ``most``
+#: (``Limits.max_record_bytes`` in the check's parent).
+MAX_FRAME = 1 << 28
 _HEADER = struct.Struct(">I")
 #: The hook slot's size, in bytes (one page): a hook's name and where it is defined; a longer
 #: record is written without where.
@@ -116,33 +118,65 @@ def read_slot(data: bytes) -> tuple[float, dict[str, Any] | None]:
 
 class FrameReader:
     """Reassembles frames from bytes as they arrive: :meth:`feed` returns the messages that
-    are complete; an oversized or malformed frame raises :class:`FrameError`."""
+    are complete; a frame longer than ``most`` bytes raises :class:`FrameError` as soon as its
+    length is read (so the buffer never holds more than ``most`` bytes and the last read), and
+    ``too_large`` is then its length; a malformed one raises :class:`FrameError` too."""
 
-    def __init__(self) -> None:
+    def __init__(self, most: int = MAX_FRAME) -> None:
         self._buffer = bytearray()
+        self.most = min(most, MAX_FRAME)
+        self._failed: FrameError | None = None
+        #: The length of a frame refused for being longer than ``most``, or None.
+        self.too_large: int | None = None
 
     def feed(self, data: bytes) -> list[dict[str, Any]]:
-        """The complete messages once ``data`` is appended."""
+        """The complete messages once ``data`` is appended. A frame that cannot be taken
+        after some that can is raised by the next call (or :meth:`check`), once those are
+        taken: what came before it is taken in its place in the stream."""
+        self.check()
         self._buffer += data
         out: list[dict[str, Any]] = []
         while len(self._buffer) >= _HEADER.size:
-            (size,) = _HEADER.unpack_from(self._buffer)
-            if size > MAX_FRAME:
-                raise FrameError(f"a frame of {size} bytes (the most is {MAX_FRAME})")
-            if len(self._buffer) < _HEADER.size + size:
-                break
-            body = bytes(self._buffer[_HEADER.size : _HEADER.size + size])
-            del self._buffer[: _HEADER.size + size]
             try:
-                message = json.loads(body.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError) as exc:
-                raise FrameError(f"a frame that is not JSON ({exc})") from None
-            except RecursionError:
-                raise FrameError("a frame of JSON nested deeper than it can be read") from None
-            if not isinstance(message, dict):
-                raise FrameError("a frame that is not a JSON object")
+                message = self._next()
+            except FrameError as exc:
+                if not out:
+                    raise
+                self._failed = exc
+                break
+            if message is None:
+                break
             out.append(message)
         return out
+
+    def check(self) -> None:
+        """Raise the frame that could not be taken, if one is waiting (see :meth:`feed`)."""
+        failed, self._failed = self._failed, None
+        if failed is not None:
+            self._buffer.clear()
+            raise failed
+
+    def _next(self) -> dict[str, Any] | None:
+        """The buffer's first message, taken from it; None while it is incomplete."""
+        (size,) = _HEADER.unpack_from(self._buffer)
+        if size >= MAX_FRAME:
+            raise FrameError(f"a frame of {size:,} bytes, a length no record has")
+        if size > self.most:
+            self.too_large = size
+            raise FrameError(f"a record of {size:,} bytes (the most is {self.most:,})")
+        if len(self._buffer) < _HEADER.size + size:
+            return None
+        body = bytes(self._buffer[_HEADER.size : _HEADER.size + size])
+        del self._buffer[: _HEADER.size + size]
+        try:
+            message = json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise FrameError(f"a frame that is not JSON ({exc})") from None
+        except RecursionError:
+            raise FrameError("a frame of JSON nested deeper than it can be read") from None
+        if not isinstance(message, dict):
+            raise FrameError("a frame that is not a JSON object")
+        return message
 
     @property
     def pending(self) -> int:

@@ -215,7 +215,7 @@ def main(argv: list[str]) -> int:
     emit = _writer(_hidden(int(request.pop("fd"))))
     options, announce = _before_the_target(request, emit)
     _check(request, options, announce, emit)
-    _end(emit)
+    _end(emit, request.get("report"))
     os._exit(0)
 
 
@@ -321,14 +321,38 @@ def _check(request: dict[str, Any], options: ObserverOptions, announce: Any, emi
     lines.announce_hooks(None)
 
 
-def _end(emit: Any) -> None:
-    """The last record (the threads and timers the target left), the streams flushed."""
+def _module_at(path: Any) -> str | None:
+    """The name of a module loaded in this process from the file ``path`` (where the report
+    is to be written), or None."""
+    if not isinstance(path, str):
+        return None
+    try:
+        wanted = os.stat(path)
+    except (OSError, ValueError):  # not there (then it is no module's file), or unreadable
+        return None
+    for name, module in list(sys.modules.items()):
+        try:
+            file = getattr(module, "__file__", None)
+            if isinstance(file, str) and os.path.samestat(os.stat(file), wanted):
+                return str(name)[:200]
+        except Exception:  # a module object of the target's that refuses to be looked at
+            continue
+    return None
+
+
+def _end(emit: Any, report: Any = None) -> None:
+    """The last record (the threads and timers the target left, the module loaded from the
+    report's file ``report``, if any), the streams flushed."""
     threads = [
         thread.name
         for thread in threading.enumerate()
         if thread is not threading.main_thread() and thread.is_alive() and not thread.daemon
     ]
-    emit({"event": "end", "threads": threads[:20], "timers": _timers_left()})
+    message = {"event": "end", "threads": threads[:20], "timers": _timers_left()}
+    module = _module_at(report)
+    if module is not None:
+        message["report_module"] = module
+    emit(message)
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:

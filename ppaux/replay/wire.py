@@ -168,7 +168,8 @@ def outgoing(
 ) -> torch.Tensor | None:
     """The tensor exactly as one sender rank puts it on the wire, or None for an empty one.
 
-    Raises :class:`WireError` where torch refuses it: its dispatcher for a sparse or quantized
+    Raises :class:`WireError` where torch refuses it: ``torch.distributed.send`` for a lazy
+    conjugate (it views a complex tensor as real), its dispatcher for a sparse or quantized
     tensor (:func:`dispatch_refusal`), gloo (CPU) for a non-contiguous one. A meta tensor, like
     an empty one, sends nothing.
     """
@@ -182,6 +183,15 @@ def outgoing(
             # reshape copies a tensor it cannot view, which is why the group hides
             # non-contiguous layouts.
             tensor = tensor.reshape(all_gather_size, -1)[all_gather_rank]
+        except RuntimeError as exc:
+            raise WireError(
+                "sender", type(exc).__name__, _first_line(exc), key=key, metadata_sent=True
+            ) from None
+    if tensor.is_complex():
+        try:
+            # torch.distributed.send views a complex tensor as real before any backend sees
+            # it, which torch refuses for a lazy conjugate (x.conj()): the sender raises.
+            torch.view_as_real(tensor)
         except RuntimeError as exc:
             raise WireError(
                 "sender", type(exc).__name__, _first_line(exc), key=key, metadata_sent=True
@@ -261,10 +271,10 @@ def fill(target: torch.Tensor, chunks: list[torch.Tensor]) -> None:
 def _raw(chunk: torch.Tensor) -> torch.Tensor:
     if chunk.is_quantized:
         return chunk.int_repr().reshape(-1)
-    if chunk.is_conj() or chunk.is_neg():
+    if chunk.is_neg():
         # a negative view crosses gloo as the values it reads (torch 2.13: the receiver of
-        # torch._neg_view(x) gets -x); a conjugate one is resolved the same way here
-        chunk = chunk.resolve_conj().resolve_neg()
+        # torch._neg_view(x) gets -x); a conjugate one never reaches here (see outgoing)
+        chunk = chunk.resolve_neg()
     return chunk.reshape(-1)
 
 

@@ -194,7 +194,7 @@ def check_observer(
     )
     options = _output_apart(options, target, outputs)
     before = output_identity(options.output)
-    report = _checked(target, settings, outputs, limits)
+    report = _checked(target, settings, outputs, limits, options.output)
     refuse_changed_output(options.output, before)
     emit(report, options)
 
@@ -226,13 +226,21 @@ def _output_apart(options: ReportOptions, target: str, outputs: str | None) -> R
     return options
 
 
-def _checked(target: str, settings: ObserverOptions, outputs: str | None, limits: Limits) -> Report:
-    """The library's check; a target or a setting that cannot be used is an exit 2 line."""
+def _checked(
+    target: str, settings: ObserverOptions, outputs: str | None, limits: Limits, output: str | None
+) -> Report:
+    """The library's check; a target or a setting that cannot be used (a report file that is
+    a module the target imported among them) is an exit 2 line."""
     from ppaux.observer import ObserverConfigError, TargetError, check_observer
 
     try:
         return check_observer(
-            target, settings, outputs=outputs, on_output=_show_output, limits=limits
+            target,
+            settings,
+            outputs=outputs,
+            on_output=_show_output,
+            limits=limits,
+            report_path=None if output in (None, "-") else output,
         )
     except TargetError as exc:
         fail(f"{exc.target}: {exc.reason}")

@@ -321,9 +321,12 @@ RULES = (
         ),
         explanation=(
             "check-observer runs the target in a child process of its own. The child exited or "
-            "was killed by a signal before it sent every record, sent nothing for longer than "
-            "--timeout (its whole process group is killed), forked a copy that tried to report, "
-            "wrote bytes over the descriptor its records travel on (it is stopped there), or "
+            "was killed by a signal before it sent every record, took longer than --timeout "
+            "over one step (its whole process group is killed), forked a copy that tried to "
+            "report, wrote bytes over the descriptor its records travel on or sent records out "
+            "of the check's order (it is stopped there), sent more records or bytes than the "
+            "limits max_record_bytes, max_step_records and max_run_record_bytes allow (it is "
+            "stopped there), or "
             "left threads, interval timers or processes running after the last step (timers "
             "are cancelled; processes are killed, on Linux also those in a session of their "
             "own), or sent ppaux's own process a signal that would have ended it. A finding "
