@@ -108,3 +108,92 @@ def test_a_crc_that_is_not_the_records_is_a_warning(tmp_path, record, new):
         "PP118": f"warning: not as torch.save writes it: record {record!r}: its CRC is not its "
         "data's"
     }
+
+
+def _loads_or_error(path: Path, weights_only: bool) -> str:
+    """'read', or the first line of the error torch.load raises."""
+    try:
+        torch.load(path, weights_only=weights_only)
+    except RuntimeError as exc:
+        return str(exc).splitlines()[0]
+    return "read"
+
+
+def _big_saved(tmp_path: Path, first: object = None) -> Path:
+    path = tmp_path / "big.pt"
+    value = {"logits": torch.arange(3000, dtype=torch.float32)}
+    torch.save(value if first is None else {"first": first, **value}, path)
+    return path
+
+
+def test_a_large_storages_wrong_crc_is_a_warning_torch_reads_past(tmp_path):
+    # The storage is 12,000 bytes: its CRC is worked out from its data, a block at a time.
+    path = _crc_replaced(_big_saved(tmp_path), "big/data/0", 0x12345678)
+    assert (_loads(path, True), _loads(path, False)) == (True, True)  # torch checks no CRC
+    assert _found(path) == {
+        "PP118": "warning: not as torch.save writes it: record 'big/data/0': its CRC is not its "
+        "data's"
+    }
+
+
+def test_max_crc_bytes_bounds_the_bytes_read_for_crcs(tmp_path):
+    from ppaux.dump import read_dump
+    from ppaux.limits import Limits
+
+    path = _crc_replaced(_big_saved(tmp_path), "big/data/0", 0x12345678)
+    assert read_dump(path, Limits(max_crc_bytes=12_000)).deviation is not None
+    assert read_dump(path, Limits(max_crc_bytes=11_999)).deviation is None  # not read
+
+
+def _storage_cut(tmp_path: Path, keep: int | None, first: object = None) -> Path:
+    """The file torch.save wrote with its storage record cut to ``keep`` bytes (None: left
+    out), rewritten by torch's own zip writer."""
+    source = _big_saved(tmp_path, first)
+    with zipfile.ZipFile(source) as archive:
+        pkl = archive.read("big/data.pkl")
+        storage = archive.read("big/data/0")
+    path = tmp_path / "cut.pt"
+    with torch.serialization._open_zipfile_writer(str(path)) as out:
+        out.write_record("data.pkl", pkl, len(pkl))
+        out.write_record(".format_version", "1", 1)
+        out.write_record(".storage_alignment", "64", 2)
+        out.write_record("byteorder", "little", 6)
+        if keep is not None:
+            out.write_record("data/0", storage[:keep], keep)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("keep", "state", "torch_says"),
+    [
+        (8, "8 bytes, 12000 declared", "record size does not match expected size"),
+        (0, "0 bytes, 12000 declared", "record size does not match expected size"),
+        (None, "missing", "file not found"),
+    ],
+    ids=["short", "empty", "missing"],
+)
+def test_a_short_or_missing_storage_record_is_torchs_refusal(tmp_path, keep, state, torch_says):
+    path = _storage_cut(tmp_path, keep)
+    for weights_only in (True, False):
+        assert torch_says.split()[0] in _loads_or_error(path, weights_only)
+    report = inspect_paths([str(path)])
+    refusal = [(f.code, f.key, f.message) for f in report.findings if f.code != "PP118"]
+    assert refusal == [
+        (
+            "PP117",
+            "logits",
+            f"torch.load refuses the file: storage record cut/data/0 is {state} "
+            f"(torch: {torch_says})",
+        )
+    ]
+
+
+def test_a_short_record_after_a_global_off_the_allowlist_keeps_the_security_finding(tmp_path):
+    import collections
+
+    # torch.load(weights_only=False) builds the Counter before it stops at the record.
+    path = _storage_cut(tmp_path, 8, collections.Counter())
+    assert "record size" in _loads_or_error(path, False)
+    codes = [(f.code, f.key) for f in inspect_paths([str(path)]).findings if f.code != "PP118"]
+    assert ("PP201", "first") in codes and ("PP113", "logits") in codes
+    assert "PP117" not in {code for code, _ in codes}
