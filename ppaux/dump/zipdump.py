@@ -5,6 +5,7 @@ the storage references it names, and where torch.load would read the archive oth
 from __future__ import annotations
 
 import copy
+import functools
 import zipfile
 from typing import Any
 
@@ -227,7 +228,7 @@ def read_zip(
         pickle_bytes=len(data),
         protocol=machine.protocol,
         deviation=deviation,
-        weights_only_refusal=weights_only_refusal(data),
+        weights_only_check=functools.partial(weights_only_refusal, data),
     )
 
 
