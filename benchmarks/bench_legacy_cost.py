@@ -10,8 +10,9 @@ Run::
 It writes (with torch, in a child process) three files: ``e7k.pt``, 7,400 empty tensors and one
 auxiliary int (about 970 KB, almost all pickle), ``tiny.pt``, one 4-element tensor and one
 auxiliary int (both legacy), and ``many3k.pt``, a zip of a 2-element tensor and 3,000
-one-element auxiliary tensors (about 920 KB, most of it storage records and their headers). Each command runs as its own process; its CPU seconds (user + system) and peak
-RSS come from ``os.wait4``. With ``--before SRC`` (a folder holding another checkout's
+one-element auxiliary tensors (about 920 KB, most of it storage records and their headers).
+Each command runs as its own process; its CPU seconds (user + system) and peak RSS come from
+``os.wait4``. With ``--before SRC`` (a folder holding another checkout's
 ``ppaux`` and ``ppaux_cli``, put first on ``PYTHONPATH``) every command also runs with that
 code, interleaved run by run with this checkout's, so both columns meet the same machine load.
 It prints a Markdown table of medians. The script itself never imports torch.
