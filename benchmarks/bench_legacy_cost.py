@@ -1,15 +1,18 @@
-"""CPU time and peak memory of ``inspect``, ``tensorize`` and ``replay`` on legacy-format files
-(``torch.save(..., _use_new_zipfile_serialization=False)``) under 1 MB, beside the floor every
-torch-using command pays: ``python -c "import torch"``.
+"""CPU time and peak memory of ``inspect``, ``tensorize`` and ``replay`` on files under 1 MB
+(legacy-format ones, ``torch.save(..., _use_new_zipfile_serialization=False)``, and a zip of
+many small tensors), beside the floor every torch-using command pays:
+``python -c "import torch"``.
 
 Run::
 
     python benchmarks/bench_legacy_cost.py [--runs 3] [--before SRC] [--workdir DIR]
 
-It writes (with torch, in a child process) two files: ``e7k.pt``, 7,400 empty tensors and one
-auxiliary int (about 970 KB, almost all pickle), and ``tiny.pt``, one 4-element tensor and one
-auxiliary int. Each command runs as its own process; its CPU seconds (user + system) and peak
-RSS come from ``os.wait4``. With ``--before SRC`` (a folder holding another checkout's
+It writes (with torch, in a child process) three files: ``e7k.pt``, 7,400 empty tensors and one
+auxiliary int (about 970 KB, almost all pickle), ``tiny.pt``, one 4-element tensor and one
+auxiliary int (both legacy), and ``many3k.pt``, a zip of a 2-element tensor and 3,000
+one-element auxiliary tensors (about 920 KB, most of it storage records and their headers).
+Each command runs as its own process; its CPU seconds (user + system) and peak RSS come from
+``os.wait4``. With ``--before SRC`` (a folder holding another checkout's
 ``ppaux`` and ``ppaux_cli``, put first on ``PYTHONPATH``) every command also runs with that
 code, interleaved run by run with this checkout's, so both columns meet the same machine load.
 It prints a Markdown table of medians. The script itself never imports torch.
@@ -34,6 +37,9 @@ files = {
 }
 for name, value in files.items():
     torch.save(value, sys.argv[1] + "/" + name, _use_new_zipfile_serialization=False)
+many = {"logits": torch.zeros(2)}
+many.update({f"__sampling_observer_output__.k{i}": torch.ones(1) for i in range(3000)})
+torch.save(many, sys.argv[1] + "/many3k.pt")
 """
 
 
@@ -63,7 +69,7 @@ def main() -> int:
     subprocess.run([sys.executable, "-c", _WRITE, str(work)], check=True)
     python = sys.executable
     cases = []
-    for name in ("e7k.pt", "tiny.pt"):
+    for name in ("e7k.pt", "many3k.pt", "tiny.pt"):
         path = str(work / name)
         size = os.path.getsize(path)
         label = f"{name} ({size:,} B)"

@@ -79,6 +79,11 @@ class Limits:
     #: to its declared size, as torch.load does not. torch.save never deflates a storage; a
     #: file declaring more is refused as one torch may read otherwise (PP202), unchecked.
     max_deflated_bytes: int = 64 << 20
+    #: Bytes of stored records read (a block at a time, then discarded) to check each record's
+    #: CRC against its data, as torch.save writes it; a record past them keeps its CRC
+    #: unchecked. torch.load checks no CRC, so a wrong one changes nothing torch reads: it is
+    #: only a sign of an edit (PP118). Bounded so that a multi-gigabyte dump is not read whole.
+    max_crc_bytes: int = 64 << 20
     # -- the tensor dicts found, and the report ----------------------------------------------------
     #: Tensor dicts found in one file (each is checked and described); a real dump has one to
     #: three.

@@ -277,6 +277,16 @@ def test_negative_and_conjugate_views_compare_by_the_values_torch_load_gives(tmp
     assert codes(conj_view, conjugated) == []
     assert codes(conj_view, complex_plain) == ["PP605"]
     assert codes(int_view, int_negated) == []
+    # The finding says what was compared: a view's values, not the bytes it views.
+    (found,) = diff_paths(conj_view, complex_plain).findings
+    assert found.message.startswith(
+        "the values the tensors read (A is a conjugate view: compared by value) differ (sha256 "
+    )
+    (found,) = diff_paths(plain, neg_view).findings
+    assert "(B is a negative view: compared by value)" in found.message
+    plain_b = save("plain_b", torch.tensor([1.0, -2.0, 0.5]))
+    (found,) = diff_paths(plain, plain_b).findings
+    assert found.message.startswith("the tensors' bytes differ (sha256 ")
 
 
 # -- formats, bad inputs, hostile files ----------------------------------------------------------

@@ -29,8 +29,9 @@ sys.path.insert(0, str(REPO / "fuzz"))
 
 import torch_differential as harness  # noqa: E402
 
+from ppaux.dump import inspect_paths  # noqa: E402
 from ppaux.dump.dumpfile import read_dump  # noqa: E402
-from ppaux.errors import DumpError, TorchRefuses  # noqa: E402
+from ppaux.errors import ReadMismatch, TorchRefuses  # noqa: E402
 
 _CPU = b"X\x03\x00\x00\x00cpu"
 _STORAGE_TAG = b"X\x07\x00\x00\x00storage"
@@ -142,8 +143,9 @@ def test_a_nested_zip_torch_cannot_read_the_storage_of_is_refused(tmp_path, stor
         read_dump(str(path))
 
 
-def test_zips_nested_past_the_depth_a_real_file_reaches_are_refused(tmp_path):
-    # A zip whose data.pkl nests a zip whose data.pkl nests one more: no writer does that.
+def test_zips_nested_past_the_depth_ppaux_reads_are_a_finding_not_a_refusal(tmp_path):
+    # A zip whose data.pkl nests a zip whose data.pkl nests one more: no writer does that,
+    # and pickle.load reads it; ppaux names it (PP202) instead of refusing the input.
     inner = _archive(tmp_path, _storage_pkl(), {"0": _FLOATS})
     for _ in range(3):
         call = (
@@ -155,8 +157,10 @@ def test_zips_nested_past_the_depth_a_real_file_reaches_are_refused(tmp_path):
         inner = _archive(tmp_path, call + size + inner + b"\x85R.", {})
     path = tmp_path / "deep.pkl"
     path.write_bytes(_nested(inner))
-    with pytest.raises(DumpError, match="deeper than a real file"):
+    assert _pickle_load(path)["outcome"] != "refused"
+    with pytest.raises(ReadMismatch, match="nested 3 levels deep") as caught:
         read_dump(str(path))
+    assert caught.value.code == "PP202"
 
 
 # -- a bytes tag or location in a zip's persistent id ------------------------------------------
@@ -230,3 +234,31 @@ def test_a_location_torch_refuses_is_refused(name, tmp_path, sandbox):
     assert default["outcome"] != "loaded", default
     with pytest.raises(TorchRefuses, match=words):
         read_dump(str(path))
+
+
+def test_legacy_streams_nested_three_deep_are_a_finding_pickle_load_reads_past(tmp_path):
+    # Each level a torch.save legacy stream whose object holds the next one's
+    # torch.storage._load_from_bytes call: pickle.load (torch.load(weights_only=False) at each
+    # level) reads all of it.
+    def legacy(value: object) -> bytes:
+        out = io.BytesIO()
+        torch.save(value, out, _use_new_zipfile_serialization=False)
+        return out.getvalue()
+
+    class Nested:
+        def __init__(self, stream: bytes) -> None:
+            self.stream = stream
+
+        def __reduce__(self):
+            return (torch.storage._load_from_bytes, (self.stream,))
+
+    stream = legacy(torch.arange(2.0))
+    for _ in range(3):
+        stream = legacy({"x": Nested(stream)})
+    path = tmp_path / "deep.pkl"
+    path.write_bytes(pickle.dumps({"a": Nested(stream)}, protocol=2))
+    assert _pickle_load(path)["outcome"] != "refused"
+    report = inspect_paths([str(path)])
+    assert report.problems == []
+    assert [f.code for f in report.findings] == ["PP202"]
+    assert "nested 3 levels deep" in report.findings[0].message

@@ -49,10 +49,10 @@ EXPECTED = {
     "dumps/aux_in_proxy_message.pt": ([("PP111", AUX + "scores")], "ok"),
     "dumps/aux_empty_tensor.pt": ([("PP112", AUX + "scores")], "ok"),
     "dumps/storage_record_missing.pt": (
-        [("PP118", None), ("PP113", "next_token_logprobs")],
+        [("PP118", None), ("PP117", "next_token_logprobs")],
         "ok",
     ),
-    "dumps/storage_record_short.pt": ([("PP118", None), ("PP113", "next_token_ids")], "ok"),
+    "dumps/storage_record_short.pt": ([("PP118", None), ("PP117", "next_token_ids")], "ok"),
     "dumps/no_tensor_dict.pt": ([("PP114", None)], None),
     "dumps/capture_pop_error.pt": ([("PP101", AUX + "scores")], "error"),
     "dumps/capture_add_error.pt": ([("PP115", "scores")], "no-aux"),
@@ -162,7 +162,7 @@ def test_golden_json(name):
     result = cli("inspect", f"fixtures/{name}", "--format", "json")
     codes = [c for c, _ in EXPECTED.get(name, ([("PP201", None)], None))[0]]
     assert result.exit_code == (
-        1 if any(c in ("PP101", "PP103", "PP113", "PP115", "PP201") for c in codes) else 0
+        1 if any(c in ("PP101", "PP103", "PP113", "PP115", "PP117", "PP201") for c in codes) else 0
     )
     json.loads(result.stdout)
     _golden(name.replace("/", "__") + ".json", result.stdout)

@@ -224,6 +224,25 @@ def test_text_view_has_a_summary_and_a_table_per_payload():
     )
 
 
+def test_the_text_view_of_many_auxiliary_tensors_lists_a_bounded_part(tmp_path):
+    from ppaux.replay.tables import DETAIL_ROWS_SHOWN, OUTPUT_NAMES_SHOWN
+
+    path = tmp_path / "many.pt"
+    count = DETAIL_ROWS_SHOWN + 30
+    torch.save(
+        {"logits": torch.zeros(2), **{f"{P}k{i}": torch.ones(1) for i in range(count)}}, path
+    )
+    out = " ".join(run("replay", str(path)).stdout.split())  # the words, in order
+    listed = ", ".join(f"k{i}" for i in range(OUTPUT_NAMES_SHOWN))
+    assert f"output {listed} and {count - OUTPUT_NAMES_SHOWN} more, bit-identical" in out
+    assert f" k{DETAIL_ROWS_SHOWN - 1} float32 (1,) cpu float32 (1,) cpu bit-identical" in out
+    assert f" k{DETAIL_ROWS_SHOWN} float32" not in out
+    assert "(30 more rows; the JSON report lists every row)" in out
+    _, doc = replay_json(str(path))
+    (sent,) = [run["sent"] for run in doc["results"][0]["payloads"][0]["runs"].values()]
+    assert len(sent) == count
+
+
 def test_directory_and_exit_codes(tmp_path):
     clean = tmp_path / "clean"
     clean.mkdir()

@@ -71,11 +71,18 @@ def predict_pop(mapping: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_dump(
-    dump: Dump, payloads: list[Payload], limits: Limits, tally: Tally | None = None
+    dump: Dump,
+    payloads: list[Payload],
+    limits: Limits,
+    tally: Tally | None = None,
+    *,
+    default_reader: bool = True,
 ) -> list[Finding]:
     """Every finding for one dump: security first, then each payload, then storage records.
 
-    ``tally`` is shared with the description of the same dump (see :class:`Tally`).
+    ``tally`` is shared with the description of the same dump (see :class:`Tally`);
+    ``default_reader=False`` leaves out what torch.load's default reader refuses (PP119), and
+    the walk of the pickle that finds it.
     """
     if tally is None:
         tally = Tally(limits, dump.path)
@@ -93,7 +100,7 @@ def check_dump(
                     extra={"where": dump.deviation.where},
                 )
             )
-        if dump.weights_only_refusal is not None:
+        if default_reader and dump.weights_only_refusal is not None:
             found.append(
                 finding(
                     "PP119",

@@ -368,12 +368,26 @@ def _compare_values(
         entry["changes"].append("values")
         if budget.take("PP605"):
             what = (
-                f"the tensors' bytes differ (sha256 {da[:12]}... in A, {db[:12]}... in B)"
+                f"{_tensors_compared(va, vb)} differ (sha256 {da[:12]}... in A, {db[:12]}... in B)"
                 if ta
                 else f"the values differ ({_short(va)} in A, {_short(vb)} in B)"
             )
             found.append(finding("PP605", path, what, describe(), severity=severity))
     return found
+
+
+def _tensors_compared(va: TensorRef, vb: TensorRef) -> str:
+    """What the digests of two tensors stand for: the bytes each views, or, where one is a
+    negative or conjugate view, the values torch.load gives (its bytes are not its values)."""
+    names = {"neg": "negative", "conj": "conjugate"}
+    views = [
+        f"{side} is a {' '.join(names.get(b, b) for b in v.bits)} view"
+        for side, v in (("A", va), ("B", vb))
+        if v.bits
+    ]
+    if not views:
+        return "the tensors' bytes"
+    return f"the values the tensors read ({', '.join(views)}: compared by value)"
 
 
 def _plain(value: Any) -> str:

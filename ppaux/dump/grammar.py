@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ppaux.dump.grammar_args import CHECKED, check_arg
+from ppaux.dump.grammar_args import CHECKED, check_arg, names_read_otherwise
 
 __all__ = [
     "OPCODES",
@@ -249,16 +249,27 @@ class _Scan:
 
     def second_proto(self, start: int, op: int) -> Deviation:
         """The pickler writes PROTO once, first. Another names a protocol the unpickler then
-        reads by: the same one changes nothing, another changes how CPython's unpickler maps
-        protocol-2 global names, and one past 5 makes torch.load(weights_only=False) refuse."""
+        reads by: one past 5 makes torch.load(weights_only=False) refuse; one on the other side
+        of 3 changes how CPython's unpickler maps Python 2 module names, which matters where
+        such a name follows; otherwise both of torch.load's readers read on as before."""
         number = self.data[start + 1] if start + 1 < self.end else self.protocol
         if number > 5:
             return self.at(start, op, f"a second PROTO: {past_protocols(number)}")
+        if names_read_otherwise(self.data, start, self.protocol, number):
+            return self.at(
+                start,
+                op,
+                f"a second PROTO ({number}), where the pickler writes one, first: a module "
+                "named after it is one CPython's unpickler renames only below protocol 3 "
+                f"(torch.load(weights_only=False) now reads it {'un' if number >= 3 else ''}"
+                "renamed, the default reader renamed)",
+            )
         return self.at(
             start,
             op,
-            f"a second PROTO ({number}), where the pickler writes one, first",
-            number != self.protocol,
+            f"a second PROTO ({number}), where the pickler writes one, first; both of "
+            "torch.load's readers read on as before",
+            False,
         )
 
     def argument(self, start: int, op: int) -> bytes | Deviation:

@@ -5,8 +5,9 @@ UTF-8 in the opcode their length picks, global names that are a module and an at
 from __future__ import annotations
 
 import re
+import struct
 
-__all__ = ["CHECKED", "check_arg"]
+__all__ = ["CHECKED", "check_arg", "names_read_otherwise"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -96,3 +97,38 @@ def check_arg(op: int, payload: bytes, protocol: int, puts: int) -> tuple[str, b
         if protocol < 3 and module.split(".")[0] in _RENAMED:
             return f"module {module}, which the pickler renames at protocol {protocol}", False
     return None
+
+
+def _mapped_modules() -> re.Pattern[bytes]:
+    """The module names CPython's unpickler renames below protocol 3 (``fix_imports``: every
+    module of ``_compat_pickle``'s tables), as a GLOBAL line or as a string opcode's text
+    (STACK_GLOBAL's module)."""
+    import _compat_pickle
+
+    names = set(_compat_pickle.IMPORT_MAPPING) | {m for m, _ in _compat_pickle.NAME_MAPPING}
+    forms = []
+    for name in sorted(names):
+        text = name.encode("ascii")
+        forms += [
+            b"c" + text + b"\n",
+            b"\x8c" + bytes([len(text)]) + text,
+            b"X" + struct.pack("<I", len(text)) + text,
+        ]
+    return re.compile(b"|".join(re.escape(form) for form in forms))
+
+
+_MAPPED: list[re.Pattern[bytes]] = []
+
+
+def names_read_otherwise(data: bytes, start: int, before: int, after: int) -> bool:
+    """Whether a pickle whose protocol changes from ``before`` to ``after`` at byte ``start``
+    names, past it, a module whose reading changes with it: CPython's unpickler (the one
+    torch.load(weights_only=False) runs) renames Python 2 module names (``__builtin__``,
+    ``copy_reg``, ...) only while the protocol is below 3; torch's weights-only reader renames
+    them whatever the protocol. A name that only looks like one (a string with that text) is
+    counted too."""
+    if (before < 3) == (after < 3):
+        return False
+    if not _MAPPED:
+        _MAPPED.append(_mapped_modules())
+    return _MAPPED[0].search(data, start) is not None

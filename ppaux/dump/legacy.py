@@ -13,7 +13,7 @@ from typing import Any
 
 from ppaux.dump.legacy_ids import count_reads_as, decoded_tag, key_text, storage_id
 from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef
-from ppaux.dump.nested_zip import ZIP_LOCAL_MAGIC, read_inner_zip
+from ppaux.dump.nested_zip import ZIP_LOCAL_MAGIC, nested_too_deep, read_inner_zip
 from ppaux.dump.pickle_vm import Machine
 from ppaux.errors import DumpError, ReadMismatch, TorchRefuses
 from ppaux.text import shown
@@ -123,7 +123,7 @@ def read_inner_storage(outer: Machine, payload: bytes) -> Any:
     """
     depth = getattr(outer, "nesting", 0) + 1
     if depth > _MAX_NESTING:
-        raise outer.error("nested torch.save streams go deeper than a real file ever does")
+        raise nested_too_deep(outer, _MAX_NESTING)
     if payload.startswith(ZIP_LOCAL_MAGIC):
         return read_inner_zip(outer, payload, _MAX_NESTING)
     if not is_legacy_stream(payload):

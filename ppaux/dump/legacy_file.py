@@ -31,6 +31,7 @@ and reports the first byte that differs from what the writer writes as the dump'
 
 from __future__ import annotations
 
+import functools
 import pickle
 from typing import Any
 
@@ -277,7 +278,9 @@ def read_legacy(path: str, data: bytes, size: int, limits: Limits) -> Dump:
         pickle_bytes=pickles.spans[4][1],
         protocol=pickles.machines[3].protocol,
         deviation=deviation,
-        weights_only_refusal=_weights_only(pickles),
+        weights_only_check=functools.partial(
+            _weights_only, pickles.data, pickles.spans, [pickles.label(i) for i in range(5)]
+        ),
     )
 
 
@@ -390,10 +393,11 @@ def _trailing(data: bytes, end: int) -> Deviation | None:
     return None
 
 
-def _weights_only(pickles: _Pickles) -> str | None:
-    """Why torch.load's weights-only unpickler refuses one of the five pickles, or None."""
-    for index, (start, stop) in enumerate(pickles.spans):
-        found = weights_only.refusal(pickles.data[start:stop])
+def _weights_only(data: bytes, spans: list[tuple[int, int]], labels: list[str]) -> str | None:
+    """Why torch.load's weights-only unpickler refuses one of the five pickles (at ``spans`` of
+    ``data``, called ``labels``), or None."""
+    for (start, stop), label in zip(spans, labels, strict=True):
+        found = weights_only.refusal(data[start:stop])
         if found is not None:
-            return f"{pickles.label(index)} byte {found[0]}: {found[1]}"
+            return f"{label} byte {found[0]}: {found[1]}"
     return None

@@ -23,7 +23,7 @@ from ppaux.text import shown
 if TYPE_CHECKING:
     from ppaux.dump.structure import Dump
 
-__all__ = ["ZIP_LOCAL_MAGIC", "read_inner_zip", "use_zip_reader"]
+__all__ = ["ZIP_LOCAL_MAGIC", "nested_too_deep", "read_inner_zip", "use_zip_reader"]
 
 #: What torch.load looks for at the start of a file to read it as a zip (nothing else).
 ZIP_LOCAL_MAGIC = b"PK\x03\x04"
@@ -40,6 +40,20 @@ def use_zip_reader(read_zip: Callable[..., Dump]) -> None:
     _ZIP_READER[:] = [read_zip]
 
 
+def nested_too_deep(outer: Machine, max_nesting: int) -> ReadMismatch:
+    """A stream nested past ``max_nesting`` levels: CPython's unpickler, and so
+    torch.load(weights_only=False), reads on (each level is one more torch.load), but
+    ``pickle.dumps`` of a tensor nests one level and ppaux reads no deeper than
+    ``max_nesting``: not a file ppaux can vouch for (PP202), never a refusal of the input."""
+    return ReadMismatch(
+        outer.path,
+        f"a torch.save stream nested {getattr(outer, 'nesting', 0) + 1} levels deep "
+        "(torch.storage._load_from_bytes within such a stream), where the pickler nests one "
+        f"and ppaux reads {max_nesting}: torch.load(weights_only=False) reads every "
+        "level, and what the deeper ones hold is not checked",
+    )
+
+
 def read_inner_zip(outer: Machine, payload: bytes, max_nesting: int) -> Any:
     """The value torch.load reads from the zip archive ``payload``, which ``outer``'s pickle
     hands to ``torch.storage._load_from_bytes``; its globals are merged into ``outer``."""
@@ -47,7 +61,7 @@ def read_inner_zip(outer: Machine, payload: bytes, max_nesting: int) -> Any:
         raise outer.error("a torch.save zip nested in the pickle, and no zip reader loaded")
     read_zip = _ZIP_READER[0]
     if getattr(outer, "nesting", 0) + 1 > max_nesting:
-        raise outer.error("nested torch.save streams go deeper than a real file ever does")
+        raise nested_too_deep(outer, max_nesting)
     at = outer.op_pos
     outer.deviate(
         "torch.storage._load_from_bytes holds a torch.save zip archive, where the pickler "

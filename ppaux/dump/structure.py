@@ -4,6 +4,7 @@ take from the pickle machine once it has run."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,10 +37,20 @@ class Dump:
     protocol: int = 0
     #: The first place the file differs from what torch.save (or pickle.dump) writes.
     deviation: Deviation | None = None
-    #: Why torch.load's default (weights_only=True) refuses the zip's data.pkl, with its byte
-    #: offset; None where it refuses nothing (and for a plain pickle, which torch.load never
-    #: reads as a torch.save file).
-    weights_only_refusal: str | None = None
+    #: Works out :attr:`weights_only_refusal` (a walk of the pickle), once, when first asked:
+    #: replay and tensorize never ask.
+    weights_only_check: Callable[[], str | None] | None = field(default=None, repr=False)
+    _weights_only_found: str | None = field(default=None, init=False, repr=False)
+
+    @property
+    def weights_only_refusal(self) -> str | None:
+        """Why torch.load's default (weights_only=True) refuses the file's pickle, with its
+        byte offset; None where it refuses nothing (and for a plain pickle, which torch.load
+        never reads as a torch.save file)."""
+        if self.weights_only_check is not None:
+            self._weights_only_found = self.weights_only_check()
+            self.weights_only_check = None
+        return self._weights_only_found
 
     @property
     def capture(self) -> dict[str, Any] | None:

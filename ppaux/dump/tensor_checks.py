@@ -166,6 +166,10 @@ def tensor_views(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Fi
 
 
 def storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Finding]:
+    """A storage whose record is missing or shorter than the storage: torch.load (either
+    mode) stops at it when the pickle names it, so where nothing outside torch's allowlist runs
+    first it is the file's refusal (PP117, naming the key); otherwise what the file lacks
+    (PP113), beside the security findings."""
     if dump.container != "zip":
         return []
     bad = [s for s in dump.storages if s.record_size is None or s.record_size < s.nbytes]
@@ -180,19 +184,20 @@ def storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> list
             for node in _nodes(value, limits, dump.path, seen):
                 if isinstance(node, TensorRef) and node.storage is not None:
                     keys.setdefault(id(node.storage), key_text(key))
+    refused = all(dump.globals_seen.values())
     found = []
     for storage in bad:
-        state = (
-            "missing"
-            if storage.record_size is None
-            else f"{storage.record_size} bytes, {storage.nbytes} declared"
-        )
-        found.append(
-            finding(
-                "PP113",
-                dump.path,
-                f"storage record {shown(storage.record or '')} is {state}",
-                keys.get(id(storage)),
-            )
-        )
+        record = shown(storage.record or "")
+        if storage.record_size is None:
+            state, torch_says = "missing", "file not found"
+        else:
+            state = f"{storage.record_size} bytes, {storage.nbytes} declared"
+            torch_says = "record size does not match expected size"
+        if refused:
+            code = "PP117"
+            text = f"torch.load refuses the file: storage record {record} is {state} (torch: "
+            text += f"{torch_says})"
+        else:
+            code, text = "PP113", f"storage record {record} is {state}"
+        found.append(finding(code, dump.path, text, keys.get(id(storage))))
     return found

@@ -102,14 +102,33 @@ _CONTENT = {
 }
 
 
-def _crc_deviation(record: zipfile.ZipInfo, body: bytes | None, crcs_kept: bool) -> str | None:
-    """What is wrong with a record's CRC field where torch.save writes each record's CRC (a
-    small record's ``body`` is checked against it; a storage's bytes are not read), or 0 in
-    all of them; None where it is as written. torch.load checks no CRC, so it reads the same."""
+#: Bytes of a record's data read at a time to check its CRC.
+_CRC_BLOCK = 1 << 20
+
+
+def _streamed_crc(handle: BinaryIO, start: int, size: int) -> int | None:
+    """The CRC-32 of ``size`` bytes from ``start``, read a block at a time; None where the
+    file ends first (the record's bounds are checked elsewhere)."""
+    handle.seek(start)
+    crc = 0
+    while size > 0:
+        block = handle.read(min(size, _CRC_BLOCK))
+        if not block:
+            return None
+        crc = zlib.crc32(block, crc)
+        size -= len(block)
+    return crc
+
+
+def _crc_deviation(record: zipfile.ZipInfo, crc: int | None, crcs_kept: bool) -> str | None:
+    """What is wrong with a record's CRC field where torch.save writes each record's CRC, or 0
+    in all of them; None where it is as written. ``crc`` is the CRC of the record's data, or
+    None where it was not worked out (past ``max_crc_bytes``). torch.load checks no CRC (its
+    zip reader is built without the check), so it reads the same bytes either way."""
     if not crcs_kept:
         return None
-    if body is not None:
-        if zlib.crc32(body) != record.CRC:
+    if crc is not None:
+        if crc != record.CRC:
             return "its CRC is not its data's"
     elif record.CRC == 0:
         return "its CRC is 0 where the other records hold their data's"
@@ -123,10 +142,13 @@ def zip_deviation(
     prefix: str,
     keys: list[str],
     pickle_crc: int | None = None,
+    crc_bytes: int = 0,
 ) -> Deviation | None:
     """The first byte, record or field of the archive that differs from what torch.save
     writes for a data.pkl and storages ``keys`` (in order of first use), or None. Reads the
-    headers and the small records, never a storage's bytes.
+    headers and the small records whole, and checks each other record's CRC against its data
+    read a block at a time, up to ``crc_bytes`` bytes in all (``Limits.max_crc_bytes``): a
+    record past them keeps its CRC unchecked.
 
     Long on purpose: it walks the archive once, front to back (local headers, data, data
     descriptors, the central directory, the end records), comparing each field with what the
@@ -186,7 +208,15 @@ def zip_deviation(
         if pickle_crc is not None and base == "data.pkl" and pickle_crc != record.CRC:
             if record.CRC != 0 or any(r.CRC for r in records):
                 return Deviation(where, "its CRC is not its data's", True)
-        found_crc = _crc_deviation(record, body if short else None, crcs_kept)
+        crc: int | None = None
+        if short:
+            crc = zlib.crc32(body)
+        elif base == "data.pkl" and pickle_crc is not None:
+            crc = pickle_crc
+        elif crcs_kept and record.CRC and record.file_size <= crc_bytes:
+            crc_bytes -= record.file_size
+            crc = _streamed_crc(handle, cursor, record.file_size)
+        found_crc = _crc_deviation(record, crc, crcs_kept)
         if found_crc is not None:
             return Deviation(where, found_crc, False)
         cursor += record.file_size

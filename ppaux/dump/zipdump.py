@@ -5,6 +5,7 @@ the storage references it names, and where torch.load would read the archive oth
 from __future__ import annotations
 
 import copy
+import functools
 import zipfile
 from typing import Any
 
@@ -182,7 +183,7 @@ def read_zip(
                 for name, allowed in machine.globals_seen.items():
                     outer.globals_seen[name] = outer.globals_seen.get(name, False) or allowed
         deviation = _deviation(
-            path, handle, size, records, prefix, storages, data, key_problems
+            path, handle, size, records, prefix, storages, data, key_problems, limits
         ) or machine_deviation(machine, "data.pkl")
         if all(machine.globals_seen.values()):
             # torch refuses the archive before data.pkl (a hostile global found in the pickle
@@ -227,7 +228,7 @@ def read_zip(
         pickle_bytes=len(data),
         protocol=machine.protocol,
         deviation=deviation,
-        weights_only_refusal=weights_only_refusal(data),
+        weights_only_check=functools.partial(weights_only_refusal, data),
     )
 
 
@@ -285,6 +286,7 @@ def _deviation(
     storages: list[StorageRef],
     data: bytes,
     key_problems: list[str],
+    limits: Limits,
 ) -> Deviation | None:
     """The first place the archive differs from what torch.save writes: its records and
     headers, then data.pkl's opcodes, then its storage keys."""
@@ -292,7 +294,9 @@ def _deviation(
 
     keys = [storage.key for storage in storages]
     try:
-        found = zip_deviation(handle, size, records, f"{prefix}/", keys, zlib.crc32(data))
+        found = zip_deviation(
+            handle, size, records, f"{prefix}/", keys, zlib.crc32(data), limits.max_crc_bytes
+        )
     except OSError as exc:
         raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
     if found is None:

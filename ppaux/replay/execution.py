@@ -106,7 +106,7 @@ def _judged(dump: Any, payloads: list[Any], limits: Limits) -> list[Finding]:
 
     return [
         f
-        for f in check_dump(dump, [], limits)
+        for f in check_dump(dump, [], limits, default_reader=False)
         if f.code.startswith("PP2") or f.code == "PP118" or (f.code == "PP114" and not payloads)
     ]
 
@@ -244,6 +244,10 @@ def validating_sender_findings(
     return found
 
 
+#: Values :meth:`OnceText.value` hands back as they are.
+_PLAIN = frozenset({int, float, bool})
+
+
 class OnceText:
     """Gives each long string of one file's replay report whole the first time it appears and
     cut every later time: a 16 KiB key quoted by a thousand payloads' results must not make a
@@ -267,6 +271,8 @@ class OnceText:
     def value(self, value: Any) -> Any:
         """``value`` (results, plain dicts, lists and scalars) with its repeated long strings
         cut, field by field in the order the report prints them."""
+        if value is None or value.__class__ in _PLAIN:
+            return value  # most fields: nothing to cut, and no dataclass to look into
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):

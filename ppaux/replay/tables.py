@@ -10,7 +10,13 @@ from ppaux.replay.vocabulary import Transport
 from ppaux.report import Table
 from ppaux.sglang import OUTPUT_PREFIX
 
-__all__ = ["detail_tables", "summary_table"]
+__all__ = ["DETAIL_ROWS_SHOWN", "OUTPUT_NAMES_SHOWN", "detail_tables", "summary_table"]
+
+#: Rows of one payload's detail table the text view draws (those with a problem first); the
+#: other formats list every row. Presentation: drawing a table costs per row.
+DETAIL_ROWS_SHOWN = 100
+#: Output names the summary's cell lists before it counts the rest (the JSON results list all).
+OUTPUT_NAMES_SHOWN = 20
 
 
 def summary_table(results: list[DumpResult], options: ReplayOptions, device: str) -> Table:
@@ -31,11 +37,11 @@ def summary_table(results: list[DumpResult], options: ReplayOptions, device: str
             elif run.output is None:
                 what = "no auxiliary output"
             else:
-                what = (
-                    "output "
-                    + ", ".join(f"{o['name'] or repr(o['name'])}" for o in run.output)
-                    + ", bit-identical"
-                )
+                names = [f"{o['name'] or repr(o['name'])}" for o in run.output]
+                listed = ", ".join(names[:OUTPUT_NAMES_SHOWN])
+                if len(names) > OUTPUT_NAMES_SHOWN:
+                    listed += f" and {len(names) - OUTPUT_NAMES_SHOWN:,} more"
+                what = f"output {listed}, bit-identical"
             row: tuple[str, ...] = (name, payload.outcome, payload.stage or "-", what)
             if wired:
                 rate = (run.wire_json() or {}).get("throughput_mib_s")
@@ -102,12 +108,19 @@ def detail_tables(result: DumpResult) -> list[Table]:
         if payload.error is not None:
             state += f" at {payload.stage}: {payload.error_type}: {payload.error}"
         title = f"{result.path}{payload.locator or ''} ({run.impl}): {state}"
+        if len(rows) > DETAIL_ROWS_SHOWN and marked:
+            # The text view draws the first rows: those a finding is about come first.
+            order = sorted(range(len(rows)), key=lambda i: (i not in {r for r, _ in marked}, i))
+            place = {old: new for new, old in enumerate(order)}
+            rows = [rows[i] for i in order]
+            marked = {(place[r], c) for r, c in marked}
         tables.append(
             Table(
                 title,
                 ("aux name", "sent", "received", "round trip"),
                 tuple(rows),
                 frozenset(marked),
+                text_rows=DETAIL_ROWS_SHOWN,
             )
         )
     return tables

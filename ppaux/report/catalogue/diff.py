@@ -94,7 +94,9 @@ RULES = (
         summary="An entry of the same kind holds different values.",
         explanation=(
             "Tensors are compared by a SHA-256 digest of the bytes they view, read from the "
-            "storage records a block at a time (never the whole file in memory); other values "
+            "storage records a block at a time (never the whole file in memory), a negative or "
+            "conjugate view by the values torch.load gives it (the message says which was "
+            "compared); other values "
             "by value. Two tensors are compared only when their dtype, shape and layout agree. "
             + _AUX
         ),

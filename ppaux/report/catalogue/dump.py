@@ -235,7 +235,10 @@ RULES = (
         severity=Severity.ERROR,
         summary="A tensor's storage record is missing from the file or shorter than declared.",
         explanation="torch.load of this file fails: the data.pkl refers to a storage that the "
-        "zip does not hold in full.",
+        "zip does not hold in full. Reported as PP117 (torch refuses the file) where nothing "
+        "outside torch's allowlist runs first; as this code where the pickle also names such a "
+        "global (a security finding), which torch.load(weights_only=False) would run before it "
+        "stops.",
         causes=("The file was truncated or assembled by hand.",),
         fix="Capture the dict again; keep the whole file.",
         example="data.pkl refers to storage record 'data/1', which the zip does not hold",
@@ -300,7 +303,9 @@ RULES = (
             "ppaux reads the archive's records as torch 2.13's reader does. This one holds "
             "something torch.load stops at before it unpickles anything: a version record torch "
             "cannot parse or does not support, a byteorder record other than 'little' or "
-            "'big', a storage alignment record that is not a number. Whatever the pickle holds, "
+            "'big', a storage alignment record that is not a number; or something it stops at "
+            "while unpickling: a storage record missing, or shorter or longer than its storage "
+            "(the finding names the entry that uses it). Whatever the pickle holds, "
             "rank 0 never saw this dict: the file is not what the failing deployment sent."
         ),
         causes=(
