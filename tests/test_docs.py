@@ -345,14 +345,23 @@ def test_walkthrough_can_be_followed_literally_on_the_shipped_capture(tmp_path):
         )
         assert sorted(p.name for p in folder.iterdir()) == [WALKTHROUGH_CAPTURE]
         blocks = []
-        for heading in ("## 2. ", "## 3. ", "## 6. "):
+        for heading in ("## 2. ", "## 3. "):
             blocks += _output_blocks(_section(text, heading))
-        assert [source for _, source, _ in blocks][:2] == [
+        assert [source for _, source, _ in blocks] == [
             "ppaux capture list --dir /var/tmp/ppaux",
             f"ppaux inspect {WALKTHROUGH_CAPTURE}",
         ]
         blocks[0] = (blocks[0][0], f"ppaux capture list --dir {folder}", blocks[0][2])
         _check_blocks(blocks, folder, env, "/var/tmp/ppaux")
+        # Step 6 works on a copy in a directory of its own, which the page makes first.
+        move = "\n$ mkdir -p ~/ppaux-fix && cd ~/ppaux-fix && cp /var/tmp/ppaux/"
+        assert f"{move}{WALKTHROUGH_CAPTURE} .\n" in _section(text, "## 6. ")
+        work = tmp_path / "ppaux-fix"
+        work.mkdir()
+        shutil.copy(folder / WALKTHROUGH_CAPTURE, work)
+        _check_blocks(_output_blocks(_section(text, "## 6. ")), work, env, str(work))
+        # The capture directory holds the capture and nothing else the page wrote.
+        assert sorted(p.name for p in folder.iterdir()) == [WALKTHROUGH_CAPTURE]
 
 
 @pytest.mark.torch
