@@ -574,3 +574,15 @@ def test_a_page_says_how_to_reach_ppaux_before_its_first_bare_command(page):
 
 def test_the_rules_page_says_how_wide_its_sample_is():
     assert "120 columns wide" in Path("docs/rules.md").read_text()
+
+
+def test_every_page_and_the_triage_steps_use_one_capture_directory():
+    from ppaux.triage.stepdata import DEFAULT_CAPTURE_DIR
+
+    named = set()
+    for page in [REPO / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        named |= set(re.findall(r"(?:PPAUX_CAPTURE_DIR=|capture list --dir )(/[^\s`]+)", text))
+    # The walkthrough's second directory is the last stage's, beside the first.
+    assert named == {"/var/tmp/ppaux", "/var/tmp/ppaux-last"}
+    assert DEFAULT_CAPTURE_DIR == "/var/tmp/ppaux"
