@@ -51,7 +51,9 @@ output = ScoresOutput(torch.rand(4))
         raises=_OUTPUT
         + """
     def to_pp_tensors(self):
-        return {"scores": self.scores} if len(self.scores) else {}  # {} for an empty batch
+        if not len(self.scores):
+            return {}  # nothing to send for an empty batch
+        return {"scores": self.scores}
 
 
 output = ScoresOutput(torch.empty(0))
@@ -59,7 +61,7 @@ output = ScoresOutput(torch.empty(0))
         fixed=_OUTPUT
         + """
     def to_pp_tensors(self):
-        return {"scores": self.scores}  # an empty tensor is still a tensor
+        return {"scores": self.scores}  # an empty tensor is a tensor
 
 
 output = ScoresOutput(torch.empty(0))
@@ -158,7 +160,7 @@ observer = ScoresObserver()
         + _OBSERVER
         + """
 
-message = {"__sampling_observer_output__.scores": torch.rand(3)}  # a tensor
+message = {"__sampling_observer_output__.scores": torch.rand(3)}
 observer = ScoresObserver()
 """,
     ),
@@ -168,7 +170,7 @@ observer = ScoresObserver()
 
 class ScoresObserver:
     def from_pp_tensors(self, tensors):
-        self.output = ScoresOutput(tensors["scores"])  # kept, never returned
+        self.output = ScoresOutput(tensors["scores"])  # never returned
 
 
 """
