@@ -349,7 +349,7 @@ def test_json_reports_follow_the_report_schema(filled: Path):
 
 
 def test_list_names_a_tensorize_rewrite_as_one(tmp_path: Path):
-    # The walkthrough writes tensorize's output into the capture directory: the listing must not
+    # A tensorize rewrite left in the capture directory: the listing must not
     # call the rewrite a checkpoint capture, nor its trail (the original's) its own.
     from helpers import REPO
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from helpers import REPO, cli
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ppaux
@@ -585,6 +585,38 @@ def test_capture_list_finds_a_capture_by_its_content(tmp_path):
     ]
     doc = json.loads(cli("capture", "list", "--dir", str(tmp_path), "-f", "json").stdout)
     assert [Path(c["path"]).name for c in doc["captures"]] == ["rank0-failure.pt"]
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    named=st.integers(0, 2),
+    renamed=st.integers(0, 2),
+    other_dump=st.booleans(),
+    text=st.booleans(),
+)
+def test_capture_status_and_list_count_the_same_captures(named, renamed, other_dump, text):
+    # A directory of captures named as the plugin names them, captures copied in under other
+    # names, a dump that holds no capture and a text file: both commands count every capture
+    # and nothing else.
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        where = Path(folder)
+        for number in range(named):
+            shutil.copy(WALKTHROUGH, where / WALKTHROUGH.name.replace("0001", f"{number + 2:04d}"))
+        for number in range(renamed):
+            shutil.copy(WALKTHROUGH, where / f"fixed{number}.pt")
+        if other_dump:
+            shutil.copy(REPO / AUX_LIST, where / "aux_list.pt")
+        if text:
+            (where / "notes.txt").write_text("not a dump\n")
+        env = {"PPAUX_CAPTURE_DIR": None, "COLUMNS": "1000"}
+        status = json.loads(cli("capture", "status", "--dir", folder, "-f", "json", env=env).stdout)
+        listed = cli("capture", "list", "--dir", folder, env=env)
+        assert status["directory"]["captures"] == named + renamed
+        assert status["directory"]["bytes"] == (named + renamed) * WALKTHROUGH.stat().st_size
+        assert f"{named + renamed} capture(s) in {folder}, 0 skipped" in listed.stdout
 
 
 def test_capture_status_on_a_directory_that_cannot_be_created_is_an_error(tmp_path):

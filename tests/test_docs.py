@@ -345,14 +345,23 @@ def test_walkthrough_can_be_followed_literally_on_the_shipped_capture(tmp_path):
         )
         assert sorted(p.name for p in folder.iterdir()) == [WALKTHROUGH_CAPTURE]
         blocks = []
-        for heading in ("## 2. ", "## 3. ", "## 6. "):
+        for heading in ("## 2. ", "## 3. "):
             blocks += _output_blocks(_section(text, heading))
-        assert [source for _, source, _ in blocks][:2] == [
+        assert [source for _, source, _ in blocks] == [
             "ppaux capture list --dir /var/tmp/ppaux",
             f"ppaux inspect {WALKTHROUGH_CAPTURE}",
         ]
         blocks[0] = (blocks[0][0], f"ppaux capture list --dir {folder}", blocks[0][2])
         _check_blocks(blocks, folder, env, "/var/tmp/ppaux")
+        # Step 6 works on a copy in a directory of its own, which the page makes first.
+        move = "\n$ mkdir -p ~/ppaux-fix && cd ~/ppaux-fix && cp /var/tmp/ppaux/"
+        assert f"{move}{WALKTHROUGH_CAPTURE} .\n" in _section(text, "## 6. ")
+        work = tmp_path / "ppaux-fix"
+        work.mkdir()
+        shutil.copy(folder / WALKTHROUGH_CAPTURE, work)
+        _check_blocks(_output_blocks(_section(text, "## 6. ")), work, env, str(work))
+        # The capture directory holds the capture and nothing else the page wrote.
+        assert sorted(p.name for p in folder.iterdir()) == [WALKTHROUGH_CAPTURE]
 
 
 @pytest.mark.torch
@@ -565,3 +574,15 @@ def test_a_page_says_how_to_reach_ppaux_before_its_first_bare_command(page):
 
 def test_the_rules_page_says_how_wide_its_sample_is():
     assert "120 columns wide" in Path("docs/rules.md").read_text()
+
+
+def test_every_page_and_the_triage_steps_use_one_capture_directory():
+    from ppaux.triage.stepdata import DEFAULT_CAPTURE_DIR
+
+    named = set()
+    for page in [REPO / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        named |= set(re.findall(r"(?:PPAUX_CAPTURE_DIR=|capture list --dir )(/[^\s`]+)", text))
+    # The walkthrough's second directory is the last stage's, beside the first.
+    assert named == {"/var/tmp/ppaux", "/var/tmp/ppaux-last"}
+    assert DEFAULT_CAPTURE_DIR == "/var/tmp/ppaux"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -120,3 +121,16 @@ def test_no_page_says_ppaux_is_on_the_package_index():
         assert not re.search(r"pip install '?ppaux\b", text), page.name
     install = (DOCS / "install.md").read_text(encoding="utf-8")
     assert "not published on the Python package index" in install
+
+
+def test_the_torch_extra_brings_numpy():
+    # torch does not require numpy; without it check-observer reports torch's "Numpy is not
+    # available" instead of an observer that sends a numpy array (docs/observers.md).
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    names = {
+        re.split(r"[<>=!~ \[;]", requirement, maxsplit=1)[0] for requirement in extras["torch"]
+    }
+    assert names == {"torch", "numpy"}
+    assert "torch and numpy" in (DOCS / "install.md").read_text(encoding="utf-8")

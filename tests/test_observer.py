@@ -316,6 +316,17 @@ def test_a_module_in_the_current_directory_but_not_importable_says_why(tmp_path,
     )
 
 
+def test_a_file_that_is_not_python_says_only_py_files_are_taken_as_files(tmp_path, monkeypatch):
+    (tmp_path / "bin.pt").write_bytes(b"PK\x03\x04")
+    monkeypatch.chdir(tmp_path)
+    result = cli("check-observer", "bin.pt:X")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "ppaux: error: bin.pt:X: no module named 'bin' ('bin.pt' is a file, but only a .py "
+        "file is taken as one: a target is module:attr or path/to/file.py:attr)\n"
+    )
+
+
 COLUMN_OBSERVER = """
 import sys
 sys.path.insert(0, {observers!r})

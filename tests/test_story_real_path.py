@@ -329,7 +329,13 @@ def test_the_walkthrough_prints_what_the_real_capture_gives(
     with _stand_in(tmp_path, SHOWN_DIR) as folder:
         shutil.copy(story["capture"], folder / WALKTHROUGH_CAPTURE)
         blocks[0] = (blocks[0][0], f"ppaux capture list --dir {folder}", blocks[0][2])
-        _check_blocks(blocks, folder, env, SHOWN_DIR)
+        _check_blocks(blocks[:2], folder, env, SHOWN_DIR)
+        # Step 6 works on a copy outside the capture directory.
+        work = tmp_path / "ppaux-fix"
+        work.mkdir()
+        shutil.copy(story["capture"], work / WALKTHROUGH_CAPTURE)
+        _check_blocks(blocks[2:], work, env, str(work))
+        assert sorted(p.name for p in folder.iterdir()) == [WALKTHROUGH_CAPTURE]
 
     step4 = _section(text, "## 4. ")
     command = f"ppaux replay --transport sglang --impl sglang {WALKTHROUGH_CAPTURE}"

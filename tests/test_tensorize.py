@@ -189,9 +189,7 @@ def test_other_fixture_is_refused_with_the_reason_and_nothing_is_written(name, t
     if REFUSED[name] == [f"refused DUMP: {NOTHING}"]:
         # Nothing to convert is not a failure: a note, exit 0, nothing written.
         assert done.returncode == 0, done.stderr
-        assert done.stdout.splitlines() == [
-            f"note: {source}: {NOTHING}; nothing written to fixed.pt"
-        ]
+        assert done.stdout.splitlines() == [f"note: {source}: {NOTHING}; -o fixed.pt not written"]
         assert os.listdir(tmp_path) == []
         assert _sha(source) == before
         return
@@ -353,7 +351,7 @@ def test_hostile_corpus_runs_nothing_and_writes_nothing(tmp_path):
             continue
         assert done.returncode in (0, 1, 2), (path, done.returncode, done.stderr)
         if done.returncode == 0:  # nothing to convert: a note, and nothing written
-            assert done.stdout.endswith("; nothing written to fixed.pt\n"), path
+            assert done.stdout.endswith("; -o fixed.pt not written\n"), path
             assert done.stdout.startswith("note: "), path
         elif done.returncode == 2:
             [line] = done.stderr.splitlines()

@@ -9,6 +9,7 @@ every command's argument vector.
 
 from __future__ import annotations
 
+import itertools
 import shlex
 import shutil
 import subprocess
@@ -233,3 +234,27 @@ def test_every_help_page_fits_the_width(columns):
         if lines:
             over[" ".join(path)] = lines
     assert over == {}
+
+
+@given(
+    needs=st.lists(st.integers(1, 60), min_size=2, max_size=6),
+    room=st.integers(20, 200),
+)
+def test_columns_as_wide_as_each_other_are_cut_alike(needs, room):
+    from ppaux.report.formats.text import _widths
+
+    widths = _widths(needs, [1] * len(needs), room)
+    if widths is None:
+        return
+    assert sum(widths) <= room
+    assert widths[0] == needs[0]  # the row's name is never cut
+    for i, j in itertools.combinations(range(1, len(needs)), 2):
+        if needs[i] == needs[j]:
+            assert widths[i] == widths[j], (needs, room, widths)
+
+
+def test_two_stages_with_one_value_are_cut_alike():
+    from ppaux.report.formats.text import _widths
+
+    # check-skew's fact column and two stages whose widest cell is the same 29-character prefix.
+    assert _widths([15, 29, 29], [4, 3, 3], 72) == [15, 28, 28]

@@ -266,13 +266,13 @@ def test_no_check_observer_where_the_observer_is_not_the_suspect(name):
 
 
 _STEP_LINES = (
-    "export PPAUX_CAPTURE_DIR=/tmp/ppaux-captures",
+    "export PPAUX_CAPTURE_DIR=/var/tmp/ppaux",
     "export PPAUX_CAPTURE_STRICT=1  # on PP1 only: stop where a non-tensor value enters the "
     "output message",
     "ppaux fingerprint --pp-rank 0 --pp-size 2 -o stage-0.json  # on PP0's host",
     "ppaux fingerprint --pp-rank 1 --pp-size 2 -o stage-1.json  # on PP1's host",
     "ppaux check-skew -- stage-0.json stage-1.json  # with every stage's file in one place",
-    "ppaux capture list --dir /tmp/ppaux-captures",
+    "ppaux capture list --dir /var/tmp/ppaux",
 )
 
 
@@ -327,7 +327,7 @@ def test_html_writes_the_next_steps_as_a_pre_block_copyable_as_is():
         assert step in lines, step
     # Escaped as everything else is: the apostrophe of "sglang's" is an entity in the page.
     assert "sglang&#x27;s environment" in page
-    assert html.unescape(page).count("export PPAUX_CAPTURE_DIR=/tmp/ppaux-captures") == 1
+    assert html.unescape(page).count("export PPAUX_CAPTURE_DIR=/var/tmp/ppaux") == 1
     assert "<li>  export" not in page
 
 

@@ -66,7 +66,7 @@ def test_two_pods_groups_are_two_processes_and_the_aux_one_is_the_root(tmp_path_
     data = json.loads(json.dumps(report.data))
     assert [log["launcher"] for log in data["logs"]] == ["pod"]
     argvs = [s["argv"] for s in data["steps"] if s["argv"]]
-    assert ["export", "PPAUX_CAPTURE_DIR=/tmp/ppaux-captures"] in argvs
+    assert ["export", "PPAUX_CAPTURE_DIR=/var/tmp/ppaux"] in argvs
 
 
 def test_docker_compose_s_bars_in_one_column_stay_compose(tmp_path):

@@ -14,7 +14,6 @@ from ppaux.capture.directory import (
     Usage,
     list_captures,
     read_skipped,
-    usage,
 )
 from ppaux.capture.environment import PluginState, plugin_state
 from ppaux.report import Finding, Report, Table, finding
@@ -111,7 +110,10 @@ def _directory_status(
 ) -> tuple[dict[str, Any], list[tuple[str, str]], list[Finding]]:
     """What the capture directory ``path`` holds: its data, its table rows and its findings."""
     try:
-        current = usage(path)
+        # The captures `capture list` lists (one definition: list_captures); the writer's bounds
+        # count only the files named like a capture (directory.usage).
+        found_captures = list_captures(path)
+        current = Usage(len(found_captures), sum(entry.size for entry in found_captures))
         skipped = read_skipped(path)
     except NotADirectoryError:
         current, skipped = Usage(0, 0), 0

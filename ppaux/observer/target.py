@@ -147,13 +147,24 @@ def _cwd_hint(missing: str) -> str:
     )
 
 
+def _file_hint(name: str) -> str:
+    """Why a file named as a module is not run: only a ``.py`` file is taken as a file."""
+    if not os.path.isfile(name):
+        return ""
+    return (
+        f" ({name!r} is a file, but only a .py file is taken as one: a target is module:attr "
+        "or path/to/file.py:attr)"
+    )
+
+
 def _import_module(target: str, name: str) -> Any:
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         missing = exc.name or name
         if missing == name or name.startswith(missing + "."):
-            raise TargetError(target, f"no module named {missing!r}{_cwd_hint(missing)}") from None
+            hint = _file_hint(name) or _cwd_hint(missing)
+            raise TargetError(target, f"no module named {missing!r}{hint}") from None
         raise TargetError(
             target, f"importing {name!r} failed: no module named {missing!r}{_where(exc)}"
         ) from None

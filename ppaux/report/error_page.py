@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ppaux.report.error_examples import EXAMPLES, Example
 from ppaux.sglang import RAISE_RELEASES, RELEASE_LINES, SCHEDULER_CALLS
 
 __all__ = ["ErrorPage", "Fix", "rules_predicting"]
@@ -70,6 +71,11 @@ class ErrorPage:
     def predicted_by(self) -> tuple[str, ...]:
         """The catalogue's rules whose predicted sglang error is this message, in code order."""
         return rules_predicting(self.message_id)
+
+    @property
+    def example(self) -> Example:
+        """Code that raises the message, next to the code fixed."""
+        return EXAMPLES[self.message_id]
 
     @property
     def rules(self) -> tuple[str, ...]:

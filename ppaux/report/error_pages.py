@@ -12,6 +12,7 @@ message's stable id. What a page holds is :mod:`ppaux.report.error_page`. Torch-
 from __future__ import annotations
 
 from ppaux.report.error_page import ErrorPage, Fix
+from ppaux.sglang import CAPTURE_DIR
 
 __all__ = ["ERROR_PAGES", "page_for"]
 
@@ -37,9 +38,9 @@ _TRIAGE = Fix(
 _CAPTURE = Fix(
     "Capture the failing call (the sglang plugin writes the message that failed, then lets "
     "the error happen), then list what it wrote:",
-    "export PPAUX_CAPTURE_DIR=/var/tmp/ppaux   # every stage, before sglang\n"
+    f"export PPAUX_CAPTURE_DIR={CAPTURE_DIR}   # every stage, before sglang\n"
     "ppaux capture status\n"
-    "ppaux capture list --dir /var/tmp/ppaux",
+    f"ppaux capture list --dir {CAPTURE_DIR}",
 )
 _INSPECT = Fix(
     "See what the captured message carries, key by key, without torch or sglang:",
@@ -238,8 +239,8 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
             Fix(
                 "Find who inserts the key first: the capture plugin's checkpoints name the "
                 "function where each auxiliary key enters the message:",
-                "export PPAUX_CAPTURE_DIR=/var/tmp/ppaux   # every stage, before sglang\n"
-                "ppaux capture list --dir /var/tmp/ppaux",
+                f"export PPAUX_CAPTURE_DIR={CAPTURE_DIR}   # every stage, before sglang\n"
+                f"ppaux capture list --dir {CAPTURE_DIR}",
             ),
             Fix("Build a fresh tensor dict per batch, and call add once per message."),
         ),

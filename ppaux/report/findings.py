@@ -60,6 +60,13 @@ class Rule:
     #: True when the finding means "could not check" (no verdict was possible); ``--strict``
     #: turns such findings into errors so that a CI gate never passes on them.
     inconclusive: bool = False
+    #: The fix of each kind a finding of this rule names in ``extra.kind``, as (kind, fix)
+    #: pairs: a finding of a kind listed here carries that fix; ``fix`` covers every kind.
+    kind_fixes: tuple[tuple[str, str], ...] = ()
+
+    def fix_for(self, kind: object) -> str:
+        """The fix for a finding of ``kind`` (its ``extra.kind``): the kind's own, else ``fix``."""
+        return next((text for name, text in self.kind_fixes if name == kind), self.fix)
 
 
 @dataclass(frozen=True)

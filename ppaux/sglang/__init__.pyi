@@ -32,6 +32,7 @@ from .messages import POP_UNSUPPORTED as POP_UNSUPPORTED
 from .messages import SglangMessage as SglangMessage
 from .messages import message_by_id as message_by_id
 from .names import ADD as ADD
+from .names import CAPTURE_DIR as CAPTURE_DIR
 from .names import ENTRY_POINT as ENTRY_POINT
 from .names import GROUP_CLASS as GROUP_CLASS
 from .names import HOOK_REGISTRY_FILE as HOOK_REGISTRY_FILE

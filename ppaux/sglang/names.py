@@ -1,5 +1,6 @@
 """sglang's own names that ppaux uses: the keys of its pipeline-parallel messages, the module,
-files and functions of its auxiliary-output transport, and its plugin entry-point group. The
+files and functions of its auxiliary-output transport, and its plugin entry-point group (with
+ppaux's entry in it and the capture directory ppaux's pages use). The
 nine messages its transport raises are :mod:`ppaux.sglang.messages`'s; recognising one in pasted
 text is :mod:`ppaux.sglang.message_search`'s.
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 __all__ = [
     "ADD",
+    "CAPTURE_DIR",
     "ENTRY_POINT",
     "GROUP_CLASS",
     "HOOK_REGISTRY_FILE",
@@ -54,6 +56,9 @@ PLUGIN_GROUP = "sglang.srt.plugins"
 #: entry point declared in ppaux's metadata (pyproject.toml).
 PLUGIN_NAME = "ppaux_capture"
 ENTRY_POINT = "ppaux.capture.plugin:register"
+#: The capture directory that ppaux's pages, error pages and suggested commands use (the plugin
+#: itself captures only where ``PPAUX_CAPTURE_DIR`` or ``install()`` says).
+CAPTURE_DIR = "/var/tmp/ppaux"
 #: The file of the plugins' ``HookRegistry``, relative to the ``sglang`` package directory.
 HOOK_REGISTRY_FILE = "srt/plugins/hook_registry.py"
 

@@ -15,6 +15,8 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ppaux.sglang import CAPTURE_DIR
+
 __all__ = [
     "DEFAULT_CAPTURE_DIR",
     "MAX_LISTED_STAGES",
@@ -30,8 +32,9 @@ __all__ = [
 #: ``1``, ...); past it, or when the logs do not say how many, one command for rank ``N``.
 MAX_LISTED_STAGES = 16
 
-#: Where the suggested capture writes, unless the logs show the capture already on.
-DEFAULT_CAPTURE_DIR = "/tmp/ppaux-captures"
+#: Where the suggested capture writes, unless the logs show the capture already on: the
+#: directory of every page.
+DEFAULT_CAPTURE_DIR = CAPTURE_DIR
 
 #: Longest operand from a log put in a command.
 _MAX_OPERAND = 1024

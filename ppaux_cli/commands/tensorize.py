@@ -79,9 +79,10 @@ def tensorize(
         fail(exc)
     if result.nothing_to_convert:
         # Not a failure: the file is already what tensorize would write.
-        where = "stdout" if to_stdout else output
+        # Exit 0 and no file: say which -o was not made, for a step that expects the file.
+        where = "nothing written to stdout (-o -)" if to_stdout else f"-o {output} not written"
         stream = sys.stderr if to_stdout else sys.stdout
-        stream.write(f"note: {path}: {result.refusals[0].reason}; nothing written to {where}\n")
+        stream.write(f"note: {path}: {result.refusals[0].reason}; {where}\n")
         raise typer.Exit(0)
     lines = []
     for item in result.conversions:

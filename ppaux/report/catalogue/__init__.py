@@ -65,7 +65,8 @@ def finding(
     location: dict[str, Any] | None = None,
     suggestions: tuple[Suggestion, ...] = (),
 ) -> Finding:
-    """Build a finding for ``code``; severity, predicted error and hint come from the rule."""
+    """Build a finding for ``code``; severity, predicted error and hint come from the rule (the
+    hint of the kind ``extra`` names, where the rule has one per kind)."""
     rule = RULES[code]
     return Finding(
         code=code,
@@ -74,7 +75,7 @@ def finding(
         path=path,
         key=key,
         sglang_error=sglang_error if sglang_error is not None else rule.sglang_error,
-        hint=rule.fix,
+        hint=rule.fix_for((extra or {}).get("kind")),
         extra=extra or {},
         location=location,
         suggestions=suggestions,

@@ -85,18 +85,56 @@ RULES = (
             "Stages that disagree on the PP output message (a KeyError on a logprob key).",
         ),
         fix=(
-            "Read the traceback at the line given, then act on its kind, named above: for "
-            "communication, set NCCL_DEBUG=INFO and collect every rank's log; for memory, lower "
-            "--mem-fraction-static or --max-running-requests; for shape-kernel, report the model, "
-            "the sglang release and the server arguments upstream; for hardware, check the GPU "
-            "(nvidia-smi -q, the driver's Xid records) and drain the node; run 'ppaux "
-            "check-skew' across the stages when the error comes from the PP path. ppaux "
-            "triage's text and Markdown reports list these steps as commands."
+            "Read the traceback at the line given, then act on its kind, which the message "
+            "names: a finding shows its own kind's fix, listed below. ppaux triage's text and "
+            "Markdown reports list the next steps as commands."
         ),
         example=(
             "PP0 TP0 failed first at 2026-12-03 14:22:07 (local time of the host, zone unknown) "
             "(server.log:1042): KeyError: "
             "'sampling_mask_token_ids'"
+        ),
+        kind_fixes=(
+            (
+                "communication-init",
+                "Read the traceback at the line given: the communicator or process group could "
+                "not be set up. Check that every node reaches the others (the master address and "
+                "port, the network interface: NCCL_SOCKET_IFNAME), set NCCL_DEBUG=INFO and "
+                "collect every rank's log.",
+            ),
+            (
+                "communication",
+                "Read the traceback at the line given, set NCCL_DEBUG=INFO and collect every "
+                "rank's log: the first rank to fail is the one to look at; run 'ppaux "
+                "check-skew' across the stages when the error comes from the PP path.",
+            ),
+            (
+                "memory",
+                "Read the traceback at the line given, then lower --mem-fraction-static or "
+                "--max-running-requests (or give the stage more memory).",
+            ),
+            (
+                "shape-kernel",
+                "Read the traceback at the line given; run 'ppaux check-skew' across the stages "
+                "when the error comes from the PP path, else report the model, the sglang "
+                "release and the server arguments upstream.",
+            ),
+            (
+                "hardware",
+                "Check the GPU (nvidia-smi -q, the driver's Xid records) and drain the node "
+                "before restarting the server on it.",
+            ),
+            (
+                "unknown",
+                "The log does not show the exception (the traceback is cut before it, or only "
+                "an exit code was logged): collect that process's whole log (its stderr, every "
+                "line) and run ppaux triage on it.",
+            ),
+            (
+                "other",
+                "Read the traceback at the line given; run 'ppaux check-skew' across the stages "
+                "when the error comes from the PP path (a KeyError on a key of the PP message).",
+            ),
         ),
         area="triage",
     ),

@@ -79,6 +79,7 @@ def error_page_json(page: ErrorPage, name: str | None = None) -> dict[str, Any]:
             }
             for fix in page.fixes
         ],
+        "example": {"raises": page.example.raises, "fixed": page.example.fixed},
         "related": list(page.related),
         "rules": list(page.rules),
     }
@@ -123,6 +124,16 @@ def _command_lines(command: str, width: int) -> list[str]:
     return lines
 
 
+#: Where a whole observer is checked before and after its fix.
+_WORKED_PAGE = "observers.md#a-worked-example"
+_WORKED = "A whole sampling observer, checked by ppaux check-observer before and after its fix:"
+
+
+def _code(code: str) -> list[str]:
+    """Python code as it is, four spaces in (never broken)."""
+    return [f"    {row}" if row else "" for row in code.rstrip("\n").splitlines()]
+
+
 def error_page_text(page: ErrorPage, name: str | None = None, width: int = WIDTH) -> str:
     """The page for a terminal or a CI log: at most ``width`` columns where words allow."""
     from ppaux.sglang.messages import message_by_id
@@ -154,6 +165,11 @@ def error_page_text(page: ErrorPage, name: str | None = None, width: int = WIDTH
         lines += _command_lines(fix.command, width)
         if fix.see:
             lines += _wrap(_see_text(fix), "     ", width)
+    lines += ["", "Example: this raises it", *_code(page.example.raises)]
+    lines += ["", "Fixed:", *_code(page.example.fixed), ""]
+    lines += _wrap(
+        f"{_WORKED} docs/{_WORKED_PAGE.partition('#')[0]} (a worked example).", "", width
+    )
     lines += ["", "Related messages:"]
     for other in page.related:
         lines += _bullet(readable_template(message_by_id(other).template), width)
@@ -221,6 +237,15 @@ def error_page_markdown(page: ErrorPage, *, site: bool = True) -> str:
             ]
             lines += ["", f"    See {' and '.join(links)}."]
         lines.append("")
+    lines += ["## Example", "", "This raises it:", "", "```python"]
+    lines += [page.example.raises.rstrip("\n"), "```", "", "Fixed:", "", "```python"]
+    lines += [page.example.fixed.rstrip("\n"), "```", ""]
+    worked = (
+        f"[a worked example](../{_WORKED_PAGE})"
+        if site
+        else f"a worked example ({markdown_code('docs/' + _WORKED_PAGE.partition('#')[0])})"
+    )
+    lines += [f"{_md(_WORKED)} {worked}.", ""]
     lines += ["## Related messages", ""]
     for other in page.related:
         text = markdown_code(message_by_id(other).template)

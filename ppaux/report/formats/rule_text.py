@@ -32,6 +32,9 @@ def render_rule(rule: Rule, width: int = 80) -> str:
     parts += ["Likely causes:"]
     parts += [wrapped(cause, "  - ", "    ") for cause in rule.causes]
     parts += ["", "Fix:", wrapped(rule.fix)]
+    if rule.kind_fixes:
+        parts += ["", "Fix of each kind (what a finding of that kind shows):"]
+        parts += [wrapped(f"{kind}: {text}", "  - ", "    ") for kind, text in rule.kind_fixes]
     if rule.example:
         # A literal (a key and value, a message): broken only between words, its continuation
         # two spaces further in.

@@ -62,6 +62,7 @@ def rule_json(rule: Rule) -> dict[str, Any]:
         "example": rule.example or None,
         "sglang_error": rule.sglang_error,
         "inconclusive": rule.inconclusive,
+        **({"kind_fixes": dict(rule.kind_fixes)} if rule.kind_fixes else {}),
     }
 
 
@@ -146,6 +147,10 @@ def rule_markdown(rule: Rule, level: int = 2, *, anchor: bool = True) -> str:
     lines += ["**Likely causes:**", ""]
     lines += [f"- {markdown_text(cause)}" for cause in rule.causes]
     lines += ["", "**Fix.** " + markdown_text(rule.fix), ""]
+    if rule.kind_fixes:
+        lines += ["**Fix of each kind** (what a finding of that kind shows):", ""]
+        lines += [f"- {kind}: {markdown_text(text)}" for kind, text in rule.kind_fixes]
+        lines += [""]
     if rule.example:
         lines += ["**Example:** " + markdown_code(rule.example), ""]
     return "\n".join(lines)

@@ -126,12 +126,14 @@ _MIN_SHARED = 12
 def _widths(needs: list[int], floors: list[int], room: int) -> list[int] | None:
     """Column widths within ``room``: every column its whole width if all fit; else the widest
     columns but the first (the row's name, a key or a dump, which is never cut) share what the
-    rest leave, each at least its header and :data:`_MIN_SHARED` wide; None when even that does
-    not fit."""
+    rest leave (columns of one width together, cut alike), each at least its header and
+    :data:`_MIN_SHARED` wide; None when even that does not fit."""
     if sum(needs) <= room:
         return list(needs)
     order = sorted(range(1, len(needs)), key=lambda i: -needs[i])
     for count in range(1, len(order) + 1):
+        if count < len(order) and needs[order[count]] == needs[order[count - 1]]:
+            continue  # columns as wide as each other are cut alike, or not at all
         shared = sorted(order[:count], key=lambda i: needs[i])
         left = room - needs[0] - sum(needs[i] for i in order[count:])
         widths = list(needs)
@@ -139,6 +141,8 @@ def _widths(needs: list[int], floors: list[int], room: int) -> list[int] | None:
             fair = left // (len(shared) - position) if left > 0 else 0
             widths[i] = min(needs[i], fair)
             left -= widths[i]
+        for i in shared:  # and as wide as each other once cut
+            widths[i] = min(widths[j] for j in shared if needs[j] == needs[i])
         if all(widths[i] >= min(needs[i], max(_MIN_SHARED, floors[i])) for i in shared):
             return widths
     return None
