@@ -31,7 +31,7 @@ _CHILD_EXIT = re.compile(
 _SIGNAL_BITS = 0x7F
 _CORE_BIT = 0x80
 #: The largest wait status (its signal, core-dump and exit-code bits: two bytes).
-_MAX_STATUS = 0xFFFF
+_LARGEST_STATUS = 0xFFFF
 
 
 def _signal_name(number: int) -> str:
@@ -50,7 +50,7 @@ def child_exit(text: str) -> tuple[str, str] | None:
     pid = found.group("pid")
     who = "a child process" if pid is None else f"child pid={int(pid)}"
     status = int(found.group("status"))
-    if found.group("more") is not None or status > _MAX_STATUS:
+    if found.group("more") is not None or status > _LARGEST_STATUS:
         return who, "died: its wait status is not readable (not a wait status; sglang's parent)"
     number = status & _SIGNAL_BITS
     if number:
