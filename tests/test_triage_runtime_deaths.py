@@ -167,3 +167,22 @@ def test_any_rank_s_dead_scheduler_is_named_with_its_signal(rank, signal_number)
     message, _, _ = _died(log)
     flat = " ".join(message.split())
     assert f"rank {rank} scheduler died: killed by {name} (signal {number};" in flat
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        (RAYLET.strip(), "killed by Ray's memory monitor"),
+        ("      Reason:       OOMKilled", "Kubernetes OOMKilled"),
+        (
+            "[2026-12-03 14:56:08] Rank 0 scheduler is dead. Please check if there are "
+            "relevant logs.",
+            "the log does not give its exit code",
+        ),
+    ],
+)
+def test_explain_says_the_line_reports_that_death(line, said):
+    result = CliRunner().invoke(app, ["explain", line])
+    flat = " ".join(result.output.split())
+    assert result.exit_code == 2
+    assert said in flat

@@ -384,8 +384,9 @@ def death_in_text(text: str) -> str | None:
     elif _RAYLET.search(text) is not None or "ActorDiedError" in text:
         how = "died: its Ray worker process ended"
     if how is not None:
+        said = "its memory limit ended it" if killer(how) is not None else "not what ended it"
         return (
-            f"it reports that a process {how}, and not what ended it: {hint_of(how)}; "
+            f"it reports that a process {how}, and {said}: {hint_of(how)}; "
             "'ppaux triage' on the whole log says whether anything failed before it"
         )
     if _RELAY_TEXT.search(text) is not None and _QUOTED_TEXT.search(text) is None:
