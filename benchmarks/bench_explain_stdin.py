@@ -1,5 +1,5 @@
 """Measure what ``ppaux explain -`` costs on a long paste read from stdin: a traceback's lines
-repeated up to 900 KB and up to 4 MiB (the most ``explain -`` reads), of three kinds of text.
+repeated up to 900 KB and up to 4 MiB (the most ``explain -`` reads), of five kinds of text.
 
 Run::
 
@@ -27,7 +27,9 @@ SIZES = {"900 KB": 900_000, "4 MiB": 4 * 1024 * 1024}
 _WORKER = "ERROR 08-19 21:33:11 worker_base.py:386] "
 _RAY = "(RayWorkerWrapper pid=994) ERROR 01-29 07:44:33 worker_base.py:467] "
 #: Units repeated: a worker's NCCL error under a start-up frame (every line a marker), Ray's
-#: folded copy of it, and a shape error's traceback (none of the nine messages in either).
+#: folded copy of it, and a shape error's traceback (none of the nine messages in either); vLLM's
+#: relay quoting one of the nine, and the words of one under another type than sglang's (each
+#: line a match the search must judge).
 UNITS = {
     "NCCL start-up lines": (
         f"{_WORKER}RuntimeError: NCCL error: unhandled system error\n"
@@ -46,6 +48,14 @@ UNITS = {
         "run_scheduler_process\n"
         "    scheduler.event_loop_pp()\n"
         "RuntimeError: The size of tensor a (7968) must match the size of tensor b (0)\n"
+    ),
+    "vLLM relays of one of the nine": (
+        "(Worker_TP0 pid=0) ERROR 10-01 10:00:00 [v1/executor/multiproc_executor.py:597] "
+        "RuntimeError: Worker failed with error 'auxiliary PP output 'logits' is not a tensor', "
+        "please check the stack trace above for the root cause\n"
+    ),
+    "the nine's words under another type": (
+        "KeyError: 'auxiliary PP output 'logits' is not a tensor'\n"
     ),
 }
 
@@ -75,7 +85,9 @@ def _run(path: Path) -> tuple[float, float, int, bytes]:
 
 def main() -> int:
     """Run every paste at both sizes, print the figures; exit 1 over the target."""
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=sorted(SIZES), help="only pastes of this size")
+    chosen = parser.parse_args().size
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
         f"Python {platform.python_version()}, {os.cpu_count()} CPUs, load average {load}; "
@@ -86,6 +98,8 @@ def main() -> int:
     failed = []
     for name, unit in UNITS.items():
         for label, size in SIZES.items():
+            if chosen is not None and label != chosen:
+                continue
             path = root / f"{len(failed)}-{name.replace(' ', '-')}-{size}.txt"
             path.write_bytes(_paste(unit, size))
             cpu, rss, code, said = _run(path)

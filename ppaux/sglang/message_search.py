@@ -254,13 +254,19 @@ def _line_type(text: str, found: MessageMatch) -> tuple[str, int] | None:
     """(the exception type, where its message begins) of the line of ``text`` that holds
     ``found``: the first type written on that line before it (``ValueError: wrapped: ...``
     is a ``ValueError``, as triage reads the line), or None when none is."""
-    start = max(text.rfind("\n", 0, found.start) + 1, found.start - _TYPE_SEEN)
+    reach = max(0, found.start - _TYPE_SEEN)
+    start = max(text.rfind("\n", reach, found.start) + 1, reach)
     written = _LINE_TYPE.search(text, start, found.start)
     if written is None:
         return None
     return written.group("type"), written.end()
 
 
+#: Characters before a message looked at for the start of its line, on a frame's source line.
+_SOURCE_SEEN = 4096
+#: Characters after a message looked at for the rest of its line (a relay's closing quote and
+#: its ``, please check``: a quoted error is at most 2000 characters).
+_REST_SEEN = 4096
 #: A traceback's frame line (``File "...", line N``), behind whatever margin or prefix: the
 #: line after it is the frame's source, code that may spell a message it does not raise.
 _FRAME_LINE = re.compile(r'File "[^"\n]{0,4000}", line \d{1,9}(?:, in [^\n]{0,400})?\s*$')
@@ -271,7 +277,9 @@ def _in_source(text: str, found: MessageMatch) -> bool:
     not itself shaped as an exception line): ``raise RuntimeError("duplicate ...")`` is the
     code of a frame, and the message it spells is raised, if at all, where its exception line
     says so."""
-    start = text.rfind("\n", 0, found.start) + 1
+    # A frame's source line is code, far shorter than this: a longer line is none, and a
+    # long line's start is not looked for at each match in it.
+    start = text.rfind("\n", max(0, found.start - _SOURCE_SEEN), found.start) + 1
     if start == 0:
         return False
     previous = text[text.rfind("\n", 0, start - 1) + 1 : start - 1]
@@ -315,10 +323,14 @@ def _sglang_s(text: str, found: MessageMatch | None) -> bool:
     if written is None:
         return True
     exception, begins = written
-    if sglang_raised(exception, text[begins:]) is not None:
+    # The message's own line only (none of the nine spans two): a copy of the text's rest at
+    # each match would cost the square of a paste that repeats one.
+    end = text.find("\n", found.end, found.end + _REST_SEEN)
+    line = text[begins : min(len(text), found.end + _REST_SEEN) if end < 0 else end]
+    if sglang_raised(exception, line) is not None:
         return True
     # a relay quoting one of the nine word for word: sglang raised it, as a RuntimeError
-    quoted = relay_quote(text[begins:].split("\n", 1)[0])
+    quoted = relay_quote(line)
     if quoted is None or begins + quoted[1] != found.start:
         return False
     return sglang_raised("RuntimeError", quoted[0]) is not None

@@ -18,13 +18,20 @@ __all__ = ["CHILD_EXIT_MARKER", "child_exit"]
 #: What makes a line worth reading for a child's end.
 CHILD_EXIT_MARKER = b"Child process unexpectedly failed with"
 
+#: Read where sglang writes it: at the line's start, behind a logger's prefix (``] ``) or a
+#: launcher's (``: ``, ``| ``), never inside a sentence about it ('... said that a Child
+#: process unexpectedly failed ...'). A status of more digits than a wait status has is kept
+#: whole, to be said unreadable, never read from its first digits.
 _CHILD_EXIT = re.compile(
-    r"Child process unexpectedly failed with (?:exitcode=|an exit code )(?P<status>\d{1,10})"
+    r"(?:^|(?<=[\]:|>] ))Child process unexpectedly failed with (?:exitcode=|an exit code )"
+    r"(?P<status>\d{1,10})(?P<more>\d{1,64})?"
     r"\.? ?(?:pid=(?P<pid>\d{1,9}))?"
 )
 #: The signal's bits and the core-dump bit of a wait status.
 _SIGNAL_BITS = 0x7F
 _CORE_BIT = 0x80
+#: The largest wait status (its signal, core-dump and exit-code bits: two bytes).
+_LARGEST_STATUS = 0xFFFF
 
 
 def _signal_name(number: int) -> str:
@@ -40,9 +47,11 @@ def child_exit(text: str) -> tuple[str, str] | None:
     found = _CHILD_EXIT.search(text)
     if found is None:
         return None
-    status = int(found.group("status"))
     pid = found.group("pid")
     who = "a child process" if pid is None else f"child pid={int(pid)}"
+    status = int(found.group("status"))
+    if found.group("more") is not None or status > _LARGEST_STATUS:
+        return who, "died: its wait status is not readable (not a wait status; sglang's parent)"
     number = status & _SIGNAL_BITS
     if number:
         core = "; core dumped" if status & _CORE_BIT else ""

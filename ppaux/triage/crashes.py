@@ -53,6 +53,7 @@ from ppaux.triage.mpirun import MPIRUN_MARKER
 from ppaux.triage.ncclcuda import NCCL_CUDA_TYPE, cuda_calloc, cuda_failure
 from ppaux.triage.openmpi import MPI_ERROR, MPI_MARKERS, mpi_block, mpi_detail
 from ppaux.triage.records import Failure, Frame
+from ppaux.triage.runtimedeaths import RUNTIME_MARKERS
 from ppaux.triage.tracebacks import MAX_FRAMES
 from ppaux.triage.tracelines import MAX_MESSAGE, raised
 
@@ -92,6 +93,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"The actor is dead because its worker process has died",
     CHILD_EXIT_MARKER,
     MPIRUN_MARKER,
+    *RUNTIME_MARKERS,
 )
 #: Lines within which a record of the same stream completes the failure before it (a C++
 #: exception's ``what():`` line and the frames between it and the fault handler's line).

@@ -14,6 +14,8 @@ summaries of a child's failure.
   otherwise;
 - vLLM's ``Worker proc VllmWorker-0 died unexpectedly (exit code: -15)``: the engine saw its
   worker process end;
+- a runtime's or a launcher's own record of a process it ran that died (sglang's launcher,
+  Ray's memory monitor, Slurm, Kubernetes: :mod:`ppaux.triage.runtimedeaths`);
 - sglang's parent's ``Child process unexpectedly failed with exitcode=9. pid=N``: a child
   ended, of a signal or with an error status (:mod:`ppaux.triage.childexits`);
 - torchrun's ``ChildFailedError``: the launcher's summary of a child that failed, never a
@@ -40,6 +42,7 @@ from ppaux.triage.childexits import child_exit
 from ppaux.triage.mpirun import mpirun_death
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.relays import carries_own
+from ppaux.triage.runtimedeaths import killer, killer_hint, runtime_death
 
 __all__ = [
     "crashed",
@@ -214,6 +217,8 @@ def death_of(record: Failure | Event) -> str | None:
     if isinstance(record, Event):
         if record.kind != "death":
             return None
+        if (runtime := runtime_death(record.text)) is not None:
+            return runtime[1]
         if (child := child_exit(record.text) or mpirun_death(record.text)) is not None:
             return child[1]
         supervised = _SUPERVISED.search(record.text)
@@ -273,6 +278,8 @@ def dead_one(record: Failure | Event) -> str:
 
 def hint_of(how: str) -> str:
     """Where to look for what killed a process that died ``how``."""
+    if (name := killer(how)) is not None:
+        return killer_hint(name)
     if "reports that a process it started failed" in how:
         return "look for that process's own traceback, earlier in its log or in its own log"
     if exited(how):
@@ -309,6 +316,8 @@ def worker_died(text: str) -> str | None:
     supervised = _SUPERVISED.search(text)
     if supervised is not None:
         return f"{supervised.group('name')} (supervisord's program)"
+    if (runtime := runtime_death(text)) is not None:
+        return runtime[0]
     if (child := child_exit(text) or mpirun_death(text)) is not None:
         return child[0]
     if (ended := _launcher_exit(text)) is not None:
@@ -366,7 +375,7 @@ def death_in_text(text: str) -> str | None:
     elif exit_line is not None:
         number = -int(exit_line.group("code"))
         how = f"was killed by {_signal_name(number)} (signal {number})"
-    elif (child := child_exit(text) or mpirun_death(text)) is not None:
+    elif (child := child_exit(text) or mpirun_death(text) or runtime_death(text)) is not None:
         how = child[1]
     elif (ended := _launcher_exit(text)) is not None and ended[1]:
         how = _ended(ended[1], "DeepSpeed's launcher")
@@ -375,8 +384,9 @@ def death_in_text(text: str) -> str | None:
     elif _RAYLET.search(text) is not None or "ActorDiedError" in text:
         how = "died: its Ray worker process ended"
     if how is not None:
+        said = "its memory limit ended it" if killer(how) is not None else "not what ended it"
         return (
-            f"it reports that a process {how}, and not what ended it: {hint_of(how)}; "
+            f"it reports that a process {how}, and {said}: {hint_of(how)}; "
             "'ppaux triage' on the whole log says whether anything failed before it"
         )
     if _RELAY_TEXT.search(text) is not None and _QUOTED_TEXT.search(text) is None:

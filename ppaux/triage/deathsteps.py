@@ -4,14 +4,19 @@ own)."""
 
 from __future__ import annotations
 
+from ppaux.triage.killsteps import killer_steps
 from ppaux.triage.stepdata import Step
 
 __all__ = ["death_steps"]
 
 
-def death_steps(crash: bool, exited: bool) -> list[Step]:
+def death_steps(crash: bool, exited: bool, killer: str | None = None) -> list[Step]:
     """The steps for a dead process: ``crash``, it died of a crash of its own (SIGSEGV,
-    SIGABRT); ``exited``, it ended with an exit status of its own; else it was killed."""
+    SIGABRT); ``exited``, it ended with an exit status of its own; ``killer``, a runtime's or
+    a launcher's memory limit ended it (:func:`~ppaux.triage.runtimedeaths.killer`); else it
+    was killed."""
+    if killer is not None:
+        return killer_steps(killer)
     if crash:
         return _crash_steps()
     return _exit_steps() if exited else _killed_steps()

@@ -25,6 +25,7 @@ from ppaux.triage.logreading import LogReading, event_kind, nccl_process
 from ppaux.triage.methods import WorkerMethods
 from ppaux.triage.ncclcuda import last_error, nccl_error_name
 from ppaux.triage.records import Event, Failure, failure_start, method_said, process_of
+from ppaux.triage.runtimedeaths import exit_code_after
 from ppaux.triage.tracebacks import TracebackBuilder
 from ppaux.triage.tracelines import (
     MAX_MESSAGE,
@@ -348,6 +349,17 @@ class Reader:
         if wrapped(text):
             self._wrappers[line.stream] = (line, failure)
 
+    def _exit_code(self, line: LogLine) -> bool:
+        """Join sglang's ``Exit code: N`` to the dead scheduler's record just before it."""
+        events = self.reading.events
+        last = events[-1] if events else None
+        if last is None or last.kind != "death":
+            return False
+        joined = exit_code_after(last.text, last.line, line.text, line.number)
+        if joined is not None:
+            events[-1] = dataclasses.replace(last, text=joined)
+        return joined is not None
+
     def _drop(self, failure: Failure) -> None:
         """Take ``failure`` (the last of its stream's one-line records) out of the log's."""
         failures = self.reading.failures
@@ -452,7 +464,7 @@ class Reader:
                 reading.failures.append(crash)
             return True
         if kind is None:
-            return False
+            return self._exit_code(line)
         if kind == "capture":
             found = _CAPTURE_DIR.search(line.text[:_CAPTURE_LINE])
             if found is not None and len(reading.captures) < 16:

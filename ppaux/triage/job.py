@@ -296,11 +296,13 @@ def triage_paths(
     warned = [e for e in orphan_events if e.kind == "nccl-warn" and e.kind in quiet]
     no_root = None
     crash = local = ended = False
+    killed_by: str | None = None
     if loose:
         orphaned = no_root_finding(loose, warned)
         no_root = orphaned.extra["no_root"]
         crash = orphaned.extra["crashed"] is True
         ended = orphaned.extra["exited"] is True
+        killed_by = str(orphaned.extra["killer"]) if orphaned.extra["killer"] else None
         local = orphaned.extra["host"] is True
         if no_root == "signals-only" and warned:
             no_root = "signals-and-nccl-warnings"  # the steps of a broken connection too
@@ -329,6 +331,7 @@ def triage_paths(
         host,
         crash,
         ended,
+        killed_by,
     )
     _fill(report, readings, found, deployment, plan)
     _say_one_run(report, readings, found, [*failures, *events])

@@ -136,7 +136,7 @@ _NCCL_CUDA = re.compile(
 #: thread or call it surfaced in.
 _KERNEL_FAULT = re.compile(
     r"illegal memory access|an illegal (?:address|instruction)|device-side assert|"
-    r"misaligned address|unspecified launch failure|"
+    r"misaligned address|unspecified launch failure|launch timed out and was terminated|"
     r"cudaError(?:IllegalAddress|LaunchFailure|Assert|MisalignedAddress|IllegalInstruction)",
     re.IGNORECASE,
 )
@@ -305,6 +305,12 @@ def local_note(text: str) -> str | None:
     error``, ``unhandled cuda error``), or None for any other text."""
     if _LOCAL_NCCL.search(text[:_READ]) is None:
         return None
+    if "system not yet initialized" in text[:_READ]:
+        return (
+            "CUDA's 'system not yet initialized' (802) is this host's own set-up: on a system "
+            "whose GPUs share NVSwitches, the fabric manager has not initialised them "
+            "(systemctl status nvidia-fabricmanager; its version must match the driver's)"
+        )
     return (
         "NCCL's 'unhandled system error' and 'unhandled cuda error' most often come from this "
         "host's own set-up (the driver or CUDA, shared memory such as a container's small "

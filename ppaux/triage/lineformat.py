@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
+from ppaux.triage.appstamps import app_prefix
 from ppaux.triage.jsonrecords import cut_record
 from ppaux.triage.lineshapes import (
     ANSI,
@@ -236,6 +237,8 @@ def _json_text(text: str) -> tuple[str, str | None, str | None, bool]:
 
 #: Characters a paste may put before a line (a backtick, an indentation), and how many.
 _STRAY = " `"
+#: First characters of an application logger's prefix (DeepSpeed's bracket, glog's severity).
+_APP_HEADS = ("[", "I", "W", "E", "F")
 _MAX_STRAY = 8
 
 
@@ -297,6 +300,10 @@ def peel(
             moment = collector_time(stamp)
             if moment is not None:
                 time, time_text, text = moment, stamp, match.group("text") or ""
+    if text[:1] in _APP_HEADS or text[:1].islower() or text[:1].isdigit():
+        logged = app_prefix(text)
+        if logged is not None:  # a logger's prefix inside the collector's record
+            text, stream = logged.rest, stream or logged.pod
     if text[:1].isdigit() and time is not None:
         own = APP_TIME.match(text)
         if own is not None:  # the application's time after the collector's: the latter kept

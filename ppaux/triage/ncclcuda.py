@@ -23,19 +23,26 @@ __all__ = ["NCCL_CUDA_TYPE", "cuda_calloc", "cuda_failure", "last_error", "nccl_
 #: What such a record is called: NCCL's own name for the error it returns.
 NCCL_CUDA_TYPE = "ncclUnhandledCudaError"
 
-#: The CUDA errors NCCL cannot go on after: the host's set-up (a driver older than the
-#: runtime, no usable device, a driver stub, forward compatibility on a GPU without it), memory
-#: it could not get, an argument CUDA refused, a kernel's fault. Others it warns of and works
-#: around (``peer access is not supported between these two devices``) stay warnings.
+#: The CUDA errors NCCL cannot go on after (its check of a CUDA call warns 'Cuda failure' and
+#: returns ``ncclUnhandledCudaError``): the host's set-up (a driver older than the runtime, no
+#: usable device, a driver stub, forward compatibility on a GPU without it, a device ordinal
+#: past the devices, devices another process holds, a system whose fabric manager has not
+#: initialised it, peer access the topology does not allow, CUDA's unknown error), memory it
+#: could not get, an argument CUDA refused, a kernel's fault or time-out, and the GPU's ECC.
 _FATAL_CUDA = (
     r"CUDA driver version is insufficient|no CUDA-capable device|CUDA driver is a stub library|"
     r"forward compatibility was attempted|system has unsupported display driver|"
+    r"invalid device ordinal|all CUDA-capable devices are busy or unavailable|"
+    r"system not yet initialized|peer access is not supported|unknown error|"
     r"out of memory|invalid argument|an illegal memory access|an illegal address|"
-    r"unspecified launch failure|misaligned address|device-side assert"
+    r"unspecified launch failure|misaligned address|device-side assert|"
+    r"the launch timed out and was terminated|uncorrectable ECC error"
 )
+#: NCCL's warning of a failed CUDA call, after NCCL's place in its source or its device's
+#: ``[N]`` (where NCCL writes it), never the words inside a sentence about it.
 _CUDA_FAILURE = re.compile(
-    r"(?:(?P<place>[\w./-]{1,200}\.(?:cc|cu|h):\d{1,6}) )?NCCL WARN Cuda failure(?: \d{1,4})? "
-    rf"'(?P<message>(?:{_FATAL_CUDA})[^']{{0,200}})'"
+    r"(?:(?P<place>[\w./-]{1,200}\.(?:cc|cu|h):\d{1,6})|\[\d{1,6}\]) NCCL WARN Cuda failure"
+    rf"(?: \d{{1,4}})? '(?P<message>(?:{_FATAL_CUDA})[^']{{0,200}})'"
 )
 _CALLOC = re.compile(r"NCCL WARN Failed to CUDA (?:calloc|malloc|host alloc) \d{1,20} bytes")
 

@@ -11,6 +11,7 @@ from ppaux.triage.incidents import communication
 from ppaux.triage.kinds import local_note
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.roots import location_of, place_of, unseen
+from ppaux.triage.runtimedeaths import killer
 
 __all__ = ["no_root_finding"]
 
@@ -165,6 +166,8 @@ def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = N
             "crashed": bool(died) and crashed(died[0][1]),
             # it ended with an exit status of its own: an error it reported, not a kill
             "exited": bool(died) and exited(died[0][1]),
+            # a runtime's or a launcher's memory limit ended it (its own steps)
+            "killer": killer(died[0][1]) if died else None,
             # communication failures alone, whose words most often mean this host's set-up
             "host": cause == "network-or-other-node"
             and any(local_note(f.error) is not None for f in failures),

@@ -4,7 +4,8 @@ Loki's ``{label="..."}`` set (its pod named), Cloud Logging's ``[key: value]`` g
 ``kubectl logs --prefix``'s ``[pod/<pod>/<container>]``, a wrapper's ``[<time>] [name]: ``,
 torchrun's and Open MPI's rank tags, Ray's ``(... pid=N ...)``, a tab column, a serving
 framework's own logger (vLLM's ``ERROR 03-12 15:02:44 file.py:N]``, ``[file.py:N]`` since vLLM
-0.8), supervisord's relayed output, Slurm ``srun --label``'s ``<task>:``, TorchX's
+0.8), an application logger's before an exception line (DeepSpeed's, glog's, a pod's stamp),
+supervisord's relayed output, Slurm ``srun --label``'s ``<task>:``, TorchX's
 ``<role>/<replica>``, docker compose's ``<service> |``, a host fan-out's ``node1:``, a row's
 time; Ray's, compose's and a wrapper's also behind a backtick or an indentation that a paste
 put before them; the colours around a launcher's prefix (Ray's ``^[[36m(... pid=N)^[[0m``).
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from ppaux.triage.appstamps import app_prefix
 from ppaux.triage.forwarders import host_or_fields, supervised, tagged_rank, wrapper_prefix
 from ppaux.triage.lineshapes import ANSI
 from ppaux.triage.peeled import LEAD, Peeled, stamp
@@ -120,6 +122,13 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
     """``rest`` without one more layer (labels, key groups, a launcher's prefix); None when
     it has none."""
     head = rest[:1]
+    if head == "[" or head.islower() or head.isdigit() or head in ("I", "W", "E", "F"):
+        logged = app_prefix(rest)
+        if logged is not None:  # an application logger's prefix before an exception line
+            peeled.stream = peeled.stream or logged.pod
+            if logged.time is not None:
+                stamp(peeled, logged.time)
+            return logged.rest
     if head in ("\x1b", "^", "\x9b"):
         # a colour before a launcher's prefix or after it (Ray's ``^[[36m(pid=N)^[[0m``, in
         # caret notation or as the escape byte): taken off here, since the prefix is

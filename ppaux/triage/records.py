@@ -150,7 +150,15 @@ class Failure:
     def error(self) -> str:
         """'RuntimeError: message', or what is known of a cut-off traceback."""
         if self.exception is None:
-            return self.said or "an exception the log does not show (the traceback is cut off)"
+            if self.said:
+                return self.said
+            if self.chain:  # cut before its own exception: the one it was raised from is read
+                cause, said = self.chain[-1]
+                said = said.split("\n", 1)[0]
+                return (
+                    f"{cause}: {said}" if said else cause
+                ) + " (then a traceback raised from it, cut before its own exception)"
+            return "an exception the log does not show (the traceback is cut off)"
         first = self.message.split("\n", 1)[0]
         return f"{self.exception}: {first}" if first else self.exception
 

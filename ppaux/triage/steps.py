@@ -430,6 +430,7 @@ def next_steps(
     host: bool = False,
     crash: bool = False,
     exited: bool = False,
+    killer: str | None = None,
 ) -> list[Step]:
     """Steps for incidents whose roots are of ``roots`` (kind, and the auxiliary-output message
     matched, if any), in the order the kinds first appear; ``no_root``: why the logs hold no
@@ -438,14 +439,15 @@ def next_steps(
     releases the root's frames fit; ``host``: a communication root's words say its host's own
     set-up failed (:func:`ppaux.triage.kinds.local_note`); ``crash``: the process that died
     (``no_root`` 'process-died') died of a crash of its own, not of the OOM killer;
-    ``exited``: it ended with an exit status of its own, an error it reported."""
+    ``exited``: it ended with an exit status of its own, an error it reported; ``killer``: a
+    runtime's or a launcher's memory limit ended it ('ray-memory-monitor', ...)."""
     steps: list[Step] = []
     done: set[str] = set()
     kinds = [kind for kind, _ in roots]
     if no_root == "network-or-other-node":
         kinds.append("communication")
     if no_root == "process-died":
-        steps += death_steps(crash, exited)
+        steps += death_steps(crash, exited, killer)
     if no_root in ("signals-only", "signals-and-nccl-warnings"):
         steps += _signal_steps()
     if no_root == "signals-and-nccl-warnings":

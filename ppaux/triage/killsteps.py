@@ -1,0 +1,86 @@
+"""Next steps for a process that a runtime's or a launcher's own memory limit ended (Ray's
+memory monitor, Slurm's cgroup, a Kubernetes container's limit): where that mechanism records
+what it killed and what sets its limit, not the kernel's OOM killer on a host of one's own."""
+
+from __future__ import annotations
+
+from ppaux.triage.stepdata import Step
+
+__all__ = ["killer_steps"]
+
+
+def killer_steps(killer: str) -> list[Step]:
+    """The steps for a process the mechanism ``killer`` ended ('ray-memory-monitor',
+    'slurm-memory', 'kubernetes-memory')."""
+    if killer == "ray-memory-monitor":
+        return _ray_steps()
+    if killer == "slurm-memory":
+        return _slurm_steps()
+    return _kubernetes_steps()
+
+
+def _ray_steps() -> list[Step]:
+    where = "the Ray cluster's head node"
+    return [
+        Step(
+            None,
+            where,
+            "Ray's memory monitor killed the workers when their node ran short of host memory: "
+            "the raylet's log names them and what they held",
+        ),
+        Step(("ray", "logs", "raylet.out"), where, "add --node-ip <the node's IP> from the line"),
+        Step(
+            None,
+            where,
+            "give the node more host memory, run fewer tasks or actors at once (their "
+            "num_cpus/memory requests), or move the kill threshold: RAY_memory_usage_threshold "
+            "(0.95 by default; RAY_memory_monitor_refresh_ms=0 turns the monitor off)",
+        ),
+    ]
+
+
+def _slurm_steps() -> list[Step]:
+    where = "a Slurm login node"
+    return [
+        Step(
+            None,
+            where,
+            "the job's tasks reached its memory limit (Slurm's cgroup), not the host's: "
+            "compare what it asked for with what it used",
+        ),
+        Step(
+            None,
+            where,
+            "sacct -j JOB --format=JobID,State,ExitCode,ReqMem,MaxRSS (JOB: the step's number "
+            "before its dot) shows both",
+        ),
+        Step(
+            None,
+            where,
+            "ask for more memory (--mem, --mem-per-gpu, --mem-per-cpu) or use less host memory "
+            "(fewer loader workers, a smaller CPU-side cache)",
+        ),
+    ]
+
+
+def _kubernetes_steps() -> list[Step]:
+    where = "a host with kubectl"
+    return [
+        Step(
+            None,
+            where,
+            "the container went past its memory limit (resources.limits.memory) and the "
+            "kubelet's OOM kill ended it (exit code 137)",
+        ),
+        Step(
+            None,
+            where,
+            "kubectl describe pod POD shows its Limits and Last State; kubectl top pod POD "
+            "--containers what it uses now",
+        ),
+        Step(
+            None,
+            where,
+            "raise the container's memory limit (and request), or use less host memory",
+        ),
+    ]

@@ -1,0 +1,184 @@
+"""A process's death as the runtime or the launcher that ran it reports it, in its own words:
+
+- sglang's launcher: ``Rank 0 scheduler is dead. Please check if there are relevant logs.``,
+  and on a line after it ``Exit code: -9`` (multiprocessing's exit code: a signal's number
+  below 0); its engine's ``Scheduler or DataParallelController 1234 terminated with -9``;
+- Ray's raylet: ``node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory
+  pressure (OOM), 0 Workers crashed due to other reasons at node (ID: ..., IP: 10.0.0.1)``:
+  Ray's memory monitor killed them, not the kernel;
+- Slurm: ``slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0``, ``srun: error:
+  <node>: task 1: Out Of Memory`` (the step's memory limit, its cgroup), ``srun: error: <node>:
+  task 1: Exited with exit code 1`` and ``... task 0: Killed`` (srun ending the step's other
+  tasks);
+- Kubernetes: ``Reason: OOMKilled`` in ``kubectl describe pod``'s container state: the
+  container went past its memory limit.
+
+Each is read where the tool writes it: at the line's start or behind a logger's prefix (``] ``),
+never as words inside a sentence about it. :func:`runtime_death` gives who died and how;
+:func:`killer` names the mechanism whose own next steps apply.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+
+__all__ = ["RUNTIME_MARKERS", "exit_code_after", "killer", "killer_hint", "runtime_death"]
+
+#: What makes a line worth reading for these deaths (added to the scanner's markers).
+RUNTIME_MARKERS: tuple[bytes, ...] = (
+    b"scheduler is dead. Please check",
+    b"Scheduler or DataParallelController ",
+    b"killed due to memory pressure",
+    b"oom_kill event",
+    b": Out Of Memory",
+    b": Exited with exit code",
+    b": Killed",
+    b"OOMKilled",
+    b"Exit code: ",
+)
+
+#: Where a tool's record begins: the line's start, or behind its logger's prefix.
+_AT = r"(?:^|(?<=\] ))"
+_SCHEDULER_DEAD = re.compile(
+    _AT + r"Rank (?P<rank>\d{1,6}) scheduler is dead\. Please check if there are relevant logs"
+)
+#: The exit code sglang's launcher logs after a dead scheduler's line.
+_EXIT_CODE = re.compile(_AT + r"Exit code: (?P<code>-?\d{1,4})\s*$")
+_TERMINATED = re.compile(
+    _AT + r"Scheduler or DataParallelController (?P<pid>\d{1,9}) terminated with "
+    r"(?P<code>-?\d{1,4})\s*$"
+)
+_RAY_OOM = re.compile(
+    r"\.cc:\d{1,6}: (?P<killed>\d{1,9}) Workers \(tasks / actors\) killed due to memory "
+    r"pressure \(OOM\), (?P<crashed>\d{1,9}) Workers crashed due to other reasons at node"
+    r"(?: \(ID: [0-9a-f]{1,64}, IP: (?P<ip>[\w.:-]{1,64})\))?"
+)
+_SLURM_OOM_EVENT = re.compile(
+    r"^slurmstepd(?:-[\w.-]{1,253})?: error: Detected (?P<count>\d{1,9}) oom_kill events? in "
+    r"(?:StepId=|step )(?P<step>\d{1,12}(?:\.\w{1,32})?)"
+)
+_SRUN_TASK = re.compile(
+    r"^srun: error: (?P<node>[\w.-]{1,253}): tasks? (?P<tasks>\d{1,7}(?:[-,]\d{1,7}){0,16}): "
+    r"(?:(?P<oom>Out Of Memory)|Exited with exit code (?P<code>\d{1,3})|(?P<killed>Killed))\s*$"
+)
+_OOMKILLED = re.compile(r"^\s{0,16}Reason:\s{1,32}OOMKilled\s*$")
+#: Lines within which sglang's ``Exit code: N`` follows the dead scheduler's line.
+_EXIT_NEAR = 4
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _code_end(code: int, by: str) -> str:
+    """How a process multiprocessing reports with exit ``code`` ended."""
+    if code < 0:
+        return f"died: killed by {_signal_name(-code)} (signal {-code}; {by})"
+    return f"died: exited with status {code} ({by})"
+
+
+def runtime_death(text: str) -> tuple[str, str] | None:
+    """(who, how) of the death a runtime's or a launcher's record in ``text`` reports
+    ('rank 0 scheduler', 'died: killed by SIGKILL (signal 9; sglang's launcher)'), or None
+    for another line."""
+    if (dead := _SCHEDULER_DEAD.search(text)) is not None:
+        who = f"rank {int(dead['rank'])} scheduler"
+        said = _EXIT_CODE.search(text.rsplit("\n", 1)[-1]) if "\n" in text else None
+        if said is not None:
+            return who, _code_end(int(said["code"]), "sglang's launcher")
+        return who, "died: the log does not give its exit code (sglang's launcher)"
+    if (ended := _TERMINATED.search(text)) is not None:
+        code = int(ended["code"])
+        if code == 0:
+            return None
+        return f"scheduler pid={int(ended['pid'])}", _code_end(code, "sglang's engine")
+    if (ray := _RAY_OOM.search(text)) is not None:
+        return _ray_death(ray)
+    if (event := _SLURM_OOM_EVENT.search(text)) is not None:
+        return (
+            f"a task of Slurm step {event['step']}",
+            "died: killed by the OOM killer inside the step's memory limit (Slurm's cgroup: "
+            f"{int(event['count'])} oom_kill event(s))",
+        )
+    if (task := _SRUN_TASK.search(text)) is not None:
+        who = f"Slurm task {task['tasks']} (on {task['node']})"
+        if task["oom"] is not None:
+            return who, "died: killed for memory (Slurm: Out Of Memory, the step's memory limit)"
+        if task["killed"] is not None:
+            return who, "was killed by srun (it ends a step's other tasks when one fails)"
+        return who, f"died: exited with status {int(task['code'])} (srun)"
+    if _OOMKILLED.search(text) is not None:
+        return (
+            "a Kubernetes container",
+            "died: killed for memory (Kubernetes OOMKilled: the container's memory limit)",
+        )
+    return None
+
+
+def _ray_death(found: re.Match[str]) -> tuple[str, str] | None:
+    killed, crashed = int(found["killed"]), int(found["crashed"])
+    node = f" on {found['ip']}" if found["ip"] else ""
+    if killed:
+        return (
+            f"{killed} Ray worker(s){node}",
+            "died: killed by Ray's memory monitor (memory pressure on its node; raylet)",
+        )
+    if crashed:
+        return f"{crashed} Ray worker(s){node}", "died: its Ray worker process ended (raylet)"
+    return None
+
+
+def exit_code_after(dead: str, number: int, text: str, line: int) -> str | None:
+    """The text of the dead scheduler's record ``dead`` (an event's, at line ``number``) with
+    sglang's ``Exit code: N`` line ``text`` (at line ``line``, just after it) joined to it;
+    None where ``text`` is no such line or ``dead`` no such record."""
+    if "\n" in dead or _SCHEDULER_DEAD.search(dead) is None:
+        return None
+    if not 0 < line - number <= _EXIT_NEAR or _EXIT_CODE.search(text) is None:
+        return None
+    return f"{dead}\n{text.strip()}"
+
+
+#: How each mechanism's deaths are worded (:func:`runtime_death`), and its name.
+_KILLERS = (
+    ("Ray's memory monitor", "ray-memory-monitor"),
+    ("Slurm", "slurm-memory"),
+    ("Kubernetes OOMKilled", "kubernetes-memory"),
+)
+
+
+def killer(how: str) -> str | None:
+    """The mechanism that ended a process that died ``how``, where it has steps of its own
+    ('ray-memory-monitor', 'slurm-memory', 'kubernetes-memory'); None for another death."""
+    if "memory" not in how:
+        return None
+    return next((name for words, name in _KILLERS if words in how), None)
+
+
+_HINTS = {
+    "ray-memory-monitor": (
+        "Ray's memory monitor killed it when its node ran short of host memory: the raylet's "
+        "log on that node (raylet.out; 'ray logs raylet.out --node-ip <ip>') names the "
+        "workers and their memory; give the node more memory or run fewer tasks at once "
+        "(RAY_memory_usage_threshold sets when the monitor kills)"
+    ),
+    "slurm-memory": (
+        "the job's memory limit (its cgroup) was reached, not the host's: 'sacct -j <job> "
+        "--format=JobID,State,ReqMem,MaxRSS' shows what it asked for and used; ask for more "
+        "(--mem, --mem-per-gpu) or use less host memory"
+    ),
+    "kubernetes-memory": (
+        "the container went past its memory limit (resources.limits.memory): 'kubectl "
+        "describe pod' and 'kubectl top pod' show the limit and the use; raise the limit or "
+        "use less host memory"
+    ),
+}
+
+
+def killer_hint(name: str) -> str:
+    """Where to look, for a process the mechanism ``name`` (:func:`killer`) ended."""
+    return _HINTS[name]
