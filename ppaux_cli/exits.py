@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 import typer
@@ -23,16 +24,21 @@ if TYPE_CHECKING:
 __all__ = ["fail", "leave", "leave_on_sigterm"]
 
 
-def fail(message: str | PpauxError | InputProblem, code: int = 2) -> NoReturn:
+def fail(
+    message: str | PpauxError | InputProblem, code: int = 2, details: Sequence[str] = ()
+) -> NoReturn:
     """Print one 'ppaux: error: ...' line on stderr and exit with ``code``. An error or a
     problem of the library is said with its suggestions in the command line's words
     (:func:`ppaux_cli.wording.cli_words`: a setting becomes its flag); every line is shown by
-    :func:`ppaux.text.shown`, so a name from a file cannot break it."""
+    :func:`ppaux.text.shown`, so a name from a file cannot break it. ``details``, where there
+    are any, follow the line, each on a line of its own under a margin of two spaces."""
     from ppaux.text import shown
     from ppaux_cli.wording import cli_words
 
     line = message if isinstance(message, str) else message.worded(cli_words)
     sys.stderr.write(f"ppaux: error: {shown(line, None)}\n")
+    for detail in details:
+        sys.stderr.write(f"  {shown(detail, None)}\n")
     raise typer.Exit(code)
 
 

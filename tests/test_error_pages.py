@@ -241,11 +241,24 @@ def test_explain_page_shows_what_explain_prints():
     ).stdout
     for part in shown.split("...\n"):
         assert part in printed, part
+    headlines = "ppaux: error: none of sglang's nine PP messages: "
     for line in re.findall(r"^ppaux: error: .*$", text, re.M):
+        if line.startswith(headlines):
+            continue  # a headline, with the lines under it: below
         value = re.search(r"(?:code|name) '([^']+)'|^ppaux: error: '([^']+)' is none", line)
         assert value is not None, line
         result = cli("explain", value.group(1) or value.group(2))
         assert result.stderr == line + "\n"
+    examples = re.findall(
+        r'^\$ ppaux explain "([^"]+)"\n(ppaux: error: .*\n(?:  .*\n)*)', text, re.M
+    )
+    assert len(examples) == 2
+    for pasted, said in examples:
+        headline, *under = said.splitlines()
+        result = cli("explain", pasted)
+        assert result.stderr.splitlines()[0] == headline
+        for part in "\n".join(under).split("(...)"):
+            assert part in result.stderr, part
 
 
 # -- the rules on each page, and the order of its fixes -----------------------------------------
@@ -412,8 +425,10 @@ def test_explain_stdin_refusals():
         "'ppaux explain - < traceback.txt'",
         " \n\n": "-: stdin is empty; pipe a message or a traceback in, as in "
         "'ppaux explain - < traceback.txt'",
+        # one headline, then the whole reading under it
         "Traceback (most recent call last):\nValueError: nope\n": "-: none of sglang's nine "
-        "PP messages is in the 2 lines read from stdin; it is a failure of another kind (not "
+        "PP messages is in the 2 lines read from stdin: it is a failure of another kind; "
+        "'ppaux triage' on the whole log names the root\n  it is a failure of another kind (not "
         "communication, memory or a shape or kernel error): 'ppaux triage' on the whole log (or "
         "'ppaux triage -' from stdin) names the root, its rank and what to do next",
         "received a non-tensor auxiliary PP output\n" + "x" * STDIN_LIMIT: "-: stdin holds "

@@ -35,7 +35,7 @@ def _compared(monkeypatch, value):  # type: ignore[no-untyped-def]
     """The message for ``value`` and the characters handed to the matcher to compare it."""
     _LENGTHS.clear()
     monkeypatch.setattr(difflib, "SequenceMatcher", _Counted)
-    return _unknown(value), sum(_LENGTHS)
+    return _unknown(value)[0], sum(_LENGTHS)
 
 
 # The comparison's work is counted, not timed: a did-you-mean that compared the whole argument
@@ -72,8 +72,8 @@ def test_no_argument_hands_the_matcher_more_than_a_bound(value):
 
 
 def test_the_hint_still_finds_a_near_miss():
-    assert "did you mean 'PP110'?" in _unknown("PP11")
-    assert "did you mean 'torch-refuses'?" in _unknown("torch-refuse")
+    assert "did you mean 'PP110'?" in _unknown("PP11")[0]
+    assert "did you mean 'torch-refuses'?" in _unknown("torch-refuse")[0]
 
 
 def test_a_bidi_override_in_a_pasted_name_is_escaped_in_json_as_in_text():

@@ -14,7 +14,10 @@ seconds (or whose times do not compare, unless they are more than a day apart:
 starts an incident of its own.
 Everything else (communication failures, watchdog and store lines, the parent's SIGQUIT) is
 collateral of the latest incident that began before it (or of the first, when it came
-earlier); a record without a time, of the latest incident before it in its own log.
+earlier); a record without a time, of the latest incident before it in its own log. A
+traceback cut before its exception whose time is more than :data:`FOLLOWS_S` from every rank
+of that incident (:func:`~ppaux.triage.runs.far_apart`) is collateral of the incident nearest
+to it in time that is not so far, else the root of an incident of its own.
 A relay (:func:`~ppaux.triage.deaths.relay`: an engine's exception saying that a worker
 failed) is collateral of the failure it relays where the log holds that one; where it quotes
 the worker's error and the log holds nothing else, it is the root, named after the worker the
@@ -34,7 +37,14 @@ from ppaux.triage.kinds import COMMUNICATION, COMMUNICATION_INIT, MEMORY, kind_o
 from ppaux.triage.records import Event, Failure, process_of
 from ppaux.triage.runs import far_apart
 
-__all__ = ["SAME_MOMENT_S", "Incident", "communication", "incidents", "seconds_between"]
+__all__ = [
+    "FOLLOWS_S",
+    "SAME_MOMENT_S",
+    "Incident",
+    "communication",
+    "incidents",
+    "seconds_between",
+]
 
 #: How a line's stream names the rank of torch's ``[rankN]:`` prefix (behind the process an
 #: envelope names: ``sglang-1, rank 3``).
@@ -47,6 +57,9 @@ _WAITING = re.compile(
 )
 #: Ranks that fail with the same error within this many seconds of the first are one incident.
 SAME_MOMENT_S = 5.0
+#: A traceback cut before its exception more than this many seconds from every rank of an
+#: incident did not follow from that incident's root (a watchdog's timeout is minutes).
+FOLLOWS_S = 3600.0
 
 
 def communication(failure: Failure) -> bool:
@@ -247,7 +260,16 @@ def incidents(
     if not found:
         return [], [f for f in rest if id(f) not in strays], sorted(events, key=_key)
     for failure in rest:
-        _owner(found, failure).collateral.append(failure)
+        owner = _owner(found, failure)
+        if failure.exception is None and _far(owner, failure):
+            # a traceback cut before its exception, at a time far from that incident's: the
+            # nearest incident in time that is not far from it, else an incident of its own
+            near = [i for i in found if not _far(i, failure)]
+            if not near:
+                found.append(Incident(failure))
+                continue
+            owner = min(near, key=lambda i: _distance(i, failure))
+        owner.collateral.append(failure)
     for incident in found:
         if relay(incident.root):
             _name_relayed(incident.root, events)
@@ -288,6 +310,32 @@ def _pp_related(failure: Failure) -> bool:
         return True
     chain = [(failure.exception, failure.message), *failure.chain]
     return any(search_message(message.split("\n", 1)[0]) for _, message in chain)
+
+
+def _window(incident: Incident) -> list[Failure]:
+    """The records of ``incident`` that have a time: its root and the ranks that failed with
+    it (what followed is judged against these, never against what followed before it)."""
+    return [f for f in incident.members if f.time is not None]
+
+
+def _far(incident: Incident, failure: Failure) -> bool:
+    """True when ``failure`` has a time and every rank of ``incident`` with one is more than
+    :data:`FOLLOWS_S` from it (:func:`~ppaux.triage.runs.far_apart`, the rule that keeps two
+    failures from being one moment; a day more where the times do not compare): it cannot
+    have followed from that incident's root."""
+    timed = _window(incident)
+    if failure.time is None or not timed:
+        return False
+    return all(far_apart(record, failure, FOLLOWS_S) for record in timed)
+
+
+def _distance(incident: Incident, failure: Failure) -> float:
+    """How far in seconds ``failure``'s time is from the nearest record of ``incident`` with a
+    time; infinite where none has one."""
+    return min(
+        (abs((record.time or 0.0) - (failure.time or 0.0)) for record in _window(incident)),
+        default=math.inf,
+    )
 
 
 def _owner(found: list[Incident], record: Failure | Event) -> Incident:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Annotated
+from dataclasses import dataclass
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -60,7 +61,7 @@ def explain(
         if "\n" in wanted:
             found = search_pasted(wanted)
             if found is None:
-                fail(_other_type(wanted, "-: ") or _nothing_in_stdin(wanted))
+                _refuse(_other_type(wanted, "-: ") or _nothing_in_stdin(wanted))
             write_text(_page(found.message.id, found.name, format), output, "the page")
             return
     else:
@@ -73,7 +74,7 @@ def explain(
     if rule is None:
         found = search_pasted(wanted)
         if found is None:
-            fail(_other_type(wanted) or _unknown(wanted))
+            _refuse(_other_type(wanted) or _unknown(wanted))
         write_text(_page(found.message.id, found.name, format), output, "the page")
         return
     if format == RulesFormat.JSON:
@@ -142,7 +143,65 @@ def _read_stdin(output: str | None) -> str:
     return text
 
 
-def _kind_hint(text: str) -> str:
+#: Where the headline says to look first, by the kind triage reads (the full next steps
+#: stand under it).
+_LOOK = {
+    "memory": "check nvidia-smi and the OOM killer (journalctl -k)",
+    "hardware": "check nvidia-smi -q and the Xid records (journalctl -k)",
+    "communication": "set NCCL_DEBUG=INFO",
+    "communication-init": "set NCCL_DEBUG=INFO",
+    "network-or-other-node": "set NCCL_DEBUG=INFO",
+    "host-setup": "set NCCL_DEBUG=INFO on this rank",
+    "shape-kernel": "set CUDA_LAUNCH_BLOCKING=1",
+}
+#: A signal's death, and where to look for what sent it.
+_SIGNAL_LOOK = (
+    ("SIGKILL", "check the OOM killer (journalctl -k)"),
+    ("SIGSEGV", "look for a core dump (coredumpctl)"),
+    ("SIGABRT", "look for a core dump (coredumpctl)"),
+    ("SIGBUS", "look for a core dump (coredumpctl)"),
+)
+#: The headline's length, 'ppaux: error: ' included, that the kind's words are cut to fit
+#: (at least :data:`_FEWEST_WORDS` of them stay).
+_HEADLINE = 200
+_FEWEST_WORDS = 32
+#: The headline of a pasted line that is none of the nine: the line itself is not quoted
+#: again (its reader pasted it), the kind and where to look follow.
+_NONE_OF_THEM = "none of sglang's nine PP messages"
+
+
+@dataclass(frozen=True)
+class _Hint:
+    """What explain says of a failure that is none of the nine: ``brief`` for the one-line
+    headline (the kind and where to look first), ``full`` for the lines under it (triage's
+    whole reading, with every command it gives)."""
+
+    brief: str
+    full: str
+    look: str = ""
+
+
+def _brief(words: str) -> str:
+    """The first clause of ``words``: up to its first parenthesis, colon or semicolon."""
+    return re.split(r" \(|: |; |, and ", words, maxsplit=1)[0]
+
+
+def _cut(words: str, most: int) -> str:
+    """``words`` in at most ``most`` characters, cut between words."""
+    if len(words) <= most:
+        return words
+    return words[: most - 3].rsplit(" ", 1)[0] + "..."
+
+
+def _look(kind: str, text: str) -> str:
+    """Where to look first for ``kind`` (a signal named in ``text`` for a death), or ''."""
+    for signal, where in _SIGNAL_LOOK:
+        if signal in text:
+            return where
+    return _LOOK.get(kind, "")
+
+
+def _kind_hint(text: str) -> _Hint | None:
     """What kind of failure ``text`` shows, when it shows one, and where to go with it."""
     from ppaux.triage import DESCRIPTIONS, death_in_text, kind_of_text, local_note, read_pasted
 
@@ -151,10 +210,16 @@ def _kind_hint(text: str) -> str:
     # (a failure of another kind is said below in the same words, with where to go next)
     reading = read_pasted(text) if several else None
     if reading is not None and reading.kind != "other":
-        return f"; 'ppaux triage -' reads it as {reading.said()}"
+        return _Hint(
+            f"triage reads it as {_brief(reading.words)}",
+            f"'ppaux triage -' reads it as {reading.said()}",
+            _look(reading.kind, text),
+        )
     death = death_in_text(text)
     if death is not None:
-        return f"; {death}"
+        # 'it reports that a process was killed by SIGKILL': the process and how
+        said = _brief(death).removeprefix("it reports that ")
+        return _Hint(said, death, _look("process-died", death))
     kind = kind_of_text(text)
     note = (
         local_note(text)
@@ -166,64 +231,100 @@ def _kind_hint(text: str) -> str:
         # first where NCCL's words point there)
         reading = reading if several else read_pasted(text)
         if reading is not None and reading.kind == "network-or-other-node":
-            return f"; 'ppaux triage -' reads it as {reading.said()}"
+            return _Hint(
+                f"triage reads it as {_brief(reading.words)}",
+                f"'ppaux triage -' reads it as {reading.said()}",
+                _look(reading.kind, text),
+            )
     if note is not None:
         what = (
             f"{DESCRIPTIONS[kind]}, a CUDA failure of this rank's own GPU, not the network's"
             if kind == "shape-kernel"
             else "a communication failure"
         )
-        return (
-            f"; it is {what}: {note}; 'ppaux triage' on the whole log (or "
-            "'ppaux triage -' from stdin) names the root and what to do next"
+        return _Hint(
+            f"it is {_brief(what)}",
+            f"it is {what}: {note}; 'ppaux triage' on the whole log (or "
+            "'ppaux triage -' from stdin) names the root and what to do next",
+            _look("host-setup", text),
         )
     if kind is None or kind == "unknown":
         # no exception line: what triage reads in the same text, where it reads a failure
         reading = reading if several else read_pasted(text)
         if reading is None:
-            return ""  # the plain refusal, which points at triage already
-        return (
-            f"; 'ppaux triage' reads it as {reading.said()}; on the whole log (or 'ppaux "
-            "triage -' from stdin) it names the root and what to do next"
+            return None  # the plain refusal, which points at triage already
+        return _Hint(
+            f"triage reads it as {_brief(reading.words)}",
+            f"'ppaux triage' reads it as {reading.said()}; on the whole log (or 'ppaux "
+            "triage -' from stdin) it names the root and what to do next",
+            _look(reading.kind, text),
         )
     if kind == "other":
-        return (
-            "; it is a failure of another kind (not communication, memory or a shape or kernel "
+        return _Hint(
+            "it is a failure of another kind",
+            "it is a failure of another kind (not communication, memory or a shape or kernel "
             "error): 'ppaux triage' on the whole log (or 'ppaux triage -' from stdin) names the "
-            "root, its rank and what to do next"
+            "root, its rank and what to do next",
         )
-    return (
-        f"; it is {DESCRIPTIONS[kind]}: 'ppaux triage' on the whole log (or 'ppaux triage -' "
-        "from stdin) names the root and what to do next"
+    return _Hint(
+        f"it is {_brief(DESCRIPTIONS[kind])}",
+        f"it is {DESCRIPTIONS[kind]}: 'ppaux triage' on the whole log (or 'ppaux triage -' "
+        "from stdin) names the root and what to do next",
+        _look(kind, text),
     )
 
 
-def _other_type(text: str, where: str = "") -> str | None:
-    """The error for the words of one of the nine messages raised as another exception type
-    than sglang's RuntimeError (as triage reads it in a log: not sglang's), or None."""
+#: How every headline that has a kind ends (the full reading stands under it).
+_TO_TRIAGE = "; 'ppaux triage' on the whole log names the root"
+
+
+#: A refusal: its one line, then the lines under it.
+_Said = tuple[str, tuple[str, ...]]
+
+
+def _refuse(said: _Said) -> NoReturn:
+    """Exit 2 with the refusal's line and the lines under it."""
+    fail(said[0], details=said[1])
+
+
+def _headline(head: str, hint: _Hint) -> _Said:
+    """One headline of about :data:`_HEADLINE` characters (``head``, the kind, where to look
+    first, the pointer to triage), with triage's whole reading under it, every command it
+    gives included."""
+    look = f"; {hint.look}" if hint.look else ""
+    room = _HEADLINE - len("ppaux: error: ") - len(head) - 2 - len(look) - len(_TO_TRIAGE)
+    line = f"{head}: {_cut(hint.brief, max(room, _FEWEST_WORDS))}{look}{_TO_TRIAGE}"
+    return line, (hint.full,)
+
+
+def _other_type(text: str, where: str = "") -> _Said | None:
+    """Fails for the words of one of the nine messages raised as another exception type
+    than sglang's RuntimeError (as triage reads it in a log: not sglang's); None where the
+    text is none of those."""
     from ppaux.sglang import raised_otherwise
 
     other = raised_otherwise(text)
     if other is None:
         return None
     raiser, found = other
-    kind = _kind_hint(text) or "; 'ppaux triage' on the whole log names the root"
-    return (
+    head = (
         f"{where}{raiser!r} raised the words of sglang's message {found.message.id!r}, which "
-        f"sglang raises as RuntimeError only: none of sglang's nine PP messages{kind}"
+        f"sglang raises as RuntimeError only: none of sglang's nine PP messages"
     )
+    hint = _kind_hint(text)
+    if hint is None:
+        return f"{head}; 'ppaux triage' on the whole log names the root", ()
+    return _headline(head, hint)
 
 
-def _nothing_in_stdin(text: str) -> str:
-    """The error for several lines from stdin that hold none of the nine messages."""
+def _nothing_in_stdin(text: str) -> _Said:
+    """The refusal of several lines from stdin that hold none of the nine messages."""
     lines = text.count("\n") + 1
-    kind = _kind_hint(text)
-    if kind:
-        return f"-: none of sglang's nine PP messages is in the {lines} lines read from stdin{kind}"
-    return (
-        f"-: none of sglang's nine PP messages is in the {lines} lines read from stdin; "
-        "'ppaux triage -' reads a whole log"
-    )
+    head = f"-: none of sglang's nine PP messages is in the {lines} lines read from stdin"
+    hint = _kind_hint(text)
+    if hint is not None:
+        return _headline(head, hint)
+    return f"{head}; 'ppaux triage -' reads a whole log", ()
 
 
 #: A value read as a rule code mistyped: letters then a digit (PP101, pp10, PP1O1), or PP and
@@ -233,8 +334,8 @@ _CODE_SHAPE = re.compile(r"[A-Za-z]{1,4}[0-9][0-9A-Za-z]{0,5}|[Pp][Pp][0-9A-Za-z
 _NAME_SHAPE = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+")
 
 
-def _unknown(wanted: str) -> str:
-    """The error for a value that is no code, name or message, with the closest of them."""
+def _unknown(wanted: str) -> _Said:
+    """The refusal of a value that is no code, name or message, with the closest of them."""
     from ppaux.report import RULES, UnknownRuleError
     from ppaux.sglang import MESSAGES, message_shape
     from ppaux_cli.closest import did_you_mean
@@ -246,27 +347,27 @@ def _unknown(wanted: str) -> str:
         templates = [m.template for m in MESSAGES]
         hint = did_you_mean(_prefix(bare, templates), templates)
         kind = _kind_hint(wanted)
-        if kind and not hint:
-            return f"{shown!r} is none of sglang's nine PP messages{kind}"
+        if kind is not None and not hint:
+            return _headline(_NONE_OF_THEM, kind)
         return (
             f"{shown!r} is none of sglang's nine PP messages; 'ppaux rules' lists the rules "
             f"that predict them{hint}"
-        )
+        ), ()
     if _NAME_SHAPE.fullmatch(wanted):
         names = [r.name for r in RULES.values()]
         hint = did_you_mean(_prefix(wanted, names), names)
-        return f"unknown rule name {shown!r}; 'ppaux rules' lists them{hint}"
+        return f"unknown rule name {shown!r}; 'ppaux rules' lists them{hint}", ()
     hint = did_you_mean(_prefix(wanted.upper(), RULES), RULES)
     if _CODE_SHAPE.fullmatch(wanted) or hint:
-        return f"{UnknownRuleError(shown)}{hint}"
+        return f"{UnknownRuleError(shown)}{hint}", ()
     # a caret line, a bracket, a word of code: text of a log, not a code mistyped
     kind = _kind_hint(wanted)
-    if kind:
-        return f"{shown!r} is none of sglang's nine PP messages{kind}"
+    if kind is not None:
+        return _headline(_NONE_OF_THEM, kind)
     return (
         f"{shown!r} is none of sglang's nine PP messages, nor a rule code or name; 'ppaux "
         "rules' lists the rules; 'ppaux triage' on the whole log names the root"
-    )
+    ), ()
 
 
 def _prefix(value: str, choices: Iterable[str]) -> str:

@@ -1,0 +1,69 @@
+"""A real final line that is none of sglang's nine messages gets one bounded headline (the
+kind, where to look first, a pointer to triage) with triage's whole reading under it, every
+command included. Lines from public reports (fixtures/logs/real/README.md); what each headline
+and the lines under it must say is written by hand."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import cli
+
+#: line, then by hand: words the headline must hold, and words of the lines under it.
+LINES = {
+    "cuda-oom": (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 79.10 GiB of which 1.06 GiB is free.",
+        ["a memory failure", "the OOM killer (journalctl -k)"],
+        "it is a memory failure (the device or host ran out of memory): 'ppaux triage' on the "
+        "whole log",
+    ),
+    "torchrun-sigkill": (
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: "
+        "0 (pid: 20327) of binary: /usr/bin/python3",
+        ["a process was killed by SIGKILL", "check the OOM killer (journalctl -k)"],
+        "look for the kernel's OOM killer on its host (dmesg, journalctl -k: 'Killed process')",
+    ),
+    "deepspeed-sigsegv": (
+        "[2023-07-10 04:26:35,999] [ERROR] [launch.py:324:sigkill_handler] ['/usr/bin/python3', "
+        "'-u', 'train.py', '--local_rank=1'] exits with return code = -11",
+        ["a process died", "look for a core dump (coredumpctl)"],
+        "killed by SIGSEGV (signal 11; DeepSpeed's launcher)",
+    ),
+    "heartbeat-monitor": (
+        "[rank1]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 1] Heartbeat monitor timed out! "
+        "Process will be terminated after dumping debug info. workMetaList_.size()=0",
+        ["triage reads it as a communication failure", "set NCCL_DEBUG=INFO"],
+        "export NCCL_DEBUG=INFO; export NCCL_DEBUG_SUBSYS=INIT,NET",
+    ),
+    "nccl-remote-exit": (
+        "RuntimeError: NCCL error: remote process exited or there was a network error",
+        ["triage reads it as a communication failure", "set NCCL_DEBUG=INFO"],
+        "the cause is on the network or another node",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINES))
+def test_the_headline_is_one_short_line_and_the_reading_stands_under_it(name):
+    line, headline_words, detail_words = LINES[name]
+    result = cli("explain", "--", line)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    first, *under = result.stderr.splitlines()
+    assert first.startswith("ppaux: error: none of sglang's nine PP messages: ")
+    assert len(first) <= 200, first
+    for words in headline_words:
+        assert words in first, first
+    assert first.endswith("; 'ppaux triage' on the whole log names the root")
+    # the commands and the full hints are not on the headline: they stand under it
+    assert "next steps triage gives it" not in first
+    assert under and all(u.startswith("  ") for u in under)
+    assert detail_words in " ".join(" ".join(under).split())
+
+
+def test_every_format_gives_the_same_refusal():
+    line = LINES["cuda-oom"][0]
+    said = {form: cli("explain", "--format", form, "--", line) for form in ("text", "json")}
+    said["markdown"] = cli("explain", "--format", "markdown", "--", line)
+    assert {r.exit_code for r in said.values()} == {2}
+    assert len({r.stderr for r in said.values()}) == 1
