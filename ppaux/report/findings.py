@@ -60,6 +60,10 @@ class Rule:
     #: True when the finding means "could not check" (no verdict was possible); ``--strict``
     #: turns such findings into errors so that a CI gate never passes on them.
     inconclusive: bool = False
+    #: True when the finding says the check itself did not run to its end or checked nothing
+    #: (the target ended, hung, or produced nothing to check): ``--select`` and ``--ignore``
+    #: never drop it, so a narrowed selection cannot pass a check that checked nothing.
+    always_reported: bool = False
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,7 @@ def rule_json(rule: Rule) -> dict[str, Any]:
         "example": rule.example or None,
         "sglang_error": rule.sglang_error,
         "inconclusive": rule.inconclusive,
+        "always_reported": rule.always_reported,
     }
 
 
@@ -135,6 +136,8 @@ def rule_markdown(rule: Rule, level: int = 2, *, anchor: bool = True) -> str:
     facts = f"**{rule.severity.value}** · area {rule.area or '-'}"
     if rule.inconclusive:
         facts += ' · "could not check" (fails the gate with `--strict`)'
+    if rule.always_reported:
+        facts += " · always reported (`--select` and `--ignore` never drop it)"
     title = f"{heading} {rule.code} {rule.name}"
     if anchor:
         title += f" {{ #{rule.code.lower()} }}"
