@@ -101,18 +101,24 @@ def _import_file(target: str, path: str) -> Any:
         raise TargetError(target, f"no such file {path!r}")
     if not os.path.isfile(path):
         raise TargetError(target, f"{path!r} is not a file")
-    name = "_ppaux_target_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
+    # The file's directory goes at the end of the path, so that it can import its neighbours
+    # but never shadows the standard library or ppaux (a neighbour json.py or html.py is not
+    # what 'import json' finds).
+    directory = os.path.dirname(os.path.abspath(path))
+    if directory not in sys.path:
+        sys.path.append(directory)
+    # One module per file: a file already run (the target's own, given again to --outputs,
+    # or one a neighbour imported) is not run a second time under another name.
+    loaded = _module_of_file(path)
+    if loaded is not None:
+        return loaded
+    name = _module_name(path)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise TargetError(target, f"{path!r} cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
-    # The file's directory goes at the end of the path, so that it can import its neighbours
-    # but never shadows the standard library or ppaux (a neighbour json.py or html.py is not
-    # what 'import json' finds); registered so that dataclasses and pickle find it.
-    directory = os.path.dirname(os.path.abspath(path))
+    # Registered so that dataclasses and pickle find it.
     sys.modules[name] = module
-    if directory not in sys.path:
-        sys.path.append(directory)
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
@@ -128,6 +134,38 @@ def _import_file(target: str, path: str) -> Any:
             target, f"running {path!r} raised {_first_line(exc)}{_where(exc)}"
         ) from None
     return module
+
+
+def _same_file(a: str | None, b: str) -> bool:
+    try:
+        return a is not None and os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def _module_of_file(path: str) -> Any:
+    """The module in ``sys.modules`` that ran ``path``, if one did."""
+    for module in list(sys.modules.values()):
+        if _same_file(getattr(module, "__file__", None), path):
+            return module
+    return None
+
+
+def _module_name(path: str) -> str:
+    """The name ``path`` runs under: the one ``import`` finds it by, so that a neighbour that
+    imports it later gets this module; else a name of ppaux's own (a file that ``import``
+    would not find, or whose name is another module's, such as a neighbour ``json.py``)."""
+    import importlib.machinery
+
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if stem.isidentifier() and stem not in sys.modules:
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(stem)
+        except (ImportError, ValueError, OSError):
+            spec = None
+        if spec is not None and _same_file(spec.origin, path):
+            return stem
+    return "_ppaux_target_" + stem.replace("-", "_")
 
 
 def _cwd_hint(missing: str) -> str:
