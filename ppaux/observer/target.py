@@ -279,7 +279,9 @@ def _origin(value: Any) -> str | None:
     subject = value if inspect.isclass(value) or inspect.isroutine(value) else type(value)
     try:
         return inspect.getsourcefile(subject)
-    except TypeError:
+    except (TypeError, OSError):  # a class of __main__ under python -c, or of a notebook
+        return None
+    except INTERRUPTS.failures:  # a metaclass or descriptor of the target's that raises
         return None
 
 
