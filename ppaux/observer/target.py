@@ -14,7 +14,7 @@ import inspect
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -349,15 +349,21 @@ def observer_from(value: Any, target: str, *, rank0_only: bool = False) -> Loade
 MAX_OUTPUTS = 1000
 
 
-def load_outputs(target: str) -> list[Any]:
+def load_outputs(target: str) -> Iterator[Any]:
     """The auxiliary outputs named by ``--outputs module:attr``: a zero-argument callable
-    returning one output or an iterable of them. Raises :class:`TargetError`."""
+    returning one output or an iterable of them. Raises :class:`TargetError`.
+
+    They come one at a time, as the steps take them: a generator makes each output only when
+    its step runs, so memory holds one output, not all of them. The first is read here (no
+    outputs at all raises here); a later item that is not an output, an iterable that raises
+    part way or one that yields more than :data:`MAX_OUTPUTS` raises as the steps reach it.
+    """
     value = load_object(target)
     if not callable(value):
         raise TargetError(target, f"is {_a_type(value)}, not a zero-argument callable")
     produced = _call(target, value, f"{getattr(value, '__qualname__', target)}")
     if hasattr(produced, "copy_to_host"):
-        return [produced]
+        return iter([produced])
     try:
         iterator = iter(produced)
     except TypeError:
@@ -366,25 +372,43 @@ def load_outputs(target: str) -> list[Any]:
             f"returned {_a_type(produced)}: neither an auxiliary output (no "
             "copy_to_host) nor an iterable of them",
         ) from None
-    import itertools
+    first = _next_output(target, iterator, 0)
+    if first is _NO_MORE:
+        raise TargetError(target, "returned no outputs")
+    return _streamed(target, first, iterator)
 
+
+#: What :func:`_next_output` returns once the iterable is exhausted.
+_NO_MORE = object()
+
+
+def _streamed(target: str, first: Any, iterator: Iterator[Any]) -> Iterator[Any]:
+    """``first``, then each further output of ``iterator`` as it is asked for, counted."""
+    yield first
+    index = 1
+    while (output := _next_output(target, iterator, index)) is not _NO_MORE:
+        yield output
+        index += 1
+
+
+def _next_output(target: str, iterator: Iterator[Any], index: int) -> Any:
+    """Item ``index`` of the target's iterable, checked; :data:`_NO_MORE` past its end."""
     try:
-        # Bounded: an endless generator would otherwise fill memory before any step runs.
-        outputs = list(itertools.islice(iterator, MAX_OUTPUTS + 1))
+        output = next(iterator)
+    except StopIteration:
+        return _NO_MORE
     except INTERRUPTS.failures as exc:  # a generator of the target's that fails part way
         raise TargetError(
             target, f"iterating what it returned raised {_first_line(exc)}{_where(exc)}"
         ) from None
-    if not outputs:
-        raise TargetError(target, "returned no outputs")
-    if len(outputs) > MAX_OUTPUTS:
+    if index >= MAX_OUTPUTS:
+        # Bounded: an endless generator would otherwise run for ever.
         raise TargetError(
             target, f"yields more than {MAX_OUTPUTS} outputs (an endless generator?); give fewer"
         )
-    for index, output in enumerate(outputs):
-        if output is not None and not hasattr(output, "copy_to_host"):
-            raise TargetError(
-                target,
-                f"item {index} is {_a_type(output)}, not an auxiliary output (no copy_to_host)",
-            )
-    return outputs
+    if output is not None and not hasattr(output, "copy_to_host"):
+        raise TargetError(
+            target,
+            f"item {index} is {_a_type(output)}, not an auxiliary output (no copy_to_host)",
+        )
+    return output
