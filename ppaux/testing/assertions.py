@@ -136,16 +136,27 @@ def _in_hand_failure(observer: Any, exc: Exception, options: dict[str, Any]) -> 
     the observer's own code (PP710, at its line), or in ppaux's after the observer's code ran
     in this process and changed what ppaux uses (PP715)."""
     import os
+    import sysconfig
     import traceback
 
     from ppaux.report import Report, finding
 
     name = _name_of(observer)
-    frames = traceback.extract_tb(exc.__traceback__)
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    last = frames[-1] if frames else None
-    line = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
-    if last is not None and not os.path.abspath(last.filename).startswith(package + os.sep):
+    # The deepest frame of the observer's own code: outside ppaux and the installed libraries.
+    libraries = {sysconfig.get_path(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    libraries.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    own = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not any(os.path.abspath(frame.filename).startswith(p + os.sep) for p in libraries if p)
+    ]
+    last = own[-1] if own else None
+    try:
+        text = str(exc).splitlines()[0] if str(exc) else ""
+    except Exception:  # an exception whose own __str__ raises
+        text = ""
+    line = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    if last is not None:
         found = finding(
             "PP710",
             name,
