@@ -70,6 +70,33 @@ def test_selection_by_code_and_prefix(select, ignore, kept):
     assert sorted(f.code for f in Selection(select, ignore).apply(report).findings) == kept
 
 
+@pytest.mark.parametrize(
+    "select, ignore",
+    [(("PP711", "PP712"), ()), ((), ("PP715", "PP714")), (("PP1",), ("PP7",)), ((), ("PP",))],
+)
+def test_a_check_that_stopped_or_checked_nothing_is_never_selected_away(select, ignore):
+    # PP714 (nothing was checked) and PP715 (the target ended) say the check is incomplete.
+    report = Report("check-observer", findings=[_f("PP711"), _f("PP714"), _f("PP715")])
+    kept = sorted(f.code for f in Selection(select, ignore).apply(report).findings)
+    assert kept[-2:] == ["PP714", "PP715"]
+    assert {code for code, rule in RULES.items() if rule.always_reported} == {"PP714", "PP715"}
+
+
+@pytest.mark.torch
+def test_cli_narrowed_gate_fails_on_a_target_that_exits_at_once(tmp_path):
+    file = tmp_path / "quits.py"
+    good = (REPO / "fixtures" / "observers" / "entropy_good.py").read_text(encoding="utf-8")
+    marker = "def after_sample(self"
+    head, _, tail = good.partition(marker)
+    signature, _, body = tail.partition("\n")
+    file.write_text(f"{head}{marker}{signature}\n        import os\n        os._exit(0)\n{body}")
+    target = f"{file}:EntropyObserver"
+    for narrowing in (["--select", "PP711,PP712", "--strict"], ["--ignore", "PP715"]):
+        result = cli("check-observer", target, "--steps", "1", "-f", "json", *narrowing)
+        assert result.exit_code == 1, result.output
+        assert _codes(result) == ["PP715"]
+
+
 def test_parse_codes_normalises_and_refuses_unknown_patterns():
     assert parse_codes(["pp101, PP2", "PP101"], RULES) == ("PP101", "PP2")
     with pytest.raises(UnknownCodeError) as info:

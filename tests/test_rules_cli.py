@@ -104,6 +104,7 @@ def test_rules_json_document():
         "example": rule.example or None,
         "sglang_error": rule.sglang_error,
         "inconclusive": rule.inconclusive,
+        "always_reported": rule.always_reported,
     }
 
 

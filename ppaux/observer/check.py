@@ -14,7 +14,7 @@ judges its records the same way. Loading this module imports no torch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -387,7 +387,7 @@ def _location(where: Any) -> dict[str, Any] | None:
 def check_loaded(
     loaded: LoadedObserver,
     options: ObserverOptions,
-    outputs: Sequence[Any] | None = None,
+    outputs: Iterable[Any] | None = None,
     *,
     wire: Any = None,
     limits: Limits = Limits(),

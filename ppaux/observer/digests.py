@@ -206,7 +206,9 @@ def _host_piece(torch: Any, piece: Any) -> tuple[Any, bool]:
         return flat, owned
     if not owned:
         values = values.clone()
-    canonical = torch.full((1,), float("nan"), dtype=values.dtype).view(ints)
+    # On the values' device by name, whatever default device the target set.
+    canonical = torch.full((1,), float("nan"), dtype=values.dtype, device=values.device)
+    canonical = canonical.view(ints)
     values.view(ints).masked_fill_(mask, canonical[0])
     return values, True
 

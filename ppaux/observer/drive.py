@@ -94,8 +94,11 @@ def synthetic_logits(batch_size: int, vocab_size: int, step: int, device: Any) -
     """Logits ``(batch_size, vocab_size)`` float32, the same for the same arguments on any run."""
     import torch
 
-    generator = torch.Generator().manual_seed(1000 * batch_size + step)
-    logits = torch.randn(batch_size, vocab_size, generator=generator, dtype=torch.float32)
+    # Made on the CPU by name: the target may have set torch's default device (meta, cuda).
+    generator = torch.Generator(device="cpu").manual_seed(1000 * batch_size + step)
+    logits = torch.randn(
+        batch_size, vocab_size, generator=generator, dtype=torch.float32, device="cpu"
+    )
     return logits.to(device)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ppaux.observer.compare import record, records
@@ -212,7 +212,7 @@ class _Checks:
                     }
                 )
 
-    def given(self, outputs: Sequence[Any]) -> None:
+    def given(self, outputs: Iterable[Any]) -> None:
         import torch
 
         rank0 = self.rank0(self.options.batch_sizes[0])
@@ -438,7 +438,7 @@ def run_checks(
     info: Any,
     device: Any,
     sglang_parts: bool,
-    outputs: Sequence[Any] | None,
+    outputs: Iterable[Any] | None,
     emit: Emit,
 ) -> None:
     """Drive ``loaded`` (or send ``outputs``) and ``emit`` every record, from 'start' to

@@ -14,7 +14,7 @@ import inspect
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,18 +101,24 @@ def _import_file(target: str, path: str) -> Any:
         raise TargetError(target, f"no such file {path!r}")
     if not os.path.isfile(path):
         raise TargetError(target, f"{path!r} is not a file")
-    name = "_ppaux_target_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
+    # The file's directory goes at the end of the path, so that it can import its neighbours
+    # but never shadows the standard library or ppaux (a neighbour json.py or html.py is not
+    # what 'import json' finds).
+    directory = os.path.dirname(os.path.abspath(path))
+    if directory not in sys.path:
+        sys.path.append(directory)
+    # One module per file: a file already run (the target's own, given again to --outputs,
+    # or one a neighbour imported) is not run a second time under another name.
+    loaded = _module_of_file(path)
+    if loaded is not None:
+        return loaded
+    name = _module_name(path)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise TargetError(target, f"{path!r} cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
-    # The file's directory goes at the end of the path, so that it can import its neighbours
-    # but never shadows the standard library or ppaux (a neighbour json.py or html.py is not
-    # what 'import json' finds); registered so that dataclasses and pickle find it.
-    directory = os.path.dirname(os.path.abspath(path))
+    # Registered so that dataclasses and pickle find it.
     sys.modules[name] = module
-    if directory not in sys.path:
-        sys.path.append(directory)
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
@@ -128,6 +134,38 @@ def _import_file(target: str, path: str) -> Any:
             target, f"running {path!r} raised {_first_line(exc)}{_where(exc)}"
         ) from None
     return module
+
+
+def _same_file(a: str | None, b: str) -> bool:
+    try:
+        return a is not None and os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def _module_of_file(path: str) -> Any:
+    """The module in ``sys.modules`` that ran ``path``, if one did."""
+    for module in list(sys.modules.values()):
+        if _same_file(getattr(module, "__file__", None), path):
+            return module
+    return None
+
+
+def _module_name(path: str) -> str:
+    """The name ``path`` runs under: the one ``import`` finds it by, so that a neighbour that
+    imports it later gets this module; else a name of ppaux's own (a file that ``import``
+    would not find, or whose name is another module's, such as a neighbour ``json.py``)."""
+    import importlib.machinery
+
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if stem.isidentifier() and stem not in sys.modules:
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(stem)
+        except (ImportError, ValueError, OSError):
+            spec = None
+        if spec is not None and _same_file(spec.origin, path):
+            return stem
+    return "_ppaux_target_" + stem.replace("-", "_")
 
 
 def _cwd_hint(missing: str) -> str:
@@ -252,7 +290,9 @@ def _origin(value: Any) -> str | None:
     subject = value if inspect.isclass(value) or inspect.isroutine(value) else type(value)
     try:
         return inspect.getsourcefile(subject)
-    except TypeError:
+    except (TypeError, OSError):  # a class of __main__ under python -c, or of a notebook
+        return None
+    except INTERRUPTS.failures:  # a metaclass or descriptor of the target's that raises
         return None
 
 
@@ -320,15 +360,21 @@ def observer_from(value: Any, target: str, *, rank0_only: bool = False) -> Loade
 MAX_OUTPUTS = 1000
 
 
-def load_outputs(target: str) -> list[Any]:
+def load_outputs(target: str) -> Iterator[Any]:
     """The auxiliary outputs named by ``--outputs module:attr``: a zero-argument callable
-    returning one output or an iterable of them. Raises :class:`TargetError`."""
+    returning one output or an iterable of them. Raises :class:`TargetError`.
+
+    They come one at a time, as the steps take them: a generator makes each output only when
+    its step runs, so memory holds one output, not all of them. The first is read here (no
+    outputs at all raises here); a later item that is not an output, an iterable that raises
+    part way or one that yields more than :data:`MAX_OUTPUTS` raises as the steps reach it.
+    """
     value = load_object(target)
     if not callable(value):
         raise TargetError(target, f"is {_a_type(value)}, not a zero-argument callable")
     produced = _call(target, value, f"{getattr(value, '__qualname__', target)}")
     if hasattr(produced, "copy_to_host"):
-        return [produced]
+        return iter([produced])
     try:
         iterator = iter(produced)
     except TypeError:
@@ -337,25 +383,43 @@ def load_outputs(target: str) -> list[Any]:
             f"returned {_a_type(produced)}: neither an auxiliary output (no "
             "copy_to_host) nor an iterable of them",
         ) from None
-    import itertools
+    first = _next_output(target, iterator, 0)
+    if first is _NO_MORE:
+        raise TargetError(target, "returned no outputs")
+    return _streamed(target, first, iterator)
 
+
+#: What :func:`_next_output` returns once the iterable is exhausted.
+_NO_MORE = object()
+
+
+def _streamed(target: str, first: Any, iterator: Iterator[Any]) -> Iterator[Any]:
+    """``first``, then each further output of ``iterator`` as it is asked for, counted."""
+    yield first
+    index = 1
+    while (output := _next_output(target, iterator, index)) is not _NO_MORE:
+        yield output
+        index += 1
+
+
+def _next_output(target: str, iterator: Iterator[Any], index: int) -> Any:
+    """Item ``index`` of the target's iterable, checked; :data:`_NO_MORE` past its end."""
     try:
-        # Bounded: an endless generator would otherwise fill memory before any step runs.
-        outputs = list(itertools.islice(iterator, MAX_OUTPUTS + 1))
+        output = next(iterator)
+    except StopIteration:
+        return _NO_MORE
     except INTERRUPTS.failures as exc:  # a generator of the target's that fails part way
         raise TargetError(
             target, f"iterating what it returned raised {_first_line(exc)}{_where(exc)}"
         ) from None
-    if not outputs:
-        raise TargetError(target, "returned no outputs")
-    if len(outputs) > MAX_OUTPUTS:
+    if index >= MAX_OUTPUTS:
+        # Bounded: an endless generator would otherwise run for ever.
         raise TargetError(
             target, f"yields more than {MAX_OUTPUTS} outputs (an endless generator?); give fewer"
         )
-    for index, output in enumerate(outputs):
-        if output is not None and not hasattr(output, "copy_to_host"):
-            raise TargetError(
-                target,
-                f"item {index} is {_a_type(output)}, not an auxiliary output (no copy_to_host)",
-            )
-    return outputs
+    if output is not None and not hasattr(output, "copy_to_host"):
+        raise TargetError(
+            target,
+            f"item {index} is {_a_type(output)}, not an auxiliary output (no copy_to_host)",
+        )
+    return output

@@ -99,14 +99,15 @@ class Channel:
         self._group(tensor).recv([tensor], self.peer, 0).wait()
 
     def send_bytes(self, data: bytes) -> None:
-        self.send_tensor(torch.tensor([len(data)], dtype=torch.long))
+        # Every tensor made here names the CPU: the caller may have set another default device.
+        self.send_tensor(torch.tensor([len(data)], dtype=torch.long, device="cpu"))
         # bytearray: torch.frombuffer wants a writable buffer to share without warning.
         self.send_tensor(torch.frombuffer(bytearray(data), dtype=torch.uint8))
 
     def recv_bytes(self) -> bytes:
-        size = torch.empty(1, dtype=torch.long)
+        size = torch.empty(1, dtype=torch.long, device="cpu")
         self.recv_tensor(size)
-        data = torch.empty(int(size.item()), dtype=torch.uint8)
+        data = torch.empty(int(size.item()), dtype=torch.uint8, device="cpu")
         self.recv_tensor(data)
         # ctypes rather than .numpy(): numpy is not a dependency.
         return ctypes.string_at(data.data_ptr(), data.numel())

@@ -339,7 +339,7 @@ class Materializer:
         flat = (
             torch.frombuffer(buffer, dtype=torch.uint8)
             if nbytes
-            else torch.empty(0, dtype=torch.uint8)
+            else torch.empty(0, dtype=torch.uint8, device="cpu")
         )
         itemsize = DTYPE_ITEMSIZE.get(storage.dtype, 1)
         if byteorder != sys.byteorder and itemsize > 1 and nbytes:
@@ -474,7 +474,7 @@ def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def _itemsize(dtype: torch.dtype) -> int:
     # dtype.itemsize is torch 2.1+; element_size() works everywhere.
-    return torch.empty((), dtype=dtype).element_size()
+    return torch.empty((), dtype=dtype, device="cpu").element_size()
 
 
 def _first_line(exc: BaseException) -> str:

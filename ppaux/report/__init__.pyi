@@ -26,6 +26,7 @@ from .formats.error_page import error_page_json as error_page_json
 from .formats.error_page import error_page_markdown as error_page_markdown
 from .formats.error_page import error_page_text as error_page_text
 from .formats.github import step_summary as step_summary
+from .formats.passthrough import LinePrefix as LinePrefix
 from .formats.rule_text import render_rule as render_rule
 from .formats.rules import RulesFormat as RulesFormat
 from .formats.rules import markdown_code as markdown_code

@@ -63,6 +63,10 @@ class Rule:
     #: The fix of each kind a finding of this rule names in ``extra.kind``, as (kind, fix)
     #: pairs: a finding of a kind listed here carries that fix; ``fix`` covers every kind.
     kind_fixes: tuple[tuple[str, str], ...] = ()
+    #: True when the finding says the check itself did not run to its end or checked nothing
+    #: (the target ended, hung, or produced nothing to check): ``--select`` and ``--ignore``
+    #: never drop it, so a narrowed selection cannot pass a check that checked nothing.
+    always_reported: bool = False
 
     def fix_for(self, kind: object) -> str:
         """The fix for a finding of ``kind`` (its ``extra.kind``): the kind's own, else ``fix``."""

@@ -73,8 +73,16 @@ class Selection:
         return selected >= 0 and selected > ignored
 
     def apply(self, report: Report) -> Report:
-        """A copy of ``report`` keeping only the findings this selection includes."""
+        """A copy of ``report`` keeping only the findings this selection includes, and every
+        finding whose rule is ``always_reported``."""
         if not self.select and not self.ignore and not self.extend:
             return report
-        kept = [f for f in report.findings if self.includes(f.code)]
+        from ppaux.report.catalogue import RULES
+
+        # A finding that says the check checked nothing (or stopped early) is never dropped.
+        kept = [
+            f
+            for f in report.findings
+            if self.includes(f.code) or (f.code in RULES and RULES[f.code].always_reported)
+        ]
         return dataclasses.replace(report, findings=kept)

@@ -19,7 +19,7 @@ asks for it). Imports torch when called.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from ppaux.limits import Limits
@@ -96,28 +96,92 @@ def pp_safety_report(
         timeout_s=timeout_s,
     )
     bounds = Limits() if limits is None else limits
-    if isinstance(observer, str) and outputs is None:
+    by_name = issubclass(type(observer), str)  # isinstance would read a __class__ property
+    if by_name and outputs is None:
         # A target by name runs in a child process of its own, as with check-observer.
-        return check_observer(observer, options, limits=bounds)
-    if isinstance(observer, str):
+        return check_observer(cast(str, observer), options, limits=bounds)
+    if by_name:
         from ppaux.observer import load_observer
 
-        loaded = load_observer(observer, rank0_only=True)
+        loaded = load_observer(cast(str, observer), rank0_only=True)
     else:
-        name = getattr(observer, "__qualname__", None) or type(observer).__qualname__
+        name = _name_of(observer)
         loaded = observer_from(observer, name, rank0_only=outputs is not None)
     # An object in hand runs here; its records are judged as the child's are.
     given = list(outputs()) if callable(outputs) else outputs
     return check_loaded(loaded, options, given, limits=bounds)
 
 
+def _name_of(observer: object) -> str:
+    """The observer's name for the report: its ``__qualname__``, or its class's, read without
+    trusting either (a ``__class__`` property or a metaclass may raise on it)."""
+    if issubclass(type(observer), str):
+        return str(observer)
+    for subject in (observer, type(observer)):
+        try:
+            name = (
+                type.__getattribute__(subject, "__qualname__")
+                if isinstance(subject, type)
+                else getattr(subject, "__qualname__", None)
+            )
+        except Exception:  # the observer's own attribute code raised
+            continue
+        if isinstance(name, str) and name:
+            return name
+    return "<observer>"
+
+
+def _in_hand_failure(observer: object, exc: Exception, options: dict[str, Any]) -> str:
+    """The failure message for an exception out of a check of an observer in hand: raised in
+    the observer's own code (PP710, at its line), or in ppaux's after the observer's code ran
+    in this process and changed what ppaux uses (PP715)."""
+    import os
+    import sysconfig
+    import traceback
+
+    from ppaux.report import Report, finding
+
+    name = _name_of(observer)
+    # The deepest frame of the observer's own code: outside ppaux and the installed libraries.
+    libraries = {sysconfig.get_path(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    libraries.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    own = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not any(os.path.abspath(frame.filename).startswith(p + os.sep) for p in libraries if p)
+    ]
+    last = own[-1] if own else None
+    try:
+        text = str(exc).splitlines()[0] if str(exc) else ""
+    except Exception:  # an exception whose own __str__ raises
+        text = ""
+    line = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    if last is not None:
+        found = finding(
+            "PP710",
+            name,
+            f"its code raised {line} while ppaux read the observer it was given",
+            location={"file": last.filename, "line": last.lineno or 1, "function": last.name},
+        )
+    else:
+        found = finding(
+            "PP715",
+            name,
+            f"ppaux's check raised {line} in this process after the observer's code ran here: "
+            "the observer changed something the check uses (a builtin, json, torch); give it "
+            "by name ('module:attr') to check it in a process of its own",
+        )
+    report = Report("check-observer", findings=[found], data={"observer": {"target": name}})
+    return _describe(report, [found], options)
+
+
 def _exited(observer: object, exc: SystemExit) -> AssertionError:
     """sys.exit() in the observer's code, where no driven method reports it, as a failure of
     the test rather than the end of the test run."""
-    name = observer if isinstance(observer, str) else getattr(observer, "__qualname__", None)
+    name = _name_of(observer)
     code = "" if exc.code is None else f": {exc.code}"
     return AssertionError(
-        f"sampling observer {name or type(observer).__qualname__} is not PP-safe: its code "
+        f"sampling observer {name} is not PP-safe: its code "
         f"raised SystemExit{code} while ppaux checked it (sys.exit() ends the process it runs "
         "in: in sglang, the scheduler)"
     )
@@ -205,6 +269,11 @@ def assert_pp_safe(
         # ppaux never exits: the observer's own sys.exit() (or its outputs factory's), outside
         # the methods that the check reports one by one, must not end the test run.
         raise _exited(observer, exc) from None
+    except Exception as exc:  # turned into the test's failure below
+        if issubclass(type(observer), str) and outputs is None:
+            raise  # checked in a process of its own: nothing of the target's ran here
+        options = {"transport": transport, "impl": impl, "sender": sender}
+        raise AssertionError(_in_hand_failure(observer, exc, options)) from None
     if strict:
         from ppaux.report import Gate
 

@@ -22,6 +22,8 @@ from ppaux_cli.report_options import ReportOptions, report_options
 from ppaux_cli.wording import setting_line
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ppaux.limits import Limits
     from ppaux.observer import ObserverOptions
     from ppaux.report import Report
@@ -194,7 +196,7 @@ def check_observer(
     )
     options = _output_apart(options, target, outputs)
     before = output_identity(options.output)
-    report = _checked(target, settings, outputs, limits, options.output)
+    report = _checked(target, settings, outputs, limits, options.output, _output_shower(options))
     refuse_changed_output(options.output, before)
     emit(report, options)
 
@@ -227,7 +229,12 @@ def _output_apart(options: ReportOptions, target: str, outputs: str | None) -> R
 
 
 def _checked(
-    target: str, settings: ObserverOptions, outputs: str | None, limits: Limits, output: str | None
+    target: str,
+    settings: ObserverOptions,
+    outputs: str | None,
+    limits: Limits,
+    output: str | None,
+    on_output: Callable[[bytes], None],
 ) -> Report:
     """The library's check; a target or a setting that cannot be used (a report file that is
     a module the target imported among them) is an exit 2 line."""
@@ -238,7 +245,7 @@ def _checked(
             target,
             settings,
             outputs=outputs,
-            on_output=_show_output,
+            on_output=on_output,
             limits=limits,
             report_path=None if output in (None, "-") else output,
         )
@@ -246,6 +253,18 @@ def _checked(
         fail(f"{exc.target}: {exc.reason}")
     except ObserverConfigError as exc:
         fail(setting_line(exc))
+
+
+def _output_shower(options: ReportOptions) -> Callable[[bytes], None]:
+    """How the target's output is shown: as it is, or under ``-f github`` with each line after
+    ``target: `` (the runner reads workflow commands on stderr too, and the target's must not
+    switch off or forge the report's annotations)."""
+    from ppaux.report import Format, LinePrefix
+
+    if options.format is not Format.GITHUB:
+        return _show_output
+    prefixed = LinePrefix()
+    return lambda data: _show_output(prefixed(data))
 
 
 def _show_output(data: bytes) -> None:

@@ -310,6 +310,7 @@ RULES = (
         example="the observer produced no auxiliary output in any step",
         area="observer",
         inconclusive=True,
+        always_reported=True,
     ),
     Rule(
         code="PP715",
@@ -346,6 +347,7 @@ RULES = (
         "the child did.",
         example="the target's process was killed by signal SIGKILL before it sent every record",
         area="observer",
+        always_reported=True,
     ),
     Rule(
         code="PP716",

@@ -28,6 +28,8 @@ def render_rule(rule: Rule, width: int = 80) -> str:
                 'A "could not check" finding: with --strict it is an error and fails the gate.', ""
             )
         )
+    if rule.always_reported:
+        parts.append(wrapped("Always reported: --select and --ignore never drop it.", ""))
     parts += ["", "What it means:", wrapped(rule.explanation), ""]
     parts += ["Likely causes:"]
     parts += [wrapped(cause, "  - ", "    ") for cause in rule.causes]

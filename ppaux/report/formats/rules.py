@@ -63,6 +63,7 @@ def rule_json(rule: Rule) -> dict[str, Any]:
         "sglang_error": rule.sglang_error,
         "inconclusive": rule.inconclusive,
         **({"kind_fixes": dict(rule.kind_fixes)} if rule.kind_fixes else {}),
+        "always_reported": rule.always_reported,
     }
 
 
@@ -136,6 +137,8 @@ def rule_markdown(rule: Rule, level: int = 2, *, anchor: bool = True) -> str:
     facts = f"**{rule.severity.value}** · area {rule.area or '-'}"
     if rule.inconclusive:
         facts += ' · "could not check" (fails the gate with `--strict`)'
+    if rule.always_reported:
+        facts += " · always reported (`--select` and `--ignore` never drop it)"
     title = f"{heading} {rule.code} {rule.name}"
     if anchor:
         title += f" {{ #{rule.code.lower()} }}"
