@@ -11,6 +11,8 @@ from .lineshapes import Envelope as Envelope
 from .lineshapes import Launcher as Launcher
 from .pasted import PastedReading as PastedReading
 from .pasted import read_pasted as read_pasted
+from .pastedhints import PastedHint as PastedHint
+from .pastedhints import pasted_hint as pasted_hint
 from .reading import LogReading as LogReading
 from .reading import read_log as read_log
 from .records import Event as Event

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -18,6 +17,9 @@ from ppaux_cli.exits import fail
 from ppaux_cli.options import OutputOption
 from ppaux_cli.output import STDIO, text_width, waiting_on_stdin, write_text
 from ppaux_cli.report_options import complete_codes
+
+if TYPE_CHECKING:
+    from ppaux.triage import PastedHint
 
 __all__ = ["STDIN_LIMIT", "explain"]
 
@@ -143,24 +145,6 @@ def _read_stdin(output: str | None) -> str:
     return text
 
 
-#: Where the headline says to look first, by the kind triage reads (the full next steps
-#: stand under it).
-_LOOK = {
-    "memory": "check nvidia-smi and the OOM killer (journalctl -k)",
-    "hardware": "check nvidia-smi -q and the Xid records (journalctl -k)",
-    "communication": "set NCCL_DEBUG=INFO",
-    "communication-init": "set NCCL_DEBUG=INFO",
-    "network-or-other-node": "set NCCL_DEBUG=INFO",
-    "host-setup": "set NCCL_DEBUG=INFO on this rank",
-    "shape-kernel": "set CUDA_LAUNCH_BLOCKING=1",
-}
-#: A signal's death, and where to look for what sent it.
-_SIGNAL_LOOK = (
-    ("SIGKILL", "check the OOM killer (journalctl -k)"),
-    ("SIGSEGV", "look for a core dump (coredumpctl)"),
-    ("SIGABRT", "look for a core dump (coredumpctl)"),
-    ("SIGBUS", "look for a core dump (coredumpctl)"),
-)
 #: The headline's length, 'ppaux: error: ' included, that the kind's words are cut to fit
 #: (at least :data:`_FEWEST_WORDS` of them stay).
 _HEADLINE = 200
@@ -170,108 +154,11 @@ _FEWEST_WORDS = 32
 _NONE_OF_THEM = "none of sglang's nine PP messages"
 
 
-@dataclass(frozen=True)
-class _Hint:
-    """What explain says of a failure that is none of the nine: ``brief`` for the one-line
-    headline (the kind and where to look first), ``full`` for the lines under it (triage's
-    whole reading, with every command it gives)."""
-
-    brief: str
-    full: str
-    look: str = ""
-
-
-def _brief(words: str) -> str:
-    """The first clause of ``words``: up to its first parenthesis, colon or semicolon."""
-    return re.split(r" \(|: |; |, and ", words, maxsplit=1)[0]
-
-
 def _cut(words: str, most: int) -> str:
     """``words`` in at most ``most`` characters, cut between words."""
     if len(words) <= most:
         return words
     return words[: most - 3].rsplit(" ", 1)[0] + "..."
-
-
-def _look(kind: str, text: str) -> str:
-    """Where to look first for ``kind`` (a signal named in ``text`` for a death), or ''."""
-    for signal, where in _SIGNAL_LOOK:
-        if signal in text:
-            return where
-    return _LOOK.get(kind, "")
-
-
-def _kind_hint(text: str) -> _Hint | None:
-    """What kind of failure ``text`` shows, when it shows one, and where to go with it."""
-    from ppaux.triage import DESCRIPTIONS, death_in_text, kind_of_text, local_note, read_pasted
-
-    several = "\n" in text
-    # a paste of several lines: triage's reading of the whole, so the two never disagree
-    # (a failure of another kind is said below in the same words, with where to go next)
-    reading = read_pasted(text) if several else None
-    if reading is not None and reading.kind != "other":
-        return _Hint(
-            f"triage reads it as {_brief(reading.words)}",
-            f"'ppaux triage -' reads it as {reading.said()}",
-            _look(reading.kind, text),
-        )
-    death = death_in_text(text)
-    if death is not None:
-        # 'it reports that a process was killed by SIGKILL': the process and how
-        said = _brief(death).removeprefix("it reports that ")
-        return _Hint(said, death, _look("process-died", death))
-    kind = kind_of_text(text)
-    note = (
-        local_note(text)
-        if kind in ("communication", "communication-init", "shape-kernel")
-        else None
-    )
-    if kind == "communication":
-        # in flight and nothing else: no root, said in triage's words (the host's set-up
-        # first where NCCL's words point there)
-        reading = reading if several else read_pasted(text)
-        if reading is not None and reading.kind == "network-or-other-node":
-            return _Hint(
-                f"triage reads it as {_brief(reading.words)}",
-                f"'ppaux triage -' reads it as {reading.said()}",
-                _look(reading.kind, text),
-            )
-    if note is not None:
-        what = (
-            f"{DESCRIPTIONS[kind]}, a CUDA failure of this rank's own GPU, not the network's"
-            if kind == "shape-kernel"
-            else "a communication failure"
-        )
-        return _Hint(
-            f"it is {_brief(what)}",
-            f"it is {what}: {note}; 'ppaux triage' on the whole log (or "
-            "'ppaux triage -' from stdin) names the root and what to do next",
-            _look("host-setup", text),
-        )
-    if kind is None or kind == "unknown":
-        # no exception line: what triage reads in the same text, where it reads a failure
-        reading = reading if several else read_pasted(text)
-        if reading is None:
-            return None  # the plain refusal, which points at triage already
-        return _Hint(
-            f"triage reads it as {_brief(reading.words)}",
-            f"'ppaux triage' reads it as {reading.said()}; on the whole log (or 'ppaux "
-            "triage -' from stdin) it names the root and what to do next",
-            _look(reading.kind, text),
-        )
-    if kind == "other":
-        return _Hint(
-            "it is a failure of another kind",
-            "it is a failure of another kind (not communication, memory or a shape or kernel "
-            "error): 'ppaux triage' on the whole log (or 'ppaux triage -' from stdin) names the "
-            "root, its rank and what to do next",
-        )
-    return _Hint(
-        f"it is {_brief(DESCRIPTIONS[kind])}",
-        f"it is {DESCRIPTIONS[kind]}: 'ppaux triage' on the whole log (or 'ppaux triage -' "
-        "from stdin) names the root and what to do next",
-        _look(kind, text),
-    )
 
 
 #: How every headline that has a kind ends (the full reading stands under it).
@@ -287,7 +174,13 @@ def _refuse(said: _Said) -> NoReturn:
     fail(said[0], details=said[1])
 
 
-def _headline(head: str, hint: _Hint) -> _Said:
+def _pasted_hint(text: str) -> PastedHint | None:
+    from ppaux.triage import pasted_hint
+
+    return pasted_hint(text)
+
+
+def _headline(head: str, hint: PastedHint) -> _Said:
     """One headline of about :data:`_HEADLINE` characters (``head``, the kind, where to look
     first, the pointer to triage), with triage's whole reading under it, every command it
     gives included."""
@@ -311,7 +204,7 @@ def _other_type(text: str, where: str = "") -> _Said | None:
         f"{where}{raiser!r} raised the words of sglang's message {found.message.id!r}, which "
         f"sglang raises as RuntimeError only: none of sglang's nine PP messages"
     )
-    hint = _kind_hint(text)
+    hint = _pasted_hint(text)
     if hint is None:
         return f"{head}; 'ppaux triage' on the whole log names the root", ()
     return _headline(head, hint)
@@ -321,7 +214,7 @@ def _nothing_in_stdin(text: str) -> _Said:
     """The refusal of several lines from stdin that hold none of the nine messages."""
     lines = text.count("\n") + 1
     head = f"-: none of sglang's nine PP messages is in the {lines} lines read from stdin"
-    hint = _kind_hint(text)
+    hint = _pasted_hint(text)
     if hint is not None:
         return _headline(head, hint)
     return f"{head}; 'ppaux triage -' reads a whole log", ()
@@ -346,7 +239,7 @@ def _unknown(wanted: str) -> _Said:
         bare = message_shape(wanted)
         templates = [m.template for m in MESSAGES]
         hint = did_you_mean(_prefix(bare, templates), templates)
-        kind = _kind_hint(wanted)
+        kind = _pasted_hint(wanted)
         if kind is not None and not hint:
             return _headline(_NONE_OF_THEM, kind)
         return (
@@ -361,7 +254,7 @@ def _unknown(wanted: str) -> _Said:
     if _CODE_SHAPE.fullmatch(wanted) or hint:
         return f"{UnknownRuleError(shown)}{hint}", ()
     # a caret line, a bracket, a word of code: text of a log, not a code mistyped
-    kind = _kind_hint(wanted)
+    kind = _pasted_hint(wanted)
     if kind is not None:
         return _headline(_NONE_OF_THEM, kind)
     return (

@@ -1,0 +1,128 @@
+"""What ``explain`` says of a pasted failure that is none of sglang's nine messages: its kind
+in a few words and in full (triage's own reading, so the two commands never disagree), and
+where to look first for that kind. Torch-free."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["PastedHint", "pasted_hint"]
+
+#: Where the headline says to look first, by the kind triage reads (the full next steps
+#: stand under it).
+_LOOK_FIRST: dict[str, str] = {
+    "memory": "check nvidia-smi and the OOM killer (journalctl -k)",
+    "hardware": "check nvidia-smi -q and the Xid records (journalctl -k)",
+    "communication": "set NCCL_DEBUG=INFO",
+    "communication-init": "set NCCL_DEBUG=INFO",
+    "network-or-other-node": "set NCCL_DEBUG=INFO",
+    "host-setup": "set NCCL_DEBUG=INFO on this rank",
+    "shape-kernel": "set CUDA_LAUNCH_BLOCKING=1",
+}
+#: A signal's death, and where to look for what sent it.
+_SIGNAL_LOOK_FIRST = (
+    ("SIGKILL", "check the OOM killer (journalctl -k)"),
+    ("SIGSEGV", "look for a core dump (coredumpctl)"),
+    ("SIGABRT", "look for a core dump (coredumpctl)"),
+    ("SIGBUS", "look for a core dump (coredumpctl)"),
+)
+
+
+@dataclass(frozen=True)
+class PastedHint:
+    """What explain says of a failure that is none of the nine: ``brief`` for the one-line
+    headline (the kind and where to look first), ``full`` for the lines under it (triage's
+    whole reading, with every command it gives)."""
+
+    brief: str
+    full: str
+    look: str = ""
+
+
+def _brief(words: str) -> str:
+    """The first clause of ``words``: up to its first parenthesis, colon or semicolon."""
+    return re.split(r" \(|: |; |, and ", words, maxsplit=1)[0]
+
+
+def _look(kind: str, text: str) -> str:
+    """Where to look first for ``kind`` (a signal named in ``text`` for a death), or ''."""
+    for signal, where in _SIGNAL_LOOK_FIRST:
+        if signal in text:
+            return where
+    return _LOOK_FIRST.get(kind, "")
+
+
+def pasted_hint(text: str) -> PastedHint | None:
+    """What kind of failure ``text`` shows, when it shows one, and where to go with it."""
+    from .deaths import death_in_text
+    from .kinds import DESCRIPTIONS, kind_of_text, local_note
+    from .pasted import read_pasted
+
+    several = "\n" in text
+    # a paste of several lines: triage's reading of the whole, so the two never disagree
+    # (a failure of another kind is said below in the same words, with where to go next)
+    reading = read_pasted(text) if several else None
+    if reading is not None and reading.kind != "other":
+        return PastedHint(
+            f"triage reads it as {_brief(reading.words)}",
+            f"'ppaux triage -' reads it as {reading.said()}",
+            _look(reading.kind, text),
+        )
+    death = death_in_text(text)
+    if death is not None:
+        # 'it reports that a process was killed by SIGKILL': the process and how
+        said = _brief(death).removeprefix("it reports that ")
+        return PastedHint(said, death, _look("process-died", death))
+    kind = kind_of_text(text)
+    note = (
+        local_note(text)
+        if kind in ("communication", "communication-init", "shape-kernel")
+        else None
+    )
+    if kind == "communication":
+        # in flight and nothing else: no root, said in triage's words (the host's set-up
+        # first where NCCL's words point there)
+        reading = reading if several else read_pasted(text)
+        if reading is not None and reading.kind == "network-or-other-node":
+            return PastedHint(
+                f"triage reads it as {_brief(reading.words)}",
+                f"'ppaux triage -' reads it as {reading.said()}",
+                _look(reading.kind, text),
+            )
+    if note is not None:
+        what = (
+            f"{DESCRIPTIONS[kind]}, a CUDA failure of this rank's own GPU, not the network's"
+            if kind == "shape-kernel"
+            else "a communication failure"
+        )
+        return PastedHint(
+            f"it is {_brief(what)}",
+            f"it is {what}: {note}; 'ppaux triage' on the whole log (or "
+            "'ppaux triage -' from stdin) names the root and what to do next",
+            _look("host-setup", text),
+        )
+    if kind is None or kind == "unknown":
+        # no exception line: what triage reads in the same text, where it reads a failure
+        reading = reading if several else read_pasted(text)
+        if reading is None:
+            return None  # the plain refusal, which points at triage already
+        return PastedHint(
+            f"triage reads it as {_brief(reading.words)}",
+            f"'ppaux triage' reads it as {reading.said()}; on the whole log (or 'ppaux "
+            "triage -' from stdin) it names the root and what to do next",
+            _look(reading.kind, text),
+        )
+    if kind == "other":
+        return PastedHint(
+            "it is a failure of another kind",
+            "it is a failure of another kind (not communication, memory or a shape or kernel "
+            "error): 'ppaux triage' on the whole log (or 'ppaux triage -' from stdin) names the "
+            "root, its rank and what to do next",
+        )
+    return PastedHint(
+        f"it is {_brief(DESCRIPTIONS[kind])}",
+        f"it is {DESCRIPTIONS[kind]}: 'ppaux triage' on the whole log (or 'ppaux triage -' "
+        "from stdin) names the root and what to do next",
+        _look(kind, text),
+    )
