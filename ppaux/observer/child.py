@@ -64,7 +64,7 @@ class ChildEnd:
     returncode: int | None = None
     timed_out: bool = False
     finished: bool = False
-    forks: list[int] = field(default_factory=list)
+    forks: set[int] = field(default_factory=set)
     garbled: str | None = None
     waited_s: float = 0.0
     outlived: list[str] = field(default_factory=list)
@@ -110,6 +110,12 @@ def _drain(fd: int, on_output: Callable[[bytes], None]) -> None:
         if not data:
             return
         on_output(data)
+
+
+def _named_pid(name: str) -> int | None:
+    """The pid at the end of a process's name (``"command (pid 12)"``), or None."""
+    number = name.rpartition("(pid ")[2].removesuffix(")")
+    return int(number) if number.isdigit() else None
 
 
 def _pidfd(pid: int) -> int | None:
@@ -189,7 +195,7 @@ def run_child(
             run.end.outlived = [
                 name
                 for name in end_all(before, run.process.pid)
-                if not any(f"(pid {fork})" in name for fork in run.end.forks)
+                if _named_pid(name) not in run.end.forks
             ]
             # Elsewhere than Linux: whatever the child started in its group ends with it.
             _kill_group(run.process.pid)
@@ -356,10 +362,20 @@ class _Run:
         return False
 
     def _message(self, message: dict[str, Any]) -> None:
-        if message.get("pid") != self.process.pid:
-            fork = message.get("pid")
-            if isinstance(fork, int) and fork not in self.end.forks:
-                self.end.forks.append(fork)
+        pid = message.get("pid")
+        if not isinstance(pid, int) or isinstance(pid, bool):
+            # Every record of the check's names the process that sent it: JSON that does not
+            # is no record, and the stream is garbled from here.
+            self.end.garbled = "a record that is not one of the check's (no integer 'pid')"
+            _kill_group(self.process.pid)
+            return
+        if pid != self.process.pid:
+            # A fork's record is not taken, but it is one of the records sent in this part
+            # (a fork that keeps sending floods the run as its parent would).
+            self.end.forks.add(pid)
+            self.part_records += 1
+            if self.part_records > self.bounds.step_records[1]:
+                self._flooded(self.bounds.step_records)
             return
         try:
             moved = self.protocol.take(message)

@@ -99,11 +99,16 @@ def endings(end: Any, timeout_s: float, hook: dict[str, Any] | None = None) -> l
         found.append(
             Ending(
                 "fork",
-                f"the target forked: {len(end.forks)} copy of the checking process tried to "
-                "answer for it and was stopped; only the original process's records count",
+                f"the target forked: {_copies(len(end.forks))} of the checking process tried to "
+                f"answer for it and {'was' if len(end.forks) == 1 else 'were'} stopped; only the "
+                "original process's records count",
             )
         )
     return found
+
+
+def _copies(count: int) -> str:
+    return "1 copy" if count == 1 else f"{count:,} copies"
 
 
 #: What each bound on the records says the child went past.
