@@ -148,6 +148,13 @@ class ForkFrames(_Once):
             os.write(fd, struct.pack(">I", len(body)) + body)
 
 
+class DenseRecord(_Once):
+    """One record of 8 MiB (under ``max_record_bytes``) of empty objects: ``[{},{},...]``."""
+
+    def mischief(self) -> None:
+        _record({"event": "wire", "records": {"a": [{}] * ((8 << 20) // 3)}})
+
+
 class BigRecord(_Once):
     """One record of 60 MiB, every field of it one the check's records have."""
 

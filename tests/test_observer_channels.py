@@ -186,3 +186,14 @@ def test_records_of_other_processes_count_against_max_step_records(monkeypatch):
     report = check_observer(f"{TARGETS}:ForkFrames", FAST)
     ended = {f.extra["end"]: f.message for f in report.findings if f.code == "PP715"}
     assert "sent more than 256 records in one step" in ended["flooded"]
+
+
+def test_a_record_that_would_cost_more_than_its_budget_to_read_is_flooded():
+    end, message, suggested = flooded("DenseRecord")
+    assert end == "flooded"
+    # Four times max_record_bytes (16 MiB), and 80 KiB per request of batch size 1.
+    assert message.startswith(
+        "the target's process sent a record that would take more than 67,190,784 bytes of "
+        "memory to read"
+    )
+    assert suggested == (RaiseLimit("max_record_bytes", 16 << 20),)

@@ -59,6 +59,9 @@ _CHILD_LIMITS = ("max_digested_items", "max_value_nesting")
 #: Requests of the largest batch size that ``max_record_bytes`` and ``max_run_record_bytes``
 #: are given for: a check of larger batches takes a multiple of them.
 _BOUND_REQUESTS = 256
+#: What one record may cost once read: four times ``max_record_bytes``, and this per request
+#: of the largest batch size (a real record costs about 80 KB per request at batch 4096).
+_COST_PER_REQUEST = 80 << 10
 
 #: The transports, implementations and senders a check takes (``both`` is replay's alone).
 TRANSPORTS = tuple(t.value for t in Transport)
@@ -229,6 +232,9 @@ def _bounds(options: ObserverOptions, limits: Limits) -> Bounds:
     times = -(-max(options.batch_sizes) // _BOUND_REQUESTS)
     return Bounds(
         record_bytes=("max_record_bytes", min(limits.max_record_bytes * times, MAX_FRAME - 1)),
+        record_cost=min(
+            limits.max_record_bytes * 4 + max(options.batch_sizes) * _COST_PER_REQUEST, LARGEST
+        ),
         step_records=("max_step_records", limits.max_step_records),
         run_bytes=("max_run_record_bytes", min(limits.max_run_record_bytes * times, LARGEST)),
         batch_sizes=tuple(options.batch_sizes),

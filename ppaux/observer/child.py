@@ -93,6 +93,9 @@ class ChildEnd:
     #: The bound on its records it went past (the field of ``Limits``, its value in the run,
     #: where the run was), or None: it was ended there.
     flooded: tuple[str, int, str] | None = None
+    #: Where ``flooded`` is a record that would cost more than this to read (bytes), this;
+    #: else None.
+    costly: int | None = None
 
 
 def _kill_group(pid: int) -> None:
@@ -254,7 +257,7 @@ class _Run:
         with contextlib.suppress(OSError):
             self.process.stdin.close()
         self.end = ChildEnd()
-        self.reader = FrameReader(bounds.record_bytes[1])
+        self.reader = FrameReader(bounds.record_bytes[1], bounds.record_cost)
         self.started = time.monotonic()
         self.deadline = self.started + START_ALLOWANCE_S + timeout_s
         self.interrupted = True  # until read() returns
@@ -347,6 +350,9 @@ class _Run:
             self.reader.check()
         except FrameError as exc:
             if self.reader.too_large is not None:
+                return self._flooded(self.bounds.record_bytes)
+            if self.reader.too_costly is not None:
+                self.end.costly = self.bounds.record_cost
                 return self._flooded(self.bounds.record_bytes)
             # Nothing it sends after this can be read as records: it ends here, and that is
             # the one way it ended (not an exit or a hang as well).
