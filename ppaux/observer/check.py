@@ -22,6 +22,7 @@ from ppaux.limits import Limits
 from ppaux.observer.endings import endings, timers_left
 from ppaux.observer.judge import Ending, Judge
 from ppaux.observer.options import ObserverConfigError, ObserverOptions
+from ppaux.observer.phrasing import cut
 from ppaux.observer.protocol import STOPS, Bounds
 from ppaux.observer.target import LoadedObserver, TargetError, observer_from
 from ppaux.replay import Impl, Sender, Transport, timeout_fault
@@ -352,18 +353,18 @@ def _stopped(stop: dict[str, Any], target: str, judge: Judge) -> None:
     driven)."""
     event = stop["event"]
     if event == "target_error":
-        raise TargetError(str(stop.get("target")), str(stop.get("reason")))
+        raise TargetError(cut(stop.get("target")), cut(stop.get("reason")))
     if event == "config_error":
         raise ObserverConfigError(
-            str(stop.get("option")), str(stop.get("value")), str(stop.get("reason"))
+            cut(stop.get("option")), cut(stop.get("value")), cut(stop.get("reason"))
         ).suggest(*_settings(stop.get("settings")))
     if event == "failed":
-        raise ObserverConfigError("target", target, str(stop.get("text")))
+        raise ObserverConfigError("target", target, cut(stop.get("text")))
     if event == "target_raised":
         judge.ended(
             Ending(
                 "exit",
-                f"its code raised {str(stop.get('text'))[:500]} while it was checked, outside "
+                f"its code raised {cut(stop.get('text'))} while it was checked, outside "
                 "the methods the check drives",
                 _location(stop.get("location")),
             )
@@ -373,7 +374,7 @@ def _stopped(stop: dict[str, Any], target: str, judge: Judge) -> None:
         judge.ended(
             Ending(
                 "exit",
-                f"its code raised SystemExit{'' if code is None else ': ' + str(code)} "
+                f"its code raised SystemExit{'' if code is None else ': ' + cut(code)} "
                 "while it was checked, outside the methods the check drives",
             )
         )

@@ -30,6 +30,7 @@ from ppaux.observer.locating import Places
 from ppaux.observer.paths import Fault
 from ppaux.observer.phrasing import (
     about_requests,
+    cut,
     difference_entry,
     fault_of,
     first_sentence,
@@ -124,14 +125,14 @@ class Judge:
             finding(
                 "PP710",
                 self.target,
-                f"making rank 0's observer failed: {m.get('reason')}",
+                f"making rank 0's observer failed: {cut(m.get('reason'))}",
                 extra={"method": "__init__", "side": "rank 0"},
             )
         )
 
     def _on_driving(self, m: dict[str, Any]) -> None:
-        batch_size, index, method = m["batch_size"], m["step"], str(m.get("method"))
-        text = str(m.get("text", ""))
+        batch_size, index, method = m["batch_size"], m["step"], cut(m.get("method"))
+        text = cut(m.get("text", ""))
         side = "the last stage (or the single GPU)"
         if self._once("PP710", method):
             self.findings.append(
@@ -157,8 +158,8 @@ class Judge:
         location = m.get("location")
         method = (location or {}).get("function", "?")
         text = (
-            f"{m.get('what')} could not be read: {method} raised {m.get('error_type')}"
-            f"{': ' + str(m.get('message')) if m.get('message') else ''} "
+            f"{cut(m.get('what'))} could not be read: {cut(method)} raised "
+            f"{cut(m.get('error_type'))}{': ' + cut(m.get('message')) if m.get('message') else ''} "
             f"({where(batch_size, index)}); sglang reads its outputs and requests the same way"
         )
         if self._once("PP710", f"describe/{m.get('what')}"):
@@ -172,7 +173,11 @@ class Judge:
                 )
             )
         self._row(
-            batch_size, index, "-", f"unreadable: {method} raised {m.get('error_type')}", "error"
+            batch_size,
+            index,
+            "-",
+            f"unreadable: {cut(method)} raised {cut(m.get('error_type'))}",
+            "error",
         )
 
     def _on_step(self, m: dict[str, Any]) -> None:
