@@ -163,8 +163,7 @@ def check_observer(
     a note); the check goes on, so no process can end it before its verdict.
     """
 
-    import os
-
+    from ppaux.files import os_path
     from ppaux.observer.child import run_child
     from ppaux.torch_probe import require_torch
 
@@ -183,7 +182,7 @@ def check_observer(
     request = _request(target, options, outputs, cwd)
     if report_path is not None:
         _report_not_code(report_path)
-        request["report"] = os.path.abspath(report_path)
+        request["report"] = os_path(report_path)
     request["limits"] = {name: getattr(limits, name) for name in _CHILD_LIMITS}
     judge = _judge(target, options, limits)
     kept = _Kept()
