@@ -29,6 +29,7 @@ __all__ = [
     "check_output",
     "collect_files",
     "open_regular",
+    "os_path",
     "read_at_most",
     "read_regular",
     "shareable_path",
@@ -281,6 +282,23 @@ def _find_in(folder: str, info: os.stat_result, suffixes: tuple[str, ...] | None
             if (seen.st_dev, seen.st_ino) == (info.st_dev, info.st_ino):
                 return path
     return None
+
+
+def os_path(path: str) -> str:
+    """The absolute path the system names by ``path`` when a file is opened there: its folder
+    resolved as the system resolves it (a link followed before the ``..`` after it, where
+    ``os.path.abspath`` would drop the link by its text), its last name kept (a link there is the
+    output's own business: :func:`check_output`). Where the folder is not there, ``path`` is
+    joined to the working directory and left unresolved, for the write to fail as it would."""
+    joined = os.path.join(os.getcwd(), path)
+    folder, name = os.path.split(joined)
+    if name in ("", ".", ".."):
+        folder, name = joined, ""
+    try:
+        resolved = os.path.realpath(folder, strict=True)
+    except OSError:
+        return joined
+    return os.path.join(resolved, name) if name else resolved
 
 
 def shareable_path(path: str, root: str | None = None) -> str:

@@ -127,6 +127,34 @@ def _made(pad: str = "") -> dict:
     }
 
 
+class PidlessFrames(_Once):
+    """Frames of JSON that name no process (``PPAUX_PIDLESS_FRAMES`` of ``{}``, 100,000 by
+    default), then the records go on."""
+
+    def mischief(self) -> None:
+        body = b"{}"
+        count = int(os.environ.get("PPAUX_PIDLESS_FRAMES", "100000"))
+        os.write(_records_fd(), (struct.pack(">I", len(body)) + body) * count)
+
+
+class ForkFrames(_Once):
+    """Records each naming another process (``PPAUX_FORK_FRAMES`` of them, 3 by default),
+    as forks of the child would send."""
+
+    def mischief(self) -> None:
+        fd = _records_fd()
+        for number in range(int(os.environ.get("PPAUX_FORK_FRAMES", "3"))):
+            body = json.dumps({"event": "ready", "pid": 4_000_000 + number}).encode()
+            os.write(fd, struct.pack(">I", len(body)) + body)
+
+
+class DenseRecord(_Once):
+    """One record of 8 MiB (under ``max_record_bytes``) of empty objects: ``[{},{},...]``."""
+
+    def mischief(self) -> None:
+        _record({"event": "wire", "records": {"a": [{}] * ((8 << 20) // 3)}})
+
+
 class BigRecord(_Once):
     """One record of 60 MiB, every field of it one the check's records have."""
 

@@ -167,3 +167,33 @@ def test_a_record_out_of_order_or_with_a_forged_field_is_garbled(name, said):
     [(end, message)] = ends(name)
     assert end == "garbled"
     assert said in message
+
+
+def test_json_that_names_no_process_is_garbled_at_the_first_frame():
+    [(end, message)] = ends("PidlessFrames")
+    assert end == "garbled"
+    assert "a record that is not one of the check's (no integer 'pid')" in message
+
+
+def test_records_of_other_processes_are_one_fork_finding_naming_how_many():
+    [(end, message)] = ends("ForkFrames")
+    assert end == "fork"
+    assert "3 copies of the checking process tried to answer for it and were stopped" in message
+
+
+def test_records_of_other_processes_count_against_max_step_records(monkeypatch):
+    monkeypatch.setenv("PPAUX_FORK_FRAMES", "300")
+    report = check_observer(f"{TARGETS}:ForkFrames", FAST)
+    ended = {f.extra["end"]: f.message for f in report.findings if f.code == "PP715"}
+    assert "sent more than 256 records in one step" in ended["flooded"]
+
+
+def test_a_record_that_would_cost_more_than_its_budget_to_read_is_flooded():
+    end, message, suggested = flooded("DenseRecord")
+    assert end == "flooded"
+    # Four times max_record_bytes (16 MiB), and 80 KiB per request of batch size 1.
+    assert message.startswith(
+        "the target's process sent a record that would take more than 67,190,784 bytes of "
+        "memory to read"
+    )
+    assert suggested == (RaiseLimit("max_record_bytes", 16 << 20),)

@@ -22,6 +22,7 @@ from ppaux.limits import Limits
 from ppaux.observer.endings import endings, timers_left
 from ppaux.observer.judge import Ending, Judge
 from ppaux.observer.options import ObserverConfigError, ObserverOptions
+from ppaux.observer.phrasing import cut
 from ppaux.observer.protocol import STOPS, Bounds
 from ppaux.observer.target import LoadedObserver, TargetError, observer_from
 from ppaux.replay import Impl, Sender, Transport, timeout_fault
@@ -59,6 +60,9 @@ _CHILD_LIMITS = ("max_digested_items", "max_value_nesting")
 #: Requests of the largest batch size that ``max_record_bytes`` and ``max_run_record_bytes``
 #: are given for: a check of larger batches takes a multiple of them.
 _BOUND_REQUESTS = 256
+#: What one record may cost once read: four times ``max_record_bytes``, and this per request
+#: of the largest batch size (a real record costs about 80 KB per request at batch 4096).
+_COST_PER_REQUEST = 80 << 10
 
 #: The transports, implementations and senders a check takes (``both`` is replay's alone).
 TRANSPORTS = tuple(t.value for t in Transport)
@@ -159,8 +163,7 @@ def check_observer(
     a note); the check goes on, so no process can end it before its verdict.
     """
 
-    import os
-
+    from ppaux.files import os_path
     from ppaux.observer.child import run_child
     from ppaux.torch_probe import require_torch
 
@@ -179,7 +182,7 @@ def check_observer(
     request = _request(target, options, outputs, cwd)
     if report_path is not None:
         _report_not_code(report_path)
-        request["report"] = os.path.abspath(report_path)
+        request["report"] = os_path(report_path)
     request["limits"] = {name: getattr(limits, name) for name in _CHILD_LIMITS}
     judge = _judge(target, options, limits)
     kept = _Kept()
@@ -229,6 +232,9 @@ def _bounds(options: ObserverOptions, limits: Limits) -> Bounds:
     times = -(-max(options.batch_sizes) // _BOUND_REQUESTS)
     return Bounds(
         record_bytes=("max_record_bytes", min(limits.max_record_bytes * times, MAX_FRAME - 1)),
+        record_cost=min(
+            limits.max_record_bytes * 4 + max(options.batch_sizes) * _COST_PER_REQUEST, LARGEST
+        ),
         step_records=("max_step_records", limits.max_step_records),
         run_bytes=("max_run_record_bytes", min(limits.max_run_record_bytes * times, LARGEST)),
         batch_sizes=tuple(options.batch_sizes),
@@ -346,18 +352,18 @@ def _stopped(stop: dict[str, Any], target: str, judge: Judge) -> None:
     driven)."""
     event = stop["event"]
     if event == "target_error":
-        raise TargetError(str(stop.get("target")), str(stop.get("reason")))
+        raise TargetError(cut(stop.get("target")), cut(stop.get("reason")))
     if event == "config_error":
         raise ObserverConfigError(
-            str(stop.get("option")), str(stop.get("value")), str(stop.get("reason"))
+            cut(stop.get("option")), cut(stop.get("value")), cut(stop.get("reason"))
         ).suggest(*_settings(stop.get("settings")))
     if event == "failed":
-        raise ObserverConfigError("target", target, str(stop.get("text")))
+        raise ObserverConfigError("target", target, cut(stop.get("text")))
     if event == "target_raised":
         judge.ended(
             Ending(
                 "exit",
-                f"its code raised {str(stop.get('text'))[:500]} while it was checked, outside "
+                f"its code raised {cut(stop.get('text'))} while it was checked, outside "
                 "the methods the check drives",
                 _location(stop.get("location")),
             )
@@ -367,7 +373,7 @@ def _stopped(stop: dict[str, Any], target: str, judge: Judge) -> None:
         judge.ended(
             Ending(
                 "exit",
-                f"its code raised SystemExit{'' if code is None else ': ' + str(code)} "
+                f"its code raised SystemExit{'' if code is None else ': ' + cut(code)} "
                 "while it was checked, outside the methods the check drives",
             )
         )

@@ -64,7 +64,7 @@ class ChildEnd:
     returncode: int | None = None
     timed_out: bool = False
     finished: bool = False
-    forks: list[int] = field(default_factory=list)
+    forks: set[int] = field(default_factory=set)
     garbled: str | None = None
     waited_s: float = 0.0
     outlived: list[str] = field(default_factory=list)
@@ -93,6 +93,9 @@ class ChildEnd:
     #: The bound on its records it went past (the field of ``Limits``, its value in the run,
     #: where the run was), or None: it was ended there.
     flooded: tuple[str, int, str] | None = None
+    #: Where ``flooded`` is a record that would cost more than this to read (bytes), this;
+    #: else None.
+    costly: int | None = None
 
 
 def _kill_group(pid: int) -> None:
@@ -110,6 +113,12 @@ def _drain(fd: int, on_output: Callable[[bytes], None]) -> None:
         if not data:
             return
         on_output(data)
+
+
+def _named_pid(name: str) -> int | None:
+    """The pid at the end of a process's name (``"command (pid 12)"``), or None."""
+    number = name.rpartition("(pid ")[2].removesuffix(")")
+    return int(number) if number.isdigit() else None
 
 
 def _pidfd(pid: int) -> int | None:
@@ -189,7 +198,7 @@ def run_child(
             run.end.outlived = [
                 name
                 for name in end_all(before, run.process.pid)
-                if not any(f"(pid {fork})" in name for fork in run.end.forks)
+                if _named_pid(name) not in run.end.forks
             ]
             # Elsewhere than Linux: whatever the child started in its group ends with it.
             _kill_group(run.process.pid)
@@ -248,7 +257,7 @@ class _Run:
         with contextlib.suppress(OSError):
             self.process.stdin.close()
         self.end = ChildEnd()
-        self.reader = FrameReader(bounds.record_bytes[1])
+        self.reader = FrameReader(bounds.record_bytes[1], bounds.record_cost)
         self.started = time.monotonic()
         self.deadline = self.started + START_ALLOWANCE_S + timeout_s
         self.interrupted = True  # until read() returns
@@ -342,6 +351,9 @@ class _Run:
         except FrameError as exc:
             if self.reader.too_large is not None:
                 return self._flooded(self.bounds.record_bytes)
+            if self.reader.too_costly is not None:
+                self.end.costly = self.bounds.record_cost
+                return self._flooded(self.bounds.record_bytes)
             # Nothing it sends after this can be read as records: it ends here, and that is
             # the one way it ended (not an exit or a hang as well).
             self.end.garbled = str(exc)
@@ -356,10 +368,20 @@ class _Run:
         return False
 
     def _message(self, message: dict[str, Any]) -> None:
-        if message.get("pid") != self.process.pid:
-            fork = message.get("pid")
-            if isinstance(fork, int) and fork not in self.end.forks:
-                self.end.forks.append(fork)
+        pid = message.get("pid")
+        if not isinstance(pid, int) or isinstance(pid, bool):
+            # Every record of the check's names the process that sent it: JSON that does not
+            # is no record, and the stream is garbled from here.
+            self.end.garbled = "a record that is not one of the check's (no integer 'pid')"
+            _kill_group(self.process.pid)
+            return
+        if pid != self.process.pid:
+            # A fork's record is not taken, but it is one of the records sent in this part
+            # (a fork that keeps sending floods the run as its parent would).
+            self.end.forks.add(pid)
+            self.part_records += 1
+            if self.part_records > self.bounds.step_records[1]:
+                self._flooded(self.bounds.step_records)
             return
         try:
             moved = self.protocol.take(message)

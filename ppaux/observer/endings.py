@@ -32,7 +32,7 @@ def endings(end: Any, timeout_s: float, hook: dict[str, Any] | None = None) -> l
     if flooded is not None:
         # As for garbled records: it was stopped there, and that is how it ended.
         name, value, where = flooded
-        found.append(_flooded(name, value, where))
+        found.append(_flooded(name, value, where, getattr(end, "costly", None)))
     elif end.garbled:
         # The stream it wrote over is how it ended: its process was stopped there, so its
         # exit status and its silence afterwards say nothing more about the target.
@@ -99,11 +99,16 @@ def endings(end: Any, timeout_s: float, hook: dict[str, Any] | None = None) -> l
         found.append(
             Ending(
                 "fork",
-                f"the target forked: {len(end.forks)} copy of the checking process tried to "
-                "answer for it and was stopped; only the original process's records count",
+                f"the target forked: {_copies(len(end.forks))} of the checking process tried to "
+                f"answer for it and {'was' if len(end.forks) == 1 else 'were'} stopped; only the "
+                "original process's records count",
             )
         )
     return found
+
+
+def _copies(count: int) -> str:
+    return "1 copy" if count == 1 else f"{count:,} copies"
 
 
 #: What each bound on the records says the child went past.
@@ -114,10 +119,15 @@ _FLOODS = {
 }
 
 
-def _flooded(name: str, value: int, where: str) -> Ending:
+def _flooded(name: str, value: int, where: str, costly: int | None = None) -> Ending:
     """The child went past the bound ``name`` (``value`` in the run) on its records, ``where``
-    the run was."""
+    the run was (``costly``: a record that would cost more than that many bytes to read)."""
     what = _FLOODS.get(name, "sent more than {value:,}").format(value=value)
+    if costly is not None:
+        what = (
+            f"sent a record that would take more than {costly:,} bytes of memory to read "
+            "(objects packed tighter than a record's)"
+        )
     return Ending(
         "flooded",
         f"the target's process {what} ({where}; limit {name} reached), far more than the "

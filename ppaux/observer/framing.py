@@ -22,6 +22,7 @@ __all__ = [
     "FrameError",
     "FrameReader",
     "encode",
+    "read_cost",
     "read_slot",
     "read_slot_step",
     "slot_bytes",
@@ -116,18 +117,36 @@ def read_slot(data: bytes) -> tuple[float, dict[str, Any] | None]:
     return when, message if isinstance(message, dict) else None
 
 
+#: What reading JSON may cost per byte of its text, at most, and per container and per item:
+#: a dict (``{``), a list (``[``), an item of either (``,`` and ``:``); Python's objects on a
+#: 64-bit build, a dict with its first entries and an item with its object and its slot.
+_COST_PER = ((b"{", 232), (b"[", 72), (b",", 64), (b":", 64))
+
+
+def read_cost(data: bytes | bytearray, start: int = 0, end: int | None = None) -> int:
+    """An upper bound on the bytes ``json.loads`` builds from ``data[start:end]``, counted
+    before it is read (a record of tiny objects, ``[{},{},...]``, costs about twenty times its
+    length; a real record, long strings and numbers, about four times)."""
+    end = len(data) if end is None else end
+    return end - start + sum(data.count(mark, start, end) * each for mark, each in _COST_PER)
+
+
 class FrameReader:
     """Reassembles frames from bytes as they arrive: :meth:`feed` returns the messages that
     are complete; a frame longer than ``most`` bytes raises :class:`FrameError` as soon as its
     length is read (so the buffer never holds more than ``most`` bytes and the last read), and
     ``too_large`` is then its length; a malformed one raises :class:`FrameError` too."""
 
-    def __init__(self, most: int = MAX_FRAME) -> None:
+    def __init__(self, most: int = MAX_FRAME, most_cost: int | None = None) -> None:
         self._buffer = bytearray()
         self.most = min(most, MAX_FRAME)
+        #: The most a frame may cost once read (:func:`read_cost`), or None: no bound.
+        self.most_cost = most_cost
         self._failed: FrameError | None = None
         #: The length of a frame refused for being longer than ``most``, or None.
         self.too_large: int | None = None
+        #: What a frame refused for costing more than ``most_cost`` would cost, or None.
+        self.too_costly: int | None = None
 
     def feed(self, data: bytes) -> list[dict[str, Any]]:
         """The complete messages once ``data`` is appended. A frame that cannot be taken
@@ -166,6 +185,13 @@ class FrameReader:
             raise FrameError(f"a record of {size:,} bytes (the most is {self.most:,})")
         if len(self._buffer) < _HEADER.size + size:
             return None
+        if self.most_cost is not None:
+            # Counted in place: a record refused costs no copy of it.
+            cost = read_cost(self._buffer, _HEADER.size, _HEADER.size + size)
+            if cost > self.most_cost:
+                self.too_costly = cost
+                del self._buffer[: _HEADER.size + size]
+                raise FrameError(f"a record that would cost {cost:,} bytes to read")
         body = bytes(self._buffer[_HEADER.size : _HEADER.size + size])
         del self._buffer[: _HEADER.size + size]
         try:

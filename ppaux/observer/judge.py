@@ -30,6 +30,7 @@ from ppaux.observer.locating import Places
 from ppaux.observer.paths import Fault
 from ppaux.observer.phrasing import (
     about_requests,
+    cut,
     difference_entry,
     fault_of,
     first_sentence,
@@ -39,7 +40,7 @@ from ppaux.observer.phrasing import (
     where,
 )
 from ppaux.observer.walk import shown_name
-from ppaux.report import Finding, Report, Table, finding
+from ppaux.report import Finding, Report, Table, cap_per_code, finding
 from ppaux.suggestions import RaiseLimit
 
 __all__ = ["Ending", "Judge"]
@@ -87,6 +88,9 @@ class Judge:
     limits_reached: list[str] = field(default_factory=list)
     #: The limits the run had: a limit reached is suggested with its value in the run.
     limits: Limits = field(default_factory=Limits)
+    #: Per code, the findings built, and those past ``max_findings_per_code`` only counted.
+    listed: dict[str, int] = field(default_factory=dict)
+    unlisted: dict[str, int] = field(default_factory=dict)
 
     # ------------------------------------------------------------------------------------------
     # Records
@@ -121,14 +125,14 @@ class Judge:
             finding(
                 "PP710",
                 self.target,
-                f"making rank 0's observer failed: {m.get('reason')}",
+                f"making rank 0's observer failed: {cut(m.get('reason'))}",
                 extra={"method": "__init__", "side": "rank 0"},
             )
         )
 
     def _on_driving(self, m: dict[str, Any]) -> None:
-        batch_size, index, method = m["batch_size"], m["step"], str(m.get("method"))
-        text = str(m.get("text", ""))
+        batch_size, index, method = m["batch_size"], m["step"], cut(m.get("method"))
+        text = cut(m.get("text", ""))
         side = "the last stage (or the single GPU)"
         if self._once("PP710", method):
             self.findings.append(
@@ -154,8 +158,8 @@ class Judge:
         location = m.get("location")
         method = (location or {}).get("function", "?")
         text = (
-            f"{m.get('what')} could not be read: {method} raised {m.get('error_type')}"
-            f"{': ' + str(m.get('message')) if m.get('message') else ''} "
+            f"{cut(m.get('what'))} could not be read: {cut(method)} raised "
+            f"{cut(m.get('error_type'))}{': ' + cut(m.get('message')) if m.get('message') else ''} "
             f"({where(batch_size, index)}); sglang reads its outputs and requests the same way"
         )
         if self._once("PP710", f"describe/{m.get('what')}"):
@@ -169,7 +173,11 @@ class Judge:
                 )
             )
         self._row(
-            batch_size, index, "-", f"unreadable: {method} raised {m.get('error_type')}", "error"
+            batch_size,
+            index,
+            "-",
+            f"unreadable: {cut(method)} raised {cut(m.get('error_type'))}",
+            "error",
         )
 
     def _on_step(self, m: dict[str, Any]) -> None:
@@ -304,6 +312,12 @@ class Judge:
         if key in self.seen:
             return False
         self.seen.add(key)
+        # Past the limit a finding is counted, not built: the report says how many
+        # (``cap_per_code``), whatever number of differences the records hold.
+        if self.listed.get(code, 0) >= self.limits.max_findings_per_code:
+            self.unlisted[code] = self.unlisted.get(code, 0) + 1
+            return False
+        self.listed[code] = self.listed.get(code, 0) + 1
         return True
 
     def _fault_finding(self, fault: Fault, batch_size: int, index: int) -> None:
@@ -349,6 +363,10 @@ class Judge:
         ):
             report.findings.append(nothing_sent_finding(self.target))
         report.findings += [self.places.located(item) for item in self.findings]
+        report.findings += self._counted(report.findings)
+        report.findings = cap_per_code(
+            report.findings, self.limits.max_findings_per_code, "max_findings_per_code"
+        )
         report.data["observer"] = self._observer_data()
         if self.not_compared:
             # Every format lists them: a difference in them is not reported.
@@ -379,6 +397,18 @@ class Judge:
             )
         report.tables.append(self._step_table())
         return report
+
+    def _counted(self, listed: list[Finding]) -> list[Finding]:
+        """Per code with findings only counted, one that stands for them (``extra.omitted``),
+        as its first listed finding says it."""
+        first: dict[str, Finding] = {}
+        for item in listed:
+            first.setdefault(item.code, item)
+        return [
+            dataclasses.replace(first[code], extra={"omitted": count})
+            for code, count in self.unlisted.items()
+            if code in first
+        ]
 
     def _observer_data(self) -> dict[str, Any]:
         """The JSON report's ``observer``: what was checked, how, and how it ended."""

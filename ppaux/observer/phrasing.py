@@ -12,7 +12,9 @@ from ppaux.observer.paths import Fault
 from ppaux.report import Finding
 
 __all__ = [
+    "MAX_SENT_TEXT",
     "about_requests",
+    "cut",
     "difference_entry",
     "fault_of",
     "first_line",
@@ -24,14 +26,28 @@ __all__ = [
 ]
 
 
+#: The characters of a text the child sent (a reason, a value, an error's type or message) that
+#: an error line or a report keeps: the child cuts its own messages there too.
+MAX_SENT_TEXT = 500
+
+
+def cut(value: Any) -> str:
+    """``value`` as text, its first :data:`MAX_SENT_TEXT` characters where it is longer (then
+    saying how long it was)."""
+    text = str(value)
+    if len(text) <= MAX_SENT_TEXT:
+        return text
+    return f"{text[:MAX_SENT_TEXT]}... ({len(text):,} characters)"
+
+
 def fault_of(data: Any) -> Fault | None:
     if not isinstance(data, dict):
         return None
     return Fault(
-        stage=str(data.get("stage")),
-        error_type=str(data.get("error_type")),
-        message=str(data.get("message", "")),
-        side=str(data.get("side")),
+        stage=cut(data.get("stage")),
+        error_type=cut(data.get("error_type")),
+        message=cut(data.get("message", "")),
+        side=cut(data.get("side")),
         method=data.get("method"),
         name=data.get("name"),
         value=data.get("value"),

@@ -36,6 +36,9 @@ class Bounds:
     :class:`~ppaux.limits.Limits`, by the name given with it), and the run's shape."""
 
     record_bytes: tuple[str, int]
+    #: What one record may cost once read (:func:`~ppaux.observer.framing.read_cost`), in
+    #: bytes; raised with ``max_record_bytes`` (the field named with ``record_bytes``).
+    record_cost: int
     step_records: tuple[str, int]
     run_bytes: tuple[str, int]
     batch_sizes: tuple[int, ...]

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import os
 import sys
 import warnings
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ppaux.files import os_path
 from ppaux.replay import Impl, Sender, Transport
 from ppaux_cli.choices import choice_option
 from ppaux_cli.exits import fail
@@ -224,7 +224,7 @@ def _output_apart(options: ReportOptions, target: str, outputs: str | None) -> R
     given = [target, *([outputs] if outputs is not None else [])]
     check_output_path(options.output, [path for name in given for path in target_files(name)])
     if options.output not in (None, "-"):
-        options = dataclasses.replace(options, output=os.path.abspath(options.output))
+        options = dataclasses.replace(options, output=os_path(options.output))
     return options
 
 
