@@ -36,8 +36,8 @@ CLI_TEXT = {
     "ppaux/report/error_pages.py": "the error pages: commands the user is told to run",
     "ppaux/triage/steps.py": "triage's next commands: commands the user is told to run",
     "ppaux/triage/deathsteps.py": "triage's next commands for a dead process (launchers' flags)",
-    "ppaux/triage/killsteps.py": "triage's next commands for a killed process (Slurm, Ray, kubectl)",
-    "ppaux/triage/runtimedeaths.py": "the Ray and Slurm commands a runtime's death record points to",
+    "ppaux/triage/killsteps.py": "triage's next commands for a killed process (Slurm, Ray, k8s)",
+    "ppaux/triage/runtimedeaths.py": "the Ray and Slurm commands a death record points to",
     "ppaux/report/formats/html.py": "CSS custom properties (--fg, --line), not flags",
 }
 
