@@ -434,6 +434,9 @@ def test_explain_stdin_refusals():
         "received a non-tensor auxiliary PP output\n" + "x" * STDIN_LIMIT: "-: stdin holds "
         "more than 4 MiB; explain reads one message or traceback: pipe the traceback alone, "
         "or give the whole log to 'ppaux triage -'",
+        # an executable piped by mistake: said to be binary, its bytes not quoted back
+        "\x7fELF\x02\x01\x01" + "\x00\x01\x02\x03\x04" * 60: "-: stdin holds binary data, not "
+        "a message or a traceback",
         "hello\n": "'hello' is none of sglang's nine PP messages, nor a rule code or name; "
         "'ppaux rules' lists the rules; 'ppaux triage' on the whole log names the root",
     }

@@ -637,9 +637,20 @@ def test_next_steps_know_the_last_stage_from_every_rank_prefix_not_only_the_fail
     ]
     if envelope == "cri":  # a pod's log: the capture is set in the pod spec, with a volume
         assert any("PPAUX_CAPTURE_STRICT=1 on PP3 only" in s for s in steps)
-        assert any(s.startswith("kubectl set env ") for s in steps)
+        kubectl = [s for s in steps if s.startswith("kubectl set env ")]
+        # The directory on every stage, strict on the last stage's Deployment alone.
+        assert kubectl == [
+            "kubectl set env deployment/SGLANG PPAUX_CAPTURE_DIR=/var/tmp/ppaux  # SGLANG: the "
+            "Deployment or StatefulSet of each stage; add the volume in its spec",
+            "kubectl set env deployment/SGLANG PPAUX_CAPTURE_STRICT=1  # on PP3 only: SGLANG "
+            "here is that stage's Deployment",
+        ]
     elif envelope == "docker-json":  # a container's log: docker run -e, -v
-        assert any(s.startswith("docker run -e PPAUX_CAPTURE_DIR=") and " -v " in s for s in steps)
+        runs = [s for s in steps if s.startswith("docker run ")]
+        assert len(runs) == 1
+        assert runs[0].startswith("docker run -e PPAUX_CAPTURE_DIR=") and " -v " in runs[0]
+        assert "PPAUX_CAPTURE_STRICT" not in runs[0]  # every stage's container runs it
+        assert any("on PP3 only, -e PPAUX_CAPTURE_STRICT=1 beside it" in s for s in steps)
     else:
         assert any(s.startswith("export PPAUX_CAPTURE_STRICT=1  # on PP3 only") for s in steps)
 

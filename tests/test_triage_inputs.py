@@ -314,6 +314,39 @@ def test_a_directory_of_empty_logs_prints_nothing_on_stdout(tmp_path):
     assert result.stderr == f"ppaux: error: {tmp_path}: every log file it holds is empty\n"
 
 
+def test_a_directory_with_empty_and_refused_files_names_each(tmp_path):
+    # The folder-wide "every log file it holds is empty" would be untrue beside a refused
+    # binary file: each file is named with its own reason.
+    (tmp_path / "empty.log").write_text("")
+    (tmp_path / "bin.log").write_bytes(bytes(range(256)) * 4)
+    result = CliRunner().invoke(app, ["triage", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert sorted(result.stderr.splitlines()) == [
+        f"ppaux: error: {tmp_path / 'bin.log'}: binary data, not a text log",
+        f"ppaux: error: {tmp_path / 'empty.log'}: empty file",
+    ]
+
+
+@pytest.mark.parametrize("head", [b"PK\x03\x04", b"\x80\x02\x8a\nl\xfc\x9cF\xf9", b"\x80\x05\x95"])
+def test_a_dump_given_to_triage_points_to_inspect(tmp_path, head):
+    dump = tmp_path / "capture.pt"
+    dump.write_bytes(head + b"archive/data.pkl" * 8)
+    result = CliRunner().invoke(app, ["triage", str(dump)])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"ppaux: error: {dump}: zip archive or pickle, not a text log: if it is a tensor dump "
+        "(torch.save's format), inspect reads it (ppaux inspect FILE)\n"
+    )
+
+
+def test_a_bundled_dump_given_to_triage_points_to_inspect():
+    dump = LOGS.parent / "dumps" / "aux_list.pt"
+    result = CliRunner().invoke(app, ["triage", str(dump)])
+    assert result.exit_code == 2
+    assert "(ppaux inspect FILE)" in result.stderr
+
+
 def _parsed(fmt: str, text: str) -> str:
     """The problem's message as the document of format ``fmt`` holds it (parsed, so a
     document that does not parse fails)."""

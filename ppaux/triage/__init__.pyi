@@ -22,6 +22,7 @@ from .roots import RULE_OF_MESSAGE as RULE_OF_MESSAGE
 from .sources import LOG_SUFFIXES as LOG_SUFFIXES
 from .sources import LogOpenError as LogOpenError
 from .sources import LogSource as LogSource
+from .sources import looks_binary as looks_binary
 from .zones import LocalZone as LocalZone
 from .zones import TriageConfigError as TriageConfigError
 from .zones import local_zone as local_zone

@@ -225,6 +225,12 @@ def read_all(
         # some empty logs beside others lists them (0 lines) and triages the rest.
         if path not in streams and os.path.isdir(path):
             inside = [r for r in readings if _under(r.source, path)]
-            if inside and all(r.empty for r in inside):
+            if not inside or not all(r.empty for r in inside):
+                continue
+            if any(_under(problem.path, path) for problem in report.problems):
+                # Some of its files were refused for another reason: the folder-wide claim
+                # would be untrue, so each empty one is named.
+                report.problems += [InputProblem(r.source, "empty file") for r in inside]
+            else:
                 report.problems.append(InputProblem(shown(path, None), _EMPTY_DIRECTORY))
     return readings

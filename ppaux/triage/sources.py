@@ -31,6 +31,7 @@ __all__ = [
     "corrupt_stream",
     "expand_paths",
     "is_log_name",
+    "looks_binary",
     "open_log",
 ]
 
@@ -46,6 +47,10 @@ _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 #: Bytes looked at to tell text from binary, and an encoding without a byte-order mark.
 _SNIFF = 4096
+
+#: How a zip archive (torch.save's format since torch 1.6) or a pickle of protocol 2 to 5 (its
+#: legacy format, a ``.pkl``) begins: no log does.
+_DUMP_MAGIC = (b"PK\x03\x04", b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
 #: Above this share of a head's characters that no text log holds (NUL and other control bytes
 #: than tab, newline, carriage return, escape; bytes that are not UTF-8), a file is binary.
 _BINARY_SHARE = 0.3
@@ -256,8 +261,14 @@ def _opened(source: LogSource, raw: BinaryIO) -> BinaryIO:
     if encoding is not None:
         stream = io.BufferedReader(_Utf16(stream, encoding), buffer_size=1 << 20)
         sniff = stream.peek(_SNIFF)[:_SNIFF]
-    if _binary(sniff):
-        what = f"{kind}-compressed " if kind else ""
+    what = f"{kind}-compressed " if kind else ""
+    if sniff.startswith(_DUMP_MAGIC):
+        raise LogOpenError(
+            source.name,
+            f"{what}zip archive or pickle, not a text log: if it is a tensor dump (torch.save's "
+            "format), inspect reads it (ppaux inspect FILE)",
+        )
+    if looks_binary(sniff):
         raise LogOpenError(source.name, f"{what}binary data, not a text log")
     return cast(BinaryIO, stream)
 
@@ -309,7 +320,7 @@ def _encoding(head: bytes) -> str | None:
 _TEXT_CONTROLS = frozenset(b"\t\n\r\x1b")
 
 
-def _binary(head: bytes) -> bool:
+def looks_binary(head: bytes) -> bool:
     """True when ``head`` is no text: many characters that no log line holds (control bytes,
     bytes that are not UTF-8)."""
     # NUL bytes are holes, not content: what logrotate's copytruncate leaves before the lines

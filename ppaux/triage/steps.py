@@ -192,16 +192,14 @@ def _capture(deployment: Deployment, directory: str, last: str) -> list[Step]:
                 f"PPAUX_CAPTURE_STRICT=1 on {strict_where}; or, on a Deployment:",
             ),
             Step(
-                (
-                    "kubectl",
-                    "set",
-                    "env",
-                    "deployment/SGLANG",
-                    f"PPAUX_CAPTURE_DIR={directory}",
-                    "PPAUX_CAPTURE_STRICT=1",
-                ),
+                ("kubectl", "set", "env", "deployment/SGLANG", f"PPAUX_CAPTURE_DIR={directory}"),
                 "a host with kubectl",
-                "SGLANG: the Deployment or StatefulSet; add the volume in its spec",
+                "SGLANG: the Deployment or StatefulSet of each stage; add the volume in its spec",
+            ),
+            Step(
+                ("kubectl", "set", "env", "deployment/SGLANG", "PPAUX_CAPTURE_STRICT=1"),
+                "a host with kubectl",
+                f"on {strict_where}: SGLANG here is that stage's Deployment",
             ),
         ]
     if deployment.runtime == "docker":
@@ -218,15 +216,19 @@ def _capture(deployment: Deployment, directory: str, last: str) -> list[Step]:
                     "run",
                     "-e",
                     f"PPAUX_CAPTURE_DIR={directory}",
-                    "-e",
-                    "PPAUX_CAPTURE_STRICT=1",
                     "-v",
                     f"{operand(directory)}:{directory}",
                     "IMAGE",
                 ),
                 "the host that runs the container",
-                "IMAGE and the rest: as the container runs now; in compose, environment: "
-                "and volumes: of the service",
+                "every stage's container; IMAGE and the rest: as the container runs now; in "
+                "compose, environment: and volumes: of the service",
+            ),
+            Step(
+                None,
+                "the host that runs the container",
+                f"and on {strict_where}, -e PPAUX_CAPTURE_STRICT=1 beside it: stop where a "
+                "non-tensor value enters the output message",
             ),
         ]
     return [
@@ -269,7 +271,14 @@ def _aux_steps(
     else:
         steps += _capture(deployment, directory, last)
     steps += _compare_steps(deployment)
-    steps.append(Step(None, "the capture's host", "then read what the capture wrote"))
+    steps.append(
+        Step(
+            None,
+            "the capture's host",
+            "then read what the capture wrote (replay needs torch there: pip install "
+            "'ppaux[torch]')",
+        )
+    )
     for argv in (
         ("ppaux", "capture", "list", "--dir"),
         ("ppaux", "inspect", "--"),

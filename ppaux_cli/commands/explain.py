@@ -130,6 +130,10 @@ def _read_stdin(output: str | None) -> str:
     except OSError as exc:
         fail(f"-: cannot read stdin: {exc.strerror or exc}")
     refuse_stdin_copy(reader, output)
+    from ppaux.triage import looks_binary
+
+    if looks_binary(data[:4096]):
+        fail("-: stdin holds binary data, not a message or a traceback")
     if len(data) > STDIN_LIMIT:
         fail(
             f"-: stdin holds more than {STDIN_LIMIT // (1024 * 1024)} MiB; explain reads one "
