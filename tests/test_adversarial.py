@@ -2,11 +2,17 @@
 
 Every case of ``fixtures/make_adversarial.py`` runs as ``ppaux inspect FILE --format json`` in
 its own process and its own empty directory, with stdout encoded strictly as UTF-8 (as on a
-UTF-8 terminal). The processes are forked from one that has imported the CLI already (see
-``hostile_run.run_cli_many``; a test below checks that this gives what ``python -m ppaux_cli``
-gives). Each must give: no traceback; its expected outcome (PP201 naming every hostile global
-with exit 1, or exactly one ``ppaux: error: FILE: ...`` line with exit 2, or a plain read); no
-file created (a payload that ran would leave its marker there); the corpus file byte-for-byte
+UTF-8 terminal), and in every other ``--format`` as well. The processes are forked from one
+that has imported the CLI already (see ``hostile_run.run_cli_many``; a test below checks that
+this gives what ``python -m ppaux_cli`` gives). Each case's formats run in one process that
+reads the file once and runs the command line once per format from that read
+(``hostile_run.run_cli_formats``): the reading is what the corpus attacks, and rendering is
+cheap next to it; a test below runs a sample of cases of every group and outcome with one read
+per format and checks that the two give the same bytes and exit codes.
+
+Each must give: no traceback; its expected outcome (PP201 naming every hostile global with exit
+1, or exactly one ``ppaux: error: FILE: ...`` line with exit 2, or a plain read); no file
+created (a payload that ran would leave its marker there); the corpus file byte-for-byte
 unchanged; and the wall-time and peak-memory bounds below. A control proves the payloads live:
 plain ``pickle`` (or ``torch.load(weights_only=False)`` for zips) does create the markers.
 """
@@ -24,7 +30,7 @@ from pathlib import Path
 
 import pytest
 from helpers import REPO
-from hostile_run import Run, inspect_command, run_cli_many, run_measured
+from hostile_run import Run, inspect_command, run_cli_formats, run_cli_many, run_measured
 
 sys.path.insert(0, str(REPO / "fixtures"))
 
@@ -74,27 +80,53 @@ def _argv(case: corpus.Case, fmt: str = "json") -> list[str]:
     return ["inspect", str(corpus.OUT / case.filename), "--format", fmt]
 
 
+#: The formats besides json that every case also runs in.
+OTHER_FORMATS = ("text", "github", "sarif", "junit", "gitlab", "markdown", "html")
+
+
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, _Outcome]:
+def format_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, _Outcome]]:
+    """Every case in json and every other format: one forked process per case reads the file
+    once and runs the command line in each format (json first, so that its time includes the
+    read); see ``hostile_run.run_cli_formats``, and test_one_read_gives_what_a_read_per_format
+    gives below."""
     root = tmp_path_factory.mktemp("adversarial")
     before = {c.name: _sha256(corpus.OUT / c.filename) for c in corpus.CASES}
+    formats = ["json", *OTHER_FORMATS]
 
-    def batch(cases: list[corpus.Case]) -> list[tuple[str, Run]]:
-        runs = run_cli_many([(_argv(c), root / c.name) for c in cases], TIME_BOUND_S, _env())
-        return [(c.name, run) for c, run in zip(cases, runs, strict=True)]
+    def batch(cases: list[corpus.Case]) -> list[tuple[str, dict[str, Run]]]:
+        runs = run_cli_formats(
+            [(_argv(c), root / c.name) for c in cases], formats, TIME_BOUND_S, _env()
+        )
+        return [(c.name, each) for c, each in zip(cases, runs, strict=True)]
 
     with ThreadPoolExecutor(WORKERS) as pool:
         parts = pool.map(batch, [corpus.CASES[k::WORKERS] for k in range(WORKERS)])
-    return {
-        name: _Outcome(
-            run,
-            sorted(os.listdir(root / name)),
-            before[name],
-            _sha256(corpus.OUT / CASES[name].filename),
-        )
-        for part in parts
-        for name, run in part
-    }
+    found = {}
+    for part in parts:
+        for name, runs in part:
+            # Files written by any of the case's formats are in the one directory.
+            created = sorted(os.listdir(root / name))
+            after = _sha256(corpus.OUT / CASES[name].filename)
+            found[name] = {
+                fmt: _Outcome(run, created, before[name], after) for fmt, run in runs.items()
+            }
+    return found
+
+
+@pytest.fixture(scope="module")
+def outcomes(format_runs: dict[str, dict[str, _Outcome]]) -> dict[str, _Outcome]:
+    return {name: runs["json"] for name, runs in format_runs.items()}
+
+
+@pytest.fixture(scope="module")
+def format_outcomes(format_runs: dict[str, dict[str, _Outcome]]) -> dict[tuple[str, str], Run]:
+    found = {}
+    for name, runs in format_runs.items():
+        for fmt in OTHER_FORMATS:
+            assert runs[fmt].created == [], f"{name} --format {fmt} wrote a file"
+            found[name, fmt] = runs[fmt].run
+    return found
 
 
 def test_corpus_has_at_least_thirty_named_cases():
@@ -174,29 +206,6 @@ def test_inspect_survives(name, outcomes):
         assert document["problems"] == []
 
 
-#: The formats besides json that every case also runs in.
-OTHER_FORMATS = ("text", "github", "sarif", "junit", "gitlab", "markdown", "html")
-
-
-@pytest.fixture(scope="module")
-def format_outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Run]:
-    root = tmp_path_factory.mktemp("formats")
-    jobs = [(c, fmt) for c in corpus.CASES for fmt in OTHER_FORMATS]
-
-    def batch(part: list[tuple[corpus.Case, str]]) -> list[tuple[tuple[str, str], Run]]:
-        runs = run_cli_many(
-            [(_argv(c, fmt), root / f"{c.name}.{fmt}") for c, fmt in part], TIME_BOUND_S, _env()
-        )
-        return [((c.name, fmt), run) for (c, fmt), run in zip(part, runs, strict=True)]
-
-    with ThreadPoolExecutor(WORKERS) as pool:
-        parts = pool.map(batch, [jobs[k::WORKERS] for k in range(WORKERS)])
-    found = {key: run for part in parts for key, run in part}
-    for name, fmt in found:
-        assert os.listdir(root / f"{name}.{fmt}") == [], f"{name} --format {fmt} wrote a file"
-    return found
-
-
 @pytest.mark.parametrize("name", list(CASES))
 def test_every_format_survives(name, outcomes, format_outcomes):
     # The same bounds in every output format, and the same verdict as --format json.
@@ -221,6 +230,7 @@ def test_every_format_survives(name, outcomes, format_outcomes):
         elif fmt == "junit":
             ET.fromstring(run.stdout)
         assert "\x1b" not in text, fmt
+        assert run.seconds < TIME_BOUND_S, fmt
 
 
 def test_figures_over_the_corpus(outcomes):
@@ -247,6 +257,42 @@ def test_forked_runs_match_python_m_ppaux_cli(name, outcomes, tmp_path):
     )
     forked = outcomes[name].run
     assert (run.rc, run.stdout, run.stderr) == (forked.rc, forked.stdout, forked.stderr)
+
+
+#: Cases of each group and outcome (a finding, a refusal, an error, a plain read, the widest
+#: report) for the check below.
+_ONE_READ_SAMPLE = [
+    "exec_os_system_reduce",
+    "exec_tar_polyglot",
+    "hidden_escapes_in_device",
+    "zip_newline_in_record_name",
+    "zip_two_data_pkl",
+    "bomb_surrogate_key",
+    "bomb_wide_dict",
+    "trunc_zip_at_data_0_archive_data_pkl",
+]
+
+
+def test_one_read_gives_what_a_read_per_format_gives(format_runs, tmp_path):
+    # format_runs reads each file once and runs every format from that read; here each format
+    # runs in a process of its own that reads the file itself (the CLI's path from end to end),
+    # and gives the same exit code and the same bytes on stdout and stderr.
+    formats = ["json", *OTHER_FORMATS]
+    jobs = [
+        (_argv(CASES[name], fmt), tmp_path / f"{name}.{fmt}")
+        for name in _ONE_READ_SAMPLE
+        for fmt in formats
+    ]
+    runs = iter(run_cli_many(jobs, TIME_BOUND_S, _env()))
+    for name in _ONE_READ_SAMPLE:
+        for fmt in formats:
+            alone, shared = next(runs), format_runs[name][fmt].run
+            assert (alone.rc, alone.stdout, alone.stderr) == (
+                shared.rc,
+                shared.stdout,
+                shared.stderr,
+            ), (name, fmt)
+            assert os.listdir(tmp_path / f"{name}.{fmt}") == []
 
 
 _DISPLAY = [

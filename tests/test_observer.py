@@ -1,6 +1,14 @@
 """``ppaux check-observer`` and :mod:`ppaux.observer`: each faulty observer of
 fixtures/observers is flagged with sglang's exact message and the side that raises it, or with
-the differing tensor or field; the good ones pass; unusable targets are one line and exit 2."""
+the differing tensor or field; the good ones pass; unusable targets are one line and exit 2.
+
+The tests of faulty.py's rules (each sglang error and its side, sparse and cast tensors, crossed
+fields, a reused buffer, rank 0's instance, numpy) run the check in this process (``in_hand``,
+the path ``assert_pp_safe`` takes for an observer in hand, one wire for all): their subject is
+how the records are judged, which is the same code in either process, and a child would add only
+its torch import (about 1.6 s of CPU each). The child still runs for the good observers, lists,
+the CLI's runs, locations, files of a test's own and every setting that starts processes;
+test_the_child_judges_as_the_check_in_hand_does checks that both give the same findings."""
 
 from __future__ import annotations
 
@@ -48,6 +56,26 @@ def check_observer(target: str, options: ObserverOptions = ObserverOptions(), **
 def _cli_checks_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI's check-observer (which imports the function when it runs) asks the same."""
     monkeypatch.setattr(ppaux.observer, "check_observer", check_observer)
+
+
+@pytest.fixture(scope="module")
+def in_hand():
+    """``in_hand(name, options)``: the check of the bundled ``name`` (``file.py:attr``) run in
+    this process, as ``assert_pp_safe`` runs an observer in hand; the checks of the default
+    transport all send through one wire."""
+    from ppaux.observer import check_loaded, load_observer
+    from ppaux.replay.wiring import open_wire
+
+    default = ObserverOptions()
+    wire = open_wire(default.transport, timeout_s=default.timeout_s)
+
+    def check(name: str, options: ObserverOptions = default) -> Report:
+        same = options.transport.value == wire.transport and options.device == "cpu"
+        shared = wire if same else None
+        return check_loaded(load_observer(target(name)), options, wire=shared)
+
+    yield check
+    wire.close()
 
 
 def target(name: str) -> str:
@@ -143,16 +171,29 @@ def test_a_list_behind_a_legacy_sender_fails_on_rank_0():
         ),
     ],
 )
-def test_each_sglang_error_with_its_exact_message_and_side(name, code, message, side):
-    report = check_observer(target(f"faulty.py:{name}"))
+def test_each_sglang_error_with_its_exact_message_and_side(in_hand, name, code, message, side):
+    report = in_hand(f"faulty.py:{name}")
     assert codes(report) == [code]
     item = report.findings[0]
     assert item.sglang_error == message
     assert item.message.startswith(f"{side} raises RuntimeError: {message}")
 
 
-def test_a_bad_name_names_the_entry_and_its_value():
-    item = only(check_observer(target("faulty.py:BadNameObserver")), "PP704")
+@pytest.mark.parametrize("name", ["faulty.py:NotRebuiltObserver", "faulty.py:HalfOnWireObserver"])
+def test_the_child_judges_as_the_check_in_hand_does(in_hand, name):
+    # The tests of faulty.py's rules run the check in hand: the same records, the same judge.
+    # The child of check-observer gives the same findings, word for word and line for line.
+    def seen(report: Report) -> list:
+        return [
+            (f.code, f.severity, f.message, f.location, f.sglang_error) for f in report.findings
+        ]
+
+    child = check_observer(target(name))
+    assert child.findings and seen(child) == seen(in_hand(name))
+
+
+def test_a_bad_name_names_the_entry_and_its_value(in_hand):
+    item = only(in_hand("faulty.py:BadNameObserver"), "PP704")
     # The name is the int 0: it must not read as the string '0', which sglang would accept.
     assert "the entry at fault is named 0, a float32 (1,) cpu" in item.message
     assert "'0'" not in item.message
@@ -175,22 +216,22 @@ def test_an_empty_name_reads_as_the_empty_string(tmp_path):
     assert "the entry at fault is named '', a float32 (1,) cpu" in item.message
 
 
-def test_a_sparse_tensor_is_refused_by_the_wire_on_the_sender():
-    report = check_observer(target("faulty.py:SparseObserver"))
+def test_a_sparse_tensor_is_refused_by_the_wire_on_the_sender(in_hand):
+    report = in_hand("faulty.py:SparseObserver")
     item = only(report, "PP709")
     assert item.key == "entropy"
     assert "fails on the sender: NotImplementedError: Could not run 'c10d::send'" in item.message
     assert "a float32 (1,) cpu sparse_coo" in item.message
 
 
-def test_a_sparse_tensor_passes_without_a_wire():
+def test_a_sparse_tensor_passes_without_a_wire(in_hand):
     # sglang's add accepts any tensor: only the wire refuses the sparse layout.
-    report = check_observer(target("faulty.py:SparseObserver"), ObserverOptions(transport="none"))
+    report = in_hand("faulty.py:SparseObserver", ObserverOptions(transport="none"))
     assert "PP709" not in codes(report)
 
 
-def test_a_cast_on_the_wire_is_silent_corruption_named_by_tensor_and_field():
-    report = check_observer(target("faulty.py:HalfOnWireObserver"))
+def test_a_cast_on_the_wire_is_silent_corruption_named_by_tensor_and_field(in_hand):
+    report = in_hand("faulty.py:HalfOnWireObserver")
     output = only(report, "PP711")
     assert output.key == ".entropy"
     assert "differs (dtype): single stage float32 (1,) cpu, PP float16 (1,) cpu" in output.message
@@ -205,15 +246,15 @@ def test_a_cast_on_the_wire_is_silent_corruption_named_by_tensor_and_field():
     assert all(f.severity.value == "error" for f in report.findings)
 
 
-def test_crossed_fields_are_named():
-    report = check_observer(target("faulty.py:SwappedObserver"), ObserverOptions(steps=1))
+def test_crossed_fields_are_named(in_hand):
+    report = in_hand("faulty.py:SwappedObserver", ObserverOptions(steps=1))
     keys = [f.key for f in report.findings if f.code == "PP711"]
     assert keys == [".entropy", ".top"]
     assert "(bits)" in report.findings[0].message
 
 
-def test_a_reused_buffer_is_found_over_several_steps():
-    report = check_observer(target("faulty.py:ReusedBufferObserver"))
+def test_a_reused_buffer_is_found_over_several_steps(in_hand):
+    report = in_hand("faulty.py:ReusedBufferObserver")
     item = only(report, "PP713")
     assert item.key == ".entropy"
     assert "the output of step 0 (batch size 1) changed by step 2" in item.message
@@ -223,23 +264,20 @@ def test_a_reused_buffer_is_found_over_several_steps():
     assert table.rows[first][3] == "changed by step 2 (PP713)"
     assert (first, 3) in table.marked
     # One step cannot show it.
-    assert (
-        check_observer(target("faulty.py:ReusedBufferObserver"), ObserverOptions(steps=1)).findings
-        == []
-    )
+    assert in_hand("faulty.py:ReusedBufferObserver", ObserverOptions(steps=1)).findings == []
 
 
-def test_rank_0_uses_another_instance_of_the_observer():
-    report = check_observer(target("faulty.py:StatefulRank0Observer"))
+def test_rank_0_uses_another_instance_of_the_observer(in_hand):
+    report = in_hand("faulty.py:StatefulRank0Observer")
     item = only(report, "PP710")
     assert item.message.startswith("from_pp_tensors raised TypeError: ")
     assert "on rank 0" in item.message
     assert item.extra["method"] == "from_pp_tensors"
 
 
-def test_numpy_arrays_are_refused():
+def test_numpy_arrays_are_refused(in_hand):
     pytest.importorskip("numpy")
-    item = only(check_observer(target("faulty.py:NumpyObserver")), "PP705")
+    item = only(in_hand("faulty.py:NumpyObserver"), "PP705")
     assert "a ndarray" in item.message
 
 

@@ -1,7 +1,17 @@
 """check-observer compares every value by what it holds: a tensor by the values torch gives for
 it (conjugate and negative views resolved, every NaN alike), a numpy array and a buffer by their
 bytes, a container too large or too deep to walk by a digest of everything inside it, and says
-so where a value is not compared; and a walk's cost is bounded by the leaves it gives."""
+so where a value is not compared; and a walk's cost is bounded by the leaves it gives.
+
+The comparisons are tested on the judge's own functions, or through whole checks of the
+observers in ``CASES``. Those checks run in this process (the ``in_hand`` fixture, the path
+``assert_pp_safe`` takes for an observer in hand, all sending through one wire): their subject
+is how values are judged, and the records are the same whichever process makes them, so a child
+(torch imported afresh, about 1.6 s of CPU each) would add nothing but its cost. The child of
+check-observer still runs where the crossing is the subject (a 5 MB key's bytes on the way), for
+``assert_pp_safe`` with a target by name, and in test_the_child_judges_as_the_check_in_hand_does,
+which checks that it judges a tensor's values and reordered containers as the check in hand
+does."""
 
 from __future__ import annotations
 
@@ -657,6 +667,43 @@ def cases(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def in_hand(cases):
+    """``in_hand(name, limits)``: the check of ``cases.py:name`` run in this process, as
+    ``assert_pp_safe`` runs an observer in hand, every check sending through one wire."""
+    import importlib.util
+
+    from ppaux.observer import check_loaded, observer_from
+    from ppaux.replay.wiring import open_wire
+
+    spec = importlib.util.spec_from_file_location("observer_value_cases", cases)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    wire = open_wire(ONE.transport, timeout_s=ONE.timeout_s)
+
+    def check(name: str, limits: Limits = Limits()):
+        loaded = observer_from(getattr(module, name), f"{cases}:{name}")
+        return check_loaded(loaded, ONE, wire=wire, limits=limits)
+
+    yield check
+    wire.close()
+
+
+@pytest.mark.parametrize("name", ["ConjObs", "OrderObs"])
+def test_the_child_judges_as_the_check_in_hand_does(cases, in_hand, name):
+    # The tests below judge values through the check in hand (the records an observer gives
+    # are the same whichever process makes them, and the judge is one); here the child of
+    # check-observer and the check in hand give the same findings for a tensor's values and
+    # for containers built in other orders.
+    child, here = check_observer(f"{cases}:{name}", ONE), in_hand(name)
+    found = [(f.code, f.severity, f.message) for f in child.findings]
+    assert found == [(f.code, f.severity, f.message) for f in here.findings]
+    assert {code for code, _, _ in found} == {"ConjObs": {"PP711", "PP712"}, "OrderObs": set()}[
+        name
+    ]
+
+
 @pytest.mark.parametrize(
     ("name", "found"),
     [
@@ -669,18 +716,18 @@ def cases(tmp_path_factory) -> Path:
         ("BigIntObs", {"PP711"}),
     ],
 )
-def test_the_check_compares_the_values_a_path_gives(cases, name, found):
-    report = check_observer(f"{cases}:{name}", ONE)
+def test_the_check_compares_the_values_a_path_gives(in_hand, name, found):
+    report = in_hand(name)
     assert {item.code for item in report.findings} == found, report.findings
 
 
 @pytest.mark.parametrize(
     ("name", "why"), [("UncomparedObs", "only its address"), ("DeepObs", "deep")]
 )
-def test_the_report_says_what_was_not_compared(cases, name, why):
+def test_the_report_says_what_was_not_compared(in_hand, name, why):
     from ppaux.report.gate import Gate
 
-    report = check_observer(f"{cases}:{name}", ONE)
+    report = in_hand(name)
     # One inconclusive finding, a warning that --strict makes an error; the JSON data and
     # the notes list each value, one note a value.
     [item] = report.findings
@@ -699,23 +746,23 @@ def test_the_report_says_what_was_not_compared(cases, name, why):
     assert "\n" not in note
 
 
-def test_a_value_nested_past_the_bound_is_compared_once_the_limit_is_raised(cases):
+def test_a_value_nested_past_the_bound_is_compared_once_the_limit_is_raised(in_hand):
     # 100 lists deep, a different leaf on each path: past the default bound it is not
     # compared, naming the limit; raised past its depth, the difference is found.
-    default = check_observer(f"{cases}:DeepDiffObs", ONE)
+    default = in_hand("DeepDiffObs")
     assert {f.code for f in default.findings} == {"PP716"}
     assert "max_value_nesting=64" in default.findings[0].message
     assert default.data["observer"]["limits_reached"] == ["max_value_nesting"]
     # The suggestion carries the limit's value in the run, the default here.
     assert default.findings[0].suggestions == (RaiseLimit("max_value_nesting", 64),)
-    short = check_observer(f"{cases}:DeepDiffObs", ONE, limits=Limits(max_value_nesting=80))
+    short = in_hand("DeepDiffObs", Limits(max_value_nesting=80))
     assert [f.suggestions for f in short.findings] == [(RaiseLimit("max_value_nesting", 80),)]
-    raised = check_observer(f"{cases}:DeepDiffObs", ONE, limits=Limits(max_value_nesting=200))
+    raised = in_hand("DeepDiffObs", Limits(max_value_nesting=200))
     assert {f.code for f in raised.findings} == {"PP711"}
 
 
-def test_a_long_attribute_name_is_shown_as_its_start_and_a_digest(cases):
-    report = check_observer(f"{cases}:LongNameObs", ONE)
+def test_a_long_attribute_name_is_shown_as_its_start_and_a_digest(in_hand):
+    report = in_hand("LongNameObs")
     name = "n" * (1 << 20)
     digest = hashlib.sha256(name.encode()).hexdigest()[:16]
     shown = f".{'n' * MAX_KEY}...({len(name):,} characters, sha256 {digest})"
