@@ -170,8 +170,8 @@ def read_zip(
             persistent_load=persistent_load,
         )
         if outer is not None:
-            _share_budgets(outer, machine)
-            machine.nesting = getattr(outer, "nesting", 0) + 1  # type: ignore[attr-defined]
+            machine.spend_on_from(outer)
+            machine.nesting = outer.nesting + 1
         try:
             root = machine.load()
         except ReadMismatch as exc:
@@ -179,7 +179,7 @@ def read_zip(
             raise
         finally:
             if outer is not None:
-                _share_budgets(machine, outer)
+                outer.spend_on_from(machine)
                 for name, allowed in machine.globals_seen.items():
                     outer.globals_seen[name] = outer.globals_seen.get(name, False) or allowed
         deviation = _deviation(
@@ -230,14 +230,6 @@ def read_zip(
         deviation=deviation,
         weights_only_check=functools.partial(weights_only_refusal, data),
     )
-
-
-def _share_budgets(source: Machine, target: Machine) -> None:
-    """Hand ``source``'s counts of values, opcodes and copied bytes on to ``target``: a zip
-    nested in a pickle spends the outer pickle's budgets."""
-    target.items = source.items
-    target.ops = source.ops
-    target.copied = source.copied
 
 
 def _as_torch_reads(m: Machine, pid: Any, known: dict[str | int, StorageRef]) -> Any:
