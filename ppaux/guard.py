@@ -225,7 +225,7 @@ def tensorize(
     raise NotTensorizable(describe_value(value), reason)
 
 
-def _from_data(torch: ModuleType, data: Any, what: str, dtype: Any, device: Any) -> Any:
+def _from_data(torch: ModuleType, data: object, what: str, dtype: object, device: object) -> Any:
     try:
         return torch.tensor(data, dtype=dtype, device=device)
     except (TypeError, ValueError, RuntimeError, OverflowError) as exc:

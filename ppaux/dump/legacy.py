@@ -38,7 +38,7 @@ def is_legacy_stream(data: bytes) -> bool:
 _REFUSES = "torch.load refuses the file: a nested torch.save stream"
 
 
-def _legacy_storage(m: Machine, pid: Any, by_key: dict[Any, StorageRef]) -> Any:
+def _legacy_storage(m: Machine, pid: object, by_key: dict[Any, StorageRef]) -> Any:
     if not isinstance(pid, tuple) or not pid or decoded_tag(pid[0]) != "storage":
         return Opaque("persistent id", "call", pid if isinstance(pid, tuple) else (pid,))
     found = storage_id(m.path, f"byte {m.op_pos}", pid, _REFUSES, by_key)

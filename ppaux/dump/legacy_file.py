@@ -117,7 +117,7 @@ class _Storages:
         self.storages: list[StorageRef] = []
         self.problem: Deviation | None = None
 
-    def __call__(self, m: Machine, pid: Any) -> StorageRef:
+    def __call__(self, m: Machine, pid: object) -> StorageRef:
         where = f"byte {m.op_pos}"
         if not isinstance(pid, tuple) or not pid:
             raise TorchRefuses(

@@ -113,7 +113,7 @@ def read_zip(
         key_problems: list[str] = []
         first_pids: dict[str | int, tuple[Any, ...]] = {}
 
-        def persistent_load(m: Machine, pid: Any) -> StorageRef:
+        def persistent_load(m: Machine, pid: object) -> StorageRef:
             if isinstance(pid, str) and all(m.globals_seen.values()):
                 # torch.save(..., pickle_protocol=0) names each storage by the text of its
                 # tuple (PERSID); torch.load takes only a tuple.
@@ -232,7 +232,7 @@ def read_zip(
     )
 
 
-def _as_torch_reads(m: Machine, pid: Any, known: dict[str | int, StorageRef]) -> Any:
+def _as_torch_reads(m: Machine, pid: object, known: dict[str | int, StorageRef]) -> Any:
     """``pid`` as torch.load's zip reader takes it: a bytes tag, and the bytes location of a
     storage met first, decoded as ASCII (``_maybe_decode_ascii``), each a value the writer never
     writes; a location torch cannot decode or restore from is its refusal. A key met before

@@ -178,13 +178,13 @@ def _tensorize(source: str, output: str, limits: Limits) -> TensorizeResult:
 # What can be rebuilt
 
 
-def _shown(key: Any) -> str:
+def _shown(key: object) -> str:
     from ppaux.dump import key_text
 
     return key_text(key)
 
 
-def _unreadable(value: Any, limits: Limits, path: str) -> str | None:
+def _unreadable(value: object, limits: Limits, path: str) -> str | None:
     """Why ``value`` cannot be rebuilt from the file safely, or None when it can."""
     from ppaux.dump import type_name, value_phrase, walk
 
@@ -385,7 +385,7 @@ def _recorded_locations(torch: Any, locations: dict[int, str]) -> Iterator[None]
         except (RuntimeError, AttributeError):
             return None
 
-    def deserializer(storage: Any, location: str) -> None:
+    def deserializer(storage: object, location: str) -> None:
         return None
 
     torch.serialization.register_package(0, tagger, deserializer)

@@ -45,7 +45,7 @@ def _first_line(error: BaseException) -> str:
 
 
 def _described(
-    what: str, obj: Any, skip: Skip | None = None, same: Same | None = None
+    what: str, obj: object, skip: Skip | None = None, same: Same | None = None
 ) -> dict[str, dict[str, Any]]:
     """``obj``'s records (``skip``, ``same``: see :func:`~ppaux.observer.compare.leaves`);
     anything its own methods raise is the target's failure, raised as
@@ -60,7 +60,7 @@ def _described(
         raise HookFailure(what, exc) from exc
 
 
-def _location(obj: Any, method: str | None) -> dict[str, Any] | None:
+def _location(obj: object, method: str | None) -> dict[str, Any] | None:
     """Where ``method`` of ``obj``'s class (the class itself when None) is defined: where a
     finding points when no line of the method is known to have made its value (see
     :mod:`ppaux.observer.lines`)."""
@@ -124,7 +124,7 @@ class _Checks:
             return None
 
     def undescribable(
-        self, batch_size: int, index: int, failure: HookFailure, subject: Any
+        self, batch_size: int, index: int, failure: HookFailure, subject: object
     ) -> None:
         error = failure.error
         self.emit(
@@ -272,11 +272,11 @@ class _Checks:
 
     def both_paths(
         self,
-        output: Any,
-        rank0: Any,
+        output: object,
+        rank0: object,
         single_reqs: list[Any],
         pp_reqs: list[Any],
-        token_ids: Any,
+        token_ids: object,
         batch_size: int,
         index: int,
     ) -> dict[str, dict[str, Any]] | None:

@@ -219,7 +219,7 @@ def main(argv: list[str]) -> int:
     os._exit(0)
 
 
-def _before_the_target(request: dict[str, Any], emit: Any) -> tuple[ObserverOptions, Any]:
+def _before_the_target(request: dict[str, Any], emit: object) -> tuple[ObserverOptions, Any]:
     """The signals unblocked, torch and ppaux's own modules imported, the options read, the
     import path extended and the hooks announced: what comes before the target's own code (the
     modules :func:`_check` needs are imported too before it says it is ready); the options and
@@ -321,7 +321,7 @@ def _check(request: dict[str, Any], options: ObserverOptions, announce: Any, emi
     lines.announce_hooks(None)
 
 
-def _module_at(path: Any) -> str | None:
+def _module_at(path: object) -> str | None:
     """The name of a module loaded in this process from the file ``path`` (where the report
     is to be written), or None."""
     if not isinstance(path, str):

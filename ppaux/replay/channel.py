@@ -75,7 +75,7 @@ def nccl_group(store: Any, rank: int, timeout: datetime.timedelta) -> Any:
 class Channel:
     """Point-to-point traffic with the peer rank: objects and tensors, as sglang sends them."""
 
-    def __init__(self, peer: int, cpu_group: Any, device_group: Any = None) -> None:
+    def __init__(self, peer: int, cpu_group: Any, device_group: object = None) -> None:
         self.peer = peer
         self.cpu_group = cpu_group
         self.device_group = device_group
@@ -112,7 +112,7 @@ class Channel:
         # ctypes rather than .numpy(): numpy is not a dependency.
         return ctypes.string_at(data.data_ptr(), data.numel())
 
-    def send_object(self, obj: Any) -> None:
+    def send_object(self, obj: object) -> None:
         self.send_bytes(pickle.dumps(obj))
 
     def recv_object(self) -> Any:

@@ -111,7 +111,7 @@ def _judged(dump: Any, payloads: list[Any], limits: Limits) -> list[Finding]:
     ]
 
 
-def _units(path: str, capture: Any, payloads: list[Any]) -> list[tuple[Any, Any]]:
+def _units(path: str, capture: object, payloads: list[Any]) -> list[tuple[Any, Any]]:
     """What is replayed: each tensor dict alone, or a capture's dict with its output."""
     if capture is None:
         return [(payload, None) for payload in payloads]
@@ -268,7 +268,7 @@ class OnceText:
             return text
         return f"{text[: self.SHORT]}... ({len(text)} characters, given whole above)"
 
-    def value(self, value: Any) -> Any:
+    def value(self, value: object) -> Any:
         """``value`` (results, plain dicts, lists and scalars) with its repeated long strings
         cut, field by field in the order the report prints them."""
         if value is None or value.__class__ in _PLAIN:
