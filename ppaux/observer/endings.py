@@ -77,6 +77,14 @@ def endings(end: Any, timeout_s: float, hook: dict[str, Any] | None = None) -> l
         )
     elif end.returncode and not end.killed:
         found.append(_after_the_records(end.returncode))
+    found.extend(_left_behind(end))
+    return found
+
+
+def _left_behind(end: Any) -> list[Ending]:
+    """What the target did besides ending: processes that outlived it, signals it sent this
+    process, forks."""
+    found: list[Ending] = []
     if end.outlived:
         found.append(
             Ending(
