@@ -21,6 +21,7 @@ from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, TorchRefuses
 from ppaux.text import shown
 
 if TYPE_CHECKING:
+    from ppaux.dump.model import StorageRef
     from ppaux.dump.structure import Dump
 
 __all__ = ["ZIP_LOCAL_MAGIC", "nested_too_deep", "read_inner_zip", "use_zip_reader"]
@@ -90,7 +91,9 @@ def read_inner_zip(outer: Machine, payload: bytes, max_nesting: int) -> Any:
     return dump.root
 
 
-def _keep_storage_bytes(outer: Machine, payload: bytes, prefix: str, storages: Any) -> None:
+def _keep_storage_bytes(
+    outer: Machine, payload: bytes, prefix: str, storages: list[StorageRef]
+) -> None:
     """Copy each storage's record into the storage (replay reads nested bytes from there),
     charged to ``outer``; a record torch cannot read the storage from is its refusal."""
     handle = io.BytesIO(payload)

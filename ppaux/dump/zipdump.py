@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 import functools
 import zipfile
-from typing import Any
+from typing import Any, BinaryIO
 
 from ppaux.dump import allowlist
 from ppaux.dump.grammar import Deviation, pickle_deviation
@@ -34,7 +34,7 @@ from ppaux.text import shown
 __all__ = ["read_zip"]
 
 
-def _count_directory(handle: Any, start: int, end: int, limit: int) -> int:
+def _count_directory(handle: BinaryIO, start: int, end: int, limit: int) -> int:
     """Directory entries between ``start`` and ``end`` (by signature), counting up to ``limit``+1.
 
     zipfile builds an object for every entry before anything can be checked, several hundred
@@ -55,7 +55,7 @@ def _count_directory(handle: Any, start: int, end: int, limit: int) -> int:
 
 
 def read_zip(
-    path: str, handle: Any, size: int, limits: Limits, *, outer: Machine | None = None
+    path: str, handle: BinaryIO, size: int, limits: Limits, *, outer: Machine | None = None
 ) -> Dump:
     """Read a torch.save zip: its end record and directory, the records it names, data.pkl
     through the interpreter, and the writer model's verdict on every byte. ``outer`` is the
@@ -271,7 +271,7 @@ def _as_torch_reads(m: Machine, pid: object, known: dict[str | int, StorageRef])
 
 def _deviation(
     path: str,
-    handle: Any,
+    handle: BinaryIO,
     size: int,
     records: list[zipfile.ZipInfo],
     prefix: str,

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ppaux.dump import NdArrayRef, TensorRef
+from ppaux.dump import Dump, NdArrayRef, TensorRef
 from ppaux.errors import DumpError, nested_past_recursion
 from ppaux.files import InputFileError, OutputPathError, check_output, open_regular
 from ppaux.fix.numpy_arrays import numpy_problem, numpy_tensor
@@ -208,7 +208,7 @@ def _unreadable(value: object, limits: Limits, path: str) -> str | None:
     return None
 
 
-def _rest_of_file(dump: Any, converted: list[Any], limits: Limits) -> list[Refusal]:
+def _rest_of_file(dump: Dump, converted: list[Any], limits: Limits) -> list[Refusal]:
     """Refusals for anything outside the converted values that cannot be written back as it
     was: an object whose class was never imported, a numpy array, a tensor subclass."""
     from ppaux.dump import key_text, type_name, walk
@@ -249,7 +249,7 @@ def _rest_of_file(dump: Any, converted: list[Any], limits: Limits) -> list[Refus
 
 
 def _rewrite(
-    dump: Any,
+    dump: Dump,
     payloads: list[Any],
     todo: list[tuple[Any, Any, Any]],
     limits: Limits,

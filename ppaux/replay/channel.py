@@ -56,7 +56,7 @@ def clock() -> float:
     return time.clock_gettime(time.CLOCK_MONOTONIC)
 
 
-def gloo_group(store: Any, rank: int, timeout: datetime.timedelta) -> Any:
+def gloo_group(store: dist.Store, rank: int, timeout: datetime.timedelta) -> Any:
     # Private and absent from torch's type stubs, but the only way to choose gloo's device.
     options = dist.ProcessGroupGloo._Options()  # type: ignore[attr-defined]
     # Loopback explicitly: the default device follows the host name, which may not resolve
@@ -66,7 +66,7 @@ def gloo_group(store: Any, rank: int, timeout: datetime.timedelta) -> Any:
     return dist.ProcessGroupGloo(store, rank, 2, options)
 
 
-def nccl_group(store: Any, rank: int, timeout: datetime.timedelta) -> Any:
+def nccl_group(store: dist.Store, rank: int, timeout: datetime.timedelta) -> Any:
     options = dist.ProcessGroupNCCL.Options()
     options._timeout = timeout
     return dist.ProcessGroupNCCL(store, rank, 2, options)

@@ -9,7 +9,7 @@ the setup opened: nothing here depends on which transport it is.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ppaux.errors import DumpError
 from ppaux.limits import Limits
@@ -20,6 +20,9 @@ from ppaux.replay.vocabulary import Sender
 from ppaux.report import Finding, cap_per_code, finding
 from ppaux.sglang import OUTPUT_PREFIX
 from ppaux.torch_probe import import_torch
+
+if TYPE_CHECKING:
+    from ppaux.dump import Dump
 
 __all__ = [
     "NothingToReplay",
@@ -98,7 +101,7 @@ def replay_file(path: str, setup: Setup) -> tuple[DumpResult, list[Finding]]:
     return cut, findings
 
 
-def _judged(dump: Any, payloads: list[Any], limits: Limits) -> list[Finding]:
+def _judged(dump: Dump, payloads: list[Any], limits: Limits) -> list[Finding]:
     """The findings inspect gives the file whatever the replay gives: a global outside torch's
     allowlist is PP201 (a hostile file is never clean), a file without a tensor dict is PP114,
     not an input that could not be used; a file not as torch.save writes it is PP118."""

@@ -127,7 +127,7 @@ def _coordinator(runtime: Any, rank: int, backend: str) -> Any:
     return runtime.GroupCoordinator(**kwargs)
 
 
-def _join_world(store: Any, rank: int, timeout: datetime.timedelta) -> None:
+def _join_world(store: dist.Store, rank: int, timeout: datetime.timedelta) -> None:
     """The default process group sglang's ``GroupCoordinator`` builds its groups from."""
     if dist.is_initialized():
         raise WireSetupError(
@@ -186,7 +186,7 @@ class SglangWire(DistributedWire):
     def _child_config(self) -> dict[str, Any]:
         return {"sglang_path": self.sglang_path}
 
-    def _joined(self, store: object) -> None:
+    def _joined(self, store: dist.Store) -> None:
         _join_world(store, _LAST, self.timeout)
         backend = "nccl" if self.device.type == "cuda" else "gloo"
         self._group = _coordinator(self.runtime, _LAST, backend)
@@ -223,7 +223,7 @@ class SglangWire(DistributedWire):
 # The receiving process
 
 
-def _receiver_joined(store: object, config: dict[str, Any]) -> Receive:
+def _receiver_joined(store: dist.Store, config: dict[str, Any]) -> Receive:
     runtime = import_runtime(config.get("sglang_path"))
     timeout = datetime.timedelta(seconds=config["timeout_s"])
     _join_world(store, _FIRST, timeout)
