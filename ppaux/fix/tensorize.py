@@ -31,6 +31,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from ppaux.dump import Dump, NdArrayRef, TensorRef
@@ -307,7 +308,7 @@ def _rewrite(
     return TensorizeResult(conversions=tuple(conversions), refusals=(), written=True, **result)
 
 
-def _overflow(torch: Any, plain: Any, tensor: Any) -> str | None:
+def _overflow(torch: ModuleType, plain: Any, tensor: Any) -> str | None:
     """Why ``tensor`` does not hold the numbers of ``plain`` (Python floats or complex numbers
     made the default float dtype): a finite value past the dtype's range became infinite. A file
     rewritten with it would carry other values than the one it fixes, so the value is refused,
@@ -371,7 +372,7 @@ def _rewritten_meta(
 
 
 @contextlib.contextmanager
-def _recorded_locations(torch: Any, locations: dict[int, str]) -> Iterator[None]:
+def _recorded_locations(torch: ModuleType, locations: dict[int, str]) -> Iterator[None]:
     """While saving, tag each storage with the location it was saved with in the input.
 
     Tensors were rebuilt on the CPU; without this, a dict received on ``cuda:1`` would come
@@ -396,7 +397,7 @@ def _recorded_locations(torch: Any, locations: dict[int, str]) -> Iterator[None]
         registry[:] = [entry for entry in registry if entry[1] is not tagger]
 
 
-def _save_atomically(torch: Any, root: Any, output: str, locations: dict[int, str]) -> None:
+def _save_atomically(torch: ModuleType, root: Any, output: str, locations: dict[int, str]) -> None:
     folder = os.path.dirname(os.path.abspath(output))
     try:
         fd, temporary = tempfile.mkstemp(dir=folder, prefix=".ppaux-tensorize-", suffix=".tmp")

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
+from types import ModuleType
 from typing import Any
 
 from ppaux.errors import PpauxError
@@ -183,11 +184,11 @@ def _pieces(
         yield value[start : start + rows]
 
 
-def _int_type(torch: Any, width: int) -> Any:
+def _int_type(torch: ModuleType, width: int) -> Any:
     return {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(width)
 
 
-def _host_piece(torch: Any, piece: Any) -> tuple[Any, bool]:
+def _host_piece(torch: ModuleType, piece: Any) -> tuple[Any, bool]:
     """The piece as a flat, contiguous host tensor of resolved values; whether it was copied."""
     owned = False
     if piece.is_conj() or piece.is_neg() or piece.device.type != "cpu" or not piece.is_contiguous():
