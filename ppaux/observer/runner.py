@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 import weakref
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppaux.observer.compare import record, records
 from ppaux.observer.drive import (
@@ -34,6 +34,9 @@ from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_path, single_s
 from ppaux.observer.target import LoadedObserver, TargetError
 from ppaux.observer.walk import MAX_KEY, Same, Skip, leaves, shown_name
 from ppaux.sglang import OUTPUT_PREFIX
+
+if TYPE_CHECKING:
+    from ppaux.observer.options import ObserverOptions
 
 __all__ = ["Emit", "run_checks"]
 
@@ -100,7 +103,7 @@ class _Checks:
         machinery: Machinery,
         info: Any,
         device: Any,
-        options: Any,
+        options: ObserverOptions,
         emit: Emit,
     ) -> None:
         self.loaded = loaded
@@ -433,7 +436,7 @@ def _fault(fault: Fault | None) -> dict[str, Any] | None:
 
 def run_checks(
     loaded: LoadedObserver,
-    options: Any,
+    options: ObserverOptions,
     machinery: Machinery,
     info: Any,
     device: Any,
