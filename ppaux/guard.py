@@ -19,7 +19,7 @@ torch is imported only inside the functions, so importing this module costs noth
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -233,7 +233,12 @@ def _from_data(torch: ModuleType, data: object, what: str, dtype: object, device
         raise NotTensorizable(what, f"torch refuses it ({first})") from None
 
 
-def _stack(torch: ModuleType, items: Any, dtype: Any, device: Any) -> Any:
+def _stack(
+    torch: ModuleType,
+    items: Sequence[Any],
+    dtype: torch.dtype | None,
+    device: torch.device | str | int | None,
+) -> Any:
     what = describe_value(items)
     first = items[0]
     for index, item in enumerate(items):
