@@ -23,6 +23,7 @@ from ppaux.torch_probe import import_torch
 
 if TYPE_CHECKING:
     from ppaux.dump import Dump
+    from ppaux.replay.options import ReplayOptions
 
 __all__ = [
     "NothingToReplay",
@@ -202,7 +203,7 @@ def _against_capture(
 class _OtherOptions:
     """``setup`` with other options (a setup may be prepared lazily: it is not copied)."""
 
-    def __init__(self, setup: Setup, options: Any) -> None:
+    def __init__(self, setup: Setup, options: ReplayOptions) -> None:
         self.options = options
         self._setup = setup
 
