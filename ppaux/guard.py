@@ -19,7 +19,7 @@ torch is imported only inside the functions, so importing this module costs noth
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -225,7 +225,7 @@ def tensorize(
     raise NotTensorizable(describe_value(value), reason)
 
 
-def _from_data(torch: ModuleType, data: Any, what: str, dtype: Any, device: Any) -> Any:
+def _from_data(torch: ModuleType, data: object, what: str, dtype: object, device: object) -> Any:
     try:
         return torch.tensor(data, dtype=dtype, device=device)
     except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
@@ -233,7 +233,12 @@ def _from_data(torch: ModuleType, data: Any, what: str, dtype: Any, device: Any)
         raise NotTensorizable(what, f"torch refuses it ({first})") from None
 
 
-def _stack(torch: ModuleType, items: Any, dtype: Any, device: Any) -> Any:
+def _stack(
+    torch: ModuleType,
+    items: Sequence[Any],
+    dtype: torch.dtype | None,
+    device: torch.device | str | int | None,
+) -> Any:
     what = describe_value(items)
     first = items[0]
     for index, item in enumerate(items):

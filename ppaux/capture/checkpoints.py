@@ -27,6 +27,7 @@ from typing import Any
 from ppaux.capture.hops import HOP_TARGETS, HOP_TEXT, HOPS, SENDER_HOPS
 from ppaux.capture.settings import MAX_FOLLOWED_MESSAGES
 from ppaux.capture.state import STATE
+from ppaux.capture.trail import Trail
 from ppaux.sglang import ADD_NOT_TENSOR, OUTPUT_PREFIX
 
 __all__ = [
@@ -90,35 +91,6 @@ def dirty_values(tensors: Any, start: int = 0) -> Sequence[tuple[str, str]]:
                     found = []
                 found.append((key[len(OUTPUT_PREFIX) :], type(value).__qualname__))
     return found or ()
-
-
-class Trail:
-    """The hops one dirty message passed: clean ones first, then from the first dirty hop on."""
-
-    def __init__(self, clean: list[str]) -> None:
-        self.hops: list[dict[str, Any]] = [
-            {"hop": h, "at": HOP_TEXT[h], "state": "clean", "keys": []} for h in clean
-        ]
-        self.culprit: dict[str, Any] | None = None
-        self.captured = False
-
-    def add(self, hop: str, dirty: Sequence[tuple[str, str]]) -> None:
-        """Record ``hop`` (clean when ``dirty`` is empty)."""
-        self.hops.append(
-            {
-                "hop": hop,
-                "at": HOP_TEXT[hop],
-                "state": "dirty" if dirty else "clean",
-                "keys": [f"{name} ({kind})" for name, kind in dirty],
-            }
-        )
-
-    def extra(self) -> dict[str, Any]:
-        """The capture fields: ``trail`` and, when one was found, ``culprit``."""
-        out: dict[str, Any] = {"trail": [dict(h) for h in self.hops]}
-        if self.culprit is not None:
-            out["culprit"] = dict(self.culprit)
-        return out
 
 
 def look(

@@ -73,7 +73,7 @@ def around_add(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return result
 
 
-def around_pop(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def around_pop(original: Callable[..., Any], *args: object, **kwargs: object) -> Any:
     """AROUND hook for ``pop_auxiliary_output_from_pp_tensors``: capture when it raises."""
     config = STATE.config
     if config is None:

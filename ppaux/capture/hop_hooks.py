@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 
-def _sent(self: Any, tensors: object, original: Callable[..., Any]) -> None:
+def _sent(self: object, tensors: object, original: Callable[..., Any]) -> None:
     # Only other code inside ppaux's hook (a wrapper applied before it) can change the dict
     # while it is sent, so only then is the message looked at again.
     error = look("sent", tensors, original, self)
@@ -64,7 +64,7 @@ def _is_output(tensors: object) -> bool:
 # on as it came is the cheapest there is)
 
 
-def around_prepare(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def around_prepare(original: Callable[..., Any], *args: object, **kwargs: object) -> Any:
     """AROUND hook for ``SchedulerPPMixin._pp_prepare_tensor_dict``: look at what it returns."""
     result = original(*args, **kwargs)
     if STATE.config is not None and result.__class__ is dict and args:
@@ -75,7 +75,7 @@ def around_prepare(original: Callable[..., Any], *args: Any, **kwargs: Any) -> A
     return result
 
 
-def around_send_dict(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def around_send_dict(original: Callable[..., Any], *args: object, **kwargs: object) -> Any:
     """AROUND hook for ``SchedulerPPMixin._pp_send_dict_to_next_stage``: look at an output
     message as it is handed over (parameters: self, tensor_dict, async_send, msg_type, ...)."""
     if STATE.config is not None and args:
@@ -89,7 +89,7 @@ def around_send_dict(original: Callable[..., Any], *args: Any, **kwargs: Any) ->
     return original(*args, **kwargs)
 
 
-def around_send(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def around_send(original: Callable[..., Any], *args: object, **kwargs: object) -> Any:
     """AROUND hook for ``GroupCoordinator.send_tensor_dict``: look at an output message when
     it is sent and after (parameters: self, tensor_dict, dst, all_gather_group, async_send)."""
     tensors = args[1] if len(args) > 1 else kwargs.get("tensor_dict")
@@ -108,7 +108,7 @@ def around_send(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return result
 
 
-def around_recv(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def around_recv(original: Callable[..., Any], *args: object, **kwargs: object) -> Any:
     """AROUND hook for ``GroupCoordinator.recv_tensor_dict``: look at a received output message."""
     result = original(*args, **kwargs)
     if STATE.config is not None and args and _is_output(result):
@@ -204,7 +204,7 @@ def fixed_wrapper(hop: str, original: Callable[..., Any]) -> Callable[..., Any] 
 
 
 def _prepare_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
-    def wrapper(self: Any, result: object, batch: object) -> Any:
+    def wrapper(self: object, result: object, batch: object) -> Any:
         tensors = original(self, result, batch)
         if STATE.config is not None and tensors.__class__ is dict:
             STATE.scheduler_type = self.__class__
@@ -218,7 +218,7 @@ def _prepare_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _send_dict_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(
-        self: Any, tensor_dict: object, async_send: object = True, msg_type: object = "default"
+        self: object, tensor_dict: object, async_send: object = True, msg_type: object = "default"
     ) -> Any:
         if (
             msg_type == OUTPUT_MSG_TYPE
@@ -238,7 +238,7 @@ def _send_dict_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
 # method's exact parameters, and a shared helper would cost a call on every message.
 def _send_dict_ready_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(
-        self: Any,
+        self: object,
         tensor_dict: object,
         async_send: object = True,
         msg_type: object = "default",
@@ -264,7 +264,7 @@ def _send_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
     release: list[bool | None] = [None]
 
     def wrapper(
-        self: Any,
+        self: object,
         tensor_dict: object,
         dst: object = None,
         all_gather_group: object = None,
@@ -292,7 +292,7 @@ def _send_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _recv_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
-    def wrapper(self: Any, src: object = None, all_gather_group: object = None) -> Any:
+    def wrapper(self: object, src: object = None, all_gather_group: object = None) -> Any:
         result = original(self, src, all_gather_group)
         if (
             STATE.config is not None
@@ -407,7 +407,7 @@ def wrap(original: Callable[..., Any], hook: Callable[..., Any]) -> Callable[...
 
     else:
 
-        def wrapper(*args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+        def wrapper(*args: object, **kwargs: object) -> Any:  # type: ignore[misc]
             return hook(original, *args, **kwargs)
 
     functools.update_wrapper(wrapper, original)

@@ -10,9 +10,11 @@ import itertools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.abc import MetaPathFinder
 from typing import Any
 
 from ppaux.capture.settings import CaptureConfig
+from ppaux.capture.trail import Followed
 from ppaux.sglang import ADD, POP
 
 __all__ = ["STATE", "CaptureState", "CaptureStats"]
@@ -38,11 +40,14 @@ class CaptureState:
         self.config: CaptureConfig | None = None
         #: True when config.when == "always": lets the hot path skip the counters.
         self.sampling = False
-        self.counters: dict[str, Any] = {ADD: itertools.count(), POP: itertools.count()}
+        self.counters: dict[str, itertools.count[int]] = {
+            ADD: itertools.count(),
+            POP: itertools.count(),
+        }
         #: target name -> (owner module or class, original, wrapper) for what install() patched.
-        self.patched: dict[str, tuple[Any, Callable[..., Any], Callable[..., Any]]] = {}
+        self.patched: dict[str, tuple[object, Callable[..., Any], Callable[..., Any]]] = {}
         #: The import hook install() put on sys.meta_path, if any.
-        self.watcher: Any | None = None
+        self.watcher: MetaPathFinder | None = None
         #: True once the sglang plugin registered the hooks with sglang's HookRegistry.
         self.plugin_hooks = False
         self.seq = itertools.count(1)
@@ -51,9 +56,9 @@ class CaptureState:
         self.failed = 0
         self.last_path: str | None = None
         self.warned: set[str] = set()
-        #: id(message dict) -> the hops it passed, for the output messages being followed (oldest
-        #: first: a dict keeps insertion order).
-        self.messages: dict[int, Any] = {}
+        #: id(message dict) -> the hops it passed (bits, or its trail once dirty), for the output
+        #: messages being followed (oldest first: a dict keeps insertion order).
+        self.messages: dict[int, Followed] = {}
         #: Hop name -> why it is not checked in this process (its target is missing).
         self.skipped_hops: dict[str, str] = {}
         #: The scheduler class last seen on the output path (for the culprit), if any.

@@ -218,7 +218,7 @@ class _DirectoryLock:
             raise
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._close()
 
     def _close(self) -> None:

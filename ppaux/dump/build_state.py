@@ -89,7 +89,7 @@ TENSOR_FIELDS = frozenset(
 )
 
 
-def check_state(m: PickleState, state: Any, where: str) -> None:
+def check_state(m: PickleState, state: object, where: str) -> None:
     """Record a deviation for a Parameter or subclass state that sets a tensor field."""
     parts = state if isinstance(state, tuple) else (state,)
     for part in parts:
@@ -100,7 +100,7 @@ def check_state(m: PickleState, state: Any, where: str) -> None:
                 return
 
 
-def is_shape(value: Any, max_dims: int) -> bool:
+def is_shape(value: object, max_dims: int) -> bool:
     """True for a tuple or list of at most ``max_dims`` sizes, each an int in [0, 2**63)."""
     return (
         isinstance(value, (tuple, list))
@@ -128,7 +128,7 @@ _GRAD_DTYPES = frozenset(
 )
 
 
-def set_requires_grad(m: PickleState, tensor: TensorRef, value: Any, by: str) -> None:
+def set_requires_grad(m: PickleState, tensor: TensorRef, value: object, by: str) -> None:
     """Set ``tensor.requires_grad`` to ``value`` as torch's rebuild ``by`` does (torch 2.x).
 
     torch takes only a bool there (``tensor.requires_grad = value`` raises "requires_grad must
@@ -153,7 +153,7 @@ def set_requires_grad(m: PickleState, tensor: TensorRef, value: Any, by: str) ->
     tensor.requires_grad = value
 
 
-def build_plain_tensor(m: PickleState, state: Any) -> None:
+def build_plain_tensor(m: PickleState, state: object) -> None:
     """BUILD on a plain tensor, as torch's default (weights-only) loader runs it: torch 2.13's
     ``_weights_only_unpickler`` calls ``tensor.set_(*state)``, which replaces the tensor's
     storage and shape (an empty state makes it an empty tensor) or refuses arguments that are
@@ -181,7 +181,7 @@ def build_plain_tensor(m: PickleState, state: Any) -> None:
     )
 
 
-def build_tensor(m: PickleState, tensor: TensorRef, state: Any) -> None:
+def build_tensor(m: PickleState, tensor: TensorRef, state: object) -> None:
     """BUILD on a Parameter (a plain tensor is refused first by :func:`build_plain_tensor`),
     as torch's loader calls ``Tensor.__setstate__`` (torch 2.13): a state of 3
     items sets requires_grad and the backward hooks (a no-op for hooks None or empty); 4 items
@@ -215,7 +215,7 @@ def build_tensor(m: PickleState, tensor: TensorRef, state: Any) -> None:
         )
 
 
-def build_ndarray(m: PickleState, arr: NdArrayRef, state: Any) -> None:
+def build_ndarray(m: PickleState, arr: NdArrayRef, state: object) -> None:
     # numpy's __setstate__ tuple: (version, shape, dtype, is_fortran, data), version 0 or 1, or
     # the same without the version (numpy/_core/src/multiarray/methods.c, array_setstate).
     if not isinstance(state, tuple) or len(state) not in (4, 5):

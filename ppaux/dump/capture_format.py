@@ -167,8 +167,8 @@ def make_meta(
 
 def make_capture(
     meta: dict[str, Any],
-    tensors: Any,
-    output: Any = None,
+    tensors: object,
+    output: object = None,
     *,
     trail: list[dict[str, Any]] | None = None,
     culprit: dict[str, Any] | None = None,

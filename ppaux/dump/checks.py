@@ -42,7 +42,7 @@ from ppaux.text import with_article
 __all__ = ["check_dump", "check_payload", "predict_pop"]
 
 
-def _python_type_name(key: Any) -> str:
+def _python_type_name(key: object) -> str:
     # The name Python's own AttributeError would print for this key's type.
     if isinstance(key, Opaque):
         return key.name.rsplit(".", 1)[-1]

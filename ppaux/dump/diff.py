@@ -84,7 +84,7 @@ def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
         return report
 
 
-def _nesting(root: Any) -> int:
+def _nesting(root: object) -> int:
     """How deep containers nest in ``root``, counted without recursing (it is asked of a dump
     too deep to compare by recursion); each container once, so shared and cyclic values end."""
     deepest, stack, seen = 0, [(root, 1)], set()
@@ -203,11 +203,11 @@ def _pairs(left: list[Payload], right: list[Payload]) -> list[tuple[Any, Any]]:
     return pairs
 
 
-def _is_aux(payload: Payload, key: Any) -> bool:
+def _is_aux(payload: Payload, key: object) -> bool:
     return payload.role == "output" or (isinstance(key, str) and key.startswith(OUTPUT_PREFIX))
 
 
-def _summary(value: Any, limits: Limits, tally: Tally) -> str:
+def _summary(value: object, limits: Limits, tally: Tally) -> str:
     if isinstance(value, TensorRef):
         kind = "" if value.kind == "dense" else f"{value.kind} "
         sub = f" ({value.subclass})" if value.subclass else ""
@@ -224,7 +224,7 @@ def _bounded(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
-def _identity(key: Any) -> str:
+def _identity(key: object) -> str:
     # Keys are matched by kind and value; the reader's stand-ins compare by identity.
     if isinstance(key, str):
         return "s" + key
@@ -390,13 +390,13 @@ def _tensors_compared(va: TensorRef, vb: TensorRef) -> str:
     return f"the values the tensors read ({', '.join(views)}: compared by value)"
 
 
-def _plain(value: Any) -> str:
+def _plain(value: object) -> str:
     if isinstance(value, tuple):
         return str(tuple(value))
     return str(value)
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     from ppaux.dump.payload import safe_repr
 
     return safe_repr(value, 40)
@@ -461,7 +461,7 @@ def _meta(a: Dump, b: Dump, shown_b: str) -> list[Finding]:
     return [finding("PP609", shown_b, message)]
 
 
-def _meta_value(value: Any) -> Any:
+def _meta_value(value: object) -> Any:
     # Metadata comes from the file: only plain values compare by value.
     if isinstance(value, (str, int, float, bool, type(None))):
         return (type(value).__name__, value)

@@ -153,7 +153,7 @@ class ValueDigests:
         self.limits = limits
         self._memo: dict[int, str] = {}
 
-    def digest(self, value: Any) -> str:
+    def digest(self, value: object) -> str:
         """The digest of ``value``; :class:`NotCompared` when part of it cannot be read."""
         return self._digest(value, 0, set())
 
@@ -191,7 +191,7 @@ class ValueDigests:
         self._memo[id(ref)] = data
         return data
 
-    def _digest(self, value: Any, depth: int, active: set[int]) -> str:
+    def _digest(self, value: object, depth: int, active: set[int]) -> str:
         if isinstance(value, TensorRef):
             meta = f"T{value.dtype}{value.shape}{value.stride}{value.kind}{value.layout}"
             return sha(meta + self.tensor(value))
@@ -225,8 +225,8 @@ class ValueDigests:
         self._memo[id(value)] = result
         return result
 
-    def _parts(self, value: Any, depth: int, active: set[int]) -> list[str]:
-        def sub(item: Any) -> str:
+    def _parts(self, value: object, depth: int, active: set[int]) -> list[str]:
+        def sub(item: object) -> str:
             return self._digest(item, depth + 1, active)
 
         if isinstance(value, (list, tuple)):

@@ -9,6 +9,7 @@ This module parses that stream with the same safe machine, so nothing inside run
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from ppaux.dump.legacy_ids import count_reads_as, decoded_tag, key_text, storage_id
@@ -37,10 +38,9 @@ def is_legacy_stream(data: bytes) -> bool:
 _REFUSES = "torch.load refuses the file: a nested torch.save stream"
 
 
-def _legacy_storage(m: Machine, pid: Any) -> Any:
+def _legacy_storage(m: Machine, pid: object, by_key: dict[Any, StorageRef]) -> Any:
     if not isinstance(pid, tuple) or not pid or decoded_tag(pid[0]) != "storage":
         return Opaque("persistent id", "call", pid if isinstance(pid, tuple) else (pid,))
-    by_key: dict[Any, StorageRef] = m.by_key  # type: ignore[attr-defined]
     found = storage_id(m.path, f"byte {m.op_pos}", pid, _REFUSES, by_key)
     for note in found.notes:
         m.deviate(f"a nested torch.save stream's {note}", severe=False)
@@ -55,7 +55,7 @@ def _legacy_storage(m: Machine, pid: Any) -> Any:
 
 
 def _attach_storage_bytes(
-    outer: Machine, payload: bytes, pos: int, by_key: Any, names: Any
+    outer: Machine, payload: bytes, pos: int, by_key: dict[Any, StorageRef], names: object
 ) -> None:
     """Keep each storage's bytes (after the key list: per key an int64 element count and the
     raw bytes) so that replay can rebuild the tensor. A tail torch would not read as these
@@ -121,7 +121,7 @@ def read_inner_storage(outer: Machine, payload: bytes) -> Any:
     info, the object, and the list of storage keys. Each is interpreted here, so that code in
     any of them is seen. A zip archive in its place is read by :mod:`ppaux.dump.nested_zip`.
     """
-    depth = getattr(outer, "nesting", 0) + 1
+    depth = outer.nesting + 1
     if depth > _MAX_NESTING:
         raise nested_too_deep(outer, _MAX_NESTING)
     if payload.startswith(ZIP_LOCAL_MAGIC):
@@ -139,14 +139,11 @@ def read_inner_storage(outer: Machine, payload: bytes) -> Any:
             path=outer.path,
             limits=outer.limits,
             resolve=outer.resolve,
-            persistent_load=_legacy_storage if step == 3 else None,
+            persistent_load=partial(_legacy_storage, by_key=by_key) if step == 3 else None,
             start=pos,
         )
-        inner.nesting = depth  # type: ignore[attr-defined]
-        inner.by_key = by_key  # type: ignore[attr-defined]
-        inner.items = outer.items
-        inner.ops = outer.ops
-        inner.copied = outer.copied
+        inner.nesting = depth
+        inner.spend_on_from(outer)
         try:
             loaded = inner.load()
         except ReadMismatch:
@@ -156,9 +153,7 @@ def read_inner_storage(outer: Machine, payload: bytes) -> Any:
         finally:
             # What the stream called before it ended or was refused is the file's, whatever
             # follows.
-            outer.items = inner.items
-            outer.ops = inner.ops
-            outer.copied = inner.copied
+            outer.spend_on_from(inner)
             for name, allowed in inner.globals_seen.items():
                 outer.globals_seen[name] = outer.globals_seen.get(name, False) or allowed
         pos = inner.pos

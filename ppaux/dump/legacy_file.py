@@ -83,8 +83,7 @@ class _Pickles:
             start=start,
         )
         if self.machines:
-            last = self.machines[-1]
-            machine.items, machine.ops, machine.copied = last.items, last.ops, last.copied
+            machine.spend_on_from(self.machines[-1])
         machine.globals_seen = self.globals_seen  # one record of what the file names
         self.machines.append(machine)
         try:
@@ -118,7 +117,7 @@ class _Storages:
         self.storages: list[StorageRef] = []
         self.problem: Deviation | None = None
 
-    def __call__(self, m: Machine, pid: Any) -> StorageRef:
+    def __call__(self, m: Machine, pid: object) -> StorageRef:
         where = f"byte {m.op_pos}"
         if not isinstance(pid, tuple) or not pid:
             raise TorchRefuses(

@@ -41,7 +41,7 @@ class LegacyId:
     notes: list[str] = field(default_factory=list)
 
 
-def key_text(key: Any) -> str:
+def key_text(key: object) -> str:
     """A storage key as shown in findings: text as it is, any other key as its repr."""
     if isinstance(key, str):
         return shown(key, 40)
@@ -52,7 +52,7 @@ def key_text(key: Any) -> str:
     return shown(repr(key)[:200], 40)
 
 
-def decoded_tag(value: Any) -> Any:
+def decoded_tag(value: object) -> Any:
     """A persistent id's tag as torch's loader reads it (bytes decoded as ASCII)."""
     if isinstance(value, bytes) and value.isascii():
         return value.decode("ascii")
@@ -65,7 +65,7 @@ def count_reads_as(count: int, itemsize: int) -> int:
     return (count * itemsize + 2**63) % _INT64 - 2**63
 
 
-def _plain_key(key: Any) -> bool:
+def _plain_key(key: object) -> bool:
     if isinstance(key, tuple):
         return all(_plain_key(part) for part in key)
     return isinstance(key, _KEY_TYPES)
@@ -148,7 +148,7 @@ def storage_id(path: str, where: str, pid: Any, refuses: str, known: Any) -> Leg
 
 
 def _view(
-    path: str, where: str, refused: Callable[[str], TorchRefuses], view: Any, key: Any
+    path: str, where: str, refused: Callable[[str], TorchRefuses], view: object, key: object
 ) -> ReadMismatch:
     """What torch 2.13 does with a view field the writer never writes: it unpacks it as
     (view key, offset, size) and gives the tensor a storage cut from bytes offset*itemsize to

@@ -21,6 +21,7 @@ from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, TorchRefuses
 from ppaux.text import shown
 
 if TYPE_CHECKING:
+    from ppaux.dump.model import StorageRef
     from ppaux.dump.structure import Dump
 
 __all__ = ["ZIP_LOCAL_MAGIC", "nested_too_deep", "read_inner_zip", "use_zip_reader"]
@@ -47,7 +48,7 @@ def nested_too_deep(outer: Machine, max_nesting: int) -> ReadMismatch:
     ``max_nesting``: not a file ppaux can vouch for (PP202), never a refusal of the input."""
     return ReadMismatch(
         outer.path,
-        f"a torch.save stream nested {getattr(outer, 'nesting', 0) + 1} levels deep "
+        f"a torch.save stream nested {outer.nesting + 1} levels deep "
         "(torch.storage._load_from_bytes within such a stream), where the pickler nests one "
         f"and ppaux reads {max_nesting}: torch.load(weights_only=False) reads every "
         "level, and what the deeper ones hold is not checked",
@@ -60,7 +61,7 @@ def read_inner_zip(outer: Machine, payload: bytes, max_nesting: int) -> Any:
     if not _ZIP_READER:  # only a caller that bypasses ppaux.dump.dumpfile meets this
         raise outer.error("a torch.save zip nested in the pickle, and no zip reader loaded")
     read_zip = _ZIP_READER[0]
-    if getattr(outer, "nesting", 0) + 1 > max_nesting:
+    if outer.nesting + 1 > max_nesting:
         raise nested_too_deep(outer, max_nesting)
     at = outer.op_pos
     outer.deviate(
@@ -90,7 +91,9 @@ def read_inner_zip(outer: Machine, payload: bytes, max_nesting: int) -> Any:
     return dump.root
 
 
-def _keep_storage_bytes(outer: Machine, payload: bytes, prefix: str, storages: Any) -> None:
+def _keep_storage_bytes(
+    outer: Machine, payload: bytes, prefix: str, storages: list[StorageRef]
+) -> None:
     """Copy each storage's record into the storage (replay reads nested bytes from there),
     charged to ``outer``; a record torch cannot read the storage from is its refusal."""
     handle = io.BytesIO(payload)

@@ -49,7 +49,7 @@ class Payload:
     role: str = "message"  # 'message', 'capture' (the dict at the failing call), 'output'
 
 
-def _looks_like_tensor_dict(value: Any) -> bool:
+def _looks_like_tensor_dict(value: object) -> bool:
     if not isinstance(value, dict) or not value:
         return False
     return any(isinstance(v, TensorRef) for v in value.values()) or any(
@@ -124,7 +124,7 @@ def _has_nested_dicts(root: dict[str, Any]) -> bool:
     return any(isinstance(v, (dict, Opaque)) for v in root.values())
 
 
-def _children(value: Any) -> Iterator[tuple[str, Any, Any]]:
+def _children(value: object) -> Iterator[tuple[str, Any, Any]]:
     """(how, key, child) for the children of ``value``; :func:`_locate` names one. Names are
     built only for children not seen before: a key's repr can cost microseconds, and a few
     kilobytes of pickle can make a million children share a few objects."""
@@ -165,7 +165,7 @@ def _locate(locator: str, how: str, key: Any) -> str:
 
 
 def walk(
-    value: Any,
+    value: object,
     limits: Limits,
     path: str = "",
     seen: set[int] | None = None,
@@ -233,7 +233,7 @@ def walk(
 LEAF_TYPES = frozenset({str, int, float, bool, type(None), bytes, complex})
 
 
-def type_name(value: Any) -> str:
+def type_name(value: object) -> str:
     """The dotted type name a user would recognise (custom classes by their saved name)."""
     if isinstance(value, TensorRef):
         return value.subclass or "torch.Tensor"
@@ -290,7 +290,7 @@ class Tally:
                 "visited once per entry)",
             )
 
-    def tensors(self, value: Any) -> int:
+    def tensors(self, value: object) -> int:
         """Tensors reachable from ``value``, not counting ``value`` itself."""
         hit = self._tensors.get(id(value))
         if hit is not None and hit[0] is value:
@@ -332,7 +332,7 @@ def _kinds(items: Any) -> set[str]:
     return names
 
 
-def value_phrase(value: Any, limits: Limits, tally: Tally | None = None) -> str:
+def value_phrase(value: object, limits: Limits, tally: Tally | None = None) -> str:
     """A short noun phrase for a non-tensor value: 'a list of 3 floats', 'None', ...
 
     Pass one ``tally`` for all the values of a dump (see :class:`Tally`).
@@ -362,7 +362,7 @@ def value_phrase(value: Any, limits: Limits, tally: Tally | None = None) -> str:
     return with_article(type_name(value))
 
 
-def safe_repr(value: Any, limit: int = 80) -> str:
+def safe_repr(value: object, limit: int = 80) -> str:
     """A bounded repr that never formats huge ints or deep structures in full."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
         return f"<int of {value.bit_length()} bits>"
@@ -395,13 +395,13 @@ def _container_repr(value: Any, limit: int) -> str:
     return brackets[0] + ", ".join(parts) + brackets[1]
 
 
-def _item_repr(item: Any) -> str:
+def _item_repr(item: object) -> str:
     if isinstance(item, (list, tuple, dict, set, frozenset)):
         return "..."
     return safe_repr(item, 30)
 
 
-def key_text(key: Any) -> str:
+def key_text(key: object) -> str:
     """A key as findings and tables show it: strings as they are (unprintable characters
     escaped), other keys as a repr."""
     return shown(key) if isinstance(key, str) else safe_repr(key, 60)

@@ -3,7 +3,7 @@
 Values created (``items``, which hashing dict keys and set items also spends), opcodes run
 (``ops``), bytes copied by allowlisted constructors (``copied``), and the keys that share one hash
 value in one dict or set. Nested machines hand ``items``, ``ops`` and ``copied`` on, so a pickle
-inside a pickle spends its outer one's budgets.
+inside a pickle spends its outer one's budgets (:meth:`PickleSpending.spend_on_from`).
 """
 
 from __future__ import annotations
@@ -31,9 +31,16 @@ class PickleSpending(PickleInput):
         self.ops = 0
         #: Bytes copied by allowlisted constructors (bytearray, nested streams, ...).
         self.copied = 0
+        #: The torch.save streams this pickle sits inside (0: the file's own pickle).
+        self.nesting = 0
         # (id(container), hash) -> distinct keys with that hash: see check_key.
         self._buckets: dict[tuple[int, int], list[Any]] = {}
         self._held: dict[int, Any] = {}
+
+    def spend_on_from(self, other: PickleSpending) -> None:
+        """Go on from what ``other`` has spent (values, opcodes, copied bytes): a pickle nested
+        in another, or the next pickle of one file, spends the same budgets."""
+        self.items, self.ops, self.copied = other.items, other.ops, other.copied
 
     def _count(self, n: int = 1) -> None:
         self.items += n

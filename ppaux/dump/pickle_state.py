@@ -29,7 +29,7 @@ class PickleState(PickleSpending, WriterRecord):
         self.metastack: list[list[Any]] = []
         self.memo: dict[int, Any] = {}
 
-    def push(self, value: Any) -> None:
+    def push(self, value: object) -> None:
         """Push ``value``, counted against max_items."""
         self._count()
         self.stack.append(value)

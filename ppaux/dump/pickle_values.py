@@ -236,7 +236,7 @@ def _tuple_n(n: int) -> Callable[[PickleState], None]:
     return op
 
 
-def _setitem(m: PickleState, target: Any, key: Any, value: Any) -> None:
+def _setitem(m: PickleState, target: object, key: object, value: object) -> None:
     if isinstance(target, dict):
         m.check_key(target, key)
         try:
@@ -276,7 +276,7 @@ def _op_setitems(m: PickleState) -> None:
         _setitem(m, target, items[i], items[i + 1])
 
 
-def _append(m: PickleState, target: Any, values: list[Any]) -> None:
+def _append(m: PickleState, target: object, values: list[Any]) -> None:
     if isinstance(target, list):
         target.extend(values)
     elif isinstance(target, Opaque):

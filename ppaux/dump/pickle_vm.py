@@ -115,7 +115,7 @@ class Machine(PickleState):
         )
         return value
 
-    def call(self, func: Any, args: Any, via: str = "call") -> Any:
+    def call(self, func: object, args: object, via: str = "call") -> Any:
         """What calling ``func(*args)`` stands for; nothing outside the allowlist is run."""
         if not isinstance(args, tuple):
             raise self.error(f"call arguments are a {type(args).__name__}, not a tuple")
@@ -159,7 +159,7 @@ class Machine(PickleState):
             return Opaque(called, via, args)
         raise self.error(f"the pickle calls a {type(func).__name__} value")
 
-    def build(self, obj: Any, state: Any) -> None:
+    def build(self, obj: object, state: object) -> None:
         """Apply BUILD state to a stand-in object."""
         if isinstance(obj, TensorRef) and obj.storage is not None and obj.kind == "dense":
             if obj.subclass is None:
@@ -291,7 +291,7 @@ def _op_binpersid(m: Machine) -> None:
     _persistent(m, m.pop())
 
 
-def _persistent(m: Machine, pid: Any) -> None:
+def _persistent(m: Machine, pid: object) -> None:
     if m.persistent_load is None:
         raise m.error("persistent id in a pickle that has no storage records")
     m.push(m.persistent_load(m, pid))

@@ -131,7 +131,7 @@ def view_problem(tensor: TensorRef) -> str | None:
     return None
 
 
-def _nodes(value: Any, limits: Limits, path: str, seen: set[int]) -> Any:
+def _nodes(value: object, limits: Limits, path: str, seen: set[int]) -> Any:
     """What ``walk(value, limits, path, seen)`` yields; a plain tensor (the usual entry) without
     a walk: it holds nothing else."""
     if value.__class__ is TensorRef and value.state is None:

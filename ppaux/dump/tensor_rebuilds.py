@@ -67,19 +67,19 @@ def as_shape(m: Machine, value: Any, what: str) -> tuple[int, ...]:
     raise m.error(f"tensor {what} is not a tuple of integers in [0, 2**63)")
 
 
-def _dtype_name(m: Machine, value: Any) -> str:
+def _dtype_name(m: Machine, value: object) -> str:
     if isinstance(value, DtypeRef):
         return value.name
     raise m.error("tensor dtype is not a torch dtype")
 
 
-def _device(value: Any) -> str:
+def _device(value: object) -> str:
     if isinstance(value, TorchValue):
         return shown(value.name, 200)
     return shown(value, 200) if isinstance(value, str) else name_of(value)
 
 
-def name_of(value: Any) -> str:
+def name_of(value: object) -> str:
     # Never repr() a value from the file: a shared or deep structure makes that explode.
     name = getattr(value, "name", None)
     if isinstance(name, str):
@@ -87,13 +87,15 @@ def name_of(value: Any) -> str:
     return f"<{type(value).__name__}>"
 
 
-def _storage(m: Machine, value: Any) -> StorageRef:
+def _storage(m: Machine, value: object) -> StorageRef:
     if isinstance(value, StorageRef):
         return value
     raise m.error("tensor storage is not a storage record")
 
 
-def _size_stride(m: Machine, size: Any, stride: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def _size_stride(
+    m: Machine, size: object, stride: object
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
     shape, strides = as_shape(m, size, "size"), as_shape(m, stride, "stride")
     if len(shape) != len(strides):
         raise m.error(f"tensor size has {len(shape)} dimensions but its stride {len(strides)}")
@@ -122,7 +124,7 @@ def _rebuild_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     return _strided(m, args[:4])
 
 
-def _check_hooks(m: Machine, hooks: Any) -> None:
+def _check_hooks(m: Machine, hooks: object) -> None:
     """torch.save writes a tensor's backward hooks as ``OrderedDict()`` (GLOBAL
     'collections OrderedDict', EMPTY_TUPLE, REDUCE), whatever hooks the tensor has."""
     if id(hooks) not in m.torch_hooks or hooks:
@@ -168,7 +170,7 @@ _BIT_VALUES = (bool, int, float, type(None))
 _PLAIN = (type(None), bool, int, float, str, bytes, bytearray, tuple, list, dict, set, frozenset)
 
 
-def _view_bits(m: Machine, tensor: TensorRef, metadata: Any) -> tuple[str, ...]:
+def _view_bits(m: Machine, tensor: TensorRef, metadata: object) -> tuple[str, ...]:
     """The view bits torch sets from a tensor's saved ``metadata`` (torch 2.x,
     ``torch._utils._rebuild_tensor_v2``). torch.save writes it only for a view with a bit, as
     ``{'conj': True}``, ``{'neg': True}`` or both. torch.load sets nothing for a false value;
@@ -225,7 +227,7 @@ def _utf8(text: str) -> bool:
     return True
 
 
-def _tensor_arg(m: Machine, value: Any, what: str) -> TensorRef:
+def _tensor_arg(m: Machine, value: object, what: str) -> TensorRef:
     if isinstance(value, TensorRef):
         return value
     raise m.error(f"{what} is not a tensor")
@@ -244,7 +246,7 @@ def _rebuild_parameter(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     return tensor
 
 
-def check_obj_state(m: Machine, state: Any, where: str) -> None:
+def check_obj_state(m: Machine, state: object, where: str) -> None:
     """Check the state a rebuild (``where``) sets on a tensor against what torch.save writes:
     ``__getstate__`` gives None, the ``__dict__`` (a dict of attribute names), or a (dict or
     None, slots dict) pair. A state torch's ``_set_obj_state`` (torch/_utils.py, 2.13) fails on
@@ -409,7 +411,7 @@ def _rebuild_from_type(m: Machine, args: tuple[Any, ...]) -> Any:
     return result
 
 
-def _refuse_attributes(m: Machine, state: Any) -> None:
+def _refuse_attributes(m: Machine, state: object) -> None:
     """Refuse (PP202) a plain tensor whose state sets attributes on it: torch.load gives the
     tensor with them, and ppaux describes (and tensorize writes) tensors without them."""
     from ppaux.errors import ReadMismatch

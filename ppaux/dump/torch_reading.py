@@ -57,7 +57,7 @@ def view_reach(tensor: Any) -> str | None:
     return None
 
 
-def dropped_bad_view(root: Any, built: list[Any], limits: Limits) -> str | None:
+def dropped_bad_view(root: object, built: list[Any], limits: Limits) -> str | None:
     """The problem of a tensor that torch fails to build but that the loaded value no longer
     holds (a reachable one is reported as PP116 with its key)."""
     bad = {id(t): why for t in built if (why := view_reach(t)) is not None}

@@ -28,7 +28,7 @@ _CULPRIT_TEXT = ("function", "file", "code", "how", "write_file", "write_functio
 _CULPRIT_INT = ("line", "write_line")
 
 
-def _text(value: Any, limit: int = 500) -> str | None:
+def _text(value: object, limit: int = 500) -> str | None:
     if isinstance(value, str):
         return shown(value[:limit], None)
     return None

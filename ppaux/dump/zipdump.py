@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 import functools
 import zipfile
-from typing import Any
+from typing import Any, BinaryIO
 
 from ppaux.dump import allowlist
 from ppaux.dump.grammar import Deviation, pickle_deviation
@@ -34,7 +34,7 @@ from ppaux.text import shown
 __all__ = ["read_zip"]
 
 
-def _count_directory(handle: Any, start: int, end: int, limit: int) -> int:
+def _count_directory(handle: BinaryIO, start: int, end: int, limit: int) -> int:
     """Directory entries between ``start`` and ``end`` (by signature), counting up to ``limit``+1.
 
     zipfile builds an object for every entry before anything can be checked, several hundred
@@ -55,7 +55,7 @@ def _count_directory(handle: Any, start: int, end: int, limit: int) -> int:
 
 
 def read_zip(
-    path: str, handle: Any, size: int, limits: Limits, *, outer: Machine | None = None
+    path: str, handle: BinaryIO, size: int, limits: Limits, *, outer: Machine | None = None
 ) -> Dump:
     """Read a torch.save zip: its end record and directory, the records it names, data.pkl
     through the interpreter, and the writer model's verdict on every byte. ``outer`` is the
@@ -113,7 +113,7 @@ def read_zip(
         key_problems: list[str] = []
         first_pids: dict[str | int, tuple[Any, ...]] = {}
 
-        def persistent_load(m: Machine, pid: Any) -> StorageRef:
+        def persistent_load(m: Machine, pid: object) -> StorageRef:
             if isinstance(pid, str) and all(m.globals_seen.values()):
                 # torch.save(..., pickle_protocol=0) names each storage by the text of its
                 # tuple (PERSID); torch.load takes only a tuple.
@@ -170,8 +170,8 @@ def read_zip(
             persistent_load=persistent_load,
         )
         if outer is not None:
-            _share_budgets(outer, machine)
-            machine.nesting = getattr(outer, "nesting", 0) + 1  # type: ignore[attr-defined]
+            machine.spend_on_from(outer)
+            machine.nesting = outer.nesting + 1
         try:
             root = machine.load()
         except ReadMismatch as exc:
@@ -179,7 +179,7 @@ def read_zip(
             raise
         finally:
             if outer is not None:
-                _share_budgets(machine, outer)
+                outer.spend_on_from(machine)
                 for name, allowed in machine.globals_seen.items():
                     outer.globals_seen[name] = outer.globals_seen.get(name, False) or allowed
         deviation = _deviation(
@@ -232,15 +232,7 @@ def read_zip(
     )
 
 
-def _share_budgets(source: Machine, target: Machine) -> None:
-    """Hand ``source``'s counts of values, opcodes and copied bytes on to ``target``: a zip
-    nested in a pickle spends the outer pickle's budgets."""
-    target.items = source.items
-    target.ops = source.ops
-    target.copied = source.copied
-
-
-def _as_torch_reads(m: Machine, pid: Any, known: dict[str | int, StorageRef]) -> Any:
+def _as_torch_reads(m: Machine, pid: object, known: dict[str | int, StorageRef]) -> Any:
     """``pid`` as torch.load's zip reader takes it: a bytes tag, and the bytes location of a
     storage met first, decoded as ASCII (``_maybe_decode_ascii``), each a value the writer never
     writes; a location torch cannot decode or restore from is its refusal. A key met before
@@ -279,7 +271,7 @@ def _as_torch_reads(m: Machine, pid: Any, known: dict[str | int, StorageRef]) ->
 
 def _deviation(
     path: str,
-    handle: Any,
+    handle: BinaryIO,
     size: int,
     records: list[zipfile.ZipInfo],
     prefix: str,

@@ -31,9 +31,10 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
-from ppaux.dump import NdArrayRef, TensorRef
+from ppaux.dump import Dump, NdArrayRef, TensorRef
 from ppaux.errors import DumpError, nested_past_recursion
 from ppaux.files import InputFileError, OutputPathError, check_output, open_regular
 from ppaux.fix.numpy_arrays import numpy_problem, numpy_tensor
@@ -178,13 +179,13 @@ def _tensorize(source: str, output: str, limits: Limits) -> TensorizeResult:
 # What can be rebuilt
 
 
-def _shown(key: Any) -> str:
+def _shown(key: object) -> str:
     from ppaux.dump import key_text
 
     return key_text(key)
 
 
-def _unreadable(value: Any, limits: Limits, path: str) -> str | None:
+def _unreadable(value: object, limits: Limits, path: str) -> str | None:
     """Why ``value`` cannot be rebuilt from the file safely, or None when it can."""
     from ppaux.dump import type_name, value_phrase, walk
 
@@ -208,7 +209,7 @@ def _unreadable(value: Any, limits: Limits, path: str) -> str | None:
     return None
 
 
-def _rest_of_file(dump: Any, converted: list[Any], limits: Limits) -> list[Refusal]:
+def _rest_of_file(dump: Dump, converted: list[Any], limits: Limits) -> list[Refusal]:
     """Refusals for anything outside the converted values that cannot be written back as it
     was: an object whose class was never imported, a numpy array, a tensor subclass."""
     from ppaux.dump import key_text, type_name, walk
@@ -249,7 +250,7 @@ def _rest_of_file(dump: Any, converted: list[Any], limits: Limits) -> list[Refus
 
 
 def _rewrite(
-    dump: Any,
+    dump: Dump,
     payloads: list[Any],
     todo: list[tuple[Any, Any, Any]],
     limits: Limits,
@@ -307,7 +308,7 @@ def _rewrite(
     return TensorizeResult(conversions=tuple(conversions), refusals=(), written=True, **result)
 
 
-def _overflow(torch: Any, plain: Any, tensor: Any) -> str | None:
+def _overflow(torch: ModuleType, plain: Any, tensor: Any) -> str | None:
     """Why ``tensor`` does not hold the numbers of ``plain`` (Python floats or complex numbers
     made the default float dtype): a finite value past the dtype's range became infinite. A file
     rewritten with it would carry other values than the one it fixes, so the value is refused,
@@ -371,7 +372,7 @@ def _rewritten_meta(
 
 
 @contextlib.contextmanager
-def _recorded_locations(torch: Any, locations: dict[int, str]) -> Iterator[None]:
+def _recorded_locations(torch: ModuleType, locations: dict[int, str]) -> Iterator[None]:
     """While saving, tag each storage with the location it was saved with in the input.
 
     Tensors were rebuilt on the CPU; without this, a dict received on ``cuda:1`` would come
@@ -385,7 +386,7 @@ def _recorded_locations(torch: Any, locations: dict[int, str]) -> Iterator[None]
         except (RuntimeError, AttributeError):
             return None
 
-    def deserializer(storage: Any, location: str) -> None:
+    def deserializer(storage: object, location: str) -> None:
         return None
 
     torch.serialization.register_package(0, tagger, deserializer)
@@ -396,7 +397,7 @@ def _recorded_locations(torch: Any, locations: dict[int, str]) -> Iterator[None]
         registry[:] = [entry for entry in registry if entry[1] is not tagger]
 
 
-def _save_atomically(torch: Any, root: Any, output: str, locations: dict[int, str]) -> None:
+def _save_atomically(torch: ModuleType, root: Any, output: str, locations: dict[int, str]) -> None:
     folder = os.path.dirname(os.path.abspath(output))
     try:
         fd, temporary = tempfile.mkstemp(dir=folder, prefix=".ppaux-tensorize-", suffix=".tmp")

@@ -138,7 +138,7 @@ def check_observer(
     outputs: str | None = None,
     on_output: Callable[[bytes], None] | None = None,
     cwd: str | None = None,
-    wire: Any = None,
+    wire: object = None,
     limits: Limits = Limits(),
     report_path: str | None = None,
 ) -> Report:
@@ -379,7 +379,7 @@ def _stopped(stop: dict[str, Any], target: str, judge: Judge) -> None:
         )
 
 
-def _location(where: Any) -> dict[str, Any] | None:
+def _location(where: object) -> dict[str, Any] | None:
     """A location the child sent (``{"file", "line", "function"}``), or None."""
     if not isinstance(where, dict) or not isinstance(where.get("line"), int):
         return None
@@ -458,7 +458,7 @@ def check_loaded(
 
 
 def observer_report(
-    observer: Any, options: ObserverOptions, outputs: Sequence[Any] | None
+    observer: object, options: ObserverOptions, outputs: Sequence[Any] | None
 ) -> Report:
     """The check of an observer object (instance, class or factory) in hand."""
     name = getattr(observer, "__qualname__", None) or type(observer).__qualname__

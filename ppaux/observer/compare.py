@@ -86,7 +86,7 @@ class Difference:
 # The child: walking and describing (torch, the target's objects)
 
 
-def _qualname(value: Any) -> str:
+def _qualname(value: object) -> str:
     klass = type(value)
     module = getattr(klass, "__module__", "") or ""
     name = getattr(klass, "__qualname__", klass.__name__)
@@ -152,7 +152,7 @@ def _array_record(value: Any) -> dict[str, Any]:
     }
 
 
-def _tensor_text(tensor: Any) -> str:
+def _tensor_text(tensor: object) -> str:
     made = _tensor_record(tensor)
     del made["values"], made["strides"]
     return repr(sorted(made.items()))
@@ -189,7 +189,7 @@ def _plain_key(value: Any) -> tuple[type, Any] | None:
     return None
 
 
-def record(value: Any, digests: Digests | None = None) -> dict[str, Any]:
+def record(value: object, digests: Digests | None = None) -> dict[str, Any]:
     """A leaf as plain data: see the module's docstring. ``repr`` of a non-tensor leaf runs its
     own ``__repr__``, which may raise (the caller says whose failure that is). ``digests``: the
     description's digests of values digested whole (a fresh one when None)."""
@@ -204,7 +204,7 @@ def record(value: Any, digests: Digests | None = None) -> dict[str, Any]:
     return _made(value, digests)
 
 
-def _whole(value: Any) -> bool:
+def _whole(value: object) -> bool:
     """Whether ``value`` is digested whole: a container, an array of objects, or an object
     with fields (met where a walk stopped)."""
     if isinstance(value, (list, tuple, dict, set, frozenset)) or is_array(value, objects=True):
@@ -214,11 +214,11 @@ def _whole(value: Any) -> bool:
     return bool(fields_of(value))  # an object with no fields is its text (its own __repr__)
 
 
-def _not_compared(value: Any, why: str) -> dict[str, Any]:
+def _not_compared(value: object, why: str) -> dict[str, Any]:
     return {"kind": "value", "type": _qualname(value), "text": why, "key": NOT_COMPARED}
 
 
-def _made(value: Any, digests: Digests | None) -> dict[str, Any]:
+def _made(value: object, digests: Digests | None) -> dict[str, Any]:
     import torch
 
     if isinstance(value, torch.Tensor):
@@ -263,7 +263,7 @@ def _made(value: Any, digests: Digests | None) -> dict[str, Any]:
 
 
 def records(
-    obj: Any, skip: Skip | None = None, same: Same | None = None
+    obj: object, skip: Skip | None = None, same: Same | None = None
 ) -> dict[str, dict[str, Any]]:
     """``{path: record}`` of ``obj``'s leaves (``skip`` and ``same``: see :func:`leaves`); the
     values digested whole share one :class:`~ppaux.observer.digests.Digests` (none is made

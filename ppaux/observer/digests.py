@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
+from types import ModuleType
 from typing import Any
 
 from ppaux.errors import PpauxError
@@ -110,7 +111,7 @@ def int_text(value: int) -> str:
     return f"<int of {value.bit_length():,} bits: {sign}0x{digits[:24]}...{digits[-8:]}>"
 
 
-def plain_text(value: Any, limit: int) -> str:
+def plain_text(value: object, limit: int) -> str:
     """The text of a str, bytes or int, at most about ``limit`` characters, made from the
     value's start only (never the whole value's repr); that of any other value is its repr."""
     if isinstance(value, (str, bytes)):
@@ -133,7 +134,7 @@ def _text_digest(value: str | bytes) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def value_key(value: Any, text: str) -> str:
+def value_key(value: object, text: str) -> str:
     """The key a plain value (or one described by its text) is compared by: floats and each
     part of a complex by value (-0.0 equals 0.0, NaN equals NaN), the rest by their text,
     addresses left out."""
@@ -183,11 +184,11 @@ def _pieces(
         yield value[start : start + rows]
 
 
-def _int_type(torch: Any, width: int) -> Any:
+def _int_type(torch: ModuleType, width: int) -> Any:
     return {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(width)
 
 
-def _host_piece(torch: Any, piece: Any) -> tuple[Any, bool]:
+def _host_piece(torch: ModuleType, piece: Any) -> tuple[Any, bool]:
     """The piece as a flat, contiguous host tensor of resolved values; whether it was copied."""
     owned = False
     if piece.is_conj() or piece.is_neg() or piece.device.type != "cpu" or not piece.is_contiguous():
@@ -213,7 +214,7 @@ def _host_piece(torch: Any, piece: Any) -> tuple[Any, bool]:
     return values, True
 
 
-def tensor_digest(tensor: Any) -> str:
+def tensor_digest(tensor: object) -> str:
     """sha256 of a tensor's values (see the module's docstring): a nested tensor's parts one
     after another, a sparse one's dense values, a quantized one's integers."""
     digest = _sha256()
@@ -265,7 +266,7 @@ def tensor_values(tensor: Any) -> str:
     return _shown(values, tensor.numel() > 6)
 
 
-def array_digest(value: Any) -> str:
+def array_digest(value: object) -> str:
     """sha256 of a numpy array's bytes in C order, every NaN canonical."""
     import numpy as np
 
@@ -300,7 +301,7 @@ def _buffer_bytes(value: Any) -> bytes | None:
         return None
 
 
-def buffer_text(value: Any) -> str:
+def buffer_text(value: object) -> str:
     """A ``memoryview``'s or ``bytearray``'s text: its size and its first bytes."""
     data = _buffer_bytes(value)
     if data is None:
@@ -308,7 +309,7 @@ def buffer_text(value: Any) -> str:
     return f"{len(data):,} bytes: {data[:64]!r}"
 
 
-def buffer_key(value: Any) -> str:
+def buffer_key(value: object) -> str:
     """A ``memoryview``'s or ``bytearray``'s key: its format, shape and bytes."""
     data = _buffer_bytes(value)
     if data is None:
@@ -344,7 +345,7 @@ class Digests:
         self.memo: dict[int, tuple[Any, str]] = {}
         self.open: set[int] = set()
 
-    def digest(self, value: Any) -> str:
+    def digest(self, value: object) -> str:
         """sha256 of ``value`` digested whole; raises :class:`NotCompared`."""
         try:
             return self._of(value, 0)
@@ -446,14 +447,14 @@ def _quick(items: list[Any]) -> bytes | None:
     return None
 
 
-def _type_name(value: Any) -> str:
+def _type_name(value: object) -> str:
     klass = type(value)
     module = getattr(klass, "__module__", "") or ""
     name = getattr(klass, "__qualname__", klass.__name__)
     return name if module == "builtins" else f"{module}.{name}"
 
 
-def is_array(value: Any, objects: bool = False) -> bool:
+def is_array(value: object, objects: bool = False) -> bool:
     """Whether ``value`` is a numpy array (of objects, with ``objects``; else of anything else).
     Imports no numpy: an array exists only where numpy was imported."""
     numpy = sys.modules.get("numpy")
@@ -464,7 +465,7 @@ def is_array(value: Any, objects: bool = False) -> bool:
     return bool(held.dtype.hasobject) == objects
 
 
-def preview(value: Any, depth: int = 0) -> str:
+def preview(value: object, depth: int = 0) -> str:
     """A short text of a value digested whole: its first few items, never the whole repr."""
     if isinstance(value, (str, bytes)):
         return repr(value[:40]) + ("..." if len(value) > 40 else "")
@@ -487,7 +488,7 @@ def preview(value: Any, depth: int = 0) -> str:
     return f"<{_type_name(value)}{' ' + str(tuple(shape)) if shape is not None else ''}>"
 
 
-def only_address(value: Any, text: str) -> bool:
+def only_address(value: object, text: str) -> bool:
     """Whether ``text`` (``value``'s repr) says nothing but its type and its address."""
     klass = type(value)
     bare = ADDRESS.sub("0x?", text)

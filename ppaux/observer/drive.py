@@ -125,7 +125,7 @@ def interrupts_are_the_targets() -> None:
     INTERRUPTS.failures = (Exception, SystemExit, KeyboardInterrupt)
 
 
-def call_hook(method: str, function: Callable[..., Any], *args: Any) -> Any:
+def call_hook(method: str, function: Callable[..., Any], *args: object) -> Any:
     """``function(*args)``, any exception it raises wrapped as :class:`HookFailure`.
 
     ``SystemExit`` (``sys.exit()`` in the target's code), and any other ``BaseException``

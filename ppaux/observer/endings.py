@@ -1,13 +1,16 @@
 """How the check's child ended, as the target's failures (PP715): a timeout, an exit or a
 signal before or after its last record, processes and timers it left, signals it sent this
 process, forks; read from :class:`~ppaux.observer.child.ChildEnd` and the hook slot's record.
-Imports nothing beyond the standard library and :mod:`.findings`."""
+Imports nothing beyond the standard library and :mod:`.findings` (:mod:`.child` for its types)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppaux.observer.findings import Ending
+
+if TYPE_CHECKING:
+    from ppaux.observer.child import ChildEnd
 
 __all__ = ["endings", "timers_left"]
 
@@ -22,7 +25,7 @@ def timers_left(left: list[tuple[str, float]]) -> Ending:
     )
 
 
-def endings(end: Any, timeout_s: float, hook: dict[str, Any] | None = None) -> list[Ending]:
+def endings(end: ChildEnd, timeout_s: float, hook: dict[str, Any] | None = None) -> list[Ending]:
     """How the child ended, as the target's failures (none for a child that finished);
     ``hook`` is the child's last record of a hook it began and did not end."""
     import signal
@@ -77,6 +80,14 @@ def endings(end: Any, timeout_s: float, hook: dict[str, Any] | None = None) -> l
         )
     elif end.returncode and not end.killed:
         found.append(_after_the_records(end.returncode))
+    found.extend(_left_behind(end))
+    return found
+
+
+def _left_behind(end: ChildEnd) -> list[Ending]:
+    """What the target did besides ending: processes that outlived it, signals it sent this
+    process, forks."""
+    found: list[Ending] = []
     if end.outlived:
         found.append(
             Ending(

@@ -122,7 +122,7 @@ def uncompared_finding(
 
 
 def changed_finding(
-    target: str, item: Difference, batch_size: int, index: int, by_step: Any
+    target: str, item: Difference, batch_size: int, index: int, by_step: object
 ) -> Finding:
     """PP713: the output of step ``index`` changed by a later step (``by_step``)."""
     return finding(

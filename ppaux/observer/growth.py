@@ -154,7 +154,7 @@ class _Same(Sameness):
         self.seen[path] = items
         return start
 
-    def __call__(self, path: str, value: Any) -> bool:
+    def __call__(self, path: str, value: object) -> bool:
         self.now[0][path] = value
         then = self.then[0]
         if path in then and then[path] is value and (self.allowed is None or path in self.allowed):

@@ -222,7 +222,7 @@ class Judge:
         verdict = "same on both paths" if not found else f"{found} difference(s)"
         self._row(batch_size, index, names or "-", verdict, "ok" if not found else "differs")
 
-    def _uncompared(self, subject: str, *sides: Any) -> None:
+    def _uncompared(self, subject: str, *sides: object) -> None:
         for found in sides:
             if not isinstance(found, dict):
                 continue
@@ -340,7 +340,7 @@ class Judge:
         self.row_of[(batch_size, index)] = len(self.rows)
         self.rows.append((str(batch_size), str(index), sent, verdict))
 
-    def _changed_row(self, batch_size: int, index: int, by_step: Any) -> None:
+    def _changed_row(self, batch_size: int, index: int, by_step: object) -> None:
         """The row of a step whose output a later step changed says so (PP713), marked."""
         row = self.row_of.get((batch_size, index))
         if row is None:

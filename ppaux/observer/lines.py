@@ -129,7 +129,7 @@ def at_step(batch_size: int, index: int) -> None:
         step(batch_size, index)
 
 
-def run_traced(method: str, function: Callable[..., Any], *args: Any) -> Any:
+def run_traced(method: str, function: Callable[..., Any], *args: object) -> Any:
     """``function(*args)``, with the lines it runs in the target's own files recorded as
     ``method``'s latest run."""
     code = getattr(getattr(function, "__func__", function), "__code__", None)
@@ -145,14 +145,14 @@ def run_traced(method: str, function: Callable[..., Any], *args: Any) -> Any:
         announce(method, defined)
     files: dict[str, bool] = {}
 
-    def local(frame: FrameType, event: str, arg: Any) -> Any:
+    def local(frame: FrameType, event: str, arg: object) -> Any:
         if event == "line":
             ran.lines.append((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_qualname))
         elif event == "return" and frame.f_code is code:
             ran.returned = (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_qualname)
         return local
 
-    def calls(frame: FrameType, event: str, arg: Any) -> Any:
+    def calls(frame: FrameType, event: str, arg: object) -> Any:
         if frame.f_code is THREAD_START:  # the target starts a thread (named if it lingers)
             started_by_target(frame.f_locals["self"])
         file = frame.f_code.co_filename

@@ -114,7 +114,7 @@ class Places:
         return False
 
 
-def _is_place(value: Any) -> bool:
+def _is_place(value: object) -> bool:
     """Whether ``value`` is a [file, line, function] a 'made' record gave."""
     return (
         isinstance(value, list)

@@ -5,7 +5,7 @@ be used raises (:class:`ObserverConfigError`). Imports no torch.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ppaux.errors import SettingError
 from ppaux.replay import Impl, Sender, Transport
@@ -43,7 +43,7 @@ class ObserverOptions:
 _Member = TypeVar("_Member", Transport, Impl, Sender)
 
 
-def member(kind: type[_Member], option: str, value: Any) -> _Member:
+def member(kind: type[_Member], option: str, value: object) -> _Member:
     """``value`` (a member of ``kind`` or its value) as the member; an unknown value raises
     :class:`ObserverConfigError` for ``option``."""
     try:

@@ -102,7 +102,7 @@ def _implementation(options: ObserverOptions) -> Any:
         raise ObserverConfigError("impl", impl, f"sglang is {reason}").suggest(*way_out) from None
 
 
-def _open_wire(options: ObserverOptions, device: Any, module: Any) -> Any:
+def _open_wire(options: ObserverOptions, device: object, module: object) -> Any:
     from ppaux.replay import WireSetupError, open_wire
 
     transport = options.transport.value
@@ -136,7 +136,7 @@ def _sglang_parts() -> tuple[Callable[[Any, Any, list[int]], None], Any, Any]:
         from sglang.srt.managers.utils import _async_d2h as async_d2h
         from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo
 
-    def info(batch_size: int, vocab_size: int, where: Any) -> Any:
+    def info(batch_size: int, vocab_size: int, where: object) -> Any:
         return SamplingBatchInfo(**sampling_info_fields(batch_size, vocab_size, where))
 
     return SchedulerBatchResultProcessor.consume_auxiliary_output, async_d2h, info
@@ -148,7 +148,7 @@ def _ppaux_parts() -> tuple[Callable[[Any, Any, list[int]], None], Any, Any]:
     def consume(batch: Any, host: Any, starts: list[int]) -> None:
         host.consume(batch, build_commits(batch.reqs, starts, CommittedTokens))
 
-    def info(batch_size: int, vocab_size: int, where: Any) -> Any:
+    def info(batch_size: int, vocab_size: int, where: object) -> Any:
         return StandInSamplingInfo(**sampling_info_fields(batch_size, vocab_size, where))
 
     return consume, copy_tensor, info

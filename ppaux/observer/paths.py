@@ -127,7 +127,9 @@ def _commit_and_consume(host: Any, reqs: list[Any], token_ids: Any, m: Machinery
     call_hook("consume", m.consume, batch, host, starts)
 
 
-def single_stage_path(output: Any, reqs: list[Any], token_ids: Any, m: Machinery) -> PathOutcome:
+def single_stage_path(
+    output: object, reqs: list[Any], token_ids: object, m: Machinery
+) -> PathOutcome:
     """PP=1: copy to host, commit the step's tokens, consume."""
     try:
         copy = call_hook("copy_to_host", _method(output, "copy_to_host"), m.copy_tensor)
@@ -137,11 +139,11 @@ def single_stage_path(output: Any, reqs: list[Any], token_ids: Any, m: Machinery
     return PathOutcome(output, copy)
 
 
-def _method(obj: Any, name: str) -> Callable[..., Any]:
+def _method(obj: object, name: str) -> Callable[..., Any]:
     found = getattr(obj, name, None)
     if found is None:
 
-        def missing(*args: Any) -> Any:
+        def missing(*args: object) -> Any:
             raise AttributeError(f"{type(obj).__name__} has no {name}")
 
         return missing
@@ -171,7 +173,7 @@ class _ReceivingObserver:
         return call_hook("from_pp_tensors", self.observer.from_pp_tensors, tensors)
 
 
-def _describe(value: Any) -> str:
+def _describe(value: object) -> str:
     from ppaux.observer.compare import describe, record
 
     try:
@@ -180,7 +182,7 @@ def _describe(value: Any) -> str:
         return type(value).__name__
 
 
-def _add_fault(exc: BaseException, sending: Any) -> Fault:
+def _add_fault(exc: BaseException, sending: object) -> Fault:
     import torch
 
     message = _message(exc)
@@ -204,7 +206,7 @@ def _add_fault(exc: BaseException, sending: Any) -> Fault:
     return Fault("add", type(exc).__name__, message, "last stage", name=name, value=value)
 
 
-def _legacy_add(tensors: dict[str, Any], output: Any) -> None:
+def _legacy_add(tensors: dict[str, Any], output: object) -> None:
     """A last stage that does not validate: the keys written as ``to_pp_tensors`` gives them."""
     if output is None:
         return
@@ -236,7 +238,7 @@ def _refused_tensor(aux: dict[str, Any], side: str) -> str | None:
 
 
 def pp_path(
-    output: Any, rank0_observer: Any, reqs: list[Any], token_ids: Any, m: Machinery
+    output: object, rank0_observer: object, reqs: list[Any], token_ids: object, m: Machinery
 ) -> PathOutcome:
     """PP: add on the last stage, the wire, pop on rank 0 with its observer, then PP=1's way."""
     import torch

@@ -31,7 +31,7 @@ __all__ = [
 MAX_SENT_TEXT = 500
 
 
-def cut(value: Any) -> str:
+def cut(value: object) -> str:
     """``value`` as text, its first :data:`MAX_SENT_TEXT` characters where it is longer (then
     saying how long it was)."""
     text = str(value)
@@ -40,7 +40,7 @@ def cut(value: Any) -> str:
     return f"{text[:MAX_SENT_TEXT]}... ({len(text):,} characters)"
 
 
-def fault_of(data: Any) -> Fault | None:
+def fault_of(data: object) -> Fault | None:
     if not isinstance(data, dict):
         return None
     return Fault(

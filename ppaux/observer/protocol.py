@@ -50,54 +50,54 @@ class Bounds:
 STOPS = frozenset({"target_error", "config_error", "failed", "target_exit", "target_raised"})
 
 
-def _str(value: Any) -> bool:
+def _str(value: object) -> bool:
     return isinstance(value, str)
 
 
-def _opt_str(value: Any) -> bool:
+def _opt_str(value: object) -> bool:
     return value is None or isinstance(value, str)
 
 
-def _bool(value: Any) -> bool:
+def _bool(value: object) -> bool:
     return isinstance(value, bool)
 
 
-def _count(value: Any) -> bool:
+def _count(value: object) -> bool:
     """A whole number from 0 (not a bool), below 2**31."""
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 31
 
 
-def _dict(value: Any) -> bool:
+def _dict(value: object) -> bool:
     return isinstance(value, dict)
 
 
-def _opt_dict(value: Any) -> bool:
+def _opt_dict(value: object) -> bool:
     return value is None or isinstance(value, dict)
 
 
-def _described(value: Any) -> bool:
+def _described(value: object) -> bool:
     """A description of a value: leaf paths to their records."""
     return isinstance(value, dict) and all(isinstance(v, dict) for v in value.values())
 
 
-def _opt_described(value: Any) -> bool:
+def _opt_described(value: object) -> bool:
     return value is None or _described(value)
 
 
-def _requests(value: Any) -> bool:
+def _requests(value: object) -> bool:
     """Descriptions of the requests, one a request."""
     return isinstance(value, list) and all(_described(item) for item in value)
 
 
-def _opt_requests(value: Any) -> bool:
+def _opt_requests(value: object) -> bool:
     return value is None or _requests(value)
 
 
-def _strs(value: Any) -> bool:
+def _strs(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
-def _location(value: Any) -> bool:
+def _location(value: object) -> bool:
     """None, or ``{"file", "line", "function"}`` of a line of the target's."""
     return value is None or (
         isinstance(value, dict)
@@ -111,7 +111,7 @@ def _location(value: Any) -> bool:
 _FAULT_KEYS = ("stage", "side", "method", "error_type", "message", "name", "value")
 
 
-def _fault(value: Any) -> bool:
+def _fault(value: object) -> bool:
     """None, or a fault on one of the paths (:meth:`~ppaux.observer.paths.Fault.to_json`)."""
     return value is None or (
         isinstance(value, dict)
@@ -121,7 +121,7 @@ def _fault(value: Any) -> bool:
     )
 
 
-def _place(value: Any) -> bool:
+def _place(value: object) -> bool:
     """``[file, line, function]`` of a line the target ran."""
     return (
         isinstance(value, list)
@@ -132,15 +132,15 @@ def _place(value: Any) -> bool:
     )
 
 
-def _opt_place(value: Any) -> bool:
+def _opt_place(value: object) -> bool:
     return value is None or _place(value)
 
 
-def _places(value: Any) -> bool:
+def _places(value: object) -> bool:
     return isinstance(value, dict) and all(_place(item) for item in value.values())
 
 
-def _settings(value: Any) -> bool:
+def _settings(value: object) -> bool:
     """The settings a setting error suggests: ``[name, value or None, what]`` each."""
     return isinstance(value, list) and all(
         isinstance(item, list)
@@ -152,7 +152,7 @@ def _settings(value: Any) -> bool:
     )
 
 
-def _timers(value: Any) -> bool:
+def _timers(value: object) -> bool:
     """The interval timers left running: ``[name, seconds left]`` each, the seconds a finite
     number of zero or more."""
     return isinstance(value, list) and all(

@@ -121,7 +121,7 @@ def sglang_kit() -> RequestKit | None:
             reqs.append(req)
         return reqs
 
-    def view(req: Any) -> Any:
+    def view(req: object) -> Any:
         _, then = made.get(id(req), (req, {}))
         now = vars(req)
         shown = {name: now[name] for name in ALWAYS if name in now}

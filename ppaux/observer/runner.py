@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 import weakref
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppaux.observer.compare import record, records
 from ppaux.observer.drive import (
@@ -35,6 +35,9 @@ from ppaux.observer.target import LoadedObserver, TargetError
 from ppaux.observer.walk import MAX_KEY, Same, Skip, leaves, shown_name
 from ppaux.sglang import OUTPUT_PREFIX
 
+if TYPE_CHECKING:
+    from ppaux.observer.options import ObserverOptions
+
 __all__ = ["Emit", "run_checks"]
 
 Emit = Callable[[dict[str, Any]], None]
@@ -45,7 +48,7 @@ def _first_line(error: BaseException) -> str:
 
 
 def _described(
-    what: str, obj: Any, skip: Skip | None = None, same: Same | None = None
+    what: str, obj: object, skip: Skip | None = None, same: Same | None = None
 ) -> dict[str, dict[str, Any]]:
     """``obj``'s records (``skip``, ``same``: see :func:`~ppaux.observer.compare.leaves`);
     anything its own methods raise is the target's failure, raised as
@@ -60,7 +63,7 @@ def _described(
         raise HookFailure(what, exc) from exc
 
 
-def _location(obj: Any, method: str | None) -> dict[str, Any] | None:
+def _location(obj: object, method: str | None) -> dict[str, Any] | None:
     """Where ``method`` of ``obj``'s class (the class itself when None) is defined: where a
     finding points when no line of the method is known to have made its value (see
     :mod:`ppaux.observer.lines`)."""
@@ -100,7 +103,7 @@ class _Checks:
         machinery: Machinery,
         info: Any,
         device: Any,
-        options: Any,
+        options: ObserverOptions,
         emit: Emit,
     ) -> None:
         self.loaded = loaded
@@ -124,7 +127,7 @@ class _Checks:
             return None
 
     def undescribable(
-        self, batch_size: int, index: int, failure: HookFailure, subject: Any
+        self, batch_size: int, index: int, failure: HookFailure, subject: object
     ) -> None:
         error = failure.error
         self.emit(
@@ -272,11 +275,11 @@ class _Checks:
 
     def both_paths(
         self,
-        output: Any,
-        rank0: Any,
+        output: object,
+        rank0: object,
         single_reqs: list[Any],
         pp_reqs: list[Any],
-        token_ids: Any,
+        token_ids: object,
         batch_size: int,
         index: int,
     ) -> dict[str, dict[str, Any]] | None:
@@ -433,7 +436,7 @@ def _fault(fault: Fault | None) -> dict[str, Any] | None:
 
 def run_checks(
     loaded: LoadedObserver,
-    options: Any,
+    options: ObserverOptions,
     machinery: Machinery,
     info: Any,
     device: Any,

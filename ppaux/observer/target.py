@@ -261,7 +261,7 @@ def load_object(target: str) -> Any:
     return value
 
 
-def _a_type(value: Any) -> str:
+def _a_type(value: object) -> str:
     """``value``'s type after 'a' or 'an': 'an int', 'a list', 'an object'."""
     return with_article(type(value).__name__)
 
@@ -285,7 +285,7 @@ def _call(target: str, factory: Callable[[], Any], what: str) -> Any:
         ) from None
 
 
-def _origin(value: Any) -> str | None:
+def _origin(value: object) -> str | None:
     """The file that defines ``value`` (a class or function) or an instance's class."""
     subject = value if inspect.isclass(value) or inspect.isroutine(value) else type(value)
     try:
@@ -308,14 +308,14 @@ def load_observer(target: str, *, rank0_only: bool = False) -> LoadedObserver:
     return observer_from(value, target, rank0_only=rank0_only)
 
 
-def observer_from(value: Any, target: str, *, rank0_only: bool = False) -> LoadedObserver:
+def observer_from(value: object, target: str, *, rank0_only: bool = False) -> LoadedObserver:
     """:class:`LoadedObserver` for an object already in hand (``assert_pp_safe``'s way in)."""
     methods = ("from_pp_tensors",) if rank0_only else OBSERVER_METHODS
 
-    def _is_observer(value: Any) -> bool:
+    def _is_observer(value: object) -> bool:
         return all(callable(getattr(value, name, None)) for name in methods)
 
-    def _missing(value: Any) -> str:
+    def _missing(value: object) -> str:
         return ", ".join(name for name in methods if not callable(getattr(value, name, None)))
 
     if _is_observer(value) and not inspect.isclass(value):
@@ -393,7 +393,7 @@ def load_outputs(target: str) -> Iterator[Any]:
 _NO_MORE = object()
 
 
-def _streamed(target: str, first: Any, iterator: Iterator[Any]) -> Iterator[Any]:
+def _streamed(target: str, first: object, iterator: Iterator[Any]) -> Iterator[Any]:
     """``first``, then each further output of ``iterator`` as it is asked for, counted."""
     yield first
     index = 1

@@ -63,7 +63,7 @@ _KEPT_LAYOUTS = 1024
 _GETATTRIBUTE: Any = object.__getattribute__
 
 
-def _layout(obj: Any) -> tuple[tuple[str, ...] | None, frozenset[str], tuple[str, ...], bool]:
+def _layout(obj: object) -> tuple[tuple[str, ...] | None, frozenset[str], tuple[str, ...], bool]:
     """``obj``'s class's layout (see :data:`_LAYOUTS`): its dataclass fields' names (None where
     it is no dataclass instance), them as a set, its ``__slots__`` and whether a field is also
     a data descriptor of the class."""
@@ -95,7 +95,7 @@ def _layout(obj: Any) -> tuple[tuple[str, ...] | None, frozenset[str], tuple[str
     return names, frozenset(names or ()), slots, described
 
 
-def fields_of(obj: Any) -> dict[str, Any] | None:
+def fields_of(obj: object) -> dict[str, Any] | None:
     """``obj``'s attributes by name: its dataclass fields, then its ``__slots__``, then
     whatever else its ``__dict__`` holds (an attribute set after construction, in
     ``__post_init__``, by ``after_sample``, by ``consume`` on a request, is part of what a path
@@ -150,7 +150,7 @@ class Sameness:
 
     __slots__ = ()
 
-    def __call__(self, path: str, value: Any) -> bool:
+    def __call__(self, path: str, value: object) -> bool:
         raise NotImplementedError
 
     def holder(
@@ -171,7 +171,7 @@ class Budget:
 
 
 def leaves(
-    obj: Any,
+    obj: object,
     prefix: str = "",
     depth: int = 0,
     skip: Skip | None = None,
@@ -216,7 +216,7 @@ class _Walk:
         self.out = out
         self.tensor = tensor  # torch.Tensor, imported once a walk
 
-    def leaf(self, path: str, value: Any) -> None:
+    def leaf(self, path: str, value: object) -> None:
         self.budget.left -= 1
         self.out[path] = value
 
@@ -280,14 +280,16 @@ class _Walk:
             items = list(obj)
             self.holder(obj, prefix, depth, ((f"{prefix}[{i}]", v) for i, v in enumerate(items)))
 
-    def holder(self, obj: Any, prefix: str, depth: int, items: Iterable[tuple[str, Any]]) -> None:
+    def holder(
+        self, obj: object, prefix: str, depth: int, items: Iterable[tuple[str, Any]]
+    ) -> None:
         """The leaves of a holder's ``items`` ((path, value) pairs); a holder without any is
         one leaf itself. One whose every child gave none was skipped (see :func:`leaves`), not
         empty: it gives no leaf."""
         if not self.children(items, depth):
             self.leaf(prefix, obj)
 
-    def attributes(self, obj: Any, prefix: str, depth: int, fields: dict[Any, Any]) -> None:
+    def attributes(self, obj: object, prefix: str, depth: int, fields: dict[Any, Any]) -> None:
         """The leaves of an object's attributes (``fields``, by name): :meth:`holder` over
         their paths, written out (the walk's commonest loop: a request's some 45 values)."""
         same = self.same
@@ -310,7 +312,7 @@ class _Walk:
 
     def partly(
         self,
-        obj: Any,
+        obj: object,
         prefix: str,
         depth: int,
         names: tuple[Any, ...],
@@ -381,7 +383,7 @@ def plain_children(prefix: str, names: tuple[Any, ...], values: tuple[Any, ...])
     }
 
 
-def _attribute_path(prefix: str, name: Any) -> str:
+def _attribute_path(prefix: str, name: object) -> str:
     """The path of attribute ``name`` below ``prefix``: a long name is shortened as a long key
     is, so that no path is long."""
     if type(name) is str and len(name) <= MAX_KEY:
@@ -390,7 +392,7 @@ def _attribute_path(prefix: str, name: Any) -> str:
     return f"{prefix}.{shown}"
 
 
-def _key_text(key: Any) -> str:
+def _key_text(key: object) -> str:
     """A key as a path shows it: its repr, or, past :data:`MAX_KEY` characters, the start of it
     and a digest of the whole, so that two keys give two paths and no path is long."""
     if isinstance(key, str) and len(key) > MAX_KEY:

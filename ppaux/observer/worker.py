@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ppaux.observer.options import ObserverOptions
+    from ppaux.observer.runner import Emit
 
 __all__ = ["main"]
 
 
-def _writer(fd: int) -> Any:
+def _writer(fd: int) -> Emit:
     from ppaux.observer.framing import encode
 
     pid = os.getpid()
@@ -52,7 +53,7 @@ def _writer(fd: int) -> Any:
     return emit
 
 
-def _announcer(slot_fd: int, emit: Any) -> Any:
+def _announcer(slot_fd: int, emit: Emit) -> Any:
     """What tells the parent which hook runs: the hook slot (see :mod:`.framing`), mapped from
     ``slot_fd`` (then closed). A hook's record is made once per place it is defined; a fork
     of the child that reaches a hook ends there as at a record (``emit``)."""
@@ -219,7 +220,7 @@ def main(argv: list[str]) -> int:
     os._exit(0)
 
 
-def _before_the_target(request: dict[str, Any], emit: Any) -> tuple[ObserverOptions, Any]:
+def _before_the_target(request: dict[str, Any], emit: Emit) -> tuple[ObserverOptions, Any]:
     """The signals unblocked, torch and ppaux's own modules imported, the options read, the
     import path extended and the hooks announced: what comes before the target's own code (the
     modules :func:`_check` needs are imported too before it says it is ready); the options and
@@ -264,7 +265,7 @@ def _before_the_target(request: dict[str, Any], emit: Any) -> tuple[ObserverOpti
     return options, announce
 
 
-def _check(request: dict[str, Any], options: ObserverOptions, announce: Any, emit: Any) -> None:
+def _check(request: dict[str, Any], options: ObserverOptions, announce: Any, emit: Emit) -> None:
     """Load the target and run the checks; what stops them is a record. The hooks are no
     longer announced after it."""
     import ppaux.observer.check as check
@@ -321,7 +322,7 @@ def _check(request: dict[str, Any], options: ObserverOptions, announce: Any, emi
     lines.announce_hooks(None)
 
 
-def _module_at(path: Any) -> str | None:
+def _module_at(path: object) -> str | None:
     """The name of a module loaded in this process from the file ``path`` (where the report
     is to be written), or None."""
     if not isinstance(path, str):
@@ -340,7 +341,7 @@ def _module_at(path: Any) -> str | None:
     return None
 
 
-def _end(emit: Any, report: Any = None) -> None:
+def _end(emit: Emit, report: Any = None) -> None:
     """The last record (the threads and timers the target left, the module loaded from the
     report's file ``report``, if any), the streams flushed."""
     threads = [

@@ -56,7 +56,7 @@ def clock() -> float:
     return time.clock_gettime(time.CLOCK_MONOTONIC)
 
 
-def gloo_group(store: Any, rank: int, timeout: datetime.timedelta) -> Any:
+def gloo_group(store: dist.Store, rank: int, timeout: datetime.timedelta) -> Any:
     # Private and absent from torch's type stubs, but the only way to choose gloo's device.
     options = dist.ProcessGroupGloo._Options()  # type: ignore[attr-defined]
     # Loopback explicitly: the default device follows the host name, which may not resolve
@@ -66,7 +66,7 @@ def gloo_group(store: Any, rank: int, timeout: datetime.timedelta) -> Any:
     return dist.ProcessGroupGloo(store, rank, 2, options)
 
 
-def nccl_group(store: Any, rank: int, timeout: datetime.timedelta) -> Any:
+def nccl_group(store: dist.Store, rank: int, timeout: datetime.timedelta) -> Any:
     options = dist.ProcessGroupNCCL.Options()
     options._timeout = timeout
     return dist.ProcessGroupNCCL(store, rank, 2, options)
@@ -75,7 +75,7 @@ def nccl_group(store: Any, rank: int, timeout: datetime.timedelta) -> Any:
 class Channel:
     """Point-to-point traffic with the peer rank: objects and tensors, as sglang sends them."""
 
-    def __init__(self, peer: int, cpu_group: Any, device_group: Any = None) -> None:
+    def __init__(self, peer: int, cpu_group: Any, device_group: object = None) -> None:
         self.peer = peer
         self.cpu_group = cpu_group
         self.device_group = device_group
@@ -112,7 +112,7 @@ class Channel:
         # ctypes rather than .numpy(): numpy is not a dependency.
         return ctypes.string_at(data.data_ptr(), data.numel())
 
-    def send_object(self, obj: Any) -> None:
+    def send_object(self, obj: object) -> None:
         self.send_bytes(pickle.dumps(obj))
 
     def recv_object(self) -> Any:

@@ -180,7 +180,7 @@ class DistributedWire:
         """What the receiver needs beyond the common settings (none here)."""
         return {}
 
-    def _joined(self, store: Any) -> None:
+    def _joined(self, store: dist.Store) -> None:
         """Called once the channel to a new receiver stands (nothing more to set up here)."""
 
     def _left(self) -> None:

@@ -9,7 +9,7 @@ the setup opened: nothing here depends on which transport it is.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ppaux.errors import DumpError
 from ppaux.limits import Limits
@@ -20,6 +20,10 @@ from ppaux.replay.vocabulary import Sender
 from ppaux.report import Finding, cap_per_code, finding
 from ppaux.sglang import OUTPUT_PREFIX
 from ppaux.torch_probe import import_torch
+
+if TYPE_CHECKING:
+    from ppaux.dump import Dump
+    from ppaux.replay.options import ReplayOptions
 
 __all__ = [
     "NothingToReplay",
@@ -98,7 +102,7 @@ def replay_file(path: str, setup: Setup) -> tuple[DumpResult, list[Finding]]:
     return cut, findings
 
 
-def _judged(dump: Any, payloads: list[Any], limits: Limits) -> list[Finding]:
+def _judged(dump: Dump, payloads: list[Any], limits: Limits) -> list[Finding]:
     """The findings inspect gives the file whatever the replay gives: a global outside torch's
     allowlist is PP201 (a hostile file is never clean), a file without a tensor dict is PP114,
     not an input that could not be used; a file not as torch.save writes it is PP118."""
@@ -111,7 +115,7 @@ def _judged(dump: Any, payloads: list[Any], limits: Limits) -> list[Finding]:
     ]
 
 
-def _units(path: str, capture: Any, payloads: list[Any]) -> list[tuple[Any, Any]]:
+def _units(path: str, capture: object, payloads: list[Any]) -> list[tuple[Any, Any]]:
     """What is replayed: each tensor dict alone, or a capture's dict with its output."""
     if capture is None:
         return [(payload, None) for payload in payloads]
@@ -199,7 +203,7 @@ def _against_capture(
 class _OtherOptions:
     """``setup`` with other options (a setup may be prepared lazily: it is not copied)."""
 
-    def __init__(self, setup: Setup, options: Any) -> None:
+    def __init__(self, setup: Setup, options: ReplayOptions) -> None:
         self.options = options
         self._setup = setup
 
@@ -268,7 +272,7 @@ class OnceText:
             return text
         return f"{text[: self.SHORT]}... ({len(text)} characters, given whole above)"
 
-    def value(self, value: Any) -> Any:
+    def value(self, value: object) -> Any:
         """``value`` (results, plain dicts, lists and scalars) with its repeated long strings
         cut, field by field in the order the report prints them."""
         if value is None or value.__class__ in _PLAIN:

@@ -6,8 +6,6 @@ the two); :func:`not_reproduced` compares a capture's record with the replay's e
 
 from __future__ import annotations
 
-from typing import Any
-
 from ppaux.replay.options import ReplayOptions
 from ppaux.replay.results import DumpResult, PayloadResult, Recorded, RunResult
 from ppaux.replay.vocabulary import Sender, Transport
@@ -25,13 +23,13 @@ WIRE_PHRASE = {
 }
 
 
-def _where(locator: str, key: Any) -> str | None:
+def _where(locator: str, key: object) -> str | None:
     if key is None:
         return None
     return f"{locator}[{key!r}]" if locator else str(key)
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 160 else text[:157] + "..."
 

@@ -195,7 +195,7 @@ class Materializer:
         return dict(self._saved)
 
     # -- values --------------------------------------------------------------------------------
-    def value(self, value: Any, where: str = "", depth: int = 0) -> Any:
+    def value(self, value: object, where: str = "", depth: int = 0) -> Any:
         """``value`` with every tensor stand-in replaced by a real tensor on the device."""
         if isinstance(value, _PLAIN):
             return value

@@ -55,7 +55,7 @@ def timeout_fault(timeout_s: float) -> str | None:
     return f"must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:.0f}"
 
 
-def _member(kind: type[enum.Enum], option: str, value: Any) -> Any:
+def _member(kind: type[enum.Enum], option: str, value: object) -> Any:
     """The member of ``kind`` that ``value`` is or names (a member, a str, a str subclass)."""
     try:
         return kind(value)

@@ -231,7 +231,7 @@ def _pop_culprit(received: dict[str, Any], exc: BaseException) -> str | None:
     return None
 
 
-def describe(value: Any) -> dict[str, Any]:
+def describe(value: object) -> dict[str, Any]:
     """A value as the report shows it: a tensor's type, dtype, shape, device and layout, or a
     non-tensor's type and a bounded repr."""
     if isinstance(value, torch.Tensor):
@@ -286,12 +286,14 @@ def compare(
 
 
 def _item(
-    key: str, what: str, detail: str, sent: Any = None, received: Any = None
+    key: str, what: str, detail: str, sent: object = None, received: object = None
 ) -> dict[str, Any]:
     return {"key": key, "what": what, "detail": detail, "sent": sent, "received": received}
 
 
-def _compare_values(key: str, a: Any, b: Any, mismatches: list[Any], changes: list[Any]) -> None:
+def _compare_values(
+    key: str, a: object, b: object, mismatches: list[Any], changes: list[Any]
+) -> None:
     if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
         if a is not b and (type_name(a) != type_name(b) or safe_repr(a) != safe_repr(b)):
             mismatches.append(

@@ -127,7 +127,7 @@ def _coordinator(runtime: Any, rank: int, backend: str) -> Any:
     return runtime.GroupCoordinator(**kwargs)
 
 
-def _join_world(store: Any, rank: int, timeout: datetime.timedelta) -> None:
+def _join_world(store: dist.Store, rank: int, timeout: datetime.timedelta) -> None:
     """The default process group sglang's ``GroupCoordinator`` builds its groups from."""
     if dist.is_initialized():
         raise WireSetupError(
@@ -186,7 +186,7 @@ class SglangWire(DistributedWire):
     def _child_config(self) -> dict[str, Any]:
         return {"sglang_path": self.sglang_path}
 
-    def _joined(self, store: Any) -> None:
+    def _joined(self, store: dist.Store) -> None:
         _join_world(store, _LAST, self.timeout)
         backend = "nccl" if self.device.type == "cuda" else "gloo"
         self._group = _coordinator(self.runtime, _LAST, backend)
@@ -200,7 +200,7 @@ class SglangWire(DistributedWire):
     def _check(self, sent: dict[str, Any]) -> None:
         """Nothing of ppaux's runs before sglang's own send: it finds its own faults."""
 
-    def _send_message(self, channel: Any, sent: dict[str, Any], stats: WireStats) -> None:
+    def _send_message(self, channel: object, sent: dict[str, Any], stats: WireStats) -> None:
         message = _gathered(sent, self.all_gather_size) if self.all_gather_size > 1 else sent
         tensors = [value for value in message.values() if isinstance(value, torch.Tensor)]
         try:
@@ -223,14 +223,14 @@ class SglangWire(DistributedWire):
 # The receiving process
 
 
-def _receiver_joined(store: Any, config: dict[str, Any]) -> Receive:
+def _receiver_joined(store: dist.Store, config: dict[str, Any]) -> Receive:
     runtime = import_runtime(config.get("sglang_path"))
     timeout = datetime.timedelta(seconds=config["timeout_s"])
     _join_world(store, _FIRST, timeout)
     backend = "nccl" if config["device"].startswith("cuda") else "gloo"
     group = _coordinator(runtime, _FIRST, backend)
 
-    def receive(channel: Any, control: dict[str, Any]) -> dict[str, Any]:
+    def receive(channel: object, control: dict[str, Any]) -> dict[str, Any]:
         received = group.recv_tensor_dict(src=_LAST)
         if received is None:
             raise WireError("receiver", "RuntimeError", "recv_tensor_dict returned None")

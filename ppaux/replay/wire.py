@@ -164,7 +164,7 @@ def _numel(size: Any) -> int:
 
 
 def outgoing(
-    key: Any, tensor: torch.Tensor, *, all_gather_size: int = 1, all_gather_rank: int = 0
+    key: object, tensor: torch.Tensor, *, all_gather_size: int = 1, all_gather_rank: int = 0
 ) -> torch.Tensor | None:
     """The tensor exactly as one sender rank puts it on the wire, or None for an empty one.
 

@@ -107,7 +107,7 @@ def per_line(head: bytes) -> str:
     return "."
 
 
-def _lines_of(document: Any) -> Iterator[dict[str, Any]]:
+def _lines_of(document: object) -> Iterator[dict[str, Any]]:
     if isinstance(document, list):
         for item in document:
             if isinstance(item, dict):
