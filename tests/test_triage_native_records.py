@@ -134,3 +134,17 @@ def test_open_mpi_output_tags_and_mpiruns_signal_line(tmp_path):
         "(Killed).\n",
     )
     assert [(code, extra.get("no_root")) for code, extra in roots] == [("PP809", "process-died")]
+
+
+def test_a_watchdog_record_glued_after_other_output_names_its_rank(tmp_path):
+    modules = ", ".join(f"module{n}._speedups" for n in range(30))
+    roots = _roots(
+        tmp_path,
+        f"Extension modules: {modules}[rank5]:[E226 11:16:37.121617583 ProcessGroupNCCL.cpp:616] "
+        "[Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5653, "
+        "OpType=ALLREDUCE, NumelIn=5, NumelOut=5, Timeout(ms)=600000) ran for 600028 "
+        "milliseconds before timing out.\n",
+    )
+    ((code, extra),) = roots
+    assert code == "PP809" and extra["no_root"] == "network-or-other-node"
+    assert extra["ranks"] == ["rank 5"]
