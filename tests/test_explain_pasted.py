@@ -110,8 +110,8 @@ def test_explain_and_triage_agree_on_whether_a_line_is_sglang_s(tmp_path, line, 
 def test_explain_says_what_the_words_of_a_message_under_another_type_are():
     result = cli("explain", "ValueError: auxiliary PP output 'scores' is not a tensor")
     assert result.exit_code == 2
-    assert "'ValueError' raised the words of sglang's message 'add-not-tensor'" in result.output
-    assert "sglang raises as RuntimeError only" in result.output
+    assert "'ValueError' raised the words of 'add-not-tensor'" in result.output
+    assert "sglang's RuntimeError: none of its nine PP messages" in result.output
     assert "'ppaux triage'" in result.output
 
 
@@ -180,4 +180,18 @@ def test_explain_and_triage_decide_alike_however_the_line_is_escaped(
 def test_the_words_after_another_type_and_other_words_are_that_type_s():
     result = cli("explain", f"ValueError: wrapped: {NON_TENSOR}")
     assert result.exit_code == 2
-    assert "'ValueError' raised the words of sglang's message 'pop-non-tensor'" in result.output
+    assert "'ValueError' raised the words of 'pop-non-tensor'" in result.output
+
+
+@pytest.mark.parametrize(
+    "raiser",
+    ["ValueError", "torch.distributed.DistBackendError", "a.b.c.d.e.f.g.VeryLongNamedCustomError"],
+)
+def test_the_headline_of_words_under_another_type_stays_within_200_characters(raiser):
+    result = cli("explain", f"{raiser}: auxiliary PP output 'scores' is not a tensor")
+    assert result.exit_code == 2
+    headline = result.output.splitlines()[0]
+    assert headline.startswith("ppaux: error: ")
+    assert len(headline) <= 200, headline
+    assert "'add-not-tensor'" in headline
+    assert "none of its nine PP messages" in headline

@@ -20,6 +20,7 @@ _DEPLOYMENTS = st.builds(
     single_launch=st.booleans(),
     runtime=st.sampled_from(["shell", "kubernetes", "docker"]),
     model=st.one_of(st.none(), st.text(max_size=40)),
+    sglang=st.booleans(),
 )
 
 

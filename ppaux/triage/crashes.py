@@ -47,6 +47,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from ppaux.triage.backtraces import BACKTRACE_MARKER, backtrace_frame, backtrace_said
 from ppaux.triage.childexits import CHILD_EXIT_MARKER
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
 from ppaux.triage.mpirun import MPIRUN_MARKER
@@ -70,6 +71,7 @@ __all__ = [
 #: What makes a line worth reading for this module (added to the scanner's markers).
 CRASH_MARKERS: tuple[bytes, ...] = (
     b"thread terminated with exception",
+    b"ith exception: ",  # the same words, the line's start lost
     b"terminate called after throwing",
     b"what():",
     b"Fatal Python error",
@@ -93,6 +95,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"The actor is dead because its worker process has died",
     CHILD_EXIT_MARKER,
     MPIRUN_MARKER,
+    BACKTRACE_MARKER,
     *RUNTIME_MARKERS,
 )
 #: Lines within which a record of the same stream completes the failure before it (a C++
@@ -100,6 +103,10 @@ CRASH_MARKERS: tuple[bytes, ...] = (
 NEAR_LINES = 64
 
 _WATCHDOG = re.compile(r"watchdog thread terminated with exception: (?P<message>.*)$")
+#: The watchdog's words whose start a paste lost (``ith exception: NCCL error: ...``): a line
+#: that starts with their last :data:`_CUT_LEAST` characters or more, then an error's head.
+_WATCHDOG_WORDS = "Process group watchdog thread terminated with exception: "
+_CUT_LEAST = len("ith exception: ")
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']{1,200})'")
 #: A numbered C++ frame (glibc's backtrace, torch's ``frame #4:``) of an object's set-up.
 _CPP_SETUP_FRAME = re.compile(
@@ -231,10 +238,30 @@ class Crashes:
                 near.frames.append(Frame("", 0, frame.group("function"), frame.group("symbol")))
             self._last_line = line.number
             return None
+        if (native := backtrace_frame(line.text)) is not None:
+            return self._backtrace(line, near, *native)
         taken, failure = self._cpp(line, near)
         if taken:
             return failure
         return self._host(line, near)
+
+    def _backtrace(
+        self, line: LogLine, near: Failure | None, file: str, function: str
+    ) -> Failure | None:
+        """A line of a native backtrace: a frame of the record ``near``, or the crash it
+        begins. Its frames are kept innermost last, as a traceback's (a backtrace lists the
+        innermost first); one named by its offset only is not kept, though the first frame
+        says where the process crashed until a frame that names its function does."""
+        begun = near is None
+        failure = self._new(line, None, "") if near is None else near
+        self._last_line = line.number
+        named = not function.startswith("+")
+        if named and len(failure.frames) < MAX_FRAMES:
+            failure.frames.insert(0, Frame(file, 0, function))
+        native = failure.exception is None and (failure.said or "").startswith("a native")
+        if begun or (native and named and len(failure.frames) == 1):
+            failure.said = backtrace_said(function, file)
+        return failure if begun else None
 
     def _torchrun(self, line: LogLine) -> tuple[bool, Failure | None]:
         """torchrun's records of a child that failed: its summary (and the summary's rank and
@@ -311,7 +338,7 @@ class Crashes:
             if near is not None:
                 return True, None
             return True, self._new(line, _cpp_type(found.group("type")), "")
-        watchdog = _WATCHDOG.search(text)
+        watchdog = _WATCHDOG.search(text) or _cut_watchdog(text)
         what = _WHAT.match(text)
         if watchdog is None and what is None:
             return False, None
@@ -382,6 +409,24 @@ class Crashes:
                 f"{said} (the process aborted; the cause is not in this log)",
             )
         return None
+
+
+def _cut_watchdog(text: str) -> re.Match[str] | None:
+    """The message of the watchdog's record whose start a paste lost (``ith exception: NCCL
+    error: ...``), where what follows names an error; else None."""
+    start = text.lstrip()
+    cut = start.find("exception: ")
+    if cut < 0:
+        return None
+    words = start[: cut + len("exception: ")]
+    if len(words) < _CUT_LEAST or not _WATCHDOG_WORDS.endswith(words):
+        return None
+    found = _CUT_MESSAGE.match(start, len(words))
+    return found if found is not None and _HEAD.match(found.group("message")) else None
+
+
+#: What follows the watchdog's cut words.
+_CUT_MESSAGE = re.compile(r"(?P<message>.*)$")
 
 
 def _root_cause(summary: Failure, row: re.Match[str], line: LogLine) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ppaux.triage.killsteps import killer_steps
 from ppaux.triage.stepdata import Step
 
-__all__ = ["death_steps"]
+__all__ = ["death_steps", "record_steps"]
 
 
 def death_steps(crash: bool, exited: bool, killer: str | None = None) -> list[Step]:
@@ -86,5 +86,22 @@ def _crash_steps() -> list[Step]:
             None,
             where,
             "and read the dead process's own log (its stderr) for what it did last",
+        ),
+    ]
+
+
+def record_steps() -> list[Step]:
+    """A child whose exit torchrun recorded, its exception in no log (torchrun's summary says
+    ``error_file: <N/A>`` where the entry point is not decorated): how to make the next
+    failure's traceback reach the summary, and where this one's is."""
+    return [
+        Step(
+            None,
+            "the host that ran the rank",
+            "torchrun recorded only the child's exit code: its traceback went to that rank's "
+            "own stderr (read it there, and triage it); torchrun's summary carries the "
+            "traceback only where the script's entry point is decorated with @record (from "
+            "torch.distributed.elastic.multiprocessing.errors import record), which writes "
+            "it to the error_file the summary shows as <N/A> without it",
         ),
     ]

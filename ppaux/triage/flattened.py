@@ -247,11 +247,26 @@ def split_lines(text: str) -> list[str]:
         return [text]
     records = logger_records(text)
     if records is not None:
-        return records
+        return [line for record in records for line in _record_lines(record)]
     parts = (unescaped(text) or [text]) if escaped(text) and not in_group_note(text) else [text]
     if any(flattened(part) for part in parts):
         parts = [line for part in parts for line in (unflatten(part) or [part])]
     return parts
+
+
+#: A worker's label that :func:`logger_records` put before a record's message.
+_WORKER = re.compile(r"\((?:[^()\n]{0,120}\b)?pid=\d{1,9}[^()\n]{0,120}\) ")
+
+
+def _record_lines(record: str) -> list[str]:
+    """The lines of one logger's record: a traceback flattened into it split back, each line
+    behind the worker's label the record has."""
+    label = _WORKER.match(record)
+    body = record if label is None else record[label.end() :]
+    if not flattened(body):
+        return [record]
+    lead = "" if label is None else label.group(0)
+    return [f"{lead}{line}" for line in unflatten(body) or [body]]
 
 
 def unflatten(text: str) -> list[str] | None:

@@ -24,6 +24,7 @@ from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.logreading import watchdog_words
 from ppaux.triage.longlines import long_line_findings
 from ppaux.triage.noroots import no_root_finding
+from ppaux.triage.ppkeys import pp_key_error
 from ppaux.triage.reading import LogReading
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.roots import (
@@ -332,6 +333,8 @@ def triage_paths(
         crash,
         ended,
         killed_by,
+        torchrun=bool(found) and _torchrun_recorded(found[0].root),
+        pp_key=pp_key_error(found[0].root) if found else None,
     )
     _fill(report, readings, found, deployment, plan)
     _say_one_run(report, readings, found, [*failures, *events])
@@ -413,6 +416,12 @@ def _fill(
     }
 
 
+def _torchrun_recorded(root: Failure) -> bool:
+    """True for a root that is a child's exit torchrun recorded (its summary, its agent's
+    line), the child's exception in no log."""
+    return root.exception is None and "torchrun's" in (root.said or "")
+
+
 #: Digits of a setting read from a log (a longer number is no setting).
 _MAX_SETTING_DIGITS = 4
 
@@ -449,4 +458,7 @@ def _deployment(readings: list[LogReading], failures: list[Failure]) -> Deployme
     )
     runtime = "kubernetes" if kubernetes else "docker" if docker else "shell"
     single = nnodes == 1 and (pp_size or 0) > 1
-    return Deployment(pp_size, highest, single, runtime, model, pp_size_from)
+    sglang = any(r.sglang_seen or r.server_args for r in readings) or any(
+        f.process is not None or any("sglang" in frame.file for frame in f.frames) for f in failures
+    )
+    return Deployment(pp_size, highest, single, runtime, model, pp_size_from, sglang)

@@ -98,16 +98,17 @@ class Launcher(str, enum.Enum):
 #: up or down, a clear screen, a window title)
 #: stays in the text, so a finding shows it escaped rather than hiding that the log held it.
 #: A paste may carry the colours in caret notation (``^[[36m``: the escape written as ``^[``, as
-#: a terminal or ``cat -v`` shows it), read the same.
+#: a terminal or ``cat -v`` shows it), read the same; so may syslog's octal spelling of the
+#: escape (``#033[2m``, rsyslog's escape of a control character).
 #: A terminal's hyperlink (OSC 8: ``ESC ] 8 ; params ; URI`` ended by ``ESC \\`` or BEL) around
 #: a file's name or a word, and the colours written with the one-character CSI (``\x9b``, the
 #: 8-bit form of ``ESC [``) are taken off the same way: the text they mark stays.
 ANSI = re.compile(
-    r"(?:(?:\x1b|\^\[)\[|\x9b)(?:[0-9;:]*m|[0-2]?K|[0-9]{0,4}G)"
+    r"(?:(?:\x1b|\^\[|#033)\[|\x9b)(?:[0-9;:]*m|[0-2]?K|[0-9]{0,4}G)"
     r"|(?:\x1b|\^\[)\]8;[^\x07\x1b^]{0,2048}(?:\x07|\x1b\\|\^\[\\)"
 )
 #: What opens an ANSI colour or a hyperlink, as a byte or in caret notation.
-ANSI_OPENERS = ("\x1b", "^[[", "^[]", "\x9b")
+ANSI_OPENERS = ("\x1b", "^[[", "^[]", "\x9b", "#033[")
 CRI = re.compile(
     r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) "
     r"(?P<stream>stdout|stderr) (?P<tag>[FP])(?: (?P<text>.*))?$"

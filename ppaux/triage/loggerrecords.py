@@ -34,8 +34,25 @@ def logger_records(text: str) -> list[str] | None:
             break
     if not found or (len(found) < 2 and not text[: found[0].start()].strip()):
         return None  # one record, at the line's start: a line as the logger wrote it
-    records = [text[: found[0].start()].rstrip()] if text[: found[0].start()].strip() else []
+    before, label = _labelled(text[: found[0].start()])
+    records = [before] if before.strip() else []
     for index, match in enumerate(found):
         end = found[index + 1].start() if index + 1 < len(found) else len(text)
-        records.append(text[match.end() : end].rstrip())
+        message, after = _labelled(text[match.end() : end])
+        records.append(label + message)
+        label = after
     return records
+
+
+#: A worker's label before a logger's prefix (``(VllmWorkerProcess pid=351) ERROR ...``): the
+#: record that follows is that worker's, wherever the line put the label.
+_LABEL = re.compile(r"\((?:[^()\n]{0,120}\b)?pid=\d{1,9}[^()\n]{0,120}\)\s*$")
+
+
+def _labelled(piece: str) -> tuple[str, str]:
+    """(``piece`` without the worker's label that ends it, that label and a space; '' when
+    it ends in none)."""
+    label = _LABEL.search(piece)
+    if label is None:
+        return piece.rstrip(), ""
+    return piece[: label.start()].rstrip(), label.group(0).rstrip() + " "

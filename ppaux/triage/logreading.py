@@ -74,12 +74,28 @@ _NCCL_TIMEOUT = re.compile(
 _EITHER = "(either an error or timeout)"
 
 
+#: The place torch's C++ error names where the watchdog found a collective timed out
+#: (``Exception raised from checkTimeout at .../ProcessGroupNCCL.cpp:632``), the error's own
+#: line not in the paste.
+_CHECK_TIMEOUT = re.compile(
+    r"Exception raised from checkTimeout at \S{0,1000}ProcessGroupNCCL\.cpp:"
+)
+#: A C++ frame of the watchdog's check for NCCL errors (``frame #1: c10d::ProcessGroupNCCL::
+#: checkForNCCLErrorsInternal(...)``): the watchdog found a collective's NCCL error.
+_CHECK_ERRORS = re.compile(r"^\s*frame #\d{1,4}: c10d::ProcessGroupNCCL::checkForNCCLErrors")
+
+
 def watchdog_words(text: str) -> str:
     """What a watchdog record ``text`` says its rank did, in a finding's words: a timeout only
     where its words say one (not torch's 'either an error or timeout')."""
     said = text.replace(_EITHER, "")
-    if "Watchdog caught collective" in said or _NCCL_TIMEOUT.search(said) is not None:
+    if _timeout(said):
         return "logged an NCCL watchdog timeout"
+    if _CHECK_ERRORS.search(said) is not None:
+        return (
+            "logged torch's C++ frames of NCCL's watchdog finding an NCCL error in a "
+            "collective (the error's own line is not in this log)"
+        )
     return (
         "logged that NCCL's watchdog found a collective that failed (an error or a timeout: "
         "torch's record does not say which)"
@@ -89,7 +105,7 @@ def watchdog_words(text: str) -> str:
 def event_kind(text: str) -> str | None:
     """The kind of one-line event ``text`` is (:class:`~ppaux.triage.records.Event`), or None
     for a line that is none."""
-    if "Watchdog caught collective" in text or _NCCL_TIMEOUT.search(text) is not None:
+    if _timeout(text) or _CHECK_ERRORS.search(text) is not None:
         return "watchdog"
     if "TCPStore" in text:
         return "store"
@@ -102,6 +118,15 @@ def event_kind(text: str) -> str | None:
     if worker_died(text) is not None:
         return "death"
     return None
+
+
+def _timeout(text: str) -> bool:
+    """True for a record of a collective the watchdog found timed out."""
+    return (
+        "Watchdog caught collective" in text
+        or _NCCL_TIMEOUT.search(text) is not None
+        or _CHECK_TIMEOUT.search(text) is not None
+    )
 
 
 #: NCCL's warning as NCCL writes it: after its ``[<device>]`` prefix or its source place

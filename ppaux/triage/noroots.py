@@ -115,6 +115,12 @@ def _signals_message(count: int, where: str, warned: list[Event]) -> str:
     )
 
 
+#: Events that name the rank whose record they are, and who such an event names when its
+#: line names none.
+_RANKED = frozenset({"watchdog", "store"})
+_NAMELESS = frozenset({"a process"})
+
+
 def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = None) -> Finding:
     """PP809: the logs hold no root. Said plainly, with why: a process that died of what the
     log does not say (a signal, a Ray worker gone), communication failures only (the cause is on
@@ -127,7 +133,11 @@ def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = N
     failures = [r for r in loose if isinstance(r, Failure)]
     events = [r for r in loose if isinstance(r, Event)]
     signals = [e for e in events if e.kind == "sigquit"]
+    # the ranks that failed: a traceback's prefix (said in the message), and in the data the
+    # rank a watchdog's or a store's record names too (torch's ``[rank5]:`` wherever it is)
     ranks = sorted({shown(f.who) for f in failures if f.ranks})
+    named = {shown(e.who) for e in events if e.kind in _RANKED and e.who not in _NAMELESS}
+    every_rank = sorted(set(ranks) | named)
     where = f"{'' if count == 1 else 'the first: '}{shown(first.who)} at {place_of(first)}"
     died = _deaths(loose)
     if died:
@@ -160,7 +170,7 @@ def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = N
         extra={
             "root": False,
             "no_root": cause,
-            "ranks": ranks[:50],
+            "ranks": every_rank[:50],
             "records": [f"{r.source}:{r.line}" for r in loose[:50]],
             "nccl_warnings": len(warned),
             "crashed": bool(died) and crashed(died[0][1]),

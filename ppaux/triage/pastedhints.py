@@ -58,6 +58,7 @@ def pasted_hint(text: str) -> PastedHint | None:
     from .deaths import death_in_text
     from .kinds import DESCRIPTIONS, kind_of_text, local_note
     from .pasted import read_pasted
+    from .ppkeys import pp_key_in_text, pp_key_words
 
     several = "\n" in text
     # a paste of several lines: triage's reading of the whole, so the two never disagree
@@ -112,6 +113,14 @@ def pasted_hint(text: str) -> PastedHint | None:
             f"'ppaux triage' reads it as {reading.said()}; on the whole log (or 'ppaux "
             "triage -' from stdin) it names the root and what to do next",
             _look(reading.kind, text),
+        )
+    if kind == "other" and (key := pp_key_in_text(text)) is not None:
+        return PastedHint(
+            "it is a KeyError on a key of the PP message",
+            f"it is a KeyError on a key of the PP message: {pp_key_words(key)}; compare them "
+            "(ppaux fingerprint on each stage, then ppaux check-skew), and 'ppaux triage' on "
+            "the whole log names the root",
+            "run ppaux check-skew across the stages",
         )
     if kind == "other":
         return PastedHint(

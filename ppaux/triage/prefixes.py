@@ -129,7 +129,7 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
             if logged.time is not None:
                 stamp(peeled, logged.time)
             return logged.rest
-    if head in ("\x1b", "^", "\x9b"):
+    if head in ("\x1b", "^", "\x9b", "#"):
         # a colour before a launcher's prefix or after it (Ray's ``^[[36m(pid=N)^[[0m``, in
         # caret notation or as the escape byte): taken off here, since the prefix is
         coloured = ANSI.match(rest)

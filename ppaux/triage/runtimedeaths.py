@@ -36,6 +36,8 @@ RUNTIME_MARKERS: tuple[bytes, ...] = (
     b": Killed",
     b"OOMKilled",
     b"Exit code: ",
+    b"has been marked dead because the detector",
+    b"Raylet is terminated. Termination is unexpected",
 )
 
 #: Where a tool's record begins: the line's start, or behind its logger's prefix.
@@ -49,9 +51,12 @@ _TERMINATED = re.compile(
     _AT + r"Scheduler or DataParallelController (?P<pid>\d{1,9}) terminated with "
     r"(?P<code>-?\d{1,4})\s*$"
 )
+#: (the line's start, with its count, may be on a line of its own where a terminal wrapped it:
+#: ``actors) killed due to memory pressure ...`` then starts the line read)
 _RAY_OOM = re.compile(
-    r"\.cc:\d{1,6}: (?P<killed>\d{1,9}) Workers \(tasks / actors\) killed due to memory "
-    r"pressure \(OOM\), (?P<crashed>\d{1,9}) Workers crashed due to other reasons at node"
+    r"(?:\.cc:\d{1,6}: (?P<killed>\d{1,9}) Workers \(tasks / |^\s{0,4})"
+    r"actors\) killed due to memory pressure \(OOM\), (?P<crashed>\d{1,9}) Workers crashed "
+    r"due to other reasons at node"
     r"(?: \(ID: [0-9a-f]{1,64}, IP: (?P<ip>[\w.:-]{1,64})\))?"
 )
 _SLURM_OOM_EVENT = re.compile(
@@ -63,6 +68,13 @@ _SRUN_TASK = re.compile(
     r"(?:(?P<oom>Out Of Memory)|Exited with exit code (?P<code>\d{1,3})|(?P<killed>Killed))\s*$"
 )
 _OOMKILLED = re.compile(r"^\s{0,16}Reason:\s{1,32}OOMKilled\s*$")
+#: Ray's record of a node whose heartbeats stopped (its raylet died, or the network to it
+#: failed), and of a raylet that ended unexpectedly: the processes on that node are gone.
+_RAY_NODE_DEAD = re.compile(
+    r"The node with node id: [0-9a-f]{1,64} and address: (?P<ip>[\w.:-]{1,64})"
+    r"(?: and node name: [^\s]{1,253})? has been marked dead because the detector has missed"
+)
+_RAYLET_TERMINATED = re.compile(r"Raylet is terminated\. Termination is unexpected\.")
 #: Lines within which sglang's ``Exit code: N`` follows the dead scheduler's line.
 _EXIT_NEAR = 4
 
@@ -98,6 +110,18 @@ def runtime_death(text: str) -> tuple[str, str] | None:
         return f"scheduler pid={int(ended['pid'])}", _code_end(code, "sglang's engine")
     if (ray := _RAY_OOM.search(text)) is not None:
         return _ray_death(ray)
+    if (node := _RAY_NODE_DEAD.search(text)) is not None:
+        return (
+            f"Ray node {node['ip']}",
+            "died: marked dead by Ray, its heartbeats stopped (its raylet crashed or was "
+            "killed, or the network to it failed)",
+        )
+    if _RAYLET_TERMINATED.search(text) is not None:
+        return (
+            "a raylet",
+            "died: terminated unexpectedly (Ray names SIGKILL by the user or the OOM killer, "
+            "or a crash)",
+        )
     if (event := _SLURM_OOM_EVENT.search(text)) is not None:
         return (
             f"a task of Slurm step {event['step']}",
@@ -120,8 +144,15 @@ def runtime_death(text: str) -> tuple[str, str] | None:
 
 
 def _ray_death(found: re.Match[str]) -> tuple[str, str] | None:
-    killed, crashed = int(found["killed"]), int(found["crashed"])
+    crashed = int(found["crashed"])
     node = f" on {found['ip']}" if found["ip"] else ""
+    if found["killed"] is None:  # the count is on the line before, cut off by a wrap
+        return (
+            f"Ray worker(s){node}",
+            "died: killed by Ray's memory monitor (memory pressure on its node; raylet; how "
+            "many, the line before says)",
+        )
+    killed = int(found["killed"])
     if killed:
         return (
             f"{killed} Ray worker(s){node}",

@@ -49,6 +49,7 @@ MARKERS: tuple[bytes, ...] = (
     b"SIGQUIT received",
     b"ppaux capture:",
     b"NCCL WARN",
+    b"::checkForNCCLErrors",
     *CRASH_MARKERS,
 )
 #: What may start a failure without a traceback's header: a frame line (a fragment whose

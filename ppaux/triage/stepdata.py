@@ -72,6 +72,9 @@ class Deployment:
     model: str | None = None
     #: Where ``pp_size`` was read: "the server arguments" or "the launch command".
     pp_size_from: str = "the server arguments"
+    #: The logs show sglang ran (its lines, its arguments, its frames); False for a log of
+    #: another program (a training job under torchrun): its steps name no sglang setting.
+    sglang: bool = True
 
 
 def unsafe(text: str) -> str | None:

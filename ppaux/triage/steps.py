@@ -30,7 +30,8 @@ step is a comment naming the problem.
 from __future__ import annotations
 
 from ppaux.sglang import MessageMatch
-from ppaux.triage.deathsteps import death_steps
+from ppaux.triage.deathsteps import death_steps, record_steps
+from ppaux.triage.ppkeys import pp_key_steps
 from ppaux.triage.stepdata import (
     DEFAULT_CAPTURE_DIR,
     MAX_LISTED_STAGES,
@@ -137,10 +138,13 @@ def _pipelined(deployment: Deployment) -> bool:
     return (deployment.pp_size or 0) > 1 or deployment.highest_stage is not None
 
 
-def _read_steps(kind: str) -> list[Step]:
+def _read_steps(kind: str, torchrun: bool = False) -> list[Step]:
     """A failure the logs show no pipeline stage in: comparing stages is beside the point;
-    what the root's own record says is where to start."""
-    if kind == "unknown":
+    what the root's own record says is where to start (for a child torchrun recorded,
+    :func:`record_steps` says it)."""
+    if torchrun:
+        said = ""
+    elif kind == "unknown":
         said = (
             "the root's traceback is cut before its exception: collect that process's whole "
             "log (its stderr, every line) and run ppaux triage on it"
@@ -151,7 +155,7 @@ def _read_steps(kind: str) -> list[Step]:
             "message' says what ppaux knows of that line"
         )
     return [
-        Step(None, "any host", said),
+        *([Step(None, "any host", said)] if said else []),
         Step(
             None,
             "any host",
@@ -288,14 +292,23 @@ def _aux_steps(
     return steps
 
 
-def _network_steps(at_init: bool) -> list[Step]:
+def _network_steps(at_init: bool, sglang: bool = True) -> list[Step]:
+    """What makes the next communication failure say why, and what to collect; ``sglang``:
+    the logs are sglang's (else another program's, a training job's: no sglang setting)."""
     what = "set-up" if at_init else "collective"
+    program = "sglang" if sglang else "the job"
+    meeting = (
+        "--dist-init-addr must be reachable from every node"
+        if sglang
+        else "the address the processes meet at (MASTER_ADDR and MASTER_PORT, or the "
+        "launcher's rendezvous endpoint) must be reachable from every node"
+    )
     return [
         Step(
             None,
             "every node",
             f"a communication failure ({what}): make the next one say why, on every node, "
-            "then restart sglang",
+            f"then restart {program}",
         ),
         Step(("export", "NCCL_DEBUG=INFO"), "every node"),
         Step(("export", "NCCL_DEBUG_SUBSYS=INIT,NET"), "every node"),
@@ -305,19 +318,25 @@ def _network_steps(at_init: bool) -> list[Step]:
             "and NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to the interface that reaches the "
             "other nodes (ip -brief address lists them)",
         ),
+        Step(
+            ("export", "TORCH_NCCL_TRACE_BUFFER_SIZE=2000"),
+            "every node",
+            "torch's flight recorder: the dump on a timeout holds its entries, none without it",
+        ),
         Step(("export", "TORCH_NCCL_DUMP_ON_TIMEOUT=1"), "every node"),
         Step(
             None,
             "every node",
-            "collect every node's sglang log, with what it says of the interfaces and GPUs:",
+            f"collect every node's {'sglang ' if sglang else ''}log, with what it says of the "
+            "interfaces and GPUs:",
         ),
         Step(("ip", "-brief", "address"), "every node"),
         Step(("nvidia-smi", "topo", "-m"), "every node"),
         Step(
             None,
             "every node",
-            "--dist-init-addr must be reachable from every node, its port open; the nodes' "
-            "firewalls must let NCCL's and gloo's ports through",
+            f"{meeting}, its port open; the nodes' firewalls must let NCCL's and gloo's ports "
+            "through",
         ),
     ]
 
@@ -440,6 +459,8 @@ def next_steps(
     crash: bool = False,
     exited: bool = False,
     killer: str | None = None,
+    torchrun: bool = False,
+    pp_key: str | None = None,
 ) -> list[Step]:
     """Steps for incidents whose roots are of ``roots`` (kind, and the auxiliary-output message
     matched, if any), in the order the kinds first appear; ``no_root``: why the logs hold no
@@ -449,8 +470,10 @@ def next_steps(
     set-up failed (:func:`ppaux.triage.kinds.local_note`); ``crash``: the process that died
     (``no_root`` 'process-died') died of a crash of its own, not of the OOM killer;
     ``exited``: it ended with an exit status of its own, an error it reported; ``killer``: a
-    runtime's or a launcher's memory limit ended it ('ray-memory-monitor', ...)."""
-    steps: list[Step] = []
+    runtime's or a launcher's memory limit ended it ('ray-memory-monitor', ...); ``torchrun``:
+    the first root is a child's exit torchrun recorded, its exception in no log; ``pp_key``:
+    the first root is a KeyError on that key of the PP message (:mod:`ppaux.triage.ppkeys`)."""
+    steps: list[Step] = record_steps() if torchrun else []
     done: set[str] = set()
     kinds = [kind for kind, _ in roots]
     if no_root == "network-or-other-node":
@@ -469,7 +492,9 @@ def next_steps(
         if kind == "auxiliary-output":
             steps += _aux_steps(deployment, captures, observers or [])
         elif group == "communication":
-            steps += (_host_steps() if host else []) + _network_steps(kind == "communication-init")
+            steps += (_host_steps() if host else []) + _network_steps(
+                kind == "communication-init", deployment.sglang
+            )
         elif kind == "hardware":
             steps += _hardware_steps()
         elif kind == "memory":
@@ -483,9 +508,10 @@ def next_steps(
                 steps.append(
                     from_log(("ppaux", "check-observer", "--"), target, "the observer", _CODE, "")
                 )
+            steps += pp_key_steps(pp_key) if pp_key else []
             steps += (
                 _compare_steps(deployment)
-                if _pipelined(deployment) or observers
-                else _read_steps(kind)
+                if _pipelined(deployment) or observers or pp_key
+                else _read_steps(kind, torchrun)
             )
     return steps

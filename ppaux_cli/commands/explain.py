@@ -189,8 +189,13 @@ def _headline(head: str, hint: PastedHint) -> _Said:
     first, the pointer to triage), with triage's whole reading under it, every command it
     gives included."""
     look = f"; {hint.look}" if hint.look else ""
-    room = _HEADLINE - len("ppaux: error: ") - len(head) - 2 - len(look) - len(_TO_TRIAGE)
-    line = f"{head}: {_cut(hint.brief, max(room, _FEWEST_WORDS))}{look}{_TO_TRIAGE}"
+    fixed = len("ppaux: error: ") + len(head) + 2 + _FEWEST_WORDS
+    # Past the bound, the pointer to triage goes first (the lines under the headline give
+    # it), then where to look first: the kind stays.
+    tail = _TO_TRIAGE if fixed + len(look) + len(_TO_TRIAGE) <= _HEADLINE else ""
+    look = look if fixed + len(look) + len(tail) <= _HEADLINE else ""
+    room = _HEADLINE - (fixed - _FEWEST_WORDS) - len(look) - len(tail)
+    line = f"{head}: {_cut(hint.brief, max(room, _FEWEST_WORDS))}{look}{tail}"
     return line, (hint.full,)
 
 
@@ -205,13 +210,21 @@ def _other_type(text: str, where: str = "") -> _Said | None:
         return None
     raiser, found = other
     head = (
-        f"{where}{raiser!r} raised the words of sglang's message {found.message.id!r}, which "
-        f"sglang raises as RuntimeError only: none of sglang's nine PP messages"
+        f"{where}{_short_type(raiser)!r} raised the words of {found.message.id!r}, "
+        "sglang's RuntimeError: none of its nine PP messages"
     )
     hint = _pasted_hint(text)
     if hint is None:
         return f"{head}; 'ppaux triage' on the whole log names the root", ()
     return _headline(head, hint)
+
+
+def _short_type(name: str) -> str:
+    """An exception type's name for a headline: its last part where the dotted whole is long
+    (``torch.distributed.DistBackendError`` is ``DistBackendError``)."""
+    if len(name) <= _FEWEST_WORDS:
+        return name
+    return _cut(name.rsplit(".", 1)[-1], _FEWEST_WORDS)
 
 
 def _nothing_in_stdin(text: str) -> _Said:

@@ -1,0 +1,150 @@
+"""``ppaux triage`` on the records neighbouring projects print without a Python traceback: torch's
+C++ watchdog records whose words or lines a paste lost, a native crash handler's backtrace,
+Ray's records of a dead node, syslog's spelling of colours, Open MPI's output tags. Each
+expected answer is written by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ppaux.triage import triage_paths
+from ppaux.triage.backtraces import backtrace_frame
+
+
+def _roots(tmp_path: Path, text: str) -> list[tuple[str, dict[str, object]]]:
+    log = tmp_path / "native.log"
+    log.write_text(text)
+    report = triage_paths([str(log)])
+    assert not report.problems
+    return [(f.code, f.extra or {}) for f in report.findings if f.code in ("PP802", "PP809")]
+
+
+def test_a_check_timeout_place_alone_is_a_watchdog_timeout(tmp_path):
+    roots = _roots(
+        tmp_path,
+        "Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:632 (most recent call first):\n"
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0xd4 (0x4000 in "
+        "/opt/env/lib/libc10.so)\n"
+        "\n"
+        "terminate called after throwing an instance of 'terminate calle\n",
+    )
+    assert [(code, extra.get("no_root")) for code, extra in roots] == [
+        ("PP809", "network-or-other-node")
+    ]
+
+
+def test_frames_of_the_watchdogs_error_check_alone_are_a_communication_failure(tmp_path):
+    roots = _roots(
+        tmp_path,
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f78 in "
+        "/opt/env/lib/libc10.so)\n"
+        "frame #1: c10d::ProcessGroupNCCL::checkForNCCLErrorsInternal(std::shared_ptr<c10d::"
+        "NCCLComm>&) + 0x220 (0x7f78 in /opt/env/lib/libtorch_cuda.so)\n"
+        "frame #2: c10d::ProcessGroupNCCL::watchdogHandler() + 0x213 (0x7f78 in "
+        "/opt/env/lib/libtorch_cuda.so)\n",
+    )
+    assert [(code, extra.get("no_root")) for code, extra in roots] == [
+        ("PP809", "network-or-other-node")
+    ]
+
+
+def test_watchdog_words_with_their_start_lost_keep_the_nccl_error(tmp_path):
+    log = tmp_path / "cut.log"
+    log.write_text(
+        "ith exception: NCCL error: remote process exited or there was a network error, "
+        "NCCL version 2.20.5\n"
+    )
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP809"]
+    assert root.extra is not None and root.extra["no_root"] == "network-or-other-node"
+
+
+def test_words_that_only_end_like_the_watchdogs_are_no_record(tmp_path):
+    log = tmp_path / "prose.log"
+    log.write_text(
+        "[2026-06-17 06:48:30 TP0] Decode batch. #running-req: 1\n"
+        "it failed with exception: NCCL error: something\n"
+    )
+    assert [f.code for f in triage_paths([str(log)]).findings] == []
+
+
+def test_a_native_backtrace_is_a_crash_where_its_first_named_frame_says(tmp_path):
+    roots = _roots(
+        tmp_path,
+        "[16] /opt/env/lib/libplugin.so(+0x13e183)[0x147118cbc183]\n"
+        "[16] /opt/env/lib/libplugin.so(_ZN12tensorrt_llm7plugins18GPTAttentionPlugin7"
+        "enqueueEPKvPv+0x3ea)[0x147118cb48e0]\n"
+        "[17] /opt/env/lib/libnvinfer.so.10(+0x17ffe75)[0x147466034e75]\n",
+    )
+    ((code, extra),) = roots
+    assert code == "PP802"
+    assert extra["exception"] is None and extra["kind"] == "unknown"
+    log = tmp_path / "native.log"
+    (finding,) = [f for f in triage_paths([str(log)]).findings if f.code == "PP802"]
+    assert "tensorrt_llm::plugins::GPTAttentionPlugin::enqueue" in finding.message
+
+
+def test_backtrace_lines_read_back():
+    assert backtrace_frame("[3] /lib/x.so(_ZN1a1b1cEv+0x10)[0x7f00]") == ("/lib/x.so", "a::b::c")
+    assert backtrace_frame("  [0] /lib/x.so(+0x10)[0x7f00]") == ("/lib/x.so", "+0x10")
+    assert backtrace_frame("[0] /lib/x.so(main+0x10)[0x7f00]") == ("/lib/x.so", "main")
+    assert backtrace_frame("[0] lib/x.so(main+0x10)[0x7f00]") is None  # no absolute path
+    assert backtrace_frame("see [0] /lib/x.so(main)[0x7f00]") is None
+
+
+@given(st.text(max_size=300))
+def test_any_backtrace_like_text_is_read_or_refused_without_error(text):
+    found = backtrace_frame(f"[1] /lib/x.so({text})[0x1]")
+    assert found is None or found[0] == "/lib/x.so"
+
+
+def test_a_ray_node_marked_dead_is_a_death(tmp_path):
+    roots = _roots(
+        tmp_path,
+        "2024-05-08 14:22:55,484\tINFO worker.py:1740 -- Connected to Ray cluster.\n"
+        "(raylet) The node with node id: 0f2197 and address: 10.0.0.51 and node name: "
+        "10.0.0.51 has been marked dead because the detector has missed too many heartbeats "
+        "from it.\n",
+    )
+    assert [(code, extra.get("no_root")) for code, extra in roots] == [("PP809", "process-died")]
+
+
+def test_syslog_escaped_colours_and_a_wrapped_count_read_as_rays_oom_kill(tmp_path):
+    roots = _roots(
+        tmp_path,
+        "#033[2m#033[33m(raylet)#033[0m [DATE] (raylet) node_manager.cc:3007: 2 Workers "
+        "(tasks /\n"
+        " actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons "
+        "at node (ID: ab12, IP: 10.0.0.3) over the last time period.\n",
+    )
+    assert [(code, extra.get("no_root")) for code, extra in roots] == [("PP809", "process-died")]
+
+
+def test_open_mpi_output_tags_and_mpiruns_signal_line(tmp_path):
+    roots = _roots(
+        tmp_path,
+        "[1,0]<stdout>:[TensorRT-LLM] TensorRT-LLM version: 0.11.0\n"
+        "[1,6]<stdout>:[TensorRT-LLM][INFO] Loaded engine size: 16000 MiB\n"
+        "--------------------------------------------------------------------------\n"
+        "mpirun noticed that process rank 6 with PID 0 on node host-a exited on signal 9 "
+        "(Killed).\n",
+    )
+    assert [(code, extra.get("no_root")) for code, extra in roots] == [("PP809", "process-died")]
+
+
+def test_a_watchdog_record_glued_after_other_output_names_its_rank(tmp_path):
+    modules = ", ".join(f"module{n}._speedups" for n in range(30))
+    roots = _roots(
+        tmp_path,
+        f"Extension modules: {modules}[rank5]:[E226 11:16:37.121617583 ProcessGroupNCCL.cpp:616] "
+        "[Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5653, "
+        "OpType=ALLREDUCE, NumelIn=5, NumelOut=5, Timeout(ms)=600000) ran for 600028 "
+        "milliseconds before timing out.\n",
+    )
+    ((code, extra),) = roots
+    assert code == "PP809" and extra["no_root"] == "network-or-other-node"
+    assert extra["ranks"] == ["rank 5"]
