@@ -22,6 +22,7 @@ from ppaux.triage.documents import is_document, records
 from ppaux.triage.envelopes import peel_envelope
 from ppaux.triage.feeding import PP_RANK, Reader
 from ppaux.triage.flattened import quoted_spans, split_lines
+from ppaux.triage.glued import unglued
 from ppaux.triage.jsonrecords import nested_record
 from ppaux.triage.lineformat import LogLine, detect, in_zone, peel, unwrap
 from ppaux.triage.lineshapes import Envelope, Launcher
@@ -227,7 +228,18 @@ def _take_peeled(
         if line.ranks:
             reading.pp_ranks.update(int(n) for n in PP_RANK.findall(line.ranks))
         inner_marked = any(m in inner for m in _MARKER_TEXTS) if several else marked
-        reader.take(line, inner_marked, _weak(line.text) or _weak(inner))
+        _take_unglued(reader, line, inner_marked, _weak(line.text) or _weak(inner))
+
+
+def _take_unglued(reader: Reader, line: LogLine, marked: bool, weak: bool) -> None:
+    """Feed ``line`` to ``reader``, a record glued after other text in it as a line of its
+    own (:mod:`ppaux.triage.glued`)."""
+    parts = unglued(line)
+    for part in parts:
+        if len(parts) > 1:
+            marked = any(m in part.text for m in _MARKER_TEXTS)
+            weak = _weak(part.text)
+        reader.take(part, marked, weak)
 
 
 class _Renumbering:
@@ -372,7 +384,7 @@ class _Lines:
                 line = in_zone(line, self.local_zone)
             if len(parts) > 1:
                 marked = any(m in part for m in _MARKER_TEXTS)
-            self.reader.take(line, marked, _weak(line.text) or _weak(part))
+            _take_unglued(self.reader, line, marked, _weak(line.text) or _weak(part))
 
 
 def read_log(
