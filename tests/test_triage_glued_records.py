@@ -1,6 +1,6 @@
 """A record written after other text on the same line (a progress bar that ended in a carriage
-return, or in nothing): the record is read as the line it would have been alone; prose that
-names an exception after a space stays prose."""
+return, or in nothing, then a rank's record): the record is read as the line it would have
+been alone; an exception's name after other text, without a rank's tag, stays in its line."""
 
 from __future__ import annotations
 
@@ -43,13 +43,10 @@ def test_a_kernel_fault_after_a_bar_keeps_its_rank(tmp_path):
     assert _roots(tmp_path, text) == [("PP802", "rank 3", "shape-kernel")]
 
 
-def test_a_qualified_exception_straight_after_a_bars_bracket_is_read(tmp_path):
-    assert _roots(tmp_path, f"{_BAR}{_OOM}\n") == [("PP802", None, "memory")]
-
-
-def test_prose_that_names_an_exception_is_no_record():
+def test_prose_or_an_unknown_prefix_before_an_exception_makes_no_record():
     assert glued_at(f"we then saw {_OOM}") is None
-    assert glued_at("the log said torch.OutOfMemoryError: twice") is None
+    assert glued_at(f"]A{_OOM}") is None
+    assert glued_at(f"{_BAR}{_OOM}") is None
 
 
 def test_a_tag_at_the_lines_start_or_twice_over_is_not_glued():

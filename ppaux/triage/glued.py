@@ -2,10 +2,9 @@
 return or in nothing at all, then a rank's one-line exception.
 
 A terminal shows such a line as the bar, overwritten; the file holds both in one line, and the
-record's own start is inside it. Only a start of a record's own shape is looked for: torch's
-``[rankN]:`` tag, or a qualified exception name written straight after a bar's closing
-bracket or bar (``...s/it]torch.OutOfMemoryError: ...``). Prose that names an exception after a
-space stays prose.
+record's own start is inside it. Only torch's ``[rankN]:`` tag is taken for a record's start:
+an exception's name after other text may be prose that names it, or a prefix no layer knows
+(which the traceback reader's margins take off), and stays in its line.
 """
 
 from __future__ import annotations
@@ -20,19 +19,16 @@ __all__ = ["glued_at", "unglued"]
 
 #: torch's rank tag, followed as torch writes it: a space, a name, or its C++ line's bracket.
 _RANK_TAG = re.compile(r"\[rank\d{1,6}\]:(?=[ \[A-Za-z_])")
-#: An exception's qualified name and its colon, right after a bar's ``]`` or ``|``.
-_EXCEPTION = re.compile(r"(?<=[\]|])(?:[A-Za-z_]\w{0,63}\.){1,8}[A-Z]\w{0,63}(?:Error|Exception): ")
 
 
 def glued_at(text: str) -> int | None:
-    """Where a record glued after other text starts in ``text``; None when none does (a
-    record at the line's start is no glued one)."""
-    for pattern in (_RANK_TAG, _EXCEPTION):
-        for match in pattern.finditer(text, 1):
-            start = match.start()
-            before = text[:start]
-            if before.strip() and not before.endswith(":"):  # ``[rank1]:[rank1]:`` is one tag
-                return start
+    """Where a rank's record glued after other text starts in ``text``; None when none does
+    (a record at the line's start is no glued one)."""
+    for match in _RANK_TAG.finditer(text, 1):
+        start = match.start()
+        before = text[:start]
+        if before.strip() and not before.endswith(":"):  # ``[rank1]:[rank1]:`` is one tag
+            return start
     return None
 
 
