@@ -200,6 +200,22 @@ def _passed_line(reading: LogReading, raws: list[bytes]) -> LogLine | None:
     return None
 
 
+def _open_pieces(reading: LogReading, raws: list[bytes]) -> list[tuple[int, bytes]]:
+    """The pieces of a split line (a collector's ``P`` pieces) that end ``raws``, the lines the
+    scanner passed over just before a marked one, oldest first, each with how many lines
+    before the marked one it stands: a marker split between them and the line that ends them
+    is found only once they are joined."""
+    if reading.envelope not in (Envelope.CRI, Envelope.DOCKER_JSON):
+        return []
+    pieces: list[tuple[int, bytes]] = []
+    for back, raw in enumerate(reversed(raws), start=1):
+        if not unwrap(raw, reading.envelope)[4]:
+            break
+        pieces.append((back, raw))
+    pieces.reverse()
+    return pieces
+
+
 def _take_peeled(
     reader: Reader,
     reading: LogReading,
@@ -412,9 +428,11 @@ def read_log(
             item = scanner.next_line() if wanted else scanner.next_marked_line()
             if item is None:
                 break
+            number, raw = item
             if not wanted and scanner.passed:
                 reader.remember(functools.partial(_passed_line, reading, scanner.previous))
-            number, raw = item
+                for back, piece in _open_pieces(reading, scanner.previous):
+                    lines.take(renumbering.physical(number - back), piece)
             lines.take(renumbering.physical(number), raw)
         reader.close_all()
         _count(reading, scanner, renumbering)
