@@ -47,6 +47,7 @@ def test_prose_or_an_unknown_prefix_before_an_exception_makes_no_record():
     assert glued_at(f"we then saw {_OOM}") is None
     assert glued_at(f"]A{_OOM}") is None
     assert glued_at(f"{_BAR}{_OOM}") is None
+    assert glued_at(f"Receive: obj=GenerateReqInput(text='[rank0]: {_OOM}', rid='a')") is None
 
 
 def test_a_tag_at_the_lines_start_or_twice_over_is_not_glued():

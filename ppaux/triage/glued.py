@@ -4,7 +4,8 @@ return or in nothing at all, then a rank's one-line exception.
 A terminal shows such a line as the bar, overwritten; the file holds both in one line, and the
 record's own start is inside it. Only torch's ``[rankN]:`` tag is taken for a record's start:
 an exception's name after other text may be prose that names it, or a prefix no layer knows
-(which the traceback reader's margins take off), and stays in its line.
+(which the traceback reader's margins take off), and stays in its line; so does a tag inside
+a string literal on the line (a request's echo of text someone sent).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from ppaux.triage.flattened import quoted_spans
 from ppaux.triage.lineformat import LogLine, peel
 from ppaux.triage.lineshapes import Launcher
 
@@ -24,10 +26,15 @@ _RANK_TAG = re.compile(r"\[rank\d{1,6}\]:(?=[ \[A-Za-z_])")
 def glued_at(text: str) -> int | None:
     """Where a rank's record glued after other text starts in ``text``; None when none does
     (a record at the line's start is no glued one)."""
+    spans: list[tuple[int, int]] | None = None
     for match in _RANK_TAG.finditer(text, 1):
         start = match.start()
         before = text[:start]
-        if before.strip() and not before.endswith(":"):  # ``[rank1]:[rank1]:`` is one tag
+        if not before.strip() or before.endswith(":"):  # ``[rank1]:[rank1]:`` is one tag
+            continue
+        if spans is None:
+            spans = quoted_spans(text)
+        if not any(begin <= start < end for begin, end in spans):  # an echo's text is text
             return start
     return None
 
