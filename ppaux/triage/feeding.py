@@ -47,7 +47,11 @@ _HEADER_START = "Traceback (m"
 _MAX_FOREIGN = 400
 #: Characters of a capture line read (its directory is a path: far shorter).
 _CAPTURE_LINE = 8192
-_CAPTURE_DIR = re.compile(r"ppaux capture: capturing .* into (?P<dir>.+?) \(when=(?P<how>[^)]*)\)")
+#: The capture's start line; its mode (``(when=error, strict)``) ends the line, so a directory
+#: whose name holds `` (when=`` is read whole.
+_CAPTURE_DIR = re.compile(
+    r"ppaux capture: capturing .*? into (?P<dir>.+) \(when=(?P<how>\w{1,16}(?:, strict)?)\)\s*$"
+)
 #: A pipeline rank in sglang's prefix (``PPn``).
 PP_RANK = re.compile(r"\bPP(\d{1,6})\b")
 #: A rank or a frame's line number longer than ppaux reads (a finding, not a number).

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 
+from ppaux.triage.crilines import cri_lines
 from ppaux.triage.forwarders import fluent_entry
 from ppaux.triage.peeled import Peeled, record_lines, stamp, time_of, written
 
@@ -135,7 +136,23 @@ def _record_of(record: dict[str, object], depth: int = 0) -> Peeled | None:
         moment = time_of(when)
         if moment is not None:
             peeled.time, peeled.time_text = moment, written(when, moment)
+    _off_cri(peeled)
+    if nested is not None and nested.runtime:  # the runtime's time, under the collectors'
+        peeled.time, peeled.time_text, peeled.runtime = nested.time, nested.time_text, True
     return peeled
+
+
+def _off_cri(peeled: Peeled) -> None:
+    """Take a container runtime's prefix off the lines of ``peeled`` where each has it; the
+    runtime's time is the line's, as in a CRI log."""
+    cri = cri_lines(peeled.lines)
+    if cri is None:
+        return
+    peeled.lines = cri.texts
+    peeled.stream = peeled.stream or cri.stream
+    moment = time_of(cri.time_text)
+    if moment is not None:
+        peeled.time, peeled.time_text, peeled.runtime = moment, cri.time_text, True
 
 
 def nested_record(message: str, depth: int = 1) -> Peeled | None:

@@ -255,6 +255,10 @@ def unwrap(
     if envelope is Envelope.DOCKER_JSON:
         text, stream, time_text, complete = _json_text(text)
         partial = not complete
+        runtime = CRI.match(text)
+        if runtime is not None:  # the runtime's own line, kept whole in Docker's record
+            text, time_text = runtime.group("text") or "", runtime.group("time")
+            partial = partial or runtime.group("tag") == "P"
         time = collector_time(time_text) if time_text else None
     elif envelope is Envelope.NUMBERED:
         column = NUMBER_COLUMN.match(text)

@@ -42,7 +42,7 @@ class Peeled:
     ``time`` (seconds since the epoch) and ``time_text`` as written, and ``stream`` (a pod, a
     service, a Slurm task, a Ray actor) where one is named."""
 
-    __slots__ = ("decoded", "lines", "stream", "time", "time_text")
+    __slots__ = ("decoded", "lines", "runtime", "stream", "time", "time_text")
 
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
@@ -51,6 +51,8 @@ class Peeled:
         self.stream: str | None = None
         #: The message was journald's array of bytes, decoded here (the raw line hid its text).
         self.decoded = False
+        #: The time is a container runtime's, written with the line (not a collector's later).
+        self.runtime = False
 
 
 def record_lines(message: str) -> Peeled:

@@ -5,10 +5,11 @@ Loki's ``{label="..."}`` set (its pod named), Cloud Logging's ``[key: value]`` g
 torchrun's and Open MPI's rank tags, Ray's ``(... pid=N ...)``, a tab column, a serving
 framework's own logger (vLLM's ``ERROR 03-12 15:02:44 file.py:N]``, ``[file.py:N]`` since vLLM
 0.8), an application logger's before an exception line (DeepSpeed's, glog's, a pod's stamp),
-supervisord's relayed output, Slurm ``srun --label``'s ``<task>:``, TorchX's
-``<role>/<replica>``, docker compose's ``<service> |``, a host fan-out's ``node1:``, a row's
-time; Ray's, compose's and a wrapper's also behind a backtick or an indentation that a paste
-put before them; the colours around a launcher's prefix (Ray's ``^[[36m(... pid=N)^[[0m``).
+supervisord's relayed output, a test harness's ``stdout: ``/``stderr: `` relay, Slurm
+``srun --label``'s ``<task>:``, TorchX's ``<role>/<replica>``, docker compose's
+``<service> |``, a host fan-out's ``node1:``, a row's time; Ray's, compose's and a wrapper's
+also behind a backtick or an indentation that a paste put before them; the colours around a
+launcher's prefix (Ray's ``^[[36m(... pid=N)^[[0m``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ _RAY = re.compile(r"^\((?P<who>[^()]{0,200}\bpid=\w+[^()]{0,200})\) ?")
 #: Slurm ``srun --label``'s ``<task>: ``, and a launcher's ``<rank> :`` label (the space before
 #: the colon, none after it).
 _SLURM = re.compile(r"^ {0,8}(?P<task>\d{1,7})(?:: | :)")
+#: A test harness's or runner's relay of a child's output, each line behind the name of the
+#: stream it came on (``stdout: <line>``, ``stderr: <line>``): the stream, not a process.
+_RELAY = re.compile(r"^(?P<stream>stdout|stderr):(?: |$)")
 #: A job launcher's replica (TorchX's and NeMo-Run's ``<role>/<replica> ``) before torchrun's
 #: ``[defaultN]:`` or torch's ``[rankN]:``, which name the rank behind it.
 _REPLICA = re.compile(
@@ -170,6 +174,10 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
     if compose is not None and compose.group("who") not in ("File", "Traceback"):
         peeled.stream = compose.group("who")
         return rest[compose.end() :]
+    relay = _RELAY.match(rest) if head == "s" else None
+    if relay is not None:
+        peeled.stream = peeled.stream or relay.group("stream")
+        return rest[relay.end() :]
     if rest[:1].islower() or rest[:2] == "- ":
         fanned = host_or_fields(rest)
         if fanned is not None:

@@ -22,6 +22,7 @@ from ppaux.triage.documents import is_document, records
 from ppaux.triage.envelopes import peel_envelope
 from ppaux.triage.feeding import PP_RANK, Reader
 from ppaux.triage.flattened import quoted_spans, split_lines
+from ppaux.triage.glued import unglued
 from ppaux.triage.jsonrecords import nested_record
 from ppaux.triage.lineformat import LogLine, detect, in_zone, peel, unwrap
 from ppaux.triage.lineshapes import Envelope, Launcher
@@ -199,6 +200,22 @@ def _passed_line(reading: LogReading, raws: list[bytes]) -> LogLine | None:
     return None
 
 
+def _open_pieces(reading: LogReading, raws: list[bytes]) -> list[tuple[int, bytes]]:
+    """The pieces of a split line (a collector's ``P`` pieces) that end ``raws``, the lines the
+    scanner passed over just before a marked one, oldest first, each with how many lines
+    before the marked one it stands: a marker split between them and the line that ends them
+    is found only once they are joined."""
+    if reading.envelope not in (Envelope.CRI, Envelope.DOCKER_JSON):
+        return []
+    pieces: list[tuple[int, bytes]] = []
+    for back, raw in enumerate(reversed(raws), start=1):
+        if not unwrap(raw, reading.envelope)[4]:
+            break
+        pieces.append((back, raw))
+    pieces.reverse()
+    return pieces
+
+
 def _take_peeled(
     reader: Reader,
     reading: LogReading,
@@ -227,7 +244,18 @@ def _take_peeled(
         if line.ranks:
             reading.pp_ranks.update(int(n) for n in PP_RANK.findall(line.ranks))
         inner_marked = any(m in inner for m in _MARKER_TEXTS) if several else marked
-        reader.take(line, inner_marked, _weak(line.text) or _weak(inner))
+        _take_unglued(reader, line, inner_marked, _weak(line.text) or _weak(inner))
+
+
+def _take_unglued(reader: Reader, line: LogLine, marked: bool, weak: bool) -> None:
+    """Feed ``line`` to ``reader``, a record glued after other text in it as a line of its
+    own (:mod:`ppaux.triage.glued`)."""
+    parts = unglued(line)
+    for part in parts:
+        if len(parts) > 1:
+            marked = any(m in part.text for m in _MARKER_TEXTS)
+            weak = _weak(part.text)
+        reader.take(part, marked, weak)
 
 
 class _Renumbering:
@@ -372,7 +400,7 @@ class _Lines:
                 line = in_zone(line, self.local_zone)
             if len(parts) > 1:
                 marked = any(m in part for m in _MARKER_TEXTS)
-            self.reader.take(line, marked, _weak(line.text) or _weak(part))
+            _take_unglued(self.reader, line, marked, _weak(line.text) or _weak(part))
 
 
 def read_log(
@@ -400,9 +428,11 @@ def read_log(
             item = scanner.next_line() if wanted else scanner.next_marked_line()
             if item is None:
                 break
+            number, raw = item
             if not wanted and scanner.passed:
                 reader.remember(functools.partial(_passed_line, reading, scanner.previous))
-            number, raw = item
+                for back, piece in _open_pieces(reading, scanner.previous):
+                    lines.take(renumbering.physical(number - back), piece)
             lines.take(renumbering.physical(number), raw)
         reader.close_all()
         _count(reading, scanner, renumbering)
