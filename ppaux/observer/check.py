@@ -296,7 +296,13 @@ def _judge_the_end(
     stops the check with an error raises it here)."""
     for stop in taken.stops:
         _stopped(stop, target, judge)
-    for ending in endings(end, timeout_s, end.hook):
+    defaults = Limits()
+    lowered = {
+        name: getattr(defaults, name)
+        for name in CHECK_LIMITS
+        if getattr(judge.limits, name) < getattr(defaults, name)
+    }
+    for ending in endings(end, timeout_s, end.hook, lowered):
         judge.ended(ending)
     if taken.timers:
         judge.ended(timers_left(taken.timers))

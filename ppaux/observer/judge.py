@@ -399,7 +399,10 @@ class Judge:
         report.findings += [self.places.located(item) for item in self.findings]
         report.findings += self._counted(report.findings)
         report.findings = cap_per_code(
-            report.findings, self.limits.max_findings_per_code, "max_findings_per_code"
+            report.findings,
+            self.limits.max_findings_per_code,
+            "max_findings_per_code",
+            "in this check",
         )
         report.data["observer"] = self._observer_data()
         if self.not_compared:
