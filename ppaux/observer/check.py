@@ -206,6 +206,9 @@ def check_observer(
         )
     report = judge.report(kept.shown())
     _foreign_signals(report, end)
+    from ppaux.observer.release import release_note
+
+    release_note(report, options, limits)
     return report
 
 
