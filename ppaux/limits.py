@@ -131,15 +131,16 @@ class Limits:
     #: Containers within containers one description of a target's value digests; a value
     #: nested deeper is listed as not compared, naming this limit.
     max_value_nesting: int = 64
-    #: Bytes of one record the check's child sends its parent, per 256 requests of the largest
-    #: batch size checked (a record describes every request of its batch: about 10 KB each at
-    #: most in a real check, so 38 MB at a batch of 4096). A larger record is refused by its
+    #: Bytes of one record the check's child sends its parent, at any batch size (a record
+    #: describes at most 256 requests of each path, about 10 KB each at most in a real check:
+    #: a larger batch's requests come in further records). A larger record is refused by its
     #: length, before it is read: the run ends there (PP715 ``flooded``). Raised past 256 MiB
     #: it stays 256 MiB: no record of the check's is that long.
     max_record_bytes: int = 16 << 20
     #: Records the child may send in one part of a run (one step, the requests or the
-    #: re-described outputs of a batch size): a real step sends at most seven. Past it the run
-    #: ends there (PP715 ``flooded``).
+    #: re-described outputs of a batch size): a real step sends at most seven, and one more per
+    #: 256 requests of its batch past the first 256. Past it the run ends there (PP715
+    #: ``flooded``).
     max_step_records: int = 256
     #: Bytes of records the child may send in one run, per 256 requests of the largest batch
     #: size checked (a real check of 1,000 steps at a batch of 256 sends about 100 MB). Past

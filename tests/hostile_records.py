@@ -162,6 +162,16 @@ class BigRecord(_Once):
         _record(_made("x" * (60 << 20)))
 
 
+class ShortStrings(_Once):
+    """One ``wire`` record of short strings (1,150,000 of eight characters, or
+    ``PPAUX_DENSE_STRINGS``): 12.6 MB of text, the most decoded memory a record can hold
+    under the bound on what it may cost to read."""
+
+    def mischief(self) -> None:
+        count = int(os.environ.get("PPAUX_DENSE_STRINGS", "1150000"))
+        _record({"event": "wire", "records": {"a": ["abcdefgh"] * count}})
+
+
 class ManyRecords(_Once):
     """Small records (100,000, or ``PPAUX_MANY_RECORDS``), every one a record the check
     sends."""

@@ -250,6 +250,25 @@ def test_github_annotation_lines_exactly():
     ]
 
 
+@pytest.mark.parametrize(
+    ("target", "where"),
+    [
+        ("none.py:NoneObs", "file=none.py,"),
+        ("obs/dir/a.py:Outer.Obs", "file=obs/dir/a.py,"),
+        ("mypkg.observers:Obs", ""),  # a module: no file named
+        ("/abs/obs.py:Obs", ""),  # not a repository's path
+        ("../up/obs.py:Obs", ""),
+        ("obs.txt:Obs", ""),
+    ],
+)
+def test_a_check_observer_annotation_names_the_targets_file_or_none(target, where):
+    report = Report(
+        "check-observer", findings=[_finding("PP714", target, "nothing was sent", None)]
+    )
+    first = render(report, Format.GITHUB).splitlines()[0]
+    assert first.startswith(f"::warning {where}title=PP714::")
+
+
 def test_github_step_summary_golden_and_verdicts():
     _golden("mixed.github-summary.md", github.step_summary(mixed_report(), FailOn.ERROR))
     _golden("clean.github-summary.md", github.step_summary(clean_report(), FailOn.ERROR))

@@ -765,3 +765,24 @@ def test_a_consume_that_reads_the_sampling_params_is_clean_on_the_stand_ins(tmp_
     report = check_observer(f"{tmp_path / 'reads.py'}:EntropyObserver")
     assert report.data["observer"]["requests"] == "ppaux stand-ins"
     assert report.findings == []
+
+
+def test_a_transport_from_a_path_that_is_no_release_says_so(tmp_path):
+    sampling = tmp_path / "tree" / "sglang" / "srt" / "sampling"
+    sampling.mkdir(parents=True)
+    (sampling / "sampling_observer_pp.py").write_text(
+        "def add_auxiliary_output_to_pp_tensors(tensors, output):\n"
+        "    tensors.update(output.to_pp_tensors())\n"
+        "def pop_auxiliary_output_from_pp_tensors(tensors, observer):\n"
+        "    return None\n",
+        encoding="utf-8",
+    )
+    report = check_observer(
+        target("entropy_good.py:EntropyObserver"),
+        ObserverOptions(impl="sglang", sglang_path=str(tmp_path / "tree"), steps=1),
+    )
+    said = [n for n in report.notes if "no known release's" in n]
+    assert said == [
+        f"the sglang transport read from {tmp_path / 'tree'} (add and pop) is no known "
+        "release's: a patched, forked or newer build; what it does is that build's"
+    ]

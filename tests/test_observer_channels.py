@@ -134,6 +134,10 @@ def test_a_good_observer_past_a_small_max_record_bytes_names_the_step_before():
     assert "sent a record longer than 5,000 bytes (before the first step's record" in (
         found.message
     )
+    # The bound was the user's, below its default: the target is not blamed for it.
+    assert found.message.startswith("the check's process sent a record longer than 5,000")
+    assert "set below its default of 16,777,216 for this run" in found.message
+    assert "the target's" not in found.message
 
 
 def test_records_the_check_sends_do_not_move_the_deadline():

@@ -858,3 +858,25 @@ def test_a_keyboard_interrupt_at_import_is_one_line_on_the_command_line(tmp_path
         f"ppaux: error: {path}:EntropyObserver: running {str(path)!r} raised "
         f"KeyboardInterrupt (at {path}:1)"
     ]
+
+
+def test_a_crash_after_the_target_pointed_faulthandler_at_stderr_keeps_its_line(tmp_path):
+    body = (
+        "        import ctypes, faulthandler, sys\n"
+        "        faulthandler.enable(file=sys.stderr, all_threads=True)\n"
+        "        ctypes.string_at(0)  # the crash\n"
+    )
+    path = observer_file(tmp_path, body)
+    report = check_observer(f"{path}:EntropyObserver", ONE)
+    [found] = [f for f in report.findings if f.code == "PP715"]
+    assert found.extra["end"] == "signal"
+    assert found.location is not None
+    assert found.location["line"] == line_of(path, "ctypes.string_at(0)")
+
+
+def test_frames_printed_before_the_last_fatal_error_line_are_not_the_crashs():
+    from ppaux.observer.crash import printed_frame
+
+    forged = b'  File "/nowhere/x.py", line 3 in f\n'
+    assert printed_frame(forged) is None  # no faulthandler header: nothing taken
+    assert printed_frame(b"Fatal Python error: Segmentation fault\n\n" + b"x" * 10) is None

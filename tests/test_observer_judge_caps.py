@@ -43,7 +43,7 @@ def test_thirty_thousand_changed_leaves_are_three_findings_and_a_count():
     assert [f.key for f in found[:3]] == [".x0", ".x1", ".x2"]
     assert len(found) == 4
     assert found[3].extra == {"omitted": 29_997}
-    assert found[3].message.startswith("29997 more PP713 findings")
+    assert found[3].message.startswith("29997 more PP713 findings in this check are not listed")
     assert "limit max_findings_per_code=3 reached" in found[3].message
 
 

@@ -24,6 +24,18 @@ START = {
 }
 END = {"event": "end", "threads": [], "timers": []}
 MADE = {"event": "made", "method": "after_sample", "return": None, "names": {}}
+TENSOR = {
+    "kind": "tensor",
+    "dtype": "float32",
+    "shape": [1],
+    "strides": [1],
+    "device": "cpu",
+    "layout": "strided",
+    "quantization": None,
+    "sha256": "0" * 64,
+    "values": "[0.5]",
+}
+VALUE = {"kind": "value", "type": "float", "text": "0.5", "key": "0.5"}
 
 
 def step(size: int, index: int) -> dict:
@@ -35,11 +47,11 @@ def step(size: int, index: int) -> dict:
         "single": None,
         "pp": None,
         "output_type": "Out",
-        "output": {".x": {"kind": "tensor"}},
+        "output": {".x": TENSOR},
         "rebuilt_type": "Out",
-        "rebuilt": {".x": {"kind": "tensor"}},
-        "single_reqs": [{}],
-        "pp_reqs": [{}],
+        "rebuilt": {".x": TENSOR},
+        "single_reqs": [{".customized_info['x'][0]": VALUE}],
+        "pp_reqs": [{".customized_info['x'][0]": VALUE}],
     }
 
 
@@ -120,6 +132,49 @@ def test_records_out_of_the_checks_order_are_refused(records, said):
         ({**END, "timers": [["SIGALRM", "1"]]}, "an 'end' record whose 'timers' is"),
         ({"event": "end", "threads": []}, "an 'end' record without its 'timers'"),
         ({**step(1, 0), "output": {".x": 1}}, "a 'step' record whose 'output' is not"),
+        # A leaf deep in a description, of each kind, is checked against its own fields.
+        (
+            {**step(1, 0), "rebuilt": {".x": {**TENSOR, "shape": 5}}},
+            "a 'step' record whose 'rebuilt' is not what the check sends (its leaf '.x')",
+        ),
+        (
+            {**step(1, 0), "output": {".x": {**TENSOR, "shape": ["1"]}}},
+            "a 'step' record whose 'output' is not what the check sends (its leaf '.x')",
+        ),
+        (
+            {**step(1, 0), "output": {".x": {**TENSOR, "strides": [True]}}},
+            "a 'step' record whose 'output' is not what the check sends (its leaf '.x')",
+        ),
+        (
+            {**step(1, 0), "output": {".x": {**TENSOR, "kind": "array", "values": None}}},
+            "a 'step' record whose 'output' is not what the check sends (its leaf '.x')",
+        ),
+        (
+            {**step(1, 0), "output": {".x": {k: v for k, v in TENSOR.items() if k != "sha256"}}},
+            "a 'step' record whose 'output' is not what the check sends (its leaf '.x')",
+        ),
+        (
+            {**step(1, 0), "pp_reqs": [{".a": VALUE}, {".b": {**VALUE, "key": 1}}]},
+            "a 'step' record whose 'pp_reqs' is not what the check sends (its leaf '.b' of "
+            "request 1)",
+        ),
+        (
+            {**step(1, 0), "single_reqs": [{".a": {**VALUE, "limit": ["x"]}}]},
+            "a 'step' record whose 'single_reqs' is not what the check sends (its leaf '.a' of "
+            "request 0)",
+        ),
+        (
+            {**step(1, 0), "output": {".x": {**VALUE, "kind": "other"}}},
+            "a 'step' record whose 'output' is not what the check sends (its leaf '.x')",
+        ),
+        (
+            {**step(1, 0), "output": {".x": {**VALUE, "extra": "1"}}},
+            "a 'step' record whose 'output' is not what the check sends (its leaf '.x')",
+        ),
+        (
+            {"event": "wire", "records": {"a": [{}, {}]}},
+            "a 'wire' record whose 'records' is not what the check sends (its leaf 'a')",
+        ),
         (
             {
                 "event": "driving",
@@ -138,6 +193,21 @@ def test_a_forged_field_is_refused_by_the_schema(record, said):
     with pytest.raises(ValueError) as caught:
         check_fields(record)
     assert str(caught.value).startswith(said)
+
+
+@pytest.mark.parametrize(
+    "leaf",
+    [
+        TENSOR,
+        {**TENSOR, "kind": "array", "device": "numpy", "strides": [-4]},
+        {**TENSOR, "shape": None, "strides": None, "layout": "nested", "values": "[nested]"},
+        {**TENSOR, "quantization": "('torch.per_tensor_affine', 0.1, 0)"},
+        VALUE,
+        {**VALUE, "key": "not compared", "limit": "max_digested_items"},
+    ],
+)
+def test_every_kind_of_leaf_the_child_sends_is_taken(leaf):
+    assert check_fields({**step(1, 0), "output": {".x": leaf}}) == "step"
 
 
 _SIZES = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
@@ -162,6 +232,19 @@ _ANY = st.one_of(
         },
         st.integers(1, 4),
         st.integers(0, 5),
+    ),
+    st.builds(
+        lambda size, index, first: {
+            "event": "reqs",
+            "batch_size": size,
+            "step": index,
+            "first": first,
+            "single_reqs": [{}],
+            "pp_reqs": [{}],
+        },
+        st.integers(1, 4),
+        st.integers(0, 5),
+        st.integers(0, 4),
     ),
     st.just(MADE),
     st.just({"event": "ready"}),

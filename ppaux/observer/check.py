@@ -23,7 +23,7 @@ from ppaux.observer.endings import endings, timers_left
 from ppaux.observer.judge import Ending, Judge
 from ppaux.observer.options import ObserverConfigError, ObserverOptions
 from ppaux.observer.phrasing import cut
-from ppaux.observer.protocol import STOPS, Bounds
+from ppaux.observer.protocol import REQUESTS_PER_RECORD, STOPS, Bounds
 from ppaux.observer.target import LoadedObserver, TargetError, observer_from
 from ppaux.replay import Impl, Sender, Transport, timeout_fault
 from ppaux.report import Report
@@ -57,11 +57,13 @@ CHECK_LIMITS = (
 )
 #: The fields of :data:`CHECK_LIMITS` the child reads itself.
 _CHILD_LIMITS = ("max_digested_items", "max_value_nesting")
-#: Requests of the largest batch size that ``max_record_bytes`` and ``max_run_record_bytes``
-#: are given for: a check of larger batches takes a multiple of them.
-_BOUND_REQUESTS = 256
+#: Requests of the largest batch size that ``max_run_record_bytes`` is given for: a check of
+#: larger batches takes a multiple of it. One record describes at most this many requests
+#: (:data:`~ppaux.observer.protocol.REQUESTS_PER_RECORD`), whatever the batch size, and
+#: ``max_record_bytes`` is its bound at any batch size.
+_BOUND_REQUESTS = REQUESTS_PER_RECORD
 #: What one record may cost once read: four times ``max_record_bytes``, and this per request
-#: of the largest batch size (a real record costs about 80 KB per request at batch 4096).
+#: it may describe (a real record costs about 80 KB per request at batch 4096).
 _COST_PER_REQUEST = 80 << 10
 
 #: The transports, implementations and senders a check takes (``both`` is replay's alone).
@@ -204,6 +206,9 @@ def check_observer(
         )
     report = judge.report(kept.shown())
     _foreign_signals(report, end)
+    from ppaux.observer.release import release_note
+
+    release_note(report, options, limits)
     return report
 
 
@@ -224,16 +229,19 @@ def _report_not_code(path: str) -> None:
 
 def _bounds(options: ObserverOptions, limits: Limits) -> Bounds:
     """What the parent takes from the child of a check of ``options`` (see :mod:`.protocol`):
-    the byte bounds are per :data:`_BOUND_REQUESTS` requests of the largest batch size."""
+    a record's bounds are the same at any batch size (a record describes at most
+    :data:`_BOUND_REQUESTS` requests), the run's are per that many of the largest batch."""
     from ppaux.limits import LARGEST
     from ppaux.observer.framing import MAX_FRAME
     from ppaux.observer.target import MAX_OUTPUTS
 
     times = -(-max(options.batch_sizes) // _BOUND_REQUESTS)
     return Bounds(
-        record_bytes=("max_record_bytes", min(limits.max_record_bytes * times, MAX_FRAME - 1)),
+        record_bytes=("max_record_bytes", min(limits.max_record_bytes, MAX_FRAME - 1)),
         record_cost=min(
-            limits.max_record_bytes * 4 + max(options.batch_sizes) * _COST_PER_REQUEST, LARGEST
+            limits.max_record_bytes * 4
+            + min(max(options.batch_sizes), _BOUND_REQUESTS) * _COST_PER_REQUEST,
+            LARGEST,
         ),
         step_records=("max_step_records", limits.max_step_records),
         run_bytes=("max_run_record_bytes", min(limits.max_run_record_bytes * times, LARGEST)),
@@ -291,7 +299,13 @@ def _judge_the_end(
     stops the check with an error raises it here)."""
     for stop in taken.stops:
         _stopped(stop, target, judge)
-    for ending in endings(end, timeout_s, end.hook):
+    defaults = Limits()
+    lowered = {
+        name: getattr(defaults, name)
+        for name in CHECK_LIMITS
+        if getattr(judge.limits, name) < getattr(defaults, name)
+    }
+    for ending in endings(end, timeout_s, end.hook, lowered):
         judge.ended(ending)
     if taken.timers:
         judge.ended(timers_left(taken.timers))

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ppaux.observer.crash import crash_file, crash_frame
+from ppaux.observer.crash import MAX_CRASH_TEXT, crash_file, crash_frame, printed_frame
 from ppaux.observer.framing import (
     SLOT_SIZE,
     FrameError,
@@ -226,7 +226,15 @@ class _Run:
         self.part_records = 0
         self.received = 0
         self.take = take
-        self.on_output = on_output
+        #: The end of what the child printed (where a target's own faulthandler wrote).
+        self.printed = bytearray()
+
+        def output(data: bytes) -> None:
+            self.printed += data
+            del self.printed[:-MAX_CRASH_TEXT]
+            on_output(data)
+
+        self.on_output = output
         self.slot = _slot()
         self.crash = crash_file()
         self.read_end, write_end = os.pipe()
@@ -442,7 +450,7 @@ class _Run:
         self.end.hook = hook if hook is not None and isinstance(hook.get("method"), str) else None
         self.end.step = read_slot_step(slot)
         if self.end.returncode < 0 and not self.end.killed:
-            self.end.crashed_at = crash_frame(self.crash)
+            self.end.crashed_at = crash_frame(self.crash) or printed_frame(self.printed)
         os.close(self.crash)
         os.close(self.slot)
         os.close(self.read_end)

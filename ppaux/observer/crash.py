@@ -7,8 +7,9 @@ code, ``os.abort()``, or ``os.kill`` of its own process) then writes the frames 
 most recent first, before the process ends with that signal as it would have. The parent
 takes the innermost frame in the target's own files (:func:`crash_frame`): the line a finding
 names, where the hook slot can name only the method (or none, between the methods, where a
-finaliser, ``__del__``, runs). Imports nothing beyond the standard library and
-:mod:`.lines`.
+finaliser, ``__del__``, runs). A target that points faulthandler at its own stream has its
+frames read from the end of what it printed (:func:`printed_frame`). Imports nothing beyond
+the standard library and :mod:`.lines`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import re
 from typing import Any
 
-__all__ = ["MAX_CRASH_TEXT", "crash_file", "crash_frame"]
+__all__ = ["MAX_CRASH_TEXT", "crash_file", "crash_frame", "frame_in", "printed_frame"]
 
 #: The bytes of faulthandler's text read back: its frames are 100 at most, a line each.
 MAX_CRASH_TEXT = 64 << 10
@@ -43,13 +44,27 @@ def crash_file() -> int:
 def crash_frame(fd: int) -> dict[str, Any] | None:
     """``{"file", "line", "function"}`` of the innermost frame in the target's own files that
     faulthandler wrote into ``fd`` (None where it wrote none)."""
-    from ppaux.observer.drive import shown_path
-    from ppaux.observer.lines import targets_file
-
     try:
         text = os.pread(fd, MAX_CRASH_TEXT, 0).decode("utf-8", "replace")
     except OSError:
         return None
+    return frame_in(text)
+
+
+def printed_frame(output: bytes | bytearray) -> dict[str, Any] | None:
+    """The same, from the end of what the child printed (``output``'s last bytes): where the
+    target pointed faulthandler at its own stream (``faulthandler.enable(sys.stderr)``), its
+    frames come there, after the last ``Fatal Python error:`` line."""
+    text = bytes(output[-MAX_CRASH_TEXT:]).decode("utf-8", "replace")
+    start = text.rfind("Fatal Python error: ")
+    return None if start < 0 else frame_in(text[start:])
+
+
+def frame_in(text: str) -> dict[str, Any] | None:
+    """The innermost frame in the target's own files among faulthandler's lines in ``text``."""
+    from ppaux.observer.drive import shown_path
+    from ppaux.observer.lines import targets_file
+
     for line in text.splitlines():
         found = _FRAME.match(line)
         if found is not None and targets_file(found["file"]):

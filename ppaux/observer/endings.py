@@ -25,9 +25,15 @@ def timers_left(left: list[tuple[str, float]]) -> Ending:
     )
 
 
-def endings(end: ChildEnd, timeout_s: float, hook: dict[str, Any] | None = None) -> list[Ending]:
+def endings(
+    end: ChildEnd,
+    timeout_s: float,
+    hook: dict[str, Any] | None = None,
+    lowered: dict[str, int] | None = None,
+) -> list[Ending]:
     """How the child ended, as the target's failures (none for a child that finished);
-    ``hook`` is the child's last record of a hook it began and did not end."""
+    ``hook`` is the child's last record of a hook it began and did not end; ``lowered``: the
+    limits the run set below their defaults, each with its default."""
     import signal
 
     found: list[Ending] = []
@@ -35,7 +41,8 @@ def endings(end: ChildEnd, timeout_s: float, hook: dict[str, Any] | None = None)
     if flooded is not None:
         # As for garbled records: it was stopped there, and that is how it ended.
         name, value, where = flooded
-        found.append(_flooded(name, value, where, getattr(end, "costly", None)))
+        default = (lowered or {}).get(name)
+        found.append(_flooded(name, value, where, getattr(end, "costly", None), default))
     elif end.garbled:
         # The stream it wrote over is how it ended: its process was stopped there, so its
         # exit status and its silence afterwards say nothing more about the target.
@@ -130,14 +137,26 @@ _FLOODS = {
 }
 
 
-def _flooded(name: str, value: int, where: str, costly: int | None = None) -> Ending:
+def _flooded(
+    name: str, value: int, where: str, costly: int | None = None, default: int | None = None
+) -> Ending:
     """The child went past the bound ``name`` (``value`` in the run) on its records, ``where``
-    the run was (``costly``: a record that would cost more than that many bytes to read)."""
+    the run was (``costly``: a record that would cost more than that many bytes to read;
+    ``default``: the limit's default, where the run set it lower)."""
     what = _FLOODS.get(name, "sent more than {value:,}").format(value=value)
     if costly is not None:
         what = (
             f"sent a record that would take more than {costly:,} bytes of memory to read "
             "(objects packed tighter than a record's)"
+        )
+    if default is not None:
+        # A bound set below its default: the check's own records may reach it.
+        return Ending(
+            "flooded",
+            f"the check's process {what} ({where}; limit {name} reached, set below its "
+            f"default of {default:,} for this run): it was stopped there; a correct "
+            "observer's records can reach a lowered limit, so raise it to check on",
+            limit=(name, value),
         )
     return Ending(
         "flooded",

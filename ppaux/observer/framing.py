@@ -192,11 +192,17 @@ class FrameReader:
                 self.too_costly = cost
                 del self._buffer[: _HEADER.size + size]
                 raise FrameError(f"a record that would cost {cost:,} bytes to read")
-        body = bytes(self._buffer[_HEADER.size : _HEADER.size + size])
+        try:
+            # Decoded in place (no copy of the bytes), and the bytes let go before parsing.
+            with memoryview(self._buffer) as view:
+                text = str(view[_HEADER.size : _HEADER.size + size], "utf-8")
+        except UnicodeDecodeError as exc:
+            del self._buffer[: _HEADER.size + size]
+            raise FrameError(f"a frame that is not JSON ({exc})") from None
         del self._buffer[: _HEADER.size + size]
         try:
-            message = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
+            message = json.loads(text)
+        except ValueError as exc:
             raise FrameError(f"a frame that is not JSON ({exc})") from None
         except RecursionError:
             raise FrameError("a frame of JSON nested deeper than it can be read") from None

@@ -91,6 +91,9 @@ class Judge:
     #: Per code, the findings built, and those past ``max_findings_per_code`` only counted.
     listed: dict[str, int] = field(default_factory=dict)
     unlisted: dict[str, int] = field(default_factory=dict)
+    #: What the last record that described requests was ('step' or 'requests'): the
+    #: ``reqs`` records after it carry its further requests.
+    described: str = ""
 
     # ------------------------------------------------------------------------------------------
     # Records
@@ -201,24 +204,17 @@ class Judge:
         if single is not None:
             self._row(batch_size, index, "-", f"single stage: {verdict_cell(single)}", "error")
             return
-        found = 0
+        self.described = "step"
         self._uncompared("the output", m.get("output"), m.get("rebuilt"))
-        requests = zip(m.get("single_reqs") or [], m.get("pp_reqs") or [], strict=False)
-        for number, pair in enumerate(requests):
-            self._uncompared(f"request {number}", *pair)
         rebuilt = differences(m.get("output") or {}, m.get("rebuilt") or {})
         kinds = (str(m.get("output_type")), str(m.get("rebuilt_type")))
         if kinds[0] != kinds[1]:  # by name: a file loaded twice gives two classes of one name
             rebuilt.insert(0, Difference("", "type", *kinds))
         for item in rebuilt:
-            found += 1
             result["differences"].append(difference_entry("output", item))
             self._difference_finding("PP711", "the output rank 0 rebuilt", item, batch_size, index)
-        pairs = zip(m.get("single_reqs") or [], m.get("pp_reqs") or [], strict=False)
-        for number, (a, b) in enumerate(pairs):
-            for item in differences(a, b):
-                found += 1
-                self._request_difference(result, number, item, batch_size, index)
+        self._step_requests(m, 0)
+        found = len(result["differences"])
         verdict = "same on both paths" if not found else f"{found} difference(s)"
         self._row(batch_size, index, names or "-", verdict, "ok" if not found else "differs")
 
@@ -246,8 +242,53 @@ class Judge:
     def _on_requests(self, m: dict[str, Any]) -> None:
         """The requests described whole at the end of a batch size: a difference no step's
         records showed (an item changed in place; see :mod:`.growth`) is the last step's."""
+        self.described = "requests"
+        self._whole_requests(m, 0)
+
+    def _on_reqs(self, m: dict[str, Any]) -> None:
+        """The next requests of the last step's record, or of its ``requests`` record."""
+        if self.described == "step":
+            self._step_requests(m, m["first"])
+        else:
+            self._whole_requests(m, m["first"])
+
+    def _step_requests(self, m: dict[str, Any], first: int) -> None:
+        """The requests of a step's records (``first`` is the number of the first): their
+        differences are the step's."""
         batch_size, index = m["batch_size"], m["step"]
-        result = next(
+        result = self._result(batch_size, index)
+        if result is None:
+            return
+        pairs = list(zip(m.get("single_reqs") or [], m.get("pp_reqs") or [], strict=False))
+        for number, pair in enumerate(pairs, first):
+            self._uncompared(f"request {number}", *pair)
+        found = 0
+        for number, (a, b) in enumerate(pairs, first):
+            for item in differences(a, b):
+                found += 1
+                self._request_difference(result, number, item, batch_size, index)
+        if found and first:
+            self._counted_row(batch_size, index, result)
+
+    def _whole_requests(self, m: dict[str, Any], first: int) -> None:
+        batch_size, index = m["batch_size"], m["step"]
+        result = self._result(batch_size, index)
+        if result is None:
+            return
+        pairs = zip(m.get("single_reqs") or [], m.get("pp_reqs") or [], strict=False)
+        new = 0
+        for number, (a, b) in enumerate(pairs, first):
+            shown = self.request_paths.get((batch_size, number), set())
+            for item in differences(a, b):
+                if not any(overlaps(item.path, path) for path in shown):
+                    new += 1
+                    self._request_difference(result, number, item, batch_size, index)
+        if new:
+            self._counted_row(batch_size, index, result)
+
+    def _result(self, batch_size: int, index: int) -> dict[str, Any] | None:
+        """The results' entry of step ``index`` of ``batch_size`` (the latest), or None."""
+        return next(
             (
                 r
                 for r in reversed(self.results)
@@ -255,18 +296,11 @@ class Judge:
             ),
             None,
         )
-        if result is None:
-            return
-        pairs = zip(m.get("single_reqs") or [], m.get("pp_reqs") or [], strict=False)
-        new = 0
-        for number, (a, b) in enumerate(pairs):
-            shown = self.request_paths.get((batch_size, number), set())
-            for item in differences(a, b):
-                if not any(overlaps(item.path, path) for path in shown):
-                    new += 1
-                    self._request_difference(result, number, item, batch_size, index)
+
+    def _counted_row(self, batch_size: int, index: int, result: dict[str, Any]) -> None:
+        """The row of a step says how many differences its results hold now, marked."""
         row = self.row_of.get((batch_size, index))
-        if new and row is not None:
+        if row is not None:
             batch, step, sent, _ = self.rows[row]
             self.rows[row] = (batch, step, sent, f"{len(result['differences'])} difference(s)")
             self.marked.add((row, 3))
@@ -365,7 +399,10 @@ class Judge:
         report.findings += [self.places.located(item) for item in self.findings]
         report.findings += self._counted(report.findings)
         report.findings = cap_per_code(
-            report.findings, self.limits.max_findings_per_code, "max_findings_per_code"
+            report.findings,
+            self.limits.max_findings_per_code,
+            "max_findings_per_code",
+            "in this check",
         )
         report.data["observer"] = self._observer_data()
         if self.not_compared:

@@ -7,8 +7,10 @@ records (``driving``, ``no_output``, ``step`` or ``undescribable``, steps in ord
 ``rank0_failed``), its ``requests`` and its ``again`` records, then ``locations``; or, in place
 of any of that, one record that stops the check (``target_error``, ``config_error``,
 ``failed``, ``target_exit``, ``target_raised``); last ``end``. ``made`` and ``wire`` come
-between the step records. A record with a field of a wrong type, a number out of range, a key
-the record does not have, or out of this order is not the check's: :func:`Protocol.take`
+between the step records. A ``step`` or ``requests`` record describes at most
+:data:`REQUESTS_PER_RECORD` requests of each path; ``reqs`` records after it describe the
+batch's next ones, in order. A record with a field of a wrong type, a number out of range, a
+key the record does not have, or out of this order is not the check's: :func:`Protocol.take`
 raises ``ValueError`` saying which, and the parent reads no more (PP715 ``garbled``).
 
 Each record that moves the check on (a new step, the next part of a batch size, the end) is a
@@ -26,7 +28,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["STOPS", "Bounds", "Protocol", "check_fields"]
+__all__ = ["REQUESTS_PER_RECORD", "STOPS", "Bounds", "Protocol", "check_fields"]
+
+#: The most requests of each path one record describes: a larger batch's requests follow
+#: their ``step`` or ``requests`` record in ``reqs`` records of this many, so that what the
+#: parent reads at once does not grow with the batch (``Limits.max_record_bytes`` bounds a
+#: record at any batch size).
+REQUESTS_PER_RECORD = 256
 
 
 @dataclass(frozen=True)
@@ -75,9 +83,66 @@ def _opt_dict(value: object) -> bool:
     return value is None or isinstance(value, dict)
 
 
+#: A leaf's record (:func:`~ppaux.observer.compare.record`) per kind: its fields (every one
+#: required), then those it may have.
+_TENSOR_KEYS = frozenset(
+    {"kind", "dtype", "shape", "strides", "device", "layout", "quantization", "sha256", "values"}
+)
+_VALUE_KEYS = frozenset({"kind", "type", "text", "key"})
+
+
+def _ints(value: object, counts: bool) -> bool:
+    """A list of whole numbers (not bools), each a count where ``counts``."""
+    return isinstance(value, list) and all(
+        isinstance(item, int)
+        and not isinstance(item, bool)
+        and (_count(item) if counts else -(1 << 63) <= item < 1 << 63)
+        for item in value
+    )
+
+
+def _leaf(value: object) -> bool:
+    """A leaf's record: a tensor's or an array's (its dtype, shape, strides, device, layout,
+    quantization, digest and first values) or a value's (its type, text and key, and the limit
+    that left it not compared)."""
+    if not isinstance(value, dict):
+        return False
+    kind = value.get("kind")
+    if kind in ("tensor", "array"):
+        return (
+            value.keys() == _TENSOR_KEYS
+            and all(_str(value[key]) for key in ("dtype", "device", "layout", "sha256", "values"))
+            and (value["shape"] is None or _ints(value["shape"], True))
+            and (value["strides"] is None or _ints(value["strides"], False))
+            and _opt_str(value["quantization"])
+        )
+    if kind == "value":
+        keys = value.keys() - {"limit"}
+        return (
+            keys == _VALUE_KEYS
+            and all(_str(value[key]) for key in _VALUE_KEYS)
+            and _str(value.get("limit", ""))
+        )
+    return False
+
+
 def _described(value: object) -> bool:
-    """A description of a value: leaf paths to their records."""
-    return isinstance(value, dict) and all(isinstance(v, dict) for v in value.values())
+    """A description of a value: leaf paths to their records (:func:`_leaf`)."""
+    return isinstance(value, dict) and all(_leaf(v) for v in value.values())
+
+
+def _bad_leaf(value: object) -> str:
+    """Where a description (or a list of them) holds a record that is not a leaf's: '' where
+    it holds none, else its path (cut), and the request's number in a list."""
+    found: list[tuple[int | None, Any]] = [(None, value)] if isinstance(value, dict) else []
+    if isinstance(value, list):
+        found = [(number, item) for number, item in enumerate(value) if isinstance(item, dict)]
+    for number, described in found:
+        for path, leaf in described.items():
+            if not _leaf(leaf):
+                at = "" if number is None else f" of request {number}"
+                return f" (its leaf {str(path)[:80]!r}{at})"
+    return ""
 
 
 def _opt_described(value: object) -> bool:
@@ -218,8 +283,12 @@ _FIELDS: dict[str, tuple[dict[str, _Check], dict[str, _Check]]] = {
         },
     ),
     "made": ({"method": _str, "return": _opt_place, "names": _places}, {}),
-    "wire": ({"records": _dict}, {}),
+    "wire": ({"records": _described}, {}),
     "requests": ({**_STEP, "single_reqs": _requests, "pp_reqs": _requests}, {}),
+    "reqs": (
+        {**_STEP, "first": _count, "single_reqs": _requests, "pp_reqs": _requests},
+        {},
+    ),
     "again": ({**_STEP, "by_step": _count, "output": _described}, {}),
     "locations": ({"subjects": _dict}, {}),
     "target_error": ({"target": _str, "reason": _str}, {}),
@@ -256,7 +325,9 @@ def check_fields(message: dict[str, Any]) -> str:
         if check is None:
             raise ValueError(f"a field {str(key)[:40]!r} that {_a(event)} record does not have")
         if not check(value):
-            raise ValueError(f"{_a(event)} record whose {key!r} is not what the check sends")
+            raise ValueError(
+                f"{_a(event)} record whose {key!r} is not what the check sends{_bad_leaf(value)}"
+            )
     missing = [key for key in required if key not in message]
     if missing:
         raise ValueError(f"{_a(event)} record without its {missing[0]!r}")
@@ -282,6 +353,9 @@ class Protocol:
         #: (batch index, part, step) of the last record that moved the run on.
         self.at: tuple[int, int, int] = (-1, _DONE, 0)
         self.given = False
+        #: The batch size, step and number of requests described so far of the last record
+        #: that described requests (a ``reqs`` record may follow it), or None.
+        self.requests_at: tuple[int, int, int] | None = None
 
     def where(self) -> str:
         """Where the run is (after the last record that moved it on), as a finding says it."""
@@ -330,8 +404,27 @@ class Protocol:
             return True
         if event in ("made", "wire"):
             return False
+        if event == "reqs":
+            self._more_requests(message)
+            return False
         self._step_record(event, message)
+        self.requests_at = None
+        if event in ("step", "requests") and message.get("single_reqs") is not None:
+            count = max(len(message["single_reqs"]), len(message.get("pp_reqs") or []))
+            self.requests_at = (message["batch_size"], message["step"], count)
         return True
+
+    def _more_requests(self, message: dict[str, Any]) -> None:
+        """A ``reqs`` record: the next requests of the last ``step`` or ``requests`` record,
+        of its batch size and step, from where the records before it stopped, within the
+        batch."""
+        size, step, first = message["batch_size"], message["step"], message["first"]
+        count = max(len(message["single_reqs"]), len(message["pp_reqs"]))
+        self._expect(
+            self.requests_at == (size, step, first) and count > 0 and first + count <= size,
+            "reqs",
+        )
+        self.requests_at = (size, step, first + count)
 
     def _expect(self, ok: bool, event: str) -> None:
         if not ok:

@@ -31,6 +31,7 @@ from ppaux.observer.drive import (
 from ppaux.observer.growth import RequestWalk
 from ppaux.observer.lines import at_step
 from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_path, single_stage_path
+from ppaux.observer.protocol import REQUESTS_PER_RECORD
 from ppaux.observer.target import LoadedObserver, TargetError
 from ppaux.observer.walk import MAX_KEY, Same, Skip, leaves, shown_name
 from ppaux.sglang import OUTPUT_PREFIX
@@ -116,7 +117,8 @@ class _Checks:
         self.made_sent: set[str] = set()
         self.walk = RequestWalk(lambda view, skip, same: _described("a request", view, skip, same))
         #: Whether a path stopped at a step of this batch size: its requests then differ by
-        #: what the stopped path did not do, and are not described whole at its end.
+        #: what the stopped path did not do: they are not compared at its later steps, nor
+        #: described whole at its end.
         self.faulted = False
 
     def rank0(self, batch_size: int) -> Any:
@@ -262,16 +264,28 @@ class _Checks:
         except HookFailure as failure:
             self.undescribable(batch_size, last, failure, None)
             return False
-        self.emit(
-            {
-                "event": "requests",
-                "batch_size": batch_size,
-                "step": last,
-                "single_reqs": single,
-                "pp_reqs": pp,
-            }
-        )
+        head = {"event": "requests", "batch_size": batch_size, "step": last}
+        self.emit_requests(head, single, pp)
         return True
+
+    def emit_requests(self, head: dict[str, Any], single: list[Any], pp: list[Any]) -> None:
+        """``head`` with the first :data:`REQUESTS_PER_RECORD` requests' descriptions of
+        each path, then a ``reqs`` record for each further such number of them: no record
+        describes more requests than that, whatever the batch size, so that what the parent
+        reads at once does not grow with the batch."""
+        most = REQUESTS_PER_RECORD
+        self.emit({**head, "single_reqs": single[:most], "pp_reqs": pp[:most]})
+        for first in range(most, max(len(single), len(pp)), most):
+            self.emit(
+                {
+                    "event": "reqs",
+                    "batch_size": head["batch_size"],
+                    "step": head["step"],
+                    "first": first,
+                    "single_reqs": single[first : first + most],
+                    "pp_reqs": pp[first : first + most],
+                }
+            )
 
     def both_paths(
         self,
@@ -305,18 +319,24 @@ class _Checks:
             "output": produced,
         }
         self.faulted = self.faulted or single.fault is not None or pp.fault is not None
+        seen = None
         try:
             if single.fault is None and pp.fault is None:
                 message["rebuilt_type"] = type(pp.output).__qualname__
                 message["rebuilt"] = _described("the output rank 0 rebuilt", pp.output)
-                message["single_reqs"], message["pp_reqs"] = self.walk.step(
-                    [self.m.view_request(r) for r in single_reqs],
-                    [self.m.view_request(r) for r in pp_reqs],
-                )
+                if not self.faulted:  # else the requests differ by the step a path missed
+                    seen = self.walk.step(
+                        [self.m.view_request(r) for r in single_reqs],
+                        [self.m.view_request(r) for r in pp_reqs],
+                    )
         except HookFailure as failure:
             self.undescribable(batch_size, index, failure, pp.output)
             return None
-        self.emit(message)
+        if seen is not None:
+            self.emit_requests(message, *seen)
+            message = {**message, "pp_reqs": seen[1]}
+        else:
+            self.emit(message)
         self.made(message, pp.sent)
         return produced
 

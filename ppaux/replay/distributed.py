@@ -58,6 +58,26 @@ from ppaux.replay.wire import (
 __all__ = ["DistributedWire", "WireSetupError"]
 
 
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+#: The signals a process raises on itself by faulting (its own crash, not another's doing).
+_FAULTS = frozenset({"SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT", "SIGTRAP", "SIGSYS"})
+_CRASHED = "the receiving process crashed ({name})"
+#: What the sender says of a receiver that another process's signal ended while it ran
+#: (ppaux signals it only after a transfer failed, to end it).
+_SIGNALLED = (
+    "the receiving process was ended by {name}; ppaux never signals it during a transfer, so "
+    "the checked code or another process did"
+)
+
+
 class WireSetupError(PpauxError, RuntimeError):
     """The two-process group could not be set up (no second GPU, the receiver did not start)."""
 
@@ -244,6 +264,8 @@ class DistributedWire:
         except RuntimeError:
             reported = None
         tail = self._log_tail()
+        # How the receiver ended, before this process ends it (None: it still runs).
+        ended = None if self._process is None else self._process.poll()
         self._reset()
         if reported is not None:
             return WireError(
@@ -253,6 +275,10 @@ class DistributedWire:
                 key=reported.get("key"),
                 metadata_sent=True,
             )
+        if ended is not None and ended < 0:
+            name = _signal_name(-ended)
+            said = _CRASHED if name in _FAULTS else _SIGNALLED
+            return WireError("receiver", name, said.format(name=name), metadata_sent=True)
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if tail and tail not in message:
             message = f"{message} (receiver: {tail})"

@@ -143,9 +143,12 @@ def suggestion_json(suggestion: Suggestion) -> dict[str, Any]:
     return {"limit": suggestion.name, "value": suggestion.value}
 
 
-def cap_per_code(findings: list[Finding], per_code: int, limit_name: str) -> list[Finding]:
+def cap_per_code(
+    findings: list[Finding], per_code: int, limit_name: str, within: str = "in this file"
+) -> list[Finding]:
     """``findings`` with at most ``per_code`` of each code kept (the first ones, in order); the
-    rest of a code become one more finding of that code, whose ``extra.omitted`` counts them.
+    rest of a code become one more finding of that code, whose ``extra.omitted`` counts them
+    (``within``: what they were found in, as its message says it).
 
     A finding that already carries ``extra.omitted`` (an earlier cut, or findings counted and
     never built) stands for that many findings not listed, and joins its code's count. A hostile
@@ -183,7 +186,7 @@ def cap_per_code(findings: list[Finding], per_code: int, limit_name: str) -> lis
                 code=code,
                 severity=item.severity,
                 message=(
-                    f"{omitted} more {code} findings in this file are not listed; the report "
+                    f"{omitted} more {code} findings {within} are not listed; the report "
                     f"lists the first {min(per_code, listed.get(code, 0))} "
                     f"{limit_note(limit_name, per_code)}"
                 ),

@@ -1,9 +1,10 @@
 """GitHub Actions: workflow-command annotations, and a Markdown job summary.
 
 :func:`render` gives one ``::error``, ``::warning`` or ``::notice`` line per finding (``file=``
-the dump, fingerprint or stage, or, for a finding with a source ``location``, that file with
-``line=``; ``title=`` the code and rule name; the message with the key,
-the predicted sglang error and the fix) and one ``::error`` per input that could not be read,
+the dump, fingerprint or stage, check-observer's target's file (none where the target names
+no file in the current folder), or, for a finding with a source ``location``, that file with
+``line=``; ``title=`` the code and rule name; the message with the key, the predicted sglang
+error and the fix) and one ``::error`` per input that could not be read,
 then the report's notes as plain log lines (each after ``note: ``, so none reads as a workflow
 command), then the summary line. GitHub shows only a few annotations per step, so
 :func:`step_summary` gives the whole report as Markdown for ``$GITHUB_STEP_SUMMARY`` (the CLI
@@ -12,15 +13,21 @@ appends it there).
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 from ppaux.report.document import FailOn, Report
 from ppaux.report.findings import Finding, Severity
 from ppaux.report.formats import markdown
 from ppaux.report.formats.markdown import counts as _counts
 from ppaux.report.formats.markdown import title as _title
 
-__all__ = ["annotation", "render", "step_summary"]
+__all__ = ["annotation", "render", "step_summary", "target_file"]
 
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+#: The commands whose findings' path is a target (``file.py:Name`` or ``module:Name``), not
+#: a file: an annotation names the target's file where the target gives it relative to the
+#: current folder, else no file.
+_TARGET_PATHS = frozenset({"check-observer"})
 
 
 def _data(text: str) -> str:
@@ -33,8 +40,19 @@ def _property(text: str) -> str:
     return _data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotation(finding: Finding) -> str:
-    """The workflow command for one finding."""
+def target_file(target: str) -> str | None:
+    """The file of a target given as ``file.py:Name`` with a relative path that stays in its
+    folder (the path a repository's annotation takes), else None."""
+    file, colon, _ = target.rpartition(":")
+    parts = PurePosixPath(file).parts
+    if not colon or not file.endswith(".py") or file.startswith("/") or ".." in parts:
+        return None
+    return file
+
+
+def annotation(finding: Finding, *, target: bool = False) -> str:
+    """The workflow command for one finding (``target``: its path is a target, see
+    :data:`_TARGET_PATHS`)."""
     lines = [f"[{finding.key}] {finding.message}" if finding.key is not None else finding.message]
     if finding.sglang_error:
         lines.append(f"predicts: {finding.sglang_error}")
@@ -47,8 +65,11 @@ def annotation(finding: Finding) -> str:
         where = f"file={_property(str(finding.location.get('file')))},"
         # A line number from a capture file is trusted only when it is one.
         where += f"line={line}," if isinstance(line, int) and not isinstance(line, bool) else ""
-    else:
+    elif not target:
         where = f"file={_property(finding.path)},"
+    else:
+        file = target_file(finding.path)
+        where = "" if file is None else f"file={_property(file)},"
     return (
         f"::{_LEVEL[finding.severity]} {where}"
         f"title={_property(_title(finding))}::{_data(chr(10).join(lines))}"
@@ -57,7 +78,8 @@ def annotation(finding: Finding) -> str:
 
 def render(report: Report) -> str:
     """Annotation lines for every finding and unreadable input, then a plain summary line."""
-    lines = [annotation(f) for f in report.findings]
+    target = report.command in _TARGET_PATHS
+    lines = [annotation(f, target=target) for f in report.findings]
     lines += [
         f"::error file={_property(p.path)},title=ppaux could not read this input::"
         f"{_data(p.message)}"
