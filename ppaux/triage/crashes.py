@@ -49,6 +49,13 @@ from collections.abc import Callable
 
 from ppaux.triage.backtraces import BACKTRACE_MARKER, backtrace_frame, backtrace_said
 from ppaux.triage.childexits import CHILD_EXIT_MARKER
+from ppaux.triage.crashlines import (
+    HOST_ALLOC_TYPE,
+    XID_TYPE,
+    cuda_tail,
+    host_allocation,
+    xid_record,
+)
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
 from ppaux.triage.mpirun import MPIRUN_MARKER
 from ppaux.triage.ncclcuda import NCCL_CUDA_TYPE, cuda_calloc, cuda_failure
@@ -62,10 +69,7 @@ __all__ = [
     "CRASH_MARKERS",
     "NEAR_LINES",
     "Crashes",
-    "cuda_tail",
-    "host_allocation",
     "rank_within",
-    "xid_record",
 ]
 
 #: What makes a line worth reading for this module (added to the scanner's markers).
@@ -113,14 +117,6 @@ _CPP_SETUP_FRAME = re.compile(
     r"^\s*(?:frame #)?\d{1,4}:?\s+(?:0x[0-9a-fA-F]{1,16}\s+)?"
     r"(?P<symbol>[\w:<>~]{1,300}::(?P<function>initiali[sz]e)\(\))"
 )
-#: A host allocation that failed (one process's words, or two processes' written into each
-#: other).
-_HOST_ALLOC = re.compile(r"memory allocation of (?:memory allocation of )?\d{1,40} bytes failed")
-#: What such a record is called: the log shows no exception type for it.
-_HOST_ALLOC_TYPE = "memory allocation failed"
-#: The driver's record of a GPU fault in the kernel's log, its code and what follows.
-_XID = re.compile(r"NVRM: Xid \((?P<device>[^()\n]{1,64})\): (?P<said>\d{1,4}\b.{0,400})")
-_XID_TYPE = "driver Xid"
 #: The C++ type at the start of what the quotes hold: other processes' ``terminate`` lines may
 #: be written into it (``'c10::DistBackendErrorterminate called ...'``).
 _CPP_TYPE = re.compile(r"[A-Za-z_][\w:]{0,199}?(?=terminate called|$|[^\w:])")
@@ -146,11 +142,6 @@ _SUMMARY_ROW = re.compile(
     r"\[\d{1,9}\]:\s+time\s*: \S{1,40}\s+host\s*: \S{1,253}\s+rank\s*: (?P<rank>\d{1,9}) "
     r"\(local_rank: \d{1,9}\)\s+exitcode\s*: (?P<code>-?\d{1,9})\b"
 )
-#: The tail of torch's CUDA error (``Search for `cudaErrorIllegalAddress' in ...``), where the
-#: head (``CUDA error: an illegal memory access ...``) is not in the log: the error's name.
-_CUDA_SEARCH = re.compile(r"Search for `(?P<error>cudaError\w{1,60})'")
-#: What such a record is called: the C++ error's own words, no Python type.
-_CUDA_ERROR = "CUDA error"
 #: torchrun's record of a child that ended with an error, as its agent logs it: ``failed
 #: (exitcode: 1) local_rank: 0 (pid: 20327) of binary: ...``.
 _AGENT_EXIT = re.compile(
@@ -382,12 +373,12 @@ class Crashes:
                 return None
             return self._new(line, NCCL_CUDA_TYPE, calloc)
         if (xid := xid_record(text)) is not None:
-            if near is not None and near.exception == _XID_TYPE:
+            if near is not None and near.exception == XID_TYPE:
                 self._last_line = line.number  # the same fault's next record
                 return None
             return self._new(line, *xid)
         if (alloc := host_allocation(text)) is not None:
-            if near is not None and near.exception == _HOST_ALLOC_TYPE:
+            if near is not None and near.exception == HOST_ALLOC_TYPE:
                 self._last_line = line.number  # another process's, or the same said again
                 return None
             return self._new(line, *alloc)
@@ -437,33 +428,6 @@ def _root_cause(summary: Failure, row: re.Match[str], line: LogLine) -> None:
         "observed failure); its exception is not in this log"
     )
     summary.summary = "root-cause"
-
-
-def host_allocation(text: str) -> tuple[str, str] | None:
-    """(type, message) of a host allocation's failure (``memory allocation of N bytes
-    failed``) as triage reads it, or None for another line."""
-    alloc = _HOST_ALLOC.search(text)
-    if alloc is None:
-        return None
-    return _HOST_ALLOC_TYPE, f"{alloc.group()} (the host ran out of memory)"
-
-
-def xid_record(text: str) -> tuple[str, str] | None:
-    """(type, message) of the driver's record of a GPU fault (``NVRM: Xid (PCI:...): 79,
-    ...``) as triage reads it, or None for another line."""
-    xid = _XID.search(text)
-    if xid is None:
-        return None
-    return _XID_TYPE, f"NVRM: Xid ({xid.group('device')}): {xid.group('said').rstrip()}"
-
-
-def cuda_tail(text: str) -> tuple[str, str] | None:
-    """(type, message) of the tail of torch's CUDA error (``Search for `cudaError...'``) as
-    triage reads it where the error's first line is not in the log, or None for another line."""
-    search = _CUDA_SEARCH.search(text)
-    if search is None:
-        return None
-    return _CUDA_ERROR, f"{search.group('error')} (the message's first line is not in this log)"
 
 
 def _cpp_type(quoted: str) -> str:

@@ -377,7 +377,7 @@ def kind_of_text(text: str) -> str | None:
     """The kind of the failure a pasted line or traceback shows, or None when no line of it is
     shaped as an exception line: a traceback's as ``triage`` reads it (its chain, an exception
     group's root sub-exception), else its last exception line's, with its frames."""
-    from ppaux.triage.crashes import cuda_tail, host_allocation, xid_record
+    from ppaux.triage.crashlines import cuda_tail, host_allocation, xid_record
     from ppaux.triage.groups import unmargined
     from ppaux.triage.records import Frame
     from ppaux.triage.tracelines import is_frame, raised

@@ -1,0 +1,51 @@
+"""Crash records that are one line and name their kind alone: a host allocation that failed,
+the driver's Xid record of a GPU fault, and the tail of torch's CUDA error whose first line is
+not in the log. Each reader gives the (type, message) triage reads the line as, or None.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["HOST_ALLOC_TYPE", "XID_TYPE", "cuda_tail", "host_allocation", "xid_record"]
+
+#: A host allocation that failed (one process's words, or two processes' written into each
+#: other).
+_HOST_ALLOC = re.compile(r"memory allocation of (?:memory allocation of )?\d{1,40} bytes failed")
+#: What such a record is called: the log shows no exception type for it.
+HOST_ALLOC_TYPE = "memory allocation failed"
+#: The driver's record of a GPU fault in the kernel's log, its code and what follows.
+_XID = re.compile(r"NVRM: Xid \((?P<device>[^()\n]{1,64})\): (?P<said>\d{1,4}\b.{0,400})")
+XID_TYPE = "driver Xid"
+#: The tail of torch's CUDA error (``Search for `cudaErrorIllegalAddress' in ...``), where the
+#: head (``CUDA error: an illegal memory access ...``) is not in the log: the error's name.
+_CUDA_SEARCH = re.compile(r"Search for `(?P<error>cudaError\w{1,60})'")
+#: What such a record is called: the C++ error's own words, no Python type.
+_CUDA_ERROR = "CUDA error"
+
+
+def host_allocation(text: str) -> tuple[str, str] | None:
+    """(type, message) of a host allocation's failure (``memory allocation of N bytes
+    failed``) as triage reads it, or None for another line."""
+    alloc = _HOST_ALLOC.search(text)
+    if alloc is None:
+        return None
+    return HOST_ALLOC_TYPE, f"{alloc.group()} (the host ran out of memory)"
+
+
+def xid_record(text: str) -> tuple[str, str] | None:
+    """(type, message) of the driver's record of a GPU fault (``NVRM: Xid (PCI:...): 79,
+    ...``) as triage reads it, or None for another line."""
+    xid = _XID.search(text)
+    if xid is None:
+        return None
+    return XID_TYPE, f"NVRM: Xid ({xid.group('device')}): {xid.group('said').rstrip()}"
+
+
+def cuda_tail(text: str) -> tuple[str, str] | None:
+    """(type, message) of the tail of torch's CUDA error (``Search for `cudaError...'``) as
+    triage reads it where the error's first line is not in the log, or None for another line."""
+    search = _CUDA_SEARCH.search(text)
+    if search is None:
+        return None
+    return _CUDA_ERROR, f"{search.group('error')} (the message's first line is not in this log)"
