@@ -7,10 +7,9 @@ numpy's reason, what they refuse, and records what torch.save never writes.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from ppaux.dump.model import NUMPY_NAMES, NdArrayRef, NumpyDtype, StorageRef, TensorRef
+from ppaux.dump.model import NdArrayRef, NumpyDtype, StorageRef, TensorRef
 from ppaux.dump.pickle_state import PickleState
 from ppaux.text import shown
 
@@ -224,16 +223,7 @@ def build_ndarray(m: PickleState, arr: NdArrayRef, state: Any) -> None:
     offset = 1 if len(state) == 5 else 0
     shape, dtype, fortran = state[offset], state[offset + 1], state[offset + 2]
     data = state[offset + 3]
-    arr.problem = _ndarray_refusal(state, offset) or _buffer_refusal(state[offset:])
-    if arr.problem is not None and arr.problem.startswith("its data holds"):
-        from ppaux.errors import TorchRefuses
-
-        # numpy raises in __setstate__, so torch.load fails here, with either reader.
-        raise TorchRefuses(
-            m.path,
-            "torch.load refuses the file: numpy refuses the state BUILD gives an array: "
-            f"{arr.problem} ('buffer size does not match array size')",
-        )
+    arr.problem = _ndarray_refusal(state, offset)
     if isinstance(shape, tuple) and is_shape(shape, m.limits.max_dims):
         arr.shape = shape
     if isinstance(dtype, NumpyDtype):
@@ -263,23 +253,6 @@ def _ndarray_refusal(state: tuple[Any, ...], offset: int) -> str | None:
         return "its data is a bytearray, not the bytes numpy reads; numpy refuses it"
     if isinstance(data, str) and max(data, default="\0") > "\xff":
         return "its data is a str past Latin-1; numpy refuses it"
-    return None
-
-
-def _buffer_refusal(state: tuple[Any, ...]) -> str | None:
-    """Why numpy refuses an array whose bytes are not exactly its shape's items (numpy checks
-    the length of the data against the item size times the item count), or None. Only the
-    number dtypes, whose item size their spec names, are checked."""
-    shape, dtype, _, data = state[:4]
-    spec = dtype.spec.lstrip("<>=|") if isinstance(dtype, NumpyDtype) else ""
-    if spec not in NUMPY_NAMES or spec.startswith("O") or not isinstance(data, bytes):
-        return None
-    need = int(spec[1:]) * math.prod(shape)
-    if len(data) != need:
-        return (
-            f"its data holds {len(data)} bytes, not the {need} that its dtype and shape "
-            f"{shown(repr(list(shape)), 60)} need; numpy refuses it"
-        )
     return None
 
 

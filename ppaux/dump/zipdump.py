@@ -151,16 +151,6 @@ def read_zip(
             known = by_key.get(pid[2])
             if known is not None:  # views of one storage name the same record, as in torch.load
                 return known
-            if not restorable(pid[3]):
-                # torch restores each storage as the pickle names it, so it fails here,
-                # before any call later in the pickle (one made before it is still reported).
-                raise TorchRefuses(
-                    path,
-                    f"torch.load refuses the file: data.pkl byte {m.op_pos} (BINPERSID): no "
-                    f"restore function for storage location {shown(pid[3], 200)} (torch 2.13 "
-                    "restores cpu, meta, mps, and cuda, hpu, xpu, mtia, privateuseone, alone "
-                    "or as NAME:N)",
-                )
             key = f"{pid[2]}"
             # The location (the device string) is shown in reports: no control characters.
             storage = StorageRef(pid[1].dtype, key, shown(pid[3], 200), pid[4])
@@ -219,6 +209,13 @@ def read_zip(
                         f"torch.load refuses the file: record {shown(storage.record or '')} "
                         f"holds {storage.record_size} bytes, its storage {storage.nbytes} "
                         "(torch: record size does not match expected size)",
+                    )
+                if not restorable(storage.location):
+                    raise TorchRefuses(
+                        path,
+                        f"torch.load refuses the file: no restore function for storage "
+                        f"location {storage.location} (torch 2.13 restores cpu, meta, mps, "
+                        "and cuda, hpu, xpu, mtia, privateuseone, alone or as NAME:N)",
                     )
     return Dump(
         path=path,
