@@ -856,3 +856,34 @@ def test_any_attribute_set_on_a_plain_tensor_is_named_never_dropped(name):
         assert getattr(torch.load(path)["a"], name) == 1
         found = _inspected(path)
     assert found["PP202"].startswith("error:") and repr(name) in found["PP202"], found
+
+
+def test_the_first_tensor_rebuild_is_not_as_torch_save_writes_it(tmp_path, sandbox):
+    # torch._utils._rebuild_tensor(storage, offset, size, stride): torch still reads it, but
+    # torch.save 2.x writes every plain tensor through _rebuild_tensor_v2.
+    parts = (
+        b"\x80\x02}~X\x01\x00\x00\x00t~ctorch._utils\n_rebuild_tensor\n~"
+        b"((X\x07\x00\x00\x00storage~ctorch\nFloatStorage\n~X\x01\x00\x00\x000~"
+        b"X\x03\x00\x00\x00cpu~K\x01t~QK\x00K\x01\x85~K\x01\x85~t~R~s."
+    ).split(b"~")
+    pkl = parts[0] + b"".join(b"q" + bytes([n]) + part for n, part in enumerate(parts[1:]))
+    path = _torch_archive(tmp_path / "v1.pt", pkl, {"0": struct.pack("<f", 2.5)})
+    answer = sandbox.load(path)
+    assert answer["outcome"] == "loaded", answer
+    found = _codes(path)
+    assert found["PP118"].startswith("warning:"), found
+    assert "torch._utils._rebuild_tensor," in found["PP118"], found
+
+
+def test_a_meta_storage_with_a_record_is_not_as_torch_save_writes_it(tmp_path, sandbox):
+    # torch.save pickles a meta tensor through _rebuild_meta_tensor_no_storage, with no
+    # storage and no record; torch still reads a 'meta' storage that has one.
+    pkl = _tensor_pkl(b"X\x01\x00\x00\x000~").replace(
+        b"X\x03\x00\x00\x00cpu", b"X\x04\x00\x00\x00meta"
+    )
+    path = _torch_archive(tmp_path / "meta.pt", pkl, {"0": struct.pack("<f", 2.5)})
+    answer = sandbox.load(path)
+    assert answer["outcome"] == "loaded", answer
+    found = _codes(path)
+    assert found["PP118"].startswith("warning:"), found
+    assert "location 'meta'" in found["PP118"] and "data/0" in found["PP118"], found

@@ -121,6 +121,9 @@ def _strided(m: Machine, args: tuple[Any, ...], dtype: str | None = None) -> Ten
 
 
 def _rebuild_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
+    # torch reads it as _rebuild_tensor_v2 without requires_grad and hooks; torch.save 2.x
+    # never writes it (a tensor reduces to _rebuild_tensor_v2 and the like).
+    m.deviate("torch._utils._rebuild_tensor, where torch.save writes _rebuild_tensor_v2", False)
     return _strided(m, args[:4])
 
 

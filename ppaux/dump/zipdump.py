@@ -296,7 +296,23 @@ def _deviation(
     if found is None and key_problems:
         where, _, what = key_problems[0].partition(": ")
         found = Deviation(where, what, True)
+    if found is None:
+        found = _meta_record(storages)
     return found
+
+
+def _meta_record(storages: list[StorageRef]) -> Deviation | None:
+    """torch.save writes a meta tensor without a storage (``_rebuild_meta_tensor_no_storage``)
+    and cannot write a meta storage's bytes: a storage at 'meta' with a record is not its."""
+    for storage in storages:
+        if storage.location == "meta" and storage.record_size is not None:
+            return Deviation(
+                f"record {shown(storage.record or '')}",
+                "the data of a storage at location 'meta', which torch.save never writes "
+                "(a meta tensor is saved without a storage)",
+                False,
+            )
+    return None
 
 
 #: Compression methods torch.load reads (its zip reader knows only these two).
