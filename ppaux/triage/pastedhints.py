@@ -58,7 +58,6 @@ def pasted_hint(text: str) -> PastedHint | None:
     from .deaths import death_in_text
     from .kinds import DESCRIPTIONS, kind_of_text, local_note
     from .pasted import read_pasted
-    from .ppkeys import pp_key_in_text, pp_key_words
 
     several = "\n" in text
     # a paste of several lines: triage's reading of the whole, so the two never disagree
@@ -114,7 +113,23 @@ def pasted_hint(text: str) -> PastedHint | None:
             "triage -' from stdin) it names the root and what to do next",
             _look(reading.kind, text),
         )
-    if kind == "other" and (key := pp_key_in_text(text)) is not None:
+    if kind == "other":
+        return _other_kind(text)
+    return PastedHint(
+        f"it is {_brief(DESCRIPTIONS[kind])}",
+        f"it is {DESCRIPTIONS[kind]}: 'ppaux triage' on the whole log (or 'ppaux triage -' "
+        "from stdin) names the root and what to do next",
+        _look(kind, text),
+    )
+
+
+def _other_kind(text: str) -> PastedHint:
+    """The hint for a failure of none of triage's kinds: a missing key of the PP message where
+    the text names one, else where to go with it."""
+    from .ppkeys import pp_key_in_text, pp_key_words
+
+    key = pp_key_in_text(text)
+    if key is not None:
         return PastedHint(
             "it is a KeyError on a key of the PP message",
             f"it is a KeyError on a key of the PP message: {pp_key_words(key)}; compare them "
@@ -122,16 +137,9 @@ def pasted_hint(text: str) -> PastedHint | None:
             "the whole log names the root",
             "run ppaux check-skew across the stages",
         )
-    if kind == "other":
-        return PastedHint(
-            "it is a failure of another kind",
-            "it is a failure of another kind (not communication, memory or a shape or kernel "
-            "error): 'ppaux triage' on the whole log (or 'ppaux triage -' from stdin) names the "
-            "root, its rank and what to do next",
-        )
     return PastedHint(
-        f"it is {_brief(DESCRIPTIONS[kind])}",
-        f"it is {DESCRIPTIONS[kind]}: 'ppaux triage' on the whole log (or 'ppaux triage -' "
-        "from stdin) names the root and what to do next",
-        _look(kind, text),
+        "it is a failure of another kind",
+        "it is a failure of another kind (not communication, memory or a shape or kernel "
+        "error): 'ppaux triage' on the whole log (or 'ppaux triage -' from stdin) names the "
+        "root, its rank and what to do next",
     )
