@@ -167,7 +167,7 @@ def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = N
             # it ended with an exit status of its own: an error it reported, not a kill
             "exited": bool(died) and exited(died[0][1]),
             # a runtime's or a launcher's memory limit ended it (its own steps)
-            "killer": killer(died[0][1]) if died else None,
+            "killer": next((killer(how) for _, how in died if killer(how)), None),
             # communication failures alone, whose words most often mean this host's set-up
             "host": cause == "network-or-other-node"
             and any(local_note(f.error) is not None for f in failures),
