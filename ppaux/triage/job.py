@@ -297,6 +297,7 @@ def triage_paths(
     no_root = None
     crash = local = ended = False
     killed_by: str | None = None
+    setup: str | None = None
     if loose:
         orphaned = no_root_finding(loose, warned)
         no_root = orphaned.extra["no_root"]
@@ -304,6 +305,7 @@ def triage_paths(
         ended = orphaned.extra["exited"] is True
         killed_by = str(orphaned.extra["killer"]) if orphaned.extra["killer"] else None
         local = orphaned.extra["host"] is True
+        setup = str(orphaned.extra["nccl_setup"]) if orphaned.extra["nccl_setup"] else None
         if no_root == "signals-only" and warned:
             no_root = "signals-and-nccl-warnings"  # the steps of a broken connection too
         report.findings.append(orphaned)
@@ -332,6 +334,7 @@ def triage_paths(
         crash,
         ended,
         killed_by,
+        setup,
     )
     _fill(report, readings, found, deployment, plan)
     _say_one_run(report, readings, found, [*failures, *events])

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from ppaux.sglang import MessageMatch
 from ppaux.triage.deathsteps import death_steps
+from ppaux.triage.setupsteps import setup_steps
 from ppaux.triage.stepdata import (
     DEFAULT_CAPTURE_DIR,
     MAX_LISTED_STAGES,
@@ -431,6 +432,7 @@ def next_steps(
     crash: bool = False,
     exited: bool = False,
     killer: str | None = None,
+    setup: str | None = None,
 ) -> list[Step]:
     """Steps for incidents whose roots are of ``roots`` (kind, and the auxiliary-output message
     matched, if any), in the order the kinds first appear; ``no_root``: why the logs hold no
@@ -440,7 +442,8 @@ def next_steps(
     set-up failed (:func:`ppaux.triage.kinds.local_note`); ``crash``: the process that died
     (``no_root`` 'process-died') died of a crash of its own, not of the OOM killer;
     ``exited``: it ended with an exit status of its own, an error it reported; ``killer``: a
-    runtime's or a launcher's memory limit ended it ('ray-memory-monitor', ...)."""
+    runtime's or a launcher's memory limit ended it ('ray-memory-monitor', ...); ``setup``:
+    NCCL's communicator set-up failed so (``no_root`` 'nccl-setup': 'duplicate-rank', ...)."""
     steps: list[Step] = []
     done: set[str] = set()
     kinds = [kind for kind, _ in roots]
@@ -448,6 +451,8 @@ def next_steps(
         kinds.append("communication")
     if no_root == "process-died":
         steps += death_steps(crash, exited, killer)
+    if no_root == "nccl-setup" and setup is not None:
+        steps += setup_steps(setup)
     if no_root in ("signals-only", "signals-and-nccl-warnings"):
         steps += _signal_steps()
     if no_root == "signals-and-nccl-warnings":
