@@ -384,7 +384,8 @@ def death_in_text(text: str) -> str | None:
     elif _RAYLET.search(text) is not None or "ActorDiedError" in text:
         how = "died: its Ray worker process ended"
     if how is not None:
-        said = "its memory limit ended it" if killer(how) is not None else "not what ended it"
+        limit = killer(how) not in (None, "container-memory")  # 137: a limit or the host's
+        said = "its memory limit ended it" if limit else "not what ended it"
         return (
             f"it reports that a process {how}, and {said}: {hint_of(how)}; "
             "'ppaux triage' on the whole log says whether anything failed before it"

@@ -298,6 +298,7 @@ def triage_paths(
     no_root = None
     crash = local = ended = False
     killed_by: str | None = None
+    setup: str | None = None
     if loose:
         orphaned = no_root_finding(loose, warned)
         no_root = orphaned.extra["no_root"]
@@ -305,6 +306,7 @@ def triage_paths(
         ended = orphaned.extra["exited"] is True
         killed_by = str(orphaned.extra["killer"]) if orphaned.extra["killer"] else None
         local = orphaned.extra["host"] is True
+        setup = str(orphaned.extra["nccl_setup"]) if orphaned.extra["nccl_setup"] else None
         if no_root == "signals-only" and warned:
             no_root = "signals-and-nccl-warnings"  # the steps of a broken connection too
         report.findings.append(orphaned)
@@ -335,6 +337,7 @@ def triage_paths(
         killed_by,
         torchrun=bool(found) and _torchrun_recorded(found[0].root),
         pp_key=pp_key_error(found[0].root) if found else None,
+        setup=setup,
     )
     _fill(report, readings, found, deployment, plan)
     _say_one_run(report, readings, found, [*failures, *events])

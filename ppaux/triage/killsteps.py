@@ -1,6 +1,7 @@
 """Next steps for a process that a runtime's or a launcher's own memory limit ended (Ray's
-memory monitor, Slurm's cgroup, a Kubernetes container's limit): where that mechanism records
-what it killed and what sets its limit, not the kernel's OOM killer on a host of one's own."""
+memory monitor, Slurm's cgroup, a Kubernetes or docker container's limit): where that
+mechanism records what it killed and what sets its limit, not the kernel's OOM killer on a
+host of one's own (a docker container's exit code 137 may be either: both are looked at)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ __all__ = ["killer_steps"]
 
 def killer_steps(killer: str) -> list[Step]:
     """The steps for a process the mechanism ``killer`` ended ('ray-memory-monitor',
-    'slurm-memory', 'kubernetes-memory')."""
+    'slurm-memory', 'kubernetes-memory', 'container-memory')."""
     if killer == "ray-memory-monitor":
         return _ray_steps()
     if killer == "slurm-memory":
         return _slurm_steps()
+    if killer == "container-memory":
+        return _container_steps()
     return _kubernetes_steps()
 
 
@@ -59,6 +62,30 @@ def _slurm_steps() -> list[Step]:
             where,
             "ask for more memory (--mem, --mem-per-gpu, --mem-per-cpu) or use less host memory "
             "(fewer loader workers, a smaller CPU-side cache)",
+        ),
+    ]
+
+
+def _container_steps() -> list[Step]:
+    where = "the container's host"
+    return [
+        Step(
+            None,
+            where,
+            "exit code 137 is SIGKILL: the container's memory limit or the host's OOM killer "
+            "ended its main process",
+        ),
+        Step(
+            ("docker", "inspect", "CONTAINER", "--format", "{{.State.OOMKilled}}"),
+            where,
+            "true: its own memory limit did (CONTAINER: its name, from 'docker compose ps -a')",
+        ),
+        Step(("journalctl", "-k", "-g", "Killed process|Out of memory"), where, "or dmesg -T"),
+        Step(
+            None,
+            where,
+            "raise the container's memory limit (mem_limit or deploy.resources.limits.memory; "
+            "docker run --memory) or use less host memory",
         ),
     ]
 

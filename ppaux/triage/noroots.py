@@ -1,6 +1,7 @@
 """PP809: the plain statement that the logs hold no root, and why: a process that died of what
-the log does not say, communication failures only (the cause is on the network or another
-node), signals only, or tracebacks cut off."""
+the log does not say, NCCL's warnings that its communicator's set-up failed, communication
+failures only (the cause is on the network or another node), signals only, or tracebacks cut
+off."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from ppaux.text import counted, shown
 from ppaux.triage.deaths import crashed, dead_one, death_of, exited, hint_of, launcher_summary
 from ppaux.triage.incidents import communication
 from ppaux.triage.kinds import local_note
+from ppaux.triage.ncclsetup import setup_failure, setup_words
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.roots import location_of, place_of, unseen
 from ppaux.triage.runtimedeaths import killer
@@ -121,6 +123,15 @@ _RANKED = frozenset({"watchdog", "store"})
 _NAMELESS = frozenset({"a process"})
 
 
+def _setup(events: list[Event]) -> tuple[Event, str, str] | None:
+    """The first of NCCL's warnings in ``events`` that says its communicator's set-up failed,
+    with which failure and what it says (:func:`~ppaux.triage.ncclsetup.setup_failure`)."""
+    for event in events:
+        if event.kind == "nccl-warn" and (found := setup_failure(event.text)) is not None:
+            return event, *found
+    return None
+
+
 def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = None) -> Finding:
     """PP809: the logs hold no root. Said plainly, with why: a process that died of what the
     log does not say (a signal, a Ray worker gone), communication failures only (the cause is on
@@ -140,10 +151,21 @@ def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = N
     every_rank = sorted(set(ranks) | named)
     where = f"{'' if count == 1 else 'the first: '}{shown(first.who)} at {place_of(first)}"
     died = _deaths(loose)
+    setup = _setup(events) if _only_communication(failures, events) else None
     if died:
         first = died[0][0]
         cause = "process-died"
         message = _died_message(died, count)
+    elif setup is not None:
+        first, name, said = setup
+        cause = "nccl-setup"
+        message = (
+            f"no root in this log beyond NCCL's warning that {setup_words(name, said)} "
+            f"({shown(first.who)} at {place_of(first)}"
+            + (f"; {counted(count - 1, 'more record')} besides" if count > 1 else "")
+            + "): the cause is how the job was started or how its hosts reach each other, "
+            "not a collective in flight"
+        )
     elif _only_communication(failures, events):
         cause = "network-or-other-node"
         message, warned = _communication_message(failures, events, ranks, where)
@@ -165,7 +187,7 @@ def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = N
         # gate must not read that as a pass. A watchdog that saw a collective time out takes its
         # process down: that rank died too, though the log shows no traceback of it.
         severity=Severity.ERROR
-        if failures or any(e.kind in ("watchdog", "death") for e in events)
+        if failures or setup or any(e.kind in ("watchdog", "death") for e in events)
         else None,
         extra={
             "root": False,
@@ -177,7 +199,9 @@ def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = N
             # it ended with an exit status of its own: an error it reported, not a kill
             "exited": bool(died) and exited(died[0][1]),
             # a runtime's or a launcher's memory limit ended it (its own steps)
-            "killer": killer(died[0][1]) if died else None,
+            # NCCL's communicator set-up failed (its own steps)
+            "nccl_setup": setup[1] if setup is not None else None,
+            "killer": next((killer(how) for _, how in died if killer(how)), None),
             # communication failures alone, whose words most often mean this host's set-up
             "host": cause == "network-or-other-node"
             and any(local_note(f.error) is not None for f in failures),

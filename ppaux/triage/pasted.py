@@ -19,6 +19,8 @@ NO_ROOTS = {
     "collective that failed, timed out or hung): no root in it, the cause is on the network or "
     "another node",
     "process-died": "a record that a process died, not of what: no root in it",
+    "nccl-setup": "NCCL's warning that its communicator's set-up failed (ranks, devices or the "
+    "bootstrap's connection): the job's start or its hosts' network, not a collective",
     "signals-only": "signals only (the parent's SIGQUIT from a failing child): no root in it",
     "not-in-these-logs": "what followed a failure the text does not hold: no root in it",
 }

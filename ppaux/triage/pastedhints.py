@@ -17,6 +17,7 @@ _LOOK_FIRST: dict[str, str] = {
     "communication": "set NCCL_DEBUG=INFO",
     "communication-init": "set NCCL_DEBUG=INFO",
     "network-or-other-node": "set NCCL_DEBUG=INFO",
+    "nccl-setup": "check each rank's RANK, device and NCCL_SOCKET_IFNAME",
     "host-setup": "set NCCL_DEBUG=INFO on this rank",
     "shape-kernel": "set CUDA_LAUNCH_BLOCKING=1",
 }

@@ -11,7 +11,8 @@
   task 1: Exited with exit code 1`` and ``... task 0: Killed`` (srun ending the step's other
   tasks);
 - Kubernetes: ``Reason: OOMKilled`` in ``kubectl describe pod``'s container state: the
-  container went past its memory limit.
+  container went past its memory limit;
+- a shell's or docker compose's report of a child it ran (:mod:`ppaux.triage.shelldeaths`).
 
 Each is read where the tool writes it: at the line's start or behind a logger's prefix (``] ``),
 never as words inside a sentence about it. :func:`runtime_death` gives who died and how;
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 import re
 import signal
+
+from ppaux.triage.shelldeaths import SHELL_MARKERS, shell_death
 
 __all__ = ["RUNTIME_MARKERS", "exit_code_after", "killer", "killer_hint", "runtime_death"]
 
@@ -38,6 +41,7 @@ RUNTIME_MARKERS: tuple[bytes, ...] = (
     b"Exit code: ",
     b"has been marked dead because the detector",
     b"Raylet is terminated. Termination is unexpected",
+    *SHELL_MARKERS,
 )
 
 #: Where a tool's record begins: the line's start, or behind its logger's prefix.
@@ -140,7 +144,7 @@ def runtime_death(text: str) -> tuple[str, str] | None:
             "a Kubernetes container",
             "died: killed for memory (Kubernetes OOMKilled: the container's memory limit)",
         )
-    return None
+    return shell_death(text)
 
 
 def _ray_death(found: re.Match[str]) -> tuple[str, str] | None:
@@ -179,18 +183,26 @@ _KILLERS = (
     ("Ray's memory monitor", "ray-memory-monitor"),
     ("Slurm", "slurm-memory"),
     ("Kubernetes OOMKilled", "kubernetes-memory"),
+    ("docker compose: the container's memory limit", "container-memory"),
 )
 
 
 def killer(how: str) -> str | None:
     """The mechanism that ended a process that died ``how``, where it has steps of its own
-    ('ray-memory-monitor', 'slurm-memory', 'kubernetes-memory'); None for another death."""
+    ('ray-memory-monitor', 'slurm-memory', 'kubernetes-memory', 'container-memory'); None for
+    another death."""
     if "memory" not in how:
         return None
     return next((name for words, name in _KILLERS if words in how), None)
 
 
 _HINTS = {
+    "container-memory": (
+        "exit code 137 is SIGKILL: the container's memory limit or the host's OOM killer "
+        "ended it: 'docker inspect <container> --format {{.State.OOMKilled}}' says whether its "
+        "limit did, 'journalctl -k' (or dmesg -T) shows the kernel's 'Killed process'; raise "
+        "the limit (mem_limit, deploy.resources.limits.memory) or use less host memory"
+    ),
     "ray-memory-monitor": (
         "Ray's memory monitor killed it when its node ran short of host memory: the raylet's "
         "log on that node (raylet.out; 'ray logs raylet.out --node-ip <ip>') names the "

@@ -31,7 +31,9 @@ from __future__ import annotations
 
 from ppaux.sglang import MessageMatch
 from ppaux.triage.deathsteps import death_steps, record_steps
+from ppaux.triage.kindsteps import hardware_steps, host_steps, network_steps, signal_steps
 from ppaux.triage.ppkeys import pp_key_steps
+from ppaux.triage.setupsteps import setup_steps
 from ppaux.triage.stepdata import (
     DEFAULT_CAPTURE_DIR,
     MAX_LISTED_STAGES,
@@ -292,129 +294,6 @@ def _aux_steps(
     return steps
 
 
-def _network_steps(at_init: bool, sglang: bool = True) -> list[Step]:
-    """What makes the next communication failure say why, and what to collect; ``sglang``:
-    the logs are sglang's (else another program's, a training job's: no sglang setting)."""
-    what = "set-up" if at_init else "collective"
-    program = "sglang" if sglang else "the job"
-    meeting = (
-        "--dist-init-addr must be reachable from every node"
-        if sglang
-        else "the address the processes meet at (MASTER_ADDR and MASTER_PORT, or the "
-        "launcher's rendezvous endpoint) must be reachable from every node"
-    )
-    return [
-        Step(
-            None,
-            "every node",
-            f"a communication failure ({what}): make the next one say why, on every node, "
-            f"then restart {program}",
-        ),
-        Step(("export", "NCCL_DEBUG=INFO"), "every node"),
-        Step(("export", "NCCL_DEBUG_SUBSYS=INIT,NET"), "every node"),
-        Step(
-            None,
-            "every node",
-            "and NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to the interface that reaches the "
-            "other nodes (ip -brief address lists them)",
-        ),
-        Step(
-            ("export", "TORCH_NCCL_TRACE_BUFFER_SIZE=2000"),
-            "every node",
-            "torch's flight recorder: the dump on a timeout holds its entries, none without it",
-        ),
-        Step(("export", "TORCH_NCCL_DUMP_ON_TIMEOUT=1"), "every node"),
-        Step(
-            None,
-            "every node",
-            f"collect every node's {'sglang ' if sglang else ''}log, with what it says of the "
-            "interfaces and GPUs:",
-        ),
-        Step(("ip", "-brief", "address"), "every node"),
-        Step(("nvidia-smi", "topo", "-m"), "every node"),
-        Step(
-            None,
-            "every node",
-            f"{meeting}, its port open; the nodes' firewalls must let NCCL's and gloo's ports "
-            "through",
-        ),
-    ]
-
-
-def _signal_steps() -> list[Step]:
-    """The parent's SIGQUIT only: the failing child's own output is elsewhere."""
-    return [
-        Step(
-            None,
-            "every node",
-            "the parent's SIGQUIT says a child process failed, not which or of what: collect "
-            "each rank's own output (its stderr, where sglang writes 'Scheduler hit an "
-            "exception' and the traceback), from every node, and triage them together",
-        ),
-    ]
-
-
-def _host_steps() -> list[Step]:
-    """A communication failure whose words say the host's own set-up failed (the driver, CUDA,
-    shared memory): what to compare there before the network."""
-    where = "the failing process's host"
-    return [
-        Step(
-            None,
-            where,
-            "NCCL's error is most often this host's own: its driver against the CUDA runtime "
-            "the serving process was built for (a driver older than the runtime needs fails "
-            "as 'CUDA driver version is insufficient': upgrade the driver, or install a build "
-            "for the CUDA the driver supports), and its shared memory",
-        ),
-        Step(
-            ("nvidia-smi", "--query-gpu=index,name,driver_version", "--format=csv"),
-            where,
-            "the driver's version; nvidia-smi alone also shows the highest CUDA it supports",
-        ),
-        Step(
-            ("python3", "-c", "import torch; print(torch.__version__, torch.version.cuda)"),
-            "the serving process's environment",
-            "the CUDA runtime torch was built for",
-        ),
-        Step(("df", "-h", "/dev/shm"), where, "the shared memory NCCL uses between processes"),
-    ]
-
-
-def _hardware_steps() -> list[Step]:
-    """A fault of the GPU or its links: nothing in sglang to change; the device to check, and
-    the node to take out of service."""
-    where = "the failing process's host"
-    return [
-        Step(
-            None,
-            where,
-            "a hardware fault of the GPU or its links, not sglang's: check the GPU, then take "
-            "the node out of service until it is reset or replaced",
-        ),
-        Step(
-            ("nvidia-smi", "-q", "-d", "ECC,PAGE_RETIREMENT,ROW_REMAPPER"),
-            where,
-            "the GPUs' ECC error counts and retired pages or remapped rows (nvidia-smi -q shows "
-            "all)",
-        ),
-        Step(
-            ("journalctl", "-k", "-g", "NVRM: Xid"),
-            where,
-            "or dmesg -T: the driver's Xid records name the fault (48, 63, 64, 94, 95: ECC; "
-            "74: NVLink; 79: the GPU fell off the bus)",
-        ),
-        Step(("nvidia-smi", "nvlink", "-e"), where, "the NVLink error counters"),
-        Step(
-            None,
-            where,
-            "drain the node (kubectl drain, scontrol update ... state=DRAIN, or take it out of "
-            "the pool), restart the stage on another, and reset (nvidia-smi -r) or replace "
-            "the GPU before the node serves again",
-        ),
-    ]
-
-
 def _memory_steps(deployment: Deployment) -> list[Step]:
     return [
         Step(
@@ -461,6 +340,7 @@ def next_steps(
     killer: str | None = None,
     torchrun: bool = False,
     pp_key: str | None = None,
+    setup: str | None = None,
 ) -> list[Step]:
     """Steps for incidents whose roots are of ``roots`` (kind, and the auxiliary-output message
     matched, if any), in the order the kinds first appear; ``no_root``: why the logs hold no
@@ -472,7 +352,9 @@ def next_steps(
     ``exited``: it ended with an exit status of its own, an error it reported; ``killer``: a
     runtime's or a launcher's memory limit ended it ('ray-memory-monitor', ...); ``torchrun``:
     the first root is a child's exit torchrun recorded, its exception in no log; ``pp_key``:
-    the first root is a KeyError on that key of the PP message (:mod:`ppaux.triage.ppkeys`)."""
+    the first root is a KeyError on that key of the PP message (:mod:`ppaux.triage.ppkeys`);
+    ``setup``: NCCL's communicator set-up failed so (``no_root`` 'nccl-setup':
+    'duplicate-rank', ...)."""
     steps: list[Step] = record_steps() if torchrun else []
     done: set[str] = set()
     kinds = [kind for kind, _ in roots]
@@ -480,8 +362,10 @@ def next_steps(
         kinds.append("communication")
     if no_root == "process-died":
         steps += death_steps(crash, exited, killer)
+    if no_root == "nccl-setup" and setup is not None:
+        steps += setup_steps(setup)
     if no_root in ("signals-only", "signals-and-nccl-warnings"):
-        steps += _signal_steps()
+        steps += signal_steps()
     if no_root == "signals-and-nccl-warnings":
         kinds.append("communication")
     for kind in kinds:
@@ -492,16 +376,16 @@ def next_steps(
         if kind == "auxiliary-output":
             steps += _aux_steps(deployment, captures, observers or [])
         elif group == "communication":
-            steps += (_host_steps() if host else []) + _network_steps(
+            steps += (host_steps() if host else []) + network_steps(
                 kind == "communication-init", deployment.sglang
             )
         elif kind == "hardware":
-            steps += _hardware_steps()
+            steps += hardware_steps()
         elif kind == "memory":
             steps += _memory_steps(deployment)
         elif kind == "shape-kernel":
             # a CUDA call of NCCL's that failed on the host: its own set-up first
-            steps += (_host_steps() if host else []) + _upstream_steps(deployment, release)
+            steps += (host_steps() if host else []) + _upstream_steps(deployment, release)
         elif "compare" not in done:
             done.add("compare")
             for target in observers or []:

@@ -1,0 +1,132 @@
+"""The next steps of the kinds of failure whose steps do not depend on how the deployment runs:
+a communication failure (at set-up or in flight), signals only, this host's set-up, the
+hardware."""
+
+from __future__ import annotations
+
+from ppaux.triage.stepdata import Step
+
+__all__ = ["hardware_steps", "host_steps", "network_steps", "signal_steps"]
+
+
+def network_steps(at_init: bool, sglang: bool = True) -> list[Step]:
+    """What makes the next communication failure say why, and what to collect; ``sglang``:
+    the logs are sglang's (else another program's, a training job's: no sglang setting)."""
+    what = "set-up" if at_init else "collective"
+    program = "sglang" if sglang else "the job"
+    meeting = (
+        "--dist-init-addr must be reachable from every node"
+        if sglang
+        else "the address the processes meet at (MASTER_ADDR and MASTER_PORT, or the "
+        "launcher's rendezvous endpoint) must be reachable from every node"
+    )
+    return [
+        Step(
+            None,
+            "every node",
+            f"a communication failure ({what}): make the next one say why, on every node, "
+            f"then restart {program}",
+        ),
+        Step(("export", "NCCL_DEBUG=INFO"), "every node"),
+        Step(("export", "NCCL_DEBUG_SUBSYS=INIT,NET"), "every node"),
+        Step(
+            None,
+            "every node",
+            "and NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to the interface that reaches the "
+            "other nodes (ip -brief address lists them)",
+        ),
+        Step(
+            ("export", "TORCH_NCCL_TRACE_BUFFER_SIZE=2000"),
+            "every node",
+            "torch's flight recorder: the dump on a timeout holds its entries, none without it",
+        ),
+        Step(("export", "TORCH_NCCL_DUMP_ON_TIMEOUT=1"), "every node"),
+        Step(
+            None,
+            "every node",
+            f"collect every node's {'sglang ' if sglang else ''}log, with what it says of the "
+            "interfaces and GPUs:",
+        ),
+        Step(("ip", "-brief", "address"), "every node"),
+        Step(("nvidia-smi", "topo", "-m"), "every node"),
+        Step(
+            None,
+            "every node",
+            f"{meeting}, its port open; the nodes' firewalls must let NCCL's and gloo's ports "
+            "through",
+        ),
+    ]
+
+
+def signal_steps() -> list[Step]:
+    """The parent's SIGQUIT only: the failing child's own output is elsewhere."""
+    return [
+        Step(
+            None,
+            "every node",
+            "the parent's SIGQUIT says a child process failed, not which or of what: collect "
+            "each rank's own output (its stderr, where sglang writes 'Scheduler hit an "
+            "exception' and the traceback), from every node, and triage them together",
+        ),
+    ]
+
+
+def host_steps() -> list[Step]:
+    """A communication failure whose words say the host's own set-up failed (the driver, CUDA,
+    shared memory): what to compare there before the network."""
+    where = "the failing process's host"
+    return [
+        Step(
+            None,
+            where,
+            "NCCL's error is most often this host's own: its driver against the CUDA runtime "
+            "the serving process was built for (a driver older than the runtime needs fails "
+            "as 'CUDA driver version is insufficient': upgrade the driver, or install a build "
+            "for the CUDA the driver supports), and its shared memory",
+        ),
+        Step(
+            ("nvidia-smi", "--query-gpu=index,name,driver_version", "--format=csv"),
+            where,
+            "the driver's version; nvidia-smi alone also shows the highest CUDA it supports",
+        ),
+        Step(
+            ("python3", "-c", "import torch; print(torch.__version__, torch.version.cuda)"),
+            "the serving process's environment",
+            "the CUDA runtime torch was built for",
+        ),
+        Step(("df", "-h", "/dev/shm"), where, "the shared memory NCCL uses between processes"),
+    ]
+
+
+def hardware_steps() -> list[Step]:
+    """A fault of the GPU or its links: nothing in sglang to change; the device to check, and
+    the node to take out of service."""
+    where = "the failing process's host"
+    return [
+        Step(
+            None,
+            where,
+            "a hardware fault of the GPU or its links, not sglang's: check the GPU, then take "
+            "the node out of service until it is reset or replaced",
+        ),
+        Step(
+            ("nvidia-smi", "-q", "-d", "ECC,PAGE_RETIREMENT,ROW_REMAPPER"),
+            where,
+            "the GPUs' ECC error counts and retired pages or remapped rows (nvidia-smi -q shows "
+            "all)",
+        ),
+        Step(
+            ("journalctl", "-k", "-g", "NVRM: Xid"),
+            where,
+            "or dmesg -T: the driver's Xid records name the fault (48, 63, 64, 94, 95: ECC; "
+            "74: NVLink; 79: the GPU fell off the bus)",
+        ),
+        Step(("nvidia-smi", "nvlink", "-e"), where, "the NVLink error counters"),
+        Step(
+            None,
+            where,
+            "drain the node (kubectl drain, scontrol update ... state=DRAIN, or take it out of "
+            "the pool), restart the stage on another, and reset (nvidia-smi -r) or replace "
+            "the GPU before the node serves again",
+        ),
+    ]

@@ -1,0 +1,67 @@
+"""NCCL's warnings that a communicator's set-up failed, not a collective in flight: what NCCL
+writes before any collective runs, so the cause is how the job was started or how its hosts
+reach each other, never a peer that died mid-run.
+
+- ``Bootstrap Root : rank 1 of 8 ranks has already checked in``: two processes joined the
+  bootstrap as the same rank (the launcher gave two the same rank, or two jobs share one
+  bootstrap address and port);
+- ``Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 40``: two ranks chose the
+  same GPU (each rank must select its own device: its local rank), the host's own set-up;
+- ``socketStartConnect: Connect to <address> failed : ...``, ``socketPollConnect: Connect to
+  <address> returned 113(No route to host) ...``, ``Connect to <address> failed : Connection
+  refused``: the bootstrap's connection to another rank's address failed (the interface NCCL
+  chose, a route, a firewall, a bootstrap address no one listens on).
+
+Each is read only where NCCL writes it: after its ``NCCL WARN`` words.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["SETUP_FAILURES", "setup_failure", "setup_words"]
+
+_DUPLICATE_RANK = re.compile(
+    r"NCCL WARN Bootstrap Root ?: rank (?P<rank>\d{1,7}) of (?P<size>\d{1,7}) ranks has "
+    r"already checked in"
+)
+_DUPLICATE_GPU = re.compile(
+    r"NCCL WARN Duplicate GPU detected ?: rank (?P<first>\d{1,7}) and rank (?P<second>\d{1,7}) "
+    r"both on CUDA device (?P<device>[\w:.]{1,40})"
+)
+_CONNECT = re.compile(
+    r"NCCL WARN (?:socket(?:Start|Poll)?Connect: )?[Cc]onnect to\b"
+    r"(?: (?P<peer>[^\s<]{1,120}(?:<\d{1,6}>)?))?"
+    r"(?:\s{0,4}(?:failed\s{0,4}:\s{0,4}|returned\s{0,4})(?P<reason>[^\n]{1,120}))?"
+)
+
+#: The set-up failures :func:`setup_failure` names, each with its words.
+SETUP_FAILURES = {
+    "duplicate-rank": "two processes joined NCCL's bootstrap as the same rank",
+    "duplicate-gpu": "two ranks on one host chose the same GPU",
+    "bootstrap-connect": "NCCL's bootstrap could not connect to another rank's address",
+}
+
+
+def setup_failure(text: str) -> tuple[str, str] | None:
+    """(the set-up failure, what the line says of it) that NCCL's warning ``text`` reports
+    ('bootstrap-connect', 'Connect to 10.0.0.4<56849>: returned 113(No route to host)'), or
+    None for another line."""
+    if (rank := _DUPLICATE_RANK.search(text)) is not None:
+        return "duplicate-rank", f"rank {rank['rank']} of {rank['size']} checked in twice"
+    if (gpu := _DUPLICATE_GPU.search(text)) is not None:
+        return (
+            "duplicate-gpu",
+            f"rank {gpu['first']} and rank {gpu['second']} both on CUDA device {gpu['device']}",
+        )
+    if (connect := _CONNECT.search(text)) is not None:
+        peer = connect["peer"] or "an address the line does not keep"
+        reason = (connect["reason"] or "").strip()
+        return "bootstrap-connect", f"connect to {peer}" + (f": {reason}" if reason else "")
+    return None
+
+
+def setup_words(name: str, said: str) -> str:
+    """The words for the set-up failure ``name`` (:func:`setup_failure`), ``said`` being
+    what its line says, left open for where it was said."""
+    return f"its communicator's set-up failed: {SETUP_FAILURES[name]} ({said}"

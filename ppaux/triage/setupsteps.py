@@ -1,0 +1,101 @@
+"""Next steps for NCCL's communicator set-up that failed (:mod:`ppaux.triage.ncclsetup`): how
+the job gave out its ranks, devices and bootstrap address, and whether the hosts reach each
+other on the interface NCCL chose; never a collective's timeout (that is a run's, not a
+set-up's)."""
+
+from __future__ import annotations
+
+from ppaux.triage.stepdata import Step
+
+__all__ = ["setup_steps"]
+
+
+def setup_steps(name: str) -> list[Step]:
+    """The steps for the set-up failure ``name`` ('duplicate-rank', 'duplicate-gpu',
+    'bootstrap-connect')."""
+    if name == "duplicate-rank":
+        return _rank_steps()
+    if name == "duplicate-gpu":
+        return _device_steps()
+    return _connect_steps()
+
+
+def _rank_steps() -> list[Step]:
+    where = "every node"
+    return [
+        Step(
+            None,
+            where,
+            "two processes joined NCCL's bootstrap as the same rank: the launcher gave two "
+            "processes one rank, or two jobs share one bootstrap address and port",
+        ),
+        Step(
+            None,
+            where,
+            "print each process's RANK, LOCAL_RANK and WORLD_SIZE (under Slurm: SLURM_PROCID, "
+            "SLURM_NTASKS; --ntasks-per-node must match the GPUs per node the job uses)",
+        ),
+        Step(
+            None,
+            where,
+            "give each job its own MASTER_PORT (or --dist-init-addr's port), and make sure no "
+            "earlier run of it still holds the port (ss -ltnp)",
+        ),
+    ]
+
+
+def _device_steps() -> list[Step]:
+    where = "the host that warned"
+    return [
+        Step(
+            None,
+            where,
+            "two ranks on this host chose the same GPU: this host's set-up, not the network; "
+            "each rank must select its own device before its first collective",
+        ),
+        Step(
+            None,
+            where,
+            "call torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) in each rank before "
+            "init_process_group, or give each rank its own CUDA_VISIBLE_DEVICES",
+        ),
+        Step(("nvidia-smi", "-L"), where, "the GPUs this host has, against the ranks on it"),
+    ]
+
+
+def _connect_steps() -> list[Step]:
+    where = "every node"
+    return [
+        Step(
+            None,
+            where,
+            "NCCL's bootstrap could not connect to another rank's address: the interface it "
+            "chose, a route or a firewall between the hosts, or a bootstrap address no one "
+            "listens on",
+        ),
+        Step(
+            ("ip", "-brief", "address"),
+            where,
+            "the interfaces each host has: pick one every host reaches the others by",
+        ),
+        Step(
+            ("export", "NCCL_SOCKET_IFNAME=IFACE"),
+            where,
+            "IFACE: that interface (a link-local fe80:: address on it cannot be reached from "
+            "another host: pick one with a routable address); GLOO_SOCKET_IFNAME too",
+        ),
+        Step(
+            None,
+            where,
+            "from each host, the address in the warning must answer: ping it, and 'ip route "
+            "get ADDRESS' shows the interface it goes out by",
+        ),
+        Step(
+            None,
+            where,
+            "the bootstrap address (MASTER_ADDR:MASTER_PORT, --dist-init-addr, or a file:// "
+            "init file left by an earlier run: delete it) must be the current run's first "
+            "rank's, and the hosts' firewalls must let NCCL's ports through",
+        ),
+        Step(("export", "NCCL_DEBUG=INFO"), where, "the next run names each connection it tries"),
+    ]
