@@ -72,8 +72,12 @@ def _sha256(path: Path) -> str:
 
 
 class _Outcome:
-    def __init__(self, run: Run, created: list[str], before: str, after: str) -> None:
+    def __init__(
+        self, run: Run, created: list[str], before: str, after: str, wrote: bool = False
+    ) -> None:
         self.run, self.created, self.before, self.after = run, created, before, after
+        #: Whether the command left its output file (tensorize's ``-o out.pt``) behind.
+        self.wrote = wrote
 
 
 def _argv(case: corpus.Case, fmt: str = "json") -> list[str]:
@@ -467,16 +471,18 @@ def byte_reader_outcomes(
 
     with ThreadPoolExecutor(WORKERS) as pool:
         parts = pool.map(batch, [jobs[k::WORKERS] for k in range(WORKERS)])
-    return {
-        (command, name): _Outcome(
-            run,
-            sorted(set(os.listdir(root / f"{command}.{name}")) - {"out.pt"}),
-            before[name],
-            _sha256(corpus.OUT / CASES[name].filename),
-        )
-        for part in parts
-        for (command, name), run in part
-    }
+    outcomes = {}
+    for part in parts:
+        for (command, name), run in part:
+            listing = set(os.listdir(root / f"{command}.{name}"))
+            outcomes[command, name] = _Outcome(
+                run,
+                sorted(listing - {"out.pt"}),
+                before[name],
+                _sha256(corpus.OUT / CASES[name].filename),
+                "out.pt" in listing,
+            )
+    return outcomes
 
 
 @pytest.mark.torch  # replay and tensorize need torch
@@ -511,3 +517,48 @@ def test_byte_readers_survive_the_corpus(command, byte_reader_outcomes):
     stderr = corrupt.stderr.decode("utf-8")
     assert corrupt.rc == 2, (corrupt.rc, stderr)
     assert "archive/data/0 does not inflate" in stderr and "invalid block type" in stderr, stderr
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("command", ["diff", "replay"])
+def test_byte_readers_report_the_corpus_in_json(command, byte_reader_outcomes):
+    # Every file diff and replay do not refuse gives a JSON report on stdout, and they write
+    # no file at all.
+    for case in corpus.CASES:
+        outcome = byte_reader_outcomes[command, case.name]
+        run = outcome.run
+        assert not outcome.wrote, case.name
+        if run.rc != 2:
+            json.loads(run.stdout.decode("utf-8"))
+
+
+#: Corpus files that attack the cost of a report, not the reader, and hold values to convert:
+#: tensorize writes them (the last line it prints).
+_CONVERTIBLE = {"bomb_long_key_many_dicts": "wrote out.pt (1000 values converted)"}
+
+
+@pytest.mark.torch
+def test_tensorize_writes_only_what_it_converts(byte_reader_outcomes):
+    # Over the corpus, tensorize -o out.pt writes the file only where it converted values, and
+    # says what it did in its last line: a note that nothing was written (exit 0), "nothing
+    # written" after its findings (exit 1), or one error line (exit 2).
+    assert set(_CONVERTIBLE) <= set(CASES)
+    for case in corpus.CASES:
+        outcome = byte_reader_outcomes["tensorize", case.name]
+        run = outcome.run
+        stdout = run.stdout.decode("utf-8")
+        where = (case.name, run.rc, stdout[-300:], run.stderr[-300:])
+        if case.name in _CONVERTIBLE:
+            # Costly to read, harmless to convert: the fix is written, and the report of it is
+            # bounded (the long key is cut in each line).
+            assert run.rc == 0, where
+            assert stdout.splitlines()[-1] == _CONVERTIBLE[case.name], where
+            assert len(stdout) < 500_000, where
+            assert outcome.wrote, where
+            continue
+        assert not outcome.wrote, where
+        if run.rc == 0:  # nothing to convert: a note, and nothing written
+            assert stdout.startswith("note: "), where
+            assert stdout.endswith("; -o out.pt not written\n"), where
+        elif run.rc == 1:
+            assert stdout.splitlines()[-1] == "nothing written to out.pt", where

@@ -4,22 +4,58 @@ long string repeated across a replay report given whole once.
 
 The expected counts come from how the files are built here or in
 ``fixtures/make_adversarial.py``, never from ppaux.
+
+Several tests run ``ppaux inspect`` on the same bundled fixture with the same limits: the
+reading step (``ppaux.dump.inspect_paths``) of a file under ``fixtures/`` is done once per
+module for each set of arguments, and each command gets a deep copy of that result, as a cache
+would give it; the rest of the command (options, gate, selection, format, exit code) runs every
+time. Files the tests write are read every time.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import pickle
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import REPO, cli
+
+from ppaux.limits import Limits
+from ppaux.report.document import Report
 
 WIDE = REPO / "fixtures/adversarial/bomb_wide_bad_keys.pkl"
 #: How make_adversarial builds it: 120,000 int keys, 5,000 auxiliary lists, and __msg_type__.
 WIDE_INT_KEYS = 120_000
 WIDE_AUX_LISTS = 5_000
 WIDE_KEYS = WIDE_INT_KEYS + WIDE_AUX_LISTS + 1
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fixtures_read_once() -> Iterator[None]:
+    import ppaux.dump
+
+    original = ppaux.dump.inspect_paths
+    memo: dict[str, Report] = {}
+
+    def read_once(paths: Iterable[str], limits: Limits = Limits(), **options: Any) -> Report:
+        paths = list(paths)
+        fixtures = REPO / "fixtures"
+        if options.get("streams") or not all(
+            Path(p).resolve().is_relative_to(fixtures) for p in paths
+        ):
+            return original(paths, limits, **options)
+        key = repr((paths, limits, options.get("release")))
+        if key not in memo:
+            memo[key] = original(paths, limits, **options)
+        return copy.deepcopy(memo[key])
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ppaux.dump, "inspect_paths", read_once)
+        yield
 
 
 def _json(*args: str) -> tuple[int, dict]:
