@@ -191,13 +191,14 @@ class Machine(PickleState):
         dispatch = _DISPATCH
         data = self.data
         max_ops = self.limits.max_ops
+        size = len(data)
         while True:
             self.ops += 1
             if self.ops > max_ops:
                 raise LimitExceeded(
                     self.path, "max_ops", max_ops, "the pickle runs too many opcodes"
                 )
-            if self.pos >= len(data):
+            if self.pos >= size:
                 self.ran_out = True
                 raise DumpError(
                     self.path, f"truncated pickle: no STOP opcode before byte {self.pos}"
