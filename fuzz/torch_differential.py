@@ -46,6 +46,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from torch_sandbox import describe  # noqa: E402
+from writer_mutations import WRITER_MUTATIONS  # noqa: E402
 
 __all__ = ["MUTATIONS", "Disagreement", "Sandbox", "Verdict", "compare", "ppaux_view", "run"]
 
@@ -525,6 +526,9 @@ MUTATIONS: list[Mutation] = [
     _pickle_variant,
     _pickle_variant,
     _pickle_flip,
+    # Edits in place, keeping the writer's layout: opcode swaps, memo indexes, record names,
+    # local header and central directory fields.
+    *WRITER_MUTATIONS,
 ]
 
 

@@ -73,7 +73,10 @@ class Limits:
     #: Files walked in directories.
     max_files: int = 1_000_000
     #: Bytes of a zip dump read from a stream (stdin), which is held in memory whole; also of
-    #: a file in torch.save's legacy format (its storages follow its pickles), read whole.
+    #: a file in torch.save's legacy format (its storages follow its pickles), which is read
+    #: whole into memory, file or stream: reading one costs memory as large as the file, up to
+    #: this bound (4 GiB; its pickles alone are bounded by max_pickle_bytes). A zip file is
+    #: read a record at a time and is not bounded by this.
     max_stream_bytes: int = 4 * 1024 * 1024 * 1024
     #: Bytes of deflated storage records inflated (and discarded) to check that each inflates
     #: to its declared size, as torch.load does not. torch.save never deflates a storage; a

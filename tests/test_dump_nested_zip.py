@@ -31,7 +31,7 @@ import torch_differential as harness  # noqa: E402
 
 from ppaux.dump import inspect_paths  # noqa: E402
 from ppaux.dump.dumpfile import read_dump  # noqa: E402
-from ppaux.errors import ReadMismatch, TorchRefuses  # noqa: E402
+from ppaux.errors import DumpError, ReadMismatch, TorchRefuses  # noqa: E402
 
 _CPU = b"X\x03\x00\x00\x00cpu"
 _STORAGE_TAG = b"X\x07\x00\x00\x00storage"
@@ -262,3 +262,37 @@ def test_legacy_streams_nested_three_deep_are_a_finding_pickle_load_reads_past(t
     assert report.problems == []
     assert [f.code for f in report.findings] == ["PP202"]
     assert "nested 3 levels deep" in report.findings[0].message
+
+
+# -- streams neither reader can read ------------------------------------------------------------
+
+
+def _version_1000() -> bytes:
+    stream = _legacy_stream()
+    return stream.replace(b"M\xe9\x03.", b"M\xe8\x03.", 1)
+
+
+def _legacy_stream() -> bytes:
+    data = pickle.dumps({"w": torch.arange(4.0)}, protocol=3)
+    start = data.index(b"\x80\x02\x8a\x0a")
+    (length,) = struct.unpack("<I", data[start - 4 : start])
+    return data[start : start + length]
+
+
+@pytest.mark.parametrize(
+    ("stream", "words", "refused_as_torch"),
+    [
+        (lambda: _saved({"w": torch.arange(4.0)})[:200], "nested torch.save zip", False),
+        (lambda: b"not a stream", "holds no legacy torch.save stream", False),
+        (lambda: _legacy_stream()[:60], "nested torch.save stream: truncated", False),
+        (_version_1000, "version is 1000, not 1001", True),
+    ],
+    ids=["zip cut short", "no stream", "stream cut short", "another version"],
+)
+def test_a_nested_stream_pickle_load_refuses_is_refused(stream, words, refused_as_torch, tmp_path):
+    path = tmp_path / "nested.pkl"
+    path.write_bytes(_nested(stream()))
+    assert _pickle_load(path)["outcome"] == "refused"
+    with pytest.raises(DumpError, match=words) as caught:
+        read_dump(str(path))
+    assert isinstance(caught.value, TorchRefuses) == refused_as_torch

@@ -254,3 +254,29 @@ def test_the_default_hash_collision_bound_is_eight():
     assert str(info.value).endswith(
         "(limit max_hash_collisions=8 reached); raise it with limits=Limits(max_hash_collisions=N)"
     )
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x80\x02K\x05(K\x01.",  # a MARK still open at STOP: the value above it is returned
+        b"\x80\x02(K\x01(K\x02K\x03.",  # two open
+        b"\x80\x02]q\x00(K\x01K\x02.",  # an APPENDS never written
+    ],
+)
+def test_stop_returns_the_value_above_the_innermost_mark_as_cpython_does(data):
+    # CPython's unpickler (torch.load(weights_only=False)) returns the top of the values since
+    # the innermost MARK, whatever marks are still open; the writer grammar calls it severe.
+    from ppaux.dump.grammar import pickle_deviation
+
+    assert run(data)[0] == pickle.loads(data)
+    found = pickle_deviation(data, (2,), "the pickle")
+    assert found is not None and found.severe and "STOP" in found.where, found
+
+
+def test_stop_with_no_value_since_the_mark_is_refused_as_cpython_refuses_it():
+    data = b"\x80\x02K\x01(."
+    with pytest.raises(pickle.UnpicklingError):
+        pickle.loads(data)
+    with pytest.raises(DumpError, match="STOP with no value since the last MARK"):
+        run(data)

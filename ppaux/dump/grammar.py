@@ -52,6 +52,8 @@ _BINARY = OPCODES[5] | frozenset(b"}]qrhjXKMJGNBC")
 # Opcodes that create a value the pickler memoizes at once.
 _MEMOIZED = frozenset(b"}]X\x8c\x8dBC\x8e\x96c\x93\x85\x86\x87tR\x81\x92\x8f\x91")
 _PUTS = frozenset(b"qr\x94")
+# The opcodes value() has anything to check or note for: any other skips it.
+_VALUED = CHECKED | _MEMOIZED | _PUTS | {0x63}
 # Opcodes whose order the scan checks even when nothing is pending: PUTs, POP and POP_MARK.
 # Opcodes order() looks at even where allowed: memo PUTs, POPs and PROTO (written once, first).
 _ORDERED = _PUTS | frozenset(b"01\x80")
@@ -186,7 +188,13 @@ class _Scan:
             elif op == 0x2E:  # STOP
                 return self.stop(start, op)
             else:
-                found = self.value(start, op, payload) or self.stack(start, op)
+                found = self.value(start, op, payload) if op in _VALUED else None
+                if found is None:
+                    if op in _PUSHES_ONE:  # stack()'s common case, inline
+                        self.depth += 1
+                        self.open_.append(0)
+                    elif op not in _NO_EFFECT:
+                        found = self.stack(start, op)
             if found is not None:
                 return found
         return Deviation(f"{self.label} byte {self.end}", "the pickle ends without STOP", True)
@@ -468,6 +476,14 @@ _EFFECT = {
     0x93: (2, 1),
 }
 
+# What stack() does for these two sets is fixed: push one value that takes nothing more, or
+# nothing at all (PROTO and the memo PUTs).
+_PUSHES_ONE = frozenset(
+    op
+    for op in range(256)
+    if op not in _EFFECT and op not in _TO_MARK and op not in _CREATES and op != 0x28
+)
+_NO_EFFECT = frozenset(op for op, effect in _EFFECT.items() if effect == (0, 0))
 
 #: GLOBAL (two lines), INT and LONG (one line): arguments that end at a newline.
 _LINE_OPS = frozenset(b"cIL")

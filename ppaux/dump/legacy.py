@@ -125,7 +125,7 @@ def read_inner_storage(outer: Machine, payload: bytes) -> Any:
     if depth > _MAX_NESTING:
         raise nested_too_deep(outer, _MAX_NESTING)
     if payload.startswith(ZIP_LOCAL_MAGIC):
-        return read_inner_zip(outer, payload, _MAX_NESTING)
+        return read_inner_zip(outer, payload)
     if not is_legacy_stream(payload):
         raise outer.error("torch.storage._load_from_bytes holds no legacy torch.save stream")
     pos = 0

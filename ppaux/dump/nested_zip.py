@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ppaux.dump.pickle_vm import Machine
-from ppaux.dump.records import ZIP_READ_ERRORS, RecordReader, torch_byteorder
+from ppaux.dump.records import RecordReader, torch_byteorder
 from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, TorchRefuses
 from ppaux.text import shown
 
@@ -55,14 +55,12 @@ def nested_too_deep(outer: Machine, max_nesting: int) -> ReadMismatch:
     )
 
 
-def read_inner_zip(outer: Machine, payload: bytes, max_nesting: int) -> Any:
+def read_inner_zip(outer: Machine, payload: bytes) -> Any:
     """The value torch.load reads from the zip archive ``payload``, which ``outer``'s pickle
     hands to ``torch.storage._load_from_bytes``; its globals are merged into ``outer``."""
     if not _ZIP_READER:  # only a caller that bypasses ppaux.dump.dumpfile meets this
         raise outer.error("a torch.save zip nested in the pickle, and no zip reader loaded")
-    read_zip = _ZIP_READER[0]
-    if outer.nesting + 1 > max_nesting:
-        raise nested_too_deep(outer, max_nesting)
+    read_zip = _ZIP_READER[0]  # the caller bounds the depth (legacy.read_inner_storage)
     at = outer.op_pos
     outer.deviate(
         "torch.storage._load_from_bytes holds a torch.save zip archive, where the pickler "
@@ -97,11 +95,8 @@ def _keep_storage_bytes(
     """Copy each storage's record into the storage (replay reads nested bytes from there),
     charged to ``outer``; a record torch cannot read the storage from is its refusal."""
     handle = io.BytesIO(payload)
-    try:
-        with zipfile.ZipFile(handle) as archive:
-            records = archive.infolist()
-    except ZIP_READ_ERRORS as exc:
-        raise DumpError(outer.path, f"truncated or corrupt zip file ({exc})") from None
+    with zipfile.ZipFile(handle) as archive:  # read_zip opened these same bytes already
+        records = archive.infolist()
     reader = RecordReader(outer.path, handle, records, prefix, len(payload))
     record = reader.find("byteorder")
     text = None

@@ -59,5 +59,17 @@ class PickleInput:
 
     def unpack(self, n: int, fmt: str) -> int:
         """The next ``n`` bytes read as the one integer ``fmt`` (a struct format) packs."""
-        value: int = struct.unpack(fmt, self.read(n))[0]
+        end = self.pos + n
+        if end > len(self.data):
+            self.read(n)  # raises, naming what ran out
+        value: int = struct.unpack_from(fmt, self.data, self.pos)[0]
+        self.pos = end
         return value
+
+    def read_byte(self) -> int:
+        """The next byte of the pickle, as an int (a cut pickle raises as :meth:`read`)."""
+        pos = self.pos
+        if pos >= len(self.data):
+            self.read(1)  # raises, naming what ran out
+        self.pos = pos + 1
+        return self.data[pos]

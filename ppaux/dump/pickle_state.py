@@ -31,7 +31,9 @@ class PickleState(PickleSpending, WriterRecord):
 
     def push(self, value: object) -> None:
         """Push ``value``, counted against max_items."""
-        self._count()
+        self.items += 1  # _count() inline: push runs for nearly every opcode
+        if self.items > self.limits.max_items:
+            self._count(0)
         self.stack.append(value)
 
     def pop(self) -> Any:
@@ -65,14 +67,17 @@ class PickleState(PickleSpending, WriterRecord):
 
     def memo_put(self, index: int) -> None:
         """Store the top of the stack as memo entry ``index`` (bounded by max_memo)."""
-        if index not in self.memo and len(self.memo) >= self.limits.max_memo:
+        memo = self.memo
+        if len(memo) >= self.limits.max_memo and index not in memo:
             raise LimitExceeded(
                 self.path,
                 "max_memo",
                 self.limits.max_memo,
                 "the pickle stores too many memo entries",
             )
-        self.memo[index] = self.top()
+        if not self.stack:
+            raise self.error("stack underflow")
+        memo[index] = self.stack[-1]
 
     def memo_get(self, index: int) -> None:
         """Push memo entry ``index``."""

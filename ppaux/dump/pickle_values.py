@@ -122,7 +122,7 @@ def _op_binint(m: PickleState) -> None:
 
 
 def _op_binint1(m: PickleState) -> None:
-    m.push(m.read(1)[0])
+    m.push(m.read_byte())
 
 
 def _op_binint2(m: PickleState) -> None:
@@ -130,7 +130,7 @@ def _op_binint2(m: PickleState) -> None:
 
 
 def _op_long1(m: PickleState) -> None:
-    n = m.read(1)[0]
+    n = m.read_byte()
     m.push(int.from_bytes(m.read(n), "little", signed=True))
 
 
@@ -162,7 +162,7 @@ def _op_binstring(m: PickleState) -> None:
 
 
 def _op_short_binstring(m: PickleState) -> None:
-    m.push(_decode_bytes_str(m, m.read(m.read(1)[0])))
+    m.push(_decode_bytes_str(m, m.read(m.read_byte())))
 
 
 def _op_unicode(m: PickleState) -> None:
@@ -174,7 +174,7 @@ def _op_binunicode(m: PickleState) -> None:
 
 
 def _op_short_binunicode(m: PickleState) -> None:
-    m.push(decode_str(m, m.read(m.read(1)[0])))
+    m.push(decode_str(m, m.read(m.read_byte())))
 
 
 def _op_binunicode8(m: PickleState) -> None:
@@ -186,7 +186,7 @@ def _op_binbytes(m: PickleState) -> None:
 
 
 def _op_short_binbytes(m: PickleState) -> None:
-    m.push(bytes(m.read(m.read(1)[0])))
+    m.push(bytes(m.read(m.read_byte())))
 
 
 def _op_binbytes8(m: PickleState) -> None:
@@ -342,7 +342,7 @@ def _op_get(m: PickleState) -> None:
 
 
 def _op_binget(m: PickleState) -> None:
-    m.memo_get(m.read(1)[0])
+    m.memo_get(m.read_byte())
 
 
 def _op_long_binget(m: PickleState) -> None:
@@ -358,7 +358,7 @@ def _op_put(m: PickleState) -> None:
 
 
 def _op_binput(m: PickleState) -> None:
-    m.memo_put(m.read(1)[0])
+    m.memo_put(m.read_byte())
 
 
 def _op_long_binput(m: PickleState) -> None:

@@ -4,7 +4,6 @@ the storage references it names, and where torch.load would read the archive oth
 
 from __future__ import annotations
 
-import copy
 import functools
 import zipfile
 from typing import Any, BinaryIO
@@ -27,7 +26,6 @@ from ppaux.dump.torch_reading import (
 from ppaux.dump.zip_grammar import zip_deviation
 from ppaux.dump.zipview import check_layout, end_record, lower_name, select_data_pkl
 from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, TorchRefuses
-from ppaux.files import read_at_most
 from ppaux.limits import Limits
 from ppaux.text import shown
 
@@ -103,8 +101,9 @@ def read_zip(
         except OSError as exc:
             raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
         record = select_data_pkl(path, prefix, records)
-        data = _read_record(path, archive, record, limits)
-        RecordReader(path, handle, records, prefix, size).check_exact(record)
+        reader = RecordReader(path, handle, records, prefix, size)
+        data = _read_record(path, reader, record, limits)
+        reader.check_exact(record)
         # torch looks storage records up as it looks up data.pkl: ASCII case-insensitively
         # (check_layout refused names equal but for case, so each lowered name is one record).
         by_name = {lower_name(r.filename): r for r in records}
@@ -319,9 +318,10 @@ def _meta_record(storages: list[StorageRef]) -> Deviation | None:
 _METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
 
 
-def _read_record(
-    path: str, archive: zipfile.ZipFile, record: zipfile.ZipInfo, limits: Limits
-) -> bytes:
+def _read_record(path: str, reader: RecordReader, record: zipfile.ZipInfo, limits: Limits) -> bytes:
+    """The pickle record's bytes, read as torch's zip reader reads them: the name from the
+    central directory only (the local header's is skipped by its length) and no CRC checked
+    (zip_grammar reports a name or CRC other than torch.save's)."""
     name = shown(record.filename)
     if record.file_size > limits.max_pickle_bytes:
         raise LimitExceeded(
@@ -331,30 +331,12 @@ def _read_record(
             f"{name} declares {record.file_size} bytes",
         )
     if record.compress_type not in _METHODS:
-        # zipfile inflates bzip2 and lzma records whole, whatever size the header declares.
         raise DumpError(
             path,
             f"{name} is compressed with method {record.compress_type}, "
             "which torch.load cannot read (only stored or deflate)",
         )
-    if record.CRC == 0 and record.compress_type == zipfile.ZIP_STORED:
-        # torch.save after torch.serialization.set_crc32_options(False) writes 0 for every
-        # record's CRC, and torch's reader checks none: read the bytes without the check
-        # (zip_grammar reports a 0 where the other records hold their data's CRC).
-        record = copy.copy(record)
-        del record.CRC
-    try:
-        with archive.open(record) as stream:
-            # Read one byte past the limit: a record whose header lies about its size
-            # (a deflate bomb) is stopped here instead of filling memory.
-            data = read_at_most(stream, limits.max_pickle_bytes)
-    except ZIP_READ_ERRORS as exc:
-        raise DumpError(path, f"cannot read {name} ({exc})") from None
-    if len(data) > limits.max_pickle_bytes:
-        raise LimitExceeded(
-            path, "max_pickle_bytes", limits.max_pickle_bytes, f"{name} inflates past the limit"
-        )
-    return data
+    return b"".join(reader.blocks(record, 0, record.file_size))
 
 
 use_zip_reader(read_zip)

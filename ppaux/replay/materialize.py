@@ -17,6 +17,7 @@ This module imports torch; import it only where real tensors are needed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 import warnings
 from collections.abc import Iterator
@@ -472,6 +473,7 @@ def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+@functools.cache
 def _itemsize(dtype: torch.dtype) -> int:
     # dtype.itemsize is torch 2.1+; element_size() works everywhere.
     return torch.empty((), dtype=dtype, device="cpu").element_size()

@@ -1,0 +1,143 @@
+"""Edits made in place to a file ``torch.save`` wrote, one field or opcode at a time, keeping
+everything else as the writer laid it out (alignment, record order, sizes): an opcode swapped
+for another of the same argument shape, a memo index changed, a record renamed, a field of a
+local header or of the central directory changed.
+
+Each mutation takes ``(rng, data, other)`` as the harness's do and returns the edited bytes;
+an edit inside a record's data keeps that record's CRC right in both headers (torch.load
+reads on past a wrong CRC, and the CRC is its own mutation here), so the edit itself is what
+the reader meets.
+"""
+
+from __future__ import annotations
+
+import io
+import pickletools
+import random
+import struct
+import zipfile
+
+__all__ = ["WRITER_MUTATIONS"]
+
+# Opcodes grouped by the shape of their argument: a swap within a group keeps every byte after
+# it where the writer put it.
+_NO_ARG = b"}])N\x88\x89\x85\x86\x87Rbsuae(t02\x8f\x94\x93\x81"
+_ONE_BYTE = b"qhK"
+_TWO_BYTES = b"M"
+_FOUR_BYTES = b"rjJ"
+_GROUPS = (_NO_ARG, _ONE_BYTE, _TWO_BYTES, _FOUR_BYTES)
+_MEMO_OPS = {"BINPUT": 1, "BINGET": 1, "LONG_BINPUT": 4, "LONG_BINGET": 4}
+
+
+def _entries(data: bytes) -> list[tuple[zipfile.ZipInfo, int, int]]:
+    """(info, offset of its central directory entry, offset of its data) of every record."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        infos = archive.infolist()
+    out = []
+    at = data.rfind(b"PK\x05\x06")
+    central = struct.unpack_from("<L", data, at + 16)[0]
+    for info in infos:
+        local = info.header_offset
+        name_len, extra_len = struct.unpack_from("<2H", data, local + 26)
+        out.append((info, central, local + 30 + name_len + extra_len))
+        name_len, extra_len, comment_len = struct.unpack_from("<3H", data, central + 28)
+        central += 46 + name_len + extra_len + comment_len
+    return out
+
+
+def _with_crc(out: bytearray, info: zipfile.ZipInfo, central: int, start: int) -> bytes:
+    """``out`` with the CRC of the record at ``start`` worked out again, in both headers."""
+    import zlib
+
+    end = start + info.compress_size
+    crc = zlib.crc32(bytes(out[start:end]))
+    if info.flag_bits & 8 and out[end : end + 4] == b"PK\x07\x08":
+        # torch.save's layout: the CRC in a data descriptor after the data, 0 in the header.
+        struct.pack_into("<L", out, end + 4, crc)
+    else:
+        struct.pack_into("<L", out, info.header_offset + 14, crc)
+    struct.pack_into("<L", out, central + 16, crc)
+    return bytes(out)
+
+
+def _pickle(data: bytes) -> tuple[zipfile.ZipInfo, int, int]:
+    return next(e for e in _entries(data) if e[0].filename.endswith("data.pkl"))
+
+
+def _opcode_swap(rng: random.Random, data: bytes, other: bytes) -> bytes:
+    info, central, start = _pickle(data)
+    body = data[start : start + info.compress_size]
+    ops = [
+        (pos, bytes([body[pos]]))
+        for _, _, pos in pickletools.genops(body)
+        if any(body[pos] in group for group in _GROUPS)
+    ]
+    pos, code = rng.choice(ops)
+    group = next(g for g in _GROUPS if code[0] in g)
+    out = bytearray(data)
+    out[start + pos] = rng.choice([c for c in group if c != code[0]] or [code[0]])
+    return _with_crc(out, info, central, start)
+
+
+def _memo_index(rng: random.Random, data: bytes, other: bytes) -> bytes:
+    info, central, start = _pickle(data)
+    body = data[start : start + info.compress_size]
+    found = [
+        (pos, op.name, arg) for op, arg, pos in pickletools.genops(body) if op.name in _MEMO_OPS
+    ]
+    pos, name, index = rng.choice(found)
+    size = _MEMO_OPS[name]
+    new = rng.choice((0, 1, index - 1, index + 1, index + 2, 255, rng.randrange(64)))
+    new = min(max(new, 0), 255 if size == 1 else 2**32 - 1)
+    out = bytearray(data)
+    out[start + pos + 1 : start + pos + 1 + size] = new.to_bytes(size, "little")
+    return _with_crc(out, info, central, start)
+
+
+def _record_rename(rng: random.Random, data: bytes, other: bytes) -> bytes:
+    entries = _entries(data)
+    out = bytearray(data)
+    first, second = rng.sample(entries, 2)
+    how = rng.choice(("swap", "local", "central", "both"))
+    if how == "swap" and len(first[0].filename) == len(second[0].filename):
+        for (info, central, _), name in ((first, second[0].filename), (second, first[0].filename)):
+            raw = name.encode()
+            out[info.header_offset + 30 : info.header_offset + 30 + len(raw)] = raw
+            out[central + 46 : central + 46 + len(raw)] = raw
+        return bytes(out)
+    info, central, _ = first
+    name = bytearray(info.filename.encode())
+    at = rng.randrange(len(name))
+    name[at] = rng.choice(b"0123456789_/.aAzZ")
+    if how in ("local", "both"):
+        out[info.header_offset + 30 : info.header_offset + 30 + len(name)] = name
+    if how in ("central", "both", "swap"):
+        out[central + 46 : central + 46 + len(name)] = name
+    return bytes(out)
+
+
+# (offset, format) of each field of a local header and of a central directory entry.
+_LOCAL_FIELDS = ((4, "<H"), (6, "<H"), (8, "<H"), (10, "<H"), (12, "<H"), (14, "<L"),
+                 (18, "<L"), (22, "<L"), (26, "<H"), (28, "<H"))  # fmt: skip
+_CENTRAL_FIELDS = ((4, "<H"), (6, "<H"), (8, "<H"), (10, "<H"), (12, "<H"), (14, "<H"),
+                   (16, "<L"), (20, "<L"), (24, "<L"), (28, "<H"), (30, "<H"), (32, "<H"),
+                   (34, "<H"), (36, "<H"), (38, "<L"), (42, "<L"))  # fmt: skip
+
+
+def _header_field(rng: random.Random, data: bytes, other: bytes) -> bytes:
+    info, central, _ = rng.choice(_entries(data))
+    out = bytearray(data)
+    if rng.random() < 0.5:
+        base, (offset, fmt) = info.header_offset, rng.choice(_LOCAL_FIELDS)
+    else:
+        base, (offset, fmt) = central, rng.choice(_CENTRAL_FIELDS)
+    value = struct.unpack_from(fmt, out, base + offset)[0]
+    top = 2 ** (8 * struct.calcsize(fmt)) - 1
+    value = rng.choice(
+        (value + 1, value - 1, value ^ 1, value ^ 8, value ^ 0x800, 0, top, value + 64)
+    )
+    struct.pack_into(fmt, out, base + offset, min(max(value, 0), top))
+    return bytes(out)
+
+
+WRITER_MUTATIONS = [_opcode_swap, _memo_index, _record_rename, _header_field]
