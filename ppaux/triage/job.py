@@ -314,11 +314,7 @@ def triage_paths(
         report.findings += log_findings(reading)
         report.findings += oversized_findings(reading)
         report.findings += long_line_findings(reading, limits.max_log_line)
-    release = None
-    if found:
-        build = build_of(found[0].root.frames)
-        if build is not None and build.fits:
-            release = ", ".join(build.fits)
+    release = _release(found)
     kinds = [kind_of(i.root) for i in found[:MAX_INCIDENTS]]
     host = local or any(
         kind.startswith(("communication", "shape-kernel")) and local_note(i.root.error) is not None
@@ -342,6 +338,12 @@ def triage_paths(
     _fill(report, readings, found, deployment, plan)
     _say_one_run(report, readings, found, [*failures, *events])
     return report
+
+
+def _release(found: list[Incident]) -> str | None:
+    """The sglang releases the first root's frames fit, where they fit some."""
+    build = build_of(found[0].root.frames) if found else None
+    return ", ".join(build.fits) if build is not None and build.fits else None
 
 
 def _say_one_run(

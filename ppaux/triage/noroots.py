@@ -160,8 +160,8 @@ def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = N
         first, name, said = setup
         cause = "nccl-setup"
         message = (
-            f"no root in this log beyond NCCL's warning that {setup_words(name, said)} "
-            f"({shown(first.who)} at {place_of(first)}"
+            f"no root in this log beyond NCCL's warning that {setup_words(name, said)}; "
+            f"{shown(first.who)} at {place_of(first)}"
             + (f"; {counted(count - 1, 'more record')} besides" if count > 1 else "")
             + "): the cause is how the job was started or how its hosts reach each other, "
             "not a collective in flight"
