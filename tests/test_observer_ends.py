@@ -193,6 +193,31 @@ def test_the_targets_end_after_its_last_record_is_judged(tmp_path, flush, end, s
     assert found.severity.value == "error"
 
 
+#: An exit handler registered by after_sample that leaves a file and exits 7, were it run.
+AN_EXIT_HANDLER = """\
+        import atexit, os
+
+        def leave():
+            open({!r}, "w").write("ran")
+            os._exit(7)
+
+        atexit.register(leave)
+"""
+
+
+def test_the_targets_exit_handlers_do_not_run_as_the_page_says(tmp_path):
+    # The child ends with os._exit after its last record, as sglang's scheduler process ends by
+    # a signal: a handler's status is never seen, and docs/observers.md says so.
+    mark = tmp_path / "handler_ran"
+    path = observer_file(tmp_path, AN_EXIT_HANDLER.format(str(mark)))
+    report = check_observer(f"{path}:EntropyObserver", ObserverOptions(batch_sizes=(1,), steps=1))
+    assert report.findings == []
+    assert not mark.exists()
+    page = " ".join((REPO / "docs" / "observers.md").read_text(encoding="utf-8").split())
+    assert "the target's exit handlers (`atexit.register`) never run" in page
+    assert "an exit handler, a finaliser" not in page
+
+
 #: An observer whose output's finaliser (``__del__``) ends the process: it runs where ppaux
 #: lets go of the output, between the observer's methods.
 IN_A_FINALISER = """\

@@ -69,6 +69,9 @@ VALUE_RULE = (
 #: The key of a value that is not compared (its record's text says why).
 NOT_COMPARED = "not compared"
 
+#: What a tensor on the meta device gives for its values: it has none.
+META_NO_DATA = "no data: on the meta device"
+
 
 @dataclass(frozen=True)
 class Difference:
@@ -125,6 +128,10 @@ def _tensor_record(tensor: Any) -> dict[str, Any]:
     except RuntimeError:
         strides = None
     shape = None if nested else list(tensor.shape)
+    # A tensor on the meta device has a shape and no values: described by the rest alone, so
+    # that the path that reads its values (copy_to_host, the wire) meets the failure sglang's
+    # would.
+    meta = bool(tensor.is_meta)
     return {
         "kind": "tensor",
         "dtype": str(tensor.dtype).removeprefix("torch."),
@@ -133,8 +140,8 @@ def _tensor_record(tensor: Any) -> dict[str, Any]:
         "device": str(tensor.device),
         "layout": "nested" if nested else layout,
         "quantization": _quantization(tensor),
-        "sha256": tensor_digest(tensor),
-        "values": tensor_values(tensor),
+        "sha256": META_NO_DATA if meta else tensor_digest(tensor),
+        "values": f"[{META_NO_DATA}]" if meta else tensor_values(tensor),
     }
 
 

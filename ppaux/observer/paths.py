@@ -29,7 +29,16 @@ from ppaux.sglang import (
     POP_NON_TENSOR,
 )
 
-__all__ = ["Fault", "Machinery", "PathOutcome", "hook_fault", "pp_path", "single_stage_path"]
+__all__ = [
+    "Fault",
+    "Machinery",
+    "PathOutcome",
+    "hook_fault",
+    "pp_host",
+    "pp_path",
+    "pp_send",
+    "single_stage_path",
+]
 
 
 @dataclass(frozen=True)
@@ -241,6 +250,33 @@ def pp_path(
     output: object, rank0_observer: object, reqs: list[Any], token_ids: object, m: Machinery
 ) -> PathOutcome:
     """PP: add on the last stage, the wire, pop on rank 0 with its observer, then PP=1's way."""
+    return pp_host(pp_send(output, rank0_observer, token_ids, m), reqs, token_ids, m)
+
+
+def _rank0_own(received: dict[Any, Any], sent: dict[Any, Any]) -> dict[Any, Any]:
+    """What rank 0 received, each tensor its own: a wire that hands over the very tensors the
+    last stage sent (no transport) has them copied, as rank 0 of sglang holds a tensor of its
+    own, so that what rank 0's copy_to_host writes in place stays on rank 0. A tensor that
+    cannot be copied (a subclass of the target's whose clone raises) is handed over as sent."""
+    import torch
+
+    sent_ids = {id(v) for v in sent.values()}
+    return {
+        key: _copied(value) if id(value) in sent_ids and torch.is_tensor(value) else value
+        for key, value in received.items()
+    }
+
+
+def _copied(tensor: Any) -> Any:
+    try:
+        return tensor.clone()
+    except Exception:  # the target's own tensor subclass: handed over as it is
+        return tensor
+
+
+def pp_send(output: object, rank0_observer: object, token_ids: object, m: Machinery) -> PathOutcome:
+    """The PP path up to rank 0's rebuilt output (``output`` of the outcome): add on the last
+    stage, the wire, pop on rank 0 with its observer. Rank 0 holds tensors of its own."""
     import torch
 
     sending = _SendingOutput(output) if hasattr(output, "to_pp_tensors") else output
@@ -265,7 +301,7 @@ def pp_path(
                 "wire", refused.error_type, refused.message, refused.side, name=name, value=value
             ),
         )
-    received = dict(delivery.received)
+    received = _rank0_own(dict(delivery.received), sent)
     receiving = (
         _ReceivingObserver(rank0_observer)
         if hasattr(rank0_observer, "from_pp_tensors")
@@ -291,8 +327,16 @@ def pp_path(
             sent=aux,
             fault=Fault("pop", type(exc).__name__, message, "rank 0", name=name, value=value),
         )
-    result = single_stage_path(rebuilt, reqs, token_ids, m)
-    result.sent = aux
+    return PathOutcome(rebuilt, sent=aux)
+
+
+def pp_host(sent: PathOutcome, reqs: list[Any], token_ids: object, m: Machinery) -> PathOutcome:
+    """The rest of the PP path once rank 0 rebuilt the output (``sent``, from
+    :func:`pp_send`): PP=1's way on rank 0. A fault on the way is handed back as it is."""
+    if sent.fault is not None:
+        return sent
+    result = single_stage_path(sent.output, reqs, token_ids, m)
+    result.sent = sent.sent
     if result.fault is not None:
         result.fault = Fault(
             result.fault.stage,

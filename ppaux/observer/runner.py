@@ -2,11 +2,13 @@
 
 :func:`run_checks` drives the observer (or sends the outputs given) down both paths and hands
 :func:`emit` one record per event: plain data (see :mod:`.judge` for what each means), never a
-judgement. Each output's leaves are described when it is produced, its rebuilt copy and the
-requests after ``consume`` once the paths ran; the outputs already produced are described again
-at the end of their batch size (the aliasing check). Nothing is kept once described but the
-outputs themselves, which that last description needs. Anything the target's objects raise
-while described is recorded as the target's failure, with its method and line.
+judgement. Each output's leaves are described when it is produced, its rebuilt copy as rank 0
+rebuilds it (both before any ``copy_to_host``, which may change them in place), and the requests
+after ``consume`` once the paths ran; the outputs already produced are described again at the end
+of their batch size (the aliasing check, :mod:`.watched`), against what their own step left.
+Nothing is kept once described but the outputs themselves, which that last description needs.
+Anything the target's objects raise while described is recorded as the target's failure, with its
+method and line.
 
 Runs in the check's child process (:mod:`.worker`) or, for an object in hand, in-process.
 Imports torch when used.
@@ -15,13 +17,11 @@ Imports torch when used.
 from __future__ import annotations
 
 import inspect
-import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from ppaux.observer.compare import record, records
+from ppaux.observer.compare import records
 from ppaux.observer.drive import (
-    INTERRUPTS,
     HookFailure,
     drive_step,
     message_line,
@@ -30,10 +30,11 @@ from ppaux.observer.drive import (
 )
 from ppaux.observer.growth import RequestWalk
 from ppaux.observer.lines import at_step
-from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_path, single_stage_path
+from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_host, pp_send, single_stage_path
 from ppaux.observer.protocol import REQUESTS_PER_RECORD
 from ppaux.observer.target import LoadedObserver, TargetError
-from ppaux.observer.walk import MAX_KEY, Same, Skip, leaves, shown_name
+from ppaux.observer.walk import MAX_KEY, shown_name
+from ppaux.observer.watched import Watched, described
 from ppaux.sglang import OUTPUT_PREFIX
 
 if TYPE_CHECKING:
@@ -46,22 +47,6 @@ Emit = Callable[[dict[str, Any]], None]
 
 def _first_line(error: BaseException) -> str:
     return message_line(error)
-
-
-def _described(
-    what: str, obj: object, skip: Skip | None = None, same: Same | None = None
-) -> dict[str, dict[str, Any]]:
-    """``obj``'s records (``skip``, ``same``: see :func:`~ppaux.observer.compare.leaves`);
-    anything its own methods raise is the target's failure, raised as
-    :class:`~ppaux.observer.drive.HookFailure` with ``what`` was being read."""
-    try:
-        return records(obj, skip, same)
-    except KeyboardInterrupt as exc:
-        if not INTERRUPTS.theirs:
-            raise
-        raise HookFailure(what, exc) from exc
-    except BaseException as exc:  # the target's object raised (GeneratorExit, SystemExit...)
-        raise HookFailure(what, exc) from exc
 
 
 def _location(obj: object, method: str | None) -> dict[str, Any] | None:
@@ -115,7 +100,7 @@ class _Checks:
         self.emit = emit
         self.subjects: dict[str, Any] = {}
         self.made_sent: set[str] = set()
-        self.walk = RequestWalk(lambda view, skip, same: _described("a request", view, skip, same))
+        self.walk = RequestWalk(lambda view, skip, same: described("a request", view, skip, same))
         #: Whether a path stopped at a step of this batch size: its requests then differ by
         #: what the stopped path did not do: they are not compared at its later steps, nor
         #: described whole at its end.
@@ -152,7 +137,7 @@ class _Checks:
             return
         single_reqs, pp_reqs = self.m.make_requests(batch_size), self.m.make_requests(batch_size)
         self.subjects.update(observer=self.loaded.observer, rank0=rank0)
-        self.walk = RequestWalk(lambda view, skip, same: _described("a request", view, skip, same))
+        self.walk = RequestWalk(lambda view, skip, same: described("a request", view, skip, same))
         self.faulted = False
         produced: list[tuple[int, Any]] = []
         for index in range(self.options.steps):
@@ -191,12 +176,12 @@ class _Checks:
                     {"event": "no_output", "batch_size": batch_size, "step": index, "why": why}
                 )
                 continue
-            described = self.both_paths(
+            seen = self.both_paths(
                 step.output, rank0, single_reqs, pp_reqs, step.token_ids, batch_size, index
             )
-            if described is None:
+            if seen is None:
                 return
-            produced.append((index, _Watched(step.output, described)))
+            produced.append((index, Watched(step.output, *seen)))
         if produced and not self.requests_whole(batch_size, produced[-1][0], single_reqs, pp_reqs):
             return
         if len(produced) >= 2:
@@ -226,7 +211,7 @@ class _Checks:
         self.subjects.update(rank0=rank0)
         batch_size = self.options.batch_sizes[0]
         single_reqs, pp_reqs = self.m.make_requests(batch_size), self.m.make_requests(batch_size)
-        self.walk = RequestWalk(lambda view, skip, same: _described("a request", view, skip, same))
+        self.walk = RequestWalk(lambda view, skip, same: described("a request", view, skip, same))
         self.faulted = False
         last = None
         for index, output in enumerate(outputs):
@@ -259,8 +244,8 @@ class _Checks:
         if self.faulted:
             return True
         try:
-            single = [_described("a request", self.m.view_request(r)) for r in single_reqs]
-            pp = [_described("a request", self.m.view_request(r)) for r in pp_reqs]
+            single = [described("a request", self.m.view_request(r)) for r in single_reqs]
+            pp = [described("a request", self.m.view_request(r)) for r in pp_reqs]
         except HookFailure as failure:
             self.undescribable(batch_size, last, failure, None)
             return False
@@ -296,17 +281,29 @@ class _Checks:
         token_ids: object,
         batch_size: int,
         index: int,
-    ) -> dict[str, dict[str, Any]] | None:
-        """Both paths of one output, recorded; the output's records, or None where the target's
-        objects could not be described (the check of this batch size stops there)."""
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]] | None:
+        """Both paths of one output, recorded; the output's records as it was produced and as
+        its own step left it (its copy_to_host may change it in place), or None where the
+        target's objects could not be described (the check of this batch size stops there)."""
         self.subjects.update(output=output, rank0=rank0)
         try:
-            produced = _described("the output", output)
+            produced = described("the output", output)
         except HookFailure as failure:
             self.undescribable(batch_size, index, failure, output)
             return None
+        # Each path starts from the output as after_sample returned it, as in sglang, where a
+        # process runs one of them: the last stage sends it and rank 0 rebuilds it (described
+        # as it is rebuilt) before the single stage's copy_to_host, which may change the
+        # output's own tensors in place; rank 0's copy_to_host changes only its own.
+        pp = pp_send(output, rank0, token_ids, self.m)
+        rebuilt: dict[str, dict[str, Any]] | HookFailure | None = None
+        if pp.fault is None:
+            try:
+                rebuilt = described("the output rank 0 rebuilt", pp.output)
+            except HookFailure as failure:
+                rebuilt = failure
         single = single_stage_path(output, single_reqs, token_ids, self.m)
-        pp = pp_path(output, rank0, pp_reqs, token_ids, self.m)
+        pp = pp_host(pp, pp_reqs, token_ids, self.m)
         sent = _sent_names(pp.sent)
         message: dict[str, Any] = {
             "event": "step",
@@ -322,8 +319,10 @@ class _Checks:
         seen = None
         try:
             if single.fault is None and pp.fault is None:
+                if isinstance(rebuilt, HookFailure):
+                    raise rebuilt
                 message["rebuilt_type"] = type(pp.output).__qualname__
-                message["rebuilt"] = _described("the output rank 0 rebuilt", pp.output)
+                message["rebuilt"] = rebuilt
                 if not self.faulted:  # else the requests differ by the step a path missed
                     seen = self.walk.step(
                         [self.m.view_request(r) for r in single_reqs],
@@ -338,7 +337,12 @@ class _Checks:
         else:
             self.emit(message)
         self.made(message, pp.sent)
-        return produced
+        try:
+            left = described("the output", output)
+        except HookFailure as failure:
+            self.undescribable(batch_size, index, failure, output)
+            return None
+        return produced, left
 
     def made(self, message: dict[str, Any], sent: Any) -> None:
         """Once per hook: the line of its own file that made each value the step's records
@@ -378,60 +382,6 @@ class _Checks:
                 self.emit({"event": "wire", "records": records(wire)})
             except Exception:  # a value the wire holds that cannot be described: no wire facts
                 pass
-
-
-class _Watched:
-    """What the aliasing check keeps of an output once it is described: its records, and weak
-    references to its tensors and to the tensors they view (with the view's shape, strides and
-    offset). At the end of the batch size, a tensor (or the memory it views) that the target
-    still holds is described again; one that nobody holds any more cannot have been written
-    over, and keeps its first description. So the check holds no output that the target does
-    not: its memory is the target's own. An output whose leaves cannot be walked again is held
-    as it is (``strong``)."""
-
-    def __init__(self, output: Any, described: dict[str, dict[str, Any]]) -> None:
-        import torch
-
-        self.described = described
-        self.strong: Any = None
-        self.tensors: list[tuple[str, Any, Any, Any]] = []
-        try:
-            found = leaves(output)
-            for path, leaf in found.items():
-                if not isinstance(leaf, torch.Tensor):
-                    continue
-                base = leaf._base
-                view = None
-                if base is not None and leaf.layout == torch.strided:
-                    view = (tuple(leaf.shape), leaf.stride(), leaf.storage_offset())
-                self.tensors.append(
-                    (path, weakref.ref(leaf), None if base is None else weakref.ref(base), view)
-                )
-        except Exception:  # the target's object (described once already): keep it
-            self.strong = output
-            self.tensors = []
-
-    def now(self) -> dict[str, dict[str, Any]]:
-        """The records as they are now; raises :class:`HookFailure` where the target's objects
-        raise while described."""
-        if self.strong is not None:
-            return _described("the output", self.strong)
-        out = dict(self.described)
-        for path, ref, base_ref, view in self.tensors:
-            tensor = ref()
-            if tensor is None and base_ref is not None and view is not None:
-                base = base_ref()
-                if base is not None:
-                    try:
-                        tensor = base.as_strided(*view)
-                    except RuntimeError:  # the memory it viewed is no longer there to read
-                        tensor = None
-            if tensor is not None:
-                try:
-                    out[path] = record(tensor)
-                except (Exception, RecursionError) as exc:  # a tensor subclass of the target's
-                    raise HookFailure("the output", exc) from exc
-        return out
 
 
 def _sent_names(sent: Any) -> list[str]:

@@ -1,0 +1,107 @@
+"""What the check keeps of an output to see, at the end of its batch size, whether a later step
+changed it (the aliasing check), and how the target's objects are described: anything their own
+methods raise while described is the target's failure.
+
+Runs where the check runs (the child, or this process for an object in hand); imports torch when
+used.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from ppaux.observer.compare import record, records
+from ppaux.observer.drive import INTERRUPTS, HookFailure
+from ppaux.observer.walk import Same, Skip, leaves
+
+__all__ = ["Watched", "described"]
+
+
+def described(
+    what: str, obj: object, skip: Skip | None = None, same: Same | None = None
+) -> dict[str, dict[str, Any]]:
+    """``obj``'s records (``skip``, ``same``: see :func:`~ppaux.observer.compare.leaves`);
+    anything its own methods raise is the target's failure, raised as
+    :class:`~ppaux.observer.drive.HookFailure` with ``what`` was being read."""
+    try:
+        return records(obj, skip, same)
+    except KeyboardInterrupt as exc:
+        if not INTERRUPTS.theirs:
+            raise
+        raise HookFailure(what, exc) from exc
+    except BaseException as exc:  # the target's object raised (GeneratorExit, SystemExit...)
+        raise HookFailure(what, exc) from exc
+
+
+class Watched:
+    """What the aliasing check keeps of an output once it is described: its records, and weak
+    references to its tensors and to the tensors they view (with the view's shape, strides and
+    offset). At the end of the batch size, a tensor (or the memory it views) that the target
+    still holds is described again; one that nobody holds any more cannot have been written
+    over, and keeps its first description. So the check holds no output that the target does
+    not: its memory is the target's own. An output whose leaves cannot be walked again is held
+    as it is (``strong``).
+
+    A value that its own step changed (its copy_to_host writing in place) and that nothing
+    changed since is as produced: only what a later step changed is a change.
+    """
+
+    def __init__(
+        self,
+        output: Any,
+        described: dict[str, dict[str, Any]],
+        left: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        import torch
+
+        self.described = described
+        self.left = described if left is None else left
+        self.strong: Any = None
+        self.tensors: list[tuple[str, Any, Any, Any]] = []
+        try:
+            found = leaves(output)
+            for path, leaf in found.items():
+                if not isinstance(leaf, torch.Tensor):
+                    continue
+                base = leaf._base
+                view = None
+                if base is not None and leaf.layout == torch.strided:
+                    view = (tuple(leaf.shape), leaf.stride(), leaf.storage_offset())
+                self.tensors.append(
+                    (path, weakref.ref(leaf), None if base is None else weakref.ref(base), view)
+                )
+        except Exception:  # the target's object (described once already): keep it
+            self.strong = output
+            self.tensors = []
+
+    def now(self) -> dict[str, dict[str, Any]]:
+        """The records as they are now; raises :class:`HookFailure` where the target's objects
+        raise while described."""
+        if self.strong is not None:
+            return self._since(described("the output", self.strong))
+        out = dict(self.left)
+        for path, ref, base_ref, view in self.tensors:
+            tensor = ref()
+            if tensor is None and base_ref is not None and view is not None:
+                base = base_ref()
+                if base is not None:
+                    try:
+                        tensor = base.as_strided(*view)
+                    except RuntimeError:  # the memory it viewed is no longer there to read
+                        tensor = None
+            if tensor is not None:
+                try:
+                    out[path] = record(tensor)
+                except (Exception, RecursionError) as exc:  # a tensor subclass of the target's
+                    raise HookFailure("the output", exc) from exc
+        return self._since(out)
+
+    def _since(self, now: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """``now``, each value that is as its own step left it given as it was produced."""
+        return {
+            path: self.described[path]
+            if path in self.described and value == self.left.get(path)
+            else value
+            for path, value in now.items()
+        }
