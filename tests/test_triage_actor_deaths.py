@@ -75,3 +75,41 @@ def test_inside_an_actor_died_error_it_is_one_death():
     assert found.code == "PP809"
     assert "WorkerDict pid=20174" in found.message
     assert "more record" not in found.message
+
+
+def test_ray_actor_error_after_the_sentence_is_the_same_death():
+    # Ray before 2.8 raises the base class, RayActorError, with the same words; the sentence
+    # of the worker's death comes first in the job's log (as a verl job's tail shows it).
+    text = (
+        f"{SENTENCE}\n"
+        "\n"
+        "Status message: Job entrypoint command failed with exit code 1\n"
+        '  File "/srv/verl/single_controller/ray/base.py", line 42, in func\n'
+        "    output = ray.get(output)\n"
+        "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.\n"
+        "        class_name: create_colocated_worker_cls.<locals>.WorkerDict\n"
+        "        pid: 71876\n"
+    )
+    report = triage_paths(["run.log"], {"run.log": io.BytesIO(text.encode())})
+    codes = [(f.code, f.extra.get("no_root")) for f in report.findings if f.code.startswith("PP8")]
+    assert codes == [("PP809", "process-died")]
+    (found,) = [f for f in report.findings if f.code == "PP809"]
+    assert "WorkerDict pid=71876 died: its Ray worker process ended" in found.message
+
+
+def test_a_ray_actor_error_of_another_kind_is_no_death():
+    # RayActorError's words that say nothing of a death (an actor restarting) are no death.
+    from ppaux.triage import death_in_text
+
+    assert death_in_text("ray.exceptions.RayActorError: The actor is restarting") is None
+
+
+def test_a_ray_actor_error_that_says_no_death_is_no_death_in_triage():
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/app/main.py", line 10, in <module>\n'
+        "    ray.get(ref)\n"
+        "ray.exceptions.RayActorError: The actor is temporarily unavailable: restarting.\n"
+    )
+    report = triage_paths(["run.log"], {"run.log": io.BytesIO(text.encode())})
+    assert all(f.extra.get("no_root") != "process-died" for f in report.findings)

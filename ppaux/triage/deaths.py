@@ -54,6 +54,7 @@ __all__ = [
     "launcher_summary",
     "relay",
     "relayed_error",
+    "slurm_ended",
     "worker_died",
     "worker_name",
 ]
@@ -65,7 +66,10 @@ _RAYLET = re.compile(
     r"A worker died or was killed|The actor is dead because its worker process has died"
 )
 _RAY_PID = re.compile(r"Worker PID: (?P<pid>\d{1,9})")
-_ACTOR_DIED = re.compile(r"(?:^|[.(])ActorDiedError\)?$")
+#: The exception a caller of a dead actor gets: ``ActorDiedError``, or its base class
+#: ``RayActorError`` that Ray releases before 2.8 raise with "The actor died unexpectedly".
+_ACTOR_DIED = re.compile(r"(?:^|[.(])(?:ActorDiedError|RayActorError)\)?$")
+_ACTOR_DIED_TEXT = re.compile(r"ActorDiedError|RayActorError: The actor died")
 _EXIT = re.compile(r"exited with code (?P<code>-\d{1,3})\b")
 _OOM = re.compile(r"OOM killer|out of memory|memory pressure", re.IGNORECASE)
 _EXIT_TYPE = re.compile(r"Worker exit type: (?P<type>[A-Z_]{1,40})")
@@ -198,6 +202,12 @@ def exited(how: str) -> bool:
     return "exited with status" in how and "SIG" not in how
 
 
+def slurm_ended(how: str) -> bool:
+    """True where Slurm itself ended the process (its time limit, a pre-emption, a
+    cancellation): the log says what ended it."""
+    return killer(how) == "slurm-cancel"
+
+
 def crashed(how: str) -> bool:
     """True where a process died ``how`` of a crash of its own (SIGSEGV, SIGABRT, SIGBUS,
     SIGILL, SIGFPE): a core dump and the fault handler say where, not the OOM killer."""
@@ -254,6 +264,8 @@ def death_of(record: Failure | Event) -> str | None:
     types = [record.exception, *(t for t, _ in record.chain)]
     if not any(_ACTOR_DIED.search(t) for t in types):
         return None
+    if "ActorDiedError" not in " ".join(types) and "died" not in record.message:
+        return None  # a RayActorError that says no actor died (one restarting, unavailable)
     exit_type = _EXIT_TYPE.search(record.message)
     notes = [] if exit_type is None else [exit_type.group("type")]
     if _OOM.search(record.message):
@@ -381,11 +393,13 @@ def death_in_text(text: str) -> str | None:
         how = _ended(ended[1], "DeepSpeed's launcher")
     elif ended is not None and ended[1] is None:
         how = "died: the line that gives its return code is cut (DeepSpeed's launcher)"
-    elif _RAYLET.search(text) is not None or "ActorDiedError" in text:
+    elif _RAYLET.search(text) is not None or _ACTOR_DIED_TEXT.search(text) is not None:
         how = "died: its Ray worker process ended"
     if how is not None:
-        limit = killer(how) not in (None, "container-memory")  # 137: a limit or the host's
+        name = killer(how)
+        limit = name not in (None, "container-memory", "slurm-cancel")  # 137: limit or host's
         said = "its memory limit ended it" if limit else "not what ended it"
+        said = "Slurm ended it" if name == "slurm-cancel" else said
         return (
             f"it reports that a process {how}, and {said}: {hint_of(how)}; "
             "'ppaux triage' on the whole log says whether anything failed before it"

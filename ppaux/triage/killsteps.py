@@ -17,6 +17,8 @@ def killer_steps(killer: str) -> list[Step]:
         return _ray_steps()
     if killer == "slurm-memory":
         return _slurm_steps()
+    if killer == "slurm-cancel":
+        return _slurm_cancel_steps()
     if killer == "container-memory":
         return _container_steps()
     return _kubernetes_steps()
@@ -62,6 +64,31 @@ def _slurm_steps() -> list[Step]:
             where,
             "ask for more memory (--mem, --mem-per-gpu, --mem-per-cpu) or use less host memory "
             "(fewer loader workers, a smaller CPU-side cache)",
+        ),
+    ]
+
+
+def _slurm_cancel_steps() -> list[Step]:
+    where = "a Slurm login node"
+    return [
+        Step(
+            None,
+            where,
+            "Slurm ended the step (its time limit, a pre-emption or a cancellation), not a "
+            "failure of the program: see which and how long it ran",
+        ),
+        Step(
+            None,
+            where,
+            "sacct -j JOB --format=JobID,State,Elapsed,Timelimit (JOB: the step's number "
+            "before its dot)",
+        ),
+        Step(
+            None,
+            where,
+            "for TIMEOUT ask for more time (--time) or checkpoint and resume; for PREEMPTED or "
+            "REQUEUED the requeue restarts it; for CANCELLED, who cancelled it (sacct's State "
+            "names the user)",
         ),
     ]
 

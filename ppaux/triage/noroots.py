@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from ppaux.report import Finding, Severity, finding
 from ppaux.text import counted, shown
-from ppaux.triage.deaths import crashed, dead_one, death_of, exited, hint_of, launcher_summary
+from ppaux.triage.deaths import (
+    crashed,
+    dead_one,
+    death_of,
+    exited,
+    hint_of,
+    launcher_summary,
+    slurm_ended,
+)
 from ppaux.triage.incidents import communication
 from ppaux.triage.kinds import local_note
 from ppaux.triage.ncclsetup import setup_failure, setup_words
@@ -41,10 +49,14 @@ def _died_message(died: list[tuple[Failure | Event, str]], count: int) -> str:
     """PP809's words for a log whose processes died of what it does not say."""
     dead, how = died[0]
     others = count - len(died)
+    ended = (
+        "Slurm ended it, as the line says"
+        if slurm_ended(how)
+        else ("what ended it is not in this log")
+    )
     message = (
-        f"no root in this log: {shown(dead_one(dead))} {how} ({place_of(dead)}); what "
-        f"ended it is not in this log: {hint_of(how)}"
-        + (f"; {counted(others, 'more record')} followed" if others > 0 else "")
+        f"no root in this log: {shown(dead_one(dead))} {how} ({place_of(dead)}); {ended}: "
+        f"{hint_of(how)}" + (f"; {counted(others, 'more record')} followed" if others > 0 else "")
     )
     if len(died) > 1:  # every process the log reports dead, not the first alone
         names = list(dict.fromkeys(shown(dead_one(r)) for r, _ in died[1:]))

@@ -9,7 +9,9 @@
 - Slurm: ``slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0``, ``srun: error:
   <node>: task 1: Out Of Memory`` (the step's memory limit, its cgroup), ``srun: error: <node>:
   task 1: Exited with exit code 1`` and ``... task 0: Killed`` (srun ending the step's other
-  tasks);
+  tasks); ``slurmstepd: error: *** STEP 4242.0 ON node CANCELLED AT <time> DUE TO TIME LIMIT
+  ***`` (the step ended by Slurm: its time limit, a pre-emption, ``scancel``) and ``srun: error:
+  <node>: tasks 0-1,3: Terminated`` (its tasks ended with it);
 - Kubernetes: ``Reason: OOMKilled`` in ``kubectl describe pod``'s container state: the
   container went past its memory limit;
 - a shell's or docker compose's report of a child it ran (:mod:`ppaux.triage.shelldeaths`).
@@ -37,6 +39,8 @@ RUNTIME_MARKERS: tuple[bytes, ...] = (
     b": Out Of Memory",
     b": Exited with exit code",
     b": Killed",
+    b"CANCELLED AT",
+    b": Terminated",
     b"OOMKilled",
     b"Exit code: ",
     b"has been marked dead because the detector",
@@ -69,7 +73,16 @@ _SLURM_OOM_EVENT = re.compile(
 )
 _SRUN_TASK = re.compile(
     r"^srun: error: (?P<node>[\w.-]{1,253}): tasks? (?P<tasks>\d{1,7}(?:[-,]\d{1,7}){0,16}): "
-    r"(?:(?P<oom>Out Of Memory)|Exited with exit code (?P<code>\d{1,3})|(?P<killed>Killed))\s*$"
+    r"(?:(?P<oom>Out Of Memory)|Exited with exit code (?P<code>\d{1,3})|(?P<killed>Killed)"
+    r"|(?P<terminated>Terminated))\s*$"
+)
+#: slurmstepd's record of a step or job Slurm ended, and why where it says (``DUE TO TIME
+#: LIMIT``, ``DUE TO PREEMPTION``, ``DUE TO JOB REQUEUE``; none: ``scancel`` or an
+#: administrator). It may follow a progress bar's ``]`` on the same line.
+_SLURM_CANCELLED = re.compile(
+    r"(?:^|(?<=\])|(?<=\] ))slurmstepd(?:-[\w.-]{1,253})?: error: \*\*\* (?P<what>STEP|JOB) "
+    r"(?P<id>[\w.+-]{1,40}) ON (?P<node>[\w.-]{1,253}) CANCELLED AT [\w:.+-]{1,40}"
+    r"(?: DUE TO (?P<why>[A-Z][A-Z ]{0,40}?))? \*\*\*"
 )
 _OOMKILLED = re.compile(r"^\s{0,16}Reason:\s{1,32}OOMKilled\s*$")
 #: Ray's record of a node whose heartbeats stopped (its raylet died, or the network to it
@@ -132,12 +145,16 @@ def runtime_death(text: str) -> tuple[str, str] | None:
             "died: killed by the OOM killer inside the step's memory limit (Slurm's cgroup: "
             f"{int(event['count'])} oom_kill event(s))",
         )
+    if (cancelled := _SLURM_CANCELLED.search(text)) is not None:
+        return _slurm_cancelled(cancelled)
     if (task := _SRUN_TASK.search(text)) is not None:
         who = f"Slurm task {task['tasks']} (on {task['node']})"
         if task["oom"] is not None:
             return who, "died: killed for memory (Slurm: Out Of Memory, the step's memory limit)"
         if task["killed"] is not None:
             return who, "was killed by srun (it ends a step's other tasks when one fails)"
+        if task["terminated"] is not None:
+            return who, "was terminated by Slurm (its step was cancelled or ran out of time)"
         return who, f"died: exited with status {int(task['code'])} (srun)"
     if _OOMKILLED.search(text) is not None:
         return (
@@ -145,6 +162,21 @@ def runtime_death(text: str) -> tuple[str, str] | None:
             "died: killed for memory (Kubernetes OOMKilled: the container's memory limit)",
         )
     return shell_death(text)
+
+
+def _slurm_cancelled(found: re.Match[str]) -> tuple[str, str]:
+    """Who Slurm's cancellation record names and how it ended."""
+    who = f"Slurm {found['what'].lower()} {found['id']} (on {found['node']})"
+    why = found["why"]
+    if why == "TIME LIMIT":
+        return who, "died: cancelled by Slurm at its time limit (the job's --time)"
+    if why in ("PREEMPTION", "JOB REQUEUE"):
+        return (
+            who,
+            f"died: cancelled by Slurm: pre-empted ({why.lower()}), not a failure of its own",
+        )
+    said = f" (due to {why.lower()})" if why else " (scancel, an administrator or a node's failure)"
+    return who, f"died: cancelled by Slurm{said}"
 
 
 def _ray_death(found: re.Match[str]) -> tuple[str, str] | None:
@@ -189,14 +221,22 @@ _KILLERS = (
 
 def killer(how: str) -> str | None:
     """The mechanism that ended a process that died ``how``, where it has steps of its own
-    ('ray-memory-monitor', 'slurm-memory', 'kubernetes-memory', 'container-memory'); None for
-    another death."""
+    ('ray-memory-monitor', 'slurm-memory', 'kubernetes-memory', 'container-memory'), or Slurm
+    ending it ('slurm-cancel': its time limit, a pre-emption, a cancellation); None for another
+    death."""
+    if "cancelled by Slurm" in how or "terminated by Slurm" in how:
+        return "slurm-cancel"
     if "memory" not in how:
         return None
     return next((name for words, name in _KILLERS if words in how), None)
 
 
 _HINTS = {
+    "slurm-cancel": (
+        "'sacct -j JOB --format=JobID,State,Elapsed,Timelimit' (JOB: the step's number before "
+        "its dot) shows its state and times; for a time limit ask for more (--time) or "
+        "checkpoint and resume; a pre-emption's requeue restarts it"
+    ),
     "container-memory": (
         "exit code 137 is SIGKILL: the container's memory limit or the host's OOM killer "
         "ended it: 'docker inspect <container> --format {{.State.OOMKilled}}' says whether its "
