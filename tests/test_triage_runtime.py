@@ -99,7 +99,9 @@ def test_triage_names_the_first_stage_that_sglang_logged_failing(version, log_ms
     assert version in build.extra["fits"]
     later = [f for f in report.findings if f.code == "PP803"]
     assert [f.key for f in later] == ["PP1"]
-    assert "Connection closed by peer" in later[0].message or "closed" in later[0].message
+    # gloo's words vary with the timing (the peer closed, reset, or its read failed) and a
+    # long message is cut in the middle: what holds is that PP1 failed in gloo's transport.
+    assert "RuntimeError: [" in later[0].message and "gloo" in later[0].message
     assert "PP804" in [f.code for f in report.findings]
     assert "PP805" not in [f.code for f in report.findings]  # the culprit is not in these frames
 

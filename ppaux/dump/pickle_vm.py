@@ -31,6 +31,7 @@ from ppaux.dump.model import (
     NdArrayRef,
     NumpyDtype,
     Opaque,
+    StorageType,
     TensorRef,
     TypeRef,
 )
@@ -154,6 +155,17 @@ class Machine(PickleState):
             # characters per call, quadratic in all).
             name = func.name if len(func.name) > _MAX_NAME else f"{func.name}(...)"
             return Opaque(name, via, args)
+        if isinstance(func, StorageType):
+            # Both of torch's unpicklers stand a legacy storage class in for an object that is
+            # not callable: torch.load raises TypeError at this call.
+            from ppaux.errors import TorchRefuses
+
+            raise TorchRefuses(
+                self.path,
+                f"torch.load refuses the file: the pickle calls torch.{func.name} "
+                f"(at byte {self.op_pos}), which torch's unpickler reads as a storage type that "
+                "cannot be called ('StorageType' object is not callable)",
+            )
         called = getattr(func, "name", None)
         if isinstance(called, str):  # an allowlisted type used as a constructor we do not model
             return Opaque(called, via, args)
