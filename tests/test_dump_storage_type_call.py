@@ -9,10 +9,11 @@ import io
 import zipfile
 
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
+from ppaux.dump import inspect_paths
 
-from ppaux.dump import inspect_paths  # noqa: E402
+pytestmark = pytest.mark.torch
 
 
 def _saved(legacy: bool) -> bytes:
