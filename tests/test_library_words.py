@@ -39,6 +39,8 @@ CLI_TEXT = {
     "ppaux/triage/killsteps.py": "triage's next commands for a killed process (Slurm, Ray, k8s)",
     "ppaux/triage/kindsteps.py": "triage's next commands for a kind of failure (network, host)",
     "ppaux/triage/setupsteps.py": "triage's next commands for NCCL's set-up (launchers' flags)",
+    "ppaux/triage/programsteps.py": "triage's next commands for memory and kernel failures "
+    "(sglang's server arguments, nvidia-smi)",
     "ppaux/triage/runtimedeaths.py": "the Ray and Slurm commands a death record points to",
     "ppaux/report/formats/html.py": "CSS custom properties (--fg, --line), not flags",
 }

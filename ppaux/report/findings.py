@@ -60,17 +60,20 @@ class Rule:
     #: True when the finding means "could not check" (no verdict was possible); ``--strict``
     #: turns such findings into errors so that a CI gate never passes on them.
     inconclusive: bool = False
-    #: The fix of each kind a finding of this rule names in ``extra.kind``, as (kind, fix)
-    #: pairs: a finding of a kind listed here carries that fix; ``fix`` covers every kind.
+    #: The fix of each kind a finding of this rule names (in ``extra.nccl_setup``, else
+    #: ``extra.kind``, else ``extra.no_root``), as (kind, fix) pairs: a finding of a kind
+    #: listed here carries that fix; ``fix`` covers every kind.
     kind_fixes: tuple[tuple[str, str], ...] = ()
     #: True when the finding says the check itself did not run to its end or checked nothing
     #: (the target ended, hung, or produced nothing to check): ``--select`` and ``--ignore``
     #: never drop it, so a narrowed selection cannot pass a check that checked nothing.
     always_reported: bool = False
 
-    def fix_for(self, kind: object) -> str:
-        """The fix for a finding of ``kind`` (its ``extra.kind``): the kind's own, else ``fix``."""
-        return next((text for name, text in self.kind_fixes if name == kind), self.fix)
+    def fix_for(self, *kinds: object) -> str:
+        """The fix for a finding of ``kinds`` (its ``extra.nccl_setup``, ``kind``, ``no_root``):
+        the first listed kind's own, else ``fix``."""
+        fixes = dict(self.kind_fixes)
+        return next((fixes[k] for k in kinds if isinstance(k, str) and k in fixes), self.fix)
 
 
 @dataclass(frozen=True)

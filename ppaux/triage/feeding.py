@@ -21,7 +21,7 @@ from ppaux.triage.groups import GROUP_HEADER, unmargined
 from ppaux.triage.kinds import root_of_group
 from ppaux.triage.leads import lead_length, named
 from ppaux.triage.lineformat import LogLine, torch_rank
-from ppaux.triage.logreading import LogReading, event_kind, nccl_process
+from ppaux.triage.logreading import LogReading, check_frames_only, event_kind, nccl_process
 from ppaux.triage.methods import WorkerMethods
 from ppaux.triage.ncclcuda import last_error, nccl_error_name
 from ppaux.triage.records import Event, Failure, failure_start, method_said, process_of
@@ -434,6 +434,16 @@ class Reader:
             self._origins[names[name]] = origin
         return names.get(name, origin)
 
+    def _checked(self, line: LogLine) -> bool:
+        """True where a failure of ``line``'s stream, open or the log's last, says the
+        watchdog's check for NCCL errors raised it (its C++ frames follow its record: one
+        failure, not a second)."""
+        stream = self._streams.get(line.stream)
+        if stream is not None and any(_names_check(b.failure) for b in stream.builders.values()):
+            return True
+        failures = self.reading.failures
+        return bool(failures) and failures[-1].stream == line.stream and _names_check(failures[-1])
+
     def _marked(self, line: LogLine) -> bool:
         """Read ``line``, which holds a marker, as a traceback's start or a record of the
         marker's kind; False where it is neither."""
@@ -469,6 +479,8 @@ class Reader:
             return True
         if kind is None:
             return self._exit_code(line)
+        if kind == "watchdog" and check_frames_only(plain) and self._checked(line):
+            return True  # the C++ frames of an NCCL error this log's record already holds
         if kind == "capture":
             found = _CAPTURE_DIR.search(line.text[:_CAPTURE_LINE])
             if found is not None and len(reading.captures) < 16:
@@ -500,6 +512,11 @@ class Reader:
 
 #: The characters of an event's line kept; a death's line keeps its start and its end.
 _EVENT_TEXT = 2000
+
+
+def _names_check(failure: Failure) -> bool:
+    """True for a failure whose words say the watchdog's check for NCCL errors raised it."""
+    return "checkForNCCLErrors" in failure.message
 
 
 def _kept(text: str, kind: str) -> str:

@@ -34,6 +34,7 @@ from ppaux.sglang import search_message
 from ppaux.triage.deaths import death_of, launcher_summary, relay, worker_name
 from ppaux.triage.frames import frame_owner, in_scheduler_process, in_sglang_server
 from ppaux.triage.kinds import COMMUNICATION, COMMUNICATION_INIT, MEMORY, kind_of
+from ppaux.triage.ncclsetup import setup_failure
 from ppaux.triage.records import Event, Failure, process_of
 from ppaux.triage.runs import far_apart
 
@@ -275,11 +276,31 @@ def incidents(
             _name_relayed(incident.root, events)
     for event in events:
         if event.kind in ("capture", "nccl-warn"):
-            # NCCL's warnings say no more than the failures found: they matter only in a log
-            # that holds nothing else.
+            # NCCL's warnings matter only in a log that holds nothing else, or as the cause
+            _warned_before(found, event)  # a traceback cut after them lost
             continue
         _owner(found, event).events.append(event)
     return found, [], []
+
+
+def _warned_before(found: list[Incident], event: Event) -> None:
+    """Name NCCL's warning ``event`` that a communicator's set-up failed as the cause of the
+    root it stands above in its log, where that root's traceback is cut before its exception
+    line (sglang's start-up traceback after NCCL's ``socketPollConnect: Connect to ...
+    returned 113(No route to host)``): the only error the log shows before it."""
+    if event.kind != "nccl-warn" or (said := setup_failure(event.text)) is None:
+        return
+    for incident in found:
+        root = incident.root
+        if (
+            root.source == event.source
+            and root.order > event.order
+            and root.exception is None
+            and root.said is None
+            and root.warned is None
+        ):
+            root.warned = (*said, f"{event.source}:{event.line}")
+            return
 
 
 def _name_relayed(root: Failure, events: list[Event]) -> None:

@@ -333,7 +333,7 @@ def triage_paths(
         killed_by,
         torchrun=bool(found) and _torchrun_recorded(found[0].root),
         pp_key=pp_key_error(found[0].root) if found else None,
-        setup=setup,
+        setup=setup or next((i.root.warned[0] for i in found if i.root.warned), None),
     )
     _fill(report, readings, found, deployment, plan)
     _say_one_run(report, readings, found, [*failures, *events])

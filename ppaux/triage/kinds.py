@@ -232,6 +232,8 @@ def _kernel_fault(text: str) -> bool:
 
 def kind_of(failure: Failure) -> str:
     """The kind of ``failure`` (one of :data:`KINDS`)."""
+    if failure.warned is not None and failure.exception is None:
+        return COMMUNICATION_INIT  # cut, below NCCL's warning that its set-up failed
     texts = _texts(failure)
     if not texts:
         return UNKNOWN

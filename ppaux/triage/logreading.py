@@ -10,7 +10,7 @@ from ppaux.triage.deaths import worker_died
 from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.records import Event, Failure
 
-__all__ = ["LogReading", "event_kind", "nccl_process", "watchdog_words"]
+__all__ = ["LogReading", "check_frames_only", "event_kind", "nccl_process", "watchdog_words"]
 
 
 @dataclass
@@ -102,6 +102,13 @@ def watchdog_words(text: str) -> str:
     )
 
 
+def check_frames_only(text: str) -> bool:
+    """True for a line that is torch's C++ frame of the watchdog's check for NCCL errors and
+    no timeout record: the frames of an error whose own line, when the log holds it (``...
+    Exception raised from checkForNCCLErrorsInternal at ...``), is that failure already."""
+    return _CHECK_ERRORS.search(text) is not None and not _timeout(text)
+
+
 def event_kind(text: str) -> str | None:
     """The kind of one-line event ``text`` is (:class:`~ppaux.triage.records.Event`), or None
     for a line that is none."""
@@ -130,8 +137,8 @@ def _timeout(text: str) -> bool:
 
 
 #: NCCL's warning as NCCL writes it: after its ``[<device>]`` prefix or its source place
-#: (``net_socket.cc:540``), not the words in a sentence about it.
-_NCCL_WARN = re.compile(r"(?:\[\d{1,6}\]|\.(?:cc|h|cu|cpp):\d{1,6}) NCCL WARN ")
+#: (``net_socket.cc:540``, ``socket.c:485``), not the words in a sentence about it.
+_NCCL_WARN = re.compile(r"(?:\[\d{1,6}\]|\.(?:cc|c|h|cu|cpp):\d{1,6}) NCCL WARN ")
 
 #: NCCL's own prefix of its lines: ``<host>:<pid>:<thread> [<device>]``.
 _NCCL_PREFIX = re.compile(r"^\s*(?P<host>[\w.-]{1,253}):(?P<pid>\d{1,9}):\d{1,9} \[\d{1,6}\]")

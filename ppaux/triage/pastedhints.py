@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .programsteps import LAUNCH_BLOCKING
+
 __all__ = ["PastedHint", "pasted_hint"]
 
 #: Where the headline says to look first, by the kind triage reads (the full next steps
@@ -19,7 +21,8 @@ _LOOK_FIRST: dict[str, str] = {
     "network-or-other-node": "set NCCL_DEBUG=INFO",
     "nccl-setup": "check each rank's RANK, device and NCCL_SOCKET_IFNAME",
     "host-setup": "set NCCL_DEBUG=INFO on this rank",
-    "shape-kernel": "set CUDA_LAUNCH_BLOCKING=1",
+    # the first command of triage's steps for the kind (one datum, both front ends)
+    "shape-kernel": f"set {LAUNCH_BLOCKING[1]}",
 }
 #: A signal's death, and where to look for what sent it.
 _SIGNAL_LOOK_FIRST = (

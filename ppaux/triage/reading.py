@@ -58,11 +58,15 @@ _SETTING = {
     "dist_init_addr": re.compile(rb"\bdist_init_addr='([^'\n]{1,256})'"),
 }
 #: What only a log of sglang's or of a launcher around it holds, looked for in a log's head:
-#: sglang's prefix (or a cut one), a traceback, torch's ``[rankN]:``, sglang's server arguments.
+#: sglang's prefix (or a cut one), a traceback, torch's ``[rankN]:``, sglang's server arguments,
+#: NCCL's own prefix.
 _LOG_SHAPE = re.compile(
     rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|(?:DP|PP|TP|EP)\d{1,6}\] |Traceback \(m|"
     rb"\[rank\d{1,6}\]:|hit an exception|ServerArgs\(|Watchdog caught|"
-    rb'File \\?"[^"\n]{1,4096}", line \d'
+    rb'File \\?"[^"\n]{1,4096}", line \d|'
+    # NCCL's own lines (NCCL_DEBUG=INFO), '<host>:<pid>:<thread> [<device>] NCCL INFO ...': a
+    # log of NCCL's set-up and nothing else is a log ppaux reads (it may hold no failure)
+    rb"(?:^|\n)[\w.-]{1,253}:\d{1,9}:\d{1,9} \[\d{1,6}\] NCCL (?:INFO|WARN) "
 )
 #: Events told by a few words only (sglang's SIGQUIT lines, ppaux capture's own): in a log they
 #: stand behind sglang's prefix, which makes the log shaped; a file that holds the words in prose
@@ -126,8 +130,10 @@ class _Unquoted:
 #: shows such a line only as a frame's code, right after its 'File "...", line N' line.
 _DEFINITION = re.compile(rb"^[ \t]*(?:def |class |import |from [\w.]+ import |@[\w.]+)")
 _FRAME_LINE = re.compile(rb'^[ \t]*File "')
-#: sglang's own line prefix at the start of a line: '[2026-12-03 14:56:07'.
-_SGLANG_LINE = re.compile(rb"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", re.M)
+#: A line that begins with a time in brackets, as sglang's prefix does: '[2026-12-03 14:56:07'
+#: (another program's too: DeepSpeed's '[2023-04-16 21:36:09,031]'), which source code never
+#: begins a line with.
+_STAMPED_LINE = re.compile(rb"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", re.M)
 
 
 def _source_code(head: bytes) -> bool:
@@ -135,7 +141,7 @@ def _source_code(head: bytes) -> bool:
     twentieth of them, define or import outside any traceback frame, and no line begins with
     sglang's prefix. torch's own source holds tracebacks, and 'Traceback (most recent call
     last)' in its docstrings and tests; a log holds such lines only as a frame's code."""
-    if _SGLANG_LINE.search(head):
+    if _STAMPED_LINE.search(head):
         return False
     definitions = lines = 0
     after_frame = False

@@ -124,6 +124,11 @@ class Failure:
     #: ``Root Cause (first observed failure)``) or 'failure' (another of its rows, which the
     #: summary lists before the root cause though it failed after it); None for any other.
     summary: str | None = None
+    #: NCCL's warning that a communicator's set-up failed, the only error the log holds above
+    #: this traceback, which is cut before its exception line: (the set-up failure,
+    #: :func:`~ppaux.triage.ncclsetup.setup_failure`, what the warning says of it, and where it
+    #: stands, 'log:line'). That warning is the cause the traceback lost. None otherwise.
+    warned: tuple[str, str, str] | None = None
 
     @property
     def zoned(self) -> bool:

@@ -16,6 +16,7 @@ from ppaux.text import counted, shown
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
 from ppaux.triage.incidents import Incident, seconds_between
 from ppaux.triage.kinds import kind_of, local_note, quoted_relay
+from ppaux.triage.ncclsetup import setup_words
 from ppaux.triage.records import Event, Failure
 
 __all__ = [
@@ -341,9 +342,16 @@ def _aux_root(
 def _other_root(root: Failure, message: str, extra: dict[str, Any]) -> Finding:
     """PP802: ``root`` is a failure of another kind than the nine messages (or cut)."""
     kind = extra["kind"]
+    warned = root.warned if root.exception is None else None
+    if warned is not None:
+        extra["nccl_setup"] = warned[0]
     message += (
         ""
         if root.said
+        else "; the log cuts its traceback before the exception line, and the only error "
+        f"above it is its cause: NCCL's warning that {setup_words(*warned[:2])}, at "
+        f"{warned[2]})"
+        if warned is not None
         else "; the log cuts its traceback before the exception line: the cause is not in it"
         if kind == "unknown"
         else f"; a {KIND_TEXT[kind]}, not an auxiliary-output error"

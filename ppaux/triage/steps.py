@@ -13,10 +13,12 @@ chosen by the kind of each incident's root (:mod:`ppaux.triage.kinds`).
   error``), the driver, the CUDA runtime and the shared memory of that host;
 - hardware (an ECC error, an Xid, NVLink, a GPU fallen off the bus): the GPU's own state and
   the driver's Xid records on its host, then the node drained and the GPU reset or replaced;
-- memory: the server arguments that bound sglang's memory;
+- memory: the server arguments that bound sglang's memory, or, for another program (a
+  training job), its batch size and PyTorch's allocator (:mod:`ppaux.triage.programsteps`);
 - a process that died of what the log does not say: the kernel's OOM kills on its host and
   that process's own log;
-- shape or kernel: what to report upstream (the model, the release, the server arguments);
+- shape or kernel: a rerun with ``CUDA_LAUNCH_BLOCKING=1``, then what to report upstream (for
+  sglang the model, the release, the server arguments; for another program its versions);
 - anything else: the stage comparison where the logs show pipeline stages; else what to read
   first (the root's own record, or the whole log of a process whose traceback is cut).
 
@@ -33,6 +35,7 @@ from ppaux.sglang import MessageMatch
 from ppaux.triage.deathsteps import death_steps, record_steps
 from ppaux.triage.kindsteps import hardware_steps, host_steps, network_steps, signal_steps
 from ppaux.triage.ppkeys import pp_key_steps
+from ppaux.triage.programsteps import kernel_steps, memory_steps
 from ppaux.triage.setupsteps import setup_steps
 from ppaux.triage.stepdata import (
     DEFAULT_CAPTURE_DIR,
@@ -294,39 +297,6 @@ def _aux_steps(
     return steps
 
 
-def _memory_steps(deployment: Deployment) -> list[Step]:
-    return [
-        Step(
-            None,
-            "the launch command",
-            "out of memory: the server arguments that bound sglang's memory, each lowered a "
-            "step: --mem-fraction-static (the KV cache's share), --chunked-prefill-size, "
-            "--max-running-requests, --cuda-graph-max-bs, --max-total-tokens; a higher "
-            "--pp-size or --tp-size spreads the weights",
-        ),
-        Step(
-            ("nvidia-smi", "--query-gpu=index,memory.used,memory.total", "--format=csv"),
-            "each stage's host",
-            "what else holds the GPUs' memory",
-        ),
-    ]
-
-
-def _upstream_steps(deployment: Deployment, release: str | None) -> list[Step]:
-    model = deployment.model
-    about = f"the model ({model})" if model and unsafe(model) is None else "the model"
-    fits = f"the release (the frames fit {release})" if release else "the release"
-    return [
-        Step(
-            None,
-            "any host",
-            f"a shape or kernel failure in sglang or a kernel it calls: report it upstream with "
-            f"{about}, {fits}, the server arguments and the traceback",
-        ),
-        Step(("python3", "-m", "sglang.check_env"), "the failing stage's host", "the release"),
-    ]
-
-
 def next_steps(
     roots: list[tuple[str, MessageMatch | None]],
     deployment: Deployment,
@@ -353,8 +323,8 @@ def next_steps(
     runtime's or a launcher's memory limit ended it ('ray-memory-monitor', ...); ``torchrun``:
     the first root is a child's exit torchrun recorded, its exception in no log; ``pp_key``:
     the first root is a KeyError on that key of the PP message (:mod:`ppaux.triage.ppkeys`);
-    ``setup``: NCCL's communicator set-up failed so (``no_root`` 'nccl-setup':
-    'duplicate-rank', ...)."""
+    ``setup``: NCCL's communicator set-up failed so (``no_root`` 'nccl-setup', or a root cut
+    below NCCL's warning of it: 'duplicate-rank', ...)."""
     steps: list[Step] = record_steps() if torchrun else []
     done: set[str] = set()
     kinds = [kind for kind, _ in roots]
@@ -375,6 +345,8 @@ def next_steps(
         done.add(group)
         if kind == "auxiliary-output":
             steps += _aux_steps(deployment, captures, observers or [])
+        elif kind == "communication-init" and setup is not None and no_root is None:
+            steps += setup_steps(setup)  # a root cut below NCCL's warning of its set-up
         elif group == "communication":
             steps += (host_steps() if host else []) + network_steps(
                 kind == "communication-init", deployment.sglang
@@ -382,10 +354,10 @@ def next_steps(
         elif kind == "hardware":
             steps += hardware_steps()
         elif kind == "memory":
-            steps += _memory_steps(deployment)
+            steps += memory_steps(deployment)
         elif kind == "shape-kernel":
             # a CUDA call of NCCL's that failed on the host: its own set-up first
-            steps += (host_steps() if host else []) + _upstream_steps(deployment, release)
+            steps += (host_steps() if host else []) + kernel_steps(deployment, release)
         elif "compare" not in done:
             done.add("compare")
             for target in observers or []:
@@ -398,4 +370,18 @@ def next_steps(
                 if _pipelined(deployment) or observers or pp_key
                 else _read_steps(kind, torchrun)
             )
-    return steps
+    return _once(steps)
+
+
+def _once(steps: list[Step]) -> list[Step]:
+    """``steps`` without a command given again (two kinds' steps that share one: the versions
+    of torch and CUDA, for the host's set-up and for a kernel's report)."""
+    given: set[tuple[str, ...]] = set()
+    kept: list[Step] = []
+    for step in steps:
+        if step.argv is not None:
+            if step.argv in given:
+                continue
+            given.add(step.argv)
+        kept.append(step)
+    return kept

@@ -75,7 +75,7 @@ def finding(
         path=path,
         key=key,
         sglang_error=sglang_error if sglang_error is not None else rule.sglang_error,
-        hint=rule.fix_for((extra or {}).get("kind")),
+        hint=rule.fix_for(*((extra or {}).get(k) for k in ("nccl_setup", "kind", "no_root"))),
         extra=extra or {},
         location=location,
         suggestions=suggestions,

@@ -18,6 +18,31 @@ _LOCATION = (
     "job that collects a failed run's logs gets the annotation on the traceback."
 )
 
+#: The fix of each way NCCL's communicator set-up fails (``extra.nccl_setup``: its warning
+#: names it), for PP809 (the warning alone) and PP802 (a traceback cut below the warning).
+_SETUP_FIXES = (
+    (
+        "duplicate-rank",
+        "Two processes joined NCCL's bootstrap as the same rank: print each process's RANK, "
+        "LOCAL_RANK and WORLD_SIZE (the launcher gave two one rank), and give each job its own "
+        "MASTER_PORT (or --dist-init-addr's port) that no earlier run still holds.",
+    ),
+    (
+        "duplicate-gpu",
+        "Two ranks on one host chose the same GPU, this host's set-up and not the network: each "
+        "rank selects its own device before its first collective "
+        "(torch.cuda.set_device(LOCAL_RANK)) or gets its own CUDA_VISIBLE_DEVICES.",
+    ),
+    (
+        "bootstrap-connect",
+        "NCCL's bootstrap could not connect to the address its warning names: set "
+        "NCCL_SOCKET_IFNAME (and GLOO_SOCKET_IFNAME) to an interface every host reaches the "
+        "others by, check the route and firewall to that address from each host, and that the "
+        "bootstrap address (MASTER_ADDR:MASTER_PORT, --dist-init-addr) is this run's first "
+        "rank's.",
+    ),
+)
+
 RULES = (
     Rule(
         code="PP801",
@@ -135,6 +160,7 @@ RULES = (
                 "Read the traceback at the line given; run 'ppaux check-skew' across the stages "
                 "when the error comes from the PP path (a KeyError on a key of the PP message).",
             ),
+            *_SETUP_FIXES,
         ),
         area="triage",
     ),
@@ -317,6 +343,7 @@ RULES = (
             "no root in this log: the cause is on the network or another node; 6 communication "
             "failures on TP10, TP11, TP12 and nothing else"
         ),
+        kind_fixes=_SETUP_FIXES,
         area="triage",
     ),
     Rule(

@@ -1,0 +1,109 @@
+"""Next steps for a memory failure and a shape or kernel failure, fitted to the program that
+failed: sglang's server arguments and ``python3 -m sglang.check_env`` only where the logs show
+sglang ran (:attr:`~ppaux.triage.stepdata.Deployment.sglang`, decided once from the logs);
+for another program (a training job under torchrun) the steps any PyTorch program takes: its
+batch size, ``PYTORCH_CUDA_ALLOC_CONF``, ``torch.cuda.memory_summary()``, a rerun with
+``CUDA_LAUNCH_BLOCKING=1`` and ``compute-sanitizer``.
+
+A kernel failure's first step is the same in both and in ``ppaux explain``
+(:data:`LAUNCH_BLOCKING`): CUDA reports a kernel's fault at a later call, so the traceback
+names the kernel only in a rerun with launches made synchronous.
+"""
+
+from __future__ import annotations
+
+from ppaux.triage.stepdata import Deployment, Step, unsafe
+
+__all__ = ["LAUNCH_BLOCKING", "kernel_steps", "memory_steps"]
+
+#: The rerun that makes CUDA report a kernel's fault at the call that launched it.
+LAUNCH_BLOCKING = ("export", "CUDA_LAUNCH_BLOCKING=1")
+
+_NVIDIA_SMI = ("nvidia-smi", "--query-gpu=index,memory.used,memory.total", "--format=csv")
+
+
+def memory_steps(deployment: Deployment) -> list[Step]:
+    """Out of memory: the settings that bound the failing program's memory."""
+    if deployment.sglang:
+        return [
+            Step(
+                None,
+                "the launch command",
+                "out of memory: the server arguments that bound sglang's memory, each lowered a "
+                "step: --mem-fraction-static (the KV cache's share), --chunked-prefill-size, "
+                "--max-running-requests, --cuda-graph-max-bs, --max-total-tokens; a higher "
+                "--pp-size or --tp-size spreads the weights",
+            ),
+            Step(_NVIDIA_SMI, "each stage's host", "what else holds the GPUs' memory"),
+        ]
+    where = "the failing process's host"
+    return [
+        Step(
+            None,
+            "the job's configuration",
+            "out of memory in the job (not sglang's server): lower its batch size (or the "
+            "micro-batch, the sequence length), or spread the model over more GPUs (sharding, "
+            "activation checkpointing, CPU offload)",
+        ),
+        Step(
+            ("export", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
+            "the job's environment",
+            "where the error says reserved memory is far above allocated (fragmentation)",
+        ),
+        Step(
+            None,
+            "the job's code",
+            "print(torch.cuda.memory_summary()) where it fails shows what holds the memory",
+        ),
+        Step(_NVIDIA_SMI, where, "what else holds the GPUs' memory"),
+    ]
+
+
+def kernel_steps(deployment: Deployment, release: str | None) -> list[Step]:
+    """A shape or kernel failure: the rerun that names the kernel, then what to report to the
+    project whose code failed."""
+    rerun = [
+        Step(
+            None,
+            "the failing process's environment",
+            "CUDA reports a kernel's fault at a later call: rerun with launches made "
+            "synchronous, so that the traceback names the kernel that failed",
+        ),
+        Step(LAUNCH_BLOCKING, "the failing process's environment"),
+    ]
+    if deployment.sglang:
+        model = deployment.model
+        about = f"the model ({model})" if model and unsafe(model) is None else "the model"
+        fits = f"the release (the frames fit {release})" if release else "the release"
+        return [
+            *rerun,
+            Step(
+                None,
+                "any host",
+                "a shape or kernel failure in sglang or a kernel it calls: report it upstream "
+                f"with {about}, {fits}, the server arguments and the traceback",
+            ),
+            Step(("python3", "-m", "sglang.check_env"), "the failing stage's host", "the release"),
+        ]
+    return [
+        *rerun,
+        Step(
+            None,
+            "the failing process's host",
+            "for an illegal memory access, run the failing step under compute-sanitizer "
+            "--tool memcheck (compute-sanitizer --tool memcheck python3 SCRIPT ...): it names "
+            "the kernel and the address",
+        ),
+        Step(
+            None,
+            "any host",
+            "a shape or kernel failure in the job (not sglang): report it to the project whose "
+            "frames it fails in (the library or the kernel), with the traceback and the "
+            "versions of torch and CUDA",
+        ),
+        Step(
+            ("python3", "-c", "import torch; print(torch.__version__, torch.version.cuda)"),
+            "the job's environment",
+            "the versions of torch and CUDA",
+        ),
+    ]

@@ -1,0 +1,260 @@
+"""Next steps and causes that fit the program and the failure, on real logs (fixtures/logs/real/,
+sources in its README) and over arbitrary input:
+
+- a memory or kernel failure of a training job names none of sglang's server arguments or
+  tools; sglang's own keep them;
+- a kernel failure's steps begin with the rerun under ``CUDA_LAUNCH_BLOCKING=1`` in triage, and
+  ``ppaux explain`` points at the same command;
+- NCCL's warning that its set-up failed, the only error above a cut start-up traceback, is
+  named as that root's cause, with the set-up's steps and fix;
+- a log of NCCL's INFO lines alone is read, not refused;
+- the watchdog's C++ frames after its own record are that one failure.
+
+Every expected value is written by hand from reading the log.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from ppaux.report import RULES
+from ppaux.triage import pasted_hint, triage_paths
+from ppaux.triage.steps import Deployment, next_steps, render
+from ppaux_cli.app import app
+
+REAL = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "real"
+
+#: sglang's server arguments and tools, which a step for another program never names.
+SGLANG_WORDS = (
+    "--mem-fraction-static",
+    "--chunked-prefill-size",
+    "--max-running-requests",
+    "--cuda-graph-max-bs",
+    "--max-total-tokens",
+    "--pp-size",
+    "--tp-size",
+    "sglang.check_env",
+    "server arguments",
+)
+
+
+def _report(path: Path) -> Any:
+    report = triage_paths([str(path)])
+    assert not report.problems
+    return report
+
+
+def _lines(report: Any) -> list[str]:
+    """Each step as the text report prints it."""
+    return [str(line) for line in report.data["next_steps"]]
+
+
+def _argvs(report: Any) -> list[tuple[str, ...]]:
+    return [tuple(step["argv"]) for step in report.data["steps"] if step["argv"]]
+
+
+def test_a_training_jobs_illegal_memory_access_is_not_sent_to_sglang():
+    # DDP training (torch's reducer), rank 0: 'CUDA error: an illegal memory access'
+    report = _report(REAL / "pytorch-152780-ima-watchdog-ddp.log")
+    text = "\n".join(_lines(report))
+    for word in SGLANG_WORDS:
+        assert word not in text
+    argvs = _argvs(report)
+    assert ("export", "CUDA_LAUNCH_BLOCKING=1") in argvs
+    assert "compute-sanitizer --tool memcheck" in text
+
+
+def test_a_training_jobs_out_of_memory_gets_the_jobs_own_settings():
+    # NCCL's issue 1235: rank 3's 'CUDA error: out of memory' in a training job
+    report = _report(REAL / "nccl-1235-socket-closed-and-rank3-cuda-calloc-oom.log")
+    text = "\n".join(_lines(report))
+    for word in SGLANG_WORDS:
+        assert word not in text
+    assert ("export", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True") in _argvs(report)
+    assert "torch.cuda.memory_summary()" in text
+    assert "batch size" in text
+
+
+def test_a_deepspeed_launch_is_not_read_as_sglang():
+    # DeepSpeed's launcher writes '[2023-04-16 21:36:09,031] [INFO] ...': a bracketed time, not
+    # sglang's prefix
+    report = _report(REAL / "dsexamples-321-host-alloc-interleaved.log")
+    text = "\n".join(_lines(report))
+    assert "--mem-fraction-static" not in text
+    assert "batch size" in text
+
+
+def test_sglangs_own_failures_keep_its_arguments_and_tools():
+    kernel = _report(REAL / "sglang-3713-illegal-memory.log")
+    argvs = _argvs(kernel)
+    assert ("python3", "-m", "sglang.check_env") in argvs
+    assert argvs[0] == ("export", "CUDA_LAUNCH_BLOCKING=1")
+    memory = _report(REAL / "sglang-5285-cuda-graph-oom.log")
+    assert "--mem-fraction-static" in "\n".join(_lines(memory))
+
+
+@given(
+    kinds=st.lists(st.sampled_from(["memory", "shape-kernel"]), min_size=1, max_size=2),
+    model=st.none() | st.text(max_size=20),
+    release=st.none() | st.sampled_from(["0.5.22", "0.5.23"]),
+)
+def test_another_programs_memory_and_kernel_steps_name_nothing_of_sglang(kinds, model, release):
+    deployment = Deployment(sglang=False, model=model)
+    steps = next_steps([(k, None) for k in kinds], deployment, [], [], release)
+    assert steps
+    for step in steps:
+        for word in SGLANG_WORDS:
+            assert word not in render(step)
+
+
+@given(sglang=st.booleans(), host=st.booleans(), first=st.sampled_from([[], ["memory"]]))
+def test_every_kernel_failure_is_rerun_with_launch_blocking(sglang, host, first):
+    kinds = [*first, "shape-kernel"]
+    steps = next_steps(
+        [(k, None) for k in kinds], Deployment(sglang=sglang), [], [], None, None, host
+    )
+    argvs = [step.argv for step in steps if step.argv]
+    assert ("export", "CUDA_LAUNCH_BLOCKING=1") in argvs
+    assert len(argvs) == len(set(argvs))  # no command given twice
+
+
+def test_explain_and_triage_name_the_same_first_command_for_a_kernel_failure(tmp_path):
+    line = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    hint = pasted_hint(line)
+    assert hint is not None
+    assert "set CUDA_LAUNCH_BLOCKING=1" in hint.look
+    log = tmp_path / "kernel.log"
+    log.write_text(f"[2026-06-17 06:48:30 PP1 TP0] {line}\n")
+    assert ("export", "CUDA_LAUNCH_BLOCKING=1") in _argvs(_report(log))
+
+
+def test_ncclS_set_up_warning_is_the_cause_of_the_cut_traceback_below_it():
+    for name, ranks, address in (
+        ("sglang-3820-nccl-warn-no-route-cut.log", "TP14", "10.0.0.4<56849>"),
+        ("sglang-5594-nccl-warn-connect-abort-cut.log", "TP0", "10.0.0.82<38455>"),
+    ):
+        report = _report(REAL / name)
+        (root,) = [f for f in report.findings if f.code == "PP802"]
+        assert root.extra["ranks"] == [ranks]
+        assert root.extra["kind"] == "communication-init"
+        assert root.extra["nccl_setup"] == "bootstrap-connect"
+        assert "the cause is not in it" not in root.message
+        assert "NCCL's warning" in root.message and address in root.message
+        assert f"{name}:1" in root.message
+        assert root.hint == dict(RULES["PP802"].kind_fixes)["bootstrap-connect"]
+        argvs = _argvs(report)
+        assert ("export", "NCCL_SOCKET_IFNAME=IFACE") in argvs
+        assert ("ip", "-brief", "address") in argvs
+
+
+_HEADER = (
+    "[2025-02-24 14:09:34 TP{rank}] Scheduler hit an exception: Traceback (most recent call "
+    "last):\n"
+    '  File "/srv/sglang/python/sglang/srt/managers/scheduler.py", line 1816, in '
+    "run_scheduler_process\n"
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    host=st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True),
+    pid=st.integers(1, 10**6),
+    octet=st.integers(1, 254),
+    port=st.integers(1, 65535),
+    rank=st.integers(0, 15),
+    verb=st.sampled_from(
+        [
+            "misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to 10.0.0.{o}<{p}> "
+            "returned 113(No route to host) errno 115(Operation now in progress)",
+            "socket.c:485 NCCL WARN socketStartConnect: Connect to 10.0.0.{o}<{p}> failed : "
+            "Software caused connection abort",
+        ]
+    ),
+    ended=st.booleans(),
+)
+def test_a_set_up_warning_above_a_cut_traceback_is_its_cause(
+    tmp_path_factory, host, pid, octet, port, rank, verb, ended
+):
+    warning = f"{host}:{pid}:{pid} [{rank % 8}] " + verb.format(o=octet, p=port)
+    text = f"{warning}\n{_HEADER.format(rank=rank)}"
+    if ended:  # a traceback with its exception line says its own cause
+        text += "KeyError: 'sampling_mask_token_ids'\n"
+    log = tmp_path_factory.mktemp("warned") / "server.log"
+    log.write_text(text)
+    (root,) = [f for f in _report(log).findings if f.code == "PP802"]
+    assert root.extra["ranks"] == [f"TP{rank}"]
+    if ended:
+        assert root.extra["exception"] == "KeyError"
+        assert "nccl_setup" not in root.extra
+    else:
+        assert root.extra["kind"] == "communication-init"
+        assert root.extra["nccl_setup"] == "bootstrap-connect"
+        assert f"10.0.0.{octet}<{port}>" in root.message
+
+
+def test_a_set_up_warning_alone_gets_its_own_fix(tmp_path):
+    # NCCL's bootstrap saw rank 1 twice (two processes given one rank): PP809, the fix of
+    # duplicate ranks, not the generic one
+    log = tmp_path / "job.log"
+    log.write_text(
+        "host-a:18569:18835 [0] bootstrap.cc:131 NCCL WARN Bootstrap Root : rank 1 of 8 ranks "
+        "has already checked in\n"
+    )
+    (orphan,) = [f for f in _report(log).findings if f.code == "PP809"]
+    assert orphan.extra["nccl_setup"] == "duplicate-rank"
+    assert orphan.hint == dict(RULES["PP809"].kind_fixes)["duplicate-rank"]
+    assert orphan.hint != RULES["PP809"].fix
+    assert "MASTER_PORT" in orphan.hint
+
+
+def test_a_log_of_ncclS_info_lines_is_read_and_holds_no_failure():
+    path = REAL / "transformers-15618-nccl-info-only.log"
+    report = _report(path)
+    assert report.findings == []
+    result = CliRunner().invoke(app, ["triage", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "not an sglang log" not in result.output
+    assert "transformers-15618-nccl-info-only.log" in result.output
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    lines=st.lists(
+        st.tuples(
+            st.from_regex(r"[a-z][a-z0-9.-]{0,12}", fullmatch=True),
+            st.integers(1, 10**6),
+            st.integers(0, 7),
+            st.sampled_from(
+                [
+                    "Bootstrap : Using eth0:10.0.0.3<0>",
+                    "NET/Plugin : No plugin found (libnccl-net.so), using internal implementation",
+                    "cudaDriverVersion 12080",
+                    "Using network Socket",
+                    "Connected all rings",
+                ]
+            ),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_ncclS_info_lines_alone_are_a_log_with_no_failure(tmp_path_factory, lines):
+    log = tmp_path_factory.mktemp("info") / "job.log"
+    log.write_text("".join(f"{h}:{p}:{p} [{d}] NCCL INFO {w}\n" for h, p, d, w in lines))
+    report = triage_paths([str(log)])
+    assert report.problems == []
+    assert report.findings == []
+
+
+def test_the_watchdogs_frames_after_its_record_are_one_failure():
+    # DeepEP's issue 106: the watchdog's record ('... Exception raised from
+    # checkForNCCLErrorsInternal ...') and, on the next line, its C++ frames
+    name = "deepep-106-cut-watchdog-words-ib-completion-error.log"
+    (orphan,) = [f for f in _report(REAL / name).findings if f.code == "PP809"]
+    assert orphan.extra["records"] == [f"{REAL / name}:1"]
+    assert "1 communication failure " in orphan.message
