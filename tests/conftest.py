@@ -18,6 +18,7 @@ import ast
 import importlib.abc
 import importlib.util
 import os
+import resource
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -173,6 +174,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("torch"):
             item.add_marker(skip)
+
+
+#: Where each test's CPU time starts: :func:`pytest_runtest_setup` sets it.
+_CPU_START = pytest.StashKey[float]()
+
+
+def _cpu_seconds() -> float:
+    """User and system CPU time of this process and of the children it has waited for."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.stash[_CPU_START] = _cpu_seconds()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Each test's CPU time from its setup to its teardown (its own process's and its waited
+    children's), property ``cpu`` of its JUnit record: what the test costs the machine, whatever
+    else loads it. ``scripts/slow_tests.py --cpu`` reads it."""
+    if call.when == "teardown" and _CPU_START in item.stash:
+        spent = _cpu_seconds() - item.stash[_CPU_START]
+        item.user_properties.append(("cpu", f"{spent:.3f}"))
+    return (yield)
 
 
 @pytest.fixture
