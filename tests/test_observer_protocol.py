@@ -10,8 +10,6 @@ from hypothesis import strategies as st
 
 from ppaux.observer.protocol import Protocol, check_fields
 
-pytestmark = pytest.mark.fast
-
 START = {
     "event": "start",
     "target": "obs.py:Obs",

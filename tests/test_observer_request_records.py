@@ -58,7 +58,6 @@ def reqs(size: int, index: int, first: int, pp: list[dict]) -> dict:
     }
 
 
-@pytest.mark.fast
 def test_the_next_requests_of_a_step_are_taken_without_moving_the_run():
     protocol = Protocol((600,), 2, 10)
     for record in ({"event": "ready"}, START, step(600, 0, 256)):
@@ -68,7 +67,6 @@ def test_the_next_requests_of_a_step_are_taken_without_moving_the_run():
     assert protocol.where() == "after the record of batch size 600, step 0"
 
 
-@pytest.mark.fast
 @pytest.mark.parametrize(
     "records",
     [
@@ -104,7 +102,6 @@ def judged(pp_late: list[dict]) -> Judge:
     return judge
 
 
-@pytest.mark.fast
 def test_a_difference_in_a_later_record_is_the_steps_by_its_request_number():
     judge = judged([SAME] * 43 + [OTHER])
     report = judge.report()
@@ -115,7 +112,6 @@ def test_a_difference_in_a_later_record_is_the_steps_by_its_request_number():
     assert judge.rows == [("300", "0", "x", "1 difference(s)")]
 
 
-@pytest.mark.fast
 @given(st.lists(st.booleans(), min_size=1, max_size=44))
 def test_every_differing_request_of_a_later_record_is_counted_in_the_steps_row(differ):
     judge = judged([OTHER if d else SAME for d in differ])
