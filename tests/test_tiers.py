@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from conftest import SLOW_TESTS, slow_tests
 from helpers import REPO
@@ -30,6 +31,17 @@ def test_the_list_is_sorted_and_names_test_functions():
     entries = [line for line in SLOW_TESTS.read_text().splitlines() if not line.startswith("#")]
     assert entries == sorted(entries)
     assert all(e.startswith("tests/test_") and "::test_" in e for e in entries)
+
+
+def test_no_test_module_marks_itself_fast():
+    # The fast tier is what conftest.py leaves after the slow list and the tiers; a module that
+    # marks a test fast itself keeps a slow one in the tier.
+    marking = [
+        path.name
+        for path in sorted((REPO / "tests").glob("test_*.py"))
+        if re.search(r"pytest\.mark\.fast\b", path.read_text())
+    ]
+    assert marking == []
 
 
 def _slow_tests_script():
