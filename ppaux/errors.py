@@ -10,6 +10,7 @@ the input and the fault.
 
 from __future__ import annotations
 
+import re
 from typing import Self
 
 from ppaux.suggestions import (
@@ -34,6 +35,7 @@ __all__ = [
     "TorchMissingError",
     "TorchRefuses",
     "nested_past_recursion",
+    "path_shown",
 ]
 
 
@@ -81,11 +83,27 @@ class SettingError(PpauxError, ValueError):
         self.reason = reason
 
 
+#: A path an error line names as it is: characters a shell reads as one word unquoted (letters
+#: and digits of any script, ``_@%+=:,./~-``), or a name ppaux gives a stream (``<stdin>``).
+_PLAIN_PATH = re.compile(r"[\w@%+=:,./~-]+|<[a-z]+>")
+
+
+def path_shown(path: str) -> str:
+    """``path`` as an error line names it: as it is where it is one plain word, else in single
+    quotes as a POSIX shell reads them (a quote inside written ``'"'"'``), so that a path with
+    spaces, a colon and a space, or quotes is unambiguous: ``'sp ace/x.json': ...``. Characters
+    that are not printable are then escaped by :func:`ppaux.text.shown`, as in every line."""
+    if _PLAIN_PATH.fullmatch(path):
+        return path
+    return "'" + path.replace("'", "'\"'\"'") + "'"
+
+
 class PathError(PpauxError):
-    """Base of the errors about one input path: ``str()`` is '<path>: <reason>'."""
+    """Base of the errors about one input path: ``str()`` is '<path>: <reason>', the path
+    quoted where it is not one plain word (:func:`path_shown`)."""
 
     def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
+        super().__init__(f"{path_shown(path)}: {reason}")
         self.path = path
         self.reason = reason
 

@@ -19,7 +19,7 @@ import stat
 from collections.abc import Callable, Iterable
 from typing import IO, BinaryIO
 
-from ppaux.errors import PathError
+from ppaux.errors import PathError, path_shown
 from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import shown
 
@@ -253,9 +253,9 @@ def check_output(
 
 
 def _is_input(output: str, given: str, folder: str | None = None) -> OutputPathError:
-    where = "" if output == given else f" {shown(given, None)}"
+    where = "" if output == given else f" {shown(path_shown(given), None)}"
     if folder is not None:
-        where += f" (read from the directory {shown(folder, None)})"
+        where += f" (read from the directory {shown(path_shown(folder), None)})"
     return OutputPathError(
         output,
         f"is the input{where}; ppaux never writes over an input: give another output file",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
+from ppaux.errors import path_shown
 from ppaux.report import FailOn, Format, InputProblem, Report, render
 from ppaux_cli.exits import fail
 from ppaux_cli.output_paths import check_output_path
@@ -219,7 +220,7 @@ def write_text(text: str, output: str | None, what: str = "the output") -> None:
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(text)
     except OSError as exc:
-        fail(f"{output}: cannot write {what}: {exc.strerror or exc}")
+        fail(f"{path_shown(output)}: cannot write {what}: {exc.strerror or exc}")
 
 
 def _only_problems(report: Report) -> bool:
@@ -303,7 +304,7 @@ def _rebase(report: Report, root: str | None) -> Report:
     cwd = os.getcwd()
     if root is not None:
         if not os.path.isdir(root):
-            fail(f"--root {root}: not a directory")
+            fail(f"--root {path_shown(root)}: not a directory")
         top = os.path.abspath(root)
     else:
         top = find_root(cwd) or cwd

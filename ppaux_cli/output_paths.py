@@ -26,6 +26,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any, BinaryIO, cast
 
+from ppaux.errors import path_shown
 from ppaux_cli.exits import fail
 
 __all__ = [
@@ -83,7 +84,8 @@ def _refuse_stdin_file(output: str) -> None:
         target.st_ino,
     ):
         fail(
-            f"--output {output}: is the input (read from stdin); ppaux never writes over an "
+            f"--output {path_shown(output)}: is the input (read from stdin); ppaux never writes "
+            "over an "
             "input: give another output file"
         )
 
@@ -184,7 +186,8 @@ def refuse_stdin_copy(reader: StdinReader | None, output: str | None) -> None:
         return
     if digest.digest() == reader.digest.digest():
         fail(
-            f"--output {output}: holds what was read from stdin, so it is the input (or a copy "
+            f"--output {path_shown(output)}: holds what was read from stdin, so it is the input "
+            "(or a copy "
             "of it); ppaux never writes over an input: give another output file"
         )
 
@@ -231,8 +234,10 @@ def refuse_changed_output(output: str | None, before: Identity | None) -> None:
         return
     changed = [path for (path, was), (_, is_now) in zip(before, now, strict=False) if was != is_now]
     which = changed[-1] if changed else output  # the folder highest up that changed
-    what = "" if which == os.path.abspath(str(output)) else f" (its folder {which})"
+    folder = path_shown(str(which))
+    what = "" if which == os.path.abspath(str(output)) else f" (its folder {folder})"
     fail(
-        f"--output {output}: changed while the target ran{what} (replaced, moved, linked or "
+        f"--output {path_shown(str(output))}: changed while the target ran{what} (replaced, "
+        "moved, linked or "
         "created by another process); the report was not written"
     )

@@ -1,6 +1,7 @@
 """A record written after other text on the same line (a progress bar that ended in a carriage
 return, or in nothing, then a rank's record): the record is read as the line it would have
-been alone; an exception's name after other text, without a rank's tag, stays in its line."""
+been alone; an exception's name after other text that is no progress bar, without a rank's
+tag, stays in its line."""
 
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ def test_a_kernel_fault_after_a_bar_keeps_its_rank(tmp_path):
 def test_prose_or_an_unknown_prefix_before_an_exception_makes_no_record():
     assert glued_at(f"we then saw {_OOM}") is None
     assert glued_at(f"]A{_OOM}") is None
-    assert glued_at(f"{_BAR}{_OOM}") is None
+    assert glued_at(f"we saw 50% at [00:52]{_OOM}") is None
+    assert glued_at(f"{_BAR}{_OOM}") == len(_BAR)  # a bar's update ends where the record starts
     assert glued_at(f"Receive: obj=GenerateReqInput(text='[rank0]: {_OOM}', rid='a')") is None
 
 

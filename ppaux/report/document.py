@@ -12,7 +12,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from ppaux.errors import PathError
+from ppaux.errors import PathError, path_shown
 from ppaux.report.findings import Finding, Severity, suggestion_json
 from ppaux.suggestions import Suggestion, Wording, library_words, worded
 
@@ -60,8 +60,9 @@ class InputProblem:
         return cls(error.path if path is None else path, error.reason, error.suggestions)
 
     def worded(self, words: Wording = library_words) -> str:
-        """'<path>: <message>', then the suggestions as ``words`` says them."""
-        return worded(f"{self.path}: {self.message}", self.suggestions, words)
+        """'<path>: <message>' (the path quoted where it is not one plain word), then the
+        suggestions as ``words`` says them."""
+        return worded(f"{path_shown(self.path)}: {self.message}", self.suggestions, words)
 
     def to_json(self) -> dict[str, Any]:
         """The problem as the report schema's JSON object."""

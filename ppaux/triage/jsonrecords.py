@@ -139,6 +139,8 @@ def _record_of(record: dict[str, object], depth: int = 0) -> Peeled | None:
     _off_cri(peeled)
     if nested is not None and nested.runtime:  # the runtime's time, under the collectors'
         peeled.time, peeled.time_text, peeled.runtime = nested.time, nested.time_text, True
+    if nested is not None and nested.cri:
+        peeled.cri, peeled.partial = True, nested.partial
     return peeled
 
 
@@ -150,6 +152,7 @@ def _off_cri(peeled: Peeled) -> None:
         return
     peeled.lines = cri.texts
     peeled.stream = peeled.stream or cri.stream
+    peeled.cri, peeled.partial = True, cri.partial
     moment = time_of(cri.time_text)
     if moment is not None:
         peeled.time, peeled.time_text, peeled.runtime = moment, cri.time_text, True

@@ -42,7 +42,7 @@ class Peeled:
     ``time`` (seconds since the epoch) and ``time_text`` as written, and ``stream`` (a pod, a
     service, a Slurm task, a Ray actor) where one is named."""
 
-    __slots__ = ("decoded", "lines", "runtime", "stream", "time", "time_text")
+    __slots__ = ("cri", "decoded", "lines", "partial", "runtime", "stream", "time", "time_text")
 
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
@@ -53,6 +53,10 @@ class Peeled:
         self.decoded = False
         #: The time is a container runtime's, written with the line (not a collector's later).
         self.runtime = False
+        #: The lines are a container runtime's, its prefix taken off (``ppaux.triage.crilines``);
+        #: ``partial``: the last is a piece of a line the runtime split, ended in a later record.
+        self.cri = False
+        self.partial = False
 
 
 def record_lines(message: str) -> Peeled:

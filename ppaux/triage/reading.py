@@ -23,12 +23,14 @@ from ppaux.triage.envelopes import peel_envelope
 from ppaux.triage.feeding import PP_RANK, Reader
 from ppaux.triage.flattened import quoted_spans, split_lines
 from ppaux.triage.glued import unglued
+from ppaux.triage.heldpieces import HeldPieces
 from ppaux.triage.jsonrecords import nested_record
 from ppaux.triage.lineformat import LogLine, detect, in_zone, peel, unwrap
 from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.logreading import LogReading
 from ppaux.triage.newest import Reversed, newest_first, oldest_first
 from ppaux.triage.pastemarks import Unmarked, paste_mark
+from ppaux.triage.peeled import Peeled
 from ppaux.triage.scanner import ALL_MARKERS, MARKERS, WEAK_MARKERS, Scanner
 from ppaux.triage.sources import LogSource, compression_cut, open_log
 from ppaux.triage.wrapping import Unwrapped, wrap_width
@@ -42,6 +44,8 @@ _WEAK_TEXTS = tuple(marker.decode().rstrip("\n") for marker in WEAK_MARKERS)
 _SEAM = max(len(marker) for marker in ALL_MARKERS) - 1
 #: Bytes looked at to tell a log's envelope and launcher.
 _HEAD = 64 << 10
+#: A runtime's ``P`` piece inside a collector's record, looked for before the record is read.
+_INNER_PIECE = re.compile(rb"\d(?:Z|[+-]\d\d:?\d\d) std(?:out|err) P ")
 
 #: sglang's prefix with a pipeline rank, as it appears inside any envelope (``[time ... PPn ...]``).
 _PP_PREFIX = re.compile(
@@ -210,12 +214,17 @@ def _open_pieces(reading: LogReading, raws: list[bytes]) -> list[tuple[int, byte
     """The pieces of a split line (a collector's ``P`` pieces) that end ``raws``, the lines the
     scanner passed over just before a marked one, oldest first, each with how many lines
     before the marked one it stands: a marker split between them and the line that ends them
-    is found only once they are joined."""
-    if reading.envelope not in (Envelope.CRI, Envelope.DOCKER_JSON):
+    is found only once they are joined (in a log of lines: a runtime's, inside a record)."""
+    cri = reading.envelope in (Envelope.CRI, Envelope.DOCKER_JSON)
+    if not cri and reading.envelope is not Envelope.PLAIN:
         return []
     pieces: list[tuple[int, bytes]] = []
     for back, raw in enumerate(reversed(raws), start=1):
-        if not unwrap(raw, reading.envelope)[4]:
+        if cri and not unwrap(raw, reading.envelope)[4]:
+            break
+        if not cri and not (
+            _INNER_PIECE.search(raw) and peel_envelope(raw.decode("utf-8", "replace")).partial
+        ):
             break
         pieces.append((back, raw))
     pieces.reverse()
@@ -229,12 +238,31 @@ def _take_peeled(
     text: str,
     marked: bool,
     local_zone: LocalZone | None,
+    held: HeldPieces,
 ) -> None:
     """Feed the line(s) inside ``text``'s own envelope (told from this line alone: a store's
-    row, a JSON record, a launcher's prefix) to ``reader``."""
+    row, a JSON record, a launcher's prefix) to ``reader``, a runtime's split line in it joined
+    (``held``)."""
     peeled = peel_envelope(text)
+    if not peeled.cri and not held:
+        _feed_peeled(reader, reading, number, peeled, marked, local_zone)
+        return
+    for at, record in held.take(number, peeled):
+        _feed_peeled(reader, reading, at, record, None, local_zone)
+
+
+def _feed_peeled(
+    reader: Reader,
+    reading: LogReading,
+    number: int,
+    peeled: Peeled,
+    marked: bool | None,
+    local_zone: LocalZone | None,
+) -> None:
+    """Feed the line(s) of ``peeled`` (``marked``: whether a marker is in them, None where
+    each line's own text says) to ``reader``."""
     inners = [part for inner in peeled.lines for part in split_lines(inner)]
-    several = len(inners) > 1 or peeled.decoded
+    several = len(inners) > 1 or peeled.decoded or marked is None
     for inner in inners:
         line = peel(
             number,
@@ -249,7 +277,7 @@ def _take_peeled(
             line = in_zone(line, local_zone)
         if line.ranks:
             reading.pp_ranks.update(int(n) for n in PP_RANK.findall(line.ranks))
-        inner_marked = any(m in inner for m in _MARKER_TEXTS) if several else marked
+        inner_marked = any(m in inner for m in _MARKER_TEXTS) if several else bool(marked)
         _take_unglued(reader, line, inner_marked, _weak(line.text) or _weak(inner))
 
 
@@ -354,6 +382,8 @@ class _Lines:
         #: it already, so a piece costs its own length only (joined to max_log_line, further
         #: pieces are skipped, not copied again).
         self.pieces: dict[str | None, _Piece] = {}
+        #: Pieces of a runtime's line inside a collector's records, in a log of lines.
+        self.held = HeldPieces(self.max_line)
 
     def take(self, number: int, raw: bytes) -> None:
         reading = self.reading
@@ -367,7 +397,9 @@ class _Lines:
             for piece in overwritten:
                 if len(overwritten) > 1:
                     marked = any(m in piece for m in _MARKER_TEXTS)
-                _take_peeled(self.reader, reading, number, piece, marked, self.local_zone)
+                _take_peeled(
+                    self.reader, reading, number, piece, marked, self.local_zone, self.held
+                )
             return
         if partial or source_stream in self.pieces:
             first = self.pieces.pop(source_stream, None)
@@ -430,7 +462,7 @@ def read_log(
         reader = Reader(reading, first_order, limits)
         lines = _Lines(reading, reader, limits, local_zone)
         while True:
-            wanted = reader.count or lines.pieces
+            wanted = reader.count or lines.pieces or lines.held
             item = scanner.next_line() if wanted else scanner.next_marked_line()
             if item is None:
                 break
@@ -440,6 +472,8 @@ def read_log(
                 for back, piece in _open_pieces(reading, scanner.previous):
                     lines.take(renumbering.physical(number - back), piece)
             lines.take(renumbering.physical(number), raw)
+        for at, held in lines.held.rest():  # what is still held at the log's end, as it stands
+            _feed_peeled(reader, reading, at, held, None, local_zone)
         reader.close_all()
         _count(reading, scanner, renumbering)
         ended = compression_cut(opened)

@@ -1,0 +1,76 @@
+"""A path in an error line is unambiguous: one that is not a plain word (a space, a quote, a
+colon and a space) is written in single quotes as a shell reads them, in every command's
+``-o`` error and in the lines of inputs that could not be read. Expected lines written by hand."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ppaux.errors import PathError, path_shown
+from tests.helpers import REPO, cli
+
+_DUMP = str(REPO / "fixtures" / "dumps" / "aux_list.pt")
+_LOG = str(REPO / "fixtures" / "logs" / "sglang-aux-list.log")
+#: Every command that writes its report or result with ``-o``, with the arguments it needs.
+_COMMANDS = {
+    "inspect": ["inspect", _DUMP],
+    "replay": ["replay", _DUMP],
+    "diff": ["diff", _DUMP, _DUMP],
+    "explain": ["explain", "PP101"],
+    "rules": ["rules"],
+    "tensorize": ["tensorize", _DUMP],
+    "triage": ["triage", _LOG],
+    "check-skew": ["check-skew", str(REPO / "fixtures" / "skew" / "fingerprints" / "consistent")],
+    "fingerprint": ["fingerprint", "--pp-rank", "0", "--pp-size", "2"],
+    "check-observer": ["check-observer", "observer.py:Observer"],
+    "capture list": ["capture", "list", "--dir", "."],
+    "capture status": ["capture", "status", "--dir", "."],
+}
+
+
+@pytest.mark.parametrize("command", sorted(_COMMANDS))
+def test_every_commands_output_error_quotes_a_path_with_a_space(tmp_path, command):
+    output = tmp_path / "sp ace" / "x.json"
+    result = cli(*_COMMANDS[command], "-o", str(output))
+    assert result.exit_code == 2, result.output
+    assert result.stderr == f"ppaux: error: --output '{output}': its folder does not exist\n"
+    assert not output.parent.exists()
+
+
+def test_an_output_that_is_the_input_names_both_quoted(tmp_path):
+    log = tmp_path / "it's a log.log"
+    log.write_bytes(Path(_LOG).read_bytes())
+    result = cli("triage", str(log), "-o", str(log))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        f"ppaux: error: --output '{tmp_path}/it'\"'\"'s a log.log': is the input;"
+    )
+    assert log.read_bytes() == Path(_LOG).read_bytes()
+
+
+def test_an_input_that_cannot_be_read_is_named_quoted(tmp_path):
+    missing = tmp_path / "no such.log"
+    result = cli("triage", str(missing), _LOG)
+    assert f"ppaux: error: '{missing}': no such file" in result.stderr
+    plain = cli("triage", str(tmp_path / "missing.log"), _LOG)
+    assert f"ppaux: error: {tmp_path}/missing.log: no such file" in plain.stderr
+
+
+def test_a_plain_path_and_a_streams_name_stay_as_they_are():
+    for path in ("a/b.pt", "../x-1_2.json", "/tmp/données/x.pt", "-", "<stdin>", "C:x", "~/a"):
+        assert path_shown(path) == path
+    assert path_shown("a: b") == "'a: b'"
+    assert path_shown("") == "''"
+    assert str(PathError("sp ace.pt", "no such file")) == "'sp ace.pt': no such file"
+
+
+@given(st.text(alphabet=st.characters(exclude_characters="\x00"), max_size=30))
+def test_a_shell_reads_any_shown_path_back_as_one_word(path):
+    shown = path_shown(path)
+    assert shlex.split(shown) == [path] or (shown == path and shlex.split(path) == [path])
+    assert shown == path or (shown[0] == "'" and shown[-1] == "'")
