@@ -10,7 +10,6 @@ the scanner jumps again.
 
 from __future__ import annotations
 
-import bisect
 import functools
 import io
 import re
@@ -21,18 +20,19 @@ from ppaux.triage.csvrows import TableRows, csv_table
 from ppaux.triage.documents import is_document, records
 from ppaux.triage.envelopes import peel_envelope
 from ppaux.triage.feeding import PP_RANK, Reader
-from ppaux.triage.flattened import quoted_spans, split_lines
+from ppaux.triage.flattened import split_lines
 from ppaux.triage.glued import unglued
 from ppaux.triage.heldpieces import HeldPieces
 from ppaux.triage.jsonrecords import nested_record
-from ppaux.triage.lineformat import LogLine, detect, in_zone, peel, unwrap
-from ppaux.triage.lineshapes import Envelope, Launcher
+from ppaux.triage.lineformat import LogLine, in_zone, peel, unwrap
+from ppaux.triage.lineshapes import Envelope
 from ppaux.triage.logreading import LogReading
 from ppaux.triage.newest import Reversed, newest_first, oldest_first
 from ppaux.triage.pastemarks import Unmarked, paste_mark
 from ppaux.triage.peeled import Peeled
 from ppaux.triage.scanner import ALL_MARKERS, MARKERS, WEAK_MARKERS, Scanner
 from ppaux.triage.sources import LogSource, compression_cut, open_log
+from ppaux.triage.survey import source_code, survey
 from ppaux.triage.wrapping import Unwrapped, wrap_width
 from ppaux.triage.zones import LocalZone
 
@@ -47,116 +47,10 @@ _HEAD = 64 << 10
 #: A runtime's ``P`` piece inside a collector's record, looked for before the record is read.
 _INNER_PIECE = re.compile(rb"\d(?:Z|[+-]\d\d:?\d\d) std(?:out|err) P ")
 
-#: sglang's prefix with a pipeline rank, as it appears inside any envelope (``[time ... PPn ...]``).
-_PP_PREFIX = re.compile(
-    rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?"
-    rb"(?: (?:DP|ATTN_CP|MOE_DP|TP|EP)\d{1,6})* PP(\d{1,6})\b"
-)
-#: sglang's ``server_args=ServerArgs(...)`` line, and the settings of it triage uses; and the
-#: launch command's own flags, where a launcher logs it.
-_SERVER_ARGS = re.compile(rb"ServerArgs\([^\n]{0,60000}")
-_SETTING = {
-    "pp_size": re.compile(rb"\bpp_size=(\d{1,4})\b"),
-    "nnodes": re.compile(rb"\bnnodes=(\d{1,4})\b"),
-    "model_path": re.compile(rb"\bmodel_path='([^'\n]{1,512})'"),
-    "dist_init_addr": re.compile(rb"\bdist_init_addr='([^'\n]{1,256})'"),
-}
-#: What only a log of sglang's or of a launcher around it holds, looked for in a log's head:
-#: sglang's prefix (or a cut one), a traceback, torch's ``[rankN]:``, sglang's server arguments,
-#: NCCL's own prefix.
-_LOG_SHAPE = re.compile(
-    rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|(?:DP|PP|TP|EP)\d{1,6}\] |Traceback \(m|"
-    rb"\[rank\d{1,6}\]:|hit an exception|ServerArgs\(|Watchdog caught|"
-    rb'File \\?"[^"\n]{1,4096}", line \d|'
-    # NCCL's own lines (NCCL_DEBUG=INFO), '<host>:<pid>:<thread> [<device>] NCCL INFO ...': a
-    # log of NCCL's set-up and nothing else is a log ppaux reads (it may hold no failure)
-    rb"(?:^|\n)[\w.-]{1,253}:\d{1,9}:\d{1,9} \[\d{1,6}\] NCCL (?:INFO|WARN) "
-)
 #: Events told by a few words only (sglang's SIGQUIT lines, ppaux capture's own): in a log they
 #: stand behind sglang's prefix, which makes the log shaped; a file that holds the words in prose
 #: (a README's table, a note) and no line of a log's shape is no log.
 _WORDS_ONLY = frozenset({"sigquit", "capture"})
-#: sglang's own lines: its prefix (``[<time> TP0] ``, ``[<time> PP1 TP0] ``) or its arguments.
-_SGLANG_LINE = re.compile(
-    rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|ATTN_CP|MOE_DP|TP|EP|PP)\d{1,6})*\] "
-    rb"|ServerArgs\("
-)
-_FLAG_PP = re.compile(rb"--(?:pp-size|pipeline-parallel-size)[= ](\d{1,4})\b")
-_FLAG_NNODES = re.compile(rb"--nnodes[= ](\d{1,4})\b")
-
-
-def _server_args(head: bytes) -> dict[str, str]:
-    """The settings triage uses from sglang's server arguments line in ``head``."""
-    found: dict[str, str] = {}
-    unquoted = _Unquoted(head)
-    line = next((m for m in _SERVER_ARGS.finditer(head) if unquoted.holds(m.start())), None)
-    if line is not None:
-        for name, pattern in _SETTING.items():
-            match = pattern.search(line.group(0))
-            if match is not None:
-                found[name] = match.group(1).decode("utf-8", "backslashreplace")
-    if "pp_size" not in found:
-        flag = next((m for m in _FLAG_PP.finditer(head) if unquoted.holds(m.start())), None)
-        if flag is not None:
-            # The launch command: its stages run on --nnodes hosts, one (sglang's default)
-            # when it does not say.
-            found["pp_size"] = flag.group(1).decode()
-            found["pp_size_from"] = "the launch command"
-            nodes = next(
-                (m for m in _FLAG_NNODES.finditer(head) if unquoted.holds(m.start())), None
-            )
-            found.setdefault("nnodes", nodes.group(1).decode() if nodes is not None else "1")
-    return found
-
-
-class _Unquoted:
-    """Tells whether a place in a log's head stands outside every string literal of its line
-    (:func:`quoted_spans`): a prompt's ``--pp-size 12`` that a request's echo carries is text,
-    no setting. Each line's literals are found once."""
-
-    def __init__(self, head: bytes) -> None:
-        self._head = head
-        self._spans: dict[int, list[tuple[int, int]]] = {}
-
-    def holds(self, at: int) -> bool:
-        start = self._head.rfind(b"\n", 0, at) + 1
-        spans = self._spans.get(start)
-        if spans is None:
-            end = self._head.find(b"\n", at)
-            line = self._head[start : len(self._head) if end < 0 else end]
-            # latin-1 keeps each byte's place; quotes and backslashes are ASCII in UTF-8
-            spans = self._spans[start] = quoted_spans(line.decode("latin-1"))
-        place = bisect.bisect_right(spans, (at - start, len(self._head)))  # spans are in order
-        return place == 0 or spans[place - 1][1] <= at - start
-
-
-#: Lines that begin a definition or an import: what Python source is made of. A traceback
-#: shows such a line only as a frame's code, right after its 'File "...", line N' line.
-_DEFINITION = re.compile(rb"^[ \t]*(?:def |class |import |from [\w.]+ import |@[\w.]+)")
-_FRAME_LINE = re.compile(rb'^[ \t]*File "')
-#: A line that begins with a time in brackets, as sglang's prefix does: '[2026-12-03 14:56:07'
-#: (another program's too: DeepSpeed's '[2023-04-16 21:36:09,031]'), which source code never
-#: begins a line with.
-_STAMPED_LINE = re.compile(rb"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", re.M)
-
-
-def _source_code(head: bytes) -> bool:
-    """Whether ``head`` is source code rather than a log: at least 10 of its lines, and a
-    twentieth of them, define or import outside any traceback frame, and no line begins with
-    sglang's prefix. torch's own source holds tracebacks, and 'Traceback (most recent call
-    last)' in its docstrings and tests; a log holds such lines only as a frame's code."""
-    if _STAMPED_LINE.search(head):
-        return False
-    definitions = lines = 0
-    after_frame = False
-    for line in head.splitlines():
-        if not line.strip():
-            continue
-        lines += 1
-        if _DEFINITION.match(line) and not after_frame:
-            definitions += 1
-        after_frame = _FRAME_LINE.match(line) is not None
-    return definitions >= 10 and definitions * 20 >= lines
 
 
 def _shown(text: str) -> list[str]:
@@ -339,7 +233,7 @@ def _layered(
         unmarked = Unmarked(stream, mark, limits.max_log_line)
         stream = cast(BinaryIO, io.BufferedReader(unmarked, buffer_size=1 << 20))
         head = _peek(stream)
-    width = None if _source_code(head) else wrap_width(head)
+    width = None if source_code(head) else wrap_width(head)
     if width is not None:
         renumbering.unwrapped = Unwrapped(stream, width, limits.max_log_line)
         stream = cast(BinaryIO, io.BufferedReader(renumbering.unwrapped, buffer_size=1 << 20))
@@ -349,18 +243,6 @@ def _layered(
         stream = renumbering.backwards.stream
         head = _peek(stream)
     return stream, head
-
-
-def _survey(reading: LogReading, head: bytes) -> None:
-    """What ``head`` (a log's first bytes, its layers off) says of the whole log."""
-    reading.empty = not head
-    reading.envelope, reading.launcher = detect(head)
-    reading.pp_ranks.update(int(n) for n in _PP_PREFIX.findall(head))
-    reading.server_args = _server_args(head)
-    reading.sglang_seen = _SGLANG_LINE.search(head) is not None
-    detected = reading.envelope is not Envelope.PLAIN or reading.launcher is not Launcher.NONE
-    source_code = reading.source_code = _source_code(head)
-    reading.shaped = (detected or _LOG_SHAPE.search(head) is not None) and not source_code
 
 
 #: A piece of a line a collector split (CRI 'P', Docker's json-file): its number, text, time,
@@ -457,7 +339,7 @@ def read_log(
     renumbering = _Renumbering()
     try:
         stream, head = _layered(opened, source, renumbering)
-        _survey(reading, head)
+        survey(reading, head)
         scanner = Scanner(stream, max_line=limits.max_log_line)
         reader = Reader(reading, first_order, limits)
         lines = _Lines(reading, reader, limits, local_zone)

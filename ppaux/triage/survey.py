@@ -1,0 +1,135 @@
+"""What a log's head (its first bytes, its layers off) says of the whole log: its envelope and
+launcher, sglang's pipeline ranks and server arguments, whether it has a log's shape at all, and
+whether it is source code rather than a log.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from ppaux.triage.flattened import quoted_spans
+from ppaux.triage.lineformat import detect
+from ppaux.triage.lineshapes import Envelope, Launcher
+from ppaux.triage.logreading import LogReading
+
+__all__ = ["source_code", "survey"]
+
+#: sglang's prefix with a pipeline rank, as it appears inside any envelope (``[time ... PPn ...]``).
+_PP_PREFIX = re.compile(
+    rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?"
+    rb"(?: (?:DP|ATTN_CP|MOE_DP|TP|EP)\d{1,6})* PP(\d{1,6})\b"
+)
+#: sglang's ``server_args=ServerArgs(...)`` line, and the settings of it triage uses; and the
+#: launch command's own flags, where a launcher logs it.
+_SERVER_ARGS = re.compile(rb"ServerArgs\([^\n]{0,60000}")
+_SETTING = {
+    "pp_size": re.compile(rb"\bpp_size=(\d{1,4})\b"),
+    "nnodes": re.compile(rb"\bnnodes=(\d{1,4})\b"),
+    "model_path": re.compile(rb"\bmodel_path='([^'\n]{1,512})'"),
+    "dist_init_addr": re.compile(rb"\bdist_init_addr='([^'\n]{1,256})'"),
+}
+#: What only a log of sglang's or of a launcher around it holds, looked for in a log's head:
+#: sglang's prefix (or a cut one), a traceback, torch's ``[rankN]:``, sglang's server arguments,
+#: NCCL's own prefix.
+_LOG_SHAPE = re.compile(
+    rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|(?:DP|PP|TP|EP)\d{1,6}\] |Traceback \(m|"
+    rb"\[rank\d{1,6}\]:|hit an exception|ServerArgs\(|Watchdog caught|"
+    rb'File \\?"[^"\n]{1,4096}", line \d|'
+    # NCCL's own lines (NCCL_DEBUG=INFO), '<host>:<pid>:<thread> [<device>] NCCL INFO ...': a
+    # log of NCCL's set-up and nothing else is a log ppaux reads (it may hold no failure)
+    rb"(?:^|\n)[\w.-]{1,253}:\d{1,9}:\d{1,9} \[\d{1,6}\] NCCL (?:INFO|WARN) "
+)
+#: sglang's own lines: its prefix (``[<time> TP0] ``, ``[<time> PP1 TP0] ``) or its arguments.
+_SGLANG_LINE = re.compile(
+    rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|ATTN_CP|MOE_DP|TP|EP|PP)\d{1,6})*\] "
+    rb"|ServerArgs\("
+)
+_FLAG_PP = re.compile(rb"--(?:pp-size|pipeline-parallel-size)[= ](\d{1,4})\b")
+_FLAG_NNODES = re.compile(rb"--nnodes[= ](\d{1,4})\b")
+
+
+def _server_args(head: bytes) -> dict[str, str]:
+    """The settings triage uses from sglang's server arguments line in ``head``."""
+    found: dict[str, str] = {}
+    unquoted = _Unquoted(head)
+    line = next((m for m in _SERVER_ARGS.finditer(head) if unquoted.holds(m.start())), None)
+    if line is not None:
+        for name, pattern in _SETTING.items():
+            match = pattern.search(line.group(0))
+            if match is not None:
+                found[name] = match.group(1).decode("utf-8", "backslashreplace")
+    if "pp_size" not in found:
+        flag = next((m for m in _FLAG_PP.finditer(head) if unquoted.holds(m.start())), None)
+        if flag is not None:
+            # The launch command: its stages run on --nnodes hosts, one (sglang's default)
+            # when it does not say.
+            found["pp_size"] = flag.group(1).decode()
+            found["pp_size_from"] = "the launch command"
+            nodes = next(
+                (m for m in _FLAG_NNODES.finditer(head) if unquoted.holds(m.start())), None
+            )
+            found.setdefault("nnodes", nodes.group(1).decode() if nodes is not None else "1")
+    return found
+
+
+class _Unquoted:
+    """Tells whether a place in a log's head stands outside every string literal of its line
+    (:func:`quoted_spans`): a prompt's ``--pp-size 12`` that a request's echo carries is text,
+    no setting. Each line's literals are found once."""
+
+    def __init__(self, head: bytes) -> None:
+        self._head = head
+        self._spans: dict[int, list[tuple[int, int]]] = {}
+
+    def holds(self, at: int) -> bool:
+        start = self._head.rfind(b"\n", 0, at) + 1
+        spans = self._spans.get(start)
+        if spans is None:
+            end = self._head.find(b"\n", at)
+            line = self._head[start : len(self._head) if end < 0 else end]
+            # latin-1 keeps each byte's place; quotes and backslashes are ASCII in UTF-8
+            spans = self._spans[start] = quoted_spans(line.decode("latin-1"))
+        place = bisect.bisect_right(spans, (at - start, len(self._head)))  # spans are in order
+        return place == 0 or spans[place - 1][1] <= at - start
+
+
+#: Lines that begin a definition or an import: what Python source is made of. A traceback
+#: shows such a line only as a frame's code, right after its 'File "...", line N' line.
+_DEFINITION = re.compile(rb"^[ \t]*(?:def |class |import |from [\w.]+ import |@[\w.]+)")
+_FRAME_LINE = re.compile(rb'^[ \t]*File "')
+#: A line that begins with a time in brackets, as sglang's prefix does: '[2026-12-03 14:56:07'
+#: (another program's too: DeepSpeed's '[2023-04-16 21:36:09,031]'), which source code never
+#: begins a line with.
+_STAMPED_LINE = re.compile(rb"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", re.M)
+
+
+def source_code(head: bytes) -> bool:
+    """Whether ``head`` is source code rather than a log: at least 10 of its lines, and a
+    twentieth of them, define or import outside any traceback frame, and no line begins with
+    sglang's prefix. torch's own source holds tracebacks, and 'Traceback (most recent call
+    last)' in its docstrings and tests; a log holds such lines only as a frame's code."""
+    if _STAMPED_LINE.search(head):
+        return False
+    definitions = lines = 0
+    after_frame = False
+    for line in head.splitlines():
+        if not line.strip():
+            continue
+        lines += 1
+        if _DEFINITION.match(line) and not after_frame:
+            definitions += 1
+        after_frame = _FRAME_LINE.match(line) is not None
+    return definitions >= 10 and definitions * 20 >= lines
+
+
+def survey(reading: LogReading, head: bytes) -> None:
+    """What ``head`` (a log's first bytes, its layers off) says of the whole log."""
+    reading.empty = not head
+    reading.envelope, reading.launcher = detect(head)
+    reading.pp_ranks.update(int(n) for n in _PP_PREFIX.findall(head))
+    reading.server_args = _server_args(head)
+    reading.sglang_seen = _SGLANG_LINE.search(head) is not None
+    detected = reading.envelope is not Envelope.PLAIN or reading.launcher is not Launcher.NONE
+    code = reading.source_code = source_code(head)
+    reading.shaped = (detected or _LOG_SHAPE.search(head) is not None) and not code
