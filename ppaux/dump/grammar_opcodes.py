@@ -4,6 +4,9 @@ closes it, and which opcodes fill, create or push a value."""
 
 from __future__ import annotations
 
+#: Private to the grammar (ppaux.dump.grammar imports its tables by name).
+__all__: list[str] = []
+
 _BATCH = 1000
 
 # APPEND, SETITEM and BUILD: the pickler writes them only on the value it just created.

@@ -40,6 +40,8 @@ class WriterRecord:
         self.fetched: dict[int, Any] = {}
 
     def deviate(self, what: str, severe: bool = True) -> None:
-        """Record (once, the first) a value that torch.save's pickler never writes."""
-        if self.deviation is None:
+        """Record the first value that torch.save's pickler never writes; a later one where
+        torch's reading could differ replaces one where it reads alike (the finding's level
+        is the worse)."""
+        if self.deviation is None or (severe and not self.deviation[2]):
             self.deviation = (f"byte {self.op_pos}", what, severe)
