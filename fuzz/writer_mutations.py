@@ -16,8 +16,9 @@ import pickletools
 import random
 import struct
 import zipfile
+from collections.abc import Callable
 
-__all__ = ["WRITER_MUTATIONS"]
+__all__ = ["GRAMMAR_BREAKS", "WRITER_MUTATIONS"]
 
 # Opcodes grouped by the shape of their argument: a swap within a group keeps every byte after
 # it where the writer put it.
@@ -140,4 +141,136 @@ def _header_field(rng: random.Random, data: bytes, other: bytes) -> bytes:
     return bytes(out)
 
 
+Mutation = Callable[[random.Random, bytes, bytes], bytes]
+
 WRITER_MUTATIONS = [_opcode_swap, _memo_index, _record_rename, _header_field]
+
+
+# -- out of the writer's grammar, read alike -----------------------------------------------
+# Each rewrites data.pkl to what torch reads as it reads the original, but torch.save never
+# writes, and puts it back in an archive torch's own writer lays out: ppaux must not call the
+# result clean (tests/test_writer_mutations.py).
+
+
+def _ops(body: bytes) -> list[tuple[str, object, int]]:
+    return [(op.name, arg, pos) for op, arg, pos in pickletools.genops(body)]
+
+
+def _starts(body: bytes) -> dict[int, list[int]]:
+    """For each opcode's position, where each value on the stack began before it runs."""
+    stack: list[int] = []
+    marks: list[int] = []
+    out: dict[int, list[int]] = {}
+    for op, _, pos in pickletools.genops(body):
+        out[pos] = list(stack)
+        if op.name == "MARK":
+            marks.append(len(stack))
+            stack.append(pos)
+            continue
+        before = [s for s in op.stack_before if s is not pickletools.markobject]
+        if pickletools.markobject in op.stack_before:
+            at = marks.pop()
+            begun = stack[at]
+            del stack[at:]
+        else:
+            count = sum(1 for s in before if s is not pickletools.stackslice)
+            begun = stack[-count] if count else pos
+            if count:
+                del stack[-count:]
+        if op.stack_after:
+            stack.append(begun)
+    return out
+
+
+def _small_batch(rng: random.Random, body: bytes) -> bytes:
+    """One APPEND or SETITEM written as a batch of one (MARK ... APPENDS/SETITEMS), or an empty
+    batch after a new dict or list."""
+    ops = _ops(body)
+    starts = _starts(body)
+    fills = [(name, pos) for name, _, pos in ops if name in ("APPEND", "SETITEM")]
+    if fills and rng.random() < 0.7:
+        name, pos = rng.choice(fills)
+        first = starts[pos][-1 if name == "APPEND" else -2]
+        closing = b"e" if name == "APPEND" else b"u"
+        return body[:first] + b"(" + body[first:pos] + closing + body[pos + 1 :]
+    made = [
+        (ops[i + 1][2] + _op_len(ops, i + 1, body), name)
+        for i, (name, _, _) in enumerate(ops[:-1])
+        if name in ("EMPTY_DICT", "EMPTY_LIST") and ops[i + 1][0] in _PUT_NAMES
+    ]
+    if not made:
+        raise ValueError("no new dict or list")
+    at, name = rng.choice(made)
+    return body[:at] + (b"(u" if name == "EMPTY_DICT" else b"(e") + body[at:]
+
+
+_PUT_NAMES = ("BINPUT", "LONG_BINPUT", "PUT")
+
+
+def _op_len(ops: list[tuple[str, object, int]], i: int, body: bytes) -> int:
+    return (ops[i + 1][2] if i + 1 < len(ops) else len(body)) - ops[i][2]
+
+
+def _none_pop(rng: random.Random, body: bytes) -> bytes:
+    """NONE POP before a memo GET: the one place the pickler writes POP is before the GET of
+    a tuple memoized while its items were written."""
+    gets = [pos for name, _, pos in _ops(body) if name in ("BINGET", "LONG_BINGET")]
+    if not gets:
+        raise ValueError("no memo GET")
+    at = rng.choice(gets)
+    return body[:at] + b"N0" + body[at:]
+
+
+def _shared_piece(rng: random.Random, body: bytes) -> bytes:
+    """A tensor's backward hooks (``OrderedDict()``) written as a GET of an earlier tensor's,
+    its memo entry dropped and every later memo index moved down one."""
+    ops = _ops(body)
+    made = [  # (index of REDUCE's PUT, its memo index) for each GET-or-GLOBAL, (), REDUCE
+        (i + 1, ops[i + 1][1])
+        for i in range(2, len(ops) - 1)
+        if ops[i][0] == "REDUCE"
+        and ops[i - 1][0] == "EMPTY_TUPLE"
+        and ops[i + 1][0] == "BINPUT"
+        and (ops[i - 2][0] == "BINGET" or ops[i - 3][0] == "GLOBAL")
+    ]
+    if len(made) < 2:
+        raise ValueError("fewer than two tensors' hooks")
+    (_, first), (put, dropped) = made[0], rng.choice(made[1:])
+    get_at = put - 3  # the BINGET of OrderedDict before EMPTY_TUPLE and REDUCE
+    out = bytearray(body[: ops[get_at][2]]) + b"h" + bytes([first])
+    for i in range(put + 1, len(ops)):
+        name, arg, pos = ops[i]
+        raw = body[pos : pos + _op_len(ops, i, body)]
+        if name in ("BINPUT", "BINGET") and isinstance(arg, int) and arg > dropped:
+            raw = raw[:1] + bytes([arg - 1])
+        out += raw
+    return bytes(out)
+
+
+def _in_archive(edit: Callable[[random.Random, bytes], bytes]) -> Mutation:
+    """A mutation that applies ``edit`` to data.pkl and writes the records again with torch's
+    own zip writer, in torch.save's order (it adds ``version`` and the serialization id)."""
+
+    def mutation(rng: random.Random, data: bytes, other: bytes) -> bytes:
+        import torch
+
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            names = archive.namelist()
+            prefix = names[0].split("/")[0]
+            kept = {n[len(prefix) + 1 :]: archive.read(n) for n in names}
+        kept["data.pkl"] = edit(rng, kept["data.pkl"])
+        first = ["data.pkl", ".format_version", ".storage_alignment", "byteorder"]
+        order = [n for n in first if n in kept]
+        order += [n for n in kept if n.startswith("data/")]
+        buffer = io.BytesIO()
+        with torch.serialization._open_zipfile_writer(buffer) as writer:
+            for name in order:
+                writer.write_record(name, kept[name], len(kept[name]))
+        return buffer.getvalue()
+
+    mutation.__name__ = edit.__name__
+    return mutation
+
+
+#: Edits out of the writer's grammar that torch reads as it reads the file edited.
+GRAMMAR_BREAKS = [_in_archive(e) for e in (_small_batch, _none_pop, _shared_piece)]

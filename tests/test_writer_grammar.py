@@ -7,6 +7,7 @@ and must be reported there (PP118) whatever torch.load makes of it, which the sa
 
 from __future__ import annotations
 
+import collections
 import io
 import pickle
 import struct
@@ -485,7 +486,7 @@ def _edited_tensor_file(tmp_path: Path, edit) -> Path:
 
 def _hooks_with_items(pkl: bytes) -> bytes:
     at = pkl.index(b")Rq") + 4  # after the OrderedDict's REDUCE and BINPUT
-    return pkl[:at] + b"(K\x01K\x02u" + pkl[at:]
+    return pkl[:at] + b"(K\x01K\x02K\x03K\x04u" + pkl[at:]  # two items, one batch
 
 
 def _hooks_a_set(pkl: bytes) -> bytes:
@@ -524,7 +525,9 @@ class _Tensor:
     """Reduces as torch.save reduces a tensor of 2 elements on ``storage``."""
 
     def __init__(self, storage: _Storage) -> None:
-        self.args = (storage, 0, (2,), (1,), False, __import__("collections").OrderedDict())
+        # Size and stride made anew for each tensor, as torch.save makes them (a shared tuple
+        # would be written once and fetched from the memo).
+        self.args = (storage, 0, tuple([2]), tuple([1]), False, collections.OrderedDict())
 
     def __reduce_ex__(self, protocol):
         return (torch._utils._rebuild_tensor_v2, self.args)

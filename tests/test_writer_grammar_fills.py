@@ -127,7 +127,7 @@ def test_hooks_filled_in_writer_order_are_reported(tmp_path, sandbox):
     ("pkl", "where"),
     [
         (b"\x80\x02]q\x00K\x01aK\x02a.", "byte 10 (APPEND)"),
-        (b"\x80\x02}q\x00(K\x01K\x02uK\x03K\x04s.", "byte 15 (SETITEM)"),
+        (b"\x80\x02}q\x00(K\x01K\x02K\x05K\x06uK\x03K\x04s.", "byte 19 (SETITEM)"),
         (b"\x80\x02]q\x00h\x00K\x01a\x86q\x01.", "byte 9 (APPEND)"),
         (b"\x80\x02]q\x00h\x00(K\x01K\x02e\x86q\x01.", "byte 12 (APPENDS)"),
         (b"\x80\x02cm\nC\nq\x00)Rq\x01}q\x02b}q\x03b.", "byte 20 (BUILD)"),
@@ -184,7 +184,8 @@ class _Storage:
 
 class _Tensor:
     def __init__(self, storage: _Storage) -> None:
-        self.args = (storage, 0, (2,), (1,), False, OrderedDict())
+        # Size and stride made anew for each tensor, as torch.save makes them.
+        self.args = (storage, 0, tuple([2]), tuple([1]), False, OrderedDict())
 
     def __reduce_ex__(self, protocol):
         return (torch._utils._rebuild_tensor_v2, self.args)

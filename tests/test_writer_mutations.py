@@ -18,6 +18,8 @@ from helpers import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ppaux.dump import inspect_file
+
 pytestmark = pytest.mark.torch
 
 sys.path.insert(0, str(REPO / "fuzz"))
@@ -62,6 +64,35 @@ def test_an_edit_in_place_is_a_finding_or_read_as_torch_reads_it(
         # A file torch reads is never "unreadable" nor "refused by torch": at most a finding
         # that ppaux does not read it the way torch does (PP202).
         assert ours.codes and ours.codes != {"PP117"}, (mutation.__name__, ours.reason)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    mutation=st.sampled_from(writer_mutations.GRAMMAR_BREAKS),
+    which=st.integers(0, 5),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_an_edit_out_of_the_grammar_is_never_clean(
+    mutation, which, seed, sandbox, tmp_path_factory
+):
+    # A batch the pickler never writes, NONE POP, a tensor's hooks fetched from the memo:
+    # torch reads each as it reads the file torch.save wrote, and ppaux says where it left
+    # the writer's grammar (PP118).
+    written = _written()
+    base = written[which % len(written)]
+    try:
+        data = mutation(random.Random(seed), base, base)
+    except ValueError:  # nothing to edit in this file (no GET, one tensor)
+        return
+    folder = tmp_path_factory.mktemp("break")
+    (folder / "base.pt").write_bytes(base)
+    (folder / "edited.pt").write_bytes(data)
+    ours = harness.ppaux_view(str(folder / "edited.pt"))
+    _, findings = inspect_file(str(folder / "edited.pt"))
+    assert "PP118" in {f.code for f in findings}, (mutation.__name__, ours)
+    theirs, expected = sandbox.load(folder / "edited.pt"), sandbox.load(folder / "base.pt")
+    assert theirs["outcome"] == expected["outcome"], (mutation.__name__, theirs)
+    assert theirs["value"] == expected["value"], mutation.__name__
 
 
 def test_each_edit_changes_the_file_and_keeps_its_size():

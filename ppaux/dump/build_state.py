@@ -7,6 +7,8 @@ numpy's reason, what they refuse, and records what torch.save never writes.
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 from ppaux.dump.model import NdArrayRef, NumpyDtype, StorageRef, TensorRef
@@ -14,6 +16,7 @@ from ppaux.dump.pickle_state import PickleState
 from ppaux.text import shown
 
 __all__ = [
+    "NUMPY_REFUSES",
     "PARAMETER_TYPES",
     "TENSOR_FIELDS",
     "build_ndarray",
@@ -234,6 +237,31 @@ def build_ndarray(m: PickleState, arr: NdArrayRef, state: object) -> None:
         arr.raw = bytes(data)  # the array's bytes; an object array has a list
     elif isinstance(data, str) and max(data, default="\0") <= "\xff":
         arr.raw = data.encode("latin-1")  # numpy reads a str as its Latin-1 bytes
+    if arr.problem is None:
+        arr.problem = _buffer_refusal(arr)
+
+
+#: The end of every reason :attr:`NdArrayRef.problem` gives where numpy itself refuses.
+NUMPY_REFUSES = "numpy refuses it"
+_FIXED_SIZE = re.compile(r"[<>=|]?[biufc]([0-9]{1,2})")
+
+
+def _buffer_refusal(arr: NdArrayRef) -> str | None:
+    """numpy's ``array_setstate`` wants the buffer to hold exactly the bytes the shape and
+    dtype need ("buffer size does not match array size"); checked for numbers, whose item
+    size the dtype's spec gives."""
+    if arr.raw is None or arr.descr is None:
+        return None
+    fixed = _FIXED_SIZE.fullmatch(arr.descr.spec)
+    if fixed is None:
+        return None
+    need = math.prod(arr.shape) * int(fixed.group(1))
+    if len(arr.raw) == need:
+        return None
+    return (
+        f"its data holds {len(arr.raw)} bytes, not the {need} that its dtype and shape "
+        f"{list(arr.shape)} need; {NUMPY_REFUSES}"
+    )
 
 
 def _ndarray_refusal(state: tuple[Any, ...], offset: int) -> str | None:

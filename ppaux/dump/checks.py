@@ -70,6 +70,24 @@ def predict_pop(mapping: dict[str, Any]) -> dict[str, Any]:
     return {"outcome": "ok", "error_type": None, "error": None}
 
 
+def _default_refusal(dump: Dump, found: list[Finding]) -> Finding:
+    """PP119: torch.load's default reader refuses the file; whether the other reader reads it
+    is said only where no value fails it (a tensor past its storage, a numpy array numpy
+    refuses: PP116)."""
+    other = (
+        "torch.load(weights_only=False) fails on it too (PP116)"
+        if any(f is not OMITTED and f.code == "PP116" for f in found)
+        else "torch.load(weights_only=False) would read it, but that loader runs code from any file"
+    )
+    return finding(
+        "PP119",
+        dump.path,
+        f"torch.load's default (weights_only=True) refuses this file: "
+        f"{dump.weights_only_refusal}; {other}",
+        extra={"where": dump.weights_only_refusal},
+    )
+
+
 def check_dump(
     dump: Dump,
     payloads: list[Payload],
@@ -100,17 +118,7 @@ def check_dump(
                     extra={"where": dump.deviation.where},
                 )
             )
-        if default_reader and dump.weights_only_refusal is not None:
-            found.append(
-                finding(
-                    "PP119",
-                    dump.path,
-                    "torch.load's default (weights_only=True) refuses this file: "
-                    f"{dump.weights_only_refusal}; torch.load(weights_only=False) would read "
-                    "it, but that loader runs code from any file",
-                    extra={"where": dump.weights_only_refusal},
-                )
-            )
+        default_refusal = len(found) if default_reader and dump.weights_only_refusal else None
         if not payloads:
             found.append(finding("PP114", dump.path, "no tensor dict found in the file"))
         for payload in payloads:
@@ -120,6 +128,8 @@ def check_dump(
                 found += check_payload(dump.path, payload, limits, tally)
         found += storage_records(dump, payloads, limits)
         found += tensor_views(dump, payloads, limits)
+        if default_refusal is not None:
+            found.insert(default_refusal, _default_refusal(dump, found))
     finally:
         BUDGET.reset(token)
     kept = [f for f in found if f is not OMITTED]

@@ -26,6 +26,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ppaux.dump.grammar_args import CHECKED, check_arg, names_read_otherwise
+from ppaux.dump.grammar_opcodes import (
+    _ARG_LEN,
+    _BATCH,
+    _CREATES,
+    _EFFECT,
+    _FILLS,
+    _FINISHED,
+    _FRAME_TARGET,
+    _FRESH_LEAST,
+    _LARGE,
+    _LINE_OPS,
+    _MARK_ITEMS,
+    _MARK_PUSH,
+    _NO_EFFECT,
+    _PUSHES_ONE,
+    _SMALL_BATCH,
+    _TO_MARK,
+    _TUPLE_P1,
+    _op_size,
+    _payload_size,
+)
 
 __all__ = [
     "OPCODES",
@@ -57,7 +78,6 @@ _VALUED = CHECKED | _MEMOIZED | _PUTS | {0x63}
 # Opcodes whose order the scan checks even when nothing is pending: PUTs, POP and POP_MARK.
 # Opcodes order() looks at even where allowed: memo PUTs, POPs and PROTO (written once, first).
 _ORDERED = _PUTS | frozenset(b"01\x80")
-_BATCH = 1000
 _NAMES = {
     0x28: "MARK",
     0x2E: "STOP",
@@ -145,8 +165,10 @@ class _Scan:
         self.pending_memo: tuple[int, int] | None = None  # (offset, op) of a value to memoize
         self.globals_seen: set[bytes] = set()
         self.popped = 0  # POPs just written; -1 after POP_MARK
-        # Per stack value, what the pickler may still write on it: 2 items (a container or a
-        # reduced object just created, or whose last batch was full), 1 only BUILD, 0 nothing.
+        self.pop_floor = 0  # the memo count when the first value POP discards was begun
+        # Per stack value, what the pickler may still write on it (the low 2 bits: 3 items
+        # after a full batch, 2 items (a container or a reduced object just created), 1 only
+        # BUILD, 0 nothing) and, above them, the memo count when the value was begun.
         self.open_: list[int] = []
 
     def at(self, offset: int, op: int, what: str, severe: bool = True) -> Deviation:
@@ -192,7 +214,7 @@ class _Scan:
                 if found is None:
                     if op in _PUSHES_ONE:  # stack()'s common case, inline
                         self.depth += 1
-                        self.open_.append(0)
+                        self.open_.append(self.puts << 2)
                     elif op not in _NO_EFFECT:
                         found = self.stack(start, op)
             if found is not None:
@@ -234,14 +256,19 @@ class _Scan:
             # saving them (a recursive tuple); the pickler then writes that tuple's GET.
             if op == 0x30 and 0 < self.popped < 3:
                 self.popped += 1
+                self.pop_floor = min(self.pop_floor, self.open_[-1] >> 2) if self.open_ else 0
             elif op in (0x68, 0x6A):
                 self.popped = 0
+                return self.recursive_get(start, op)
             else:
                 return self.at(
                     start, op, "POP or POP_MARK not followed by the GET the pickler writes", True
                 )
         elif op in (0x30, 0x31):
             self.popped = 1 if op == 0x30 else -1
+            # The first value the POPs discard (POP_MARK: the MARK's) was begun at this count.
+            lowest = len(self.open_) - (1 if op == 0x30 else self.depth)
+            self.pop_floor = self.open_[lowest] >> 2 if 0 <= lowest < len(self.open_) else self.puts
         if op == 0x80:
             return self.second_proto(start, op)
         if self.pending_memo is not None and op not in _PUTS and op != 0x95:
@@ -253,6 +280,21 @@ class _Scan:
             if self.pending_memo is None:
                 return self.at(start, op, "a memo entry the pickler would not write here", False)
             self.pending_memo = None
+        return None
+
+    def recursive_get(self, start: int, op: int) -> Deviation | None:
+        """The GET after POPs fetches the tuple memoized while its items were written, so
+        its memo index is at least the count when the first discarded value was begun."""
+        size = 1 if op == 0x68 else 4
+        index = int.from_bytes(self.data[start + 1 : start + 1 + size], "little")
+        if index < self.pop_floor:
+            return self.at(
+                start,
+                op,
+                f"POPs discard values begun after memo entry {index} was written, so this GET "
+                "is not of a tuple memoized while they were (the one place the pickler writes "
+                "POP)",
+            )
         return None
 
     def second_proto(self, start: int, op: int) -> Deviation:
@@ -358,14 +400,17 @@ class _Scan:
         if op in _FILLS:
             if self.depth <= pops:
                 return self.at(start, op, "no container under the values it adds")
-            if open_[-1 - pops] < (1 if op == 0x62 else 2):
+            under = open_[-1 - pops]
+            if under & 3 < (1 if op == 0x62 else 2):
                 return self.at(start, op, _FINISHED)
-            open_[-1 - pops] = 0 if op == 0x62 else 1
+            open_[-1 - pops] = under & ~3 | (0 if op == 0x62 else 1)
         self.depth += pushes - pops
+        # A value made from others was begun with the first of them.
+        begun = open_[-pops] & ~3 if pops else self.puts << 2
         if pops:
             del open_[-pops:]
         if pushes:  # one value at most
-            open_.append(2 if op in _CREATES else 0)
+            open_.append(begun | (2 if op in _CREATES else 0))
         return None
 
     def close_mark(self, start: int, op: int) -> Deviation | None:
@@ -380,110 +425,17 @@ class _Scan:
         if op in (0x65, 0x75, 0x90) and self.depth < 1:
             return self.at(start, op, "no container under the MARK")
         open_ = self.open_
+        begun = open_[len(open_) - n] & ~3 if n else self.puts << 2
         del open_[len(open_) - n :]
         if op in (0x65, 0x75, 0x90):
-            if open_[-1] < 2:
+            state = open_[-1] & 3
+            if state < 2:
                 return self.at(start, op, _FINISHED)
-            open_[-1] = 2 if n == (2 * _BATCH if op == 0x75 else _BATCH) else 1
-        else:
-            open_ += [0] * _MARK_PUSH[op]
+            items = n // 2 if op == 0x75 else n
+            if items < _FRESH_LEAST[op] and state != 3:
+                return self.at(start, op, _SMALL_BATCH[op], False)
+            full = items == _BATCH
+            open_[-1] = open_[-1] & ~3 | (3 if full else 1)
+        elif _MARK_PUSH[op]:
+            open_.append(begun)
         return None
-
-
-# APPEND, SETITEM and BUILD: the pickler writes them only on the value it just created.
-_FILLS = frozenset(b"asb")
-# EMPTY_DICT, EMPTY_LIST, EMPTY_SET, REDUCE, NEWOBJ, NEWOBJ_EX: values the pickler fills next.
-_CREATES = frozenset(b"}]\x8fR\x81\x92")
-_FINISHED = (
-    "fills a value the pickler had finished (it fills a container or a reduced object only "
-    "right after creating it, in batches of 1000, and never one fetched from the memo)"
-)
-_FRAME_TARGET = 64 * 1024
-_LARGE = {0x58: 4, 0x8D: 8, 0x42: 4, 0x8E: 8, 0x96: 8}
-
-
-def _op_size(data: bytes, start: int) -> int:
-    """Bytes of the opcode at ``start`` (at least 1; the scan checks the rest)."""
-    op = data[start]
-    arg = _ARG_LEN.get(op, 0)
-    if op == 0x63:
-        second = data.find(b"\n", data.find(b"\n", start) + 1)
-        return max(second + 1 - start, 1)
-    if arg >= 0:
-        return 1 + arg
-    return 1 - arg + int.from_bytes(data[start + 1 : start + 1 - arg], "little")
-
-
-def _payload_size(data: bytes, pos: int, op: int) -> int:
-    size_len = _LARGE[op]
-    return int.from_bytes(data[pos : pos + size_len], "little")
-
-
-# Argument sizes: positive = fixed, negative = a little-endian length of that many bytes.
-_ARG_LEN = {
-    0x80: 1,
-    0x95: 8,
-    0x71: 1,
-    0x72: 4,
-    0x68: 1,
-    0x6A: 4,
-    0x4A: 4,
-    0x4B: 1,
-    0x4D: 2,
-    0x47: 8,
-    0x8A: -1,
-    0x8B: -4,
-    0x58: -4,
-    0x8C: -1,
-    0x8D: -8,
-    0x42: -4,
-    0x43: -1,
-    0x8E: -8,
-    0x96: -8,
-}
-_TO_MARK = frozenset(b"teu\x90\x911")
-# (least, most, wording) items between MARK and the opcode that closes it.
-_MARK_ITEMS = {
-    0x74: (4, 2**62, "4 or more (fewer have their own opcodes)"),
-    # A list's last batch may hold one item, a dict's and a set's none (after a batch of
-    # exactly 1000: Modules/_pickle.c, batch_list_exact, batch_dict_exact, batch_set).
-    0x65: (1, _BATCH, "1 to 1000"),
-    0x75: (0, 2 * _BATCH, "up to 1000 pairs"),
-    0x90: (0, _BATCH, "up to 1000"),
-    0x91: (0, 2**62, "any number"),
-    0x31: (0, 2**62, "any number"),
-}
-# Below protocol 2 every tuple but the empty one is written between MARK and TUPLE.
-_TUPLE_P1 = (1, 2**62, "1 or more (the empty tuple has its own opcode)")
-_MARK_PUSH = {0x74: 1, 0x65: 0, 0x75: 0, 0x90: 0, 0x91: 1, 0x31: 0}
-# (pops, pushes) of the other opcodes; those not listed push one value.
-_EFFECT = {
-    0x80: (0, 0),
-    0x71: (0, 0),
-    0x72: (0, 0),
-    0x94: (0, 0),
-    0x85: (1, 1),
-    0x86: (2, 1),
-    0x87: (3, 1),
-    0x52: (2, 1),
-    0x81: (2, 1),
-    0x92: (3, 1),
-    0x62: (1, 0),
-    0x51: (1, 1),
-    0x61: (1, 0),
-    0x73: (2, 0),
-    0x30: (1, 0),
-    0x93: (2, 1),
-}
-
-# What stack() does for these two sets is fixed: push one value that takes nothing more, or
-# nothing at all (PROTO and the memo PUTs).
-_PUSHES_ONE = frozenset(
-    op
-    for op in range(256)
-    if op not in _EFFECT and op not in _TO_MARK and op not in _CREATES and op != 0x28
-)
-_NO_EFFECT = frozenset(op for op, effect in _EFFECT.items() if effect == (0, 0))
-
-#: GLOBAL (two lines), INT and LONG (one line): arguments that end at a newline.
-_LINE_OPS = frozenset(b"cIL")

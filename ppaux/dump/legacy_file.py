@@ -313,6 +313,13 @@ def _read_records(
                 f"counts {count} elements, the object {storage.numel} (torch: storage has "
                 "wrong byte size)",
             )
+        if storage.location == "meta" and deviation is None:
+            deviation = Deviation(
+                f"byte {pos}",
+                f"the data of storage {storage.key} at location 'meta', which torch.save never "
+                "writes (a meta tensor is saved without a storage)",
+                False,
+            )
         if count != storage.numel and deviation is None:
             deviation = Deviation(
                 f"byte {pos}",

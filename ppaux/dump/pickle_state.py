@@ -85,4 +85,5 @@ class PickleState(PickleSpending, WriterRecord):
             value = self.memo[index]
         except KeyError:
             raise self.error(f"memo entry {index} was never stored") from None
+        self.fetched[id(value)] = value
         self.push(value)

@@ -234,7 +234,7 @@ class Machine(PickleState):
                 if not self.stack:
                     raise self.error("STOP with no value since the last MARK")
                 for offset, hooks in self.hooks_given:
-                    if hooks and self.deviation is None:
+                    if hooks and (self.deviation is None or not self.deviation[2]):
                         what = "backward hooks filled after the tensor was rebuilt with them"
                         self.deviation = (f"byte {offset}", what, True)
                 return self.stack.pop()

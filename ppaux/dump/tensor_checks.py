@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from ppaux.dump.build_state import NUMPY_REFUSES
 from ppaux.dump.findings_budget import at
-from ppaux.dump.model import DTYPE_ITEMSIZE, TensorRef
+from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, TensorRef
 from ppaux.dump.payload import LEAF_TYPES, Payload, key_text, quoted, walk
 from ppaux.dump.structure import Dump
 from ppaux.limits import Limits
@@ -150,7 +151,9 @@ def tensor_views(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Fi
             if value.__class__ in LEAF_TYPES:
                 continue  # holds no tensor
             for node in _nodes(value, limits, dump.path, seen):
-                if isinstance(node, TensorRef):
+                if isinstance(node, NdArrayRef):
+                    found += _numpy_refusal(dump.path, node, payload, key)
+                elif isinstance(node, TensorRef):
                     problem = view_problem(node)
                     if problem is not None:
                         found.append(
@@ -163,6 +166,15 @@ def tensor_views(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Fi
                             )
                         )
     return found
+
+
+def _numpy_refusal(path: str, arr: NdArrayRef, payload: Payload, key: object) -> list[Finding]:
+    """A numpy array whose pickled state numpy's ``ndarray.__setstate__`` refuses: torch.load
+    (weights_only=False) fails on it, naming nothing; the finding names the key."""
+    if arr.problem is None or not arr.problem.endswith(NUMPY_REFUSES):
+        return []
+    what = f"numpy array: {shown(arr.problem, 200)}, so torch.load(weights_only=False) fails on it"
+    return [at("PP116", path, what, payload, key)]
 
 
 def storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Finding]:

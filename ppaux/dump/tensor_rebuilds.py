@@ -133,13 +133,29 @@ def _check_hooks(m: Machine, hooks: object) -> None:
     if id(hooks) not in m.torch_hooks or hooks:
         m.deviate("backward hooks that are not the empty OrderedDict() torch.save writes")
     else:
+        _check_fresh(m, hooks, "a tensor's backward hooks")
         m.hooks_given.append((m.op_pos, hooks))
 
 
 def _check_shape_tuples(m: Machine, args: tuple[Any, ...]) -> None:
-    """torch.save writes a tensor's size and stride as tuples."""
+    """torch.save writes a tensor's size and stride as tuples, made for that tensor."""
     if not isinstance(args[2], tuple) or not isinstance(args[3], tuple):
         m.deviate("a tensor's size or stride that is not the tuple torch.save writes")
+    _check_fresh(m, args[2], "a tensor's size")
+    _check_fresh(m, args[3], "a tensor's stride")
+
+
+def _check_fresh(m: Machine, value: object, what: str) -> None:
+    """torch.save makes a tensor's size, stride, backward hooks and a Parameter's data anew
+    for each tensor it reduces (``Tensor._reduce_ex_internal``, ``Parameter.__reduce_ex__``),
+    so the pickler writes each where it is used and never fetches one from the memo; torch
+    reads a shared one alike."""
+    if id(value) in m.fetched and m.fetched[id(value)] is value:
+        m.deviate(
+            f"{what} fetched from the memo (memo GET), where torch.save writes it "
+            "afresh for each tensor",
+            False,
+        )
 
 
 def _rebuild_tensor_v2(m: Machine, args: tuple[Any, ...]) -> TensorRef:
@@ -240,6 +256,7 @@ def _rebuild_parameter(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     if len(args) not in (3, 4):
         raise TypeError(f"{len(args)} arguments, expected 3 or 4")
     _check_hooks(m, args[2])
+    _check_fresh(m, args[0], "a Parameter's data")
     tensor = _tensor_arg(m, args[0], "parameter data")
     tensor.subclass = "torch.nn.parameter.Parameter"
     set_requires_grad(m, tensor, args[1], "Parameter")

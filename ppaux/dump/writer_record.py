@@ -35,8 +35,13 @@ class WriterRecord:
         #: (offset, hooks) of each tensor rebuilt with such hooks: torch keeps the dict itself,
         #: so one filled later in the pickle gives the tensor hooks (checked at STOP).
         self.hooks_given: list[tuple[int, Any]] = []
+        #: The values a memo GET fetched, by id (the memo holds them, so no id is reused):
+        #: torch.save writes a tensor's size, stride, hooks and a Parameter's data afresh.
+        self.fetched: dict[int, Any] = {}
 
     def deviate(self, what: str, severe: bool = True) -> None:
-        """Record (once, the first) a value that torch.save's pickler never writes."""
-        if self.deviation is None:
+        """Record the first value that torch.save's pickler never writes; a later one where
+        torch's reading could differ replaces one where it reads alike (the finding's level
+        is the worse)."""
+        if self.deviation is None or (severe and not self.deviation[2]):
             self.deviation = (f"byte {self.op_pos}", what, severe)

@@ -7,7 +7,8 @@ set), ``byteorder`` ('little' or 'big'; under its private keyword
 ``_disable_byteorder_record=True`` the stream writer adds it after ``version``), ``data/<key>``
 in that order, and PyTorchStreamWriter
 (caffe2/serialize/inline_container.cc, over miniz) ends with ``version`` ('3\\n') and
-``.data/serialization_id`` (decimal digits). Every record is stored (method 0), flags 0x0808
+``.data/serialization_id`` (two unsigned 64-bit numbers, each written as 20 decimal
+digits, zero-padded: 40 digits). Every record is stored (method 0), flags 0x0808
 (data descriptor, UTF-8 name), DOS time and date 0, its data aligned to that many bytes by an
 ``FB`` extra field of ``Z`` padding, followed by a 16-byte data descriptor (its CRC is the
 data's, or 0 in every record after ``torch.serialization.set_crc32_options(False)``); the central
@@ -100,6 +101,12 @@ _CONTENT = {
     "version": re.compile(rb"3\n"),
     ".data/serialization_id": re.compile(rb"[0-9]{1,64}"),
 }
+
+
+def _serialization_id(body: bytes) -> bool:
+    """Whether ``body`` is the id PyTorchStreamWriter writes: two unsigned 64-bit numbers,
+    each zero-padded to 20 decimal digits (as torch 2.13 writes it; 40 digits in all)."""
+    return len(body) == 40 and all(int(body[i : i + 20]) < 2**64 for i in (0, 20))
 
 
 #: Bytes of a record's data read at a time to check its CRC.
@@ -205,6 +212,12 @@ def zip_deviation(
         pattern = _CONTENT.get(base)
         if pattern is not None and pattern.fullmatch(body) is None:
             return Deviation(where, f"holds {body[:64]!r}, not what torch.save writes", True)
+        if base == ".data/serialization_id" and not _serialization_id(body):
+            # Decimal digits torch reads as it reads any id: only its shape is not the writer's.
+            what = (
+                f"holds {body[:64]!r}, not the 40 digits (two 20-digit numbers) torch.save writes"
+            )
+            return Deviation(where, what, False)
         if pickle_crc is not None and base == "data.pkl" and pickle_crc != record.CRC:
             if record.CRC != 0 or any(r.CRC for r in records):
                 return Deviation(where, "its CRC is not its data's", True)

@@ -150,6 +150,7 @@ def read_zip(
             known = by_key.get(pid[2])
             if known is not None:  # views of one storage name the same record, as in torch.load
                 return known
+            _check_location(path, m.op_pos, pid[3])
             key = f"{pid[2]}"
             # The location (the device string) is shown in reports: no control characters.
             storage = StorageRef(pid[1].dtype, key, shown(pid[3], 200), pid[4])
@@ -298,6 +299,20 @@ def _deviation(
     if found is None:
         found = _meta_record(storages)
     return found
+
+
+def _check_location(path: str, pos: int, location: str) -> None:
+    """torch.load restores a storage's location when its key is first met, at the BINPERSID
+    (torch/serialization.py ``_load``: ``load_tensor`` calls ``restore_location``), so a
+    location it cannot restore stops it there: a call the pickle makes before has run, one
+    after never runs."""
+    if not restorable(location):
+        raise TorchRefuses(
+            path,
+            f"torch.load refuses the file: data.pkl byte {pos} (BINPERSID): no restore "
+            f"function for storage location {shown(location, 200)} (torch 2.13 restores cpu, "
+            "meta, mps, and cuda, hpu, xpu, mtia, privateuseone, alone or as NAME:N)",
+        )
 
 
 def _meta_record(storages: list[StorageRef]) -> Deviation | None:

@@ -249,10 +249,14 @@ RULES = (
         name="tensor-outside-storage",
         severity=Severity.ERROR,
         summary="A tensor reaches past the end of its storage, or has more elements than int64 "
-        "counts.",
+        "counts; or numpy refuses a numpy array's pickled state.",
         explanation="torch.load of this file fails: rebuilding the tensor sets a view "
         "(offset, shape, stride) on its storage, and torch refuses a view that reaches past the "
-        "storage's last element or whose element count overflows int64.",
+        "storage's last element or whose element count overflows int64. A numpy array is "
+        "rebuilt by numpy's ndarray.__setstate__, which refuses a buffer of another size than "
+        "its shape and dtype need, and any state other than the one numpy writes; "
+        "torch.load(weights_only=False) then fails, and the default reader refuses numpy "
+        "arrays.",
         causes=(
             "The file was assembled or edited by hand.",
             "A hostile file probing how readers compute sizes.",
