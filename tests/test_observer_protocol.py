@@ -5,6 +5,7 @@ which gives it one more timeout) are at most two a step and four more."""
 from __future__ import annotations
 
 import pytest
+from helpers import OBSERVER_START as START
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,16 +13,6 @@ from ppaux.observer.protocol import Protocol, check_fields
 
 pytestmark = pytest.mark.fast
 
-START = {
-    "event": "start",
-    "target": "obs.py:Obs",
-    "kind": "class",
-    "origin": None,
-    "device": "cpu",
-    "sglang_parts": False,
-    "requests": "ppaux stand-ins",
-    "given": False,
-}
 END = {"event": "end", "threads": [], "timers": []}
 MADE = {"event": "made", "method": "after_sample", "return": None, "names": {}}
 TENSOR = {
