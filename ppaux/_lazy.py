@@ -6,7 +6,6 @@ re-export), and the ``__init__.py`` serves it with ``__getattr__, __dir__, __all
 attach_stub(__name__, __file__)``. Type checkers read the stub; at run time a module is imported
 on first use of one of its names. This keeps ``import ppaux`` (and every subpackage) torch-free
 and cheap, and lets a subpackage declare its public API without import cycles.
-(:func:`lazy_exports` serves a face that still lists its names in a table.)
 """
 
 from __future__ import annotations
@@ -17,13 +16,13 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["attach_stub", "lazy_exports", "stub_exports"]
+__all__ = ["attach_stub", "stub_exports"]
 
 #: ``from MODULE import NAMES`` in a stub, NAMES on one line or in parentheses.
 _IMPORT = re.compile(r"^from[ \t]+(\.?[\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.MULTILINE)
 
 
-def lazy_exports(
+def _lazy_exports(
     package: str, exports: Mapping[str, str]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """Return a module ``__getattr__`` and ``__dir__`` serving ``exports`` (name -> module).
@@ -65,5 +64,5 @@ def attach_stub(
     stub = init_file[: -len(".py")] + ".pyi"
     with open(stub, encoding="utf-8") as handle:
         exports = stub_exports(handle.read())
-    getattr_, dir_ = lazy_exports(package, exports)
+    getattr_, dir_ = _lazy_exports(package, exports)
     return getattr_, dir_, sorted(exports)

@@ -28,7 +28,7 @@ def _escaped(char: str) -> str:
     return char if char.isprintable() else repr(char)[1:-1]
 
 
-def shown(text: str, limit: int | None = MAX_SHOWN) -> str:
+def shown(text: object, limit: int | None = MAX_SHOWN) -> str:
     """``text`` with every unprintable character escaped; cut past ``limit`` characters.
 
     ``limit=None`` keeps the whole text (a path the user gave, a name that must stay exact).

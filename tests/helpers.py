@@ -1,7 +1,7 @@
 """What many test modules share: the repository root, the environment CLI tests run under, the
 CLI runners (in-process and in a child process), a clean environment for sglang-like children, a
-free port, the golden-file check, and a lock for caches shared between test processes. Fixtures
-are in ``conftest.py``."""
+free port, the golden-file check, a lock for caches shared between test processes, triage's roots
+of a log written from text, and check-observer's start record. Fixtures are in ``conftest.py``."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ from ppaux_cli.app import app
 
 __all__ = [
     "ENV",
+    "OBSERVER_START",
     "REPO",
+    "ROOT_CODES",
     "UPDATE_GOLDEN",
     "check_golden",
     "clean_environ",
@@ -29,6 +31,7 @@ __all__ = [
     "file_lock",
     "free_port",
     "ppaux_process",
+    "triage_roots",
 ]
 
 #: The repository root (fixtures, docs and the README are read from here).
@@ -130,3 +133,36 @@ def file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+#: The codes of triage's roots: a rank's failure predicted by a rule or not (PP801, PP802) and a
+#: death or a communication failure without one (PP809).
+ROOT_CODES = ("PP801", "PP802", "PP809")
+
+
+def triage_roots(tmp_path: Path, text: str) -> list[tuple[str, str | None, str]]:
+    """(code, key, ``extra.kind``) of each root that ``triage`` finds in a log of ``text``
+    (written to ``tmp_path/x.log``)."""
+    from ppaux.triage import triage_paths
+
+    path = tmp_path / "x.log"
+    path.write_text(text, encoding="utf-8")
+    return [
+        (f.code, f.key, str((f.extra or {}).get("kind")))
+        for f in triage_paths([str(path)]).findings
+        if f.code in ROOT_CODES
+    ]
+
+
+#: The child's ``start`` record of a check-observer run, as its protocol takes it: a class
+#: target on the CPU, driven with ppaux's stand-ins.
+OBSERVER_START = {
+    "event": "start",
+    "target": "obs.py:Obs",
+    "kind": "class",
+    "origin": None,
+    "device": "cpu",
+    "sglang_parts": False,
+    "requests": "ppaux stand-ins",
+    "given": False,
+}

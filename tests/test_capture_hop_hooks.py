@@ -19,7 +19,7 @@ from ppaux.capture import hop_hooks
 from ppaux.capture.markers import WRAPPER_MARK
 from ppaux.capture.settings import CaptureConfig
 from ppaux.capture.state import STATE
-from ppaux.sglang import ADD, POP
+from ppaux.sglang import ADD, HOP_SHAPES, POP
 
 pytestmark = pytest.mark.torch
 
@@ -178,7 +178,7 @@ def _positional_only(self, tensor_dict, /, dst=None, all_gather_group=None, asyn
     ],
 )
 def test_another_parameter_list_gets_the_generic_hook(other):
-    assert not any(hop_hooks.matches(other, shape) for shape in hop_hooks.SHAPES["send"])
+    assert not any(hop_hooks.matches(other, shape) for shape in HOP_SHAPES["send"])
     assert hop_hooks.fixed_wrapper("send", other) is None
     wrapper = hop_hooks.method_wrapper("send", other)
     for args, kwargs in [

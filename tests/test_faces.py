@@ -2,10 +2,9 @@
 
 A face's ``__init__.pyi`` lists its names, one ``from .module import name as name`` line each:
 type checkers read it, and the ``__init__.py`` serves the same names lazily from it
-(:func:`ppaux._lazy.attach_stub`). A face that still keeps a table serves its names lazily from
-``_EXPORTS`` at run time and imports the same names under ``TYPE_CHECKING`` for type checkers,
-with a literal ``__all__``. That code in another package and the CLI goes through a face is a
-contract of ``pyproject.toml`` (``lint-imports``; tests/test_architecture.py).
+(:func:`ppaux._lazy.attach_stub`); no face keeps a table of its own. That code in another
+package and the CLI goes through a face is a contract of ``pyproject.toml`` (``lint-imports``;
+tests/test_architecture.py).
 """
 
 from __future__ import annotations

@@ -5,21 +5,12 @@ which gives it one more timeout) are at most two a step and four more."""
 from __future__ import annotations
 
 import pytest
+from helpers import OBSERVER_START as START
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppaux.observer.protocol import Protocol, check_fields
 
-START = {
-    "event": "start",
-    "target": "obs.py:Obs",
-    "kind": "class",
-    "origin": None,
-    "device": "cpu",
-    "sglang_parts": False,
-    "requests": "ppaux stand-ins",
-    "given": False,
-}
 END = {"event": "end", "threads": [], "timers": []}
 MADE = {"event": "made", "method": "after_sample", "return": None, "names": {}}
 TENSOR = {

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import OBSERVER_START as START
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -16,16 +17,6 @@ from ppaux.observer.judge import Judge
 from ppaux.observer.protocol import Protocol
 
 REPO = Path(__file__).resolve().parent.parent
-START = {
-    "event": "start",
-    "target": "obs.py:Obs",
-    "kind": "class",
-    "origin": None,
-    "device": "cpu",
-    "sglang_parts": False,
-    "requests": "ppaux stand-ins",
-    "given": False,
-}
 SAME = {".x": {"kind": "value", "type": "int", "text": "1", "key": "1"}}
 OTHER = {".x": {"kind": "value", "type": "int", "text": "2", "key": "2"}}
 

@@ -5,12 +5,10 @@ tag, stays in its line."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from helpers import triage_roots
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppaux.triage import triage_paths
 from ppaux.triage.glued import glued_at
 
 _OOM = (
@@ -20,28 +18,18 @@ _OOM = (
 _BAR = "".join(f"\r  {n}%|▏         | {n}/620 [00:52<50:17,  4.95s/it]" for n in range(3))
 
 
-def _roots(tmp_path: Path, text: str) -> list[tuple[str, str, str]]:
-    path = tmp_path / "x.log"
-    path.write_text(text, encoding="utf-8")
-    return [
-        (f.code, f.key, str((f.extra or {}).get("kind")))
-        for f in triage_paths([str(path)]).findings
-        if f.code in ("PP801", "PP802", "PP809")
-    ]
-
-
 def test_a_ranks_exception_after_a_bars_carriage_returns_is_that_ranks_root(tmp_path):
-    assert _roots(tmp_path, f"{_BAR}[rank1]: {_OOM}\n") == [("PP802", "rank 1", "memory")]
+    assert triage_roots(tmp_path, f"{_BAR}[rank1]: {_OOM}\n") == [("PP802", "rank 1", "memory")]
 
 
 def test_a_ranks_exception_after_a_bar_without_carriage_return_is_read(tmp_path):
     text = f"Epoch 1: 10%  loss=2.08 [rank1]: {_OOM}\n"
-    assert _roots(tmp_path, text) == [("PP802", "rank 1", "memory")]
+    assert triage_roots(tmp_path, text) == [("PP802", "rank 1", "memory")]
 
 
 def test_a_kernel_fault_after_a_bar_keeps_its_rank(tmp_path):
     text = f"{_BAR}[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
-    assert _roots(tmp_path, text) == [("PP802", "rank 3", "shape-kernel")]
+    assert triage_roots(tmp_path, text) == [("PP802", "rank 3", "shape-kernel")]
 
 
 def test_prose_or_an_unknown_prefix_before_an_exception_makes_no_record():

@@ -114,7 +114,7 @@ def _release_digests(name: str) -> set[str]:
     return out
 
 
-def _digest(function: Any) -> str | None:
+def _digest(function: Callable[..., object]) -> str | None:
     from ppaux.sglang import node_digest
 
     try:

@@ -9,10 +9,10 @@ Each hook has the signature of an sglang AROUND hook, ``hook(original_fn, *args,
 (``self`` first in ``args``), and takes any call its target takes; the sglang plugin registers
 these. For :func:`ppaux.capture.install`, which wraps the function it has in hand,
 :func:`fixed_wrapper` gives a cheaper wrapper when that function's parameters are exactly those
-of sglang's releases (0.5.18 - 0.5.23, :data:`SHAPES`): it takes the same parameters with the
-same defaults and hands them on by position, so that no argument tuple or keyword dict is built
-per call (most of what a generic wrapper costs). A hook never changes the call, its arguments or
-its result.
+of sglang's releases (0.5.18 - 0.5.23, :data:`ppaux.sglang.HOP_SHAPES`): it takes the same
+parameters with the same defaults and hands them on by position, so that no argument tuple or
+keyword dict is built per call (most of what a generic wrapper costs). A hook never changes the
+call, its arguments or its result.
 
 Each hook does its look itself, without a helper function: every healthy output message passes
 here, between the host's own work, where each Python call costs (docs/benchmarks.md).
@@ -30,11 +30,10 @@ from ppaux.capture.hooks import around_add, around_pop, capture_add, capture_pop
 from ppaux.capture.hops import HOP_TARGETS
 from ppaux.capture.markers import HOOK_MARK, WRAPPER_MARK
 from ppaux.capture.state import STATE
-from ppaux.sglang import ADD, MSG_TYPE_KEY, OUTPUT_MSG_TYPE, POP
+from ppaux.sglang import ADD, HOP_SHAPES, MSG_TYPE_KEY, OUTPUT_MSG_TYPE, POP, TRANSPORT_SHAPES
 
 __all__ = [
     "METHOD_HOOKS",
-    "SHAPES",
     "around_prepare",
     "around_recv",
     "around_send",
@@ -129,40 +128,6 @@ METHOD_HOOKS: dict[str, tuple[str, Callable[..., Any]]] = {
 # The fixed forms, for the parameters of sglang's releases
 
 
-_REQUIRED = inspect.Parameter.empty
-
-#: hop -> the parameter lists (name, default; ``inspect.Parameter.empty`` when required) that
-#: its target has in sglang's releases, read from the 0.5.18 - 0.5.23 wheels.
-SHAPES: dict[str, tuple[tuple[tuple[str, Any], ...], ...]] = {
-    "prepare": ((("self", _REQUIRED), ("result", _REQUIRED), ("batch", _REQUIRED)),),
-    "send_dict": (
-        (  # 0.5.18 - 0.5.20
-            ("self", _REQUIRED),
-            ("tensor_dict", _REQUIRED),
-            ("async_send", True),
-            ("msg_type", "default"),
-        ),
-        (  # 0.5.21 - 0.5.23
-            ("self", _REQUIRED),
-            ("tensor_dict", _REQUIRED),
-            ("async_send", True),
-            ("msg_type", "default"),
-            ("ready_event", None),
-        ),
-    ),
-    "send": (
-        (
-            ("self", _REQUIRED),
-            ("tensor_dict", _REQUIRED),
-            ("dst", None),
-            ("all_gather_group", None),
-            ("async_send", False),
-        ),
-    ),
-    "recv": ((("self", _REQUIRED), ("src", None), ("all_gather_group", None)),),
-}
-
-
 def matches(target: object, shape: tuple[tuple[str, Any], ...]) -> bool:
     """True when ``target`` is a plain function whose own code takes exactly ``shape``: the same
     names in the same order, each positional-or-keyword (no ``*args``, ``**kwargs``,
@@ -179,8 +144,8 @@ def matches(target: object, shape: tuple[tuple[str, Any], ...]) -> bool:
         return False
     if tuple(code.co_varnames[: len(shape)]) != tuple(name for name, _ in shape):
         return False
-    wanted = [default for _, default in shape if default is not _REQUIRED]
-    if any(default is _REQUIRED for _, default in shape[len(shape) - len(wanted) :]):
+    wanted = [default for _, default in shape if default is not inspect.Parameter.empty]
+    if any(default is inspect.Parameter.empty for _, default in shape[len(shape) - len(wanted) :]):
         return False  # a shape lists its required parameters first
     defaults = target.__defaults__ or ()
     if len(defaults) != len(wanted) or target.__kwdefaults__:
@@ -193,8 +158,8 @@ def matches(target: object, shape: tuple[tuple[str, Any], ...]) -> bool:
 
 def fixed_wrapper(hop: str, original: Callable[..., Any]) -> Callable[..., Any] | None:
     """A wrapper for ``original`` at ``hop`` with ``original``'s own parameters, when they are
-    one of :data:`SHAPES`; None otherwise (the generic hook is then the way)."""
-    for shape in SHAPES.get(hop, ()):
+    one of :data:`ppaux.sglang.HOP_SHAPES`; None otherwise (the generic hook is then the way)."""
+    for shape in HOP_SHAPES.get(hop, ()):
         if matches(original, shape):
             wrapper = _FACTORIES[(hop, len(shape))](original)
             # The same default objects as the function it stands for.
@@ -371,17 +336,10 @@ def _around_pop_fixed(original: Callable[..., Any], tensors: object, observer: o
         raise
 
 
-#: The parameters of sglang's add and pop in 0.5.19 - 0.5.23.
-_SHAPES = {
-    ADD: (("tensors", inspect.Parameter.empty), ("output", inspect.Parameter.empty)),
-    POP: (("tensors", inspect.Parameter.empty), ("observer", inspect.Parameter.empty)),
-}
-
-
 def _has_signature(function: str, target: object) -> bool:
     """True when ``target``'s own code takes exactly (tensors, output|observer), as sglang's do
     (read as :func:`matches` reads a method's)."""
-    return matches(target, _SHAPES[function])
+    return matches(target, TRANSPORT_SHAPES[function])
 
 
 def hook_for(function: str, target: object) -> Callable[..., Any]:

@@ -12,7 +12,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from ppaux.dump.payload import Payload, key_text
-from ppaux.report import Finding, finding
+from ppaux.report import Finding, Severity, finding
 
 __all__ = ["BUDGET", "OMITTED", "Budget", "at"]
 
@@ -54,16 +54,16 @@ class Budget:
 
 
 BUDGET: ContextVar[Budget | None] = ContextVar("ppaux_findings_budget", default=None)
-#: What :func:`at` gives in place of a finding past the budget; dropped by
-#: :func:`ppaux.dump.checks.check_dump`.
-OMITTED: Any = object()
+#: What :func:`at` gives in place of a finding past the budget: a finding of no rule, told by
+#: its identity and dropped by :func:`ppaux.dump.checks.check_dump`.
+OMITTED = Finding("", Severity.INFO, "", "")
 
 
-def at(code: str, path: str, message: str, payload: Payload, key: Any, **kw: Any) -> Finding:
+def at(code: str, path: str, message: str, payload: Payload, key: object, **kw: Any) -> Finding:
     # Findings name the dict key itself; where the dict sits in the file goes to extra.payload.
     budget = BUDGET.get()
     if budget is not None and not budget.take(code):
-        return OMITTED  # type: ignore[no-any-return]
+        return OMITTED
     extra = dict(kw.pop("extra", None) or {})
     if payload.locator:
         extra["payload"] = payload.locator

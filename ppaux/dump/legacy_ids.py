@@ -14,7 +14,7 @@ and :class:`ReadMismatch` where torch reads something ppaux does not model.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,7 +71,9 @@ def _plain_key(key: object) -> bool:
     return isinstance(key, _KEY_TYPES)
 
 
-def storage_id(path: str, where: str, pid: Any, refuses: str, known: Any) -> LegacyId:
+def storage_id(
+    path: str, where: str, pid: Sequence[object], refuses: str, known: Container[object]
+) -> LegacyId:
     """Read ``pid`` (a persistent id whose tag is 'storage') as torch's legacy loader does.
 
     ``where`` places it in findings ('byte 341'); ``refuses`` opens a refusal ('torch.load

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,7 @@ from ppaux.dump.model import (
 from ppaux.dump.structure import Dump
 from ppaux.errors import LimitExceeded
 from ppaux.limits import Limits
-from ppaux.sglang import MSG_TYPE_KEY, OUTPUT_PREFIX
+from ppaux.sglang import MSG_TYPE_KEY, OUTPUT_PREFIX, aux_name
 from ppaux.text import MAX_SHOWN, shown, with_article
 
 __all__ = [
@@ -153,7 +153,7 @@ def _children(value: object) -> Iterator[tuple[str, Any, Any]]:
             yield "arg", i, v
 
 
-def _locate(locator: str, how: str, key: Any) -> str:
+def _locate(locator: str, how: str, key: object) -> str:
     """The locator of a child: ``[0]``, ``['key']``, ``.name`` or ``<arg 0>`` after its parent's."""
     if how == "attribute":
         return f"{locator}.{shown(key, 40)}"
@@ -305,7 +305,7 @@ class Tally:
         self._tensors[id(value)] = (value, count)
         return count
 
-    def kinds(self, value: Any) -> list[str]:
+    def kinds(self, value: Collection[object]) -> list[str]:
         """The sorted type names of a container's items."""
         hit = self._kinds.get(id(value))
         if hit is not None and hit[0] is value:
@@ -320,7 +320,7 @@ class Tally:
 _NAMED_BY_VALUE = (TensorRef, NumpyScalar, Opaque, GlobalRef, TorchValue)
 
 
-def _kinds(items: Any) -> set[str]:
+def _kinds(items: Collection[object]) -> set[str]:
     """``{type_name(v) for v in items}``, each distinct object named once: a list may hold one
     object a million times, and only the loops here that run in C see every item."""
     one_of_each = dict(zip(map(type, items), items, strict=True))  # one item per class
@@ -415,15 +415,15 @@ def quoted(text: str) -> str:
 
 
 def describe_entry(
-    key: Any, value: Any, limits: Limits, tally: Tally | None = None
+    key: object, value: object, limits: Limits, tally: Tally | None = None
 ) -> dict[str, Any]:
     """One dict entry as the report's JSON object (see docs/report-schema.md)."""
-    aux = isinstance(key, str) and key.startswith(OUTPUT_PREFIX)
+    name = aux_name(key)
     entry: dict[str, Any] = {
         "key": key_text(key),
         "key_type": type_name(key) if not isinstance(key, str) else "str",
-        "aux": aux,
-        "aux_name": shown(key[len(OUTPUT_PREFIX) :]) if aux else None,
+        "aux": name is not None,
+        "aux_name": shown(name) if name is not None else None,
         "type": type_name(value),
     }
     if isinstance(value, TensorRef):

@@ -53,9 +53,9 @@ QSCHEMES = {
 }
 
 
-def as_shape(m: Machine, value: Any, what: str) -> tuple[int, ...]:
+def as_shape(m: Machine, value: object, what: str) -> tuple[int, ...]:
     max_dims = m.limits.max_dims
-    if is_shape(value, max_dims):
+    if isinstance(value, (tuple, list)) and is_shape(value, max_dims):
         return tuple(value)
     if isinstance(value, (tuple, list)) and len(value) > max_dims:
         raise LimitExceeded(

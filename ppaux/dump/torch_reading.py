@@ -10,7 +10,7 @@ import zipfile
 from typing import Any
 
 from ppaux.dump import weights_only
-from ppaux.dump.model import DTYPE_ITEMSIZE, StorageRef
+from ppaux.dump.model import DTYPE_ITEMSIZE, StorageRef, TensorRef
 from ppaux.dump.records import RecordReader, torch_byteorder, torch_version
 from ppaux.errors import DumpError, ReadMismatch
 from ppaux.limits import Limits
@@ -35,7 +35,7 @@ def weights_only_refusal(data: bytes) -> str | None:
     return f"data.pkl byte {offset}: {reason}"
 
 
-def view_reach(tensor: Any) -> str | None:
+def view_reach(tensor: TensorRef) -> str | None:
     """Why torch cannot set ``tensor``'s view on its storage (past its end), or None."""
     storage, shape, stride = tensor.storage, tensor.shape, tensor.stride
     if storage is None or stride is None or len(stride) != len(shape) or 0 in shape:

@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppaux.dump import Dump, NdArrayRef, TensorRef
 from ppaux.errors import DumpError, nested_past_recursion
@@ -42,6 +42,9 @@ from ppaux.limits import Limits
 from ppaux.sglang import OUTPUT_PREFIX
 from ppaux.text import with_article
 from ppaux.torch_probe import import_torch
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 __all__ = ["Conversion", "OutputPathError", "Refusal", "TensorizeResult", "tensorize_dump"]
 
@@ -308,7 +311,7 @@ def _rewrite(
     return TensorizeResult(conversions=tuple(conversions), refusals=(), written=True, **result)
 
 
-def _overflow(torch: ModuleType, plain: Any, tensor: Any) -> str | None:
+def _overflow(torch: ModuleType, plain: object, tensor: Tensor) -> str | None:
     """Why ``tensor`` does not hold the numbers of ``plain`` (Python floats or complex numbers
     made the default float dtype): a finite value past the dtype's range became infinite. A file
     rewritten with it would carry other values than the one it fixes, so the value is refused,
@@ -397,7 +400,9 @@ def _recorded_locations(torch: ModuleType, locations: dict[int, str]) -> Iterato
         registry[:] = [entry for entry in registry if entry[1] is not tagger]
 
 
-def _save_atomically(torch: ModuleType, root: Any, output: str, locations: dict[int, str]) -> None:
+def _save_atomically(
+    torch: ModuleType, root: object, output: str, locations: dict[int, str]
+) -> None:
     folder = os.path.dirname(os.path.abspath(output))
     try:
         fd, temporary = tempfile.mkstemp(dir=folder, prefix=".ppaux-tensorize-", suffix=".tmp")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppaux.errors import PpauxError
 from ppaux.observer.options import ObserverConfigError, ObserverOptions
@@ -23,6 +23,9 @@ from ppaux.observer.standins import (
     sampling_info_fields,
 )
 from ppaux.suggestions import Setting
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["machinery"]
 
@@ -102,7 +105,7 @@ def _implementation(options: ObserverOptions) -> Any:
         raise ObserverConfigError("impl", impl, f"sglang is {reason}").suggest(*way_out) from None
 
 
-def _open_wire(options: ObserverOptions, device: object, module: object) -> Any:
+def _open_wire(options: ObserverOptions, device: torch.device, module: object) -> Any:
     from ppaux.replay import WireSetupError, open_wire
 
     transport = options.transport.value

@@ -75,7 +75,9 @@ def nccl_group(store: dist.Store, rank: int, timeout: datetime.timedelta) -> Any
 class Channel:
     """Point-to-point traffic with the peer rank: objects and tensors, as sglang sends them."""
 
-    def __init__(self, peer: int, cpu_group: Any, device_group: object = None) -> None:
+    def __init__(
+        self, peer: int, cpu_group: dist.ProcessGroup, device_group: object = None
+    ) -> None:
         self.peer = peer
         self.cpu_group = cpu_group
         self.device_group = device_group

@@ -9,6 +9,7 @@ the setup opened: nothing here depends on which transport it is.
 from __future__ import annotations
 
 import dataclasses
+import types
 from typing import TYPE_CHECKING, Any, cast
 
 from ppaux.errors import DumpError
@@ -167,7 +168,7 @@ def _replay_all(
 
 def _against_capture(
     path: str,
-    capture: Any,
+    capture: dict[str, Any],
     dump_result: DumpResult,
     real: list[tuple[Any, Any, Any]],
     setup: Setup,
@@ -380,7 +381,11 @@ def replay_payload(
 
 
 def run_impl(
-    mapping: dict[str, Any], output: dict[str, Any] | None, module: Any, name: str, setup: Setup
+    mapping: dict[str, Any],
+    output: dict[str, Any] | None,
+    module: types.ModuleType,
+    name: str,
+    setup: Setup,
 ) -> RunResult:
     """One implementation's replay of one payload: send, wire, pop, add back, compare."""
     from ppaux.replay import roundtrip

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import json
 import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -126,7 +127,7 @@ def _serve_dict(
     channel: Channel,
     control: dict[str, Any],
     receive_message: Receive,
-    module: Any,
+    module: types.ModuleType,
     device_type: str,
 ) -> None:
     from ppaux.replay.roundtrip import receive

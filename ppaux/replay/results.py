@@ -10,6 +10,7 @@ receiving process of a two-process wire, and printed as they are.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,7 @@ __all__ = ["DumpResult", "PayloadResult", "Recorded", "Refusal", "RunResult", "w
 OUTCOMES = ("ok", "error", "diverged")
 
 
-def worst(outcomes: Any) -> str:
+def worst(outcomes: Iterable[str]) -> str:
     """The worst of ``outcomes`` ('ok' for none)."""
     return max(outcomes, key=OUTCOMES.index, default="ok")
 

@@ -71,7 +71,7 @@ class SenderRefused(PpauxError):
     """The sender's ``add`` raised: ``error_type``, the verbatim ``message`` and the entry ``name``
     being added, if one was."""
 
-    def __init__(self, error_type: str, message: str, name: Any = None) -> None:
+    def __init__(self, error_type: str, message: str, name: object = None) -> None:
         super().__init__(message)
         self.error_type = error_type
         self.message = message

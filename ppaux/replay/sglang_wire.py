@@ -27,6 +27,7 @@ import inspect
 import os
 import sys
 import traceback
+import types
 import warnings
 from typing import Any
 
@@ -112,7 +113,7 @@ def _way_out(exc: BaseException) -> tuple[Suggestion, ...]:
     return ()
 
 
-def _coordinator(runtime: Any, rank: int, backend: str) -> Any:
+def _coordinator(runtime: types.ModuleType, rank: int, backend: str) -> Any:
     """A real ``GroupCoordinator`` over ranks [0, 1], optional communicators off."""
     parameters = inspect.signature(runtime.GroupCoordinator.__init__).parameters
     kwargs: dict[str, Any] = {

@@ -25,7 +25,7 @@ from __future__ import annotations
 import pickle
 import time
 from collections import namedtuple
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,7 +66,7 @@ class WireError(PpauxError, RuntimeError):
         error_type: str,
         message: str,
         *,
-        key: Any = None,
+        key: object = None,
         metadata_sent: bool = False,
     ) -> None:
         super().__init__(message)
@@ -156,7 +156,7 @@ def _gathers(tensor: torch.Tensor | TensorMetadata, all_gather_size: int) -> boo
     return all_gather_size > 1 and numel % all_gather_size == 0
 
 
-def _numel(size: Any) -> int:
+def _numel(size: Iterable[int]) -> int:
     count = 1
     for dim in size:
         count *= int(dim)

@@ -7,10 +7,13 @@ knows them all, and imports each only when it is asked for.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppaux.replay.protocol import Wire
 from ppaux.replay.vocabulary import Transport
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["open_wire"]
 
@@ -18,7 +21,7 @@ __all__ = ["open_wire"]
 def open_wire(
     transport: Transport | str,
     *,
-    device: Any = "cpu",
+    device: torch.device | str = "cpu",
     all_gather: int = 1,
     timeout_s: float = 60.0,
     sglang_path: str | None = None,

@@ -4,6 +4,8 @@ from .analysis import analyse as analyse
 from .analysis import analyse_tree as analyse_tree
 from .capability import Capability as Capability
 from .digest import node_digest as node_digest
+from .hook_shapes import HOP_SHAPES as HOP_SHAPES
+from .hook_shapes import TRANSPORT_SHAPES as TRANSPORT_SHAPES
 from .loader import TRANSPORT_SHA256 as TRANSPORT_SHA256
 from .loader import SglangNotFound as SglangNotFound
 from .loader import find_sglang_root as find_sglang_root

@@ -6,6 +6,7 @@ back from a fingerprint's JSON.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -150,7 +151,7 @@ class Capability:
     def from_json(cls, doc: dict[str, Any]) -> Capability:
         """Rebuild from :meth:`to_json` output that :mod:`ppaux.skew.fingerprint` has validated."""
 
-        def keys(value: Any) -> tuple[str, ...] | None:
+        def keys(value: Iterable[str] | None) -> tuple[str, ...] | None:
             return None if value is None else tuple(value)
 
         return cls(

@@ -1,12 +1,12 @@
 """Inside a running sglang process: are add and pop still the functions their file defines?
 
 A plugin or a debugging session can replace ``add_auxiliary_output_to_pp_tensors`` (the most
-likely cause of "received a non-tensor auxiliary PP output" on a release build) either where it
-is defined or where the scheduler imported it by name. The files on disk then look stock while
-the process runs other code, so :mod:`ppaux.sglang.analysis` cannot see it. :func:`live_state`
-looks
-at the live function objects in modules already imported (it imports nothing) and compares each
-with the definition in its module's file: the file is compiled, never run.
+likely cause of pop's non-tensor message, :data:`ppaux.sglang.POP_NON_TENSOR`, on a release
+build) either where it is defined or where the scheduler imported it by name. The files on
+disk then look stock while the process runs other code, so :mod:`ppaux.sglang.analysis` cannot
+see it. :func:`live_state` looks at the live function objects in modules already imported (it
+imports nothing) and compares each with the definition in its module's file: the file is
+compiled, never run.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import os
 import sys
 import types
 from collections.abc import Mapping
-from typing import Any
 
 from ppaux.report import Finding, finding
 from ppaux.sglang import ADD, POP, SCHEDULER_MODULE, TRANSPORT_MODULE
@@ -78,7 +77,7 @@ def _same_file(a: str, b: str) -> bool:
         return os.path.abspath(a) == os.path.abspath(b)
 
 
-def _verdict(live: Any, name: str, defined_in: types.ModuleType | None) -> str:
+def _verdict(live: object, name: str, defined_in: types.ModuleType | None) -> str:
     if live is None:
         return "missing: the module has no such attribute"
     if hasattr(live, "__wrapped__"):
@@ -98,8 +97,8 @@ def _verdict(live: Any, name: str, defined_in: types.ModuleType | None) -> str:
     if not _same_file(code.co_filename, path):
         where = f"{getattr(live, '__module__', '?')}.{getattr(live, '__qualname__', name)}"
         return f"replaced: by {where} from {code.co_filename}"
-    if live.__name__ != name:
-        return f"replaced: by {live.__qualname__} from the same file"
+    if getattr(live, "__name__", None) != name:
+        return f"replaced: by {getattr(live, '__qualname__', name)} from the same file"
     expected = _file_code(path, name)
     if isinstance(expected, str):
         return f"unknown: {expected}"
