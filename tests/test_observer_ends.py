@@ -206,8 +206,9 @@ AN_EXIT_HANDLER = """\
 
 
 def test_the_targets_exit_handlers_do_not_run_as_the_page_says(tmp_path):
-    # The child ends with os._exit after its last record, as sglang's scheduler process ends by
-    # a signal: a handler's status is never seen, and docs/observers.md says so.
+    # The child ends with os._exit after its last record, as sglang's PP scheduler is killed
+    # on shutdown (its PP loop never leaves on a ShutdownReq): a handler's status is never
+    # seen, and docs/observers.md says so, citing the release's files.
     mark = tmp_path / "handler_ran"
     path = observer_file(tmp_path, AN_EXIT_HANDLER.format(str(mark)))
     report = check_observer(f"{path}:EntropyObserver", ObserverOptions(batch_sizes=(1,), steps=1))
@@ -216,6 +217,7 @@ def test_the_targets_exit_handlers_do_not_run_as_the_page_says(tmp_path):
     page = " ".join((REPO / "docs" / "observers.md").read_text(encoding="utf-8").split())
     assert "the target's exit handlers (`atexit.register`) never run" in page
     assert "an exit handler, a finaliser" not in page
+    assert "`event_loop_pp` in `sglang/srt/managers/scheduler_pp_mixin.py`" in page
 
 
 #: An observer whose output's finaliser (``__del__``) ends the process: it runs where ppaux

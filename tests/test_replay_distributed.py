@@ -7,6 +7,7 @@ timeouts; the sender is the test process itself.
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 import test_replay_fixtures as fixtures
@@ -112,13 +113,43 @@ def test_sender_failure_then_recovery_and_raw_baseline():
         assert failed.failure == WireFailure(
             "sender", "RuntimeError", "input tensor has to be contiguous", f"{P}t", True
         )
-        # A fresh receiver takes over for the next dict.
+        # The receiver takes the next dict.
         big = torch.arange(2**20, dtype=torch.float32)
         exchange = wire.exchange({f"{P}big": big, "__msg_type__": "output"}, "reference")
         assert exchange.failure is None and exchange.reception.outcome == "ok"
         assert torch.equal(exchange.readded[f"{P}big"], big)
         assert (exchange.stats.tensors, exchange.stats.tensor_bytes) == (1, 4 * 2**20)
         assert wire.raw([big]) > 0
+
+
+def test_one_receiver_serves_every_message_whatever_the_sender_refuses():
+    """A message the sender refuses (after a dense tensor that would have gone first) leaves
+    the receiver waiting for the next message: the same process takes every one."""
+    dense = torch.arange(4.0)
+    refused = [
+        ({f"{P}a": dense, f"{P}s": torch.ones(3).to_sparse()}, "NotImplementedError", f"{P}s"),
+        ({f"{P}a": dense, f"{P}t": torch.ones(2, 3).t()}, "RuntimeError", f"{P}t"),
+        ({f"{P}a": dense, f"{P}f": threading.Lock()}, "TypeError", None),
+    ]
+    with DistributedWire(torch.device("cpu"), timeout_s=30) as wire:
+        assert wire.exchange({f"{P}a": dense}, "reference").reception.outcome == "ok"
+        receiver = wire._process
+        for step in range(3):
+            for message, error_type, key in refused:
+                failure = wire.exchange(message, "reference").failure
+                assert (failure.side, failure.error_type, failure.key) == (
+                    "sender",
+                    error_type,
+                    key,
+                )
+                delivery = wire.deliver({f"{P}a": dense + step, "n": step})
+                assert delivery.failure is None
+                assert torch.equal(delivery.received[f"{P}a"], dense + step)
+                assert delivery.received["n"] == step
+        assert wire._process is receiver and receiver.poll() is None
+        # The receiver's own failure still names its message.
+        failure = wire.exchange({f"{P}x": ReceiverCannotImport()}, "reference").failure
+        assert (failure.side, failure.error_type) == ("receiver", "ModuleNotFoundError")
 
 
 def test_receiver_failure_is_reported_from_the_receiver():

@@ -420,7 +420,7 @@ class _Run:
         self.part_records = 1
         self.deadline = time.monotonic() + self.timeout_s + GRACE_S
         if message.get("event") == "end":
-            # Its exit is the target's too (its streams flushed, its exit handlers): waited
+            # Its exit is the target's too (its streams flushed, its finalisers): waited
             # for, as long as the check's timeout.
             self.end.finished = True
             self.deadline = time.monotonic() + self.timeout_s

@@ -12,7 +12,30 @@ from ppaux.observer.findings import Ending
 if TYPE_CHECKING:
     from ppaux.observer.child import ChildEnd
 
-__all__ = ["endings", "timers_left"]
+__all__ = ["LOADING", "SETTING_UP", "endings", "timers_left"]
+
+#: The stages the child announces in the hook slot besides the target's methods: importing the
+#: target (its module, the observer made), and ppaux's set-up after it (the implementation, the
+#: wire, the stand-ins) before the first step.
+LOADING = "loading the target"
+SETTING_UP = "setting up"
+#: How each stage is said in a finding.
+_STAGES = {
+    LOADING: "while still loading the target (importing its module, making the observer)",
+    SETTING_UP: (
+        "after the target loaded, while ppaux set up the paths (the implementation, the wire, "
+        "the stand-ins), before the first step"
+    ),
+}
+#: What sends each signal that ends a process when no code of its own raised it.
+_SENDERS = {
+    "SIGKILL": (
+        "the kernel killed it (at a hard CPU-time limit, RLIMIT_CPU, or out of memory), or "
+        "another process did"
+    ),
+    "SIGXCPU": "its CPU-time limit (RLIMIT_CPU, set by setrlimit or the shell) ran out",
+    "SIGXFSZ": "it wrote past its file-size limit (RLIMIT_FSIZE)",
+}
 
 
 def timers_left(left: list[tuple[str, float]]) -> Ending:
@@ -53,12 +76,14 @@ def endings(
         found.append(_timeout(timeout_s, hook))
     elif not end.finished:
         code = end.returncode
+        causes = " (os._exit, abort, a crash in native code, or closed descriptors)"
         if code is not None and code < 0:
             try:
                 name = signal.Signals(-code).name
             except ValueError:
                 name = str(-code)
             how = f"was killed by signal {name}"
+            causes = f": {_SENDERS[name]}" if name in _SENDERS else causes
         else:
             how = f"exited with status {code}"
         method, location = _running(hook)
@@ -71,8 +96,8 @@ def endings(
         found.append(
             Ending(
                 "signal" if code is not None and code < 0 else "exit",
-                f"the target's process {how}{during} before it sent every record (os._exit, "
-                "abort, a crash in native code, or closed descriptors); its output says more",
+                f"the target's process {how}{during} before it sent every record{causes}; its "
+                "output says more",
                 location,
             )
         )
@@ -82,7 +107,7 @@ def endings(
                 "timeout",
                 f"the target's process sent every record, then did not exit within its timeout "
                 f"({timeout_s:g} s) and was killed with its whole process group: its code hung "
-                "on the way out (a replaced sys.stdout's flush, an atexit handler, a thread)",
+                "on the way out (a replaced sys.stdout's flush, a finaliser, a thread)",
             )
         )
     elif end.returncode and not end.killed:
@@ -183,9 +208,8 @@ def _after_the_records(code: int) -> Ending:
     return Ending(
         kind,
         f"the target's process sent every record, then {how} on the way out, as it shut "
-        "down after its last step (a replaced sys.stdout's or sys.stderr's flush, an atexit "
-        "handler, a finaliser (__del__) of an object it kept, a thread); in sglang the "
-        "scheduler would end so",
+        "down after its last step (a replaced sys.stdout's or sys.stderr's flush, a finaliser "
+        "(__del__) of an object it kept, a thread); in sglang the scheduler would end so",
     )
 
 
@@ -194,6 +218,8 @@ def _during(method: str | None, step: tuple[int, int] | None) -> str:
     it was at; between the methods, what runs there (ppaux describing and sending what they
     returned, and the target's finalisers, ``__del__``, as ppaux lets go of its objects)."""
     at = "" if step is None else f" at batch size {step[0]}, step {step[1]}"
+    if method in _STAGES:
+        return f" {_STAGES[method]},"
     if method is not None:
         return f" while {method} ran{at},"
     if step is None:
@@ -224,6 +250,8 @@ def _timeout(timeout_s: float, hook: dict[str, Any] | None) -> Ending:
         "whatever it sent meanwhile) and was killed with its whole process group"
     )
     method, location = _running(hook)
+    if method in _STAGES:
+        return Ending("timeout", f"{head}, {_STAGES[method]}: it hangs")
     if method is None:
         return Ending(
             "timeout",

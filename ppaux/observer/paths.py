@@ -34,6 +34,7 @@ __all__ = [
     "Machinery",
     "PathOutcome",
     "hook_fault",
+    "own_copy",
     "pp_host",
     "pp_path",
     "pp_send",
@@ -256,8 +257,8 @@ def pp_path(
 def _rank0_own(received: dict[Any, Any], sent: dict[Any, Any]) -> dict[Any, Any]:
     """What rank 0 received, each tensor its own: a wire that hands over the very tensors the
     last stage sent (no transport) has them copied, as rank 0 of sglang holds a tensor of its
-    own, so that what rank 0's copy_to_host writes in place stays on rank 0. A tensor that
-    cannot be copied (a subclass of the target's whose clone raises) is handed over as sent."""
+    own, so that what rank 0's copy_to_host writes in place stays on rank 0 (see
+    :func:`_copied`, also for a subclass of the target's whose clone raises)."""
     import torch
 
     sent_ids = {id(v) for v in sent.values()}
@@ -268,10 +269,38 @@ def _rank0_own(received: dict[Any, Any], sent: dict[Any, Any]) -> dict[Any, Any]
 
 
 def _copied(tensor: Any) -> Any:
+    """A tensor of rank 0's own with ``tensor``'s values: its clone, or for the target's own
+    subclass whose ``clone`` raises, the plain tensor's clone made that subclass again (its
+    attributes kept). One that cannot be copied so either is handed over as it is."""
+    import torch
+
     try:
         return tensor.clone()
-    except Exception:  # the target's own tensor subclass: handed over as it is
+    except Exception:  # the target's own tensor subclass: its data copied as a plain tensor
+        pass
+    try:
+        own = torch.Tensor.as_subclass(tensor, torch.Tensor).clone().as_subclass(type(tensor))
+        own.__dict__.update(tensor.__dict__)
+        return own
+    except Exception:  # a subclass that refuses even that: handed over as it is
         return tensor
+
+
+def own_copy(output: object, shared: tuple[object, ...] = ()) -> Any:
+    """The output for the single stage, a copy of its own taken before the PP path runs, so
+    that each path starts from the output as ``after_sample`` returned it (in sglang one
+    process runs each): what the last stage's ``to_pp_tensors`` changes in place stays on the
+    PP path, which sends the output itself. A deep copy (``Tensor.__deepcopy__`` copies a
+    tensor's values); the objects in ``shared`` (the observers) are kept, not copied. An
+    output that cannot be copied (its own ``__deepcopy__`` or ``__reduce_ex__`` raises, a
+    tensor subclass without a ``new_empty`` of its own) is shared by both paths."""
+    import copy
+
+    memo: dict[int, Any] = {id(kept): kept for kept in shared}
+    try:
+        return copy.deepcopy(output, memo)
+    except Exception:  # the target's object refuses to be copied: both paths use it
+        return output
 
 
 def pp_send(output: object, rank0_observer: object, token_ids: object, m: Machinery) -> PathOutcome:

@@ -276,11 +276,12 @@ def _check(request: dict[str, Any], options: ObserverOptions, announce: Any, emi
     from ppaux.errors import PpauxError
     from ppaux.observer.digests import digest_budget
     from ppaux.observer.drive import where_raised
+    from ppaux.observer.endings import LOADING, SETTING_UP
     from ppaux.suggestions import Setting
 
     emit({"event": "ready"})
     try:
-        announce("the target's loading (its module, the observer)", None)
+        announce(LOADING, None)
         loaded = target_module.load_observer(
             request["target"], rank0_only=request.get("outputs") is not None
         )
@@ -289,7 +290,7 @@ def _check(request: dict[str, Any], options: ObserverOptions, announce: Any, emi
             if request.get("outputs") is not None
             else None
         )
-        announce(None, None)
+        announce(SETTING_UP, None)
         asked = request.get("limits", {})
         budget = int(asked.get("max_digested_items", 0)) or None
         nesting = int(asked.get("max_value_nesting", 0)) or None
@@ -297,6 +298,7 @@ def _check(request: dict[str, Any], options: ObserverOptions, announce: Any, emi
             parts.machinery(options) as (machinery, info, device, sglang_parts),
             digest_budget(budget, nesting) if budget is not None else contextlib.nullcontext(),
         ):
+            announce(None, None)
             runner.run_checks(loaded, options, machinery, info, device, sglang_parts, given, emit)
     except target_module.TargetError as exc:
         emit({"event": "target_error", "target": exc.target, "reason": exc.reason})

@@ -16,6 +16,7 @@ import ctypes
 import datetime
 import pickle
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -37,10 +38,12 @@ __all__ = [
     "HOST",
     "REPLY_KEY",
     "Channel",
+    "Outgoing",
     "clock",
     "gloo_group",
     "nccl_group",
     "portable",
+    "prepare",
     "rebuild",
     "synchronize",
 ]
@@ -125,27 +128,23 @@ class Channel:
         self, tensor_dict: dict[str, Any], all_gather_size: int = 1, stats: WireStats | None = None
     ) -> None:
         """sglang's ``send_tensor_dict``: the pickled metadata, then each tensor on its own."""
-        metadata, tensors = split_tensor_dict(tensor_dict)
-        payload = pack_metadata(metadata)
-        self.send_bytes(payload)
+        has_device_group = self.device_group is not None
+        self.send_prepared(prepare(tensor_dict, all_gather_size, has_device_group), stats)
+
+    def send_prepared(self, prepared: Outgoing, stats: WireStats | None = None) -> None:
+        """Send what :func:`prepare` made ready: the metadata, then each tensor's chunks."""
+        self.send_bytes(prepared.payload)
         if stats is not None:
-            stats.metadata_bytes = len(payload)
-        keys = [key for key, value in metadata if isinstance(value, TensorMetadata)]
-        for key, tensor in zip(keys, tensors, strict=True):
-            ranks = all_gather_size if _gathers(tensor.numel(), all_gather_size) else 1
-            sent_any = False
-            for rank in range(ranks):
-                chunk = outgoing(key, tensor, all_gather_size=all_gather_size, all_gather_rank=rank)
-                if chunk is None:
-                    break
+            stats.metadata_bytes = len(prepared.payload)
+        for chunks in prepared.chunks:
+            for chunk in chunks:
                 self.send_tensor(chunk)
-                sent_any = True
                 if stats is not None:
                     stats.tensor_bytes += chunk.numel() * chunk.element_size()
             if stats is not None:
                 # An empty or meta tensor sends nothing: the receiver makes its own.
-                stats.tensors += 1 if sent_any else 0
-                stats.empty += 0 if sent_any else 1
+                stats.tensors += 1 if chunks else 0
+                stats.empty += 0 if chunks else 1
 
     def recv_tensor_dict(self, all_gather_size: int = 1) -> dict[str, Any]:
         """sglang's ``recv_tensor_dict``: allocate from the metadata on this process's device."""
@@ -190,6 +189,51 @@ class Channel:
 
 def _gathers(numel: int, all_gather_size: int) -> bool:
     return all_gather_size > 1 and numel % all_gather_size == 0
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A tensor dict made ready to send: the pickled metadata list and, per tensor in order,
+    the chunks that go on the wire (none for an empty or meta tensor)."""
+
+    payload: bytes
+    chunks: list[list[torch.Tensor]]
+
+
+def prepare(
+    tensor_dict: dict[str, Any], all_gather_size: int = 1, has_device_group: bool = False
+) -> Outgoing:
+    """Everything ``send_tensor_dict`` would put on the wire, before any of it goes.
+
+    Raises :class:`WireError` where the sender would fail: a value that cannot be split or
+    pickled, a tensor torch refuses to send (:func:`ppaux.replay.wire.outgoing`), a device
+    tensor with no device group. sglang sends the metadata before it meets a refused tensor,
+    so such a refusal says the metadata was sent; here nothing has crossed yet, and the
+    receiver is left ready for the next message.
+    """
+    metadata, tensors = split_tensor_dict(tensor_dict)
+    payload = pack_metadata(metadata)
+    keys = [key for key, value in metadata if isinstance(value, TensorMetadata)]
+    prepared: list[list[torch.Tensor]] = []
+    for key, tensor in zip(keys, tensors, strict=True):
+        ranks = all_gather_size if _gathers(tensor.numel(), all_gather_size) else 1
+        chunks: list[torch.Tensor] = []
+        for rank in range(ranks):
+            chunk = outgoing(key, tensor, all_gather_size=all_gather_size, all_gather_rank=rank)
+            if chunk is None:
+                break
+            if not chunk.is_cpu and not has_device_group:
+                raise WireError(
+                    "sender",
+                    "RuntimeError",
+                    f"no device group for a {chunk.device} tensor (ppaux moves CUDA tensors "
+                    "only when it replays on the CUDA device)",
+                    key=key,
+                    metadata_sent=True,
+                )
+            chunks.append(chunk)
+        prepared.append(chunks)
+    return Outgoing(payload, prepared)
 
 
 def synchronize(device_type: str) -> None:

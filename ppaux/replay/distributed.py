@@ -15,9 +15,12 @@ and a
    outcome and the re-added tensors back so that the sender can compare them with what it sent.
 
 The groups are built as objects (``ProcessGroupGloo(store, rank, size, options)``), never as the
-default group, so nothing global in the calling process changes. A failure on either side ends
-the child; the next transfer starts a fresh one. NCCL refuses two ranks on one GPU, so the CUDA
-path needs two CUDA devices: the receiver uses the device after the sender's.
+default group, so nothing global in the calling process changes. A message the sender refuses (a
+tensor torch will not send, a value that cannot be pickled) is found before any of it crosses:
+the receiver is told so and waits for the next, so one receiver serves a whole run. Any other
+failure on either side ends the child; the next transfer starts a fresh one. NCCL refuses two
+ranks on one GPU, so the CUDA path needs two CUDA devices: the receiver uses the device after the
+sender's.
 
 This module imports torch.
 """
@@ -42,18 +45,16 @@ from ppaux.replay.channel import (
     HOST,
     REPLY_KEY,
     Channel,
+    Outgoing,
     clock,
     gloo_group,
     nccl_group,
+    prepare,
     rebuild,
     synchronize,
 )
 from ppaux.replay.protocol import Delivery, Exchange, WireFailure
-from ppaux.replay.wire import (
-    WireError,
-    WireStats,
-    split_tensor_dict,
-)
+from ppaux.replay.wire import WireError, WireStats
 
 __all__ = ["DistributedWire", "WireSetupError"]
 
@@ -206,14 +207,21 @@ class DistributedWire:
     def _left(self) -> None:
         """Called when the receiver is gone, to drop what :meth:`_joined` set up."""
 
-    def _check(self, sent: dict[str, Any]) -> None:
-        """Split and pickle first: a dict that cannot be split fails before anything is sent,
-        as in sglang, and the group stays usable."""
-        split_tensor_dict(sent)
+    def _check(self, sent: dict[str, Any]) -> Outgoing | None:
+        """Split, pickle and make every tensor ready first: a dict that cannot be split, or
+        a tensor torch refuses to send, fails before anything is sent, and the receiver
+        stays for the next message (sglang's receiver would wait for a tensor that never
+        comes)."""
+        return prepare(sent, self.all_gather_size, self.device.type == "cuda")
 
-    def _send_message(self, channel: Channel, sent: dict[str, Any], stats: WireStats) -> None:
+    def _send_message(
+        self, channel: Channel, sent: dict[str, Any], stats: WireStats, ready: Outgoing | None
+    ) -> None:
         """Send the message itself, the way sglang's ``send_tensor_dict`` does."""
-        channel.send_tensor_dict(sent, self.all_gather_size, stats)
+        if ready is None:
+            channel.send_tensor_dict(sent, self.all_gather_size, stats)
+        else:
+            channel.send_prepared(ready, stats)
 
     def _log_tail(self) -> str:
         if self._log is None:
@@ -284,6 +292,17 @@ class DistributedWire:
             message = f"{message} (receiver: {tail})"
         return WireError("sender", type(exc).__name__, message, metadata_sent=True)
 
+    def _refused(self, sequence: int) -> None:
+        """Tell a running receiver that message ``sequence`` was refused on the sender and
+        nothing of it follows; it goes on to the next. A receiver that cannot be told is
+        stopped (the next message starts a fresh one)."""
+        if self._channel is None:
+            return
+        try:
+            self._channel.send_object({"op": "refused", "seq": sequence})
+        except RuntimeError:
+            self._reset()
+
     # -- transfers -----------------------------------------------------------------------------
     def _send(self, sent: dict[str, Any], control: dict[str, Any], stats: WireStats) -> float:
         """Tell the receiver what to do with the next message, then send ``sent`` itself.
@@ -291,18 +310,25 @@ class DistributedWire:
         Returns when the message left (on the shared clock); raises :class:`WireError` where
         the wire fails.
         """
-        self._check(sent)
-        channel = self._start()
         self._sequence += 1
         sequence = self._sequence
+        try:
+            ready = self._check(sent)
+        except WireError:
+            # Refused before anything crossed: the receiver, if running, hears that this
+            # message is not coming and waits for the next one.
+            self._refused(sequence)
+            raise
+        channel = self._start()
         try:
             channel.send_object({"seq": sequence, "all_gather": self.all_gather_size, **control})
             synchronize(self.device.type)
             started = clock()
-            self._send_message(channel, sent, stats)
+            self._send_message(channel, sent, stats, ready)
         except WireError as exc:
-            # The sender failed midway (as gloo does on a non-contiguous tensor): the receiver
-            # is left waiting for data that never comes. sglang's receiver sees the peer close.
+            # The sender failed midway (sglang's own send, which checks nothing beforehand):
+            # the receiver is left waiting for data that never comes. sglang's receiver sees
+            # the peer close.
             self._reset()
             raise exc
         except RuntimeError as exc:

@@ -3,7 +3,9 @@
 It is rank 1 of the group (sglang's PP rank 0): it joins the sender's store, receives each
 message the way sglang's ``recv_tensor_dict`` does (or as the ``sglang`` wire's ``joined`` hook
 says), runs the pop (and the add of the way back) asked for, and sends the outcome back, until
-told to stop. A failure is reported through the store, then the process exits 3.
+told to stop; a message the sender refused before sending any of it is announced as refused,
+and the receiver waits for the next. A failure is reported through the store, then the process
+exits 3.
 
 This module imports torch.
 """
@@ -74,6 +76,9 @@ def serve(
         control = channel.recv_object()
         if control["op"] == "stop":
             return 0
+        if control["op"] == "refused":
+            # The sender refused that message before sending any of it: nothing to receive.
+            continue
         try:
             if control["op"] == "raw":
                 _serve_raw(channel, control, device.type)

@@ -201,7 +201,9 @@ class SglangWire(DistributedWire):
     def _check(self, sent: dict[str, Any]) -> None:
         """Nothing of ppaux's runs before sglang's own send: it finds its own faults."""
 
-    def _send_message(self, channel: object, sent: dict[str, Any], stats: WireStats) -> None:
+    def _send_message(
+        self, channel: object, sent: dict[str, Any], stats: WireStats, ready: object
+    ) -> None:
         message = _gathered(sent, self.all_gather_size) if self.all_gather_size > 1 else sent
         tensors = [value for value in message.values() if isinstance(value, torch.Tensor)]
         try:
