@@ -24,7 +24,13 @@ from ppaux.dump.payload import (
     walk,
 )
 from ppaux.dump.structure import Dump
-from ppaux.dump.tensor_checks import device_checks, storage_records, tensor_checks, tensor_views
+from ppaux.dump.tensor_checks import (
+    device_checks,
+    numpy_refusals,
+    storage_records,
+    tensor_checks,
+    tensor_views,
+)
 from ppaux.limits import Limits
 from ppaux.report import Finding, Severity, cap_per_code, finding
 from ppaux.sglang import (
@@ -120,6 +126,7 @@ def check_dump(
                 found += check_payload(dump.path, payload, limits, tally)
         found += storage_records(dump, payloads, limits)
         found += tensor_views(dump, payloads, limits)
+        found += numpy_refusals(dump, payloads, limits)
     finally:
         BUDGET.reset(token)
     kept = [f for f in found if f is not OMITTED]

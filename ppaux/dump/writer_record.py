@@ -35,6 +35,9 @@ class WriterRecord:
         #: (offset, hooks) of each tensor rebuilt with such hooks: torch keeps the dict itself,
         #: so one filled later in the pickle gives the tensor hooks (checked at STOP).
         self.hooks_given: list[tuple[int, Any]] = []
+        #: The tuples made by torch.Size, by id; held so that no id is reused. torch.save
+        #: writes a tensor's size as a plain tuple, never a torch.Size.
+        self.torch_sizes: dict[int, Any] = {}
 
     def deviate(self, what: str, severe: bool = True) -> None:
         """Record (once, the first) a value that torch.save's pickler never writes."""
