@@ -1,7 +1,7 @@
 """Edits made in place to a file ``torch.save`` wrote, one field or opcode at a time, keeping
 everything else as the writer laid it out (alignment, record order, sizes): an opcode swapped
 for another of the same argument shape, a memo index changed, a record renamed, a field of a
-local header or of the central directory changed.
+local header, of the central directory or of the end records changed.
 
 Each mutation takes ``(rng, data, other)`` as the harness's do and returns the edited bytes;
 an edit inside a record's data keeps that record's CRC right in both headers (torch.load
@@ -141,9 +141,32 @@ def _header_field(rng: random.Random, data: bytes, other: bytes) -> bytes:
     return bytes(out)
 
 
+# (signature, offset, format) of each field of the zip64 end record, its locator and the end
+# record, after the signature.
+_END_FIELDS = (
+    *((b"PK\x06\x06", o, f) for o, f in ((4, "<Q"), (12, "<H"), (14, "<H"), (16, "<L"),
+      (20, "<L"), (24, "<Q"), (32, "<Q"), (40, "<Q"), (48, "<Q"))),
+    *((b"PK\x06\x07", o, f) for o, f in ((4, "<L"), (8, "<Q"), (16, "<L"))),
+    *((b"PK\x05\x06", o, f) for o, f in ((4, "<H"), (6, "<H"), (8, "<H"), (10, "<H"),
+      (12, "<L"), (16, "<L"), (20, "<H"))),
+)  # fmt: skip
+
+
+def _end_field(rng: random.Random, data: bytes, other: bytes) -> bytes:
+    """One field of the end records changed: a count, a size, an offset, a disk number."""
+    signature, offset, fmt = rng.choice(_END_FIELDS)
+    base = data.rfind(signature)
+    out = bytearray(data)
+    value = struct.unpack_from(fmt, out, base + offset)[0]
+    top = 2 ** (8 * struct.calcsize(fmt)) - 1
+    value = rng.choice((value + 1, value - 1, 0, 1, 2, top, value ^ 1))
+    struct.pack_into(fmt, out, base + offset, min(max(value, 0), top))
+    return bytes(out)
+
+
 Mutation = Callable[[random.Random, bytes, bytes], bytes]
 
-WRITER_MUTATIONS = [_opcode_swap, _memo_index, _record_rename, _header_field]
+WRITER_MUTATIONS = [_opcode_swap, _memo_index, _record_rename, _header_field, _end_field]
 
 
 # -- out of the writer's grammar, read alike -----------------------------------------------

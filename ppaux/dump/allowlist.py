@@ -27,6 +27,7 @@ from ppaux.dump.model import (
     TorchValue,
     TypeRef,
 )
+from ppaux.dump.numpy_subtypes import reconstruct_subtype
 from ppaux.dump.pickle_vm import Call, Machine, global_name
 from ppaux.dump.tensor_rebuilds import (
     DTYPE_ALIASES,
@@ -74,7 +75,10 @@ def _torch_device(m: Machine, args: tuple[Any, ...]) -> TorchValue:
 
 
 def _torch_size(m: Machine, args: tuple[Any, ...]) -> tuple[Any, ...]:
-    return as_shape(m, args[0] if args else (), "size")
+    size = tuple([*as_shape(m, args[0] if args else (), "size")])  # a new tuple, unless ()
+    if size:
+        m.torch_sizes[id(size)] = size
+    return size
 
 
 def _ordered_dict(m: Machine, args: tuple[Any, ...]) -> dict[str, Any]:
@@ -112,7 +116,10 @@ def _container(kind: type) -> Any:
                 m.check_key(token, item)
         else:
             m.charge_bytes(len(source))
-        return kind(source)
+        built = kind(source)
+        if kind in (set, frozenset) and len(built) != len(source):
+            m.deviate("a set item repeated, where the pickler writes each item once", False)
+        return built
 
     return build
 
@@ -132,7 +139,13 @@ def _reconstructor(m: Machine, args: tuple[Any, ...]) -> Opaque:
 
 
 def _np_reconstruct(m: Machine, args: tuple[Any, ...]) -> NdArrayRef:
-    return NdArrayRef()
+    # _reconstruct(subtype, shape, dtype): numpy makes an empty array of subtype, refusing a
+    # subtype that is not an ndarray subclass (see ppaux.dump.numpy_subtypes).
+    arr = NdArrayRef()
+    if args:
+        arr.subtype, arr.refusal = reconstruct_subtype(args[0], shown(name_of(args[0]), 80))
+        arr.problem = arr.refusal
+    return arr
 
 
 def _np_frombuffer(m: Machine, args: tuple[Any, ...]) -> NdArrayRef:
@@ -225,6 +238,7 @@ ALLOWED_NAMES = frozenset(
     | _TYPES
     | {"torch.storage.UntypedStorage"}
     | {f"torch.{n}" for n in STORAGE_DTYPES}
+    | {f"torch.cuda.{n}" for n in STORAGE_DTYPES if not n.startswith(("Q", "U"))}
     | {f"torch.{n}" for n in DTYPE_ITEMSIZE}
     | {f"torch.{n}" for n in DTYPE_ALIASES}
     | {f"torch.{n}" for n in LAYOUTS}
@@ -245,6 +259,11 @@ def resolve(m: Machine, module: str, name: str) -> Any:
         return TypeRef(dotted)
     if dotted == "torch.storage.UntypedStorage":  # how new dtypes' byte storages are named
         return StorageType("UntypedStorage", "uint8")
+    if module == "torch.cuda" and name in STORAGE_DTYPES and not name.startswith(("Q", "U")):
+        # torch.load takes only a storage class's dtype from the persistent id (the location
+        # says the device); torch.save 2.x names every storage class torch.<Kind>Storage.
+        m.deviate(f"storage class {dotted}, which torch.save names torch.{name}", False)
+        return StorageType(name, STORAGE_DTYPES[name])
     if module == "torch":
         if name == "UntypedStorage":
             m.deviate(

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from ppaux.dump.model import NdArrayRef, NumpyDtype, StorageRef, TensorRef
+from ppaux.dump.numpy_subtypes import MASKED_ARRAY
 from ppaux.dump.pickle_state import PickleState
 from ppaux.text import shown
 
@@ -226,7 +227,12 @@ def build_ndarray(m: PickleState, arr: NdArrayRef, state: object) -> None:
     offset = 1 if len(state) == 5 else 0
     shape, dtype, fortran = state[offset], state[offset + 1], state[offset + 2]
     data = state[offset + 3]
-    arr.problem = _ndarray_refusal(state, offset)
+    if arr.refusal is None and arr.subtype == MASKED_ARRAY:
+        arr.refusal = (
+            f"numpy.ma.MaskedArray is given an ndarray's state of {len(state)} items; its "
+            "__setstate__ unpacks 7 (numpy: ValueError)"
+        )
+    arr.problem = arr.refusal or _ndarray_refusal(state, offset)
     if isinstance(shape, tuple) and is_shape(shape, m.limits.max_dims):
         arr.shape = shape
     if isinstance(dtype, NumpyDtype):

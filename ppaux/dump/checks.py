@@ -24,7 +24,13 @@ from ppaux.dump.payload import (
     walk,
 )
 from ppaux.dump.structure import Dump
-from ppaux.dump.tensor_checks import device_checks, storage_records, tensor_checks, tensor_views
+from ppaux.dump.tensor_checks import (
+    device_checks,
+    numpy_refusals,
+    storage_records,
+    tensor_checks,
+    tensor_views,
+)
 from ppaux.limits import Limits
 from ppaux.report import Finding, Severity, cap_per_code, finding
 from ppaux.sglang import (
@@ -74,9 +80,11 @@ def _default_refusal(dump: Dump, found: list[Finding]) -> Finding:
     """PP119: torch.load's default reader refuses the file; whether the other reader reads it
     is said only where no value fails it (a tensor past its storage, a numpy array numpy
     refuses: PP116)."""
+    codes = {f.code for f in found if f is not OMITTED}
+    refused = next((code for code in ("PP116", "PP117") if code in codes), None)
     other = (
-        "torch.load(weights_only=False) fails on it too (PP116)"
-        if any(f is not OMITTED and f.code == "PP116" for f in found)
+        f"torch.load(weights_only=False) fails on it too ({refused})"
+        if refused is not None
         else "torch.load(weights_only=False) would read it, but that loader runs code from any file"
     )
     return finding(
@@ -128,6 +136,7 @@ def check_dump(
                 found += check_payload(dump.path, payload, limits, tally)
         found += storage_records(dump, payloads, limits)
         found += tensor_views(dump, payloads, limits)
+        found += numpy_refusals(dump, payloads, limits)
         if default_refusal is not None:
             found.insert(default_refusal, _default_refusal(dump, found))
     finally:

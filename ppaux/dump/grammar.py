@@ -159,6 +159,7 @@ class _Scan:
         self.protocol, self.allowed, self.pos = protocol, OPCODES[protocol], pos
         self.puts = 0
         self.frame_end: int | None = None
+        self.frame_length = 0
         self.unframed = 0
         self.depth = 0  # values on the stack above the innermost mark
         self.marks: list[int] = []
@@ -227,9 +228,13 @@ class _Scan:
         not written)."""
         if self.frame_end is not None and start == self.frame_end:
             self.frame_end = None
+            # The pickler ends a frame at 64 KiB, before a large payload, or at the end.
+            if self.frame_length < _FRAME_TARGET and not self.large(op):
+                why = f"a FRAME of {self.frame_length} bytes ends before 64 KiB"
+                return self.at(start, op, why, False)
         if self.protocol < 4 or self.frame_end is not None or op == 0x95:
             return None
-        if op in _LARGE and _payload_size(self.data, self.pos, op) >= _FRAME_TARGET:
+        if self.large(op):
             self.unframed = 0
             return None
         if self.unframed >= 0:
@@ -237,6 +242,10 @@ class _Scan:
         if self.unframed < 0 or self.unframed >= 4:
             return self.at(start, op, "outside any FRAME, where the pickler frames it", False)
         return None
+
+    def large(self, op: int) -> bool:
+        """Whether the opcode's payload is one the pickler writes outside any frame."""
+        return op in _LARGE and _payload_size(self.data, self.pos, op) >= _FRAME_TARGET
 
     def order(self, start: int, op: int) -> Deviation | None:
         """Whether the pickler writes this opcode here: one of its protocol's, a POP only
@@ -357,6 +366,7 @@ class _Scan:
         if length == 0 or self.pos + length > self.end:
             return self.at(start, op, f"the FRAME's length {length} does not fit the pickle")
         self.frame_end = self.pos + length
+        self.frame_length = length
         return None
 
     def stop(self, start: int, op: int) -> Deviation | None:

@@ -189,13 +189,16 @@ class TorchValue(_Ref):
 class StorageRef(_Ref):
     """A tensor storage: its dtype, the zip record that holds its bytes, and its saved location."""
 
-    __slots__ = ("data", "dtype", "key", "location", "numel", "record", "record_size")
+    __slots__ = ("data", "dtype", "key", "location", "numel", "record", "record_size", "untyped")
 
     def __init__(self, dtype: str, key: str, location: str, numel: int) -> None:
         self.dtype = dtype
         self.key = key
         self.location = location
         self.numel = numel
+        #: Whether the persistent id that made it names torch.storage.UntypedStorage, which
+        #: torch.save writes for an untyped storage and under _rebuild_tensor_v3 only.
+        self.untyped = False
         self.record: str | None = None
         self.record_size: int | None = None
         # Bytes of a storage saved inside the pickle itself (plain pickles nest a legacy
@@ -302,7 +305,7 @@ class NdArrayRef(_Ref):
     ``descr`` is the pickled dtype (spec and byte order), ``fortran`` says the bytes are in
     column-major order."""
 
-    __slots__ = ("descr", "dtype", "fortran", "problem", "raw", "shape")
+    __slots__ = ("descr", "dtype", "fortran", "problem", "raw", "refusal", "shape", "subtype")
 
     def __init__(self) -> None:
         self.dtype = "?"
@@ -312,26 +315,34 @@ class NdArrayRef(_Ref):
         self.raw: bytes | None = None
         #: Why numpy's ``ndarray.__setstate__`` refuses the pickled state, or None.
         self.problem: str | None = None
+        #: Why numpy refuses to make the array at all, so that torch.load (either mode) fails
+        #: on the file; None where it makes one.
+        self.refusal: str | None = None
+        #: The array's class as the pickle names it: numpy.ndarray or a subtype (numpy.matrix).
+        self.subtype = "numpy.ndarray"
 
     def __repr__(self) -> str:
-        return f"<numpy.ndarray {self.dtype}{list(self.shape)}>"
+        return f"<{self.subtype} {self.dtype}{list(self.shape)}>"
 
 
 class NumpyDtype(_Ref):
     """A numpy dtype as pickled (``numpy.dtype('f8', ...)`` then its byte-order state)."""
 
-    __slots__ = ("built", "byteorder", "spec")
+    __slots__ = ("built", "byteorder", "detail", "spec")
 
     def __init__(self, spec: str) -> None:
         self.spec = spec
         self.byteorder = "="
         #: Whether BUILD gave the dtype a state: numpy's byte order is then the state's.
         self.built = False
+        #: The name the state gives where the spec alone does not ('datetime64[D]', a
+        #: structured dtype's fields); see :mod:`ppaux.dump.numpy_dtypes`.
+        self.detail: str | None = None
 
     @property
     def name(self) -> str:
         """The dtype's name, such as 'float32'; big-endian ones say so ('float32 (big-endian)')."""
-        base = NUMPY_NAMES.get(self.spec.lstrip("<>=|"), self.spec)
+        base = self.detail or NUMPY_NAMES.get(self.spec.lstrip("<>=|"), self.spec)
         return f"{base} (big-endian)" if self.byteorder == ">" else base
 
     def __repr__(self) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.records import RecordReader, torch_byteorder
+from ppaux.dump.zipfile_view import zipfile_view
 from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, TorchRefuses
 from ppaux.text import shown
 
@@ -95,7 +96,8 @@ def _keep_storage_bytes(
     """Copy each storage's record into the storage (replay reads nested bytes from there),
     charged to ``outer``; a record torch cannot read the storage from is its refusal."""
     handle = io.BytesIO(payload)
-    with zipfile.ZipFile(handle) as archive:  # read_zip opened these same bytes already
+    # read_zip opened these same bytes already
+    with zipfile.ZipFile(zipfile_view(handle, len(payload))) as archive:
         records = archive.infolist()
     reader = RecordReader(outer.path, handle, records, prefix, len(payload))
     record = reader.find("byteorder")

@@ -238,7 +238,7 @@ def type_name(value: object) -> str:
     if isinstance(value, TensorRef):
         return value.subclass or "torch.Tensor"
     if isinstance(value, NdArrayRef):
-        return "numpy.ndarray"
+        return value.subtype
     if isinstance(value, NumpyScalar):
         return (
             f"numpy.{shown(str(value.dtype), 60).lstrip('<>=|')}"
@@ -342,7 +342,7 @@ def value_phrase(value: object, limits: Limits, tally: Tally | None = None) -> s
     if value is None:
         return "None"
     if isinstance(value, NdArrayRef):
-        return f"a numpy.ndarray ({shown(str(value.dtype), 60)}, shape {list(value.shape)})"
+        return f"a {value.subtype} ({shown(str(value.dtype), 60)}, shape {list(value.shape)})"
     if isinstance(value, Opaque):
         return f"{with_article(value.name)} object (its class was not imported)"
     if isinstance(value, GlobalRef):

@@ -306,9 +306,12 @@ def _op_additems(m: PickleState) -> None:
     for value in values:
         m.check_key(target, value)
     try:
+        before = len(target)
         target.update(values)
     except TypeError:
         raise m.error("set item is unhashable") from None
+    if len(target) != before + len(values):
+        m.deviate(_REPEATED, False)
 
 
 def _op_frozenset(m: PickleState) -> None:
@@ -317,9 +320,16 @@ def _op_frozenset(m: PickleState) -> None:
     for item in items:
         m.check_key(token, item)
     try:
-        m.push(frozenset(items))
+        built = frozenset(items)
     except TypeError:
         raise m.error("frozenset item is unhashable") from None
+    if len(built) != len(items):
+        m.deviate(_REPEATED, False)
+    m.push(built)
+
+
+#: A set the pickler writes holds each item once.
+_REPEATED = "a set item repeated, where the pickler writes each item once"
 
 
 def _op_ext(n: int, fmt: str) -> Callable[[PickleState], None]:

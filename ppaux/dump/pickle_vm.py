@@ -35,6 +35,7 @@ from ppaux.dump.model import (
     TensorRef,
     TypeRef,
 )
+from ppaux.dump.numpy_dtypes import dtype_detail
 from ppaux.dump.pickle_state import PickleState
 from ppaux.dump.pickle_values import VALUE_OPCODES, decode_str
 from ppaux.errors import DumpError, LimitExceeded
@@ -185,6 +186,7 @@ class Machine(PickleState):
             if isinstance(state, tuple) and len(state) > 1 and isinstance(state[1], str):
                 obj.byteorder = state[1]
                 obj.built = True
+                obj.detail = dtype_detail(obj.spec, state)
         elif isinstance(obj, dict) and isinstance(state, dict):
             if id(obj) not in self.ordered_dicts:
                 self.deviate(

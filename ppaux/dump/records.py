@@ -29,6 +29,7 @@ import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from ppaux.dump.zipfile_view import zipfile_view
 from ppaux.errors import DumpError
 from ppaux.text import shown
 
@@ -191,7 +192,7 @@ class RecordReader:
         except InputFileError as exc:
             raise DumpError(path, exc.reason) from None
         try:
-            archive = zipfile.ZipFile(handle)
+            archive = zipfile.ZipFile(zipfile_view(handle, info.st_size))
             records = archive.infolist()
         except ZIP_READ_ERRORS as exc:
             handle.close()

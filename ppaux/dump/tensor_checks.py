@@ -16,7 +16,14 @@ from ppaux.report import Finding, finding
 from ppaux.sglang import OUTPUT_PREFIX
 from ppaux.text import shown
 
-__all__ = ["device_checks", "storage_records", "tensor_checks", "tensor_views", "view_problem"]
+__all__ = [
+    "device_checks",
+    "numpy_refusals",
+    "storage_records",
+    "tensor_checks",
+    "tensor_views",
+    "view_problem",
+]
 
 
 def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRef) -> list[Finding]:
@@ -212,4 +219,33 @@ def storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> list
         else:
             code, text = "PP113", f"storage record {record} is {state}"
         found.append(finding(code, dump.path, text, keys.get(id(storage))))
+    return found
+
+
+def numpy_refusals(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Finding]:
+    """A numpy array numpy refuses to make (``NdArrayRef.refusal``): torch.load fails on the
+    file in either mode (PP117), naming the key that holds the array (a payload's key, else the
+    file's top-level key), once per array."""
+    found = []
+    seen: set[int] = set()
+    places: list[tuple[Payload | None, Any, Any]] = [
+        (payload, key, value) for payload in payloads for key, value in payload.mapping.items()
+    ]
+    root = dump.root
+    places += [
+        (None, k, v) for k, v in (root.items() if isinstance(root, dict) else [(None, root)])
+    ]
+    for payload, key, value in places:
+        if value.__class__ in LEAF_TYPES:
+            continue
+        for node in walk(value, limits, dump.path, seen):
+            if not isinstance(node, NdArrayRef) or node.refusal is None:
+                continue
+            text = f"torch.load refuses the file: a numpy array: {node.refusal}"
+            if payload is not None:
+                found.append(at("PP117", dump.path, text, payload, key))
+            else:
+                found.append(
+                    finding("PP117", dump.path, text, key_text(key) if key is not None else None)
+                )
     return found

@@ -127,6 +127,18 @@ def _rebuild_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     return _strided(m, args[:4])
 
 
+def _check_typed(m: Machine, tensor: TensorRef, rebuild: str) -> None:
+    """torch.save names a typed storage class (torch.FloatStorage, ...) under _rebuild_tensor_v2;
+    torch.storage.UntypedStorage only under _rebuild_tensor_v3, with the dtype beside it.
+    torch.load reads an untyped one as bytes (uint8), as it reads torch.ByteStorage."""
+    if tensor.storage is not None and tensor.storage.untyped:
+        m.deviate(
+            f"storage class torch.storage.UntypedStorage under {rebuild}, where torch.save "
+            "names a typed storage class",
+            False,
+        )
+
+
 def _check_hooks(m: Machine, hooks: object) -> None:
     """torch.save writes a tensor's backward hooks as ``OrderedDict()`` (GLOBAL
     'collections OrderedDict', EMPTY_TUPLE, REDUCE), whatever hooks the tensor has."""
@@ -141,6 +153,8 @@ def _check_shape_tuples(m: Machine, args: tuple[Any, ...]) -> None:
     """torch.save writes a tensor's size and stride as tuples, made for that tensor."""
     if not isinstance(args[2], tuple) or not isinstance(args[3], tuple):
         m.deviate("a tensor's size or stride that is not the tuple torch.save writes")
+    elif id(args[2]) in m.torch_sizes or id(args[3]) in m.torch_sizes:
+        m.deviate("a tensor's size or stride pickled as a torch.Size, not a tuple", False)
     _check_fresh(m, args[2], "a tensor's size")
     _check_fresh(m, args[3], "a tensor's stride")
 
@@ -164,6 +178,7 @@ def _rebuild_tensor_v2(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     _check_hooks(m, args[5])
     _check_shape_tuples(m, args)
     tensor = _strided(m, args)
+    _check_typed(m, tensor, "_rebuild_tensor_v2")
     set_requires_grad(m, tensor, args[4], "_rebuild_tensor_v2")
     if len(args) == 7:
         tensor.bits = _view_bits(m, tensor, args[6])
@@ -258,6 +273,11 @@ def _rebuild_parameter(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     _check_hooks(m, args[2])
     _check_fresh(m, args[0], "a Parameter's data")
     tensor = _tensor_arg(m, args[0], "parameter data")
+    if tensor.requires_grad:
+        # torch.save writes a Parameter's .data, which never requires grad.
+        m.deviate(
+            "a Parameter over a tensor that requires grad (torch.save writes its data)", False
+        )
     tensor.subclass = "torch.nn.parameter.Parameter"
     set_requires_grad(m, tensor, args[1], "Parameter")
     if len(args) == 4:

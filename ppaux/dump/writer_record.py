@@ -38,6 +38,9 @@ class WriterRecord:
         #: The values a memo GET fetched, by id (the memo holds them, so no id is reused):
         #: torch.save writes a tensor's size, stride, hooks and a Parameter's data afresh.
         self.fetched: dict[int, Any] = {}
+        #: The tuples made by torch.Size, by id; held so that no id is reused. torch.save
+        #: writes a tensor's size as a plain tuple, never a torch.Size.
+        self.torch_sizes: dict[int, Any] = {}
 
     def deviate(self, what: str, severe: bool = True) -> None:
         """Record the first value that torch.save's pickler never writes; a later one where

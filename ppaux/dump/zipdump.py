@@ -24,6 +24,7 @@ from ppaux.dump.torch_reading import (
     weights_only_refusal,
 )
 from ppaux.dump.zip_grammar import zip_deviation
+from ppaux.dump.zipfile_view import zipfile_view
 from ppaux.dump.zipview import check_layout, end_record, lower_name, select_data_pkl
 from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, TorchRefuses
 from ppaux.limits import Limits
@@ -81,7 +82,7 @@ def read_zip(
         )
     try:
         handle.seek(0)
-        archive = zipfile.ZipFile(handle)
+        archive = zipfile.ZipFile(zipfile_view(handle, size))
     except ZIP_READ_ERRORS as exc:
         raise DumpError(path, f"truncated or corrupt zip file ({exc})") from None
     if end is None:  # zipfile found an end record where torch's reader finds none
@@ -154,6 +155,7 @@ def read_zip(
             key = f"{pid[2]}"
             # The location (the device string) is shown in reports: no control characters.
             storage = StorageRef(pid[1].dtype, key, shown(pid[3], 200), pid[4])
+            storage.untyped = pid[1].name == "UntypedStorage"
             by_key[pid[2]] = storage
             name = f"{prefix}/data/{key}"
             found = by_name.get(lower_name(name))

@@ -109,7 +109,7 @@ def end_record(path: str, handle: BinaryIO, size: int) -> EndRecord | None:
         handle.seek(locator_at)
         locator = handle.read(_END64_LOCATOR.size)
         if locator[:4] == _LOCATOR_SIG:
-            _, _disk, end64_at, _disks = _END64_LOCATOR.unpack(locator)
+            _, _disk, end64_at, total_disks = _END64_LOCATOR.unpack(locator)
             python_at = locator_at - _END64.size
             if end64_at != python_at:
                 raise ReadMismatch(
@@ -127,6 +127,7 @@ def end_record(path: str, handle: BinaryIO, size: int) -> EndRecord | None:
                     "(zipfile ignores it, torch's reader does not)",
                 )
             fields = _END64.unpack(record)
+            _check_end64(path, fields[1], total_disks)
             entries, cd_size, cd_offset = fields[7], fields[8], fields[9]
             # miniz then takes the disk numbers and this disk's count from the zip64 record
             # too: the classic record may say 0xFFFF for every count.
@@ -142,6 +143,24 @@ def end_record(path: str, handle: BinaryIO, size: int) -> EndRecord | None:
             "archive, or a second directory",
         )
     return EndRecord(cd_offset, cd_size, entries, location, end, (disk, cd_disk, here))
+
+
+def _check_end64(path: str, record_size: int, total_disks: int) -> None:
+    """Refuse (PP117) a zip64 end record miniz 3.0.2 refuses (``mz_zip_reader_read_central_dir``):
+    a record size field under 44 (the record's 56 bytes less the 12 before that field's end),
+    or a locator whose count of disks is not 1. zipfile checks neither (it refuses more than
+    one disk, not none)."""
+    if record_size < _END64.size - 12:
+        _refuse(
+            path,
+            f"a zip64 end record whose size field says {record_size}, under 44 "
+            "(invalid header or archive is corrupted)",
+        )
+    if total_disks != 1:
+        _refuse(
+            path,
+            f"a zip64 locator counting {total_disks} disks, not 1 (unsupported multidisk archive)",
+        )
 
 
 def lower_name(name: str) -> str:

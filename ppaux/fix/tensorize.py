@@ -190,7 +190,7 @@ def _shown(key: object) -> str:
 
 def _unreadable(value: object, limits: Limits, path: str) -> str | None:
     """Why ``value`` cannot be rebuilt from the file safely, or None when it can."""
-    from ppaux.dump import type_name, value_phrase, walk
+    from ppaux.dump import value_phrase, walk
 
     if isinstance(value, NdArrayRef):
         return numpy_problem(value)
@@ -199,7 +199,7 @@ def _unreadable(value: object, limits: Limits, path: str) -> str | None:
             continue
         what = value_phrase(node, limits)
         inside = "" if node is value else f"it holds {what}; "
-        if type_name(node) == "numpy.ndarray":
+        if isinstance(node, NdArrayRef):
             return (
                 f"{inside}ppaux converts a numpy array only when it is the auxiliary value "
                 "itself; convert it where it is made, with torch.from_numpy(array)"

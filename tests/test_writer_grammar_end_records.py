@@ -1,0 +1,89 @@
+"""The zip64 end record and its locator as torch's zip reader (miniz 3.0.2,
+``mz_zip_reader_read_central_dir``) takes them, each field edited in a file torch.save wrote:
+a zip64 end record whose size field is under 44, or a locator counting other than 1 disk, is
+refused by torch.load in both modes, so ppaux says PP117 with torch's reason (exit 1), not a
+warning; a locator naming another disk for the zip64 end record, which miniz never reads (and
+Python's zipfile refuses), is read as torch reads it and reported as not as torch.save writes
+it (PP118). torch.load runs in the sandbox, never in this process."""
+
+from __future__ import annotations
+
+import struct
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from helpers import REPO
+
+from ppaux.dump import inspect_paths
+
+sys.path.insert(0, str(REPO / "fuzz"))
+
+import torch_differential as harness
+
+pytestmark = pytest.mark.torch
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with harness.Sandbox() as running:
+        yield running
+
+
+def _edited(tmp_path: Path, signature: bytes, offset: int, fmt: str, value: int) -> Path:
+    """A file torch.save wrote, one field of an end record set to ``value``."""
+    path = tmp_path / "edited.pt"
+    torch.save({"a": torch.arange(3.0)}, path)
+    data = bytearray(path.read_bytes())
+    at = data.rfind(signature)
+    assert at > 0
+    struct.pack_into(fmt, data, at + offset, value)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def _codes(path: Path) -> dict[str, str]:
+    report = inspect_paths([str(path)])
+    return {f.code: f"{f.severity.value}: {f.message}" for f in report.findings}
+
+
+@pytest.mark.parametrize(
+    ("signature", "offset", "fmt", "value", "reason"),
+    [
+        (b"PK\x06\x06", 4, "<Q", 0, "invalid header or archive is corrupted"),
+        (b"PK\x06\x06", 4, "<Q", 43, "invalid header or archive is corrupted"),
+        (b"PK\x06\x07", 16, "<L", 0, "unsupported multidisk archive"),
+        (b"PK\x06\x07", 16, "<L", 2, "unsupported multidisk archive"),
+    ],
+    ids=["size-0", "size-43", "disks-0", "disks-2"],
+)
+def test_an_end_record_field_torch_refuses_is_its_refusal(
+    tmp_path, sandbox, signature, offset, fmt, value, reason
+):
+    path = _edited(tmp_path, signature, offset, fmt, value)
+    answer = sandbox.load(path)
+    assert answer["outcome"] == "refused" and reason in answer["error"], answer
+    found = _codes(path)
+    assert set(found) == {"PP117"}, found
+    assert found["PP117"].startswith("error:") and reason in found["PP117"], found
+
+
+@pytest.mark.parametrize("value", [1, 2, 0xFFFFFFFF])
+def test_the_locators_disk_field_is_read_as_torch_reads_it(tmp_path, sandbox, value):
+    path = _edited(tmp_path, b"PK\x06\x07", 4, "<L", value)
+    answer = sandbox.load(path)
+    assert answer["outcome"] == "loaded", answer
+    ours = harness.ppaux_view(str(path))
+    assert ours.codes == {"PP118"} and ours.value == answer["value"], ours
+    found = _codes(path)
+    assert found["PP118"].startswith("warning:") and "end records" in found["PP118"], found
+
+
+@pytest.mark.parametrize("value", [44, 45, 2**63])
+def test_a_zip64_record_size_of_44_or_more_is_read(tmp_path, sandbox, value):
+    path = _edited(tmp_path, b"PK\x06\x06", 4, "<Q", value)
+    answer = sandbox.load(path)
+    assert answer["outcome"] == "loaded", answer
+    ours = harness.ppaux_view(str(path))
+    assert ours.value == answer["value"] and "PP117" not in ours.codes, ours
