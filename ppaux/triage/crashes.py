@@ -51,9 +51,11 @@ from ppaux.triage.backtraces import BACKTRACE_MARKER, backtrace_frame, backtrace
 from ppaux.triage.childexits import CHILD_EXIT_MARKER
 from ppaux.triage.crashlines import (
     HOST_ALLOC_TYPE,
+    KERNEL_ASSERT_TYPE,
     XID_TYPE,
     cuda_tail,
     host_allocation,
+    kernel_assert,
     xid_record,
 )
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
@@ -88,6 +90,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"::initialise()",
     b"Search for `cudaError",
     b"NVRM: Xid",
+    b"] Assertion ",  # a CUDA kernel's assertion: ``thread: [63,0,0] Assertion `...` failed.``
     *MPI_MARKERS,
     # a death another process reports (:mod:`ppaux.triage.deaths` reads it)
     b"A worker died or was killed",
@@ -377,6 +380,11 @@ class Crashes:
                 self._last_line = line.number  # the same fault's next record
                 return None
             return self._new(line, *xid)
+        if (check := kernel_assert(text)) is not None:
+            if near is not None and near.exception == KERNEL_ASSERT_TYPE:
+                self._last_line = line.number  # the same assertion, another thread's
+                return None
+            return self._new(line, *check)
         if (alloc := host_allocation(text)) is not None:
             if near is not None and near.exception == HOST_ALLOC_TYPE:
                 self._last_line = line.number  # another process's, or the same said again

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["HOST_ALLOC_TYPE", "XID_TYPE", "cuda_tail", "host_allocation", "xid_record"]
+__all__ = [
+    "HOST_ALLOC_TYPE",
+    "KERNEL_ASSERT_TYPE",
+    "XID_TYPE",
+    "cuda_tail",
+    "host_allocation",
+    "kernel_assert",
+    "xid_record",
+]
 
 #: A host allocation that failed (one process's words, or two processes' written into each
 #: other).
@@ -22,6 +30,17 @@ XID_TYPE = "driver Xid"
 _CUDA_SEARCH = re.compile(r"Search for `(?P<error>cudaError\w{1,60})'")
 #: What such a record is called: the C++ error's own words, no Python type.
 _CUDA_ERROR = "CUDA error"
+#: A CUDA kernel's assertion as the device prints it, one line per failing thread
+#: (``../aten/src/ATen/native/cuda/Indexing.cu:1290: indexSelectLargeIndex: block: [949,0,0],
+#: thread: [63,0,0] Assertion `srcIndex < srcSelectDimSize` failed.``; a web page may have
+#: taken the backticks as a code span's).
+_KERNEL_ASSERT = re.compile(
+    r"(?:^|[\s/])(?P<file>[\w.+-]{1,100}\.cuh?):(?P<line>\d{1,9}): (?P<function>[\w:<>, ]{1,200}): "
+    r"block: \[[\d, ]{1,40}\], thread: \[[\d, ]{1,40}\] Assertion `?(?P<check>.{1,400}?)`? failed\."
+)
+#: What such a record is called: the device's own words, no Python type (torch raises
+#: ``RuntimeError: CUDA error: device-side assert triggered`` at its next CUDA call).
+KERNEL_ASSERT_TYPE = "device-side assert"
 
 
 def host_allocation(text: str) -> tuple[str, str] | None:
@@ -49,3 +68,16 @@ def cuda_tail(text: str) -> tuple[str, str] | None:
     if search is None:
         return None
     return _CUDA_ERROR, f"{search.group('error')} (the message's first line is not in this log)"
+
+
+def kernel_assert(text: str) -> tuple[str, str] | None:
+    """(type, message) of a CUDA kernel's assertion as the device prints it (``Indexing.cu:1290:
+    indexSelectLargeIndex: block: [...], thread: [...] Assertion `...` failed.``) as triage
+    reads it, or None for another line."""
+    found = _KERNEL_ASSERT.search(text)
+    if found is None:
+        return None
+    return KERNEL_ASSERT_TYPE, (
+        f"{found.group('file')}:{found.group('line')}: {found.group('function')}: assertion "
+        f"`{found.group('check')}` failed in a CUDA kernel (triggered on the device)"
+    )

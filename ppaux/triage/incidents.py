@@ -100,6 +100,12 @@ def _ranked(failure: Failure) -> bool:
     return failure.exception is not None and _TORCH_RANK.search(failure.stream or "") is not None
 
 
+def _bare_cut(failure: Failure) -> bool:
+    """True for a bare traceback (no process that logged it, no scheduler) cut off before its
+    exception: it says nothing of its cause."""
+    return failure.exception is None and not failure.process and not failure.scheduler
+
+
 def _own(failure: Failure) -> bool:
     """True for a complete traceback none of whose frames is sglang's: a process's own failure
     (a script's, torch's), not a request that sglang's server refused."""
@@ -216,9 +222,10 @@ def incidents(
         for f in failures
         if f.process or f.scheduler or f.fragment or _pp_related(f) or _ranked(f)
     ]
-    if all(relay(f) for f in ordered):
+    if all(relay(f) or _bare_cut(f) for f in ordered):
         # Nothing but relays (a relay says another process failed): that process's own
-        # complete traceback is what they relay.
+        # complete traceback is what they relay. Nor does a bare traceback cut before its
+        # exception hide a complete one: the one that shows its exception is the root.
         kept = {id(f) for f in ordered}
         ordered += [f for f in failures if id(f) not in kept and _own(f)]
     ordered.sort(key=_key)

@@ -114,9 +114,9 @@ def event_kind(text: str) -> str | None:
     for a line that is none."""
     if _timeout(text) or _CHECK_ERRORS.search(text) is not None:
         return "watchdog"
-    if "TCPStore" in text:
+    if "TCPStore" in text and _STORE.search(text) is not None:
         return "store"
-    if "sigquit from a child" in text or "SIGQUIT received" in text:
+    if _SIGQUIT.search(text) is not None:
         return "sigquit"
     if "ppaux capture:" in text:
         return "capture"
@@ -127,10 +127,32 @@ def event_kind(text: str) -> str | None:
     return None
 
 
+#: torch's watchdog record, by its shape: behind its ``[Rank N]`` or ``[PG ... Rank N]`` tag,
+#: or naming its work after a colon. The words in a sentence (``how to fix Watchdog caught
+#: collective operation timeout in NCCL?``) are no record.
+_WATCHDOG = re.compile(
+    r"\]\s?Watchdog caught collective|Watchdog caught collective operation timeout:"
+)
+#: A TCPStore record, by its shape: torch's C++ record (``[W925 00:17:23.009 TCPStore.cpp:125]``,
+#: a ``[c10d]`` line, the place ``TCPStore.cpp:578`` in its frames) or an exception line that
+#: names the store; never the word in a sentence.
+_STORE = re.compile(
+    r"TCPStore\.cpp:\d|\[c10d\]|\[[WEIF]\d{4} \d\d:\d\d:\d\d|"
+    r"(?:^\s{0,64}|\]:?\s)[\w.]{1,200}(?:Error|Exception): .{0,400}TCPStore"
+)
+#: The parent's SIGQUIT lines as sglang writes them (engine.py's ``Received sigquit from a
+#: child process.``, 0.4's ``proces.``; the tokenizer manager's ``SIGQUIT received.
+#: signum=...``) at the start of their message, never behind a sentence's words.
+_SIGQUIT = re.compile(
+    r"(?:^|[\]|:>\t]\s{0,8}|^\s{1,64})(?:Received sigquit from a child proces|"
+    r"SIGQUIT received\. signum=)"
+)
+
+
 def _timeout(text: str) -> bool:
     """True for a record of a collective the watchdog found timed out."""
     return (
-        "Watchdog caught collective" in text
+        _WATCHDOG.search(text) is not None
         or _NCCL_TIMEOUT.search(text) is not None
         or _CHECK_TIMEOUT.search(text) is not None
     )

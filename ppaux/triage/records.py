@@ -200,7 +200,7 @@ def process_of(stream: str | None) -> str | None:
 def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
     """The failure that ``line`` begins, if it is the first line of a traceback."""
     at = line.text.find(HEADER)
-    if at < 0:
+    if at < 0 or _prose(line.text, at):
         return None
     group = line.text.rfind(GROUP_HEADER, max(0, at - len(GROUP_HEADER)), at + len(HEADER))
     if group >= 0:
@@ -224,6 +224,23 @@ def failure_start(line: LogLine, source: str, order: int) -> Failure | None:
         failure.method = said.group("method")
         failure.exception, failure.message = "Exception", said.group("message")[:MAX_MESSAGE]
     return failure
+
+
+#: The whole header of a traceback, as Python writes it.
+_FULL_HEADER = "Traceback (most recent call last):"
+#: What may follow a header on its own line: nothing, a frame glued to it (``File "``), or
+#: the quotes and escapes of a record that holds it; a sentence's words (``look at the last
+#: line``) make the line prose that names a header, not a traceback's start.
+_AFTER_HEADER = re.compile(r"\s*(?:$|File \"|[^\w\s])")
+
+
+def _prose(text: str, at: int) -> bool:
+    """True where the header found at ``at`` in ``text`` goes on in words: a sentence that
+    speaks of a traceback (``If the log says Traceback (most recent call last): look at
+    ...``), not one."""
+    if not text.startswith(_FULL_HEADER, at):
+        return False
+    return _AFTER_HEADER.match(text, at + len(_FULL_HEADER)) is None
 
 
 def method_said(text: str) -> str | None:

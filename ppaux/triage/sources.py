@@ -20,6 +20,7 @@ from ppaux.files import InputFileError, collect_files, open_regular
 from ppaux.limits import Limits
 from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import byte_size
+from ppaux.triage.crended import cr_ended, cr_lines
 from ppaux.triage.streams import TRAILING, MultiStream
 
 __all__ = [
@@ -270,6 +271,8 @@ def _opened(source: LogSource, raw: BinaryIO) -> BinaryIO:
         )
     if looks_binary(sniff):
         raise LogOpenError(source.name, f"{what}binary data, not a text log")
+    if cr_ended(sniff):  # no newline in its first bytes: perhaps lines that end in '\r' alone
+        return cr_lines(cast(BinaryIO, stream))
     return cast(BinaryIO, stream)
 
 
@@ -341,11 +344,11 @@ def looks_binary(head: bytes) -> bool:
 def compression_cut(stream: BinaryIO) -> tuple[str, str] | None:
     """The compression of a log that ended early (a cut-off or corrupt stream) and why, as
     ``(kind, reason)`` (kind: gzip, bzip2, xz or zstd), or None."""
-    raw = getattr(stream, "raw", None)
-    if isinstance(raw, _Utf16):
-        raw = getattr(raw.inner, "raw", None)
-    if isinstance(raw, _Gunzip) and raw.cut is not None:
-        return raw.kind, raw.cut
+    layer: Any = stream
+    for _ in range(8):  # through the readers over it (a decoding, lines that end in '\r')
+        if isinstance(layer, _Gunzip):
+            return None if layer.cut is None else (layer.kind, layer.cut)
+        layer = getattr(layer, "raw", None) or getattr(layer, "inner", None)
     return None
 
 

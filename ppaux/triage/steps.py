@@ -143,6 +143,19 @@ def _pipelined(deployment: Deployment) -> bool:
     return (deployment.pp_size or 0) > 1 or deployment.highest_stage is not None
 
 
+#: What to do first where the root's traceback is cut before its exception.
+_CUT_ROOT = (
+    "the root's traceback is cut before its exception: collect that process's whole log (its "
+    "stderr, every line) and run ppaux triage on it"
+)
+
+
+def _cut_steps(kind: str, torchrun: bool) -> list[Step]:
+    """Where the root's traceback is cut before its exception (a child torchrun recorded
+    aside: :func:`record_steps` says it), collecting the whole log comes first."""
+    return [Step(None, "any host", _CUT_ROOT)] if kind == "unknown" and not torchrun else []
+
+
 def _read_steps(kind: str, torchrun: bool = False) -> list[Step]:
     """A failure the logs show no pipeline stage in: comparing stages is beside the point;
     what the root's own record says is where to start (for a child torchrun recorded,
@@ -150,10 +163,7 @@ def _read_steps(kind: str, torchrun: bool = False) -> list[Step]:
     if torchrun:
         said = ""
     elif kind == "unknown":
-        said = (
-            "the root's traceback is cut before its exception: collect that process's whole "
-            "log (its stderr, every line) and run ppaux triage on it"
-        )
+        said = _CUT_ROOT
     else:
         said = (
             "read the root's exception and frames at the line given; ppaux explain 'TYPE: "
@@ -366,7 +376,7 @@ def next_steps(
                 )
             steps += pp_key_steps(pp_key) if pp_key else []
             steps += (
-                _compare_steps(deployment)
+                _cut_steps(kind, torchrun) + _compare_steps(deployment)
                 if _pipelined(deployment) or observers or pp_key
                 else _read_steps(kind, torchrun)
             )

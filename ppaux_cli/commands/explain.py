@@ -149,8 +149,9 @@ def _read_stdin(output: str | None) -> str:
     return text
 
 
-#: The headline's length, 'ppaux: error: ' included, that the kind's words are cut to fit
-#: (at least :data:`_FEWEST_WORDS` of them stay).
+#: The headline's length, 'ppaux: error: ' included: the pointer to triage and where to look
+#: first give way before the kind, which stays whole (cut, to :data:`_FEWEST_WORDS` at the
+#: least, only where the kind alone would not fit).
 _HEADLINE = 200
 _FEWEST_WORDS = 32
 #: The headline of a pasted line that is none of the nine: the line itself is not quoted
@@ -185,18 +186,20 @@ def _pasted_hint(text: str) -> PastedHint | None:
 
 
 def _headline(head: str, hint: PastedHint) -> _Said:
-    """One headline of about :data:`_HEADLINE` characters (``head``, the kind, where to look
+    """One headline of at most :data:`_HEADLINE` characters (``head``, the kind, where to look
     first, the pointer to triage), with triage's whole reading under it, every command it
     gives included."""
     look = f"; {hint.look}" if hint.look else ""
-    fixed = len("ppaux: error: ") + len(head) + 2 + _FEWEST_WORDS
+    fixed = len("ppaux: error: ") + len(head) + 2
+    kind = hint.brief
+    if fixed + len(kind) > _HEADLINE:  # the kind alone does not fit: cut, between words
+        kind = _cut(kind, max(_HEADLINE - fixed, _FEWEST_WORDS))
     # Past the bound, the pointer to triage goes first (the lines under the headline give
-    # it), then where to look first: the kind stays.
-    tail = _TO_TRIAGE if fixed + len(look) + len(_TO_TRIAGE) <= _HEADLINE else ""
-    look = look if fixed + len(look) + len(tail) <= _HEADLINE else ""
-    room = _HEADLINE - (fixed - _FEWEST_WORDS) - len(look) - len(tail)
-    line = f"{head}: {_cut(hint.brief, max(room, _FEWEST_WORDS))}{look}{tail}"
-    return line, (hint.full,)
+    # it), then where to look first: the kind stays whole.
+    used = fixed + len(kind)
+    tail = _TO_TRIAGE if used + len(look) + len(_TO_TRIAGE) <= _HEADLINE else ""
+    look = look if used + len(look) + len(tail) <= _HEADLINE else ""
+    return f"{head}: {kind}{look}{tail}", (hint.full,)
 
 
 def _other_type(text: str, where: str = "") -> _Said | None:

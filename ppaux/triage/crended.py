@@ -1,0 +1,78 @@
+"""Logs whose lines end in a carriage return alone (classic Mac OS, some terminal captures and
+serial consoles): read with each lone ``\\r`` as a line's end.
+
+A file is read so only where its first 64 KiB hold no ``\\n`` at all and at least one ``\\r``:
+in a log whose lines end in ``\\n``, a ``\\r`` inside a line is a progress bar redrawn over
+itself (the line is what the terminal showed), and is left as it is. A ``\\r\\n`` is one line's
+end either way.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from typing import Any, BinaryIO, cast
+
+__all__ = ["CR_HEAD", "cr_ended", "cr_lines"]
+
+#: How much of a log decides whether its lines end in ``\r`` alone.
+CR_HEAD = 1 << 16
+#: A carriage return that no newline follows.
+_LONE_CR = re.compile(rb"\r(?!\n)")
+
+
+def cr_ended(head: bytes) -> bool:
+    """True when ``head`` (a log's first bytes, up to :data:`CR_HEAD`) has lines that end in
+    ``\\r`` alone: no ``\\n`` in it, and a ``\\r``."""
+    return b"\n" not in head and b"\r" in head
+
+
+class _CrLines(io.RawIOBase):
+    """``inner``'s bytes with each lone ``\\r`` made a ``\\n`` (one byte for one, so every
+    line keeps its place)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self._carry = b""  # a '\r' at the end of a chunk: a '\n' may open the next
+        self._pending = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def _next(self) -> bool:
+        data = self.inner.read(1 << 20)
+        if not data:
+            if not self._carry:
+                return False
+            data, self._carry = b"\n", b""
+            self._pending = memoryview(data)
+            return True
+        data, self._carry = self._carry + data, b""
+        if data.endswith(b"\r"):
+            data, self._carry = data[:-1], b"\r"
+        self._pending = memoryview(_LONE_CR.sub(b"\n", data))
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self._pending:
+            if not self._next():
+                return 0
+        count = min(len(buffer), len(self._pending))
+        buffer[:count] = self._pending[:count]
+        self._pending = self._pending[count:]
+        return count
+
+    def close(self) -> None:
+        try:
+            self.inner.close()
+        finally:
+            super().close()
+
+
+def cr_lines(stream: BinaryIO) -> BinaryIO:
+    """``stream`` read with lone ``\\r`` as line ends where its head says its lines end so
+    (:func:`cr_ended`), else ``stream`` itself, its head kept for the readers after it."""
+    buffered = io.BufferedReader(cast(Any, stream), buffer_size=1 << 20)
+    if not cr_ended(buffered.peek(CR_HEAD)[:CR_HEAD]):
+        return cast(BinaryIO, buffered)
+    return cast(BinaryIO, io.BufferedReader(_CrLines(buffered), buffer_size=1 << 20))
