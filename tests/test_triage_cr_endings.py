@@ -39,6 +39,41 @@ def test_a_cr_ended_log_is_read_line_by_line(tmp_path: Path) -> None:
     assert root.extra["line"] == 2
 
 
+TRAINING = [
+    "Traceback (most recent call last):",
+    '  File "/app/train.py", line 10, in <module>',
+    "    main()",
+    "ValueError: bad shape 3",
+    "cleanup done",
+    "exiting",
+]
+
+
+@pytest.mark.parametrize(
+    ("data", "line"),
+    [
+        # a newline put at the file's end
+        (("\r".join(TRAINING) + "\n").encode(), 1),
+        # a banner line written with a newline, then the carriage-return lines
+        (("boot banner\nstep 1\rstep 2\r" + "\r".join(TRAINING) + "\r").encode(), 4),
+        # both
+        (("boot banner\nstep 1\r" + "\r".join(TRAINING) + "\r\n").encode(), 3),
+    ],
+)
+def test_a_cr_ended_log_with_a_newline_or_two_is_read(tmp_path: Path, data: bytes, line: int):
+    log = tmp_path / "cr.log"
+    log.write_bytes(data)
+    root = _root(log)
+    assert root.extra["exception"] == "ValueError"
+    assert root.extra["line"] == line
+
+
+def test_a_bar_redrawn_twice_on_a_newline_line_is_no_cr_ended_log() -> None:
+    assert not cr_ended(b"10%|#  |\r20%|## |\rRuntimeError: boom\n")
+    assert not cr_ended(b"a\rb\rc\rd\n1\n2\n3\n")  # three newlines: a newline log
+    assert cr_ended(b"a\rb\rc\rd\n")
+
+
 def test_a_fragment_with_cr_endings_is_read() -> None:
     fragment = (
         "_x = self.transformer.drop(tok_emb + pos_emb)\rRuntimeError: CUDA error: device-side "

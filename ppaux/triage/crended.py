@@ -1,10 +1,11 @@
 """Logs whose lines end in a carriage return alone (classic Mac OS, some terminal captures and
 serial consoles): read with each lone ``\\r`` as a line's end.
 
-A file is read so only where its first 64 KiB hold no ``\\n`` at all and at least one ``\\r``:
-in a log whose lines end in ``\\n``, a ``\\r`` inside a line is a progress bar redrawn over
-itself (the line is what the terminal showed), and is left as it is. A ``\\r\\n`` is one line's
-end either way.
+A file is read so where its first 64 KiB hold at least one lone ``\\r`` and no ``\\n``, or at
+least three lone ``\\r`` and at most two ``\\n`` (a banner line written with a newline, a
+newline put at the file's end): in a log whose lines end in ``\\n``, a ``\\r`` inside a line is
+a progress bar redrawn over itself (the line is what the terminal showed), and is left as it is.
+A ``\\r\\n`` is one line's end either way.
 """
 
 from __future__ import annotations
@@ -19,12 +20,20 @@ __all__ = ["CR_HEAD", "cr_ended", "cr_lines"]
 CR_HEAD = 1 << 16
 #: A carriage return that no newline follows.
 _LONE_CR = re.compile(rb"\r(?!\n)")
+#: At most this many newlines (a banner line, a newline at the file's end) beside at least
+#: :data:`_MANY_CRS` lone carriage returns still make a log whose lines end in ``\r``.
+_FEW_NEWLINES = 2
+_MANY_CRS = 3
 
 
 def cr_ended(head: bytes) -> bool:
     """True when ``head`` (a log's first bytes, up to :data:`CR_HEAD`) has lines that end in
-    ``\\r`` alone: no ``\\n`` in it, and a ``\\r``."""
-    return b"\n" not in head and b"\r" in head
+    ``\\r`` alone: a lone ``\\r`` and no ``\\n``, or three lone ones and at most two ``\\n``."""
+    newlines = head.count(b"\n")
+    if newlines > _FEW_NEWLINES or b"\r" not in head:
+        return False
+    lone = len(_LONE_CR.findall(head))
+    return lone >= (1 if newlines == 0 else _MANY_CRS)
 
 
 class _CrLines(io.RawIOBase):
