@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from helpers import cli
 
 from ppaux.triage import triage_paths
@@ -73,3 +74,44 @@ def test_explain_gives_the_line_its_kind() -> None:
     head = result.stderr.splitlines()[0]
     assert "a shape or kernel failure" in head
     assert "CUDA_LAUNCH_BLOCKING=1" in head
+
+
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [
+        # a lambda's kernel: the compiler names it operator()
+        (
+            "/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [0,0,0], "
+            'thread: [1,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && "index out of '
+            'bounds"` failed.',
+            "IndexKernel.cu:92: operator()",
+        ),
+        # a template's arguments, a negative one among them
+        (
+            "/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1290: indexSelectSmallIndex<float, "
+            "long, 2, 2, -2>: block: [0,0,0], thread: [0,0,0] Assertion `srcIndex < "
+            "srcSelectDimSize` failed.",
+            "indexSelectSmallIndex<float, long, 2, 2, -2>",
+        ),
+        # an older release's signature with its template's bindings
+        (
+            "/pytorch/aten/src/THC/THCTensorIndex.cu:272: void indexSelectLargeIndex(TensorInfo<T, "
+            "IndexType>, int, long) [with T = float, IndexType = unsigned int, IdxDim = -2]: "
+            "block: [52,0,0], thread: [32,0,0] Assertion `srcIndex < srcSelectDimSize` failed.",
+            "THCTensorIndex.cu:272: void indexSelectLargeIndex(",
+        ),
+        # a Triton kernel Inductor wrote in Python
+        (
+            "/tmp/torchinductor_root/ab/cabc123.py:29: triton_poi_fused_embedding_0: block: "
+            "[0,0,0], thread: [0,0,0] Assertion `index out of bounds: 0 <= tmp4 < 32000` failed.",
+            "cabc123.py:29: triton_poi_fused_embedding_0",
+        ),
+    ],
+)
+def test_every_kernel_naming_is_read(tmp_path: Path, line: str, named: str) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(line + "\n" + CUT)
+    (root,) = [f for f in triage_paths([str(log)]).findings if f.code == "PP802"]
+    assert root.extra["exception"] == "device-side assert"
+    assert root.extra["kind"] == "shape-kernel"
+    assert named in root.message

@@ -33,9 +33,12 @@ _CUDA_ERROR = "CUDA error"
 #: A CUDA kernel's assertion as the device prints it, one line per failing thread
 #: (``../aten/src/ATen/native/cuda/Indexing.cu:1290: indexSelectLargeIndex: block: [949,0,0],
 #: thread: [63,0,0] Assertion `srcIndex < srcSelectDimSize` failed.``; a web page may have
-#: taken the backticks as a code span's).
+#: taken the backticks as a code span's). The function is as the compiler names it: a lambda's
+#: ``operator()``, a template's arguments, the signature with ``[with T = float, ...]`` of older
+#: releases; a kernel Triton compiled from Inductor's Python file is named by that file.
 _KERNEL_ASSERT = re.compile(
-    r"(?:^|[\s/])(?P<file>[\w.+-]{1,100}\.cuh?):(?P<line>\d{1,9}): (?P<function>[\w:<>, ]{1,200}): "
+    r"(?:^|[\s/])(?P<file>[\w.+-]{1,100}\.(?:cuh?|py)):(?P<line>\d{1,9}): "
+    r"(?P<function>[^\n]{1,600}?): "
     r"block: \[[\d, ]{1,40}\], thread: \[[\d, ]{1,40}\] Assertion `?(?P<check>.{1,400}?)`? failed\."
 )
 #: What such a record is called: the device's own words, no Python type (torch raises
