@@ -135,14 +135,16 @@ RULES = (
             ),
             (
                 "memory",
-                "Read the traceback at the line given, then lower --mem-fraction-static or "
-                "--max-running-requests (or give the stage more memory).",
+                "Read the traceback at the line given, then lower what bounds the failing "
+                "program's memory (sglang's --mem-fraction-static or --max-running-requests; a "
+                "training job's batch size) or give it more memory; the next steps name the "
+                "settings of the program the logs show.",
             ),
             (
                 "shape-kernel",
                 "Read the traceback at the line given; run 'ppaux check-skew' across the stages "
-                "when the error comes from the PP path, else report the model, the sglang "
-                "release and the server arguments upstream.",
+                "when the error comes from the PP path, else report the model, the release "
+                "and the arguments to the project whose code failed (the next steps name it).",
             ),
             (
                 "hardware",
