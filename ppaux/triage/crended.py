@@ -14,6 +14,8 @@ import io
 import re
 from typing import Any, BinaryIO, cast
 
+from ppaux.triage.rechunked import Rechunked
+
 __all__ = ["CR_HEAD", "cr_ended", "cr_lines"]
 
 #: How much of a log decides whether its lines end in ``\r`` alone.
@@ -36,46 +38,26 @@ def cr_ended(head: bytes) -> bool:
     return lone >= (1 if newlines == 0 else _MANY_CRS)
 
 
-class _CrLines(io.RawIOBase):
+class _CrLines(Rechunked):
     """``inner``'s bytes with each lone ``\\r`` made a ``\\n`` (one byte for one, so every
     line keeps its place)."""
 
     def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
         self.inner = inner
         self._carry = b""  # a '\r' at the end of a chunk: a '\n' may open the next
-        self._pending = memoryview(b"")
 
-    def readable(self) -> bool:
-        return True
-
-    def _next(self) -> bool:
+    def chunk(self) -> bytes | None:
         data = self.inner.read(1 << 20)
         if not data:
             if not self._carry:
-                return False
-            data, self._carry = b"\n", b""
-            self._pending = memoryview(data)
-            return True
+                return None
+            self._carry = b""
+            return b"\n"
         data, self._carry = self._carry + data, b""
         if data.endswith(b"\r"):
             data, self._carry = data[:-1], b"\r"
-        self._pending = memoryview(_LONE_CR.sub(b"\n", data))
-        return True
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        while not self._pending:
-            if not self._next():
-                return 0
-        count = min(len(buffer), len(self._pending))
-        buffer[:count] = self._pending[:count]
-        self._pending = self._pending[count:]
-        return count
-
-    def close(self) -> None:
-        try:
-            self.inner.close()
-        finally:
-            super().close()
+        return _LONE_CR.sub(b"\n", data)
 
 
 def cr_lines(stream: BinaryIO) -> BinaryIO:

@@ -21,6 +21,7 @@ from ppaux.limits import Limits
 from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import byte_size
 from ppaux.triage.crended import cr_ended, cr_lines
+from ppaux.triage.rechunked import Rechunked
 from ppaux.triage.streams import TRAILING, MultiStream
 
 __all__ = [
@@ -184,38 +185,21 @@ class _Gunzip(io.RawIOBase):
             super().close()
 
 
-class _Utf16(io.RawIOBase):
+class _Utf16(Rechunked):
     """A UTF-16 or UTF-32 log read as UTF-8, as it is decoded: Windows PowerShell's ``>``
     writes UTF-16 with a byte-order mark (``kubectl logs pod > sglang.log``), in which no marker
     would be found; some tools write it without one. Bytes that are not of the encoding are kept
     as ``\\xNN``."""
 
     def __init__(self, inner: Any, encoding: str = "utf-16") -> None:
-        self.inner = inner
         self._text = io.TextIOWrapper(
             inner, encoding=encoding, errors="backslashreplace", newline=""
         )
-        self._pending = memoryview(b"")
+        super().__init__(self._text)
 
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        while not self._pending:
-            text = self._text.read(1 << 20)
-            if not text:
-                return 0
-            self._pending = memoryview(text.encode("utf-8", "backslashreplace"))
-        count = min(len(buffer), len(self._pending))
-        buffer[:count] = self._pending[:count]
-        self._pending = self._pending[count:]
-        return count
-
-    def close(self) -> None:
-        try:
-            self._text.close()
-        finally:
-            super().close()
+    def chunk(self) -> bytes | None:
+        text = self._text.read(1 << 20)
+        return text.encode("utf-8", "backslashreplace") if text else None
 
 
 def open_log(source: LogSource) -> BinaryIO:
