@@ -187,6 +187,7 @@ def _passed_line(reading: LogReading, raws: list[bytes]) -> LogLine | None:
     when there is none, or it is not one line."""
     for raw in reversed(raws):
         text, time, time_text, stream, partial = unwrap(raw, reading.envelope)
+        wall: str | None = None
         if partial or "\n" in text:
             return None
         if reading.envelope in (Envelope.PLAIN, Envelope.TIMESTAMPS, Envelope.NUMBERED):
@@ -195,14 +196,15 @@ def _passed_line(reading: LogReading, raws: list[bytes]) -> LogLine | None:
                 continue  # a JSON export's structure
             if len(peeled.lines) != 1 or peeled.decoded:
                 return None
-            text, time, time_text, stream = (
+            text, time, time_text, stream, wall = (
                 peeled.lines[0],
                 peeled.time,
                 peeled.time_text,
                 peeled.stream,
+                peeled.wall_text,
             )
         stamped = reading.envelope is Envelope.TIMESTAMPS
-        return peel(0, text, time, time_text, stream, reading.launcher, stamped)
+        return peel(0, text, time, time_text, stream, reading.launcher, stamped, wall)
     return None
 
 
@@ -244,6 +246,7 @@ def _take_peeled(
             peeled.stream,
             reading.launcher,
             reading.envelope is Envelope.TIMESTAMPS,
+            peeled.wall_text,
         )
         if local_zone is not None:
             line = in_zone(line, local_zone)
