@@ -201,7 +201,7 @@ def _passed_line(reading: LogReading, raws: list[bytes]) -> LogLine | None:
                 peeled.time,
                 peeled.time_text,
                 peeled.stream,
-                peeled.wall_text,
+                _wall(reading, peeled.wall_text),
             )
         stamped = reading.envelope is Envelope.TIMESTAMPS
         return peel(0, text, time, time_text, stream, reading.launcher, stamped, wall)
@@ -246,7 +246,7 @@ def _take_peeled(
             peeled.stream,
             reading.launcher,
             reading.envelope is Envelope.TIMESTAMPS,
-            peeled.wall_text,
+            _wall(reading, peeled.wall_text),
         )
         if local_zone is not None:
             line = in_zone(line, local_zone)
@@ -254,6 +254,13 @@ def _take_peeled(
             reading.pp_ranks.update(int(n) for n in PP_RANK.findall(line.ranks))
         inner_marked = any(m in inner for m in _MARKER_TEXTS) if several else marked
         _take_unglued(reader, line, inner_marked, _weak(line.text) or _weak(inner))
+
+
+def _wall(reading: LogReading, wall: str | None) -> str | None:
+    """A row's time without a zone, used where the log holds no sglang line of its own: a
+    table's or a logger's clock is never mixed with sglang's (the browser's zone of a Grafana
+    table is not the host's)."""
+    return None if reading.sglang_seen else wall
 
 
 def _take_unglued(reader: Reader, line: LogLine, marked: bool, weak: bool) -> None:
