@@ -468,6 +468,10 @@ def _who(line: LogLine) -> str | None:
 _RANK_WITHIN = re.compile(r"\[rank(?P<rank>\d{1,9})\]:\[[EWI]")
 #: Characters of a line looked at for it.
 _RANK_PREFIX = 200
+#: torch's older NCCL record, before the ``[rankN]:`` tag: its rank in brackets after its place
+#: (``[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught ...``), the rank within its process
+#: group (the job's rank in the default group).
+_OLD_RANK = re.compile(r"ProcessGroupNCCL\.cpp:\d{1,9}\] \[Rank (?P<rank>\d{1,6})\] ")
 
 
 #: Where torch's NCCL record names its place: the record's rank tag stands just before it.
@@ -478,8 +482,10 @@ def rank_within(text: str) -> str | None:
     """'rank 1' for a line whose torch record (``[rank1]:[E...``) begins within its first
     characters, or just before its ``ProcessGroupNCCL.cpp:`` place where another process's
     output ran into it on the same line (a fault handler's ``Extension modules: ...``, with
-    no line end); else None."""
+    no line end), or whose older record names it after its place (``[Rank 1]``); else None."""
     found = _RANK_WITHIN.search(text, 0, _RANK_PREFIX)
+    if found is None and _NCCL_PLACE in text[:_RANK_PREFIX]:
+        found = _OLD_RANK.search(text, 0, _RANK_PREFIX)
     if found is None:
         place = text.find(_NCCL_PLACE, _RANK_PREFIX)
         if place > 0:

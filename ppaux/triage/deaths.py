@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 import signal
 
+from ppaux.triage.agentstops import agent_signal
 from ppaux.triage.childexits import child_exit
 from ppaux.triage.mpirun import mpirun_death
 from ppaux.triage.records import Event, Failure
@@ -261,6 +262,8 @@ def death_of(record: Failure | Event) -> str | None:
             return None
         number = -int(code.group("code"))
         return f"was killed by {_signal_name(number)} (signal {number})"
+    if (stopped := agent_signal(record.exception, record.message)) is not None:
+        return stopped
     types = [record.exception, *(t for t, _ in record.chain)]
     if not any(_ACTOR_DIED.search(t) for t in types):
         return None
@@ -354,9 +357,10 @@ _TORCHRUN_FILE = re.compile(r"/bin/torchrun$|torch/distributed/run\.py$|torch/di
 def launcher_summary(failure: Failure) -> bool:
     """True for a launcher's exception about a child that failed (torchrun's
     ``ChildFailedError``), or torchrun's own traceback cut before it (its frames all
-    torchrun's): the child's failure is the story, never the launcher's."""
+    torchrun's, behind runpy's): the child's failure is the story, never the launcher's."""
     if failure.exception is None:
-        files = [frame.file for frame in failure.frames]
+        # ``python -m torch.distributed.run`` enters through runpy's frames
+        files = [frame.file for frame in failure.frames if not frame.file.endswith("runpy.py")]
         return bool(files) and _TORCHRUN_FILE.search(files[0]) is not None
     return _CHILD_FAILED.search(failure.exception) is not None
 

@@ -122,11 +122,14 @@ def _row(text: str, peeled: Peeled) -> str:
         if rest.startswith('"') and rest.endswith('"') and len(rest) >= 2:
             rest = rest[1:-1].replace('""', '"')
         stamp(peeled, csv.group("time"))
+        peeled.wall_text = None  # a table's clock (the browser's zone), not the host's
         return rest
     lead = LEAD.match(text)
     if lead is None or not lead.group("time") or _sglang_like(text):
         return text
     stamp(peeled, lead.group("time"))
+    if text[lead.end() - 1 : lead.end()] != " ":
+        peeled.wall_text = None  # a table's time column: the browser's clock, not the host's
     comma = text[lead.end() - 1 : lead.end()] == ","
     rest = text[lead.end() :]
     again = LEAD.match(rest)

@@ -173,7 +173,7 @@ def nested_record(message: str, depth: int = 1) -> Peeled | None:
 
 def _pod_of(record: dict[str, object]) -> str | None:
     """``pod/<pod>/<container>`` where a record's labels (Loki's stream labels, Cloud
-    Logging's ``resource.labels``) name a pod."""
+    Logging's ``resource.labels``) name a pod; ``pod/<pod>`` where they name no container."""
     labels = record.get("labels")
     resource = record.get("resource")
     if not isinstance(labels, dict) and isinstance(resource, dict):
@@ -186,7 +186,7 @@ def _pod_of(record: dict[str, object]) -> str | None:
         return None
     if _NAME.fullmatch(pod) is None or (container and _NAME.fullmatch(container) is None):
         return None
-    return f"pod/{pod}/{container}"
+    return f"pod/{pod}/{container}" if container else f"pod/{pod}"
 
 
 def _aws_stream(record: dict[str, object]) -> str | None:

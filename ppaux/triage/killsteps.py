@@ -12,7 +12,7 @@ __all__ = ["killer_steps"]
 
 def killer_steps(killer: str) -> list[Step]:
     """The steps for a process the mechanism ``killer`` ended ('ray-memory-monitor',
-    'slurm-memory', 'kubernetes-memory', 'container-memory')."""
+    'slurm-memory', 'kubernetes-memory', 'container-memory', 'slurm-cancel', 'outside-stop')."""
     if killer == "ray-memory-monitor":
         return _ray_steps()
     if killer == "slurm-memory":
@@ -21,6 +21,8 @@ def killer_steps(killer: str) -> list[Step]:
         return _slurm_cancel_steps()
     if killer == "container-memory":
         return _container_steps()
+    if killer == "outside-stop":
+        return _outside_steps()
     return _kubernetes_steps()
 
 
@@ -136,5 +138,34 @@ def _kubernetes_steps() -> list[Step]:
             None,
             where,
             "raise the container's memory limit (and request), or use less host memory",
+        ),
+    ]
+
+
+def _outside_steps() -> list[Step]:
+    """torchrun stopped by a signal from outside the job: who sent it, not a failure inside."""
+    where = "where the job was started"
+    return [
+        Step(
+            None,
+            where,
+            "a signal from outside stopped torchrun and it stopped its workers: the job was "
+            "cancelled, pre-empted, deleted or timed out, not failed; find who sent the signal "
+            "at the time of the line",
+        ),
+        Step(
+            None,
+            where,
+            "the scheduler's record of the job: Slurm's sacct -j JOB --format=JobID,State,"
+            "Elapsed,Timelimit; Kubernetes' kubectl get events and kubectl describe pod POD "
+            "(an eviction, a deletion, a pre-emption); the platform's own log of the job "
+            "(Determined, Ray, a CI runner)",
+        ),
+        Step(
+            None,
+            where,
+            "a timeout around the command (timeout, a CI job's limit, an orchestrator's "
+            "deadline) or a user's kill; where none stopped it, the node's shutdown (journalctl "
+            "-b -1)",
         ),
     ]

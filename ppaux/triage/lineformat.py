@@ -51,7 +51,7 @@ from ppaux.triage.lineshapes import (
     Envelope,
     Launcher,
 )
-from ppaux.triage.linetimes import WALL_EPOCH, collector_time, sglang_time, zone_of
+from ppaux.triage.linetimes import WALL_EPOCH, collector_time, sglang_time, wall_time, zone_of
 from ppaux.triage.zones import LocalZone
 
 __all__ = [
@@ -287,11 +287,13 @@ def peel(
     stream: str | None,
     launcher: Launcher,
     stamped: bool = False,
+    wall: str | None = None,
 ) -> LogLine:
     """The :class:`LogLine` of ``text`` (the envelope already off): colours, the launcher's
     prefix, the collector's time (``stamped``: the ``timestamps`` form, whose time comes after
     the launcher's prefix) and sglang's prefix taken off. ``time`` (with ``time_text``) is the
-    collector's, which has a zone; sglang's own time is used only where there is none."""
+    collector's, which has a zone; sglang's own time is used only where there is none, and
+    ``wall`` (a row's time without a zone, as written) where there is neither."""
     if any(opener in text for opener in ANSI_OPENERS):
         text = ANSI.sub("", text)
     if launcher is not Launcher.NONE:
@@ -342,6 +344,9 @@ def peel(
                     time_text = found.group("time") + (f".{ms}" if ms else "")
             lead = text[: found.start()]
             text = text[found.end() :]
+    if time is None and wall is not None:
+        time = wall_time(wall)
+        time_text = None if time is None else wall
     return LogLine(number, text, time, time_text, ranks, stream, zone=zone, lead=lead)
 
 

@@ -8,9 +8,10 @@ import functools
 import re
 from datetime import datetime
 
-__all__ = ["WALL_EPOCH", "collector_time", "sglang_time", "zone_of"]
+__all__ = ["WALL_EPOCH", "collector_time", "sglang_time", "wall_time", "zone_of"]
 
 _TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+_WALL = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d{1,9}))?")
 _ZONE = re.compile(r"(?:Z|[+-]\d\d:?\d\d)$", re.IGNORECASE)
 
 
@@ -40,6 +41,19 @@ def sglang_time(text: str, ms: str | None = None) -> float | None:
     if seconds is None:
         return None
     return seconds + (int(ms) / 1000 if ms else 0.0)
+
+
+def wall_time(text: str) -> float | None:
+    """Seconds of the wall clock, as :func:`sglang_time` counts them, of a time without a zone
+    that another logger wrote (``2024-11-20 14:37:16,123``, ``2024-11-20T14:37:16.123456``)."""
+    match = _WALL.fullmatch(text)
+    if match is None:
+        return None
+    seconds = _seconds(f"{match.group(1)} {match.group(2)}")
+    if seconds is None:
+        return None
+    fraction = match.group(3)
+    return seconds + (int(fraction) / 10 ** len(fraction) if fraction else 0.0)
 
 
 #: Where :func:`sglang_time` counts from: a naive time, as sglang's are.

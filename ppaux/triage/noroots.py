@@ -49,11 +49,11 @@ def _died_message(died: list[tuple[Failure | Event, str]], count: int) -> str:
     """PP809's words for a log whose processes died of what it does not say."""
     dead, how = died[0]
     others = count - len(died)
-    ended = (
-        "Slurm ended it, as the line says"
-        if slurm_ended(how)
-        else ("what ended it is not in this log")
-    )
+    ended = "what ended it is not in this log"
+    if slurm_ended(how):
+        ended = "Slurm ended it, as the line says"
+    elif killer(how) == "outside-stop":
+        ended = "a signal from outside the job ended it, as the line says; who sent it is not"
     message = (
         f"no root in this log: {shown(dead_one(dead))} {how} ({place_of(dead)}); {ended}: "
         f"{hint_of(how)}" + (f"; {counted(others, 'more record')} followed" if others > 0 else "")

@@ -32,6 +32,8 @@ _MAX_EPOCH_DIGITS = 19
 _ISO = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|z|[+-]\d\d:?\d\d|\s?UTC)?"
 #: A collector's time as a row writes it: RFC 3339 (or its space form), or epoch digits.
 TIME_TEXT = rf"{_ISO}|\d{{13,{_MAX_EPOCH_DIGITS}}}"
+#: A time without a zone (``YYYY-MM-DD HH:MM:SS``, its fraction after a dot or a comma).
+_WALL = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?")
 SEVERITY = r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|ALERT|EMERGENCY|[DIWEF])"
 #: A row's leading time, with a severity word before it (Google Cloud Logging's text form).
 LEAD = re.compile(rf"^(?:{SEVERITY}\s+)?(?P<time>{TIME_TEXT})(?:\t| |,|$)")
@@ -42,7 +44,7 @@ class Peeled:
     ``time`` (seconds since the epoch) and ``time_text`` as written, and ``stream`` (a pod, a
     service, a Slurm task, a Ray actor) where one is named."""
 
-    __slots__ = ("cri", "decoded", "lines", "partial", "runtime", "stream", "time", "time_text")
+    __slots__ = ("cri", "decoded", "lines", "partial", "runtime", "stream", "time", "time_text", "wall_text")
 
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
@@ -57,6 +59,9 @@ class Peeled:
         #: ``partial``: the last is a piece of a line the runtime split, ended in a later record.
         self.cri = False
         self.partial = False
+        #: A row's time without a zone, as written (Python logging's ``2024-11-20 14:37:16,123``,
+        #: a table download's): the local time of the host that wrote it, zone unknown.
+        self.wall_text: str | None = None
 
 
 def record_lines(message: str) -> Peeled:
@@ -108,7 +113,10 @@ def written(text: str, moment: float) -> str:
 
 
 def stamp(peeled: Peeled, text: str) -> None:
-    """Give ``peeled`` the time ``text`` says, unless it has one already."""
+    """Give ``peeled`` the time ``text`` says, unless it has one already; a time without a
+    zone is kept as written (:attr:`Peeled.wall_text`), no instant."""
     moment = time_of(text)
     if moment is not None and peeled.time is None:
         peeled.time, peeled.time_text = moment, written(text, moment)
+    elif moment is None and peeled.wall_text is None and _WALL.fullmatch(text) is not None:
+        peeled.wall_text = text

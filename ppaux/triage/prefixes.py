@@ -96,8 +96,8 @@ def _labels(rest: str, peeled: Peeled) -> str | None:
     pod = _LABEL_POD.search(labels.group(0))
     if pod is not None and peeled.stream is None:
         container = _LABEL_CONTAINER.search(labels.group(0))
-        named = container.group(1) if container is not None else ""
-        peeled.stream = f"pod/{pod.group(1)}/{named}"
+        named = f"/{container.group(1)}" if container is not None else ""
+        peeled.stream = f"pod/{pod.group(1)}{named}"
     return rest[labels.end() :]
 
 

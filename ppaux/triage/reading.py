@@ -85,6 +85,7 @@ def _passed_line(reading: LogReading, raws: list[bytes]) -> LogLine | None:
     when there is none, or it is not one line."""
     for raw in reversed(raws):
         text, time, time_text, stream, partial = unwrap(raw, reading.envelope)
+        wall: str | None = None
         if partial or "\n" in text:
             return None
         if reading.envelope in (Envelope.PLAIN, Envelope.TIMESTAMPS, Envelope.NUMBERED):
@@ -93,14 +94,15 @@ def _passed_line(reading: LogReading, raws: list[bytes]) -> LogLine | None:
                 continue  # a JSON export's structure
             if len(peeled.lines) != 1 or peeled.decoded:
                 return None
-            text, time, time_text, stream = (
+            text, time, time_text, stream, wall = (
                 peeled.lines[0],
                 peeled.time,
                 peeled.time_text,
                 peeled.stream,
+                _wall(reading, peeled.wall_text),
             )
         stamped = reading.envelope is Envelope.TIMESTAMPS
-        return peel(0, text, time, time_text, stream, reading.launcher, stamped)
+        return peel(0, text, time, time_text, stream, reading.launcher, stamped, wall)
     return None
 
 
@@ -166,6 +168,7 @@ def _feed_peeled(
             peeled.stream,
             reading.launcher,
             reading.envelope is Envelope.TIMESTAMPS,
+            _wall(reading, peeled.wall_text),
         )
         if local_zone is not None:
             line = in_zone(line, local_zone)
@@ -173,6 +176,13 @@ def _feed_peeled(
             reading.pp_ranks.update(int(n) for n in PP_RANK.findall(line.ranks))
         inner_marked = any(m in inner for m in _MARKER_TEXTS) if several else bool(marked)
         _take_unglued(reader, line, inner_marked, _weak(line.text) or _weak(inner))
+
+
+def _wall(reading: LogReading, wall: str | None) -> str | None:
+    """A row's time without a zone, used where the log holds no sglang line of its own: a
+    table's or a logger's clock is never mixed with sglang's (the browser's zone of a Grafana
+    table is not the host's)."""
+    return None if reading.sglang_seen else wall
 
 
 def _take_unglued(reader: Reader, line: LogLine, marked: bool, weak: bool) -> None:

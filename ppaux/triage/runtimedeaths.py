@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 import signal
 
+from ppaux.triage.agentstops import AGENT_STOP_MARKER, agent_stop, stopped_from_outside
 from ppaux.triage.shelldeaths import SHELL_MARKERS, shell_death
 
 __all__ = ["RUNTIME_MARKERS", "exit_code_after", "killer", "killer_hint", "runtime_death"]
@@ -45,6 +46,7 @@ RUNTIME_MARKERS: tuple[bytes, ...] = (
     b"Exit code: ",
     b"has been marked dead because the detector",
     b"Raylet is terminated. Termination is unexpected",
+    AGENT_STOP_MARKER,
     *SHELL_MARKERS,
 )
 
@@ -114,6 +116,8 @@ def runtime_death(text: str) -> tuple[str, str] | None:
     """(who, how) of the death a runtime's or a launcher's record in ``text`` reports
     ('rank 0 scheduler', 'died: killed by SIGKILL (signal 9; sglang's launcher)'), or None
     for another line."""
+    if (stopped := agent_stop(text)) is not None:
+        return stopped
     if (dead := _SCHEDULER_DEAD.search(text)) is not None:
         who = f"rank {int(dead['rank'])} scheduler"
         said = _EXIT_CODE.search(text.rsplit("\n", 1)[-1]) if "\n" in text else None
@@ -222,16 +226,24 @@ _KILLERS = (
 def killer(how: str) -> str | None:
     """The mechanism that ended a process that died ``how``, where it has steps of its own
     ('ray-memory-monitor', 'slurm-memory', 'kubernetes-memory', 'container-memory'), or Slurm
-    ending it ('slurm-cancel': its time limit, a pre-emption, a cancellation); None for another
-    death."""
+    ending it ('slurm-cancel': its time limit, a pre-emption, a cancellation), or a signal from
+    outside the job stopping torchrun ('outside-stop'); None for another death."""
     if "cancelled by Slurm" in how or "terminated by Slurm" in how:
         return "slurm-cancel"
+    if stopped_from_outside(how):
+        return "outside-stop"
     if "memory" not in how:
         return None
     return next((name for words, name in _KILLERS if words in how), None)
 
 
 _HINTS = {
+    "outside-stop": (
+        "the job was stopped from outside (cancelled, pre-empted, deleted or timed out), not by "
+        "a failure inside it: find who sent the signal at that time (the scheduler's record "
+        "of the job: sacct, 'kubectl get events', the platform's experiment log; a timeout "
+        "wrapper; a user's kill)"
+    ),
     "slurm-cancel": (
         "'sacct -j JOB --format=JobID,State,Elapsed,Timelimit' (JOB: the step's number before "
         "its dot) shows its state and times; for a time limit ask for more (--time) or "
