@@ -44,7 +44,17 @@ class Peeled:
     ``time`` (seconds since the epoch) and ``time_text`` as written, and ``stream`` (a pod, a
     service, a Slurm task, a Ray actor) where one is named."""
 
-    __slots__ = ("cri", "decoded", "lines", "partial", "runtime", "stream", "time", "time_text", "wall_text")
+    __slots__ = (
+        "cri",
+        "decoded",
+        "lines",
+        "partial",
+        "runtime",
+        "stream",
+        "time",
+        "time_text",
+        "wall_text",
+    )
 
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
