@@ -218,52 +218,6 @@ def test_a_tensor_on_meta_is_described_without_values():
     assert differences({".v": described}, {".v": record(torch.empty(4, device="meta"))}) != []
 
 
-_SENT_CHANGES = """
-class Sending(Out):
-    def to_pp_tensors(self):
-        {before}
-        sent = {{"v": self.v{taken}}}
-        {after}
-        return sent
-
-
-class SendingObs(Obs):
-    def after_sample(self, state, tok):
-        return Sending(state)
-
-    def from_pp_tensors(self, t):
-        return Sending(t["v"])
-"""
-
-
-@settings(max_examples=8, deadline=None)
-@given(
-    change=st.sampled_from(["mul_", "add_", "sub_", "div_", "fill_"]),
-    by=st.integers(2, 1000),
-    before=st.booleans(),
-    transport=st.sampled_from(["wire", "none"]),
-)
-def test_a_change_to_pp_tensors_makes_in_place_stays_on_the_pp_path(
-    tmp_path_factory, change, by, before, transport
-):
-    # The property: the single stage starts from the output as after_sample returned it,
-    # whatever the last stage's to_pp_tensors writes into it. Changed before it is sent, the
-    # PP value differs from the single stage's (the output rank 0 rebuilt, and what consume
-    # wrote); changed after a copy of it was sent, both paths give the same values.
-    edit = f"self.v.{change}({by})"
-    path = tmp_path_factory.mktemp("sent_change") / f"sent_{next(_NAMES)}.py"
-    body = _SENT_CHANGES.format(
-        before=edit if before else "pass",
-        taken="" if before else ".clone()",
-        after="pass" if before else edit,
-    )
-    path.write_text(_BASE + textwrap.dedent(body))
-    options = ObserverOptions(transport=transport, batch_sizes=(2,), steps=2)
-    report = check_loaded(load_observer(f"{path}:SendingObs"), options)
-    codes = {f.code for f in report.findings}
-    assert codes == ({"PP711", "PP712"} if before else set())
-
-
 _STUBBORN = """
 class Stubborn(torch.Tensor):
     # A subclass whose clone raises: rank 0 still gets a tensor of its own.

@@ -34,7 +34,6 @@ __all__ = [
     "Machinery",
     "PathOutcome",
     "hook_fault",
-    "own_copy",
     "pp_host",
     "pp_path",
     "pp_send",
@@ -284,23 +283,6 @@ def _copied(tensor: Any) -> Any:
         return own
     except Exception:  # a subclass that refuses even that: handed over as it is
         return tensor
-
-
-def own_copy(output: object, shared: tuple[object, ...] = ()) -> Any:
-    """The output for the single stage, a copy of its own taken before the PP path runs, so
-    that each path starts from the output as ``after_sample`` returned it (in sglang one
-    process runs each): what the last stage's ``to_pp_tensors`` changes in place stays on the
-    PP path, which sends the output itself. A deep copy (``Tensor.__deepcopy__`` copies a
-    tensor's values); the objects in ``shared`` (the observers) are kept, not copied. An
-    output that cannot be copied (its own ``__deepcopy__`` or ``__reduce_ex__`` raises, a
-    tensor subclass without a ``new_empty`` of its own) is shared by both paths."""
-    import copy
-
-    memo: dict[int, Any] = {id(kept): kept for kept in shared}
-    try:
-        return copy.deepcopy(output, memo)
-    except Exception:  # the target's object refuses to be copied: both paths use it
-        return output
 
 
 def pp_send(output: object, rank0_observer: object, token_ids: object, m: Machinery) -> PathOutcome:

@@ -30,15 +30,7 @@ from ppaux.observer.drive import (
 )
 from ppaux.observer.growth import RequestWalk
 from ppaux.observer.lines import at_step
-from ppaux.observer.paths import (
-    Fault,
-    Machinery,
-    hook_fault,
-    own_copy,
-    pp_host,
-    pp_send,
-    single_stage_path,
-)
+from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_host, pp_send, single_stage_path
 from ppaux.observer.protocol import REQUESTS_PER_RECORD
 from ppaux.observer.target import LoadedObserver, TargetError
 from ppaux.observer.walk import MAX_KEY, shown_name
@@ -300,12 +292,9 @@ class _Checks:
             self.undescribable(batch_size, index, failure, output)
             return None
         # Each path starts from the output as after_sample returned it, as in sglang, where a
-        # process runs one of them: the single stage gets a copy of its own, taken first (what
-        # the last stage's to_pp_tensors changes in place stays on the PP path), the last stage
-        # sends the output itself (the wire sees its tensors as they are) and rank 0 rebuilds
-        # it (described as it is rebuilt); the single stage's copy_to_host changes only its
-        # copy, and rank 0's only its own.
-        alone = own_copy(output, (self.loaded.observer, rank0))
+        # process runs one of them: the last stage sends it and rank 0 rebuilds it (described
+        # as it is rebuilt) before the single stage's copy_to_host, which may change the
+        # output's own tensors in place; rank 0's copy_to_host changes only its own.
         pp = pp_send(output, rank0, token_ids, self.m)
         rebuilt: dict[str, dict[str, Any]] | HookFailure | None = None
         if pp.fault is None:
@@ -313,7 +302,7 @@ class _Checks:
                 rebuilt = described("the output rank 0 rebuilt", pp.output)
             except HookFailure as failure:
                 rebuilt = failure
-        single = single_stage_path(alone, single_reqs, token_ids, self.m)
+        single = single_stage_path(output, single_reqs, token_ids, self.m)
         pp = pp_host(pp, pp_reqs, token_ids, self.m)
         sent = _sent_names(pp.sent)
         message: dict[str, Any] = {
