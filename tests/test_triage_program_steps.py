@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -195,6 +196,24 @@ def test_a_set_up_warning_above_a_cut_traceback_is_its_cause(
         assert root.extra["kind"] == "communication-init"
         assert root.extra["nccl_setup"] == "bootstrap-connect"
         assert f"10.0.0.{octet}<{port}>" in root.message
+
+
+@pytest.mark.parametrize(("later", "cause"), [("14:09:34", True), ("21:09:34", False)])
+def test_a_set_up_warning_hours_before_the_traceback_is_not_its_cause(tmp_path, later, cause):
+    # kubectl logs --timestamps gives each line its time: a set-up fails within minutes of its
+    # warning, so a traceback seven hours on is another failure, its cause not in the log
+    warning = (
+        "host-a:240:240 [6] misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to "
+        "10.0.0.4<56849> returned 113(No route to host)"
+    )
+    lines = [f"2025-02-24T14:09:30.000000000Z {warning}"] + [
+        f"2025-02-24T{later}.000000000Z {line}" for line in _HEADER.format(rank=0).splitlines()
+    ]
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(lines) + "\n")
+    (root,) = [f for f in _report(log).findings if f.code == "PP802"]
+    assert ("nccl_setup" in root.extra) is cause
+    assert (root.extra["kind"] == "communication-init") is cause
 
 
 def test_a_set_up_warning_alone_gets_its_own_fix(tmp_path):

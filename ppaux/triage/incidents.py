@@ -294,7 +294,8 @@ def _warned_before(found: list[Incident], event: Event) -> None:
     """Name NCCL's warning ``event`` that a communicator's set-up failed as the cause of the
     root it stands above in its log, where that root's traceback is cut before its exception
     line (sglang's start-up traceback after NCCL's ``socketPollConnect: Connect to ...
-    returned 113(No route to host)``): the only error the log shows before it."""
+    returned 113(No route to host)``): the only error the log shows before it, within the
+    minutes a set-up takes where the log gives both times."""
     if event.kind != "nccl-warn" or (said := setup_failure(event.text)) is None:
         return
     for incident in found:
@@ -305,9 +306,21 @@ def _warned_before(found: list[Incident], event: Event) -> None:
             and root.exception is None
             and root.said is None
             and root.warned is None
+            and not _long_after(root.time, event.time)
         ):
             root.warned = (*said, f"{event.source}:{event.line}")
             return
+
+
+#: How long after NCCL's set-up warning a cut traceback may start and still be its failure: the
+#: set-up raises within the bootstrap's timeout, minutes at most.
+_SETUP_REACH_S = 600.0
+
+
+def _long_after(later: float | None, earlier: float | None) -> bool:
+    """Whether the log's times put ``later`` more than :data:`_SETUP_REACH_S` after
+    ``earlier`` (never, where either is not known)."""
+    return later is not None and earlier is not None and later - earlier > _SETUP_REACH_S
 
 
 def _name_relayed(root: Failure, events: list[Event]) -> None:
