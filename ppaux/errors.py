@@ -160,10 +160,13 @@ class TorchRefuses(ReadMismatch):
     code = "PP117"
 
 
-#: How to get torch where it is missing. ppaux runs with the torch of the deployment it checks,
-#: so the advice is to pin that version rather than to take whatever the index has.
+#: How to get torch where it is missing, as docs/install.md says: ppaux runs with the torch of
+#: the deployment it checks, so the advice pins that version rather than taking whatever the
+#: index has (on Linux a CUDA build of several gigabytes), and adds numpy, which torch does not
+#: require but needs to convert an array.
 TORCH_INSTALL_HINT = (
-    "pip install torch==VERSION, with the torch VERSION your sglang deployment runs"
+    "pip install torch==VERSION numpy, with the torch VERSION your sglang deployment runs "
+    "(without a GPU, its CPU build: https://download.pytorch.org/whl/cpu)"
 )
 
 

@@ -81,7 +81,9 @@ def cli_reference_markdown(app: Any = None, prog_name: str = "ppaux") -> str:
         "`-v`) with the same "
         "meaning; exit codes are 0 (nothing at or above `--fail-on`), 1 (findings at or above "
         "it) and 2 (an input, a value on the command line or the configuration could not be "
-        "used). `-h` is `--help` everywhere; `-` as an input reads stdin, `-o -` writes stdout. "
+        "used). `-h` is `--help` everywhere; `-` as an input reads stdin in `triage`, "
+        "`inspect` and `explain` (`replay`, `diff`, `tensorize` and `check-skew` read files and "
+        "refuse it), `-o -` writes stdout. "
         "Bare `ppaux` and bare `ppaux capture` print their help on stderr and exit 2, as ruff "
         "does. See [Formats, thresholds and configuration](gate.md).",
         "",

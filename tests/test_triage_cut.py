@@ -56,3 +56,31 @@ def test_a_compressed_log_cut_anywhere_never_passes_a_gate(tmp_path, compression
     path.write_bytes(packed[: int(len(packed) * kept)])
     report = triage_paths([str(path)])
     assert exit_code(report) != 0
+
+
+_WARNING = (
+    b"/usr/lib/python3.11/site-packages/sglang/srt/layers/quantization/awq/awq.py:53: "
+    b"UserWarning: Only CUDA, HIP and XPU support AWQ currently.\n"
+    b'  warnings.warn(f"Only CUDA, HIP and XPU support AWQ currently.")\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "end"),
+    [
+        (_WARNING * 400 + _healthy(100), "so they may be only the start of a log"),
+        (b"x" * 20_000, "inside its first line"),
+    ],
+)
+def test_a_gzip_log_cut_before_any_shaped_line_says_the_stream_is_cut(text, end, tmp_path):
+    packed = gzip.compress(text)
+    path = tmp_path / "trunc.log.gz"
+    path.write_bytes(packed[: len(packed) // 2])
+    report = triage_paths([str(path)])
+    (problem,) = report.problems
+    assert problem.message.startswith("not an sglang log: no line has the shape of sglang's")
+    assert "its gzip stream ends early (Compressed file ended before the end-of-stream" in (
+        problem.message
+    )
+    assert problem.message.endswith(end)
+    assert exit_code(report) == 2

@@ -22,7 +22,10 @@ from pathlib import Path
 import pytest
 from helpers import REPO, file_lock
 
-HINT = "pip install torch==VERSION, with the torch VERSION your sglang deployment runs"
+HINT = (
+    "pip install torch==VERSION numpy, with the torch VERSION your sglang deployment runs "
+    "(without a GPU, its CPU build: https://download.pytorch.org/whl/cpu)"
+)
 
 
 def _venv_dir() -> Path:

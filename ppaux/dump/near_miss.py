@@ -1,8 +1,9 @@
 """Keys that look like sglang's auxiliary prefix to a reader but are not it.
 
-A key spelled with a fullwidth letter, a Cyrillic look-alike, a zero-width space or an extra
-separator reads as the prefix and is ignored by pop, its output lost. :func:`looks_like_prefix`
-folds what a reader does not see and compares.
+A key spelled with a fullwidth letter, a Cyrillic look-alike, a zero-width space, an extra
+separator or a typo (a letter swapped, dropped, doubled or wrong) reads as the prefix and is
+ignored by pop, its output lost. :func:`looks_like_prefix` folds what a reader does not see and
+compares, allowing a few typing slips.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import unicodedata
 
 from ppaux.sglang import OUTPUT_PREFIX
 
-__all__ = ["looks_like_prefix", "squashed"]
+__all__ = ["TYPO_EDITS", "looks_like_prefix", "squashed"]
 
 _NEAR_MISS = re.compile(r"[\s_.\-]")
 #: Letters of other scripts drawn like the Latin ones of the prefix (Cyrillic, Greek, IPA), which
@@ -79,6 +80,42 @@ def squashed(key: str) -> str:
 _SQUASHED_PREFIX = squashed(OUTPUT_PREFIX)
 
 
+#: Typing slips (a letter inserted, dropped, replaced, or two neighbours swapped) within which a
+#: key's start still counts as the prefix; 22 letters two slips apart share no ordinary word.
+TYPO_EDITS = 2
+
+
+def _prefix_edits(text: str, limit: int) -> int:
+    """The fewest slips that turn some start of ``text`` into the squashed prefix (optimal string
+    alignment: insert, delete, replace, swap neighbours), or ``limit + 1`` when more than
+    ``limit``."""
+    target = _SQUASHED_PREFIX
+    text = text[: len(target) + limit]
+    # rows[i][j]: slips between target[:i] and text[:j].
+    before: list[int] | None = None
+    row = list(range(len(text) + 1))
+    for i in range(1, len(target) + 1):
+        current = [i] + [0] * len(text)
+        for j in range(1, len(text) + 1):
+            same = target[i - 1] == text[j - 1]
+            current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + (0 if same else 1))
+            if (
+                before is not None  # i > 1: two letters of the target to swap
+                and j > 1
+                and target[i - 1] == text[j - 2]
+                and target[i - 2] == text[j - 1]
+            ):
+                current[j] = min(current[j], before[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        before, row = row, current
+    return min(min(row), limit + 1)
+
+
 def looks_like_prefix(key: str) -> bool:
-    """True when ``key``, as a reader sees it, starts with the auxiliary prefix."""
-    return squashed(key).startswith(_SQUASHED_PREFIX)
+    """True when ``key``, as a reader sees it, starts with the auxiliary prefix or with a spelling
+    of it at most :data:`TYPO_EDITS` slips away."""
+    text = squashed(key)
+    if text.startswith(_SQUASHED_PREFIX):
+        return True
+    return _prefix_edits(text, TYPO_EDITS) <= TYPO_EDITS

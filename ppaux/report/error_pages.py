@@ -54,7 +54,9 @@ _SKEW = Fix(
     "ppaux check-skew pp0.json pp1.json",
 )
 _REPLAY = Fix(
-    "Replay the captured message through add, sglang's wire and pop, as the stages would:",
+    "Replay the captured message through ppaux's reference add and pop, as the stages would "
+    "(no wire by default: --transport wire or sglang sends it across one, --impl sglang runs "
+    "sglang's own functions):",
     "ppaux replay capture-...-pop.pt",
 )
 _OBSERVER_CODE = Fix(
@@ -263,7 +265,12 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
         fixes=(
             _TRIAGE,
             _SKEW,
-            Fix("Start every stage with the same observer settings and plugins."),
+            Fix(
+                "Install the sampling observer the same way on every stage: compare what sets "
+                "ModelRunner.sampling_observer on each host (the same plugin package and hook, "
+                "or the same model-runner subclass) and the server arguments and environment "
+                "variables that plugin reads."
+            ),
         ),
         related=("pop-unsupported", "add-unsupported"),
         extra_rules=("PP301", "PP315", "PP324"),

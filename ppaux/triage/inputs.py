@@ -59,6 +59,22 @@ _NOT_A_LOG = (
 )
 
 
+def _unshaped_reason(reading: LogReading) -> str:
+    """Why ``reading`` is no log; a compressed stream that ended early is named, since its
+    lines may be only the start of a log (a line cut in the middle has no shape)."""
+    why = _SOURCE_CODE if reading.source_code else _NOT_A_LOG
+    if reading.cut is None:
+        return why
+    damage = "is corrupt" if corrupt_stream(reading.cut) else "ends early"
+    stream = f"its {reading.cut_compression} stream {damage} ({shown(reading.cut)})"
+    if not reading.lines:
+        return f"{why}: {stream} inside its first line"
+    return (
+        f"{why} in the {counted(reading.lines, 'line')} read: {stream}, so they may be only the "
+        "start of a log"
+    )
+
+
 def refuse_unshaped(
     report: Report, readings: list[LogReading], unlogged: list[NoLogLines] | None = None
 ) -> None:
@@ -67,7 +83,7 @@ def refuse_unshaped(
     are taken out of ``readings``: each is an input problem (an error line, exit 2) when no
     other log of the run is one, else a PP811 warning beside them."""
     unshaped = [r for r in readings if not r.shaped and not r.empty]
-    refused = [(r.source, _SOURCE_CODE if r.source_code else _NOT_A_LOG, r.lines) for r in unshaped]
+    refused = [(r.source, _unshaped_reason(r), r.lines) for r in unshaped]
     refused += [(e.path, e.reason, 0) for e in unlogged or []]
     if not refused:
         return

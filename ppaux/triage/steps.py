@@ -31,6 +31,7 @@ step is a comment naming the problem.
 
 from __future__ import annotations
 
+from ppaux.errors import TORCH_INSTALL_HINT
 from ppaux.sglang import MessageMatch
 from ppaux.triage.deathsteps import death_steps, record_steps
 from ppaux.triage.kindsteps import hardware_steps, host_steps, network_steps, signal_steps
@@ -294,8 +295,7 @@ def _aux_steps(
         Step(
             None,
             "the capture's host",
-            "then read what the capture wrote (replay needs torch there: pip install "
-            "'ppaux[torch]')",
+            f"then read what the capture wrote (replay needs torch there: {TORCH_INSTALL_HINT})",
         )
     )
     for argv in (

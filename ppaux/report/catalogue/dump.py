@@ -81,8 +81,9 @@ RULES = (
         summary="A key looks like the auxiliary prefix but is not it; pop ignores it silently.",
         explanation=(
             "Only keys that start with exactly '__sampling_observer_output__.' are auxiliary. A "
-            "key with another case, no dot, stray whitespace or a doubled prefix is ignored by "
-            "pop, so that output never reaches the observer and nothing reports it."
+            "key with another case, no dot, stray whitespace, a doubled prefix or a typo (up to "
+            "two letters swapped, dropped, added or wrong, as in '__sampling_obsever_output__.') "
+            "is ignored by pop, so that output never reaches the observer and nothing reports it."
         ),
         causes=(
             "The key was built by hand with a typo instead of using the module's prefix constant.",

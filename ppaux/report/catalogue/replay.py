@@ -48,7 +48,8 @@ RULES = (
             "out-of-tree sender that writes the keys without add.",
         ),
         fix="Make to_pp_tensors() return a non-empty mapping of non-empty string names to "
-        "tensors; replay with --sender legacy to see what rank 0 makes of the same dict.",
+        "tensors. To see what rank 0 makes of the same dict, replay it with a sender that does "
+        "not validate.",
         example=f"add raises RuntimeError: {ADD_NOT_TENSOR.format('scores')}",
         area="replay",
     ),
