@@ -125,6 +125,15 @@ def _command_lines(command: str, width: int) -> list[str]:
 
 
 #: Where a whole observer is checked before and after its fix.
+#: How to read an example's two snippets: what each defines, and where sglang takes it.
+_EXAMPLE_READING = (
+    "Each snippet is the code of a stage, with torch imported (import torch), and defines what "
+    "sglang's transport is handed there: on the last stage, output (the auxiliary output that "
+    "add sends, with tensors where the message is already built); on rank 0, message (what "
+    "arrived) and observer (rank 0's observer, which pop uses to rebuild the output). "
+    "Run through add and pop (ppaux's reference transport, as the tests do), the first raises "
+    "the message and the second does not."
+)
 _WORKED_PAGE = "observers.md#a-worked-example"
 _WORKED = "A whole sampling observer, checked by ppaux check-observer before and after its fix:"
 
@@ -237,7 +246,7 @@ def error_page_markdown(page: ErrorPage, *, site: bool = True) -> str:
             ]
             lines += ["", f"    See {' and '.join(links)}."]
         lines.append("")
-    lines += ["## Example", "", "This raises it:", "", "```python"]
+    lines += ["## Example", "", _md(_EXAMPLE_READING), "", "This raises it:", "", "```python"]
     lines += [page.example.raises.rstrip("\n"), "```", "", "Fixed:", "", "```python"]
     lines += [page.example.fixed.rstrip("\n"), "```", ""]
     worked = (
