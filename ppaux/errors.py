@@ -91,11 +91,35 @@ _PLAIN_PATH = re.compile(r"[\w@%+=:,./~-]+|<[a-z]+>")
 def path_shown(path: str) -> str:
     """``path`` as an error line names it: as it is where it is one plain word, else in single
     quotes as a POSIX shell reads them (a quote inside written ``'"'"'``), so that a path with
-    spaces, a colon and a space, or quotes is unambiguous: ``'sp ace/x.json': ...``. Characters
-    that are not printable are then escaped by :func:`ppaux.text.shown`, as in every line."""
+    spaces, a colon and a space, or quotes is unambiguous: ``'sp ace/x.json': ...``; one with a
+    character a line cannot show in bash's ``$'...'`` (``$'a\\nb.pt'``), which pastes back as the
+    same path."""
     if _PLAIN_PATH.fullmatch(path):
         return path
-    return "'" + path.replace("'", "'\"'\"'") + "'"
+    if path.isprintable():
+        return "'" + path.replace("'", "'\"'\"'") + "'"
+    # A character a line cannot show (a newline, a control, a byte that was not UTF-8): bash's
+    # $'...' quoting, whose escapes a shell reads back as the path itself.
+    return "$'" + "".join(_escaped(c) for c in path) + "'"
+
+
+#: What bash's ``$'...'`` writes for the characters it has names for.
+_ANSI_C = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escaped(char: str) -> str:
+    """``char`` inside bash's ``$'...'``: itself where printable, else its escape; a byte that
+    was not UTF-8 (decoded to a lone surrogate, as ``os.fsdecode`` does) as that byte."""
+    if char in _ANSI_C:
+        return _ANSI_C[char]
+    if char.isprintable():
+        return char
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:
+        return f"\\x{code - 0xDC00:02x}"
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 class PathError(PpauxError):

@@ -4,11 +4,13 @@ colon and a space) is written in single quotes as a shell reads them, in every c
 
 from __future__ import annotations
 
+import os
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppaux.errors import PathError, path_shown
@@ -69,8 +71,31 @@ def test_a_plain_path_and_a_streams_name_stay_as_they_are():
     assert str(PathError("sp ace.pt", "no such file")) == "'sp ace.pt': no such file"
 
 
-@given(st.text(alphabet=st.characters(exclude_characters="\x00"), max_size=30))
+@given(st.text(st.characters(exclude_characters="\x00", exclude_categories=("Cs",)), max_size=30))
 def test_a_shell_reads_any_shown_path_back_as_one_word(path):
     shown = path_shown(path)
-    assert shlex.split(shown) == [path] or (shown == path and shlex.split(path) == [path])
-    assert shown == path or (shown[0] == "'" and shown[-1] == "'")
+    if path.isprintable():
+        assert shlex.split(shown) == [path] or (shown == path and shlex.split(path) == [path])
+        assert shown == path or (shown[0] == "'" and shown[-1] == "'")
+    else:  # bash's $'...': one line, printable, and bash reads it back as the path
+        assert shown.startswith("$'") and shown.isprintable()
+        assert _bash_reads(shown) == os.fsencode(path)
+
+
+@settings(max_examples=30)
+@given(st.binary(min_size=1, max_size=20).filter(lambda b: b"\x00" not in b and b"/" not in b))
+def test_a_name_that_is_not_utf_8_pastes_back_as_its_bytes(name):
+    path = os.fsdecode(name)
+    shown = path_shown(path)
+    assert shown.isprintable()
+    assert _bash_reads(shown) == name
+
+
+def test_a_newline_in_a_path_is_shown_as_bash_reads_it():
+    assert path_shown("in/q/bad\nname: it's.log") == "$'in/q/bad\\nname: it\\'s.log'"
+
+
+def _bash_reads(word: str) -> bytes:
+    return subprocess.run(
+        ["bash", "-c", f"printf %s {word}"], capture_output=True, check=True
+    ).stdout
