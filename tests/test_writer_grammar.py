@@ -21,6 +21,7 @@ import torch
 from helpers import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from torch_archives import torch_archive as _torch_archive
 
 from ppaux.dump import inspect_file, read_dump
 from ppaux.dump.grammar import pickle_deviation
@@ -46,19 +47,6 @@ def _codes(path: Path) -> dict[str, str]:
 def _saved(tmp_path: Path, name: str, value: object) -> Path:
     path = tmp_path / name
     torch.save(value, path)
-    return path
-
-
-def _torch_archive(path: Path, data_pkl: bytes, storages: dict[str, bytes]) -> Path:
-    """An archive written by torch's own zip writer, in torch.save's record order, around
-    ``data_pkl``: only the pickle is made by hand."""
-    with torch.serialization._open_zipfile_writer(str(path)) as archive:
-        archive.write_record("data.pkl", data_pkl, len(data_pkl))
-        archive.write_record(".format_version", "1", 1)
-        archive.write_record(".storage_alignment", "64", 2)
-        archive.write_record("byteorder", "little", 6)
-        for key, data in storages.items():
-            archive.write_record(f"data/{key}", data, len(data))
     return path
 
 

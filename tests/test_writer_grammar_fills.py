@@ -18,6 +18,7 @@ import torch
 from helpers import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from torch_archives import torch_archive as _archive
 
 from ppaux.dump import inspect_file, read_dump
 from ppaux.dump.grammar import pickle_deviation
@@ -33,18 +34,6 @@ pytestmark = pytest.mark.torch
 def sandbox():
     with harness.Sandbox() as running:
         yield running
-
-
-def _archive(path: Path, data_pkl: bytes, storages: dict[str, bytes]) -> Path:
-    """torch's own zip writer around a hand-made data.pkl, in torch.save's record order."""
-    with torch.serialization._open_zipfile_writer(str(path)) as archive:
-        archive.write_record("data.pkl", data_pkl, len(data_pkl))
-        archive.write_record(".format_version", "1", 1)
-        archive.write_record(".storage_alignment", "64", 2)
-        archive.write_record("byteorder", "little", 6)
-        for key, data in storages.items():
-            archive.write_record(f"data/{key}", data, len(data))
-    return path
 
 
 def _text(value: str) -> bytes:

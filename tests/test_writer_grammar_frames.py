@@ -15,6 +15,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from torch_archives import torch_archive
 
 from ppaux.dump import inspect_paths
 
@@ -31,13 +32,7 @@ def _records(value: object) -> tuple[bytes, bytes]:
 
 
 def _archive(path: Path, data_pkl: bytes, storage: bytes) -> Path:
-    with torch.serialization._open_zipfile_writer(str(path)) as archive:
-        archive.write_record("data.pkl", data_pkl, len(data_pkl))
-        archive.write_record(".format_version", "1", 1)
-        archive.write_record(".storage_alignment", "64", 2)
-        archive.write_record("byteorder", "little", 6)
-        archive.write_record("data/0", storage, len(storage))
-    return path
+    return torch_archive(path, data_pkl, {"0": storage})
 
 
 def _reframed(data_pkl: bytes, cuts: list[int]) -> bytes:

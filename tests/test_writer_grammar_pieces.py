@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 import torch
 from helpers import REPO, cli
+from torch_archives import torch_archive as _archive
 
 from ppaux.dump import inspect_file
 from ppaux.dump.grammar import pickle_deviation
@@ -47,18 +48,6 @@ def sandbox():
 def _codes(path: Path) -> dict[str, str]:
     _, findings = inspect_file(str(path))
     return {f.code: f"{f.severity.value}: {f.message}" for f in findings}
-
-
-def _archive(path: Path, pkl: bytes, storages: dict[str, bytes]) -> Path:
-    """torch's own zip writer, in torch.save's record order, around a pickle made by hand."""
-    with torch.serialization._open_zipfile_writer(str(path)) as archive:
-        archive.write_record("data.pkl", pkl, len(pkl))
-        archive.write_record(".format_version", "1", 1)
-        archive.write_record(".storage_alignment", "64", 2)
-        archive.write_record("byteorder", "little", 6)
-        for key, data in storages.items():
-            archive.write_record(f"data/{key}", data, len(data))
-    return path
 
 
 class _Storage:

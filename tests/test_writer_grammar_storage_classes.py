@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import collections
 import io
-import pickle
 import struct
 from pathlib import Path
 
 import pytest
 import torch
+from torch_archives import StoragePickler, torch_archive
 
 from ppaux.dump import inspect_paths
 
@@ -45,24 +45,12 @@ class _Tensor:
         return (torch._utils._rebuild_tensor_v2, args)
 
 
-class _Pickler(pickle.Pickler):
-    def persistent_id(self, obj):
-        return obj.pid if isinstance(obj, _Storage) else None
-
-
 def _saved(tmp_path: Path, value: object) -> Path:
     buffer = io.BytesIO()
-    _Pickler(buffer, protocol=2).dump({"t": value})
-    data_pkl = buffer.getvalue()
-    storage = struct.pack("<3f", 1.0, 2.0, 3.0)
-    path = tmp_path / "t.pt"
-    with torch.serialization._open_zipfile_writer(str(path)) as archive:
-        archive.write_record("data.pkl", data_pkl, len(data_pkl))
-        archive.write_record(".format_version", "1", 1)
-        archive.write_record(".storage_alignment", "64", 2)
-        archive.write_record("byteorder", "little", 6)
-        archive.write_record("data/0", storage, len(storage))
-    return path
+    StoragePickler(buffer, protocol=2).dump({"t": value})
+    return torch_archive(
+        tmp_path / "t.pt", buffer.getvalue(), {"0": struct.pack("<3f", 1.0, 2.0, 3.0)}
+    )
 
 
 def _inspected(path: Path) -> tuple[dict[str, str], dict[str, object]]:

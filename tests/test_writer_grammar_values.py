@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import collections
 import io
-import pickle
 import struct
 from pathlib import Path
 
 import pytest
 import torch
+from torch_archives import StoragePickler, torch_archive
 
 from ppaux.dump import inspect_paths
 
@@ -38,24 +38,10 @@ def _tensor(size: object = (2, 3), requires_grad: bool = False) -> _Call:
     return _Call(torch._utils._rebuild_tensor_v2, _Storage(), 0, size, (3, 1), requires_grad, hooks)
 
 
-class _Pickler(pickle.Pickler):
-    def persistent_id(self, obj):
-        return obj.pid if isinstance(obj, _Storage) else None
-
-
 def _saved(tmp_path: Path, value: object) -> Path:
     buffer = io.BytesIO()
-    _Pickler(buffer, protocol=2).dump(value)
-    data_pkl = buffer.getvalue()
-    storage = struct.pack("<6f", *range(6))
-    path = tmp_path / "t.pt"
-    with torch.serialization._open_zipfile_writer(str(path)) as archive:
-        archive.write_record("data.pkl", data_pkl, len(data_pkl))
-        archive.write_record(".format_version", "1", 1)
-        archive.write_record(".storage_alignment", "64", 2)
-        archive.write_record("byteorder", "little", 6)
-        archive.write_record("data/0", storage, len(storage))
-    return path
+    StoragePickler(buffer, protocol=2).dump(value)
+    return torch_archive(tmp_path / "t.pt", buffer.getvalue(), {"0": struct.pack("<6f", *range(6))})
 
 
 def _deviation(path: Path) -> str | None:
