@@ -23,7 +23,7 @@ import sglang_runtime
 from typer.testing import CliRunner
 
 from ppaux.report.document import Report
-from ppaux.report.findings import Finding, Severity
+from ppaux.report.findings import Finding, Location, Severity
 from ppaux_cli.app import app
 
 HERE = Path(__file__).resolve().parent
@@ -439,7 +439,7 @@ LOCATED = Finding(
     path="cap.pt",
     sglang_error=NON_TENSOR,
     hint="h",
-    location={"file": "src/app.py", "line": 42, "function": "app.f"},
+    location=Location("src/app.py", 42, "app.f"),
 )
 
 

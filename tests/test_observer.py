@@ -712,19 +712,19 @@ def test_findings_point_at_the_line_to_fix():
     report = check_observer(target("entropy_list.py:EntropyObserver"))
     location = report.findings[0].location
     source = (OBSERVERS / "entropy_list.py").read_text(encoding="utf-8").splitlines()
-    assert location["function"] == "EntropyOutput.to_pp_tensors"
+    assert location.function == "EntropyOutput.to_pp_tensors"
     # The line that makes the list, not the method's def.
-    assert source[location["line"] - 1].strip() == (
+    assert source[location.line - 1].strip() == (
         'return {"entropy": self.entropy.tolist()}  # a list, not a tensor'
     )
-    assert location["file"].endswith("entropy_list.py")
+    assert location.file.endswith("entropy_list.py")
     rank0 = check_observer(target("faulty.py:NotRebuiltObserver")).findings[0].location
-    assert rank0["function"] == "NotRebuiltObserver.from_pp_tensors"
+    assert rank0.function == "NotRebuiltObserver.from_pp_tensors"
     faulty = (OBSERVERS / "faulty.py").read_text(encoding="utf-8").splitlines()
     # It falls off its end: the last line it ran.
-    assert faulty[rank0["line"] - 1].strip() == 'EntropyOutput(tensors["entropy"])'
+    assert faulty[rank0.line - 1].strip() == 'EntropyOutput(tensors["entropy"])'
     github = cli("check-observer", target("faulty.py:NotRebuiltObserver"), "--format", "github")
-    assert f",line={rank0['line']}," in github.stdout
+    assert f",line={rank0.line}," in github.stdout
 
 
 def test_a_rebuilt_output_of_another_class_is_named(tmp_path):

@@ -70,7 +70,7 @@ def test_a_traceback_right_after_a_bar_is_read_with_its_frames():
     text = f"Loading:  50%|#####     | 5/10 [00:01<00:01,  3.2it/s]{_TRACEBACK}"
     report = triage_paths(["x.log"], {"x.log": io.BytesIO(text.encode())})
     (root,) = [f for f in report.findings if f.code == "PP802"]
-    assert root.location == {"file": "x.log", "line": 1, "function": "step"}
+    assert root.location.to_json() == {"file": "x.log", "line": 1, "function": "step"}
     assert root.extra is not None and root.extra["kind"] == "memory"
 
 

@@ -40,7 +40,7 @@ from ppaux.observer.phrasing import (
     where,
 )
 from ppaux.observer.walk import shown_name
-from ppaux.report import Finding, Report, Table, cap_per_code, finding
+from ppaux.report import Finding, Location, Report, Table, cap_per_code, finding
 from ppaux.suggestions import RaiseLimit
 
 __all__ = ["Ending", "Judge"]
@@ -145,7 +145,7 @@ class Judge:
                     f"{method} raised {first_sentence(text)} on {side} "
                     f"({where(batch_size, index)})",
                     extra={"method": method, "side": side},
-                    location=m.get("location"),
+                    location=Location.of(m.get("location")),
                 )
             )
         self._row(batch_size, index, "-", f"{method} raised {text}", "error")
@@ -172,7 +172,7 @@ class Judge:
                     self.target,
                     text,
                     extra={"method": method, "side": "described"},
-                    location=location,
+                    location=Location.of(location),
                 )
             )
         self._row(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ppaux.errors import PpauxError
-from ppaux.report.findings import Finding, Rule, Severity
+from ppaux.report.findings import Finding, Location, Rule, Severity
 from ppaux.suggestions import Suggestion
 
 from . import capture, diff, dump, observer, replay, security, skew, triage
@@ -62,7 +62,7 @@ def finding(
     severity: Severity | None = None,
     sglang_error: str | None = None,
     extra: dict[str, Any] | None = None,
-    location: dict[str, Any] | None = None,
+    location: Location | None = None,
     suggestions: tuple[Suggestion, ...] = (),
 ) -> Finding:
     """Build a finding for ``code``; severity, predicted error and hint come from the rule (the
