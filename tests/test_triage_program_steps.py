@@ -216,6 +216,56 @@ def test_a_set_up_warning_hours_before_the_traceback_is_not_its_cause(tmp_path, 
     assert (root.extra["kind"] == "communication-init") is cause
 
 
+_WARN = (
+    "host1:123:456 [0] misc/socket.cc:540 NCCL WARN socketPollConnect: Connect to "
+    "10.0.0.4<56849> returned 113(No route to host)"
+)
+_STEP = (
+    "Traceback (most recent call last):\n"
+    '  File "/app/train.py", line 300, in train_step\n'
+    "    loss = model(batch)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the warning carries the app's time, the traceback none: hours of steps lie between
+        # (NCCL's Init COMPLETE among them), and the traceback is cut in a training step
+        "2024-05-01 01:00:00,000 INFO start\n"
+        f"2024-05-01 01:00:01,000 {_WARN}\n"
+        "host1:123:456 [0] NCCL INFO comm 0x1 rank 0 nranks 2 - Init COMPLETE\n"
+        + "".join(f"2024-05-01 0{h}:00:00,000 INFO step {h}000 loss 2.1\n" for h in range(2, 8))
+        + f"2024-05-01 08:00:00,000 ERROR boom\n{_STEP}",
+        # neither carries a time: another host's warning just above a rank's step
+        f"host9:1:1 [3] {_WARN.split(' ', 2)[2]}\n"
+        + "".join(f"[rank0]:{line}\n" for line in _STEP.splitlines()),
+    ],
+)
+def test_a_set_up_warning_is_no_cause_of_a_traceback_cut_while_running(tmp_path, text):
+    log = tmp_path / "train.log"
+    log.write_text(text)
+    (root,) = [f for f in _report(log).findings if f.code == "PP802"]
+    assert root.extra["exception"] is None
+    assert "nccl_setup" not in root.extra and root.extra["kind"] == "unknown"
+    assert "NCCL's warning" not in root.message
+
+
+def test_a_record_between_the_warning_and_the_cut_traceback_breaks_the_tie(tmp_path):
+    # a watchdog's record of another rank between them: the warning is not the only error
+    # above the traceback
+    log = tmp_path / "server.log"
+    log.write_text(
+        f"{_WARN}\n"
+        "[rank3]:[E1203 10:00:00.000000000 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, "
+        "NumelOut=1, Timeout(ms)=600000) ran for 600001 milliseconds before timing out.\n"
+        + _HEADER.format(rank=0)
+    )
+    (root,) = [f for f in _report(log).findings if f.code == "PP802"]
+    assert "nccl_setup" not in root.extra
+
+
 def test_a_set_up_warning_alone_gets_its_own_fix(tmp_path):
     # NCCL's bootstrap saw rank 1 twice (two processes given one rank): PP809, the fix of
     # duplicate ranks, not the generic one
