@@ -56,6 +56,9 @@ class LogReading:
     #: The log's first 64 KiB hold sglang's own lines (its prefix or its arguments): NCCL's
     #: warnings in it are noise of a run that logged, not a log of nothing else.
     sglang_seen: bool = False
+    #: The log's first 64 KiB hold lines of Ascend's NPU stack (torch_npu, HCCL, CANN's error
+    #: codes): its communication library is HCCL, not NCCL.
+    ascend: bool = False
 
 
 #: torch's error records (``[E...``) of a collective that timed out, besides the watchdog's own
