@@ -115,6 +115,17 @@ def _own(failure: Failure) -> bool:
     )
 
 
+def _handled(failure: Failure, ordered: list[Failure]) -> bool:
+    """True for a complete traceback after which its program logged on as usual (an INFO
+    record right after its exception line: a download retried and done) and that a traceback
+    cut off before its exception follows in its log: it was handled, and the later, cut one
+    is what failed (its cause not in the log)."""
+    return failure.went_on and any(
+        f.source == failure.source and f.order > failure.order and f.exception is None
+        for f in ordered
+    )
+
+
 def _cut_roots(ordered: list[Failure], deaths: list[Failure | Event]) -> list[Failure]:
     """The tracebacks cut before their exception, as roots, unless a failure whose exception
     the log shows (a communication one, whatever its frames) came before every one of them:
@@ -228,7 +239,9 @@ def incidents(
         # complete traceback is what they relay. Nor does a bare traceback cut before its
         # exception hide a complete one: the one that shows its exception is the root.
         kept = {id(f) for f in ordered}
-        ordered += [f for f in failures if id(f) not in kept and _own(f)]
+        ordered += [
+            f for f in failures if id(f) not in kept and _own(f) and not _handled(f, ordered)
+        ]
     ordered.sort(key=_key)
     # A traceback cut off before its exception says nothing of its cause: a root only when
     # no complete one is there.
