@@ -63,8 +63,8 @@ class Rule:
     #: turns such findings into errors so that a CI gate never passes on them.
     inconclusive: bool = False
     #: The fix of each kind a finding of this rule names (in ``extra.nccl_setup``, else
-    #: ``extra.kind``, else ``extra.no_root``), as (kind, fix) pairs: a finding of a kind
-    #: listed here carries that fix; ``fix`` covers every kind.
+    #: ``extra.killer``, else ``extra.kind``, else ``extra.no_root``), as (kind, fix) pairs:
+    #: a finding of a kind listed here carries that fix; ``fix`` covers every kind.
     kind_fixes: tuple[tuple[str, str], ...] = ()
     #: True when the finding says the check itself did not run to its end or checked nothing
     #: (the target ended, hung, or produced nothing to check): ``--select`` and ``--ignore``
@@ -72,8 +72,8 @@ class Rule:
     always_reported: bool = False
 
     def fix_for(self, *kinds: object) -> str:
-        """The fix for a finding of ``kinds`` (its ``extra.nccl_setup``, ``kind``, ``no_root``):
-        the first listed kind's own, else ``fix``."""
+        """The fix for a finding of ``kinds`` (its ``extra.nccl_setup``, ``killer``, ``kind``,
+        ``no_root``): the first listed kind's own, else ``fix``."""
         fixes = dict(self.kind_fixes)
         return next((fixes[k] for k in kinds if isinstance(k, str) and k in fixes), self.fix)
 

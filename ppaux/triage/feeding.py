@@ -24,7 +24,14 @@ from ppaux.triage.lineformat import LogLine, torch_rank
 from ppaux.triage.logreading import LogReading, check_frames_only, event_kind, nccl_process
 from ppaux.triage.methods import WorkerMethods
 from ppaux.triage.ncclcuda import last_error, nccl_error_name
-from ppaux.triage.records import Event, Failure, failure_start, method_said, process_of
+from ppaux.triage.records import (
+    Event,
+    Failure,
+    failure_start,
+    method_said,
+    process_of,
+    went_on,
+)
 from ppaux.triage.runtimedeaths import exit_code_after
 from ppaux.triage.tracebacks import TracebackBuilder
 from ppaux.triage.tracelines import (
@@ -230,6 +237,7 @@ class Reader:
                     if self._foreign(stream, builder) > _MAX_FOREIGN:
                         self.close(builder)
                 else:
+                    builder.failure.went_on = went_on(line, builder.failure)
                     self.close(builder)
             while stream.builders:
                 first = next(iter(stream.builders.values()))

@@ -56,6 +56,9 @@ class LogReading:
     #: The log's first 64 KiB hold sglang's own lines (its prefix or its arguments): NCCL's
     #: warnings in it are noise of a run that logged, not a log of nothing else.
     sglang_seen: bool = False
+    #: The log's first 64 KiB hold lines of Ascend's NPU stack (torch_npu, HCCL, CANN's error
+    #: codes): its communication library is HCCL, not NCCL.
+    ascend: bool = False
 
 
 #: torch's error records (``[E...``) of a collective that timed out, besides the watchdog's own
@@ -128,10 +131,11 @@ def event_kind(text: str) -> str | None:
 
 
 #: torch's watchdog record, by its shape: behind its ``[Rank N]`` or ``[PG ... Rank N]`` tag,
-#: or naming its work after a colon. The words in a sentence (``how to fix Watchdog caught
-#: collective operation timeout in NCCL?``) are no record.
+#: or naming its work after a colon (``timeout: WorkNCCL(SeqNum=1, ...``). The words in a
+#: sentence (``how to fix Watchdog caught collective operation timeout in NCCL?``, ``Watchdog
+#: caught collective operation timeout: that is what we usually see``) are no record.
 _WATCHDOG = re.compile(
-    r"\]\s?Watchdog caught collective|Watchdog caught collective operation timeout:"
+    r"\]\s?Watchdog caught collective|Watchdog caught collective operation timeout: ?Work\w{0,20}\("
 )
 #: A TCPStore record, by its shape: torch's C++ record (``[W925 00:17:23.009 TCPStore.cpp:125]``,
 #: a ``[c10d]`` line, the place ``TCPStore.cpp:578`` in its frames) or an exception line that

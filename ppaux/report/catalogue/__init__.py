@@ -53,6 +53,10 @@ def get_rule(code: str) -> Rule:
         raise UnknownRuleError(code) from None
 
 
+#: Where a finding's ``extra`` names the kind whose fix it takes, first listed first.
+_KIND_KEYS = ("nccl_setup", "killer", "kind", "no_root")
+
+
 def finding(
     code: str,
     path: str,
@@ -75,7 +79,7 @@ def finding(
         path=path,
         key=key,
         sglang_error=sglang_error if sglang_error is not None else rule.sglang_error,
-        hint=rule.fix_for(*((extra or {}).get(k) for k in ("nccl_setup", "kind", "no_root"))),
+        hint=rule.fix_for(*((extra or {}).get(k) for k in _KIND_KEYS)),
         extra=extra or {},
         location=location,
         suggestions=suggestions,
