@@ -70,3 +70,19 @@ def test_the_real_srun_log_names_task_14_s_assert() -> None:
     assert root.extra["line"] == 3
     assert root.extra["kind"] == "shape-kernel"
     assert [f.extra["line"] for f in report.findings if f.code == "PP803"] == [15]
+
+
+def test_a_cut_traceback_then_a_complete_one_stay_two_failures(tmp_path: Path) -> None:
+    # the second header starts a traceback of its own: the first was cut before its exception
+    log = tmp_path / "train.log"
+    log.write_text(
+        'Traceback (most recent call last):\n  File "/app/y.py", line 9, in <module>\n    g()\n'
+        + COMPLETE
+    )
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    assert root.extra["exception"] == "RuntimeError"
+    assert root.extra["line"] == 4
+    (cut,) = [f for f in report.findings if f.code == "PP803"]
+    assert cut.extra["line"] == 1
+    assert "exception the log does not show" in cut.message
