@@ -124,3 +124,19 @@ def test_a_handled_traceback_alone_is_still_reported(tmp_path: Path) -> None:
     (root,) = [f for f in triage_paths([str(log)]).findings if f.code == "PP802"]
     assert root.extra["exception"] == "ValueError"
     assert root.extra["message"] == "bad value 7"
+
+
+def test_a_cut_traceback_then_a_complete_one_stay_two_failures(tmp_path: Path) -> None:
+    # the second header starts a traceback of its own: the first was cut before its exception
+    log = tmp_path / "train.log"
+    log.write_text(
+        'Traceback (most recent call last):\n  File "/app/y.py", line 9, in <module>\n    g()\n'
+        + COMPLETE
+    )
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    assert root.extra["exception"] == "RuntimeError"
+    assert root.extra["line"] == 4
+    (cut,) = [f for f in report.findings if f.code == "PP803"]
+    assert cut.extra["line"] == 1
+    assert "exception the log does not show" in cut.message

@@ -48,7 +48,6 @@ import re
 from collections.abc import Callable
 
 from ppaux.triage.backtraces import BACKTRACE_MARKER, backtrace_frame, backtrace_said
-from ppaux.triage.childexits import CHILD_EXIT_MARKER
 from ppaux.triage.crashlines import (
     HOST_ALLOC_TYPE,
     KERNEL_ASSERT_TYPE,
@@ -58,12 +57,11 @@ from ppaux.triage.crashlines import (
     kernel_assert,
     xid_record,
 )
+from ppaux.triage.deaths import DEATH_MARKERS
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
-from ppaux.triage.mpirun import MPIRUN_MARKER
 from ppaux.triage.ncclcuda import NCCL_CUDA_TYPE, cuda_calloc, cuda_failure
 from ppaux.triage.openmpi import MPI_ERROR, MPI_MARKERS, mpi_block, mpi_detail
 from ppaux.triage.records import Failure, Frame
-from ppaux.triage.runtimedeaths import RUNTIME_MARKERS
 from ppaux.triage.tracebacks import MAX_FRAMES
 from ppaux.triage.tracelines import MAX_MESSAGE, raised
 
@@ -92,18 +90,8 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"NVRM: Xid",
     b"] Assertion ",  # a CUDA kernel's assertion: ``thread: [63,0,0] Assertion `...` failed.``
     *MPI_MARKERS,
-    # a death another process reports (:mod:`ppaux.triage.deaths` reads it)
-    b"A worker died or was killed",
-    b"; not expected)",
-    b"Killing subprocess",
-    b"exits with return code",
-    b"sigkill_handler] [",  # the same line, cut before its return code
-    b"died unexpectedly",
-    b"The actor is dead because its worker process has died",
-    CHILD_EXIT_MARKER,
-    MPIRUN_MARKER,
+    *DEATH_MARKERS,  # a death another process reports (:mod:`ppaux.triage.deaths` reads it)
     BACKTRACE_MARKER,
-    *RUNTIME_MARKERS,
 )
 #: Lines within which a record of the same stream completes the failure before it (a C++
 #: exception's ``what():`` line and the frames between it and the fault handler's line).
@@ -277,13 +265,13 @@ class Crashes:
                     "(torchrun's first observed failure); its exception is not in this log"
                 )
                 return True, None
-        heading = _SUMMARY.search(text)
+        heading = _SUMMARY.search(text) if "Root Cause" in text else None
         if heading is not None and (row := _SUMMARY_ROW.search(text, heading.end())):
             # the summary flattened on one line: its first observed failure's row follows
             self._summary = self._new(line, None, "")
             _root_cause(self._summary, row, line)
             return True, self._summary
-        if (row := _SUMMARY_ROW.search(text)) is not None:
+        if "exitcode" in text and (row := _SUMMARY_ROW.search(text)) is not None:
             near = summary is not None and line.number - summary.line <= _SUMMARY_LINES
             if summary is not None and near and self._row_due:
                 self._row_due = False  # the row under the summary's root cause heading
@@ -297,7 +285,7 @@ class Crashes:
             )
             failure.summary = "failure"
             return True, failure
-        if (agent := _AGENT_EXIT.search(text)) is not None:
+        if "exitcode" in text and (agent := _AGENT_EXIT.search(text)) is not None:
             failure = self._new(line, None, "")
             who = "torchrun's child"
             if len(agent.group("rank")) <= _RANK_DIGITS:

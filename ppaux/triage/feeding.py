@@ -65,6 +65,8 @@ PP_RANK = re.compile(r"\bPP(\d{1,6})\b")
 _OVERSIZED = re.compile(
     r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank|\blocal_rank(?:: |=))\d{7,}"
 )
+#: What an oversized number holds, looked for before its place is.
+_LONG_NUMBER = re.compile(r"\d{7}")
 #: Lines with an oversized number listed per log.
 _MAX_OVERSIZED = 16
 
@@ -208,7 +210,7 @@ class Reader:
             line = self._margined(line)
         if line.ranks is None and self._leads:
             line = self._unled(line)
-        if _OVERSIZED.search(line.text) is not None:
+        if _LONG_NUMBER.search(line.text) is not None and _OVERSIZED.search(line.text):
             reading = self.reading
             if len(reading.oversized) < _MAX_OVERSIZED:
                 reading.oversized.append(line.number)

@@ -115,15 +115,15 @@ def check_frames_only(text: str) -> bool:
 def event_kind(text: str) -> str | None:
     """The kind of one-line event ``text`` is (:class:`~ppaux.triage.records.Event`), or None
     for a line that is none."""
-    if _timeout(text) or _CHECK_ERRORS.search(text) is not None:
+    if _timeout(text) or ("frame #" in text and _CHECK_ERRORS.search(text) is not None):
         return "watchdog"
     if "TCPStore" in text and _STORE.search(text) is not None:
         return "store"
-    if _SIGQUIT.search(text) is not None:
+    if ("sigquit" in text or "SIGQUIT" in text) and _SIGQUIT.search(text) is not None:
         return "sigquit"
     if "ppaux capture:" in text:
         return "capture"
-    if _NCCL_WARN.search(text) is not None:
+    if " NCCL WARN " in text and _NCCL_WARN.search(text) is not None:
         return "nccl-warn"
     if worker_died(text) is not None:
         return "death"
@@ -156,9 +156,9 @@ _SIGQUIT = re.compile(
 def _timeout(text: str) -> bool:
     """True for a record of a collective the watchdog found timed out."""
     return (
-        _WATCHDOG.search(text) is not None
-        or _NCCL_TIMEOUT.search(text) is not None
-        or _CHECK_TIMEOUT.search(text) is not None
+        ("Watchdog caught collective" in text and _WATCHDOG.search(text) is not None)
+        or ("ProcessGroupNCCL.cpp:" in text and _NCCL_TIMEOUT.search(text) is not None)
+        or ("checkTimeout" in text and _CHECK_TIMEOUT.search(text) is not None)
     )
 
 

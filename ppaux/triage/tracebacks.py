@@ -307,6 +307,16 @@ class TracebackBuilder:
             self.state = "after"  # no exception line came where one should: cut off
             return False
         code = text.strip()
+        if (
+            code.startswith("Traceback (m")
+            and self._frames
+            and not self.group
+            and not self.failure.fragment
+        ):
+            # another traceback's header after this one's own header and frames: this one was
+            # cut before its exception (frames without a header may be a traceback pasted
+            # newest line first, whose header comes after its frames)
+            return False
         if not code or set(code) <= set("^~ ") or code.startswith(("Traceback (m", GROUP_HEADER)):
             return True
         failure = self.failure
