@@ -61,6 +61,7 @@ from ppaux.triage.crashlines import (
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
 from ppaux.triage.mpirun import MPIRUN_MARKER
 from ppaux.triage.ncclcuda import NCCL_CUDA_TYPE, cuda_calloc, cuda_failure
+from ppaux.triage.ncclsetup import INIT_FAILED_MARKER, INIT_FAILED_TYPE, init_failure
 from ppaux.triage.openmpi import MPI_ERROR, MPI_MARKERS, mpi_block, mpi_detail
 from ppaux.triage.records import Failure, Frame
 from ppaux.triage.runtimedeaths import RUNTIME_MARKERS
@@ -99,6 +100,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"NVRM: Xid",
     b"] Assertion ",  # a CUDA kernel's assertion: ``thread: [63,0,0] Assertion `...` failed.``
     *MPI_MARKERS,
+    INIT_FAILED_MARKER,  # a worker's NCCL wrapper: its communicator's set-up failed
     # a death another process reports (:mod:`ppaux.triage.deaths` reads it)
     b"A worker died or was killed",
     b"; not expected)",
@@ -370,6 +372,8 @@ class Crashes:
                 self._last_line = line.number  # the same failure said again
                 return None
             return self._new(line, NCCL_CUDA_TYPE, cuda)
+        if (init := init_failure(text)) is not None:
+            return self._new(line, INIT_FAILED_TYPE, init)
         if (calloc := cuda_calloc(text)) is not None:
             if near is not None and near.exception == NCCL_CUDA_TYPE:
                 if calloc not in near.message:  # the same failure's allocation
