@@ -133,7 +133,8 @@ def _cut_roots(ordered: list[Failure], deaths: list[Failure | Event]) -> list[Fa
     came before every one of them, none is a root: they followed from it."""
     cut = [f for f in ordered if f.exception is None]
     # torchrun's summary's other rows follow its first observed failure, a death included
-    first = {d.source for d in deaths if isinstance(d, Failure) and d.summary == "root-cause"}
+    told = [*deaths, *cut]  # its first observed failure a death or an exit code of its own
+    first = {d.source for d in told if isinstance(d, Failure) and d.summary == "root-cause"}
     cut = [f for f in cut if not (f.summary == "failure" and f.source in first)]
     if not cut:
         return []
