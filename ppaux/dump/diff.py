@@ -262,7 +262,7 @@ def _compare(
         entry: dict[str, Any] = {"key": "", "aux": aux, "status": "same", "changes": []}
 
         def describe(
-            entry: dict[str, Any] = entry, key: Any = key, identity: str = identity
+            entry: dict[str, Any] = entry, key: str = key, identity: str = identity
         ) -> str:
             # The key's text and both values' summaries, for a listed entry or a finding built.
             if not entry["key"]:
