@@ -130,7 +130,7 @@ def test_a_kernel_assertion_quoted_in_prose_is_no_cause(tmp_path: Path, line: st
     log.write_text(f"{line}\n{_CUT}")
     (root,) = [f for f in triage_paths([str(log)]).findings if f.code == "PP802"]
     assert root.extra["exception"] is None
-    assert root.extra["kind"] == "unknown" and root.location["line"] == 2
+    assert root.extra["kind"] == "unknown" and root.location is not None and root.location.line == 2
 
 
 @pytest.mark.parametrize("prefix", ["", "[rank0]: ", "14: ", "2024-05-01 01:00:00 ERROR "])
