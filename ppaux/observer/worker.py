@@ -246,9 +246,13 @@ def _before_the_target(request: dict[str, Any], emit: Emit) -> tuple[ObserverOpt
     settings = dict(request["options"])
     settings["batch_sizes"] = tuple(settings["batch_sizes"])
     options = check.ObserverOptions(**settings)
-    for entry in request.get("path", []):
-        if isinstance(entry, str) and entry not in sys.path:
-            sys.path.append(entry)
+    # The asking process's path where Python put it for the user: after the standard library,
+    # ahead of site-packages (a project's PYTHONPATH=src before an installed copy).
+    import site
+
+    from ppaux.replay import ordered_path
+
+    sys.path[:] = ordered_path(sys.path, request.get("path", []), site.getsitepackages())
     # sglang's Req and ScheduleBatch with the sglang transport, where sglang is importable:
     # imported before the target too, and before the start allowance ends (sglang's import is
     # the slow part).
