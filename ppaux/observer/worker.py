@@ -238,6 +238,10 @@ def _before_the_target(request: dict[str, Any], emit: Emit) -> tuple[ObserverOpt
 
     import torch  # noqa: F401  (before the target, which may patch it)
 
+    from ppaux.observer.torch_threads import note_torchs_threads
+
+    note_torchs_threads()
+
     import ppaux.observer.check as check
     import ppaux.observer.lines as lines
     import ppaux.observer.requests as requests
@@ -350,10 +354,15 @@ def _module_at(path: object) -> str | None:
 def _end(emit: Emit, report: Any = None) -> None:
     """The last record (the threads and timers the target left, the module loaded from the
     report's file ``report``, if any), the streams flushed."""
+    from ppaux.observer.torch_threads import is_torchs
+
     threads = [
         thread.name
         for thread in threading.enumerate()
-        if thread is not threading.main_thread() and thread.is_alive() and not thread.daemon
+        if thread is not threading.main_thread()
+        and thread.is_alive()
+        and not thread.daemon
+        and not is_torchs(thread)
     ]
     message = {"event": "end", "threads": threads[:20], "timers": _timers_left()}
     module = _module_at(report)
