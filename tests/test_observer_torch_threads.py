@@ -12,6 +12,7 @@ from helpers import REPO
 
 from ppaux.observer import ObserverOptions, check_observer
 from ppaux.observer.torch_threads import is_torchs, starter, torchs_module
+from ppaux.testing import assert_pp_safe
 
 pytestmark = pytest.mark.torch
 
@@ -79,3 +80,49 @@ def test_a_thread_running_a_function_of_torchs_is_torchs():
     import torch
 
     assert is_torchs(threading.Thread(target=torch.manual_seed, args=(0,)))
+
+
+def _in_hand(tmp_path: Path, name: str, started: str) -> object:
+    """The worked example's observer, in hand (its module loaded under ``name``), whose
+    ``after_sample`` calls ``start()`` of a module loaded under the name ``started``."""
+    import importlib.util
+
+    (tmp_path / "pool.py").write_text(
+        "import concurrent.futures\n"
+        "POOLS = []\n"
+        "def start():\n"
+        "    pool = concurrent.futures.ThreadPoolExecutor(1)\n"
+        "    pool.submit(lambda: None).result()\n"
+        "    POOLS.append(pool)\n",
+        encoding="utf-8",
+    )
+    spec = importlib.util.spec_from_file_location(started, tmp_path / "pool.py")
+    assert spec is not None and spec.loader is not None
+    pool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pool)
+    text = GOOD.replace(
+        "        return EntropyOutput(state)",
+        "        POOL.start()\n        return EntropyOutput(state)",
+    )
+    assert text != GOOD
+    (tmp_path / "obs.py").write_text(text, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, tmp_path / "obs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    module.POOL = pool  # type: ignore[attr-defined]
+    spec.loader.exec_module(module)
+    return module.EntropyObserver()
+
+
+def test_in_hand_a_pool_started_by_torchs_code_is_not_the_targets(tmp_path):
+    observer = _in_hand(tmp_path, "obs_in_hand_a", "torch._pool_in_hand_of_the_test")
+    report = assert_pp_safe(observer, batch_sizes=(2,), steps=2)
+    assert [f.code for f in report.findings] == []
+
+
+def test_in_hand_a_pool_the_target_starts_itself_is_still_named(tmp_path):
+    observer = _in_hand(tmp_path, "obs_in_hand_b", "pool_in_hand_of_the_test")
+    with pytest.raises(AssertionError) as info:
+        assert_pp_safe(observer, batch_sizes=(2,), steps=2)
+    assert "PP715" in str(info.value)
+    assert "ThreadPoolExecutor" in str(info.value)
