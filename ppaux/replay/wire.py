@@ -272,9 +272,11 @@ def _raw(chunk: torch.Tensor) -> torch.Tensor:
     if chunk.is_quantized:
         return chunk.int_repr().reshape(-1)
     if chunk.is_neg():
-        # a negative view crosses gloo as the values it reads (torch 2.13: the receiver of
-        # torch._neg_view(x) gets -x); a conjugate one never reaches here (see outgoing)
-        chunk = chunk.resolve_neg()
+        # a negative view crosses gloo as the storage it views, the neg bit dropped (torch
+        # 2.13: the receiver of torch._neg_view(x) gets x, of z.conj().imag gets z.imag);
+        # _neg_view of a negative view is that storage, unnegated. A conjugate one never
+        # reaches here (see outgoing).
+        chunk = torch._neg_view(chunk)
     return chunk.reshape(-1)
 
 
