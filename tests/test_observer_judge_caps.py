@@ -64,3 +64,42 @@ def test_listed_plus_counted_is_every_changed_leaf(per_code, leaves):
     counted = sum(f.extra.get("omitted", 0) for f in found)
     assert len(listed) == min(per_code, leaves)
     assert len(listed) + counted == leaves
+
+
+def _closed_by_peer(judged: Judge, step: int, peer: str) -> None:
+    """Step ``step`` stopped on the wire: gloo's message names the peer and its port."""
+    message = f"[../gloo/transport/tcp/pair.cc:553] Connection closed by peer {peer}"
+    fault = {
+        "stage": "wire",
+        "side": "sender",
+        "method": None,
+        "error_type": "RuntimeError",
+        "message": message,
+        "name": None,
+        "value": None,
+        "where": None,
+    }
+    judged.take(
+        {
+            "event": "step",
+            "batch_size": 1,
+            "step": step,
+            "sent": ["x"],
+            "single": None,
+            "pp": fault,
+            "output_type": "Out",
+            "output": {},
+        }
+    )
+
+
+def test_a_peers_port_makes_no_second_finding():
+    judged = judge(100)
+    _closed_by_peer(judged, 0, "[127.0.0.1]:13718")
+    _closed_by_peer(judged, 1, "[127.0.0.1]:40211")
+    found = [f for f in judged.report().findings if f.code == "PP709"]
+    assert len(found) == 1
+    assert "Connection closed by peer [127.0.0.1]:13718" in found[0].message
+    # Another peer is another message.
+    _closed_by_peer(judged, 1, "[10.0.0.2]:40211")
+    assert len([f for f in judged.report().findings if f.code == "PP709"]) == 2

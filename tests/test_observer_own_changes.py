@@ -222,7 +222,7 @@ _STUBBORN = """
 class Stubborn(torch.Tensor):
     # A subclass whose clone raises: rank 0 still gets a tensor of its own.
     def clone(self, *args, **kwargs):
-        raise RuntimeError("no clone for a Stubborn")
+        raise RAISED("no clone for a Stubborn")
 
 
 class StubbornObs(PercentObs):
@@ -231,12 +231,15 @@ class StubbornObs(PercentObs):
 """
 
 
+@pytest.mark.parametrize("raised", ["RuntimeError", "SystemExit"])
 @pytest.mark.parametrize("transport", ["none", "wire"])
-def test_a_tensor_whose_clone_raises_is_not_shared_between_the_paths(tmp_path, transport):
+def test_a_tensor_whose_clone_raises_is_not_shared_between_the_paths(tmp_path, transport, raised):
     # Rank 0's copy_to_host scales its output's tensor in place; the single stage's must not
     # see it, with no transport (where rank 0 gets the very tensors sent) as with a wire.
+    # A clone that raises SystemExit is the target's too: it ends nothing.
     path = tmp_path / "stubborn.py"
-    path.write_text(_BASE + textwrap.dedent(_PERCENT) + textwrap.dedent(_STUBBORN))
+    stubborn = textwrap.dedent(_STUBBORN).replace("RAISED", raised)
+    path.write_text(_BASE + textwrap.dedent(_PERCENT) + stubborn)
     options = ObserverOptions(transport=transport, batch_sizes=(2,), steps=2)
     report = check_loaded(load_observer(f"{path}:StubbornObs"), options)
     assert [(f.code, f.message) for f in report.findings] == []

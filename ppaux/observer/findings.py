@@ -137,11 +137,18 @@ def changed_finding(
     )
 
 
+#: A peer's address and port in a transport's message (gloo's "Connection closed by peer
+#: [127.0.0.1]:13718"): the port is the connection's own, a new one for each.
+_PEER_PORT = re.compile(r"(\[[0-9A-Fa-f.:]+\]):\d+")
+
+
 def fault_key(fault: Fault) -> str:
-    """What makes two faults of one rule the same (a report words the first of them)."""
+    """What makes two faults of one rule the same (a report words the first of them): a
+    peer's port in the message is left out (each connection has its own)."""
     if fault.stage == "hook":
         return f"{fault.method}/{fault.side}"
-    return f"{fault.stage}/{fault.message}"
+    message = _PEER_PORT.sub(r"\1:PORT", fault.message)
+    return f"{fault.stage}/{message}"
 
 
 def fault_finding(target: str, transport: str, fault: Fault, at: str) -> Finding:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ppaux.observer.drive import HookFailure, call_hook, message_line, where_raised
+from ppaux.observer.drive import INTERRUPTS, HookFailure, call_hook, message_line, where_raised
 from ppaux.sglang import (
     ADD_BAD_NAME,
     ADD_EMPTY,
@@ -275,14 +275,23 @@ def _copied(tensor: Any) -> Any:
 
     try:
         return tensor.clone()
-    except Exception:  # the target's own tensor subclass: its data copied as a plain tensor
-        pass
+    except BaseException as exc:  # the target's own tensor subclass: copied as a plain tensor
+        _theirs(exc)
     try:
         own = torch.Tensor.as_subclass(tensor, torch.Tensor).clone().as_subclass(type(tensor))
         own.__dict__.update(tensor.__dict__)
         return own
-    except Exception:  # a subclass that refuses even that: handed over as it is
+    except BaseException as exc:  # a subclass that refuses even that: handed over as it is
+        _theirs(exc)
         return tensor
+
+
+def _theirs(exc: BaseException) -> None:
+    """Raise ``exc`` again unless it is the target's (anything its code raises, ``SystemExit``
+    among them, but a ``KeyboardInterrupt`` outside the check's child: a person's, see
+    :func:`~ppaux.observer.drive.interrupts_are_the_targets`)."""
+    if isinstance(exc, KeyboardInterrupt) and not INTERRUPTS.theirs:
+        raise exc
 
 
 def pp_send(output: object, rank0_observer: object, token_ids: object, m: Machinery) -> PathOutcome:
