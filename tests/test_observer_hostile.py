@@ -222,15 +222,26 @@ def noisy_file(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("form", ["json", "sarif", "gitlab"])
-def test_prints_go_to_stderr_and_the_report_parses(tmp_path, form):
+def test_prints_go_to_the_output_callback_and_every_report_parses(tmp_path):
+    # One run's report through each formatter (the CLI's own path, prints on descriptor 2 and
+    # the report alone on 1, is the next test's).
+    from ppaux.observer import ObserverOptions
+    from ppaux.report.formats import gitlab, sarif
+    from ppaux.report.formats import json as json_format
+
     file = noisy_file(tmp_path)
-    result = cli("check-observer", f"{file}:EntropyObserver", "--steps", "1", "--format", form)
-    assert result.exit_code == 0, result.output
-    assert "noisy" not in result.stdout
-    json.loads(result.stdout)
-    assert "noisy at import" in result.stderr
-    assert "noisy after_sample" in result.stderr
+    shown: list[bytes] = []
+    report = check_observer(
+        f"{file}:EntropyObserver", ObserverOptions(steps=1), on_output=shown.append
+    )
+    assert report.findings == []
+    text = b"".join(shown).decode()
+    assert "noisy at import" in text
+    assert "noisy after_sample" in text
+    for render in (json_format.render, sarif.render, gitlab.render):
+        rendered = render(report)
+        assert "noisy" not in rendered
+        json.loads(rendered)
 
 
 def test_prints_at_the_descriptor_level_never_reach_stdout(tmp_path):
