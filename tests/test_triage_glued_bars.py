@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ppaux.triage import triage_paths
@@ -205,6 +205,10 @@ _RECORDS = [
 
 @settings(max_examples=30, deadline=None)
 @given(_bars(), st.sampled_from(_RECORDS))
+@example(  # three carriage returns and one newline: no log whose lines end in '\r'
+    "\r  0%|          | 0/1 [00:00<00:09, ?it/s]\r  0%|          | 0/1 [00:00<00:09, ?it/s]",
+    f"{_OOM}\n",
+)
 def test_a_record_after_a_bar_and_a_carriage_return_is_read_as_alone(bar, record):
     assert _found(f"{bar}\r{record}") == _found(record)
 

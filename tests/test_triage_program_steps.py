@@ -379,6 +379,21 @@ def test_an_ascend_hccl_log_gets_hccl_s_steps_and_none_of_nccl_s(tmp_path):
     assert "NCCL_SOCKET_IFNAME" not in " ".join(_lines(report))
 
 
+def test_an_ascend_log_without_a_root_gets_hccl_s_fix_and_none_of_nccl_s(tmp_path):
+    log = tmp_path / "ascend.log"
+    log.write_text(_HCCL)
+    (no_root,) = [f for f in _report(log).findings if f.code == "PP809"]
+    assert no_root.extra["collectives"] == "hccl"
+    assert "HCCL_SOCKET_IFNAME" in no_root.hint and "~/ascend/log/" in no_root.hint
+    assert "NCCL_" not in no_root.hint.replace("HCCL_", "")
+    nccl = tmp_path / "nccl.log"
+    lines = _HCCL.replace("HCCL", "NCCL").splitlines(keepends=True)
+    nccl.write_text("".join(line for line in lines if "ERR02005" not in line))
+    (no_root,) = [f for f in _report(nccl).findings if f.code == "PP809"]
+    assert no_root.extra["collectives"] == "nccl"
+    assert "NCCL_SOCKET_IFNAME" in no_root.hint and "HCCL" not in no_root.hint
+
+
 @pytest.mark.parametrize(
     "name", ["dsexamples-321-host-alloc-interleaved.log", "dataloader-killed.log"]
 )

@@ -63,8 +63,9 @@ class Rule:
     #: turns such findings into errors so that a CI gate never passes on them.
     inconclusive: bool = False
     #: The fix of each kind a finding of this rule names (in ``extra.nccl_setup``, else
-    #: ``extra.killer``, else ``extra.kind``, else ``extra.no_root``), as (kind, fix) pairs:
-    #: a finding of a kind listed here carries that fix; ``fix`` covers every kind.
+    #: ``extra.killer``, else ``extra.kind``, else ``extra.no_root``, else
+    #: ``extra.collectives``), as (kind, fix) pairs: a finding of a kind listed here carries
+    #: that fix; ``fix`` covers every kind.
     kind_fixes: tuple[tuple[str, str], ...] = ()
     #: True when the finding says the check itself did not run to its end or checked nothing
     #: (the target ended, hung, or produced nothing to check): ``--select`` and ``--ignore``

@@ -301,7 +301,7 @@ def triage_paths(
     killed_by: str | None = None
     setup: str | None = None
     if loose:
-        orphaned = no_root_finding(loose, warned)
+        orphaned = no_root_finding(loose, warned, deployment.ascend)
         no_root = orphaned.extra["no_root"]
         crash = orphaned.extra["crashed"] is True
         ended = orphaned.extra["exited"] is True

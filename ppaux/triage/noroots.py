@@ -144,12 +144,15 @@ def _setup(events: list[Event]) -> tuple[Event, str, str] | None:
     return None
 
 
-def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = None) -> Finding:
+def no_root_finding(
+    loose: list[Failure | Event], warned: list[Event] | None = None, ascend: bool = False
+) -> Finding:
     """PP809: the logs hold no root. Said plainly, with why: a process that died of what the
     log does not say (a signal, a Ray worker gone), communication failures only (the cause is on
     the network or another node), signals only, or tracebacks cut off. ``warned``: NCCL's
     warnings the logs hold beside sglang's own lines (not records of their own there), said
-    where the logs hold only signals besides."""
+    where the logs hold only signals besides. ``ascend``: the logs are of Ascend's NPUs, whose
+    communication is HCCL's (``extra.collectives``, and its fix)."""
     warned = warned or []
     first = loose[0]
     count = len(loose)
@@ -217,6 +220,8 @@ def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = N
             # communication failures alone, whose words most often mean this host's set-up
             "host": cause == "network-or-other-node"
             and any(local_note(f.error) is not None for f in failures),
+            # the communication library: HCCL on Ascend's NPUs (its own fix), else NCCL
+            "collectives": "hccl" if ascend else "nccl",
         },
         location=location_of(first),
     )

@@ -54,7 +54,7 @@ def get_rule(code: str) -> Rule:
 
 
 #: Where a finding's ``extra`` names the kind whose fix it takes, first listed first.
-_KIND_KEYS = ("nccl_setup", "killer", "kind", "no_root")
+_KIND_KEYS = ("nccl_setup", "killer", "kind", "no_root", "collectives")
 
 
 def finding(

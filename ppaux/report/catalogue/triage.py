@@ -365,7 +365,17 @@ RULES = (
             "no root in this log: the cause is on the network or another node; 6 communication "
             "failures on TP10, TP11, TP12 and nothing else"
         ),
-        kind_fixes=(*_SETUP_FIXES, *_STOP_FIXES),
+        kind_fixes=(
+            *_SETUP_FIXES,
+            *_STOP_FIXES,
+            (
+                "hccl",
+                "Collect the logs of every node, the parent process's and CANN's (~/ascend/log/); "
+                "check the network between the nodes (ASCEND_GLOBAL_LOG_LEVEL=1, "
+                "HCCL_SOCKET_IFNAME or HCCL_IF_IP, HCCL_CONNECT_TIMEOUT, HCCL_EXEC_TIMEOUT; "
+                "hccn_tool's links) and OOM kills.",
+            ),
+        ),
         area="triage",
     ),
     Rule(
