@@ -199,6 +199,11 @@ def outgoing(
     refusal = dispatch_refusal(tensor)
     if refusal is not None:
         raise WireError("sender", "NotImplementedError", refusal, key=key, metadata_sent=True)
+    if tensor.is_neg():
+        # torch.distributed.send reaches the backend through c10d's dispatcher, whose fallback
+        # for a negative view hands on the values it reads (torch 2.13: the receiver of
+        # torch._neg_view(x) gets -x); ppaux calls the backend's own send, past the dispatcher.
+        tensor = tensor.resolve_neg()
     if tensor.is_cpu:
         if tensor.layout != torch.strided or not tensor.is_contiguous():
             raise WireError(
@@ -272,11 +277,9 @@ def _raw(chunk: torch.Tensor) -> torch.Tensor:
     if chunk.is_quantized:
         return chunk.int_repr().reshape(-1)
     if chunk.is_neg():
-        # a negative view crosses gloo as the storage it views, the neg bit dropped (torch
-        # 2.13: the receiver of torch._neg_view(x) gets x, of z.conj().imag gets z.imag);
-        # _neg_view of a negative view is that storage, unnegated. A conjugate one never
-        # reaches here (see outgoing).
-        chunk = torch._neg_view(chunk)
+        # a negative view crosses gloo as the values it reads (torch 2.13: the receiver of
+        # torch._neg_view(x) gets -x); a conjugate one never reaches here (see outgoing)
+        chunk = chunk.resolve_neg()
     return chunk.reshape(-1)
 
 
