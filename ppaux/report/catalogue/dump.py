@@ -135,7 +135,7 @@ RULES = (
     Rule(
         code="PP107",
         name="aux-sparse-or-quantized",
-        severity=Severity.WARNING,
+        severity=Severity.ERROR,
         summary="An auxiliary tensor is sparse or quantized.",
         explanation=(
             "torch.distributed's send has no kernel for a sparse or quantized tensor: sglang's "
