@@ -380,6 +380,13 @@ RULES = (
             "tuple for a frozenset), or allowlist the global with "
             "torch.serialization.add_safe_globals on the loading side when the file is trusted."
         ),
+        kind_fixes=(
+            (
+                "protocol",
+                "Save with torch.save's default protocol: leave pickle_protocol out (it writes "
+                "protocol 2, which the weights-only reader runs).",
+            ),
+        ),
         example=(
             "torch.load's default (weights_only=True) refuses this file: data.pkl byte 13: "
             "opcode 0x8b (LONG4) is not one it runs; torch.load(weights_only=False) would read "
