@@ -359,8 +359,8 @@ def test_type_names_take_the_right_article(tmp_path):
     lines = {
         "number": "is an int, not a sampling observer, a class or a factory (it lacks is_active, "
         "before_grammar, after_sample)",
-        "thing": "the factory thing returned an object, not a sampling observer (it lacks "
-        "is_active, before_grammar, after_sample)",
+        "thing": "calling the factory thing gave an object, which is not a sampling observer: "
+        "it lacks is_active, before_grammar, after_sample",
     }
     for attr, reason in lines.items():
         with pytest.raises(TargetError) as raised:

@@ -290,19 +290,17 @@ def _aux_steps(
     directory = captures[0][0] if captures else DEFAULT_CAPTURE_DIR
     stages, _ = _stages(deployment)
     last = f"PP{stages - 1} only" if stages else "the last stage only"
-    if captures:
-        steps.append(
-            Step(None, "the capture's host", "the logs show ppaux's capture on: read what it wrote")
-        )
-    else:
+    if not captures:
         steps += _capture(deployment, directory, last)
     steps += _compare_steps(deployment)
+    # The comment goes with the commands that read the capture, after the comparison.
+    read = (
+        "the logs show ppaux's capture on: read what it wrote"
+        if captures
+        else ("then read what the capture wrote")
+    )
     steps.append(
-        Step(
-            None,
-            "the capture's host",
-            f"then read what the capture wrote (replay needs torch there: {TORCH_INSTALL_HINT})",
-        )
+        Step(None, "the capture's host", f"{read} (replay needs torch there: {TORCH_INSTALL_HINT})")
     )
     for argv in (
         ("ppaux", "capture", "list", "--dir"),

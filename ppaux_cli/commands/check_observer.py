@@ -252,7 +252,7 @@ def _checked(
             report_path=None if output in (None, "-") else output,
         )
     except TargetError as exc:
-        fail(f"{exc.target}: {exc.reason}")
+        fail(exc)
     except ObserverConfigError as exc:
         fail(setting_line(exc))
 
