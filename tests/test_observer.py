@@ -334,7 +334,7 @@ def test_a_file_python_cannot_compile_without_a_line_names_no_line(tmp_path):
     result = cli("check-observer", f"{path}:Obs")
     assert result.exit_code == 2
     assert result.stderr == (
-        f"ppaux: error: {path}:Obs: cannot run {str(path)!r}: SyntaxError: source code string "
+        f"ppaux: error: {path}:Obs: cannot run {path}: SyntaxError: source code string "
         "cannot contain null bytes\n"
     )
 

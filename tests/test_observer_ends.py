@@ -868,7 +868,7 @@ def test_a_keyboard_interrupt_at_import_is_the_targets_error_with_its_line(tmp_p
     with pytest.raises(TargetError) as caught:
         check_observer(f"{path}:EntropyObserver", ONE, on_output=shown.extend)
     assert caught.value.reason == (
-        f"running {str(path)!r} raised KeyboardInterrupt: at import (at {path}:2)"
+        f"running {path} raised KeyboardInterrupt: at import (at {path}:2)"
     )
     assert b"Traceback" not in shown and b"worker" not in shown
 
@@ -879,7 +879,7 @@ def test_a_keyboard_interrupt_at_import_is_one_line_on_the_command_line(tmp_path
     result = cli("check-observer", f"{path}:EntropyObserver")
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        f"ppaux: error: {path}:EntropyObserver: running {str(path)!r} raised "
+        f"ppaux: error: {path}:EntropyObserver: running {path} raised "
         f"KeyboardInterrupt (at {path}:1)"
     ]
 

@@ -55,7 +55,7 @@ def test_an_exit_at_import_is_one_error_line_and_exit_2(tmp_path, call, shown):
     assert result.exit_code == 2, result.output
     assert result.stdout == ""
     assert result.stderr == (
-        f"ppaux: error: {file}:X: running {str(file)!r} raised {shown} (at {file}:3)\n"
+        f"ppaux: error: {file}:X: running {file} raised {shown} (at {file}:3)\n"
     )
 
 
