@@ -213,7 +213,6 @@ def no_root_finding(
             "crashed": bool(died) and crashed(died[0][1]),
             # it ended with an exit status of its own: an error it reported, not a kill
             "exited": bool(died) and exited(died[0][1]),
-            # a runtime's or a launcher's memory limit ended it (its own steps)
             # NCCL's communicator set-up failed (its own steps)
             "nccl_setup": setup[1] if setup is not None else None,
             "killer": next((killer(how) for _, how in died if killer(how)), None),
