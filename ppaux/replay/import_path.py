@@ -3,9 +3,9 @@
 An isolated interpreter reads no ``PYTHON*`` variable and puts neither the current directory nor
 a script's folder on ``sys.path``: its path is the standard library, then site-packages and what
 their ``.pth`` files add. The user's own entries (``PYTHONPATH``, or the path of the process that
-asked for the check) are placed where Python places ``PYTHONPATH`` for the user: after the
-standard library, ahead of site-packages, so a project run with ``PYTHONPATH=src`` is the code
-that runs, never an older installed copy, and no entry comes ahead of the standard library.
+asked for the check) go ahead of site-packages, as in the user's own runs, so a project run with
+``PYTHONPATH=src`` is the code that runs, never an older installed copy; but after the standard
+library (Python puts ``PYTHONPATH`` before it), so no entry can stand in for a standard module.
 
 This module imports nothing of ppaux's: an isolated process imports it first to find the rest.
 """
