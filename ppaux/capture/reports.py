@@ -16,7 +16,7 @@ from ppaux.capture.directory import (
     read_skipped,
 )
 from ppaux.capture.environment import PluginState, plugin_state
-from ppaux.report import Finding, Report, Table, finding
+from ppaux.report import Finding, Report, ReportBuilder, Table, finding
 from ppaux.sglang import PLUGIN_NAME
 
 __all__ = ["list_report", "status_report"]
@@ -58,7 +58,7 @@ def status_report(
     :class:`CaptureDirError` when the directory exists but cannot be listed.
     """
     state = plugin_state(environ)
-    report = Report(command="capture status")
+    report = ReportBuilder(command="capture status")
     where = directory if directory is not None else state.capture_dir
     rows = _plugin_rows(state)
     if state.setting_error is not None:
@@ -74,7 +74,7 @@ def status_report(
         rows.append(("directory", "not set (give a directory or set PPAUX_CAPTURE_DIR)"))
     report.data = data
     report.tables.append(Table("ppaux capture", ("", "value"), tuple(rows)))
-    return report
+    return report.build()
 
 
 def _plugin_rows(state: PluginState) -> list[tuple[str, str]]:
@@ -168,7 +168,7 @@ def list_report(directory: str | os.PathLike[str]) -> Report:
         raise CaptureDirError(str(path), f"cannot list: {exc.strerror or exc}") from None
     from ppaux.dump import culprit_text, trail_text
 
-    report = Report(command="capture list")
+    report = ReportBuilder(command="capture list")
     skipped = read_skipped(path)
     # One note per capture (the text view wraps it at the terminal's width, between words); the
     # file name already tells the time, host, pid and function, and JSON has every field.
@@ -216,4 +216,4 @@ def list_report(directory: str | os.PathLike[str]) -> Report:
         "captures": [e.to_json() for e in entries],
         "skipped": skipped,
     }
-    return report
+    return report.build()

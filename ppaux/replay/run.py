@@ -38,7 +38,7 @@ from ppaux.errors import DumpError, nested_past_recursion
 from ppaux.replay.options import ReplayConfigError, ReplayOptions, timeout_fault
 from ppaux.replay.results import DumpResult
 from ppaux.replay.vocabulary import Impl, Transport
-from ppaux.report import InputProblem, Report
+from ppaux.report import InputProblem, Report, ReportBuilder
 
 if TYPE_CHECKING:
     from ppaux.replay.setup import Setup
@@ -78,7 +78,7 @@ def replay_paths(
     files, problems = collect_dumps(paths, options.limits)
     deferred = _Deferred(options) if _cannot_fail(options) else None
     setup = cast("Setup", deferred) if deferred is not None else prepare(options)
-    report = Report(command="replay", problems=list(problems))
+    report = ReportBuilder(command="replay", problems=list(problems))
     results: list[DumpResult] = []
     try:
         for index, path in enumerate(files, 1):
@@ -118,7 +118,7 @@ def replay_paths(
     if len(results) <= DETAIL_TABLES_UP_TO:
         for result in results:
             report.tables += detail_tables(result)
-    return report
+    return report.build()
 
 
 def _cannot_fail(options: ReplayOptions) -> bool:

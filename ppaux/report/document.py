@@ -21,6 +21,7 @@ __all__ = [
     "FailOn",
     "InputProblem",
     "Report",
+    "ReportBuilder",
     "Table",
     "count_by_severity",
     "exit_code",
@@ -98,6 +99,29 @@ class Report:
     data: dict[str, Any] = field(default_factory=dict)
     tables: list[Table] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ReportBuilder:
+    """A report while a command gathers it: lists and a dict to add to, then :meth:`build`."""
+
+    command: str
+    findings: list[Finding] = field(default_factory=list)
+    problems: list[InputProblem] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+    tables: list[Table] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def build(self) -> Report:
+        """The report of what was gathered so far (later additions do not reach it)."""
+        return Report(
+            self.command,
+            list(self.findings),
+            list(self.problems),
+            dict(self.data),
+            list(self.tables),
+            list(self.notes),
+        )
 
 
 def count_by_severity(findings: list[Finding]) -> dict[str, int]:
