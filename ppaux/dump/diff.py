@@ -28,6 +28,7 @@ from ppaux.report import (
     Finding,
     InputProblem,
     Report,
+    ReportBuilder,
     Severity,
     Table,
     cap_per_code,
@@ -56,7 +57,7 @@ def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
     from ppaux.dump.payload import find_payloads, walk
     from ppaux.text import shown
 
-    report = Report(command="diff")
+    report = ReportBuilder(command="diff")
     dumps = []
     for path in (a, b):
         try:
@@ -71,17 +72,17 @@ def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
             continue
         dumps.append(dump)
     if report.problems:
-        return report
+        return report.build()
     try:
         return diff_dumps(dumps[0], dumps[1], limits)
     except DumpError as exc:  # a limit met while finding the tensor dicts (max_payloads, ...)
         report.problems.append(InputProblem.of(exc))
-        return report
+        return report.build()
     except RecursionError:  # nested within max_depth, deeper than the comparison can go
         deeper = a if _nesting(dumps[0].root) >= _nesting(dumps[1].root) else b
         error = nested_past_recursion(deeper, limits.max_depth, "compare")
         report.problems.append(InputProblem(error.path, error.reason))
-        return report
+        return report.build()
 
 
 def _nesting(root: object) -> int:
@@ -109,7 +110,7 @@ def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
     from ppaux.dump.payload import find_payloads
     from ppaux.text import shown
 
-    report = Report(command="diff")
+    report = ReportBuilder(command="diff")
     sides = []
     records = []
     for dump in (a, b):
@@ -170,7 +171,7 @@ def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
         report.findings, limits.max_findings_per_code, "max_findings_per_code"
     )
     report.data["diff"] = {"a": sides[0].name, "b": sides[1].name, "dicts": compared}
-    return report
+    return report.build()
 
 
 def _placed(item: Finding, payload: Payload) -> Finding:
@@ -403,7 +404,7 @@ def _short(value: object) -> str:
 
 
 def _pop(
-    sides: list[_Side], left: Payload, right: Payload, report: Report
+    sides: list[_Side], left: Payload, right: Payload, report: ReportBuilder
 ) -> dict[str, Any] | None:
     from ppaux.dump.checks import predict_pop
 

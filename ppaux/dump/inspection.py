@@ -23,7 +23,16 @@ from ppaux.dump.trail import culprit_text, read_culprit, read_trail, trail_findi
 from ppaux.errors import DumpError, ReadMismatch
 from ppaux.files import stdin_hint
 from ppaux.limits import Limits
-from ppaux.report import Finding, InputProblem, Report, Severity, Table, cap_per_code, finding
+from ppaux.report import (
+    Finding,
+    InputProblem,
+    Report,
+    ReportBuilder,
+    Severity,
+    Table,
+    cap_per_code,
+    finding,
+)
 from ppaux.sglang import MSG_TYPE_KEY
 from ppaux.text import MAX_SHOWN, counted, shown
 
@@ -267,7 +276,7 @@ def inspect_paths(
     streams = streams or {}
     paths = list(paths)
     files, problems = collect_inputs(paths, limits, streams)
-    report = Report(command="inspect", problems=problems)
+    report = ReportBuilder(command="inspect", problems=problems)
     descriptions = []
     for index, path in enumerate(files, 1):
         try:
@@ -316,7 +325,7 @@ def inspect_paths(
     report.data["files"] = descriptions
     if release is not None:
         report.data["release"] = release
-    return report
+    return report.build()
 
 
 def _trail_notes(description: dict[str, Any]) -> list[str]:
