@@ -11,7 +11,7 @@ from typing import BinaryIO
 
 from ppaux.files import stdin_hint
 from ppaux.limits import Limits
-from ppaux.report import Finding, InputProblem, Location, Report, finding
+from ppaux.report import Finding, InputProblem, Location, ReportBuilder, finding
 from ppaux.text import counted, shown
 from ppaux.triage.reading import LogReading, read_log
 from ppaux.triage.sources import (
@@ -76,7 +76,7 @@ def _unshaped_reason(reading: LogReading) -> str:
 
 
 def refuse_unshaped(
-    report: Report, readings: list[LogReading], unlogged: list[NoLogLines] | None = None
+    report: ReportBuilder, readings: list[LogReading], unlogged: list[NoLogLines] | None = None
 ) -> None:
     """Files that hold no line of sglang's or a launcher's shape (a README, a torch dump, a
     one-line text file), and JSON documents none of whose records is a log line (``unlogged``),
@@ -192,7 +192,7 @@ def _once(files: list[str]) -> list[str]:
 
 
 def read_all(
-    report: Report,
+    report: ReportBuilder,
     given: list[str],
     streams: Mapping[str, BinaryIO],
     zone: LocalZone | None,

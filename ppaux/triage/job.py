@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import BinaryIO
 
 from ppaux.limits import Limits
-from ppaux.report import Finding, Report, finding
+from ppaux.report import Finding, Report, ReportBuilder, finding
 from ppaux.sglang import MessageMatch
 from ppaux.text import shown
 from ppaux.triage.deaths import death_of
@@ -241,7 +241,7 @@ def _tell_apart(readings: list[LogReading], failures: list[Failure]) -> None:
 
 
 def _incident_findings(
-    report: Report, found: list[Incident], pp_size: int | None
+    report: ReportBuilder, found: list[Incident], pp_size: int | None
 ) -> tuple[list[MessageMatch | None], list[str]]:
     """Each listed incident's findings onto ``report``; the nine messages each root matched,
     and the observers worth checking."""
@@ -279,7 +279,7 @@ def triage_paths(
     """
     zone = None if local_zone is None else parse_local_zone(local_zone)
     streams = streams or {}
-    report = Report("triage")
+    report = ReportBuilder("triage")
     given = list(paths)
     readings = read_all(report, given, streams, zone, limits)
     for reading in readings:
@@ -339,7 +339,7 @@ def triage_paths(
     )
     _fill(report, readings, found, deployment, plan)
     _say_one_run(report, readings, found, [*failures, *events])
-    return report
+    return report.build()
 
 
 def _host_memory(kinds: list[str], found: list[Incident]) -> bool:
@@ -356,7 +356,7 @@ def _release(found: list[Incident]) -> str | None:
 
 
 def _say_one_run(
-    report: Report,
+    report: ReportBuilder,
     readings: list[LogReading],
     found: list[Incident],
     records: list[Failure | Event],
@@ -376,7 +376,7 @@ def _say_one_run(
 
 
 def _fill(
-    report: Report,
+    report: ReportBuilder,
     readings: list[LogReading],
     found: list[Incident],
     deployment: Deployment,
