@@ -26,7 +26,7 @@ from ppaux.observer.phrasing import cut
 from ppaux.observer.protocol import REQUESTS_PER_RECORD, STOPS, Bounds
 from ppaux.observer.target import LoadedObserver, TargetError, observer_from
 from ppaux.replay import Impl, Sender, Transport, timeout_fault
-from ppaux.report import Report
+from ppaux.report import Report, ReportBuilder
 from ppaux.suggestions import Setting
 
 if TYPE_CHECKING:
@@ -204,12 +204,12 @@ def check_observer(
             f"is the file of module {taken.report_module!r}, which the target imported; ppaux "
             "never writes over the target's code: give another output file",
         )
-    report = judge.report(kept.shown())
+    report = judge.draft(kept.shown())
     _foreign_signals(report, end)
     from ppaux.observer.release import release_note
 
     release_note(report, options, limits)
-    return report
+    return report.build()
 
 
 def _report_not_code(path: str) -> None:
@@ -320,7 +320,7 @@ def _judge_the_end(
         )
 
 
-def _foreign_signals(report: Report, end: ChildEnd) -> None:
+def _foreign_signals(report: ReportBuilder, end: ChildEnd) -> None:
     """The signals another process than the target's sent this one while the check ran, in
     the report's data (``observer.signals_from``) and notes."""
     if not end.foreign:

@@ -40,7 +40,7 @@ from ppaux.observer.phrasing import (
     where,
 )
 from ppaux.observer.walk import shown_name
-from ppaux.report import Finding, Location, Report, Table, cap_per_code, finding
+from ppaux.report import Finding, Location, Report, ReportBuilder, Table, cap_per_code, finding
 from ppaux.suggestions import RaiseLimit
 
 __all__ = ["Ending", "Judge"]
@@ -391,7 +391,11 @@ class Judge:
 
     def report(self, output: str = "") -> Report:
         """The report of everything taken; ``output`` is what the target printed (notes)."""
-        report = Report(command="check-observer")
+        return self.draft(output).build()
+
+    def draft(self, output: str = "") -> ReportBuilder:
+        """:meth:`report` before it is built, for the caller to add to."""
+        report = ReportBuilder(command="check-observer")
         if (
             self.start
             and not self.endings

@@ -7,12 +7,12 @@ from __future__ import annotations
 from ppaux.limits import Limits
 from ppaux.observer.options import ObserverOptions
 from ppaux.replay import Impl
-from ppaux.report import Report
+from ppaux.report import ReportBuilder
 
 __all__ = ["release_note"]
 
 
-def release_note(report: Report, options: ObserverOptions, limits: Limits) -> None:
+def release_note(report: ReportBuilder, options: ObserverOptions, limits: Limits) -> None:
     """Where the check ran sglang's transport from ``--sglang-path`` and that file's add and
     pop are no known release's, a note says so: its behaviour is a patched, forked or newer
     build's, not a release's."""
