@@ -261,7 +261,7 @@ def emit(report: Report, options: ReportOptions) -> NoReturn:
     if options.findings_only and fmt in _READ_FORMATS:
         import dataclasses
 
-        report = dataclasses.replace(report, tables=[])
+        report = dataclasses.replace(report, tables=())
     to_stdout = options.output is None or options.output == STDIO
     if options.statistics:
         text = _statistics(report, fmt)

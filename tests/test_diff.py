@@ -230,7 +230,7 @@ def test_tensor_bytes_are_read_in_blocks(tmp_path, monkeypatch):
     report = diff.diff_paths(str(a), str(b))
     assert [f.code for f in report.findings] == ["PP605"]
     assert max(reads) <= digests.BLOCK_BYTES and sum(reads) == 2 * big.numel() * 4
-    assert diff.diff_paths(str(a), str(c)).findings == []
+    assert diff.diff_paths(str(a), str(c)).findings == ()
 
 
 @pytest.mark.torch
@@ -243,7 +243,7 @@ def test_views_compare_by_the_elements_they_see(tmp_path):
     c = _save(tmp_path / "c.pt", {P + "v": torch.tensor([2.0, 3.0, 9.0])})
     from ppaux.dump.diff import diff_paths
 
-    assert diff_paths(str(a), str(b)).findings == []
+    assert diff_paths(str(a), str(b)).findings == ()
     assert [f.code for f in diff_paths(str(a), str(c)).findings] == ["PP605"]
 
 

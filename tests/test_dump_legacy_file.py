@@ -357,7 +357,7 @@ def test_diff_compares_a_legacy_file_with_a_zip_by_value(tmp_path):
     legacy, zipped, changed = tmp_path / "l.pt", tmp_path / "z.pt", tmp_path / "c.pt"
     legacy.write_bytes(_save(value, 2))
     torch.save(value, zipped)
-    assert diff_paths(str(legacy), str(zipped)).findings == []
+    assert diff_paths(str(legacy), str(zipped)).findings == ()
     torch.save({**value, "b": torch.tensor([1, 2], dtype=torch.int32)}, changed)
     found = diff_paths(str(legacy), str(changed)).findings
     assert [f.key for f in found] == ["b"]

@@ -259,7 +259,7 @@ def test_legacy_streams_nested_three_deep_are_a_finding_pickle_load_reads_past(t
     path.write_bytes(pickle.dumps({"a": Nested(stream)}, protocol=2))
     assert _pickle_load(path)["outcome"] != "refused"
     report = inspect_paths([str(path)])
-    assert report.problems == []
+    assert report.problems == ()
     assert [f.code for f in report.findings] == ["PP202"]
     assert "nested 3 levels deep" in report.findings[0].message
 

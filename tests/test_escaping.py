@@ -3,6 +3,7 @@ character, bidi mark, other format character or lone surrogate reaches any outpu
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import unicodedata
 import xml.etree.ElementTree as ET
@@ -159,7 +160,7 @@ def test_a_bad_location_or_huge_number_is_no_internal_error():
         extra={(1, 2): 10**5000, None: float("nan")},
         location=Location("f.py", 2**40, "g"),
     )
-    report.findings.append(odd)
+    report = dataclasses.replace(report, findings=(*report.findings, odd))
     # A record's location with no file name or no line number is none at all.
     assert Location.of({"file": 7, "line": "ten", "function": None}) is None
     assert Location.of({"file": "f.py", "line": True}) is None

@@ -7,6 +7,7 @@ them and fails the run, so that the change is reviewed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -358,11 +359,17 @@ def test_non_finite_numbers_are_strings_in_every_json_format(fmt):
     # A value from a file (capture metadata) may be NaN or infinite; Python's json module would
     # write the bare tokens NaN and Infinity, which strict parsers refuse.
     nan, inf = float("nan"), float("inf")
-    report = mixed_report()
-    report.findings[0] = _finding(
+    mixed = mixed_report()
+    odd = _finding(
         "PP101", "dumps/aux list.pt", "odd floats", "k", extra={"values": [nan, inf, -inf, 1.5]}
     )
-    report.data["files"][0]["capture"] = {"nan": nan, "inf": inf, "ninf": -inf, "x": 0.25}
+    first, *others = mixed.data["files"]
+    capture = {"nan": nan, "inf": inf, "ninf": -inf, "x": 0.25}
+    report = dataclasses.replace(
+        mixed,
+        findings=(odd, *mixed.findings[1:]),
+        data={**mixed.data, "files": [{**first, "capture": capture}, *others]},
+    )
     document = _strict(render(report, fmt))
     if fmt is Format.JSON:
         assert document["files"][0]["capture"] == {

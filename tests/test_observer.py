@@ -101,7 +101,7 @@ def test_a_pp_safe_observer_passes_with_exit_0(name):
     assert result.exit_code == 0, result.output
     assert "same on both paths" in result.stdout
     report = check_observer(target(name))
-    assert report.findings == []
+    assert report.findings == ()
     # Every step of both batch sizes sent the output down both paths.
     assert [(r["batch_size"], r["step"]) for r in report.data["steps"]] == [
         (1, 0),
@@ -264,7 +264,7 @@ def test_a_reused_buffer_is_found_over_several_steps(in_hand):
     assert table.rows[first][3] == "changed by step 2 (PP713)"
     assert (first, 3) in table.marked
     # One step cannot show it.
-    assert in_hand("faulty.py:ReusedBufferObserver", ObserverOptions(steps=1)).findings == []
+    assert in_hand("faulty.py:ReusedBufferObserver", ObserverOptions(steps=1)).findings == ()
 
 
 def test_rank_0_uses_another_instance_of_the_observer(in_hand):
@@ -387,7 +387,7 @@ def test_a_column_of_a_matrix_is_compared_not_an_internal_error(tmp_path):
     file = tmp_path / "column.py"
     file.write_text(COLUMN_OBSERVER.format(observers=str(OBSERVERS)), encoding="utf-8")
     options = ObserverOptions(transport="none", batch_sizes=(1,), steps=1)
-    assert check_observer(f"{file}:Column", options).findings == []
+    assert check_observer(f"{file}:Column", options).findings == ()
     item = only(check_observer(f"{file}:ColumnOffByOne", options), "PP711")
     assert item.key == ".entropy"
     assert "differs (bits)" in item.message
@@ -428,7 +428,7 @@ def test_a_quantized_output_is_compared_with_its_parameters(tmp_path):
     file = tmp_path / "quantized.py"
     file.write_text(QUANTIZED_OBSERVER.format(observers=str(OBSERVERS)), encoding="utf-8")
     options = ObserverOptions(transport="none", batch_sizes=(1,), steps=1)
-    assert check_observer(f"{file}:Quantized", options).findings == []
+    assert check_observer(f"{file}:Quantized", options).findings == ()
     item = only(check_observer(f"{file}:Requantized", options), "PP711")
     assert item.key == ".entropy"
     assert "differs (quantization)" in item.message
@@ -683,7 +683,7 @@ def test_outputs_given_instead_of_driving(tmp_path):
         ObserverOptions(batch_sizes=(2,)),
         outputs=f"{module}:outputs",
     )
-    assert report.findings == []
+    assert report.findings == ()
     assert report.data["observer"]["outputs_given"] is True
     assert len(report.data["steps"]) == 1
 
@@ -793,7 +793,7 @@ def test_a_consume_that_reads_the_sampling_params_is_clean_on_the_stand_ins(tmp_
     (tmp_path / "reads.py").write_text(text, encoding="utf-8")
     report = check_observer(f"{tmp_path / 'reads.py'}:EntropyObserver")
     assert report.data["observer"]["requests"] == "ppaux stand-ins"
-    assert report.findings == []
+    assert report.findings == ()
 
 
 def test_a_transport_from_a_path_that_is_no_release_says_so(tmp_path):

@@ -80,7 +80,7 @@ def test_meta_as_the_default_device_at_import_is_no_finding(tmp_path, transport)
     )
     options = ObserverOptions(batch_sizes=(1, 2), steps=2, transport=transport, timeout_s=60)
     report = check_observer(target, options)
-    assert report.findings == []
+    assert report.findings == ()
     assert report.data["observer"]["ended"] == []
 
 
@@ -93,4 +93,4 @@ def test_meta_set_in_a_hook_leaves_a_nan_output_comparable(tmp_path):
         returned="torch.tensor([float('nan')] * logits.shape[0], device='cpu')",
     )
     report = check_observer(target, ONE)
-    assert report.findings == []
+    assert report.findings == ()

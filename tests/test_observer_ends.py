@@ -213,7 +213,7 @@ def test_the_targets_exit_handlers_do_not_run_as_the_page_says(tmp_path):
     mark = tmp_path / "handler_ran"
     path = observer_file(tmp_path, AN_EXIT_HANDLER.format(str(mark)))
     report = check_observer(f"{path}:EntropyObserver", ObserverOptions(batch_sizes=(1,), steps=1))
-    assert report.findings == []
+    assert report.findings == ()
     assert not mark.exists()
     page = " ".join((REPO / "docs" / "observers.md").read_text(encoding="utf-8").split())
     assert "the target's exit handlers (`atexit.register`) never run" in page
@@ -320,7 +320,7 @@ def test_a_timer_the_caller_set_before_the_check_is_left_alone(tmp_path):
         left = signal.getitimer(signal.ITIMER_PROF)[0]
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
-    assert report.findings == []
+    assert report.findings == ()
     assert left > 0
 
 
@@ -497,7 +497,7 @@ def test_a_signal_from_another_process_is_said_and_the_check_goes_on(tmp_path):
         report = check_observer(f"{path}:EntropyObserver", ONE)
     finally:
         sender.wait(60)
-    assert report.findings == []  # not the target's doing: no finding about it
+    assert report.findings == ()  # not the target's doing: no finding about it
     assert report.data["observer"]["signals_from"] == [{"signal": "SIGUSR1", "pid": sender.pid}]
     assert any(
         f"received SIGUSR1 from pid {sender.pid}, which is neither" in n for n in report.notes
@@ -550,7 +550,7 @@ def test_a_handler_the_caller_installed_still_gets_its_signal(tmp_path):
     finally:
         signal.signal(signal.SIGUSR2, before)
     assert got == [signal.SIGUSR2]
-    assert report.findings == []
+    assert report.findings == ()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -650,7 +650,7 @@ def test_forks_and_threads_of_other_threads_are_not_the_targets():
             helper.join(60)
     assert (got, os.waitstatus_to_exitcode(status)) == (b"ran", 7)
     [report] = reports
-    assert report.findings == []
+    assert report.findings == ()
 
 
 def test_each_in_hand_check_names_the_threads_its_own_target_started():
@@ -779,7 +779,7 @@ def test_the_target_runs_with_its_callers_signal_mask(tmp_path):
         "            raise RuntimeError('the timer never fired')\n"
     )
     report = check_observer(f"{observer_file(tmp_path, guard)}:EntropyObserver", ONE)
-    assert report.findings == []
+    assert report.findings == ()
 
 
 @pytest.mark.parametrize("broken", [False, True])

@@ -234,7 +234,7 @@ def test_prints_go_to_the_output_callback_and_every_report_parses(tmp_path):
     report = check_observer(
         f"{file}:EntropyObserver", ObserverOptions(steps=1), on_output=shown.append
     )
-    assert report.findings == []
+    assert report.findings == ()
     text = b"".join(shown).decode()
     assert "noisy at import" in text
     assert "noisy after_sample" in text

@@ -108,5 +108,5 @@ def test_a_class_of_main_with_no_source_file_is_checked(monkeypatch):
     monkeypatch.setitem(sys.modules, "__main__", main)
     cell = type("Cell", (Fine,), {"__module__": "__main__"})
     report = assert_pp_safe(cell, **ONE)
-    assert report.findings == []
+    assert report.findings == ()
     assert report.data["observer"]["origin"] is None

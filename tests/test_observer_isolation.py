@@ -305,7 +305,7 @@ def test_a_method_that_raises_is_located_at_the_line_that_raised(tmp_path):
 def test_without_sglang_consume_sees_the_stand_ins_and_the_report_says_so(tmp_path):
     report = check_observer(observer(tmp_path), ONE)
     assert report.data["observer"]["requests"] == "ppaux stand-ins"
-    assert report.notes == []  # a clean check stays quiet
+    assert report.notes == ()  # a clean check stays quiet
     # A consume that reads what only sglang's own Req has fails on the stand-ins, and the
     # report says which requests it saw.
     text = GOOD.replace(

@@ -72,7 +72,7 @@ def test_a_file_named_twice_or_imported_by_a_neighbour_runs_once(tmp_path: Path,
         ObserverOptions(steps=2),
         outputs=f"{tmp_path / 'outs.py'}:outputs",
     )
-    assert report.findings == []
+    assert report.findings == ()
     [run] = (tmp_path / "outs.runs").read_text(encoding="utf-8").splitlines()
     # The name 'import outs' finds it by, so a neighbour's import is the same module.
     assert run == "outs"

@@ -62,7 +62,7 @@ def test_writing_on_the_low_descriptors_misses_the_records(tmp_path):
     junk = "        import os\n        for fd in range(3, 64):\n"
     junk += "            try:\n                os.write(fd, b'JUNK')\n"
     junk += "            except OSError:\n                pass\n"
-    assert check_observer(observer(tmp_path, after_sample=junk), ONE).findings == []
+    assert check_observer(observer(tmp_path, after_sample=junk), ONE).findings == ()
 
 
 def test_a_garbled_record_stream_is_one_finding(tmp_path):
@@ -115,7 +115,7 @@ def test_a_grandchild_of_a_grandchild_is_ended_too(tmp_path):
 def test_a_clean_target_leaves_the_process_as_it_was(tmp_path):
     before = (prctl_get(3), prctl_get(37))
     report = check_observer(observer(tmp_path), ONE)
-    assert report.findings == []
+    assert report.findings == ()
     assert (prctl_get(3), prctl_get(37)) == before
 
 

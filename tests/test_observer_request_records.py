@@ -134,7 +134,7 @@ def _records_of(batch_size: int, monkeypatch: pytest.MonkeyPatch) -> list[dict]:
         observer_from(EntropyObserver, "EntropyObserver"),
         ObserverOptions(batch_sizes=(batch_size,), steps=2),
     )
-    assert report.findings == []
+    assert report.findings == ()
     return taken
 
 

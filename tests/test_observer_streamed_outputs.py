@@ -69,7 +69,7 @@ def _files(tmp_path: Path, item: str) -> tuple[str, str]:
 def test_each_output_is_made_only_when_its_step_runs(tmp_path):
     target, outputs = _files(tmp_path, "Out(torch.full((2,), float(i)))")
     report = check_observer(target, ObserverOptions(), outputs=outputs)
-    assert report.findings == []
+    assert report.findings == ()
     log = (tmp_path / "log.txt").read_text(encoding="utf-8").splitlines()
     assert log[0] == "made 0"
     # The second output is made after the first was sent and rebuilt, the third after that.

@@ -27,10 +27,10 @@ def fixture(name: str):
 
 def test_a_pp_safe_observer_passes_as_class_instance_factory_and_target():
     good = fixture("entropy_good.py:EntropyObserver")
-    assert assert_pp_safe(good).findings == []
-    assert assert_pp_safe(good()).findings == []
-    assert assert_pp_safe(lambda: good()).findings == []
-    assert assert_pp_safe(f"{OBSERVERS / 'entropy_good.py'}:EntropyObserver").findings == []
+    assert assert_pp_safe(good).findings == ()
+    assert assert_pp_safe(good()).findings == ()
+    assert assert_pp_safe(lambda: good()).findings == ()
+    assert assert_pp_safe(f"{OBSERVERS / 'entropy_good.py'}:EntropyObserver").findings == ()
 
 
 def test_a_leaking_observer_fails_with_every_finding_and_sglangs_message():
@@ -108,7 +108,7 @@ def test_outputs_as_a_callable():
     import torch
 
     report = pp_safety_report(good, outputs=lambda: [output(torch.tensor([1.0, 2.0]))])
-    assert report.findings == []
+    assert report.findings == ()
     assert report.data["observer"]["outputs_given"] is True
 
 

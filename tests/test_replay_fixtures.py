@@ -223,7 +223,7 @@ def test_fixture_replays_as_expected(fixture, setting, monkeypatch):
         assert report.data["results"] == []
         return
     if expected[0] == "judged":
-        assert report.problems == [] and report.data["results"] == []
+        assert report.problems == () and report.data["results"] == []
         assert expected[1] in {f.code for f in report.findings}
         # The same findings inspect gives the file (it holds no tensor dict to check).
         inspected = inspect_paths([path])
@@ -231,7 +231,7 @@ def test_fixture_replays_as_expected(fixture, setting, monkeypatch):
             (f.code, f.key) for f in inspected.findings
         ]
         return
-    assert report.problems == []
+    assert report.problems == ()
     (result,) = report.data["results"]
     assert result["path"] == path
     assert observed(result) == expected

@@ -72,6 +72,6 @@ def test_the_library_replays_under_replays_limits_unless_given_others():
     assert [p.path for p in refused.problems] == [path]
     assert "limit max_items=200000 reached" in refused.problems[0].message
     read = replay_paths([path], ReplayOptions(limits=Limits()))
-    assert read.problems == []
+    assert read.problems == ()
     assert [r["path"] for r in read.data["results"]] == [path]
     assert read.findings  # its 125,001 keys are not tensors: a finding, counted past the cut

@@ -32,8 +32,8 @@ def _with(fp: Fingerprint, *, tree_name: str | None = None, **changes) -> Finger
 
 def test_consistent_deployment_is_clean():
     report = compare(_set("consistent"))
-    assert report.findings == [] and report.problems == []
-    assert report.notes == ["first stage (receives): pp0; last stage (sends): pp3"]
+    assert report.findings == () and report.problems == ()
+    assert report.notes == ("first stage (receives): pp0; last stage (sends): pp3",)
     table = report.tables[0]
     assert table.columns == ("fact", "pp0", "pp1", "pp2", "pp3")
     assert table.marked == frozenset()
@@ -224,7 +224,7 @@ def test_a_file_cpython_refuses_is_an_error_said_once():
 def test_baseline():
     consistent = _set("consistent")
     golden = dataclasses.replace(consistent[0], source="golden.json")
-    assert compare(consistent, baseline=golden).findings == []
+    assert compare(consistent, baseline=golden).findings == ()
     skewed = _set("skewed")
     report = compare(skewed, baseline=golden)
     torch = [f for f in report.findings if f.code == "PP309"]

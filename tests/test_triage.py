@@ -128,7 +128,7 @@ def test_files_are_merged_by_time_not_by_the_order_given():
 
 def test_a_healthy_log_claims_nothing_and_exits_0():
     report = triage_paths([str(LOGS / "sglang-healthy.log")])
-    assert report.findings == []
+    assert report.findings == ()
     result = CliRunner().invoke(app, ["triage", str(LOGS / "sglang-healthy.log")])
     assert result.exit_code == 0, result.output
 

@@ -335,10 +335,10 @@ def test_only_a_heading_note_and_its_indented_lines_are_a_block():
     from ppaux.report import Report
     from ppaux.report.formats.markdown import render
 
-    report = Report("capture")
     # capture list's form: an entry whose error ends with a colon, and its indented trail.
-    report.notes += ["x.pt: RuntimeError: bad:", "    trail: recv dirty", "1 capture(s)"]
-    report.notes += ["next steps:", "  ppaux inspect x.pt", "  # a comment"]
+    notes = ("x.pt: RuntimeError: bad:", "    trail: recv dirty", "1 capture(s)")
+    notes += ("next steps:", "  ppaux inspect x.pt", "  # a comment")
+    report = Report("capture", notes=notes)
     lines = render(report).splitlines()
     assert "- x.pt: RuntimeError: bad:" in lines
     assert "- trail: recv dirty" in lines

@@ -52,7 +52,7 @@ def test_an_assertion_a_web_page_took_the_backticks_of_is_read(tmp_path: Path) -
 def test_a_sentence_about_an_assertion_is_none(tmp_path: Path) -> None:
     log = tmp_path / "note.log"
     log.write_text("We saw Indexing.cu fail an Assertion once; see the wiki.\n")
-    assert triage_paths([str(log)]).findings == []
+    assert triage_paths([str(log)]).findings == ()
 
 
 def test_real_logs_name_the_assertion() -> None:

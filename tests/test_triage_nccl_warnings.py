@@ -52,7 +52,7 @@ def test_a_healthy_logs_nccl_warning_at_shutdown_is_no_finding(tmp_path):
         "progressing operation=Connect, res=3, closing connection\n",
         encoding="utf-8",
     )
-    assert triage_paths([str(path)]).findings == []
+    assert triage_paths([str(path)]).findings == ()
     assert cli("triage", str(path), "--fail-on", "warning").exit_code == 0
 
 

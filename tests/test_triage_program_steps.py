@@ -285,7 +285,7 @@ def test_a_set_up_warning_alone_gets_its_own_fix(tmp_path):
 def test_a_log_of_ncclS_info_lines_is_read_and_holds_no_failure():
     path = REAL / "transformers-15618-nccl-info-only.log"
     report = _report(path)
-    assert report.findings == []
+    assert report.findings == ()
     result = CliRunner().invoke(app, ["triage", str(path)])
     assert result.exit_code == 0, result.output
     assert "not an sglang log" not in result.output
@@ -317,8 +317,8 @@ def test_ncclS_info_lines_alone_are_a_log_with_no_failure(tmp_path_factory, line
     log = tmp_path_factory.mktemp("info") / "job.log"
     log.write_text("".join(f"{h}:{p}:{p} [{d}] NCCL INFO {w}\n" for h, p, d, w in lines))
     report = triage_paths([str(log)])
-    assert report.problems == []
-    assert report.findings == []
+    assert report.problems == ()
+    assert report.findings == ()
 
 
 def test_the_watchdogs_frames_after_its_record_are_one_failure():

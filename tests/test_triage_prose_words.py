@@ -44,7 +44,7 @@ _CUT = 'Traceback (most recent call last):\n  File "/app/train.py", line 10, in 
 def test_a_note_that_names_a_record_holds_no_failure(tmp_path: Path, name: str) -> None:
     log = tmp_path / f"{name}.log"
     log.write_text(PROSE[name])
-    assert triage_paths([str(log)]).findings == []
+    assert triage_paths([str(log)]).findings == ()
     # never exit 1: a note is no failed run (exit 2 where it is refused as no sglang log)
     result = CliRunner().invoke(app, ["triage", str(log)])
     assert result.exit_code in (0, 2), result.output
@@ -56,7 +56,7 @@ def test_a_prompt_an_sglang_server_logs_is_no_watchdog_record(tmp_path: Path) ->
         HEALTHY + "[2026-01-01 00:00:01 PP1] Prompt was: how to fix Watchdog caught collective "
         "operation timeout in NCCL?\n"
     )
-    assert triage_paths([str(log)]).findings == []
+    assert triage_paths([str(log)]).findings == ()
     assert CliRunner().invoke(app, ["triage", str(log)]).exit_code == 0
 
 
@@ -112,7 +112,7 @@ def test_prose_that_embeds_a_record_s_words_mid_sentence_is_no_failure(
     )
     log = tmp_path_factory.mktemp("prose") / "note.log"
     log.write_text(text)
-    assert triage_paths([str(log)]).findings == []
+    assert triage_paths([str(log)]).findings == ()
 
 
 @pytest.mark.parametrize(

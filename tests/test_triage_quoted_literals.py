@@ -59,7 +59,7 @@ def test_a_dict_value_is_a_literal_whatever_spaces_stand_around_its_colon(key, v
 def test_a_failure_echoed_inside_a_literal_is_no_failure(tmp_path: Path, record):
     log = tmp_path / "server.log"
     log.write_text(HEALTHY + f"[2026-12-03 14:56:07 PP1] {record}\n", encoding="utf-8")
-    assert triage_paths([str(log)]).findings == []
+    assert triage_paths([str(log)]).findings == ()
 
 
 def test_a_group_note_holding_an_escaped_newline_stays_one_line():

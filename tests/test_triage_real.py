@@ -192,7 +192,7 @@ def test_a_healthy_log_with_error_words_holds_no_failure(tmp_path):
         "(token/s): 9.5\n"
     )
     report = triage_paths([str(log)])
-    assert report.findings == []
+    assert report.findings == ()
 
 
 def test_stripped_statements_on_several_lines_and_wrapped_types(tmp_path):
@@ -222,7 +222,7 @@ def test_warnings_and_the_server_process_s_request_errors_are_no_failures(tmp_pa
         "context length (8192 tokens).\n"
     )
     report = triage_paths([str(log)])
-    assert report.findings == []
+    assert report.findings == ()
 
 
 _LEVELS = st.sampled_from(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])

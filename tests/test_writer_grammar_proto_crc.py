@@ -42,7 +42,7 @@ def _rewritten(tmp_path: Path, edit) -> Path:
 
 def _found(path: Path) -> dict[str, str]:
     report = inspect_paths([str(path)])
-    assert report.problems == [], report.problems
+    assert report.problems == (), report.problems
     return {f.code: f"{f.severity.value}: {f.message}" for f in report.findings}
 
 

@@ -12,6 +12,7 @@ from .document import FailOn as FailOn
 from .document import InputProblem as InputProblem
 from .document import Report as Report
 from .document import ReportBuilder as ReportBuilder
+from .document import ReportData as ReportData
 from .document import Table as Table
 from .document import exit_code as exit_code
 from .error_page import ErrorPage as ErrorPage

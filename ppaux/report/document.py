@@ -9,8 +9,9 @@ turns it into the process exit status.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from ppaux.errors import PathError, path_shown
 from ppaux.report.findings import Finding, Severity, suggestion_json
@@ -22,6 +23,7 @@ __all__ = [
     "InputProblem",
     "Report",
     "ReportBuilder",
+    "ReportData",
     "Table",
     "count_by_severity",
     "exit_code",
@@ -89,16 +91,48 @@ class Table:
     text_rows: int | None = None
 
 
-@dataclass
+class ReportData(dict[str, Any]):
+    """A report's command-specific JSON data, read-only: its entries are fixed when the report
+    is built (a copy of the mapping it was given), so no reader of a report changes what
+    another reader sees. A dict (``json.dumps`` writes it as one) whose every method that would
+    change it raises :class:`TypeError`."""
+
+    __slots__ = ()
+
+    def _read_only(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("a report's data is read-only: make a new report (dataclasses.replace)")
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __reduce__(self) -> tuple[type[ReportData], tuple[dict[str, Any]]]:
+        # Copied and pickled from a plain dict: unpickling a dict's items sets each one.
+        return ReportData, (dict(self),)
+
+
+@dataclass(frozen=True)
 class Report:
-    """Everything one command found: findings, unusable inputs, JSON data and human tables."""
+    """Everything one command found: findings, unusable inputs, JSON data and human tables.
+
+    Frozen once built: each sequence is a tuple and ``data`` a :class:`ReportData`, whatever
+    sequences and mapping it was given. A command gathers its report in a
+    :class:`ReportBuilder`; a step after it (the gate, a selection, a format) makes a new one
+    with :func:`dataclasses.replace`."""
 
     command: str
-    findings: list[Finding] = field(default_factory=list)
-    problems: list[InputProblem] = field(default_factory=list)
-    data: dict[str, Any] = field(default_factory=dict)
-    tables: list[Table] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    findings: tuple[Finding, ...] = ()
+    problems: tuple[InputProblem, ...] = ()
+    data: Mapping[str, Any] = field(default_factory=ReportData)
+    tables: tuple[Table, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("findings", "problems", "tables", "notes"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value))
+        if not isinstance(self.data, ReportData):
+            object.__setattr__(self, "data", ReportData(self.data))
 
 
 @dataclass
@@ -113,18 +147,18 @@ class ReportBuilder:
     notes: list[str] = field(default_factory=list)
 
     def build(self) -> Report:
-        """The report of what was gathered so far (later additions do not reach it)."""
+        """The frozen report of what was gathered so far (later additions do not reach it)."""
         return Report(
             self.command,
-            list(self.findings),
-            list(self.problems),
-            dict(self.data),
-            list(self.tables),
-            list(self.notes),
+            tuple(self.findings),
+            tuple(self.problems),
+            ReportData(self.data),
+            tuple(self.tables),
+            tuple(self.notes),
         )
 
 
-def count_by_severity(findings: list[Finding]) -> dict[str, int]:
+def count_by_severity(findings: Iterable[Finding]) -> dict[str, int]:
     """Number of findings per severity, every severity present (zero where none)."""
     counts = {s.value: 0 for s in Severity}
     for f in findings:

@@ -43,12 +43,12 @@ class Gate:
         report = self.selection.apply(report)
         if not self.strict:
             return report
-        raised = [
+        raised = tuple(
             dataclasses.replace(f, severity=Severity.ERROR, extra={**f.extra, "strict": True})
             if is_inconclusive(f) and f.severity is not Severity.ERROR
             else f
             for f in report.findings
-        ]
+        )
         return dataclasses.replace(report, findings=raised)
 
     def exit_code(self, report: Report) -> int:

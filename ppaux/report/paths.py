@@ -68,13 +68,15 @@ def _rebased_location(location: Location | None, root: str, cwd: str) -> Locatio
 def rebase_report(report: Report, root: str, cwd: str) -> Report:
     """A copy of ``report`` whose findings (their locations' files too) and unreadable inputs
     name their paths by :func:`shown_path`; everything else is shared with ``report``."""
-    findings = [
+    findings = tuple(
         dataclasses.replace(
             f,
             path=shown_path(f.path, root, cwd),
             location=_rebased_location(f.location, root, cwd),
         )
         for f in report.findings
-    ]
-    problems = [dataclasses.replace(p, path=shown_path(p.path, root, cwd)) for p in report.problems]
+    )
+    problems = tuple(
+        dataclasses.replace(p, path=shown_path(p.path, root, cwd)) for p in report.problems
+    )
     return dataclasses.replace(report, findings=findings, problems=problems)

@@ -80,9 +80,9 @@ class Selection:
         from ppaux.report.catalogue import RULES
 
         # A finding that says the check checked nothing (or stopped early) is never dropped.
-        kept = [
+        kept = tuple(
             f
             for f in report.findings
             if self.includes(f.code) or (f.code in RULES and RULES[f.code].always_reported)
-        ]
+        )
         return dataclasses.replace(report, findings=kept)

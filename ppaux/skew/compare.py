@@ -213,9 +213,9 @@ def compare_stages(
         notes.append(f"compared with the baseline {baseline.source or '(given)'}")
     if len(stages) < 2 and baseline is None:
         notes.append("only one stage: nothing to compare it with (its own checks still ran)")
-    report = Report(
+    return Report(
         command="check-skew",
-        findings=findings,
+        findings=tuple(findings),
         data={
             "stages": [s.summary() for s in stages],
             "baseline": None
@@ -223,10 +223,9 @@ def compare_stages(
             else Stage(BASELINE_LABEL, baseline.source or BASELINE_LABEL, baseline).summary(),
             "missing_ranks": [m.to_json() for m in missing],
         },
-        notes=notes,
+        tables=(matrix(stages, baseline, env_names_differing(stages, baseline)),),
+        notes=tuple(notes),
     )
-    report.tables.append(matrix(stages, baseline, env_names_differing(stages, baseline)))
-    return report
 
 
 def _counted(item: Finding) -> Finding:

@@ -171,7 +171,7 @@ def _in_hand_failure(observer: object, exc: Exception, options: dict[str, Any]) 
             "the observer changed something the check uses (a builtin, json, torch); give it "
             "by name ('module:attr') to check it in a process of its own",
         )
-    report = Report("check-observer", findings=[found], data={"observer": {"target": name}})
+    report = Report("check-observer", findings=(found,), data={"observer": {"target": name}})
     return _describe(report, [found], options)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated
 
@@ -172,7 +173,7 @@ def check_skew(
     from ppaux.skew import compare_stages
 
     report = compare_stages(fingerprints, baseline=golden) if fingerprints else Report("check-skew")
-    report.problems += problems
+    report = dataclasses.replace(report, problems=(*report.problems, *problems))
     emit(report, options)
 
 
@@ -230,12 +231,21 @@ def _distributed(check: DistributedCheck, options: ReportOptions) -> None:
     report = compare_stages(
         gathered.fingerprints, gathered.paths, baseline=check.baseline, missing=gathered.missing
     )
-    report.problems += [InputProblem(source, message) for source, message in gathered.problems]
-    report.data["distributed"] = {
-        "world_size": session.world_size,
-        "timeout": check.timeout,
-        "gathered_over": gathered.transport,
-    }
+    report = dataclasses.replace(
+        report,
+        problems=(
+            *report.problems,
+            *(InputProblem(source, message) for source, message in gathered.problems),
+        ),
+        data={
+            **report.data,
+            "distributed": {
+                "world_size": session.world_size,
+                "timeout": check.timeout,
+                "gathered_over": gathered.transport,
+            },
+        },
+    )
     try:
         emit(report, options)
     except typer.Exit as done:

@@ -101,10 +101,10 @@ def _worded(report: Report, words: Wording) -> Report:
     problem's message."""
     return dataclasses.replace(
         report,
-        findings=[
+        findings=tuple(
             dataclasses.replace(f, hint=f.worded(words), suggestions=()) for f in report.findings
-        ],
-        problems=[
+        ),
+        problems=tuple(
             InputProblem(p.path, worded(p.message, p.suggestions, words)) for p in report.problems
-        ],
+        ),
     )

@@ -16,6 +16,7 @@ reorder the page.
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 
 from ppaux.report.document import FailOn, Report, Table, exit_code
 from ppaux.report.findings import Finding, Severity
@@ -124,7 +125,7 @@ def _finding(finding: Finding) -> list[str]:
     return out
 
 
-def _causes(findings: list[Finding]) -> list[str]:
+def _causes(findings: Sequence[Finding]) -> list[str]:
     from ppaux.report import catalogue
 
     out: list[str] = []

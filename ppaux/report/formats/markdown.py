@@ -14,6 +14,8 @@ emphasis or code (``__sampling_observer_output__`` would render in bold).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ppaux.report.document import FailOn, Report, Table, count_by_severity, exit_code
 from ppaux.report.findings import Finding
 from ppaux.text import shown
@@ -34,7 +36,7 @@ def cell(text: str) -> str:
     return "".join("\\" + c if c in _ESCAPED else c for c in text)
 
 
-def note_blocks(notes: list[str]) -> list[tuple[str, list[str]]]:
+def note_blocks(notes: Sequence[str]) -> list[tuple[str, list[str]]]:
     """The notes as (note, block) pairs: a heading note (one that ends with ``:`` and holds no
     other ``: ``, as triage's ``next steps:``) followed by notes indented by two spaces (its
     commands) takes those lines, their two spaces off, as its block, to be shown verbatim
@@ -45,7 +47,7 @@ def note_blocks(notes: list[str]) -> list[tuple[str, list[str]]]:
     return [(note, block) for note, block, _ in note_parts(notes)]
 
 
-def note_parts(notes: list[str]) -> list[tuple[str, list[str], bool]]:
+def note_parts(notes: Sequence[str]) -> list[tuple[str, list[str], bool]]:
     """:func:`note_blocks`, each pair with whether its block is lines of text the note held
     itself (a target's output: True) rather than the commands of the notes after it."""
     parts: list[tuple[str, list[str], bool]] = []
@@ -105,7 +107,7 @@ def file_verdicts(report: Report, fail_on: FailOn) -> list[tuple[str, str]]:
     """(file, its verdict in a few words) for every file the report is about, in the order the
     report names them: files it describes, then those its findings and problems name."""
     paths: list[str] = []
-    described = report.data.get("files") if isinstance(report.data, dict) else None
+    described = report.data.get("files")
     for entry in described if isinstance(described, list) else []:
         if isinstance(entry, dict) and isinstance(entry.get("path"), str):
             paths.append(entry["path"])

@@ -17,6 +17,7 @@ number, boolean or None (JSON has no tuple keys) becomes its shown ``repr``; a f
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from ppaux.report.document import InputProblem, Report, Table
@@ -60,7 +61,7 @@ def _repr(value: object) -> str:
 
 
 def shown_value(value: object) -> Any:
-    """``value`` with every string in it (dict keys too, through dicts, lists and tuples) shown
+    """``value`` with every string in it (dict keys too, through mappings, lists and tuples) shown
     by :func:`ppaux.text.shown`, over-long integers made strings and tuples made lists."""
     if isinstance(value, str):
         return shown(value, None)
@@ -68,7 +69,7 @@ def shown_value(value: object) -> Any:
         return value
     if isinstance(value, int):
         return _number(value)
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return {_key(k): shown_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [shown_value(v) for v in value]
@@ -110,14 +111,14 @@ def shown_report(report: Report) -> Report:
     return dataclasses.replace(
         report,
         command=shown(report.command, None),
-        findings=[_finding(f) for f in report.findings],
-        problems=[
+        findings=tuple(_finding(f) for f in report.findings),
+        problems=tuple(
             InputProblem(shown(p.path, None), shown(p.message, None), p.suggestions)
             for p in report.problems
-        ],
+        ),
         data=shown_value(report.data),
-        tables=[_table(t) for t in report.tables],
-        notes=[_note(n) for n in report.notes],
+        tables=tuple(_table(t) for t in report.tables),
+        notes=tuple(_note(n) for n in report.notes),
     )
 
 

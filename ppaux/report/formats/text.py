@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ppaux.report import catalogue
@@ -192,7 +193,7 @@ def _finding_lines(f: Finding, width: int) -> list[str]:
 _DETAIL = " " * 8
 
 
-def _note_lines(notes: list[str], width: int) -> list[str]:
+def _note_lines(notes: Sequence[str], width: int) -> list[str]:
     """The notes wrapped at ``width``: a heading note's block (triage's ``next steps:`` and its
     commands) as shell lines that stay pasteable, every other note as prose under a hanging
     indent four spaces past its own."""
@@ -213,7 +214,7 @@ def _prose(text: str, width: int) -> list[str]:
     return wrap(body, width, text[: len(text) - len(body)])
 
 
-def _ordered(findings: list[Finding]) -> list[Finding]:
+def _ordered(findings: Sequence[Finding]) -> list[Finding]:
     """The findings, most severe first; in the order the command gave them within a severity
     (a root before its collateral)."""
     return sorted(findings, key=lambda f: -f.severity.rank)
