@@ -284,8 +284,28 @@ def _root(
     ROOT_VERBOSITY.update(quiet=quiet, verbose=verbose)
 
 
+def _without_startup_entry() -> None:
+    """Take off the import path the entry Python put first for how ppaux was started: the
+    current directory for ``python -m ppaux_cli``, the command's own folder for the installed
+    ``ppaux``. Neither is the user's import path, and ``check-observer`` hands this process's
+    path to the check's child: without it the child's path is the same either way (a module
+    that only sits in the current directory needs ``pip install -e .`` or the file form)."""
+    import os
+
+    if sys.flags.safe_path or sys.flags.isolated or not sys.path:
+        return  # -P or -I: Python put nothing there
+    first = sys.path[0]
+    script = os.path.dirname(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    started_here = {"", os.getcwd()}
+    if script is not None:
+        started_here.update({script, os.path.dirname(os.path.realpath(sys.argv[0]))})
+    if first in started_here:
+        del sys.path[0]
+
+
 def main() -> None:
     """Console-script entry point."""
+    _without_startup_entry()
     if sys.stdin is None or sys.stdout is None or sys.stderr is None:
         from ppaux_cli.output import stand_in_for_closed_stdio
 

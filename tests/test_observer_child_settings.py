@@ -15,8 +15,7 @@ from helpers import REPO, ppaux_process
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ppaux.observer.child import warning_options
-from ppaux.replay import environment_entries, ordered_path
+from ppaux.replay import environment_entries, ordered_path, warning_options
 
 pytestmark = pytest.mark.torch
 
@@ -142,3 +141,38 @@ def test_the_users_pythonwarnings_act_in_the_child(tmp_path, warnings, code):
     assert result.returncode == code, result.stdout + result.stderr
     if code:
         assert "raised DeprecationWarning: old" in result.stderr
+
+
+@given(
+    warnings=st.lists(st.sampled_from(["error", "ignore::UserWarning", "-c", "x", "-I"])),
+    tail=st.lists(st.text(max_size=5), max_size=3),
+)
+def test_only_a_command_line_that_runs_ppauxs_boot_is_ppauxs_own(warnings, tail):
+    from ppaux.replay import BOOT, runs_boot
+
+    options = warning_options(",".join(warnings))
+    assert runs_boot(["python", "-I", *options, "-c", BOOT, *tail])
+    assert not runs_boot(["python", "-I", *options, "-c", BOOT + "\nimport os", *tail])
+    assert not runs_boot(["python", "-I", *options, "-m", "ppaux.replay.receiver", *tail])
+    # A script given BOOT's text as its argument is not the boot.
+    assert not runs_boot(["python", "obs.py", "-c", BOOT])
+    assert not runs_boot([])
+
+
+def test_the_childs_path_is_the_same_under_python_m_as_under_the_installed_command(tmp_path):
+    # A module that sits only in the current directory: neither form of ppaux finds it there
+    # (python -m put the cwd first in ppaux's own process; the check does not pass it on).
+    shutil.copy(GOOD, tmp_path / "here_only.py")
+    as_module = ppaux_process(
+        "check-observer", "here_only:EntropyObserver", "--steps", "1", cwd=tmp_path
+    )
+    installed = subprocess.run(
+        [str(Path(sys.executable).parent / "ppaux"), "check-observer", "here_only:EntropyObserver"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert installed.returncode == 2, installed.stdout + installed.stderr
+    assert "no module named 'here_only'" in installed.stderr
+    assert (as_module.returncode, as_module.stderr) == (installed.returncode, installed.stderr)

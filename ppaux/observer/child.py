@@ -16,7 +16,7 @@ once it ends, whatever it left behind is killed too: in that group, and (on Linu
 :mod:`.reaper`) in a session of its own. SIGTERM or SIGINT to this process ends the child and
 its processes before this process ends (:mod:`.signals`); a fatal signal's frames are read back
 (:mod:`.crash`). Imports nothing beyond the standard library, :mod:`.framing`, :mod:`.protocol`,
-:mod:`.reaper`, :mod:`.signals` and :mod:`.crash`.
+:mod:`.reaper`, :mod:`.signals`, :mod:`.crash` and :mod:`ppaux.replay.import_path`.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from ppaux.observer.framing import (
 )
 from ppaux.observer.protocol import Bounds, Protocol
 from ppaux.observer.signals import ending_on_sigterm, taking_signals
+from ppaux.replay import warning_options
 
 __all__ = ["ChildEnd", "run_child"]
 
@@ -165,15 +166,6 @@ def _environment() -> dict[str, str]:
     }
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     return env
-
-
-def warning_options(value: str | None = None) -> list[str]:
-    """The user's ``PYTHONWARNINGS`` (``value``; default: this process's) as the ``-W``
-    options Python makes of it: isolated mode (``-I``) ignores the variable, and the warning
-    filters are an interpreter setting the user chose, not code."""
-    if value is None:
-        value = os.environ.get("PYTHONWARNINGS", "")
-    return [option for entry in value.split(",") if entry.strip() for option in ("-W", entry)]
 
 
 def run_child(

@@ -207,6 +207,16 @@ def difference_pattern(item: Difference) -> str:
     return re.sub(r"\[\d+\]", "[*]", item.path) + "/" + item.what
 
 
+def _what_follows(code: str, path: str) -> str:
+    """What a difference leads to, as far as the check knows: a request's field (PP712) is
+    what rank 0 keeps; a field of the rebuilt output (PP711) is handed to rank 0's
+    ``consume``, which may never read it (which fields it reads is not recorded)."""
+    if code != "PP711":
+        return "rank 0's request holds the PP value"
+    read = f"whether it reads {path}" if path else "which of its fields it reads"
+    return f"rank 0's consume is handed the PP value ({read} is not known)"
+
+
 def difference_finding(code: str, target: str, subject: str, item: Difference, at: str) -> Finding:
     """PP711 or PP712 (``code``): ``item`` of ``subject`` differs between the paths."""
     rule = (
@@ -218,7 +228,7 @@ def difference_finding(code: str, target: str, subject: str, item: Difference, a
         code,
         target,
         f"{label} differs ({item.what}): single stage {item.left}, PP {item.right} "
-        f"({at}); sglang raises nothing, every response carries the PP value",
+        f"({at}); sglang raises nothing: {_what_follows(code, item.path)}",
         item.path or None,
         extra={"what": item.what, "single_stage": item.left, "pp": item.right, "rule": rule},
     )

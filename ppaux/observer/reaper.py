@@ -14,7 +14,11 @@ Both settings are put back as they were when the run ends, so that a test proces
 a check is the same process afterwards. Elsewhere (or where ``prctl`` cannot be called) the
 process group is all there is: a process that leaves it is not found.
 
-Imports nothing beyond the standard library.
+A process of ppaux's own that the child started (the torch-distributed transport's receiver,
+which runs :data:`ppaux.replay.import_path.BOOT`) is ended with the rest but never named as the
+target's: when the child dies first, it too becomes this process's child.
+
+Imports nothing beyond the standard library and :mod:`ppaux.replay.import_path`.
 """
 
 from __future__ import annotations
@@ -168,6 +172,8 @@ def end_all(before: set[int], child: int) -> list[str]:
             break
         for pid in sorted(found):
             name = None if _state(pid) == "Z" else _name(pid)  # a zombie had ended: reaped
+            if name is not None and _ppaux_own(pid):
+                name = None  # ended with the rest, but not the target's to answer for
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 # Its group too: it may have started processes of its own there.
                 os.killpg(pid, signal.SIGKILL) if _leads_group(pid) else None
@@ -220,6 +226,24 @@ def _state(pid: int) -> str:
             return file.read().rpartition(")")[2].split()[0]
     except (OSError, IndexError):
         return ""
+
+
+def _command_line(pid: int) -> list[str]:
+    """The arguments of ``pid`` (``/proc/<pid>/cmdline``), empty if unknown."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as file:
+            data = file.read()
+    except OSError:
+        return []
+    return data.decode("utf-8", "replace").split("\0")[:-1]
+
+
+def _ppaux_own(pid: int) -> bool:
+    """Whether ``pid`` is ppaux's own receiver (its command line runs
+    :data:`ppaux.replay.import_path.BOOT`), not a process of the target's."""
+    from ppaux.replay import runs_boot
+
+    return runs_boot(_command_line(pid))
 
 
 def _leads_group(pid: int) -> bool:

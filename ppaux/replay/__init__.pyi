@@ -1,7 +1,10 @@
 from .distributed import DistributedWire as DistributedWire
 from .distributed import WireSetupError as WireSetupError
+from .import_path import BOOT as BOOT
 from .import_path import environment_entries as environment_entries
 from .import_path import ordered_path as ordered_path
+from .import_path import runs_boot as runs_boot
+from .import_path import warning_options as warning_options
 from .local_wires import EmulatedWire as EmulatedWire
 from .local_wires import NoWire as NoWire
 from .local_wires import load_implementation as load_implementation

@@ -35,6 +35,7 @@ from ppaux.replay.wire import (
 )
 
 __all__ = [
+    "CONTROL_KEY",
     "HOST",
     "REPLY_KEY",
     "Channel",
@@ -51,6 +52,8 @@ __all__ = [
 #: Where the two processes meet (loopback).
 HOST = "127.0.0.1"
 REPLY_KEY = "__ppaux_reply__"
+#: The store keys (``CONTROL_KEY/1``, ``/2``, ...) of the sender's control messages, in order.
+CONTROL_KEY = "control"
 _QUANTIZED_REPR = {torch.quint8: torch.uint8, torch.qint8: torch.int8, torch.qint32: torch.int32}
 
 

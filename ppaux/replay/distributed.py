@@ -42,6 +42,7 @@ import torch.distributed as dist
 
 from ppaux.errors import PpauxError
 from ppaux.replay.channel import (
+    CONTROL_KEY,
     HOST,
     REPLY_KEY,
     Channel,
@@ -53,7 +54,7 @@ from ppaux.replay.channel import (
     rebuild,
     synchronize,
 )
-from ppaux.replay.import_path import environment_entries
+from ppaux.replay.import_path import BOOT, environment_entries, warning_options
 from ppaux.replay.protocol import Delivery, Exchange, WireFailure
 from ppaux.replay.wire import WireError, WireStats
 
@@ -78,20 +79,6 @@ _SIGNALLED = (
     "the receiving process was ended by {name}; ppaux never signals it during a transfer, so "
     "the checked code or another process did"
 )
-
-
-#: What the receiver process runs first (``python -I -c``): ppaux's folder on the path, the
-#: user's entries placed (:func:`ppaux.replay.import_path.ordered_path`), then the module.
-_BOOT = """
-import json, runpy, site, sys
-if sys.argv[1] not in sys.path:
-    sys.path.append(sys.argv[1])
-from ppaux.replay.import_path import ordered_path
-sys.path[:] = ordered_path(sys.path, json.loads(sys.argv[2]), site.getsitepackages())
-module = sys.argv[3]
-del sys.argv[1:4]
-runpy.run_module(module, run_name="__main__", alter_sys=True)
-"""
 
 
 class WireSetupError(PpauxError, RuntimeError):
@@ -135,6 +122,8 @@ class DistributedWire:
         self._log: Any = None
         self._channel: Channel | None = None
         self._sequence = 0
+        #: The control messages told to the running receiver (its store's keys count them).
+        self._controls = 0
 
     @staticmethod
     def _receiver_device(device: torch.device) -> str:
@@ -208,8 +197,9 @@ class DistributedWire:
             [
                 sys.executable,
                 "-I",
+                *warning_options(),
                 "-c",
-                _BOOT,
+                BOOT,
                 root,
                 json.dumps(given),
                 self.child_module,
@@ -254,7 +244,11 @@ class DistributedWire:
         lines = [
             line
             for line in self._log.read().decode("utf-8", "replace").splitlines()
-            if line.strip() and "Failed to initialize NumPy" not in line
+            if line.strip()
+            and "Failed to initialize NumPy" not in line
+            # torch's own log line for each wait of the receiver's that timed out while the
+            # sender was busy (receiver.next_control): the wait goes on, nothing failed.
+            and not (line.startswith("[W") and "waitForInput" in line)
         ]
         return lines[-1].strip() if lines else ""
 
@@ -269,15 +263,24 @@ class DistributedWire:
             self._left()
         self._channel = None
         self._store = None
+        self._controls = 0
         if self._log is not None:
             self._log.close()
             self._log = None
+
+    def _control(self, message: dict[str, Any]) -> None:
+        """Tell the receiver what comes next, through the store rather than the group: the
+        receiver waits for it as long as this process lives (:func:`ppaux.replay.receiver.
+        next_control`), so that the time between two messages (the checked code's own work,
+        however slow) is never taken for a transfer past the timeout."""
+        self._controls += 1
+        self._store.set(f"{CONTROL_KEY}/{self._controls}", json.dumps(message))
 
     def close(self) -> None:
         """Tell the receiver to stop and wait for it."""
         if self._channel is not None and self._process is not None:
             try:
-                self._channel.send_object({"op": "stop"})
+                self._control({"op": "stop"})
                 self._process.wait(timeout=self.timeout.total_seconds())
             except (RuntimeError, subprocess.TimeoutExpired):
                 pass
@@ -323,7 +326,7 @@ class DistributedWire:
         if self._channel is None:
             return
         try:
-            self._channel.send_object({"op": "refused", "seq": sequence})
+            self._control({"op": "refused", "seq": sequence})
         except RuntimeError:
             self._reset()
 
@@ -345,7 +348,7 @@ class DistributedWire:
             raise
         channel = self._start()
         try:
-            channel.send_object({"seq": sequence, "all_gather": self.all_gather_size, **control})
+            self._control({"seq": sequence, "all_gather": self.all_gather_size, **control})
             synchronize(self.device.type)
             started = clock()
             self._send_message(channel, sent, stats, ready)
@@ -406,7 +409,7 @@ class DistributedWire:
         specs = [
             (list(t.shape), str(t.dtype).removeprefix("torch."), t.device.type) for t in tensors
         ]
-        channel.send_object({"op": "raw", "seq": self._sequence, "specs": specs})
+        self._control({"op": "raw", "seq": self._sequence, "specs": specs})
         synchronize(self.device.type)
         started = clock()
         for tensor in tensors:

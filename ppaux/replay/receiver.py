@@ -13,6 +13,7 @@ This module imports torch.
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
 import sys
 import types
@@ -23,6 +24,7 @@ import torch
 import torch.distributed as dist
 
 from ppaux.replay.channel import (
+    CONTROL_KEY,
     HOST,
     REPLY_KEY,
     Channel,
@@ -34,7 +36,7 @@ from ppaux.replay.channel import (
 )
 from ppaux.replay.wire import WireError
 
-__all__ = ["Receive", "serve"]
+__all__ = ["Receive", "next_control", "serve"]
 
 
 Receive = Callable[[Channel, dict[str, Any]], dict[str, Any]]
@@ -72,8 +74,8 @@ def serve(
     receive_message = joined(store, config) if joined is not None else _receive_message
     resolve = implementation if implementation is not None else _implementation
     implementations: dict[str, Any] = {}
-    while True:
-        control = channel.recv_object()
+    for number in itertools.count(1):
+        control = next_control(store, number, timeout)
         if control["op"] == "stop":
             return 0
         if control["op"] == "refused":
@@ -113,6 +115,24 @@ def serve(
                 ),
             )
             return 3
+    return 0  # not reached: the count never ends
+
+
+def next_control(store: dist.Store, number: int, timeout: datetime.timedelta) -> dict[str, Any]:
+    """The sender's control message ``number`` (from 1), waited for as long as the sender
+    lives: the time between two messages is the sender's own work (in a check, the target's
+    methods, which the check's own clock bounds), not a transfer. Each wait of ``timeout``
+    that ends without it is waited again; a sender that is gone (its store closed) raises."""
+    key = f"{CONTROL_KEY}/{number}"
+    while True:
+        try:
+            store.wait([key], timeout)
+        except dist.DistStoreError:  # the wait timed out: the sender is still there
+            continue
+        break
+    control: dict[str, Any] = json.loads(store.get(key).decode("utf-8"))
+    store.delete_key(key)
+    return control
 
 
 def _implementation(name: str, cache: dict[str, Any], config: dict[str, Any]) -> Any:

@@ -233,8 +233,9 @@ RULES = (
             "Silent corruption: sglang raises nothing. The output from_pp_tensors rebuilt on "
             "rank 0 was compared field by field with the output after_sample returned: a "
             "tensor's dtype, shape, device or bits differ, or a field is missing, extra or has "
-            "another value. Every response then carries metadata that a single GPU would not "
-            "have produced."
+            "another value. Rank 0's consume is then handed values a single GPU would not "
+            "have produced; which fields it reads is not recorded, so whether the responses "
+            "carry them is not known here (PP712 says where the requests differ)."
         ),
         causes=(
             "from_pp_tensors maps names to the wrong fields, or casts (float16 on the wire, "
