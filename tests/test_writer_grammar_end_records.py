@@ -136,16 +136,38 @@ def test_end_record_fields_torch_reads_alike_are_outside_the_grammar(
     assert found["PP118"].startswith("warning:") and "end records" in found["PP118"], found
 
 
-@pytest.mark.parametrize("change", [100, 1000])
-def test_a_directory_size_torch_refuses_is_never_read(tmp_path, sandbox, change):
-    # The directory then runs past the file's end: miniz refuses it.
+# torch.save writes the directory's size in the zip64 end record; miniz 3.0.2 refuses a size
+# past 4 GiB ("unsupported central directory size"), under 46 bytes an entry, one that runs past
+# the file's end, or one the entries it walks do not fit in ("invalid header"): -1 as an
+# unsigned 32-bit or 64-bit number, or one byte short.
+@pytest.mark.parametrize(
+    ("objects", "size", "reason"),
+    [
+        (1, lambda written: written + 100, "invalid header or archive is corrupted"),
+        (1, lambda written: written + 1000, "invalid header or archive is corrupted"),
+        (1, lambda written: 0xFFFFFFFF, "invalid header or archive is corrupted"),
+        (3, lambda written: 0xFFFFFFFF, "invalid header or archive is corrupted"),
+        (1, lambda written: 2**64 - 1, "unsupported central directory size"),
+        (1, lambda written: written - 1, "invalid header or archive is corrupted"),
+        (3, lambda written: written - 1, "invalid header or archive is corrupted"),
+        (3, lambda written: written - 60, "invalid header or archive is corrupted"),
+        (1, lambda written: 45, "invalid header or archive is corrupted"),
+    ],
+    ids=["+100", "+1000", "2**32-1", "2**32-1-more", "2**64-1", "-1", "-1-more", "-60", "45"],
+)
+def test_a_directory_size_torch_refuses_is_its_refusal(tmp_path, sandbox, objects, size, reason):
     path = tmp_path / "written.pt"
-    torch.save({"a": torch.arange(3.0)}, path)
-    data = path.read_bytes()
-    (written,) = struct.unpack_from("<Q", data, data.rfind(b"PK\x06\x06") + 40)
-    path = _edited(tmp_path, b"PK\x06\x06", 40, "<Q", written + change)
+    torch.save(
+        {"a": torch.arange(3.0), **{f"b{i}": torch.ones(i) for i in range(1, objects)}}, path
+    )
+    data = bytearray(path.read_bytes())
+    at = data.rfind(b"PK\x06\x06") + 40
+    (written,) = struct.unpack_from("<Q", data, at)
+    struct.pack_into("<Q", data, at, size(written))
+    path.write_bytes(bytes(data))
     answer = sandbox.load(path)
-    assert answer["outcome"] == "refused" and "invalid header" in answer["error"], answer
+    assert answer["outcome"] == "refused" and reason in answer["error"], answer
     assert _default_reader(path).startswith("refused")
     found = _codes(path)
-    assert {"PP117", "PP202"} & set(found) and "PP118" not in found, found
+    assert set(found) == {"PP117"}, found
+    assert found["PP117"].startswith("error:") and reason in found["PP117"], found

@@ -10,7 +10,9 @@ on a file torch.save wrote. Where a crafted file could make them disagree, ppaux
 - miniz finds the central directory at the end record's offset field (and the zip64 end record
   at the zip64 locator's offset field); zipfile finds it ``size`` bytes before the end record
   (and the zip64 end record right before the locator), allowing for data in front. Any
-  difference is refused: it means data in front, or a second directory;
+  difference is refused: it means data in front, or a second directory; a directory size
+  miniz refuses (past 4 GiB or the file's end, too small for its entries) is torch's refusal
+  (PP117);
 - the entry count miniz walks is the end record's; zipfile walks the directory's bytes: they
   must agree;
 - nothing may follow the end record and its comment;
@@ -142,6 +144,7 @@ def end_record(path: str, handle: BinaryIO, size: int) -> EndRecord | None:
                 # zipfile is shown the directory's own size (zipfile_view): both read it here.
                 zipfile_start, cd_size = cd_offset, python_at - cd_offset
     if zipfile_start != cd_offset:
+        _check_directory_size(path, handle, (cd_offset, cd_size, entries), size)
         raise ReadMismatch(
             path,
             f"the end record puts the zip's central directory at byte "
@@ -168,6 +171,38 @@ def _check_end64(path: str, record_size: int, total_disks: int) -> None:
             path,
             f"a zip64 locator counting {total_disks} disks, not 1 (unsupported multidisk archive)",
         )
+
+
+_ENTRY = 46  # a central directory entry's fixed part
+
+
+def _check_directory_size(
+    path: str, handle: BinaryIO, directory: tuple[int, int, int], size: int
+) -> None:
+    """Refuse (PP117) a central directory size miniz 3.0.2 refuses
+    (``mz_zip_reader_read_central_dir``): past 4 GiB, under 46 bytes an entry, running past
+    the file's end, or too small for the entries it walks, each of which must fit in what is
+    left of the size. ``directory`` is (offset, size, entries) as miniz reads them."""
+    offset, cd_size, entries = directory
+    where = f"a central directory of {cd_size} bytes at byte {offset}"
+    if cd_size > _MAX32:
+        _refuse(path, f"{where} (unsupported central directory size)")
+    corrupt = "(invalid header or archive is corrupted)"
+    if cd_size < entries * _ENTRY:
+        _refuse(path, f"{where}, under {_ENTRY} bytes for each of its {entries} entries {corrupt}")
+    if offset + cd_size > size:
+        _refuse(path, f"{where}, past the file's end at byte {size} {corrupt}")
+    left, at = cd_size, offset
+    for _ in range(entries):
+        handle.seek(at)
+        head = handle.read(_ENTRY)
+        if len(head) < _ENTRY or head[:4] != b"PK\x01\x02":
+            _refuse(path, f"{where}, not an entry where it walks one {corrupt}")
+        name, extra, comment = struct.unpack_from("<3H", head, 28)
+        whole = _ENTRY + name + extra + comment
+        if left < _ENTRY or whole > left:
+            _refuse(path, f"{where}, too small for its entries {corrupt}")
+        left, at = left - whole, at + whole
 
 
 def lower_name(name: str) -> str:
