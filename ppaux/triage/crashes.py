@@ -31,6 +31,9 @@ process prints as it dies.
   ``hardware`` kind, that the processes on that GPU failed of;
 - Open MPI's error block (``*** An error occurred in MPI_Init_thread``,
   :mod:`ppaux.triage.openmpi`): that rank's MPI call failed;
+- DeepSpeed's record of a cuBLAS GEMM that failed (``!!!! kernel execution error. (m: 768, n:
+  4608, k: 3072, error: 13)``, :func:`~ppaux.triage.crashlines.cublas_gemm`): a kernel's failure,
+  the next GEMMs' records the same failure's;
 - a host allocation that failed, ``memory allocation of 2097152 bytes failed`` (Rust's
   allocator aborting a process, a tokenizer's): the host ran out of memory; two processes'
   lines may be written into each other (``memory allocation of memory allocation of ...``).
@@ -49,9 +52,11 @@ from collections.abc import Callable
 
 from ppaux.triage.backtraces import BACKTRACE_MARKER, backtrace_frame, backtrace_said
 from ppaux.triage.crashlines import (
+    CUBLAS_TYPE,
     HOST_ALLOC_TYPE,
     KERNEL_ASSERT_TYPE,
     XID_TYPE,
+    cublas_gemm,
     cuda_tail,
     host_allocation,
     kernel_assert,
@@ -93,6 +98,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"Detected mismatch between collectives",
     b"::initialize()",
     b"memory allocation of",
+    b"!!!! kernel execution error",  # DeepSpeed's record of a cuBLAS GEMM that failed
     b"::initialise()",
     b"Search for `cudaError",
     b"NVRM: Xid",
@@ -379,6 +385,11 @@ class Crashes:
                 self._last_line = line.number  # the same assertion, another thread's
                 return None
             return self._new(line, *check)
+        if (gemm := cublas_gemm(text)) is not None:
+            if near is not None and near.exception == CUBLAS_TYPE:
+                self._last_line = line.number  # the next GEMM of the same step
+                return None
+            return self._new(line, *gemm)
         if (alloc := host_allocation(text)) is not None:
             if near is not None and near.exception == HOST_ALLOC_TYPE:
                 self._last_line = line.number  # another process's, or the same said again
