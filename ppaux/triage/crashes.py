@@ -31,9 +31,8 @@ process prints as it dies.
   ``hardware`` kind, that the processes on that GPU failed of;
 - Open MPI's error block (``*** An error occurred in MPI_Init_thread``,
   :mod:`ppaux.triage.openmpi`): that rank's MPI call failed;
-- DeepSpeed's record of a cuBLAS GEMM that failed (``!!!! kernel execution error. (m: 768, n:
-  4608, k: 3072, error: 13)``, :func:`~ppaux.triage.crashlines.cublas_gemm`): a kernel's failure,
-  the next GEMMs' records the same failure's;
+- DeepSpeed's record of a failed cuBLAS GEMM (``!!!! kernel execution error. (m: 768, n: 4608,
+  k: 3072, error: 13)``): a kernel's failure, the next GEMMs' records the same one's;
 - a host allocation that failed, ``memory allocation of 2097152 bytes failed`` (Rust's
   allocator aborting a process, a tokenizer's): the host ran out of memory; two processes'
   lines may be written into each other (``memory allocation of memory allocation of ...``).
@@ -203,7 +202,7 @@ class Crashes:
             return None
         return last
 
-    def _new(self, line: LogLine, exception: str | None, message: str) -> Failure:
+    def _new(self, line: LogLine, exception: str | None, said: str, abort: bool = False) -> Failure:
         failure = Failure(
             source=self._source,
             line=line.number,
@@ -214,9 +213,10 @@ class Crashes:
             process=None,
             order=self._order(),
             exception=exception,
-            message=message[:MAX_MESSAGE],
+            message=said[:MAX_MESSAGE],
             fragment=True,
             zone=line.zone,
+            aborted=abort,
         )
         self._last, self._last_line = failure, line.number
         return failure
@@ -329,7 +329,7 @@ class Crashes:
         if (found := _TERMINATE.search(text)) is not None:
             if near is not None:
                 return True, None
-            return True, self._new(line, _cpp_type(found.group("type")), "")
+            return True, self._new(line, _cpp_type(found.group("type")), "", True)
         watchdog = _WATCHDOG.search(text) or _cut_watchdog(text)
         what = _WHAT.match(text)
         if watchdog is None and what is None:

@@ -141,6 +141,9 @@ class Failure:
     #: (:func:`went_on`): where a traceback cut before its exception follows in the log, this
     #: exception was handled (a download retried), not what ended it.
     went_on: bool = False
+    #: A C++ ``terminate called after throwing an instance of '...'`` record: the process
+    #: aborted on this exception (its ``what():`` line the message).
+    aborted: bool = False
 
     @property
     def zoned(self) -> bool:
