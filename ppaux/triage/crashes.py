@@ -297,7 +297,7 @@ class Crashes:
             return True, summary_row(failure, line.stream, row.group("rank"), row.group("code"))
         if "exitcode" in text and (agent := _AGENT_EXIT.search(text)) is not None:
             failure = self._new(line, None, "")
-            who = "torchrun's child"
+            failure.summary, who = "agent", "torchrun's child"
             if len(agent.group("rank")) <= _RANK_DIGITS:
                 who = f"local_rank {agent.group('rank')}"
                 failure.stream = ranked_stream(line.stream, who)

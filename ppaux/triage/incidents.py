@@ -31,13 +31,13 @@ import re
 from dataclasses import dataclass, field
 
 from ppaux.sglang import search_message
-from ppaux.triage.crashes import NEAR_LINES
 from ppaux.triage.deaths import death_of, launcher_summary, relay, worker_name
 from ppaux.triage.frames import frame_owner, in_scheduler_process, in_sglang_server
 from ppaux.triage.kinds import COMMUNICATION, COMMUNICATION_INIT, MEMORY, kind_of
 from ppaux.triage.ncclsetup import setup_failure
 from ppaux.triage.records import Event, Failure, process_of
 from ppaux.triage.runs import far_apart
+from ppaux.triage.sameprocess import launchers_own, without_own_aborts
 from ppaux.triage.startup import in_flight, near
 
 __all__ = [
@@ -189,6 +189,9 @@ class Incident:
     ranks: list[Failure] = field(default_factory=list)
     collateral: list[Failure] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    #: A launcher's records of the root's own exit (:func:`~ppaux.triage.sameprocess.
+    #: launchers_own`): no failure that followed, the same one told again.
+    own: list[Failure | Event] = field(default_factory=list)
 
     @property
     def members(self) -> list[Failure]:
@@ -224,7 +227,7 @@ def incidents(
     The last two are not empty only when no incident was found: communication failures and
     events whose cause is not in these logs.
     """
-    failures = _without_own_aborts(failures)
+    failures = without_own_aborts(failures)
     # A bare traceback (no 'X hit an exception', no rank prefix) that went nowhere near a
     # scheduler (an HTTP request refused, a launcher's own error) is no PP failure: neither a
     # root nor what one caused.
@@ -294,6 +297,9 @@ def incidents(
                 found.append(Incident(failure))
                 continue
             owner = min(near, key=lambda i: _distance(i, failure))
+        if launchers_own(owner.root, owner.own, failure):
+            owner.own.append(failure)
+            continue
         owner.collateral.append(failure)
     for incident in found:
         if relay(incident.root):
@@ -303,7 +309,11 @@ def incidents(
             # NCCL's warnings matter only in a log that holds nothing else, or as the cause
             _warned_before(found, event, [*failures, *events])  # a traceback cut after them
             continue
-        _owner(found, event).events.append(event)
+        owner = _owner(found, event)
+        if launchers_own(owner.root, owner.own, event):
+            owner.own.append(event)
+            continue
+        owner.events.append(event)
     return found, [], []
 
 
@@ -367,43 +377,6 @@ def _name_relayed(root: Failure, events: list[Event]) -> None:
             engine = process_of(root.stream)
             root.stream = name if engine is None else f"{engine}, {name}"
         return
-
-
-def _first_line(failure: Failure) -> str:
-    return failure.message.split("\n", 1)[0].strip()
-
-
-def _without_own_aborts(failures: list[Failure]) -> list[Failure]:
-    """``failures`` less each C++ abort (``terminate called after throwing an instance of
-    'c10::Error'`` and its ``what():`` line) that is the same process aborting on the error
-    its own traceback just raised: the failure before it in its log, of the same stream and
-    within :data:`~ppaux.triage.crashes.NEAR_LINES` lines of that traceback's end, says the
-    same error (``RuntimeError: CUDA error: an illegal memory access ...``, then the abort's
-    ``what():  CUDA error: an illegal memory access ...``). One failure, not two incidents."""
-    dropped: set[int] = set()
-    before: Failure | None = None
-    for failure in sorted(failures, key=lambda f: f.order):
-        if (
-            failure.aborted
-            and before is not None
-            and not before.aborted
-            and before.exception is not None
-            and before.source == failure.source
-            and before.stream == failure.stream
-            and failure.line - _last_line(before) <= NEAR_LINES
-            and _first_line(before) != ""
-            and _first_line(before) == _first_line(failure)
-        ):
-            dropped.add(id(failure))
-            continue
-        before = failure
-    return [f for f in failures if id(f) not in dropped]
-
-
-def _last_line(failure: Failure) -> int:
-    """The last line of ``failure``'s record that the log's numbers give (its last frame's
-    place is the file's, not the log's): its first line and two per frame read."""
-    return failure.line + 2 * len(failure.frames) + 1
 
 
 def _pp_related(failure: Failure) -> bool:
