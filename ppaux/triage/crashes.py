@@ -31,6 +31,8 @@ process prints as it dies.
   ``hardware`` kind, that the processes on that GPU failed of;
 - Open MPI's error block (``*** An error occurred in MPI_Init_thread``,
   :mod:`ppaux.triage.openmpi`): that rank's MPI call failed;
+- DeepSpeed's record of a failed cuBLAS GEMM (``!!!! kernel execution error. (m: 768, n: 4608,
+  k: 3072, error: 13)``): a kernel's failure, the next GEMMs' records the same one's;
 - a host allocation that failed, ``memory allocation of 2097152 bytes failed`` (Rust's
   allocator aborting a process, a tokenizer's): the host ran out of memory; two processes'
   lines may be written into each other (``memory allocation of memory allocation of ...``).
@@ -49,9 +51,11 @@ from collections.abc import Callable
 
 from ppaux.triage.backtraces import BACKTRACE_MARKER, backtrace_frame, backtrace_said
 from ppaux.triage.crashlines import (
+    CUBLAS_TYPE,
     HOST_ALLOC_TYPE,
     KERNEL_ASSERT_TYPE,
     XID_TYPE,
+    cublas_gemm,
     cuda_tail,
     host_allocation,
     kernel_assert,
@@ -93,6 +97,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"Detected mismatch between collectives",
     b"::initialize()",
     b"memory allocation of",
+    b"!!!! kernel execution error",  # DeepSpeed's record of a cuBLAS GEMM that failed
     b"::initialise()",
     b"Search for `cudaError",
     b"NVRM: Xid",
@@ -197,7 +202,7 @@ class Crashes:
             return None
         return last
 
-    def _new(self, line: LogLine, exception: str | None, message: str) -> Failure:
+    def _new(self, line: LogLine, exception: str | None, said: str, abort: bool = False) -> Failure:
         failure = Failure(
             source=self._source,
             line=line.number,
@@ -208,9 +213,10 @@ class Crashes:
             process=None,
             order=self._order(),
             exception=exception,
-            message=message[:MAX_MESSAGE],
+            message=said[:MAX_MESSAGE],
             fragment=True,
             zone=line.zone,
+            aborted=abort,
         )
         self._last, self._last_line = failure, line.number
         return failure
@@ -291,7 +297,7 @@ class Crashes:
             return True, summary_row(failure, line.stream, row.group("rank"), row.group("code"))
         if "exitcode" in text and (agent := _AGENT_EXIT.search(text)) is not None:
             failure = self._new(line, None, "")
-            who = "torchrun's child"
+            failure.summary, who = "agent", "torchrun's child"
             if len(agent.group("rank")) <= _RANK_DIGITS:
                 who = f"local_rank {agent.group('rank')}"
                 failure.stream = ranked_stream(line.stream, who)
@@ -323,7 +329,7 @@ class Crashes:
         if (found := _TERMINATE.search(text)) is not None:
             if near is not None:
                 return True, None
-            return True, self._new(line, _cpp_type(found.group("type")), "")
+            return True, self._new(line, _cpp_type(found.group("type")), "", True)
         watchdog = _WATCHDOG.search(text) or _cut_watchdog(text)
         what = _WHAT.match(text)
         if watchdog is None and what is None:
@@ -379,6 +385,11 @@ class Crashes:
                 self._last_line = line.number  # the same assertion, another thread's
                 return None
             return self._new(line, *check)
+        if (gemm := cublas_gemm(text)) is not None:
+            if near is not None and near.exception == CUBLAS_TYPE:
+                self._last_line = line.number  # the next GEMM of the same step
+                return None
+            return self._new(line, *gemm)
         if (alloc := host_allocation(text)) is not None:
             if near is not None and near.exception == HOST_ALLOC_TYPE:
                 self._last_line = line.number  # another process's, or the same said again

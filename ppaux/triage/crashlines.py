@@ -1,4 +1,5 @@
 """Crash records that are one line and name their kind alone: a host allocation that failed,
+a cuBLAS GEMM that failed (DeepSpeed's kernels' record),
 the driver's Xid record of a GPU fault, and the tail of torch's CUDA error whose first line is
 not in the log. Each reader gives the (type, message) triage reads the line as, or None.
 """
@@ -8,9 +9,11 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "CUBLAS_TYPE",
     "HOST_ALLOC_TYPE",
     "KERNEL_ASSERT_TYPE",
     "XID_TYPE",
+    "cublas_gemm",
     "cuda_tail",
     "host_allocation",
     "kernel_assert",
@@ -44,6 +47,46 @@ _KERNEL_ASSERT = re.compile(
 #: What such a record is called: the device's own words, no Python type (torch raises
 #: ``RuntimeError: CUDA error: device-side assert triggered`` at its next CUDA call).
 KERNEL_ASSERT_TYPE = "device-side assert"
+
+
+#: DeepSpeed's GEMM wrapper of its transformer kernels (``csrc/transformer/cublas_wrappers.cu``)
+#: when cuBLAS returns an error: ``!!!! kernel execution error. (m: 768, n: 4608, k: 3072,
+#: error: 13)``, the GEMM's sizes and cuBLAS's status (the wrapper returns and the caller goes on
+#: to its next CUDA call, which raises).
+_CUBLAS_GEMM = re.compile(
+    r"!!!! kernel execution error\. \(m: (?P<m>\d{1,9}), n: (?P<n>\d{1,9}), k: (?P<k>\d{1,9}), "
+    r"error: (?P<status>\d{1,4})\)"
+)
+#: cuBLAS's statuses by number (``cublasStatus_t`` in ``cublas_api.h``).
+_CUBLAS_STATUS = {
+    1: "CUBLAS_STATUS_NOT_INITIALIZED",
+    3: "CUBLAS_STATUS_ALLOC_FAILED",
+    7: "CUBLAS_STATUS_INVALID_VALUE",
+    8: "CUBLAS_STATUS_ARCH_MISMATCH",
+    11: "CUBLAS_STATUS_MAPPING_ERROR",
+    13: "CUBLAS_STATUS_EXECUTION_FAILED",
+    14: "CUBLAS_STATUS_INTERNAL_ERROR",
+    15: "CUBLAS_STATUS_NOT_SUPPORTED",
+    16: "CUBLAS_STATUS_LICENSE_ERROR",
+}
+#: What such a record is called: the wrapper's own words, no Python type.
+CUBLAS_TYPE = "cuBLAS error"
+
+
+def cublas_gemm(text: str) -> tuple[str, str] | None:
+    """(type, message) of DeepSpeed's record of a cuBLAS GEMM that failed (``!!!! kernel
+    execution error. (m: M, n: N, k: K, error: S)``) as triage reads it, the status named as
+    cuBLAS names it (``CUBLAS_STATUS_EXECUTION_FAILED``: the kernel failed on the device), or
+    None for another line."""
+    found = _CUBLAS_GEMM.search(text)
+    if found is None:
+        return None
+    status = int(found.group("status"))
+    name = _CUBLAS_STATUS.get(status, "a status cuBLAS does not name")
+    return CUBLAS_TYPE, (
+        f"a GEMM (m: {found.group('m')}, n: {found.group('n')}, k: {found.group('k')}) "
+        f"failed with cuBLAS status {status}, {name}"
+    )
 
 
 def host_allocation(text: str) -> tuple[str, str] | None:

@@ -37,6 +37,7 @@ from ppaux.triage.kinds import COMMUNICATION, COMMUNICATION_INIT, MEMORY, kind_o
 from ppaux.triage.ncclsetup import setup_failure
 from ppaux.triage.records import Event, Failure, process_of
 from ppaux.triage.runs import far_apart
+from ppaux.triage.sameprocess import launchers_own, without_own_aborts
 from ppaux.triage.startup import in_flight, near
 
 __all__ = [
@@ -188,6 +189,9 @@ class Incident:
     ranks: list[Failure] = field(default_factory=list)
     collateral: list[Failure] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    #: A launcher's records of the root's own exit (:func:`~ppaux.triage.sameprocess.
+    #: launchers_own`): no failure that followed, the same one told again.
+    own: list[Failure | Event] = field(default_factory=list)
 
     @property
     def members(self) -> list[Failure]:
@@ -223,6 +227,7 @@ def incidents(
     The last two are not empty only when no incident was found: communication failures and
     events whose cause is not in these logs.
     """
+    failures = without_own_aborts(failures)
     # A bare traceback (no 'X hit an exception', no rank prefix) that went nowhere near a
     # scheduler (an HTTP request refused, a launcher's own error) is no PP failure: neither a
     # root nor what one caused.
@@ -292,6 +297,9 @@ def incidents(
                 found.append(Incident(failure))
                 continue
             owner = min(near, key=lambda i: _distance(i, failure))
+        if launchers_own(owner.root, owner.own, failure):
+            owner.own.append(failure)
+            continue
         owner.collateral.append(failure)
     for incident in found:
         if relay(incident.root):
@@ -301,7 +309,11 @@ def incidents(
             # NCCL's warnings matter only in a log that holds nothing else, or as the cause
             _warned_before(found, event, [*failures, *events])  # a traceback cut after them
             continue
-        _owner(found, event).events.append(event)
+        owner = _owner(found, event)
+        if launchers_own(owner.root, owner.own, event):
+            owner.own.append(event)
+            continue
+        owner.events.append(event)
     return found, [], []
 
 

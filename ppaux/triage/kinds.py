@@ -382,7 +382,7 @@ def kind_of_text(text: str) -> str | None:
     """The kind of the failure a pasted line or traceback shows, or None when no line of it is
     shaped as an exception line: a traceback's as ``triage`` reads it (its chain, an exception
     group's root sub-exception), else its last exception line's, with its frames."""
-    from ppaux.triage.crashlines import cuda_tail, host_allocation, xid_record
+    from ppaux.triage.crashlines import cublas_gemm, cuda_tail, host_allocation, xid_record
     from ppaux.triage.groups import unmargined
     from ppaux.triage.records import Frame
     from ppaux.triage.tracelines import is_frame, raised
@@ -415,6 +415,8 @@ def kind_of_text(text: str) -> str | None:
         found = (_CPP_ERROR, cpp)
     if found is None:  # a record triage reads without a traceback (a host allocation failed)
         found = next((r for line in lines if (r := host_allocation(line)) is not None), None)
+    if found is None:  # DeepSpeed's record of a cuBLAS GEMM that failed
+        found = next((r for line in lines if (r := cublas_gemm(line)) is not None), None)
     if found is None:  # the driver's record of a GPU fault
         found = next((r for line in lines if (r := xid_record(line)) is not None), None)
     if found is None:  # the tail of a CUDA error whose first line is not there

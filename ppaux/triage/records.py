@@ -130,7 +130,8 @@ class Failure:
     relayed_by: str | None = None
     #: The part of torchrun's failure summary this record is: 'root-cause' (the summary's
     #: ``Root Cause (first observed failure)``) or 'failure' (another of its rows, which the
-    #: summary lists before the root cause though it failed after it); None for any other.
+    #: summary lists before the root cause though it failed after it), 'agent' (its agent's
+    #: ``failed (exitcode: 1) local_rank: 0`` line); None for any other.
     summary: str | None = None
     #: NCCL's warning that a communicator's set-up failed, the only error the log holds above
     #: this traceback, which is cut before its exception line: (the set-up failure,
@@ -141,6 +142,9 @@ class Failure:
     #: (:func:`went_on`): where a traceback cut before its exception follows in the log, this
     #: exception was handled (a download retried), not what ended it.
     went_on: bool = False
+    #: A C++ ``terminate called after throwing an instance of '...'`` record: the process
+    #: aborted on this exception (its ``what():`` line the message).
+    aborted: bool = False
 
     @property
     def zoned(self) -> bool:

@@ -297,6 +297,8 @@ def _root_extra(number: int, incident: Incident) -> dict[str, Any]:
         "log": root.source,
         "line": root.line,
         "records": [{"log": m.source, "line": m.line, "ranks": shown(m.who)} for m in members],
+        # a launcher's records of the root's own exit: the same failure told again
+        "launcher_records": [{"log": r.source, "line": r.line} for r in incident.own],
     }
 
 
