@@ -472,7 +472,9 @@ def _deployment(readings: list[LogReading], failures: list[Failure]) -> Deployme
     )
     runtime = "kubernetes" if kubernetes else "docker" if docker else "shell"
     single = nnodes == 1 and (pp_size or 0) > 1
-    sglang = any(r.sglang_seen or r.server_args for r in readings) or any(
+    # sglang's own records decide (its prefix, its server arguments' record, its frames); a
+    # launch command's flags are another program's words as well (vLLM's, Megatron's).
+    sglang = any(r.sglang_seen for r in readings) or any(
         f.process is not None or any("sglang" in frame.file for frame in f.frames) for f in failures
     )
     ascend = any(r.ascend for r in readings)

@@ -48,12 +48,15 @@ _SGLANG_LINE = re.compile(
 )
 #: The prefix with no rank's tag (``[<time>] ``): sglang's main process writes it, and so do
 #: other programs (DeepSpeed, a training script's own logger). It is sglang's only beside
-#: sglang's own words: its modules or paths (``sglang.srt``, ``/sglang/``), its batches' and
-#: weights' records, its readiness line.
+#: sglang's own records: a traceback's frame in sglang's package, its batches' and weights'
+#: records, its readiness line, each right after its prefix. The word anywhere else (a prompt
+#: the log echoes, a path in a launch command: ``--data /data/sglang/x.jsonl``) is text, no
+#: record of sglang's.
 _BARE_STAMP = re.compile(rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?\] ")
-_SGLANG_WORDS = re.compile(
-    rb"\bsglang[./]|/sglang\b|\] (?:Decode batch|Prefill batch|Load weight (?:begin|end))|"
-    rb"The server is fired up and ready to roll"
+_SGLANG_RECORDS = re.compile(
+    rb'(?:^|\n)[ \t]{0,64}File "[^"\n]{0,4096}/sglang/(?:srt/)?[\w/]{1,200}\.py", line \d|'
+    rb"\] (?:Decode batch|Prefill batch|Load weight (?:begin|end)|"
+    rb"The server is fired up and ready to roll)"
 )
 #: Lines of Ascend's NPU stack: torch_npu's process group and sources, HCCL's own records, CANN's
 #: ``[ERROR] ... ERR02005`` and ``EE9999`` codes, vLLM's Ascend plugin.
@@ -147,7 +150,7 @@ def survey(reading: LogReading, head: bytes) -> None:
     reading.server_args = _server_args(head)
     reading.ascend = _ASCEND.search(head) is not None
     reading.sglang_seen = _SGLANG_LINE.search(head) is not None or (
-        _BARE_STAMP.search(head) is not None and _SGLANG_WORDS.search(head) is not None
+        _BARE_STAMP.search(head) is not None and _SGLANG_RECORDS.search(head) is not None
     )
     detected = reading.envelope is not Envelope.PLAIN or reading.launcher is not Launcher.NONE
     code = reading.source_code = source_code(head)
