@@ -186,8 +186,27 @@ def _usage_message(exc: Any) -> str:
     if param is not None and message and type(exc).__name__ == "BadParameter":
         longs = [o for o in getattr(param, "opts", []) if o.startswith("--")]
         name = longs[0] if longs else (param.human_readable_name or param.name)
-        return f"{name}: {_range_message(param, message)}"
+        return f"{name}: {_range_message(param, _choice_message(param, message))}"
     return " ".join(exc.format_message().split())
+
+
+def _choice_message(param: Any, message: str) -> str:
+    """Typer's "'jsn' is not one of 'text', 'json'." in the words of ppaux's other bad values:
+    the values as the help lists them, and the closest one ("did you mean 'json'?"); any other
+    message as Typer wrote it."""
+    choices = getattr(param.type, "choices", None)
+    value, found, _ = message.partition(" is not one of ")
+    if not found or choices is None:
+        return message
+    import ast
+
+    try:
+        given = ast.literal_eval(value)  # the value, as Typer wrote it: its repr
+    except (ValueError, SyntaxError):
+        return message
+    from ppaux_cli.closest import not_one_of
+
+    return not_one_of(str(given), [str(choice) for choice in choices])
 
 
 def _range_message(param: Any, message: str) -> str:

@@ -237,6 +237,8 @@ def test_list_reports_a_file_that_is_not_a_capture(tmp_path: Path):
         ("PP505", "capture-bogus.pt"),
         ("PP505", "capture-plain.pt"),
     ]
+    # Which of PP505's messages each is, apart from its words.
+    assert {f["message_id"] for f in document["findings"]} == {"PP505/unreadable"}
     assert run("capture", "list", "--dir", str(directory), "--fail-on", "warning").exit_code == 1
 
 
@@ -254,6 +256,7 @@ def test_list_says_each_dump_file_it_leaves_out(tmp_path: Path):
     assert document["captures"] == []
     found = [(f["code"], f["severity"], Path(f["path"]).name) for f in document["findings"]]
     assert found == [("PP505", "warning", "renamed.pt"), ("PP505", "warning", "weights.pt")]
+    assert {f["message_id"] for f in document["findings"]} == {"PP505/left-out"}
     weights = document["findings"][1]["message"]
     assert weights == (
         "not a ppaux capture file; left out of the list (not named like a capture, and no "

@@ -5,6 +5,7 @@ options, statistics, progress, colour variables and completion."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import json
 import os
@@ -694,3 +695,36 @@ def test_a_long_argument_is_no_typo_of_a_short_choice():
     from ppaux_cli.closest import did_you_mean
 
     assert did_you_mean("json" + "x" * 100_000, [f.value for f in Format]) == ""
+
+
+_RULES_FORMATS = ("text", "json", "markdown")
+
+
+@functools.cache
+def _explained(name: str) -> str:
+    return cli("explain", "PP101", "--format", name).stdout
+
+
+@settings(max_examples=3, deadline=None)
+@given(st.sampled_from(_RULES_FORMATS), st.data())
+def test_a_choice_is_taken_in_any_case(name, data):
+    cased = "".join(data.draw(st.sampled_from([c.lower(), c.upper()])) for c in name)
+    result = cli("explain", "PP101", "--format", cased)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == _explained(name) != ""
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=40)
+    .filter(lambda text: text.casefold() not in _RULES_FORMATS)
+    .filter(lambda text: not text.startswith("-"))
+)
+def test_a_value_that_is_no_choice_is_one_line_naming_it(value):
+    result = cli("explain", "PP101", "--format", value)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith(
+        f"ppaux: error: --format: {value!r} is not one of text, json, markdown"
+    )
+    assert result.stderr.count("\n") == 1 and result.stderr.endswith("\n")

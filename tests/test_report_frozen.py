@@ -9,7 +9,7 @@ import json
 import pickle
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppaux.report import (
@@ -26,7 +26,7 @@ _TEXT = st.text(max_size=20)
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | _TEXT,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
-    max_leaves=8,
+    max_leaves=4,
 )
 _FINDINGS = st.lists(
     st.builds(Finding, st.just("PP101"), st.sampled_from(Severity), _TEXT, _TEXT), max_size=3
@@ -36,6 +36,7 @@ _DATA = st.dictionaries(_TEXT, _JSON, max_size=4)
 _NOTES = st.lists(_TEXT, max_size=3)
 
 
+@settings(max_examples=25)
 @given(_FINDINGS, _PROBLEMS, _DATA, _NOTES)
 def test_a_built_report_keeps_what_the_builder_held_when_it_was_built(
     findings: list[Finding], problems: list[InputProblem], data: dict[str, object], notes: list[str]
@@ -55,6 +56,7 @@ def test_a_built_report_keeps_what_the_builder_held_when_it_was_built(
     assert report.tables == ()
 
 
+@settings(max_examples=25)
 @given(_FINDINGS, _DATA, _NOTES)
 def test_a_report_is_made_of_tuples_and_read_only_data_whatever_it_is_given(
     findings: list[Finding], data: dict[str, object], notes: list[str]

@@ -124,6 +124,14 @@ class Finding:
     #: front end words them (:meth:`worded`): the library as keyword arguments, the command
     #: line as flags. The message itself never names them.
     suggestions: tuple[Suggestion, ...] = field(default=(), compare=False, hash=False)
+    #: Which of its rule's messages this is, apart from the words: ``code/name`` (``PP319/
+    #: not-found``) where the rule has several, else the code itself (the rule's one message).
+    #: Stable across releases whatever the wording; the JSON formats carry it.
+    message_id: str = field(default="", compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if not self.message_id:
+            object.__setattr__(self, "message_id", self.code)
 
     def causes(self, rule: Rule) -> tuple[str, ...]:
         """The likely causes to show with this finding: its own (``extra.causes``, where the
@@ -161,6 +169,8 @@ class Finding:
             out["location"] = self.location.to_json()
         if self.suggestions:
             out["suggestions"] = [suggestion_json(s) for s in self.suggestions]
+        if self.message_id != self.code:
+            out["message_id"] = self.message_id
         return out
 
 
@@ -227,6 +237,7 @@ def cap_per_code(
                 hint=item.hint,
                 extra={"omitted": omitted},
                 suggestions=(RaiseLimit(limit_name, per_code),),
+                message_id=f"{code}/omitted",
             )
         )
     return kept

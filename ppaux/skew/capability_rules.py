@@ -145,7 +145,7 @@ def unknown_rules(stages: Sequence[Stage]) -> list[Finding]:
         cap = stage.fingerprint.sglang
         if not cap.found:
             reason = cap.unknown.get("sglang", "sglang was not found")
-            out.append(finding("PP319", stage.path, reason))
+            out.append(finding("PP319", stage.path, reason, message_name="not-found"))
             continue
         invalid = [
             f"{file.path}: {file.reason}"
@@ -157,7 +157,7 @@ def unknown_rules(stages: Sequence[Stage]) -> list[Finding]:
         # What is unknown only because such a file is said once, by PP325.
         reasons = sorted(set(cap.unknown.values()) - set(invalid))
         if reasons:
-            out.append(finding("PP319", stage.path, "; ".join(reasons)))
+            out.append(finding("PP319", stage.path, "; ".join(reasons), message_name="unknown"))
     return out
 
 

@@ -68,9 +68,12 @@ def finding(
     extra: dict[str, Any] | None = None,
     location: Location | None = None,
     suggestions: tuple[Suggestion, ...] = (),
+    message_name: str = "",
 ) -> Finding:
     """Build a finding for ``code``; severity, predicted error and hint come from the rule (the
-    hint of the kind ``extra`` names, where the rule has one per kind)."""
+    hint of the kind ``extra`` names, where the rule has one per kind). ``message_name`` names
+    which of the rule's messages it is, where it has several: the finding's ``message_id`` is
+    then ``code/message_name``."""
     rule = RULES[code]
     return Finding(
         code=code,
@@ -83,4 +86,5 @@ def finding(
         extra=extra or {},
         location=location,
         suggestions=suggestions,
+        message_id=f"{code}/{message_name}" if message_name else code,
     )

@@ -98,6 +98,8 @@ def _result(finding: Finding, index: dict[str, int]) -> dict[str, Any]:
         properties["fix"] = finding.hint
     if finding.extra:
         properties["extra"] = finding.extra
+    if finding.message_id != finding.code:
+        properties["message_id"] = finding.message_id
     result: dict[str, Any] = {
         "ruleId": finding.code,
         "level": _LEVEL[finding.severity],
