@@ -5,6 +5,7 @@ check's child starts with."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -54,14 +55,19 @@ def test_the_receiver_gets_the_users_pythonwarnings_as_the_childs_w_options(monk
 
     from ppaux.replay import DistributedWire, runs_boot
 
-    monkeypatch.setenv("PYTHONWARNINGS", "error::DeprecationWarning,ignore::UserWarning")
+    monkeypatch.setenv("PYTHONWARNINGS", "ignore::ImportWarning,always::UserWarning")
     wire = DistributedWire(torch.device("cpu"), timeout_s=30.0)
     try:
         process = wire._spawn()
-        with open(f"/proc/{process.pid}/cmdline", "rb") as file:
-            argv = file.read().decode().split("\0")[:-1]
+        argv: list[str] = []
+        for _ in range(100):  # read once it runs (it waits for its peer meanwhile)
+            with open(f"/proc/{process.pid}/cmdline", "rb") as file:
+                argv = file.read().decode().split("\0")[:-1]
+            if argv or process.poll() is not None:
+                break
+            time.sleep(0.1)
     finally:
         wire._reset()
-    assert argv[1:6] == ["-I", "-W", "error::DeprecationWarning", "-W", "ignore::UserWarning"]
+    assert argv[1:6] == ["-I", "-W", "ignore::ImportWarning", "-W", "always::UserWarning"]
     assert argv[6] == "-c"
     assert runs_boot(argv)

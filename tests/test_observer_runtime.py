@@ -64,18 +64,19 @@ STANDINS_RELEASE = "0.5.23"
 
 def checked(version: str, part: str = "REPORT") -> dict:
     """What the process of ``version`` printed after ``part``: the checks' reports (REPORT),
-    or, for :data:`STANDINS_RELEASE`, the stand-in's comparison with the release's (STANDINS)."""
+    or, for :data:`STANDINS_RELEASE`, the stand-ins' comparison with the release's (STANDINS,
+    MODES)."""
     if version not in _runs:
         runtime = sglang_runtime.sglang_runtime(version)
         checks = [[name, f"{OBSERVERS / target}", options] for name, target, options in CHECKS]
         script = textwrap.dedent(SCRIPT)
         if version == STANDINS_RELEASE:
-            script += textwrap.dedent(STANDINS_MATCH)
+            script += textwrap.dedent(STANDINS_MATCH) + textwrap.dedent(FORWARD_MODES)
         done = runtime.run(["-c", script, json.dumps(checks)], timeout=900)
         found = {
             head: json.loads(rest)
             for head, _, rest in (x.partition(" ") for x in done.stdout.splitlines())
-            if head in ("REPORT", "STANDINS")
+            if head in ("REPORT", "STANDINS", "MODES")
         }
         assert done.returncode == 0 and "REPORT" in found, done.stdout[-3000:] + done.stderr[-3000:]
         _runs[version] = found
@@ -238,6 +239,9 @@ print("STANDINS " + json.dumps({
     "methods": methods,
     "finished": [stand_in.finished(), req.finished()],
     "batch": [type(batch).__name__, batch.reqs == [req], batch.device, batch.batch_size()],
+    "forward_mode": [
+        standin_kit().make_batch([], "cpu").forward_mode.name, batch.forward_mode.name
+    ],
 }))
 """
 
@@ -255,3 +259,30 @@ def test_the_stand_in_request_is_the_releases_req_as_a_check_makes_it():
     assert found["methods"] == {"finished": [True, True]}
     assert found["finished"] == [False, False]
     assert found["batch"] == ["ScheduleBatch", True, "cpu", 1]
+    assert found["forward_mode"] == ["DECODE", "DECODE"]
+
+
+FORWARD_MODES = """
+import inspect, json
+from sglang.srt.model_executor.forward_batch_info import ForwardMode
+from ppaux.observer.standins import forward_modes
+found = {}
+for name, modes in (("release", ForwardMode), ("stand_in", forward_modes())):
+    table = {"members": [[m.name, int(m)] for m in modes]}
+    for attr in sorted(vars(ForwardMode)):
+        if attr.startswith("is_"):
+            method = getattr(ForwardMode, attr)
+            table[attr] = [m.name for m in modes if getattr(m, attr)()]
+            if "include_draft_extend_v2" in inspect.signature(method).parameters:
+                table[attr + "+draft"] = [
+                    m.name for m in modes if getattr(m, attr)(include_draft_extend_v2=True)
+                ]
+    found[name] = table
+print("MODES " + json.dumps(found))
+"""
+
+
+def test_the_stand_in_forward_mode_is_the_releases():
+    found = checked(STANDINS_RELEASE, "MODES")
+    assert found["stand_in"] == found["release"]
+    assert len(found["release"]["members"]) == 9

@@ -100,6 +100,7 @@ def sglang_kit() -> RequestKit | None:
                 Req,
                 ScheduleBatch,
             )
+            from sglang.srt.model_executor.forward_batch_info import ForwardMode
             from sglang.srt.sampling.sampling_params import (
                 SamplingParams,
             )
@@ -134,7 +135,10 @@ def sglang_kit() -> RequestKit | None:
         "sglang",
         _version(),
         make,
-        lambda reqs, device: ScheduleBatch(reqs=reqs, device=device),
+        # In the decode step a check drives, as the scheduler's prepare_for_decode sets it.
+        lambda reqs, device: ScheduleBatch(
+            reqs=reqs, device=device, forward_mode=ForwardMode.DECODE
+        ),
         view,
     )
 

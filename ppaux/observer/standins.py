@@ -9,6 +9,7 @@ builds them for a batch of greedy requests.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ __all__ = [
     "StandInSamplingInfo",
     "build_commits",
     "copy_tensor",
+    "forward_modes",
     "sampling_info_fields",
 ]
 
@@ -161,12 +163,64 @@ class StandInRequest:
         return self.finished_reason is not None
 
 
+@functools.cache
+def _forward_mode_data() -> dict[str, Any]:
+    import json
+    from importlib import resources
+
+    text = resources.files("ppaux").joinpath("data/forward_mode.json").read_text("utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+@functools.cache
+def forward_modes() -> Any:
+    """sglang's ``ForwardMode`` as the release data lists it (``ppaux/data/forward_mode.json``,
+    read from sglang 0.5.23): an ``IntEnum`` of the release's members, whose ``is_*`` methods
+    answer as the release's do (taking ``include_draft_extend_v2`` where the release's do).
+    One class per process, so that a mode is the same object at every step."""
+    import enum
+
+    data = _forward_mode_data()
+    modes: Any = enum.IntEnum("ForwardMode", data["members"])  # type: ignore[misc]
+    modes.__module__ = __name__
+    drafts = data["predicates_with_draft_extend_v2"]
+    for name, members in data["predicates"].items():
+        setattr(modes, name, _predicate(name, frozenset(members), drafts.get(name)))
+    return modes
+
+
+def _predicate(name: str, members: frozenset[str], with_draft: list[str] | None) -> Any:
+    if with_draft is None:
+
+        def plain(self: Any) -> bool:
+            return self.name in members
+
+        plain.__name__ = plain.__qualname__ = name
+        return plain
+    drafted = frozenset(with_draft)
+
+    def predicate(self: Any, include_draft_extend_v2: bool = False) -> bool:
+        return self.name in (drafted if include_draft_extend_v2 else members)
+
+    predicate.__name__ = predicate.__qualname__ = name
+    return predicate
+
+
+def _decoding() -> Any:
+    """The mode of the batch ``consume`` sees in a decode step, as the release sets it."""
+    return forward_modes()[_forward_mode_data()["during_consume"]]
+
+
 @dataclass
 class StandInBatch:
-    """The part of sglang's ``ScheduleBatch`` that ``consume`` sees: ``reqs``, and ``device``."""
+    """The part of sglang's ``ScheduleBatch`` that ``consume`` sees: ``reqs``, ``device`` and
+    ``forward_mode`` (``ForwardMode.DECODE``, as in the decode step a check drives:
+    :func:`forward_modes`)."""
 
     reqs: list[Any]
     device: str = "cpu"
+    forward_mode: Any = field(default_factory=_decoding)
 
     def batch_size(self) -> int:
         """Number of requests, as ``ScheduleBatch.batch_size()``."""
