@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from packaging.version import InvalidVersion, Version
 
 from ppaux.limits import Limits
-from ppaux.report import Finding, Report, Severity, cap_per_code, finding
+from ppaux.report import Finding, InputProblem, Report, Severity, cap_per_code, finding
 from ppaux.skew.capability_rules import logprob_rules, transport_rules, unknown_rules
 from ppaux.skew.differences import simple_findings
 from ppaux.skew.fingerprint import Fingerprint
@@ -226,7 +226,17 @@ def compare_stages(
         notes=notes,
     )
     report.tables.append(matrix(stages, baseline, env_names_differing(stages, baseline)))
+    if stages and not any(s.fingerprint.sglang.found for s in stages):
+        # Nothing of the transport was compared: not a pass, each input not checked.
+        report.problems += [InputProblem(s.path, _NO_SGLANG) for s in stages]
     return report
+
+
+_NO_SGLANG = (
+    "holds none of sglang's facts (taken by a Python without sglang), nor does any other "
+    "fingerprint: the stages' transports could not be compared; take each fingerprint with "
+    "the Python that runs sglang"
+)
 
 
 def _counted(item: Finding) -> Finding:
