@@ -210,19 +210,22 @@ def _choice_message(param: Any, message: str) -> str:
 
 
 def _range_message(param: Any, message: str) -> str:
-    """Click's 'V is not in the range x>=1.' in the words of ppaux's other bad values: 'must be
-    1 or more, not V' (or 'from A to B'); any other message as Click wrote it."""
+    """Click's 'V is not in the range x>=1.' (or "'x' is not a valid int range.") in the words
+    of ppaux's other bad values: 'must be 1 or more, not V' (or 'from A to B'; 'must be a
+    whole number, 1 or more, not 'x''); any other message as Click wrote it."""
     low, high = getattr(param.type, "min", None), getattr(param.type, "max", None)
     value, found, _ = message.partition(" is not in the range ")
-    if not found or (low is None and high is None):
+    invalid, no_int, kind = message.partition(" is not a valid ")
+    whole = bool(no_int) and kind.startswith(("int", "integer"))
+    if not (found or whole):
         return message
     if high is None:
-        return f"must be {low} or more, not {value}"
-    return (
-        f"must be {high} or less, not {value}"
-        if low is None
-        else (f"must be from {low} to {high}, not {value}")
-    )
+        bound = None if low is None else f"{low} or more"
+    else:
+        bound = f"{high} or less" if low is None else f"from {low} to {high}"
+    if whole:
+        return f"must be a whole number{f', {bound}' if bound else ''}, not {invalid}"
+    return message if bound is None else f"must be {bound}, not {value}"
 
 
 def _standalone(call: Any, *args: Any, **kwargs: Any) -> None:

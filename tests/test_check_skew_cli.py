@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from helpers import ENV, cli
-from skew_fixtures import BAD, SETS, tree
+from skew_fixtures import BAD, SETS, fingerprint_set, tree
 
 run = cli
 
@@ -215,7 +215,7 @@ def test_a_host_that_cannot_be_resolved_is_one_line_before_any_store():
     "args",
     [
         ["--help"],
-        ["fingerprint"],
+        ["fingerprint", "--sglang-path", tree("v0523")],
         ["check-skew", str(SETS / "skewed")],
         ["check-skew", "-f", "json", str(SETS / "releases")],
     ],
@@ -250,3 +250,44 @@ def test_binary_data_and_a_missing_config_are_named_as_what_they_are(tmp_path):
     result = cli("check-skew", "--config", str(missing), "--", str(blob), str(blob))
     assert result.exit_code == 2
     assert result.stderr == f"ppaux: error: --config {missing}: no such file\n"
+
+
+def test_a_fingerprint_from_a_python_without_sglang_is_refused(tmp_path):
+    # This Python (the test environment) has no sglang: the fingerprint would hold no facts.
+    import importlib.util
+
+    assert importlib.util.find_spec("sglang") is None
+    target = tmp_path / "stage.json"
+    result = run("fingerprint", "-o", str(target))
+    assert result.exit_code == 2 and not target.exists()
+    assert result.stderr.startswith(
+        f"ppaux: error: sglang is not importable from this Python ({sys.executable}), so a "
+        "fingerprint taken here holds none of sglang's facts; take it with the Python that "
+        "runs sglang (PYTHON -m ppaux_cli fingerprint"
+    )
+    assert result.stderr.count("\n") == 1
+
+
+def test_check_skew_over_fingerprints_without_sglang_is_no_pass(tmp_path):
+    # Fingerprints taken by a Python without sglang (as earlier versions wrote them): nothing
+    # of the transport can be compared, so the run is not a pass but its inputs not checked.
+    from ppaux.skew import collect
+
+    paths = []
+    for rank in (0, 1):
+        snapshot = collect(pp_rank=rank, pp_size=2)
+        assert not snapshot.sglang.found
+        paths.append(tmp_path / f"stage{rank}.json")
+        paths[-1].write_text(snapshot.dumps(), encoding="utf-8")
+    result = run("check-skew", *map(str, paths))
+    assert result.exit_code == 2
+    assert result.stdout.splitlines()[0] == (
+        "0 error(s), 2 warning(s), 0 info, 2 input(s) not checked"
+    )
+    lines = result.stderr.splitlines()
+    assert [line.split(": ")[2] for line in lines] == [str(p) for p in paths]
+    assert all("holds none of sglang's facts" in line for line in lines)
+    # One stage read from a tree: that stage's facts are compared, the other is PP319.
+    mixed = run("check-skew", str(paths[0]), *fingerprint_set("consistent")[1:2])
+    assert mixed.exit_code in (0, 1) and mixed.stderr == ""
+    assert "0 input(s) not checked" in mixed.stdout and "PP319" in mixed.stdout

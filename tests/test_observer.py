@@ -614,6 +614,9 @@ def test_a_target_with_a_space_is_quoted_and_a_class_that_is_no_observer_is_name
         (["--batch-size", "0"], "--batch-size: must be 1 or more, not 0"),
         (["--steps", "-1"], "--steps: must be 1 or more, not -1"),
         (["--vocab-size", "1"], "--vocab-size: must be 2 or more, not 1"),
+        (["--batch-size", "x"], "--batch-size: must be a whole number, 1 or more, not 'x'"),
+        (["--steps", "1.5"], "--steps: must be a whole number, 1 or more, not '1.5'"),
+        (["--vocab-size", ""], "--vocab-size: must be a whole number, 2 or more, not ''"),
     ],
 )
 def test_a_count_out_of_range_is_worded_as_other_bad_values(args, line):

@@ -92,6 +92,29 @@ def test_stack_global_inst_obj_and_newobj_become_opaque():
     assert (got.name, got.via, got.state) == ("pkg.Klass", "new", {"a": 1})
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    text=st.text(),
+    kind=st.sampled_from(["bytes", "bytearray"]),
+    encoding=st.sampled_from(["latin1", "latin-1", "LATIN_1", "utf-8", "utf8", "ascii", "l1"]),
+)
+def test_bytes_of_a_str_and_an_encoding_read_as_python_reads_them(text, kind, encoding):
+    # A hand-made bytearray(text, 'latin1') (pickle writes bytes in it, never a str).
+    def one(value: str) -> bytes:
+        data = value.encode("utf-8", "surrogatepass")
+        return b"X" + len(data).to_bytes(4, "little") + data
+
+    data = b"\x80\x02cbuiltins\n" + kind.encode() + b"\n" + one(text) + one(encoding) + b"\x86R."
+    try:
+        expected = pickle.loads(data)
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        with pytest.raises(DumpError):
+            run(data)
+        return
+    got, _ = run(data)
+    assert type(got) is type(expected) and got == expected
+
+
 def test_allowlisted_container_calls_are_interpreted():
     data = b"\x80\x02ccollections\nOrderedDict\n)R."
     got, machine = run(data)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO
 
+from ppaux.dump import inspect_paths
 from ppaux.fix import tensorize_dump
 
 sys.path.insert(0, str(REPO / "fixtures"))
@@ -110,10 +111,27 @@ def test_the_byte_order_is_the_dtype_states(tmp_path):
             ),
             "is a bytearray",
         ),
+        (
+            "a bytearray of a Latin-1 str",
+            _array(
+                "f4",
+                "<",
+                tup(i(4)),
+                call(
+                    g("builtins", "bytearray"),
+                    s(struct.pack("<4f", *VALUES).decode("latin-1")),
+                    s("latin1"),
+                ),
+            ),
+            "is a bytearray",
+        ),
     ],
 )
 def test_a_state_numpy_refuses_is_refused(tmp_path, name, array, reason):
     source = _dump(tmp_path / "in.pt", array)
+    # inspect names numpy's refusal of the state (PP116), never a malformed pickle.
+    found = {f.code: f.message for f in inspect_paths([str(source)]).findings}
+    assert "PP116" in found and reason in found["PP116"], (name, found)
     result = tensorize_dump(str(source), str(tmp_path / "out.pt"))
     assert not result.written and not (tmp_path / "out.pt").exists(), name
     [refusal] = result.refusals
@@ -121,3 +139,6 @@ def test_a_state_numpy_refuses_is_refused(tmp_path, name, array, reason):
     pytest.importorskip("numpy")
     answer = _torch_reads(source)
     assert isinstance(answer, tuple) and answer[0] == "refused", (name, answer)
+    if "bytearray" in name:  # numpy's own words, as torch.load passes them on
+        assert answer[1] == "TypeError: pickle not returning string", answer
+        assert "(numpy: TypeError: pickle not returning string)" in found["PP116"], found

@@ -78,6 +78,8 @@ def fingerprints(tmp_path_factory) -> Path:
             str(rank),
             "--pp-size",
             "2",
+            "--sglang-path",
+            "fixtures/skew/trees/v0523",
             "--output",
             str(folder / f"stage{rank}.json"),
         )

@@ -107,6 +107,8 @@ def _container(kind: type) -> Any:
                 raise m.error("complex arguments are not numbers")
             return complex(*args)
         source = args[0]
+        if kind in (bytes, bytearray) and isinstance(source, str) and len(args) == 2:
+            source = _encoded(m, kind, source, args[1])  # bytearray(text, 'latin1'), as Python
         if not isinstance(source, (list, tuple, set, frozenset, str, bytes, dict)):
             raise m.error(f"{kind.__name__} argument is not a container")
         # Each call copies its argument, and a memo reference lets a pickle repeat the call
@@ -124,6 +126,39 @@ def _container(kind: type) -> Any:
         return built
 
     return build
+
+
+#: The text encodings ``bytes(text, encoding)`` and ``bytearray(text, encoding)`` are read
+#: with, as Python's codec registry names them (any other name is refused, never looked up).
+_TEXT_ENCODINGS = {
+    "latin1": "latin-1",
+    "latin-1": "latin-1",
+    "iso-8859-1": "latin-1",
+    "iso8859-1": "latin-1",
+    "l1": "latin-1",
+    "utf-8": "utf-8",
+    "utf8": "utf-8",
+    "ascii": "ascii",
+    "us-ascii": "ascii",
+}
+
+
+def _encoded(m: Machine, kind: type, text: str, encoding: Any) -> bytes:
+    """``text`` encoded as ``kind(text, encoding)`` encodes it, for the encodings above."""
+    name = (
+        _TEXT_ENCODINGS.get(encoding.lower().replace("_", "-"))
+        if isinstance(encoding, str)
+        else None
+    )
+    if name is None:
+        raise m.error(f"{kind.__name__} of a str in an encoding ppaux does not read")
+    m.charge_bytes(len(text))
+    try:
+        return text.encode(name)
+    except UnicodeEncodeError as exc:
+        raise m.error(
+            f"{kind.__name__} of a str that {name} cannot encode ({exc.reason})"
+        ) from None
 
 
 def _codecs_encode(m: Machine, args: tuple[Any, ...]) -> bytes:

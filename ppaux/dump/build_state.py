@@ -287,7 +287,10 @@ def _ndarray_refusal(state: tuple[Any, ...], offset: int) -> str | None:
     if not isinstance(fortran, int):
         return "its is_fortran flag is not an int; numpy refuses it"
     if isinstance(data, bytearray):
-        return "its data is a bytearray, not the bytes numpy reads; numpy refuses it"
+        return (
+            "its data is a bytearray, not the bytes numpy reads (numpy: TypeError: pickle not "
+            f"returning string); {NUMPY_REFUSES}"
+        )
     if isinstance(data, str) and max(data, default="\0") > "\xff":
         return "its data is a str past Latin-1; numpy refuses it"
     return None

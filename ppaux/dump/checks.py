@@ -25,6 +25,7 @@ from ppaux.dump.payload import (
 )
 from ppaux.dump.structure import Dump
 from ppaux.dump.tensor_checks import (
+    UNSENDABLE_KINDS,
     device_checks,
     numpy_refusals,
     storage_records,
@@ -60,7 +61,17 @@ def _python_type_name(key: object) -> str:
 
 
 def predict_pop(mapping: dict[str, Any]) -> dict[str, Any]:
-    """What pop does with ``mapping`` given a PP-capable observer, in sglang's order of checks."""
+    """What pop does with ``mapping`` given a PP-capable observer, in sglang's order of checks;
+    ``waits`` where pop never runs: an auxiliary tensor torch.distributed cannot send (sparse or
+    quantized, PP107) makes the sender fail after the metadata went out, and rank 0 waits."""
+    if any(
+        isinstance(key, str)
+        and key.startswith(OUTPUT_PREFIX)
+        and isinstance(value, TensorRef)
+        and value.kind in UNSENDABLE_KINDS
+        for key, value in mapping.items()
+    ):
+        return {"outcome": "waits", "error_type": None, "error": None}
     for key in mapping:
         if not isinstance(key, str):
             return {

@@ -425,9 +425,11 @@ def _pop(
         def said(o: dict[str, Any]) -> str:
             if o["outcome"] == "error":
                 return f"pop raises {o['error_type']}: {o['error']}"
+            if o["outcome"] == "waits":
+                return "pop never runs (the sender cannot send a sparse or quantized tensor)"
             return "pop succeeds" if o["outcome"] == "ok" else "pop finds no auxiliary entries"
 
-        failing = "A" if outcomes[0]["outcome"] == "error" else "B"
+        failing = "A" if outcomes[0]["outcome"] in ("error", "waits") else "B"
         report.findings.append(
             finding(
                 "PP606",

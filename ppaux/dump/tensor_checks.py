@@ -17,6 +17,7 @@ from ppaux.sglang import OUTPUT_PREFIX
 from ppaux.text import shown
 
 __all__ = [
+    "UNSENDABLE_KINDS",
     "device_checks",
     "numpy_refusals",
     "storage_records",
@@ -25,10 +26,14 @@ __all__ = [
     "view_problem",
 ]
 
+#: Tensor kinds torch.distributed's send has no kernel for (PP107): the sender fails after the
+#: metadata went out, and rank 0 waits forever.
+UNSENDABLE_KINDS = ("sparse", "quantized")
+
 
 def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRef) -> list[Finding]:
     found = []
-    if tensor.kind in ("sparse", "quantized"):
+    if tensor.kind in UNSENDABLE_KINDS:
         found.append(
             at(
                 "PP107",

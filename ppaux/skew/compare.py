@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from packaging.version import InvalidVersion, Version
 
 from ppaux.limits import Limits
-from ppaux.report import Finding, Report, Severity, cap_per_code, finding
+from ppaux.report import Finding, InputProblem, Report, Severity, cap_per_code, finding
 from ppaux.skew.capability_rules import logprob_rules, transport_rules, unknown_rules
 from ppaux.skew.differences import simple_findings
 from ppaux.skew.fingerprint import Fingerprint
@@ -213,6 +213,8 @@ def compare_stages(
         notes.append(f"compared with the baseline {baseline.source or '(given)'}")
     if len(stages) < 2 and baseline is None:
         notes.append("only one stage: nothing to compare it with (its own checks still ran)")
+    # Nothing of the transport was compared: not a pass, each input not checked.
+    unchecked = bool(stages) and not any(s.fingerprint.sglang.found for s in stages)
     return Report(
         command="check-skew",
         findings=tuple(findings),
@@ -225,7 +227,15 @@ def compare_stages(
         },
         tables=(matrix(stages, baseline, env_names_differing(stages, baseline)),),
         notes=tuple(notes),
+        problems=tuple(InputProblem(s.path, _NO_SGLANG) for s in stages) if unchecked else (),
     )
+
+
+_NO_SGLANG = (
+    "holds none of sglang's facts (taken by a Python without sglang), nor does any other "
+    "fingerprint: the stages' transports could not be compared; take each fingerprint with "
+    "the Python that runs sglang"
+)
 
 
 def _counted(item: Finding) -> Finding:

@@ -90,11 +90,22 @@ def _compare_steps(deployment: Deployment) -> list[Step]:
     if deployment.single_launch:
         where = "the host that runs the launch"
         steps.append(
-            Step(None, where, f"compare the stages: one launch runs them all, on this host{size}")
+            Step(
+                None,
+                where,
+                f"compare the stages: one launch runs them all, on this host, with the Python "
+                f"that runs sglang{size}",
+            )
         )
     else:
         where = "each stage's host"
-        steps.append(Step(None, where, f"compare the stages: on each stage's host{size}"))
+        steps.append(
+            Step(
+                None,
+                where,
+                f"compare the stages: on each stage's host, with the Python that runs sglang{size}",
+            )
+        )
     if stages is not None and stages <= MAX_LISTED_STAGES:
         for rank in range(stages):
             argv = (
@@ -182,8 +193,8 @@ def _read_steps(kind: str, torchrun: bool = False) -> list[Step]:
             None,
             "any host",
             "the logs show no pipeline stage (no PPn prefix, no --pp-size): where this is a "
-            "pipeline-parallel deployment, compare the stages with ppaux fingerprint and "
-            "ppaux check-skew",
+            "pipeline-parallel deployment, compare the stages with ppaux fingerprint (run by "
+            "the Python that runs sglang) and ppaux check-skew",
         ),
     ]
 

@@ -47,9 +47,25 @@ def fingerprint(
         snapshot = collect(sglang_path=sglang_path, pp_rank=pp_rank, pp_size=pp_size, limits=limits)
     except SglangPathError as exc:
         fail(f"--sglang-path {exc}")
+    if sglang_path is None and not snapshot.sglang.found:
+        _no_sglang()
     # A file a limit kept from being read: the fingerprint says it is unreadable (and why);
     # this says how to read it.
     for file in snapshot.sglang.files:
         if file.suggestions:
             warn(f"{file.path}: {file.reason}; {cli_words(file.suggestions)}")
     write_text(snapshot.dumps(), output, "the fingerprint")
+
+
+def _no_sglang() -> None:
+    """Refuse a fingerprint of a Python without sglang: it would hold no transport facts, and
+    check-skew could compare nothing of the transport (exit 2, nothing written)."""
+    import shlex
+    import sys
+
+    fail(
+        f"sglang is not importable from this Python ({shlex.quote(sys.executable)}), so a "
+        "fingerprint taken here holds none of sglang's facts; take it with the Python that "
+        "runs sglang (PYTHON -m ppaux_cli fingerprint ..., ppaux installed in that "
+        "environment), or pass --sglang-path DIR|WHEEL"
+    )
