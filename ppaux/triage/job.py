@@ -15,6 +15,7 @@ from ppaux.limits import Limits
 from ppaux.report import Finding, Report, finding
 from ppaux.sglang import MessageMatch
 from ppaux.text import shown
+from ppaux.triage.buildsteps import undefined_symbol
 from ppaux.triage.deaths import death_of
 from ppaux.triage.frames import Build, build_of
 from ppaux.triage.incidents import Incident, incidents
@@ -336,6 +337,7 @@ def triage_paths(
         pp_key=pp_key_error(found[0].root) if found else None,
         setup=setup or next((i.root.warned[0] for i in found if i.root.warned), None),
         host_memory=_host_memory(kinds, found),
+        build=undefined_symbol(found[0].root) if found else None,
     )
     _fill(report, readings, found, deployment, plan)
     _say_one_run(report, readings, found, [*failures, *events])
