@@ -18,6 +18,7 @@ from ppaux.text import shown
 from ppaux.triage.buildsteps import undefined_symbol
 from ppaux.triage.deaths import death_of
 from ppaux.triage.frames import Build, build_of
+from ppaux.triage.hangs import hang_words
 from ppaux.triage.incidents import Incident, incidents
 from ppaux.triage.inputs import log_findings, oversized_findings, read_all
 from ppaux.triage.kinds import MEMORY, kind_of, local_note
@@ -134,6 +135,8 @@ def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
             what = next((w for w in said if w.endswith("timeout")), said[0])
         if kind == "death":  # as the line says it: a Ray worker's end, a launcher's kill
             what = death_of(first) or "died"
+        if kind == "hang":  # sglang's watchdog's record, a py-spy dump
+            what = hang_words(first.text) or "hung"
         findings.append(
             finding(
                 "PP803",

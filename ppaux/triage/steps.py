@@ -36,6 +36,7 @@ from ppaux.sglang import MessageMatch
 from ppaux.triage.buildsteps import build_steps
 from ppaux.triage.deathsteps import death_steps, record_steps
 from ppaux.triage.kindsteps import (
+    hang_steps,
     hardware_steps,
     hccl_steps,
     host_steps,
@@ -357,6 +358,8 @@ def next_steps(
         steps += death_steps(crash, exited, killer)
     if no_root == "nccl-setup" and setup is not None:
         steps += setup_steps(setup)
+    if no_root == "hang":
+        steps += hang_steps()
     if no_root in ("signals-only", "signals-and-nccl-warnings"):
         steps += signal_steps()
     if no_root == "signals-and-nccl-warnings":
