@@ -42,6 +42,8 @@ CLI_TEXT = {
     "ppaux/triage/programsteps.py": "triage's next commands for memory and kernel failures "
     "(sglang's server arguments, nvidia-smi)",
     "ppaux/triage/runtimedeaths.py": "the Ray and Slurm commands a death record points to",
+    "ppaux/triage/buildsteps.py": "triage's next commands for a library that does not load "
+    "(python3 -c, pip show)",
     "ppaux/report/formats/html.py": "CSS custom properties (--fg, --line), not flags",
 }
 

@@ -74,8 +74,8 @@ _WORDS = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), mi
 @settings(max_examples=60, deadline=None)
 @given(_WORDS, _WORDS, st.sampled_from([None, "rank 1"]), st.integers(1, 200))
 def test_an_abort_is_dropped_exactly_when_it_is_the_traceback_s_own(said, what, stream, gap):
-    from ppaux.triage.incidents import _without_own_aborts
     from ppaux.triage.records import Failure, Frame
+    from ppaux.triage.sameprocess import without_own_aborts
 
     frame = Frame("/srv/train.py", 12, "step")
     traced = Failure(
@@ -83,7 +83,7 @@ def test_an_abort_is_dropped_exactly_when_it_is_the_traceback_s_own(said, what, 
     )
     aborted = Failure("a.log", 4 + gap, None, None, None, stream, None, 1, "c10::Error", what)
     aborted.aborted = True
-    kept = _without_own_aborts([traced, aborted])
+    kept = without_own_aborts([traced, aborted])
     own = (
         said.split("\n", 1)[0].strip() == what.split("\n", 1)[0].strip() != ""
         and stream is None

@@ -356,14 +356,16 @@ _TORCHRUN_CUT = (
 @settings(max_examples=30, deadline=None)
 @given(rank=st.integers(0, 63), code=st.sampled_from([1, 2, 255]))
 def test_torchrun_s_agent_line_is_that_local_rank_s_failure(tmp_path_factory, rank, code):
-    # torchrun's own traceback after it relays the child's failure: collateral, never the root.
+    # torchrun's own traceback after it relays the child's failure: the launcher's record of the
+    # root's own exit, never the root nor collateral.
     log = tmp_path_factory.mktemp("agent") / "x.log"
     log.write_text(_AGENT.format(code=code, rank=rank) + _TORCHRUN_CUT)
     findings = triage_paths([str(log)]).findings
     (root,) = _roots(findings)
     assert root.code == "PP802" and root.key == f"local_rank {rank}"
     assert f"local_rank {rank} exited with code {code} " in root.message
-    assert [f.location and f.location.line for f in findings if f.code == "PP803"] == [2]
+    assert [f.code for f in findings if f.code == "PP803"] == []
+    assert [r["line"] for r in root.extra["launcher_records"]] == [2]
 
 
 def test_torchrun_s_agent_line_of_a_signal_is_a_death(tmp_path):

@@ -18,6 +18,7 @@ from ppaux.triage.crashes import Crashes, rank_within
 from ppaux.triage.deaths import worker_died
 from ppaux.triage.flattened import outside_quotes
 from ppaux.triage.groups import GROUP_HEADER, unmargined
+from ppaux.triage.hangs import pyspy_process
 from ppaux.triage.kinds import root_of_group
 from ppaux.triage.leads import lead_length, named
 from ppaux.triage.lineformat import LogLine, torch_rank
@@ -504,6 +505,8 @@ class Reader:
             who = "the parent process"
         if kind == "death":
             who = worker_died(line.text) or who
+        if kind == "hang":  # a py-spy dump names the process by its title
+            who = pyspy_process(line.text) or who
         reading.events.append(
             Event(
                 kind,

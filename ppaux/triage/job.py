@@ -15,8 +15,10 @@ from ppaux.limits import Limits
 from ppaux.report import Finding, Report, ReportBuilder, finding
 from ppaux.sglang import MessageMatch
 from ppaux.text import shown
+from ppaux.triage.buildsteps import undefined_symbol
 from ppaux.triage.deaths import death_of
 from ppaux.triage.frames import Build, build_of
+from ppaux.triage.hangs import hang_words
 from ppaux.triage.incidents import Incident, incidents
 from ppaux.triage.inputs import log_findings, oversized_findings, read_all
 from ppaux.triage.kinds import MEMORY, kind_of, local_note
@@ -133,6 +135,8 @@ def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
             what = next((w for w in said if w.endswith("timeout")), said[0])
         if kind == "death":  # as the line says it: a Ray worker's end, a launcher's kill
             what = death_of(first) or "died"
+        if kind == "hang":  # sglang's watchdog's record, a py-spy dump
+            what = hang_words(first.text) or "hung"
         findings.append(
             finding(
                 "PP803",
@@ -336,6 +340,7 @@ def triage_paths(
         pp_key=pp_key_error(found[0].root) if found else None,
         setup=setup or next((i.root.warned[0] for i in found if i.root.warned), None),
         host_memory=_host_memory(kinds, found),
+        build=undefined_symbol(found[0].root) if found else None,
     )
     _fill(report, readings, found, deployment, plan)
     _say_one_run(report, readings, found, [*failures, *events])

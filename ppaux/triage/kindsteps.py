@@ -6,7 +6,46 @@ from __future__ import annotations
 
 from ppaux.triage.stepdata import Step
 
-__all__ = ["hardware_steps", "hccl_steps", "host_steps", "network_steps", "signal_steps"]
+__all__ = [
+    "hang_steps",
+    "hardware_steps",
+    "hccl_steps",
+    "host_steps",
+    "network_steps",
+    "signal_steps",
+]
+
+
+def hang_steps() -> list[Step]:
+    """Processes that hung (sglang's watchdog, a py-spy dump) and no failure: every rank's
+    stacks, to find the one that did not reach what the others wait in."""
+    where = "every node"
+    return [
+        Step(
+            None,
+            where,
+            "a hang, no failure: while it hangs, dump every sglang process's stacks on every "
+            "node and compare where each waits (a send whose receive never came, a collective "
+            "one rank never entered): the rank that is elsewhere is the cause",
+        ),
+        Step(
+            ("pgrep", "-af", "sglang::"), where, "sglang's processes, by the titles it gives them"
+        ),
+        Step(None, where, "then for each of their pids: py-spy dump --pid PID"),
+        Step(
+            ("export", "TORCH_NCCL_TRACE_BUFFER_SIZE=2000"),
+            where,
+            "for the next run: torch's flight recorder, whose dump on a timeout names the "
+            "collective each rank was in",
+        ),
+        Step(("export", "TORCH_NCCL_DUMP_ON_TIMEOUT=1"), where),
+        Step(
+            None,
+            where,
+            "collect every node's sglang log around the watchdog's timeout (its 'debug info' "
+            "and 'watchdog timeout' lines, and what each rank logged last)",
+        ),
+    ]
 
 
 def network_steps(at_init: bool, sglang: bool = True) -> list[Step]:

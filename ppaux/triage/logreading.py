@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from ppaux.triage.deaths import worker_died
+from ppaux.triage.hangs import hang_words
 from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.records import Event, Failure
 
@@ -127,6 +128,8 @@ def event_kind(text: str) -> str | None:
         return "nccl-warn"
     if worker_died(text) is not None:
         return "death"
+    if hang_words(text) is not None:
+        return "hang"
     return None
 
 

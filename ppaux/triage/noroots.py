@@ -16,6 +16,7 @@ from ppaux.triage.deaths import (
     launcher_summary,
     slurm_ended,
 )
+from ppaux.triage.hangs import hang_words, pyspy_process
 from ppaux.triage.incidents import communication
 from ppaux.triage.kinds import local_note
 from ppaux.triage.ncclsetup import setup_failure, setup_words
@@ -111,6 +112,23 @@ def _communication_message(
     return message, warned
 
 
+def _hang_message(hangs: list[Event], signals: list[Event]) -> str:
+    """PP809's words for a log that shows processes hung (sglang's watchdog's records, a py-spy
+    dump of an sglang process) and no failure."""
+    who = list(dict.fromkeys(shown(e.who) for e in hangs))
+    listed = ", ".join(who[:12]) + (" ..." if len(who) > 12 else "")
+    first = hangs[0]
+    said = hang_words(first.text) or "hung"
+    return (
+        f"no root in this log: it shows a hang, not a failure: {listed} ("
+        f"{counted(len(hangs), 'record')}; the first: {shown(first.who)} {said}, at "
+        f"{place_of(first)})"
+        + (f", then the parent's SIGQUIT ({counted(len(signals), 'line')})" if signals else "")
+        + ": what each process waited on (a collective, a send another stage never received, "
+        "a lock) is in its stacks; the process that did not reach it is the cause"
+    )
+
+
 def _signals_message(count: int, where: str, warned: list[Event]) -> str:
     """PP809's words for a log of the parent's SIGQUIT alone, with NCCL's warnings or not."""
     if not warned:
@@ -159,6 +177,7 @@ def no_root_finding(
     failures = [r for r in loose if isinstance(r, Failure)]
     events = [r for r in loose if isinstance(r, Event)]
     signals = [e for e in events if e.kind == "sigquit"]
+    hangs = [e for e in events if e.kind == "hang"]
     # the ranks that failed: a traceback's prefix (said in the message), and in the data the
     # rank a watchdog's or a store's record names too (torch's ``[rank5]:`` wherever it is)
     ranks = sorted({shown(f.who) for f in failures if f.ranks})
@@ -184,6 +203,9 @@ def no_root_finding(
     elif _only_communication(failures, events):
         cause = "network-or-other-node"
         message, warned = _communication_message(failures, events, ranks, where)
+    elif hangs and not failures and len(hangs) + len(signals) == count:
+        cause = "hang"
+        message = _hang_message(hangs, signals)
     elif not failures and len(signals) == count:
         cause = "signals-only"
         message = _signals_message(count, where, warned)
@@ -202,7 +224,11 @@ def no_root_finding(
         # gate must not read that as a pass. A watchdog that saw a collective time out takes its
         # process down: that rank died too, though the log shows no traceback of it.
         severity=Severity.ERROR
-        if failures or setup or any(e.kind in ("watchdog", "death") for e in events)
+        if failures
+        or setup
+        or any(e.kind in ("watchdog", "death") for e in events)
+        # sglang's watchdog takes the server down (a py-spy dump is a look, no end)
+        or any(e.kind == "hang" and pyspy_process(e.text) is None for e in events)
         else None,
         extra={
             "root": False,

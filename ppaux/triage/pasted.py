@@ -21,6 +21,8 @@ NO_ROOTS = {
     "process-died": "a record that a process died, not of what: no root in it",
     "nccl-setup": "NCCL's warning that its communicator's set-up failed (ranks, devices or the "
     "bootstrap's connection): the job's start or its hosts' network, not a collective",
+    "hang": "a hang (sglang's watchdog found a process without progress, or a py-spy dump of "
+    "one), no failure: no root in it, what each process waited on is in its stacks",
     "signals-only": "signals only (the parent's SIGQUIT from a failing child): no root in it",
     "not-in-these-logs": "what followed a failure the text does not hold: no root in it",
 }

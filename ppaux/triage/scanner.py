@@ -24,6 +24,7 @@ from typing import BinaryIO
 
 from ppaux.limits import Limits
 from ppaux.triage.crashes import CRASH_MARKERS
+from ppaux.triage.hangs import HANG_MARKERS
 
 __all__ = [
     "ALL_MARKERS",
@@ -51,6 +52,7 @@ MARKERS: tuple[bytes, ...] = (
     b"NCCL WARN",
     b"::checkForNCCLErrors",
     *CRASH_MARKERS,
+    *HANG_MARKERS,  # sglang's watchdog's hang records, a py-spy dump of an sglang process
 )
 #: What may start a failure without a traceback's header: a frame line (a fragment whose
 #: header the paste lost), a header cut short before ``Traceback (m``, and an exception line

@@ -33,8 +33,10 @@ from __future__ import annotations
 
 from ppaux.errors import TORCH_INSTALL_HINT
 from ppaux.sglang import MessageMatch
+from ppaux.triage.buildsteps import build_steps
 from ppaux.triage.deathsteps import death_steps, record_steps
 from ppaux.triage.kindsteps import (
+    hang_steps,
     hardware_steps,
     hccl_steps,
     host_steps,
@@ -174,10 +176,12 @@ def _cut_steps(kind: str, torchrun: bool) -> list[Step]:
     return [Step(None, "any host", _CUT_ROOT)] if kind == "unknown" and not torchrun else []
 
 
-def _read_steps(kind: str, torchrun: bool = False) -> list[Step]:
+def _read_steps(kind: str, torchrun: bool = False, sglang: bool = True) -> list[Step]:
     """A failure the logs show no pipeline stage in: comparing stages is beside the point;
     what the root's own record says is where to start (for a child torchrun recorded,
-    :func:`record_steps` says it)."""
+    :func:`record_steps` says it). ``sglang``: the logs are sglang's, so a pipeline-parallel
+    deployment they do not show may be compared; another program's (a training job, vLLM)
+    has no stages ppaux fingerprints."""
     if torchrun:
         said = ""
     elif kind == "unknown":
@@ -187,16 +191,18 @@ def _read_steps(kind: str, torchrun: bool = False) -> list[Step]:
             "read the root's exception and frames at the line given; ppaux explain 'TYPE: "
             "message' says what ppaux knows of that line"
         )
-    return [
-        *([Step(None, "any host", said)] if said else []),
-        Step(
-            None,
-            "any host",
-            "the logs show no pipeline stage (no PPn prefix, no --pp-size): where this is a "
-            "pipeline-parallel deployment, compare the stages with ppaux fingerprint (run by "
-            "the Python that runs sglang) and ppaux check-skew",
-        ),
-    ]
+    steps = [Step(None, "any host", said)] if said else []
+    if sglang:
+        steps.append(
+            Step(
+                None,
+                "any host",
+                "the logs show no pipeline stage (no PPn prefix, no --pp-size): where this is "
+                "a pipeline-parallel deployment, compare the stages with ppaux fingerprint (run "
+                "by the Python that runs sglang) and ppaux check-skew",
+            )
+        )
+    return steps
 
 
 def _compare_argv(stages: int | None) -> tuple[str, ...]:
@@ -337,6 +343,7 @@ def next_steps(
     pp_key: str | None = None,
     setup: str | None = None,
     host_memory: bool = False,
+    build: tuple[str, str] | None = None,
 ) -> list[Step]:
     """Steps for incidents whose roots are of ``roots`` (kind, and the auxiliary-output message
     matched, if any), in the order the kinds first appear; ``no_root``: why the logs hold no
@@ -351,7 +358,8 @@ def next_steps(
     the first root is a KeyError on that key of the PP message (:mod:`ppaux.triage.ppkeys`);
     ``setup``: NCCL's communicator set-up failed so (``no_root`` 'nccl-setup', or a root cut
     below NCCL's warning of it: 'duplicate-rank', ...); ``host_memory``: a memory root is the
-    host's, not a GPU's."""
+    host's, not a GPU's; ``build``: the first root is a library that does not load (the
+    library and the symbol it needs, :mod:`ppaux.triage.buildsteps`)."""
     steps: list[Step] = record_steps() if torchrun else []
     done: set[str] = set()
     kinds = [kind for kind, _ in roots]
@@ -361,6 +369,8 @@ def next_steps(
         steps += death_steps(crash, exited, killer)
     if no_root == "nccl-setup" and setup is not None:
         steps += setup_steps(setup)
+    if no_root == "hang":
+        steps += hang_steps()
     if no_root in ("signals-only", "signals-and-nccl-warnings"):
         steps += signal_steps()
     if no_root == "signals-and-nccl-warnings":
@@ -389,17 +399,32 @@ def next_steps(
             steps += (host_steps() if host else []) + kernel_steps(deployment, release)
         elif "compare" not in done:
             done.add("compare")
-            for target in observers or []:
-                steps.append(
-                    from_log(("ppaux", "check-observer", "--"), target, "the observer", _CODE, "")
-                )
-            steps += pp_key_steps(pp_key) if pp_key else []
-            steps += (
-                _cut_steps(kind, torchrun) + _compare_steps(deployment)
-                if _pipelined(deployment) or observers or pp_key
-                else _read_steps(kind, torchrun)
-            )
+            steps += _other_steps(kind, deployment, observers or [], torchrun, pp_key, build)
     return _once(steps)
+
+
+def _other_steps(
+    kind: str,
+    deployment: Deployment,
+    observers: list[str],
+    torchrun: bool,
+    pp_key: str | None,
+    build: tuple[str, str] | None,
+) -> list[Step]:
+    """A root of no kind with steps of its own (or cut before its exception): the observers to
+    check, the stages to compare where the logs show stages, else what to read first; a
+    library that does not load (``build``: the library and the symbol it needs), what to
+    compare its build with."""
+    steps = [
+        from_log(("ppaux", "check-observer", "--"), target, "the observer", _CODE, "")
+        for target in observers
+    ]
+    steps += pp_key_steps(pp_key) if pp_key else []
+    if build is not None:
+        return steps + build_steps(*build)
+    if _pipelined(deployment) or observers or pp_key:
+        return steps + _cut_steps(kind, torchrun) + _compare_steps(deployment)
+    return steps + _read_steps(kind, torchrun, deployment.sglang)
 
 
 def _once(steps: list[Step]) -> list[Step]:

@@ -342,6 +342,10 @@ RULES = (
             "socketStartConnect's or socketPollConnect's 'Connect to <address> failed', "
             "bootstrap-connect), the finding names it and the steps are the set-up's (ranks, "
             "devices, NCCL_SOCKET_IFNAME, the bootstrap address), an error. "
+            "Where the log shows processes that hung and no failure (sglang's watchdog's "
+            "'Scheduler debug info:' and 'Scheduler watchdog timeout (...)', a py-spy dump of an "
+            "sglang process), it says so (hang): an error where sglang's watchdog found it (it "
+            "takes the server down), a warning for a dump; the steps say what to collect. "
             "A communicator that could not be set up (ncclCommInitRank, "
             "connectFullMesh) with no failure before it is a root (PP802), not this. The parent's "
             "SIGQUIT follows any failure and changes none of this. The finding is an error where "
@@ -368,6 +372,13 @@ RULES = (
         kind_fixes=(
             *_SETUP_FIXES,
             *_STOP_FIXES,
+            (
+                "hang",
+                "Dump every rank's stacks (py-spy dump --pid of each sglang::scheduler process, "
+                "on every node) and compare where each waits: the stage that never reached the "
+                "collective or the receive the others wait in is the cause; collect every node's "
+                "log around the watchdog's timeout.",
+            ),
             (
                 "hccl",
                 "Collect the logs of every node, the parent process's and CANN's (~/ascend/log/); "

@@ -1,0 +1,98 @@
+"""An extension module that does not load against the environment it runs in: ``ImportError:
+.../sgl_kernel/common_ops.abi3.so: undefined symbol: cuGreenCtxStreamCreate``. Its build expects
+a symbol that the torch, CUDA runtime or driver loaded beside it does not define: it was built
+for other versions than those installed. Told from the exception's type and message (an
+``ImportError`` or ``OSError`` saying ``undefined symbol``); the steps name the package whose
+build to check and what to check it against.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ppaux.triage.records import Failure
+from ppaux.triage.stepdata import Step, from_log
+
+__all__ = ["build_steps", "undefined_symbol"]
+
+#: The loader's words: ``<library>: undefined symbol: <symbol>`` (the symbol as the linker names
+#: it: a C name, or a C++ one mangled).
+_UNDEFINED = re.compile(
+    r"(?P<library>/?[^\s:]{1,400}\.so(?:\.[\w.]{1,40})?): undefined symbol: "
+    r"(?P<symbol>[\w.@$]{1,400})"
+)
+#: The types a library that does not load raises from: Python's import, ctypes' load.
+_TYPES = re.compile(r"(?:^|\.)(?:ImportError|ModuleNotFoundError|OSError)$")
+#: The package a library belongs to: the folder under site-packages (or dist-packages).
+_PACKAGE = re.compile(r"(?:site|dist)-packages/(?P<package>[A-Za-z0-9_.-]{1,100})/")
+#: A mangled C++ name of torch's (``_ZN3c10...``, ``_ZN2at...``, ``_ZNK5torch...``).
+_TORCH_SYMBOL = re.compile(r"^_ZN[KR]?\d{1,3}(?:c10|at|torch|caffe2)")
+#: A symbol of CUDA's driver API (``cuGreenCtxStreamCreate``, ``cuModuleGetFunction``): what
+#: the driver, not the runtime, defines.
+_DRIVER_SYMBOL = re.compile(r"^cu[A-Z]\w{1,200}$")
+
+
+def undefined_symbol(failure: Failure) -> tuple[str, str] | None:
+    """(the library, the symbol) where ``failure`` (its exception or one of its chain) is a
+    library that does not load for a symbol it needs, else None."""
+    said = [(failure.exception or "", failure.message), *failure.chain]
+    for exception, message in said:
+        if not _TYPES.search(exception):
+            continue
+        found = _UNDEFINED.search(message[:2000])
+        if found is not None:
+            return found.group("library"), found.group("symbol")
+    return None
+
+
+def _against(symbol: str) -> str:
+    """What the symbol says the build was made for, and what to do."""
+    built = (
+        "Install the package's build made for the torch and CUDA installed (its release notes "
+        "or wheel names say which), or build it from source there"
+    )
+    if _DRIVER_SYMBOL.match(symbol):
+        return (
+            "a function of CUDA's driver API: the driver installed is older than the CUDA the "
+            "build was made for (nvidia-smi shows the highest CUDA it supports). Upgrade the "
+            "driver, or install the package's build made for a CUDA the driver supports"
+        )
+    if _TORCH_SYMBOL.match(symbol):
+        return f"a function of torch's: the build was made for another torch release. {built}"
+    return f"the build was made for another torch, CUDA runtime or driver. {built}"
+
+
+def build_steps(library: str, symbol: str) -> list[Step]:
+    """What to compare where a library does not load for ``symbol``: the package's version and
+    build against torch's, CUDA's and the driver's."""
+    where = "the failing process's environment"
+    package = _PACKAGE.search(library)
+    steps = [
+        Step(
+            None,
+            where,
+            f"a compiled extension does not load: it needs {symbol[:200]}, which nothing loaded "
+            f"beside it defines; {_against(symbol)}",
+        ),
+        Step(
+            ("python3", "-c", "import torch; print(torch.__version__, torch.version.cuda)"),
+            where,
+            "the torch release and the CUDA runtime it was built for",
+        ),
+        Step(
+            ("nvidia-smi",),
+            "the failing process's host",
+            "the driver and the highest CUDA it supports",
+        ),
+    ]
+    if package is not None:
+        steps.append(
+            from_log(
+                ("python3", "-m", "pip", "show", "--"),
+                package.group("package"),
+                "the package",
+                where,
+                "the version of the package whose library does not load",
+            )
+        )
+    return steps
