@@ -76,6 +76,10 @@ def peel_envelope(text: str) -> Peeled:
     if whole is not None:
         whole.lines = [layers(line, whole) for line in whole.lines]
         return whole
+    if text[:1] in ("|", " ", "\t") and text.lstrip(" \t")[:1] == "|":
+        cell = _table_cell(text)
+        if cell is not None:
+            return Peeled([] if cell == "" else [layers(cell, Peeled([cell]))])
     peeled = Peeled([text])
     rest = _row(text, peeled)
     syslog = _SYSLOG.match(rest)
@@ -85,6 +89,28 @@ def peel_envelope(text: str) -> Peeled:
     nested = nested_record(rest) if rest[:2] == '{"' else None
     peeled.lines = [rest] if nested is None else nested.lines
     return peeled
+
+
+#: A Markdown table's cell border: a ``|`` that no backslash escapes.
+_CELL_BORDER = re.compile(r"(?<!\\)\|")
+
+
+def _table_cell(text: str) -> str | None:
+    """The record a row of a Markdown table quotes (its cell that opens with a record's
+    bracket, without the cell's backticks), ``""`` for a row that quotes none (a table of
+    exception names, the ``|---|`` separator: the table's text, no record), or None for a line
+    that is no such row. A row opens and closes with ``|``; the table downloads ppaux reads
+    open with a time and part their columns with tabs or commas."""
+    row = text.strip()
+    if len(row) < 2 or row[-1] != "|" or row[-2:] == "\\|":
+        return None
+    for cell in _CELL_BORDER.split(row[1:-1]):
+        cell = cell.strip()
+        if len(cell) >= 2 and cell[0] == cell[-1] == "`":
+            cell = cell[1:-1].strip()
+        if cell[:1] == "[":
+            return cell.replace("\\|", "|")
+    return ""
 
 
 def _json_forms(text: str) -> Peeled | None:

@@ -15,8 +15,9 @@ starts an incident of its own.
 Everything else (communication failures, watchdog and store lines, the parent's SIGQUIT) is
 collateral of the latest incident that began before it (or of the first, when it came
 earlier); a record without a time, of the latest incident before it in its own log. A
-traceback cut before its exception whose time is more than :data:`FOLLOWS_S` from every rank
-of that incident (:func:`~ppaux.triage.runs.far_apart`) is collateral of the incident nearest
+failure that is not a communication one (a traceback cut before its exception included) whose
+time is more than :data:`FOLLOWS_S` from every rank of that incident
+(:func:`~ppaux.triage.runs.far_apart`: another run's) is collateral of the incident nearest
 to it in time that is not so far, else the root of an incident of its own.
 A relay (:func:`~ppaux.triage.deaths.relay`: an engine's exception saying that a worker
 failed) is collateral of the failure it relays where the log holds that one; where it quotes
@@ -60,7 +61,7 @@ _WAITING = re.compile(
 )
 #: Ranks that fail with the same error within this many seconds of the first are one incident.
 SAME_MOMENT_S = 5.0
-#: A traceback cut before its exception more than this many seconds from every rank of an
+#: A failure (not a communication one) more than this many seconds from every rank of an
 #: incident did not follow from that incident's root (a watchdog's timeout is minutes).
 FOLLOWS_S = 3600.0
 
@@ -289,9 +290,11 @@ def incidents(
         return [], [f for f in rest if id(f) not in strays], sorted(events, key=_key)
     for failure in rest:
         owner = _owner(found, failure)
-        if failure.exception is None and _far(owner, failure):
-            # a traceback cut before its exception, at a time far from that incident's: the
-            # nearest incident in time that is not far from it, else an incident of its own
+        if (failure.exception is None or not communication(failure)) and _far(owner, failure):
+            # a failure (not a communication one) at a time far from that incident's, a
+            # traceback cut before its exception included: another run's (logs of several
+            # runs given together); the nearest incident in time that is not far from it,
+            # else an incident of its own
             near = [i for i in found if not _far(i, failure)]
             if not near:
                 found.append(Incident(failure))

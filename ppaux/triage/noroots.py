@@ -147,6 +147,21 @@ def _signals_message(count: int, where: str, warned: list[Event]) -> str:
     )
 
 
+def _ranks_seen(every_rank: list[str], said: list[str]) -> str:
+    """The ranks the records name (a watchdog's ``[Rank N]`` records too), where the message
+    does not list them yet: all that can be known of which ranks reported, as no such log says
+    the job's world size (the ranks that did not report cannot be told)."""
+    if len(every_rank) < 2 or set(every_rank) <= set(said):
+        return ""
+    ordered = sorted(every_rank, key=lambda r: (len(r), r))  # 'rank 2' before 'rank 10'
+    listed = ", ".join(ordered[:12]) + (" ..." if len(ordered) > 12 else "")
+    return (
+        f"; the ranks its records name: {listed}; the log does not say the world size, so "
+        "which ranks did not report (the one that failed first may be among them) cannot be "
+        "told"
+    )
+
+
 #: Events that name the rank whose record they are, and who such an event names when its
 #: line names none.
 _RANKED = frozenset({"watchdog", "store"})
@@ -203,6 +218,7 @@ def no_root_finding(
     elif _only_communication(failures, events):
         cause = "network-or-other-node"
         message, warned = _communication_message(failures, events, ranks, where)
+        message += _ranks_seen(every_rank, ranks)
     elif hangs and not failures and len(hangs) + len(signals) == count:
         cause = "hang"
         message = _hang_message(hangs, signals)

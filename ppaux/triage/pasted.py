@@ -52,6 +52,9 @@ class PastedReading:
     kind: str
     words: str
     steps: tuple[str, ...]
+    #: The root's exception line as its process wrote it (``RuntimeError: ...``), without the
+    #: envelope, launcher or prefix the paste carried; None where the root shows none.
+    line: str | None = None
 
     def said(self) -> str:
         """The reading as one clause: the words, then the commands to run."""
@@ -102,4 +105,6 @@ def read_pasted(text: str) -> PastedReading | None:
     words = DESCRIPTIONS.get(kind, DESCRIPTIONS[UNKNOWN])
     if kind == UNKNOWN:
         words = f"the root, whose exception it does not hold: {root.message.split(': ', 1)[-1]}"
-    return PastedReading(kind, words, steps)
+    exception, message = extra.get("exception"), extra.get("message")
+    line = f"{exception}: {message}" if exception and message is not None else None
+    return PastedReading(kind, words, steps, line)

@@ -69,6 +69,13 @@ def pasted_hint(text: str) -> PastedHint | None:
     from .pasted import read_pasted
 
     several = "\n" in text
+    if not several and kind_of_text(text) in (None, "unknown"):
+        # one line in an envelope or behind a prefix (a table export's row, a worker's
+        # logger): said in the words of its exception line pasted plain, where triage reads one
+        plain = read_pasted(text)
+        line = None if plain is None else plain.line
+        if line is not None and line.strip() != text.strip() and kind_of_text(line):
+            return pasted_hint(line)
     # a paste of several lines: triage's reading of the whole, so the two never disagree
     # (a failure of another kind is said below in the same words, with where to go next)
     reading = read_pasted(text) if several else None

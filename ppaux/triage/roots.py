@@ -260,7 +260,9 @@ def _first_words(incident: Incident, headline: str, earlier: bool) -> str:
     root = incident.root
     members = incident.members
     names = processes_of(members)
-    who = ", ".join(names)
+    # each process's name once, and each rank once: 'pod/sglang-0, rank 7' and 'rank 7' of
+    # another log's record say 'rank 7' once
+    who = ", ".join(dict.fromkeys(part for name in names for part in name.split(", ")))
     also = ""
     if len(names) > 1:
         also = f" ({len(names)} processes failed with it at the same moment"
