@@ -52,7 +52,7 @@ def hang_words(text: str) -> str | None:
     if found.group("info") is not None:
         return (
             f"was found hung by sglang's watchdog ({who} debug info: its forward count did not "
-            "move for --watchdog-timeout seconds)"
+            "move for the watchdog's timeout)"
         )
     return (
         f"was found hung by sglang's watchdog ({who} watchdog timeout after "

@@ -300,8 +300,7 @@ def triage_paths(
     quiet = {"capture", *(("nccl-warn",) if any(r.sglang_seen for r in readings) else ())}
     loose: list[Failure | Event] = [*orphans, *(e for e in orphan_events if e.kind not in quiet)]
     warned = [e for e in orphan_events if e.kind == "nccl-warn" and e.kind in quiet]
-    no_root = None
-    crash = local = ended = False
+    no_root, crash, local, ended = None, False, False, False
     killed_by: str | None = None
     setup: str | None = None
     if loose:

@@ -112,6 +112,19 @@ def _communication_message(
     return message, warned
 
 
+def _down(failures: list[Failure], setup: bool, events: list[Event]) -> bool:
+    """Whether processes failed: the deployment is down even though its root is elsewhere, and
+    a gate must not read that as a pass. A watchdog that saw a collective time out takes its
+    process down: that rank died too, though the log shows no traceback of it; so does
+    sglang's watchdog that found a hang (a py-spy dump is a look, no end)."""
+    return (
+        bool(failures)
+        or setup
+        or any(e.kind in ("watchdog", "death") for e in events)
+        or any(e.kind == "hang" and pyspy_process(e.text) is None for e in events)
+    )
+
+
 def _hang_message(hangs: list[Event], signals: list[Event]) -> str:
     """PP809's words for a log that shows processes hung (sglang's watchdog's records, a py-spy
     dump of an sglang process) and no failure."""
@@ -236,16 +249,7 @@ def no_root_finding(
         "PP809",
         first.source,
         message,
-        # Processes failed: the deployment is down even though its root is elsewhere, and a
-        # gate must not read that as a pass. A watchdog that saw a collective time out takes its
-        # process down: that rank died too, though the log shows no traceback of it.
-        severity=Severity.ERROR
-        if failures
-        or setup
-        or any(e.kind in ("watchdog", "death") for e in events)
-        # sglang's watchdog takes the server down (a py-spy dump is a look, no end)
-        or any(e.kind == "hang" and pyspy_process(e.text) is None for e in events)
-        else None,
+        severity=Severity.ERROR if _down(failures, bool(setup), events) else None,
         extra={
             "root": False,
             "no_root": cause,
