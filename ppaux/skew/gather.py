@@ -25,12 +25,15 @@ import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from ppaux.errors import PpauxError
 from ppaux.skew.fingerprint import Fingerprint, FingerprintError, loads
 from ppaux.skew.stage import MissingRank
+
+if TYPE_CHECKING:
+    from torch.distributed import Store
 
 __all__ = ["GatherError", "Gathered", "Session", "SetupError", "connect"]
 
@@ -143,7 +146,7 @@ def _address(init_method: str | None) -> tuple[str, int]:
 class Session:
     """One process's part in a distributed check; see :func:`connect`."""
 
-    def __init__(self, store: Any, rank: int, world_size: int, timeout: float) -> None:
+    def __init__(self, store: Store, rank: int, world_size: int, timeout: float) -> None:
         self.store = store
         self.rank = rank
         self.world_size = world_size
@@ -153,7 +156,7 @@ class Session:
 
     # -- store helpers -------------------------------------------------------------------------
 
-    def _set(self, key: str, value: str | bytes) -> None:
+    def _set(self, key: str, value: str) -> None:
         self.store.set(_PREFIX + key, value)
 
     def _has(self, key: str) -> bool:
