@@ -79,9 +79,14 @@ def _only_communication(failures: list[Failure], events: list[Event]) -> bool:
 
 
 def _communication_message(
-    failures: list[Failure], events: list[Event], ranks: list[str], where: str
+    failures: list[Failure],
+    events: list[Event],
+    named: tuple[list[str], list[str]],
+    where: str,
 ) -> tuple[str, list[Event]]:
-    """PP809's words for communication failures only, and NCCL's warnings among them."""
+    """PP809's words for communication failures only, and NCCL's warnings among them;
+    ``named``: the ranks of the failures' prefixes, and every rank the records name."""
+    ranks, every_rank = named
     count = len(failures) + len(events)
     signals = [e for e in events if e.kind == "sigquit"]
     on = f" on {', '.join(ranks[:12])}{' ...' if len(ranks) > 12 else ''}" if ranks else ""
@@ -108,6 +113,7 @@ def _communication_message(
             else ""
         )
         + (f" but the parent's SIGQUIT ({len(signals)} lines)" if signals else "")
+        + _ranks_seen(every_rank, ranks)
     )
     return message, warned
 
@@ -230,8 +236,7 @@ def no_root_finding(
         )
     elif _only_communication(failures, events):
         cause = "network-or-other-node"
-        message, warned = _communication_message(failures, events, ranks, where)
-        message += _ranks_seen(every_rank, ranks)
+        message, warned = _communication_message(failures, events, (ranks, every_rank), where)
     elif hangs and not failures and len(hangs) + len(signals) == count:
         cause = "hang"
         message = _hang_message(hangs, signals)
