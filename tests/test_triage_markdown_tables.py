@@ -60,7 +60,7 @@ def test_a_table_of_exception_names_beside_sglangs_lines_holds_no_failure():
     )
     report = _report(text)
     assert not report.problems
-    assert report.findings == []
+    assert report.findings == ()
 
 
 @settings(max_examples=30, deadline=None)
