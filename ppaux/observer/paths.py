@@ -36,6 +36,7 @@ __all__ = [
     "hook_fault",
     "pp_host",
     "pp_path",
+    "pp_pop",
     "pp_send",
     "single_stage_path",
 ]
@@ -104,6 +105,8 @@ class PathOutcome:
     host: Any = None
     sent: dict[str, Any] | None = None
     fault: Fault | None = None
+    #: What rank 0 received from the wire (PP path, once the wire delivered).
+    received: dict[Any, Any] | None = None
 
 
 def hook_fault(failure: HookFailure, side: str) -> Fault:
@@ -297,7 +300,6 @@ def _theirs(exc: BaseException) -> None:
 def pp_send(output: object, rank0_observer: object, token_ids: object, m: Machinery) -> PathOutcome:
     """The PP path up to rank 0's rebuilt output (``output`` of the outcome): add on the last
     stage, the wire, pop on rank 0 with its observer. Rank 0 holds tensors of its own."""
-    import torch
 
     sending = _SendingOutput(output) if hasattr(output, "to_pp_tensors") else output
     sent: dict[str, Any] = {"next_token_ids": token_ids}
@@ -322,6 +324,19 @@ def pp_send(output: object, rank0_observer: object, token_ids: object, m: Machin
             ),
         )
     received = _rank0_own(dict(delivery.received), sent)
+    as_received = dict(received)  # pop takes its entries out
+    popped = pp_pop(received, rank0_observer, m)
+    popped.sent = aux
+    popped.received = as_received
+    return popped
+
+
+def pp_pop(received: dict[Any, Any], rank0_observer: object, m: Machinery) -> PathOutcome:
+    """Rank 0's pop of what it ``received``, with its observer: the rebuilt output, or the
+    fault (rank 0's own side of :func:`pp_send`, also run in a process of its own: see
+    :mod:`.apart`)."""
+    import torch
+
     receiving = (
         _ReceivingObserver(rank0_observer)
         if hasattr(rank0_observer, "from_pp_tensors")
@@ -330,7 +345,7 @@ def pp_send(output: object, rank0_observer: object, token_ids: object, m: Machin
     try:
         rebuilt = m.pop(received, receiving)
     except HookFailure as failure:
-        return PathOutcome(sent=aux, fault=hook_fault(failure, "rank 0"))
+        return PathOutcome(fault=hook_fault(failure, "rank 0"))
     except Exception as exc:  # sglang's (or Python's) own error inside pop
         message = _message(exc)
         name = value = None
@@ -344,10 +359,9 @@ def pp_send(output: object, rank0_observer: object, token_ids: object, m: Machin
                     name, value = key.removeprefix(OUTPUT_PREFIX), _describe(got)
                     break
         return PathOutcome(
-            sent=aux,
-            fault=Fault("pop", type(exc).__name__, message, "rank 0", name=name, value=value),
+            fault=Fault("pop", type(exc).__name__, message, "rank 0", name=name, value=value)
         )
-    return PathOutcome(rebuilt, sent=aux)
+    return PathOutcome(rebuilt)
 
 
 def pp_host(sent: PathOutcome, reqs: list[Any], token_ids: object, m: Machinery) -> PathOutcome:

@@ -38,6 +38,7 @@ from ppaux.observer.watched import Watched, described
 from ppaux.sglang import OUTPUT_PREFIX
 
 if TYPE_CHECKING:
+    from ppaux.observer.apart import RankZero
     from ppaux.observer.options import ObserverOptions
 
 __all__ = ["Emit", "run_checks"]
@@ -99,6 +100,8 @@ class _Checks:
         self.options = options
         self.emit = emit
         self.subjects: dict[str, Any] = {}
+        #: Rank 0 in a process of its own (:mod:`.apart`), where there is one.
+        self.apart: RankZero | None = None
         self.made_sent: set[str] = set()
         self.walk = RequestWalk(lambda view, skip, same: described("a request", view, skip, same))
         #: Whether a path stopped at a step of this batch size: its requests then differ by
@@ -296,6 +299,9 @@ class _Checks:
         # as it is rebuilt) before the single stage's copy_to_host, which may change the
         # output's own tensors in place; rank 0's copy_to_host changes only its own.
         pp = pp_send(output, rank0, token_ids, self.m)
+        # What rank 0 received crosses to rank 0's own process now, before the single
+        # stage's copy_to_host may change the output's tensors in place.
+        asked = pp.fault is None and self.ask_apart(batch_size, index, pp.received)
         rebuilt: dict[str, dict[str, Any]] | HookFailure | None = None
         if pp.fault is None:
             try:
@@ -315,6 +321,8 @@ class _Checks:
             "output_type": type(output).__qualname__,
             "output": produced,
         }
+        if asked:
+            self.apart_answer(message)
         self.faulted = self.faulted or single.fault is not None or pp.fault is not None
         seen = None
         try:
@@ -343,6 +351,17 @@ class _Checks:
             self.undescribable(batch_size, index, failure, output)
             return None
         return produced, left
+
+    def ask_apart(self, batch_size: int, index: int, received: Any) -> bool:
+        """Send what rank 0 received to rank 0's own process (:mod:`.apart`); whether it
+        was sent (then :meth:`apart_answer` reads the answer)."""
+        return self.apart is not None and self.apart.send(batch_size, index, received)
+
+    def apart_answer(self, message: dict[str, Any]) -> None:
+        """Rank 0's own process's answer, put in the step's ``message`` (``apart``)."""
+        answer = None if self.apart is None else self.apart.answer()
+        if answer is not None:
+            message["apart"] = answer
 
     def made(self, message: dict[str, Any], sent: Any) -> None:
         """Once per hook: the line of its own file that made each value the step's records
@@ -413,6 +432,7 @@ def run_checks(
     sglang_parts: bool,
     outputs: Iterable[Any] | None,
     emit: Emit,
+    rank0: RankZero | None = None,
 ) -> None:
     """Drive ``loaded`` (or send ``outputs``) and ``emit`` every record, from 'start' to
     'locations'."""
@@ -429,6 +449,7 @@ def run_checks(
         }
     )
     checks = _Checks(loaded, machinery, info, device, options, emit)
+    checks.apart = rank0
     if outputs is not None:
         checks.given(outputs)
     else:
