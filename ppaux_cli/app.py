@@ -186,8 +186,24 @@ def _usage_message(exc: Any) -> str:
     if param is not None and message and type(exc).__name__ == "BadParameter":
         longs = [o for o in getattr(param, "opts", []) if o.startswith("--")]
         name = longs[0] if longs else (param.human_readable_name or param.name)
-        return f"{name}: {message}"
+        return f"{name}: {_range_message(param, message)}"
     return " ".join(exc.format_message().split())
+
+
+def _range_message(param: Any, message: str) -> str:
+    """Click's 'V is not in the range x>=1.' in the words of ppaux's other bad values: 'must be
+    1 or more, not V' (or 'from A to B'); any other message as Click wrote it."""
+    low, high = getattr(param.type, "min", None), getattr(param.type, "max", None)
+    value, found, _ = message.partition(" is not in the range ")
+    if not found or (low is None and high is None):
+        return message
+    if high is None:
+        return f"must be {low} or more, not {value}"
+    return (
+        f"must be {high} or less, not {value}"
+        if low is None
+        else (f"must be from {low} to {high}, not {value}")
+    )
 
 
 def _standalone(call: Any, *args: Any, **kwargs: Any) -> None:

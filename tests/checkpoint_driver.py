@@ -12,7 +12,9 @@ the message is looked at on the way in, nothing goes on a wire).
 (``ppaux.capture.install()``), ``plugin`` (ppaux's hooks through sglang's real ``HookRegistry``)
 or ``plugin+other`` (the same, after another plugin's AROUND hook on add that injects a value).
 Each scenario writes into ``DIRECTORY/<scenario>``; a scenario named ``strict-<name>`` runs
-``<name>`` with ``strict=True``. Prints one JSON object: the errors each scenario raised.
+``<name>`` with ``strict=True``. Prints one JSON object: the errors each scenario raised
+(and, with MODE ``install``, the methods' parameter lists before and after ``install()`` is
+called again once sglang is imported, under ``signatures``).
 
 The ways a non-tensor gets in: ``subclass`` (a Scheduler subclass whose _pp_prepare_tensor_dict
 writes a list), ``queue`` (code that edits the message in last_rank_comm_queue), ``transport``
@@ -23,6 +25,7 @@ sends clean messages.
 
 import collections
 import contextlib
+import inspect
 import json
 import sys
 from types import SimpleNamespace
@@ -163,4 +166,35 @@ for name in SCENARIOS:
     finally:
         mixin.add_auxiliary_output_to_pp_tensors = REAL_ADD
         ps.GroupCoordinator.send_tensor_dict = REAL_SEND
+if MODE == "install":
+    # install() after sglang is imported: each method keeps its own parameter list.
+    TARGETS = {
+        "prepare": (mixin.SchedulerPPMixin, "_pp_prepare_tensor_dict"),
+        "send_dict": (mixin.SchedulerPPMixin, "_pp_send_dict_to_next_stage"),
+        "send": (ps.GroupCoordinator, "send_tensor_dict"),
+        "recv": (ps.GroupCoordinator, "recv_tensor_dict"),
+    }
+
+    def signatures():
+        return {
+            hop: str(inspect.signature(owner.__dict__[name], follow_wrapped=False))
+            for hop, (owner, name) in TARGETS.items()
+        }
+
+    def marked():
+        return [
+            hop
+            for hop, (owner, name) in TARGETS.items()
+            if getattr(owner.__dict__[name], "__ppaux_capture__", False)
+        ]
+
+    capture.uninstall()
+    unmarked, before = marked(), signatures()
+    capture.install(f"{DIRECTORY}/signatures")
+    out["signatures"] = {
+        "unmarked": unmarked,
+        "before": before,
+        "after": signatures(),
+        "marked": marked(),
+    }
 print(json.dumps(out))

@@ -57,6 +57,7 @@ attributes of the stand-ins that sglang read and wrote), ``crash`` if the proces
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import os
 import socket
@@ -66,6 +67,18 @@ import time
 import traceback
 from datetime import timedelta
 from pathlib import Path
+
+#: Every file this process compiled from source, where a pip install imports its ``.pyc``.
+COMPILED: list[str] = []
+_source_to_code = importlib.machinery.SourceFileLoader.source_to_code
+
+
+def _recording_source_to_code(self, data, path, *args, **kwargs):
+    COMPILED.append(str(path))
+    return _source_to_code(self, data, path, *args, **kwargs)
+
+
+importlib.machinery.SourceFileLoader.source_to_code = _recording_source_to_code
 
 AUX_KEY = "__sampling_observer_output__.scores"
 TIMEOUT_S = 240
@@ -183,6 +196,8 @@ def _sglang_facts():
     facts = {
         "sglang_version": importlib.metadata.version("sglang"),
         "files": {"sglang.srt.distributed.parallel_state": parallel_state.__file__},
+        "cached": parallel_state.__cached__,
+        "compiled": list(COMPILED),
     }
     mixin = sys.modules.get("sglang.srt.managers.scheduler_pp_mixin")
     if mixin is not None:
@@ -609,7 +624,7 @@ def launch(mode, world, args, timeout=TIMEOUT_S):
             ranks[str(rank)] = entry
     facts = dict(next((r for r in ranks.values() if "sglang_version" in r), {}))
     for entry in ranks.values():
-        for fact in ("sglang_version", "files", "torch", "standins"):
+        for fact in ("sglang_version", "files", "torch", "standins", "cached", "compiled"):
             entry.pop(fact, None)
     return {
         "mode": mode,
@@ -619,6 +634,8 @@ def launch(mode, world, args, timeout=TIMEOUT_S):
         "files": facts.get("files"),
         "torch": facts.get("torch"),
         "standins": facts.get("standins"),
+        "cached": facts.get("cached"),
+        "compiled": facts.get("compiled"),
         "ranks": ranks,
     }
 

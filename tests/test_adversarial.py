@@ -36,9 +36,13 @@ sys.path.insert(0, str(REPO / "fixtures"))
 
 import make_adversarial as corpus
 
-#: Wall-clock bound per file. The worst case measures 1.3 s (about 2 s on a busy 2-core
-#: machine); the bound is loose so that only a hang (or a quadratic blow-up) fails it.
-TIME_BOUND_S = 30.0
+#: CPU-time bound (user + system) per file's process. The worst case measures 1.3 s; the bound
+#: is loose so that only a hang that computes (or a quadratic blow-up) fails it, and the
+#: machine's load (wall time of 31 s on 1.7 s of CPU seen on a busy 2-core machine) does not.
+CPU_BOUND_S = 30.0
+#: Wall-clock limit per file (per format): a process past it is killed and the test fails, so
+#: a hang that sleeps or waits still fails, while a busy machine has room.
+WALL_LIMIT_S = 120.0
 #: Peak RSS bound per file. The worst case (bomb_wide_dict: a JSON report of 100,000 entries)
 #: measures about 250 MB; Python with the CLI loaded is about 35 MB.
 RSS_BOUND_MB = 320.0
@@ -100,7 +104,7 @@ def format_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str,
 
     def batch(cases: list[corpus.Case]) -> list[tuple[str, dict[str, Run]]]:
         runs = run_cli_formats(
-            [(_argv(c), root / c.name) for c in cases], formats, TIME_BOUND_S, _env()
+            [(_argv(c), root / c.name) for c in cases], formats, WALL_LIMIT_S, _env()
         )
         return [(c.name, each) for c, each in zip(cases, runs, strict=True)]
 
@@ -167,9 +171,9 @@ def test_inspect_survives(name, outcomes):
     case, outcome = CASES[name], outcomes[name]
     run = outcome.run
     stderr = run.stderr.decode("utf-8", "replace")
-    assert not run.timed_out, f"no result within {TIME_BOUND_S} s"
+    assert not run.timed_out, f"no result within {WALL_LIMIT_S} s"
     assert "Traceback" not in stderr, stderr
-    assert run.seconds < TIME_BOUND_S
+    assert run.cpu_s < CPU_BOUND_S, f"{run.cpu_s:.1f} s of CPU"
     assert run.rss_mb < RSS_BOUND_MB, f"peak RSS {run.rss_mb:.0f} MB"
     assert outcome.created == [], "the payload ran or something was written"
     assert outcome.after == outcome.before, "the corpus file changed"
@@ -219,7 +223,7 @@ def test_every_format_survives(name, outcomes, format_outcomes):
     for fmt in OTHER_FORMATS:
         run = format_outcomes[name, fmt]
         stderr = run.stderr.decode("utf-8", "replace")
-        assert not run.timed_out, f"--format {fmt}: no result within {TIME_BOUND_S} s"
+        assert not run.timed_out, f"--format {fmt}: no result within {WALL_LIMIT_S} s"
         assert "Traceback" not in stderr, (fmt, stderr)
         assert run.rss_mb < RSS_BOUND_MB, f"--format {fmt}: peak RSS {run.rss_mb:.0f} MB"
         assert run.rc == outcomes[name].run.rc, fmt
@@ -234,15 +238,16 @@ def test_every_format_survives(name, outcomes, format_outcomes):
         elif fmt == "junit":
             ET.fromstring(run.stdout)
         assert "\x1b" not in text, fmt
-        assert run.seconds < TIME_BOUND_S, fmt
+        # the CPU time of the process that wrote every format from one read
+        assert run.cpu_s < CPU_BOUND_S, (fmt, run.cpu_s)
 
 
 def test_figures_over_the_corpus(outcomes):
     # The figures docs/security.md quotes come from benchmarks/bench_adversarial.py; this keeps
     # the bounds honest in every run.
-    worst_time = max(o.run.seconds for o in outcomes.values())
+    worst_cpu = max(o.run.cpu_s for o in outcomes.values())
     worst_rss = max(o.run.rss_mb for o in outcomes.values())
-    assert worst_time < TIME_BOUND_S
+    assert 0 < worst_cpu < CPU_BOUND_S
     assert worst_rss < RSS_BOUND_MB
 
 
@@ -257,7 +262,7 @@ def test_figures_over_the_corpus(outcomes):
 )
 def test_forked_runs_match_python_m_ppaux_cli(name, outcomes, tmp_path):
     run = run_measured(
-        inspect_command(corpus.OUT / CASES[name].filename), tmp_path, TIME_BOUND_S, _env()
+        inspect_command(corpus.OUT / CASES[name].filename), tmp_path, WALL_LIMIT_S, _env()
     )
     forked = outcomes[name].run
     assert (run.rc, run.stdout, run.stderr) == (forked.rc, forked.stdout, forked.stderr)
@@ -287,7 +292,7 @@ def test_one_read_gives_what_a_read_per_format_gives(format_runs, tmp_path):
         for name in _ONE_READ_SAMPLE
         for fmt in formats
     ]
-    runs = iter(run_cli_many(jobs, TIME_BOUND_S, _env()))
+    runs = iter(run_cli_many(jobs, WALL_LIMIT_S, _env()))
     for name in _ONE_READ_SAMPLE:
         for fmt in formats:
             alone, shared = next(runs), format_runs[name][fmt].run
@@ -401,7 +406,7 @@ def test_huge_zip_directory_is_counted_before_it_is_parsed(tmp_path):
     path = tmp_path / "many.pt"
     path.write_bytes(local + directory + end)
     (run,) = run_cli_many(
-        [(["inspect", str(path), "--format", "json"], tmp_path / "run")], TIME_BOUND_S, _env()
+        [(["inspect", str(path), "--format", "json"], tmp_path / "run")], WALL_LIMIT_S, _env()
     )
     assert run.stderr.decode() == (
         f"ppaux: error: {path}: the zip's directory holds more than 100000 records (limit "

@@ -23,7 +23,7 @@ import sglang_runtime
 from typer.testing import CliRunner
 
 from ppaux.report.document import Report
-from ppaux.report.findings import Finding, Severity
+from ppaux.report.findings import Finding, Location, Severity
 from ppaux_cli.app import app
 
 HERE = Path(__file__).resolve().parent
@@ -192,47 +192,15 @@ def test_a_healthy_run_writes_nothing(runs, mode: str):
     assert not (directory / "healthy").exists()
 
 
-_SIGNATURES = """
-import inspect, json, sys
-import sglang.srt.distributed.parallel_state as ps
-import sglang.srt.managers.scheduler_pp_mixin as mixin
-import ppaux.capture
-
-targets = {
-    "prepare": (mixin.SchedulerPPMixin, "_pp_prepare_tensor_dict"),
-    "send_dict": (mixin.SchedulerPPMixin, "_pp_send_dict_to_next_stage"),
-    "send": (ps.GroupCoordinator, "send_tensor_dict"),
-    "recv": (ps.GroupCoordinator, "recv_tensor_dict"),
-}
-def signatures():
-    return {
-        hop: str(inspect.signature(owner.__dict__[name], follow_wrapped=False))
-        for hop, (owner, name) in targets.items()
-    }
-before = signatures()
-ppaux.capture.install(sys.argv[1])
-marked = [hop for hop, (owner, name) in targets.items()
-          if getattr(owner.__dict__[name], "__ppaux_capture__", False)]
-print(json.dumps({"before": before, "after": signatures(), "marked": marked}))
-"""
-
-
 @pytest.mark.sglang_runtime
-@pytest.mark.parametrize("version", ["0.5.19", "0.5.23"])
-def test_install_wraps_each_method_with_its_own_parameters(tmp_path, version: str):
-    runtime = sglang_runtime.sglang_runtime(version)
-    done = subprocess.run(
-        [sys.executable, "-c", _SIGNATURES, str(tmp_path)],
-        env=runtime.env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+@pytest.mark.parametrize("mode", ["install", "install@0.5.19"])
+def test_install_wraps_each_method_with_its_own_parameters(runs, mode: str):
+    # At the end of its run the driver uninstalls, then calls install() with sglang imported.
+    found = runs[mode][1]["signatures"]
+    assert found["unmarked"] == []
     assert found["marked"] == ["prepare", "send_dict", "send", "recv"]
     assert found["after"] == found["before"]
-    assert ("ready_event" in found["before"]["send_dict"]) == (version == "0.5.23")
+    assert ("ready_event" in found["before"]["send_dict"]) == (mode == "install")
 
 
 #: Strict runs: (mode, scenario, the function of the first dirty hop, where it raises).
@@ -439,7 +407,7 @@ LOCATED = Finding(
     path="cap.pt",
     sglang_error=NON_TENSOR,
     hint="h",
-    location={"file": "src/app.py", "line": 42, "function": "app.f"},
+    location=Location("src/app.py", 42, "app.f"),
 )
 
 
@@ -501,36 +469,33 @@ WIRE_DRIVER = HERE / "sglang_runtime_driver.py"
 
 
 @pytest.fixture(scope="module")
-def wire(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """case -> capture directory, for the driver's 'list' (dirty) and 'tensor' (healthy) cases."""
+def wire(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The capture directory of one run of the driver's 'tensor' (healthy) case, then its 'list'
+    (dirty) case: the healthy one first, so that any capture of its own would be there too."""
     runtime = sglang_runtime.sglang_runtime("0.5.23")
     root = tmp_path_factory.mktemp("wire")
-    started = {}
-    for case in ("list", "tensor"):
-        env = runtime.env()
-        env["PYTHONPATH"] = os.pathsep.join([*runtime.pythonpath, str(HERE / "capture_autostart")])
-        env["PPAUX_CAPTURE_DIR"] = str(root / case)
-        started[case] = subprocess.Popen(
-            [sys.executable, str(WIRE_DRIVER), "scheduler", case],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-    for process in started.values():
-        stdout, stderr = process.communicate(timeout=600)
-        assert process.returncode == 0, stderr[-3000:]
-        assert json.loads(stdout)["ranks"]["0"]["rc"] == 0
-    return {case: root / case for case in started}
+    env = runtime.env()
+    env["PYTHONPATH"] = os.pathsep.join([*runtime.pythonpath, str(HERE / "capture_autostart")])
+    env["PPAUX_CAPTURE_DIR"] = str(root / "captures")
+    done = subprocess.run(
+        [sys.executable, str(WIRE_DRIVER), "scheduler", "tensor", "list"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout)["ranks"]["0"]["rc"] == 0
+    return root / "captures"
 
 
 @pytest.mark.sglang_runtime
 def test_both_stages_capture_with_their_own_trail_on_a_real_wire(wire):
-    listed = json.loads(
-        cli("capture", "list", "--dir", str(wire["list"]), "--format", "json").stdout
-    )["captures"]
+    listed = json.loads(cli("capture", "list", "--dir", str(wire), "--format", "json").stdout)[
+        "captures"
+    ]
     by_function = {c["meta"]["function"]: c for c in listed}
-    assert sorted(by_function) == [
+    assert sorted(c["meta"]["function"] for c in listed) == [
         "_pp_send_dict_to_next_stage",
         "pop_auxiliary_output_from_pp_tensors",
     ]
@@ -558,14 +523,23 @@ def test_both_stages_capture_with_their_own_trail_on_a_real_wire(wire):
     assert [f"{h['hop']}:{h['state']}" for h in receiver["trail"]] == ["recv:dirty", "pop:dirty"]
     assert receiver["meta"]["exception_message"] == NON_TENSOR
     assert receiver["culprit"] is None
-    report = json.loads(cli("inspect", str(wire["list"]), "--format", "json").stdout)
+    report = json.loads(cli("inspect", str(wire), "--format", "json").stdout)
     codes = sorted(f["code"] for f in report["findings"] if f["code"].startswith("PP50"))
     assert codes == ["PP506", "PP508"]
 
 
 @pytest.mark.sglang_runtime
 def test_a_healthy_run_on_a_real_wire_writes_nothing(wire):
-    assert not wire["tensor"].exists()
+    # The healthy case ran first, in the same processes: the directory holds the dirty case's
+    # two captures (test_both_stages_capture_with_their_own_trail_on_a_real_wire reads them) and
+    # nothing else.
+    listed = json.loads(cli("capture", "list", "--dir", str(wire), "--format", "json").stdout)[
+        "captures"
+    ]
+    assert len(listed) == 2
+    assert all(any(hop["state"] == "dirty" for hop in c["trail"]) for c in listed)
+    written = sorted(str(path) for path in wire.rglob("*") if path.name != ".ppaux-capture.lock")
+    assert written == sorted(c["path"] for c in listed)
 
 
 @pytest.mark.parametrize(("is_last_rank", "raises"), [(True, True), (False, False), (None, False)])

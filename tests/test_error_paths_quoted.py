@@ -95,6 +95,20 @@ def test_a_newline_in_a_path_is_shown_as_bash_reads_it():
     assert path_shown("in/q/bad\nname: it's.log") == "$'in/q/bad\\nname: it\\'s.log'"
 
 
+@pytest.mark.parametrize("command", ["inspect", "diff"])
+def test_inspect_and_diff_name_a_path_with_a_newline_as_bash_reads_it(tmp_path, command):
+    odd = tmp_path / "new\nline.pt"
+    odd.write_bytes(b"x")
+    result = cli(command, *[str(odd)] * (2 if command == "diff" else 1))
+    assert result.exit_code == 2
+    line = (
+        f"ppaux: error: $'{tmp_path}/new\\nline.pt': not a torch.save zip or a pickle file "
+        "(malformed pickle at byte 0: unknown opcode b'x'); it is text: if it is a server log, "
+        "triage reads it (ppaux triage FILE)"
+    )
+    assert set(result.stderr.splitlines()) == {line}
+
+
 def _bash_reads(word: str) -> bytes:
     return subprocess.run(
         ["bash", "-c", f"printf %s {word}"], capture_output=True, check=True

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppaux.report.document import InputProblem, Report, Table
-from ppaux.report.findings import Finding, Severity
+from ppaux.report.findings import Finding, Location, Severity
 from ppaux.report.formats import Format, render
 from ppaux.text import shown
 
@@ -91,7 +91,7 @@ def _hostile_report(text: str) -> Report:
         sglang_error=f"error {text}",
         hint=f"hint {text}",
         extra={text: [text, {"nested": text}], "n": 2**300},
-        location={"file": f"{text}.py", "line": 3, "function": text},
+        location=Location(f"{text}.py", 3, text),
     )
     warning = Finding("PP104", Severity.WARNING, text, text, key=None)
     return Report(
@@ -157,9 +157,13 @@ def test_a_bad_location_or_huge_number_is_no_internal_error():
         "p.pt",
         key="k",
         extra={(1, 2): 10**5000, None: float("nan")},
-        location={"file": 7, "line": "ten", "function": None},
+        location=Location("f.py", 2**40, "g"),
     )
     report.findings.append(odd)
+    # A record's location with no file name or no line number is none at all.
+    assert Location.of({"file": 7, "line": "ten", "function": None}) is None
+    assert Location.of({"file": "f.py", "line": True}) is None
+    assert Location.of({"file": "f.py", "line": 2}) == Location("f.py", 2, "?")
     carry_extra = {Format.JSON, Format.SARIF}  # the formats that show a finding's extra
     for fmt in Format:
         out = render(report, fmt)

@@ -13,9 +13,15 @@ LINES = {
     "cuda-oom": (
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
         "total capacity of 79.10 GiB of which 1.06 GiB is free.",
-        ["a memory failure", "the OOM killer (journalctl -k)"],
+        # a device's memory: the command triage's steps give first for it, not the host's
+        ["a memory failure", "check what holds the GPUs' memory (nvidia-smi)"],
         "it is a memory failure (the device or host ran out of memory): 'ppaux triage' on the "
         "whole log",
+    ),
+    "dataloader-killed": (
+        "RuntimeError: DataLoader worker (pid 4321) is killed by signal: Killed.",
+        ["a memory failure", "check the kernel's OOM killer (dmesg -T)"],
+        "it is a memory failure",
     ),
     "torchrun-sigkill": (
         "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import platform
@@ -9,6 +10,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from skew_fixtures import BAD, SETS, tree
 
 import ppaux
@@ -23,6 +26,7 @@ from ppaux.skew.fingerprint import (
 from ppaux.skew.snapshot import collect, redact_environment
 
 GOOD = str(SETS / "consistent" / "pp0.json")
+_GOOD_TEXT = (SETS / "consistent" / "pp0.json").read_text(encoding="utf-8")
 
 
 def test_collect_records_this_process():
@@ -159,3 +163,44 @@ def test_booleans_are_not_ranks():
     with pytest.raises(FingerprintError) as caught:
         loads(json.dumps(doc), "t.json")
     assert caught.value.reason == "field 'rank.rank' must be an integer or null, not a boolean true"
+
+
+def test_a_verdict_no_release_of_ppaux_writes_is_refused_by_name():
+    with open(GOOD, encoding="utf-8") as handle:
+        doc = json.load(handle)
+    doc["sglang"]["match"] = "patched"
+    with pytest.raises(FingerprintError) as caught:
+        loads(json.dumps(doc), "t.json")
+    assert caught.value.reason == (
+        "field 'sglang.match' must be one of release, functions, modified, absent, unknown, "
+        'not "patched"'
+    )
+
+
+_VERDICT_WORDS = {
+    "transport": {"present", "absent", "unknown"},
+    "match": {"release", "functions", "modified", "absent", "unknown"},
+    "wire": {"release", "modified", "absent", "unknown"},
+}
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    field=st.sampled_from(sorted(_VERDICT_WORDS)),
+    word=st.one_of(st.sampled_from(["present", "release", "modified", "functions"]), st.text()),
+)
+def test_a_verdict_loads_as_its_member_or_is_refused(field, word):
+    # Any string in a verdict field: one of its words loads as that word's member (a string
+    # equal to it, written back the same); any other is refused with one line naming the field.
+    doc = json.loads(_GOOD_TEXT)
+    doc["sglang"][field] = word
+    if word in _VERDICT_WORDS[field]:
+        loaded = loads(json.dumps(doc), "t.json")
+        verdict = getattr(loaded.sglang, field)
+        assert isinstance(verdict, enum.Enum) and verdict.value == word
+        assert json.loads(loaded.dumps())["sglang"][field] == word
+    else:
+        with pytest.raises(FingerprintError) as caught:
+            loads(json.dumps(doc), "t.json")
+        assert caught.value.reason.startswith(f"field 'sglang.{field}' must be one of ")
+        assert "\n" not in caught.value.reason

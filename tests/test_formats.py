@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import ppaux
 import ppaux._version
 import ppaux.report.catalogue
-from ppaux.report import FailOn, Finding, InputProblem, Report, Rule, Severity, Table
+from ppaux.report import FailOn, Finding, InputProblem, Location, Report, Rule, Severity, Table
 from ppaux.report.formats import Format, github, render
 
 HERE = Path(__file__).resolve().parent
@@ -486,9 +486,9 @@ def test_a_targets_output_in_the_notes_reads_as_lines_each_escaped():
 
 
 def test_a_location_whose_function_is_unknown_says_no_function():
-    at = {"file": "a.log", "line": 3, "function": "run"}
+    at = Location("a.log", 3, "run")
     known = _finding("PP802", "a.log", "x", location=at)
-    cut = {"file": "b.log", "line": 4, "function": "-"}
+    cut = Location("b.log", 4, "-")
     unknown = _finding("PP802", "b.log", "y", location=cut)
     for fmt in (Format.TEXT, Format.JUNIT):
         out = render(Report("triage", findings=[known, unknown]), fmt)

@@ -128,7 +128,7 @@ def test_special_files_inside_a_directory(tmp_path):
         f"ppaux: error: {tree}/a_fifo.pt: is not a regular file (a FIFO, socket or device)",
         f"ppaux: error: {tree}/b_zero.pt: is not a regular file (a FIFO, socket or device)",
         f"ppaux: error: {tree}/c_loop.pt: cannot read: Too many levels of symbolic links",
-        f"ppaux: error: '{tree}/e_new\\nline.pt': zip file without a data.pkl record: not a "
+        f"ppaux: error: $'{tree}/e_new\\nline.pt': zip file without a data.pkl record: not a "
         "torch.save file",
     ]
     document = json.loads(run.stdout.decode("utf-8"))

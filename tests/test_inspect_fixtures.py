@@ -162,7 +162,9 @@ def test_golden_json(name):
     result = cli("inspect", f"fixtures/{name}", "--format", "json")
     codes = [c for c, _ in EXPECTED.get(name, ([("PP201", None)], None))[0]]
     assert result.exit_code == (
-        1 if any(c in ("PP101", "PP103", "PP113", "PP115", "PP117", "PP201") for c in codes) else 0
+        1
+        if any(c in ("PP101", "PP103", "PP107", "PP113", "PP115", "PP117", "PP201") for c in codes)
+        else 0
     )
     json.loads(result.stdout)
     _golden(name.replace("/", "__") + ".json", result.stdout)
@@ -180,3 +182,15 @@ def test_golden_json(name):
 def test_golden_text(name):
     result = cli("inspect", f"fixtures/{name}")
     _golden(name.replace("/", "__") + ".txt", result.stdout)
+
+
+def test_a_sparse_tensor_is_an_error_that_says_rank_0_waits():
+    result = cli("inspect", "fixtures/dumps/aux_sparse.pt", "--format", "json")
+    assert result.exit_code == 1
+    (found,) = json.loads(result.stdout)["findings"]
+    assert (found["code"], found["severity"]) == ("PP107", "error")
+    assert found["message"] == (
+        "auxiliary tensor 'scores' is sparse (torch.sparse_coo); torch.distributed's send has "
+        "no kernel for it: the sender fails with NotImplementedError after the metadata went "
+        "out, and rank 0 waits forever"
+    )

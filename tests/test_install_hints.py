@@ -35,3 +35,18 @@ def test_no_page_says_install_the_ppaux_torch_extra_from_the_index() -> None:
     for page in [REPO / "README.md", *(REPO / "docs").glob("*.md")]:
         text = page.read_text(encoding="utf-8")
         assert "'ppaux[torch]'" not in text, page.name
+
+
+def test_a_capture_the_logs_show_is_read_by_the_steps_under_its_comment() -> None:
+    strict = str(REPO / "fixtures" / "logs" / "sglang-aux-list-strict.log")
+    steps = triage_paths([strict]).data["steps"]
+    at = [i for i, step in enumerate(steps) if "capture on" in step["comment"]]
+    assert len(at) == 1
+    assert [steps[at[0] + n]["argv"][:3] for n in (1, 2, 3)] == [
+        ["ppaux", "capture", "list"],
+        ["ppaux", "inspect", "--"],
+        ["ppaux", "replay", "--"],
+    ]
+    assert steps[at[0]]["comment"].startswith(
+        "the logs show ppaux's capture on: read what it wrote (replay needs torch there: "
+    )

@@ -334,7 +334,7 @@ def test_a_file_python_cannot_compile_without_a_line_names_no_line(tmp_path):
     result = cli("check-observer", f"{path}:Obs")
     assert result.exit_code == 2
     assert result.stderr == (
-        f"ppaux: error: {path}:Obs: cannot run {str(path)!r}: SyntaxError: source code string "
+        f"ppaux: error: {path}:Obs: cannot run {path}: SyntaxError: source code string "
         "cannot contain null bytes\n"
     )
 
@@ -592,17 +592,46 @@ def test_a_python_file_given_as_sglang_is_refused_unrun(tmp_path):
     assert not mark.exists()
 
 
+def test_a_target_with_a_space_is_quoted_and_a_class_that_is_no_observer_is_named(tmp_path):
+    folder = tmp_path / "sp ace"
+    folder.mkdir()
+    (folder / "my obs.py").write_text("class Obs:\n    def is_active(self):\n        return 1\n")
+    result = cli("check-observer", f"{folder}/my obs.py:Obs")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"ppaux: error: '{folder}/my obs.py:Obs': calling the class Obs gave an Obs, which is "
+        "not a sampling observer: it lacks before_grammar, after_sample\n"
+    )
+    missing = cli("check-observer", f"{folder}/nofile.py:Obs")
+    assert missing.stderr == (
+        f"ppaux: error: '{folder}/nofile.py:Obs': no such file '{folder}/nofile.py'\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["--batch-size", "0"], "--batch-size: must be 1 or more, not 0"),
+        (["--steps", "-1"], "--steps: must be 1 or more, not -1"),
+        (["--vocab-size", "1"], "--vocab-size: must be 2 or more, not 1"),
+    ],
+)
+def test_a_count_out_of_range_is_worded_as_other_bad_values(args, line):
+    result = cli("check-observer", "obs.py:Obs", *args)
+    assert (result.exit_code, result.stderr) == (2, f"ppaux: error: {line}\n")
+
+
 def test_a_missing_file_and_a_failing_file_are_named(tmp_path):
     missing = tmp_path / "gone.py"
     result = cli("check-observer", f"{missing}:Observer")
     assert result.exit_code == 2
-    assert result.stderr == f"ppaux: error: {missing}:Observer: no such file {str(missing)!r}\n"
+    assert result.stderr == f"ppaux: error: {missing}:Observer: no such file {missing}\n"
     broken = tmp_path / "broken.py"
     broken.write_text("import torch\nraise ValueError('no GPU here')\n", encoding="utf-8")
     result = cli("check-observer", f"{broken}:Observer")
     assert result.exit_code == 2
     assert result.stderr.startswith(
-        f"ppaux: error: {broken}:Observer: running {str(broken)!r} raised ValueError: no GPU here"
+        f"ppaux: error: {broken}:Observer: running {broken} raised ValueError: no GPU here"
     )
     assert result.stderr.count("\n") == 1
     with pytest.raises(TargetError) as caught:
@@ -712,19 +741,19 @@ def test_findings_point_at_the_line_to_fix():
     report = check_observer(target("entropy_list.py:EntropyObserver"))
     location = report.findings[0].location
     source = (OBSERVERS / "entropy_list.py").read_text(encoding="utf-8").splitlines()
-    assert location["function"] == "EntropyOutput.to_pp_tensors"
+    assert location.function == "EntropyOutput.to_pp_tensors"
     # The line that makes the list, not the method's def.
-    assert source[location["line"] - 1].strip() == (
+    assert source[location.line - 1].strip() == (
         'return {"entropy": self.entropy.tolist()}  # a list, not a tensor'
     )
-    assert location["file"].endswith("entropy_list.py")
+    assert location.file.endswith("entropy_list.py")
     rank0 = check_observer(target("faulty.py:NotRebuiltObserver")).findings[0].location
-    assert rank0["function"] == "NotRebuiltObserver.from_pp_tensors"
+    assert rank0.function == "NotRebuiltObserver.from_pp_tensors"
     faulty = (OBSERVERS / "faulty.py").read_text(encoding="utf-8").splitlines()
     # It falls off its end: the last line it ran.
-    assert faulty[rank0["line"] - 1].strip() == 'EntropyOutput(tensors["entropy"])'
+    assert faulty[rank0.line - 1].strip() == 'EntropyOutput(tensors["entropy"])'
     github = cli("check-observer", target("faulty.py:NotRebuiltObserver"), "--format", "github")
-    assert f",line={rank0['line']}," in github.stdout
+    assert f",line={rank0.line}," in github.stdout
 
 
 def test_a_rebuilt_output_of_another_class_is_named(tmp_path):

@@ -18,6 +18,7 @@ from helpers import REPO, cli
 
 from ppaux.observer import ObserverOptions, TargetError, check_observer
 from ppaux.observer.check import observer_report
+from ppaux.report import Location
 from ppaux.testing import assert_pp_safe
 
 pytestmark = pytest.mark.torch
@@ -121,7 +122,7 @@ def test_a_base_exception_in_a_hook_is_pp710_with_its_line_in_the_child(tmp_path
     assert found.extra["method"] == "after_sample"
     assert f"raised {name}" in found.message
     assert found.location is not None
-    assert found.location["line"] == line_of(path, "raise ")
+    assert found.location.line == line_of(path, "raise ")
 
 
 @pytest.mark.parametrize("name", sorted(RAISES))
@@ -147,7 +148,7 @@ def test_a_hang_names_the_hook_that_was_running(tmp_path):
     assert found.extra["end"] == "timeout"
     assert "while after_sample ran" in found.message
     assert found.location is not None
-    assert found.location["line"] == line_of(path, "def after_sample(")
+    assert found.location.line == line_of(path, "def after_sample(")
 
 
 def test_an_exit_names_the_hook_that_was_running(tmp_path):
@@ -157,7 +158,7 @@ def test_an_exit_names_the_hook_that_was_running(tmp_path):
     assert found.extra["end"] == "exit"
     assert "exited with status 3 while after_sample ran" in found.message
     assert found.location is not None
-    assert found.location["line"] == line_of(path, "def after_sample(")
+    assert found.location.line == line_of(path, "def after_sample(")
 
 
 #: A stream put in place of sys.stdout by after_sample, whose flush (run once the child sent its
@@ -275,11 +276,7 @@ def test_an_end_in_a_finaliser_names_the_step_and_where_it_can(tmp_path, ending,
     assert "None" not in found.message
     if end == "signal":
         # The frames the signal ended in name the target's line.
-        assert found.location == {
-            "file": str(path),
-            "line": line_of(path, ending),
-            "function": "__del__",
-        }
+        assert found.location == Location(str(path), line_of(path, ending), "__del__")
         assert f"in __del__ at {path}:{line_of(path, ending)}" in found.message
 
 
@@ -860,7 +857,7 @@ def test_a_keyboard_interrupt_in_a_hook_is_pp710_with_its_line_and_no_traceback(
     assert found.extra["method"] == "after_sample"
     assert "raised KeyboardInterrupt: stop here" in found.message
     assert found.location is not None
-    assert found.location["line"] == line_of(path, "raise KeyboardInterrupt")
+    assert found.location.line == line_of(path, "raise KeyboardInterrupt")
     assert b"Traceback" not in shown and b"worker" not in shown
 
 
@@ -871,7 +868,7 @@ def test_a_keyboard_interrupt_at_import_is_the_targets_error_with_its_line(tmp_p
     with pytest.raises(TargetError) as caught:
         check_observer(f"{path}:EntropyObserver", ONE, on_output=shown.extend)
     assert caught.value.reason == (
-        f"running {str(path)!r} raised KeyboardInterrupt: at import (at {path}:2)"
+        f"running {path} raised KeyboardInterrupt: at import (at {path}:2)"
     )
     assert b"Traceback" not in shown and b"worker" not in shown
 
@@ -882,7 +879,7 @@ def test_a_keyboard_interrupt_at_import_is_one_line_on_the_command_line(tmp_path
     result = cli("check-observer", f"{path}:EntropyObserver")
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        f"ppaux: error: {path}:EntropyObserver: running {str(path)!r} raised "
+        f"ppaux: error: {path}:EntropyObserver: running {path} raised "
         f"KeyboardInterrupt (at {path}:1)"
     ]
 
@@ -898,7 +895,7 @@ def test_a_crash_after_the_target_pointed_faulthandler_at_stderr_keeps_its_line(
     [found] = [f for f in report.findings if f.code == "PP715"]
     assert found.extra["end"] == "signal"
     assert found.location is not None
-    assert found.location["line"] == line_of(path, "ctypes.string_at(0)")
+    assert found.location.line == line_of(path, "ctypes.string_at(0)")
 
 
 def test_frames_printed_before_the_last_fatal_error_line_are_not_the_crashs():

@@ -55,7 +55,7 @@ def test_an_exit_at_import_is_one_error_line_and_exit_2(tmp_path, call, shown):
     assert result.exit_code == 2, result.output
     assert result.stdout == ""
     assert result.stderr == (
-        f"ppaux: error: {file}:X: running {str(file)!r} raised {shown} (at {file}:3)\n"
+        f"ppaux: error: {file}:X: running {file} raised {shown} (at {file}:3)\n"
     )
 
 
@@ -222,15 +222,26 @@ def noisy_file(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("form", ["json", "sarif", "gitlab"])
-def test_prints_go_to_stderr_and_the_report_parses(tmp_path, form):
+def test_prints_go_to_the_output_callback_and_every_report_parses(tmp_path):
+    # One run's report through each formatter (the CLI's own path, prints on descriptor 2 and
+    # the report alone on 1, is the next test's).
+    from ppaux.observer import ObserverOptions
+    from ppaux.report.formats import gitlab, sarif
+    from ppaux.report.formats import json as json_format
+
     file = noisy_file(tmp_path)
-    result = cli("check-observer", f"{file}:EntropyObserver", "--steps", "1", "--format", form)
-    assert result.exit_code == 0, result.output
-    assert "noisy" not in result.stdout
-    json.loads(result.stdout)
-    assert "noisy at import" in result.stderr
-    assert "noisy after_sample" in result.stderr
+    shown: list[bytes] = []
+    report = check_observer(
+        f"{file}:EntropyObserver", ObserverOptions(steps=1), on_output=shown.append
+    )
+    assert report.findings == []
+    text = b"".join(shown).decode()
+    assert "noisy at import" in text
+    assert "noisy after_sample" in text
+    for render in (json_format.render, sarif.render, gitlab.render):
+        rendered = render(report)
+        assert "noisy" not in rendered
+        json.loads(rendered)
 
 
 def test_prints_at_the_descriptor_level_never_reach_stdout(tmp_path):
@@ -336,6 +347,9 @@ def test_output_onto_a_module_targets_files_is_refused(tmp_path, monkeypatch):
 
 
 def test_type_names_take_the_right_article(tmp_path):
+    # The library's loaders give each reason; one CLI run of each kind shows it as the line.
+    from ppaux.observer import load_outputs
+
     file = tmp_path / "things.py"
     file.write_text(
         "number = 5\n\n\ndef thing():\n    return object()\n\n\ndef many():\n    return 7\n\n\n"
@@ -345,21 +359,28 @@ def test_type_names_take_the_right_article(tmp_path):
     lines = {
         "number": "is an int, not a sampling observer, a class or a factory (it lacks is_active, "
         "before_grammar, after_sample)",
-        "thing": "the factory thing returned an object, not a sampling observer (it lacks "
-        "is_active, before_grammar, after_sample)",
+        "thing": "calling the factory thing gave an object, which is not a sampling observer: "
+        "it lacks is_active, before_grammar, after_sample",
     }
     for attr, reason in lines.items():
-        result = cli("check-observer", f"{file}:{attr}")
-        assert result.stderr == f"ppaux: error: {file}:{attr}: {reason}\n"
-    observer = observer_file(tmp_path, "obs.py")
-    for attr, reason in {
+        with pytest.raises(TargetError) as raised:
+            load_observer(f"{file}:{attr}")
+        assert str(raised.value) == f"{file}:{attr}: {reason}"
+    result = cli("check-observer", f"{file}:number")
+    assert result.stderr == f"ppaux: error: {file}:number: {lines['number']}\n"
+    outputs = {
         "number": "is an int, not a zero-argument callable",
         "many": "returned an int: neither an auxiliary output (no copy_to_host) nor an iterable "
         "of them",
         "mixed": "item 1 is an int, not an auxiliary output (no copy_to_host)",
-    }.items():
-        result = cli("check-observer", f"{observer}:EntropyObserver", "--outputs", f"{file}:{attr}")
-        assert result.stderr == f"ppaux: error: {file}:{attr}: {reason}\n"
+    }
+    for attr, reason in outputs.items():
+        with pytest.raises(TargetError) as raised:
+            list(load_outputs(f"{file}:{attr}"))
+        assert str(raised.value) == f"{file}:{attr}: {reason}"
+    observer = observer_file(tmp_path, "obs.py")
+    result = cli("check-observer", f"{observer}:EntropyObserver", "--outputs", f"{file}:mixed")
+    assert result.stderr == f"ppaux: error: {file}:mixed: {outputs['mixed']}\n"
 
 
 def test_impl_sglang_without_sglang_names_the_way_out():

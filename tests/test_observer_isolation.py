@@ -189,7 +189,7 @@ def test_an_object_that_cannot_be_described_is_the_targets_failure(tmp_path, out
     failed = [f for f in report.findings if f.code == "PP710"]
     assert failed, codes(report)
     assert failed[0].location is not None
-    assert failed[0].location["file"].endswith("obs.py")
+    assert failed[0].location.file.endswith("obs.py")
 
 
 def test_a_raising_getattribute_on_the_output_is_the_targets_failure(tmp_path):
@@ -207,7 +207,7 @@ def test_a_raising_getattribute_on_the_output_is_the_targets_failure(tmp_path):
     [failed] = [f for f in report.findings if f.code == "PP710"]
     assert "RuntimeError: hidden" in failed.message
     assert failed.location is not None
-    assert failed.location["function"] == "__getattribute__"
+    assert failed.location.function == "__getattribute__"
 
 
 NAN_OUTPUT = """
@@ -299,7 +299,7 @@ def test_a_method_that_raises_is_located_at_the_line_that_raised(tmp_path):
     report = check_observer(target, ONE)
     [failed] = [f for f in report.findings if f.code == "PP710"]
     assert failed.location is not None
-    assert (failed.location["line"], failed.location["function"]) == (line, "to_pp_tensors")
+    assert (failed.location.line, failed.location.function) == (line, "to_pp_tensors")
 
 
 def test_without_sglang_consume_sees_the_stand_ins_and_the_report_says_so(tmp_path):

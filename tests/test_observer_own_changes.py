@@ -199,7 +199,7 @@ def test_a_tensor_on_meta_fails_where_sglang_reads_its_values(own):
             "copy_to_host raised NotImplementedError: Cannot copy out of meta tensor"
         )
         assert item.location is not None
-        assert item.location["line"] == copies + 1
+        assert item.location.line == copies + 1
     assert ["on single stage" in f.message for f in report.findings] == [True, False]
     assert ["on rank 0" in f.message for f in report.findings] == [False, True]
 

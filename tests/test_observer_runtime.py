@@ -57,17 +57,30 @@ print("REPORT " + json.dumps(out))
 """
 
 _runs: dict[str, dict] = {}
+#: The release whose Req the stand-in request is compared with: its run of the checks above
+#: then runs STANDINS_MATCH below, in the same process (which has imported sglang already).
+STANDINS_RELEASE = "0.5.23"
 
 
-def checked(version: str) -> dict:
+def checked(version: str, part: str = "REPORT") -> dict:
+    """What the process of ``version`` printed after ``part``: the checks' reports (REPORT),
+    or, for :data:`STANDINS_RELEASE`, the stand-in's comparison with the release's (STANDINS)."""
     if version not in _runs:
         runtime = sglang_runtime.sglang_runtime(version)
         checks = [[name, f"{OBSERVERS / target}", options] for name, target, options in CHECKS]
-        done = runtime.run(["-c", textwrap.dedent(SCRIPT), json.dumps(checks)], timeout=900)
-        line = next((x for x in done.stdout.splitlines() if x.startswith("REPORT ")), None)
-        assert done.returncode == 0 and line, done.stdout[-3000:] + done.stderr[-3000:]
-        _runs[version] = json.loads(line.removeprefix("REPORT "))
-    return _runs[version]
+        script = textwrap.dedent(SCRIPT)
+        if version == STANDINS_RELEASE:
+            script += textwrap.dedent(STANDINS_MATCH)
+        done = runtime.run(["-c", script, json.dumps(checks)], timeout=900)
+        found = {
+            head: json.loads(rest)
+            for head, _, rest in (x.partition(" ") for x in done.stdout.splitlines())
+            if head in ("REPORT", "STANDINS")
+        }
+        assert done.returncode == 0 and "REPORT" in found, done.stdout[-3000:] + done.stderr[-3000:]
+        _runs[version] = found
+    assert part in _runs[version], f"the process of {version} printed no {part} line"
+    return _runs[version][part]
 
 
 @pytest.mark.parametrize("version", RELEASES)
@@ -219,7 +232,7 @@ methods = {
     for name in ("finished",)
 }
 batch = real.make_batch([req], "cpu")
-print("REPORT " + json.dumps({
+print("STANDINS " + json.dumps({
     "fields": fields,
     "params": params,
     "methods": methods,
@@ -230,11 +243,7 @@ print("REPORT " + json.dumps({
 
 
 def test_the_stand_in_request_is_the_releases_req_as_a_check_makes_it():
-    runtime = sglang_runtime.sglang_runtime("0.5.23")
-    done = runtime.run(["-c", textwrap.dedent(STANDINS_MATCH)], timeout=900)
-    line = next((x for x in done.stdout.splitlines() if x.startswith("REPORT ")), None)
-    assert done.returncode == 0 and line, done.stdout[-3000:] + done.stderr[-3000:]
-    found = json.loads(line.removeprefix("REPORT "))
+    found = checked(STANDINS_RELEASE, "STANDINS")
     # Every attribute the stand-in carries, the release's Req carries with the same value.
     assert {name: a for name, (a, b) in found["fields"].items()} == {
         name: b for name, (a, b) in found["fields"].items()

@@ -193,9 +193,9 @@ def test_an_unusable_target_is_one_line_in_pytests_report(tmp_path):
     )
     assert "2 failed" in result.stdout, result.stdout + result.stderr
     wanted = (
-        "ppaux.observer.target.TargetError: test_not_an_observer.<locals>.NotAnObserver: "
-        "the class test_not_an_observer.<locals>.NotAnObserver returned a NotAnObserver, not a "
-        "sampling observer (it lacks is_active, before_grammar, after_sample)"
+        "ppaux.observer.target.TargetError: 'test_not_an_observer.<locals>.NotAnObserver': "
+        "calling the class test_not_an_observer.<locals>.NotAnObserver gave a NotAnObserver, "
+        "which is not a sampling observer: it lacks is_active, before_grammar, after_sample"
     )
     lines = result.stdout.splitlines()
     assert [line.split(maxsplit=1)[1] for line in lines if line.startswith("E ")] == [

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO, ppaux_process
 
-from ppaux.report import Report, finding
+from ppaux.report import Location, Report, finding
 from ppaux.report.paths import find_root, rebase_report, shown_path
 
 DUMP = REPO / "fixtures" / "dumps" / "aux_list.pt"
@@ -55,7 +55,7 @@ def test_shown_path_through_a_symbolic_link(tmp_path):
 
 def test_rebase_report_rebases_a_locations_file_too(tmp_path):
     # Triage places a finding on a log's line and check-observer on a method's source line: the
-    # annotation lands on location["file"], so it must be relative to the root like the path.
+    # annotation lands on the location's file, so it must be relative to the root like the path.
     root = tmp_path / "repo"
     (root / "logs").mkdir(parents=True)
     (root / "logs" / "rank0.log").write_text("x\n")
@@ -66,21 +66,21 @@ def test_rebase_report_rebases_a_locations_file_too(tmp_path):
                 "PP802",
                 str(root / "logs" / "rank0.log"),
                 "m",
-                location={"file": str(root / "logs" / "rank0.log"), "line": 7},
+                location=Location(str(root / "logs" / "rank0.log"), 7),
             ),
-            finding("PP802", "gone.log", "m", location={"file": "gone.log", "line": 1}),
+            finding("PP802", "gone.log", "m", location=Location("gone.log", 1)),
             finding("PP802", "plain.log", "m"),
         ],
     )
     rebased = rebase_report(report, str(root), str(tmp_path))
     assert [f.location for f in rebased.findings] == [
-        {"file": "logs/rank0.log", "line": 7},
-        {"file": "gone.log", "line": 1},
+        Location("logs/rank0.log", 7),
+        Location("gone.log", 1),
         None,
     ]
     assert rebased.findings[0].path == "logs/rank0.log"
     # The report given is not changed.
-    assert report.findings[0].location == {"file": str(root / "logs" / "rank0.log"), "line": 7}
+    assert report.findings[0].location == Location(str(root / "logs" / "rank0.log"), 7)
 
 
 def test_find_root_takes_the_nearest_git_directory_or_file(tmp_path):

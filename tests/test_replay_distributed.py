@@ -249,3 +249,35 @@ def test_torch_distributed_send_refuses_a_lazy_conjugate_as_the_emulated_wire_do
         transfer({f"{P}c": torch.tensor([1 + 2j, 3 - 1j]).conj()})
     assert (caught.value.side, caught.value.error_type) == ("sender", "RuntimeError")
     assert caught.value.message == refused
+
+
+def test_a_negative_view_arrives_as_torch_distributed_send_delivers_it():
+    # torch.distributed.send (sglang's send_tensor_dict calls it) goes through c10d's
+    # dispatcher, which hands gloo the values a negative view reads: the receiver of
+    # torch._neg_view(x) holds -x (seen with torch 2.13's send and recv over an initialised
+    # gloo group). Both of ppaux's wires must deliver the same (values written by hand).
+    complex_ = torch.complex(torch.tensor([1.0, 2.0]), torch.tensor([3.0, -0.0]))
+    sent = {
+        f"{P}real": torch._neg_view(torch.tensor([1.0, -2.0, 0.0])),
+        f"{P}complex": torch._neg_view(complex_),
+        f"{P}imag": complex_.conj().imag[:1],
+    }
+    expected = {
+        f"{P}real": torch.tensor([-1.0, 2.0, -0.0]),
+        f"{P}complex": torch.complex(torch.tensor([-1.0, -2.0]), torch.tensor([-3.0, 0.0])),
+        f"{P}imag": torch.tensor([-3.0]),
+    }
+    with open_wire("wire") as emulated, DistributedWire(torch.device("cpu"), timeout_s=30) as real:
+        for wire in (emulated, real):
+            delivery = wire.deliver(sent)
+            assert delivery.failure is None, wire.transport
+            for key, value in expected.items():
+                got = delivery.received[key]
+                assert not got.is_neg(), (wire.transport, key)
+                assert torch.equal(_bits(got), _bits(value)), (wire.transport, key)
+
+
+def _bits(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor's bytes, row-major (a complex one as its real pairs)."""
+    real = torch.view_as_real(tensor) if tensor.is_complex() else tensor
+    return real.contiguous().view(torch.uint8)

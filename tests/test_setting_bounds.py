@@ -76,6 +76,7 @@ def test_the_library_refuses_the_same_timeouts(value: float) -> None:
 def test_check_observer_s_timeout_help_says_it_bounds_a_hung_target() -> None:
     said = " ".join(cli("check-observer", "--help", env={"COLUMNS": "200"}).stdout.split())
     assert (
-        "--timeout SECONDS How long a two-process transport waits for its peer, and how long "
-        "the target may take before it is stopped as hung (seconds, at most 86400)."
-    ) in said
+        "How long a two-process transport waits for its peer (seconds, at most 86400); a step, "
+        "the target's loading or the end of a batch size that takes longer than the timeout "
+        "plus 5 s is stopped as hung"
+    ) in said.replace(" │ ", " ")

@@ -11,6 +11,10 @@ the rest of the runtime on ``PYTHONPATH``, as a user with an unpacked tree would
   ``--transport wire``, ``--transport torch-distributed`` and ``--transport sglang``; the
   received auxiliary entries, the outcome, the error and the round trip must be the same on all
   three. A difference is a fault of the emulation, to be fixed there.
+
+Both ask the same question of sglang's wire (the same settings) about different files, so each
+release's ``--transport sglang`` runs once over the fixtures and the messages together
+(``sglang_run``): most of a run's cost is starting sglang's two processes.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,23 +85,37 @@ def replay(
     return done.returncode, document, done.stderr
 
 
+def settings(runtime: sglang_runtime.SglangRuntime) -> tuple[str, ...]:
+    """The settings of every run here: the release's own add and pop, the legacy sender."""
+    return ("--impl", "sglang", "--sender", "legacy", "--sglang-path", str(runtime.sglang_dir))
+
+
+FIXTURES = ("fixtures/dumps", "fixtures/malicious", "fixtures/corrupt")
+
+
+@pytest.fixture(scope="module")
+def sglang_run(message_dir: Path) -> Callable[[str], tuple[int, dict[str, Any], str]]:
+    """``sglang_run(version)``: the release's one ``--transport sglang`` run over the bundled
+    fixtures and the differential's messages, made on first use."""
+    made: dict[str, tuple[int, dict[str, Any], str]] = {}
+
+    def run(version: str) -> tuple[int, dict[str, Any], str]:
+        if version not in made:
+            runtime = sglang_runtime.sglang_runtime(version)
+            made[version] = replay(
+                runtime, "--transport", "sglang", *settings(runtime), *FIXTURES, str(message_dir)
+            )
+        return made[version]
+
+    return run
+
+
 @pytest.mark.parametrize("version", RELEASES)
-def test_every_fixture_meets_sglangs_own_wire_as_emulated(version: str) -> None:
+def test_every_fixture_meets_sglangs_own_wire_as_emulated(
+    version: str, sglang_run: Callable[[str], tuple[int, dict[str, Any], str]]
+) -> None:
     runtime = sglang_runtime.sglang_runtime(version)
-    code, document, stderr = replay(
-        runtime,
-        "--transport",
-        "sglang",
-        "--impl",
-        "sglang",
-        "--sender",
-        "legacy",
-        "--sglang-path",
-        str(runtime.sglang_dir),
-        "fixtures/dumps",
-        "fixtures/malicious",
-        "fixtures/corrupt",
-    )
+    code, document, stderr = sglang_run(version)
     # 2: some fixtures are unusable on purpose (each named on stderr and in "problems").
     assert code == 2, stderr[-2000:]
     info = document["replay"]
@@ -108,8 +127,11 @@ def test_every_fixture_meets_sglangs_own_wire_as_emulated(version: str) -> None:
     }
     assert info["implementations"]["sglang"]["version"] == version
     outcomes = {
-        result["path"].removeprefix("fixtures/"): observed(result) for result in document["results"]
+        result["path"].removeprefix("fixtures/"): observed(result)
+        for result in document["results"]
+        if result["path"].startswith("fixtures/")
     }
+    # Every problem of the run, the messages' too (they have none).
     problems = {problem["path"].removeprefix("fixtures/") for problem in document["problems"]}
     legacy_wire = {name: expected[2] for name, expected in EXPECTED.items()}
     assert outcomes == {
@@ -223,10 +245,12 @@ def message_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def runs(document: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Per dump, the compared fields of each payload's run."""
+def runs(document: dict[str, Any], folder: Path) -> dict[str, list[dict[str, Any]]]:
+    """Per dump of ``folder``, the compared fields of each payload's run."""
     found = {}
     for result in document["results"]:
+        if Path(result["path"]).parent != folder:
+            continue
         name = Path(result["path"]).name
         found[name] = [
             {field: run[field] for field in COMPARED}
@@ -237,22 +261,23 @@ def runs(document: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 @pytest.mark.parametrize("version", RELEASES)
-def test_emulated_wires_receive_what_sglangs_wire_receives(version: str, message_dir: Path) -> None:
+def test_emulated_wires_receive_what_sglangs_wire_receives(
+    version: str, message_dir: Path, sglang_run: Callable[[str], tuple[int, dict[str, Any], str]]
+) -> None:
     runtime = sglang_runtime.sglang_runtime(version)
-    common = (
-        "--impl",
-        "sglang",
-        "--sender",
-        "legacy",
-        "--sglang-path",
-        str(runtime.sglang_dir),
-        str(message_dir),
-    )
-    results = {}
-    for transport in ("sglang", "wire", "torch-distributed"):
-        code, document, stderr = replay(runtime, "--transport", transport, *common)
+    code, document, stderr = sglang_run(version)
+    # The run's problems are the fixtures' (test_every_fixture_meets_sglangs_own_wire_as_emulated
+    # names each); none is a message's.
+    assert code == 2 and all(
+        problem["path"].startswith("fixtures/") for problem in document["problems"]
+    ), stderr[-2000:]
+    results = {"sglang": runs(document, message_dir)}
+    for transport in ("wire", "torch-distributed"):
+        code, document, stderr = replay(
+            runtime, "--transport", transport, *settings(runtime), str(message_dir)
+        )
         assert code in (0, 1) and document["problems"] == [], stderr[-2000:]
-        results[transport] = runs(document)
+        results[transport] = runs(document, message_dir)
     real = results["sglang"]
     assert len(real) == MESSAGES + 2
     # The corpus reaches every outcome, so that agreeing on it means something.

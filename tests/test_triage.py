@@ -81,10 +81,10 @@ def test_every_collected_form_names_the_first_failing_rank_and_its_error(name):
     assert root.extra["sglang_message"] == "pop-non-tensor"
     assert root.message.startswith("PP0 failed first at 2026-")
     source = _root_file(name)
-    assert f" ({source}:{root.location['line']}): RuntimeError: " in root.message
-    assert root.location["file"] == str(source)
-    assert root.location["line"] == _line_of(source, "PP0] Scheduler hit an exception")
-    assert root.location["function"] == "pop_auxiliary_output_from_pp_tensors"
+    assert f" ({source}:{root.location.line}): RuntimeError: " in root.message
+    assert root.location.file == str(source)
+    assert root.location.line == _line_of(source, "PP0] Scheduler hit an exception")
+    assert root.location.function == "pop_auxiliary_output_from_pp_tensors"
     # What followed is collateral, pointing at the root.
     collateral = [f for f in report.findings if f.code == "PP803"]
     assert collateral, _codes(report)
@@ -99,7 +99,7 @@ def test_the_last_stage_dies_of_the_closed_connection():
     (later,) = [f for f in report.findings if f.code == "PP803"]
     assert later.key == "PP1"
     assert "Connection closed by peer" in later.message
-    assert later.location["line"] == _line_of(
+    assert later.location.line == _line_of(
         LOGS / "sglang-aux-list.log", "PP1] Scheduler hit an exception"
     )
 
@@ -123,7 +123,7 @@ def test_files_are_merged_by_time_not_by_the_order_given():
     report = triage_paths([str(per_rank / "PP1.log"), str(per_rank / "PP0.log")])
     (root,) = [f for f in report.findings if f.code == "PP801"]
     assert root.key == "PP0"
-    assert root.location["file"] == str(per_rank / "PP0.log")
+    assert root.location.file == str(per_rank / "PP0.log")
 
 
 def test_a_healthy_log_claims_nothing_and_exits_0():
@@ -543,7 +543,7 @@ def test_the_strict_capture_sglang_ran_is_recognised():
     assert root.sglang_error == "auxiliary PP output 'scores' is not a tensor"
     assert root.extra["rule"] == "PP115"
     assert "raised by ppaux's strict capture, as the last stage's add would" in root.message
-    assert root.location["line"] == _line_of(log, "PP1] Scheduler hit an exception")
+    assert root.location.line == _line_of(log, "PP1] Scheduler hit an exception")
     (strict,) = [f for f in report.findings if f.code == "PP808"]
     assert strict.key == "PP1"
     assert [f.key for f in report.findings if f.code == "PP803"] == ["PP0"]
@@ -588,7 +588,7 @@ def test_lines_the_collector_split_are_joined(tmp_path):
     for log in (cri, docker):
         (root,) = [f for f in triage_paths([str(log)]).findings if f.code == "PP801"]
         assert root.sglang_error == NON_TENSOR, log.name
-        assert root.location["line"] == 1
+        assert root.location.line == 1
 
 
 def _decode_lines(time: str, stages: int, tp: int) -> str:
@@ -770,7 +770,7 @@ def test_a_bare_traceback_through_the_scheduler_is_still_a_root(tmp_path):
     )
     report = triage_paths([str(log)])
     (root,) = [f for f in report.findings if f.code == "PP802"]
-    assert root.location["line"] == _line_of(log, "KeyError") - 3
+    assert root.location.line == _line_of(log, "KeyError") - 3
     assert "KeyError: 'req_pool_idx'" in root.message
     assert "ValueError" not in " ".join(f.message for f in report.findings)
 
@@ -806,7 +806,7 @@ def test_a_damaged_gzip_keeps_everything_inflated_before_the_damage(damage, tmp_
     log.write_bytes(data)
     report = triage_paths([str(log)])
     (root,) = [f for f in report.findings if f.code == "PP801"]
-    assert root.location["line"] == 60_001
+    assert root.location.line == 60_001
     (cut,) = [f for f in report.findings if f.code == "PP810"]
     assert "gzip stream ends early" in cut.message
 
@@ -864,9 +864,9 @@ def test_a_marker_split_between_pieces_and_a_line_past_the_cap(tmp_path):
     )
     report = triage_paths([str(log)])
     (root,) = [f for f in report.findings if f.code == "PP801"]
-    assert (root.key, root.location["line"]) == ("PP1", 4)
+    assert (root.key, root.location.line) == ("PP1", 4)
     (sigquit,) = [f for f in report.findings if f.code == "PP804"]
-    assert sigquit.location["line"] == len(records)
+    assert sigquit.location.line == len(records)
 
 
 def test_many_cut_off_tracebacks_of_one_incident_are_listed_five_then_counted(tmp_path):
@@ -952,7 +952,7 @@ def test_a_utf16_log_as_windows_powershell_writes_it_is_read(encoding, tmp_path)
     report = triage_paths([str(log)])
     (root,) = [f for f in report.findings if f.code == "PP801"]
     assert root.key == "PP0"
-    assert root.location["line"] == _line_of(source, "Scheduler hit an exception")
+    assert root.location.line == _line_of(source, "Scheduler hit an exception")
     assert root.sglang_error == NON_TENSOR
     assert "PP803" in _codes(report) and "PP804" in _codes(report)
 

@@ -112,7 +112,7 @@ def test_two_pods_lines_mixed_line_by_line_keep_their_tracebacks_apart(tmp_path)
     report = triage_paths([str(log)])
     (first,) = [f for f in report.findings if f.code == "PP801"]
     assert first.key == "PP0"
-    assert first.location == {
+    assert first.location.to_json() == {
         "file": str(log),
         "line": 1,
         "function": "pop_auxiliary_output_from_pp_tensors",
@@ -120,7 +120,7 @@ def test_two_pods_lines_mixed_line_by_line_keep_their_tracebacks_apart(tmp_path)
     assert first.extra["time"] == "2026-12-03T10:00:00.000000000Z"
     (collateral,) = [f for f in report.findings if f.code == "PP803"]
     assert collateral.key == "PP1"
-    assert collateral.location["function"] == "recv_tensor_dict"
+    assert collateral.location.function == "recv_tensor_dict"
     assert collateral.message.startswith("PP1 failed 1.0 s after the root with RuntimeError: ")
     assert report.data["logs"][0]["failures"] == 2
 

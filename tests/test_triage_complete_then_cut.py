@@ -70,3 +70,73 @@ def test_the_real_srun_log_names_task_14_s_assert() -> None:
     assert root.extra["line"] == 3
     assert root.extra["kind"] == "shape-kernel"
     assert [f.extra["line"] for f in report.findings if f.code == "PP803"] == [15]
+
+
+HANDLED = (
+    "2024-05-01 01:00:00,000 WARNING download failed, retrying:\n"
+    "Traceback (most recent call last):\n"
+    '  File "/app/hub.py", line 3, in fetch\n'
+    "    get()\n"
+    "ConnectionResetError: [Errno 104] Connection reset by peer\n"
+)
+CUT = (
+    "Traceback (most recent call last):\n"
+    '  File "/app/train.py", line 300, in train_step\n'
+    "    loss = model(batch)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "went_on",
+    [
+        # the logger's next records, each with its own time: hours of steps
+        "2024-05-01 01:00:05,000 INFO download ok\n"
+        + "".join(f"2024-05-01 0{h}:00:00,000 INFO step {h}000 loss 2.1\n" for h in range(2, 8))
+        + "2024-05-01 08:00:00,000 ERROR crash\n",
+        # Python logging's default format, no time
+        "INFO:root:download ok\nINFO:root:step 2000 loss 2.1\n",
+    ],
+)
+def test_a_handled_traceback_then_a_cut_one_is_the_cut_one_s_failure(
+    tmp_path: Path, went_on: str
+) -> None:
+    # The program logged on after the first exception (it retried): that one was handled.
+    # The cut traceback later is what failed, its cause not in the log.
+    log = tmp_path / "train.log"
+    log.write_text(HANDLED + went_on + CUT)
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    assert root.extra["exception"] is None
+    cut_at = len((HANDLED + went_on).splitlines()) + 1
+    assert root.extra["line"] == cut_at
+    assert "the cause is not in it" in root.message
+    assert "ConnectionResetError" not in root.message
+    assert not [f for f in report.findings if f.code == "PP803"]
+
+
+def test_a_handled_traceback_alone_is_still_reported(tmp_path: Path) -> None:
+    # nothing failed after it: the only failure the log shows stays its root
+    log = tmp_path / "train.log"
+    handled = HANDLED.replace(
+        "ConnectionResetError: [Errno 104] Connection reset by peer", "ValueError: bad value 7"
+    )
+    log.write_text(handled + "2024-05-01 01:00:05,000 INFO download ok\n")
+    (root,) = [f for f in triage_paths([str(log)]).findings if f.code == "PP802"]
+    assert root.extra["exception"] == "ValueError"
+    assert root.extra["message"] == "bad value 7"
+
+
+def test_a_cut_traceback_then_a_complete_one_stay_two_failures(tmp_path: Path) -> None:
+    # the second header starts a traceback of its own: the first was cut before its exception
+    log = tmp_path / "train.log"
+    log.write_text(
+        'Traceback (most recent call last):\n  File "/app/y.py", line 9, in <module>\n    g()\n'
+        + COMPLETE
+    )
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    assert root.extra["exception"] == "RuntimeError"
+    assert root.extra["line"] == 4
+    (cut,) = [f for f in report.findings if f.code == "PP803"]
+    assert cut.extra["line"] == 1
+    assert "exception the log does not show" in cut.message

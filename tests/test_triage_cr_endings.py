@@ -74,6 +74,22 @@ def test_a_bar_redrawn_twice_on_a_newline_line_is_no_cr_ended_log() -> None:
     assert cr_ended(b"a\rb\rc\rd\n")
 
 
+def test_a_tqdm_bar_redrawn_then_a_record_is_one_line() -> None:
+    bar = b"  0%|          | 0/1 [00:00<00:09, ?it/s]"
+    oom = b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert not cr_ended(b"\r" + bar + b"\r" + bar + b"\r" + oom + b"\n")
+    assert not cr_ended(b"\r" + bar + b"\r" + bar + b"\r" + oom)
+    assert not cr_ended(b"5it [00:01, 4.98it/s]\r6it [00:01, 4.98it/s]\r7it [00:02]\rx\n")
+    # lines of text, not a bar's updates: a log whose lines end in '\r'
+    assert cr_ended(b"\r" + bar + b"\rstep 1\rstep 2\rstep 3\r" + oom + b"\n")
+    assert cr_ended(b"\r\r\r")
+    report = triage_paths(
+        ["x.log"], {"x.log": io.BytesIO(b"\r" + bar + b"\r" + bar + b"\r" + oom + b"\n")}
+    )
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    assert root.extra["line"] == 1
+
+
 def test_a_fragment_with_cr_endings_is_read() -> None:
     fragment = (
         "_x = self.transformer.drop(tok_emb + pos_emb)\rRuntimeError: CUDA error: device-side "

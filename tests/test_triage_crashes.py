@@ -188,13 +188,13 @@ def test_ray_s_repeat_count_and_a_written_carriage_return_are_not_a_function_s_n
         '  File "/opt/x.py", line 3, in run_scheduler_process^M\n'
     )
     report = triage_paths([str(log)])
-    functions = {str(f.location.get("function")) for f in report.findings if f.location}
+    functions = {str(f.location.function) for f in report.findings if f.location}
     assert "execute_method" in functions
     assert not any("repeated" in f or "^M" in f for f in functions)
     alone = tmp_path / "cr.log"
     alone.write_text('  File "/opt/x.py", line 3, in run_scheduler_process^M\n')
     report = triage_paths([str(alone)])
-    functions = {str(f.location.get("function")) for f in report.findings if f.location}
+    functions = {str(f.location.function) for f in report.findings if f.location}
     assert "run_scheduler_process" in functions
 
 

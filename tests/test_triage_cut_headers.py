@@ -19,7 +19,7 @@ HEADER = "Scheduler hit an exception: Traceback (most recent call last):"
 def _root(path: Path):
     report = triage_paths([str(path)])
     return [
-        (f.code, f.key, f.extra.get("exception"), f.location["line"])
+        (f.code, f.key, f.extra.get("exception"), f.location.line)
         for f in report.findings
         if f.code in ("PP801", "PP802", "PP809")
     ]

@@ -109,7 +109,7 @@ def test_a_worker_the_raylet_reports_dead_comes_before_the_cut_traceback_after_i
     assert found.code == "PP809"
     assert found.extra["no_root"] == "process-died"
     assert found.message.startswith("no root in this log: Ray worker pid=442 died")
-    assert found.location["line"] == 1
+    assert found.location.line == 1
 
 
 def test_a_failure_before_a_death_stays_the_root(tmp_path):

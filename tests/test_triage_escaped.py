@@ -18,7 +18,7 @@ AUX = LOGS / "sglang-aux-list.log"
 
 def _roots(path: Path):
     return [
-        (f.code, f.key, f.extra.get("exception"), f.extra.get("message"), f.location["line"])
+        (f.code, f.key, f.extra.get("exception"), f.extra.get("message"), f.location.line)
         for f in triage_paths([str(path)]).findings
         if f.code in ("PP801", "PP802", "PP809")
     ]

@@ -40,8 +40,8 @@ def test_frames_after_original_traceback_with_no_failure_before_are_the_fragment
     (root,) = [f for f in findings if f.code in ("PP801", "PP802", "PP809")]
     assert root.code == "PP801"
     assert root.location is not None
-    assert root.location["function"] == "pop_auxiliary_output_from_pp_tensors"
-    assert root.location["line"] == 3
+    assert root.location.function == "pop_auxiliary_output_from_pp_tensors"
+    assert root.location.line == 3
     assert "PP806" in [f.code for f in findings]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ppaux.triage import triage_paths
@@ -70,7 +70,7 @@ def test_a_traceback_right_after_a_bar_is_read_with_its_frames():
     text = f"Loading:  50%|#####     | 5/10 [00:01<00:01,  3.2it/s]{_TRACEBACK}"
     report = triage_paths(["x.log"], {"x.log": io.BytesIO(text.encode())})
     (root,) = [f for f in report.findings if f.code == "PP802"]
-    assert root.location == {"file": "x.log", "line": 1, "function": "step"}
+    assert root.location.to_json() == {"file": "x.log", "line": 1, "function": "step"}
     assert root.extra is not None and root.extra["kind"] == "memory"
 
 
@@ -79,6 +79,43 @@ def test_a_bar_ends_where_the_record_starts():
     assert glued_starts(f"{bar}{_OOM}") == [(len(bar), False)]
     assert glued_starts(f"{bar}Traceback (most recent call last):") == [(len(bar), False)]
     assert glued_starts(f"{bar}KeyError") == [(len(bar), False)]
+
+
+#: Progress bars of other libraries as their last update stands in a file: rich's, pip's,
+#: Keras' (during an epoch and at its end), tqdm's with block cells.
+_OTHER_BARS = [
+    "\u2501" * 8 + " 100% 0:00:01",
+    "   " + "\u2501" * 20 + "\u257a" + "\u2501" * 9 + " 1.2/2.5 GB 45.1 MB/s eta 0:00:30",
+    "120/500 [======>.......................] - ETA: 35s - loss: 0.6931",
+    "5/5 [==============================] - 1s 2ms/step",
+    "|\u2588\u2588\u2588\u2588| 3/3 [00:01<00:00]",
+    "\u2588" * 6 + "  60%",
+    "\u2588" * 6,
+    " 7.5 it/s \u2588\u2588\u2588 12/40 3.1it/s",
+]
+
+
+def test_a_bare_exception_glued_after_any_bar_shape_is_the_root():
+    for bar in _OTHER_BARS:
+        assert glued_starts(f"{bar}{_IMA}") == [(len(bar), False)], bar
+        assert _roots(f"start\n{bar}{_OOM}\n") == [
+            ("PP802", None, "memory", "torch.OutOfMemoryError")
+        ], bar
+        assert _roots(f"start\n{bar}ValueError: bad shape 3\n")[0][3] == "ValueError", bar
+
+
+def test_a_sentence_after_a_bar_or_without_one_is_never_split():
+    sentences = [
+        f"the job reached 100%{_IMA}",
+        f"error 404{_OOM}",
+        f"took 2ms/step{_IMA}",
+        "\u2501" * 8 + f" finished, then the server said{_IMA}",
+        "\u2501" * 8 + f" then {_IMA}",
+        "\u2501" * 8 + f" 100% (see the docs){_IMA}",
+        f"5/5 [=====] - 1s 2ms/step {_IMA}",
+    ]
+    for text in sentences:
+        assert glued_at(text) is None, text
 
 
 def test_prose_a_literal_or_a_bar_followed_by_other_text_starts_no_record():
@@ -168,6 +205,10 @@ _RECORDS = [
 
 @settings(max_examples=30, deadline=None)
 @given(_bars(), st.sampled_from(_RECORDS))
+@example(  # three carriage returns and one newline: no log whose lines end in '\r'
+    "\r  0%|          | 0/1 [00:00<00:09, ?it/s]\r  0%|          | 0/1 [00:00<00:09, ?it/s]",
+    f"{_OOM}\n",
+)
 def test_a_record_after_a_bar_and_a_carriage_return_is_read_as_alone(bar, record):
     assert _found(f"{bar}\r{record}") == _found(record)
 
@@ -175,4 +216,26 @@ def test_a_record_after_a_bar_and_a_carriage_return_is_read_as_alone(bar, record
 @settings(max_examples=30, deadline=None)
 @given(_bars(), st.sampled_from(_RECORDS[:4]))
 def test_a_record_glued_right_after_a_bar_is_read_as_alone(bar, record):
+    assert _found(f"{bar}{record}") == _found(record)
+
+
+@st.composite
+def _other_bars(draw: st.DrawFn) -> str:
+    """The last update of another library's bar: rich's or pip's (cells, then figures only),
+    or Keras' (during an epoch, or at its end)."""
+    lead = draw(_DESC)
+    if draw(st.booleans()):
+        cells = chr(0x2501) * draw(st.integers(1, 40))
+        figures = draw(st.sampled_from([" 100% 0:00:01", " 1.2/2.5 GB 45.1 MB/s eta 0:00:30"]))
+        return f"{lead} {cells}{figures}"
+    total = draw(st.integers(1, 10_000))
+    done = draw(st.integers(0, total))
+    width = draw(st.integers(0, 29))
+    tail = draw(st.sampled_from([" - ETA: 35s - loss: 0.6931", " - 1s 2ms/step"]))
+    return f"{lead} {done}/{total} [{'=' * width}>{'.' * (29 - width)}]{tail}"
+
+
+@settings(max_examples=30, deadline=None)
+@given(_other_bars(), st.sampled_from(_RECORDS[:3]))
+def test_a_record_glued_right_after_another_librarys_bar_is_read_as_alone(bar, record):
     assert _found(f"{bar}{record}") == _found(record)

@@ -39,3 +39,19 @@ def test_a_watchdog_record_run_into_another_processs_line_keeps_its_rank(tmp_pat
     (root,) = [f for f in triage_paths([str(path)]).findings if f.code == "PP809"]
     assert root.extra["no_root"] == "network-or-other-node"
     assert "1 communication failure (rank 5 at " in " ".join(root.message.split())
+
+
+def test_ranks_tracebacks_glued_line_by_line_start_on_their_own_lines(tmp_path):
+    # each rank's header is on the file's first line, glued after the other rank's
+    log = tmp_path / "glued.log"
+    log.write_text(
+        "[rank0]: Traceback (most recent call last):[rank1]: Traceback (most recent call last):\n"
+        '[rank0]:   File "/app/t.py", line 3, in <module>[rank1]:   File "/app/t.py", line 3, '
+        "in <module>\n"
+        "[rank0]:     f()[rank1]:     f()\n"
+        "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered"
+        "[rank1]: ValueError: bad shape 3\n"
+    )
+    report = triage_paths([str(log)])
+    roots = [(f.key, f.extra["exception"], f.extra["line"]) for f in report.findings]
+    assert sorted(roots) == [("rank 0", "RuntimeError", 1), ("rank 1", "ValueError", 1)]

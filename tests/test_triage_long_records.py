@@ -168,7 +168,7 @@ def test_a_log_read_cut_with_no_failure_is_no_clean_pass(tmp_path):
         f"2 lines of {path} are longer than 65536 bytes (the first: line 8) and were read cut; "
         "the 20 lines read hold no failure (limit max_log_line=65536 reached)"
     )
-    assert cut.location["line"] == 8
+    assert cut.location.line == 8
 
 
 def test_a_log_read_whole_or_with_a_failure_gets_no_cut_finding(tmp_path):

@@ -12,6 +12,7 @@ Expected values are written here by hand, never computed with triage's code.
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -135,3 +136,41 @@ def test_any_rank_and_size_are_named(rank, size):
     )
     flat = " ".join(_found(log).message.split())
     assert f"(rank {rank} of {size} checked in twice;" in flat
+
+
+#: vLLM's pynccl wrapper's line that ncclCommInitRank failed (vllm-project/vllm #18997), a pod's
+#: name glued before it, its worker's traceback below it cut.
+_REAL = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "real"
+_WRAPPER = _REAL / "vllm-18997-kuberay-tp8pp2-nccl-init-glued.log"
+
+
+def test_a_wrappers_line_that_nccl_comm_init_rank_failed_is_the_set_up_root(tmp_path):
+    report = triage_paths([str(_WRAPPER)])
+    (root,) = [f for f in report.findings if f.code in ("PP801", "PP802", "PP809")]
+    assert root.code == "PP802"
+    assert root.extra["kind"] == "communication-init"
+    assert root.extra["exception"] == "NCCL error"
+    assert root.extra["message"].startswith("ncclCommInitRank failed: internal error")
+    assert report.data["incidents"][0]["root"]["line"] == 1
+    # the worker's traceback below it, cut before its exception, is that failure carried up
+    assert [f.code for f in report.findings if f.code == "PP803"] == ["PP803"]
+    commands = [" ".join(s["argv"]) for s in report.data["steps"] if s["argv"]]
+    assert "export NCCL_DEBUG=INFO" in commands
+    result = CliRunner().invoke(app, ["explain", _WRAPPER.read_text().split("\n", 1)[0]])
+    assert "communication failure at set-up" in result.output
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    reason=st.text(
+        alphabet=st.characters(exclude_categories=("Cs", "Cc")), min_size=1, max_size=60
+    ).filter(str.strip),
+    said=st.sampled_from(["failed with error: NCCL error: ", "failed: NCCL error: ", "failed: "]),
+)
+def test_any_reason_after_nccl_comm_init_rank_failed_is_kept(reason, said):
+    from ppaux.triage.ncclsetup import init_failure
+
+    assert init_failure(
+        f"ERROR 05-30 22:22:26 [pynccl.py:153] ncclCommInitRank {said}{reason}"
+    ) == (f"ncclCommInitRank failed: {reason.strip()}")
+    assert init_failure(f"ncclCommInitRank succeeded: {reason}") is None

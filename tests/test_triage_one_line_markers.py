@@ -120,4 +120,4 @@ def test_a_wrapper_line_is_a_record_alone_and_a_header_before_frames(
     assert [f.code for f in failed] == ["PP802"], [(f.code, f.message) for f in findings]
     expected = "ValueError" if followed else f"{wrapper}({cause})"
     assert failed[0].extra["exception"] == expected
-    assert failed[0].location["line"] == 3
+    assert failed[0].location.line == 3

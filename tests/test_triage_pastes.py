@@ -8,9 +8,10 @@ import bz2
 import io
 import json
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from triage_pastes import AUX, LOGS, roots, wrapped
+from typer.testing import CliRunner
 
 from ppaux.limits import Limits
 from ppaux.suggestions import RaiseLimit
@@ -19,6 +20,7 @@ from ppaux.triage.documents import is_document, records
 from ppaux.triage.flattened import unflatten
 from ppaux.triage.sources import LogOpenError
 from ppaux.triage.wrapping import Unwrapped, wrap_width
+from ppaux_cli.app import app
 
 
 def test_a_paste_wrapped_at_80_or_120_columns_has_the_plain_log_s_root(tmp_path):
@@ -537,3 +539,58 @@ def test_a_launcher_s_process_name_starts_a_line_after_one_of_the_widest():
         "(Worker rank=5 pid=948) Traceback (most recent call last):",
     ]
     assert wrap_width(("\n".join(lines) + "\n").encode()) is None
+
+
+#: A real fragment (sglang PR #30747's description): frames and the exception line, no header.
+_FRAGMENT = LOGS / "real" / "sglang-30747-pp-rope-shape-fragment.log"
+
+
+def test_a_quoted_fragment_with_a_blank_line_or_a_reply_s_words_around_it_is_read(tmp_path):
+    # GitHub ends a comment's quote with a blank line; a reply's own words stand around it.
+    # Each form is the fragment's failure: a shape error, the rank unknown.
+    quoted = ["> " + line for line in _FRAGMENT.read_text(encoding="utf-8").splitlines()]
+    forms = {
+        "blank after": [*quoted, ""],
+        "blank before": ["", *quoted],
+        "blank around": ["", *quoted, "", ""],
+        "reply": ["After rebasing I get this:", "", ">```", *quoted, ">```", "", "any idea?"],
+    }
+    for name, form in forms.items():
+        path = tmp_path / "comment.md"
+        path.write_text("\n".join(form) + "\n", encoding="utf-8")
+        found = roots(triage_paths([str(path)]))
+        assert found == [("PP802", None, "shape-kernel", "RuntimeError")], name
+        result = CliRunner().invoke(app, ["triage", str(path)])
+        assert result.exit_code == 1, (name, result.output)
+
+
+def test_a_log_whose_quoted_lines_are_few_is_not_taken_for_a_quote():
+    from ppaux.triage.pastemarks import paste_mark
+
+    # four quoted lines among five lines of a log's own: the log's, not a quote's
+    lines = [f"[2026-12-03 14:56:0{i}] step {i}" for i in range(5)]
+    head = "\n".join([*lines, *(f"> echo {i}" for i in range(4))]) + "\n"
+    assert paste_mark(head.encode()) is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    lines=st.lists(_PASTE_LINE, min_size=4, max_size=30),
+    before=st.lists(_PASTE_LINE, max_size=3),
+    after=st.lists(_PASTE_LINE, max_size=3),
+    blanks=st.tuples(st.sampled_from(["", " ", "\t"]), st.sampled_from(["", "  "])),
+    mark=st.sampled_from(["> ", ">", ">> ", "> > "]),
+)
+def test_a_quote_among_a_reply_s_own_lines_is_peeled_from_the_quoted_lines_only(
+    lines, before, after, blanks, mark
+):
+    from ppaux.triage.pastemarks import Unmarked, paste_mark
+
+    assume(len(before) + len(after) < len(lines))
+    around = [*before, blanks[0]], [blanks[1], *after]
+    raw = "\n".join([*around[0], *(mark + line for line in lines), *around[1]]) + "\n"
+    found = paste_mark(raw.encode("utf-8"))
+    assert found is not None
+    stream = Unmarked(io.BufferedReader(io.BytesIO(raw.encode("utf-8"))), found, 1 << 16)
+    out = io.BufferedReader(stream).read()
+    assert out == ("\n".join([*around[0], *lines, *around[1]]) + "\n").encode("utf-8")

@@ -87,7 +87,8 @@ def test_a_deepspeed_launch_is_not_read_as_sglang():
     report = _report(REAL / "dsexamples-321-host-alloc-interleaved.log")
     text = "\n".join(_lines(report))
     assert "--mem-fraction-static" not in text
-    assert "batch size" in text
+    # its host ran out of memory: the host's steps, not a GPU's
+    assert "fewer DataLoader workers" in text
 
 
 def test_sglangs_own_failures_keep_its_arguments_and_tools():
@@ -216,6 +217,56 @@ def test_a_set_up_warning_hours_before_the_traceback_is_not_its_cause(tmp_path, 
     assert (root.extra["kind"] == "communication-init") is cause
 
 
+_WARN = (
+    "host1:123:456 [0] misc/socket.cc:540 NCCL WARN socketPollConnect: Connect to "
+    "10.0.0.4<56849> returned 113(No route to host)"
+)
+_STEP = (
+    "Traceback (most recent call last):\n"
+    '  File "/app/train.py", line 300, in train_step\n'
+    "    loss = model(batch)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the warning carries the app's time, the traceback none: hours of steps lie between
+        # (NCCL's Init COMPLETE among them), and the traceback is cut in a training step
+        "2024-05-01 01:00:00,000 INFO start\n"
+        f"2024-05-01 01:00:01,000 {_WARN}\n"
+        "host1:123:456 [0] NCCL INFO comm 0x1 rank 0 nranks 2 - Init COMPLETE\n"
+        + "".join(f"2024-05-01 0{h}:00:00,000 INFO step {h}000 loss 2.1\n" for h in range(2, 8))
+        + f"2024-05-01 08:00:00,000 ERROR boom\n{_STEP}",
+        # neither carries a time: another host's warning just above a rank's step
+        f"host9:1:1 [3] {_WARN.split(' ', 2)[2]}\n"
+        + "".join(f"[rank0]:{line}\n" for line in _STEP.splitlines()),
+    ],
+)
+def test_a_set_up_warning_is_no_cause_of_a_traceback_cut_while_running(tmp_path, text):
+    log = tmp_path / "train.log"
+    log.write_text(text)
+    (root,) = [f for f in _report(log).findings if f.code == "PP802"]
+    assert root.extra["exception"] is None
+    assert "nccl_setup" not in root.extra and root.extra["kind"] == "unknown"
+    assert "NCCL's warning" not in root.message
+
+
+def test_a_record_between_the_warning_and_the_cut_traceback_breaks_the_tie(tmp_path):
+    # a watchdog's record of another rank between them: the warning is not the only error
+    # above the traceback
+    log = tmp_path / "server.log"
+    log.write_text(
+        f"{_WARN}\n"
+        "[rank3]:[E1203 10:00:00.000000000 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, "
+        "NumelOut=1, Timeout(ms)=600000) ran for 600001 milliseconds before timing out.\n"
+        + _HEADER.format(rank=0)
+    )
+    (root,) = [f for f in _report(log).findings if f.code == "PP802"]
+    assert "nccl_setup" not in root.extra
+
+
 def test_a_set_up_warning_alone_gets_its_own_fix(tmp_path):
     # NCCL's bootstrap saw rank 1 twice (two processes given one rank): PP809, the fix of
     # duplicate ranks, not the generic one
@@ -277,3 +328,112 @@ def test_the_watchdogs_frames_after_its_record_are_one_failure():
     (orphan,) = [f for f in _report(REAL / name).findings if f.code == "PP809"]
     assert orphan.extra["records"] == [f"{REAL / name}:1"]
     assert "1 communication failure " in orphan.message
+
+
+_TRAIN_OOM = (
+    "Traceback (most recent call last):\n"
+    '  File "/app/train.py", line 10, in <module>\n'
+    "    main()\n"
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("first", "sglang"),
+    [
+        # the prefix with no rank's tag: a training script's logger writes it too
+        ("[2024-05-01 01:00:00] INFO step 10 loss 2.1", False),
+        # sglang's main process writes it, and its own words say so
+        (
+            "[2024-05-01 01:00:00] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16",
+            True,
+        ),
+    ],
+)
+def test_the_prefix_without_a_rank_is_sglang_s_only_beside_its_words(tmp_path, first, sglang):
+    log = tmp_path / "run.log"
+    log.write_text(f"{first}\n{_TRAIN_OOM}")
+    text = " ".join(_lines(_report(log)))
+    assert ("--mem-fraction-static" in text) is sglang
+    assert ("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in text) is not sglang
+
+
+_HCCL = (
+    "[rank1]:[E814 11:08:11.937234762 ProcessGroupHCCL.cpp:1869] [Rank 1] HCCL watchdog thread "
+    "terminated with exception: \n"
+    "[ERROR] 2026-08-14-11:08:11 (PID:3000, Device:1, RankID:-1) ERR02005 DIST internal error\n"
+    "terminate called after throwing an instance of 'std::runtime_error'\n"
+    "  what():  [Rank 1] HCCL watchdog thread terminated with exception: \n"
+)
+
+
+def test_an_ascend_hccl_log_gets_hccl_s_steps_and_none_of_nccl_s(tmp_path):
+    log = tmp_path / "ascend.log"
+    log.write_text(_HCCL)
+    report = _report(log)
+    argvs = _argvs(report)
+    assert ("npu-smi", "info") in argvs
+    assert ("export", "ASCEND_LAUNCH_BLOCKING=1") in argvs
+    assert "HCCL_CONNECT_TIMEOUT" in " ".join(_lines(report))
+    assert not any("NCCL_" in word or word == "nvidia-smi" for argv in argvs for word in argv)
+    assert "NCCL_SOCKET_IFNAME" not in " ".join(_lines(report))
+
+
+def test_an_ascend_log_without_a_root_gets_hccl_s_fix_and_none_of_nccl_s(tmp_path):
+    log = tmp_path / "ascend.log"
+    log.write_text(_HCCL)
+    (no_root,) = [f for f in _report(log).findings if f.code == "PP809"]
+    assert no_root.extra["collectives"] == "hccl"
+    assert "HCCL_SOCKET_IFNAME" in no_root.hint and "~/ascend/log/" in no_root.hint
+    assert "NCCL_" not in no_root.hint.replace("HCCL_", "")
+    nccl = tmp_path / "nccl.log"
+    lines = _HCCL.replace("HCCL", "NCCL").splitlines(keepends=True)
+    nccl.write_text("".join(line for line in lines if "ERR02005" not in line))
+    (no_root,) = [f for f in _report(nccl).findings if f.code == "PP809"]
+    assert no_root.extra["collectives"] == "nccl"
+    assert "NCCL_SOCKET_IFNAME" in no_root.hint and "HCCL" not in no_root.hint
+
+
+@pytest.mark.parametrize(
+    "name", ["dsexamples-321-host-alloc-interleaved.log", "dataloader-killed.log"]
+)
+def test_the_host_s_out_of_memory_gets_the_host_s_steps(tmp_path, name):
+    path = REAL / name
+    if name == "dataloader-killed.log":
+        path = tmp_path / name
+        path.write_text(
+            "Traceback (most recent call last):\n"
+            '  File "/app/train.py", line 50, in <module>\n'
+            "    for batch in loader:\n"
+            "RuntimeError: DataLoader worker (pid 4321) is killed by signal: Killed.\n"
+        )
+    report = _report(path)
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    assert root.extra["kind"] == "memory"
+    argvs = _argvs(report)
+    assert ("dmesg", "-T") in argvs and ("free", "-h") in argvs
+    assert not any(argv[0] == "nvidia-smi" for argv in argvs)
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in " ".join(_lines(report))
+    assert "num_workers" in " ".join(_lines(report))
+
+
+@pytest.mark.parametrize(
+    ("line", "command"),
+    [
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+            ("nvidia-smi", "--query-gpu=index,memory.used,memory.total", "--format=csv"),
+        ),
+        (
+            "RuntimeError: DataLoader worker (pid 4321) is killed by signal: Killed.",
+            ("dmesg", "-T"),
+        ),
+    ],
+)
+def test_explain_and_triage_give_one_first_step_for_out_of_memory(tmp_path, line, command):
+    hint = pasted_hint(line)
+    assert hint is not None and command[0] in hint.look
+    assert "journalctl" not in hint.look
+    log = tmp_path / "oom.log"
+    log.write_text(f"{_TRAIN_OOM.rsplit(chr(10), 2)[0]}\n{line}\n")
+    assert command in _argvs(_report(log))

@@ -28,7 +28,16 @@ PROSE = {
     "look at the last line.\n",
     "sigquit": "Notes from the on-call wiki\nWhen sglang logs Received sigquit from a child "
     "process the child failed first.\n",
+    # a sentence that starts with the watchdog's own words and its colon, but no work after it
+    "watchdog-colon": "Watchdog caught collective operation timeout: that is what we usually "
+    "see here, but not today.\n",
 }
+
+_ASSERT = (
+    "/pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: "
+    "block: [0,0,0], thread: [0,0,0] Assertion `t >= 0 && t < n_classes` failed."
+)
+_CUT = 'Traceback (most recent call last):\n  File "/app/train.py", line 10, in <module>\n'
 
 
 @pytest.mark.parametrize("name", sorted(PROSE))
@@ -104,3 +113,30 @@ def test_prose_that_embeds_a_record_s_words_mid_sentence_is_no_failure(
     log = tmp_path_factory.mktemp("prose") / "note.log"
     log.write_text(text)
     assert triage_paths([str(log)]).findings == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        f"We saw lines like {_ASSERT} in the old release; now fixed.",
+        f"- `{_ASSERT}` was in the old release; fixed.",
+        f"We saw lines like {_ASSERT}",
+    ],
+)
+def test_a_kernel_assertion_quoted_in_prose_is_no_cause(tmp_path: Path, line: str) -> None:
+    # The cut traceback below is the failure, its cause unknown: the sentence above it
+    # quotes an assertion of another time, no record of this run's device.
+    log = tmp_path / "notes.log"
+    log.write_text(f"{line}\n{_CUT}")
+    (root,) = [f for f in triage_paths([str(log)]).findings if f.code == "PP802"]
+    assert root.extra["exception"] is None
+    assert root.extra["kind"] == "unknown" and root.location is not None and root.location.line == 2
+
+
+@pytest.mark.parametrize("prefix", ["", "[rank0]: ", "14: ", "2024-05-01 01:00:00 ERROR "])
+def test_a_kernel_assertion_on_a_line_of_its_own_is_the_cause(tmp_path: Path, prefix) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(f"{prefix}{_ASSERT}\n{_CUT}")
+    (root,) = [f for f in triage_paths([str(log)]).findings if f.code == "PP802"]
+    assert root.extra["exception"] == "device-side assert"
+    assert root.extra["kind"] == "shape-kernel"

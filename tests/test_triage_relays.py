@@ -251,7 +251,7 @@ def test_rays_error_heads_the_remote_traceback_whose_aux_failure_is_the_root(tmp
     assert roots[0].extra["exception"] == "RuntimeError"
     assert "received a non-tensor auxiliary PP output" in roots[0].message
     assert roots[0].location is not None
-    assert roots[0].location["function"] == "pop_auxiliary_output_from_pp_tensors"
+    assert roots[0].location.function == "pop_auxiliary_output_from_pp_tensors"
 
 
 def test_rays_error_of_a_remote_oom_gives_the_remote_headline_and_frame(tmp_path):
@@ -268,7 +268,7 @@ def test_rays_error_of_a_remote_oom_gives_the_remote_headline_and_frame(tmp_path
     assert root.extra["exception"] == "torch.OutOfMemoryError"
     assert root.extra["kind"] == "memory"
     assert root.location is not None
-    assert root.location["function"] == "forward"
+    assert root.location.function == "forward"
     assert "ray::Stage.step()" not in root.message
 
 
@@ -363,7 +363,7 @@ def test_torchrun_s_agent_line_is_that_local_rank_s_failure(tmp_path_factory, ra
     (root,) = _roots(findings)
     assert root.code == "PP802" and root.key == f"local_rank {rank}"
     assert f"local_rank {rank} exited with code {code} " in root.message
-    assert [(f.location or {}).get("line") for f in findings if f.code == "PP803"] == [2]
+    assert [f.location and f.location.line for f in findings if f.code == "PP803"] == [2]
 
 
 def test_torchrun_s_agent_line_of_a_signal_is_a_death(tmp_path):

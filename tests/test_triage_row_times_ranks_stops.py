@@ -95,6 +95,10 @@ def test_torchrun_stopped_by_sigterm_from_outside_is_no_root():
     assert root.extra["killer"] == "outside-stop"
     assert "was stopped by SIGTERM (signal 15) from outside the job" in root.message
     assert "determined-8915-bars-death-signal.log:1)" in root.message
+    # The fix says who sends such a signal and where that sender writes, not the network's
+    # variables of a collective that failed.
+    assert "the kubelet" in root.hint and "kubectl get events" in root.hint
+    assert "the agent's own log" in root.hint and "NCCL_SOCKET_IFNAME" not in root.hint
     result = CliRunner().invoke(app, ["triage", "--format", "json", str(path)])
     assert result.exit_code == 1
     comments = " ".join(s["comment"] or "" for s in json.loads(result.output)["steps"])

@@ -90,7 +90,7 @@ def test_triage_names_the_first_stage_that_sglang_logged_failing(version, log_ms
     (root,) = [f for f in report.findings if f.code == "PP801"]
     assert root.key == "PP0"
     assert root.sglang_error == "received a non-tensor auxiliary PP output"
-    assert root.location == {
+    assert root.location.to_json() == {
         "file": str(log),
         "line": start,
         "function": "pop_auxiliary_output_from_pp_tensors",
@@ -104,7 +104,7 @@ def test_triage_names_the_first_stage_that_sglang_logged_failing(version, log_ms
     # reset, or its read failed, the message cut wherever its length falls).
     assert f"(collateral of PP0 at {log}:{start})" in later[0].message
     assert later[0].extra["incident"] == root.extra["incident"]
-    assert later[0].location["line"] > start
+    assert later[0].location.line > start
     assert "PP804" in [f.code for f in report.findings]
     assert "PP805" not in [f.code for f in report.findings]  # the culprit is not in these frames
 

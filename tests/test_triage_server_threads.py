@@ -30,7 +30,7 @@ def test_a_thread_s_traceback_in_sglang_s_layers_fails_the_gate(tmp_path):
     (root,) = [f for f in triage_paths([str(log)]).findings if f.code == "PP802"]
     assert root.extra["exception"] == "AssertionError"
     assert root.extra["kind"] == "shape-kernel"
-    assert root.location["line"] == 2
+    assert root.location.line == 2
 
 
 @settings(max_examples=30, deadline=None)

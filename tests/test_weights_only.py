@@ -421,3 +421,17 @@ def test_a_dtype_new_in_torch_2_14_is_named_with_the_release_that_reads_it(tmp_p
 
         with pytest.raises(pickle.UnpicklingError, match="bcomplex32"):
             Unpickler(io.BytesIO(data)).load()
+
+
+def test_a_file_saved_with_protocol_4_is_told_to_use_the_default_protocol(tmp_path):
+    path = tmp_path / "p4.pt"
+    torch.save({"__sampling_observer_output__.s": torch.ones(2)}, path, pickle_protocol=4)
+    (refusal,) = [f for f in inspect_file(str(path))[1] if f.code == "PP119"]
+    assert refusal.extra["where"] == "data.pkl byte 2: opcode 0x95 (FRAME) is not one it runs"
+    assert refusal.hint == (
+        "Save with torch.save's default protocol: leave pickle_protocol out (it writes "
+        "protocol 2, which the weights-only reader runs)."
+    )
+    numpy_file = REPO / "fixtures" / "dumps" / "aux_numpy_array.pt"
+    (other,) = [f for f in inspect_file(str(numpy_file))[1] if f.code == "PP119"]
+    assert other.hint.startswith("Keep tensors and plain containers in the dict")

@@ -4,11 +4,15 @@ a zip64 end record whose size field is under 44, or a locator counting other tha
 refused by torch.load in both modes, so ppaux says PP117 with torch's reason (exit 1), not a
 warning; a locator naming another disk for the zip64 end record, which miniz never reads (and
 Python's zipfile refuses), is read as torch reads it and reported as not as torch.save writes
-it (PP118). torch.load runs in the sandbox, never in this process."""
+it (PP118); so is a zip64 directory size larger than the directory within the file, and a
+comment length past the file's end, which both of torch.load's readers read as written.
+torch.load runs in the sandbox (weights_only=False) or in a child (its default reader), never in
+this process."""
 
 from __future__ import annotations
 
 import struct
+import subprocess
 import sys
 from pathlib import Path
 
@@ -87,3 +91,61 @@ def test_a_zip64_record_size_of_44_or_more_is_read(tmp_path, sandbox, value):
     assert answer["outcome"] == "loaded", answer
     ours = harness.ppaux_view(str(path))
     assert ours.value == answer["value"] and "PP117" not in ours.codes, ours
+
+
+def _default_reader(path: Path) -> str:
+    """What torch.load's default reader (weights_only=True) reads of 'a', in a child."""
+    code = "import sys, torch\nprint(torch.load(sys.argv[1], weights_only=True)['a'].tolist())"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120
+    )
+    return done.stdout.strip() if done.returncode == 0 else f"refused: {done.stderr[-200:]}"
+
+
+# torch.save's writer (miniz, torch 2.13) writes the zip64 end record's directory size as the
+# directory's bytes and an end record without comment: 2 and 3 records of "a" as written.
+@pytest.mark.parametrize(
+    ("signature", "offset", "fmt", "change"),
+    [
+        (b"PK\x06\x06", 40, "<Q", 1),
+        (b"PK\x06\x06", 40, "<Q", 22),
+        (b"PK\x05\x06", 20, "<H", 1),
+        (b"PK\x05\x06", 20, "<H", 0xFFFF),
+    ],
+    ids=["directory-size+1", "directory-size+22", "comment-length-1", "comment-length-65535"],
+)
+def test_end_record_fields_torch_reads_alike_are_outside_the_grammar(
+    tmp_path, sandbox, signature, offset, fmt, change
+):
+    # miniz reads the directory from its offset and walks the count of entries in a size that
+    # ends within the file; zipfile cuts a comment at the file's end: both read as written.
+    path = tmp_path / "written.pt"
+    torch.save({"a": torch.arange(3.0)}, path)
+    written = struct.unpack_from(
+        fmt, path.read_bytes(), path.read_bytes().rfind(signature) + offset
+    )
+    assert written == (0,) or signature == b"PK\x06\x06"
+    path = _edited(tmp_path, signature, offset, fmt, written[0] + change)
+    answer = sandbox.load(path)
+    assert answer["outcome"] == "loaded", answer
+    assert _default_reader(path) == "[0.0, 1.0, 2.0]"
+    ours = harness.ppaux_view(str(path))
+    assert ours.codes == {"PP118"} and ours.value == answer["value"], ours
+    found = _codes(path)
+    assert set(found) == {"PP118"}, found
+    assert found["PP118"].startswith("warning:") and "end records" in found["PP118"], found
+
+
+@pytest.mark.parametrize("change", [100, 1000])
+def test_a_directory_size_torch_refuses_is_never_read(tmp_path, sandbox, change):
+    # The directory then runs past the file's end: miniz refuses it.
+    path = tmp_path / "written.pt"
+    torch.save({"a": torch.arange(3.0)}, path)
+    data = path.read_bytes()
+    (written,) = struct.unpack_from("<Q", data, data.rfind(b"PK\x06\x06") + 40)
+    path = _edited(tmp_path, b"PK\x06\x06", 40, "<Q", written + change)
+    answer = sandbox.load(path)
+    assert answer["outcome"] == "refused" and "invalid header" in answer["error"], answer
+    assert _default_reader(path).startswith("refused")
+    found = _codes(path)
+    assert {"PP117", "PP202"} & set(found) and "PP118" not in found, found

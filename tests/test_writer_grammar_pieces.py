@@ -332,6 +332,41 @@ def test_a_numpy_array_whose_shape_does_not_fit_its_buffer(tmp_path, size):
     assert cli("inspect", str(path)).exit_code == 1
 
 
+# The array's state as torch.save (protocol 2) pickles it: MARK, version 1, shape (4,), ...; and
+# its bytes, made by the _codecs.encode memoized as entry 0x12.
+@pytest.mark.parametrize(
+    ("old", "new", "numpy_says", "ppaux_says"),
+    [
+        (b"(K\x01K\x04\x85", b"(K\x02K\x04\x85", "can't handle version 2", "version is 2"),
+        (b"K\x04\x85q\x19", b"\x88\x85q\x19", "an integer is required", "shape (True,)"),
+        (  # bytearray(<the bytes>), as protocol 2 pickles a bytearray
+            b"h\x12X\x11\x00",
+            b"c__builtin__\nbytearray\nh\x12X\x11\x00",
+            "pickle not returning string",
+            "data is a bytearray",
+        ),
+    ],
+    ids=["version-2", "shape-true", "bytearray"],
+)
+def test_a_numpy_state_numpy_refuses_is_never_clean(tmp_path, old, new, numpy_says, ppaux_says):
+    saved = tmp_path / "np.pt"
+    torch.save({"w": torch.ones(2), "arr": np.arange(4, dtype="<f4")}, saved)
+    with zipfile.ZipFile(saved) as archive:
+        pkl = archive.read("np/data.pkl")
+        storage = archive.read("np/data/0")
+    assert pkl.count(old) == 1 and pkl.count(b'\x86q!Rq"') == 1
+    edited = pkl.replace(old, new)
+    if b"bytearray" in new:  # the call on the bytes the state's _codecs.encode made
+        edited = edited.replace(b'\x86q!Rq"', b'\x86q!R\x85Rq"')
+    path = _archive(tmp_path / "state.pt", edited, {"0": storage})
+    assert numpy_says in _child_load(path)
+    assert _default_reader(path) == "refused: UnpicklingError"
+    found = _cli_codes(path)
+    assert "PP116" in found and ppaux_says in found["PP116"], found
+    assert "numpy refuses it" in found["PP116"]
+    assert cli("inspect", str(path)).exit_code == 1
+
+
 # -- what torch refuses: a storage location it cannot restore, and a call -----------------------
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import io
 import struct
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -33,9 +34,9 @@ class _Call:
         return (self.fn, self.args)
 
 
-def _tensor(size: object = (2, 3), requires_grad: bool = False) -> _Call:
+def _tensor(size: object = (2, 3), requires_grad: bool = False, stride: object = (3, 1)) -> _Call:
     hooks = collections.OrderedDict()
-    return _Call(torch._utils._rebuild_tensor_v2, _Storage(), 0, size, (3, 1), requires_grad, hooks)
+    return _Call(torch._utils._rebuild_tensor_v2, _Storage(), 0, size, stride, requires_grad, hooks)
 
 
 def _saved(tmp_path: Path, value: object) -> Path:
@@ -72,6 +73,22 @@ def test_a_size_pickled_as_torch_size_is_a_finding(tmp_path):
     assert found is not None and "torch.Size" in found
     # A torch.Size as a value of its own is what torch.save writes for it.
     assert _deviation(_saved(tmp_path, {"t": _tensor(), "s": torch.Size([2, 3])})) is None
+
+
+@pytest.mark.parametrize("where", ["size", "stride"])
+def test_a_scalar_size_pickled_as_torch_size_is_a_finding(tmp_path, where):
+    # torch.Size(()) is equal to the plain () torch.save writes for a scalar's size and stride,
+    # and Python shares the one empty tuple: only the pickle tells them apart.
+    empty = {"size": (), "stride": (), where: torch.Size([])}
+    path = _saved(tmp_path, {"t": _tensor(**empty)})
+    assert b"ctorch\nSize\n" in zipfile.ZipFile(path).read("t/data.pkl")
+    assert repr(_torch_reads(path)["t"]) == "tensor(0.)"
+    found = _deviation(path)
+    assert found is not None and found.startswith("warning: ") and "torch.Size" in found
+    assert _deviation(_saved(tmp_path, {"t": _tensor(size=(), stride=())})) is None
+    # An empty torch.Size as a value of its own is what torch.save writes for it.
+    beside = {"t": _tensor(size=(), stride=()), "s": torch.Size([])}
+    assert _deviation(_saved(tmp_path, beside)) is None
 
 
 @pytest.mark.parametrize("outer", [False, True])

@@ -18,6 +18,7 @@ from ppaux.dump.model import (
     DTYPE_ITEMSIZE,
     STORAGE_DTYPES,
     DtypeRef,
+    EmptySize,
     GlobalRef,
     NdArrayRef,
     NumpyDtype,
@@ -76,8 +77,9 @@ def _torch_device(m: Machine, args: tuple[Any, ...]) -> TorchValue:
 
 def _torch_size(m: Machine, args: tuple[Any, ...]) -> tuple[Any, ...]:
     size = tuple([*as_shape(m, args[0] if args else (), "size")])  # a new tuple, unless ()
-    if size:
-        m.torch_sizes[id(size)] = size
+    if not size:
+        size = EmptySize()  # not the shared (): torch.Size(()) as a scalar's size is told apart
+    m.torch_sizes[id(size)] = size
     return size
 
 

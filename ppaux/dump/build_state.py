@@ -275,7 +275,10 @@ def _ndarray_refusal(state: tuple[Any, ...], offset: int) -> str | None:
     if offset:
         version = state[0]
         if not isinstance(version, int) or version not in (0, 1):
-            return f"its state version is {shown(repr(version), 40)}; numpy reads only 0 and 1"
+            return (
+                f"its state version is {shown(repr(version), 40)}, where numpy reads only 0 and "
+                f"1; {NUMPY_REFUSES}"
+            )
     shape, dtype, fortran, data = state[offset : offset + 4]
     if not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
         return f"its shape {shown(repr(shape), 60)} is not a tuple of sizes; numpy refuses it"

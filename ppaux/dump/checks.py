@@ -92,8 +92,14 @@ def _default_refusal(dump: Dump, found: list[Finding]) -> Finding:
         dump.path,
         f"torch.load's default (weights_only=True) refuses this file: "
         f"{dump.weights_only_refusal}; {other}",
-        extra={"where": dump.weights_only_refusal},
+        extra={"where": dump.weights_only_refusal, **_protocol_kind(dump.weights_only_refusal)},
     )
+
+
+def _protocol_kind(refusal: str | None) -> dict[str, str]:
+    """``{"kind": "protocol"}`` where the reader stops at the FRAME that a pickler of protocol 4
+    or later writes first (torch.save was given a pickle_protocol): its fix is the default."""
+    return {"kind": "protocol"} if "opcode 0x95 (FRAME)" in (refusal or "") else {}
 
 
 def check_dump(

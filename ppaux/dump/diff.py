@@ -66,8 +66,8 @@ def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
             find_payloads(dump, limits)
             for _ in walk(dump.root, limits, shown(path, None)):
                 pass  # a hostile structure fails here, as one clear error
-        except DumpError as exc:
-            report.problems.append(InputProblem.of(exc, shown(exc.path, None)))
+        except DumpError as exc:  # named as the user gave it: the error line quotes it
+            report.problems.append(InputProblem.of(exc, path))
             continue
         dumps.append(dump)
     if report.problems:
@@ -75,11 +75,11 @@ def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
     try:
         return diff_dumps(dumps[0], dumps[1], limits)
     except DumpError as exc:  # a limit met while finding the tensor dicts (max_payloads, ...)
-        report.problems.append(InputProblem.of(exc, shown(exc.path, None)))
+        report.problems.append(InputProblem.of(exc))
         return report
     except RecursionError:  # nested within max_depth, deeper than the comparison can go
         deeper = a if _nesting(dumps[0].root) >= _nesting(dumps[1].root) else b
-        error = nested_past_recursion(shown(deeper, None), limits.max_depth, "compare")
+        error = nested_past_recursion(deeper, limits.max_depth, "compare")
         report.problems.append(InputProblem(error.path, error.reason))
         return report
 
@@ -262,7 +262,7 @@ def _compare(
         entry: dict[str, Any] = {"key": "", "aux": aux, "status": "same", "changes": []}
 
         def describe(
-            entry: dict[str, Any] = entry, key: Any = key, identity: str = identity
+            entry: dict[str, Any] = entry, key: str = key, identity: str = identity
         ) -> str:
             # The key's text and both values' summaries, for a listed entry or a finding built.
             if not entry["key"]:

@@ -59,12 +59,21 @@ BUDGET: ContextVar[Budget | None] = ContextVar("ppaux_findings_budget", default=
 OMITTED = Finding("", Severity.INFO, "", "")
 
 
-def at(code: str, path: str, message: str, payload: Payload, key: object, **kw: Any) -> Finding:
+def at(
+    code: str,
+    path: str,
+    message: str,
+    payload: Payload,
+    key: object,
+    *,
+    extra: dict[str, Any] | None = None,
+    sglang_error: str | None = None,
+) -> Finding:
     # Findings name the dict key itself; where the dict sits in the file goes to extra.payload.
     budget = BUDGET.get()
     if budget is not None and not budget.take(code):
         return OMITTED
-    extra = dict(kw.pop("extra", None) or {})
+    extra = dict(extra or {})
     if payload.locator:
         extra["payload"] = payload.locator
-    return finding(code, path, message, key_text(key), extra=extra, **kw)
+    return finding(code, path, message, key_text(key), extra=extra, sglang_error=sglang_error)

@@ -299,9 +299,7 @@ def inspect_paths(
             reason = exc.reason
             if exc.path in paths:  # named by the user, not found in a directory
                 reason += stdin_hint(exc.path, "cat dump.pt | ppaux inspect -")
-            report.problems.append(
-                InputProblem(shown(exc.path, None), shown(reason, None), exc.suggestions)
-            )
+            report.problems.append(InputProblem(exc.path, shown(reason, None), exc.suggestions))
         else:
             descriptions.append(description)
             report.notes += _trail_notes(description)

@@ -14,6 +14,7 @@ __all__ = [
     "NUMPY_NAMES",
     "STORAGE_DTYPES",
     "DtypeRef",
+    "EmptySize",
     "GlobalRef",
     "NdArrayRef",
     "NumpyDtype",
@@ -107,6 +108,19 @@ NUMPY_NAMES = {
     "c16": "complex128",
     "O8": "object",
 }
+
+
+class EmptySize(tuple[()]):
+    """The empty size ``torch.Size(())`` builds, as the reader keeps it: equal to ``()`` and
+    read as ``()`` everywhere, but an object of its own. Python shares the one empty tuple, so
+    only a new object tells a size pickled as a torch.Size (which torch.save never writes for a
+    tensor) from the plain ``()`` torch.save writes for a scalar's size."""
+
+    __slots__ = ()
+
+
+# Shown, digested and compared as the tuple torch.load reads (type names in every format).
+EmptySize.__name__ = "tuple"
 
 
 class _Ref:

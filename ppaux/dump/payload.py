@@ -377,7 +377,7 @@ def safe_repr(value: object, limit: int = 80) -> str:
 
 def _container_repr(value: Any, limit: int) -> str:
     kinds: dict[type, str] = {list: "[]", tuple: "()", dict: "{}", set: "{}", frozenset: "{}"}
-    brackets = kinds.get(type(value), "[]")
+    brackets = "()" if isinstance(value, tuple) else kinds.get(type(value), "[]")
     parts: list[str] = []
     size = 2
     items = value.items() if isinstance(value, dict) else value

@@ -33,8 +33,9 @@ def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRe
             at(
                 "PP107",
                 path,
-                f"auxiliary tensor {quoted(name)} is {tensor.kind} ({tensor.layout}); the "
-                "receiver rebuilds a dense tensor from dtype and size",
+                f"auxiliary tensor {quoted(name)} is {tensor.kind} ({tensor.layout}); "
+                "torch.distributed's send has no kernel for it: the sender fails with "
+                "NotImplementedError after the metadata went out, and rank 0 waits forever",
                 *where,
             )
         )

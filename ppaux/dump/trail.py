@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppaux.report import Finding
+from ppaux.report import Finding, Location
 from ppaux.text import shown
 
 __all__ = [
@@ -136,11 +136,8 @@ def trail_findings(path: str, record: dict[Any, Any]) -> list[Finding]:
     line = culprit["write_line"] or culprit["line"]
     file = culprit["write_file"] or culprit["file"]
     if line is not None and file is not None:
-        location = {
-            "file": file,
-            "line": line,
-            "function": culprit["write_function"] or culprit["function"],
-        }
+        function = culprit["write_function"] or culprit["function"]
+        location = Location.of({"file": file, "line": line, "function": function})
     extra["culprit"] = culprit_text(culprit)
     return [
         finding(

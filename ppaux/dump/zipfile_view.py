@@ -4,7 +4,9 @@ reader lists.
 The zip64 locator's field "disk holding the zip64 end record" is never read by miniz 3.0.2
 (torch's zip reader), while zipfile refuses an archive where it is not 0 ("zipfiles that span
 multiple disks are not supported"). torch.load reads such a file; ppaux shows zipfile the field
-as 0, and the writer's model reports the edited field (PP118).
+as 0, and the writer's model reports the edited field (PP118). A zip64 end record's directory
+size larger than the directory, within the file, is read alike too (see
+:func:`directory_size_read_alike`): zipfile is shown the directory's size.
 """
 
 from __future__ import annotations
@@ -12,18 +14,21 @@ from __future__ import annotations
 import struct
 from typing import BinaryIO, cast
 
-__all__ = ["zipfile_view"]
+__all__ = ["directory_size_read_alike", "zipfile_view"]
 
 _END_SIZE = 22
 _LOCATOR_SIZE = 20
+_END64_SIZE = 56
+#: miniz refuses a larger directory ("unsupported central directory size").
+_MAX32 = 0xFFFFFFFF
 
 
-class _ZeroedField:
-    """``handle``, read-only, with its four bytes at ``at`` read as 0."""
+class _PatchedFields:
+    """``handle``, read-only, with the bytes at some offsets read as others."""
 
-    def __init__(self, handle: BinaryIO, at: int) -> None:
+    def __init__(self, handle: BinaryIO, patches: list[tuple[int, bytes]]) -> None:
         self._handle = handle
-        self._at = at
+        self._patches = patches
 
     def seekable(self) -> bool:
         return True
@@ -40,15 +45,29 @@ class _ZeroedField:
     def read(self, size: int = -1) -> bytes:
         start = self._handle.tell()
         data = self._handle.read(size)
-        low, high = max(start, self._at), min(start + len(data), self._at + 4)
-        if low >= high:
-            return data
-        return data[: low - start] + bytes(high - low) + data[high - start :]
+        for at, value in self._patches:
+            low, high = max(start, at), min(start + len(data), at + len(value))
+            if low < high:
+                piece = value[low - at : high - at]
+                data = data[: low - start] + piece + data[high - start :]
+        return data
+
+
+def directory_size_read_alike(cd_offset: int, cd_size: int, cd_end: int, size: int) -> bool:
+    """Whether a zip64 end record's directory size ``cd_size``, other than the ``cd_end -
+    cd_offset`` bytes between the directory's start and that record, leaves torch's reading
+    as it is: miniz (torch 2.13's, ``mz_zip_reader_read_central_dir``) reads ``cd_size`` bytes
+    at ``cd_offset`` if they end within the file and walks the end record's count of entries
+    in them, so a larger size reads the same entries; zipfile would look for the directory
+    ``cd_size`` bytes before the record, so it is shown the bytes there are."""
+    return cd_offset >= 0 and cd_end - cd_offset < cd_size <= min(size - cd_offset, _MAX32)
 
 
 def zipfile_view(handle: BinaryIO, size: int) -> BinaryIO:
-    """``handle`` as zipfile should read it: itself, or with a zip64 locator's disk field read
-    as 0 (the locator right before the last end record, as miniz finds it)."""
+    """``handle`` as zipfile should read it to list the records torch's reader lists: itself,
+    or with a zip64 locator's disk field read as 0 and a zip64 directory size that torch reads
+    alike (:func:`directory_size_read_alike`) read as the directory's bytes (the locator right
+    before the last end record, as miniz finds it)."""
     start = max(0, size - (_END_SIZE + (1 << 16)))
     handle.seek(start)
     tail = handle.read(size - start)
@@ -56,8 +75,19 @@ def zipfile_view(handle: BinaryIO, size: int) -> BinaryIO:
     locator = at - _LOCATOR_SIZE
     if locator < 0 or tail[locator : locator + 4] != b"PK\x06\x07":
         return handle
+    patches = []
     (disk,) = struct.unpack_from("<L", tail, locator + 4)
-    if disk == 0:
+    if disk != 0:
+        patches.append((start + locator + 4, bytes(4)))
+    record_at = start + locator - _END64_SIZE
+    if record_at >= 0:
+        handle.seek(record_at)
+        record = handle.read(_END64_SIZE)
+        if record[:4] == b"PK\x06\x06":
+            cd_size, cd_offset = struct.unpack_from("<2Q", record, 40)
+            if directory_size_read_alike(cd_offset, cd_size, record_at, size):
+                patches.append((record_at + 40, struct.pack("<Q", record_at - cd_offset)))
+    if not patches:
         return handle
     # zipfile uses seek, tell, read and seekable only.
-    return cast(BinaryIO, _ZeroedField(handle, start + locator + 4))
+    return cast(BinaryIO, _PatchedFields(handle, patches))

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, NoReturn
 
 from ppaux.dump.records import NAME_BUFFER, raw_name, torch_listed_names
+from ppaux.dump.zipfile_view import directory_size_read_alike
 from ppaux.errors import DumpError, ExecutableArchive, ReadMismatch, TorchRefuses
 from ppaux.text import shown
 
@@ -96,7 +97,10 @@ def end_record(path: str, handle: BinaryIO, size: int) -> EndRecord | None:
     (_, disk, cd_disk, here, entries, cd_size, cd_offset, comment) = _END.unpack_from(tail, at)
     location = base + at
     end = location + _END.size + comment
-    if end != size:
+    # A comment length past the file's end: both readers take the bytes there are (zipfile
+    # cuts the comment, miniz reads no comment) and the same directory; the writer's model
+    # reports the field (PP118). Bytes past the comment are data after the archive.
+    if end < size:
         raise ReadMismatch(
             path,
             f"{size - location - _END.size} bytes follow the zip's end "
@@ -134,6 +138,9 @@ def end_record(path: str, handle: BinaryIO, size: int) -> EndRecord | None:
             disk, cd_disk, here = fields[4], fields[5], fields[6]
             location = python_at
             zipfile_start = python_at - cd_size
+            if directory_size_read_alike(cd_offset, cd_size, python_at, size):
+                # zipfile is shown the directory's own size (zipfile_view): both read it here.
+                zipfile_start, cd_size = cd_offset, python_at - cd_offset
     if zipfile_start != cd_offset:
         raise ReadMismatch(
             path,
@@ -142,7 +149,7 @@ def end_record(path: str, handle: BinaryIO, size: int) -> EndRecord | None:
             f"{zipfile_start} (where zipfile reads it): data in front of the "
             "archive, or a second directory",
         )
-    return EndRecord(cd_offset, cd_size, entries, location, end, (disk, cd_disk, here))
+    return EndRecord(cd_offset, cd_size, entries, location, min(end, size), (disk, cd_disk, here))
 
 
 def _check_end64(path: str, record_size: int, total_disks: int) -> None:

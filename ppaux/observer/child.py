@@ -170,6 +170,15 @@ def _environment() -> dict[str, str]:
     return env
 
 
+def warning_options(value: str | None = None) -> list[str]:
+    """The user's ``PYTHONWARNINGS`` (``value``; default: this process's) as the ``-W``
+    options Python makes of it: isolated mode (``-I``) ignores the variable, and the warning
+    filters are an interpreter setting the user chose, not code."""
+    if value is None:
+        value = os.environ.get("PYTHONWARNINGS", "")
+    return [option for entry in value.split(",") if entry.strip() for option in ("-W", entry)]
+
+
 def run_child(
     request: dict[str, Any],
     *,
@@ -243,7 +252,7 @@ class _Run:
         self.read_end, write_end = os.pipe()
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-I", "-m", "ppaux.observer.worker"],
+                [sys.executable, "-I", *warning_options(), "-m", "ppaux.observer.worker"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,

@@ -17,7 +17,7 @@ from typing import Any
 from ppaux.observer.compare import TENSOR_RULE, VALUE_RULE, Difference
 from ppaux.observer.paths import Fault
 from ppaux.observer.phrasing import first_line, first_sentence
-from ppaux.report import Finding, finding
+from ppaux.report import Finding, Location, finding
 from ppaux.sglang import (
     ADD,
     ADD_BAD_NAME,
@@ -86,7 +86,7 @@ def ending_finding(target: str, ending: Ending) -> Finding:
         target,
         ending.text,
         extra={"end": ending.kind},
-        location=ending.location,
+        location=Location.of(ending.location),
         suggestions=() if ending.limit is None else (RaiseLimit(*ending.limit),),
     )
 
@@ -163,7 +163,7 @@ def fault_finding(target: str, transport: str, fault: Fault, at: str) -> Finding
             f"{fault.method} raised {fault.error_type}: {short} on {side} ({at})",
             fault.name,
             extra={"method": fault.method, "side": fault.side},
-            location=fault.where,
+            location=Location.of(fault.where),
         )
     entry = ""
     if fault.name is not None and fault.message == ADD_BAD_NAME.template:

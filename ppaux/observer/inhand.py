@@ -9,7 +9,8 @@ target's: the rest of the process (a test suite's own threads and their forks) i
 A non-daemon thread the target started (from the check's thread, while a hook of the target's
 ran: :mod:`.lines` sees ``Thread.start`` called there; or from a thread the target started, at
 any depth) and left running is named, and a ``threading.Timer`` it started and left waiting is
-cancelled and named; threads that other threads start are not the check's to name. An
+cancelled and named; threads that other threads start, and those torch's own code starts
+(:mod:`.torch_threads`), are not the check's to name. An
 interval timer (``signal.alarm``, ``setitimer``) that was not running when the check began and
 still runs at its end is cancelled, so that it does not end the test session later, and named.
 Processes the target starts and a hang are not watched here: give the target by name
@@ -26,6 +27,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 __all__ = [
@@ -78,10 +80,16 @@ def _in_child() -> None:
 THREAD_START = threading.Thread.start.__code__
 
 
-def started_by_target(thread: threading.Thread) -> None:
+def started_by_target(thread: threading.Thread, frame: FrameType | None = None) -> None:
     """``thread`` is being started by the target's code, in a thread that runs a check or in
     a thread the target started from one (at any depth): it is that check's, and the threads
-    it starts in turn are seen too."""
+    it starts in turn are seen too. ``frame`` is ``Thread.start``'s: a thread torch's own code
+    starts (inductor's compile pool) is torch's, not the check's
+    (:mod:`.torch_threads`)."""
+    from ppaux.observer.torch_threads import starter, torchs_module
+
+    if frame is not None and torchs_module(starter(frame.f_back)):
+        return
     ident = threading.get_ident()
     with _lock:
         owner = ident if ident in _checking else None
@@ -110,7 +118,7 @@ def _follow(thread: threading.Thread) -> None:
 
         def starts(frame: Any, event: Any, arg: Any) -> Any:
             if event == "call" and frame.f_code is THREAD_START:
-                started_by_target(frame.f_locals["self"])
+                started_by_target(frame.f_locals["self"], frame)
             return previous(frame, event, arg) if previous is not None else None
 
         sys.settrace(starts)

@@ -40,7 +40,7 @@ from ppaux.observer.phrasing import (
     where,
 )
 from ppaux.observer.walk import shown_name
-from ppaux.report import Finding, Report, Table, cap_per_code, finding
+from ppaux.report import Finding, Location, Report, Table, cap_per_code, finding
 from ppaux.suggestions import RaiseLimit
 
 __all__ = ["Ending", "Judge"]
@@ -145,7 +145,7 @@ class Judge:
                     f"{method} raised {first_sentence(text)} on {side} "
                     f"({where(batch_size, index)})",
                     extra={"method": method, "side": side},
-                    location=m.get("location"),
+                    location=Location.of(m.get("location")),
                 )
             )
         self._row(batch_size, index, "-", f"{method} raised {text}", "error")
@@ -172,7 +172,7 @@ class Judge:
                     self.target,
                     text,
                     extra={"method": method, "side": "described"},
-                    location=location,
+                    location=Location.of(location),
                 )
             )
         self._row(
@@ -319,7 +319,10 @@ class Judge:
         then = self.produced.pop((batch_size, index), None)
         if then is None:
             return
-        changed = differences(then, m.get("output") or {})
+        # A leaf the output gained since (a cached_property its own to_pp_tensors filled) is
+        # the object growing, not memory a later step overwrote: only the leaves it had when
+        # produced are compared.
+        changed = [d for d in differences(then, m.get("output") or {}) if d.what != "extra"]
         if changed:
             self._changed_row(batch_size, index, m.get("by_step"))
         for item in changed:

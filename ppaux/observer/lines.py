@@ -154,7 +154,7 @@ def run_traced(method: str, function: Callable[..., Any], *args: object) -> Any:
 
     def calls(frame: FrameType, event: str, arg: object) -> Any:
         if frame.f_code is THREAD_START:  # the target starts a thread (named if it lingers)
-            started_by_target(frame.f_locals["self"])
+            started_by_target(frame.f_locals["self"], frame)
         file = frame.f_code.co_filename
         if file not in files:
             files[file] = _targets(file)

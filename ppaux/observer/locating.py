@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ppaux.observer.compare import differences
-from ppaux.report import Finding
+from ppaux.report import Finding, Location
 
 __all__ = ["Places"]
 
@@ -76,9 +76,9 @@ class Places:
             return dataclasses.replace(item, location=made)
         if not isinstance(location, dict):
             return item
-        return dataclasses.replace(item, location=location)
+        return dataclasses.replace(item, location=Location.of(location))
 
-    def _made_location(self, item: Finding, method: str | None) -> dict[str, Any] | None:
+    def _made_location(self, item: Finding, method: str | None) -> Location | None:
         """The line that made the value ``item`` is about: in the hook that made it (for a
         difference of what rank 0 rebuilt, the sender's ``to_pp_tensors`` where the wire
         already differs from the output, else ``from_pp_tensors``; for a request after
@@ -98,7 +98,7 @@ class Places:
         if not _is_place(place):
             return None
         assert isinstance(place, list)
-        return {"file": place[0], "line": place[1], "function": place[2]}
+        return Location(place[0], place[1], place[2])
 
     def _sent_changed(self, names: list[str]) -> bool:
         """Whether what add sent under one of ``names`` already differs from the output's

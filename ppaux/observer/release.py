@@ -19,13 +19,13 @@ def release_note(report: Report, options: ObserverOptions, limits: Limits) -> No
     if options.impl.value != Impl.SGLANG.value or options.sglang_path is None:
         return
     from ppaux.errors import PpauxError
-    from ppaux.sglang import analyse
+    from ppaux.sglang import TransportMatch, analyse
 
     try:
         capability = analyse(options.sglang_path, limits)
     except (PpauxError, OSError, ValueError):  # the child said what is wrong with the path
         return
-    if capability.match == "modified":
+    if capability.match is TransportMatch.MODIFIED:
         report.notes.append(
             f"the sglang transport read from {options.sglang_path} (add and pop) is no known "
             "release's: a patched, forked or newer build; what it does is that build's"

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ppaux.errors import PpauxError
+from ppaux.errors import PpauxError, path_shown
 from ppaux.observer.drive import INTERRUPTS, message_line
 from ppaux.text import with_article
 
@@ -38,10 +38,11 @@ OBSERVER_METHODS = ("is_active", "before_grammar", "after_sample")
 
 class TargetError(PpauxError, ValueError):
     """A target that cannot be used: ``target`` as given, ``reason`` why; ``str()`` is
-    '<target>: <reason>'."""
+    '<target>: <reason>', the target quoted as an error line quotes a path
+    (:func:`ppaux.errors.path_shown`)."""
 
     def __init__(self, target: str, reason: str) -> None:
-        super().__init__(f"{target}: {reason}")
+        super().__init__(f"{path_shown(target)}: {reason}")
         self.target = target
         self.reason = reason
 
@@ -98,9 +99,9 @@ def _where(exc: BaseException) -> str:
 
 def _import_file(target: str, path: str) -> Any:
     if not os.path.exists(path):
-        raise TargetError(target, f"no such file {path!r}")
+        raise TargetError(target, f"no such file {path_shown(path)}")
     if not os.path.isfile(path):
-        raise TargetError(target, f"{path!r} is not a file")
+        raise TargetError(target, f"{path_shown(path)} is not a file")
     # The file's directory goes at the end of the path, so that it can import its neighbours
     # but never shadows the standard library or ppaux (a neighbour json.py or html.py is not
     # what 'import json' finds).
@@ -115,7 +116,7 @@ def _import_file(target: str, path: str) -> Any:
     name = _module_name(path)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise TargetError(target, f"{path!r} cannot be loaded as a Python module")
+        raise TargetError(target, f"{path_shown(path)} cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
     # Registered so that dataclasses and pickle find it.
     sys.modules[name] = module
@@ -125,13 +126,13 @@ def _import_file(target: str, path: str) -> Any:
         sys.modules.pop(name, None)
         raise TargetError(
             target,
-            f"cannot run {path!r}: SyntaxError: {exc.msg}"
+            f"cannot run {path_shown(path)}: SyntaxError: {exc.msg}"
             + (f" (line {exc.lineno})" if exc.lineno is not None else ""),
         ) from None
     except INTERRUPTS.failures as exc:  # anything the file raises while it runs
         sys.modules.pop(name, None)
         raise TargetError(
-            target, f"running {path!r} raised {_first_line(exc)}{_where(exc)}"
+            target, f"running {path_shown(path)} raised {_first_line(exc)}{_where(exc)}"
         ) from None
     return module
 
@@ -346,8 +347,8 @@ def observer_from(value: object, target: str, *, rank0_only: bool = False) -> Lo
     if not _is_observer(observer):
         raise TargetError(
             target,
-            f"{what} returned {_a_type(observer)}, not a sampling observer "
-            f"(it lacks {_missing(observer)})",
+            f"calling {what} gave {_a_type(observer)}, which is not a sampling observer: "
+            f"it lacks {_missing(observer)}",
         )
 
     def fresh() -> Any:

@@ -278,6 +278,10 @@ def _before_the_target(
 
     import torch  # noqa: F401  (before the target, which may patch it)
 
+    from ppaux.observer.torch_threads import note_torchs_threads
+
+    note_torchs_threads()
+
     import ppaux.observer.check as check
     import ppaux.observer.lines as lines
     import ppaux.observer.requests as requests
@@ -286,9 +290,13 @@ def _before_the_target(
     settings = dict(request["options"])
     settings["batch_sizes"] = tuple(settings["batch_sizes"])
     options = check.ObserverOptions(**settings)
-    for entry in request.get("path", []):
-        if isinstance(entry, str) and entry not in sys.path:
-            sys.path.append(entry)
+    # The asking process's path where Python put it for the user: after the standard library,
+    # ahead of site-packages (a project's PYTHONPATH=src before an installed copy).
+    import site
+
+    from ppaux.replay import ordered_path
+
+    sys.path[:] = ordered_path(sys.path, request.get("path", []), site.getsitepackages())
     # sglang's Req and ScheduleBatch with the sglang transport, where sglang is importable:
     # imported before the target too, and before the start allowance ends (sglang's import is
     # the slow part).
@@ -394,10 +402,15 @@ def _module_at(path: object) -> str | None:
 def _end(emit: Emit, report: Any = None) -> None:
     """The last record (the threads and timers the target left, the module loaded from the
     report's file ``report``, if any), the streams flushed."""
+    from ppaux.observer.torch_threads import is_torchs
+
     threads = [
         thread.name
         for thread in threading.enumerate()
-        if thread is not threading.main_thread() and thread.is_alive() and not thread.daemon
+        if thread is not threading.main_thread()
+        and thread.is_alive()
+        and not thread.daemon
+        and not is_torchs(thread)
     ]
     message = {"event": "end", "threads": threads[:20], "timers": _timers_left()}
     module = _module_at(report)

@@ -1,5 +1,7 @@
 from .distributed import DistributedWire as DistributedWire
 from .distributed import WireSetupError as WireSetupError
+from .import_path import environment_entries as environment_entries
+from .import_path import ordered_path as ordered_path
 from .local_wires import EmulatedWire as EmulatedWire
 from .local_wires import NoWire as NoWire
 from .local_wires import load_implementation as load_implementation

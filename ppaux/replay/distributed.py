@@ -53,6 +53,7 @@ from ppaux.replay.channel import (
     rebuild,
     synchronize,
 )
+from ppaux.replay.import_path import environment_entries
 from ppaux.replay.protocol import Delivery, Exchange, WireFailure
 from ppaux.replay.wire import WireError, WireStats
 
@@ -77,6 +78,20 @@ _SIGNALLED = (
     "the receiving process was ended by {name}; ppaux never signals it during a transfer, so "
     "the checked code or another process did"
 )
+
+
+#: What the receiver process runs first (``python -I -c``): ppaux's folder on the path, the
+#: user's entries placed (:func:`ppaux.replay.import_path.ordered_path`), then the module.
+_BOOT = """
+import json, runpy, site, sys
+if sys.argv[1] not in sys.path:
+    sys.path.append(sys.argv[1])
+from ppaux.replay.import_path import ordered_path
+sys.path[:] = ordered_path(sys.path, json.loads(sys.argv[2]), site.getsitepackages())
+module = sys.argv[3]
+del sys.argv[1:4]
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
 
 
 class WireSetupError(PpauxError, RuntimeError):
@@ -185,15 +200,24 @@ class DistributedWire:
         }
         # ppaux/replay/distributed.py -> the directory that holds the ppaux package
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        given = environment_entries(os.environ.get("PYTHONPATH"), os.getcwd())
         self._log = tempfile.TemporaryFile()
+        # Isolated (-I): neither the current directory nor a checked target's folder is on its
+        # path; the user's PYTHONPATH is placed as Python places it (import_path.py).
         self._process = subprocess.Popen(
-            [sys.executable, "-m", self.child_module, json.dumps(config)],
+            [
+                sys.executable,
+                "-I",
+                "-c",
+                _BOOT,
+                root,
+                json.dumps(given),
+                self.child_module,
+                json.dumps(config),
+            ],
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=self._log,
-            env=env,
         )
         return self._process
 

@@ -199,6 +199,11 @@ def outgoing(
     refusal = dispatch_refusal(tensor)
     if refusal is not None:
         raise WireError("sender", "NotImplementedError", refusal, key=key, metadata_sent=True)
+    if tensor.is_neg():
+        # torch.distributed.send reaches the backend through c10d's dispatcher, whose fallback
+        # for a negative view hands on the values it reads (torch 2.13: the receiver of
+        # torch._neg_view(x) gets -x); ppaux calls the backend's own send, past the dispatcher.
+        tensor = tensor.resolve_neg()
     if tensor.is_cpu:
         if tensor.layout != torch.strided or not tensor.is_contiguous():
             raise WireError(

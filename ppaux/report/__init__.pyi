@@ -17,6 +17,7 @@ from .error_page import ErrorPage as ErrorPage
 from .error_pages import ERROR_PAGES as ERROR_PAGES
 from .error_pages import page_for as page_for
 from .findings import Finding as Finding
+from .findings import Location as Location
 from .findings import Rule as Rule
 from .findings import Severity as Severity
 from .findings import cap_per_code as cap_per_code

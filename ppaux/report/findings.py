@@ -7,6 +7,7 @@ A :class:`Rule` is a catalogue entry (stable code, severity, explanation, causes
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,7 @@ from ppaux.suggestions import (
 
 __all__ = [
     "Finding",
+    "Location",
     "Rule",
     "Severity",
     "cap_per_code",
@@ -61,8 +63,9 @@ class Rule:
     #: turns such findings into errors so that a CI gate never passes on them.
     inconclusive: bool = False
     #: The fix of each kind a finding of this rule names (in ``extra.nccl_setup``, else
-    #: ``extra.kind``, else ``extra.no_root``), as (kind, fix) pairs: a finding of a kind
-    #: listed here carries that fix; ``fix`` covers every kind.
+    #: ``extra.killer``, else ``extra.kind``, else ``extra.no_root``, else
+    #: ``extra.collectives``), as (kind, fix) pairs: a finding of a kind listed here carries
+    #: that fix; ``fix`` covers every kind.
     kind_fixes: tuple[tuple[str, str], ...] = ()
     #: True when the finding says the check itself did not run to its end or checked nothing
     #: (the target ended, hung, or produced nothing to check): ``--select`` and ``--ignore``
@@ -70,10 +73,36 @@ class Rule:
     always_reported: bool = False
 
     def fix_for(self, *kinds: object) -> str:
-        """The fix for a finding of ``kinds`` (its ``extra.nccl_setup``, ``kind``, ``no_root``):
-        the first listed kind's own, else ``fix``."""
+        """The fix for a finding of ``kinds`` (its ``extra.nccl_setup``, ``killer``, ``kind``,
+        ``no_root``): the first listed kind's own, else ``fix``."""
         fixes = dict(self.kind_fixes)
         return next((fixes[k] for k in kinds if isinstance(k, str) and k in fixes), self.fix)
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where in source code, or in a log, a finding points: the ``file``, its ``line`` (from 1)
+    and the ``function`` there (``"-"`` for a log's line, ``"?"`` where none was said)."""
+
+    file: str
+    line: int
+    function: str = "?"
+
+    @classmethod
+    def of(cls, value: object) -> Location | None:
+        """The location a record gave as ``{"file", "line", "function"}`` (a capture file's
+        culprit, the check-observer child's records); None where it names no file or no line
+        number, so that no format writes half of one."""
+        if not isinstance(value, Mapping):
+            return None
+        file, line, function = value.get("file"), value.get("line"), value.get("function")
+        if not isinstance(file, str) or type(line) is not int:
+            return None
+        return cls(file, line, function if isinstance(function, str) else "?")
+
+    def to_json(self) -> dict[str, Any]:
+        """The location as the report schema's JSON object."""
+        return {"file": self.file, "line": self.line, "function": self.function}
 
 
 @dataclass(frozen=True)
@@ -88,9 +117,9 @@ class Finding:
     sglang_error: str | None = None
     hint: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
-    #: Where in source code the problem was made, when that is known: ``{"file": str,
-    #: "line": int, "function": str}`` (a capture's culprit). Formats that annotate code use it.
-    location: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    #: Where in source code (or in a log) the problem was made, when that is known (a
+    #: capture's culprit, a log's line). Formats that annotate code use it.
+    location: Location | None = field(default=None, compare=False, hash=False)
     #: What would get past the problem, as data (a setting to give, a limit to raise); each
     #: front end words them (:meth:`worded`): the library as keyword arguments, the command
     #: line as flags. The message itself never names them.
@@ -129,7 +158,7 @@ class Finding:
         if self.extra:
             out["extra"] = self.extra
         if self.location is not None:
-            out["location"] = self.location
+            out["location"] = self.location.to_json()
         if self.suggestions:
             out["suggestions"] = [suggestion_json(s) for s in self.suggestions]
         return out

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any
 
 from ppaux.report.document import Report
+from ppaux.report.findings import Location
 
 __all__ = ["find_root", "rebase_report", "shown_path"]
 
@@ -57,14 +57,12 @@ def shown_path(path: str, root: str, cwd: str) -> str:
     return relative.replace(os.sep, "/")
 
 
-def _rebased_location(
-    location: dict[str, Any] | None, root: str, cwd: str
-) -> dict[str, Any] | None:
+def _rebased_location(location: Location | None, root: str, cwd: str) -> Location | None:
     # A location's file (a log line for triage, a method's source for check-observer, the
     # culprit's frame for capture) is where an annotation lands, so it is rebased like the path.
-    if not location or not isinstance(location.get("file"), str):
-        return location
-    return {**location, "file": shown_path(location["file"], root, cwd)}
+    if location is None:
+        return None
+    return dataclasses.replace(location, file=shown_path(location.file, root, cwd))
 
 
 def rebase_report(report: Report, root: str, cwd: str) -> Report:

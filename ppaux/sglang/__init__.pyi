@@ -65,3 +65,6 @@ from .releases import release_versions as release_versions
 from .tree import SglangPathError as SglangPathError
 from .tree import SglangTree as SglangTree
 from .tree import locate as locate
+from .verdicts import Presence as Presence
+from .verdicts import TransportMatch as TransportMatch
+from .verdicts import WireMatch as WireMatch

@@ -71,6 +71,7 @@ from ppaux.sglang.syntax import (
 )
 from ppaux.sglang.text_rows import rows_naming
 from ppaux.sglang.tree import SglangTree, locate
+from ppaux.sglang.verdicts import Presence, TransportMatch, WireMatch
 
 __all__ = [
     "ANALYSIS_LIMITS",
@@ -128,7 +129,7 @@ def analyse(path: str | None = None, limits: Limits = Limits()) -> Capability:
     if tree is None:
         return Capability(
             found=False,
-            transport="unknown",
+            transport=Presence.UNKNOWN,
             unknown={"sglang": "sglang is not installed in this Python environment"},
         )
     return analyse_tree(tree, limits)
@@ -206,7 +207,7 @@ def _analyse(tree: SglangTree, limits: Limits) -> Capability:
     else:
         for fact in _TRANSPORT_FACTS:
             unknown[fact] = unfollowed
-        facts.update(transport="unknown", match="unknown")
+        facts.update(transport=Presence.UNKNOWN, match=TransportMatch.UNKNOWN)
 
     logprobs = parsed.parse("logprobs", LOGPROB_FILE)
     files.append(logprobs.file)
@@ -291,18 +292,18 @@ def _transport_facts(
     file = parsed.file
     if file.status == "absent":
         # No transport file: a release before 0.5.19, or a build that removed it.
-        return {"transport": "absent", "match": "absent"}
+        return {"transport": Presence.ABSENT, "match": TransportMatch.ABSENT}
     if parsed.module is None:
         for fact in _TRANSPORT_FACTS:
             unknown[fact] = parsed.why
-        return {"transport": "unknown", "match": "unknown"}
+        return {"transport": Presence.UNKNOWN, "match": TransportMatch.UNKNOWN}
     module = parsed.module
     add = function_named(module, ADD)
     pop = function_named(module, POP)
     if add is None and pop is None:
-        return {"transport": "absent", "match": "absent"}
+        return {"transport": Presence.ABSENT, "match": TransportMatch.ABSENT}
     consts = string_constants(module)
-    facts: dict[str, Any] = {"transport": "present"}
+    facts: dict[str, Any] = {"transport": Presence.PRESENT}
     facts["transport_digests"] = definition_digests(module, TRANSPORT_DEFINITIONS)
     defined: dict[str, ast.stmt | None] = {
         name: definition for name, definition in ((ADD, add), (POP, pop)) if definition
@@ -314,8 +315,8 @@ def _transport_facts(
         for fact in _TRANSPORT_FACTS:
             unknown[fact] = reason
         return {
-            "transport": "unknown",
-            "match": "unknown",
+            "transport": Presence.UNKNOWN,
+            "match": TransportMatch.UNKNOWN,
             "transport_digests": facts["transport_digests"],
         }
     managers = Managers(module)
@@ -450,7 +451,7 @@ def _wire_facts(parsed: Parsed, unknown: dict[str, str]) -> dict[str, Any]:
     if parsed.module is None:
         if parsed.file.status == "absent":
             unknown["wire"] = parsed.why
-            return {"wire": "absent"}
+            return {"wire": WireMatch.ABSENT}
         unknown["wire"] = parsed.why
         return {}
     digests = definition_digests(parsed.module, WIRE_DEFINITIONS)
@@ -461,7 +462,7 @@ def _wire_facts(parsed: Parsed, unknown: dict[str, str]) -> dict[str, Any]:
     else:
         non_tensor = non_tensor_values(split)
     return {
-        "wire": "release" if releases.wire_is_release(digests) else "modified",
+        "wire": WireMatch.RELEASE if releases.wire_is_release(digests) else WireMatch.MODIFIED,
         "wire_digest": _wire_digest(digests),
         "non_tensor_values": non_tensor,
         "wire_digests": digests,

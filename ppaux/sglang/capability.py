@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ppaux.sglang.verdicts import Presence, TransportMatch, WireMatch
 from ppaux.suggestions import Suggestion
 
 __all__ = ["Capability", "SourceFile"]
@@ -60,15 +61,16 @@ class Capability:
     ``transport`` is present, absent or unknown. ``match`` says whether the transport is a
     release's: ``release`` (the file's bytes are), ``functions`` (the file differs but add, pop
     and the Protocols are a release's), ``modified``, ``absent`` or ``unknown``; ``match_family``
-    names the releases it matches. ``wire`` is release, modified, absent or unknown.
+    names the releases it matches. ``wire`` is release, modified, absent or unknown. Each is a
+    member of its enum in :mod:`ppaux.sglang.verdicts` (given as its word, it is made one).
     """
 
     found: bool
     origin: str | None = None
     location: str | None = None
     version: str | None = None
-    transport: str = "unknown"
-    match: str = "unknown"
+    transport: Presence = Presence.UNKNOWN
+    match: TransportMatch = TransportMatch.UNKNOWN
     match_family: str | None = None
     prefix: str | None = None
     receiver_prefix: str | None = None
@@ -80,13 +82,19 @@ class Capability:
     receiver_sampling_mask_keys: tuple[str, ...] | None = None
     output_keys: tuple[str, ...] | None = None
     optional_output_keys: tuple[str, ...] | None = None
-    wire: str = "unknown"
+    wire: WireMatch = WireMatch.UNKNOWN
     wire_digest: str | None = None
     non_tensor_values: str = "unknown"
     digests: dict[str, str] = field(default_factory=dict)
     files: tuple[SourceFile, ...] = ()
     unknown: dict[str, str] = field(default_factory=dict)
     live: dict[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        # A verdict given as its word ("present") is the member of that word.
+        object.__setattr__(self, "transport", Presence(self.transport))
+        object.__setattr__(self, "match", TransportMatch(self.match))
+        object.__setattr__(self, "wire", WireMatch(self.wire))
 
     @property
     def sender_validates(self) -> bool | None:

@@ -21,6 +21,7 @@ from importlib import resources
 from typing import Any
 
 from ppaux.errors import PpauxError
+from ppaux.sglang.verdicts import TransportMatch
 
 __all__ = [
     "Family",
@@ -159,7 +160,7 @@ def _family_span(names: Iterable[str]) -> str | None:
     return versions[0] if len(versions) == 1 else f"{versions[0]}-{versions[-1]}"
 
 
-def match_transport(sha256: str, digests: Mapping[str, str]) -> tuple[str, str | None]:
+def match_transport(sha256: str, digests: Mapping[str, str]) -> tuple[TransportMatch, str | None]:
     """Whether a transport file is a release's: (verdict, releases it matches).
 
     The verdict is ``release`` when the file's bytes are a release's, ``functions`` when only
@@ -168,15 +169,15 @@ def match_transport(sha256: str, digests: Mapping[str, str]) -> tuple[str, str |
     """
     for family in families():
         if family.transport and family.transport_sha256 == sha256:
-            return "release", family.name
+            return TransportMatch.RELEASE, family.name
     same = [
         f.name
         for f in families()
         if f.transport and f.transport_digests and dict(f.transport_digests) == dict(digests)
     ]
     if same:
-        return "functions", _family_span(same)
-    return "modified", None
+        return TransportMatch.FUNCTIONS, _family_span(same)
+    return TransportMatch.MODIFIED, None
 
 
 def wire_is_release(digests: Mapping[str, str]) -> bool:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ppaux.report import Finding, Severity, finding
-from ppaux.sglang import INVALID_PYTHON
+from ppaux.sglang import INVALID_PYTHON, Presence, TransportMatch
 from ppaux.skew.differences import simple_findings
 from ppaux.skew.fingerprint import Fingerprint
 from ppaux.skew.livepatch import live_findings
@@ -23,7 +23,7 @@ def transport_rules(stages: Sequence[Stage], baseline: Fingerprint | None) -> li
     """PP302 - PP308 and PP323: the auxiliary transport across stages and in each build."""
     out = _absent_transport(stages, baseline)
     for stage in stages:
-        if stage.fingerprint.sglang.transport == "present":
+        if stage.fingerprint.sglang.transport is Presence.PRESENT:
             out += _own_build(stage)
     out += simple_findings(
         "PP306",
@@ -31,7 +31,7 @@ def transport_rules(stages: Sequence[Stage], baseline: Fingerprint | None) -> li
         stages,
         lambda fp: (
             repr(fp.sglang.prefix)
-            if fp.sglang.transport == "present" and fp.sglang.prefix
+            if fp.sglang.transport is Presence.PRESENT and fp.sglang.prefix
             else None
         ),
         baseline,
@@ -60,16 +60,16 @@ _ABSENT_EFFECT = {
 def _absent_transport(stages: Sequence[Stage], baseline: Fingerprint | None) -> list[Finding]:
     """PP302 for each stage without the transport when another stage (or the baseline) has it."""
     everyone = [s.fingerprint for s in stages] + ([baseline] if baseline is not None else [])
-    if not any(fp.sglang.transport == "present" for fp in everyone):
+    if not any(fp.sglang.transport is Presence.PRESENT for fp in everyone):
         return []
-    holders = [s.label for s in stages if s.fingerprint.sglang.transport == "present"]
-    if baseline is not None and baseline.sglang.transport == "present":
+    holders = [s.label for s in stages if s.fingerprint.sglang.transport is Presence.PRESENT]
+    if baseline is not None and baseline.sglang.transport is Presence.PRESENT:
         where = "the baseline has it"
     else:
         where = f"{span(holders)} {'has' if len(holders) == 1 else 'have'} it"
     out: list[Finding] = []
     for stage in stages:
-        if stage.fingerprint.sglang.transport != "absent":
+        if stage.fingerprint.sglang.transport is not Presence.ABSENT:
             continue
         version = stage.fingerprint.sglang.version or "?"
         effect = _ABSENT_EFFECT.get(
@@ -102,7 +102,7 @@ def _own_build(stage: Stage) -> list[Finding]:
                 "add_auxiliary_output_to_pp_tensors",
             )
         )
-    if cap.match == "modified":
+    if cap.match is TransportMatch.MODIFIED:
         out.append(
             finding(
                 "PP304",

@@ -18,7 +18,7 @@ from ppaux._version import __version__
 from ppaux.errors import PathError, PpauxError
 from ppaux.files import InputFileError, read_regular
 from ppaux.limits import Limits
-from ppaux.sglang import Capability
+from ppaux.sglang import Capability, Presence, TransportMatch, WireMatch
 from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import shown
 
@@ -228,8 +228,12 @@ def _capability(doc: Mapping[str, Any]) -> Capability:
         "wire_digest",
     ):
         _need(doc, name, (str, None), where, optional=True)
-    for name in ("transport", "match", "wire", "non_tensor_values"):
-        _need(doc, name, (str,), where, optional=True)
+    _need(doc, "non_tensor_values", (str,), where, optional=True)
+    for name, verdict in (("transport", Presence), ("match", TransportMatch), ("wire", WireMatch)):
+        value = _need(doc, name, (str,), where, optional=True)
+        if value is not None and value not in verdict.__members__.values():
+            words = ", ".join(verdict)
+            raise _Invalid(f"field '{where}.{name}' must be one of {words}, not {_sample(value)}")
     for name in ("sender_checks", "receiver_checks", "scheduler_calls"):
         _bool_map(doc, name, where)
     for name in (

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ppaux.sglang import release, release_versions
+from ppaux.sglang import Presence, TransportMatch, WireMatch, release, release_versions
 from ppaux.skew.fingerprint import Fingerprint
 from ppaux.text import counted
 
@@ -250,13 +250,13 @@ def _checks(checks: dict[str, bool] | None, names: Sequence[str]) -> str | None:
 
 def _match(fp: Fingerprint) -> str | None:
     cap = fp.sglang
-    if cap.match == "unknown":
+    if cap.match is TransportMatch.UNKNOWN:
         return None
-    if cap.match == "release":
+    if cap.match is TransportMatch.RELEASE:
         return f"release {cap.match_family}"
-    if cap.match == "functions":
+    if cap.match is TransportMatch.FUNCTIONS:
         return f"functions of {cap.match_family}"
-    return cap.match
+    return cap.match.value
 
 
 def _minor(version: str | None) -> str | None:
@@ -295,18 +295,19 @@ def _sglang(fp: Fingerprint) -> str:
 
 
 def _transport(fp: Fingerprint) -> str | None:
-    return None if fp.sglang.transport == "unknown" else fp.sglang.transport
+    transport = fp.sglang.transport
+    return None if transport is Presence.UNKNOWN else transport.value
 
 
 def _present(fp: Fingerprint, value: str | None) -> str | None:
-    return value if fp.sglang.transport == "present" else None
+    return value if fp.sglang.transport is Presence.PRESENT else None
 
 
 def _wire(fp: Fingerprint) -> str | None:
     cap = fp.sglang
     if cap.wire_digest is None:
-        return None if cap.wire == "unknown" else cap.wire
-    return f"{cap.wire} {cap.wire_digest[:8]}"
+        return None if cap.wire is WireMatch.UNKNOWN else cap.wire.value
+    return f"{cap.wire.value} {cap.wire_digest[:8]}"
 
 
 def _torch(fp: Fingerprint) -> str | None:

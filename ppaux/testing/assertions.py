@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from ppaux.limits import Limits
-    from ppaux.report import Report
+    from ppaux.report import Finding, Report
 
 __all__ = [
     "NotComparedWarning",
@@ -139,7 +139,7 @@ def _in_hand_failure(observer: object, exc: Exception, options: dict[str, Any]) 
     import sysconfig
     import traceback
 
-    from ppaux.report import Report, finding
+    from ppaux.report import Location, Report, finding
 
     name = _name_of(observer)
     # The deepest frame of the observer's own code: outside ppaux and the installed libraries.
@@ -161,7 +161,7 @@ def _in_hand_failure(observer: object, exc: Exception, options: dict[str, Any]) 
             "PP710",
             name,
             f"its code raised {line} while ppaux read the observer it was given",
-            location={"file": last.filename, "line": last.lineno or 1, "function": last.name},
+            location=Location(last.filename, last.lineno or 1, last.name),
         )
     else:
         found = finding(
@@ -187,7 +187,7 @@ def _exited(observer: object, exc: SystemExit) -> AssertionError:
     )
 
 
-def _describe(report: Report, failing: list[Any], options: dict[str, Any]) -> str:
+def _describe(report: Report, failing: list[Finding], options: dict[str, Any]) -> str:
     target = report.data.get("observer", {}).get("target", "?")
     count = len(failing)
     head = (
@@ -199,11 +199,8 @@ def _describe(report: Report, failing: list[Any], options: dict[str, Any]) -> st
         where = f" [{item.key}]" if item.key else ""
         lines.append(f"  {item.code} {item.severity.value}{where}: {item.message}")
         location = item.location
-        if isinstance(location, dict) and location.get("file"):
-            lines.append(
-                f"      at: {location['file']}:{location.get('line', 1)} "
-                f"in {location.get('function', '?')}"
-            )
+        if location is not None and location.file:
+            lines.append(f"      at: {location.file}:{location.line} in {location.function}")
         if item.sglang_error:
             lines.append(f"      sglang raises: RuntimeError: {item.sglang_error}")
         fix = item.worded()  # the fix, with any setting to give as a keyword argument

@@ -48,7 +48,6 @@ import re
 from collections.abc import Callable
 
 from ppaux.triage.backtraces import BACKTRACE_MARKER, backtrace_frame, backtrace_said
-from ppaux.triage.childexits import CHILD_EXIT_MARKER
 from ppaux.triage.crashlines import (
     HOST_ALLOC_TYPE,
     KERNEL_ASSERT_TYPE,
@@ -58,12 +57,19 @@ from ppaux.triage.crashlines import (
     kernel_assert,
     xid_record,
 )
+from ppaux.triage.deaths import DEATH_MARKERS
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
-from ppaux.triage.mpirun import MPIRUN_MARKER
 from ppaux.triage.ncclcuda import NCCL_CUDA_TYPE, cuda_calloc, cuda_failure
+from ppaux.triage.ncclsetup import INIT_FAILED_MARKER, INIT_FAILED_TYPE, init_failure
 from ppaux.triage.openmpi import MPI_ERROR, MPI_MARKERS, mpi_block, mpi_detail
 from ppaux.triage.records import Failure, Frame
-from ppaux.triage.runtimedeaths import RUNTIME_MARKERS
+from ppaux.triage.summaryrows import (
+    SUMMARY_EXIT,
+    SUMMARY_EXIT_RUN_IN,
+    SUMMARY_RANK,
+    SummaryRows,
+    summary_row,
+)
 from ppaux.triage.tracebacks import MAX_FRAMES
 from ppaux.triage.tracelines import MAX_MESSAGE, raised
 
@@ -92,18 +98,9 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"NVRM: Xid",
     b"] Assertion ",  # a CUDA kernel's assertion: ``thread: [63,0,0] Assertion `...` failed.``
     *MPI_MARKERS,
-    # a death another process reports (:mod:`ppaux.triage.deaths` reads it)
-    b"A worker died or was killed",
-    b"; not expected)",
-    b"Killing subprocess",
-    b"exits with return code",
-    b"sigkill_handler] [",  # the same line, cut before its return code
-    b"died unexpectedly",
-    b"The actor is dead because its worker process has died",
-    CHILD_EXIT_MARKER,
-    MPIRUN_MARKER,
+    INIT_FAILED_MARKER,  # a worker's NCCL wrapper: its communicator's set-up failed
+    *DEATH_MARKERS,  # a death another process reports (:mod:`ppaux.triage.deaths` reads it)
     BACKTRACE_MARKER,
-    *RUNTIME_MARKERS,
 )
 #: Lines within which a record of the same stream completes the failure before it (a C++
 #: exception's ``what():`` line and the frames between it and the fault handler's line).
@@ -135,10 +132,6 @@ _QUOTES = " \"',"
 #: colon, drop the one between ``rank`` and its number, write ``local rank`` and run the
 #: ``exitcode`` line into the rank's (``rank2 (local rank: 2)exitcode: -9 (pid: 36071)``).
 _SUMMARY = re.compile(r"(?:^|[\s|])Root Cause \(first observed failure\) ?:(?=\s|$)")
-_SUMMARY_RANK = re.compile(r"^\s*rank\s*:?\s*(?P<rank>\d{1,9}) ?\(local[_ ]rank: ")
-_SUMMARY_EXIT = re.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d{1,9})")
-#: The ``exitcode`` run into the rank's line, after its ``(local_rank: N)``.
-_SUMMARY_EXIT_RUN_IN = re.compile(r"\d{1,9}\)\s*exitcode\s*:\s*(?P<code>-?\d{1,9})")
 #: A failure of torchrun's summary flattened on one line (a console's table row): ``[2]: time :
 #: ... rank : 2 (local_rank: 2) exitcode : -6 (pid: 189) ...``.
 _SUMMARY_ROW = re.compile(
@@ -192,6 +185,7 @@ class Crashes:
         self._summary: Failure | None = None
         #: The summary's root cause heading came, its row (rank, exit code) not yet.
         self._row_due = False
+        self._rows = SummaryRows()
 
     def _near(self, line: LogLine) -> Failure | None:
         last = self._last
@@ -226,6 +220,10 @@ class Crashes:
         taken, failure = self._torchrun(line)
         if taken:
             return failure
+        if (row := self._rows.read(line.text, line.number)) is not False:  # a row on lines
+            return (
+                None if row is True else summary_row(self._new(line, None, ""), line.stream, *row)
+            )
         near = self._near(line)
         if near is not None and (frame := _CPP_SETUP_FRAME.match(line.text)) is not None:
             if len(near.frames) < MAX_FRAMES:  # one record's frames, as a traceback's
@@ -263,41 +261,35 @@ class Crashes:
         text = line.text
         summary = self._summary
         if summary is not None and line.number - summary.line <= _SUMMARY_LINES:
-            if (rank := _SUMMARY_RANK.match(text)) is not None:
+            if (rank := SUMMARY_RANK.match(text)) is not None:
                 self._row_due = False
                 summary.stream = f"rank {rank.group('rank')}"
-                code = _SUMMARY_EXIT_RUN_IN.match(text, rank.end())
+                code = SUMMARY_EXIT_RUN_IN.match(text, rank.end())
                 if code is None:
                     return True, None
             else:
-                code = _SUMMARY_EXIT.match(text)
+                code = SUMMARY_EXIT.match(text)
             if code is not None:
                 summary.said = (
                     f"{summary.stream or 'a process'} exited with code {code.group('code')} "
                     "(torchrun's first observed failure); its exception is not in this log"
                 )
                 return True, None
-        heading = _SUMMARY.search(text)
+        heading = _SUMMARY.search(text) if "Root Cause" in text else None
         if heading is not None and (row := _SUMMARY_ROW.search(text, heading.end())):
             # the summary flattened on one line: its first observed failure's row follows
             self._summary = self._new(line, None, "")
             _root_cause(self._summary, row, line)
             return True, self._summary
-        if (row := _SUMMARY_ROW.search(text)) is not None:
+        if "exitcode" in text and (row := _SUMMARY_ROW.search(text)) is not None:
             near = summary is not None and line.number - summary.line <= _SUMMARY_LINES
             if summary is not None and near and self._row_due:
                 self._row_due = False  # the row under the summary's root cause heading
                 _root_cause(summary, row, line)
                 return True, None
             failure = self._new(line, None, "")
-            failure.stream = ranked_stream(line.stream, f"rank {row.group('rank')}")
-            failure.said = (
-                f"rank {row.group('rank')} exited with code {row.group('code')} (a failure of "
-                "torchrun's summary); its exception is not in this log"
-            )
-            failure.summary = "failure"
-            return True, failure
-        if (agent := _AGENT_EXIT.search(text)) is not None:
+            return True, summary_row(failure, line.stream, row.group("rank"), row.group("code"))
+        if "exitcode" in text and (agent := _AGENT_EXIT.search(text)) is not None:
             failure = self._new(line, None, "")
             who = "torchrun's child"
             if len(agent.group("rank")) <= _RANK_DIGITS:
@@ -368,6 +360,8 @@ class Crashes:
                 self._last_line = line.number  # the same failure said again
                 return None
             return self._new(line, NCCL_CUDA_TYPE, cuda)
+        if (init := init_failure(text)) is not None:
+            return self._new(line, INIT_FAILED_TYPE, init)
         if (calloc := cuda_calloc(text)) is not None:
             if near is not None and near.exception == NCCL_CUDA_TYPE:
                 if calloc not in near.message:  # the same failure's allocation

@@ -73,12 +73,29 @@ def cuda_tail(text: str) -> tuple[str, str] | None:
     return _CUDA_ERROR, f"{search.group('error')} (the message's first line is not in this log)"
 
 
+#: Words of a sentence: two lowercase words, a space between. A record's prefix (``[rank0]: ``,
+#: ``14: ``, ``host-a:240:240 [6] ``, a logger's ``ERROR ``) and what a collector puts after its
+#: line (``\\n","stream":"stderr"``, a table's `` |``) hold none.
+_SENTENCE_HEAD = re.compile(r"[a-z]{2,} [a-z]{2,}[,:]? \S*$")
+_SENTENCE_TAIL = re.compile(r"[a-z]{2,} [a-z]{2,}")
+
+
+def _quoted(text: str, start: int, end: int) -> bool:
+    """True where a kernel's assertion stands inside a sentence (``We saw lines like ... failed.
+    in the old release``, a bullet's code span followed by words): words of prose before its
+    file or after its end. The device writes the record as a line of its own."""
+    return (
+        _SENTENCE_HEAD.search(text, 0, start + 1) is not None
+        or _SENTENCE_TAIL.search(text, end) is not None
+    )
+
+
 def kernel_assert(text: str) -> tuple[str, str] | None:
     """(type, message) of a CUDA kernel's assertion as the device prints it (``Indexing.cu:1290:
     indexSelectLargeIndex: block: [...], thread: [...] Assertion `...` failed.``) as triage
     reads it, or None for another line."""
     found = _KERNEL_ASSERT.search(text)
-    if found is None:
+    if found is None or _quoted(text, found.start(), found.end()):
         return None
     return KERNEL_ASSERT_TYPE, (
         f"{found.group('file')}:{found.group('line')}: {found.group('function')}: assertion "

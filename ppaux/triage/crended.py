@@ -5,7 +5,9 @@ A file is read so where its first 64 KiB hold at least one lone ``\\r`` and no `
 least three lone ``\\r`` and at most two ``\\n`` (a banner line written with a newline, a
 newline put at the file's end): in a log whose lines end in ``\\n``, a ``\\r`` inside a line is
 a progress bar redrawn over itself (the line is what the terminal showed), and is left as it is.
-A ``\\r\\n`` is one line's end either way.
+A ``\\r`` that ends a tqdm update (``... [00:01<00:09, 3.2it/s]``), or that opens the file or a
+line before one (tqdm's first draw), is such a redraw and is no line's end in that count: a bar
+redrawn, then a record, on one line is one line. A ``\\r\\n`` is one line's end either way.
 """
 
 from __future__ import annotations
@@ -26,16 +28,39 @@ _LONE_CR = re.compile(rb"\r(?!\n)")
 #: :data:`_MANY_CRS` lone carriage returns still make a log whose lines end in ``\r``.
 _FEW_NEWLINES = 2
 _MANY_CRS = 3
+#: The end of tqdm's update: ``[elapsed<remaining, rate, postfix]`` (``[elapsed, rate]`` where
+#: the total is unknown); a ``\r`` after it is the bar redrawn, not a line's end.
+_BAR_UPDATE_END = re.compile(
+    rb"\[(?:\d{1,6}:)?\d\d:\d\d(?:<(?:(?:\d{1,6}:)?\d\d:\d\d|\?))?(?:,[^\r\n\[\]]{0,300})?\]\Z"
+)
+#: Bytes before a lone ``\r`` that its bar's closing bracket may take.
+_BAR_REACH = 400
 
 
 def cr_ended(head: bytes) -> bool:
     """True when ``head`` (a log's first bytes, up to :data:`CR_HEAD`) has lines that end in
-    ``\\r`` alone: a lone ``\\r`` and no ``\\n``, or three lone ones and at most two ``\\n``."""
+    ``\\r`` alone: a lone ``\\r`` and no ``\\n``, or three lone ones and at most two ``\\n``,
+    counting no ``\\r`` of a progress bar's redraw."""
     newlines = head.count(b"\n")
     if newlines > _FEW_NEWLINES or b"\r" not in head:
         return False
-    lone = len(_LONE_CR.findall(head))
+    pieces = _LONE_CR.split(head)  # the text each lone '\r' ends, then the rest
+    lone = sum(1 for at in range(len(pieces) - 1) if not _redraw(pieces, at))
     return lone >= (1 if newlines == 0 else _MANY_CRS)
+
+
+def _redraw(pieces: list[bytes], at: int) -> bool:
+    """Whether the lone ``\\r`` after ``pieces[at]`` redraws a progress bar: it ends a tqdm
+    update, or it opens the file or a ``\\n``-ended line and one follows (tqdm's first draw)."""
+    piece = pieces[at]
+    if _bar_update(piece):
+        return True
+    opens = (at == 0 or b"\n" in piece) and not piece.rsplit(b"\n", 1)[-1]
+    return opens and _bar_update(pieces[at + 1])
+
+
+def _bar_update(piece: bytes) -> bool:
+    return _BAR_UPDATE_END.search(piece[-_BAR_REACH:]) is not None
 
 
 class _CrLines(Rechunked):

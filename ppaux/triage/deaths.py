@@ -39,13 +39,14 @@ import re
 import signal
 
 from ppaux.triage.agentstops import agent_signal
-from ppaux.triage.childexits import child_exit
-from ppaux.triage.mpirun import mpirun_death
+from ppaux.triage.childexits import CHILD_EXIT_MARKER, child_exit
+from ppaux.triage.mpirun import MPIRUN_MARKER, mpirun_death
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.relays import carries_own
-from ppaux.triage.runtimedeaths import killer, killer_hint, runtime_death
+from ppaux.triage.runtimedeaths import RUNTIME_MARKERS, killer, killer_hint, runtime_death
 
 __all__ = [
+    "DEATH_MARKERS",
     "crashed",
     "dead_one",
     "death_in_text",
@@ -324,10 +325,29 @@ def _supervised_end(found: re.Match[str]) -> str:
     return f"exited with status {found.group('status')}, which supervisord did not expect"
 
 
+#: What a death another process reports holds, one of these at least (the scanner's markers
+#: for it): a line with none of them is no death, told before any pattern is tried.
+DEATH_MARKERS: tuple[bytes, ...] = (
+    b"A worker died or was killed",
+    b"; not expected)",
+    b"Killing subprocess",
+    b"exits with return code",
+    b"sigkill_handler] [",  # the same line, cut before its return code
+    b"died unexpectedly",
+    b"The actor is dead because its worker process has died",
+    CHILD_EXIT_MARKER,
+    MPIRUN_MARKER,
+    *RUNTIME_MARKERS,
+)
+_DEATH_WORDS = tuple(marker.decode() for marker in DEATH_MARKERS)
+
+
 def worker_died(text: str) -> str | None:
     """Who died, for a raylet's ``A worker died or was killed`` line ('Ray worker pid=442') or
     supervisord's ``exited: ... not expected`` ('sglang (supervisord's program)'), or None for
     another line."""
+    if not any(words in text for words in _DEATH_WORDS):
+        return None
     supervised = _SUPERVISED.search(text)
     if supervised is not None:
         return f"{supervised.group('name')} (supervisord's program)"

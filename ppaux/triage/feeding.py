@@ -24,7 +24,14 @@ from ppaux.triage.lineformat import LogLine, torch_rank
 from ppaux.triage.logreading import LogReading, check_frames_only, event_kind, nccl_process
 from ppaux.triage.methods import WorkerMethods
 from ppaux.triage.ncclcuda import last_error, nccl_error_name
-from ppaux.triage.records import Event, Failure, failure_start, method_said, process_of
+from ppaux.triage.records import (
+    Event,
+    Failure,
+    failure_start,
+    method_said,
+    process_of,
+    went_on,
+)
 from ppaux.triage.runtimedeaths import exit_code_after
 from ppaux.triage.tracebacks import TracebackBuilder
 from ppaux.triage.tracelines import (
@@ -58,6 +65,8 @@ PP_RANK = re.compile(r"\bPP(\d{1,6})\b")
 _OVERSIZED = re.compile(
     r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank|\blocal_rank(?:: |=))\d{7,}"
 )
+#: What an oversized number holds, looked for before its place is.
+_LONG_NUMBER = re.compile(r"\d{7}")
 #: Lines with an oversized number listed per log.
 _MAX_OVERSIZED = 16
 
@@ -201,7 +210,7 @@ class Reader:
             line = self._margined(line)
         if line.ranks is None and self._leads:
             line = self._unled(line)
-        if _OVERSIZED.search(line.text) is not None:
+        if _LONG_NUMBER.search(line.text) is not None and _OVERSIZED.search(line.text):
             reading = self.reading
             if len(reading.oversized) < _MAX_OVERSIZED:
                 reading.oversized.append(line.number)
@@ -230,6 +239,7 @@ class Reader:
                     if self._foreign(stream, builder) > _MAX_FOREIGN:
                         self.close(builder)
                 else:
+                    builder.failure.went_on = went_on(line, builder.failure)
                     self.close(builder)
             while stream.builders:
                 first = next(iter(stream.builders.values()))

@@ -131,6 +131,8 @@ def quoted_spans(text: str) -> list[tuple[int, int]]:
     the next same quote no backslash escapes. A quote that never closes opens nothing (an
     apostrophe in prose). Linear in the line's length."""
     spans: list[tuple[int, int]] = []
+    if "'" not in text and '"' not in text:
+        return spans
     unclosed: set[str] = set()  # a quote with no closing left on the line
     closed_at = -1  # where the last literal's closing quote stands
     at = 0

@@ -7,8 +7,10 @@
   (supervisor-stdout's ``sglang stderr | <line>``, ``sglang:stderr <line>``);
 - a wrapper that logs each line of the process it runs with its own time and name
   (``[<time>] [/bin/sh]: <line>``), inside another launcher's or a store's envelope;
-- torchrun's local rank (``[default0]:``) and Open MPI's ``--tag-output`` (``[1,0]<stderr>:``):
-  the rank is a hint, used only where sglang's own ``[... PPn TPm]`` prefix is absent;
+- torchrun's local rank (``[default0]:``) and Open MPI's ``--tag-output`` (``[1,0]<stderr>:``,
+  behind ``--timestamp-output``'s ctime when both are given, read as the host's wall clock:
+  ``Thu Jan 23 11:55:50 2025[1,0]<stderr>:``): the rank is a hint, used only where sglang's
+  own ``[... PPn TPm]`` prefix is absent;
 - fluent-bit's ``stdout`` output: ``[0] <tag>: [<epoch seconds>, {<record>}]`` (v2:
   ``[[<epoch seconds>, {<metadata>}], {<record>}]``), the record as JSON or as fluent-bit
   prints it, Ruby-hash-like: ``{"log"=>"<line>", "stream"=>"stderr"}``, its strings escaped
@@ -34,6 +36,7 @@ __all__ = [
     "fluent_entry",
     "host_or_fields",
     "logfmt_message",
+    "mpi_time",
     "supervised",
     "tagged_rank",
     "wrapper_prefix",
@@ -47,6 +50,13 @@ _HOST = re.compile(r"^(?P<host>[a-z][a-z0-9-]{0,62}(?:\.[a-z0-9-]{1,63}){0,8}): 
 _LOCAL_RANK = re.compile(r"^\[default(?P<rank>\d{1,6})\]: ?")
 #: Open MPI's ``mpirun --tag-output``: ``[<job>,<rank>]<stderr>:``.
 _MPI = re.compile(r"^\[\d{1,9},(?P<rank>\d{1,9})\]<(?:stdout|stderr|stddiag)>: ?")
+#: Open MPI's ``mpirun --timestamp-output`` before its tag: ctime's form without its newline
+#: (``Thu Jan 23 11:55:50 2025[1,1]<stderr>:``), the host's local time, no zone.
+_MPI_TIME = re.compile(
+    r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<month>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+    r" (?P<day>[ \d]\d) (?P<clock>\d\d:\d\d:\d\d) (?P<year>\d{4})(?=\[\d{1,9},\d{1,9}\]<)"
+)
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 #: fluent-bit's ``stdout`` output, up to its ``[time, record]`` pair.
 _FLUENT = re.compile(r"^\[\d{1,9}\] [^\s:\[\]]{1,512}: (?=\[\[?\d)")
 #: The time of fluent-bit's printed pair, with v2's metadata after it, up to the record.
@@ -123,6 +133,19 @@ def tagged_rank(text: str) -> tuple[str, str] | None:
     if mpi is not None:
         return f"rank {int(mpi.group('rank'))}", text[mpi.end() :]
     return None
+
+
+def mpi_time(text: str) -> tuple[str, str] | None:
+    """(time, rest) of a line behind Open MPI's ``--timestamp-output`` time, which stands
+    before its ``--tag-output`` tag: the time as ``YYYY-MM-DD HH:MM:SS`` (local, zone unknown),
+    the rest from the tag on; None for another line."""
+    found = _MPI_TIME.match(text)
+    if found is None:
+        return None
+    month = _MONTHS.index(found.group("month")) + 1
+    day = int(found.group("day"))
+    wall = f"{found.group('year')}-{month:02d}-{day:02d} {found.group('clock')}"
+    return wall, text[found.end() :]
 
 
 def host_or_fields(text: str) -> tuple[str | None, str] | None:

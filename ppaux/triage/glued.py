@@ -24,16 +24,30 @@ __all__ = ["glued_at", "glued_starts", "unglued"]
 
 #: torch's rank tag, followed as torch writes it: a space, a name, or its C++ line's bracket.
 _RANK_TAG = re.compile(r"\[rank\d{1,6}\]:(?=[ \[A-Za-z_])")
+#: A rank's tag that ends the text before another: the two are one tag.
+_TAG_END = re.compile(r"\[rank\d{1,6}\]: ?$")
 #: The rank :func:`~ppaux.triage.lineformat.ranked_stream` puts at a stream's end.
 _RANKED = re.compile(r"(?:^|, )rank \d{1,6}$")
-#: A bracket closing a progress bar's update with a record right after it: an exception's line
-#: (a dotted name that ends as exceptions' names do, then ':' or the line's end) or a
-#: traceback's header.
+#: Characters a progress bar's body is drawn with: rich's and pip's lines, tqdm's blocks.
+_CELLS = "━╸╺█▉▊▋▌▍▎▏"
+#: Where a progress bar's update may end with a record right after it: after a bracket (tqdm,
+#: Keras), a digit or '%' (rich's time or percentage, Keras' last metric), a bar's cell or
+#: edge, or a rate's unit; the record is an exception's line (a dotted name that ends as
+#: exceptions' names do, then ':' or the line's end) or a traceback's header.
 _BAR_THEN_RECORD = re.compile(
-    r"\](?=Traceback \(most recent call last\):|"
+    rf"(?:(?<=[\]\d%|{_CELLS}])|(?<=step)|(?<=it/s)|(?<=s/it))"
+    r"(?=Traceback \(most recent call last\):|"
     r"(?:[A-Za-z_]\w{0,100}\.){0,10}[A-Za-z_]\w{0,100}(?:Error|Exception|Interrupt|Failure)"
     r"(?::|$))"
 )
+#: What may hint at a progress bar in a line: no other line is searched for one.
+_BAR_HINT = re.compile(rf"[\]{_CELLS}]")
+#: What a record after a bar holds: no other line is searched for a bar's end.
+_RECORD_HINT = re.compile(r"Error|Exception|Interrupt|Failure|Traceback \(m")
+#: A bar's body: a run of cells (rich, pip, tqdm), or Keras' ``120/500 [====>....]``.
+_BAR_BODY = re.compile(rf"[{_CELLS}]+|\d/\d{{1,15}} \[[=>.]{{1,200}}\]")
+#: What a bar writes after its body: counts, sizes, rates, times and metrics, no sentence.
+_BAR_STATS = re.compile(r"[\w .:/%<>,=?|+-]{0,200}")
 #: tqdm's update up to its closing bracket: its count (``1/10``, ``1.5k/?``; ``5it`` where the
 #: total is unknown), then ``[elapsed<remaining, rate, postfix]``.
 _BAR_TAIL = re.compile(
@@ -54,9 +68,18 @@ def _bar_ends(text: str) -> list[int]:
         if tries >= _MAX_BAR_TRIES:
             break
         end = match.end()
-        if _BAR_TAIL.search(text, max(0, end - _BAR_REACH), end) is not None:
+        if _BAR_TAIL.search(text, max(0, end - _BAR_REACH), end) is not None or _drawn(text, end):
             ends.append(end)
     return ends
+
+
+def _drawn(text: str, end: int) -> bool:
+    """Whether a bar's body (rich, pip, Keras, tqdm's cells) and only its figures stand
+    just before ``end`` in ``text``."""
+    last = -1
+    for body in _BAR_BODY.finditer(text, max(0, end - _BAR_REACH), end):
+        last = body.end()
+    return last >= 0 and _BAR_STATS.fullmatch(text, last, end) is not None
 
 
 def glued_starts(text: str) -> list[tuple[int, bool]]:
@@ -67,9 +90,15 @@ def glued_starts(text: str) -> list[tuple[int, bool]]:
     for match in _RANK_TAG.finditer(text, 1):
         start = match.start()
         before = text[:start]
-        if before.strip() and not before.endswith(":"):  # ``[rank1]:[rank1]:`` is one tag
+        # ``[rank1]:[rank1]:`` is one tag, as is a launcher's ``host:`` or ``[default1]:``
+        # before it; after a record's text (``Traceback (most recent call last):``) the tag
+        # starts a record
+        one_tag = _TAG_END.search(before, max(0, start - 16)) is not None or (
+            before.endswith(":") and (before.endswith("]:") or " " not in before.strip())
+        )
+        if before.strip() and not one_tag:
             starts.append((start, True))
-    if "]" in text:
+    if _BAR_HINT.search(text) is not None and _RECORD_HINT.search(text) is not None:
         starts += [(end, False) for end in _bar_ends(text) if end < len(text)]
     if not starts:
         return []

@@ -37,6 +37,7 @@ from ppaux.triage.kinds import COMMUNICATION, COMMUNICATION_INIT, MEMORY, kind_o
 from ppaux.triage.ncclsetup import setup_failure
 from ppaux.triage.records import Event, Failure, process_of
 from ppaux.triage.runs import far_apart
+from ppaux.triage.startup import in_flight, near
 
 __all__ = [
     "FOLLOWS_S",
@@ -114,6 +115,17 @@ def _own(failure: Failure) -> bool:
     )
 
 
+def _handled(failure: Failure, ordered: list[Failure]) -> bool:
+    """True for a complete traceback after which its program logged on as usual (an INFO
+    record right after its exception line: a download retried and done) and that a traceback
+    cut off before its exception follows in its log: it was handled, and the later, cut one
+    is what failed (its cause not in the log)."""
+    return failure.went_on and any(
+        f.source == failure.source and f.order > failure.order and f.exception is None
+        for f in ordered
+    )
+
+
 def _cut_roots(ordered: list[Failure], deaths: list[Failure | Event]) -> list[Failure]:
     """The tracebacks cut before their exception, as roots, unless a failure whose exception
     the log shows (a communication one, whatever its frames) came before every one of them:
@@ -121,7 +133,8 @@ def _cut_roots(ordered: list[Failure], deaths: list[Failure | Event]) -> list[Fa
     came before every one of them, none is a root: they followed from it."""
     cut = [f for f in ordered if f.exception is None]
     # torchrun's summary's other rows follow its first observed failure, a death included
-    first = {d.source for d in deaths if isinstance(d, Failure) and d.summary == "root-cause"}
+    told = [*deaths, *cut]  # its first observed failure a death or an exit code of its own
+    first = {d.source for d in told if isinstance(d, Failure) and d.summary == "root-cause"}
     cut = [f for f in cut if not (f.summary == "failure" and f.source in first)]
     if not cut:
         return []
@@ -227,7 +240,9 @@ def incidents(
         # complete traceback is what they relay. Nor does a bare traceback cut before its
         # exception hide a complete one: the one that shows its exception is the root.
         kept = {id(f) for f in ordered}
-        ordered += [f for f in failures if id(f) not in kept and _own(f)]
+        ordered += [
+            f for f in failures if id(f) not in kept and _own(f) and not _handled(f, ordered)
+        ]
     ordered.sort(key=_key)
     # A traceback cut off before its exception says nothing of its cause: a root only when
     # no complete one is there.
@@ -284,18 +299,22 @@ def incidents(
     for event in events:
         if event.kind in ("capture", "nccl-warn"):
             # NCCL's warnings matter only in a log that holds nothing else, or as the cause
-            _warned_before(found, event)  # a traceback cut after them lost
+            _warned_before(found, event, [*failures, *events])  # a traceback cut after them
             continue
         _owner(found, event).events.append(event)
     return found, [], []
 
 
-def _warned_before(found: list[Incident], event: Event) -> None:
+def _warned_before(found: list[Incident], event: Event, records: list[Failure | Event]) -> None:
     """Name NCCL's warning ``event`` that a communicator's set-up failed as the cause of the
     root it stands above in its log, where that root's traceback is cut before its exception
     line (sglang's start-up traceback after NCCL's ``socketPollConnect: Connect to ...
-    returned 113(No route to host)``): the only error the log shows before it, within the
-    minutes a set-up takes where the log gives both times."""
+    returned 113(No route to host)``): the only error the log shows before it, no other
+    record (``records``) between them. Where the log gives both times, within the minutes a
+    set-up takes; where one has none (NCCL's own lines carry none), the warning stands just
+    above the root, where NCCL's return codes lead to it (:func:`~ppaux.triage.startup.near`),
+    and no frame of the root says its process was past its start-up (a step, a loop, a
+    collective): a warning hours earlier, or above another program's step, is no cause."""
     if event.kind != "nccl-warn" or (said := setup_failure(event.text)) is None:
         return
     for incident in found:
@@ -306,10 +325,21 @@ def _warned_before(found: list[Incident], event: Event) -> None:
             and root.exception is None
             and root.said is None
             and root.warned is None
-            and not _long_after(root.time, event.time)
+            and _close(event, root)
+            and not any(
+                r.source == root.source and event.order < r.order < root.order for r in records
+            )
         ):
             root.warned = (*said, f"{event.source}:{event.line}")
             return
+
+
+def _close(event: Event, root: Failure) -> bool:
+    """Whether NCCL's set-up warning ``event`` is near enough above ``root`` to be its
+    cause: by both times, where the log gives them; else by its place and ``root``'s frames."""
+    if root.time is not None and event.time is not None:
+        return not _long_after(root.time, event.time)
+    return near(event.line, root.line) and not in_flight(root)
 
 
 #: How long after NCCL's set-up warning a cut traceback may start and still be its failure: the

@@ -11,7 +11,7 @@ from typing import BinaryIO
 
 from ppaux.files import stdin_hint
 from ppaux.limits import Limits
-from ppaux.report import Finding, InputProblem, Report, finding
+from ppaux.report import Finding, InputProblem, Location, Report, finding
 from ppaux.text import counted, shown
 from ppaux.triage.reading import LogReading, read_log
 from ppaux.triage.sources import (
@@ -100,7 +100,7 @@ def refuse_unshaped(
                 source,
                 f"{shown(source, None)} is {why}; it was left out, the other logs were triaged",
                 extra={"log": source, "lines": lines},
-                location={"file": source, "line": 1, "function": "-"},
+                location=Location(source, 1, "-"),
             )
         )
 
@@ -119,7 +119,7 @@ def oversized_findings(reading: LogReading) -> list[Finding]:
             f"number of more digits than any real one (the first: line {first}); "
             "read without it",
             extra={"log": reading.source, "lines": reading.oversized, "count": count},
-            location={"file": reading.source, "line": first, "function": "-"},
+            location=Location(reading.source, first, "-"),
         )
     ]
 
@@ -146,7 +146,7 @@ def log_findings(reading: LogReading) -> list[Finding]:
                 f"the {reading.cut_compression} stream is corrupt ({shown(reading.cut)}): "
                 f"its {reading.lines} lines cannot be trusted, and none of them was triaged",
                 extra={"log": reading.source, "lines": reading.lines, "corrupt": True},
-                location={"file": reading.source, "line": max(1, reading.lines), "function": "-"},
+                location=Location(reading.source, max(1, reading.lines), "-"),
             )
         ]
     if not reading.failures and not reading.more_failures:
@@ -159,7 +159,7 @@ def log_findings(reading: LogReading) -> list[Finding]:
                 f"the {reading.lines} lines before the cut hold no failure: the rest could not "
                 "be read",
                 extra={"log": reading.source, "lines": reading.lines},
-                location={"file": reading.source, "line": max(1, reading.lines), "function": "-"},
+                location=Location(reading.source, max(1, reading.lines), "-"),
             )
         ]
     return [
@@ -168,7 +168,7 @@ def log_findings(reading: LogReading) -> list[Finding]:
             reading.source,
             f"the {reading.cut_compression} stream ends early ({shown(reading.cut)}); the "
             f"{reading.lines} lines before the cut were triaged",
-            location={"file": reading.source, "line": max(1, reading.lines), "function": "-"},
+            location=Location(reading.source, max(1, reading.lines), "-"),
         )
     ]
 

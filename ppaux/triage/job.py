@@ -19,12 +19,13 @@ from ppaux.triage.deaths import death_of
 from ppaux.triage.frames import Build, build_of
 from ppaux.triage.incidents import Incident, incidents
 from ppaux.triage.inputs import log_findings, oversized_findings, read_all
-from ppaux.triage.kinds import kind_of, local_note
+from ppaux.triage.kinds import MEMORY, kind_of, local_note
 from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.logreading import watchdog_words
 from ppaux.triage.longlines import long_line_findings
 from ppaux.triage.noroots import no_root_finding
 from ppaux.triage.ppkeys import pp_key_error
+from ppaux.triage.programsteps import host_memory
 from ppaux.triage.reading import LogReading
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.roots import (
@@ -300,7 +301,7 @@ def triage_paths(
     killed_by: str | None = None
     setup: str | None = None
     if loose:
-        orphaned = no_root_finding(loose, warned)
+        orphaned = no_root_finding(loose, warned, deployment.ascend)
         no_root = orphaned.extra["no_root"]
         crash = orphaned.extra["crashed"] is True
         ended = orphaned.extra["exited"] is True
@@ -334,10 +335,18 @@ def triage_paths(
         torchrun=bool(found) and _torchrun_recorded(found[0].root),
         pp_key=pp_key_error(found[0].root) if found else None,
         setup=setup or next((i.root.warned[0] for i in found if i.root.warned), None),
+        host_memory=_host_memory(kinds, found),
     )
     _fill(report, readings, found, deployment, plan)
     _say_one_run(report, readings, found, [*failures, *events])
     return report
+
+
+def _host_memory(kinds: list[str], found: list[Incident]) -> bool:
+    """Whether a memory root's words say the host's memory ran out, not a GPU's."""
+    return any(
+        kind == MEMORY and host_memory(i.root.error) for kind, i in zip(kinds, found, strict=False)
+    )
 
 
 def _release(found: list[Incident]) -> str | None:
@@ -466,4 +475,5 @@ def _deployment(readings: list[LogReading], failures: list[Failure]) -> Deployme
     sglang = any(r.sglang_seen or r.server_args for r in readings) or any(
         f.process is not None or any("sglang" in frame.file for frame in f.frames) for f in failures
     )
-    return Deployment(pp_size, highest, single, runtime, model, pp_size_from, sglang)
+    ascend = any(r.ascend for r in readings)
+    return Deployment(pp_size, highest, single, runtime, model, pp_size_from, sglang, ascend)

@@ -9,7 +9,8 @@
 - ``memory``: the device or host ran out of memory (``torch.OutOfMemoryError``, ``CUDA out of
   memory``, sglang's own ``Not enough memory`` or ``Not enough space`` (a cache's slots), a cuBLAS
   allocation failure, sglang's ``The memory capacity is unbalanced``: GPUs with unequal free
-  memory, other processes holding some);
+  memory, other processes holding some; a DataLoader worker ``killed by signal: Killed``, as the
+  host's OOM killer ends one);
 - ``communication-init``: a communicator or process group that could not be set up (NCCL's
   ``ncclCommInitRank``, gloo's ``connectFullMesh``, a rendezvous or TCPStore that timed out,
   an MPI error while a C++ object such as an all-reduce plugin is set up), told by the message
@@ -77,6 +78,8 @@ _MEMORY_TEXT = re.compile(
     r"Not enough (?:memory|space)|"
     r"insufficient memory|cudaErrorMemoryAllocation|Tried to allocate|"
     r"memory allocation of .{0,80}bytes failed|Failed to CUDA (?:calloc|malloc|host alloc)|"
+    # torch's DataLoader worker ended by SIGKILL: the host's OOM killer, as a rule
+    r"DataLoader worker \(pids? [\d, ]{1,80}\) is killed by signal: Killed|"
     # sglang's check at start-up that every GPU has as much memory free: other processes hold
     # some (raised while the process group is set up, but of memory, not of communication)
     r"memory capacity is unbalanced",

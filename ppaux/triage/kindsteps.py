@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ppaux.triage.stepdata import Step
 
-__all__ = ["hardware_steps", "host_steps", "network_steps", "signal_steps"]
+__all__ = ["hardware_steps", "hccl_steps", "host_steps", "network_steps", "signal_steps"]
 
 
 def network_steps(at_init: bool, sglang: bool = True) -> list[Step]:
@@ -54,6 +54,44 @@ def network_steps(at_init: bool, sglang: bool = True) -> list[Step]:
             "every node",
             f"{meeting}, its port open; the nodes' firewalls must let NCCL's and gloo's ports "
             "through",
+        ),
+    ]
+
+
+def hccl_steps(at_init: bool) -> list[Step]:
+    """A communication failure on Ascend's NPUs: HCCL's settings (its set-up's timeout, the
+    interface it uses), synchronous launches, CANN's logs and the NPUs' and their links' state
+    (``npu-smi``, ``hccn_tool``), none of NCCL's."""
+    what = "set-up" if at_init else "collective"
+    return [
+        Step(
+            None,
+            "every node",
+            f"a communication failure of HCCL ({what}) on Ascend NPUs: make the next one say "
+            "why, on every node, then restart the job",
+        ),
+        Step(("export", "ASCEND_GLOBAL_LOG_LEVEL=1"), "every node", "CANN's log at INFO"),
+        Step(("export", "ASCEND_SLOG_PRINT_TO_STDOUT=1"), "every node", "into the job's log"),
+        Step(
+            ("export", "ASCEND_LAUNCH_BLOCKING=1"),
+            "every node",
+            "launches made synchronous: the error names the operator that failed",
+        ),
+        Step(
+            None,
+            "every node",
+            "HCCL_CONNECT_TIMEOUT (seconds) bounds the set-up's wait for the other ranks, "
+            "HCCL_EXEC_TIMEOUT a collective's; HCCL_SOCKET_IFNAME (or HCCL_IF_IP) the interface "
+            "that reaches the other nodes",
+        ),
+        Step(None, "every node", "the NPUs' state and their network ports' links:"),
+        Step(("npu-smi", "info"), "every node"),
+        Step(("hccn_tool", "-i", "0", "-link", "-g"), "every node", "for each NPU (-i 0 to 7)"),
+        Step(
+            None,
+            "every node",
+            "collect every node's log and CANN's logs (~/ascend/log/), of every rank: the "
+            "rank that failed first names the cause",
         ),
     ]
 

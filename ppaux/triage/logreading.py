@@ -56,6 +56,9 @@ class LogReading:
     #: The log's first 64 KiB hold sglang's own lines (its prefix or its arguments): NCCL's
     #: warnings in it are noise of a run that logged, not a log of nothing else.
     sglang_seen: bool = False
+    #: The log's first 64 KiB hold lines of Ascend's NPU stack (torch_npu, HCCL, CANN's error
+    #: codes): its communication library is HCCL, not NCCL.
+    ascend: bool = False
 
 
 #: torch's error records (``[E...``) of a collective that timed out, besides the watchdog's own
@@ -112,15 +115,15 @@ def check_frames_only(text: str) -> bool:
 def event_kind(text: str) -> str | None:
     """The kind of one-line event ``text`` is (:class:`~ppaux.triage.records.Event`), or None
     for a line that is none."""
-    if _timeout(text) or _CHECK_ERRORS.search(text) is not None:
+    if _timeout(text) or ("frame #" in text and _CHECK_ERRORS.search(text) is not None):
         return "watchdog"
     if "TCPStore" in text and _STORE.search(text) is not None:
         return "store"
-    if _SIGQUIT.search(text) is not None:
+    if ("sigquit" in text or "SIGQUIT" in text) and _SIGQUIT.search(text) is not None:
         return "sigquit"
     if "ppaux capture:" in text:
         return "capture"
-    if _NCCL_WARN.search(text) is not None:
+    if " NCCL WARN " in text and _NCCL_WARN.search(text) is not None:
         return "nccl-warn"
     if worker_died(text) is not None:
         return "death"
@@ -128,10 +131,11 @@ def event_kind(text: str) -> str | None:
 
 
 #: torch's watchdog record, by its shape: behind its ``[Rank N]`` or ``[PG ... Rank N]`` tag,
-#: or naming its work after a colon. The words in a sentence (``how to fix Watchdog caught
-#: collective operation timeout in NCCL?``) are no record.
+#: or naming its work after a colon (``timeout: WorkNCCL(SeqNum=1, ...``). The words in a
+#: sentence (``how to fix Watchdog caught collective operation timeout in NCCL?``, ``Watchdog
+#: caught collective operation timeout: that is what we usually see``) are no record.
 _WATCHDOG = re.compile(
-    r"\]\s?Watchdog caught collective|Watchdog caught collective operation timeout:"
+    r"\]\s?Watchdog caught collective|Watchdog caught collective operation timeout: ?Work\w{0,20}\("
 )
 #: A TCPStore record, by its shape: torch's C++ record (``[W925 00:17:23.009 TCPStore.cpp:125]``,
 #: a ``[c10d]`` line, the place ``TCPStore.cpp:578`` in its frames) or an exception line that
@@ -152,9 +156,9 @@ _SIGQUIT = re.compile(
 def _timeout(text: str) -> bool:
     """True for a record of a collective the watchdog found timed out."""
     return (
-        _WATCHDOG.search(text) is not None
-        or _NCCL_TIMEOUT.search(text) is not None
-        or _CHECK_TIMEOUT.search(text) is not None
+        ("Watchdog caught collective" in text and _WATCHDOG.search(text) is not None)
+        or ("ProcessGroupNCCL.cpp:" in text and _NCCL_TIMEOUT.search(text) is not None)
+        or ("checkTimeout" in text and _CHECK_TIMEOUT.search(text) is not None)
     )
 
 

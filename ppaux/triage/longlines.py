@@ -8,7 +8,7 @@ usual, its cut lines said (PP810, information).
 
 from __future__ import annotations
 
-from ppaux.report import Finding, finding
+from ppaux.report import Finding, Location, finding
 from ppaux.suggestions import limit_note
 from ppaux.text import counted, shown
 from ppaux.triage.reading import LogReading
@@ -33,7 +33,7 @@ def long_line_findings(reading: LogReading, max_line: int) -> list[Finding]:
                 "(a JSON record's start and end kept); what was read was triaged "
                 + limit_note("max_log_line", max_line),
                 extra={"log": reading.source, "long_lines": reading.long_lines, "first": first},
-                location={"file": reading.source, "line": first, "function": "-"},
+                location=Location(reading.source, first, "-"),
             )
         ]
     return [
@@ -49,6 +49,6 @@ def long_line_findings(reading: LogReading, max_line: int) -> list[Finding]:
                 "first": first,
                 "lines": reading.lines,
             },
-            location={"file": reading.source, "line": first, "function": "-"},
+            location=Location(reading.source, first, "-"),
         )
     ]

@@ -50,7 +50,7 @@ _CALLOC = re.compile(r"NCCL WARN Failed to CUDA (?:calloc|malloc|host alloc) \d{
 def cuda_failure(text: str) -> str | None:
     """What NCCL's warning of a failed CUDA call in ``text`` says, as triage shows it
     ("Cuda failure 'out of memory' (NCCL's include/alloc.h:178)"), or None for another line."""
-    found = _CUDA_FAILURE.search(text)
+    found = _CUDA_FAILURE.search(text) if "NCCL WARN Cuda failure" in text else None
     if found is None:
         return None
     place = found.group("place")
@@ -61,7 +61,7 @@ def cuda_failure(text: str) -> str | None:
 def cuda_calloc(text: str) -> str | None:
     """NCCL's ``Failed to CUDA calloc N bytes`` in ``text`` ('Failed to CUDA calloc N bytes'),
     or None for another line."""
-    found = _CALLOC.search(text)
+    found = _CALLOC.search(text) if "NCCL WARN Failed to CUDA" in text else None
     return None if found is None else found.group(0).removeprefix("NCCL WARN ")
 
 

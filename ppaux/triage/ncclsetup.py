@@ -13,13 +13,35 @@ reach each other, never a peer that died mid-run.
   chose, a route, a firewall, a bootstrap address no one listens on).
 
 Each is read only where NCCL writes it: after its ``NCCL WARN`` words.
+
+A communicator whose ``ncclCommInitRank`` returned an error, as a worker's NCCL wrapper reports
+it before it raises (vLLM's pynccl: ``ncclCommInitRank failed with error: NCCL error: internal
+error - please report this issue to the NCCL developers``), is a record of its own
+(:func:`init_failure`): a set-up failure whose error the line names, its traceback below it
+often cut.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["SETUP_FAILURES", "setup_failure", "setup_words"]
+__all__ = [
+    "INIT_FAILED_MARKER",
+    "INIT_FAILED_TYPE",
+    "SETUP_FAILURES",
+    "init_failure",
+    "setup_failure",
+    "setup_words",
+]
+
+#: What makes a line worth reading for :func:`init_failure` (added to the scanner's markers).
+INIT_FAILED_MARKER = b"ncclCommInitRank failed"
+#: The type such a record is given: the line names no exception's, NCCL's error its words.
+INIT_FAILED_TYPE = "NCCL error"
+#: The wrapper's words, then NCCL's error (its ``NCCL error: `` taken as the type).
+_INIT_FAILED = re.compile(
+    r"\bncclCommInitRank failed(?: with error)?: (?:NCCL error: )?(?P<reason>[^\n]{1,400})"
+)
 
 _DUPLICATE_RANK = re.compile(
     r"NCCL WARN Bootstrap Root ?: rank (?P<rank>\d{1,7}) of (?P<size>\d{1,7}) ranks has "
@@ -59,6 +81,15 @@ def setup_failure(text: str) -> tuple[str, str] | None:
         reason = (connect["reason"] or "").strip()
         return "bootstrap-connect", f"connect to {peer}" + (f": {reason}" if reason else "")
     return None
+
+
+def init_failure(text: str) -> str | None:
+    """What a worker's line that its ``ncclCommInitRank`` failed says (``ncclCommInitRank
+    failed: internal error - ...``), or None for another line."""
+    found = _INIT_FAILED.search(text)
+    if found is None:
+        return None
+    return f"ncclCommInitRank failed: {found.group('reason').strip()}"
 
 
 def setup_words(name: str, said: str) -> str:

@@ -144,12 +144,15 @@ def _setup(events: list[Event]) -> tuple[Event, str, str] | None:
     return None
 
 
-def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = None) -> Finding:
+def no_root_finding(
+    loose: list[Failure | Event], warned: list[Event] | None = None, ascend: bool = False
+) -> Finding:
     """PP809: the logs hold no root. Said plainly, with why: a process that died of what the
     log does not say (a signal, a Ray worker gone), communication failures only (the cause is on
     the network or another node), signals only, or tracebacks cut off. ``warned``: NCCL's
     warnings the logs hold beside sglang's own lines (not records of their own there), said
-    where the logs hold only signals besides."""
+    where the logs hold only signals besides. ``ascend``: the logs are of Ascend's NPUs, whose
+    communication is HCCL's (``extra.collectives``, and its fix)."""
     warned = warned or []
     first = loose[0]
     count = len(loose)
@@ -210,13 +213,14 @@ def no_root_finding(loose: list[Failure | Event], warned: list[Event] | None = N
             "crashed": bool(died) and crashed(died[0][1]),
             # it ended with an exit status of its own: an error it reported, not a kill
             "exited": bool(died) and exited(died[0][1]),
-            # a runtime's or a launcher's memory limit ended it (its own steps)
             # NCCL's communicator set-up failed (its own steps)
             "nccl_setup": setup[1] if setup is not None else None,
             "killer": next((killer(how) for _, how in died if killer(how)), None),
             # communication failures alone, whose words most often mean this host's set-up
             "host": cause == "network-or-other-node"
             and any(local_note(f.error) is not None for f in failures),
+            # the communication library: HCCL on Ascend's NPUs (its own fix), else NCCL
+            "collectives": "hccl" if ascend else "nccl",
         },
         location=location_of(first),
     )

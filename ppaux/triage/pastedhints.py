@@ -5,16 +5,18 @@ where to look first for that kind. Torch-free."""
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 
-from .programsteps import LAUNCH_BLOCKING
+from .programsteps import GPU_MEMORY_CHECK, HOST_MEMORY_CHECK, LAUNCH_BLOCKING, host_memory
 
 __all__ = ["PastedHint", "pasted_hint"]
 
 #: Where the headline says to look first, by the kind triage reads (the full next steps
 #: stand under it).
 _LOOK_FIRST: dict[str, str] = {
-    "memory": "check nvidia-smi and the OOM killer (journalctl -k)",
+    # the first command of triage's steps for a GPU's out of memory (the host's: below)
+    "memory": f"check what holds the GPUs' memory ({GPU_MEMORY_CHECK[0]})",
     "hardware": "check nvidia-smi -q and the Xid records (journalctl -k)",
     "communication": "set NCCL_DEBUG=INFO",
     "communication-init": "set NCCL_DEBUG=INFO",
@@ -54,6 +56,9 @@ def _look(kind: str, text: str) -> str:
     for signal, where in _SIGNAL_LOOK_FIRST:
         if signal in text:
             return where
+    if kind == "memory" and host_memory(text):
+        # the first command of triage's steps for the host's out of memory
+        return f"check the kernel's OOM killer ({shlex.join(HOST_MEMORY_CHECK)})"
     return _LOOK_FIRST.get(kind, "")
 
 

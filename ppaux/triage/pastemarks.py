@@ -7,9 +7,11 @@ before every line. Read as they are, the marks hide what opens each line: an exc
 no longer at a frame's indentation, and a terminal-wrapped row's continuation opens with the
 same mark as the row before it.
 
-:func:`paste_mark` tells the mark from the head: a quote when every line of the head opens
-with ``>`` (the depth taken is the least of its lines'), numbers when every line opens with
-``cat -n``'s consecutive numbers, an indentation when every line that is not blank opens with
+:func:`paste_mark` tells the mark from the head: a quote when at least four lines of the head
+open with ``>`` and they outnumber the lines that hold text and do not (a reply's own words
+around its quote, a blank line after it: a GitHub comment ends so; those lines are given back
+as they are; the depth taken is the least of the quoted lines'), numbers when every line opens
+with ``cat -n``'s consecutive numbers, an indentation when every line that is not blank opens with
 the same spaces or tabs. :class:`Unmarked` gives the log's lines back without it, one line for
 one, so line numbers stay the file's. An indentation is peeled before the envelope is looked
 for (it would hide a runtime's or a launcher's prefix); numbers are peeled only where they hide
@@ -67,6 +69,8 @@ class PasteMark:
                 if mark is None:
                     break
                 start = mark.end()
+            if not start:  # a line outside the quote (the reply's own words, a blank line)
+                return line
             if self.item:
                 marker = _ITEM.match(line, start)
                 start = start if marker is None else marker.end()
@@ -83,10 +87,12 @@ def paste_mark(head: bytes) -> PasteMark | None:
     lines = [line.rstrip(b"\r") for line in head.split(b"\n")[:-1]]  # the last may be cut
     if len(lines) < _MIN_LINES:
         return None
-    if all(line[:1] == b">" for line in lines):
-        depth = min(len(_ONE.findall(_QUOTE.match(line).group())) for line in lines)  # type: ignore[union-attr]
+    quoted = [line for line in lines if line[:1] == b">"]
+    others = sum(1 for line in lines if line[:1] != b">" and line.strip())
+    if len(quoted) >= _MIN_LINES and len(quoted) > others:
+        depth = min(len(_ONE.findall(_QUOTE.match(line).group())) for line in quoted)  # type: ignore[union-attr]
         quote = PasteMark(depth=depth)
-        items = [_ITEM.match(quote.peel(line)) for line in lines]
+        items = [_ITEM.match(quote.peel(line)) for line in quoted]
         return PasteMark(depth=depth, item=all(items))
     numbers = [_NUMBER.match(line) for line in lines]
     if all(numbers) and all(

@@ -17,7 +17,13 @@ from __future__ import annotations
 import re
 
 from ppaux.triage.appstamps import app_prefix
-from ppaux.triage.forwarders import host_or_fields, supervised, tagged_rank, wrapper_prefix
+from ppaux.triage.forwarders import (
+    host_or_fields,
+    mpi_time,
+    supervised,
+    tagged_rank,
+    wrapper_prefix,
+)
 from ppaux.triage.lineshapes import ANSI
 from ppaux.triage.peeled import LEAD, Peeled, stamp
 
@@ -142,6 +148,10 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
         return _labels(rest, peeled)
     if head == "[":
         return _bracketed(rest, peeled)
+    timed = mpi_time(rest) if head in ("M", "T", "W", "F", "S") else None
+    if timed is not None:  # Open MPI's time before its rank tag, read in the next layer
+        stamp(peeled, timed[0])
+        return timed[1]
     if head == "(":
         ray = _RAY.match(rest)
         if ray is not None:

@@ -12,18 +12,70 @@ names the kernel only in a rerun with launches made synchronous.
 
 from __future__ import annotations
 
+import re
+
 from ppaux.triage.stepdata import Deployment, Step, unsafe
 
-__all__ = ["LAUNCH_BLOCKING", "kernel_steps", "memory_steps"]
+__all__ = [
+    "GPU_MEMORY_CHECK",
+    "HOST_MEMORY_CHECK",
+    "LAUNCH_BLOCKING",
+    "host_memory",
+    "kernel_steps",
+    "memory_steps",
+]
 
 #: The rerun that makes CUDA report a kernel's fault at the call that launched it.
 LAUNCH_BLOCKING = ("export", "CUDA_LAUNCH_BLOCKING=1")
 
-_NVIDIA_SMI = ("nvidia-smi", "--query-gpu=index,memory.used,memory.total", "--format=csv")
+#: What holds the GPUs' memory: the command of a device's out of memory that every program's
+#: steps give, and ``ppaux explain``'s first word on one.
+GPU_MEMORY_CHECK = ("nvidia-smi", "--query-gpu=index,memory.used,memory.total", "--format=csv")
+#: The kernel's record of the processes its OOM killer ended: the host's out of memory's first
+#: command, in triage's steps and ``ppaux explain``'s words alike.
+HOST_MEMORY_CHECK = ("dmesg", "-T")
+
+#: The host's memory, not a device's: a host allocation that failed, Python's own
+#: ``MemoryError`` (not torch's ``OutOfMemoryError``), C++'s ``std::bad_alloc``, torch's CPU
+#: allocator, a DataLoader worker the OOM killer ended, pinned host memory.
+_HOST_MEMORY = re.compile(
+    r"memory allocation of .{0,80}bytes failed|(?<![\w.])MemoryError\b|std::bad_alloc|"
+    r"DefaultCPUAllocator|is killed by signal: Killed|Cannot allocate memory|"
+    r"CPU out of memory|CUDA host alloc"
+)
 
 
-def memory_steps(deployment: Deployment) -> list[Step]:
-    """Out of memory: the settings that bound the failing program's memory."""
+def host_memory(text: str) -> bool:
+    """True where the out of memory ``text`` says is the host's, not a GPU's."""
+    return _HOST_MEMORY.search(text) is not None
+
+
+def _host_memory_steps() -> list[Step]:
+    where = "the failing process's host"
+    return [
+        Step(
+            None,
+            where,
+            "the host ran out of memory, not a GPU: the kernel's OOM killer ends a process "
+            "with SIGKILL ('Killed'), and its record names the process and what it held",
+        ),
+        Step(HOST_MEMORY_CHECK, where, "look for 'Out of memory: Killed process'"),
+        Step(("free", "-h"), where, "the host's memory and swap"),
+        Step(
+            None,
+            "the job's configuration",
+            "use less host memory: fewer DataLoader workers (num_workers) and a smaller "
+            "prefetch_factor, fewer processes per host, smaller CPU-side buffers; or give the "
+            "host (the container's or the job's memory limit) more",
+        ),
+    ]
+
+
+def memory_steps(deployment: Deployment, host: bool = False) -> list[Step]:
+    """Out of memory: the settings that bound the failing program's memory; ``host``: the
+    host's memory ran out, not a GPU's (:func:`host_memory`)."""
+    if host:
+        return _host_memory_steps()
     if deployment.sglang:
         return [
             Step(
@@ -34,7 +86,7 @@ def memory_steps(deployment: Deployment) -> list[Step]:
                 "--max-running-requests, --cuda-graph-max-bs, --max-total-tokens; a higher "
                 "--pp-size or --tp-size spreads the weights",
             ),
-            Step(_NVIDIA_SMI, "each stage's host", "what else holds the GPUs' memory"),
+            Step(GPU_MEMORY_CHECK, "each stage's host", "what else holds the GPUs' memory"),
         ]
     where = "the failing process's host"
     return [
@@ -55,7 +107,7 @@ def memory_steps(deployment: Deployment) -> list[Step]:
             "the job's code",
             "print(torch.cuda.memory_summary()) where it fails shows what holds the memory",
         ),
-        Step(_NVIDIA_SMI, where, "what else holds the GPUs' memory"),
+        Step(GPU_MEMORY_CHECK, where, "what else holds the GPUs' memory"),
     ]
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "failure_start",
     "method_said",
     "process_of",
+    "went_on",
 ]
 
 #: The process that logged it, just before the header (``Scheduler hit an exception: ``).
@@ -38,6 +39,13 @@ _SAID = re.compile(
 #: A worker's line before its traceback naming the method it ran (vLLM's ``Error executing
 #: method init_device. This might cause deadlock ...``).
 _METHOD = re.compile(r"Error executing method (?P<method>[\w.]{1,200})")
+#: A logger's record at INFO or DEBUG, its time (bare or bracketed) before it or not:
+#: ``2024-05-01 01:00:05,000 INFO download ok``, ``[2024-05-01 01:00:05] INFO ...``,
+#: ``INFO:root:...``, ``I0501 01:00:05.000 ...`` (glog).
+_GOING_ON = re.compile(
+    r"^\s{0,8}(?:\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[.,\d]{0,10}Z?\]?\s{1,4})?"
+    r"(?:\[?(?:INFO|DEBUG)\]?(?:\s|:)|I\d{4} \d\d:\d\d:\d\d)"
+)
 #: Ray's note that it folded the same line of several workers into this one.
 _FOLDED = re.compile(r"\[repeated \d{1,9}x across cluster\]")
 
@@ -129,6 +137,10 @@ class Failure:
     #: :func:`~ppaux.triage.ncclsetup.setup_failure`, what the warning says of it, and where it
     #: stands, 'log:line'). That warning is the cause the traceback lost. None otherwise.
     warned: tuple[str, str, str] | None = None
+    #: The line right after its exception line is a record of the program logging on
+    #: (:func:`went_on`): where a traceback cut before its exception follows in the log, this
+    #: exception was handled (a download retried), not what ended it.
+    went_on: bool = False
 
     @property
     def zoned(self) -> bool:
@@ -247,3 +259,13 @@ def method_said(text: str) -> str | None:
     """The method a worker's line before its traceback says it ran, or None."""
     found = _METHOD.search(text, 0, 4000)
     return None if found is None else found.group("method").rstrip(".")
+
+
+def went_on(line: LogLine, failure: Failure) -> bool:
+    """True where ``line``, the first after ``failure``'s exception line, is a record of its
+    own that says the program logged on (:attr:`Failure.went_on`): a logger's record at INFO or
+    DEBUG by its words, or a line with a time of its own where the traceback's header had none
+    (a logger's next record, its prefix read off)."""
+    if _GOING_ON.match(line.text) is not None:
+        return True
+    return line.time_text is not None and failure.time_text is None and not line.sglang

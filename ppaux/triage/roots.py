@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ppaux.report import Finding, finding, page_for
+from ppaux.report import Finding, Location, finding, page_for
 from ppaux.sglang import MessageMatch, sglang_raised_in
 from ppaux.text import counted, shown
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
@@ -101,7 +101,7 @@ def aux_cause(failure: Failure) -> tuple[MessageMatch, str, str, str] | None:
     return None
 
 
-def location_of(failure: Failure | Event, earlier: bool = False) -> dict[str, Any]:
+def location_of(failure: Failure | Event, earlier: bool = False) -> Location:
     """Where ``failure`` stands: its log, line and the function of its last frame (its
     process's name where the frames are not the exception's named: ``earlier``, an exception
     of its chain, whose frames the failure does not keep)."""
@@ -110,7 +110,7 @@ def location_of(failure: Failure | Event, earlier: bool = False) -> dict[str, An
         function = failure.frames[-1].function if named else (failure.process or "")
     else:
         function = failure.kind
-    return {"file": failure.source, "line": failure.line, "function": shown(function or "-")}
+    return Location(failure.source, failure.line, shown(function or "-"))
 
 
 def place_of(record: Failure | Event) -> str:

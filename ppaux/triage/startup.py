@@ -27,7 +27,7 @@ import re
 from ppaux.triage.kinds import COMMUNICATION, kind_of
 from ppaux.triage.records import Failure
 
-__all__ = ["mark_startup", "near", "starting"]
+__all__ = ["in_flight", "mark_startup", "near", "starting"]
 
 #: Methods a worker runs while the engine starts (vLLM's and sglang's workers).
 _START_METHODS = frozenset(
@@ -74,6 +74,20 @@ def starting(failure: Failure) -> bool:
     if failure.method is not None and failure.method.rsplit(".", 1)[-1] in _START_METHODS:
         return True
     return any(frame.function in _START_FUNCTIONS for frame in failure.frames)
+
+
+#: A loop's or a step's function: a frame of one says the process was past its start-up,
+#: running (``train_step``, ``event_loop_normal``, ``forward``).
+_RUNNING = re.compile(r"^_?(?:\w+_)?(?:step|loop|forward)(?:_\w+)?$")
+
+
+def in_flight(failure: Failure) -> bool:
+    """True when a frame of ``failure`` says its process was running, past its start-up: a
+    collective or a point-to-point call, a loop or a step."""
+    return any(
+        _COLLECTIVES.match(frame.function) or _RUNNING.match(frame.function)
+        for frame in failure.frames
+    )
 
 
 def _undecided(failure: Failure) -> bool:

@@ -75,6 +75,9 @@ class Deployment:
     #: The logs show sglang ran (its lines, its arguments, its frames); False for a log of
     #: another program (a training job under torchrun): its steps name no sglang setting.
     sglang: bool = True
+    #: The logs show Ascend's NPUs (torch_npu, HCCL): communication is HCCL's, the devices
+    #: NPUs; the steps name HCCL's settings and npu-smi, not NCCL's and nvidia-smi.
+    ascend: bool = False
 
 
 def unsafe(text: str) -> str | None:

@@ -34,7 +34,13 @@ from __future__ import annotations
 from ppaux.errors import TORCH_INSTALL_HINT
 from ppaux.sglang import MessageMatch
 from ppaux.triage.deathsteps import death_steps, record_steps
-from ppaux.triage.kindsteps import hardware_steps, host_steps, network_steps, signal_steps
+from ppaux.triage.kindsteps import (
+    hardware_steps,
+    hccl_steps,
+    host_steps,
+    network_steps,
+    signal_steps,
+)
 from ppaux.triage.ppkeys import pp_key_steps
 from ppaux.triage.programsteps import kernel_steps, memory_steps
 from ppaux.triage.setupsteps import setup_steps
@@ -284,19 +290,17 @@ def _aux_steps(
     directory = captures[0][0] if captures else DEFAULT_CAPTURE_DIR
     stages, _ = _stages(deployment)
     last = f"PP{stages - 1} only" if stages else "the last stage only"
-    if captures:
-        steps.append(
-            Step(None, "the capture's host", "the logs show ppaux's capture on: read what it wrote")
-        )
-    else:
+    if not captures:
         steps += _capture(deployment, directory, last)
     steps += _compare_steps(deployment)
+    # The comment goes with the commands that read the capture, after the comparison.
+    read = (
+        "the logs show ppaux's capture on: read what it wrote"
+        if captures
+        else ("then read what the capture wrote")
+    )
     steps.append(
-        Step(
-            None,
-            "the capture's host",
-            f"then read what the capture wrote (replay needs torch there: {TORCH_INSTALL_HINT})",
-        )
+        Step(None, "the capture's host", f"{read} (replay needs torch there: {TORCH_INSTALL_HINT})")
     )
     for argv in (
         ("ppaux", "capture", "list", "--dir"),
@@ -321,6 +325,7 @@ def next_steps(
     torchrun: bool = False,
     pp_key: str | None = None,
     setup: str | None = None,
+    host_memory: bool = False,
 ) -> list[Step]:
     """Steps for incidents whose roots are of ``roots`` (kind, and the auxiliary-output message
     matched, if any), in the order the kinds first appear; ``no_root``: why the logs hold no
@@ -334,7 +339,8 @@ def next_steps(
     the first root is a child's exit torchrun recorded, its exception in no log; ``pp_key``:
     the first root is a KeyError on that key of the PP message (:mod:`ppaux.triage.ppkeys`);
     ``setup``: NCCL's communicator set-up failed so (``no_root`` 'nccl-setup', or a root cut
-    below NCCL's warning of it: 'duplicate-rank', ...)."""
+    below NCCL's warning of it: 'duplicate-rank', ...); ``host_memory``: a memory root is the
+    host's, not a GPU's."""
     steps: list[Step] = record_steps() if torchrun else []
     done: set[str] = set()
     kinds = [kind for kind, _ in roots]
@@ -358,13 +364,15 @@ def next_steps(
         elif kind == "communication-init" and setup is not None and no_root is None:
             steps += setup_steps(setup)  # a root cut below NCCL's warning of its set-up
         elif group == "communication":
-            steps += (host_steps() if host else []) + network_steps(
-                kind == "communication-init", deployment.sglang
+            steps += (host_steps() if host else []) + (
+                hccl_steps(kind == "communication-init")
+                if deployment.ascend
+                else network_steps(kind == "communication-init", deployment.sglang)
             )
         elif kind == "hardware":
             steps += hardware_steps()
         elif kind == "memory":
-            steps += memory_steps(deployment)
+            steps += memory_steps(deployment, host_memory)
         elif kind == "shape-kernel":
             # a CUDA call of NCCL's that failed on the host: its own set-up first
             steps += (host_steps() if host else []) + kernel_steps(deployment, release)

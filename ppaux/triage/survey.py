@@ -40,10 +40,26 @@ _LOG_SHAPE = re.compile(
     # log of NCCL's set-up and nothing else is a log ppaux reads (it may hold no failure)
     rb"(?:^|\n)[\w.-]{1,253}:\d{1,9}:\d{1,9} \[\d{1,6}\] NCCL (?:INFO|WARN) "
 )
-#: sglang's own lines: its prefix (``[<time> TP0] ``, ``[<time> PP1 TP0] ``) or its arguments.
+#: sglang's own lines: its prefix with a rank's tags (``[<time> TP0] ``, ``[<time> PP1 TP0] ``)
+#: or its arguments.
 _SGLANG_LINE = re.compile(
-    rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|ATTN_CP|MOE_DP|TP|EP|PP)\d{1,6})*\] "
+    rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|ATTN_CP|MOE_DP|TP|EP|PP)\d{1,6})+\] "
     rb"|ServerArgs\("
+)
+#: The prefix with no rank's tag (``[<time>] ``): sglang's main process writes it, and so do
+#: other programs (DeepSpeed, a training script's own logger). It is sglang's only beside
+#: sglang's own words: its modules or paths (``sglang.srt``, ``/sglang/``), its batches' and
+#: weights' records, its readiness line.
+_BARE_STAMP = re.compile(rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?\] ")
+_SGLANG_WORDS = re.compile(
+    rb"\bsglang[./]|/sglang\b|\] (?:Decode batch|Prefill batch|Load weight (?:begin|end))|"
+    rb"The server is fired up and ready to roll"
+)
+#: Lines of Ascend's NPU stack: torch_npu's process group and sources, HCCL's own records, CANN's
+#: ``[ERROR] ... ERR02005`` and ``EE9999`` codes, vLLM's Ascend plugin.
+_ASCEND = re.compile(
+    rb"ProcessGroupHCCL|torch_npu[/.]|\bHCCL (?:watchdog|error|WARN|ERROR)|"
+    rb"\) ERR0\d{4} |\bEE\d{4}: |vllm[-_]ascend"
 )
 _FLAG_PP = re.compile(rb"--(?:pp-size|pipeline-parallel-size)[= ](\d{1,4})\b")
 _FLAG_NNODES = re.compile(rb"--nnodes[= ](\d{1,4})\b")
@@ -129,7 +145,10 @@ def survey(reading: LogReading, head: bytes) -> None:
     reading.envelope, reading.launcher = detect(head)
     reading.pp_ranks.update(int(n) for n in _PP_PREFIX.findall(head))
     reading.server_args = _server_args(head)
-    reading.sglang_seen = _SGLANG_LINE.search(head) is not None
+    reading.ascend = _ASCEND.search(head) is not None
+    reading.sglang_seen = _SGLANG_LINE.search(head) is not None or (
+        _BARE_STAMP.search(head) is not None and _SGLANG_WORDS.search(head) is not None
+    )
     detected = reading.envelope is not Envelope.PLAIN or reading.launcher is not Launcher.NONE
     code = reading.source_code = source_code(head)
     reading.shaped = (detected or _LOG_SHAPE.search(head) is not None) and not code

@@ -25,7 +25,7 @@ from ppaux.triage.groups import (
     unmargined,
 )
 from ppaux.triage.lineformat import LogLine
-from ppaux.triage.records import Failure, Frame
+from ppaux.triage.records import Failure, Frame, went_on
 from ppaux.triage.tracelines import EXCEPTION, FRAME, MAX_MESSAGE, WRAPPED, raised, unfolded
 
 __all__ = ["MAX_FRAMES", "TracebackBuilder"]
@@ -178,8 +178,10 @@ class TracebackBuilder:
             return self._message_line(text)  # the CUDA error's own next line, not a record
         if marked and not self._blank and _ACTOR_DEAD.match(text) is not None:
             return self._message_line(text)  # Ray's ActorDiedError says why, in its message
-        if marked or self._blank or text.startswith("[") or text.startswith("INFO:"):
+        if marked or self._blank or text.startswith(("[", "INFO:")):
             return False
+        if went_on(line, self.failure):
+            return False  # a record of its own (a logger's next one), not the message
         return self._message_line(text)
 
     def _group_line(self, text: str, named: bool = False) -> bool | str:
@@ -305,6 +307,16 @@ class TracebackBuilder:
             self.state = "after"  # no exception line came where one should: cut off
             return False
         code = text.strip()
+        if (
+            code.startswith("Traceback (m")
+            and self._frames
+            and not self.group
+            and not self.failure.fragment
+        ):
+            # another traceback's header after this one's own header and frames: this one was
+            # cut before its exception (frames without a header may be a traceback pasted
+            # newest line first, whose header comes after its frames)
+            return False
         if not code or set(code) <= set("^~ ") or code.startswith(("Traceback (m", GROUP_HEADER)):
             return True
         failure = self.failure

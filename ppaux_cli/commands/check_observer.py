@@ -154,8 +154,10 @@ _TimeoutOption = Annotated[
         "--timeout",
         metavar="SECONDS",
         parser=seconds,
-        help="How long a two-process transport waits for its peer, and how long the target "
-        "may take before it is stopped as hung (seconds, at most 86400).",
+        help="How long a two-process transport waits for its peer (seconds, at most 86400); "
+        "a step, the target's loading or the end of a batch size that takes longer than the "
+        "timeout plus 5 s is stopped as hung (the 5 s let the transport's own timeout report "
+        "first).",
     ),
 ]
 
@@ -250,7 +252,7 @@ def _checked(
             report_path=None if output in (None, "-") else output,
         )
     except TargetError as exc:
-        fail(f"{exc.target}: {exc.reason}")
+        fail(exc)
     except ObserverConfigError as exc:
         fail(setting_line(exc))
 

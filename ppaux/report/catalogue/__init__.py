@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ppaux.errors import PpauxError
-from ppaux.report.findings import Finding, Rule, Severity
+from ppaux.report.findings import Finding, Location, Rule, Severity
 from ppaux.suggestions import Suggestion
 
 from . import capture, diff, dump, observer, replay, security, skew, triage
@@ -53,6 +53,10 @@ def get_rule(code: str) -> Rule:
         raise UnknownRuleError(code) from None
 
 
+#: Where a finding's ``extra`` names the kind whose fix it takes, first listed first.
+_KIND_KEYS = ("nccl_setup", "killer", "kind", "no_root", "collectives")
+
+
 def finding(
     code: str,
     path: str,
@@ -62,7 +66,7 @@ def finding(
     severity: Severity | None = None,
     sglang_error: str | None = None,
     extra: dict[str, Any] | None = None,
-    location: dict[str, Any] | None = None,
+    location: Location | None = None,
     suggestions: tuple[Suggestion, ...] = (),
 ) -> Finding:
     """Build a finding for ``code``; severity, predicted error and hint come from the rule (the
@@ -75,7 +79,7 @@ def finding(
         path=path,
         key=key,
         sglang_error=sglang_error if sglang_error is not None else rule.sglang_error,
-        hint=rule.fix_for(*((extra or {}).get(k) for k in ("nccl_setup", "kind", "no_root"))),
+        hint=rule.fix_for(*((extra or {}).get(k) for k in _KIND_KEYS)),
         extra=extra or {},
         location=location,
         suggestions=suggestions,

@@ -135,7 +135,7 @@ RULES = (
     Rule(
         code="PP107",
         name="aux-sparse-or-quantized",
-        severity=Severity.WARNING,
+        severity=Severity.ERROR,
         summary="An auxiliary tensor is sparse or quantized.",
         explanation=(
             "torch.distributed's send has no kernel for a sparse or quantized tensor: sglang's "
@@ -379,6 +379,13 @@ RULES = (
             "Keep tensors and plain containers in the dict (torch.from_numpy(a) for an array, a "
             "tuple for a frozenset), or allowlist the global with "
             "torch.serialization.add_safe_globals on the loading side when the file is trusted."
+        ),
+        kind_fixes=(
+            (
+                "protocol",
+                "Save with torch.save's default protocol: leave pickle_protocol out (it writes "
+                "protocol 2, which the weights-only reader runs).",
+            ),
         ),
         example=(
             "torch.load's default (weights_only=True) refuses this file: data.pkl byte 13: "

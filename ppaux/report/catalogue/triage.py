@@ -43,6 +43,24 @@ _SETUP_FIXES = (
     ),
 )
 
+#: PP809's fixes where the log says who ended its processes (``extra.killer``).
+_STOP_FIXES = (
+    (
+        "outside-stop",
+        "No process failed: a signal from outside the job stopped it. torchrun's elastic agent "
+        "passes on the SIGTERM it was sent (by Slurm's scancel or time limit, by the kubelet "
+        "evicting, deleting or pre-empting the pod, by a timeout wrapper, by a user's kill) and "
+        "stops its workers. Look where that sender writes: the scheduler's record of the job "
+        "(sacct), the pod's events (kubectl get events, kubectl describe pod), the agent's own "
+        "log on each node and the log of the node or rank that was stopped first.",
+    ),
+    (
+        "slurm-cancel",
+        "Slurm ended the job (its time limit, a pre-emption, a cancellation): sacct shows its "
+        "state and times; ask for more time or checkpoint and resume.",
+    ),
+)
+
 RULES = (
     Rule(
         code="PP801",
@@ -347,7 +365,17 @@ RULES = (
             "no root in this log: the cause is on the network or another node; 6 communication "
             "failures on TP10, TP11, TP12 and nothing else"
         ),
-        kind_fixes=_SETUP_FIXES,
+        kind_fixes=(
+            *_SETUP_FIXES,
+            *_STOP_FIXES,
+            (
+                "hccl",
+                "Collect the logs of every node, the parent process's and CANN's (~/ascend/log/); "
+                "check the network between the nodes (ASCEND_GLOBAL_LOG_LEVEL=1, "
+                "HCCL_SOCKET_IFNAME or HCCL_IF_IP, HCCL_CONNECT_TIMEOUT, HCCL_EXEC_TIMEOUT; "
+                "hccn_tool's links) and OOM kills.",
+            ),
+        ),
         area="triage",
     ),
     Rule(

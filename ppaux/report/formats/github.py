@@ -61,10 +61,7 @@ def annotation(finding: Finding, *, target: bool = False) -> str:
     if finding.location is not None:
         # Annotate the line of code that caused it; the file it was found in goes in the text.
         lines.append(f"found in: {finding.path}")
-        line = finding.location.get("line")
-        where = f"file={_property(str(finding.location.get('file')))},"
-        # A line number from a capture file is trusted only when it is one.
-        where += f"line={line}," if isinstance(line, int) and not isinstance(line, bool) else ""
+        where = f"file={_property(finding.location.file)},line={finding.location.line},"
     elif not target:
         where = f"file={_property(finding.path)},"
     else:

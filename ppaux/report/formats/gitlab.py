@@ -67,8 +67,8 @@ def issues(report: Report) -> list[dict[str, Any]]:
         }
         if f.location is not None:  # the line of code that caused it
             issue["location"] = {
-                "path": str(f.location["file"]),
-                "lines": {"begin": int(f.location["line"])},
+                "path": f.location.file,
+                "lines": {"begin": f.location.line},
             }
             body = f"Found in {f.path}.\n\n{body}" if body else f"Found in {f.path}."
         if body:

@@ -18,7 +18,7 @@ import urllib.parse
 from typing import Any
 
 from ppaux.report.document import Report
-from ppaux.report.findings import Finding, Rule, Severity
+from ppaux.report.findings import Finding, Location, Rule, Severity
 from ppaux.report.formats import strict_json
 
 __all__ = ["SARIF_SCHEMA_URI", "artifact_uri", "document", "render"]
@@ -73,14 +73,14 @@ def _location(path: str) -> dict[str, Any]:
     return {"physicalLocation": {"artifactLocation": {"uri": artifact_uri(path)}}}
 
 
-def _code_location(location: dict[str, Any]) -> dict[str, Any]:
+def _code_location(location: Location) -> dict[str, Any]:
     # The source line that caused the finding: code scanning annotates it.
     return {
         "physicalLocation": {
-            "artifactLocation": {"uri": artifact_uri(location["file"])},
-            "region": {"startLine": location["line"]},
+            "artifactLocation": {"uri": artifact_uri(location.file)},
+            "region": {"startLine": location.line},
         },
-        "logicalLocations": [{"fullyQualifiedName": location["function"], "kind": "function"}],
+        "logicalLocations": [{"fullyQualifiedName": location.function, "kind": "function"}],
     }
 
 

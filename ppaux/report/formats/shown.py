@@ -11,7 +11,7 @@ changes nothing, so text escaped earlier is not escaped twice.
 Values that no encoder could write are also made safe here: an integer too long for JSON numbers
 (Python refuses to print one past 4300 digits) becomes a string, and a key that is not a string,
 number, boolean or None (JSON has no tuple keys) becomes its shown ``repr``; a finding's source
-``location`` without a file name and a line number is dropped.
+``location`` whose line number no format can write is dropped.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import dataclasses
 from typing import Any
 
 from ppaux.report.document import InputProblem, Report, Table
-from ppaux.report.findings import Finding
+from ppaux.report.findings import Finding, Location
 from ppaux.text import shown
 
 __all__ = ["shown_report", "shown_value"]
@@ -75,18 +75,12 @@ def shown_value(value: object) -> Any:
     return value
 
 
-def _location(location: object) -> dict[str, Any] | None:
-    # A location comes from a capture file: every format reads its file, line and function,
-    # so one without a usable file and line number is dropped rather than half-written.
-    if not isinstance(location, dict):
+def _location(location: Location | None) -> Location | None:
+    # Every format reads a location's file, line and function: one whose line no format can
+    # write (a capture file's or a target's own number) is dropped rather than half-written.
+    if location is None or not 0 < location.line < 2**31:
         return None
-    file, line, function = location.get("file"), location.get("line"), location.get("function")
-    if not isinstance(file, str) or type(line) is not int or not 0 < line < 2**31:
-        return None
-    out: dict[str, Any] = shown_value(location)
-    name = shown(function, None) if isinstance(function, str) else "?"
-    out.update(file=shown(file, None), line=line, function=name)
-    return out
+    return Location(shown(location.file, None), location.line, shown(location.function, None))
 
 
 def _finding(item: Finding) -> Finding:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ppaux.report import catalogue
 from ppaux.report.document import Report, Table, count_by_severity
-from ppaux.report.findings import Finding, Severity
+from ppaux.report.findings import Finding, Location, Severity
 from ppaux.report.formats.wrapping import MIN_WIDTH, shell_lines, wrap
 from ppaux.text import counted
 from ppaux.text import shown as text_shown
@@ -167,11 +167,11 @@ def _records(table: Table, rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def place(location: dict[str, Any]) -> str:
+def place(location: Location) -> str:
     """``FILE:LINE in FUNCTION``; without `` in ...`` where the function is unknown ('-')."""
-    at = f"{location['file']}:{location['line']}"
-    function = location.get("function")
-    return at if function in (None, "", "-", "?") else f"{at} in {function}"
+    at = f"{location.file}:{location.line}"
+    function = location.function
+    return at if function in ("", "-", "?") else f"{at} in {function}"
 
 
 def _finding_lines(f: Finding, width: int) -> list[str]:
