@@ -1,20 +1,24 @@
-"""Rank 0 in a process of its own: what it rebuilds from the bytes the last stage sent.
+"""Rank 0 in a process of its own, as sglang's rank 0 is another process than its last stage.
 
 In sglang, rank 0 is another process than the last stage (another host under multi-node):
 state the last stage's observer keeps at module or class level (``after_sample`` storing a
-tensor in a global that ``from_pp_tensors`` reads back) is never there. The check's child runs
-both sides in one process, where that state is shared; so, before it imports the target, it
-forks a process (:func:`start`) that imports the target separately and runs only rank 0's
-side: per step, the dict rank 0 received crosses to it as bytes (each tensor's dtype, shape,
-strides, device and memory; other values as JSON), as sglang's wire carries it; it pops it
-with rank 0's observer (``from_pp_tensors``), describes the rebuilt output, copies it to the
-host and consumes it into requests of its own, and answers the description or the fault
-(:class:`RankZero`), which the step's record carries to the judge (:mod:`.judge`): rank 0's
-side as sglang would see it.
+tensor in a global that ``from_pp_tensors`` reads back) is never there. So, before it imports
+the target, the check's child forks a process (:func:`start`) that imports the target itself
+(at the first question, once the child loaded it) and runs rank 0's side alone
+(:class:`~ppaux.observer.rankzero.RankZeroSide`): rank 0's observer, its pop, its output's
+``copy_to_host`` and ``consume`` into rank 0's requests, and the descriptions of those. None of
+rank 0's methods runs in the child.
 
-A step whose dict holds a value that cannot cross so (a tensor subclass, a tensor that is not
-dense, a value other than a tensor or a JSON scalar) is not sent: rank 0's side of that step
-is judged in the child's process only.
+Per step, the dict rank 0 received crosses to it as bytes (:class:`RankZero`), as sglang's wire
+carries it: each plain dense tensor as its dtype, shape, strides, device and memory; a JSON
+scalar as itself; anything else pickled, as sglang's ``send_tensor_dict`` pickles what is not a
+tensor (unpickled in rank 0's process, which runs the target's code anyway; never in the
+parent). Every other question (make rank 0's observer, describe its requests, where its methods
+are) and its answer are JSON. Rank 0's process ending (an exit, a signal, answers it cannot
+make) is rank 0's fault at the step it was at: "rank 0's process ended (exit code 3)"; it hangs
+as the child does, until the parent's ``--timeout`` kills the child's process group, which it
+is in; a fork of it that reaches one of the target's methods ends there, told to the parent
+as the child's forks are.
 
 Runs in the check's child (:mod:`.worker`). Imports torch when used.
 """
@@ -33,10 +37,7 @@ if TYPE_CHECKING:
 
     from ppaux.observer.options import ObserverOptions
 
-__all__ = ["SIDE", "RankZero", "start"]
-
-#: The side a fault of rank 0's own process is on, as the report names it.
-SIDE = "rank 0 in a process of its own"
+__all__ = ["RankZero", "start"]
 
 _HEADER = struct.Struct("!Q")
 #: The most bytes one message's JSON part may take.
@@ -58,11 +59,13 @@ def start(
     options: ObserverOptions,
     first: Callable[[], None],
     hide: Callable[[int], int],
+    announce: Callable[[str | None, Any], None],
 ) -> RankZero | None:
     """Fork rank 0's process (before this process imports ``target``); ``first`` runs in it
     before anything else (what it must not keep of this process's); each end of the socket
-    between the two is moved by ``hide`` (to a descriptor the target is unlikely to write on).
-    None where the system cannot fork."""
+    between the two is moved by ``hide`` (to a descriptor the target is unlikely to write on);
+    ``announce`` tells the parent which of the target's methods it runs. None where the
+    system cannot fork."""
     import socket
 
     if not hasattr(os, "fork"):
@@ -82,7 +85,7 @@ def start(
         try:
             ours.close()
             first()
-            _serve(socket.socket(fileno=hide(theirs.detach())), target, options)
+            _serve(socket.socket(fileno=hide(theirs.detach())), target, options, announce)
             code = 0
         finally:
             os._exit(code)
@@ -117,130 +120,168 @@ def _receive(sock: socket.socket) -> dict[str, Any]:
     return message
 
 
-def _crossing(received: dict[Any, Any]) -> tuple[list[list[Any]], list[bytes]] | None:
+def _crossing(received: dict[Any, Any]) -> tuple[list[list[Any]], list[bytes]]:
     """The entries of ``received`` as they cross (``[key, "tensor", dtype, shape, strides,
-    device, size]`` or ``[key, "value", value]``) and the tensors' bytes; None where one
-    cannot cross (see the module's docstring)."""
-    import ctypes
+    device, size]``, ``[key, "value", value]`` or ``[key, "pickled", size]``; the whole dict
+    ``[None, "pickled", size]`` where a key is not a string) and their bytes. Pickling runs
+    the target's code (a ``__reduce__``): what it raises is the caller's to report."""
+    import pickle
 
-    import torch
-
+    if not all(type(key) is str for key in received):
+        blob = pickle.dumps(received)
+        return [[None, "pickled", len(blob)]], [blob]
     entries: list[list[Any]] = []
     blobs: list[bytes] = []
     for key, value in received.items():
-        if not isinstance(key, str):
-            return None
-        if type(value) is not torch.Tensor:
-            if value is None or type(value) in (str, int, float, bool):
-                entries.append([key, "value", value])
-                continue
-            return None
-        if value.layout != torch.strided or value.is_quantized or value.is_complex():
-            return None
-        if value.requires_grad or value.is_conj() or value.is_neg():
-            return None
-        if torch.empty_like(value).stride() != value.stride():  # not dense
-            return None
-        host = value.detach().cpu()
-        size = host.numel() * host.element_size()
-        blobs.append(ctypes.string_at(host.data_ptr(), size) if size else b"")
-        dtype = str(value.dtype).removeprefix("torch.")
-        entries.append(
-            [key, "tensor", dtype, list(value.shape), list(value.stride()), str(value.device), size]
-        )
+        entry = _plain(key, value)
+        if entry is None:
+            blob = pickle.dumps(value)
+            entry = ([key, "pickled", len(blob)], blob)
+        entries.append(entry[0])
+        blobs.append(entry[1])
     return entries, blobs
 
 
-def _rebuilt(sock: socket.socket, entries: list[list[Any]]) -> dict[str, Any]:
-    """The dict rank 0 received, rebuilt from ``entries`` and the bytes that follow them."""
+def _plain(key: str, value: object) -> tuple[list[Any], bytes] | None:
+    """``value`` as it crosses without pickle (a plain dense tensor, a JSON scalar), or None."""
     import ctypes
 
     import torch
 
-    out: dict[str, Any] = {}
-    for entry in entries:
+    if value is None or type(value) in (str, int, float, bool):
+        return [key, "value", value], b""
+    if type(value) is not torch.Tensor or value.layout != torch.strided:
+        return None
+    if value.is_quantized or value.is_complex() or value.requires_grad:
+        return None
+    if value.is_conj() or value.is_neg():
+        return None
+    if torch.empty_like(value).stride() != value.stride():  # not dense
+        return None
+    dtype = str(value.dtype).removeprefix("torch.")
+    meta = value.device.type == "meta"  # a shape and no values
+    host = value if meta else value.detach().cpu()
+    size = 0 if meta else host.numel() * host.element_size()
+    data = ctypes.string_at(host.data_ptr(), size) if size else b""
+    shape, strides = list(value.shape), list(value.stride())
+    return [key, "tensor", dtype, shape, strides, str(value.device), size], data
+
+
+def _rebuilt(sock: socket.socket, entries: list[list[Any]]) -> dict[Any, Any]:
+    """The dict rank 0 received, rebuilt from ``entries`` and the bytes that follow them
+    (all read before anything is rebuilt, so that a failure leaves nothing unread)."""
+    import ctypes
+    import pickle
+
+    import torch
+
+    sizes = [_size(entry) for entry in entries]
+    blobs = [_receive_exactly(sock, size) if size else b"" for size in sizes]
+    out: dict[Any, Any] = {}
+    for entry, data in zip(entries, blobs, strict=True):
         if entry[1] == "value":
             out[entry[0]] = entry[2]
-            continue
-        key, _, dtype, shape, strides, device, size = entry
-        data = _receive_exactly(sock, size) if size else b""
-        tensor = torch.empty_strided(shape, strides, dtype=getattr(torch, dtype), device="cpu")
-        if size:
-            ctypes.memmove(tensor.data_ptr(), data, size)
-        out[key] = tensor.to(device) if device != "cpu" else tensor
+        elif entry[1] == "pickled":
+            value = pickle.loads(data)  # the target's own process: its code may run
+            if entry[0] is None:
+                return dict(value)
+            out[entry[0]] = value
+        else:
+            key, _, dtype, shape, strides, device, size = entry
+            place = "meta" if device == "meta" else "cpu"
+            tensor = torch.empty_strided(shape, strides, dtype=getattr(torch, dtype), device=place)
+            if size:
+                ctypes.memmove(tensor.data_ptr(), data, size)
+            out[key] = tensor.to(device) if place == "cpu" and device != "cpu" else tensor
     return out
 
 
+def _size(entry: list[Any]) -> int:
+    if entry[1] == "pickled":
+        return int(entry[2])
+    if entry[1] == "tensor":
+        return int(entry[6])
+    return 0
+
+
 class RankZero:
-    """The check's end of rank 0's process: :meth:`send` a step's received dict, then
-    :meth:`answer` (what rank 0 rebuilt, or its fault); :meth:`close` at the end."""
+    """The check's end of rank 0's process, answering as
+    :class:`~ppaux.observer.rankzero.RankZeroSide` does: :meth:`send` a step's received dict,
+    then :meth:`answer`; :meth:`ask` any other question; :meth:`close` at the end. Once the
+    process is gone, every answer says so."""
 
     def __init__(self, sock: socket.socket, pid: int) -> None:
         self.sock = sock
         self.pid = pid
         self.lost: str | None = None
-        self.waiting = False
+        self.local: dict[str, Any] | None = None
+        self.crossing: tuple[list[list[Any]], list[bytes]] | None = None
 
-    def send(self, batch_size: int, index: int, received: dict[Any, Any] | None) -> bool:
-        """Send step ``index``'s ``received`` dict; False where it cannot cross or rank 0's
-        process is gone or could not load the target (nothing to answer then)."""
-        if self.lost is not None or received is None:
-            return False
-        if self._ended():  # between steps: another process's doing (the target's), not rank 0's
-            self.lost = ""
-            return False
-        crossing = _crossing(received)
-        if crossing is None:
-            return False
+    def send(self, received: dict[Any, Any]) -> None:
+        """Take what rank 0 received at this step as it crosses (its bytes, now: the
+        single stage's copy_to_host may change the tensors in place next); it is sent by
+        :meth:`answer`, so that rank 0's methods never run while the child's do (the hook
+        slot names the one that runs)."""
+        from ppaux.observer.drive import message_line
+        from ppaux.observer.paths import Fault
+
+        self.local = None
+        self.crossing = None
         try:
-            _send(self.sock, {"batch_size": batch_size, "entries": crossing[0]}, crossing[1])
-        except OSError:
-            self.lost = self._how_ended()
-            return True  # answered by what ended it
-        self.waiting = True
-        return True
+            self.crossing = _crossing(received)
+        except Exception as exc:  # a value sglang's wire could not pickle either
+            fault = Fault("wire", type(exc).__name__, message_line(exc), "sender")
+            self.local = {"fault": fault.to_json()}
 
-    def answer(self) -> dict[str, Any] | None:
-        """Rank 0's answer to the step sent: ``{"rebuilt_type", "rebuilt"}``, ``{"fault"}``,
-        or None where it could not load the target (it is asked nothing more)."""
-        if self.waiting:
-            self.waiting = False
+    def answer(self) -> dict[str, Any]:
+        """Rank 0's answer to the step taken by :meth:`send` (see ``RankZeroSide.answer``)."""
+        from ppaux.observer.rankzero import ended_fault
+
+        if self.local is not None:
+            return self.local
+        crossing, self.crossing = self.crossing, None
+        if self.lost is None and crossing is not None:
             try:
-                reply = _receive(self.sock)
-            except (OSError, EOFError, ValueError):
+                _send(self.sock, {"op": "step", "entries": crossing[0]}, crossing[1])
+            except OSError:
                 self.lost = self._how_ended()
-            else:
-                if "unavailable" in reply:
-                    self.lost = ""
-                    return None
-                return reply
-        if not self.lost:
-            return None
-        fault = {
-            "stage": "pop",
-            "side": SIDE,
-            "method": None,
-            "error_type": "ProcessEnded",
-            "message": f"rank 0's process ended ({self.lost}) in rank 0's side of the step",
-            "name": None,
-            "value": None,
-            "where": None,
-        }
-        self.lost = ""  # said once
-        return {"fault": fault}
+        reply = self._reply()
+        if reply is not None:
+            return reply
+        return {"fault": ended_fault(self.lost or "gone")}
 
-    def _ended(self) -> bool:
-        """Whether rank 0's process has already ended (it is then waited for)."""
+    def ask(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Rank 0's answer to ``op`` (see ``RankZeroSide.ask``)."""
+        if self.lost is None:
+            try:
+                _send(self.sock, {"op": op, **args}, [])
+            except OSError:
+                self.lost = self._how_ended()
+        reply = self._reply()
+        if reply is not None:
+            return reply
+        message = f"rank 0's process ended ({self.lost or 'gone'})"
+        if op == "begin":
+            return {"reason": message}
+        if op == "made":
+            return {"events": []}
+        if op == "locations":
+            return {"rank0": {}}
+        lost = {"what": "rank 0's process", "error_type": "ProcessEnded", "message": message}
+        return {"undescribable": {**lost, "location": None}}
+
+    def _reply(self) -> dict[str, Any] | None:
+        if self.lost is not None:
+            return None
         try:
-            ended = self.pid == 0 or os.waitpid(self.pid, os.WNOHANG)[0] != 0
-        except ChildProcessError:
-            ended = True
-        if ended:
-            self.pid = 0
-        return ended
+            return _receive(self.sock)
+        except (OSError, EOFError, ValueError):
+            self.lost = self._how_ended()
+            return None
 
     def _how_ended(self) -> str:
         """How rank 0's process ended (it is waited for a moment)."""
+        import signal
         import time
 
         deadline = time.monotonic() + _EXIT_WAIT_S
@@ -252,7 +293,10 @@ class RankZero:
             if pid:
                 self.pid = 0
                 if os.WIFSIGNALED(status):
-                    return f"killed by signal {os.WTERMSIG(status)}"
+                    number = os.WTERMSIG(status)
+                    with contextlib.suppress(ValueError):
+                        return f"killed by signal {signal.Signals(number).name}"
+                    return f"killed by signal {number}"
                 return f"exit code {os.waitstatus_to_exitcode(status)}"
             if time.monotonic() > deadline:
                 return "it stopped answering"
@@ -280,63 +324,73 @@ class RankZero:
             os.waitpid(self.pid, 0)
 
 
-def _serve(sock: socket.socket, target: str, options: ObserverOptions) -> None:
-    """Rank 0's process: load ``target`` and its parts, then answer each step until the
-    check closes its end."""
-    from ppaux.observer.parts import rank0_machinery
-    from ppaux.observer.target import load_observer
-
-    loaded: Any = None
-    batch = None
-    rank0: Any = None
-    reqs: list[Any] = []
+def _serve(
+    sock: socket.socket,
+    target: str,
+    options: ObserverOptions,
+    announce: Callable[[str | None, Any], None],
+) -> None:
+    """Rank 0's process: load ``target`` and its parts at the first question, then answer
+    each until the check closes its end."""
+    side: Any = None
+    refused: str | None = None
     while True:
         try:
             header = _receive(sock)
-            received = _rebuilt(sock, header["entries"])
+            op = header.pop("op")
         except (OSError, EOFError, ValueError, KeyError, TypeError):
             return  # the check closed its end (or the target wrote on it)
-        if loaded is None:
-            # Imported once the first step arrived: the check's process imported it whole
-            # before (its import-time code never runs in both processes at once).
+        if side is None and refused is None:
+            # Loaded at the first question: the check's process loaded it whole before (its
+            # import-time code never runs in both processes at once).
+            side, refused = _load(target, options, announce)
+        reply: dict[str, Any]
+        if refused is not None:
+            reply = {"reason": refused} if op == "begin" else {"refused": refused}
+        elif op != "step":
+            reply = side.ask(op, header)
+        else:
             try:
-                loaded = load_observer(target, rank0_only=True)
-                m = rank0_machinery(options)
-            except BaseException:  # refused here (it loaded in the check's process)
-                _send(sock, {"unavailable": True}, [])
+                received = _rebuilt(sock, header["entries"])
+            except (OSError, EOFError):
                 return
-        if header["batch_size"] != batch:
-            batch = header["batch_size"]
-            try:
-                rank0 = loaded.make_rank0()
-            except BaseException:  # the check's own rank 0 says where it fails
-                _send(sock, {"unavailable": True}, [])
-                return
-            reqs = m.make_requests(batch)
-        _send(sock, _step(received, rank0, reqs, m), [])
+            except Exception as exc:  # the target's class could not be rebuilt here
+                reply = {"fault": _unreceived(exc)}
+            else:
+                side.send(received)
+                reply = side.answer()
+        # Between the target's methods: a fork of this process made in one of them ends
+        # here, said to the parent, before it could answer for this process.
+        announce(None, None)
+        _send(sock, reply, [])
 
 
-def _step(received: dict[str, Any], rank0: Any, reqs: list[Any], m: Any) -> dict[str, Any]:
-    """Rank 0's side of one step: pop, describe, copy to the host and consume."""
-    from ppaux.observer.drive import HookFailure
-    from ppaux.observer.paths import Fault, hook_fault, pp_host, pp_pop
-    from ppaux.observer.watched import described
+def _load(
+    target: str, options: ObserverOptions, announce: Callable[[str | None, Any], None]
+) -> tuple[Any, str | None]:
+    """Rank 0's side of ``target``, or why it could not be made here."""
+    from ppaux.observer.drive import message_line
+    from ppaux.observer.endings import LOADING
+    from ppaux.observer.parts import rank0_machinery
+    from ppaux.observer.rankzero import RankZeroSide
+    from ppaux.observer.target import TargetError, load_observer
 
-    def moved(fault: Fault) -> dict[str, Any]:
-        data = fault.to_json()
-        data["side"] = SIDE
-        data["message"] = str(data["message"])[:2000]
-        return data
-
-    popped = pp_pop(received, rank0, m)
-    if popped.fault is not None:
-        return {"fault": moved(popped.fault)}
-    reply: dict[str, Any] = {"rebuilt_type": type(popped.output).__qualname__}
+    announce(LOADING, None)
     try:
-        reply["rebuilt"] = described("the output rank 0 rebuilt", popped.output)
-    except HookFailure as failure:
-        return {"fault": moved(hook_fault(failure, SIDE))}
-    host = pp_host(popped, reqs, received.get("next_token_ids"), m)
-    if host.fault is not None:
-        return {"fault": moved(host.fault)}
-    return reply
+        loaded = load_observer(target, rank0_only=True)
+        side = RankZeroSide(loaded.make_rank0, rank0_machinery(options))
+    except TargetError as exc:
+        return None, f"rank 0's process could not load the target: {exc.reason}"
+    except BaseException as exc:  # the target's own, as it ran here
+        line = message_line(exc)
+        return None, f"rank 0's process could not load the target: {type(exc).__name__}: {line}"
+    finally:
+        announce(None, None)
+    return side, None
+
+
+def _unreceived(exc: BaseException) -> dict[str, Any]:
+    from ppaux.observer.drive import message_line
+    from ppaux.observer.paths import Fault
+
+    return Fault("wire", type(exc).__name__, message_line(exc), "receiver").to_json()

@@ -49,7 +49,6 @@ from ppaux.suggestions import RaiseLimit
 
 __all__ = [
     "Difference",
-    "apart_differences",
     "describe",
     "differences",
     "record",
@@ -354,18 +353,3 @@ def differences(
         if path not in left:
             found.append(Difference(path, "extra", "absent", describe(b)))
     return found
-
-
-def apart_differences(step: dict[str, Any], known: list[Difference]) -> list[Difference]:
-    """The differences between a step record's output and what rank 0 rebuilt in a process
-    of its own (its ``apart`` answer: see :mod:`ppaux.observer.apart`) that are not among
-    ``known`` (the child's own rank 0's)."""
-    apart = step.get("apart") or {}
-    if not isinstance(apart.get("rebuilt"), dict):
-        return []
-    found = differences(step.get("output") or {}, apart["rebuilt"])
-    kinds = (str(step.get("output_type")), str(apart.get("rebuilt_type")))
-    if kinds[0] != kinds[1]:
-        found.insert(0, Difference("", "type", *kinds))
-    seen = {(item.path, item.what) for item in known}
-    return [item for item in found if (item.path, item.what) not in seen]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ppaux.limits import Limits
-from ppaux.observer.compare import Difference, apart_differences, differences, uncompared
+from ppaux.observer.compare import Difference, differences, uncompared
 from ppaux.observer.findings import (
     Ending,
     changed_finding,
@@ -195,11 +195,6 @@ class Judge:
         self.produced[(batch_size, index)] = m.get("output") or {}
         single = fault_of(m.get("single"))
         pp = fault_of(m.get("pp"))
-        apart = m.get("apart") or {}
-        if pp is None and single is None and apart.get("fault") is not None:
-            # Rank 0 in a process of its own (as sglang's is) failed where the child's did not.
-            pp = fault_of(apart["fault"])
-            result["pp"] = apart["fault"]
         if single is not None:
             self._fault_finding(single, batch_size, index)
         if pp is not None:
@@ -215,13 +210,9 @@ class Judge:
         kinds = (str(m.get("output_type")), str(m.get("rebuilt_type")))
         if kinds[0] != kinds[1]:  # by name: a file loaded twice gives two classes of one name
             rebuilt.insert(0, Difference("", "type", *kinds))
-        for subject, items in (
-            ("the output rank 0 rebuilt", rebuilt),
-            ("the output rank 0 rebuilt in a process of its own", apart_differences(m, rebuilt)),
-        ):
-            for item in items:
-                result["differences"].append(difference_entry("output", item))
-                self._difference_finding("PP711", subject, item, batch_size, index)
+        for item in rebuilt:
+            result["differences"].append(difference_entry("output", item))
+            self._difference_finding("PP711", "the output rank 0 rebuilt", item, batch_size, index)
         self._step_requests(m, 0)
         found = len(result["differences"])
         verdict = "same on both paths" if not found else f"{found} difference(s)"

@@ -149,20 +149,6 @@ def _opt_described(value: object) -> bool:
     return value is None or _described(value)
 
 
-def _apart(value: object) -> bool:
-    """Rank 0's answer from a process of its own (:mod:`.apart`): what it rebuilt (its type
-    and its description), or its fault."""
-    if not isinstance(value, dict):
-        return False
-    if set(value) == {"fault"}:
-        return value["fault"] is not None and _fault(value["fault"])
-    return (
-        set(value) == {"rebuilt_type", "rebuilt"}
-        and _str(value["rebuilt_type"])
-        and _described(value["rebuilt"])
-    )
-
-
 def _requests(value: object) -> bool:
     """Descriptions of the requests, one a request."""
     return isinstance(value, list) and all(_described(item) for item in value)
@@ -294,7 +280,6 @@ _FIELDS: dict[str, tuple[dict[str, _Check], dict[str, _Check]]] = {
             "rebuilt": _opt_described,
             "single_reqs": _opt_requests,
             "pp_reqs": _opt_requests,
-            "apart": _apart,
         },
     ),
     "made": ({"method": _str, "return": _opt_place, "names": _places}, {}),

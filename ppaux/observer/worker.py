@@ -221,10 +221,9 @@ def main(argv: list[str]) -> int:
     _die_with_parent()
     _drop_ptrace()
     request = _read_request()
-    fd = _hidden(int(request.pop("fd")))
-    emit = _writer(fd)
+    emit = _writer(_hidden(int(request.pop("fd"))))
     options, announce, adopt = _before_the_target(request, emit)
-    rank0 = _rank0_apart(request, options, adopt, (fd, int(request["crash"])))
+    rank0 = _rank0_apart(request, options, (announce, adopt), int(request["crash"]))
     try:
         _check(request, options, announce, emit, rank0)
     finally:
@@ -237,25 +236,28 @@ def main(argv: list[str]) -> int:
 def _rank0_apart(
     request: dict[str, Any],
     options: ObserverOptions,
-    adopt: Callable[[], None],
-    fds: tuple[int, ...],
+    hooks: tuple[Any, Callable[[], None]],
+    crash_fd: int,
 ) -> RankZero | None:
     """Rank 0's process (:mod:`.apart`), forked before the target is imported: it keeps
-    none of the descriptors ``fds`` (the records', the crash file's), dies with this process
-    and announces its own hooks in the slot."""
+    neither the crash file's descriptor nor its ``faulthandler`` (a fatal signal there is
+    told by how it ended), dies with this process and announces its own hooks in the slot
+    (``hooks``: the announcer and what makes it the slot's owner). It keeps the records'
+    descriptor, on which only a fork of its own writes (to say that it forked)."""
     import faulthandler
 
     from ppaux.observer.apart import start
 
+    announce, adopt = hooks
+
     def first() -> None:
         faulthandler.disable()
-        for fd in fds:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        with contextlib.suppress(OSError):
+            os.close(crash_fd)
         _die_with_parent()
         adopt()
 
-    return start(str(request["target"]), options, first, _hidden)
+    return start(str(request["target"]), options, first, _hidden, announce)
 
 
 def _before_the_target(
