@@ -57,11 +57,15 @@ _EXIT_WAIT_S = 2.0
 def start(
     target: str,
     options: ObserverOptions,
+    how: dict[str, Any],
     first: Callable[[], None],
     hide: Callable[[int], int],
     announce: Callable[[str | None, Any], None],
 ) -> RankZero | None:
-    """Fork rank 0's process (before this process imports ``target``); ``first`` runs in it
+    """Fork rank 0's process (before this process imports ``target``), which loads it as
+    ``how`` says (``rank0_only``, see :func:`~ppaux.observer.target.load_observer`) and
+    describes values under the bounds it names (``budget``, ``nesting``: see
+    :func:`~ppaux.observer.digests.digest_budget`); ``first`` runs in it
     before anything else (what it must not keep of this process's); each end of the socket
     between the two is moved by ``hide`` (to a descriptor the target is unlikely to write on);
     ``announce`` tells the parent which of the target's methods it runs. None where the
@@ -85,7 +89,7 @@ def start(
         try:
             ours.close()
             first()
-            _serve(socket.socket(fileno=hide(theirs.detach())), target, options, announce)
+            _serve(socket.socket(fileno=hide(theirs.detach())), target, options, how, announce)
             code = 0
         finally:
             os._exit(code)
@@ -328,10 +332,27 @@ def _serve(
     sock: socket.socket,
     target: str,
     options: ObserverOptions,
+    how: dict[str, Any],
     announce: Callable[[str | None, Any], None],
 ) -> None:
     """Rank 0's process: load ``target`` and its parts at the first question, then answer
-    each until the check closes its end."""
+    each until the check closes its end (under the child's bounds: see :func:`start`)."""
+    from ppaux.observer.digests import digest_budget
+
+    if how.get("budget") is None:
+        _answer(sock, target, options, how, announce)
+        return
+    with digest_budget(how["budget"], how.get("nesting")):
+        _answer(sock, target, options, how, announce)
+
+
+def _answer(
+    sock: socket.socket,
+    target: str,
+    options: ObserverOptions,
+    how: dict[str, Any],
+    announce: Callable[[str | None, Any], None],
+) -> None:
     side: Any = None
     refused: str | None = None
     while True:
@@ -343,7 +364,7 @@ def _serve(
         if side is None and refused is None:
             # Loaded at the first question: the check's process loaded it whole before (its
             # import-time code never runs in both processes at once).
-            side, refused = _load(target, options, announce)
+            side, refused = _load(target, options, bool(how.get("rank0_only")), announce)
         reply: dict[str, Any]
         if refused is not None:
             reply = {"reason": refused} if op == "begin" else {"refused": refused}
@@ -366,7 +387,10 @@ def _serve(
 
 
 def _load(
-    target: str, options: ObserverOptions, announce: Callable[[str | None, Any], None]
+    target: str,
+    options: ObserverOptions,
+    rank0_only: bool,
+    announce: Callable[[str | None, Any], None],
 ) -> tuple[Any, str | None]:
     """Rank 0's side of ``target``, or why it could not be made here."""
     from ppaux.observer.drive import message_line
@@ -377,7 +401,7 @@ def _load(
 
     announce(LOADING, None)
     try:
-        loaded = load_observer(target, rank0_only=True)
+        loaded = load_observer(target, rank0_only=rank0_only)
         side = RankZeroSide(loaded.make_rank0, rank0_machinery(options))
     except TargetError as exc:
         return None, f"rank 0's process could not load the target: {exc.reason}"

@@ -249,6 +249,14 @@ def _rank0_apart(
     from ppaux.observer.apart import start
 
     announce, adopt = hooks
+    asked = request.get("limits", {})
+    # As the child loads it (only from_pp_tensors asked of an observer whose outputs are
+    # given), and describing under the same bounds.
+    how = {
+        "rank0_only": request.get("outputs") is not None,
+        "budget": int(asked.get("max_digested_items", 0)) or None,
+        "nesting": int(asked.get("max_value_nesting", 0)) or None,
+    }
 
     def first() -> None:
         faulthandler.disable()
@@ -257,7 +265,7 @@ def _rank0_apart(
         _die_with_parent()
         adopt()
 
-    return start(str(request["target"]), options, first, _hidden, announce)
+    return start(str(request["target"]), options, how, first, _hidden, announce)
 
 
 def _before_the_target(
