@@ -69,6 +69,9 @@ class ChildEnd:
     garbled: str | None = None
     waited_s: float = 0.0
     outlived: list[str] = field(default_factory=list)
+    #: The child's own rank 0 process (:mod:`.apart`), as its 'ready' record named it: ended
+    #: with the child, never one the target left behind.
+    rank0: int | None = None
     #: Signals this process received while the child ran that would have ended it, sent by
     #: the target's processes (``os.kill(os.getppid(), ...)``) or by a sender that could not
     #: be read, by name.
@@ -199,7 +202,7 @@ def run_child(
             run.end.outlived = [
                 name
                 for name in end_all(before, run.process.pid)
-                if _named_pid(name) not in run.end.forks
+                if _named_pid(name) not in run.end.forks and _named_pid(name) != run.end.rank0
             ]
             # Elsewhere than Linux: whatever the child started in its group ends with it.
             _kill_group(run.process.pid)
@@ -396,6 +399,8 @@ class _Run:
             moved = self.protocol.take(message)
             if message["event"] != "ready":
                 self.take(message)
+            elif self.end.rank0 is None and isinstance(message.get("rank0"), int):
+                self.end.rank0 = message["rank0"]
         except (
             KeyError,
             TypeError,

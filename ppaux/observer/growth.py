@@ -3,7 +3,7 @@
 ``consume`` typically appends to a request's lists (``output_ids``, one value per token in
 ``customized_info``), so that by step ``n`` a request holds ``n`` steps of history. Describing
 it whole at every step would cost the check ``O(n)`` per step, ``O(n**2)`` in all, for a target
-whose own work per step is constant. :class:`RequestWalk` describes each pair of requests
+whose own work per step is constant. The walk describes each pair of requests
 (single-stage and PP, request ``i`` of each) so that a list that is the same list object as at
 the previous step, and no shorter, or a new list that starts with the very items (the same
 objects) the last one held (``consume`` rebuilding it as ``old + [x]``: told apart by identity,
@@ -23,7 +23,14 @@ What this leaves out, an item of such a list changed in place, is caught by the 
 description both paths' requests get once their batch size ends (the ``requests`` record),
 unless it was changed back before then.
 
-Runs in the check's child (or in-process for an object in hand). Imports torch when used.
+Each path's requests are described by a :class:`SideWalk` in the process that holds them (the
+single stage's in the check's child, rank 0's in rank 0's own process: :mod:`.apart`); the two
+offer what they left out and :func:`disagreeing` says which pairs to describe again, so that
+what crosses between the processes is plain data. :class:`RequestWalk` does both sides in one
+process.
+
+Runs in the check's child and rank 0's process (or in-process for an object in hand). Imports
+torch when used.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from typing import Any
 from ppaux.observer.identity import same_start
 from ppaux.observer.walk import SCALARS, Same, Sameness, Skip, plain_children
 
-__all__ = ["RequestWalk"]
+__all__ = ["Offer", "Redo", "RequestWalk", "SideWalk", "disagreeing"]
 
 #: (side, request number, path) -> (the list seen there, how many of its items are described).
 _Memo = dict[tuple[int, int, str], tuple[list[Any], int]]
@@ -59,15 +66,77 @@ _plain_type = _PLAIN.__contains__
 Describe = Callable[[Any, Skip, Same], dict[str, dict[str, Any]]]
 
 
-class RequestWalk:
-    """The descriptions of one batch size's requests on both paths (see the module's
-    docstring); ``describe`` is how one request is described (records of what it holds)."""
+#: One side's first description of a request at a step: its records, where each list's
+#: description started, and the paths it left out (see :class:`SideWalk`).
+Offer = tuple[dict[str, dict[str, Any]], dict[str, int], list[str]]
+
+#: Request number -> (where each list starts, the paths that may be left out): the requests
+#: whose sides disagreed, described again from what both left out.
+Redo = dict[int, tuple[dict[str, int], list[str]]]
+
+
+class SideWalk:
+    """The descriptions of one path's requests (one batch size), made in the process that
+    holds them: :meth:`first` describes each request as the module's docstring says and
+    offers what it left out; :meth:`settle` describes again those whose two sides disagreed
+    (the other side may be in another process: rank 0's) and keeps what the next step
+    compares with. ``describe`` is how one request is described."""
 
     def __init__(self, describe: Describe) -> None:
         self.describe = describe
         self.memo: _Memo = {}
         self.values: _Values = {}
         self.holders: dict[tuple[int, int], _Holders] = {}
+        self.pending: list[tuple[Any, _Same]] = []
+
+    def first(self, views: Sequence[Any]) -> list[Offer]:
+        """Each request (its view) described but for what the last step described; the
+        target's objects may raise while described: the caller says whose."""
+        self.pending = []
+        offers: list[Offer] = []
+        for number, view in enumerate(views):
+            same = _Same(self, 0, number)
+            found = self.describe(view, same.skip, same)
+            self.pending.append((view, same))
+            kept = sorted(p for p in _spelled(same.kept, same.now[1]) if isinstance(p, str))
+            offers.append((found, dict(same.starts), kept))
+        return offers
+
+    def settle(self, redo: Redo) -> dict[int, dict[str, dict[str, Any]]]:
+        """The requests named in ``redo`` described again (lists from where it says, leaving
+        out only the paths it allows), and what every request held kept for the next step."""
+        again: dict[int, dict[str, dict[str, Any]]] = {}
+        for number, (view, same) in enumerate(self.pending):
+            if number in redo:
+                common, allowed = redo[number]
+                same = _Same(self, 0, number, dict(common), set(allowed))
+                again[number] = self.describe(view, same.skip, same)
+            same.keep()
+        self.pending = []
+        return again
+
+
+def disagreeing(mine: Sequence[Offer], theirs: Sequence[Offer]) -> Redo:
+    """The request pairs whose sides' first descriptions do not line up (a list one side
+    replaced or cut, or that only one side has, or a value only one side left as it was):
+    both sides are described again from where the earlier of the two starts, leaving out only
+    what both left out, so that the records line up item for item."""
+    redo: Redo = {}
+    for number, (one, two) in enumerate(zip(mine, theirs, strict=False)):
+        if one[1] != two[1] or one[2] != two[2]:
+            common = {
+                path: min(one[1].get(path, 0), two[1].get(path, 0)) for path in {*one[1], *two[1]}
+            }
+            redo[number] = (common, sorted(set(one[2]) & set(two[2])))
+    return redo
+
+
+class RequestWalk:
+    """Both paths' requests in one process (see the module's docstring): a
+    :class:`SideWalk` each, lined up by :func:`disagreeing`."""
+
+    def __init__(self, describe: Describe) -> None:
+        self.sides = (SideWalk(describe), SideWalk(describe))
 
     def step(
         self, single: Sequence[Any], pp: Sequence[Any]
@@ -75,29 +144,12 @@ class RequestWalk:
         """The records of what each request pair holds now, but for the items of its lists
         described at earlier steps. ``single`` and ``pp`` are the requests as described (their
         views). The target's objects may raise while described: the caller says whose."""
-        left: list[dict[str, dict[str, Any]]] = []
-        right: list[dict[str, dict[str, Any]]] = []
-        describe = self.describe
-        for number, (a, b) in enumerate(zip(single, pp, strict=False)):
-            one, two = _Same(self, 0, number), _Same(self, 1, number)
-            found = (describe(a, one.skip, one), describe(b, two.skip, two))
-            if one.starts != two.starts or one.kept != two.kept:
-                # A list one side replaced or cut, or that only one side has, or a value only
-                # one side left as it was: both sides are described from where the earlier of
-                # the two starts, and leave out only what both left out, so that the records
-                # line up item for item.
-                common = {
-                    path: min(one.starts.get(path, 0), two.starts.get(path, 0))
-                    for path in {*one.starts, *two.starts}
-                }
-                both = _spelled(one.kept, one.now[1]) & _spelled(two.kept, two.now[1])
-                one = _Same(self, 0, number, common, both)
-                two = _Same(self, 1, number, common, both)
-                found = (describe(a, one.skip, one), describe(b, two.skip, two))
-            one.keep()
-            two.keep()
-            left.append(found[0])
-            right.append(found[1])
+        one, two = self.sides[0].first(single), self.sides[1].first(pp)
+        redo = disagreeing(one, two)
+        again = self.sides[0].settle(redo), self.sides[1].settle(redo)
+        count = min(len(one), len(two))
+        left = [again[0].get(n, one[n][0]) for n in range(count)]
+        right = [again[1].get(n, two[n][0]) for n in range(count)]
         return left, right
 
 
@@ -117,7 +169,7 @@ class _Same(Sameness):
 
     def __init__(
         self,
-        walk: RequestWalk,
+        walk: SideWalk,
         side: int,
         number: int,
         common: dict[str, int] | None = None,

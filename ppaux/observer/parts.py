@@ -27,7 +27,7 @@ from ppaux.suggestions import Setting
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["machinery"]
+__all__ = ["machinery", "rank0_machinery"]
 
 
 @contextlib.contextmanager
@@ -61,10 +61,33 @@ def machinery(
         if failure is not None:
             wire.close()
             raise ObserverConfigError("transport", options.transport.value, failure)
+    machine = _machine(options, module, wire, device, consume, copier)
+    try:
+        yield machine, info, device, sglang_parts
+    finally:
+        if given_wire is None:
+            wire.close()
+
+
+def rank0_machinery(options: ObserverOptions) -> Machinery:
+    """Rank 0's parts in a process of its own (:mod:`.apart`): ``options.impl``'s pop,
+    the copy to the host, the result processing and the requests; no wire."""
+    from ppaux.replay import resolve_device
+
+    device = resolve_device(options.device)
+    module = _implementation(options)
+    sglang_parts = options.transport.value == "sglang"
+    consume, copier, _ = _sglang_parts() if sglang_parts else _ppaux_parts()
+    return _machine(options, module, None, device, consume, copier)
+
+
+def _machine(
+    options: ObserverOptions, module: Any, wire: Any, device: Any, consume: Any, copier: Any
+) -> Machinery:
     from ppaux.observer.requests import request_kit
 
-    kit = request_kit(sglang_parts)
-    machine = Machinery(
+    kit = request_kit(options.transport.value == "sglang")
+    return Machinery(
         add=module.add_auxiliary_output_to_pp_tensors,
         pop=module.pop_auxiliary_output_from_pp_tensors,
         wire=wire,
@@ -76,11 +99,6 @@ def machinery(
         view_request=kit.view,
         requests=kit.label,
     )
-    try:
-        yield machine, info, device, sglang_parts
-    finally:
-        if given_wire is None:
-            wire.close()
 
 
 def _implementation(options: ObserverOptions) -> Any:

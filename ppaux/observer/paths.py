@@ -34,9 +34,9 @@ __all__ = [
     "Machinery",
     "PathOutcome",
     "hook_fault",
+    "pp_deliver",
     "pp_host",
-    "pp_path",
-    "pp_send",
+    "pp_pop",
     "single_stage_path",
 ]
 
@@ -104,6 +104,8 @@ class PathOutcome:
     host: Any = None
     sent: dict[str, Any] | None = None
     fault: Fault | None = None
+    #: What rank 0 received from the wire (PP path, once the wire delivered).
+    received: dict[Any, Any] | None = None
 
 
 def hook_fault(failure: HookFailure, side: str) -> Fault:
@@ -246,13 +248,6 @@ def _refused_tensor(aux: dict[str, Any], side: str) -> str | None:
     return None
 
 
-def pp_path(
-    output: object, rank0_observer: object, reqs: list[Any], token_ids: object, m: Machinery
-) -> PathOutcome:
-    """PP: add on the last stage, the wire, pop on rank 0 with its observer, then PP=1's way."""
-    return pp_host(pp_send(output, rank0_observer, token_ids, m), reqs, token_ids, m)
-
-
 def _rank0_own(received: dict[Any, Any], sent: dict[Any, Any]) -> dict[Any, Any]:
     """What rank 0 received, each tensor its own: a wire that hands over the very tensors the
     last stage sent (no transport) has them copied, as rank 0 of sglang holds a tensor of its
@@ -294,11 +289,10 @@ def _theirs(exc: BaseException) -> None:
         raise exc
 
 
-def pp_send(output: object, rank0_observer: object, token_ids: object, m: Machinery) -> PathOutcome:
-    """The PP path up to rank 0's rebuilt output (``output`` of the outcome): add on the last
-    stage, the wire, pop on rank 0 with its observer. Rank 0 holds tensors of its own."""
-    import torch
-
+def pp_deliver(output: object, token_ids: object, m: Machinery) -> PathOutcome:
+    """The PP path up to what rank 0 received (``received`` of the outcome): add on the last
+    stage, then the wire. Rank 0 holds tensors of its own. Rank 0's side (:func:`pp_pop`,
+    :func:`pp_host`) runs where rank 0 does (:mod:`.rankzero`)."""
     sending = _SendingOutput(output) if hasattr(output, "to_pp_tensors") else output
     sent: dict[str, Any] = {"next_token_ids": token_ids}
     try:
@@ -321,7 +315,14 @@ def pp_send(output: object, rank0_observer: object, token_ids: object, m: Machin
                 "wire", refused.error_type, refused.message, refused.side, name=name, value=value
             ),
         )
-    received = _rank0_own(dict(delivery.received), sent)
+    return PathOutcome(sent=aux, received=_rank0_own(dict(delivery.received), sent))
+
+
+def pp_pop(received: dict[Any, Any], rank0_observer: object, m: Machinery) -> PathOutcome:
+    """Rank 0's pop of what it ``received``, with its observer: the rebuilt output, or the
+    fault (rank 0's side of the PP path, after :func:`pp_deliver`)."""
+    import torch
+
     receiving = (
         _ReceivingObserver(rank0_observer)
         if hasattr(rank0_observer, "from_pp_tensors")
@@ -330,7 +331,7 @@ def pp_send(output: object, rank0_observer: object, token_ids: object, m: Machin
     try:
         rebuilt = m.pop(received, receiving)
     except HookFailure as failure:
-        return PathOutcome(sent=aux, fault=hook_fault(failure, "rank 0"))
+        return PathOutcome(fault=hook_fault(failure, "rank 0"))
     except Exception as exc:  # sglang's (or Python's) own error inside pop
         message = _message(exc)
         name = value = None
@@ -344,15 +345,14 @@ def pp_send(output: object, rank0_observer: object, token_ids: object, m: Machin
                     name, value = key.removeprefix(OUTPUT_PREFIX), _describe(got)
                     break
         return PathOutcome(
-            sent=aux,
-            fault=Fault("pop", type(exc).__name__, message, "rank 0", name=name, value=value),
+            fault=Fault("pop", type(exc).__name__, message, "rank 0", name=name, value=value)
         )
-    return PathOutcome(rebuilt, sent=aux)
+    return PathOutcome(rebuilt)
 
 
 def pp_host(sent: PathOutcome, reqs: list[Any], token_ids: object, m: Machinery) -> PathOutcome:
     """The rest of the PP path once rank 0 rebuilt the output (``sent``, from
-    :func:`pp_send`): PP=1's way on rank 0. A fault on the way is handed back as it is."""
+    :func:`pp_pop`): PP=1's way on rank 0. A fault on the way is handed back as it is."""
     if sent.fault is not None:
         return sent
     result = single_stage_path(sent.output, reqs, token_ids, m)

@@ -237,7 +237,7 @@ _STEP: dict[str, _Check] = {"batch_size": _count, "step": _count}
 
 #: Per event, its fields (every one required) and then the fields it may have.
 _FIELDS: dict[str, tuple[dict[str, _Check], dict[str, _Check]]] = {
-    "ready": ({}, {}),
+    "ready": ({}, {"rank0": _count}),
     "start": (
         {
             "target": _str,

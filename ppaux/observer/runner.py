@@ -2,9 +2,13 @@
 
 :func:`run_checks` drives the observer (or sends the outputs given) down both paths and hands
 :func:`emit` one record per event: plain data (see :mod:`.judge` for what each means), never a
-judgement. Each output's leaves are described when it is produced, its rebuilt copy as rank 0
-rebuilds it (both before any ``copy_to_host``, which may change them in place), and the requests
-after ``consume`` once the paths ran; the outputs already produced are described again at the end
+judgement. Rank 0's side of the PP path (its observer, ``from_pp_tensors``, its output's
+``copy_to_host`` and ``consume``, the descriptions of those) runs where rank 0 runs: in a
+process of its own (:mod:`.apart`) or, for an object in hand, in this one
+(:mod:`.rankzero`); its answers are plain data, put in the records as they are. Each output's
+leaves are described when it is produced, its rebuilt copy as rank 0 rebuilds it (both before
+any ``copy_to_host``, which may change them in place), and the requests after ``consume`` once
+the paths ran; the outputs already produced are described again at the end
 of their batch size (the aliasing check, :mod:`.watched`), against what their own step left.
 Nothing is kept once described but the outputs themselves, which that last description needs.
 Anything the target's objects raise while described is recorded as the target's failure, with its
@@ -16,24 +20,25 @@ Imports torch when used.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ppaux.observer.compare import records
-from ppaux.observer.drive import (
-    HookFailure,
-    drive_step,
-    message_line,
-    shown_path,
-    where_raised,
-)
-from ppaux.observer.growth import RequestWalk
+from ppaux.observer.drive import HookFailure, drive_step, where_raised
+from ppaux.observer.growth import SideWalk, disagreeing
 from ppaux.observer.lines import at_step
-from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_host, pp_send, single_stage_path
+from ppaux.observer.paths import Machinery, hook_fault, pp_deliver, single_stage_path
 from ppaux.observer.protocol import REQUESTS_PER_RECORD
-from ppaux.observer.target import LoadedObserver, TargetError
-from ppaux.observer.walk import MAX_KEY, shown_name
+from ppaux.observer.rankzero import (
+    RankZeroSide,
+    ended_fault,
+    fault_record,
+    locations,
+    made_records,
+    undescribable,
+)
+from ppaux.observer.target import LoadedObserver
+from ppaux.observer.walk import shown_name
 from ppaux.observer.watched import Watched, described
 from ppaux.sglang import OUTPUT_PREFIX
 
@@ -45,41 +50,22 @@ __all__ = ["Emit", "run_checks"]
 Emit = Callable[[dict[str, Any]], None]
 
 
-def _first_line(error: BaseException) -> str:
-    return message_line(error)
+class RankZeroAnswers(Protocol):
+    """Rank 0's side as the check asks it (:class:`~ppaux.observer.rankzero.RankZeroSide` in
+    this process, :class:`~ppaux.observer.apart.RankZero` in a process of its own)."""
+
+    def send(self, received: dict[Any, Any]) -> None: ...
+
+    def answer(self) -> dict[str, Any]: ...
+
+    def ask(self, op: str, args: dict[str, Any]) -> dict[str, Any]: ...
+
+    #: How rank 0's process ended, once it did (it is asked nothing more then).
+    lost: str | None
 
 
-def _location(obj: object, method: str | None) -> dict[str, Any] | None:
-    """Where ``method`` of ``obj``'s class (the class itself when None) is defined: where a
-    finding points when no line of the method is known to have made its value (see
-    :mod:`ppaux.observer.lines`)."""
-    try:
-        klass = obj if inspect.isclass(obj) else type(obj)
-        code = inspect.getattr_static(klass, method, None) if method is not None else klass
-        code = getattr(code, "__func__", code)
-        file = inspect.getsourcefile(code)
-        _, line = inspect.getsourcelines(code)
-        name = f"{klass.__qualname__}.{method}" if method is not None else klass.__qualname__
-    except Exception:  # not Python source, or an object that refuses to be looked at
-        return None
-    if file is None:
-        return None
-    return {"file": shown_path(file), "line": max(line, 1), "function": name}
-
-
-_METHODS = {
-    "observer": ("is_active", "before_grammar", "after_sample"),
-    "rank0": (None, "from_pp_tensors"),
-    "output": (None, "to_pp_tensors", "copy_to_host"),
-}
-
-
-def _locations(subjects: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for subject, obj in subjects.items():
-        found = {m or "": _location(obj, m) for m in _METHODS.get(subject, ())}
-        out[subject] = {k: v for k, v in found.items() if v is not None}
-    return out
+def _describe_request(view: Any, skip: Any, same: Any) -> dict[str, dict[str, Any]]:
+    return described("a request", view, skip, same)
 
 
 class _Checks:
@@ -91,6 +77,7 @@ class _Checks:
         device: Any,
         options: ObserverOptions,
         emit: Emit,
+        rank0: RankZeroAnswers,
     ) -> None:
         self.loaded = loaded
         self.m = machinery
@@ -99,46 +86,48 @@ class _Checks:
         self.options = options
         self.emit = emit
         self.subjects: dict[str, Any] = {}
+        #: Rank 0's side: in a process of its own (:mod:`.apart`) or in this one.
+        self.rank0 = rank0
+        #: Whether rank 0's observer was made (its methods' places are then asked for).
+        self.rank0_made = False
         self.made_sent: set[str] = set()
-        self.walk = RequestWalk(lambda view, skip, same: described("a request", view, skip, same))
+        self.walk = SideWalk(_describe_request)
         #: Whether a path stopped at a step of this batch size: its requests then differ by
         #: what the stopped path did not do: they are not compared at its later steps, nor
         #: described whole at its end.
         self.faulted = False
 
-    def rank0(self, batch_size: int) -> Any:
-        try:
-            return self.loaded.make_rank0()
-        except TargetError as exc:
-            self.emit({"event": "rank0_failed", "batch_size": batch_size, "reason": exc.reason})
-            return None
+    def begin(self, batch_size: int) -> bool:
+        """Rank 0's observer and requests made for ``batch_size``, with this side's requests
+        (returned); False where rank 0's observer could not be made (said in a record) or
+        rank 0's process ended (said when it did)."""
+        if self.rank0.lost is not None:
+            return False
+        reason = self.rank0.ask("begin", {"batch_size": batch_size}).get("reason")
+        if reason is not None:
+            self.emit({"event": "rank0_failed", "batch_size": batch_size, "reason": reason})
+            return False
+        self.rank0_made = True
+        self.walk = SideWalk(_describe_request)
+        self.faulted = False
+        return True
 
     def undescribable(
         self, batch_size: int, index: int, failure: HookFailure, subject: object
     ) -> None:
-        error = failure.error
-        self.emit(
-            {
-                "event": "undescribable",
-                "batch_size": batch_size,
-                "step": index,
-                "what": failure.method,
-                "error_type": type(error).__name__,
-                "message": _first_line(error),
-                # Where the target's code raised; else (a value too deep to print, raising in
-                # C) the class of the object that holds it.
-                "location": where_raised(error) or _location(subject, None),
-            }
-        )
+        self.said_undescribable(batch_size, index, undescribable(failure, subject))
+
+    def said_undescribable(self, batch_size: int, index: int, said: dict[str, Any]) -> None:
+        """An ``undescribable`` record of what ``said`` (where the target's code raised;
+        else, a value too deep to print, raising in C, the class of the object that holds
+        it)."""
+        self.emit({"event": "undescribable", "batch_size": batch_size, "step": index, **said})
 
     def batch(self, batch_size: int) -> None:
-        rank0 = self.rank0(batch_size)
-        if rank0 is None:
+        if not self.begin(batch_size):
             return
-        single_reqs, pp_reqs = self.m.make_requests(batch_size), self.m.make_requests(batch_size)
-        self.subjects.update(observer=self.loaded.observer, rank0=rank0)
-        self.walk = RequestWalk(lambda view, skip, same: described("a request", view, skip, same))
-        self.faulted = False
+        single_reqs = self.m.make_requests(batch_size)
+        self.subjects.update(observer=self.loaded.observer)
         produced: list[tuple[int, Any]] = []
         for index in range(self.options.steps):
             at_step(batch_size, index)
@@ -159,7 +148,7 @@ class _Checks:
                         "step": index,
                         "method": failure.method,
                         "text": failure.text[:500],
-                        "fault": _fault(hook_fault(failure, "last stage")),
+                        "fault": fault_record(hook_fault(failure, "last stage")),
                         "location": where_raised(failure.error),
                     }
                 )
@@ -176,13 +165,11 @@ class _Checks:
                     {"event": "no_output", "batch_size": batch_size, "step": index, "why": why}
                 )
                 continue
-            seen = self.both_paths(
-                step.output, rank0, single_reqs, pp_reqs, step.token_ids, batch_size, index
-            )
+            seen = self.both_paths(step.output, single_reqs, step.token_ids, batch_size, index)
             if seen is None:
                 return
             produced.append((index, Watched(step.output, *seen)))
-        if produced and not self.requests_whole(batch_size, produced[-1][0], single_reqs, pp_reqs):
+        if produced and not self.requests_whole(batch_size, produced[-1][0], single_reqs):
             return
         if len(produced) >= 2:
             last = produced[-1][0]
@@ -205,14 +192,10 @@ class _Checks:
     def given(self, outputs: Iterable[Any]) -> None:
         import torch
 
-        rank0 = self.rank0(self.options.batch_sizes[0])
-        if rank0 is None:
-            return
-        self.subjects.update(rank0=rank0)
         batch_size = self.options.batch_sizes[0]
-        single_reqs, pp_reqs = self.m.make_requests(batch_size), self.m.make_requests(batch_size)
-        self.walk = RequestWalk(lambda view, skip, same: described("a request", view, skip, same))
-        self.faulted = False
+        if not self.begin(batch_size):
+            return
+        single_reqs = self.m.make_requests(batch_size)
         last = None
         for index, output in enumerate(outputs):
             if output is None:
@@ -226,18 +209,13 @@ class _Checks:
                 )
                 continue
             token_ids = torch.zeros(batch_size, dtype=torch.int64, device=self.device) + index
-            if (
-                self.both_paths(output, rank0, single_reqs, pp_reqs, token_ids, batch_size, index)
-                is None
-            ):
+            if self.both_paths(output, single_reqs, token_ids, batch_size, index) is None:
                 return
             last = index
         if last is not None:
-            self.requests_whole(batch_size, last, single_reqs, pp_reqs)
+            self.requests_whole(batch_size, last, single_reqs)
 
-    def requests_whole(
-        self, batch_size: int, last: int, single_reqs: list[Any], pp_reqs: list[Any]
-    ) -> bool:
+    def requests_whole(self, batch_size: int, last: int, single_reqs: list[Any]) -> bool:
         """Both paths' requests described whole once the batch size's steps ran (see
         :mod:`.growth`), as of step ``last``; False where the target's objects could not be
         described."""
@@ -245,12 +223,15 @@ class _Checks:
             return True
         try:
             single = [described("a request", self.m.view_request(r)) for r in single_reqs]
-            pp = [described("a request", self.m.view_request(r)) for r in pp_reqs]
         except HookFailure as failure:
             self.undescribable(batch_size, last, failure, None)
             return False
+        theirs = self.rank0.ask("whole", {})
+        if "undescribable" in theirs:
+            self.said_undescribable(batch_size, last, theirs["undescribable"])
+            return False
         head = {"event": "requests", "batch_size": batch_size, "step": last}
-        self.emit_requests(head, single, pp)
+        self.emit_requests(head, single, theirs["reqs"])
         return True
 
     def emit_requests(self, head: dict[str, Any], single: list[Any], pp: list[Any]) -> None:
@@ -275,9 +256,7 @@ class _Checks:
     def both_paths(
         self,
         output: object,
-        rank0: object,
         single_reqs: list[Any],
-        pp_reqs: list[Any],
         token_ids: object,
         batch_size: int,
         index: int,
@@ -285,55 +264,55 @@ class _Checks:
         """Both paths of one output, recorded; the output's records as it was produced and as
         its own step left it (its copy_to_host may change it in place), or None where the
         target's objects could not be described (the check of this batch size stops there)."""
-        self.subjects.update(output=output, rank0=rank0)
+        self.subjects.update(output=output)
         try:
             produced = described("the output", output)
         except HookFailure as failure:
             self.undescribable(batch_size, index, failure, output)
             return None
         # Each path starts from the output as after_sample returned it, as in sglang, where a
-        # process runs one of them: the last stage sends it and rank 0 rebuilds it (described
-        # as it is rebuilt) before the single stage's copy_to_host, which may change the
-        # output's own tensors in place; rank 0's copy_to_host changes only its own.
-        pp = pp_send(output, rank0, token_ids, self.m)
-        rebuilt: dict[str, dict[str, Any]] | HookFailure | None = None
+        # process runs one of them: the last stage sends it and rank 0 receives it (its own
+        # tensors, rebuilt and described by rank 0) before the single stage's copy_to_host,
+        # which may change the output's own tensors in place.
+        pp = pp_deliver(output, token_ids, self.m)
         if pp.fault is None:
-            try:
-                rebuilt = described("the output rank 0 rebuilt", pp.output)
-            except HookFailure as failure:
-                rebuilt = failure
+            self.rank0.send(dict(pp.received or {}))
         single = single_stage_path(output, single_reqs, token_ids, self.m)
-        pp = pp_host(pp, pp_reqs, token_ids, self.m)
-        sent = _sent_names(pp.sent)
+        answer: dict[str, Any] = (
+            {"fault": fault_record(pp.fault)} if pp.fault is not None else self.rank0.answer()
+        )
         message: dict[str, Any] = {
             "event": "step",
             "batch_size": batch_size,
             "step": index,
-            "sent": sent,
-            "single": _fault(single.fault),
-            "pp": _fault(pp.fault),
+            "sent": _sent_names(pp.sent),
+            "single": fault_record(single.fault),
+            "pp": answer.get("fault"),
             "output_type": type(output).__qualname__,
             "output": produced,
         }
-        self.faulted = self.faulted or single.fault is not None or pp.fault is not None
-        seen = None
-        try:
-            if single.fault is None and pp.fault is None:
-                if isinstance(rebuilt, HookFailure):
-                    raise rebuilt
-                message["rebuilt_type"] = type(pp.output).__qualname__
-                message["rebuilt"] = rebuilt
-                if not self.faulted:  # else the requests differ by the step a path missed
-                    seen = self.walk.step(
-                        [self.m.view_request(r) for r in single_reqs],
-                        [self.m.view_request(r) for r in pp_reqs],
-                    )
-        except HookFailure as failure:
-            self.undescribable(batch_size, index, failure, pp.output)
+        self.faulted = self.faulted or single.fault is not None or "fault" in answer
+        if self.rank0.lost is not None:  # rank 0's process ended: the check ends at this step
+            self.emit(message)
             return None
-        if seen is not None:
-            self.emit_requests(message, *seen)
-            message = {**message, "pp_reqs": seen[1]}
+        if single.fault is None and "fault" not in answer:
+            if "undescribable" in answer:
+                self.said_undescribable(batch_size, index, answer["undescribable"])
+                return None
+            message["rebuilt_type"] = answer["rebuilt_type"]
+            message["rebuilt"] = answer["rebuilt"]
+            if not self.faulted:  # else the requests differ by the step a path missed
+                seen = self.walk_requests(output, single_reqs, batch_size, index)
+                if seen is None:
+                    if self.rank0.lost is not None:  # it ended while describing them
+                        message.pop("rebuilt", None)
+                        message.pop("rebuilt_type", None)
+                        self.emit({**message, "pp": ended_fault(self.rank0.lost)})
+                    return None
+                self.emit_requests(message, *seen)
+                message = {**message, "pp_reqs": seen[1]}
+            else:
+                self.emit(message)
         else:
             self.emit(message)
         self.made(message, pp.sent)
@@ -344,37 +323,63 @@ class _Checks:
             return None
         return produced, left
 
+    def walk_requests(
+        self, output: object, single_reqs: list[Any], batch_size: int, index: int
+    ) -> tuple[list[Any], list[Any]] | None:
+        """Both paths' requests described at this step (:mod:`.growth`): this side's here,
+        rank 0's where rank 0 runs, lined up; None where the target's objects could not be
+        described (said in a record)."""
+        try:
+            mine = self.walk.first([self.m.view_request(r) for r in single_reqs])
+        except HookFailure as failure:
+            self.undescribable(batch_size, index, failure, output)
+            return None
+        theirs = self.rank0.ask("walk", {})
+        if self.rank0.lost is not None:
+            return None
+        if "undescribable" in theirs:
+            self.said_undescribable(batch_size, index, theirs["undescribable"])
+            return None
+        offers = [(found, starts, kept) for found, starts, kept in theirs["offers"]]
+        redo = disagreeing(mine, offers)
+        asked = [[n, common, allowed] for n, (common, allowed) in redo.items()]
+        settled = self.rank0.ask("settle", {"redo": asked})
+        if self.rank0.lost is not None:
+            return None
+        if "undescribable" in settled:
+            self.said_undescribable(batch_size, index, settled["undescribable"])
+            return None
+        try:
+            again = self.walk.settle(redo)
+        except HookFailure as failure:
+            self.undescribable(batch_size, index, failure, output)
+            return None
+        their_again = {int(n): found for n, found in settled["again"]}
+        count = min(len(mine), len(offers))
+        single = [again.get(n, mine[n][0]) for n in range(count)]
+        pp = [their_again.get(n, offers[n][0]) for n in range(count)]
+        return single, pp
+
     def made(self, message: dict[str, Any], sent: Any) -> None:
         """Once per hook: the line of its own file that made each value the step's records
-        name (see :mod:`ppaux.observer.lines`), and the wire's own records of what add sent,
-        so that the judge can tell the sender's change from the receiver's."""
-        import re
-
-        from ppaux.observer.lines import last_run, made_at
-
-        paths = {
+        name (see :mod:`ppaux.observer.lines`; rank 0's methods' from where rank 0 runs),
+        and the wire's own records of what add sent, so that the judge can tell the sender's
+        change from the receiver's."""
+        ours = {
             "to_pp_tensors": list(message.get("sent") or []),  # as the step named them
-            "from_pp_tensors": list(message.get("rebuilt") or {}),
             "after_sample": list(message.get("output") or {}),
+        }
+        theirs = {
+            "from_pp_tensors": list(message.get("rebuilt") or {}),
             "consume": [p for r in message.get("pp_reqs") or [] for p in r],
         }
-        for method, found in paths.items():
-            ran = last_run(method)
-            if method in self.made_sent or ran is None:
-                continue
-            self.made_sent.add(method)
-            names = [n for path in found for n in re.findall(r"[A-Za-z_]\w*", path)]
-            # A name longer than a shown key is never one a finding names whole.
-            names = [n for n in [*ran.keys, *names] if len(n) <= MAX_KEY]
-            places = made_at(ran, names)
-            self.emit(
-                {
-                    "event": "made",
-                    "method": method,
-                    "return": None if ran.returned is None else _place(ran.returned),
-                    "names": {name: _place(place) for name, place in places.items()},
-                }
-            )
+        for event in made_records(ours, self.made_sent):
+            self.emit(event)
+        if not all(method in self.made_sent for method in theirs):
+            answer = self.rank0.ask("made", {"paths": theirs})
+            for event in answer["events"]:
+                self.made_sent.add(event["method"])
+                self.emit(event)
         if sent and "wire" not in self.made_sent:
             self.made_sent.add("wire")
             try:
@@ -383,25 +388,19 @@ class _Checks:
             except Exception:  # a value the wire holds that cannot be described: no wire facts
                 pass
 
+    def where(self) -> dict[str, dict[str, Any]]:
+        """Where each subject's methods are defined (rank 0's asked of rank 0's side)."""
+        found = locations(self.subjects)
+        if self.rank0_made:
+            found["rank0"] = self.rank0.ask("locations", {})["rank0"]
+        return found
+
 
 def _sent_names(sent: Any) -> list[str]:
     """The keys ``to_pp_tensors`` sent, as the report shows them: a long key crosses as its
     start and a digest of the whole (:func:`~ppaux.observer.compare.shown_name`), so what
     crosses to the parent does not grow with the target's keys."""
     return [shown_name(str(k).removeprefix(OUTPUT_PREFIX)) for k in (sent or {})]
-
-
-def _place(place: tuple[str, int, str]) -> list[Any]:
-    """[file, line, function] of a line the target ran, its file as reports show it."""
-    return [shown_path(place[0]), place[1], place[2]]
-
-
-def _fault(fault: Fault | None) -> dict[str, Any] | None:
-    if fault is None:
-        return None
-    data = fault.to_json()
-    data["message"] = str(data["message"])[:2000]
-    return data
 
 
 def run_checks(
@@ -413,6 +412,7 @@ def run_checks(
     sglang_parts: bool,
     outputs: Iterable[Any] | None,
     emit: Emit,
+    rank0: RankZeroAnswers | None = None,
 ) -> None:
     """Drive ``loaded`` (or send ``outputs``) and ``emit`` every record, from 'start' to
     'locations'."""
@@ -428,10 +428,11 @@ def run_checks(
             "given": outputs is not None,
         }
     )
-    checks = _Checks(loaded, machinery, info, device, options, emit)
+    side = rank0 if rank0 is not None else RankZeroSide(loaded.make_rank0, machinery)
+    checks = _Checks(loaded, machinery, info, device, options, emit, side)
     if outputs is not None:
         checks.given(outputs)
     else:
         for batch_size in options.batch_sizes:
             checks.batch(batch_size)
-    emit({"event": "locations", "subjects": _locations(checks.subjects)})
+    emit({"event": "locations", "subjects": checks.where()})

@@ -22,6 +22,9 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ppaux.observer.apart import RankZero
     from ppaux.observer.options import ObserverOptions
     from ppaux.observer.runner import Emit
 
@@ -53,10 +56,11 @@ def _writer(fd: int) -> Emit:
     return emit
 
 
-def _announcer(slot_fd: int, emit: Emit) -> Any:
+def _announcer(slot_fd: int, emit: Emit) -> tuple[Any, Callable[[], None]]:
     """What tells the parent which hook runs: the hook slot (see :mod:`.framing`), mapped from
     ``slot_fd`` (then closed). A hook's record is made once per place it is defined; a fork
-    of the child that reaches a hook ends there as at a record (``emit``)."""
+    of the child that reaches a hook ends there as at a record (``emit``), but for rank 0's
+    process, which calls the second function returned (it adopts the slot)."""
     import mmap
     import time
 
@@ -66,12 +70,12 @@ def _announcer(slot_fd: int, emit: Emit) -> Any:
 
     slot = mmap.mmap(slot_fd, SLOT_SIZE)
     os.close(slot_fd)
-    pid = os.getpid()
+    owner = [os.getpid()]
     made: dict[str | None, tuple[Any, bytes]] = {}
     monotonic = time.monotonic
 
     def announce(method: str | None, where: Any) -> None:
-        if os.getpid() != pid:
+        if os.getpid() != owner[0]:
             emit({"event": "hook", "method": method})  # a fork: it ends there
         then = made.get(method)
         if then is None or then[0] != where:
@@ -85,8 +89,12 @@ def _announcer(slot_fd: int, emit: Emit) -> Any:
         at, data = slot_step(batch_size, index)
         slot[at : at + len(data)] = data
 
+    def adopt() -> None:
+        """This process (rank 0's, forked by the child: :mod:`.apart`) announces its hooks."""
+        owner[0] = os.getpid()
+
     announce_steps(step)
-    return announce
+    return announce, adopt
 
 
 def _die_with_parent() -> None:
@@ -214,13 +222,55 @@ def main(argv: list[str]) -> int:
     _drop_ptrace()
     request = _read_request()
     emit = _writer(_hidden(int(request.pop("fd"))))
-    options, announce = _before_the_target(request, emit)
-    _check(request, options, announce, emit)
+    options, announce, adopt = _before_the_target(request, emit)
+    rank0 = _rank0_apart(request, options, (announce, adopt), int(request["crash"]))
+    try:
+        _check(request, options, announce, emit, rank0)
+    finally:
+        if rank0 is not None:
+            rank0.close()
     _end(emit, request.get("report"))
     os._exit(0)
 
 
-def _before_the_target(request: dict[str, Any], emit: Emit) -> tuple[ObserverOptions, Any]:
+def _rank0_apart(
+    request: dict[str, Any],
+    options: ObserverOptions,
+    hooks: tuple[Any, Callable[[], None]],
+    crash_fd: int,
+) -> RankZero | None:
+    """Rank 0's process (:mod:`.apart`), forked before the target is imported: it keeps
+    neither the crash file's descriptor nor its ``faulthandler`` (a fatal signal there is
+    told by how it ended), dies with this process and announces its own hooks in the slot
+    (``hooks``: the announcer and what makes it the slot's owner). It keeps the records'
+    descriptor, on which only a fork of its own writes (to say that it forked)."""
+    import faulthandler
+
+    from ppaux.observer.apart import start
+
+    announce, adopt = hooks
+    asked = request.get("limits", {})
+    # As the child loads it (only from_pp_tensors asked of an observer whose outputs are
+    # given), and describing under the same bounds.
+    how = {
+        "rank0_only": request.get("outputs") is not None,
+        "budget": int(asked.get("max_digested_items", 0)) or None,
+        "nesting": int(asked.get("max_value_nesting", 0)) or None,
+    }
+
+    def first() -> None:
+        faulthandler.disable()
+        with contextlib.suppress(OSError):
+            os.close(crash_fd)
+        _die_with_parent()
+        adopt()
+
+    return start(str(request["target"]), options, how, first, _hidden, announce)
+
+
+def _before_the_target(
+    request: dict[str, Any], emit: Emit
+) -> tuple[ObserverOptions, Any, Callable[[], None]]:
     """The signals unblocked, torch and ppaux's own modules imported, the options read, the
     import path extended and the hooks announced: what comes before the target's own code (the
     modules :func:`_check` needs are imported too before it says it is ready); the options and
@@ -261,19 +311,25 @@ def _before_the_target(request: dict[str, Any], emit: Emit) -> tuple[ObserverOpt
     # imported before the target too, and before the start allowance ends (sglang's import is
     # the slow part).
     requests.request_kit(options.transport.value == "sglang")
-    announce = _announcer(int(request.pop("slot")), emit)
+    announce, adopt = _announcer(int(request.pop("slot")), emit)
     # A fatal signal writes the frames it ended in where the parent reads them (.crash).
     import faulthandler
 
-    faulthandler.enable(file=int(request.pop("crash")), all_threads=False)
+    faulthandler.enable(file=int(request["crash"]), all_threads=False)
     # No person can interrupt this process (a session of its own; the parent ends it on
     # Ctrl-C): a KeyboardInterrupt here is the target's, reported as its other exceptions are.
     interrupts_are_the_targets()
     lines.announce_hooks(announce)
-    return options, announce
+    return options, announce, adopt
 
 
-def _check(request: dict[str, Any], options: ObserverOptions, announce: Any, emit: Emit) -> None:
+def _check(
+    request: dict[str, Any],
+    options: ObserverOptions,
+    announce: Any,
+    emit: Emit,
+    rank0: RankZero | None = None,
+) -> None:
     """Load the target and run the checks; what stops them is a record. The hooks are no
     longer announced after it."""
     import ppaux.observer.check as check
@@ -287,7 +343,7 @@ def _check(request: dict[str, Any], options: ObserverOptions, announce: Any, emi
     from ppaux.observer.endings import LOADING, SETTING_UP
     from ppaux.suggestions import Setting
 
-    emit({"event": "ready"})
+    emit({"event": "ready"} if rank0 is None else {"event": "ready", "rank0": rank0.pid})
     try:
         announce(LOADING, None)
         loaded = target_module.load_observer(
@@ -307,7 +363,9 @@ def _check(request: dict[str, Any], options: ObserverOptions, announce: Any, emi
             digest_budget(budget, nesting) if budget is not None else contextlib.nullcontext(),
         ):
             announce(None, None)
-            runner.run_checks(loaded, options, machinery, info, device, sglang_parts, given, emit)
+            runner.run_checks(
+                loaded, options, machinery, info, device, sglang_parts, given, emit, rank0
+            )
     except target_module.TargetError as exc:
         emit({"event": "target_error", "target": exc.target, "reason": exc.reason})
     except check.ObserverConfigError as exc:
