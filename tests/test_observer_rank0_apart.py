@@ -48,7 +48,7 @@ def test_a_class_attribute_set_by_after_sample_is_not_on_rank_0():
 
 
 def test_a_correct_observer_is_as_clean_as_before():
-    assert check_observer(f"{GOOD}:EntropyObserver", ONE).findings == []
+    assert check_observer(f"{GOOD}:EntropyObserver", ONE).findings == ()
 
 
 def _written(tmp_path: Path, text: str) -> str:
@@ -137,7 +137,7 @@ def test_none_of_rank_0s_methods_runs_in_the_last_stages_process(tmp_path, monke
     log = tmp_path / "log.txt"
     monkeypatch.setenv("PPAUX_TEST_LOG", str(log))
     (tmp_path / "obs.py").write_text(GOOD.read_text("utf-8") + LOGGING, encoding="utf-8")
-    assert check_observer(f"{tmp_path / 'obs.py'}:Logged", ONE).findings == []
+    assert check_observer(f"{tmp_path / 'obs.py'}:Logged", ONE).findings == ()
     notes = [line.split(" ") for line in log.read_text("utf-8").splitlines()]
     by_method: dict[str, list[str]] = {}
     for pid, method in notes:
