@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+import runtime_zygote
 import wheels
 from helpers import file_lock
 
@@ -272,9 +273,13 @@ class SglangRuntime:
         return env
 
     def run(
-        self, args: Sequence[str], *, timeout: float = 600, **kwargs
+        self, args: Sequence[str], *, timeout: float = 600, fresh: bool = False, **kwargs
     ) -> subprocess.CompletedProcess:
-        """``python args...`` with this runtime; output captured as text, never raises on rc."""
+        """``python args...`` with this runtime; output captured as text, never raises on rc.
+        Forked from the release's zygote (``tests/runtime_zygote.py``), after its imports,
+        unless ``fresh``: a new interpreter, for what only a fresh one shows."""
+        if not fresh:
+            return runtime_zygote.run(self.version, args, self.env(), timeout=timeout, **kwargs)
         return subprocess.run(
             [sys.executable, *args],
             env=self.env(),

@@ -19,6 +19,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import runtime_zygote
 import sglang_runtime
 from typer.testing import CliRunner
 
@@ -101,16 +102,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict
         driver_mode, _, version = mode.partition("@")
         runtime = sglang_runtime.sglang_runtime(version or "0.5.23")
         directory = root / mode
-        started[mode] = (
-            directory,
-            subprocess.Popen(
-                [sys.executable, str(DRIVER), driver_mode, str(directory), "2", *scenarios],
-                env=runtime.env(),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            ),
-        )
+        args = [str(DRIVER), driver_mode, str(directory), "2", *scenarios]
+        started[mode] = (directory, runtime_zygote.start(runtime.version, args, runtime.env()))
     out = {}
     for mode, (directory, process) in started.items():
         stdout, stderr = process.communicate(timeout=600)

@@ -51,17 +51,18 @@ def obj(type_name, value, representation):
 _reports: dict = {}
 
 
-def run_driver(version, *args, stdin=None, expect_rc=0):
-    """The driver's report (each distinct run made once per test run: starting sglang is slow)."""
-    key = (version, args, stdin, expect_rc)
+def run_driver(version, *args, stdin=None, expect_rc=0, fresh=False):
+    """The driver's report (each distinct run made once per test run: starting sglang is slow).
+    Forked from the release's zygote (``tests/runtime_zygote.py``) unless ``fresh``."""
+    key = (version, args, stdin, expect_rc, fresh)
     if key not in _reports:
-        _reports[key] = _run_driver(version, *args, stdin=stdin, expect_rc=expect_rc)
+        _reports[key] = _run_driver(version, *args, stdin=stdin, expect_rc=expect_rc, fresh=fresh)
     return _reports[key]
 
 
-def _run_driver(version, *args, stdin=None, expect_rc=0):
+def _run_driver(version, *args, stdin=None, expect_rc=0, fresh=False):
     runtime = sglang_runtime.sglang_runtime(version)
-    done = runtime.run([str(DRIVER), *args], input=stdin, timeout=600)
+    done = runtime.run([str(DRIVER), *args], input=stdin, timeout=600, fresh=fresh)
     assert done.returncode == expect_rc, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads(done.stdout)
     # The code that ran is the release's own, from the unpacked wheel.
@@ -144,12 +145,15 @@ NON_CONTIGUOUS = [
 
 
 def transport_report(version):
+    """The transport run, in a fresh interpreter: the bytecode test reads what its imports
+    compiled (a forked process imports nothing of sglang's itself)."""
     return run_driver(
         version,
         "transport",
         "-",
         stdin=json.dumps({"messages": [*MESSAGES, NON_CONTIGUOUS]}),
         expect_rc=1,
+        fresh=True,
     )
 
 

@@ -9,8 +9,6 @@ per module.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,16 +48,16 @@ def driven(tmp_path_factory) -> Callable[[str, str], Run]:
     def drive(version: str) -> None:
         runtime = sglang_runtime.sglang_runtime(version)
         root = tmp_path_factory.mktemp(f"sglang-{version}")
-        args = [sys.executable, str(DRIVER)]
+        args = [str(DRIVER)]
         runs: dict[str, tuple[Path, Path]] = {}
         for scenario, options in RUNS[version]:
             log, captures = root / f"{scenario}.log", root / f"{scenario}-captures"
             captures.mkdir()
             runs[scenario] = (log, captures)
-            if len(args) > 2:
+            if len(args) > 1:
                 args.append("--and")
             args += [scenario, str(log), *(o.format(captures=captures) for o in options)]
-        out = subprocess.run(args, env=runtime.env(), capture_output=True, text=True, timeout=1800)
+        out = runtime.run(args, timeout=1800)
         codes = dict(line.split() for line in out.stdout.splitlines())
         assert sorted(codes) == sorted(runs), out.stderr[-3000:]
         for scenario, (log, captures) in runs.items():

@@ -1,0 +1,216 @@
+"""The runtime tier's processes, forked from one process per release that has imported sglang.
+
+Every process of the runtime tier (``tests/sglang_runtime.py``) starts by importing torch and the
+release's pipeline-parallel runtime: some 10 s of CPU each, most of a driver's cost, dozens of
+times a run. :func:`start` instead asks the release's *zygote* (``runtime_zygote_server.py``),
+started on first use in this test process and ended with it, to fork a process that runs the
+same command as ``python ARGV`` would, after the same imports: its own argv, ``sys.path[0]``,
+environment, working directory, ``__main__``, standard streams (what the imports printed
+first) and exit status. What a test asks of a fresh interpreter (bytecode, ``sitecustomize``,
+import order) is asked of ``subprocess`` directly, not of this module.
+
+A runner is not this process's child, so its CPU time is not in this process's
+``RUSAGE_CHILDREN``: :func:`cpu_seconds` holds the runners' and the zygotes' start-up CPU seen
+so far, which ``tests/conftest.py`` adds to each test's. ``PPAUX_TEST_FRESH_RUNTIME=1`` starts
+every process fresh instead (the comparison, or a doubt).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+FRESH_ENV = "PPAUX_TEST_FRESH_RUNTIME"
+SERVER = Path(__file__).with_name("runtime_zygote_server.py")
+_START_TIMEOUT_S = 600
+
+_lock = threading.Lock()
+_cpu = [0.0]
+
+
+def cpu_seconds() -> float:
+    """The CPU seconds of the runners that ended and of the zygotes' imports, so far."""
+    return _cpu[0]
+
+
+def _add_cpu(seconds: float) -> None:
+    with _lock:
+        _cpu[0] += seconds
+
+
+@dataclass
+class _Zygote:
+    pythonpath: str
+    process: subprocess.Popen[str]
+    socket_path: Path
+
+
+#: (version, PYTHONPATH) -> its zygote, while this process runs.
+_zygotes: dict[tuple[str, str], _Zygote] = {}
+
+
+def _stop_all() -> None:
+    for zygote in _zygotes.values():
+        if zygote.process.stdin is not None:
+            zygote.process.stdin.close()  # its signal to end, once its runners have ended
+        try:
+            zygote.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            zygote.process.kill()
+            zygote.process.wait()
+    _zygotes.clear()
+
+
+atexit.register(_stop_all)
+
+
+def _zygote(version: str, env: Mapping[str, str]) -> _Zygote:
+    key = (version, env.get("PYTHONPATH", ""))
+    with _lock:
+        found = _zygotes.get(key)
+        if found is not None and found.process.poll() is None:
+            return found
+        folder = Path(tempfile.mkdtemp(prefix=f"ppaux-zygote-{version}-"))
+        path = folder / "socket"
+        process = subprocess.Popen(
+            [sys.executable, str(SERVER), str(path)],
+            env=dict(env),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line:
+            _, err = process.communicate(timeout=_START_TIMEOUT_S)
+            raise AssertionError(f"the zygote of sglang=={version} did not start:\n{err[-3000:]}")
+        ready = json.loads(line)
+        _cpu[0] += ready["cpu_s"]
+        zygote = _Zygote(key[1], process, path)
+        _zygotes[key] = zygote
+        return zygote
+
+
+class Forked:
+    """A process forked by a zygote, with the part of :class:`subprocess.Popen` the tests use:
+    :meth:`communicate` (text output) and ``returncode``."""
+
+    def __init__(
+        self,
+        version: str,
+        args: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str | os.PathLike[str] | None,
+        input: str | None,
+    ) -> None:
+        zygote = _zygote(version, env)
+        self.args = [sys.executable, *args]
+        self.returncode: int | None = None
+        self._scratch = tempfile.TemporaryDirectory(prefix="ppaux-forked-")
+        folder = Path(self._scratch.name)
+        stdin = folder / "stdin"
+        stdin.write_text(input or "", encoding="utf-8")
+        self._out, self._err = folder / "stdout", folder / "stderr"
+        self._out.touch()
+        self._err.touch()
+        request = {
+            "argv": list(args),
+            "env": dict(env),
+            "cwd": str(Path(cwd if cwd is not None else os.getcwd()).resolve()),
+            "stdin": str(stdin),
+            "stdout": str(self._out),
+            "stderr": str(self._err),
+        }
+        self._connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._connection.connect(str(zygote.socket_path))
+        self._stream = self._connection.makefile("rwb")
+        self._stream.write(json.dumps(request).encode() + b"\n")
+        self._stream.flush()
+        self.pid: int = json.loads(self._stream.readline())["pid"]
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        """Wait for the end (killing the process past ``timeout`` seconds, then raising
+        :class:`subprocess.TimeoutExpired`, as ``subprocess.run`` does); stdout and stderr."""
+        self._connection.settimeout(timeout)
+        try:
+            line = self._stream.readline()
+        except TimeoutError:
+            os.kill(self.pid, signal.SIGKILL)
+            self._connection.settimeout(None)
+            self._end(self._stream.readline())
+            raise subprocess.TimeoutExpired(self.args, timeout or 0) from None
+        self._end(line)
+        return (
+            self._out.read_text(encoding="utf-8", errors="replace"),
+            self._err.read_text(encoding="utf-8", errors="replace"),
+        )
+
+    def _end(self, line: bytes) -> None:
+        end = json.loads(line)
+        self.returncode = end["returncode"]
+        _add_cpu(end["cpu_s"])
+        self._stream.close()
+        self._connection.close()
+
+    def __del__(self) -> None:
+        self._scratch.cleanup()
+
+
+def fresh() -> bool:
+    """Whether every process starts fresh (:data:`FRESH_ENV`)."""
+    return os.environ.get(FRESH_ENV) == "1"
+
+
+def start(
+    version: str, args: Sequence[str], env: Mapping[str, str]
+) -> Forked | subprocess.Popen[str]:
+    """``python ARGS`` with ``env``, forked from the zygote of ``version`` (one per ``PYTHONPATH``
+    of ``env``), or started fresh under :data:`FRESH_ENV`; output captured as text."""
+    if fresh():
+        return subprocess.Popen(
+            [sys.executable, *args],
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    return Forked(version, args, env, None, None)
+
+
+def run(
+    version: str,
+    args: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    timeout: float,
+    cwd: str | os.PathLike[str] | None = None,
+    input: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """:func:`start` and wait, as ``subprocess.run(capture_output=True, text=True)`` does."""
+    if fresh():
+        return subprocess.run(
+            [sys.executable, *args],
+            env=dict(env),
+            cwd=cwd,
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    process = Forked(version, args, env, cwd, input)
+    stdout, stderr = process.communicate(timeout=timeout)
+    assert process.returncode is not None
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
