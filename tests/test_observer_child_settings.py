@@ -94,8 +94,8 @@ def test_the_receiver_imports_nothing_from_the_cwd_or_the_targets_folder(tmp_pat
                 f"open({str(marker)!r}, 'a').write('{name} ')\nraise SystemExit('shadowed')\n",
                 encoding="utf-8",
             )
-    # The installed command, as a user runs it (python -m would put the cwd first in ppaux's
-    # own process, which is Python's doing, not the check's).
+    # The installed command, as a user runs it (python -m ppaux_cli gives the child the same
+    # path: test_the_childs_path_is_the_same_under_python_m_as_under_the_installed_command).
     result = subprocess.run(
         [
             str(Path(sys.executable).parent / "ppaux"),

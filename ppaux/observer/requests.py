@@ -22,7 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ppaux.observer.standins import ASKED_NEW_TOKENS, StandInBatch, StandInRequest
+from ppaux.observer.standins import (
+    ASKED_NEW_TOKENS,
+    StandInBatch,
+    StandInRequest,
+    decoding_mode,
+)
 
 __all__ = ["RequestKit", "request_kit", "sglang_kit", "standin_kit"]
 
@@ -53,7 +58,10 @@ class RequestKit:
 
 
 def standin_kit() -> RequestKit:
-    """The stand-ins of :mod:`.standins`, compared whole."""
+    """The stand-ins of :mod:`.standins`, compared whole. Their ``ForwardMode`` is made now,
+    before the target is loaded (the child asks for its kit first): its release data is read
+    with the ``json`` module, which a target may replace."""
+    decoding_mode()
 
     def make(batch_size: int) -> list[Any]:
         return [

@@ -21,6 +21,7 @@ __all__ = [
     "StandInSamplingInfo",
     "build_commits",
     "copy_tensor",
+    "decoding_mode",
     "forward_modes",
     "sampling_info_fields",
 ]
@@ -207,7 +208,7 @@ def _predicate(name: str, members: frozenset[str], with_draft: list[str] | None)
     return predicate
 
 
-def _decoding() -> Any:
+def decoding_mode() -> Any:
     """The mode of the batch ``consume`` sees in a decode step, as the release sets it."""
     return forward_modes()[_forward_mode_data()["during_consume"]]
 
@@ -220,7 +221,7 @@ class StandInBatch:
 
     reqs: list[Any]
     device: str = "cpu"
-    forward_mode: Any = field(default_factory=_decoding)
+    forward_mode: Any = field(default_factory=decoding_mode)
 
     def batch_size(self) -> int:
         """Number of requests, as ``ScheduleBatch.batch_size()``."""
