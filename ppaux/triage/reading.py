@@ -89,7 +89,7 @@ def _passed_line(reading: LogReading, raws: list[bytes]) -> LogLine | None:
         if partial or "\n" in text:
             return None
         if reading.envelope in (Envelope.PLAIN, Envelope.TIMESTAMPS, Envelope.NUMBERED):
-            peeled = peel_envelope(text)
+            peeled = peel_envelope(text, reading.stamped)
             if not peeled.lines and not peeled.decoded:
                 continue  # a JSON export's structure
             if len(peeled.lines) != 1 or peeled.decoded:
@@ -139,7 +139,7 @@ def _take_peeled(
     """Feed the line(s) inside ``text``'s own envelope (told from this line alone: a store's
     row, a JSON record, a launcher's prefix) to ``reader``, a runtime's split line in it joined
     (``held``)."""
-    peeled = peel_envelope(text)
+    peeled = peel_envelope(text, reading.stamped)
     if not peeled.cri and not held:
         _feed_peeled(reader, reading, number, peeled, marked, local_zone)
         return
