@@ -21,6 +21,7 @@ from ppaux.triage.groups import GROUP_HEADER, unmargined
 from ppaux.triage.kinds import root_of_group
 from ppaux.triage.leads import lead_length, named
 from ppaux.triage.lineformat import LogLine, torch_rank
+from ppaux.triage.lineshapes import VLLM_STAGE
 from ppaux.triage.logreading import LogReading, check_frames_only, event_kind, nccl_process
 from ppaux.triage.methods import WorkerMethods
 from ppaux.triage.ncclcuda import last_error, nccl_error_name
@@ -218,6 +219,10 @@ class Reader:
                 reading.more_oversized += 1
         if line.ranks:
             self.reading.pp_ranks.update(int(n) for n in PP_RANK.findall(line.ranks))
+        elif line.stream is not None and "PP" in line.stream:
+            stage = VLLM_STAGE.search(line.stream)  # vLLM's worker named by its stage
+            if stage is not None:
+                self.reading.pp_ranks.add(int(stage.group(1)))
         if line.stream is not None and line.stream.startswith("pod/"):
             self.reading.kubernetes = True  # an envelope's labels or kubectl named a pod
         stream = self._streams.get(line.stream)

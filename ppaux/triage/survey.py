@@ -10,7 +10,7 @@ import re
 
 from ppaux.triage.flattened import quoted_spans
 from ppaux.triage.lineformat import detect
-from ppaux.triage.lineshapes import Envelope, Launcher
+from ppaux.triage.lineshapes import VLLM_STAGE, Envelope, Launcher
 from ppaux.triage.logreading import LogReading
 
 __all__ = ["source_code", "survey"]
@@ -20,6 +20,8 @@ _PP_PREFIX = re.compile(
     rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?"
     rb"(?: (?:DP|ATTN_CP|MOE_DP|TP|EP)\d{1,6})* PP(\d{1,6})\b"
 )
+#: vLLM's workers named by their stage (:data:`~ppaux.triage.lineshapes.VLLM_STAGE`).
+_VLLM_STAGE = re.compile(VLLM_STAGE.pattern.encode())
 #: sglang's ``server_args=ServerArgs(...)`` line, and the settings of it triage uses; and the
 #: launch command's own flags, where a launcher logs it.
 _SERVER_ARGS = re.compile(rb"ServerArgs\([^\n]{0,60000}")
@@ -160,6 +162,7 @@ def survey(reading: LogReading, head: bytes) -> None:
     reading.empty = not head
     reading.envelope, reading.launcher = detect(head)
     reading.pp_ranks.update(int(n) for n in _PP_PREFIX.findall(head))
+    reading.pp_ranks.update(int(n) for n in _VLLM_STAGE.findall(head))
     reading.server_args = _server_args(head)
     reading.ascend = _ASCEND.search(head) is not None
     reading.stamped = stamped_lines(head)
