@@ -172,7 +172,7 @@ def test_an_mpi_error_in_flight_alone_is_no_root(tmp_path):
     assert root.code == "PP809" and root.extra["no_root"] == "network-or-other-node"
 
 
-def test_a_record_earlier_in_the_roots_log_is_said_to_come_before_it(tmp_path):
+def test_a_record_earlier_in_the_roots_log_is_said_to_stand_above_it(tmp_path):
     text = (
         "host-a:4242:4242 [0] init.cc:1582 NCCL WARN Cuda failure 'CUDA driver version is "
         "insufficient for CUDA runtime version'\n"
@@ -184,8 +184,8 @@ def test_a_record_earlier_in_the_roots_log_is_said_to_come_before_it(tmp_path):
     )
     findings = _findings(tmp_path, text)
     (after,) = [f for f in findings if f.code == "PP803"]
-    assert "before the root in its log" in after.message
-    assert "after the root" not in after.message
+    assert "above the root in its log" in after.message
+    assert "after the root" not in after.message and "before the root" not in after.message
 
 
 def test_an_elided_install_path_is_said_to_be_elided(tmp_path):

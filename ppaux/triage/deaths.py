@@ -397,6 +397,21 @@ _SIGQUIT = re.compile(r"[Rr]eceived sigquit from a child|SIGQUIT received")
 _CHILD_FAILED_TEXT = re.compile(r"(?:^|[\s.])ChildFailedError\b")
 
 
+def _relay_words(text: str) -> str:
+    """What ``explain`` says of a relay's line, in the same words for vLLM's older relay and
+    its newer one, which quotes the error it relays."""
+    opened = _QUOTED_TEXT.search(text)
+    quoted = None if opened is None else _QUOTED.search(text[opened.start() :][:2000])
+    error = None if quoted is None else quoted.group("error").split("\n", 1)[0].strip()
+    said = f" (it quotes that process's error: '{error}')" if error else ""
+    held = "reads the quoted error as that process's" if error else "says so"
+    return (
+        "it relays another process's failure and says to look elsewhere for the root cause, "
+        f"not a failure of its own{said}: that process's own traceback is the root; 'ppaux "
+        f"triage' on the whole log names it, or, where the log does not hold it, {held}"
+    )
+
+
 def death_in_text(text: str) -> str | None:
     """What a pasted line or summary says of a process's death or a launcher's summary, for
     ``ppaux explain``: where to look, since the cause is not in it; None for other text."""
@@ -428,12 +443,8 @@ def death_in_text(text: str) -> str | None:
             f"it reports that a process {how}, and {said}: {hint_of(how)}; "
             "'ppaux triage' on the whole log says whether anything failed before it"
         )
-    if _RELAY_TEXT.search(text) is not None and _QUOTED_TEXT.search(text) is None:
-        return (
-            "it relays another process's failure and says to look elsewhere for the root "
-            "cause, not a failure of its own: that process's own traceback is the root; "
-            "'ppaux triage' on the whole log names it, or says the log does not hold it"
-        )
+    if _RELAY_TEXT.search(text) is not None:
+        return _relay_words(text)
     if _SIGQUIT.search(text) is not None:
         return (
             "it is the parent process's record of a SIGQUIT from a failing child (what triage "

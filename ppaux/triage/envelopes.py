@@ -66,8 +66,25 @@ _SYSLOG = re.compile(
 )
 
 
-def peel_envelope(text: str) -> Peeled:
-    """The line(s) inside ``text``'s envelope, with the envelope's time and stream."""
+#: sglang's own time alone in brackets, as a CI runner or a tool stamps it before every line of a
+#: log whose frames it stands before too (:func:`ppaux.triage.survey.stamped_lines`).
+_STAMPED = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?)\] ")
+
+
+def peel_envelope(text: str, stamped: bool = False) -> Peeled:
+    """The line(s) inside ``text``'s envelope, with the envelope's time and stream;
+    ``stamped``: a tool put ``[<time>] `` before every line of the log, taken off first (its
+    time, without a zone, kept as written)."""
+    found = _STAMPED.match(text) if stamped else None
+    if found is None:
+        return _peeled(text)
+    peeled = _peeled(text[found.end() :])
+    if peeled.time is None and peeled.wall_text is None:
+        peeled.wall_text = found.group("time")
+    return peeled
+
+
+def _peeled(text: str) -> Peeled:
     whole = _json_forms(text)
     if whole is None:
         if export_structure(text):

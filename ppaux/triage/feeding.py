@@ -22,6 +22,7 @@ from ppaux.triage.hangs import pyspy_process
 from ppaux.triage.kinds import root_of_group
 from ppaux.triage.leads import lead_length, named
 from ppaux.triage.lineformat import LogLine, torch_rank
+from ppaux.triage.lineshapes import VLLM_STAGE
 from ppaux.triage.logreading import LogReading, check_frames_only, event_kind, nccl_process
 from ppaux.triage.methods import WorkerMethods
 from ppaux.triage.ncclcuda import last_error, nccl_error_name
@@ -219,6 +220,10 @@ class Reader:
                 reading.more_oversized += 1
         if line.ranks:
             self.reading.pp_ranks.update(int(n) for n in PP_RANK.findall(line.ranks))
+        elif line.stream is not None and "PP" in line.stream:
+            stage = VLLM_STAGE.search(line.stream)  # vLLM's worker named by its stage
+            if stage is not None:
+                self.reading.pp_ranks.add(int(stage.group(1)))
         if line.stream is not None and line.stream.startswith("pod/"):
             self.reading.kubernetes = True  # an envelope's labels or kubectl named a pod
         stream = self._streams.get(line.stream)
@@ -364,6 +369,18 @@ class Reader:
         if wrapped(text):
             self._wrappers[line.stream] = (line, failure)
 
+    def _said_before(self, number: int, failure: Failure) -> Failure | None:
+        """The one-line record on the line just before a traceback's header at ``number``, of
+        the same process, that the header's failure is (vLLM's engine logs ``repr(e)`` and then
+        its traceback); None where there is none."""
+        failures = self.reading.failures
+        said = failures[-1] if failures else None
+        if said is None or said.line != number - 1 or not said.fragment or said.frames:
+            return None
+        if (said.stream, said.ranks) != (failure.stream, failure.ranks) or said.chain:
+            return None
+        return said if said.exception is not None else None
+
     def _exit_code(self, line: LogLine) -> bool:
         """Join sglang's ``Exit code: N`` to the dead scheduler's record just before it."""
         events = self.reading.events
@@ -478,7 +495,13 @@ class Reader:
             if len(reading.failures) + self.count >= self.max_failures:
                 reading.more_failures += 1
                 return True
-            self._add(TracebackBuilder(failure, group=GROUP_HEADER in line.text))
+            builder = TracebackBuilder(failure, group=GROUP_HEADER in line.text)
+            said = self._said_before(line.number, failure)
+            if said is not None:  # one failure: the record is the traceback's first line
+                self._drop(said)
+                builder.said_before(said.exception or "", said.message)
+                failure.line, failure.time, failure.time_text = said.line, said.time, said.time_text
+            self._add(builder)
             return True
         kind = event_kind(plain)
         crash = self.crashes.take(shown) if kind in (None, "nccl-warn") else None

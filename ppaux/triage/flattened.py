@@ -278,6 +278,11 @@ def unflatten(text: str) -> list[str] | None:
     if start < 0:
         return None
     after = text[start + len(_HEADER) :]
+    if text.count("`", 0, start) % 2:
+        # an inline code span opened before the header ends the traceback where it closes:
+        # what follows is the comment's own words (``... no attribute 'x'` @user is this ...``)
+        closed = after.find("`")
+        after = after if closed < 0 else after[:closed]
     frames = list(_FRAME.finditer(after, 0, len(after)))[:_MAX_FRAMES]
     if not frames or after[: frames[0].start()].strip():
         return None

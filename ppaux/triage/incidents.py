@@ -304,10 +304,11 @@ def incidents(
             owner.own.append(failure)
             continue
         owner.collateral.append(failure)
-    for incident in found:
-        if relay(incident.root):
-            _name_relayed(incident.root, events)
+    # the death that names a relay's worker is that worker's end: never collateral of itself
+    named = {id(e) for i in found if relay(i.root) and (e := _name_relayed(i.root, events))}
     for event in events:
+        if id(event) in named:
+            continue
         if event.kind in ("capture", "nccl-warn"):
             # NCCL's warnings matter only in a log that holds nothing else, or as the cause
             _warned_before(found, event, [*failures, *events])  # a traceback cut after them
@@ -368,18 +369,22 @@ def _long_after(later: float | None, earlier: float | None) -> bool:
     return later is not None and earlier is not None and later - earlier > _SETUP_REACH_S
 
 
-def _name_relayed(root: Failure, events: list[Event]) -> None:
+def _name_relayed(root: Failure, events: list[Event]) -> Event | None:
     """Give a relay that quotes a worker's error the worker's name, where the log names the
     worker that died next in the same log (vLLM's ``Worker proc VllmWorker-0 died
-    unexpectedly``): the error is that worker's, the relay its engine's report of it."""
+    unexpectedly``): the error is that worker's, the relay its engine's report of it. The
+    death that names it, or None."""
     for event in events:
         if event.kind != "death" or event.source != root.source or event.order < root.order:
             continue
         name = worker_name(event.text)  # the first death after the relay, or none
-        if name is not None and not (root.stream or "").endswith(name):
+        if name is None:
+            return None
+        if not (root.stream or "").endswith(name):
             engine = process_of(root.stream)
             root.stream = name if engine is None else f"{engine}, {name}"
-        return
+        return event
+    return None
 
 
 def _pp_related(failure: Failure) -> bool:

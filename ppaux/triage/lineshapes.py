@@ -52,6 +52,7 @@ __all__ = [
     "TORCH_PYTHON_RANK",
     "TORCH_RANK",
     "VLLM_PROCESS",
+    "VLLM_STAGE",
     "WRAPPER",
     "Envelope",
     "Launcher",
@@ -136,6 +137,9 @@ RAY = re.compile(r"^\((?P<who>[^()]*\bpid=\d+[^()]*)\) ?(?P<text>.*)$")
 VLLM_PROCESS = re.compile(
     r"^(?:VllmWorker(?:Process)?|Worker(?:_\w+)?|EngineCore(?:_\w+)?|APIServer)\b"
 )
+#: The pipeline stage vLLM's multiprocess executor names in a worker's process name
+#: (``VllmWorker PP1``, ``VllmWorker TP0 PP1``, ``Worker_PP3``, ``Worker_PP0_TP1``).
+VLLM_STAGE = re.compile(r"\b(?:VllmWorker|Worker)(?:[ _](?:DP|TP|EP)\d{1,6})*[ _]PP(\d{1,6})(?!\d)")
 WRAPPER = re.compile(
     r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]{0,16}\] \[(?P<who>[^\]\s]{1,64})\]: "
     r"(?P<text>.*)$"

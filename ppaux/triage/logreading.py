@@ -60,6 +60,9 @@ class LogReading:
     #: The log's first 64 KiB hold lines of Ascend's NPU stack (torch_npu, HCCL, CANN's error
     #: codes): its communication library is HCCL, not NCCL.
     ascend: bool = False
+    #: A tool put sglang's time alone in brackets (``[<time>] ``) before every line, frames
+    #: among them (:func:`~ppaux.triage.survey.stamped_lines`): a stamp, not sglang's prefix.
+    stamped: bool = False
 
 
 #: torch's error records (``[E...``) of a collective that timed out, besides the watchdog's own

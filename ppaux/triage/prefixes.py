@@ -35,6 +35,16 @@ _LABEL_POD = re.compile(r'[{,\s]pod(?:_name)?\s*=\s*"([A-Za-z0-9][\w.-]{0,252})"
 _LABEL_CONTAINER = re.compile(r'[{,\s]container(?:_name)?\s*=\s*"([A-Za-z0-9][\w.-]{0,252})"')
 _KEY_GROUP = re.compile(r"^\[[\w.]+: [^\[\]]*\]\s?")
 _KUBECTL = re.compile(r"^\[(?P<who>pod/[^/\]\s]+/[^/\]\s]*)\] ")
+#: A time alone in brackets that a CI runner or a tool stamped before each line (Buildkite's
+#: ``[2025-05-20T05:24:28Z] ``, a zone or microseconds in it, a clock's ``[05:24:28] ``).
+_BRACKET_STAMP = re.compile(
+    r"^\[(?P<time>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|z|[+-]\d\d:?\d\d)?"
+    r"|\d\d:\d\d:\d\d(?:[.,]\d{1,9})?)\] "
+)
+#: sglang's own time, which its prefix holds with no rank after it in its main process: not a
+#: stamp to take off from a line alone (:func:`ppaux.triage.survey.stamped_lines` tells the
+#: whole log's).
+_SGLANG_TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?")
 #: A Python serving framework's own logger (vLLM's): ``ERROR 03-12 15:02:44 file.py:581] ``, and
 #: since vLLM 0.8 with the place in brackets, ``ERROR 08-06 22:23:09 [file.py:487] ``, and in
 #: later releases with the file's path in the package (``[v1/executor/multiproc_executor.py:597]``).
@@ -125,6 +135,10 @@ def _bracketed(rest: str, peeled: Peeled) -> str | None:
     if tagged is not None:  # a hint only: sglang's own prefix, behind it, names the ranks
         peeled.stream, rest = tagged
         return rest
+    stamped = _BRACKET_STAMP.match(rest)
+    if stamped is not None and _SGLANG_TIME.fullmatch(stamped.group("time")) is None:
+        stamp(peeled, stamped.group("time"))
+        return rest[stamped.end() :]
     return None
 
 

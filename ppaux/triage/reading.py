@@ -39,7 +39,9 @@ from ppaux.triage.zones import LocalZone
 __all__ = ["LogReading", "read_log"]
 
 _MARKER_TEXTS = tuple(marker.decode() for marker in MARKERS)
-_WEAK_TEXTS = tuple(marker.decode().rstrip("\n") for marker in WEAK_MARKERS)
+_WEAK_TEXTS = tuple(marker.decode() for marker in WEAK_MARKERS if not marker.endswith(b"\n"))
+#: A weak marker that ends a line: an exception's type alone.
+_WEAK_ENDS = tuple(m.decode().rstrip("\r\n") for m in WEAK_MARKERS if m.endswith(b"\n"))
 #: Characters of a piece's end that a marker split between two pieces can start in.
 _SEAM = max(len(marker) for marker in ALL_MARKERS) - 1
 #: Bytes looked at to tell a log's envelope and launcher.
@@ -75,7 +77,7 @@ def _unnested(text: str) -> list[str]:
 
 
 def _weak(text: str) -> bool:
-    return any(marker in text for marker in _WEAK_TEXTS)
+    return any(marker in text for marker in _WEAK_TEXTS) or text.rstrip().endswith(_WEAK_ENDS)
 
 
 def _passed_line(reading: LogReading, raws: list[bytes]) -> LogLine | None:
@@ -89,7 +91,7 @@ def _passed_line(reading: LogReading, raws: list[bytes]) -> LogLine | None:
         if partial or "\n" in text:
             return None
         if reading.envelope in (Envelope.PLAIN, Envelope.TIMESTAMPS, Envelope.NUMBERED):
-            peeled = peel_envelope(text)
+            peeled = peel_envelope(text, reading.stamped)
             if not peeled.lines and not peeled.decoded:
                 continue  # a JSON export's structure
             if len(peeled.lines) != 1 or peeled.decoded:
@@ -139,7 +141,7 @@ def _take_peeled(
     """Feed the line(s) inside ``text``'s own envelope (told from this line alone: a store's
     row, a JSON record, a launcher's prefix) to ``reader``, a runtime's split line in it joined
     (``held``)."""
-    peeled = peel_envelope(text)
+    peeled = peel_envelope(text, reading.stamped)
     if not peeled.cri and not held:
         _feed_peeled(reader, reading, number, peeled, marked, local_zone)
         return

@@ -154,7 +154,9 @@ def later_than(record: Failure | Event, root: Failure) -> str:
             if isinstance(record, Failure) and record.summary and root.summary == "root-cause":
                 # torchrun's summary lists its other failures before its first observed one
                 return "after the root (torchrun's summary lists it before)"
-            return "before the root in its log" + (
+            # a place in the log, not a time: what follows from the root may be written
+            # above it (another process's lines interleaved), never said to fail before it
+            return "above the root in its log (no time orders them)" + (
                 "" if record.time_text is None else f", at {when_of(record)}"
             )
         return "after the root" if record.time_text is None else f"at {when_of(record)}"

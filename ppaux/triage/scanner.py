@@ -70,6 +70,10 @@ WEAK_MARKERS: tuple[bytes, ...] = (
     b"] Trac",  # a header cut inside 'Traceback (...' behind a damaged prefix
     b"Error executing method",  # a worker's line naming the method its traceback below ran
     b"Cuda failure",  # the CUDA error torch gives below NCCL's record, after 'Last error:'
+    # an exception's type alone at a line's end, raised without a message (a logger's one-line
+    # ``ERROR ... AssertionError``)
+    b"Error\n",
+    b"Error\r\n",
 )
 #: journald ``-o json``'s message written as its bytes' numbers: its text is not in the raw
 #: line, so such a line is read and judged once decoded.

@@ -10,7 +10,7 @@ import re
 
 from ppaux.triage.flattened import quoted_spans
 from ppaux.triage.lineformat import detect
-from ppaux.triage.lineshapes import Envelope, Launcher
+from ppaux.triage.lineshapes import VLLM_STAGE, Envelope, Launcher
 from ppaux.triage.logreading import LogReading
 
 __all__ = ["source_code", "survey"]
@@ -20,6 +20,8 @@ _PP_PREFIX = re.compile(
     rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?"
     rb"(?: (?:DP|ATTN_CP|MOE_DP|TP|EP)\d{1,6})* PP(\d{1,6})\b"
 )
+#: vLLM's workers named by their stage (:data:`~ppaux.triage.lineshapes.VLLM_STAGE`).
+_VLLM_STAGE = re.compile(VLLM_STAGE.pattern.encode())
 #: sglang's ``server_args=ServerArgs(...)`` line, and the settings of it triage uses; and the
 #: launch command's own flags, where a launcher logs it.
 _SERVER_ARGS = re.compile(rb"ServerArgs\([^\n]{0,60000}")
@@ -142,13 +144,31 @@ def source_code(head: bytes) -> bool:
     return definitions >= 10 and definitions * 20 >= lines
 
 
+#: sglang's time alone in brackets at a line's start, and before a frame: sglang writes its prefix
+#: before a record's first line only, never before a traceback's frame; a tool that stamps every
+#: line (a CI runner's log) does.
+_STAMP_START = re.compile(rb"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?\] ", re.M)
+_STAMPED_FRAME = re.compile(rb'^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?\] +File "', re.M)
+
+
+def stamped_lines(head: bytes) -> bool:
+    """Whether a tool put ``[<time>] `` (sglang's time alone in brackets) before every line of
+    ``head``: half its lines or more begin with it, a frame among them."""
+    if _STAMPED_FRAME.search(head) is None:
+        return False
+    lines = sum(1 for line in head.split(b"\n") if line.strip())
+    return len(_STAMP_START.findall(head)) * 2 >= lines
+
+
 def survey(reading: LogReading, head: bytes) -> None:
     """What ``head`` (a log's first bytes, its layers off) says of the whole log."""
     reading.empty = not head
     reading.envelope, reading.launcher = detect(head)
     reading.pp_ranks.update(int(n) for n in _PP_PREFIX.findall(head))
+    reading.pp_ranks.update(int(n) for n in _VLLM_STAGE.findall(head))
     reading.server_args = _server_args(head)
     reading.ascend = _ASCEND.search(head) is not None
+    reading.stamped = stamped_lines(head)
     reading.sglang_seen = _SGLANG_LINE.search(head) is not None or (
         _BARE_STAMP.search(head) is not None and _SGLANG_RECORDS.search(head) is not None
     )

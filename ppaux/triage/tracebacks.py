@@ -349,6 +349,12 @@ class TracebackBuilder:
         self._message_lines = 0
         return True
 
+    def said_before(self, exception: str, message: str) -> None:
+        """The exception a line just before the header said (a logger's ``AssertionError()``
+        before the traceback it logs): the failure's, where the log cuts the traceback before
+        its exception line."""
+        self._relay = (exception, message)
+
     def _restart_remote(self) -> None:
         """Drop Ray's relay and the driver's frames before it: what follows is the remote
         process's traceback."""

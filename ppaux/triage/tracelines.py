@@ -34,12 +34,14 @@ FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<f
 #: message (or nothing).
 EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::(?: (?P<message>.*))?)?$")
 #: An exception line by its shape alone: a dotted name ending as exception classes do, then a
-#: colon and the message (or nothing). Told apart from a frame's source line without indentation.
+#: colon and the message, or nothing, or the empty call of a repr (``AssertionError()``, as
+#: a logger writes an exception raised without a message). Told apart from a frame's source
+#: line without indentation.
 _RAISED = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w{0,100}\.){0,10}(?:[A-Za-z_]\w{0,100}"
     r"(?:Error|Exception|ExceptionGroup|Interrupt|Exit|Failure|Fault|Timeout|Warning|Abort|"
     r"StopIteration)|Exception(?:Group)?))"
-    r"(?: ?:(?: ?(?P<message>.*))?)?$"
+    r"(?: ?:(?: ?(?P<message>.*))?|\(\))?$"
 )
 #: An exception line whose type carries its cause: ``ray.exceptions.RayTaskError(OutOfMemoryError):
 #: ...``.
