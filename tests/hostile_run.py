@@ -10,9 +10,10 @@ server process imports the CLI once, then forks one child per command line; the 
 its own directory, points stdout and stderr at files and runs exactly what ``python -m
 ppaux_cli`` runs (``ppaux_cli.app.main``), an uncaught exception printing its traceback as the
 interpreter would. Each child is a separate process that dies with its exit code or signal.
-The server runs the CLI once on a missing file first, so that the modules the CLI imports
-lazily are loaded before it forks; ``PPAUX_TEST_PRELOAD`` (comma-separated module names, such as
-``torch``) imports more before forking, for commands that import them on every run.
+The server runs each command that reads a dump once on a missing file first (inspect in every
+format), so that the modules the CLI imports lazily are loaded before it forks;
+``PPAUX_TEST_PRELOAD`` (comma-separated module names, such as ``torch``) imports more before
+forking, for commands that import them on every run.
 
 :func:`run_cli_formats` runs one command line in several ``--format`` values from one forked
 child: the child computes the command's reading step once (the reader's result is shared, as a
@@ -68,13 +69,18 @@ for module in filter(None, os.environ.get("PPAUX_TEST_PRELOAD", "").split(",")):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch warns on import where numpy is absent
         __import__(module)
-# Warm up: the CLI imports its command modules lazily; import them once, here, output discarded.
+# Warm up: the CLI imports its command modules lazily; import them once, here, output discarded
+# (every format's renderer, and the commands that read a dump besides inspect).
 saved = os.dup(1), os.dup(2)
 null = os.open(os.devnull, os.O_WRONLY)
 os.dup2(null, 1)
 os.dup2(null, 2)
-for fmt in ("json", "text", "github", "sarif", "junit", "gitlab", "markdown", "html"):
-    sys.argv = ["ppaux", "inspect", os.devnull + "-missing.pt", "--format", fmt]
+missing = os.devnull + "-missing.pt"
+warm_up = [["inspect", missing, "--format", fmt]
+           for fmt in ("json", "text", "github", "sarif", "junit", "gitlab", "markdown", "html")]
+warm_up += [["replay", missing], ["diff", missing, missing], ["tensorize", missing, "-o", missing]]
+for argv in warm_up:
+    sys.argv = ["ppaux", *argv]
     try:
         ppaux_cli.app.main()
     except SystemExit:

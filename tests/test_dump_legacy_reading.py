@@ -110,6 +110,63 @@ def _pickle_load(path: Path) -> dict:
     return answer
 
 
+#: _PICKLE_CHILD's reading for each path on stdin, each in a child forked from one process that
+#: imported torch once: every answer is the one a child of its own gives.
+_PICKLE_SERVER = """
+import json, os, pickle, sys, warnings
+warnings.simplefilter("ignore")
+sys.path.insert(0, sys.argv[1])
+import torch_sandbox
+for line in sys.stdin:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            with open(line.rstrip("\\n"), "rb") as f:
+                value = pickle.load(f)
+        except Exception as exc:
+            answer = {"outcome": "refused", "error": repr(exc)}
+        else:
+            answer = {"outcome": "loaded", "value": torch_sandbox.describe(value)}
+        sys.stdout.write(json.dumps(answer) + "\\n")
+        sys.stdout.flush()
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    if status:
+        sys.stdout.write(json.dumps({"died": status}) + "\\n")
+        sys.stdout.flush()
+"""
+
+
+class PickleLoads:
+    """What :func:`_pickle_load` says of each path, from one server process (see
+    ``_PICKLE_SERVER``) instead of one process, and one torch import, per path."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _PICKLE_SERVER, str(REPO / "fuzz")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def __call__(self, path: Path) -> dict:
+        stdin, stdout = self.process.stdin, self.process.stdout
+        assert stdin is not None and stdout is not None
+        stdin.write(f"{path}\n")
+        stdin.flush()
+        line = stdout.readline()
+        assert line, "the pickle.load server gave no answer"
+        answer: dict = json.loads(line)
+        assert "died" not in answer, answer
+        return answer
+
+    def close(self) -> None:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+        self.process.stdout.close()
+
+
 def _float(n: int) -> bytes:
     return _legacy({"w": torch.arange(float(n))})
 

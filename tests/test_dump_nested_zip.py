@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import torch
 from helpers import REPO
-from test_dump_legacy_reading import _pickle_load
-from test_weights_only import _torch_answers
+from test_dump_legacy_reading import PickleLoads
+from test_weights_only import TorchAnswers
 
 pytestmark = pytest.mark.torch
 
@@ -41,6 +41,24 @@ _STORAGE_TAG = b"X\x07\x00\x00\x00storage"
 def sandbox():
     with harness.Sandbox() as running:
         yield running
+
+
+@pytest.fixture(scope="module")
+def default_loads():
+    """torch.load (weights_only=True) of each path in a child forked from one probe process
+    (the answer a probe of its own gives, without importing torch for each path)."""
+    answers = TorchAnswers()
+    yield answers
+    answers.close()
+
+
+@pytest.fixture(scope="module")
+def pickle_loads():
+    """pickle.load of each path (test_dump_legacy_reading's _pickle_load) in a child forked
+    from one process that imported torch once."""
+    answers = PickleLoads()
+    yield answers
+    answers.close()
 
 
 def _nested(stream: bytes) -> bytes:
@@ -108,11 +126,11 @@ NESTED_READS = {
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("name", list(NESTED_READS))
-def test_a_nested_zip_is_read_as_pickle_load_reads_it(name, tmp_path):
+def test_a_nested_zip_is_read_as_pickle_load_reads_it(name, tmp_path, pickle_loads):
     make, dtype = NESTED_READS[name]
     path = tmp_path / "nested.pkl"
     path.write_bytes(_nested(make(tmp_path)))
-    ours, theirs = harness.ppaux_view(str(path)), _pickle_load(path)
+    ours, theirs = harness.ppaux_view(str(path)), pickle_loads(path)
     assert theirs["outcome"] == "loaded", theirs
     assert ours.verdict == "findings" and ours.codes == {"PP118"}, ours
     assert ours.value == theirs["value"]
@@ -135,15 +153,17 @@ def test_a_call_in_a_nested_zip_is_a_security_finding(tmp_path):
     ("storages", "words"),
     [({}, "has no record"), ({"0": _FLOATS[:8]}, "is 8 bytes, 16 needed")],
 )
-def test_a_nested_zip_torch_cannot_read_the_storage_of_is_refused(tmp_path, storages, words):
+def test_a_nested_zip_torch_cannot_read_the_storage_of_is_refused(
+    tmp_path, storages, words, pickle_loads
+):
     path = tmp_path / "refused.pkl"
     path.write_bytes(_nested(_archive(tmp_path, _storage_pkl(), storages)))
-    assert _pickle_load(path)["outcome"] == "refused"
+    assert pickle_loads(path)["outcome"] == "refused"
     with pytest.raises(TorchRefuses, match=words):
         read_dump(str(path))
 
 
-def test_zips_nested_past_the_depth_ppaux_reads_are_a_finding_not_a_refusal(tmp_path):
+def test_zips_nested_past_the_depth_ppaux_reads_are_a_finding_not_a_refusal(tmp_path, pickle_loads):
     # A zip whose data.pkl nests a zip whose data.pkl nests one more: no writer does that,
     # and pickle.load reads it; ppaux names it (PP202) instead of refusing the input.
     inner = _archive(tmp_path, _storage_pkl(), {"0": _FLOATS})
@@ -157,7 +177,7 @@ def test_zips_nested_past_the_depth_ppaux_reads_are_a_finding_not_a_refusal(tmp_
         inner = _archive(tmp_path, call + size + inner + b"\x85R.", {})
     path = tmp_path / "deep.pkl"
     path.write_bytes(_nested(inner))
-    assert _pickle_load(path)["outcome"] != "refused"
+    assert pickle_loads(path)["outcome"] != "refused"
     with pytest.raises(ReadMismatch, match="nested 3 levels deep") as caught:
         read_dump(str(path))
     assert caught.value.code == "PP202"
@@ -201,12 +221,12 @@ BYTES_READS = {
 
 
 @pytest.mark.parametrize("name", list(BYTES_READS))
-def test_a_bytes_tag_or_location_is_read_as_torch_reads_it(name, tmp_path, sandbox):
+def test_a_bytes_tag_or_location_is_read_as_torch_reads_it(name, tmp_path, sandbox, default_loads):
     (old, new), default_reads = BYTES_READS[name]
     path = tmp_path / "edited.pt"
     path.write_bytes(_archive(tmp_path, _edited(old, new), {"0": _FLOATS}))
     ours, theirs = harness.ppaux_view(str(path)), sandbox.load(path)
-    (default,) = _torch_answers([path])
+    default = default_loads(path)
     assert theirs["outcome"] == "loaded", theirs
     assert (default["outcome"] == "loaded") is default_reads, default
     assert ours.verdict == "findings" and ours.codes == {"PP118"}, ours
@@ -225,18 +245,20 @@ BYTES_REFUSED = {
 
 
 @pytest.mark.parametrize("name", list(BYTES_REFUSED))
-def test_a_location_torch_refuses_is_refused(name, tmp_path, sandbox):
+def test_a_location_torch_refuses_is_refused(name, tmp_path, sandbox, default_loads):
     new, words = BYTES_REFUSED[name]
     path = tmp_path / "edited.pt"
     path.write_bytes(_archive(tmp_path, _edited(_CPU, new), {"0": _FLOATS}))
-    (default,) = _torch_answers([path])
+    default = default_loads(path)
     assert sandbox.load(path)["outcome"] == "refused"
     assert default["outcome"] != "loaded", default
     with pytest.raises(TorchRefuses, match=words):
         read_dump(str(path))
 
 
-def test_legacy_streams_nested_three_deep_are_a_finding_pickle_load_reads_past(tmp_path):
+def test_legacy_streams_nested_three_deep_are_a_finding_pickle_load_reads_past(
+    tmp_path, pickle_loads
+):
     # Each level a torch.save legacy stream whose object holds the next one's
     # torch.storage._load_from_bytes call: pickle.load (torch.load(weights_only=False) at each
     # level) reads all of it.
@@ -257,7 +279,7 @@ def test_legacy_streams_nested_three_deep_are_a_finding_pickle_load_reads_past(t
         stream = legacy({"x": Nested(stream)})
     path = tmp_path / "deep.pkl"
     path.write_bytes(pickle.dumps({"a": Nested(stream)}, protocol=2))
-    assert _pickle_load(path)["outcome"] != "refused"
+    assert pickle_loads(path)["outcome"] != "refused"
     report = inspect_paths([str(path)])
     assert report.problems == ()
     assert [f.code for f in report.findings] == ["PP202"]
@@ -289,10 +311,12 @@ def _legacy_stream() -> bytes:
     ],
     ids=["zip cut short", "no stream", "stream cut short", "another version"],
 )
-def test_a_nested_stream_pickle_load_refuses_is_refused(stream, words, refused_as_torch, tmp_path):
+def test_a_nested_stream_pickle_load_refuses_is_refused(
+    stream, words, refused_as_torch, tmp_path, pickle_loads
+):
     path = tmp_path / "nested.pkl"
     path.write_bytes(_nested(stream()))
-    assert _pickle_load(path)["outcome"] == "refused"
+    assert pickle_loads(path)["outcome"] == "refused"
     with pytest.raises(DumpError, match=words) as caught:
         read_dump(str(path))
     assert isinstance(caught.value, TorchRefuses) == refused_as_torch
