@@ -40,14 +40,16 @@ _POD = re.compile(r"^(?P<pod>[a-z0-9][a-z0-9.-]{0,252}) (?=\[?\d|[IWEF]\d{4} )")
 
 class AppPrefix:
     """What an application logger's prefix said: the pod named before it (or None), its time
-    as written (None where it gave no year), and the line behind it."""
+    as written (None where it gave no year), the line behind it, and whether its level was
+    ERROR, CRITICAL or FATAL (``severe``)."""
 
-    __slots__ = ("pod", "rest", "time")
+    __slots__ = ("pod", "rest", "severe", "time")
 
-    def __init__(self, pod: str | None, time: str | None, rest: str) -> None:
+    def __init__(self, pod: str | None, time: str | None, rest: str, severe: bool = False) -> None:
         self.pod = pod
         self.time = time
         self.rest = rest
+        self.severe = severe
 
 
 def app_prefix(text: str) -> AppPrefix | None:
@@ -67,8 +69,17 @@ def app_prefix(text: str) -> AppPrefix | None:
     time, end = found
     rest = text[end:]
     if _exception_line(rest):
-        return AppPrefix(pod, time, rest)
+        return AppPrefix(pod, time, rest, _severe(text[at:end]))
     return None
+
+
+#: A level that reports a failure, as these loggers write it.
+_SEVERE = re.compile(r"^[EF]\d{4} |\b(?:ERROR|CRITICAL|FATAL)\b")
+
+
+def _severe(prefix: str) -> bool:
+    """True where a logger's ``prefix`` gives a level that reports a failure."""
+    return _SEVERE.search(prefix) is not None
 
 
 def _stamp(text: str, at: int, podded: bool) -> tuple[str | None, int] | None:

@@ -40,6 +40,7 @@ from ppaux.triage.jsonrecords import (
 )
 from ppaux.triage.peeled import (
     LEAD,
+    SEVERE_LEVELS,
     SEVERITY,
     TIME_TEXT,
     Peeled,
@@ -52,7 +53,7 @@ from ppaux.triage.prefixes import layers
 __all__ = ["Peeled", "cut_record", "peel_envelope"]
 
 _CSV_TIME = re.compile(rf'^"(?P<time>{TIME_TEXT})",(?P<rest>.*)$')
-_CSV_SEVERITY = re.compile(rf'^"{SEVERITY}",')
+_CSV_SEVERITY = re.compile(rf'^"(?P<severity>{SEVERITY})",')
 _LEVEL_COLUMN = re.compile(
     r"^(?:info|error|warning|warn|debug|critical|unknown|INFO|ERROR|WARNING|WARN|DEBUG)\t"
 )
@@ -145,6 +146,7 @@ def _row(text: str, peeled: Peeled) -> str:
         severity = _CSV_SEVERITY.match(rest)
         if severity is not None:  # a severity column between the time and the message
             rest = rest[severity.end() :]
+            peeled.severe = severity.group("severity") in SEVERE_LEVELS
         if rest.startswith('"') and rest.endswith('"') and len(rest) >= 2:
             rest = rest[1:-1].replace('""', '"')
         stamp(peeled, csv.group("time"))
@@ -154,6 +156,7 @@ def _row(text: str, peeled: Peeled) -> str:
     if lead is None or not lead.group("time") or _sglang_like(text):
         return text
     stamp(peeled, lead.group("time"))
+    peeled.severe = lead.group("severity") in SEVERE_LEVELS
     if text[lead.end() - 1 : lead.end()] != " ":
         peeled.wall_text = None  # a table's time column: the browser's clock, not the host's
     comma = text[lead.end() - 1 : lead.end()] == ","
@@ -188,6 +191,7 @@ def _after_time(rest: str, comma: bool, python_time: bool, peeled: Peeled) -> st
         level = SUPERVISOR_LEVEL.match(rest)  # supervisord's, Python logging's
     if level is not None:
         rest = rest[level.end() :]
+        peeled.severe = peeled.severe or level.group(0).strip().upper() in SEVERE_LEVELS
     fields = STORE_FIELDS.match(rest)
     if fields is not None:
         rest = rest[fields.end() :]

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 __all__ = [
     "LEAD",
     "MAX_RECORD_LINES",
+    "SEVERE_LEVELS",
     "SEVERITY",
     "TIME_TEXT",
     "Peeled",
@@ -36,7 +37,11 @@ TIME_TEXT = rf"{_ISO}|\d{{13,{_MAX_EPOCH_DIGITS}}}"
 _WALL = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?")
 SEVERITY = r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|ALERT|EMERGENCY|[DIWEF])"
 #: A row's leading time, with a severity word before it (Google Cloud Logging's text form).
-LEAD = re.compile(rf"^(?:{SEVERITY}\s+)?(?P<time>{TIME_TEXT})(?:\t| |,|$)")
+LEAD = re.compile(rf"^(?:(?P<severity>{SEVERITY})\s+)?(?P<time>{TIME_TEXT})(?:\t| |,|$)")
+#: The levels (as a row or a logger writes them) of a record that reports a failure.
+SEVERE_LEVELS = frozenset(
+    {"ERROR", "ERRO", "CRITICAL", "CRIT", "FATAL", "ALERT", "EMERGENCY", "E", "F"}
+)
 
 
 class Peeled:
@@ -50,6 +55,7 @@ class Peeled:
         "lines",
         "partial",
         "runtime",
+        "severe",
         "stream",
         "time",
         "time_text",
@@ -72,6 +78,8 @@ class Peeled:
         #: A row's time without a zone, as written (Python logging's ``2024-11-20 14:37:16,123``,
         #: a table download's): the local time of the host that wrote it, zone unknown.
         self.wall_text: str | None = None
+        #: The row's level, taken off, was ERROR, CRITICAL or FATAL (or their short forms).
+        self.severe = False
 
 
 def record_lines(message: str) -> Peeled:

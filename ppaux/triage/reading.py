@@ -169,6 +169,7 @@ def _feed_peeled(
             reading.launcher,
             reading.envelope is Envelope.TIMESTAMPS,
             _wall(reading, peeled.wall_text),
+            peeled.severe,
         )
         if local_zone is not None:
             line = in_zone(line, local_zone)

@@ -22,6 +22,7 @@ __all__ = [
     "Frame",
     "failure_start",
     "method_said",
+    "own_record",
     "process_of",
     "went_on",
 ]
@@ -265,11 +266,19 @@ def method_said(text: str) -> str | None:
     return None if found is None else found.group("method").rstrip(".")
 
 
-def went_on(line: LogLine, failure: Failure) -> bool:
+def own_record(line: LogLine, failure: Failure) -> bool:
     """True where ``line``, the first after ``failure``'s exception line, is a record of its
-    own that says the program logged on (:attr:`Failure.went_on`): a logger's record at INFO or
-    DEBUG by its words, or a line with a time of its own where the traceback's header had none
-    (a logger's next record, its prefix read off)."""
+    own, not more of the exception's message: a logger's record at INFO or DEBUG by its words,
+    or a line with a time of its own where the traceback's header had none (a logger's next
+    record, its prefix read off)."""
     if _GOING_ON.match(line.text) is not None:
         return True
     return line.time_text is not None and failure.time_text is None and not line.sglang
+
+
+def went_on(line: LogLine, failure: Failure) -> bool:
+    """True where ``line``, the first after ``failure``'s exception line, says the program
+    logged on (:attr:`Failure.went_on`): a record of its own (:func:`own_record`) whose level,
+    where one was taken off, is no ERROR, CRITICAL or FATAL: an error logged right after a
+    traceback is no proof that it was handled."""
+    return not line.severe and own_record(line, failure)

@@ -25,7 +25,7 @@ from ppaux.triage.groups import (
     unmargined,
 )
 from ppaux.triage.lineformat import LogLine
-from ppaux.triage.records import Failure, Frame, went_on
+from ppaux.triage.records import Failure, Frame, own_record
 from ppaux.triage.tracelines import EXCEPTION, FRAME, MAX_MESSAGE, WRAPPED, raised, unfolded
 
 __all__ = ["MAX_FRAMES", "TracebackBuilder"]
@@ -180,7 +180,7 @@ class TracebackBuilder:
             return self._message_line(text)  # Ray's ActorDiedError says why, in its message
         if marked or self._blank or text.startswith(("[", "INFO:")):
             return False
-        if went_on(line, self.failure):
+        if own_record(line, self.failure):
             return False  # a record of its own (a logger's next one), not the message
         return self._message_line(text)
 
