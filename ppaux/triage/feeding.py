@@ -22,7 +22,13 @@ from ppaux.triage.hangs import pyspy_process
 from ppaux.triage.kinds import root_of_group
 from ppaux.triage.leads import lead_length, named
 from ppaux.triage.lineformat import LogLine, torch_rank
-from ppaux.triage.logreading import LogReading, check_frames_only, event_kind, nccl_process
+from ppaux.triage.logreading import (
+    LogReading,
+    check_frames_only,
+    event_kind,
+    nccl_process,
+    watchdog_tagged,
+)
 from ppaux.triage.methods import WorkerMethods
 from ppaux.triage.ncclcuda import last_error, nccl_error_name
 from ppaux.triage.records import (
@@ -455,10 +461,22 @@ class Reader:
         failures = self.reading.failures
         return bool(failures) and failures[-1].stream == line.stream and _names_check(failures[-1])
 
+    def _wrapped_watchdog(self, line: LogLine) -> LogLine:
+        """``line`` with the tag on the line before it put back where it is the watchdog's
+        words alone, its record wrapped over lines (:func:`watchdog_tagged`)."""
+        if "Watchdog caught" not in line.text:
+            return line
+        before = self._before() if callable(self._before) else self._before
+        if before is None or before.stream != line.stream:
+            return line
+        joined = watchdog_tagged(line.text, before.text)
+        return line if joined is None else dataclasses.replace(line, text=joined)
+
     def _marked(self, line: LogLine) -> bool:
         """Read ``line``, which holds a marker, as a traceback's start or a record of the
         marker's kind; False where it is neither."""
         reading = self.reading
+        line = self._wrapped_watchdog(line)
         # A marker inside a string literal the line echoes (a request's text, an output) is
         # text someone sent: the line's own shapes are read outside its literals only.
         plain = outside_quotes(line.text)

@@ -11,7 +11,14 @@ from ppaux.triage.hangs import hang_words
 from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.records import Event, Failure
 
-__all__ = ["LogReading", "check_frames_only", "event_kind", "nccl_process", "watchdog_words"]
+__all__ = [
+    "LogReading",
+    "check_frames_only",
+    "event_kind",
+    "nccl_process",
+    "watchdog_tagged",
+    "watchdog_words",
+]
 
 
 @dataclass
@@ -154,6 +161,23 @@ _SIGQUIT = re.compile(
     r"(?:^|[\]|:>\t]\s{0,8}|^\s{1,64})(?:Received sigquit from a child proces|"
     r"SIGQUIT received\. signum=)"
 )
+
+
+#: The watchdog's words alone on a line (its record wrapped: the tag on the line before, the
+#: work on the line after), and a line that is its tag alone (``[PG ID 6 ... Rank 1]``).
+_WATCHDOG_ALONE = re.compile(r"\s{0,8}Watchdog caught collective operation timeout:\s*$")
+_TAG_ALONE = re.compile(r"\s{0,8}\[[^\[\]]{0,300}\bRank \d{1,9}\]\s*$")
+
+
+def watchdog_tagged(text: str, before: str | None) -> str | None:
+    """The watchdog's record whole where ``text`` is its words alone and ``before``, the line
+    just before it, its ``[... Rank N]`` tag alone (a record wrapped over lines): the two
+    joined; None for any other line."""
+    if before is None or "Watchdog caught" not in text or _WATCHDOG_ALONE.match(text) is None:
+        return None
+    if _TAG_ALONE.match(before) is None:
+        return None
+    return f"{before.strip()} {text.strip()}"
 
 
 def _timeout(text: str) -> bool:
