@@ -21,8 +21,7 @@ has none of these shapes is returned as it came.
 
 from __future__ import annotations
 
-import re
-
+from ppaux.patterns import lazy
 from ppaux.triage.forwarders import (
     CSV_COLUMNS,
     LOGFMT_START,
@@ -52,17 +51,17 @@ from ppaux.triage.prefixes import layers
 
 __all__ = ["Peeled", "cut_record", "peel_envelope"]
 
-_CSV_TIME = re.compile(rf'^"(?P<time>{TIME_TEXT})",(?P<rest>.*)$')
-_CSV_SEVERITY = re.compile(rf'^"(?P<severity>{SEVERITY})",')
-_LEVEL_COLUMN = re.compile(
+_CSV_TIME = lazy(rf'^"(?P<time>{TIME_TEXT})",(?P<rest>.*)$')
+_CSV_SEVERITY = lazy(rf'^"(?P<severity>{SEVERITY})",')
+_LEVEL_COLUMN = lazy(
     r"^(?:info|error|warning|warn|debug|critical|unknown|INFO|ERROR|WARNING|WARN|DEBUG)\t"
 )
 #: journald ``short-iso``: ``<time> <host> <identifier>[<pid>]: `` (after the time).
-_JOURNALD = re.compile(r"^[\w.-]+ [\w.@/-]+(?:\[\d{1,10}\])?: ")
+_JOURNALD = lazy(r"^[\w.-]+ [\w.@/-]+(?:\[\d{1,10}\])?: ")
 #: ``aws logs tail``: ``<time> <stream> <message>``; a stream name holds a '/'.
-_AWS_STREAM = re.compile(r"^[\w.-]+(?:/[\w.\[\]$-]+)+ ")
+_AWS_STREAM = lazy(r"^[\w.-]+(?:/[\w.\[\]$-]+)+ ")
 #: syslog's and journald's default (``short``) form: ``Jun 17 06:48:30 host ident[pid]: ``.
-_SYSLOG = re.compile(
+_SYSLOG = lazy(
     r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? [\w.-]+ [\w.@/-]+(?:\[\d{1,10}\])?: "
 )
 
@@ -93,7 +92,7 @@ def peel_envelope(text: str) -> Peeled:
 
 
 #: A Markdown table's cell border: a ``|`` that no backslash escapes.
-_CELL_BORDER = re.compile(r"(?<!\\)\|")
+_CELL_BORDER = lazy(r"(?<!\\)\|")
 
 
 def _table_cell(text: str) -> str | None:

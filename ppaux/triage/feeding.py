@@ -10,10 +10,10 @@ keeps each process's lines apart. Each line costs the same however many tracebac
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 
 from ppaux.limits import Limits
+from ppaux.patterns import lazy
 from ppaux.triage.crashes import Crashes, rank_within
 from ppaux.triage.deaths import worker_died
 from ppaux.triage.flattened import outside_quotes
@@ -63,17 +63,15 @@ _MAX_FOREIGN = 400
 _CAPTURE_LINE = 8192
 #: The capture's start line; its mode (``(when=error, strict)``) ends the line, so a directory
 #: whose name holds `` (when=`` is read whole.
-_CAPTURE_DIR = re.compile(
+_CAPTURE_DIR = lazy(
     r"ppaux capture: capturing .*? into (?P<dir>.+) \(when=(?P<how>\w{1,16}(?:, strict)?)\)\s*$"
 )
 #: A pipeline rank in sglang's prefix (``PPn``).
-PP_RANK = re.compile(r"\bPP(\d{1,6})\b")
+PP_RANK = lazy(r"\bPP(\d{1,6})\b")
 #: A rank or a frame's line number longer than ppaux reads (a finding, not a number).
-_OVERSIZED = re.compile(
-    r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank|\blocal_rank(?:: |=))\d{7,}"
-)
+_OVERSIZED = lazy(r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank|\blocal_rank(?:: |=))\d{7,}")
 #: What an oversized number holds, looked for before its place is.
-_LONG_NUMBER = re.compile(r"\d{7}")
+_LONG_NUMBER = lazy(r"\d{7}")
 #: Lines with an oversized number listed per log.
 _MAX_OVERSIZED = 16
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
+from ppaux.patterns import lazy
+
 __all__ = [
     "LEAD",
     "MAX_RECORD_LINES",
@@ -34,10 +36,10 @@ _ISO = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|z|[+-]\d\d:?\d\d|
 #: A collector's time as a row writes it: RFC 3339 (or its space form), or epoch digits.
 TIME_TEXT = rf"{_ISO}|\d{{13,{_MAX_EPOCH_DIGITS}}}"
 #: A time without a zone (``YYYY-MM-DD HH:MM:SS``, its fraction after a dot or a comma).
-_WALL = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?")
+_WALL = lazy(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?")
 SEVERITY = r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|ALERT|EMERGENCY|[DIWEF])"
 #: A row's leading time, with a severity word before it (Google Cloud Logging's text form).
-LEAD = re.compile(rf"^(?:(?P<severity>{SEVERITY})\s+)?(?P<time>{TIME_TEXT})(?:\t| |,|$)")
+LEAD = lazy(rf"^(?:(?P<severity>{SEVERITY})\s+)?(?P<time>{TIME_TEXT})(?:\t| |,|$)")
 #: The levels (as a row or a logger writes them) of a record that reports a failure.
 SEVERE_LEVELS = frozenset(
     {"ERROR", "ERRO", "CRITICAL", "CRIT", "FATAL", "ALERT", "EMERGENCY", "E", "F"}
