@@ -140,3 +140,63 @@ def test_a_cut_traceback_then_a_complete_one_stay_two_failures(tmp_path: Path) -
     (cut,) = [f for f in report.findings if f.code == "PP803"]
     assert cut.extra["line"] == 1
     assert "exception the log does not show" in cut.message
+
+
+SHARD = (
+    "Traceback (most recent call last):\n"
+    '  File "/home/user/serve.py", line 40, in <module>\n'
+    "    main()\n"
+    '  File "/home/user/serve.py", line 33, in main\n'
+    "    load(model)\n"
+    "ValueError: checkpoint shard 3 has 0 bytes\n"
+)
+SHUTDOWN = (
+    "Traceback (most recent call last):\n"
+    '  File "/home/user/serve.py", line 52, in shutdown\n'
+    "    pool.join()\n"
+)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        "2024-05-01 10:00:02,117 ERROR serve.py:41 worker 3 failed, shutting down",
+        "2024-05-01 10:00:02,117 CRITICAL worker 3 failed, shutting down",
+        "ERROR 2024-05-01T10:00:02.117Z worker 3 failed, shutting down",
+        "2024-05-01T10:00:02.117Z\terror\tworker 3 failed, shutting down",
+        '"2024-05-01T10:00:02.117Z","ERROR","worker 3 failed, shutting down"',
+    ],
+)
+def test_an_error_record_after_a_traceback_is_no_proof_it_was_handled(
+    tmp_path: Path, record: str
+) -> None:
+    # The level (taken off with the row's time) says the program reported a failure, not that
+    # it went on: the complete traceback stays the root, the cut one after it its collateral.
+    log = tmp_path / "serve.log"
+    log.write_text(SHARD + record + "\n" + SHUTDOWN)
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    assert root.extra["exception"] == "ValueError"
+    assert root.extra["message"] == "checkpoint shard 3 has 0 bytes"
+    assert root.extra["line"] == 1
+    assert [f.extra["line"] for f in report.findings if f.code == "PP803"] == [8]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        "2024-05-01 10:00:02,117 INFO serve.py:41 retrying the download",
+        "INFO 2024-05-01T10:00:02.117Z retrying the download",
+        "2024-05-01 10:00:02,117 WARNING retrying the download",
+    ],
+)
+def test_a_record_below_error_after_a_traceback_still_says_it_went_on(
+    tmp_path: Path, record: str
+) -> None:
+    log = tmp_path / "serve.log"
+    log.write_text(SHARD + record + "\n" + SHUTDOWN)
+    report = triage_paths([str(log)])
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    assert root.extra["exception"] is None
+    assert root.extra["line"] == 8
+    assert not [f for f in report.findings if f.code == "PP803"]

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ppaux.patterns import lazy
 from ppaux.sglang.messages import MESSAGES, NAME_FIELD, SglangMessage
 
 __all__ = [
@@ -31,8 +32,8 @@ __all__ = [
 
 
 #: A quoted part of a pasted sentence (a name, as the messages quote it).
-_QUOTED = re.compile(r"""(['"]).*?\1""")
-_RAISED = re.compile(r"^\s*RuntimeError\s*:\s*")
+_QUOTED = lazy(r"""(['"]).*?\1""")
+_RAISED = lazy(r"^\s*RuntimeError\s*:\s*")
 
 
 def message_shape(text: str) -> str:
@@ -67,13 +68,13 @@ def _pattern(message: SglangMessage) -> str:
 
 #: One alternative per message; no two can match at the same place (a name's quote follows
 #: ``auxiliary PP output ``, never a word).
-_SEARCH = re.compile(
+_SEARCH = lazy(
     "|".join(
         f"(?P<m{index}>{_pattern(message)})".replace("(?P<repr>", f"(?P<r{index}>")
         for index, message in enumerate(MESSAGES)
     )
 )
-_PREFIX = re.compile(r"\s*(?:RuntimeError\s*:\s*)?")
+_PREFIX = lazy(r"\s*(?:RuntimeError\s*:\s*)?")
 #: The words each message begins with, before its name (all of it, where it takes none).
 _LEADS = tuple(dict.fromkeys(m.template.partition(NAME_FIELD)[0] for m in MESSAGES))
 
@@ -153,7 +154,7 @@ def _messages(text: str) -> Iterator[MessageMatch]:
 
 #: A JSON string's escapes (a Loki or CloudWatch record pasted raw; Go's encoder writes a
 #: quote ``'`` as ``\\u0027``).
-_JSON_ESCAPE = re.compile(r'\\(?:u(?P<code>[0-9a-fA-F]{4})|(?P<char>["\\/bfnrt]))')
+_JSON_ESCAPE = lazy(r'\\(?:u(?P<code>[0-9a-fA-F]{4})|(?P<char>["\\/bfnrt]))')
 _JSON_CHARS = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 #: Characters before a message looked at for its exception type (a dotted name and a colon:
 #: far shorter), so that a long line costs no more.
@@ -166,10 +167,10 @@ _TYPE_AND_COLON = (
 )
 #: An exception type written just before a message (``ValueError:``), as a traceback's last
 #: line shows it.
-_RAISED_AS = re.compile(_TYPE_AND_COLON + "$")
+_RAISED_AS = lazy(_TYPE_AND_COLON + "$")
 #: The first exception type written on a line (after a log's prefix), and the blanks after
 #: its colon.
-_LINE_TYPE = re.compile(_TYPE_AND_COLON)
+_LINE_TYPE = lazy(_TYPE_AND_COLON)
 
 
 def _json_unescaped(text: str) -> str:
@@ -269,7 +270,7 @@ _SOURCE_SEEN = 4096
 _REST_SEEN = 4096
 #: A traceback's frame line (``File "...", line N``), behind whatever margin or prefix: the
 #: line after it is the frame's source, code that may spell a message it does not raise.
-_FRAME_LINE = re.compile(r'File "[^"\n]{0,4000}", line \d{1,9}(?:, in [^\n]{0,400})?\s*$')
+_FRAME_LINE = lazy(r'File "[^"\n]{0,4000}", line \d{1,9}(?:, in [^\n]{0,400})?\s*$')
 
 
 def _in_source(text: str, found: MessageMatch) -> bool:
@@ -294,7 +295,7 @@ RELAY_QUOTES = {"'": "'", '"': '"', "\u2018": "\u2019", "\u201c": "\u201d"}
 #: vLLM's relay of a worker's error, quoting the error's text (``str`` of the exception). The
 #: error may hold quotes of its own (``'logits' is not a tensor``): it ends at the closing quote
 #: before ``, please check`` or at the line's end, the first such quote of the line.
-_RELAYED = re.compile(
+_RELAYED = lazy(
     "^Worker failed with error (?:"
     + "|".join(
         f"{re.escape(opening)}(?P<q{k}>[^\n]{{1,2000}}?){re.escape(closing)}"

@@ -17,19 +17,20 @@ at the line's start or behind a logger's prefix, never as words inside a sentenc
 
 from __future__ import annotations
 
-import re
 import signal
+
+from ppaux.patterns import lazy
 
 __all__ = ["AGENT_STOP_MARKER", "agent_signal", "agent_stop", "stopped_from_outside"]
 
 #: What makes a line worth reading for the agent's record.
 AGENT_STOP_MARKER = b"death signal, shutting down workers"
-_RECEIVED = re.compile(
+_RECEIVED = lazy(
     r"(?:^|(?<=:)|(?<=: )|(?<=\] ))Received (?P<number>\d{1,3}) death signal, shutting down "
     r"workers"
 )
-_SIGNAL_EXCEPTION = re.compile(r"(?:^|\.)SignalException$")
-_GOT_SIGNAL = re.compile(r"^Process (?P<pid>\d{1,10}) got signal: (?P<number>\d{1,3})$")
+_SIGNAL_EXCEPTION = lazy(r"(?:^|\.)SignalException$")
+_GOT_SIGNAL = lazy(r"^Process (?P<pid>\d{1,10}) got signal: (?P<number>\d{1,3})$")
 #: The words of :func:`_how` that tell such a stop from a death.
 _OUTSIDE = "from outside the job"
 

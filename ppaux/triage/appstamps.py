@@ -15,8 +15,7 @@ exception line's shape: any other line of such a logger is kept as it was writte
 
 from __future__ import annotations
 
-import re
-
+from ppaux.patterns import lazy
 from ppaux.triage.lineshapes import TORCH_PYTHON_RANK
 from ppaux.triage.tracelines import raised
 
@@ -26,28 +25,30 @@ _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)"
 _TIME = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
 #: DeepSpeed's logger: its time and level in brackets (the level's left out by some wrappers),
 #: then its place (``[file.py:N:func]``). These three are matched at a given place, not at 0.
-_DEEPSPEED = re.compile(
+_DEEPSPEED = lazy(
     rf"\[(?P<time>{_TIME})\] (?:\[{_LEVEL}\]|{_LEVEL}) "
     r"(?:\[[\w./-]{1,200}:\d{1,9}(?::[\w.<>-]{1,200})?\] )?"
 )
 #: glog's prefix: severity letter, month and day, clock, thread, file and line.
-_GLOG = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{1,9} +\d{1,10} [\w./-]{1,200}:\d{1,9}\] ")
+_GLOG = lazy(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{1,9} +\d{1,10} [\w./-]{1,200}:\d{1,9}\] ")
 #: Python logging's time and level (the level left out by some formats).
-_PYTHON = re.compile(rf"(?P<time>{_TIME}) (?:{_LEVEL}:? )?")
+_PYTHON = lazy(rf"(?P<time>{_TIME}) (?:{_LEVEL}:? )?")
 #: The pod (or container) a k9s or stern view names before a line.
-_POD = re.compile(r"^(?P<pod>[a-z0-9][a-z0-9.-]{0,252}) (?=\[?\d|[IWEF]\d{4} )")
+_POD = lazy(r"^(?P<pod>[a-z0-9][a-z0-9.-]{0,252}) (?=\[?\d|[IWEF]\d{4} )")
 
 
 class AppPrefix:
     """What an application logger's prefix said: the pod named before it (or None), its time
-    as written (None where it gave no year), and the line behind it."""
+    as written (None where it gave no year), the line behind it, and whether its level was
+    ERROR, CRITICAL or FATAL (``severe``)."""
 
-    __slots__ = ("pod", "rest", "time")
+    __slots__ = ("pod", "rest", "severe", "time")
 
-    def __init__(self, pod: str | None, time: str | None, rest: str) -> None:
+    def __init__(self, pod: str | None, time: str | None, rest: str, severe: bool = False) -> None:
         self.pod = pod
         self.time = time
         self.rest = rest
+        self.severe = severe
 
 
 def app_prefix(text: str) -> AppPrefix | None:
@@ -67,8 +68,17 @@ def app_prefix(text: str) -> AppPrefix | None:
     time, end = found
     rest = text[end:]
     if _exception_line(rest):
-        return AppPrefix(pod, time, rest)
+        return AppPrefix(pod, time, rest, _severe(text[at:end]))
     return None
+
+
+#: A level that reports a failure, as these loggers write it.
+_SEVERE = lazy(r"^[EF]\d{4} |\b(?:ERROR|CRITICAL|FATAL)\b")
+
+
+def _severe(prefix: str) -> bool:
+    """True where a logger's ``prefix`` gives a level that reports a failure."""
+    return _SEVERE.search(prefix) is not None
 
 
 def _stamp(text: str, at: int, podded: bool) -> tuple[str | None, int] | None:

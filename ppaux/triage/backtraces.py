@@ -8,7 +8,7 @@ Only the nested names of a mangled symbol are read back (``_ZN3lib6Plugin7enqueu
 
 from __future__ import annotations
 
-import re
+from ppaux.patterns import lazy
 
 __all__ = ["BACKTRACE_MARKER", "backtrace_frame", "backtrace_said"]
 
@@ -17,13 +17,13 @@ BACKTRACE_MARKER = b")[0x"
 
 #: One frame: its number in brackets, the object's path, the symbol and offset in parentheses,
 #: the address in brackets.
-_FRAME = re.compile(
+_FRAME = lazy(
     r"^\s*\[(?P<number>\d{1,4})\] (?P<object>/[^\s()]{1,1000})"
     r"\((?P<symbol>[^()\s]{0,2000})\)\[0x[0-9a-fA-F]{1,16}\]\s*$"
 )
 #: A mangled nested name's start, and one of its parts (its length, then its characters).
 _NESTED = "_ZN"
-_PART = re.compile(r"(?:[rVKR]{0,3})(?P<length>\d{1,4})")
+_PART = lazy(r"(?:[rVKR]{0,3})(?P<length>\d{1,4})")
 #: Parts of a nested name read at most.
 _MAX_PARTS = 16
 

@@ -8,8 +8,7 @@ build to check and what to check it against.
 
 from __future__ import annotations
 
-import re
-
+from ppaux.patterns import lazy
 from ppaux.triage.records import Failure
 from ppaux.triage.stepdata import Step, from_log
 
@@ -17,19 +16,19 @@ __all__ = ["build_steps", "undefined_symbol"]
 
 #: The loader's words: ``<library>: undefined symbol: <symbol>`` (the symbol as the linker names
 #: it: a C name, or a C++ one mangled).
-_UNDEFINED = re.compile(
+_UNDEFINED = lazy(
     r"(?P<library>/?[^\s:]{1,400}\.so(?:\.[\w.]{1,40})?): undefined symbol: "
     r"(?P<symbol>[\w.@$]{1,400})"
 )
 #: The types a library that does not load raises from: Python's import, ctypes' load.
-_TYPES = re.compile(r"(?:^|\.)(?:ImportError|ModuleNotFoundError|OSError)$")
+_TYPES = lazy(r"(?:^|\.)(?:ImportError|ModuleNotFoundError|OSError)$")
 #: The package a library belongs to: the folder under site-packages (or dist-packages).
-_PACKAGE = re.compile(r"(?:site|dist)-packages/(?P<package>[A-Za-z0-9_.-]{1,100})/")
+_PACKAGE = lazy(r"(?:site|dist)-packages/(?P<package>[A-Za-z0-9_.-]{1,100})/")
 #: A mangled C++ name of torch's (``_ZN3c10...``, ``_ZN2at...``, ``_ZNK5torch...``).
-_TORCH_SYMBOL = re.compile(r"^_ZN[KR]?\d{1,3}(?:c10|at|torch|caffe2)")
+_TORCH_SYMBOL = lazy(r"^_ZN[KR]?\d{1,3}(?:c10|at|torch|caffe2)")
 #: A symbol of CUDA's driver API (``cuGreenCtxStreamCreate``, ``cuModuleGetFunction``): what
 #: the driver, not the runtime, defines.
-_DRIVER_SYMBOL = re.compile(r"^cu[A-Z]\w{1,200}$")
+_DRIVER_SYMBOL = lazy(r"^cu[A-Z]\w{1,200}$")
 
 
 def undefined_symbol(failure: Failure) -> tuple[str, str] | None:

@@ -10,8 +10,9 @@ status's second byte (256: exit code 1).
 
 from __future__ import annotations
 
-import re
 import signal
+
+from ppaux.patterns import lazy
 
 __all__ = ["CHILD_EXIT_MARKER", "child_exit"]
 
@@ -22,7 +23,7 @@ CHILD_EXIT_MARKER = b"Child process unexpectedly failed with"
 #: launcher's (``: ``, ``| ``), never inside a sentence about it ('... said that a Child
 #: process unexpectedly failed ...'). A status of more digits than a wait status has is kept
 #: whole, to be said unreadable, never read from its first digits.
-_CHILD_EXIT = re.compile(
+_CHILD_EXIT = lazy(
     r"(?:^|(?<=[\]:|>] ))Child process unexpectedly failed with (?:exitcode=|an exit code )"
     r"(?P<status>\d{1,10})(?P<more>\d{1,64})?"
     r"\.? ?(?:pid=(?P<pid>\d{1,9}))?"

@@ -49,6 +49,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from ppaux.patterns import lazy
 from ppaux.triage.backtraces import BACKTRACE_MARKER, backtrace_frame, backtrace_said
 from ppaux.triage.crashlines import (
     CUBLAS_TYPE,
@@ -111,24 +112,24 @@ CRASH_MARKERS: tuple[bytes, ...] = (
 #: exception's ``what():`` line and the frames between it and the fault handler's line).
 NEAR_LINES = 64
 
-_WATCHDOG = re.compile(r"watchdog thread terminated with exception: (?P<message>.*)$")
+_WATCHDOG = lazy(r"watchdog thread terminated with exception: (?P<message>.*)$")
 #: The watchdog's words whose start a paste lost (``ith exception: NCCL error: ...``): a line
 #: that starts with their last :data:`_CUT_LEAST` characters or more, then an error's head.
 _WATCHDOG_WORDS = "Process group watchdog thread terminated with exception: "
 _CUT_LEAST = len("ith exception: ")
-_TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']{1,200})'")
+_TERMINATE = lazy(r"terminate called after throwing an instance of '(?P<type>[^']{1,200})'")
 #: A numbered C++ frame (glibc's backtrace, torch's ``frame #4:``) of an object's set-up.
-_CPP_SETUP_FRAME = re.compile(
+_CPP_SETUP_FRAME = lazy(
     r"^\s*(?:frame #)?\d{1,4}:?\s+(?:0x[0-9a-fA-F]{1,16}\s+)?"
     r"(?P<symbol>[\w:<>~]{1,300}::(?P<function>initiali[sz]e)\(\))"
 )
 #: The C++ type at the start of what the quotes hold: other processes' ``terminate`` lines may
 #: be written into it (``'c10::DistBackendErrorterminate called ...'``).
-_CPP_TYPE = re.compile(r"[A-Za-z_][\w:]{0,199}?(?=terminate called|$|[^\w:])")
+_CPP_TYPE = lazy(r"[A-Za-z_][\w:]{0,199}?(?=terminate called|$|[^\w:])")
 #: (a backtick a paste put before it is no part of it)
-_WHAT = re.compile(r"^\s*`?\s*what\(\):\s+(?P<message>.*)$")
+_WHAT = lazy(r"^\s*`?\s*what\(\):\s+(?P<message>.*)$")
 #: Anywhere in the line: another thread's output may be written into it.
-_FATAL = re.compile(r"Fatal Python error: \"?(?P<message>[^\n\",]{0,200})")
+_FATAL = lazy(r"Fatal Python error: \"?(?P<message>[^\n\",]{0,200})")
 #: What is stripped around the fault handler's words when another thread's output cut them.
 _QUOTES = " \"',"
 #: The summary's heading of its first observed failure, wherever a line's envelope (a console's
@@ -136,16 +137,16 @@ _QUOTES = " \"',"
 #: A copy that lost characters (a screenshot's text read back) may put a space before the
 #: colon, drop the one between ``rank`` and its number, write ``local rank`` and run the
 #: ``exitcode`` line into the rank's (``rank2 (local rank: 2)exitcode: -9 (pid: 36071)``).
-_SUMMARY = re.compile(r"(?:^|[\s|])Root Cause \(first observed failure\) ?:(?=\s|$)")
+_SUMMARY = lazy(r"(?:^|[\s|])Root Cause \(first observed failure\) ?:(?=\s|$)")
 #: A failure of torchrun's summary flattened on one line (a console's table row): ``[2]: time :
 #: ... rank : 2 (local_rank: 2) exitcode : -6 (pid: 189) ...``.
-_SUMMARY_ROW = re.compile(
+_SUMMARY_ROW = lazy(
     r"\[\d{1,9}\]:\s+time\s*: \S{1,40}\s+host\s*: \S{1,253}\s+rank\s*: (?P<rank>\d{1,9}) "
     r"\(local_rank: \d{1,9}\)\s+exitcode\s*: (?P<code>-?\d{1,9})\b"
 )
 #: torchrun's record of a child that ended with an error, as its agent logs it: ``failed
 #: (exitcode: 1) local_rank: 0 (pid: 20327) of binary: ...``.
-_AGENT_EXIT = re.compile(
+_AGENT_EXIT = lazy(
     r"failed \(exitcode: (?P<code>-?\d{1,9})\) local_rank: (?P<rank>\d{1,9}) \(pid: \d{1,9}\)"
 )
 #: Digits of a rank read (a longer number is no rank: the line is read without it, PP811).
@@ -155,13 +156,13 @@ _RANK_DIGITS = 6
 #: on each.
 _SUMMARY_LINES = 48
 #: The process group's rank a C++ record names (``[PG ID 2 PG GUID 3 Rank 1]``).
-_PG_RANK = re.compile(r"\[PG [^\]]{0,80}?Rank (?P<rank>\d{1,9})\]")
+_PG_RANK = lazy(r"\[PG [^\]]{0,80}?Rank (?P<rank>\d{1,9})\]")
 #: The head of a watchdog's message that names the error (``CUDA error: ...``).
-_HEAD = re.compile(r"^(?P<type>(?:[A-Za-z][\w:.]{0,40} )?[\w:.]{0,40}[Ee]rror): (?P<message>.*)$")
-_TIMEOUT = re.compile(r"Watchdog caught collective|[Tt]imed out|Timeout at NCCL work")
+_HEAD = lazy(r"^(?P<type>(?:[A-Za-z][\w:.]{0,40} )?[\w:.]{0,40}[Ee]rror): (?P<message>.*)$")
+_TIMEOUT = lazy(r"Watchdog caught collective|[Tt]imed out|Timeout at NCCL work")
 #: torch's check that every rank calls the same collective; the rank is the one whose call
 #: the message gives first.
-_MISMATCH = re.compile(
+_MISMATCH = lazy(
     r"Detected mismatch between collectives on ranks\. (?:Rank (?P<rank>\d{1,9}) )?.{0,2000}"
 )
 #: What such a record is called: the log shows no exception type for it.
@@ -430,7 +431,7 @@ def _cut_watchdog(text: str) -> re.Match[str] | None:
 
 
 #: What follows the watchdog's cut words.
-_CUT_MESSAGE = re.compile(r"(?P<message>.*)$")
+_CUT_MESSAGE = lazy(r"(?P<message>.*)$")
 
 
 def _root_cause(summary: Failure, row: re.Match[str], line: LogLine) -> None:
@@ -470,13 +471,13 @@ def _who(line: LogLine) -> str | None:
 
 #: torch's rank prefix of a C++ record (``[rank1]:[E...``) behind what a paste put before it
 #: (a stray character, a colour code whose escape was lost, a launcher's prefix not read).
-_RANK_WITHIN = re.compile(r"\[rank(?P<rank>\d{1,9})\]:\[[EWI]")
+_RANK_WITHIN = lazy(r"\[rank(?P<rank>\d{1,9})\]:\[[EWI]")
 #: Characters of a line looked at for it.
 _RANK_PREFIX = 200
 #: torch's older NCCL record, before the ``[rankN]:`` tag: its rank in brackets after its place
 #: (``[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught ...``), the rank within its process
 #: group (the job's rank in the default group).
-_OLD_RANK = re.compile(r"ProcessGroupNCCL\.cpp:\d{1,9}\] \[Rank (?P<rank>\d{1,6})\] ")
+_OLD_RANK = lazy(r"ProcessGroupNCCL\.cpp:\d{1,9}\] \[Rank (?P<rank>\d{1,6})\] ")
 
 
 #: Where torch's NCCL record names its place: the record's rank tag stands just before it.

@@ -6,7 +6,7 @@ not in the log. Each reader gives the (type, message) triage reads the line as, 
 
 from __future__ import annotations
 
-import re
+from ppaux.patterns import lazy
 
 __all__ = [
     "CUBLAS_TYPE",
@@ -22,15 +22,15 @@ __all__ = [
 
 #: A host allocation that failed (one process's words, or two processes' written into each
 #: other).
-_HOST_ALLOC = re.compile(r"memory allocation of (?:memory allocation of )?\d{1,40} bytes failed")
+_HOST_ALLOC = lazy(r"memory allocation of (?:memory allocation of )?\d{1,40} bytes failed")
 #: What such a record is called: the log shows no exception type for it.
 HOST_ALLOC_TYPE = "memory allocation failed"
 #: The driver's record of a GPU fault in the kernel's log, its code and what follows.
-_XID = re.compile(r"NVRM: Xid \((?P<device>[^()\n]{1,64})\): (?P<said>\d{1,4}\b.{0,400})")
+_XID = lazy(r"NVRM: Xid \((?P<device>[^()\n]{1,64})\): (?P<said>\d{1,4}\b.{0,400})")
 XID_TYPE = "driver Xid"
 #: The tail of torch's CUDA error (``Search for `cudaErrorIllegalAddress' in ...``), where the
 #: head (``CUDA error: an illegal memory access ...``) is not in the log: the error's name.
-_CUDA_SEARCH = re.compile(r"Search for `(?P<error>cudaError\w{1,60})'")
+_CUDA_SEARCH = lazy(r"Search for `(?P<error>cudaError\w{1,60})'")
 #: What such a record is called: the C++ error's own words, no Python type.
 _CUDA_ERROR = "CUDA error"
 #: A CUDA kernel's assertion as the device prints it, one line per failing thread
@@ -39,7 +39,7 @@ _CUDA_ERROR = "CUDA error"
 #: taken the backticks as a code span's). The function is as the compiler names it: a lambda's
 #: ``operator()``, a template's arguments, the signature with ``[with T = float, ...]`` of older
 #: releases; a kernel Triton compiled from Inductor's Python file is named by that file.
-_KERNEL_ASSERT = re.compile(
+_KERNEL_ASSERT = lazy(
     r"(?:^|[\s/])(?P<file>[\w.+-]{1,100}\.(?:cuh?|py)):(?P<line>\d{1,9}): "
     r"(?P<function>[^\n]{1,600}?): "
     r"block: \[[\d, ]{1,40}\], thread: \[[\d, ]{1,40}\] Assertion `?(?P<check>.{1,400}?)`? failed\."
@@ -53,7 +53,7 @@ KERNEL_ASSERT_TYPE = "device-side assert"
 #: when cuBLAS returns an error: ``!!!! kernel execution error. (m: 768, n: 4608, k: 3072,
 #: error: 13)``, the GEMM's sizes and cuBLAS's status (the wrapper returns and the caller goes on
 #: to its next CUDA call, which raises).
-_CUBLAS_GEMM = re.compile(
+_CUBLAS_GEMM = lazy(
     r"!!!! kernel execution error\. \(m: (?P<m>\d{1,9}), n: (?P<n>\d{1,9}), k: (?P<k>\d{1,9}), "
     r"error: (?P<status>\d{1,4})\)"
 )
@@ -119,8 +119,8 @@ def cuda_tail(text: str) -> tuple[str, str] | None:
 #: Words of a sentence: two lowercase words, a space between. A record's prefix (``[rank0]: ``,
 #: ``14: ``, ``host-a:240:240 [6] ``, a logger's ``ERROR ``) and what a collector puts after its
 #: line (``\\n","stream":"stderr"``, a table's `` |``) hold none.
-_SENTENCE_HEAD = re.compile(r"[a-z]{2,} [a-z]{2,}[,:]? \S*$")
-_SENTENCE_TAIL = re.compile(r"[a-z]{2,} [a-z]{2,}")
+_SENTENCE_HEAD = lazy(r"[a-z]{2,} [a-z]{2,}[,:]? \S*$")
+_SENTENCE_TAIL = lazy(r"[a-z]{2,} [a-z]{2,}")
 
 
 def _quoted(text: str, start: int, end: int) -> bool:

@@ -13,9 +13,9 @@ redrawn, then a record, on one line is one line. A ``\\r\\n`` is one line's end 
 from __future__ import annotations
 
 import io
-import re
 from typing import Any, BinaryIO, cast
 
+from ppaux.patterns import lazy
 from ppaux.triage.rechunked import Rechunked
 
 __all__ = ["CR_HEAD", "cr_ended", "cr_lines"]
@@ -23,14 +23,14 @@ __all__ = ["CR_HEAD", "cr_ended", "cr_lines"]
 #: How much of a log decides whether its lines end in ``\r`` alone.
 CR_HEAD = 1 << 16
 #: A carriage return that no newline follows.
-_LONE_CR = re.compile(rb"\r(?!\n)")
+_LONE_CR = lazy(rb"\r(?!\n)")
 #: At most this many newlines (a banner line, a newline at the file's end) beside at least
 #: :data:`_MANY_CRS` lone carriage returns still make a log whose lines end in ``\r``.
 _FEW_NEWLINES = 2
 _MANY_CRS = 3
 #: The end of tqdm's update: ``[elapsed<remaining, rate, postfix]`` (``[elapsed, rate]`` where
 #: the total is unknown); a ``\r`` after it is the bar redrawn, not a line's end.
-_BAR_UPDATE_END = re.compile(
+_BAR_UPDATE_END = lazy(
     rb"\[(?:\d{1,6}:)?\d\d:\d\d(?:<(?:(?:\d{1,6}:)?\d\d:\d\d|\?))?(?:,[^\r\n\[\]]{0,300})?\]\Z"
 )
 #: Bytes before a lone ``\r`` that its bar's closing bracket may take.

@@ -18,9 +18,9 @@ whose newline the quotes kept) is given back as it came.
 from __future__ import annotations
 
 import csv
-import re
 from typing import BinaryIO
 
+from ppaux.patterns import lazy
 from ppaux.triage.linestream import LineStream
 
 __all__ = ["CsvTable", "TableRows", "csv_table"]
@@ -28,7 +28,7 @@ __all__ = ["CsvTable", "TableRows", "csv_table"]
 #: The delimiters a table download uses.
 _DELIMITERS = (",", "\t", ";")
 #: A header's column name: a word, perhaps with dots, spaces or an '@' (``@timestamp``).
-_NAME = re.compile(r"[@_A-Za-z][\w@. -]{0,63}")
+_NAME = lazy(r"[@_A-Za-z][\w@. -]{0,63}")
 #: Column names that hold the log line, as the stores and UIs name them (lower case).
 _MESSAGE_NAMES = (
     "line",
@@ -48,7 +48,7 @@ _MIN_ROWS = 2
 #: Rows of the head looked at.
 _MAX_ROWS = 50
 #: A spreadsheet's day-first time (``03.12.2026 14:56:41``), written back year first.
-_DAY_FIRST = re.compile(r"(\d\d)\.(\d\d)\.(\d{4})([ T]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?)$")
+_DAY_FIRST = lazy(r"(\d\d)\.(\d\d)\.(\d{4})([ T]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?)$")
 _BOM = "\ufeff"
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 import signal
 
+from ppaux.patterns import lazy
 from ppaux.triage.agentstops import agent_signal
 from ppaux.triage.childexits import CHILD_EXIT_MARKER, child_exit
 from ppaux.triage.mpirun import MPIRUN_MARKER, mpirun_death
@@ -64,32 +65,30 @@ __all__ = [
 #: The raylet's line of a worker that ended, and Ray's sentence of an actor whose worker
 #: process died (``The actor is dead because its worker process has died. Worker exit type:
 #: SYSTEM_ERROR ...``), which a process that called the actor logs on its own.
-_RAYLET = re.compile(
-    r"A worker died or was killed|The actor is dead because its worker process has died"
-)
-_RAY_PID = re.compile(r"Worker PID: (?P<pid>\d{1,9})")
+_RAYLET = lazy(r"A worker died or was killed|The actor is dead because its worker process has died")
+_RAY_PID = lazy(r"Worker PID: (?P<pid>\d{1,9})")
 #: The exception a caller of a dead actor gets: ``ActorDiedError``, or its base class
 #: ``RayActorError`` that Ray releases before 2.8 raise with "The actor died unexpectedly".
-_ACTOR_DIED = re.compile(r"(?:^|[.(])(?:ActorDiedError|RayActorError)\)?$")
-_ACTOR_DIED_TEXT = re.compile(r"ActorDiedError|RayActorError: The actor died")
-_EXIT = re.compile(r"exited with code (?P<code>-\d{1,3})\b")
-_OOM = re.compile(r"OOM killer|out of memory|memory pressure", re.IGNORECASE)
-_EXIT_TYPE = re.compile(r"Worker exit type: (?P<type>[A-Z_]{1,40})")
-_CHILD_FAILED = re.compile(r"(?:^|\.)ChildFailedError$")
+_ACTOR_DIED = lazy(r"(?:^|[.(])(?:ActorDiedError|RayActorError)\)?$")
+_ACTOR_DIED_TEXT = lazy(r"ActorDiedError|RayActorError: The actor died")
+_EXIT = lazy(r"exited with code (?P<code>-\d{1,3})\b")
+_OOM = lazy(r"OOM killer|out of memory|memory pressure", re.IGNORECASE)
+_EXIT_TYPE = lazy(r"Worker exit type: (?P<type>[A-Z_]{1,40})")
+_CHILD_FAILED = lazy(r"(?:^|\.)ChildFailedError$")
 #: supervisord's record of a program that ended when it should not have.
-_SUPERVISED = re.compile(
+_SUPERVISED = lazy(
     r"\bexited: (?P<name>[\w.:-]{1,80}) \((?:terminated by (?P<signal>SIG[A-Z0-9]{1,10})"
     r"|exit status (?P<status>\d{1,3})); not expected\)"
 )
 
 
 #: DeepSpeed's launcher killing its child.
-_LAUNCHER_KILL = re.compile(r"sigkill_handler\] Killing subprocess (?P<pid>\d{1,9})")
+_LAUNCHER_KILL = lazy(r"sigkill_handler\] Killing subprocess (?P<pid>\d{1,9})")
 #: DeepSpeed's launcher reporting how the child that ended first ended (its command, then the
 #: return code: a signal's number below 0).
 _LAUNCHER_HANDLER = "sigkill_handler] ["
 _LAUNCHER_WORDS = "] exits with return code = "
-_LAUNCHER_EXITS = re.compile(r"\] exits with return code = (?P<code>-?\d{1,4})\b")
+_LAUNCHER_EXITS = lazy(r"\] exits with return code = (?P<code>-?\d{1,4})\b")
 
 
 def _launcher_exit(text: str) -> tuple[str, int | None] | None:
@@ -118,15 +117,15 @@ def _launcher_exit(text: str) -> tuple[str, int | None] | None:
 #: of its own, quoted as Python writes a list (``'--local_rank=2'``, or ``'--local_rank',
 #: '2'``; torch's newer spelling ``--local-rank`` too), never the words inside another
 #: (``'--run_name=--local_rank=7'``); six digits at most, as ranks are read.
-_LOCAL_RANK = re.compile(
+_LOCAL_RANK = lazy(
     r"(?:^|\[|,\s?)(?P<q>['\"])-{2}local[_-]rank(?:=|(?P=q),\s?(?P=q))(?P<rank>\d{1,6})(?P=q)"
 )
 #: Signals of a crash of the process's own (a core dump and the fault handler say where).
-_CRASH_SIGNALS = re.compile(r"\bSIG(?:SEGV|ABRT|BUS|ILL|FPE)\b")
+_CRASH_SIGNALS = lazy(r"\bSIG(?:SEGV|ABRT|BUS|ILL|FPE)\b")
 #: vLLM's engine reporting that a worker process ended: its record's message begins so (after
 #: the logger's ``[file.py:N] `` where that is still there), never words inside another
 #: record's text (a request or a batch's text that quotes them, unquoted, in an INFO line).
-_WORKER_PROC = re.compile(
+_WORKER_PROC = lazy(
     r"(?:^|(?<=\] ))Worker proc (?P<name>[\w.-]{1,80}) died unexpectedly"
     r"(?: \(exit code: (?P<code>-?\d{1,4})\))?"
 )
@@ -137,11 +136,11 @@ _RELAY_WORDS = (
     r"[Ss]ee (?:the )?root cause above|"
     r"check the stack trace above for the root cause"
 )
-_RELAY = re.compile(_RELAY_WORDS + r"|^Worker failed with error ['\"\u2018\u201c]")
+_RELAY = lazy(_RELAY_WORDS + r"|^Worker failed with error ['\"\u2018\u201c]")
 #: Ray's error of a remote task or actor: the remote process's failure, carried to the caller.
-_RAY_RELAY = re.compile(r"(?:^|\.)Ray(?:Task|Actor)Error\b")
+_RAY_RELAY = lazy(r"(?:^|\.)Ray(?:Task|Actor)Error\b")
 #: The error a relay quotes (vLLM's ``Worker failed with error '<error>', please check ...``).
-_QUOTED = re.compile(
+_QUOTED = lazy(
     r"^Worker failed with error ['\"\u2018\u201c](?P<error>.{1,2000}?)['\"\u2019\u201d]?"
     r"(?:, please check|$)",
     re.S,
@@ -277,8 +276,8 @@ def death_of(record: Failure | Event) -> str | None:
     return "died: its Ray worker process ended" + (f" ({'; '.join(notes)})" if notes else "")
 
 
-_ACTOR_CLASS = re.compile(r"^\s*class_name: (?:\S{0,200}\.)?(?P<name>\w{1,80})\s*$", re.MULTILINE)
-_ACTOR_PID = re.compile(r"^\s*pid: (?P<pid>\d{1,9})\s*$", re.MULTILINE)
+_ACTOR_CLASS = lazy(r"^\s*class_name: (?:\S{0,200}\.)?(?P<name>\w{1,80})\s*$", re.MULTILINE)
+_ACTOR_PID = lazy(r"^\s*pid: (?P<pid>\d{1,9})\s*$", re.MULTILINE)
 
 
 def dead_one(record: Failure | Event) -> str:
@@ -371,7 +370,7 @@ def worker_died(text: str) -> str | None:
 
 
 #: torchrun's own code, in a frame's file: its entry point and its elastic agent.
-_TORCHRUN_FILE = re.compile(r"/bin/torchrun$|torch/distributed/run\.py$|torch/distributed/elastic/")
+_TORCHRUN_FILE = lazy(r"/bin/torchrun$|torch/distributed/run\.py$|torch/distributed/elastic/")
 
 
 def launcher_summary(failure: Failure) -> bool:
@@ -385,16 +384,14 @@ def launcher_summary(failure: Failure) -> bool:
     return _CHILD_FAILED.search(failure.exception) is not None
 
 
-_SIGNAL_LINE = re.compile(
-    r"Signal (?P<number>\d{1,3}) \((?P<name>SIG[A-Z0-9]{1,10})\) received by PID"
-)
-_EXIT_LINE = re.compile(r"exitcode\s*:\s*(?P<code>-\d{1,3})\b")
+_SIGNAL_LINE = lazy(r"Signal (?P<number>\d{1,3}) \((?P<name>SIG[A-Z0-9]{1,10})\) received by PID")
+_EXIT_LINE = lazy(r"exitcode\s*:\s*(?P<code>-\d{1,3})\b")
 #: A relay's words anywhere in a pasted line, and the error one quotes.
-_RELAY_TEXT = re.compile(_RELAY_WORDS)
-_QUOTED_TEXT = re.compile(r"Worker failed with error ['\"\u2018\u201c]")
+_RELAY_TEXT = lazy(_RELAY_WORDS)
+_QUOTED_TEXT = lazy(r"Worker failed with error ['\"\u2018\u201c]")
 #: The parent's record of a failing child (sglang's engine and tokenizer manager).
-_SIGQUIT = re.compile(r"[Rr]eceived sigquit from a child|SIGQUIT received")
-_CHILD_FAILED_TEXT = re.compile(r"(?:^|[\s.])ChildFailedError\b")
+_SIGQUIT = lazy(r"[Rr]eceived sigquit from a child|SIGQUIT received")
+_CHILD_FAILED_TEXT = lazy(r"(?:^|[\s.])ChildFailedError\b")
 
 
 def _relay_words(text: str) -> str:

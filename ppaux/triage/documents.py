@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import shlex
 from collections.abc import Iterator
 from itertools import pairwise
@@ -30,6 +29,7 @@ from typing import Any, BinaryIO
 
 from ppaux.files import read_at_most
 from ppaux.limits import Limits
+from ppaux.patterns import lazy
 from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import byte_size
 from ppaux.triage.jsonrecords import MESSAGE_KEYS
@@ -50,15 +50,15 @@ _MESSAGES = frozenset((*MESSAGE_KEYS, "jsonPayload"))
 #: CloudWatch's lists stand after a few short members; JSON lines records are far shorter).
 _KEYS_SEEN = 4096
 _KEPT_LABELS = ("namespace", "pod", "pod_name", "container", "container_name")
-_KUBERNETES_NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,252}")
+_KUBERNETES_NAME = lazy(r"[A-Za-z0-9][\w.-]{0,252}")
 
 #: The start of Loki's query API response.
-_LOKI = re.compile(rb'^\{\s*"(?:status|data)"\s*:\s*(?:"success"|\{\s*"resultType")')
+_LOKI = lazy(rb'^\{\s*"(?:status|data)"\s*:\s*(?:"success"|\{\s*"resultType")')
 #: A member whose value is a list of records, whatever the keys' order (``jq -S`` sorts them):
 #: Loki's ``"result": [{`` and ``"values": [[``, an export's ``"events": [{`` (AWS CloudWatch's
 #: ``get-log-events`` and ``filter-log-events``). A quote inside a JSON string is escaped, so
 #: the member is one of the object's own.
-_RECORD_LIST = re.compile(rb'"[^"\\]{1,64}"\s*:\s*\[\s*[\[{]')
+_RECORD_LIST = lazy(rb'"[^"\\]{1,64}"\s*:\s*\[\s*[\[{]')
 
 
 def is_document(head: bytes) -> bool:
@@ -88,8 +88,8 @@ _MIN_WIDTH = 60
 _MAX_WIDTH = 400
 #: jq filters that write a document's records one per line, as :func:`records` reads them.
 _LOKI_FILTER = ".data.result[] | .stream as $s | .values[] | {ts: .[0], line: .[1], labels: $s}"
-_LOKI_RESULT = re.compile(rb'"result"\s*:\s*\[\s*\{\s*"(?:stream|values)"')
-_LIST_MEMBER = re.compile(rb'"(?P<key>events|entries|records|logs)"\s*:\s*\[')
+_LOKI_RESULT = lazy(rb'"result"\s*:\s*\[\s*\{\s*"(?:stream|values)"')
+_LIST_MEMBER = lazy(rb'"(?P<key>events|entries|records|logs)"\s*:\s*\[')
 
 
 def per_line(head: bytes) -> str:

@@ -21,8 +21,7 @@ has none of these shapes is returned as it came.
 
 from __future__ import annotations
 
-import re
-
+from ppaux.patterns import lazy
 from ppaux.triage.forwarders import (
     CSV_COLUMNS,
     LOGFMT_START,
@@ -40,6 +39,7 @@ from ppaux.triage.jsonrecords import (
 )
 from ppaux.triage.peeled import (
     LEAD,
+    SEVERE_LEVELS,
     SEVERITY,
     TIME_TEXT,
     Peeled,
@@ -51,24 +51,24 @@ from ppaux.triage.prefixes import layers
 
 __all__ = ["Peeled", "cut_record", "peel_envelope"]
 
-_CSV_TIME = re.compile(rf'^"(?P<time>{TIME_TEXT})",(?P<rest>.*)$')
-_CSV_SEVERITY = re.compile(rf'^"{SEVERITY}",')
-_LEVEL_COLUMN = re.compile(
+_CSV_TIME = lazy(rf'^"(?P<time>{TIME_TEXT})",(?P<rest>.*)$')
+_CSV_SEVERITY = lazy(rf'^"(?P<severity>{SEVERITY})",')
+_LEVEL_COLUMN = lazy(
     r"^(?:info|error|warning|warn|debug|critical|unknown|INFO|ERROR|WARNING|WARN|DEBUG)\t"
 )
 #: journald ``short-iso``: ``<time> <host> <identifier>[<pid>]: `` (after the time).
-_JOURNALD = re.compile(r"^[\w.-]+ [\w.@/-]+(?:\[\d{1,10}\])?: ")
+_JOURNALD = lazy(r"^[\w.-]+ [\w.@/-]+(?:\[\d{1,10}\])?: ")
 #: ``aws logs tail``: ``<time> <stream> <message>``; a stream name holds a '/'.
-_AWS_STREAM = re.compile(r"^[\w.-]+(?:/[\w.\[\]$-]+)+ ")
+_AWS_STREAM = lazy(r"^[\w.-]+(?:/[\w.\[\]$-]+)+ ")
 #: syslog's and journald's default (``short``) form: ``Jun 17 06:48:30 host ident[pid]: ``.
-_SYSLOG = re.compile(
+_SYSLOG = lazy(
     r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? [\w.-]+ [\w.@/-]+(?:\[\d{1,10}\])?: "
 )
 
 
 #: sglang's own time alone in brackets, as a CI runner or a tool stamps it before every line of a
 #: log whose frames it stands before too (:func:`ppaux.triage.survey.stamped_lines`).
-_STAMPED = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?)\] ")
+_STAMPED = lazy(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?)\] ")
 
 
 def peel_envelope(text: str, stamped: bool = False) -> Peeled:
@@ -109,7 +109,7 @@ def _peeled(text: str) -> Peeled:
 
 
 #: A Markdown table's cell border: a ``|`` that no backslash escapes.
-_CELL_BORDER = re.compile(r"(?<!\\)\|")
+_CELL_BORDER = lazy(r"(?<!\\)\|")
 
 
 def _table_cell(text: str) -> str | None:
@@ -162,6 +162,7 @@ def _row(text: str, peeled: Peeled) -> str:
         severity = _CSV_SEVERITY.match(rest)
         if severity is not None:  # a severity column between the time and the message
             rest = rest[severity.end() :]
+            peeled.severe = severity.group("severity") in SEVERE_LEVELS
         if rest.startswith('"') and rest.endswith('"') and len(rest) >= 2:
             rest = rest[1:-1].replace('""', '"')
         stamp(peeled, csv.group("time"))
@@ -171,6 +172,7 @@ def _row(text: str, peeled: Peeled) -> str:
     if lead is None or not lead.group("time") or _sglang_like(text):
         return text
     stamp(peeled, lead.group("time"))
+    peeled.severe = lead.group("severity") in SEVERE_LEVELS
     if text[lead.end() - 1 : lead.end()] != " ":
         peeled.wall_text = None  # a table's time column: the browser's clock, not the host's
     comma = text[lead.end() - 1 : lead.end()] == ","
@@ -205,6 +207,7 @@ def _after_time(rest: str, comma: bool, python_time: bool, peeled: Peeled) -> st
         level = SUPERVISOR_LEVEL.match(rest)  # supervisord's, Python logging's
     if level is not None:
         rest = rest[level.end() :]
+        peeled.severe = peeled.severe or level.group(0).strip().upper() in SEVERE_LEVELS
     fields = STORE_FIELDS.match(rest)
     if fields is not None:
         rest = rest[fields.end() :]

@@ -10,10 +10,10 @@ keeps each process's lines apart. Each line costs the same however many tracebac
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 
 from ppaux.limits import Limits
+from ppaux.patterns import lazy
 from ppaux.triage.crashes import Crashes, rank_within
 from ppaux.triage.deaths import worker_died
 from ppaux.triage.flattened import outside_quotes
@@ -23,7 +23,13 @@ from ppaux.triage.kinds import root_of_group
 from ppaux.triage.leads import lead_length, named
 from ppaux.triage.lineformat import LogLine, torch_rank
 from ppaux.triage.lineshapes import VLLM_STAGE
-from ppaux.triage.logreading import LogReading, check_frames_only, event_kind, nccl_process
+from ppaux.triage.logreading import (
+    LogReading,
+    check_frames_only,
+    event_kind,
+    nccl_process,
+    watchdog_tagged,
+)
 from ppaux.triage.methods import WorkerMethods
 from ppaux.triage.ncclcuda import last_error, nccl_error_name
 from ppaux.triage.records import (
@@ -58,17 +64,15 @@ _MAX_FOREIGN = 400
 _CAPTURE_LINE = 8192
 #: The capture's start line; its mode (``(when=error, strict)``) ends the line, so a directory
 #: whose name holds `` (when=`` is read whole.
-_CAPTURE_DIR = re.compile(
+_CAPTURE_DIR = lazy(
     r"ppaux capture: capturing .*? into (?P<dir>.+) \(when=(?P<how>\w{1,16}(?:, strict)?)\)\s*$"
 )
 #: A pipeline rank in sglang's prefix (``PPn``).
-PP_RANK = re.compile(r"\bPP(\d{1,6})\b")
+PP_RANK = lazy(r"\bPP(\d{1,6})\b")
 #: A rank or a frame's line number longer than ppaux reads (a finding, not a number).
-_OVERSIZED = re.compile(
-    r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank|\blocal_rank(?:: |=))\d{7,}"
-)
+_OVERSIZED = lazy(r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank|\blocal_rank(?:: |=))\d{7,}")
 #: What an oversized number holds, looked for before its place is.
-_LONG_NUMBER = re.compile(r"\d{7}")
+_LONG_NUMBER = lazy(r"\d{7}")
 #: Lines with an oversized number listed per log.
 _MAX_OVERSIZED = 16
 
@@ -472,10 +476,22 @@ class Reader:
         failures = self.reading.failures
         return bool(failures) and failures[-1].stream == line.stream and _names_check(failures[-1])
 
+    def _wrapped_watchdog(self, line: LogLine) -> LogLine:
+        """``line`` with the tag on the line before it put back where it is the watchdog's
+        words alone, its record wrapped over lines (:func:`watchdog_tagged`)."""
+        if "Watchdog caught" not in line.text:
+            return line
+        before = self._before() if callable(self._before) else self._before
+        if before is None or before.stream != line.stream:
+            return line
+        joined = watchdog_tagged(line.text, before.text)
+        return line if joined is None else dataclasses.replace(line, text=joined)
+
     def _marked(self, line: LogLine) -> bool:
         """Read ``line``, which holds a marker, as a traceback's start or a record of the
         marker's kind; False where it is neither."""
         reading = self.reading
+        line = self._wrapped_watchdog(line)
         # A marker inside a string literal the line echoes (a request's text, an output) is
         # text someone sent: the line's own shapes are read outside its literals only.
         plain = outside_quotes(line.text)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from ppaux.patterns import lazy
 from ppaux.triage.loggerrecords import logger_records
 
 __all__ = [
@@ -36,11 +37,9 @@ __all__ = [
 _HEADER = "Traceback (most recent call last):"
 #: At most this many frames taken from one line (a hostile line does not cost more).
 _MAX_FRAMES = 200
-_FRAME = re.compile(
-    r'File "(?P<file>[^"\n]{1,4096})", line (?P<line>\d{1,9}), in (?P<func>\S{1,512})'
-)
+_FRAME = lazy(r'File "(?P<file>[^"\n]{1,4096})", line (?P<line>\d{1,9}), in (?P<func>\S{1,512})')
 #: The exception that ends the last frame's code: a dotted name ending as exceptions' do.
-_EXCEPTION = re.compile(
+_EXCEPTION = lazy(
     r"(?:^|\s)(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure))"
     r"(?::\s.*|:?$)"
 )
@@ -50,17 +49,17 @@ _EXCEPTION = re.compile(
 #: message pasted raw.
 ESCAPED = "call last):\\n"
 _ESCAPED_CRLF = "call last):\\r\\n"
-_STRING = re.compile(r'(?:[^"\\]|\\.)*')
-_ESCAPE = re.compile(r'\\(["\\/nrt])')
+_STRING = lazy(r'(?:[^"\\]|\\.)*')
+_ESCAPE = lazy(r'\\(["\\/nrt])')
 _ESCAPES = {"n": "\n", "r": "", "t": "\t", '"': '"', "\\": "\\", "/": "/"}
 #: The escapes ``repr()`` writes in a string (its quotes, if escaped at all, are its own).
-_REPR_ESCAPE = re.compile(r"\\([nrt'\"\\])")
+_REPR_ESCAPE = lazy(r"\\([nrt'\"\\])")
 _REPR_ESCAPES = {"n": "\n", "r": "", "t": "\t", '"': '"', "'": "'", "\\": "\\"}
 #: A frame right after an escaped newline, its quote not escaped: ``repr()``'s form.
 _BARE_FRAME = '  File "'
 #: A header's end, then (its newline become spaces) the first frame.
 _HEADER_END = "call last):"
-_NEXT_FRAME = re.compile(r'\s{1,16}File "')
+_NEXT_FRAME = lazy(r'\s{1,16}File "')
 
 
 def unescaped(text: str) -> list[str] | None:
@@ -218,10 +217,10 @@ def in_repr_value(text: str) -> bool:
 
 
 #: A group's margin mark right before a header: ``  | Traceback (most recent call last):``.
-_MARGIN_MARK = re.compile(r"(?:^|\s)\| $")
+_MARGIN_MARK = lazy(r"(?:^|\s)\| $")
 #: What follows a real traceback's escaped header: a frame (its quote escaped or not), or a
 #: group's margin.
-_AFTER_HEADER = re.compile(r'(?:\\r)?\\n\s{0,64}(?:File (?:"|\\")|\|)')
+_AFTER_HEADER = lazy(r'(?:\\r)?\\n\s{0,64}(?:File (?:"|\\")|\|)')
 
 
 def in_group_note(text: str) -> bool:
@@ -257,7 +256,7 @@ def split_lines(text: str) -> list[str]:
 
 
 #: A worker's label that :func:`logger_records` put before a record's message.
-_WORKER = re.compile(r"\((?:[^()\n]{0,120}\b)?pid=\d{1,9}[^()\n]{0,120}\) ")
+_WORKER = lazy(r"\((?:[^()\n]{0,120}\b)?pid=\d{1,9}[^()\n]{0,120}\) ")
 
 
 def _record_lines(record: str) -> list[str]:
@@ -305,7 +304,7 @@ def unflatten(text: str) -> list[str] | None:
 
 #: What Python writes between the tracebacks of a chain, then the next one's header (its
 #: newlines become spaces): it ends the code after a traceback's last frame.
-_CHAINED = re.compile(
+_CHAINED = lazy(
     r"(?:^|\s)(?P<sentence>During handling of the above exception, another exception "
     r"occurred:|The above exception was the direct cause of the following exception:)\s*"
     + re.escape(_HEADER)

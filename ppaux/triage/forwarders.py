@@ -26,8 +26,9 @@ Nothing here fails on a line; a line of another shape gets None.
 from __future__ import annotations
 
 import json
-import re
 from datetime import UTC, datetime
+
+from ppaux.patterns import lazy
 
 __all__ = [
     "CSV_COLUMNS",
@@ -45,50 +46,46 @@ __all__ = [
 #: A host fan-out's prefix: ``<host>: ``. The host's first label holds a digit or a dash
 #: (``node1``, ``gpu-node-07.cluster``), which no Python exception's name (``socket.timeout``),
 #: keyword or identifier before a colon holds.
-_HOST = re.compile(r"^(?P<host>[a-z][a-z0-9-]{0,62}(?:\.[a-z0-9-]{1,63}){0,8}): ")
+_HOST = lazy(r"^(?P<host>[a-z][a-z0-9-]{0,62}(?:\.[a-z0-9-]{1,63}){0,8}): ")
 #: torchrun's local rank (``torchrun --tee``, and stern's or k9s' views of it): ``[default0]:``.
-_LOCAL_RANK = re.compile(r"^\[default(?P<rank>\d{1,6})\]: ?")
+_LOCAL_RANK = lazy(r"^\[default(?P<rank>\d{1,6})\]: ?")
 #: Open MPI's ``mpirun --tag-output``: ``[<job>,<rank>]<stderr>:``.
-_MPI = re.compile(r"^\[\d{1,9},(?P<rank>\d{1,9})\]<(?:stdout|stderr|stddiag)>: ?")
+_MPI = lazy(r"^\[\d{1,9},(?P<rank>\d{1,9})\]<(?:stdout|stderr|stddiag)>: ?")
 #: Open MPI's ``mpirun --timestamp-output`` before its tag: ctime's form without its newline
 #: (``Thu Jan 23 11:55:50 2025[1,1]<stderr>:``), the host's local time, no zone.
-_MPI_TIME = re.compile(
+_MPI_TIME = lazy(
     r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<month>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
     r" (?P<day>[ \d]\d) (?P<clock>\d\d:\d\d:\d\d) (?P<year>\d{4})(?=\[\d{1,9},\d{1,9}\]<)"
 )
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 #: fluent-bit's ``stdout`` output, up to its ``[time, record]`` pair.
-_FLUENT = re.compile(r"^\[\d{1,9}\] [^\s:\[\]]{1,512}: (?=\[\[?\d)")
+_FLUENT = lazy(r"^\[\d{1,9}\] [^\s:\[\]]{1,512}: (?=\[\[?\d)")
 #: The time of fluent-bit's printed pair, with v2's metadata after it, up to the record.
-_ARROW_HEAD = re.compile(r"^\[(\[)?(?P<time>\d{1,12}(?:\.\d{1,9})?)(?(1), \{[^{}]{0,512}\}\]), \{")
+_ARROW_HEAD = lazy(r"^\[(\[)?(?P<time>\d{1,12}(?:\.\d{1,9})?)(?(1), \{[^{}]{0,512}\}\]), \{")
 #: A key of a printed record, and its arrow: ``"log"=>`` (first, or after a value's ``, ``).
-_ARROW_KEY = re.compile(r'(?:^|(?<=["\d\]}el]), )"(?P<key>[\w.@-]{1,64})"=>')
+_ARROW_KEY = lazy(r'(?:^|(?<=["\d\]}el]), )"(?P<key>[\w.@-]{1,64})"=>')
 #: A logfmt line begins with a key and '='; its pairs are read in turn.
-LOGFMT_START = re.compile(r"^[A-Za-z_][\w.]{0,64}=")
-_LOGFMT_PAIR = re.compile(
-    r'(?P<key>[A-Za-z_][\w.]{0,64})=(?P<value>"(?:[^"\\]|\\.)*"|[^\s"]*)(?: +|$)'
-)
+LOGFMT_START = lazy(r"^[A-Za-z_][\w.]{0,64}=")
+_LOGFMT_PAIR = lazy(r'(?P<key>[A-Za-z_][\w.]{0,64})=(?P<value>"(?:[^"\\]|\\.)*"|[^\s"]*)(?: +|$)')
 _LOGFMT_MESSAGE = ("msg", "message", "log", "line")
 _LOGFMT_TIME = ("ts", "time", "timestamp")
 #: A log store's field columns before a line (Splunk's and Datadog's text exports, a
 #: ``pod=...`` label a viewer puts first): ``host=node1 source=/var/log/x.log sourcetype=x``.
-STORE_FIELDS = re.compile(
+STORE_FIELDS = lazy(
     r"^(?:(?:host|source|sourcetype|index|service|status|env|pod|container|namespace)"
     r"=\S{0,512} )+"
 )
 #: Python logging's default format, behind its time: ``- <logger> - <LEVEL> - ``.
-_PY_LOGGER = re.compile(r"^- [\w.]{1,200} - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
+_PY_LOGGER = lazy(r"^- [\w.]{1,200} - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
 #: The columns before a CSV download's quoted message (``<time>,<host>,<service>,"<line>"``),
 #: behind its time.
-CSV_COLUMNS = re.compile(r'^(?:[^",\s]{0,253},){1,4}(?=")')
+CSV_COLUMNS = lazy(r'^(?:[^",\s]{0,253},){1,4}(?=")')
 #: Decodes a quoted logfmt value (Go's ``%q``: ``\"``, ``\\``, ``\n``) as a JSON string.
 _LENIENT = json.JSONDecoder(strict=False)
 
 
 #: A wrapper's own time and name before the line of the process it runs.
-_WRAPPER = re.compile(
-    r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]{0,16}\] \[(?P<who>[^\]\s]{1,64})\]: "
-)
+_WRAPPER = lazy(r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]{0,16}\] \[(?P<who>[^\]\s]{1,64})\]: ")
 
 
 def wrapper_prefix(text: str) -> tuple[str, str] | None:
@@ -101,13 +98,11 @@ def wrapper_prefix(text: str) -> tuple[str, str] | None:
 
 
 #: supervisord's levels (and Python logging's) after a time written with a comma.
-SUPERVISOR_LEVEL = re.compile(
-    r"^(?:CRIT|ERRO|WARN|INFO|DEBG|TRAC|BLAT|DEBUG|WARNING|ERROR|CRITICAL) "
-)
+SUPERVISOR_LEVEL = lazy(r"^(?:CRIT|ERRO|WARN|INFO|DEBG|TRAC|BLAT|DEBUG|WARNING|ERROR|CRITICAL) ")
 #: A program's output as supervisord's event listeners relay it: its name and channel. A
 #: name shaped as an exception's type is no program's (``OSError:stderr pipe closed`` is an
 #: exception line).
-_SUPERVISED = re.compile(
+_SUPERVISED = lazy(
     r"^(?![\w.]{0,200}(?:Error|Exception|Warning|Exit|Interrupt)\b)"
     r"(?P<who>[A-Za-z0-9][\w.-]{0,63}(?::[\w.-]{1,64})?)"
     r"(?: (?:stdout|stderr) \| |:(?:stdout|stderr):? )"

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ppaux.patterns import lazy
 from ppaux.sglang import fitting_releases
 from ppaux.triage.records import Frame
 
@@ -27,8 +28,8 @@ __all__ = [
     "raised_by_capture",
 ]
 
-_STDLIB = re.compile(r"[/\\]lib(?:64)?[/\\]python3(?:\.\d+)?[/\\]")
-_PACKAGES = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
+_STDLIB = lazy(r"[/\\]lib(?:64)?[/\\]python3(?:\.\d+)?[/\\]")
+_PACKAGES = lazy(r"[/\\](?:site|dist)-packages[/\\]")
 
 
 def _parts(path: str) -> list[str]:
@@ -126,7 +127,7 @@ class Build:
 
 
 #: A directory a paste elided (``.../sglang/srt/...``): where sglang was is not in the log.
-_ELIDED = re.compile(r"^(?:\.{3}|\u2026)(?:/|$)")
+_ELIDED = lazy(r"^(?:\.{3}|\u2026)(?:/|$)")
 
 
 def build_of(frames: Iterable[Frame]) -> Build | None:
@@ -173,7 +174,7 @@ def out_of_tree(frames: Iterable[Frame]) -> list[Frame]:
 
 #: sglang's files of what a scheduler process runs: its event loops and their mixins, the TP
 #: worker, the model runner, the PP transport, sampling and its observers.
-_SCHEDULER_FILES = re.compile(
+_SCHEDULER_FILES = lazy(
     r"^srt/(?:managers/(?:scheduler|tp_worker)[^/]*\.py|"
     r"model_executor/|distributed/|sampling/)"
 )
@@ -193,7 +194,7 @@ def in_scheduler_process(frames: Iterable[Frame]) -> bool:
 
 #: sglang's files that serve an HTTP request: a traceback through them is a request refused
 #: (its own error, answered to the client), not the server failing.
-_REQUEST_FILES = re.compile(r"^srt/(?:entrypoints/|openai_api/|managers/tokenizer_manager)")
+_REQUEST_FILES = lazy(r"^srt/(?:entrypoints/|openai_api/|managers/tokenizer_manager)")
 
 
 def in_sglang_server(frames: Iterable[Frame]) -> bool:

@@ -14,8 +14,8 @@ request's echo of text someone sent).
 from __future__ import annotations
 
 import dataclasses
-import re
 
+from ppaux.patterns import lazy
 from ppaux.triage.flattened import quoted_spans
 from ppaux.triage.lineformat import LogLine, peel
 from ppaux.triage.lineshapes import Launcher
@@ -23,34 +23,34 @@ from ppaux.triage.lineshapes import Launcher
 __all__ = ["glued_at", "glued_starts", "unglued"]
 
 #: torch's rank tag, followed as torch writes it: a space, a name, or its C++ line's bracket.
-_RANK_TAG = re.compile(r"\[rank\d{1,6}\]:(?=[ \[A-Za-z_])")
+_RANK_TAG = lazy(r"\[rank\d{1,6}\]:(?=[ \[A-Za-z_])")
 #: A rank's tag that ends the text before another: the two are one tag.
-_TAG_END = re.compile(r"\[rank\d{1,6}\]: ?$")
+_TAG_END = lazy(r"\[rank\d{1,6}\]: ?$")
 #: The rank :func:`~ppaux.triage.lineformat.ranked_stream` puts at a stream's end.
-_RANKED = re.compile(r"(?:^|, )rank \d{1,6}$")
+_RANKED = lazy(r"(?:^|, )rank \d{1,6}$")
 #: Characters a progress bar's body is drawn with: rich's and pip's lines, tqdm's blocks.
 _CELLS = "━╸╺█▉▊▋▌▍▎▏"
 #: Where a progress bar's update may end with a record right after it: after a bracket (tqdm,
 #: Keras), a digit or '%' (rich's time or percentage, Keras' last metric), a bar's cell or
 #: edge, or a rate's unit; the record is an exception's line (a dotted name that ends as
 #: exceptions' names do, then ':' or the line's end) or a traceback's header.
-_BAR_THEN_RECORD = re.compile(
+_BAR_THEN_RECORD = lazy(
     rf"(?:(?<=[\]\d%|{_CELLS}])|(?<=step)|(?<=it/s)|(?<=s/it))"
     r"(?=Traceback \(most recent call last\):|"
     r"(?:[A-Za-z_]\w{0,100}\.){0,10}[A-Za-z_]\w{0,100}(?:Error|Exception|Interrupt|Failure)"
     r"(?::|$))"
 )
 #: What may hint at a progress bar in a line: no other line is searched for one.
-_BAR_HINT = re.compile(rf"[\]{_CELLS}]")
+_BAR_HINT = lazy(rf"[\]{_CELLS}]")
 #: What a record after a bar holds: no other line is searched for a bar's end.
-_RECORD_HINT = re.compile(r"Error|Exception|Interrupt|Failure|Traceback \(m")
+_RECORD_HINT = lazy(r"Error|Exception|Interrupt|Failure|Traceback \(m")
 #: A bar's body: a run of cells (rich, pip, tqdm), or Keras' ``120/500 [====>....]``.
-_BAR_BODY = re.compile(rf"[{_CELLS}]+|\d/\d{{1,15}} \[[=>.]{{1,200}}\]")
+_BAR_BODY = lazy(rf"[{_CELLS}]+|\d/\d{{1,15}} \[[=>.]{{1,200}}\]")
 #: What a bar writes after its body: counts, sizes, rates, times and metrics, no sentence.
-_BAR_STATS = re.compile(r"[\w .:/%<>,=?|+-]{0,200}")
+_BAR_STATS = lazy(r"[\w .:/%<>,=?|+-]{0,200}")
 #: tqdm's update up to its closing bracket: its count (``1/10``, ``1.5k/?``; ``5it`` where the
 #: total is unknown), then ``[elapsed<remaining, rate, postfix]``.
-_BAR_TAIL = re.compile(
+_BAR_TAIL = lazy(
     r"(?:\d{1,15}(?:\.\d{1,3})?[kMGTPEZY]?/(?:\d{1,15}(?:\.\d{1,3})?[kMGTPEZY]?|\?)"
     r"|\d{1,15}(?:\.\d{1,3})?[kMGTPEZY]?[A-Za-z]{1,12}) "
     r"\[(?:\d{1,6}:)?\d\d:\d\d(?:<(?:(?:\d{1,6}:)?\d\d:\d\d|\?))?(?:,[^\r\n\[\]]{0,300})?\]$"

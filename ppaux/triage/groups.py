@@ -16,7 +16,7 @@ deeper group (:func:`shortened`).
 
 from __future__ import annotations
 
-import re
+from ppaux.patterns import lazy
 
 __all__ = [
     "GROUP_HEADER",
@@ -36,17 +36,17 @@ GROUP_HEADER = "Exception Group Traceback (m"
 _MAX_MARGIN = 64
 #: A line behind a group's margin: the spaces of its level, ``|`` (or the header's ``+``),
 #: one space before the text (none on an empty line).
-_MARGIN = re.compile(rf"^(?P<indent> {{0,{_MAX_MARGIN}}})[|+](?: |$)")
+_MARGIN = lazy(rf"^(?P<indent> {{0,{_MAX_MARGIN}}})[|+](?: |$)")
 #: A rule between two sub-exceptions (titled with the next one's number, or ``...`` past
 #: those shown), or the rule that closes the group (untitled).
-_RULE = re.compile(
+_RULE = lazy(
     rf"^(?P<indent> {{0,{_MAX_MARGIN}}})\+(?P<nests>-\+)?-{{4,}}"
     r"(?: (?P<title>\d{1,9}|\.\.\.) -{4,})?\s*$"
 )
 
 #: What Python writes behind a margin in place of what it leaves out of a large group: the
 #: count of sub-exceptions left out, or the depth past which nested groups are.
-_SHORTENED = re.compile(
+_SHORTENED = lazy(
     r"^(?:and (?P<more>\d{1,9}) more exceptions?|"
     r"\.\.\. \(max_group_depth is (?P<depth>\d{1,9})\))\s*$"
 )
@@ -59,7 +59,7 @@ def shortened(text: str) -> bool:
 
 
 #: A line behind a margin deeper than ppaux reads (more than 32 levels of nesting).
-_TOO_DEEP = re.compile(rf"^ {{{_MAX_MARGIN + 1},}}[|+]")
+_TOO_DEEP = lazy(rf"^ {{{_MAX_MARGIN + 1},}}[|+]")
 #: Levels of nesting read: the margin's spaces, two per level.
 MAX_DEPTH = _MAX_MARGIN // 2
 

@@ -15,7 +15,7 @@ shows a hang and no root (:mod:`ppaux.triage.noroots`), and the steps say what t
 
 from __future__ import annotations
 
-import re
+from ppaux.patterns import lazy
 
 __all__ = ["HANG_MARKERS", "hang_words", "pyspy_process"]
 
@@ -25,12 +25,12 @@ HANG_MARKERS: tuple[bytes, ...] = (b" debug info:", b" watchdog timeout (", b": 
 _WATCHED = r"(?P<who>Scheduler|DataParallelController|DetokenizerManager|TokenizerManager)"
 #: sglang's watchdog's two lines, at the start of their message (behind sglang's prefix, or
 #: a line's start), never behind a sentence's words.
-_WATCHDOG = re.compile(
+_WATCHDOG = lazy(
     r"(?:^|[\]|:>\t]\s{0,8}|^\s{1,64})" + _WATCHED + r" (?:(?P<info>debug info:)\s*$|"
     r"watchdog timeout \(self\.watchdog_timeout=(?P<seconds>[\d.]{1,12}))"
 )
 #: py-spy's header of a process's dump, naming an sglang process by its title.
-_PYSPY = re.compile(r"^\s{0,64}Process (?P<pid>\d{1,9}): (?P<title>sglang::[\w.-]{1,100})")
+_PYSPY = lazy(r"^\s{0,64}Process (?P<pid>\d{1,9}): (?P<title>sglang::[\w.-]{1,100})")
 
 
 def pyspy_process(text: str) -> str | None:

@@ -28,9 +28,9 @@ log reports dead next; where it quotes nothing, it is a death whose cause is els
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
+from ppaux.patterns import lazy
 from ppaux.sglang import search_message
 from ppaux.triage.deaths import death_of, launcher_summary, relay, worker_name
 from ppaux.triage.frames import frame_owner, in_scheduler_process, in_sglang_server
@@ -52,10 +52,10 @@ __all__ = [
 
 #: How a line's stream names the rank of torch's ``[rankN]:`` prefix (behind the process an
 #: envelope names: ``sglang-1, rank 3``).
-_TORCH_RANK = re.compile(r"(?:^|, )rank \d{1,9}$")
+_TORCH_RANK = lazy(r"(?:^|, )rank \d{1,9}$")
 #: A set-up that failed waiting for the other ranks (the store's rendezvous timed out with
 #: some clients missing): what a rank dies of when another could not set up.
-_WAITING = re.compile(
+_WAITING = lazy(
     r"(?:^|\.)DistStoreError$|waiting for clients|\d+/\d+ clients joined|"
     r"[Tt]imed out (?:after \S+ seconds )?waiting"
 )

@@ -13,8 +13,8 @@ forwarded by another collector).
 from __future__ import annotations
 
 import json
-import re
 
+from ppaux.patterns import lazy
 from ppaux.triage.crilines import cri_lines
 from ppaux.triage.forwarders import fluent_entry
 from ppaux.triage.peeled import Peeled, record_lines, stamp, time_of, written
@@ -29,29 +29,29 @@ __all__ = [
     "nested_record",
 ]
 
-_JSON_MEMBER = re.compile(
+_JSON_MEMBER = lazy(
     r'^\s*"(?:line|message|textPayload|MESSAGE|log|msg)"\s*:\s*(?P<value>"(?:[^"\\]|\\.)*")\s*,?\s*$'
 )
 #: A line of a pretty-printed JSON export that holds no log line: brackets, and members
 #: other than the line (``"tsNs": "..."``, ``"labels": {``).
-_JSON_FRAME = re.compile(
+_JSON_FRAME = lazy(
     r'^\s*(?:[\[\]{}],?|"[\w@.]{1,64}"\s*:\s*(?:"(?:[^"\\]|\\.){0,200}"|-?\d{1,30}|true|false|null|[\[{]))\s*,?\s*$'
 )
 #: A JSON record's message member, looked for in the first characters of a record that does
 #: not parse (one cut at ``Limits.max_log_line``), and its time member.
 _CUT_SEARCH = 4096
-_CUT_MESSAGE = re.compile(r'"(?:log|line|textPayload|MESSAGE|message|msg|Line|@message)"\s*:\s*"')
-_CUT_TIME = re.compile(r'"(?:time|timestamp|@timestamp|ts)"\s*:\s*"?([\w:.+-]{10,64})"?[,}]')
+_CUT_MESSAGE = lazy(r'"(?:log|line|textPayload|MESSAGE|message|msg|Line|@message)"\s*:\s*"')
+_CUT_TIME = lazy(r'"(?:time|timestamp|@timestamp|ts)"\s*:\s*"?([\w:.+-]{10,64})"?[,}]')
 #: A JSON string's characters up to its closing quote (or the line's end).
-_STRING_PART = re.compile(r'(?P<body>(?:[^"\\]|\\.)*)\\?')
+_STRING_PART = lazy(r'(?P<body>(?:[^"\\]|\\.)*)\\?')
 #: Decodes a JSON string that holds control characters as they came (a tab).
 _LENIENT = json.JSONDecoder(strict=False)
 #: A ``\u`` escape cut short at the end of a cut string, or the first half of a surrogate pair.
-_CUT_ESCAPE = re.compile(r"\\u(?:[0-9A-Fa-f]{0,3}|[dD][89abAB][0-9A-Fa-f]{2})$")
+_CUT_ESCAPE = lazy(r"\\u(?:[0-9A-Fa-f]{0,3}|[dD][89abAB][0-9A-Fa-f]{2})$")
 #: A Kubernetes object's name (a DNS label or subdomain).
-_NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,252}")
+_NAME = lazy(r"[A-Za-z0-9][\w.-]{0,252}")
 #: A CloudWatch log stream's name as a record names it (512 characters at most, no ':' or '*').
-_AWS_NAME = re.compile(r"[\w.\[\]$/#=@+-]{1,512}")
+_AWS_NAME = lazy(r"[\w.\[\]$/#=@+-]{1,512}")
 #: The members of a JSON record that hold its log line, in the order they are tried.
 MESSAGE_KEYS = (
     "log",

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 
+from ppaux.patterns import lazy
 from ppaux.sglang import relay_quote, sglang_raised
 from ppaux.triage.flattened import outside_quotes
 from ppaux.triage.quotedvalues import unquoted_values
@@ -72,8 +73,8 @@ KINDS = (AUX, HARDWARE, MEMORY, COMMUNICATION_INIT, COMMUNICATION, SHAPE_KERNEL,
 #: Characters of a message looked at.
 _READ = 2000
 
-_MEMORY_TYPES = re.compile(r"OutOfMemoryError|(?:^|[.(])MemoryError\b")
-_MEMORY_TEXT = re.compile(
+_MEMORY_TYPES = lazy(r"OutOfMemoryError|(?:^|[.(])MemoryError\b")
+_MEMORY_TEXT = lazy(
     r"out of memory|CUDA_ERROR_OUT_OF_MEMORY|CUBLAS_STATUS_ALLOC_FAILED|"
     r"Not enough (?:memory|space)|"
     r"insufficient memory|cudaErrorMemoryAllocation|Tried to allocate|"
@@ -85,12 +86,12 @@ _MEMORY_TEXT = re.compile(
     r"memory capacity is unbalanced",
     re.IGNORECASE,
 )
-_COMMUNICATION_TYPES = re.compile(
+_COMMUNICATION_TYPES = lazy(
     r"(?:^|\.|::)(?:DistBackendError|DistNetworkError|DistStoreError|DistError|"
     r"ConnectionResetError|ConnectionRefusedError|ConnectionAbortedError|BrokenPipeError|"
     r"ConnectionError|socket\.timeout|NCCLError|nccl[A-Z]\w{0,40}Error)$"
 )
-_COMMUNICATION_TEXT = re.compile(
+_COMMUNICATION_TEXT = lazy(
     r"Connection closed by peer|Connection reset by peer|Broken pipe|Watchdog caught|"
     r"NCCL (?:error|communicator was aborted|WARN)|\bnccl\w*Error\b|ncclRemoteError|"
     r"\bnccl[A-Z]\w{0,40} failed|"  # an NCCL call that failed (``ncclCommInitRank failed: ...``)
@@ -104,7 +105,7 @@ _COMMUNICATION_TEXT = re.compile(
     r"An error occurred in MPI_",  # Open MPI's own block
 )
 #: What only a communicator's or a process group's set-up says, in its message or its frames.
-_INIT_TEXT = re.compile(
+_INIT_TEXT = lazy(
     r"ncclCommInitRank|ncclCommInitAll|ncclGetUniqueId|connectFullMesh|rendezvous|"
     r"init_process_group|Address already in use|EADDRINUSE|TCPStore\(|"
     r"NCCL's init\.cc:|"  # NCCL's own communicator set-up, where its warning says it failed
@@ -132,19 +133,19 @@ _INIT_FUNCTIONS = frozenset(
 )
 #: NCCL's words for a CUDA call of its own that failed (``unhandled cuda error``, its
 #: ``ncclUnhandledCudaError``, its warning's ``Cuda failure 1 'invalid argument'``).
-_NCCL_CUDA = re.compile(
+_NCCL_CUDA = lazy(
     r"unhandled cuda error|ncclUnhandledCudaError|Cuda failure(?: \d{1,4})? '", re.IGNORECASE
 )
 #: A kernel's fault on the device, as CUDA names it: never a communication failure, whichever
 #: thread or call it surfaced in.
-_KERNEL_FAULT = re.compile(
+_KERNEL_FAULT = lazy(
     r"illegal memory access|an illegal (?:address|instruction)|device-side assert|"
     r"misaligned address|unspecified launch failure|launch timed out and was terminated|"
     r"cudaError(?:IllegalAddress|LaunchFailure|Assert|MisalignedAddress|IllegalInstruction)",
     re.IGNORECASE,
 )
 #: The GPU's or its links' own fault, as CUDA, the driver or nvidia-smi name it.
-_HARDWARE = re.compile(
+_HARDWARE = lazy(
     r"uncorrectable ECC error|\bECC errors? (?:detected|encountered|occurred)|"
     r"(?:cudaError|CUDA_ERROR_)(?:ECCUncorrectable|ECC_UNCORRECTABLE|NvlinkUncorrectable|"
     r"NVLINK_UNCORRECTABLE)|"
@@ -154,7 +155,7 @@ _HARDWARE = re.compile(
     r"fallen off the bus|\bGPU is lost\b",
     re.IGNORECASE,
 )
-_SHAPE_TEXT = re.compile(
+_SHAPE_TEXT = lazy(
     r"size mismatch|shape mismatch|must match the size|shapes cannot be multiplied|"
     r"mat1 and mat2|invalid shape|shape '\[|Expected .{0,80}shape|doesn't match the broadcast|"
     r"illegal memory access|device-side assert|misaligned address|illegal instruction|"
@@ -167,10 +168,8 @@ _SHAPE_TEXT = re.compile(
 #: Functions of sglang's memory planning: what fails there is the memory left for the KV cache
 #: (a negative token count, an assertion on the pool), whatever the exception says.
 _MEMORY_FUNCTIONS = frozenset({"init_memory_pool", "profile_max_num_token"})
-_SHAPE_TYPES = re.compile(
-    r"(?:^|\.|::)(?:InternalError|TVMError|CompilationError|AcceleratorError)$"
-)
-_KERNEL_MODULES = re.compile(r"(?:^|\.)(?:tvm|triton|flashinfer|sgl_kernel|deep_gemm)\b")
+_SHAPE_TYPES = lazy(r"(?:^|\.|::)(?:InternalError|TVMError|CompilationError|AcceleratorError)$")
+_KERNEL_MODULES = lazy(r"(?:^|\.)(?:tvm|triton|flashinfer|sgl_kernel|deep_gemm)\b")
 
 
 def _texts(failure: Failure) -> list[tuple[str, str]]:
@@ -212,7 +211,7 @@ def _at_init(failure: Failure, message: str) -> bool:
 
 
 #: A connection that closed: what a socket's failure says before anything it carries.
-_CLOSED = re.compile(r"Connection (?:closed|reset) by peer|Broken pipe")
+_CLOSED = lazy(r"Connection (?:closed|reset) by peer|Broken pipe")
 
 
 def _own_words(pattern: re.Pattern[str], text: str) -> bool:
@@ -299,7 +298,7 @@ def root_of_group(subs: list[Failure]) -> int:
 
 
 #: NCCL's errors that most often come from the host's own set-up rather than a peer's death.
-_LOCAL_NCCL = re.compile(
+_LOCAL_NCCL = lazy(
     r"unhandled (?:system|cuda) error|ncclSystemError|ncclUnhandledCudaError|"
     r"CUDA driver version is insufficient"
 )
@@ -344,18 +343,18 @@ DESCRIPTIONS = {
 #: ``(raylet) ``).
 #: The type a C++ record's message is read as when it names none of its own.
 _CPP_ERROR = "C++ exception"
-_PREFIXED = re.compile(
+_PREFIXED = lazy(
     r"^(?:\[rank\d{1,9}\]:\s?|.{0,200}?\] |(?:\([\w.:-]{1,80}(?: pid=\d{1,9})?\) ){1,3})"
 )
 #: A C++ record's message: after ``what():``, the NCCL watchdog's words or its work's async
 #: exception (on a line of its own, or flattened into one with the rest of the abort).
-_CPP_MESSAGE = re.compile(
+_CPP_MESSAGE = lazy(
     r"(?:what\(\):|watchdog thread terminated with exception:|raised the following async "
     r"exception:)\s+(?P<message>.{1,2000})"
 )
 #: torch's rank prefix wherever it stands in a line's first characters (behind a launcher's
 #: or a collector's own): what follows it is the rank's own text.
-_TORCH_RANK = re.compile(r"\[rank\d{1,9}\]:\s?")
+_TORCH_RANK = lazy(r"\[rank\d{1,9}\]:\s?")
 
 
 def _traced(lines: list[str]) -> Failure | None:

@@ -5,20 +5,20 @@ names (:func:`named`), its times taken out.
 
 from __future__ import annotations
 
-import re
+from ppaux.patterns import lazy
 
 __all__ = ["lead_length", "named"]
 
 #: What changes from line to line of one process in a lead: a date, a clock, a long number (an
 #: epoch time, a counter, nanoseconds), a day's or a month's name. The rest names the process.
-_LEAD_TIME = re.compile(
+_LEAD_TIME = lazy(
     r"\d{4}-\d\d-\d\d|\d{1,2}:\d\d(?::\d\d)?(?:[.,]\d{1,9})?|\d{5,}|"
     r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b"
 )
 
 
 #: sglang's words before a header, which name no process of a lead.
-_HIT = re.compile(r"\w{1,64} hit an exception: *$")
+_HIT = lazy(r"\w{1,64} hit an exception: *$")
 
 
 def named(lead: str) -> str:
@@ -29,11 +29,9 @@ def named(lead: str) -> str:
 
 #: Numbers, with the spaces before each, and the names of days and months: what may differ
 #: from line to line in a lead (its time).
-_NUMBERS = re.compile(r"(?: *+\d)+")
-_SPACES = re.compile(r" +")
-_NAMES = re.compile(
-    r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b"
-)
+_NUMBERS = lazy(r"(?: *+\d)+")
+_SPACES = lazy(r" +")
+_NAMES = lazy(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b")
 
 
 def lead_length(text: str, lead: str) -> int:

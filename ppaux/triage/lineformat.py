@@ -80,7 +80,8 @@ class LogLine:
     sglang prefix without ranks, None when it has none; ``stream`` names the process or
     output stream a launcher or collector gives (``sglang-1``, ``pid=123``,
     ``pod/sglang-0/sglang``, ``stderr``); ``lead`` is the text before sglang's prefix that
-    no known layer took off (a launcher or tool ppaux does not know), ``""`` when none.
+    no known layer took off (a launcher or tool ppaux does not know), ``""`` when none;
+    ``severe``: a level taken off the line (a row's, a logger's) was ERROR, CRITICAL or FATAL.
     """
 
     number: int
@@ -92,6 +93,7 @@ class LogLine:
     partial: bool = False
     zone: str | None = None
     lead: str = ""
+    severe: bool = False
 
     @property
     def zoned(self) -> bool:
@@ -288,12 +290,14 @@ def peel(
     launcher: Launcher,
     stamped: bool = False,
     wall: str | None = None,
+    severe: bool = False,
 ) -> LogLine:
     """The :class:`LogLine` of ``text`` (the envelope already off): colours, the launcher's
     prefix, the collector's time (``stamped``: the ``timestamps`` form, whose time comes after
     the launcher's prefix) and sglang's prefix taken off. ``time`` (with ``time_text``) is the
     collector's, which has a zone; sglang's own time is used only where there is none, and
-    ``wall`` (a row's time without a zone, as written) where there is neither."""
+    ``wall`` (a row's time without a zone, as written) where there is neither; ``severe``: the
+    envelope took off a level that reports a failure (:attr:`LogLine.severe`)."""
     if any(opener in text for opener in ANSI_OPENERS):
         text = ANSI.sub("", text)
     if launcher is not Launcher.NONE:
@@ -310,6 +314,7 @@ def peel(
         logged = app_prefix(text)
         if logged is not None:  # a logger's prefix inside the collector's record
             text, stream = logged.rest, stream or logged.pod
+            severe = severe or logged.severe
     if text[:1].isdigit() and time is not None:
         own = APP_TIME.match(text)
         if own is not None:  # the application's time after the collector's: the latter kept
@@ -347,7 +352,9 @@ def peel(
     if time is None and wall is not None:
         time = wall_time(wall)
         time_text = None if time is None else wall
-    return LogLine(number, text, time, time_text, ranks, stream, zone=zone, lead=lead)
+    return LogLine(
+        number, text, time, time_text, ranks, stream, zone=zone, lead=lead, severe=severe
+    )
 
 
 def parse_line(number: int, raw: bytes, envelope: Envelope, launcher: Launcher) -> LogLine:
@@ -364,6 +371,7 @@ def parse_line(number: int, raw: bytes, envelope: Envelope, launcher: Launcher) 
         partial,
         line.zone,
         line.lead,
+        line.severe,
     )
 
 

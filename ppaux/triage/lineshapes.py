@@ -33,6 +33,8 @@ from __future__ import annotations
 import enum
 import re
 
+from ppaux.patterns import lazy
+
 __all__ = [
     "ANSI",
     "ANSI_OPENERS",
@@ -104,13 +106,13 @@ class Launcher(str, enum.Enum):
 #: A terminal's hyperlink (OSC 8: ``ESC ] 8 ; params ; URI`` ended by ``ESC \\`` or BEL) around
 #: a file's name or a word, and the colours written with the one-character CSI (``\x9b``, the
 #: 8-bit form of ``ESC [``) are taken off the same way: the text they mark stays.
-ANSI = re.compile(
+ANSI = lazy(
     r"(?:(?:\x1b|\^\[|#033)\[|\x9b)(?:[0-9;:]*m|[0-2]?K|[0-9]{0,4}G)"
     r"|(?:\x1b|\^\[)\]8;[^\x07\x1b^]{0,2048}(?:\x07|\x1b\\|\^\[\\)"
 )
 #: What opens an ANSI colour or a hyperlink, as a byte or in caret notation.
 ANSI_OPENERS = ("\x1b", "^[[", "^[]", "\x9b", "#033[")
-CRI = re.compile(
+CRI = lazy(
     r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) "
     r"(?P<stream>stdout|stderr) (?P<tag>[FP])(?: (?P<text>.*))?$"
 )
@@ -118,38 +120,34 @@ CRI = re.compile(
 #: before each line: RFC 3339 with nanoseconds (Go's ``RFC3339NanoFixed``) and one space.
 #: Docker's json-file record holds its line as a string under ``log`` (Elastic Common
 #: Schema's ``"log": {...}`` object is another record).
-DOCKER_LOG = re.compile(r'"log"\s*:\s*"')
-STAMP = re.compile(
+DOCKER_LOG = lazy(r'"log"\s*:\s*"')
+STAMP = lazy(
     r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d))(?: (?P<text>.*))?$"
 )
 #: An application's own time at the start of its line (Python logging's, torch's launchers'),
 #: inside a collector's envelope whose time is the one kept: taken off so that the line's
 #: prefix (``[rank3]:``) or exception begins it, as it does in a plain paste.
-APP_TIME = re.compile(
-    r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? (?=\S)"
-)
+APP_TIME = lazy(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? (?=\S)")
 #: ``kubectl logs --prefix``: ``[pod/<pod>/<container>] `` (the container is empty when kubectl
 #: cannot name it).
-KUBECTL = re.compile(r"^\[(?P<who>pod/[^/\]\s]+/[^/\]\s]*)\] (?P<text>.*)$")
-COMPOSE = re.compile(r"^(?P<service>[A-Za-z0-9][\w.-]*) *\| ?(?P<text>.*)$")
-RAY = re.compile(r"^\((?P<who>[^()]*\bpid=\d+[^()]*)\) ?(?P<text>.*)$")
+KUBECTL = lazy(r"^\[(?P<who>pod/[^/\]\s]+/[^/\]\s]*)\] (?P<text>.*)$")
+COMPOSE = lazy(r"^(?P<service>[A-Za-z0-9][\w.-]*) *\| ?(?P<text>.*)$")
+RAY = lazy(r"^\((?P<who>[^()]*\bpid=\d+[^()]*)\) ?(?P<text>.*)$")
 #: The processes vLLM names in that shape (its multiprocess executor, its engine core).
-VLLM_PROCESS = re.compile(
-    r"^(?:VllmWorker(?:Process)?|Worker(?:_\w+)?|EngineCore(?:_\w+)?|APIServer)\b"
-)
+VLLM_PROCESS = lazy(r"^(?:VllmWorker(?:Process)?|Worker(?:_\w+)?|EngineCore(?:_\w+)?|APIServer)\b")
 #: The pipeline stage vLLM's multiprocess executor names in a worker's process name
 #: (``VllmWorker PP1``, ``VllmWorker TP0 PP1``, ``Worker_PP3``, ``Worker_PP0_TP1``).
-VLLM_STAGE = re.compile(r"\b(?:VllmWorker|Worker)(?:[ _](?:DP|TP|EP)\d{1,6})*[ _]PP(\d{1,6})(?!\d)")
-WRAPPER = re.compile(
+VLLM_STAGE = lazy(r"\b(?:VllmWorker|Worker)(?:[ _](?:DP|TP|EP)\d{1,6})*[ _]PP(\d{1,6})(?!\d)")
+WRAPPER = lazy(
     r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]{0,16}\] \[(?P<who>[^\]\s]{1,64})\]: "
     r"(?P<text>.*)$"
 )
 #: A Kubernetes pod's name as k9s and stern print it before a line: lower case, from a
 #: letter, with a dash and a digit (``sglang-pp-0``, ``sglang-7d9f8-x2k4p``); a date is none.
 _POD_NAME = r"[a-z][a-z0-9]*(?:[-.][a-z0-9]+)+"
-POD = re.compile(rf"^(?P<who>{_POD_NAME}) (?P<text>.*)$")
-STERN = re.compile(rf"^(?P<who>{_POD_NAME} [a-z][a-z0-9-]{{0,62}}) (?P<text>.*)$")
-SGLANG = re.compile(
+POD = lazy(rf"^(?P<who>{_POD_NAME}) (?P<text>.*)$")
+STERN = lazy(rf"^(?P<who>{_POD_NAME} [a-z][a-z0-9-]{{0,62}}) (?P<text>.*)$")
+SGLANG = lazy(
     r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(?P<ms>\d{3}))?"
     r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d{1,6})*)\] (?P<text>.*)$"
 )
@@ -158,7 +156,7 @@ SGLANG = re.compile(
 #: brackets (``[PP1 TP0] ``: a paste or a logger that dropped the time), or the ranks and the
 #: closing bracket behind what is left of the time. Rank numbers are bounded (six digits).
 _RANK_TOKENS = r"(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d{1,6}"
-SGLANG_ANY = re.compile(
+SGLANG_ANY = lazy(
     r"\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(?P<ms>\d{3}))?"
     rf"(?P<ranks>(?: {_RANK_TOKENS})*)\] "
     rf"|\[(?P<bare>(?:{_RANK_TOKENS} )*{_RANK_TOKENS})\] "
@@ -167,19 +165,19 @@ SGLANG_ANY = re.compile(
 #: How far into a line sglang's prefix is looked for.
 PREFIX_REACH = 400
 #: torch's C++ (glog) lines name the global rank: ``[rank1]:[E1203 14:22:01.123 ...]``.
-TORCH_RANK = re.compile(r"^\[rank(?P<rank>\d+)\]:")
+TORCH_RANK = lazy(r"^\[rank(?P<rank>\d+)\]:")
 #: torch's elastic launcher (torchrun ``--tee``/``--log-dir``, and the Python side of a rank)
 #: writes ``[rank2]: `` before each line a rank's Python prints: its traceback among them.
 #: A paste may put a stray mark or two before the first (a backtick that opened a code span).
 #: torchrun may write the tag twice (``[rank3]:[rank3]: ``, its own and the process's). A paste
 #: may lose the space after it where a name follows (``[rank1]:RuntimeError: ...``); torch's
 #: C++ lines (``[rank1]:[E1203 ...]``) follow it with a bracket, and are not these.
-TORCH_PYTHON_RANK = re.compile(
+TORCH_PYTHON_RANK = lazy(
     r"^[^\w\s]{0,3}?\[rank(?P<rank>\d{1,6})\]:(?:\[rank(?P=rank)\]:){0,2}(?: |(?=[A-Za-z_]))"
 )
 
 #: A line-number column: up to 7 digits (bare or in brackets), then a tab, a bar or a colon.
-NUMBER_COLUMN = re.compile(r"^\s{0,8}(?:\d{1,7}(?:\t| ?\| ?|: )|\[\d{1,7}\] )")
+NUMBER_COLUMN = lazy(r"^\s{0,8}(?:\d{1,7}(?:\t| ?\| ?|: )|\[\d{1,7}\] )")
 
 #: The prefix each launcher puts before a line: its first group names the process.
 LAUNCHER_PREFIX: dict[Launcher, re.Pattern[str]] = {

@@ -8,11 +8,13 @@ import functools
 import re
 from datetime import datetime
 
+from ppaux.patterns import lazy
+
 __all__ = ["WALL_EPOCH", "collector_time", "sglang_time", "wall_time", "zone_of"]
 
-_TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
-_WALL = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d{1,9}))?")
-_ZONE = re.compile(r"(?:Z|[+-]\d\d:?\d\d)$", re.IGNORECASE)
+_TIME = lazy(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+_WALL = lazy(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d{1,9}))?")
+_ZONE = lazy(r"(?:Z|[+-]\d\d:?\d\d)$", re.IGNORECASE)
 
 
 def collector_time(text: str) -> float | None:

@@ -8,12 +8,12 @@ code and exception line come back as the logger wrote them.
 
 from __future__ import annotations
 
-import re
+from ppaux.patterns import lazy
 
 __all__ = ["logger_records"]
 
 #: vLLM's logger prefix anywhere in a line (its file named alone or by a path in the package).
-_PREFIX = re.compile(
+_PREFIX = lazy(
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? "
     r"\[?[\w.-]{1,200}(?:/[\w.-]{1,200}){0,16}:\d{1,9}\] "
 )
@@ -46,7 +46,7 @@ def logger_records(text: str) -> list[str] | None:
 
 #: A worker's label before a logger's prefix (``(VllmWorkerProcess pid=351) ERROR ...``): the
 #: record that follows is that worker's, wherever the line put the label.
-_LABEL = re.compile(r"\((?:[^()\n]{0,120}\b)?pid=\d{1,9}[^()\n]{0,120}\)\s*$")
+_LABEL = lazy(r"\((?:[^()\n]{0,120}\b)?pid=\d{1,9}[^()\n]{0,120}\)\s*$")
 
 
 def _labelled(piece: str) -> tuple[str, str]:

@@ -3,15 +3,22 @@ said of the run), and the one-line events told from a line's text (:func:`event_
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from ppaux.patterns import lazy
 from ppaux.triage.deaths import worker_died
 from ppaux.triage.hangs import hang_words
 from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.records import Event, Failure
 
-__all__ = ["LogReading", "check_frames_only", "event_kind", "nccl_process", "watchdog_words"]
+__all__ = [
+    "LogReading",
+    "check_frames_only",
+    "event_kind",
+    "nccl_process",
+    "watchdog_tagged",
+    "watchdog_words",
+]
 
 
 @dataclass
@@ -70,7 +77,7 @@ class LogReading:
 #: 'due to a collective timeout', the heartbeat monitor's 'Heartbeat monitor timed out!'; and
 #: its fatal record (``[F...``) that the watchdog itself hung ('watchdog got stuck for 600
 #: seconds'): a collective or a CUDA call that never returned.
-_NCCL_TIMEOUT = re.compile(
+_NCCL_TIMEOUT = lazy(
     r"\[[EF][^\]]{0,40}ProcessGroupNCCL\.cpp:\d+\].{0,400}(?:timed out|[Tt]imeout|got stuck)"
 )
 
@@ -84,12 +91,10 @@ _EITHER = "(either an error or timeout)"
 #: The place torch's C++ error names where the watchdog found a collective timed out
 #: (``Exception raised from checkTimeout at .../ProcessGroupNCCL.cpp:632``), the error's own
 #: line not in the paste.
-_CHECK_TIMEOUT = re.compile(
-    r"Exception raised from checkTimeout at \S{0,1000}ProcessGroupNCCL\.cpp:"
-)
+_CHECK_TIMEOUT = lazy(r"Exception raised from checkTimeout at \S{0,1000}ProcessGroupNCCL\.cpp:")
 #: A C++ frame of the watchdog's check for NCCL errors (``frame #1: c10d::ProcessGroupNCCL::
 #: checkForNCCLErrorsInternal(...)``): the watchdog found a collective's NCCL error.
-_CHECK_ERRORS = re.compile(r"^\s*frame #\d{1,4}: c10d::ProcessGroupNCCL::checkForNCCLErrors")
+_CHECK_ERRORS = lazy(r"^\s*frame #\d{1,4}: c10d::ProcessGroupNCCL::checkForNCCLErrors")
 
 
 def watchdog_words(text: str) -> str:
@@ -140,23 +145,40 @@ def event_kind(text: str) -> str | None:
 #: or naming its work after a colon (``timeout: WorkNCCL(SeqNum=1, ...``). The words in a
 #: sentence (``how to fix Watchdog caught collective operation timeout in NCCL?``, ``Watchdog
 #: caught collective operation timeout: that is what we usually see``) are no record.
-_WATCHDOG = re.compile(
+_WATCHDOG = lazy(
     r"\]\s?Watchdog caught collective|Watchdog caught collective operation timeout: ?Work\w{0,20}\("
 )
 #: A TCPStore record, by its shape: torch's C++ record (``[W925 00:17:23.009 TCPStore.cpp:125]``,
 #: a ``[c10d]`` line, the place ``TCPStore.cpp:578`` in its frames) or an exception line that
 #: names the store; never the word in a sentence.
-_STORE = re.compile(
+_STORE = lazy(
     r"TCPStore\.cpp:\d|\[c10d\]|\[[WEIF]\d{4} \d\d:\d\d:\d\d|"
     r"(?:^\s{0,64}|\]:?\s)[\w.]{1,200}(?:Error|Exception): .{0,400}TCPStore"
 )
 #: The parent's SIGQUIT lines as sglang writes them (engine.py's ``Received sigquit from a
 #: child process.``, 0.4's ``proces.``; the tokenizer manager's ``SIGQUIT received.
 #: signum=...``) at the start of their message, never behind a sentence's words.
-_SIGQUIT = re.compile(
+_SIGQUIT = lazy(
     r"(?:^|[\]|:>\t]\s{0,8}|^\s{1,64})(?:Received sigquit from a child proces|"
     r"SIGQUIT received\. signum=)"
 )
+
+
+#: The watchdog's words alone on a line (its record wrapped: the tag on the line before, the
+#: work on the line after), and a line that is its tag alone (``[PG ID 6 ... Rank 1]``).
+_WATCHDOG_ALONE = lazy(r"\s{0,8}Watchdog caught collective operation timeout:\s*$")
+_TAG_ALONE = lazy(r"\s{0,8}\[[^\[\]]{0,300}\bRank \d{1,9}\]\s*$")
+
+
+def watchdog_tagged(text: str, before: str | None) -> str | None:
+    """The watchdog's record whole where ``text`` is its words alone and ``before``, the line
+    just before it, its ``[... Rank N]`` tag alone (a record wrapped over lines): the two
+    joined; None for any other line."""
+    if before is None or "Watchdog caught" not in text or _WATCHDOG_ALONE.match(text) is None:
+        return None
+    if _TAG_ALONE.match(before) is None:
+        return None
+    return f"{before.strip()} {text.strip()}"
 
 
 def _timeout(text: str) -> bool:
@@ -170,10 +192,10 @@ def _timeout(text: str) -> bool:
 
 #: NCCL's warning as NCCL writes it: after its ``[<device>]`` prefix or its source place
 #: (``net_socket.cc:540``, ``socket.c:485``), not the words in a sentence about it.
-_NCCL_WARN = re.compile(r"(?:\[\d{1,6}\]|\.(?:cc|c|h|cu|cpp):\d{1,6}) NCCL WARN ")
+_NCCL_WARN = lazy(r"(?:\[\d{1,6}\]|\.(?:cc|c|h|cu|cpp):\d{1,6}) NCCL WARN ")
 
 #: NCCL's own prefix of its lines: ``<host>:<pid>:<thread> [<device>]``.
-_NCCL_PREFIX = re.compile(r"^\s*(?P<host>[\w.-]{1,253}):(?P<pid>\d{1,9}):\d{1,9} \[\d{1,6}\]")
+_NCCL_PREFIX = lazy(r"^\s*(?P<host>[\w.-]{1,253}):(?P<pid>\d{1,9}):\d{1,9} \[\d{1,6}\]")
 
 
 def nccl_process(text: str) -> str | None:

@@ -8,15 +8,16 @@ the log does not say what sent it (SIGKILL: most often the kernel's OOM killer).
 
 from __future__ import annotations
 
-import re
 import signal
+
+from ppaux.patterns import lazy
 
 __all__ = ["MPIRUN_MARKER", "mpirun_death"]
 
 #: What makes a line worth reading for a rank's death that mpirun reports.
 MPIRUN_MARKER = b"noticed that process rank"
 
-_NOTICED = re.compile(
+_NOTICED = lazy(
     r"\b(?P<launcher>mpirun|prterun|orterun) noticed that process rank (?P<rank>\d{1,6}) "
     r"with PID (?P<pid>\d{1,9}) on node (?P<node>[\w.-]{1,253}) exited on signal "
     r"(?P<signal>\d{1,3})\b"

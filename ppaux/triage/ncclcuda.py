@@ -13,8 +13,7 @@ error``; the process's name is NCCL's own prefix (``<host>:<pid>:<thread> [<devi
 
 from __future__ import annotations
 
-import re
-
+from ppaux.patterns import lazy
 from ppaux.triage.lineformat import LogLine
 from ppaux.triage.records import Failure
 
@@ -40,11 +39,11 @@ _FATAL_CUDA = (
 )
 #: NCCL's warning of a failed CUDA call, after NCCL's place in its source or its device's
 #: ``[N]`` (where NCCL writes it), never the words inside a sentence about it.
-_CUDA_FAILURE = re.compile(
+_CUDA_FAILURE = lazy(
     r"(?:(?P<place>[\w./-]{1,200}\.(?:cc|cu|h):\d{1,6})|\[\d{1,6}\]) NCCL WARN Cuda failure"
     rf"(?: \d{{1,4}})? '(?P<message>(?:{_FATAL_CUDA})[^']{{0,200}})'"
 )
-_CALLOC = re.compile(r"NCCL WARN Failed to CUDA (?:calloc|malloc|host alloc) \d{1,20} bytes")
+_CALLOC = lazy(r"NCCL WARN Failed to CUDA (?:calloc|malloc|host alloc) \d{1,20} bytes")
 
 
 def cuda_failure(text: str) -> str | None:
@@ -67,7 +66,7 @@ def cuda_calloc(text: str) -> str | None:
 
 #: NCCL's name of its error (``ncclUnhandledCudaError``, ``ncclSystemError``), which torch's
 #: ``NCCL error in: ..., unhandled cuda error`` message gives on its next line.
-_NCCL_NAME = re.compile(r"^nccl[A-Z]\w{0,40}Error$")
+_NCCL_NAME = lazy(r"^nccl[A-Z]\w{0,40}Error$")
 #: Lines within which NCCL's name follows the record: the next line, or the next record of a
 #: pretty-printed JSON export, which spends up to eight lines on each.
 _NEAR = 8
@@ -89,7 +88,7 @@ def nccl_error_name(previous: Failure | None, number: int, stream: str | None, n
 
 #: The CUDA error torch gives after ``Last error:`` on the lines below NCCL's record
 #: (``Cuda failure 'out of memory'``, ``Cuda failure 1 'invalid argument'``).
-_LAST_ERROR = re.compile(r"^\s*(?P<said>Cuda failure(?: \d{1,4})? '[^'\n]{1,200}')")
+_LAST_ERROR = lazy(r"^\s*(?P<said>Cuda failure(?: \d{1,4})? '[^'\n]{1,200}')")
 
 
 def last_error(previous: Failure | None, line: LogLine, text: str) -> bool:

@@ -23,7 +23,7 @@ often cut.
 
 from __future__ import annotations
 
-import re
+from ppaux.patterns import lazy
 
 __all__ = [
     "INIT_FAILED_MARKER",
@@ -39,19 +39,19 @@ INIT_FAILED_MARKER = b"ncclCommInitRank failed"
 #: The type such a record is given: the line names no exception's, NCCL's error its words.
 INIT_FAILED_TYPE = "NCCL error"
 #: The wrapper's words, then NCCL's error (its ``NCCL error: `` taken as the type).
-_INIT_FAILED = re.compile(
+_INIT_FAILED = lazy(
     r"\bncclCommInitRank failed(?: with error)?: (?:NCCL error: )?(?P<reason>[^\n]{1,400})"
 )
 
-_DUPLICATE_RANK = re.compile(
+_DUPLICATE_RANK = lazy(
     r"NCCL WARN Bootstrap Root ?: rank (?P<rank>\d{1,7}) of (?P<size>\d{1,7}) ranks has "
     r"already checked in"
 )
-_DUPLICATE_GPU = re.compile(
+_DUPLICATE_GPU = lazy(
     r"NCCL WARN Duplicate GPU detected ?: rank (?P<first>\d{1,7}) and rank (?P<second>\d{1,7}) "
     r"both on CUDA device (?P<device>[\w:.]{1,40})"
 )
-_CONNECT = re.compile(
+_CONNECT = lazy(
     r"NCCL WARN (?:socket(?:Start|Poll)?Connect: )?[Cc]onnect to\b"
     r"(?: (?P<peer>[^\s<]{1,120}(?:<\d{1,6}>)?))?"
     r"(?:\s{0,4}(?:failed\s{0,4}:\s{0,4}|returned\s{0,4})(?P<reason>[^\n]{1,120}))?"

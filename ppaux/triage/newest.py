@@ -15,11 +15,11 @@ not (a row a terminal wrapped, at any width, keeps its pieces in order).
 from __future__ import annotations
 
 import io
-import re
 from array import array
 from typing import BinaryIO
 
 from ppaux.files import read_at_most
+from ppaux.patterns import lazy
 from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import byte_size
 from ppaux.triage.envelopes import peel_envelope
@@ -28,14 +28,12 @@ from ppaux.triage.sources import LogOpenError
 __all__ = ["Reversed", "newest_first", "oldest_first"]
 
 #: A JSON record's epoch time member (milliseconds to nanoseconds).
-_EPOCH_MEMBER = re.compile(
-    r'"(?:ts|timestamp|__REALTIME_TIMESTAMP)"\s*:\s*"?(\d{13}|\d{16}|\d{19})\b'
-)
+_EPOCH_MEMBER = lazy(r'"(?:ts|timestamp|__REALTIME_TIMESTAMP)"\s*:\s*"?(\d{13}|\d{16}|\d{19})\b')
 
 #: A row's leading time without a zone (Grafana's CSV and TSV downloads write the browser's
 #: local time so, quoted or not; ISO 8601 without its ``Z``): read as it stands, since only
 #: the order of the rows' times matters here.
-_NAIVE_TIME = re.compile(
+_NAIVE_TIME = lazy(
     r'"?(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(?=["\t, ]|$)'
 )
 

@@ -12,7 +12,7 @@ flight. A later ``*** MPI_ERR_TRUNCATE: message truncated`` line of the block sa
 
 from __future__ import annotations
 
-import re
+from ppaux.patterns import lazy
 
 __all__ = ["MPI_ERROR", "MPI_MARKERS", "mpi_block", "mpi_detail"]
 
@@ -21,8 +21,8 @@ MPI_ERROR = "Open MPI error"
 #: What makes a line worth reading for this module.
 MPI_MARKERS: tuple[bytes, ...] = (b"An error occurred in MPI_", b"*** MPI_ERR_")
 
-_BLOCK = re.compile(r"^\s{0,8}\*{3} (?P<said>An error occurred in MPI_\w{1,40})\s*$")
-_DETAIL = re.compile(r"^\s{0,8}\*{3} (?P<said>MPI_ERR_[A-Z_]{1,40}: .{0,200}?)\s*$")
+_BLOCK = lazy(r"^\s{0,8}\*{3} (?P<said>An error occurred in MPI_\w{1,40})\s*$")
+_DETAIL = lazy(r"^\s{0,8}\*{3} (?P<said>MPI_ERR_[A-Z_]{1,40}: .{0,200}?)\s*$")
 
 
 def mpi_block(text: str) -> tuple[str, str] | None:

@@ -21,10 +21,10 @@ it is.
 
 from __future__ import annotations
 
-import re
 from itertools import pairwise
 from typing import BinaryIO
 
+from ppaux.patterns import lazy
 from ppaux.triage.linestream import LineStream
 
 __all__ = ["Unmarked", "paste_mark"]
@@ -34,13 +34,13 @@ _MIN_LINES = 4
 #: The deepest indentation taken for a paste's own (a deeper one is the log's).
 _MAX_INDENT = 8
 #: A quote's marks before a line: ``>`` each, followed by one space or none.
-_QUOTE = re.compile(rb"(?:>[ \t]?)+")
+_QUOTE = lazy(rb"(?:>[ \t]?)+")
 #: One quote mark.
-_ONE = re.compile(rb">[ \t]?")
+_ONE = lazy(rb">[ \t]?")
 #: A Markdown list item's marker behind the quote.
-_ITEM = re.compile(rb"[-*+] ")
+_ITEM = lazy(rb"[-*+] ")
 #: ``cat -n``'s number and tab before a line.
-_NUMBER = re.compile(rb" {0,8}(\d{1,9})\t")
+_NUMBER = lazy(rb" {0,8}(\d{1,9})\t")
 
 
 class PasteMark:

@@ -10,9 +10,12 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
+from ppaux.patterns import lazy
+
 __all__ = [
     "LEAD",
     "MAX_RECORD_LINES",
+    "SEVERE_LEVELS",
     "SEVERITY",
     "TIME_TEXT",
     "Peeled",
@@ -33,10 +36,14 @@ _ISO = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|z|[+-]\d\d:?\d\d|
 #: A collector's time as a row writes it: RFC 3339 (or its space form), or epoch digits.
 TIME_TEXT = rf"{_ISO}|\d{{13,{_MAX_EPOCH_DIGITS}}}"
 #: A time without a zone (``YYYY-MM-DD HH:MM:SS``, its fraction after a dot or a comma).
-_WALL = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?")
+_WALL = lazy(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?")
 SEVERITY = r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|ALERT|EMERGENCY|[DIWEF])"
 #: A row's leading time, with a severity word before it (Google Cloud Logging's text form).
-LEAD = re.compile(rf"^(?:{SEVERITY}\s+)?(?P<time>{TIME_TEXT})(?:\t| |,|$)")
+LEAD = lazy(rf"^(?:(?P<severity>{SEVERITY})\s+)?(?P<time>{TIME_TEXT})(?:\t| |,|$)")
+#: The levels (as a row or a logger writes them) of a record that reports a failure.
+SEVERE_LEVELS = frozenset(
+    {"ERROR", "ERRO", "CRITICAL", "CRIT", "FATAL", "ALERT", "EMERGENCY", "E", "F"}
+)
 
 
 class Peeled:
@@ -50,6 +57,7 @@ class Peeled:
         "lines",
         "partial",
         "runtime",
+        "severe",
         "stream",
         "time",
         "time_text",
@@ -72,6 +80,8 @@ class Peeled:
         #: A row's time without a zone, as written (Python logging's ``2024-11-20 14:37:16,123``,
         #: a table download's): the local time of the host that wrote it, zone unknown.
         self.wall_text: str | None = None
+        #: The row's level, taken off, was ERROR, CRITICAL or FATAL (or their short forms).
+        self.severe = False
 
 
 def record_lines(message: str) -> Peeled:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from ppaux.patterns import lazy
 from ppaux.triage.records import Failure
 from ppaux.triage.stepdata import Step
 
@@ -16,9 +17,9 @@ __all__ = ["pp_key_error", "pp_key_in_text", "pp_key_steps", "pp_key_words"]
 #: The keys sglang's models put in what a stage sends the next.
 _PP_KEYS = frozenset({"hidden_states", "residual"})
 #: A KeyError's line and the key it names.
-_KEY_ERROR = re.compile(r"(?:^|[\s.])KeyError: ['\"](?P<key>\w{1,80})['\"]")
+_KEY_ERROR = lazy(r"(?:^|[\s.])KeyError: ['\"](?P<key>\w{1,80})['\"]")
 #: What a frame's code or function holds where it reads the proxy tensors.
-_PROXY_READ = re.compile(r"pp_proxy_tensors\s*\[|proxy_tensors\[")
+_PROXY_READ = lazy(r"pp_proxy_tensors\s*\[|proxy_tensors\[")
 
 
 def pp_key_in_text(text: str) -> str | None:

@@ -14,8 +14,7 @@ launcher's prefix (Ray's ``^[[36m(... pid=N)^[[0m``).
 
 from __future__ import annotations
 
-import re
-
+from ppaux.patterns import lazy
 from ppaux.triage.appstamps import app_prefix
 from ppaux.triage.forwarders import (
     host_or_fields,
@@ -29,46 +28,44 @@ from ppaux.triage.peeled import LEAD, Peeled, stamp
 
 __all__ = ["layers"]
 
-_LABELS = re.compile(r'^\{(?:[\w.]+\s*=~?\s*"(?:[^"\\]|\\.)*"\s*,?\s*)*\}\s?')
+_LABELS = lazy(r'^\{(?:[\w.]+\s*=~?\s*"(?:[^"\\]|\\.)*"\s*,?\s*)*\}\s?')
 #: The pod and container a Loki label set names (``{namespace="llm", pod="sglang-0"}``).
-_LABEL_POD = re.compile(r'[{,\s]pod(?:_name)?\s*=\s*"([A-Za-z0-9][\w.-]{0,252})"')
-_LABEL_CONTAINER = re.compile(r'[{,\s]container(?:_name)?\s*=\s*"([A-Za-z0-9][\w.-]{0,252})"')
-_KEY_GROUP = re.compile(r"^\[[\w.]+: [^\[\]]*\]\s?")
-_KUBECTL = re.compile(r"^\[(?P<who>pod/[^/\]\s]+/[^/\]\s]*)\] ")
+_LABEL_POD = lazy(r'[{,\s]pod(?:_name)?\s*=\s*"([A-Za-z0-9][\w.-]{0,252})"')
+_LABEL_CONTAINER = lazy(r'[{,\s]container(?:_name)?\s*=\s*"([A-Za-z0-9][\w.-]{0,252})"')
+_KEY_GROUP = lazy(r"^\[[\w.]+: [^\[\]]*\]\s?")
+_KUBECTL = lazy(r"^\[(?P<who>pod/[^/\]\s]+/[^/\]\s]*)\] ")
 #: A time alone in brackets that a CI runner or a tool stamped before each line (Buildkite's
 #: ``[2025-05-20T05:24:28Z] ``, a zone or microseconds in it, a clock's ``[05:24:28] ``).
-_BRACKET_STAMP = re.compile(
+_BRACKET_STAMP = lazy(
     r"^\[(?P<time>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|z|[+-]\d\d:?\d\d)?"
     r"|\d\d:\d\d:\d\d(?:[.,]\d{1,9})?)\] "
 )
 #: sglang's own time, which its prefix holds with no rank after it in its main process: not a
 #: stamp to take off from a line alone (:func:`ppaux.triage.survey.stamped_lines` tells the
 #: whole log's).
-_SGLANG_TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?")
+_SGLANG_TIME = lazy(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?")
 #: A Python serving framework's own logger (vLLM's): ``ERROR 03-12 15:02:44 file.py:581] ``, and
 #: since vLLM 0.8 with the place in brackets, ``ERROR 08-06 22:23:09 [file.py:487] ``, and in
 #: later releases with the file's path in the package (``[v1/executor/multiproc_executor.py:597]``).
-_FRAMEWORK = re.compile(
+_FRAMEWORK = lazy(
     r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? "
     r"\[?[\w.-]{1,200}(?:/[\w.-]{1,200}){0,16}:\d{1,9}\] "
 )
-_COMPOSE = re.compile(r"^(?P<who>[A-Za-z0-9][\w.-]*) +\| ?")
+_COMPOSE = lazy(r"^(?P<who>[A-Za-z0-9][\w.-]*) +\| ?")
 #: docker compose's prefix as it pads a service's name: at least two spaces before the bar.
-_PADDED_COMPOSE = re.compile(r"^(?P<who>[A-Za-z0-9][\w.-]*[-_]\d+) {2,}\| ?")
+_PADDED_COMPOSE = lazy(r"^(?P<who>[A-Za-z0-9][\w.-]*[-_]\d+) {2,}\| ?")
 #: Characters a paste may put before a launcher's prefix (a backtick, an indentation).
 _MAX_STRAY = 8
-_RAY = re.compile(r"^\((?P<who>[^()]{0,200}\bpid=\w+[^()]{0,200})\) ?")
+_RAY = lazy(r"^\((?P<who>[^()]{0,200}\bpid=\w+[^()]{0,200})\) ?")
 #: Slurm ``srun --label``'s ``<task>: ``, and a launcher's ``<rank> :`` label (the space before
 #: the colon, none after it).
-_SLURM = re.compile(r"^ {0,8}(?P<task>\d{1,7})(?:: | :)")
+_SLURM = lazy(r"^ {0,8}(?P<task>\d{1,7})(?:: | :)")
 #: A test harness's or runner's relay of a child's output, each line behind the name of the
 #: stream it came on (``stdout: <line>``, ``stderr: <line>``): the stream, not a process.
-_RELAY = re.compile(r"^(?P<stream>stdout|stderr):(?: |$)")
+_RELAY = lazy(r"^(?P<stream>stdout|stderr):(?: |$)")
 #: A job launcher's replica (TorchX's and NeMo-Run's ``<role>/<replica> ``) before torchrun's
 #: ``[defaultN]:`` or torch's ``[rankN]:``, which name the rank behind it.
-_REPLICA = re.compile(
-    r"^(?P<who>[A-Za-z0-9][\w.-]{0,127}/\d{1,6}) (?=\[(?:default|rank)\d{1,6}\]:)"
-)
+_REPLICA = lazy(r"^(?P<who>[A-Za-z0-9][\w.-]{0,127}/\d{1,6}) (?=\[(?:default|rank)\d{1,6}\]:)")
 
 
 def layers(rest: str, peeled: Peeled) -> str:

@@ -12,8 +12,7 @@ names the kernel only in a rerun with launches made synchronous.
 
 from __future__ import annotations
 
-import re
-
+from ppaux.patterns import lazy
 from ppaux.triage.stepdata import Deployment, Step, unsafe
 
 __all__ = [
@@ -38,7 +37,7 @@ HOST_MEMORY_CHECK = ("dmesg", "-T")
 #: The host's memory, not a device's: a host allocation that failed, Python's own
 #: ``MemoryError`` (not torch's ``OutOfMemoryError``), C++'s ``std::bad_alloc``, torch's CPU
 #: allocator, a DataLoader worker the OOM killer ended, pinned host memory.
-_HOST_MEMORY = re.compile(
+_HOST_MEMORY = lazy(
     r"memory allocation of .{0,80}bytes failed|(?<![\w.])MemoryError\b|std::bad_alloc|"
     r"DefaultCPUAllocator|is killed by signal: Killed|Cannot allocate memory|"
     r"CPU out of memory|CUDA host alloc"

@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import re
 
+from ppaux.patterns import lazy
+
 __all__ = ["unquoted_values"]
 
 #: A phrase in quotes: a quote after a blank, a bracket or the line's start, a letter first,
 #: the same quote closing it on the line (an apostrophe inside a word opens nothing).
-_PHRASE = re.compile(
+_PHRASE = lazy(
     r"(?:^|(?<=[\s(\[{=,]))(?P<q>['\"\u2018\u201c])"
     r"(?P<body>[A-Za-z][^'\"\u2018\u2019\u201c\u201d\n]{0,400})"
     r"(?:(?P=q)|[\u2019\u201d])"
 )
 #: Words before a quote that say it holds an error's text (NCCL's ``Cuda failure 1 '...'``,
 #: a relay's ``with error '...'``, a C++ ``what(): '...'``, a status ``error: '...'``).
-_CARRIER = re.compile(
+_CARRIER = lazy(
     r"(?:error|failure|failed|exception|what\(\)|reason|status|message)\s*(?:\d{1,4}\s*)?:?\s*$",
     re.IGNORECASE,
 )

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import functools
 import io
-import re
 from typing import BinaryIO, cast
 
 from ppaux.limits import Limits
+from ppaux.patterns import lazy
 from ppaux.triage.csvrows import TableRows, csv_table
 from ppaux.triage.documents import is_document, records
 from ppaux.triage.envelopes import peel_envelope
@@ -47,7 +47,7 @@ _SEAM = max(len(marker) for marker in ALL_MARKERS) - 1
 #: Bytes looked at to tell a log's envelope and launcher.
 _HEAD = 64 << 10
 #: A runtime's ``P`` piece inside a collector's record, looked for before the record is read.
-_INNER_PIECE = re.compile(rb"\d(?:Z|[+-]\d\d:?\d\d) std(?:out|err) P ")
+_INNER_PIECE = lazy(rb"\d(?:Z|[+-]\d\d:?\d\d) std(?:out|err) P ")
 
 #: Events told by a few words only (sglang's SIGQUIT lines, ppaux capture's own): in a log they
 #: stand behind sglang's prefix, which makes the log shaped; a file that holds the words in prose
@@ -171,6 +171,7 @@ def _feed_peeled(
             reading.launcher,
             reading.envelope is Envelope.TIMESTAMPS,
             _wall(reading, peeled.wall_text),
+            peeled.severe,
         )
         if local_zone is not None:
             line = in_zone(line, local_zone)

@@ -9,9 +9,9 @@ sub-exceptions.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from ppaux.patterns import lazy
 from ppaux.triage.groups import GROUP_HEADER
 from ppaux.triage.lineformat import OUTPUT_STREAMS, LogLine
 from ppaux.triage.tracelines import HEADER, MAX_MESSAGE
@@ -22,6 +22,7 @@ __all__ = [
     "Frame",
     "failure_start",
     "method_said",
+    "own_record",
     "process_of",
     "went_on",
 ]
@@ -29,25 +30,25 @@ __all__ = [
 #: The process that logged it, just before the header (``Scheduler hit an exception: ``).
 #: An exception group's header stands behind a ``+`` (``hit an exception:   + Exception Group
 #: Traceback ...``).
-_PROCESS = re.compile(r"(?:^|\W)(?P<process>\w{1,64}) hit an exception: (?: {0,64}\+ )?$")
+_PROCESS = lazy(r"(?:^|\W)(?P<process>\w{1,64}) hit an exception: (?: {0,64}\+ )?$")
 #: A worker's header that says its exception before the traceback: ``Exception in worker W
 #: while processing method init_device: NCCL error: ..., Traceback (most recent call last):``.
-_SAID = re.compile(
+_SAID = lazy(
     r"Exception in worker .{0,200}? while processing method (?P<method>[\w.]{1,200}): "
     r"(?P<message>.+?),? $"
 )
 #: A worker's line before its traceback naming the method it ran (vLLM's ``Error executing
 #: method init_device. This might cause deadlock ...``).
-_METHOD = re.compile(r"Error executing method (?P<method>[\w.]{1,200})")
+_METHOD = lazy(r"Error executing method (?P<method>[\w.]{1,200})")
 #: A logger's record at INFO or DEBUG, its time (bare or bracketed) before it or not:
 #: ``2024-05-01 01:00:05,000 INFO download ok``, ``[2024-05-01 01:00:05] INFO ...``,
 #: ``INFO:root:...``, ``I0501 01:00:05.000 ...`` (glog).
-_GOING_ON = re.compile(
+_GOING_ON = lazy(
     r"^\s{0,8}(?:\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[.,\d]{0,10}Z?\]?\s{1,4})?"
     r"(?:\[?(?:INFO|DEBUG)\]?(?:\s|:)|I\d{4} \d\d:\d\d:\d\d)"
 )
 #: Ray's note that it folded the same line of several workers into this one.
-_FOLDED = re.compile(r"\[repeated \d{1,9}x across cluster\]")
+_FOLDED = lazy(r"\[repeated \d{1,9}x across cluster\]")
 
 
 @dataclass(frozen=True)
@@ -247,7 +248,7 @@ _FULL_HEADER = "Traceback (most recent call last):"
 #: What may follow a header on its own line: nothing, a frame glued to it (``File "``), or
 #: the quotes and escapes of a record that holds it; a sentence's words (``look at the last
 #: line``) make the line prose that names a header, not a traceback's start.
-_AFTER_HEADER = re.compile(r"\s*(?:$|File \"|[^\w\s])")
+_AFTER_HEADER = lazy(r"\s*(?:$|File \"|[^\w\s])")
 
 
 def _prose(text: str, at: int) -> bool:
@@ -265,11 +266,19 @@ def method_said(text: str) -> str | None:
     return None if found is None else found.group("method").rstrip(".")
 
 
-def went_on(line: LogLine, failure: Failure) -> bool:
+def own_record(line: LogLine, failure: Failure) -> bool:
     """True where ``line``, the first after ``failure``'s exception line, is a record of its
-    own that says the program logged on (:attr:`Failure.went_on`): a logger's record at INFO or
-    DEBUG by its words, or a line with a time of its own where the traceback's header had none
-    (a logger's next record, its prefix read off)."""
+    own, not more of the exception's message: a logger's record at INFO or DEBUG by its words,
+    or a line with a time of its own where the traceback's header had none (a logger's next
+    record, its prefix read off)."""
     if _GOING_ON.match(line.text) is not None:
         return True
     return line.time_text is not None and failure.time_text is None and not line.sglang
+
+
+def went_on(line: LogLine, failure: Failure) -> bool:
+    """True where ``line``, the first after ``failure``'s exception line, says the program
+    logged on (:attr:`Failure.went_on`): a record of its own (:func:`own_record`) whose level,
+    where one was taken off, is no ERROR, CRITICAL or FATAL: an error logged right after a
+    traceback is no proof that it was handled."""
+    return not line.severe and own_record(line, failure)

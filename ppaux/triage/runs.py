@@ -13,8 +13,7 @@ otherwise.
 
 from __future__ import annotations
 
-import re
-
+from ppaux.patterns import lazy
 from ppaux.triage.logreading import LogReading
 from ppaux.triage.records import Event, Failure, process_of
 
@@ -23,7 +22,7 @@ __all__ = ["ZONES_APART_S", "far_apart", "log_names", "one_run_note", "untied_lo
 #: The most two local times of one instant differ by: UTC-12 to UTC+14, and a margin.
 ZONES_APART_S = 27 * 3600.0
 #: What names a rank or a task, not a host: ``rank 3``, ``task 0``, ``PP1 TP0``.
-_RANKISH = re.compile(r"^(?:rank|task|local_rank) \d{1,9}$|^(?:(?:DP|PP|TP|EP)\d{1,6} ?)+$")
+_RANKISH = lazy(r"^(?:rank|task|local_rank) \d{1,9}$|^(?:(?:DP|PP|TP|EP)\d{1,6} ?)+$")
 #: What an event names where its line names no process.
 _NOBODY = frozenset({"a process", "the parent process"})
 #: Settings of sglang's server arguments that name one deployment.

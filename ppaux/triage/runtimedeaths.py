@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 import signal
 
+from ppaux.patterns import lazy
 from ppaux.triage.agentstops import AGENT_STOP_MARKER, agent_stop, stopped_from_outside
 from ppaux.triage.shelldeaths import SHELL_MARKERS, shell_death
 
@@ -52,28 +53,28 @@ RUNTIME_MARKERS: tuple[bytes, ...] = (
 
 #: Where a tool's record begins: the line's start, or behind its logger's prefix.
 _AT = r"(?:^|(?<=\] ))"
-_SCHEDULER_DEAD = re.compile(
+_SCHEDULER_DEAD = lazy(
     _AT + r"Rank (?P<rank>\d{1,6}) scheduler is dead\. Please check if there are relevant logs"
 )
 #: The exit code sglang's launcher logs after a dead scheduler's line.
-_EXIT_CODE = re.compile(_AT + r"Exit code: (?P<code>-?\d{1,4})\s*$")
-_TERMINATED = re.compile(
+_EXIT_CODE = lazy(_AT + r"Exit code: (?P<code>-?\d{1,4})\s*$")
+_TERMINATED = lazy(
     _AT + r"Scheduler or DataParallelController (?P<pid>\d{1,9}) terminated with "
     r"(?P<code>-?\d{1,4})\s*$"
 )
 #: (the line's start, with its count, may be on a line of its own where a terminal wrapped it:
 #: ``actors) killed due to memory pressure ...`` then starts the line read)
-_RAY_OOM = re.compile(
+_RAY_OOM = lazy(
     r"(?:\.cc:\d{1,6}: (?P<killed>\d{1,9}) Workers \(tasks / |^\s{0,4})"
     r"actors\) killed due to memory pressure \(OOM\), (?P<crashed>\d{1,9}) Workers crashed "
     r"due to other reasons at node"
     r"(?: \(ID: [0-9a-f]{1,64}, IP: (?P<ip>[\w.:-]{1,64})\))?"
 )
-_SLURM_OOM_EVENT = re.compile(
+_SLURM_OOM_EVENT = lazy(
     r"^slurmstepd(?:-[\w.-]{1,253})?: error: Detected (?P<count>\d{1,9}) oom_kill events? in "
     r"(?:StepId=|step )(?P<step>\d{1,12}(?:\.\w{1,32})?)"
 )
-_SRUN_TASK = re.compile(
+_SRUN_TASK = lazy(
     r"^srun: error: (?P<node>[\w.-]{1,253}): tasks? (?P<tasks>\d{1,7}(?:[-,]\d{1,7}){0,16}): "
     r"(?:(?P<oom>Out Of Memory)|Exited with exit code (?P<code>\d{1,3})|(?P<killed>Killed)"
     r"|(?P<terminated>Terminated))\s*$"
@@ -81,19 +82,19 @@ _SRUN_TASK = re.compile(
 #: slurmstepd's record of a step or job Slurm ended, and why where it says (``DUE TO TIME
 #: LIMIT``, ``DUE TO PREEMPTION``, ``DUE TO JOB REQUEUE``; none: ``scancel`` or an
 #: administrator). It may follow a progress bar's ``]`` on the same line.
-_SLURM_CANCELLED = re.compile(
+_SLURM_CANCELLED = lazy(
     r"(?:^|(?<=\])|(?<=\] ))slurmstepd(?:-[\w.-]{1,253})?: error: \*\*\* (?P<what>STEP|JOB) "
     r"(?P<id>[\w.+-]{1,40}) ON (?P<node>[\w.-]{1,253}) CANCELLED AT [\w:.+-]{1,40}"
     r"(?: DUE TO (?P<why>[A-Z][A-Z ]{0,40}?))? \*\*\*"
 )
-_OOMKILLED = re.compile(r"^\s{0,16}Reason:\s{1,32}OOMKilled\s*$")
+_OOMKILLED = lazy(r"^\s{0,16}Reason:\s{1,32}OOMKilled\s*$")
 #: Ray's record of a node whose heartbeats stopped (its raylet died, or the network to it
 #: failed), and of a raylet that ended unexpectedly: the processes on that node are gone.
-_RAY_NODE_DEAD = re.compile(
+_RAY_NODE_DEAD = lazy(
     r"The node with node id: [0-9a-f]{1,64} and address: (?P<ip>[\w.:-]{1,64})"
     r"(?: and node name: [^\s]{1,253})? has been marked dead because the detector has missed"
 )
-_RAYLET_TERMINATED = re.compile(r"Raylet is terminated\. Termination is unexpected\.")
+_RAYLET_TERMINATED = lazy(r"Raylet is terminated\. Termination is unexpected\.")
 #: Lines within which sglang's ``Exit code: N`` follows the dead scheduler's line.
 _EXIT_NEAR = 4
 

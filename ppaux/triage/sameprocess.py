@@ -11,8 +11,7 @@
 
 from __future__ import annotations
 
-import re
-
+from ppaux.patterns import lazy
 from ppaux.triage.crashes import NEAR_LINES
 from ppaux.triage.deaths import death_of, exited, launcher_summary
 from ppaux.triage.records import Event, Failure, process_of
@@ -58,10 +57,10 @@ def _last_line(failure: Failure) -> int:
 
 
 #: A rank a record's stream names last (``local_rank 0``, ``rank 3``, ``sglang-1, rank 3``).
-_RANK = re.compile(r"(?:^|[\s,_])rank (?P<rank>\d{1,9})$")
+_RANK = lazy(r"(?:^|[\s,_])rank (?P<rank>\d{1,9})$")
 #: The exit code a launcher's record of its child says (torchrun's agent: ``exited with code
 #: 1``).
-_CODE = re.compile(r"exited with code (?P<code>-?\d{1,9})\b")
+_CODE = lazy(r"exited with code (?P<code>-?\d{1,9})\b")
 
 
 def _rank(name: str | None) -> str | None:

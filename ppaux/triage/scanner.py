@@ -23,6 +23,7 @@ import re
 from typing import BinaryIO
 
 from ppaux.limits import Limits
+from ppaux.patterns import lazy
 from ppaux.triage.crashes import CRASH_MARKERS
 from ppaux.triage.hangs import HANG_MARKERS
 
@@ -91,8 +92,8 @@ _MAX_CANDIDATES = 64
 
 def _plan(buffer: bytes, start: int) -> list[tuple[bytes, list[tuple[bytes, int]]]]:
     """How to search ``buffer``: (anchor, [(marker, anchor's offset in it)]) pairs, as few
-    anchors as cover every marker with a byte rare in this chunk; an empty anchor means search
-    its one marker whole."""
+    anchors as cover every marker with a byte rare in this chunk; an empty anchor, or the
+    marker itself, means search its one marker whole (:func:`_whole`)."""
     sample = buffer[start : start + _SAMPLE]
     scale = max(1, (len(buffer) - start) // max(1, len(sample)))
     rare = {
@@ -118,8 +119,22 @@ def _plan(buffer: bytes, start: int) -> list[tuple[bytes, list[tuple[bytes, int]
     # each is remembered until the scan passes it, so a marker that is not in the chunk is looked
     # for once, not again after every line that holds another (a search for the first of several
     # at once scans to the chunk's end for each that is absent, every time).
-    plan.extend((b"", [(marker, 0)]) for marker in left)
+    plan.extend((_whole(marker, sample), [(marker, 0)]) for marker in left)
     return plan
+
+
+def _whole(marker: bytes, sample: bytes) -> bytes:
+    """The anchor of a marker searched for whole: empty, for ``bytes.find``; or the marker
+    itself, for a search by its first byte (:data:`_LITERALS`), where that byte is rarer in
+    ``sample`` than its last (``bytes.find`` steps by its last byte: ``] Trac`` in healthy
+    sglang lines, whose every ``]`` ends the prefix and ``c`` is in many words, is searched
+    twice as fast by its first)."""
+    return marker if sample.count(marker[:1]) < sample.count(marker[-1:]) else b""
+
+
+#: A marker's search by its first byte (a regular expression of the marker alone: ``re``
+#: looks for a literal's first byte, then compares the rest), one compiled per marker.
+_LITERALS = {marker: lazy(re.escape(marker)) for marker in ALL_MARKERS}
 
 
 _UNKNOWN = -2
@@ -131,6 +146,9 @@ _REPLAN_EVERY = 16
 
 def _first(buffer: bytes, start: int, anchor: bytes, markers: list[tuple[bytes, int]]) -> int:
     """The first position at or after ``start`` where one of ``markers`` begins, or -1."""
+    if len(markers) == 1 and anchor == markers[0][0]:  # a marker searched for whole
+        found = _LITERALS[anchor].search(buffer, start)
+        return -1 if found is None else found.start()
     if not anchor:
         ((marker, _),) = markers
         return buffer.find(marker, start)
@@ -384,8 +402,8 @@ _TAIL_SLACK = 64
 
 
 #: The halves of a character past U+FFFF as a JSON string writes it (``\\ud83d\\ude00``).
-_HIGH_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
-_LOW_SURROGATE = re.compile(rb"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_HIGH_SURROGATE = lazy(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
+_LOW_SURROGATE = lazy(rb"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 
 
 def _tail_size(max_line: int) -> int:

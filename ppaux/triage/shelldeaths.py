@@ -14,8 +14,9 @@ as the whole line; never as words inside a sentence about them.
 
 from __future__ import annotations
 
-import re
 import signal
+
+from ppaux.patterns import lazy
 
 __all__ = ["SHELL_MARKERS", "shell_death"]
 
@@ -32,14 +33,12 @@ _DESCRIBED = {
     "Illegal instruction": signal.SIGILL,
     "Floating point exception": signal.SIGFPE,
 }
-_BASH = re.compile(
+_BASH = lazy(
     r"^(?P<script>[^\s:]{1,250}): line \d{1,9}: {1,16}(?P<pid>\d{1,9}) "
     r"(?P<words>" + "|".join(_DESCRIBED) + r")(?: {1,64}\(core dumped\))?"
     r"(?: {1,64}(?P<command>.*))?$"
 )
-_COMPOSE = re.compile(
-    r"^(?P<service>[A-Za-z0-9][\w.-]{0,252}) exited with code (?P<code>\d{1,3})\s*$"
-)
+_COMPOSE = lazy(r"^(?P<service>[A-Za-z0-9][\w.-]{0,252}) exited with code (?P<code>\d{1,3})\s*$")
 #: A shell's exit status of a child a signal killed: 128 and the signal's number.
 _SHELL_SIGNAL = 128
 #: The characters of a command kept in who died.

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, cast
@@ -18,6 +17,7 @@ from typing import Any, BinaryIO, cast
 from ppaux.errors import PathError
 from ppaux.files import InputFileError, collect_files, open_regular
 from ppaux.limits import Limits
+from ppaux.patterns import lazy
 from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import byte_size
 from ppaux.triage.crended import cr_ended, cr_lines
@@ -56,7 +56,7 @@ _DUMP_MAGIC = (b"PK\x03\x04", b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05"
 #: Above this share of a head's characters that no text log holds (NUL and other control bytes
 #: than tab, newline, carriage return, escape; bytes that are not UTF-8), a file is binary.
 _BINARY_SHARE = 0.3
-_ROTATED = re.compile(r"\.log\.[0-9][0-9-]*(?:\.gz)?$")
+_ROTATED = lazy(r"\.log\.[0-9][0-9-]*(?:\.gz)?$")
 
 
 class LogOpenError(PathError, OSError):

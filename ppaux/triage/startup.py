@@ -22,8 +22,7 @@ says the error came in flight, whatever the lines around it.
 
 from __future__ import annotations
 
-import re
-
+from ppaux.patterns import lazy
 from ppaux.triage.kinds import COMMUNICATION, kind_of
 from ppaux.triage.records import Failure
 
@@ -51,13 +50,13 @@ _START_FUNCTIONS = frozenset(
     }
 )
 #: Collectives and point-to-point calls: a frame of one says the error came in flight.
-_COLLECTIVES = re.compile(
+_COLLECTIVES = lazy(
     r"^_?(?:all_reduce|all_gather|all_gather_into_tensor|reduce_scatter|reduce_scatter_tensor|"
     r"broadcast|send|recv|isend|irecv|barrier|all_to_all|all_to_all_single|gather|scatter|"
     r"reduce|batch_isend_irecv|send_object_list|recv_object_list|\w*_p2p\w*)$"
 )
 #: An NCCL error's own words (not a watchdog's timeout or a closed socket).
-_NCCL_ERROR = re.compile(r"NCCL error|\bnccl\w{0,40}Error\b")
+_NCCL_ERROR = lazy(r"NCCL error|\bnccl\w{0,40}Error\b")
 #: How far from the error a record of the same process is read.
 _NEAR_LINES = 40
 _NEAR_RECORDS = 8
@@ -78,7 +77,7 @@ def starting(failure: Failure) -> bool:
 
 #: A loop's or a step's function: a frame of one says the process was past its start-up,
 #: running (``train_step``, ``event_loop_normal``, ``forward``).
-_RUNNING = re.compile(r"^_?(?:\w+_)?(?:step|loop|forward)(?:_\w+)?$")
+_RUNNING = lazy(r"^_?(?:\w+_)?(?:step|loop|forward)(?:_\w+)?$")
 
 
 def in_flight(failure: Failure) -> bool:

@@ -9,8 +9,7 @@ it (:mod:`ppaux.triage.deaths` reads those as deaths).
 
 from __future__ import annotations
 
-import re
-
+from ppaux.patterns import lazy
 from ppaux.triage.lineformat import ranked_stream
 from ppaux.triage.records import Failure
 
@@ -19,10 +18,10 @@ __all__ = ["SUMMARY_EXIT", "SUMMARY_EXIT_RUN_IN", "SUMMARY_RANK", "SummaryRows",
 #: A row's rank line. A copy that lost characters (a screenshot's text read back) may put a
 #: space before the colon, drop the one between ``rank`` and its number, write ``local rank``
 #: and run the ``exitcode`` line into the rank's (``rank2 (local rank: 2)exitcode: -9``).
-SUMMARY_RANK = re.compile(r"^\s*rank\s*:?\s*(?P<rank>\d{1,9}) ?\(local[_ ]rank: ")
-SUMMARY_EXIT = re.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d{1,9})")
+SUMMARY_RANK = lazy(r"^\s*rank\s*:?\s*(?P<rank>\d{1,9}) ?\(local[_ ]rank: ")
+SUMMARY_EXIT = lazy(r"^\s*exitcode\s*:\s*(?P<code>-?\d{1,9})")
 #: The ``exitcode`` run into the rank's line, after its ``(local_rank: N)``.
-SUMMARY_EXIT_RUN_IN = re.compile(r"\d{1,9}\)\s*exitcode\s*:\s*(?P<code>-?\d{1,9})")
+SUMMARY_EXIT_RUN_IN = lazy(r"\d{1,9}\)\s*exitcode\s*:\s*(?P<code>-?\d{1,9})")
 #: Lines a row's exit code may come after its rank's (the next line; an export's pretty-printed
 #: JSON spends up to eight lines on each).
 _ROW_LINES = 8

@@ -8,6 +8,7 @@ from __future__ import annotations
 import bisect
 import re
 
+from ppaux.patterns import lazy
 from ppaux.triage.flattened import quoted_spans
 from ppaux.triage.lineformat import detect
 from ppaux.triage.lineshapes import VLLM_STAGE, Envelope, Launcher
@@ -16,7 +17,7 @@ from ppaux.triage.logreading import LogReading
 __all__ = ["source_code", "survey"]
 
 #: sglang's prefix with a pipeline rank, as it appears inside any envelope (``[time ... PPn ...]``).
-_PP_PREFIX = re.compile(
+_PP_PREFIX = lazy(
     rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?"
     rb"(?: (?:DP|ATTN_CP|MOE_DP|TP|EP)\d{1,6})* PP(\d{1,6})\b"
 )
@@ -24,17 +25,17 @@ _PP_PREFIX = re.compile(
 _VLLM_STAGE = re.compile(VLLM_STAGE.pattern.encode())
 #: sglang's ``server_args=ServerArgs(...)`` line, and the settings of it triage uses; and the
 #: launch command's own flags, where a launcher logs it.
-_SERVER_ARGS = re.compile(rb"ServerArgs\([^\n]{0,60000}")
+_SERVER_ARGS = lazy(rb"ServerArgs\([^\n]{0,60000}")
 _SETTING = {
-    "pp_size": re.compile(rb"\bpp_size=(\d{1,4})\b"),
-    "nnodes": re.compile(rb"\bnnodes=(\d{1,4})\b"),
-    "model_path": re.compile(rb"\bmodel_path='([^'\n]{1,512})'"),
-    "dist_init_addr": re.compile(rb"\bdist_init_addr='([^'\n]{1,256})'"),
+    "pp_size": lazy(rb"\bpp_size=(\d{1,4})\b"),
+    "nnodes": lazy(rb"\bnnodes=(\d{1,4})\b"),
+    "model_path": lazy(rb"\bmodel_path='([^'\n]{1,512})'"),
+    "dist_init_addr": lazy(rb"\bdist_init_addr='([^'\n]{1,256})'"),
 }
 #: What only a log of sglang's or of a launcher around it holds, looked for in a log's head:
 #: sglang's prefix (or a cut one), a traceback, torch's ``[rankN]:``, sglang's server arguments,
 #: NCCL's own prefix.
-_LOG_SHAPE = re.compile(
+_LOG_SHAPE = lazy(
     rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|(?:DP|PP|TP|EP)\d{1,6}\] |Traceback \(m|"
     rb"\[rank\d{1,6}\]:|hit an exception|ServerArgs\(|Watchdog caught|"
     rb'File \\?"[^"\n]{1,4096}", line \d|'
@@ -44,7 +45,7 @@ _LOG_SHAPE = re.compile(
 )
 #: sglang's own lines: its prefix with a rank's tags (``[<time> TP0] ``, ``[<time> PP1 TP0] ``)
 #: or its arguments.
-_SGLANG_LINE = re.compile(
+_SGLANG_LINE = lazy(
     rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|ATTN_CP|MOE_DP|TP|EP|PP)\d{1,6})+\] "
     rb"|ServerArgs\("
 )
@@ -54,20 +55,20 @@ _SGLANG_LINE = re.compile(
 #: records, its readiness line, each right after its prefix. The word anywhere else (a prompt
 #: the log echoes, a path in a launch command: ``--data /data/sglang/x.jsonl``) is text, no
 #: record of sglang's.
-_BARE_STAMP = re.compile(rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?\] ")
-_SGLANG_RECORDS = re.compile(
+_BARE_STAMP = lazy(rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?\] ")
+_SGLANG_RECORDS = lazy(
     rb'(?:^|\n)[ \t]{0,64}File "[^"\n]{0,4096}/sglang/(?:srt/)?[\w/]{1,200}\.py", line \d|'
     rb"\] (?:Decode batch|Prefill batch|Load weight (?:begin|end)|"
     rb"The server is fired up and ready to roll)"
 )
 #: Lines of Ascend's NPU stack: torch_npu's process group and sources, HCCL's own records, CANN's
 #: ``[ERROR] ... ERR02005`` and ``EE9999`` codes, vLLM's Ascend plugin.
-_ASCEND = re.compile(
+_ASCEND = lazy(
     rb"ProcessGroupHCCL|torch_npu[/.]|\bHCCL (?:watchdog|error|WARN|ERROR)|"
     rb"\) ERR0\d{4} |\bEE\d{4}: |vllm[-_]ascend"
 )
-_FLAG_PP = re.compile(rb"--(?:pp-size|pipeline-parallel-size)[= ](\d{1,4})\b")
-_FLAG_NNODES = re.compile(rb"--nnodes[= ](\d{1,4})\b")
+_FLAG_PP = lazy(rb"--(?:pp-size|pipeline-parallel-size)[= ](\d{1,4})\b")
+_FLAG_NNODES = lazy(rb"--nnodes[= ](\d{1,4})\b")
 
 
 def _server_args(head: bytes) -> dict[str, str]:
@@ -117,12 +118,12 @@ class _Unquoted:
 
 #: Lines that begin a definition or an import: what Python source is made of. A traceback
 #: shows such a line only as a frame's code, right after its 'File "...", line N' line.
-_DEFINITION = re.compile(rb"^[ \t]*(?:def |class |import |from [\w.]+ import |@[\w.]+)")
-_FRAME_LINE = re.compile(rb'^[ \t]*File "')
+_DEFINITION = lazy(rb"^[ \t]*(?:def |class |import |from [\w.]+ import |@[\w.]+)")
+_FRAME_LINE = lazy(rb'^[ \t]*File "')
 #: A line that begins with a time in brackets, as sglang's prefix does: '[2026-12-03 14:56:07'
 #: (another program's too: DeepSpeed's '[2023-04-16 21:36:09,031]'), which source code never
 #: begins a line with.
-_STAMPED_LINE = re.compile(rb"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", re.M)
+_STAMPED_LINE = lazy(rb"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", re.M)
 
 
 def source_code(head: bytes) -> bool:

@@ -12,9 +12,9 @@ marked ``cut``.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 
+from ppaux.patterns import lazy
 from ppaux.triage.groups import (
     GROUP_HEADER,
     MAX_DEPTH,
@@ -25,7 +25,7 @@ from ppaux.triage.groups import (
     unmargined,
 )
 from ppaux.triage.lineformat import LogLine
-from ppaux.triage.records import Failure, Frame, went_on
+from ppaux.triage.records import Failure, Frame, own_record
 from ppaux.triage.tracelines import EXCEPTION, FRAME, MAX_MESSAGE, WRAPPED, raised, unfolded
 
 __all__ = ["MAX_FRAMES", "TracebackBuilder"]
@@ -53,7 +53,7 @@ _MAX_INDENT = 16
 _MAX_LINE_DIGITS = 9
 #: What a log collector adds at the end of a line, not the traceback's text: Ray's count of
 #: lines it did not repeat, a carriage return written as ``^M``.
-_TRAILER = re.compile(r"(?:\s*\[repeated \d{1,9}x across cluster\]|\^M|\r)+$")
+_TRAILER = lazy(r"(?:\s*\[repeated \d{1,9}x across cluster\]|\^M|\r)+$")
 _CHAIN = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
@@ -62,14 +62,14 @@ _CHAIN = (
 
 #: An error that Ray relays from a task or an actor: its message is the remote process's own
 #: traceback (``ray::task() (pid=N, ip=...)``, then frames and the remote exception line).
-_RELAYED = re.compile(r"(?:^|\.)Ray(?:Task|Actor)Error\b")
+_RELAYED = lazy(r"(?:^|\.)Ray(?:Task|Actor)Error\b")
 #: The line torch writes after its CUDA error's first line (``Search for `cudaError...'``): a
 #: marker of a record where the error's first line is not in the log, the message's own line
 #: after it.
 #: Ray's sentence of an actor whose worker died, which its ``ActorDiedError``'s message holds
 #: (a line of its own elsewhere: a death another process reports).
-_ACTOR_DEAD = re.compile(r"^\s*The actor is dead because its worker process has died")
-_CUDA_TAIL = re.compile(r"\s{0,8}Search for `cudaError")
+_ACTOR_DEAD = lazy(r"^\s*The actor is dead because its worker process has died")
+_CUDA_TAIL = lazy(r"\s{0,8}Search for `cudaError")
 
 
 def _relayed(failure: Failure) -> bool:
@@ -180,7 +180,7 @@ class TracebackBuilder:
             return self._message_line(text)  # Ray's ActorDiedError says why, in its message
         if marked or self._blank or text.startswith(("[", "INFO:")):
             return False
-        if went_on(line, self.failure):
+        if own_record(line, self.failure):
             return False  # a record of its own (a logger's next one), not the message
         return self._message_line(text)
 

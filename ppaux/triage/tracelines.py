@@ -7,7 +7,7 @@ lost (:func:`lost_source`), a header cut short (:func:`cut_header`). ``triage`` 
 
 from __future__ import annotations
 
-import re
+from ppaux.patterns import lazy
 
 __all__ = [
     "EXCEPTION",
@@ -29,15 +29,15 @@ MAX_MESSAGE = 4000
 #: even when the paste cut it after ``Traceback (m``.
 HEADER = "Traceback (m"
 #: A frame line, indented or not (web UIs strip indentation); its line number is bounded.
-FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<function>.*))?$')
+FRAME = lazy(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<function>.*))?$')
 #: An exception line where the paste's indentation puts it: any dotted name, a colon and the
 #: message (or nothing).
-EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::(?: (?P<message>.*))?)?$")
+EXCEPTION = lazy(r"^(?P<type>[A-Za-z_][\w.]*)(?::(?: (?P<message>.*))?)?$")
 #: An exception line by its shape alone: a dotted name ending as exception classes do, then a
 #: colon and the message, or nothing, or the empty call of a repr (``AssertionError()``, as
 #: a logger writes an exception raised without a message). Told apart from a frame's source
 #: line without indentation.
-_RAISED = re.compile(
+_RAISED = lazy(
     r"^(?P<type>(?:[A-Za-z_]\w{0,100}\.){0,10}(?:[A-Za-z_]\w{0,100}"
     r"(?:Error|Exception|ExceptionGroup|Interrupt|Exit|Failure|Fault|Timeout|Warning|Abort|"
     r"StopIteration)|Exception(?:Group)?))"
@@ -45,20 +45,20 @@ _RAISED = re.compile(
 )
 #: An exception line whose type carries its cause: ``ray.exceptions.RayTaskError(OutOfMemoryError):
 #: ...``.
-WRAPPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]{0,200}\([\w.]{1,200}\)):(?: ?(?P<message>.*))?$")
+WRAPPED = lazy(r"^(?P<type>[A-Za-z_][\w.]{0,200}\([\w.]{1,200}\)):(?: ?(?P<message>.*))?$")
 #: What may stand before an exception line that is not its own: pytest's failure marker
 #: (``E   RuntimeError: ...``), a runner's ``Error: `` before the exception it reports.
-_NOT_ITS_OWN = re.compile(r"^(?:E {1,8}|Error: )(?=[A-Za-z_][\w.]{0,200}(?:Error|Exception)\b)")
+_NOT_ITS_OWN = lazy(r"^(?:E {1,8}|Error: )(?=[A-Za-z_][\w.]{0,200}(?:Error|Exception)\b)")
 #: The message of a bare ``Exception`` that is another exception's repr, as a wrapper logs
 #: what it caught (``Exception: RuntimeError('...')``): that exception is the one raised.
-_REPRED = re.compile(
+_REPRED = lazy(
     r"^(?P<type>[A-Za-z_][\w.]{0,200})"
     r"\((?P<repr>'(?:[^'\\\n]|\\.){0,4000}'|\"(?:[^\"\\\n]|\\.){0,4000}\")\)$"
 )
 
 
 #: A run of backticks, as code spans are opened and closed.
-_TICKS = re.compile(r"`+")
+_TICKS = lazy(r"`+")
 
 
 def _quoting(text: str) -> bool:
@@ -101,7 +101,7 @@ def raised(text: str) -> tuple[str, str] | None:
 
 
 #: Ray's note at a line's end that it folded the same line of several workers into this one.
-_FOLD = re.compile(r"\s{0,8}\[repeated \d{1,9}x across cluster\]\s{0,8}$")
+_FOLD = lazy(r"\s{0,8}\[repeated \d{1,9}x across cluster\]\s{0,8}$")
 
 
 def unfolded(message: str) -> str:

@@ -24,12 +24,12 @@ joined line's number back to its first piece's.
 
 from __future__ import annotations
 
-import re
 from array import array
 from bisect import bisect_left
 from itertools import pairwise
 from typing import BinaryIO
 
+from ppaux.patterns import lazy
 from ppaux.triage.linestream import LineStream
 
 __all__ = ["Unwrapped", "wrap_width"]
@@ -44,7 +44,7 @@ _MIN_WRAPPED = 2
 _MAX_PIECES = 64
 
 #: What starts a record of its own: never joined to the line before it.
-_STARTS = re.compile(
+_STARTS = lazy(
     r"(?:\s*File \"|\s*Traceback \(|\s*During handling|\s*The above exception|[\[{]"
     r"|\d{4}-\d\d-\d\d[ T]|\d\d:\d\d:\d\d|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|[IWEF]\d{4} "
     # a launcher's name of the process (Ray's and vLLM's ``(VllmWorker rank=7 pid=1030) ``)
@@ -52,21 +52,21 @@ _STARTS = re.compile(
 )
 #: A launcher's label of the process a line is from (``0 : ``, ``12: ``): a line behind one
 #: starts a record of its own after a line behind another.
-_LABEL = re.compile(r"\d{1,6} ?: ")
+_LABEL = lazy(r"\d{1,6} ?: ")
 #: A row ending in the start of a dotted name of two parts or more (``torch.distributed.``).
-_DOTTED_END = re.compile(r"(?:^|\s)(?:[A-Za-z_]\w*\.){2,}$")
+_DOTTED_END = lazy(r"(?:^|\s)(?:[A-Za-z_]\w*\.){2,}$")
 #: A line that holds only a prefix (``(Worker pid=N) ERROR <time> [file.py:N]``), no message;
 #: the space after the prefix kept where the width fell right after it.
-_PREFIX_ONLY = re.compile(r"\S\] ?$")
+_PREFIX_ONLY = lazy(r"\S\] ?$")
 #: A whole frame line: the indented code line after it is its own line.
-_FRAME = re.compile(r'\s*File ".*", line \d+, in \S+$')
+_FRAME = lazy(r'\s*File ".*", line \d+, in \S+$')
 #: A frame line cut at the space before its function name, that space trimmed (what tmux's
 #: ``capture-pane`` and screen's hardcopy write): never whole, its function name comes next.
-_CUT_FRAME = re.compile(r'File ".*", line \d+, in$')
+_CUT_FRAME = lazy(r'File ".*", line \d+, in$')
 
 
 #: An exception line: a dotted name ending as exception classes do, then a colon or nothing.
-_RAISED = re.compile(
+_RAISED = lazy(
     r"(?:[A-Za-z_]\w{0,100}\.){0,10}[A-Za-z_]\w{0,100}"
     r"(?:Error|Exception|Interrupt|Exit|Failure|Fault|Timeout|Abort)(?::|$)"
 )

@@ -7,16 +7,16 @@ it), ``local_zone`` makes them instants: compared across logs and with a collect
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
 from ppaux.errors import SettingError
+from ppaux.patterns import lazy
 from ppaux.suggestions import keyword
 
 __all__ = ["LocalZone", "TriageConfigError", "local_zone"]
 
-_OFFSET = re.compile(r"^(?P<sign>[+-])(?P<hours>\d\d)(?::?(?P<minutes>\d\d))?$")
+_OFFSET = lazy(r"^(?P<sign>[+-])(?P<hours>\d\d)(?::?(?P<minutes>\d\d))?$")
 
 
 class TriageConfigError(SettingError):
