@@ -13,11 +13,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from rendered_reading import github_read, html_read, markdown_skeleton, read_json, xml_strings
 
+from ppaux.errors import DumpError
 from ppaux.report.document import InputProblem, Report, Table
 from ppaux.report.findings import Finding, Location, Severity
 from ppaux.report.formats import Format, render
 from ppaux.suggestions import RaiseLimit, Setting
-from ppaux.text import shown
+from ppaux.text import cut, shown
 
 #: Every C0 control, DEL and every C1 control.
 CONTROLS = [chr(c) for c in range(0x20)] + ["\x7f"] + [chr(c) for c in range(0x80, 0xA0)]
@@ -81,6 +82,29 @@ def test_shown_is_printable_and_stable(text):
     assert shown(once, None) == once
     if text.isprintable():
         assert once == text
+
+
+@given(hostile_text, st.integers(0, 20) | st.none())
+@settings(max_examples=40, deadline=None)
+def test_cut_bounds_without_escaping(text, limit):
+    # A message is built with the text cut, never escaped: escaping is the rendering's.
+    out = cut(text, limit)
+    if limit is None or len(text) <= limit:
+        assert out == text
+    else:
+        assert out == f"{text[:limit]}... ({len(text)} characters)"
+    assert shown(text, limit) == shown(out, None)
+
+
+def test_the_library_str_shows_escaped():
+    # str() is the library's rendering: a message built with raw text is shown escaped there.
+    finding = Finding("PP101", Severity.ERROR, "key \x1b[2J\u202e", "a\nb.pt", key="k\x00")
+    assert str(finding) == "PP101 error a\\nb.pt [k\\x00]: key \\x1b[2J\\u202e"
+    error = DumpError("a.pt", "record \u2066x\ud800 is missing")
+    assert str(error) == "a.pt: record \\u2066x\\ud800 is missing"
+    assert error.reason == "record \u2066x\ud800 is missing"  # the data keeps what was built
+    problem = InputProblem("a.pt", "bad \x07", (Setting("sender", "legacy\x1b"),))
+    assert str(problem) == 'a.pt: bad \\x07; try sender="legacy\\x1b"'
 
 
 def _hostile_report(text: str) -> Report:
