@@ -1,10 +1,10 @@
 """The report every format writes: each of its strings shown as :func:`ppaux.text.shown` shows it.
 
-Commands escape what they take from a file where they build a message, but a report gathers
-text from many places (findings, their ``extra``, ``location``, message id and suggestions,
-tables, notes, the JSON ``data``), and one missed path would let a dump put an escape
-sequence, a newline or a bidi override into a terminal, a workflow command, an XML report or a
-web page. So
+Escaping happens here, when a report is rendered: a command builds its messages with a file's
+text cut to a bound (:func:`ppaux.text.cut`), not escaped, and a report gathers text from many
+places (findings, their ``extra``, ``location``, message id and suggestions, tables, notes, the
+JSON ``data``), where one missed path would let a dump put an escape sequence, a newline or a
+bidi override into a terminal, a workflow command, an XML report or a web page. So
 :func:`shown_report` gives every format a copy of the report in which every string (and every
 string key) is printable text, before the format adds its own quoting. Showing shown text again
 changes nothing, so text escaped earlier is not escaped twice.
