@@ -22,6 +22,7 @@ from ppaux.suggestions import (
     limit_note,
     worded,
 )
+from ppaux.text import shown
 
 __all__ = [
     "TORCH_INSTALL_HINT",
@@ -124,10 +125,11 @@ def _escaped(char: str) -> str:
 
 class PathError(PpauxError):
     """Base of the errors about one input path: ``str()`` is '<path>: <reason>', the path
-    quoted where it is not one plain word (:func:`path_shown`)."""
+    quoted where it is not one plain word (:func:`path_shown`), the reason shown escaped
+    (:func:`ppaux.text.shown`: the library's rendering; ``reason`` holds it as built)."""
 
     def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path_shown(path)}: {reason}")
+        super().__init__(f"{path_shown(path)}: {shown(reason, None)}")
         self.path = path
         self.reason = reason
 

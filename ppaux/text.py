@@ -17,7 +17,7 @@ nothing.
 
 from __future__ import annotations
 
-__all__ = ["MAX_SHOWN", "byte_size", "counted", "shown", "with_article"]
+__all__ = ["MAX_SHOWN", "byte_size", "counted", "cut", "shown", "with_article"]
 
 #: Characters of a string from a file that a report keeps unless the caller says otherwise. A
 #: string repeated in many entries or findings would otherwise multiply a report's size.
@@ -28,22 +28,32 @@ def _escaped(char: str) -> str:
     return char if char.isprintable() else repr(char)[1:-1]
 
 
+def cut(text: object, limit: int | None = MAX_SHOWN) -> str:
+    """``text`` cut past ``limit`` characters, not escaped: a bound on what a message holds of a
+    string from a file, for a message built before it is rendered (every format and the
+    library's ``str()`` escape it then, with :func:`shown`).
+
+    ``limit=None`` keeps the whole text. Otherwise a longer ``text`` becomes its first ``limit``
+    characters, then ``'... (N characters)'``. A value that is not a string (a wrong type in a
+    file's field) is its type's name in angle brackets rather than failing.
+    """
+    if not isinstance(text, str):
+        return f"<{type(text).__name__}>"
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
 def shown(text: object, limit: int | None = MAX_SHOWN) -> str:
     """``text`` with every unprintable character escaped; cut past ``limit`` characters.
 
     ``limit=None`` keeps the whole text (a path the user gave, a name that must stay exact).
-    Otherwise a longer ``text`` becomes its first ``limit`` characters (escaped), then
-    ``'... (N characters)'``. The cut comes before the escaping, so a huge string costs no more
-    than a short one. A value that is not a string (a wrong type in a file's field) is shown
-    as its type's name in angle brackets rather than failing.
+    Otherwise a longer ``text`` is cut as :func:`cut` cuts it, before the escaping, so a huge
+    string costs no more than a short one. A value that is not a string (a wrong type in a
+    file's field) is shown as its type's name in angle brackets rather than failing.
     """
-    if not isinstance(text, str):
-        return f"<{type(text).__name__}>"
-    cut = limit is not None and len(text) > limit
-    head = text[:limit] if cut else text
-    if not head.isprintable():
-        head = "".join(map(_escaped, head))
-    return f"{head}... ({len(text)} characters)" if cut else head
+    text = cut(text, limit)
+    return text if text.isprintable() else "".join(map(_escaped, text))
 
 
 def with_article(noun: str) -> str:

@@ -6,17 +6,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import unicodedata
-import xml.etree.ElementTree as ET
 
 import pytest
 from helpers import REPO, cli
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from rendered_reading import github_read, html_read, markdown_skeleton, read_json, xml_strings
 
+from ppaux.errors import DumpError
 from ppaux.report.document import InputProblem, Report, Table
 from ppaux.report.findings import Finding, Location, Severity
 from ppaux.report.formats import Format, render
-from ppaux.text import shown
+from ppaux.suggestions import RaiseLimit, Setting
+from ppaux.text import cut, shown
 
 #: Every C0 control, DEL and every C1 control.
 CONTROLS = [chr(c) for c in range(0x20)] + ["\x7f"] + [chr(c) for c in range(0x80, 0xA0)]
@@ -82,7 +84,35 @@ def test_shown_is_printable_and_stable(text):
         assert once == text
 
 
+@given(hostile_text, st.integers(0, 20) | st.none())
+@settings(max_examples=40, deadline=None)
+def test_cut_bounds_without_escaping(text, limit):
+    # A message is built with the text cut, never escaped: escaping is the rendering's.
+    out = cut(text, limit)
+    if limit is None or len(text) <= limit:
+        assert out == text
+    else:
+        assert out == f"{text[:limit]}... ({len(text)} characters)"
+    assert shown(text, limit) == shown(out, None)
+
+
+def test_the_library_str_shows_escaped():
+    # str() is the library's rendering: a message built with raw text is shown escaped there.
+    finding = Finding("PP101", Severity.ERROR, "key \x1b[2J\u202e", "a\nb.pt", key="k\x00")
+    assert str(finding) == "PP101 error a\\nb.pt [k\\x00]: key \\x1b[2J\\u202e"
+    error = DumpError("a.pt", "record \u2066x\ud800 is missing")
+    assert str(error) == "a.pt: record \\u2066x\\ud800 is missing"
+    assert error.reason == "record \u2066x\ud800 is missing"  # the data keeps what was built
+    problem = InputProblem("a.pt", "bad \x07", (Setting("sender", "legacy\x1b"),))
+    assert str(problem) == 'a.pt: bad \\x07; try sender="legacy\\x1b"'
+
+
 def _hostile_report(text: str) -> Report:
+    """A report holding ``text`` in every string field a command fills: a finding's message,
+    path, key, predicted error, fix, extra (keys and values), location, message id and
+    suggestions; a problem's path, message and suggestions; the data, a table, and a note of
+    each kind (one line, and a heading with lines of its own, as the target's output)."""
+    suggestions = (Setting(f"s{text}", text, f"what {text}"), RaiseLimit(f"max_{text}", 3))
     finding = Finding(
         code="PP101",
         severity=Severity.ERROR,
@@ -93,17 +123,19 @@ def _hostile_report(text: str) -> Report:
         hint=f"hint {text}",
         extra={text: [text, {"nested": text}], "n": 2**300},
         location=Location(f"{text}.py", 3, text),
+        suggestions=suggestions,
+        message_id=f"PP101/{text}",
     )
     warning = Finding("PP104", Severity.WARNING, text, text, key=None)
     return Report(
         command="inspect",
         findings=[finding, warning],
-        problems=[InputProblem(f"{text}.pt", f"cannot read {text}")],
+        problems=[InputProblem(f"{text}.pt", f"cannot read {text}", suggestions)],
         data={"files": [{"path": f"dir/{text}.pt", text: text}], text: {text: [text]}},
         tables=[
             Table(f"table {text}", ("key", text), ((text, text), ("k", "v")), frozenset({(0, 1)}))
         ],
-        notes=[f"note {text}"],
+        notes=[f"note: {text}", f"the target printed:\n{text}\nlast {text}"],
     )
 
 
@@ -111,19 +143,67 @@ def _allowed(char: str) -> bool:
     return char == "\n" or char.isprintable()
 
 
+def _shown_to_reader(strings: list[str]) -> list[str]:
+    """The strings a format's reader is shown that hold an unprintable character (a line
+    break only splits them into lines)."""
+    return [s for s in strings if not all(line.isprintable() for line in s.split("\n"))]
+
+
+def _read(fmt: Format, out: str) -> tuple[list[str], object]:
+    """What a reader of ``fmt`` is shown of ``out``, and the format's own skeleton."""
+    if fmt in (Format.JSON, Format.SARIF, Format.GITLAB):
+        return read_json(out), None
+    if fmt is Format.JUNIT:
+        return xml_strings(out)
+    if fmt is Format.HTML:
+        return html_read(out)
+    if fmt is Format.GITHUB:
+        return github_read(out)
+    if fmt is Format.MARKDOWN:
+        return out.split("\n"), markdown_skeleton(out)
+    return out.split("\n"), None
+
+
+#: Text each format's own markup would read as its own: table pipes, tags and entities, workflow
+#: commands and their properties and escapes, code fences, emphasis and links.
+MARKUP = [
+    "a|b",
+    "<script>x</script>&amp;&#124;",
+    "::error::x%0A::warning file=y::z",
+    ",title=t:line=1",
+    "```\n````",
+    "*_`[x](y)~\\",
+    ']]></x><x a="',
+]
+
+
 @given(hostile_text)
 @settings(max_examples=25, deadline=None)
+@example("\x1b[2J\u202e\ud800\x00\n")
 def test_no_format_writes_an_unprintable_character(text):
+    _read_back_unchanged(text)
+
+
+@pytest.mark.parametrize("text", MARKUP)
+def test_markup_in_text_is_only_text(text):
+    _read_back_unchanged(text)
+
+
+def _read_back_unchanged(text: str) -> None:
+    # Every format, read back by its own reader (JSON decoded, XML and HTML parsed, workflow
+    # commands decoded as the runner decodes them), shows only printable text, and the text
+    # changes none of the format's own structure: a report holding plain letters in its place
+    # has the same skeleton (elements, commands and their properties, table cells, fences).
     report = _hostile_report(text)
+    plain = _hostile_report("".join("\n" if c == "\n" else "x" for c in text))
     for fmt in Format:
         out = render(report, fmt, width=100)
         bad = sorted({f"U+{ord(c):04X}" for c in out if not _allowed(c)})
         assert not bad, (fmt.value, bad)
         out.encode("utf-8")  # strict: a lone surrogate would raise here
-        if fmt in (Format.JSON, Format.SARIF, Format.GITLAB):
-            json.loads(out)
-        if fmt is Format.JUNIT:
-            ET.fromstring(out.encode("utf-8"))
+        strings, skeleton = _read(fmt, out)
+        assert not _shown_to_reader(strings), (fmt.value, _shown_to_reader(strings))
+        assert skeleton == _read(fmt, render(plain, fmt, width=100))[1], fmt.value
 
 
 #: How each format writes the shown text '\x1b[2J\u202e\ud800': JSON doubles a backslash,

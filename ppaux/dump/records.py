@@ -31,7 +31,7 @@ from typing import BinaryIO
 
 from ppaux.dump.zipfile_view import zipfile_view
 from ppaux.errors import DumpError
-from ppaux.text import shown
+from ppaux.text import cut
 
 __all__ = [
     "DEFLATE_EXPANSION",
@@ -130,7 +130,7 @@ def torch_version(text: bytes) -> tuple[int | None, str | None]:
     reason for refusing it (None when torch accepts it)."""
     value = _stoull(text)
     if value is None:
-        return None, f"torch cannot parse its version record {shown(text.decode('latin-1'))}"
+        return None, f"torch cannot parse its version record {cut(text.decode('latin-1'))}"
     if value >= 1 << 64:
         return None, "its version record is out of range (torch's stoull fails)"
     signed = value - (1 << 64) if value >= 1 << 63 else value
@@ -152,7 +152,7 @@ def torch_byteorder(text: bytes | None) -> tuple[str, str | None]:
         return "little", None  # torch's default for an archive without the record
     if text in (b"little", b"big"):
         return text.decode(), None
-    return "little", f"unknown byte order {shown(text.decode('latin-1'))} in its byteorder record"
+    return "little", f"unknown byte order {cut(text.decode('latin-1'))} in its byteorder record"
 
 
 class RecordReader:
@@ -196,7 +196,7 @@ class RecordReader:
             records = archive.infolist()
         except ZIP_READ_ERRORS as exc:
             handle.close()
-            raise DumpError(path, f"truncated or corrupt zip file ({shown(str(exc))})") from None
+            raise DumpError(path, f"truncated or corrupt zip file ({cut(str(exc))})") from None
         return cls(path, handle, records, prefix or "archive", info.st_size, owner=archive)
 
     def __enter__(self) -> RecordReader:
@@ -221,12 +221,12 @@ class RecordReader:
         return self._by_name.get(_lower(full_name.encode("utf-8", "surrogatepass")))
 
     def _data_start(self, record: zipfile.ZipInfo) -> int:
-        name = shown(record.filename)
+        name = cut(record.filename)
         try:
             self._handle.seek(record.header_offset)
             header = self._handle.read(_LOCAL.size)
         except ZIP_READ_ERRORS as exc:
-            raise DumpError(self.path, f"cannot read {name} ({shown(str(exc))})") from None
+            raise DumpError(self.path, f"cannot read {name} ({cut(str(exc))})") from None
         if len(header) != _LOCAL.size or header[:4] != b"PK\x03\x04":
             raise DumpError(self.path, f"cannot read {name} (bad local header)")
         fields: tuple[int, ...] = _LOCAL.unpack(header)
@@ -246,7 +246,7 @@ class RecordReader:
         bytes each); only what is needed is read or inflated. :class:`DumpError` (one line
         naming the record) when it is shorter, compressed in another way than torch reads, or
         does not inflate."""
-        name = shown(record.filename)
+        name = cut(record.filename)
         if end > record.file_size:
             raise DumpError(self.path, f"record {name} is {record.file_size} bytes, {end} needed")
         if end <= start:
@@ -265,7 +265,7 @@ class RecordReader:
             )
 
     def _stored(self, record: zipfile.ZipInfo, start: int, end: int, block: int) -> Iterator[bytes]:
-        name = shown(record.filename)
+        name = cut(record.filename)
         if end > record.compress_size:
             raise DumpError(
                 self.path, f"record {name} holds {record.compress_size} bytes, {end} needed"
@@ -277,7 +277,7 @@ class RecordReader:
                 self._handle.seek(position)
                 chunk = self._handle.read(min(block, left))
             except ZIP_READ_ERRORS as exc:
-                raise DumpError(self.path, f"cannot read {name} ({shown(str(exc))})") from None
+                raise DumpError(self.path, f"cannot read {name} ({cut(str(exc))})") from None
             if not chunk:
                 raise DumpError(self.path, f"record {name} ends early")
             position += len(chunk)
@@ -287,7 +287,7 @@ class RecordReader:
     def _inflated(
         self, record: zipfile.ZipInfo, start: int, end: int, block: int
     ) -> Iterator[bytes]:
-        name = shown(record.filename)
+        name = cut(record.filename)
         position = self._data_start(record)
         left_in = record.compress_size
         inflater = zlib.decompressobj(-15)
@@ -303,7 +303,7 @@ class RecordReader:
                     self._handle.seek(position)
                     pending = self._handle.read(min(_READ, left_in))
                 except ZIP_READ_ERRORS as exc:
-                    raise DumpError(self.path, f"cannot read {name} ({shown(str(exc))})") from None
+                    raise DumpError(self.path, f"cannot read {name} ({cut(str(exc))})") from None
                 if not pending:
                     raise DumpError(self.path, f"record {name} ends early")
                 position += len(pending)
@@ -312,7 +312,7 @@ class RecordReader:
             try:
                 out = inflater.decompress(pending, min(block, end - produced))
             except zlib.error as exc:
-                raise DumpError(self.path, f"cannot read {name} ({shown(str(exc))})") from None
+                raise DumpError(self.path, f"cannot read {name} ({cut(str(exc))})") from None
             tail = inflater.unconsumed_tail
             consumed += given - len(tail)
             if not out and len(tail) == given and not inflater.eof:
@@ -336,7 +336,7 @@ class RecordReader:
         bounds the declared size."""
         if record.compress_type != zipfile.ZIP_DEFLATED:
             return
-        name = shown(record.filename)
+        name = cut(record.filename)
         start = self._data_start(record)
         inflater = zlib.decompressobj(-15)
         produced, left, position = 0, record.compress_size, start
@@ -352,7 +352,7 @@ class RecordReader:
                     produced += len(inflater.decompress(chunk, _BLOCK))
                     chunk = inflater.unconsumed_tail
         except ZIP_READ_ERRORS as exc:
-            raise DumpError(self.path, f"cannot read {name} ({shown(str(exc))})") from None
+            raise DumpError(self.path, f"cannot read {name} ({cut(str(exc))})") from None
         if produced != record.file_size or not inflater.eof:
             raise DumpError(
                 self.path,
@@ -372,7 +372,7 @@ class RecordReader:
         """Why ``nbytes`` of ``record`` cannot be there (before allocating them), or None:
         its declared size is smaller, or its compressed bytes, which must lie in the file,
         could not inflate to that much."""
-        name = shown(record.filename)
+        name = cut(record.filename)
         if nbytes > record.file_size:
             return f"record {name} is {record.file_size} bytes, {nbytes} needed"
         available = self._size - record.header_offset

@@ -37,7 +37,7 @@ from typing import Any, BinaryIO, NoReturn
 from ppaux.dump.records import NAME_BUFFER, raw_name, torch_listed_names
 from ppaux.dump.zipfile_view import directory_size_read_alike
 from ppaux.errors import DumpError, ExecutableArchive, ReadMismatch, TorchRefuses
-from ppaux.text import shown
+from ppaux.text import cut
 
 __all__ = [
     "EndRecord",
@@ -231,7 +231,7 @@ def check_layout(
     if "/" not in first:
         raise DumpError(
             path,
-            f"zip file whose first record {shown(first)} is in no folder; "
+            f"zip file whose first record {cut(first)} is in no folder; "
             "torch.load reads only records in one folder",
         )
     prefix = first[: first.index("/") + 1]
@@ -243,20 +243,20 @@ def check_layout(
         if "\x00" in record.orig_filename:  # zipfile cut the name there; torch's reader did not
             raise ReadMismatch(
                 path,
-                f"record name {shown(record.orig_filename)} holds a NUL "
+                f"record name {cut(record.orig_filename)} holds a NUL "
                 "byte: zipfile reads the name up to it, torch's reader whole",
             )
         if not name.startswith(prefix):
             raise DumpError(
                 path,
-                f"record {shown(name)} is outside the folder "
-                f"{shown(prefix)} of the first record; torch.load refuses the file",
+                f"record {cut(name)} is outside the folder "
+                f"{cut(prefix)} of the first record; torch.load refuses the file",
             )
         lowered = lower_name(name)
         if lowered in seen:
             raise ReadMismatch(
                 path,
-                f"records {shown(seen[lowered])} and {shown(name)} have "
+                f"records {cut(seen[lowered])} and {cut(name)} have "
                 "the same name as torch's reader compares names (ignoring case): "
                 "it takes either one",
             )
@@ -282,7 +282,7 @@ def check_miniz(path: str, end: EndRecord, records: list[zipfile.ZipInfo]) -> No
     if end.entries <= 0xFFFF and here != end.entries:
         _refuse(path, f"a multidisk archive ({here} of {end.entries} records on this disk)")
     for record in records:
-        name = shown(record.filename)
+        name = cut(record.filename)
         if record.volume == 0xFFFF or record.volume not in (disk, 1):
             _refuse(path, f"record {name} starts on disk {record.volume} (a multidisk archive)")
         if record.flag_bits & 0x2000:
@@ -306,8 +306,8 @@ def check_miniz(path: str, end: EndRecord, records: list[zipfile.ZipInfo]) -> No
         outside = next(r for r in records if torch_listed_names([r], folder) is None).orig_filename
         _refuse(
             path,
-            f"record {shown(outside)} outside the folder "
-            f"{shown(folder.decode('utf-8', 'replace'))} of the first record, as it lists "
+            f"record {cut(outside)} outside the folder "
+            f"{cut(folder.decode('utf-8', 'replace'))} of the first record, as it lists "
             "names (cut to 511 bytes): file in archive is not in a subdirectory",
         )
     for name_bytes in listed:
@@ -317,7 +317,7 @@ def check_miniz(path: str, end: EndRecord, records: list[zipfile.ZipInfo]) -> No
             _refuse(
                 path,
                 f"a record name that is not UTF-8 as torch lists it "
-                f"({shown(name_bytes.decode('latin-1'))}; torch.load fails decoding it)",
+                f"({cut(name_bytes.decode('latin-1'))}; torch.load fails decoding it)",
             )
 
 
@@ -355,7 +355,7 @@ def check_torchscript(path: str, records: list[zipfile.ZipInfo]) -> None:
         if how is not None:
             raise ExecutableArchive(
                 path,
-                f"a TorchScript archive: record {shown(record.orig_filename)} reads as "
+                f"a TorchScript archive: record {cut(record.orig_filename)} reads as "
                 f"constants.pkl ({how}), and torch.jit.load runs the archive's code",
             )
 
@@ -373,7 +373,7 @@ def select_data_pkl(path: str, prefix: str, records: list[zipfile.ZipInfo]) -> z
     if record.filename != wanted:
         raise ReadMismatch(
             path,
-            f"the pickle record is named {shown(record.filename)}: torch "
+            f"the pickle record is named {cut(record.filename)}: torch "
             "reads it as data.pkl (names match case-insensitively there), "
             "other readers do not",
         )
@@ -389,9 +389,9 @@ def _check_overlaps(
             handle.seek(record.header_offset)
             header = handle.read(_LOCAL.size)
         except (OSError, OverflowError, ValueError) as exc:
-            raise DumpError(path, f"cannot read {shown(record.filename)} ({exc})") from None
+            raise DumpError(path, f"cannot read {cut(record.filename)} ({exc})") from None
         if len(header) != _LOCAL.size or header[:4] != b"PK\x03\x04":
-            raise DumpError(path, f"cannot read {shown(record.filename)} (bad local header)")
+            raise DumpError(path, f"cannot read {cut(record.filename)} (bad local header)")
         fields: Any = _LOCAL.unpack(header)
         start = record.header_offset
         stop = start + _LOCAL.size + fields[9] + fields[10] + record.compress_size
@@ -401,12 +401,12 @@ def _check_overlaps(
         if start < stop:
             raise ReadMismatch(
                 path,
-                f"records {shown(name)} and {shown(other)} overlap in "
+                f"records {cut(name)} and {cut(other)} overlap in "
                 "the file: one's bytes are read as part of the other",
             )
     if spans and spans[-1][1] > end.offset:
         raise DumpError(
             path,
             f"truncated or corrupt zip file (record "
-            f"{shown(spans[-1][2])} runs into the central directory)",
+            f"{cut(spans[-1][2])} runs into the central directory)",
         )

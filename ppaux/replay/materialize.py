@@ -39,7 +39,7 @@ from ppaux.dump import (
 from ppaux.errors import DumpError, PpauxError
 from ppaux.limits import Limits
 from ppaux.replay.stand_ins import stand_in
-from ppaux.text import shown
+from ppaux.text import cut
 
 __all__ = [
     "DeviceError",
@@ -141,7 +141,7 @@ class _Records:
         name = storage.record or ""
         record = self._reader.find_full(name)
         if record is None:
-            raise MaterializeError(self.path, f"storage record {shown(name)} is missing")
+            raise MaterializeError(self.path, f"storage record {cut(name)} is missing")
         # Checked before allocating: the declared size, and what the record's compressed bytes
         # (which must lie in the file) could inflate to.
         why = self._reader.allocation_ok(record, nbytes)

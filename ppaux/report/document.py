@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 from ppaux.errors import PathError, path_shown
 from ppaux.report.findings import Finding, Severity, suggestion_json
 from ppaux.suggestions import Suggestion, Wording, library_words, worded
+from ppaux.text import shown
 
 __all__ = [
     "REPORT_SCHEMA",
@@ -64,8 +65,10 @@ class InputProblem:
 
     def worded(self, words: Wording = library_words) -> str:
         """'<path>: <message>' (the path quoted where it is not one plain word), then the
-        suggestions as ``words`` says them."""
-        return worded(f"{path_shown(self.path)}: {self.message}", self.suggestions, words)
+        suggestions as ``words`` says them, all shown escaped (:func:`ppaux.text.shown`)."""
+        return shown(
+            worded(f"{path_shown(self.path)}: {self.message}", self.suggestions, words), None
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The problem as the report schema's JSON object."""

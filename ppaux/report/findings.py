@@ -20,6 +20,7 @@ from ppaux.suggestions import (
     limit_note,
     worded,
 )
+from ppaux.text import shown
 
 __all__ = [
     "Finding",
@@ -148,8 +149,11 @@ class Finding:
     def __str__(self) -> str:
         where = self.path if self.key is None else f"{self.path} [{self.key}]"
         fix = self.worded()
-        return f"{self.code} {self.severity.value} {where}: {self.message}" + (
-            f" (fix: {fix})" if fix else ""
+        # The library's rendering: every string shown escaped, as every format shows it.
+        return shown(
+            f"{self.code} {self.severity.value} {where}: {self.message}"
+            + (f" (fix: {fix})" if fix else ""),
+            None,
         )
 
     def to_json(self) -> dict[str, Any]:

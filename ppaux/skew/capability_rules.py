@@ -14,7 +14,7 @@ from ppaux.skew.differences import simple_findings
 from ppaux.skew.fingerprint import Fingerprint
 from ppaux.skew.livepatch import live_findings
 from ppaux.skew.stage import Stage, span
-from ppaux.text import shown
+from ppaux.text import cut
 
 __all__ = ["logprob_rules", "transport_rules", "unknown_rules"]
 
@@ -181,7 +181,7 @@ _MAX_LISTED_KEYS = 10
 
 def _listed(keys: Sequence[str]) -> str:
     """The first keys quoted (each cut at 60 characters), then how many more."""
-    listed = ", ".join(f"'{shown(k, 60)}'" for k in keys[:_MAX_LISTED_KEYS])
+    listed = ", ".join(f"'{cut(k, 60)}'" for k in keys[:_MAX_LISTED_KEYS])
     more = len(keys) - _MAX_LISTED_KEYS
     return f"{listed} and {more} more" if more > 0 else listed
 

@@ -20,7 +20,7 @@ from ppaux.files import InputFileError, read_regular
 from ppaux.limits import Limits
 from ppaux.sglang import Capability, Presence, TransportMatch, WireMatch
 from ppaux.suggestions import RaiseLimit, limit_note
-from ppaux.text import shown
+from ppaux.text import cut
 
 __all__ = [
     "PACKAGES",
@@ -185,15 +185,15 @@ def _need(
 
 
 def _quoted(text: str) -> str:
-    # A key from the file, quoted and shown escaped, cut past 60 characters.
-    return f"'{shown(text, 60)}'"
+    # A key from the file, quoted, cut past 60 characters (escaped when the message is shown).
+    return f"'{cut(text, 60)}'"
 
 
 def _sample(value: object) -> str:
     # The start of a wrong value, as JSON: a list or object is not written out whole first.
     if isinstance(value, (list, dict)):
         return "[...]" if isinstance(value, list) else "{...}"
-    return shown(json.dumps(value), 40)
+    return cut(json.dumps(value), 40)
 
 
 def _string_map(value: Mapping[str, Any], label: str, *, nullable: bool) -> None:

@@ -1,9 +1,10 @@
 """The report every format writes: each of its strings shown as :func:`ppaux.text.shown` shows it.
 
-Commands escape what they take from a file where they build a message, but a report gathers
-text from many places (findings, their ``extra`` and ``location``, tables, notes, the JSON
-``data``), and one missed path would let a dump put an escape sequence, a newline or a bidi
-override into a terminal, a workflow command, an XML report or a web page. So
+Escaping happens here, when a report is rendered: a command builds its messages with a file's
+text cut to a bound (:func:`ppaux.text.cut`), not escaped, and a report gathers text from many
+places (findings, their ``extra``, ``location``, message id and suggestions, tables, notes, the
+JSON ``data``), where one missed path would let a dump put an escape sequence, a newline or a
+bidi override into a terminal, a workflow command, an XML report or a web page. So
 :func:`shown_report` gives every format a copy of the report in which every string (and every
 string key) is printable text, before the format adds its own quoting. Showing shown text again
 changes nothing, so text escaped earlier is not escaped twice.
@@ -22,6 +23,7 @@ from typing import Any
 
 from ppaux.report.document import InputProblem, Report, Table
 from ppaux.report.findings import Finding, Location
+from ppaux.suggestions import RaiseLimit, Setting, Suggestion
 from ppaux.text import shown
 
 __all__ = ["shown_report", "shown_value"]
@@ -94,6 +96,22 @@ def _finding(item: Finding) -> Finding:
         hint=shown(item.hint, None),
         extra=shown_value(item.extra),
         location=_location(item.location),
+        suggestions=_suggestions(item.suggestions),
+        message_id=shown(item.message_id, None),
+    )
+
+
+def _suggestions(suggestions: tuple[Suggestion, ...]) -> tuple[Suggestion, ...]:
+    # The JSON formats carry suggestions as data: their names and values are shown too.
+    return tuple(
+        Setting(
+            shown(s.name, None),
+            None if s.value is None else shown(s.value, None),
+            shown(s.what, None),
+        )
+        if isinstance(s, Setting)
+        else RaiseLimit(shown(s.name, None), s.value)
+        for s in suggestions
     )
 
 
@@ -113,7 +131,7 @@ def shown_report(report: Report) -> Report:
         command=shown(report.command, None),
         findings=tuple(_finding(f) for f in report.findings),
         problems=tuple(
-            InputProblem(shown(p.path, None), shown(p.message, None), p.suggestions)
+            InputProblem(shown(p.path, None), shown(p.message, None), _suggestions(p.suggestions))
             for p in report.problems
         ),
         data=shown_value(report.data),
