@@ -11,7 +11,9 @@ in that order, and PyTorchStreamWriter
 digits, zero-padded: 40 digits). Every record is stored (method 0), flags 0x0808
 (data descriptor, UTF-8 name), DOS time and date 0, its data aligned to that many bytes by an
 ``FB`` extra field of ``Z`` padding, followed by a 16-byte data descriptor (its CRC is the
-data's, or 0 in every record after ``torch.serialization.set_crc32_options(False)``); the central
+data's, or 0 in every record after ``torch.serialization.set_crc32_options(False)``; under
+``torch.serialization.skip_data()`` each storage record holds zeros and its CRC is 0,
+``PyTorchStreamWriter::writeRecord`` given no data, and torch.load reads those zeros); the central
 directory's entries carry no extra field or comment; a zip64 end record (made by 0x031E,
 needed 45), its locator and the end record (no comment) close the file.
 
@@ -146,6 +148,17 @@ def _streamed_crc(handle: BinaryIO, start: int, size: int) -> int | None:
     return crc
 
 
+def _zeros(handle: BinaryIO, start: int, size: int) -> bool:
+    """Whether the ``size`` bytes from ``start`` are all zero, read a block at a time."""
+    handle.seek(start)
+    while size > 0:
+        block = handle.read(min(size, _CRC_BLOCK))
+        if not block or block.count(0) != len(block):
+            return False
+        size -= len(block)
+    return True
+
+
 def _crc_deviation(record: zipfile.ZipInfo, crc: int | None, crcs_kept: bool) -> str | None:
     """What is wrong with a record's CRC field where torch.save writes each record's CRC, or 0
     in all of them; None where it is as written. ``crc`` is the CRC of the record's data, or
@@ -217,6 +230,8 @@ def zip_deviation(
     alignment = _alignment(handle, records[2])
     # torch.save writes every record's CRC, or 0 in every one (set_crc32_options(False)).
     crcs_kept = any(r.CRC for r in records)
+    storages = [r for r in records if r.filename.startswith(f"{prefix}data/") and r.file_size]
+    skipped = crcs_kept and bool(storages) and not any(r.CRC for r in storages)
     cursor = 0
     for record in records:
         name = record.filename.encode("utf-8")
@@ -260,7 +275,13 @@ def zip_deviation(
             if record.CRC != 0 or any(r.CRC for r in records):
                 return Deviation(where, "its CRC is not its data's", True)
         crc: int | None = None
-        if short:
+        if skipped and record in storages and record.file_size <= crc_bytes:
+            crc_bytes -= record.file_size
+            if not _zeros(handle, cursor, record.file_size):
+                what = "its CRC is 0, as torch.save writes under skip_data(), but it holds data"
+                return Deviation(where, what, False)
+            crc = 0
+        elif short:
             crc = zlib.crc32(body)
         elif base == "data.pkl" and pickle_crc is not None:
             crc = pickle_crc
