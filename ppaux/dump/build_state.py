@@ -93,12 +93,21 @@ TENSOR_FIELDS = frozenset(
 )
 
 
-def check_state(m: PickleState, state: object, where: str) -> None:
-    """Record a deviation for a Parameter or subclass state that sets a tensor field."""
+def check_state(m: PickleState, state: object, where: str, tensor: TensorRef) -> None:
+    """Record a deviation for a Parameter or subclass state that sets a tensor field other than
+    ``requires_grad``, which torch.save writes where a user put it in the tensor's
+    ``__dict__``: torch.load's ``setattr`` sets it, and so does this on ``tensor``."""
     parts = state if isinstance(state, tuple) else (state,)
     for part in parts:
+        if isinstance(part, dict) and "requires_grad" in part:
+            set_requires_grad(m, tensor, part["requires_grad"], where)
+    for part in parts:
         if isinstance(part, dict):
-            named = sorted(k for k in part if isinstance(k, str) and k in TENSOR_FIELDS)
+            named = sorted(
+                k
+                for k in part
+                if isinstance(k, str) and k in TENSOR_FIELDS and k != "requires_grad"
+            )
             if named:
                 m.deviate(f"{where} state sets the tensor's {named[0]!r}")
                 return

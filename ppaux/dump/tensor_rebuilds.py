@@ -281,17 +281,18 @@ def _rebuild_parameter(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     tensor.subclass = "torch.nn.parameter.Parameter"
     set_requires_grad(m, tensor, args[1], "Parameter")
     if len(args) == 4:
-        check_obj_state(m, args[3], "_rebuild_parameter_with_state")
+        check_obj_state(m, args[3], "_rebuild_parameter_with_state", tensor)
         tensor.state = args[3]
     return tensor
 
 
-def check_obj_state(m: Machine, state: object, where: str) -> None:
+def check_obj_state(m: Machine, state: object, where: str, tensor: TensorRef) -> None:
     """Check the state a rebuild (``where``) sets on a tensor against what torch.save writes:
     ``__getstate__`` gives None, the ``__dict__`` (a dict of attribute names), or a (dict or
     None, slots dict) pair. A state torch's ``_set_obj_state`` (torch/_utils.py, 2.13) fails on
     is refused (PP117); another shape it would read, or a key naming one of the tensor's own
-    fields, is a deviation (PP118)."""
+    fields, is a deviation (PP118); a ``requires_grad`` key (from a user's ``__dict__``) sets
+    ``tensor.requires_grad`` as torch's ``setattr`` does."""
     from ppaux.errors import TorchRefuses
 
     if state is None:
@@ -327,7 +328,7 @@ def check_obj_state(m: Machine, state: object, where: str) -> None:
                 f"torch.load refuses the file: {where} sets the tensor's "
                 "'__weakref__', which is not writable",
             )
-    check_state(m, state, where)
+    check_state(m, state, where, tensor)
 
 
 def _rebuild_sparse_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
@@ -443,7 +444,7 @@ def _rebuild_from_type(m: Machine, args: tuple[Any, ...]) -> Any:
         name = name_of(new_type)
         if name not in ("torch.Tensor", "torch._tensor.Tensor"):
             result.subclass = name
-        check_obj_state(m, state, "_rebuild_from_type_v2")
+        check_obj_state(m, state, "_rebuild_from_type_v2", result)
         if result.subclass is None:
             _refuse_attributes(m, state)
         if state:

@@ -11,13 +11,22 @@ in that order, and PyTorchStreamWriter
 digits, zero-padded: 40 digits). Every record is stored (method 0), flags 0x0808
 (data descriptor, UTF-8 name), DOS time and date 0, its data aligned to that many bytes by an
 ``FB`` extra field of ``Z`` padding, followed by a 16-byte data descriptor (its CRC is the
-data's, or 0 in every record after ``torch.serialization.set_crc32_options(False)``); the central
+data's, or 0 in every record after ``torch.serialization.set_crc32_options(False)``; under
+``torch.serialization.skip_data()`` each storage record holds zeros and its CRC is 0,
+``PyTorchStreamWriter::writeRecord`` given no data, and torch.load reads those zeros); the central
 directory's entries carry no extra field or comment; a zip64 end record (made by 0x031E,
 needed 45), its locator and the end record (no comment) close the file.
 
+Past 4 GiB miniz (``mz_zip_writer_add_mem_ex_v2``, ``mz_zip_writer_create_zip64_extra_data``)
+adds a zip64 field (tag 1) to a record whose size, or whose local header's offset, is
+0xFFFFFFFF or more: in the local header, before the ``FB`` padding, the size and a compressed
+size of 0 (where the size is that large) then the offset (where it is); in the central
+directory the size twice and the offset, each 32-bit field it replaces set to 0xFFFFFFFF. Such
+a record's data descriptor holds 64-bit sizes (24 bytes), and the end record's directory size
+and offset are 0xFFFFFFFF where they do not fit.
+
 :func:`zip_deviation` returns the first :class:`~ppaux.dump.grammar.Deviation`, or None when
-the archive is as written. Files past 4 GiB (zip64 fields in each header) are outside what
-this model describes.
+the archive is as written.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ __all__ = ["ALIGNMENT", "expected_names", "zip_deviation"]
 _LOCAL = struct.Struct("<4s5H3L2H")
 _CENTRAL = struct.Struct("<4s6H3L5H2L")
 _DESCRIPTOR = struct.Struct("<4s3L")
+_DESCRIPTOR64 = struct.Struct("<4sL2Q")
 _END64 = struct.Struct("<4sQ2H2L4Q")
 _LOCATOR = struct.Struct("<4sLQL")
 _END = struct.Struct("<4s4H2LH")
@@ -51,10 +61,21 @@ def _flags(size: int) -> int:
     return _FLAGS if size else 0x0800
 
 
+def _zip64(size: int, offset: int, local: bool) -> bytes:
+    """miniz's zip64 field for a record of ``size`` bytes whose local header is at
+    ``offset``: empty where both fit in 32 bits; the local header's holds 0 as the compressed
+    size (miniz writes it before the data)."""
+    fields = struct.pack("<2Q", size, 0 if local else size) if size >= _SMALL else b""
+    if offset >= _SMALL:
+        fields += struct.pack("<Q", offset)
+    return struct.pack("<2H", 1, len(fields)) + fields if fields else b""
+
+
 def _local_header(offset: int, name: bytes, size: int, alignment: int = ALIGNMENT) -> bytes:
-    start = offset + _LOCAL.size + len(name) + 4
+    zip64 = _zip64(size, offset, True)
+    start = offset + _LOCAL.size + len(name) + len(zip64) + 4
     pad = -start % alignment
-    extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
+    extra = zip64 + b"FB" + struct.pack("<H", pad) + b"Z" * pad
     return _LOCAL.pack(b"PK\x03\x04", 0, _flags(size), 0, 0, 0, 0, 0, 0, len(name), len(extra)) + (
         name + extra
     )
@@ -127,6 +148,17 @@ def _streamed_crc(handle: BinaryIO, start: int, size: int) -> int | None:
     return crc
 
 
+def _zeros(handle: BinaryIO, start: int, size: int) -> bool:
+    """Whether the ``size`` bytes from ``start`` are all zero, read a block at a time."""
+    handle.seek(start)
+    while size > 0:
+        block = handle.read(min(size, _CRC_BLOCK))
+        if not block or block.count(0) != len(block):
+            return False
+        size -= len(block)
+    return True
+
+
 def _crc_deviation(record: zipfile.ZipInfo, crc: int | None, crcs_kept: bool) -> str | None:
     """What is wrong with a record's CRC field where torch.save writes each record's CRC, or 0
     in all of them; None where it is as written. ``crc`` is the CRC of the record's data, or
@@ -140,6 +172,27 @@ def _crc_deviation(record: zipfile.ZipInfo, crc: int | None, crcs_kept: bool) ->
     elif record.CRC == 0:
         return "its CRC is 0 where the other records hold their data's"
     return None
+
+
+def _descriptor(record: zipfile.ZipInfo) -> bytes:
+    """The data descriptor miniz writes after a record's data: none for an empty record,
+    64-bit sizes where the record has a zip64 field."""
+    size = record.file_size
+    if not size:
+        return b""
+    if _zip64(size, record.header_offset, True):
+        return _DESCRIPTOR64.pack(b"PK\x07\x08", record.CRC, size, size)
+    return _DESCRIPTOR.pack(b"PK\x07\x08", record.CRC, size, size)
+
+
+def _central_entry(record: zipfile.ZipInfo) -> bytes:
+    """A record's central directory entry as miniz writes it."""
+    name = record.filename.encode("utf-8")
+    size, offset = record.file_size, record.header_offset
+    zip64 = _zip64(size, offset, False)
+    fields = (0, 0, _flags(size), 0, 0, 0, record.CRC, min(size, _SMALL), min(size, _SMALL))
+    rest = (len(name), len(zip64), 0, 0, 0, 0, min(offset, _SMALL))
+    return _CENTRAL.pack(b"PK\x01\x02", *fields, *rest) + name + zip64
 
 
 def zip_deviation(
@@ -174,11 +227,11 @@ def zip_deviation(
                 where = f"record {index} ({have!r})" if have else f"record {index}"
                 what = f"torch.save writes {want!r} here" if want else "torch.save writes no more"
                 return Deviation(where, what, False)
-    if size > _SMALL:
-        return None  # zip64 fields in each header: not modeled
     alignment = _alignment(handle, records[2])
     # torch.save writes every record's CRC, or 0 in every one (set_crc32_options(False)).
     crcs_kept = any(r.CRC for r in records)
+    storages = [r for r in records if r.filename.startswith(f"{prefix}data/") and r.file_size]
+    skipped = crcs_kept and bool(storages) and not any(r.CRC for r in storages)
     cursor = 0
     for record in records:
         name = record.filename.encode("utf-8")
@@ -222,7 +275,13 @@ def zip_deviation(
             if record.CRC != 0 or any(r.CRC for r in records):
                 return Deviation(where, "its CRC is not its data's", True)
         crc: int | None = None
-        if short:
+        if skipped and record in storages and record.file_size <= crc_bytes:
+            crc_bytes -= record.file_size
+            if not _zeros(handle, cursor, record.file_size):
+                what = "its CRC is 0, as torch.save writes under skip_data(), but it holds data"
+                return Deviation(where, what, False)
+            crc = 0
+        elif short:
             crc = zlib.crc32(body)
         elif base == "data.pkl" and pickle_crc is not None:
             crc = pickle_crc
@@ -233,11 +292,7 @@ def zip_deviation(
         if found_crc is not None:
             return Deviation(where, found_crc, False)
         cursor += record.file_size
-        descriptor = (
-            _DESCRIPTOR.pack(b"PK\x07\x08", record.CRC, record.file_size, record.file_size)
-            if record.file_size
-            else b""
-        )
+        descriptor = _descriptor(record)
         handle.seek(cursor)
         if handle.read(len(descriptor)) != descriptor:
             return Deviation(
@@ -245,35 +300,22 @@ def zip_deviation(
             )
         cursor += len(descriptor)
     directory = cursor
-    central = b"".join(
-        _CENTRAL.pack(
-            b"PK\x01\x02",
-            0,
-            0,
-            _flags(r.file_size),
-            0,
-            0,
-            0,
-            r.CRC,
-            r.file_size,
-            r.file_size,
-            len(r.filename.encode("utf-8")),
-            0,
-            0,
-            0,
-            0,
-            0,
-            r.header_offset,
-        )
-        + r.filename.encode("utf-8")
-        for r in records
-    )
+    central = b"".join(_central_entry(r) for r in records)
     n = len(records)
     tail = (
         central
         + _END64.pack(b"PK\x06\x06", 44, _MADE_BY, _NEEDED, 0, 0, n, n, len(central), directory)
         + _LOCATOR.pack(b"PK\x06\x07", 0, directory + len(central), 1)
-        + _END.pack(b"PK\x05\x06", 0, 0, min(n, 0xFFFF), min(n, 0xFFFF), len(central), directory, 0)
+        + _END.pack(
+            b"PK\x05\x06",
+            0,
+            0,
+            min(n, 0xFFFF),
+            min(n, 0xFFFF),
+            min(len(central), _SMALL),
+            min(directory, _SMALL),
+            0,
+        )
     )
     handle.seek(directory)
     found = handle.read(len(tail) + 1)
