@@ -134,6 +134,11 @@ class Limits:
     #: Containers within containers one description of a target's value digests; a value
     #: nested deeper is listed as not compared, naming this limit.
     max_value_nesting: int = 64
+    #: Elements of one tensor or array a description reads for its digest (16 Mi, as many as
+    #: the largest logits a check makes: 64 MiB of float32). A larger one (an expanded view of
+    #: one element among them, whose reading costs time its memory does not bound) is listed
+    #: as not compared, naming this limit.
+    max_digested_elements: int = 1 << 24
     #: Bytes of one record the check's child sends its parent, at any batch size (a record
     #: describes at most 256 requests of each path, about 10 KB each at most in a real check:
     #: a larger batch's requests come in further records). A larger record is refused by its

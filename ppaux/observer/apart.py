@@ -342,7 +342,7 @@ def _serve(
     if how.get("budget") is None:
         _answer(sock, target, options, how, announce)
         return
-    with digest_budget(how["budget"], how.get("nesting")):
+    with digest_budget(how["budget"], how.get("nesting"), how.get("elements")):
         _answer(sock, target, options, how, announce)
 
 

@@ -5,7 +5,7 @@ own (:mod:`.child`, :mod:`.worker`): the child loads the target (its code runs t
 here), drives it for ``steps`` forwards at each batch size, runs every output down the
 single-stage path and the PP path (:mod:`ppaux.observer.paths`) through the chosen wire and
 implementation, and sends what happened as records (:mod:`.runner`). This process judges them
-(:mod:`.judge`) into findings PP701 - PP715: every error sglang raises (verbatim, with the side
+(:mod:`.judge`) into findings PP701 - PP717: every error sglang raises (verbatim, with the side
 and the entry at fault), every error the target's own methods raise, every difference between
 the two paths, outputs whose memory a later step overwrites, and every way the child ended that
 is the target's doing. :func:`check_loaded` runs an object already in hand in this process and
@@ -51,12 +51,13 @@ __all__ = [
 CHECK_LIMITS = (
     "max_digested_items",
     "max_value_nesting",
+    "max_digested_elements",
     "max_record_bytes",
     "max_step_records",
     "max_run_record_bytes",
 )
 #: The fields of :data:`CHECK_LIMITS` the child reads itself.
-_CHILD_LIMITS = ("max_digested_items", "max_value_nesting")
+_CHILD_LIMITS = ("max_digested_items", "max_value_nesting", "max_digested_elements")
 #: Requests of the largest batch size that ``max_run_record_bytes`` is given for: a check of
 #: larger batches takes a multiple of it. One record describes at most this many requests
 #: (:data:`~ppaux.observer.protocol.REQUESTS_PER_RECORD`), whatever the batch size, and
@@ -155,8 +156,8 @@ def check_observer(
     :func:`check_loaded` runs an object in hand) and its records are judged the same way.
     ``report_path``, the file the caller will write the report to, must be no module's file
     the target loaded: where it is, :class:`ObserverConfigError` (``output``) is raised.
-    ``limits.max_digested_items`` bounds what one description of a target's value digests
-    (past it the value is listed as not compared, and the report's
+    ``limits.max_digested_items`` and ``max_digested_elements`` bound what one description
+    of a target's value digests (past them the value is listed as not compared, and the report's
     ``observer.limits_reached`` names the limit).
     Raises :class:`TargetError` for a target that cannot be used and
     :class:`ObserverConfigError` for a setting that cannot work here; everything the target
@@ -433,7 +434,9 @@ def check_loaded(
     judge = _judge(loaded.target, options, limits)
     with watched() as seen, machinery(options, wire) as (machine, info, device, sglang_parts):
         try:
-            with digest_budget(limits.max_digested_items, limits.max_value_nesting):
+            with digest_budget(
+                limits.max_digested_items, limits.max_value_nesting, limits.max_digested_elements
+            ):
                 run_checks(
                     loaded, options, machine, info, device, sglang_parts, outputs, judge.take
                 )

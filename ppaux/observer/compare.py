@@ -23,6 +23,7 @@ from typing import Any
 
 from ppaux.observer.digests import (
     ADDRESS,
+    DECIMAL_BITS,
     Digests,
     NotCompared,
     array_digest,
@@ -30,10 +31,11 @@ from ppaux.observer.digests import (
     buffer_key,
     buffer_text,
     digest_bounds,
+    int_text,
     is_array,
     only_address,
     plain_text,
-    preview,
+    read_bound,
     tensor_digest,
     tensor_values,
     value_key,
@@ -118,6 +120,29 @@ def _quantization(tensor: Any) -> str | None:
     )
 
 
+def preview(value: object, depth: int = 0) -> str:
+    """A short text of a value digested whole: its first few items, never the whole repr."""
+    if isinstance(value, (str, bytes)):
+        return repr(value[:40]) + ("..." if len(value) > 40 else "")
+    if isinstance(value, int) and value.bit_length() > DECIMAL_BITS:
+        return int_text(value)[:40]
+    if isinstance(value, (int, float, complex, bool, type(None))):
+        return repr(value)[:40]
+    if isinstance(value, (list, tuple, dict)):
+        brackets = {tuple: "()", dict: "{}"}.get(type(value), "[]")
+        if depth >= 2:
+            return f"{brackets[0]}...{brackets[1]}"
+        if isinstance(value, dict):
+            pairs = list(value.items())[:4]
+            shown = [f"{preview(k, depth + 1)}: {preview(v, depth + 1)}" for k, v in pairs]
+        else:
+            shown = [preview(item, depth + 1) for item in list(value[:4])]
+        more = ", ..." if len(value) > len(shown) else ""
+        return brackets[0] + ", ".join(shown) + more + brackets[1]
+    shape = getattr(value, "shape", None)
+    return f"<{_qualname(value)}{' ' + str(tuple(shape)) if shape is not None else ''}>"
+
+
 def _tensor_record(tensor: Any) -> dict[str, Any]:
     import torch
 
@@ -132,6 +157,8 @@ def _tensor_record(tensor: Any) -> dict[str, Any]:
     # that the path that reads its values (copy_to_host, the wire) meets the failure sglang's
     # would.
     meta = bool(tensor.is_meta)
+    if not meta:
+        read_bound(int(tensor.numel()))  # past the bound: not compared (NotCompared)
     return {
         "kind": "tensor",
         "dtype": str(tensor.dtype).removeprefix("torch."),
@@ -146,6 +173,7 @@ def _tensor_record(tensor: Any) -> dict[str, Any]:
 
 
 def _array_record(value: Any) -> dict[str, Any]:
+    read_bound(int(value.size))
     return {
         "kind": "array",
         "dtype": str(value.dtype),
@@ -225,13 +253,25 @@ def _not_compared(value: object, why: str) -> dict[str, Any]:
     return {"kind": "value", "type": _qualname(value), "text": why, "key": NOT_COMPARED}
 
 
+def _too_large(value: object, why: NotCompared) -> dict[str, Any]:
+    """The record of a value not compared for ``why``, naming the limit that stopped it."""
+    found = _not_compared(value, f"not compared: {why.bare()}")
+    limits = [s.name for s in why.suggestions if isinstance(s, RaiseLimit)]
+    if limits:
+        found["limit"] = limits[0]  # the limit that stopped it, as data
+    return found
+
+
 def _made(value: object, digests: Digests | None) -> dict[str, Any]:
     import torch
 
-    if isinstance(value, torch.Tensor):
-        return _tensor_record(value)
-    if is_array(value):
-        return _array_record(value)
+    try:
+        if isinstance(value, torch.Tensor):
+            return _tensor_record(value)
+        if is_array(value):
+            return _array_record(value)
+    except NotCompared as why:  # more elements than a digest reads
+        return _too_large(value, why)
     if isinstance(value, (memoryview, bytearray)):
         return {
             "kind": "value",
@@ -245,11 +285,7 @@ def _made(value: object, digests: Digests | None) -> dict[str, Any]:
         try:
             key = "sha256:" + digests.digest(value)
         except NotCompared as why:
-            found = _not_compared(value, f"not compared: {why.bare()}")
-            limits = [s.name for s in why.suggestions if isinstance(s, RaiseLimit)]
-            if limits:
-                found["limit"] = limits[0]  # the limit that stopped it, as data
-            return found
+            return _too_large(value, why)
         return {
             "kind": "value",
             "type": _qualname(value),

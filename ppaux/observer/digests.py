@@ -5,7 +5,9 @@ A tensor is digested as the values torch gives for it: a conjugate or negative v
 (a NaN equals a NaN in the same place; -0.0 and 0.0 still differ), in row-major order, a piece
 of at most :data:`_CHUNK` elements at a time: a piece is copied only where it is not a
 contiguous host piece, carries a conjugate or negative bit, or holds a NaN, so the memory a
-digest takes is bounded whatever the tensor's size. A numpy array (not of objects) is digested
+digest takes is bounded whatever the tensor's size; the time is bounded by
+``Limits.max_digested_elements`` (:func:`read_bound`: a tensor of more elements, an expanded
+view of 4 bytes among them, is not compared). A numpy array (not of objects) is digested
 the same way from its bytes in C order; a ``memoryview`` or a ``bytearray`` by its bytes.
 
 A container (or an object's fields) that a walk does not take apart is digested whole
@@ -50,7 +52,7 @@ __all__ = [
     "is_array",
     "only_address",
     "plain_text",
-    "preview",
+    "read_bound",
     "tensor_digest",
     "tensor_values",
     "value_key",
@@ -65,6 +67,9 @@ _BUDGET: ContextVar[int] = ContextVar("digest_budget", default=Limits().max_dige
 #: How deep a digest goes into nested containers (deeper, the value is not compared):
 #: ``Limits.max_value_nesting`` of the run (:func:`digest_budget`).
 _NESTING: ContextVar[int] = ContextVar("digest_nesting", default=Limits().max_value_nesting)
+#: The most elements of one tensor or array a digest reads (more: not compared):
+#: ``Limits.max_digested_elements`` of the run (:func:`digest_budget`).
+_ELEMENTS: ContextVar[int] = ContextVar("digest_elements", default=Limits().max_digested_elements)
 #: A memory address in a repr ('<_thread.lock object at 0x7f3a...>'), not part of a value.
 ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]+|\b0x[0-9a-fA-F]{8,}\b")
 
@@ -75,14 +80,19 @@ class NotCompared(PpauxError):
 
 
 @contextmanager
-def digest_budget(items: int, nesting: int | None = None) -> Iterator[None]:
-    """While the block runs, a description digests at most ``items`` items whole, and
-    containers at most ``nesting`` deep (the default's when None)."""
+def digest_budget(
+    items: int, nesting: int | None = None, elements: int | None = None
+) -> Iterator[None]:
+    """While the block runs, a description digests at most ``items`` items whole,
+    containers at most ``nesting`` deep and tensors or arrays of at most ``elements`` elements
+    (the default's where None)."""
     token = _BUDGET.set(items)
     deep = _NESTING.set(Limits().max_value_nesting if nesting is None else nesting)
+    most = _ELEMENTS.set(Limits().max_digested_elements if elements is None else elements)
     try:
         yield
     finally:
+        _ELEMENTS.reset(most)
         _NESTING.reset(deep)
         _BUDGET.reset(token)
 
@@ -99,6 +109,20 @@ def digest_bounds() -> tuple[int, int]:
     """The items and the nesting a digest may take now (see :func:`digest_budget`): what an
     empty container's record depends on besides its type."""
     return _BUDGET.get(), _NESTING.get()
+
+
+def read_bound(count: int) -> None:
+    """Raise :class:`NotCompared` where a tensor or an array of ``count`` elements is more
+    than a digest reads now (``Limits.max_digested_elements``): reading every element costs
+    time that its memory does not bound (``torch.zeros(1).expand(2**33)`` holds 4 bytes). Such
+    a value is not compared, never described by less than its values: two tensors that agree
+    in a part of their elements may differ in the rest."""
+    limit = _ELEMENTS.get()
+    if count > limit:
+        raise NotCompared(
+            f"{count:,} elements, more than a digest reads "
+            f"{limit_note('max_digested_elements', limit)}"
+        ).suggest(RaiseLimit("max_digested_elements", limit))
 
 
 def int_text(value: int) -> str:
@@ -372,6 +396,7 @@ class Digests:
         if isinstance(value, torch.Tensor):
             return self.tensor_text(value)
         if is_array(value):
+            read_bound(int(value.size))
             return f"ndarray {value.dtype} {list(value.shape)} {array_digest(value)}"
         if isinstance(value, (memoryview, bytearray)):
             return f"{_type_name(value)}={buffer_key(value)}"
@@ -463,29 +488,6 @@ def is_array(value: object, objects: bool = False) -> bool:
         return False
     held: Any = value
     return bool(held.dtype.hasobject) == objects
-
-
-def preview(value: object, depth: int = 0) -> str:
-    """A short text of a value digested whole: its first few items, never the whole repr."""
-    if isinstance(value, (str, bytes)):
-        return repr(value[:40]) + ("..." if len(value) > 40 else "")
-    if isinstance(value, int) and value.bit_length() > DECIMAL_BITS:
-        return int_text(value)[:40]
-    if isinstance(value, (int, float, complex, bool, type(None))):
-        return repr(value)[:40]
-    if isinstance(value, (list, tuple, dict)):
-        brackets = {tuple: "()", dict: "{}"}.get(type(value), "[]")
-        if depth >= 2:
-            return f"{brackets[0]}...{brackets[1]}"
-        if isinstance(value, dict):
-            pairs = list(value.items())[:4]
-            shown = [f"{preview(k, depth + 1)}: {preview(v, depth + 1)}" for k, v in pairs]
-        else:
-            shown = [preview(item, depth + 1) for item in list(value[:4])]
-        more = ", ..." if len(value) > len(shown) else ""
-        return brackets[0] + ", ".join(shown) + more + brackets[1]
-    shape = getattr(value, "shape", None)
-    return f"<{_type_name(value)}{' ' + str(tuple(shape)) if shape is not None else ''}>"
 
 
 def only_address(value: object, text: str) -> bool:

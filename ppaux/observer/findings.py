@@ -1,4 +1,4 @@
-"""The findings of a check (PP701 - PP716), worded from what its child reported.
+"""The findings of a check (PP701 - PP717), worded from what its child reported.
 
 Pure functions of plain data, for :class:`~ppaux.observer.judge.Judge`: a fault on one of the
 paths (an observer method raising, sglang's add or pop refusing, the wire failing), a
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ppaux.observer.compare import TENSOR_RULE, VALUE_RULE, Difference
+from ppaux.observer.compare import TENSOR_RULE, VALUE_RULE, Difference, differences
 from ppaux.observer.paths import Fault
 from ppaux.observer.phrasing import first_line, first_sentence
 from ppaux.report import Finding, Location, finding
@@ -40,6 +40,7 @@ __all__ = [
     "fault_finding",
     "fault_key",
     "nothing_sent_finding",
+    "sending_changes",
     "uncompared_finding",
 ]
 
@@ -137,6 +138,36 @@ def changed_finding(
     )
 
 
+def sending_changes(target: str, step: dict[str, Any], at: str) -> list[Finding]:
+    """PP717: each field of the output that its ``to_pp_tensors`` changed, from a step's
+    record: the output as ``after_sample`` returned it (``output``) and as it was once
+    ``to_pp_tensors`` returned (``sending``, absent where it is the same record). A field the
+    output gained (a cached value filled while sending) is the object growing, not a change."""
+    if "sending" not in step:
+        return []
+    found = differences(step.get("output") or {}, step.get("sending") or {})
+    return [
+        finding(
+            "PP717",
+            target,
+            f"to_pp_tensors changed {item.path or 'the output'} of the output in place while "
+            f"sending it ({item.what}): was {item.left}, is now {item.right} ({at}); sglang's "
+            "last stage goes on using the output after sending it, so its copy_to_host and "
+            "consume read the changed value where rank 0 reads what was sent",
+            item.path or None,
+            extra={"what": item.what, "was": item.left, "now": item.right, "rule": _rule(item)},
+        )
+        for item in found
+        if item.what != "extra"
+    ]
+
+
+def _rule(item: Difference) -> str:
+    """The rule a difference was found by (named in its finding)."""
+    tensor = item.what in ("bits", "dtype", "shape", "device", "layout")
+    return TENSOR_RULE if tensor else VALUE_RULE
+
+
 #: A peer's address and port in a transport's message (gloo's "Connection closed by peer
 #: [127.0.0.1]:13718"): the port is the connection's own, a new one for each.
 _PEER_PORT = re.compile(r"(\[[0-9A-Fa-f.:]+\]):\d+")
@@ -219,9 +250,7 @@ def _what_follows(code: str, path: str) -> str:
 
 def difference_finding(code: str, target: str, subject: str, item: Difference, at: str) -> Finding:
     """PP711 or PP712 (``code``): ``item`` of ``subject`` differs between the paths."""
-    rule = (
-        TENSOR_RULE if item.what in ("bits", "dtype", "shape", "device", "layout") else VALUE_RULE
-    )
+    rule = _rule(item)
     # ".entropy of the output rank 0 rebuilt", not "the output rank 0 rebuilt.entropy".
     label = f"{item.path} of {subject}" if item.path else subject
     return finding(

@@ -1,4 +1,4 @@
-"""The verdict: the records a check's child sent, judged into a report (findings PP701 - PP715).
+"""The verdict: the records a check's child sent, judged into a report (findings PP701 - PP717).
 
 Pure functions of plain data: :class:`Judge` takes the records one at a time (:meth:`take`),
 the way the child ended (:meth:`ended`), and makes the report (:meth:`report`); the findings
@@ -24,6 +24,7 @@ from ppaux.observer.findings import (
     fault_finding,
     fault_key,
     nothing_sent_finding,
+    sending_changes,
     uncompared_finding,
 )
 from ppaux.observer.locating import Places
@@ -184,6 +185,16 @@ class Judge:
         )
 
     def _on_step(self, m: dict[str, Any]) -> None:
+        self._step(m)
+        # PP717: what to_pp_tensors changed in the output it sent (the last stage keeps it).
+        changed = sending_changes(self.target, m, where(m["batch_size"], m["step"]))
+        for item in changed:
+            if self._once("PP717", str(item.key)):
+                self.findings.append(item)
+        if changed:
+            self._changed_row(m["batch_size"], m["step"], "changed by to_pp_tensors (PP717)")
+
+    def _step(self, m: dict[str, Any]) -> None:
         batch_size, index = m["batch_size"], m["step"]
         self.outputs += 1
         sent = [shown_name(str(s)) for s in m.get("sent", [])]
@@ -315,7 +326,7 @@ class Judge:
         # produced are compared.
         changed = [d for d in differences(then, m.get("output") or {}) if d.what != "extra"]
         if changed:
-            self._changed_row(batch_size, index, m.get("by_step"))
+            self._changed_row(batch_size, index, f"changed by step {m.get('by_step')} (PP713)")
         for item in changed:
             if not self._once("PP713", item.path):
                 continue
@@ -377,13 +388,14 @@ class Judge:
         self.row_of[(batch_size, index)] = len(self.rows)
         self.rows.append((str(batch_size), str(index), sent, verdict))
 
-    def _changed_row(self, batch_size: int, index: int, by_step: object) -> None:
-        """The row of a step whose output a later step changed says so (PP713), marked."""
+    def _changed_row(self, batch_size: int, index: int, verdict: str) -> None:
+        """The row of a step whose output was changed (by a later step, PP713; by its own
+        to_pp_tensors, PP717) says so, marked."""
         row = self.row_of.get((batch_size, index))
         if row is None:
             return
         batch, step, sent, _ = self.rows[row]
-        self.rows[row] = (batch, step, sent, f"changed by step {by_step} (PP713)")
+        self.rows[row] = (batch, step, sent, verdict)
         self.marked.add((row, 3))
 
     # ------------------------------------------------------------------------------------------
@@ -396,12 +408,8 @@ class Judge:
     def draft(self, output: str = "") -> ReportBuilder:
         """:meth:`report` before it is built, for the caller to add to."""
         report = ReportBuilder(command="check-observer")
-        if (
-            self.start
-            and not self.endings
-            and self.outputs == 0
-            and not any(f.code == "PP710" for f in self.findings)
-        ):
+        unsent = self.start and not self.endings and self.outputs == 0
+        if unsent and not any(f.code == "PP710" for f in self.findings):
             report.findings.append(nothing_sent_finding(self.target))
         report.findings += [self.places.located(item) for item in self.findings]
         report.findings += self._counted(report.findings)

@@ -32,6 +32,7 @@ _MADE_IN = {
     "PP711": ("rank0", "from_pp_tensors"),
     "PP712": ("rank0", "from_pp_tensors"),
     "PP713": ("observer", "after_sample"),
+    "PP717": ("output", "to_pp_tensors"),
 }
 _HOOK_SUBJECT = {
     "is_active": "observer",

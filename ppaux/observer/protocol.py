@@ -278,6 +278,7 @@ _FIELDS: dict[str, tuple[dict[str, _Check], dict[str, _Check]]] = {
         {
             "rebuilt_type": _str,
             "rebuilt": _opt_described,
+            "sending": _described,
             "single_reqs": _opt_requests,
             "pp_reqs": _opt_requests,
         },

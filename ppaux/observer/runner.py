@@ -275,6 +275,9 @@ class _Checks:
         # tensors, rebuilt and described by rank 0) before the single stage's copy_to_host,
         # which may change the output's own tensors in place.
         pp = pp_deliver(output, token_ids, self.m)
+        sending = self.sending(output, produced, pp.fault, batch_size, index)
+        if sending is None:
+            return None
         if pp.fault is None:
             self.rank0.send(dict(pp.received or {}))
         single = single_stage_path(output, single_reqs, token_ids, self.m)
@@ -291,6 +294,8 @@ class _Checks:
             "output_type": type(output).__qualname__,
             "output": produced,
         }
+        if sending != produced:
+            message["sending"] = sending
         self.faulted = self.faulted or single.fault is not None or "fault" in answer
         if self.rank0.lost is not None:  # rank 0's process ended: the check ends at this step
             self.emit(message)
@@ -322,6 +327,21 @@ class _Checks:
             self.undescribable(batch_size, index, failure, output)
             return None
         return produced, left
+
+    def sending(
+        self, output: object, produced: Any, fault: Any, batch_size: int, index: int
+    ) -> dict[str, dict[str, Any]] | None:
+        """The output described again once ``to_pp_tensors`` returned (``produced`` where it
+        raised): sglang's last stage goes on using the output after sending it, so a change
+        made in sending is a fact, sent where it is not the record ``produced``. None where
+        the target's objects could not be described (said in a record)."""
+        if fault is not None and fault.stage == "hook":
+            return dict(produced)
+        try:
+            return described("the output", output)
+        except HookFailure as failure:
+            self.undescribable(batch_size, index, failure, output)
+            return None
 
     def walk_requests(
         self, output: object, single_reqs: list[Any], batch_size: int, index: int
@@ -366,7 +386,8 @@ class _Checks:
         and the wire's own records of what add sent, so that the judge can tell the sender's
         change from the receiver's."""
         ours = {
-            "to_pp_tensors": list(message.get("sent") or []),  # as the step named them
+            # As the step named them, and the output's fields (a change made in sending).
+            "to_pp_tensors": [*(message.get("sent") or []), *(message.get("output") or {})],
             "after_sample": list(message.get("output") or {}),
         }
         theirs = {

@@ -256,6 +256,7 @@ def _rank0_apart(
         "rank0_only": request.get("outputs") is not None,
         "budget": int(asked.get("max_digested_items", 0)) or None,
         "nesting": int(asked.get("max_value_nesting", 0)) or None,
+        "elements": int(asked.get("max_digested_elements", 0)) or None,
     }
 
     def first() -> None:
@@ -358,9 +359,14 @@ def _check(
         asked = request.get("limits", {})
         budget = int(asked.get("max_digested_items", 0)) or None
         nesting = int(asked.get("max_value_nesting", 0)) or None
+        elements = int(asked.get("max_digested_elements", 0)) or None
         with (
             parts.machinery(options) as (machinery, info, device, sglang_parts),
-            digest_budget(budget, nesting) if budget is not None else contextlib.nullcontext(),
+            (
+                digest_budget(budget, nesting, elements)
+                if budget is not None
+                else contextlib.nullcontext()
+            ),
         ):
             announce(None, None)
             runner.run_checks(

@@ -373,4 +373,27 @@ RULES = (
         area="observer",
         inconclusive=True,
     ),
+    Rule(
+        code="PP717",
+        name="observer-output-changed-by-send",
+        severity=Severity.ERROR,
+        summary="to_pp_tensors changes the output in place while sending it.",
+        explanation=(
+            "Silent divergence: sglang raises nothing. The output was described when "
+            "after_sample returned it and again once to_pp_tensors returned: a field differs "
+            "(a tensor's bits, a value, a field removed). sglang's last stage sends the output "
+            "and goes on using it: its own copy_to_host and consume read the changed field, "
+            "while rank 0 rebuilds the output from what was sent. A field that is not itself "
+            "sent is changed without any difference on the wire, so PP711 cannot see it."
+        ),
+        causes=(
+            "to_pp_tensors updates a counter or a scratch tensor of the output (self.sends += 1).",
+            "to_pp_tensors scales, clamps or casts a field in place (mul_, clamp_) before packing.",
+        ),
+        fix="Build what to_pp_tensors returns from copies (x * 100, x.clamp(...)) and leave the "
+        "output's own fields as after_sample made them.",
+        example="to_pp_tensors changed .sends of the output in place while sending it (bits): "
+        "was float32 (4,) cpu [0, 0, 0, 0], is now float32 (4,) cpu [1, 1, 1, 1]",
+        area="observer",
+    ),
 )
