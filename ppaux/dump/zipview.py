@@ -182,7 +182,8 @@ def _check_directory_size(
     """Refuse (PP117) a central directory size miniz 3.0.2 refuses
     (``mz_zip_reader_read_central_dir``): more than 2**32 - 1 entries, past 4 GiB, under 46
     bytes an entry, running past the file's end, or too small for the entries it walks, each of
-    which must fit in what is left of the size. ``directory`` is (offset, size, entries) as miniz reads them."""
+    which must fit in what is left of the size. ``directory`` is (offset, size, entries) as
+    miniz reads them."""
     offset, cd_size, entries = directory
     where = f"a central directory of {cd_size} bytes at byte {offset}"
     if entries > _MAX32:  # miniz's count limit, checked before the size's
