@@ -127,6 +127,11 @@ def test_inspect_and_check_skew_work_without_torch(venv, tmp_path):
     done = _run(venv, "inspect", "fixtures/corrupt/empty.pt")
     assert done.returncode == 2
     assert done.stderr == "ppaux: error: fixtures/corrupt/empty.pt: empty file\n"
+    # This venv has no sglang: fingerprint says so and writes nothing, unless it is given the
+    # sglang tree to read.
+    alone = _run(venv, "fingerprint", "--pp-rank", "0", "-o", str(tmp_path / "none.json"))
+    assert alone.returncode == 2 and alone.stderr.count("\n") == 1
+    assert "sglang is not importable" in alone.stderr and not (tmp_path / "none.json").exists()
     for rank in (0, 1):
         made = _run(
             venv,
@@ -135,6 +140,8 @@ def test_inspect_and_check_skew_work_without_torch(venv, tmp_path):
             str(rank),
             "--pp-size",
             "2",
+            "--sglang-path",
+            "fixtures/skew/trees/v0523",
             "-o",
             str(tmp_path / f"stage{rank}.json"),
         )

@@ -375,7 +375,7 @@ RULES = (
     ),
     Rule(
         code="PP717",
-        name="observer-output-changed-by-send",
+        name="observer-changed-by-send",
         severity=Severity.ERROR,
         summary="to_pp_tensors changes the output in place while sending it.",
         explanation=(
