@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import pytest
 import test_replay_fixtures as fixtures
@@ -120,6 +121,20 @@ def test_sender_failure_then_recovery_and_raw_baseline():
         assert torch.equal(exchange.readded[f"{P}big"], big)
         assert (exchange.stats.tensors, exchange.stats.tensor_bytes) == (1, 4 * 2**20)
         assert wire.raw([big]) > 0
+
+
+def test_the_receivers_start_up_is_not_bounded_by_the_transfer_timeout():
+    # The receiver imports torch before it joins: seconds of the wall clock, more on a loaded
+    # machine. That is not a transfer: a timeout shorter than it still joins and delivers.
+    timeout_s = 1.0
+    with DistributedWire(torch.device("cpu"), timeout_s=timeout_s) as wire:
+        began = time.monotonic()
+        delivery = wire.deliver({f"{P}t": torch.arange(4.0), "__msg_type__": "output"})
+        took = time.monotonic() - began
+        assert delivery.failure is None
+        assert torch.equal(delivery.received[f"{P}t"], torch.arange(4.0))
+    # What the test is about: the start-up took longer than the timeout.
+    assert took > timeout_s, f"the receiver started and delivered within {took:.2f} s"
 
 
 def test_one_receiver_serves_every_message_whatever_the_sender_refuses():

@@ -44,6 +44,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ppaux.errors import PpauxError
+
 if TYPE_CHECKING:
     from ppaux.replay.roundtrip import Reception
     from ppaux.replay.wire import WireError, WireStats
@@ -53,7 +55,14 @@ __all__ = [
     "Exchange",
     "Wire",
     "WireFailure",
+    "WireSetupError",
 ]
+
+
+class WireSetupError(PpauxError, RuntimeError):
+    """The two-process group could not be set up (no second GPU, the receiver did not start).
+
+    Defined here, without torch, so that a caller can catch it without importing a wire."""
 
 
 @dataclass(frozen=True)
