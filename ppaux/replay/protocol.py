@@ -35,7 +35,7 @@ Opening a two-process wire starts nothing; the receiving process starts on first
 on :meth:`Wire.close` (or at the end of the ``with`` block). A receiver that cannot start at all
 (sglang's runtime not importable there, no second GPU) is not a result of the dict but of the
 setup: :meth:`Wire.deliver` and :meth:`Wire.exchange` raise
-:class:`~ppaux.replay.distributed.WireSetupError` for it. This module imports no wire and
+:class:`~ppaux.replay.protocol.WireSetupError` for it. This module imports no wire and
 not torch: :mod:`ppaux.replay.wiring` opens the wire for a transport.
 """
 
