@@ -368,8 +368,8 @@ def _other_root(root: Failure, message: str, extra: dict[str, Any]) -> Finding:
         message += (
             f"; but raised by a raise statement of sglang's own {modified}, whose raise "
             "statements raise only its auxiliary-output messages in every release (0.5.19 - "
-            "0.5.23): that host's transport was modified (PP304 transport-modified: 'ppaux fingerprint' "
-            "there, then 'ppaux check-skew')"
+            "0.5.23): that host's transport was modified (PP304 transport-modified: "
+            "'ppaux fingerprint' there, then 'ppaux check-skew')"
         )
         extra["transport_modified"] = modified
     return finding(
