@@ -17,11 +17,13 @@ from helpers import cli
 
 from ppaux.replay import (
     DistributedWire,
+    ReplayConfigError,
     ReplayOptions,
     Sender,
     Transport,
     Wire,
     WireFailure,
+    WireSetupError,
     open_wire,
     replay_paths,
 )
@@ -135,6 +137,22 @@ def test_the_receivers_start_up_is_not_bounded_by_the_transfer_timeout():
         assert torch.equal(delivery.received[f"{P}t"], torch.arange(4.0))
     # What the test is about: the start-up took longer than the timeout.
     assert took > timeout_s, f"the receiver started and delivered within {took:.2f} s"
+
+
+def test_a_receiver_that_never_joins_is_a_setting_error_of_the_run(monkeypatch, tmp_path):
+    # The receiver starts on first use, inside the run: that it cannot join is said as the
+    # transport's setting error (one line on the command line), not as ppaux's own failure.
+    def never_joins(self):
+        raise WireSetupError("the receiver process did not start and join the group within 1 s")
+
+    monkeypatch.setattr(DistributedWire, "_start", never_joins)
+    dump = tmp_path / "clean.pt"
+    torch.save({"next_token_ids": torch.tensor([5, 6]), "__msg_type__": "output"}, dump)
+    options = ReplayOptions(transport=Transport.TORCH_DISTRIBUTED, timeout_s=30)
+    with pytest.raises(ReplayConfigError) as raised:
+        replay_paths([str(dump)], options)
+    assert (raised.value.option, raised.value.value) == ("transport", "torch-distributed")
+    assert "did not start and join the group within 1 s" in str(raised.value)
 
 
 def test_one_receiver_serves_every_message_whatever_the_sender_refuses():
