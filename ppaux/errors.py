@@ -35,6 +35,7 @@ __all__ = [
     "SettingError",
     "TorchMissingError",
     "TorchRefuses",
+    "command_on",
     "nested_past_recursion",
     "path_shown",
 ]
@@ -102,6 +103,14 @@ def path_shown(path: str) -> str:
     # A character a line cannot show (a newline, a control, a byte that was not UTF-8): bash's
     # $'...' quoting, whose escapes a shell reads back as the path itself.
     return "$'" + "".join(_escaped(c) for c in path) + "'"
+
+
+def command_on(command: str, path: str) -> str:
+    """``ppaux COMMAND PATH``, to paste: the path as :func:`path_shown` names it, or ``-`` (the
+    same input again on stdin) for a stream's name such as ``<stdin>``."""
+    if path.startswith("<") and path.endswith(">"):
+        return f"ppaux {command} - (the same input on stdin)"
+    return f"ppaux {command} {path_shown(path)}"
 
 
 #: What bash's ``$'...'`` writes for the characters it has names for.
@@ -191,8 +200,9 @@ class TorchRefuses(ReadMismatch):
 #: index has (on Linux a CUDA build of several gigabytes), and adds numpy, which torch does not
 #: require but needs to convert an array.
 TORCH_INSTALL_HINT = (
-    "pip install torch==VERSION numpy, with the torch VERSION your sglang deployment runs "
-    "(without a GPU, its CPU build: https://download.pytorch.org/whl/cpu)"
+    "install numpy and the torch your sglang deployment runs: pip install numpy torch==X.Y.Z, "
+    "X.Y.Z being the version 'pip show torch' names there (without a GPU, its CPU build: "
+    "https://download.pytorch.org/whl/cpu)"
 )
 
 

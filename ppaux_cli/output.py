@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "emit",
     "is_terminal",
+    "name_problems",
     "resolve_gate",
     "stand_in_for_closed_stdio",
     "text_width",
@@ -276,11 +277,12 @@ def emit(report: Report, options: ReportOptions) -> NoReturn:
         if fmt == Format.GITHUB and not options.statistics:
             _append_step_summary(report, gate.fail_on, options.quiet)
     finally:  # the inputs that could not be used are named even where the report could not be
-        _name_problems(problems)
+        name_problems(problems)
     raise typer.Exit(gate.exit_code(report))
 
 
-def _name_problems(problems: Iterable[InputProblem]) -> None:
+def name_problems(problems: Iterable[InputProblem]) -> None:
+    """One ``ppaux: error:`` line on stderr for each problem (a line said twice, once)."""
     from ppaux.text import shown
 
     said = set()

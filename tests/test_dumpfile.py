@@ -246,7 +246,7 @@ def test_bad_inputs_have_one_clear_reason(tmp_path, torch):
     cases["text.pt"] = (
         "not a torch.save zip or a pickle file (malformed pickle at byte 0: "
         "memo entry 101 was never stored); it is text: if it is a server log, triage reads it "
-        "(ppaux triage FILE)"
+        f"(ppaux triage {tmp_path / 'text.pt'})"
     )
     _zip(tmp_path, "nopkl.pt", {"x/version": b"3"})
     cases["nopkl.pt"] = "zip file without a data.pkl record: not a torch.save file"

@@ -104,7 +104,7 @@ def test_inspect_and_diff_name_a_path_with_a_newline_as_bash_reads_it(tmp_path, 
     line = (
         f"ppaux: error: $'{tmp_path}/new\\nline.pt': not a torch.save zip or a pickle file "
         "(malformed pickle at byte 0: unknown opcode b'x'); it is text: if it is a server log, "
-        "triage reads it (ppaux triage FILE)"
+        f"triage reads it (ppaux triage $'{tmp_path}/new\\nline.pt')"
     )
     assert set(result.stderr.splitlines()) == {line}
 

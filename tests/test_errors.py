@@ -46,7 +46,7 @@ EXPECTED = {
     "ppaux.replay.execution.NothingToReplay": ValueError,
     "ppaux.replay.roundtrip.SenderRefused": None,
     "ppaux.replay.wire.WireError": RuntimeError,
-    "ppaux.replay.distributed.WireSetupError": RuntimeError,
+    "ppaux.replay.protocol.WireSetupError": RuntimeError,
     "ppaux.guard.PpTensorsError": TypeError,
     "ppaux.guard.NotTensorizable": TypeError,
     "ppaux.files.OutputPathError": ValueError,

@@ -15,7 +15,8 @@ LOG = str(REPO / "fixtures" / "logs" / "sglang-aux-list.log")
 def test_the_torch_error_names_numpy_and_the_pinned_cpu_build() -> None:
     text = str(TorchMissingError("ppaux replay"))
     assert text.startswith("ppaux replay needs torch, which is not installed: ")
-    assert "pip install torch==VERSION numpy," in text
+    assert "install numpy and the torch your sglang deployment runs: " in text
+    assert "pip install numpy torch==X.Y.Z, X.Y.Z being the version 'pip show torch' names" in text
     assert "(without a GPU, its CPU build: https://download.pytorch.org/whl/cpu)" in text
 
 
@@ -24,9 +25,10 @@ def test_triage_s_replay_step_installs_torch_as_install_md_says() -> None:
     comments = [step["comment"] for step in report.data["steps"]]
     notes = [comment for comment in comments if "replay needs torch" in comment]
     assert notes == [
-        "then read what the capture wrote (replay needs torch there: pip install torch==VERSION "
-        "numpy, with the torch VERSION your sglang deployment runs (without a GPU, its CPU "
-        "build: https://download.pytorch.org/whl/cpu))"
+        "then read what the capture wrote (replay needs torch there: install numpy and the "
+        "torch your sglang deployment runs: pip install numpy torch==X.Y.Z, X.Y.Z being the "
+        "version 'pip show torch' names there (without a GPU, its CPU build: "
+        "https://download.pytorch.org/whl/cpu))"
     ]
     assert not [comment for comment in comments if "ppaux[torch]" in comment]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import pytest
 import test_replay_fixtures as fixtures
@@ -16,11 +17,13 @@ from helpers import cli
 
 from ppaux.replay import (
     DistributedWire,
+    ReplayConfigError,
     ReplayOptions,
     Sender,
     Transport,
     Wire,
     WireFailure,
+    WireSetupError,
     open_wire,
     replay_paths,
 )
@@ -120,6 +123,36 @@ def test_sender_failure_then_recovery_and_raw_baseline():
         assert torch.equal(exchange.readded[f"{P}big"], big)
         assert (exchange.stats.tensors, exchange.stats.tensor_bytes) == (1, 4 * 2**20)
         assert wire.raw([big]) > 0
+
+
+def test_the_receivers_start_up_is_not_bounded_by_the_transfer_timeout():
+    # The receiver imports torch before it joins: seconds of the wall clock, more on a loaded
+    # machine. That is not a transfer: a timeout shorter than it still joins and delivers.
+    timeout_s = 1.0
+    with DistributedWire(torch.device("cpu"), timeout_s=timeout_s) as wire:
+        began = time.monotonic()
+        delivery = wire.deliver({f"{P}t": torch.arange(4.0), "__msg_type__": "output"})
+        took = time.monotonic() - began
+        assert delivery.failure is None
+        assert torch.equal(delivery.received[f"{P}t"], torch.arange(4.0))
+    # What the test is about: the start-up took longer than the timeout.
+    assert took > timeout_s, f"the receiver started and delivered within {took:.2f} s"
+
+
+def test_a_receiver_that_never_joins_is_a_setting_error_of_the_run(monkeypatch, tmp_path):
+    # The receiver starts on first use, inside the run: that it cannot join is said as the
+    # transport's setting error (one line on the command line), not as ppaux's own failure.
+    def never_joins(self):
+        raise WireSetupError("the receiver process did not start and join the group within 1 s")
+
+    monkeypatch.setattr(DistributedWire, "_start", never_joins)
+    dump = tmp_path / "clean.pt"
+    torch.save({"next_token_ids": torch.tensor([5, 6]), "__msg_type__": "output"}, dump)
+    options = ReplayOptions(transport=Transport.TORCH_DISTRIBUTED, timeout_s=30)
+    with pytest.raises(ReplayConfigError) as raised:
+        replay_paths([str(dump)], options)
+    assert (raised.value.option, raised.value.value) == ("transport", "torch-distributed")
+    assert "did not start and join the group within 1 s" in str(raised.value)
 
 
 def test_one_receiver_serves_every_message_whatever_the_sender_refuses():

@@ -154,7 +154,8 @@ EXPECTED = {
     "corrupt/text_file.pt": same(
         problem(
             "not a torch.save zip or a pickle file (malformed pickle at byte 0: unknown opcode "
-            "b'n'); it is text: if it is a server log, triage reads it (ppaux triage FILE)"
+            "b'n'); it is text: if it is a server log, triage reads it (ppaux triage "
+            "fixtures/corrupt/text_file.pt)"
         )
     ),
     "corrupt/no_datapkl.pt": same(

@@ -336,7 +336,7 @@ def test_a_dump_given_to_triage_points_to_inspect(tmp_path, head):
     assert result.exit_code == 2
     assert result.stderr == (
         f"ppaux: error: {dump}: zip archive or pickle, not a text log: if it is a tensor dump "
-        "(torch.save's format), inspect reads it (ppaux inspect FILE)\n"
+        f"(torch.save's format), inspect reads it (ppaux inspect {dump})\n"
     )
 
 
@@ -344,7 +344,7 @@ def test_a_bundled_dump_given_to_triage_points_to_inspect():
     dump = LOGS.parent / "dumps" / "aux_list.pt"
     result = CliRunner().invoke(app, ["triage", str(dump)])
     assert result.exit_code == 2
-    assert "(ppaux inspect FILE)" in result.stderr
+    assert f"(ppaux inspect {dump})" in result.stderr
 
 
 def _parsed(fmt: str, text: str) -> str:

@@ -23,8 +23,9 @@ import pytest
 from helpers import REPO, file_lock
 
 HINT = (
-    "pip install torch==VERSION numpy, with the torch VERSION your sglang deployment runs "
-    "(without a GPU, its CPU build: https://download.pytorch.org/whl/cpu)"
+    "install numpy and the torch your sglang deployment runs: pip install numpy torch==X.Y.Z, "
+    "X.Y.Z being the version 'pip show torch' names there (without a GPU, its CPU build: "
+    "https://download.pytorch.org/whl/cpu)"
 )
 
 
@@ -117,6 +118,24 @@ def test_commands_that_need_torch_say_so_in_one_line(venv, args, feature):
     done = _run(venv, *args)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == f"ppaux: error: {feature} needs torch, which is not installed: {HINT}\n"
+
+
+def test_an_unreadable_dump_is_said_before_torch_is_asked_for(venv, tmp_path):
+    # Reading a dump needs no torch: a file torch would not help with is said first, alone.
+    empty = "ppaux: error: fixtures/corrupt/empty.pt: empty file\n"
+    for args in (
+        ("tensorize", "fixtures/corrupt/empty.pt", "-o", str(tmp_path / "fixed.pt")),
+        ("replay", "fixtures/corrupt/empty.pt"),
+    ):
+        done = _run(venv, *args)
+        assert (done.returncode, done.stdout, done.stderr) == (2, "", empty), args
+    assert not (tmp_path / "fixed.pt").exists()
+    # Beside a readable dump, torch is still asked for, after the file it could not help with.
+    done = _run(venv, "replay", "fixtures/corrupt/empty.pt", "fixtures/dumps/aux_list.pt")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        f"{empty}ppaux: error: ppaux replay needs torch, which is not installed: {HINT}\n"
+    )
 
 
 def test_inspect_and_check_skew_work_without_torch(venv, tmp_path):

@@ -6,6 +6,7 @@ from .dumpfile import DUMP_SUFFIXES as DUMP_SUFFIXES
 from .dumpfile import collect_dumps as collect_dumps
 from .dumpfile import read_dump as read_dump
 from .dumpfile import read_dump_bytes as read_dump_bytes
+from .dumpfile import readable_dumps as readable_dumps
 from .inspection import describe_dump as describe_dump
 from .inspection import inspect_file as inspect_file
 from .inspection import inspect_paths as inspect_paths

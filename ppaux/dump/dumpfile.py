@@ -21,7 +21,7 @@ from ppaux.dump.legacy_file import read_legacy
 from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.structure import Dump, machine_deviation, unsafe_globals
 from ppaux.dump.zipdump import read_zip
-from ppaux.errors import DumpError, LimitExceeded, ReadMismatch
+from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, command_on
 from ppaux.files import InputFileError, collect_files, open_regular, read_at_most
 from ppaux.limits import Limits
 from ppaux.report import InputProblem
@@ -33,6 +33,7 @@ __all__ = [
     "read_dump",
     "read_dump_bytes",
     "read_dump_stream",
+    "readable_dumps",
 ]
 
 #: File name endings that a directory walk treats as dumps.
@@ -46,6 +47,24 @@ def collect_dumps(
     an empty directory, or more than ``limits.max_files`` dumps, is an input problem."""
     files, problems = collect_files(paths, DUMP_SUFFIXES, limits.max_files, "dumps")
     return files, [InputProblem.of(problem) for problem in problems]
+
+
+def readable_dumps(
+    paths: Iterable[str], limits: Limits = Limits()
+) -> tuple[list[str], list[InputProblem]]:
+    """:func:`collect_dumps`, each file also read by :func:`read_dump`: the files it reads, and
+    the problems of collecting them and of each file it refuses. Found without torch, for a
+    command that needs torch where it is missing: a truncated file is said before torch."""
+    found, problems = collect_dumps(paths, limits)
+    files = []
+    for path in found:
+        try:
+            read_dump(path, limits)
+        except DumpError as exc:
+            problems.append(InputProblem.of(exc))
+        else:
+            files.append(path)
+    return files, problems
 
 
 def collect_inputs(
@@ -183,7 +202,8 @@ def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:
     except DumpError as exc:
         if machine.items == 0 or machine.op_pos == 0:
             raise DumpError(
-                path, f"not a torch.save zip or a pickle file ({exc.reason}){_text_hint(data)}"
+                path,
+                f"not a torch.save zip or a pickle file ({exc.reason}){_text_hint(path, data)}",
             ) from None
         raise
     if type(root) is int and root == LEGACY_MAGIC:
@@ -202,9 +222,9 @@ def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:
     )
 
 
-def _text_hint(data: bytes) -> str:
-    """'; it is text: a log is read by triage' when ``data`` begins as lines of text (UTF-8,
-    printable): the usual mistake is a server log given to the dump reader."""
+def _text_hint(path: str, data: bytes) -> str:
+    """'; it is text: ... triage reads it (ppaux triage PATH)' when ``data`` begins as lines
+    of text (UTF-8, printable): the usual mistake is a server log given to the dump reader."""
     head = data[:4096]
     try:
         text = head.decode("utf-8")
@@ -214,4 +234,4 @@ def _text_hint(data: bytes) -> str:
         text = head[: exc.start].decode("utf-8")
     if not text.strip() or not all(c.isprintable() or c in "\t\r\n" for c in text):
         return ""
-    return "; it is text: if it is a server log, triage reads it (ppaux triage FILE)"
+    return f"; it is text: if it is a server log, triage reads it ({command_on('triage', path)})"

@@ -1,5 +1,4 @@
 from .distributed import DistributedWire as DistributedWire
-from .distributed import WireSetupError as WireSetupError
 from .import_path import BOOT as BOOT
 from .import_path import environment_entries as environment_entries
 from .import_path import ordered_path as ordered_path
@@ -21,6 +20,7 @@ from .protocol import Delivery as Delivery
 from .protocol import Exchange as Exchange
 from .protocol import Wire as Wire
 from .protocol import WireFailure as WireFailure
+from .protocol import WireSetupError as WireSetupError
 from .results import DumpResult as DumpResult
 from .results import PayloadResult as PayloadResult
 from .results import RunResult as RunResult

@@ -40,7 +40,6 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ppaux.errors import PpauxError
 from ppaux.replay.channel import (
     CONTROL_KEY,
     HOST,
@@ -55,7 +54,7 @@ from ppaux.replay.channel import (
     synchronize,
 )
 from ppaux.replay.import_path import BOOT, environment_entries, warning_options
-from ppaux.replay.protocol import Delivery, Exchange, WireFailure
+from ppaux.replay.protocol import Delivery, Exchange, WireFailure, WireSetupError
 from ppaux.replay.wire import WireError, WireStats
 
 __all__ = ["DistributedWire", "WireSetupError"]
@@ -81,8 +80,11 @@ _SIGNALLED = (
 )
 
 
-class WireSetupError(PpauxError, RuntimeError):
-    """The two-process group could not be set up (no second GPU, the receiver did not start)."""
+#: Seconds the receiver process has, at least, to start and join the group. Its start-up
+#: (importing torch, and sglang's runtime for the ``sglang`` transport: seconds of CPU) is not a
+#: transfer, so the transfer timeout does not bound it: on a loaded machine those seconds of
+#: CPU take minutes of the wall clock.
+START_UP_S = 600.0
 
 
 class DistributedWire:
@@ -149,7 +151,8 @@ class DistributedWire:
         if self._channel is not None:
             return self._channel
         process = self._spawn()
-        deadline = clock() + self.timeout.total_seconds()
+        start_up = max(START_UP_S, self.timeout.total_seconds())
+        deadline = clock() + start_up
         while not self._store.check(["ready"]):
             if process.poll() is not None:
                 tail = self._log_tail()
@@ -161,8 +164,7 @@ class DistributedWire:
             if clock() > deadline:
                 self._reset()
                 raise WireSetupError(
-                    "the receiver process did not join the group within "
-                    f"{self.timeout.total_seconds():g} s"
+                    f"the receiver process did not start and join the group within {start_up:g} s"
                 )
             time.sleep(0.01)
         prefix = dist.PrefixStore("gloo", self._store)

@@ -35,7 +35,7 @@ Opening a two-process wire starts nothing; the receiving process starts on first
 on :meth:`Wire.close` (or at the end of the ``with`` block). A receiver that cannot start at all
 (sglang's runtime not importable there, no second GPU) is not a result of the dict but of the
 setup: :meth:`Wire.deliver` and :meth:`Wire.exchange` raise
-:class:`~ppaux.replay.distributed.WireSetupError` for it. This module imports no wire and
+:class:`~ppaux.replay.protocol.WireSetupError` for it. This module imports no wire and
 not torch: :mod:`ppaux.replay.wiring` opens the wire for a transport.
 """
 
@@ -43,6 +43,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ppaux.errors import PpauxError
 
 if TYPE_CHECKING:
     from ppaux.replay.roundtrip import Reception
@@ -53,7 +55,14 @@ __all__ = [
     "Exchange",
     "Wire",
     "WireFailure",
+    "WireSetupError",
 ]
+
+
+class WireSetupError(PpauxError, RuntimeError):
+    """The two-process group could not be set up (no second GPU, the receiver did not start).
+
+    Defined here, without torch, so that a caller can catch it without importing a wire."""
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,7 @@ def replay_paths(
     """
     from ppaux.dump import collect_dumps
     from ppaux.replay.execution import NothingToReplay, replay_file
+    from ppaux.replay.protocol import WireSetupError
     from ppaux.replay.setup import REFERENCE_INFO, prepare, runtime_info
     from ppaux.replay.tables import detail_tables, summary_table
     from ppaux.torch_probe import require_torch
@@ -88,6 +89,10 @@ def replay_paths(
                 report.findings += exc.findings  # judged as inspect judges it
             except DumpError as exc:
                 report.problems.append(InputProblem.of(exc))
+            except WireSetupError as exc:  # the receiver, started on first use, did not join
+                raise ReplayConfigError("transport", options.transport.value, exc.bare()).suggest(
+                    *exc.suggestions
+                ) from None
             except RecursionError:  # nested within max_depth, deeper than rebuilding can go
                 error = nested_past_recursion(path, options.limits.max_depth, "rebuild and replay")
                 report.problems.append(InputProblem(error.path, error.reason))

@@ -40,7 +40,7 @@ def open_wire(
     otherwise; the two-process wires always load them in the receiver).
 
     Raises ``ValueError`` for an unknown transport and
-    :class:`~ppaux.replay.distributed.WireSetupError` where a two-process wire cannot work here
+    :class:`~ppaux.replay.protocol.WireSetupError` where a two-process wire cannot work here
     (CUDA with one GPU, sglang's runtime not importable).
     """
     import torch

@@ -47,10 +47,14 @@ _INSPECT = Fix(
     "ppaux inspect capture-...-pop.pt",
 )
 _SKEW = Fix(
-    "Check that every stage runs the same sglang, torch and transport: take a fingerprint "
-    "on each host and compare them:",
-    "ppaux fingerprint --pp-rank 0 --pp-size 2 -o pp0.json   # first stage\n"
-    "ppaux fingerprint --pp-rank 1 --pp-size 2 -o pp1.json   # last stage\n"
+    "Check that every stage runs the same sglang, torch and transport: on each host, take a "
+    "fingerprint with the Python that runs sglang (ppaux installed in that environment; from "
+    "a Python where sglang is not importable, fingerprint writes nothing and exits 2), then "
+    "compare them:",
+    "/path/to/sglang-env/bin/python -m ppaux_cli fingerprint --pp-rank 0 --pp-size 2 "
+    "-o pp0.json   # first stage\n"
+    "/path/to/sglang-env/bin/python -m ppaux_cli fingerprint --pp-rank 1 --pp-size 2 "
+    "-o pp1.json   # last stage\n"
     "ppaux check-skew pp0.json pp1.json",
 )
 _REPLAY = Fix(

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ppaux.report import Finding, Location, finding, page_for
-from ppaux.sglang import MessageMatch, sglang_raised_in
+from ppaux.sglang import ADD, POP, TRANSPORT_FILE, MessageMatch, sglang_raised_in
 from ppaux.text import counted, shown
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
 from ppaux.triage.incidents import Incident, seconds_between
@@ -365,9 +365,29 @@ def _other_root(root: Failure, message: str, extra: dict[str, Any]) -> Finding:
     note = local_note(root.error) if kind.startswith(("communication", "shape-kernel")) else None
     if note is not None:
         message += f"; {note}"
+    modified = _raised_by_transport(root)
+    if modified is not None:
+        message += (
+            f"; but raised by a raise statement of sglang's own {modified}, whose raise "
+            "statements raise only its auxiliary-output messages in every release (0.5.19 - "
+            "0.5.23): that host's transport was modified (PP304 transport-modified: "
+            "'ppaux fingerprint' there, then 'ppaux check-skew')"
+        )
+        extra["transport_modified"] = modified
     return finding(
         "PP802", root.source, message, key_of(root.who), extra=extra, location=location_of(root)
     )
+
+
+def _raised_by_transport(root: Failure) -> str | None:
+    """The name of sglang's add or pop when ``root``'s innermost frame is a ``raise``
+    statement in it (in its own file), or None."""
+    if not root.frames or root.exception is None:
+        return None
+    frame = root.frames[-1]
+    if frame.function not in (ADD, POP) or not frame.code.lstrip().startswith("raise "):
+        return None
+    return frame.function if frame.file.replace("\\", "/").endswith(TRANSPORT_FILE) else None
 
 
 def root_finding(

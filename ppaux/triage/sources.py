@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, cast
 
-from ppaux.errors import PathError
+from ppaux.errors import PathError, command_on
 from ppaux.files import InputFileError, collect_files, open_regular
 from ppaux.limits import Limits
 from ppaux.patterns import lazy
@@ -251,7 +251,7 @@ def _opened(source: LogSource, raw: BinaryIO) -> BinaryIO:
         raise LogOpenError(
             source.name,
             f"{what}zip archive or pickle, not a text log: if it is a tensor dump (torch.save's "
-            "format), inspect reads it (ppaux inspect FILE)",
+            f"format), inspect reads it ({command_on('inspect', source.name)})",
         )
     if looks_binary(sniff):
         raise LogOpenError(source.name, f"{what}binary data, not a text log")

@@ -12,7 +12,7 @@ from ppaux.replay import Impl, Sender, Transport
 from ppaux_cli.choices import choice_option
 from ppaux_cli.exits import fail
 from ppaux_cli.options import LimitOption, limits_from, seconds
-from ppaux_cli.output import STDIO, emit
+from ppaux_cli.output import STDIO, emit, name_problems
 from ppaux_cli.report_options import ReportOptions, report_options
 from ppaux_cli.wording import setting_line
 
@@ -124,18 +124,24 @@ def replay(
     # torch warns on import when numpy is absent; replay never uses numpy, so keep stderr clean.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     # Imported here, not at module level: 'ppaux --help' must not pay for the reader or torch.
+    from ppaux.dump import readable_dumps
     from ppaux.errors import TorchMissingError
     from ppaux.replay import REPLAY_LIMITS, ReplayConfigError, ReplayOptions, replay_paths
     from ppaux.torch_probe import require_torch
     from ppaux_cli.progress import progress_reporter
 
-    try:
-        require_torch("ppaux replay")
-    except TorchMissingError as exc:
-        fail(exc)
     limits = limits_from(limit, REPLAY_LIMITS)
     if STDIO in paths:
         fail("-: replay reads tensors back from the file, so it cannot read stdin; give a path")
+    try:
+        require_torch("ppaux replay")
+    except TorchMissingError as exc:
+        # What cannot be read is said first: reading needs no torch, and torch would not help.
+        readable, problems = readable_dumps(paths, limits)
+        name_problems(problems)
+        if not readable:
+            raise typer.Exit(2) from None
+        fail(exc)
     settings = ReplayOptions(
         device=device,
         sender=Sender.VALIDATING if sender is None else sender,

@@ -51,11 +51,12 @@ def tensorize(
     exit 0 with a note, writing nothing, when every auxiliary value is a tensor already."""
     # torch warns on import when numpy is absent; tensorize never needs numpy.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
+    from ppaux.dump import read_dump
     from ppaux.errors import PpauxError
     from ppaux.files import OutputPathError
     from ppaux.fix import tensorize_dump
     from ppaux.report import wrap
-    from ppaux.torch_probe import require_torch
+    from ppaux.torch_probe import has_torch, require_torch
 
     if path == STDIO:
         fail(
@@ -67,6 +68,8 @@ def tensorize(
         fail("-o -: stdout is a terminal; the rewritten dump is binary: redirect it to a file")
     limits = limits_from(limit)
     try:
+        if not has_torch():
+            read_dump(path, limits)  # an unreadable dump is said first: reading needs no torch
         require_torch("ppaux tensorize")
         check_output_path(output, [path])  # the rule every --output follows, before any work
         if to_stdout:
