@@ -15,6 +15,7 @@ import os
 import select
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
 import typer
@@ -22,7 +23,7 @@ import typer
 from ppaux.errors import path_shown
 from ppaux.report import FailOn, Format, InputProblem, Report, render
 from ppaux_cli.exits import fail
-from ppaux_cli.output_paths import check_output_path
+from ppaux_cli.output_paths import Identity, check_output_path, output_identity
 from ppaux_cli.wording import cli_words
 
 if TYPE_CHECKING:
@@ -30,10 +31,12 @@ if TYPE_CHECKING:
     from ppaux_cli.report_options import ReportOptions
 
 __all__ = [
+    "Settled",
     "emit",
     "is_terminal",
     "name_problems",
     "resolve_gate",
+    "settle",
     "stand_in_for_closed_stdio",
     "text_width",
     "use_color",
@@ -235,15 +238,22 @@ def _only_problems(report: Report) -> bool:
     )
 
 
-def emit(report: Report, options: ReportOptions) -> NoReturn:
-    """Apply the gate, write the report to stdout (or ``--output``), problems to stderr, exit.
+@dataclass(frozen=True)
+class Settled:
+    """What a run's report takes from the user's files, read once before code that ppaux does
+    not trust runs (``check-observer``'s target), so that code cannot change it: the gate (the
+    configuration file), the folder that host formats give paths relative to, and
+    ``$GITHUB_STEP_SUMMARY`` with what it was then (see :func:`output_identity`)."""
 
-    The flags not given (None) take the configuration's value, else the default. With
-    ``--format github`` the Markdown summary is also appended to ``$GITHUB_STEP_SUMMARY`` when
-    that is set. With ``--statistics`` the per-code counts take the report's place. The formats
-    a code host reads (github, gitlab, sarif) give paths relative to ``--root`` (else the git
-    working tree's top).
-    """
+    gate: Gate
+    top: str | None
+    summary: str | None
+    summary_before: Identity | None
+
+
+def settle(options: ReportOptions) -> Settled:
+    """Read the configuration, the root and the step summary's path now (exit 2 on a bad
+    configuration file, code or ``--root``)."""
     gate = resolve_gate(
         options.fail_on,
         options.select,
@@ -254,11 +264,29 @@ def emit(report: Report, options: ReportOptions) -> NoReturn:
         options.extend_ignore,
         verbose=options.verbose,
     )
+    top = None
+    if options.format in _HOST_FORMATS and not options.statistics:
+        top = _top(options.root)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY") or None
+    return Settled(gate, top, summary, output_identity(summary) if summary else None)
+
+
+def emit(report: Report, options: ReportOptions, settled: Settled | None = None) -> NoReturn:
+    """Apply the gate, write the report to stdout (or ``--output``), problems to stderr, exit.
+
+    The flags not given (None) take the configuration's value, else the default. With
+    ``--format github`` the Markdown summary is also appended to ``$GITHUB_STEP_SUMMARY`` when
+    that is set. With ``--statistics`` the per-code counts take the report's place. The formats
+    a code host reads (github, gitlab, sarif) give paths relative to ``--root`` (else the git
+    working tree's top).
+    """
+    settled = settled if settled is not None else settle(options)
+    gate = settled.gate
     report = gate.apply(report)
     fmt = options.format
     problems = report.problems  # stderr names each input as the user gave it
     if fmt in _HOST_FORMATS and not options.statistics:
-        report = _rebase(report, options.root)
+        report = _rebase(report, settled.top)
     if options.findings_only and fmt in _READ_FORMATS:
         import dataclasses
 
@@ -275,7 +303,7 @@ def emit(report: Report, options: ReportOptions) -> NoReturn:
         if not (fmt == Format.TEXT and to_stdout and _only_problems(report)):
             write_text(text, options.output, "the report")
         if fmt == Format.GITHUB and not options.statistics:
-            _append_step_summary(report, gate.fail_on, options.quiet)
+            _append_step_summary(report, gate.fail_on, settled, options.quiet)
     finally:  # the inputs that could not be used are named even where the report could not be
         name_problems(problems)
     raise typer.Exit(gate.exit_code(report))
@@ -300,17 +328,23 @@ _READ_FORMATS = frozenset({Format.TEXT, Format.MARKDOWN, Format.HTML})
 _HOST_FORMATS = frozenset({Format.GITHUB, Format.GITLAB, Format.SARIF})
 
 
-def _rebase(report: Report, root: str | None) -> Report:
-    from ppaux.report import find_root, rebase_report
+def _top(root: str | None) -> str:
+    """The folder host formats give paths relative to: ``--root``, else the git working
+    tree's top, else the working directory."""
+    from ppaux.report import find_root
 
-    cwd = os.getcwd()
     if root is not None:
         if not os.path.isdir(root):
             fail(f"--root {path_shown(root)}: not a directory")
-        top = os.path.abspath(root)
-    else:
-        top = find_root(cwd) or cwd
-    return rebase_report(report, top, cwd)
+        return os.path.abspath(root)
+    cwd = os.getcwd()
+    return find_root(cwd) or cwd
+
+
+def _rebase(report: Report, top: str | None) -> Report:
+    from ppaux.report import rebase_report
+
+    return rebase_report(report, top if top is not None else _top(None), os.getcwd())
 
 
 def _statistics(report: Report, fmt: Format) -> str:
@@ -323,12 +357,23 @@ def _statistics(report: Report, fmt: Format) -> str:
     fail(f"--statistics: only with --format text or json, not {fmt.value}")
 
 
-def _append_step_summary(report: Report, fail_on: FailOn, quiet: bool = False) -> None:
-    target = os.environ.get("GITHUB_STEP_SUMMARY")
+def _append_step_summary(
+    report: Report, fail_on: FailOn, settled: Settled, quiet: bool = False
+) -> None:
+    target = settled.summary
     if not target:
         return
     from ppaux.report import step_summary
 
+    if output_identity(target) != settled.summary_before:
+        # made a link, replaced or moved by code that ran meanwhile: the summary would go where
+        # the workflow did not say
+        warn(
+            f"{target}: changed since the run began (replaced, moved, linked or created by "
+            "another process); the step summary was not appended",
+            quiet,
+        )
+        return
     try:
         with open(target, "a", encoding="utf-8") as handle:
             handle.write(step_summary(report, fail_on))

@@ -104,8 +104,9 @@ def _import_file(target: str, path: str) -> Any:
         raise TargetError(target, f"{path_shown(path)} is not a file")
     # The file's directory goes at the end of the path, so that it can import its neighbours
     # but never shadows the standard library or ppaux (a neighbour json.py or html.py is not
-    # what 'import json' finds).
-    directory = os.path.dirname(os.path.abspath(path))
+    # what 'import json' finds). It is the real file's, as Python puts a script's on its path:
+    # a target reached through a link imports the neighbours of the file it links to.
+    directory = os.path.dirname(os.path.realpath(path))
     if directory not in sys.path:
         sys.path.append(directory)
     # One module per file: a file already run (the target's own, given again to --outputs,

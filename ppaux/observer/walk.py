@@ -2,21 +2,24 @@
 
 :func:`leaves` walks an auxiliary output, a host output or a request into ``{path: leaf}``:
 ``.field`` for attributes (``__dict__``, dataclass fields, ``__slots__``), ``[key]`` for
-mappings, ``[i]`` for lists and tuples; a tensor, a number, a string or any other object is a
-leaf, and so is a container past :data:`MAX_ITEMS` items or :data:`MAX_DEPTH` deep, or met once
-the walk gave :data:`MAX_LEAVES` leaves. A walk may leave out what it described at an earlier
-step (``skip``, ``same``; see :mod:`.growth`). Each leaf then becomes a record
-(:mod:`.compare`). The target's own methods (``__getattribute__``, properties, ``__repr__`` of a
-key) run here and may raise: the caller says whose failure that is. Imports torch when used.
+dicts and mapping proxies, ``[i]`` for lists, tuples and deques; a tensor, a number, a string
+or any other object is a leaf, and so is a container past :data:`MAX_ITEMS` items or
+:data:`MAX_DEPTH` deep, or met once the walk gave :data:`MAX_LEAVES` leaves. A walk may leave
+out what it described at an earlier step (``skip``, ``same``; see :mod:`.growth`). Each leaf
+then becomes a record (:mod:`.compare`). The target's own methods (``__getattribute__``,
+properties, ``__repr__`` of a key) run here and may raise: the caller says whose failure that
+is. Imports torch when used.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
 from operator import is_
+from types import MappingProxyType
 from typing import Any
 
 from ppaux.observer.digests import DECIMAL_BITS as _DECIMAL_BITS
@@ -237,9 +240,9 @@ class _Walk:
             return
         if isinstance(obj, self.tensor) or self.budget.left <= 0:
             self.leaf(prefix, obj)
-        elif isinstance(obj, dict):
+        elif isinstance(obj, (dict, MappingProxyType)):
             self.mapping(obj, prefix, depth)
-        elif isinstance(obj, (list, tuple)):
+        elif isinstance(obj, (list, tuple, deque)):
             self.sequence(obj, prefix, depth)
         elif kind.__module__ == "numpy":
             self.leaf(prefix, obj)
@@ -258,7 +261,7 @@ class _Walk:
             else:
                 self.attributes(obj, prefix, depth, fields)
 
-    def mapping(self, obj: dict[Any, Any], prefix: str, depth: int) -> None:
+    def mapping(self, obj: Mapping[Any, Any], prefix: str, depth: int) -> None:
         """The leaves of a mapping: its items by key, or itself past :data:`MAX_ITEMS`."""
         if len(obj) > MAX_ITEMS:
             self.leaf(prefix, obj)
@@ -266,9 +269,9 @@ class _Walk:
             keyed = ((f"{prefix}[{_key_text(k)}]", v) for k, v in list(obj.items()))
             self.holder(obj, prefix, depth, keyed)
 
-    def sequence(self, obj: list[Any] | tuple[Any, ...], prefix: str, depth: int) -> None:
-        """The leaves of a list or a tuple: its items (a list's from where ``skip`` says), or
-        itself past :data:`MAX_ITEMS`."""
+    def sequence(self, obj: Sequence[Any], prefix: str, depth: int) -> None:
+        """The leaves of a list, a tuple or a deque: its items (a list's from where ``skip``
+        says), or itself past :data:`MAX_ITEMS`."""
         start = 0
         if self.skip is not None and isinstance(obj, list) and type(obj) is list:
             start = self.skip(prefix, obj)

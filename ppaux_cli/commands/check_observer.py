@@ -16,7 +16,7 @@ from ppaux.replay import Impl, Sender, Transport
 from ppaux_cli.choices import choice_option
 from ppaux_cli.exits import fail
 from ppaux_cli.options import LimitOption, limits_from, seconds
-from ppaux_cli.output import emit
+from ppaux_cli.output import emit, settle
 from ppaux_cli.output_paths import check_output_path, output_identity, refuse_changed_output
 from ppaux_cli.report_options import ReportOptions, report_options
 from ppaux_cli.wording import setting_line
@@ -198,9 +198,10 @@ def check_observer(
     )
     options = _output_apart(options, target, outputs)
     before = output_identity(options.output)
+    settled = settle(options)  # the user's files, read before the target's code can change them
     report = _checked(target, settings, outputs, limits, options.output, _output_shower(options))
     refuse_changed_output(options.output, before)
-    emit(report, options)
+    emit(report, options, settled)
 
 
 def _need_torch() -> None:
