@@ -250,7 +250,7 @@ def test_checks_in_threads_of_one_process_leave_each_other_alone(tmp_path):
         thread.start()
     for thread in threads:
         thread.join(timeout=300)
-    assert [r.findings for r in reports] == [[], []]
+    assert [r.findings for r in reports] == [(), ()]
     assert prctl_get(3) == 1 and prctl_get(37) == 0
 
 
