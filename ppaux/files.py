@@ -21,7 +21,6 @@ from typing import IO, BinaryIO
 
 from ppaux.errors import PathError, path_shown
 from ppaux.suggestions import RaiseLimit, limit_note
-from ppaux.text import shown
 
 __all__ = [
     "InputFileError",
@@ -188,14 +187,14 @@ def collect_files(
                 found.append(os.path.join(folder, name))
                 if len(files) + len(found) > max_files:
                     too_many = PathError(
-                        shown(path, None),
+                        path,
                         f"holds more than {max_files} {what} {limit_note(limit, max_files)}",
                     )
                     problems.append(too_many.suggest(RaiseLimit(limit, max_files)))
                     return files, problems
         if not found:
             named = patterns or ", ".join("*" + suffix for suffix in suffixes)
-            problems.append(PathError(shown(path, None), f"directory holds no {what} ({named})"))
+            problems.append(PathError(path, f"directory holds no {what} ({named})"))
         files += found
     return files, problems
 
@@ -253,9 +252,9 @@ def check_output(
 
 
 def _is_input(output: str, given: str, folder: str | None = None) -> OutputPathError:
-    where = "" if output == given else f" {shown(path_shown(given), None)}"
+    where = "" if output == given else f" {path_shown(given)}"
     if folder is not None:
-        where += f" (read from the directory {shown(path_shown(folder), None)})"
+        where += f" (read from the directory {path_shown(folder)})"
     return OutputPathError(
         output,
         f"is the input{where}; ppaux never writes over an input: give another output file",

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from ppaux.dump import DTYPE_ITEMSIZE, NUMPY_NAMES, NdArrayRef
-from ppaux.text import shown
+from ppaux.text import cut
 
 __all__ = ["numpy_problem", "numpy_tensor"]
 
@@ -30,7 +30,7 @@ def _numpy_layout(ref: NdArrayRef) -> tuple[str, int, bool]:
     name = NUMPY_NAMES.get(spec)
     if name is None or name not in DTYPE_ITEMSIZE:  # torch names it as numpy does, if it has it
         raise ValueError(
-            f"numpy dtype {shown(descr.name, 40)} has no torch equivalent; convert it to numbers "
+            f"numpy dtype {cut(descr.name, 40)} has no torch equivalent; convert it to numbers "
             "first"
         )
     # numpy takes the byte order from the dtype's pickled state (its __setstate__ overrides

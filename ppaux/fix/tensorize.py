@@ -146,7 +146,7 @@ def _tensorize(source: str, output: str, limits: Limits) -> TensorizeResult:
                 refusals.append(
                     Refusal(
                         payload.locator,
-                        _shown(key),
+                        _key_name(key),
                         "the key is not a string: "
                         "pop fails on it whatever its value; tensorize converts "
                         "values, not keys",
@@ -157,7 +157,7 @@ def _tensorize(source: str, output: str, limits: Limits) -> TensorizeResult:
             if is_aux and not isinstance(value, TensorRef):
                 reason = _unreadable(value, limits, source)
                 if reason is not None:
-                    refusals.append(Refusal(payload.locator, _shown(key), reason))
+                    refusals.append(Refusal(payload.locator, _key_name(key), reason))
                     refused.append(value)
                 else:
                     todo.append((payload, key, value))
@@ -182,7 +182,7 @@ def _tensorize(source: str, output: str, limits: Limits) -> TensorizeResult:
 # What can be rebuilt
 
 
-def _shown(key: object) -> str:
+def _key_name(key: object) -> str:
     from ppaux.dump import key_text
 
     return key_text(key)
@@ -287,7 +287,7 @@ def _rewrite(
                     if overflow is not None:
                         raise NotTensorizable(value_phrase(value, limits), overflow)
             except NotTensorizable as exc:
-                refusals.append(Refusal(payload.locator, _shown(key), exc.reason))
+                refusals.append(Refusal(payload.locator, _key_name(key), exc.reason))
                 continue
             device = _reference_device(payloads, payload)
             tensor = tensor.contiguous()
@@ -297,7 +297,7 @@ def _rewrite(
             conversions.append(
                 Conversion(
                     payload.locator,
-                    _shown(key),
+                    _key_name(key),
                     value_phrase(value, limits),
                     f"{str(tensor.dtype).removeprefix('torch.')} tensor of shape "
                     f"{tuple(tensor.shape)} on {device}",

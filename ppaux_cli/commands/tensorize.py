@@ -56,6 +56,7 @@ def tensorize(
     from ppaux.files import OutputPathError
     from ppaux.fix import tensorize_dump
     from ppaux.report import wrap
+    from ppaux.text import shown
     from ppaux.torch_probe import has_torch, require_torch
 
     if path == STDIO:
@@ -85,7 +86,8 @@ def tensorize(
         # Exit 0 and no file: say which -o was not made, for a step that expects the file.
         where = "nothing written to stdout (-o -)" if to_stdout else f"-o {output} not written"
         stream = sys.stderr if to_stdout else sys.stdout
-        stream.write(f"note: {path}: {result.refusals[0].reason}; {where}\n")
+        note = f"note: {path}: {result.refusals[0].reason}; {where}"
+        stream.write(f"{shown(note, None)}\n")  # the path and reason shown escaped
         raise typer.Exit(0)
     lines = []
     for item in result.conversions:
@@ -99,10 +101,11 @@ def tensorize(
         lines.append(f"wrote {where} ({count} value{'s' if count != 1 else ''} converted)")
     else:
         lines.append(f"nothing written to {where}")
-    # With -o - the dump is on stdout, so what was done goes to stderr.
+    # With -o - the dump is on stdout, so what was done goes to stderr. Each line is shown
+    # escaped here, where it is rendered: a key or class name from the file may hold anything.
     stream = sys.stderr if to_stdout else sys.stdout
     width = text_width()
-    stream.write("".join(f"{part}\n" for line in lines for part in wrap(line, width)))
+    stream.write("".join(f"{part}\n" for line in lines for part in wrap(shown(line, None), width)))
     raise typer.Exit(0 if result.written else 1)
 
 
