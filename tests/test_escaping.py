@@ -342,6 +342,28 @@ def test_odd_dumps_through_every_command(odd_dumps, tmp_path, command, fmt):
 
 
 @pytest.mark.torch
+def test_the_report_holds_a_file_text_raw_and_each_format_escapes_it(odd_dumps):
+    """Escaping happens once, when a report is rendered: the library's report holds a key, a
+    class name and a path as the file and the user spell them; every format shows them escaped."""
+    from ppaux.dump import inspect_paths
+
+    a, _ = odd_dumps
+    report = inspect_paths([str(a)])
+    files = report.data["files"]
+    keys = {e["key"] for f in files for p in f["payloads"] for e in p["entries"]}
+    assert P + "scores\x1b[31m" in keys and P + "lone\ud800" in keys, keys
+    assert files[0]["path"] == str(a)
+    messages = [f.message for f in report.findings]
+    assert any("test_escaping.\x1b[2J, which is not" in m for m in messages), messages
+    shown_json = json.loads(render(report, Format.JSON))
+    keys = {e["key"] for f in shown_json["files"] for p in f["payloads"] for e in p["entries"]}
+    assert P + "scores\\x1b[31m" in keys and P + "lone\\ud800" in keys, keys
+    for fmt in Format:
+        out = render(report, fmt)
+        assert "\x1b" not in out and "\ud800" not in out, fmt
+
+
+@pytest.mark.torch
 def test_an_odd_dump_through_tensorize(odd_dumps, tmp_path):
     """tensorize has no report format: it refuses what it cannot rebuild, names it escaped,
     writes nothing and exits 1."""

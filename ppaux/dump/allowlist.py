@@ -38,7 +38,7 @@ from ppaux.dump.tensor_rebuilds import (
     as_shape,
     name_of,
 )
-from ppaux.text import shown
+from ppaux.text import cut
 
 __all__ = ["ALLOWED_NAMES", "resolve"]
 
@@ -60,7 +60,7 @@ def _torch_device(m: Machine, args: tuple[Any, ...]) -> TorchValue:
         if _DEVICE_STRING.fullmatch(args[0]) is None:
             raise TorchRefuses(
                 m.path,
-                f"torch.load refuses the file: invalid device string {shown(args[0], 60)} "
+                f"torch.load refuses the file: invalid device string {cut(args[0], 60)} "
                 "in torch.device",
             )
         return TorchValue("torch.device", args[0])
@@ -68,7 +68,7 @@ def _torch_device(m: Machine, args: tuple[Any, ...]) -> TorchValue:
         if _DEVICE_TYPE.fullmatch(args[0]) is None or not 0 <= args[1] < 2**63:
             raise TorchRefuses(
                 m.path,
-                f"torch.load refuses the file: invalid device {shown(args[0], 60)}, "
+                f"torch.load refuses the file: invalid device {cut(args[0], 60)}, "
                 f"index {args[1] if abs(args[1]) < 10**20 else 'out of range'} in torch.device",
             )
         return TorchValue("torch.device", f"{args[0]}:{args[1]}")
@@ -180,7 +180,7 @@ def _np_reconstruct(m: Machine, args: tuple[Any, ...]) -> NdArrayRef:
     # subtype that is not an ndarray subclass (see ppaux.dump.numpy_subtypes).
     arr = NdArrayRef()
     if args:
-        arr.subtype, arr.refusal = reconstruct_subtype(args[0], shown(name_of(args[0]), 80))
+        arr.subtype, arr.refusal = reconstruct_subtype(args[0], cut(name_of(args[0]), 80))
         arr.problem = arr.refusal
     return arr
 
@@ -197,16 +197,14 @@ def _np_frombuffer(m: Machine, args: tuple[Any, ...]) -> NdArrayRef:
     if isinstance(shape, tuple) and is_shape(shape, m.limits.max_dims):
         arr.shape = shape
     else:
-        arr.problem = (
-            f"its shape {shown(repr(shape), 60)} is not a tuple of sizes; numpy refuses it"
-        )
+        arr.problem = f"its shape {cut(repr(shape), 60)} is not a tuple of sizes; numpy refuses it"
     if isinstance(dtype, NumpyDtype):
         arr.dtype = dtype.name
         arr.descr = dtype
     else:
         arr.problem = "its dtype is not a numpy dtype; ppaux does not read it"
     if order not in ("C", "F"):
-        arr.problem = f"its order {shown(repr(order), 40)} is not 'C' or 'F', as numpy writes"
+        arr.problem = f"its order {cut(repr(order), 40)} is not 'C' or 'F', as numpy writes"
     arr.fortran = order == "F"
     if isinstance(buffer, (bytes, bytearray)):
         # A memo reference lets a pickle repeat the call for a few bytes: each copy is charged.

@@ -14,7 +14,7 @@ from typing import Any
 from ppaux.dump.model import NdArrayRef, NumpyDtype, StorageRef, TensorRef
 from ppaux.dump.numpy_subtypes import MASKED_ARRAY
 from ppaux.dump.pickle_state import PickleState
-from ppaux.text import shown
+from ppaux.text import cut
 
 __all__ = [
     "NUMPY_REFUSES",
@@ -285,12 +285,12 @@ def _ndarray_refusal(state: tuple[Any, ...], offset: int) -> str | None:
         version = state[0]
         if not isinstance(version, int) or version not in (0, 1):
             return (
-                f"its state version is {shown(repr(version), 40)}, where numpy reads only 0 and "
+                f"its state version is {cut(repr(version), 40)}, where numpy reads only 0 and "
                 f"1; {NUMPY_REFUSES}"
             )
     shape, dtype, fortran, data = state[offset : offset + 4]
     if not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
-        return f"its shape {shown(repr(shape), 60)} is not a tuple of sizes; numpy refuses it"
+        return f"its shape {cut(repr(shape), 60)} is not a tuple of sizes; numpy refuses it"
     if not isinstance(dtype, NumpyDtype):
         return "its dtype is not a numpy dtype; numpy refuses it"
     if not isinstance(fortran, int):

@@ -55,7 +55,6 @@ def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
     """Compare the dumps at ``a`` and ``b``; unreadable ones become the report's problems."""
     from ppaux.dump.dumpfile import read_dump
     from ppaux.dump.payload import find_payloads, walk
-    from ppaux.text import shown
 
     report = ReportBuilder(command="diff")
     dumps = []
@@ -65,7 +64,7 @@ def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
             # In inspect's order: a file with too many tensor dicts or tensors is refused by
             # the search for them, before a walk of everything it holds.
             find_payloads(dump, limits)
-            for _ in walk(dump.root, limits, shown(path, None)):
+            for _ in walk(dump.root, limits, path):
                 pass  # a hostile structure fails here, as one clear error
         except DumpError as exc:  # named as the user gave it: the error line quotes it
             report.problems.append(InputProblem.of(exc, path))
@@ -108,7 +107,6 @@ def _nesting(root: object) -> int:
 def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
     """Compare two dumps already read (see :func:`diff_paths`)."""
     from ppaux.dump.payload import find_payloads
-    from ppaux.text import shown
 
     report = ReportBuilder(command="diff")
     sides = []
@@ -119,7 +117,7 @@ def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
         # Reports show a file name escaped (it may hold anything); the file is read by its name.
         sides.append(
             _Side(
-                shown(dump.path, None),
+                dump.path,
                 dump,
                 find_payloads(dump, limits),
                 ValueDigests(record, limits),

@@ -34,7 +34,7 @@ from ppaux.report import (
     finding,
 )
 from ppaux.sglang import MSG_TYPE_KEY
-from ppaux.text import MAX_SHOWN, counted, shown
+from ppaux.text import MAX_SHOWN, counted, cut
 
 __all__ = ["describe_dump", "inspect_file", "inspect_paths"]
 
@@ -74,7 +74,7 @@ def describe_dump(
         one: dict[str, Any] = {
             "locator": payload.locator,
             "role": payload.role,
-            "message_type": shown(message_type) if isinstance(message_type, str) else None,
+            "message_type": cut(message_type) if isinstance(message_type, str) else None,
             "entries": entries,
             "predicted_pop": predict_pop(payload.mapping) if payload.role != "output" else None,
         }
@@ -118,9 +118,9 @@ def _plain(meta: dict[str, Any]) -> dict[str, Any]:
     # trusted (a full repr of a shared structure explodes, and huge ints cannot be printed).
     out = {}
     for k, v in meta.items():
-        key = shown(k) if isinstance(k, str) else safe_repr(k)
+        key = cut(k) if isinstance(k, str) else safe_repr(k)
         if isinstance(v, str):
-            out[key] = shown(v, 4 * MAX_SHOWN)  # an exception message may be long
+            out[key] = cut(v, 4 * MAX_SHOWN)  # an exception message may be long
             continue
         plain = isinstance(v, (float, bool, type(None))) or (
             isinstance(v, int) and v.bit_length() <= 128
@@ -146,8 +146,8 @@ def inspect_file(
     """
     dump = read_dump(path, limits) if stream is None else read_dump_stream(path, stream, limits)
     # A file name may hold anything a directory allows (newlines, bytes that are not UTF-8):
-    # reports show it escaped. The file was opened by its real name above.
-    path = dump.path = shown(path, None)
+    # the report keeps it as given and every format shows it escaped.
+    dump.path = path
     payloads = find_payloads(dump, limits)
     # Walk everything once up front so that a hostile structure fails here, as one clear error.
     for _ in walk(dump.root, limits, path):
@@ -217,8 +217,6 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
             if payload["role"] == "output"
             else description["container"]
         )
-        # Capture metadata comes from the file: no newline or escape sequence reaches a terminal.
-        what = shown(what, None)
         keys = len(payload["entries"]) + omitted
         title = f"{description['path']}{where} ({what}; {counted(keys, 'key')})"
         tables.append(
@@ -287,7 +285,7 @@ def inspect_paths(
             report.findings += [
                 finding(
                     "PP201",
-                    shown(exc.path, None),
+                    exc.path,
                     f"the pickle references {name}, which is not on the tensor allowlist; "
                     "torch.load(weights_only=False) would import it (and call it where the "
                     "pickle does) before it stops at what follows",
@@ -298,8 +296,8 @@ def inspect_paths(
             report.findings.append(
                 finding(
                     exc.code,
-                    shown(exc.path, None),
-                    shown(exc.reason, None),
+                    exc.path,
+                    exc.reason,
                     suggestions=exc.suggestions,
                 )
             )
@@ -308,7 +306,7 @@ def inspect_paths(
             reason = exc.reason
             if exc.path in paths:  # named by the user, not found in a directory
                 reason += stdin_hint(exc.path, "cat dump.pt | ppaux inspect -")
-            report.problems.append(InputProblem(exc.path, shown(reason, None), exc.suggestions))
+            report.problems.append(InputProblem(exc.path, reason, exc.suggestions))
         else:
             descriptions.append(description)
             report.notes += _trail_notes(description)
@@ -360,7 +358,7 @@ def _release_findings(path: str, payloads: list[Payload], release: str) -> list[
     for payload in payloads:
         message_type = payload.mapping.get(MSG_TYPE_KEY)
         if payload.role == "output" or (
-            isinstance(message_type, str) and shown(message_type) != "output"
+            isinstance(message_type, str) and cut(message_type) != "output"
         ):
             continue
         # Every key, listed in the report or not, as the report shows it.

@@ -17,7 +17,7 @@ from ppaux.dump.model import DTYPE_ITEMSIZE, Opaque, StorageRef
 from ppaux.dump.nested_zip import ZIP_LOCAL_MAGIC, nested_too_deep, read_inner_zip
 from ppaux.dump.pickle_vm import Machine
 from ppaux.errors import DumpError, ReadMismatch, TorchRefuses
-from ppaux.text import shown
+from ppaux.text import cut
 
 __all__ = ["LEGACY_MAGIC", "is_legacy_stream", "read_inner_storage"]
 
@@ -48,7 +48,7 @@ def _legacy_storage(m: Machine, pid: object, by_key: dict[Any, StorageRef]) -> A
     if known is not None:
         return known
     storage = StorageRef(
-        found.storage_type.dtype, key_text(found.key), shown(found.location, 200), found.numel
+        found.storage_type.dtype, key_text(found.key), cut(found.location, 200), found.numel
     )
     by_key[found.key] = storage
     return storage
@@ -102,7 +102,7 @@ def _attach_storage_bytes(
     if unlisted:
         raise ReadMismatch(
             path,
-            f"a nested torch.save stream leaves storage {shown(unlisted[0], 40)!r} out of its "
+            f"a nested torch.save stream leaves storage {cut(unlisted[0], 40)!r} out of its "
             "key list: torch gives that tensor whatever memory it is allocated",
         )
     if pos < len(payload):
@@ -163,7 +163,7 @@ def read_inner_storage(outer: Machine, payload: bytes) -> Any:
             if type(version) not in (int, float) or version != _VERSION:
                 raise TorchRefuses(
                     outer.path,
-                    f"{_REFUSES}'s version is {shown(repr(version), 80)}, not {_VERSION} "
+                    f"{_REFUSES}'s version is {cut(repr(version), 80)}, not {_VERSION} "
                     "(torch: Invalid protocol version)",
                 )
             if type(version) is not int:

@@ -44,7 +44,7 @@ from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.structure import Dump, machine_deviation, unsafe_globals
 from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, TorchRefuses
 from ppaux.limits import Limits
-from ppaux.text import shown
+from ppaux.text import cut
 
 __all__ = ["LEGACY_VERSION", "SYS_INFO", "read_legacy"]
 
@@ -139,7 +139,7 @@ class _Storages:
             raise TorchRefuses(
                 self.path,
                 f"torch.load refuses the file: {where}: a persistent id tagged "
-                f"{shown(repr(pid[0]), 40)} (torch: Unknown saved id type)",
+                f"{cut(repr(pid[0]), 40)} (torch: Unknown saved id type)",
             )
         if len(pid) > 1 and isinstance(pid[1], StorageType) and pid[1].name == "UntypedStorage":
             # The writer names a storage of a dtype without a storage class of its own (uint16
@@ -167,7 +167,7 @@ class _Storages:
         if known is not None:
             return known
         storage = StorageRef(
-            found.storage_type.dtype, key_text(key), shown(found.location, 200), found.numel
+            found.storage_type.dtype, key_text(key), cut(found.location, 200), found.numel
         )
         self.by_key[key] = storage
         self.storages.append(storage)
@@ -184,7 +184,7 @@ def _key_problem(found: LegacyId, known: StorageRef | None) -> str | None:
                 f"storage key {key_text(key)!r} written as {found.storage_type!r}, first as "
                 f"{known.dtype}"
             )
-        if known.location != shown(found.location, 200):
+        if known.location != cut(found.location, 200):
             return f"storage key {key_text(key)!r} written at two locations"
         if known.numel != found.numel:
             return (
@@ -227,7 +227,7 @@ def read_legacy(path: str, data: bytes, size: int, limits: Limits) -> Dump:
     if type(version) not in (int, float) or version != LEGACY_VERSION:
         raise TorchRefuses(
             path,
-            f"torch.load refuses the file: {pickles.label(1)} holds {shown(repr(version), 80)}, "
+            f"torch.load refuses the file: {pickles.label(1)} holds {cut(repr(version), 80)}, "
             f"not {LEGACY_VERSION} (torch: Invalid protocol version)",
         )
     pickles.run(pickles.spans[1][1])  # the system info: read (it may name globals), not used

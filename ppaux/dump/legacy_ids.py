@@ -21,7 +21,7 @@ from typing import Any
 from ppaux.dump.model import StorageType
 from ppaux.dump.torch_reading import restorable
 from ppaux.errors import ReadMismatch, TorchRefuses
-from ppaux.text import shown
+from ppaux.text import cut
 
 __all__ = ["LegacyId", "count_reads_as", "decoded_tag", "key_text", "storage_id"]
 
@@ -44,12 +44,12 @@ class LegacyId:
 def key_text(key: object) -> str:
     """A storage key as shown in findings: text as it is, any other key as its repr."""
     if isinstance(key, str):
-        return shown(key, 40)
+        return cut(key, 40)
     if isinstance(key, int) and key.bit_length() > 128:  # never turned into all its digits
         return f"<an int of {key.bit_length()} bits>"
     if isinstance(key, tuple):
         return f"<a tuple of {len(key)}>"
-    return shown(repr(key)[:200], 40)
+    return cut(repr(key)[:200], 40)
 
 
 def decoded_tag(value: object) -> Any:
@@ -95,11 +95,11 @@ def storage_id(
     if isinstance(location, bytes):
         if not location.isascii():
             raise refused(
-                f"storage location {shown(repr(location), 200)} is not ASCII "
+                f"storage location {cut(repr(location), 200)} is not ASCII "
                 "(torch: UnicodeDecodeError)"
             )
         notes.append(
-            f"storage location {shown(repr(location), 200)} is bytes, which torch decodes as ASCII"
+            f"storage location {cut(repr(location), 200)} is bytes, which torch decodes as ASCII"
         )
         location = location.decode("ascii")
     if not isinstance(storage_type, StorageType):
@@ -127,14 +127,14 @@ def storage_id(
         # location (a later id of that key gets the first storage, whatever it says).
         if type(numel) is not int:
             raise refused(
-                f"a storage size {shown(repr(numel), 80)} that is not an int (torch: "
+                f"a storage size {cut(repr(numel), 80)} that is not an int (torch: "
                 "UntypedStorage() expected a sequence type)"
             )
         if not 0 <= numel < 2**63:
             raise refused(f"a storage size of {numel} elements, which torch cannot allocate")
         if not isinstance(location, str) or not restorable(location):
             raise refused(
-                f"no restore function for storage location {shown(location, 200)} (torch "
+                f"no restore function for storage location {cut(location, 200)} (torch "
                 "2.13 restores cpu, meta, mps, and cuda, hpu, xpu, mtia, privateuseone, alone "
                 "or as NAME:N)"
             )
@@ -172,7 +172,7 @@ def _view(
         )
     return ReadMismatch(
         path,
-        f"{where}: a storage id with a view field {shown(repr(view), 80)}, which torch.load "
+        f"{where}: a storage id with a view field {cut(repr(view), 80)}, which torch.load "
         "unpacks as (view key, offset, size) and ppaux does not read; the writer never "
         "writes one",
     )

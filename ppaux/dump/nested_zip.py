@@ -19,7 +19,7 @@ from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.records import RecordReader, torch_byteorder
 from ppaux.dump.zipfile_view import zipfile_view
 from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, TorchRefuses
-from ppaux.text import shown
+from ppaux.text import cut
 
 if TYPE_CHECKING:
     from ppaux.dump.model import StorageRef
@@ -117,7 +117,7 @@ def _keep_storage_bytes(
         name = storage.record or ""
         record = reader.find_full(name)
         if record is None:
-            raise TorchRefuses(outer.path, f"{_REFUSES} has no record {shown(name)}")
+            raise TorchRefuses(outer.path, f"{_REFUSES} has no record {cut(name)}")
         why = reader.allocation_ok(record, storage.nbytes)
         if why is not None:
             raise TorchRefuses(outer.path, f"{_REFUSES}: {why}")

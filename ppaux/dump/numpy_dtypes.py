@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppaux.text import shown
+from ppaux.text import cut
 
 __all__ = ["dtype_detail"]
 
@@ -48,7 +48,7 @@ def _datetime(kind: str, meta: object) -> str | None:
     if unit == b"generic":
         return base
     count = str(num) if type(num) is int and num != 1 else ""
-    return f"{base}[{count}{shown(unit.decode('latin-1'), 16)}]"
+    return f"{base}[{count}{cut(unit.decode('latin-1'), 16)}]"
 
 
 def _structured(names: tuple[Any, ...], fields: dict[Any, Any], size: object, flags: object) -> str:
@@ -56,9 +56,9 @@ def _structured(names: tuple[Any, ...], fields: dict[Any, Any], size: object, fl
     for name in names[:_FIELDS_SHOWN]:
         field = fields.get(name) if isinstance(name, str) else None
         if isinstance(field, tuple) and len(field) >= 2:
-            parts.append(f"{shown(name, 40)}: {_name(field[0])} at {field[1]}")
+            parts.append(f"{cut(name, 40)}: {_name(field[0])} at {field[1]}")
         else:
-            parts.append(f"{shown(str(name), 40)}: ?")
+            parts.append(f"{cut(str(name), 40)}: ?")
     if len(names) > _FIELDS_SHOWN:
         parts.append(f"{len(names) - _FIELDS_SHOWN} more")
     tail = f"; {size} bytes" if type(size) is int else ""

@@ -24,7 +24,7 @@ from ppaux.dump.structure import Dump
 from ppaux.errors import LimitExceeded
 from ppaux.limits import Limits
 from ppaux.sglang import MSG_TYPE_KEY, OUTPUT_PREFIX, aux_name
-from ppaux.text import MAX_SHOWN, shown, with_article
+from ppaux.text import MAX_SHOWN, cut, with_article
 
 __all__ = [
     "Payload",
@@ -156,7 +156,7 @@ def _children(value: object) -> Iterator[tuple[str, Any, Any]]:
 def _locate(locator: str, how: str, key: object) -> str:
     """The locator of a child: ``[0]``, ``['key']``, ``.name`` or ``<arg 0>`` after its parent's."""
     if how == "attribute":
-        return f"{locator}.{shown(key, 40)}"
+        return f"{locator}.{cut(key, 40)}"
     if how == "arg":
         return f"{locator}<arg {key}>"
     if how == "index":
@@ -241,7 +241,7 @@ def type_name(value: object) -> str:
         return value.subtype
     if isinstance(value, NumpyScalar):
         return (
-            f"numpy.{shown(str(value.dtype), 60).lstrip('<>=|')}"
+            f"numpy.{cut(str(value.dtype), 60).lstrip('<>=|')}"
             if value.dtype != "?"
             else "numpy scalar"
         )
@@ -342,7 +342,7 @@ def value_phrase(value: object, limits: Limits, tally: Tally | None = None) -> s
     if value is None:
         return "None"
     if isinstance(value, NdArrayRef):
-        return f"a {value.subtype} ({shown(str(value.dtype), 60)}, shape {list(value.shape)})"
+        return f"a {value.subtype} ({cut(str(value.dtype), 60)}, shape {list(value.shape)})"
     if isinstance(value, Opaque):
         return f"{with_article(value.name)} object (its class was not imported)"
     if isinstance(value, GlobalRef):
@@ -404,7 +404,7 @@ def _item_repr(item: object) -> str:
 def key_text(key: object) -> str:
     """A key as findings and tables show it: strings as they are (unprintable characters
     escaped), other keys as a repr."""
-    return shown(key) if isinstance(key, str) else safe_repr(key, 60)
+    return cut(key) if isinstance(key, str) else safe_repr(key, 60)
 
 
 def quoted(text: str) -> str:
@@ -423,15 +423,15 @@ def describe_entry(
         "key": key_text(key),
         "key_type": type_name(key) if not isinstance(key, str) else "str",
         "aux": name is not None,
-        "aux_name": shown(name) if name is not None else None,
+        "aux_name": cut(name) if name is not None else None,
         "type": type_name(value),
     }
     if isinstance(value, TensorRef):
         entry.update(
             kind="tensor",
             tensor_kind=value.kind,
-            subclass=shown(value.subclass) if value.subclass is not None else None,
-            dtype=shown(str(value.dtype)),
+            subclass=cut(value.subclass) if value.subclass is not None else None,
+            dtype=cut(str(value.dtype)),
             shape=list(value.shape),
             stride=list(value.stride) if value.stride is not None else None,
             contiguous=value.contiguous,
@@ -439,13 +439,13 @@ def describe_entry(
             layout=value.layout,
             bytes=value.nbytes,
             requires_grad=value.requires_grad,
-            storage_key=shown(value.storage.key) if value.storage is not None else None,
+            storage_key=cut(value.storage.key) if value.storage is not None else None,
             storage_offset=value.offset if value.storage is not None else None,
         )
     elif isinstance(value, NdArrayRef):
         entry.update(
             kind="ndarray",
-            dtype=shown(str(value.dtype)),
+            dtype=cut(str(value.dtype)),
             shape=list(value.shape),
             summary=value_phrase(value, limits, tally),
         )

@@ -40,7 +40,7 @@ from ppaux.dump.pickle_state import PickleState
 from ppaux.dump.pickle_values import VALUE_OPCODES, decode_str
 from ppaux.errors import DumpError, LimitExceeded
 from ppaux.limits import Limits
-from ppaux.text import shown
+from ppaux.text import cut
 
 __all__ = ["Call", "Machine", "global_name"]
 
@@ -68,8 +68,9 @@ _MAX_NAME = 200
 
 
 def global_name(module: str, name: str) -> str:
-    """The dotted name of a global as reports show it: escaped, and cut if absurdly long."""
-    return shown(f"{module}.{name}", _MAX_NAME)
+    """The dotted name of a global as reports hold it: cut if absurdly long (every format shows
+    it escaped)."""
+    return cut(f"{module}.{name}", _MAX_NAME)
 
 
 class Call:

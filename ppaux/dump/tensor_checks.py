@@ -14,7 +14,7 @@ from ppaux.dump.structure import Dump
 from ppaux.limits import Limits
 from ppaux.report import Finding, finding
 from ppaux.sglang import OUTPUT_PREFIX
-from ppaux.text import shown
+from ppaux.text import cut
 
 __all__ = [
     "UNSENDABLE_KINDS",
@@ -186,7 +186,7 @@ def _numpy_refusal(path: str, arr: NdArrayRef, payload: Payload, key: object) ->
     (weights_only=False) fails on it, naming nothing; the finding names the key."""
     if arr.problem is None or not arr.problem.endswith(NUMPY_REFUSES):
         return []
-    what = f"numpy array: {shown(arr.problem, 200)}, so torch.load(weights_only=False) fails on it"
+    what = f"numpy array: {cut(arr.problem, 200)}, so torch.load(weights_only=False) fails on it"
     return [at("PP116", path, what, payload, key)]
 
 
@@ -212,7 +212,7 @@ def storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> list
     refused = all(dump.globals_seen.values())
     found = []
     for storage in bad:
-        record = shown(storage.record or "")
+        record = cut(storage.record or "")
         if storage.record_size is None:
             state, torch_says = "missing", "file not found"
         else:

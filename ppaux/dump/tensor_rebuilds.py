@@ -19,7 +19,7 @@ from ppaux.dump.model import (
 )
 from ppaux.dump.pickle_vm import Call, Machine
 from ppaux.errors import LimitExceeded
-from ppaux.text import shown
+from ppaux.text import cut
 
 __all__ = ["DTYPE_ALIASES", "LAYOUTS", "QSCHEMES", "TENSOR_CALLS", "as_shape", "name_of"]
 
@@ -75,8 +75,8 @@ def _dtype_name(m: Machine, value: object) -> str:
 
 def _device(value: object) -> str:
     if isinstance(value, TorchValue):
-        return shown(value.name, 200)
-    return shown(value, 200) if isinstance(value, str) else name_of(value)
+        return cut(value.name, 200)
+    return cut(value, 200) if isinstance(value, str) else name_of(value)
 
 
 def name_of(value: object) -> str:
@@ -462,7 +462,7 @@ def _refuse_attributes(m: Machine, state: object) -> None:
     if names:
         raise ReadMismatch(
             m.path,
-            f"a tensor with an attribute set on the tensor ({shown(repr(names[0]), 60)}"
+            f"a tensor with an attribute set on the tensor ({cut(repr(names[0]), 60)}"
             f"{f' and {len(names) - 1} more' if len(names) > 1 else ''}): torch.load gives "
             "the tensor with its attributes, which ppaux does not describe",
         )

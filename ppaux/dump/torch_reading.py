@@ -15,7 +15,7 @@ from ppaux.dump.records import RecordReader, torch_byteorder, torch_version
 from ppaux.errors import DumpError, ReadMismatch
 from ppaux.limits import Limits
 from ppaux.suggestions import RaiseLimit, limit_note
-from ppaux.text import shown
+from ppaux.text import cut
 
 __all__ = [
     "check_deflated_storages",
@@ -143,7 +143,7 @@ def torch_refusal(reader: RecordReader) -> str | None:
             int(alignment)
         except ValueError:
             return (
-                f"its storage alignment record {shown(alignment.decode('latin-1'))} is not a number"
+                f"its storage alignment record {cut(alignment.decode('latin-1'))} is not a number"
             )
     return None
 
@@ -161,7 +161,7 @@ def check_deflated_storages(
         record = reader.find_full(storage.record) if storage.record else None
         if record is None or record.compress_type != zipfile.ZIP_DEFLATED:
             continue
-        name = shown(record.filename)
+        name = cut(record.filename)
         if record.file_size > budget:
             limit = limits.max_deflated_bytes
             raise ReadMismatch(

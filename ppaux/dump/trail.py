@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from ppaux.report import Finding, Location
-from ppaux.text import shown
 
 __all__ = [
     "culprit_text",
@@ -30,7 +29,7 @@ _CULPRIT_INT = ("line", "write_line")
 
 def _text(value: object, limit: int = 500) -> str | None:
     if isinstance(value, str):
-        return shown(value[:limit], None)
+        return value[:limit]
     return None
 
 

@@ -302,14 +302,14 @@ class _Walker:
             module = IMPORT_MAPPING[module]
         full = f"{module}.{attr}"
         if module in BLOCKED_MODULES:
-            return start, f"GLOBAL {_shown(full)}: module {_shown(module)} is blocked"
+            return start, f"GLOBAL {_cut(full)}: module {_cut(module)} is blocked"
         if full in ALLOWED_FROM_2_14:
             return start, (
                 f"GLOBAL {full} is a dtype new in torch 2.14: torch 2.14 reads it, "
                 "torch 2.13 and earlier refuse it"
             )
         if full not in ALLOWED_GLOBALS:
-            return start, f"GLOBAL {_shown(full)} is not an allowed global"
+            return start, f"GLOBAL {_cut(full)} is not an allowed global"
         self.stack.append(_Global(full))
         return None
 
@@ -455,7 +455,7 @@ def _pickle_name(op: int) -> str:
     return ""
 
 
-def _shown(text: str) -> str:
-    from ppaux.text import shown
+def _cut(text: str) -> str:
+    from ppaux.text import cut
 
-    return shown(text, 200)
+    return cut(text, 200)

@@ -28,7 +28,7 @@ from ppaux.dump.zipfile_view import zipfile_view
 from ppaux.dump.zipview import check_layout, end_record, lower_name, select_data_pkl
 from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, TorchRefuses
 from ppaux.limits import Limits
-from ppaux.text import shown
+from ppaux.text import cut
 
 __all__ = ["read_zip"]
 
@@ -153,8 +153,9 @@ def read_zip(
                 return known
             _check_location(path, m.op_pos, pid[3])
             key = f"{pid[2]}"
-            # The location (the device string) is shown in reports: no control characters.
-            storage = StorageRef(pid[1].dtype, key, shown(pid[3], 200), pid[4])
+            # The location (the device string) is kept as the file spells it, cut to a bound;
+            # every format shows it escaped.
+            storage = StorageRef(pid[1].dtype, key, cut(pid[3], 200), pid[4])
             storage.untyped = pid[1].name == "UntypedStorage"
             by_key[pid[2]] = storage
             name = f"{prefix}/data/{key}"
@@ -208,7 +209,7 @@ def read_zip(
                     # storage's (a short or missing record is PP113, with its key).
                     raise TorchRefuses(
                         path,
-                        f"torch.load refuses the file: record {shown(storage.record or '')} "
+                        f"torch.load refuses the file: record {cut(storage.record or '')} "
                         f"holds {storage.record_size} bytes, its storage {storage.nbytes} "
                         "(torch: record size does not match expected size)",
                     )
@@ -244,7 +245,7 @@ def _as_torch_reads(m: Machine, pid: object, known: dict[str | int, StorageRef])
     tag, storage_type, key, location, numel = pid
     if isinstance(tag, bytes) and tag.isascii():
         m.deviate(
-            f"a storage id's tag {shown(repr(tag), 40)} is bytes, which torch decodes as ASCII",
+            f"a storage id's tag {cut(repr(tag), 40)} is bytes, which torch decodes as ASCII",
             severe=False,
         )
         tag = tag.decode("ascii")
@@ -254,10 +255,10 @@ def _as_torch_reads(m: Machine, pid: object, known: dict[str | int, StorageRef])
             raise TorchRefuses(
                 m.path,
                 f"torch.load refuses the file: data.pkl byte {m.op_pos}: storage location "
-                f"{shown(repr(location), 200)} is not ASCII (torch: UnicodeDecodeError)",
+                f"{cut(repr(location), 200)} is not ASCII (torch: UnicodeDecodeError)",
             )
         m.deviate(
-            f"storage location {shown(repr(location), 200)} is bytes, which torch decodes as ASCII",
+            f"storage location {cut(repr(location), 200)} is bytes, which torch decodes as ASCII",
             severe=False,
         )
         location = location.decode("ascii")
@@ -265,7 +266,7 @@ def _as_torch_reads(m: Machine, pid: object, known: dict[str | int, StorageRef])
         raise TorchRefuses(
             m.path,
             f"torch.load refuses the file: data.pkl byte {m.op_pos}: storage location "
-            f"{shown(repr(location), 80)} is of type {type(location).__name__}, not text "
+            f"{cut(repr(location), 80)} is of type {type(location).__name__}, not text "
             "(torch: TypeError while restoring it)",
         )
     return (tag, storage_type, key, location, numel)
@@ -312,7 +313,7 @@ def _check_location(path: str, pos: int, location: str) -> None:
         raise TorchRefuses(
             path,
             f"torch.load refuses the file: data.pkl byte {pos} (BINPERSID): no restore "
-            f"function for storage location {shown(location, 200)} (torch 2.13 restores cpu, "
+            f"function for storage location {cut(location, 200)} (torch 2.13 restores cpu, "
             "meta, mps, and cuda, hpu, xpu, mtia, privateuseone, alone or as NAME:N)",
         )
 
@@ -323,7 +324,7 @@ def _meta_record(storages: list[StorageRef]) -> Deviation | None:
     for storage in storages:
         if storage.location == "meta" and storage.record_size is not None:
             return Deviation(
-                f"record {shown(storage.record or '')}",
+                f"record {cut(storage.record or '')}",
                 "the data of a storage at location 'meta', which torch.save never writes "
                 "(a meta tensor is saved without a storage)",
                 False,
@@ -339,7 +340,7 @@ def _read_record(path: str, reader: RecordReader, record: zipfile.ZipInfo, limit
     """The pickle record's bytes, read as torch's zip reader reads them: the name from the
     central directory only (the local header's is skipped by its length) and no CRC checked
     (zip_grammar reports a name or CRC other than torch.save's)."""
-    name = shown(record.filename)
+    name = cut(record.filename)
     if record.file_size > limits.max_pickle_bytes:
         raise LimitExceeded(
             path,
