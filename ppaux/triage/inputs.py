@@ -12,7 +12,7 @@ from typing import BinaryIO
 from ppaux.files import stdin_hint
 from ppaux.limits import Limits
 from ppaux.report import Finding, InputProblem, Location, ReportBuilder, finding
-from ppaux.text import counted, shown
+from ppaux.text import counted, cut
 from ppaux.triage.reading import LogReading, read_log
 from ppaux.triage.sources import (
     LogOpenError,
@@ -66,7 +66,7 @@ def _unshaped_reason(reading: LogReading) -> str:
     if reading.cut is None:
         return why
     damage = "is corrupt" if corrupt_stream(reading.cut) else "ends early"
-    stream = f"its {reading.cut_compression} stream {damage} ({shown(reading.cut)})"
+    stream = f"its {reading.cut_compression} stream {damage} ({cut(reading.cut)})"
     if not reading.lines:
         return f"{why}: {stream} inside its first line"
     return (
@@ -98,7 +98,7 @@ def refuse_unshaped(
             finding(
                 "PP811",
                 source,
-                f"{shown(source, None)} is {why}; it was left out, the other logs were triaged",
+                f"{source} is {why}; it was left out, the other logs were triaged",
                 extra={"log": source, "lines": lines},
                 location=Location(source, 1, "-"),
             )
@@ -115,7 +115,7 @@ def oversized_findings(reading: LogReading) -> list[Finding]:
         finding(
             "PP811",
             reading.source,
-            f"{counted(count, 'line')} of {shown(reading.source, None)} hold a rank or line "
+            f"{counted(count, 'line')} of {reading.source} hold a rank or line "
             f"number of more digits than any real one (the first: line {first}); "
             "read without it",
             extra={"log": reading.source, "lines": reading.oversized, "count": count},
@@ -143,7 +143,7 @@ def log_findings(reading: LogReading) -> list[Finding]:
             finding(
                 "PP812",
                 reading.source,
-                f"the {reading.cut_compression} stream is corrupt ({shown(reading.cut)}): "
+                f"the {reading.cut_compression} stream is corrupt ({cut(reading.cut)}): "
                 f"its {reading.lines} lines cannot be trusted, and none of them was triaged",
                 extra={"log": reading.source, "lines": reading.lines, "corrupt": True},
                 location=Location(reading.source, max(1, reading.lines), "-"),
@@ -155,7 +155,7 @@ def log_findings(reading: LogReading) -> list[Finding]:
             finding(
                 "PP812",
                 reading.source,
-                f"the {reading.cut_compression} stream ends early ({shown(reading.cut)}) and "
+                f"the {reading.cut_compression} stream ends early ({cut(reading.cut)}) and "
                 f"the {reading.lines} lines before the cut hold no failure: the rest could not "
                 "be read",
                 extra={"log": reading.source, "lines": reading.lines},
@@ -166,7 +166,7 @@ def log_findings(reading: LogReading) -> list[Finding]:
         finding(
             "PP810",
             reading.source,
-            f"the {reading.cut_compression} stream ends early ({shown(reading.cut)}); the "
+            f"the {reading.cut_compression} stream ends early ({cut(reading.cut)}); the "
             f"{reading.lines} lines before the cut were triaged",
             location=Location(reading.source, max(1, reading.lines), "-"),
         )
@@ -228,7 +228,7 @@ def read_all(
                 damage = "corrupt" if corrupt_stream(reading.cut) else "cut"
                 why = (
                     f"{reading.cut_compression} stream {damage} before its first line "
-                    f"({shown(reading.cut)}); nothing could be read"
+                    f"({cut(reading.cut)}); nothing could be read"
                 )
             report.problems.append(InputProblem(source.name, why))
             continue
@@ -248,5 +248,5 @@ def read_all(
                 # would be untrue, so each empty one is named.
                 report.problems += [InputProblem(r.source, "empty file") for r in inside]
             else:
-                report.problems.append(InputProblem(shown(path, None), _EMPTY_DIRECTORY))
+                report.problems.append(InputProblem(path, _EMPTY_DIRECTORY))
     return readings

@@ -2,8 +2,8 @@
 it, what the frames say, and what to run next, as a :class:`~ppaux.report.document.Report`.
 
 Every finding carries a ``location`` on the log file and line where its record starts, so
-that SARIF and GitHub annotations land on the traceback. Everything a log says is shown
-escaped and cut (:func:`ppaux.text.shown`).
+that SARIF and GitHub annotations land on the traceback. Everything a log says is kept
+as written, cut to a bound (:func:`ppaux.text.cut`); every format shows it escaped.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import BinaryIO
 from ppaux.limits import Limits
 from ppaux.report import Finding, Report, ReportBuilder, finding
 from ppaux.sglang import MessageMatch
-from ppaux.text import shown
+from ppaux.text import cut
 from ppaux.triage.buildsteps import undefined_symbol
 from ppaux.triage.deaths import death_of
 from ppaux.triage.frames import Build, build_of
@@ -66,27 +66,27 @@ def _root_findings(
     root, match = root_finding(number, incident, pp_size)
     findings = [root, *frame_findings(number, incident)]
     members = incident.members
-    cut = [member for member in members if member.cut]
-    for member in cut[:_MAX_CUT]:
+    ended = [member for member in members if member.cut]
+    for member in ended[:_MAX_CUT]:
         findings.append(
             finding(
                 "PP810",
                 member.source,
-                f"the traceback of {shown(member.who)} at {place_of(member)} ends before its "
+                f"the traceback of {cut(member.who)} at {place_of(member)} ends before its "
                 "exception line",
                 key_of(member.who),
                 extra={"incident": number},
                 location=location_of(member),
             )
         )
-    if len(cut) > _MAX_CUT:
-        rest = cut[_MAX_CUT:]
+    if len(ended) > _MAX_CUT:
+        rest = ended[_MAX_CUT:]
         findings.append(
             finding(
                 "PP810",
                 rest[0].source,
                 f"{len(rest)} more tracebacks of incident {number} end before their exception "
-                f"line (the first: {shown(rest[0].who)} at {place_of(rest[0])})",
+                f"line (the first: {cut(rest[0].who)} at {place_of(rest[0])})",
                 extra={"incident": number, "records": [place_of(m) for m in rest[:50]]},
                 location=location_of(rest[0]),
             )
@@ -96,15 +96,15 @@ def _root_findings(
 
 def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
     root = incident.root
-    pointer = f"collateral of {shown(root.who)} at {place_of(root)}"
+    pointer = f"collateral of {cut(root.who)} at {place_of(root)}"
     findings: list[Finding] = []
     for failure in incident.collateral:
         findings.append(
             finding(
                 "PP803",
                 failure.source,
-                f"{shown(failure.who)} failed {later_than(failure, root)} with "
-                f"{shown(failure.error)} ({pointer})",
+                f"{cut(failure.who)} failed {later_than(failure, root)} with "
+                f"{cut(failure.error)} ({pointer})",
                 key_of(failure.who),
                 extra={"incident": number, "log": failure.source, "line": failure.line},
                 location=location_of(failure),
@@ -141,13 +141,13 @@ def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
             finding(
                 "PP803",
                 first.source,
-                f"{shown(who)} {what} {later_than(first, root)}{times} ({pointer})",
+                f"{cut(who)} {what} {later_than(first, root)}{times} ({pointer})",
                 key_of(who),
                 extra={
                     "incident": number,
                     "kind": kind,
                     "lines": [e.line for e in events[:20]],
-                    "text": shown(first.text, 300),
+                    "text": cut(first.text, 300),
                 },
                 location=location_of(first),
             )
@@ -176,8 +176,8 @@ def _more_incidents(rest: list[Incident]) -> Finding:
         code,
         first.source,
         f"{len(rest)} more incidents are not listed (the report lists the first "
-        f"{MAX_INCIDENTS}); the next one: {shown(first.who)} at {place_of(first)}: "
-        f"{shown(first.error)}",
+        f"{MAX_INCIDENTS}); the next one: {cut(first.who)} at {place_of(first)}: "
+        f"{cut(first.error)}",
         key_of(first.who),
         extra={
             "omitted": len(rest),
@@ -204,10 +204,10 @@ def _skew_findings(failures: list[Failure]) -> list[Finding]:
             if a.who == b.who:
                 continue
             why = (
-                f"{shown(a.who)}: {build_a.fits_text()}; {shown(b.who)}: {build_b.fits_text()}"
+                f"{cut(a.who)}: {build_a.fits_text()}; {cut(b.who)}: {build_b.fits_text()}"
                 if disjoint
-                else f"{shown(a.who)} runs sglang from {shown(build_a.where, None)}, "
-                f"{shown(b.who)} from {shown(build_b.where, None)}"
+                else f"{cut(a.who)} runs sglang from {build_a.where}, "
+                f"{cut(b.who)} from {build_b.where}"
             )
             return [
                 finding(
@@ -216,7 +216,7 @@ def _skew_findings(failures: list[Failure]) -> list[Finding]:
                     f"the ranks' tracebacks show different sglang builds: {why}",
                     key_of(b.who),
                     extra={
-                        "ranks": [shown(a.who), shown(b.who)],
+                        "ranks": [cut(a.who), cut(b.who)],
                         "logs": [f"{a.source}:{a.line}", f"{b.source}:{b.line}"],
                     },
                     location=location_of(b),
@@ -374,7 +374,7 @@ def _say_one_run(
         logs = untied_logs(incident.members, names)
         data["one_run"] = "assumed" if logs else "tied"
         if logs and number <= MAX_INCIDENTS:
-            note = one_run_note(number, [shown(log) for log in logs], len(incident.members))
+            note = one_run_note(number, [cut(log) for log in logs], len(incident.members))
             at = report.notes.index("next steps:") if "next steps:" in report.notes else None
             report.notes.insert(len(report.notes) if at is None else at, note)
 
@@ -414,9 +414,9 @@ def _fill(
     ]
     report.data["incidents"] = [
         {
-            "root": {"ranks": shown(i.root.who), "log": i.root.source, "line": i.root.line},
+            "root": {"ranks": cut(i.root.who), "log": i.root.source, "line": i.root.line},
             "ranks": processes_of(i.members),
-            "error": shown(i.root.error),
+            "error": cut(i.root.error),
             **time_fields(i.root),
             "collateral": len(i.collateral) + len(i.events),
         }

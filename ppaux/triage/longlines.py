@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ppaux.report import Finding, Location, finding
 from ppaux.suggestions import limit_note
-from ppaux.text import counted, shown
+from ppaux.text import counted
 from ppaux.triage.reading import LogReading
 
 __all__ = ["long_line_findings"]
@@ -28,7 +28,7 @@ def long_line_findings(reading: LogReading, max_line: int) -> list[Finding]:
             finding(
                 "PP810",
                 reading.source,
-                f"{counted(reading.long_lines, 'line')} of {shown(reading.source, None)} {are} "
+                f"{counted(reading.long_lines, 'line')} of {reading.source} {are} "
                 f"longer than {max_line} bytes (the first: line {first}) and {were} read cut "
                 "(a JSON record's start and end kept); what was read was triaged "
                 + limit_note("max_log_line", max_line),
@@ -40,7 +40,7 @@ def long_line_findings(reading: LogReading, max_line: int) -> list[Finding]:
         finding(
             "PP813",
             reading.source,
-            f"{counted(reading.long_lines, 'line')} of {shown(reading.source, None)} {are} "
+            f"{counted(reading.long_lines, 'line')} of {reading.source} {are} "
             f"longer than {max_line} bytes (the first: line {first}) and {were} read cut; the "
             f"{reading.lines} lines read hold no failure " + limit_note("max_log_line", max_line),
             extra={

@@ -6,7 +6,7 @@ off."""
 from __future__ import annotations
 
 from ppaux.report import Finding, Severity, finding
-from ppaux.text import counted, shown
+from ppaux.text import counted, cut
 from ppaux.triage.deaths import (
     crashed,
     dead_one,
@@ -56,11 +56,11 @@ def _died_message(died: list[tuple[Failure | Event, str]], count: int) -> str:
     elif killer(how) == "outside-stop":
         ended = "a signal from outside the job ended it, as the line says; who sent it is not"
     message = (
-        f"no root in this log: {shown(dead_one(dead))} {how} ({place_of(dead)}); {ended}: "
+        f"no root in this log: {cut(dead_one(dead))} {how} ({place_of(dead)}); {ended}: "
         f"{hint_of(how)}" + (f"; {counted(others, 'more record')} followed" if others > 0 else "")
     )
     if len(died) > 1:  # every process the log reports dead, not the first alone
-        names = list(dict.fromkeys(shown(dead_one(r)) for r, _ in died[1:]))
+        names = list(dict.fromkeys(cut(dead_one(r)) for r, _ in died[1:]))
         listed = ", ".join(names[:12]) + (" ..." if len(names) > 12 else "")
         message += f"; {counted(len(died) - 1, 'more record')} of a death: {listed}"
     return message
@@ -134,13 +134,13 @@ def _down(failures: list[Failure], setup: bool, events: list[Event]) -> bool:
 def _hang_message(hangs: list[Event], signals: list[Event]) -> str:
     """PP809's words for a log that shows processes hung (sglang's watchdog's records, a py-spy
     dump of an sglang process) and no failure."""
-    who = list(dict.fromkeys(shown(e.who) for e in hangs))
+    who = list(dict.fromkeys(cut(e.who) for e in hangs))
     listed = ", ".join(who[:12]) + (" ..." if len(who) > 12 else "")
     first = hangs[0]
     said = hang_words(first.text) or "hung"
     return (
         f"no root in this log: it shows a hang, not a failure: {listed} ("
-        f"{counted(len(hangs), 'record')}; the first: {shown(first.who)} {said}, at "
+        f"{counted(len(hangs), 'record')}; the first: {cut(first.who)} {said}, at "
         f"{place_of(first)})"
         + (f", then the parent's SIGQUIT ({counted(len(signals), 'line')})" if signals else "")
         + ": what each process waited on (a collective, a send another stage never received, "
@@ -159,7 +159,7 @@ def _signals_message(count: int, where: str, warned: list[Event]) -> str:
     return (
         f"no root in this log: it holds the parent's SIGQUIT ({counted(count, 'line')}, "
         f"{where}: a child process failed) and NCCL's warnings ({counted(len(warned), 'line')}"
-        f", the first from {shown(nccl.who)} at {place_of(nccl)}: a connection between "
+        f", the first from {cut(nccl.who)} at {place_of(nccl)}: a connection between "
         "ranks broke), and no failure of any process: the failing child's own output (its "
         "traceback) is not in it. Collect every rank's own log, on every node, with "
         "NCCL_DEBUG=INFO set for the next run to name the connection that broke"
@@ -214,10 +214,10 @@ def no_root_finding(
     hangs = [e for e in events if e.kind == "hang"]
     # the ranks that failed: a traceback's prefix (said in the message), and in the data the
     # rank a watchdog's or a store's record names too (torch's ``[rank5]:`` wherever it is)
-    ranks = sorted({shown(f.who) for f in failures if f.ranks})
-    named = {shown(e.who) for e in events if e.kind in _RANKED and e.who not in _NAMELESS}
+    ranks = sorted({cut(f.who) for f in failures if f.ranks})
+    named = {cut(e.who) for e in events if e.kind in _RANKED and e.who not in _NAMELESS}
     every_rank = sorted(set(ranks) | named)
-    where = f"{'' if count == 1 else 'the first: '}{shown(first.who)} at {place_of(first)}"
+    where = f"{'' if count == 1 else 'the first: '}{cut(first.who)} at {place_of(first)}"
     died = _deaths(loose)
     setup = _setup(events) if _only_communication(failures, events) else None
     if died:
@@ -229,7 +229,7 @@ def no_root_finding(
         cause = "nccl-setup"
         message = (
             f"no root in this log beyond NCCL's warning that {setup_words(name, said)}; "
-            f"{shown(first.who)} at {place_of(first)}"
+            f"{cut(first.who)} at {place_of(first)}"
             + (f"; {counted(count - 1, 'more record')} besides" if count > 1 else "")
             + "): the cause is how the job was started or how its hosts reach each other, "
             "not a collective in flight"

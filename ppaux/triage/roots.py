@@ -12,7 +12,7 @@ from typing import Any
 
 from ppaux.report import Finding, Location, finding, page_for
 from ppaux.sglang import ADD, POP, TRANSPORT_FILE, MessageMatch, sglang_raised_in
-from ppaux.text import counted, shown
+from ppaux.text import counted, cut
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
 from ppaux.triage.incidents import Incident, seconds_between
 from ppaux.triage.kinds import kind_of, local_note, quoted_relay
@@ -56,7 +56,7 @@ _NOBODY = "a process"
 
 
 def key_of(who: str) -> str | None:
-    return None if who == _NOBODY else shown(who)
+    return None if who == _NOBODY else cut(who)
 
 
 STAGE = {"add": "the last stage's add", "pop": "the first stage's pop"}
@@ -110,11 +110,11 @@ def location_of(failure: Failure | Event, earlier: bool = False) -> Location:
         function = failure.frames[-1].function if named else (failure.process or "")
     else:
         function = failure.kind
-    return Location(failure.source, failure.line, shown(function or "-"))
+    return Location(failure.source, failure.line, cut(function or "-"))
 
 
 def place_of(record: Failure | Event) -> str:
-    return f"{shown(record.source, None)}:{record.line}"
+    return f"{record.source}:{record.line}"
 
 
 #: What a time without a zone (sglang's own) is, said wherever one is shown.
@@ -126,12 +126,12 @@ def when_of(record: Failure | Event, short: bool = False) -> str:
     says which (in a table, in short)."""
     if not record.time_text:
         return "an unknown time"
-    text = shown(record.time_text)
+    text = cut(record.time_text)
     if record.zone is None:
         return f"{text} ({'local' if short else LOCAL_TIME})"
     if record.time_text.endswith(record.zone):  # written with its zone
         return text
-    zone = shown(record.zone, None)
+    zone = record.zone
     return f"{text} ({zone})" if short else f"{text} (local time, in {zone} as given)"
 
 
@@ -141,8 +141,7 @@ def time_fields(record: Failure | Event) -> dict[str, Any]:
     does not say."""
     if record.time_text is None:
         return {"time": None, "time_zone": None}
-    zone = None if record.zone is None else shown(record.zone, None)
-    return {"time": shown(record.time_text), "time_zone": zone}
+    return {"time": cut(record.time_text), "time_zone": record.zone}
 
 
 def later_than(record: Failure | Event, root: Failure) -> str:
@@ -212,12 +211,12 @@ def observer_target(incident: Incident, match: MessageMatch | None) -> str | Non
 
 def build_text(build: Build) -> str:
     if build.kind == "wheel":
-        return f"a wheel in {shown(build.where, None)}"
+        return f"a wheel in {build.where}"
     if build.kind == "elided":
-        return f"at a path the log elides ({shown(build.where, None)})"
+        return f"at a path the log elides ({build.where})"
     if build.kind == "source checkout":
-        return f"a source checkout at {shown(build.where, None)}"
-    return f"installed in {shown(build.where, None)}"
+        return f"a source checkout at {build.where}"
+    return f"installed in {build.where}"
 
 
 def unseen(failure: Failure) -> str:
@@ -235,7 +234,7 @@ def _headline(root: Failure, cause: tuple[MessageMatch, str, str, str] | None) -
     """(what the root finding names as the failure, whether that is an earlier exception of
     the chain than the last one: the one sglang's message, its rule and its kind are read
     from, the last exception being what was raised about it)."""
-    headline = shown(root.error)
+    headline = cut(root.error)
     if cause is None:
         return headline, False
     _, exception, line, _ = cause
@@ -243,18 +242,18 @@ def _headline(root: Failure, cause: tuple[MessageMatch, str, str, str] | None) -
         return headline, False
     if root.group is not None and root.subs:
         headline = (
-            f"{shown(root.group, 200)}, sub-exception {root.sub_index} of "
+            f"{cut(root.group, 200)}, sub-exception {root.sub_index} of "
             f"{len(root.subs)}: {headline}"
         )
     # a relay that quotes the message (vLLM's ``Worker failed with error '<message>'``)
     relation = "quoted by" if quoted_relay(root.message) == line else "in the chain of"
-    return f"{shown(exception)}: {shown(line)} ({relation} {headline})", True
+    return f"{cut(exception)}: {cut(line)} ({relation} {headline})", True
 
 
 def processes_of(members: list[Failure]) -> list[str]:
     """The processes ``members`` name, each once, in their order: one process's failure
     written more than once (the same ranks on several records) is one process."""
-    return list(dict.fromkeys(shown(m.who) for m in members))
+    return list(dict.fromkeys(cut(m.who) for m in members))
 
 
 def _first_words(incident: Incident, headline: str, earlier: bool) -> str:
@@ -278,7 +277,7 @@ def _first_words(incident: Incident, headline: str, earlier: bool) -> str:
             f" (sub-exception {root.sub_index} of {len(root.subs)}"
             f"{' shown' if root.shortened else ''}"
             f"{', counting those of the groups nested in it,' if root.nested else ''}"
-            f" of {shown(root.group, 200)}: the first of "
+            f" of {cut(root.group, 200)}: the first of "
             "the kind the others follow from)"
         )
     if root.group is not None and (hidden := unseen(root)):
@@ -295,12 +294,12 @@ def _root_extra(number: int, incident: Incident) -> dict[str, Any]:
         "root": True,
         "kind": kind_of(root),
         "ranks": processes_of(members),
-        "exception": None if root.exception is None else shown(root.exception),
-        "message": shown(root.message, 2000),
+        "exception": None if root.exception is None else cut(root.exception),
+        "message": cut(root.message, 2000),
         **time_fields(root),
         "log": root.source,
         "line": root.line,
-        "records": [{"log": m.source, "line": m.line, "ranks": shown(m.who)} for m in members],
+        "records": [{"log": m.source, "line": m.line, "ranks": cut(m.who)} for m in members],
         # a launcher's records of the root's own exit: the same failure told again
         "launcher_records": [{"log": r.source, "line": r.line} for r in incident.own],
     }
@@ -317,7 +316,7 @@ def _aux_root(
     message, earlier, extra = said
     match, exception, line, searched = cause
     if earlier:
-        extra.update(exception=shown(exception), message=shown(line, 2000))
+        extra.update(exception=cut(exception), message=cut(line, 2000))
     rule = RULE_OF_MESSAGE[match.message.id]
     # The causes of this message, raised on this side (explain's page for it), not the
     # causes of every auxiliary-output message: one story per message, in every format.
@@ -339,7 +338,7 @@ def _aux_root(
         key_of(root.who),
         # sglang's message as raised (a message with a key keeps its key), without
         # whatever else the log line held after it.
-        sglang_error=shown(searched[match.start : match.end]),
+        sglang_error=cut(searched[match.start : match.end]),
         extra=extra,
         location=location_of(root, earlier),
     )
@@ -417,12 +416,12 @@ def frame_findings(number: int, incident: Incident) -> list[Finding]:
             finding(
                 "PP806",
                 root.source,
-                f"sglang of {shown(root.who)} is {build_text(build)}; {build.fits_text()}",
+                f"sglang of {cut(root.who)} is {build_text(build)}; {build.fits_text()}",
                 key_of(root.who),
                 extra={
                     "incident": number,
                     "install": build.kind,
-                    "where": shown(build.where, None),
+                    "where": build.where,
                     "fits": None if build.fits is None else list(build.fits),
                     "frames_judged": build.judged,
                 },
@@ -440,15 +439,15 @@ def frame_findings(number: int, incident: Incident) -> list[Finding]:
             finding(
                 "PP805",
                 member.source,
-                f"the traceback of {shown(member.who)} passes through "
-                f"{shown(culprit.file, 300)}:{culprit.line} in {shown(culprit.function)}, "
+                f"the traceback of {cut(member.who)} passes through "
+                f"{cut(culprit.file, 300)}:{culprit.line} in {cut(culprit.function)}, "
                 "which is neither sglang, a package it requires, torch nor the standard library: "
                 "the likely culprit",
                 key_of(member.who),
                 extra={
                     "incident": number,
                     "frames": [
-                        {"file": shown(f.file, 300), "line": f.line, "function": shown(f.function)}
+                        {"file": cut(f.file, 300), "line": f.line, "function": cut(f.function)}
                         for f in strange[:10]
                     ],
                 },
@@ -461,8 +460,8 @@ def frame_findings(number: int, incident: Incident) -> list[Finding]:
             finding(
                 "PP808",
                 root.source,
-                f"{shown(root.who)} stopped at ppaux's strict capture "
-                f"({shown(root.frames[-1].file.rsplit('/', 1)[-1])}): the capture it wrote names "
+                f"{cut(root.who)} stopped at ppaux's strict capture "
+                f"({cut(root.frames[-1].file.rsplit('/', 1)[-1])}): the capture it wrote names "
                 "where the value entered",
                 key_of(root.who),
                 extra={"incident": number},

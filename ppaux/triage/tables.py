@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ppaux.report import Table
-from ppaux.text import shown
+from ppaux.text import cut
 from ppaux.triage.incidents import Incident
 from ppaux.triage.reading import LogReading
 from ppaux.triage.records import Failure
@@ -16,7 +16,7 @@ __all__ = ["incidents_table", "logs_table"]
 def logs_table(readings: list[LogReading]) -> Table:
     rows = tuple(
         (
-            shown(r.source, None),
+            r.source,
             r.envelope.value + ("" if r.launcher.value == "none" else f" + {r.launcher.value}"),
             str(r.lines),
             str(len(r.failures) + r.more_failures),
@@ -36,13 +36,13 @@ def incidents_table(found: list[Incident]) -> Table:
 
     def when(root: Failure) -> str:
         if all_local and root.time_text is not None:
-            return shown(root.time_text)
+            return cut(root.time_text)
         return when_of(root, short=True)
 
     rows = tuple(
         (
             str(number),
-            ", ".join(dict.fromkeys(shown(m.who) for m in incident.members)),
+            ", ".join(dict.fromkeys(cut(m.who) for m in incident.members)),
             when(incident.root),
             place_of(incident.root),
             str(len(incident.collateral) + len(incident.events)),
