@@ -61,6 +61,27 @@ def test_a_leaking_observer_fails_with_every_finding_and_sglangs_message():
     assert lines[4].startswith("      fix: Return tensors only")
 
 
+def test_the_assertion_shows_an_observer_key_escaped():
+    # The assertion's text is where its findings are rendered: a key holding an escape
+    # sequence or a bidi override is shown escaped there, on its own line.
+    leaking = fixture("entropy_list.py:EntropyObserver")
+    output = fixture("entropy_list.py:EntropyOutput")
+
+    class Hostile(output):
+        def to_pp_tensors(self) -> dict:
+            return {"entropy\x1b[2J\u202e": self.entropy.tolist()}
+
+    class Observer(leaking):
+        def after_sample(self, state, token_ids):
+            return Hostile(state)
+
+    with pytest.raises(AssertionError) as caught:
+        assert_pp_safe(Observer)
+    text = str(caught.value)
+    assert "PP705 error [entropy\\x1b[2J\\u202e]: " in text, text
+    assert not any(c in text for c in "\x1b\u202e"), text
+
+
 def test_the_assertion_names_the_line_the_cli_names():
     from helpers import cli
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from ppaux.text import shown
+
 if TYPE_CHECKING:
     from ppaux.limits import Limits
     from ppaux.report import Finding, Report
@@ -207,7 +209,9 @@ def _describe(report: Report, failing: list[Finding], options: dict[str, Any]) -
         if fix:
             lines.append(f"      fix: {fix}")
     lines.append("  ('ppaux explain CODE' tells more about each code and how to fix it.)")
-    return "\n".join(lines)
+    # The assertion's text is where these findings are rendered: each line shown escaped (a
+    # key or message may hold any character the observer or a file gave it).
+    return "\n".join(shown(line, None) for line in lines)
 
 
 def assert_pp_safe(
@@ -299,6 +303,5 @@ def _warn_unchecked(report: Report, skipped: set[str]) -> None:
 
             # A test that checked nothing, or left values uncompared, must not pass unnoticed:
             # pytest lists this warning.
-            warnings.warn(
-                category(f"{unchecked[0].path}: {unchecked[0].message} ({code})"), stacklevel=3
-            )
+            said = shown(f"{unchecked[0].path}: {unchecked[0].message} ({code})", None)
+            warnings.warn(category(said), stacklevel=3)
