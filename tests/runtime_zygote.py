@@ -13,6 +13,12 @@ A runner is not this process's child, so its CPU time is not in this process's
 ``RUSAGE_CHILDREN``: :func:`cpu_seconds` holds the runners' and the zygotes' start-up CPU seen
 so far, which ``tests/conftest.py`` adds to each test's. ``PPAUX_TEST_FRESH_RUNTIME=1`` starts
 every process fresh instead (the comparison, or a doubt).
+
+ppaux's own receiver (``python -I -c BOOT ...``, started by ppaux with ``sys.executable``) imports
+the release too: a runner given :func:`interpreter` as its ``sys.executable`` (:func:`run`'s
+``helpers_forked``) has it forked by the zygote as well, ppaux's code unchanged
+(``runtime_zygote_interpreter.py``). The runners' processes are then not all its descendants:
+a test of what ppaux does with its helpers' processes starts them fresh.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -32,6 +39,7 @@ from pathlib import Path
 
 FRESH_ENV = "PPAUX_TEST_FRESH_RUNTIME"
 SERVER = Path(__file__).with_name("runtime_zygote_server.py")
+INTERPRETER = Path(__file__).with_name("runtime_zygote_interpreter.py")
 _START_TIMEOUT_S = 600
 
 _lock = threading.Lock()
@@ -53,6 +61,7 @@ class _Zygote:
     pythonpath: str
     process: subprocess.Popen[str]
     socket_path: Path
+    python: str | None = None  # its interpreter (:func:`interpreter`), once made
 
 
 #: (version, PYTHONPATH) -> its zygote, while this process runs.
@@ -102,6 +111,41 @@ def _zygote(version: str, env: Mapping[str, str]) -> _Zygote:
         return zygote
 
 
+def interpreter(version: str, env: Mapping[str, str]) -> str:
+    """The Python whose ``python -I [-W ...] -c BOOT ...`` (ppaux's own receiver) is forked by
+    the zygote of ``version`` for ``env`` (``runtime_zygote_interpreter.py``); every other
+    command line it runs as the test virtual environment's Python does. A process given it as
+    its ``sys.executable`` (:func:`run`'s ``helpers_forked``) has its receivers forked."""
+    zygote = _zygote(version, env)
+    with _lock:
+        if zygote.python is None:
+            zygote.python = _make_interpreter(zygote.socket_path.parent / "python", zygote)
+        return zygote.python
+
+
+def _make_interpreter(root: Path, zygote: _Zygote) -> str:
+    """A virtual environment's layout at ``root``: the test interpreter's Python, and in its
+    ``site-packages`` the module that runs first and what it needs to know."""
+    from ppaux.replay.import_path import BOOT
+
+    real = os.path.realpath(sys.executable)
+    (root / "bin").mkdir(parents=True)
+    (root / "bin" / "python").symlink_to(real)
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    (root / "pyvenv.cfg").write_text(
+        f"home = {os.path.dirname(real)}\ninclude-system-site-packages = false\n"
+        f"version = {sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}\n",
+        encoding="utf-8",
+    )
+    site = root / "lib" / f"python{version}" / "site-packages"
+    site.mkdir(parents=True)
+    shutil.copyfile(INTERPRETER, site / INTERPRETER.name)
+    (site / f"{INTERPRETER.stem}.pth").write_text(f"import {INTERPRETER.stem}\n", encoding="utf-8")
+    config = {"socket": str(zygote.socket_path), "boot": BOOT, "python": sys.executable}
+    (site / "runtime_zygote.json").write_text(json.dumps(config), encoding="utf-8")
+    return str(root / "bin" / "python")
+
+
 class Forked:
     """A process forked by a zygote, with the part of :class:`subprocess.Popen` the tests use:
     :meth:`communicate` (text output) and ``returncode``."""
@@ -113,8 +157,10 @@ class Forked:
         env: Mapping[str, str],
         cwd: str | os.PathLike[str] | None,
         input: str | None,
+        zygote_env: Mapping[str, str] | None = None,
+        executable: str | None = None,
     ) -> None:
-        zygote = _zygote(version, env)
+        zygote = _zygote(version, env if zygote_env is None else zygote_env)
         self.args = [sys.executable, *args]
         self.returncode: int | None = None
         self._scratch = tempfile.TemporaryDirectory(prefix="ppaux-forked-")
@@ -131,11 +177,13 @@ class Forked:
             "stdin": str(stdin),
             "stdout": str(self._out),
             "stderr": str(self._err),
+            "executable": executable,
         }
         self._connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._connection.connect(str(zygote.socket_path))
         self._stream = self._connection.makefile("rwb")
-        self._stream.write(json.dumps(request).encode() + b"\n")
+        # A marker byte first: the zygote reads it with the descriptors a request may carry.
+        self._stream.write(b"J" + json.dumps(request).encode() + b"\n")
         self._stream.flush()
         self.pid: int = json.loads(self._stream.readline())["pid"]
 
@@ -197,8 +245,14 @@ def run(
     timeout: float,
     cwd: str | os.PathLike[str] | None = None,
     input: str | None = None,
+    zygote_env: Mapping[str, str] | None = None,
+    helpers_forked: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """:func:`start` and wait, as ``subprocess.run(capture_output=True, text=True)`` does."""
+    """:func:`start` and wait, as ``subprocess.run(capture_output=True, text=True)`` does.
+    ``zygote_env``: the zygote's environment where it is not ``env`` (a process whose
+    ``PYTHONPATH`` lacks the release's tree: the runner's path is ``env``'s, its imports the
+    zygote's); ``helpers_forked``: ppaux's receivers that it starts are forked too
+    (:func:`interpreter`)."""
     if fresh():
         return subprocess.run(
             [sys.executable, *args],
@@ -210,7 +264,9 @@ def run(
             timeout=timeout,
             check=False,
         )
-    process = Forked(version, args, env, cwd, input)
+    zygote = env if zygote_env is None else zygote_env
+    executable = interpreter(version, zygote) if helpers_forked else None
+    process = Forked(version, args, env, cwd, input, zygote, executable)
     stdout, stderr = process.communicate(timeout=timeout)
     assert process.returncode is not None
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)

@@ -72,7 +72,7 @@ def checked(version: str, part: str = "REPORT") -> dict:
         script = textwrap.dedent(SCRIPT)
         if version == STANDINS_RELEASE:
             script += textwrap.dedent(STANDINS_MATCH) + textwrap.dedent(FORWARD_MODES)
-        done = runtime.run(["-c", script, json.dumps(checks)], timeout=900)
+        done = runtime.run(["-c", script, json.dumps(checks)], timeout=900, helpers_forked=True)
         found = {
             head: json.loads(rest)
             for head, _, rest in (x.partition(" ") for x in done.stdout.splitlines())

@@ -14,7 +14,9 @@ the rest of the runtime on ``PYTHONPATH``, as a user with an unpacked tree would
 
 Both ask the same question of sglang's wire (the same settings) about different files, so each
 release's ``--transport sglang`` runs once over the fixtures and the messages together
-(``sglang_run``): most of a run's cost is starting sglang's two processes.
+(``sglang_run``): most of a run's cost is starting sglang's two processes. ppaux and the
+receivers it starts are forked from the release's zygote (``tests/runtime_zygote.py``) for the
+same reason; ``test_wire.py`` and ``test_story_real_path.py`` start them fresh.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import runtime_zygote
 import sglang_runtime
 import torch
 from helpers import REPO
@@ -55,24 +58,14 @@ def replay(
     environment = runtime.packages_env(env)
     with tempfile.TemporaryDirectory(prefix="ppaux-replay-report-") as scratch:
         report = Path(scratch) / "report.json"
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "ppaux_cli",
-                "replay",
-                "--format",
-                "json",
-                "--output",
-                str(report),
-                *args,
-            ],
-            cwd=REPO,
-            env=environment,
-            capture_output=True,
-            text=True,
+        done = runtime_zygote.run(
+            runtime.version,
+            ["-m", "ppaux_cli", "replay", "--format", "json", "--output", str(report), *args],
+            environment,
             timeout=1200,
-            check=False,
+            cwd=REPO,
+            zygote_env=runtime.env(env),
+            helpers_forked=True,
         )
         text = report.read_text(encoding="utf-8") if report.exists() else ""
     try:
@@ -297,3 +290,59 @@ def test_emulated_wires_receive_what_sglangs_wire_receives(
             differing[:5],
             [(real[n], results[transport][n]) for n in differing[:2]],
         )
+
+
+PROBE = """
+import os, sys, time
+entries = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
+print("PROBE", "sglang" in sys.modules, any(e in sys.path for e in entries), flush=True)
+print("PID", os.getpid(), flush=True)
+if sys.argv[1:] == ["wait"]:
+    time.sleep(600)
+sys.exit(3)
+"""
+
+DRIVE = """
+import json, os, subprocess, sys, time
+from ppaux.replay.import_path import BOOT
+root, folder = sys.argv[1:]
+boot = [sys.executable, "-I", "-c", BOOT, root, json.dumps([folder]), "probe"]
+done = subprocess.run(boot, capture_output=True, text=True, check=False)
+print("ENDED", done.returncode, done.stdout.replace(chr(10), " "))
+waiting = subprocess.Popen([*boot, "wait"], stdout=subprocess.PIPE, text=True)
+waiting.stdout.readline()
+pid = int(waiting.stdout.readline().split()[1])
+waiting.kill()
+waiting.wait()
+for _ in range(600):  # the receiver, not this process's child, ends with its requester
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        print("KILLED", waiting.returncode)
+        break
+    time.sleep(0.1)
+"""
+
+
+def test_a_forked_receiver_is_ppauxs_command_line_run_after_the_releases_imports(
+    tmp_path: Path,
+) -> None:
+    # What the zygote's interpreter does with ppaux's own receiver (tests/runtime_zygote.py):
+    # run in a process that has imported sglang, isolated (no PYTHONPATH entry on its path), its
+    # exit status and output its requester's; killed with its requester.
+    if runtime_zygote.fresh():
+        pytest.skip(f"{runtime_zygote.FRESH_ENV}=1: nothing is forked")
+    runtime = sglang_runtime.sglang_runtime(RELEASES[0])
+    (tmp_path / "probe.py").write_text(PROBE, encoding="utf-8")
+    done = runtime_zygote.run(
+        runtime.version,
+        ["-c", DRIVE, str(REPO), str(tmp_path)],
+        runtime.packages_env(),
+        timeout=300,
+        zygote_env=runtime.env(),
+        helpers_forked=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("ENDED 3 PROBE True False PID "), done.stdout
+    assert lines[1] == "KILLED -9", done.stdout
