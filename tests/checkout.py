@@ -54,8 +54,11 @@ def commit_all(repo: Path) -> str:
 
 def clean_env(scratch: Path, *extra_path: Path) -> dict[str, str]:
     """The environment of a new shell: no virtual environment of this test run on ``PATH``
-    (so ``ppaux`` is only what a recipe installs), and torch, where a recipe asks for it,
-    pinned to the CPU build that ``.ci/run`` installs (a constraints file in ``scratch``)."""
+    (so ``ppaux`` is only what a recipe installs), torch, where a recipe asks for it, pinned to
+    the CPU build that ``.ci/run`` installs (a constraints file in ``scratch``), and pip's
+    ahead-of-time compiling off (``PIP_COMPILE=0``, pip's ``--no-compile``; torch alone has
+    thousands of modules): what a recipe's commands import compiles as they run, and the
+    recipes' own lines are unchanged."""
     ours = Path(sys.executable).parent
     path = [
         p
@@ -72,6 +75,7 @@ def clean_env(scratch: Path, *extra_path: Path) -> dict[str, str]:
     }
     env.update(
         PIP_CONSTRAINT=str(constraints),
+        PIP_COMPILE="0",
         NO_COLOR="1",
         PATH=os.pathsep.join([*map(str, extra_path), *path]),
     )

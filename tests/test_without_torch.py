@@ -1,12 +1,13 @@
 """ppaux installed without torch, as the README's first command installs it: the commands that
 need torch say so in one line and exit 2, and the torch-free reader works.
 
-The virtual environment is real (``python -m venv`` and ``pip install -e CHECKOUT[test]``,
-without the torch extra) and is kept under ``~/.cache/ppaux`` (or ``$PPAUX_VENV_CACHE``), keyed
-by pyproject.toml, the Python version and the checkout's path, so only the first run pays for
-the install (about 20 s with pip's cache warm), and one process builds it at a time (a file
-lock: a second pytest-xdist worker waits for it instead of building the same folder). The
-checkout is installed editable: the code under test is the working tree's.
+The virtual environment is real (``python -m venv --without-pip``, then this run's pip installs
+``-e CHECKOUT[test]`` into it with ``--python``, without the torch extra) and is kept under
+``~/.cache/ppaux`` (or ``$PPAUX_VENV_CACHE``), keyed by pyproject.toml, the Python version and
+the checkout's path, so only the first run pays for the install (about 20 s of CPU with pip's
+cache warm), and one process builds it at a time (a file lock: a second pytest-xdist worker waits
+for it instead of building the same folder). The checkout is installed editable: the code under
+test is the working tree's.
 """
 
 from __future__ import annotations
@@ -53,15 +54,22 @@ def _build_venv(folder: Path) -> None:
         return
     shutil.rmtree(folder, ignore_errors=True)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=300)
+    # No pip of its own (ensurepip costs seconds of CPU): this run's pip installs into it
+    # (``--python``), and compiles nothing ahead (what the tests import compiles as they run).
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=300
+    )
     install = subprocess.run(
         [
-            str(folder / "bin" / "python"),
+            sys.executable,
             "-m",
             "pip",
+            "--python",
+            str(folder / "bin" / "python"),
             "install",
             "--quiet",
             "--disable-pip-version-check",
+            "--no-compile",
             "-e",
             f"{REPO}[test]",
         ],
