@@ -300,6 +300,7 @@ def inspect_paths(
                     exc.code,
                     shown(exc.path, None),
                     shown(exc.reason, None),
+                    severity=Severity.ERROR,  # PP118 too: torch's reading could differ
                     suggestions=exc.suggestions,
                 )
             )
