@@ -173,12 +173,16 @@ RULES = (
         code="PP109",
         name="aux-tensor-subclass",
         severity=Severity.WARNING,
-        summary="An auxiliary tensor is a tensor subclass.",
+        summary="An auxiliary tensor is a tensor subclass or has attributes set on it.",
         explanation=(
-            "Subclasses such as nn.Parameter pass the sender's check, but the receiver "
-            "rebuilds a plain tensor from dtype and size: the class and its attributes are lost."
+            "Subclasses such as nn.Parameter, and tensors with attributes set on them "
+            "(t.foo = 1), pass the sender's check, but the receiver rebuilds a plain tensor "
+            "from dtype and size: the class and its attributes are lost."
         ),
-        causes=("A parameter or a custom tensor subclass was returned by to_pp_tensors().",),
+        causes=(
+            "A parameter or a custom tensor subclass was returned by to_pp_tensors().",
+            "An attribute was set on an output tensor (t.foo = ...) for the observer to read.",
+        ),
         fix="Return plain tensors (tensor.detach() or torch.Tensor.as_subclass(t, torch.Tensor)).",
         example="'__sampling_observer_output__.scores': torch.nn.Parameter(torch.zeros(2))",
         area="payload",
