@@ -136,14 +136,18 @@ RULES = (
         code="PP107",
         name="aux-sparse-or-quantized",
         severity=Severity.ERROR,
-        summary="An auxiliary tensor is sparse or quantized.",
+        summary="A tensor of the sent dict (an auxiliary one or any other) is sparse or quantized.",
         explanation=(
-            "torch.distributed's send has no kernel for a sparse or quantized tensor: sglang's "
+            "sglang's send_tensor_dict sends every tensor at the dict's top level with "
+            "torch.distributed, whose send has no kernel for a sparse or quantized tensor: the "
             "sender fails with NotImplementedError in torch's dispatcher after the metadata went "
             "out, and rank 0 waits for data that never comes. The wire could not carry the "
             "layout or the quantizer anyway: it describes a tensor by device type, dtype and size."
         ),
-        causes=("The observer output holds a sparse or quantized tensor.",),
+        causes=(
+            "The observer output holds a sparse or quantized tensor.",
+            "Another entry of the dict (a hidden state, token ids) is sparse or quantized.",
+        ),
         fix="Send dense tensors: tensor.to_dense() or tensor.dequantize() (or the int repr and "
         "the scale as separate tensors).",
         example=(
