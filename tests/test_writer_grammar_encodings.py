@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch_archives import StoragePickler, torch_archive
 
 from ppaux.dump import inspect_paths
@@ -88,3 +90,20 @@ def test_bytes_as_torch_save_writes_them_are_clean(tmp_path, value):
     torch.save({"b": value}, path)
     assert torch.load(path, weights_only=False)["b"] == value
     assert _found(path) == []
+
+
+_READ = {"latin1", "latin-1", "iso-8859-1", "iso8859-1", "l1", "utf-8", "utf8", "ascii", "us-ascii"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    encoding=st.text(max_size=12).filter(lambda e: e.lower().replace("_", "-") not in _READ),
+    fn=st.sampled_from([codecs.encode, bytes, bytearray]),
+)
+def test_any_other_encoding_is_never_clean_nor_malformed(encoding, fn):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        found = _found(_saved(Path(folder), fn, encoding))
+    assert [(code, level) for code, level, _ in found] == [("PP118", "error")], found
+    assert "outside what torch.save writes" in found[0][2] and "malformed" not in found[0][2]
