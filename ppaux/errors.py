@@ -189,6 +189,13 @@ class ExecutableArchive(ReadMismatch):
     code = "PP203"
 
 
+class NotAsWritten(ReadMismatch):
+    """A value torch.save never writes that ppaux does not read, where torch's reading could
+    differ from any guess (finding PP118 at error): read no further, named where it stands."""
+
+    code = "PP118"
+
+
 class TorchRefuses(ReadMismatch):
     """A file torch.load refuses before unpickling it; the reason is torch's (finding PP117)."""
 

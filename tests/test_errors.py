@@ -21,6 +21,7 @@ EXPECTED = {
     "ppaux.errors.LimitExceeded": ValueError,
     "ppaux.errors.ReadMismatch": ValueError,
     "ppaux.errors.ExecutableArchive": ValueError,
+    "ppaux.errors.NotAsWritten": ValueError,
     "ppaux.errors.TorchRefuses": ValueError,
     "ppaux.errors.TorchMissingError": ImportError,
     "ppaux.errors.SettingError": ValueError,

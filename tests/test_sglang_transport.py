@@ -39,6 +39,8 @@ from helpers import REPO
 from pp_messages import AUX, messages
 from test_replay_fixtures import EXPECTED, observed
 
+from ppaux.dump import inspect_paths
+
 pytestmark = [pytest.mark.sglang_runtime, pytest.mark.torch]
 
 RELEASES = ["0.5.19", "0.5.23"]
@@ -221,7 +223,7 @@ def message_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("messages")
     for index, message in enumerate(messages(MESSAGES, seed=20261202)):
         torch.save(message, folder / f"m{index:04d}.pt")
-    # Two that gloo refuses on the sender, and one that sglang's dispatcher refuses.
+    # Two that gloo refuses on the sender, and two that torch's dispatcher refuses.
     torch.save(
         {
             "next_token_ids": torch.ones(2, dtype=torch.int64),
@@ -237,6 +239,15 @@ def message_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "__msg_type__": "output",
         },
         folder / "z_sparse.pt",
+    )
+    # A sparse tensor under a key that is not auxiliary: sent as every top-level tensor is.
+    torch.save(
+        {
+            "next_token_ids": torch.eye(3).to_sparse(),
+            f"{AUX}s": torch.ones(2),
+            "__msg_type__": "output",
+        },
+        folder / "z_sparse_other.pt",
     )
     return folder
 
@@ -277,11 +288,16 @@ def test_emulated_wires_receive_what_sglangs_wire_receives(
         assert document["problems"] == [], stderr[-2000:]
         results[transport] = runs(document, message_dir)
     real = results["sglang"]
-    assert len(real) == MESSAGES + 2
+    assert len(real) == MESSAGES + 3
     # The corpus reaches every outcome, so that agreeing on it means something.
     stages = {run["stage"] for payloads in real.values() for run in payloads}
     assert {None, "pop", "wire"} <= stages, stages
     assert real["z_sparse.pt"][0]["error_type"] == "NotImplementedError"
+    assert real["z_sparse_other.pt"][0]["error_type"] == "NotImplementedError"
+    # inspect predicts both: the sender fails, rank 0 waits (PP107).
+    for name in ("z_sparse.pt", "z_sparse_other.pt"):
+        report = inspect_paths([str(message_dir / name)])
+        assert "PP107" in {f.code for f in report.findings}, (name, report.findings)
     assert real["z_non_contiguous.pt"][0]["error"] == "input tensor has to be contiguous"
     for transport in ("wire", "torch-distributed"):
         differing = sorted(name for name in real if results[transport][name] != real[name])

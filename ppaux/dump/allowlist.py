@@ -109,6 +109,9 @@ def _container(kind: type) -> Any:
         source = args[0]
         if kind in (bytes, bytearray) and isinstance(source, str) and len(args) == 2:
             source = _encoded(m, kind, source, args[1])  # bytearray(text, 'latin1'), as Python
+            # CPython's pickler writes bytearray(_codecs.encode(text, 'latin1')), and bytes as
+            # the _codecs.encode alone: never a str and its encoding given to the class.
+            m.deviate(f"{kind.__name__}(text, {shown(repr(args[1][:80]))})", False)
         if not isinstance(source, (list, tuple, set, frozenset, str, bytes, dict)):
             raise m.error(f"{kind.__name__} argument is not a container")
         # Each call copies its argument, and a memo reference lets a pickle repeat the call
@@ -145,13 +148,7 @@ _TEXT_ENCODINGS = {
 
 def _encoded(m: Machine, kind: type, text: str, encoding: Any) -> bytes:
     """``text`` encoded as ``kind(text, encoding)`` encodes it, for the encodings above."""
-    name = (
-        _TEXT_ENCODINGS.get(encoding.lower().replace("_", "-"))
-        if isinstance(encoding, str)
-        else None
-    )
-    if name is None:
-        raise m.error(f"{kind.__name__} of a str in an encoding ppaux does not read")
+    name = _text_encoding(m, f"{kind.__name__}(text, ...)", encoding)
     m.charge_bytes(len(text))
     try:
         return text.encode(name)
@@ -161,13 +158,46 @@ def _encoded(m: Machine, kind: type, text: str, encoding: Any) -> bytes:
         ) from None
 
 
+def _text_encoding(m: Machine, call: str, encoding: Any) -> str:
+    """The codec ``encoding`` names among those above. Another name is outside what
+    torch.save writes (bytes as ``_codecs.encode(text, 'latin1')``, a bytearray as
+    ``bytearray(text, 'latin-1')``): torch.load looks it up and runs that codec, which ppaux
+    never does, so the file is not as written, at error (a name that is not a str, which
+    Python refuses, is malformed)."""
+    if not isinstance(encoding, str):
+        raise m.error(f"{call} with an encoding that is a {type(encoding).__name__}, not a str")
+    name = _TEXT_ENCODINGS.get(encoding.lower().replace("_", "-"))
+    if name is None:
+        from ppaux.errors import NotAsWritten
+
+        raise NotAsWritten(
+            m.path,
+            f"not as torch.save writes it: pickle byte {m.op_pos}: {call} in the encoding "
+            f"{shown(repr(encoding[:80]))}, outside what torch.save writes (Latin-1; ppaux "
+            "reads Latin-1, UTF-8 and ASCII): torch.load runs that codec, which ppaux does not",
+        )
+    return name
+
+
 def _codecs_encode(m: Machine, args: tuple[Any, ...]) -> bytes:
-    # Protocol 2 pickles spell bytes as _codecs.encode(text, 'latin1'); only that is allowed.
+    """Protocol 2 pickles spell bytes as ``_codecs.encode(text, 'latin1')``. Another encoding
+    ppaux reads (UTF-8, ASCII, another spelling of Latin-1) is read as Python reads it, not
+    as torch.save writes it; any other is refused as :func:`_text_encoding` says."""
     text, encoding = args
-    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+    if not isinstance(text, str):
         raise m.error("_codecs.encode is allowed only as a latin-1 bytes literal")
+    name = _text_encoding(m, "_codecs.encode(text, ...)", encoding)
+    if encoding != "latin1":
+        m.deviate(
+            f"_codecs.encode(text, {shown(repr(encoding[:80]))}), where the pickler "
+            "writes 'latin1'",
+            False,
+        )
     m.charge_bytes(len(text))
-    return text.encode("latin-1")
+    try:
+        return text.encode(name)
+    except UnicodeEncodeError as exc:
+        raise m.error(f"_codecs.encode of a str that {name} cannot encode ({exc.reason})") from None
 
 
 def _reconstructor(m: Machine, args: tuple[Any, ...]) -> Opaque:

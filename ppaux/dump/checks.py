@@ -62,14 +62,12 @@ def _python_type_name(key: object) -> str:
 
 def predict_pop(mapping: dict[str, Any]) -> dict[str, Any]:
     """What pop does with ``mapping`` given a PP-capable observer, in sglang's order of checks;
-    ``waits`` where pop never runs: an auxiliary tensor torch.distributed cannot send (sparse or
-    quantized, PP107) makes the sender fail after the metadata went out, and rank 0 waits."""
+    ``waits`` where pop never runs: a tensor torch.distributed cannot send (sparse or quantized,
+    PP107), under any key of the dict, makes the sender fail after the metadata went out, and
+    rank 0 waits."""
     if any(
-        isinstance(key, str)
-        and key.startswith(OUTPUT_PREFIX)
-        and isinstance(value, TensorRef)
-        and value.kind in UNSENDABLE_KINDS
-        for key, value in mapping.items()
+        isinstance(value, TensorRef) and value.kind in UNSENDABLE_KINDS
+        for value in mapping.values()
     ):
         return {"outcome": "waits", "error_type": None, "error": None}
     for key in mapping:
@@ -262,6 +260,20 @@ def _other_entries(path: str, payload: Payload, limits: Limits, tally: Tally) ->
                     f"key {quoted(key)} looks like the auxiliary prefix "
                     f"{OUTPUT_PREFIX!r} but does not start with it exactly; pop ignores it and "
                     "its output is lost",
+                    payload,
+                    key,
+                )
+            )
+        if not is_aux and isinstance(value, TensorRef) and value.kind in UNSENDABLE_KINDS:
+            # send_tensor_dict sends every tensor of the dict's top level on its own.
+            found.append(
+                at(
+                    "PP107",
+                    path,
+                    f"tensor {quoted(key) if isinstance(key, str) else key_text(key)} is "
+                    f"{value.kind} ({value.layout}); "
+                    "torch.distributed's send has no kernel for it: the sender fails with "
+                    "NotImplementedError after the metadata went out, and rank 0 waits forever",
                     payload,
                     key,
                 )

@@ -298,6 +298,7 @@ def inspect_paths(
                     exc.code,
                     exc.path,
                     exc.reason,
+                    severity=Severity.ERROR,  # PP118 too: torch's reading could differ
                     suggestions=exc.suggestions,
                 )
             )
@@ -310,6 +311,7 @@ def inspect_paths(
         else:
             descriptions.append(description)
             report.notes += _trail_notes(description)
+            report.notes += _attribute_notes(description)
             report.findings += findings
             tables = _tables(description, findings)
             report.tables += tables[:FILE_TABLES]
@@ -324,6 +326,23 @@ def inspect_paths(
     if release is not None:
         report.data["release"] = release
     return report.build()
+
+
+def _attribute_notes(description: dict[str, Any]) -> list[str]:
+    """'<path>: 'key' (tensor) has attributes foo=1 (int), ...': what torch.load sets on a
+    tensor beside its data (the json format lists them under the entry's ``attributes``)."""
+    notes = []
+    for payload in description["payloads"]:
+        for entry in payload["entries"][:TABLE_ROWS]:
+            attributes = entry.get("attributes")
+            if attributes:
+                listed = ", ".join(f"{a['name']}={a['value']} ({a['type']})" for a in attributes)
+                where = f" in {payload['locator']}" if payload["locator"] else ""
+                notes.append(
+                    f"{description['path']}: {entry['key']!r}{where} is loaded with attributes "
+                    f"set on the tensor: {listed}"
+                )
+    return notes
 
 
 def _trail_notes(description: dict[str, Any]) -> list[str]:

@@ -34,6 +34,7 @@ __all__ = [
     "key_text",
     "quoted",
     "safe_repr",
+    "tensor_attributes",
     "type_name",
     "value_phrase",
     "walk",
@@ -401,6 +402,26 @@ def _item_repr(item: object) -> str:
     return safe_repr(item, 30)
 
 
+#: The attributes of a tensor described, at most (the state of a tensor with thousands of
+#: attributes is read, but not listed whole).
+_MAX_ATTRIBUTES = 20
+
+
+def tensor_attributes(tensor: TensorRef) -> list[dict[str, str]]:
+    """The attributes a tensor's saved state sets on it (torch.save writes a tensor's, a
+    Parameter's or a subclass's ``__dict__``, with its slots as a second dict): each by name,
+    type and value, cut; the first :data:`_MAX_ATTRIBUTES`."""
+    state = tensor.state
+    parts = state if isinstance(state, tuple) else (state,)
+    found: dict[str, dict[str, str]] = {}
+    for part in parts:
+        if isinstance(part, dict):
+            for name, value in itertools.islice(part.items(), _MAX_ATTRIBUTES):
+                key = shown(name, 60) if isinstance(name, str) else safe_repr(name, 60)
+                found[key] = {"name": key, "type": type_name(value), "value": safe_repr(value, 60)}
+    return list(found.values())[:_MAX_ATTRIBUTES]
+
+
 def key_text(key: object) -> str:
     """A key as findings and tables show it: strings as they are (unprintable characters
     escaped), other keys as a repr."""
@@ -442,6 +463,8 @@ def describe_entry(
             storage_key=cut(value.storage.key) if value.storage is not None else None,
             storage_offset=value.offset if value.storage is not None else None,
         )
+        if value.state and (attributes := tensor_attributes(value)):
+            entry["attributes"] = attributes
     elif isinstance(value, NdArrayRef):
         entry.update(
             kind="ndarray",

@@ -9,7 +9,7 @@ from typing import Any
 from ppaux.dump.build_state import NUMPY_REFUSES
 from ppaux.dump.findings_budget import at
 from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, TensorRef
-from ppaux.dump.payload import LEAF_TYPES, Payload, key_text, quoted, walk
+from ppaux.dump.payload import LEAF_TYPES, Payload, key_text, quoted, tensor_attributes, walk
 from ppaux.dump.structure import Dump
 from ppaux.limits import Limits
 from ppaux.report import Finding, finding
@@ -63,6 +63,18 @@ def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRe
                 path,
                 f"auxiliary tensor {quoted(name)} is a {tensor.subclass}; the receiver "
                 "gets a plain torch.Tensor",
+                *where,
+            )
+        )
+    elif tensor.state and (attributes := tensor_attributes(tensor)):
+        names = ", ".join(a["name"] for a in attributes[:3])
+        found.append(
+            at(
+                "PP109",
+                path,
+                f"auxiliary tensor {quoted(name)} has attributes set on it ({names}"
+                f"{', ...' if len(attributes) > 3 else ''}); the receiver rebuilds a plain "
+                "tensor from its dtype and size, without them",
                 *where,
             )
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ppaux.dump.build_state import TENSOR_FIELDS, check_state, is_shape, set_requires_grad
+from ppaux.dump.build_state import check_state, is_shape, set_requires_grad
 from ppaux.dump.model import (
     DtypeRef,
     NdArrayRef,
@@ -445,27 +445,9 @@ def _rebuild_from_type(m: Machine, args: tuple[Any, ...]) -> Any:
         if name not in ("torch.Tensor", "torch._tensor.Tensor"):
             result.subclass = name
         check_obj_state(m, state, "_rebuild_from_type_v2", result)
-        if result.subclass is None:
-            _refuse_attributes(m, state)
         if state:
             result.state = state
     return result
-
-
-def _refuse_attributes(m: Machine, state: object) -> None:
-    """Refuse (PP202) a plain tensor whose state sets attributes on it: torch.load gives the
-    tensor with them, and ppaux describes (and tensorize writes) tensors without them."""
-    from ppaux.errors import ReadMismatch
-
-    parts = state if isinstance(state, tuple) else (state,)
-    names = [k for part in parts if isinstance(part, dict) for k in part if k not in TENSOR_FIELDS]
-    if names:
-        raise ReadMismatch(
-            m.path,
-            f"a tensor with an attribute set on the tensor ({cut(repr(names[0]), 60)}"
-            f"{f' and {len(names) - 1} more' if len(names) > 1 else ''}): torch.load gives "
-            "the tensor with its attributes, which ppaux does not describe",
-        )
 
 
 def _get_layout(m: Machine, args: tuple[Any, ...]) -> TorchValue:

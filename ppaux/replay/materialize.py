@@ -267,7 +267,19 @@ class Materializer:
         elif ref.requires_grad and (tensor.is_floating_point() or tensor.is_complex()):
             tensor.requires_grad_(True)
         self._memo[id(ref)] = tensor
+        if ref.state:
+            self._set_attributes(tensor, ref, where)
         return tensor
+
+    def _set_attributes(self, tensor: torch.Tensor, ref: TensorRef, where: str) -> None:
+        """The attributes torch.load sets from the saved state (its __dict__, then slots);
+        a tensor's own fields, its class's data descriptors (requires_grad is set above),
+        are left as rebuilt."""
+        for part in ref.state if isinstance(ref.state, tuple) else (ref.state,):
+            for name, value in part.items() if isinstance(part, dict) else ():
+                field = getattr(type(tensor), name, None) if isinstance(name, str) else None
+                if isinstance(name, str) and not hasattr(type(field), "__set__"):
+                    setattr(tensor, name, self.value(value, f"{where}.{name}"))
 
     def _error(self, where: str, ref: TensorRef, reason: str) -> MaterializeError:
         return MaterializeError(

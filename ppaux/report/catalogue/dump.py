@@ -136,14 +136,18 @@ RULES = (
         code="PP107",
         name="aux-sparse-or-quantized",
         severity=Severity.ERROR,
-        summary="An auxiliary tensor is sparse or quantized.",
+        summary="A tensor of the sent dict (an auxiliary one or any other) is sparse or quantized.",
         explanation=(
-            "torch.distributed's send has no kernel for a sparse or quantized tensor: sglang's "
+            "sglang's send_tensor_dict sends every tensor at the dict's top level with "
+            "torch.distributed, whose send has no kernel for a sparse or quantized tensor: the "
             "sender fails with NotImplementedError in torch's dispatcher after the metadata went "
             "out, and rank 0 waits for data that never comes. The wire could not carry the "
             "layout or the quantizer anyway: it describes a tensor by device type, dtype and size."
         ),
-        causes=("The observer output holds a sparse or quantized tensor.",),
+        causes=(
+            "The observer output holds a sparse or quantized tensor.",
+            "Another entry of the dict (a hidden state, token ids) is sparse or quantized.",
+        ),
         fix="Send dense tensors: tensor.to_dense() or tensor.dequantize() (or the int repr and "
         "the scale as separate tensors).",
         example=(
@@ -173,12 +177,16 @@ RULES = (
         code="PP109",
         name="aux-tensor-subclass",
         severity=Severity.WARNING,
-        summary="An auxiliary tensor is a tensor subclass.",
+        summary="An auxiliary tensor is a tensor subclass or has attributes set on it.",
         explanation=(
-            "Subclasses such as nn.Parameter pass the sender's check, but the receiver "
-            "rebuilds a plain tensor from dtype and size: the class and its attributes are lost."
+            "Subclasses such as nn.Parameter, and tensors with attributes set on them "
+            "(t.foo = 1), pass the sender's check, but the receiver rebuilds a plain tensor "
+            "from dtype and size: the class and its attributes are lost."
         ),
-        causes=("A parameter or a custom tensor subclass was returned by to_pp_tensors().",),
+        causes=(
+            "A parameter or a custom tensor subclass was returned by to_pp_tensors().",
+            "An attribute was set on an output tensor (t.foo = ...) for the observer to read.",
+        ),
         fix="Return plain tensors (tensor.detach() or torch.Tensor.as_subclass(t, torch.Tensor)).",
         example="'__sampling_observer_output__.scores': torch.nn.Parameter(torch.zeros(2))",
         area="payload",

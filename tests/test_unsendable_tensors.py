@@ -1,0 +1,46 @@
+"""A sparse or quantized tensor under any key of the dict sglang sends: send_tensor_dict sends
+every top-level tensor with torch.distributed, which has no kernel for either, so the sender
+fails after the metadata went out and rank 0 waits (PP107, the pop predicted 'waits'), an
+auxiliary key or not; nested in a value, it travels pickled (PP110) and is not refused.
+sglang's own wire refuses it as predicted in tests/test_sglang_transport.py."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ppaux.dump import inspect_paths
+from ppaux.sglang import OUTPUT_PREFIX
+
+pytestmark = pytest.mark.torch
+
+_SPARSE = {
+    "coo": lambda: torch.eye(3).to_sparse(),
+    "csr": lambda: torch.eye(3).to_sparse_csr(),
+    "quantized": lambda: torch.quantize_per_tensor(torch.ones(3), 0.5, 0, torch.qint8),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_SPARSE))
+@pytest.mark.parametrize("key", ["next_token_ids", OUTPUT_PREFIX + "scores"])
+def test_it_is_predicted_under_any_top_level_key(tmp_path, kind, key):
+    path = tmp_path / "m.pt"
+    message = {
+        "next_token_ids": torch.ones(2, dtype=torch.int64),
+        OUTPUT_PREFIX + "s": torch.ones(2),
+    }
+    message[key] = _SPARSE[kind]()
+    torch.save(message, path)
+    report = inspect_paths([str(path)])
+    found = [(f.code, f.key) for f in report.findings]
+    assert ("PP107", key) in found, found
+    (payload,) = report.data["files"][0]["payloads"]
+    assert payload["predicted_pop"]["outcome"] == "waits"
+
+
+def test_nested_in_a_value_it_travels_pickled(tmp_path):
+    path = tmp_path / "m.pt"
+    torch.save({"extra": [torch.eye(2).to_sparse()], OUTPUT_PREFIX + "s": torch.ones(2)}, path)
+    report = inspect_paths([str(path)])
+    assert [f.code for f in report.findings] == ["PP110"], report.findings
+    assert report.data["files"][0]["payloads"][0]["predicted_pop"]["outcome"] == "ok"
