@@ -111,7 +111,7 @@ def _container(kind: type) -> Any:
             source = _encoded(m, kind, source, args[1])  # bytearray(text, 'latin1'), as Python
             # CPython's pickler writes bytearray(_codecs.encode(text, 'latin1')), and bytes as
             # the _codecs.encode alone: never a str and its encoding given to the class.
-            m.deviate(f"{kind.__name__}(text, {shown(repr(args[1][:80]))})", False)
+            m.deviate(f"{kind.__name__}(text, {cut(repr(args[1][:80]))})", False)
         if not isinstance(source, (list, tuple, set, frozenset, str, bytes, dict)):
             raise m.error(f"{kind.__name__} argument is not a container")
         # Each call copies its argument, and a memo reference lets a pickle repeat the call
@@ -173,7 +173,7 @@ def _text_encoding(m: Machine, call: str, encoding: Any) -> str:
         raise NotAsWritten(
             m.path,
             f"not as torch.save writes it: pickle byte {m.op_pos}: {call} in the encoding "
-            f"{shown(repr(encoding[:80]))}, outside what torch.save writes (Latin-1; ppaux "
+            f"{cut(repr(encoding[:80]))}, outside what torch.save writes (Latin-1; ppaux "
             "reads Latin-1, UTF-8 and ASCII): torch.load runs that codec, which ppaux does not",
         )
     return name
@@ -189,8 +189,7 @@ def _codecs_encode(m: Machine, args: tuple[Any, ...]) -> bytes:
     name = _text_encoding(m, "_codecs.encode(text, ...)", encoding)
     if encoding != "latin1":
         m.deviate(
-            f"_codecs.encode(text, {shown(repr(encoding[:80]))}), where the pickler "
-            "writes 'latin1'",
+            f"_codecs.encode(text, {cut(repr(encoding[:80]))}), where the pickler writes 'latin1'",
             False,
         )
     m.charge_bytes(len(text))

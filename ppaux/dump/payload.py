@@ -417,7 +417,7 @@ def tensor_attributes(tensor: TensorRef) -> list[dict[str, str]]:
     for part in parts:
         if isinstance(part, dict):
             for name, value in itertools.islice(part.items(), _MAX_ATTRIBUTES):
-                key = shown(name, 60) if isinstance(name, str) else safe_repr(name, 60)
+                key = cut(name, 60) if isinstance(name, str) else safe_repr(name, 60)
                 found[key] = {"name": key, "type": type_name(value), "value": safe_repr(value, 60)}
     return list(found.values())[:_MAX_ATTRIBUTES]
 
