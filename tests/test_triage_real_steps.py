@@ -81,3 +81,21 @@ def test_stages_of_unknown_count_still_name_a_command_to_run():
     assert all("N" not in argv for argv in commands)
     for step in steps:
         assert render(step)
+
+
+def test_a_log_with_no_failure_says_so_in_every_format_that_holds_words():
+    from typer.testing import CliRunner
+
+    from ppaux_cli.app import app
+
+    log = str(REAL / "sglang-12496-compose-healthy.log")
+    for form in ("text", "markdown", "json", "github", "sarif", "junit", "html"):
+        result = CliRunner().invoke(app, ["triage", "--format", form, log])
+        assert result.exit_code == 0, (form, result.output)
+        assert "no failure found" in result.output, form
+    # GitLab's code-quality report is a list of issues: none
+    result = CliRunner().invoke(app, ["triage", "--format", "gitlab", log])
+    assert result.exit_code == 0 and result.output.strip() == "[]"
+    # a log that holds a failure never says it
+    failed = CliRunner().invoke(app, ["triage", str(REAL / "sglang-4289-nccl-init.log")])
+    assert failed.exit_code == 1 and "no failure found" not in failed.output

@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 from ppaux.limits import Limits
 from ppaux.report import Finding, Report, ReportBuilder, finding
 from ppaux.sglang import MessageMatch
-from ppaux.text import shown
+from ppaux.text import counted, shown
 from ppaux.triage.buildsteps import undefined_symbol
 from ppaux.triage.configsteps import setting_program
 from ppaux.triage.deaths import death_of
@@ -413,6 +413,12 @@ def _fill(
                 f"local time: sglang's own, the {LOCAL_TIME}; ppaux compares such times only "
                 "within their log"
             )
+    if readings and not found and not any(f.code == "PP809" for f in report.findings):
+        lines = sum(r.lines for r in readings)
+        report.notes.append(
+            f"no failure found: no traceback, failure record or process's death in "
+            f"{counted(len(readings), 'log')} ({counted(lines, 'line')} read)"
+        )
     if steps:
         report.notes += ["next steps:", *(f"  {step}" for step in steps)]
     report.data["logs"] = [
