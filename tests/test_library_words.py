@@ -44,6 +44,8 @@ CLI_TEXT = {
     "ppaux/triage/runtimedeaths.py": "the Ray and Slurm commands a death record points to",
     "ppaux/triage/buildsteps.py": "triage's next commands for a library that does not load "
     "(python3 -c, pip show)",
+    "ppaux/triage/configsteps.py": "triage's next commands for a configuration error (the "
+    "programs' own flags)",
     "ppaux/report/formats/html.py": "CSS custom properties (--fg, --line), not flags",
 }
 

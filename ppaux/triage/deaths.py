@@ -56,6 +56,7 @@ __all__ = [
     "hint_of",
     "launcher_summary",
     "relay",
+    "relayed",
     "relayed_error",
     "slurm_ended",
     "worker_died",
@@ -252,10 +253,7 @@ def death_of(record: Failure | Event) -> str | None:
         how = exit_type.group("type") if exit_type is not None else how
         return "died: its Ray worker process ended" + (f" ({how})" if how else "")
     if relay(record) and relayed_error(record) is None:
-        return (
-            "reports that a process it started failed (its exception says to look elsewhere "
-            "for the root cause)"
-        )
+        return f"{_RELAYED} (its exception says to look elsewhere for the root cause)"
     if record.exception is None:
         code = _EXIT.search(record.said or "")
         if code is None:
@@ -291,11 +289,22 @@ def dead_one(record: Failure | Event) -> str:
     return record.who
 
 
+#: How :func:`how_it_ended` says a process relays another's failure.
+_RELAYED = "reports that a process it started failed"
+
+
+def relayed(how: str) -> bool:
+    """True where ``how`` says the process relays the failure of one it started (vLLM's
+    ``WorkerProc initialization failed due to an exception in a background process``): an
+    exception raised there, not a kill."""
+    return _RELAYED in how
+
+
 def hint_of(how: str) -> str:
     """Where to look for what killed a process that died ``how``."""
     if (name := killer(how)) is not None:
         return killer_hint(name)
-    if "reports that a process it started failed" in how:
+    if relayed(how):
         return "look for that process's own traceback, earlier in its log or in its own log"
     if exited(how):
         return (

@@ -10,11 +10,16 @@ from ppaux.triage.stepdata import Step
 __all__ = ["death_steps", "record_steps"]
 
 
-def death_steps(crash: bool, exited: bool, killer: str | None = None) -> list[Step]:
+def death_steps(
+    crash: bool, exited: bool, killer: str | None = None, relayed: bool = False
+) -> list[Step]:
     """The steps for a dead process: ``crash``, it died of a crash of its own (SIGSEGV,
     SIGABRT); ``exited``, it ended with an exit status of its own; ``killer``, a runtime's or
-    a launcher's memory limit ended it (:func:`~ppaux.triage.runtimedeaths.killer`); else it
-    was killed."""
+    a launcher's memory limit ended it (:func:`~ppaux.triage.runtimedeaths.killer`);
+    ``relayed``, the process that reports it relays an exception the other raised (its own
+    traceback is the root); else it was killed."""
+    if relayed:
+        return _relayed_steps()
     if killer is not None:
         return killer_steps(killer)
     if crash:
@@ -41,6 +46,31 @@ def _killed_steps() -> list[Step]:
             "and read the dead process's own log (a Ray worker's: "
             "/tmp/ray/session_latest/logs/ on its node; a torchrun rank's: its stderr)",
         ),
+    ]
+
+
+def _relayed_steps() -> list[Step]:
+    """A process that relays the exception of one it started (vLLM's engine of a worker whose
+    start-up raised): that worker's own traceback is the root; a kill only where its output
+    holds none."""
+    where = "the failing process's host"
+    return [
+        Step(
+            None,
+            where,
+            "a process it started raised (a worker's start-up, as a rule: loading the model, "
+            "its memory, its device): that process's own traceback is the root, printed above "
+            "the relaying one under its own name (vLLM: '(VllmWorker rank=N pid=N)' or "
+            "'(Worker pid=N)' before each line); collect the whole log from the start and run "
+            "ppaux triage on it",
+        ),
+        Step(
+            None,
+            where,
+            "where the log holds no traceback of it, rerun with its output kept (vLLM: "
+            "VLLM_LOGGING_LEVEL=DEBUG); only then look for a kill of it on its host:",
+        ),
+        Step(("journalctl", "-k", "-g", "Killed process|Out of memory"), where, "or dmesg -T"),
     ]
 
 

@@ -9,19 +9,20 @@ as written, cut to a bound (:func:`ppaux.text.cut`); every format shows it escap
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ppaux.limits import Limits
 from ppaux.report import Finding, Report, ReportBuilder, finding
 from ppaux.sglang import MessageMatch
-from ppaux.text import cut
+from ppaux.text import counted, cut
 from ppaux.triage.buildsteps import undefined_symbol
+from ppaux.triage.configsteps import setting_program
 from ppaux.triage.deaths import death_of
 from ppaux.triage.frames import Build, build_of
 from ppaux.triage.hangs import hang_words
 from ppaux.triage.incidents import Incident, incidents
 from ppaux.triage.inputs import log_findings, oversized_findings, read_all
-from ppaux.triage.kinds import MEMORY, kind_of, local_note
+from ppaux.triage.kinds import MEMORY, cut_in_setup, kind_of, local_note
 from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.logreading import watchdog_words
 from ppaux.triage.longlines import long_line_findings
@@ -300,7 +301,7 @@ def triage_paths(
     quiet = {"capture", *(("nccl-warn",) if any(r.sglang_seen for r in readings) else ())}
     loose: list[Failure | Event] = [*orphans, *(e for e in orphan_events if e.kind not in quiet)]
     warned = [e for e in orphan_events if e.kind == "nccl-warn" and e.kind in quiet]
-    no_root, crash, local, ended = None, False, False, False
+    no_root, crash, local, ended, relayed = None, False, False, False, False
     killed_by: str | None = None
     setup: str | None = None
     if loose:
@@ -308,6 +309,7 @@ def triage_paths(
         no_root = orphaned.extra["no_root"]
         crash = orphaned.extra["crashed"] is True
         ended = orphaned.extra["exited"] is True
+        relayed = orphaned.extra["relayed"] is True
         killed_by = str(orphaned.extra["killer"]) if orphaned.extra["killer"] else None
         local = orphaned.extra["host"] is True
         setup = str(orphaned.extra["nccl_setup"]) if orphaned.extra["nccl_setup"] else None
@@ -335,15 +337,28 @@ def triage_paths(
         crash,
         ended,
         killed_by,
-        torchrun=bool(found) and _torchrun_recorded(found[0].root),
-        pp_key=pp_key_error(found[0].root) if found else None,
         setup=setup or next((i.root.warned[0] for i in found if i.root.warned), None),
         host_memory=_host_memory(kinds, found),
-        build=undefined_symbol(found[0].root) if found else None,
+        relayed=relayed,
+        **(_first_root(found[0].root, deployment) if found else {}),
     )
     _fill(report, readings, found, deployment, plan)
     _say_one_run(report, readings, found, [*failures, *events])
     return report.build()
+
+
+def _first_root(root: Failure, deployment: Deployment) -> dict[str, Any]:
+    """What the first incident's root says of the steps (:func:`next_steps`' arguments): a
+    child torchrun recorded, a KeyError on a key of the PP message, a library that does not
+    load, the program whose settings a configuration error is of, a traceback cut inside a
+    communicator's set-up."""
+    return {
+        "torchrun": _torchrun_recorded(root),
+        "pp_key": pp_key_error(root),
+        "build": undefined_symbol(root),
+        "setting": setting_program(root, deployment),
+        "cut_setup": cut_in_setup(root),
+    }
 
 
 def _host_memory(kinds: list[str], found: list[Incident]) -> bool:
@@ -398,6 +413,12 @@ def _fill(
                 f"local time: sglang's own, the {LOCAL_TIME}; ppaux compares such times only "
                 "within their log"
             )
+    if readings and not found and not any(f.code == "PP809" for f in report.findings):
+        lines = sum(r.lines for r in readings)
+        report.notes.append(
+            f"no failure found: no traceback, failure record or process's death in "
+            f"{counted(len(readings), 'log')} ({counted(lines, 'line')} read)"
+        )
     if steps:
         report.notes += ["next steps:", *(f"  {step}" for step in steps)]
     report.data["logs"] = [

@@ -28,6 +28,11 @@
   launch failure) is of this kind whatever else its text holds: NCCL's watchdog, its
   ``ProcessGroupNCCL`` frames or a ``DistBackendError`` type say where the fault surfaced (the
   watchdog checks the stream the kernel ran on), not that communication failed;
+- ``configuration``: a program's own check of its parallel settings that failed (Megatron's
+  layers that do not divide among the stages, TensorRT-LLM's ``mpiSize == tp * pp``, torch's
+  pipelining schedule given too few micro-batches, a batch smaller than the stages): an
+  assertion or a ValueError whose message names a parallel size or the micro-batches and the
+  rule they break; nothing ran yet that another rank could have caused;
 - ``other``: anything else; ``unknown``: a traceback cut before its exception line.
 """
 
@@ -45,6 +50,7 @@ __all__ = [
     "AUX",
     "COMMUNICATION",
     "COMMUNICATION_INIT",
+    "CONFIGURATION",
     "DESCRIPTIONS",
     "HARDWARE",
     "KINDS",
@@ -52,6 +58,7 @@ __all__ = [
     "OTHER",
     "SHAPE_KERNEL",
     "UNKNOWN",
+    "cut_in_setup",
     "kind_of",
     "kind_of_text",
     "local_note",
@@ -65,10 +72,21 @@ MEMORY = "memory"
 COMMUNICATION_INIT = "communication-init"
 COMMUNICATION = "communication"
 SHAPE_KERNEL = "shape-kernel"
+CONFIGURATION = "configuration"
 OTHER = "other"
 UNKNOWN = "unknown"
 #: Every kind, in the order they are told apart.
-KINDS = (AUX, HARDWARE, MEMORY, COMMUNICATION_INIT, COMMUNICATION, SHAPE_KERNEL, OTHER, UNKNOWN)
+KINDS = (
+    AUX,
+    HARDWARE,
+    MEMORY,
+    COMMUNICATION_INIT,
+    COMMUNICATION,
+    SHAPE_KERNEL,
+    CONFIGURATION,
+    OTHER,
+    UNKNOWN,
+)
 
 #: Characters of a message looked at.
 _READ = 2000
@@ -168,6 +186,19 @@ _SHAPE_TEXT = lazy(
 #: Functions of sglang's memory planning: what fails there is the memory left for the KV cache
 #: (a negative token count, an assertion on the pool), whatever the exception says.
 _MEMORY_FUNCTIONS = frozenset({"init_memory_pool", "profile_max_num_token"})
+#: A setting of parallelism or of the micro-batches, as a program's own check names it.
+_PARALLEL_SETTING = lazy(
+    r"\b(?:pipeline|tensor|data|context|expert)_model_parallel_size\b|"
+    r"\b(?:pp|tp|dp|ep|cp)_(?:size|degree)\b|\bmpiSize\b|\bworld_size\b|\btp \* pp\b|"
+    r"\b(?:pp_)?micro_?batch(?:_size|es)?\b|\bn_microbatches\b|\barg_mbs\b|\bnum_stages\b"
+)
+#: The rule such a check says was broken.
+_SETTING_RULE = lazy(
+    r"divisible|\bmust be\b|\bshould be\b|\bExpecting\b|\bexpected\b|==|!=|>=|<=|"
+    r"Assertion failed|\bbut got\b|\bnot equal\b|\bmultiple of\b"
+)
+#: The exceptions a program's own check of its settings raises.
+_SETTING_TYPES = lazy(r"(?:^|\.)(?:AssertionError|ValueError|RuntimeError)$")
 _SHAPE_TYPES = lazy(r"(?:^|\.|::)(?:InternalError|TVMError|CompilationError|AcceleratorError)$")
 _KERNEL_MODULES = lazy(r"(?:^|\.)(?:tvm|triton|flashinfer|sgl_kernel|deep_gemm)\b")
 
@@ -210,6 +241,18 @@ def _at_init(failure: Failure, message: str) -> bool:
     )
 
 
+def cut_in_setup(failure: Failure) -> bool:
+    """Whether ``failure`` is a traceback cut before its exception inside a communicator's or
+    a process group's set-up (a frame of ``ncclCommInitRank``, ``init_process_group``, ...):
+    what failed there is not shown, but where it failed is."""
+    if failure.exception is not None:
+        return False
+    return any(
+        frame.function in _INIT_FUNCTIONS or _INIT_TEXT.search(frame.code) is not None
+        for frame in failure.frames[-200:]
+    )
+
+
 #: A connection that closed: what a socket's failure says before anything it carries.
 _CLOSED = lazy(r"Connection (?:closed|reset) by peer|Broken pipe")
 
@@ -230,6 +273,19 @@ def _own_words(pattern: re.Pattern[str], text: str) -> bool:
 def _kernel_fault(text: str) -> bool:
     """Whether ``text`` says a kernel faulted, in its own words (:func:`_own_words`)."""
     return _own_words(_KERNEL_FAULT, text)
+
+
+def _setting_check(last: tuple[str, str]) -> bool:
+    """Whether the last exception (type, message) is a program's own check of its parallel
+    settings: an assertion or a ValueError whose first line names a parallel size or the
+    micro-batches, and the rule they break."""
+    exception, message = last
+    first = message.split("\n", 1)[0][:400]
+    return (
+        _SETTING_TYPES.search(exception) is not None
+        and _PARALLEL_SETTING.search(first) is not None
+        and _SETTING_RULE.search(first) is not None
+    )
 
 
 def kind_of(failure: Failure) -> str:
@@ -262,6 +318,8 @@ def kind_of(failure: Failure) -> str:
         or _KERNEL_MODULES.search(exception)
     ):
         return SHAPE_KERNEL
+    if _setting_check(texts[0]):
+        return CONFIGURATION
     # No word of the message tells: the frames do. A failure inside a communicator's set-up
     # (a library that will not load, an assertion in pynccl) or in the memory planning is of
     # that kind, whatever its exception.
@@ -282,10 +340,11 @@ _ROOT_RANK = {
     HARDWARE: 1,
     MEMORY: 2,
     SHAPE_KERNEL: 3,
-    COMMUNICATION_INIT: 4,
-    OTHER: 5,
-    COMMUNICATION: 6,
-    UNKNOWN: 7,
+    CONFIGURATION: 4,
+    COMMUNICATION_INIT: 5,
+    OTHER: 6,
+    COMMUNICATION: 7,
+    UNKNOWN: 8,
 }
 
 
@@ -334,6 +393,8 @@ DESCRIPTIONS = {
     COMMUNICATION: "a communication failure in flight (NCCL, gloo or a socket): what a rank "
     "dies of when a peer died first, or when the network failed",
     SHAPE_KERNEL: "a shape or kernel failure (a tensor size that does not fit, a kernel error)",
+    CONFIGURATION: "a configuration error (the program's own check of its parallel settings: "
+    "the stages, the parallel sizes, the micro-batches)",
     OTHER: "a failure of no kind ppaux tells apart",
     UNKNOWN: "a traceback cut before its exception",
 }

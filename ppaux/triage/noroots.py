@@ -14,6 +14,7 @@ from ppaux.triage.deaths import (
     exited,
     hint_of,
     launcher_summary,
+    relayed,
     slurm_ended,
 )
 from ppaux.triage.hangs import hang_words, pyspy_process
@@ -264,6 +265,7 @@ def no_root_finding(
             "crashed": bool(died) and crashed(died[0][1]),
             # it ended with an exit status of its own: an error it reported, not a kill
             "exited": bool(died) and exited(died[0][1]),
+            "relayed": bool(died) and relayed(died[0][1]),
             # NCCL's communicator set-up failed (its own steps)
             "nccl_setup": setup[1] if setup is not None else None,
             "killer": next((killer(how) for _, how in died if killer(how)), None),

@@ -68,6 +68,7 @@ KIND_TEXT = {
     "could not be created)",
     "communication": "communication failure in flight",
     "shape-kernel": "shape or kernel failure",
+    "configuration": "configuration error (the program's own check of its parallel settings)",
     "other": "failure",
     "auxiliary-output": "auxiliary-output failure",
 }

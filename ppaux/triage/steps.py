@@ -34,6 +34,7 @@ from __future__ import annotations
 from ppaux.errors import TORCH_INSTALL_HINT
 from ppaux.sglang import MessageMatch
 from ppaux.triage.buildsteps import build_steps
+from ppaux.triage.configsteps import configuration_steps
 from ppaux.triage.deathsteps import death_steps, record_steps
 from ppaux.triage.kindsteps import (
     hang_steps,
@@ -129,21 +130,30 @@ def _compare_steps(deployment: Deployment) -> list[Step]:
         # is said in a comment, its N never written into a command line to be run as it is;
         # so is the comparison of the files it writes, which no command above makes.
         template = " ".join(("ppaux", "fingerprint", "--pp-rank", "N", *given, "-o", out))
+        first = "PP0's host" if not deployment.single_launch else where
         steps.append(
             Step(("mkdir", "-p", "stages"), where, "the folder each stage's file is written to")
         )
+        # The first stage is there whatever the count: its command is one to run as it is.
         steps.append(
             Step(
-                None,
-                where,
-                f"on each stage's host, N its pipeline rank ({known}): {template}",
+                ("ppaux", "fingerprint", "--pp-rank", "0", *given, "-o", "stages/stage-0.json"),
+                first,
+                "the first stage's",
             )
         )
         steps.append(
             Step(
                 None,
+                where,
+                f"then on each other stage's host, N its pipeline rank ({known}): {template}",
+            )
+        )
+        steps.append(
+            Step(
+                ("ppaux", "check-skew", "--", "stages/"),
                 "any host",
-                "then, with every stage's file in stages/: ppaux check-skew -- stages/",
+                "with every stage's file in stages/",
             )
         )
         return steps
@@ -344,6 +354,9 @@ def next_steps(
     setup: str | None = None,
     host_memory: bool = False,
     build: tuple[str, str] | None = None,
+    relayed: bool = False,  # the dead process's exception is relayed by the one that says so
+    setting: str | None = None,  # a configuration error's program (:mod:`.configsteps`)
+    cut_setup: bool = False,  # the first root's traceback is cut inside NCCL's set-up
 ) -> list[Step]:
     """Steps for incidents whose roots are of ``roots`` (kind, and the auxiliary-output message
     matched, if any), in the order the kinds first appear; ``no_root``: why the logs hold no
@@ -359,14 +372,14 @@ def next_steps(
     ``setup``: NCCL's communicator set-up failed so (``no_root`` 'nccl-setup', or a root cut
     below NCCL's warning of it: 'duplicate-rank', ...); ``host_memory``: a memory root is the
     host's, not a GPU's; ``build``: the first root is a library that does not load (the
-    library and the symbol it needs, :mod:`ppaux.triage.buildsteps`)."""
+    library and the symbol it needs); ``relayed``, ``setting``, ``cut_setup``: as commented."""
     steps: list[Step] = record_steps() if torchrun else []
     done: set[str] = set()
     kinds = [kind for kind, _ in roots]
     if no_root == "network-or-other-node":
         kinds.append("communication")
     if no_root == "process-died":
-        steps += death_steps(crash, exited, killer)
+        steps += death_steps(crash, exited, killer, relayed)
     if no_root == "nccl-setup" and setup is not None:
         steps += setup_steps(setup)
     if no_root == "hang":
@@ -394,13 +407,16 @@ def next_steps(
             steps += hardware_steps()
         elif kind == "memory":
             steps += memory_steps(deployment, host_memory)
+        elif kind == "configuration":
+            steps += configuration_steps(setting or ("sglang" if deployment.sglang else "job"))
         elif kind == "shape-kernel":
             # a CUDA call of NCCL's that failed on the host: its own set-up first
             steps += (host_steps() if host else []) + kernel_steps(deployment, release)
         elif "compare" not in done:
             done.add("compare")
             steps += _other_steps(kind, deployment, observers or [], torchrun, pp_key, build)
-    return _once(steps)
+    cut = cut_setup and kinds[:1] == ["unknown"]  # the root cut inside NCCL's set-up
+    return _once(steps + (network_steps(True, deployment.sglang) if cut else []))
 
 
 def _other_steps(

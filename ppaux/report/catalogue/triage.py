@@ -112,10 +112,10 @@ RULES = (
             "error, an out-of-memory error, an assertion in a model). It is still the root of "
             "what follows, and ppaux claims no auxiliary-output cause for it. Its kind "
             "(extra.kind: communication-init, communication, hardware, memory, shape-kernel, "
-            "other, unknown) is told from the exception's type, message and frames, and "
-            "chooses the next steps. A communicator that could not be set up, with no failure "
-            "before it, is a root. A traceback cut off before its exception line is reported "
-            "here with its exception unknown. " + _LOCATION
+            "configuration, other, unknown) is told from the exception's type, message and "
+            "frames, and chooses the next steps. A communicator that could not be set up, with "
+            "no failure before it, is a root. A traceback cut off before its exception line is "
+            "reported here with its exception unknown. " + _LOCATION
         ),
         causes=(
             "Any failure in the scheduler's event loop or its start-up.",
@@ -163,6 +163,12 @@ RULES = (
                 "Read the traceback at the line given; run 'ppaux check-skew' across the stages "
                 "when the error comes from the PP path, else report the model, the release "
                 "and the arguments to the project whose code failed (the next steps name it).",
+            ),
+            (
+                "configuration",
+                "The program's own check of its parallel settings failed before anything ran: "
+                "set the settings its message names to fit (the stages, the parallel sizes, the "
+                "micro-batches); nothing to collect from other ranks.",
             ),
             (
                 "hardware",

@@ -1,0 +1,101 @@
+"""Next steps that fit the failure of a real log (fixtures/logs/real/, sources in its README):
+a worker whose start-up raised is looked for in its own output before any kill; another
+program's check of its own parallel settings gets the settings to check, in that program's
+words; a traceback cut inside NCCL's communicator set-up gets NCCL's steps; a comparison of
+stages whose count the logs do not give still names a command to run. The words expected are
+written by hand from reading each log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ppaux.triage import triage_paths
+from ppaux.triage.steps import Deployment, next_steps, render
+
+REAL = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "real"
+
+
+def _steps(stem: str) -> list[tuple[tuple[str, ...] | None, str]]:
+    report = triage_paths([str(REAL / f"{stem}.log")])
+    assert not report.problems
+    steps = report.data["steps"]
+    assert isinstance(steps, list)
+    return [
+        (tuple(step["argv"]) if step["argv"] else None, str(step["comment"] or ""))
+        for step in steps
+    ]
+
+
+def _words(steps: list[tuple[tuple[str, ...] | None, str]]) -> str:
+    return "\n".join(" ".join(argv or ()) + " " + comment for argv, comment in steps)
+
+
+def test_a_worker_whose_start_up_raised_is_read_before_any_kill_is_looked_for():
+    steps = _steps("vllm-ascend-2228-workerproc-init-failed-background")
+    assert steps
+    first = steps[0][1]
+    assert "traceback" in first and "start-up" in first
+    kills = [k for k, (argv, _) in enumerate(steps) if argv and argv[0] in ("journalctl", "dmesg")]
+    assert all(k > 0 for k in kills)
+    assert "Killed process" not in first
+
+
+def test_megatron_s_layers_per_stage_name_its_settings():
+    steps = _steps("bionemo-784-srun-label-megatron-pp-layers-assert")
+    words = _words(steps)
+    assert "num_layers" in words and "pipeline_model_parallel_size" in words
+    assert "NCCL_DEBUG" not in words and "journalctl" not in words
+    assert "sglang" not in words and "ppaux check-skew" not in words
+
+
+def test_tensorrt_llm_s_world_size_names_the_launch():
+    words = _words(_steps("optimum-nvidia-68-tllm-assert-mpisize-tp-pp"))
+    assert "mpirun -n" in words and "tp * pp" in words
+    assert "NCCL_DEBUG" not in words and "sglang" not in words
+
+
+def test_torch_pipelining_s_micro_batches_name_them():
+    words = _words(_steps("torchtitan-775-indented-fragment-valueerror-microbatches"))
+    assert "micro-batches" in words and "n_microbatches" in words
+    assert "sglang" not in words
+
+
+def test_another_job_s_parallel_check_says_to_read_its_settings():
+    words = _words(_steps("automodel-2575-pp-batch-assert-oneline"))
+    assert "configuration" in words and "settings" in words
+    assert "NCCL_DEBUG" not in words and "sglang" not in words
+
+
+def test_a_traceback_cut_inside_nccl_s_set_up_gets_nccl_s_steps():
+    steps = _steps("vllm-7800-workerprocess-nccl-init-pynccl-cut")
+    assert "whole log" in steps[0][1]
+    assert ("export", "NCCL_DEBUG=INFO") in [argv for argv, _ in steps]
+
+
+def test_stages_of_unknown_count_still_name_a_command_to_run():
+    steps = next_steps([("auxiliary-output", None)], Deployment(sglang=True), [], [])
+    commands = [step.argv for step in steps if step.argv is not None]
+    ppaux = [argv for argv in commands if argv[0] == "ppaux" and argv[1] != "capture"]
+    assert ("ppaux", "check-skew", "--", "stages/") in ppaux
+    assert any(argv[:4] == ("ppaux", "fingerprint", "--pp-rank", "0") for argv in ppaux)
+    assert all("N" not in argv for argv in commands)
+    for step in steps:
+        assert render(step)
+
+
+def test_a_log_with_no_failure_says_so_in_every_format_that_holds_words():
+    from typer.testing import CliRunner
+
+    from ppaux_cli.app import app
+
+    log = str(REAL / "sglang-12496-compose-healthy.log")
+    for form in ("text", "markdown", "json", "github", "sarif", "junit", "html"):
+        result = CliRunner().invoke(app, ["triage", "--format", form, log])
+        assert result.exit_code == 0, (form, result.output)
+        assert "no failure found" in result.output, form
+    # GitLab's code-quality report is a list of issues: none
+    result = CliRunner().invoke(app, ["triage", "--format", "gitlab", log])
+    assert result.exit_code == 0 and result.output.strip() == "[]"
+    # a log that holds a failure never says it
+    failed = CliRunner().invoke(app, ["triage", str(REAL / "sglang-4289-nccl-init.log")])
+    assert failed.exit_code == 1 and "no failure found" not in failed.output
