@@ -145,3 +145,17 @@ def test_explain_says_triage_s_reading_of_a_line(line, prefix):
     assert reading is not None
     said = " ".join(cli("explain", "--", text).output.split())
     assert " ".join(reading.words.split()) in said
+
+
+_VERBS = "host-a:377:378 [4] ibvwrap.c:130 NCCL WARN Call to ibv_create_qp failed"
+
+
+def test_a_failed_verbs_call_is_this_host_s_infiniband_set_up(tmp_path):
+    document = _triage(tmp_path, _VERBS)
+    (found,) = [f for f in document["findings"] if f["code"] == "PP809"]
+    assert found["extra"]["nccl_setup"] == "ib-verbs"
+    said = " ".join(cli("explain", "--", _VERBS).output.split())
+    assert "this host's InfiniBand devices or their limits" in said
+    assert "check ibv_devinfo and ulimit -l on this host" in said
+    assert "ibv_devinfo; ulimit -l; export NCCL_IB_HCA=DEVICE; export NCCL_IB_DISABLE=1" in said
+    assert "network or another node" not in said

@@ -113,3 +113,32 @@ def test_a_status_of_a_signal_names_that_signal(signal_number, pid):
         f"child pid={pid}",
         f"died: killed by {names[signal_number]} (signal {signal_number}; sglang's parent)",
     )
+
+
+_CUT_SCHEDULER = (
+    "[2026-12-03 14:56:07 DP1 TP3] Scheduler hit an exception: Traceback (most recent call "
+    "last):\n"
+    '  File "/opt/sglang/srt/managers/scheduler.py", line 2950, in run_scheduler_process\n'
+    "    scheduler.event_loop_normal()\n"
+    '  File "/opt/sglang/srt/m\n'
+)
+
+
+@pytest.mark.parametrize("status", [131, 3, 256, 139])
+def test_a_child_s_end_written_above_its_cut_scheduler_traceback_is_its_fallout(status):
+    # sglang's parent writes the child's end when the scheduler that failed has signalled it;
+    # the two lines reach the log in either order
+    text = (
+        f"[2026-12-03 14:56:07] Child process unexpectedly failed with exitcode={status}. "
+        "pid=4242\n" + _CUT_SCHEDULER
+    )
+    found = [(f.code, f.key) for f in _report(text).findings if f.code in ("PP802", "PP803")]
+    assert found == [("PP802", "DP1 TP3"), ("PP803", "child pid=4242")]
+
+
+def test_a_child_killed_by_sigkill_before_a_cut_traceback_stays_the_first_death():
+    # SIGKILL is what the kernel's OOM killer sends: that child wrote nothing; the cut
+    # traceback of another process followed from its end
+    text = "[2026-12-03 14:56:07] Child process unexpectedly failed with exitcode=9. pid=4242\n"
+    findings = [(f.code, f.extra.get("no_root")) for f in _report(text + _CUT_SCHEDULER).findings]
+    assert findings[0] == ("PP809", "process-died")

@@ -44,6 +44,11 @@ DUPLICATE_GPU = (
     "dirkg-zeppelin:4005:4041 [0] init.cc:521 NCCL WARN Duplicate GPU detected : rank 0 and "
     "rank 1 both on CUDA device 40\n"
 )
+VERBS = (
+    "host-a:377:378 [4] ibvwrap.c:130 NCCL WARN Call to ibv_create_qp failed\n"
+    "host-a:377:378 [4] NCCL INFO init.cc:878 -> 2\n"
+    "host-a:377:378 [4] NCCL INFO group.cc:72 -> 2 [Async thread]\n"
+)
 
 
 def _report(text: str):
@@ -72,6 +77,7 @@ def _steps(text: str) -> str:
         (NO_ROUTE, "bootstrap-connect", "connect to 10.0.0.4<56849>: 113(No route to host)"),
         (CUT, "bootstrap-connect", "connect to an address the line does not keep"),
         (DUPLICATE_GPU, "duplicate-gpu", "rank 0 and rank 1 both on CUDA device 40"),
+        (VERBS, "ib-verbs", "verbs library failed (ibv_create_qp failed; host-a pid 377"),
     ],
 )
 def test_nccl_s_set_up_warning_is_named_and_an_error(log, name, said):
@@ -95,6 +101,11 @@ def test_nccl_s_set_up_warning_is_named_and_an_error(log, name, said):
             DUPLICATE_GPU,
             ("torch.cuda.set_device(int(os.environ['LOCAL_RANK']))", "not the network"),
             ("TORCH_NCCL_DUMP_ON_TIMEOUT", "NCCL_SOCKET_IFNAME"),
+        ),
+        (
+            VERBS,
+            ("ibv_devinfo", "ulimit -l", "export NCCL_IB_HCA=", "export NCCL_IB_DISABLE=1"),
+            ("TORCH_NCCL_DUMP_ON_TIMEOUT", "NCCL_SOCKET_IFNAME", "MASTER_PORT"),
         ),
     ],
 )
@@ -174,3 +185,12 @@ def test_any_reason_after_nccl_comm_init_rank_failed_is_kept(reason, said):
         f"ERROR 05-30 22:22:26 [pynccl.py:153] ncclCommInitRank {said}{reason}"
     ) == (f"ncclCommInitRank failed: {reason.strip()}")
     assert init_failure(f"ncclCommInitRank succeeded: {reason}") is None
+
+
+@settings(max_examples=50, deadline=None)
+@given(call=st.from_regex(r"ibv_[a-z_]{1,30}", fullmatch=True), device=st.integers(0, 15))
+def test_any_failed_verbs_call_is_this_host_s_set_up(call, device):
+    found = _found(f"host-b:9:10 [{device}] ibvwrap.c:130 NCCL WARN Call to {call} failed\n")
+    assert found.extra["nccl_setup"] == "ib-verbs"
+    assert f"({call} failed;" in " ".join(found.message.split())
+    assert "this host's InfiniBand devices" in " ".join(found.message.split())

@@ -3,6 +3,9 @@ the log does not hold, with what to set and collect; beside a failure they add n
 
 from __future__ import annotations
 
+import io
+
+import pytest
 from helpers import REPO, cli
 
 from ppaux.triage import triage_paths
@@ -104,3 +107,20 @@ def test_nccl_s_other_cuda_warnings_stay_warnings(tmp_path):
     (found,) = [f for f in triage_paths([str(path)]).findings if f.code in ("PP802", "PP809")]
     assert found.code == "PP809"
     assert found.extra["no_root"] == "network-or-other-node"
+
+
+IB_COMPLETION = (
+    "host-a:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer "
+    "10.0.0.2<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv)\n"
+    "host-a:3468:3905 [4] NCCL INFO proxy.cc:878 -> 6 [Progress Thread]\n"
+)
+
+
+@pytest.mark.parametrize("spelling", ["status=12", "error 12"])
+def test_a_transfer_failed_in_flight_is_an_error_with_no_root(spelling):
+    # the proxy's ncclRemoteError leaves the communicator in error: the job is down
+    log = IB_COMPLETION.replace("status=12", spelling)
+    report = triage_paths(["run.log"], {"run.log": io.BytesIO(log.encode())})
+    (found,) = report.findings
+    assert (found.code, found.extra["no_root"]) == ("PP809", "network-or-other-node")
+    assert found.severity.name == "ERROR"

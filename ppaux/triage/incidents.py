@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from ppaux.patterns import lazy
 from ppaux.sglang import search_message
+from ppaux.triage.childexits import child_exit
 from ppaux.triage.deaths import death_of, launcher_summary, relay, worker_name
 from ppaux.triage.frames import frame_owner, in_scheduler_process, in_sglang_server
 from ppaux.triage.kinds import COMMUNICATION, COMMUNICATION_INIT, MEMORY, kind_of
@@ -141,7 +142,7 @@ def _cut_roots(ordered: list[Failure], deaths: list[Failure | Event]) -> list[Fa
     if not cut:
         return []
     for death in deaths:
-        if _listed_first(death, cut):
+        if _listed_first(death, cut) or _parents_report(death, cut):
             continue
         if all(_before(death, f) for f in cut):
             return []
@@ -150,6 +151,25 @@ def _cut_roots(ordered: list[Failure], deaths: list[Failure | Event]) -> list[Fa
     if earliest is not None and all(_before(earliest, f) for f in cut):
         return [earliest]
     return cut
+
+
+def _parents_report(death: Failure | Event, cut: list[Failure]) -> bool:
+    """True where ``death`` is sglang's parent's report of a child's end by a signal of
+    sglang's own teardown (not SIGKILL, what the kernel's OOM killer sends) and a scheduler's
+    traceback, cut, is at the same moment in the same log: that child's own failure, which the
+    report is fallout of (sglang's scheduler logs its exception and signals its
+    parent; the parent's SIGCHLD handler then writes its line, in whatever order the two
+    reach the log)."""
+    if not isinstance(death, Event) or (child := child_exit(death.text)) is None:
+        return False
+    if "SIGKILL" in child[1]:
+        return False
+    return any(
+        f.scheduler
+        and f.source == death.source
+        and ((apart := seconds_between(death, f)) is None or abs(apart) <= SAME_MOMENT_S)
+        for f in cut
+    )
 
 
 def _listed_first(death: Failure | Event, cut: list[Failure]) -> bool:

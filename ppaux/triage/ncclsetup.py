@@ -10,7 +10,12 @@ reach each other, never a peer that died mid-run.
 - ``socketStartConnect: Connect to <address> failed : ...``, ``socketPollConnect: Connect to
   <address> returned 113(No route to host) ...``, ``Connect to <address> failed : Connection
   refused``: the bootstrap's connection to another rank's address failed (the interface NCCL
-  chose, a route, a firewall, a bootstrap address no one listens on).
+  chose, a route, a firewall, a bootstrap address no one listens on);
+- ``ibvwrap.c:130 NCCL WARN Call to ibv_create_qp failed`` (``ibv_reg_mr``, ``ibv_open_device``,
+  ...): a call NCCL's InfiniBand transport makes to the verbs library on this host failed while
+  it connected the ranks (NCCL returns ``ncclSystemError``, its ``-> 2`` lines leading up to
+  ``init.cc``): this host's InfiniBand device or its limits (locked memory in a container),
+  not a peer.
 
 Each is read only where NCCL writes it: after its ``NCCL WARN`` words.
 
@@ -30,6 +35,7 @@ __all__ = [
     "INIT_FAILED_TYPE",
     "SETUP_FAILURES",
     "init_failure",
+    "setup_cause",
     "setup_failure",
     "setup_words",
 ]
@@ -56,12 +62,14 @@ _CONNECT = lazy(
     r"(?: (?P<peer>[^\s<]{1,120}(?:<\d{1,6}>)?))?"
     r"(?:\s{0,4}(?:failed\s{0,4}:\s{0,4}|returned\s{0,4})(?P<reason>[^\n]{1,120}))?"
 )
+_VERBS = lazy(r"NCCL WARN Call to (?P<call>ibv_\w{1,40}) failed(?P<rest>[^\n]{0,120})")
 
 #: The set-up failures :func:`setup_failure` names, each with its words.
 SETUP_FAILURES = {
     "duplicate-rank": "two processes joined NCCL's bootstrap as the same rank",
     "duplicate-gpu": "two ranks on one host chose the same GPU",
     "bootstrap-connect": "NCCL's bootstrap could not connect to another rank's address",
+    "ib-verbs": "a call to this host's InfiniBand verbs library failed",
 }
 
 
@@ -80,6 +88,9 @@ def setup_failure(text: str) -> tuple[str, str] | None:
         peer = connect["peer"] or "an address the line does not keep"
         reason = (connect["reason"] or "").strip()
         return "bootstrap-connect", f"connect to {peer}" + (f": {reason}" if reason else "")
+    if (verbs := _VERBS.search(text)) is not None:
+        rest = verbs["rest"].strip(" :")
+        return "ib-verbs", f"{verbs['call']} failed" + (f": {rest}" if rest else "")
     return None
 
 
@@ -96,3 +107,16 @@ def setup_words(name: str, said: str) -> str:
     """The words for the set-up failure ``name`` (:func:`setup_failure`), ``said`` being
     what its line says, left open for where it was said."""
     return f"its communicator's set-up failed: {SETUP_FAILURES[name]} ({said}"
+
+
+#: Where the cause of a set-up failure is, where it is not how the job was started or how its
+#: hosts reach each other.
+_CAUSES = {
+    "ib-verbs": "this host's InfiniBand devices or their limits (locked memory in a container), "
+    "not a peer",
+}
+
+
+def setup_cause(name: str) -> str:
+    """Where the cause of the set-up failure ``name`` is, in words."""
+    return _CAUSES.get(name, "how the job was started or how its hosts reach each other")

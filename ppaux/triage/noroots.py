@@ -20,7 +20,8 @@ from ppaux.triage.deaths import (
 from ppaux.triage.hangs import hang_words, pyspy_process
 from ppaux.triage.incidents import communication
 from ppaux.triage.kinds import local_note
-from ppaux.triage.ncclsetup import setup_failure, setup_words
+from ppaux.triage.ncclflight import flight_failure
+from ppaux.triage.ncclsetup import setup_cause, setup_failure, setup_words
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.roots import location_of, place_of, unseen
 from ppaux.triage.runtimedeaths import killer
@@ -123,11 +124,13 @@ def _down(failures: list[Failure], setup: bool, events: list[Event]) -> bool:
     """Whether processes failed: the deployment is down even though its root is elsewhere, and
     a gate must not read that as a pass. A watchdog that saw a collective time out takes its
     process down: that rank died too, though the log shows no traceback of it; so does
-    sglang's watchdog that found a hang (a py-spy dump is a look, no end)."""
+    sglang's watchdog that found a hang (a py-spy dump is a look, no end); so does NCCL's
+    warning of a transfer that failed in flight (its communicator is in error)."""
     return (
         bool(failures)
         or setup
         or any(e.kind in ("watchdog", "death") for e in events)
+        or any(e.kind == "nccl-warn" and flight_failure(e.text) is not None for e in events)
         or any(e.kind == "hang" and pyspy_process(e.text) is None for e in events)
     )
 
@@ -232,8 +235,7 @@ def no_root_finding(
             f"no root in this log beyond NCCL's warning that {setup_words(name, said)}; "
             f"{cut(first.who)} at {place_of(first)}"
             + (f"; {counted(count - 1, 'more record')} besides" if count > 1 else "")
-            + "): the cause is how the job was started or how its hosts reach each other, "
-            "not a collective in flight"
+            + f"): the cause is {setup_cause(name)}, not a collective in flight"
         )
     elif _only_communication(failures, events):
         cause = "network-or-other-node"

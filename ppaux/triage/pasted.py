@@ -21,6 +21,9 @@ NO_ROOTS = {
     "process-died": "a record that a process died, not of what: no root in it",
     "nccl-setup": "NCCL's warning that its communicator's set-up failed (ranks, devices or the "
     "bootstrap's connection): the job's start or its hosts' network, not a collective",
+    "nccl-setup ib-verbs": "NCCL's warning that its communicator's set-up failed (a call to "
+    "this host's InfiniBand verbs library): this host's InfiniBand devices or their limits, "
+    "not a peer, not a collective",
     "hang": "a hang (sglang's watchdog found a process without progress, or a py-spy dump of "
     "one), no failure: no root in it, what each process waited on is in its stacks",
     "signals-only": "signals only (the parent's SIGQUIT from a failing child): no root in it",
@@ -96,7 +99,9 @@ def read_pasted(text: str) -> PastedReading | None:
     )
     if root.code == "PP809":
         reason = str(extra.get("no_root"))
-        words = NO_ROOTS.get(reason, "no root in it")
+        words = NO_ROOTS.get(f"{reason} {extra.get('nccl_setup')}") or NO_ROOTS.get(
+            reason, "no root in it"
+        )
         note = local_note(root.message) if extra.get("host") is True else None
         if note is not None:
             words = f"{_HOST_WORDS}: {note}"

@@ -59,6 +59,8 @@ def _look(kind: str, text: str) -> str:
     if kind == "memory" and host_memory(text):
         # the first command of triage's steps for the host's out of memory
         return f"check the kernel's OOM killer ({shlex.join(HOST_MEMORY_CHECK)})"
+    if kind == "nccl-setup" and "Call to ibv_" in text:  # NCCL's InfiniBand verbs' warning
+        return "check ibv_devinfo and ulimit -l on this host"
     return _LOOK_FIRST.get(kind, "")
 
 

@@ -12,12 +12,45 @@ __all__ = ["setup_steps"]
 
 def setup_steps(name: str) -> list[Step]:
     """The steps for the set-up failure ``name`` ('duplicate-rank', 'duplicate-gpu',
-    'bootstrap-connect')."""
+    'bootstrap-connect', 'ib-verbs')."""
     if name == "duplicate-rank":
         return _rank_steps()
     if name == "duplicate-gpu":
         return _device_steps()
+    if name == "ib-verbs":
+        return _verbs_steps()
     return _connect_steps()
+
+
+def _verbs_steps() -> list[Step]:
+    where = "the host that warned"
+    return [
+        Step(
+            None,
+            where,
+            "a call NCCL's InfiniBand transport made to the verbs library on this host failed "
+            "(ncclSystemError): this host's InfiniBand devices or its limits, not a peer",
+        ),
+        Step(("ibv_devinfo",), where, "each InfiniBand device, its ports and their state"),
+        Step(
+            ("ulimit", "-l"),
+            where,
+            "the locked memory each process may hold: 'unlimited' is what verbs needs (in a "
+            "container: docker run --ulimit memlock=-1, and --device /dev/infiniband or "
+            "--privileged)",
+        ),
+        Step(
+            ("export", "NCCL_IB_HCA=DEVICE"),
+            where,
+            "DEVICE: the devices ibv_devinfo lists as PORT_ACTIVE, so that NCCL uses those only",
+        ),
+        Step(
+            ("export", "NCCL_IB_DISABLE=1"),
+            where,
+            "to confirm: the next run goes over sockets; if it then sets up, the InfiniBand "
+            "set-up on this host is the cause",
+        ),
+    ]
 
 
 def _rank_steps() -> list[Step]:

@@ -72,10 +72,32 @@ _ACTOR_DEAD = lazy(r"^\s*The actor is dead because its worker process has died")
 _CUDA_TAIL = lazy(r"\s{0,8}Search for `cudaError")
 
 
+#: torch.multiprocessing's relay of a child's failure (``ProcessRaisedException``, then ``--
+#: Process 1 terminated with the following error:`` and the child's own traceback).
+_SPAWNED = lazy(r"(?:^|\.)ProcessRaisedException$")
+_SPAWNED_CHILD = lazy(r"^\s{0,8}-- Process (?P<index>\d{1,6}) terminated with the following error:")
+
+
 def _relayed(failure: Failure) -> bool:
-    """True when ``failure``'s exception is Ray's relay of a remote failure."""
+    """True when ``failure``'s exception is Ray's relay of a remote failure, or
+    torch.multiprocessing's of a child's (:func:`_spawned`)."""
     exception = failure.exception or ""
-    return _RELAYED.search(exception) is not None or failure.message.startswith("ray::")
+    return (
+        _RELAYED.search(exception) is not None
+        or failure.message.startswith("ray::")
+        or _spawned(failure) is not None
+    )
+
+
+def _spawned(failure: Failure) -> str | None:
+    """The child ('Process 1') whose failure torch.multiprocessing's relay ``failure`` carries
+    (its message's ``-- Process 1 terminated with the following error:``), or None."""
+    if _SPAWNED.search(failure.exception or "") is None:
+        return None
+    for line in failure.message.split("\n")[:4]:
+        if (found := _SPAWNED_CHILD.match(line)) is not None:
+            return f"Process {int(found['index'])}"
+    return None
 
 
 class TracebackBuilder:
@@ -152,6 +174,10 @@ class TracebackBuilder:
                 return self._frame_line(text)
             return False  # the frames of another traceback, whose header the log lost
         if text.lstrip().startswith("Traceback (m"):
+            if self.state == "after" and _spawned(self.failure) is not None:
+                # the child's own traceback, which torch.multiprocessing's relay carries
+                self._restart_remote()
+                return True
             if self.state == "chain":
                 self.state = "frames"
                 self._blank = 0
@@ -178,6 +204,8 @@ class TracebackBuilder:
             return self._message_line(text)  # the CUDA error's own next line, not a record
         if marked and not self._blank and _ACTOR_DEAD.match(text) is not None:
             return self._message_line(text)  # Ray's ActorDiedError says why, in its message
+        if _SPAWNED_CHILD.match(text) and _SPAWNED.search(self.failure.exception or ""):
+            return self._message_line(text.strip())  # the child whose failure it relays
         if marked or self._blank or text.startswith(("[", "INFO:")):
             return False
         if own_record(line, self.failure):
@@ -359,8 +387,16 @@ class TracebackBuilder:
         """Drop Ray's relay and the driver's frames before it: what follows is the remote
         process's traceback."""
         failure = self.failure
+        child = _spawned(failure)
+        if child is not None:
+            # torch.multiprocessing's relay: the child's failure, named as the relay names it;
+            # its type not in the relay's words, so where the child's is cut it stays cut
+            failure.ranks = failure.ranks or child
+            failure.said = f"{child}'s error, which {failure.exception} relays"
+            self._relay = None
+        else:
+            self._relay = (failure.exception or "", failure.message)
         failure.relayed_by = failure.exception
-        self._relay = (failure.exception or "", failure.message)
         failure.exception = None
         failure.message = ""
         failure.dropped_frames = 0
@@ -421,6 +457,7 @@ class TracebackBuilder:
             failure.relayed_by = None
         if failure.exception is None:
             failure.cut = True
+            failure.relayed_by = None
             if failure.chain and self.state == "chain":
                 # A chain header with nothing after it: the last complete exception stands.
                 failure.exception, failure.message = failure.chain.pop()

@@ -1,0 +1,55 @@
+"""NCCL's warnings that a transfer failed in flight and its communicator with it: NCCL's
+proxy thread returns an error (``ncclRemoteError``, its ``-> 6`` lines up to ``proxy.cc``
+``[Progress Thread]``), the communicator is in error and every collective on it fails or
+hangs: the process is down, though the log holds no traceback of it.
+
+- ``NET/IB : Got completion from peer <address> with status=12 ... vendor err 129``
+  (``with error 12``, older releases): a work request on the InfiniBand queue pair completed
+  in error (12: ``IBV_WC_RETRY_EXC_ERR``, the transport's retries ran out: the link, a switch,
+  or the peer gone);
+- ``NET/Socket : peer <address> message truncated : receiving 4 bytes instead of 2``: the
+  two ends of a transfer disagree on its size.
+
+A warning of these is read only where NCCL writes it, after its ``NCCL WARN`` words.
+"""
+
+from __future__ import annotations
+
+from ppaux.patterns import lazy
+
+__all__ = ["FLIGHT_FAILURES", "flight_failure"]
+
+#: The in-flight failures :func:`flight_failure` names, each with its words.
+FLIGHT_FAILURES = {
+    "ib-completion": "a transfer on InfiniBand completed in error",
+    "size-mismatch": "the two ends of a transfer disagreed on its size",
+}
+#: Each failure's warning, as NCCL writes it.
+_WARNINGS = (
+    (
+        "ib-completion",
+        lazy(
+            r"NCCL WARN NET/IB ?: Got completion from peer (?P<peer>[^\s<]{1,120}(?:<\d{1,6}>)?)"
+            r" with (?:error |status=)(?P<status>\d{1,4})"
+        ),
+    ),
+    (
+        "size-mismatch",
+        lazy(
+            r"NCCL WARN NET/Socket ?: (?:peer (?P<peer>[^\s<]{1,120}(?:<\d{1,6}>)?) )?"
+            r"message truncated"
+        ),
+    ),
+)
+
+
+def flight_failure(text: str) -> tuple[str, str] | None:
+    """(the in-flight failure, what the line says of it) that NCCL's warning ``text`` reports
+    ('ib-completion', 'peer 10.0.0.2<54862>, status 12'), or None for another line."""
+    for name, pattern in _WARNINGS:
+        found = pattern.search(text)
+        if found is not None:
+            peer = found["peer"] or "a peer the line does not name"
+            status = found.groupdict().get("status")
+            return name, f"peer {peer}" + (f", status {status}" if status else "")
+    return None
