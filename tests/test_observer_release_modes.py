@@ -176,3 +176,38 @@ def test_a_tensor_torch_cannot_read_as_numbers_is_described_from_its_bytes(tmp_p
     with pytest.raises(RuntimeError):
         torch.zeros(2, 1, dtype=getattr(torch, dtype)).tolist()
     assert _findings(tmp_path, HOST_BYTES + BYTES_ONLY.replace("{dtype}", dtype)) == []
+
+
+READS_FIELDS = """
+class Reads(Host):
+    def consume(self, batch, commits):
+        seen = (batch.return_logprob, batch.top_logprobs_nums, batch.sampling_info.vocab_size)
+        for req, commit in zip(batch.reqs, commits, strict=False):
+            if commit is not None:
+                kept = (req.lora_id, req.grammar is None, req.multimodal_inputs is None)
+                req.customized_info = {"v": [repr((seen, kept))]}
+
+class O:
+    def is_active(self, info):
+        return info.rids_int is None and not any(info.return_sampling_masks)
+
+    def before_grammar(self, logits, info):
+        return logits.float().amax(-1)
+
+    def after_sample(self, state, token_ids):
+        return Out(state)
+
+    def from_pp_tensors(self, tensors):
+        return Out(tensors["v"])
+
+Out.copy_to_host = lambda self, copy_tensor: Reads(copy_tensor(self.value))
+"""
+
+
+def test_the_fields_sglang_always_sets_are_there_for_consume_and_the_hooks(tmp_path):
+    # sglang 0.5.19 - 0.5.23: Req(lora_id=None), grammar and multimodal_inputs None,
+    # return_sampling_mask False; ScheduleBatch.return_logprob False, top_logprobs_nums None
+    # without logprobs, sampling_info set; SamplingBatchInfo.rids_int None.
+    report = check_loaded(load_observer(_observer(tmp_path, READS_FIELDS)), ONE)
+    assert [(f.code, f.message) for f in report.findings] == []
+    assert report.data["steps"], report.data
