@@ -286,3 +286,55 @@ def test_the_stand_in_forward_mode_is_the_releases():
     found = checked(STANDINS_RELEASE, "MODES")
     assert found["stand_in"] == found["release"]
     assert len(found["release"]["members"]) == 9
+
+
+STANDIN_FIELDS = """
+import dataclasses, json
+from sglang.srt.managers.schedule_batch import ScheduleBatch
+from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo
+from ppaux.observer.requests import sglang_kit
+from ppaux.observer.standins import StandInBatch, StandInRequest, StandInSamplingInfo
+from ppaux.observer.standins import sampling_info_fields
+real = sglang_kit()
+names = ("lora_id", "grammar", "multimodal_inputs", "return_sampling_mask")
+[req] = real.make(1)
+batch = {f.name: f for f in dataclasses.fields(ScheduleBatch)}
+info = {f.name: f for f in dataclasses.fields(SamplingBatchInfo)}
+made = sampling_info_fields(1, 32, "cpu")
+print("FIELDS " + json.dumps({
+    "req": {n: repr(getattr(req, n, "<missing>")) for n in names},
+    "stand_in": {n: repr(getattr(StandInRequest("req-0"), n)) for n in names},
+    "batch_missing": [f.name for f in dataclasses.fields(StandInBatch) if f.name not in batch],
+    "batch": {n: repr(batch[n].default) for n in ("return_logprob", "top_logprobs_nums")},
+    "info_missing": [
+        f.name for f in dataclasses.fields(StandInSamplingInfo) if f.name not in info
+    ],
+    "rids_int": repr(info["rids_int"].default),
+    # SamplingBatchInfo.from_schedule_batch: [r.return_sampling_mask for r in reqs]
+    "masks": [repr(made["return_sampling_masks"]), repr([req.return_sampling_mask])],
+}))
+"""
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_the_stand_ins_carry_the_fields_sglang_always_sets(version):
+    done = sglang_runtime.sglang_runtime(version).run(
+        ["-c", textwrap.dedent(STANDIN_FIELDS)], timeout=900
+    )
+    line = next((x for x in done.stdout.splitlines() if x.startswith("FIELDS ")), None)
+    assert done.returncode == 0 and line, done.stdout[-3000:] + done.stderr[-3000:]
+    found = json.loads(line.removeprefix("FIELDS "))
+    # Req.__init__: lora_id=None, return_sampling_mask=False; grammar and multimodal_inputs
+    # None until a grammar or an image is given.
+    assert found["req"] == {
+        "lora_id": "None",
+        "grammar": "None",
+        "multimodal_inputs": "None",
+        "return_sampling_mask": "False",
+    }
+    assert found["stand_in"] == found["req"]
+    assert found["batch_missing"] == []
+    assert found["batch"] == {"return_logprob": "False", "top_logprobs_nums": "None"}
+    assert found["info_missing"] == []
+    assert found["rids_int"] == "None"
+    assert found["masks"][0] == found["masks"][1] == "[False]"

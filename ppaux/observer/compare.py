@@ -168,8 +168,21 @@ def _tensor_record(tensor: Any) -> dict[str, Any]:
         "layout": "nested" if nested else layout,
         "quantization": _quantization(tensor),
         "sha256": META_NO_DATA if meta else tensor_digest(tensor),
-        "values": f"[{META_NO_DATA}]" if meta else tensor_values(tensor),
+        "values": f"[{META_NO_DATA}]" if meta else _values_text(tensor),
     }
+
+
+def _values_text(tensor: Any) -> str:
+    """The first values of ``tensor`` as text; for a dtype torch holds but cannot read as
+    numbers (``float4_e2m1fn_x2``, ``bits8``: ``tolist`` raises), its first bytes."""
+    import torch
+
+    try:
+        return tensor_values(tensor)
+    except RuntimeError:
+        raw = tensor.detach().reshape(-1)[:6].contiguous().cpu().view(torch.uint8)
+        shown = ", ".join(f"0x{b:02x}" for b in raw.reshape(-1).tolist())
+        return f"bytes [{shown}{', ...' if tensor.numel() > 6 else ''}]"
 
 
 def _array_record(value: Any) -> dict[str, Any]:

@@ -125,6 +125,18 @@ def interrupts_are_the_targets() -> None:
     INTERRUPTS.failures = (Exception, SystemExit, KeyboardInterrupt)
 
 
+def release_grad_mode() -> Any:
+    """The grad mode sglang 0.5.19 - 0.5.23 run every hook in: their ``event_loop_pp`` is
+    decorated with ``DynamicGradMode()`` (``scheduler_pp_mixin.py``), which is
+    ``torch.inference_mode()`` where ``SGLANG_ENABLE_TORCH_INFERENCE_MODE`` is "true" or "1"
+    (``utils/common.py``'s ``get_bool_env_var``, default "false"), and grad turned off
+    otherwise."""
+    import torch
+
+    flag = os.environ.get("SGLANG_ENABLE_TORCH_INFERENCE_MODE", "false").lower()
+    return torch.inference_mode() if flag in ("true", "1") else torch.no_grad()
+
+
 def call_hook(method: str, function: Callable[..., Any], *args: object) -> Any:
     """``function(*args)``, any exception it raises wrapped as :class:`HookFailure`.
 
@@ -137,7 +149,8 @@ def call_hook(method: str, function: Callable[..., Any], *args: object) -> Any:
     from ppaux.observer.lines import run_traced
 
     try:
-        return run_traced(method, function, *args)
+        with release_grad_mode():
+            return run_traced(method, function, *args)
     except KeyboardInterrupt as exc:
         if not INTERRUPTS.theirs:
             raise
@@ -171,7 +184,11 @@ def drive_step(
 
     logits = synthetic_logits(batch_size, vocab_size, index, device)
     info = sampling_info(batch_size, vocab_size, device)
-    active = bool(call_hook("is_active", observer.is_active, info))
+    answer = call_hook("is_active", observer.is_active, info)
+    try:  # sglang tests the answer where it calls is_active: a failure there is is_active's
+        active = bool(answer)
+    except Exception as exc:
+        raise HookFailure("is_active", exc) from exc
     state = None
     if active:
         apply = getattr(info, "apply_logits_bias_with_observer", None)

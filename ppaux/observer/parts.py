@@ -61,7 +61,7 @@ def machinery(
         if failure is not None:
             wire.close()
             raise ObserverConfigError("transport", options.transport.value, failure)
-    machine = _machine(options, module, wire, device, consume, copier)
+    machine = _machine(options, module, wire, device, consume, copier, info)
     try:
         yield machine, info, device, sglang_parts
     finally:
@@ -77,12 +77,18 @@ def rank0_machinery(options: ObserverOptions) -> Machinery:
     device = resolve_device(options.device)
     module = _implementation(options)
     sglang_parts = options.transport.value == "sglang"
-    consume, copier, _ = _sglang_parts() if sglang_parts else _ppaux_parts()
-    return _machine(options, module, None, device, consume, copier)
+    consume, copier, info = _sglang_parts() if sglang_parts else _ppaux_parts()
+    return _machine(options, module, None, device, consume, copier, info)
 
 
 def _machine(
-    options: ObserverOptions, module: Any, wire: Any, device: Any, consume: Any, copier: Any
+    options: ObserverOptions,
+    module: Any,
+    wire: Any,
+    device: Any,
+    consume: Any,
+    copier: Any,
+    info: Any,
 ) -> Machinery:
     from ppaux.observer.requests import request_kit
 
@@ -94,7 +100,10 @@ def _machine(
         validating=options.sender.value == "validating",
         copy_tensor=copier,
         consume=consume,
-        make_batch=lambda reqs: kit.make_batch(reqs, str(device)),
+        # The batch carries its sampling_info, as every ScheduleBatch sglang builds does.
+        make_batch=lambda reqs: kit.make_batch(
+            reqs, str(device), info(len(reqs), options.vocab_size, device)
+        ),
         make_requests=kit.make,
         view_request=kit.view,
         requests=kit.label,

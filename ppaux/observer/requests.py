@@ -41,12 +41,13 @@ ALWAYS = ("output_ids", "finished_len", "customized_info", "finished_reason", "i
 class RequestKit:
     """How a check makes its requests and batches: ``origin`` ('sglang' or 'stand-in'),
     ``version`` (sglang's, for 'sglang'), ``make(batch_size)`` (fresh requests ``req-0`` ...),
-    ``make_batch(reqs, device)``, and ``view(req)``: what of a request is described."""
+    ``make_batch(reqs, device, sampling_info=None)``, and ``view(req)``: what of a request is
+    described."""
 
     origin: str
     version: str | None
     make: Callable[[int], list[Any]]
-    make_batch: Callable[[list[Any], str], Any]
+    make_batch: Callable[..., Any]
     view: Callable[[Any], Any]
 
     @property
@@ -72,7 +73,7 @@ def standin_kit() -> RequestKit:
         "stand-in",
         None,
         make,
-        lambda reqs, device: StandInBatch(reqs, device=device),
+        lambda reqs, device, info=None: StandInBatch(reqs, device=device, sampling_info=info),
         lambda req: req,
     )
 
@@ -144,8 +145,8 @@ def sglang_kit() -> RequestKit | None:
         _version(),
         make,
         # In the decode step a check drives, as the scheduler's prepare_for_decode sets it.
-        lambda reqs, device: ScheduleBatch(
-            reqs=reqs, device=device, forward_mode=ForwardMode.DECODE
+        lambda reqs, device, info=None: ScheduleBatch(
+            reqs=reqs, device=device, forward_mode=ForwardMode.DECODE, sampling_info=info
         ),
         view,
     )

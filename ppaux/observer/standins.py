@@ -35,7 +35,8 @@ class StandInSamplingInfo:
     (1: greedy), ``min_ps`` float32 ``(B,)``, the ``is_all_greedy`` / ``is_any_greedy`` /
     ``need_*_sampling`` flags, ``vocab_size``, ``device`` (a string, as in sglang), and the
     optional fields sglang leaves None for such a batch (grammars, custom parameters, logit
-    bias, penalties, sampling seed).
+    bias, penalties, sampling seed, ``rids_int``), and ``return_sampling_masks`` (each request's
+    ``return_sampling_mask``, False).
     """
 
     temperatures: Any
@@ -59,6 +60,8 @@ class StandInSamplingInfo:
     sampling_seed: Any = None
     logit_bias: Any = None
     device: str = "cpu"
+    rids_int: Any = None
+    return_sampling_masks: list[bool] | None = None
 
 
 def sampling_info_fields(batch_size: int, vocab_size: int, device: Any) -> dict[str, Any]:
@@ -78,6 +81,8 @@ def sampling_info_fields(batch_size: int, vocab_size: int, device: Any) -> dict[
         "need_min_p_sampling": False,
         "vocab_size": vocab_size,
         "device": str(device),
+        # Each request's return_sampling_mask (False for a plain request).
+        "return_sampling_masks": [False] * batch_size,
     }
 
 
@@ -143,8 +148,10 @@ class StandInRequest:
     and what a ``consume`` commonly reads: ``origin_input_ids`` (the prompt's token ids),
     ``sampling_params`` (:class:`StandInSamplingParams`), ``finished_reason`` (None while the
     request runs), ``to_finish`` (None), ``is_retracted``, ``stream`` and ``return_logprob``
-    (False) and ``finished()``, as sglang 0.5.19 - 0.5.23's ``Req.__init__`` sets them for a
-    plain request (the runtime tier's tests compare each with the release's own ``Req``).
+    (False), ``return_sampling_mask`` (False), ``lora_id``, ``grammar`` and
+    ``multimodal_inputs`` (None) and ``finished()``, as sglang 0.5.19 - 0.5.23's
+    ``Req.__init__`` sets them for a plain request (the runtime tier's tests compare each
+    with the release's own ``Req``).
     ``consume`` may set any other attribute; the check compares them all."""
 
     rid: str
@@ -158,6 +165,10 @@ class StandInRequest:
     is_retracted: bool = False
     stream: bool = False
     return_logprob: bool = False
+    return_sampling_mask: bool = False
+    lora_id: str | None = None
+    grammar: Any = None
+    multimodal_inputs: Any = None
 
     def finished(self) -> bool:
         """Whether the request has finished (``Req.finished()``: a finish reason is set)."""
@@ -217,11 +228,15 @@ def decoding_mode() -> Any:
 class StandInBatch:
     """The part of sglang's ``ScheduleBatch`` that ``consume`` sees: ``reqs``, ``device`` and
     ``forward_mode`` (``ForwardMode.DECODE``, as in the decode step a check drives:
-    :func:`forward_modes`)."""
+    :func:`forward_modes`), ``sampling_info`` (the step's), and ``return_logprob`` (False) and
+    ``top_logprobs_nums`` (None) as sglang 0.5.19 - 0.5.23 set them for plain requests."""
 
     reqs: list[Any]
     device: str = "cpu"
     forward_mode: Any = field(default_factory=decoding_mode)
+    sampling_info: Any = None
+    return_logprob: bool = False
+    top_logprobs_nums: list[int] | None = None
 
     def batch_size(self) -> int:
         """Number of requests, as ``ScheduleBatch.batch_size()``."""
