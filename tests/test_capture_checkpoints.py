@@ -325,10 +325,13 @@ def test_a_trail_from_a_file_is_escaped_and_its_line_checked():
     assert culprit is not None and culprit["line"] is None  # a bool is not a line
     [found] = trail_findings("f.pt", record)
     assert found.code == "PP506" and found.location is None
-    assert "\n" not in found.message
+    # The finding keeps the trail's text as the file wrote it; its str() and every format show
+    # it escaped, so the forged line stays on the finding's own.
     assert found.message.startswith(
-        "scores (list) entered between p and s\\n::error ::forged, in m.f at /a.py:None"
+        "scores (list) entered between p and s\n::error ::forged, in m.f at /a.py:None"
     )
+    assert "\n" not in str(found)
+    assert "between p and s\\n::error ::forged, in m.f" in str(found)
 
 
 def test_rank_zero_receiving_a_dirty_message_says_so():
