@@ -211,3 +211,48 @@ def test_the_fields_sglang_always_sets_are_there_for_consume_and_the_hooks(tmp_p
     report = check_loaded(load_observer(_observer(tmp_path, READS_FIELDS)), ONE)
     assert [(f.code, f.message) for f in report.findings] == []
     assert report.data["steps"], report.data
+
+
+LOCKED = """
+import threading
+
+class O:
+    def __init__(self):
+        self.lock = threading.Lock()
+
+    def is_active(self, info):
+        return True
+
+    def before_grammar(self, logits, info):
+        return logits.float().amax(-1)
+
+    def after_sample(self, state, token_ids):
+        return Out(state)
+
+    def from_pp_tensors(self, tensors):
+        return Out(tensors["v"])
+"""
+
+
+def test_a_check_in_hand_says_rank_0_was_not_apart_and_why_it_shared_the_instance(tmp_path):
+    import copy
+    import importlib.util
+    import threading
+
+    with pytest.raises(TypeError):
+        copy.deepcopy(threading.Lock())
+    path = Path(_observer(tmp_path, LOCKED).rpartition(":")[0])
+    spec = importlib.util.spec_from_file_location("locked_observer_under_test", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    from ppaux.observer import observer_report
+
+    report = observer_report(module.O(), ONE, None)
+    [note] = [n for n in report.notes if "rank 0's side ran in this process" in n]
+    assert "cannot be deep-copied (TypeError" in note
+    assert "assert_pp_safe('module:attr')" in note
+    # A class in hand gives rank 0 an instance of its own, but still in this process.
+    plain = observer_report(module.O.__mro__[0], ONE, None)
+    [note] = [n for n in plain.notes if "rank 0's side ran in this process" in n]
+    assert "very instance" not in note

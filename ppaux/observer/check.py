@@ -428,7 +428,7 @@ def check_loaded(
             "transport", options.transport.value, f"the wire given is {wire.transport!r}"
         )
     from ppaux.observer.digests import digest_budget
-    from ppaux.observer.inhand import watched
+    from ppaux.observer.inhand import not_apart, watched
     from ppaux.observer.parts import machinery
 
     judge = _judge(loaded.target, options, limits)
@@ -471,7 +471,9 @@ def check_loaded(
         )
     if seen.timers:
         judge.ended(timers_left(seen.timers))
-    return judge.report()
+    report = judge.draft()
+    report.notes.append(not_apart(loaded.same_rank0))
+    return report.build()
 
 
 def observer_report(

@@ -34,6 +34,7 @@ __all__ = [
     "THREAD_START",
     "Watched",
     "cancel_timers",
+    "not_apart",
     "started_by_target",
     "timers",
     "watched",
@@ -210,3 +211,20 @@ def _left_running(threads: list[threading.Thread]) -> list[str]:
         elif not thread.daemon:
             names.append(thread.name)
     return names
+
+
+def not_apart(same_rank0: str | None) -> str:
+    """The note a check in hand ends with: rank 0's side ran in the checking process (and, where
+    ``same_rank0`` says why, popped with the very instance the last stage ran), so state shared
+    between the two sides is not seen as sglang's separate processes would show it."""
+    same = (
+        f"; rank 0 popped with the very instance the last stage ran, as {same_rank0}"
+        if same_rank0
+        else ""
+    )
+    return (
+        "rank 0's side ran in this process, beside the last stage's: state the target keeps "
+        "at module or class level was shared by the two here, while sglang's rank 0 is "
+        f"another process{same}; give the target by name (assert_pp_safe('module:attr'), "
+        "ppaux check-observer) to check with rank 0 in a process of its own"
+    )

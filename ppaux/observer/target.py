@@ -53,7 +53,9 @@ class LoadedObserver:
 
     ``kind`` is 'instance', 'class' or 'factory'; ``make_rank0`` builds the observer that pops on
     rank 0 (a separate process in sglang: a fresh instance from a class or factory, a deep copy
-    of an instance taken before any step ran); ``origin`` is the file that defines it.
+    of an instance taken before any step ran); ``origin`` is the file that defines it;
+    ``same_rank0``: why rank 0 pops with the very instance the last stage runs (one that cannot
+    be deep-copied), else None.
     """
 
     target: str
@@ -61,6 +63,7 @@ class LoadedObserver:
     kind: str
     make_rank0: Callable[[], Any]
     origin: str | None
+    same_rank0: str | None = None
 
 
 def _split(target: str) -> tuple[str, str]:
@@ -323,10 +326,12 @@ def observer_from(value: object, target: str, *, rank0_only: bool = False) -> Lo
     if _is_observer(value) and not inspect.isclass(value):
         import copy
 
+        same: str | None = "its deep copy is the instance itself"
         try:
             spare = copy.deepcopy(value)
-        except INTERRUPTS.failures:  # an observer that cannot be copied pops with itself
+        except INTERRUPTS.failures as exc:  # an observer that cannot be copied pops with itself
             spare = value
+            same = f"it cannot be deep-copied ({type(exc).__name__}: {message_line(exc)})"
         made = [False]
 
         def rank0() -> Any:
@@ -335,7 +340,9 @@ def observer_from(value: object, target: str, *, rank0_only: bool = False) -> Lo
             made[0] = True
             return spare
 
-        return LoadedObserver(target, value, "instance", rank0, _origin(value))
+        return LoadedObserver(
+            target, value, "instance", rank0, _origin(value), same if spare is value else None
+        )
     if not callable(value):
         raise TargetError(
             target,
