@@ -228,7 +228,17 @@ def message_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("messages")
     for index, message in enumerate(messages(MESSAGES, seed=20261202)):
         torch.save(message, folder / f"m{index:04d}.pt")
-    # Two that gloo refuses on the sender, and one that sglang's dispatcher refuses.
+    # Sent with the scheduler's one-rank attention-TP group: a transposed view is copied by the
+    # group's reshape and arrives, a strided one it keeps is refused by gloo on the sender, and
+    # the reshape refuses a sparse tensor.
+    torch.save(
+        {
+            "next_token_ids": torch.ones(2, dtype=torch.int64),
+            f"{AUX}v": torch.arange(6.0)[::2],
+            "__msg_type__": "output",
+        },
+        folder / "z_strided.pt",
+    )
     torch.save(
         {
             "next_token_ids": torch.ones(2, dtype=torch.int64),
@@ -284,12 +294,13 @@ def test_emulated_wires_receive_what_sglangs_wire_receives(
         assert document["problems"] == [], stderr[-2000:]
         results[transport] = runs(document, message_dir)
     real = results["sglang"]
-    assert len(real) == MESSAGES + 2
+    assert len(real) == MESSAGES + 3
     # The corpus reaches every outcome, so that agreeing on it means something.
     stages = {run["stage"] for payloads in real.values() for run in payloads}
     assert {None, "pop", "wire"} <= stages, stages
-    assert real["z_sparse.pt"][0]["error_type"] == "NotImplementedError"
-    assert real["z_non_contiguous.pt"][0]["error"] == "input tensor has to be contiguous"
+    assert real["z_sparse.pt"][0]["error"] == "reshape is not implemented for sparse tensors"
+    assert real["z_non_contiguous.pt"][0]["error"] is None
+    assert real["z_strided.pt"][0]["error"] == "input tensor has to be contiguous"
     for transport in ("wire", "torch-distributed"):
         differing = sorted(name for name in real if results[transport][name] != real[name])
         assert differing == [], (

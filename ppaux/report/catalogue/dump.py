@@ -122,10 +122,13 @@ RULES = (
         severity=Severity.WARNING,
         summary="An auxiliary tensor is not contiguous.",
         explanation=(
-            "Without an attention-TP all-gather group, gloo refuses to send a non-contiguous "
-            "tensor ('input tensor has to be contiguous') after the metadata has already gone, "
-            "so the receiver only sees its peer close. With the group, slicing copies it first. "
-            "Either way the receiver gets a contiguous tensor: the source strides are not kept."
+            "sglang's scheduler sends with its attention-TP group in every release's default "
+            "setup, even of one rank, and the group's reshape(size, -1) copies a view it cannot "
+            "keep; a strided view it keeps (x[::2]), or any view sent without the group (0.5.19 "
+            "with DSA prefill context parallel), gloo refuses ('input tensor has to be "
+            "contiguous') after the metadata has already gone, so the receiver only sees its "
+            "peer close. Either way the receiver gets a contiguous tensor: the source strides "
+            "are not kept."
         ),
         causes=("A transposed, sliced or expanded view was returned by to_pp_tensors().",),
         fix="Return tensor.contiguous() from to_pp_tensors().",
