@@ -4,7 +4,7 @@ Independent of ppaux (it imports only the standard library, torch and the sglang
 ``sys.path``), so that what it reports is sglang's behaviour, not ppaux's. Run it with the
 ``PYTHONPATH`` of a prepared runtime (``tests/sglang_runtime.py``)::
 
-    python tests/sglang_runtime_driver.py transport MESSAGE.json [--all-gather 2]
+    python tests/sglang_runtime_driver.py transport MESSAGE.json [--all-gather 2 | --one-rank-group]
     python tests/sglang_runtime_driver.py scheduler CASE... (none, tensor, list, oot-tensor)
         [--load-plugins] [--rank-env RANK:NAME=VALUE]...
 
@@ -17,13 +17,16 @@ runs the same release code as a fresh interpreter would, from the same files.
 ``transport``
     Two processes (four with ``--all-gather 2``). Each builds a real
     ``sglang.srt.distributed.parallel_state.GroupCoordinator`` for the PP group (``[[0, 1]]``,
-    or ``[[0, 2], [1, 3]]`` with the attention-TP groups ``[[0, 1], [2, 3]]``). The last stage
+    or ``[[0, 2], [1, 3]]`` with the attention-TP groups ``[[0, 1], [2, 3]]``; with
+    ``--one-rank-group``, ``[[0, 1]]`` with the one-rank attention-TP groups ``[[0], [1]]``, as
+    sglang's scheduler has without attention TP). The last stage
     sends the message with ``send_tensor_dict(message, dst=0[, all_gather_group=attn_tp])``;
     the first stage receives it with ``recv_tensor_dict(src=1[, all_gather_group=attn_tp])``.
     MESSAGE.json (or ``-`` for stdin) is a list of ``[key, spec]`` pairs, spec being one of
     ``{"tensor": {"dtype": "float32", "values": [...], "shape": [...]}}`` (optional
-    ``"transpose": true`` sends a non-contiguous view ``.t()``; ``"per_rank": true`` adds the
-    sender's global rank to every element) or ``{"object": JSON}`` (sent as that Python
+    ``"transpose": true`` sends a non-contiguous view ``.t()``, ``"every": N`` the view
+    ``[::N]`` of the flat values, ``"sparse": true`` its ``to_sparse()``; ``"per_rank": true``
+    adds the sender's global rank to every element) or ``{"object": JSON}`` (sent as that Python
     object; ``{"tuple": [...]}`` inside it becomes a tuple).
 
 ``scheduler``
@@ -106,6 +109,8 @@ def describe(value):
 
     if isinstance(value, torch.Tensor):
         values = value.detach().cpu()
+        if values.layout != torch.strided:
+            values = values.to_dense()
         if values.is_complex():
             listed = _jsonable(values.tolist())
         elif values.dtype == torch.bool:
@@ -158,6 +163,10 @@ def build_message(pairs, rank):
                 tensor = tensor + rank
             if t.get("transpose"):
                 tensor = tensor.t()
+            if t.get("every"):
+                tensor = tensor[:: t["every"]]
+            if t.get("sparse"):
+                tensor = tensor.to_sparse()
             message[key] = tensor
         else:
             message[key] = _object(spec["object"])
@@ -224,7 +233,7 @@ def child_transport(rank, world, args, report):
     all_gather = args.get("all_gather", 1)
     if all_gather == 1:
         pp = make_group([[0, 1]], rank, "pp")
-        attn_tp = None
+        attn_tp = make_group([[0], [1]], rank, "attn_tp") if args.get("one_rank_group") else None
     else:
         stages = world // all_gather
         pp = make_group(
@@ -655,6 +664,7 @@ def main(argv):
         " sent one after the other; - for stdin",
     )
     transport.add_argument("--all-gather", type=int, default=1, choices=[1, 2])
+    transport.add_argument("--one-rank-group", action="store_true")
     scheduler = sub.add_parser("scheduler")
     scheduler.add_argument("cases", nargs="+", choices=["none", "tensor", "list", "oot-tensor"])
     scheduler.add_argument("--load-plugins", action="store_true")
@@ -665,9 +675,10 @@ def main(argv):
         document = json.loads(text)
         messages = document["messages"] if isinstance(document, dict) else [document]
         world = 2 * options.all_gather
-        report = launch(
-            "transport", world, {"messages": messages, "all_gather": options.all_gather}
-        )
+        args = {"messages": messages, "all_gather": options.all_gather}
+        if options.one_rank_group:
+            args["one_rank_group"] = True
+        report = launch("transport", world, args)
     else:
         rank_env = {}
         for item in options.rank_env:

@@ -190,7 +190,7 @@ def test_a_sparse_tensor_is_an_error_that_says_rank_0_waits():
     (found,) = json.loads(result.stdout)["findings"]
     assert (found["code"], found["severity"]) == ("PP107", "error")
     assert found["message"] == (
-        "auxiliary tensor 'scores' is sparse (torch.sparse_coo); torch.distributed's send has "
-        "no kernel for it: the sender fails with NotImplementedError after the metadata went "
-        "out, and rank 0 waits forever"
+        "auxiliary tensor 'scores' is sparse (torch.sparse_coo); the sender fails on it after "
+        "the metadata went out (at the attention-TP group's reshape, which has no sparse "
+        "kernel), and rank 0 waits forever"
     )

@@ -78,6 +78,15 @@ def test_the_checks_own_order_is_taken(sizes, steps):
     assert protocol.where() == "after the last step"
 
 
+def test_the_receivers_start_up_is_a_part_of_its_own_before_the_start():
+    protocol = Protocol((1,), 1, 1000)
+    records = a_check((1,), 1)
+    records.insert(1, {"event": "receiver"})
+    moved = [protocol.take(record) for record in records]
+    assert moved[:3] == [True, True, True]
+    assert protocol.where() == "after the last step"
+
+
 @pytest.mark.parametrize(
     ("records", "said"),
     [
@@ -100,6 +109,11 @@ def test_the_checks_own_order_is_taken(sizes, steps):
         ),
         ([{"event": "ready"}, START, END], "an 'end' record out of the check's order"),
         ([{"event": "ready"}, MADE], "a 'made' record out of the check's order"),
+        (
+            [{"event": "ready"}, {"event": "receiver"}, {"event": "receiver"}],
+            "a 'receiver' record out of the check's order",
+        ),
+        ([{"event": "ready"}, START, {"event": "receiver"}], "a 'receiver' record out of"),
     ],
 )
 def test_records_out_of_the_checks_order_are_refused(records, said):

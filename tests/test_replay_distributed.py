@@ -110,7 +110,7 @@ def test_every_fixture_agrees_with_the_emulated_wire():
 
 def test_sender_failure_then_recovery_and_raw_baseline():
     with DistributedWire(torch.device("cpu"), timeout_s=30) as wire:
-        bad = {f"{P}t": torch.arange(6.0).reshape(2, 3).t(), "next_token_ids": torch.ones(2)}
+        bad = {f"{P}t": torch.arange(6.0)[::2], "next_token_ids": torch.ones(2)}
         failed = wire.exchange(bad, "reference")
         assert failed.reception is None
         assert failed.failure == WireFailure(
@@ -161,8 +161,17 @@ def test_one_receiver_serves_every_message_whatever_the_sender_refuses():
     the receiver waiting for the next message: the same process takes every one."""
     dense = torch.arange(4.0)
     refused = [
-        ({f"{P}a": dense, f"{P}s": torch.ones(3).to_sparse()}, "NotImplementedError", f"{P}s"),
-        ({f"{P}a": dense, f"{P}t": torch.ones(2, 3).t()}, "RuntimeError", f"{P}t"),
+        # the one-rank group's reshape refuses a sparse tensor; the quantized one reaches c10d
+        ({f"{P}a": dense, f"{P}s": torch.ones(3).to_sparse()}, "RuntimeError", f"{P}s"),
+        (
+            {
+                f"{P}a": dense,
+                f"{P}q": torch.quantize_per_tensor(torch.ones(2), 0.5, 0, torch.quint8),
+            },
+            "NotImplementedError",
+            f"{P}q",
+        ),
+        ({f"{P}a": dense, f"{P}t": torch.ones(6)[::2]}, "RuntimeError", f"{P}t"),
         ({f"{P}a": dense, f"{P}f": threading.Lock()}, "TypeError", None),
     ]
     with DistributedWire(torch.device("cpu"), timeout_s=30) as wire:

@@ -223,7 +223,17 @@ def message_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("messages")
     for index, message in enumerate(messages(MESSAGES, seed=20261202)):
         torch.save(message, folder / f"m{index:04d}.pt")
-    # Two that gloo refuses on the sender, and two that torch's dispatcher refuses.
+    # Sent with the scheduler's one-rank attention-TP group: a transposed view is copied by the
+    # group's reshape and arrives, a strided one it keeps is refused by gloo on the sender, and
+    # the reshape refuses a sparse tensor.
+    torch.save(
+        {
+            "next_token_ids": torch.ones(2, dtype=torch.int64),
+            f"{AUX}v": torch.arange(6.0)[::2],
+            "__msg_type__": "output",
+        },
+        folder / "z_strided.pt",
+    )
     torch.save(
         {
             "next_token_ids": torch.ones(2, dtype=torch.int64),
@@ -292,13 +302,14 @@ def test_emulated_wires_receive_what_sglangs_wire_receives(
     # The corpus reaches every outcome, so that agreeing on it means something.
     stages = {run["stage"] for payloads in real.values() for run in payloads}
     assert {None, "pop", "wire"} <= stages, stages
-    assert real["z_sparse.pt"][0]["error_type"] == "NotImplementedError"
-    assert real["z_sparse_other.pt"][0]["error_type"] == "NotImplementedError"
+    assert real["z_sparse.pt"][0]["error"] == "reshape is not implemented for sparse tensors"
+    assert real["z_sparse_other.pt"][0]["error"] == "reshape is not implemented for sparse tensors"
     # inspect predicts both: the sender fails, rank 0 waits (PP107).
     for name in ("z_sparse.pt", "z_sparse_other.pt"):
         report = inspect_paths([str(message_dir / name)])
         assert "PP107" in {f.code for f in report.findings}, (name, report.findings)
-    assert real["z_non_contiguous.pt"][0]["error"] == "input tensor has to be contiguous"
+    assert real["z_non_contiguous.pt"][0]["error"] is None
+    assert real["z_strided.pt"][0]["error"] == "input tensor has to be contiguous"
     for transport in ("wire", "torch-distributed"):
         differing = sorted(name for name in real if results[transport][name] != real[name])
         assert differing == [], (

@@ -189,6 +189,28 @@ def test_scheduler_digests_are_the_wheels(release):
     )
 
 
+def test_output_group_is_the_wheels(release):
+    # The all_gather_group the last stage's send passes, read from the wheel's call itself.
+    version, wheel, _ = release
+    node, _ = _scheduler_methods(wheel)["SchedulerPPMixin._pp_send_dict_to_next_stage"]
+    (call,) = [
+        c
+        for c in ast.walk(node)
+        if isinstance(c, ast.Call)
+        and isinstance(c.func, ast.Attribute)
+        and c.func.attr == "send_tensor_dict"
+    ]
+    (given,) = [k.value for k in call.keywords if k.arg == "all_gather_group"]
+    assert ast.unparse(given) == releases.release(version).output_all_gather_group
+    # Read by hand: 0.5.18 and 0.5.19 drop the group only with DSA prefill context parallel.
+    expected = {
+        "0.5.18": "self.attn_tp_group if self.require_attn_tp_allgather else None",
+        "0.5.19": "self.attn_tp_group if self.require_attn_tp_allgather else None",
+    }.get(version, "self.attn_tp_group")
+    assert ast.unparse(given) == expected
+    assert releases.output_group(version)
+
+
 def _provenance_of(tmp_path, method_source: str) -> str:
     # A stand-in sglang package holding only the mixin, imported in a child process (this
     # process may hold other sglang modules), asked for the method's provenance.

@@ -55,25 +55,21 @@ def test_subclass_strides_and_grad_are_not_kept():
 
 
 @pytest.mark.parametrize(
-    "make, side, error_type, message",
+    "make, all_gather_size",
     [
-        (
-            lambda: torch.arange(6.0).reshape(2, 3).t(),
-            "sender",
-            "RuntimeError",
-            "input tensor has to be contiguous",
-        ),
-        (
-            lambda: torch.arange(6.0)[::2],
-            "sender",
-            "RuntimeError",
-            "input tensor has to be contiguous",
-        ),
+        # No group (0.5.19 with DSA prefill context parallel): nothing copies the view.
+        (lambda: torch.arange(6.0).reshape(2, 3).t(), 0),
+        (lambda: torch.arange(6.0)[::2], 0),
+        # The scheduler's one-rank group: reshape(1, -1)[0] keeps a strided 1-D view a view.
+        (lambda: torch.arange(6.0)[::2], 1),
     ],
 )
-def test_what_gloo_refuses(make, side, error_type, message):
+def test_what_gloo_refuses(make, all_gather_size):
+    side, error_type, message = "sender", "RuntimeError", "input tensor has to be contiguous"
     with pytest.raises(WireError) as caught:
-        transfer({"next_token_ids": torch.ones(2), f"{P}x": make()})
+        transfer(
+            {"next_token_ids": torch.ones(2), f"{P}x": make()}, all_gather_size=all_gather_size
+        )
     assert (caught.value.side, caught.value.error_type, caught.value.message, caught.value.key) == (
         side,
         error_type,
@@ -91,10 +87,10 @@ def test_what_gloo_refuses(make, side, error_type, message):
     ],
 )
 def test_what_torchs_dispatcher_refuses(make, backend):
-    # sglang's real send_tensor_dict fails this way on the sender (0.5.19, 0.5.23, torch 2.13):
-    # c10d's send has no kernel for sparse or quantized tensors.
+    # sglang's real send_tensor_dict without a group fails this way on the sender (0.5.19,
+    # 0.5.23, torch 2.13): c10d's send has no kernel for sparse or quantized tensors.
     with pytest.raises(WireError) as caught:
-        transfer({"next_token_ids": torch.ones(2), f"{P}x": make()})
+        transfer({"next_token_ids": torch.ones(2), f"{P}x": make()}, all_gather_size=0)
     error = caught.value
     assert (error.side, error.error_type, error.key) == ("sender", "NotImplementedError", f"{P}x")
     assert error.message.startswith(
@@ -102,6 +98,21 @@ def test_what_torchs_dispatcher_refuses(make, backend):
         "because the operator doesn't exist for this backend"
     )
     assert error.metadata_sent
+
+
+def test_a_sparse_tensor_stops_at_the_groups_reshape():
+    # With the scheduler's one-rank group, sglang reshapes before it sends; torch refuses that
+    # for a sparse tensor, on the sender, after the metadata went out.
+    with pytest.raises(WireError) as caught:
+        transfer({"next_token_ids": torch.ones(2), f"{P}x": torch.eye(2).to_sparse()})
+    error = caught.value
+    assert (error.side, error.error_type, error.message, error.key, error.metadata_sent) == (
+        "sender",
+        "RuntimeError",
+        "reshape is not implemented for sparse tensors",
+        f"{P}x",
+        True,
+    )
 
 
 def test_a_meta_tensor_arrives_as_a_meta_tensor():
@@ -123,6 +134,20 @@ def test_nested_tensor_fails_before_anything_is_sent():
         caught.value.message == "Internal error: NestedTensorImpl doesn't support sizes. "
         "Please file an issue."
     )
+
+
+@pytest.mark.parametrize(
+    "make, values",
+    [
+        (lambda: torch.arange(6.0).reshape(2, 3).t(), [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]),
+        (lambda: torch.arange(12.0).reshape(3, 4)[:, :2], [[0.0, 1.0], [4.0, 5.0], [8.0, 9.0]]),
+        (lambda: torch.arange(3.0).expand(2, 3), [[0.0, 1.0, 2.0], [0.0, 1.0, 2.0]]),
+    ],
+)
+def test_a_one_rank_group_copies_a_view_it_cannot_keep(make, values):
+    # The default wire sends as sglang's scheduler does, with its one-rank attention-TP group.
+    received, _ = transfer({f"{P}x": make()})
+    assert received[f"{P}x"].tolist() == values and received[f"{P}x"].is_contiguous()
 
 
 def test_all_gather_slices_and_gathers_back():
@@ -198,8 +223,8 @@ def test_a_wire_failure_is_data_not_an_exception():
     from ppaux.replay import WireFailure, open_wire
 
     with open_wire("wire") as wire:
-        delivery = wire.deliver({f"{P}t": torch.arange(6.0).reshape(2, 3).t()})
-        exchange = wire.exchange({f"{P}t": torch.arange(6.0).reshape(2, 3).t()}, "reference")
+        delivery = wire.deliver({f"{P}t": torch.arange(6.0)[::2]})
+        exchange = wire.exchange({f"{P}t": torch.arange(6.0)[::2]}, "reference")
     expected = WireFailure(
         "sender", "RuntimeError", "input tensor has to be contiguous", f"{P}t", True
     )
@@ -234,7 +259,10 @@ sent = {
 }
 with open_wire("sglang", sglang_path=sys.argv[1], timeout_s=120) as wire:
     d = wire.deliver(sent)
-    bad = wire.deliver({P + "t": torch.arange(6.0).reshape(2, 3).t()})
+    view = wire.deliver({P + "t": torch.arange(6.0).reshape(2, 3).t()})
+    bad = wire.deliver({P + "t": torch.arange(6.0)[::2]})
+with open_wire("sglang", sglang_path=sys.argv[1], timeout_s=120, all_gather=0) as wire:
+    none = wire.deliver({P + "t": torch.arange(6.0).reshape(2, 3).t()})
 print(json.dumps({
     "failure": d.failure,
     "received": {
@@ -242,6 +270,8 @@ print(json.dumps({
         for k, v in d.received.items()
     },
     "bad": [bad.received, bad.failure.side, bad.failure.error_type, bad.failure.message],
+    "view": [view.failure, view.received[P + "t"].tolist(), view.received[P + "t"].is_contiguous()],
+    "none": [none.received, none.failure.side, none.failure.message],
 }))
 """
 
@@ -275,8 +305,12 @@ def test_sglangs_own_wire_delivers_through_the_protocol(version):
         f"{P}x": ["torch.float32", [2, 3], [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]],
         f"{P}empty": ["torch.float32", [0, 2], []],
     }
-    # gloo refuses the non-contiguous tensor inside sglang's own send, on the sender.
+    # With the one-rank group sglang's reshape(1, -1)[0] copies a transposed view: it arrives.
+    assert report["view"] == [None, [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]], True]
+    # gloo refuses, inside sglang's own send, on the sender: a strided view the reshape keeps,
+    # and, with no group, the transposed one.
     assert report["bad"] == [None, "sender", "RuntimeError", "input tensor has to be contiguous"]
+    assert report["none"] == [None, "sender", "input tensor has to be contiguous"]
 
 
 def test_a_negative_view_arrives_as_the_values_it_reads():

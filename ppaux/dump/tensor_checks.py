@@ -29,6 +29,11 @@ __all__ = [
 #: Tensor kinds torch.distributed's send has no kernel for (PP107): the sender fails after the
 #: metadata went out, and rank 0 waits forever.
 UNSENDABLE_KINDS = ("sparse", "quantized")
+#: Where each fails: the scheduler passes its attention-TP group, whose reshape comes first.
+_FAILS = {
+    "sparse": "at the attention-TP group's reshape, which has no sparse kernel",
+    "quantized": "in torch.distributed's send, which has no kernel for it",
+}
 
 
 def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRef) -> list[Finding]:
@@ -39,8 +44,8 @@ def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRe
                 "PP107",
                 path,
                 f"auxiliary tensor {quoted(name)} is {tensor.kind} ({tensor.layout}); "
-                "torch.distributed's send has no kernel for it: the sender fails with "
-                "NotImplementedError after the metadata went out, and rank 0 waits forever",
+                f"the sender fails on it after the metadata went out ({_FAILS[tensor.kind]}), "
+                "and rank 0 waits forever",
                 *where,
             )
         )

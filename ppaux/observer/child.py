@@ -48,6 +48,11 @@ __all__ = ["ChildEnd", "run_child"]
 
 #: How long the child may take to start (the interpreter, ppaux and torch) before its target.
 START_ALLOWANCE_S = 60.0
+#: How long a two-process transport's receiver may take to start and join, beyond the check's
+#: timeout: the wire's own bound (``ppaux.replay.distributed.START_UP_S``, which this module
+#: does not import: it imports torch). Importing torch, and sglang's runtime, in the receiver
+#: is not the target's time, and on a loaded machine it takes far more than a transfer.
+RECEIVER_START_UP_S = 600.0
 #: Beyond the transport's own timeout, how long one part of a run (a step) may take.
 GRACE_S = 5.0
 #: How long the child may take to exit once its pipes closed before its last record.
@@ -397,7 +402,7 @@ class _Run:
             return
         try:
             moved = self.protocol.take(message)
-            if message["event"] != "ready":
+            if message["event"] not in ("ready", "receiver"):
                 self.take(message)
             elif self.end.rank0 is None and isinstance(message.get("rank0"), int):
                 self.end.rank0 = message["rank0"]
@@ -425,6 +430,9 @@ class _Run:
         # process's clock, whatever the child sends within it.
         self.part_records = 1
         self.deadline = time.monotonic() + self.timeout_s + GRACE_S
+        if message.get("event") == "receiver":
+            # The receiver's start-up has its own bound, as the wire gives it.
+            self.deadline += RECEIVER_START_UP_S
         if message.get("event") == "end":
             # Its exit is the target's too (its streams flushed, its finalisers): waited
             # for, as long as the check's timeout.

@@ -2,12 +2,13 @@
 types, ranges and names) and the order the records come in, in one place.
 
 The child's records (written in :mod:`.worker` and :mod:`.runner`) come in one order:
-``ready``; then ``start``, per batch size (in the order the check was given them) its step
-records (``driving``, ``no_output``, ``step`` or ``undescribable``, steps in order; or
-``rank0_failed``), its ``requests`` and its ``again`` records, then ``locations``; or, in place
-of any of that, one record that stops the check (``target_error``, ``config_error``,
-``failed``, ``target_exit``, ``target_raised``); last ``end``. ``made`` and ``wire`` come
-between the step records. A ``step`` or ``requests`` record describes at most
+``ready``; ``receiver`` where the transport starts a receiving process (``torch-distributed``,
+``sglang``), just before it does; then ``start``, per batch size (in the order the check was
+given them) its step records (``driving``, ``no_output``, ``step`` or ``undescribable``, steps
+in order; or ``rank0_failed``), its ``requests`` and its ``again`` records, then ``locations``;
+or, in place of any of that, one record that stops the check (``target_error``,
+``config_error``, ``failed``, ``target_exit``, ``target_raised``); last ``end``. ``made`` and
+``wire`` come between the step records. A ``step`` or ``requests`` record describes at most
 :data:`REQUESTS_PER_RECORD` requests of each path; ``reqs`` records after it describe the
 batch's next ones, in order. A record with a field of a wrong type, a number out of range, a
 key the record does not have, or out of this order is not the check's: :func:`Protocol.take`
@@ -238,6 +239,7 @@ _STEP: dict[str, _Check] = {"batch_size": _count, "step": _count}
 #: Per event, its fields (every one required) and then the fields it may have.
 _FIELDS: dict[str, tuple[dict[str, _Check], dict[str, _Check]]] = {
     "ready": ({}, {"rank0": _count}),
+    "receiver": ({}, {}),
     "start": (
         {
             "target": _str,
@@ -354,6 +356,8 @@ class Protocol:
         #: (batch index, part, step) of the last record that moved the run on.
         self.at: tuple[int, int, int] = (-1, _DONE, 0)
         self.given = False
+        #: Whether the ``receiver`` record came (at most once, before ``start``).
+        self.receiver = False
         #: The batch size, step and number of requests described so far of the last record
         #: that described requests (a ``reqs`` record may follow it), or None.
         self.requests_at: tuple[int, int, int] | None = None
@@ -384,6 +388,10 @@ class Protocol:
             self.stage = _READY
             return True
         self._expect(self.stage != _NEW, event)
+        if event == "receiver":
+            self._expect(self.stage == _READY and not self.receiver, event)
+            self.receiver = True
+            return True
         if event in STOPS:
             self._expect(self.stage in (_READY, _STARTED, _LOCATED), event)
             self.stage = _STOPPED

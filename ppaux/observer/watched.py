@@ -39,9 +39,10 @@ class Watched:
     references to its tensors and to the tensors they view (with the view's shape, strides and
     offset). At the end of the batch size, a tensor (or the memory it views) that the target
     still holds is described again; one that nobody holds any more cannot have been written
-    over, and keeps its first description. So the check holds no output that the target does
-    not: its memory is the target's own. An output whose leaves cannot be walked again is held
-    as it is (``strong``).
+    over, and keeps its first description. A writable numpy array is watched the same way, and
+    a bytearray (which takes no weak reference) is held and described again. So the check holds
+    no output that the target does not (a bytearray aside): its memory is the target's own. An
+    output whose leaves cannot be walked again is held as it is (``strong``).
 
     A value that its own step changed (its copy_to_host writing in place) and that nothing
     changed since is as produced: only what a later step changed is a change.
@@ -59,10 +60,14 @@ class Watched:
         self.left = described if left is None else left
         self.strong: Any = None
         self.tensors: list[tuple[str, Any, Any, Any]] = []
+        #: Other leaves whose memory a later step can write over (a numpy array, a bytearray):
+        #: a weak reference where the type takes one, else the leaf itself.
+        self.buffers: list[tuple[str, Any]] = []
         try:
             found = leaves(output)
             for path, leaf in found.items():
                 if not isinstance(leaf, torch.Tensor):
+                    self._buffer(path, leaf)
                     continue
                 base = leaf._base
                 view = None
@@ -74,6 +79,16 @@ class Watched:
         except Exception:  # the target's object (described once already): keep it
             self.strong = output
             self.tensors = []
+            self.buffers = []
+
+    def _buffer(self, path: str, leaf: object) -> None:
+        """Keep ``leaf`` to describe again where a later step can write into it in place."""
+        if not _writable(leaf):
+            return
+        try:
+            self.buffers.append((path, weakref.ref(leaf)))
+        except TypeError:  # a bytearray takes no weak reference: held, as small as it is
+            self.buffers.append((path, lambda held=leaf: held))
 
     def now(self) -> dict[str, dict[str, Any]]:
         """The records as they are now; raises :class:`HookFailure` where the target's objects
@@ -95,6 +110,13 @@ class Watched:
                     out[path] = record(tensor)
                 except (Exception, RecursionError) as exc:  # a tensor subclass of the target's
                     raise HookFailure("the output", exc) from exc
+        for path, ref in self.buffers:
+            leaf = ref()
+            if leaf is not None:
+                try:
+                    out[path] = record(leaf)
+                except (Exception, RecursionError) as exc:
+                    raise HookFailure("the output", exc) from exc
         return self._since(out)
 
     def _since(self, now: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -105,3 +127,13 @@ class Watched:
             else value
             for path, value in now.items()
         }
+
+
+def _writable(leaf: object) -> bool:
+    """Whether a later step can change ``leaf`` in place: a writable numpy array, a bytearray."""
+    if isinstance(leaf, bytearray):
+        return True
+    if type(leaf).__module__ == "numpy" and type(leaf).__name__ == "ndarray":
+        flags = getattr(leaf, "flags", None)
+        return bool(getattr(flags, "writeable", False))
+    return False

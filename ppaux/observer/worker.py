@@ -356,6 +356,9 @@ def _check(
             else None
         )
         announce(SETTING_UP, None)
+        if options.transport.value in ("torch-distributed", "sglang"):
+            # the receiving process starts now: its start-up is bounded on its own
+            emit({"event": "receiver"})
         asked = request.get("limits", {})
         budget = int(asked.get("max_digested_items", 0)) or None
         nesting = int(asked.get("max_value_nesting", 0)) or None

@@ -28,6 +28,7 @@ from ppaux.replay.wire import (
     WireStats,
     allocate,
     fill,
+    gathers,
     outgoing,
     pack_metadata,
     split_tensor_dict,
@@ -172,7 +173,7 @@ class Channel:
         return received
 
     def _receive_into(self, target: torch.Tensor, all_gather_size: int) -> None:
-        ranks = all_gather_size if _gathers(target.numel(), all_gather_size) else 1
+        ranks = all_gather_size if gathers(target.numel(), all_gather_size) else 1
         if not target.is_quantized:
             rows = target.view(ranks, -1)
             for rank in range(ranks):
@@ -188,10 +189,6 @@ class Channel:
         for chunk in scratch:
             self.recv_tensor(chunk)
         fill(target, scratch)
-
-
-def _gathers(numel: int, all_gather_size: int) -> bool:
-    return all_gather_size > 1 and numel % all_gather_size == 0
 
 
 @dataclass(frozen=True)
@@ -219,7 +216,7 @@ def prepare(
     keys = [key for key, value in metadata if isinstance(value, TensorMetadata)]
     prepared: list[list[torch.Tensor]] = []
     for key, tensor in zip(keys, tensors, strict=True):
-        ranks = all_gather_size if _gathers(tensor.numel(), all_gather_size) else 1
+        ranks = all_gather_size if gathers(tensor.numel(), all_gather_size) else 1
         chunks: list[torch.Tensor] = []
         for rank in range(ranks):
             chunk = outgoing(key, tensor, all_gather_size=all_gather_size, all_gather_rank=rank)

@@ -82,7 +82,9 @@ class ReplayOptions:
     #: Where sglang's transport is read from (a directory or a wheel); None: the installed one.
     #: With the ``sglang`` transport, a directory put first on the import path.
     sglang_path: str | None = None
-    #: Size of the emulated attention-TP all-gather group on the wire (1: none).
+    #: Size of the attention-TP group the last stage passes to ``send_tensor_dict`` (0: none).
+    #: 1, sglang's default in every release (:func:`ppaux.sglang.releases.output_group`), still
+    #: slices: ``reshape(1, -1)[0]`` copies a tensor it cannot view.
     all_gather: int = 1
     #: Seconds the torch-distributed transport waits for its peer.
     timeout_s: float = 60.0

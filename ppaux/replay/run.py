@@ -134,7 +134,7 @@ def _cannot_fail(options: ReplayOptions) -> bool:
         and options.impl == Impl.REFERENCE
         and options.transport in (Transport.NONE, Transport.WIRE)
         and options.sglang_path is None
-        and options.all_gather >= 1
+        and options.all_gather >= 0
     )
 
 

@@ -49,8 +49,10 @@ def prepare(options: ReplayOptions) -> Setup:
     from ppaux.replay.materialize import DeviceError, resolve_device
     from ppaux.replay.wiring import open_wire
 
-    if options.all_gather < 1:
-        raise ReplayConfigError("all_gather", str(options.all_gather), "must be 1 or more")
+    if options.all_gather < 0:
+        raise ReplayConfigError(
+            "all_gather", str(options.all_gather), "must be 0 (no group) or more"
+        )
     if (
         options.sglang_path is not None
         and options.impl == Impl.REFERENCE

@@ -10,10 +10,15 @@ rank 1) calls ``send_tensor_dict(message, dst=0)``; the receiver (a child proces
 calls ``recv_tensor_dict(src=1)`` and pops with the implementation asked for. The control
 messages and the reply travel on ppaux's own channel, as in the ``torch-distributed`` transport.
 
-Attention-TP all-gather (``--all-gather N``) needs N ranks on each stage; this transport runs one
+Every release's scheduler passes its attention-TP group to both calls by default
+(``all_gather_group=self.attn_tp_group``, :func:`ppaux.sglang.releases.output_group`), and with a
+group sglang slices every tensor (``reshape(size, -1)[rank]``) even when the group has one rank.
+With ``--all-gather 1`` (the default) both processes build a real one-rank attention-TP
+``GroupCoordinator`` and pass it, as the scheduler does; ``--all-gather 0`` passes none.
+Attention-TP all-gather over N > 1 ranks needs N ranks on each stage; this transport runs one
 rank per stage, so that part is emulated: before sglang's send, every tensor whose element count
 N divides is made contiguous, which is what the slicing on the sender and the all-gather on the
-receiver do to it. The result says so (``all_gather_emulated``).
+receiver do to it, and no group is passed. The result says so (``all_gather_emulated``).
 
 This module imports torch; sglang is imported when the wire starts.
 """
@@ -113,14 +118,21 @@ def _way_out(exc: BaseException) -> tuple[Suggestion, ...]:
     return ()
 
 
-def _coordinator(runtime: types.ModuleType, rank: int, backend: str) -> Any:
-    """A real ``GroupCoordinator`` over ranks [0, 1], optional communicators off."""
+def _coordinator(
+    runtime: types.ModuleType,
+    rank: int,
+    backend: str,
+    group_ranks: list[list[int]] | None = None,
+    name: str = "ppaux_pp",
+) -> Any:
+    """A real ``GroupCoordinator`` over ``group_ranks`` (default: the PP group, ranks [0, 1]),
+    optional communicators off. Both processes build the same groups in the same order."""
     parameters = inspect.signature(runtime.GroupCoordinator.__init__).parameters
     kwargs: dict[str, Any] = {
-        "group_ranks": [[_FIRST, _LAST]],
+        "group_ranks": group_ranks or [[_FIRST, _LAST]],
         "local_rank": rank,
         "torch_distributed_backend": backend,
-        "group_name": "ppaux_pp",
+        "group_name": name,
     }
     for name in parameters:
         if name.startswith("use_"):
@@ -138,6 +150,17 @@ def _join_world(store: dist.Store, rank: int, timeout: datetime.timedelta) -> No
     dist.init_process_group(
         "gloo", store=dist.PrefixStore("world", store), rank=rank, world_size=2, timeout=timeout
     )
+
+
+def _attention_tp(runtime: types.ModuleType, rank: int, backend: str) -> Any:
+    """The one-rank attention-TP group of this stage, as the scheduler passes it."""
+    return _coordinator(runtime, rank, backend, [[_FIRST], [_LAST]], "ppaux_attn_tp")
+
+
+def _given_group(group: Any, all_gather_size: int) -> Any:
+    """What this wire passes as ``all_gather_group``: the real one-rank group for size 1, none
+    for 0 (no group) or for a larger size (whose slicing is emulated before the send)."""
+    return group if all_gather_size == 1 else None
 
 
 def _gathered(tensor_dict: dict[str, Any], size: int) -> dict[str, Any]:
@@ -167,6 +190,7 @@ class SglangWire(DistributedWire):
         super().__init__(device, timeout_s=timeout_s, all_gather_size=all_gather_size)
         self.sglang_path = sglang_path
         self._group: Any = None
+        self._attention_tp: Any = None
         _put_on_path(sglang_path)
         # The receiver starts now, before this process imports sglang: the two processes
         # import sglang's runtime (seconds each) at the same time instead of one after the
@@ -191,9 +215,11 @@ class SglangWire(DistributedWire):
         _join_world(store, _LAST, self.timeout)
         backend = "nccl" if self.device.type == "cuda" else "gloo"
         self._group = _coordinator(self.runtime, _LAST, backend)
+        self._attention_tp = _attention_tp(self.runtime, _LAST, backend)
 
     def _left(self) -> None:
         self._group = None
+        self._attention_tp = None
         if dist.is_initialized():
             with contextlib.suppress(RuntimeError, ValueError):
                 dist.destroy_process_group()
@@ -210,7 +236,11 @@ class SglangWire(DistributedWire):
             with warnings.catch_warnings():
                 # sglang's send_object warns about a read-only buffer on every call.
                 warnings.simplefilter("ignore")
-                self._group.send_tensor_dict(message, dst=_FIRST)
+                self._group.send_tensor_dict(
+                    message,
+                    dst=_FIRST,
+                    all_gather_group=_given_group(self._attention_tp, self.all_gather_size),
+                )
         except Exception as exc:  # sglang's own failure on the sender is the result
             lines = str(exc).strip().splitlines()
             raise WireError(
@@ -232,9 +262,11 @@ def _receiver_joined(store: dist.Store, config: dict[str, Any]) -> Receive:
     _join_world(store, _FIRST, timeout)
     backend = "nccl" if config["device"].startswith("cuda") else "gloo"
     group = _coordinator(runtime, _FIRST, backend)
+    attention_tp = _attention_tp(runtime, _FIRST, backend)
 
     def receive(channel: object, control: dict[str, Any]) -> dict[str, Any]:
-        received = group.recv_tensor_dict(src=_LAST)
+        given = _given_group(attention_tp, int(control.get("all_gather", 1)))
+        received = group.recv_tensor_dict(src=_LAST, all_gather_group=given)
         if received is None:
             raise WireError("receiver", "RuntimeError", "recv_tensor_dict returned None")
         return dict(received)

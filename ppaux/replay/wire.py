@@ -41,6 +41,7 @@ __all__ = [
     "allocate",
     "dispatch_refusal",
     "fill",
+    "gathers",
     "outgoing",
     "pack_metadata",
     "split_tensor_dict",
@@ -152,8 +153,21 @@ def unpack_metadata(data: bytes) -> list[Any]:
 
 
 def _gathers(tensor: torch.Tensor | TensorMetadata, all_gather_size: int) -> bool:
+    """True where sglang slices the tensor: a group is given (``all_gather_size`` 1 or more:
+    a group of one rank slices too) and its size divides the element count."""
     numel = tensor.numel() if isinstance(tensor, torch.Tensor) else _numel(tensor.size)
-    return all_gather_size > 1 and numel % all_gather_size == 0
+    return gathers(numel, all_gather_size)
+
+
+def gathers(numel: int, all_gather_size: int) -> bool:
+    """True where ``send_tensor_dict`` sends ``numel`` elements as ``reshape(size, -1)`` rows.
+
+    ``all_gather_size`` 0 stands for no group (``all_gather_group=None``); 1 or more for a group
+    of that many ranks. sglang tests the group for ``None``, not its size: the scheduler of every
+    release passes its attention-TP group by default, and with one rank ``reshape(1, -1)[0]``
+    still copies a tensor it cannot view (see :func:`ppaux.sglang.releases.output_group`).
+    """
+    return all_gather_size >= 1 and numel % all_gather_size == 0
 
 
 def _numel(size: Iterable[int]) -> int:
@@ -180,8 +194,8 @@ def outgoing(
         return None
     if _gathers(tensor, all_gather_size):
         try:
-            # reshape copies a tensor it cannot view, which is why the group hides
-            # non-contiguous layouts.
+            # reshape copies a tensor it cannot view, which is why the group (even of one
+            # rank) hides most non-contiguous layouts; a view it can keep (x[::2]) stays one.
             tensor = tensor.reshape(all_gather_size, -1)[all_gather_rank]
         except RuntimeError as exc:
             raise WireError(

@@ -32,6 +32,7 @@ __all__ = [
     "fitting_releases",
     "known_release",
     "match_transport",
+    "output_group",
     "release",
     "release_versions",
     "wire_is_release",
@@ -78,6 +79,9 @@ class Release:
     #: Digests of the scheduler's PP methods on the output path (``SchedulerPPMixin.<name>``),
     #: which change more often than the transport: one set per release, not per family.
     scheduler_digests: Mapping[str, str]
+    #: The ``all_gather_group`` argument of the last stage's ``send_tensor_dict`` in
+    #: ``SchedulerPPMixin._pp_send_dict_to_next_stage``, as the release's source writes it.
+    output_all_gather_group: str
 
 
 @functools.lru_cache(maxsize=1)
@@ -118,6 +122,7 @@ def _releases() -> dict[str, Release]:
             output_keys=tuple(r["output_keys"]),
             optional_output_keys=tuple(r["optional_output_keys"]),
             scheduler_digests=dict(r["scheduler_digests"]),
+            output_all_gather_group=r["output_all_gather_group"],
         )
         for version, r in _table()["releases"].items()
     }
@@ -143,6 +148,18 @@ def _lookup(name: str) -> Release:
 def release(name: str) -> Release:
     """The facts of release ``name``; :class:`UnknownReleaseError` if the table lacks it."""
     return _lookup(name)
+
+
+def output_group(name: str) -> bool:
+    """True when release ``name``'s last stage sends the output message with an attention-TP
+    group in its default setup.
+
+    sglang slices every tensor whose element count the group's size divides (``reshape(size,
+    -1)[rank]``), even for a group of one rank, which copies a tensor it cannot view. 0.5.20 -
+    0.5.23 always pass ``self.attn_tp_group``; 0.5.18 and 0.5.19 pass it unless
+    ``enable_dsa_prefill_context_parallel`` is set (off by default), and None then.
+    """
+    return release(name).output_all_gather_group.split(" if ")[0] != "None"
 
 
 def family_of(name: str) -> Family:

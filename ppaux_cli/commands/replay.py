@@ -88,8 +88,9 @@ AllGatherOption = Annotated[
     typer.Option(
         "--all-gather",
         metavar="N",
-        min=1,
-        help="Emulate an attention-TP all-gather group of N ranks on the wire.",
+        min=0,
+        help="Send with an attention-TP group of N ranks, as sglang's scheduler does "
+        "(1: its default; 0: no group, as 0.5.19 with DSA prefill context parallel).",
     ),
 ]
 

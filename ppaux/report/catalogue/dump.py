@@ -122,10 +122,13 @@ RULES = (
         severity=Severity.WARNING,
         summary="An auxiliary tensor is not contiguous.",
         explanation=(
-            "Without an attention-TP all-gather group, gloo refuses to send a non-contiguous "
-            "tensor ('input tensor has to be contiguous') after the metadata has already gone, "
-            "so the receiver only sees its peer close. With the group, slicing copies it first. "
-            "Either way the receiver gets a contiguous tensor: the source strides are not kept."
+            "sglang's scheduler sends with its attention-TP group in every release's default "
+            "setup, even of one rank, and the group's reshape(size, -1) copies a view it cannot "
+            "keep; a strided view it keeps (x[::2]), or any view sent without the group (0.5.19 "
+            "with DSA prefill context parallel), gloo refuses ('input tensor has to be "
+            "contiguous') after the metadata has already gone, so the receiver only sees its "
+            "peer close. Either way the receiver gets a contiguous tensor: the source strides "
+            "are not kept."
         ),
         causes=("A transposed, sliced or expanded view was returned by to_pp_tensors().",),
         fix="Return tensor.contiguous() from to_pp_tensors().",
@@ -139,10 +142,12 @@ RULES = (
         summary="A tensor of the sent dict (an auxiliary one or any other) is sparse or quantized.",
         explanation=(
             "sglang's send_tensor_dict sends every tensor at the dict's top level with "
-            "torch.distributed, whose send has no kernel for a sparse or quantized tensor: the "
-            "sender fails with NotImplementedError in torch's dispatcher after the metadata went "
-            "out, and rank 0 waits for data that never comes. The wire could not carry the "
-            "layout or the quantizer anyway: it describes a tensor by device type, dtype and size."
+            "torch.distributed, after the metadata: a sparse tensor fails at the reshape by the "
+            "attention-TP group the scheduler passes (RuntimeError: reshape is not implemented "
+            "for sparse tensors), a quantized one in torch.distributed's send, which has no "
+            "kernel for it (NotImplementedError), and rank 0 waits for data that never comes. "
+            "The wire could not carry the layout or the quantizer anyway: it describes a tensor "
+            "by device type, dtype and size."
         ),
         causes=(
             "The observer output holds a sparse or quantized tensor.",

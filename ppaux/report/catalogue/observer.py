@@ -183,21 +183,23 @@ RULES = (
         severity=Severity.ERROR,
         summary="A tensor of the output cannot cross sglang's PP wire.",
         explanation=(
-            "sglang's send_tensor_dict sends each tensor with torch.distributed: c10d has no "
-            "send for sparse or quantized tensors (torch's dispatcher raises "
-            "NotImplementedError on the last stage), gloo refuses a non-contiguous CPU tensor "
-            "('input tensor has to be contiguous'), and a value pickle cannot handle fails "
-            "before anything is sent. The metadata may already be on its way, so rank 0 "
-            "waits for data that never comes."
+            "sglang's send_tensor_dict sends each tensor with torch.distributed, first as "
+            "reshape(1, -1)[0] for the scheduler's attention-TP group (passed in every "
+            "release's default setup, even of one rank): torch refuses that reshape for a "
+            "sparse tensor, c10d has no send for a quantized one (NotImplementedError), gloo "
+            "refuses a CPU tensor the reshape leaves non-contiguous, such as x[::2] ('input "
+            "tensor has to be contiguous'), and a value pickle cannot handle fails before "
+            "anything is sent. The metadata may already be on its way, so rank 0 waits for "
+            "data that never comes."
         ),
         causes=(
             "A sparse tensor (to_sparse()) in to_pp_tensors.",
-            "A transposed or sliced view sent as it is.",
+            "A strided view (x[::2]) sent as it is; a transposed or sliced one is copied.",
         ),
         fix="Send dense, contiguous tensors: t.to_dense().contiguous(); rebuild the sparse "
         "form in from_pp_tensors if rank 0 needs it.",
-        example="the wire transport fails on the sender: NotImplementedError: Could not run "
-        "'c10d::send' with arguments from the 'SparseCPU' backend...",
+        example="the wire transport fails on the sender: RuntimeError: reshape is not "
+        "implemented for sparse tensors",
         area="observer",
     ),
     Rule(

@@ -66,8 +66,8 @@ RULES = (
             "size() and fails before anything is sent."
         ),
         causes=(
-            "A non-contiguous auxiliary tensor (a transpose or a strided slice) sent without "
-            "an attention-TP all-gather group (see PP106).",
+            "A non-contiguous auxiliary tensor sent without an attention-TP group "
+            "(--all-gather 0), or a strided view that the group's reshape keeps (see PP106).",
             "A sparse, quantized or nested tensor in the dict (see PP107).",
         ),
         fix="Call .contiguous() (.to_dense() for sparse tensors, .dequantize() for quantized "
