@@ -25,6 +25,7 @@ from ppaux.dump.payload import (
 )
 from ppaux.dump.structure import Dump
 from ppaux.dump.tensor_checks import (
+    UNSENDABLE_FAILS,
     UNSENDABLE_KINDS,
     device_checks,
     numpy_refusals,
@@ -272,8 +273,8 @@ def _other_entries(path: str, payload: Payload, limits: Limits, tally: Tally) ->
                     path,
                     f"tensor {quoted(key) if isinstance(key, str) else key_text(key)} is "
                     f"{value.kind} ({value.layout}); "
-                    "torch.distributed's send has no kernel for it: the sender fails with "
-                    "NotImplementedError after the metadata went out, and rank 0 waits forever",
+                    "the sender fails on it after the metadata went out "
+                    f"({UNSENDABLE_FAILS[value.kind]}), and rank 0 waits forever",
                     payload,
                     key,
                 )

@@ -17,6 +17,7 @@ from ppaux.sglang import OUTPUT_PREFIX
 from ppaux.text import cut
 
 __all__ = [
+    "UNSENDABLE_FAILS",
     "UNSENDABLE_KINDS",
     "device_checks",
     "numpy_refusals",
@@ -30,7 +31,7 @@ __all__ = [
 #: metadata went out, and rank 0 waits forever.
 UNSENDABLE_KINDS = ("sparse", "quantized")
 #: Where each fails: the scheduler passes its attention-TP group, whose reshape comes first.
-_FAILS = {
+UNSENDABLE_FAILS = {
     "sparse": "at the attention-TP group's reshape, which has no sparse kernel",
     "quantized": "in torch.distributed's send, which has no kernel for it",
 }
@@ -44,8 +45,8 @@ def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRe
                 "PP107",
                 path,
                 f"auxiliary tensor {quoted(name)} is {tensor.kind} ({tensor.layout}); "
-                f"the sender fails on it after the metadata went out ({_FAILS[tensor.kind]}), "
-                "and rank 0 waits forever",
+                "the sender fails on it after the metadata went out "
+                f"({UNSENDABLE_FAILS[tensor.kind]}), and rank 0 waits forever",
                 *where,
             )
         )
