@@ -67,7 +67,8 @@ def test_the_real_srun_log_names_task_14_s_assert() -> None:
     assert root.key == "task 14"
     assert root.extra["exception"] == "RuntimeError"
     assert root.extra["message"].startswith("CUDA error: device-side assert triggered")
-    assert root.extra["line"] == 3
+    # the worker's repr() of the error on line 2, then its traceback: one failure, from line 2
+    assert root.extra["line"] == 2
     assert root.extra["kind"] == "shape-kernel"
     assert [f.extra["line"] for f in report.findings if f.code == "PP803"] == [15]
 

@@ -474,10 +474,8 @@ def _who(line: LogLine) -> str | None:
 _RANK_WITHIN = lazy(r"\[rank(?P<rank>\d{1,9})\]:\[[EWI]")
 #: Characters of a line looked at for it.
 _RANK_PREFIX = 200
-#: torch's older NCCL record, before the ``[rankN]:`` tag: its rank in brackets after its place
-#: (``[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught ...``, or torch 2.4's tag that names
-#: the process group first, ``[PG ID 0 PG GUID 0(default_pg) Rank 1]``), the rank within its
-#: process group (the job's rank in the default group).
+#: torch's NCCL record without the ``[rankN]:`` tag names its rank (in its group) after its
+#: place: ``[Rank 1]``, or from torch 2.4 ``[PG ID 0 PG GUID 0(default_pg) Rank 1]``.
 _OLD_RANK = lazy(
     r"ProcessGroupNCCL\.cpp:\d{1,9}\] \[(?:PG [^\[\]]{0,80}?)?Rank (?P<rank>\d{1,6})\] "
 )

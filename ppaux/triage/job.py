@@ -9,28 +9,26 @@ as written, cut to a bound (:func:`ppaux.text.cut`); every format shows it escap
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from ppaux.limits import Limits
 from ppaux.report import Finding, Report, ReportBuilder, finding
 from ppaux.sglang import MessageMatch
-from ppaux.text import counted, cut
-from ppaux.triage.buildsteps import undefined_symbol
-from ppaux.triage.configsteps import setting_program
+from ppaux.text import cut
 from ppaux.triage.deaths import death_of
 from ppaux.triage.frames import Build, build_of
 from ppaux.triage.hangs import hang_words
 from ppaux.triage.incidents import Incident, incidents
 from ppaux.triage.inputs import log_findings, oversized_findings, read_all
-from ppaux.triage.kinds import MEMORY, cut_in_setup, kind_of, local_note
+from ppaux.triage.kinds import MEMORY, kind_of, local_note
 from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.logreading import watchdog_words
 from ppaux.triage.longlines import long_line_findings
 from ppaux.triage.noroots import no_root_finding
-from ppaux.triage.ppkeys import pp_key_error
 from ppaux.triage.programsteps import host_memory
 from ppaux.triage.reading import LogReading
 from ppaux.triage.records import Event, Failure
+from ppaux.triage.rootfacts import first_root, no_failure_note, relayer_pointer
 from ppaux.triage.roots import (
     LOCAL_TIME,
     aux_match,
@@ -105,7 +103,7 @@ def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
                 "PP803",
                 failure.source,
                 f"{cut(failure.who)} failed {later_than(failure, root)} with "
-                f"{cut(failure.error)} ({pointer})",
+                f"{cut(failure.error)} ({relayer_pointer(failure, root) or pointer})",
                 key_of(failure.who),
                 extra={"incident": number, "log": failure.source, "line": failure.line},
                 location=location_of(failure),
@@ -340,25 +338,11 @@ def triage_paths(
         setup=setup or next((i.root.warned[0] for i in found if i.root.warned), None),
         host_memory=_host_memory(kinds, found),
         relayed=relayed,
-        **(_first_root(found[0].root, deployment) if found else {}),
+        **(first_root(found[0].root, deployment) if found else {}),
     )
     _fill(report, readings, found, deployment, plan)
     _say_one_run(report, readings, found, [*failures, *events])
     return report.build()
-
-
-def _first_root(root: Failure, deployment: Deployment) -> dict[str, Any]:
-    """What the first incident's root says of the steps (:func:`next_steps`' arguments): a
-    child torchrun recorded, a KeyError on a key of the PP message, a library that does not
-    load, the program whose settings a configuration error is of, a traceback cut inside a
-    communicator's set-up."""
-    return {
-        "torchrun": _torchrun_recorded(root),
-        "pp_key": pp_key_error(root),
-        "build": undefined_symbol(root),
-        "setting": setting_program(root, deployment),
-        "cut_setup": cut_in_setup(root),
-    }
 
 
 def _host_memory(kinds: list[str], found: list[Incident]) -> bool:
@@ -414,11 +398,7 @@ def _fill(
                 "within their log"
             )
     if readings and not found and not any(f.code == "PP809" for f in report.findings):
-        lines = sum(r.lines for r in readings)
-        report.notes.append(
-            f"no failure found: no traceback, failure record or process's death in "
-            f"{counted(len(readings), 'log')} ({counted(lines, 'line')} read)"
-        )
+        report.notes.append(no_failure_note(len(readings), sum(r.lines for r in readings)))
     if steps:
         report.notes += ["next steps:", *(f"  {step}" for step in steps)]
     report.data["logs"] = [
@@ -453,12 +433,6 @@ def _fill(
         if deployment.pp_size is not None
         else "lower bound",
     }
-
-
-def _torchrun_recorded(root: Failure) -> bool:
-    """True for a root that is a child's exit torchrun recorded (its summary, its agent's
-    line), the child's exception in no log."""
-    return root.exception is None and "torchrun's" in (root.said or "")
 
 
 #: Digits of a setting read from a log (a longer number is no setting).

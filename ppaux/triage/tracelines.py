@@ -89,7 +89,7 @@ def raised(text: str) -> tuple[str, str] | None:
         text = text[lead.end() :]
     match = _RAISED.match(text) or WRAPPED.match(text)
     if match is None:
-        return None
+        return _repr_line(text)
     exception, message = match.group("type"), unfolded(match.group("message") or "")
     if exception == "Exception":
         inner = _REPRED.match(message)
@@ -98,6 +98,17 @@ def raised(text: str) -> tuple[str, str] | None:
             if said is not None:
                 return inner.group("type"), said
     return exception, message
+
+
+def _repr_line(text: str) -> tuple[str, str] | None:
+    """(type, first line of the message) of a line that is an exception's ``repr()`` whole
+    (``RuntimeError('Got the following error ...: IndexError: ...\\n\\nAt:\\n ...')``, as a
+    driver logs the error it caught), its type shaped as an exception's; None otherwise."""
+    inner = _REPRED.match(text)
+    if inner is None or _RAISED.match(inner.group("type")) is None:
+        return None
+    said = _literal(inner.group("repr"))
+    return None if said is None else (inner.group("type"), said.split("\n", 1)[0])
 
 
 #: Ray's note at a line's end that it folded the same line of several workers into this one.

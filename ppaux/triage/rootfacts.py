@@ -1,0 +1,57 @@
+"""What the first root of a triage says of the next steps (:func:`first_root`), how a
+relaying process's later failure names the root it relayed (:func:`relayer_pointer`), and the
+note of logs that hold no failure (:func:`no_failure_note`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ppaux.text import counted, cut
+from ppaux.triage.buildsteps import undefined_symbol
+from ppaux.triage.configsteps import setting_program
+from ppaux.triage.kinds import cut_in_setup
+from ppaux.triage.ppkeys import pp_key_error
+from ppaux.triage.records import Failure
+from ppaux.triage.roots import place_of
+from ppaux.triage.stepdata import Deployment
+
+__all__ = ["first_root", "no_failure_note", "relayer_pointer"]
+
+
+def first_root(root: Failure, deployment: Deployment) -> dict[str, Any]:
+    """What the first incident's root says of the steps (:func:`next_steps`' arguments): a
+    child torchrun recorded, a KeyError on a key of the PP message, a library that does not
+    load, the program whose settings a configuration error is of, a traceback cut inside a
+    communicator's set-up."""
+    return {
+        "torchrun": torchrun_recorded(root),
+        "pp_key": pp_key_error(root),
+        "build": undefined_symbol(root),
+        "setting": setting_program(root, deployment),
+        "cut_setup": cut_in_setup(root),
+    }
+
+
+def torchrun_recorded(root: Failure) -> bool:
+    """True for a root that is a child's exit torchrun recorded (its summary, its agent's
+    line), the child's exception in no log."""
+    return root.exception is None and "torchrun's" in (root.said or "")
+
+
+def relayer_pointer(failure: Failure, root: Failure) -> str | None:
+    """Where ``failure`` is of the process that relayed ``root`` (the root named by both, the
+    relaying process first: 'EngineCore pid=273, VllmWorker-0'), what it follows: the failure
+    of the other it relayed, never itself; else None."""
+    who, named = cut(failure.who), cut(root.who)
+    if not named.startswith(who + ", "):
+        return None
+    relayed = named[len(who) + 2 :]
+    return f"what followed in that process after it relayed {relayed}'s failure at {place_of(root)}"
+
+
+def no_failure_note(logs: int, lines: int) -> str:
+    """The note of ``logs`` read (``lines`` lines in all) that hold no failure at all."""
+    return (
+        f"no failure found: no traceback, failure record or process's death in "
+        f"{counted(logs, 'log')} ({counted(lines, 'line')} read)"
+    )
