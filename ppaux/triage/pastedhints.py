@@ -109,13 +109,7 @@ def pasted_hint(text: str) -> PastedHint | None:
                 _look(reading.kind, text),
             )
     if note is not None and DRIVER_MISMATCH in text:
-        return PastedHint(
-            "it is a mismatch of the NVIDIA driver and the CUDA runtime",
-            f"it is a mismatch of the NVIDIA driver and the CUDA runtime: {note}; 'ppaux "
-            "triage' on the whole log (or 'ppaux triage -' from stdin) names the root and what "
-            "to do next",
-            "check nvidia-smi against torch.version.cuda",
-        )
+        return _driver_hint(note)
     if note is not None:
         what = (
             f"{DESCRIPTIONS[kind]}, a CUDA failure of this rank's own GPU, not the network's"
@@ -146,6 +140,17 @@ def pasted_hint(text: str) -> PastedHint | None:
         f"it is {DESCRIPTIONS[kind]}: 'ppaux triage' on the whole log (or 'ppaux triage -' "
         "from stdin) names the root and what to do next",
         _look(kind, text),
+    )
+
+
+def _driver_hint(note: str) -> PastedHint:
+    """The hint for a driver older than the CUDA runtime (``note``: what to know of it)."""
+    return PastedHint(
+        "it is a mismatch of the NVIDIA driver and the CUDA runtime",
+        f"it is a mismatch of the NVIDIA driver and the CUDA runtime: {note}; 'ppaux "
+        "triage' on the whole log (or 'ppaux triage -' from stdin) names the root and what "
+        "to do next",
+        "check nvidia-smi against torch.version.cuda",
     )
 
 
